@@ -1,0 +1,1 @@
+"""TensorLoom backends."""

@@ -1,0 +1,358 @@
+"""The abstract syntax tree of .tl and .nml files, every node with its span.
+
+One tree shape serves both languages: an `.nml` `@model` and a `.tl` `model`
+both become a `ModelDecl` (the `.nml` forward is a `FnDecl` named `forward`
+with no `self`). For example
+
+    model Classifier:
+        layer fc1 = Linear(784, 10)
+        fn forward(self, x: Tensor[B, 784]) -> Tensor:
+            return x |> self.fc1 |> relu
+
+is `ModelDecl(name="Classifier", layers=[LayerDecl("fc1", Call(Name("Linear"),
+...))], methods=[FnDecl("forward", params=[self, x], body=[ReturnStmt(
+Pipe(Pipe(Name("x"), Attribute(Name("self"), "fc1")), Name("relu")))])])`.
+
+This module is the contract between the parser and IR generation: nodes are
+plain dataclasses, and `children()` walks them generically.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field, fields
+from typing import Literal
+
+from tensorloom.source import Span
+
+
+@dataclass(slots=True)
+class Node:
+    span: Span
+
+    def children(self) -> Iterator[Node]:
+        """Direct child nodes, in source order."""
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, Node):
+                yield value
+            elif isinstance(value, list):
+                yield from _nodes_in(value)
+
+
+def _nodes_in(values: list[object]) -> Iterator[Node]:
+    for item in values:
+        if isinstance(item, Node):
+            yield item
+        elif isinstance(item, tuple | list):
+            yield from (x for x in item if isinstance(x, Node))
+
+
+# ---------------------------------------------------------------- expressions
+
+
+@dataclass(slots=True)
+class Expr(Node):
+    pass
+
+
+@dataclass(slots=True)
+class Name(Expr):
+    id: str
+
+
+@dataclass(slots=True)
+class IntLit(Expr):
+    value: int
+
+
+@dataclass(slots=True)
+class FloatLit(Expr):
+    value: float
+
+
+@dataclass(slots=True)
+class StrLit(Expr):
+    value: str
+
+
+@dataclass(slots=True)
+class BoolLit(Expr):
+    value: bool
+
+
+@dataclass(slots=True)
+class NoneLit(Expr):
+    pass
+
+
+@dataclass(slots=True)
+class EllipsisLit(Expr):
+    """`...` inside an index, as in `x[..., -1]`."""
+
+
+UnaryOp = Literal["-", "+", "not"]
+BinaryOp = Literal[
+    "+", "-", "*", "/", "%", "**", "@", "==", "!=", "<", "<=", ">", ">=", "and", "or"
+]
+
+
+@dataclass(slots=True)
+class Unary(Expr):
+    op: UnaryOp
+    operand: Expr
+
+
+@dataclass(slots=True)
+class Binary(Expr):
+    op: BinaryOp
+    left: Expr
+    right: Expr
+    op_span: Span
+
+
+@dataclass(slots=True)
+class Pipe(Expr):
+    """`value |> stage`; left-associative, so `x |> f |> g` is Pipe(Pipe(x, f), g).
+
+    A stage is a Name (`relu`), a Call (`dropout(0.2)`), an Attribute
+    (`self.fc1`) or a Call of an Attribute (`self.block(mask)`).
+    """
+
+    value: Expr
+    stage: Expr
+
+
+@dataclass(slots=True)
+class Keyword(Node):
+    name: str
+    value: Expr
+
+
+@dataclass(slots=True)
+class Call(Expr):
+    func: Expr
+    args: list[Expr] = field(default_factory=list)
+    kwargs: list[Keyword] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Attribute(Expr):
+    value: Expr
+    attr: str
+    attr_span: Span
+
+
+@dataclass(slots=True)
+class Slice(Expr):
+    """`lower:upper:step` inside an index; each part may be absent."""
+
+    lower: Expr | None
+    upper: Expr | None
+    step: Expr | None
+
+
+@dataclass(slots=True)
+class Index(Expr):
+    value: Expr
+    indices: list[Expr]  # Expr, Slice or EllipsisLit, one per comma-separated item
+
+
+@dataclass(slots=True)
+class ListExpr(Expr):
+    elts: list[Expr]
+
+
+@dataclass(slots=True)
+class TupleExpr(Expr):
+    elts: list[Expr]
+
+
+# ---------------------------------------------------------------------- types
+
+
+@dataclass(slots=True)
+class Dim(Node):
+    """One dimension of a shape annotation: an int or a symbolic name (`B`)."""
+
+    value: int | str
+
+
+@dataclass(slots=True)
+class TypeExpr(Node):
+    """`Tensor`, `Tensor[B, 784]`, `int`, `tl.constexpr`, ...
+
+    `name` is dotted as written; `dims` is None when no `[...]` was given.
+    """
+
+    name: str
+    dims: list[Dim] | None = None
+
+
+# ----------------------------------------------------------------- statements
+
+
+@dataclass(slots=True)
+class Stmt(Node):
+    pass
+
+
+@dataclass(slots=True)
+class LetStmt(Stmt):
+    name: str
+    name_span: Span
+    value: Expr
+
+
+@dataclass(slots=True)
+class AssignStmt(Stmt):
+    target: Expr  # Name, Attribute or Index
+    value: Expr
+
+
+@dataclass(slots=True)
+class ExprStmt(Stmt):
+    expr: Expr
+
+
+@dataclass(slots=True)
+class ReturnStmt(Stmt):
+    value: Expr | None
+
+
+@dataclass(slots=True)
+class IfStmt(Stmt):
+    """`if c1: b1 elif c2: b2 else: b3` is branches [(c1, b1), (c2, b2)], orelse b3."""
+
+    branches: list[tuple[Expr, list[Stmt]]]
+    orelse: list[Stmt] | None
+
+
+@dataclass(slots=True)
+class ForStmt(Stmt):
+    var: str
+    var_span: Span
+    iter: Expr
+    body: list[Stmt]
+
+
+@dataclass(slots=True)
+class Param(Node):
+    name: str
+    type: TypeExpr | None = None
+    default: Expr | None = None
+
+
+# ----------------------------------------------------------- declarations
+
+
+@dataclass(slots=True)
+class ConfigEntry(Node):
+    """`d_model = 512` in an `.nml` `@config:` section."""
+
+    name: str
+    name_span: Span
+    value: Expr
+
+
+@dataclass(slots=True)
+class LayerDecl(Node):
+    """`layer fc1 = Linear(784, 256)` (.tl) or `fc1 = Linear(784, 256)` (.nml @layers)."""
+
+    name: str
+    name_span: Span
+    ctor: Expr  # normally a Call; a bare Name (`ReLU`) is allowed
+
+
+@dataclass(slots=True)
+class FnDecl(Node):
+    name: str
+    name_span: Span
+    params: list[Param]
+    return_type: TypeExpr | None
+    body: list[Stmt]
+
+
+@dataclass(slots=True)
+class ModelDecl(Stmt):
+    """A model from either language.
+
+    `.tl`:  `model Name:` with `layer` lines and `fn` methods (first param `self`).
+    `.nml`: `@model Name:` with `@config`, `@layers` and `@forward(params)`
+            sections; the forward becomes `methods=[FnDecl("forward", ...)]`
+            whose params do not include `self`.
+    """
+
+    name: str
+    name_span: Span
+    syntax: Literal["tl", "nml"]
+    config: list[ConfigEntry] = field(default_factory=list)
+    layers: list[LayerDecl] = field(default_factory=list)
+    methods: list[FnDecl] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ImportDecl(Stmt):
+    """`import blocks.resnet.nml as ResBlock` or `import "../x.nml" as X`.
+
+    `path` is the file path relative to the importing file, already turned
+    from dotted into slashed form (`blocks/resnet.nml`).
+    """
+
+    path: str
+    path_span: Span
+    alias: str | None
+    alias_span: Span | None
+
+
+@dataclass(slots=True)
+class TrainSetting(Node):
+    """`epochs = 10` inside a train block."""
+
+    key: str
+    key_span: Span
+    value: Expr
+
+
+@dataclass(slots=True)
+class CheckpointClause(Node):
+    """`checkpoint every 5 epochs` (unit `epochs` or `steps`)."""
+
+    every: int
+    every_span: Span
+    unit: str
+
+
+@dataclass(slots=True)
+class TrainDecl(Stmt):
+    """`train net on data:` followed by settings."""
+
+    model: Expr
+    data: Expr
+    settings: list[TrainSetting]
+    checkpoint: CheckpointClause | None
+
+
+@dataclass(slots=True)
+class KernelDecl(Stmt):
+    """`@kernel def name(params):` with a Triton-style body."""
+
+    name: str
+    name_span: Span
+    params: list[Param]
+    body: list[Stmt]
+
+
+@dataclass(slots=True)
+class Module(Node):
+    """One source file. `items` holds declarations and top-level statements in order."""
+
+    path: str
+    language: Literal["tl", "nml"]
+    items: list[Stmt]
+
+    def models(self) -> list[ModelDecl]:
+        return [item for item in self.items if isinstance(item, ModelDecl)]
+
+    def imports(self) -> list[ImportDecl]:
+        return [item for item in self.items if isinstance(item, ImportDecl)]
