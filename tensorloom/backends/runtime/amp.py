@@ -1,0 +1,67 @@
+"""Mixed precision for TensorLoom scripts: what `precision = ...` means on this device.
+
+    plan = resolve_precision("fp16", device)   # on a GPU: fp16 autocast and a GradScaler
+    with autocast(plan, device):
+        loss = loss_fn(model(x), y)
+
+| requested | CUDA | CPU |
+|---|---|---|
+| `fp32` | no autocast | no autocast |
+| `bf16` | bf16 autocast, no scaler | bf16 autocast |
+| `fp16` | fp16 autocast + GradScaler | bf16 autocast and a warning |
+
+CPU autocast runs bf16, not fp16, so `fp16` on a CPU run is an explicit fallback.
+
+A GPU without bf16 support falls back from `bf16` to `fp16` + GradScaler, also with a warning.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass(frozen=True)
+class PrecisionPlan:
+    """The autocast dtype (None: full precision), whether a GradScaler is needed, and why."""
+
+    autocast_dtype: torch.dtype | None
+    use_scaler: bool
+    warning: str | None = None
+
+
+def resolve_precision(requested: str, device: torch.device) -> PrecisionPlan:
+    if requested == "fp32":
+        return PrecisionPlan(None, False)
+    if device.type == "cpu":
+        return _cpu_precision(requested)
+    if requested == "bf16" and not torch.cuda.is_bf16_supported():
+        warning = "warning: this GPU has no bf16 support; using fp16 autocast with a GradScaler"
+        return PrecisionPlan(torch.float16, True, warning)
+    if requested == "bf16":
+        return PrecisionPlan(torch.bfloat16, False)
+    return PrecisionPlan(torch.float16, True)
+
+
+def _cpu_precision(requested: str) -> PrecisionPlan:
+    if requested == "bf16":
+        return PrecisionPlan(torch.bfloat16, False)
+    warning = (
+        "warning: `precision = fp16` needs a GPU; training on the CPU with bf16 autocast instead"
+    )
+    return PrecisionPlan(torch.bfloat16, False, warning)
+
+
+def autocast(
+    plan: PrecisionPlan, device: torch.device
+) -> contextlib.AbstractContextManager[object]:
+    """The autocast region for the forward pass and loss, or nothing at full precision."""
+    if plan.autocast_dtype is None:
+        return contextlib.nullcontext()
+    return torch.autocast(device_type=device.type, dtype=plan.autocast_dtype)
+
+
+def make_grad_scaler(plan: PrecisionPlan, device: torch.device) -> torch.amp.GradScaler | None:
+    return torch.amp.GradScaler(device.type) if plan.use_scaler else None

@@ -1,0 +1,185 @@
+"""Checkpoints for TensorLoom scripts: atomic, complete, and free of wrapper prefixes.
+
+    save_checkpoint("ckpt/epoch-0005.pt", model=model, optimizer=optimizer,
+                    scaler=scaler, scheduler=scheduler, epoch=5, step=1250)
+    state = load_checkpoint("ckpt/last.pt", model=model, optimizer=optimizer)
+    start_epoch = state["epoch"]    # the number of epochs already done
+
+A checkpoint holds the model, optimizer, GradScaler and lr-scheduler states, the
+epoch and global optimizer step, the RNG states (Python `random`, torch CPU, every
+CUDA device) and the loader's state, so a resumed run continues with exactly the
+numbers an uninterrupted run would have produced. The model's state dict is taken
+from the module inside any `DistributedDataParallel` (`module.`) or
+`torch.compile` (`_orig_mod.`) wrapper, so its keys load into a plain model.
+
+A write goes to a temporary file in the same directory, is flushed and fsynced,
+then renamed over the target: a crash mid-write leaves the previous file intact.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+
+_WRAPPER_PREFIXES = ("_orig_mod.", "module.")
+_EPOCH_FILE = "epoch-{:04d}.pt"
+LAST_CHECKPOINT = "last.pt"
+
+
+def unwrap_model(model: torch.nn.Module) -> torch.nn.Module:
+    """The user's module inside DDP and torch.compile wrappers, in either nesting order."""
+    while True:
+        if isinstance(model, torch.nn.parallel.DistributedDataParallel):
+            model = model.module
+        elif hasattr(model, "_orig_mod"):
+            model = model._orig_mod  # type: ignore[assignment]
+        else:
+            return model
+
+
+def strip_prefixes(state_dict: dict[str, Any]) -> dict[str, Any]:
+    """Keys without the `_orig_mod.` and `module.` prefixes that wrappers add."""
+    return {_strip_key(key): value for key, value in state_dict.items()}
+
+
+def _strip_key(key: str) -> str:
+    stripped = True
+    while stripped:
+        stripped = False
+        for prefix in _WRAPPER_PREFIXES:
+            if key.startswith(prefix):
+                key, stripped = key[len(prefix) :], True
+    return key
+
+
+def rng_states() -> dict[str, Any]:
+    states: dict[str, Any] = {"python": random.getstate(), "torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        states["cuda"] = torch.cuda.get_rng_state_all()
+    return states
+
+
+def restore_rng_states(states: dict[str, Any]) -> None:
+    random.setstate(_as_random_state(states["python"]))
+    torch.set_rng_state(states["torch"])
+    if "cuda" in states and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(states["cuda"])
+
+
+def _as_random_state(state: Any) -> tuple[Any, ...]:
+    # A round trip through torch.save may turn the inner tuple into a list.
+    version, internal, gauss = state
+    return (version, tuple(internal), gauss)
+
+
+def save_checkpoint(
+    path: str | os.PathLike[str],
+    *,
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    scaler: torch.amp.GradScaler | None = None,
+    scheduler: torch.optim.lr_scheduler.LRScheduler | None = None,
+    epoch: int,
+    step: int,
+    loader: Any = None,
+    extra: dict[str, Any] | None = None,
+) -> Path:
+    """Write everything a run needs to continue to `path`, atomically."""
+    state = {
+        "model": strip_prefixes(unwrap_model(model).state_dict()),
+        "optimizer": optimizer.state_dict(),
+        "scaler": scaler.state_dict() if scaler is not None else None,
+        "scheduler": scheduler.state_dict() if scheduler is not None else None,
+        "epoch": epoch,
+        "step": step,
+        "rng": rng_states(),
+        "loader": loader.state_dict() if loader is not None else None,
+        "extra": extra or {},
+    }
+    target = Path(path)
+    atomic_torch_save(state, target)
+    return target
+
+
+def atomic_torch_save(obj: object, target: Path) -> None:
+    """torch.save to a temporary file beside `target`, fsync, then rename over it."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            torch.save(obj, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp_name, target)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+    _fsync_directory(target.parent)
+
+
+def _fsync_directory(directory: Path) -> None:
+    # Makes the rename itself durable; not every platform lets a directory be opened.
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def load_checkpoint(
+    path: str | os.PathLike[str],
+    *,
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer | None = None,
+    scaler: torch.amp.GradScaler | None = None,
+    scheduler: torch.optim.lr_scheduler.LRScheduler | None = None,
+    loader: Any = None,
+    map_location: str | torch.device = "cpu",
+    restore_rng: bool = True,
+) -> dict[str, Any]:
+    """Restore what `save_checkpoint` wrote; returns the whole state (epoch, step, extra)."""
+    state = torch.load(path, map_location=map_location, weights_only=True)
+    unwrap_model(model).load_state_dict(strip_prefixes(state["model"]))
+    if optimizer is not None:
+        optimizer.load_state_dict(state["optimizer"])
+    if scaler is not None and state["scaler"] is not None:
+        scaler.load_state_dict(state["scaler"])
+    if scheduler is not None and state["scheduler"] is not None:
+        scheduler.load_state_dict(state["scheduler"])
+    if loader is not None and state["loader"] is not None:
+        loader.load_state_dict(state["loader"])
+    if restore_rng:
+        restore_rng_states(state["rng"])
+    return state
+
+
+def save_epoch_checkpoint(
+    directory: str | os.PathLike[str], *, keep: int, epoch: int, **state: Any
+) -> Path:
+    """Save `epoch-NNNN.pt` and `last.pt` in `directory`, keeping the newest `keep` epoch files."""
+    folder = Path(directory)
+    path = save_checkpoint(folder / _EPOCH_FILE.format(epoch), epoch=epoch, **state)
+    _replace_with_copy(path, folder / LAST_CHECKPOINT)
+    for old in sorted(folder.glob("epoch-*.pt"))[:-keep]:
+        old.unlink()
+    return path
+
+
+def _replace_with_copy(source: Path, target: Path) -> None:
+    """Point `target` at `source`'s bytes atomically: a hard link if we can, a copy if not."""
+    tmp = target.with_name(f".{target.name}.link")
+    tmp.unlink(missing_ok=True)
+    try:
+        os.link(source, tmp)
+    except OSError:
+        shutil.copyfile(source, tmp)
+    os.replace(tmp, target)

@@ -1,0 +1,474 @@
+"""Datasets for TensorLoom scripts: `load_dataset(...)` returns tensors, ready to batch.
+
+    train, val, info = load_dataset("digits", flatten=True)
+    x, y = train            # x: [1617, 64] float32 in [0, 1], y: [1617] int64 in 0..9
+
+Every source gives `(x, y)` tensor pairs for training and validation and a
+`DataInfo` saying what one sample looks like:
+
+- `"digits"` (scikit-learn, 1,797 images): x [1, 8, 8] float32 in [0, 1]
+  (`flatten` gives [64]), y a class 0-9; validation is a seeded 10% hold-out.
+- `"mnist"`, `"fashion-mnist"` (IDX files): x [1, 28, 28] normalised (`flatten`
+  gives [784]), y a class 0-9; validation is the official test set.
+- `"cifar10"` (python batches): x [3, 32, 32] normalised per channel, y a class
+  0-9; validation is the official test batch.
+- `"reverse"`, `"sort"`, `"copy"` (`vocab=16, length=12, size=4096, seed=0`):
+  x [T] int64 tokens in 0..vocab-1, y [T] int64 tokens (the reversed, sorted or
+  copied sequence); validation is a seeded hold-out.
+- `*.npz` (arrays `x`, `y`), `*.pt` (a dict of tensors `x`, `y`), `*.csv` (the
+  label column named by `target=`, numeric features): shapes as stored.
+- nothing (`load_dataset(sample_shape=..., num_classes=...)`): N(0, 1) inputs of
+  the given shape labelled by a fixed random linear map (`DataInfo.synthetic`).
+
+Files for the named image datasets are looked for under `data_root`,
+`$TENSORLOOM_DATA` and `~/.cache/tensorloom`, downloaded into the first of those
+when missing, and otherwise `DatasetUnavailable` says which files to put where.
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import gzip
+import os
+import pickle
+import shutil
+import struct
+import sys
+import tarfile
+import tempfile
+import urllib.request
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+TensorPair = tuple[torch.Tensor, torch.Tensor]
+
+
+class DatasetUnavailable(Exception):
+    """The data a script needs is not on this machine; the message says what to fetch."""
+
+
+@dataclass(frozen=True)
+class DataInfo:
+    """What one sample of a loaded dataset looks like."""
+
+    name: str
+    sample_shape: tuple[int, ...]
+    target_shape: tuple[int, ...]
+    num_classes: int | None
+    task: str  # "classification", "sequence" or "regression"
+    synthetic: bool = False
+
+    def warning(self) -> str | None:
+        """The line a script prints when it trains on made-up data."""
+        if not self.synthetic:
+            return None
+        return (
+            "warning: no dataset given, training on synthetic data "
+            f"(random inputs of shape {list(self.sample_shape)}, labels from a fixed random "
+            "linear map); pass a dataset to `load_dataset(...)` to train on real data"
+        )
+
+
+def load_dataset(
+    name_or_path: str | os.PathLike[str] | None = None,
+    *,
+    data_root: str | os.PathLike[str] | None = None,
+    flatten: bool = False,
+    target: str | None = None,
+    split_seed: int = 0,
+    val_fraction: float = 0.1,
+    download: bool = True,
+    **task_kwargs: object,
+) -> tuple[TensorPair, TensorPair, DataInfo]:
+    """Load a named dataset, a file, a sequence task or synthetic data (see the module doc)."""
+    if name_or_path is None:
+        pair, info = _synthetic_dataset(**task_kwargs)  # type: ignore[arg-type]
+        return (*_split(pair, val_fraction, split_seed), info)
+    name = os.fspath(name_or_path)
+    if name in _SEQUENCE_TASKS:
+        pair, info = _sequence_task(name, **task_kwargs)  # type: ignore[arg-type]
+        return (*_split(pair, val_fraction, split_seed), info)
+    if name == "digits":
+        pair = _flatten_pair(_digits(), flatten)
+        return (*_split(pair, val_fraction, split_seed), _digits_info(flatten))
+    if name in _IMAGE_DATASETS:
+        train, val, info = _image_dataset(name, _data_roots(data_root), download)
+        return _flatten_pair(train, flatten), _flatten_pair(val, flatten), _flat_info(info, flatten)
+    pair, info = _file_dataset(Path(name), target)
+    return (*_split(pair, val_fraction, split_seed), info)
+
+
+def split_train_val(
+    pair: TensorPair, val_fraction: float, seed: int
+) -> tuple[TensorPair, TensorPair]:
+    """A seeded random hold-out: the same split on every machine and every rank."""
+    return _split(pair, val_fraction, seed)
+
+
+def _split(pair: TensorPair, val_fraction: float, seed: int) -> tuple[TensorPair, TensorPair]:
+    x, y = pair
+    n_val = round(len(x) * val_fraction)
+    generator = torch.Generator().manual_seed(seed)
+    order = torch.randperm(len(x), generator=generator)
+    val_idx, train_idx = order[:n_val], order[n_val:]
+    return (x[train_idx], y[train_idx]), (x[val_idx], y[val_idx])
+
+
+def _flatten_pair(pair: TensorPair, flatten: bool) -> TensorPair:
+    x, y = pair
+    return (x.flatten(1), y) if flatten else (x, y)
+
+
+def _flat_info(info: DataInfo, flatten: bool) -> DataInfo:
+    if not flatten:
+        return info
+    size = 1
+    for dim in info.sample_shape:
+        size *= dim
+    return DataInfo(info.name, (size,), info.target_shape, info.num_classes, info.task)
+
+
+# --- scikit-learn's 8x8 digits -------------------------------------------------------
+
+
+def _digits() -> TensorPair:
+    from sklearn.datasets import load_digits  # only this dataset needs scikit-learn
+
+    bunch = load_digits()
+    images = torch.as_tensor(bunch.images, dtype=torch.float32) / 16.0
+    return images.unsqueeze(1), torch.as_tensor(bunch.target, dtype=torch.int64)
+
+
+def _digits_info(flatten: bool) -> DataInfo:
+    return _flat_info(DataInfo("digits", (1, 8, 8), (), 10, "classification"), flatten)
+
+
+# --- MNIST, Fashion-MNIST (IDX files) and CIFAR-10 (python batches) -----------------
+
+_IDX_FILES = {
+    "train_x": "train-images-idx3-ubyte",
+    "train_y": "train-labels-idx1-ubyte",
+    "val_x": "t10k-images-idx3-ubyte",
+    "val_y": "t10k-labels-idx1-ubyte",
+}
+_CIFAR_DIR = "cifar-10-batches-py"
+_CIFAR_FILES = [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]
+
+# Where each dataset's files come from; a test may point these at file:// URLs.
+DOWNLOAD_URLS: dict[str, str] = {
+    "mnist": "https://ossci-datasets.s3.amazonaws.com/mnist/",
+    "fashion-mnist": "http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/",
+    "cifar10": "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz",
+}
+DOWNLOAD_TIMEOUT_S = 10.0
+
+# The usual per-channel statistics of each training set.
+_NORMALISATION = {
+    "mnist": ((0.1307,), (0.3081,)),
+    "fashion-mnist": ((0.2860,), (0.3530,)),
+    "cifar10": ((0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616)),
+}
+_IMAGE_DATASETS = ("mnist", "fashion-mnist", "cifar10")
+
+
+def _data_roots(data_root: str | os.PathLike[str] | None) -> list[Path]:
+    """Where to look, in order; the first is where downloads and the user's files go."""
+    roots: list[Path] = []
+    if data_root is not None:
+        roots.append(Path(data_root))
+    if os.environ.get("TENSORLOOM_DATA"):
+        roots.append(Path(os.environ["TENSORLOOM_DATA"]))
+    roots.append(Path.home() / ".cache" / "tensorloom")
+    return roots
+
+
+def _image_dataset(
+    name: str, roots: list[Path], download: bool
+) -> tuple[TensorPair, TensorPair, DataInfo]:
+    folder = _find_folder(name, roots) or _fetch(name, roots[0], download)
+    if name == "cifar10":
+        train, val = _read_cifar(folder)
+        shape: tuple[int, ...] = (3, 32, 32)
+    else:
+        train, val = _read_mnist_like(folder)
+        shape = (1, 28, 28)
+    mean, std = _NORMALISATION[name]
+    info = DataInfo(name, shape, (), 10, "classification")
+    return _normalise(train, mean, std), _normalise(val, mean, std), info
+
+
+def _folder_name(name: str) -> str:
+    return _CIFAR_DIR if name == "cifar10" else name
+
+
+def _expected_files(name: str) -> list[str]:
+    return _CIFAR_FILES if name == "cifar10" else [f"{stem}.gz" for stem in _IDX_FILES.values()]
+
+
+def _has_files(name: str, folder: Path) -> bool:
+    if name == "cifar10":
+        return all((folder / f).is_file() for f in _CIFAR_FILES)
+    return all(_idx_path(folder, stem) is not None for stem in _IDX_FILES.values())
+
+
+def _find_folder(name: str, roots: list[Path]) -> Path | None:
+    for root in roots:
+        folder = root / _folder_name(name)
+        if _has_files(name, folder):
+            return folder
+    return None
+
+
+def _fetch(name: str, root: Path, download: bool) -> Path:
+    folder = root / _folder_name(name)
+    if download and os.environ.get("TENSORLOOM_NO_DOWNLOAD") != "1":
+        try:
+            _download(name, root)
+        except OSError as error:  # no network, a proxy, a full disk: say what to do instead
+            print(f"note: could not download `{name}`: {error}", file=sys.stderr)
+        if _has_files(name, folder):
+            return folder
+    files = "\n".join(f"  {folder / f}" for f in _expected_files(name))
+    raise DatasetUnavailable(
+        f"dataset `{name}` was not found and could not be downloaded.\n"
+        f"put these files (gzipped or not) in {folder}:\n{files}\n"
+        f"or point `--data-root` or $TENSORLOOM_DATA at a directory holding `{_folder_name(name)}/`"
+    )
+
+
+def _download(name: str, root: Path) -> None:
+    if name == "cifar10":
+        archive = _download_file(DOWNLOAD_URLS[name], root / "cifar-10-python.tar.gz")
+        with tarfile.open(archive) as tar:
+            tar.extractall(root, filter="data")
+        archive.unlink()
+        return
+    for stem in _IDX_FILES.values():
+        _download_file(DOWNLOAD_URLS[name] + f"{stem}.gz", root / name / f"{stem}.gz")
+
+
+def _download_file(url: str, destination: Path) -> Path:
+    """Fetch `url` into `destination` through a temporary file, so a cut leaves no half file."""
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    with urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_S) as response:
+        fd, tmp = tempfile.mkstemp(dir=destination.parent, suffix=".part")
+        with os.fdopen(fd, "wb") as out:
+            shutil.copyfileobj(response, out)
+    os.replace(tmp, destination)
+    return destination
+
+
+def _idx_path(folder: Path, stem: str) -> Path | None:
+    for candidate in (folder / stem, folder / f"{stem}.gz"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _read_bytes(path: Path) -> bytes:
+    if path.suffix == ".gz":
+        with gzip.open(path, "rb") as f:
+            return f.read()
+    return path.read_bytes()
+
+
+def read_idx(path: Path) -> torch.Tensor:
+    """An IDX file (gzipped or not) as a uint8 tensor; the header gives rank and sizes."""
+    data = _read_bytes(path)
+    zero, dtype_code, ndim = struct.unpack(">HBB", data[:4])
+    if zero != 0 or dtype_code != 0x08:
+        raise DatasetUnavailable(f"{path} is not an IDX file of unsigned bytes")
+    dims = struct.unpack(f">{ndim}I", data[4 : 4 + 4 * ndim])
+    body = bytearray(data[4 + 4 * ndim :])
+    return torch.frombuffer(body, dtype=torch.uint8).reshape(dims)
+
+
+def _read_mnist_like(folder: Path) -> tuple[TensorPair, TensorPair]:
+    tensors = {key: read_idx(_idx_path(folder, stem)) for key, stem in _IDX_FILES.items()}  # type: ignore[arg-type]
+    train = (tensors["train_x"].unsqueeze(1), tensors["train_y"].long())
+    val = (tensors["val_x"].unsqueeze(1), tensors["val_y"].long())
+    return train, val
+
+
+class _NumpyOnlyUnpickler(pickle.Unpickler):
+    """Unpickles CIFAR batches: numpy arrays, lists and dicts, and nothing that runs code."""
+
+    _ALLOWED = {
+        ("numpy.core.multiarray", "_reconstruct"),
+        ("numpy._core.multiarray", "_reconstruct"),
+        ("numpy", "ndarray"),
+        ("numpy", "dtype"),
+    }
+
+    def find_class(self, module: str, name: str) -> object:
+        if (module, name) not in self._ALLOWED:
+            raise pickle.UnpicklingError(f"refusing to load `{module}.{name}` from a data file")
+        return super().find_class(module, name)
+
+
+def _read_cifar_batch(path: Path) -> TensorPair:
+    with path.open("rb") as f:
+        batch = _NumpyOnlyUnpickler(f, encoding="bytes").load()
+    images = torch.as_tensor(batch[b"data"], dtype=torch.uint8).reshape(-1, 3, 32, 32)
+    return images, torch.as_tensor(batch[b"labels"], dtype=torch.int64)
+
+
+def _read_cifar(folder: Path) -> tuple[TensorPair, TensorPair]:
+    batches = [_read_cifar_batch(folder / f"data_batch_{i}") for i in range(1, 6)]
+    train = (torch.cat([b[0] for b in batches]), torch.cat([b[1] for b in batches]))
+    return train, _read_cifar_batch(folder / "test_batch")
+
+
+def _normalise(pair: TensorPair, mean: tuple[float, ...], std: tuple[float, ...]) -> TensorPair:
+    x, y = pair
+    shape = (1, len(mean), 1, 1)
+    mean_t = torch.tensor(mean).reshape(shape)
+    std_t = torch.tensor(std).reshape(shape)
+    return (x.float() / 255.0 - mean_t) / std_t, y
+
+
+# --- files: .npz, .pt, .csv ------------------------------------------------------------
+
+_NPY_DTYPES = {
+    "f4": torch.float32, "f8": torch.float64, "f2": torch.float16,
+    "i8": torch.int64, "i4": torch.int32, "i2": torch.int16, "i1": torch.int8,
+    "u1": torch.uint8, "b1": torch.bool,
+}  # fmt: skip
+
+
+def _file_dataset(path: Path, target: str | None) -> tuple[TensorPair, DataInfo]:
+    if not path.is_file():
+        raise DatasetUnavailable(f"data file {path} does not exist")
+    readers = {".npz": _read_npz, ".pt": _read_pt}
+    if path.suffix == ".csv":
+        x, y = _read_csv(path, target)
+    elif path.suffix in readers:
+        x, y = readers[path.suffix](path)
+    else:
+        raise DatasetUnavailable(f"cannot read {path}: expected a .npz, .pt or .csv file")
+    return (x, y), _file_info(path, x, y)
+
+
+def _file_info(path: Path, x: torch.Tensor, y: torch.Tensor) -> DataInfo:
+    if y.is_floating_point():
+        return DataInfo(path.name, tuple(x.shape[1:]), tuple(y.shape[1:]), None, "regression")
+    num_classes = int(y.max()) + 1 if y.numel() else 0
+    return DataInfo(
+        path.name, tuple(x.shape[1:]), tuple(y.shape[1:]), num_classes, "classification"
+    )
+
+
+def read_npy(data: bytes) -> torch.Tensor:
+    """One .npy array, parsed with the standard library (format version 1, 2 or 3)."""
+    if data[:6] != b"\x93NUMPY":
+        raise DatasetUnavailable("not a .npy array")
+    header_len_size = 2 if data[6] == 1 else 4
+    (header_len,) = struct.unpack(
+        "<H" if header_len_size == 2 else "<I", data[8 : 8 + header_len_size]
+    )
+    start = 8 + header_len_size
+    header = ast.literal_eval(data[start : start + header_len].decode("latin1"))
+    descr, shape = header["descr"], tuple(header["shape"])
+    if descr[0] == ">" or descr[1:] not in _NPY_DTYPES or header["fortran_order"]:
+        raise DatasetUnavailable(
+            f"unsupported array type `{descr}`: save plain numeric C-order arrays"
+        )
+    body = bytearray(data[start + header_len :])
+    if not body:
+        return torch.empty(shape, dtype=_NPY_DTYPES[descr[1:]])
+    return torch.frombuffer(body, dtype=_NPY_DTYPES[descr[1:]]).reshape(shape)
+
+
+def _read_npz(path: Path) -> TensorPair:
+    with zipfile.ZipFile(path) as archive:
+        names = set(archive.namelist())
+        if not {"x.npy", "y.npy"} <= names:
+            raise DatasetUnavailable(f"{path} must hold arrays named `x` and `y`")
+        x = read_npy(archive.read("x.npy"))
+        y = read_npy(archive.read("y.npy"))
+    return _as_features(x), _as_targets(y)
+
+
+def _read_pt(path: Path) -> TensorPair:
+    payload = torch.load(path, map_location="cpu", weights_only=True)
+    if not isinstance(payload, dict) or not {"x", "y"} <= payload.keys():
+        raise DatasetUnavailable(f"{path} must hold a dict with tensors `x` and `y`")
+    return _as_features(payload["x"]), _as_targets(payload["y"])
+
+
+def _as_features(x: torch.Tensor) -> torch.Tensor:
+    return x.float() if x.is_floating_point() else x.long()
+
+
+def _as_targets(y: torch.Tensor) -> torch.Tensor:
+    return y.float() if y.is_floating_point() else y.long()
+
+
+def _read_csv(path: Path, target: str | None) -> TensorPair:
+    with path.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    columns = list(rows[0].keys()) if rows else []
+    if target is None or target not in columns:
+        raise DatasetUnavailable(
+            f"{path}: pass `target=` naming the label column, one of {columns}"
+        )
+    features = [c for c in columns if c != target]
+    x = torch.tensor([[float(row[c]) for c in features] for row in rows], dtype=torch.float32)
+    return x, _csv_targets([row[target] for row in rows])
+
+
+def _csv_targets(values: list[str]) -> torch.Tensor:
+    """Integer labels stay classes, other numbers are regression targets, words become classes."""
+    try:
+        return torch.tensor([int(v) for v in values], dtype=torch.int64)
+    except ValueError:
+        pass
+    try:
+        return torch.tensor([float(v) for v in values], dtype=torch.float32)
+    except ValueError:
+        names = sorted(set(values))
+        return torch.tensor([names.index(v) for v in values], dtype=torch.int64)
+
+
+# --- sequence tasks ----------------------------------------------------------------------
+
+_SEQUENCE_TASKS = ("reverse", "sort", "copy")
+
+
+def _sequence_task(
+    name: str, *, vocab: int = 16, length: int = 12, size: int = 4096, seed: int = 0
+) -> tuple[TensorPair, DataInfo]:
+    """`size` random token sequences [length] over 0..vocab-1 and their reversal/sort/copy."""
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.randint(0, vocab, (size, length), generator=generator)
+    if name == "reverse":
+        y = x.flip(1)
+    elif name == "sort":
+        y = x.sort(dim=1).values
+    else:
+        y = x.clone()
+    return (x, y), DataInfo(name, (length,), (length,), vocab, "sequence")
+
+
+# --- synthetic data ----------------------------------------------------------------------
+
+
+def _synthetic_dataset(
+    *,
+    sample_shape: tuple[int, ...] = (784,),
+    num_classes: int = 10,
+    size: int = 2048,
+    seed: int = 0,
+) -> tuple[TensorPair, DataInfo]:
+    """Gaussian inputs labelled by a fixed random linear map, so there is a rule to learn."""
+    generator = torch.Generator().manual_seed(seed)
+    shape = tuple(sample_shape)
+    x = torch.randn((size, *shape), generator=generator)
+    weights = torch.randn(x[0].numel(), num_classes, generator=generator)
+    y = (x.flatten(1) @ weights).argmax(dim=1)
+    info = DataInfo("synthetic", shape, (), num_classes, "classification", synthetic=True)
+    return (x, y), info

@@ -1,0 +1,94 @@
+"""Process groups for TensorLoom scripts: one script, run alone or under torchrun.
+
+    dist_ctx = setup_distributed("auto")      # reads RANK, LOCAL_RANK, WORLD_SIZE
+    try:
+        ...train on dist_ctx.device; log and save only if dist_ctx.is_main...
+        mean_loss = all_reduce_mean(loss_sum / steps)
+    finally:
+        teardown_distributed()
+
+Under torchrun (WORLD_SIZE set) each process joins a group (NCCL on CUDA, gloo
+on the CPU) and takes the device of its local rank; run as `python script.py`,
+the same code is one process of a group of one and every collective is a no-op.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+
+class DeviceUnavailable(Exception):
+    """`--device cuda` on a machine without a GPU; the script prints this and exits 1."""
+
+
+@dataclass(frozen=True)
+class DistContext:
+    """Who this process is and which device it trains on."""
+
+    rank: int
+    local_rank: int
+    world_size: int
+    device: torch.device
+
+    @property
+    def is_main(self) -> bool:
+        """Rank 0 logs, writes metrics and saves checkpoints."""
+        return self.rank == 0
+
+    @property
+    def is_distributed(self) -> bool:
+        return self.world_size > 1
+
+
+def resolve_device(choice: str, local_rank: int = 0) -> torch.device:
+    """`auto` takes the GPU when there is one; `cuda` without a GPU is an error."""
+    if choice == "cpu" or (choice == "auto" and not torch.cuda.is_available()):
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        raise DeviceUnavailable("`--device cuda` was given but no CUDA device is available")
+    return torch.device("cuda", local_rank % torch.cuda.device_count())
+
+
+def setup_distributed(device_choice: str = "auto") -> DistContext:
+    """Join the torchrun process group if there is one; pick this process's device."""
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    device = resolve_device(device_choice, local_rank)
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    if world_size > 1 and not dist.is_initialized():
+        backend = "nccl" if device.type == "cuda" else "gloo"
+        dist.init_process_group(backend=backend, rank=rank, world_size=world_size)
+    return DistContext(rank, local_rank, world_size, device)
+
+
+def all_reduce_sum(tensor: torch.Tensor) -> torch.Tensor:
+    """The sum of `tensor` over all ranks (a copy; the input is left alone)."""
+    if not (dist.is_available() and dist.is_initialized()):
+        return tensor
+    total = tensor.detach().clone()
+    dist.all_reduce(total, op=dist.ReduceOp.SUM)
+    return total
+
+
+def all_reduce_mean(tensor: torch.Tensor) -> torch.Tensor:
+    """The mean of `tensor` over all ranks (a copy; the input is left alone)."""
+    if not (dist.is_available() and dist.is_initialized()):
+        return tensor
+    return all_reduce_sum(tensor) / dist.get_world_size()
+
+
+def barrier() -> None:
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+
+
+def teardown_distributed() -> None:
+    """Leave the process group; call it in a `finally` so a failed run still exits cleanly."""
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()

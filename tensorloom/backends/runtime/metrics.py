@@ -1,0 +1,76 @@
+"""Metrics for TensorLoom scripts: JSON lines, a one-line epoch summary, a progress bar.
+
+    metrics = MetricsWriter("run/metrics.jsonl")
+    record = {"epoch": 1, "train_loss": 0.41, "val_loss": 0.22, "val_accuracy": 0.94,
+              "samples_per_s": 51234.0, "lr": 0.001, "time": 0.31}
+    metrics.write(record)                    # one JSON object per line, flushed
+    print(format_epoch_summary(record, epochs=10))
+    # epoch  1/10  train_loss 0.4100  val_loss 0.2200  val_acc 94.00%
+    #   51,234 samples/s  lr 1.00e-03  0.31s    (on one line)
+
+Only rank 0 writes and prints; the others pass `enabled=False`. The progress bar
+is tqdm's, shown only when stderr is a terminal (and tqdm is installed), so logs
+and CI output stay one line per epoch.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from collections.abc import Iterable, Iterator
+from typing import Any, TypeVar
+
+try:
+    from tqdm import tqdm
+except ImportError:  # the bar is a nicety: scripts run without it
+    tqdm = None
+
+Item = TypeVar("Item")
+
+
+class MetricsWriter:
+    """Appends one JSON object per epoch to a file; does nothing without a path."""
+
+    def __init__(self, path: str | os.PathLike[str] | None, *, enabled: bool = True) -> None:
+        self.path = os.fspath(path) if path is not None and enabled else None
+        if self.path is not None:
+            os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+
+    def write(self, record: dict[str, Any]) -> None:
+        if self.path is None:
+            return
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(_finite(record)) + "\n")
+
+
+def _finite(record: dict[str, Any]) -> dict[str, Any]:
+    # JSON has no NaN or Infinity; a diverged loss is written as null.
+    return {
+        k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in record.items()
+    }
+
+
+def format_epoch_summary(record: dict[str, Any], *, epochs: int) -> str:
+    """`epoch  3/10  train_loss 0.2143  val_loss 0.1988  val_acc 94.44%  ...` for one epoch."""
+    width = len(str(epochs))
+    parts = [f"epoch {record['epoch']:>{width}}/{epochs}", f"train_loss {record['train_loss']:.4f}"]
+    if record.get("val_loss") is not None:
+        parts.append(f"val_loss {record['val_loss']:.4f}")
+    if record.get("val_accuracy") is not None:
+        parts.append(f"val_acc {100 * record['val_accuracy']:.2f}%")
+    parts.append(f"{record['samples_per_s']:,.0f} samples/s")
+    if record.get("lr") is not None:
+        parts.append(f"lr {record['lr']:.2e}")
+    parts.append(f"{record['time']:.2f}s")
+    return "  ".join(parts)
+
+
+def progress(
+    iterable: Iterable[Item], *, total: int, description: str, enabled: bool = True
+) -> Iterator[Item]:
+    """`iterable` with a tqdm bar on a terminal; the plain iterable otherwise."""
+    if tqdm is None or not enabled or not sys.stderr.isatty():
+        return iter(iterable)
+    return iter(tqdm(iterable, total=total, desc=description, leave=False, dynamic_ncols=True))
