@@ -1,0 +1,321 @@
+"""What the compiler knows statically about each dataset `load_dataset(...)` can name.
+
+    let data = load_dataset("digits", flatten=true)
+
+    lookup_dataset("digits", {"flatten": True})
+    # DatasetInfo(name="digits", sample_shape=(64,), dtype="f32", num_classes=10,
+    #             target_shape=(), target_dtype="i64", task="classification", ...)
+
+Shape inference uses `sample_shape` (one sample, without the batch dimension) and
+`dtype` as the model's input, and the loss checks use `num_classes`, `target_shape`
+and `task`. A file path's shapes are unknown (None) unless the user annotates them
+with `sample_shape=[...]` and `num_classes=...`. `load_dataset()` with no source
+is synthetic: its shapes are taken from the model by the caller.
+
+The figures here must agree with `tensorloom/backends/runtime/data.py`, which
+loads the data in the emitted script; `tests/unit/dialects/test_datasets.py`
+checks that they do. This module never imports torch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from tensorloom.diagnostics.core import did_you_mean
+
+# An option's value as the compiler sees it: a literal from the `.tl` source.
+OptionValue = bool | int | float | str | list[int]
+
+CLASSIFICATION = "classification"
+SEQUENCE = "sequence"
+REGRESSION = "regression"
+UNKNOWN_TASK = "unknown"
+
+FILE_SUFFIXES = (".npz", ".pt", ".csv")
+
+
+@dataclass(frozen=True, slots=True)
+class OptionSpec:
+    """One keyword `load_dataset` accepts for a source: its type, default, meaning."""
+
+    name: str
+    kind: str  # "bool", "int", "float", "str" or "shape" (a list of positive ints)
+    default: OptionValue | None
+    doc: str
+    runtime: bool = True  # False: a compile-time annotation the script never receives
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetInfo:
+    """A dataset's samples as the compiler sees them; None where unknown until run time."""
+
+    name: str
+    sample_shape: tuple[int, ...] | None
+    dtype: str  # element type of a sample, as in `!nml.tensor`: "f32" or "i64"
+    num_classes: int | None
+    target_shape: tuple[int, ...] | None  # () for one class per sample, (T,) per token
+    target_dtype: str
+    task: str
+    default_split: str
+    synthetic: bool = False
+    options: dict[str, OptionValue] = field(default_factory=dict[str, OptionValue])
+
+    def runtime_kwargs(self) -> dict[str, OptionValue]:
+        """The keyword arguments the emitted `load_dataset(...)` call receives."""
+        specs = _options_of(self.name)
+        return {k: v for k, v in self.options.items() if k not in specs or specs[k].runtime}
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetError:
+    """Why a `load_dataset(...)` call is wrong; the caller turns it into a Diagnostic."""
+
+    code: str
+    message: str
+    option: str | None = None  # the keyword at fault; None: the dataset name itself
+    help: str | None = None
+
+
+# --- the options each source accepts ---------------------------------------------------
+
+_FLATTEN = OptionSpec("flatten", "bool", False, "flatten each sample to one dimension")
+_DATA_ROOT = OptionSpec("data_root", "str", None, "directory holding the dataset's files")
+_DOWNLOAD = OptionSpec("download", "bool", True, "download missing files when possible")
+_VAL_FRACTION = OptionSpec("val_fraction", "float", 0.1, "share of samples held out")
+_SPLIT_SEED = OptionSpec("split_seed", "int", 0, "seed of the train/validation split")
+_SIZE = OptionSpec("size", "int", None, "number of samples generated")
+_SEED = OptionSpec("seed", "int", 0, "seed of the generated data")
+
+_IMAGE_OPTIONS = (_FLATTEN, _DATA_ROOT, _DOWNLOAD)
+_HOLD_OUT_OPTIONS = (_VAL_FRACTION, _SPLIT_SEED)
+_SEQUENCE_OPTIONS = (
+    OptionSpec("vocab", "int", 16, "number of distinct tokens"),
+    OptionSpec("length", "int", 12, "tokens per sequence"),
+    OptionSpec("size", "int", 4096, "number of sequences"),
+    _SEED,
+    *_HOLD_OUT_OPTIONS,
+)
+_FILE_OPTIONS = (
+    OptionSpec("target", "str", None, "the label column of a .csv file"),
+    OptionSpec("sample_shape", "shape", None, "the shape of one sample", runtime=False),
+    OptionSpec("num_classes", "int", None, "the number of classes", runtime=False),
+    *_HOLD_OUT_OPTIONS,
+)
+_SYNTHETIC_OPTIONS = (
+    OptionSpec("size", "int", 2048, "number of samples generated"),
+    _SEED,
+    *_HOLD_OUT_OPTIONS,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Source:
+    sample_shape: tuple[int, ...]
+    dtype: str
+    num_classes: int
+    task: str
+    default_split: str
+    options: tuple[OptionSpec, ...]
+
+
+_HOLD_OUT = "a seeded random hold-out of `val_fraction` (default 0.1)"
+_NAMED: dict[str, _Source] = {
+    "digits": _Source(
+        (1, 8, 8), "f32", 10, CLASSIFICATION, _HOLD_OUT, (_FLATTEN, *_HOLD_OUT_OPTIONS)
+    ),
+    "mnist": _Source(
+        (1, 28, 28), "f32", 10, CLASSIFICATION, "the official test set", _IMAGE_OPTIONS
+    ),
+    "fashion-mnist": _Source(
+        (1, 28, 28), "f32", 10, CLASSIFICATION, "the official test set", _IMAGE_OPTIONS
+    ),
+    "cifar10": _Source(
+        (3, 32, 32), "f32", 10, CLASSIFICATION, "the official test batch", _IMAGE_OPTIONS
+    ),
+}
+SEQUENCE_TASKS = ("reverse", "sort", "copy")
+DATASET_NAMES = (*_NAMED, *SEQUENCE_TASKS)
+
+
+def _options_of(name: str | None) -> dict[str, OptionSpec]:
+    if name is None or name == "synthetic":
+        specs = _SYNTHETIC_OPTIONS
+    elif name in _NAMED:
+        specs = _NAMED[name].options
+    elif name in SEQUENCE_TASKS:
+        specs = _SEQUENCE_OPTIONS
+    else:
+        specs = _FILE_OPTIONS
+    return {spec.name: spec for spec in specs}
+
+
+def accepted_options(name: str | None) -> dict[str, OptionSpec]:
+    """The keywords `load_dataset(name, ...)` accepts, by name."""
+    return _options_of(name)
+
+
+# --- lookup ----------------------------------------------------------------------------
+
+
+def lookup_dataset(
+    name: str | None, options: Mapping[str, OptionValue]
+) -> DatasetInfo | DatasetError:
+    """What `load_dataset(name, **options)` yields, or why the call is wrong."""
+    if name is not None and not is_file_source(name) and name not in DATASET_NAMES:
+        return _unknown_name(name)
+    error = check_options(name, options)
+    if error is not None:
+        return error
+    values = dict(options)
+    if name is None:
+        return _synthetic_info(values)
+    if name in SEQUENCE_TASKS:
+        return _sequence_info(name, values)
+    if name in _NAMED:
+        return _named_info(name, values)
+    return _file_info(name, values)
+
+
+def is_file_source(name: str) -> bool:
+    return name.endswith(FILE_SUFFIXES) or "/" in name or "\\" in name
+
+
+def _unknown_name(name: str) -> DatasetError:
+    suggestion = did_you_mean(name, DATASET_NAMES)
+    help_text = (
+        f"did you mean `{suggestion}`?"
+        if suggestion
+        else f"use one of {_listing(DATASET_NAMES)}, or a .npz, .pt or .csv file path"
+    )
+    return DatasetError("TL0701", f"unknown dataset `{name}`", None, help_text)
+
+
+def check_options(name: str | None, options: Mapping[str, OptionValue]) -> DatasetError | None:
+    """The first unknown, mistyped or out-of-range option, in the order given."""
+    specs = _options_of(name)
+    for key, value in options.items():
+        spec = specs.get(key)
+        error = _unknown_option(name, key, specs) if spec is None else _check_value(spec, value)
+        if error is not None:
+            return error
+    return None
+
+
+def _unknown_option(name: str | None, key: str, specs: dict[str, OptionSpec]) -> DatasetError:
+    source = f"`{name}`" if name is not None else "synthetic data"
+    suggestion = did_you_mean(key, specs)
+    help_text = f"did you mean `{suggestion}`?" if suggestion else f"accepted: {_listing(specs)}"
+    return DatasetError("TL0702", f"{source} has no option `{key}`", key, help_text)
+
+
+def _check_value(spec: OptionSpec, value: OptionValue) -> DatasetError | None:
+    if not _has_kind(value, spec.kind):
+        message = f"option `{spec.name}` expects {_KIND_WORDS[spec.kind]}, got `{value!r}`"
+        return DatasetError("TL0703", message, spec.name)
+    return _check_range(spec.name, value)
+
+
+_KIND_WORDS = {
+    "bool": "`true` or `false`",
+    "int": "an integer",
+    "float": "a number",
+    "str": "a string",
+    "shape": "a list of positive integers",
+}
+
+
+def _has_kind(value: OptionValue, kind: str) -> bool:
+    if kind == "bool":
+        return isinstance(value, bool)
+    if kind == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "float":
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if kind == "str":
+        return isinstance(value, str)
+    return isinstance(value, list) and all(_is_positive_int(v) for v in value)
+
+
+def _is_positive_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+_POSITIVE = ("vocab", "length", "size", "num_classes")
+
+
+def _check_range(key: str, value: OptionValue) -> DatasetError | None:
+    if key == "val_fraction" and not 0.0 <= float(value) < 1.0:  # type: ignore[arg-type]
+        return DatasetError("TL0704", f"`val_fraction` must be in [0, 1), got {value}", key)
+    if key == "vocab" and isinstance(value, int) and value < 2:
+        return DatasetError("TL0704", f"`vocab` must be at least 2, got {value}", key)
+    if key in _POSITIVE and isinstance(value, int) and value < 1:
+        return DatasetError("TL0704", f"`{key}` must be positive, got {value}", key)
+    return None
+
+
+def _named_info(name: str, options: dict[str, OptionValue]) -> DatasetInfo:
+    source = _NAMED[name]
+    shape = source.sample_shape
+    if options.get("flatten", False):
+        shape = (_product(shape),)
+    return DatasetInfo(
+        name, shape, source.dtype, source.num_classes, (), "i64", source.task,
+        source.default_split, options=options,
+    )  # fmt: skip
+
+
+def _sequence_info(name: str, options: dict[str, OptionValue]) -> DatasetInfo:
+    specs = _options_of(name)
+    length = int(options.get("length", specs["length"].default))  # type: ignore[arg-type]
+    vocab = int(options.get("vocab", specs["vocab"].default))  # type: ignore[arg-type]
+    return DatasetInfo(
+        name, (length,), "i64", vocab, (length,), "i64", SEQUENCE, _HOLD_OUT, options=options
+    )
+
+
+def _file_info(path: str, options: dict[str, OptionValue]) -> DatasetInfo | DatasetError:
+    if not path.endswith(FILE_SUFFIXES):
+        message = f"cannot load `{path}`: expected a .npz, .pt or .csv file"
+        return DatasetError("TL0705", message, None, "convert the data to one of those formats")
+    if path.endswith(".csv") and "target" not in options:
+        message = f"a .csv dataset needs the label column: `target=` is missing for `{path}`"
+        return DatasetError("TL0706", message, None, 'add `target="label"` naming the column')
+    shape = options.get("sample_shape")
+    num_classes = options.get("num_classes")
+    return DatasetInfo(
+        path,
+        tuple(shape) if isinstance(shape, list) else None,
+        "f32",
+        num_classes if isinstance(num_classes, int) else None,
+        () if num_classes is not None else None,
+        "i64",
+        CLASSIFICATION if num_classes is not None else UNKNOWN_TASK,
+        _HOLD_OUT,
+        options=options,
+    )
+
+
+def _synthetic_info(options: dict[str, OptionValue]) -> DatasetInfo:
+    return DatasetInfo(
+        "synthetic", None, "f32", None, (), "i64", CLASSIFICATION, _HOLD_OUT, True, options
+    )
+
+
+def synthetic_dataset(sample_shape: tuple[int, ...], num_classes: int) -> DatasetInfo:
+    """The synthetic dataset for a model whose input and output shapes were inferred."""
+    return DatasetInfo(
+        "synthetic", sample_shape, "f32", num_classes, (), "i64", CLASSIFICATION, _HOLD_OUT, True,
+        {"sample_shape": list(sample_shape), "num_classes": num_classes},
+    )  # fmt: skip
+
+
+def _product(shape: tuple[int, ...]) -> int:
+    size = 1
+    for dim in shape:
+        size *= dim
+    return size
+
+
+def _listing(names: Iterable[str]) -> str:
+    return ", ".join(f"`{n}`" for n in names)
