@@ -36,7 +36,15 @@ from xdsl.dialects.builtin import (
     SymbolNameConstraint,
     SymbolRefAttr,
 )
-from xdsl.ir import Attribute, Block, Dialect, ParametrizedAttribute, Region, SSAValue, TypeAttribute
+from xdsl.ir import (
+    Attribute,
+    Block,
+    Dialect,
+    ParametrizedAttribute,
+    Region,
+    SSAValue,
+    TypeAttribute,
+)
 from xdsl.irdl import (
     IRDLOperation,
     ParsePropInAttrDict,
@@ -57,7 +65,7 @@ BINARY_OPS = ("+", "-", "*", "/", "//", "%", "**", "<<", ">>", "&", "|", "^",
               "==", "!=", "<", "<=", ">", ">=", "and", "or")
 UNARY_OPS = ("-", "+", "not", "~")
 INDEX_ITEMS = ("expr", ":", "None")
-BINDING_KINDS = ("input", "output", "scalar", "numel", "dim", "constexpr")
+BINDING_KINDS = ("input", "inout", "output", "scalar", "numel", "dim", "constexpr")
 
 
 @irdl_attr_definition
@@ -418,7 +426,8 @@ class LauncherOp(IRDLOperation):
     """How `<kernel>_launcher(...)` binds each kernel parameter, and the grid.
 
     `bindings` has one entry per kernel parameter: `["input", "x"]` (a
-    launcher tensor argument), `["output", "z"]` (a keyword tensor, allocated
+    launcher tensor argument), `["inout", "acc"]` (an input the kernel also
+    stores to, returned), `["output", "z"]` (a keyword tensor, allocated
     like the first input when not passed), `["scalar", "alpha"]`,
     `["numel", "x"]` (`x.numel()`), `["dim", "x", "0"]` (`x.shape[0]`) or
     `["constexpr", "BLOCK"]`. `grid` has one entry per program_id axis:
