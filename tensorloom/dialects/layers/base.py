@@ -1,0 +1,435 @@
+"""What every catalogue layer is: parameters, binding, and the hooks each layer fills in.
+
+A `LayerSpec` describes one constructor (`Linear(in_features, out_features,
+bias=True)`): its parameters with PyTorch's names, order and defaults, and the
+rules a checker needs. `bind` matches constant-folded arguments to parameters
+and checks their types; `validate` checks what PyTorch checks at construction;
+`infer_shape`, `param_count`, `flops` and `saved_tensors` are the layer's
+static model; `torch_ctor` says how to build it in emitted PyTorch.
+
+    spec = lookup("Linear")
+    bound = spec.bind([784, 256], {})            # a BoundLayer, or [ArgError]
+    spec.validate(bound)                         # []
+    spec.infer_shape(bound, [("B", 784)], Unifier())   # ("B", 256)
+    spec.torch_ctor(bound).source()              # "nn.Linear(784, 256)"
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+from tensorloom.diagnostics.core import did_you_mean
+from tensorloom.dialects.shapes import (
+    Dim,
+    Shape,
+    ShapeMismatch,
+    Unifier,
+    format_dim,
+    format_shape,
+    mismatch,
+)
+
+Value = int | float | bool | str | None | list["Value"] | tuple["Value", ...]
+CallKind = Literal["plain", "first_of_tuple", "first_of_tuple_self_attention"]
+
+
+@dataclass(frozen=True, slots=True)
+class ArgError:
+    """A constructor argument the layer rejects.
+
+    `position` (0-based) or `keyword` says which argument; both None means the
+    call as a whole (a missing argument, or a default that conflicts).
+    """
+
+    message: str
+    position: int | None = None
+    keyword: str | None = None
+    help: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Kind:
+    """An accepted argument type: a test and how to name it in a message."""
+
+    describe: str
+    accepts: Callable[[Value], bool]
+
+
+def _is_int(v: Value) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v: Value) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _ints(v: Value, n: int) -> bool:
+    return isinstance(v, list | tuple) and len(v) == n and all(_is_int(x) for x in v)
+
+
+INT = Kind("an integer", _is_int)
+FLOAT = Kind("a number", _is_number)
+BOOL = Kind("`true` or `false`", lambda v: isinstance(v, bool))
+
+
+def optional(kind: Kind) -> Kind:
+    return Kind(f"{kind.describe} or `none`", lambda v: v is None or kind.accepts(v))
+
+
+def int_or_ints(n: int) -> Kind:
+    """An int, or a list/tuple of `n` ints (PyTorch's `_pair`/`_single`)."""
+    if n == 1:
+        return Kind("an integer", lambda v: _is_int(v) or _ints(v, 1))
+    return Kind(f"an integer or {n} integers", lambda v: _is_int(v) or _ints(v, n))
+
+
+def padding_kind(n: int) -> Kind:
+    inner = int_or_ints(n)
+    return Kind(
+        f'{inner.describe}, "same" or "valid"', lambda v: v in ("same", "valid") or inner.accepts(v)
+    )
+
+
+def choice(*options: str) -> Kind:
+    listed = ", ".join(f'"{o}"' for o in options)
+    return Kind(f"one of {listed}", lambda v: isinstance(v, str) and v in options)
+
+
+INT_OR_INT_LIST = Kind(
+    "an integer or a list of integers",
+    lambda v: (
+        _is_int(v) or (isinstance(v, list | tuple) and len(v) > 0 and all(_is_int(x) for x in v))
+    ),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    name: str
+    kind: Kind
+    default: Value = None
+    required: bool = False
+    kw_only: bool = False
+
+
+def req(name: str, kind: Kind) -> Param:
+    return Param(name, kind, required=True)
+
+
+@dataclass(frozen=True, slots=True)
+class SavedTensors:
+    """Bytes a layer keeps alive for backward, split so that a whole-model estimate
+    can count a tensor once when one layer saves its output and the next its input.
+
+    `input_bytes`/`output_bytes` are the layer's own input/output when autograd
+    saves them (0 otherwise); `extra_bytes` are tensors allocated only for backward
+    (dropout masks, normalisation statistics, pooling indices, fused-kernel state).
+    """
+
+    input_bytes: int = 0
+    output_bytes: int = 0
+    extra_bytes: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.input_bytes + self.output_bytes + self.extra_bytes
+
+
+@dataclass(frozen=True, slots=True)
+class TorchCtor:
+    """How emitted PyTorch constructs a layer: `nn.Linear(784, 256, bias=False)`."""
+
+    cls: str
+    args: list[str]
+    kwargs: list[tuple[str, str]]
+
+    def source(self) -> str:
+        parts = [*self.args, *(f"{k}={v}" for k, v in self.kwargs)]
+        return f"{self.cls}({', '.join(parts)})"
+
+
+def py_literal(value: Value) -> str:
+    """Python source that evaluates to `value`."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f'float("{value}")'
+    if isinstance(value, list):
+        return "[" + ", ".join(py_literal(v) for v in value) + "]"
+    if isinstance(value, tuple):
+        inner = ", ".join(py_literal(v) for v in value)
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    return repr(value)
+
+
+@dataclass(frozen=True)
+class BoundLayer:
+    """A layer's arguments matched to its parameters (defaults filled in)."""
+
+    spec: LayerSpec
+    values: dict[str, Value]
+    args: tuple[Value, ...]
+    kwargs: tuple[tuple[str, Value], ...]
+
+    def __getitem__(self, name: str) -> Value:
+        return self.values[name]
+
+    def get_int(self, name: str) -> int:
+        v = self.values[name]
+        assert isinstance(v, int)
+        return v
+
+    def get_float(self, name: str) -> float:
+        v = self.values[name]
+        assert isinstance(v, int | float)
+        return float(v)
+
+    def get_bool(self, name: str) -> bool:
+        return bool(self.values[name])
+
+    def get_ints(self, name: str, n: int) -> tuple[int, ...]:
+        """An int-or-tuple argument expanded to `n` ints."""
+        v = self.values[name]
+        if isinstance(v, int):
+            return (v,) * n
+        assert isinstance(v, list | tuple)
+        return tuple(x for x in v if isinstance(x, int))
+
+    def error(self, name: str, message: str, help: str | None = None) -> ArgError:
+        """An error located at the argument that supplied parameter `name`."""
+        position = self.spec.position_of(name)
+        if position is not None and position < len(self.args):
+            return ArgError(message, position=position, help=help)
+        if any(k == name for k, _ in self.kwargs):
+            return ArgError(message, keyword=name, help=help)
+        return ArgError(message, help=help)
+
+
+class LayerSpec:
+    """One catalogue layer. Subclasses set the class variables and override the hooks."""
+
+    name: ClassVar[str]
+    torch_class: ClassVar[str]
+    params: ClassVar[tuple[Param, ...]] = ()
+    call_kind: ClassVar[CallKind] = "plain"
+    # Keywords emitted even when the user left them out (TensorLoom's conventions).
+    forced_kwargs: ClassVar[tuple[tuple[str, str], ...]] = ()
+    # The dtype the layer computes in under CUDA autocast: "low" (fp16/bf16: matmuls,
+    # convolutions, recurrent layers), "fp32" (norms, softmax), or "input" (unchanged).
+    autocast: ClassVar[Literal["low", "fp32", "input"]] = "input"
+
+    # --- binding -------------------------------------------------------------------------
+
+    def position_of(self, name: str) -> int | None:
+        positional = [p.name for p in self.params if not p.kw_only]
+        return positional.index(name) if name in positional else None
+
+    def signature(self) -> str:
+        """`Linear(in_features, out_features, bias=True)` for help lines."""
+        parts = [p.name if p.required else f"{p.name}={py_literal(p.default)}" for p in self.params]
+        return f"{self.name}({', '.join(parts)})"
+
+    def bind(self, args: Sequence[Value], kwargs: dict[str, Value]) -> BoundLayer | list[ArgError]:
+        """Match arguments to parameters; check counts, names and types."""
+        errors = self._check_positional_count(args) + self._check_keywords(args, kwargs)
+        if errors:
+            return errors
+        positional = [p for p in self.params if not p.kw_only]
+        given = {p.name: v for p, v in zip(positional, args, strict=False)} | kwargs
+        errors = self._missing(given) + self._type_errors(args, kwargs)
+        if errors:
+            return errors
+        values = {p.name: given.get(p.name, p.default) for p in self.params}
+        return BoundLayer(self, values, tuple(args), tuple(kwargs.items()))
+
+    def _check_positional_count(self, args: Sequence[Value]) -> list[ArgError]:
+        limit = sum(1 for p in self.params if not p.kw_only)
+        if len(args) <= limit:
+            return []
+        plural = "argument" if limit == 1 else "arguments"
+        return [
+            ArgError(
+                f"`{self.name}` takes at most {limit} positional {plural}, got {len(args)}",
+                position=limit,
+                help=f"the signature is `{self.signature()}`",
+            )
+        ]
+
+    def _check_keywords(self, args: Sequence[Value], kwargs: dict[str, Value]) -> list[ArgError]:
+        names = [p.name for p in self.params]
+        errors: list[ArgError] = []
+        for key in kwargs:
+            if key not in names:
+                guess = did_you_mean(key, names)
+                hint = (
+                    f"did you mean `{guess}`?"
+                    if guess
+                    else f"the signature is `{self.signature()}`"
+                )
+                errors.append(
+                    ArgError(f"`{self.name}` has no parameter `{key}`", keyword=key, help=hint)
+                )
+            elif (pos := self.position_of(key)) is not None and pos < len(args):
+                errors.append(
+                    ArgError(f"`{key}` is given both by position and by keyword", keyword=key)
+                )
+        return errors
+
+    def _missing(self, given: dict[str, Value]) -> list[ArgError]:
+        missing = [p.name for p in self.params if p.required and p.name not in given]
+        if not missing:
+            return []
+        listed = ", ".join(f"`{m}`" for m in missing)
+        plural = "argument" if len(missing) == 1 else "arguments"
+        return [
+            ArgError(
+                f"`{self.name}` is missing the required {plural} {listed}",
+                help=f"the signature is `{self.signature()}`",
+            )
+        ]
+
+    def _type_errors(self, args: Sequence[Value], kwargs: dict[str, Value]) -> list[ArgError]:
+        positional = [p for p in self.params if not p.kw_only]
+        by_name = {p.name: p for p in self.params}
+        errors = [
+            self._type_error(p, v, ArgError("", position=i))
+            for i, (p, v) in enumerate(zip(positional, args, strict=False))
+        ]
+        errors += [
+            self._type_error(by_name[k], v, ArgError("", keyword=k)) for k, v in kwargs.items()
+        ]
+        return [e for e in errors if e is not None]
+
+    def _type_error(self, p: Param, value: Value, where: ArgError) -> ArgError | None:
+        if p.kind.accepts(value):
+            return None
+        message = f"`{p.name}` must be {p.kind.describe}, got `{py_literal(value)}`"
+        return ArgError(message, where.position, where.keyword)
+
+    # --- hooks -----------------------------------------------------------------------------
+
+    def validate(self, bound: BoundLayer) -> list[ArgError]:
+        """What PyTorch rejects at construction (and forward-time errors that the
+        arguments alone already decide). Types were checked by `bind`."""
+        return []
+
+    def infer_shape(
+        self, bound: BoundLayer, inputs: Sequence[Shape], unifier: Unifier
+    ) -> Shape | ShapeMismatch:
+        """The output shape for these input shapes; one input unless overridden."""
+        if len(inputs) != 1:
+            return mismatch(f"takes 1 input, got {len(inputs)}", expected=1, got=len(inputs))
+        return self.shape_rule(bound, inputs[0], unifier)
+
+    def shape_rule(
+        self, bound: BoundLayer, shape: Shape, unifier: Unifier
+    ) -> Shape | ShapeMismatch:
+        return shape
+
+    def param_count(self, bound: BoundLayer) -> int:
+        return 0
+
+    def flops(
+        self, bound: BoundLayer, in_shape: tuple[int, ...], out_shape: tuple[int, ...]
+    ) -> int:
+        """Forward FLOPs: 2 per multiply-add, 1 per other arithmetic op (see layers/__init__)."""
+        return 0
+
+    def saved_tensors(
+        self,
+        bound: BoundLayer,
+        in_shape: tuple[int, ...],
+        out_shape: tuple[int, ...],
+        dtype_bytes: int,
+    ) -> SavedTensors:
+        """What autograd keeps for backward in training mode (see layers/__init__)."""
+        return SavedTensors()
+
+    def activation_bytes(
+        self,
+        bound: BoundLayer,
+        in_shape: tuple[int, ...],
+        out_shape: tuple[int, ...],
+        dtype_bytes: int,
+    ) -> int:
+        return self.saved_tensors(bound, in_shape, out_shape, dtype_bytes).total
+
+    def torch_ctor(self, bound: BoundLayer) -> TorchCtor:
+        """The constructor call exactly as written, plus TensorLoom's forced keywords."""
+        args = [py_literal(v) for v in bound.args]
+        kwargs = [(k, py_literal(v)) for k, v in bound.kwargs]
+        given = {k for k, _ in bound.kwargs} | {
+            p.name
+            for p, _ in zip([p for p in self.params if not p.kw_only], bound.args, strict=False)
+        }
+        kwargs += [(k, v) for k, v in self.forced_kwargs if k not in given]
+        return TorchCtor(self.torch_class, args, kwargs)
+
+
+# --- small helpers shared by the layer files ------------------------------------------------------
+
+
+def numel(shape: Sequence[int]) -> int:
+    return math.prod(shape)
+
+
+def positive(bound: BoundLayer, *names: str) -> list[ArgError]:
+    return [
+        bound.error(n, f"`{n}` must be positive, got {bound[n]}")
+        for n in names
+        if isinstance(bound[n], int) and bound.get_int(n) <= 0
+    ]
+
+
+def positive_ints(bound: BoundLayer, name: str, n: int) -> list[ArgError]:
+    if all(x > 0 for x in bound.get_ints(name, n)):
+        return []
+    return [bound.error(name, f"`{name}` must be positive, got {py_literal(bound[name])}")]
+
+
+def non_negative_ints(bound: BoundLayer, name: str, n: int) -> list[ArgError]:
+    if all(x >= 0 for x in bound.get_ints(name, n)):
+        return []
+    return [bound.error(name, f"`{name}` must not be negative, got {py_literal(bound[name])}")]
+
+
+def probability(bound: BoundLayer, name: str) -> list[ArgError]:
+    p = bound.get_float(name)
+    if 0.0 <= p <= 1.0:
+        return []
+    return [bound.error(name, f"`{name}` must be between 0 and 1, got {py_literal(bound[name])}")]
+
+
+def rank_error(expected: str, shape: tuple[Dim, ...]) -> ShapeMismatch:
+    """`expects a 4-D [N, C, H, W] input, got [B, 784]`."""
+    return mismatch(
+        f"expects {expected} input, got {format_shape(shape)}", expected=expected, got=shape
+    )
+
+
+def feature_error(what: str, dim: int, expected: Dim, got: Dim) -> ShapeMismatch:
+    """`expects 128 input features, got 256`, with `dim` naming the offending axis."""
+    return mismatch(
+        f"expects {format_dim(expected)} {what}, got {format_dim(got)}",
+        expected=format_dim(expected),
+        got=format_dim(got),
+        dim=dim,
+    )
+
+
+def unify_feature(
+    shape: tuple[Dim, ...], dim: int, expected: int, what: str, unifier: Unifier
+) -> Dim | ShapeMismatch:
+    """Unify `shape[dim]` with the size the layer was built for."""
+    got = unifier.resolve(shape[dim])
+    result = unifier.unify(expected, shape[dim])
+    if isinstance(result, ShapeMismatch):
+        return feature_error(what, dim - len(shape) if dim >= 0 else dim, expected, got)
+    return result
+
+
+def replace_dim(shape: tuple[Dim, ...], dim: int, value: Dim) -> tuple[Dim, ...]:
+    dims = list(shape)
+    dims[dim] = value
+    return tuple(dims)

@@ -1,0 +1,254 @@
+"""Normalisation layers: BatchNorm1d, BatchNorm2d, LayerNorm, GroupNorm.
+
+Each saves its input plus fp32 statistics (mean and inverse std) for backward.
+FLOPs: 4 per element (mean, centre, variance, scale), 2 more with affine parameters.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from tensorloom.dialects.layers.base import (
+    BOOL,
+    FLOAT,
+    INT,
+    INT_OR_INT_LIST,
+    ArgError,
+    BoundLayer,
+    LayerSpec,
+    Param,
+    SavedTensors,
+    numel,
+    optional,
+    positive,
+    rank_error,
+    req,
+    unify_feature,
+)
+from tensorloom.dialects.shapes import Dim, Shape, ShapeMismatch, Unifier, format_shape, mismatch
+
+_STAT_BYTES = 4  # mean and rstd are fp32 whatever the input dtype
+
+
+def _norm_flops(elements: int, affine: bool) -> int:
+    return elements * (6 if affine else 4)
+
+
+class _BatchNorm(LayerSpec):
+    """`BatchNormNd(num_features)`: channels at dim 1; saves input + 2 x [C] stats."""
+
+    ranks: ClassVar[tuple[int, ...]] = (4,)
+    layout: ClassVar[str] = "[N, C, H, W]"
+    params = (
+        req("num_features", INT),
+        Param("eps", FLOAT, 1e-5),
+        Param("momentum", optional(FLOAT), 0.1),
+        Param("affine", BOOL, True),
+        Param("track_running_stats", BOOL, True),
+        Param("bias", BOOL, True, kw_only=True),
+    )
+
+    def validate(self, bound: BoundLayer) -> list[ArgError]:
+        return positive(bound, "num_features")
+
+    def shape_rule(
+        self, bound: BoundLayer, shape: Shape, unifier: Unifier
+    ) -> Shape | ShapeMismatch:
+        if shape is None:
+            return None
+        if len(shape) not in self.ranks:
+            return rank_error(f"a {self.layout}", shape)
+        c = unify_feature(shape, 1, bound.get_int("num_features"), "channels", unifier)
+        return c if isinstance(c, ShapeMismatch) else shape
+
+    def _affine(self, bound: BoundLayer) -> bool:
+        return bound.get_bool("affine")
+
+    def param_count(self, bound: BoundLayer) -> int:
+        if not self._affine(bound):
+            return 0
+        return bound.get_int("num_features") * (2 if bound.get_bool("bias") else 1)
+
+    def flops(
+        self, bound: BoundLayer, in_shape: tuple[int, ...], out_shape: tuple[int, ...]
+    ) -> int:
+        return _norm_flops(numel(in_shape), self._affine(bound))
+
+    def saved_tensors(
+        self,
+        bound: BoundLayer,
+        in_shape: tuple[int, ...],
+        out_shape: tuple[int, ...],
+        dtype_bytes: int,
+    ) -> SavedTensors:
+        stats = 2 * bound.get_int("num_features") * _STAT_BYTES
+        return SavedTensors(input_bytes=numel(in_shape) * dtype_bytes, extra_bytes=stats)
+
+
+class BatchNorm1dSpec(_BatchNorm):
+    name = "BatchNorm1d"
+    torch_class = "nn.BatchNorm1d"
+    ranks = (2, 3)
+    layout = "2-D [N, C] or 3-D [N, C, L]"
+
+
+class BatchNorm2dSpec(_BatchNorm):
+    name = "BatchNorm2d"
+    torch_class = "nn.BatchNorm2d"
+    ranks = (4,)
+    layout = "4-D [N, C, H, W]"
+
+
+class LayerNormSpec(LayerSpec):
+    """`LayerNorm(normalized_shape)`: the trailing dims must equal `normalized_shape`."""
+
+    name = "LayerNorm"
+    torch_class = "nn.LayerNorm"
+    autocast = "fp32"
+    params = (
+        req("normalized_shape", INT_OR_INT_LIST),
+        Param("eps", FLOAT, 1e-5),
+        Param("elementwise_affine", BOOL, True),
+        Param("bias", BOOL, True),
+    )
+
+    def normalized(self, bound: BoundLayer) -> tuple[int, ...]:
+        v = bound["normalized_shape"]
+        if isinstance(v, int):
+            return (v,)
+        assert isinstance(v, list | tuple)
+        return tuple(x for x in v if isinstance(x, int))
+
+    def validate(self, bound: BoundLayer) -> list[ArgError]:
+        if all(n > 0 for n in self.normalized(bound)):
+            return []
+        return [bound.error("normalized_shape", "`normalized_shape` must be positive")]
+
+    def shape_rule(
+        self, bound: BoundLayer, shape: Shape, unifier: Unifier
+    ) -> Shape | ShapeMismatch:
+        if shape is None:
+            return None
+        want = self.normalized(bound)
+        if len(shape) < len(want):
+            return rank_error(f"an at least {len(want)}-D", shape)
+        trailing = shape[len(shape) - len(want) :]
+        before = unifier.resolve_shape(trailing)
+        for i, (w, d) in enumerate(zip(want, trailing, strict=True)):
+            if isinstance(unifier.unify(w, d), ShapeMismatch):
+                return self._trailing_error(want, before, shape, i - len(want), unifier)
+        return shape
+
+    def _trailing_error(
+        self, want: tuple[int, ...], got: Shape, shape: tuple[Dim, ...], dim: int, unifier: Unifier
+    ) -> ShapeMismatch:
+        whole = unifier.format_shape(shape)
+        if len(want) == 1:
+            expectation = f"the last dim to be {want[0]}, got {format_shape(got)[1:-1]}"
+        else:
+            n, want_text = len(want), format_shape(want)
+            expectation = f"the last {n} dims to be {want_text}, got {format_shape(got)}"
+        message = f"expects {expectation} (input is {whole})"
+        return mismatch(
+            message,
+            expected=want,
+            got=got,
+            dim=dim,
+            help=self._channels_first_help(want, shape, unifier),
+        )
+
+    def _channels_first_help(
+        self, want: tuple[int, ...], shape: tuple[Dim, ...], unifier: Unifier
+    ) -> str | None:
+        if len(want) != 1 or len(shape) != 4 or unifier.resolve(shape[1]) != want[0]:
+            return None
+        return (
+            f"the input is channels-first with {want[0]} channels at dim 1; move them last before "
+            "normalising, e.g. `x.flatten(2).transpose(1, 2)` gives [B, H*W, C]"
+        )
+
+    def param_count(self, bound: BoundLayer) -> int:
+        if not bound.get_bool("elementwise_affine"):
+            return 0
+        return numel(self.normalized(bound)) * (2 if bound.get_bool("bias") else 1)
+
+    def flops(
+        self, bound: BoundLayer, in_shape: tuple[int, ...], out_shape: tuple[int, ...]
+    ) -> int:
+        return _norm_flops(numel(in_shape), bound.get_bool("elementwise_affine"))
+
+    def saved_tensors(
+        self,
+        bound: BoundLayer,
+        in_shape: tuple[int, ...],
+        out_shape: tuple[int, ...],
+        dtype_bytes: int,
+    ) -> SavedTensors:
+        rows = numel(in_shape) // numel(self.normalized(bound))
+        return SavedTensors(
+            input_bytes=numel(in_shape) * dtype_bytes, extra_bytes=2 * rows * _STAT_BYTES
+        )
+
+
+class GroupNormSpec(LayerSpec):
+    """`GroupNorm(num_groups, num_channels)`: [N, C, *] with C at dim 1."""
+
+    name = "GroupNorm"
+    torch_class = "nn.GroupNorm"
+    autocast = "fp32"
+    params = (
+        req("num_groups", INT),
+        req("num_channels", INT),
+        Param("eps", FLOAT, 1e-5),
+        Param("affine", BOOL, True),
+        Param("bias", BOOL, True, kw_only=True),
+    )
+
+    def validate(self, bound: BoundLayer) -> list[ArgError]:
+        errors = positive(bound, "num_groups", "num_channels")
+        g, c = bound.get_int("num_groups"), bound.get_int("num_channels")
+        if not errors and c % g:
+            errors.append(
+                bound.error(
+                    "num_channels", f"`num_channels` ({c}) must be divisible by `num_groups` ({g})"
+                )
+            )
+        return errors
+
+    def shape_rule(
+        self, bound: BoundLayer, shape: Shape, unifier: Unifier
+    ) -> Shape | ShapeMismatch:
+        if shape is None:
+            return None
+        if len(shape) < 2:
+            return rank_error("an at least 2-D [N, C, *]", shape)
+        c = unify_feature(shape, 1, bound.get_int("num_channels"), "channels", unifier)
+        return c if isinstance(c, ShapeMismatch) else shape
+
+    def param_count(self, bound: BoundLayer) -> int:
+        if not bound.get_bool("affine"):
+            return 0
+        return bound.get_int("num_channels") * (2 if bound.get_bool("bias") else 1)
+
+    def flops(
+        self, bound: BoundLayer, in_shape: tuple[int, ...], out_shape: tuple[int, ...]
+    ) -> int:
+        return _norm_flops(numel(in_shape), bound.get_bool("affine"))
+
+    def saved_tensors(
+        self,
+        bound: BoundLayer,
+        in_shape: tuple[int, ...],
+        out_shape: tuple[int, ...],
+        dtype_bytes: int,
+    ) -> SavedTensors:
+        stats = 2 * in_shape[0] * bound.get_int("num_groups") * _STAT_BYTES
+        return SavedTensors(input_bytes=numel(in_shape) * dtype_bytes, extra_bytes=stats)
+
+
+SPECS: tuple[LayerSpec, ...] = (
+    BatchNorm1dSpec(),
+    BatchNorm2dSpec(),
+    LayerNormSpec(),
+    GroupNormSpec(),
+)

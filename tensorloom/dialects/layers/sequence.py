@@ -1,0 +1,246 @@
+"""Sequence layers: LSTM, GRU and MultiHeadAttention, all batch-first.
+
+TensorLoom always builds these with `batch_first=True` (PyTorch's default is
+False): inputs are `[B, T, features]`, or unbatched `[T, features]`. In a forward,
+`lstm(x)` and `gru(x)` mean the output sequence `[B, T, H * directions]` (the
+final hidden states are dropped: emitted as `self.lstm(x)[0]`), and
+`attention(x)` is self-attention, `self.attention(x, x, x, need_weights=False)[0]`.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from tensorloom.dialects.layers.base import (
+    BOOL,
+    FLOAT,
+    INT,
+    ArgError,
+    BoundLayer,
+    LayerSpec,
+    Param,
+    SavedTensors,
+    numel,
+    optional,
+    positive,
+    probability,
+    rank_error,
+    replace_dim,
+    req,
+    unify_feature,
+)
+from tensorloom.dialects.shapes import Shape, ShapeMismatch, Unifier
+
+
+def _sequence_rank(shape: tuple[object, ...]) -> bool:
+    return len(shape) in (2, 3)
+
+
+class _Recurrent(LayerSpec):
+    """LSTM/GRU: `gates` weight blocks per layer and direction, two bias vectors each.
+
+    Saved for backward (cuDNN): the input, the output sequence, and a reserve
+    buffer of `reserve_factor` x hidden-size elements per time step, batch row,
+    layer and direction (gate activations, cell states, and inner layers' outputs).
+    FLOPs count the input and hidden matmuls and the bias adds (gate pointwise
+    math is ignored).
+    """
+
+    gates: ClassVar[int] = 4
+    reserve_factor: ClassVar[int] = 6
+    call_kind = "first_of_tuple"
+    autocast = "low"
+    forced_kwargs = (("batch_first", "True"),)
+
+    def validate(self, bound: BoundLayer) -> list[ArgError]:
+        errors = positive(bound, "input_size", "hidden_size", "num_layers") + probability(
+            bound, "dropout"
+        )
+        proj = self._proj(bound)
+        if proj < 0 or (proj and proj >= bound.get_int("hidden_size")):
+            errors.append(
+                bound.error("proj_size", "`proj_size` must be between 0 and `hidden_size` - 1")
+            )
+        return errors
+
+    def _proj(self, bound: BoundLayer) -> int:
+        return bound.get_int("proj_size") if "proj_size" in bound.values else 0
+
+    def _dirs(self, bound: BoundLayer) -> int:
+        return 2 if bound.get_bool("bidirectional") else 1
+
+    def _out_features(self, bound: BoundLayer) -> int:
+        return (self._proj(bound) or bound.get_int("hidden_size")) * self._dirs(bound)
+
+    def shape_rule(
+        self, bound: BoundLayer, shape: Shape, unifier: Unifier
+    ) -> Shape | ShapeMismatch:
+        if shape is None:
+            return None
+        if not _sequence_rank(shape):
+            return rank_error("a 3-D [B, T, features] (or 2-D unbatched)", shape)
+        got = unify_feature(shape, -1, bound.get_int("input_size"), "input features", unifier)
+        return (
+            got
+            if isinstance(got, ShapeMismatch)
+            else replace_dim(shape, -1, self._out_features(bound))
+        )
+
+    def _layer_inputs(self, bound: BoundLayer) -> list[int]:
+        """The input width of each layer (inner layers read all directions)."""
+        inner = (self._proj(bound) or bound.get_int("hidden_size")) * self._dirs(bound)
+        return [bound.get_int("input_size")] + [inner] * (bound.get_int("num_layers") - 1)
+
+    def _per_direction(self, bound: BoundLayer, width: int) -> int:
+        h, proj = bound.get_int("hidden_size"), self._proj(bound)
+        g = self.gates * h
+        biases = 2 * g if bound.get_bool("bias") else 0
+        return g * width + g * (proj or h) + biases + proj * h
+
+    def param_count(self, bound: BoundLayer) -> int:
+        return sum(
+            self._per_direction(bound, w) * self._dirs(bound) for w in self._layer_inputs(bound)
+        )
+
+    def flops(
+        self, bound: BoundLayer, in_shape: tuple[int, ...], out_shape: tuple[int, ...]
+    ) -> int:
+        steps = numel(in_shape[:-1])  # batch rows x time steps
+        return 2 * steps * self.param_count(bound)
+
+    def saved_tensors(
+        self,
+        bound: BoundLayer,
+        in_shape: tuple[int, ...],
+        out_shape: tuple[int, ...],
+        dtype_bytes: int,
+    ) -> SavedTensors:
+        steps = numel(in_shape[:-1])
+        cells = bound.get_int("num_layers") * self._dirs(bound) * bound.get_int("hidden_size")
+        return SavedTensors(
+            input_bytes=numel(in_shape) * dtype_bytes,
+            output_bytes=numel(out_shape) * dtype_bytes,
+            extra_bytes=self.reserve_factor * steps * cells * dtype_bytes,
+        )
+
+
+def _rnn_params(lstm: bool) -> tuple[Param, ...]:
+    common = (
+        req("input_size", INT),
+        req("hidden_size", INT),
+        Param("num_layers", INT, 1),
+        Param("bias", BOOL, True),
+        Param("batch_first", BOOL, True),
+        Param("dropout", FLOAT, 0.0),
+        Param("bidirectional", BOOL, False),
+    )
+    return (*common, Param("proj_size", INT, 0)) if lstm else common
+
+
+class LSTMSpec(_Recurrent):
+    name = "LSTM"
+    torch_class = "nn.LSTM"
+    gates = 4
+    params = _rnn_params(lstm=True)
+
+
+class GRUSpec(_Recurrent):
+    name = "GRU"
+    torch_class = "nn.GRU"
+    gates = 3
+    reserve_factor = 5
+    params = _rnn_params(lstm=False)
+
+
+class MultiHeadAttentionSpec(LayerSpec):
+    """`MultiHeadAttention(embed_dim, num_heads)`, PyTorch's `nn.MultiheadAttention`,
+    used as self-attention on [B, T, D] -> [B, T, D].
+
+    FLOPs: the q/k/v and output projections (8 T D^2 per row) and the two
+    attention matmuls (4 T^2 D), plus bias adds. Saved for backward with fused
+    (flash / memory-efficient) attention on CUDA: the input (for the q/k/v
+    projection), the projected q, k and v, the attention output, its
+    head-merged copy (the output projection's input), and an fp32
+    log-sum-exp per head and query.
+    """
+
+    name = "MultiHeadAttention"
+    torch_class = "nn.MultiheadAttention"
+    call_kind = "first_of_tuple_self_attention"
+    autocast = "low"
+    forced_kwargs = (("batch_first", "True"),)
+    params = (
+        req("embed_dim", INT),
+        req("num_heads", INT),
+        Param("dropout", FLOAT, 0.0),
+        Param("bias", BOOL, True),
+        Param("add_bias_kv", BOOL, False),
+        Param("add_zero_attn", BOOL, False),
+        Param("kdim", optional(INT)),
+        Param("vdim", optional(INT)),
+        Param("batch_first", BOOL, True),
+    )
+
+    def validate(self, bound: BoundLayer) -> list[ArgError]:
+        errors = positive(bound, "embed_dim", "num_heads") + probability(bound, "dropout")
+        if errors:
+            return errors
+        e, h = bound.get_int("embed_dim"), bound.get_int("num_heads")
+        if e % h:
+            errors.append(
+                bound.error(
+                    "num_heads", f"`embed_dim` ({e}) must be divisible by `num_heads` ({h})"
+                )
+            )
+        errors += [
+            bound.error(k, f"`{k}` must equal `embed_dim` ({e}) for self-attention")
+            for k in ("kdim", "vdim")
+            if bound[k] not in (None, e)
+        ]
+        return errors
+
+    def shape_rule(
+        self, bound: BoundLayer, shape: Shape, unifier: Unifier
+    ) -> Shape | ShapeMismatch:
+        if shape is None:
+            return None
+        if not _sequence_rank(shape):
+            return rank_error("a 3-D [B, T, embed_dim] (or 2-D unbatched)", shape)
+        got = unify_feature(
+            shape, -1, bound.get_int("embed_dim"), "features (`embed_dim`)", unifier
+        )
+        return got if isinstance(got, ShapeMismatch) else replace_dim(shape, -1, got)
+
+    def param_count(self, bound: BoundLayer) -> int:
+        e = bound.get_int("embed_dim")
+        biases = 4 * e if bound.get_bool("bias") else 0
+        bias_kv = 2 * e if bound.get_bool("add_bias_kv") else 0
+        return 4 * e * e + biases + bias_kv
+
+    def _keys(self, bound: BoundLayer, t: int) -> int:
+        return t + int(bound.get_bool("add_bias_kv")) + int(bound.get_bool("add_zero_attn"))
+
+    def flops(
+        self, bound: BoundLayer, in_shape: tuple[int, ...], out_shape: tuple[int, ...]
+    ) -> int:
+        e, t = bound.get_int("embed_dim"), in_shape[-2]
+        rows = numel(in_shape[:-1])
+        projections = 2 * rows * 4 * e * e + (rows * 4 * e if bound.get_bool("bias") else 0)
+        attention = 2 * 2 * rows * self._keys(bound, t) * e
+        return projections + attention
+
+    def saved_tensors(
+        self,
+        bound: BoundLayer,
+        in_shape: tuple[int, ...],
+        out_shape: tuple[int, ...],
+        dtype_bytes: int,
+    ) -> SavedTensors:
+        rows, e = numel(in_shape[:-1]), bound.get_int("embed_dim")
+        lse = rows * bound.get_int("num_heads") * 4
+        return SavedTensors(
+            input_bytes=numel(in_shape) * dtype_bytes, extra_bytes=5 * rows * e * dtype_bytes + lse
+        )
+
+
+SPECS: tuple[LayerSpec, ...] = (LSTMSpec(), GRUSpec(), MultiHeadAttentionSpec())

@@ -1,0 +1,561 @@
+"""Symbolic shapes: dims, unification, and the shape helpers every rule uses.
+
+A `Dim` is an `int` (concrete), a `str` (a symbolic name such as `"B"` or
+`"T"`) or `None` (unknown). A `Shape` is a tuple of dims, or `None` when even
+the rank is unknown. A `Unifier` is a union-find over symbolic names: meeting
+`[B, 784]` with a layer that wants `[?, 784]` binds nothing, meeting `T` with
+`S` makes them one name, and meeting `T` with `128` binds `T` to 128.
+
+    u = Unifier()
+    broadcast(("B", 1, "T"), ("B", 4, 128), u)   # ("B", 4, "T"), and T := 128
+    u.format_shape(("B", 4, "T"))                # "[B, 4, 128]"
+
+Errors are values: every helper returns a `ShapeMismatch` instead of raising.
+Its `message` is a predicate phrase, so the caller writes the subject:
+f"`{name}` {mismatch.message}" reads "`fc2` expects 128 input features, got 256".
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import EllipsisType
+
+Dim = int | str | None
+Shape = tuple[Dim, ...] | None
+
+
+@dataclass(frozen=True, slots=True)
+class ShapeMismatch:
+    """Why a shape rule failed: the pieces a diagnostic needs.
+
+    `message` follows the subject ("expects 128 input features, got 256").
+    `operand` is the index of the offending input, `dim` the offending dim of
+    that input (negative counts from the end, as the user would write it).
+    """
+
+    message: str
+    expected: str | None = None
+    got: str | None = None
+    operand: int = 0
+    dim: int | None = None
+    help: str | None = None
+
+    def render(self, subject: str) -> str:
+        return f"`{subject}` {self.message}"
+
+
+def format_dim(dim: Dim) -> str:
+    return "?" if dim is None else str(dim)
+
+
+def format_shape(shape: Shape) -> str:
+    """`("B", 256)` -> `"[B, 256]"`; an unknown rank is `"[*]"`."""
+    if shape is None:
+        return "[*]"
+    return "[" + ", ".join(format_dim(d) for d in shape) + "]"
+
+
+class Unifier:
+    """Union-find over symbolic dim names, each class optionally bound to an int."""
+
+    def __init__(self) -> None:
+        self._parent: dict[str, str] = {}
+        self._value: dict[str, int] = {}
+
+    def _root(self, name: str) -> str:
+        parent = self._parent.setdefault(name, name)
+        if parent == name:
+            return name
+        root = self._root(parent)
+        self._parent[name] = root
+        return root
+
+    def resolve(self, dim: Dim) -> Dim:
+        """The int a symbol is bound to, else its class's representative name."""
+        if not isinstance(dim, str):
+            return dim
+        root = self._root(dim)
+        return self._value.get(root, root)
+
+    def resolve_shape(self, shape: Shape) -> Shape:
+        return None if shape is None else tuple(self.resolve(d) for d in shape)
+
+    def format_shape(self, shape: Shape) -> str:
+        return format_shape(self.resolve_shape(shape))
+
+    def bind(self, name: str, value: int) -> Dim | ShapeMismatch:
+        """Bind a symbol to a concrete size (`-D T=512`)."""
+        return self.unify(name, value)
+
+    def unify(self, expected: Dim, got: Dim) -> Dim | ShapeMismatch:
+        """Make two dims equal, or say why they cannot be; the unifier is
+        unchanged on a mismatch. The expected side's name represents a merged class."""
+        a, b = self.resolve(expected), self.resolve(got)
+        if a is None or b is None:
+            return b if a is None else a
+        if isinstance(a, int) and isinstance(b, int):
+            return a if a == b else _dim_mismatch(a, b)
+        if isinstance(a, str) and isinstance(b, str):
+            if a != b:
+                self._parent[b] = a
+            return a
+        name, value = (a, b) if isinstance(a, str) else (b, a)
+        assert isinstance(name, str) and isinstance(value, int)
+        self._value[name] = value
+        return value
+
+    def unify_shapes(self, expected: Shape, got: Shape) -> Shape | ShapeMismatch:
+        """Dim-wise unification of two shapes of equal rank."""
+        if expected is None or got is None:
+            return got if expected is None else expected
+        if len(expected) != len(got):
+            return ShapeMismatch(
+                f"expects a {len(expected)}-D tensor, got {len(got)}-D",
+                expected=format_shape(expected),
+                got=format_shape(got),
+            )
+        dims: list[Dim] = []
+        for i, (e, g) in enumerate(zip(expected, got, strict=True)):
+            dim = self.unify(e, g)
+            if isinstance(dim, ShapeMismatch):
+                return _with_dim(dim, i - len(got))
+            dims.append(dim)
+        return tuple(dims)
+
+
+def _dim_mismatch(expected: int, got: int) -> ShapeMismatch:
+    return ShapeMismatch(f"expects {expected}, got {got}", expected=str(expected), got=str(got))
+
+
+def _with_dim(m: ShapeMismatch, dim: int, operand: int | None = None) -> ShapeMismatch:
+    op = m.operand if operand is None else operand
+    return ShapeMismatch(m.message, m.expected, m.got, op, dim, m.help)
+
+
+def mismatch(
+    message: str,
+    expected: object = None,
+    got: object = None,
+    operand: int = 0,
+    dim: int | None = None,
+    help: str | None = None,
+) -> ShapeMismatch:
+    """A `ShapeMismatch` with `expected`/`got` formatted (dims, shapes or text)."""
+    return ShapeMismatch(message, _fmt(expected), _fmt(got), operand, dim, help)
+
+
+def _fmt(x: object) -> str | None:
+    if x is None:
+        return None
+    if isinstance(x, tuple):
+        return format_shape(x)  # type: ignore[arg-type]
+    return str(x)
+
+
+# --- dims -------------------------------------------------------------------------------
+
+
+def normalize_dim(dim: int, rank: int) -> int | ShapeMismatch:
+    """A possibly negative dim index as a non-negative one (PyTorch's wrap rule)."""
+    if -rank <= dim < rank:
+        return dim % rank if rank else 0
+    return mismatch(
+        f"got dim {dim}, out of range for a {rank}-D tensor",
+        expected=f"a dim in [{-rank}, {rank - 1}]",
+        got=dim,
+    )
+
+
+def product(dims: Sequence[Dim]) -> int | None:
+    """The number of elements, when every dim is concrete."""
+    total = 1
+    for d in dims:
+        if not isinstance(d, int):
+            return None
+        total *= d
+    return total
+
+
+def concrete(shape: Shape) -> tuple[int, ...] | None:
+    """The shape as ints, or None if any dim (or the rank) is unknown."""
+    if shape is None or not all(isinstance(d, int) for d in shape):
+        return None
+    return tuple(d for d in shape if isinstance(d, int))
+
+
+# --- broadcasting -------------------------------------------------------------------------
+
+
+def broadcast(a: Shape, b: Shape, unifier: Unifier) -> Shape | ShapeMismatch:
+    """PyTorch broadcasting: align right; a concrete 1 stretches; two symbols are
+    assumed equal (unified), since broadcasting a symbolic 1 is almost always a bug."""
+    if a is None or b is None:
+        return None
+    rank = max(len(a), len(b))
+    pa = (1,) * (rank - len(a)) + a
+    pb = (1,) * (rank - len(b)) + b
+    dims: list[Dim] = []
+    for i, (x, y) in enumerate(zip(pa, pb, strict=True)):
+        dim = _broadcast_dim(unifier.resolve(x), unifier.resolve(y), unifier)
+        if isinstance(dim, ShapeMismatch):
+            return mismatch(
+                f"cannot broadcast {unifier.format_shape(a)} with {unifier.format_shape(b)}: "
+                f"dim {i - rank} is {format_dim(unifier.resolve(x))} "
+                f"and {format_dim(unifier.resolve(y))}",
+                expected=unifier.format_shape(a),
+                got=unifier.format_shape(b),
+                operand=1,
+                dim=i - rank,
+            )
+        dims.append(dim)
+    return tuple(dims)
+
+
+def _broadcast_dim(x: Dim, y: Dim, unifier: Unifier) -> Dim | ShapeMismatch:
+    if x == 1:
+        return y
+    if y == 1:
+        return x
+    if x is None or y is None:
+        return None
+    return unifier.unify(x, y)
+
+
+# --- convolution and pooling ------------------------------------------------------------------
+
+
+def conv_output_size(
+    size: Dim, kernel: int, stride: int = 1, padding: int | str = 0, dilation: int = 1
+) -> Dim:
+    """One spatial dim after a convolution (PyTorch's floor formula).
+
+    A symbolic size stays itself when the convolution preserves it (stride 1 and
+    "same" padding, or explicit padding equal to the half effective kernel);
+    otherwise a symbolic or unknown size gives None.
+    """
+    if padding == "same":
+        return size
+    pad = 0 if padding == "valid" else int(padding)
+    if stride == 1 and 2 * pad == dilation * (kernel - 1):
+        return size
+    if not isinstance(size, int):
+        return None
+    return (size + 2 * pad - dilation * (kernel - 1) - 1) // stride + 1
+
+
+def conv_transpose_output_size(
+    size: Dim,
+    kernel: int,
+    stride: int = 1,
+    padding: int = 0,
+    output_padding: int = 0,
+    dilation: int = 1,
+) -> Dim:
+    """One spatial dim after a transposed convolution."""
+    if stride == 1 and output_padding == 0 and 2 * padding == dilation * (kernel - 1):
+        return size
+    if not isinstance(size, int):
+        return None
+    return (size - 1) * stride - 2 * padding + dilation * (kernel - 1) + output_padding + 1
+
+
+def pool_output_size(
+    size: Dim,
+    kernel: int,
+    stride: int,
+    padding: int = 0,
+    dilation: int = 1,
+    ceil_mode: bool = False,
+) -> Dim:
+    """One spatial dim after max/avg pooling, `ceil_mode` included."""
+    if stride == 1 and 2 * padding == dilation * (kernel - 1):
+        return size
+    if not isinstance(size, int):
+        return None
+    span = size + 2 * padding - dilation * (kernel - 1) - 1
+    out = (-(-span // stride) if ceil_mode else span // stride) + 1
+    if ceil_mode and (out - 1) * stride >= size + padding:
+        out -= 1
+    return out
+
+
+# --- functional builtins ----------------------------------------------------------------------
+
+
+def same_shape(shape: Shape, dim: int | None = None) -> Shape | ShapeMismatch:
+    """Elementwise ops and softmax/log_softmax: the shape is kept; `dim` must exist."""
+    if shape is None or dim is None:
+        return shape
+    d = normalize_dim(dim, len(shape))
+    return d if isinstance(d, ShapeMismatch) else shape
+
+
+def flatten_shape(shape: Shape, start_dim: int = 0, end_dim: int = -1) -> Shape | ShapeMismatch:
+    """`torch.flatten`: dims start..end (inclusive) become one."""
+    if shape is None:
+        return None
+    if not shape:
+        return (1,)
+    start, end = normalize_dim(start_dim, len(shape)), normalize_dim(end_dim, len(shape))
+    if isinstance(start, ShapeMismatch):
+        return start
+    if isinstance(end, ShapeMismatch):
+        return end
+    if start > end:
+        return mismatch(f"got `start_dim` {start_dim} after `end_dim` {end_dim}")
+    merged = shape[start : end + 1]
+    one: Dim = merged[0] if len(merged) == 1 else product(merged)
+    return (*shape[:start], one, *shape[end + 1 :])
+
+
+def transpose_shape(shape: Shape, dim0: int, dim1: int) -> Shape | ShapeMismatch:
+    if shape is None:
+        return None
+    a, b = normalize_dim(dim0, len(shape)), normalize_dim(dim1, len(shape))
+    if isinstance(a, ShapeMismatch):
+        return a
+    if isinstance(b, ShapeMismatch):
+        return b
+    dims = list(shape)
+    dims[a], dims[b] = dims[b], dims[a]
+    return tuple(dims)
+
+
+def permute_shape(shape: Shape, dims: Sequence[int]) -> Shape | ShapeMismatch:
+    if shape is None:
+        return None if len(set(dims)) == len(dims) else mismatch("got a repeated dim in `permute`")
+    if len(dims) != len(shape):
+        return mismatch(
+            f"expects {len(shape)} dims to permute, got {len(dims)}",
+            expected=len(shape),
+            got=len(dims),
+        )
+    order: list[int] = []
+    for d in dims:
+        n = normalize_dim(d, len(shape))
+        if isinstance(n, ShapeMismatch):
+            return n
+        order.append(n)
+    if len(set(order)) != len(order):
+        return mismatch("got a repeated dim in `permute`", got=list(dims))
+    return tuple(shape[i] for i in order)
+
+
+def matmul_shape(a: Shape, b: Shape, unifier: Unifier) -> Shape | ShapeMismatch:
+    """`torch.matmul` / `@`: 1-D operands are promoted then squeezed; batch dims broadcast."""
+    if a is None or b is None:
+        return None
+    if not a or not b:
+        return mismatch("expects tensors of at least 1 dim, got a 0-D tensor")
+    ea = (1, *a) if len(a) == 1 else a
+    eb = (*b, 1) if len(b) == 1 else b
+    inner = unifier.unify(ea[-1], eb[-2])
+    if isinstance(inner, ShapeMismatch):
+        return mismatch(
+            f"cannot multiply {unifier.format_shape(a)} by {unifier.format_shape(b)}: "
+            f"inner dims {format_dim(unifier.resolve(ea[-1]))} "
+            f"and {format_dim(unifier.resolve(eb[-2]))} differ",
+            expected=format_dim(unifier.resolve(ea[-1])),
+            got=format_dim(unifier.resolve(eb[-2])),
+            operand=1,
+            dim=-1 if len(b) == 1 else -2,
+        )
+    batch = broadcast(ea[:-2], eb[:-2], unifier)
+    if isinstance(batch, ShapeMismatch) or batch is None:
+        return batch
+    rows = () if len(a) == 1 else (ea[-2],)
+    cols = () if len(b) == 1 else (eb[-1],)
+    return (*batch, *rows, *cols)
+
+
+def cat_shape(shapes: Sequence[Shape], dim: int, unifier: Unifier) -> Shape | ShapeMismatch:
+    """`torch.cat`: equal ranks, equal dims except `dim`, which adds up."""
+    known = [(i, s) for i, s in enumerate(shapes) if s is not None]
+    if not known:
+        return None
+    first = known[0][1]
+    d = normalize_dim(dim, len(first))
+    if isinstance(d, ShapeMismatch):
+        return d
+    dims = list(first)
+    for i, s in known[1:]:
+        merged = _cat_one(dims, s, d, unifier)
+        if isinstance(merged, ShapeMismatch):
+            return _with_dim(merged, merged.dim if merged.dim is not None else d, i)
+        dims = merged
+    if len(known) < len(shapes):
+        dims[d] = None
+    return tuple(dims)
+
+
+def _cat_one(dims: list[Dim], s: tuple[Dim, ...], d: int, u: Unifier) -> list[Dim] | ShapeMismatch:
+    if len(s) != len(dims):
+        return mismatch(
+            f"expects tensors of the same rank to concatenate, got {len(dims)}-D and {len(s)}-D",
+            expected=len(dims),
+            got=len(s),
+        )
+    out = list(dims)
+    for i, (x, y) in enumerate(zip(dims, s, strict=True)):
+        if i == d:
+            a, b = u.resolve(x), u.resolve(y)
+            out[i] = a + b if isinstance(a, int) and isinstance(b, int) else None
+            continue
+        m = u.unify(x, y)
+        if isinstance(m, ShapeMismatch):
+            return mismatch(
+                f"expects dim {i} to match to concatenate along dim {d}, got "
+                f"{format_dim(u.resolve(x))} and {format_dim(u.resolve(y))}",
+                expected=format_dim(u.resolve(x)),
+                got=format_dim(u.resolve(y)),
+                dim=i,
+            )
+        out[i] = m
+    return out
+
+
+def reduce_shape(
+    shape: Shape, dim: int | Sequence[int] | None = None, keepdim: bool = False
+) -> Shape | ShapeMismatch:
+    """`mean`/`sum` over `dim` (all dims when None), with `keepdim`."""
+    if shape is None:
+        return None if dim is not None or keepdim else ()
+    dims = range(len(shape)) if dim is None else [dim] if isinstance(dim, int) else dim
+    chosen: set[int] = set()
+    for d in dims:
+        n = normalize_dim(d, len(shape))
+        if isinstance(n, ShapeMismatch):
+            return n
+        chosen.add(n)
+    if keepdim:
+        return tuple(1 if i in chosen else s for i, s in enumerate(shape))
+    return tuple(s for i, s in enumerate(shape) if i not in chosen)
+
+
+def reshape_shape(shape: Shape, target: Sequence[Dim], unifier: Unifier) -> Shape | ShapeMismatch:
+    """`reshape`/`view`: one `-1` is inferred; element counts must agree.
+
+    Symbolic dims cancel by name: `[B, T, 512]` viewed as `(B, T, 8, -1)` gives
+    `[B, T, 8, 64]`. Anything that cannot be decided stays unknown.
+    """
+    resolved = [unifier.resolve(d) for d in target]
+    holes = [i for i, d in enumerate(resolved) if d == -1]
+    if len(holes) > 1:
+        return mismatch("got more than one `-1` in the target shape")
+    if any(isinstance(d, int) and d < -1 for d in resolved):
+        return mismatch("got a negative size in the target shape", got=format_shape(tuple(target)))
+    source = unifier.resolve_shape(shape)
+    if source is None or None in source:
+        return tuple(None if d == -1 else d for d in resolved)
+    known = [d for d in resolved if d != -1]
+    left = _divide_counts(_count(source), _count(known))
+    if holes:
+        resolved[holes[0]] = _hole_value(left)
+        return tuple(resolved)
+    if left is not None and left != (1, Counter[str]()) and None not in known:
+        return mismatch(
+            f"cannot view {format_shape(source)} as {format_shape(tuple(resolved))}: "
+            "the element counts differ",
+            expected=format_shape(source),
+            got=format_shape(tuple(resolved)),
+        )
+    return tuple(resolved)
+
+
+def _count(dims: Sequence[Dim]) -> tuple[int, Counter[str]] | None:
+    if any(d is None for d in dims):
+        return None
+    ints = [d for d in dims if isinstance(d, int)]
+    return math.prod(ints), Counter(d for d in dims if isinstance(d, str))
+
+
+def _divide_counts(
+    num: tuple[int, Counter[str]] | None, den: tuple[int, Counter[str]] | None
+) -> tuple[int, Counter[str]] | None:
+    if num is None or den is None or den[0] == 0 or num[0] % den[0]:
+        return None
+    if any(num[1][k] < v for k, v in den[1].items()):
+        return None
+    return num[0] // den[0], num[1] - den[1]
+
+
+def _hole_value(left: tuple[int, Counter[str]] | None) -> Dim:
+    if left is None:
+        return None
+    n, syms = left
+    if not syms:
+        return n
+    names = list(syms.elements())
+    return names[0] if n == 1 and len(names) == 1 else None
+
+
+@dataclass(frozen=True, slots=True)
+class Slice:
+    """`start:stop:step` in an index expression (None where omitted)."""
+
+    start: int | None = None
+    stop: int | None = None
+    step: int | None = None
+
+
+Index = int | Slice | EllipsisType | None
+
+
+def index_shape(shape: Shape, indices: Sequence[Index]) -> Shape | ShapeMismatch:
+    """`x[...]` with ints, slices, `...` and `None` (a new axis of size 1)."""
+    if shape is None:
+        return None
+    consuming = [i for i in indices if i is not None and i is not Ellipsis]
+    ellipses = sum(1 for i in indices if i is Ellipsis)
+    if ellipses > 1:
+        return mismatch("got more than one `...` in an index")
+    if len(consuming) > len(shape):
+        return mismatch(
+            f"got {len(consuming)} indices for a {len(shape)}-D tensor",
+            expected=len(shape),
+            got=len(consuming),
+        )
+    expanded = _expand_ellipsis(list(indices), len(shape) - len(consuming))
+    return _apply_indices(shape, expanded)
+
+
+def _expand_ellipsis(indices: list[Index], fill: int) -> list[Index]:
+    if Ellipsis not in indices:
+        return indices + [Slice()] * fill
+    at = indices.index(Ellipsis)
+    return indices[:at] + [Slice()] * fill + indices[at + 1 :]
+
+
+def _apply_indices(shape: tuple[Dim, ...], indices: list[Index]) -> Shape | ShapeMismatch:
+    out: list[Dim] = []
+    axis = 0
+    for index in indices:
+        if index is None:
+            out.append(1)
+            continue
+        size = shape[axis]
+        if isinstance(index, int):
+            if isinstance(size, int) and not -size <= index < size:
+                return mismatch(
+                    f"got index {index}, out of range for dim {axis} of size {size}",
+                    expected=f"an index in [{-size}, {size - 1}]",
+                    got=index,
+                    dim=axis,
+                )
+        elif isinstance(index, Slice):
+            if index.step is not None and index.step <= 0:
+                return mismatch("got a slice step that is not positive", got=index.step, dim=axis)
+            out.append(_slice_length(size, index))
+        axis += 1
+    return tuple(out)
+
+
+def _slice_length(size: Dim, s: Slice) -> Dim:
+    if s == Slice():
+        return size
+    if not isinstance(size, int):
+        return None
+    return len(range(*slice(s.start, s.stop, s.step).indices(size)))
