@@ -8,9 +8,10 @@
 |---|---|---|
 | `fp32` | no autocast | no autocast |
 | `bf16` | bf16 autocast, no scaler | bf16 autocast |
-| `fp16` | fp16 autocast + GradScaler | bf16 autocast and a warning |
+| `fp16` | fp16 autocast + GradScaler | full precision and a warning |
 
-CPU autocast runs bf16, not fp16, so `fp16` on a CPU run is an explicit fallback.
+CPU autocast runs bf16, not fp16, and bf16 is slower than fp32 on CPUs without
+bf16 matrix units, so `fp16` on a CPU run falls back to fp32, and says so.
 
 A GPU without bf16 support falls back from `bf16` to `fp16` + GradScaler, also with a warning.
 """
