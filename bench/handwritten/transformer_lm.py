@@ -1,0 +1,217 @@
+"""Hand-written PyTorch baseline: train a decoder-only transformer LM and time it.
+
+The peer that `bench/gpu_suite.py` compares TensorLoom's emitted script against,
+written the way a careful engineer would: pre-norm blocks with
+`nn.MultiheadAttention(batch_first=True)` called with `need_weights=False` and a
+causal mask (so PyTorch takes its fused scaled-dot-product path), a GELU MLP of
+four times the width, fused AdamW on CUDA, no host sync inside the timed loop.
+
+The tokens are SYNTHETIC (uniform random, fixed seed): this is a throughput
+benchmark, not a learning one. Prints one JSON line, for example
+
+    {"name": "handwritten_lm", "mode": "bf16+compile(default)", "tokens_per_s": ...,
+     "ms_per_step": ..., "peak_mem_bytes": ..., ...}
+
+Run: `python bench/handwritten/transformer_lm.py --precision bf16 --compile default`
+(the defaults are the GPU benchmark's sizes; `--device cpu` with tiny sizes for tests).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+COMPILE_MODES = ("none", "default", "reduce-overhead", "max-autotune")
+
+
+@dataclass(frozen=True)
+class LMConfig:
+    vocab: int = 8192
+    d_model: int = 512
+    n_heads: int = 8
+    n_layers: int = 6
+    seq_len: int = 256
+    dropout: float = 0.1
+    causal: bool = True
+
+
+class Block(nn.Module):
+    """A pre-norm transformer block: x + attn(norm(x)), then x + mlp(norm(x))."""
+
+    def __init__(self, cfg: LMConfig) -> None:
+        super().__init__()
+        self.norm1 = nn.LayerNorm(cfg.d_model)
+        self.attention = nn.MultiheadAttention(
+            cfg.d_model, cfg.n_heads, dropout=0.0, batch_first=True
+        )
+        self.norm2 = nn.LayerNorm(cfg.d_model)
+        self.fc1 = nn.Linear(cfg.d_model, 4 * cfg.d_model)
+        self.fc2 = nn.Linear(4 * cfg.d_model, cfg.d_model)
+        self.dropout = nn.Dropout(cfg.dropout)
+        self.causal = cfg.causal
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+        h = self.norm1(x)
+        h, _ = self.attention(h, h, h, attn_mask=mask, is_causal=self.causal, need_weights=False)
+        x = x + self.dropout(h)
+        h = self.fc2(F.gelu(self.fc1(self.norm2(x))))
+        return x + self.dropout(h)
+
+
+class TransformerLM(nn.Module):
+    """Token and learned position embeddings, `n_layers` blocks, a final norm and a head."""
+
+    def __init__(self, cfg: LMConfig) -> None:
+        super().__init__()
+        self.token_emb = nn.Embedding(cfg.vocab, cfg.d_model)
+        self.pos_emb = nn.Embedding(cfg.seq_len, cfg.d_model)
+        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
+        self.norm = nn.LayerNorm(cfg.d_model)
+        self.head = nn.Linear(cfg.d_model, cfg.vocab)
+        mask = nn.Transformer.generate_square_subsequent_mask(cfg.seq_len) if cfg.causal else None
+        self.register_buffer("mask", mask, persistent=False)
+        self.register_buffer("positions", torch.arange(cfg.seq_len), persistent=False)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        x = self.token_emb(tokens) + self.pos_emb(self.positions)
+        for block in self.blocks:
+            x = block(x, self.mask)
+        return self.head(self.norm(x))
+
+
+def synthetic_batches(
+    cfg: LMConfig, batch_size: int, count: int, device: torch.device
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """`count` fixed batches of random tokens (inputs, next-token targets), on `device`."""
+    gen = torch.Generator().manual_seed(0)
+    batches: list[tuple[torch.Tensor, torch.Tensor]] = []
+    for _ in range(count):
+        seq = torch.randint(0, cfg.vocab, (batch_size, cfg.seq_len + 1), generator=gen)
+        seq = seq.to(device)
+        batches.append((seq[:, :-1], seq[:, 1:]))
+    return batches
+
+
+def autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager[object]:
+    if precision == "fp32":
+        return contextlib.nullcontext()
+    return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def peak_memory(device: torch.device) -> int | None:
+    if device.type != "cuda":
+        return None
+    return torch.cuda.max_memory_allocated(device)
+
+
+def mode_label(precision: str, compile_mode: str) -> str:
+    if compile_mode == "none":
+        return f"{precision} eager"
+    return f"{precision}+compile({compile_mode})"
+
+
+def cycle(batches: list[tuple[torch.Tensor, torch.Tensor]]) -> Iterator[tuple[torch.Tensor, ...]]:
+    while True:
+        yield from batches
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    p.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
+    p.add_argument("--compile", choices=COMPILE_MODES, default="none")
+    p.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--seq-len", type=int, default=256)
+    p.add_argument("--d-model", type=int, default=512)
+    p.add_argument("--heads", type=int, default=8)
+    p.add_argument("--layers", type=int, default=6)
+    p.add_argument("--vocab", type=int, default=8192)
+    p.add_argument("--dropout", type=float, default=0.1)
+    p.add_argument("--no-causal", action="store_true", help="full (not causal) attention")
+    p.add_argument("--warmup", type=int, default=30, help="untimed steps (compilation)")
+    p.add_argument("--steps", type=int, default=100, help="timed steps")
+    p.add_argument("--name", default="handwritten_lm")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    torch.manual_seed(0)
+    device = resolve_device(args.device)
+    cfg = LMConfig(
+        vocab=args.vocab, d_model=args.d_model, n_heads=args.heads, n_layers=args.layers,
+        seq_len=args.seq_len, dropout=args.dropout, causal=not args.no_causal,
+    )  # fmt: skip
+    model = TransformerLM(cfg).to(device)
+    n_params = sum(p.numel() for p in model.parameters())
+    step_model = model if args.compile == "none" else torch.compile(model, mode=args.compile)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4, fused=device.type == "cuda")
+    batches = cycle(synthetic_batches(cfg, args.batch_size, 8, device))
+
+    def step() -> torch.Tensor:
+        inputs, targets = next(batches)
+        with autocast(device, args.precision):
+            logits = step_model(inputs)
+            loss = F.cross_entropy(logits.reshape(-1, cfg.vocab), targets.reshape(-1))
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        return loss.detach()
+
+    start = time.perf_counter()
+    for _ in range(args.warmup):
+        step()
+    synchronize(device)
+    warmup_s = time.perf_counter() - start
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+
+    start = time.perf_counter()
+    loss = torch.zeros(())
+    for _ in range(args.steps):
+        loss = step()
+    synchronize(device)
+    elapsed = time.perf_counter() - start
+
+    result = {
+        "name": args.name,
+        "mode": mode_label(args.precision, args.compile),
+        "precision": args.precision,
+        "compile": args.compile,
+        "tokens_per_s": args.steps * args.batch_size * cfg.seq_len / elapsed,
+        "ms_per_step": 1000.0 * elapsed / args.steps,
+        "peak_mem_bytes": peak_memory(device),
+        "warmup_s": warmup_s,
+        "final_loss": float(loss),
+        "params": n_params,
+        "steps": args.steps,
+        "batch_size": args.batch_size,
+        "seq_len": cfg.seq_len,
+        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+        "torch": torch.__version__,
+        "data": "synthetic",
+    }
+    print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()
