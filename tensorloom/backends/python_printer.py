@@ -1,0 +1,759 @@
+"""The Python printer: torch-dialect IR to the text of a standalone Python file.
+
+    text = print_python(module)        # a builtin.module holding a torch.script
+
+One handler per op, dispatched with `functools.singledispatchmethod` as in
+xDSL's WGSL printer. There are two kinds of handler:
+
+- `emit(op)` prints statements (`class`, `def`, `return`, verbatim source);
+- `expression(op) -> PyExpr` renders a value op as an expression with its
+  precedence. A value op has no `emit` handler of its own: the printer either
+  assigns it to a name (`x = self.norm1(x)`) or inlines it into the one
+  expression that uses it (`return self.fc2(F.relu(self.fc1(x)))`).
+
+Inlining keeps Python's evaluation order equal to the IR's order: a value is
+inlined only when it has one use, in the same block, carries no `name_hint`
+from the source, and the ops inlined into a statement are exactly the pending
+ones in the order the statement evaluates them; anything else is assigned to a
+name first. Ops with no operands and the `Pure` trait (constants, `self.`
+attributes, globals) are inlined at every use.
+
+Names come from SSA `name_hint`s (set by irgen from `let` names and
+parameters). A name already bound to a value that has no later use is reused,
+which gives `x = self.norm1(x)`; otherwise `NameScope.fresh` hands out `x_1`,
+`x_2`, and never a Python keyword, a builtin, a module-level name, or a name
+live in the same scope.
+
+Extending the printer from another module (the Triton backend, the
+training-script lowering):
+
+    from tensorloom.backends.python_printer import PyExpr, PythonPrinter
+
+    @PythonPrinter.register_statement(triton.JitFuncOp)
+    def _print_jit(printer: PythonPrinter, op: triton.JitFuncOp) -> None:
+        printer.require_import("triton")
+        printer.line("@triton.jit")
+        ...
+
+    @PythonPrinter.register_expression(triton.ProgramIdOp)
+    def _print_program_id(printer: PythonPrinter, op: triton.ProgramIdOp) -> PyExpr:
+        return PyExpr.call("tl.program_id", [f"axis={op.axis.value.data}"])
+
+A statement handler uses `line`, `indented`, `blank_lines`, `emit_function`
+(a `def` with its own name scope) and `emit_block` (a body of statements with
+inlining); an expression handler uses `value(operand)` for each operand it
+prints, and `call_arguments`. `require_import` adds to the sorted import block.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import keyword
+import re
+import sys
+from collections.abc import Callable, Generator, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from enum import IntEnum
+from functools import singledispatchmethod
+from typing import TypeVar
+
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp, StringAttr
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
+from xdsl.traits import Pure
+
+import tensorloom
+from tensorloom.dialects import torch as t
+
+# ------------------------------------------------------------- expressions
+
+
+class Precedence(IntEnum):
+    """Python's operator precedence, loosest first."""
+
+    LAMBDA = 0
+    TERNARY = 1
+    OR = 2
+    AND = 3
+    NOT = 4
+    COMPARE = 5
+    BIT_OR = 6
+    BIT_XOR = 7
+    BIT_AND = 8
+    SHIFT = 9
+    SUM = 10
+    PRODUCT = 11
+    UNARY = 12
+    POWER = 13
+    PRIMARY = 14
+    ATOM = 15
+
+
+BINARY_PRECEDENCE = {
+    "or": Precedence.OR,
+    "and": Precedence.AND,
+    **dict.fromkeys(["==", "!=", "<", "<=", ">", ">=", "is", "in"], Precedence.COMPARE),
+    "|": Precedence.BIT_OR,
+    "^": Precedence.BIT_XOR,
+    "&": Precedence.BIT_AND,
+    "<<": Precedence.SHIFT,
+    ">>": Precedence.SHIFT,
+    "+": Precedence.SUM,
+    "-": Precedence.SUM,
+    **dict.fromkeys(["*", "/", "//", "%", "@"], Precedence.PRODUCT),
+    "**": Precedence.POWER,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class PyExpr:
+    """An expression's text and the precedence of its outermost operator."""
+
+    text: str
+    precedence: Precedence = Precedence.ATOM
+
+    def at_least(self, precedence: Precedence) -> str:
+        """The text, parenthesised if it binds looser than `precedence`."""
+        return self.text if self.precedence >= precedence else f"({self.text})"
+
+    @staticmethod
+    def call(callee: str, arguments: Sequence[str]) -> PyExpr:
+        return PyExpr(f"{callee}({', '.join(arguments)})", Precedence.PRIMARY)
+
+
+# ------------------------------------------------------------------- names
+
+RESERVED = frozenset(keyword.kwlist) | frozenset(keyword.softkwlist) | frozenset(dir(builtins))
+# Module names that emitted code may import at any point; locals never take them.
+WELL_KNOWN_MODULE_NAMES = frozenset(["torch", "nn", "F", "triton", "tl", "math", "np"])
+
+
+def sanitize(hint: str) -> str:
+    """A Python identifier close to `hint` (`"x.1"` -> `x_1`, `"0"` -> `v0`)."""
+    name = re.sub(r"\W", "_", hint)
+    if not name:
+        return "h"
+    return f"v{name}" if name[0].isdigit() else name
+
+
+class NameScope:
+    """The names bound in one Python scope, with the enclosing scope's."""
+
+    def __init__(self, parent: NameScope | None = None) -> None:
+        self.parent = parent
+        self.bound: dict[str, SSAValue | None] = {}
+
+    def is_taken(self, name: str) -> bool:
+        if name in self.bound:
+            return True
+        return self.parent is not None and self.parent.is_taken(name)
+
+    def reserve(self, name: str) -> None:
+        self.bound[name] = None
+
+    def fresh(self, hint: str) -> str:
+        """A name never handed out in this scope, a keyword or a builtin."""
+        base = sanitize(hint)
+        if base in RESERVED:
+            base = f"{base}_"
+        name, counter = base, 0
+        while self.is_taken(name) or name in RESERVED:
+            counter += 1
+            name = f"{base}_{counter}"
+        self.bound[name] = None
+        return name
+
+    def bind(self, name: str, value: SSAValue) -> None:
+        self.bound[name] = value
+
+
+class Liveness:
+    """Where each op of a body sits, to tell when a value has no later use."""
+
+    def __init__(self, block: Block) -> None:
+        self.position: dict[Operation, int] = {}
+        self.end: dict[Operation, int] = {}
+        self._number(block)
+
+    def _number(self, block: Block) -> None:
+        for op in block.ops:
+            self.position[op] = len(self.position)
+            for region in op.regions:
+                for inner in region.blocks:
+                    self._number(inner)
+            self.end[op] = len(self.position) - 1
+
+    def last_use(self, value: SSAValue) -> int:
+        """The position of the last statement that reads `value` (-1 if none)."""
+        block = value.block if isinstance(value, BlockArgument) else value.owner.parent_block()
+        return max((self._use_position(use.operation, block) for use in value.uses), default=-1)
+
+    def _use_position(self, user: Operation, block: Block | None) -> int:
+        while user.parent_block() is not block and (parent := user.parent_op()) is not None:
+            user = parent
+        return self.end.get(user, len(self.position))
+
+
+# ------------------------------------------------------------------ imports
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Import:
+    """`import module [as alias]`, or `from module import name` when `name` is set."""
+
+    module: str
+    alias: str = ""
+    name: str = ""
+
+    @property
+    def bound_name(self) -> str:
+        return self.name or self.alias or self.module.split(".")[0]
+
+
+def _section(module: str) -> int:
+    root = module.split(".")[0]
+    if root == "__future__":
+        return 0
+    return 1 if root in sys.stdlib_module_names else 2
+
+
+def format_imports(imports: set[Import]) -> list[str]:
+    """The import block sorted like isort/ruff: sections, `import` before `from`."""
+    sections: list[list[str]] = []
+    for section in sorted({_section(i.module) for i in imports}):
+        chosen = [i for i in imports if _section(i.module) == section]
+        plain = sorted(i for i in chosen if not i.name)
+        lines = [f"import {i.module}" + (f" as {i.alias}" if i.alias else "") for i in plain]
+        for module in sorted({i.module for i in chosen if i.name}):
+            names = sorted(i.name for i in chosen if i.name and i.module == module)
+            lines.append(f"from {module} import {', '.join(names)}")
+        sections.append(lines)
+    return [line for lines in _joined(sections, [""]) for line in lines]
+
+
+def _joined(parts: list[list[str]], separator: list[str]) -> list[list[str]]:
+    """`parts` with `separator` between each two."""
+    out: list[list[str]] = []
+    for part in parts:
+        out += [separator, part] if out else [part]
+    return out
+
+
+# ----------------------------------------------------------------- printer
+
+OpT = TypeVar("OpT", bound=Operation)
+FUNCTION_TO_MODULE = {"F": Import("torch.nn.functional", alias="F")}
+
+
+class PythonPrinter:
+    """Prints torch-dialect IR as Python; see the module docstring."""
+
+    def __init__(self, indent: str = "    ") -> None:
+        self.lines: list[str] = []
+        self.imports: set[Import] = set()
+        self.scope = NameScope()
+        self._indent_unit = indent
+        self._depth = 0
+        self._blank = 0
+        self._liveness: Liveness | None = None
+        self._inline: set[Operation] = set()
+        for name in WELL_KNOWN_MODULE_NAMES:
+            self.scope.reserve(name)
+
+    # -------------------------------------------------------- output helpers
+
+    def line(self, text: str) -> None:
+        """One line at the current indentation (after any pending blank lines)."""
+        if self.lines:
+            self.lines.extend([""] * self._blank)
+        self._blank = 0
+        self.lines.append(f"{self._indent_unit * self._depth}{text}" if text else "")
+
+    def blank_lines(self, count: int) -> None:
+        """Asks for `count` blank lines before the next line (never at a file's start)."""
+        self._blank = max(self._blank, count)
+
+    @contextmanager
+    def indented(self) -> Generator[None]:
+        self._depth += 1
+        self._blank = 0
+        try:
+            yield
+        finally:
+            self._depth -= 1
+
+    def require_import(self, module: str, alias: str = "", name: str = "") -> None:
+        """Adds `import module [as alias]` or `from module import name`."""
+        self.imports.add(Import(module, alias, name))
+        self.scope.reserve(Import(module, alias, name).bound_name)
+
+    # ------------------------------------------------------------- extension
+
+    @classmethod
+    def register_statement(
+        cls, op_type: type[OpT]
+    ) -> Callable[[Callable[[PythonPrinter, OpT], None]], Callable[[PythonPrinter, OpT], None]]:
+        """Decorator: `handler(printer, op)` prints the statements of `op_type`."""
+
+        def register(handler: Callable[[PythonPrinter, OpT], None]) -> Callable[..., None]:
+            vars(PythonPrinter)["emit"].register(op_type, handler)
+            return handler
+
+        return register
+
+    @classmethod
+    def register_expression(
+        cls, op_type: type[OpT]
+    ) -> Callable[[Callable[[PythonPrinter, OpT], PyExpr]], Callable[[PythonPrinter, OpT], PyExpr]]:
+        """Decorator: `handler(printer, op) -> PyExpr` renders a value op."""
+
+        def register(handler: Callable[[PythonPrinter, OpT], PyExpr]) -> Callable[..., PyExpr]:
+            vars(PythonPrinter)["expression"].register(op_type, handler)
+            return handler
+
+        return register
+
+    # ------------------------------------------------------------ the file
+
+    def print_file(self, root: Operation, source: str | None = None) -> str:
+        """The whole file: header, sorted imports, then the definitions."""
+        source = source or _script_source(root)
+        self._reserve_module_names(root)
+        self.emit(root)
+        origin = f" from {source}" if source else ""
+        header = [f"# Generated by TensorLoom {tensorloom.__version__}{origin}; edit the source."]
+        imports = format_imports(self.imports)
+        top = [*header, "", *imports] if imports else header
+        return "\n".join([*top, "", "", *self.lines] if self.lines else top) + "\n"
+
+    def _reserve_module_names(self, root: Operation) -> None:
+        for op in root.walk():
+            for name in _module_level_names(op):
+                self.scope.reserve(name)
+            if isinstance(op, t.ImportOp | t.FromImportOp):
+                self.emit(op)
+
+    # ------------------------------------------------------ statement handlers
+
+    @singledispatchmethod
+    def emit(self, op: Operation) -> None:
+        """Prints `op` as statements; a value op is assigned to a name."""
+        if len(op.results) != 1 or op.regions:
+            raise NotImplementedError(f"the Python printer has no handler for `{op.name}`")
+        self._assign(op)
+
+    @emit.register
+    def _(self, op: ModuleOp) -> None:
+        self.emit_top_level(op.body.block)
+
+    @emit.register
+    def _(self, op: t.ScriptOp) -> None:
+        self.emit_top_level(op.body.block)
+
+    @emit.register
+    def _(self, op: t.ImportOp) -> None:
+        self.require_import(op.module.data, alias=op.alias.data if op.alias else "")
+
+    @emit.register
+    def _(self, op: t.FromImportOp) -> None:
+        for name in op.names:
+            self.require_import(op.module.data, name=name.data)
+
+    @emit.register
+    def _(self, op: t.RawOp) -> None:
+        for text in op.source.data.rstrip("\n").splitlines():
+            self.line(text)
+
+    @emit.register
+    def _(self, op: t.MainOp) -> None:
+        self.line('if __name__ == "__main__":')
+        with self.indented(), self._body_scope(op.body.block, self.scope):
+            self.emit_body(op.body.block)
+
+    @emit.register
+    def _(self, op: t.ModuleClassOp) -> None:
+        self.line(f"class {op.sym_name.data}({op.base.data}):")
+        with self.indented():
+            if op.doc is not None:
+                self.line(_docstring(op.doc.data))
+                self.blank_lines(1)
+            self._emit_init(op)
+            for method in op.body.block.ops:
+                if isinstance(method, t.MethodOp):
+                    self.blank_lines(1)
+                    self.emit(method)
+
+    def _emit_init(self, op: t.ModuleClassOp) -> None:
+        params = ["self", *(_param(name, default) for name, default in op.params)]
+        self.line(f"def __init__({', '.join(params)}):")
+        with self.indented():
+            self.line("super().__init__()")
+            for member in op.body.block.ops:
+                if not isinstance(member, t.MethodOp):
+                    self.emit(member)
+
+    @emit.register
+    def _(self, op: t.FieldOp) -> None:
+        self.line(f"self.{op.field_name.data} = {op.value.data}")
+
+    @emit.register
+    def _(self, op: t.SubmoduleOp) -> None:
+        args = [a.data for a in op.args]
+        names = [n.data for n in op.arg_names]
+        call = PyExpr.call(op.cls.data, _with_keywords(args, names))
+        self.line(f"self.{op.field_name.data} = {call.text}")
+
+    @emit.register
+    def _(self, op: t.MethodOp) -> None:
+        self.emit_function(op, ["self"])
+
+    @emit.register
+    def _(self, op: t.DefOp) -> None:
+        self.emit_function(op, [])
+
+    @emit.register
+    def _(self, op: t.ReturnOp) -> None:
+        values = [self.value(v).at_least(Precedence.TERNARY) for v in op.values]
+        is_last = op.next_op is None and isinstance(op.parent_op(), t.MethodOp | t.DefOp)
+        if not values and is_last:
+            return
+        self.line(f"return {', '.join(values)}" if values else "return")
+
+    # ------------------------------------------------------ bodies and scopes
+
+    def emit_top_level(self, block: Block) -> None:
+        """Definitions separated by two blank lines, as PEP 8 asks."""
+        for op in block.ops:
+            if isinstance(op, t.ImportOp | t.FromImportOp):
+                continue
+            self.blank_lines(2)
+            self.emit(op)
+
+    def emit_function(self, op: t.MethodOp | t.DefOp, leading: Sequence[str]) -> None:
+        """`def name(params):` and its body, in a fresh name scope."""
+        for decorator in op.decorators:
+            self.line(f"@{decorator.data}")
+        params = [*leading, *(_param(name, default) for name, default in op.params)]
+        self.line(f"def {op.sym_name.data}({', '.join(params)}):")
+        block = op.body.block
+        scope = NameScope(self.scope)
+        for name in leading:
+            scope.reserve(name)
+        for arg, (name, _) in zip(block.args, op.params, strict=True):
+            scope.bind(name, arg)
+        with self.indented(), self._body_scope(block, scope):
+            self.emit_body(block)
+
+    def emit_body(self, block: Block) -> None:
+        """`emit_block`, or `pass` if that prints nothing."""
+        before = len(self.lines)
+        self.emit_block(block)
+        if len(self.lines) == before:
+            self.line("pass")
+
+    @contextmanager
+    def _body_scope(self, block: Block, scope: NameScope) -> Generator[None]:
+        saved = (self.scope, self._liveness, self._inline)
+        self.scope, self._liveness, self._inline = scope, Liveness(block), set()
+        try:
+            yield
+        finally:
+            self.scope, self._liveness, self._inline = saved
+
+    def emit_block(self, block: Block) -> None:
+        """The ops of a body as statements, inlining single-use values."""
+        pending: list[Operation] = []
+        for op in block.ops:
+            if _is_atom(op):
+                continue
+            if self._can_inline(op):
+                pending.append(op)
+                continue
+            self._settle(op, pending)
+            self.emit(op)
+
+    def _can_inline(self, op: Operation) -> bool:
+        if len(op.results) != 1 or op.regions:
+            return False
+        result = op.results[0]
+        uses = list(result.uses)
+        if result.name_hint is not None or len(uses) != 1:
+            return False
+        return uses[0].operation.parent_block() is op.parent_block()
+
+    def _settle(self, statement: Operation, pending: list[Operation]) -> None:
+        """Assigns pending ops to names until the rest inline into `statement` in order."""
+        while pending and self._evaluation_order(statement, set(pending)) != pending:
+            self._assign(pending.pop(0))
+        self._inline = set(pending)
+        pending.clear()
+
+    def _evaluation_order(self, op: Operation, pending: set[Operation]) -> list[Operation]:
+        """The pending ops inlined into `op`, in the order Python evaluates them."""
+        order: list[Operation] = []
+        for operand in _inlinable_operands(op):
+            owner = operand.owner
+            if isinstance(owner, Operation) and owner in pending:
+                order += self._evaluation_order(owner, pending)
+                order.append(owner)
+        return order
+
+    def _assign(self, op: Operation) -> None:
+        text = self.expression(op).text
+        result = op.results[0]
+        if not result.uses:
+            self.line(text)
+            return
+        name = self._name_for(result, op)
+        self.scope.bind(name, result)
+        self.line(f"{name} = {text}")
+
+    def _name_for(self, value: SSAValue, op: Operation) -> str:
+        """The value's name hint again if its last holder is dead, else a fresh name."""
+        hint = sanitize(value.name_hint or "h")
+        holder = self.scope.bound.get(hint)
+        if holder is not None and self._is_dead_at(holder, op):
+            return hint
+        return self.scope.fresh(hint)
+
+    def _is_dead_at(self, value: SSAValue, op: Operation) -> bool:
+        assert self._liveness is not None
+        here = self._liveness.position.get(op)
+        return here is not None and self._liveness.last_use(value) <= here
+
+    # ------------------------------------------------------------- operands
+
+    def value(self, value: SSAValue) -> PyExpr:
+        """How an operand reads here: its name, or its expression inlined."""
+        for name, bound in self.scope_chain_items():
+            if bound is value:
+                return PyExpr(name)
+        owner = value.owner
+        if isinstance(owner, Operation) and (_is_atom(owner) or owner in self._inline):
+            return self.expression(owner)
+        raise AssertionError(f"compiler bug: `{value}` printed before it was defined")
+
+    def scope_chain_items(self) -> Iterator[tuple[str, SSAValue | None]]:
+        scope: NameScope | None = self.scope
+        while scope is not None:
+            yield from reversed(scope.bound.items())
+            scope = scope.parent
+
+    def call_arguments(self, args: Sequence[SSAValue], names: Sequence[str]) -> list[str]:
+        """`["x", "dim=-1"]` for operands and their keyword names."""
+        texts = [self.value(a).at_least(Precedence.TERNARY) for a in args]
+        return _with_keywords(texts, names)
+
+    # ---------------------------------------------------- expression handlers
+
+    @singledispatchmethod
+    def expression(self, op: Operation) -> PyExpr:
+        raise NotImplementedError(f"the Python printer cannot print `{op.name}` as a value")
+
+    @expression.register
+    def _(self, op: t.ConstantOp) -> PyExpr:
+        return _literal(op.value)
+
+    @expression.register
+    def _(self, op: t.SelfAttrOp) -> PyExpr:
+        return PyExpr(f"self.{op.attr_name.data}", Precedence.PRIMARY)
+
+    @expression.register
+    def _(self, op: t.GlobalOp) -> PyExpr:
+        return PyExpr(op.path.data, Precedence.PRIMARY)
+
+    @expression.register
+    def _(self, op: t.CallFunctionOp) -> PyExpr:
+        module = FUNCTION_TO_MODULE.get(op.callee.data.split(".")[0])
+        if module is not None:
+            self.require_import(module.module, module.alias, module.name)
+        return PyExpr.call(op.callee.data, self.call_arguments(op.args, op.keywords))
+
+    @expression.register
+    def _(self, op: t.KernelLaunchOp) -> PyExpr:
+        return PyExpr.call(op.callee.data, self.call_arguments(op.args, op.keywords))
+
+    @expression.register
+    def _(self, op: t.CallModuleOp) -> PyExpr:
+        callee = f"self.{op.callee.data}"
+        if op.kind.data == "self_attention":
+            x = self.value(op.args[0]).text
+            return PyExpr(f"{callee}({x}, {x}, {x}, need_weights=False)[0]", Precedence.PRIMARY)
+        call = PyExpr.call(callee, self.call_arguments(op.args, op.keywords))
+        return PyExpr(f"{call.text}[0]", Precedence.PRIMARY) if op.kind.data == "first" else call
+
+    @expression.register
+    def _(self, op: t.CallMethodOp) -> PyExpr:
+        receiver = self.value(op.receiver).at_least(Precedence.PRIMARY)
+        args = self.call_arguments(op.args, op.keywords)
+        return PyExpr.call(f"{receiver}.{op.method.data}", args)
+
+    @expression.register
+    def _(self, op: t.BinaryOp) -> PyExpr:
+        operator = op.operator.data
+        precedence = BINARY_PRECEDENCE[operator]
+        left_min, right_min = _operand_precedences(operator, precedence)
+        lhs = self.value(op.lhs).at_least(left_min)
+        rhs = self.value(op.rhs).at_least(right_min)
+        return PyExpr(f"{lhs} {operator} {rhs}", precedence)
+
+    @expression.register
+    def _(self, op: t.UnaryOp) -> PyExpr:
+        if op.operator.data == "not":
+            return PyExpr(f"not {self.value(op.operand).at_least(Precedence.NOT)}", Precedence.NOT)
+        operand = self.value(op.operand).at_least(Precedence.UNARY)
+        return PyExpr(f"{op.operator.data}{operand}", Precedence.UNARY)
+
+    @expression.register
+    def _(self, op: t.GetItemOp) -> PyExpr:
+        value = self.value(op.value).at_least(Precedence.PRIMARY)
+        indices = ", ".join(self._index(i) for i in op.indices)
+        return PyExpr(f"{value}[{indices}]", Precedence.PRIMARY)
+
+    def _index(self, index: SSAValue) -> str:
+        owner = index.owner
+        if isinstance(owner, t.SliceOp) and owner in self._inline:
+            return self._slice_text(owner)
+        return self.value(index).at_least(Precedence.TERNARY)
+
+    def _slice_text(self, op: t.SliceOp) -> str:
+        parts = [
+            "" if _is_none(v) else self.value(v).at_least(Precedence.TERNARY) for v in op.operands
+        ]
+        text = f"{parts[0]}:{parts[1]}"
+        return f"{text}:{parts[2]}" if parts[2] else text
+
+    @expression.register
+    def _(self, op: t.SliceOp) -> PyExpr:
+        return PyExpr.call(
+            "slice", [self.value(v).at_least(Precedence.TERNARY) for v in op.operands]
+        )
+
+    @expression.register
+    def _(self, op: t.GetAttrOp) -> PyExpr:
+        value = self.value(op.value).at_least(Precedence.PRIMARY)
+        return PyExpr(f"{value}.{op.attr_name.data}", Precedence.PRIMARY)
+
+    @expression.register
+    def _(self, op: t.ListOp) -> PyExpr:
+        return PyExpr(f"[{', '.join(self.call_arguments(op.elements, [''] * len(op.elements)))}]")
+
+    @expression.register
+    def _(self, op: t.TupleOp) -> PyExpr:
+        items = self.call_arguments(op.elements, [""] * len(op.elements))
+        return PyExpr(f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})")
+
+    @expression.register
+    def _(self, op: t.DropoutOp) -> PyExpr:
+        self.require_import("torch.nn.functional", alias="F")
+        x = self.value(op.input).at_least(Precedence.TERNARY)
+        p = self.value(op.p).at_least(Precedence.TERNARY)
+        return PyExpr.call("F.dropout", [x, f"p={p}", "training=self.training"])
+
+
+# ----------------------------------------------------------------- helpers
+
+
+def print_python(root: Operation, source: str | None = None) -> str:
+    """The Python text of `root` (a builtin.module or a torch.script)."""
+    return PythonPrinter().print_file(root, source)
+
+
+def _script_source(root: Operation) -> str | None:
+    for op in root.walk():
+        if isinstance(op, t.ScriptOp) and op.source is not None:
+            return op.source.data
+    return None
+
+
+def _module_level_names(op: Operation) -> list[str]:
+    if isinstance(op, t.ModuleClassOp | t.DefOp):
+        return [op.sym_name.data]
+    if isinstance(op, t.ImportOp):
+        return [op.alias.data if op.alias else op.module.data.split(".")[0]]
+    if isinstance(op, t.FromImportOp):
+        return [n.data for n in op.names]
+    if isinstance(op, t.RawOp):
+        return _names_defined_by(op.source.data)
+    return []
+
+
+def _names_defined_by(source: str) -> list[str]:
+    names: list[str] = []
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.append(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names += [
+                n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)
+            ]
+    return names
+
+
+def _is_atom(op: Operation) -> bool:
+    return not op.operands and len(op.results) == 1 and op.has_trait(Pure)
+
+
+def _is_none(value: SSAValue) -> bool:
+    owner = value.owner
+    return isinstance(owner, t.ConstantOp) and isinstance(owner.value, t.NoneAttr)
+
+
+def _inlinable_operands(op: Operation) -> Sequence[SSAValue]:
+    """Operands whose expressions may be inlined into `op` (evaluated once, in order)."""
+    if isinstance(op, t.BinaryOp) and op.operator.data in ("and", "or"):
+        return [op.lhs]  # the right side may not run at all
+    if isinstance(op, t.CallModuleOp) and op.kind.data == "self_attention":
+        return []  # the input is printed three times
+    return op.operands
+
+
+def _operand_precedences(operator: str, precedence: Precedence) -> tuple[Precedence, Precedence]:
+    """The least precedence each side needs to go without parentheses."""
+    tighter = Precedence(precedence + 1)
+    if operator == "**":
+        return tighter, Precedence.UNARY
+    if precedence == Precedence.COMPARE:
+        return tighter, tighter  # `a < b < c` would chain
+    return precedence, tighter
+
+
+def _with_keywords(args: Sequence[str], names: Sequence[str]) -> list[str]:
+    return [f"{name}={arg}" if name else arg for arg, name in zip(args, names, strict=True)]
+
+
+def _param(name: str, default: str) -> str:
+    return f"{name}={default}" if default else name
+
+
+def _docstring(text: str) -> str:
+    return '"""' + text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"') + '"""'
+
+
+def _literal(value: Attribute) -> PyExpr:
+    """A constant attribute as a Python literal."""
+    if isinstance(value, t.NoneAttr):
+        return PyExpr("None")
+    if isinstance(value, t.EllipsisAttr):
+        return PyExpr("...")
+    if isinstance(value, StringAttr):
+        return PyExpr(repr(value.data))
+    if isinstance(value, IntegerAttr):
+        return _integer(value.value.data, is_bool=str(value.type) == "i1")
+    if isinstance(value, FloatAttr):
+        return _float(float(value.value.data))
+    raise NotImplementedError(f"no Python literal for {value}")
+
+
+def _integer(number: int, *, is_bool: bool) -> PyExpr:
+    if is_bool:
+        return PyExpr("True" if number else "False")
+    return PyExpr(str(number), Precedence.UNARY if number < 0 else Precedence.ATOM)
+
+
+def _float(number: float) -> PyExpr:
+    if number != number or number in (float("inf"), float("-inf")):
+        return PyExpr.call("float", [repr(str(number))])
+    return PyExpr(repr(number), Precedence.UNARY if number < 0 else Precedence.ATOM)
