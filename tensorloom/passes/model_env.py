@@ -1,0 +1,291 @@
+"""A model's config environment, and attribute expressions evaluated under it.
+
+The check passes need the value of `Linear(d_model, 4 * d_model)` for a given
+instantiation. The config defaults come first, in order (a default may use an
+earlier entry), then the instance's overrides:
+
+    nml.model @Block {
+      nml.config @d_model = 512 : i64
+      nml.config @d_ff = #nml.expr<"*", [4 : i64, #nml.cfg<"d_model">]>
+    }
+    nml.instance @net = @Block {d_model = 256 : i64}
+
+    model_env(block, {"d_model": 256})   # {"d_model": 256, "d_ff": 1024}
+
+Also here: the small symbol lookups every check pass shares (a module's models,
+a model's configs, layers and forward).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    StringAttr,
+)
+from xdsl.ir import Attribute, Operation
+
+from tensorloom.dialects.layers import BoundLayer, lookup
+from tensorloom.dialects.layers.base import Value
+from tensorloom.dialects.nml import (
+    CallAttr,
+    CfgAttr,
+    ConfigOp,
+    ExprAttr,
+    FuncOp,
+    LayerOp,
+    ModelOp,
+    NoneValueAttr,
+)
+
+Env = dict[str, Value]
+
+
+@dataclass(frozen=True, slots=True)
+class EvalError:
+    """Why an attribute expression has no value: an unknown config, bad arithmetic."""
+
+    message: str
+    config: str | None = None  # the unknown config name, when that is the reason
+
+
+@dataclass(frozen=True, slots=True)
+class CallValue:
+    """`Adam(lr=0.001)` or a bare name such as `CrossEntropy` as a setting's value."""
+
+    name: str
+    args: tuple[Value | CallValue, ...] = ()
+    kwargs: tuple[tuple[str, Value | CallValue], ...] = ()
+
+
+Evaluated = Value | CallValue
+
+
+def evaluate(attr: Attribute, env: Mapping[str, Value]) -> Evaluated | EvalError:
+    """The Python value of an attribute expression under a config environment."""
+    literal = _literal(attr)
+    if literal is not _NOT_LITERAL:
+        return literal  # type: ignore[return-value]
+    if isinstance(attr, CfgAttr):
+        name = attr.param.data
+        if name not in env:
+            return EvalError(f"unknown config `{name}`", name)
+        return env[name]
+    if isinstance(attr, ArrayAttr):
+        return _evaluate_list(attr, env)
+    if isinstance(attr, ExprAttr):
+        return _evaluate_expr(attr, env)
+    if isinstance(attr, CallAttr):
+        return _evaluate_call(attr, env)
+    return EvalError(f"cannot evaluate `{attr}`")
+
+
+_NOT_LITERAL = object()
+
+
+def _literal(attr: Attribute) -> object:
+    if isinstance(attr, IntegerAttr):
+        value = attr.value.data
+        is_bool = isinstance(attr.type, IntegerType) and attr.type.width.data == 1
+        return bool(value) if is_bool else value
+    if isinstance(attr, FloatAttr):
+        return attr.value.data
+    if isinstance(attr, StringAttr):
+        return attr.data
+    if isinstance(attr, NoneValueAttr):
+        return None
+    return _NOT_LITERAL
+
+
+def _evaluate_list(attr: ArrayAttr, env: Mapping[str, Value]) -> Evaluated | EvalError:
+    items: list[Value] = []
+    for element in attr.data:
+        value = evaluate(element, env)
+        if isinstance(value, EvalError):
+            return value
+        if isinstance(value, CallValue):
+            return EvalError("a list cannot hold a call")
+        items.append(value)
+    return items
+
+
+def _evaluate_call(attr: CallAttr, env: Mapping[str, Value]) -> CallValue | EvalError:
+    args: list[Evaluated] = []
+    for element in attr.args.data:
+        value = evaluate(element, env)
+        if isinstance(value, EvalError):
+            return value
+        args.append(value)
+    kwargs: list[tuple[str, Evaluated]] = []
+    for key, element in attr.kwargs.data.items():
+        value = evaluate(element, env)
+        if isinstance(value, EvalError):
+            return value
+        kwargs.append((key, value))
+    return CallValue(attr.callee.data, tuple(args), tuple(kwargs))
+
+
+_ARITHMETIC: dict[str, Callable[[float, float], float]] = {
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "/": operator.truediv,
+    "//": operator.floordiv,
+    "%": operator.mod,
+    "**": operator.pow,
+}
+
+
+def _evaluate_expr(attr: ExprAttr, env: Mapping[str, Value]) -> Evaluated | EvalError:
+    operands: list[int | float] = []
+    for element in attr.operands.data:
+        value = evaluate(element, env)
+        if isinstance(value, EvalError):
+            return value
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            return EvalError(f"`{attr.op.data}` needs numbers, got `{value!r}`")
+        operands.append(value)
+    if attr.op.data == "neg":
+        return -operands[0]
+    try:
+        return _ARITHMETIC[attr.op.data](operands[0], operands[1])
+    except ZeroDivisionError:
+        return EvalError("division by zero in a config expression")
+
+
+# --- symbols -------------------------------------------------------------------------------
+
+
+def models_of(module: ModuleOp) -> dict[str, ModelOp]:
+    """Every model in the module (imported ones included), by name."""
+    return {op.sym_name.data: op for op in module.walk() if isinstance(op, ModelOp)}
+
+
+def configs_of(model: ModelOp) -> dict[str, ConfigOp]:
+    return {op.sym_name.data: op for op in model.body.block.ops if isinstance(op, ConfigOp)}
+
+
+def layers_of(model: ModelOp) -> dict[str, LayerOp]:
+    return {op.sym_name.data: op for op in model.body.block.ops if isinstance(op, LayerOp)}
+
+
+def methods_of(model: ModelOp) -> dict[str, FuncOp]:
+    return {op.sym_name.data: op for op in model.body.block.ops if isinstance(op, FuncOp)}
+
+
+def forward_of(model: ModelOp) -> FuncOp | None:
+    return methods_of(model).get("forward")
+
+
+def enclosing_model(op: Operation) -> ModelOp | None:
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, ModelOp):
+        parent = parent.parent_op()
+    return parent
+
+
+def model_env(model: ModelOp, overrides: Mapping[str, Value] | None = None) -> Env:
+    """The config values of one instantiation: defaults in order, then overrides.
+
+    A default that cannot be evaluated is left out; `resolve-nml` reports it.
+    """
+    env: Env = {}
+    given = dict(overrides or {})
+    for name, config in configs_of(model).items():
+        if name in given:
+            env[name] = given[name]
+            continue
+        value = evaluate(config.value, env)
+        if not isinstance(value, EvalError | CallValue):
+            env[name] = value
+    return env
+
+
+def evaluate_kwargs(
+    kwargs: Mapping[str, Attribute], env: Mapping[str, Value]
+) -> dict[str, Value] | EvalError:
+    """Plain values for a dictionary of attribute expressions (overrides, options)."""
+    values: dict[str, Value] = {}
+    for key, attr in kwargs.items():
+        value = evaluate(attr, env)
+        if isinstance(value, EvalError):
+            return value
+        if isinstance(value, CallValue):
+            return EvalError(f"`{key}` must be a literal, got a call of `{value.name}`")
+        values[key] = value
+    return values
+
+
+# --- layers ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ArgFailure:
+    """A layer argument that has no value; `position`/`keyword` say which one."""
+
+    error: EvalError
+    position: int | None = None
+    keyword: str | None = None
+
+
+def layer_arguments(
+    layer: LayerOp, env: Mapping[str, Value]
+) -> tuple[list[Value], dict[str, Value]] | ArgFailure:
+    """A layer's constructor arguments as plain values under `env`."""
+    args: list[Value] = []
+    for position, attr in enumerate(layer.args.data):
+        value = evaluate(attr, env)
+        if isinstance(value, EvalError | CallValue):
+            return ArgFailure(_as_error(value), position=position)
+        args.append(value)
+    kwargs: dict[str, Value] = {}
+    for keyword, attr in layer.kwargs.data.items():
+        value = evaluate(attr, env)
+        if isinstance(value, EvalError | CallValue):
+            return ArgFailure(_as_error(value), keyword=keyword)
+        kwargs[keyword] = value
+    return args, kwargs
+
+
+def _as_error(value: EvalError | CallValue) -> EvalError:
+    if isinstance(value, EvalError):
+        return value
+    return EvalError(f"a layer argument cannot be a call of `{value.name}`")
+
+
+def bind_layer(layer: LayerOp, env: Mapping[str, Value]) -> BoundLayer | None:
+    """The catalogue binding of a layer under `env`; None if it has errors
+    (`resolve-nml` reports them) or is not a catalogue layer."""
+    spec = lookup(layer.kind.data)
+    values = layer_arguments(layer, env)
+    if spec is None or isinstance(values, ArgFailure):
+        return None
+    bound = spec.bind(*values)
+    if isinstance(bound, list) or spec.validate(bound):
+        return None
+    return bound
+
+
+def nested_overrides(
+    layer: LayerOp, nested: ModelOp, env: Mapping[str, Value]
+) -> dict[str, Value] | ArgFailure:
+    """The config overrides a layer that is a model passes to it; positional
+    arguments fill the nested model's configs in order."""
+    values = layer_arguments(layer, env)
+    if isinstance(values, ArgFailure):
+        return values
+    args, kwargs = values
+    names = list(configs_of(nested))
+    if len(args) > len(names):
+        message = (
+            f"`{nested.sym_name.data}` has {len(names)} config entries, got {len(args)} arguments"
+        )
+        return ArgFailure(EvalError(message), position=len(names))
+    return dict(zip(names, args, strict=False)) | kwargs
