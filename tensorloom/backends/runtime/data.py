@@ -302,6 +302,7 @@ class _NumpyOnlyUnpickler(pickle.Unpickler):
         ("numpy._core.multiarray", "_reconstruct"),
         ("numpy", "ndarray"),
         ("numpy", "dtype"),
+        ("_codecs", "encode"),  # how protocol-2 pickles written by Python 3 store bytes
     }
 
     def find_class(self, module: str, name: str) -> object:

@@ -1,0 +1,111 @@
+"""The runtime's checkpoints: atomic writes, plain state-dict keys, restored RNG."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from tensorloom.backends.runtime import checkpoint
+from tensorloom.backends.runtime.checkpoint import (
+    load_checkpoint,
+    save_checkpoint,
+    save_epoch_checkpoint,
+    strip_prefixes,
+)
+
+
+def _model_and_optimizer() -> tuple[nn.Module, torch.optim.Optimizer]:
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+    model(torch.randn(5, 3)).sum().backward()
+    optimizer.step()
+    return model, optimizer
+
+
+def test_failed_write_leaves_the_previous_checkpoint_intact(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model, optimizer = _model_and_optimizer()
+    path = tmp_path / "last.pt"
+    save_checkpoint(path, model=model, optimizer=optimizer, epoch=1, step=10)
+    before = path.read_bytes()
+
+    def crash_mid_write(obj: object, f: object) -> None:
+        f.write(b"half a checkpoint")  # type: ignore[attr-defined]
+        raise OSError("disk full")
+
+    monkeypatch.setattr(checkpoint.torch, "save", crash_mid_write)
+    with pytest.raises(OSError, match="disk full"):
+        save_checkpoint(path, model=model, optimizer=optimizer, epoch=2, step=20)
+    assert path.read_bytes() == before
+    assert list(tmp_path.iterdir()) == [path]  # no temporary file left behind
+
+
+def test_wrapper_prefixes_are_stripped(tmp_path: Path) -> None:
+    model, optimizer = _model_and_optimizer()
+    wrapped = nn.Module()
+    wrapped._orig_mod = model  # what torch.compile's OptimizedModule holds
+    save_checkpoint(tmp_path / "c.pt", model=wrapped, optimizer=optimizer, epoch=1, step=1)
+    state = torch.load(tmp_path / "c.pt", weights_only=True)
+    assert set(state["model"]) == set(model.state_dict())
+    assert strip_prefixes({"module._orig_mod.fc.weight": 1}) == {"fc.weight": 1}
+
+
+def test_compiled_model_round_trip(tmp_path: Path) -> None:
+    model, optimizer = _model_and_optimizer()
+    compiled = torch.compile(model)
+    save_checkpoint(tmp_path / "c.pt", model=compiled, optimizer=optimizer, epoch=3, step=7)
+    fresh, fresh_optimizer = _model_and_optimizer()
+    state = load_checkpoint(tmp_path / "c.pt", model=fresh, optimizer=fresh_optimizer)
+    assert (state["epoch"], state["step"]) == (3, 7)
+    for a, b in zip(model.parameters(), fresh.parameters(), strict=True):
+        assert torch.equal(a, b)
+    assert (
+        fresh_optimizer.state_dict()["state"][0]["step"]
+        == optimizer.state_dict()["state"][0]["step"]
+    )
+
+
+def test_rng_states_are_restored(tmp_path: Path) -> None:
+    model, optimizer = _model_and_optimizer()
+    random.seed(1)
+    torch.manual_seed(2)
+    save_checkpoint(tmp_path / "c.pt", model=model, optimizer=optimizer, epoch=1, step=1)
+    expected = (random.random(), torch.rand(3))
+    random.seed(99)
+    torch.manual_seed(99)
+    load_checkpoint(tmp_path / "c.pt", model=model)
+    actual = (random.random(), torch.rand(3))
+    assert actual[0] == expected[0] and torch.equal(actual[1], expected[1])
+
+
+def test_scaler_scheduler_and_extra_round_trip(tmp_path: Path) -> None:
+    model, optimizer = _model_and_optimizer()
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.5)
+    scheduler.step()
+    scaler = torch.amp.GradScaler("cpu", init_scale=1024.0)
+    save_checkpoint(tmp_path / "c.pt", model=model, optimizer=optimizer, scaler=scaler,
+                    scheduler=scheduler, epoch=1, step=1, extra={"best": 0.5})  # fmt: skip
+    fresh, fresh_optimizer = _model_and_optimizer()
+    fresh_scheduler = torch.optim.lr_scheduler.StepLR(fresh_optimizer, step_size=1, gamma=0.5)
+    fresh_scaler = torch.amp.GradScaler("cpu")
+    state = load_checkpoint(tmp_path / "c.pt", model=fresh, optimizer=fresh_optimizer,
+                            scaler=fresh_scaler, scheduler=fresh_scheduler)  # fmt: skip
+    assert fresh_scheduler.get_last_lr() == scheduler.get_last_lr()
+    assert fresh_scaler.state_dict()["scale"] == 1024.0
+    assert state["extra"] == {"best": 0.5}
+
+
+def test_epoch_checkpoints_rotate_and_last_points_at_newest(tmp_path: Path) -> None:
+    model, optimizer = _model_and_optimizer()
+    for epoch in range(1, 6):
+        save_epoch_checkpoint(
+            tmp_path, keep=2, epoch=epoch, model=model, optimizer=optimizer, step=epoch
+        )
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == ["epoch-0004.pt", "epoch-0005.pt", "last.pt"]
+    assert torch.load(tmp_path / "last.pt", weights_only=True)["epoch"] == 5
