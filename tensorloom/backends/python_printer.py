@@ -398,6 +398,12 @@ class PythonPrinter:
         self.line(f"self.{op.field_name.data} = {op.value.data}")
 
     @emit.register
+    def _(self, op: t.ParamDefaultOp) -> None:
+        self.line(f"if {op.param.data} is None:")
+        with self.indented():
+            self.line(f"{op.param.data} = {op.value.data}")
+
+    @emit.register
     def _(self, op: t.SubmoduleOp) -> None:
         args = [a.data for a in op.args]
         names = [n.data for n in op.arg_names]
@@ -577,11 +583,13 @@ class PythonPrinter:
     @expression.register
     def _(self, op: t.CallModuleOp) -> PyExpr:
         callee = f"self.{op.callee.data}"
-        if op.kind.data == "self_attention":
+        if op.kind.data == "first_of_tuple_self_attention":
             x = self.value(op.args[0]).text
             return PyExpr(f"{callee}({x}, {x}, {x}, need_weights=False)[0]", Precedence.PRIMARY)
         call = PyExpr.call(callee, self.call_arguments(op.args, op.keywords))
-        return PyExpr(f"{call.text}[0]", Precedence.PRIMARY) if op.kind.data == "first" else call
+        if op.kind.data == "first_of_tuple":
+            return PyExpr(f"{call.text}[0]", Precedence.PRIMARY)
+        return call
 
     @expression.register
     def _(self, op: t.CallMethodOp) -> PyExpr:
@@ -705,7 +713,7 @@ def _inlinable_operands(op: Operation) -> Sequence[SSAValue]:
     """Operands whose expressions may be inlined into `op` (evaluated once, in order)."""
     if isinstance(op, t.BinaryOp) and op.operator.data in ("and", "or"):
         return [op.lhs]  # the right side may not run at all
-    if isinstance(op, t.CallModuleOp) and op.kind.data == "self_attention":
+    if isinstance(op, t.CallModuleOp) and op.kind.data == "first_of_tuple_self_attention":
         return []  # the input is printed three times
     return op.operands
 

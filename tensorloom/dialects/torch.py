@@ -41,7 +41,8 @@ Three kinds of op:
   `torch.def` (a helper function, with decorators), `torch.raw` (verbatim
   Python, such as the runtime helpers in `tensorloom/backends/runtime/`; see
   `runtime_ops`), and `torch.main` (the `if __name__ == "__main__":` block).
-- Class level: `torch.field` (`self.name = <source>` in `__init__`),
+- Class level: `torch.param_default` (a parameter default computed from
+  others), `torch.field` (`self.name = <source>` in `__init__`),
   `torch.submodule` (`self.fc1 = nn.Linear(...)`), `torch.method`.
 - Value level, inside `torch.method`, `torch.def` and `torch.main` bodies:
   constants, `self.` attributes, calls of submodules, functions and methods,
@@ -134,7 +135,8 @@ class EllipsisAttr(ParametrizedAttribute):
 
 
 VALUE = ValueType()
-CALL_KINDS = ("plain", "self_attention", "first")
+# The layer catalogue's `CallKind`s (tensorloom/dialects/layers/base.py).
+CALL_KINDS = ("plain", "first_of_tuple", "first_of_tuple_self_attention")
 ARITHMETIC_OPERATORS = ("+", "-", "*", "/", "//", "%", "**", "@", "&", "|", "^", "<<", ">>")
 COMPARISON_OPERATORS = ("==", "!=", "<", "<=", ">", ">=", "and", "or", "is", "in")
 BINARY_OPERATORS = frozenset((*ARITHMETIC_OPERATORS, *COMPARISON_OPERATORS))
@@ -563,6 +565,28 @@ class FieldOp(IRDLOperation):
 
 
 @irdl_op_definition
+class ParamDefaultOp(IRDLOperation):
+    """`torch.param_default "d_ff" = "4 * d_model"`: a default computed from other parameters.
+
+    The parameter's own default is `None`; `__init__` starts with
+    `if d_ff is None: d_ff = 4 * d_model`, so that overriding `d_model` alone
+    changes `d_ff` as the model's config says.
+    """
+
+    name = "torch.param_default"
+    param = prop_def(StringAttr)
+    value = prop_def(StringAttr)
+    traits = traits_def(HasParent(ModuleClassOp))
+    assembly_format = "$param `=` $value attr-dict"
+
+    def __init__(self, param: str, value: str) -> None:
+        super().__init__(properties={"param": StringAttr(param), "value": StringAttr(value)})
+
+    def verify_(self) -> None:
+        _check_identifier(self.param.data, "parameter")
+
+
+@irdl_op_definition
 class SubmoduleOp(IRDLOperation):
     """`torch.submodule "fc1" = "nn.Linear"("784", bias = "False")`.
 
@@ -734,12 +758,13 @@ class KernelLaunchOp(_CallLike):
 
 @irdl_op_definition
 class CallModuleOp(_CallLike):
-    """`%y = torch.call_module "attn"(%x) kind "self_attention"`: a submodule call.
+    """`%y = torch.call_module "lstm"(%x) kind "first_of_tuple"`: a submodule call.
 
-    `kind` says how the submodule's result is used: `plain` (`self.fc1(x)`),
-    `self_attention` (`self.attn(x, x, x, need_weights=False)[0]`, for
-    nn.MultiheadAttention built with batch_first=True) or `first` (the first
-    element of the returned tuple, `self.lstm(x)[0]`).
+    `kind` (the layer catalogue's `call_kind`) says how the call reads:
+    `plain` (`self.fc1(x)`), `first_of_tuple` (the first element of the
+    returned tuple, `self.lstm(x)[0]`: LSTM/GRU's output sequence) or
+    `first_of_tuple_self_attention` (`self.attn(x, x, x, need_weights=False)[0]`,
+    nn.MultiheadAttention built with batch_first=True, used as self-attention).
     """
 
     name = "torch.call_module"
@@ -761,7 +786,7 @@ class CallModuleOp(_CallLike):
         _check_identifier(self.callee.data, "submodule")
         if self.kind.data not in CALL_KINDS:
             raise VerifyException(f"torch.call_module: unknown kind `{self.kind.data}`")
-        if self.kind.data == "self_attention" and len(self.args) != 1:
+        if self.kind.data == "first_of_tuple_self_attention" and len(self.args) != 1:
             raise VerifyException("torch.call_module: a self-attention call takes one input")
 
     @classmethod
@@ -1046,6 +1071,7 @@ Torch = Dialect(
         MethodOp,
         ModuleClassOp,
         FieldOp,
+        ParamDefaultOp,
         SubmoduleOp,
         ConstantOp,
         SelfAttrOp,
