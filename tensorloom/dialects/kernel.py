@@ -75,7 +75,7 @@ class ValueType(ParametrizedAttribute, TypeAttribute):
     name = "kernel.value"
 
 
-def _strings(values: Sequence[str]) -> ArrayAttr[StringAttr]:
+def strings(values: Sequence[str]) -> ArrayAttr[StringAttr]:
     return ArrayAttr([StringAttr(v) for v in values])
 
 
@@ -103,8 +103,8 @@ class FuncOp(IRDLOperation):
         return FuncOp.build(
             properties={
                 "sym_name": StringAttr(name),
-                "arg_names": _strings([p for p, _ in params]),
-                "param_kinds": _strings([k for _, k in params]),
+                "arg_names": strings([p for p, _ in params]),
+                "param_kinds": strings([k for _, k in params]),
                 "defaults": DictionaryAttr(defaults),
                 "param_locs": ArrayAttr(param_locs),
             },
@@ -117,6 +117,16 @@ class FuncOp(IRDLOperation):
     def kinds(self) -> dict[str, str]:
         return {a.data: k.data for a, k in zip(self.arg_names.data, self.param_kinds.data,
                                                strict=True)}
+
+    def arange_constexprs(self) -> set[str]:
+        """The constexpr parameters used as `tl.arange` bounds (powers of two in Triton)."""
+        constexprs = {p for p, k in self.kinds().items() if k == "constexpr"}
+        used: set[str] = set()
+        for op in self.walk():
+            if isinstance(op, TlCallOp) and op.callee.data == "arange":
+                reads = [a.owner for a in op.args if isinstance(a.owner, ReadOp)]
+                used |= {r.var.data for r in reads} & constexprs
+        return used
 
     def verify_(self) -> None:
         if len(self.arg_names.data) != len(self.param_kinds.data):
@@ -238,7 +248,7 @@ class TlCallOp(_CallBase):
 
     def __init__(self, callee: str, args: Sequence[SSAValue], names: Sequence[str]) -> None:
         super().__init__(operands=[args], result_types=[ValueType()],
-                         properties={"callee": StringAttr(callee), "arg_names": _strings(names)})
+                         properties={"callee": StringAttr(callee), "arg_names": strings(names)})
 
 
 @irdl_op_definition
@@ -252,7 +262,7 @@ class LoadOp(_CallBase):
 
     def __init__(self, args: Sequence[SSAValue], names: Sequence[str]) -> None:
         super().__init__(operands=[args], result_types=[ValueType()],
-                         properties={"arg_names": _strings(names)})
+                         properties={"arg_names": strings(names)})
 
     def pointer(self) -> SSAValue | None:
         return self.argument("pointer", 0)
@@ -270,7 +280,7 @@ class StoreOp(_CallBase):
     assembly_format = "`(` $args `)` attr-dict"
 
     def __init__(self, args: Sequence[SSAValue], names: Sequence[str]) -> None:
-        super().__init__(operands=[args], properties={"arg_names": _strings(names)})
+        super().__init__(operands=[args], properties={"arg_names": strings(names)})
 
     def pointer(self) -> SSAValue | None:
         return self.argument("pointer", 0)
@@ -291,7 +301,7 @@ class CallOp(_CallBase):
 
     def __init__(self, callee: str, args: Sequence[SSAValue], names: Sequence[str]) -> None:
         super().__init__(operands=[args], result_types=[ValueType()],
-                         properties={"callee": StringAttr(callee), "arg_names": _strings(names)})
+                         properties={"callee": StringAttr(callee), "arg_names": strings(names)})
 
 
 @irdl_op_definition
@@ -308,7 +318,7 @@ class MethodOp(_CallBase):
     def __init__(self, receiver: SSAValue, method: str, args: Sequence[SSAValue],
                  names: Sequence[str]) -> None:
         super().__init__(operands=[receiver, args], result_types=[ValueType()],
-                         properties={"method": StringAttr(method), "arg_names": _strings(names)})
+                         properties={"method": StringAttr(method), "arg_names": strings(names)})
 
 
 @irdl_op_definition
@@ -367,7 +377,7 @@ class IndexOp(IRDLOperation):
 
     def __init__(self, value: SSAValue, indices: Sequence[SSAValue], items: Sequence[str]) -> None:
         super().__init__(operands=[value, indices], result_types=[ValueType()],
-                         properties={"items": _strings(items)})
+                         properties={"items": strings(items)})
 
     def verify_(self) -> None:
         kinds = [i.data for i in self.items.data]
@@ -454,10 +464,10 @@ class LauncherOp(IRDLOperation):
         return LauncherOp.build(properties={
             "sym_name": StringAttr(f"{kernel}_launcher"),
             "kernel": SymbolRefAttr(kernel),
-            "bindings": ArrayAttr([_strings(b) for b in bindings]),
-            "grid": ArrayAttr([_strings(g) for g in grid]),
+            "bindings": ArrayAttr([strings(b) for b in bindings]),
+            "grid": ArrayAttr([strings(g) for g in grid]),
             "defaults": DictionaryAttr(defaults),
-            "pow2": _strings(pow2),
+            "pow2": strings(pow2),
         })
 
     def binding_list(self) -> list[list[str]]:

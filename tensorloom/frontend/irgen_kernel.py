@@ -264,17 +264,20 @@ class _KernelBuilder:
 
     def _call_op(self, expr: ast.Call) -> Operation:
         func = expr.func
+        member = _tl_member(func)
+        # Python evaluates a method's receiver before its arguments.
+        receiver = self._expr(func.value) if isinstance(func, ast.Attribute) and member is None \
+            else None
         args = [self._expr(a) for a in expr.args] + [self._expr(k.value) for k in expr.kwargs]
         names = [""] * len(expr.args) + [k.name for k in expr.kwargs]
-        member = _tl_member(func)
         if member == "load":
             return kernel.LoadOp(args, names)
         if member == "store":
             return kernel.StoreOp(args, names)
         if member is not None:
             return kernel.TlCallOp(member, args, names)
-        if isinstance(func, ast.Attribute):
-            return kernel.MethodOp(self._expr(func.value), func.attr, args, names)
+        if isinstance(func, ast.Attribute) and receiver is not None:
+            return kernel.MethodOp(receiver, func.attr, args, names)
         if isinstance(func, ast.Name):
             return kernel.CallOp(func.id, args, names)
         _unsupported(func.span, "calling this expression")

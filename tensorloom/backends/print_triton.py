@@ -1,0 +1,314 @@
+"""Python printer handlers for the triton emission dialect.
+
+Importing this module registers one handler per triton op with
+`PythonPrinter`. A `triton.jit_func` prints as the `@triton.jit` function, its
+statements one line each; a `triton.launcher` prints as
+
+    def vector_add_launcher(x, y, *, z=None, BLOCK=1024):
+        \"\"\"Launches `vector_add`; returns `z`.\"\"\"
+        if z is None:
+            z = torch.empty_like(x)
+        ... device, contiguity and power-of-two checks (ValueError) ...
+        n = x.numel()
+        grid = (triton.cdiv(n, BLOCK),)
+        vector_add[grid](x, y, z, n, BLOCK=BLOCK)
+        return z
+
+following the bindings `synthesize-launchers` worked out (docs/kernels.md).
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import IntegerAttr, StringAttr
+from xdsl.ir import Block
+from xdsl.traits import SymbolTable
+
+from tensorloom.backends.python_printer import (
+    BINARY_PRECEDENCE,
+    NameScope,
+    Precedence,
+    PyExpr,
+    PythonPrinter,
+    _literal,
+    _operand_precedences,
+)
+from tensorloom.dialects import triton
+
+# ---------------------------------------------------------------- kernels
+
+
+@PythonPrinter.register_statement(triton.JitFuncOp)
+def _jit_func(printer: PythonPrinter, op: triton.JitFuncOp) -> None:
+    printer.require_import("triton")
+    printer.require_import("triton.language", alias="tl")
+    params = [f"{name}: tl.constexpr" if kind == "constexpr" else name
+              for name, kind in op.params()]
+    printer.line("@triton.jit")
+    printer.line(f"def {op.sym_name.data}({', '.join(params)}):")
+    scope = NameScope(printer.scope)
+    for name in _variables(op):
+        scope.reserve(name)
+    _body(printer, op.body.block, scope)
+
+
+def _variables(op: triton.JitFuncOp) -> set[str]:
+    """Every name the kernel's own code binds, so temporaries never take one."""
+    names = set(n for n, _ in op.params())
+    for inner in op.walk():
+        if isinstance(inner, triton.AssignOp):
+            names.add(inner.target.data)
+        if isinstance(inner, triton.ForOp):
+            names.add(inner.var.data)
+    return names
+
+
+def _body(printer: PythonPrinter, block: Block, scope: NameScope) -> None:
+    with printer.indented(), printer._body_scope(block, scope):
+        _block(printer, block)
+
+
+def _block(printer: PythonPrinter, block: Block | None) -> None:
+    """A nested body inside the current scope; `pass` when it prints nothing."""
+    before = len(printer.lines)
+    if block is not None:
+        printer.emit_block(block)
+    if len(printer.lines) == before:
+        printer.line("pass")
+
+
+@PythonPrinter.register_statement(triton.AssignOp)
+def _assign(printer: PythonPrinter, op: triton.AssignOp) -> None:
+    value = printer.value(op.value).at_least(Precedence.TERNARY)
+    printer.line(f"{op.target.data} = {value}")
+
+
+@PythonPrinter.register_statement(triton.ExprStmtOp)
+def _expr_stmt(printer: PythonPrinter, op: triton.ExprStmtOp) -> None:
+    printer.line(printer.value(op.value).text)
+
+
+@PythonPrinter.register_statement(triton.IfOp)
+def _if(printer: PythonPrinter, op: triton.IfOp) -> None:
+    printer.line(f"if {printer.value(op.cond).at_least(Precedence.TERNARY)}:")
+    with printer.indented():
+        _block(printer, op.then.block)
+    orelse = op.orelse.blocks.first
+    if orelse is None or orelse.first_op is None:
+        return
+    printer.line("else:")
+    with printer.indented():
+        _block(printer, orelse)
+
+
+@PythonPrinter.register_statement(triton.ForOp)
+def _for(printer: PythonPrinter, op: triton.ForOp) -> None:
+    args = printer.call_arguments(op.args, [""] * len(op.args))
+    printer.line(f"for {op.var.data} in {op.iterator.data}({', '.join(args)}):")
+    with printer.indented():
+        _block(printer, op.body.block)
+
+
+@PythonPrinter.register_statement(triton.ReturnOp)
+def _return(printer: PythonPrinter, op: triton.ReturnOp) -> None:
+    printer.line("return")
+
+
+# ------------------------------------------------------------ expressions
+
+
+@PythonPrinter.register_expression(triton.NameOp)
+def _name(printer: PythonPrinter, op: triton.NameOp) -> PyExpr:
+    dotted = "." in op.id.data
+    return PyExpr(op.id.data, Precedence.PRIMARY if dotted else Precedence.ATOM)
+
+
+@PythonPrinter.register_expression(triton.ConstantOp)
+def _constant(printer: PythonPrinter, op: triton.ConstantOp) -> PyExpr:
+    return _literal(op.value)
+
+
+@PythonPrinter.register_expression(triton.BinOp)
+def _binop(printer: PythonPrinter, op: triton.BinOp) -> PyExpr:
+    operator = op.op.data
+    precedence = BINARY_PRECEDENCE[operator]
+    left_min, right_min = _operand_precedences(operator, precedence)
+    lhs = printer.value(op.lhs).at_least(left_min)
+    rhs = printer.value(op.rhs).at_least(right_min)
+    return PyExpr(f"{lhs} {operator} {rhs}", precedence)
+
+
+@PythonPrinter.register_expression(triton.UnaryOp)
+def _unop(printer: PythonPrinter, op: triton.UnaryOp) -> PyExpr:
+    if op.op.data == "not":
+        return PyExpr(f"not {printer.value(op.operand).at_least(Precedence.NOT)}", Precedence.NOT)
+    operand = printer.value(op.operand).at_least(Precedence.UNARY)
+    return PyExpr(f"{op.op.data}{operand}", Precedence.UNARY)
+
+
+@PythonPrinter.register_expression(triton.CallOp)
+def _call(printer: PythonPrinter, op: triton.CallOp) -> PyExpr:
+    return PyExpr.call(op.callee.data, printer.call_arguments(op.args, op.names()))
+
+
+@PythonPrinter.register_expression(triton.MethodOp)
+def _method(printer: PythonPrinter, op: triton.MethodOp) -> PyExpr:
+    receiver = printer.value(op.receiver).at_least(Precedence.PRIMARY)
+    return PyExpr.call(f"{receiver}.{op.method.data}", printer.call_arguments(op.args, op.names()))
+
+
+@PythonPrinter.register_expression(triton.GetAttrOp)
+def _getattr(printer: PythonPrinter, op: triton.GetAttrOp) -> PyExpr:
+    value = printer.value(op.value).at_least(Precedence.PRIMARY)
+    return PyExpr(f"{value}.{op.attr.data}", Precedence.PRIMARY)
+
+
+@PythonPrinter.register_expression(triton.TupleOp)
+def _tuple(printer: PythonPrinter, op: triton.TupleOp) -> PyExpr:
+    items = printer.call_arguments(op.elements, [""] * len(op.elements))
+    return PyExpr(f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})")
+
+
+@PythonPrinter.register_expression(triton.IndexOp)
+def _index(printer: PythonPrinter, op: triton.IndexOp) -> PyExpr:
+    value = printer.value(op.value).at_least(Precedence.PRIMARY)
+    indices = iter(op.indices)
+    items = [printer.value(next(indices)).at_least(Precedence.TERNARY) if item.data == "expr"
+             else item.data for item in op.items]
+    return PyExpr(f"{value}[{', '.join(items)}]", Precedence.PRIMARY)
+
+
+# --------------------------------------------------------------- launchers
+
+
+class _LauncherText:
+    """The lines of one launcher, from its bindings."""
+
+    def __init__(self, op: triton.LauncherOp, kernel: triton.JitFuncOp, scope: NameScope) -> None:
+        self.op, self.name, self.kernel = op, op.sym_name.data, kernel.sym_name.data
+        self.params = [p for p, _ in kernel.params()]
+        self.bindings = dict(zip(self.params, op.binding_list(), strict=True))
+        self.scope = NameScope(scope)
+        for binding in self.bindings.values():
+            self.scope.reserve(binding[1])
+        for param in self.params:
+            self.scope.reserve(param)
+
+    def of(self, *kinds: str) -> list[str]:
+        """The launcher names bound as `kinds`, in kernel parameter order."""
+        return [b[1] for b in self.bindings.values() if b[0] in kinds]
+
+    def signature(self) -> str:
+        positional = self.of("input", "inout", "scalar")
+        keywords = [f"{o}=None" for o in self.of("output")]
+        keywords += [self._constexpr(c) for c in self.of("constexpr")]
+        parts = positional + (["*", *keywords] if keywords else [])
+        return f"def {self.name}({', '.join(parts)}):"
+
+    def _constexpr(self, name: str) -> str:
+        default = self.op.defaults.data.get(name)
+        if isinstance(default, IntegerAttr):
+            return f"{name}={default.value.data}"
+        return f"{name}=None" if isinstance(default, StringAttr) else name
+
+    def returned(self) -> list[str]:
+        return self.of("inout", "output")
+
+    def body(self) -> list[str]:
+        first = next(iter(self.of("input", "inout")), None)
+        lines = [self._docstring()]
+        lines += self._allocations(first)
+        lines += self._checks(first)
+        lines += self._sizes()
+        lines += self._blocks()
+        lines += self._launch()
+        returned = self.returned()
+        if returned:
+            lines.append(f"return {', '.join(returned)}")
+        return lines
+
+    def _docstring(self) -> str:
+        returned = ", ".join(f"`{r}`" for r in self.returned()) or "nothing"
+        return f'"""Launches the Triton kernel `{self.kernel}`; returns {returned}."""'
+
+    def _allocations(self, first: str | None) -> list[str]:
+        lines: list[str] = []
+        for output in self.of("output"):
+            lines += [f"if {output} is None:", f"    {output} = torch.empty_like({first})"]
+        return lines
+
+    def _checks(self, first: str | None) -> list[str]:
+        tensors = self.of("input", "inout", "output")
+        if first is None:
+            return []
+        name, tensor = self.scope.fresh("name"), self.scope.fresh("tensor")
+        others = [t for t in tensors if t != first]
+        lines: list[str] = []
+        if others:
+            lines += [
+                f"for {name}, {tensor} in ({_pairs(others)}):",
+                f"    if {tensor}.device != {first}.device:",
+                f'        raise ValueError(f"{self.name}: `{{{name}}}` is on {{{tensor}.device}} '
+                f'but `{first}` is on {{{first}.device}}; move them to one device")',
+            ]
+        return [*lines,
+                f"for {name}, {tensor} in ({_pairs(tensors)}):",
+                f"    if not {tensor}.is_contiguous():",
+                f'        raise ValueError(f"{self.name}: `{{{name}}}` is not contiguous; '
+                f'pass `{{{name}}}.contiguous()`")']
+
+    def _sizes(self) -> list[str]:
+        lines: list[str] = []
+        for param, binding in self.bindings.items():
+            if binding[0] == "numel":
+                lines.append(f"{param} = {binding[1]}.numel()")
+            if binding[0] == "dim" and binding[2] == "0":
+                tensor = binding[1]
+                lines += [f"if {tensor}.dim() != 2:",
+                          f'    raise ValueError(f"{self.name}: `{tensor}` must be 2-D, '
+                          f'got shape {{tuple({tensor}.shape)}}")']
+            if binding[0] == "dim":
+                lines.append(f"{param} = {binding[1]}.shape[{binding[2]}]")
+        return lines
+
+    def _blocks(self) -> list[str]:
+        lines: list[str] = []
+        for name, default in self.op.defaults.data.items():
+            if isinstance(default, StringAttr):
+                size = default.data
+                lines += [f"if {name} is None:", f"    {name} = triton.next_power_of_2({size})",
+                          f"if {name} < {size}:",
+                          f'    raise ValueError(f"{self.name}: {name}={{{name}}} must be at '
+                          f'least {size}={{{size}}}")']
+        for name in (p.data for p in self.op.pow2):
+            lines += [f"if {name} <= 0 or {name} & ({name} - 1) != 0:",
+                      f'    raise ValueError(f"{self.name}: {name} must be a power of two, '
+                      f'got {{{name}}}")']
+        return lines
+
+    def _launch(self) -> list[str]:
+        grid = self.scope.fresh("grid")
+        axes = [f"triton.cdiv({a[0]}, {a[1]})" if len(a) == 2 else a[0]
+                for a in self.op.grid_list()]
+        args = [b[1] if b[0] in ("input", "inout", "output") else p
+                for p, b in self.bindings.items() if b[0] != "constexpr"]
+        args += [f"{c}={c}" for c in self.of("constexpr")]
+        return [f"{grid} = ({', '.join(axes)},)", f"{self.kernel}[{grid}]({', '.join(args)})"]
+
+
+def _pairs(names: list[str]) -> str:
+    items = [f'("{n}", {n})' for n in names]
+    return ", ".join(items) + ("," if len(items) == 1 else "")
+
+
+@PythonPrinter.register_statement(triton.LauncherOp)
+def _launcher(printer: PythonPrinter, op: triton.LauncherOp) -> None:
+    kernel = SymbolTable.lookup_symbol(op, op.kernel)
+    if not isinstance(kernel, triton.JitFuncOp):
+        raise NotImplementedError(f"compiler bug: `{op.kernel}` is not a printed kernel")
+    printer.require_import("torch")
+    printer.require_import("triton")
+    text = _LauncherText(op, kernel, printer.scope)
+    printer.line(text.signature())
+    with printer.indented():
+        for line in text.body():
+            printer.line(line)
