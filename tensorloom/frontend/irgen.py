@@ -1,0 +1,327 @@
+"""IR generation: the ASTs of a program become one nml/train/kernel module.
+
+    model Classifier:                     nml.model @Classifier from "mnist.tl" {
+        layer fc1 = Linear(784, 10)         nml.layer @fc1 = "Linear" [784 : i64, 10 : i64] {}
+        fn forward(self, x: Tensor[B, 784]) nml.func @forward(%x: !nml.tensor<[B, 784], f32>) ...
+    let net = Classifier()                nml.instance @net = @Classifier {}
+    let data = load_dataset("digits")     train.dataset @data = "digits" {}
+    train net on data: ...                train.loop @net on @data { train.set ... }
+
+Ops are built directly from the AST (no printing and re-parsing) and each one
+carries the location of the source it came from. Models of imported files come
+first, with `origin` set to their file. A script's other top-level statements go,
+in order, into one `train.main` op together with its train loops (docs/ir.md).
+Errors are reported through `tensorloom.diagnostics.ir.report`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from xdsl.dialects.builtin import FunctionType, ModuleOp, f64, i1, i64
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+
+from tensorloom.diagnostics import Diagnostic, Label
+from tensorloom.diagnostics.ir import loc_of, report
+from tensorloom.dialects import nml, train
+from tensorloom.frontend import ast
+from tensorloom.frontend.imports import Program, SourceUnit
+from tensorloom.frontend.irgen_attrs import AttrBuilder, dotted_name
+from tensorloom.frontend.irgen_body import BodyBuilder
+from tensorloom.source import Span
+
+SCALAR_TYPES: dict[str, Attribute] = {
+    "int": i64,
+    "float": f64,
+    "bool": i1,
+    "str": nml.StrType(),
+    "list": nml.ListType(),
+    "tuple": nml.ListType(),
+}
+DATASET_LOADER = "load_dataset"
+
+
+def generate(program: Program) -> ModuleOp:
+    """The module for `program`: imported models, then the root file's items."""
+    return _ModuleBuilder(program).build()
+
+
+def _at(op: Operation, span: Span) -> Operation:
+    op.location = loc_of(span)
+    return op
+
+
+def _error(code: str, message: str, primary: Label | Span, help: str | None = None) -> None:
+    report(Diagnostic.error(code, message, primary, help=help))
+
+
+def _kernel_builder() -> Callable[[ast.KernelDecl], Operation] | None:
+    """The kernel dialect's irgen, if this build has it."""
+    try:
+        from tensorloom.frontend.irgen_kernel import build_kernel
+    except ImportError:
+        return None
+    return build_kernel
+
+
+class _ModuleBuilder:
+    def __init__(self, program: Program):
+        self.program = program
+        self.ops: list[Operation] = []
+        self.models: dict[str, ast.ModelDecl] = {}
+        self.kernels = frozenset(
+            item.name for item in program.root.module.items if isinstance(item, ast.KernelDecl)
+        )
+
+    def build(self) -> ModuleOp:
+        for unit in self.program.imported:
+            for decl in unit.module.models():
+                self._model(decl, unit)
+        self._root(self.program.root)
+        module = ModuleOp(self.ops)
+        module.location = loc_of(Span.point(self.program.root.path, 1, 1))
+        return module
+
+    # ---------------------------------------------------------------- models
+
+    def _model(self, decl: ast.ModelDecl, unit: SourceUnit) -> None:
+        first = self.models.get(decl.name)
+        if first is not None:
+            _duplicate_model(decl, first)
+            return
+        self.models[decl.name] = decl
+        op = nml.ModelOp(decl.name, origin=unit.path)
+        body = op.body.block
+        configs = AttrBuilder("config", unit.aliases)
+        for entry in decl.config:
+            body.add_op(_at(nml.ConfigOp(entry.name, configs.build(entry.value)), entry.span))
+        for layer in decl.layers:
+            body.add_op(self._layer(layer, configs))
+        for method in decl.methods:
+            body.add_op(self._method(method, decl.syntax))
+        self.ops.append(_at(op, decl.name_span))
+
+    def _layer(self, decl: ast.LayerDecl, attrs: AttrBuilder) -> Operation:
+        ctor = decl.ctor
+        call = ctor if isinstance(ctor, ast.Call) else None
+        kind = dotted_name(call.func if call is not None else ctor)
+        if kind is None:
+            _error(
+                "TL0139",
+                "a layer must be a constructor call",
+                ctor.span,
+                help="write `name = Linear(784, 256)` or `name = ReLU`",
+            )
+            kind = "?"
+        kind = attrs.aliases.get(kind, kind)
+        args = call.args if call is not None else []
+        kwargs = call.kwargs if call is not None else []
+        op = nml.LayerOp(
+            decl.name,
+            kind,
+            [attrs.build(a) for a in args],
+            {k.name: attrs.build(k.value) for k in kwargs},
+            arg_locs=[loc_of(a.span) for a in args],
+            kwarg_locs=[loc_of(k.span) for k in kwargs],
+        )
+        return _at(op, decl.span)
+
+    def _method(self, decl: ast.FnDecl, syntax: str) -> Operation:
+        params = self._params(decl, syntax)
+        input_types = [_param_type(p.type) for p in params]
+        block = Block(arg_types=input_types)
+        scope: dict[str, SSAValue] = {}
+        for param, arg in zip(params, block.args, strict=True):
+            arg.name_hint = param.name
+            scope[param.name] = arg
+        body = BodyBuilder(block, scope, self.kernels)
+        body.statements(decl.body)
+        if body.returned is None:
+            body.add(nml.ReturnOp([]), decl.name_span)
+        outputs = self._outputs(decl, body.returned or [])
+        function_type = FunctionType.from_lists(input_types, outputs)
+        op = nml.FuncOp(decl.name, function_type, [p.name for p in params], Region(block))
+        return _at(op, decl.name_span)
+
+    @staticmethod
+    def _outputs(decl: ast.FnDecl, returned: Sequence[SSAValue]) -> list[Attribute]:
+        if not returned:
+            return []
+        if decl.return_type is not None:
+            return [_param_type(decl.return_type)]
+        return [returned[0].type]
+
+    @staticmethod
+    def _params(decl: ast.FnDecl, syntax: str) -> list[ast.Param]:
+        params = list(decl.params)
+        if syntax == "tl":
+            if not params or params[0].name != "self":
+                _error(
+                    "TL0330",
+                    f"method `{decl.name}` must take `self` first",
+                    decl.name_span,
+                    help=f"write `fn {decl.name}(self, ...)`",
+                )
+            else:
+                params = params[1:]
+        for param in params:
+            if param.default is not None:
+                _error(
+                    "TL0133",
+                    "method parameters cannot have default values",
+                    param.default.span,
+                    help="make it a config parameter of the model",
+                )
+        return params
+
+    # ---------------------------------------------------------------- script
+
+    def _root(self, unit: SourceUnit) -> None:
+        items = unit.module.items
+        main = self._main_block(items)
+        for item in items:
+            self._item(item, unit, main)
+
+    def _main_block(self, items: Sequence[ast.Stmt]) -> BodyBuilder | None:
+        if not any(self._is_statement(item) for item in items):
+            return None
+        op = train.MainOp()
+        first = next(item for item in items if self._is_statement(item))
+        self.ops.append(_at(op, first.span))
+        return BodyBuilder(op.body.block, {}, self.kernels)
+
+    def _is_statement(self, item: ast.Stmt) -> bool:
+        declarations = (ast.ImportDecl, ast.ModelDecl, ast.KernelDecl, ast.TrainDecl)
+        return not isinstance(item, declarations) and self._let_kind(item) is None
+
+    def _item(self, item: ast.Stmt, unit: SourceUnit, main: BodyBuilder | None) -> None:
+        kind = self._let_kind(item)
+        if isinstance(item, ast.ModelDecl):
+            self._model(item, unit)
+        elif isinstance(item, ast.KernelDecl):
+            self._kernel(item)
+        elif isinstance(item, ast.TrainDecl):
+            self._train(item, main)
+        elif isinstance(item, ast.LetStmt) and kind is not None:
+            self._declaration(item, kind, unit)
+        elif main is not None and not isinstance(item, ast.ImportDecl):
+            main.statement(item)
+
+    def _let_kind(self, item: ast.Stmt) -> str | None:
+        """ "instance" for `let net = Model(...)`, "dataset" for `let d = load_dataset(...)`."""
+        if not isinstance(item, ast.LetStmt) or not isinstance(item.value, ast.Call):
+            return None
+        func = item.value.func
+        if not isinstance(func, ast.Name):
+            return None
+        if func.id == DATASET_LOADER:
+            return "dataset"
+        aliases = self.program.root.aliases
+        known = func.id in aliases or func.id in self._model_names()
+        return "instance" if known or func.id[:1].isupper() else None
+
+    def _model_names(self) -> set[str]:
+        return {m.name for unit in self.program.units() for m in unit.module.models()}
+
+    def _declaration(self, item: ast.LetStmt, kind: str, unit: SourceUnit) -> None:
+        call = item.value
+        assert isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
+        op = (
+            self._instance(item.name, call, unit)
+            if kind == "instance"
+            else _dataset(item.name, call)
+        )
+        self.ops.append(_at(op, call.span))
+
+    def _instance(self, name: str, call: ast.Call, unit: SourceUnit) -> Operation:
+        assert isinstance(call.func, ast.Name)
+        for arg in call.args:
+            _error(
+                "TL0140",
+                "config overrides must be given by keyword",
+                arg.span,
+                help=f"write `{call.func.id}(name=value)`",
+            )
+        values = AttrBuilder("setting", unit.aliases)
+        overrides = {k.name: values.build(k.value) for k in call.kwargs}
+        model = unit.aliases.get(call.func.id, call.func.id)
+        return nml.InstanceOp(name, model, overrides, [loc_of(k.span) for k in call.kwargs])
+
+    def _kernel(self, decl: ast.KernelDecl) -> None:
+        build = _kernel_builder()
+        if build is not None:
+            self.ops.append(build(decl))
+
+    def _train(self, decl: ast.TrainDecl, main: BodyBuilder | None) -> None:
+        names = [_symbol(e, what) for e, what in ((decl.model, "model"), (decl.data, "dataset"))]
+        op = train.LoopOp(names[0] or "?", names[1] or "?")
+        settings = AttrBuilder("setting", self.program.root.aliases)
+        for s in decl.settings:
+            value = train.SetOp(s.key, settings.build(s.value), loc_of(s.value.span))
+            op.body.block.add_op(_at(value, s.key_span))
+        if decl.checkpoint is not None:
+            clause = decl.checkpoint
+            op.body.block.add_op(_at(train.CheckpointOp(clause.every, clause.unit), clause.span))
+        _at(op, decl.span.to(decl.data.span))
+        if main is not None:
+            main.block.add_op(op)
+        else:
+            self.ops.append(op)
+
+
+def _symbol(expr: ast.Expr, what: str) -> str | None:
+    if isinstance(expr, ast.Name):
+        return expr.id
+    _error(
+        "TL0137",
+        f"the {what} of a train block must be a name",
+        expr.span,
+        help="bind it first: `let name = ...`, then `train name on ...`",
+    )
+    return None
+
+
+def _dataset(name: str, call: ast.Call) -> Operation:
+    source: str | None = None
+    for index, arg in enumerate(call.args):
+        if index == 0 and isinstance(arg, ast.StrLit):
+            source = arg.value
+            continue
+        _error(
+            "TL0141",
+            "`load_dataset` takes the dataset name as its only positional argument",
+            arg.span,
+            help='write `load_dataset("name", option=value)`',
+        )
+    options = AttrBuilder("setting")
+    values = {k.name: options.build(k.value) for k in call.kwargs}
+    return train.DatasetOp(name, source, values, [loc_of(k.span) for k in call.kwargs])
+
+
+def _param_type(type_expr: ast.TypeExpr | None) -> Attribute:
+    if type_expr is None:
+        return nml.TensorType.unranked()
+    if type_expr.name == "Tensor":
+        dims = None if type_expr.dims is None else [d.value for d in type_expr.dims]
+        return nml.TensorType.from_dims(dims)
+    scalar = SCALAR_TYPES.get(type_expr.name)
+    if scalar is not None:
+        return scalar
+    known = ", ".join(f"`{n}`" for n in ("Tensor", *SCALAR_TYPES))
+    _error("TL0139", f"unknown type `{type_expr.name}`", type_expr.span, help=f"use one of {known}")
+    return nml.AnyType()
+
+
+def _duplicate_model(decl: ast.ModelDecl, first: ast.ModelDecl) -> None:
+    report(
+        Diagnostic.error(
+            "TL0615",
+            f"model `{decl.name}` is defined twice",
+            Label(decl.name_span, "second definition"),
+            secondary=[Label(first.name_span, "first defined here")],
+            help="rename one of them, or import the file with `as` and a new name",
+        )
+    )
+
+
+__all__ = ["generate"]

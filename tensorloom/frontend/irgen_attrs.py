@@ -1,0 +1,121 @@
+"""Attribute expressions: compile-time values of layer arguments, configs and settings.
+
+    Linear(d_model, 4 * d_model)   ->  [#nml.cfg<"d_model">,
+                                        #nml.expr<"*", [4 : i64, #nml.cfg<"d_model">]>]
+    optimizer = Adam(lr=0.001)     ->  #nml.call<"Adam", [], {lr = 1.000000e-03 : f64}>
+    loss = CrossEntropy            ->  #nml.call<"CrossEntropy", [], {}>
+    precision = fp16               ->  "fp16"
+
+A bare name means a config parameter in a model (`#nml.cfg`); in a train
+setting or dataset option a capitalised name is a constructor with no arguments
+and any other name is a string. Expressions that need a runtime value are
+reported as TL0134.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from xdsl.dialects.builtin import ArrayAttr, FloatAttr, IntegerAttr, StringAttr, f64, i1, i64
+from xdsl.ir import Attribute
+
+from tensorloom.diagnostics import Diagnostic
+from tensorloom.diagnostics.ir import report
+from tensorloom.dialects.nml import CallAttr, CfgAttr, ExprAttr, NoneValueAttr
+from tensorloom.frontend import ast
+
+NameMode = Literal["config", "setting"]
+
+ARITHMETIC = ("+", "-", "*", "/", "%", "**")
+
+
+def dotted_name(expr: ast.Expr) -> str | None:
+    """`nn.ReLU` as "nn.ReLU"; None when `expr` is not a (dotted) name."""
+    if isinstance(expr, ast.Name):
+        return expr.id
+    if isinstance(expr, ast.Attribute):
+        base = dotted_name(expr.value)
+        return f"{base}.{expr.attr}" if base is not None else None
+    return None
+
+
+def literal_attr(expr: ast.Expr) -> Attribute | None:
+    """The attribute of a literal (`-3` included), or None when `expr` is not one."""
+    match expr:
+        case ast.BoolLit(value=value):
+            return IntegerAttr(int(value), i1)
+        case ast.IntLit(value=value):
+            return IntegerAttr(value, i64)
+        case ast.FloatLit(value=value):
+            return FloatAttr(value, f64)
+        case ast.StrLit(value=value):
+            return StringAttr(value)
+        case ast.NoneLit():
+            return NoneValueAttr()
+        case ast.Unary(op="-", operand=ast.IntLit(value=value)):
+            return IntegerAttr(-value, i64)
+        case ast.Unary(op="-", operand=ast.FloatLit(value=value)):
+            return FloatAttr(-value, f64)
+        case _:
+            return None
+
+
+class AttrBuilder:
+    """Turns expressions into attribute expressions; `aliases` renames imported models."""
+
+    def __init__(self, mode: NameMode, aliases: dict[str, str] | None = None):
+        self.mode: NameMode = mode
+        self.aliases = aliases or {}
+
+    def build(self, expr: ast.Expr) -> Attribute:
+        """The attribute for `expr`; on an error, reports it and returns `#nml.none`."""
+        result = self._build(expr)
+        if result is None:
+            report(_not_constant(expr))
+            return NoneValueAttr()
+        return result
+
+    def _build(self, expr: ast.Expr) -> Attribute | None:
+        if (literal := literal_attr(expr)) is not None:
+            return literal
+        match expr:
+            case ast.Name(id=name):
+                return self._name(name)
+            case ast.Attribute(value=ast.Name(id="self"), attr=attr):
+                return CfgAttr.get(attr)
+            case ast.Unary(op="-", operand=operand):
+                return ExprAttr.get("neg", [self.build(operand)])
+            case ast.Unary(op="+", operand=operand):
+                return self.build(operand)
+            case ast.Binary(op=op, left=left, right=right) if op in ARITHMETIC:
+                return ExprAttr.get(op, [self.build(left), self.build(right)])
+            case ast.Call():
+                return self.call(expr)
+            case ast.ListExpr(elts=elts) | ast.TupleExpr(elts=elts):
+                return ArrayAttr([self.build(e) for e in elts])
+            case _:
+                return None
+
+    def _name(self, name: str) -> Attribute:
+        if self.mode == "config":
+            return CfgAttr.get(name)
+        if name[:1].isupper():
+            return CallAttr.get(self.aliases.get(name, name))
+        return StringAttr(name)
+
+    def call(self, expr: ast.Call) -> Attribute | None:
+        callee = dotted_name(expr.func)
+        if callee is None:
+            return None
+        args = [self.build(a) for a in expr.args]
+        kwargs = {k.name: self.build(k.value) for k in expr.kwargs}
+        return CallAttr.get(self.aliases.get(callee, callee), args, kwargs)
+
+
+def _not_constant(expr: ast.Expr) -> Diagnostic:
+    return Diagnostic.error(
+        "TL0134",
+        "this expression must be known at compile time",
+        expr.span,
+        help="use literals, config parameters and arithmetic on them",
+    )
