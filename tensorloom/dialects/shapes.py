@@ -451,11 +451,12 @@ def reshape_shape(shape: Shape, target: Sequence[Dim], unifier: Unifier) -> Shap
     if source is None or None in source:
         return tuple(None if d == -1 else d for d in resolved)
     known = [d for d in resolved if d != -1]
-    left = _divide_counts(_count(source), _count(known))
     if holes:
-        resolved[holes[0]] = _hole_value(left)
+        resolved[holes[0]] = _hole_value(_divide_counts(_count(source), _count(known)))
         return tuple(resolved)
-    if left is not None and left != (1, Counter[str]()) and None not in known:
+    want, have = _count(known), _count(source)
+    # Only a difference in the concrete factor is certain; other symbols might agree.
+    if want is not None and have is not None and want[1] == have[1] and want[0] != have[0]:
         return mismatch(
             f"cannot view {format_shape(source)} as {format_shape(tuple(resolved))}: "
             "the element counts differ",
