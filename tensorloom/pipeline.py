@@ -1,0 +1,238 @@
+"""The compiler's stages, as data, and the driver that runs them.
+
+    tokens -> ast -> nml -> train -> kernel -> torch -> python
+
+Each stage is a name (what `tlc compile --emit=<stage>` prints) and the passes
+it runs, by registered name (tensorloom/passes/__init__.py). A pass name that is
+not registered is skipped, so a stage lists its passes before they all exist;
+`missing_passes()` says which those are. The driver stops after the first stage
+that reported an error, so later passes only ever see IR that checked clean.
+
+    result = compile_file(Path("mnist.tl"), until="nml")
+    result.module        # the IR after the nml stage (None if it stopped earlier)
+    result.sink          # every diagnostic, from every stage
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import VerifyException
+
+from tensorloom.diagnostics import Diagnostic, DiagnosticSink
+from tensorloom.diagnostics.ir import reporting
+from tensorloom.frontend import ast
+from tensorloom.frontend.imports import Program, load_program
+from tensorloom.source import SourceMap, Span
+
+if TYPE_CHECKING:
+    from tensorloom.passes import PassFactory
+
+
+@dataclass(frozen=True, slots=True)
+class Stage:
+    name: str
+    passes: tuple[str, ...]
+    prints: str
+
+
+STAGES: tuple[Stage, ...] = (
+    Stage("tokens", (), "the token stream"),
+    Stage("ast", (), "the AST"),
+    Stage(
+        "nml",
+        ("desugar-pipes", "resolve-nml", "shape-inference", "check-scopes"),
+        "nml/train/kernel IR with shapes",
+    ),
+    Stage(
+        "train",
+        ("check-train", "insert-amp", "insert-ddp", "insert-compile", "activation-checkpointing"),
+        "IR with the train loop's AMP/DDP/compile ops",
+    ),
+    Stage("kernel", ("check-kernels", "synthesize-launchers"), "IR with launcher ops"),
+    Stage(
+        "torch",
+        ("convert-nml-to-torch", "convert-train-to-torch", "convert-kernel-to-triton"),
+        "the emission dialects",
+    ),
+    Stage("python", (), "the script"),
+)
+STAGE_NAMES: tuple[str, ...] = tuple(s.name for s in STAGES)
+IR_STAGES: tuple[str, ...] = ("nml", "train", "kernel", "torch")
+INTERNAL_ERROR = "TL0901"
+
+
+def stage(name: str) -> Stage:
+    return next(s for s in STAGES if s.name == name)
+
+
+def stages_until(name: str) -> list[Stage]:
+    """The IR stages to run so that the IR is that of stage `name`."""
+    last = STAGE_NAMES.index(name)
+    return [s for s in STAGES[: last + 1] if s.name in IR_STAGES]
+
+
+def missing_passes() -> list[str]:
+    """Passes the stages list that no module has registered yet."""
+    from tensorloom.passes import get_all_passes
+
+    registered = get_all_passes()
+    return [p for s in STAGES for p in s.passes if p not in registered]
+
+
+def make_context() -> Context:
+    """A context knowing builtin and TensorLoom's dialects, each loaded on first use."""
+    from tensorloom.dialects import get_all_dialects
+
+    ctx = Context(allow_unregistered=False)
+    for name, load in get_all_dialects().items():
+        ctx.register_dialect(name, load)
+    return ctx
+
+
+@dataclass
+class Compilation:
+    """Everything one run of the driver produced, up to where it stopped."""
+
+    path: str
+    sources: SourceMap = field(default_factory=SourceMap)
+    sink: DiagnosticSink = field(default_factory=DiagnosticSink)
+    program: Program | None = None
+    module: ModuleOp | None = None
+    completed: str | None = None  # the last stage that ran without errors
+
+    @property
+    def ok(self) -> bool:
+        return not self.sink.has_errors
+
+
+ParseFile = Callable[[Path, SourceMap, DiagnosticSink], "ast.Module | None"]
+
+
+def compile_file(path: Path, until: str = "torch") -> Compilation:
+    """Parse `path` (and its imports) and run every stage up to `until`."""
+    from tensorloom.frontend.parser import parse_file
+
+    result = Compilation(str(path))
+    with reporting(result.sink):
+        root = parse_file(path, result.sources, result.sink)
+        if root is not None:
+            _continue(result, root, until)
+    return result
+
+
+def compile_text(text: str, path: str, until: str = "torch") -> Compilation:
+    """As `compile_file`, for source held in memory (imports are still read from disk)."""
+    from tensorloom.frontend.parser import parse_text
+
+    result = Compilation(path)
+    result.sources.add(path, text)
+    with reporting(result.sink):
+        _continue(result, parse_text(text, path, result.sink), until)
+    return result
+
+
+def _continue(result: Compilation, root: ast.Module, until: str) -> None:
+    from tensorloom.frontend.parser import parse_file
+
+    if result.sink.has_errors:
+        return
+    result.program = load_program(root, lambda p: parse_file(p, result.sources, result.sink))
+    if result.sink.has_errors:
+        return
+    result.completed = "ast"
+    if until in ("tokens", "ast"):
+        return
+    _lower(result, until)
+
+
+def _lower(result: Compilation, until: str) -> None:
+    from tensorloom.frontend.irgen import generate
+
+    assert result.program is not None
+    module = generate(result.program)
+    if result.sink.has_errors or not _verified(module, "irgen", result.path):
+        return
+    result.module = module
+    ctx = make_context()
+    for s in stages_until(until):
+        if not run_passes(ctx, module, s.passes, result.path):
+            return
+        result.completed = s.name
+
+
+def run_passes(ctx: Context, module: ModuleOp, names: Sequence[str], path: str) -> bool:
+    """Run the registered passes among `names`; False once one reported an error.
+
+    Must run inside `reporting(sink)`; the sink is where passes report.
+    """
+    from tensorloom.diagnostics.ir import current_sink
+    from tensorloom.passes import get_all_passes
+
+    registered = get_all_passes()
+    sink = current_sink()
+    for name in names:
+        pass_class = _load_pass(registered, name)
+        if pass_class is None:
+            continue
+        errors_before = len(sink.errors())
+        if not _apply(pass_class, ctx, module, path):
+            return False
+        if len(sink.errors()) > errors_before or not _verified(module, name, path):
+            return False
+    return True
+
+
+def _load_pass(registered: dict[str, PassFactory], name: str) -> type[ModulePass] | None:
+    """The pass class, or None when it is not registered or its module is not written yet."""
+    if name not in registered:
+        return None
+    try:
+        return registered[name]()
+    except ModuleNotFoundError as error:
+        if (error.name or "").startswith("tensorloom.passes."):
+            return None
+        raise
+
+
+def _apply(pass_class: type[ModulePass], ctx: Context, module: ModuleOp, path: str) -> bool:
+    try:
+        pass_class().apply(ctx, module)
+    except Exception as error:
+        if os.environ.get("TENSORLOOM_DEBUG"):
+            raise
+        _internal_error(f"pass `{pass_class.name}` crashed: {error!r}", path)
+        return False
+    return True
+
+
+def _verified(module: ModuleOp, after: str, path: str) -> bool:
+    try:
+        module.verify()
+    except VerifyException as error:
+        if os.environ.get("TENSORLOOM_DEBUG"):
+            raise
+        _internal_error(f"the IR after `{after}` does not verify: {error}", path)
+        return False
+    return True
+
+
+def _internal_error(message: str, path: str) -> None:
+    from tensorloom.diagnostics.ir import report
+
+    report(
+        Diagnostic.error(
+            INTERNAL_ERROR,
+            f"internal compiler error: {message}",
+            Span.point(path, 1, 1),
+            notes=["this is a bug in TensorLoom, not in your program"],
+            help="please report it with this file; set TENSORLOOM_DEBUG=1 for a traceback",
+        )
+    )
