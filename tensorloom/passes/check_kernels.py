@@ -46,7 +46,7 @@ class _NameCheck:
         for op in self.func.walk():
             if isinstance(op, kernel.ReadOp):
                 self._read(op)
-            elif isinstance(op, kernel.LetOp) or isinstance(op, kernel.ForOp):
+            elif isinstance(op, kernel.LetOp | kernel.ForOp):
                 self.bound.add(op.var.data)
             elif isinstance(op, kernel.CallOp):
                 self._call(op)
