@@ -23,8 +23,57 @@ def _desugar_pipes() -> type[ModulePass]:
     return DesugarPipesPass
 
 
+def _resolve_nml() -> type[ModulePass]:
+    from tensorloom.passes.resolve_nml import ResolveNmlPass
+
+    return ResolveNmlPass
+
+
+def _shape_inference() -> type[ModulePass]:
+    from tensorloom.passes.shape_inference import ShapeInferencePass
+
+    return ShapeInferencePass
+
+
+def _check_scopes() -> type[ModulePass]:
+    from tensorloom.passes.check_scopes import CheckScopesPass
+
+    return CheckScopesPass
+
+
+def _check_train() -> type[ModulePass]:
+    from tensorloom.passes.check_train import CheckTrainPass
+
+    return CheckTrainPass
+
+
+def _check_kernels() -> type[ModulePass]:
+    from tensorloom.passes.check_kernels import CheckKernelsPass
+
+    return CheckKernelsPass
+
+
+def _synthesize_launchers() -> type[ModulePass]:
+    from tensorloom.passes.synthesize_launchers import SynthesizeLaunchersPass
+
+    return SynthesizeLaunchersPass
+
+
+def _convert_kernel_to_triton() -> type[ModulePass]:
+    from tensorloom.passes.convert_kernel_to_triton import ConvertKernelToTritonPass
+
+    return ConvertKernelToTritonPass
+
+
 def get_all_passes() -> dict[str, PassFactory]:
     """Every registered pass: name -> a function that imports and returns its class."""
     return {
         "desugar-pipes": _desugar_pipes,
+        "resolve-nml": _resolve_nml,
+        "shape-inference": _shape_inference,
+        "check-scopes": _check_scopes,
+        "check-train": _check_train,
+        "check-kernels": _check_kernels,
+        "synthesize-launchers": _synthesize_launchers,
+        "convert-kernel-to-triton": _convert_kernel_to_triton,
     }
