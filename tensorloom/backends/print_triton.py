@@ -29,8 +29,8 @@ from tensorloom.backends.python_printer import (
     Precedence,
     PyExpr,
     PythonPrinter,
-    _literal,
     _operand_precedences,
+    python_literal,
 )
 from tensorloom.dialects import triton
 
@@ -124,7 +124,7 @@ def _name(printer: PythonPrinter, op: triton.NameOp) -> PyExpr:
 
 @PythonPrinter.register_expression(triton.ConstantOp)
 def _constant(printer: PythonPrinter, op: triton.ConstantOp) -> PyExpr:
-    return _literal(op.value)
+    return python_literal(op.value)
 
 
 @PythonPrinter.register_expression(triton.BinOp)
