@@ -57,7 +57,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import IntEnum
 from functools import singledispatchmethod
-from typing import TypeVar
+from typing import IO, TypeVar
 
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp, StringAttr
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
@@ -249,7 +249,8 @@ FUNCTION_TO_MODULE = {"F": Import("torch.nn.functional", alias="F")}
 class PythonPrinter:
     """Prints torch-dialect IR as Python; see the module docstring."""
 
-    def __init__(self, indent: str = "    ") -> None:
+    def __init__(self, indent: str = "    ", line_length: int = 100) -> None:
+        self.line_length = line_length
         self.lines: list[str] = []
         self.imports: set[Import] = set()
         self.scope = NameScope()
@@ -489,11 +490,25 @@ class PythonPrinter:
         return uses[0].operation.parent_block() is op.parent_block()
 
     def _settle(self, statement: Operation, pending: list[Operation]) -> None:
-        """Assigns pending ops to names until the rest inline into `statement` in order."""
-        while pending and self._evaluation_order(statement, set(pending)) != pending:
+        """Assigns pending ops to names until the rest inline into `statement` in order
+        and the statement fits on one line."""
+        while pending and not self._fits(statement, pending):
             self._assign(pending.pop(0))
         self._inline = set(pending)
         pending.clear()
+
+    def _fits(self, statement: Operation, pending: list[Operation]) -> bool:
+        if self._evaluation_order(statement, set(pending)) != pending:
+            return False
+        self._inline = set(pending)
+        indent = len(self._indent_unit) * self._depth
+        return indent + self._statement_width(statement) <= self.line_length
+
+    def _statement_width(self, op: Operation) -> int:
+        """About how wide `op`'s statement prints (`name = ` counted as 8)."""
+        if len(op.results) == 1 and not op.regions:
+            return 8 + len(self.expression(op).text)
+        return 8 + sum(len(self.value(v).text) + 2 for v in op.operands)
 
     def _evaluation_order(self, op: Operation, pending: set[Operation]) -> list[Operation]:
         """The pending ops inlined into `op`, in the order Python evaluates them."""
@@ -559,7 +574,7 @@ class PythonPrinter:
 
     @expression.register
     def _(self, op: t.ConstantOp) -> PyExpr:
-        return _literal(op.value)
+        return python_literal(op.value)
 
     @expression.register
     def _(self, op: t.SelfAttrOp) -> PyExpr:
@@ -668,6 +683,11 @@ def print_python(root: Operation, source: str | None = None) -> str:
     return PythonPrinter().print_file(root, source)
 
 
+def write_python(module: ModuleOp, stream: IO[str]) -> None:
+    """`tl-opt -t python`: the Python text of `module`, written to `stream`."""
+    stream.write(print_python(module))
+
+
 def _script_source(root: Operation) -> str | None:
     for op in root.walk():
         if isinstance(op, t.ScriptOp) and op.source is not None:
@@ -740,8 +760,8 @@ def _docstring(text: str) -> str:
     return '"""' + text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"') + '"""'
 
 
-def _literal(value: Attribute) -> PyExpr:
-    """A constant attribute as a Python literal."""
+def python_literal(value: Attribute) -> PyExpr:
+    """A constant attribute (int, bool, float, str, None, `...`) as a Python literal."""
     if isinstance(value, t.NoneAttr):
         return PyExpr("None")
     if isinstance(value, t.EllipsisAttr):

@@ -59,6 +59,12 @@ def _synthesize_launchers() -> type[ModulePass]:
     return SynthesizeLaunchersPass
 
 
+def _convert_nml_to_torch() -> type[ModulePass]:
+    from tensorloom.passes.convert_nml_to_torch import ConvertNmlToTorchPass
+
+    return ConvertNmlToTorchPass
+
+
 def _convert_kernel_to_triton() -> type[ModulePass]:
     from tensorloom.passes.convert_kernel_to_triton import ConvertKernelToTritonPass
 
@@ -75,5 +81,6 @@ def get_all_passes() -> dict[str, PassFactory]:
         "check-train": _check_train,
         "check-kernels": _check_kernels,
         "synthesize-launchers": _synthesize_launchers,
+        "convert-nml-to-torch": _convert_nml_to_torch,
         "convert-kernel-to-triton": _convert_kernel_to_triton,
     }

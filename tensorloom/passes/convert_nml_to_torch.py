@@ -1,0 +1,680 @@
+"""Lower nml models to the torch dialect: each model becomes a `torch.module_class`.
+
+    nml.model @Block from "block.nml" {
+      nml.config @d_model = 512 : i64
+      nml.layer @norm = "LayerNorm" [#nml.cfg<"d_model">] {}
+      nml.func @forward(%x: !nml.tensor<[B, T, 512], f32>) -> ... {
+        %0 = nml.apply @norm(%x) : ...
+        %1 = nml.relu %0 : ...
+        nml.return %1 : ...
+      }
+    }
+
+becomes, inside the module's `torch.script` (created if absent),
+
+    torch.module_class @Block(d_model = "512") : "nn.Module" doc "..." {
+      torch.submodule "norm" = "nn.LayerNorm"("d_model")
+      torch.method @forward(x) {
+      ^bb0(%x: !torch.value):
+        %0 = torch.call_module "norm"(%x)
+        %1 = torch.call_function "F.relu"(%0)
+        torch.return %1
+      }
+    }
+
+Steps:
+1. Body ops, one pattern each (`BODY_PATTERNS`): layer applications become
+   submodule calls with the catalogue's call kind; functional builtins become
+   the PyTorch call a person would write (`F.relu(x)`, `torch.softmax(x, dim=-1)`,
+   `x.flatten(1)`, `x @ y`, `torch.cat([a, b], dim=1)`); config references become
+   `self.<name>`. Results keep their `name_hint`s and every new op the location
+   of the op it replaces.
+2. `ModelToClass`: configs become `__init__` parameters with their defaults (a
+   default computed from other configs is `None` plus a `torch.param_default`);
+   layers become submodules, their arguments Python source in which a config
+   is the `__init__` parameter (`nn.Linear(d_model, 4 * d_model)`); a layer whose
+   kind is another model is an instance of that class; a config read in a
+   method is stored as `self.<name>` in `__init__`.
+Ops outside models (the training script's) are left to `convert-train-to-torch`,
+which may reuse `BODY_PATTERNS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    FloatAttr,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    i64,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from tensorloom.backends.python_printer import BINARY_PRECEDENCE, Precedence, PyExpr, python_literal
+from tensorloom.dialects import nml
+from tensorloom.dialects import torch as t
+from tensorloom.dialects.layers import lookup
+from tensorloom.dialects.nml.types import CallAttr, CfgAttr, ExprAttr, NoneValueAttr, SliceAttr
+from tensorloom.passes.model_env import configs_of, enclosing_model, layers_of
+
+# ------------------------------------------------------------------ helpers
+
+
+def _replace(rewriter: PatternRewriter, op: Operation, new_ops: Sequence[Operation]) -> None:
+    """Replaces `op` by `new_ops` (the last one gives the result), keeping location and name."""
+    for new in new_ops:
+        new.location = op.location
+    last = new_ops[-1]
+    if op.results and last.results:
+        last.results[0].name_hint = op.results[0].name_hint
+    rewriter.replace(op, list(new_ops), list(last.results) if op.results else [])
+
+
+def _const(value: int | float | bool | str | None) -> t.ConstantOp:
+    if value is None:
+        return t.ConstantOp(t.NoneAttr())
+    if isinstance(value, bool):
+        return t.ConstantOp(IntegerAttr(int(value), 1))
+    if isinstance(value, int):
+        return t.ConstantOp(IntegerAttr(value, i64))
+    if isinstance(value, float):
+        return t.ConstantOp(FloatAttr(value, 64))
+    return t.ConstantOp(StringAttr(value))
+
+
+def _in_model(op: Operation) -> bool:
+    return enclosing_model(op) is not None
+
+
+class _Keywords:
+    """Builds a call's operands: constants for literal arguments, names alongside."""
+
+    def __init__(self) -> None:
+        self.ops: list[Operation] = []
+        self.args: list[SSAValue] = []
+        self.names: list[str] = []
+
+    def value(self, value: SSAValue, name: str = "") -> _Keywords:
+        self.args.append(value)
+        self.names.append(name)
+        return self
+
+    def literal(self, value: int | float | bool | str | None, name: str = "") -> _Keywords:
+        constant = _const(value)
+        self.ops.append(constant)
+        return self.value(constant.result, name)
+
+    def function(self, callee: str) -> list[Operation]:
+        return [*self.ops, t.CallFunctionOp(callee, self.args, self.names)]
+
+    def method(self, receiver: SSAValue, method: str) -> list[Operation]:
+        return [*self.ops, t.CallMethodOp(receiver, method, self.args, self.names)]
+
+
+# --------------------------------------------------------- body patterns
+
+
+class ConstantToTorch(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.ConstantOp, rewriter: PatternRewriter) -> None:
+        if not _in_model(op):
+            return
+        value = t.NoneAttr() if isinstance(op.value, NoneValueAttr) else op.value
+        _replace(rewriter, op, [t.ConstantOp(value)])
+
+
+class RefToTorch(RewritePattern):
+    """`nml.ref @d_model` (a config or layer of the model) is `self.d_model`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.RefOp, rewriter: PatternRewriter) -> None:
+        model = enclosing_model(op)
+        name = op.symbol.root_reference.data
+        if model is None or not (name in configs_of(model) or name in layers_of(model)):
+            return
+        _replace(rewriter, op, [t.SelfAttrOp(name)])
+
+
+class ApplyToTorch(RewritePattern):
+    """`nml.apply @attn(%x)` is a submodule call with the catalogue's call kind."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.ApplyOp, rewriter: PatternRewriter) -> None:
+        model = enclosing_model(op)
+        if model is None:
+            return
+        name = op.layer.root_reference.data
+        layer = layers_of(model).get(name)
+        spec = lookup(layer.kind.data) if layer is not None else None
+        kind = spec.call_kind if spec is not None else "plain"
+        names = [n.data for n in op.arg_names] if op.arg_names else None
+        _replace(rewriter, op, [t.CallModuleOp(name, op.args, names, kind)])
+
+
+UNARY_FUNCTIONS: dict[type[Operation], str] = {
+    nml.ReluOp: "F.relu",
+    nml.GeluOp: "F.gelu",
+    nml.SiluOp: "F.silu",
+    nml.TanhOp: "torch.tanh",
+    nml.SigmoidOp: "torch.sigmoid",
+}
+
+
+class UnaryToTorch(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.UnaryOp, rewriter: PatternRewriter) -> None:
+        if not _in_model(op):
+            return
+        if isinstance(op, nml.NegOp):
+            _replace(rewriter, op, [t.UnaryOp("-", op.input)])
+            return
+        _replace(rewriter, op, [t.CallFunctionOp(UNARY_FUNCTIONS[type(op)], [op.input])])
+
+
+class SoftmaxToTorch(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.SoftmaxLikeOp, rewriter: PatternRewriter) -> None:
+        if not _in_model(op):
+            return
+        callee = "torch.softmax" if isinstance(op, nml.SoftmaxOp) else "torch.log_softmax"
+        call = _Keywords().value(op.input).literal(op.dim.value.data, "dim")
+        _replace(rewriter, op, call.function(callee))
+
+
+class DropoutToTorch(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.DropoutOp, rewriter: PatternRewriter) -> None:
+        if not _in_model(op):
+            return
+        p = _const(op.p.value.data)
+        _replace(rewriter, op, [p, t.DropoutOp(op.input, p.result)])
+
+
+class FlattenToTorch(RewritePattern):
+    """`x.flatten(1)`: trailing default arguments are left out."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.FlattenOp, rewriter: PatternRewriter) -> None:
+        if not _in_model(op):
+            return
+        start, end = op.start_dim.value.data, op.end_dim.value.data
+        call = _Keywords()
+        if (start, end) != (0, -1):
+            call.literal(start)
+        if end != -1:
+            call.literal(end)
+        _replace(rewriter, op, call.method(op.input, "flatten"))
+
+
+class ReshapeToTorch(RewritePattern):
+    """`x.reshape(x.shape[0], -1, 64)`; a symbolic size reads the input's own size."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.ReshapeLikeOp, rewriter: PatternRewriter) -> None:
+        if not _in_model(op):
+            return
+        call = _Keywords()
+        dynamic = iter(op.dynamic_sizes)
+        input_dims = _dims_of(op.input)
+        for entry in op.shape.data:
+            _reshape_size(call, op.input, entry, dynamic, input_dims)
+        method = "view" if isinstance(op, nml.ViewOp) else "reshape"
+        _replace(rewriter, op, call.method(op.input, method))
+
+
+def _dims_of(value: SSAValue) -> tuple[object, ...] | None:
+    value_type = value.type
+    return value_type.dims if isinstance(value_type, nml.TensorType) else None
+
+
+def _reshape_size(
+    call: _Keywords,
+    source: SSAValue,
+    entry: Attribute,
+    dynamic: object,
+    input_dims: tuple[object, ...] | None,
+) -> None:
+    if isinstance(entry, IntegerAttr):
+        call.literal(entry.value.data)
+        return
+    assert isinstance(entry, StringAttr)
+    if entry.data == nml.DYNAMIC:
+        call.value(next(dynamic))  # type: ignore[call-overload]
+        return
+    axis = input_dims.index(entry.data) if input_dims and entry.data in input_dims else None
+    if axis is None:
+        call.literal(-1)  # a size the checker could not place: the rest of the elements
+        return
+    size = _Keywords().literal(axis)
+    call.ops += [*size.ops, size_op := t.CallMethodOp(source, "size", size.args)]
+    call.value(size_op.result)
+
+
+class PermuteToTorch(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.PermuteOp, rewriter: PatternRewriter) -> None:
+        if not _in_model(op):
+            return
+        call = _Keywords()
+        for dim in op.dims.data:
+            call.literal(dim.value.data)
+        _replace(rewriter, op, call.method(op.input, "permute"))
+
+
+class TransposeToTorch(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.TransposeOp, rewriter: PatternRewriter) -> None:
+        if not _in_model(op):
+            return
+        call = _Keywords().literal(op.dim0.value.data).literal(op.dim1.value.data)
+        _replace(rewriter, op, call.method(op.input, "transpose"))
+
+
+class ReductionToTorch(RewritePattern):
+    """`x.mean(dim=-1, keepdim=True)`; several dims are a tuple."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.ReductionOp, rewriter: PatternRewriter) -> None:
+        if not _in_model(op):
+            return
+        call = _Keywords()
+        dims = [d.value.data for d in op.dims.data] if op.dims is not None else None
+        if dims is not None and len(dims) == 1:
+            call.literal(dims[0], "dim")
+        elif dims is not None:
+            items = [_const(d) for d in dims]
+            dims_tuple = t.TupleOp([c.result for c in items])
+            call.ops += [*items, dims_tuple]
+            call.value(dims_tuple.result, "dim")
+        if op.keepdim is not None:
+            call.literal(True, "keepdim")
+        method = "mean" if isinstance(op, nml.MeanOp) else "sum"
+        _replace(rewriter, op, call.method(op.input, method))
+
+
+class CatToTorch(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.CatOp, rewriter: PatternRewriter) -> None:
+        if not _in_model(op):
+            return
+        tensors = t.ListOp(op.inputs)
+        call = _Keywords().value(tensors.result).literal(op.dim.value.data, "dim")
+        _replace(rewriter, op, [tensors, *call.function("torch.cat")])
+
+
+BINARY_OPERATORS: dict[type[Operation], str] = {
+    nml.AddOp: "+",
+    nml.SubOp: "-",
+    nml.MulOp: "*",
+    nml.DivOp: "/",
+    nml.PowOp: "**",
+    nml.MatmulOp: "@",
+}
+
+
+class BinaryToTorch(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.BinaryOp, rewriter: PatternRewriter) -> None:
+        if not _in_model(op):
+            return
+        _replace(rewriter, op, [t.BinaryOp(BINARY_OPERATORS[type(op)], op.lhs, op.rhs)])
+
+
+class IndexToTorch(RewritePattern):
+    """`x[:, -1]`, `x[..., 1:]`, `x[None]`, `x[i]`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.IndexOp, rewriter: PatternRewriter) -> None:
+        if not _in_model(op):
+            return
+        new_ops: list[Operation] = []
+        indices: list[SSAValue] = []
+        dynamic = iter(op.dynamic_indices)
+        for item in op.indices.data:
+            if isinstance(item, StringAttr) and item.data == nml.DYNAMIC:
+                indices.append(next(dynamic))
+                continue
+            item_ops = _index_item(item)
+            new_ops += item_ops
+            indices.append(item_ops[-1].results[0])
+        _replace(rewriter, op, [*new_ops, t.GetItemOp(op.input, indices)])
+
+
+def _index_item(item: Attribute) -> list[Operation]:
+    if isinstance(item, SliceAttr | StringAttr) and not _is_ellipsis(item):
+        parts = item.parameters if isinstance(item, SliceAttr) else (None, None, None)
+        constants = [_const(_int_or_none(p)) for p in parts]
+        return [*constants, t.SliceOp(*(c.result for c in constants))]
+    if _is_ellipsis(item):
+        return [t.ConstantOp(t.EllipsisAttr())]
+    if isinstance(item, NoneValueAttr):
+        return [t.ConstantOp(t.NoneAttr())]
+    assert isinstance(item, IntegerAttr)
+    return [_const(item.value.data)]
+
+
+def _is_ellipsis(item: Attribute) -> bool:
+    return isinstance(item, StringAttr) and item.data == "..."
+
+
+def _int_or_none(part: Attribute | None) -> int | None:
+    return part.value.data if isinstance(part, IntegerAttr) else None
+
+
+class DimToTorch(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.DimOp, rewriter: PatternRewriter) -> None:
+        if not _in_model(op):
+            return
+        call = _Keywords().literal(op.index.value.data)
+        _replace(rewriter, op, call.method(op.input, "size"))
+
+
+class ListToTorch(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.ListOp, rewriter: PatternRewriter) -> None:
+        if not _in_model(op):
+            return
+        _replace(rewriter, op, [t.ListOp(op.elements)])
+
+
+class GetAttrToTorch(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.GetAttrOp, rewriter: PatternRewriter) -> None:
+        if not _in_model(op):
+            return
+        _replace(rewriter, op, [t.GetAttrOp(op.input, op.attr_name.data)])
+
+
+class KernelCallToTorch(RewritePattern):
+    """`nml.kernel_call @vector_add(...)` calls the kernel's launcher, `vector_add_launcher`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.KernelCallOp, rewriter: PatternRewriter) -> None:
+        if not _in_model(op):
+            return
+        launcher = f"{op.kernel.root_reference.data}_launcher"
+        names = [n.data for n in op.arg_names]
+        launch = t.KernelLaunchOp(launcher, op.args, names)
+        launch.location = op.location
+        rewriter.insert(launch, InsertPoint.before(op))
+        results: list[SSAValue] = []
+        for index, result in enumerate(op.res):
+            if len(op.res) == 1:
+                results.append(launch.result)
+                continue
+            item = _const(index)
+            element = t.GetItemOp(launch.result, [item.result])
+            element.result.name_hint = result.name_hint
+            rewriter.insert([item, element], InsertPoint.before(op))
+            results.append(element.result)
+        if len(op.res) == 1:
+            launch.result.name_hint = op.res[0].name_hint
+        rewriter.replace(op, [], results)
+
+
+PYTHON_UNARY = {"not": "not", "+": "+", "-": "-", "~": "~"}
+
+
+class CallToTorch(RewritePattern):
+    """A call `resolve-nml` left as is: an operator, a function or a method."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.CallOp, rewriter: PatternRewriter) -> None:
+        if not _in_model(op):
+            return
+        callee, args = op.callee.data, list(op.args)
+        names = [n.data for n in op.arg_names]
+        if callee in t.BINARY_OPERATORS and len(args) == 2:
+            _replace(rewriter, op, [t.BinaryOp(callee, args[0], args[1])])
+        elif callee in PYTHON_UNARY and len(args) == 1:
+            _replace(rewriter, op, [t.UnaryOp(PYTHON_UNARY[callee], args[0])])
+        elif op.method is not None:
+            method = callee.rsplit(".", 1)[-1]
+            _replace(rewriter, op, [t.CallMethodOp(args[0], method, args[1:], names[1:])])
+        else:
+            _replace(rewriter, op, [t.CallFunctionOp(callee, args, names)])
+
+
+class ReturnToTorch(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.ReturnOp, rewriter: PatternRewriter) -> None:
+        if not _in_model(op):
+            return
+        _replace(rewriter, op, [t.ReturnOp(op.values)])
+
+
+BODY_PATTERNS: tuple[RewritePattern, ...] = (
+    ConstantToTorch(),
+    RefToTorch(),
+    ApplyToTorch(),
+    UnaryToTorch(),
+    SoftmaxToTorch(),
+    DropoutToTorch(),
+    FlattenToTorch(),
+    ReshapeToTorch(),
+    PermuteToTorch(),
+    TransposeToTorch(),
+    ReductionToTorch(),
+    CatToTorch(),
+    BinaryToTorch(),
+    IndexToTorch(),
+    DimToTorch(),
+    ListToTorch(),
+    GetAttrToTorch(),
+    KernelCallToTorch(),
+    CallToTorch(),
+    ReturnToTorch(),
+)
+
+
+# ------------------------------------------------- attribute expressions
+
+
+def attr_source(attr: Attribute) -> PyExpr:
+    """An attribute expression as Python source; a config reference is its name."""
+    if isinstance(attr, CfgAttr):
+        return PyExpr(attr.param.data)
+    if isinstance(attr, ExprAttr):
+        return _expr_source(attr)
+    if isinstance(attr, ArrayAttr):
+        items = [attr_source(a).at_least(Precedence.TERNARY) for a in attr.data]
+        return PyExpr(f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})")
+    if isinstance(attr, CallAttr):
+        return _call_source(attr)
+    if isinstance(attr, NoneValueAttr):
+        return PyExpr("None")
+    return python_literal(attr)
+
+
+def _expr_source(attr: ExprAttr) -> PyExpr:
+    operator = attr.op.data
+    operands = [attr_source(a) for a in attr.operands.data]
+    if operator == "neg":
+        return PyExpr(f"-{operands[0].at_least(Precedence.UNARY)}", Precedence.UNARY)
+    precedence = BINARY_PRECEDENCE[operator]
+    if operator == "**":
+        left, right = Precedence.PRIMARY, Precedence.UNARY
+    else:
+        left, right = precedence, Precedence(precedence + 1)
+    text = f"{operands[0].at_least(left)} {operator} {operands[1].at_least(right)}"
+    return PyExpr(text, precedence)
+
+
+def _call_source(attr: CallAttr) -> PyExpr:
+    args = [attr_source(a).at_least(Precedence.TERNARY) for a in attr.args.data]
+    kwargs = [
+        f"{k}={attr_source(v).at_least(Precedence.TERNARY)}" for k, v in attr.kwargs.data.items()
+    ]
+    return PyExpr.call(attr.callee.data, [*args, *kwargs])
+
+
+def _mentions_config(attr: Attribute) -> bool:
+    if isinstance(attr, CfgAttr):
+        return True
+    children: Sequence[Attribute] = ()
+    if isinstance(attr, ExprAttr):
+        children = attr.operands.data
+    elif isinstance(attr, ArrayAttr):
+        children = attr.data
+    elif isinstance(attr, CallAttr):
+        children = [*attr.args.data, *attr.kwargs.data.values()]
+    return any(_mentions_config(c) for c in children)
+
+
+# ----------------------------------------------------------- model to class
+
+
+@dataclass
+class ModelToClass(RewritePattern):
+    """`nml.model` becomes a `torch.module_class` at the end of `script`."""
+
+    script: t.ScriptOp
+    models: frozenset[str]
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.ModelOp, rewriter: PatternRewriter) -> None:
+        params, defaults = _init_params(op)
+        methods = [_method(func, rewriter) for func in _funcs(op)]
+        fields = _fields(op, methods)
+        submodules = [self._submodule(layer) for layer in layers_of(op).values()]
+        origin = f" from {op.origin.data}" if op.origin is not None else ""
+        cls = t.ModuleClassOp(
+            op.sym_name.data,
+            params,
+            [*defaults, *fields, *submodules, *methods],
+            doc=f"The `{op.sym_name.data}` model{origin}.",
+        )
+        cls.location = op.location
+        rewriter.insert(cls, InsertPoint.at_end(self.script.body.block))
+        rewriter.erase(op, safe_erase=False)
+
+    def _submodule(self, layer: nml.LayerOp) -> t.SubmoduleOp:
+        kind = layer.kind.data
+        args = [attr_source(a).text for a in layer.args.data]
+        kwargs = [(k, attr_source(v).text) for k, v in _items(layer.kwargs)]
+        spec = lookup(kind)
+        cls_name = kind
+        if kind not in self.models and spec is not None:
+            cls_name = spec.torch_class
+            kwargs += _forced_kwargs(kind, len(args), kwargs)
+        op = t.SubmoduleOp(
+            layer.sym_name.data,
+            cls_name,
+            [*args, *(v for _, v in kwargs)],
+            [""] * len(args) + [k for k, _ in kwargs],
+        )
+        op.location = layer.location
+        return op
+
+
+def _items(attr: DictionaryAttr) -> list[tuple[str, Attribute]]:
+    return list(attr.data.items())
+
+
+def _forced_kwargs(
+    kind: str, positional: int, kwargs: list[tuple[str, str]]
+) -> list[tuple[str, str]]:
+    """TensorLoom's conventions (`batch_first=True`) unless the user set the argument."""
+    spec = lookup(kind)
+    assert spec is not None
+    by_position = [p.name for p in spec.params if not p.kw_only][:positional]
+    given = {k for k, _ in kwargs} | set(by_position)
+    return [(k, v) for k, v in spec.forced_kwargs if k not in given]
+
+
+def _init_params(model: nml.ModelOp) -> tuple[list[tuple[str, str]], list[Operation]]:
+    """`__init__` parameters, and `torch.param_default`s for defaults that use other configs."""
+    params: list[tuple[str, str]] = []
+    defaults: list[Operation] = []
+    for name, config in configs_of(model).items():
+        if not _mentions_config(config.value):
+            params.append((name, attr_source(config.value).text))
+            continue
+        params.append((name, "None"))
+        default = t.ParamDefaultOp(name, attr_source(config.value).text)
+        default.location = config.location
+        defaults.append(default)
+    return params, defaults
+
+
+def _funcs(model: nml.ModelOp) -> list[nml.FuncOp]:
+    return [op for op in model.body.block.ops if isinstance(op, nml.FuncOp)]
+
+
+def _method(func: nml.FuncOp, rewriter: PatternRewriter) -> t.MethodOp:
+    names = [n.data for n in func.arg_names]
+    method = t.MethodOp(func.sym_name.data, names)
+    method.location = func.location
+    old = func.body.block
+    new = method.body.block
+    for old_arg, new_arg in zip(old.args, new.args, strict=True):
+        new_arg.location = old_arg.location
+    rewriter.inline_block(old, InsertPoint.at_start(new), new.args)
+    return method
+
+
+def _fields(model: nml.ModelOp, methods: Sequence[t.MethodOp]) -> list[Operation]:
+    """`self.<config> = <config>` for each config a method reads."""
+    configs = configs_of(model)
+    read: list[str] = []
+    for method in methods:
+        for op in method.walk():
+            if isinstance(op, t.SelfAttrOp) and op.attr_name.data in configs:
+                read.append(op.attr_name.data)
+    return [t.FieldOp(name, name) for name in dict.fromkeys(read)]
+
+
+# ------------------------------------------------------------------- pass
+
+
+def script_of(module: ModuleOp) -> t.ScriptOp:
+    """The module's `torch.script`, created (with `import torch`, `from torch import nn`)."""
+    for op in module.body.block.ops:
+        if isinstance(op, t.ScriptOp):
+            return op
+    script = t.ScriptOp([t.ImportOp("torch"), t.FromImportOp("torch", ["nn"])], _source(module))
+    Rewriter.insert_op(script, InsertPoint.at_start(module.body.block))
+    return script
+
+
+def _source(module: ModuleOp) -> str | None:
+    """The file being compiled: the origin of the last model (imported ones come first)."""
+    origins = [op.origin.data for op in module.walk() if isinstance(op, nml.ModelOp) and op.origin]
+    return origins[-1] if origins else None
+
+
+@dataclass(frozen=True)
+class ConvertNmlToTorchPass(ModulePass):
+    """Lowers every `nml.model` to a `torch.module_class`; see the module docstring."""
+
+    name = "convert-nml-to-torch"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        models = [m for m in op.walk() if isinstance(m, nml.ModelOp)]
+        if not models:
+            return
+        script = script_of(op)
+        # Users before producers, so that a pattern still sees its operands' nml types.
+        body = GreedyRewritePatternApplier(list(BODY_PATTERNS))
+        PatternRewriteWalker(body, walk_reverse=True).rewrite_module(op)
+        to_class = ModelToClass(script, frozenset(m.sym_name.data for m in models))
+        PatternRewriteWalker(to_class, apply_recursively=False).rewrite_module(op)
+
+
+__all__ = ["BODY_PATTERNS", "ConvertNmlToTorchPass", "attr_source", "script_of"]
