@@ -117,7 +117,10 @@ ParseFile = Callable[[Path, SourceMap, DiagnosticSink], "ast.Module | None"]
 
 
 def compile_file(path: Path, until: str = "torch") -> Compilation:
-    """Parse `path` (and its imports) and run every stage up to `until`."""
+    """Parse `path` (and its imports) and run every stage up to `until`.
+
+    `until="irgen"` stops right after IR generation, before any pass.
+    """
     from tensorloom.frontend.parser import parse_file
 
     result = Compilation(str(path))
@@ -161,6 +164,8 @@ def _lower(result: Compilation, until: str) -> None:
     if result.sink.has_errors or not _verified(module, "irgen", result.path):
         return
     result.module = module
+    if until == "irgen":
+        return
     ctx = make_context()
     for s in stages_until(until):
         if not run_passes(ctx, module, s.passes, result.path):
