@@ -292,7 +292,8 @@ class _LauncherText:
         args = [b[1] if b[0] in ("input", "inout", "output") else p
                 for p, b in self.bindings.items() if b[0] != "constexpr"]
         args += [f"{c}={c}" for c in self.of("constexpr")]
-        return [f"{grid} = ({', '.join(axes)},)", f"{self.kernel}[{grid}]({', '.join(args)})"]
+        shape = f"({axes[0]},)" if len(axes) == 1 else f"({', '.join(axes)})"
+        return [f"{grid} = {shape}", f"{self.kernel}[{grid}]({', '.join(args)})"]
 
 
 def _pairs(names: list[str]) -> str:

@@ -56,8 +56,15 @@ def _tl_member(expr: ast.Expr) -> str | None:
     return name.removeprefix("tl.")
 
 
+PYTHON_CONSTANTS: dict[str, Attribute] = {
+    "None": NoneAttr(), "True": IntegerAttr(1, i1), "False": IntegerAttr(0, i1)}
+
+
 def _literal(expr: ast.Expr) -> Attribute | None:
+    """The constant `expr` spells; Triton code writes Python's `None`, `True`, `False`."""
     match expr:
+        case ast.Name(id=name) if name in PYTHON_CONSTANTS:
+            return PYTHON_CONSTANTS[name]
         case ast.BoolLit(value=value):
             return IntegerAttr(int(value), i1)
         case ast.IntLit(value=value):
@@ -242,7 +249,7 @@ class _KernelBuilder:
 
     @staticmethod
     def _index_item(item: ast.Expr) -> str:
-        if isinstance(item, ast.NoneLit):
+        if isinstance(_literal(item), NoneAttr):
             return "None"
         if isinstance(item, ast.Slice):
             if item.lower or item.upper or item.step:
