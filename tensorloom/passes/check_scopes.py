@@ -1,0 +1,139 @@
+"""`check-scopes`: every name in a model means something, every layer is used.
+
+Runs after `resolve-nml`, so what is left unresolved is a mistake:
+
+    nml.ref @hiden                      TL0301 undefined name `hiden` (did you mean `hidden`?)
+    nml.call "self.fc3"(%x)             TL0303 `Classifier` has no layer `fc3`
+    nml.call "relux"(%x)                TL0305 unknown function `relux` (did you mean `relu`?)
+    nml.layer @fc3 = ... (never used)   TL0304 warning: layer `fc3` is never used
+
+Local variables are SSA values by now, so a `nml.ref` inside a model must name
+one of its configs or layers, or a top-level symbol of the module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
+from xdsl.passes import ModulePass
+from xdsl.traits import SymbolOpInterface
+
+from tensorloom.diagnostics.core import Diagnostic, Label, did_you_mean
+from tensorloom.diagnostics.ir import report, span_of
+from tensorloom.dialects.nml import ApplyOp, CallOp, GetAttrOp, ModelOp, RefOp
+from tensorloom.passes.model_env import configs_of, layers_of, methods_of
+from tensorloom.passes.resolve_builtins import BUILTINS, builtin_name
+
+
+def top_level_symbols(module: ModuleOp) -> set[str]:
+    """Names a model may refer to outside itself: models, instances, datasets, kernels."""
+    names: set[str] = set()
+    for op in module.body.block.ops:
+        trait = op.get_trait(SymbolOpInterface)
+        if trait is not None and (sym := trait.get_sym_attr_name(op)) is not None:
+            names.add(sym.data)
+    for op in module.walk():
+        if isinstance(op, ModelOp):
+            names.add(op.sym_name.data)
+    return names
+
+
+def _help(guess: str | None, otherwise: str | None = None) -> str | None:
+    return f"did you mean `{guess}`?" if guess else otherwise
+
+
+@dataclass
+class ModelScope:
+    """What names mean inside one model."""
+
+    model: ModelOp
+    outside: set[str]
+
+    @property
+    def name(self) -> str:
+        return self.model.sym_name.data
+
+    def check(self) -> None:
+        for op in self.model.walk():
+            if isinstance(op, RefOp):
+                self._ref(op)
+            elif isinstance(op, CallOp):
+                self._call(op)
+        self._unused_layers()
+
+    def _ref(self, op: RefOp) -> None:
+        name = op.symbol.root_reference.data
+        local = {*configs_of(self.model), *layers_of(self.model)}
+        if name in local or name in self.outside:
+            return
+        guess = did_you_mean(name, local)
+        _error(op, "TL0301", f"undefined name `{name}`", _help(guess))
+
+    def _call(self, op: CallOp) -> None:
+        callee = op.callee.data
+        layers = layers_of(self.model)
+        methods = methods_of(self.model)
+        if callee.startswith("self.") and op.method is None:
+            name = callee.removeprefix("self.")
+            if name not in methods:
+                self._missing_layer(op, name, [*layers, *methods])
+            return
+        if op.method is not None:
+            self._unknown_method(op, builtin_name(callee))
+            return
+        if callee not in methods and callee not in self.outside:
+            self._unknown_function(op, callee, [*layers, *BUILTINS])
+
+    def _missing_layer(self, op: CallOp, name: str, known: list[str]) -> None:
+        declare = f"declare it with `layer {name} = ...`"
+        message = f"`{self.name}` has no layer `{name}`"
+        _error(op, "TL0303", message, _help(did_you_mean(name, known), declare))
+
+    def _unknown_method(self, op: CallOp, name: str) -> None:
+        guess = did_you_mean(name, BUILTINS)
+        _error(op, "TL0305", f"unknown tensor method `{name}`", _help(guess))
+
+    def _unknown_function(self, op: CallOp, name: str, known: list[str]) -> None:
+        guess = did_you_mean(builtin_name(name), known)
+        _error(op, "TL0305", f"unknown function `{name}`", _help(guess))
+
+    def _unused_layers(self) -> None:
+        used = {
+            o.layer.root_reference.data if isinstance(o, ApplyOp) else o.symbol.root_reference.data
+            for o in self.model.walk()
+            if isinstance(o, ApplyOp | RefOp)
+        }
+        used |= {o.attr_name.data for o in self.model.walk() if isinstance(o, GetAttrOp)}
+        if not methods_of(self.model):
+            return
+        for name, layer in layers_of(self.model).items():
+            if name not in used:
+                self._unused(name, layer)
+
+    def _unused(self, name: str, layer: Operation) -> None:
+        span = span_of(layer)
+        if span is None:
+            return
+        message = f"layer `{name}` is declared but never used"
+        help_text = f"remove it, or apply it in `forward` (`self.{name}(x)`)"
+        report(Diagnostic.warning("TL0304", message, Label(span), help=help_text))
+
+
+def _error(op: Operation, code: str, message: str, help_text: str | None) -> None:
+    span = span_of(op)
+    if span is None:
+        return
+    report(Diagnostic.error(code, message, Label(span), help=help_text))
+
+
+@dataclass(frozen=True)
+class CheckScopesPass(ModulePass):
+    name = "check-scopes"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        outside = top_level_symbols(op)
+        for model in [o for o in op.walk() if isinstance(o, ModelOp)]:
+            ModelScope(model, outside).check()

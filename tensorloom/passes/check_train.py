@@ -1,0 +1,481 @@
+"""`check-train`: a train block's settings, and the loss against model and data.
+
+    train net on data:
+        epoch = 10                 TL0401 unknown setting `epoch` (did you mean `epochs`?)
+        optimizer = Adma(lr=0.1)   TL0404 unknown optimizer `Adma` (did you mean `Adam`?)
+        loss = CrossEntropy        TL0408 if `net` gives 5 classes and the data has 10
+
+Every key, with its type and range, is listed in `SETTINGS` and documented in
+docs/train-block.md. Also checked: optimizer and loss names and their keyword
+arguments, the dataset's options (TL07xx, from `dialects/datasets.py`), and two
+likely mistakes (warnings): a softmax right before `CrossEntropy`, which applies
+its own, and `fp16`, which needs CUDA.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+from tensorloom.diagnostics.core import Diagnostic, Label, did_you_mean
+from tensorloom.diagnostics.ir import report, span_of
+from tensorloom.dialects import train
+from tensorloom.dialects.datasets import DatasetError, DatasetInfo, lookup_dataset
+from tensorloom.dialects.nml import InstanceOp, LogSoftmaxOp, ReturnOp, SoftmaxOp, TensorType
+from tensorloom.dialects.shapes import Dim, format_shape
+from tensorloom.passes.model_env import (
+    CallValue,
+    EvalError,
+    Evaluated,
+    evaluate,
+    evaluate_kwargs,
+    forward_of,
+    models_of,
+)
+from tensorloom.passes.shape_inference import infer_instantiation, instance_of
+from tensorloom.source import Span
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """What is wrong with one setting's value; reported at the value."""
+
+    code: str
+    message: str
+    help: str | None = None
+
+
+Check = Callable[[str, Evaluated], Problem | None]
+
+
+# --- value kinds -----------------------------------------------------------------------------
+
+
+def _is_int(v: Evaluated) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v: Evaluated) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _wrong_type(key: str, what: str, value: Evaluated) -> Problem:
+    return Problem("TL0402", f"`{key}` must be {what}, got {_show(value)}")
+
+
+def _show(value: Evaluated) -> str:
+    if isinstance(value, CallValue):
+        return f"`{value.name}`" + ("(...)" if value.args or value.kwargs else "")
+    if isinstance(value, bool):
+        return f"`{'true' if value else 'false'}`"
+    if isinstance(value, str):
+        return f'`"{value}"`'
+    return f"`{value}`"
+
+
+def int_at_least(low: int) -> Check:
+    def check(key: str, value: Evaluated) -> Problem | None:
+        if not _is_int(value):
+            return _wrong_type(key, "an integer", value)
+        if value < low:  # type: ignore[operator]
+            return Problem("TL0403", f"`{key}` must be at least {low}, got {value}")
+        return None
+
+    return check
+
+
+def number_in(low: float, high: float | None, *, open_low: bool = True) -> Check:
+    def check(key: str, value: Evaluated) -> Problem | None:
+        if not _is_number(value):
+            return _wrong_type(key, "a number", value)
+        number = float(value)  # type: ignore[arg-type]
+        too_low = number <= low if open_low else number < low
+        if too_low or (high is not None and number >= high):
+            bound = f"in ({low}, {high})" if high is not None else f"greater than {low}"
+            if not open_low:
+                bound = f"at least {low}"
+            return Problem("TL0403", f"`{key}` must be {bound}, got {value}")
+        return None
+
+    return check
+
+
+def boolean(key: str, value: Evaluated) -> Problem | None:
+    return None if isinstance(value, bool) else _wrong_type(key, "`true` or `false`", value)
+
+
+def one_of(*choices: str | bool) -> Check:
+    def check(key: str, value: Evaluated) -> Problem | None:
+        if value in choices and (isinstance(value, bool) or not isinstance(value, int)):
+            return None
+        names = [c for c in choices if isinstance(c, str)]
+        guess = did_you_mean(value, names) if isinstance(value, str) else None
+        listed = ", ".join(_show(c) for c in choices)
+        help_text = f"did you mean `{guess}`?" if guess else f"use one of {listed}"
+        return Problem("TL0407", f"`{key}` must be one of {listed}, got {_show(value)}", help_text)
+
+    return check
+
+
+# --- optimizers, losses, schedules ---------------------------------------------------------------
+
+_ADAM = ("lr", "betas", "eps", "weight_decay", "amsgrad", "foreach", "maximize", "capturable",
+         "differentiable", "fused")  # fmt: skip
+OPTIMIZERS: dict[str, tuple[str, ...]] = {
+    "Adam": _ADAM,
+    "AdamW": _ADAM,
+    "SGD": ("lr", "momentum", "dampening", "weight_decay", "nesterov", "maximize", "foreach",
+            "differentiable", "fused"),
+    "RMSprop": ("lr", "alpha", "eps", "weight_decay", "momentum", "centered", "capturable",
+                "foreach", "maximize", "differentiable"),
+    "Adagrad": ("lr", "lr_decay", "weight_decay", "initial_accumulator_value", "eps", "foreach",
+                "maximize", "differentiable", "fused"),
+    "Adadelta": ("lr", "rho", "eps", "weight_decay", "foreach", "capturable", "maximize",
+                 "differentiable"),
+    "Adamax": ("lr", "betas", "eps", "weight_decay", "foreach", "maximize", "differentiable",
+               "capturable"),
+    "NAdam": ("lr", "betas", "eps", "weight_decay", "momentum_decay", "decoupled_weight_decay",
+              "foreach", "maximize", "capturable", "differentiable"),
+    "RAdam": ("lr", "betas", "eps", "weight_decay", "decoupled_weight_decay", "foreach",
+              "maximize", "capturable", "differentiable"),
+}  # fmt: skip
+"""Optimizer names (torch.optim classes) and the keyword arguments each accepts."""
+
+LOSSES: dict[str, tuple[str, ...]] = {
+    "CrossEntropy": ("weight", "ignore_index", "reduction", "label_smoothing"),
+    "NLL": ("weight", "ignore_index", "reduction"),
+    "MSE": ("reduction",),
+    "L1": ("reduction",),
+    "SmoothL1": ("reduction", "beta"),
+    "Huber": ("reduction", "delta"),
+    "BCE": ("weight", "reduction"),
+    "BCEWithLogits": ("weight", "reduction", "pos_weight"),
+    "KLDiv": ("reduction", "log_target"),
+}
+"""Loss names (torch.nn `<Name>Loss`) and their keyword arguments."""
+
+SCHEDULES: dict[str, tuple[str, ...]] = {
+    "none": (),
+    "cosine": ("warmup_epochs", "min_lr"),
+    "step": ("step_size", "gamma"),
+    "warmup": ("warmup_steps",),
+}
+"""`lr_schedule` names and their keyword arguments (see docs/train-block.md)."""
+
+_RANGES: dict[str, Check] = {
+    "lr": number_in(0.0, None),
+    "weight_decay": number_in(0.0, None, open_low=False),
+    "momentum": number_in(0.0, None, open_low=False),
+    "eps": number_in(0.0, None),
+    "label_smoothing": number_in(0.0, 1.0, open_low=False),
+    "delta": number_in(0.0, None),
+    "beta": number_in(0.0, None, open_low=False),
+    "reduction": one_of("mean", "sum", "none"),
+    "warmup_epochs": int_at_least(0),
+    "warmup_steps": int_at_least(1),
+    "step_size": int_at_least(1),
+    "gamma": number_in(0.0, None),
+    "min_lr": number_in(0.0, None, open_low=False),
+}
+
+
+def as_call(value: Evaluated) -> CallValue | None:
+    """`Adam(lr=0.1)`, `Adam` or `"Adam"` as a call."""
+    if isinstance(value, CallValue):
+        return value
+    return CallValue(value) if isinstance(value, str) else None
+
+
+def _named(key: str, what: str, table: dict[str, tuple[str, ...]]) -> Check:
+    def check(_: str, value: Evaluated) -> Problem | None:
+        call = as_call(value)
+        if call is None:
+            return _wrong_type(key, f"{what} name", value)
+        if call.name not in table:
+            guess = did_you_mean(call.name, table)
+            listed = ", ".join(f"`{n}`" for n in table)
+            help_text = f"did you mean `{guess}`?" if guess else f"known: {listed}"
+            return Problem(_UNKNOWN_CODE[key], f"unknown {what} `{call.name}`", help_text)
+        return _arguments(call, table[call.name])
+
+    return check
+
+
+_UNKNOWN_CODE = {"optimizer": "TL0404", "loss": "TL0406", "lr_schedule": "TL0407"}
+
+
+def _arguments(call: CallValue, accepted: Sequence[str]) -> Problem | None:
+    if len(call.args) > (1 if accepted[:1] == ("lr",) else 0):
+        return Problem(
+            "TL0405",
+            f"`{call.name}` takes keyword arguments only",
+            f"write `{call.name}({accepted[0]}=...)`" if accepted else None,
+        )
+    named = list(call.kwargs) + ([("lr", call.args[0])] if call.args else [])
+    for key, value in named:
+        if key not in accepted:
+            guess = did_you_mean(key, accepted)
+            listed = ", ".join(f"`{a}`" for a in accepted) or "none"
+            help_text = f"did you mean `{guess}`?" if guess else f"it accepts {listed}"
+            return Problem("TL0405", f"`{call.name}` has no argument `{key}`", help_text)
+        check = _RANGES.get(key)
+        problem = check(key, value) if check is not None else None
+        if problem is not None:
+            return problem
+    return None
+
+
+def grad_clip(key: str, value: Evaluated) -> Problem | None:
+    if value is None or value is False:
+        return None
+    return number_in(0.0, None)(key, value)
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    check: Check
+    doc: str
+
+
+SETTINGS: dict[str, Setting] = {
+    "epochs": Setting(int_at_least(1), "number of passes over the training data"),
+    "batch_size": Setting(int_at_least(1), "samples per optimizer step (per process)"),
+    "optimizer": Setting(_named("optimizer", "optimizer", OPTIMIZERS), "a torch.optim class"),
+    "loss": Setting(_named("loss", "loss", LOSSES), "a loss function"),
+    "precision": Setting(one_of("fp32", "fp16", "bf16"), "training precision"),
+    "distributed": Setting(boolean, "DistributedDataParallel over all local GPUs"),
+    "compile": Setting(
+        one_of(True, False, "default", "reduce-overhead", "max-autotune"), "torch.compile mode"
+    ),
+    "lr_schedule": Setting(
+        _named("lr_schedule", "lr schedule", SCHEDULES), "learning-rate schedule"
+    ),
+    "grad_clip": Setting(grad_clip, "clip the gradient norm to this value"),
+    "accumulate_steps": Setting(int_at_least(1), "micro-batches per optimizer step"),
+    "seed": Setting(int_at_least(0), "random seed of the run"),
+    "activation_checkpointing": Setting(boolean, "recompute block activations in backward"),
+    "val_every": Setting(int_at_least(1), "validate every N epochs"),
+    "log_every": Setting(int_at_least(1), "log every N optimizer steps"),
+}  # fmt: skip
+"""Every key a train block accepts."""
+
+
+# --- the loss against model and data ------------------------------------------------------------
+
+
+@dataclass
+class LoopChecker:
+    """Checks one `train.loop`."""
+
+    module: ModuleOp
+    loop: train.LoopOp
+
+    def check(self) -> None:
+        seen: dict[str, Span] = {}
+        for op in self.loop.body.block.ops:
+            if isinstance(op, train.SetOp):
+                self._setting(op, seen)
+        info = self._dataset()
+        self._loss(info)
+        self._precision()
+
+    def _setting(self, op: train.SetOp, seen: dict[str, Span]) -> None:
+        key = op.key.data
+        key_span = span_of(op)
+        if key_span is None:
+            return
+        if key in seen:
+            earlier = Label(seen[key], "first set here")
+            report(
+                Diagnostic.error(
+                    "TL0409", f"`{key}` is set twice", Label(key_span), secondary=[earlier]
+                )
+            )
+            return
+        seen[key] = key_span
+        setting = SETTINGS.get(key)
+        if setting is None:
+            self._unknown_key(key, key_span)
+            return
+        value = evaluate(op.value, {})
+        if isinstance(value, EvalError):
+            return
+        problem = setting.check(key, value)
+        if problem is not None:
+            where = span_of(op.value_loc) if op.value_loc is not None else None
+            report(
+                Diagnostic.error(
+                    problem.code, problem.message, Label(where or key_span), help=problem.help
+                )
+            )
+
+    def _unknown_key(self, key: str, span: Span) -> None:
+        guess = did_you_mean(key, SETTINGS)
+        help_text = f"did you mean `{guess}`?" if guess else "see docs/train-block.md"
+        report(Diagnostic.error("TL0401", f"unknown setting `{key}`", Label(span), help=help_text))
+
+    def _value(self, key: str) -> Evaluated | None:
+        attr = self.loop.setting(key)
+        if attr is None:
+            return None
+        value = evaluate(attr, {})
+        return None if isinstance(value, EvalError) else value
+
+    # --- dataset ----------------------------------------------------------------------
+
+    def _dataset(self) -> DatasetInfo | None:
+        name = self.loop.data.root_reference.data
+        op = next(
+            (
+                o
+                for o in self.module.walk()
+                if isinstance(o, train.DatasetOp) and o.sym_name.data == name
+            ),
+            None,
+        )
+        if op is None:
+            return None
+        options = evaluate_kwargs(op.options.data, {})
+        if isinstance(options, EvalError):
+            return None
+        source = op.source.data if op.source is not None else None
+        info = lookup_dataset(source, options)  # type: ignore[arg-type]
+        if isinstance(info, DatasetError):
+            _dataset_error(op, info)
+            return None
+        return info
+
+    # --- loss -------------------------------------------------------------------------
+
+    def _loss(self, info: DatasetInfo | None) -> None:
+        call = as_call(self._value("loss")) if self._value("loss") is not None else None
+        if call is None or call.name not in ("CrossEntropy", "NLL"):
+            return
+        instance = self._instance()
+        if instance is None:
+            return
+        self._softmax_before(instance, call.name)
+        if info is None or info.num_classes is None:
+            return
+        output = self._output(instance)
+        if output is not None:
+            self._classes(output, info, call.name)
+
+    def _instance(self) -> InstanceOp | None:
+        name = self.loop.model.root_reference.data
+        return next(
+            (
+                o
+                for o in self.module.walk()
+                if isinstance(o, InstanceOp) and o.sym_name.data == name
+            ),
+            None,
+        )
+
+    def _output(self, instance: InstanceOp) -> tuple[Dim, ...] | None:
+        models = models_of(self.module)
+        inst = instance_of(instance, models, self.loop, self.module)
+        done = infer_instantiation(inst, models, quiet=True) if inst is not None else None
+        if done is None:
+            return None
+        result = done.output
+        if not isinstance(result, TensorType) or result.dims is None:
+            return None
+        return done.inference.unifier.resolve_shape(result.dims)
+
+    def _classes(self, output: tuple[Dim, ...], info: DatasetInfo, loss: str) -> None:
+        if not output:
+            return
+        target = info.target_shape or ()
+        classes = output[-1] if len(output) == len(target) + 2 else None
+        span = self._loss_span()
+        if span is None:
+            return
+        if classes is None:
+            self._rank_problem(output, target, loss, span)
+            return
+        if isinstance(classes, int) and classes != info.num_classes:
+            message = (
+                f"`{loss}` needs one output per class: the model gives {classes}, "
+                f"`{info.name}` has {info.num_classes} classes"
+            )
+            help_text = f"make the model's last layer output {info.num_classes} features"
+            report(Diagnostic.error("TL0408", message, Label(span), help=help_text))
+
+    def _rank_problem(
+        self, output: tuple[Dim, ...], target: tuple[int, ...], loss: str, span: Span
+    ) -> None:
+        shape = format_shape(output)
+        want = "[B, C]" if not target else "[B, T, C]"
+        message = (
+            f"`{loss}` expects outputs of shape {want} for targets of shape "
+            f"{format_shape(('B', *target))}, got {shape}"
+        )
+        report(Diagnostic.error("TL0408", message, Label(span)))
+
+    def _loss_span(self) -> Span | None:
+        op = self.loop.settings().get("loss")
+        if op is None:
+            return None
+        return span_of(op.value_loc) if op.value_loc is not None else span_of(op)
+
+    def _softmax_before(self, instance: InstanceOp, loss: str) -> None:
+        model = models_of(self.module).get(instance.model.root_reference.data)
+        forward = forward_of(model) if model is not None else None
+        last = forward.body.block.last_op if forward is not None else None
+        if not isinstance(last, ReturnOp) or not last.values:
+            return
+        producer = last.values[0].owner
+        if not isinstance(producer, SoftmaxOp | LogSoftmaxOp):
+            return
+        span = span_of(producer)
+        if span is None:
+            return
+        if isinstance(producer, SoftmaxOp):
+            message = f"`softmax` before `{loss}`: the loss applies its own (log-)softmax"
+            help_text = "return the logits; apply softmax only when you need probabilities"
+            if loss == "NLL":
+                message = "`NLL` expects log-probabilities, got a `softmax` output"
+                help_text = "use `log_softmax` instead"
+            report(Diagnostic.warning("TL0410", message, Label(span), help=help_text))
+        elif loss == "CrossEntropy":
+            message = "`log_softmax` before `CrossEntropy`: the loss applies its own"
+            help_text = "return the logits, or use `loss = NLL`"
+            report(Diagnostic.warning("TL0410", message, Label(span), help=help_text))
+
+    # --- precision --------------------------------------------------------------------
+
+    def _precision(self) -> None:
+        if self._value("precision") != "fp16":
+            return
+        op = self.loop.settings()["precision"]
+        span = span_of(op.value_loc) if op.value_loc is not None else span_of(op)
+        if span is None:
+            return
+        message = "`fp16` needs a CUDA GPU; on a CPU-only run it falls back to fp32"
+        help_text = "use `precision = bf16` to get mixed precision on the CPU as well"
+        report(Diagnostic.warning("TL0411", message, Label(span), help=help_text))
+
+
+def _dataset_error(op: train.DatasetOp, error: DatasetError) -> None:
+    span = span_of(op)
+    if error.option is not None and op.option_locs is not None:
+        keys = list(op.options.data)
+        if error.option in keys:
+            span = span_of(op.option_locs.data[keys.index(error.option)]) or span
+    if span is None:
+        return
+    report(Diagnostic.error(error.code, error.message, Label(span), help=error.help))
+
+
+@dataclass(frozen=True)
+class CheckTrainPass(ModulePass):
+    name = "check-train"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for loop in [o for o in op.walk() if isinstance(o, train.LoopOp)]:
+            LoopChecker(op, loop).check()

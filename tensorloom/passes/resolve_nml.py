@@ -1,0 +1,434 @@
+"""`resolve-nml`: names in models resolved, constructor arguments checked.
+
+Calls by name become what they name, in this order of precedence:
+
+    %y = nml.call "norm1"(%x)        ->  nml.apply @norm1(%x)     a layer (`self.norm1` too)
+    %y = nml.call "softmax"(%x, %d)  ->  nml.softmax %x dim -1    a builtin, constants folded
+    %y = nml.call "vector_add"(...)  ->  nml.kernel_call @vector_add(...)
+
+A layer shadows a builtin of the same name (a layer `dropout` is the layer). A
+call this pass cannot resolve stays an `nml.call`; `check-scopes` reports it.
+
+Declarations are checked too, each error at the argument or keyword at fault:
+config references in layer arguments (TL0306), layer constructor names against
+the catalogue and the module's models (TL0302, with did-you-mean), constructor
+arguments bound and validated as PyTorch would (TL0422) under the model's config
+defaults and again under each instance's overrides, and `nml.instance`
+overrides against the model's config (TL0420, TL0421).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp
+from xdsl.ir import Operation
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+
+from tensorloom.diagnostics.core import Diagnostic, Label, did_you_mean
+from tensorloom.diagnostics.ir import report, span_of
+from tensorloom.dialects import kernel
+from tensorloom.dialects.layers import ArgError, LayerSpec, Value, lookup, suggest
+from tensorloom.dialects.nml import (
+    ApplyOp,
+    CallOp,
+    ConstantOp,
+    InstanceOp,
+    KernelCallOp,
+    LayerOp,
+    ModelOp,
+    ReshapeOp,
+    ViewOp,
+)
+from tensorloom.dialects.nml.types import TensorType
+from tensorloom.passes.model_env import (
+    ArgFailure,
+    CallValue,
+    EvalError,
+    configs_of,
+    enclosing_model,
+    evaluate,
+    layer_arguments,
+    layers_of,
+    model_env,
+    models_of,
+    nested_overrides,
+)
+from tensorloom.passes.resolve_builtins import CallProblem, build_builtin
+from tensorloom.source import Span
+
+# --- resolving calls ------------------------------------------------------------------------
+
+
+def layer_name(callee: str, layers: Iterable[str]) -> str | None:
+    """The layer a callee names: `norm1` and `self.norm1` both name `norm1`."""
+    name = callee.removeprefix("self.")
+    return name if name in layers else None
+
+
+@dataclass
+class ResolveCall(RewritePattern):
+    """One `nml.call` -> `nml.apply`, a builtin op or `nml.kernel_call`."""
+
+    kernels: frozenset[str]
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: CallOp, rewriter: PatternRewriter) -> None:
+        new = self._resolve(op)
+        if new is None:
+            return
+        if isinstance(new, CallProblem):
+            _report_call(op, new)
+            return
+        new.location = op.location
+        rewriter.replace(op, new)
+
+    def _resolve(self, op: CallOp) -> Operation | CallProblem | None:
+        model = enclosing_model(op)
+        callee = op.callee.data
+        if model is not None and op.method is None:
+            layer = layer_name(callee, layers_of(model))
+            if layer is not None:
+                names = [n.data for n in op.arg_names.data]
+                return ApplyOp(layer, list(op.args), TensorType.unranked(), names)
+        if callee in self.kernels and op.method is None:
+            names = [n.data for n in op.arg_names.data]
+            return KernelCallOp(callee, list(op.args), names, [TensorType.unranked()])
+        if callee.startswith("self."):
+            return None
+        return build_builtin(op)
+
+
+class ContiguousIsIdentity(RewritePattern):
+    """`x.contiguous()` is `x` statically; a `view` of it becomes a `reshape`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: CallOp, rewriter: PatternRewriter) -> None:
+        if op.method is None or op.callee.data != "contiguous" or len(op.args) != 1:
+            return
+        receiver = op.args[0]
+        for use in list(op.result.uses):
+            if isinstance(use.operation, ViewOp):
+                _view_to_reshape(use.operation, rewriter)
+        rewriter.replace(op, [], [receiver])
+
+
+def _view_to_reshape(view: ViewOp, rewriter: PatternRewriter) -> None:
+    reshape = ReshapeOp(view.input, view.shape.data, list(view.dynamic_sizes), view.result.type)
+    reshape.location = view.location
+    rewriter.replace(view, reshape)
+
+
+def _report_call(op: CallOp, problem: CallProblem) -> None:
+    span = span_of(op)
+    if span is None:
+        return
+    report(Diagnostic.error("TL0308", problem.message, span, help=problem.help))
+
+
+def _erase_dead_constants(module: ModuleOp) -> None:
+    dead = [op for op in module.walk() if isinstance(op, ConstantOp) and not op.result.uses]
+    for op in dead:
+        op.detach()
+        op.erase()
+
+
+# --- checking declarations -------------------------------------------------------------------
+
+
+def _loc_span(locs: ArrayAttr | None, index: int, fallback: Operation) -> Span | None:
+    if locs is not None and index < len(locs.data):
+        span = span_of(locs.data[index])
+        if span is not None:
+            return span
+    return span_of(fallback)
+
+
+def arg_span(layer: LayerOp, position: int | None, keyword: str | None) -> Span | None:
+    """Where a layer's positional argument or keyword was written."""
+    if position is not None:
+        return _loc_span(layer.arg_locs, position, layer)
+    if keyword is not None and keyword in layer.kwargs.data:
+        return _loc_span(layer.kwarg_locs, list(layer.kwargs.data).index(keyword), layer)
+    return span_of(layer)
+
+
+def override_span(instance: InstanceOp, key: str) -> Span | None:
+    keys = list(instance.overrides.data)
+    if key not in keys:
+        return span_of(instance)
+    return _loc_span(instance.override_locs, keys.index(key), instance)
+
+
+@dataclass
+class _Context:
+    """Where layer errors found under an instance's overrides are reported."""
+
+    instance: InstanceOp | None = None
+    overrides: Mapping[str, Value] = field(default_factory=dict[str, Value])
+
+
+@dataclass
+class DeclarationChecker:
+    """Checks configs, layers and instances, reporting each problem once."""
+
+    models: dict[str, ModelOp]
+    seen: set[tuple[Span, str]] = field(default_factory=set[tuple[Span, str]])
+
+    def emit(self, diagnostic: Diagnostic) -> None:
+        key = (diagnostic.primary.span, diagnostic.message)
+        if key in self.seen:
+            return
+        self.seen.add(key)
+        report(diagnostic)
+
+    def check_model(self, model: ModelOp) -> None:
+        self._check_configs(model)
+        env = model_env(model)
+        for layer in layers_of(model).values():
+            self.check_layer(model, layer, env, _Context())
+
+    def _check_configs(self, model: ModelOp) -> None:
+        env: dict[str, Value] = {}
+        for name, config in configs_of(model).items():
+            value = evaluate(config.value, env)
+            if isinstance(value, EvalError):
+                self._config_error(model, config, value)
+            elif not isinstance(value, CallValue):
+                env[name] = value
+
+    def _config_error(self, model: ModelOp, config: Operation, error: EvalError) -> None:
+        span = span_of(config)
+        if span is None:
+            return
+        self.emit(_unknown_config(model, error, span, "config"))
+
+    def check_layer(
+        self, model: ModelOp, layer: LayerOp, env: Mapping[str, Value], where: _Context
+    ) -> None:
+        kind = layer.kind.data
+        spec = lookup(kind)
+        if spec is not None:
+            self._check_catalogue_layer(model, layer, spec, env, where)
+        elif kind in self.models:
+            self._check_nested(model, layer, env, where)
+        elif where.instance is None:
+            self._unknown_kind(layer)
+
+    def _unknown_kind(self, layer: LayerOp) -> None:
+        kind = layer.kind.data
+        span = span_of(layer)
+        if span is None:
+            return
+        guess = suggest(kind) or did_you_mean(kind, self.models)
+        help_text = f"did you mean `{guess}`?" if guess else "see docs/layers.md for the catalogue"
+        message = f"unknown layer type `{kind}`"
+        self.emit(Diagnostic.error("TL0302", message, Label(span), help=help_text))
+
+    def _check_catalogue_layer(
+        self,
+        model: ModelOp,
+        layer: LayerOp,
+        spec: LayerSpec,
+        env: Mapping[str, Value],
+        where: _Context,
+    ) -> None:
+        values = layer_arguments(layer, env)
+        if isinstance(values, ArgFailure):
+            self._arg_failure(model, layer, values, where)
+            return
+        bound = spec.bind(*values)
+        errors = bound if isinstance(bound, list) else spec.validate(bound)
+        for error in errors:
+            self._arg_error(layer, error, where)
+
+    def _arg_failure(
+        self, model: ModelOp, layer: LayerOp, failure: ArgFailure, where: _Context
+    ) -> None:
+        span = arg_span(layer, failure.position, failure.keyword)
+        if span is None or where.instance is not None:
+            return
+        self.emit(_unknown_config(model, failure.error, span, "layer"))
+
+    def _arg_error(self, layer: LayerOp, error: ArgError, where: _Context) -> None:
+        span = arg_span(layer, error.position, error.keyword)
+        if span is None:
+            return
+        subject = f"`{layer.sym_name.data}`: {error.message}"
+        if where.instance is None:
+            self.emit(Diagnostic.error("TL0422", subject, Label(span), help=error.help))
+            return
+        self._instance_arg_error(layer, error, span, where)
+
+    def _instance_arg_error(
+        self, layer: LayerOp, error: ArgError, span: Span, where: _Context
+    ) -> None:
+        assert where.instance is not None
+        key = next(iter(where.overrides), "")
+        primary = override_span(where.instance, key) or span
+        values = ", ".join(f"{k}={v!r}" for k, v in where.overrides.items())
+        message = f"`{layer.sym_name.data}`: {error.message}"
+        declared = Label(span, f"with `{values}`, this argument is invalid")
+        self.emit(
+            Diagnostic.error(
+                "TL0422", message, Label(primary), secondary=[declared], help=error.help
+            )
+        )
+
+    def _check_nested(
+        self, model: ModelOp, layer: LayerOp, env: Mapping[str, Value], where: _Context
+    ) -> None:
+        nested = self.models[layer.kind.data]
+        if nested is model:
+            self._self_nesting(layer)
+            return
+        overrides = nested_overrides(layer, nested, env)
+        if isinstance(overrides, ArgFailure):
+            self._arg_failure(model, layer, overrides, where)
+            return
+        for key in overrides:
+            if key not in configs_of(nested):
+                self._unknown_override(nested, key, arg_span(layer, None, key))
+
+    def _self_nesting(self, layer: LayerOp) -> None:
+        span = span_of(layer)
+        if span is None:
+            return
+        message = f"model `{layer.kind.data}` cannot contain itself"
+        self.emit(Diagnostic.error("TL0307", message, Label(span)))
+
+    def _unknown_override(self, model: ModelOp, key: str, span: Span | None) -> None:
+        if span is None:
+            return
+        names = list(configs_of(model))
+        guess = did_you_mean(key, names)
+        listed = ", ".join(f"`{n}`" for n in names) or "none"
+        help_text = f"did you mean `{guess}`?" if guess else f"its config entries are {listed}"
+        message = f"`{model.sym_name.data}` has no config entry `{key}`"
+        self.emit(Diagnostic.error("TL0420", message, Label(span), help=help_text))
+
+    # --- instances ---------------------------------------------------------------------
+
+    def check_instance(self, instance: InstanceOp) -> None:
+        name = instance.model.root_reference.data
+        model = self.models.get(name)
+        if model is None:
+            self._unknown_model(instance, name)
+            return
+        overrides = self._instance_overrides(instance, model)
+        if not overrides:
+            return
+        env = model_env(model, overrides)
+        where = _Context(instance, overrides)
+        for layer in layers_of(model).values():
+            self.check_layer(model, layer, env, where)
+
+    def _unknown_model(self, instance: InstanceOp, name: str) -> None:
+        span = span_of(instance)
+        if span is None:
+            return
+        guess = did_you_mean(name, self.models)
+        help_text = f"did you mean `{guess}`?" if guess else None
+        self.emit(
+            Diagnostic.error("TL0302", f"unknown model `{name}`", Label(span), help=help_text)
+        )
+
+    def _instance_overrides(self, instance: InstanceOp, model: ModelOp) -> dict[str, Value]:
+        configs = configs_of(model)
+        defaults = model_env(model)
+        overrides: dict[str, Value] = {}
+        for key, attr in instance.overrides.data.items():
+            span = override_span(instance, key)
+            if key not in configs:
+                self._unknown_override(model, key, span)
+                continue
+            value = evaluate(attr, {})
+            if isinstance(value, EvalError | CallValue):
+                continue
+            if self._override_type_ok(model, key, value, defaults.get(key), span):
+                overrides[key] = value
+        return overrides
+
+    def _override_type_ok(
+        self, model: ModelOp, key: str, value: object, default: object, span: Span | None
+    ) -> bool:
+        expected = _kind_of(default)
+        if expected is None or _kind_of(value) in _COMPATIBLE[expected] or span is None:
+            return True
+        message = (
+            f"config `{key}` of `{model.sym_name.data}` is {_KIND_WORDS[expected]}, got `{value!r}`"
+        )
+        help_text = f"the default is `{default!r}`"
+        self.emit(Diagnostic.error("TL0421", message, Label(span), help=help_text))
+        return False
+
+
+_KIND_WORDS = {
+    "bool": "a boolean",
+    "int": "an integer",
+    "float": "a number",
+    "str": "a string",
+    "list": "a list",
+}
+_COMPATIBLE = {
+    "bool": {"bool"},
+    "int": {"int"},
+    "float": {"float", "int"},
+    "str": {"str"},
+    "list": {"list"},
+}
+
+
+def _kind_of(value: object) -> str | None:
+    if isinstance(value, bool):
+        return "bool"
+    for kind, cls in (("int", int), ("float", float), ("str", str), ("list", list)):
+        if isinstance(value, cls):
+            return kind
+    return None
+
+
+def _unknown_config(model: ModelOp, error: EvalError, span: Span, what: str) -> Diagnostic:
+    if error.config is None:
+        return Diagnostic.error("TL0306", error.message, Label(span))
+    names = list(configs_of(model))
+    guess = did_you_mean(error.config, names)
+    if guess:
+        help_text = f"did you mean `{guess}`?"
+    else:
+        help_text = f"add `{error.config} = ...` to the `@config` of `{model.sym_name.data}`"
+    message = f"unknown config `{error.config}` in a {what} argument"
+    if what == "config":
+        message = f"unknown config `{error.config}` in a config default"
+    return Diagnostic.error("TL0306", message, Label(span), help=help_text)
+
+
+# --- the pass ---------------------------------------------------------------------------------
+
+
+def kernel_names(module: ModuleOp) -> frozenset[str]:
+    return frozenset(op.sym_name.data for op in module.walk() if isinstance(op, kernel.FuncOp))
+
+
+@dataclass(frozen=True)
+class ResolveNmlPass(ModulePass):
+    name = "resolve-nml"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        checker = DeclarationChecker(models_of(op))
+        for model in checker.models.values():
+            checker.check_model(model)
+        for instance in [o for o in op.walk() if isinstance(o, InstanceOp)]:
+            checker.check_instance(instance)
+        walker = PatternRewriteWalker(ResolveCall(kernel_names(op)), apply_recursively=False)
+        walker.rewrite_module(op)
+        PatternRewriteWalker(ContiguousIsIdentity(), apply_recursively=False).rewrite_module(op)
+        _erase_dead_constants(op)
