@@ -7,7 +7,7 @@ import sys
 import lit.formats
 
 config.name = "TensorLoom"  # noqa: F821
-config.test_format = lit.formats.ShTest(execute_external=True)  # noqa: F821
+config.test_format = lit.formats.ShTest(execute_external=False)  # noqa: F821
 config.suffixes = [".tl", ".nml", ".mlir", ".test"]  # noqa: F821
 config.excludes = ["Inputs", "lit.cfg.py"]  # noqa: F821
 config.test_source_root = os.path.dirname(__file__)  # noqa: F821

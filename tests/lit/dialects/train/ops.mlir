@@ -1,0 +1,57 @@
+// Every train op in its custom form: print, re-parse, and print again generic
+// and back; both ways give the same text.
+// RUN: tl-opt %s | tl-opt | filecheck %s
+// RUN: tl-opt %s --print-op-generic | tl-opt | filecheck %s
+// RUN: tl-opt %s > %t.custom && tl-opt %s --print-op-generic | tl-opt > %t.roundtrip && diff %t.custom %t.roundtrip
+
+builtin.module {
+  nml.instance @net = @Classifier {}
+  train.dataset @data = "digits" {flatten = true} {option_locs = [loc("a.tl":2:30)]}
+  train.dataset @synthetic {}
+  train.loop @net on @data {
+    train.set "epochs" = 10 : i64
+    train.set "optimizer" = #nml.call<"Adam", [], {lr = 1.000000e-03 : f64}> {value_loc = loc("a.tl":5:17)}
+    train.set "loss" = #nml.call<"CrossEntropy", [], {}>
+    train.set "precision" = "fp16"
+    train.checkpoint every 5 "epochs"
+    train.autocast "float16"
+    train.grad_scaler
+    train.process_group "nccl"
+    train.ddp_wrap @net
+    train.distributed_sampler @data shuffle
+    train.distributed_sampler @data
+    train.rank_zero_only ["logging", "checkpoint"]
+    train.compile @net mode "max-autotune"
+    train.activation_checkpoint @net ["block1"]
+  }
+  train.main {
+    %0 = nml.constant "done"
+    %1 = nml.call "print"(%0) {arg_names = [""]} : (!nml.str) -> !nml.any
+  }
+}
+
+// CHECK: builtin.module {
+// CHECK-NEXT: nml.instance @net = @Classifier {}
+// CHECK-NEXT: train.dataset @data = "digits" {flatten = true} {option_locs = [loc("a.tl":2:30)]}
+// CHECK-NEXT: train.dataset @synthetic {}
+// CHECK-NEXT: train.loop @net on @data {
+// CHECK-NEXT: train.set "epochs" = 10 : i64
+// CHECK-NEXT: train.set "optimizer" = #nml.call<"Adam", [], {lr = 1.000000e-03 : f64}> {value_loc = loc("a.tl":5:17)}
+// CHECK-NEXT: train.set "loss" = #nml.call<"CrossEntropy", [], {}>
+// CHECK-NEXT: train.set "precision" = "fp16"
+// CHECK-NEXT: train.checkpoint every 5 "epochs"
+// CHECK-NEXT: train.autocast "float16"
+// CHECK-NEXT: train.grad_scaler
+// CHECK-NEXT: train.process_group "nccl"
+// CHECK-NEXT: train.ddp_wrap @net
+// CHECK-NEXT: train.distributed_sampler @data shuffle
+// CHECK-NEXT: train.distributed_sampler @data
+// CHECK-NEXT: train.rank_zero_only ["logging", "checkpoint"]
+// CHECK-NEXT: train.compile @net mode "max-autotune"
+// CHECK-NEXT: train.activation_checkpoint @net ["block1"]
+// CHECK-NEXT: }
+// CHECK-NEXT: train.main {
+// CHECK-NEXT: %0 = nml.constant "done"
+// CHECK-NEXT: %1 = nml.call "print"(%0) {arg_names = [""]} : (!nml.str) -> !nml.any
+// CHECK-NEXT: }
+// CHECK-NEXT: }
