@@ -123,10 +123,10 @@ class TLOptMain(xDSLOptMain):
     def _between_passes(
         self, previous: ModulePass | None, module: ModuleOp, following: ModulePass | None
     ) -> None:
-        if previous is None:
-            return
         if not self.args.disable_verify:
             module.verify()
+        if previous is None:
+            return
         if self.args.print_ir_after_all:
             print(f"// -----// IR after {previous.name} //----- //", file=sys.stderr)
             Printer(stream=sys.stderr).print_op(module)

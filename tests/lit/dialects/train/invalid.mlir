@@ -1,0 +1,71 @@
+// Each verifier message of the train dialect, one case per split.
+// RUN: tl-opt %s --split-input-file --verify-diagnostics --parsing-diagnostics | filecheck %s
+
+train.loop @net on @data {
+  train.checkpoint every 0 "epochs"
+}
+// CHECK: checkpoint interval must be positive, got 0
+
+// -----
+
+train.loop @net on @data {
+  train.checkpoint every 5 "hours"
+}
+// CHECK: checkpoint unit must be one of "epochs", "steps", got "hours"
+
+// -----
+
+train.loop @net on @data {
+  train.set "" = 1 : i64
+}
+// CHECK: setting key must not be empty
+
+// -----
+
+train.set "epochs" = 1 : i64
+// CHECK: 'train.set' expects parent op 'train.loop'
+
+// -----
+
+train.dataset @data = "digits" {flatten = true} {option_locs = []}
+// CHECK: `option_locs` has 0 entries, expected 1
+
+// -----
+
+train.loop @net on @data {
+  train.autocast "float64"
+}
+// CHECK: autocast dtype must be one of "float16", "bfloat16", got "float64"
+
+// -----
+
+train.loop @net on @data {
+  train.process_group "mpi"
+}
+// CHECK: process group backend must be one of "nccl", "gloo", got "mpi"
+
+// -----
+
+train.loop @net on @data {
+  train.rank_zero_only []
+}
+// CHECK: rank_zero_only needs at least one action
+
+// -----
+
+train.loop @net on @data {
+  train.compile @net mode "fast"
+}
+// CHECK: compile mode must be one of "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs", got "fast"
+
+// -----
+
+train.loop @net on @data {
+  train.activation_checkpoint @net []
+}
+// CHECK: activation_checkpoint needs at least one layer
+
+// -----
+
+train.grad_scaler
+// CHECK: 'train.grad_scaler' expects parent op 'train.loop'
