@@ -43,6 +43,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import PurePath
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
@@ -553,7 +554,7 @@ class ModelToClass(RewritePattern):
         methods = [_method(func, rewriter) for func in _funcs(op)]
         fields = _fields(op, methods)
         submodules = [self._submodule(layer) for layer in layers_of(op).values()]
-        origin = f" from {op.origin.data}" if op.origin is not None else ""
+        origin = f" from {PurePath(op.origin.data).name}" if op.origin is not None else ""
         cls = t.ModuleClassOp(
             op.sym_name.data,
             params,
@@ -656,7 +657,7 @@ def script_of(module: ModuleOp) -> t.ScriptOp:
 def _source(module: ModuleOp) -> str | None:
     """The file being compiled: the origin of the last model (imported ones come first)."""
     origins = [op.origin.data for op in module.walk() if isinstance(op, nml.ModelOp) and op.origin]
-    return origins[-1] if origins else None
+    return PurePath(origins[-1]).name if origins else None
 
 
 @dataclass(frozen=True)
