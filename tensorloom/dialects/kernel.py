@@ -84,7 +84,7 @@ class FuncOp(IRDLOperation):
     """A kernel. Parameters are named variables of the body; `param_kinds`
     says which are pointers, runtime scalars and `tl.constexpr`s; `defaults`
     holds constexpr defaults written in the source, `param_locs` where each
-    parameter was written (for diagnostics)."""
+    parameter's default (or, without one, the parameter) was written."""
 
     name = "kernel.func"
     sym_name = prop_def(SymbolNameConstraint())

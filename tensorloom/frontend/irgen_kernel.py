@@ -89,7 +89,7 @@ class _KernelBuilder:
         params = [(p.name, self._kind(p)) for p in decl.params]
         defaults = self._defaults(decl.params)
         self._statements(decl.body)
-        locs = [loc_of(p.span) for p in decl.params]
+        locs = [loc_of((p.default or p).span) for p in decl.params]
         func = kernel.FuncOp.make(decl.name, params, defaults, locs, self.block)
         func.location = loc_of(decl.name_span)
         return func
@@ -146,7 +146,7 @@ class _KernelBuilder:
     @_statement.register
     def _expr_stmt(self, stmt: ast.ExprStmt) -> None:
         if isinstance(stmt.expr, ast.Call):
-            self._add(self._call_op(stmt.expr), stmt.span)
+            self._add(self._call_op(stmt.expr), stmt.expr.func.span)
             return
         self._expr(stmt.expr)
 
@@ -263,7 +263,7 @@ class _KernelBuilder:
 
     @_expr_node.register
     def _call(self, expr: ast.Call) -> SSAValue:
-        op = self._add(self._call_op(expr), expr.span)
+        op = self._add(self._call_op(expr), expr.func.span)  # diagnostics point at the callee
         if not op.results:
             _unsupported(expr.span, "using the result of `tl.store`")
             return self._value(kernel.ConstantOp(NoneAttr()), expr.span)
