@@ -7,6 +7,7 @@ import torch
 from layer_helpers import bind, build, forward
 
 from tensorloom.dialects.layers import SavedTensors, Value
+from tensorloom.dialects.shapes import Unifier
 
 
 def test_linear_flops_by_hand() -> None:
@@ -114,3 +115,40 @@ def test_layernorm_statistics_by_hand() -> None:
     # fp16 input saved (2 bytes/elt) + fp32 mean and rstd per row
     saved = spec.saved_tensors(bound, (8, 197, 768), (8, 197, 768), 2)
     assert saved == SavedTensors(input_bytes=8 * 197 * 768 * 2, extra_bytes=2 * 8 * 197 * 4)
+
+
+# Saved-for-backward bytes measured with saved_tensors_hooks on an H200 (torch
+# 2.11+cu130, cuDNN LSTM/GRU, fused attention), parameters and buffers excluded:
+# (layer, args, kwargs, input shape, element size, (input, output, extra) bytes).
+MEASURED_ON_H200: list[
+    tuple[str, list[Value], dict[str, Value], tuple[int, ...], int, tuple[int, int, int]]
+] = [
+    ("LSTM", [64, 128], {}, (8, 32, 64), 4, (65536, 131072, 663808)),
+    ("LSTM", [64, 128, 2], {}, (8, 32, 64), 4, (65536, 131072, 1458432)),
+    ("LSTM", [64, 128, 2], {"bidirectional": True}, (8, 32, 64), 4, (65536, 262144, 2916608)),
+    ("LSTM", [64, 256], {}, (16, 64, 64), 2, (131072, 524288, 2638080)),
+    ("GRU", [64, 128], {}, (8, 32, 64), 4, (65536, 131072, 790784)),
+    ("GRU", [64, 128, 2], {"bidirectional": True}, (8, 32, 64), 2, (32768, 131072, 1712384)),
+    ("MultiHeadAttention", [256, 8], {}, (8, 64, 256), 4, (0, 0, 3162128)),
+    ("MultiHeadAttention", [256, 8], {"dropout": 0.1}, (8, 64, 256), 2, (0, 0, 1327120)),
+    ("MultiHeadAttention", [512, 8], {}, (4, 100, 512), 4, (0, 0, 4931600)),
+    ("MultiHeadAttention", [512, 8], {}, (4, 100, 512), 2, (0, 0, 2060816)),
+    ("Dropout", [0.1], {}, (64, 128), 2, (0, 0, 8192)),
+]
+
+
+@pytest.mark.parametrize(("name", "args", "kwargs", "shape", "size", "measured"), MEASURED_ON_H200)
+def test_saved_bytes_match_cuda_measurements(
+    name: str,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    shape: tuple[int, ...],
+    size: int,
+    measured: tuple[int, int, int],
+) -> None:
+    spec, bound = bind(name, *args, **kwargs)
+    out = spec.infer_shape(bound, [shape], Unifier())
+    assert isinstance(out, tuple)
+    concrete = tuple(d for d in out if isinstance(d, int))
+    saved = spec.saved_tensors(bound, shape, concrete, size)
+    assert (saved.input_bytes, saved.output_bytes, saved.extra_bytes) == measured
