@@ -1,4 +1,4 @@
-// kernel ops become the Python constructs they print as; `and` becomes `&`.
+// kernel ops become the Python constructs they print as: lets assign, reads name, calls call.
 // RUN: tl-opt %s -p convert-kernel-to-triton | filecheck %s
 
 builtin.module {
