@@ -13,6 +13,7 @@ BODY = (
     "    let offs = tl.program_id(axis=0) * BLOCK + tl.arange(0, BLOCK)\n"
     "    let mask = offs < n\n"
 )
+COPY = "    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask), mask=mask)\n"
 
 
 def diagnostics(text: str) -> list[tuple[str, int, int, int]]:
@@ -28,8 +29,7 @@ def only(text: str) -> Diagnostic:
 
 
 def test_a_clean_kernel_has_no_diagnostics() -> None:
-    text = HEADER + BODY + "    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask), mask=mask)\n"
-    assert diagnostics(text) == []
+    assert diagnostics(HEADER + BODY + COPY) == []
 
 
 def test_undefined_name_points_at_the_name() -> None:
@@ -40,8 +40,7 @@ def test_undefined_name_points_at_the_name() -> None:
 
 
 def test_unknown_tl_function_suggests_the_close_one() -> None:
-    text = HEADER + BODY + "    tl.store(out_ptr + offs, tl.lod(x_ptr + offs, mask=mask), mask=mask)\n"
-    diag = only(text)
+    diag = only(HEADER + BODY + COPY.replace("tl.load", "tl.lod"))
     assert (diag.code, diag.primary.span.line, diag.primary.span.col) == ("TL0502", 4, 30)
     assert diag.primary.span.end_col == 36
     assert diag.help == "did you mean `tl.load`?"
