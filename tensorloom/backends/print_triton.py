@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from xdsl.dialects.builtin import IntegerAttr, StringAttr
 from xdsl.ir import Block
-from xdsl.traits import SymbolTable
 
 from tensorloom.backends.python_printer import (
     BINARY_PRECEDENCE,
@@ -303,8 +302,12 @@ def _pairs(names: list[str]) -> str:
 
 @PythonPrinter.register_statement(triton.LauncherOp)
 def _launcher(printer: PythonPrinter, op: triton.LauncherOp) -> None:
-    kernel = SymbolTable.lookup_symbol(op, op.kernel)
-    if not isinstance(kernel, triton.JitFuncOp):
+    block = op.parent_block()
+    siblings = list(block.ops) if block is not None else []
+    name = op.kernel.string_value()
+    kernel = next((s for s in siblings
+                   if isinstance(s, triton.JitFuncOp) and s.sym_name.data == name), None)
+    if kernel is None:
         raise NotImplementedError(f"compiler bug: `{op.kernel}` is not a printed kernel")
     printer.require_import("torch")
     printer.require_import("triton")

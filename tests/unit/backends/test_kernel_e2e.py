@@ -90,3 +90,12 @@ def test_launcher_rejects_inputs_on_different_devices(tmp_path: Path) -> None:
     generated = compile_kernel(EXAMPLES / "vector_add.tl", tmp_path)
     with pytest.raises(ValueError, match="`y` is on meta but `x` is on cpu"):
         generated.vector_add_launcher(torch.randn(8), torch.empty(8, device="meta"))
+
+
+def test_a_model_forward_calls_the_kernel_launcher(tmp_path: Path) -> None:
+    generated = compile_kernel(EXAMPLES / "custom_kernel.tl", tmp_path)
+    net = generated.KernelMLP()
+    x = torch.randn(4, 784)
+    with torch.no_grad():
+        expected = net.fc2(torch.nn.functional.gelu(net.fc1(x)))
+        torch.testing.assert_close(net(x), expected)
