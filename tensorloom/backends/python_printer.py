@@ -243,6 +243,7 @@ def _joined(parts: list[list[str]], separator: list[str]) -> list[list[str]]:
 # ----------------------------------------------------------------- printer
 
 OpT = TypeVar("OpT", bound=Operation)
+PRINTED_DIALECTS = frozenset(["torch", "triton"])
 FUNCTION_TO_MODULE = {"F": Import("torch.nn.functional", alias="F")}
 
 
@@ -346,7 +347,12 @@ class PythonPrinter:
 
     @emit.register
     def _(self, op: ModuleOp) -> None:
-        self.emit_top_level(op.body.block)
+        # Ops of other dialects at the top level are not lowered yet (`nml.instance`
+        # and `train.*` before convert-train-to-torch): they have no Python.
+        for child in op.body.block.ops:
+            if child.dialect_name() in PRINTED_DIALECTS:
+                self.blank_lines(2)
+                self.emit(child)
 
     @emit.register
     def _(self, op: t.ScriptOp) -> None:
@@ -493,16 +499,27 @@ class PythonPrinter:
         """Assigns pending ops to names until the rest inline into `statement` in order
         and the statement fits on one line."""
         while pending and not self._fits(statement, pending):
-            self._assign(pending.pop(0))
+            self._assign_longest_prefix(pending)
         self._inline = set(pending)
         pending.clear()
 
     def _fits(self, statement: Operation, pending: list[Operation]) -> bool:
+        """Whether `statement` evaluates exactly `pending`, in order, within the line length."""
         if self._evaluation_order(statement, set(pending)) != pending:
             return False
         self._inline = set(pending)
         indent = len(self._indent_unit) * self._depth
         return indent + self._statement_width(statement) <= self.line_length
+
+    def _assign_longest_prefix(self, pending: list[Operation]) -> None:
+        """Names the latest pending op whose one-line statement takes up all before it."""
+        for k in reversed(range(1, len(pending))):
+            if self._fits(pending[k], pending[:k]):
+                self._assign(pending[k])
+                del pending[: k + 1]
+                return
+        self._inline = set()
+        self._assign(pending.pop(0))
 
     def _statement_width(self, op: Operation) -> int:
         """About how wide `op`'s statement prints (`name = ` counted as 8)."""
