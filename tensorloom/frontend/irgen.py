@@ -17,6 +17,7 @@ Errors are reported through `tensorloom.diagnostics.ir.report`.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from xdsl.dialects.builtin import FunctionType, ModuleOp, f64, i1, i64
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
@@ -62,6 +63,12 @@ def _kernel_builder() -> Callable[[ast.KernelDecl], Operation] | None:
     except ImportError:
         return None
     return build_kernel
+
+
+@dataclass
+class _Main:
+    parent: Operation
+    builder: BodyBuilder
 
 
 class _ModuleBuilder:
@@ -180,15 +187,17 @@ class _ModuleBuilder:
         items = unit.module.items
         main = self._main_block(items)
         for item in items:
-            self._item(item, unit, main)
+            if main is not None and self._is_statement(item) and main.parent not in self.ops:
+                self.ops.append(main.parent)
+            self._item(item, unit, main.builder if main is not None else None)
 
-    def _main_block(self, items: Sequence[ast.Stmt]) -> BodyBuilder | None:
-        if not any(self._is_statement(item) for item in items):
+    def _main_block(self, items: Sequence[ast.Stmt]) -> _Main | None:
+        """The `train.main` op, if the script has plain statements; placed at the first."""
+        first = next((item for item in items if self._is_statement(item)), None)
+        if first is None:
             return None
-        op = train.MainOp()
-        first = next(item for item in items if self._is_statement(item))
-        self.ops.append(_at(op, first.span))
-        return BodyBuilder(op.body.block, {}, self.kernels)
+        op = _at(train.MainOp(), first.span)
+        return _Main(op, BodyBuilder(op.regions[0].block, {}, self.kernels))
 
     def _is_statement(self, item: ast.Stmt) -> bool:
         declarations = (ast.ImportDecl, ast.ModelDecl, ast.KernelDecl, ast.TrainDecl)
