@@ -11,49 +11,79 @@
 
 from __future__ import annotations
 
-from tensorloom.diagnostics.core import Diagnostic, Label
+from tensorloom.diagnostics.core import Diagnostic, Label, Severity
 from tensorloom.source import SourceMap
 
+# ANSI styles, used only when the caller asks for colour (a terminal, NO_COLOR unset).
+_STYLES = {"error": "1;31", "warning": "1;33", "note": "1;36", "gutter": "1;34",
+           "secondary": "1;34", "bold": "1"}
 
-def render(diagnostic: Diagnostic, sources: SourceMap) -> str:
+
+class _Paint:
+    """Wraps text in ANSI codes when enabled; the identity otherwise."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+
+    def __call__(self, text: str, style: str) -> str:
+        if not self.enabled or not text:
+            return text
+        return f"\x1b[{_STYLES[style]}m{text}\x1b[0m"
+
+
+def render(diagnostic: Diagnostic, sources: SourceMap, *, color: bool = False) -> str:
     """One diagnostic as text, ending in a newline."""
+    paint = _Paint(color)
     span = diagnostic.primary.span
-    lines = [f"{diagnostic.severity.value}[{diagnostic.code}]: {diagnostic.message}"]
+    severity = diagnostic.severity.value
+    header = paint(f"{severity}[{diagnostic.code}]", severity)
+    lines = [header + paint(f": {diagnostic.message}", "bold")]
     labels = [diagnostic.primary, *diagnostic.secondary]
     gutter = max(len(str(label.span.line)) for label in labels)
     pad = " " * gutter
-    lines.append(f"{pad}--> {span.file}:{span.line}:{span.col}")
-    lines.append(f"{pad} |")
+    lines.append(f"{pad}{paint('-->', 'gutter')} {span.file}:{span.line}:{span.col}")
+    snippets: list[str] = []
     for index, label in enumerate(labels):
-        lines.extend(_snippet(label, sources, gutter, primary=index == 0))
-    if diagnostic.notes or diagnostic.help:
-        lines.append(f"{pad} |")
-    lines.extend(f"{pad} = note: {note}" for note in diagnostic.notes)
+        snippets.extend(_snippet(label, sources, gutter, paint, primary=index == 0))
+    if snippets:
+        lines.append(paint(f"{pad} |", "gutter"))
+        lines.extend(snippets)
+    if snippets and (diagnostic.notes or diagnostic.help):
+        lines.append(paint(f"{pad} |", "gutter"))
+    lines.extend(f"{pad} {paint('=', 'gutter')} note: {note}" for note in diagnostic.notes)
     if diagnostic.help:
-        lines.append(f"{pad} = help: {diagnostic.help}")
+        lines.append(f"{pad} {paint('=', 'gutter')} help: {diagnostic.help}")
     return "\n".join(lines) + "\n"
 
 
-def _snippet(label: Label, sources: SourceMap, gutter: int, *, primary: bool) -> list[str]:
+def _snippet(label: Label, sources: SourceMap, gutter: int, paint: _Paint, *,
+             primary: bool) -> list[str]:
+    """The quoted source line and its underline; a bare location if there is no line."""
     span = label.span
     source = sources.get(span.file)
     pad = " " * gutter
-    if source is None:
-        return [f"{pad} = {'' if primary else 'note: '}{span}: {label.message}".rstrip()]
+    if source is None or span.line > max(len(source.lines), 1) or not source.text:
+        where = "" if primary else f"{span}: "
+        text = f"{where}{label.message}"
+        return [f"{pad} {paint('=', 'gutter')} note: {text}"] if text else []
     text = source.line(span.line).replace("\t", " ")
     end_col = span.end_col if span.end_line == span.line else len(text) + 1
     width = max(1, end_col - span.col)
-    marker = ("^" if primary else "-") * width
-    header = [] if primary else [f"{pad}::: {span.file}:{span.line}:{span.col}"]
-    underline = f"{pad} | {' ' * (span.col - 1)}{marker} {label.message}".rstrip()
-    return [*header, f"{str(span.line).rjust(gutter)} | {text}", underline]
+    style = "error" if primary else "secondary"
+    marker = paint(("^" if primary else "-") * width, style)
+    where = f"{pad}{paint(':::', 'gutter')} {span}"
+    header = [] if primary else [where]
+    message = paint(label.message, style)
+    underline = f"{paint(pad + ' |', 'gutter')} {' ' * (span.col - 1)}{marker} {message}".rstrip()
+    number = paint(f"{str(span.line).rjust(gutter)} |", "gutter")
+    return [*header, f"{number} {text}".rstrip(), underline]
 
 
-def render_all(diagnostics: list[Diagnostic], sources: SourceMap) -> str:
+def render_all(diagnostics: list[Diagnostic], sources: SourceMap, *, color: bool = False) -> str:
     """Every diagnostic, then a one-line summary of the error and warning counts."""
-    parts = [render(d, sources) for d in diagnostics]
+    parts = [render(d, sources, color=color) for d in diagnostics]
     errors = sum(d.is_error for d in diagnostics)
-    warnings = len(diagnostics) - errors
+    warnings = sum(d.severity is Severity.WARNING for d in diagnostics)
     summary = _summary(errors, warnings)
     return "\n".join(parts) + (summary + "\n" if summary else "")
 

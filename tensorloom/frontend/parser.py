@@ -66,13 +66,13 @@ def parse_text(
 def parse_file(path: Path, sources: SourceMap, sink: DiagnosticSink) -> ast.Module | None:
     """Read, register in `sources` and parse a file; None when it cannot be read."""
     name = str(path)
-    text = _read_source(path, sources, sink)
+    text = read_source(path, sources, sink)
     if text is None:
         return None
     return parse_text(text, name, sink, SUFFIXES[path.suffix])
 
 
-def _read_source(path: Path, sources: SourceMap, sink: DiagnosticSink) -> str | None:
+def read_source(path: Path, sources: SourceMap, sink: DiagnosticSink) -> str | None:
     name = str(path)
     where = Span.point(name, 1, 1)
     if path.suffix not in SUFFIXES:
@@ -323,6 +323,11 @@ class Parser:
             return self.parse_train_decl()
         if self.check(TokenKind.AT):
             return self.parse_kernel_decl()
+        if self.check(TokenKind.FN):
+            raise self.fail(Diagnostic.error(
+                "TL0101", "`fn` declares a method, so it belongs inside a `model`",
+                Label(self.peek().span, ""),
+                help="indent it under `model Name:`, or write a `@kernel def` for a kernel"))
         return self.parse_statement()
 
     def parse_nml_item(self) -> ast.Stmt:

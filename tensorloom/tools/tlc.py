@@ -1,0 +1,103 @@
+"""`tlc`, the TensorLoom compiler driver: one click group, one function per command.
+
+    $ tlc check examples/mnist.tl
+    $ tlc ast model.nml --json
+    $ tlc tokens train.tl
+
+The shared machinery (loading, diagnostics, exit statuses) lives in
+`tools/common.py`; each command here is a thin wrapper around it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from tensorloom import __version__
+from tensorloom.diagnostics import DiagnosticSink
+from tensorloom.frontend import ast_dump
+from tensorloom.frontend.lexer import tokenize
+from tensorloom.frontend.parser import read_source
+from tensorloom.frontend.tokens import LAYOUT, Token
+from tensorloom.source import SourceMap
+from tensorloom.tools.common import (
+    DEBUG_KEY,
+    FORMAT_OPTION,
+    Format,
+    compiler_command,
+    emit_diagnostics,
+    exit_status,
+    load_and_parse,
+)
+
+FILE_ARGUMENT = click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="tlc")
+@click.option("--debug", is_flag=True, help="show tracebacks of internal compiler errors")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
+    """TensorLoom: compile .tl training scripts and .nml models to PyTorch."""
+    ctx.meta[DEBUG_KEY] = debug
+
+
+@cli.command()
+@FILE_ARGUMENT
+@compiler_command
+def tokens(file: Path) -> int:
+    """Print the token stream of FILE, one token per line."""
+    sources = SourceMap()
+    sink = DiagnosticSink()
+    text = read_source(file, sources, sink)
+    if text is not None:
+        for token in tokenize(text, str(file), sink):
+            click.echo(format_token(token))
+    emit_diagnostics(sink, sources)
+    return exit_status(sink)
+
+
+def format_token(token: Token) -> str:
+    """`line:col  KIND  text`, the text left out for layout tokens."""
+    where = f"{token.span.line}:{token.span.col}"
+    text = "" if token.kind in LAYOUT else token.text
+    return f"{where:<9}{token.kind.name:<12}{text}".rstrip()
+
+
+@cli.command("ast")
+@FILE_ARGUMENT
+@click.option("--json", "as_json", is_flag=True, help="print the tree as JSON")
+@compiler_command
+def ast_command(file: Path, as_json: bool) -> int:
+    """Print the abstract syntax tree of FILE."""
+    module, sources, sink = load_and_parse(file)
+    if module is not None and as_json:
+        click.echo(json.dumps(ast_dump.to_json(module), indent=2))
+    elif module is not None:
+        click.echo(ast_dump.dump(module), nl=False)
+    emit_diagnostics(sink, sources)
+    return exit_status(sink)
+
+
+@cli.command()
+@FILE_ARGUMENT
+@FORMAT_OPTION
+@compiler_command
+def check(file: Path, fmt: Format) -> int:
+    """Check FILE for errors (syntax for now) without compiling it."""
+    _, sources, sink = load_and_parse(file)
+    emit_diagnostics(sink, sources, fmt)
+    if fmt == "text" and not sink.has_errors:
+        click.echo(f"{file}: ok")
+    return exit_status(sink)
+
+
+def main() -> None:
+    cli(prog_name="tlc")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
