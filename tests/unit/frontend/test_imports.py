@@ -88,11 +88,10 @@ def load_graph(
 
 
 def test_nested_imports_come_before_their_importers(tmp_path: Path) -> None:
-    sink = load_graph(
-        tmp_path, {"main.nml": ["a.nml"], "a.nml": ["b.nml"], "b.nml": []}, "main.nml"
-    )
+    files: dict[str, list[str]] = {"main.nml": ["a.nml"], "a.nml": ["b.nml"], "b.nml": []}
+    sink, order = load_graph(tmp_path, files, "main.nml")
     assert not sink.has_errors
-    assert sink.notes_for_test == ["b.nml", "a.nml"]  # type: ignore[attr-defined]
+    assert order == ["b.nml", "a.nml"]
 
 
 def test_an_import_cycle_is_reported_with_the_cycle(tmp_path: Path) -> None:
