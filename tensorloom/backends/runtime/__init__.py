@@ -4,7 +4,8 @@ Each module (`data`, `loader`, `checkpoint`, `metrics`, `distributed`, `amp`) im
 only the standard library and torch at its top, never another runtime module, and
 no two define the same top-level name, so the backend can paste any subset into one
 script. `inline_source(["data", "loader"])` does that pasting: one merged import
-block, then each module's body under a banner naming its file.
+block, then each module's body under a banner naming its file. The script it goes
+into must start with `from __future__ import annotations`, as every module does.
 
 This package itself never imports torch: the compiler reads these files as text.
 """
@@ -38,7 +39,8 @@ def split_module(text: str) -> tuple[str, list[str], str]:
         if _is_docstring(node):
             continue
         if not _is_import(node):
-            body_start = node.lineno - 1 - len(_leading_comments(lines, node.lineno - 1))
+            first_line = _first_line(node) - 1
+            body_start = first_line - len(_leading_comments(lines, first_line))
             break
         imports.append("".join(lines[node.lineno - 1 : node.end_lineno]).rstrip())
     return docstring, imports, "".join(lines[body_start:]).strip() + "\n"
@@ -50,7 +52,7 @@ def inline_source(names: Sequence[str]) -> str:
     imports: list[str] = []
     for _, module_imports, _ in parts:
         imports += [i for i in module_imports if i not in imports and "__future__" not in i]
-    chunks = ["from __future__ import annotations\n\n" + _import_block(imports)]
+    chunks = [_import_block(imports)]
     for name, (docstring, _, body) in zip(names, parts, strict=True):
         chunks.append(_banner(name, docstring) + body)
     return "\n\n".join(chunks)
@@ -78,6 +80,12 @@ def _import_group(statement: str) -> int:
 def _banner(name: str, docstring: str) -> str:
     comment = "\n".join(f"# {line}".rstrip() for line in docstring.splitlines())
     return f"# {'-' * 20} runtime: {name}.py {'-' * 20}\n{comment}\n\n"
+
+
+def _first_line(node: ast.stmt) -> int:
+    """A statement's first line, counting its decorators."""
+    decorators = getattr(node, "decorator_list", [])
+    return min([node.lineno, *(d.lineno for d in decorators)])
 
 
 def _is_docstring(node: ast.stmt) -> bool:

@@ -49,10 +49,8 @@ def resolve_precision(requested: str, device: torch.device) -> PrecisionPlan:
 def _cpu_precision(requested: str) -> PrecisionPlan:
     if requested == "bf16":
         return PrecisionPlan(torch.bfloat16, False)
-    warning = (
-        "warning: `precision = fp16` needs a GPU; training on the CPU with bf16 autocast instead"
-    )
-    return PrecisionPlan(torch.bfloat16, False, warning)
+    warning = "warning: `precision = fp16` needs a GPU; training on the CPU in fp32 instead"
+    return PrecisionPlan(None, False, warning)
 
 
 def autocast(

@@ -253,7 +253,9 @@ def _reached(step: int, max_steps: int | None) -> bool:
     return max_steps is not None and step >= max_steps
 
 
-def _forward_backward(trainer: Trainer, xb: torch.Tensor, yb: torch.Tensor, sync: bool) -> torch.Tensor:
+def _forward_backward(
+    trainer: Trainer, xb: torch.Tensor, yb: torch.Tensor, sync: bool
+) -> torch.Tensor:
     """Accumulate one micro-batch's gradients; DDP all-reduces only on the last one."""
     model = trainer.train_model
     skip_sync = isinstance(model, DistributedDataParallel) and not sync
@@ -347,7 +349,9 @@ def train(args: argparse.Namespace, ctx: DistContext) -> int:
             break
         start = time.perf_counter()
         train_loss, batches = train_one_epoch(trainer, epoch, args.max_steps)
-        record = epoch_record(trainer, epoch, train_loss, batches, time.perf_counter() - start, args)
+        record = epoch_record(
+            trainer, epoch, train_loss, batches, time.perf_counter() - start, args
+        )
         metrics.write(record)
         log(format_epoch_summary(record, epochs=args.epochs))
         if batches == len(trainer.train_loader) // GRAD_ACCUM * GRAD_ACCUM:
