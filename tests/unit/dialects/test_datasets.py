@@ -1,0 +1,84 @@
+"""The compiler's static dataset knowledge, and its agreement with the runtime loaders."""
+
+from __future__ import annotations
+
+import pytest
+
+from tensorloom.dialects.datasets import (
+    DatasetError,
+    DatasetInfo,
+    lookup_dataset,
+    synthetic_dataset,
+)
+
+
+def _info(name: str | None, **options: object) -> DatasetInfo:
+    result = lookup_dataset(name, options)  # type: ignore[arg-type]
+    assert isinstance(result, DatasetInfo), result
+    return result
+
+
+def _error(name: str | None, **options: object) -> DatasetError:
+    result = lookup_dataset(name, options)  # type: ignore[arg-type]
+    assert isinstance(result, DatasetError), result
+    return result
+
+
+def test_named_shapes_respect_flatten() -> None:
+    assert _info("digits").sample_shape == (1, 8, 8)
+    assert _info("digits", flatten=True).sample_shape == (64,)
+    assert _info("mnist", flatten=True).sample_shape == (784,)
+    cifar = _info("cifar10")
+    assert (cifar.sample_shape, cifar.num_classes, cifar.target_shape) == ((3, 32, 32), 10, ())
+
+
+def test_sequence_tasks_have_per_token_targets() -> None:
+    info = _info("reverse", vocab=32, length=20)
+    assert (info.sample_shape, info.target_shape, info.dtype) == ((20,), (20,), "i64")
+    assert (info.num_classes, info.task) == (32, "sequence")
+    assert _info("sort").sample_shape == (12,)
+
+
+def test_unknown_names_and_options_suggest_a_fix() -> None:
+    error = _error("mnits")
+    assert (error.code, error.help) == ("TL0701", "did you mean `mnist`?")
+    error = _error("digits", flaten=True)
+    assert (error.code, error.option, error.help) == ("TL0702", "flaten", "did you mean `flatten`?")
+
+
+def test_option_types_and_ranges_are_checked() -> None:
+    assert _error("digits", flatten=1).code == "TL0703"
+    assert _error("reverse", vocab=1).code == "TL0704"
+    assert _error("digits", val_fraction=1.5).option == "val_fraction"
+
+
+def test_file_sources() -> None:
+    assert _info("data/train.npz").sample_shape is None
+    annotated = _info("data/train.pt", sample_shape=[13], num_classes=3)
+    assert (annotated.sample_shape, annotated.num_classes) == ((13,), 3)
+    assert annotated.runtime_kwargs() == {}
+    assert _error("data/train.csv").code == "TL0706"
+    assert _error("data/train.parquet").code == "TL0705"
+
+
+def test_synthetic_takes_the_models_shapes() -> None:
+    assert _info(None).synthetic and _info(None).sample_shape is None
+    info = synthetic_dataset((784,), 10)
+    assert info.runtime_kwargs() == {"sample_shape": [784], "num_classes": 10}
+
+
+@pytest.mark.parametrize(
+    ("name", "options"),
+    [
+        ("digits", {}),
+        ("digits", {"flatten": True}),
+        ("copy", {"vocab": 8, "length": 5, "size": 50}),
+    ],
+)
+def test_static_shapes_match_what_the_runtime_loads(name: str, options: dict[str, object]) -> None:
+    from tensorloom.backends.runtime.data import load_dataset
+
+    info = _info(name, **options)
+    (x, y), _, runtime_info = load_dataset(name, **info.runtime_kwargs())
+    assert tuple(x.shape[1:]) == info.sample_shape and tuple(y.shape[1:]) == info.target_shape
+    assert runtime_info.num_classes == info.num_classes
