@@ -42,7 +42,12 @@ training-script lowering):
 A statement handler uses `line`, `indented`, `blank_lines`, `emit_function`
 (a `def` with its own name scope) and `emit_block` (a body of statements with
 inlining); an expression handler uses `value(operand)` for each operand it
-prints, and `call_arguments`. `require_import` adds to the sorted import block.
+prints, and `call_arguments`.
+
+Imports: `torch.import` / `torch.from_import` ops, plus what handlers ask for
+with `require_import`; a dotted name starting with a well-known module
+(`F.relu`, `nn.Linear`, `torch.cat`, `math.pi`) brings its import along
+(`require_import_for`). The printer sorts and merges them as isort would.
 """
 
 from __future__ import annotations
@@ -244,7 +249,13 @@ def _joined(parts: list[list[str]], separator: list[str]) -> list[list[str]]:
 
 OpT = TypeVar("OpT", bound=Operation)
 PRINTED_DIALECTS = frozenset(["torch", "triton"])
-FUNCTION_TO_MODULE = {"F": Import("torch.nn.functional", alias="F")}
+# The import a dotted name needs when it starts with one of these (`F.relu`, `nn.Linear`).
+WELL_KNOWN_IMPORTS = {
+    "F": Import("torch.nn.functional", alias="F"),
+    "nn": Import("torch", name="nn"),
+    "torch": Import("torch"),
+    "math": Import("math"),
+}
 
 
 class PythonPrinter:
@@ -289,6 +300,12 @@ class PythonPrinter:
         """Adds `import module [as alias]` or `from module import name`."""
         self.imports.add(Import(module, alias, name))
         self.scope.reserve(Import(module, alias, name).bound_name)
+
+    def require_import_for(self, dotted: str) -> None:
+        """The import of a well-known module that `dotted` starts with (`F.relu` -> F)."""
+        known = WELL_KNOWN_IMPORTS.get(dotted.split(".")[0])
+        if known is not None and "." in dotted:
+            self.imports.add(known)
 
     # ------------------------------------------------------------- extension
 
@@ -380,6 +397,7 @@ class PythonPrinter:
 
     @emit.register
     def _(self, op: t.ModuleClassOp) -> None:
+        self.require_import_for(op.base.data)
         self.line(f"class {op.sym_name.data}({op.base.data}):")
         with self.indented():
             if op.doc is not None:
@@ -414,6 +432,7 @@ class PythonPrinter:
     def _(self, op: t.SubmoduleOp) -> None:
         args = [a.data for a in op.args]
         names = [n.data for n in op.arg_names]
+        self.require_import_for(op.cls.data)
         call = PyExpr.call(op.cls.data, _with_keywords(args, names))
         self.line(f"self.{op.field_name.data} = {call.text}")
 
@@ -446,6 +465,7 @@ class PythonPrinter:
     def emit_function(self, op: t.MethodOp | t.DefOp, leading: Sequence[str]) -> None:
         """`def name(params):` and its body, in a fresh name scope."""
         for decorator in op.decorators:
+            self.require_import_for(decorator.data)
             self.line(f"@{decorator.data}")
         params = [*leading, *(_param(name, default) for name, default in op.params)]
         self.line(f"def {op.sym_name.data}({', '.join(params)}):")
@@ -599,13 +619,12 @@ class PythonPrinter:
 
     @expression.register
     def _(self, op: t.GlobalOp) -> PyExpr:
+        self.require_import_for(op.path.data)
         return PyExpr(op.path.data, Precedence.PRIMARY)
 
     @expression.register
     def _(self, op: t.CallFunctionOp) -> PyExpr:
-        module = FUNCTION_TO_MODULE.get(op.callee.data.split(".")[0])
-        if module is not None:
-            self.require_import(module.module, module.alias, module.name)
+        self.require_import_for(op.callee.data)
         return PyExpr.call(op.callee.data, self.call_arguments(op.args, op.keywords))
 
     @expression.register
@@ -686,7 +705,7 @@ class PythonPrinter:
 
     @expression.register
     def _(self, op: t.DropoutOp) -> PyExpr:
-        self.require_import("torch.nn.functional", alias="F")
+        self.require_import_for("F.dropout")
         x = self.value(op.input).at_least(Precedence.TERNARY)
         p = self.value(op.p).at_least(Precedence.TERNARY)
         return PyExpr.call("F.dropout", [x, f"p={p}", "training=self.training"])

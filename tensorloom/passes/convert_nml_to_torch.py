@@ -645,11 +645,11 @@ def _fields(model: nml.ModelOp, methods: Sequence[t.MethodOp]) -> list[Operation
 
 
 def script_of(module: ModuleOp) -> t.ScriptOp:
-    """The module's `torch.script`, created (with `import torch`, `from torch import nn`)."""
+    """The module's `torch.script`, created if absent (the printer adds the imports it needs)."""
     for op in module.body.block.ops:
         if isinstance(op, t.ScriptOp):
             return op
-    script = t.ScriptOp([t.ImportOp("torch"), t.FromImportOp("torch", ["nn"])], _source(module))
+    script = t.ScriptOp([], _source(module))
     Rewriter.insert_op(script, InsertPoint.at_start(module.body.block))
     return script
 

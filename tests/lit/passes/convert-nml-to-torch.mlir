@@ -42,8 +42,6 @@ builtin.module {
 }
 
 // CHECK:      torch.script from "net.tl" {
-// CHECK-NEXT:   torch.import "torch"
-// CHECK-NEXT:   torch.from_import "torch" ["nn"]
 // CHECK-NEXT:   torch.module_class @Block(d_model = "32", n_heads = "4", d_ff = "None") : "nn.Module" doc "The `Block` model from block.nml." {
 // CHECK-NEXT:     torch.param_default "d_ff" = "4 * d_model"
 // CHECK-NEXT:     torch.field "d_model" = "d_model"
