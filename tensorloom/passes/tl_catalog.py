@@ -20,6 +20,7 @@ from types import ModuleType
 
 HIDDEN_PARAMETERS = ("_semantic", "_generator", "_builder")
 SUBMODULES = ("math",)
+INTERPRETER_NAMES = ("semantic",)  # set on triton.language by TRITON_INTERPRET=1 runs
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +65,8 @@ def introspect(tl: ModuleType) -> Catalog:
     """The catalog of an imported `triton.language`."""
     functions: dict[str, Signature] = {}
     names: set[str] = set()
-    members = [(n, getattr(tl, n)) for n in dir(tl) if not n.startswith("_")]
+    members = [(n, getattr(tl, n)) for n in dir(tl)
+               if not n.startswith("_") and n not in INTERPRETER_NAMES]
     for sub in SUBMODULES:
         module = getattr(tl, sub)
         members += [(f"{sub}.{n}", getattr(module, n)) for n in dir(module)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -88,7 +89,9 @@ def test_static_catalog_matches_the_installed_triton_language() -> None:
     # A fresh process: running kernels under TRITON_INTERPRET=1 patches triton.language.
     code = ("import triton.language as tl; from tensorloom.passes import tl_catalog as c; "
             "print(c.static() == c.introspect(tl))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env=env)
     assert out.stdout.strip() == "True", \
         "regenerate: python -m tensorloom.passes.tl_catalog > tensorloom/passes/tl_catalog_data.py"
 
