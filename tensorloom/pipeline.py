@@ -84,6 +84,13 @@ def stages_until(name: str) -> list[Stage]:
     return [s for s in STAGES[: last + 1] if s.name in IR_STAGES]
 
 
+def python_source(module: ModuleOp) -> str:
+    """The `python` stage: the module's torch IR (after the `torch` stage) as a Python file."""
+    from tensorloom.backends.python_printer import print_python
+
+    return print_python(module)
+
+
 def missing_passes() -> list[str]:
     """Passes the stages list that no module has registered yet."""
     from tensorloom.passes import get_all_passes
