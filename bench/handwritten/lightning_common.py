@@ -38,8 +38,7 @@ def throughput_callback(pl: ModuleType, warmup_steps: int) -> Any:
     """A Callback that times the optimizer steps after the first `warmup_steps`.
 
     It synchronizes the GPU only when timing starts, at epoch boundaries and when
-    training ends, so it does not slow down the steps it measures; it resets the
-    peak-memory counter when timing starts, as `transformer_lm.py` does.
+    training ends, so it does not slow down the steps it measures.
     """
 
     class ThroughputCallback(pl.Callback):
@@ -54,8 +53,6 @@ def throughput_callback(pl: ModuleType, warmup_steps: int) -> Any:
         def on_train_batch_end(self, trainer: Any, *_: Any) -> None:
             if trainer.global_step == warmup_steps and self.start is None:
                 synchronize()
-                if torch.cuda.is_available():
-                    torch.cuda.reset_peak_memory_stats()
                 self.start = time.perf_counter()
                 self.first_timed = trainer.global_step
 

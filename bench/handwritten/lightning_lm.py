@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from lightning_common import import_lightning, skipped, throughput_callback, trainer_kwargs
 from torch.utils.data import DataLoader, TensorDataset
-from transformer_lm import LMConfig, TransformerLM, mode_label, parse_args
+from transformer_lm import LMConfig, TransformerLM, mode_label, model_label, parse_args
 
 
 def lightning_module(pl: ModuleType, cfg: LMConfig, compile_mode: str, fused: bool) -> Any:
@@ -64,6 +64,7 @@ def main(argv: list[str] | None = None) -> None:
     cfg = LMConfig(
         vocab=args.vocab, d_model=args.d_model, n_heads=args.heads, n_layers=args.layers,
         seq_len=args.seq_len, dropout=args.dropout, causal=not args.no_causal,
+        positions=not args.no_pos_emb,
     )  # fmt: skip
     on_cuda = args.device != "cpu" and torch.cuda.is_available()
     module = lightning_module(pl, cfg, args.compile, fused=on_cuda)
@@ -86,6 +87,7 @@ def main(argv: list[str] | None = None) -> None:
         "steps": timer.timed_steps,
         "batch_size": args.batch_size,
         "seq_len": cfg.seq_len,
+        "model": model_label(cfg),
         "device": torch.cuda.get_device_name() if on_cuda else "cpu",
         "torch": torch.__version__,
         "lightning": pl.__version__,

@@ -41,6 +41,7 @@ class LMConfig:
     seq_len: int = 256
     dropout: float = 0.1
     causal: bool = True
+    positions: bool = True
 
 
 class Block(nn.Module):
@@ -67,12 +68,18 @@ class Block(nn.Module):
 
 
 class TransformerLM(nn.Module):
-    """Token and learned position embeddings, `n_layers` blocks, a final norm and a head."""
+    """Token and learned position embeddings, `n_layers` blocks, a final norm and a head.
+
+    `causal=False, positions=False` is the model TensorLoom's `MultiHeadAttention`
+    and `Embedding` express (bidirectional self-attention, no position table): the
+    GPU suite runs that variant against the emitted script, so both train the same
+    model.
+    """
 
     def __init__(self, cfg: LMConfig) -> None:
         super().__init__()
         self.token_emb = nn.Embedding(cfg.vocab, cfg.d_model)
-        self.pos_emb = nn.Embedding(cfg.seq_len, cfg.d_model)
+        self.pos_emb = nn.Embedding(cfg.seq_len, cfg.d_model) if cfg.positions else None
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
         self.norm = nn.LayerNorm(cfg.d_model)
         self.head = nn.Linear(cfg.d_model, cfg.vocab)
@@ -81,7 +88,9 @@ class TransformerLM(nn.Module):
         self.register_buffer("positions", torch.arange(cfg.seq_len), persistent=False)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        x = self.token_emb(tokens) + self.pos_emb(self.positions)
+        x = self.token_emb(tokens)
+        if self.pos_emb is not None:
+            x = x + self.pos_emb(self.positions)
         for block in self.blocks:
             x = block(x, self.mask)
         return self.head(self.norm(x))
@@ -118,6 +127,7 @@ def synchronize(device: torch.device) -> None:
 
 
 def peak_memory(device: torch.device) -> int | None:
+    """The whole run's peak (warm-up and compilation included), as for the emitted script."""
     if device.type != "cuda":
         return None
     return torch.cuda.max_memory_allocated(device)
@@ -127,6 +137,12 @@ def mode_label(precision: str, compile_mode: str) -> str:
     if compile_mode == "none":
         return f"{precision} eager"
     return f"{precision}+compile({compile_mode})"
+
+
+def model_label(cfg: LMConfig) -> str:
+    attention = "causal" if cfg.causal else "bidirectional"
+    positions = "learned positions" if cfg.positions else "no positions"
+    return f"{cfg.n_layers}x d={cfg.d_model} h={cfg.n_heads}, {attention}, {positions}"
 
 
 def cycle(batches: list[tuple[torch.Tensor, torch.Tensor]]) -> Iterator[tuple[torch.Tensor, ...]]:
@@ -147,6 +163,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--vocab", type=int, default=8192)
     p.add_argument("--dropout", type=float, default=0.1)
     p.add_argument("--no-causal", action="store_true", help="full (not causal) attention")
+    p.add_argument("--no-pos-emb", action="store_true", help="no learned position embedding")
     p.add_argument("--warmup", type=int, default=30, help="untimed steps (compilation)")
     p.add_argument("--steps", type=int, default=100, help="timed steps")
     p.add_argument("--name", default="handwritten_lm")
@@ -160,6 +177,7 @@ def main(argv: list[str] | None = None) -> None:
     cfg = LMConfig(
         vocab=args.vocab, d_model=args.d_model, n_heads=args.heads, n_layers=args.layers,
         seq_len=args.seq_len, dropout=args.dropout, causal=not args.no_causal,
+        positions=not args.no_pos_emb,
     )  # fmt: skip
     model = TransformerLM(cfg).to(device)
     n_params = sum(p.numel() for p in model.parameters())
@@ -182,8 +200,6 @@ def main(argv: list[str] | None = None) -> None:
         step()
     synchronize(device)
     warmup_s = time.perf_counter() - start
-    if device.type == "cuda":
-        torch.cuda.reset_peak_memory_stats(device)
 
     start = time.perf_counter()
     loss = torch.zeros(())
@@ -206,6 +222,7 @@ def main(argv: list[str] | None = None) -> None:
         "steps": args.steps,
         "batch_size": args.batch_size,
         "seq_len": cfg.seq_len,
+        "model": model_label(cfg),
         "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
         "torch": torch.__version__,
         "data": "synthetic",

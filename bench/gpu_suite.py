@@ -1,0 +1,287 @@
+"""The GPU benchmark suite: emitted TensorLoom scripts against hand-written PyTorch and Lightning.
+
+One command on the GPU machine, after `python bench/prepare_gpu.py` compiled the
+emitted scripts here (the GPU machine has no xDSL):
+
+    python bench/gpu_suite.py --out $OUT/bench.jsonl
+
+It runs, one process each and within `--budget-s` seconds in all (default 530),
+the transformer LM (6 blocks, d=512, 8 heads, T=256, B=32) as hand-written
+PyTorch, as TensorLoom's emitted script and under Lightning, at fp32 eager, bf16
+eager, bf16 + torch.compile (default) and bf16 + compile (reduce-overhead), plus
+the emitted script at TensorLoom's default settings; then the MNIST-sized MLP as
+a hand-written DataLoader loop, as the emitted script and under Lightning. Every
+result is one JSON line in the output file (a run that failed or did not fit in
+the budget is a line with `error` or `skipped`); the markdown tables of
+`bench/report.py` are printed at the end.
+
+Throughput of an emitted script: the median `samples_per_s` of its epoch
+records after the first (which pays for compilation). Hand-written and
+Lightning scripts time steps after a warm-up themselves.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+HANDWRITTEN = BENCH / "handwritten"
+sys.path.insert(0, str(BENCH))
+
+import report  # noqa: E402
+from handwritten.mnist_idx import write_synthetic  # noqa: E402
+
+LM_BATCH = 32
+LM_SEQ_LEN = 256
+MLP_SAMPLES = 60_000
+LM_SETTINGS = {  # report label -> (precision, torch.compile mode)
+    "fp32 eager": ("fp32", "none"),
+    "bf16 eager": ("bf16", "none"),
+    "bf16+compile(default)": ("bf16", "default"),
+    "bf16+compile(reduce-overhead)": ("bf16", "reduce-overhead"),
+}
+# TensorLoom's LM has bidirectional self-attention and no position table.
+SAME_MODEL_AS_TL = ["--no-causal", "--no-pos-emb"]
+
+
+@dataclass
+class Job:
+    bench: str  # "lm" or "mlp"
+    impl: str  # "handwritten", "tensorloom" or "lightning"
+    setting: str
+    argv: list[str]
+    timeout_s: float
+    metrics: Path | None = None  # set for emitted scripts: their --metrics file
+    extra: dict[str, Any] = field(default_factory=dict[str, Any])
+
+
+@dataclass
+class Plan:
+    """What the jobs need: sizes, where the emitted scripts and the MNIST files are."""
+
+    generated: Path
+    data_root: Path
+    work: Path
+    smoke: bool
+
+
+def python(script: Path, *args: str) -> list[str]:
+    return [sys.executable, str(script), *args]
+
+
+def lm_size_args(plan: Plan) -> list[str]:
+    if plan.smoke:
+        tiny = "--batch-size 2 --seq-len 16 --d-model 32 --heads 4 --layers 2 --vocab 64"
+        return ["--device", "cpu", *tiny.split(), "--warmup", "1", "--steps", "2"]
+    return ["--device", "cuda", "--warmup", "30", "--steps", "200"]
+
+
+def mlp_size_args(plan: Plan) -> list[str]:
+    device = "cpu" if plan.smoke else "cuda"
+    samples = "512" if plan.smoke else str(MLP_SAMPLES)
+    epochs = "2" if plan.smoke else "5"
+    return ["--device", device, "--samples", samples, "--epochs", epochs,
+            "--data-root", str(plan.data_root)]  # fmt: skip
+
+
+def handwritten_lm_jobs(plan: Plan, impl: str, settings: list[str]) -> list[Job]:
+    script = HANDWRITTEN / ("transformer_lm.py" if impl == "handwritten" else "lightning_lm.py")
+    jobs: list[Job] = []
+    for setting in settings:
+        precision, mode = LM_SETTINGS[setting]
+        argv = python(script, "--precision", precision, "--compile", mode, *SAME_MODEL_AS_TL,
+                      *lm_size_args(plan))  # fmt: skip
+        jobs.append(Job("lm", impl, setting, argv, timeout_s=150))
+    return jobs
+
+
+def emitted_job(plan: Plan, variant: dict[str, Any], epochs: int) -> Job:
+    metrics = plan.work / f"{variant['name']}.metrics.jsonl"
+    argv = python(BENCH / "run_emitted.py", str(plan.generated / variant["script"]),
+                  "--epochs", str(epochs), "--metrics", str(metrics), "--seed", "0",
+                  "--checkpoint-dir", str(plan.work / f"ckpt_{variant['name']}"),
+                  "--data-root", str(plan.data_root),
+                  "--device", "cpu" if plan.smoke else "cuda")  # fmt: skip
+    if plan.smoke:
+        argv += ["--max-steps", "4"]
+    return Job(variant["bench"], "tensorloom", variant["setting"], argv, 180, metrics,
+               {"script": variant["script"]})  # fmt: skip
+
+
+def manifest(plan: Plan) -> dict[str, Any]:
+    path = plan.generated / "manifest.json"
+    if not path.is_file():
+        return {"compiler": None, "variants": []}
+    return json.loads(path.read_text())
+
+
+def emitted_jobs(plan: Plan, bench: str, settings: list[str]) -> list[Job]:
+    found = {v["setting"]: v for v in manifest(plan)["variants"] if v["bench"] == bench}
+    epochs = 4 if bench == "lm" else 5
+    jobs: list[Job] = []
+    for setting in settings:
+        variant = found.get(setting)
+        if variant is None or "error" in variant:
+            reason = "not compiled" if variant is None else "tlc compile failed"
+            jobs.append(Job(bench, "tensorloom", setting, [], 0, extra={"skipped": reason}))
+            continue
+        jobs.append(emitted_job(plan, variant, epochs))
+    return jobs
+
+
+def all_jobs(plan: Plan) -> list[Job]:
+    """In priority order: if the budget runs out, the last ones are skipped."""
+    # torch.compile on the CPU takes minutes: the smoke run keeps to eager settings.
+    paired = ["fp32 eager", "bf16 eager"] if plan.smoke else list(LM_SETTINGS)
+    jobs: list[Job] = []
+    for setting in paired:
+        jobs += handwritten_lm_jobs(plan, "handwritten", [setting])
+        jobs += emitted_jobs(plan, "lm", [setting])
+    jobs += emitted_jobs(
+        plan, "lm", ["TensorLoom defaults", "TensorLoom defaults, precision = bf16"]
+    )
+    mlp = mlp_size_args(plan)
+    jobs.append(Job("mlp", "handwritten", "DataLoader loop, fp32",
+                    python(HANDWRITTEN / "mlp_dataloader.py", *mlp), 120))  # fmt: skip
+    jobs += emitted_jobs(plan, "mlp", ["TensorLoom defaults"])
+    jobs += handwritten_lm_jobs(plan, "lightning", ["bf16 eager", "fp32 eager"])
+    jobs.append(Job("mlp", "lightning", "Lightning Trainer, fp32",
+                    python(HANDWRITTEN / "lightning_mlp.py", *mlp), 150))  # fmt: skip
+    if not plan.smoke:
+        jobs += handwritten_lm_jobs(plan, "lightning", ["bf16+compile(default)"])
+    return jobs
+
+
+# ---- running one job -------------------------------------------------------------------
+
+
+def last_json(text: str) -> dict[str, Any] | None:
+    for line in reversed(text.splitlines()):
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except json.JSONDecodeError:
+                continue
+    return None
+
+
+def read_metrics(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def emitted_result(job: Job, runner: dict[str, Any]) -> dict[str, Any]:
+    """Throughput from the epoch records after the first (compilation is in the first)."""
+    assert job.metrics is not None
+    records = read_metrics(job.metrics)
+    steady = [r["samples_per_s"] for r in records[1:]] or [r["samples_per_s"] for r in records]
+    if not steady:
+        return {"error": "the script wrote no epoch records"}
+    sps = statistics.median(steady)
+    result: dict[str, Any] = {
+        "samples_per_s": sps, "epochs_timed": len(steady),
+        "epoch_records": records, "peak_mem_bytes": runner.get("peak_mem_bytes"),
+        "wall_s": runner.get("wall_s"),
+    }  # fmt: skip
+    if job.bench == "lm":
+        result["tokens_per_s"] = sps * LM_SEQ_LEN
+        result["ms_per_step"] = 1000.0 * LM_BATCH / sps
+    else:
+        result["epoch_s"] = MLP_SAMPLES / sps
+    return result
+
+
+def run_job(job: Job, timeout_s: float, env: dict[str, str]) -> dict[str, Any]:
+    head: dict[str, Any] = {"bench": job.bench, "impl": job.impl, "setting": job.setting}
+    head.update({k: v for k, v in job.extra.items() if k != "skipped"})
+    if "skipped" in job.extra:
+        return {**head, "skipped": job.extra["skipped"]}
+    start = time.perf_counter()
+    try:
+        proc = subprocess.run(job.argv, capture_output=True, text=True, timeout=timeout_s,
+                              env=env, check=False)  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return {**head, "error": f"timed out after {timeout_s:.0f} s"}
+    head["process_s"] = time.perf_counter() - start
+    found = last_json(proc.stdout)
+    if proc.returncode != 0 or found is None:
+        tail = (proc.stderr or proc.stdout)[-1500:]
+        return {**head, "error": f"exit code {proc.returncode}: {tail}"}
+    if job.metrics is None:
+        return {**head, **found}
+    return {**head, **emitted_result(job, found)}
+
+
+def versions(compiler: str | None) -> dict[str, Any]:
+    info: dict[str, Any] = {
+        "kind": "env", "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "python": platform.python_version(), "host": platform.node(), "compiler": compiler,
+    }  # fmt: skip
+    probe = (
+        "import json, torch\n"
+        "out = {'torch': torch.__version__, 'cuda': torch.version.cuda,\n"
+        "       'device': torch.cuda.get_device_name() if torch.cuda.is_available() else 'cpu'}\n"
+        "for m in ('triton', 'lightning', 'pytorch_lightning'):\n"
+        "    try: out[m] = __import__(m).__version__\n"
+        "    except Exception: pass\n"
+        "print(json.dumps(out))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=False
+    )
+    info.update(last_json(proc.stdout) or {"probe_error": proc.stderr[-500:]})
+    return info
+
+
+def run_all(plan: Plan, out: Path, budget_s: float) -> list[dict[str, Any]]:
+    deadline = time.monotonic() + budget_s
+    env = {**os.environ, "TENSORLOOM_NO_DOWNLOAD": "1", "PYTHONUNBUFFERED": "1"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HANDWRITTEN), env.get("PYTHONPATH")]))
+    records = [versions(manifest(plan)["compiler"])]
+    out.write_text(json.dumps(records[0]) + "\n")
+    for job in all_jobs(plan):
+        left = deadline - time.monotonic()
+        if left < 30 and "skipped" not in job.extra:
+            job.extra["skipped"] = "time budget spent"
+        record = run_job(job, min(job.timeout_s, left), env)
+        records.append(record)
+        with out.open("a") as f:
+            f.write(json.dumps(record) + "\n")
+        print(report.one_line(record), flush=True)
+    return records
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("bench.jsonl"))
+    parser.add_argument("--budget-s", type=float, default=530.0)
+    parser.add_argument("--generated", type=Path, default=BENCH / "generated")
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes on the CPU (tests)")
+    args = parser.parse_args(argv)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="tl-bench-") as tmp:
+        work = Path(tmp)
+        train, test = (512, 128) if args.smoke else (MLP_SAMPLES, 10_000)
+        write_synthetic(work / "data" / "mnist", train=train, test=test)
+        plan = Plan(args.generated, work / "data", work, args.smoke)
+        records = run_all(plan, args.out, args.budget_s)
+    print()
+    print(report.render(records))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
