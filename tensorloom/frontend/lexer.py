@@ -31,14 +31,18 @@ _FAST = re.compile(
     r"|(?P<punct>\.\.\.|\*\*|->|\|>|==|!=|<=|>=|[-+*%@=<>()\[\]{},:]|\.(?![0-9])|/(?![/*])))"
 )
 _PUNCT_KINDS = dict(PUNCTUATION)
-_BRACKETS = frozenset({*OPENING, *CLOSING})
+_BRACKET_TEXTS = frozenset("()[]{}")  # str keys: hashing an Enum member runs Python code
 _BLANK = re.compile(r"[ \t\f]*")
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "\\": "\\", "'": "'", '"': '"'}
 TAB_WIDTH = 4
 
-# Hard keywords that can only start a statement: seeing one first on a line
-# inside brackets means a bracket was left open, so layout resumes there.
-_STATEMENT_STARTS = frozenset({"let", "fn", "def", "return", "import", "if", "elif", "else", "for"})
+# What can only start a statement: seeing one first on a line inside brackets
+# means a bracket was left open, so layout resumes there. Two names in a row
+# (`model Net`) and `@word` never occur inside an expression.
+_STATEMENT_START = re.compile(
+    r"[ \t\f]*(?:(?:let|fn|def|return|import|if|elif|else|for)\b"
+    r"|(?:model|train|layer)[ \t]+[^\W\d]|@[^\W\d])"
+)
 # Tokens after which `.5` would be an attribute access, not a float.
 _OPERAND_ENDS = frozenset({TokenKind.NAME, TokenKind.INT, TokenKind.FLOAT, TokenKind.STRING,
                            TokenKind.RPAREN, TokenKind.RBRACKET, TokenKind.RBRACE})
@@ -173,8 +177,7 @@ class Lexer:
             self.line_start = self.pos
 
     def next_line_starts_statement(self) -> bool:
-        word = _NAME.match(self.text, _BLANK.match(self.text, self.pos).end())  # type: ignore[union-attr]
-        return word is not None and word.group() in _STATEMENT_STARTS
+        return _STATEMENT_START.match(self.text, self.pos) is not None
 
     def at_line_end(self) -> bool:
         return self.pos >= len(self.text) or self.text[self.pos] == "\n"
@@ -213,13 +216,13 @@ class Lexer:
         if match is None:
             return False
         group = match.lastgroup or "punct"
-        text = match.group(group)
+        text = match[group]
         col = match.start(group) - self.line_start + 1
         kind = KEYWORDS.get(text, TokenKind.NAME) if group == "name" else _PUNCT_KINDS[text]
         token = Token(kind, text, Span(self.path, self.line, col, self.line, col + len(text)))
         self.tokens.append(token)
         self.pos = match.end()
-        if kind in _BRACKETS:
+        if text in _BRACKET_TEXTS:
             self.track_bracket(token)
         return True
 

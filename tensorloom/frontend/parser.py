@@ -139,6 +139,7 @@ class Parser:
         self.sink = sink
         self.pos = 0
         self.depth = 0
+        self.brackets: list[Token] = []  # opened and not yet closed, innermost last
 
     # ================================================================ helpers
 
@@ -179,16 +180,19 @@ class Parser:
             return self.advance()
         raise self.unexpected(f"`{word}`")
 
+    def open_bracket(self, kind: TokenKind) -> Token:
+        opener = self.expect(kind)
+        self.brackets.append(opener)
+        return opener
+
     def expect_close(self, opener: Token, closing: TokenKind, alternatives: str = "") -> Token:
         """The bracket that closes `opener`; an unclosed one is reported at `opener`."""
         if self.check(closing):
+            self.brackets.pop()
             return self.advance()
         found = self.peek()
         if found.kind in LAYOUT:
-            raise self.fail(Diagnostic.error(
-                "TL0102", f"unclosed `{opener.text}`",
-                Label(opener.span, f"this `{opener.text}` is never closed"),
-                help=f"add `{closing.value}`"))
+            raise self.unclosed(opener)
         raise self.fail(Diagnostic.error(
             "TL0101", f"expected {alternatives}`{closing.value}`, found {found.describe()}",
             Label(found.span, f"expected {alternatives}`{closing.value}`"),
@@ -204,10 +208,19 @@ class Parser:
         self.report(Diagnostic.error("TL0103", "expected `:` at the end of this line",
                                      Label(self.peek().span, "add `:` here")))
 
+    def unclosed(self, opener: Token) -> ParseError:
+        closing = {"(": ")", "[": "]", "{": "}"}[opener.text]
+        return self.fail(Diagnostic.error(
+            "TL0102", f"unclosed `{opener.text}`",
+            Label(opener.span, f"this `{opener.text}` is never closed"),
+            help=f"add `{closing}`"))
+
     def unexpected(self, what: str) -> ParseError:
         found = self.peek()
         if found.kind is TokenKind.ERROR:
             return ParseError("after a lexical error")
+        if found.kind in LAYOUT and self.brackets:
+            return self.unclosed(self.brackets[-1])  # the real cause of the early line end
         return self.fail(Diagnostic.error(
             "TL0101", f"expected {what}, found {found.describe()}",
             Label(found.span, f"expected {what}")))
@@ -245,9 +258,11 @@ class Parser:
 
     def recover(self, parse: Callable[[], T]) -> T | None:
         """Run one statement's rule; after an error, skip to the next statement."""
+        open_brackets = len(self.brackets)
         try:
             return parse()
         except ParseError:
+            del self.brackets[open_brackets:]
             self.synchronize()
             return None
 
@@ -411,7 +426,7 @@ class Parser:
 
     def parse_params(self) -> list[ast.Param]:
         """params = "(" [ param { "," param } [ "," ] ] ")" ;"""
-        opener = self.expect(TokenKind.LPAREN)
+        opener = self.open_bracket(TokenKind.LPAREN)
         params: list[ast.Param] = []
         while not self.check(TokenKind.RPAREN):
             params.append(self.parse_param())
@@ -434,7 +449,8 @@ class Parser:
         while self.match(TokenKind.DOT):
             parts.append(self.expect(TokenKind.NAME).text)
         dims: list[ast.Dim] | None = None
-        if opener := self.match(TokenKind.LBRACKET):
+        if self.check(TokenKind.LBRACKET):
+            opener = self.open_bracket(TokenKind.LBRACKET)
             dims = []
             while not self.check(TokenKind.RBRACKET):
                 dims.append(self.parse_dim())
@@ -811,7 +827,7 @@ class Parser:
 
     def parse_call(self, func: ast.Expr) -> ast.Call:
         """arguments = "(" [ argument { "," argument } [ "," ] ] ")" ;"""
-        opener = self.expect(TokenKind.LPAREN)
+        opener = self.open_bracket(TokenKind.LPAREN)
         call = ast.Call(func.span, func)
         while not self.check(TokenKind.RPAREN):
             self.parse_argument(call)
@@ -838,7 +854,7 @@ class Parser:
 
     def parse_index(self, value: ast.Expr) -> ast.Index:
         """index = "[" subscript { "," subscript } [ "," ] "]" ;"""
-        opener = self.expect(TokenKind.LBRACKET)
+        opener = self.open_bracket(TokenKind.LBRACKET)
         indices: list[ast.Expr] = []
         while not self.check(TokenKind.RBRACKET) or not indices:
             indices.append(self.parse_subscript())
@@ -882,7 +898,7 @@ class Parser:
 
     def parse_list(self) -> ast.ListExpr:
         """list = "[" [ expression { "," expression } [ "," ] ] "]" ;"""
-        opener = self.expect(TokenKind.LBRACKET)
+        opener = self.open_bracket(TokenKind.LBRACKET)
         elts, _ = self.parse_elements(opener, TokenKind.RBRACKET)
         return ast.ListExpr(self.span_from(opener), elts)
 
@@ -890,7 +906,7 @@ class Parser:
         """parenthesised = "(" [ expression { "," expression } [ "," ] ] ")" ;
 
         `(x)` is `x`; `()`, `(x,)` and `(x, y)` are tuples."""
-        opener = self.expect(TokenKind.LPAREN)
+        opener = self.open_bracket(TokenKind.LPAREN)
         elts, commas = self.parse_elements(opener, TokenKind.RPAREN)
         if len(elts) == 1 and not commas:
             return elts[0]
