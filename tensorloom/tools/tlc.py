@@ -95,6 +95,49 @@ def check(file: Path, fmt: Format) -> int:
     return exit_status(sink)
 
 
+def _bindings(_ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]) -> dict[str, int]:
+    bindings: dict[str, int] = {}
+    for text in values:
+        name, _, size = text.partition("=")
+        if not name.isidentifier() or not size.isdigit() or int(size) < 1:
+            raise click.BadParameter(f"expected NAME=SIZE such as T=512, got `{text}`")
+        bindings[name] = int(size)
+    return bindings
+
+
+def _gpu_memory(_ctx: click.Context, _param: click.Parameter, value: str | None) -> int | None:
+    from tensorloom.analysis.memory import parse_size
+
+    size = None if value is None else parse_size(value)
+    if value is not None and size is None:
+        raise click.BadParameter(f"expected a size such as 80GB, got `{value}`")
+    return size
+
+
+@cli.command()
+@FILE_ARGUMENT
+@click.option("--batch-size", type=click.IntRange(min=1), help="default: the train block's")
+@click.option("--precision", type=click.Choice(["fp32", "fp16", "bf16"]),
+              help="default: the train block's, else fp32")
+@click.option("--optimizer", type=click.Choice(["Adam", "AdamW", "SGD", "SGD+momentum", "RMSprop",
+              "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam"]),
+              help="default: the train block's, else Adam")
+@click.option("-D", "bindings", multiple=True, callback=_bindings, metavar="NAME=SIZE",
+              help="bind a symbolic dim, e.g. -D T=512 (repeatable)")
+@click.option("--gpu-memory", callback=_gpu_memory, help="warn when the budget exceeds it (80GB)")
+@click.option("--checkpointing", is_flag=True, help="budget with activation checkpointing")
+@click.option("--json", "as_json", is_flag=True, help="print the profile as JSON")
+@compiler_command
+def info(file: Path, batch_size: int | None, precision: str | None, optimizer: str | None,
+         bindings: dict[str, int], gpu_memory: int | None, checkpointing: bool,
+         as_json: bool) -> int:  # fmt: skip
+    """Parameters, FLOPs, activations and the training-memory budget of each model."""
+    from tensorloom.analysis.report import InfoRequest, run_info
+
+    request = InfoRequest(batch_size, precision, optimizer, bindings, gpu_memory, checkpointing)
+    return run_info(file, request, as_json)
+
+
 def main() -> None:
     cli(prog_name="tlc")
 

@@ -1,0 +1,178 @@
+"""The GPU memory one training step needs: weights, gradients, optimizer state, activations.
+
+    b = training_budget(profile, Training(precision="bf16", optimizer="AdamW", loss="CrossEntropy"))
+    b.terms()        # {"weights": ..., "gradients": ..., "optimizer state": ..., ...}
+    b.peak           # what torch.cuda.max_memory_allocated() should report
+    b.total          # the peak plus the CUDA context: what the GPU must hold
+
+Assumptions (docs/info.md says more):
+- Weights, gradients and optimizer state are fp32 whatever the precision: AMP
+  keeps fp32 master weights. Optimizer state is a multiple of the weights
+  (Adam/AdamW 2, SGD with momentum 1, without 0, RMSprop 1, ...), and a
+  `foreach` step allocates temporaries of that size too (`STEP_TEMPORARIES`).
+- Under AMP, autocast keeps a fp16/bf16 copy of every matmul weight until
+  backward (2 bytes per such parameter).
+- The loss saves its fp32 log-probabilities (CrossEntropy) or its inputs
+  (regression losses); backward starts with the gradient of the largest
+  tensor twice over (incoming and outgoing).
+- The step's peak is the larger of two moments: the start of backward (all
+  activations alive, no gradients yet: `zero_grad` sets them to None) and the
+  optimizer step (gradients, state and temporaries, activations freed).
+- cuBLAS keeps a 32 MiB workspace per thread on Hopper (the forward's and
+  autograd's): 64 MiB. The CUDA context (about 512 MiB) is outside
+  PyTorch's allocator; it is in `total`, not in `peak`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from tensorloom.analysis.profile import ModelProfile
+from tensorloom.dialects.shapes import concrete
+
+MiB = 1 << 20
+WORKSPACE_BYTES = 64 * MiB
+CUDA_CONTEXT_BYTES = 512 * MiB
+FP32 = 4
+
+
+@dataclass(frozen=True, slots=True)
+class OptimizerModel:
+    state: int  # fp32 tensors of the parameters' size kept between steps
+    temporaries: int  # fp32 parameter-sized tensors a foreach step allocates
+
+
+OPTIMIZERS: dict[str, OptimizerModel] = {
+    "Adam": OptimizerModel(2, 1),
+    "AdamW": OptimizerModel(2, 1),
+    "SGD": OptimizerModel(0, 0),
+    "SGD+momentum": OptimizerModel(1, 0),
+    "RMSprop": OptimizerModel(1, 1),
+    "Adagrad": OptimizerModel(1, 1),
+    "Adadelta": OptimizerModel(2, 2),
+    "Adamax": OptimizerModel(2, 1),
+    "NAdam": OptimizerModel(2, 1),
+    "RAdam": OptimizerModel(2, 1),
+}
+"""Optimizer state and step temporaries, in multiples of the fp32 weights."""
+
+LOSS_SAVES = {"CrossEntropy": 1, "NLL": 0, "MSE": 2, "L1": 2, "SmoothL1": 2, "Huber": 2,
+              "BCE": 2, "BCEWithLogits": 2, "KLDiv": 2}  # fmt: skip
+"""fp32 tensors of the model output's size the loss saves for backward."""
+
+
+@dataclass(frozen=True, slots=True)
+class Training:
+    precision: str = "fp32"
+    optimizer: str = "Adam"
+    loss: str | None = None
+    checkpointing: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryBudget:
+    """The terms of one training step's memory, in bytes."""
+
+    weights: int
+    gradients: int
+    optimizer_state: int
+    activations: int
+    activations_checkpointed: int
+    weight_casts: int
+    loss: int
+    backward_working: int
+    step_temporaries: int
+    output: int
+    workspace: int
+    cuda_context: int
+    checkpointing: bool
+
+    def terms(self) -> dict[str, int]:
+        """The budget as a sum: every term alive at once (an upper bound)."""
+        act = self.activations_checkpointed if self.checkpointing else self.activations
+        return {
+            "weights": self.weights,
+            "gradients": self.gradients,
+            "optimizer state": self.optimizer_state,
+            "activations": act + self.weight_casts + self.loss + self.output,
+            "workspace": self.workspace,
+            "cuda context": self.cuda_context,
+        }
+
+    @property
+    def backward_peak(self) -> int:
+        act = self.activations_checkpointed if self.checkpointing else self.activations
+        live = act + self.weight_casts + self.loss + self.output + self.backward_working
+        return self.weights + self.optimizer_state + live
+
+    @property
+    def step_peak(self) -> int:
+        state = self.gradients + self.optimizer_state + self.step_temporaries
+        return self.weights + state + self.output
+
+    @property
+    def peak(self) -> int:
+        """The predicted `torch.cuda.max_memory_allocated()` of a training step."""
+        return max(self.backward_peak, self.step_peak) + self.workspace
+
+    @property
+    def total(self) -> int:
+        return self.peak + self.cuda_context
+
+    def dominant(self) -> str:
+        terms = self.terms()
+        return max(terms, key=lambda k: terms[k])
+
+
+def training_budget(profile: ModelProfile, training: Training) -> MemoryBudget | None:
+    """The budget, or None while the activations are unknown (unbound dims)."""
+    act = profile.activation_bytes
+    if act is None or profile.output_bytes is None or profile.largest_tensor_bytes is None:
+        return None
+    weights = profile.params * FP32
+    optimizer = OPTIMIZERS.get(training.optimizer, OPTIMIZERS["Adam"])
+    out_elems = _elements(profile)
+    loss = LOSS_SAVES.get(training.loss or "", 0) * out_elems * FP32
+    largest = max(profile.largest_tensor_bytes, out_elems * FP32 if training.loss else 0)
+    amp = training.precision != "fp32"
+    return MemoryBudget(
+        weights=weights,
+        gradients=weights,
+        optimizer_state=optimizer.state * weights,
+        activations=act,
+        activations_checkpointed=profile.checkpointed_activation_bytes or act,
+        weight_casts=profile.low_precision_params * 2 if amp else 0,
+        loss=loss,
+        backward_working=2 * largest,
+        step_temporaries=optimizer.temporaries * weights,
+        output=profile.output_bytes,
+        workspace=WORKSPACE_BYTES,
+        cuda_context=CUDA_CONTEXT_BYTES,
+        checkpointing=training.checkpointing,
+    )
+
+
+def _elements(profile: ModelProfile) -> int:
+    dims = concrete(profile.output_shape)
+    return math.prod(dims) if dims is not None else 0
+
+
+def optimizer_key(name: str, momentum: float | None = None) -> str:
+    """`SGD` with a non-zero momentum has one buffer per parameter."""
+    if name == "SGD" and momentum:
+        return "SGD+momentum"
+    return name
+
+
+def parse_size(text: str) -> int | None:
+    """`80GB`, `80G`, `80GiB`, `24000MB` -> bytes (GB and GiB both 2**30: GPU makers' use)."""
+    units = {"": 1, "B": 1, "K": 1 << 10, "M": MiB, "G": 1 << 30, "T": 1 << 40}
+    stripped = text.strip().upper().removesuffix("IB").removesuffix("B")
+    number = stripped.rstrip("KMGT")
+    unit = stripped[len(number) :]
+    try:
+        value = float(number)
+    except ValueError:
+        return None
+    return int(value * units[unit]) if unit in units and value > 0 else None

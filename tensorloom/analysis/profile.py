@@ -1,0 +1,339 @@
+"""The static profile of a model: per layer output shape, parameters, FLOPs, activations.
+
+    profile = profile_file(Path("train_lm.tl"), ProfileOptions(batch_size=32))
+    net = profile.models[0]
+    net.params                    # 27,312,128: every declared layer, counted once
+    net.layers[1].kind            # "LMBlock", with its own `layers`
+    net.flops, net.activation_bytes
+
+Parameters come from the declarations (a layer never applied still has
+weights; one applied twice has them once). FLOPs and activation bytes follow
+the layer catalogue's conventions (see tensorloom/dialects/layers) and
+`op_costs` for builtins; they need concrete shapes, so every symbolic dim must
+be bound (the batch, by `--batch-size`; others by `-D T=512`), and the dims
+left unbound are listed in `unknown`. A tensor that two layers save (one its
+output, the next its input) is counted once, at the first layer that saves it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from xdsl.dialects.builtin import ModuleOp
+
+from tensorloom.analysis.op_costs import FP32_UNDER_AUTOCAST, RESULT, op_cost
+from tensorloom.analysis.trace import Step, TensorKey, Trace, trace_instantiation
+from tensorloom.dialects.layers import BoundLayer, lookup
+from tensorloom.dialects.nml import DropoutOp, LayerOp, ModelOp
+from tensorloom.dialects.shapes import Shape, concrete
+from tensorloom.passes.model_env import (
+    Env,
+    bind_layer,
+    layers_of,
+    model_env,
+    models_of,
+    nested_overrides,
+)
+from tensorloom.passes.shape_inference import MAX_DEPTH, Instantiation, instantiations
+from tensorloom.pipeline import Compilation, compile_file
+
+PRECISION_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileOptions:
+    batch_size: int | None = None
+    precision: str = "fp32"
+    bindings: Mapping[str, int] = field(default_factory=dict[str, int])
+
+
+@dataclass(slots=True)
+class LayerProfile:
+    """One layer application (or builtin op, with `name` ""), or an unused layer."""
+
+    name: str
+    kind: str
+    output_shape: Shape
+    params: int
+    flops: int | None
+    activation_bytes: int | None
+    layers: list[LayerProfile] = field(default_factory=list["LayerProfile"])
+    unused: bool = False
+
+
+@dataclass(slots=True)
+class ModelProfile:
+    """One instantiation: the totals and the layers, in the order the forward runs them."""
+
+    name: str
+    model: str
+    params: int
+    input_shapes: list[Shape]
+    output_shape: Shape
+    layers: list[LayerProfile]
+    flops: int | None
+    activation_bytes: int | None  # saved for backward, each tensor once; the input batch too
+    output_bytes: int | None
+    largest_tensor_bytes: int | None
+    checkpointed_activation_bytes: int | None
+    low_precision_params: int  # weights autocast copies to fp16/bf16 for the forward
+    unknown: list[str]  # symbolic dims left unbound; "?" for a dim nothing determines
+    input_integer: bool = False
+    errors: list[str] = field(default_factory=list[str])
+
+
+@dataclass
+class Costing:
+    """Costs the steps of one trace in order, remembering each saved tensor once."""
+
+    trace: Trace
+    precision: str
+    models: Mapping[str, ModelOp]
+    dtypes: dict[TensorKey, int] = field(default_factory=dict[TensorKey, int])
+    saved: set[tuple[TensorKey, int]] = field(default_factory=set[tuple[TensorKey, int]])
+    unknown: set[str] = field(default_factory=set[str])
+    seen_layers: set[tuple[int, ...]] = field(default_factory=set[tuple[int, ...]])
+    low_params: int = 0
+    largest: int = 0
+
+    @property
+    def amp(self) -> bool:
+        return self.precision != "fp32"
+
+    def concrete(self, shape: Shape) -> tuple[int, ...] | None:
+        resolved = self.trace.shape(shape)
+        dims = concrete(resolved)
+        if dims is None:
+            self.unknown.update(_unknown_dims(resolved))
+        return dims
+
+    def once(self, key: TensorKey, size: int) -> int:
+        if size == 0 or (key, size) in self.saved:
+            return 0
+        self.saved.add((key, size))
+        return size
+
+    def dtype(self, key: TensorKey, integer: bool = False) -> int:
+        return self.dtypes.get(key, 8 if integer else 4)
+
+    # --- steps ----------------------------------------------------------------------------
+
+    def steps(self, steps: Sequence[Step], path: tuple[int, ...]) -> list[LayerProfile]:
+        return [self.step(s, path) for s in steps]
+
+    def step(self, step: Step, path: tuple[int, ...]) -> LayerProfile:
+        here = (*path, id(step.layer)) if step.layer is not None else path
+        params = 0 if here in self.seen_layers else step.params
+        self.seen_layers.add(here)
+        if step.model is not None:
+            return self.nested(step, here, params)
+        if step.bound is not None:
+            return self.layer(step, step.bound, params)
+        return self.op(step)
+
+    def nested(self, step: Step, here: tuple[int, ...], params: int) -> LayerProfile:
+        children = self.steps(step.children, here)
+        if step.model is not None and step.env is not None:
+            children += unused_layers(step.model, step.env, step.children, self.models)
+        flops = _sum([c.flops for c in children])
+        act = _sum([c.activation_bytes for c in children])
+        shape = self.trace.shape(step.output)
+        return LayerProfile(step.name, step.kind, shape, params, flops, act, children)
+
+    def layer(self, step: Step, bound: BoundLayer, params: int) -> LayerProfile:
+        shape = self.trace.shape(step.output)
+        ins, out = self.concrete(step.inputs[0] if step.inputs else None), self.concrete(shape)
+        if ins is None or out is None:
+            return LayerProfile(step.name, step.kind, shape, params, None, None)
+        in_dtype = self.dtype(step.input_keys[0], step.integer_input)
+        compute = self.compute_bytes(bound, in_dtype)
+        saved = bound.spec.saved_tensors(bound, ins, out, compute)
+        act = saved.extra_bytes + self.once(step.input_keys[0], saved.input_bytes)
+        act += self.once(step.output_key, saved.output_bytes)
+        self.produced(step.output_key, out, compute)
+        if bound.spec.autocast == "low" and params:
+            self.low_params += params
+        flops = bound.spec.flops(bound, ins, out)
+        return LayerProfile(step.name, step.kind, shape, params, flops, act)
+
+    def compute_bytes(self, bound: BoundLayer, in_dtype: int) -> int:
+        """The element size a layer computes in: its input's, or autocast's choice."""
+        if in_dtype == 8:
+            return 4  # integer indices (Embedding): the fp32 weights decide
+        if not self.amp or bound.spec.autocast == "input":
+            return in_dtype
+        return 4 if bound.spec.autocast == "fp32" else PRECISION_BYTES[self.precision]
+
+    def produced(self, key: TensorKey, shape: tuple[int, ...], dtype: int) -> None:
+        self.dtypes[key] = dtype
+        self.largest = max(self.largest, math.prod(shape) * dtype)
+
+    def op(self, step: Step) -> LayerProfile:
+        shape = self.trace.shape(step.output)
+        out = self.concrete(shape)
+        ins = [None if s is None else self.concrete(s) for s in step.inputs]
+        if out is None or any(s is None for s, i in zip(ins, step.inputs, strict=True) if i):
+            return LayerProfile("", step.kind, shape, 0, None, None)
+        p = step.op.p.value.data if isinstance(step.op, DropoutOp) else 0.0
+        cost = op_cost(step.kind, ins, out, p)
+        dtype = self.op_dtype(step)
+        act = cost.mask_bytes
+        for index in cost.saved:
+            act += self.saved_operand(step, index, ins, out, dtype)
+        self.produced(step.output_key, out, dtype)
+        return LayerProfile("", step.kind, shape, 0, cost.flops, act)
+
+    def op_dtype(self, step: Step) -> int:
+        if self.amp and step.kind in FP32_UNDER_AUTOCAST:
+            return 4
+        if self.amp and step.kind == "matmul":
+            return PRECISION_BYTES[self.precision]
+        floats = [
+            self.dtype(k)
+            for k, s in zip(step.input_keys, step.inputs, strict=True)
+            if s is not None and self.dtype(k) != 8
+        ]
+        return max(floats, default=4)
+
+    def saved_operand(
+        self,
+        step: Step,
+        index: int,
+        ins: list[tuple[int, ...] | None],
+        out: tuple[int, ...],
+        dtype: int,
+    ) -> int:
+        if index == RESULT:
+            return self.once(step.output_key, math.prod(out) * dtype)
+        shape = ins[index]
+        key = step.input_keys[index]
+        own = dtype if step.kind == "matmul" else self.dtype(key)
+        return self.once(key, math.prod(shape or ()) * own)
+
+
+def _unknown_dims(shape: Shape) -> list[str]:
+    if shape is None:
+        return ["?"]
+    return [d if isinstance(d, str) else "?" for d in shape if not isinstance(d, int)]
+
+
+def _sum(values: Sequence[int | None]) -> int | None:
+    if any(v is None for v in values):
+        return None
+    return sum(v for v in values if v is not None)
+
+
+# --- the driver -----------------------------------------------------------------------------
+
+
+def profile_file(path: Path, options: ProfileOptions) -> tuple[Compilation, list[ModelProfile]]:
+    """Check `path` (the `nml` stage) and profile every instantiation, if it is clean."""
+    result = compile_file(path, until="nml")
+    if result.module is None or not result.ok:
+        return result, []
+    return result, profile_module(result.module, options)
+
+
+def profile_module(module: ModuleOp, options: ProfileOptions) -> list[ModelProfile]:
+    models = models_of(module)
+    found = [
+        profile_instantiation(inst, models, options) for inst in instantiations(module, models)
+    ]
+    return [p for p in found if p is not None]
+
+
+def profile_instantiation(
+    inst: Instantiation, models: dict[str, ModelOp], options: ProfileOptions
+) -> ModelProfile | None:
+    params = declared_params(inst.model, inst.env, models)
+    trace = trace_instantiation(inst, models, options.bindings, options.batch_size)
+    name, kind = inst.name, inst.model.sym_name.data
+    if trace is None:
+        return ModelProfile(name, kind, params, [], None, [], None, None, None, None, None, 0, [])
+    if isinstance(trace, list):
+        errors = [m.message for m in trace]
+        return ModelProfile(name, kind, params, [], None, [], None, None, None, None, None, 0, [],
+                            errors=errors)  # fmt: skip
+    return _summarize(trace, Costing(trace, options.precision, models), inst, params)
+
+
+def _summarize(trace: Trace, costing: Costing, inst: Instantiation, params: int) -> ModelProfile:
+    layers = costing.steps(trace.steps, ())
+    layers += unused_layers(inst.model, inst.env, trace.steps, costing.models)
+    inputs = [trace.shape(s) for s in trace.inputs]
+    act = _sum([c.activation_bytes for c in layers])
+    data = _input_bytes(costing, trace, inputs)
+    act = None if act is None or data is None else act + data
+    output = trace.shape(trace.output)
+    out = costing.concrete(output)
+    out_bytes = None
+    if out is not None and trace.output_key is not None:
+        out_bytes = math.prod(out) * costing.dtype(trace.output_key)
+    flops = _sum([c.flops for c in layers])
+    return ModelProfile(
+        trace.name, trace.model, params, inputs, output, layers, flops, act, out_bytes,
+        costing.largest if act is not None else None,
+        _checkpointed(costing, trace, layers) if act is not None else None,
+        costing.low_params, sorted(costing.unknown), trace.input_integer,
+    )  # fmt: skip
+
+
+def _input_bytes(costing: Costing, trace: Trace, inputs: list[Shape]) -> int | None:
+    """The input batch on the device (an Embedding that saves it counts it already)."""
+    total = 0
+    for index, shape in enumerate(inputs):
+        dims = costing.concrete(shape)
+        if dims is None:
+            return None
+        size = 8 if trace.input_integer and index == 0 else 4
+        total += costing.once(trace.input_key(index), math.prod(dims) * size)
+    return total
+
+
+def _checkpointed(costing: Costing, trace: Trace, layers: list[LayerProfile]) -> int:
+    """Activations when each top-level nested model is checkpointed: the others'
+    saved tensors, each block's input, and one block's recomputed activations."""
+    blocks = [(s, p) for s, p in zip(trace.steps, layers, strict=False) if s.model is not None]
+    kept = sum(p.activation_bytes or 0 for s, p in zip(trace.steps, layers, strict=False)
+               if s.model is None)  # fmt: skip
+    if not blocks:
+        return kept
+    inputs = 0
+    for step, _ in blocks:
+        dims = concrete(trace.shape(step.inputs[0] if step.inputs else None)) or ()
+        inputs += math.prod(dims) * costing.dtype(step.input_keys[0])
+    return kept + inputs + max(p.activation_bytes or 0 for _, p in blocks)
+
+
+# --- declarations ---------------------------------------------------------------------------
+
+
+def declared_params(model: ModelOp, env: Env, models: Mapping[str, ModelOp], depth: int = 0) -> int:
+    """Every parameter of the model as PyTorch counts it: each declared layer once."""
+    return sum(layer_params(layer, env, models, depth) for layer in layers_of(model).values())
+
+
+def layer_params(layer: LayerOp, env: Env, models: Mapping[str, ModelOp], depth: int = 0) -> int:
+    """A catalogue layer's parameters, or a nested model's under the config it is given."""
+    nested = models.get(layer.kind.data)
+    if nested is None or lookup(layer.kind.data) is not None or depth > MAX_DEPTH:
+        bound = bind_layer(layer, env)
+        return bound.spec.param_count(bound) if bound is not None else 0
+    overrides = nested_overrides(layer, nested, env)
+    inner = model_env(nested, overrides if isinstance(overrides, dict) else {})
+    return declared_params(nested, inner, models, depth + 1)
+
+
+def unused_layers(
+    model: ModelOp, env: Env, steps: Sequence[Step], models: Mapping[str, ModelOp]
+) -> list[LayerProfile]:
+    """Layers the forward never applies: their parameters exist all the same."""
+    used = {s.name for s in steps if s.name}
+    return [
+        LayerProfile(name, layer.kind.data, None, layer_params(layer, env, models), 0, 0, True)
+        for name, layer in layers_of(model).items()
+        if name not in used
+    ]

@@ -1,0 +1,300 @@
+"""`tlc info FILE`: each model's profile and training-memory budget, as a table or JSON.
+
+    $ tlc info train_lm.tl --batch-size 32 --precision bf16 --gpu-memory 24GB
+    $ tlc info block.nml -D B=8 -D T=512 --json
+
+Settings come from the command line, else from the train block that trains
+the instance (`batch_size`, `precision`, `optimizer`, `loss`), else the
+defaults (fp32, Adam, no loss, the batch left symbolic).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from xdsl.dialects.builtin import ModuleOp
+
+from tensorloom.analysis.memory import (
+    OPTIMIZERS,
+    MemoryBudget,
+    Training,
+    optimizer_key,
+    training_budget,
+)
+from tensorloom.analysis.profile import (
+    LayerProfile,
+    ModelProfile,
+    ProfileOptions,
+    profile_instantiation,
+)
+from tensorloom.diagnostics import render_json, render_text
+from tensorloom.dialects import train
+from tensorloom.dialects.shapes import Shape, format_shape
+from tensorloom.passes.model_env import CallValue, evaluate, models_of
+from tensorloom.passes.shape_inference import Instantiation, instantiations
+from tensorloom.pipeline import Compilation, compile_file
+
+
+@dataclass(frozen=True, slots=True)
+class InfoRequest:
+    """What the command line asked for; None means "from the train block, else default"."""
+
+    batch_size: int | None = None
+    precision: str | None = None
+    optimizer: str | None = None
+    bindings: Mapping[str, int] = field(default_factory=dict[str, int])
+    gpu_memory: int | None = None
+    checkpointing: bool = False
+
+
+@dataclass(slots=True)
+class ModelInfo:
+    profile: ModelProfile
+    training: Training
+    batch_size: int | None
+    budget: MemoryBudget | None
+
+
+# --- settings ---------------------------------------------------------------------------------
+
+
+def train_settings(module: ModuleOp, instance: str) -> dict[str, Any]:
+    """The train block's `batch_size`, `precision`, `optimizer` and `loss` for an instance."""
+    for op in module.walk():
+        if isinstance(op, train.LoopOp) and op.model.root_reference.data == instance:
+            return {key: evaluate(s.value, {}) for key, s in op.settings().items()}
+    return {}
+
+
+def _optimizer(value: object) -> str | None:
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, CallValue):
+        return None
+    momentum = dict(value.kwargs).get("momentum")
+    return optimizer_key(value.name, momentum if isinstance(momentum, int | float) else None)
+
+
+def _name(value: object) -> str | None:
+    return value.name if isinstance(value, CallValue) else value if isinstance(value, str) else None
+
+
+def model_info(inst: Instantiation, module: ModuleOp, request: InfoRequest) -> ModelInfo | None:
+    settings = train_settings(module, inst.name)
+    batch = request.batch_size or _int(settings.get("batch_size"))
+    precision = request.precision or _name(settings.get("precision")) or "fp32"
+    optimizer = request.optimizer or _optimizer(settings.get("optimizer")) or "Adam"
+    training = Training(precision, optimizer, _name(settings.get("loss")), request.checkpointing)
+    options = ProfileOptions(batch, precision, request.bindings)
+    profile = profile_instantiation(inst, models_of(module), options)
+    if profile is None:
+        return None
+    return ModelInfo(profile, training, batch, training_budget(profile, training))
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def info_models(module: ModuleOp, request: InfoRequest) -> list[ModelInfo]:
+    found = [model_info(i, module, request) for i in instantiations(module, models_of(module))]
+    return [f for f in found if f is not None]
+
+
+# --- the command -------------------------------------------------------------------------------
+
+
+def run_info(path: Path, request: InfoRequest, as_json: bool = False) -> int:
+    """Print the profile of every model in `path`; the exit status (1 on errors)."""
+    result = compile_file(path, until="nml")
+    infos = info_models(result.module, request) if result.module and result.ok else []
+    if as_json:
+        print(json.dumps(to_json(result, infos, request), indent=2))
+        return 0 if result.ok else 1
+    diagnostics = result.sink.sorted()
+    if diagnostics:
+        sys.stderr.write(render_text.render_all(diagnostics, result.sources))
+    if result.ok:
+        render(infos, request, Console(highlight=False, width=120))
+    return 0 if result.ok else 1
+
+
+# --- JSON -----------------------------------------------------------------------------------------
+
+
+def to_json(result: Compilation, infos: list[ModelInfo], request: InfoRequest) -> dict[str, Any]:
+    return {
+        "ok": result.ok,
+        "diagnostics": [render_json.to_dict(d) for d in result.sink.sorted()],
+        "models": [model_json(i, request) for i in infos],
+    }
+
+
+def model_json(info: ModelInfo, request: InfoRequest) -> dict[str, Any]:
+    p = info.profile
+    return {
+        "name": p.name,
+        "model": p.model,
+        "params": p.params,
+        "flops": p.flops,
+        "activation_bytes": p.activation_bytes,
+        "input_shapes": [shape_json(s) for s in p.input_shapes],
+        "input_dtype": "int64" if p.input_integer else "float32",
+        "output_shape": shape_json(p.output_shape),
+        "unknown_dims": p.unknown,
+        "errors": p.errors,
+        "settings": {
+            "batch_size": info.batch_size,
+            "precision": info.training.precision,
+            "optimizer": info.training.optimizer,
+            "loss": info.training.loss,
+            "bindings": dict(request.bindings),
+        },
+        "memory": budget_json(info.budget, request),
+        "layers": [layer_json(layer) for layer in p.layers],
+    }
+
+
+def shape_json(shape: Shape) -> list[int | str | None] | None:
+    return None if shape is None else list(shape)
+
+
+def layer_json(layer: LayerProfile) -> dict[str, Any]:
+    found: dict[str, Any] = {
+        "name": layer.name,
+        "kind": layer.kind,
+        "output_shape": shape_json(layer.output_shape),
+        "params": layer.params,
+        "flops": layer.flops,
+        "activation_bytes": layer.activation_bytes,
+    }
+    if layer.unused:
+        found["unused"] = True
+    if layer.layers:
+        found["layers"] = [layer_json(child) for child in layer.layers]
+    return found
+
+
+def budget_json(budget: MemoryBudget | None, request: InfoRequest) -> dict[str, Any] | None:
+    if budget is None:
+        return None
+    return {
+        "weights": budget.weights,
+        "gradients": budget.gradients,
+        "optimizer_state": budget.optimizer_state,
+        "activations": budget.activations,
+        "activations_checkpointed": budget.activations_checkpointed,
+        "weight_casts": budget.weight_casts,
+        "loss": budget.loss,
+        "backward_working": budget.backward_working,
+        "step_temporaries": budget.step_temporaries,
+        "output": budget.output,
+        "workspace": budget.workspace,
+        "cuda_context": budget.cuda_context,
+        "backward_peak": budget.backward_peak + budget.workspace,
+        "step_peak": budget.step_peak + budget.workspace,
+        "peak": budget.peak,
+        "total": budget.total,
+        "dominant": budget.dominant(),
+        "fits": None if request.gpu_memory is None else budget.total <= request.gpu_memory,
+    }
+
+
+# --- text ----------------------------------------------------------------------------------------
+
+
+def render(infos: list[ModelInfo], request: InfoRequest, console: Console) -> None:
+    for info in infos:
+        console.print(layer_table(info))
+        for line in summary_lines(info, request):
+            console.print(line)
+        console.print()
+
+
+def layer_table(info: ModelInfo) -> Table:
+    p = info.profile
+    title = p.model if p.name == p.model else f"{p.name}: {p.model}"
+    table = Table(title=f"{title}  input {', '.join(format_shape(s) for s in p.input_shapes)}",
+                  title_justify="left")  # fmt: skip
+    for column in ("layer", "kind", "output", "params", "FLOPs", "activations"):
+        table.add_column(
+            column, justify="left" if column in ("layer", "kind", "output") else "right"
+        )
+    for row in _rows(p.layers, ""):
+        table.add_row(*row)
+    table.add_row("total", "", format_shape(p.output_shape), f"{p.params:,}",
+                  _count(p.flops), _bytes(p.activation_bytes), style="bold")  # fmt: skip
+    return table
+
+
+def _rows(layers: list[LayerProfile], indent: str) -> list[tuple[str, ...]]:
+    rows: list[tuple[str, ...]] = []
+    for layer in layers:
+        shape = "unused" if layer.unused else format_shape(layer.output_shape)
+        rows.append((indent + (layer.name or "-"), layer.kind, shape, f"{layer.params:,}",
+                     _count(layer.flops), _bytes(layer.activation_bytes)))  # fmt: skip
+        rows += _rows(layer.layers, indent + "  ")
+    return rows
+
+
+def summary_lines(info: ModelInfo, request: InfoRequest) -> list[str]:
+    p, t = info.profile, info.training
+    lines = [
+        f"batch {info.batch_size or '?'}, {t.precision}, {t.optimizer}, loss {t.loss or 'none'}"
+    ]
+    lines += [f"error: {e}" for e in p.errors]
+    if p.unknown:
+        dims = ", ".join(f"`{d}`" for d in p.unknown)
+        lines.append(
+            f"unknown dims {dims}: FLOPs and activations need them; "
+            "bind them with `-D NAME=SIZE` (the batch with `--batch-size`)"
+        )
+        if "?" in p.unknown:
+            lines.append("`?`: a size nothing fixes; annotate the input (`x: Tensor[B, 784]`)")
+    if info.budget is not None:
+        lines += budget_lines(info.budget, request)
+    return lines
+
+
+def budget_lines(budget: MemoryBudget, request: InfoRequest) -> list[str]:
+    terms = "  ".join(f"{k} {_bytes(v)}" for k, v in budget.terms().items())
+    lines = [
+        f"training memory: {terms}",
+        f"  with activation checkpointing: activations {_bytes(budget.activations_checkpointed)}",
+        f"  predicted peak (allocator) {_bytes(budget.peak)}, with the CUDA context "
+        f"{_bytes(budget.total)}",
+    ]
+    if request.gpu_memory is not None and budget.total > request.gpu_memory:
+        lines.append(
+            f"warning: the budget {_bytes(budget.total)} exceeds the GPU's "
+            f"{_bytes(request.gpu_memory)}; the largest term is {budget.dominant()}"
+        )
+    return lines
+
+
+def _count(value: int | None) -> str:
+    if value is None:
+        return "?"
+    for unit, size in (("T", 10**12), ("G", 10**9), ("M", 10**6), ("K", 10**3)):
+        if value >= size:
+            return f"{value / size:.2f}{unit}"
+    return str(value)
+
+
+def _bytes(value: int | None) -> str:
+    if value is None:
+        return "?"
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if value >= size:
+            return f"{value / size:.2f} {unit}"
+    return f"{value} B"
+
+
+KNOWN_OPTIMIZERS = tuple(OPTIMIZERS)
