@@ -14,7 +14,7 @@ its own, and `fp16`, which needs CUDA.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -95,13 +95,18 @@ def number_in(low: float, high: float | None, *, open_low: bool = True) -> Check
         number = float(value)  # type: ignore[arg-type]
         too_low = number <= low if open_low else number < low
         if too_low or (high is not None and number >= high):
-            bound = f"in ({low}, {high})" if high is not None else f"greater than {low}"
-            if not open_low:
-                bound = f"at least {low}"
-            return Problem("TL0403", f"`{key}` must be {bound}, got {value}")
+            return Problem(
+                "TL0403", f"`{key}` must be {_interval(low, high, open_low)}, got {value}"
+            )
         return None
 
     return check
+
+
+def _interval(low: float, high: float | None, open_low: bool) -> str:
+    if high is not None:
+        return f"in {'(' if open_low else '['}{low:g}, {high:g})"
+    return f"greater than {low:g}" if open_low else f"at least {low:g}"
 
 
 def boolean(key: str, value: Evaluated) -> Problem | None:
@@ -114,11 +119,43 @@ def one_of(*choices: str | bool) -> Check:
             return None
         names = [c for c in choices if isinstance(c, str)]
         guess = did_you_mean(value, names) if isinstance(value, str) else None
-        listed = ", ".join(_show(c) for c in choices)
+        listed = ", ".join(_choice(c) for c in choices)
         help_text = f"did you mean `{guess}`?" if guess else f"use one of {listed}"
-        return Problem("TL0407", f"`{key}` must be one of {listed}, got {_show(value)}", help_text)
+        got = _choice(value) if isinstance(value, str) else _show(value)
+        return Problem("TL0407", f"`{key}` must be one of {listed}, got {got}", help_text)
 
     return check
+
+
+def _choice(value: str | bool) -> str:
+    """A choice as the user would write it: `fp16` bare, `"max-autotune"` quoted."""
+    if isinstance(value, str) and value.isidentifier():
+        return f"`{value}`"
+    return _show(value)
+
+
+def closest(name: str, candidates: Iterable[str]) -> str | None:
+    """The candidate fewest edits away (a swap of neighbours counts as one), if close."""
+    best: tuple[int, str] | None = None
+    for candidate in candidates:
+        distance = _edits(name.lower(), candidate.lower())
+        if distance <= max(1, len(name) // 3) and (best is None or distance < best[0]):
+            best = (distance, candidate)
+    return best[1] if best is not None else did_you_mean(name, candidates)
+
+
+def _edits(a: str, b: str) -> int:
+    """Optimal string alignment distance."""
+    rows = [list(range(len(b) + 1))]
+    for i in range(1, len(a) + 1):
+        row = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = 0 if a[i - 1] == b[j - 1] else 1
+            row[j] = min(rows[-1][j] + 1, row[j - 1] + 1, rows[-1][j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                row[j] = min(row[j], rows[-2][j - 2] + 1)
+        rows.append(row)
+    return rows[-1][-1]
 
 
 # --- optimizers, losses, schedules ---------------------------------------------------------------
@@ -196,7 +233,7 @@ def _named(key: str, what: str, table: dict[str, tuple[str, ...]]) -> Check:
         if call is None:
             return _wrong_type(key, f"{what} name", value)
         if call.name not in table:
-            guess = did_you_mean(call.name, table)
+            guess = closest(call.name, table)
             listed = ", ".join(f"`{n}`" for n in table)
             help_text = f"did you mean `{guess}`?" if guess else f"known: {listed}"
             return Problem(_UNKNOWN_CODE[key], f"unknown {what} `{call.name}`", help_text)
@@ -218,7 +255,7 @@ def _arguments(call: CallValue, accepted: Sequence[str]) -> Problem | None:
     named = list(call.kwargs) + ([("lr", call.args[0])] if call.args else [])
     for key, value in named:
         if key not in accepted:
-            guess = did_you_mean(key, accepted)
+            guess = closest(key, accepted)
             listed = ", ".join(f"`{a}`" for a in accepted) or "none"
             help_text = f"did you mean `{guess}`?" if guess else f"it accepts {listed}"
             return Problem("TL0405", f"`{call.name}` has no argument `{key}`", help_text)
@@ -314,7 +351,7 @@ class LoopChecker:
             )
 
     def _unknown_key(self, key: str, span: Span) -> None:
-        guess = did_you_mean(key, SETTINGS)
+        guess = closest(key, SETTINGS)
         help_text = f"did you mean `{guess}`?" if guess else "see docs/train-block.md"
         report(Diagnostic.error("TL0401", f"unknown setting `{key}`", Label(span), help=help_text))
 

@@ -155,7 +155,8 @@ class Inference:
                 result = self.type_of(op.values[0]) if op.values else result
                 continue
             self.visit(model, op, env, flow)
-        self.inferred.setdefault(func, {v: t for v, t in self.types.items()})
+        if func not in self.inferred:
+            self.inferred[func] = {v: self.types[v] for v in _values_of(func) if v in self.types}
         return result
 
     def visit(self, model: ModelOp, op: Operation, env: Env, flow: ModelFlow) -> None:
@@ -206,8 +207,13 @@ class Inference:
         if span is None:
             return
         labels = self._operand_label(op, error.operand or 0, span)
+        tensors = [self.format_type(t) for t in self._args(op) if isinstance(t, TensorType)]
+        if len(tensors) == 2:
+            labels = Label(span, f"inputs are {tensors[0]} and {tensors[1]}")
         name = op.name.removeprefix("nml.")
-        message = f"`{name}`: {error.message}"
+        message = error.message
+        if not message.startswith(name):
+            message = f"`{name}`: {message}"
         report(Diagnostic.error("TL0202", message, labels))
 
     def _operand_label(self, op: Operation, index: int, span: Span) -> Label:
@@ -327,6 +333,14 @@ class Inference:
         report(diagnostic)
 
 
+def _values_of(func: FuncOp) -> list[SSAValue]:
+    """The values a method defines: its arguments and its ops' results."""
+    values: list[SSAValue] = list(func.body.block.args)
+    for op in func.body.block.ops:
+        values.extend(op.results)
+    return values
+
+
 def _describe(bound: BoundLayer) -> str:
     return bound.spec.torch_ctor(bound).source().removeprefix("nn.")
 
@@ -392,8 +406,10 @@ def instantiations(module: ModuleOp, models: Mapping[str, ModelOp]) -> list[Inst
             found += [inst] if inst is not None else []
     found.sort(key=lambda i: i.inputs is None)
     instantiated = {i.model for i in found}
-    found += [Instantiation(n, m, model_env(m)) for n, m in models.items() if m not in instantiated]
-    return found
+    nested = {layer.kind.data for m in models.values() for layer in layers_of(m).values()}
+    rest = [m for m in models.values() if m not in instantiated]
+    rest.sort(key=lambda m: m.sym_name.data in nested)  # a nested model is typed in its parent
+    return found + [Instantiation(m.sym_name.data, m, model_env(m)) for m in rest]
 
 
 def instance_of(
@@ -479,16 +495,13 @@ def infer_shapes(
         with reporting(DiagnosticSink()):
             return infer_shapes(module, write_back=write_back)
     models = models_of(module)
-    flows: list[ModelFlow] = []
-    written: set[FuncOp] = set()
-    for inst in instantiations(module, models):
-        done = infer_instantiation(inst, models)
-        if done is None:
-            continue
-        flows.append(done.flow)
-        if write_back:
-            _write_back(done.inference, written)
-    return flows
+    done = [infer_instantiation(inst, models) for inst in instantiations(module, models)]
+    inferred = [d for d in done if d is not None]
+    if write_back:  # only now: every instantiation starts from the declared types
+        written: set[FuncOp] = set()
+        for result in inferred:
+            _write_back(result.inference, written)
+    return [result.flow for result in inferred]
 
 
 def _write_back(inference: Inference, written: set[FuncOp]) -> None:

@@ -91,3 +91,18 @@ def _format_flow(flow: ModelFlow) -> str:
         lines.append(f"  {cells}  {params:>{widths[3]}}")
     lines.append(f"  output {flow.output}, total parameters: {flow.params:,}")
     return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m tensorloom.tools.check FILE [--format json]` (what `tlc check` runs)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="tlc check")
+    parser.add_argument("file", type=Path)
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    args = parser.parse_args(argv)
+    return run_check(args.file, args.format)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
