@@ -65,7 +65,6 @@ from __future__ import annotations
 import ast
 import keyword
 from collections.abc import Sequence
-from importlib import resources
 from typing import Self
 
 from xdsl.dialects.builtin import (
@@ -1012,45 +1011,30 @@ class ReturnOp(IRDLOperation):
 # --------------------------------------------------------- runtime sources
 
 
-RUNTIME_PACKAGE = "tensorloom.backends.runtime"
-
-
 def runtime_ops(module_name: str) -> list[Operation]:
-    """The import ops and the `torch.raw` body of a runtime helper file.
+    """The ops that paste a runtime helper module into a script.
 
     `runtime_ops("checkpoint")` reads `tensorloom/backends/runtime/checkpoint.py`
-    and splits it: its top-level imports become `torch.import` /
-    `torch.from_import` ops (merged and sorted with the script's own by the
-    printer), the rest, without the module docstring, one `torch.raw`.
+    (as text, through `tensorloom.backends.runtime.split_module`): its plain
+    imports become `torch.import` / `torch.from_import` ops, which the printer
+    merges and sorts with the script's own; an import it cannot express (a
+    `try:` block for an optional package) and the module's body become
+    `torch.raw` ops, the body under a comment naming its file.
     """
-    text = resources.files(RUNTIME_PACKAGE).joinpath(f"{module_name}.py").read_text()
-    tree = ast.parse(text)
+    from tensorloom.backends.runtime import module_text, split_module
+
+    docstring, imports, body = split_module(module_text(module_name))
     ops: list[Operation] = []
-    body: list[str] = []
-    for index, node in enumerate(tree.body):
-        if index == 0 and _is_docstring(node):
-            continue
+    for statement in imports:
+        node = ast.parse(statement).body[0]
         if isinstance(node, ast.Import | ast.ImportFrom):
             ops.extend(_import_ops(node))
-            continue
-        segment = ast.get_source_segment(text, node, padded=True) or ""
-        body.append(_with_decorators(text, node, segment))
-    ops.append(RawOp("\n\n\n".join(body)))
+        else:
+            ops.append(RawOp(statement))
+    summary = docstring.splitlines()[0] if docstring else ""
+    banner = f"# ---- runtime/{module_name}.py: {summary}".rstrip(": ")
+    ops.append(RawOp(f"{banner}\n{body}"))
     return ops
-
-
-def _is_docstring(node: ast.stmt) -> bool:
-    return (
-        isinstance(node, ast.Expr)
-        and isinstance(node.value, ast.Constant)
-        and isinstance(node.value.value, str)
-    )
-
-
-def _with_decorators(text: str, node: ast.stmt, segment: str) -> str:
-    decorators: list[ast.expr] = getattr(node, "decorator_list", [])
-    lines = [f"@{ast.get_source_segment(text, d)}" for d in decorators]
-    return "\n".join([*lines, segment])
 
 
 def _import_ops(node: ast.Import | ast.ImportFrom) -> list[Operation]:
