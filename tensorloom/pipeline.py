@@ -21,18 +21,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass
-from xdsl.utils.exceptions import VerifyException
-
 from tensorloom.diagnostics import Diagnostic, DiagnosticSink
-from tensorloom.diagnostics.ir import reporting
-from tensorloom.frontend import ast
-from tensorloom.frontend.imports import Program, load_program
 from tensorloom.source import SourceMap, Span
 
+# xDSL and networkx load only when a stage needs them, so that `tlc tokens`
+# and `tlc ast` start fast.
 if TYPE_CHECKING:
+    from xdsl.context import Context
+    from xdsl.dialects.builtin import ModuleOp
+    from xdsl.passes import ModulePass
+
+    from tensorloom.frontend import ast
+    from tensorloom.frontend.imports import Program
     from tensorloom.passes import PassFactory
 
 
@@ -101,6 +101,8 @@ def missing_passes() -> list[str]:
 
 def make_context() -> Context:
     """A context knowing builtin and TensorLoom's dialects, each loaded on first use."""
+    from xdsl.context import Context
+
     from tensorloom.dialects import get_all_dialects
 
     ctx = Context(allow_unregistered=False)
@@ -133,6 +135,7 @@ def compile_file(path: Path, until: str = "torch") -> Compilation:
 
     `until="irgen"` stops right after IR generation, before any pass.
     """
+    from tensorloom.diagnostics.ir import reporting
     from tensorloom.frontend.parser import parse_file
 
     result = Compilation(str(path))
@@ -145,6 +148,7 @@ def compile_file(path: Path, until: str = "torch") -> Compilation:
 
 def compile_text(text: str, path: str, until: str = "torch") -> Compilation:
     """As `compile_file`, for source held in memory (imports are still read from disk)."""
+    from tensorloom.diagnostics.ir import reporting
     from tensorloom.frontend.parser import parse_text
 
     result = Compilation(path)
@@ -155,6 +159,7 @@ def compile_text(text: str, path: str, until: str = "torch") -> Compilation:
 
 
 def _continue(result: Compilation, root: ast.Module, until: str) -> None:
+    from tensorloom.frontend.imports import load_program
     from tensorloom.frontend.parser import parse_file
 
     if result.sink.has_errors:
@@ -231,6 +236,8 @@ def _apply(pass_class: type[ModulePass], ctx: Context, module: ModuleOp, path: s
 
 
 def _verified(module: ModuleOp, after: str, path: str) -> bool:
+    from xdsl.utils.exceptions import VerifyException
+
     try:
         module.verify()
     except VerifyException as error:

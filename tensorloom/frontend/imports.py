@@ -20,12 +20,14 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from tensorloom.diagnostics import Diagnostic, Label
 from tensorloom.diagnostics.ir import report
 from tensorloom.frontend import ast
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 Parse = Callable[[Path], "ast.Module | None"]
 
@@ -61,6 +63,8 @@ def import_path(importer: str, relative: str) -> str:
 
 class _Loader:
     def __init__(self, root: ast.Module, parse: Parse):
+        import networkx as nx  # only programs with imports pay for loading it
+
         self.parse = parse
         self.graph: nx.DiGraph[str] = nx.DiGraph()
         self.units: dict[str, SourceUnit] = {_key(root.path): SourceUnit(root.path, root)}
@@ -103,6 +107,8 @@ class _Loader:
 
 def load_program(root: ast.Module, parse: Parse) -> Program:
     """Follow the root's imports; report missing files and cycles; bind aliases."""
+    if not root.imports():
+        return Program(SourceUnit(root.path, root))
     loader = _Loader(root, parse)
     root_key = _key(root.path)
     loader.load(root_key)
@@ -116,6 +122,8 @@ def load_program(root: ast.Module, parse: Parse) -> Program:
 
 def _dependency_order(graph: nx.DiGraph[str], found: list[str]) -> list[str]:
     """Imported files before their importers; in discovery order if there is a cycle."""
+    import networkx as nx
+
     try:
         return list(reversed(list(nx.topological_sort(graph))))
     except nx.NetworkXUnfeasible:
@@ -123,6 +131,8 @@ def _dependency_order(graph: nx.DiGraph[str], found: list[str]) -> list[str]:
 
 
 def _report_cycle(graph: nx.DiGraph[str], units: dict[str, SourceUnit]) -> None:
+    import networkx as nx
+
     try:
         edges = nx.find_cycle(graph)
     except nx.NetworkXNoCycle:
