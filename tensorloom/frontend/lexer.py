@@ -65,7 +65,6 @@ class Lexer:
         self.line_start = 0
         self.tokens: list[Token] = []
         self.indents = [0]
-        self.silent_levels: set[int] = set()  # stack depths adopted after a bad dedent
         self.brackets: list[Token] = []
         self.indent_char: str | None = None
 
@@ -127,18 +126,16 @@ class Lexer:
             self.tokens.append(Token(TokenKind.INDENT, blank, span))
             return
         while width < self.indents[-1]:
+            if width > self.indents[-2]:
+                # Between two levels: keep the line in the inner block and let the
+                # block take its width, so only this line is reported.
+                self.report_bad_dedent(width)
+                self.indents[-1] = width
+                return
             self.pop_indent(self.here(1))
-        if width != self.indents[-1]:
-            # Adopt the odd width without an INDENT, so only this line is reported.
-            self.report_bad_dedent(width)
-            self.silent_levels.add(len(self.indents))
-            self.indents.append(width)
 
     def pop_indent(self, span: Span) -> None:
         self.indents.pop()
-        if len(self.indents) in self.silent_levels:
-            self.silent_levels.discard(len(self.indents))
-            return
         self.tokens.append(Token(TokenKind.DEDENT, "", span))
 
     def indent_width(self, blank: str, start: int) -> int:
