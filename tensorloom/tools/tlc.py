@@ -32,6 +32,7 @@ from tensorloom.tools.common import (
     exit_status,
     load_and_parse,
 )
+from tensorloom.tools.emit import EMIT_CHOICES, run_compile
 
 FILE_ARGUMENT = click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
 
@@ -91,6 +92,18 @@ def check(file: Path, fmt: Format) -> int:
     from tensorloom.tools.check import run_check
 
     return run_check(file, fmt)
+
+
+@cli.command("compile")
+@FILE_ARGUMENT
+@click.option("--emit", type=click.Choice(EMIT_CHOICES), default="python", show_default=True,
+              help="stop after this stage and print it")
+@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
+              help="write to this file instead of stdout")
+@compiler_command
+def compile_command(file: Path, emit: str, output: Path | None) -> int:
+    """Compile FILE to Python, or print it after any stage with --emit."""
+    return run_compile(file, emit, output)
 
 
 def _bindings(_ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]) -> dict[str, int]:
