@@ -19,10 +19,11 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from tensorloom.diagnostics import render_json, render_text
+from tensorloom.diagnostics import render_json
 from tensorloom.diagnostics.ir import reporting
 from tensorloom.passes.shape_inference import ModelFlow, infer_shapes
 from tensorloom.pipeline import CHECK_PASSES, Compilation, compile_file, make_context, run_passes
+from tensorloom.tools.common import emit_diagnostics
 
 
 def check_file(path: Path) -> tuple[Compilation, list[ModelFlow]]:
@@ -47,7 +48,7 @@ def run_check(path: Path, fmt: str = "text", out: TextIO | None = None) -> int:
         stream.write(json.dumps(_json(result, flows), indent=2) + "\n")
         return 0 if result.ok else 1
     if diagnostics:
-        sys.stderr.write(render_text.render_all(diagnostics, result.sources))
+        emit_diagnostics(result.sink, result.sources)
     if result.ok:
         stream.write(format_flows(flows))
     return 0 if result.ok else 1
