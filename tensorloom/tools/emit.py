@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
 
 EMIT_CHOICES = tuple(s for s in STAGE_NAMES if s != "tokens")
-PythonPrinter = Callable[[ModuleOp, "str | None"], str]
+PythonPrinter = Callable[["ModuleOp", "str | None"], str]
 
 
 def run_compile(file: Path, emit: str, output: Path | None) -> int:
