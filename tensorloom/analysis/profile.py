@@ -276,7 +276,7 @@ def _summarize(trace: Trace, costing: Costing, inst: Instantiation, params: int)
     return ModelProfile(
         trace.name, trace.model, params, inputs, output, layers, flops, act, out_bytes,
         costing.largest if act is not None else None,
-        _checkpointed(costing, trace, layers) if act is not None else None,
+        _checkpointed(costing, trace, layers, act) if act is not None else None,
         costing.low_params, sorted(costing.unknown), trace.input_integer,
     )  # fmt: skip
 
@@ -293,14 +293,14 @@ def _input_bytes(costing: Costing, trace: Trace, inputs: list[Shape]) -> int | N
     return total
 
 
-def _checkpointed(costing: Costing, trace: Trace, layers: list[LayerProfile]) -> int:
+def _checkpointed(costing: Costing, trace: Trace, layers: list[LayerProfile], total: int) -> int:
     """Activations when each top-level nested model is checkpointed: the others'
     saved tensors, each block's input, and one block's recomputed activations."""
     blocks = [(s, p) for s, p in zip(trace.steps, layers, strict=False) if s.model is not None]
     kept = sum(p.activation_bytes or 0 for s, p in zip(trace.steps, layers, strict=False)
                if s.model is None)  # fmt: skip
     if not blocks:
-        return kept
+        return total
     inputs = 0
     for step, _ in blocks:
         dims = concrete(trace.shape(step.inputs[0] if step.inputs else None)) or ()
@@ -333,7 +333,9 @@ def unused_layers(
     """Layers the forward never applies: their parameters exist all the same."""
     used = {s.name for s in steps if s.name}
     return [
-        LayerProfile(name, layer.kind.data, None, layer_params(layer, env, models), 0, 0, True)
+        LayerProfile(
+            name, layer.kind.data, None, layer_params(layer, env, models), 0, 0, unused=True
+        )
         for name, layer in layers_of(model).items()
         if name not in used
     ]

@@ -111,10 +111,22 @@ def info_models(module: ModuleOp, request: InfoRequest) -> list[ModelInfo]:
 # --- the command -------------------------------------------------------------------------------
 
 
-def run_info(path: Path, request: InfoRequest, as_json: bool = False) -> int:
-    """Print the profile of every model in `path`; the exit status (1 on errors)."""
+def info_file(path: Path, request: InfoRequest) -> tuple[Compilation, list[ModelInfo]]:
+    """Check `path` to the `nml` stage and profile every model, if it is clean."""
     result = compile_file(path, until="nml")
     infos = info_models(result.module, request) if result.module and result.ok else []
+    return result, infos
+
+
+def info_json(path: Path, request: InfoRequest) -> dict[str, Any]:
+    """What `tlc info --json` prints."""
+    result, infos = info_file(path, request)
+    return to_json(result, infos, request)
+
+
+def run_info(path: Path, request: InfoRequest, as_json: bool = False) -> int:
+    """Print the profile of every model in `path`; the exit status (1 on errors)."""
+    result, infos = info_file(path, request)
     if as_json:
         print(json.dumps(to_json(result, infos, request), indent=2))
         return 0 if result.ok else 1
