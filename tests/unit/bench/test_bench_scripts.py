@@ -181,3 +181,24 @@ def test_report_ratios(tmp_path: Path, report: ModuleType) -> None:
     assert table_rows(text, "TensorLoom")[2][1:] == ["TensorLoom defaults", "0.080", "20.00x"]
     assert "- lm / lightning / fp32 eager: failed: exit code 1: boom" in text.splitlines()
     assert text.startswith("Environment: date 2026-11-29; device NVIDIA H200; torch 2.11.0")
+
+
+@pytest.fixture(scope="module")
+def speed() -> ModuleType:
+    return load(BENCH / "compile_speed.py", "bench_compile_speed")
+
+
+@pytest.mark.parametrize("layers", [1, 12])
+def test_scaling_models_check_clean(tmp_path: Path, speed: ModuleType, layers: int) -> None:
+    path = tmp_path / "deep.tl"
+    path.write_text(speed.deep_model(layers))
+    seconds, ok = speed.in_process_check(path)
+    assert ok and seconds > 0
+
+
+def test_scaling_files_have_the_asked_length(tmp_path: Path, speed: ModuleType) -> None:
+    text = speed.many_models(100)
+    assert 90 <= text.count("\n") <= 100
+    path = tmp_path / "many.tl"
+    path.write_text(text)
+    assert speed.in_process_check(path)[1]
