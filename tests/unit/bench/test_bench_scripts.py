@@ -202,3 +202,25 @@ def test_scaling_files_have_the_asked_length(tmp_path: Path, speed: ModuleType) 
     path = tmp_path / "many.tl"
     path.write_text(text)
     assert speed.in_process_check(path)[1]
+
+
+def test_emitted_lm_is_the_handwritten_baseline(tmp_path: Path, lm: ModuleType) -> None:
+    """The GPU suite compares two scripts that train the same function of the same weights."""
+    script = tmp_path / "emitted_lm.py"
+    tlc = Path(sys.executable).with_name("tlc")
+    subprocess.run([str(tlc), "compile", str(BENCH / "programs" / "transformer_lm.tl"), "-o",
+                    str(script)], check=True, capture_output=True)  # fmt: skip
+    emitted = load(script, "bench_emitted_lm").TransformerLM().eval()
+    cfg = lm.LMConfig(dropout=0.0, causal=False, positions=False)
+    hand = lm.TransformerLM(cfg).eval()
+    renamed = {}
+    for name, value in hand.state_dict().items():
+        name = name.replace("token_emb.", "embed.")
+        if name.startswith("blocks."):
+            _, index, rest = name.split(".", 2)
+            name = f"block{int(index) + 1}.{rest}"
+        renamed[name] = value
+    emitted.load_state_dict(renamed, strict=True)
+    tokens = torch.randint(0, cfg.vocab, (2, 8))
+    with torch.no_grad():
+        assert torch.allclose(emitted(tokens), hand(tokens), atol=1e-5)
