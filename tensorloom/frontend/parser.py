@@ -76,6 +76,7 @@ def read_source(path: Path, sources: SourceMap, sink: DiagnosticSink) -> str | N
     name = str(path)
     where = Span.point(name, 1, 1)
     if path.suffix not in SUFFIXES:
+        sources.add(name, "")  # not ours to quote
         sink.emit(Diagnostic.error(
             "TL0604", f"unsupported file type `{path.suffix or path.name}`", where,
             help="TensorLoom reads `.tl` scripts and `.nml` model files"))
@@ -296,10 +297,13 @@ class Parser:
 
     def parse_suite(self, parse_entry: Callable[[], T]) -> list[T]:
         """suite = NEWLINE INDENT entry { entry } DEDENT ;  (entries as the caller says)"""
-        self.expect(TokenKind.NEWLINE)
-        if not self.check(TokenKind.INDENT):
+        if self.check(TokenKind.NEWLINE) and self.peek(1).kind is not TokenKind.INDENT:
+            # The newline stays unread, so recovery resumes on the very next line.
             raise self.fail(Diagnostic.error(
-                "TL0105", "expected an indented block", Label(self.peek().span, "")))
+                "TL0105", "expected an indented block after this line",
+                Label(self.peek().span, "the block is missing"),
+                help="indent the lines that belong to this block"))
+        self.expect(TokenKind.NEWLINE)
         self.advance()
         entries: list[T] = []
         with self.nested():

@@ -243,7 +243,7 @@ def test_every_error_in_a_file_is_reported() -> None:
         ("model M\n    layer a = A()\n", ("TL0103", 1, 8)),
         ("train net on data   // c\n    epochs = 1\n", ("TL0103", 1, 18)),
         ("let x = 1\n    let y = 2\n", ("TL0104", 2, 1)),
-        ("model M:\nlet x = 1\n", ("TL0105", 2, 1)),
+        ("model M:\nlet x = 1\n", ("TL0105", 1, 9)),
         ("let x = a |> 1\n", ("TL0109", 1, 14)),
         ("f(x) = 1\n", ("TL0110", 1, 1)),
         ("let x = a < b < c\n", ("TL0112", 1, 15)),
@@ -282,6 +282,12 @@ def test_unknown_section_suggests_the_closest() -> None:
 
 def test_a_lexical_error_is_not_reported_twice() -> None:
     assert errors("let x = 3 $ 4\nlet y = ?\n") == [("TL0005", 1, 11), ("TL0005", 2, 9)]
+
+
+def test_missing_block_does_not_swallow_the_next_line() -> None:
+    sink = DiagnosticSink()
+    module = parse_text("model M:\nlet x = 1\n", "t.tl", sink)
+    assert [type(item) for item in module.items] == [ast.LetStmt]
 
 
 def test_recovery_continues_inside_blocks() -> None:
