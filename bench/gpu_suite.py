@@ -115,7 +115,7 @@ def emitted_job(plan: Plan, variant: dict[str, Any], epochs: int) -> Job:
                   "--data-root", str(plan.data_root),
                   "--device", "cpu" if plan.smoke else "cuda")  # fmt: skip
     if plan.smoke:
-        argv += ["--max-steps", "4"]
+        argv += ["--max-steps", "4", "--batch-size", "2" if variant["bench"] == "lm" else "128"]
     return Job(variant["bench"], "tensorloom", variant["setting"], argv, 180, metrics,
                {"script": variant["script"]})  # fmt: skip
 
@@ -134,7 +134,7 @@ def emitted_jobs(plan: Plan, bench: str, settings: list[str]) -> list[Job]:
     for setting in settings:
         variant = found.get(setting)
         if variant is None or "error" in variant:
-            reason = "not compiled" if variant is None else "tlc compile failed"
+            reason = "not compiled" if variant is None else str(variant["error"]).splitlines()[0]
             jobs.append(Job(bench, "tensorloom", setting, [], 0, extra={"skipped": reason}))
             continue
         jobs.append(emitted_job(plan, variant, epochs))

@@ -26,6 +26,8 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 PROGRAMS = BENCH / "programs"
 GENERATED = BENCH / "generated"
+# The emitted script's flags the GPU suite uses (see bench/gpu_suite.py).
+SUITE_FLAGS = ("--epochs", "--metrics", "--device", "--data-root", "--checkpoint-dir", "--seed")
 
 
 @dataclass(frozen=True)
@@ -98,7 +100,20 @@ def compile_variant(variant: Variant, src_dir: Path, out_dir: Path) -> dict[str,
     entry: dict[str, object] = {**asdict(variant), "script": script.name}
     if proc.returncode != 0 or not script.is_file():
         entry["error"] = (proc.stderr or proc.stdout).strip()[-2000:]
+    else:
+        entry.update(cli_problem(script))
     return entry
+
+
+def cli_problem(script: Path) -> dict[str, str]:
+    """`{"error": ...}` when the script lacks the command line the suite drives, else `{}`."""
+    proc = subprocess.run([sys.executable, str(script), "--help"], capture_output=True,
+                          text=True, check=False)  # fmt: skip
+    missing = [flag for flag in SUITE_FLAGS if flag not in proc.stdout]
+    if proc.returncode == 0 and not missing:
+        return {}
+    why = f"missing {', '.join(missing)}" if missing else proc.stderr.strip()[-500:]
+    return {"error": f"`{script.name} --help`: {why or 'no output'}"}
 
 
 def compiler_version() -> str:

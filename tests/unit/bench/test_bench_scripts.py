@@ -224,3 +224,30 @@ def test_emitted_lm_is_the_handwritten_baseline(tmp_path: Path, lm: ModuleType) 
     tokens = torch.randint(0, cfg.vocab, (2, 8))
     with torch.no_grad():
         assert torch.allclose(emitted(tokens), hand(tokens), atol=1e-5)
+
+
+def test_suite_reads_emitted_throughput_after_the_first_epoch(tmp_path: Path) -> None:
+    suite = load(BENCH / "gpu_suite.py", "bench_gpu_suite")
+    metrics = tmp_path / "m.jsonl"
+    rates = [10.0, 400.0, 500.0, 600.0]  # the first epoch pays for compilation
+    metrics.write_text("".join(json.dumps({"epoch": i + 1, "samples_per_s": r}) + "\n"
+                               for i, r in enumerate(rates)))  # fmt: skip
+    lm_job = suite.Job("lm", "tensorloom", "bf16 eager", [], 1, metrics)
+    result = suite.emitted_result(lm_job, {"peak_mem_bytes": 7, "wall_s": 3.0})
+    assert result["tokens_per_s"] == 500.0 * 256
+    assert result["ms_per_step"] == pytest.approx(1000.0 * 32 / 500.0)
+    assert result["peak_mem_bytes"] == 7 and result["epochs_timed"] == 3
+    mlp_job = suite.Job("mlp", "tensorloom", "TensorLoom defaults", [], 1, metrics)
+    assert suite.emitted_result(mlp_job, {})["epoch_s"] == pytest.approx(60_000 / 500.0)
+
+
+def test_run_emitted_reports_exit_code_and_peak(tmp_path: Path) -> None:
+    script = tmp_path / "fake_emitted.py"
+    script.write_text("import sys\nif __name__ == '__main__':\n    print(sys.argv[1:])\n"
+                      "    sys.exit(3)\n")  # fmt: skip
+    proc = subprocess.run([sys.executable, str(BENCH / "run_emitted.py"), str(script), "--x"],
+                          capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    lines = proc.stdout.strip().splitlines()
+    assert proc.returncode == 3 and lines[0] == "['--x']"
+    final = json.loads(lines[-1])
+    assert final["exit_code"] == 3 and final["wall_s"] >= 0
