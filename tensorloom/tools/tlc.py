@@ -106,7 +106,9 @@ def compile_command(file: Path, emit: str, output: Path | None) -> int:
     return run_compile(file, emit, output)
 
 
-def _bindings(_ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]) -> dict[str, int]:
+def _bindings(
+    _ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]
+) -> dict[str, int]:
     bindings: dict[str, int] = {}
     for text in values:
         name, _, size = text.partition("=")
