@@ -53,7 +53,10 @@ STAGES: tuple[Stage, ...] = (
     ),
     Stage(
         "train",
-        ("check-train", "insert-amp", "insert-ddp", "insert-compile", "activation-checkpointing"),
+        (
+            "check-train", "insert-amp", "insert-ddp", "insert-compile",
+            "activation-checkpointing", "infer-synthetic-data",
+        ),  # fmt: skip
         "IR with the train loop's AMP/DDP/compile ops",
     ),
     Stage("kernel", ("check-kernels", "synthesize-launchers"), "IR with launcher ops"),
@@ -86,6 +89,7 @@ def stages_until(name: str) -> list[Stage]:
 
 def python_source(module: ModuleOp) -> str:
     """The `python` stage: the module's torch IR (after the `torch` stage) as a Python file."""
+    import tensorloom.backends.print_triton  # noqa: F401  (registers the kernels' handlers)
     from tensorloom.backends.python_printer import print_python
 
     return print_python(module)

@@ -71,6 +71,42 @@ def _convert_kernel_to_triton() -> type[ModulePass]:
     return ConvertKernelToTritonPass
 
 
+def _insert_amp() -> type[ModulePass]:
+    from tensorloom.passes.insert_amp import InsertAmpPass
+
+    return InsertAmpPass
+
+
+def _insert_ddp() -> type[ModulePass]:
+    from tensorloom.passes.insert_ddp import InsertDdpPass
+
+    return InsertDdpPass
+
+
+def _insert_compile() -> type[ModulePass]:
+    from tensorloom.passes.insert_compile import InsertCompilePass
+
+    return InsertCompilePass
+
+
+def _activation_checkpointing() -> type[ModulePass]:
+    from tensorloom.passes.activation_checkpointing import ActivationCheckpointingPass
+
+    return ActivationCheckpointingPass
+
+
+def _infer_synthetic_data() -> type[ModulePass]:
+    from tensorloom.passes.infer_synthetic_data import InferSyntheticDataPass
+
+    return InferSyntheticDataPass
+
+
+def _convert_train_to_torch() -> type[ModulePass]:
+    from tensorloom.passes.convert_train_to_torch import ConvertTrainToTorchPass
+
+    return ConvertTrainToTorchPass
+
+
 def get_all_passes() -> dict[str, PassFactory]:
     """Every registered pass: name -> a function that imports and returns its class."""
     return {
@@ -79,8 +115,14 @@ def get_all_passes() -> dict[str, PassFactory]:
         "shape-inference": _shape_inference,
         "check-scopes": _check_scopes,
         "check-train": _check_train,
+        "insert-amp": _insert_amp,
+        "insert-ddp": _insert_ddp,
+        "insert-compile": _insert_compile,
+        "activation-checkpointing": _activation_checkpointing,
+        "infer-synthetic-data": _infer_synthetic_data,
         "check-kernels": _check_kernels,
         "synthesize-launchers": _synthesize_launchers,
         "convert-nml-to-torch": _convert_nml_to_torch,
+        "convert-train-to-torch": _convert_train_to_torch,
         "convert-kernel-to-triton": _convert_kernel_to_triton,
     }

@@ -63,6 +63,7 @@ def _emit_python(file: Path, output: Path | None) -> int:
 
 def _python_printer() -> PythonPrinter | None:
     try:
+        import tensorloom.backends.print_triton  # noqa: F401  (registers the kernels' handlers)
         from tensorloom.backends.python_printer import print_python
     except ImportError:
         return None

@@ -1,0 +1,173 @@
+"""`infer-synthetic-data`: `load_dataset()` gets the shapes the trained model takes and gives.
+
+    train.dataset @data {}
+        ->  train.dataset @data {num_classes = 10 : i64, sample_shape = [784 : i64]}
+    (and `{per_token_length = 16 : i64}` in the attribute dict when the model
+    gives one class per token: [B, T, C] outputs)
+
+The options are those a user may write (`load_dataset(sample_shape=[784],
+num_classes=10)`), so the lowering passes them to the runtime's `load_dataset`
+as they are. It runs in the train stage because it needs the nml models, which
+`convert-nml-to-torch` replaces.
+
+Steps:
+1. One sample's shape: the forward's annotated input (`x: Tensor[B, 784]`), else
+   what the first layer applied to the input expects (`Linear(784, ...)` takes
+   [784], `LayerNorm(512)` [T, 512], `Conv2d(3, ...)` [3, 32, 32]), looking into
+   a nested model when that comes first. A free length `T` is `SEQUENCE_LENGTH`.
+2. Shape inference of the instance with that input gives the output: [B, C] is
+   C classes per sample; [B, T, C] is C classes per token.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, i64
+from xdsl.ir import Attribute, SSAValue
+from xdsl.passes import ModulePass
+
+from tensorloom.dialects import nml, train
+from tensorloom.dialects.nml import TensorType
+from tensorloom.passes.model_env import (
+    Env,
+    bind_layer,
+    forward_of,
+    layers_of,
+    model_env,
+    models_of,
+    nested_overrides,
+)
+from tensorloom.passes.shape_inference import infer_instantiation, instance_of
+
+SEQUENCE_LENGTH = 16
+IMAGE_SIDE = {"Conv1d": (64,), "Conv2d": (32, 32), "Conv3d": (8, 16, 16)}
+
+
+@dataclass(frozen=True, slots=True)
+class SyntheticShapes:
+    sample_shape: tuple[int, ...]
+    num_classes: int
+    per_token_length: int | None  # the output is [B, T, C]: one class per token
+
+
+def synthetic_shapes(module: ModuleOp, instance: nml.InstanceOp) -> SyntheticShapes | None:
+    models = models_of(module)
+    inst = instance_of(instance, models, None, module)
+    if inst is None:
+        return None
+    sample = _sample_shape(inst.model, inst.env, models, depth=0)
+    if sample is None:
+        return None
+    inst.inputs = [TensorType.from_dims(["B", *sample])]
+    done = infer_instantiation(inst, models, quiet=True)
+    output = done.output if done is not None else None
+    if not isinstance(output, TensorType) or output.dims is None:
+        return None
+    return _classes(sample, done.inference.unifier.resolve_shape(output.dims))  # type: ignore[union-attr]
+
+
+def _classes(sample: tuple[int, ...], output: tuple[object, ...]) -> SyntheticShapes | None:
+    classes = output[-1] if len(output) in (2, 3) else None
+    if not isinstance(classes, int):
+        return None
+    if len(output) == 2:
+        return SyntheticShapes(sample, classes, None)
+    length = output[1] if isinstance(output[1], int) else None
+    return SyntheticShapes(sample, classes, length) if length is not None else None
+
+
+def _sample_shape(
+    model: nml.ModelOp, env: Env, models: dict[str, nml.ModelOp], depth: int
+) -> tuple[int, ...] | None:
+    forward = forward_of(model)
+    if forward is None or not forward.body.block.args or depth > 8:
+        return None
+    x = forward.body.block.args[0]
+    declared = _declared(x)
+    if declared is not None:
+        return declared
+    first = _first_apply(x)
+    layer = layers_of(model).get(first.layer.root_reference.data) if first is not None else None
+    if layer is None:
+        return None
+    nested = models.get(layer.kind.data)
+    if nested is not None:
+        overrides = nested_overrides(layer, nested, env)
+        nested_env = model_env(nested, overrides if isinstance(overrides, dict) else {})
+        return _sample_shape(nested, nested_env, models, depth + 1)
+    return _layer_input(layer, env)
+
+
+def _declared(x: SSAValue) -> tuple[int, ...] | None:
+    if not isinstance(x.type, TensorType) or x.type.dims is None or len(x.type.dims) < 2:
+        return None
+    dims = [d if isinstance(d, int) else SEQUENCE_LENGTH for d in x.type.dims[1:]]
+    return tuple(dims)
+
+
+def _first_apply(x: SSAValue) -> nml.ApplyOp | None:
+    return next((use.operation for use in x.uses if isinstance(use.operation, nml.ApplyOp)), None)
+
+
+def _layer_input(layer: nml.LayerOp, env: Env) -> tuple[int, ...] | None:
+    bound = bind_layer(layer, env)
+    if bound is None:
+        return None
+    kind = layer.kind.data
+    if kind == "Linear":
+        return (bound.get_int("in_features"),)
+    if kind == "LayerNorm":
+        shape = bound["normalized_shape"]
+        size = shape if isinstance(shape, int) else None
+        return (SEQUENCE_LENGTH, size) if size is not None else None
+    if kind in IMAGE_SIDE:
+        return (bound.get_int("in_channels"), *IMAGE_SIDE[kind])
+    return None
+
+
+def _int(value: int) -> IntegerAttr:
+    return IntegerAttr(value, i64)
+
+
+def _dataset(module: ModuleOp, name: str) -> train.DatasetOp | None:
+    return next(
+        (o for o in module.walk() if isinstance(o, train.DatasetOp) and o.sym_name.data == name),
+        None,
+    )
+
+
+def _instance(module: ModuleOp, name: str) -> nml.InstanceOp | None:
+    return next(
+        (o for o in module.walk() if isinstance(o, nml.InstanceOp) and o.sym_name.data == name),
+        None,
+    )
+
+
+def fill_synthetic(module: ModuleOp, loop: train.LoopOp) -> None:
+    data = _dataset(module, loop.data.root_reference.data)
+    instance = _instance(module, loop.model.root_reference.data)
+    if data is None or instance is None or data.source is not None:
+        return
+    if "sample_shape" in data.options.data or "num_classes" in data.options.data:
+        return  # the user said what the samples look like
+    shapes = synthetic_shapes(module, instance)
+    if shapes is None:
+        return
+    options: dict[str, Attribute] = dict(data.options.data)
+    options["sample_shape"] = ArrayAttr([_int(d) for d in shapes.sample_shape])
+    options["num_classes"] = _int(shapes.num_classes)
+    data.properties["options"] = type(data.options)(options)
+    data.properties.pop("option_locs", None)
+    if shapes.per_token_length is not None:
+        data.attributes["per_token_length"] = _int(shapes.per_token_length)
+
+
+@dataclass(frozen=True)
+class InferSyntheticDataPass(ModulePass):
+    name = "infer-synthetic-data"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for loop in [o for o in op.walk() if isinstance(o, train.LoopOp)]:
+            fill_synthetic(op, loop)

@@ -1,0 +1,42 @@
+"""`insert-amp`: `precision = fp16 | bf16` becomes autocast (and a GradScaler for fp16).
+
+    train.set "precision" = "fp16"      ->   train.autocast "float16"
+                                             train.grad_scaler
+    train.set "precision" = "bf16"      ->   train.autocast "bfloat16"
+
+The markers say what the block asks for on a GPU. The emitted script decides
+at run time what the device allows (runtime/amp.py `resolve_precision`): CPU
+autocast is bf16, so `fp16` on a CPU run falls back to fp32 with a printed
+warning, and `bf16` stays bf16 autocast without a scaler.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+from tensorloom.dialects import train
+from tensorloom.passes.train_values import add_marker, has_marker, loops_of, setting_value
+
+AUTOCAST_DTYPE = {"fp16": "float16", "bf16": "bfloat16"}
+
+
+def insert_amp(loop: train.LoopOp) -> None:
+    dtype = AUTOCAST_DTYPE.get(str(setting_value(loop, "precision")))
+    if dtype is None or has_marker(loop, train.AutocastOp):
+        return
+    add_marker(loop, train.AutocastOp(dtype))
+    if dtype == "float16":  # fp16's narrow range needs loss scaling; bf16's does not
+        add_marker(loop, train.GradScalerOp())
+
+
+@dataclass(frozen=True)
+class InsertAmpPass(ModulePass):
+    name = "insert-amp"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for loop in loops_of(op):
+            insert_amp(loop)

@@ -1,0 +1,742 @@
+"""The text of an emitted training script's sections, filled in from a `ScriptPlan`.
+
+    plan = ScriptPlan(model_class="Classifier", dataset="digits", ...)
+    settings_source(plan)     # 'EPOCHS = 10\\nBATCH_SIZE = 64 ...'
+    loop_sources(plan)        # ['def parse_args(...)...', 'def seed_everything(...)...', ...]
+
+`convert-train-to-torch` builds the plan from a checked `train.loop` and its
+markers, and puts each section into the script as a `torch.raw` op. The
+sections are those of tests/e2e/reference/mnist_reference.py, the hand-written
+reference (docs/emitted-script.md): the code that does not depend on the program
+is written once here; what the train block decides is substituted (`$name`
+placeholders, `string.Template`), and a section a program does not need (the lr
+schedule, DDP's wrap, activation checkpointing, CUDA-graph step marks) is left out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from string import Template
+from textwrap import dedent
+
+CLASSIFICATION_LOSSES = ("CrossEntropy", "NLL")
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptPlan:
+    """Everything about one train block that the script's text depends on."""
+
+    source: str  # the .tl file, as the user named it
+    model_class: str
+    model_args: str  # `d_model=256, n_heads=4`: the instance's overrides, as Python
+    dataset: str | None  # None: synthetic
+    dataset_options: str  # a Python dict literal
+    per_token_length: int | None  # synthetic data for a model with [B, T, C] outputs
+    epochs: int
+    batch_size: int | None  # None: not set in the block
+    optimizer: str
+    optimizer_kwargs: list[tuple[str, str]]  # (name, Python source), `lr` excluded
+    learning_rate: str
+    loss: str
+    loss_kwargs: list[tuple[str, str]]
+    precision: str  # "fp32", "fp16", "bf16": what the markers ask for on a GPU
+    distributed: bool
+    checkpoint_every: int | None
+    checkpoint_unit: str
+    schedule: str | None  # "cosine", "step", "warmup"
+    schedule_kwargs: dict[str, str] = field(default_factory=dict[str, str])
+    grad_clip: str = "None"
+    grad_accum: int = 1
+    compile_mode: str | None = None
+    seed: int = 0
+    checkpointed_layers: list[str] = field(default_factory=list[str])
+    val_every: int = 1
+    log_every: int | None = None
+
+    @property
+    def classification(self) -> bool:
+        return self.loss in CLASSIFICATION_LOSSES
+
+    @property
+    def cuda_graphs(self) -> bool:
+        return self.compile_mode == "reduce-overhead"
+
+
+def _fill(template: str, **values: object) -> str:
+    return Template(dedent(template).strip("\n")).substitute({k: str(v) for k, v in values.items()})
+
+
+# --- header and settings ---------------------------------------------------------------------
+
+
+def header_source(plan: ScriptPlan) -> str:
+    launch = (
+        "torchrun --nproc_per_node=N OUT.py" if plan.distributed else "python OUT.py --device cpu"
+    )
+    return _fill(
+        """
+        # Trains `$model` on $data, as `$source` says.
+        #
+        # Run it:
+        #     python OUT.py --epochs 10 --metrics run/metrics.jsonl
+        #     $launch
+        # OUT.py --help lists the options; importing this file runs nothing.
+        """,
+        model=plan.model_class, data=_data_name(plan), source=plan.source, launch=launch,
+    )  # fmt: skip
+
+
+def _data_name(plan: ScriptPlan) -> str:
+    return "synthetic data" if plan.dataset is None else f"`{plan.dataset}`"
+
+
+def settings_source(plan: ScriptPlan) -> str:
+    lines = ["# ---- settings: the train block's values; the command line overrides some ----"]
+    lines.append(f"EPOCHS = {plan.epochs}")
+    if plan.batch_size is None:
+        lines.append("BATCH_SIZE = 64  # `batch_size` was not set in the train block: the default")
+    else:
+        lines.append(f"BATCH_SIZE = {plan.batch_size}  # per process")
+    lines.append(f"LEARNING_RATE = {plan.learning_rate}")
+    lines.append(f'PRECISION = "{plan.precision}"  # on the CPU, fp16 falls back to fp32')
+    lines.append(f"DISTRIBUTED = {plan.distributed}")
+    lines += _checkpoint_settings(plan)
+    lines += _schedule_settings(plan)
+    clip_type = ": float | None" if plan.grad_clip == "None" else ""
+    lines.append(f"GRAD_CLIP{clip_type} = {plan.grad_clip}  # clips the global gradient norm")
+    lines.append(f"GRAD_ACCUM = {plan.grad_accum}  # micro-batches per optimizer step")
+    lines.append(f"VAL_EVERY = {plan.val_every}  # epochs between validations (and the last)")
+    if plan.log_every is not None:
+        lines.append(f"LOG_EVERY = {plan.log_every}  # optimizer steps between loss lines")
+    mode = f'"{plan.compile_mode}"' if plan.compile_mode else "None"
+    lines.append(f"COMPILE_MODE: str | None = {mode}  # used on CUDA unless --no-compile")
+    lines.append(f"SEED = {plan.seed}")
+    dataset = f'"{plan.dataset}"' if plan.dataset is not None else "None  # synthetic data"
+    lines.append(f"DATASET: str | None = {dataset}")
+    lines.append(f"DATASET_OPTIONS: dict[str, Any] = {plan.dataset_options}")
+    return "\n".join(lines)
+
+
+def _checkpoint_settings(plan: ScriptPlan) -> list[str]:
+    if plan.checkpoint_every is None:
+        return [
+            "CHECKPOINT_EVERY: int | None = None  # unset: saved only with --checkpoint-dir",
+            "KEEP_CHECKPOINTS = 3",
+        ]
+    return [
+        f"CHECKPOINT_EVERY: int | None = {plan.checkpoint_every}  # {plan.checkpoint_unit}",
+        "KEEP_CHECKPOINTS = 3",
+    ]
+
+
+def _schedule_settings(plan: ScriptPlan) -> list[str]:
+    if plan.schedule is None:
+        return []
+    kw = plan.schedule_kwargs
+    lines = [f'LR_SCHEDULE = "{plan.schedule}"']
+    if plan.schedule == "cosine":
+        lines.append(f"WARMUP_EPOCHS = {kw.get('warmup_epochs', '0')}")
+        lines.append(f"MIN_LR = {kw.get('min_lr', '0.0')}")
+    elif plan.schedule == "step":
+        lines.append(f"STEP_SIZE = {kw.get('step_size', '30')}  # epochs between decays")
+        lines.append(f"STEP_GAMMA = {kw.get('gamma', '0.1')}")
+    else:
+        lines.append(f"WARMUP_STEPS = {kw.get('warmup_steps', '100')}")
+    return lines
+
+
+# --- loss ------------------------------------------------------------------------------------
+
+_LOSS_FUNCTIONS = {
+    "CrossEntropy": "F.cross_entropy",
+    "NLL": "F.nll_loss",
+    "MSE": "F.mse_loss",
+    "L1": "F.l1_loss",
+    "SmoothL1": "F.smooth_l1_loss",
+    "Huber": "F.huber_loss",
+    "BCE": "F.binary_cross_entropy",
+    "BCEWithLogits": "F.binary_cross_entropy_with_logits",
+    "KLDiv": "F.kl_div",
+}
+_TENSOR_KWARGS = ("weight", "pos_weight")
+
+
+def loss_source(plan: ScriptPlan) -> str:
+    """`loss_fn(output, target, reduction)`, and the target helper regression losses use."""
+    function = _LOSS_FUNCTIONS[plan.loss]
+    kwargs = [(k, v) for k, v in plan.loss_kwargs if k != "reduction"]
+    default = dict(plan.loss_kwargs).get("reduction", '"mean"')
+    args = "".join(f", {k}={_tensor_kwarg(k, v)}" for k, v in kwargs)
+    written = f"`loss = {plan.loss}`"
+    if plan.classification:
+        return _fill(
+            '''
+            def loss_fn(
+                output: torch.Tensor, target: torch.Tensor, reduction: str = $default
+            ) -> torch.Tensor:
+                """$written; per-token outputs [B, T, C] are flattened to [B*T, C]."""
+                output, target = output.flatten(0, -2), target.flatten()
+                return $function(output, target$args, reduction=reduction)
+            ''',
+            default=default, written=written, function=function, args=args,
+        )  # fmt: skip
+    return _fill(
+        '''
+        def loss_fn(
+            output: torch.Tensor, target: torch.Tensor, reduction: str = $default
+        ) -> torch.Tensor:
+            """$written; class labels become one-hot targets of the output's shape."""
+            target = _as_float_target(output, target)
+            return $function(output, target$args, reduction=reduction)
+
+
+        def _as_float_target(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+            if not target.is_floating_point() and target.dim() == output.dim() - 1:
+                target = F.one_hot(target, output.shape[-1])
+            return target.to(output.dtype)
+        ''',
+        default=default, written=written, function=function, args=args,
+    )  # fmt: skip
+
+
+def _tensor_kwarg(name: str, value: str) -> str:
+    if name in _TENSOR_KWARGS:
+        return f"torch.tensor({value}, device=output.device)"
+    return value
+
+
+# --- command line and setup ------------------------------------------------------------------
+
+
+def parse_args_source(plan: ScriptPlan) -> str:
+    checkpoint_default = '"checkpoints" if CHECKPOINT_EVERY is not None else None'
+    return _fill(
+        '''
+        # ---- command line ----
+        def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+            parser = argparse.ArgumentParser(description="Train $model on $data (from $source).")
+            parser.add_argument("--epochs", type=int, default=EPOCHS)
+            parser.add_argument("--batch-size", type=int, default=BATCH_SIZE, help="per process")
+            parser.add_argument("--max-steps", type=int, default=None, help="steps in all")
+            parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+            parser.add_argument("--seed", type=int, default=SEED)
+            parser.add_argument("--metrics", default=None, help="a JSON line per epoch goes here")
+            parser.add_argument("--checkpoint-dir", default=$checkpoint_default)
+            parser.add_argument("--resume", default=None, help="a checkpoint to continue from")
+            parser.add_argument("--data-root", default=None, help="where dataset files live")
+            parser.add_argument("--no-compile", action="store_true", help="no torch.compile")
+            parser.add_argument("--precision", choices=("fp32", "fp16", "bf16"), default=PRECISION)
+            return parser.parse_args(argv)
+        ''',
+        model=plan.model_class, data=_data_name(plan).replace("`", ""),
+        source=plan.source.replace('"', ""), checkpoint_default=checkpoint_default,
+    )  # fmt: skip
+
+
+SEED_EVERYTHING = """
+# ---- setup ----
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    torch.manual_seed(seed)  # seeds every CUDA device too
+"""
+
+
+def scheduler_source(plan: ScriptPlan) -> str | None:
+    if plan.schedule is None:
+        return None
+    return dedent(_SCHEDULERS[plan.schedule]).strip("\n")
+
+
+_SCHEDULERS = {
+    "cosine": '''
+        def build_scheduler(
+            optimizer: torch.optim.Optimizer, steps_per_epoch: int, total_steps: int
+        ) -> torch.optim.lr_scheduler.LRScheduler:
+            """`lr_schedule = cosine`: linear warm-up, then a cosine down to MIN_LR, per step."""
+            warmup = WARMUP_EPOCHS * steps_per_epoch
+            floor = MIN_LR / LEARNING_RATE
+
+            def factor(step: int) -> float:
+                if step < warmup:
+                    return (step + 1) / warmup
+                progress_ = min((step - warmup) / max(total_steps - warmup, 1), 1.0)
+                return floor + (1.0 - floor) * 0.5 * (1.0 + math.cos(math.pi * progress_))
+
+            return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+    ''',
+    "step": '''
+        def build_scheduler(
+            optimizer: torch.optim.Optimizer, steps_per_epoch: int, total_steps: int
+        ) -> torch.optim.lr_scheduler.LRScheduler:
+            """`lr_schedule = step`: the lr times STEP_GAMMA every STEP_SIZE epochs, per step."""
+            interval = max(STEP_SIZE * steps_per_epoch, 1)
+            return torch.optim.lr_scheduler.LambdaLR(
+                optimizer, lambda step: STEP_GAMMA ** (step // interval)
+            )
+    ''',
+    "warmup": '''
+        def build_scheduler(
+            optimizer: torch.optim.Optimizer, steps_per_epoch: int, total_steps: int
+        ) -> torch.optim.lr_scheduler.LRScheduler:
+            """`lr_schedule = warmup`: a linear warm-up over WARMUP_STEPS, then constant."""
+            return torch.optim.lr_scheduler.LambdaLR(
+                optimizer, lambda step: min((step + 1) / WARMUP_STEPS, 1.0)
+            )
+    ''',
+}
+
+
+TRAINER = '''
+@dataclass
+class Trainer:
+    """Everything the loop touches, built once by `build_trainer`."""
+
+    ctx: DistContext
+    model: nn.Module  # the user's module: saved, loaded
+    train_model: nn.Module  # compiled and/or DDP-wrapped: trained
+    eval_model: nn.Module  # compiled, not DDP-wrapped: evaluated
+    optimizer: torch.optim.Optimizer
+    scaler: torch.amp.GradScaler | None
+    scheduler: torch.optim.lr_scheduler.LRScheduler | None
+    plan: PrecisionPlan
+    train_loader: DeviceLoader | HostLoader
+    val_loader: DeviceLoader | HostLoader
+    info: DataInfo
+    step: int = 0
+    start_epoch: int = 0
+'''
+
+
+def build_loaders_source(plan: ScriptPlan) -> str:
+    per_token = ""
+    if plan.per_token_length is not None:
+        per_token = (
+            "\n    # the model labels every token: each sample's class becomes each token's\n"
+            f"    train, val = _per_token(train, {plan.per_token_length}), "
+            f"_per_token(val, {plan.per_token_length})"
+        )
+    text = _fill(
+        """
+        def build_loaders(
+            args: argparse.Namespace, ctx: DistContext
+        ) -> tuple[DeviceLoader | HostLoader, DeviceLoader | HostLoader, DataInfo]:
+            options = DATASET_OPTIONS
+            train, val, info = load_dataset(DATASET, data_root=args.data_root, **options)$per_token
+            shard = {"rank": ctx.rank, "world_size": ctx.world_size, "device": ctx.device}
+            train_loader = make_loader(
+                *train, batch_size=args.batch_size, shuffle=True, drop_last=True, seed=args.seed,
+                **shard,
+            )  # fmt: skip
+            val_loader = make_loader(
+                *val, batch_size=4 * args.batch_size, shuffle=False, even_shards=False, **shard
+            )
+            return train_loader, val_loader, info
+        """,
+        per_token=per_token,
+    )
+    if plan.per_token_length is None:
+        return text
+    return text + "\n\n\n" + dedent('''
+        def _per_token(
+            pair: tuple[torch.Tensor, torch.Tensor], length: int
+        ) -> tuple[torch.Tensor, torch.Tensor]:
+            x, y = pair
+            return x, y[:, None].expand(-1, length).contiguous()
+    ''').strip("\n")  # fmt: skip
+
+
+def build_trainer_source(plan: ScriptPlan) -> str:
+    optimizer_args = "".join(f", {k}={v}" for k, v in plan.optimizer_kwargs)
+    fused = ""
+    if plan.optimizer in ("Adam", "AdamW", "SGD") and not _names(plan.optimizer_kwargs) & {
+        "fused",
+        "foreach",
+        "capturable",
+        "differentiable",
+    }:
+        fused = ', fused=ctx.device.type == "cuda"'
+    schedule = (
+        "steps_per_epoch = len(train_loader) // GRAD_ACCUM\n"
+        "    scheduler = build_scheduler(optimizer, steps_per_epoch, steps_per_epoch * args.epochs)"
+        if plan.schedule is not None
+        else "scheduler = None  # no `lr_schedule`"
+    )
+    checkpointed = ""
+    if plan.checkpointed_layers:
+        names = ", ".join(f'"{n}"' for n in plan.checkpointed_layers)
+        checkpointed = f"\n    checkpoint_activations(model, [{names}])"
+    wrap = ""
+    if plan.distributed:
+        wrap = (
+            dedent("""
+            if ctx.is_distributed:
+                device_ids = [ctx.device.index] if ctx.device.type == "cuda" else None
+                train_model = DistributedDataParallel(compiled, device_ids=device_ids)
+        """)
+            .rstrip("\n")
+            .replace("\n", "\n    ")
+        )
+    return _fill(
+        """
+        def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
+            seed_everything(args.seed)
+            train_loader, val_loader, info = build_loaders(args, ctx)
+            model = $model_class($model_args).to(ctx.device)$checkpointed
+            optimizer = torch.optim.$optimizer(
+                model.parameters(), lr=LEARNING_RATE$optimizer_args$fused
+            )
+            plan = resolve_precision(args.precision, ctx.device)
+            $schedule
+            compiled = _maybe_compile(model, args, ctx)
+            train_model: nn.Module = compiled$wrap
+            scaler = make_grad_scaler(plan, ctx.device)
+            return Trainer(
+                ctx, model, train_model, compiled, optimizer, scaler, scheduler, plan,
+                train_loader, val_loader, info,
+            )  # fmt: skip
+        """,
+        model_class=plan.model_class, model_args=plan.model_args, checkpointed=checkpointed,
+        optimizer=plan.optimizer, optimizer_args=optimizer_args, fused=fused,
+        schedule=schedule, wrap=wrap,
+    )  # fmt: skip
+
+
+def _names(kwargs: list[tuple[str, str]]) -> set[str]:
+    return {name for name, _ in kwargs}
+
+
+CHECKPOINT_ACTIVATIONS = '''
+def checkpoint_activations(model: nn.Module, names: list[str]) -> None:
+    """`activation_checkpointing = true`: recompute these submodules' activations in backward.
+
+    The forward is replaced on the instance, so the module tree and the state dict
+    stay as they were; evaluation and `torch.no_grad()` run the plain forward.
+    """
+    for name in names:
+        block = model.get_submodule(name)
+        block.forward = _checkpointed(block, block.forward)
+
+
+def _checkpointed(block: nn.Module, forward: Callable[..., Any]) -> Callable[..., Any]:
+    def run(*args: Any, **kwargs: Any) -> Any:
+        if not block.training or not torch.is_grad_enabled():
+            return forward(*args, **kwargs)
+        return checkpoint(forward, *args, use_reentrant=False, **kwargs)
+
+    return run
+'''
+
+MAYBE_COMPILE = '''
+def _maybe_compile(model: nn.Module, args: argparse.Namespace, ctx: DistContext) -> nn.Module:
+    """`torch.compile` on CUDA (mode COMPILE_MODE); never on the CPU or with --no-compile."""
+    if COMPILE_MODE is None or args.no_compile or ctx.device.type != "cuda":
+        return model
+    return torch.compile(model, mode=COMPILE_MODE)  # type: ignore[return-value]
+'''
+
+RESUME = '''
+def resume(trainer: Trainer, path: str) -> None:
+    """Continue where a checkpoint left off: weights, optimizer, scaler, schedule, RNG."""
+    state = load_checkpoint(
+        path,
+        model=trainer.model,
+        optimizer=trainer.optimizer,
+        scaler=trainer.scaler,
+        scheduler=trainer.scheduler,
+        loader=trainer.train_loader,
+        map_location=trainer.ctx.device,
+    )
+    trainer.start_epoch, trainer.step = state["epoch"], state["step"]
+'''
+
+
+# --- the step --------------------------------------------------------------------------------
+
+
+def train_one_epoch_source(plan: ScriptPlan) -> str:
+    log = ""
+    if plan.log_every is not None:
+        log = (
+            dedent("""
+            if trainer.step % LOG_EVERY == 0 and trainer.ctx.is_main:
+                print(f"step {trainer.step}  mean loss so far {loss_sum.item() / batches:.4f}")
+        """)
+            .rstrip("\n")
+            .replace("\n", "\n            ")
+        )
+    return _fill(
+        '''
+        # ---- one epoch of training, one of validation ----
+        def train_one_epoch(
+            trainer: Trainer, epoch: int, max_steps: int | None
+        ) -> tuple[torch.Tensor, int]:
+            """The epoch's mean loss (on the device, not yet synced) and its number of batches."""
+            model, device = trainer.train_model, trainer.ctx.device
+            model.train()
+            trainer.train_loader.set_epoch(epoch)
+            loss_sum = torch.zeros((), device=device)
+            batches_used = len(trainer.train_loader) // GRAD_ACCUM * GRAD_ACCUM
+            batches = 0
+            description = f"epoch {epoch + 1}"
+            bar = progress(trainer.train_loader, total=batches_used, description=description,
+                           enabled=trainer.ctx.is_main)  # fmt: skip
+            for xb, yb in bar:
+                if batches == batches_used or _reached(trainer.step, max_steps):
+                    break
+                last_micro_batch = (batches + 1) % GRAD_ACCUM == 0
+                loss_sum += _forward_backward(trainer, xb, yb, sync=last_micro_batch)
+                batches += 1
+                if last_micro_batch:
+                    _optimizer_step(trainer)$log
+            return loss_sum / max(batches, 1), batches
+
+
+        def _reached(step: int, max_steps: int | None) -> bool:
+            return max_steps is not None and step >= max_steps
+        ''',
+        log=log,
+    )
+
+
+def forward_backward_source(plan: ScriptPlan) -> str:
+    mark = "\n    _begin_step()" if plan.cuda_graphs else ""
+    if not plan.distributed:
+        return _fill(
+            '''
+            def _forward_backward(
+                trainer: Trainer, xb: torch.Tensor, yb: torch.Tensor, sync: bool
+            ) -> torch.Tensor:
+                """Accumulate one micro-batch's gradients."""$mark
+                with autocast(trainer.plan, trainer.ctx.device):
+                    loss = loss_fn(trainer.train_model(xb), yb)
+                scaled = loss / GRAD_ACCUM
+                if trainer.scaler is not None:
+                    scaled = trainer.scaler.scale(scaled)
+                scaled.backward()
+                return loss.detach().float()
+            ''',
+            mark=mark,
+        )
+    return _fill(
+        '''
+        def _forward_backward(
+            trainer: Trainer, xb: torch.Tensor, yb: torch.Tensor, sync: bool
+        ) -> torch.Tensor:
+            """Accumulate one micro-batch's gradients; DDP all-reduces only on the last one."""
+            model = trainer.train_model
+            skip_sync = isinstance(model, DistributedDataParallel) and not sync$mark
+            with model.no_sync() if skip_sync else nullcontext():  # type: ignore[operator]
+                with autocast(trainer.plan, trainer.ctx.device):
+                    loss = loss_fn(model(xb), yb)
+                scaled = loss / GRAD_ACCUM
+                if trainer.scaler is not None:
+                    scaled = trainer.scaler.scale(scaled)
+                scaled.backward()
+            return loss.detach().float()
+        ''',
+        mark=mark,
+    )
+
+
+BEGIN_STEP = '''
+def _begin_step() -> None:
+    """CUDA graphs (compile mode "reduce-overhead") reuse output memory: mark each step."""
+    if COMPILE_MODE == "reduce-overhead" and torch.cuda.is_available():
+        torch.compiler.cudagraph_mark_step_begin()
+'''
+
+OPTIMIZER_STEP = """
+def _optimizer_step(trainer: Trainer) -> None:
+    optimizer, scaler = trainer.optimizer, trainer.scaler
+    if scaler is not None and GRAD_CLIP is not None:
+        scaler.unscale_(optimizer)
+    if GRAD_CLIP is not None:
+        torch.nn.utils.clip_grad_norm_(trainer.model.parameters(), GRAD_CLIP)
+    if scaler is not None:
+        scaler.step(optimizer)
+        scaler.update()
+    else:
+        optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    if trainer.scheduler is not None:
+        trainer.scheduler.step()
+    trainer.step += 1
+"""
+
+
+def evaluate_source(plan: ScriptPlan) -> str:
+    mark = "\n        _begin_step()" if plan.cuda_graphs else ""
+    if plan.classification:
+        return _fill(
+            '''
+            @torch.no_grad()
+            def evaluate(trainer: Trainer) -> tuple[float, float | None]:
+                """Validation loss and accuracy over the whole split, summed across ranks."""
+                model, device = trainer.eval_model, trainer.ctx.device
+                model.eval()
+                totals = torch.zeros(3, device=device)  # loss sum, correct predictions, targets
+                for xb, yb in trainer.val_loader:$mark
+                    with autocast(trainer.plan, device):
+                        logits = model(xb)
+                    flat_logits, flat_y = logits.float().flatten(0, -2), yb.flatten()
+                    totals[0] += loss_fn(logits.float(), yb, reduction="sum")
+                    totals[1] += (flat_logits.argmax(dim=-1) == flat_y).sum()
+                    totals[2] += flat_y.numel()
+                loss_sum, correct, count = all_reduce_sum(totals).tolist()
+                return loss_sum / max(count, 1), correct / max(count, 1)
+            ''',
+            mark=mark,
+        )
+    return _fill(
+        '''
+        @torch.no_grad()
+        def evaluate(trainer: Trainer) -> tuple[float, float | None]:
+            """Validation loss over the whole split, summed exactly across ranks; no accuracy."""
+            model, device = trainer.eval_model, trainer.ctx.device
+            model.eval()
+            totals = torch.zeros(2, device=device)  # loss sum, output elements
+            for xb, yb in trainer.val_loader:$mark
+                with autocast(trainer.plan, device):
+                    output = model(xb)
+                totals[0] += loss_fn(output.float(), yb, reduction="sum")
+                totals[1] += output.numel()
+            loss_sum, count = all_reduce_sum(totals).tolist()
+            return loss_sum / max(count, 1), None
+        ''',
+        mark=mark,
+    )
+
+
+# --- the loop --------------------------------------------------------------------------------
+
+EPOCH_RECORD = """
+# ---- the loop ----
+def epoch_record(trainer: Trainer, epoch: int, train_loss: torch.Tensor, batches: int,
+                 elapsed: float, args: argparse.Namespace) -> dict[str, Any]:  # fmt: skip
+    due = (epoch + 1) % VAL_EVERY == 0 or epoch + 1 == args.epochs
+    val_loss, val_accuracy = evaluate(trainer) if due else (None, None)
+    samples = batches * args.batch_size * trainer.ctx.world_size
+    record = {
+        "epoch": epoch + 1,
+        "train_loss": all_reduce_mean(train_loss).item(),  # the epoch's one host sync
+        "val_loss": val_loss,
+        "val_accuracy": val_accuracy,
+        "samples_per_s": samples / elapsed,
+        "lr": float(trainer.optimizer.param_groups[0]["lr"]),
+        "time": elapsed,
+        "steps": trainer.step,
+    }
+    return {key: value for key, value in record.items() if key != "val_accuracy" or due}
+"""
+
+
+def save_if_due_source(plan: ScriptPlan) -> str:
+    if plan.checkpoint_unit == "steps":
+        due = (
+            "# `checkpoint every N steps`: saved at the end of an epoch that passes a multiple\n"
+            "    passed = trainer.step // CHECKPOINT_EVERY > start_step // CHECKPOINT_EVERY\n"
+            "    due = CHECKPOINT_EVERY is not None and passed"
+        )
+    else:
+        due = "due = CHECKPOINT_EVERY is not None and done % CHECKPOINT_EVERY == 0"
+    return _fill(
+        '''
+        def save_if_due(
+            trainer: Trainer, epoch: int, start_step: int, args: argparse.Namespace
+        ) -> None:
+            """`checkpoint every N $unit`, and after the last epoch; rank 0 writes."""
+            done = epoch + 1
+            $due
+            if args.checkpoint_dir is None or not (due or done == args.epochs):
+                return
+            if trainer.ctx.is_main:
+                save_epoch_checkpoint(
+                    args.checkpoint_dir, keep=KEEP_CHECKPOINTS, epoch=done, model=trainer.model,
+                    optimizer=trainer.optimizer, scaler=trainer.scaler, scheduler=trainer.scheduler,
+                    step=trainer.step, loader=trainer.train_loader,
+                )  # fmt: skip
+            barrier()
+        ''',
+        unit=plan.checkpoint_unit, due=due,
+    )  # fmt: skip
+
+
+TRAIN = """
+def train(args: argparse.Namespace, ctx: DistContext) -> int:
+    trainer = build_trainer(args, ctx)
+    log = print if ctx.is_main else _silent
+    for warning in (trainer.plan.warning, trainer.info.warning()):
+        if warning is not None:
+            log(warning, file=sys.stderr)
+    if args.resume is not None:
+        resume(trainer, args.resume)
+        log(f"resumed from {args.resume} after epoch {trainer.start_epoch}")
+    metrics = MetricsWriter(args.metrics, enabled=ctx.is_main)
+    for epoch in range(trainer.start_epoch, args.epochs):
+        if _reached(trainer.step, args.max_steps):
+            break
+        start, start_step = time.perf_counter(), trainer.step
+        train_loss, batches = train_one_epoch(trainer, epoch, args.max_steps)
+        record = epoch_record(
+            trainer, epoch, train_loss, batches, time.perf_counter() - start, args
+        )
+        metrics.write(record)
+        log(format_epoch_summary(record, epochs=args.epochs))
+        if batches == len(trainer.train_loader) // GRAD_ACCUM * GRAD_ACCUM:
+            save_if_due(trainer, epoch, start_step, args)
+    return 0
+
+
+def _silent(*_args: object, **_kwargs: object) -> None:
+    return None
+"""
+
+
+def main_source(plan: ScriptPlan) -> str:
+    if plan.distributed:
+        context = "ctx = setup_distributed(args.device)"
+    else:
+        context = "ctx = DistContext(0, 0, 1, resolve_device(args.device))  # one process"
+    return _fill(
+        """
+        def main(argv: list[str] | None = None) -> int:
+            args = parse_args(argv)
+            try:
+                $context
+                return train(args, ctx)
+            except (DatasetUnavailable, DeviceUnavailable) as error:
+                print(f"error: {error}", file=sys.stderr)
+                return 1
+            finally:
+                teardown_distributed()
+        """,
+        context=context,
+    )
+
+
+def loop_sources(plan: ScriptPlan) -> list[str]:
+    """The sections after the models and the loss, in the script's order."""
+    sections: list[str | None] = [
+        parse_args_source(plan),
+        SEED_EVERYTHING,
+        scheduler_source(plan),
+        TRAINER,
+        build_loaders_source(plan),
+        build_trainer_source(plan),
+        CHECKPOINT_ACTIVATIONS if plan.checkpointed_layers else None,
+        MAYBE_COMPILE,
+        RESUME,
+        train_one_epoch_source(plan),
+        forward_backward_source(plan),
+        BEGIN_STEP if plan.cuda_graphs else None,
+        OPTIMIZER_STEP,
+        evaluate_source(plan),
+        EPOCH_RECORD,
+        save_if_due_source(plan),
+        TRAIN,
+        main_source(plan),
+    ]
+    return [dedent(s).strip("\n") for s in sections if s is not None]
+
+
+GUARD = 'if __name__ == "__main__":\n    sys.exit(main())'

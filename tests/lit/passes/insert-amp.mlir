@@ -1,0 +1,35 @@
+// fp16 gets autocast and a GradScaler, bf16 autocast alone, fp32 nothing; the pass is idempotent.
+// RUN: tl-opt %s -p insert-amp | filecheck %s
+// RUN: tl-opt %s -p insert-amp,insert-amp | filecheck %s
+
+builtin.module {
+  train.dataset @data = "digits" {flatten = true}
+  train.loop @fp16 on @data {
+    train.set "precision" = "fp16"
+  }
+  train.loop @bf16 on @data {
+    train.set "precision" = "bf16"
+  }
+  train.loop @fp32 on @data {
+    train.set "precision" = "fp32"
+  }
+  train.loop @unset on @data {
+    train.set "epochs" = 3 : i64
+  }
+}
+
+// CHECK:      train.loop @fp16 on @data {
+// CHECK-NEXT:   train.set "precision" = "fp16"
+// CHECK-NEXT:   train.autocast "float16"
+// CHECK-NEXT:   train.grad_scaler
+// CHECK-NEXT: }
+// CHECK-NEXT: train.loop @bf16 on @data {
+// CHECK-NEXT:   train.set "precision" = "bf16"
+// CHECK-NEXT:   train.autocast "bfloat16"
+// CHECK-NEXT: }
+// CHECK-NEXT: train.loop @fp32 on @data {
+// CHECK-NEXT:   train.set "precision" = "fp32"
+// CHECK-NEXT: }
+// CHECK-NEXT: train.loop @unset on @data {
+// CHECK-NEXT:   train.set "epochs" = 3 : i64
+// CHECK-NEXT: }

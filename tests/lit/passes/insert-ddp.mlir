@@ -1,0 +1,24 @@
+// `distributed = true` gets a process group, the DDP wrap, a sharded sampler and rank-0 actions.
+// RUN: tl-opt %s -p insert-ddp | filecheck %s
+// RUN: tl-opt %s -p insert-ddp,insert-ddp | filecheck %s
+
+builtin.module {
+  train.dataset @data = "digits" {flatten = true}
+  train.loop @net on @data {
+    train.set "distributed" = true
+  }
+  train.loop @single on @data {
+    train.set "distributed" = false
+  }
+}
+
+// CHECK:      train.loop @net on @data {
+// CHECK-NEXT:   train.set "distributed" = true
+// CHECK-NEXT:   train.process_group "nccl"
+// CHECK-NEXT:   train.ddp_wrap @net
+// CHECK-NEXT:   train.distributed_sampler @data shuffle
+// CHECK-NEXT:   train.rank_zero_only ["logging", "metrics", "checkpoint"]
+// CHECK-NEXT: }
+// CHECK-NEXT: train.loop @single on @data {
+// CHECK-NEXT:   train.set "distributed" = false
+// CHECK-NEXT: }
