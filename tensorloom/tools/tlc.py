@@ -86,12 +86,13 @@ def ast_command(file: Path, as_json: bool) -> int:
 @cli.command()
 @FILE_ARGUMENT
 @FORMAT_OPTION
+@click.option("--no-cache", is_flag=True, help="check afresh; neither read nor write the cache")
 @compiler_command
-def check(file: Path, fmt: Format) -> int:
+def check(file: Path, fmt: Format, no_cache: bool) -> int:
     """Check FILE (names, configs, shapes, train settings); print each model's shape flow."""
     from tensorloom.tools.check import run_check
 
-    return run_check(file, fmt)
+    return run_check(file, fmt, use_cache=not no_cache)
 
 
 @cli.command("compile")
@@ -105,6 +106,18 @@ def compile_command(file: Path, emit: str, output: Path | None) -> int:
     """Compile FILE to Python, or print it after any stage with --emit."""
     return run_compile(file, emit, output)
 
+
+
+@cli.command("run", context_settings={"ignore_unknown_options": True})
+@FILE_ARGUMENT
+@click.option("--nproc", type=click.IntRange(min=1), help="processes, under torch.distributed.run")
+@click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
+@compiler_command
+def run_command(file: Path, nproc: int | None, script_args: tuple[str, ...]) -> int:
+    """Compile FILE to a cached script and run it; arguments after `--` go to the script."""
+    from tensorloom.tools.run import run_file
+
+    return run_file(file, nproc, list(script_args))
 
 def _bindings(
     _ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]
