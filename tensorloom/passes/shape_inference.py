@@ -33,6 +33,8 @@ Algorithm:
 
 `infer_shapes(module)` runs steps 1-6 and returns each instantiation's shape
 flow (layer by layer output shapes and parameter counts) for `tlc check`.
+A client that needs more than the flow (`tlc info`'s tracer) follows the walk
+through `InferenceHooks`.
 """
 
 from __future__ import annotations
@@ -41,7 +43,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import Float64Type, FunctionType, IntegerAttr, ModuleOp, i64
+from xdsl.dialects.builtin import (
+    Float64Type,
+    FunctionType,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    i64,
+)
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 
@@ -67,9 +76,8 @@ from tensorloom.dialects.nml import (
     ShapeError,
     TensorType,
 )
-from tensorloom.dialects.nml import shape_rules as rules
 from tensorloom.dialects.nml.types import Dim
-from tensorloom.dialects.shapes import Shape, ShapeMismatch, Unifier, format_shape
+from tensorloom.dialects.shapes import Shape, ShapeMismatch, Unifier, format_shape, reshape_shape
 from tensorloom.passes.model_env import (
     ArgFailure,
     Env,
@@ -127,6 +135,23 @@ class Instantiation:
 # --- one instantiation ----------------------------------------------------------------------
 
 
+class InferenceHooks:
+    """Callbacks for a client that follows the walk; here each does nothing.
+
+    For a nested model's `nml.apply` or an `nml.call` of a method the order is
+    `on_call`, the callee's ops, `on_return`, then the calling op's `on_op`.
+    """
+
+    def on_op(self, op: Operation, model: ModelOp, env: Env) -> None:
+        """After `op`, an op of a method of `model` under `env`, has its result typed."""
+
+    def on_call(self, op: Operation, func: FuncOp) -> None:
+        """Before the ops of `func`, which `op` calls with its operands as arguments."""
+
+    def on_return(self, op: Operation, func: FuncOp) -> None:
+        """After the ops of `func`, which `op` called."""
+
+
 @dataclass
 class Inference:
     """Steps 4-5 for one instantiation: value types live here until written back."""
@@ -139,6 +164,7 @@ class Inference:
         default_factory=dict[FuncOp, dict[SSAValue, Attribute]]
     )
     depth: int = 0
+    hooks: InferenceHooks = field(default_factory=InferenceHooks)
 
     def type_of(self, value: SSAValue) -> Attribute:
         return self.types.get(value, value.type)
@@ -169,6 +195,7 @@ class Inference:
         elif isinstance(op, CallOp):
             self._method_call(model, op, env, flow)
         self._track_scalars(op, env)
+        self.hooks.on_op(op, model, env)
 
     # --- builtins -------------------------------------------------------------------
 
@@ -190,8 +217,10 @@ class Inference:
         if not isinstance(source, TensorType) or source.dims is None:
             self._finish(op, TensorType.unranked(), flow)
             return
-        dims = rules.reshape(self.unifier.resolve_shape(source.dims) or (), target)
-        result = dims if isinstance(dims, ShapeError) else source.with_dims(dims)
+        dims = reshape_shape(source.dims, target, self.unifier)
+        result = (
+            ShapeError(dims.message) if isinstance(dims, ShapeMismatch) else source.with_dims(dims)
+        )
         self._finish(op, result, flow)
 
     def _finish(self, op: Operation, result: Attribute | ShapeError, flow: ModelFlow) -> None:
@@ -285,9 +314,11 @@ class Inference:
         return attr.dims if isinstance(attr, TensorType) else None
 
     def _like(self, op: ApplyOp, shape: Shape) -> Attribute:
+        """The input's element type, but a float for integer indices (`Embedding`)."""
         first = self.type_of(op.args[0]) if op.args else None
-        base = first if isinstance(first, TensorType) else TensorType.unranked()
-        return base.with_dims(shape)
+        if not isinstance(first, TensorType) or isinstance(first.element_type, IntegerType):
+            return TensorType.unranked().with_dims(shape)
+        return first.with_dims(shape)
 
     def _apply_model(
         self, layer: LayerOp, nested: ModelOp, op: ApplyOp, env: Env, flow: ModelFlow
@@ -298,7 +329,9 @@ class Inference:
             return TensorType.unranked()
         inner = ModelFlow(layer.sym_name.data, nested.sym_name.data, [], "")
         self.depth += 1
+        self.hooks.on_call(op, forward)
         result = self.run(nested, forward, model_env(nested, overrides), self._args(op), inner)
+        self.hooks.on_return(op, forward)
         self.depth -= 1
         kind = nested.sym_name.data
         flow.steps.append(
@@ -314,7 +347,9 @@ class Inference:
         if method is None or op.method is not None or self.depth > MAX_DEPTH:
             return
         self.depth += 1
+        self.hooks.on_call(op, method)
         self.types[op.result] = self.run(model, method, env, self._args(op), flow)
+        self.hooks.on_return(op, method)
         self.depth -= 1
 
     def _report_layer(
@@ -342,7 +377,10 @@ def _values_of(func: FuncOp) -> list[SSAValue]:
 
 
 def _describe(bound: BoundLayer) -> str:
-    return bound.spec.torch_ctor(bound).source().removeprefix("nn.")
+    """The constructor as TensorLoom writes it: `Conv2d(1, 16, 3, padding="same")`."""
+    args = [_literal(a) for a in bound.args]
+    args += [f"{k}={_literal(v)}" for k, v in bound.kwargs]
+    return f"{bound.spec.name}({', '.join(args)})"
 
 
 _FIRST_ARG_FEATURES = {"Linear", "Conv1d", "Conv2d", "ConvTranspose2d", "BatchNorm1d",
@@ -363,6 +401,8 @@ def _layer_help(name: str, bound: BoundLayer, mismatch: ShapeMismatch) -> str | 
 
 
 def _literal(value: object) -> str:
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_literal(v) for v in value) + "]"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
@@ -429,7 +469,8 @@ def instance_of(
     return found
 
 
-def _input_types(inst: Instantiation, func: FuncOp, inference: Inference) -> list[Attribute]:
+def input_types(inst: Instantiation, func: FuncOp, inference: Inference) -> list[Attribute]:
+    """Step 2: the forward's argument types, the dataset's batch merged into the first."""
     declared = list(func.function_type.inputs.data)
     if inst.inputs is None or not declared:
         return declared
@@ -479,7 +520,7 @@ def infer_instantiation(
     if forward is None:
         return None
     inference = Inference(models)
-    args = _input_types(inst, forward, inference)
+    args = input_types(inst, forward, inference)
     inputs = [inference.format_type(a) for a in args]
     flow = ModelFlow(inst.name, inst.model.sym_name.data, inputs, "")
     result = inference.run(inst.model, forward, inst.env, args, flow)
@@ -490,18 +531,21 @@ def infer_instantiation(
 def infer_shapes(
     module: ModuleOp, *, write_back: bool = True, quiet: bool = False
 ) -> list[ModelFlow]:
-    """Steps 1-6 over a module; the shape flow of every instantiation."""
+    """Steps 1-6 over a module; the shape flow of every instantiation (a model
+    used only as a layer of another is shown inside it, not on its own)."""
     if quiet:
         with reporting(DiagnosticSink()):
             return infer_shapes(module, write_back=write_back)
     models = models_of(module)
     done = [infer_instantiation(inst, models) for inst in instantiations(module, models)]
     inferred = [d for d in done if d is not None]
+    nested = {layer.kind.data for m in models.values() for layer in layers_of(m).values()}
+    shown = [r.flow for r in inferred if r.flow.name != r.flow.model or r.flow.model not in nested]
     if write_back:  # only now: every instantiation starts from the declared types
         written: set[FuncOp] = set()
         for result in inferred:
             _write_back(result.inference, written)
-    return [result.flow for result in inferred]
+    return shown
 
 
 def _write_back(inference: Inference, written: set[FuncOp]) -> None:
