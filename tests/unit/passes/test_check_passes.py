@@ -1,0 +1,89 @@
+"""The check passes in-process: config evaluation, settings, shape flows, all errors at once."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from xdsl.dialects.builtin import IntegerAttr, i64
+
+from tensorloom.diagnostics.ir import reporting
+from tensorloom.dialects.nml import CfgAttr, ExprAttr
+from tensorloom.passes.check_train import SETTINGS, closest
+from tensorloom.passes.model_env import EvalError, evaluate
+from tensorloom.passes.shape_inference import infer_shapes
+from tensorloom.pipeline import CHECK_PASSES, compile_text, make_context, run_passes
+
+MLP = """model Classifier:
+    layer fc1 = Linear(64, {hidden})
+    layer fc2 = Linear({fc2_in}, 10)
+    fn forward(self, x: Tensor) -> Tensor:
+        return x |> self.fc1 |> relu |> self.fc2
+
+let net = Classifier()
+let data = load_dataset("digits", flatten=true)
+train net on data:
+    {key} = 2
+    optimizer = Adam(lr=0.001)
+    loss = CrossEntropy
+"""
+
+
+def check(text: str, path: str = "prog.tl") -> tuple[list[str], list[object]]:
+    """Every diagnostic code the check passes report, and the shape flows."""
+    result = compile_text(text, path, until="irgen")
+    assert result.module is not None, [d.message for d in result.sink]
+    with reporting(result.sink):
+        run_passes(make_context(), result.module, CHECK_PASSES, path)
+    flows = infer_shapes(result.module, write_back=False, quiet=True)
+    return [d.code for d in result.sink.sorted()], list(flows)
+
+
+def test_config_expressions_evaluate_under_the_environment() -> None:
+    four = IntegerAttr(4, i64)
+    expr = ExprAttr.get("*", [four, CfgAttr.get("d_model")])
+    assert evaluate(expr, {"d_model": 256}) == 1024
+    missing = evaluate(expr, {})
+    assert isinstance(missing, EvalError) and missing.config == "d_model"
+
+
+def test_flow_takes_the_input_from_the_dataset_and_counts_parameters() -> None:
+    codes, flows = check(MLP.format(hidden=32, fc2_in=32, key="epochs"))
+    assert codes == []
+    (flow,) = flows
+    assert flow.inputs == ["[B, 64]"] and flow.output == "[B, 10]"  # type: ignore[attr-defined]
+    assert flow.params == (64 * 32 + 32) + (32 * 10 + 10)  # type: ignore[attr-defined]
+
+
+def test_every_error_in_a_file_is_reported() -> None:
+    codes, _ = check(MLP.format(hidden=32, fc2_in=48, key="epoch"))
+    assert codes == ["TL0201", "TL0401"]
+
+
+@pytest.mark.parametrize(
+    ("typo", "meant"),
+    [("epoch", "epochs"), ("Adma", "Adam"), ("batchsize", "batch_size"), ("sed", "seed")],
+)
+def test_closest_prefers_the_fewest_edits(typo: str, meant: str) -> None:
+    candidates = [*SETTINGS, "Adam", "AdamW", "Adamax"]
+    assert closest(typo, candidates) == meant
+
+
+def test_settings_accept_documented_values_and_reject_others() -> None:
+    assert SETTINGS["precision"].check("precision", "bf16") is None
+    assert SETTINGS["compile"].check("compile", "max-autotune") is None
+    assert SETTINGS["compile"].check("compile", True) is None
+    problem = SETTINGS["epochs"].check("epochs", 0)
+    assert problem is not None and problem.code == "TL0403"
+    problem = SETTINGS["distributed"].check("distributed", 1)
+    assert problem is not None and problem.code == "TL0402"
+
+
+def test_shape_inference_is_fast_in_process() -> None:
+    """Generous bound; bench/check_speed.py measures it properly."""
+    result = compile_text(MLP.format(hidden=32, fc2_in=32, key="epochs"), "p.tl", until="nml")
+    assert result.module is not None
+    start = time.perf_counter()
+    for _ in range(20):
+        infer_shapes(result.module, write_back=False, quiet=True)
+    assert (time.perf_counter() - start) / 20 < 0.05
