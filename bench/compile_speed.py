@@ -84,8 +84,9 @@ def median_ms(samples: list[float]) -> float:
     return 1000.0 * statistics.median(samples)
 
 
-def fmt_ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1f}"
+def med_min(samples: list[float]) -> str:
+    """`median (min)` in ms: the minimum is what a quiet machine gives."""
+    return f"{median_ms(samples):.1f} ({1000 * min(samples):.1f})"
 
 
 def table(header: list[str], rows: list[Row]) -> str:
@@ -145,8 +146,8 @@ def whole_process_rows(files: list[Path], runs: int, work: Path) -> list[Row]:
         check, check_code = wall_times([*tlc, "check", str(path)], runs)
         out = work / f"{path.stem}.py"
         comp, comp_code = wall_times([*tlc, "compile", str(path), "-o", str(out)], runs)
-        rows.append([display(path), fmt_ms(median_ms(check)), str(check_code),
-                     fmt_ms(median_ms(comp)), str(comp_code)])  # fmt: skip
+        rows.append([display(path), med_min(check), str(check_code), med_min(comp),
+                     str(comp_code)])  # fmt: skip
     return rows
 
 
@@ -157,17 +158,17 @@ def floor_rows(runs: int) -> list[Row]:
         "`import tensorloom.tools.tlc`": [sys.executable, "-c", "import tensorloom.tools.tlc"],
         "`tlc --version`": [*our_tlc(), "--version"],
     }
-    return [[name, fmt_ms(median_ms(wall_times(cmd, runs)[0]))] for name, cmd in cases.items()]
+    return [[name, med_min(wall_times(cmd, runs)[0])] for name, cmd in cases.items()]
 
 
 def original_rows(readme: Path, runs: int, orig_tlc: Path | None) -> list[Row]:
     ours, our_code = wall_times([*our_tlc(), "check", str(readme)], runs, cwd=readme.parent)
-    rows = [["this compiler (0.2.0)", fmt_ms(median_ms(ours)), str(our_code)]]
+    rows = [["this compiler (0.2.0)", med_min(ours), str(our_code)]]
     if orig_tlc is None or not orig_tlc.is_file():
         rows.append(["original TensorLoom 0.1.1", "not installed", "-"])
         return rows
     orig, orig_code = wall_times([str(orig_tlc), "check", readme.name], runs, cwd=readme.parent)
-    rows.append(["original TensorLoom 0.1.1", fmt_ms(median_ms(orig)), str(orig_code)])
+    rows.append(["original TensorLoom 0.1.1", med_min(orig), str(orig_code)])
     return rows
 
 
@@ -341,16 +342,27 @@ def import_rows(readme: Path, top: int = 12) -> list[Row]:
 # ---- main ---------------------------------------------------------------------------------
 
 
+def machine() -> str:
+    """Cores, load and versions: figures on a busy machine are pessimistic, so say how busy."""
+    import platform
+
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                            capture_output=True, text=True, check=False).stdout.strip()  # fmt: skip
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    return (f"{os.cpu_count()} cores, load average {load}; Python {platform.python_version()}; "
+            f"tensorloom at {commit or '?'}")  # fmt: skip
+
+
 def sections(args: argparse.Namespace, work: Path) -> dict[str, str]:
     readme = write_readme_programs(work)
     out: dict[str, str] = {}
-    out["floors"] = table(["what", "median ms"], floor_rows(args.runs))
+    out["floors"] = table(["what", "median (min) ms"], floor_rows(args.runs))
     out["examples"] = table(
-        ["program", "`tlc check` ms", "exit", "`tlc compile` ms", "exit"],
+        ["program", "`tlc check` median (min) ms", "exit", "`tlc compile` median (min) ms", "exit"],
         whole_process_rows(example_files(readme), args.runs, work),
     )
     out["original"] = table(
-        ["`tlc check` of the README transformer", "median ms", "exit"],
+        ["`tlc check` of the README transformer", "median (min) ms", "exit"],
         original_rows(readme, args.runs, args.orig_tlc),
     )
     for path in (readme, PROGRAMS / "transformer_lm.tl"):
@@ -382,8 +394,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None, help="also write the tables here")
     args = parser.parse_args(argv)
     os.environ.setdefault("TENSORLOOM_NO_DOWNLOAD", "1")
+    print(f"Machine: {machine()} at the start\n")
     with tempfile.TemporaryDirectory(prefix="tl-speed-") as tmp:
         out = sections(args, Path(tmp))
+    print(f"Machine: {machine()} at the end\n")
     if ERRORS:
         out["errors"] = "\n".join(f"- {line}" for line in dict.fromkeys(ERRORS))
     for key, text in out.items():
