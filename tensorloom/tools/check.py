@@ -17,17 +17,24 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from tensorloom.diagnostics import render_json
-from tensorloom.diagnostics.ir import reporting
-from tensorloom.passes.shape_inference import ModelFlow, infer_shapes
-from tensorloom.pipeline import CHECK_PASSES, Compilation, compile_file, make_context, run_passes
-from tensorloom.tools.common import emit_diagnostics
+from tensorloom.tools import check_cache
+from tensorloom.tools.check_cache import Replay
+
+# A cache hit replays the output without the compiler: xDSL and the passes load
+# only when a file is really checked.
+if TYPE_CHECKING:
+    from tensorloom.passes.shape_inference import ModelFlow
+    from tensorloom.pipeline import Compilation
 
 
 def check_file(path: Path) -> tuple[Compilation, list[ModelFlow]]:
     """Run the front end and every check pass on `path`; the shape flows if it is clean."""
+    from tensorloom.diagnostics.ir import reporting
+    from tensorloom.passes.shape_inference import infer_shapes
+    from tensorloom.pipeline import CHECK_PASSES, compile_file, make_context, run_passes
+
     result = compile_file(path, until="irgen")
     module = result.module
     if module is None or result.sink.has_errors:
@@ -39,22 +46,48 @@ def check_file(path: Path) -> tuple[Compilation, list[ModelFlow]]:
     return result, infer_shapes(module, write_back=False, quiet=True)
 
 
-def run_check(path: Path, fmt: str = "text", out: TextIO | None = None) -> int:
-    """The `tlc check` command: print diagnostics and flows; the exit status."""
-    stream = out if out is not None else sys.stdout
-    result, flows = check_file(path)
-    diagnostics = result.sink.sorted()
+def run_check(path: Path, fmt: str = "text", out: TextIO | None = None, *,
+              use_cache: bool = False) -> int:  # fmt: skip
+    """The `tlc check` command: print diagnostics and flows; the exit status.
+
+    With `use_cache`, an unchanged program's output is replayed from
+    tools/check_cache.py, and a fresh result is stored there.
+    """
+    name = str(path)
+    replay = check_cache.lookup(name, fmt) if use_cache else None
+    if replay is None:
+        result, flows = check_file(path)
+        replay = render_check(result, flows, fmt)
+        if use_cache:
+            _store(name, fmt, result, replay)
+    sys.stderr.write(replay.stderr)
+    (out if out is not None else sys.stdout).write(replay.stdout)
+    return replay.status
+
+
+def render_check(result: Compilation, flows: list[ModelFlow], fmt: str) -> Replay:
+    """What `tlc check` prints: JSON on stdout, or diagnostics on stderr and flows on stdout."""
+    from tensorloom.diagnostics import render_text
+
+    status = 0 if result.ok else 1
     if fmt == "json":
-        stream.write(json.dumps(_json(result, flows), indent=2) + "\n")
-        return 0 if result.ok else 1
-    if diagnostics:
-        emit_diagnostics(result.sink, result.sources)
-    if result.ok:
-        stream.write(format_flows(flows))
-    return 0 if result.ok else 1
+        return Replay(json.dumps(_json(result, flows), indent=2) + "\n", "", status)
+    color = check_cache.use_color(fmt)
+    diagnostics = render_text.render_all(result.sink.sorted(), result.sources, color=color)
+    return Replay(format_flows(flows) if result.ok else "", diagnostics, status)
+
+
+def _store(name: str, fmt: str, result: Compilation, replay: Replay) -> None:
+    """Cache the replay, keyed on the text of every file the check parsed."""
+    paths = [name] if result.program is None else [u.path for u in result.program.units()]
+    texts = {p: source.text for p in paths if (source := result.sources.get(p)) is not None}
+    if len(texts) == len(paths):
+        check_cache.store(name, fmt, texts, replay, (d.code for d in result.sink))
 
 
 def _json(result: Compilation, flows: list[ModelFlow]) -> dict[str, Any]:
+    from tensorloom.diagnostics import render_json
+
     return {
         "ok": result.ok,
         "diagnostics": [render_json.to_dict(d) for d in result.sink.sorted()],
@@ -101,8 +134,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tlc check")
     parser.add_argument("file", type=Path)
     parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--no-cache", action="store_true")
     args = parser.parse_args(argv)
-    return run_check(args.file, args.format)
+    return run_check(args.file, args.format, use_cache=not args.no_cache)
 
 
 if __name__ == "__main__":

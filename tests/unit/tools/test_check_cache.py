@@ -1,0 +1,205 @@
+"""The `tlc check` cache: hits replay the output and exit status; any change is a miss."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tensorloom.tools import check_cache, launcher, tlc
+
+MODEL = """\
+@model TransformerBlock:
+    @config:
+        d_model = 512
+        n_heads = 8
+
+    @layers:
+        attention = MultiHeadAttention(d_model, n_heads)
+        norm1     = LayerNorm(d_model)
+        ff        = Linear(d_model, d_model)
+
+    @forward(x):
+        let residual = x
+        x = norm1(x)
+        x = residual + attention(x)
+        return ff(x)
+"""
+SCRIPT = """\
+import transformer.nml as CustomTransformer
+
+let net = CustomTransformer(d_model=256, n_heads=4)
+let data = load_dataset()
+
+train net on data:
+    epochs = 15
+    optimizer = Adam(lr=0.0001)
+    loss = CrossEntropy
+    precision = fp16
+"""
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    directory = tmp_path / "cache"
+    monkeypatch.setenv("TENSORLOOM_CACHE_DIR", str(directory))
+    return directory
+
+
+@pytest.fixture
+def program(tmp_path: Path) -> Path:
+    (tmp_path / "transformer.nml").write_text(MODEL)
+    script = tmp_path / "train_transformer.tl"
+    script.write_text(SCRIPT)
+    return script
+
+
+def check(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(tlc.cli, ["check", *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def entries(cache: Path) -> list[Path]:
+    return sorted((cache / "check").glob("*.json")) if (cache / "check").is_dir() else []
+
+
+def tamper(entry: Path) -> None:
+    """Mark a stored entry, so that a run replaying it is told from one that checks."""
+    data = json.loads(entry.read_text())
+    data["stdout"] = "replayed\n"
+    entry.write_text(json.dumps(data))
+
+
+def test_hit_replays_output_and_warning_exit_0(cache: Path, program: Path) -> None:
+    first = check(str(program))
+    assert first[0] == 0 and "TL0411" in first[2] and "TransformerBlock" in first[1]
+    assert len(entries(cache)) == 1
+    assert check(str(program)) == first
+    tamper(entries(cache)[0])
+    assert check(str(program))[1] == "replayed\n"
+
+
+def test_hit_replays_errors_and_exit_1(cache: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.tl"
+    bad.write_text("let net = Missing()\n")
+    first = check(str(bad))
+    assert first[0] == 1 and "error[" in first[2]
+    assert check(str(bad)) == first
+    assert len(entries(cache)) == 1
+
+
+def test_json_format_has_its_own_entry(cache: Path, program: Path) -> None:
+    text, as_json = check(str(program)), check(str(program), "--format", "json")
+    assert json.loads(as_json[1])["ok"] is True
+    assert check(str(program), "--format", "json") == as_json
+    assert check(str(program)) == text
+    assert len(entries(cache)) == 2
+
+
+def test_editing_an_imported_model_invalidates(cache: Path, program: Path) -> None:
+    check(str(program))
+    tamper(entries(cache)[0])
+    model = program.parent / "transformer.nml"
+    model.write_text(MODEL.replace("Linear(d_model, d_model)", "Linear(d_model, 7)"))
+    code, out, _ = check(str(program))
+    assert code == 0 and out != "replayed\n"
+    assert "Linear(256, 7)" in out
+
+
+def test_editing_the_root_file_invalidates(cache: Path, program: Path) -> None:
+    check(str(program))
+    program.write_text(SCRIPT.replace("d_model=256", "d_model=128"))
+    code, out, _ = check(str(program))
+    assert code == 0 and "LayerNorm(128)" in out
+    assert len(entries(cache)) == 2
+
+
+def test_no_cache_neither_reads_nor_writes(cache: Path, program: Path) -> None:
+    fresh = check(str(program), "--no-cache")
+    assert entries(cache) == []
+    check(str(program))
+    tamper(entries(cache)[0])
+    assert check(str(program), "--no-cache") == fresh
+
+
+def test_corrupt_entry_is_ignored_and_rewritten(cache: Path, program: Path) -> None:
+    first = check(str(program))
+    for garbage in ("{not json", '{"files": 3, "stdout": "x", "stderr": "", "status": 0}', "[]"):
+        entries(cache)[0].write_text(garbage)
+        assert check(str(program)) == first
+    assert json.loads(entries(cache)[0].read_text())["status"] == 0
+
+
+def test_unwritable_cache_dir_still_checks(tmp_path: Path, program: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("TENSORLOOM_CACHE_DIR", str(blocker / "cache"))
+    first = check(str(program))
+    assert first[0] == 0 and "TransformerBlock" in first[1]
+    assert check(str(program)) == first
+
+
+def test_import_errors_are_not_stored(cache: Path, tmp_path: Path) -> None:
+    script = tmp_path / "lonely.tl"
+    script.write_text(SCRIPT)  # transformer.nml does not exist (yet)
+    assert check(str(script))[0] == 1
+    assert entries(cache) == []
+
+
+def test_cache_dir_follows_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("TENSORLOOM_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert check_cache.cache_dir() == str(tmp_path / "tensorloom")
+    monkeypatch.setenv("TENSORLOOM_CACHE_DIR", str(tmp_path / "mine"))
+    assert check_cache.cache_dir() == str(tmp_path / "mine")
+
+
+def test_fingerprint_follows_compiler_sources(monkeypatch: pytest.MonkeyPatch,
+                                              tmp_path: Path) -> None:  # fmt: skip
+    source = tmp_path / "pass.py"
+    source.write_text("x = 1\n")
+    monkeypatch.setattr(check_cache, "PACKAGE_DIR", str(tmp_path))
+    before = check_cache.compiler_fingerprint()
+    assert check_cache.compiler_fingerprint() == before
+    os.utime(source, ns=(1, 1))
+    assert check_cache.compiler_fingerprint() != before
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["check", "a.tl"], ("a.tl", "text")),
+    (["check", "--format", "json", "a.tl"], ("a.tl", "json")),
+    (["check", "a.tl", "--format=text"], ("a.tl", "text")),
+    (["check", "a.tl", "--no-cache"], None),
+    (["check", "a.tl", "--format", "xml"], None),
+    (["check", "a.tl", "--format"], None),
+    (["check", "a.tl", "b.tl"], None),
+    (["--debug", "check", "a.tl"], None),
+    (["compile", "a.tl"], None),
+    ([], None),
+])  # fmt: skip
+def test_launcher_recognises_plain_check(argv: list[str], expected: tuple[str, str] | None) -> None:
+    assert launcher._check_arguments(argv) == expected  # pyright: ignore[reportPrivateUsage]
+
+
+def test_whole_process_hit_loads_neither_click_nor_xdsl(cache: Path, program: Path) -> None:
+    tlc_script = Path(sys.executable).with_name("tlc")
+    command = [str(tlc_script), "check", program.name]
+    first = subprocess.run(command, cwd=program.parent, capture_output=True, text=True)
+    probe = ("import sys; from tensorloom.tools import launcher\n"
+             "sys.argv = ['tlc', *sys.argv[1:]]\n"
+             "try:\n    launcher.main()\nexcept SystemExit:\n"
+             "    sys.stderr.write(repr(sorted(m for m in sys.modules if m.split('.')[0] in "
+             "('click', 'xdsl', 'networkx', 'tensorloom'))))\n    raise\n")  # fmt: skip
+    second = subprocess.run([sys.executable, "-c", probe, "check", program.name],
+                            cwd=program.parent, capture_output=True, text=True)  # fmt: skip
+    assert (second.returncode, second.stdout) == (first.returncode, first.stdout)
+    replayed, modules = second.stderr.rsplit("\n", 1)
+    assert replayed + "\n" == first.stderr
+    assert modules == repr(["tensorloom", "tensorloom.tools", "tensorloom.tools.check_cache",
+                            "tensorloom.tools.launcher"])  # fmt: skip
