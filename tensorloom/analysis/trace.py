@@ -5,12 +5,13 @@
     trace.steps[1].children[0].kind             # "LayerNorm"
     trace.shape(trace.steps[1].output)          # (32, 512, 512)
 
-The shape-inference pass's `Inference` does the walking; this subclass only
-records what it sees. A step keeps its shapes as they were when it ran (the
-same nested model may run twice with other shapes) and names its tensors by
-`TensorKey`s: a value in one particular call of a forward, where a nested
-model's argument is the caller's tensor and a view is the tensor it views.
-That identity lets the profile count a tensor saved by two layers once.
+The shape-inference pass's `Inference` does the walking; a `Recorder`, its
+`InferenceHooks`, only records what it sees. A step keeps its shapes as they
+were when it ran (the same nested model may run twice with other shapes) and
+names its tensors by `TensorKey`s: a value in one particular call of a
+forward, where a nested model's argument is the caller's tensor and a view is
+the tensor it views. That identity lets the profile count a tensor saved by
+two layers once.
 """
 
 from __future__ import annotations
@@ -41,14 +42,16 @@ from tensorloom.passes.model_env import (
     Env,
     bind_layer,
     forward_of,
+    layers_of,
     model_env,
     nested_overrides,
 )
 from tensorloom.passes.shape_inference import (
     Inference,
+    InferenceHooks,
     Instantiation,
     ModelFlow,
-    _input_types,  # pyright: ignore[reportPrivateUsage]
+    input_types,
 )
 
 TensorKey = tuple[int, int]  # (call frame, id of the SSA value in that call)
@@ -87,7 +90,7 @@ class Trace:
     inputs: list[Shape]
     output: Shape
     steps: list[Step]
-    inference: TracingInference
+    inference: Inference
     output_key: TensorKey | None
     input_integer: bool = False
 
@@ -98,16 +101,18 @@ class Trace:
         return self.inference.unifier.resolve_shape(shape)
 
 
-class TracingInference(Inference):
-    """`Inference` that records each applied layer and op into a tree of `Step`s."""
+class Recorder(InferenceHooks):
+    """Hooks that record each applied layer and op into a tree of `Step`s."""
 
     def __init__(self, models: dict[str, ModelOp]) -> None:
-        super().__init__(models)
+        self.models = models
+        self.inference = Inference(models, hooks=self)
         self.frames = itertools.count()
         self.frame = next(self.frames)
+        self.callers: list[int] = []
         self.aliases: dict[TensorKey, TensorKey] = {}
-        self.pending: list[TensorKey] | None = None
-        self.returned: TensorKey | None = None
+        self.returned: TensorKey | None = None  # the callee's result, until the call's on_op
+        self.children: list[Step] = []  # a nested model's steps, until its apply's on_op
         self.stack: list[list[Step]] = [[]]
 
     # --- tensor identity ----------------------------------------------------------------
@@ -116,34 +121,42 @@ class TracingInference(Inference):
         raw = (self.frame, id(value))
         return self.aliases.get(raw, raw)
 
-    def run(
-        self, model: ModelOp, func: FuncOp, env: Env, args: Sequence[Attribute], flow: ModelFlow
-    ) -> Attribute:
-        caller, self.frame = self.frame, next(self.frames)
-        for arg, key in zip(func.body.block.args, self.pending or [], strict=False):
+    def enter(self, func: FuncOp, keys: Sequence[TensorKey]) -> None:
+        """A fresh frame for one call of `func`, its arguments the caller's tensors."""
+        self.callers.append(self.frame)
+        self.frame = next(self.frames)
+        for arg, key in zip(func.body.block.args, keys, strict=False):
             self.aliases[(self.frame, id(arg))] = key
-        self.pending = None
-        result = super().run(model, func, env, args, flow)
+
+    def leave(self, func: FuncOp) -> None:
         last = func.body.block.last_op
         values = last.values if isinstance(last, ReturnOp) else ()
         self.returned = self.key(values[0]) if values else None
-        self.frame = caller
-        return result
+        self.frame = self.callers.pop()
 
-    def _call_with(self, op: Operation) -> None:
-        self.pending = [self.key(v) for v in op.operands]
-        self.returned = None
+    # --- hooks ----------------------------------------------------------------------------
 
-    def _alias_result(self, op: Operation) -> None:
-        if self.returned is not None:
-            self.aliases[(self.frame, id(op.results[0]))] = self.returned
+    def on_call(self, op: Operation, func: FuncOp) -> None:
+        self.enter(func, [self.key(v) for v in op.operands])
+        if isinstance(op, ApplyOp):
+            self.stack.append([])
 
-    # --- recording ---------------------------------------------------------------------
+    def on_return(self, op: Operation, func: FuncOp) -> None:
+        self.leave(func)
+        if isinstance(op, ApplyOp):
+            self.children = self.stack.pop()
 
-    def visit(self, model: ModelOp, op: Operation, env: Env, flow: ModelFlow) -> None:
-        super().visit(model, op, env, flow)
-        if isinstance(op, FunctionalOp) and not isinstance(op, DimOp | ListOp):
+    def on_op(self, op: Operation, model: ModelOp, env: Env) -> None:
+        returned, self.returned = self.returned, None
+        children, self.children = self.children, []
+        if isinstance(op, ApplyOp | CallOp) and returned is not None:
+            self.aliases[(self.frame, id(op.results[0]))] = returned
+        if isinstance(op, ApplyOp):
+            self._record_apply(op, model, env, children)
+        elif isinstance(op, FunctionalOp) and not isinstance(op, DimOp | ListOp):
             self._record_op(op)
+
+    # --- recording ------------------------------------------------------------------------
 
     def _record_op(self, op: FunctionalOp) -> None:
         kind = op.name.removeprefix("nml.")
@@ -152,6 +165,31 @@ class TracingInference(Inference):
         self.stack[-1].append(step)
         if kind in VIEWS and op.operands:
             self.aliases[(self.frame, id(op.results[0]))] = self.key(op.operands[0])
+
+    def _record_apply(self, op: ApplyOp, model: ModelOp, env: Env, children: list[Step]) -> None:
+        layer = layers_of(model).get(op.layer.root_reference.data)
+        if layer is None:
+            return
+        nested = self.models.get(layer.kind.data)
+        if nested is not None and nested is not model and lookup(layer.kind.data) is None:
+            self._record_nested(op, layer, nested, env, children)
+            return
+        bound = bind_layer(layer, env)
+        step = self._step(layer.sym_name.data, layer.kind.data, op)
+        step.bound, step.layer = bound, layer
+        step.params = bound.spec.param_count(bound) if bound is not None else 0
+        self.stack[-1].append(step)
+
+    def _record_nested(
+        self, op: ApplyOp, layer: LayerOp, nested: ModelOp, env: Env, children: list[Step]
+    ) -> None:
+        step = self._step(layer.sym_name.data, layer.kind.data, op)
+        step.params = sum(c.params for c in children)
+        step.children = children
+        step.layer, step.model = layer, nested
+        overrides = nested_overrides(layer, nested, env)
+        step.env = model_env(nested, overrides if isinstance(overrides, dict) else {})
+        self.stack[-1].append(step)
 
     def _step(self, name: str, kind: str, op: Operation) -> Step:
         operands = list(op.operands)
@@ -165,59 +203,16 @@ class TracingInference(Inference):
             integer_input=bool(operands) and self._is_integer(operands[0]),
         )
 
+    def _shape(self, value: SSAValue) -> Shape:
+        attr = self.inference.type_of(value)
+        return attr.dims if isinstance(attr, TensorType) else None
+
     def _is_tensor(self, value: SSAValue) -> bool:
-        return isinstance(self.type_of(value), TensorType)
+        return isinstance(self.inference.type_of(value), TensorType)
 
     def _is_integer(self, value: SSAValue) -> bool:
-        attr = self.type_of(value)
+        attr = self.inference.type_of(value)
         return isinstance(attr, TensorType) and isinstance(attr.element_type, IntegerType)
-
-    def _apply_layer(
-        self, model: ModelOp, layer: LayerOp, op: ApplyOp, env: Env, flow: ModelFlow
-    ) -> Attribute:
-        nested = self.models.get(layer.kind.data)
-        if nested is not None and nested is not model and lookup(layer.kind.data) is None:
-            return self._apply_nested(model, layer, nested, op, env, flow)
-        result = super()._apply_layer(model, layer, op, env, flow)
-        self.types[op.result] = result
-        bound = bind_layer(layer, env)
-        step = self._step(layer.sym_name.data, layer.kind.data, op)
-        step.bound = bound
-        step.layer = layer
-        step.params = bound.spec.param_count(bound) if bound is not None else 0
-        self.stack[-1].append(step)
-        return result
-
-    def _apply_nested(
-        self,
-        model: ModelOp,
-        layer: LayerOp,
-        nested: ModelOp,
-        op: ApplyOp,
-        env: Env,
-        flow: ModelFlow,
-    ) -> Attribute:
-        self.stack.append([])
-        self._call_with(op)
-        result = super()._apply_layer(model, layer, op, env, flow)
-        self.pending = None
-        children = self.stack.pop()
-        self._alias_result(op)
-        self.types[op.result] = result
-        step = self._step(layer.sym_name.data, layer.kind.data, op)
-        step.params = sum(c.params for c in children)
-        step.children = children
-        step.layer, step.model = layer, nested
-        overrides = nested_overrides(layer, nested, env)
-        step.env = model_env(nested, overrides if isinstance(overrides, dict) else {})
-        self.stack[-1].append(step)
-        return result
-
-    def _method_call(self, model: ModelOp, op: CallOp, env: Env, flow: ModelFlow) -> None:
-        self._call_with(op)
-        super()._method_call(model, op, env, flow)
-        self.pending = None
-        self._alias_result(op)
 
 
 def trace_instantiation(
@@ -231,19 +226,21 @@ def trace_instantiation(
     forward = forward_of(inst.model)
     if forward is None:
         return None
-    inference = TracingInference(models)
-    args = _input_types(inst, forward, inference)
+    recorder = Recorder(models)
+    inference = recorder.inference
+    args = input_types(inst, forward, inference)
     errors = _bind(inference, args, bindings, batch)
     if errors:
         return errors
     flow = ModelFlow(inst.name, inst.model.sym_name.data, [], "")
-    inference.pending = [input_key(i) for i in range(len(args))]
+    recorder.enter(forward, [input_key(i) for i in range(len(args))])
     result = inference.run(inst.model, forward, inst.env, args, flow)
+    recorder.leave(forward)
     inputs = [a.dims if isinstance(a, TensorType) else None for a in args]
     output = result.dims if isinstance(result, TensorType) else None
     integer = bool(args) and isinstance(args[0], TensorType) and _int_elements(args[0])
     name, model = inst.name, inst.model.sym_name.data
-    steps, returned = inference.stack[0], inference.returned
+    steps, returned = recorder.stack[0], recorder.returned
     return Trace(name, model, inputs, output, steps, inference, returned, integer)
 
 
