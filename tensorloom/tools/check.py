@@ -53,13 +53,13 @@ def run_check(path: Path, fmt: str = "text", out: TextIO | None = None, *,
     With `use_cache`, an unchanged program's output is replayed from
     tools/check_cache.py, and a fresh result is stored there.
     """
-    name = str(path)
-    replay = check_cache.lookup(name, fmt) if use_cache else None
+    name, command = str(path), f"check --format {fmt}"
+    replay = check_cache.lookup(name, command) if use_cache else None
     if replay is None:
         result, flows = check_file(path)
         replay = render_check(result, flows, fmt)
         if use_cache:
-            _store(name, fmt, result, replay)
+            store_result(name, command, result, replay)
     sys.stderr.write(replay.stderr)
     (out if out is not None else sys.stdout).write(replay.stdout)
     return replay.status
@@ -77,12 +77,12 @@ def render_check(result: Compilation, flows: list[ModelFlow], fmt: str) -> Repla
     return Replay(format_flows(flows) if result.ok else "", diagnostics, status)
 
 
-def _store(name: str, fmt: str, result: Compilation, replay: Replay) -> None:
-    """Cache the replay, keyed on the text of every file the check parsed."""
+def store_result(name: str, command: str, result: Compilation, replay: Replay) -> None:
+    """Cache the replay, keyed on the text of every file the compiler parsed."""
     paths = [name] if result.program is None else [u.path for u in result.program.units()]
     texts = {p: source.text for p in paths if (source := result.sources.get(p)) is not None}
     if len(texts) == len(paths):
-        check_cache.store(name, fmt, texts, replay, (d.code for d in result.sink))
+        check_cache.store(name, command, texts, replay, (d.code for d in result.sink))
 
 
 def _json(result: Compilation, flows: list[ModelFlow]) -> dict[str, Any]:

@@ -1,17 +1,18 @@
-"""The `tlc check` cache: an unchanged program's output replayed without loading the compiler.
+"""The `tlc check` and `tlc compile` cache: an unchanged program's output, replayed.
 
     $ tlc check train_transformer.tl      # first run: the full check, ~1 s
     $ tlc check train_transformer.tl      # unchanged: replayed from the cache, ~40 ms
 
-One entry per (file, output settings), in `<cache>/check/<key>.json`:
+One entry per (file, command line), in `<cache>/<check|compile>/<key>.json`:
 
     {"files": {"/abs/train_transformer.tl": "<sha256>", "/abs/transformer.nml": "<sha256>"},
      "stdout": "net: TransformerBlock ...", "stderr": "warning[TL0411]: ...", "status": 0}
 
 `<cache>` is `$TENSORLOOM_CACHE_DIR`, else `$XDG_CACHE_HOME/tensorloom`, else
 `~/.cache/tensorloom`. The key hashes what decides the output besides the
-sources: the compiler's version and fingerprint, the Python version, the output
-format and colour, the working directory, the path as given, and the root
+sources: the compiler's version and fingerprint, the Python version, the
+command and its options (`check --format json`, `compile --emit nml`), whether
+stderr is coloured, the working directory, the path as given, and the root
 file's bytes. `files` lists every file the check parsed (the root and every
 imported .nml, transitively) with the sha256 of its bytes; a hit needs all of
 them unchanged. A missing, unreadable or corrupt entry is a miss, and a cache
@@ -81,8 +82,8 @@ def cache_dir() -> str:
     return os.path.join(base, "tensorloom")
 
 
-def entry_path(key: str) -> str:
-    return os.path.join(cache_dir(), "check", f"{key}.json")
+def entry_path(key: str, command: str) -> str:
+    return os.path.join(cache_dir(), command.partition(" ")[0], f"{key}.json")
 
 
 def use_color(fmt: str) -> bool:
@@ -97,33 +98,41 @@ def display_path(argument: str) -> str:
     return str(PurePath(argument))
 
 
-def lookup(path: str, fmt: str) -> Replay | None:
-    """The cached output of `tlc check path`, if every file it read is unchanged."""
-    key = _key(path, fmt)
+def lookup(path: str, command: str) -> Replay | None:
+    """The cached output of `tlc <command> path`, if every file it read is unchanged.
+
+    `command` is the command and the options that shape its output, in a fixed
+    order: `check --format text`, `compile --emit nml`.
+    """
+    key = _key(path, command)
     if key is None:
         return None
     try:
-        with open(entry_path(key), encoding="utf-8") as file:
+        with open(entry_path(key, command), encoding="utf-8") as file:
             return _valid_replay(json.load(file))
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return None
 
 
-def store(path: str, fmt: str, files: dict[str, str], replay: Replay, codes: Iterable[str]) -> None:
-    """Remember `replay` for `tlc check path`; `files` maps each parsed file to its text.
+def store(path: str, command: str, files: dict[str, str], replay: Replay,
+          codes: Iterable[str]) -> None:  # fmt: skip
+    """Remember `replay` for `tlc <command> path`; `files` maps each parsed file to its text.
 
-    Nothing is stored when a file changed on disk since the check read it, or
-    when a diagnostic's code is one of `UNCACHED_CODE_PREFIXES`.
+    Nothing is stored when a file changed on disk since the compiler read it,
+    for an exit status other than 0 or 1, or when a diagnostic's code is one of
+    `UNCACHED_CODE_PREFIXES`.
     """
+    if replay.status not in (0, 1):
+        return
     if any(code.startswith(UNCACHED_CODE_PREFIXES) for code in codes):
         return
-    key = _key(path, fmt)
+    key = _key(path, command)
     hashes = _hashes_if_unchanged(files)
     if key is None or hashes is None:
         return
     entry = {"files": hashes, "stdout": replay.stdout, "stderr": replay.stderr,
              "status": replay.status}  # fmt: skip
-    _write_atomically(entry_path(key), json.dumps(entry))
+    _write_atomically(entry_path(key, command), json.dumps(entry))
 
 
 def compiler_fingerprint() -> str:
@@ -146,13 +155,13 @@ def _xdsl_stamp() -> str:
     return "no-xdsl"
 
 
-def _key(path: str, fmt: str) -> str | None:
+def _key(path: str, command: str) -> str | None:
     try:
         with open(path, "rb") as file:
             content = sha256(file.read()).hexdigest()
     except OSError:
         return None
-    parts = ["check", fmt, str(use_color(fmt)), os.getcwd(), path, content,
+    parts = [command, str(use_color("text")), os.getcwd(), path, content,
              compiler_fingerprint()]  # fmt: skip
     return sha256("\0".join(parts).encode()).hexdigest()
 

@@ -15,10 +15,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tensorloom.diagnostics import DiagnosticSink
 from tensorloom.pipeline import STAGE_NAMES, Compilation, compile_file
-from tensorloom.source import SourceMap
-from tensorloom.tools.common import EXIT_USAGE, emit_diagnostics, exit_status
+from tensorloom.tools import check_cache
+from tensorloom.tools.check import store_result
+from tensorloom.tools.check_cache import Replay
+from tensorloom.tools.common import EXIT_USAGE, exit_status
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
@@ -27,30 +28,48 @@ EMIT_CHOICES = tuple(s for s in STAGE_NAMES if s != "tokens")
 PythonPrinter = Callable[["ModuleOp", "str | None"], str]
 
 
-def run_compile(file: Path, emit: str, output: Path | None) -> int:
-    """Compile `file` up to `emit`, write the result; the exit status."""
+def run_compile(file: Path, emit: str, output: Path | None, *, use_cache: bool = False) -> int:
+    """Compile `file` up to `emit`, write the result; the exit status.
+
+    With `use_cache`, an unchanged program's output is replayed from
+    tools/check_cache.py, and a fresh result is stored there.
+    """
+    name, command = str(file), f"compile --emit {emit}"
+    replay = check_cache.lookup(name, command) if use_cache else None
+    if replay is None:
+        compiled = _compile(file, emit)
+        if compiled is None:
+            sys.stderr.write("error: `--emit python` is not available in this build yet\n")
+            return EXIT_USAGE
+        replay = _render(*compiled)
+        if use_cache:
+            store_result(name, command, compiled[0], replay)
+    return _deliver(replay, output)
+
+
+def _compile(file: Path, emit: str) -> tuple[Compilation, str | None] | None:
+    """The compilation up to `emit` and its text; None if this build cannot print Python."""
     if emit == "ast":
-        return _emit_ast(file, output)
+        return _emit_ast(file)
     if emit == "python":
-        return _emit_python(file, output)
+        return _emit_python(file)
     result = compile_file(file, until=emit)
-    return _finish(result, _ir_text(result.module), output)
+    return result, _ir_text(result.module)
 
 
-def _emit_ast(file: Path, output: Path | None) -> int:
+def _emit_ast(file: Path) -> tuple[Compilation, str | None]:
     from tensorloom.frontend import ast_dump
     from tensorloom.tools.common import load_and_parse
 
     module, sources, sink = load_and_parse(file)
     text = ast_dump.dump(module) if module is not None else None
-    return _write(text, output, sink, sources)
+    return Compilation(str(file), sources, sink), text
 
 
-def _emit_python(file: Path, output: Path | None) -> int:
+def _emit_python(file: Path) -> tuple[Compilation, str | None] | None:
     printer = _python_printer()
     if printer is None:
-        sys.stderr.write("error: `--emit python` is not available in this build yet\n")
-        return EXIT_USAGE
+        return None
     from tensorloom.diagnostics.ir import reporting
 
     result = compile_file(file, until="torch")
@@ -58,7 +77,7 @@ def _emit_python(file: Path, output: Path | None) -> int:
     if result.module is not None and result.ok:
         with reporting(result.sink):
             text = printer(result.module, str(file))
-    return _finish(result, text, output)
+    return result, text
 
 
 def _python_printer() -> PythonPrinter | None:
@@ -82,16 +101,23 @@ def _ir_text(module: ModuleOp | None) -> str | None:
     return stream.getvalue() + "\n"
 
 
-def _finish(result: Compilation, text: str | None, output: Path | None) -> int:
-    return _write(text if result.ok else None, output, result.sink, result.sources)
+def _render(result: Compilation, text: str | None) -> Replay:
+    """Diagnostics for stderr, the stage's text for stdout (none if there were errors)."""
+    from tensorloom.diagnostics import render_text
+
+    diagnostics = result.sink.sorted()
+    color = check_cache.use_color("text")
+    errors = render_text.render_all(diagnostics, result.sources, color=color) if diagnostics else ""
+    status = exit_status(result.sink)
+    return Replay(text if text is not None and status == 0 else "", errors, status)
 
 
-def _write(text: str | None, output: Path | None, sink: DiagnosticSink, sources: SourceMap) -> int:
-    emit_diagnostics(sink, sources)
-    if text is None or sink.has_errors:
-        return exit_status(sink)
+def _deliver(replay: Replay, output: Path | None) -> int:
+    sys.stderr.write(replay.stderr)
+    if replay.status != 0:
+        return replay.status
     if output is None:
-        sys.stdout.write(text)
+        sys.stdout.write(replay.stdout)
     else:
-        output.write_text(text, encoding="utf-8")
-    return exit_status(sink)
+        output.write_text(replay.stdout, encoding="utf-8")
+    return replay.status

@@ -101,10 +101,11 @@ def check(file: Path, fmt: Format, no_cache: bool) -> int:
               help="stop after this stage and print it")
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
               help="write to this file instead of stdout")
+@click.option("--no-cache", is_flag=True, help="compile afresh; neither read nor write the cache")
 @compiler_command
-def compile_command(file: Path, emit: str, output: Path | None) -> int:
+def compile_command(file: Path, emit: str, output: Path | None, no_cache: bool) -> int:
     """Compile FILE to Python, or print it after any stage with --emit."""
-    return run_compile(file, emit, output)
+    return run_compile(file, emit, output, use_cache=not no_cache)
 
 
 

@@ -1,4 +1,4 @@
-"""The `tlc check` cache: hits replay the output and exit status; any change is a miss."""
+"""The `tlc check`/`tlc compile` cache: hits replay output and exit status; changes miss."""
 
 from __future__ import annotations
 
@@ -60,12 +60,16 @@ def program(tmp_path: Path) -> Path:
 
 
 def check(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(tlc.cli, ["check", *args])
+    return tlc_run("check", *args)
+
+
+def tlc_run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(tlc.cli, list(args))
     return result.exit_code, result.stdout, result.stderr
 
 
-def entries(cache: Path) -> list[Path]:
-    return sorted((cache / "check").glob("*.json")) if (cache / "check").is_dir() else []
+def entries(cache: Path, command: str = "check") -> list[Path]:
+    return sorted((cache / command).glob("*.json")) if (cache / command).is_dir() else []
 
 
 def tamper(entry: Path) -> None:
@@ -152,6 +156,36 @@ def test_import_errors_are_not_stored(cache: Path, tmp_path: Path) -> None:
     assert entries(cache) == []
 
 
+def test_compile_hit_replays_ir_and_follows_imports(cache: Path, program: Path) -> None:
+    first = tlc_run("compile", str(program), "--emit", "nml")
+    assert first[0] == 0 and "nml.model @TransformerBlock" in first[1]
+    assert tlc_run("compile", str(program), "--emit", "nml") == first
+    tamper(entries(cache, "compile")[0])
+    assert tlc_run("compile", str(program), "--emit", "nml")[1] == "replayed\n"
+    (program.parent / "transformer.nml").write_text(MODEL.replace("d_model = 512", "d_model = 64"))
+    code, out, _ = tlc_run("compile", str(program), "--emit", "nml")
+    assert code == 0 and out != "replayed\n" and "d_model = 64" in out
+
+
+def test_compile_hit_writes_the_output_file(cache: Path, program: Path, tmp_path: Path) -> None:
+    target = tmp_path / "out.mlir"
+    first = tlc_run("compile", str(program), "--emit", "nml", "-o", str(target))
+    written = target.read_text()
+    target.unlink()
+    assert tlc_run("compile", str(program), "--emit", "nml", "-o", str(target)) == first
+    assert target.read_text() == written and written == tlc_run(
+        "compile", str(program), "--emit", "nml", "--no-cache")[1]  # fmt: skip
+
+
+def test_compile_errors_replay_exit_1_and_no_output(cache: Path, tmp_path: Path) -> None:
+    bad, target = tmp_path / "bad.tl", tmp_path / "out.py"
+    bad.write_text("let net = Missing()\n")
+    first = tlc_run("compile", str(bad), "-o", str(target))
+    assert first[0] == 1 and "error[" in first[2]
+    assert tlc_run("compile", str(bad), "-o", str(target)) == first
+    assert not target.exists()
+
+
 def test_cache_dir_follows_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("TENSORLOOM_CACHE_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
@@ -172,19 +206,23 @@ def test_fingerprint_follows_compiler_sources(monkeypatch: pytest.MonkeyPatch,
 
 
 @pytest.mark.parametrize(("argv", "expected"), [
-    (["check", "a.tl"], ("a.tl", "text")),
-    (["check", "--format", "json", "a.tl"], ("a.tl", "json")),
-    (["check", "a.tl", "--format=text"], ("a.tl", "text")),
+    (["check", "a.tl"], ("a.tl", "check --format text")),
+    (["check", "--format", "json", "a.tl"], ("a.tl", "check --format json")),
+    (["check", "a.tl", "--format=text"], ("a.tl", "check --format text")),
+    (["compile", "a.tl"], ("a.tl", "compile --emit python")),
+    (["compile", "--emit", "nml", "a.tl"], ("a.tl", "compile --emit nml")),
+    (["compile", "a.tl", "-o", "out.py"], None),
+    (["compile", "a.tl", "--format", "json"], None),
     (["check", "a.tl", "--no-cache"], None),
-    (["check", "a.tl", "--format", "xml"], None),
     (["check", "a.tl", "--format"], None),
+    (["check", "a.tl", "--format", "--no-cache"], None),
     (["check", "a.tl", "b.tl"], None),
     (["--debug", "check", "a.tl"], None),
-    (["compile", "a.tl"], None),
+    (["ast", "a.tl"], None),
     ([], None),
 ])  # fmt: skip
-def test_launcher_recognises_plain_check(argv: list[str], expected: tuple[str, str] | None) -> None:
-    assert launcher._check_arguments(argv) == expected  # pyright: ignore[reportPrivateUsage]
+def test_launcher_recognises_cacheable_commands(argv: list[str], expected: object) -> None:
+    assert launcher._cached_command(argv) == expected  # pyright: ignore[reportPrivateUsage]
 
 
 def test_whole_process_hit_loads_neither_click_nor_xdsl(cache: Path, program: Path) -> None:

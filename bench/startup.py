@@ -1,0 +1,107 @@
+"""Whole-process start-up of `tlc`: a cold `tlc check`, a cached one, and their floors.
+
+    python bench/startup.py [--runs 20] [--orig-tlc /tmp/tl-orig/bin/tlc]
+
+Runs each command `--runs` times, round-robin (one run of each command, then
+the next round), so that a change in the machine's load affects every row
+alike, and prints a markdown table of the minimum and median wall time. The
+program is the README's transformer (transformer.nml + train_transformer.tl,
+from bench/compile_speed.py), checked in a temporary folder with a temporary
+`$TENSORLOOM_CACHE_DIR`:
+
+- `tlc check --no-cache`: the full check, every run (what a changed program costs);
+- `tlc check`: a cache hit (tools/check_cache.py), after one untimed run filled it;
+- `tlc compile --emit nml`: the front end and the nml stage;
+- the floors: `python -c pass` and `python -S -c pass` (the interpreter, with and
+  without site-packages' .pth hooks), and `tlc --version` (click and the CLI);
+- with `--orig-tlc`, the original TensorLoom 0.1.1's `tlc check` of the same
+  program (`pip install tensorloom==0.1.1` in a separate venv).
+
+The load average before and after is printed, since a loaded machine inflates
+every row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from compile_speed import README_TRAIN_TRANSFORMER, README_TRANSFORMER_NML
+
+
+def tlc() -> str:
+    return str(Path(sys.executable).with_name("tlc"))
+
+
+def commands(orig_tlc: Path | None) -> dict[str, list[str]]:
+    rows = {
+        "`python -c pass`": [sys.executable, "-c", "pass"],
+        "`python -S -c pass`": [sys.executable, "-S", "-c", "pass"],
+        "`tlc --version`": [tlc(), "--version"],
+        "`tlc check train_transformer.tl` (cache hit)": [tlc(), "check", "train_transformer.tl"],
+        "`tlc check --no-cache train_transformer.tl`":
+            [tlc(), "check", "--no-cache", "train_transformer.tl"],
+        "`tlc compile --emit nml train_transformer.tl`":
+            [tlc(), "compile", "--emit", "nml", "train_transformer.tl"],
+    }  # fmt: skip
+    if orig_tlc is not None:
+        rows["original 0.1.1 `tlc check train_transformer.tl`"] = [
+            str(orig_tlc), "check", "train_transformer.tl"]  # fmt: skip
+    return rows
+
+
+def run_once(command: list[str], folder: Path) -> float:
+    start = time.perf_counter()
+    done = subprocess.run(command, cwd=folder, capture_output=True, check=False)
+    elapsed = (time.perf_counter() - start) * 1000
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} exited {done.returncode}:\n{done.stderr.decode()}")
+    return elapsed
+
+
+def measure(rows: dict[str, list[str]], runs: int, folder: Path) -> dict[str, list[float]]:
+    for command in rows.values():
+        run_once(command, folder)  # untimed: fills the cache and the OS's file cache
+    samples: dict[str, list[float]] = {name: [] for name in rows}
+    for _ in range(runs):
+        for name, command in rows.items():
+            samples[name].append(run_once(command, folder))
+    return samples
+
+
+def table(samples: dict[str, list[float]]) -> str:
+    lines = ["| command | min (ms) | median (ms) |", "|---|---|---|"]
+    for name, times in samples.items():
+        lines.append(f"| {name} | {min(times):.0f} | {statistics.median(times):.0f} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Whole-process start-up of `tlc`.")
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--orig-tlc", type=Path, default=None)
+    args = parser.parse_args()
+    orig = args.orig_tlc if args.orig_tlc is not None and args.orig_tlc.is_file() else None
+    with tempfile.TemporaryDirectory() as work:
+        folder = Path(work)
+        (folder / "transformer.nml").write_text(README_TRANSFORMER_NML)
+        (folder / "train_transformer.tl").write_text(README_TRAIN_TRANSFORMER)
+        os.environ["TENSORLOOM_CACHE_DIR"] = str(folder / "cache")
+        before = os.getloadavg()[0]
+        samples = measure(commands(orig), args.runs, folder)
+        after = os.getloadavg()[0]
+    print(f"{args.runs} runs each, round-robin; load average {before:.1f} before, "
+          f"{after:.1f} after; {os.cpu_count()} CPUs\n")  # fmt: skip
+    print(table(samples))
+
+
+if __name__ == "__main__":
+    main()
