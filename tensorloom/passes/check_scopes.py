@@ -13,7 +13,7 @@ one of its configs or layers, or a top-level symbol of the module.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -23,7 +23,7 @@ from xdsl.traits import SymbolOpInterface
 
 from tensorloom.diagnostics.core import Diagnostic, Label, did_you_mean
 from tensorloom.diagnostics.ir import report, span_of
-from tensorloom.dialects.nml import ApplyOp, CallOp, GetAttrOp, ModelOp, RefOp
+from tensorloom.dialects.nml import ApplyOp, CallOp, FuncOp, GetAttrOp, LayerOp, ModelOp, RefOp
 from tensorloom.passes.model_env import configs_of, layers_of, methods_of
 from tensorloom.passes.resolve_builtins import BUILTINS, builtin_name
 
@@ -51,12 +51,18 @@ class ModelScope:
 
     model: ModelOp
     outside: set[str]
+    layers: dict[str, LayerOp] = field(default_factory=dict[str, LayerOp])
+    methods: dict[str, FuncOp] = field(default_factory=dict[str, FuncOp])
+    local: set[str] = field(default_factory=set[str])
 
     @property
     def name(self) -> str:
         return self.model.sym_name.data
 
     def check(self) -> None:
+        self.layers = layers_of(self.model)
+        self.methods = methods_of(self.model)
+        self.local = {*configs_of(self.model), *self.layers}
         for op in self.model.walk():
             if isinstance(op, RefOp):
                 self._ref(op)
@@ -66,16 +72,14 @@ class ModelScope:
 
     def _ref(self, op: RefOp) -> None:
         name = op.symbol.root_reference.data
-        local = {*configs_of(self.model), *layers_of(self.model)}
-        if name in local or name in self.outside:
+        if name in self.local or name in self.outside:
             return
-        guess = did_you_mean(name, local)
+        guess = did_you_mean(name, self.local)
         _error(op, "TL0301", f"undefined name `{name}`", _help(guess))
 
     def _call(self, op: CallOp) -> None:
         callee = op.callee.data
-        layers = layers_of(self.model)
-        methods = methods_of(self.model)
+        layers, methods = self.layers, self.methods
         if callee.startswith("self.") and op.method is None:
             name = callee.removeprefix("self.")
             if name not in methods:
@@ -109,9 +113,9 @@ class ModelScope:
             if isinstance(o, ApplyOp | RefOp)
         }
         used |= {o.attr_name.data for o in self.model.walk() if isinstance(o, GetAttrOp)}
-        if not methods_of(self.model):
+        if not self.methods:
             return
-        for name, layer in layers_of(self.model).items():
+        for name, layer in self.layers.items():
             if name not in used:
                 self._unused(name, layer)
 

@@ -79,6 +79,7 @@ class ResolveCall(RewritePattern):
     """One `nml.call` -> `nml.apply`, a builtin op or `nml.kernel_call`."""
 
     kernels: frozenset[str]
+    layers: dict[ModelOp, frozenset[str]]
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: CallOp, rewriter: PatternRewriter) -> None:
@@ -95,7 +96,7 @@ class ResolveCall(RewritePattern):
         model = enclosing_model(op)
         callee = op.callee.data
         if model is not None and op.method is None:
-            layer = layer_name(callee, layers_of(model))
+            layer = layer_name(callee, self.layers[model])
             if layer is not None:
                 names = [n.data for n in op.arg_names.data]
                 return ApplyOp(layer, list(op.args), TensorType.unranked(), names)
@@ -428,7 +429,9 @@ class ResolveNmlPass(ModulePass):
             checker.check_model(model)
         for instance in [o for o in op.walk() if isinstance(o, InstanceOp)]:
             checker.check_instance(instance)
-        walker = PatternRewriteWalker(ResolveCall(kernel_names(op)), apply_recursively=False)
+        layers = {m: frozenset(layers_of(m)) for m in checker.models.values()}
+        resolve = ResolveCall(kernel_names(op), layers)
+        walker = PatternRewriteWalker(resolve, apply_recursively=False)
         walker.rewrite_module(op)
         PatternRewriteWalker(ContiguousIsIdentity(), apply_recursively=False).rewrite_module(op)
         _erase_dead_constants(op)

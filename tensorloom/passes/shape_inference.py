@@ -164,6 +164,15 @@ class Inference:
         default_factory=dict[FuncOp, dict[SSAValue, Attribute]]
     )
     depth: int = 0
+    layers: dict[ModelOp, dict[str, LayerOp]] = field(
+        default_factory=dict[ModelOp, dict[str, LayerOp]]
+    )
+
+    def layers_in(self, model: ModelOp) -> dict[str, LayerOp]:
+        if model not in self.layers:
+            self.layers[model] = layers_of(model)
+        return self.layers[model]
+
     hooks: InferenceHooks = field(default_factory=InferenceHooks)
 
     def type_of(self, value: SSAValue) -> Attribute:
@@ -282,7 +291,7 @@ class Inference:
 
     def _apply(self, model: ModelOp, op: ApplyOp, env: Env, flow: ModelFlow) -> None:
         name = op.layer.root_reference.data
-        layer = layers_of(model).get(name)
+        layer = self.layers_in(model).get(name)
         result: Attribute = TensorType.unranked()
         if layer is not None:
             result = self._apply_layer(model, layer, op, env, flow)
