@@ -87,3 +87,11 @@ def test_shape_inference_is_fast_in_process() -> None:
     for _ in range(20):
         infer_shapes(result.module, write_back=False, quiet=True)
     assert (time.perf_counter() - start) / 20 < 0.05
+
+
+def test_train_block_doc_lists_every_key() -> None:
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "train-block.md").read_text()
+    missing = [key for key in SETTINGS if f"| `{key}` |" not in doc]
+    assert missing == []
