@@ -42,8 +42,11 @@ def cache_key(result: Compilation) -> str:
 
 def compile_cached(file: Path) -> tuple[Path | None, int]:
     """The compiled script's path (None when the program has errors) and the exit status."""
-    import tensorloom.backends.print_triton  # noqa: F401  (registers the kernels' handlers)
+    from importlib import import_module
+
     from tensorloom.backends.python_printer import print_python
+
+    import_module("tensorloom.backends.print_triton")  # registers the kernels' handlers
     from tensorloom.diagnostics.ir import reporting
 
     result = compile_file(file, until="torch")
