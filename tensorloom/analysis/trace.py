@@ -55,6 +55,7 @@ from tensorloom.passes.shape_inference import (
 )
 
 TensorKey = tuple[int, int]  # (call frame, id of the SSA value in that call)
+INDEX_LAYERS = frozenset({"Embedding"})  # their input holds int64 indices, however annotated
 
 
 @dataclass(slots=True)
@@ -114,6 +115,7 @@ class Recorder(InferenceHooks):
         self.returned: TensorKey | None = None  # the callee's result, until the call's on_op
         self.children: list[Step] = []  # a nested model's steps, until its apply's on_op
         self.stack: list[list[Step]] = [[]]
+        self.indices: set[TensorKey] = set()  # tensors an index layer reads
 
     # --- tensor identity ----------------------------------------------------------------
 
@@ -178,6 +180,9 @@ class Recorder(InferenceHooks):
         step = self._step(layer.sym_name.data, layer.kind.data, op)
         step.bound, step.layer = bound, layer
         step.params = bound.spec.param_count(bound) if bound is not None else 0
+        if layer.kind.data in INDEX_LAYERS and step.input_keys:
+            step.integer_input = True
+            self.indices.add(step.input_keys[0])
         self.stack[-1].append(step)
 
     def _record_nested(
@@ -239,6 +244,7 @@ def trace_instantiation(
     inputs = [a.dims if isinstance(a, TensorType) else None for a in args]
     output = result.dims if isinstance(result, TensorType) else None
     integer = bool(args) and isinstance(args[0], TensorType) and _int_elements(args[0])
+    integer = integer or input_key(0) in recorder.indices
     name, model = inst.name, inst.model.sym_name.data
     steps, returned = recorder.stack[0], recorder.returned
     return Trace(name, model, inputs, output, steps, inference, returned, integer)
