@@ -10,6 +10,7 @@ random configurations of single layers.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -46,6 +47,7 @@ def emitted(path: Path) -> tuple[ModuleType, dict[str, tuple[str, dict[str, Any]
         text = print_python(result.module)
     except NotImplementedError as error:  # a printer handler another stage has yet to add
         pytest.skip(f"the emitted program cannot be printed yet: {error}")
+    sys.modules[module.__name__] = module  # the emitted script's dataclasses look it up
     exec(compile(text, f"<emitted {path.name}>", "exec"), module.__dict__)
     instances: dict[str, tuple[str, dict[str, Any]]] = {}
     for op in result.module.walk():
