@@ -74,7 +74,7 @@ def render_check(result: Compilation, flows: list[ModelFlow], fmt: str) -> Repla
         return Replay(json.dumps(_json(result, flows), indent=2) + "\n", "", status)
     color = check_cache.use_color(fmt)
     diagnostics = render_text.render_all(result.sink.sorted(), result.sources, color=color)
-    return Replay(format_flows(flows) if result.ok else "", diagnostics, status)
+    return Replay(_flows_text(result, flows), diagnostics, status)
 
 
 def store_result(name: str, command: str, result: Compilation, replay: Replay) -> None:
@@ -106,6 +106,12 @@ def flow_dict(flow: ModelFlow) -> dict[str, Any]:
             {"name": s.name, "op": s.op, "shape": s.shape, "params": s.params} for s in flow.steps
         ],
     }
+
+
+def _flows_text(result: Compilation, flows: list[ModelFlow]) -> str:
+    if not result.ok:
+        return ""
+    return format_flows(flows) if flows else f"{result.path}: ok (no models)\n"
 
 
 def format_flows(flows: list[ModelFlow]) -> str:
