@@ -276,9 +276,9 @@ def summary_lines(info: ModelInfo, request: InfoRequest) -> list[str]:
 
 
 def budget_lines(budget: MemoryBudget, request: InfoRequest) -> list[str]:
-    terms = "  ".join(f"{k} {_bytes(v)}" for k, v in budget.terms().items())
-    lines = [
-        f"training memory: {terms}",
+    lines = ["training memory, one step:"]
+    lines += [f"  {k:<16}{_bytes(v):>12}" for k, v in budget.terms().items()]
+    lines += [
         f"  with activation checkpointing: activations {_bytes(budget.activations_checkpointed)}",
         f"  predicted peak (allocator) {_bytes(budget.peak)}, with the CUDA context "
         f"{_bytes(budget.total)}",
