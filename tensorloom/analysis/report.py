@@ -96,7 +96,14 @@ def model_info(inst: Instantiation, module: ModuleOp, request: InfoRequest) -> M
     profile = profile_instantiation(inst, models_of(module), options)
     if profile is None:
         return None
+    batch = batch or _bound_batch(profile)
     return ModelInfo(profile, training, batch, training_budget(profile, training))
+
+
+def _bound_batch(profile: ModelProfile) -> int | None:
+    """The batch `-D B=4` (or an annotation) fixed: the first dim of the first input."""
+    first = profile.input_shapes[0] if profile.input_shapes else None
+    return _int(first[0]) if first else None
 
 
 def _int(value: object) -> int | None:
