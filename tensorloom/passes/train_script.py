@@ -677,9 +677,10 @@ def train(args: argparse.Namespace, ctx: DistContext) -> int:
             break
         start, start_step = time.perf_counter(), trainer.step
         train_loss, batches = train_one_epoch(trainer, epoch, args.max_steps)
-        record = epoch_record(
-            trainer, epoch, train_loss, batches, time.perf_counter() - start, args
-        )
+        if trainer.ctx.device.type == "cuda":
+            torch.cuda.synchronize()  # the epoch's time includes the steps still queued
+        elapsed = time.perf_counter() - start
+        record = epoch_record(trainer, epoch, train_loss, batches, elapsed, args)
         metrics.write(record)
         log(format_epoch_summary(record, epochs=args.epochs))
         if batches == len(trainer.train_loader) // GRAD_ACCUM * GRAD_ACCUM:

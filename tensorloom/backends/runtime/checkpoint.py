@@ -67,9 +67,10 @@ def rng_states() -> dict[str, Any]:
 
 def restore_rng_states(states: dict[str, Any]) -> None:
     random.setstate(_as_random_state(states["python"]))
-    torch.set_rng_state(states["torch"])
+    # RNG states are CPU byte tensors, whatever map_location moved them to.
+    torch.set_rng_state(states["torch"].cpu())
     if "cuda" in states and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(states["cuda"])
+        torch.cuda.set_rng_state_all([state.cpu() for state in states["cuda"]])
 
 
 def _as_random_state(state: Any) -> tuple[Any, ...]:
