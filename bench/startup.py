@@ -14,6 +14,8 @@ from bench/compile_speed.py), checked in a temporary folder with a temporary
 - `tlc compile --emit nml`: the front end and the nml stage;
 - the floors: `python -c pass` and `python -S -c pass` (the interpreter, with and
   without site-packages' .pth hooks), and `tlc --version` (click and the CLI);
+- the two largest imports of a cold check: networkx (the import graph) and
+  xDSL with the nml dialect;
 - with `--orig-tlc`, the original TensorLoom 0.1.1's `tlc check` of the same
   program (`pip install tensorloom==0.1.1` in a separate venv).
 
@@ -46,6 +48,9 @@ def commands(orig_tlc: Path | None) -> dict[str, list[str]]:
         "`python -c pass`": [sys.executable, "-c", "pass"],
         "`python -S -c pass`": [sys.executable, "-S", "-c", "pass"],
         "`tlc --version`": [tlc(), "--version"],
+        "`python -c 'import networkx'`": [sys.executable, "-c", "import networkx"],
+        "`python -c 'import tensorloom.dialects.nml'` (xDSL + nml)":
+            [sys.executable, "-c", "import tensorloom.dialects.nml"],
         "`tlc check train_transformer.tl` (cache hit)": [tlc(), "check", "train_transformer.tl"],
         "`tlc check --no-cache train_transformer.tl`":
             [tlc(), "check", "--no-cache", "train_transformer.tl"],
