@@ -11,7 +11,7 @@ from bench/compile_speed.py), checked in a temporary folder with a temporary
 
 - `tlc check --no-cache`: the full check, every run (what a changed program costs);
 - `tlc check`: a cache hit (tools/check_cache.py), after one untimed run filled it;
-- `tlc compile --emit nml`: the front end and the nml stage;
+- `tlc compile --emit nml`: a cache hit too (the same cache, per stage);
 - the floors: `python -c pass` and `python -S -c pass` (the interpreter, with and
   without site-packages' .pth hooks), and `tlc --version` (click and the CLI);
 - the two largest imports of a cold check: networkx (the import graph) and
@@ -54,7 +54,7 @@ def commands(orig_tlc: Path | None) -> dict[str, list[str]]:
         "`tlc check train_transformer.tl` (cache hit)": [tlc(), "check", "train_transformer.tl"],
         "`tlc check --no-cache train_transformer.tl`":
             [tlc(), "check", "--no-cache", "train_transformer.tl"],
-        "`tlc compile --emit nml train_transformer.tl`":
+        "`tlc compile --emit nml train_transformer.tl` (cache hit)":
             [tlc(), "compile", "--emit", "nml", "train_transformer.tl"],
     }  # fmt: skip
     if orig_tlc is not None:
