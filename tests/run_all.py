@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def run_pytest() -> tuple[int, int]:
     workers = os.environ.get("TL_TEST_WORKERS", "2")
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", workers, "tests"]
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", workers, "tests"]
     out = _run(cmd)
     passed = _count(r"(\d+) passed", out)
     failed = _count(r"(\d+) failed", out) + _count(r"(\d+) errors?\b", out)

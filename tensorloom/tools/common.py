@@ -83,13 +83,25 @@ def compiler_command(command: Callable[P, int]) -> Callable[P, None]:
             status = command(*args, **kwargs)
         except (click.exceptions.ClickException, click.exceptions.Exit, click.Abort):
             raise
+        except BrokenPipeError:  # `tlc info --json | head`: the reader left, not a bug
+            _silence_stdout()
+            status = EXIT_OK
         except Exception as exc:  # everything else is a bug in TensorLoom
             report_internal_error(exc, debug=debug_enabled())
             status = EXIT_INTERNAL_ERROR
-        sys.stdout.flush()
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            _silence_stdout()
         click.get_current_context().exit(status)
 
     return run
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
 
 
 def report_internal_error(exc: BaseException, *, debug: bool) -> None:

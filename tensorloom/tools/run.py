@@ -3,9 +3,10 @@
     $ tlc run examples/mnist.tl -- --epochs 2 --device cpu
     $ tlc run train_ddp.tl --nproc 2          # under torch.distributed.run (torchrun)
 
-The script is written to `$TENSORLOOM_CACHE` (default `~/.cache/tensorloom/scripts`)
+The script is written to `<cache>/scripts` (`<cache>` as for `tlc check`'s cache:
+`$TENSORLOOM_CACHE_DIR`, else `$XDG_CACHE_HOME/tensorloom`, else `~/.cache/tensorloom`)
 under a name keyed by the text of every source file it was compiled from and by
-the compiler's version, so an unchanged program is not compiled twice. It runs
+the compiler's fingerprint, so an unchanged program is not compiled twice. It runs
 with the current Python in the current directory (checkpoints and metrics land
 there); imports in the program resolve relative to its own file. Nothing runs
 when the program has errors.
@@ -14,24 +15,22 @@ when the program has errors.
 from __future__ import annotations
 
 import hashlib
-import os
 import subprocess
 import sys
 from pathlib import Path
 
-from tensorloom import __version__
 from tensorloom.pipeline import Compilation, compile_file
+from tensorloom.tools import check_cache
 from tensorloom.tools.common import emit_diagnostics, exit_status
 
 
 def cache_dir() -> Path:
-    root = os.environ.get("TENSORLOOM_CACHE")
-    return Path(root) if root else Path.home() / ".cache" / "tensorloom" / "scripts"
+    return Path(check_cache.cache_dir()) / "scripts"
 
 
 def cache_key(result: Compilation) -> str:
-    """A hash of the compiler version and every source file's name and text."""
-    digest = hashlib.sha256(__version__.encode())
+    """A hash of the compiler's fingerprint and every source file's name and text."""
+    digest = hashlib.sha256(check_cache.compiler_fingerprint().encode())
     units = result.program.units() if result.program is not None else []
     for path in sorted(unit.path for unit in units):
         source = result.sources.get(path)

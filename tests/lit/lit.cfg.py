@@ -2,6 +2,7 @@
 
 import os
 import shutil
+import tempfile
 import sys
 
 import lit.formats
@@ -25,3 +26,5 @@ config.environment["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")  #
 config.environment["NO_COLOR"] = "1"  # noqa: F821
 config.environment["COLUMNS"] = "120"  # noqa: F821
 config.environment["TRITON_INTERPRET"] = "1"  # noqa: F821
+# A fresh compile cache per lit run, so no test replays another run's output.
+config.environment["TENSORLOOM_CACHE_DIR"] = tempfile.mkdtemp(prefix="tl-lit-cache-")  # noqa: F821
