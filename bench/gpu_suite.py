@@ -246,13 +246,21 @@ def versions(compiler: str | None) -> dict[str, Any]:
     return info
 
 
-def run_all(plan: Plan, out: Path, budget_s: float) -> list[dict[str, Any]]:
+def selected(job: Job, only: list[str]) -> bool:
+    """`--only` keeps jobs whose "bench/implementation/setting" contains one of the words."""
+    label = f"{job.bench}/{job.impl}/{job.setting}"
+    return not only or any(word in label for word in only)
+
+
+def run_all(
+    plan: Plan, out: Path, budget_s: float, only: list[str] | None = None
+) -> list[dict[str, Any]]:
     deadline = time.monotonic() + budget_s
     env = {**os.environ, "TENSORLOOM_NO_DOWNLOAD": "1", "PYTHONUNBUFFERED": "1"}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HANDWRITTEN), env.get("PYTHONPATH")]))
     records = [versions(manifest(plan)["compiler"])]
     out.write_text(json.dumps(records[0]) + "\n")
-    for job in all_jobs(plan):
+    for job in (job for job in all_jobs(plan) if selected(job, only or [])):
         left = deadline - time.monotonic()
         if left < 30 and "skipped" not in job.extra:
             job.extra["skipped"] = "time budget spent"
@@ -270,6 +278,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget-s", type=float, default=530.0)
     parser.add_argument("--generated", type=Path, default=BENCH / "generated")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes on the CPU (tests)")
+    parser.add_argument("--only", action="append", default=[],
+                        help="run only jobs whose bench/implementation/setting contains this")
     args = parser.parse_args(argv)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="tl-bench-") as tmp:
@@ -277,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
         train, test = (512, 128) if args.smoke else (MLP_SAMPLES, 10_000)
         write_synthetic(work / "data" / "mnist", train=train, test=test)
         plan = Plan(args.generated, work / "data", work, args.smoke)
-        records = run_all(plan, args.out, args.budget_s)
+        records = run_all(plan, args.out, args.budget_s, args.only)
     print()
     print(report.render(records))
     return 0
