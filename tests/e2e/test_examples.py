@@ -15,11 +15,14 @@ keeps the file well under the CI budget on two cores.
 
 from __future__ import annotations
 
+import gzip
 import importlib.util
 import json
 import math
 import os
+import pickle
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -28,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -94,6 +98,7 @@ def tlc(*args: str) -> tuple[int, str]:
 
 
 def compile_example(name: str, out: Path) -> Path:
+    """`tlc compile` an example (a path relative to examples/, or an absolute one)."""
     status, output = tlc("compile", str(EXAMPLES / name), "-o", str(out))
     assert status == 0, output
     return out
@@ -185,6 +190,102 @@ def test_resnet_writes_its_checkpoints(tmp_path: Path) -> None:
     train("train_resnet.tl", Run(epochs=6, max_steps=None), tmp_path)
     saved = sorted(p.name for p in (tmp_path / "ckpt").iterdir())
     assert saved == ["epoch-0005.pt", "epoch-0006.pt", "last.pt"]
+
+
+# --- the documented switch to real dataset files ----------------------------------------
+
+# example -> the lines its header says to change, as (line in the file, replacement)
+DIGITS_DATA = 'let data = load_dataset("digits")'
+CIFAR_DATA = 'let data = load_dataset("cifar10")'
+VIT_DIGITS = "let net = VisionTransformer(in_channels=1, patch=2, embed_dim=64, n_heads=4)"
+VIT_CIFAR = "let net = VisionTransformer(in_channels=3, patch=4, embed_dim=128)"
+# example -> the lines its header says to change, as (code in the file, replacement)
+OVERRIDES: dict[str, list[tuple[str, str]]] = {
+    "mnist.tl": [("Linear(64, 256)", "Linear(784, 256)"),
+                 ('load_dataset("digits", flatten=true)', 'load_dataset("mnist", flatten=true)')],
+    "digits_cnn.tl": [("layer fc = Linear(32 * 4 * 4, 10)", "layer fc = Linear(32 * 14 * 14, 10)"),
+                      (DIGITS_DATA, 'let data = load_dataset("mnist")')],
+    "train_resnet.tl": [("let net = ResNet(in_channels=1, width=32)",
+                         "let net = ResNet(in_channels=3, width=64)"),
+                        (DIGITS_DATA, CIFAR_DATA)],
+    "train_vit.tl": [(VIT_DIGITS, VIT_CIFAR), (DIGITS_DATA, CIFAR_DATA)],
+}  # fmt: skip
+
+
+def with_overrides(name: str, folder: Path) -> Path:
+    """A copy of the example (and the blueprints it imports) with its header's edits made."""
+    lines = (EXAMPLES / name).read_text().splitlines()
+    header = "\n".join(line for line in lines if line.startswith("//"))
+    code = "\n".join(line for line in lines if not line.startswith("//"))
+    for old, new in OVERRIDES[name]:
+        assert new in header, f"the header of {name} no longer documents `{new}`"
+        assert code.count(old) == 1, old
+        code = code.replace(old, new)
+    folder.mkdir()
+    for blueprint in BLUEPRINTS:
+        (folder / blueprint).write_text((EXAMPLES / blueprint).read_text())
+    (folder / name).write_text(code + "\n")
+    return folder / name
+
+
+MNIST_TRAIN = 320
+CIFAR_BATCH = 32  # images per python batch: five for training, one for validation
+CIFAR_TRAIN = 5 * CIFAR_BATCH
+
+
+def class_patterns(n: int, shape: tuple[int, ...], seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Bytes images whose class is a bright 7x7 square at one of ten places, plus noise."""
+    rng = np.random.default_rng(seed)
+    labels = np.arange(n) % 10
+    images = rng.integers(0, 96, (n, *shape))
+    for i, label in enumerate(labels):
+        row, col = 7 * (label // 4), 7 * (label % 4)
+        images[i, ..., row : row + 7, col : col + 7] = 255
+    return images.astype(np.uint8), labels.astype(np.uint8)
+
+
+def write_idx(path: Path, array: np.ndarray) -> None:
+    """An IDX file as MNIST ships it (big-endian dims after a ubyte magic), gzipped."""
+    header = struct.pack(">HBB", 0, 0x08, array.ndim) + struct.pack(f">{array.ndim}I", *array.shape)
+    path.with_name(path.name + ".gz").write_bytes(gzip.compress(header + array.tobytes()))
+
+
+def write_mnist(root: Path) -> None:
+    folder = root / "mnist"
+    folder.mkdir(parents=True)
+    for prefix, n, seed in (("train", MNIST_TRAIN, 0), ("t10k", 80, 1)):
+        images, labels = class_patterns(n, (28, 28), seed)
+        write_idx(folder / f"{prefix}-images-idx3-ubyte", images)
+        write_idx(folder / f"{prefix}-labels-idx1-ubyte", labels)
+
+
+def write_cifar(root: Path) -> None:
+    """CIFAR-10's python batches: pickled dicts of uint8 rows [N, 3072] and label lists."""
+    folder = root / "cifar-10-batches-py"
+    folder.mkdir(parents=True)
+    names = [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]
+    for seed, name in enumerate(names):
+        images, labels = class_patterns(CIFAR_BATCH, (3, 32, 32), seed)
+        batch = {b"data": images.reshape(CIFAR_BATCH, 3072), b"labels": labels.tolist()}
+        with (folder / name).open("wb") as f:
+            pickle.dump(batch, f, protocol=2)
+
+
+@pytest.mark.parametrize("name", sorted(OVERRIDES))
+def test_documented_override_trains_on_real_format_files(name: str, tmp_path: Path) -> None:
+    source = with_overrides(name, tmp_path / "src")
+    status, output = tlc("check", str(source))
+    assert status == 0, output
+    data_root = tmp_path / "data"
+    cifar = "cifar10" in source.read_text()
+    write_cifar(data_root) if cifar else write_mnist(data_root)
+    script = import_script(compile_example(str(source), tmp_path / "script.py"))
+    run = Run(epochs=3, batch_size=32)
+    assert script.main([*run.argv(tmp_path), "--data-root", str(data_root)]) == 0
+    records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    steps_per_epoch = (CIFAR_TRAIN if cifar else MNIST_TRAIN) // 32  # the files were read
+    assert [r["steps"] for r in records] == [steps_per_epoch * e for e in (1, 2, 3)]
+    assert records[-1]["train_loss"] < records[0]["train_loss"]
 
 
 @pytest.mark.slow
