@@ -289,10 +289,10 @@ def test_documented_override_trains_on_real_format_files(name: str, tmp_path: Pa
 
 
 @pytest.mark.slow
-def test_ddp_example_under_torchrun_with_two_gloo_processes(tmp_path: Path) -> None:
-    script = compile_example("train_ddp.tl", tmp_path / "train_ddp.py")
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
-               "--standalone", str(script), *Run(epochs=3).argv(tmp_path)]  # fmt: skip
+def test_ddp_example_under_tlc_run_with_two_gloo_processes(tmp_path: Path) -> None:
+    """`tlc run --nproc 2`, as the header says: two CPU processes under torchrun."""
+    command = [sys.executable, "-m", "tensorloom.tools.tlc", "run", "--nproc", "2",
+               str(EXAMPLES / "train_ddp.tl"), "--", *Run(epochs=3).argv(tmp_path)]  # fmt: skip
     proc = run_killable(command)
     assert proc.returncode == 0, proc.stderr
     records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
