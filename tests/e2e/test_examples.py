@@ -26,7 +26,7 @@ import struct
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -153,14 +153,34 @@ def test_broken_example_fails_check_at_the_documented_place(name: str) -> None:
 # --- compile and train --------------------------------------------------------------
 
 
+def tokens() -> torch.Tensor:
+    return torch.randint(0, 16, (2, 12))
+
+
+def digits() -> torch.Tensor:
+    return torch.rand(2, 1, 8, 8)
+
+
+# blueprint -> (its main model, an input, the output shape `tlc check` infers with
+# the default configs: [B, T, vocab] per-token logits or [B, classes])
+FORWARD: dict[str, tuple[str, Callable[[], torch.Tensor], tuple[int, ...]]] = {
+    "transformer.nml": ("Transformer", tokens, (2, 12, 16)),
+    "resnet.nml": ("ResNet", digits, (2, 10)),
+    "lstm_seq2seq.nml": ("Seq2Seq", tokens, (2, 12, 16)),
+    "vision_transformer.nml": ("VisionTransformer", digits, (2, 10)),
+}
+
+
 @pytest.mark.parametrize("name", BLUEPRINTS)
-def test_blueprint_compiles_to_modules_that_run(name: str, tmp_path: Path) -> None:
-    """An .nml alone compiles to nn.Module classes; each builds with its defaults."""
+def test_blueprint_compiles_to_a_module_with_the_checked_output_shape(
+    name: str, tmp_path: Path
+) -> None:
+    """An .nml alone compiles to nn.Module classes; the main one runs with its defaults."""
     script = import_script(compile_example(name, tmp_path / "models.py"))
-    modules = [v for v in vars(script).values()
-               if isinstance(v, type) and issubclass(v, torch.nn.Module)]  # fmt: skip
-    assert modules
-    assert all(sum(p.numel() for p in m().parameters()) > 0 for m in modules)
+    model_name, make_input, shape = FORWARD[name]
+    model = getattr(script, model_name)().eval()
+    with torch.no_grad():
+        assert tuple(model(make_input()).shape) == shape
 
 
 @pytest.mark.parametrize("name", sorted(TRAINED))
