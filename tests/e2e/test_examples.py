@@ -33,11 +33,10 @@ from types import ModuleType
 
 import numpy as np
 import pytest
+import torch
 from click.testing import CliRunner
 
 from tensorloom.tools.tlc import cli
-
-torch = pytest.importorskip("torch")
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 
