@@ -182,7 +182,13 @@ def test_blueprint_compiles_to_a_module_with_the_checked_output_shape(
         assert tuple(model(make_input()).shape) == shape
 
 
-@pytest.mark.parametrize("name", sorted(TRAINED))
+SLOW = ("train_lstm.tl", "train_transformer.tl")  # 10-25 s each on a busy 2-core runner
+
+
+TRAINED_PARAMS = [pytest.param(n, marks=[pytest.mark.slow] if n in SLOW else []) for n in TRAINED]
+
+
+@pytest.mark.parametrize("name", TRAINED_PARAMS)
 def test_example_trains_and_its_loss_falls(name: str, tmp_path: Path) -> None:
     run = TRAINED[name]
     records = train(name, run, tmp_path)
