@@ -283,7 +283,7 @@ SETTINGS: dict[str, Setting] = {
     "batch_size": Setting(int_at_least(1), "samples per optimizer step (per process)"),
     "optimizer": Setting(_named("optimizer", "optimizer", OPTIMIZERS), "a torch.optim class"),
     "loss": Setting(_named("loss", "loss", LOSSES), "a loss function"),
-    "precision": Setting(one_of("fp32", "fp16", "bf16"), "training precision"),
+    "precision": Setting(one_of("auto", "fp32", "fp16", "bf16"), "training precision"),
     "distributed": Setting(boolean, "DistributedDataParallel over all local GPUs"),
     "compile": Setting(
         one_of(True, False, "default", "reduce-overhead", "max-autotune"), "torch.compile mode"

@@ -58,7 +58,7 @@ from tensorloom.passes.train_script import (
 )
 from tensorloom.passes.train_values import loops_of, setting_value
 
-RUNTIME_MODULES = ("distributed", "amp", "data", "loader", "checkpoint", "metrics")
+RUNTIME_MODULES = ("distributed", "amp", "data", "loader", "checkpoint", "metrics", "graphs")
 DEFAULT_LR = {"Adagrad": "0.01", "RMSprop": "0.01", "Adadelta": "1.0", "Adamax": "0.002",
               "NAdam": "0.002"}  # fmt: skip
 """torch.optim's default learning rates where they differ from 0.001."""
@@ -94,7 +94,7 @@ def _precision(loop: train.LoopOp) -> str:
     autocast = _marker(loop, train.AutocastOp)
     if not isinstance(autocast, train.AutocastOp):
         return "fp32"
-    return "fp16" if autocast.dtype.data == "float16" else "bf16"
+    return {"float16": "fp16", "bfloat16": "bf16"}.get(autocast.dtype.data, "auto")
 
 
 def _model_args(instance: nml.InstanceOp) -> str:

@@ -3,11 +3,13 @@
     train.set "precision" = "fp16"      ->   train.autocast "float16"
                                              train.grad_scaler
     train.set "precision" = "bf16"      ->   train.autocast "bfloat16"
+    (no precision, or "auto")           ->   train.autocast "auto"
 
 The markers say what the block asks for on a GPU. The emitted script decides
 at run time what the device allows (runtime/amp.py `resolve_precision`): CPU
 autocast is bf16, so `fp16` on a CPU run falls back to fp32 with a printed
-warning, and `bf16` stays bf16 autocast without a scaler.
+warning, and `bf16` stays bf16 autocast without a scaler. `auto`, the default,
+is bf16 autocast on a GPU that supports bf16 and fp32 everywhere else.
 """
 
 from __future__ import annotations
@@ -21,11 +23,11 @@ from xdsl.passes import ModulePass
 from tensorloom.dialects import train
 from tensorloom.passes.train_values import add_marker, has_marker, loops_of, setting_value
 
-AUTOCAST_DTYPE = {"fp16": "float16", "bf16": "bfloat16"}
+AUTOCAST_DTYPE = {"fp16": "float16", "bf16": "bfloat16", "auto": "auto"}
 
 
 def insert_amp(loop: train.LoopOp) -> None:
-    dtype = AUTOCAST_DTYPE.get(str(setting_value(loop, "precision")))
+    dtype = AUTOCAST_DTYPE.get(str(setting_value(loop, "precision") or "auto"))
     if dtype is None or has_marker(loop, train.AutocastOp):
         return
     add_marker(loop, train.AutocastOp(dtype))

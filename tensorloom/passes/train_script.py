@@ -20,6 +20,8 @@ from string import Template
 from textwrap import dedent
 
 CLASSIFICATION_LOSSES = ("CrossEntropy", "NLL")
+# Optimizer keywords that choose its implementation: set by the user, they are kept.
+_OPTIMIZER_MODES = frozenset({"fused", "foreach", "capturable", "differentiable"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +41,7 @@ class ScriptPlan:
     learning_rate: str
     loss: str
     loss_kwargs: list[tuple[str, str]]
-    precision: str  # "fp32", "fp16", "bf16": what the markers ask for on a GPU
+    precision: str  # "auto", "fp32", "fp16", "bf16": what the markers ask for on a GPU
     distributed: bool
     checkpoint_every: int | None
     checkpoint_unit: str
@@ -61,6 +63,19 @@ class ScriptPlan:
     def cuda_graphs(self) -> bool:
         return self.compile_mode == "reduce-overhead"
 
+    @property
+    def whole_step_graph(self) -> bool:
+        """The block allows capturing the whole step in one CUDA graph (runtime/graphs.py);
+        the script still decides per run (device, resident data, model size)."""
+        return (
+            not self.distributed
+            and self.grad_accum == 1
+            and self.grad_clip == "None"
+            and self.schedule is None
+            and self.optimizer in ("Adam", "AdamW", "SGD")
+            and not _names(self.optimizer_kwargs) & _OPTIMIZER_MODES
+        )
+
 
 def _fill(template: str, **values: object) -> str:
     return Template(dedent(template).strip("\n")).substitute({k: str(v) for k, v in values.items()})
@@ -80,10 +95,17 @@ def header_source(plan: ScriptPlan) -> str:
         # Run it:
         #     python OUT.py --epochs 10 --metrics run/metrics.jsonl
         #     $launch
-        # OUT.py --help lists the options; importing this file runs nothing.
+        # OUT.py --help lists the options; importing this file runs nothing.$auto
         """,
         model=plan.model_class, data=_data_name(plan), source=plan.source, launch=launch,
+        auto=_AUTO_PRECISION_NOTE if plan.precision == "auto" else "",
     )  # fmt: skip
+
+
+_AUTO_PRECISION_NOTE = """
+#
+# Precision is `auto` (the block sets none): bf16 autocast on a CUDA GPU that
+# supports bf16, fp32 on the CPU; `--precision fp32|fp16|bf16` overrides it."""
 
 
 def _data_name(plan: ScriptPlan) -> str:
@@ -98,7 +120,7 @@ def settings_source(plan: ScriptPlan) -> str:
     else:
         lines.append(f"BATCH_SIZE = {plan.batch_size}  # per process")
     lines.append(f"LEARNING_RATE = {plan.learning_rate}")
-    lines.append(f'PRECISION = "{plan.precision}"  # on the CPU, fp16 falls back to fp32')
+    lines.append(f'PRECISION = "{plan.precision}"  # {_PRECISION_NOTES[plan.precision]}')
     lines.append(f"DISTRIBUTED = {plan.distributed}")
     lines += _checkpoint_settings(plan)
     lines += _schedule_settings(plan)
@@ -115,6 +137,14 @@ def settings_source(plan: ScriptPlan) -> str:
     lines.append(f"DATASET: str | None = {dataset}")
     lines.append(f"DATASET_OPTIONS: dict[str, Any] = {plan.dataset_options}")
     return "\n".join(lines)
+
+
+_PRECISION_NOTES = {
+    "auto": "bf16 on a CUDA GPU with bf16 support, else fp32",
+    "fp32": "no autocast",
+    "fp16": "on the CPU, fp16 falls back to fp32",
+    "bf16": "bf16 autocast; a GPU without bf16 gets fp16 and a GradScaler",
+}
 
 
 def _checkpoint_settings(plan: ScriptPlan) -> list[str]:
@@ -225,12 +255,19 @@ def parse_args_source(plan: ScriptPlan) -> str:
             parser.add_argument("--resume", default=None, help="a checkpoint to continue from")
             parser.add_argument("--data-root", default=None, help="where dataset files live")
             parser.add_argument("--no-compile", action="store_true", help="no torch.compile")
-            parser.add_argument("--precision", choices=("fp32", "fp16", "bf16"), default=PRECISION)
+            parser.add_argument("--precision", choices=("auto", "fp32", "fp16", "bf16"),
+                                default=PRECISION, help="auto: bf16 on a bf16 GPU, else fp32")$graph
             return parser.parse_args(argv)
         ''',
         model=plan.model_class, data=_data_name(plan).replace("`", ""),
         source=plan.source.replace('"', ""), checkpoint_default=checkpoint_default,
+        graph=_NO_CUDA_GRAPH_FLAG if plan.whole_step_graph else "",
     )  # fmt: skip
+
+
+_NO_CUDA_GRAPH_FLAG = """
+    parser.add_argument("--no-cuda-graph", action="store_true",
+                        help="no whole-step CUDA graph for small resident datasets")"""
 
 
 SEED_EVERYTHING = """
@@ -306,6 +343,17 @@ class Trainer:
     start_epoch: int = 0
 '''
 
+TRAINER_GRAPH_FIELDS = """
+    whole_step: bool = False  # the step is captured in one CUDA graph (runtime/graphs.py)
+    graphed: GraphedStep | None = None  # captured at the first epoch, after any resume
+"""
+
+
+def trainer_source(plan: ScriptPlan) -> str:
+    if not plan.whole_step_graph:
+        return TRAINER
+    return TRAINER.rstrip("\n") + TRAINER_GRAPH_FIELDS
+
 
 def build_loaders_source(plan: ScriptPlan) -> str:
     per_token = ""
@@ -328,7 +376,7 @@ def build_loaders_source(plan: ScriptPlan) -> str:
                 **shard,
             )  # fmt: skip
             val_loader = make_loader(
-                *val, batch_size=4 * args.batch_size, shuffle=False, even_shards=False, **shard
+                *val, batch_size=args.batch_size, shuffle=False, even_shards=False, **shard
             )
             return train_loader, val_loader, info
         """,
@@ -346,6 +394,8 @@ def build_loaders_source(plan: ScriptPlan) -> str:
 
 
 def build_trainer_source(plan: ScriptPlan) -> str:
+    if plan.whole_step_graph:
+        return _graph_build_trainer_source(plan)
     optimizer_args = "".join(f", {k}={v}" for k, v in plan.optimizer_kwargs)
     fused = ""
     if plan.optimizer in ("Adam", "AdamW", "SGD") and not _names(plan.optimizer_kwargs) & {
@@ -405,6 +455,54 @@ def _names(kwargs: list[tuple[str, str]]) -> set[str]:
     return {name for name, _ in kwargs}
 
 
+def _graph_build_trainer_source(plan: ScriptPlan) -> str:
+    """`build_trainer` for a block whose step may be captured whole (see runtime/graphs.py)."""
+    optimizer_args = "".join(f", {k}={v}" for k, v in plan.optimizer_kwargs)
+    capturable = "" if plan.optimizer == "SGD" else ", capturable=whole_step"
+    checkpointed = ""
+    if plan.checkpointed_layers:
+        names = ", ".join(f'"{n}"' for n in plan.checkpointed_layers)
+        checkpointed = f"\n    checkpoint_activations(model, [{names}])"
+    return _fill(
+        '''
+        def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
+            seed_everything(args.seed)
+            train_loader, val_loader, info = build_loaders(args, ctx)
+            model = $model_class($model_args).to(ctx.device)$checkpointed
+            plan = resolve_precision(args.precision, ctx.device)
+            scaler = make_grad_scaler(plan, ctx.device)
+            whole_step = _whole_step_graph(model, train_loader, scaler, args, ctx)
+            optimizer = torch.optim.$optimizer(
+                model.parameters(), lr=LEARNING_RATE$optimizer_args,
+                fused=ctx.device.type == "cuda" and not whole_step$capturable,
+            )  # fmt: skip
+            scheduler = None  # no `lr_schedule`
+            # The captured step replaces torch.compile: it already runs as one graph launch.
+            compiled = model if whole_step else _maybe_compile(model, args, ctx)
+            return Trainer(
+                ctx, model, compiled, compiled, optimizer, scaler, scheduler, plan,
+                train_loader, val_loader, info, whole_step=whole_step,
+            )  # fmt: skip
+
+
+        def _whole_step_graph(
+            model: nn.Module, loader: DeviceLoader | HostLoader,
+            scaler: torch.amp.GradScaler | None, args: argparse.Namespace, ctx: DistContext,
+        ) -> bool:  # fmt: skip
+            """Whether this run captures its whole step in one CUDA graph (runtime/graphs.py)."""
+            conditions = StepGraphConditions(
+                device_type=ctx.device.type, resident=isinstance(loader, DeviceLoader),
+                drop_last=True, use_scaler=scaler is not None, distributed=ctx.is_distributed,
+                grad_accum=GRAD_ACCUM, grad_clip=GRAD_CLIP is not None, scheduler=False,
+                params=sum(p.numel() for p in model.parameters()), disabled=args.no_cuda_graph,
+            )  # fmt: skip
+            return step_graph_blocker(conditions) is None
+        ''',
+        model_class=plan.model_class, model_args=plan.model_args, checkpointed=checkpointed,
+        optimizer=plan.optimizer, optimizer_args=optimizer_args, capturable=capturable,
+    )  # fmt: skip
+
+
 CHECKPOINT_ACTIVATIONS = '''
 def checkpoint_activations(model: nn.Module, names: list[str]) -> None:
     """`activation_checkpointing = true`: recompute these submodules' activations in backward.
@@ -449,6 +547,23 @@ def resume(trainer: Trainer, path: str) -> None:
     trainer.start_epoch, trainer.step = state["epoch"], state["step"]
 '''
 
+RESUME_GRAPH = '''
+def resume(trainer: Trainer, path: str) -> None:
+    """Continue where a checkpoint left off: weights, optimizer, scaler, schedule, RNG."""
+    modes = optimizer_modes(trainer.optimizer)  # capturable or fused: this run decides
+    state = load_checkpoint(
+        path,
+        model=trainer.model,
+        optimizer=trainer.optimizer,
+        scaler=trainer.scaler,
+        scheduler=trainer.scheduler,
+        loader=trainer.train_loader,
+        map_location=trainer.ctx.device,
+    )
+    restore_optimizer_modes(trainer.optimizer, modes)
+    trainer.start_epoch, trainer.step = state["epoch"], state["step"]
+'''
+
 
 # --- the step --------------------------------------------------------------------------------
 
@@ -470,7 +585,8 @@ def train_one_epoch_source(plan: ScriptPlan) -> str:
         def train_one_epoch(
             trainer: Trainer, epoch: int, max_steps: int | None
         ) -> tuple[torch.Tensor, int]:
-            """The epoch's mean loss (on the device, not yet synced) and its number of batches."""
+            """The epoch's mean loss (on the device, not yet synced) and its number of batches."""\
+$graphed
             model, device = trainer.train_model, trainer.ctx.device
             model.train()
             trainer.train_loader.set_epoch(epoch)
@@ -494,12 +610,57 @@ def train_one_epoch_source(plan: ScriptPlan) -> str:
         def _reached(step: int, max_steps: int | None) -> bool:
             return max_steps is not None and step >= max_steps
         ''',
-        log=log,
-    )
+        log=log, graphed=_GRAPHED_BRANCH if plan.whole_step_graph else "",
+    ) + (_GRAPHED_EPOCH if plan.whole_step_graph else "")
+
+
+_GRAPHED_BRANCH = """
+    if trainer.whole_step:
+        return _train_one_epoch_graphed(trainer, epoch, max_steps)"""
+
+_GRAPHED_EPOCH = '''
+
+
+def _train_one_epoch_graphed(
+    trainer: Trainer, epoch: int, max_steps: int | None
+) -> tuple[torch.Tensor, int]:
+    """The same epoch, each step one replay of the captured graph: no host syncs."""
+    loader = trainer.train_loader
+    assert isinstance(loader, DeviceLoader)  # `_whole_step_graph` asked for resident data
+    trainer.train_model.train()
+    loader.set_epoch(epoch)
+    if trainer.graphed is None:
+        trainer.graphed = _capture_step(trainer, loader)
+    batches = 0
+    for idx in loader.batch_indices():
+        if _reached(trainer.step, max_steps):
+            break
+        trainer.graphed.replay(idx)
+        batches += 1
+        trainer.step += 1
+    return trainer.graphed.take_loss_sum() / max(batches, 1), batches
+
+
+def _capture_step(trainer: Trainer, loader: DeviceLoader) -> GraphedStep:
+    """Forward, loss, backward and optimizer step on `loader`'s data, as one CUDA graph."""
+
+    def step(xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+        with autocast(trainer.plan, trainer.ctx.device, cache=False):
+            loss = loss_fn(trainer.train_model(xb), yb)
+        loss.backward()
+        trainer.optimizer.step()
+        return loss
+
+    return GraphedStep(
+        step, loader.x, loader.y, batch_size=loader.batch_size, model=trainer.model,
+        optimizer=trainer.optimizer,
+    )  # fmt: skip'''
 
 
 def forward_backward_source(plan: ScriptPlan) -> str:
     mark = "\n    _begin_step()" if plan.cuda_graphs else ""
+    # Losses run in fp32 under autocast already; one micro-batch needs no division.
+    scaled = "loss / GRAD_ACCUM" if plan.grad_accum != 1 else "loss  # GRAD_ACCUM is 1"
     if not plan.distributed:
         return _fill(
             '''
@@ -509,13 +670,13 @@ def forward_backward_source(plan: ScriptPlan) -> str:
                 """Accumulate one micro-batch's gradients."""$mark
                 with autocast(trainer.plan, trainer.ctx.device):
                     loss = loss_fn(trainer.train_model(xb), yb)
-                scaled = loss / GRAD_ACCUM
+                scaled = $scaled
                 if trainer.scaler is not None:
                     scaled = trainer.scaler.scale(scaled)
                 scaled.backward()
-                return loss.detach().float()
+                return loss.detach()
             ''',
-            mark=mark,
+            mark=mark, scaled=scaled,
         )
     return _fill(
         '''
@@ -528,13 +689,13 @@ def forward_backward_source(plan: ScriptPlan) -> str:
             with model.no_sync() if skip_sync else nullcontext():  # type: ignore[operator]
                 with autocast(trainer.plan, trainer.ctx.device):
                     loss = loss_fn(model(xb), yb)
-                scaled = loss / GRAD_ACCUM
+                scaled = $scaled
                 if trainer.scaler is not None:
                     scaled = trainer.scaler.scale(scaled)
                 scaled.backward()
-            return loss.detach().float()
+            return loss.detach()
         ''',
-        mark=mark,
+        mark=mark, scaled=scaled,
     )
 
 
@@ -576,11 +737,11 @@ def evaluate_source(plan: ScriptPlan) -> str:
                 model.eval()
                 totals = torch.zeros(3, device=device)  # loss sum, correct predictions, targets
                 for xb, yb in trainer.val_loader:$mark
-                    with autocast(trainer.plan, device):
+                    with autocast(trainer.plan, device):  # the loss runs in fp32 under it
                         logits = model(xb)
-                    flat_logits, flat_y = logits.float().flatten(0, -2), yb.flatten()
-                    totals[0] += loss_fn(logits.float(), yb, reduction="sum")
-                    totals[1] += (flat_logits.argmax(dim=-1) == flat_y).sum()
+                        totals[0] += loss_fn(logits, yb, reduction="sum")
+                    flat_y = yb.flatten()
+                    totals[1] += (logits.flatten(0, -2).argmax(dim=-1) == flat_y).sum()
                     totals[2] += flat_y.numel()
                 loss_sum, correct, count = all_reduce_sum(totals).tolist()
                 return loss_sum / max(count, 1), correct / max(count, 1)
@@ -596,9 +757,9 @@ def evaluate_source(plan: ScriptPlan) -> str:
             model.eval()
             totals = torch.zeros(2, device=device)  # loss sum, output elements
             for xb, yb in trainer.val_loader:$mark
-                with autocast(trainer.plan, device):
+                with autocast(trainer.plan, device):  # the loss runs in fp32 under it
                     output = model(xb)
-                totals[0] += loss_fn(output.float(), yb, reduction="sum")
+                    totals[0] += loss_fn(output, yb, reduction="sum")
                 totals[1] += output.numel()
             loss_sum, count = all_reduce_sum(totals).tolist()
             return loss_sum / max(count, 1), None
@@ -721,12 +882,12 @@ def loop_sources(plan: ScriptPlan) -> list[str]:
         parse_args_source(plan),
         SEED_EVERYTHING,
         scheduler_source(plan),
-        TRAINER,
+        trainer_source(plan),
         build_loaders_source(plan),
         build_trainer_source(plan),
         CHECKPOINT_ACTIVATIONS if plan.checkpointed_layers else None,
         MAYBE_COMPILE,
-        RESUME,
+        RESUME_GRAPH if plan.whole_step_graph else RESUME,
         train_one_epoch_source(plan),
         forward_backward_source(plan),
         BEGIN_STEP if plan.cuda_graphs else None,

@@ -6,6 +6,7 @@
 
 | requested | CUDA | CPU |
 |---|---|---|
+| `auto` (the default) | bf16 autocast if the GPU supports bf16, else fp32 | no autocast |
 | `fp32` | no autocast | no autocast |
 | `bf16` | bf16 autocast, no scaler | bf16 autocast |
 | `fp16` | fp16 autocast + GradScaler | full precision and a warning |
@@ -33,17 +34,33 @@ class PrecisionPlan:
     warning: str | None = None
 
 
-def resolve_precision(requested: str, device: torch.device) -> PrecisionPlan:
+def resolve_precision(
+    requested: str, device: torch.device, bf16_supported: bool | None = None
+) -> PrecisionPlan:
+    """What `requested` means on `device`; `bf16_supported` (tests) overrides the GPU's answer."""
+    if requested == "auto":
+        requested = auto_precision(device, bf16_supported)
     if requested == "fp32":
         return PrecisionPlan(None, False)
     if device.type == "cpu":
         return _cpu_precision(requested)
-    if requested == "bf16" and not torch.cuda.is_bf16_supported():
+    if bf16_supported is None:
+        bf16_supported = torch.cuda.is_bf16_supported()
+    if requested == "bf16" and not bf16_supported:
         warning = "warning: this GPU has no bf16 support; using fp16 autocast with a GradScaler"
         return PrecisionPlan(torch.float16, True, warning)
     if requested == "bf16":
         return PrecisionPlan(torch.bfloat16, False)
     return PrecisionPlan(torch.float16, True)
+
+
+def auto_precision(device: torch.device, bf16_supported: bool | None = None) -> str:
+    """`precision = auto`: bf16 on a CUDA GPU with bf16 support, fp32 anywhere else."""
+    if device.type != "cuda":
+        return "fp32"  # CPU autocast is slower than fp32 on CPUs without bf16 matrix units
+    if bf16_supported is None:
+        bf16_supported = torch.cuda.is_bf16_supported()
+    return "bf16" if bf16_supported else "fp32"
 
 
 def _cpu_precision(requested: str) -> PrecisionPlan:
@@ -54,12 +71,15 @@ def _cpu_precision(requested: str) -> PrecisionPlan:
 
 
 def autocast(
-    plan: PrecisionPlan, device: torch.device
+    plan: PrecisionPlan, device: torch.device, *, cache: bool = True
 ) -> contextlib.AbstractContextManager[object]:
-    """The autocast region for the forward pass and loss, or nothing at full precision."""
+    """The autocast region for the forward pass and loss, or nothing at full precision.
+
+    `cache=False` inside a captured CUDA graph, as PyTorch's CUDA-graph notes ask.
+    """
     if plan.autocast_dtype is None:
         return contextlib.nullcontext()
-    return torch.autocast(device_type=device.type, dtype=plan.autocast_dtype)
+    return torch.autocast(device_type=device.type, dtype=plan.autocast_dtype, cache_enabled=cache)
 
 
 def make_grad_scaler(plan: PrecisionPlan, device: torch.device) -> torch.amp.GradScaler | None:

@@ -92,10 +92,14 @@ class DeviceLoader:
             order = order[: n // self.world_size * self.world_size]
         return order[self.rank :: self.world_size]
 
-    def __iter__(self) -> Iterator[Batch]:
+    def batch_indices(self) -> Iterator[torch.Tensor]:
+        """Each batch's sample indices for the current epoch (views on the device)."""
         order = self.indices()
         for i in range(len(self)):
-            idx = order[i * self.batch_size : (i + 1) * self.batch_size]
+            yield order[i * self.batch_size : (i + 1) * self.batch_size]
+
+    def __iter__(self) -> Iterator[Batch]:
+        for idx in self.batch_indices():
             yield self.x[idx], self.y[idx]
 
     def state_dict(self) -> dict[str, int]:

@@ -15,5 +15,5 @@ builtin.module {
 // CHECK-DAG: = help: did you mean `epochs`?
 // CHECK-DAG: error[TL0404]: unknown optimizer `Adma`
 // CHECK-DAG: = help: did you mean `Adam`?
-// CHECK-DAG: error[TL0407]: `precision` must be one of `fp32`, `fp16`, `bf16`, got `fp8`
+// CHECK-DAG: error[TL0407]: `precision` must be one of `auto`, `fp32`, `fp16`, `bf16`, got `fp8`
 // CHECK-DAG: error[TL0403]: `batch_size` must be at least 1, got 0

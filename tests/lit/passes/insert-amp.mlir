@@ -1,4 +1,5 @@
-// fp16 gets autocast and a GradScaler, bf16 autocast alone, fp32 nothing; the pass is idempotent.
+// fp16 gets autocast and a GradScaler, bf16 autocast alone, fp32 nothing, auto (or no precision)
+// the run-time choice; the pass is idempotent.
 // RUN: tl-opt %s -p insert-amp | filecheck %s
 // RUN: tl-opt %s -p insert-amp,insert-amp | filecheck %s
 
@@ -16,6 +17,9 @@ builtin.module {
   train.loop @unset on @data {
     train.set "epochs" = 3 : i64
   }
+  train.loop @auto on @data {
+    train.set "precision" = "auto"
+  }
 }
 
 // CHECK:      train.loop @fp16 on @data {
@@ -32,4 +36,9 @@ builtin.module {
 // CHECK-NEXT: }
 // CHECK-NEXT: train.loop @unset on @data {
 // CHECK-NEXT:   train.set "epochs" = 3 : i64
+// CHECK-NEXT:   train.autocast "auto"
+// CHECK-NEXT: }
+// CHECK-NEXT: train.loop @auto on @data {
+// CHECK-NEXT:   train.set "precision" = "auto"
+// CHECK-NEXT:   train.autocast "auto"
 // CHECK-NEXT: }
