@@ -9,6 +9,11 @@ Runs after `resolve-nml`, so what is left unresolved is a mistake:
 
 Local variables are SSA values by now, so a `nml.ref` inside a model must name
 one of its configs or layers, or a top-level symbol of the module.
+
+A script's top-level statements (`train.main`) are checked the same way: a
+`nml.ref` must name a model, instance, kernel or `<kernel>_launcher` (a dataset
+only feeds a train block), and a function call one of those or a script builtin
+(script_builtins.py).
 """
 
 from __future__ import annotations
@@ -24,8 +29,10 @@ from xdsl.traits import SymbolOpInterface
 from tensorloom.diagnostics.core import Diagnostic, Label, did_you_mean
 from tensorloom.diagnostics.ir import report, span_of
 from tensorloom.dialects.nml import ApplyOp, CallOp, FuncOp, GetAttrOp, LayerOp, ModelOp, RefOp
+from tensorloom.dialects.train import DatasetOp, LoopOp, MainOp
 from tensorloom.passes.model_env import configs_of, layers_of, methods_of
 from tensorloom.passes.resolve_builtins import BUILTINS, builtin_name
+from tensorloom.passes.script_builtins import SCRIPT_BUILTINS, is_script_callable
 
 
 def top_level_symbols(module: ModuleOp) -> set[str]:
@@ -128,11 +135,57 @@ class ModelScope:
         report(Diagnostic.warning("TL0304", message, Label(span), help=help_text))
 
 
+@dataclass
+class ScriptScope:
+    """What names mean in a script's top-level statements (`train.main`)."""
+
+    main: MainOp
+    outside: set[str]
+    datasets: set[str]
+
+    def check(self) -> None:
+        launchers = {f"{name}_launcher" for name in self.outside}
+        known = (self.outside | launchers) - self.datasets
+        earlier: set[str] = set()
+        for op in self.main.body.block.ops:
+            if isinstance(op, LoopOp):
+                continue
+            self._op(op, known, earlier)
+            earlier |= {r.name_hint for r in op.results if r.name_hint is not None}
+
+    def _op(self, op: Operation, known: set[str], earlier: set[str]) -> None:
+        if isinstance(op, RefOp):
+            self._ref(op, known, earlier)
+        elif isinstance(op, CallOp) and op.method is None:
+            callee = op.callee.data
+            if callee not in known and not is_script_callable(callee):
+                guess = did_you_mean(callee, known | SCRIPT_BUILTINS)
+                _error(op, "TL0305", f"unknown function `{callee}`", _help(guess))
+
+    def _ref(self, op: RefOp, known: set[str], earlier: set[str]) -> None:
+        name = op.symbol.root_reference.data
+        if name in self.datasets:
+            help_text = f"train on it with `train <model> on {name}:`"
+            _error(op, "TL0301", f"dataset `{name}` can only be used by a train block", help_text)
+        elif name not in known:
+            guess = did_you_mean(name, known | earlier | SCRIPT_BUILTINS)
+            _error(
+                op,
+                "TL0301",
+                f"undefined name `{name}`",
+                _help(guess, f"bind it first: `let {name} = ...`"),
+            )
+
+
 def _error(op: Operation, code: str, message: str, help_text: str | None) -> None:
     span = span_of(op)
     if span is None:
         return
     report(Diagnostic.error(code, message, Label(span), help=help_text))
+
+
+def _datasets(module: ModuleOp) -> set[str]:
+    return {o.sym_name.data for o in module.body.block.ops if isinstance(o, DatasetOp)}
 
 
 @dataclass(frozen=True)
@@ -143,3 +196,5 @@ class CheckScopesPass(ModulePass):
         outside = top_level_symbols(op)
         for model in [o for o in op.walk() if isinstance(o, ModelOp)]:
             ModelScope(model, outside).check()
+        for main in [o for o in op.body.block.ops if isinstance(o, MainOp)]:
+            ScriptScope(main, outside, _datasets(op)).check()
