@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -56,7 +57,7 @@ STAGES: tuple[Stage, ...] = (
         (
             "check-train", "insert-amp", "insert-ddp", "insert-compile",
             "activation-checkpointing", "infer-synthetic-data",
-        ),  # fmt: skip
+        ),
         "IR with the train loop's AMP/DDP/compile ops",
     ),
     Stage("kernel", ("check-kernels", "synthesize-launchers"), "IR with launcher ops"),
@@ -66,7 +67,7 @@ STAGES: tuple[Stage, ...] = (
         "the emission dialects",
     ),
     Stage("python", (), "the script"),
-)
+)  # fmt: skip
 STAGE_NAMES: tuple[str, ...] = tuple(s.name for s in STAGES)
 IR_STAGES: tuple[str, ...] = ("nml", "train", "kernel", "torch")
 CHECK_PASSES: tuple[str, ...] = (
@@ -89,8 +90,10 @@ def stages_until(name: str) -> list[Stage]:
 
 def python_source(module: ModuleOp) -> str:
     """The `python` stage: the module's torch IR (after the `torch` stage) as a Python file."""
-    import tensorloom.backends.print_triton  # noqa: F401  (registers the kernels' handlers)
     from tensorloom.backends.python_printer import print_python
+
+    # Imported for its side effect: it registers the triton ops' printer handlers.
+    import_module("tensorloom.backends.print_triton")
 
     return print_python(module)
 

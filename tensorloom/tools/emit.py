@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -82,8 +83,10 @@ def _emit_python(file: Path) -> tuple[Compilation, str | None] | None:
 
 def _python_printer() -> PythonPrinter | None:
     try:
-        import tensorloom.backends.print_triton  # noqa: F401  (registers the kernels' handlers)
         from tensorloom.backends.python_printer import print_python
+
+        # Imported for its side effect: it registers the triton ops' printer handlers.
+        import_module("tensorloom.backends.print_triton")
     except ImportError:
         return None
     return print_python
