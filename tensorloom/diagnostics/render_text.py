@@ -7,7 +7,7 @@
        |                                          ^^^^^^^^ input is [B, 256]
        |
        = help: change `fc2` to `Linear(256, 10)`
-"""
+"""  # fmt: skip
 
 from __future__ import annotations
 
@@ -15,8 +15,14 @@ from tensorloom.diagnostics.core import Diagnostic, Label, Severity
 from tensorloom.source import SourceMap
 
 # ANSI styles, used only when the caller asks for colour (a terminal, NO_COLOR unset).
-_STYLES = {"error": "1;31", "warning": "1;33", "note": "1;36", "gutter": "1;34",
-           "secondary": "1;34", "bold": "1"}
+_STYLES = {
+    "error": "1;31",
+    "warning": "1;33",
+    "note": "1;36",
+    "gutter": "1;34",
+    "secondary": "1;34",
+    "bold": "1",
+}
 
 
 class _Paint:
@@ -56,8 +62,9 @@ def render(diagnostic: Diagnostic, sources: SourceMap, *, color: bool = False) -
     return "\n".join(lines) + "\n"
 
 
-def _snippet(label: Label, sources: SourceMap, gutter: int, paint: _Paint, *,
-             primary: bool) -> list[str]:
+def _snippet(
+    label: Label, sources: SourceMap, gutter: int, paint: _Paint, *, primary: bool
+) -> list[str]:
     """The quoted source line and its underline; a bare location if there is no line."""
     span = label.span
     source = sources.get(span.file)

@@ -2,7 +2,7 @@
 
     for name, load in get_all_dialects().items():
         ctx.register_dialect(name, load)   # imported on first use
-"""
+"""  # fmt: skip
 
 from __future__ import annotations
 

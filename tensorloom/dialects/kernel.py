@@ -61,8 +61,28 @@ from xdsl.traits import IsolatedFromAbove, NoTerminator, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
 PARAM_KINDS = ("ptr", "scalar", "constexpr")
-BINARY_OPS = ("+", "-", "*", "/", "//", "%", "**", "<<", ">>", "&", "|", "^",
-              "==", "!=", "<", "<=", ">", ">=", "and", "or")
+BINARY_OPS = (
+    "+",
+    "-",
+    "*",
+    "/",
+    "//",
+    "%",
+    "**",
+    "<<",
+    ">>",
+    "&",
+    "|",
+    "^",
+    "==",
+    "!=",
+    "<",
+    "<=",
+    ">",
+    ">=",
+    "and",
+    "or",
+)
 UNARY_OPS = ("-", "+", "not", "~")
 INDEX_ITEMS = ("expr", ":", "None")
 BINDING_KINDS = ("input", "inout", "output", "scalar", "numel", "dim", "constexpr")
@@ -98,8 +118,13 @@ class FuncOp(IRDLOperation):
     assembly_format = "$sym_name attr-dict-with-keyword $body"
 
     @staticmethod
-    def make(name: str, params: Sequence[tuple[str, str]], defaults: dict[str, Attribute],
-             param_locs: Sequence[Attribute], body: Block) -> FuncOp:
+    def make(
+        name: str,
+        params: Sequence[tuple[str, str]],
+        defaults: dict[str, Attribute],
+        param_locs: Sequence[Attribute],
+        body: Block,
+    ) -> FuncOp:
         return FuncOp.build(
             properties={
                 "sym_name": StringAttr(name),
@@ -115,8 +140,9 @@ class FuncOp(IRDLOperation):
         return [a.data for a in self.arg_names.data]
 
     def kinds(self) -> dict[str, str]:
-        return {a.data: k.data for a, k in zip(self.arg_names.data, self.param_kinds.data,
-                                               strict=True)}
+        return {
+            a.data: k.data for a, k in zip(self.arg_names.data, self.param_kinds.data, strict=True)
+        }
 
     def arange_constexprs(self) -> set[str]:
         """The constexpr parameters used as `tl.arange` bounds (powers of two in Triton)."""
@@ -187,8 +213,9 @@ class BinOp(IRDLOperation):
     assembly_format = "$op $lhs `,` $rhs attr-dict"
 
     def __init__(self, op: str, lhs: SSAValue, rhs: SSAValue) -> None:
-        super().__init__(operands=[lhs, rhs], result_types=[ValueType()],
-                         properties={"op": StringAttr(op)})
+        super().__init__(
+            operands=[lhs, rhs], result_types=[ValueType()], properties={"op": StringAttr(op)}
+        )
 
     def verify_(self) -> None:
         if self.op.data not in BINARY_OPS:
@@ -204,8 +231,9 @@ class UnaryOp(IRDLOperation):
     assembly_format = "$op $operand attr-dict"
 
     def __init__(self, op: str, operand: SSAValue) -> None:
-        super().__init__(operands=[operand], result_types=[ValueType()],
-                         properties={"op": StringAttr(op)})
+        super().__init__(
+            operands=[operand], result_types=[ValueType()], properties={"op": StringAttr(op)}
+        )
 
     def verify_(self) -> None:
         if self.op.data not in UNARY_OPS:
@@ -247,8 +275,11 @@ class TlCallOp(_CallBase):
     assembly_format = "$callee `(` $args `)` attr-dict"
 
     def __init__(self, callee: str, args: Sequence[SSAValue], names: Sequence[str]) -> None:
-        super().__init__(operands=[args], result_types=[ValueType()],
-                         properties={"callee": StringAttr(callee), "arg_names": strings(names)})
+        super().__init__(
+            operands=[args],
+            result_types=[ValueType()],
+            properties={"callee": StringAttr(callee), "arg_names": strings(names)},
+        )
 
 
 @irdl_op_definition
@@ -261,8 +292,9 @@ class LoadOp(_CallBase):
     assembly_format = "`(` $args `)` attr-dict"
 
     def __init__(self, args: Sequence[SSAValue], names: Sequence[str]) -> None:
-        super().__init__(operands=[args], result_types=[ValueType()],
-                         properties={"arg_names": strings(names)})
+        super().__init__(
+            operands=[args], result_types=[ValueType()], properties={"arg_names": strings(names)}
+        )
 
     def pointer(self) -> SSAValue | None:
         return self.argument("pointer", 0)
@@ -300,8 +332,11 @@ class CallOp(_CallBase):
     assembly_format = "$callee `(` $args `)` attr-dict"
 
     def __init__(self, callee: str, args: Sequence[SSAValue], names: Sequence[str]) -> None:
-        super().__init__(operands=[args], result_types=[ValueType()],
-                         properties={"callee": StringAttr(callee), "arg_names": strings(names)})
+        super().__init__(
+            operands=[args],
+            result_types=[ValueType()],
+            properties={"callee": StringAttr(callee), "arg_names": strings(names)},
+        )
 
 
 @irdl_op_definition
@@ -315,10 +350,14 @@ class MethodOp(_CallBase):
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$method $receiver `(` $args `)` attr-dict"
 
-    def __init__(self, receiver: SSAValue, method: str, args: Sequence[SSAValue],
-                 names: Sequence[str]) -> None:
-        super().__init__(operands=[receiver, args], result_types=[ValueType()],
-                         properties={"method": StringAttr(method), "arg_names": strings(names)})
+    def __init__(
+        self, receiver: SSAValue, method: str, args: Sequence[SSAValue], names: Sequence[str]
+    ) -> None:
+        super().__init__(
+            operands=[receiver, args],
+            result_types=[ValueType()],
+            properties={"method": StringAttr(method), "arg_names": strings(names)},
+        )
 
 
 @irdl_op_definition
@@ -345,8 +384,9 @@ class GetAttrOp(IRDLOperation):
     assembly_format = "$attr $value attr-dict"
 
     def __init__(self, value: SSAValue, attr: str) -> None:
-        super().__init__(operands=[value], result_types=[ValueType()],
-                         properties={"attr": StringAttr(attr)})
+        super().__init__(
+            operands=[value], result_types=[ValueType()], properties={"attr": StringAttr(attr)}
+        )
 
 
 @irdl_op_definition
@@ -376,8 +416,11 @@ class IndexOp(IRDLOperation):
     assembly_format = "$value `[` $indices `]` attr-dict"
 
     def __init__(self, value: SSAValue, indices: Sequence[SSAValue], items: Sequence[str]) -> None:
-        super().__init__(operands=[value, indices], result_types=[ValueType()],
-                         properties={"items": strings(items)})
+        super().__init__(
+            operands=[value, indices],
+            result_types=[ValueType()],
+            properties={"items": strings(items)},
+        )
 
     def verify_(self) -> None:
         kinds = [i.data for i in self.items.data]
@@ -416,8 +459,11 @@ class ForOp(IRDLOperation):
     assembly_format = "$var `in` $iterator `(` $args `)` $body attr-dict"
 
     def __init__(self, var: str, iterator: str, args: Sequence[SSAValue], body: Block) -> None:
-        super().__init__(operands=[args], regions=[Region(body)],
-                         properties={"var": StringAttr(var), "iterator": StringAttr(iterator)})
+        super().__init__(
+            operands=[args],
+            regions=[Region(body)],
+            properties={"var": StringAttr(var), "iterator": StringAttr(iterator)},
+        )
 
 
 @irdl_op_definition
@@ -459,16 +505,23 @@ class LauncherOp(IRDLOperation):
     assembly_format = "$sym_name `for` $kernel attr-dict"
 
     @staticmethod
-    def make(kernel: str, bindings: Sequence[Sequence[str]], grid: Sequence[Sequence[str]],
-             defaults: dict[str, Attribute], pow2: Sequence[str]) -> LauncherOp:
-        return LauncherOp.build(properties={
-            "sym_name": StringAttr(f"{kernel}_launcher"),
-            "kernel": SymbolRefAttr(kernel),
-            "bindings": ArrayAttr([strings(b) for b in bindings]),
-            "grid": ArrayAttr([strings(g) for g in grid]),
-            "defaults": DictionaryAttr(defaults),
-            "pow2": strings(pow2),
-        })
+    def make(
+        kernel: str,
+        bindings: Sequence[Sequence[str]],
+        grid: Sequence[Sequence[str]],
+        defaults: dict[str, Attribute],
+        pow2: Sequence[str],
+    ) -> LauncherOp:
+        return LauncherOp.build(
+            properties={
+                "sym_name": StringAttr(f"{kernel}_launcher"),
+                "kernel": SymbolRefAttr(kernel),
+                "bindings": ArrayAttr([strings(b) for b in bindings]),
+                "grid": ArrayAttr([strings(g) for g in grid]),
+                "defaults": DictionaryAttr(defaults),
+                "pow2": strings(pow2),
+            }
+        )
 
     def binding_list(self) -> list[list[str]]:
         return [[s.data for s in b.data] for b in self.bindings.data]
@@ -484,7 +537,26 @@ class LauncherOp(IRDLOperation):
 
 Kernel = Dialect(
     "kernel",
-    [FuncOp, LetOp, ReadOp, ConstantOp, BinOp, UnaryOp, TlCallOp, LoadOp, StoreOp, CallOp,
-     MethodOp, TlAttrOp, GetAttrOp, TupleOp, IndexOp, IfOp, ForOp, ReturnOp, LauncherOp],
+    [
+        FuncOp,
+        LetOp,
+        ReadOp,
+        ConstantOp,
+        BinOp,
+        UnaryOp,
+        TlCallOp,
+        LoadOp,
+        StoreOp,
+        CallOp,
+        MethodOp,
+        TlAttrOp,
+        GetAttrOp,
+        TupleOp,
+        IndexOp,
+        IfOp,
+        ForOp,
+        ReturnOp,
+        LauncherOp,
+    ],
     [ValueType],
 )

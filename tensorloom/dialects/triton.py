@@ -78,9 +78,14 @@ class JitFuncOp(IRDLOperation):
     assembly_format = "$sym_name attr-dict-with-keyword $body"
 
     def __init__(self, name: str, params: Sequence[str], kinds: Sequence[str], body: Region):
-        super().__init__(regions=[body], properties={
-            "sym_name": StringAttr(name), "arg_names": _strings(params),
-            "param_kinds": _strings(kinds)})
+        super().__init__(
+            regions=[body],
+            properties={
+                "sym_name": StringAttr(name),
+                "arg_names": _strings(params),
+                "param_kinds": _strings(kinds),
+            },
+        )
 
     def params(self) -> list[tuple[str, str]]:
         return [(a.data, k.data) for a, k in zip(self.arg_names, self.param_kinds, strict=True)]
@@ -149,8 +154,9 @@ class BinOp(IRDLOperation):
     assembly_format = "$op $lhs `,` $rhs attr-dict"
 
     def __init__(self, op: str, lhs: SSAValue, rhs: SSAValue) -> None:
-        super().__init__(operands=[lhs, rhs], result_types=[ExprType()],
-                         properties={"op": StringAttr(op)})
+        super().__init__(
+            operands=[lhs, rhs], result_types=[ExprType()], properties={"op": StringAttr(op)}
+        )
 
 
 @irdl_op_definition
@@ -162,8 +168,9 @@ class UnaryOp(IRDLOperation):
     assembly_format = "$op $operand attr-dict"
 
     def __init__(self, op: str, operand: SSAValue) -> None:
-        super().__init__(operands=[operand], result_types=[ExprType()],
-                         properties={"op": StringAttr(op)})
+        super().__init__(
+            operands=[operand], result_types=[ExprType()], properties={"op": StringAttr(op)}
+        )
 
 
 class _ArgsBase(IRDLOperation):
@@ -189,8 +196,11 @@ class CallOp(_ArgsBase):
     assembly_format = "$callee `(` $args `)` attr-dict"
 
     def __init__(self, callee: str, args: Sequence[SSAValue], names: Sequence[str]) -> None:
-        super().__init__(operands=[args], result_types=[ExprType()],
-                         properties={"callee": StringAttr(callee), "arg_names": _strings(names)})
+        super().__init__(
+            operands=[args],
+            result_types=[ExprType()],
+            properties={"callee": StringAttr(callee), "arg_names": _strings(names)},
+        )
 
 
 @irdl_op_definition
@@ -204,10 +214,14 @@ class MethodOp(_ArgsBase):
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$method $receiver `(` $args `)` attr-dict"
 
-    def __init__(self, receiver: SSAValue, method: str, args: Sequence[SSAValue],
-                 names: Sequence[str]) -> None:
-        super().__init__(operands=[receiver, args], result_types=[ExprType()],
-                         properties={"method": StringAttr(method), "arg_names": _strings(names)})
+    def __init__(
+        self, receiver: SSAValue, method: str, args: Sequence[SSAValue], names: Sequence[str]
+    ) -> None:
+        super().__init__(
+            operands=[receiver, args],
+            result_types=[ExprType()],
+            properties={"method": StringAttr(method), "arg_names": _strings(names)},
+        )
 
 
 @irdl_op_definition
@@ -221,8 +235,9 @@ class GetAttrOp(IRDLOperation):
     assembly_format = "$attr $value attr-dict"
 
     def __init__(self, value: SSAValue, attr: str) -> None:
-        super().__init__(operands=[value], result_types=[ExprType()],
-                         properties={"attr": StringAttr(attr)})
+        super().__init__(
+            operands=[value], result_types=[ExprType()], properties={"attr": StringAttr(attr)}
+        )
 
 
 @irdl_op_definition
@@ -251,8 +266,11 @@ class IndexOp(IRDLOperation):
     assembly_format = "$value `[` $indices `]` attr-dict"
 
     def __init__(self, value: SSAValue, indices: Sequence[SSAValue], items: Sequence[str]) -> None:
-        super().__init__(operands=[value, indices], result_types=[ExprType()],
-                         properties={"items": _strings(items)})
+        super().__init__(
+            operands=[value, indices],
+            result_types=[ExprType()],
+            properties={"items": _strings(items)},
+        )
 
 
 @irdl_op_definition
@@ -283,8 +301,11 @@ class ForOp(IRDLOperation):
     assembly_format = "$var `in` $iterator `(` $args `)` $body attr-dict"
 
     def __init__(self, var: str, iterator: str, args: Sequence[SSAValue], body: Region) -> None:
-        super().__init__(operands=[args], regions=[body],
-                         properties={"var": StringAttr(var), "iterator": StringAttr(iterator)})
+        super().__init__(
+            operands=[args],
+            regions=[body],
+            properties={"var": StringAttr(var), "iterator": StringAttr(iterator)},
+        )
 
 
 @irdl_op_definition
@@ -331,7 +352,23 @@ def body_ops(region: Region) -> list[IRDLOperation]:
 
 Triton = Dialect(
     "triton",
-    [JitFuncOp, AssignOp, ExprStmtOp, NameOp, ConstantOp, BinOp, UnaryOp, CallOp, MethodOp,
-     GetAttrOp, TupleOp, IndexOp, IfOp, ForOp, ReturnOp, LauncherOp],
+    [
+        JitFuncOp,
+        AssignOp,
+        ExprStmtOp,
+        NameOp,
+        ConstantOp,
+        BinOp,
+        UnaryOp,
+        CallOp,
+        MethodOp,
+        GetAttrOp,
+        TupleOp,
+        IndexOp,
+        IfOp,
+        ForOp,
+        ReturnOp,
+        LauncherOp,
+    ],
     [ExprType],
 )
