@@ -29,8 +29,11 @@ def dump(node: ast.Node) -> str:
 
 
 def _dump_node(node: ast.Node, depth: int, prefix: str, lines: list[str]) -> None:
-    scalars = [f"{name}={_scalar(node, name, value)}" for name, value in _fields(node)
-               if isinstance(value, _Scalar)]
+    scalars = [
+        f"{name}={_scalar(node, name, value)}"
+        for name, value in _fields(node)
+        if isinstance(value, _Scalar)
+    ]
     where = f"<{node.span.line}:{node.span.col}>"
     lines.append("  " * depth + prefix + " ".join([type(node).__name__, *scalars, where]))
     for name, value in _fields(node):
@@ -89,8 +92,12 @@ def _json_value(value: object) -> Any:
     if isinstance(value, ast.Node):
         return to_json(value)
     if isinstance(value, Span):
-        return {"line": value.line, "column": value.col,
-                "end_line": value.end_line, "end_column": value.end_col}
+        return {
+            "line": value.line,
+            "column": value.col,
+            "end_line": value.end_line,
+            "end_column": value.end_col,
+        }
     if isinstance(value, list | tuple):
         return [_json_value(item) for item in value]  # type: ignore[union-attr]
     return value

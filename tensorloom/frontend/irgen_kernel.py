@@ -49,7 +49,7 @@ def _dotted(expr: ast.Expr) -> str | None:
 
 
 def _tl_member(expr: ast.Expr) -> str | None:
-    """"load" for `tl.load`, "math.exp" for `tl.math.exp`, else None."""
+    """ "load" for `tl.load`, "math.exp" for `tl.math.exp`, else None."""
     name = _dotted(expr)
     if name is None or not name.startswith("tl."):
         return None
@@ -57,7 +57,10 @@ def _tl_member(expr: ast.Expr) -> str | None:
 
 
 PYTHON_CONSTANTS: dict[str, Attribute] = {
-    "None": NoneAttr(), "True": IntegerAttr(1, i1), "False": IntegerAttr(0, i1)}
+    "None": NoneAttr(),
+    "True": IntegerAttr(1, i1),
+    "False": IntegerAttr(0, i1),
+}
 
 
 def _literal(expr: ast.Expr) -> Attribute | None:
@@ -107,8 +110,11 @@ class _KernelBuilder:
                 continue
             value = _literal(param.default)
             if value is None or self._kind(param) != "constexpr":
-                _unsupported(param.default.span, "a default other than a literal `tl.constexpr`",
-                             help="give defaults only to `tl.constexpr` parameters")
+                _unsupported(
+                    param.default.span,
+                    "a default other than a literal `tl.constexpr`",
+                    help="give defaults only to `tl.constexpr` parameters",
+                )
                 continue
             defaults[param.name] = value
         return defaults
@@ -138,8 +144,11 @@ class _KernelBuilder:
     @_statement.register
     def _assign(self, stmt: ast.AssignStmt) -> None:
         if not isinstance(stmt.target, ast.Name):
-            _unsupported(stmt.target.span, "assigning to an attribute or an element",
-                         help="write memory with `tl.store(pointer, value, mask=mask)`")
+            _unsupported(
+                stmt.target.span,
+                "assigning to an attribute or an element",
+                help="write memory with `tl.store(pointer, value, mask=mask)`",
+            )
             return
         self._add(kernel.LetOp(stmt.target.id, self._expr(stmt.value)), stmt.span)
 
@@ -153,8 +162,11 @@ class _KernelBuilder:
     @_statement.register
     def _return(self, stmt: ast.ReturnStmt) -> None:
         if stmt.value is not None:
-            _unsupported(stmt.value.span, "returning a value",
-                         help="a kernel returns nothing: store results with `tl.store`")
+            _unsupported(
+                stmt.value.span,
+                "returning a value",
+                help="a kernel returns nothing: store results with `tl.store`",
+            )
             return
         self._add(kernel.ReturnOp(), stmt.span)
 
@@ -162,8 +174,12 @@ class _KernelBuilder:
     def _if(self, stmt: ast.IfStmt) -> None:
         self._if_chain(stmt.branches, stmt.orelse, stmt.span)
 
-    def _if_chain(self, branches: Sequence[tuple[ast.Expr, list[ast.Stmt]]],
-                  orelse: list[ast.Stmt] | None, span: Span) -> None:
+    def _if_chain(
+        self,
+        branches: Sequence[tuple[ast.Expr, list[ast.Stmt]]],
+        orelse: list[ast.Stmt] | None,
+        span: Span,
+    ) -> None:
         (cond, body), rest = branches[0], branches[1:]
         value = self._expr(cond)
         then = self._in_block(body)
@@ -186,8 +202,11 @@ class _KernelBuilder:
     def _for(self, stmt: ast.ForStmt) -> None:
         iterator = _dotted(stmt.iter.func) if isinstance(stmt.iter, ast.Call) else None
         if not isinstance(stmt.iter, ast.Call) or iterator not in ITERATORS:
-            _unsupported(stmt.iter.span, "this loop iterator",
-                         help="loop over `range(...)`, `tl.range(...)` or `tl.static_range(...)`")
+            _unsupported(
+                stmt.iter.span,
+                "this loop iterator",
+                help="loop over `range(...)`, `tl.range(...)` or `tl.static_range(...)`",
+            )
             return
         args = [self._expr(a) for a in stmt.iter.args]
         body = self._in_block(stmt.body)
@@ -253,8 +272,11 @@ class _KernelBuilder:
             return "None"
         if isinstance(item, ast.Slice):
             if item.lower or item.upper or item.step:
-                _unsupported(item.span, "a slice with bounds",
-                             help="Triton blocks take only `:` and `None` as indices")
+                _unsupported(
+                    item.span,
+                    "a slice with bounds",
+                    help="Triton blocks take only `:` and `None` as indices",
+                )
             return ":"
         if isinstance(item, ast.EllipsisLit):
             _unsupported(item.span, "`...` in an index")
@@ -273,8 +295,9 @@ class _KernelBuilder:
         func = expr.func
         member = _tl_member(func)
         # Python evaluates a method's receiver before its arguments.
-        receiver = self._expr(func.value) if isinstance(func, ast.Attribute) and member is None \
-            else None
+        receiver = (
+            self._expr(func.value) if isinstance(func, ast.Attribute) and member is None else None
+        )
         args = [self._expr(a) for a in expr.args] + [self._expr(k.value) for k in expr.kwargs]
         names = [""] * len(expr.args) + [k.name for k in expr.kwargs]
         if member == "load":

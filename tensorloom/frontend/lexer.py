@@ -44,8 +44,17 @@ _STATEMENT_START = re.compile(
     r"|(?:model|train|layer)[ \t]+[^\W\d]|@[^\W\d])"
 )
 # Tokens after which `.5` would be an attribute access, not a float.
-_OPERAND_ENDS = frozenset({TokenKind.NAME, TokenKind.INT, TokenKind.FLOAT, TokenKind.STRING,
-                           TokenKind.RPAREN, TokenKind.RBRACKET, TokenKind.RBRACE})
+_OPERAND_ENDS = frozenset(
+    {
+        TokenKind.NAME,
+        TokenKind.INT,
+        TokenKind.FLOAT,
+        TokenKind.STRING,
+        TokenKind.RPAREN,
+        TokenKind.RBRACKET,
+        TokenKind.RBRACE,
+    }
+)
 
 
 def tokenize(text: str, path: str, sink: DiagnosticSink) -> list[Token]:
@@ -144,9 +153,13 @@ class Lexer:
         offending = next((i for i, ch in enumerate(blank) if ch != self.indent_char), None)
         if offending is not None:
             other = "tabs" if self.indent_char == "\t" else "spaces"
-            self.error("TL0003", "indentation mixes tabs and spaces",
-                       Span.point(self.path, self.line, offending + 1), "",
-                       help=f"this file indents with {other}; use {other} here too")
+            self.error(
+                "TL0003",
+                "indentation mixes tabs and spaces",
+                Span.point(self.path, self.line, offending + 1),
+                "",
+                help=f"this file indents with {other}; use {other} here too",
+            )
         width = 0
         for ch in blank:
             width = width + TAB_WIDTH - width % TAB_WIDTH if ch == "\t" else width + 1
@@ -154,9 +167,13 @@ class Lexer:
 
     def report_bad_dedent(self, width: int) -> None:
         levels = ", ".join(str(level) for level in self.indents)
-        self.error("TL0004", "unindent does not match any outer indentation level",
-                   self.here(1), f"this line is indented {width} columns",
-                   notes=[f"the enclosing blocks are indented {levels} columns"])
+        self.error(
+            "TL0004",
+            "unindent does not match any outer indentation level",
+            self.here(1),
+            f"this line is indented {width} columns",
+            notes=[f"the enclosing blocks are indented {levels} columns"],
+        )
 
     def end_line(self) -> None:
         self.emit_newline()
@@ -203,8 +220,13 @@ class Lexer:
             self.line_start = self.text.rfind("\n", self.pos, stop) + 1
         self.pos = stop
         if end < 0:
-            self.error("TL0002", "unterminated block comment", opening, "comment starts here",
-                       help="close it with `*/`")
+            self.error(
+                "TL0002",
+                "unterminated block comment",
+                opening,
+                "comment starts here",
+                help="close it with `*/`",
+            )
 
     # ------------------------------------------------------------ tokens
 
@@ -264,8 +286,13 @@ class Lexer:
         stop_at = stop.end() if stop else end + 1
         width = stop_at - self.pos
         text = self.text[self.pos : stop_at]
-        self.error("TL0006", f"invalid number literal `{text}`", self.here(width), "",
-                   help="write numbers as `42`, `0.5` or `1e-4`")
+        self.error(
+            "TL0006",
+            f"invalid number literal `{text}`",
+            self.here(width),
+            "",
+            help="write numbers as `42`, `0.5` or `1e-4`",
+        )
         self.add(TokenKind.INT, text, 0)
 
     def lex_string(self) -> None:
@@ -282,8 +309,13 @@ class Lexer:
             i += 1
         closed = i < len(self.text) and self.text[i] == quote
         if not closed:
-            self.error("TL0001", "unterminated string", self.here(1), "string starts here",
-                       help=f"close it with `{quote}` on the same line")
+            self.error(
+                "TL0001",
+                "unterminated string",
+                self.here(1),
+                "string starts here",
+                help=f"close it with `{quote}` on the same line",
+            )
         end = i + 1 if closed else i
         self.add(TokenKind.STRING, self.text[start:end], "".join(chars))
 
@@ -292,8 +324,13 @@ class Lexer:
         if letter in _ESCAPES:
             return _ESCAPES[letter]
         span = Span.point(self.path, self.line, i - self.line_start + 1, 2)
-        self.error("TL0007", f"unknown escape sequence `\\{letter}`", span, "",
-                   help="the escapes are `\\n`, `\\t`, `\\r`, `\\0`, `\\\\`, `\\'` and `\\\"`")
+        self.error(
+            "TL0007",
+            f"unknown escape sequence `\\{letter}`",
+            span,
+            "",
+            help="the escapes are `\\n`, `\\t`, `\\r`, `\\0`, `\\\\`, `\\'` and `\\\"`",
+        )
         return letter
 
     def lex_punctuation(self) -> bool:
@@ -312,15 +349,20 @@ class Lexer:
         if opener is None or not self.brackets:
             return
         # A mismatched closer still closes something, so layout recovers.
-        depth = next((i for i in range(len(self.brackets) - 1, -1, -1)
-                      if self.brackets[i].kind is opener), len(self.brackets) - 1)
+        depth = next(
+            (i for i in range(len(self.brackets) - 1, -1, -1) if self.brackets[i].kind is opener),
+            len(self.brackets) - 1,
+        )
         del self.brackets[depth:]
 
     def report_unknown_char(self, ch: str) -> None:
         hint = "comments start with `//`" if ch == "#" else None
         if ch in "!|&":
-            hint = {"!": "did you mean `!=` or `not`?", "|": "did you mean `|>`?",
-                    "&": "did you mean `and`?"}[ch]
+            hint = {
+                "!": "did you mean `!=` or `not`?",
+                "|": "did you mean `|>`?",
+                "&": "did you mean `and`?",
+            }[ch]
         self.error("TL0005", f"unknown character `{ch}`", self.here(1), "", help=hint)
         self.add(TokenKind.ERROR, ch)
 
@@ -343,7 +385,16 @@ class Lexer:
             return Span(self.path, last.end_line, last.end_col, last.end_line, last.end_col + 1)
         return Span.point(self.path, 1, 1)
 
-    def error(self, code: str, message: str, span: Span, label: str, *,
-              help: str | None = None, notes: list[str] | None = None) -> None:
-        self.sink.emit(Diagnostic.error(code, message, Label(span, label),
-                                        help=help, notes=notes or []))
+    def error(
+        self,
+        code: str,
+        message: str,
+        span: Span,
+        label: str,
+        *,
+        help: str | None = None,
+        notes: list[str] | None = None,
+    ) -> None:
+        self.sink.emit(
+            Diagnostic.error(code, message, Label(span, label), help=help, notes=notes or [])
+        )

@@ -35,17 +35,28 @@ SUFFIXES: dict[str, Language] = {".tl": "tl", ".nml": "nml"}
 NML_SECTIONS = ("config", "layers", "forward")
 
 _COMPARISONS: dict[TokenKind, ast.BinaryOp] = {
-    TokenKind.EQ_EQ: "==", TokenKind.NOT_EQ: "!=", TokenKind.LT: "<",
-    TokenKind.LT_EQ: "<=", TokenKind.GT: ">", TokenKind.GT_EQ: ">=",
+    TokenKind.EQ_EQ: "==",
+    TokenKind.NOT_EQ: "!=",
+    TokenKind.LT: "<",
+    TokenKind.LT_EQ: "<=",
+    TokenKind.GT: ">",
+    TokenKind.GT_EQ: ">=",
 }
 _SUM_OPS: dict[TokenKind, ast.BinaryOp] = {TokenKind.PLUS: "+", TokenKind.MINUS: "-"}
 _TERM_OPS: dict[TokenKind, ast.BinaryOp] = {
-    TokenKind.STAR: "*", TokenKind.SLASH: "/", TokenKind.PERCENT: "%", TokenKind.AT: "@",
+    TokenKind.STAR: "*",
+    TokenKind.SLASH: "/",
+    TokenKind.PERCENT: "%",
+    TokenKind.AT: "@",
 }
 _UNARY_OPS: dict[TokenKind, ast.UnaryOp] = {TokenKind.MINUS: "-", TokenKind.PLUS: "+"}
-_KIND_NAMES = {TokenKind.NAME: "a name", TokenKind.INT: "an integer",
-               TokenKind.STRING: "a string", TokenKind.NEWLINE: "end of line",
-               TokenKind.INDENT: "an indented block"}
+_KIND_NAMES = {
+    TokenKind.NAME: "a name",
+    TokenKind.INT: "an integer",
+    TokenKind.STRING: "a string",
+    TokenKind.NEWLINE: "end of line",
+    TokenKind.INDENT: "an indented block",
+}
 _LITERALS = (ast.IntLit, ast.FloatLit, ast.StrLit, ast.BoolLit, ast.NoneLit)
 
 
@@ -77,9 +88,14 @@ def read_source(path: Path, sources: SourceMap, sink: DiagnosticSink) -> str | N
     where = Span.point(name, 1, 1)
     if path.suffix not in SUFFIXES:
         sources.add(name, "")  # not ours to quote
-        sink.emit(Diagnostic.error(
-            "TL0604", f"unsupported file type `{path.suffix or path.name}`", where,
-            help="TensorLoom reads `.tl` scripts and `.nml` model files"))
+        sink.emit(
+            Diagnostic.error(
+                "TL0604",
+                f"unsupported file type `{path.suffix or path.name}`",
+                where,
+                help="TensorLoom reads `.tl` scripts and `.nml` model files",
+            )
+        )
         return None
     try:
         data = path.read_bytes()
@@ -94,8 +110,9 @@ def _decode(data: bytes, name: str, sources: SourceMap, sink: DiagnosticSink) ->
     where = Span.point(name, 1, 1)
     if b"\0" in data[:8192]:
         sources.add(name, "")  # nothing printable to quote under the message
-        sink.emit(Diagnostic.error("TL0602", f"`{name}` is a binary file, not TensorLoom source",
-                                   where))
+        sink.emit(
+            Diagnostic.error("TL0602", f"`{name}` is a binary file, not TensorLoom source", where)
+        )
         return None
     try:
         text = data.decode("utf-8")
@@ -113,9 +130,11 @@ def _invalid_utf8(data: bytes, start: int, name: str) -> Diagnostic:
     line = before.count(b"\n") + 1
     col = len(before[before.rfind(b"\n") + 1 :].decode("utf-8", errors="replace")) + 1
     return Diagnostic.error(
-        "TL0603", f"`{name}` is not valid UTF-8",
+        "TL0603",
+        f"`{name}` is not valid UTF-8",
         Label(Span.point(name, line, col), f"byte 0x{data[start]:02x} is not valid UTF-8"),
-        help="save the file as UTF-8")
+        help="save the file as UTF-8",
+    )
 
 
 @contextmanager
@@ -132,8 +151,9 @@ def _recursion_limit(limit: int) -> Generator[None]:
 class Parser:
     """Parses one file's tokens; `parse_module()` is the start rule."""
 
-    def __init__(self, tokens: list[Token], path: str, language: Language,
-                 sink: DiagnosticSink) -> None:
+    def __init__(
+        self, tokens: list[Token], path: str, language: Language, sink: DiagnosticSink
+    ) -> None:
         self.tokens = tokens
         self.path = path
         self.language: Language = language
@@ -194,10 +214,14 @@ class Parser:
         found = self.peek()
         if found.kind in LAYOUT:
             raise self.unclosed(opener)
-        raise self.fail(Diagnostic.error(
-            "TL0101", f"expected {alternatives}`{closing.value}`, found {found.describe()}",
-            Label(found.span, f"expected {alternatives}`{closing.value}`"),
-            secondary=[Label(opener.span, f"to close this `{opener.text}`")]))
+        raise self.fail(
+            Diagnostic.error(
+                "TL0101",
+                f"expected {alternatives}`{closing.value}`, found {found.describe()}",
+                Label(found.span, f"expected {alternatives}`{closing.value}`"),
+                secondary=[Label(opener.span, f"to close this `{opener.text}`")],
+            )
+        )
 
     def expect_header_colon(self) -> None:
         """The `:` ending a block header; a missing one is reported at the line's end."""
@@ -206,15 +230,24 @@ class Parser:
         if not self.check(TokenKind.NEWLINE):
             raise self.unexpected("`:`")
         # The block that follows is still parsed, so its errors are reported too.
-        self.report(Diagnostic.error("TL0103", "expected `:` at the end of this line",
-                                     Label(self.peek().span, "add `:` here")))
+        self.report(
+            Diagnostic.error(
+                "TL0103",
+                "expected `:` at the end of this line",
+                Label(self.peek().span, "add `:` here"),
+            )
+        )
 
     def unclosed(self, opener: Token) -> ParseError:
         closing = {"(": ")", "[": "]", "{": "}"}[opener.text]
-        return self.fail(Diagnostic.error(
-            "TL0102", f"unclosed `{opener.text}`",
-            Label(opener.span, f"this `{opener.text}` is never closed"),
-            help=f"add `{closing}`"))
+        return self.fail(
+            Diagnostic.error(
+                "TL0102",
+                f"unclosed `{opener.text}`",
+                Label(opener.span, f"this `{opener.text}` is never closed"),
+                help=f"add `{closing}`",
+            )
+        )
 
     def unexpected(self, what: str) -> ParseError:
         found = self.peek()
@@ -222,9 +255,13 @@ class Parser:
             return ParseError("after a lexical error")
         if found.kind in LAYOUT and self.brackets:
             return self.unclosed(self.brackets[-1])  # the real cause of the early line end
-        return self.fail(Diagnostic.error(
-            "TL0101", f"expected {what}, found {found.describe()}",
-            Label(found.span, f"expected {what}")))
+        return self.fail(
+            Diagnostic.error(
+                "TL0101",
+                f"expected {what}, found {found.describe()}",
+                Label(found.span, f"expected {what}"),
+            )
+        )
 
     def report(self, diagnostic: Diagnostic) -> None:
         self.sink.emit(diagnostic)
@@ -247,10 +284,14 @@ class Parser:
         self.depth += 1
         try:
             if self.depth > MAX_NESTING:
-                raise self.fail(Diagnostic.error(
-                    "TL0106", f"nesting is too deep (the limit is {MAX_NESTING} levels)",
-                    Label(self.peek().span, "too deeply nested"),
-                    help="split the expression with `let` bindings"))
+                raise self.fail(
+                    Diagnostic.error(
+                        "TL0106",
+                        f"nesting is too deep (the limit is {MAX_NESTING} levels)",
+                        Label(self.peek().span, "too deeply nested"),
+                        help="split the expression with `let` bindings",
+                    )
+                )
             yield
         finally:
             self.depth -= 1
@@ -289,9 +330,14 @@ class Parser:
     def skip_unexpected_indent(self) -> bool:
         if not self.check(TokenKind.INDENT):
             return False
-        self.report(Diagnostic.error("TL0104", "unexpected indent",
-                                     Label(self.peek().span, "this line is indented too far"),
-                                     help="remove the extra indentation"))
+        self.report(
+            Diagnostic.error(
+                "TL0104",
+                "unexpected indent",
+                Label(self.peek().span, "this line is indented too far"),
+                help="remove the extra indentation",
+            )
+        )
         self.skip_block()
         return True
 
@@ -299,10 +345,14 @@ class Parser:
         """suite = NEWLINE INDENT entry { entry } DEDENT ;  (entries as the caller says)"""
         if self.check(TokenKind.NEWLINE) and self.peek(1).kind is not TokenKind.INDENT:
             # The newline stays unread, so recovery resumes on the very next line.
-            raise self.fail(Diagnostic.error(
-                "TL0105", "expected an indented block after this line",
-                Label(self.peek().span, "the block is missing"),
-                help="indent the lines that belong to this block"))
+            raise self.fail(
+                Diagnostic.error(
+                    "TL0105",
+                    "expected an indented block after this line",
+                    Label(self.peek().span, "the block is missing"),
+                    help="indent the lines that belong to this block",
+                )
+            )
         self.expect(TokenKind.NEWLINE)
         self.advance()
         entries: list[T] = []
@@ -329,8 +379,9 @@ class Parser:
             if item is not None:
                 items.append(item)
         end = self.peek().span
-        return ast.Module(Span(self.path, 1, 1, end.end_line, end.end_col), self.path,
-                          self.language, items)
+        return ast.Module(
+            Span(self.path, 1, 1, end.end_line, end.end_col), self.path, self.language, items
+        )
 
     def parse_item(self) -> ast.Stmt:
         """item = import_decl | model_decl | train_decl | kernel_decl | statement ;"""
@@ -343,10 +394,14 @@ class Parser:
         if self.check(TokenKind.AT):
             return self.parse_kernel_decl()
         if self.check(TokenKind.FN):
-            raise self.fail(Diagnostic.error(
-                "TL0101", "`fn` declares a method, so it belongs inside a `model`",
-                Label(self.peek().span, ""),
-                help="indent it under `model Name:`, or write a `@kernel def` for a kernel"))
+            raise self.fail(
+                Diagnostic.error(
+                    "TL0101",
+                    "`fn` declares a method, so it belongs inside a `model`",
+                    Label(self.peek().span, ""),
+                    help="indent it under `model Name:`, or write a `@kernel def` for a kernel",
+                )
+            )
         return self.parse_statement()
 
     def parse_nml_item(self) -> ast.Stmt:
@@ -355,10 +410,15 @@ class Parser:
             return self.parse_nml_model()
         found = self.peek()
         hint = "write `@model Name:`" if found.is_word("model") else None
-        raise self.fail(Diagnostic.error(
-            "TL0101", f"expected `@model`, found {found.describe()}",
-            Label(found.span, "expected `@model`"),
-            notes=["an .nml file holds only `@model` blocks"], help=hint))
+        raise self.fail(
+            Diagnostic.error(
+                "TL0101",
+                f"expected `@model`, found {found.describe()}",
+                Label(found.span, "expected `@model`"),
+                notes=["an .nml file holds only `@model` blocks"],
+                help=hint,
+            )
+        )
 
     # ================================================================ declarations
 
@@ -371,8 +431,9 @@ class Parser:
             alias = self.expect(TokenKind.NAME)
         span = self.span_from(start)
         self.expect(TokenKind.NEWLINE)
-        return ast.ImportDecl(span, path, path_span,
-                              alias.text if alias else None, alias.span if alias else None)
+        return ast.ImportDecl(
+            span, path, path_span, alias.text if alias else None, alias.span if alias else None
+        )
 
     def parse_import_path(self) -> tuple[str, Span]:
         if string := self.match(TokenKind.STRING):
@@ -382,10 +443,14 @@ class Parser:
         while self.match(TokenKind.DOT):
             parts.append(self.expect(TokenKind.NAME).text)
         if len(parts) < 2:
-            raise self.fail(Diagnostic.error(
-                "TL0101", f"expected a file path such as `{first.text}.nml`, found `{first.text}`",
-                Label(first.span, "no file extension"),
-                help=f"write `import {first.text}.nml`"))
+            raise self.fail(
+                Diagnostic.error(
+                    "TL0101",
+                    f"expected a file path such as `{first.text}.nml`, found `{first.text}`",
+                    Label(first.span, "no file extension"),
+                    help=f"write `import {first.text}.nml`",
+                )
+            )
         return "/".join(parts[:-1]) + "." + parts[-1], self.span_from(first)
 
     def parse_model_decl(self) -> ast.ModelDecl:
@@ -486,17 +551,23 @@ class Parser:
         train.span = self.span_from(start)
         return train
 
-    def add_train_entry(self, train: ast.TrainDecl,
-                        entry: ast.TrainSetting | ast.CheckpointClause) -> None:
+    def add_train_entry(
+        self, train: ast.TrainDecl, entry: ast.TrainSetting | ast.CheckpointClause
+    ) -> None:
         if isinstance(entry, ast.TrainSetting):
             train.settings.append(entry)
         elif train.checkpoint is None:
             train.checkpoint = entry
         else:
-            self.report(Diagnostic.error(
-                "TL0111", "duplicate `checkpoint` clause", Label(entry.span, "second clause"),
-                secondary=[Label(train.checkpoint.span, "first clause")],
-                help="keep one `checkpoint every N epochs` line"))
+            self.report(
+                Diagnostic.error(
+                    "TL0111",
+                    "duplicate `checkpoint` clause",
+                    Label(entry.span, "second clause"),
+                    secondary=[Label(train.checkpoint.span, "first clause")],
+                    help="keep one `checkpoint every N epochs` line",
+                )
+            )
 
     def parse_train_entry(self) -> ast.TrainSetting | ast.CheckpointClause:
         if self.check_word("checkpoint") and self.peek(1).is_word("every"):
@@ -521,8 +592,9 @@ class Parser:
             raise self.unexpected("`epochs` or `steps`")
         self.advance()
         self.expect(TokenKind.NEWLINE)
-        return ast.CheckpointClause(start.span.to(unit.span), int(every.value or 0), every.span,
-                                    unit.text)
+        return ast.CheckpointClause(
+            start.span.to(unit.span), int(every.value or 0), every.span, unit.text
+        )
 
     def parse_kernel_decl(self) -> ast.KernelDecl:
         """kernel_decl = "@" "kernel" "def" NAME params ":" block ;"""
@@ -541,9 +613,14 @@ class Parser:
         if found.is_word(word):
             return self.advance()
         if found.is_word("model"):
-            raise self.fail(Diagnostic.error(
-                "TL0101", "`@model` blocks belong in .nml files", Label(found.span, ""),
-                help="in a .tl file, write `model Name:`"))
+            raise self.fail(
+                Diagnostic.error(
+                    "TL0101",
+                    "`@model` blocks belong in .nml files",
+                    Label(found.span, ""),
+                    help="in a .tl file, write `model Name:`",
+                )
+            )
         raise self.unexpected(f"`{word}` after `@`")
 
     # ================================================================ .nml
@@ -561,13 +638,24 @@ class Parser:
         model.span = self.span_from(start)
         return model
 
-    def add_section(self, model: ast.ModelDecl, section: str, span: Span,
-                    entries: list[ast.Node], seen: dict[str, Span]) -> None:
+    def add_section(
+        self,
+        model: ast.ModelDecl,
+        section: str,
+        span: Span,
+        entries: list[ast.Node],
+        seen: dict[str, Span],
+    ) -> None:
         if section in seen:
-            self.report(Diagnostic.error(
-                "TL0111", f"duplicate `@{section}` section", Label(span, "second section"),
-                secondary=[Label(seen[section], "first section")],
-                help="merge the two sections into one"))
+            self.report(
+                Diagnostic.error(
+                    "TL0111",
+                    f"duplicate `@{section}` section",
+                    Label(span, "second section"),
+                    secondary=[Label(seen[section], "first section")],
+                    help="merge the two sections into one",
+                )
+            )
             return
         seen[section] = span
         model.config.extend(e for e in entries if isinstance(e, ast.ConfigEntry))
@@ -588,9 +676,15 @@ class Parser:
             return "forward", word.span, [self.parse_forward_section()]
         guess = did_you_mean(word.text, NML_SECTIONS)
         hint = f"did you mean `@{guess}`?" if guess else None
-        raise self.fail(Diagnostic.error(
-            "TL0107", f"unknown section `@{word.text}`", Label(word.span, "unknown section"),
-            notes=["the sections are `@config`, `@layers` and `@forward`"], help=hint))
+        raise self.fail(
+            Diagnostic.error(
+                "TL0107",
+                f"unknown section `@{word.text}`",
+                Label(word.span, "unknown section"),
+                notes=["the sections are `@config`, `@layers` and `@forward`"],
+                help=hint,
+            )
+        )
 
     def parse_config_section(self) -> list[ast.ConfigEntry]:
         """config_section = "config" ":" NEWLINE INDENT { config_entry } DEDENT ;"""
@@ -605,10 +699,17 @@ class Parser:
         value = self.parse_expression()
         self.expect(TokenKind.NEWLINE)
         if not _is_literal(value):
-            self.report(Diagnostic.error(
-                "TL0108", "a config value must be a literal", Label(value.span, "not a literal"),
-                notes=["config values are numbers, strings, `true`, `false`, `none`, "
-                       "or lists of them"]))
+            self.report(
+                Diagnostic.error(
+                    "TL0108",
+                    "a config value must be a literal",
+                    Label(value.span, "not a literal"),
+                    notes=[
+                        "config values are numbers, strings, `true`, `false`, `none`, "
+                        "or lists of them"
+                    ],
+                )
+            )
         return ast.ConfigEntry(name.span.to(value.span), name.text, name.span, value)
 
     def parse_layers_section(self) -> list[ast.LayerDecl]:
@@ -705,10 +806,15 @@ class Parser:
         value = self.parse_expression()
         self.expect(TokenKind.NEWLINE, "end of line")
         if not isinstance(target, ast.Name | ast.Attribute | ast.Index):
-            self.report(Diagnostic.error(
-                "TL0110", "cannot assign to this expression", Label(target.span, ""),
-                help="assign to a name, an attribute or an index; "
-                     "write `let name = ...` for a new variable"))
+            self.report(
+                Diagnostic.error(
+                    "TL0110",
+                    "cannot assign to this expression",
+                    Label(target.span, ""),
+                    help="assign to a name, an attribute or an index; "
+                    "write `let name = ...` for a new variable",
+                )
+            )
         return ast.AssignStmt(target.span.to(value.span), target, value)
 
     # ================================================================ expressions
@@ -724,11 +830,15 @@ class Parser:
         while self.match(TokenKind.PIPE):
             stage = self.parse_or()
             if not _is_pipe_stage(stage):
-                self.report(Diagnostic.error(
-                    "TL0109", "a pipe stage must be a name, a call or a member",
-                    Label(stage.span, "not a pipe stage"),
-                    help="write a function (`relu`), a call (`dropout(0.2)`) "
-                         "or a layer (`self.fc1`)"))
+                self.report(
+                    Diagnostic.error(
+                        "TL0109",
+                        "a pipe stage must be a name, a call or a member",
+                        Label(stage.span, "not a pipe stage"),
+                        help="write a function (`relu`), a call (`dropout(0.2)`) "
+                        "or a layer (`self.fc1`)",
+                    )
+                )
             expr = ast.Pipe(expr.span.to(stage.span), expr, stage)
         return expr
 
@@ -763,12 +873,16 @@ class Parser:
         chained = False
         while op := self.match(*_COMPARISONS):
             if chained:
-                self.report(Diagnostic.error(
-                    "TL0112", "comparisons cannot be chained", Label(op.span, ""),
-                    help="write `a < b and b < c`"))
+                self.report(
+                    Diagnostic.error(
+                        "TL0112",
+                        "comparisons cannot be chained",
+                        Label(op.span, ""),
+                        help="write `a < b and b < c`",
+                    )
+                )
             right = self.parse_sum()
-            expr = ast.Binary(expr.span.to(right.span), _COMPARISONS[op.kind], expr, right,
-                              op.span)
+            expr = ast.Binary(expr.span.to(right.span), _COMPARISONS[op.kind], expr, right, op.span)
             chained = True
         return expr
 
@@ -777,8 +891,7 @@ class Parser:
         expr = self.parse_term()
         while op := self.match(*_SUM_OPS):
             right = self.parse_term()
-            expr = ast.Binary(expr.span.to(right.span), _SUM_OPS[op.kind], expr, right,
-                              op.span)
+            expr = ast.Binary(expr.span.to(right.span), _SUM_OPS[op.kind], expr, right, op.span)
         return expr
 
     def parse_term(self) -> ast.Expr:
@@ -786,8 +899,7 @@ class Parser:
         expr = self.parse_unary()
         while op := self.match(*_TERM_OPS):
             right = self.parse_unary()
-            expr = ast.Binary(expr.span.to(right.span), _TERM_OPS[op.kind], expr, right,
-                              op.span)
+            expr = ast.Binary(expr.span.to(right.span), _TERM_OPS[op.kind], expr, right, op.span)
         return expr
 
     def parse_unary(self) -> ast.Expr:
@@ -851,9 +963,14 @@ class Parser:
             return
         value = self.parse_expression()
         if call.kwargs:
-            self.report(Diagnostic.error(
-                "TL0113", "positional argument after keyword argument", Label(value.span, ""),
-                help="put positional arguments first"))
+            self.report(
+                Diagnostic.error(
+                    "TL0113",
+                    "positional argument after keyword argument",
+                    Label(value.span, ""),
+                    help="put positional arguments first",
+                )
+            )
         call.args.append(value)
 
     def parse_index(self, value: ast.Expr) -> ast.Index:

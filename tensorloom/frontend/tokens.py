@@ -82,10 +82,23 @@ class TokenKind(Enum):
 
 
 _KEYWORD_KINDS = (
-    TokenKind.LET, TokenKind.FN, TokenKind.DEF, TokenKind.RETURN, TokenKind.IF,
-    TokenKind.ELIF, TokenKind.ELSE, TokenKind.FOR, TokenKind.IN, TokenKind.AND,
-    TokenKind.OR, TokenKind.NOT, TokenKind.TRUE, TokenKind.FALSE, TokenKind.NONE,
-    TokenKind.IMPORT, TokenKind.AS,
+    TokenKind.LET,
+    TokenKind.FN,
+    TokenKind.DEF,
+    TokenKind.RETURN,
+    TokenKind.IF,
+    TokenKind.ELIF,
+    TokenKind.ELSE,
+    TokenKind.FOR,
+    TokenKind.IN,
+    TokenKind.AND,
+    TokenKind.OR,
+    TokenKind.NOT,
+    TokenKind.TRUE,
+    TokenKind.FALSE,
+    TokenKind.NONE,
+    TokenKind.IMPORT,
+    TokenKind.AS,
 )
 KEYWORDS: dict[str, TokenKind] = {kind.value: kind for kind in _KEYWORD_KINDS}
 
@@ -99,8 +112,11 @@ PUNCTUATION: list[tuple[str, TokenKind]] = sorted(
     key=lambda pair: -len(pair[0]),
 )
 
-OPENING = {TokenKind.LPAREN: TokenKind.RPAREN, TokenKind.LBRACKET: TokenKind.RBRACKET,
-           TokenKind.LBRACE: TokenKind.RBRACE}
+OPENING = {
+    TokenKind.LPAREN: TokenKind.RPAREN,
+    TokenKind.LBRACKET: TokenKind.RBRACKET,
+    TokenKind.LBRACE: TokenKind.RBRACE,
+}
 CLOSING = {close: open_ for open_, close in OPENING.items()}
 
 # Kinds with no text of their own: shown by name in `tlc tokens` and messages.
