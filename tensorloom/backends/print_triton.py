@@ -40,8 +40,9 @@ from tensorloom.dialects import triton
 def _jit_func(printer: PythonPrinter, op: triton.JitFuncOp) -> None:
     printer.require_import("triton")
     printer.require_import("triton.language", alias="tl")
-    params = [f"{name}: tl.constexpr" if kind == "constexpr" else name
-              for name, kind in op.params()]
+    params = [
+        f"{name}: tl.constexpr" if kind == "constexpr" else name for name, kind in op.params()
+    ]
     printer.line("@triton.jit")
     printer.line(f"def {op.sym_name.data}({', '.join(params)}):")
     scope = NameScope(printer.scope)
@@ -171,8 +172,12 @@ def _tuple(printer: PythonPrinter, op: triton.TupleOp) -> PyExpr:
 def _index(printer: PythonPrinter, op: triton.IndexOp) -> PyExpr:
     value = printer.value(op.value).at_least(Precedence.PRIMARY)
     indices = iter(op.indices)
-    items = [printer.value(next(indices)).at_least(Precedence.TERNARY) if item.data == "expr"
-             else item.data for item in op.items]
+    items = [
+        printer.value(next(indices)).at_least(Precedence.TERNARY)
+        if item.data == "expr"
+        else item.data
+        for item in op.items
+    ]
     return PyExpr(f"{value}[{', '.join(items)}]", Precedence.PRIMARY)
 
 
@@ -249,11 +254,13 @@ class _LauncherText:
                 f'        raise ValueError(f"{self.name}: `{{{name}}}` is on {{{tensor}.device}} '
                 f'but `{first}` is on {{{first}.device}}; move them to one device")',
             ]
-        return [*lines,
-                f"for {name}, {tensor} in ({_pairs(tensors)}):",
-                f"    if not {tensor}.is_contiguous():",
-                f'        raise ValueError(f"{self.name}: `{{{name}}}` is not contiguous; '
-                f'pass `{{{name}}}.contiguous()`")']
+        return [
+            *lines,
+            f"for {name}, {tensor} in ({_pairs(tensors)}):",
+            f"    if not {tensor}.is_contiguous():",
+            f'        raise ValueError(f"{self.name}: `{{{name}}}` is not contiguous; '
+            f'pass `{{{name}}}.contiguous()`")',
+        ]
 
     def _sizes(self) -> list[str]:
         lines: list[str] = []
@@ -262,9 +269,11 @@ class _LauncherText:
                 lines.append(f"{param} = {binding[1]}.numel()")
             if binding[0] == "dim" and binding[2] == "0":
                 tensor = binding[1]
-                lines += [f"if {tensor}.dim() != 2:",
-                          f'    raise ValueError(f"{self.name}: `{tensor}` must be 2-D, '
-                          f'got shape {{tuple({tensor}.shape)}}")']
+                lines += [
+                    f"if {tensor}.dim() != 2:",
+                    f'    raise ValueError(f"{self.name}: `{tensor}` must be 2-D, '
+                    f'got shape {{tuple({tensor}.shape)}}")',
+                ]
             if binding[0] == "dim":
                 lines.append(f"{param} = {binding[1]}.shape[{binding[2]}]")
         return lines
@@ -274,22 +283,31 @@ class _LauncherText:
         for name, default in self.op.defaults.data.items():
             if isinstance(default, StringAttr):
                 size = default.data
-                lines += [f"if {name} is None:", f"    {name} = triton.next_power_of_2({size})",
-                          f"if {name} < {size}:",
-                          f'    raise ValueError(f"{self.name}: {name}={{{name}}} must be at '
-                          f'least {size}={{{size}}}")']
+                lines += [
+                    f"if {name} is None:",
+                    f"    {name} = triton.next_power_of_2({size})",
+                    f"if {name} < {size}:",
+                    f'    raise ValueError(f"{self.name}: {name}={{{name}}} must be at '
+                    f'least {size}={{{size}}}")',
+                ]
         for name in (p.data for p in self.op.pow2):
-            lines += [f"if {name} <= 0 or {name} & ({name} - 1) != 0:",
-                      f'    raise ValueError(f"{self.name}: {name} must be a power of two, '
-                      f'got {{{name}}}")']
+            lines += [
+                f"if {name} <= 0 or {name} & ({name} - 1) != 0:",
+                f'    raise ValueError(f"{self.name}: {name} must be a power of two, '
+                f'got {{{name}}}")',
+            ]
         return lines
 
     def _launch(self) -> list[str]:
         grid = self.scope.fresh("grid")
-        axes = [f"triton.cdiv({a[0]}, {a[1]})" if len(a) == 2 else a[0]
-                for a in self.op.grid_list()]
-        args = [b[1] if b[0] in ("input", "inout", "output") else p
-                for p, b in self.bindings.items() if b[0] != "constexpr"]
+        axes = [
+            f"triton.cdiv({a[0]}, {a[1]})" if len(a) == 2 else a[0] for a in self.op.grid_list()
+        ]
+        args = [
+            b[1] if b[0] in ("input", "inout", "output") else p
+            for p, b in self.bindings.items()
+            if b[0] != "constexpr"
+        ]
         args += [f"{c}={c}" for c in self.of("constexpr")]
         shape = f"({axes[0]},)" if len(axes) == 1 else f"({', '.join(axes)})"
         return [f"{grid} = {shape}", f"{self.kernel}[{grid}]({', '.join(args)})"]
@@ -305,8 +323,9 @@ def _launcher(printer: PythonPrinter, op: triton.LauncherOp) -> None:
     block = op.parent_block()
     siblings = list(block.ops) if block is not None else []
     name = op.kernel.string_value()
-    kernel = next((s for s in siblings
-                   if isinstance(s, triton.JitFuncOp) and s.sym_name.data == name), None)
+    kernel = next(
+        (s for s in siblings if isinstance(s, triton.JitFuncOp) and s.sym_name.data == name), None
+    )
     if kernel is None:
         raise NotImplementedError(f"compiler bug: `{op.kernel}` is not a printed kernel")
     printer.require_import("torch")

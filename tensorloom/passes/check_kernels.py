@@ -30,8 +30,20 @@ from tensorloom.passes.synthesize_launchers import where
 from tensorloom.passes.tl_catalog import Catalog, Signature, installed
 from tensorloom.source import Span
 
-KERNEL_BUILTINS = ("min", "max", "abs", "float", "int", "bool", "range", "len", "print",
-                   "isinstance", "getattr", "tuple")
+KERNEL_BUILTINS = (
+    "min",
+    "max",
+    "abs",
+    "float",
+    "int",
+    "bool",
+    "range",
+    "len",
+    "print",
+    "isinstance",
+    "getattr",
+    "tuple",
+)
 
 
 class _NameCheck:
@@ -57,18 +69,28 @@ class _NameCheck:
             return
         self.reported.add(name)
         guess = did_you_mean(name, self.bound)
-        report(Diagnostic.error("TL0501", f"undefined name `{name}` in kernel "
-                                f"`{self.func.sym_name.data}`", where(op),
-                                help=f"did you mean `{guess}`?" if guess else
-                                "bind it with `let` before this line"))
+        report(
+            Diagnostic.error(
+                "TL0501",
+                f"undefined name `{name}` in kernel `{self.func.sym_name.data}`",
+                where(op),
+                help=f"did you mean `{guess}`?" if guess else "bind it with `let` before this line",
+            )
+        )
 
     def _call(self, op: kernel.CallOp) -> None:
         name = op.callee.data
         if name in KERNEL_BUILTINS:
             return
-        report(Diagnostic.error("TL0501", f"undefined function `{name}` in a kernel", where(op),
-                                help="kernels can call `tl.` functions and "
-                                     f"{', '.join(f'`{b}`' for b in KERNEL_BUILTINS[:5])}"))
+        report(
+            Diagnostic.error(
+                "TL0501",
+                f"undefined function `{name}` in a kernel",
+                where(op),
+                help="kernels can call `tl.` functions and "
+                f"{', '.join(f'`{b}`' for b in KERNEL_BUILTINS[:5])}",
+            )
+        )
 
 
 def _check_member(op: Operation, member: str, catalog: Catalog) -> Signature | None:
@@ -78,35 +100,51 @@ def _check_member(op: Operation, member: str, catalog: Catalog) -> Signature | N
     signature = catalog.functions.get(member)
     if signature is not None:
         return signature
-    guess = did_you_mean(member, catalog.functions if isinstance(op, kernel.TlCallOp)
-                         else [*catalog.functions, *catalog.names])
+    guess = did_you_mean(
+        member,
+        catalog.functions
+        if isinstance(op, kernel.TlCallOp)
+        else [*catalog.functions, *catalog.names],
+    )
     what = "function" if member not in catalog.names else "callable function"
-    report(Diagnostic.error("TL0502", f"`tl.{member}` is not a {what} of triton.language",
-                            where(op), help=f"did you mean `tl.{guess}`?" if guess else None))
+    report(
+        Diagnostic.error(
+            "TL0502",
+            f"`tl.{member}` is not a {what} of triton.language",
+            where(op),
+            help=f"did you mean `tl.{guess}`?" if guess else None,
+        )
+    )
     return None
 
 
-def _check_arity(op: kernel.TlCallOp | kernel.LoadOp | kernel.StoreOp, member: str,
-                 signature: Signature) -> None:
+def _check_arity(
+    op: kernel.TlCallOp | kernel.LoadOp | kernel.StoreOp, member: str, signature: Signature
+) -> None:
     """Step 3: positional count, required parameters, keyword names."""
     names = op.names()
     positional = names.count("")
     limit = signature.max_positional()
     problem: str | None = None
     if limit is not None and positional > limit:
-        problem = f"takes at most {limit} positional argument{'s' if limit != 1 else ''} " \
-                  f"but {positional} were given"
+        problem = (
+            f"takes at most {limit} positional argument{'s' if limit != 1 else ''} "
+            f"but {positional} were given"
+        )
     unknown = [n for n in names if n and n not in signature.keywords]
     if unknown:
         problem = f"has no parameter `{unknown[0]}`"
     given = set(signature.positional[:positional]) | {n for n in names if n}
-    missing = [p for p in signature.positional[:signature.required] if p not in given]
+    missing = [p for p in signature.positional[: signature.required] if p not in given]
     if problem is None and missing:
         problem = f"is missing the argument `{missing[0]}`"
     if problem is not None:
         shown = ", ".join(signature.positional) + (", *args" if signature.varargs else "")
-        report(Diagnostic.error("TL0503", f"`tl.{member}` {problem}", where(op),
-                                help=f"`tl.{member}({shown})`"))
+        report(
+            Diagnostic.error(
+                "TL0503", f"`tl.{member}` {problem}", where(op), help=f"`tl.{member}({shown})`"
+            )
+        )
 
 
 def _check_calls(func: kernel.FuncOp, catalog: Catalog) -> None:
@@ -116,8 +154,11 @@ def _check_calls(func: kernel.FuncOp, catalog: Catalog) -> None:
             continue
         if not isinstance(op, kernel.TlCallOp | kernel.LoadOp | kernel.StoreOp):
             continue
-        member = op.callee.data if isinstance(op, kernel.TlCallOp) else \
-            ("load" if isinstance(op, kernel.LoadOp) else "store")
+        member = (
+            op.callee.data
+            if isinstance(op, kernel.TlCallOp)
+            else ("load" if isinstance(op, kernel.LoadOp) else "store")
+        )
         signature = _check_member(op, member, catalog)
         if signature is not None:
             _check_arity(op, member, signature)
@@ -129,9 +170,14 @@ def _check_mask(op: kernel.LoadOp) -> None:
     """Step 5."""
     if op.mask() is not None or "boundary_check" in op.names():
         return
-    report(Diagnostic.warning("TL0505", "`tl.load` without a mask reads past the end of the "
-                              "tensor in the last block", where(op),
-                              help="pass `mask=offsets < n` (and `other=` for masked lanes)"))
+    report(
+        Diagnostic.warning(
+            "TL0505",
+            "`tl.load` without a mask reads past the end of the tensor in the last block",
+            where(op),
+            help="pass `mask=offsets < n` (and `other=` for masked lanes)",
+        )
+    )
 
 
 def _check_powers_of_two(func: kernel.FuncOp) -> None:
@@ -146,9 +192,14 @@ def _check_powers_of_two(func: kernel.FuncOp) -> None:
             continue
         span = span_of(locations[name]) or Span("<unknown>", 1, 1, 1, 2)
         lower = 1 << max(value.bit_length() - 1, 0)
-        report(Diagnostic.error(
-            "TL0504", f"`{name}` is a `tl.arange` bound, so it must be a power of two, "
-            f"not {value}", span, help=f"use {lower} or {lower * 2}"))
+        report(
+            Diagnostic.error(
+                "TL0504",
+                f"`{name}` is a `tl.arange` bound, so it must be a power of two, not {value}",
+                span,
+                help=f"use {lower} or {lower * 2}",
+            )
+        )
 
 
 def check_kernel(func: kernel.FuncOp, catalog: Catalog | None = None) -> None:

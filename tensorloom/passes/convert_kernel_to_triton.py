@@ -53,8 +53,11 @@ class FuncToJit(RewritePattern):
     def match_and_rewrite(self, op: kernel.FuncOp, rewriter: PatternRewriter) -> None:
         params = op.params()
         kinds = [k.data for k in op.param_kinds]
-        _replace(rewriter, op, triton.JitFuncOp(op.sym_name.data, params, kinds,
-                                                op.detach_region(op.body)))
+        _replace(
+            rewriter,
+            op,
+            triton.JitFuncOp(op.sym_name.data, params, kinds, op.detach_region(op.body)),
+        )
 
 
 class LetToAssign(RewritePattern):
@@ -99,7 +102,8 @@ class CallsToCall(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(
-        self, op: kernel.TlCallOp | kernel.LoadOp | kernel.StoreOp | kernel.CallOp,
+        self,
+        op: kernel.TlCallOp | kernel.LoadOp | kernel.StoreOp | kernel.CallOp,
         rewriter: PatternRewriter,
     ) -> None:
         if isinstance(op, kernel.TlCallOp):
@@ -140,8 +144,9 @@ class ControlFlow(RewritePattern):
         self, op: kernel.IfOp | kernel.ForOp | kernel.ReturnOp, rewriter: PatternRewriter
     ) -> None:
         if isinstance(op, kernel.IfOp):
-            new: Operation = triton.IfOp(op.cond, op.detach_region(op.then),
-                                         op.detach_region(op.orelse))
+            new: Operation = triton.IfOp(
+                op.cond, op.detach_region(op.then), op.detach_region(op.orelse)
+            )
         elif isinstance(op, kernel.ForOp):
             new = triton.ForOp(op.var.data, op.iterator.data, op.args, op.detach_region(op.body))
         else:
@@ -161,8 +166,9 @@ def _hoist_into_script(module: ModuleOp) -> None:
     script = next((op for op in module.body.block.ops if isinstance(op, t.ScriptOp)), None)
     if script is None:
         return
-    emitted = [op for op in module.body.block.ops
-               if isinstance(op, triton.JitFuncOp | triton.LauncherOp)]
+    emitted = [
+        op for op in module.body.block.ops if isinstance(op, triton.JitFuncOp | triton.LauncherOp)
+    ]
     anchor = _after_imports(script)
     for op in emitted:
         op.detach()
@@ -181,10 +187,21 @@ class ConvertKernelToTritonPass(ModulePass):
     name = "convert-kernel-to-triton"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        patterns = GreedyRewritePatternApplier([
-            FuncToJit(), LetToAssign(), ReadToName(), TlAttrToName(), ConstantToConstant(),
-            BinaryToBinary(), UnaryToUnary(), CallsToCall(), MethodToMethod(), ValuesToValues(),
-            ControlFlow(), LauncherToLauncher(),
-        ])
+        patterns = GreedyRewritePatternApplier(
+            [
+                FuncToJit(),
+                LetToAssign(),
+                ReadToName(),
+                TlAttrToName(),
+                ConstantToConstant(),
+                BinaryToBinary(),
+                UnaryToUnary(),
+                CallsToCall(),
+                MethodToMethod(),
+                ValuesToValues(),
+                ControlFlow(),
+                LauncherToLauncher(),
+            ]
+        )
         PatternRewriteWalker(patterns).rewrite_module(op)
         _hoist_into_script(op)

@@ -55,10 +55,25 @@ from tensorloom.dialects import kernel
 from tensorloom.source import Span
 
 COMPARISONS = ("<", "<=", ">", ">=")
-POINTER_HINTS = ("multiple_of", "max_contiguous", "max_constancy", "broadcast_to", "reshape",
-                 "view", "expand_dims")
-ATOMICS = ("atomic_add", "atomic_and", "atomic_cas", "atomic_max", "atomic_min", "atomic_or",
-           "atomic_xchg", "atomic_xor")
+POINTER_HINTS = (
+    "multiple_of",
+    "max_contiguous",
+    "max_constancy",
+    "broadcast_to",
+    "reshape",
+    "view",
+    "expand_dims",
+)
+ATOMICS = (
+    "atomic_add",
+    "atomic_and",
+    "atomic_cas",
+    "atomic_max",
+    "atomic_min",
+    "atomic_or",
+    "atomic_xchg",
+    "atomic_xor",
+)
 LAUNCHER_NAMES = ("torch", "triton", "tl", "grid")
 
 Follow = Callable[[Operation], Sequence[SSAValue]]
@@ -161,8 +176,11 @@ class _Analysis:
     def _program_id(self, op: kernel.TlCallOp) -> None:
         axis = program_id_axis(op)
         if axis is None or axis not in (0, 1, 2):
-            report(Diagnostic.error("TL0507", "`tl.program_id` needs a constant axis 0, 1 or 2",
-                                    where(op)))
+            report(
+                Diagnostic.error(
+                    "TL0507", "`tl.program_id` needs a constant axis 0, 1 or 2", where(op)
+                )
+            )
             return
         self.facts.axes.setdefault(axis, op)
 
@@ -214,10 +232,14 @@ class _Analysis:
 
     def _ambiguous(self, op: Operation, roots: list[str]) -> None:
         named = ", ".join(f"`{r}`" for r in roots) or "no parameter"
-        report(Diagnostic.error(
-            "TL0507", f"cannot tell which parameter this address is based on (found {named})",
-            where(op),
-            help="write the address as `<pointer parameter> + <offsets>`"))
+        report(
+            Diagnostic.error(
+                "TL0507",
+                f"cannot tell which parameter this address is based on (found {named})",
+                where(op),
+                help="write the address as `<pointer parameter> + <offsets>`",
+            )
+        )
 
 
 def _memory_access(op: Operation) -> tuple[SSAValue | None, tuple[str, ...]]:
@@ -275,7 +297,8 @@ class _Launcher:
             return ["constexpr", param]
         loaded, stored = param in self.facts.loaded, param in self.facts.stored
         kind = {(True, True): "inout", (True, False): "input", (False, True): "output"}.get(
-            (loaded, stored))
+            (loaded, stored)
+        )
         return [kind, tensor_name(param, self.params)] if kind else ["scalar", param]
 
     def grid(self) -> list[list[str]]:
@@ -286,11 +309,15 @@ class _Launcher:
     def _axis(self, axis: int) -> list[str]:
         extent = next((e for e in self.facts.extents if e.axis == axis), None)
         if extent is None and axis in self.facts.axes:
-            report(Diagnostic.error(
-                "TL0507", f"cannot work out the grid for axis {axis}",
-                where(self.facts.axes[axis]),
-                help=f"compare the offsets built from `tl.program_id({axis})` with a size "
-                     "parameter in a mask, as in `offsets < n`"))
+            report(
+                Diagnostic.error(
+                    "TL0507",
+                    f"cannot work out the grid for axis {axis}",
+                    where(self.facts.axes[axis]),
+                    help=f"compare the offsets built from `tl.program_id({axis})` with a size "
+                    "parameter in a mask, as in `offsets < n`",
+                )
+            )
         if extent is None:
             return ["1"]
         return [extent.size, extent.block] if extent.block else [extent.size]
@@ -315,12 +342,18 @@ def synthesize(func: kernel.FuncOp) -> kernel.LauncherOp:
     analysis.pointers()
     pointers = set(facts.loaded) | set(facts.stored)
     func.param_kinds = kernel.strings(
-        ["ptr" if p in pointers else k for p, k in func.kinds().items()])
+        ["ptr" if p in pointers else k for p, k in func.kinds().items()]
+    )
     launcher = _Launcher(func, facts)
     bindings, grid = launcher.bindings(), launcher.grid()
     _check_allocatable(func, bindings)
-    op = kernel.LauncherOp.make(func.sym_name.data, bindings, grid, launcher.defaults(grid),
-                                sorted(func.arange_constexprs()))
+    op = kernel.LauncherOp.make(
+        func.sym_name.data,
+        bindings,
+        grid,
+        launcher.defaults(grid),
+        sorted(func.arange_constexprs()),
+    )
     op.location = func.location
     return op
 
@@ -329,10 +362,14 @@ def _check_allocatable(func: kernel.FuncOp, bindings: list[list[str]]) -> None:
     has_input = any(b[0] in ("input", "inout") for b in bindings)
     outputs = [b[1] for b in bindings if b[0] == "output"]
     if outputs and not has_input:
-        report(Diagnostic.error(
-            "TL0507", f"`{func.sym_name.data}` loads no tensor to allocate `{outputs[0]}` like",
-            where(func),
-            help="load from an input pointer, so that outputs can be allocated like it"))
+        report(
+            Diagnostic.error(
+                "TL0507",
+                f"`{func.sym_name.data}` loads no tensor to allocate `{outputs[0]}` like",
+                where(func),
+                help="load from an input pointer, so that outputs can be allocated like it",
+            )
+        )
 
 
 class AddLauncher(RewritePattern):
@@ -341,8 +378,10 @@ class AddLauncher(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: kernel.FuncOp, rewriter: PatternRewriter) -> None:
         following = op.next_op
-        if isinstance(following, kernel.LauncherOp) and \
-                following.kernel.string_value() == op.sym_name.data:
+        if (
+            isinstance(following, kernel.LauncherOp)
+            and following.kernel.string_value() == op.sym_name.data
+        ):
             return
         rewriter.insert(synthesize(op), InsertPoint.after(op))
 
