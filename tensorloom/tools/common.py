@@ -40,9 +40,14 @@ REPORT_URL = "https://github.com/tensorloom/tensorloom/issues"
 DEBUG_KEY = "tensorloom.debug"
 
 Format = Literal["text", "json"]
-FORMAT_OPTION = click.option("--format", "fmt", type=click.Choice(["text", "json"]),
-                             default="text", show_default=True,
-                             help="how to print diagnostics")
+FORMAT_OPTION = click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="how to print diagnostics",
+)
 P = ParamSpec("P")
 
 
@@ -107,8 +112,10 @@ def _silence_stdout() -> None:
 def report_internal_error(exc: BaseException, *, debug: bool) -> None:
     stream = sys.stderr
     stream.write(f"error: internal compiler error: {type(exc).__name__}: {exc}\n")
-    stream.write("note: this is a bug in TensorLoom, not in your program; please report it "
-                 f"at {REPORT_URL} with the input file\n")
+    stream.write(
+        "note: this is a bug in TensorLoom, not in your program; please report it "
+        f"at {REPORT_URL} with the input file\n"
+    )
     if debug:
         stream.write("".join(traceback.format_exception(exc)))
     else:

@@ -97,16 +97,24 @@ def check(file: Path, fmt: Format, no_cache: bool) -> int:
 
 @cli.command("compile")
 @FILE_ARGUMENT
-@click.option("--emit", type=click.Choice(EMIT_CHOICES), default="python", show_default=True,
-              help="stop after this stage and print it")
-@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
-              help="write to this file instead of stdout")
+@click.option(
+    "--emit",
+    type=click.Choice(EMIT_CHOICES),
+    default="python",
+    show_default=True,
+    help="stop after this stage and print it",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="write to this file instead of stdout",
+)
 @click.option("--no-cache", is_flag=True, help="compile afresh; neither read nor write the cache")
 @compiler_command
 def compile_command(file: Path, emit: str, output: Path | None, no_cache: bool) -> int:
     """Compile FILE to Python, or print it after any stage with --emit."""
     return run_compile(file, emit, output, use_cache=not no_cache)
-
 
 
 @cli.command("run", context_settings={"ignore_unknown_options": True})
@@ -119,6 +127,7 @@ def run_command(file: Path, nproc: int | None, script_args: tuple[str, ...]) -> 
     from tensorloom.tools.run import run_file
 
     return run_file(file, nproc, list(script_args))
+
 
 def _bindings(
     _ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]
@@ -144,13 +153,37 @@ def _gpu_memory(_ctx: click.Context, _param: click.Parameter, value: str | None)
 @cli.command()
 @FILE_ARGUMENT
 @click.option("--batch-size", type=click.IntRange(min=1), help="default: the train block's")
-@click.option("--precision", type=click.Choice(["fp32", "fp16", "bf16"]),
-              help="default: the train block's, else fp32")
-@click.option("--optimizer", type=click.Choice(["Adam", "AdamW", "SGD", "SGD+momentum", "RMSprop",
-              "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam"]),
-              help="default: the train block's, else Adam")
-@click.option("-D", "bindings", multiple=True, callback=_bindings, metavar="NAME=SIZE",
-              help="bind a symbolic dim, e.g. -D T=512 (repeatable)")
+@click.option(
+    "--precision",
+    type=click.Choice(["fp32", "fp16", "bf16"]),
+    help="default: the train block's, else fp32",
+)
+@click.option(
+    "--optimizer",
+    type=click.Choice(
+        [
+            "Adam",
+            "AdamW",
+            "SGD",
+            "SGD+momentum",
+            "RMSprop",
+            "Adagrad",
+            "Adadelta",
+            "Adamax",
+            "NAdam",
+            "RAdam",
+        ]
+    ),
+    help="default: the train block's, else Adam",
+)
+@click.option(
+    "-D",
+    "bindings",
+    multiple=True,
+    callback=_bindings,
+    metavar="NAME=SIZE",
+    help="bind a symbolic dim, e.g. -D T=512 (repeatable)",
+)
 @click.option("--gpu-memory", callback=_gpu_memory, help="warn when the budget exceeds it (80GB)")
 @click.option("--checkpointing", is_flag=True, help="budget with activation checkpointing")
 @click.option("--json", "as_json", is_flag=True, help="print the profile as JSON")
