@@ -28,7 +28,8 @@ def run_lit() -> tuple[int, int]:
     out = _run([str(lit), "-sv", str(ROOT / "tests" / "lit")])
     passed = _count(r"Passed\s*:\s*(\d+)", out) + _count(r"Expectedly Failed\s*:\s*(\d+)", out)
     failed = _count(r"Failed\s*:\s*(\d+)", out) - _count(r"Expectedly Failed\s*:\s*(\d+)", out)
-    failed += _count(r"Unresolved\s*:\s*(\d+)", out) + _count(r"Unexpectedly Passed\s*:\s*(\d+)", out)
+    failed += _count(r"Unresolved\s*:\s*(\d+)", out)
+    failed += _count(r"Unexpectedly Passed\s*:\s*(\d+)", out)
     return passed, failed
 
 
