@@ -36,7 +36,8 @@ Steps:
    kind is another model is an instance of that class; a config read in a
    method is stored as `self.<name>` in `__init__`.
 Ops outside models (the training script's) are left to `convert-train-to-torch`,
-which may reuse `BODY_PATTERNS`.
+which moves a script's top-level statements into a `torch.def` and lowers them
+with `BODY_PATTERNS` (they also match nml ops directly inside a `torch.def`).
 """
 
 from __future__ import annotations
@@ -98,8 +99,10 @@ def _const(value: int | float | bool | str | None) -> t.ConstantOp:
     return t.ConstantOp(StringAttr(value))
 
 
-def _in_model(op: Operation) -> bool:
-    return enclosing_model(op) is not None
+def _in_body(op: Operation) -> bool:
+    """In a model's method, or in the `torch.def` that convert-train-to-torch moved a
+    script's top-level statements into."""
+    return enclosing_model(op) is not None or isinstance(op.parent_op(), t.DefOp)
 
 
 class _Keywords:
@@ -133,7 +136,7 @@ class _Keywords:
 class ConstantToTorch(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nml.ConstantOp, rewriter: PatternRewriter) -> None:
-        if not _in_model(op):
+        if not _in_body(op):
             return
         value = t.NoneAttr() if isinstance(op.value, NoneValueAttr) else op.value
         _replace(rewriter, op, [t.ConstantOp(value)])
@@ -179,7 +182,7 @@ UNARY_FUNCTIONS: dict[type[Operation], str] = {
 class UnaryToTorch(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nml.UnaryOp, rewriter: PatternRewriter) -> None:
-        if not _in_model(op):
+        if not _in_body(op):
             return
         if isinstance(op, nml.NegOp):
             _replace(rewriter, op, [t.UnaryOp("-", op.input)])
@@ -190,7 +193,7 @@ class UnaryToTorch(RewritePattern):
 class SoftmaxToTorch(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nml.SoftmaxLikeOp, rewriter: PatternRewriter) -> None:
-        if not _in_model(op):
+        if not _in_body(op):
             return
         callee = "torch.softmax" if isinstance(op, nml.SoftmaxOp) else "torch.log_softmax"
         call = _Keywords().value(op.input).literal(op.dim.value.data, "dim")
@@ -200,7 +203,7 @@ class SoftmaxToTorch(RewritePattern):
 class DropoutToTorch(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nml.DropoutOp, rewriter: PatternRewriter) -> None:
-        if not _in_model(op):
+        if not _in_body(op):
             return
         p = _const(op.p.value.data)
         _replace(rewriter, op, [p, t.DropoutOp(op.input, p.result)])
@@ -211,7 +214,7 @@ class FlattenToTorch(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nml.FlattenOp, rewriter: PatternRewriter) -> None:
-        if not _in_model(op):
+        if not _in_body(op):
             return
         start, end = op.start_dim.value.data, op.end_dim.value.data
         call = _Keywords()
@@ -227,7 +230,7 @@ class ReshapeToTorch(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nml.ReshapeLikeOp, rewriter: PatternRewriter) -> None:
-        if not _in_model(op):
+        if not _in_body(op):
             return
         call = _Keywords()
         dynamic = iter(op.dynamic_sizes)
@@ -269,7 +272,7 @@ def _reshape_size(
 class PermuteToTorch(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nml.PermuteOp, rewriter: PatternRewriter) -> None:
-        if not _in_model(op):
+        if not _in_body(op):
             return
         call = _Keywords()
         for dim in op.dims.data:
@@ -280,7 +283,7 @@ class PermuteToTorch(RewritePattern):
 class TransposeToTorch(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nml.TransposeOp, rewriter: PatternRewriter) -> None:
-        if not _in_model(op):
+        if not _in_body(op):
             return
         call = _Keywords().literal(op.dim0.value.data).literal(op.dim1.value.data)
         _replace(rewriter, op, call.method(op.input, "transpose"))
@@ -291,7 +294,7 @@ class ReductionToTorch(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nml.ReductionOp, rewriter: PatternRewriter) -> None:
-        if not _in_model(op):
+        if not _in_body(op):
             return
         call = _Keywords()
         dims = [d.value.data for d in op.dims.data] if op.dims is not None else None
@@ -311,7 +314,7 @@ class ReductionToTorch(RewritePattern):
 class CatToTorch(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nml.CatOp, rewriter: PatternRewriter) -> None:
-        if not _in_model(op):
+        if not _in_body(op):
             return
         tensors = t.ListOp(op.inputs)
         call = _Keywords().value(tensors.result).literal(op.dim.value.data, "dim")
@@ -331,7 +334,7 @@ BINARY_OPERATORS: dict[type[Operation], str] = {
 class BinaryToTorch(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nml.BinaryOp, rewriter: PatternRewriter) -> None:
-        if not _in_model(op):
+        if not _in_body(op):
             return
         _replace(rewriter, op, [t.BinaryOp(BINARY_OPERATORS[type(op)], op.lhs, op.rhs)])
 
@@ -341,7 +344,7 @@ class IndexToTorch(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nml.IndexOp, rewriter: PatternRewriter) -> None:
-        if not _in_model(op):
+        if not _in_body(op):
             return
         new_ops: list[Operation] = []
         indices: list[SSAValue] = []
@@ -380,7 +383,7 @@ def _int_or_none(part: Attribute | None) -> int | None:
 class DimToTorch(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nml.DimOp, rewriter: PatternRewriter) -> None:
-        if not _in_model(op):
+        if not _in_body(op):
             return
         call = _Keywords().literal(op.index.value.data)
         _replace(rewriter, op, call.method(op.input, "size"))
@@ -389,7 +392,7 @@ class DimToTorch(RewritePattern):
 class ListToTorch(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nml.ListOp, rewriter: PatternRewriter) -> None:
-        if not _in_model(op):
+        if not _in_body(op):
             return
         _replace(rewriter, op, [t.ListOp(op.elements)])
 
@@ -397,7 +400,7 @@ class ListToTorch(RewritePattern):
 class GetAttrToTorch(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nml.GetAttrOp, rewriter: PatternRewriter) -> None:
-        if not _in_model(op):
+        if not _in_body(op):
             return
         _replace(rewriter, op, [t.GetAttrOp(op.input, op.attr_name.data)])
 
@@ -407,7 +410,7 @@ class KernelCallToTorch(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nml.KernelCallOp, rewriter: PatternRewriter) -> None:
-        if not _in_model(op):
+        if not _in_body(op):
             return
         launcher = f"{op.kernel.root_reference.data}_launcher"
         names = [n.data for n in op.arg_names]
@@ -437,7 +440,7 @@ class CallToTorch(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nml.CallOp, rewriter: PatternRewriter) -> None:
-        if not _in_model(op):
+        if not _in_body(op):
             return
         callee, args = op.callee.data, list(op.args)
         names = [n.data for n in op.arg_names]
@@ -455,7 +458,7 @@ class CallToTorch(RewritePattern):
 class ReturnToTorch(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nml.ReturnOp, rewriter: PatternRewriter) -> None:
-        if not _in_model(op):
+        if not _in_body(op):
             return
         _replace(rewriter, op, [t.ReturnOp(op.values)])
 

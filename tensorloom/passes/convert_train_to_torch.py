@@ -30,6 +30,8 @@ Steps:
 2. `train_script.py` turns the plan into the sections' text; this pass puts
    them into the script as ops and erases the loop.
 Only the first train block of a script becomes the script's `main`.
+3. The script's other top-level statements become a function the `__main__`
+   guard calls, before training when there is a train block (script_statements.py).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from tensorloom.dialects.datasets import DatasetError, lookup_dataset
 from tensorloom.dialects.layers.base import py_literal
 from tensorloom.passes.convert_nml_to_torch import attr_source, script_of
 from tensorloom.passes.model_env import CallValue, Evaluated, evaluate_kwargs
+from tensorloom.passes.script_statements import lower_statements
 from tensorloom.passes.train_script import (
     GUARD,
     ScriptPlan,
@@ -263,9 +266,9 @@ class ConvertTrainToTorchPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         loops = loops_of(op)
-        if not loops:
-            return
-        lower_loop(op, loops[0])
+        if loops:
+            lower_loop(op, loops[0])
+        lower_statements(op, has_training=bool(loops))
 
 
 __all__ = ["ConvertTrainToTorchPass", "plan_of"]

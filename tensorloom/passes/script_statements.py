@@ -1,0 +1,158 @@
+"""A script's top-level statements (`train.main`) as a function of the emitted script.
+
+    train.main {                                    def main():
+      %0 = nml.constant 1000 : i64                      x = torch.randn(1000, device=DEVICE)
+      %x = nml.call "randn"(%0) ...          ->         y = k_launcher(x)
+      %y = nml.kernel_call @k(%x) ...                   print(y)
+      %1 = nml.call "print"(%y) ...
+    }                                               if __name__ == "__main__":
+                                                        main()
+
+Steps (`lower_statements`, called by `convert-train-to-torch`):
+1. Move the statements, in order, into a `torch.def` (`main` when the program has
+   no train block; `before_training` when it has one, and the script's guard then
+   calls it before the training `main()`).
+2. Lower them with `ScriptCallToTorch` and `ScriptRefToTorch` (the script
+   builtins of script_builtins.py, and names of models, instances and kernels),
+   then convert-nml-to-torch's `BODY_PATTERNS` for everything else.
+3. Add `DEVICE = ...` (tensor constructors create their tensors there) and the
+   call of the function under `if __name__ == "__main__":`.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp, StringAttr
+from xdsl.ir import Operation, SSAValue
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from tensorloom.dialects import nml, train
+from tensorloom.dialects import torch as t
+from tensorloom.passes.convert_nml_to_torch import BODY_PATTERNS, script_of
+from tensorloom.passes.script_builtins import (
+    DEVICE,
+    DEVICE_SOURCE,
+    SCRIPT_BUILTINS,
+    TENSOR_CONSTRUCTORS,
+    python_callee,
+)
+from tensorloom.passes.train_script import GUARD
+
+BEFORE_TRAINING = "before_training"
+TRAINING_GUARD = f'if __name__ == "__main__":\n    {BEFORE_TRAINING}()\n    sys.exit(main())'
+
+
+def _replace(rewriter: PatternRewriter, op: Operation, new_ops: list[Operation]) -> None:
+    for new in new_ops:
+        new.location = op.location
+    result = new_ops[-1].results[0]
+    result.name_hint = op.results[0].name_hint
+    rewriter.replace(op, new_ops, [result])
+
+
+def _in_statements(op: Operation) -> bool:
+    return isinstance(op.parent_op(), t.DefOp)
+
+
+class ScriptCallToTorch(RewritePattern):
+    """`randn(1000)` is `torch.randn(1000, device=DEVICE)`; `print(x)` stays itself."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.CallOp, rewriter: PatternRewriter) -> None:
+        callee = op.callee.data
+        if not _in_statements(op) or op.method is not None or callee not in SCRIPT_BUILTINS:
+            return
+        args, names = list(op.args), [n.data for n in op.arg_names]
+        ops: list[Operation] = []
+        if callee in TENSOR_CONSTRUCTORS and "device" not in names:
+            device = t.GlobalOp(DEVICE)
+            ops.append(device)
+            args, names = [*args, device.result], [*names, "device"]
+        _replace(rewriter, op, [*ops, t.CallFunctionOp(python_callee(callee), args, names)])
+
+
+class ScriptRefToTorch(RewritePattern):
+    """A model, kernel or launcher is its global name; an instance is a new model."""
+
+    def __init__(self, instances: dict[str, nml.InstanceOp]) -> None:
+        self.instances = instances
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.RefOp, rewriter: PatternRewriter) -> None:
+        if not _in_statements(op):
+            return
+        name = op.symbol.root_reference.data
+        instance = self.instances.get(name)
+        if instance is None:
+            _replace(rewriter, op, [t.GlobalOp(name)])
+            return
+        _replace(rewriter, op, _construction(instance))
+
+
+def _construction(instance: nml.InstanceOp) -> list[Operation]:
+    """`Classifier(hidden=128)`: the literal overrides of `let net = Classifier(...)`."""
+    literals = (IntegerAttr, FloatAttr, StringAttr)
+    constants = [
+        (key, t.ConstantOp(value))
+        for key, value in instance.overrides.data.items()
+        if isinstance(value, literals)
+    ]
+    args: list[SSAValue] = [c.result for _, c in constants]
+    call = t.CallFunctionOp(instance.model.root_reference.data, args, [k for k, _ in constants])
+    return [*(c for _, c in constants), call]
+
+
+def lower_statements(module: ModuleOp, *, has_training: bool) -> None:
+    """Turns the module's `train.main` (if any) into a function the script's guard calls."""
+    main = next((o for o in module.body.block.ops if isinstance(o, train.MainOp)), None)
+    if main is None:
+        return
+    script = script_of(module)
+    function = _statements_function(main, BEFORE_TRAINING if has_training else "main")
+    instances = {o.sym_name.data: o for o in module.body.block.ops if isinstance(o, nml.InstanceOp)}
+    patterns = [ScriptCallToTorch(), ScriptRefToTorch(instances), *BODY_PATTERNS]
+    walker = PatternRewriteWalker(GreedyRewritePatternApplier(patterns), walk_reverse=True)
+    _place(script, function, main, has_training)
+    walker.rewrite_region(function.body)
+    main.detach()
+    main.erase()
+
+
+def _statements_function(main: train.MainOp, name: str) -> t.DefOp:
+    """Step 1: a `torch.def` holding the statements (the train loops are lowered already)."""
+    function = t.DefOp(name, [])
+    body = function.body.block
+    for op in list(main.body.block.ops):
+        if isinstance(op, train.LoopOp):
+            continue
+        op.detach()
+        body.add_op(op)
+    body.add_op(t.ReturnOp([]))
+    function.location = main.location
+    return function
+
+
+def _place(script: t.ScriptOp, function: t.DefOp, main: train.MainOp, has_training: bool) -> None:
+    """Step 3: `DEVICE`, the function, and its call under the `__main__` guard."""
+    block = script.body.block
+    guard = next((o for o in block.ops if isinstance(o, t.RawOp) and o.source.data == GUARD), None)
+    call = t.CallFunctionOp(function.sym_name.data, [])
+    setup: list[Operation] = [t.ImportOp("torch"), t.RawOp(DEVICE_SOURCE), function]
+    for op in [*setup, call]:
+        op.location = main.location
+    if has_training and guard is not None:
+        Rewriter.insert_op(setup, InsertPoint.before(guard))
+        guard.properties["source"] = StringAttr(TRAINING_GUARD)
+        return
+    guard_op = t.MainOp([call])
+    guard_op.location = main.location
+    block.add_ops([*setup, guard_op])
+
+
+__all__ = ["lower_statements"]
