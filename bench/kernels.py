@@ -81,8 +81,10 @@ def bench_vector_add(module: ModuleType, n: int, device: str, repeats: int) -> l
     nbytes = 3 * 4 * n
     torch_ms = median_ms(lambda: torch.add(x, y, out=z), repeats)
     tl_ms = median_ms(lambda: module.vector_add_launcher(x, y, z=z), repeats)
-    return [row("torch.add", torch_ms, nbytes, torch_ms),
-            row("TensorLoom vector_add_launcher", tl_ms, nbytes, torch_ms)]
+    return [
+        row("torch.add", torch_ms, nbytes, torch_ms),
+        row("TensorLoom vector_add_launcher", tl_ms, nbytes, torch_ms),
+    ]
 
 
 def bench_bias_gelu(module: ModuleType, n: int, device: str, repeats: int) -> list[str]:
@@ -96,10 +98,15 @@ def bench_bias_gelu(module: ModuleType, n: int, device: str, repeats: int) -> li
     torch_ms = median_ms(lambda: F.gelu(x + b), repeats)
     lines = [row("torch F.gelu(x + b), unfused", torch_ms, nbytes, torch_ms)]
     for block_m, block_n in ((32, 32), (8, 256), (4, 1024)):
-        ms = median_ms(lambda bm=block_m, bn=block_n: module.bias_gelu_launcher(
-            x, b, out=out, BLOCK_M=bm, BLOCK_N=bn), repeats)
-        lines.append(row(f"TensorLoom bias_gelu_launcher {block_m}x{block_n}", ms, nbytes,
-                         torch_ms))
+        ms = median_ms(
+            lambda bm=block_m, bn=block_n: module.bias_gelu_launcher(
+                x, b, out=out, BLOCK_M=bm, BLOCK_N=bn
+            ),
+            repeats,
+        )
+        lines.append(
+            row(f"TensorLoom bias_gelu_launcher {block_m}x{block_n}", ms, nbytes, torch_ms)
+        )
     return lines
 
 
