@@ -7,9 +7,10 @@
 
 Every key, with its type and range, is listed in `SETTINGS` and documented in
 docs/train-block.md. Also checked: optimizer and loss names and their keyword
-arguments, the dataset's options (TL07xx, from `dialects/datasets.py`), and two
+arguments, the dataset's options (TL07xx, from `dialects/datasets.py`), and
 likely mistakes (warnings): a softmax right before `CrossEntropy`, which applies
-its own, and `fp16`, which needs CUDA.
+its own, `fp16`, which needs CUDA, and `load_dataset()`, which trains on
+synthetic data (TL0707).
 """
 
 from __future__ import annotations
@@ -384,6 +385,8 @@ class LoopChecker:
         if isinstance(info, DatasetError):
             _dataset_error(op, info)
             return None
+        if source is None:
+            _synthetic_warning(op)
         return info
 
     # --- loss -------------------------------------------------------------------------
@@ -496,6 +499,19 @@ class LoopChecker:
         message = "`fp16` needs a CUDA GPU; on a CPU-only run it falls back to fp32"
         help_text = "use `precision = bf16` to get mixed precision on the CPU as well"
         report(Diagnostic.warning("TL0411", message, Label(span), help=help_text))
+
+
+def _synthetic_warning(op: train.DatasetOp) -> None:
+    span = span_of(op)
+    if span is None:
+        return
+    message = "`load_dataset()` names no data: training uses random synthetic samples"
+    note = "their shape and classes are inferred from the model's input and output"
+    help_text = (
+        'name a dataset, as in `load_dataset("digits")`, or a file: '
+        '`load_dataset("data/train.npz")`'
+    )
+    report(Diagnostic.warning("TL0707", message, Label(span), notes=[note], help=help_text))
 
 
 def _dataset_error(op: train.DatasetOp, error: DatasetError) -> None:
