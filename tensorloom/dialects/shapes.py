@@ -11,8 +11,11 @@ the rank is unknown. A `Unifier` is a union-find over symbolic names: meeting
     u.format_shape(("B", 4, "T"))                # "[B, 4, 128]"
 
 Errors are values: every helper returns a `ShapeMismatch` instead of raising.
-Its `message` is a predicate phrase, so the caller writes the subject:
+A layer rule's `message` is a predicate phrase, so the caller writes the subject:
 f"`{name}` {mismatch.message}" reads "`fc2` expects 128 input features, got 256".
+The functional builtins' helpers (the nml ops' `infer_shape` calls them) say a
+whole clause, "matmul of [B, 32] and [16, 8]: inner dims 32 and 16 differ", which
+the shape-inference pass shows after the op's name when it does not start with it.
 """
 
 from __future__ import annotations
@@ -163,7 +166,7 @@ def normalize_dim(dim: int, rank: int) -> int | ShapeMismatch:
     if -rank <= dim < rank:
         return dim % rank if rank else 0
     return mismatch(
-        f"got dim {dim}, out of range for a {rank}-D tensor",
+        f"dimension {dim} is out of range for a tensor of rank {rank}",
         expected=f"a dim in [{-rank}, {rank - 1}]",
         got=dim,
     )
@@ -191,7 +194,8 @@ def concrete(shape: Shape) -> tuple[int, ...] | None:
 
 def broadcast(a: Shape, b: Shape, unifier: Unifier) -> Shape | ShapeMismatch:
     """PyTorch broadcasting: align right; a concrete 1 stretches; two symbols are
-    assumed equal (unified), since broadcasting a symbolic 1 is almost always a bug."""
+    assumed equal (unified), since broadcasting a symbolic 1 is almost always a bug;
+    an unknown dim takes the other side's (it is 1 or equal, else torch fails)."""
     if a is None or b is None:
         return None
     rank = max(len(a), len(b))
@@ -202,9 +206,7 @@ def broadcast(a: Shape, b: Shape, unifier: Unifier) -> Shape | ShapeMismatch:
         dim = _broadcast_dim(unifier.resolve(x), unifier.resolve(y), unifier)
         if isinstance(dim, ShapeMismatch):
             return mismatch(
-                f"cannot broadcast {unifier.format_shape(a)} with {unifier.format_shape(b)}: "
-                f"dim {i - rank} is {format_dim(unifier.resolve(x))} "
-                f"and {format_dim(unifier.resolve(y))}",
+                f"cannot broadcast {unifier.format_shape(a)} with {unifier.format_shape(b)}",
                 expected=unifier.format_shape(a),
                 got=unifier.format_shape(b),
                 operand=1,
@@ -219,8 +221,6 @@ def _broadcast_dim(x: Dim, y: Dim, unifier: Unifier) -> Dim | ShapeMismatch:
         return y
     if y == 1:
         return x
-    if x is None or y is None:
-        return None
     return unifier.unify(x, y)
 
 
@@ -329,7 +329,7 @@ def permute_shape(shape: Shape, dims: Sequence[int]) -> Shape | ShapeMismatch:
         return None if len(set(dims)) == len(dims) else mismatch("got a repeated dim in `permute`")
     if len(dims) != len(shape):
         return mismatch(
-            f"expects {len(shape)} dims to permute, got {len(dims)}",
+            f"permute got {len(dims)} dims for a tensor of rank {len(shape)}",
             expected=len(shape),
             got=len(dims),
         )
@@ -349,13 +349,13 @@ def matmul_shape(a: Shape, b: Shape, unifier: Unifier) -> Shape | ShapeMismatch:
     if a is None or b is None:
         return None
     if not a or not b:
-        return mismatch("expects tensors of at least 1 dim, got a 0-D tensor")
+        return mismatch("matmul needs tensors of rank 1 or more")
     ea = (1, *a) if len(a) == 1 else a
     eb = (*b, 1) if len(b) == 1 else b
     inner = unifier.unify(ea[-1], eb[-2])
     if isinstance(inner, ShapeMismatch):
         return mismatch(
-            f"cannot multiply {unifier.format_shape(a)} by {unifier.format_shape(b)}: "
+            f"matmul of {unifier.format_shape(a)} and {unifier.format_shape(b)}: "
             f"inner dims {format_dim(unifier.resolve(ea[-1]))} "
             f"and {format_dim(unifier.resolve(eb[-2]))} differ",
             expected=format_dim(unifier.resolve(ea[-1])),
@@ -394,7 +394,7 @@ def cat_shape(shapes: Sequence[Shape], dim: int, unifier: Unifier) -> Shape | Sh
 def _cat_one(dims: list[Dim], s: tuple[Dim, ...], d: int, u: Unifier) -> list[Dim] | ShapeMismatch:
     if len(s) != len(dims):
         return mismatch(
-            f"expects tensors of the same rank to concatenate, got {len(dims)}-D and {len(s)}-D",
+            f"cat of tensors of rank {len(dims)} and {len(s)}",
             expected=len(dims),
             got=len(s),
         )
@@ -407,8 +407,7 @@ def _cat_one(dims: list[Dim], s: tuple[Dim, ...], d: int, u: Unifier) -> list[Di
         m = u.unify(x, y)
         if isinstance(m, ShapeMismatch):
             return mismatch(
-                f"expects dim {i} to match to concatenate along dim {d}, got "
-                f"{format_dim(u.resolve(x))} and {format_dim(u.resolve(y))}",
+                f"cat: dimension {i} is {format_dim(u.resolve(x))} and {format_dim(u.resolve(y))}",
                 expected=format_dim(u.resolve(x)),
                 got=format_dim(u.resolve(y)),
                 dim=i,
@@ -512,10 +511,10 @@ def index_shape(shape: Shape, indices: Sequence[Index]) -> Shape | ShapeMismatch
     consuming = [i for i in indices if i is not None and i is not Ellipsis]
     ellipses = sum(1 for i in indices if i is Ellipsis)
     if ellipses > 1:
-        return mismatch("got more than one `...` in an index")
+        return mismatch("an index can hold at most one `...`")
     if len(consuming) > len(shape):
         return mismatch(
-            f"got {len(consuming)} indices for a {len(shape)}-D tensor",
+            f"too many indices ({len(consuming)}) for a tensor of rank {len(shape)}",
             expected=len(shape),
             got=len(consuming),
         )
@@ -541,7 +540,7 @@ def _apply_indices(shape: tuple[Dim, ...], indices: list[Index]) -> Shape | Shap
         if isinstance(index, int):
             if isinstance(size, int) and not -size <= index < size:
                 return mismatch(
-                    f"got index {index}, out of range for dim {axis} of size {size}",
+                    f"index {index} is out of range for a dimension of size {size}",
                     expected=f"an index in [{-size}, {size - 1}]",
                     got=index,
                     dim=axis,

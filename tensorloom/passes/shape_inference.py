@@ -73,7 +73,6 @@ from tensorloom.dialects.nml import (
     RefOp,
     ReshapeLikeOp,
     ReturnOp,
-    ShapeError,
     TensorType,
 )
 from tensorloom.dialects.nml.types import Dim
@@ -208,13 +207,9 @@ class Inference:
 
     # --- builtins -------------------------------------------------------------------
 
-    def _unify(self, a: Dim, b: Dim) -> Dim | ShapeError:
-        result = self.unifier.unify(a, b)
-        return ShapeError(result.message) if isinstance(result, ShapeMismatch) else result
-
     def _functional(self, op: FunctionalOp, flow: ModelFlow) -> None:
         operands = [self.type_of(v) for v in op.operands]
-        result = op.infer_shape(operands, self._unify)
+        result = op.infer_shape(operands, self.unifier)
         self._finish(op, result, flow)
 
     def _reshape(self, op: ReshapeLikeOp, flow: ModelFlow) -> None:
@@ -227,24 +222,22 @@ class Inference:
             self._finish(op, TensorType.unranked(), flow)
             return
         dims = reshape_shape(source.dims, target, self.unifier)
-        result = (
-            ShapeError(dims.message) if isinstance(dims, ShapeMismatch) else source.with_dims(dims)
-        )
+        result = dims if isinstance(dims, ShapeMismatch) else source.with_dims(dims)
         self._finish(op, result, flow)
 
-    def _finish(self, op: Operation, result: Attribute | ShapeError, flow: ModelFlow) -> None:
-        if isinstance(result, ShapeError):
+    def _finish(self, op: Operation, result: Attribute | ShapeMismatch, flow: ModelFlow) -> None:
+        if isinstance(result, ShapeMismatch):
             self._report_builtin(op, result)
             result = TensorType.unranked()
         self.types[op.results[0]] = result
         if not isinstance(op, ListOp | DimOp):
             flow.steps.append(FlowStep("", op.name, self.format_type(result), 0))
 
-    def _report_builtin(self, op: Operation, error: ShapeError) -> None:
+    def _report_builtin(self, op: Operation, error: ShapeMismatch) -> None:
         span = span_of(op)
         if span is None:
             return
-        labels = self._operand_label(op, error.operand or 0, span)
+        labels = self._operand_label(op, error.operand, span)
         tensors = [self.format_type(t) for t in self._args(op) if isinstance(t, TensorType)]
         if len(tensors) == 2:
             labels = Label(span, f"inputs are {tensors[0]} and {tensors[1]}")

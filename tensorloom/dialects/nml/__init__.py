@@ -11,8 +11,8 @@
     }
 
 Types and attribute expressions are in `types.py`, structural ops in `ops.py`,
-the functional builtins and their shape rules in `builtins.py` and
-`shape_rules.py`. See docs/ir.md.
+the functional builtins in `builtins.py` (their shape rules are the helpers of
+`tensorloom/dialects/shapes.py`). See docs/ir.md.
 """
 
 from xdsl.ir import Dialect
@@ -73,11 +73,6 @@ from tensorloom.dialects.nml.ops import (
     ReturnOp,
     Value,
     constant_type,
-)
-from tensorloom.dialects.nml.shape_rules import (
-    ShapeError,
-    Unifier,
-    unify_dims,
 )
 from tensorloom.dialects.nml.types import (
     ELEMENT_TYPE_NAMES,
@@ -151,7 +146,6 @@ __all__ = [
     "ReshapeLikeOp",
     "ReshapeOp",
     "ReturnOp",
-    "ShapeError",
     "SigmoidOp",
     "SiluOp",
     "SliceAttr",
@@ -164,7 +158,6 @@ __all__ = [
     "TensorType",
     "TransposeOp",
     "UnaryOp",
-    "Unifier",
     "Value",
     "ViewOp",
     "apply_rule",
@@ -173,7 +166,6 @@ __all__ = [
     "format_dims",
     "index_entry",
     "is_attribute_expression",
-    "unify_dims",
 ]
 
 Nml = Dialect(

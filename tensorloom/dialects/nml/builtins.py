@@ -5,9 +5,10 @@
     %3 = nml.reshape %2 to [B, -1] : (!nml.tensor<[B, 4, 64], f32>) -> ...
     %4 = nml.add %a, %b : (!nml.tensor<[B, T, 512], f32>, ...) -> ...
 
-Every op here implements `infer_shape(operand_types, unify)`, returning the result
-type or a `ShapeError`; the shape-inference pass calls it and supplies the unifier
-for symbolic dims. The rules themselves are plain Python in `shape_rules.py`.
+Every op here implements `infer_shape(operand_types, unifier)`, returning the result
+type or a `ShapeMismatch`; the shape-inference pass calls it and supplies the
+`Unifier` of symbolic dims. The rules themselves are the plain Python helpers of
+`tensorloom/dialects/shapes.py`, which the layer catalogue shares.
 """
 
 from __future__ import annotations
@@ -38,9 +39,7 @@ from xdsl.irdl import (
 )
 from xdsl.utils.exceptions import VerifyException
 
-from tensorloom.dialects.nml import shape_rules as rules
 from tensorloom.dialects.nml.ops import Value
-from tensorloom.dialects.nml.shape_rules import ShapeError, Unifier, unify_dims
 from tensorloom.dialects.nml.types import (
     AnyType,
     Dim,
@@ -50,19 +49,37 @@ from tensorloom.dialects.nml.types import (
     SliceAttr,
     TensorType,
 )
+from tensorloom.dialects.shapes import (
+    Index,
+    Shape,
+    ShapeMismatch,
+    Slice,
+    Unifier,
+    broadcast,
+    cat_shape,
+    flatten_shape,
+    index_shape,
+    matmul_shape,
+    normalize_dim,
+    permute_shape,
+    reduce_shape,
+    reshape_shape,
+    same_shape,
+    transpose_shape,
+)
 
-DimsRule = Callable[[Dims], "Dims | ShapeError"]
+DimsRule = Callable[[Dims], "Shape | ShapeMismatch"]
 
 
-def apply_rule(operand: Attribute, rule: DimsRule) -> Attribute | ShapeError:
+def apply_rule(operand: Attribute, rule: DimsRule) -> Attribute | ShapeMismatch:
     """Apply a dims rule to a tensor type; unknown rank stays unknown."""
     if not isinstance(operand, TensorType):
-        return ShapeError(f"expected a tensor, got {operand}", operand=0)
+        return ShapeMismatch(f"expected a tensor, got {operand}")
     dims = operand.dims
     if dims is None:
         return operand
     result = rule(dims)
-    if isinstance(result, ShapeError):
+    if isinstance(result, ShapeMismatch):
         return result
     return operand.with_dims(result)
 
@@ -78,12 +95,13 @@ def _int_array(values: Sequence[int]) -> ArrayAttr[IntegerAttr]:
 
 
 class FunctionalOp(IRDLOperation, ABC):
-    """A builtin with a shape rule; the shape-inference pass calls `infer_shape`."""
+    """A builtin with a shape rule; the shape-inference pass calls `infer_shape`
+    with its `Unifier` (without one, a fresh unifier binds the symbols)."""
 
     @abstractmethod
     def infer_shape(
-        self, operand_types: Sequence[Attribute], unify: Unifier = unify_dims
-    ) -> Attribute | ShapeError: ...
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch: ...
 
 
 class UnaryOp(FunctionalOp, ABC):
@@ -99,8 +117,8 @@ class UnaryOp(FunctionalOp, ABC):
         super().__init__(operands=[input], result_types=[result_type or operand_type])
 
     def infer_shape(
-        self, operand_types: Sequence[Attribute], unify: Unifier = unify_dims
-    ) -> Attribute | ShapeError:
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
         return operand_types[0]
 
 
@@ -147,15 +165,10 @@ class SoftmaxLikeOp(FunctionalOp, ABC):
         )
 
     def infer_shape(
-        self, operand_types: Sequence[Attribute], unify: Unifier = unify_dims
-    ) -> Attribute | ShapeError:
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
         axis = self.dim.value.data
-
-        def rule(dims: Dims) -> Dims | ShapeError:
-            normal = rules.normalize_axis(axis, len(dims))
-            return normal if isinstance(normal, ShapeError) else dims
-
-        return apply_rule(operand_types[0], rule)
+        return apply_rule(operand_types[0], lambda dims: same_shape(dims, axis))
 
 
 @irdl_op_definition
@@ -193,8 +206,8 @@ class DropoutOp(FunctionalOp):
             raise VerifyException(f"dropout probability must be in [0, 1), got {p}")
 
     def infer_shape(
-        self, operand_types: Sequence[Attribute], unify: Unifier = unify_dims
-    ) -> Attribute | ShapeError:
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
         return operand_types[0]
 
 
@@ -222,10 +235,10 @@ class FlattenOp(FunctionalOp):
         )
 
     def infer_shape(
-        self, operand_types: Sequence[Attribute], unify: Unifier = unify_dims
-    ) -> Attribute | ShapeError:
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
         start, end = self.start_dim.value.data, self.end_dim.value.data
-        return apply_rule(operand_types[0], lambda dims: rules.flatten(dims, start, end))
+        return apply_rule(operand_types[0], lambda dims: flatten_shape(dims, start, end))
 
 
 DYNAMIC = "?"
@@ -284,10 +297,10 @@ class ReshapeLikeOp(FunctionalOp, ABC):
             )
 
     def infer_shape(
-        self, operand_types: Sequence[Attribute], unify: Unifier = unify_dims
-    ) -> Attribute | ShapeError:
-        target = self.target()
-        return apply_rule(operand_types[0], lambda dims: rules.reshape(dims, target))
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
+        target, unifier = self.target(), unifier or Unifier()
+        return apply_rule(operand_types[0], lambda dims: reshape_shape(dims, target, unifier))
 
 
 @irdl_op_definition
@@ -322,10 +335,10 @@ class PermuteOp(FunctionalOp):
             raise VerifyException(f"permute dims {order} are not a permutation")
 
     def infer_shape(
-        self, operand_types: Sequence[Attribute], unify: Unifier = unify_dims
-    ) -> Attribute | ShapeError:
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
         order = _ints(self.dims) or []
-        return apply_rule(operand_types[0], lambda dims: rules.permute(dims, order))
+        return apply_rule(operand_types[0], lambda dims: permute_shape(dims, order))
 
 
 @irdl_op_definition
@@ -347,10 +360,10 @@ class TransposeOp(FunctionalOp):
         )
 
     def infer_shape(
-        self, operand_types: Sequence[Attribute], unify: Unifier = unify_dims
-    ) -> Attribute | ShapeError:
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
         a, b = self.dim0.value.data, self.dim1.value.data
-        return apply_rule(operand_types[0], lambda dims: rules.transpose(dims, a, b))
+        return apply_rule(operand_types[0], lambda dims: transpose_shape(dims, a, b))
 
 
 class ReductionOp(FunctionalOp, ABC):
@@ -379,10 +392,10 @@ class ReductionOp(FunctionalOp, ABC):
         )
 
     def infer_shape(
-        self, operand_types: Sequence[Attribute], unify: Unifier = unify_dims
-    ) -> Attribute | ShapeError:
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
         axes, keep = _ints(self.dims), self.keepdim is not None
-        return apply_rule(operand_types[0], lambda dims: rules.reduce(dims, axes, keep))
+        return apply_rule(operand_types[0], lambda dims: reduce_shape(dims, axes, keep))
 
 
 @irdl_op_definition
@@ -415,16 +428,16 @@ class CatOp(FunctionalOp):
             raise VerifyException("cat needs at least one tensor")
 
     def infer_shape(
-        self, operand_types: Sequence[Attribute], unify: Unifier = unify_dims
-    ) -> Attribute | ShapeError:
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
         tensors = [t for t in operand_types if isinstance(t, TensorType)]
         if len(tensors) != len(operand_types):
-            return ShapeError("cat takes tensors only")
+            return ShapeMismatch("cat takes tensors only")
         all_dims = [t.dims for t in tensors]
         if any(d is None for d in all_dims):
             return tensors[0].with_dims(None)
-        result = rules.cat([d for d in all_dims if d is not None], self.dim.value.data, unify)
-        return result if isinstance(result, ShapeError) else tensors[0].with_dims(result)
+        result = cat_shape(all_dims, self.dim.value.data, unifier or Unifier())
+        return result if isinstance(result, ShapeMismatch) else tensors[0].with_dims(result)
 
 
 class BinaryOp(FunctionalOp, ABC):
@@ -440,25 +453,25 @@ class BinaryOp(FunctionalOp, ABC):
         super().__init__(operands=[lhs, rhs], result_types=[result_type])
 
     def infer_shape(
-        self, operand_types: Sequence[Attribute], unify: Unifier = unify_dims
-    ) -> Attribute | ShapeError:
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
         left, right = operand_types
         if not isinstance(left, TensorType) or not isinstance(right, TensorType):
             return _scalar_mix(left, right)
         a, b = left.dims, right.dims
         if a is None or b is None:
             return left.with_dims(None)
-        result = rules.broadcast(a, b, unify)
-        return result if isinstance(result, ShapeError) else left.with_dims(result)
+        result = broadcast(a, b, unifier or Unifier())
+        return result if isinstance(result, ShapeMismatch) else left.with_dims(result)
 
 
-def _scalar_mix(left: Attribute, right: Attribute) -> Attribute | ShapeError:
+def _scalar_mix(left: Attribute, right: Attribute) -> Attribute | ShapeMismatch:
     """A tensor with a scalar keeps the tensor's type; two scalars give f64 or i64."""
     for side in (left, right):
         if isinstance(side, TensorType):
             return side
     if not all(isinstance(t, IntegerType | Float64Type | AnyType) for t in (left, right)):
-        return ShapeError(f"arithmetic on {left} and {right}")
+        return ShapeMismatch(f"arithmetic on {left} and {right}")
     if any(isinstance(t, AnyType) for t in (left, right)):
         return AnyType()
     return Float64Type() if Float64Type() in (left, right) else i64
@@ -494,29 +507,35 @@ class MatmulOp(BinaryOp):
     name = "nml.matmul"
 
     def infer_shape(
-        self, operand_types: Sequence[Attribute], unify: Unifier = unify_dims
-    ) -> Attribute | ShapeError:
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
         left, right = operand_types
         if not isinstance(left, TensorType) or not isinstance(right, TensorType):
-            return ShapeError("matmul takes two tensors")
+            return ShapeMismatch("matmul takes two tensors")
         a, b = left.dims, right.dims
         if a is None or b is None:
             return left.with_dims(None)
-        result = rules.matmul(a, b, unify)
-        return result if isinstance(result, ShapeError) else left.with_dims(result)
+        result = matmul_shape(a, b, unifier or Unifier())
+        return result if isinstance(result, ShapeMismatch) else left.with_dims(result)
 
 
-def index_entry(attr: Attribute) -> rules.IndexEntry:
+IndexEntry = Index | str
+"""An `indices` item as the shape rule reads it, or `"?"`, a select by a runtime value."""
+
+_STRING_ENTRIES: dict[str, Index] = {"...": Ellipsis, ":": Slice()}
+
+
+def index_entry(attr: Attribute) -> IndexEntry:
     """An `indices` item as a shape rule reads it (see `IndexOp`)."""
     if isinstance(attr, IntegerAttr):
         return attr.value.data
     if isinstance(attr, NoneValueAttr):
         return None
     if isinstance(attr, StringAttr):
-        return attr.data
+        return _STRING_ENTRIES.get(attr.data, attr.data)
     if isinstance(attr, SliceAttr):
         parts = [p.value.data if isinstance(p, IntegerAttr) else None for p in attr.parameters]
-        return slice(*parts)
+        return Slice(*parts)
     return DYNAMIC
 
 
@@ -550,12 +569,12 @@ class IndexOp(FunctionalOp):
             result_types=[result_type],
         )
 
-    def entries(self) -> list[rules.IndexEntry]:
-        return [_full_slice(index_entry(a)) for a in self.indices.data]
+    def entries(self) -> list[IndexEntry]:
+        return [index_entry(a) for a in self.indices.data]
 
     def verify_(self) -> None:
-        entries = [index_entry(a) for a in self.indices.data]
-        if entries.count("...") > 1:
+        entries = self.entries()
+        if entries.count(Ellipsis) > 1:
             raise VerifyException("an index may hold at most one `...`")
         if entries.count(DYNAMIC) != len(self.dynamic_indices):
             raise VerifyException(
@@ -564,14 +583,10 @@ class IndexOp(FunctionalOp):
             )
 
     def infer_shape(
-        self, operand_types: Sequence[Attribute], unify: Unifier = unify_dims
-    ) -> Attribute | ShapeError:
-        entries = [0 if e == DYNAMIC else e for e in self.entries()]
-        return apply_rule(operand_types[0], lambda dims: rules.index(dims, entries))
-
-
-def _full_slice(entry: rules.IndexEntry) -> rules.IndexEntry:
-    return slice(None) if entry == ":" else entry
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
+        entries = [0 if isinstance(e, str) else e for e in self.entries()]
+        return apply_rule(operand_types[0], lambda dims: index_shape(dims, entries))
 
 
 @irdl_op_definition
@@ -592,15 +607,15 @@ class DimOp(FunctionalOp):
         )
 
     def infer_shape(
-        self, operand_types: Sequence[Attribute], unify: Unifier = unify_dims
-    ) -> Attribute | ShapeError:
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
         operand = operand_types[0]
         if not isinstance(operand, TensorType):
-            return ShapeError(f"expected a tensor, got {operand}", operand=0)
+            return ShapeMismatch(f"expected a tensor, got {operand}")
         rank = operand.rank
         if rank is not None:
-            normal = rules.normalize_axis(self.index.value.data, rank)
-            if isinstance(normal, ShapeError):
+            normal = normalize_dim(self.index.value.data, rank)
+            if isinstance(normal, ShapeMismatch):
                 return normal
         return i64
 
@@ -620,8 +635,8 @@ class ListOp(FunctionalOp):
         super().__init__(operands=[elements], result_types=[ListType()])
 
     def infer_shape(
-        self, operand_types: Sequence[Attribute], unify: Unifier = unify_dims
-    ) -> Attribute | ShapeError:
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
         return ListType()
 
 
