@@ -35,7 +35,7 @@ from xdsl.pattern_rewriter import (
 
 from tensorloom.diagnostics.core import Diagnostic, Label, did_you_mean
 from tensorloom.diagnostics.ir import report, span_of
-from tensorloom.dialects import kernel
+from tensorloom.dialects import kernel, train
 from tensorloom.dialects.layers import ArgError, LayerSpec, Value, lookup, suggest
 from tensorloom.dialects.nml import (
     ApplyOp,
@@ -63,6 +63,7 @@ from tensorloom.passes.model_env import (
     nested_overrides,
 )
 from tensorloom.passes.resolve_builtins import CallProblem, build_builtin
+from tensorloom.passes.script_builtins import PYTHON_BUILTINS
 from tensorloom.source import Span
 
 # --- resolving calls ------------------------------------------------------------------------
@@ -105,6 +106,8 @@ class ResolveCall(RewritePattern):
             return KernelCallOp(callee, list(op.args), names, [TensorType.unranked()])
         if callee.startswith("self."):
             return None
+        if callee in PYTHON_BUILTINS and isinstance(op.parent_op(), train.MainOp):
+            return None  # `sum(...)` in a script's statements is Python's (script_builtins.py)
         return build_builtin(op)
 
 

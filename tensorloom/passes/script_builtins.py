@@ -38,6 +38,7 @@ def python_callee(callee: str) -> str:
 __all__ = [
     "DEVICE",
     "DEVICE_SOURCE",
+    "PYTHON_BUILTINS",
     "SCRIPT_BUILTINS",
     "TENSOR_CONSTRUCTORS",
     "is_script_callable",

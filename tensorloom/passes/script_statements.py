@@ -69,12 +69,13 @@ class ScriptCallToTorch(RewritePattern):
         if not _in_statements(op) or op.method is not None or callee not in SCRIPT_BUILTINS:
             return
         args, names = list(op.args), [n.data for n in op.arg_names]
-        ops: list[Operation] = []
         if callee in TENSOR_CONSTRUCTORS and "device" not in names:
+            # Inserted apart from the replacement, which would give it the call's name.
             device = t.GlobalOp(DEVICE)
-            ops.append(device)
+            device.location = op.location
+            rewriter.insert(device, InsertPoint.before(op))
             args, names = [*args, device.result], [*names, "device"]
-        _replace(rewriter, op, [*ops, t.CallFunctionOp(python_callee(callee), args, names)])
+        _replace(rewriter, op, [t.CallFunctionOp(python_callee(callee), args, names)])
 
 
 class ScriptRefToTorch(RewritePattern):

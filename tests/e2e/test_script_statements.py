@@ -40,7 +40,7 @@ let data = load_dataset("digits", flatten=true)
 print("first", len(range(3)))
 train net on data:
     epochs = 1
-print("second", max(2, 5))
+print("second", max(2, 5), sum(net.fc.weight.shape))
 """
 
 
@@ -79,5 +79,5 @@ def test_statements_run_in_order_before_training(tmp_path: Path) -> None:
     source = tmp_path / "train.tl"
     source.write_text(TRAINING)
     printed = run_script(compile_to(source, tmp_path / "train.py"), "--help")
-    assert printed.splitlines()[:2] == ["first 3", "second 5"]
+    assert printed.splitlines()[:2] == ["first 3", "second 5 74"]
     assert "usage:" in printed
