@@ -158,8 +158,10 @@ class ScriptScope:
             self._ref(op, known, earlier)
         elif isinstance(op, CallOp) and op.method is None:
             callee = op.callee.data
+            if builtin_name(callee) in BUILTINS:
+                return  # a model builtin (`relu(x)`) called wrongly: `resolve-nml` said why
             if callee not in known and not is_script_callable(callee):
-                guess = did_you_mean(callee, known | SCRIPT_BUILTINS)
+                guess = did_you_mean(callee, known | SCRIPT_BUILTINS | set(BUILTINS))
                 _error(op, "TL0305", f"unknown function `{callee}`", _help(guess))
 
     def _ref(self, op: RefOp, known: set[str], earlier: set[str]) -> None:
