@@ -48,7 +48,8 @@ from xdsl.traits import HasParent, NoTerminator, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
 CHECKPOINT_UNITS = ("epochs", "steps")
-# "auto": bfloat16 where the device supports it (a bf16-capable GPU), else none, decided at run time.
+# "auto": bfloat16 where the device supports it (a bf16-capable GPU), else none,
+# decided at run time.
 AUTOCAST_DTYPES = ("float16", "bfloat16", "auto")
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 DDP_BACKENDS = ("nccl", "gloo")
@@ -205,7 +206,7 @@ class MainOp(IRDLOperation):
 
 @irdl_op_definition
 class AutocastOp(IRDLOperation):
-    """`train.autocast "float16"`: run forward and loss under `torch.autocast` (`"auto"`: see below)."""
+    """`train.autocast "float16"`: forward and loss under `torch.autocast` (`"auto"`: below)."""
 
     name = "train.autocast"
 

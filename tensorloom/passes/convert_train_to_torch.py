@@ -196,9 +196,7 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
         grad_accum=_int(setting_value(loop, "accumulate_steps"), 1),
         compile_mode=compiled.mode.data if isinstance(compiled, train.CompileOp) else None,
         seed=_int(setting_value(loop, "seed"), 0),
-        checkpointed_layers=(
-            [s.data for s in blocks.layers] if isinstance(blocks, train.ActivationCheckpointOp) else []
-        ),
+        checkpointed_layers=_checkpointed_layers(blocks),
         val_every=_int(setting_value(loop, "val_every"), 1),
         log_every=log_every if isinstance(log_every, int) else None,
     )  # fmt: skip
@@ -272,3 +270,10 @@ class ConvertTrainToTorchPass(ModulePass):
 
 
 __all__ = ["ConvertTrainToTorchPass", "plan_of"]
+
+
+def _checkpointed_layers(blocks: Operation | None) -> list[str]:
+    """The layers `activation-checkpointing` marked, or none."""
+    if not isinstance(blocks, train.ActivationCheckpointOp):
+        return []
+    return [s.data for s in blocks.layers]

@@ -45,7 +45,13 @@ from tensorloom.passes.script_builtins import (
 from tensorloom.passes.train_script import GUARD
 
 BEFORE_TRAINING = "before_training"
-TRAINING_GUARD = f'if __name__ == "__main__":\n    {BEFORE_TRAINING}()\n    sys.exit(main())'
+# The flags are parsed first so that `--help` or a bad flag exits before the statements run.
+TRAINING_GUARD = (
+    'if __name__ == "__main__":\n'
+    "    parse_args(sys.argv[1:])\n"
+    f"    {BEFORE_TRAINING}()\n"
+    "    sys.exit(main())"
+)
 
 
 def _replace(rewriter: PatternRewriter, op: Operation, new_ops: list[Operation]) -> None:

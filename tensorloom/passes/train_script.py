@@ -610,7 +610,8 @@ $graphed
         def _reached(step: int, max_steps: int | None) -> bool:
             return max_steps is not None and step >= max_steps
         ''',
-        log=log, graphed=_GRAPHED_BRANCH if plan.whole_step_graph else "",
+        log=log,
+        graphed=_GRAPHED_BRANCH if plan.whole_step_graph else "",
     ) + (_GRAPHED_EPOCH if plan.whole_step_graph else "")
 
 
@@ -676,7 +677,8 @@ def forward_backward_source(plan: ScriptPlan) -> str:
                 scaled.backward()
                 return loss.detach()
             ''',
-            mark=mark, scaled=scaled,
+            mark=mark,
+            scaled=scaled,
         )
     return _fill(
         '''
@@ -695,7 +697,8 @@ def forward_backward_source(plan: ScriptPlan) -> str:
                 scaled.backward()
             return loss.detach()
         ''',
-        mark=mark, scaled=scaled,
+        mark=mark,
+        scaled=scaled,
     )
 
 
