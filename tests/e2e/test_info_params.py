@@ -21,10 +21,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tensorloom.analysis.report import InfoRequest, info_json
-from tensorloom.backends.python_printer import print_python
 from tensorloom.dialects.nml import InstanceOp
 from tensorloom.passes.model_env import evaluate_kwargs
-from tensorloom.pipeline import compile_file
+from tensorloom.pipeline import compile_file, python_source
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = sorted(
@@ -43,10 +42,7 @@ def emitted(path: Path) -> tuple[ModuleType, dict[str, tuple[str, dict[str, Any]
     result = compile_file(path, until="torch")
     assert result.ok and result.module is not None, [d.message for d in result.sink]
     module = ModuleType(f"emitted_{path.stem}")
-    try:
-        text = print_python(result.module)
-    except NotImplementedError as error:  # a printer handler another stage has yet to add
-        pytest.skip(f"the emitted program cannot be printed yet: {error}")
+    text = python_source(result.module)
     sys.modules[module.__name__] = module  # the emitted script's dataclasses look it up
     exec(compile(text, f"<emitted {path.name}>", "exec"), module.__dict__)
     instances: dict[str, tuple[str, dict[str, Any]]] = {}
