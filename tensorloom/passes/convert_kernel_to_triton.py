@@ -161,6 +161,16 @@ class LauncherToLauncher(RewritePattern):
         _replace(rewriter, op, new)
 
 
+# `@triton.jit` reads TRITON_INTERPRET when a kernel is defined, so this runs before
+# the kernels: on a machine without a GPU they run in Triton's interpreter instead
+# of failing to find a driver.
+INTERPRETER_FALLBACK = """\
+if not torch.cuda.is_available() and "TRITON_INTERPRET" not in os.environ:
+    # No CUDA GPU: run the kernels in Triton's interpreter, on the CPU (slowly).
+    os.environ["TRITON_INTERPRET"] = "1"
+"""
+
+
 def _hoist_into_script(module: ModuleOp) -> None:
     """Moves kernels and launchers to the top of the script, after its imports."""
     script = next((op for op in module.body.block.ops if isinstance(op, t.ScriptOp)), None)
@@ -169,7 +179,12 @@ def _hoist_into_script(module: ModuleOp) -> None:
     emitted = [
         op for op in module.body.block.ops if isinstance(op, triton.JitFuncOp | triton.LauncherOp)
     ]
+    if not emitted:
+        return
     anchor = _after_imports(script)
+    fallback = t.RawOp(INTERPRETER_FALLBACK)
+    Rewriter.insert_op([t.ImportOp("os"), t.ImportOp("torch"), fallback], anchor)
+    anchor = InsertPoint.after(fallback)
     for op in emitted:
         op.detach()
         Rewriter.insert_op(op, anchor)
