@@ -86,10 +86,23 @@ def _name(value: object) -> str | None:
     return value.name if isinstance(value, CallValue) else value if isinstance(value, str) else None
 
 
+def _default_batch(settings: dict[str, Any]) -> int | None:
+    """A train block without `batch_size` trains with the emitted script's default."""
+    return train.DEFAULT_BATCH_SIZE if settings else None
+
+
+def _precision(settings: dict[str, Any]) -> str:
+    """`auto` (a train block's default) is bf16 on the bf16-capable GPUs this budget is for."""
+    name = _name(settings.get("precision"))
+    if settings and name in (None, "auto"):
+        return "bf16"
+    return name or "fp32"
+
+
 def model_info(inst: Instantiation, module: ModuleOp, request: InfoRequest) -> ModelInfo | None:
     settings = train_settings(module, inst.name)
-    batch = request.batch_size or _int(settings.get("batch_size"))
-    precision = request.precision or _name(settings.get("precision")) or "fp32"
+    batch = request.batch_size or _int(settings.get("batch_size")) or _default_batch(settings)
+    precision = request.precision or _precision(settings)
     optimizer = request.optimizer or _optimizer(settings.get("optimizer")) or "Adam"
     training = Training(precision, optimizer, _name(settings.get("loss")), request.checkpointing)
     options = ProfileOptions(batch, precision, request.bindings)

@@ -48,6 +48,8 @@ from xdsl.traits import HasParent, NoTerminator, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
 CHECKPOINT_UNITS = ("epochs", "steps")
+# The batch size of a train block that sets no `batch_size` (the emitted script's default).
+DEFAULT_BATCH_SIZE = 64
 # "auto": bfloat16 where the device supports it (a bf16-capable GPU), else none,
 # decided at run time.
 AUTOCAST_DTYPES = ("float16", "bfloat16", "auto")

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from string import Template
 from textwrap import dedent
 
+from tensorloom.dialects.train import DEFAULT_BATCH_SIZE
+
 CLASSIFICATION_LOSSES = ("CrossEntropy", "NLL")
 # Optimizer keywords that choose its implementation: set by the user, they are kept.
 _OPTIMIZER_MODES = frozenset({"fused", "foreach", "capturable", "differentiable"})
@@ -116,7 +118,9 @@ def settings_source(plan: ScriptPlan) -> str:
     lines = ["# ---- settings: the train block's values; the command line overrides some ----"]
     lines.append(f"EPOCHS = {plan.epochs}")
     if plan.batch_size is None:
-        lines.append("BATCH_SIZE = 64  # `batch_size` was not set in the train block: the default")
+        lines.append(
+            f"BATCH_SIZE = {DEFAULT_BATCH_SIZE}  # `batch_size` was not set in the train block"
+        )
     else:
         lines.append(f"BATCH_SIZE = {plan.batch_size}  # per process")
     lines.append(f"LEARNING_RATE = {plan.learning_rate}")
