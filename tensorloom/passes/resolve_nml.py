@@ -314,8 +314,14 @@ class DeclarationChecker:
             return
         names = list(configs_of(model))
         guess = did_you_mean(key, names)
-        listed = ", ".join(f"`{n}`" for n in names) or "none"
-        help_text = f"did you mean `{guess}`?" if guess else f"its config entries are {listed}"
+        listed = ", ".join(f"`{n}`" for n in names)
+        if guess:
+            help_text = f"did you mean `{guess}`?"
+        elif listed:
+            help_text = f"its config entries are {listed}"
+        else:
+            model_name = model.sym_name.data
+            help_text = f"`{model_name}` has no config: instantiate it as `{model_name}()`"
         message = f"`{model.sym_name.data}` has no config entry `{key}`"
         self.emit(Diagnostic.error("TL0420", message, Label(span), help=help_text))
 
