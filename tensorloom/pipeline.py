@@ -88,14 +88,17 @@ def stages_until(name: str) -> list[Stage]:
     return [s for s in STAGES[: last + 1] if s.name in IR_STAGES]
 
 
-def python_source(module: ModuleOp) -> str:
-    """The `python` stage: the module's torch IR (after the `torch` stage) as a Python file."""
+def python_source(module: ModuleOp, source: str | None = None) -> str:
+    """The `python` stage: the module's torch IR (after the `torch` stage) as a Python file.
+
+    `source` is the file the header names as the script's origin.
+    """
     from tensorloom.backends.python_printer import print_python
 
     # Imported for its side effect: it registers the triton ops' printer handlers.
     import_module("tensorloom.backends.print_triton")
 
-    return print_python(module)
+    return print_python(module, source)
 
 
 def missing_passes() -> list[str]:

@@ -11,22 +11,19 @@ cannot be produced by this build.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
-from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tensorloom.pipeline import STAGE_NAMES, Compilation, compile_file
+from tensorloom.pipeline import STAGE_NAMES, Compilation, compile_file, python_source
 from tensorloom.tools import check_cache
 from tensorloom.tools.check import store_result
 from tensorloom.tools.check_cache import Replay
-from tensorloom.tools.common import EXIT_USAGE, exit_status
+from tensorloom.tools.common import exit_status
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
 
 EMIT_CHOICES = tuple(s for s in STAGE_NAMES if s != "tokens")
-PythonPrinter = Callable[["ModuleOp", "str | None"], str]
 
 
 def run_compile(file: Path, emit: str, output: Path | None, *, use_cache: bool = False) -> int:
@@ -39,17 +36,14 @@ def run_compile(file: Path, emit: str, output: Path | None, *, use_cache: bool =
     replay = check_cache.lookup(name, command) if use_cache else None
     if replay is None:
         compiled = _compile(file, emit)
-        if compiled is None:
-            sys.stderr.write("error: `--emit python` is not available in this build yet\n")
-            return EXIT_USAGE
         replay = _render(*compiled)
         if use_cache:
             store_result(name, command, compiled[0], replay)
     return _deliver(replay, output)
 
 
-def _compile(file: Path, emit: str) -> tuple[Compilation, str | None] | None:
-    """The compilation up to `emit` and its text; None if this build cannot print Python."""
+def _compile(file: Path, emit: str) -> tuple[Compilation, str | None]:
+    """The compilation up to `emit` and its text (None when the program has errors)."""
     if emit == "ast":
         return _emit_ast(file)
     if emit == "python":
@@ -67,29 +61,15 @@ def _emit_ast(file: Path) -> tuple[Compilation, str | None]:
     return Compilation(str(file), sources, sink), text
 
 
-def _emit_python(file: Path) -> tuple[Compilation, str | None] | None:
-    printer = _python_printer()
-    if printer is None:
-        return None
+def _emit_python(file: Path) -> tuple[Compilation, str | None]:
     from tensorloom.diagnostics.ir import reporting
 
     result = compile_file(file, until="torch")
     text = None
     if result.module is not None and result.ok:
         with reporting(result.sink):
-            text = printer(result.module, str(file))
+            text = python_source(result.module, str(file))
     return result, text
-
-
-def _python_printer() -> PythonPrinter | None:
-    try:
-        from tensorloom.backends.python_printer import print_python
-
-        # Imported for its side effect: it registers the triton ops' printer handlers.
-        import_module("tensorloom.backends.print_triton")
-    except ImportError:
-        return None
-    return print_python
 
 
 def _ir_text(module: ModuleOp | None) -> str | None:

@@ -19,7 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tensorloom.pipeline import Compilation, compile_file
+from tensorloom.pipeline import Compilation, compile_file, python_source
 from tensorloom.tools import check_cache
 from tensorloom.tools.common import emit_diagnostics, exit_status
 
@@ -41,11 +41,6 @@ def cache_key(result: Compilation) -> str:
 
 def compile_cached(file: Path) -> tuple[Path | None, int]:
     """The compiled script's path (None when the program has errors) and the exit status."""
-    from importlib import import_module
-
-    from tensorloom.backends.python_printer import print_python
-
-    import_module("tensorloom.backends.print_triton")  # registers the kernels' handlers
     from tensorloom.diagnostics.ir import reporting
 
     result = compile_file(file, until="torch")
@@ -55,7 +50,7 @@ def compile_cached(file: Path) -> tuple[Path | None, int]:
     target = cache_dir() / f"{file.stem}-{cache_key(result)}.py"
     if not target.exists():
         with reporting(result.sink):
-            text = print_python(result.module, str(file))
+            text = python_source(result.module, str(file))
         target.parent.mkdir(parents=True, exist_ok=True)
         partial = target.with_suffix(".tmp")
         partial.write_text(text, encoding="utf-8")
