@@ -60,6 +60,8 @@ from xdsl.irdl import (
 from xdsl.traits import IsolatedFromAbove, NoTerminator, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
+from tensorloom.dialects.builders import string_array
+
 PARAM_KINDS = ("ptr", "scalar", "constexpr")
 BINARY_OPS = (
     "+",
@@ -95,10 +97,6 @@ class ValueType(ParametrizedAttribute, TypeAttribute):
     name = "kernel.value"
 
 
-def strings(values: Sequence[str]) -> ArrayAttr[StringAttr]:
-    return ArrayAttr([StringAttr(v) for v in values])
-
-
 @irdl_op_definition
 class FuncOp(IRDLOperation):
     """A kernel. Parameters are named variables of the body; `param_kinds`
@@ -128,8 +126,8 @@ class FuncOp(IRDLOperation):
         return FuncOp.build(
             properties={
                 "sym_name": StringAttr(name),
-                "arg_names": strings([p for p, _ in params]),
-                "param_kinds": strings([k for _, k in params]),
+                "arg_names": string_array([p for p, _ in params]),
+                "param_kinds": string_array([k for _, k in params]),
                 "defaults": DictionaryAttr(defaults),
                 "param_locs": ArrayAttr(param_locs),
             },
@@ -278,7 +276,7 @@ class TlCallOp(_CallBase):
         super().__init__(
             operands=[args],
             result_types=[ValueType()],
-            properties={"callee": StringAttr(callee), "arg_names": strings(names)},
+            properties={"callee": StringAttr(callee), "arg_names": string_array(names)},
         )
 
 
@@ -293,7 +291,9 @@ class LoadOp(_CallBase):
 
     def __init__(self, args: Sequence[SSAValue], names: Sequence[str]) -> None:
         super().__init__(
-            operands=[args], result_types=[ValueType()], properties={"arg_names": strings(names)}
+            operands=[args],
+            result_types=[ValueType()],
+            properties={"arg_names": string_array(names)},
         )
 
     def pointer(self) -> SSAValue | None:
@@ -312,7 +312,7 @@ class StoreOp(_CallBase):
     assembly_format = "`(` $args `)` attr-dict"
 
     def __init__(self, args: Sequence[SSAValue], names: Sequence[str]) -> None:
-        super().__init__(operands=[args], properties={"arg_names": strings(names)})
+        super().__init__(operands=[args], properties={"arg_names": string_array(names)})
 
     def pointer(self) -> SSAValue | None:
         return self.argument("pointer", 0)
@@ -335,7 +335,7 @@ class CallOp(_CallBase):
         super().__init__(
             operands=[args],
             result_types=[ValueType()],
-            properties={"callee": StringAttr(callee), "arg_names": strings(names)},
+            properties={"callee": StringAttr(callee), "arg_names": string_array(names)},
         )
 
 
@@ -356,7 +356,7 @@ class MethodOp(_CallBase):
         super().__init__(
             operands=[receiver, args],
             result_types=[ValueType()],
-            properties={"method": StringAttr(method), "arg_names": strings(names)},
+            properties={"method": StringAttr(method), "arg_names": string_array(names)},
         )
 
 
@@ -419,7 +419,7 @@ class IndexOp(IRDLOperation):
         super().__init__(
             operands=[value, indices],
             result_types=[ValueType()],
-            properties={"items": strings(items)},
+            properties={"items": string_array(items)},
         )
 
     def verify_(self) -> None:
@@ -516,10 +516,10 @@ class LauncherOp(IRDLOperation):
             properties={
                 "sym_name": StringAttr(f"{kernel}_launcher"),
                 "kernel": SymbolRefAttr(kernel),
-                "bindings": ArrayAttr([strings(b) for b in bindings]),
-                "grid": ArrayAttr([strings(g) for g in grid]),
+                "bindings": ArrayAttr([string_array(b) for b in bindings]),
+                "grid": ArrayAttr([string_array(g) for g in grid]),
                 "defaults": DictionaryAttr(defaults),
-                "pow2": strings(pow2),
+                "pow2": string_array(pow2),
             }
         )
 

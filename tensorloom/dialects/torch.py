@@ -109,6 +109,8 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
+from tensorloom.dialects.builders import string_array
+
 # ------------------------------------------------------------------ types
 
 
@@ -140,10 +142,6 @@ ARITHMETIC_OPERATORS = ("+", "-", "*", "/", "//", "%", "**", "@", "&", "|", "^",
 COMPARISON_OPERATORS = ("==", "!=", "<", "<=", ">", ">=", "and", "or", "is", "in")
 BINARY_OPERATORS = frozenset((*ARITHMETIC_OPERATORS, *COMPARISON_OPERATORS))
 UNARY_OPERATORS = frozenset(["-", "+", "~", "not"])
-
-
-def _strings(values: Sequence[str]) -> ArrayAttr[StringAttr]:
-    return ArrayAttr([StringAttr(v) for v in values])
 
 
 def _check_identifier(name: str, what: str) -> None:
@@ -317,7 +315,7 @@ class FromImportOp(IRDLOperation):
     assembly_format = "$module $names attr-dict"
 
     def __init__(self, module: str, names: Sequence[str]) -> None:
-        super().__init__(properties={"module": StringAttr(module), "names": _strings(names)})
+        super().__init__(properties={"module": StringAttr(module), "names": string_array(names)})
 
     def verify_(self) -> None:
         for name in self.names:
@@ -394,9 +392,9 @@ class _FunctionLike(IRDLOperation):
         super().__init__(
             properties={
                 "sym_name": StringAttr(name),
-                "arg_names": _strings(arg_names),
-                "arg_defaults": _strings(defaults),
-                "decorators": _strings(decorators),
+                "arg_names": string_array(arg_names),
+                "arg_defaults": string_array(defaults),
+                "decorators": string_array(decorators),
             },
             regions=[region],
         )
@@ -495,8 +493,8 @@ class ModuleClassOp(IRDLOperation):
     ) -> None:
         props: dict[str, Attribute] = {
             "sym_name": StringAttr(name),
-            "param_names": _strings([n for n, _ in params]),
-            "param_defaults": _strings([d for _, d in params]),
+            "param_names": string_array([n for n, _ in params]),
+            "param_defaults": string_array([d for _, d in params]),
             "base": StringAttr(base),
         }
         if doc is not None:
@@ -607,8 +605,8 @@ class SubmoduleOp(IRDLOperation):
             properties={
                 "field_name": StringAttr(field_name),
                 "cls": StringAttr(cls),
-                "args": _strings(args),
-                "arg_names": _strings(names),
+                "args": string_array(args),
+                "arg_names": string_array(names),
             }
         )
 
@@ -703,7 +701,7 @@ class _CallLike(IRDLOperation):
         names = arg_names if arg_names is not None else [""] * len(args)
         super().__init__(
             operands=[args],
-            properties={"callee": StringAttr(callee), "arg_names": _strings(names)},
+            properties={"callee": StringAttr(callee), "arg_names": string_array(names)},
             result_types=[VALUE],
         )
 
@@ -828,7 +826,7 @@ class CallMethodOp(IRDLOperation):
         names = arg_names if arg_names is not None else [""] * len(args)
         super().__init__(
             operands=[receiver, args],
-            properties={"method": StringAttr(method), "arg_names": _strings(names)},
+            properties={"method": StringAttr(method), "arg_names": string_array(names)},
             result_types=[VALUE],
         )
 

@@ -47,6 +47,8 @@ from xdsl.irdl import (
 from xdsl.traits import HasParent, NoTerminator, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
+from tensorloom.dialects.builders import string_array
+
 CHECKPOINT_UNITS = ("epochs", "steps")
 # The batch size of a train block that sets no `batch_size` (the emitted script's default).
 DEFAULT_BATCH_SIZE = 64
@@ -300,7 +302,7 @@ class RankZeroOnlyOp(IRDLOperation):
     assembly_format = "$actions attr-dict"
 
     def __init__(self, actions: Sequence[str]):
-        super().__init__(properties={"actions": ArrayAttr([StringAttr(a) for a in actions])})
+        super().__init__(properties={"actions": string_array(actions)})
 
     def verify_(self) -> None:
         if not self.actions.data:
@@ -343,7 +345,7 @@ class ActivationCheckpointOp(IRDLOperation):
         super().__init__(
             properties={
                 "model": SymbolRefAttr(model),
-                "layers": ArrayAttr([StringAttr(name) for name in layers]),
+                "layers": string_array(layers),
             }
         )
 

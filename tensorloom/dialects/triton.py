@@ -52,16 +52,14 @@ from xdsl.irdl import (
 from xdsl.traits import IsolatedFromAbove, NoTerminator, Pure, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
+from tensorloom.dialects.builders import string_array
+
 
 @irdl_attr_definition
 class ExprType(ParametrizedAttribute, TypeAttribute):
     """A Python expression of the emitted module."""
 
     name = "triton.expr"
-
-
-def _strings(values: Sequence[str]) -> ArrayAttr[StringAttr]:
-    return ArrayAttr([StringAttr(v) for v in values])
 
 
 @irdl_op_definition
@@ -82,8 +80,8 @@ class JitFuncOp(IRDLOperation):
             regions=[body],
             properties={
                 "sym_name": StringAttr(name),
-                "arg_names": _strings(params),
-                "param_kinds": _strings(kinds),
+                "arg_names": string_array(params),
+                "param_kinds": string_array(kinds),
             },
         )
 
@@ -199,7 +197,7 @@ class CallOp(_ArgsBase):
         super().__init__(
             operands=[args],
             result_types=[ExprType()],
-            properties={"callee": StringAttr(callee), "arg_names": _strings(names)},
+            properties={"callee": StringAttr(callee), "arg_names": string_array(names)},
         )
 
 
@@ -220,7 +218,7 @@ class MethodOp(_ArgsBase):
         super().__init__(
             operands=[receiver, args],
             result_types=[ExprType()],
-            properties={"method": StringAttr(method), "arg_names": _strings(names)},
+            properties={"method": StringAttr(method), "arg_names": string_array(names)},
         )
 
 
@@ -269,7 +267,7 @@ class IndexOp(IRDLOperation):
         super().__init__(
             operands=[value, indices],
             result_types=[ExprType()],
-            properties={"items": _strings(items)},
+            properties={"items": string_array(items)},
         )
 
 

@@ -52,6 +52,7 @@ from xdsl.rewriter import InsertPoint
 from tensorloom.diagnostics import Diagnostic
 from tensorloom.diagnostics.ir import report, span_of
 from tensorloom.dialects import kernel
+from tensorloom.dialects.builders import string_array
 from tensorloom.source import Span
 
 COMPARISONS = ("<", "<=", ">", ">=")
@@ -341,7 +342,7 @@ def synthesize(func: kernel.FuncOp) -> kernel.LauncherOp:
     facts = analysis.run()
     analysis.pointers()
     pointers = set(facts.loaded) | set(facts.stored)
-    func.param_kinds = kernel.strings(
+    func.param_kinds = string_array(
         ["ptr" if p in pointers else k for p, k in func.kinds().items()]
     )
     launcher = _Launcher(func, facts)

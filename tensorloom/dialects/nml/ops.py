@@ -57,13 +57,10 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
+from tensorloom.dialects.builders import string_array
 from tensorloom.dialects.nml.types import AnyType, NoneType, NoneValueAttr, StrType
 
 Value = SSAValue | IRDLOperation
-
-
-def _strings(values: Sequence[str]) -> ArrayAttr[StringAttr]:
-    return ArrayAttr([StringAttr(v) for v in values])
 
 
 def _check_arg_names(arg_names: ArrayAttr[StringAttr], count: int, what: str) -> None:
@@ -199,7 +196,7 @@ class FuncOp(IRDLOperation):
             properties={
                 "sym_name": StringAttr(sym_name),
                 "function_type": function_type,
-                "arg_names": _strings(arg_names),
+                "arg_names": string_array(arg_names),
             },
             regions=[body],
         )
@@ -334,7 +331,7 @@ class CallOp(IRDLOperation):
             operands=[args],
             properties={
                 "callee": StringAttr(callee),
-                "arg_names": _strings(arg_names if arg_names is not None else [""] * len(args)),
+                "arg_names": string_array(arg_names if arg_names is not None else [""] * len(args)),
                 "method": UnitAttr() if method else None,
             },
             result_types=[result_type or AnyType()],
@@ -382,7 +379,7 @@ class PipeOp(IRDLOperation):
             operands=[input, args],
             properties={
                 "callee": StringAttr(callee),
-                "arg_names": _strings(arg_names if arg_names is not None else [""] * len(args)),
+                "arg_names": string_array(arg_names if arg_names is not None else [""] * len(args)),
             },
             result_types=[result_type or AnyType()],
         )
@@ -417,7 +414,7 @@ class ApplyOp(IRDLOperation):
             operands=[args],
             properties={
                 "layer": SymbolRefAttr(layer),
-                "arg_names": _strings(arg_names) if arg_names is not None else None,
+                "arg_names": string_array(arg_names) if arg_names is not None else None,
             },
             result_types=[result_type],
         )
@@ -450,7 +447,7 @@ class KernelCallOp(IRDLOperation):
     ):
         super().__init__(
             operands=[args],
-            properties={"kernel": SymbolRefAttr(kernel), "arg_names": _strings(arg_names)},
+            properties={"kernel": SymbolRefAttr(kernel), "arg_names": string_array(arg_names)},
             result_types=[result_types],
         )
 
