@@ -30,7 +30,6 @@ from xdsl.dialects.builtin import (
     SymbolRefAttr,
     UnitAttr,
 )
-from xdsl.dialects.utils import parse_func_op_like, print_func_op_like
 from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
@@ -214,6 +213,10 @@ class FuncOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> FuncOp:
+        # Imported here: xdsl.dialects.utils loads all of xDSL's format helpers (~50 ms),
+        # which only reading and writing IR text needs, not `tlc check`.
+        from xdsl.dialects.utils import parse_func_op_like
+
         name, inputs, outputs, body, extra, _, _ = parse_func_op_like(
             parser, reserved_attr_names=("sym_name", "function_type")
         )
@@ -227,6 +230,8 @@ class FuncOp(IRDLOperation):
         return op
 
     def print(self, printer: Printer) -> None:
+        from xdsl.dialects.utils import print_func_op_like  # see `parse`
+
         print_func_op_like(
             printer,
             self.sym_name,
