@@ -8,6 +8,8 @@ Two steps, on two machines:
     python bench/memory_check.py run bench/memory_predictions.json
     # anywhere (torch on the CPU): every entry trains at batch 2, no memory measured
     python bench/memory_check.py run bench/memory_predictions.json --device cpu
+    # on the GPU machine: what is alive at the measured peak, by the code that allocated it
+    python bench/memory_check.py explain bench/memory_predictions.json --only train_lstm
 
 `run` builds each model from the emitted code with the instance's overrides,
 trains 3 steps as `tlc info` assumes (the train block's precision, optimizer
@@ -63,8 +65,10 @@ def _program_entries(path: Path) -> tuple[str | None, list[dict[str, Any]]]:
     entries: list[dict[str, Any]] = []
     for model in first["models"]:
         base = model["settings"]["batch_size"] or 8
-        runs = [(base, None), (4 * base, None)]
-        runs += [(base, "bf16")] if model["settings"]["loss"] else []  # AMP too, when trained
+        runs = [(base, None), (4 * base, None)]  # as the program trains, at two batch sizes
+        if model["settings"]["loss"]:  # and at the other precision, when it is trained
+            other = "fp32" if model["settings"]["precision"] != "fp32" else "bf16"
+            runs.append((base, other))
         for batch, precision in runs:
             info = info_json(path, InfoRequest(batch_size=batch, precision=precision))
             entry = next(m for m in info["models"] if m["name"] == model["name"])
@@ -237,6 +241,60 @@ def _loss(name: str | None, out: Any, y: Any, torch: Any) -> Any:
     return out.float().mean()
 
 
+def explain(predictions: Path, only: str | None, top: int = 12) -> int:
+    """For each entry: the blocks alive at the measured peak, largest first, each with
+    the innermost frames that allocated it (PyTorch's memory history, C++ frames too)."""
+    import torch
+
+    data = json.loads(predictions.read_text())
+    entries = [e for e in data["entries"] if only is None or only in e["program"]]
+    for entry in entries:
+        module = _load(entry["program"], data["programs"][entry["program"]])
+        torch.cuda.memory._record_memory_history(max_entries=1_000_000, stacks="all")
+        measured = _measure(entry, module, torch)
+        snapshot = torch.cuda.memory._snapshot()
+        torch.cuda.memory._record_memory_history(enabled=None)
+        peak, live = _live_at_peak(snapshot["device_traces"][torch.cuda.current_device()])
+        print(f"\n## {entry['program']} {entry['name']} batch {entry['batch']} "
+              f"{entry['precision']}: measured {_mib(measured)}, replayed peak {_mib(peak)}, "
+              f"predicted {_mib(entry['memory']['peak'])}")  # fmt: skip
+        for size, frames in sorted(live, key=lambda b: -b[0])[:top]:
+            print(f"- {_mib(size)}: {' <- '.join(frames)}")
+    return 0
+
+
+def _live_at_peak(events: list[dict[str, Any]]) -> tuple[int, list[tuple[int, list[str]]]]:
+    """Replay alloc/free events; the blocks alive when the allocated total was highest."""
+    live: dict[int, tuple[int, list[str]]] = {}
+    total = peak = 0
+    at_peak: list[tuple[int, list[str]]] = []
+    for event in events:
+        if event["action"] == "alloc":
+            live[event["addr"]] = (event["size"], _telling_frames(event.get("frames", [])))
+            total += event["size"]
+            if total > peak:
+                peak, at_peak = total, list(live.values())
+        elif event["action"] == "free_requested" and event["addr"] in live:
+            total -= live.pop(event["addr"])[0]
+    return peak, at_peak
+
+
+def _telling_frames(frames: list[dict[str, Any]], keep: int = 4) -> list[str]:
+    """The innermost ATen/cuDNN/cuBLAS functions and Python lines, allocator internals dropped."""
+    telling = []
+    for f in frames:
+        name, file = f.get("name", ""), f.get("filename", "")
+        if any(k in name for k in ("c10::", "CUDACachingAllocator", "torch::unwind")):
+            continue
+        if "at::native" in name or "cudnn" in name.lower() or "cublas" in name.lower():
+            telling.append(name.split("(")[0][-90:])
+        elif file.endswith(".py"):
+            telling.append(f"{Path(file).name}:{f.get('line')}:{name}")
+        if len(telling) == keep:
+            break
+    return telling or ["?"]
+
+
 def _mib(n: float) -> str:
     return f"{n / 2**20:.1f} MiB"
 
@@ -278,10 +336,15 @@ def main(argv: list[str] | None = None) -> int:
     dry = f"cpu: a dry run, {STEPS} steps of each entry at batch {TINY}, no memory measured"
     r.add_argument("--device", choices=("cuda", "cpu"), default="cuda", help=dry)
     r.add_argument("--only", help="the entries of programs whose path contains this")
+    e = sub.add_parser("explain", help="what is alive at the measured peak (GPU)")
+    e.add_argument("predictions", type=Path)
+    e.add_argument("--only", help="the entries of programs whose path contains this")
     args = parser.parse_args(argv)
     if args.command == "prepare":
         prepare(args.output)
         return 0
+    if args.command == "explain":
+        return explain(args.predictions, args.only)
     return run(args.predictions, args.device, args.only)
 
 

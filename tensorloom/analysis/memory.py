@@ -19,7 +19,9 @@ Assumptions (docs/info.md says more):
   activations alive, no gradients yet: `zero_grad` sets them to None) and the
   optimizer step (gradients, state and temporaries, activations freed).
 - cuBLAS keeps a 32 MiB workspace per thread on Hopper (the forward's and
-  autograd's): 64 MiB. The CUDA context (about 512 MiB) is outside
+  autograd's): 64 MiB. A layer whose backward runs a cuDNN kernel with its own
+  workspace (LSTM, GRU) adds the largest such scratch to the backward peak
+  (`LayerSpec.scratch_bytes`). The CUDA context (about 512 MiB) is outside
   PyTorch's allocator; it is in `total`, not in `peak`.
 """
 
@@ -82,6 +84,7 @@ class MemoryBudget:
     weight_casts: int
     loss: int
     backward_working: int
+    scratch: int
     step_temporaries: int
     output: int
     workspace: int
@@ -96,7 +99,7 @@ class MemoryBudget:
             "gradients": self.gradients,
             "optimizer state": self.optimizer_state,
             "activations": act + self.weight_casts + self.loss + self.output,
-            "workspace": self.workspace,
+            "workspace": self.workspace + self.scratch,
             "cuda context": self.cuda_context,
         }
 
@@ -104,6 +107,7 @@ class MemoryBudget:
     def backward_peak(self) -> int:
         act = self.activations_checkpointed if self.checkpointing else self.activations
         live = act + self.weight_casts + self.loss + self.output + self.backward_working
+        live += self.scratch
         return self.weights + self.optimizer_state + live
 
     @property
@@ -145,6 +149,7 @@ def training_budget(profile: ModelProfile, training: Training) -> MemoryBudget |
         weight_casts=profile.low_precision_params * 2 if amp else 0,
         loss=loss,
         backward_working=2 * largest,
+        scratch=profile.scratch_bytes,
         step_temporaries=optimizer.temporaries * weights,
         output=profile.output_bytes,
         workspace=WORKSPACE_BYTES,

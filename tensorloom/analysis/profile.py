@@ -83,6 +83,7 @@ class ModelProfile:
     unknown: list[str]  # symbolic dims left unbound; "?" for a dim nothing determines
     input_integer: bool = False
     errors: list[str] = field(default_factory=list[str])
+    scratch_bytes: int = 0  # the largest scratch one layer's backward allocates and frees
 
 
 @dataclass
@@ -98,6 +99,7 @@ class Costing:
     seen_layers: set[tuple[int, ...]] = field(default_factory=set[tuple[int, ...]])
     low_params: int = 0
     largest: int = 0
+    scratch: int = 0
 
     @property
     def amp(self) -> bool:
@@ -156,6 +158,7 @@ class Costing:
         self.produced(step.output_key, out, compute)
         if bound.spec.autocast == "low" and params:
             self.low_params += params
+        self.scratch = max(self.scratch, bound.spec.scratch_bytes(bound, ins, out, compute))
         flops = bound.spec.flops(bound, ins, out)
         return LayerProfile(step.name, step.kind, shape, params, flops, act)
 
@@ -278,6 +281,7 @@ def _summarize(trace: Trace, costing: Costing, inst: Instantiation, params: int)
         costing.largest if act is not None else None,
         _checkpointed(costing, trace, layers, act) if act is not None else None,
         costing.low_params, sorted(costing.unknown), trace.input_integer,
+        scratch_bytes=costing.scratch,
     )  # fmt: skip
 
 

@@ -462,7 +462,12 @@ def _names(kwargs: list[tuple[str, str]]) -> set[str]:
 def _graph_build_trainer_source(plan: ScriptPlan) -> str:
     """`build_trainer` for a block whose step may be captured whole (see runtime/graphs.py)."""
     optimizer_args = "".join(f", {k}={v}" for k, v in plan.optimizer_kwargs)
-    capturable = "" if plan.optimizer == "SGD" else ", capturable=whole_step"
+    # Fused Adam/AdamW is capture-safe with capturable=True: one kernel for the whole update,
+    # where the capturable foreach path launches a dozen per step. Fused SGD is not.
+    if plan.optimizer == "SGD":
+        modes = 'fused=ctx.device.type == "cuda" and not whole_step'
+    else:
+        modes = 'fused=ctx.device.type == "cuda", capturable=whole_step'
     checkpointed = ""
     if plan.checkpointed_layers:
         names = ", ".join(f'"{n}"' for n in plan.checkpointed_layers)
@@ -478,7 +483,7 @@ def _graph_build_trainer_source(plan: ScriptPlan) -> str:
             whole_step = _whole_step_graph(model, train_loader, scaler, args, ctx)
             optimizer = torch.optim.$optimizer(
                 model.parameters(), lr=LEARNING_RATE$optimizer_args,
-                fused=ctx.device.type == "cuda" and not whole_step$capturable,
+                $modes,
             )  # fmt: skip
             scheduler = None  # no `lr_schedule`
             # The captured step replaces torch.compile: it already runs as one graph launch.
@@ -503,7 +508,7 @@ def _graph_build_trainer_source(plan: ScriptPlan) -> str:
             return step_graph_blocker(conditions) is None
         ''',
         model_class=plan.model_class, model_args=plan.model_args, checkpointed=checkpointed,
-        optimizer=plan.optimizer, optimizer_args=optimizer_args, capturable=capturable,
+        optimizer=plan.optimizer, optimizer_args=optimizer_args, modes=modes,
     )  # fmt: skip
 
 

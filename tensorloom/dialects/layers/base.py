@@ -346,6 +346,17 @@ class LayerSpec:
         """What autograd keeps for backward in training mode (see layers/__init__)."""
         return SavedTensors()
 
+    def scratch_bytes(
+        self,
+        bound: BoundLayer,
+        in_shape: tuple[int, ...],
+        out_shape: tuple[int, ...],
+        dtype_bytes: int,
+    ) -> int:
+        """Memory a library kernel allocates and frees inside the layer's backward
+        (cuDNN's RNN workspace): not saved, but part of the step's peak."""
+        return 0
+
     def activation_bytes(
         self,
         bound: BoundLayer,

@@ -65,7 +65,7 @@ def test_dry_run_trains_entries(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert memory_check().run(subset(tmp_path, broken=False), "cpu") == 0
     out = capsys.readouterr().out
     assert "| bench/programs/transformer_lm.tl | LMBlock | 8 | fp32 | Adam | [2, 256, 512] |" in out
-    assert "| examples/mnist.tl | net | 8 | fp16 | Adam | [2, 10] |" in out
+    assert "| examples/mnist.tl | net | 64 | fp16 | Adam | [2, 10] |" in out
     assert "2/2 entries trained on the CPU" in out
 
 
