@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
@@ -98,5 +97,7 @@ class CompileError(Exception):
 
 def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
     """The closest candidate to a misspelt name, if one is close enough."""
+    import difflib  # only a program with an error needs it: not at start-up
+
     matches = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
     return matches[0] if matches else None

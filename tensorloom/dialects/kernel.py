@@ -28,6 +28,7 @@ each func, describing how the launcher binds every kernel parameter
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -46,7 +47,6 @@ from xdsl.ir import (
     TypeAttribute,
 )
 from xdsl.irdl import (
-    IRDLOperation,
     ParsePropInAttrDict,
     irdl_attr_definition,
     irdl_op_definition,
@@ -61,6 +61,7 @@ from xdsl.traits import IsolatedFromAbove, NoTerminator, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
 from tensorloom.dialects.builders import string_array
+from tensorloom.dialects.lazy_format import LazyFormatOp
 
 PARAM_KINDS = ("ptr", "scalar", "constexpr")
 BINARY_OPS = (
@@ -98,7 +99,7 @@ class ValueType(ParametrizedAttribute, TypeAttribute):
 
 
 @irdl_op_definition
-class FuncOp(IRDLOperation):
+class FuncOp(LazyFormatOp):
     """A kernel. Parameters are named variables of the body; `param_kinds`
     says which are pointers, runtime scalars and `tl.constexpr`s; `defaults`
     holds constexpr defaults written in the source, `param_locs` where each
@@ -113,7 +114,7 @@ class FuncOp(IRDLOperation):
     body = region_def("single_block")
     traits = traits_def(NoTerminator(), IsolatedFromAbove(), SymbolOpInterface())
     irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = "$sym_name attr-dict-with-keyword $body"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$sym_name attr-dict-with-keyword $body"
 
     @staticmethod
     def make(
@@ -161,46 +162,46 @@ class FuncOp(IRDLOperation):
 
 
 @irdl_op_definition
-class LetOp(IRDLOperation):
+class LetOp(LazyFormatOp):
     """`let x = e` and `x = e`: bind a named variable."""
 
     name = "kernel.let"
     var = prop_def(StringAttr, prop_name="name")
     value = operand_def(ValueType)
-    assembly_format = "$name `=` $value attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$name `=` $value attr-dict"
 
     def __init__(self, var: str, value: SSAValue) -> None:
         super().__init__(operands=[value], properties={"name": StringAttr(var)})
 
 
 @irdl_op_definition
-class ReadOp(IRDLOperation):
+class ReadOp(LazyFormatOp):
     """A use of a named variable or parameter."""
 
     name = "kernel.read"
     var = prop_def(StringAttr, prop_name="name")
     result = result_def(ValueType)
-    assembly_format = "$name attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$name attr-dict"
 
     def __init__(self, var: str) -> None:
         super().__init__(result_types=[ValueType()], properties={"name": StringAttr(var)})
 
 
 @irdl_op_definition
-class ConstantOp(IRDLOperation):
+class ConstantOp(LazyFormatOp):
     """A literal: `1024 : i64`, `0.5 : f64`, `true`, `"evict_last"`, or `#builtin.none`."""
 
     name = "kernel.constant"
     value = prop_def(Attribute)
     result = result_def(ValueType)
-    assembly_format = "$value attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$value attr-dict"
 
     def __init__(self, value: Attribute) -> None:
         super().__init__(result_types=[ValueType()], properties={"value": value})
 
 
 @irdl_op_definition
-class BinOp(IRDLOperation):
+class BinOp(LazyFormatOp):
     """`lhs op rhs` with Python's meaning (Triton overloads the operators)."""
 
     name = "kernel.binop"
@@ -208,7 +209,7 @@ class BinOp(IRDLOperation):
     lhs = operand_def(ValueType)
     rhs = operand_def(ValueType)
     result = result_def(ValueType)
-    assembly_format = "$op $lhs `,` $rhs attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$op $lhs `,` $rhs attr-dict"
 
     def __init__(self, op: str, lhs: SSAValue, rhs: SSAValue) -> None:
         super().__init__(
@@ -221,12 +222,12 @@ class BinOp(IRDLOperation):
 
 
 @irdl_op_definition
-class UnaryOp(IRDLOperation):
+class UnaryOp(LazyFormatOp):
     name = "kernel.unop"
     op = prop_def(StringAttr)
     operand = operand_def(ValueType)
     result = result_def(ValueType)
-    assembly_format = "$op $operand attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$op $operand attr-dict"
 
     def __init__(self, op: str, operand: SSAValue) -> None:
         super().__init__(
@@ -238,7 +239,7 @@ class UnaryOp(IRDLOperation):
             raise VerifyException(f"unknown unary operator `{self.op.data}`")
 
 
-class _CallBase(IRDLOperation):
+class _CallBase(LazyFormatOp):
     """Calls keep positional and keyword arguments in one list; `arg_names` is
     `""` for a positional argument and the keyword otherwise."""
 
@@ -270,7 +271,7 @@ class TlCallOp(_CallBase):
     callee = prop_def(StringAttr)
     result = result_def(ValueType)
     irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = "$callee `(` $args `)` attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$callee `(` $args `)` attr-dict"
 
     def __init__(self, callee: str, args: Sequence[SSAValue], names: Sequence[str]) -> None:
         super().__init__(
@@ -287,7 +288,7 @@ class LoadOp(_CallBase):
     name = "kernel.load"
     result = result_def(ValueType)
     irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = "`(` $args `)` attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "`(` $args `)` attr-dict"
 
     def __init__(self, args: Sequence[SSAValue], names: Sequence[str]) -> None:
         super().__init__(
@@ -309,7 +310,7 @@ class StoreOp(_CallBase):
 
     name = "kernel.store"
     irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = "`(` $args `)` attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "`(` $args `)` attr-dict"
 
     def __init__(self, args: Sequence[SSAValue], names: Sequence[str]) -> None:
         super().__init__(operands=[args], properties={"arg_names": string_array(names)})
@@ -329,7 +330,7 @@ class CallOp(_CallBase):
     callee = prop_def(StringAttr)
     result = result_def(ValueType)
     irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = "$callee `(` $args `)` attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$callee `(` $args `)` attr-dict"
 
     def __init__(self, callee: str, args: Sequence[SSAValue], names: Sequence[str]) -> None:
         super().__init__(
@@ -348,7 +349,7 @@ class MethodOp(_CallBase):
     receiver = operand_def(ValueType)
     result = result_def(ValueType)
     irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = "$method $receiver `(` $args `)` attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$method $receiver `(` $args `)` attr-dict"
 
     def __init__(
         self, receiver: SSAValue, method: str, args: Sequence[SSAValue], names: Sequence[str]
@@ -361,27 +362,27 @@ class MethodOp(_CallBase):
 
 
 @irdl_op_definition
-class TlAttrOp(IRDLOperation):
+class TlAttrOp(LazyFormatOp):
     """A `tl.` name used as a value: `tl.float32`, `tl.math`."""
 
     name = "kernel.tl_attr"
     attr = prop_def(StringAttr)
     result = result_def(ValueType)
-    assembly_format = "$attr attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$attr attr-dict"
 
     def __init__(self, attr: str) -> None:
         super().__init__(result_types=[ValueType()], properties={"attr": StringAttr(attr)})
 
 
 @irdl_op_definition
-class GetAttrOp(IRDLOperation):
+class GetAttrOp(LazyFormatOp):
     """`value.attr`, as in `x.dtype`."""
 
     name = "kernel.getattr"
     attr = prop_def(StringAttr)
     value = operand_def(ValueType)
     result = result_def(ValueType)
-    assembly_format = "$attr $value attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$attr $value attr-dict"
 
     def __init__(self, value: SSAValue, attr: str) -> None:
         super().__init__(
@@ -390,20 +391,20 @@ class GetAttrOp(IRDLOperation):
 
 
 @irdl_op_definition
-class TupleOp(IRDLOperation):
+class TupleOp(LazyFormatOp):
     """`(a, b)` or `[a, b]`, as in the shape of `tl.zeros((BLOCK_M, BLOCK_N), ...)`."""
 
     name = "kernel.tuple"
     elements = var_operand_def(ValueType)
     result = result_def(ValueType)
-    assembly_format = "`(` $elements `)` attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "`(` $elements `)` attr-dict"
 
     def __init__(self, elements: Sequence[SSAValue]) -> None:
         super().__init__(operands=[elements], result_types=[ValueType()])
 
 
 @irdl_op_definition
-class IndexOp(IRDLOperation):
+class IndexOp(LazyFormatOp):
     """`value[items]`: each item of `items` is `expr` (the next index operand),
     `:` or `None`, as in `offs[:, None]`."""
 
@@ -413,7 +414,7 @@ class IndexOp(IRDLOperation):
     items = prop_def(ArrayAttr[StringAttr])
     result = result_def(ValueType)
     irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = "$value `[` $indices `]` attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$value `[` $indices `]` attr-dict"
 
     def __init__(self, value: SSAValue, indices: Sequence[SSAValue], items: Sequence[str]) -> None:
         super().__init__(
@@ -431,7 +432,7 @@ class IndexOp(IRDLOperation):
 
 
 @irdl_op_definition
-class IfOp(IRDLOperation):
+class IfOp(LazyFormatOp):
     """`if cond: then else: orelse`; `elif` nests another `kernel.if` in `orelse`."""
 
     name = "kernel.if"
@@ -439,7 +440,7 @@ class IfOp(IRDLOperation):
     then = region_def("single_block")
     orelse = region_def()  # empty when there is no `else`
     traits = traits_def(NoTerminator())
-    assembly_format = "$cond $then `else` $orelse attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$cond $then `else` $orelse attr-dict"
 
     def __init__(self, cond: SSAValue, then: Block, orelse: Block | None) -> None:
         other = Region(orelse) if orelse is not None else Region()
@@ -447,7 +448,7 @@ class IfOp(IRDLOperation):
 
 
 @irdl_op_definition
-class ForOp(IRDLOperation):
+class ForOp(LazyFormatOp):
     """`for var in iterator(args): body`, iterator `range`, `tl.range` or `tl.static_range`."""
 
     name = "kernel.for"
@@ -456,7 +457,7 @@ class ForOp(IRDLOperation):
     args = var_operand_def(ValueType)
     body = region_def("single_block")
     traits = traits_def(NoTerminator())
-    assembly_format = "$var `in` $iterator `(` $args `)` $body attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$var `in` $iterator `(` $args `)` $body attr-dict"
 
     def __init__(self, var: str, iterator: str, args: Sequence[SSAValue], body: Block) -> None:
         super().__init__(
@@ -467,18 +468,18 @@ class ForOp(IRDLOperation):
 
 
 @irdl_op_definition
-class ReturnOp(IRDLOperation):
+class ReturnOp(LazyFormatOp):
     """A bare `return`: the program instance stops early."""
 
     name = "kernel.return"
-    assembly_format = "attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "attr-dict"
 
     def __init__(self) -> None:
         super().__init__()
 
 
 @irdl_op_definition
-class LauncherOp(IRDLOperation):
+class LauncherOp(LazyFormatOp):
     """How `<kernel>_launcher(...)` binds each kernel parameter, and the grid.
 
     `bindings` has one entry per kernel parameter: `["input", "x"]` (a
@@ -502,7 +503,7 @@ class LauncherOp(IRDLOperation):
     pow2 = prop_def(ArrayAttr[StringAttr])
     traits = traits_def(SymbolOpInterface())
     irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = "$sym_name `for` $kernel attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$sym_name `for` $kernel attr-dict"
 
     @staticmethod
     def make(

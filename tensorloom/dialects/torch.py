@@ -65,7 +65,7 @@ from __future__ import annotations
 import ast
 import keyword
 from collections.abc import Sequence
-from typing import Self
+from typing import ClassVar, Self
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -110,6 +110,7 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 
 from tensorloom.dialects.builders import string_array
+from tensorloom.dialects.lazy_format import LazyFormatOp
 
 # ------------------------------------------------------------------ types
 
@@ -290,13 +291,13 @@ class ScriptOp(IRDLOperation):
 
 
 @irdl_op_definition
-class ImportOp(IRDLOperation):
+class ImportOp(LazyFormatOp):
     """`torch.import "torch.nn.functional" as "F"`: `import torch.nn.functional as F`."""
 
     name = "torch.import"
     module = prop_def(StringAttr)
     alias = opt_prop_def(StringAttr)
-    assembly_format = "$module (`as` $alias^)? attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$module (`as` $alias^)? attr-dict"
 
     def __init__(self, module: str, alias: str | None = None) -> None:
         props: dict[str, Attribute] = {"module": StringAttr(module)}
@@ -306,13 +307,13 @@ class ImportOp(IRDLOperation):
 
 
 @irdl_op_definition
-class FromImportOp(IRDLOperation):
+class FromImportOp(LazyFormatOp):
     """`torch.from_import "torch" ["nn"]`: `from torch import nn`."""
 
     name = "torch.from_import"
     module = prop_def(StringAttr)
     names = prop_def(ArrayAttr[StringAttr])
-    assembly_format = "$module $names attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$module $names attr-dict"
 
     def __init__(self, module: str, names: Sequence[str]) -> None:
         super().__init__(properties={"module": StringAttr(module), "names": string_array(names)})
@@ -323,7 +324,7 @@ class FromImportOp(IRDLOperation):
 
 
 @irdl_op_definition
-class RawOp(IRDLOperation):
+class RawOp(LazyFormatOp):
     """`torch.raw "def f():\\n    ..."`: Python source printed verbatim.
 
     Top-level names it defines are reserved, so generated names never clash.
@@ -331,7 +332,7 @@ class RawOp(IRDLOperation):
 
     name = "torch.raw"
     source = prop_def(StringAttr)
-    assembly_format = "$source attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$source attr-dict"
 
     def __init__(self, source: str) -> None:
         super().__init__(properties={"source": StringAttr(source)})
@@ -543,14 +544,14 @@ class ModuleClassOp(IRDLOperation):
 
 
 @irdl_op_definition
-class FieldOp(IRDLOperation):
+class FieldOp(LazyFormatOp):
     """`torch.field "d_model" = "d_model"`: `self.d_model = d_model` in `__init__`."""
 
     name = "torch.field"
     field_name = prop_def(StringAttr)
     value = prop_def(StringAttr)
     traits = traits_def(HasParent(ModuleClassOp))
-    assembly_format = "$field_name `=` $value attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$field_name `=` $value attr-dict"
 
     def __init__(self, field_name: str, value: str) -> None:
         super().__init__(
@@ -562,7 +563,7 @@ class FieldOp(IRDLOperation):
 
 
 @irdl_op_definition
-class ParamDefaultOp(IRDLOperation):
+class ParamDefaultOp(LazyFormatOp):
     """`torch.param_default "d_ff" = "4 * d_model"`: a default computed from other parameters.
 
     The parameter's own default is `None`; `__init__` starts with
@@ -574,7 +575,7 @@ class ParamDefaultOp(IRDLOperation):
     param = prop_def(StringAttr)
     value = prop_def(StringAttr)
     traits = traits_def(HasParent(ModuleClassOp))
-    assembly_format = "$param `=` $value attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$param `=` $value attr-dict"
 
     def __init__(self, param: str, value: str) -> None:
         super().__init__(properties={"param": StringAttr(param), "value": StringAttr(value)})
@@ -637,14 +638,14 @@ class SubmoduleOp(IRDLOperation):
 
 
 @irdl_op_definition
-class ConstantOp(IRDLOperation):
+class ConstantOp(LazyFormatOp):
     """`%c = torch.constant 0.1 : f64`: a literal (int, float, bool, str, None, `...`)."""
 
     name = "torch.constant"
     value = prop_def()
     result = result_def(ValueType)
     traits = traits_def(Pure())
-    assembly_format = "$value attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$value attr-dict"
 
     def __init__(self, value: Attribute) -> None:
         super().__init__(properties={"value": value}, result_types=[VALUE])
@@ -656,28 +657,28 @@ class ConstantOp(IRDLOperation):
 
 
 @irdl_op_definition
-class SelfAttrOp(IRDLOperation):
+class SelfAttrOp(LazyFormatOp):
     """`%d = torch.self_attr "d_model"`: `self.d_model` (also `self.training`)."""
 
     name = "torch.self_attr"
     attr_name = prop_def(StringAttr)
     result = result_def(ValueType)
     traits = traits_def(Pure(), HasAncestor(MethodOp))
-    assembly_format = "$attr_name attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$attr_name attr-dict"
 
     def __init__(self, attr_name: str) -> None:
         super().__init__(properties={"attr_name": StringAttr(attr_name)}, result_types=[VALUE])
 
 
 @irdl_op_definition
-class GlobalOp(IRDLOperation):
+class GlobalOp(LazyFormatOp):
     """`%t = torch.global "torch.float16"`: a module-level name or dotted path."""
 
     name = "torch.global"
     path = prop_def(StringAttr)
     result = result_def(ValueType)
     traits = traits_def(Pure())
-    assembly_format = "$path attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$path attr-dict"
 
     def __init__(self, path: str) -> None:
         super().__init__(properties={"path": StringAttr(path)}, result_types=[VALUE])
@@ -858,7 +859,7 @@ class CallMethodOp(IRDLOperation):
 
 
 @irdl_op_definition
-class BinaryOp(IRDLOperation):
+class BinaryOp(LazyFormatOp):
     """`%z = torch.binop "+" %x, %y`: a Python binary or comparison operator."""
 
     name = "torch.binop"
@@ -866,7 +867,7 @@ class BinaryOp(IRDLOperation):
     lhs = operand_def(ValueType)
     rhs = operand_def(ValueType)
     result = result_def(ValueType)
-    assembly_format = "$operator $lhs `,` $rhs attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$operator $lhs `,` $rhs attr-dict"
 
     def __init__(self, operator: str, lhs: SSAValue, rhs: SSAValue) -> None:
         super().__init__(
@@ -881,14 +882,14 @@ class BinaryOp(IRDLOperation):
 
 
 @irdl_op_definition
-class UnaryOp(IRDLOperation):
+class UnaryOp(LazyFormatOp):
     """`%y = torch.unop "-" %x`."""
 
     name = "torch.unop"
     operator = prop_def(StringAttr)
     operand = operand_def(ValueType)
     result = result_def(ValueType)
-    assembly_format = "$operator $operand attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$operator $operand attr-dict"
 
     def __init__(self, operator: str, operand: SSAValue) -> None:
         super().__init__(
@@ -901,14 +902,14 @@ class UnaryOp(IRDLOperation):
 
 
 @irdl_op_definition
-class GetItemOp(IRDLOperation):
+class GetItemOp(LazyFormatOp):
     """`%y = torch.getitem %x[%s, %i]`: `x[:, i]` (a `torch.slice` index prints as `a:b`)."""
 
     name = "torch.getitem"
     value = operand_def(ValueType)
     indices = var_operand_def(ValueType)
     result = result_def(ValueType)
-    assembly_format = "$value `[` $indices `]` attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$value `[` $indices `]` attr-dict"
 
     def __init__(self, value: SSAValue, indices: Sequence[SSAValue]) -> None:
         super().__init__(operands=[value, indices], result_types=[VALUE])
@@ -919,7 +920,7 @@ class GetItemOp(IRDLOperation):
 
 
 @irdl_op_definition
-class SliceOp(IRDLOperation):
+class SliceOp(LazyFormatOp):
     """`%s = torch.slice %lo, %hi, %step`: `lo:hi:step`; a `#torch.none` part is left out."""
 
     name = "torch.slice"
@@ -927,21 +928,21 @@ class SliceOp(IRDLOperation):
     upper = operand_def(ValueType)
     step = operand_def(ValueType)
     result = result_def(ValueType)
-    assembly_format = "$lower `,` $upper `,` $step attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$lower `,` $upper `,` $step attr-dict"
 
     def __init__(self, lower: SSAValue, upper: SSAValue, step: SSAValue) -> None:
         super().__init__(operands=[lower, upper, step], result_types=[VALUE])
 
 
 @irdl_op_definition
-class GetAttrOp(IRDLOperation):
+class GetAttrOp(LazyFormatOp):
     """`%s = torch.getattr %x, "shape"`: `x.shape`."""
 
     name = "torch.getattr"
     value = operand_def(ValueType)
     attr_name = prop_def(StringAttr)
     result = result_def(ValueType)
-    assembly_format = "$value `,` $attr_name attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$value `,` $attr_name attr-dict"
 
     def __init__(self, value: SSAValue, attr_name: str) -> None:
         super().__init__(
@@ -953,33 +954,33 @@ class GetAttrOp(IRDLOperation):
 
 
 @irdl_op_definition
-class ListOp(IRDLOperation):
+class ListOp(LazyFormatOp):
     """`%l = torch.list [%a, %b]`: `[a, b]`."""
 
     name = "torch.list"
     elements = var_operand_def(ValueType)
     result = result_def(ValueType)
-    assembly_format = "`[` $elements `]` attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "`[` $elements `]` attr-dict"
 
     def __init__(self, elements: Sequence[SSAValue]) -> None:
         super().__init__(operands=[elements], result_types=[VALUE])
 
 
 @irdl_op_definition
-class TupleOp(IRDLOperation):
+class TupleOp(LazyFormatOp):
     """`%t = torch.tuple [%a, %b]`: `(a, b)`."""
 
     name = "torch.tuple"
     elements = var_operand_def(ValueType)
     result = result_def(ValueType)
-    assembly_format = "`[` $elements `]` attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "`[` $elements `]` attr-dict"
 
     def __init__(self, elements: Sequence[SSAValue]) -> None:
         super().__init__(operands=[elements], result_types=[VALUE])
 
 
 @irdl_op_definition
-class DropoutOp(IRDLOperation):
+class DropoutOp(LazyFormatOp):
     """`%y = torch.dropout %x, %p`: `F.dropout(x, p=p, training=self.training)`."""
 
     name = "torch.dropout"
@@ -987,20 +988,20 @@ class DropoutOp(IRDLOperation):
     p = operand_def(ValueType)
     result = result_def(ValueType)
     traits = traits_def(HasAncestor(MethodOp))
-    assembly_format = "$input `,` $p attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$input `,` $p attr-dict"
 
     def __init__(self, input: SSAValue, p: SSAValue) -> None:
         super().__init__(operands=[input, p], result_types=[VALUE])
 
 
 @irdl_op_definition
-class ReturnOp(IRDLOperation):
+class ReturnOp(LazyFormatOp):
     """`torch.return %x`: `return x` (several values return a tuple)."""
 
     name = "torch.return"
     values = var_operand_def(ValueType)
     traits = traits_def(IsTerminator())
-    assembly_format = "($values^)? attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "($values^)? attr-dict"
 
     def __init__(self, values: Sequence[SSAValue] = ()) -> None:
         super().__init__(operands=[values])

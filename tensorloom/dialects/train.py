@@ -22,6 +22,7 @@ into the script's building blocks.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     I64,
@@ -36,7 +37,6 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Dialect, Region
 from xdsl.irdl import (
-    IRDLOperation,
     ParsePropInAttrDict,
     irdl_op_definition,
     opt_prop_def,
@@ -48,6 +48,7 @@ from xdsl.traits import HasParent, NoTerminator, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
 from tensorloom.dialects.builders import string_array
+from tensorloom.dialects.lazy_format import LazyFormatOp
 
 CHECKPOINT_UNITS = ("epochs", "steps")
 # The batch size of a train block that sets no `batch_size` (the emitted script's default).
@@ -71,7 +72,7 @@ def _check_one_of(value: StringAttr, allowed: Sequence[str], what: str) -> None:
 
 
 @irdl_op_definition
-class DatasetOp(IRDLOperation):
+class DatasetOp(LazyFormatOp):
     """`train.dataset @data = "digits" {flatten = true}`: `load_dataset(...)`.
 
     Without a source (`load_dataset()`) the dataset is synthetic.
@@ -86,7 +87,7 @@ class DatasetOp(IRDLOperation):
 
     traits = traits_def(SymbolOpInterface())
     irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = "$sym_name (`=` $source^)? $options attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$sym_name (`=` $source^)? $options attr-dict"
 
     def __init__(
         self,
@@ -113,7 +114,7 @@ class DatasetOp(IRDLOperation):
 
 
 @irdl_op_definition
-class LoopOp(IRDLOperation):
+class LoopOp(LazyFormatOp):
     """`train.loop @net on @data { settings }`: a train block."""
 
     name = "train.loop"
@@ -123,7 +124,7 @@ class LoopOp(IRDLOperation):
     body = region_def("single_block")
 
     traits = traits_def(NoTerminator())
-    assembly_format = "$model `on` $data attr-dict-with-keyword $body"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$model `on` $data attr-dict-with-keyword $body"
 
     def __init__(self, model: str, data: str, body: Region | None = None):
         super().__init__(
@@ -141,7 +142,7 @@ class LoopOp(IRDLOperation):
 
 
 @irdl_op_definition
-class SetOp(IRDLOperation):
+class SetOp(LazyFormatOp):
     """`train.set "epochs" = 10 : i64`: one `key = value` line; `value_loc` is the value's."""
 
     name = "train.set"
@@ -152,7 +153,7 @@ class SetOp(IRDLOperation):
 
     traits = traits_def(HasParent(LoopOp))
     irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = "$key `=` $value attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$key `=` $value attr-dict"
 
     def __init__(self, key: str, value: Attribute, value_loc: Attribute | None = None):
         super().__init__(
@@ -164,7 +165,7 @@ class SetOp(IRDLOperation):
 
 
 @irdl_op_definition
-class CheckpointOp(IRDLOperation):
+class CheckpointOp(LazyFormatOp):
     """`train.checkpoint every 5 "epochs"`: the checkpoint policy."""
 
     name = "train.checkpoint"
@@ -173,7 +174,7 @@ class CheckpointOp(IRDLOperation):
     unit = prop_def(StringAttr)
 
     traits = traits_def(HasParent(LoopOp))
-    assembly_format = "`every` $every $unit attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "`every` $every $unit attr-dict"
 
     def __init__(self, every: int, unit: str):
         super().__init__(properties={"every": IntegerAttr(every, i64), "unit": StringAttr(unit)})
@@ -187,7 +188,7 @@ class CheckpointOp(IRDLOperation):
 
 
 @irdl_op_definition
-class MainOp(IRDLOperation):
+class MainOp(LazyFormatOp):
     """`train.main { ... }`: a script's other top-level statements, in source order.
 
     Present only when a script has statements besides models, kernels, instances,
@@ -199,7 +200,7 @@ class MainOp(IRDLOperation):
     body = region_def("single_block")
 
     traits = traits_def(NoTerminator())
-    assembly_format = "attr-dict-with-keyword $body"
+    ASSEMBLY_FORMAT: ClassVar[str] = "attr-dict-with-keyword $body"
 
     def __init__(self, body: Region | None = None):
         super().__init__(regions=[body or Region(Block())])
@@ -209,7 +210,7 @@ class MainOp(IRDLOperation):
 
 
 @irdl_op_definition
-class AutocastOp(IRDLOperation):
+class AutocastOp(LazyFormatOp):
     """`train.autocast "float16"`: forward and loss under `torch.autocast` (`"auto"`: below)."""
 
     name = "train.autocast"
@@ -217,7 +218,7 @@ class AutocastOp(IRDLOperation):
     dtype = prop_def(StringAttr)
 
     traits = traits_def(HasParent(LoopOp))
-    assembly_format = "$dtype attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$dtype attr-dict"
 
     def __init__(self, dtype: str):
         super().__init__(properties={"dtype": StringAttr(dtype)})
@@ -227,20 +228,20 @@ class AutocastOp(IRDLOperation):
 
 
 @irdl_op_definition
-class GradScalerOp(IRDLOperation):
+class GradScalerOp(LazyFormatOp):
     """`train.grad_scaler`: scale the loss and step through a `GradScaler`."""
 
     name = "train.grad_scaler"
 
     traits = traits_def(HasParent(LoopOp))
-    assembly_format = "attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "attr-dict"
 
     def __init__(self) -> None:
         super().__init__()
 
 
 @irdl_op_definition
-class ProcessGroupOp(IRDLOperation):
+class ProcessGroupOp(LazyFormatOp):
     """`train.process_group "nccl"`: initialise torch.distributed before training."""
 
     name = "train.process_group"
@@ -248,7 +249,7 @@ class ProcessGroupOp(IRDLOperation):
     backend = prop_def(StringAttr)
 
     traits = traits_def(HasParent(LoopOp))
-    assembly_format = "$backend attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$backend attr-dict"
 
     def __init__(self, backend: str):
         super().__init__(properties={"backend": StringAttr(backend)})
@@ -258,7 +259,7 @@ class ProcessGroupOp(IRDLOperation):
 
 
 @irdl_op_definition
-class DdpWrapOp(IRDLOperation):
+class DdpWrapOp(LazyFormatOp):
     """`train.ddp_wrap @net`: wrap the model in DistributedDataParallel."""
 
     name = "train.ddp_wrap"
@@ -266,14 +267,14 @@ class DdpWrapOp(IRDLOperation):
     model = prop_def(SymbolRefAttr)
 
     traits = traits_def(HasParent(LoopOp))
-    assembly_format = "$model attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$model attr-dict"
 
     def __init__(self, model: str):
         super().__init__(properties={"model": SymbolRefAttr(model)})
 
 
 @irdl_op_definition
-class DistributedSamplerOp(IRDLOperation):
+class DistributedSamplerOp(LazyFormatOp):
     """`train.distributed_sampler @data shuffle`: shard the data across ranks."""
 
     name = "train.distributed_sampler"
@@ -282,7 +283,7 @@ class DistributedSamplerOp(IRDLOperation):
     shuffle = opt_prop_def(UnitAttr)
 
     traits = traits_def(HasParent(LoopOp))
-    assembly_format = "$data (`shuffle` $shuffle^)? attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$data (`shuffle` $shuffle^)? attr-dict"
 
     def __init__(self, data: str, shuffle: bool = True):
         super().__init__(
@@ -291,7 +292,7 @@ class DistributedSamplerOp(IRDLOperation):
 
 
 @irdl_op_definition
-class RankZeroOnlyOp(IRDLOperation):
+class RankZeroOnlyOp(LazyFormatOp):
     """`train.rank_zero_only ["logging", "checkpoint"]`: what only rank 0 does."""
 
     name = "train.rank_zero_only"
@@ -299,7 +300,7 @@ class RankZeroOnlyOp(IRDLOperation):
     actions = prop_def(ArrayAttr[StringAttr])
 
     traits = traits_def(HasParent(LoopOp))
-    assembly_format = "$actions attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$actions attr-dict"
 
     def __init__(self, actions: Sequence[str]):
         super().__init__(properties={"actions": string_array(actions)})
@@ -310,7 +311,7 @@ class RankZeroOnlyOp(IRDLOperation):
 
 
 @irdl_op_definition
-class CompileOp(IRDLOperation):
+class CompileOp(LazyFormatOp):
     """`train.compile @net mode "max-autotune"`: wrap the model in `torch.compile`."""
 
     name = "train.compile"
@@ -319,7 +320,7 @@ class CompileOp(IRDLOperation):
     mode = prop_def(StringAttr)
 
     traits = traits_def(HasParent(LoopOp))
-    assembly_format = "$model `mode` $mode attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$model `mode` $mode attr-dict"
 
     def __init__(self, model: str, mode: str):
         super().__init__(properties={"model": SymbolRefAttr(model), "mode": StringAttr(mode)})
@@ -329,7 +330,7 @@ class CompileOp(IRDLOperation):
 
 
 @irdl_op_definition
-class ActivationCheckpointOp(IRDLOperation):
+class ActivationCheckpointOp(LazyFormatOp):
     """`train.activation_checkpoint @net ["block1", "block2"]`: recompute these
     layers' activations in the backward pass (non-reentrant)."""
 
@@ -339,7 +340,7 @@ class ActivationCheckpointOp(IRDLOperation):
     layers = prop_def(ArrayAttr[StringAttr])
 
     traits = traits_def(HasParent(LoopOp))
-    assembly_format = "$model $layers attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$model $layers attr-dict"
 
     def __init__(self, model: str, layers: Sequence[str]):
         super().__init__(

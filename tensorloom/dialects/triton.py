@@ -20,6 +20,7 @@ carries the same description as `kernel.launcher` (see docs/kernels.md).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -53,6 +54,7 @@ from xdsl.traits import IsolatedFromAbove, NoTerminator, Pure, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
 from tensorloom.dialects.builders import string_array
+from tensorloom.dialects.lazy_format import LazyFormatOp
 
 
 @irdl_attr_definition
@@ -63,7 +65,7 @@ class ExprType(ParametrizedAttribute, TypeAttribute):
 
 
 @irdl_op_definition
-class JitFuncOp(IRDLOperation):
+class JitFuncOp(LazyFormatOp):
     """`@triton.jit def name(params):`; constexpr parameters are annotated."""
 
     name = "triton.jit_func"
@@ -73,7 +75,7 @@ class JitFuncOp(IRDLOperation):
     body = region_def("single_block")
     traits = traits_def(NoTerminator(), IsolatedFromAbove(), SymbolOpInterface())
     irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = "$sym_name attr-dict-with-keyword $body"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$sym_name attr-dict-with-keyword $body"
 
     def __init__(self, name: str, params: Sequence[str], kinds: Sequence[str], body: Region):
         super().__init__(
@@ -90,66 +92,66 @@ class JitFuncOp(IRDLOperation):
 
 
 @irdl_op_definition
-class AssignOp(IRDLOperation):
+class AssignOp(LazyFormatOp):
     """`name = value`."""
 
     name = "triton.assign"
     target = prop_def(StringAttr)
     value = operand_def(ExprType)
-    assembly_format = "$target `=` $value attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$target `=` $value attr-dict"
 
     def __init__(self, target: str, value: SSAValue) -> None:
         super().__init__(operands=[value], properties={"target": StringAttr(target)})
 
 
 @irdl_op_definition
-class ExprStmtOp(IRDLOperation):
+class ExprStmtOp(LazyFormatOp):
     """An expression evaluated for its effect, as `tl.store(...)`."""
 
     name = "triton.expr_stmt"
     value = operand_def(ExprType)
-    assembly_format = "$value attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$value attr-dict"
 
     def __init__(self, value: SSAValue) -> None:
         super().__init__(operands=[value])
 
 
 @irdl_op_definition
-class NameOp(IRDLOperation):
+class NameOp(LazyFormatOp):
     """A (possibly dotted) name: `offsets`, `tl.float32`."""
 
     name = "triton.name"
     id = prop_def(StringAttr)
     result = result_def(ExprType)
     traits = traits_def(Pure())
-    assembly_format = "$id attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$id attr-dict"
 
     def __init__(self, id: str) -> None:
         super().__init__(result_types=[ExprType()], properties={"id": StringAttr(id)})
 
 
 @irdl_op_definition
-class ConstantOp(IRDLOperation):
+class ConstantOp(LazyFormatOp):
     """A Python literal."""
 
     name = "triton.constant"
     value = prop_def(Attribute)
     result = result_def(ExprType)
     traits = traits_def(Pure())
-    assembly_format = "$value attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$value attr-dict"
 
     def __init__(self, value: Attribute) -> None:
         super().__init__(result_types=[ExprType()], properties={"value": value})
 
 
 @irdl_op_definition
-class BinOp(IRDLOperation):
+class BinOp(LazyFormatOp):
     name = "triton.binop"
     op = prop_def(StringAttr)
     lhs = operand_def(ExprType)
     rhs = operand_def(ExprType)
     result = result_def(ExprType)
-    assembly_format = "$op $lhs `,` $rhs attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$op $lhs `,` $rhs attr-dict"
 
     def __init__(self, op: str, lhs: SSAValue, rhs: SSAValue) -> None:
         super().__init__(
@@ -158,12 +160,12 @@ class BinOp(IRDLOperation):
 
 
 @irdl_op_definition
-class UnaryOp(IRDLOperation):
+class UnaryOp(LazyFormatOp):
     name = "triton.unop"
     op = prop_def(StringAttr)
     operand = operand_def(ExprType)
     result = result_def(ExprType)
-    assembly_format = "$op $operand attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$op $operand attr-dict"
 
     def __init__(self, op: str, operand: SSAValue) -> None:
         super().__init__(
@@ -171,7 +173,7 @@ class UnaryOp(IRDLOperation):
         )
 
 
-class _ArgsBase(IRDLOperation):
+class _ArgsBase(LazyFormatOp):
     args = var_operand_def(ExprType)
     arg_names = prop_def(ArrayAttr[StringAttr])
 
@@ -191,7 +193,7 @@ class CallOp(_ArgsBase):
     callee = prop_def(StringAttr)
     result = result_def(ExprType)
     irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = "$callee `(` $args `)` attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$callee `(` $args `)` attr-dict"
 
     def __init__(self, callee: str, args: Sequence[SSAValue], names: Sequence[str]) -> None:
         super().__init__(
@@ -210,7 +212,7 @@ class MethodOp(_ArgsBase):
     receiver = operand_def(ExprType)
     result = result_def(ExprType)
     irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = "$method $receiver `(` $args `)` attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$method $receiver `(` $args `)` attr-dict"
 
     def __init__(
         self, receiver: SSAValue, method: str, args: Sequence[SSAValue], names: Sequence[str]
@@ -223,14 +225,14 @@ class MethodOp(_ArgsBase):
 
 
 @irdl_op_definition
-class GetAttrOp(IRDLOperation):
+class GetAttrOp(LazyFormatOp):
     """`value.attr`."""
 
     name = "triton.getattr"
     attr = prop_def(StringAttr)
     value = operand_def(ExprType)
     result = result_def(ExprType)
-    assembly_format = "$attr $value attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$attr $value attr-dict"
 
     def __init__(self, value: SSAValue, attr: str) -> None:
         super().__init__(
@@ -239,20 +241,20 @@ class GetAttrOp(IRDLOperation):
 
 
 @irdl_op_definition
-class TupleOp(IRDLOperation):
+class TupleOp(LazyFormatOp):
     """`(a, b)`."""
 
     name = "triton.tuple"
     elements = var_operand_def(ExprType)
     result = result_def(ExprType)
-    assembly_format = "`(` $elements `)` attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "`(` $elements `)` attr-dict"
 
     def __init__(self, elements: Sequence[SSAValue]) -> None:
         super().__init__(operands=[elements], result_types=[ExprType()])
 
 
 @irdl_op_definition
-class IndexOp(IRDLOperation):
+class IndexOp(LazyFormatOp):
     """`value[items]`, items `expr` (next operand), `:` or `None`."""
 
     name = "triton.index"
@@ -261,7 +263,7 @@ class IndexOp(IRDLOperation):
     items = prop_def(ArrayAttr[StringAttr])
     result = result_def(ExprType)
     irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = "$value `[` $indices `]` attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$value `[` $indices `]` attr-dict"
 
     def __init__(self, value: SSAValue, indices: Sequence[SSAValue], items: Sequence[str]) -> None:
         super().__init__(
@@ -272,7 +274,7 @@ class IndexOp(IRDLOperation):
 
 
 @irdl_op_definition
-class IfOp(IRDLOperation):
+class IfOp(LazyFormatOp):
     """`if cond:` with an optional `else:` (an empty `orelse` region prints none)."""
 
     name = "triton.if"
@@ -280,14 +282,14 @@ class IfOp(IRDLOperation):
     then = region_def("single_block")
     orelse = region_def()
     traits = traits_def(NoTerminator())
-    assembly_format = "$cond $then `else` $orelse attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$cond $then `else` $orelse attr-dict"
 
     def __init__(self, cond: SSAValue, then: Region, orelse: Region) -> None:
         super().__init__(operands=[cond], regions=[then, orelse])
 
 
 @irdl_op_definition
-class ForOp(IRDLOperation):
+class ForOp(LazyFormatOp):
     """`for var in iterator(args):`."""
 
     name = "triton.for"
@@ -296,7 +298,7 @@ class ForOp(IRDLOperation):
     args = var_operand_def(ExprType)
     body = region_def("single_block")
     traits = traits_def(NoTerminator())
-    assembly_format = "$var `in` $iterator `(` $args `)` $body attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$var `in` $iterator `(` $args `)` $body attr-dict"
 
     def __init__(self, var: str, iterator: str, args: Sequence[SSAValue], body: Region) -> None:
         super().__init__(
@@ -307,18 +309,18 @@ class ForOp(IRDLOperation):
 
 
 @irdl_op_definition
-class ReturnOp(IRDLOperation):
+class ReturnOp(LazyFormatOp):
     """A bare `return`."""
 
     name = "triton.return"
-    assembly_format = "attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "attr-dict"
 
     def __init__(self) -> None:
         super().__init__()
 
 
 @irdl_op_definition
-class LauncherOp(IRDLOperation):
+class LauncherOp(LazyFormatOp):
     """`def <kernel>_launcher(...)`: checks, allocations, grid and the launch.
 
     Properties as on `kernel.launcher`.
@@ -333,7 +335,7 @@ class LauncherOp(IRDLOperation):
     pow2 = prop_def(ArrayAttr[StringAttr])
     traits = traits_def(SymbolOpInterface())
     irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = "$sym_name `for` $kernel attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$sym_name `for` $kernel attr-dict"
 
     def binding_list(self) -> list[list[str]]:
         return [[s.data for s in b] for b in self.bindings]

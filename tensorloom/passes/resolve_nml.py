@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ArrayAttr, ModuleOp
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -35,7 +35,7 @@ from xdsl.pattern_rewriter import (
 
 from tensorloom.diagnostics.core import Diagnostic, Label, did_you_mean
 from tensorloom.diagnostics.ir import report, span_of
-from tensorloom.dialects import kernel, train
+from tensorloom.dialects import train
 from tensorloom.dialects.layers import ArgError, LayerSpec, Value, lookup, suggest
 from tensorloom.dialects.nml import (
     ApplyOp,
@@ -425,7 +425,13 @@ def _unknown_config(model: ModelOp, error: EvalError, span: Span, what: str) -> 
 
 
 def kernel_names(module: ModuleOp) -> frozenset[str]:
-    return frozenset(op.sym_name.data for op in module.walk() if isinstance(op, kernel.FuncOp))
+    """The names of the program's kernels (`kernel.func` ops).
+
+    Matched by op name rather than class, so that checking a program without
+    kernels does not import the kernel dialect.
+    """
+    names = (op.properties["sym_name"] for op in module.walk() if op.name == "kernel.func")
+    return frozenset(name.data for name in names if isinstance(name, StringAttr))
 
 
 @dataclass(frozen=True)

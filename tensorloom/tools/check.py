@@ -40,7 +40,7 @@ def check_file(path: Path) -> tuple[Compilation, list[ModelFlow]]:
     if module is None or result.sink.has_errors:
         return result, []
     with reporting(result.sink):
-        run_passes(make_context(), module, CHECK_PASSES, result.path)
+        run_passes(make_context(), module, CHECK_PASSES, result.path, verify_each=False)
     if result.sink.has_errors:
         return result, []
     return result, infer_shapes(module, write_back=False, quiet=True)

@@ -9,10 +9,8 @@
         return exit_status(sink)
 
 A command returns its exit status; `compiler_command` turns an unexpected
-exception into exit status 3 and a plain "this is a compiler bug" message.
-
-Exit statuses: 0 success (warnings allowed), 1 errors in the user's program,
-2 usage errors (click's own), 3 internal compiler error.
+exception into exit status 3 and a plain "this is a compiler bug" message
+(tools/guard.py, which also lists the exit statuses).
 """
 
 from __future__ import annotations
@@ -20,7 +18,6 @@ from __future__ import annotations
 import functools
 import os
 import sys
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Literal, ParamSpec, TextIO
@@ -31,12 +28,8 @@ from tensorloom.diagnostics import DiagnosticSink, render_json, render_text
 from tensorloom.frontend import ast
 from tensorloom.frontend.parser import parse_file
 from tensorloom.source import SourceMap
+from tensorloom.tools.guard import EXIT_OK, EXIT_USER_ERROR, run_guarded
 
-EXIT_OK = 0
-EXIT_USER_ERROR = 1
-EXIT_USAGE = 2
-EXIT_INTERNAL_ERROR = 3
-REPORT_URL = "https://github.com/tensorloom/tensorloom/issues"
 DEBUG_KEY = "tensorloom.debug"
 
 Format = Literal["text", "json"]
@@ -49,6 +42,8 @@ FORMAT_OPTION = click.option(
     help="how to print diagnostics",
 )
 P = ParamSpec("P")
+# click's own ways out of a command: usage errors, --help, Ctrl-C
+CLICK_EXITS = (click.exceptions.ClickException, click.exceptions.Exit, click.Abort)
 
 
 def load_and_parse(path: Path) -> tuple[ast.Module | None, SourceMap, DiagnosticSink]:
@@ -84,42 +79,12 @@ def compiler_command(command: Callable[P, int]) -> Callable[P, None]:
 
     @functools.wraps(command)
     def run(*args: P.args, **kwargs: P.kwargs) -> None:
-        try:
-            status = command(*args, **kwargs)
-        except (click.exceptions.ClickException, click.exceptions.Exit, click.Abort):
-            raise
-        except BrokenPipeError:  # `tlc info --json | head`: the reader left, not a bug
-            _silence_stdout()
-            status = EXIT_OK
-        except Exception as exc:  # everything else is a bug in TensorLoom
-            report_internal_error(exc, debug=debug_enabled())
-            status = EXIT_INTERNAL_ERROR
-        try:
-            sys.stdout.flush()
-        except BrokenPipeError:
-            _silence_stdout()
+        status = run_guarded(
+            lambda: command(*args, **kwargs), debug=debug_enabled(), passthrough=CLICK_EXITS
+        )
         click.get_current_context().exit(status)
 
     return run
-
-
-def _silence_stdout() -> None:
-    """Point stdout at /dev/null so the interpreter's final flush cannot fail again."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-
-
-def report_internal_error(exc: BaseException, *, debug: bool) -> None:
-    stream = sys.stderr
-    stream.write(f"error: internal compiler error: {type(exc).__name__}: {exc}\n")
-    stream.write(
-        "note: this is a bug in TensorLoom, not in your program; please report it "
-        f"at {REPORT_URL} with the input file\n"
-    )
-    if debug:
-        stream.write("".join(traceback.format_exception(exc)))
-    else:
-        stream.write("note: run `tlc --debug ...` to see the traceback\n")
 
 
 def debug_enabled() -> bool:

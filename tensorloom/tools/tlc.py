@@ -18,7 +18,6 @@ import click
 
 from tensorloom import __version__
 from tensorloom.diagnostics import DiagnosticSink
-from tensorloom.frontend import ast_dump
 from tensorloom.frontend.lexer import tokenize
 from tensorloom.frontend.parser import read_source
 from tensorloom.frontend.tokens import LAYOUT, Token
@@ -74,6 +73,8 @@ def format_token(token: Token) -> str:
 @compiler_command
 def ast_command(file: Path, as_json: bool) -> int:
     """Print the abstract syntax tree of FILE."""
+    from tensorloom.frontend import ast_dump
+
     module, sources, sink = load_and_parse(file)
     if module is not None and as_json:
         click.echo(json.dumps(ast_dump.to_json(module), indent=2))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
+from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     I64,
@@ -29,7 +30,6 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import (
-    IRDLOperation,
     irdl_op_definition,
     operand_def,
     opt_prop_def,
@@ -39,6 +39,7 @@ from xdsl.irdl import (
 )
 from xdsl.utils.exceptions import VerifyException
 
+from tensorloom.dialects.lazy_format import LazyFormatOp
 from tensorloom.dialects.nml.ops import Value
 from tensorloom.dialects.nml.types import (
     AnyType,
@@ -94,7 +95,7 @@ def _int_array(values: Sequence[int]) -> ArrayAttr[IntegerAttr]:
     return ArrayAttr([IntegerAttr(v, i64) for v in values])
 
 
-class FunctionalOp(IRDLOperation, ABC):
+class FunctionalOp(LazyFormatOp, ABC):
     """A builtin with a shape rule; the shape-inference pass calls `infer_shape`
     with its `Unifier` (without one, a fresh unifier binds the symbols)."""
 
@@ -110,7 +111,7 @@ class UnaryOp(FunctionalOp, ABC):
     input = operand_def()
     result = result_def()
 
-    assembly_format = "$input attr-dict `:` functional-type($input, $result)"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$input attr-dict `:` functional-type($input, $result)"
 
     def __init__(self, input: Value, result_type: Attribute | None = None):
         operand_type = SSAValue.get(input).type
@@ -157,7 +158,9 @@ class SoftmaxLikeOp(FunctionalOp, ABC):
     dim = prop_def(IntegerAttr[I64])
     result = result_def()
 
-    assembly_format = "$input `dim` $dim attr-dict `:` functional-type($input, $result)"
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$input `dim` $dim attr-dict `:` functional-type($input, $result)"
+    )
 
     def __init__(self, input: Value, dim: int, result_type: Attribute):
         super().__init__(
@@ -191,7 +194,7 @@ class DropoutOp(FunctionalOp):
     p = prop_def(FloatAttr[Float64Type])
     result = result_def()
 
-    assembly_format = "$input `p` $p attr-dict `:` functional-type($input, $result)"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$input `p` $p attr-dict `:` functional-type($input, $result)"
 
     def __init__(self, input: Value, p: float, result_type: Attribute):
         super().__init__(
@@ -220,7 +223,7 @@ class FlattenOp(FunctionalOp):
     end_dim = prop_def(IntegerAttr[I64])
     result = result_def()
 
-    assembly_format = (
+    ASSEMBLY_FORMAT: ClassVar[str] = (
         "$input `from` $start_dim `to` $end_dim attr-dict `:` functional-type($input, $result)"
     )
 
@@ -261,7 +264,7 @@ class ReshapeLikeOp(FunctionalOp, ABC):
     dynamic_sizes = var_operand_def()
     result = result_def()
 
-    assembly_format = (
+    ASSEMBLY_FORMAT: ClassVar[str] = (
         "$input `to` $shape (`(` $dynamic_sizes^ `)`)? attr-dict `:` "
         "functional-type(operands, results)"
     )
@@ -321,7 +324,7 @@ class PermuteOp(FunctionalOp):
     dims = prop_def(ArrayAttr[IntegerAttr[I64]])
     result = result_def()
 
-    assembly_format = "$input $dims attr-dict `:` functional-type($input, $result)"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$input $dims attr-dict `:` functional-type($input, $result)"
 
     def __init__(self, input: Value, dims: Sequence[int], result_type: Attribute):
         super().__init__(
@@ -350,7 +353,9 @@ class TransposeOp(FunctionalOp):
     dim1 = prop_def(IntegerAttr[I64])
     result = result_def()
 
-    assembly_format = "$input $dim0 `,` $dim1 attr-dict `:` functional-type($input, $result)"
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$input $dim0 `,` $dim1 attr-dict `:` functional-type($input, $result)"
+    )
 
     def __init__(self, input: Value, dim0: int, dim1: int, result_type: Attribute):
         super().__init__(
@@ -374,7 +379,7 @@ class ReductionOp(FunctionalOp, ABC):
     keepdim = opt_prop_def(UnitAttr)
     result = result_def()
 
-    assembly_format = (
+    ASSEMBLY_FORMAT: ClassVar[str] = (
         "$input (`dims` $dims^)? (`keepdim` $keepdim^)? attr-dict `:` "
         "functional-type($input, $result)"
     )
@@ -416,7 +421,9 @@ class CatOp(FunctionalOp):
     dim = prop_def(IntegerAttr[I64])
     result = result_def()
 
-    assembly_format = "$inputs `dim` $dim attr-dict `:` functional-type($inputs, $result)"
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$inputs `dim` $dim attr-dict `:` functional-type($inputs, $result)"
+    )
 
     def __init__(self, inputs: Sequence[Value], dim: int, result_type: Attribute):
         super().__init__(
@@ -447,7 +454,9 @@ class BinaryOp(FunctionalOp, ABC):
     rhs = operand_def()
     result = result_def()
 
-    assembly_format = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
+    )
 
     def __init__(self, lhs: Value, rhs: Value, result_type: Attribute):
         super().__init__(operands=[lhs, rhs], result_types=[result_type])
@@ -551,7 +560,7 @@ class IndexOp(FunctionalOp):
     dynamic_indices = var_operand_def()
     result = result_def()
 
-    assembly_format = (
+    ASSEMBLY_FORMAT: ClassVar[str] = (
         "$input $indices (`(` $dynamic_indices^ `)`)? attr-dict `:` "
         "functional-type(operands, results)"
     )
@@ -599,7 +608,7 @@ class DimOp(FunctionalOp):
     index = prop_def(IntegerAttr[I64])
     result = result_def()
 
-    assembly_format = "$input $index attr-dict `:` functional-type($input, $result)"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$input $index attr-dict `:` functional-type($input, $result)"
 
     def __init__(self, input: Value, index: int):
         super().__init__(
@@ -629,7 +638,9 @@ class ListOp(FunctionalOp):
     elements = var_operand_def()
     result = result_def(ListType)
 
-    assembly_format = "($elements^)? attr-dict `:` functional-type($elements, $result)"
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "($elements^)? attr-dict `:` functional-type($elements, $result)"
+    )
 
     def __init__(self, elements: Sequence[Value]):
         super().__init__(operands=[elements], result_types=[ListType()])

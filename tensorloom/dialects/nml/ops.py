@@ -18,6 +18,7 @@ The functional builtins (`nml.relu`, `nml.softmax`, ...) live in `builtins.py`.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, ClassVar
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -44,8 +45,6 @@ from xdsl.irdl import (
     var_operand_def,
     var_result_def,
 )
-from xdsl.parser import Parser
-from xdsl.printer import Printer
 from xdsl.traits import (
     HasParent,
     IsolatedFromAbove,
@@ -57,7 +56,13 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 
 from tensorloom.dialects.builders import string_array
+from tensorloom.dialects.lazy_format import LazyFormatOp
 from tensorloom.dialects.nml.types import AnyType, NoneType, NoneValueAttr, StrType
+
+# Only printed or parsed IR needs xDSL's printer and parser.
+if TYPE_CHECKING:
+    from xdsl.parser import Parser
+    from xdsl.printer import Printer
 
 Value = SSAValue | IRDLOperation
 
@@ -80,7 +85,7 @@ def _check_locs(locs: ArrayAttr | None, count: int, what: str) -> None:
 
 
 @irdl_op_definition
-class ModelOp(IRDLOperation):
+class ModelOp(LazyFormatOp):
     """A model: a symbol table of configs, layers and methods."""
 
     name = "nml.model"
@@ -90,7 +95,7 @@ class ModelOp(IRDLOperation):
     body = region_def("single_block")
 
     traits = traits_def(SymbolOpInterface(), SymbolTable(), NoTerminator())
-    assembly_format = "$sym_name (`from` $origin^)? attr-dict-with-keyword $body"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$sym_name (`from` $origin^)? attr-dict-with-keyword $body"
 
     def __init__(self, sym_name: str, origin: str | None = None, body: Region | None = None):
         super().__init__(
@@ -106,7 +111,7 @@ class ModelOp(IRDLOperation):
 
 
 @irdl_op_definition
-class ConfigOp(IRDLOperation):
+class ConfigOp(LazyFormatOp):
     """`nml.config @d_model = 512 : i64`: a config parameter and its default."""
 
     name = "nml.config"
@@ -115,14 +120,14 @@ class ConfigOp(IRDLOperation):
     value = prop_def()
 
     traits = traits_def(SymbolOpInterface(), HasParent(ModelOp))
-    assembly_format = "$sym_name `=` $value attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$sym_name `=` $value attr-dict"
 
     def __init__(self, sym_name: str, value: Attribute):
         super().__init__(properties={"sym_name": StringAttr(sym_name), "value": value})
 
 
 @irdl_op_definition
-class LayerOp(IRDLOperation):
+class LayerOp(LazyFormatOp):
     """`nml.layer @fc1 = "Linear" [784 : i64, 256 : i64] {bias = true}`.
 
     `arg_locs` and `kwarg_locs` hold one location per argument, so that a
@@ -140,7 +145,7 @@ class LayerOp(IRDLOperation):
 
     traits = traits_def(SymbolOpInterface(), HasParent(ModelOp))
     irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = "$sym_name `=` $kind $args $kwargs attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$sym_name `=` $kind $args $kwargs attr-dict"
 
     def __init__(
         self,
@@ -243,7 +248,7 @@ class FuncOp(IRDLOperation):
 
 
 @irdl_op_definition
-class ReturnOp(IRDLOperation):
+class ReturnOp(LazyFormatOp):
     """`nml.return %x : !nml.tensor<...>` ends a method body."""
 
     name = "nml.return"
@@ -251,7 +256,7 @@ class ReturnOp(IRDLOperation):
     values = var_operand_def()
 
     traits = traits_def(IsTerminator(), HasParent(FuncOp))
-    assembly_format = "attr-dict ($values^ `:` type($values))?"
+    ASSEMBLY_FORMAT: ClassVar[str] = "attr-dict ($values^ `:` type($values))?"
 
     def __init__(self, values: Sequence[Value] = ()):
         super().__init__(operands=[values])
@@ -301,7 +306,7 @@ class ConstantOp(IRDLOperation):
 
 
 @irdl_op_definition
-class CallOp(IRDLOperation):
+class CallOp(LazyFormatOp):
     """An unresolved call, before `resolve-nml`.
 
         %y = nml.call "softmax"(%x, %d) {arg_names = ["", "dim"]} : (...) -> !nml.any
@@ -321,7 +326,9 @@ class CallOp(IRDLOperation):
     result = result_def()
 
     irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = "$callee `(` $args `)` attr-dict `:` functional-type($args, $result)"
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$callee `(` $args `)` attr-dict `:` functional-type($args, $result)"
+    )
 
     def __init__(
         self,
@@ -352,7 +359,7 @@ class CallOp(IRDLOperation):
 
 
 @irdl_op_definition
-class PipeOp(IRDLOperation):
+class PipeOp(LazyFormatOp):
     """One pipe stage, `x |> callee(extra...)`, kept until `desugar-pipes`.
 
     %0 = nml.pipe %x into "dropout"(%p) {arg_names = [""]} : (...) -> ...
@@ -367,7 +374,7 @@ class PipeOp(IRDLOperation):
     result = result_def()
 
     irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = (
+    ASSEMBLY_FORMAT: ClassVar[str] = (
         "$input `into` $callee `(` $args `)` attr-dict `:` functional-type(operands, results)"
     )
 
@@ -395,7 +402,7 @@ class PipeOp(IRDLOperation):
 
 
 @irdl_op_definition
-class ApplyOp(IRDLOperation):
+class ApplyOp(LazyFormatOp):
     """`%y = nml.apply @fc1(%x) : (...) -> ...`: apply a layer of the enclosing model."""
 
     name = "nml.apply"
@@ -406,7 +413,9 @@ class ApplyOp(IRDLOperation):
     result = result_def()
 
     irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = "$layer `(` $args `)` attr-dict `:` functional-type($args, $result)"
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$layer `(` $args `)` attr-dict `:` functional-type($args, $result)"
+    )
 
     def __init__(
         self,
@@ -430,7 +439,7 @@ class ApplyOp(IRDLOperation):
 
 
 @irdl_op_definition
-class KernelCallOp(IRDLOperation):
+class KernelCallOp(LazyFormatOp):
     """`nml.kernel_call @vector_add(%x, %y) : (...) -> ...`: call a kernel's launcher."""
 
     name = "nml.kernel_call"
@@ -441,7 +450,9 @@ class KernelCallOp(IRDLOperation):
     res = var_result_def()
 
     irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = "$kernel `(` $args `)` attr-dict `:` functional-type($args, $res)"
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$kernel `(` $args `)` attr-dict `:` functional-type($args, $res)"
+    )
 
     def __init__(
         self,
@@ -461,7 +472,7 @@ class KernelCallOp(IRDLOperation):
 
 
 @irdl_op_definition
-class InstanceOp(IRDLOperation):
+class InstanceOp(LazyFormatOp):
     """`nml.instance @net = @Classifier {hidden = 128 : i64}`: a model with overrides."""
 
     name = "nml.instance"
@@ -473,7 +484,7 @@ class InstanceOp(IRDLOperation):
 
     traits = traits_def(SymbolOpInterface())
     irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = "$sym_name `=` $model $overrides attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$sym_name `=` $model $overrides attr-dict"
 
     def __init__(
         self,
@@ -496,7 +507,7 @@ class InstanceOp(IRDLOperation):
 
 
 @irdl_op_definition
-class RefOp(IRDLOperation):
+class RefOp(LazyFormatOp):
     """`%v = nml.ref @d_model : !nml.any`: a name that is not a local value.
 
     A config, layer or top-level symbol (`net`, `data`) used as a value; `resolve-nml`
@@ -508,7 +519,7 @@ class RefOp(IRDLOperation):
     symbol = prop_def(SymbolRefAttr)
     result = result_def()
 
-    assembly_format = "$symbol attr-dict `:` type($result)"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$symbol attr-dict `:` type($result)"
 
     def __init__(self, symbol: str, result_type: Attribute | None = None):
         super().__init__(
@@ -517,7 +528,7 @@ class RefOp(IRDLOperation):
 
 
 @irdl_op_definition
-class GetAttrOp(IRDLOperation):
+class GetAttrOp(LazyFormatOp):
     """`%s = nml.getattr %x "shape" : (...) -> !nml.any`: attribute access on a value."""
 
     name = "nml.getattr"
@@ -526,7 +537,9 @@ class GetAttrOp(IRDLOperation):
     attr_name = prop_def(StringAttr)
     result = result_def()
 
-    assembly_format = "$input $attr_name attr-dict `:` functional-type($input, $result)"
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$input $attr_name attr-dict `:` functional-type($input, $result)"
+    )
 
     def __init__(self, input: Value, attr_name: str, result_type: Attribute | None = None):
         super().__init__(

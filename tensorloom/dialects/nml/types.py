@@ -16,6 +16,7 @@ In Python a dim is an `int`, a `str` (symbolic) or `None` (unknown);
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -28,9 +29,12 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, ParametrizedAttribute, TypeAttribute
 from xdsl.irdl import irdl_attr_definition
-from xdsl.parser import AttrParser
-from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
+
+# Only a printed or parsed type needs xDSL's printer and parser.
+if TYPE_CHECKING:
+    from xdsl.parser import AttrParser
+    from xdsl.printer import Printer
 
 Dim = int | str | None
 """One tensor dimension: a size, a symbolic name (`B`) or unknown (`None`)."""

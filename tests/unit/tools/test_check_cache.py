@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import subprocess
@@ -233,7 +234,7 @@ def test_whole_process_hit_loads_neither_click_nor_xdsl(cache: Path, program: Pa
              "sys.argv = ['tlc', *sys.argv[1:]]\n"
              "try:\n    launcher.main()\nexcept SystemExit:\n"
              "    sys.stderr.write(repr(sorted(m for m in sys.modules if m.split('.')[0] in "
-             "('click', 'xdsl', 'networkx', 'tensorloom'))))\n    raise\n")  # fmt: skip
+             "('click', 'xdsl', 'tensorloom'))))\n    raise\n")  # fmt: skip
     second = subprocess.run([sys.executable, "-c", probe, "check", program.name],
                             cwd=program.parent, capture_output=True, text=True)  # fmt: skip
     assert (second.returncode, second.stdout) == (first.returncode, first.stdout)
@@ -241,3 +242,52 @@ def test_whole_process_hit_loads_neither_click_nor_xdsl(cache: Path, program: Pa
     assert replayed + "\n" == first.stderr
     assert modules == repr(["tensorloom", "tensorloom.tools", "tensorloom.tools.check_cache",
                             "tensorloom.tools.launcher"])  # fmt: skip
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["check", "a.tl"], ("a.tl", "text", True)),
+    (["check", "--no-cache", "a.tl"], ("a.tl", "text", False)),
+    (["check", "a.tl", "--format=json", "--no-cache"], ("a.tl", "json", False)),
+    (["check", "a.tl", "--format", "yaml"], None),  # click's usage error
+    (["check", "folder"], None),  # likewise
+    (["check", "missing.tl"], None),  # click runs it: the check reports TL0601
+    (["check", "a.tl", "--debug"], None),
+    (["compile", "--no-cache", "a.tl"], None),
+])  # fmt: skip
+def test_launcher_runs_only_plain_checks_itself(
+    argv: list[str], expected: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a.tl").write_text("")
+    (tmp_path / "folder").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert launcher._plain_check(argv) == expected  # pyright: ignore[reportPrivateUsage]
+
+
+@pytest.mark.parametrize("argv", [["--no-cache"], ["--no-cache", "--format", "json"], []])
+def test_whole_process_check_without_click_prints_what_click_does(
+    cache: Path, program: Path, argv: list[str]
+) -> None:
+    probe = ("import sys; from tensorloom.tools import launcher\n"
+             "sys.argv = ['tlc', *sys.argv[1:]]\n"
+             "try:\n    launcher.main()\nexcept SystemExit:\n"
+             "    sys.stderr.write('\\n' + str('click' in sys.modules))\n    raise\n")  # fmt: skip
+    fresh = subprocess.run([sys.executable, "-c", probe, "check", *argv, str(program)],
+                           capture_output=True, text=True)  # fmt: skip
+    output, loaded_click = fresh.stderr.rsplit("\n", 1)
+    assert loaded_click == "False"
+    assert (fresh.returncode, fresh.stdout, output) == check(*argv, str(program))
+
+
+def test_a_crash_in_a_check_without_click_is_an_internal_error(
+    program: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def crash(path: Path) -> object:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr("tensorloom.tools.check.check_file", crash)
+    monkeypatch.setattr(gc, "set_threshold", lambda *_: None)  # leave pytest's collector be
+    monkeypatch.setattr(sys, "argv", ["tlc", "check", "--no-cache", str(program)])
+    with pytest.raises(SystemExit) as exit_:
+        launcher.main()
+    assert exit_.value.code == 3
+    assert "internal compiler error: RuntimeError: boom" in capsys.readouterr().err

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from tensorloom.tools import tlc
-from tensorloom.tools.common import REPORT_URL
+from tensorloom.tools.guard import REPORT_URL
 
 NET = (
     "model Net:\n    layer fc = Linear(4, 2)\n"
