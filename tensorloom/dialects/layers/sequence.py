@@ -142,7 +142,6 @@ class _Recurrent(LayerSpec):
             extra_bytes=elements * dtype_bytes + _CUDNN_RESERVE_PAD,
         )
 
-
     def scratch_bytes(
         self,
         bound: BoundLayer,
