@@ -68,7 +68,7 @@ def _program_entries(path: Path) -> tuple[str | None, list[dict[str, Any]]]:
         runs = [(base, None), (4 * base, None)]  # as the program trains, at two batch sizes
         if model["settings"]["loss"]:  # and at the other precision, when it is trained
             other = "fp32" if model["settings"]["precision"] != "fp32" else "bf16"
-            runs.append((base, other))
+            runs += [(base, other), (4 * base, other)]
         for batch, precision in runs:
             info = info_json(path, InfoRequest(batch_size=batch, precision=precision))
             entry = next(m for m in info["models"] if m["name"] == model["name"])

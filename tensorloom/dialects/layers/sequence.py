@@ -51,7 +51,7 @@ class _Recurrent(LayerSpec):
     gate pointwise math is ignored).
 
     Scratch (cuDNN's backward workspace, freed when the backward returns): an
-    empirical rule fitted on `bench/rnn_workspace.py` (288 LSTM/GRU configurations
+    empirical rule fitted on `bench/cudnn_workspace.py` (288 LSTM/GRU configurations
     on an H200, cuDNN 9.19, fp32 and bf16): 8 MiB per layer and direction, plus
     the fp32 weights, plus `scratch_per_element` elements per batch row, time step
     and hidden unit (x1.3 bidirectional). Over that grid it is off by 9% on

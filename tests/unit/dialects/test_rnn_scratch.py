@@ -1,6 +1,6 @@
 """The LSTM/GRU scratch rule against cuDNN's workspace as measured on an H200.
 
-bench/rnn_workspace_h200.jsonl is the output of `python bench/rnn_workspace.py`
+bench/cudnn_workspace_rnn_h200.jsonl is the output of `python bench/cudnn_workspace.py rnn`
 on the GPU machine (288 configurations); the rule in layers/sequence.py claims
 a mean error under 10% and a worst case under 55% over that grid.
 """
@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tests.unit.dialects.layer_helpers import bind
 
-MEASURED = Path(__file__).resolve().parents[3] / "bench" / "rnn_workspace_h200.jsonl"
+MEASURED = Path(__file__).resolve().parents[3] / "bench" / "cudnn_workspace_rnn_h200.jsonl"
 
 
 def predicted(row: dict[str, object]) -> int:

@@ -1,28 +1,33 @@
-"""How much scratch memory cuDNN's LSTM/GRU takes beyond what it saves for backward.
+"""How much scratch memory cuDNN's LSTM/GRU and convolutions take beyond what they save.
 
-`tlc info` predicts training memory from what each layer saves; cuDNN's RNN
-also allocates a workspace in forward and backward that PyTorch frees right
-after. This measures it for a grid of configurations, on the GPU:
+`tlc info` predicts training memory from what each layer saves; cuDNN also
+allocates a workspace in forward and backward that PyTorch frees right after.
+This measures it for a grid of configurations, on the GPU:
 
-    python bench/rnn_workspace.py > rnn_workspace.jsonl
+    python bench/cudnn_workspace.py rnn > bench/cudnn_workspace_rnn_h200.jsonl
+    python bench/cudnn_workspace.py conv > bench/cudnn_workspace_conv_h200.jsonl
 
 Each line: the configuration, and per pass (`forward`, `backward`) its scratch:
 the most bytes alive at once in blocks the pass allocates and frees before it
 returns (PyTorch's memory history), so neither what it saves nor the gradients
 it leaves count.
-tensorloom/dialects/layers/sequence.py's workspace rule is fitted on these.
+The LSTM/GRU scratch rule of tensorloom/dialects/layers/sequence.py is fitted
+on the `rnn` grid. The `conv` grid shows why convolutions have no such rule:
+cuDNN's choice of algorithm makes their scratch anything from 0 to 22 times the
+input (docs/info.md).
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import sys
 from collections.abc import Callable
 from functools import partial
 
 import torch
 
-GRID = {
+RNN_GRID = {
     "mode": ["LSTM", "GRU"],
     "hidden": [64, 128, 512],
     "layers": [1, 2],
@@ -80,11 +85,41 @@ def measure(mode: str, hidden: int, layers: int, bidirectional: bool, batch: int
             "forward": forward, "backward": backward}  # fmt: skip
 
 
+CONV_GRID = {
+    "channels": [16, 64, 256],
+    "kernel": [1, 3],
+    "stride": [1, 2],
+    "size": [8, 32, 64],
+    "batch": [8, 64, 256],
+    "precision": ["fp32", "bf16"],
+}
+
+
+def measure_conv(channels: int, kernel: int, stride: int, size: int, batch: int,
+                 precision: str) -> dict[str, object]:  # fmt: skip
+    """A `channels` -> `channels` Conv2d, padding `kernel // 2`, on a square batch."""
+    conv = torch.nn.Conv2d(channels, channels, kernel, stride, padding=kernel // 2).cuda()
+    x = torch.randn(batch, channels, size, size, device="cuda", requires_grad=True)
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+    forward = backward = 0
+    for _ in range(3):  # the first calls may pick algorithms; keep the last
+        with torch.autocast("cuda", dtype=dtype, enabled=precision != "fp32"):
+            forward, out = scratch(lambda: conv(x))
+        grad = torch.ones_like(out)  # type: ignore[arg-type]
+        backward, _ = scratch(partial(out.backward, grad))  # type: ignore[union-attr]
+        conv.zero_grad(set_to_none=True)
+        x.grad = None
+    return {"channels": channels, "kernel": kernel, "stride": stride, "size": size, "batch": batch,
+            "precision": precision, "forward": forward, "backward": backward}  # fmt: skip
+
+
 def main() -> None:
+    kind = sys.argv[1] if len(sys.argv) > 1 else "rnn"
+    grid, measure_one = (RNN_GRID, measure) if kind == "rnn" else (CONV_GRID, measure_conv)
     print(json.dumps({"torch": torch.__version__, "cudnn": torch.backends.cudnn.version(),
-                      "device": torch.cuda.get_device_name()}))  # fmt: skip
-    for values in itertools.product(*GRID.values()):
-        print(json.dumps(measure(*values)), flush=True)  # type: ignore[arg-type]
+                      "device": torch.cuda.get_device_name(), "layers": kind}))  # fmt: skip
+    for values in itertools.product(*grid.values()):
+        print(json.dumps(measure_one(*values)), flush=True)  # type: ignore[arg-type]
 
 
 if __name__ == "__main__":
