@@ -20,10 +20,14 @@ Assumptions (docs/info.md says more):
   optimizer step (gradients, state and temporaries, activations freed).
 - cuBLAS keeps a 32 MiB workspace per thread on Hopper (the forward's and
   autograd's), and cuBLASLt a 1 MiB one for nn.Linear's fused bias matmul:
-  65 MiB, as `bench/memory_check.py explain` lists them on an H200. A layer whose backward runs a cuDNN kernel with its own
-  workspace (LSTM, GRU) adds the largest such scratch to the backward peak
-  (`LayerSpec.scratch_bytes`). The CUDA context (about 512 MiB) is outside
-  PyTorch's allocator; it is in `total`, not in `peak`.
+  65 MiB, as `bench/memory_check.py explain` lists them on an H200.
+- A layer whose backward runs a cuDNN kernel with its own workspace (LSTM,
+  GRU) adds the largest such scratch to the backward peak
+  (`LayerSpec.scratch_bytes`). cuDNN's convolution workspace is not modelled
+  (no rule fits it; docs/info.md), and `tlc info` says so for models with
+  convolutions.
+- The CUDA context (about 512 MiB) is outside PyTorch's allocator; it is in
+  `total`, not in `peak`.
 """
 
 from __future__ import annotations

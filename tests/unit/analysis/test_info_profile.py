@@ -57,3 +57,17 @@ def test_parse_size() -> None:
     assert parse_size("80GB") == parse_size("80GiB") == 80 << 30
     assert parse_size("512M") == 512 << 20
     assert parse_size("lots") is None
+
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+
+
+def test_a_model_with_convolutions_says_their_workspace_is_not_counted() -> None:
+    from tensorloom.analysis.report import InfoRequest, info_json
+
+    models = {
+        m["name"]: m for m in info_json(EXAMPLES / "train_resnet.tl", InfoRequest())["models"]
+    }
+    assert "convolution workspace is not in the budget" in models["net"]["notes"][0]
+    lstm = info_json(EXAMPLES / "train_lstm.tl", InfoRequest())["models"]
+    assert [m["notes"] for m in lstm] == [[]]
