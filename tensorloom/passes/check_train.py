@@ -20,13 +20,22 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from tensorloom.diagnostics.core import Diagnostic, Label, did_you_mean
 from tensorloom.diagnostics.ir import report, span_of
 from tensorloom.dialects import train
 from tensorloom.dialects.datasets import DatasetError, DatasetInfo, lookup_dataset
-from tensorloom.dialects.nml import InstanceOp, LogSoftmaxOp, ReturnOp, SoftmaxOp, TensorType
+from tensorloom.dialects.nml import (
+    ApplyOp,
+    InstanceOp,
+    KernelCallOp,
+    LogSoftmaxOp,
+    ReturnOp,
+    SoftmaxOp,
+    TensorType,
+)
 from tensorloom.dialects.shapes import Dim, format_shape
 from tensorloom.passes.model_env import (
     CallValue,
@@ -320,6 +329,9 @@ class LoopChecker:
         info = self._dataset()
         self._loss(info)
         self._precision()
+        instance = self._instance()
+        if instance is not None and self._value("loss") is not None:
+            self._kernel_gradients(instance)
 
     def _setting(self, op: train.SetOp, seen: dict[str, Span]) -> None:
         key = op.key.data
@@ -487,6 +499,35 @@ class LoopChecker:
             help_text = "return the logits, or use `loss = NLL`"
             report(Diagnostic.warning("TL0410", message, Label(span), help=help_text))
 
+    # --- kernels in a trained forward ---------------------------------------------------
+
+    def _kernel_gradients(self, instance: InstanceOp) -> None:
+        """A Triton kernel has no backward: the layers that feed it would not train."""
+        model = models_of(self.module).get(instance.model.root_reference.data)
+        forward = forward_of(model) if model is not None else None
+        if forward is None:
+            return
+        for call in (op for op in forward.walk() if isinstance(op, KernelCallOp)):
+            layers = _layers_feeding(call, forward)
+            span = span_of(call)
+            if not layers or span is None:
+                continue
+            kernel = call.kernel.root_reference.data
+            named = ", ".join(f"`{name}`" for name in layers)
+            message = (
+                f"`{kernel}` is a Triton kernel and has no backward: "
+                f"{named} before it will not train"
+            )
+            help_text = (
+                "in a model you train, use a built-in op here (`gelu`, `relu`, ...); "
+                "a kernel fits after the last layer with weights, or at inference"
+            )
+            report(
+                Diagnostic.warning(
+                    "TL0412", message, Label(span, "gradients stop here"), help=help_text
+                )
+            )
+
     # --- precision --------------------------------------------------------------------
 
     def _precision(self) -> None:
@@ -523,6 +564,19 @@ def _dataset_error(op: train.DatasetOp, error: DatasetError) -> None:
     if span is None:
         return
     report(Diagnostic.error(error.code, error.message, Label(span), help=error.help))
+
+
+def _layers_feeding(op: KernelCallOp, forward: Operation) -> list[str]:
+    """The layers whose outputs reach `op`'s arguments, in the order the forward applies them."""
+    upstream: set[Operation] = set()
+    pending = [arg.owner for arg in op.args]
+    while pending:
+        owner = pending.pop()
+        if isinstance(owner, Operation) and owner not in upstream:  # else a block argument
+            upstream.add(owner)
+            pending += [operand.owner for operand in owner.operands]
+    applied = [o for o in forward.walk() if isinstance(o, ApplyOp) and o in upstream]
+    return list(dict.fromkeys(a.layer.root_reference.data for a in applied))
 
 
 @dataclass(frozen=True)

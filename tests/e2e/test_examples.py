@@ -365,3 +365,15 @@ def test_custom_kernel_example_is_a_gelu_mlp(tmp_path: Path) -> None:
     with torch.no_grad():
         expected = net.fc2(torch.nn.functional.gelu(net.fc1(x)))
         torch.testing.assert_close(net(x), expected)
+
+
+@pytest.mark.usefixtures("interpreted")
+def test_a_kernel_in_a_trained_forward_stops_the_gradient_as_tl0412_says(tmp_path: Path) -> None:
+    """The warning's claim, checked on the emitted model: fc1 gets no gradient, fc2 does."""
+    source = EXAMPLES.parent / "tests" / "lit" / "check" / "kernel_in_trained_forward.tl"
+    script = import_script(compile_example(str(source), tmp_path / "kernel_in_forward.py"))
+    net = script.KernelMLP()
+    loss = net(torch.randn(4, 64)).sum()
+    loss.backward()
+    assert net.fc1.weight.grad is None
+    assert net.fc2.weight.grad is not None
