@@ -84,6 +84,7 @@ class ModelProfile:
     input_integer: bool = False
     errors: list[str] = field(default_factory=list[str])
     scratch_bytes: int = 0  # the largest scratch one layer's backward allocates and frees
+    unmodelled: list[str] = field(default_factory=list[str])  # scratch left out, in words
 
 
 @dataclass
@@ -100,6 +101,7 @@ class Costing:
     low_params: int = 0
     largest: int = 0
     scratch: int = 0
+    unmodelled: dict[str, None] = field(default_factory=dict[str, None])  # ordered, once each
 
     @property
     def amp(self) -> bool:
@@ -146,6 +148,8 @@ class Costing:
         return LayerProfile(step.name, step.kind, shape, params, flops, act, children)
 
     def layer(self, step: Step, bound: BoundLayer, params: int) -> LayerProfile:
+        if bound.spec.unmodelled_scratch is not None:
+            self.unmodelled[bound.spec.unmodelled_scratch] = None
         shape = self.trace.shape(step.output)
         ins, out = self.concrete(step.inputs[0] if step.inputs else None), self.concrete(shape)
         if ins is None or out is None:
@@ -281,7 +285,7 @@ def _summarize(trace: Trace, costing: Costing, inst: Instantiation, params: int)
         costing.largest if act is not None else None,
         _checkpointed(costing, trace, layers, act) if act is not None else None,
         costing.low_params, sorted(costing.unknown), trace.input_integer,
-        scratch_bytes=costing.scratch,
+        scratch_bytes=costing.scratch, unmodelled=list(costing.unmodelled),
     )  # fmt: skip
 
 

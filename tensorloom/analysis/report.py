@@ -190,7 +190,7 @@ def model_json(info: ModelInfo, request: InfoRequest) -> dict[str, Any]:
             "bindings": dict(request.bindings),
         },
         "memory": budget_json(info.budget, request),
-        "notes": budget_notes(p) if info.budget is not None else [],
+        "notes": p.unmodelled if info.budget is not None else [],
         "layers": [layer_json(layer) for layer in p.layers],
     }
 
@@ -294,25 +294,8 @@ def summary_lines(info: ModelInfo, request: InfoRequest) -> list[str]:
             lines.append("`?`: a size nothing fixes; annotate the input (`x: Tensor[B, 784]`)")
     if info.budget is not None:
         lines += budget_lines(info.budget, request)
-        lines += [f"note: {n}" for n in budget_notes(p)]
+        lines += [f"note: {n}" for n in p.unmodelled]
     return lines
-
-
-CONVOLUTIONS = ("Conv1d", "Conv2d", "ConvTranspose2d")
-
-
-def budget_notes(profile: ModelProfile) -> list[str]:
-    """What the memory budget leaves out for this model."""
-    if not _has_kind(profile.layers, CONVOLUTIONS):
-        return []
-    return [
-        "cuDNN's convolution workspace is not in the budget: measured on an H200 it is "
-        "0 to 22x a convolution's input, depending on the algorithm cuDNN picks (docs/info.md)"
-    ]
-
-
-def _has_kind(layers: list[LayerProfile], kinds: tuple[str, ...]) -> bool:
-    return any(layer.kind in kinds or _has_kind(layer.layers, kinds) for layer in layers)
 
 
 def budget_lines(budget: MemoryBudget, request: InfoRequest) -> list[str]:

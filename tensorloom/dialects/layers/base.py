@@ -218,6 +218,9 @@ class LayerSpec:
     # The dtype the layer computes in under CUDA autocast: "low" (fp16/bf16: matmuls,
     # convolutions, recurrent layers), "fp32" (norms, softmax), or "input" (unchanged).
     autocast: ClassVar[Literal["low", "fp32", "input"]] = "input"
+    # Scratch memory the layer's kernels take that `scratch_bytes` cannot predict, said
+    # as a note under `tlc info`'s memory budget (convolutions: cuDNN's workspace).
+    unmodelled_scratch: ClassVar[str | None] = None
 
     # --- binding -------------------------------------------------------------------------
 

@@ -84,6 +84,10 @@ class _ConvNd(LayerSpec):
 
     spatial: ClassVar[int] = 2
     autocast = "low"
+    unmodelled_scratch = (
+        "cuDNN's convolution workspace is not in the budget: measured on an H200 it is "
+        "0 to 22x a convolution's input, depending on the algorithm cuDNN picks (docs/info.md)"
+    )
 
     def validate(self, bound: BoundLayer) -> list[ArgError]:
         n = self.spatial
