@@ -327,9 +327,9 @@ class LoopChecker:
             if isinstance(op, train.SetOp):
                 self._setting(op, seen)
         info = self._dataset()
-        self._loss(info)
-        self._precision()
         instance = self._instance()
+        self._loss(info, instance)
+        self._precision()
         if instance is not None and self._value("loss") is not None:
             self._kernel_gradients(instance)
 
@@ -403,12 +403,9 @@ class LoopChecker:
 
     # --- loss -------------------------------------------------------------------------
 
-    def _loss(self, info: DatasetInfo | None) -> None:
+    def _loss(self, info: DatasetInfo | None, instance: InstanceOp | None) -> None:
         call = as_call(self._value("loss")) if self._value("loss") is not None else None
-        if call is None or call.name not in ("CrossEntropy", "NLL"):
-            return
-        instance = self._instance()
-        if instance is None:
+        if call is None or call.name not in ("CrossEntropy", "NLL") or instance is None:
             return
         self._softmax_before(instance, call.name)
         if info is None or info.num_classes is None:
