@@ -47,14 +47,15 @@ def check_file(path: Path) -> tuple[Compilation, list[ModelFlow]]:
 
 
 def run_check(path: Path, fmt: str = "text", out: TextIO | None = None, *,
-              use_cache: bool = False) -> int:  # fmt: skip
+              use_cache: bool = False, looked_up: bool = False) -> int:  # fmt: skip
     """The `tlc check` command: print diagnostics and flows; the exit status.
 
     With `use_cache`, an unchanged program's output is replayed from
-    tools/check_cache.py, and a fresh result is stored there.
+    tools/check_cache.py, and a fresh result is stored there. `looked_up`: the
+    caller (tools/launcher.py) has already asked the cache and missed.
     """
     name, command = str(path), f"check --format {fmt}"
-    replay = check_cache.lookup(name, command) if use_cache else None
+    replay = check_cache.lookup(name, command) if use_cache and not looked_up else None
     if replay is None:
         result, flows = check_file(path)
         replay = render_check(result, flows, fmt)

@@ -20,9 +20,19 @@ from __future__ import annotations
 import gc
 import os
 import sys
+from typing import NamedTuple
 
 # command -> (its one output-shaping option, that option's default)
 CACHED_COMMANDS = {"check": ("--format", "text"), "compile": ("--emit", "python")}
+
+
+class CommandLine(NamedTuple):
+    """A plain `check` or `compile` command line, as this module reads it."""
+
+    command: str
+    file: str
+    value: str  # of the command's output-shaping option
+    no_cache: bool
 
 
 def main() -> None:
@@ -41,7 +51,9 @@ def main() -> None:
     gc.set_threshold(100_000, 50, 100)
     check = _plain_check(arguments)
     if check is not None:
-        sys.exit(_run_check(*check))
+        file, fmt, use_cache = check
+        # With the cache on, the lookup above has just missed: do not look again.
+        sys.exit(_run_check(file, fmt, use_cache))
     from tensorloom.tools.tlc import main as tlc_main
 
     tlc_main()
@@ -55,7 +67,9 @@ def _run_check(file: str, fmt: str, use_cache: bool) -> int:
     from tensorloom.tools.guard import run_guarded
 
     try:
-        return run_guarded(lambda: run_check(Path(file), fmt, use_cache=use_cache))
+        return run_guarded(
+            lambda: run_check(Path(file), fmt, use_cache=use_cache, looked_up=use_cache)
+        )
     except KeyboardInterrupt:
         sys.stderr.write("Aborted!\n")  # what click says
         return 1
@@ -64,25 +78,23 @@ def _run_check(file: str, fmt: str, use_cache: bool) -> int:
 def _cached_command(arguments: list[str]) -> tuple[str, str] | None:
     """(file, `check --format F` or `compile --emit S`) for a cacheable command line."""
     line = _command_line(arguments)
-    if line is None or line[3]:
+    if line is None or line.no_cache:
         return None
-    command, file, value, _ = line
-    return file, f"{command} {CACHED_COMMANDS[command][0]} {value}"
+    return line.file, f"{line.command} {CACHED_COMMANDS[line.command][0]} {line.value}"
 
 
 def _plain_check(arguments: list[str]) -> tuple[str, str, bool] | None:
     """(file, format, use the cache) for a `check` that click would only pass on."""
     line = _command_line(arguments)
-    if line is None or line[0] != "check":
+    if line is None or line.command != "check":
         return None
-    _, file, fmt, no_cache = line
-    if fmt not in ("text", "json") or not os.path.isfile(file):
+    if line.value not in ("text", "json") or not os.path.isfile(line.file):
         return None  # click's to report: an unknown format or a folder is a usage error
-    return file, fmt, not no_cache
+    return line.file, line.value, not line.no_cache
 
 
-def _command_line(arguments: list[str]) -> tuple[str, str, str, bool] | None:
-    """(command, file, its option's value, `--no-cache` given) for a plain check or compile."""
+def _command_line(arguments: list[str]) -> CommandLine | None:
+    """The plain check or compile these arguments ask for; None for anything else."""
     if not arguments or arguments[0] not in CACHED_COMMANDS:
         return None
     option, value = CACHED_COMMANDS[arguments[0]]
@@ -102,7 +114,7 @@ def _command_line(arguments: list[str]) -> tuple[str, str, str, bool] | None:
             files.append(argument)
     if len(files) != 1 or not value or value.startswith("-"):
         return None
-    return arguments[0], files[0], value, no_cache
+    return CommandLine(arguments[0], files[0], value, no_cache)
 
 
 if __name__ == "__main__":
