@@ -24,6 +24,7 @@ import json
 import sys
 from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 import torch
 
@@ -66,25 +67,6 @@ def scratch(fn: Callable[[], object]) -> tuple[int, object]:
     return most, result
 
 
-def measure(mode: str, hidden: int, layers: int, bidirectional: bool, batch: int, steps: int,
-            precision: str) -> dict[str, object]:  # fmt: skip
-    rnn = getattr(torch.nn, mode)(hidden, hidden, layers, batch_first=True,
-                                  bidirectional=bidirectional).cuda()  # fmt: skip
-    x = torch.randn(batch, steps, hidden, device="cuda", requires_grad=True)
-    dtype = torch.bfloat16 if precision == "bf16" else torch.float32
-    forward = backward = 0
-    for _ in range(3):  # the first calls may pick algorithms; keep the last
-        with torch.autocast("cuda", dtype=dtype, enabled=precision != "fp32"):
-            forward, out = scratch(lambda: rnn(x)[0])
-        grad = torch.ones_like(out)  # type: ignore[arg-type]
-        backward, _ = scratch(partial(out.backward, grad))  # type: ignore[union-attr]
-        rnn.zero_grad(set_to_none=True)
-        x.grad = None
-    return {"mode": mode, "hidden": hidden, "layers": layers, "bidirectional": bidirectional,
-            "batch": batch, "steps": steps, "precision": precision,
-            "forward": forward, "backward": backward}  # fmt: skip
-
-
 CONV_GRID = {
     "channels": [16, 64, 256],
     "kernel": [1, 3],
@@ -94,32 +76,59 @@ CONV_GRID = {
     "precision": ["fp32", "bf16"],
 }
 
+Built = tuple[torch.nn.Module, torch.Tensor, Callable[[], torch.Tensor]]
+"""The layer, its input batch (which takes a gradient), and its forward on that batch."""
+Build = Callable[..., Built]
 
-def measure_conv(channels: int, kernel: int, stride: int, size: int, batch: int,
-                 precision: str) -> dict[str, object]:  # fmt: skip
+
+def build_rnn(mode: str, hidden: int, layers: int, bidirectional: bool, batch: int,
+              steps: int) -> Built:  # fmt: skip
+    """A batch-first `hidden` -> `hidden` LSTM or GRU and its forward on a random batch."""
+    rnn = getattr(torch.nn, mode)(hidden, hidden, layers, batch_first=True,
+                                  bidirectional=bidirectional).cuda()  # fmt: skip
+    x = torch.randn(batch, steps, hidden, device="cuda", requires_grad=True)
+    return rnn, x, lambda: rnn(x)[0]
+
+
+def build_conv(channels: int, kernel: int, stride: int, size: int,
+               batch: int) -> Built:  # fmt: skip
     """A `channels` -> `channels` Conv2d, padding `kernel // 2`, on a square batch."""
     conv = torch.nn.Conv2d(channels, channels, kernel, stride, padding=kernel // 2).cuda()
     x = torch.randn(batch, channels, size, size, device="cuda", requires_grad=True)
+    return conv, x, lambda: conv(x)
+
+
+GRIDS: dict[str, tuple[dict[str, list[Any]], Build]] = {
+    "rnn": (RNN_GRID, build_rnn),
+    "conv": (CONV_GRID, build_conv),
+}
+
+
+def measure(build: Build, config: dict[str, Any]) -> dict[str, object]:
+    """The configuration and the scratch of its forward and of its backward."""
+    precision = config["precision"]
+    layer, x, forward_call = build(**{k: v for k, v in config.items() if k != "precision"})
     dtype = torch.bfloat16 if precision == "bf16" else torch.float32
     forward = backward = 0
     for _ in range(3):  # the first calls may pick algorithms; keep the last
         with torch.autocast("cuda", dtype=dtype, enabled=precision != "fp32"):
-            forward, out = scratch(lambda: conv(x))
+            forward, out = scratch(forward_call)
         grad = torch.ones_like(out)  # type: ignore[arg-type]
         backward, _ = scratch(partial(out.backward, grad))  # type: ignore[union-attr]
-        conv.zero_grad(set_to_none=True)
+        layer.zero_grad(set_to_none=True)
         x.grad = None
-    return {"channels": channels, "kernel": kernel, "stride": stride, "size": size, "batch": batch,
-            "precision": precision, "forward": forward, "backward": backward}  # fmt: skip
+    return {**config, "forward": forward, "backward": backward}
 
 
 def main() -> None:
     kind = sys.argv[1] if len(sys.argv) > 1 else "rnn"
-    grid, measure_one = (RNN_GRID, measure) if kind == "rnn" else (CONV_GRID, measure_conv)
+    if kind not in GRIDS:
+        sys.exit(f"usage: python bench/cudnn_workspace.py [{' | '.join(GRIDS)}]")
+    grid, build = GRIDS[kind]
     print(json.dumps({"torch": torch.__version__, "cudnn": torch.backends.cudnn.version(),
                       "device": torch.cuda.get_device_name(), "layers": kind}))  # fmt: skip
     for values in itertools.product(*grid.values()):
-        print(json.dumps(measure_one(*values)), flush=True)  # type: ignore[arg-type]
+        print(json.dumps(measure(build, dict(zip(grid, values, strict=True)))), flush=True)
 
 
 if __name__ == "__main__":
