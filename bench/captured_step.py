@@ -8,7 +8,8 @@ backward and Adam in one CUDA graph on 60,000 random samples (batch 128), and
 prints per variant the epoch times (4 epochs), the kernels per step and their
 GPU time (torch.profiler over 20 replays). Variants: Adam's capturable
 `foreach` path and its fused kernel; and the fused one with 4 and 16 steps
-captured per graph, to see whether graph launches still cost anything.
+captured per graph (`GraphedStep` over 4 or 16 batches at once), to see
+whether graph launches still cost anything.
 """
 
 from __future__ import annotations
@@ -35,71 +36,44 @@ def load(path: Path) -> ModuleType:
     return module
 
 
-def one_step_per_graph(emitted: ModuleType, x: torch.Tensor, y: torch.Tensor, **adam: Any) -> str:
+def captured(emitted: ModuleType, x: torch.Tensor, y: torch.Tensor, k: int, **adam: Any) -> str:
+    """Epoch times, and kernels and GPU time per step, with `k` steps per graph replay."""
     model = emitted.MLP().cuda()
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, **adam)
     loss_fn = torch.nn.CrossEntropyLoss()
 
-    def step(xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
-        loss = loss_fn(model(xb), yb)
-        loss.backward()
-        optimizer.step()
-        return loss
+    def steps(xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+        """`k` training steps on `k` consecutive batches of `xb`, `yb`; their summed loss."""
+        losses = []
+        for j in range(k):
+            batch = slice(j * BATCH, (j + 1) * BATCH)
+            loss = loss_fn(model(xb[batch]), yb[batch])
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.detach())
+        return sum(losses[1:], losses[0])  # one step: its loss, no extra kernel
 
-    graphed = emitted.GraphedStep(step, x, y, batch_size=BATCH, model=model, optimizer=optimizer)
-    steps = SAMPLES // BATCH
+    rows = k * BATCH
+    graphed = emitted.GraphedStep(steps, x, y, batch_size=rows, model=model, optimizer=optimizer)
+    replays = SAMPLES // rows
     times = []
     for _ in range(EPOCHS):
         order = torch.randperm(SAMPLES, device="cuda")
         torch.cuda.synchronize()
         start = time.perf_counter()
-        for i in range(steps):
-            graphed.replay(order[i * BATCH : (i + 1) * BATCH])
+        for i in range(replays):
+            graphed.replay(order[i * rows : (i + 1) * rows])
         torch.cuda.synchronize()
         times.append(time.perf_counter() - start)
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for i in range(20):
-            graphed.replay(order[i * BATCH : (i + 1) * BATCH])
+            graphed.replay(order[i * rows : (i + 1) * rows])
         torch.cuda.synchronize()
     kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
-    gpu_us = sum(e.device_time for e in kernels) / 20
-    return f"epochs {_seconds(times)}, {len(kernels) / 20:.0f} kernels and {gpu_us:.0f} us per step"
-
-
-def steps_per_graph(emitted: ModuleType, x: torch.Tensor, y: torch.Tensor, k: int) -> str:
-    model = emitted.MLP().cuda()
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, fused=True, capturable=True)
-    loss_fn = torch.nn.CrossEntropyLoss()
-    idx = torch.zeros(k, BATCH, dtype=torch.long, device="cuda")
-
-    def body() -> None:
-        for j in range(k):
-            loss_fn(model(x[idx[j]]), y[idx[j]]).backward()
-            optimizer.step()
-
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            optimizer.zero_grad(set_to_none=True)
-            body()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    optimizer.zero_grad(set_to_none=True)
-    with torch.cuda.graph(graph):
-        body()
-    times = []
-    for _ in range(EPOCHS):
-        order = torch.randperm(SAMPLES, device="cuda")[: SAMPLES // (k * BATCH) * k * BATCH]
-        batches = order.view(-1, k, BATCH)
-        torch.cuda.synchronize()
-        start = time.perf_counter()
-        for group in batches:
-            idx.copy_(group)
-            graph.replay()
-        torch.cuda.synchronize()
-        times.append(time.perf_counter() - start)
-    return f"epochs {_seconds(times)}"
+    per_step = 20 * k
+    gpu_us = sum(e.device_time for e in kernels) / per_step
+    return (f"epochs {_seconds(times)}, {len(kernels) / per_step:.0f} kernels and "
+            f"{gpu_us:.0f} us per step")  # fmt: skip
 
 
 def _seconds(times: list[float]) -> str:
@@ -111,10 +85,11 @@ def main() -> None:
     torch.manual_seed(0)
     x = torch.randn(SAMPLES, 784, device="cuda")
     y = torch.randint(0, 10, (SAMPLES,), device="cuda")
-    print("Adam foreach, capturable:", one_step_per_graph(emitted, x, y, capturable=True))
-    print("Adam fused, capturable:", one_step_per_graph(emitted, x, y, fused=True, capturable=True))
+    print("Adam foreach, capturable:", captured(emitted, x, y, 1, capturable=True))
+    print("Adam fused, capturable:", captured(emitted, x, y, 1, fused=True, capturable=True))
     for k in (4, 16):
-        print(f"Adam fused, {k} steps per graph:", steps_per_graph(emitted, x, y, k))
+        print(f"Adam fused, {k} steps per graph:",
+              captured(emitted, x, y, k, fused=True, capturable=True))  # fmt: skip
 
 
 if __name__ == "__main__":
