@@ -152,7 +152,7 @@ def _run_entry(
         row["failure"] = f"{type(error).__name__}: {error}".splitlines()[0][:200]
         return row
     predicted = entry["memory"]["peak"]
-    row.update(measured=measured, error=(predicted - measured) / measured)
+    row.update(measured=measured, error=_error(predicted, measured))
     return row
 
 
