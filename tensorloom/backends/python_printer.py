@@ -65,7 +65,7 @@ from functools import singledispatchmethod
 from typing import IO, TypeVar
 
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp, StringAttr
-from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue, Use
 from xdsl.traits import Pure
 
 import tensorloom
@@ -191,13 +191,22 @@ class Liveness:
 
     def last_use(self, value: SSAValue) -> int:
         """The position of the last statement that reads `value` (-1 if none)."""
+        return max((self.last_use_of(use) for use in value.uses), default=-1)
+
+    def last_use_of(self, use: Use) -> int:
+        value = use.operation.operands[use.index]
         block = value.block if isinstance(value, BlockArgument) else value.owner.parent_block()
-        return max((self._use_position(use.operation, block) for use in value.uses), default=-1)
+        return self._use_position(use.operation, block)
 
     def _use_position(self, user: Operation, block: Block | None) -> int:
+        """Where a use reads the value: at the user, or at the end of the outermost
+        loop around it that the value comes from outside of (it reads it each time)."""
+        position = self.end.get(user, len(self.position))
         while user.parent_block() is not block and (parent := user.parent_op()) is not None:
             user = parent
-        return self.end.get(user, len(self.position))
+            if isinstance(user, t.ForOp):
+                position = self.end.get(user, len(self.position))
+        return position
 
 
 # ------------------------------------------------------------------ imports
@@ -271,6 +280,7 @@ class PythonPrinter:
         self._blank = 0
         self._liveness: Liveness | None = None
         self._inline: set[Operation] = set()
+        self._yield_names: list[list[str]] = []
         for name in WELL_KNOWN_MODULE_NAMES:
             self.scope.reserve(name)
 
@@ -452,6 +462,97 @@ class PythonPrinter:
             return
         self.line(f"return {', '.join(values)}" if values else "return")
 
+    # --------------------------------------------------------- control flow
+    #
+    # A loop's carried values and a branch's results are SSA values in the IR and
+    # one Python name each here: the loop reads and rebinds `x`, a branch binds `x`
+    # on both sides. `torch.yield` is the rebinding, printed only where the yielded
+    # value is not already in that name.
+
+    @emit.register
+    def _(self, op: t.ForOp) -> None:
+        block = op.body.block
+        names = [self._carried_name(init, result, op) for init, result in zip(op.inits, op.res)]
+        iterable = self.value(op.iterable).at_least(Precedence.OR)
+        element = self.scope.fresh(block.args[0].name_hint or "item")
+        self.scope.bind(element, block.args[0])
+        for name, arg in zip(names, block.args[1:], strict=True):
+            self.scope.bind(name, arg)
+        self.line(f"for {element} in {iterable}:")
+        self._yield_names.append(names)
+        with self.indented():
+            self.emit_body(block)
+        self._yield_names.pop()
+        for name, result in zip(names, op.res, strict=True):
+            self.scope.bind(name, result)
+
+    @emit.register
+    def _(self, op: t.IfOp) -> None:
+        names = [self._result_name(result, op) for result in op.res]
+        self.line(f"if {self.value(op.cond).at_least(Precedence.TERNARY)}:")
+        self._yield_names.append(names)
+        before = dict(self.scope.bound)
+        with self.indented():
+            self.emit_body(op.then_region.block)
+        # The else branch runs instead of the then branch: names hold what they held before.
+        self.scope.bound = before | {n: None for n in self.scope.bound if n not in before}
+        else_lines = len(self.lines)
+        self.line("else:")
+        with self.indented():
+            self.emit_body(op.else_region.block)
+        if self.lines[-1].strip() == "pass":
+            del self.lines[else_lines:]
+        self._yield_names.pop()
+        for name, result in zip(names, op.res, strict=True):
+            self.scope.bind(name, result)
+
+    @emit.register
+    def _(self, op: t.YieldOp) -> None:
+        names = self._yield_names[-1]
+        moves = [
+            (name, self.value(value).at_least(Precedence.TERNARY))
+            for name, value in zip(names, op.values, strict=True)
+        ]
+        moves = [(name, text) for name, text in moves if name != text]
+        if moves:
+            targets = ", ".join(name for name, _ in moves)
+            self.line(f"{targets} = {', '.join(text for _, text in moves)}")
+
+    def _carried_name(self, init: SSAValue, result: SSAValue, op: Operation) -> str:
+        """A loop's name for a carried value: the initial value's own name when the
+        loop is its last use, else a fresh one it is first copied into."""
+        text = self.value(init).text
+        bound = next((v for n, v in self.scope_chain_items() if n == text), None)
+        if bound is init and self._is_dead_after(init, op):
+            return text
+        name = self.scope.fresh(result.name_hint or "h")
+        self.line(f"{name} = {self.value(init).at_least(Precedence.TERNARY)}")
+        return name
+
+    def _result_name(self, result: SSAValue, op: t.IfOp) -> str:
+        """A branch result's name: that of a value a branch yields unchanged, if the
+        branch is its last use (`if cond: x = f(x)` keeps `x`), else a fresh one."""
+        for region in (op.then_region, op.else_region):
+            last = region.block.last_op
+            if not isinstance(last, t.YieldOp):
+                continue
+            value = last.values[list(op.res).index(result)]
+            owner = value.owner
+            if isinstance(owner, Operation) and op.is_ancestor(owner):
+                continue
+            for name, bound in self.scope_chain_items():
+                if bound is value and self._is_dead_after(value, op):
+                    return name
+        return self.scope.fresh(result.name_hint or "h")
+
+    def _is_dead_after(self, value: SSAValue, op: Operation) -> bool:
+        assert self._liveness is not None
+        end = self._liveness.end.get(op)
+        return end is not None and all(
+            op.is_ancestor(use.operation) or self._liveness.last_use_of(use) <= end
+            for use in value.uses
+        )
+
     # ------------------------------------------------------ bodies and scopes
 
     def emit_top_level(self, block: Block) -> None:
@@ -576,9 +677,16 @@ class PythonPrinter:
         return self.scope.fresh(hint)
 
     def _is_dead_at(self, value: SSAValue, op: Operation) -> bool:
+        """No later statement reads `value` (one in the other branch of an `if` around
+        `op` never runs after it)."""
         assert self._liveness is not None
         here = self._liveness.position.get(op)
-        return here is not None and self._liveness.last_use(value) <= here
+        if here is None:
+            return False
+        return all(
+            self._liveness.last_use_of(use) <= here or _other_branch(use.operation, op)
+            for use in value.uses
+        )
 
     # ------------------------------------------------------------- operands
 
@@ -641,6 +749,11 @@ class PythonPrinter:
         if op.kind.data == "first_of_tuple":
             return PyExpr(f"{call.text}[0]", Precedence.PRIMARY)
         return call
+
+    @expression.register
+    def _(self, op: t.CallValueOp) -> PyExpr:
+        callee = self.value(op.callee).at_least(Precedence.PRIMARY)
+        return PyExpr.call(callee, self.call_arguments(list(op.args), [""] * len(op.args)))
 
     @expression.register
     def _(self, op: t.CallMethodOp) -> PyExpr:
@@ -760,6 +873,19 @@ def _is_atom(op: Operation) -> bool:
     return not op.operands and len(op.results) == 1 and op.has_trait(Pure)
 
 
+def _other_branch(user: Operation, op: Operation) -> bool:
+    """Whether `user` and `op` sit in the two different branches of one `if`."""
+    node: Operation | None = user
+    while node is not None:
+        region = node.parent_region()
+        parent = node.parent_op()
+        if isinstance(parent, t.IfOp) and region is not None:
+            other = parent.else_region if region is parent.then_region else parent.then_region
+            return any(inner is op for inner in other.walk())
+        node = parent
+    return False
+
+
 def _is_none(value: SSAValue) -> bool:
     owner = value.owner
     return isinstance(owner, t.ConstantOp) and isinstance(owner.value, t.NoneAttr)
@@ -771,6 +897,8 @@ def _inlinable_operands(op: Operation) -> Sequence[SSAValue]:
         return [op.lhs]  # the right side may not run at all
     if isinstance(op, t.CallModuleOp) and op.kind.data == "first_of_tuple_self_attention":
         return []  # the input is printed three times
+    if isinstance(op, t.ForOp):
+        return [op.iterable]  # carried values get names before the loop
     return op.operands
 
 

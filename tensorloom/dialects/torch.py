@@ -96,6 +96,7 @@ from xdsl.irdl import (
     result_def,
     traits_def,
     var_operand_def,
+    var_result_def,
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
@@ -1007,6 +1008,81 @@ class ReturnOp(LazyFormatOp):
         super().__init__(operands=[values])
 
 
+# ------------------------------------------------------------ control flow
+
+
+@irdl_op_definition
+class ForOp(LazyFormatOp):
+    """`%x = torch.for %layers iter_args(%x0) { ^bb0(%block, %x1): ... torch.yield %y }`.
+
+    `for block in self.h: x = block(x)`: the body's first argument is the element
+    (named after the loop variable), the others the values the loop reassigns;
+    the printer gives each carried value one Python name.
+    """
+
+    name = "torch.for"
+    iterable = operand_def(ValueType)
+    inits = var_operand_def(ValueType)
+    res = var_result_def(ValueType)
+    body = region_def("single_block")
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$iterable (`iter_args` `(` $inits^ `)`)? (`->` type($res)^)? attr-dict-with-keyword $body"
+    )
+
+    def __init__(self, iterable: SSAValue, inits: Sequence[SSAValue], body: Region) -> None:
+        super().__init__(
+            operands=[iterable, inits], result_types=[[VALUE] * len(inits)], regions=[body]
+        )
+
+
+@irdl_op_definition
+class IfOp(LazyFormatOp):
+    """`%x = torch.if %c { ... torch.yield %a } else { ... torch.yield %b }`."""
+
+    name = "torch.if"
+    cond = operand_def(ValueType)
+    res = var_result_def(ValueType)
+    then_region = region_def("single_block")
+    else_region = region_def("single_block")
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$cond (`->` `(` type($res)^ `)`)? $then_region `else` $else_region attr-dict"
+    )
+
+    def __init__(
+        self, cond: SSAValue, results: int, then_region: Region, else_region: Region
+    ) -> None:
+        super().__init__(
+            operands=[cond], result_types=[[VALUE] * results], regions=[then_region, else_region]
+        )
+
+
+@irdl_op_definition
+class YieldOp(LazyFormatOp):
+    """`torch.yield %a, %b`: the values a loop body or branch leaves in its names."""
+
+    name = "torch.yield"
+    values = var_operand_def(ValueType)
+    traits = traits_def(IsTerminator(), HasParent(ForOp, IfOp))
+    ASSEMBLY_FORMAT: ClassVar[str] = "($values^)? attr-dict"
+
+    def __init__(self, values: Sequence[SSAValue] = ()) -> None:
+        super().__init__(operands=[values])
+
+
+@irdl_op_definition
+class CallValueOp(LazyFormatOp):
+    """`%y = torch.call_value %block(%x)`: call a value (a layer of a list)."""
+
+    name = "torch.call_value"
+    callee = operand_def(ValueType)
+    args = var_operand_def(ValueType)
+    result = result_def(ValueType)
+    ASSEMBLY_FORMAT: ClassVar[str] = "$callee `(` $args `)` attr-dict"
+
+    def __init__(self, callee: SSAValue, args: Sequence[SSAValue]) -> None:
+        super().__init__(operands=[callee, args], result_types=[VALUE])
+
+
 # --------------------------------------------------------- runtime sources
 
 
@@ -1072,6 +1148,10 @@ Torch = Dialect(
         TupleOp,
         DropoutOp,
         ReturnOp,
+        ForOp,
+        IfOp,
+        YieldOp,
+        CallValueOp,
     ],
     [ValueType, NoneAttr, EllipsisAttr],
 )

@@ -168,6 +168,16 @@ class TupleExpr(Expr):
     elts: list[Expr]
 
 
+@dataclass(slots=True)
+class ListComp(Expr):
+    """`[Block(d_model) for _ in range(n_layer)]`: a list built by a loop."""
+
+    elt: Expr
+    var: str
+    var_span: Span
+    iter: Expr
+
+
 # ---------------------------------------------------------------------- types
 
 
@@ -187,6 +197,7 @@ class TypeExpr(Node):
 
     name: str
     dims: list[Dim] | None = None
+    elements: list[TypeExpr] | None = None  # `(Tensor, Tensor)`: a tuple type, name ""
 
 
 # ----------------------------------------------------------------- statements
@@ -201,6 +212,15 @@ class Stmt(Node):
 class LetStmt(Stmt):
     name: str
     name_span: Span
+    value: Expr
+
+
+@dataclass(slots=True)
+class LetTupleStmt(Stmt):
+    """`let (recon, mu, logvar) = out`: one name per element of a tuple."""
+
+    names: list[str]
+    name_spans: list[Span]
     value: Expr
 
 

@@ -17,9 +17,9 @@ Errors are reported through `tensorloom.diagnostics.ir.report`.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
-from xdsl.dialects.builtin import FunctionType, ModuleOp, f64, i1, i64
+from xdsl.dialects.builtin import FunctionType, IntegerAttr, ModuleOp, f64, i1, i64
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from tensorloom.diagnostics import Diagnostic, Label
@@ -104,12 +104,20 @@ class _ModuleBuilder:
             body.add_op(_at(nml.ConfigOp(entry.name, configs.build(entry.value)), entry.span))
         for layer in decl.layers:
             body.add_op(self._layer(layer, configs))
+        layer_lists = frozenset(
+            layer.name for layer in decl.layers if isinstance(layer.ctor, ast.ListComp)
+        )
+        members = {entry.name for entry in decl.config} | {layer.name for layer in decl.layers}
         for method in decl.methods:
-            body.add_op(self._method(method, decl.syntax))
+            body.add_op(self._method(method, decl.syntax, layer_lists, members))
         self.ops.append(_at(op, decl.name_span))
 
     def _layer(self, decl: ast.LayerDecl, attrs: AttrBuilder) -> Operation:
         ctor = decl.ctor
+        count: Attribute | None = None
+        if isinstance(ctor, ast.ListComp):
+            count = self._layer_count(ctor, attrs)
+            ctor = ctor.elt
         call = ctor if isinstance(ctor, ast.Call) else None
         kind = dotted_name(call.func if call is not None else ctor)
         if kind is None:
@@ -130,10 +138,46 @@ class _ModuleBuilder:
             {k.name: attrs.build(k.value) for k in kwargs},
             arg_locs=[loc_of(a.span) for a in args],
             kwarg_locs=[loc_of(k.span) for k in kwargs],
+            count=count,
         )
         return _at(op, decl.span)
 
-    def _method(self, decl: ast.FnDecl, syntax: str) -> Operation:
+    @staticmethod
+    def _layer_count(comp: ast.ListComp, attrs: AttrBuilder) -> Attribute:
+        """`[Block(d) for _ in range(n)]`: the attribute expression `n`."""
+        it = comp.iter
+        is_range = (
+            isinstance(it, ast.Call)
+            and isinstance(it.func, ast.Name)
+            and it.func.id == "range"
+            and len(it.args) == 1
+            and not it.kwargs
+        )
+        if not is_range:
+            _error(
+                "TL0144",
+                "a layer list repeats one constructor `range(n)` times",
+                it.span,
+                help="write `h = [Block(d_model) for _ in range(n_layer)]`",
+            )
+            return IntegerAttr(1, i64)
+        assert isinstance(it, ast.Call)
+        if comp.var != "_" and _mentions(comp.elt, comp.var):
+            _error(
+                "TL0144",
+                f"the layers of a list are copies: the constructor cannot use `{comp.var}`",
+                comp.var_span,
+                help="write `for _ in range(n)`; declare layers that differ one by one",
+            )
+        return attrs.build(it.args[0])
+
+    def _method(
+        self,
+        decl: ast.FnDecl,
+        syntax: str,
+        layer_lists: frozenset[str] = frozenset(),
+        members: set[str] | None = None,
+    ) -> Operation:
         params = self._params(decl, syntax)
         input_types = [_param_type(p.type) for p in params]
         block = Block(arg_types=input_types)
@@ -141,7 +185,8 @@ class _ModuleBuilder:
         for param, arg in zip(params, block.args, strict=True):
             arg.name_hint = param.name
             scope[param.name] = arg
-        body = BodyBuilder(block, scope, self.kernels)
+        _bind_dims(block, params, scope, members or set())
+        body = BodyBuilder(block, scope, self.kernels, layer_lists)
         body.statements(decl.body)
         if body.returned is None:
             body.add(nml.ReturnOp([]), decl.name_span)
@@ -157,6 +202,7 @@ class _ModuleBuilder:
         if decl.return_type is not None:
             return [_param_type(decl.return_type)]
         return [returned[0].type]
+
 
     @staticmethod
     def _params(decl: ast.FnDecl, syntax: str) -> list[ast.Param]:
@@ -310,6 +356,8 @@ def _dataset(name: str, call: ast.Call) -> Operation:
 def _param_type(type_expr: ast.TypeExpr | None) -> Attribute:
     if type_expr is None:
         return nml.TensorType.unranked()
+    if type_expr.elements is not None:
+        return nml.TupleType.of([_param_type(e) for e in type_expr.elements])
     if type_expr.name == "Tensor":
         dims = None if type_expr.dims is None else [d.value for d in type_expr.dims]
         return nml.TensorType.from_dims(dims)
@@ -331,6 +379,43 @@ def _duplicate_model(decl: ast.ModelDecl, first: ast.ModelDecl) -> None:
             help="rename one of them, or import the file with `as` and a new name",
         )
     )
+
+
+def _bind_dims(
+    block: Block, params: Sequence[ast.Param], scope: dict[str, SSAValue], members: set[str]
+) -> None:
+    """Dims as values: in `forward(idx: Tensor[B, T])`, `B` and `T` are integers.
+
+    Each symbolic dim becomes an `nml.dim` of the first argument that names it;
+    `resolve-nml` erases the ones the body does not use."""
+    for param, arg in zip(params, block.args, strict=True):
+        dims = param.type.dims if param.type is not None and param.type.name == "Tensor" else None
+        for index, dim in enumerate(dims or []):
+            name = dim.value
+            if not isinstance(name, str) or name in scope or name in members:
+                continue
+            op = nml.DimOp(arg, index)
+            op.location = loc_of(dim.span)
+            op.result.name_hint = name if name.isidentifier() else None
+            block.add_op(op)
+            scope[name] = op.result
+
+
+def _mentions(expr: ast.Node, name: str) -> bool:
+    if isinstance(expr, ast.Name):
+        return expr.id == name
+    for value in vars_of(expr):
+        if isinstance(value, ast.Node) and _mentions(value, name):
+            return True
+        if isinstance(value, list):
+            for item in value:
+                if isinstance(item, ast.Node) and _mentions(item, name):
+                    return True
+    return False
+
+
+def vars_of(node: ast.Node) -> list[object]:
+    return [getattr(node, f.name) for f in fields(node)]
 
 
 __all__ = ["generate"]

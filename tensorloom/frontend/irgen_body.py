@@ -15,8 +15,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import IntegerAttr, StringAttr, i64
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.dialects.builtin import IntegerAttr, StringAttr, UnitAttr, i64
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from tensorloom.diagnostics import Diagnostic
 from tensorloom.diagnostics.ir import loc_of, report
@@ -33,14 +33,34 @@ def _error(code: str, message: str, span: Span, help: str | None = None) -> None
 
 
 class BodyBuilder:
-    """Appends the ops of statements to `block`; `scope` maps local names to values."""
+    """Appends the ops of statements to `block`; `scope` maps local names to values.
 
-    def __init__(self, block: Block, scope: dict[str, SSAValue], kernels: frozenset[str]):
+    `layer_lists` are the model's layer lists (`h = [Block(d) for _ in range(n)]`):
+    `for block in h:` binds `block` to the element at the loop's counter
+    (`layer_vars`), and `block(x)` or `h[i](x)` is an `nml.apply_at`.
+    """
+
+    def __init__(
+        self,
+        block: Block,
+        scope: dict[str, SSAValue],
+        kernels: frozenset[str],
+        layer_lists: frozenset[str] = frozenset(),
+    ):
         self.block = block
         self.scope = scope
         self.kernels = kernels
+        self.layer_lists = layer_lists
+        self.layer_vars: dict[str, tuple[str, SSAValue]] = {}
         self.returned: list[SSAValue] | None = None
         self.return_span: Span | None = None
+        self.nested = False  # inside a loop or branch: `return` is not allowed
+
+    def child(self, block: Block, scope: dict[str, SSAValue]) -> BodyBuilder:
+        inner = BodyBuilder(block, scope, self.kernels, self.layer_lists)
+        inner.layer_vars = dict(self.layer_vars)
+        inner.nested = True
+        return inner
 
     def add(self, op: Operation, span: Span) -> Operation:
         op.location = loc_of(span)
@@ -79,6 +99,95 @@ class BodyBuilder:
         self.bind(stmt.name, self.expr(stmt.value))
 
     @statement.register
+    def _let_tuple(self, stmt: ast.LetTupleStmt) -> None:
+        value = self.expr(stmt.value)
+        for index, (name, span) in enumerate(zip(stmt.names, stmt.name_spans, strict=True)):
+            element = self.value_of(nml.TupleGetOp(value, index, nml.AnyType()), span)
+            self.bind(name, element)
+
+    # ------------------------------------------------------------ control flow
+
+    @statement.register
+    def _for(self, stmt: ast.ForStmt) -> None:
+        layers = self._layer_list_named(stmt.iter)
+        bounds: list[SSAValue] = []
+        if layers is None:
+            range_args = _range_arguments(stmt.iter)
+            if range_args is None:
+                _error(
+                    "TL0140",
+                    "`for` iterates over a layer list or a `range(...)`",
+                    stmt.iter.span,
+                    help="declare a layer list, `h = [Block(d) for _ in range(n)]`, "
+                    "and write `for block in h:`, or loop `for i in range(n):`",
+                )
+                return
+            bounds = [self.expr(a) for a in range_args]
+        carried = [n for n in _assigned_names(stmt.body) if n in self.scope and n != stmt.var]
+        inits = [self.scope[n] for n in carried]
+        body = Block(arg_types=[i64, *(v.type for v in inits)])
+        counter = body.args[0]
+        counter.name_hint = stmt.var if _valid_hint(stmt.var) and layers is None else "i"
+        scope = dict(self.scope)
+        for name, arg in zip(carried, body.args[1:], strict=True):
+            arg.name_hint = name if _valid_hint(name) else None
+            scope[name] = arg
+        inner = self.child(body, scope)
+        if layers is not None:
+            inner.layer_vars[stmt.var] = (layers, counter)
+            scope.pop(stmt.var, None)
+        else:
+            scope[stmt.var] = counter
+        inner.statements(stmt.body)
+        body.add_op(_at_span(nml.YieldOp([scope[n] for n in carried]), stmt.span))
+        op = nml.ForOp(inits, Region(body), layers=layers, bounds=bounds)
+        if layers is not None and _valid_hint(stmt.var):
+            op.attributes["var"] = StringAttr(stmt.var)
+        self.add(op, stmt.span)
+        for name, result in zip(carried, op.results, strict=True):
+            self.bind(name, result)
+
+    def _layer_list_named(self, expr: ast.Expr) -> str | None:
+        name = _self_name(expr)
+        return name if name is not None and name in self.layer_lists else None
+
+    @statement.register
+    def _if(self, stmt: ast.IfStmt) -> None:
+        self._branches(stmt.branches, stmt.orelse, stmt.span)
+
+    def _branches(
+        self,
+        branches: Sequence[tuple[ast.Expr, list[ast.Stmt]]],
+        orelse: list[ast.Stmt] | None,
+        span: Span,
+    ) -> None:
+        cond_expr, then_body = branches[0]
+        cond = self.expr(cond_expr)
+        rest = branches[1:]
+        statements = [*then_body, *(orelse or [])]
+        for _, body in rest:
+            statements += body
+        carried = [n for n in _assigned_names(statements) if n in self.scope]
+        regions: list[Region] = []
+        for build in (then_body, None):
+            block = Block()
+            scope = dict(self.scope)
+            inner = self.child(block, scope)
+            if build is not None:
+                inner.statements(build)
+            elif rest:
+                inner._branches(rest, orelse, span)
+            elif orelse is not None:
+                inner.statements(orelse)
+            block.add_op(_at_span(nml.YieldOp([scope[n] for n in carried]), span))
+            regions.append(Region(block))
+        op = nml.IfOp(cond, [self.scope[n].type for n in carried], regions[0], regions[1])
+        op.location = loc_of(cond_expr.span)
+        self.block.add_op(op)
+        for name, result in zip(carried, op.results, strict=True):
+            self.bind(name, result)
+
+    @statement.register
     def _assign(self, stmt: ast.AssignStmt) -> None:
         if not isinstance(stmt.target, ast.Name):
             _error(
@@ -96,6 +205,14 @@ class BodyBuilder:
 
     @statement.register
     def _return(self, stmt: ast.ReturnStmt) -> None:
+        if self.nested:
+            _error(
+                "TL0142",
+                "`return` inside a loop or a branch is not supported",
+                stmt.span,
+                help="assign the result to a name in each branch and `return` it after",
+            )
+            return
         values = [] if stmt.value is None else [self.expr(stmt.value)]
         self.add(nml.ReturnOp(values), stmt.span)
         self.returned, self.return_span = values, stmt.span
@@ -105,6 +222,7 @@ class BodyBuilder:
         if value.name_hint is None and _valid_hint(name):
             value.name_hint = name
         self.scope[name] = value
+        self.layer_vars.pop(name, None)
 
     # ----------------------------------------------------------- expressions
 
@@ -173,6 +291,18 @@ class BodyBuilder:
     @expr.register
     def _call(self, expr: ast.Call) -> SSAValue:
         func = expr.func
+        element = self._layer_element(func)
+        if element is not None:
+            layers, index = element
+            args, names = self.arguments(expr)
+            if any(names):
+                _error(
+                    "TL0143",
+                    "a layer of a layer list takes its inputs by position",
+                    expr.span,
+                    help="options such as `causal=true` belong in the layer's constructor",
+                )
+            return self.value_of(nml.ApplyAtOp(layers, index, args, UNRANKED), expr.span)
         if isinstance(func, ast.Attribute) and self._is_method(func):
             receiver = self.expr(func.value)
             args, names = self.arguments(expr)
@@ -187,6 +317,16 @@ class BodyBuilder:
             call = nml.KernelCallOp(kernel, args, names, [nml.AnyType()])
             return self.value_of(call, expr.span)
         return self.value_of(nml.CallOp(callee, args, names), expr.span)
+
+    def _layer_element(self, func: ast.Expr) -> tuple[str, SSAValue] | None:
+        """`block` (a loop over a layer list) or `h[i]`: the list and the index value."""
+        if isinstance(func, ast.Name) and func.id in self.layer_vars and func.id not in self.scope:
+            return self.layer_vars[func.id]
+        if isinstance(func, ast.Index) and len(func.indices) == 1:
+            layers = self._layer_list_named(func.value)
+            if layers is not None and not isinstance(func.indices[0], ast.Slice):
+                return layers, self.expr(func.indices[0])
+        return None
 
     def _is_method(self, func: ast.Attribute) -> bool:
         """`x.view(...)` on a value, as opposed to `self.fc1(...)` or `F.relu(...)`."""
@@ -250,12 +390,78 @@ class BodyBuilder:
         return nml.NoneValueAttr()
 
     @expr.register
+    def _list_comp(self, expr: ast.ListComp) -> SSAValue:
+        _error(
+            "TL0134",
+            "a list comprehension is only allowed as a layer list in `@layers`",
+            expr.span,
+            help="declare `h = [Block(d) for _ in range(n)]` with the layers and loop over it",
+        )
+        return self.value_of(nml.ConstantOp(nml.NoneValueAttr()), expr.span)
+
+    @expr.register
     def _list(self, expr: ast.ListExpr) -> SSAValue:
         return self.value_of(nml.ListOp([self.expr(e) for e in expr.elts]), expr.span)
 
     @expr.register
     def _tuple(self, expr: ast.TupleExpr) -> SSAValue:
-        return self.value_of(nml.ListOp([self.expr(e) for e in expr.elts]), expr.span)
+        op = nml.ListOp([self.expr(e) for e in expr.elts])
+        op.attributes["tuple"] = UnitAttr()
+        return self.value_of(op, expr.span)
+
+
+def _at_span(op: Operation, span: Span) -> Operation:
+    op.location = loc_of(span)
+    return op
+
+
+def _self_name(expr: ast.Expr) -> str | None:
+    """`h` or `self.h`."""
+    if isinstance(expr, ast.Name):
+        return expr.id
+    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name):
+        return expr.attr if expr.value.id == "self" else None
+    return None
+
+
+def _range_arguments(expr: ast.Expr) -> list[ast.Expr] | None:
+    """The bounds of `range(n)`, `range(a, b)` or `range(a, b, step)`."""
+    if not isinstance(expr, ast.Call) or expr.kwargs:
+        return None
+    if not isinstance(expr.func, ast.Name) or expr.func.id != "range":
+        return None
+    return list(expr.args) if 1 <= len(expr.args) <= 3 else None
+
+
+def _assigned_names(body: Sequence[ast.Stmt]) -> list[str]:
+    """Names a statement list binds, in order, looking into nested loops and branches."""
+    names: list[str] = []
+
+    def add(name: str) -> None:
+        if name not in names:
+            names.append(name)
+
+    def visit(stmts: Sequence[ast.Stmt]) -> None:
+        for stmt in stmts:
+            match stmt:
+                case ast.LetStmt(name=name):
+                    add(name)
+                case ast.LetTupleStmt(names=tuple_names):
+                    for name in tuple_names:
+                        add(name)
+                case ast.AssignStmt(target=ast.Name(id=name)):
+                    add(name)
+                case ast.ForStmt(body=inner):
+                    visit(inner)
+                case ast.IfStmt(branches=branches, orelse=orelse):
+                    for _, inner in branches:
+                        visit(inner)
+                    visit(orelse or [])
+                case _:
+                    pass
+
+    visit(body)
+    return names
 
 
 def _combined(left: SSAValue, right: SSAValue) -> Attribute:

@@ -512,7 +512,10 @@ class Parser:
         return ast.Param(self.span_from(name), name.text, type_, default)
 
     def parse_type(self) -> ast.TypeExpr:
-        """type = NAME { "." NAME } [ "[" dim { "," dim } [ "," ] "]" ] ;"""
+        """type = NAME { "." NAME } [ "[" dim { "," dim } [ "," ] "]" ]
+        | "(" type { "," type } [ "," ] ")" ;"""
+        if self.check(TokenKind.LPAREN):
+            return self.parse_tuple_type()
         first = self.expect(TokenKind.NAME, "a type such as `Tensor`")
         parts = [first.text]
         while self.match(TokenKind.DOT):
@@ -527,6 +530,16 @@ class Parser:
                     break
             self.expect_close(opener, TokenKind.RBRACKET, "`,` or ")
         return ast.TypeExpr(self.span_from(first), ".".join(parts), dims)
+
+    def parse_tuple_type(self) -> ast.TypeExpr:
+        opener = self.open_bracket(TokenKind.LPAREN)
+        elements: list[ast.TypeExpr] = []
+        while not self.check(TokenKind.RPAREN):
+            elements.append(self.parse_type())
+            if not self.match(TokenKind.COMMA):
+                break
+        self.expect_close(opener, TokenKind.RPAREN, "`,` or ")
+        return ast.TypeExpr(self.span_from(opener), "", None, elements)
 
     def parse_dim(self) -> ast.Dim:
         """dim = INT | NAME ;"""
@@ -753,9 +766,23 @@ class Parser:
             return self.parse_for_stmt()
         return self.parse_simple_stmt()
 
-    def parse_let_stmt(self) -> ast.LetStmt:
-        """let_stmt = "let" NAME "=" expression NEWLINE ;"""
+    def parse_let_stmt(self) -> ast.LetStmt | ast.LetTupleStmt:
+        """let_stmt = "let" ( NAME | "(" NAME { "," NAME } [ "," ] ")" ) "=" expression NEWLINE ;"""
         start = self.expect(TokenKind.LET)
+        if self.check(TokenKind.LPAREN):
+            opener = self.open_bracket(TokenKind.LPAREN)
+            names: list[Token] = []
+            while not self.check(TokenKind.RPAREN):
+                names.append(self.expect(TokenKind.NAME, "a name"))
+                if not self.match(TokenKind.COMMA):
+                    break
+            self.expect_close(opener, TokenKind.RPAREN, "`,` or ")
+            self.expect(TokenKind.EQ)
+            value = self.parse_expression()
+            self.expect(TokenKind.NEWLINE)
+            return ast.LetTupleStmt(
+                start.span.to(value.span), [n.text for n in names], [n.span for n in names], value
+            )
         name = self.expect(TokenKind.NAME)
         self.expect(TokenKind.EQ)
         value = self.parse_expression()
@@ -1017,9 +1044,25 @@ class Parser:
             return self.parse_parenthesised()
         raise self.unexpected("an expression")
 
-    def parse_list(self) -> ast.ListExpr:
-        """list = "[" [ expression { "," expression } [ "," ] ] "]" ;"""
+    def parse_list(self) -> ast.ListExpr | ast.ListComp:
+        """list = "[" [ expression { "," expression } [ "," ] ] "]"
+        | "[" expression "for" NAME "in" expression "]" ;"""
         opener = self.open_bracket(TokenKind.LBRACKET)
+        if not self.check(TokenKind.RBRACKET):
+            first = self.parse_expression()
+            if self.match(TokenKind.FOR):
+                var = self.expect(TokenKind.NAME, "a loop variable")
+                self.expect(TokenKind.IN)
+                iterable = self.parse_expression()
+                self.expect_close(opener, TokenKind.RBRACKET, "")
+                return ast.ListComp(self.span_from(opener), first, var.text, var.span, iterable)
+            elts = [first]
+            if self.match(TokenKind.COMMA):
+                more, _ = self.parse_elements(opener, TokenKind.RBRACKET)
+                elts += more
+            else:
+                self.expect_close(opener, TokenKind.RBRACKET, "`,` or ")
+            return ast.ListExpr(self.span_from(opener), elts)
         elts, _ = self.parse_elements(opener, TokenKind.RBRACKET)
         return ast.ListExpr(self.span_from(opener), elts)
 

@@ -28,7 +28,20 @@ from xdsl.traits import SymbolOpInterface
 
 from tensorloom.diagnostics.core import Diagnostic, Label, did_you_mean
 from tensorloom.diagnostics.ir import report, span_of
-from tensorloom.dialects.nml import ApplyOp, CallOp, FuncOp, GetAttrOp, LayerOp, ModelOp, RefOp
+from tensorloom.dialects.nml import (
+    ApplyAtOp,
+    ApplyOp,
+    CallOp,
+    ForOp,
+    FuncOp,
+    GetAttrOp,
+    LayerOp,
+    ModelOp,
+    RefOp,
+)
+
+MODULE_ATTRIBUTES = ("training",)
+"""Attributes every model has as an `nn.Module`: `self.training` (True while training)."""
 from tensorloom.dialects.train import DatasetOp, LoopOp, MainOp
 from tensorloom.passes.model_env import configs_of, layers_of, methods_of
 from tensorloom.passes.resolve_builtins import BUILTINS, builtin_name
@@ -69,7 +82,7 @@ class ModelScope:
     def check(self) -> None:
         self.layers = layers_of(self.model)
         self.methods = methods_of(self.model)
-        self.local = {*configs_of(self.model), *self.layers}
+        self.local = {*configs_of(self.model), *self.layers, *MODULE_ATTRIBUTES}
         for op in self.model.walk():
             if isinstance(op, RefOp):
                 self._ref(op)
@@ -115,9 +128,16 @@ class ModelScope:
 
     def _unused_layers(self) -> None:
         used = {
-            o.layer.root_reference.data if isinstance(o, ApplyOp) else o.symbol.root_reference.data
+            o.layer.root_reference.data
+            if isinstance(o, ApplyOp | ApplyAtOp)
+            else o.symbol.root_reference.data
             for o in self.model.walk()
-            if isinstance(o, ApplyOp | RefOp)
+            if isinstance(o, ApplyOp | ApplyAtOp | RefOp)
+        }
+        used |= {
+            o.layers.root_reference.data
+            for o in self.model.walk()
+            if isinstance(o, ForOp) and o.layers is not None
         }
         used |= {o.attr_name.data for o in self.model.walk() if isinstance(o, GetAttrOp)}
         if not self.methods:

@@ -56,7 +56,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     i64,
 )
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -71,7 +71,9 @@ from tensorloom.backends.python_printer import BINARY_PRECEDENCE, Precedence, Py
 from tensorloom.dialects import nml
 from tensorloom.dialects import torch as t
 from tensorloom.dialects.layers import lookup
+from tensorloom.dialects.layers.parameter import PARAMETER, parameter_source
 from tensorloom.dialects.nml.types import CallAttr, CfgAttr, ExprAttr, NoneValueAttr, SliceAttr
+from tensorloom.passes.check_scopes import MODULE_ATTRIBUTES
 from tensorloom.passes.model_env import configs_of, enclosing_model, layers_of
 
 # ------------------------------------------------------------------ helpers
@@ -85,6 +87,9 @@ def _replace(rewriter: PatternRewriter, op: Operation, new_ops: Sequence[Operati
     if op.results and last.results:
         last.results[0].name_hint = op.results[0].name_hint
     rewriter.replace(op, list(new_ops), list(last.results) if op.results else [])
+    for new in new_ops[:-1]:  # xDSL gives every new result the old name; only the last keeps it
+        for result in new.results:
+            result.name_hint = None
 
 
 def _const(value: int | float | bool | str | None) -> t.ConstantOp:
@@ -101,8 +106,16 @@ def _const(value: int | float | bool | str | None) -> t.ConstantOp:
 
 def _in_body(op: Operation) -> bool:
     """In a model's method, or in the `torch.def` that convert-train-to-torch moved a
-    script's top-level statements into."""
-    return enclosing_model(op) is not None or isinstance(op.parent_op(), t.DefOp)
+    script's top-level statements into (loops and branches in between)."""
+    if enclosing_model(op) is not None:
+        return True
+    parent = op.parent_op()
+    while isinstance(parent, CONTROL_FLOW):
+        parent = parent.parent_op()
+    return isinstance(parent, t.DefOp)
+
+
+CONTROL_FLOW = (nml.ForOp, nml.IfOp, t.ForOp, t.IfOp)
 
 
 class _Keywords:
@@ -149,7 +162,8 @@ class RefToTorch(RewritePattern):
     def match_and_rewrite(self, op: nml.RefOp, rewriter: PatternRewriter) -> None:
         model = enclosing_model(op)
         name = op.symbol.root_reference.data
-        if model is None or not (name in configs_of(model) or name in layers_of(model)):
+        known = name in configs_of(model) or name in layers_of(model) if model else False
+        if model is None or not (known or name in MODULE_ATTRIBUTES):
             return
         _replace(rewriter, op, [t.SelfAttrOp(name)])
 
@@ -390,11 +404,114 @@ class DimToTorch(RewritePattern):
 
 
 class ListToTorch(RewritePattern):
+    """`[a, b]` is a list; `(a, b)` (marked `tuple` by irgen) a tuple."""
+
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nml.ListOp, rewriter: PatternRewriter) -> None:
         if not _in_body(op):
             return
+        if "tuple" in op.attributes:
+            _replace(rewriter, op, [t.TupleOp(op.elements)])
+            return
         _replace(rewriter, op, [t.ListOp(op.elements)])
+
+
+class TupleGetToTorch(RewritePattern):
+    """`nml.tuple_get %t 1` is `t[1]`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.TupleGetOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        index = _const(op.index.value.data)
+        _replace(rewriter, op, [index, t.GetItemOp(op.input, [index.result])])
+
+
+class ForToTorch(RewritePattern):
+    """`nml.for @h` is `for block in self.h:`; `nml.for range(n)` is `for i in range(n):`.
+
+    The body moves as it is; its first argument becomes the element (a layer of
+    the list, or the range's value), the others stay the carried values."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.ForOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        if op.layers is not None:
+            iterable: Operation = t.SelfAttrOp(op.layers.root_reference.data)
+        else:
+            iterable = t.CallFunctionOp("range", list(op.bounds))
+        iterable.location = op.location
+        old = op.body.block
+        new = Block(arg_types=[t.VALUE] * len(old.args))
+        for old_arg, new_arg in zip(old.args, new.args, strict=True):
+            new_arg.name_hint = old_arg.name_hint
+        if op.layers is not None:
+            new.args[0].name_hint = _element_name(op)
+        rewriter.inline_block(old, InsertPoint.at_start(new), new.args)
+        loop = t.ForOp(iterable.results[0], list(op.inits), Region(new))
+        loop.location = op.location
+        for old_result, new_result in zip(op.results, loop.results, strict=True):
+            new_result.name_hint = old_result.name_hint
+        rewriter.insert_op(iterable, InsertPoint.before(op))
+        rewriter.replace(op, [loop], list(loop.results))
+
+
+def _element_name(op: nml.ForOp) -> str:
+    """The source's loop variable (`block`), kept by irgen on the counter's uses."""
+    return op.attributes["var"].data if isinstance(op.attributes.get("var"), StringAttr) else "layer"  # type: ignore[union-attr]
+
+
+class IfToTorch(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.IfOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        regions: list[Region] = []
+        for region in (op.then_region, op.else_region):
+            block = Block()
+            rewriter.inline_block(region.block, InsertPoint.at_start(block), [])
+            regions.append(Region(block))
+        branch = t.IfOp(op.cond, len(op.results), regions[0], regions[1])
+        branch.location = op.location
+        for old_result, new_result in zip(op.results, branch.results, strict=True):
+            new_result.name_hint = old_result.name_hint
+        rewriter.replace(op, [branch], list(branch.results))
+
+
+class YieldToTorch(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.YieldOp, rewriter: PatternRewriter) -> None:
+        _replace(rewriter, op, [t.YieldOp(list(op.values))])
+
+
+class ApplyAtToTorch(RewritePattern):
+    """`nml.apply_at @h[%i](%x)`: `block(x)` inside `for block in self.h:`, else `self.h[i](x)`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.ApplyAtOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        name = op.layer.root_reference.data
+        if _is_element_of(op.index, name):
+            _replace(rewriter, op, [t.CallValueOp(op.index, list(op.args))])
+            return
+        layers = t.SelfAttrOp(name)
+        element = t.GetItemOp(layers.result, [op.index])
+        _replace(rewriter, op, [layers, element, t.CallValueOp(element.result, list(op.args))])
+
+
+def _is_element_of(index: SSAValue, layers: str) -> bool:
+    """Whether `index` is the counter of a loop over the layer list `layers`."""
+    if not isinstance(index, BlockArgument) or index.index != 0:
+        return False
+    loop = index.block.parent_op()
+    if isinstance(loop, nml.ForOp):
+        return loop.layers is not None and loop.layers.root_reference.data == layers
+    if isinstance(loop, t.ForOp):
+        owner = loop.iterable.owner
+        return isinstance(owner, t.SelfAttrOp) and owner.attr_name.data == layers
+    return False
 
 
 class GetAttrToTorch(RewritePattern):
@@ -456,11 +573,27 @@ class CallToTorch(RewritePattern):
 
 
 class ReturnToTorch(RewritePattern):
+    """`return (recon, mu, logvar)` is `return recon, mu, logvar`."""
+
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nml.ReturnOp, rewriter: PatternRewriter) -> None:
         if not _in_body(op):
             return
-        _replace(rewriter, op, [t.ReturnOp(op.values)])
+        values = list(op.values)
+        owner = values[0].owner if len(values) == 1 else None
+        unpacked = (
+            isinstance(owner, nml.ListOp)
+            and "tuple" in owner.attributes
+            and len(list(owner.result.uses)) == 1
+            and len(owner.elements) > 0
+        )
+        if unpacked:
+            assert isinstance(owner, nml.ListOp)
+            values = list(owner.elements)
+        _replace(rewriter, op, [t.ReturnOp(values)])
+        if unpacked:
+            assert isinstance(owner, nml.ListOp)
+            rewriter.erase_op(owner)
 
 
 BODY_PATTERNS: tuple[RewritePattern, ...] = (
@@ -480,6 +613,11 @@ BODY_PATTERNS: tuple[RewritePattern, ...] = (
     IndexToTorch(),
     DimToTorch(),
     ListToTorch(),
+    TupleGetToTorch(),
+    ForToTorch(),
+    IfToTorch(),
+    YieldToTorch(),
+    ApplyAtToTorch(),
     GetAttrToTorch(),
     KernelCallToTorch(),
     CallToTorch(),
@@ -572,19 +710,35 @@ class ModelToClass(RewritePattern):
         kind = layer.kind.data
         args = [attr_source(a).text for a in layer.args.data]
         kwargs = [(k, attr_source(v).text) for k, v in _items(layer.kwargs)]
+        if kind == PARAMETER:
+            options = dict(kwargs)
+            init_attr = layer.kwargs.data.get("init")
+            init_value = init_attr.data if isinstance(init_attr, StringAttr) else "zeros"
+            std, mean = options.get("std", "1.0"), options.get("mean", "0.0")
+            init = parameter_source(args, init_value, std, mean)
+            return _at(t.SubmoduleOp(layer.sym_name.data, "nn.Parameter", [init]), layer)
         spec = lookup(kind)
         cls_name = kind
         if kind not in self.models and spec is not None:
             cls_name = spec.torch_class
             kwargs += _forced_kwargs(kind, len(args), kwargs)
+        if layer.count is not None:
+            element = PyExpr.call(cls_name, [*args, *(f"{k}={v}" for k, v in kwargs)])
+            count = attr_source(layer.count).text
+            copies = f"[{element.text} for _ in range({count})]"
+            return _at(t.SubmoduleOp(layer.sym_name.data, "nn.ModuleList", [copies]), layer)
         op = t.SubmoduleOp(
             layer.sym_name.data,
             cls_name,
             [*args, *(v for _, v in kwargs)],
             [""] * len(args) + [k for k, _ in kwargs],
         )
-        op.location = layer.location
-        return op
+        return _at(op, layer)
+
+
+def _at(op: Operation, like: Operation) -> Operation:
+    op.location = like.location
+    return op
 
 
 def _items(attr: DictionaryAttr) -> list[tuple[str, Attribute]]:

@@ -41,6 +41,7 @@ from tensorloom.dialects.nml import (
     ApplyOp,
     CallOp,
     ConstantOp,
+    DimOp,
     InstanceOp,
     KernelCallOp,
     LayerOp,
@@ -139,7 +140,10 @@ def _report_call(op: CallOp, problem: CallProblem) -> None:
 
 
 def _erase_dead_constants(module: ModuleOp) -> None:
-    dead = [op for op in module.walk() if isinstance(op, ConstantOp) and not op.result.uses]
+    """Constants folded into ops, and the dims of an annotation the body never reads."""
+    dead = [
+        op for op in module.walk() if isinstance(op, ConstantOp | DimOp) and not op.result.uses
+    ]
     for op in dead:
         op.detach()
         op.erase()

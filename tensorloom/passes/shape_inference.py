@@ -39,19 +39,22 @@ through `InferenceHooks`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import operator
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
     Float64Type,
+    FloatAttr,
     FunctionType,
     IntegerAttr,
     IntegerType,
     ModuleOp,
+    i1,
     i64,
 )
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from tensorloom.diagnostics.core import Diagnostic, DiagnosticSink, Label
@@ -60,12 +63,17 @@ from tensorloom.dialects import train
 from tensorloom.dialects.datasets import DatasetInfo, lookup_dataset
 from tensorloom.dialects.layers import BoundLayer, lookup
 from tensorloom.dialects.nml import (
+    AnyType,
+    ApplyAtOp,
     ApplyOp,
     CallOp,
     ConstantOp,
     DimOp,
+    ForOp,
     FuncOp,
     FunctionalOp,
+    GetAttrOp,
+    IfOp,
     InstanceOp,
     LayerOp,
     ListOp,
@@ -74,13 +82,19 @@ from tensorloom.dialects.nml import (
     ReshapeLikeOp,
     ReturnOp,
     TensorType,
+    TupleGetOp,
+    TupleType,
+    YieldOp,
 )
+from tensorloom.dialects.layers.parameter import PARAMETER
+from tensorloom.dialects.nml.builtins import tuple_element
 from tensorloom.dialects.nml.types import Dim
 from tensorloom.dialects.shapes import Shape, ShapeMismatch, Unifier, format_shape, reshape_shape
 from tensorloom.passes.model_env import (
     ArgFailure,
     Env,
     bind_layer,
+    evaluate,
     evaluate_kwargs,
     forward_of,
     layers_of,
@@ -89,6 +103,7 @@ from tensorloom.passes.model_env import (
     models_of,
     nested_overrides,
 )
+from tensorloom.passes.check_scopes import MODULE_ATTRIBUTES
 from tensorloom.source import Span
 
 BATCH = "B"
@@ -166,6 +181,10 @@ class Inference:
     layers: dict[ModelOp, dict[str, LayerOp]] = field(
         default_factory=dict[ModelOp, dict[str, LayerOp]]
     )
+    shape_tuples: dict[SSAValue, tuple[Dim, ...]] = field(
+        default_factory=dict[SSAValue, tuple[Dim, ...]]
+    )
+    _last_iteration: list[FlowStep] = field(default_factory=list[FlowStep])
 
     def layers_in(self, model: ModelOp) -> dict[str, LayerOp]:
         if model not in self.layers:
@@ -193,8 +212,30 @@ class Inference:
             self.inferred[func] = {v: self.types[v] for v in _values_of(func) if v in self.types}
         return result
 
+    def run_block(self, model: ModelOp, block: Block, env: Env, flow: ModelFlow) -> list[Attribute]:
+        """Visit a region's ops; the types its `nml.yield` gives."""
+        yielded: list[Attribute] = []
+        for op in block.ops:
+            if isinstance(op, YieldOp):
+                yielded = [self.type_of(v) for v in op.values]
+                continue
+            self.visit(model, op, env, flow)
+        return yielded
+
     def visit(self, model: ModelOp, op: Operation, env: Env, flow: ModelFlow) -> None:
-        if isinstance(op, ApplyOp):
+        if isinstance(op, ForOp):
+            self._for(model, op, env, flow)
+        elif isinstance(op, IfOp):
+            self._if(model, op, env, flow)
+        elif isinstance(op, ApplyAtOp):
+            self._apply_at(model, op, env, flow)
+        elif isinstance(op, TupleGetOp):
+            self._tuple_get(op, flow)
+        elif isinstance(op, GetAttrOp):
+            self._getattr(model, op, env)
+        elif isinstance(op, RefOp):
+            self._ref(model, op, env)
+        elif isinstance(op, ApplyOp):
             self._apply(model, op, env, flow)
         elif isinstance(op, ReshapeLikeOp):
             self._reshape(op, flow)
@@ -280,6 +321,216 @@ class Inference:
         elif isinstance(value, float):
             self.types[op.result] = Float64Type()
 
+    # --- control flow --------------------------------------------------------------
+
+    def _for(self, model: ModelOp, op: ForOp, env: Env, flow: ModelFlow) -> None:
+        """Follow every iteration's shapes (the carried types may change as they go)."""
+        counts = self._iterations(model, op, env)
+        carried = [self.type_of(v) for v in op.inits]
+        seen: dict[SSAValue, Attribute] = {}
+        for k, counter in enumerate(counts):
+            if k >= MAX_FOLLOWED and self._same_as_before(op, carried, seen):
+                self._repeat_steps(flow, len(counts) - k)
+                break
+            self.scalars[op.counter] = counter
+            self.types[op.counter] = i64
+            for arg, arg_type in zip(op.carried, carried, strict=True):
+                self.types[arg] = arg_type
+            mark = len(flow.steps)
+            sink = DiagnosticSink()
+            with reporting(sink):
+                yielded = self.run_block(model, op.body.block, env, flow)
+            self._last_iteration = flow.steps[mark:]
+            for diagnostic in sink.diagnostics:
+                report(diagnostic)
+            carried = yielded or carried
+            _join_into(seen, self, op.body.block)
+            if sink.has_errors:
+                carried = [TensorType.unranked() if isinstance(t, TensorType) else t for t in carried]
+                break
+        self.scalars.pop(op.counter, None)
+        for value, joined in seen.items():
+            self.types[value] = joined
+        for result, result_type in zip(op.results, carried, strict=True):
+            self.types[result] = result_type
+
+    def _same_as_before(self, op: ForOp, carried: Sequence[Attribute], seen: Mapping) -> bool:
+        """A fixpoint: the next iteration starts from the types the last one started from."""
+        return all(seen.get(arg) == t for arg, t in zip(op.carried, carried, strict=True))
+
+    def _repeat_steps(self, flow: ModelFlow, times: int) -> None:
+        """The remaining iterations repeat the last one's layers (same types, same counts)."""
+        for _ in range(times):
+            flow.steps.extend(FlowStep(s.name, s.kind, s.output, s.params) for s in self._last_iteration)
+
+    def _iterations(self, model: ModelOp, op: ForOp, env: Env) -> list[int]:
+        """The counter's values: the list's positions, or the range's values if known."""
+        if op.layers is not None:
+            layer = self.layers_in(model).get(op.layers.root_reference.data)
+            count = layer_count(layer, env) if layer is not None else None
+            return list(range(count)) if count is not None else [0]
+        bounds = [self.scalars.get(v) for v in op.bounds]
+        if all(isinstance(b, int) for b in bounds):
+            values = range(*bounds)  # type: ignore[arg-type]
+            if len(values) <= MAX_ITERATIONS:
+                return list(values)
+        return [0]  # unknown bounds: the body is checked once
+
+    def _if(self, model: ModelOp, op: IfOp, env: Env, flow: ModelFlow) -> None:
+        cond = self.static_value(op.cond, env)
+        if isinstance(self.type_of(op.cond), TensorType):
+            self._tensor_condition(op)
+            cond = True
+        regions = {True: [op.then_region], False: [op.else_region]}.get(
+            cond, [op.then_region, op.else_region]  # type: ignore[arg-type]
+        )
+        outcomes = [self.run_block(model, r.block, env, flow) for r in regions]
+        results = outcomes[0]
+        if len(outcomes) == 2:
+            results = self._join_branches(op, outcomes[0], outcomes[1])
+        for result, result_type in zip(op.results, results, strict=False):
+            self.types[result] = result_type
+
+    def _join_branches(
+        self, op: IfOp, then: Sequence[Attribute], orelse: Sequence[Attribute]
+    ) -> list[Attribute]:
+        joined: list[Attribute] = []
+        for result, a, b in zip(op.results, then, orelse, strict=False):
+            merged = _join(a, b)
+            if isinstance(a, TensorType) and isinstance(b, TensorType) and merged != a:
+                self._branch_mismatch(op, result, a, b)
+            joined.append(merged)
+        return joined
+
+    def _branch_mismatch(self, op: IfOp, result: SSAValue, a: Attribute, b: Attribute) -> None:
+        span = span_of(op)
+        if span is None:
+            return
+        name = result.name_hint or "a value"
+        message = (
+            f"the branches give `{name}` different shapes: "
+            f"{self.format_type(a)} and {self.format_type(b)}"
+        )
+        help_text = "make both branches give the same shape, or use two names"
+        report(Diagnostic.error("TL0205", message, Label(span), help=help_text))
+
+    def _tensor_condition(self, op: IfOp) -> None:
+        span = span_of(op)
+        if span is None:
+            return
+        message = "a branch cannot depend on a tensor's values"
+        help_text = (
+            "choose per element with `where(cond, a, b)`, or branch on a config value "
+            "or `self.training`"
+        )
+        report(Diagnostic.error("TL0204", message, Label(span), help=help_text))
+
+    def static_value(self, value: SSAValue, env: Env) -> object:
+        """The value a condition always has for this instantiation, or UNKNOWN."""
+        op = value.owner
+        if isinstance(op, ConstantOp):
+            if isinstance(op.value, IntegerAttr):
+                raw = op.value.value.data
+                return bool(raw) if op.value.type == i1 else raw
+            if isinstance(op.value, FloatAttr):
+                return op.value.value.data
+            return UNKNOWN
+        if isinstance(op, RefOp):
+            name = op.symbol.root_reference.data
+            return env.get(name, UNKNOWN) if name in env else UNKNOWN
+        if value in self.scalars and isinstance(self.scalars[value], int):
+            return self.scalars[value]
+        if isinstance(op, CallOp) and op.method is None:
+            return self._static_call(op, env)
+        return UNKNOWN
+
+    def _static_call(self, op: CallOp, env: Env) -> object:
+        args = [self.static_value(a, env) for a in op.args]
+        if any(a is UNKNOWN for a in args):
+            return UNKNOWN
+        operation = _STATIC_OPERATORS.get((op.callee.data, len(args)))
+        if operation is None:
+            return UNKNOWN
+        try:
+            return operation(*args)
+        except (TypeError, ValueError, ZeroDivisionError):
+            return UNKNOWN
+
+    def _ref(self, model: ModelOp, op: RefOp, env: Env) -> None:
+        """A `Parameter` is the tensor it holds; `self.training` a flag known at run time."""
+        name = op.symbol.root_reference.data
+        layer = self.layers_in(model).get(name)
+        if layer is not None and layer.kind.data == PARAMETER:
+            bound = bind_layer(layer, env)
+            if bound is not None:
+                self.types[op.result] = TensorType.from_dims(bound.spec.param_shapes(bound)[""])
+        elif name in MODULE_ATTRIBUTES and name not in env and layer is None:
+            self.types[op.result] = i1
+        elif isinstance(env.get(name), bool):
+            self.types[op.result] = i1
+
+    def _tuple_get(self, op: TupleGetOp, flow: ModelFlow) -> None:
+        source = self.type_of(op.input)
+        index = op.index.value.data
+        result: Attribute | ShapeMismatch = nml_any()
+        if isinstance(source, TupleType):
+            result = tuple_element(source, [index])
+        elif isinstance(source, TensorType):
+            result = ShapeMismatch("a tensor cannot be unpacked into names")
+        if op.input in self.shape_tuples and isinstance(result, Attribute):
+            dims = self.shape_tuples[op.input]
+            if -len(dims) <= index < len(dims):
+                self.scalars[op.result] = dims[index]
+        if isinstance(result, ShapeMismatch):
+            self._report_builtin(op, result)
+            result = nml_any()
+        self.types[op.result] = result
+
+    def _getattr(self, model: ModelOp, op: GetAttrOp, env: Env) -> None:
+        """`wte.weight` (a layer's tensor), `x.T`, `x.mT`, `x.shape`, `x.ndim`."""
+        attr = op.attr_name.data
+        base = op.input.owner
+        if isinstance(base, RefOp):
+            layer = self.layers_in(model).get(base.symbol.root_reference.data)
+            if layer is not None:
+                self.types[op.result] = self._layer_tensor(layer, attr, env, op)
+                return
+        source = self.type_of(op.input)
+        if not isinstance(source, TensorType):
+            return
+        dims = source.dims
+        if attr == "shape" and dims is not None:
+            resolved = tuple(self.unifier.resolve(d) for d in dims)
+            self.shape_tuples[op.result] = resolved
+            self.types[op.result] = TupleType.of([i64] * len(dims))
+        elif attr == "ndim" and dims is not None:
+            self.scalars[op.result] = len(dims)
+            self.types[op.result] = i64
+        elif attr == "T":
+            self.types[op.result] = source.with_dims(None if dims is None else dims[::-1])
+        elif attr == "mT" and dims is not None and len(dims) >= 2:
+            self.types[op.result] = source.with_dims((*dims[:-2], dims[-1], dims[-2]))
+
+    def _layer_tensor(self, layer: LayerOp, attr: str, env: Env, op: GetAttrOp) -> Attribute:
+        bound = bind_layer(layer, env)
+        if bound is None:
+            return TensorType.unranked()
+        shapes = bound.spec.param_shapes(bound)
+        if attr in shapes:
+            return TensorType.from_dims(shapes[attr])
+        if shapes:
+            self._unknown_tensor(layer, attr, list(shapes), op)
+        return TensorType.unranked()
+
+    def _unknown_tensor(self, layer: LayerOp, attr: str, known: list[str], op: GetAttrOp) -> None:
+        span = span_of(op)
+        if span is None:
+            return
+        listed = ", ".join(f"`{k}`" for k in known)
+        name = layer.sym_name.data
+        message = f"`{name}` ({layer.kind.data}) has no tensor `{attr}`"
+        report(Diagnostic.error("TL0206", message, Label(span), help=f"its tensors are {listed}"))
+
     # --- layers ----------------------------------------------------------------------
 
     def _apply(self, model: ModelOp, op: ApplyOp, env: Env, flow: ModelFlow) -> None:
@@ -290,12 +541,40 @@ class Inference:
             result = self._apply_layer(model, layer, op, env, flow)
         self.types[op.result] = result
 
+    def _apply_at(self, model: ModelOp, op: ApplyAtOp, env: Env, flow: ModelFlow) -> None:
+        """`h[i](x)`: every element of a layer list is the same layer, at position `i`."""
+        name = op.layer.root_reference.data
+        layer = self.layers_in(model).get(name)
+        result: Attribute = TensorType.unranked()
+        index = self.scalars.get(op.index)
+        if layer is not None:
+            count = layer_count(layer, env)
+            if isinstance(index, int) and count is not None and not -count <= index < count:
+                self._index_out_of_range(op, name, index, count)
+            position = index % count if isinstance(index, int) and count else index
+            label = f"{name}.{position}" if isinstance(position, int) else f"{name}[i]"
+            result = self._apply_layer(model, layer, op, env, flow, label)
+        self.types[op.result] = result
+
+    def _index_out_of_range(self, op: ApplyAtOp, name: str, index: int, count: int) -> None:
+        span = span_of(op)
+        if span is None:
+            return
+        message = f"`{name}` has {count} layers; index {index} is out of range"
+        report(Diagnostic.error("TL0207", message, Label(span)))
+
     def _apply_layer(
-        self, model: ModelOp, layer: LayerOp, op: ApplyOp, env: Env, flow: ModelFlow
+        self,
+        model: ModelOp,
+        layer: LayerOp,
+        op: ApplyOp | ApplyAtOp,
+        env: Env,
+        flow: ModelFlow,
+        label: str | None = None,
     ) -> Attribute:
         nested = self.models.get(layer.kind.data)
         if nested is not None and nested is not model and lookup(layer.kind.data) is None:
-            return self._apply_model(layer, nested, op, env, flow)
+            return self._apply_model(layer, nested, op, env, flow, label)
         bound = bind_layer(layer, env)
         if bound is None:
             return TensorType.unranked()
@@ -306,16 +585,15 @@ class Inference:
             shape = None
         result = self._like(op, shape)
         params = bound.spec.param_count(bound)
-        flow.steps.append(
-            FlowStep(layer.sym_name.data, _describe(bound), self.format_type(result), params)
-        )
+        name = label or layer.sym_name.data
+        flow.steps.append(FlowStep(name, _describe(bound), self.format_type(result), params))
         return result
 
     def _shape(self, value: SSAValue) -> Shape:
         attr = self.type_of(value)
         return attr.dims if isinstance(attr, TensorType) else None
 
-    def _like(self, op: ApplyOp, shape: Shape) -> Attribute:
+    def _like(self, op: ApplyOp | ApplyAtOp, shape: Shape) -> Attribute:
         """The input's element type, but a float for integer indices (`Embedding`)."""
         first = self.type_of(op.args[0]) if op.args else None
         if not isinstance(first, TensorType) or isinstance(first.element_type, IntegerType):
@@ -323,23 +601,31 @@ class Inference:
         return first.with_dims(shape)
 
     def _apply_model(
-        self, layer: LayerOp, nested: ModelOp, op: ApplyOp, env: Env, flow: ModelFlow
+        self,
+        layer: LayerOp,
+        nested: ModelOp,
+        op: ApplyOp | ApplyAtOp,
+        env: Env,
+        flow: ModelFlow,
+        label: str | None = None,
     ) -> Attribute:
         forward = forward_of(nested)
         overrides = nested_overrides(layer, nested, env)
         if forward is None or isinstance(overrides, ArgFailure) or self.depth > MAX_DEPTH:
             return TensorType.unranked()
-        inner = ModelFlow(layer.sym_name.data, nested.sym_name.data, [], "")
+        name = label or layer.sym_name.data
+        inner = ModelFlow(name, nested.sym_name.data, [], "")
         self.depth += 1
         self.hooks.on_call(op, forward)
-        result = self.run(nested, forward, model_env(nested, overrides), self._args(op), inner)
+        result = self.run(nested, forward, model_env(nested, overrides), list(self._tensor_args(op)), inner)
         self.hooks.on_return(op, forward)
         self.depth -= 1
         kind = nested.sym_name.data
-        flow.steps.append(
-            FlowStep(layer.sym_name.data, kind, self.format_type(result), inner.params)
-        )
+        flow.steps.append(FlowStep(name, kind, self.format_type(result), inner.params))
         return result
+
+    def _tensor_args(self, op: ApplyOp | ApplyAtOp) -> list[Attribute]:
+        return [self.type_of(v) for v in op.args]
 
     def _args(self, op: Operation) -> list[Attribute]:
         return [self.type_of(v) for v in op.operands]
@@ -371,11 +657,79 @@ class Inference:
 
 
 def _values_of(func: FuncOp) -> list[SSAValue]:
-    """The values a method defines: its arguments and its ops' results."""
+    """The values a method defines: its arguments, its ops' results and the
+    arguments of the blocks nested in it (loop bodies)."""
     values: list[SSAValue] = list(func.body.block.args)
-    for op in func.body.block.ops:
+    for op in func.body.walk():
+        if op is func:
+            continue
         values.extend(op.results)
+        for region in op.regions:
+            for block in region.blocks:
+                values.extend(block.args)
     return values
+
+
+def layer_count(layer: LayerOp, env: Env) -> int | None:
+    """How many copies a layer list holds under `env` (None for a plain layer)."""
+    if layer.count is None:
+        return None
+    value = evaluate(layer.count, env)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _join(a: Attribute, b: Attribute) -> Attribute:
+    """The least type both are: dims that differ become unknown."""
+    if a == b:
+        return a
+    if isinstance(a, TensorType) and isinstance(b, TensorType):
+        if a.dims is None or b.dims is None or len(a.dims) != len(b.dims):
+            return a.with_dims(None)
+        dims = tuple(x if x == y else None for x, y in zip(a.dims, b.dims, strict=True))
+        return a.with_dims(dims)
+    return a
+
+
+def _join_into(seen: dict[SSAValue, Attribute], inference: Inference, block: Block) -> None:
+    for op in block.walk():
+        values = list(op.results)
+        for region in op.regions:
+            for inner in region.blocks:
+                values.extend(inner.args)
+        for value in values:
+            if value in inference.types:
+                now = inference.types[value]
+                seen[value] = _join(seen[value], now) if value in seen else now
+    for arg in block.args:
+        if arg in inference.types:
+            now = inference.types[arg]
+            seen[arg] = _join(seen[arg], now) if arg in seen else now
+
+
+def nml_any() -> Attribute:
+    return AnyType()
+
+
+UNKNOWN = object()
+"""A condition whose value is not known before the forward runs (`self.training`)."""
+
+MAX_FOLLOWED = 256
+"""Iterations followed one by one; past them a loop whose types repeat is not walked again."""
+
+MAX_ITERATIONS = 100_000
+
+_STATIC_OPERATORS: dict[tuple[str, int], Callable[..., object]] = {
+    ("==", 2): operator.eq,
+    ("!=", 2): operator.ne,
+    ("<", 2): operator.lt,
+    ("<=", 2): operator.le,
+    (">", 2): operator.gt,
+    (">=", 2): operator.ge,
+    ("and", 2): lambda a, b: a and b,
+    ("or", 2): lambda a, b: a or b,
+    ("not", 1): operator.not_,
+    ("%", 2): operator.mod,
+}
 
 
 def _describe(bound: BoundLayer) -> str:

@@ -29,7 +29,7 @@ and layer i+1 its input. Parameters are never counted here.
 from __future__ import annotations
 
 from tensorloom.diagnostics.core import did_you_mean
-from tensorloom.dialects.layers import conv, dense, norm, sequence
+from tensorloom.dialects.layers import conv, dense, norm, parameter, sequence
 from tensorloom.dialects.layers.base import (
     ArgError,
     BoundLayer,
@@ -58,7 +58,8 @@ __all__ = [
 ]
 
 LAYERS: dict[str, LayerSpec] = {
-    spec.name: spec for spec in (*dense.SPECS, *conv.SPECS, *norm.SPECS, *sequence.SPECS)
+    spec.name: spec
+    for spec in (*dense.SPECS, *conv.SPECS, *norm.SPECS, *sequence.SPECS, *parameter.SPECS)
 }
 
 

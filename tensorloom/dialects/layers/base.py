@@ -333,6 +333,10 @@ class LayerSpec:
     def param_count(self, bound: BoundLayer) -> int:
         return 0
 
+    def param_shapes(self, bound: BoundLayer) -> dict[str, tuple[Dim, ...]]:
+        """The layer's tensors by PyTorch's attribute names (`weight`, `bias`)."""
+        return {}
+
     def flops(
         self, bound: BoundLayer, in_shape: tuple[int, ...], out_shape: tuple[int, ...]
     ) -> int:

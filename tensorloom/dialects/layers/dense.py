@@ -53,6 +53,11 @@ class LinearSpec(LayerSpec):
         i, o = bound.get_int("in_features"), bound.get_int("out_features")
         return i * o + (o if bound.get_bool("bias") else 0)
 
+    def param_shapes(self, bound: BoundLayer) -> dict[str, tuple[int, ...]]:
+        i, o = bound.get_int("in_features"), bound.get_int("out_features")
+        shapes = {"weight": (o, i)}
+        return shapes | ({"bias": (o,)} if bound.get_bool("bias") else {})
+
     def flops(
         self, bound: BoundLayer, in_shape: tuple[int, ...], out_shape: tuple[int, ...]
     ) -> int:
@@ -103,6 +108,9 @@ class EmbeddingSpec(LayerSpec):
 
     def param_count(self, bound: BoundLayer) -> int:
         return bound.get_int("num_embeddings") * bound.get_int("embedding_dim")
+
+    def param_shapes(self, bound: BoundLayer) -> dict[str, tuple[int, ...]]:
+        return {"weight": (bound.get_int("num_embeddings"), bound.get_int("embedding_dim"))}
 
     def saved_tensors(
         self,

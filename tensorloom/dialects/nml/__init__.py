@@ -57,6 +57,14 @@ from tensorloom.dialects.nml.builtins import (
     apply_rule,
     index_entry,
 )
+from tensorloom.dialects.nml.control import (
+    CONTROL_OPS,
+    ApplyAtOp,
+    ForOp,
+    IfOp,
+    TupleGetOp,
+    YieldOp,
+)
 from tensorloom.dialects.nml.ops import (
     ApplyOp,
     CallOp,
@@ -89,12 +97,20 @@ from tensorloom.dialects.nml.types import (
     SliceAttr,
     StrType,
     TensorType,
+    TupleType,
     element_type_name,
     format_dims,
     is_attribute_expression,
 )
 
 __all__ = [
+    "CONTROL_OPS",
+    "ApplyAtOp",
+    "ForOp",
+    "IfOp",
+    "TupleGetOp",
+    "TupleType",
+    "YieldOp",
     "BINARY_OPS",
     "DYNAMIC",
     "ELEMENT_TYPE_NAMES",
@@ -185,12 +201,14 @@ Nml = Dialect(
         RefOp,
         GetAttrOp,
         *FUNCTIONAL_OPS,
+        *CONTROL_OPS,
     ],
     [
         TensorType,
         StrType,
         NoneType,
         ListType,
+        TupleType,
         AnyType,
         NoneValueAttr,
         CfgAttr,

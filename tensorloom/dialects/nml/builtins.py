@@ -49,6 +49,7 @@ from tensorloom.dialects.nml.types import (
     NoneValueAttr,
     SliceAttr,
     TensorType,
+    TupleType,
 )
 from tensorloom.dialects.shapes import (
     Index,
@@ -595,7 +596,20 @@ class IndexOp(FunctionalOp):
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
     ) -> Attribute | ShapeMismatch:
         entries = [0 if isinstance(e, str) else e for e in self.entries()]
+        if isinstance(operand_types[0], TupleType):
+            return tuple_element(operand_types[0], entries)
         return apply_rule(operand_types[0], lambda dims: index_shape(dims, entries))
+
+
+def tuple_element(tuple_type: TupleType, entries: Sequence[object]) -> Attribute | ShapeMismatch:
+    """`t[i]` of a tuple: element `i` (negative from the end)."""
+    types = tuple_type.types
+    if len(entries) != 1 or not isinstance(entries[0], int) or isinstance(entries[0], bool):
+        return ShapeMismatch("a tuple is indexed by one integer constant")
+    index = entries[0]
+    if not -len(types) <= index < len(types):
+        return ShapeMismatch(f"index {index} is out of range for a tuple of {len(types)} elements")
+    return types[index]
 
 
 @irdl_op_definition
@@ -636,7 +650,7 @@ class ListOp(FunctionalOp):
     name = "nml.list"
 
     elements = var_operand_def()
-    result = result_def(ListType)
+    result = result_def()
 
     ASSEMBLY_FORMAT: ClassVar[str] = (
         "($elements^)? attr-dict `:` functional-type($elements, $result)"
@@ -648,7 +662,8 @@ class ListOp(FunctionalOp):
     def infer_shape(
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
     ) -> Attribute | ShapeMismatch:
-        return ListType()
+        """The elements' types, one by one: `(recon, mu, logvar)` keeps each shape."""
+        return TupleType.of(operand_types)
 
 
 UNARY_OPS: dict[str, type[UnaryOp]] = {

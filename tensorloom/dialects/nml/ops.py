@@ -140,12 +140,18 @@ class LayerOp(LazyFormatOp):
     kind = prop_def(StringAttr)
     args = prop_def(ArrayAttr)
     kwargs = prop_def(DictionaryAttr)
+    count = opt_prop_def()
     arg_locs = opt_prop_def(ArrayAttr)
     kwarg_locs = opt_prop_def(ArrayAttr)
 
     traits = traits_def(SymbolOpInterface(), HasParent(ModelOp))
     irdl_options = (ParsePropInAttrDict(),)
     ASSEMBLY_FORMAT: ClassVar[str] = "$sym_name `=` $kind $args $kwargs attr-dict"
+
+    @property
+    def is_list(self) -> bool:
+        """A layer list, `h = [Block(d) for _ in range(n)]`: `count` copies."""
+        return self.count is not None
 
     def __init__(
         self,
@@ -156,6 +162,7 @@ class LayerOp(LazyFormatOp):
         *,
         arg_locs: Sequence[Attribute] | None = None,
         kwarg_locs: Sequence[Attribute] | None = None,
+        count: Attribute | None = None,
     ):
         super().__init__(
             properties={
@@ -163,6 +170,7 @@ class LayerOp(LazyFormatOp):
                 "kind": StringAttr(kind),
                 "args": ArrayAttr(args),
                 "kwargs": DictionaryAttr(kwargs or {}),
+                "count": count,
                 "arg_locs": ArrayAttr(arg_locs) if arg_locs is not None else None,
                 "kwarg_locs": ArrayAttr(kwarg_locs) if kwarg_locs is not None else None,
             }

@@ -165,6 +165,27 @@ class ListType(ParametrizedAttribute, TypeAttribute):
 
 
 @irdl_attr_definition
+class TupleType(ParametrizedAttribute, TypeAttribute):
+    """A tuple whose elements' types are known: `!nml.tuple<[!nml.tensor<[B, 10], f32>, i64]>`.
+
+    A forward's `return (recon, mu, logvar)` and `split`/`chunk` produce one;
+    `let (a, b) = t` and `t[0]` take it apart (`nml.tuple_get`).
+    """
+
+    name = "nml.tuple"
+
+    elements: ArrayAttr[Attribute]
+
+    @staticmethod
+    def of(elements: Sequence[Attribute]) -> TupleType:
+        return TupleType(ArrayAttr(elements))
+
+    @property
+    def types(self) -> tuple[Attribute, ...]:
+        return tuple(self.elements.data)
+
+
+@irdl_attr_definition
 class AnyType(ParametrizedAttribute, TypeAttribute):
     """A value whose type is not known yet (an unresolved call's result): `!nml.any`."""
 

@@ -1,0 +1,117 @@
+"""`Parameter(1, 1, d)`: a learnable tensor of a model (a class token, a position table).
+
+    @layers:
+        cls_token = Parameter(1, 1, embed_dim)                  # zeros
+        pos_embed = Parameter(1, 197, embed_dim, init="normal", std=0.02)
+
+In a forward the name is a tensor of that shape (`cls_token.expand(B, -1, -1)`).
+Emitted as `nn.Parameter(torch.zeros(1, 1, embed_dim))`; `init="ones"` uses
+`torch.ones`, `init="normal"` `torch.randn(...) * std + mean`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tensorloom.dialects.layers.base import (
+    FLOAT,
+    ArgError,
+    BoundLayer,
+    LayerSpec,
+    Param,
+    Value,
+    choice,
+    numel,
+    py_literal,
+)
+from tensorloom.dialects.shapes import Shape, ShapeMismatch, Unifier, mismatch
+
+PARAMETER = "Parameter"
+INITS = ("zeros", "ones", "normal")
+MAX_ELEMENTS = 2**40
+"""More elements than any accelerator holds: a size this large is a mistake."""
+
+
+class ParameterSpec(LayerSpec):
+    """`Parameter(*shape, init="zeros", std=1.0, mean=0.0)`: no input; the tensor itself."""
+
+    name = PARAMETER
+    torch_class = "nn.Parameter"
+    params = (
+        Param("init", choice(*INITS), "zeros", kw_only=True),
+        Param("std", FLOAT, 1.0, kw_only=True),
+        Param("mean", FLOAT, 0.0, kw_only=True),
+    )
+
+    def signature(self) -> str:
+        return 'Parameter(*shape, init="zeros", std=1.0, mean=0.0)'
+
+    def bind(self, args: Sequence[Value], kwargs: dict[str, Value]) -> BoundLayer | list[ArgError]:
+        errors = [
+            ArgError(f"a `Parameter`'s sizes are integers, got `{py_literal(v)}`", position=i)
+            for i, v in enumerate(args)
+            if not isinstance(v, int) or isinstance(v, bool)
+        ]
+        if not args:
+            errors.append(
+                ArgError(
+                    "`Parameter` needs its shape",
+                    help="write `Parameter(1, 1, d_model)` for a [1, 1, d_model] tensor",
+                )
+            )
+        bound = super().bind([], kwargs)
+        if isinstance(bound, list):
+            return errors + bound
+        if errors:
+            return errors
+        return BoundLayer(self, bound.values | {"shape": list(args)}, tuple(args), bound.kwargs)
+
+    def shape_of(self, bound: BoundLayer) -> tuple[int, ...]:
+        shape = bound["shape"]
+        assert isinstance(shape, list)
+        return tuple(int(d) for d in shape if isinstance(d, int))
+
+    def validate(self, bound: BoundLayer) -> list[ArgError]:
+        shape = self.shape_of(bound)
+        errors = [
+            ArgError(f"a `Parameter`'s sizes must be positive, got {d}", position=i)
+            for i, d in enumerate(shape)
+            if d <= 0
+        ]
+        if not errors and numel(shape) > MAX_ELEMENTS:
+            errors.append(ArgError(f"`Parameter` of {numel(shape):,} elements is too large"))
+        if bound.get_float("std") < 0:
+            errors.append(bound.error("std", "`std` must not be negative"))
+        return errors
+
+    def infer_shape(
+        self, bound: BoundLayer, inputs: Sequence[Shape], unifier: Unifier
+    ) -> Shape | ShapeMismatch:
+        return mismatch(
+            "is a tensor, not a layer: it takes no input",
+            help="use it as a value, as in `x + pos_embed`",
+        )
+
+    def param_count(self, bound: BoundLayer) -> int:
+        return numel(self.shape_of(bound))
+
+    def param_shapes(self, bound: BoundLayer) -> dict[str, tuple[int, ...]]:
+        return {"": self.shape_of(bound)}
+
+
+def parameter_source(shape: Sequence[str], init: object, std: str, mean: str) -> str:
+    """`torch.zeros(1, 1, d)` (the argument of `nn.Parameter`) from source texts."""
+    sizes = ", ".join(shape)
+    if init == "ones":
+        return f"torch.ones({sizes})"
+    if init == "normal":
+        text = f"torch.randn({sizes})"
+        if std not in ("1", "1.0"):
+            text += f" * {std}"
+        if mean not in ("0", "0.0"):
+            text += f" + {mean}"
+        return text
+    return f"torch.zeros({sizes})"
+
+
+SPECS = (ParameterSpec(),)
