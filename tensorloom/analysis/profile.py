@@ -26,18 +26,17 @@ from xdsl.dialects.builtin import ModuleOp
 
 from tensorloom.analysis.op_costs import FP32_UNDER_AUTOCAST, RESULT, op_cost
 from tensorloom.analysis.trace import Step, TensorKey, Trace, trace_instantiation
-from tensorloom.dialects.layers import BoundLayer, lookup
-from tensorloom.dialects.nml import DropoutOp, LayerOp, ModelOp
+from tensorloom.dialects.layers import BoundLayer
+from tensorloom.dialects.nml import DropoutOp, ModelOp
 from tensorloom.dialects.shapes import Shape, concrete
 from tensorloom.passes.model_env import (
     Env,
-    bind_layer,
+    declared_params,
+    layer_params,
     layers_of,
-    model_env,
     models_of,
-    nested_overrides,
 )
-from tensorloom.passes.shape_inference import MAX_DEPTH, Instantiation, instantiations
+from tensorloom.passes.shape_inference import Instantiation, instantiations
 from tensorloom.pipeline import Compilation, compile_file
 
 PRECISION_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
@@ -319,27 +318,11 @@ def _checkpointed(costing: Costing, trace: Trace, layers: list[LayerProfile], to
 # --- declarations ---------------------------------------------------------------------------
 
 
-def declared_params(model: ModelOp, env: Env, models: Mapping[str, ModelOp], depth: int = 0) -> int:
-    """Every parameter of the model as PyTorch counts it: each declared layer once."""
-    return sum(layer_params(layer, env, models, depth) for layer in layers_of(model).values())
-
-
-def layer_params(layer: LayerOp, env: Env, models: Mapping[str, ModelOp], depth: int = 0) -> int:
-    """A catalogue layer's parameters, or a nested model's under the config it is given."""
-    nested = models.get(layer.kind.data)
-    if nested is None or lookup(layer.kind.data) is not None or depth > MAX_DEPTH:
-        bound = bind_layer(layer, env)
-        return bound.spec.param_count(bound) if bound is not None else 0
-    overrides = nested_overrides(layer, nested, env)
-    inner = model_env(nested, overrides if isinstance(overrides, dict) else {})
-    return declared_params(nested, inner, models, depth + 1)
-
-
 def unused_layers(
     model: ModelOp, env: Env, steps: Sequence[Step], models: Mapping[str, ModelOp]
 ) -> list[LayerProfile]:
     """Layers the forward never applies: their parameters exist all the same."""
-    used = {s.name for s in steps if s.name}
+    used = {s.name.split(".")[0].split("[")[0] for s in steps if s.name}  # `h.0` is `h`
     return [
         LayerProfile(
             name, layer.kind.data, None, layer_params(layer, env, models), 0, 0, unused=True

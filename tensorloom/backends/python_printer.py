@@ -472,7 +472,8 @@ class PythonPrinter:
     @emit.register
     def _(self, op: t.ForOp) -> None:
         block = op.body.block
-        names = [self._carried_name(init, result, op) for init, result in zip(op.inits, op.res)]
+        pairs = zip(op.inits, op.res, strict=True)
+        names = [self._carried_name(init, result, op) for init, result in pairs]
         iterable = self.value(op.iterable).at_least(Precedence.OR)
         element = self.scope.fresh(block.args[0].name_hint or "item")
         self.scope.bind(element, block.args[0])

@@ -185,8 +185,8 @@ class _ModuleBuilder:
         for param, arg in zip(params, block.args, strict=True):
             arg.name_hint = param.name
             scope[param.name] = arg
-        _bind_dims(block, params, scope, members or set())
         body = BodyBuilder(block, scope, self.kernels, layer_lists)
+        body.dims = _dims_of(params, block, scope, members or set())
         body.statements(decl.body)
         if body.returned is None:
             body.add(nml.ReturnOp([]), decl.name_span)
@@ -202,7 +202,6 @@ class _ModuleBuilder:
         if decl.return_type is not None:
             return [_param_type(decl.return_type)]
         return [returned[0].type]
-
 
     @staticmethod
     def _params(decl: ast.FnDecl, syntax: str) -> list[ast.Param]:
@@ -381,24 +380,22 @@ def _duplicate_model(decl: ast.ModelDecl, first: ast.ModelDecl) -> None:
     )
 
 
-def _bind_dims(
-    block: Block, params: Sequence[ast.Param], scope: dict[str, SSAValue], members: set[str]
-) -> None:
-    """Dims as values: in `forward(idx: Tensor[B, T])`, `B` and `T` are integers.
-
-    Each symbolic dim becomes an `nml.dim` of the first argument that names it;
-    `resolve-nml` erases the ones the body does not use."""
+def _dims_of(
+    params: Sequence[ast.Param], block: Block, scope: dict[str, SSAValue], members: set[str]
+) -> dict[str, tuple[SSAValue, int, Span]]:
+    """Dims as values: in `forward(idx: Tensor[B, T])`, `B` and `T` are integers, each
+    the size of the first argument that names it (unless a parameter or member has the
+    name)."""
+    dims: dict[str, tuple[SSAValue, int, Span]] = {}
     for param, arg in zip(params, block.args, strict=True):
-        dims = param.type.dims if param.type is not None and param.type.name == "Tensor" else None
-        for index, dim in enumerate(dims or []):
+        annotated = (
+            param.type.dims if param.type is not None and param.type.name == "Tensor" else None
+        )
+        for index, dim in enumerate(annotated or []):
             name = dim.value
-            if not isinstance(name, str) or name in scope or name in members:
-                continue
-            op = nml.DimOp(arg, index)
-            op.location = loc_of(dim.span)
-            op.result.name_hint = name if name.isidentifier() else None
-            block.add_op(op)
-            scope[name] = op.result
+            if isinstance(name, str) and name not in scope and name not in members:
+                dims.setdefault(name, (arg, index, dim.span))
+    return dims
 
 
 def _mentions(expr: ast.Node, name: str) -> bool:

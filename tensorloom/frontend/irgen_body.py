@@ -55,12 +55,36 @@ class BodyBuilder:
         self.returned: list[SSAValue] | None = None
         self.return_span: Span | None = None
         self.nested = False  # inside a loop or branch: `return` is not allowed
+        # Dims as values (`forward(idx: Tensor[B, T])`): name -> (argument, axis), and the
+        # `nml.dim` made at the function's entry on first use, shared with nested bodies.
+        self.dims: dict[str, tuple[SSAValue, int, Span]] = {}
+        self.dim_values: dict[str, SSAValue] = {}
+        self.entry = block
 
     def child(self, block: Block, scope: dict[str, SSAValue]) -> BodyBuilder:
         inner = BodyBuilder(block, scope, self.kernels, self.layer_lists)
         inner.layer_vars = dict(self.layer_vars)
         inner.nested = True
+        inner.dims, inner.dim_values, inner.entry = self.dims, self.dim_values, self.entry
         return inner
+
+    def dim_value(self, name: str) -> SSAValue:
+        """`T` of `x: Tensor[B, T]`: an `nml.dim` at the function's entry, made once."""
+        if name not in self.dim_values:
+            arg, axis, span = self.dims[name]
+            op = nml.DimOp(arg, axis)
+            op.location = loc_of(span)
+            op.result.name_hint = name if _valid_hint(name) else None
+            made = [v.owner for v in self.dim_values.values()]
+            after = made[-1] if made else None
+            if isinstance(after, Operation):
+                self.entry.insert_op_after(op, after)
+            elif self.entry.first_op is not None:
+                self.entry.insert_op_before(op, self.entry.first_op)
+            else:
+                self.entry.add_op(op)
+            self.dim_values[name] = op.result
+        return self.dim_values[name]
 
     def add(self, op: Operation, span: Span) -> Operation:
         op.location = loc_of(span)
@@ -237,6 +261,8 @@ class BodyBuilder:
     def _name(self, expr: ast.Name) -> SSAValue:
         if expr.id in self.scope:
             return self.scope[expr.id]
+        if expr.id in self.dims:
+            return self.dim_value(expr.id)
         if expr.id == "self":
             _error(
                 "TL0331",

@@ -39,13 +39,16 @@ from tensorloom.dialects.nml import (
     ModelOp,
     RefOp,
 )
-
-MODULE_ATTRIBUTES = ("training",)
-"""Attributes every model has as an `nn.Module`: `self.training` (True while training)."""
 from tensorloom.dialects.train import DatasetOp, LoopOp, MainOp
 from tensorloom.passes.model_env import configs_of, layers_of, methods_of
 from tensorloom.passes.resolve_builtins import BUILTINS, builtin_name
 from tensorloom.passes.script_builtins import SCRIPT_BUILTINS, is_script_callable
+
+OPERATOR_CALLS = frozenset(["==", "!=", "<", "<=", ">", ">=", "and", "or", "not", "%", "//", "+"])
+"""Operators irgen writes as calls (they have no op of their own)."""
+
+MODULE_ATTRIBUTES = ("training",)
+"""Attributes every model has as an `nn.Module`: `self.training` (True while training)."""
 
 
 def top_level_symbols(module: ModuleOp) -> set[str]:
@@ -105,7 +108,7 @@ class ModelScope:
             if name not in methods:
                 self._missing_layer(op, name, [*layers, *methods])
             return
-        if builtin_name(callee) in BUILTINS:
+        if builtin_name(callee) in BUILTINS or callee in OPERATOR_CALLS:
             return  # a builtin called wrongly: `resolve-nml` said why
         if op.method is not None:
             self._unknown_method(op, builtin_name(callee))

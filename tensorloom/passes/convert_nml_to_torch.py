@@ -459,7 +459,9 @@ class ForToTorch(RewritePattern):
 
 def _element_name(op: nml.ForOp) -> str:
     """The source's loop variable (`block`), kept by irgen on the counter's uses."""
-    return op.attributes["var"].data if isinstance(op.attributes.get("var"), StringAttr) else "layer"  # type: ignore[union-attr]
+    return (
+        op.attributes["var"].data if isinstance(op.attributes.get("var"), StringAttr) else "layer"
+    )  # type: ignore[union-attr]
 
 
 class IfToTorch(RewritePattern):

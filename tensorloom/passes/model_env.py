@@ -289,3 +289,37 @@ def nested_overrides(
         )
         return ArgFailure(EvalError(message), position=len(names))
     return dict(zip(names, args, strict=False)) | kwargs
+
+
+def layer_count(layer: LayerOp, env: Mapping[str, Value]) -> int | None:
+    """How many copies a layer list holds under `env` (None for a plain layer)."""
+    if layer.count is None:
+        return None
+    value = evaluate(layer.count, env)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+MAX_NESTING = 32
+
+
+def declared_params(
+    model: ModelOp, env: Mapping[str, Value], models: Mapping[str, ModelOp], depth: int = 0
+) -> int:
+    """Every parameter of the model as PyTorch counts it: each declared layer once
+    (a weight used twice, as a tied head, is one parameter), a layer list's copies each."""
+    return sum(layer_params(layer, env, models, depth) for layer in layers_of(model).values())
+
+
+def layer_params(
+    layer: LayerOp, env: Mapping[str, Value], models: Mapping[str, ModelOp], depth: int = 0
+) -> int:
+    """A catalogue layer's parameters, or a nested model's under the config it is given."""
+    copies = layer_count(layer, env)
+    copies = 1 if copies is None else max(copies, 0)
+    nested = models.get(layer.kind.data)
+    if nested is None or lookup(layer.kind.data) is not None or depth > MAX_NESTING:
+        bound = bind_layer(layer, env)
+        return copies * bound.spec.param_count(bound) if bound is not None else 0
+    overrides = nested_overrides(layer, nested, env)
+    inner = model_env(nested, overrides if isinstance(overrides, dict) else {})
+    return copies * declared_params(nested, inner, models, depth + 1)

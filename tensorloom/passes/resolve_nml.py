@@ -141,9 +141,7 @@ def _report_call(op: CallOp, problem: CallProblem) -> None:
 
 def _erase_dead_constants(module: ModuleOp) -> None:
     """Constants folded into ops, and the dims of an annotation the body never reads."""
-    dead = [
-        op for op in module.walk() if isinstance(op, ConstantOp | DimOp) and not op.result.uses
-    ]
+    dead = [op for op in module.walk() if isinstance(op, ConstantOp | DimOp) and not op.result.uses]
     for op in dead:
         op.detach()
         op.erase()

@@ -62,6 +62,7 @@ from tensorloom.diagnostics.ir import report, reporting, span_of
 from tensorloom.dialects import train
 from tensorloom.dialects.datasets import DatasetInfo, lookup_dataset
 from tensorloom.dialects.layers import BoundLayer, lookup
+from tensorloom.dialects.layers.parameter import PARAMETER
 from tensorloom.dialects.nml import (
     AnyType,
     ApplyAtOp,
@@ -86,24 +87,31 @@ from tensorloom.dialects.nml import (
     TupleType,
     YieldOp,
 )
-from tensorloom.dialects.layers.parameter import PARAMETER
 from tensorloom.dialects.nml.builtins import tuple_element
 from tensorloom.dialects.nml.types import Dim
-from tensorloom.dialects.shapes import Shape, ShapeMismatch, Unifier, format_shape, reshape_shape
+from tensorloom.dialects.shapes import (
+    Shape,
+    ShapeMismatch,
+    Unifier,
+    broadcast,
+    format_shape,
+    reshape_shape,
+)
+from tensorloom.passes.check_scopes import MODULE_ATTRIBUTES
 from tensorloom.passes.model_env import (
     ArgFailure,
     Env,
     bind_layer,
-    evaluate,
+    declared_params,
     evaluate_kwargs,
     forward_of,
+    layer_count,
     layers_of,
     methods_of,
     model_env,
     models_of,
     nested_overrides,
 )
-from tensorloom.passes.check_scopes import MODULE_ATTRIBUTES
 from tensorloom.source import Span
 
 BATCH = "B"
@@ -129,9 +137,14 @@ class ModelFlow:
     inputs: list[str]
     output: str
     steps: list[FlowStep] = field(default_factory=list[FlowStep])
+    declared: int | None = None  # every declared layer once; None inside a nested model
 
     @property
     def params(self) -> int:
+        """The model's parameters: each declared layer once (a weight used twice is one
+        parameter), else, for a nested model's flow, the sum of its steps."""
+        if self.declared is not None:
+            return self.declared
         return sum(step.params for step in self.steps)
 
 
@@ -241,6 +254,8 @@ class Inference:
             self._reshape(op, flow)
         elif isinstance(op, FunctionalOp):
             self._functional(op, flow)
+        elif isinstance(op, CallOp) and op.callee.data in COMPARISONS:
+            self._comparison(op)
         elif isinstance(op, CallOp):
             self._method_call(model, op, env, flow)
         self._track_scalars(op, env)
@@ -346,7 +361,9 @@ class Inference:
             carried = yielded or carried
             _join_into(seen, self, op.body.block)
             if sink.has_errors:
-                carried = [TensorType.unranked() if isinstance(t, TensorType) else t for t in carried]
+                carried = [
+                    TensorType.unranked() if isinstance(t, TensorType) else t for t in carried
+                ]
                 break
         self.scalars.pop(op.counter, None)
         for value, joined in seen.items():
@@ -361,7 +378,9 @@ class Inference:
     def _repeat_steps(self, flow: ModelFlow, times: int) -> None:
         """The remaining iterations repeat the last one's layers (same types, same counts)."""
         for _ in range(times):
-            flow.steps.extend(FlowStep(s.name, s.kind, s.output, s.params) for s in self._last_iteration)
+            flow.steps.extend(
+                FlowStep(s.name, s.kind, s.output, s.params) for s in self._last_iteration
+            )
 
     def _iterations(self, model: ModelOp, op: ForOp, env: Env) -> list[int]:
         """The counter's values: the list's positions, or the range's values if known."""
@@ -382,7 +401,8 @@ class Inference:
             self._tensor_condition(op)
             cond = True
         regions = {True: [op.then_region], False: [op.else_region]}.get(
-            cond, [op.then_region, op.else_region]  # type: ignore[arg-type]
+            cond,
+            [op.then_region, op.else_region],  # type: ignore[arg-type]
         )
         outcomes = [self.run_block(model, r.block, env, flow) for r in regions]
         results = outcomes[0]
@@ -456,6 +476,20 @@ class Inference:
         except (TypeError, ValueError, ZeroDivisionError):
             return UNKNOWN
 
+    def _comparison(self, op: CallOp) -> None:
+        """`x > 0` on a tensor is a tensor of booleans, broadcast as arithmetic is."""
+        shapes = [self.type_of(v) for v in op.args]
+        tensors = [t for t in shapes if isinstance(t, TensorType)]
+        if not tensors:
+            if all(t in (i1, i64) or isinstance(t, Float64Type) for t in shapes):
+                self.types[op.result] = i1
+            return
+        dims: Shape = tensors[0].dims
+        for other in tensors[1:]:
+            merged = broadcast(dims, other.dims, self.unifier)
+            dims = None if isinstance(merged, ShapeMismatch) else merged
+        self.types[op.result] = TensorType.from_dims(dims, i1)
+
     def _ref(self, model: ModelOp, op: RefOp, env: Env) -> None:
         """A `Parameter` is the tensor it holds; `self.training` a flag known at run time."""
         name = op.symbol.root_reference.data
@@ -464,9 +498,9 @@ class Inference:
             bound = bind_layer(layer, env)
             if bound is not None:
                 self.types[op.result] = TensorType.from_dims(bound.spec.param_shapes(bound)[""])
-        elif name in MODULE_ATTRIBUTES and name not in env and layer is None:
-            self.types[op.result] = i1
-        elif isinstance(env.get(name), bool):
+        elif (name in MODULE_ATTRIBUTES and name not in env and layer is None) or isinstance(
+            env.get(name), bool
+        ):
             self.types[op.result] = i1
 
     def _tuple_get(self, op: TupleGetOp, flow: ModelFlow) -> None:
@@ -617,7 +651,8 @@ class Inference:
         inner = ModelFlow(name, nested.sym_name.data, [], "")
         self.depth += 1
         self.hooks.on_call(op, forward)
-        result = self.run(nested, forward, model_env(nested, overrides), list(self._tensor_args(op)), inner)
+        inner_env = model_env(nested, overrides)
+        result = self.run(nested, forward, inner_env, self._tensor_args(op), inner)
         self.hooks.on_return(op, forward)
         self.depth -= 1
         kind = nested.sym_name.data
@@ -670,14 +705,6 @@ def _values_of(func: FuncOp) -> list[SSAValue]:
     return values
 
 
-def layer_count(layer: LayerOp, env: Env) -> int | None:
-    """How many copies a layer list holds under `env` (None for a plain layer)."""
-    if layer.count is None:
-        return None
-    value = evaluate(layer.count, env)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def _join(a: Attribute, b: Attribute) -> Attribute:
     """The least type both are: dims that differ become unknown."""
     if a == b:
@@ -709,6 +736,8 @@ def _join_into(seen: dict[SSAValue, Attribute], inference: Inference, block: Blo
 def nml_any() -> Attribute:
     return AnyType()
 
+
+COMPARISONS = frozenset(["==", "!=", "<", "<=", ">", ">="])
 
 UNKNOWN = object()
 """A condition whose value is not known before the forward runs (`self.training`)."""
@@ -881,6 +910,7 @@ def infer_instantiation(
     flow = ModelFlow(inst.name, inst.model.sym_name.data, inputs, "")
     result = inference.run(inst.model, forward, inst.env, args, flow)
     flow.output = inference.format_type(result)
+    flow.declared = declared_params(inst.model, inst.env, models)
     return Inferred(flow, result, inference)
 
 

@@ -25,6 +25,7 @@ from xdsl.dialects.builtin import IntegerAttr, SymbolRefAttr, i64
 from xdsl.ir import Attribute, Block, BlockArgument, Region, SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
+    irdl_op_definition,
     operand_def,
     opt_prop_def,
     prop_def,
@@ -32,7 +33,6 @@ from xdsl.irdl import (
     result_def,
     traits_def,
     var_operand_def,
-    irdl_op_definition,
     var_result_def,
 )
 from xdsl.traits import HasParent, IsTerminator
@@ -57,7 +57,8 @@ class ForOp(LazyFormatOp):
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     ASSEMBLY_FORMAT: ClassVar[str] = (
         "($layers^)? (`range` `(` $bounds^ `:` type($bounds) `)`)?"
-        " (`iter_args` `(` $inits^ `:` type($inits) `)`)? (`->` type($res)^)? attr-dict-with-keyword $body"
+        " (`iter_args` `(` $inits^ `:` type($inits) `)`)? (`->` type($res)^)?"
+        " attr-dict-with-keyword $body"
     )
 
     def __init__(
@@ -113,7 +114,11 @@ class IfOp(LazyFormatOp):
     )
 
     def __init__(
-        self, cond: Value, result_types: Sequence[Attribute], then_region: Region, else_region: Region
+        self,
+        cond: Value,
+        result_types: Sequence[Attribute],
+        then_region: Region,
+        else_region: Region,
     ):
         super().__init__(
             operands=[cond], result_types=[result_types], regions=[then_region, else_region]
