@@ -187,6 +187,7 @@ class _ModuleBuilder:
             scope[param.name] = arg
         body = BodyBuilder(block, scope, self.kernels, layer_lists)
         body.dims = _dims_of(params, block, scope, members or set())
+        body.members = members or set()
         body.statements(decl.body)
         if body.returned is None:
             body.add(nml.ReturnOp([]), decl.name_span)

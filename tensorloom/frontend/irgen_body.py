@@ -57,6 +57,7 @@ class BodyBuilder:
         self.nested = False  # inside a loop or branch: `return` is not allowed
         # Dims as values (`forward(idx: Tensor[B, T])`): name -> (argument, axis), and the
         # `nml.dim` made at the function's entry on first use, shared with nested bodies.
+        self.members: set[str] = set()  # the model's configs and layers
         self.dims: dict[str, tuple[SSAValue, int, Span]] = {}
         self.dim_values: dict[str, SSAValue] = {}
         self.entry = block
@@ -66,6 +67,7 @@ class BodyBuilder:
         inner.layer_vars = dict(self.layer_vars)
         inner.nested = True
         inner.dims, inner.dim_values, inner.entry = self.dims, self.dim_values, self.entry
+        inner.members = self.members
         return inner
 
     def dim_value(self, name: str) -> SSAValue:
@@ -355,13 +357,18 @@ class BodyBuilder:
         return None
 
     def _is_method(self, func: ast.Attribute) -> bool:
-        """`x.view(...)` on a value, as opposed to `self.fc1(...)` or `F.relu(...)`."""
+        """`x.view(...)` on a value, or on a model's tensor (`cls_token.expand(...)`,
+        `self.pos.expand(...)`), as opposed to `self.fc1(...)` or `F.relu(...)`."""
         root: ast.Expr = func.value
+        depth = 1
         while isinstance(root, ast.Attribute):
             root = root.value
+            depth += 1
         if not isinstance(root, ast.Name):
             return True
-        return root.id in self.scope
+        if root.id == "self":
+            return depth >= 2
+        return root.id in self.scope or root.id in self.members
 
     def _kernel_named(self, callee: str) -> str | None:
         name = callee.removesuffix("_launcher")

@@ -453,7 +453,7 @@ class ForToTorch(RewritePattern):
         loop.location = op.location
         for old_result, new_result in zip(op.results, loop.results, strict=True):
             new_result.name_hint = old_result.name_hint
-        rewriter.insert_op(iterable, InsertPoint.before(op))
+        rewriter.insert(iterable, InsertPoint.before(op))
         rewriter.replace(op, [loop], list(loop.results))
 
 
