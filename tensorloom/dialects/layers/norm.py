@@ -30,9 +30,7 @@ from tensorloom.dialects.shapes import Dim, Shape, ShapeMismatch, Unifier, forma
 _STAT_BYTES = 4  # mean and rstd are fp32 whatever the input dtype
 
 
-def _affine_shapes(
-    shape: tuple[int, ...], affine: bool, bias: bool
-) -> dict[str, tuple[int, ...]]:
+def _affine_shapes(shape: tuple[int, ...], affine: bool, bias: bool) -> dict[str, tuple[int, ...]]:
     """A norm's `weight` and `bias`, each of the normalised shape, when it has them."""
     if not affine:
         return {}
