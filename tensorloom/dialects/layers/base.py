@@ -341,10 +341,6 @@ class LayerSpec:
     def param_count(self, bound: BoundLayer) -> int:
         return sum(numel(shape) for shape in self.param_shapes(bound).values())
 
-    def param_shapes(self, bound: BoundLayer) -> dict[str, tuple[Dim, ...]]:
-        """The layer's tensors by PyTorch's attribute names (`weight`, `bias`)."""
-        return {}
-
     def flops(
         self, bound: BoundLayer, in_shape: tuple[int, ...], out_shape: tuple[int, ...]
     ) -> int:

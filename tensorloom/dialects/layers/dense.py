@@ -53,11 +53,6 @@ class LinearSpec(LayerSpec):
         i, o = bound.get_int("in_features"), bound.get_int("out_features")
         return {"weight": (o, i)} | ({"bias": (o,)} if bound.get_bool("bias") else {})
 
-    def param_shapes(self, bound: BoundLayer) -> dict[str, tuple[int, ...]]:
-        i, o = bound.get_int("in_features"), bound.get_int("out_features")
-        shapes = {"weight": (o, i)}
-        return shapes | ({"bias": (o,)} if bound.get_bool("bias") else {})
-
     def flops(
         self, bound: BoundLayer, in_shape: tuple[int, ...], out_shape: tuple[int, ...]
     ) -> int:
@@ -105,9 +100,6 @@ class EmbeddingSpec(LayerSpec):
         self, bound: BoundLayer, shape: Shape, unifier: Unifier
     ) -> Shape | ShapeMismatch:
         return None if shape is None else (*shape, bound.get_int("embedding_dim"))
-
-    def param_shapes(self, bound: BoundLayer) -> dict[str, tuple[int, ...]]:
-        return {"weight": (bound.get_int("num_embeddings"), bound.get_int("embedding_dim"))}
 
     def param_shapes(self, bound: BoundLayer) -> dict[str, tuple[int, ...]]:
         return {"weight": (bound.get_int("num_embeddings"), bound.get_int("embedding_dim"))}
