@@ -67,7 +67,8 @@ FIXED: list[tuple[str, list[Value], dict[str, Value], tuple[int, ...]]] = [
 
 
 def test_every_layer_has_a_fixed_case() -> None:
-    assert {case[0] for case in FIXED} == set(LAYERS)
+    # `Parameter` is a tensor, not a module: tests/e2e/test_language.py builds and counts it.
+    assert {case[0] for case in FIXED} == set(LAYERS) - {"Parameter"}
 
 
 @pytest.mark.parametrize(("name", "args", "kwargs", "shape"), FIXED)
