@@ -131,10 +131,13 @@ class _ModuleBuilder:
         kind = attrs.aliases.get(kind, kind)
         args = call.args if call is not None else []
         kwargs = call.kwargs if call is not None else []
+        build = attrs.build
+        if kind == "Sequential":  # `Sequential(Linear(d, d), GELU)`: a bare name is a layer
+            build = attrs.build_layer
         op = nml.LayerOp(
             decl.name,
             kind,
-            [attrs.build(a) for a in args],
+            [build(a) for a in args],
             {k.name: attrs.build(k.value) for k in kwargs},
             arg_locs=[loc_of(a.span) for a in args],
             kwarg_locs=[loc_of(k.span) for k in kwargs],

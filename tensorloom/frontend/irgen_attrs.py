@@ -75,6 +75,12 @@ class AttrBuilder:
             return NoneValueAttr()
         return result
 
+    def build_layer(self, expr: ast.Expr) -> Attribute:
+        """A layer constructor as an argument: `Linear(d, d)`, or `GELU` with no arguments."""
+        if isinstance(expr, ast.Name) and expr.id[:1].isupper():
+            return CallAttr.get(self.aliases.get(expr.id, expr.id))
+        return self.build(expr)
+
     def _build(self, expr: ast.Expr) -> Attribute | None:
         if (literal := literal_attr(expr)) is not None:
             return literal

@@ -720,6 +720,9 @@ class ModelToClass(RewritePattern):
             init = parameter_source(args, init_value, std, mean)
             return _at(t.SubmoduleOp(layer.sym_name.data, "nn.Parameter", [init]), layer)
         spec = lookup(kind)
+        if kind == "Sequential":
+            elements = [_layer_source(a) for a in layer.args.data]
+            return _at(t.SubmoduleOp(layer.sym_name.data, "nn.Sequential", elements), layer)
         cls_name = kind
         if kind not in self.models and spec is not None:
             cls_name = spec.torch_class
@@ -736,6 +739,19 @@ class ModelToClass(RewritePattern):
             [""] * len(args) + [k for k, _ in kwargs],
         )
         return _at(op, layer)
+
+
+def _layer_source(attr: Attribute) -> str:
+    """An element of `Sequential(...)`: `Linear(d, 4 * d)` is `nn.Linear(d, 4 * d)`."""
+    if not isinstance(attr, CallAttr):
+        return attr_source(attr).text
+    spec = lookup(attr.callee.data)
+    args = [attr_source(a).at_least(Precedence.TERNARY) for a in attr.args.data]
+    kwargs = [(k, attr_source(v).text) for k, v in attr.kwargs.data.items()]
+    if spec is None:
+        return _call_source(attr).text
+    kwargs += _forced_kwargs(spec.name, len(args), kwargs)
+    return PyExpr.call(spec.torch_class, [*args, *(f"{k}={v}" for k, v in kwargs)]).text
 
 
 def _at(op: Operation, like: Operation) -> Operation:

@@ -242,9 +242,10 @@ def layer_arguments(
     args: list[Value] = []
     for position, attr in enumerate(layer.args.data):
         value = evaluate(attr, env)
-        if isinstance(value, EvalError | CallValue):
+        container = layer.kind.data == "Sequential"  # its arguments are layer constructors
+        if isinstance(value, EvalError) or (isinstance(value, CallValue) and not container):
             return ArgFailure(_as_error(value), position=position)
-        args.append(value)
+        args.append(value)  # type: ignore[arg-type]
     kwargs: dict[str, Value] = {}
     for keyword, attr in layer.kwargs.data.items():
         value = evaluate(attr, env)

@@ -45,6 +45,8 @@ from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
     Float64Type,
     FloatAttr,
     FunctionType,
@@ -67,6 +69,7 @@ from tensorloom.dialects.nml import (
     AnyType,
     ApplyAtOp,
     ApplyOp,
+    BinaryOp,
     CallOp,
     ConstantOp,
     DimOp,
@@ -75,6 +78,7 @@ from tensorloom.dialects.nml import (
     FunctionalOp,
     GetAttrOp,
     IfOp,
+    IndexOp,
     InstanceOp,
     LayerOp,
     ListOp,
@@ -100,6 +104,7 @@ from tensorloom.dialects.shapes import (
 from tensorloom.passes.check_scopes import MODULE_ATTRIBUTES
 from tensorloom.passes.model_env import (
     ArgFailure,
+    CallValue,
     Env,
     bind_layer,
     declared_params,
@@ -286,7 +291,7 @@ class Inference:
             self._report_builtin(op, result)
             result = TensorType.unranked()
         self.types[op.results[0]] = result
-        if not isinstance(op, ListOp | DimOp):
+        if isinstance(result, TensorType) and not isinstance(op, ListOp | DimOp):
             flow.steps.append(FlowStep("", op.name, self.format_type(result), 0))
 
     def _report_builtin(self, op: Operation, error: ShapeMismatch) -> None:
@@ -325,6 +330,22 @@ class Inference:
             self.scalars[op.result] = op.value.value.data
         elif isinstance(op, RefOp):
             self._config_ref(op, env)
+        elif isinstance(op, BinaryOp) and op.name in _SCALAR_ARITHMETIC:
+            a, b = self.scalars.get(op.lhs), self.scalars.get(op.rhs)
+            if isinstance(a, int) and isinstance(b, int):  # `x.size(1) * x.size(2)`
+                folded = _SCALAR_ARITHMETIC[op.name](a, b)
+                if isinstance(folded, int):
+                    self.scalars[op.result] = folded
+        elif isinstance(op, IndexOp) and op.input in self.shape_tuples:
+            entries = op.entries()  # `x.shape[1]`
+            dims = self.shape_tuples[op.input]
+            if (
+                len(entries) == 1
+                and isinstance(entries[0], int)
+                and -len(dims) <= entries[0] < len(dims)
+            ):
+                self.scalars[op.result] = dims[entries[0]]
+                self.types[op.result] = i64
 
     def _config_ref(self, op: RefOp, env: Env) -> None:
         value = env.get(op.symbol.root_reference.data)
@@ -613,6 +634,8 @@ class Inference:
         if bound is None:
             return TensorType.unranked()
         inputs = [self._shape(v) for v in op.args]
+        if bound.spec.name == "Embedding" and op.args:
+            self._check_positions(layer, op, bound)
         shape = bound.spec.infer_shape(bound, inputs, self.unifier)
         if isinstance(shape, ShapeMismatch):
             self._report_layer(layer, op, bound, shape)
@@ -622,6 +645,33 @@ class Inference:
         name = label or layer.sym_name.data
         flow.steps.append(FlowStep(name, _describe(bound), self.format_type(result), params))
         return result
+
+    def _check_positions(self, layer: LayerOp, op: ApplyOp | ApplyAtOp, bound: BoundLayer) -> None:
+        """`wpe(arange(T))`: the largest position must have a row in the table
+        (nanoGPT's "Cannot forward sequence of length 12, block size is only 8")."""
+        source = op.args[0].owner
+        if not isinstance(source, Operation) or source.name != "nml.arange":
+            return
+        last = _arange_last(source, self._shape(op.args[0]), self.unifier)
+        rows = bound.get_int("num_embeddings")
+        if last is None or last < rows:
+            return
+        span = span_of(op)
+        if span is None:
+            return
+        name = layer.sym_name.data
+        message = (
+            f"cannot look up position {last} in `{name}`: it holds {rows} positions "
+            f"(the sequence is longer than the table)"
+        )
+        secondary = [Label(s, f"`{name}` is declared here") for s in [span_of(layer)] if s]
+        help_text = (
+            f"feed sequences of at most {rows} tokens, or make the table "
+            f"`Embedding({last + 1}, ...)`"
+        )
+        report(
+            Diagnostic.error("TL0208", message, Label(span), secondary=secondary, help=help_text)
+        )
 
     def _shape(self, value: SSAValue) -> Shape:
         attr = self.type_of(value)
@@ -705,6 +755,21 @@ def _values_of(func: FuncOp) -> list[SSAValue]:
     return values
 
 
+def _arange_last(op: Operation, shape: Shape, unifier: Unifier) -> int | None:
+    """The largest value an `nml.arange` of this shape holds, if its start, step and
+    length are known integers."""
+    bounds = op.properties.get("bounds")
+    if not isinstance(bounds, ArrayAttr) or len(bounds.data) != 3 or shape is None:
+        return None
+    start, _, step = bounds.data
+    length = unifier.resolve(shape[0]) if shape else None
+    if not (isinstance(start, IntegerAttr) and isinstance(step, IntegerAttr)):
+        return None
+    if not isinstance(length, int) or length <= 0 or step.value.data <= 0:
+        return None
+    return start.value.data + (length - 1) * step.value.data
+
+
 def _join(a: Attribute, b: Attribute) -> Attribute:
     """The least type both are: dims that differ become unknown."""
     if a == b:
@@ -736,6 +801,12 @@ def _join_into(seen: dict[SSAValue, Attribute], inference: Inference, block: Blo
 def nml_any() -> Attribute:
     return AnyType()
 
+
+_SCALAR_ARITHMETIC: dict[str, Callable[[int, int], object]] = {
+    "nml.add": operator.add,
+    "nml.sub": operator.sub,
+    "nml.mul": operator.mul,
+}
 
 COMPARISONS = frozenset(["==", "!=", "<", "<=", ">", ">="])
 
@@ -786,6 +857,9 @@ def _layer_help(name: str, bound: BoundLayer, mismatch: ShapeMismatch) -> str | 
 
 
 def _literal(value: object) -> str:
+    if isinstance(value, CallValue):  # a layer inside `Sequential(...)`
+        args = [_literal(a) for a in value.args] + [f"{k}={_literal(v)}" for k, v in value.kwargs]
+        return f"{value.name}({', '.join(args)})" if args else value.name
     if isinstance(value, list | tuple):
         return "[" + ", ".join(_literal(v) for v in value) + "]"
     if isinstance(value, bool):
@@ -894,6 +968,26 @@ class Inferred:
     inference: Inference
 
 
+DIM_BINDINGS = "tl.dims"
+"""The module attribute holding `-D NAME=SIZE` bindings: `{T = 2048 : i64}`."""
+
+
+def set_dim_bindings(module: ModuleOp, bindings: Mapping[str, int]) -> None:
+    module.attributes[DIM_BINDINGS] = DictionaryAttr(
+        {name: IntegerAttr(size, i64) for name, size in bindings.items()}
+    )
+
+
+def dim_bindings(module: Operation | None) -> dict[str, int]:
+    """The `-D` bindings the module carries (none: an empty dict)."""
+    while module is not None and not isinstance(module, ModuleOp):
+        module = module.parent_op()
+    attr = module.attributes.get(DIM_BINDINGS) if module is not None else None
+    if not isinstance(attr, DictionaryAttr):
+        return {}
+    return {k: v.value.data for k, v in attr.data.items() if isinstance(v, IntegerAttr)}
+
+
 def infer_instantiation(
     inst: Instantiation, models: dict[str, ModelOp], *, quiet: bool = False
 ) -> Inferred | None:
@@ -905,6 +999,8 @@ def infer_instantiation(
     if forward is None:
         return None
     inference = Inference(models)
+    for name, size in dim_bindings(inst.model).items():
+        inference.unifier.unify(name, size)
     args = input_types(inst, forward, inference)
     inputs = [inference.format_type(a) for a in args]
     flow = ModelFlow(inst.name, inst.model.sym_name.data, inputs, "")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -29,16 +30,23 @@ if TYPE_CHECKING:
     from tensorloom.pipeline import Compilation
 
 
-def check_file(path: Path) -> tuple[Compilation, list[ModelFlow]]:
-    """Run the front end and every check pass on `path`; the shape flows if it is clean."""
+def check_file(
+    path: Path, bindings: Mapping[str, int] | None = None
+) -> tuple[Compilation, list[ModelFlow]]:
+    """Run the front end and every check pass on `path`; the shape flows if it is clean.
+
+    `bindings` (`-D T=2048`) fix symbolic dims for shape inference; they travel in
+    the IR as the module's `tl.dims` attribute."""
     from tensorloom.diagnostics.ir import reporting
-    from tensorloom.passes.shape_inference import infer_shapes
+    from tensorloom.passes.shape_inference import infer_shapes, set_dim_bindings
     from tensorloom.pipeline import CHECK_PASSES, compile_file, make_context, run_passes
 
     result = compile_file(path, until="irgen")
     module = result.module
     if module is None or result.sink.has_errors:
         return result, []
+    if bindings:
+        set_dim_bindings(module, bindings)
     with reporting(result.sink):
         run_passes(make_context(), module, CHECK_PASSES, result.path, verify_each=False)
     if result.sink.has_errors:
@@ -47,7 +55,8 @@ def check_file(path: Path) -> tuple[Compilation, list[ModelFlow]]:
 
 
 def run_check(path: Path, fmt: str = "text", out: TextIO | None = None, *,
-              use_cache: bool = False, looked_up: bool = False) -> int:  # fmt: skip
+              use_cache: bool = False, looked_up: bool = False,
+              bindings: Mapping[str, int] | None = None) -> int:  # fmt: skip
     """The `tlc check` command: print diagnostics and flows; the exit status.
 
     With `use_cache`, an unchanged program's output is replayed from
@@ -55,9 +64,10 @@ def run_check(path: Path, fmt: str = "text", out: TextIO | None = None, *,
     caller (tools/launcher.py) has already asked the cache and missed.
     """
     name, command = str(path), f"check --format {fmt}"
+    command += "".join(f" -D {k}={v}" for k, v in sorted((bindings or {}).items()))
     replay = check_cache.lookup(name, command) if use_cache and not looked_up else None
     if replay is None:
-        result, flows = check_file(path)
+        result, flows = check_file(path, bindings)
         replay = render_check(result, flows, fmt)
         if use_cache:
             store_result(name, command, result, replay)

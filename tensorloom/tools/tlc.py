@@ -84,16 +84,39 @@ def ast_command(file: Path, as_json: bool) -> int:
     return exit_status(sink)
 
 
+def _bindings(
+    _ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]
+) -> dict[str, int]:
+    bindings: dict[str, int] = {}
+    for text in values:
+        name, _, size = text.partition("=")
+        if not name.isidentifier() or not size.isdigit() or int(size) < 1:
+            raise click.BadParameter(f"expected NAME=SIZE such as T=512, got `{text}`")
+        bindings[name] = int(size)
+    return bindings
+
+
+BIND_OPTION = click.option(
+    "-D",
+    "bindings",
+    multiple=True,
+    callback=_bindings,
+    metavar="NAME=SIZE",
+    help="bind a symbolic dim, e.g. -D T=512 (repeatable)",
+)
+
+
 @cli.command()
 @FILE_ARGUMENT
 @FORMAT_OPTION
+@BIND_OPTION
 @click.option("--no-cache", is_flag=True, help="check afresh; neither read nor write the cache")
 @compiler_command
-def check(file: Path, fmt: Format, no_cache: bool) -> int:
+def check(file: Path, fmt: Format, bindings: dict[str, int], no_cache: bool) -> int:
     """Check FILE (names, configs, shapes, train settings); print each model's shape flow."""
     from tensorloom.tools.check import run_check
 
-    return run_check(file, fmt, use_cache=not no_cache)
+    return run_check(file, fmt, use_cache=not no_cache, bindings=bindings)
 
 
 @cli.command("compile")
@@ -128,18 +151,6 @@ def run_command(file: Path, nproc: int | None, script_args: tuple[str, ...]) -> 
     from tensorloom.tools.run import run_file
 
     return run_file(file, nproc, list(script_args))
-
-
-def _bindings(
-    _ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]
-) -> dict[str, int]:
-    bindings: dict[str, int] = {}
-    for text in values:
-        name, _, size = text.partition("=")
-        if not name.isidentifier() or not size.isdigit() or int(size) < 1:
-            raise click.BadParameter(f"expected NAME=SIZE such as T=512, got `{text}`")
-        bindings[name] = int(size)
-    return bindings
 
 
 def _gpu_memory(_ctx: click.Context, _param: click.Parameter, value: str | None) -> int | None:
@@ -177,14 +188,7 @@ def _gpu_memory(_ctx: click.Context, _param: click.Parameter, value: str | None)
     ),
     help="default: the train block's, else Adam",
 )
-@click.option(
-    "-D",
-    "bindings",
-    multiple=True,
-    callback=_bindings,
-    metavar="NAME=SIZE",
-    help="bind a symbolic dim, e.g. -D T=512 (repeatable)",
-)
+@BIND_OPTION
 @click.option("--gpu-memory", callback=_gpu_memory, help="warn when the budget exceeds it (80GB)")
 @click.option("--checkpointing", is_flag=True, help="budget with activation checkpointing")
 @click.option("--json", "as_json", is_flag=True, help="print the profile as JSON")
