@@ -29,7 +29,7 @@ and layer i+1 its input. Parameters are never counted here.
 from __future__ import annotations
 
 from tensorloom.diagnostics.core import did_you_mean
-from tensorloom.dialects.layers import conv, container, dense, norm, parameter, sequence
+from tensorloom.dialects.layers import container, conv, dense, norm, parameter, sequence
 from tensorloom.dialects.layers.base import (
     ArgError,
     BoundLayer,

@@ -128,7 +128,8 @@ class SequentialSpec(LayerSpec):
     ) -> int:
         shapes = self._shapes(bound, in_shape)
         return sum(
-            e.spec.flops(e, a, b) for e, a, b in zip(self.elements(bound), shapes, shapes[1:])
+            e.spec.flops(e, a, b)
+            for e, a, b in zip(self.elements(bound), shapes, shapes[1:], strict=False)
         )
 
     def saved_tensors(
@@ -140,7 +141,7 @@ class SequentialSpec(LayerSpec):
     ) -> SavedTensors:
         shapes = self._shapes(bound, in_shape)
         total = 0
-        for element, a, b in zip(self.elements(bound), shapes, shapes[1:]):
+        for element, a, b in zip(self.elements(bound), shapes, shapes[1:], strict=False):
             total += element.spec.saved_tensors(element, a, b, dtype_bytes).total
         return SavedTensors(extra_bytes=total)
 
