@@ -443,6 +443,9 @@ class PythonPrinter:
         args = [a.data for a in op.args]
         names = [n.data for n in op.arg_names]
         self.require_import_for(op.cls.data)
+        for arg in args:  # `nn.Parameter(torch.zeros(1, 1, d))`, `nn.Sequential(nn.Linear(...))`
+            for dotted in re.findall(r"\b(?:torch|nn|F|math)\.[\w.]+", arg):
+                self.require_import_for(dotted)
         call = PyExpr.call(op.cls.data, _with_keywords(args, names))
         self.line(f"self.{op.field_name.data} = {call.text}")
 
