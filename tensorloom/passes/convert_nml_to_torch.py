@@ -790,7 +790,7 @@ class ReturnToTorch(RewritePattern):
         _replace(rewriter, op, [t.ReturnOp(values)])
         if unpacked:
             assert isinstance(owner, nml.ListOp)
-            rewriter.erase_op(owner)
+            rewriter.erase(owner)
 
 
 BODY_PATTERNS: tuple[RewritePattern, ...] = (
