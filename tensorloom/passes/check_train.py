@@ -26,7 +26,12 @@ from xdsl.passes import ModulePass
 from tensorloom.diagnostics.core import Diagnostic, Label, did_you_mean
 from tensorloom.diagnostics.ir import report, span_of
 from tensorloom.dialects import train
-from tensorloom.dialects.datasets import DatasetError, DatasetInfo, lookup_dataset
+from tensorloom.dialects.datasets import (
+    DatasetError,
+    DatasetInfo,
+    is_language_model_data,
+    lookup_dataset,
+)
 from tensorloom.dialects.nml import (
     ApplyOp,
     InstanceOp,
@@ -452,6 +457,11 @@ class LoopChecker:
                 f"`{loss}` needs one output per class: the model gives {classes}, "
                 f"`{info.name}` has {info.num_classes} classes"
             )
+            if is_language_model_data(info):
+                message = (
+                    f"`{loss}` needs one output per token of the vocabulary: the model gives "
+                    f"{classes}, `{info.name}` data has {info.num_classes} tokens"
+                )
             help_text = f"make the model's last layer output {info.num_classes} features"
             report(Diagnostic.error("TL0408", message, Label(span), help=help_text))
 

@@ -56,6 +56,7 @@ class ScriptPlan:
     checkpointed_layers: list[str] = field(default_factory=list[str])
     val_every: int = 1
     log_every: int | None = None
+    language_model_data: bool = False  # `"text"` or `"tokens"`: windows of runtime/tokens.py
 
     @property
     def classification(self) -> bool:
@@ -71,6 +72,7 @@ class ScriptPlan:
         the script still decides per run (device, resident data, model size)."""
         return (
             not self.distributed
+            and not self.language_model_data  # windows are read per batch, not resident
             and self.grad_accum == 1
             and self.grad_clip == "None"
             and self.schedule is None
@@ -340,9 +342,9 @@ class Trainer:
     scaler: torch.amp.GradScaler | None
     scheduler: torch.optim.lr_scheduler.LRScheduler | None
     plan: PrecisionPlan
-    train_loader: DeviceLoader | HostLoader
-    val_loader: DeviceLoader | HostLoader
-    info: DataInfo
+    train_loader: $loader
+    val_loader: $loader
+    info: $info
     step: int = 0
     start_epoch: int = 0
 '''
@@ -354,12 +356,43 @@ TRAINER_GRAPH_FIELDS = """
 
 
 def trainer_source(plan: ScriptPlan) -> str:
+    text = _fill(TRAINER, loader=_loader_type(plan), info=_info_type(plan))
     if not plan.whole_step_graph:
-        return TRAINER
-    return TRAINER.rstrip("\n") + TRAINER_GRAPH_FIELDS
+        return text
+    return text + TRAINER_GRAPH_FIELDS.rstrip("\n")
+
+
+def _loader_type(plan: ScriptPlan) -> str:
+    return "WindowLoader" if plan.language_model_data else "DeviceLoader | HostLoader"
+
+
+def _info_type(plan: ScriptPlan) -> str:
+    return "TokenInfo" if plan.language_model_data else "DataInfo"
+
+
+_WINDOW_LOADERS = """
+def build_loaders(
+    args: argparse.Namespace, ctx: DistContext
+) -> tuple[WindowLoader, WindowLoader, TokenInfo]:
+    options = dict(DATASET_OPTIONS)
+    windows = options.pop("windows_per_epoch", None)
+    train, val, info = load_token_dataset(DATASET, data_root=args.data_root, **options)
+    shard = {"rank": ctx.rank, "world_size": ctx.world_size, "device": ctx.device}
+    block = options["block_size"]
+    train_loader = WindowLoader(
+        train, block_size=block, batch_size=args.batch_size, shuffle=True,
+        windows_per_epoch=windows, seed=args.seed, **shard,
+    )  # fmt: skip
+    val_loader = WindowLoader(
+        val, block_size=block, batch_size=args.batch_size, shuffle=False, **shard
+    )
+    return train_loader, val_loader, info
+"""
 
 
 def build_loaders_source(plan: ScriptPlan) -> str:
+    if plan.language_model_data:
+        return _WINDOW_LOADERS
     per_token = ""
     if plan.per_token_length is not None:
         per_token = (
@@ -878,14 +911,20 @@ def main_source(plan: ScriptPlan) -> str:
             try:
                 $context
                 return train(args, ctx)
-            except (DatasetUnavailable, DeviceUnavailable) as error:
+            except ($unavailable) as error:
                 print(f"error: {error}", file=sys.stderr)
                 return 1
             finally:
                 teardown_distributed()
         """,
         context=context,
+        unavailable=_unavailable(plan),
     )
+
+
+def _unavailable(plan: ScriptPlan) -> str:
+    data = "TokenDataUnavailable" if plan.language_model_data else "DatasetUnavailable"
+    return f"{data}, DeviceUnavailable"
 
 
 def loop_sources(plan: ScriptPlan) -> list[str]:
