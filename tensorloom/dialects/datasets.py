@@ -11,8 +11,9 @@ Shape inference uses `sample_shape` (one sample, without the batch dimension) an
 and `task`. Language-model data (`load_dataset("text", path=..., block_size=256)`,
 `load_dataset("tokens", path="train.bin", block_size=1024, vocab=50257)`) has
 samples `(block_size,)` of int64 tokens, per-token targets `(block_size,)` and
-`num_classes` the vocabulary; `DatasetInfo.block_size` is that T. A file path's shapes are unknown (None) unless the user annotates them
-with `sample_shape=[...]` and `num_classes=...`. `load_dataset()` with no source
+`num_classes` the vocabulary; `DatasetInfo.block_size` is that T. A file path's
+shapes are unknown (None) unless the user annotates them with `sample_shape=[...]`
+and `num_classes=...`. `load_dataset()` with no source
 is synthetic: its shapes are taken from the model by the caller.
 
 The figures here must agree with `tensorloom/backends/runtime/data.py`, which
