@@ -49,6 +49,7 @@ from tensorloom.dialects import torch as t
 from tensorloom.dialects.datasets import LM_SOURCES, DatasetError, lookup_dataset
 from tensorloom.dialects.layers.base import py_literal
 from tensorloom.passes.convert_nml_to_torch import attr_source, script_of
+from tensorloom.passes.loss_functions import Metric, MetricProblem, metrics_of
 from tensorloom.passes.model_env import CallValue, Evaluated, evaluate_kwargs
 from tensorloom.passes.script_statements import lower_statements
 from tensorloom.passes.train_script import (
@@ -167,6 +168,9 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
     data = _data_plan(module, loop)
     optimizer, lr, optimizer_kwargs = _optimizer(loop)
     loss = _call(setting_value(loop, "loss"), "CrossEntropy")
+    functions = _functions(module)
+    named = setting_value(loop, "loss")
+    custom = named if isinstance(named, str) and named in functions else None
     schedule, schedule_kwargs = _schedule(loop)
     policy = _marker(loop, train.CheckpointOp)
     compiled = _marker(loop, train.CompileOp)
@@ -202,6 +206,9 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
         val_every=_int(setting_value(loop, "val_every"), 1),
         log_every=log_every if isinstance(log_every, int) else None,
         language_model_data=data.name in LM_SOURCES,
+        custom_loss=custom,
+        takes_inputs=frozenset(n for n, count in functions.items() if count == 3),
+        metrics=tuple(_metrics(loop, functions)),
     )  # fmt: skip
 
 
@@ -274,6 +281,23 @@ class ConvertTrainToTorchPass(ModulePass):
 
 
 __all__ = ["ConvertTrainToTorchPass", "plan_of"]
+
+
+def _functions(module: ModuleOp) -> dict[str, int]:
+    """The `.tl` file's functions (losses, metrics) and their parameter counts: by now the
+    `torch.def`s that convert-nml-to-torch made of them."""
+    script = script_of(module)
+    return {op.sym_name.data: len(op.arg_names) for op in script.body.block.ops
+            if isinstance(op, t.DefOp)}  # fmt: skip
+
+
+def _metrics(loop: train.LoopOp, functions: dict[str, int]) -> list[Metric]:
+    """`metrics = [...]`, as check-train read it (it reported any problem)."""
+    attr = loop.setting("metrics")
+    if attr is None:
+        return []
+    metrics = metrics_of(attr, list(functions))
+    return [] if isinstance(metrics, MetricProblem) else metrics
 
 
 def _checkpointed_layers(blocks: Operation | None) -> list[str]:

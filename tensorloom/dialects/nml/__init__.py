@@ -57,6 +57,7 @@ from tensorloom.dialects.nml.builtins import (
     apply_rule,
     index_entry,
 )
+from tensorloom.dialects.nml.losses import LOSSES, LossOp, LossSpec
 from tensorloom.dialects.nml.ops import (
     ApplyOp,
     CallOp,
@@ -100,6 +101,7 @@ __all__ = [
     "ELEMENT_TYPE_NAMES",
     "EXPR_OPERATORS",
     "FUNCTIONAL_OPS",
+    "LOSSES",
     "UNARY_OPS",
     "AddOp",
     "AnyType",
@@ -129,6 +131,8 @@ __all__ = [
     "ListOp",
     "ListType",
     "LogSoftmaxOp",
+    "LossOp",
+    "LossSpec",
     "MatmulOp",
     "MeanOp",
     "ModelOp",
@@ -185,6 +189,7 @@ Nml = Dialect(
         RefOp,
         GetAttrOp,
         *FUNCTIONAL_OPS,
+        LossOp,
     ],
     [
         TensorType,
