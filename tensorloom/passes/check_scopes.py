@@ -10,6 +10,10 @@ Runs after `resolve-nml`, so what is left unresolved is a mistake:
 Local variables are SSA values by now, so a `nml.ref` inside a model must name
 one of its configs or layers, or a top-level symbol of the module.
 
+A top-level function of a `.tl` file (a loss or metric, `fn my_loss(out, y)`) sees
+only its parameters and its `let`s: a `nml.ref` left in it is an undefined name,
+and a call left unresolved an unknown function.
+
 A script's top-level statements (`train.main`) are checked the same way: a
 `nml.ref` must name a model, instance, kernel or `<kernel>_launcher` (a dataset
 only feeds a train block), and a function call one of those or a script builtin
@@ -202,6 +206,34 @@ class ScriptScope:
             )
 
 
+@dataclass
+class FunctionScope:
+    """What names mean in a top-level function: its parameters and locals, nothing else."""
+
+    func: FuncOp
+
+    def check(self) -> None:
+        name = self.func.sym_name.data
+        local = {*self.func.names}
+        for op in self.func.walk():
+            local |= {r.name_hint for r in op.results if r.name_hint is not None}
+        for op in self.func.walk():
+            if isinstance(op, RefOp):
+                ref = op.symbol.root_reference.data
+                guess = did_you_mean(ref, local)
+                _error(op, "TL0301", f"undefined name `{ref}` in `{name}`", _help(guess))
+            elif isinstance(op, CallOp) and builtin_name(op.callee.data) not in BUILTINS:
+                callee = builtin_name(op.callee.data)
+                what = "tensor method" if op.method is not None else "function"
+                guess = did_you_mean(callee, BUILTINS)
+                _error(op, "TL0305", f"unknown {what} `{callee}`", _help(guess))
+
+
+def top_level_functions(module: ModuleOp) -> dict[str, FuncOp]:
+    """A `.tl` file's top-level functions (losses, metrics), by name."""
+    return {op.sym_name.data: op for op in module.body.block.ops if isinstance(op, FuncOp)}
+
+
 def _error(op: Operation, code: str, message: str, help_text: str | None) -> None:
     span = span_of(op)
     if span is None:
@@ -221,5 +253,7 @@ class CheckScopesPass(ModulePass):
         outside = top_level_symbols(op)
         for model in [o for o in op.walk() if isinstance(o, ModelOp)]:
             ModelScope(model, outside).check()
+        for func in top_level_functions(op).values():
+            FunctionScope(func).check()
         for main in [o for o in op.body.block.ops if isinstance(o, MainOp)]:
             ScriptScope(main, outside, _datasets(op)).check()

@@ -92,6 +92,7 @@ from tensorloom.dialects.nml.control import (
     TupleGetOp,
     YieldOp,
 )
+from tensorloom.dialects.nml.losses import LOSSES, LossOp, LossSpec
 from tensorloom.dialects.nml.ops import (
     ApplyOp,
     CallOp,
@@ -139,6 +140,7 @@ __all__ = [
     "ELEMENT_TYPE_NAMES",
     "EXPR_OPERATORS",
     "FUNCTIONAL_OPS",
+    "LOSSES",
     "UNARY_OPS",
     "AddOp",
     "AmaxOp",
@@ -180,6 +182,8 @@ __all__ = [
     "ListOp",
     "ListType",
     "LogSoftmaxOp",
+    "LossOp",
+    "LossSpec",
     "MaskedFillOp",
     "MatmulOp",
     "MeanOp",
@@ -256,6 +260,7 @@ Nml = Dialect(
         GetAttrOp,
         *FUNCTIONAL_OPS,
         *CONTROL_OPS,
+        LossOp,
     ],
     [
         TensorType,
