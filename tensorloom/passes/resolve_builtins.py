@@ -711,7 +711,7 @@ _TABLE: tuple[FunctionSpec, ...] = (
     ),
 )  # fmt: skip
 
-FUNCTIONS: dict[str, FunctionSpec] = {spec.name: spec for spec in _TABLE}
+
 _LOSS_OPTION_KINDS: dict[str, type] = {
     "label_smoothing": float, "beta": float, "ignore_index": int, "log_target": bool,
 }  # fmt: skip
@@ -761,25 +761,19 @@ def _loss_option(args: CallArgs, key: str) -> Attribute | CallProblem | None:
     return CallProblem(f"`{key}` of `{args.name}` must be {what[kind]}")
 
 
-BUILTINS: dict[str, Builder] = {
-    **{name: _unary for name in UNARY_OPS if name != "neg"},
-    "softmax": _softmax,
-    "log_softmax": _softmax,
-    "dropout": _dropout,
-    "flatten": _flatten,
-    "reshape": _reshape,
-    "view": _reshape,
-    "permute": _permute,
-    "transpose": _transpose,
-    "mean": _reduce,
-    "sum": _reduce,
-    "cat": _cat,
-    "concat": _cat,
-    "matmul": _matmul,
-    "size": _size,
-    "unsqueeze": _unsqueeze,
-    **{name: _loss for name in LOSSES},
-}
+_LOSS_TABLE: tuple[FunctionSpec, ...] = tuple(
+    FunctionSpec(
+        spec.name,
+        ", ".join(["out", "target", 'reduction="mean"', *(f"{k}=..." for k in spec.keywords)]),
+        spec.doc,
+        spec.torch,
+        _loss,
+        method=False,
+    )
+    for spec in LOSSES.values()
+)
+
+FUNCTIONS: dict[str, FunctionSpec] = {spec.name: spec for spec in (*_TABLE, *_LOSS_TABLE)}
 """Every builtin function or tensor method a forward may call, by name."""
 
 BUILTINS = FUNCTIONS

@@ -307,6 +307,8 @@ class Inference:
         return Label(span, f"input is {self.format_type(self.type_of(op.operands[index]))}")
 
     def format_type(self, attr: Attribute) -> str:
+        if isinstance(attr, TupleType):
+            return "(" + ", ".join(self.format_type(t) for t in attr.types) + ")"
         if not isinstance(attr, TensorType):
             return str(attr)
         return self.unifier.format_shape(attr.dims)
