@@ -219,6 +219,22 @@ def explain(code: str) -> int:
     return EXIT_OK
 
 
+@cli.command()
+def lsp() -> None:
+    """Run the language server on stdin and stdout (editors start it; see editors/)."""
+    # Not a `compiler_command`: the server owns stdout and closes it at exit, and
+    # pygls reports a failing request to the client without ending the session.
+    try:
+        from tensorloom.tools.lsp.server import main as serve
+    except ModuleNotFoundError as error:
+        if error.name not in ("pygls", "lsprotocol"):
+            raise
+        click.echo(f"error: `tlc lsp` needs `{error.name}`, which is not installed", err=True)
+        click.echo("  = help: pip install 'tensorloom[lsp]'", err=True)
+        raise SystemExit(EXIT_USER_ERROR) from None
+    serve()
+
+
 def main() -> None:
     cli(prog_name="tlc")
 
