@@ -74,6 +74,7 @@ from tensorloom.dialects import nml
 from tensorloom.dialects import torch as t
 from tensorloom.dialects.layers import lookup
 from tensorloom.dialects.layers.parameter import PARAMETER, parameter_source
+from tensorloom.dialects.layers.sequence import SELF_ATTENTION, SELF_ATTENTION_ARGS
 from tensorloom.dialects.nml.types import CallAttr, CfgAttr, ExprAttr, NoneValueAttr, SliceAttr
 from tensorloom.passes.check_scopes import MODULE_ATTRIBUTES
 from tensorloom.passes.model_env import configs_of, enclosing_model, layers_of
@@ -183,6 +184,8 @@ class ApplyToTorch(RewritePattern):
         layer = layers_of(model).get(name)
         spec = lookup(layer.kind.data) if layer is not None else None
         kind = spec.call_kind if spec is not None else "plain"
+        if layer is not None and "causal" in layer.kwargs.data:
+            kind = "plain"  # runtime/attention.py's `SelfAttention` takes x, returns y
         names = [n.data for n in op.arg_names] if op.arg_names else None
         _replace(rewriter, op, [t.CallModuleOp(name, op.args, names, kind)])
 
@@ -950,6 +953,15 @@ class ModelToClass(RewritePattern):
             init = parameter_source(args, init_value, std, mean)
             return _at(t.SubmoduleOp(layer.sym_name.data, "nn.Parameter", [init]), layer)
         spec = lookup(kind)
+        if kind == "MultiHeadAttention" and "causal" in layer.kwargs.data:
+            kept = [(k, v) for k, v in kwargs if k in SELF_ATTENTION_ARGS]
+            op = t.SubmoduleOp(
+                layer.sym_name.data,
+                SELF_ATTENTION,
+                [*args, *(v for _, v in kept)],
+                [""] * len(args) + [k for k, _ in kept],
+            )
+            return _at(op, layer)
         if kind == "Sequential":
             elements = [_layer_source(a) for a in layer.args.data]
             return _at(t.SubmoduleOp(layer.sym_name.data, "nn.Sequential", elements), layer)
@@ -1086,6 +1098,24 @@ class ConvertNmlToTorchPass(ModulePass):
         for function in defs:
             function.detach()
             script.body.block.add_op(function)
+        _add_runtime_classes(script)
+
+
+def _add_runtime_classes(script: t.ScriptOp) -> None:
+    """Paste runtime/attention.py when a model uses its `SelfAttention`."""
+    uses = any(isinstance(o, t.SubmoduleOp) and o.cls.data == SELF_ATTENTION for o in script.walk())
+    if not uses:
+        return
+    block = script.body.block
+    for new in t.runtime_ops("attention"):
+        if block.first_op is None:
+            block.add_op(new)
+        else:
+            block.insert_op_before(new, _first_class(block) or block.first_op)
+
+
+def _first_class(block: Block) -> Operation | None:
+    return next((o for o in block.ops if isinstance(o, t.ModuleClassOp)), None)
 
 
 def _function(func: nml.FuncOp) -> t.DefOp:

@@ -882,7 +882,8 @@ def batch_metrics_source(plan: ScriptPlan) -> str:
     """`batch_metrics(output, inputs, target)`: each metric's batch mean, in METRICS' order."""
     values = [_metric_call(plan, m) for m in plan.metrics]
     listed = "".join(f"\n        {v}," for v in values)
-    body = f"torch.stack([{listed}\n    ])" if values else "target.new_zeros(0, dtype=torch.float32)"
+    none = "target.new_zeros(0, dtype=torch.float32)"  # the output may be a tuple
+    body = f"torch.stack([{listed}\n    ])" if values else none
     text = _fill(
         '''
         def batch_metrics(

@@ -228,12 +228,19 @@ class MultiHeadAttentionSpec(LayerSpec):
         Param("kdim", optional(INT)),
         Param("vdim", optional(INT)),
         Param("batch_first", BOOL, True),
+        Param("causal", BOOL, False, kw_only=True),
     )
 
     def validate(self, bound: BoundLayer) -> list[ArgError]:
         errors = positive(bound, "embed_dim", "num_heads") + probability(bound, "dropout")
         if errors:
             return errors
+        if uses_self_attention(bound):
+            errors += [
+                bound.error(k, f"`{k}` is not available with `causal`")
+                for k in ("add_bias_kv", "add_zero_attn")
+                if bound.get_bool(k)
+            ]
         e, h = bound.get_int("embed_dim"), bound.get_int("num_heads")
         if e % h:
             errors.append(
@@ -262,8 +269,13 @@ class MultiHeadAttentionSpec(LayerSpec):
 
     def param_shapes(self, bound: BoundLayer) -> dict[str, tuple[int, ...]]:
         """`nn.MultiheadAttention`'s: the packed q/k/v projection, `bias_k`/`bias_v`,
-        then the output projection `out_proj`."""
+        then the output projection `out_proj`; with `causal`, runtime/attention.py's
+        `SelfAttention`: `c_attn` and `c_proj`, as nanoGPT names them."""
         e, bias = bound.get_int("embed_dim"), bound.get_bool("bias")
+        if uses_self_attention(bound):
+            shapes = {"c_attn.weight": (3 * e, e)} | ({"c_attn.bias": (3 * e,)} if bias else {})
+            shapes |= {"c_proj.weight": (e, e)}
+            return shapes | ({"c_proj.bias": (e,)} if bias else {})
         shapes: dict[str, tuple[int, ...]] = {"in_proj_weight": (3 * e, e)}
         shapes |= {"in_proj_bias": (3 * e,)} if bias else {}
         if bound.get_bool("add_bias_kv"):
@@ -299,3 +311,14 @@ class MultiHeadAttentionSpec(LayerSpec):
 
 
 SPECS: tuple[LayerSpec, ...] = (LSTMSpec(), GRUSpec(), MultiHeadAttentionSpec())
+
+
+SELF_ATTENTION = "SelfAttention"
+"""runtime/attention.py's module: what `MultiHeadAttention(..., causal=...)` becomes."""
+
+SELF_ATTENTION_ARGS = ("embed_dim", "num_heads", "dropout", "bias", "causal")
+
+
+def uses_self_attention(bound: BoundLayer) -> bool:
+    """Whether the layer is emitted as `SelfAttention`: whenever `causal` is written."""
+    return any(key == "causal" for key, _ in bound.kwargs)
