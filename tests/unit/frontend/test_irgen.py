@@ -111,11 +111,11 @@ def test_an_alias_instance_names_the_imported_model(tmp_path: Path) -> None:
     assert instance.model.root_reference.data == "Block"
 
 
-def test_if_in_a_forward_body_is_reported() -> None:
+def test_return_inside_a_branch_is_reported() -> None:
     text = "model M:\n    fn forward(self, x):\n        if x:\n            return x\n"
     lines = only_error(text)
-    assert lines[0] == "error[TL0130]: `if` is not supported here"
-    assert lines[1] == " --> t.tl:3:9"
+    assert lines[0] == "error[TL0142]: `return` inside a loop or a branch is not supported"
+    assert lines[1] == " --> t.tl:4:13"
 
 
 def test_a_method_without_self_is_reported() -> None:

@@ -281,7 +281,7 @@ def test_whole_process_check_without_click_prints_what_click_does(
 def test_a_crash_in_a_check_without_click_is_an_internal_error(
     program: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    def crash(path: Path) -> object:
+    def crash(path: Path, bindings: object = None) -> object:
         raise RuntimeError("boom")
 
     monkeypatch.setattr("tensorloom.tools.check.check_file", crash)
