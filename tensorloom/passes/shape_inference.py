@@ -311,6 +311,9 @@ class Inference:
             return "(" + ", ".join(self.format_type(t) for t in attr.types) + ")"
         if not isinstance(attr, TensorType):
             return str(attr)
+        if attr.prefixed and attr.suffix is not None:
+            inner = self.unifier.format_shape(tuple(self.unifier.resolve(d) for d in attr.suffix))
+            return "[..., " + inner[1:] if inner != "[]" else "[...]"
         return self.unifier.format_shape(attr.dims)
 
     def _track_scalars(self, op: Operation, env: Env) -> None:
@@ -631,14 +634,40 @@ class Inference:
         inputs = [self._shape(v) for v in op.args]
         if bound.spec.name == "Embedding" and op.args:
             self._check_positions(layer, op, bound)
+        suffix = self._suffix_input(op, bound)
+        if suffix is not None:
+            inputs[0] = (PLACEHOLDER, *suffix)
         shape = bound.spec.infer_shape(bound, inputs, self.unifier)
         if isinstance(shape, ShapeMismatch):
             self._report_layer(layer, op, bound, shape)
             shape = None
         result = self._like(op, shape)
+        if suffix is not None or (inputs and inputs[0] is None):
+            result = self._from_placeholder(result, shape, bound)
         params = bound.spec.param_count(bound)
         name = label or layer.sym_name.data
         flow.steps.append(FlowStep(name, _describe(bound), self.format_type(result), params))
+        return result
+
+    def _suffix_input(self, op: ApplyOp | ApplyAtOp, bound: BoundLayer) -> Shape:
+        """`[..., 784]` into a layer whose rule holds for any leading dims: its known
+        trailing dims, checked as if one placeholder dim stood for the rest."""
+        if not op.args or not bound.spec.suffix_polymorphic or len(op.args) != 1:
+            return None
+        source = self.type_of(op.args[0])
+        return source.suffix if isinstance(source, TensorType) and source.prefixed else None
+
+    def _from_placeholder(self, result: Attribute, shape: Shape, bound: BoundLayer) -> Attribute:
+        """The rule's output back in `[..., *suffix]` form; for an input of unknown rank,
+        the trailing dims the layer fixes whatever comes in (`Linear(784, 256)`: 256)."""
+        if not isinstance(result, TensorType):
+            return result
+        if shape is not None and shape[:1] == (PLACEHOLDER,) and PLACEHOLDER not in shape[1:]:
+            return TensorType.from_suffix(shape[1:], result.element_type)
+        if shape is None and result.dims is None:
+            known = bound.spec.unknown_rank_suffix(bound)
+            if known is not None:
+                return TensorType.from_suffix(known, result.element_type)
         return result
 
     def _check_positions(self, layer: LayerOp, op: ApplyOp | ApplyAtOp, bound: BoundLayer) -> None:
@@ -804,6 +833,9 @@ _SCALAR_ARITHMETIC: dict[str, Callable[[int, int], object]] = {
 }
 
 COMPARISONS = frozenset(["==", "!=", "<", "<=", ">", ">="])
+
+PLACEHOLDER = "…"
+"""The one dim that stands for a shape's unknown leading dims while a layer's rule runs."""
 
 UNKNOWN = object()
 """A condition whose value is not known before the forward runs (`self.training`)."""

@@ -224,6 +224,10 @@ class LayerSpec:
     # Scratch memory the layer's kernels take that `scratch_bytes` cannot predict, said
     # as a note under `tlc info`'s memory budget (convolutions: cuDNN's workspace).
     unmodelled_scratch: ClassVar[str | None] = None
+    # Whether the shape rule holds for any number of leading dims (`[..., in] ->
+    # [..., out]`): then a tensor whose leading dims are unknown (`[..., 784]`) is
+    # still checked on its known trailing dims.
+    suffix_polymorphic: ClassVar[bool] = False
 
     # --- binding -------------------------------------------------------------------------
 
@@ -340,6 +344,11 @@ class LayerSpec:
 
     def param_count(self, bound: BoundLayer) -> int:
         return sum(numel(shape) for shape in self.param_shapes(bound).values())
+
+    def unknown_rank_suffix(self, bound: BoundLayer) -> tuple[Dim, ...] | None:
+        """The trailing dims of the output when nothing of the input's shape is known
+        (`Linear(784, 256)` gives `[..., 256]` whatever comes in), or None."""
+        return None
 
     def flops(
         self, bound: BoundLayer, in_shape: tuple[int, ...], out_shape: tuple[int, ...]

@@ -31,6 +31,7 @@ class LinearSpec(LayerSpec):
 
     name = "Linear"
     autocast = "low"
+    suffix_polymorphic = True
     torch_class = "nn.Linear"
     params = (req("in_features", INT), req("out_features", INT), Param("bias", BOOL, True))
 
@@ -48,6 +49,9 @@ class LinearSpec(LayerSpec):
         if isinstance(dim, ShapeMismatch):
             return dim
         return replace_dim(shape, -1, bound.get_int("out_features"))
+
+    def unknown_rank_suffix(self, bound: BoundLayer) -> tuple[int, ...]:
+        return (bound.get_int("out_features"),)
 
     def param_shapes(self, bound: BoundLayer) -> dict[str, tuple[int, ...]]:
         i, o = bound.get_int("in_features"), bound.get_int("out_features")
@@ -74,6 +78,7 @@ class EmbeddingSpec(LayerSpec):
 
     name = "Embedding"
     torch_class = "nn.Embedding"
+    suffix_polymorphic = True
     autocast = "input"
     params = (
         req("num_embeddings", INT),
@@ -104,6 +109,9 @@ class EmbeddingSpec(LayerSpec):
     def param_shapes(self, bound: BoundLayer) -> dict[str, tuple[int, ...]]:
         return {"weight": (bound.get_int("num_embeddings"), bound.get_int("embedding_dim"))}
 
+    def unknown_rank_suffix(self, bound: BoundLayer) -> tuple[int, ...]:
+        return (bound.get_int("embedding_dim"),)
+
     def saved_tensors(
         self,
         bound: BoundLayer,
@@ -116,6 +124,8 @@ class EmbeddingSpec(LayerSpec):
 
 class DropoutSpec(LayerSpec):
     """`Dropout(p)`: keeps the shape; in training saves a 1-byte mask per element."""
+
+    suffix_polymorphic = True
 
     name = "Dropout"
     torch_class = "nn.Dropout"
@@ -154,6 +164,7 @@ class FlattenSpec(LayerSpec):
 
 
 class IdentitySpec(LayerSpec):
+    suffix_polymorphic = True
     name = "Identity"
     torch_class = "nn.Identity"
 
@@ -162,6 +173,8 @@ class _Activation(LayerSpec):
     """An elementwise activation: keeps the shape, 1 FLOP per element, and saves
     its output (ReLU, Tanh, Sigmoid, whose gradients need only the result) or its
     input (GELU, SiLU)."""
+
+    suffix_polymorphic = True
 
     saves_output: ClassVar[bool] = True
 

@@ -109,6 +109,7 @@ class BatchNorm2dSpec(_BatchNorm):
 class LayerNormSpec(LayerSpec):
     """`LayerNorm(normalized_shape)`: the trailing dims must equal `normalized_shape`."""
 
+    suffix_polymorphic = True
     name = "LayerNorm"
     torch_class = "nn.LayerNorm"
     autocast = "fp32"
@@ -118,6 +119,9 @@ class LayerNormSpec(LayerSpec):
         Param("elementwise_affine", BOOL, True),
         Param("bias", BOOL, True),
     )
+
+    def unknown_rank_suffix(self, bound: BoundLayer) -> tuple[int, ...]:
+        return self.normalized(bound)
 
     def normalized(self, bound: BoundLayer) -> tuple[int, ...]:
         v = bound["normalized_shape"]

@@ -92,8 +92,8 @@ def apply_rule(operand: Attribute, rule: DimsRule) -> Attribute | ShapeMismatch:
     if not isinstance(operand, TensorType):
         return ShapeMismatch(f"expected a tensor, got {operand}")
     dims = operand.dims
-    if dims is None:
-        return operand
+    if dims is None:  # unknown rank, or `[..., 16]`: a rule of dims tells nothing here
+        return operand.with_dims(None)
     result = rule(dims)
     if isinstance(result, ShapeMismatch):
         return result

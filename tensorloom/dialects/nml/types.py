@@ -60,11 +60,17 @@ def _attr_to_dim(attr: Attribute) -> Dim:
     return None
 
 
-def format_dims(dims: Dims | None) -> str:
-    """`[B, 784]` as the IR and diagnostics print it; `*` for unknown rank."""
+PREFIX = "..."
+"""The first entry of a shape whose leading dims are unknown: `[..., 256]`."""
+
+
+def format_dims(dims: Dims | None, *, prefixed: bool = False) -> str:
+    """`[B, 784]` as the IR and diagnostics print it; `*` for unknown rank;
+    `[..., 256]` for a known suffix after unknown leading dims."""
     if dims is None:
         return "*"
-    return "[" + ", ".join("?" if d is None else str(d) for d in dims) + "]"
+    entries = ["?" if d is None else str(d) for d in dims]
+    return "[" + ", ".join([PREFIX, *entries] if prefixed else entries) + "]"
 
 
 @irdl_attr_definition
@@ -87,12 +93,36 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
     def unranked(element_type: Attribute = f32) -> TensorType:
         return TensorType(NoneAttr(), element_type)
 
+    @staticmethod
+    def from_suffix(suffix: Sequence[Dim], element_type: Attribute = f32) -> TensorType:
+        """`[..., *suffix]`: the trailing dims known, the leading ones (any number) not."""
+        entries = [StringAttr(PREFIX), *(_dim_to_attr(d) for d in suffix)]
+        return TensorType(ArrayAttr(entries), element_type)
+
+    @property
+    def prefixed(self) -> bool:
+        """Whether the leading dims are unknown (`[..., 256]`)."""
+        if not isinstance(self.shape, ArrayAttr) or not self.shape.data:
+            return False
+        first = self.shape.data[0]
+        return isinstance(first, StringAttr) and first.data == PREFIX
+
     @property
     def dims(self) -> Dims | None:
-        """The dims as Python values, or `None` when the rank is unknown."""
-        if not isinstance(self.shape, ArrayAttr):
+        """The dims as Python values, or `None` when the rank is unknown (also for
+        `[..., 256]`, whose known trailing dims are `suffix`)."""
+        if not isinstance(self.shape, ArrayAttr) or self.prefixed:
             return None
         return tuple(_attr_to_dim(a) for a in self.shape.data)
+
+    @property
+    def suffix(self) -> Dims | None:
+        """The known trailing dims: all of them for a ranked tensor, those after `...`
+        for a prefixed one, None for unknown rank."""
+        if self.prefixed:
+            assert isinstance(self.shape, ArrayAttr)
+            return tuple(_attr_to_dim(a) for a in self.shape.data[1:])
+        return self.dims
 
     @property
     def rank(self) -> int | None:
@@ -107,7 +137,9 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
             return
         if not isinstance(self.shape, ArrayAttr):
             raise VerifyException("tensor shape must be a list of dims or `*`")
-        for attr in self.shape.data:
+        for index, attr in enumerate(self.shape.data):
+            if isinstance(attr, StringAttr) and attr.data == PREFIX and index > 0:
+                raise VerifyException("`...` may only open a tensor shape")
             if not isinstance(attr, IntAttr | StringAttr | NoneAttr):
                 raise VerifyException(f"invalid tensor dim {attr}")
             if isinstance(attr, IntAttr) and attr.data < 0:
@@ -115,7 +147,7 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
 
     def print_parameters(self, printer: Printer) -> None:
         with printer.in_angle_brackets():
-            printer.print_string(format_dims(self.dims))
+            printer.print_string(format_dims(self.suffix, prefixed=self.prefixed))
             printer.print_string(", ")
             printer.print_attribute(self.element_type)
 
@@ -138,6 +170,8 @@ def _parse_shape(parser: AttrParser) -> Attribute:
 def _parse_dim(parser: AttrParser) -> Dim:
     if parser.parse_optional_punctuation("?") is not None:
         return None
+    if parser.parse_optional_punctuation("...") is not None:
+        return PREFIX
     if (name := parser.parse_optional_identifier()) is not None:
         return name
     return parser.parse_integer(allow_boolean=False, allow_negative=False)
