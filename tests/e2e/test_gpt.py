@@ -1,4 +1,4 @@
-"""examples/gpt.nml is GPT as nanoGPT writes it, and GPT-2 small's size exactly.
+"""examples/gpt.nml is GPT as nanoGPT writes it, with GPT-2 small's size; the ViT is ViT-B/16's.
 
 The reference below is nanoGPT's model.py (causal self-attention through
 `F.scaled_dot_product_attention(..., is_causal=True)`, a GELU MLP, pre-norm
@@ -138,3 +138,22 @@ def test_attention_is_scaled_dot_product(n_embd: int) -> None:
     with torch.no_grad():
         assert torch.allclose(model(idx), reference(idx), atol=1e-5)
     assert math.isfinite(model(idx).sum().item())
+
+
+VIT_B_16 = 86_567_656
+
+
+def test_vit_b_16_counts_what_torchvision_counts() -> None:
+    """examples/vision_transformer.nml's defaults are torchvision's `vit_b_16`."""
+    _, profiles = profile_file(EXAMPLES / "vision_transformer.nml", ProfileOptions())
+    (profile,) = [p for p in profiles if p.name == "VisionTransformer"]
+    assert profile.params == VIT_B_16
+    result = compile_file(EXAMPLES / "vision_transformer.nml", until="torch")
+    assert result.module is not None
+    module = ModuleType("emitted_vit")
+    exec(compile(print_python(result.module), "<emitted vit>", "exec"), module.__dict__)
+    with torch.device("meta"):
+        model = module.VisionTransformer()
+    assert sum(p.numel() for p in model.parameters()) == VIT_B_16
+    names = {name for name, _ in model.named_parameters()}
+    assert {"class_token", "pos_embedding", "conv_proj.weight", "layers.11.fc2.bias"} <= names
