@@ -475,8 +475,9 @@ class PythonPrinter:
     @emit.register
     def _(self, op: t.ForOp) -> None:
         block = op.body.block
-        pairs = zip(op.inits, op.res, strict=True)
-        names = [self._carried_name(init, result, op) for init, result in pairs]
+        names: list[str] = []
+        for init, result in zip(op.inits, op.res, strict=True):
+            names.append(self._carried_name(init, result, op, taken=names))
         iterable = self.value(op.iterable).at_least(Precedence.OR)
         element = self.scope.fresh(block.args[0].name_hint or "item")
         self.scope.bind(element, block.args[0])
@@ -522,12 +523,15 @@ class PythonPrinter:
             targets = ", ".join(name for name, _ in moves)
             self.line(f"{targets} = {', '.join(text for _, text in moves)}")
 
-    def _carried_name(self, init: SSAValue, result: SSAValue, op: Operation) -> str:
+    def _carried_name(
+        self, init: SSAValue, result: SSAValue, op: Operation, taken: Sequence[str]
+    ) -> str:
         """A loop's name for a carried value: the initial value's own name when the
-        loop is its last use, else a fresh one it is first copied into."""
+        loop is its last use (and no other carried value has it), else a fresh one
+        it is first copied into."""
         text = self.value(init).text
         bound = next((v for n, v in self.scope_chain_items() if n == text), None)
-        if bound is init and self._is_dead_after(init, op):
+        if bound is init and self._is_dead_after(init, op) and text not in taken:
             return text
         name = self.scope.fresh(result.name_hint or "h")
         self.line(f"{name} = {self.value(init).at_least(Precedence.TERNARY)}")
@@ -547,7 +551,11 @@ class PythonPrinter:
             for name, bound in self.scope_chain_items():
                 if bound is value and self._is_dead_after(value, op):
                     return name
-        return self.scope.fresh(result.name_hint or "h")
+        hint = sanitize(result.name_hint or "h")
+        holder = self.scope.bound.get(hint)
+        if holder is not None and self._is_dead_after(holder, op):
+            return hint  # `x = f(x)` on both sides: the result takes over `x`
+        return self.scope.fresh(hint)
 
     def _is_dead_after(self, value: SSAValue, op: Operation) -> bool:
         assert self._liveness is not None

@@ -169,3 +169,50 @@ def test_a_tied_weight_is_one_parameter(tmp_path: Path) -> None:
     assert numel(net) == 11 * 6 + 12 == checked_params(tmp_path, "tied.nml")
     _, (profile,) = profile_file(tmp_path / "tied.nml", ProfileOptions())
     assert profile.params == 78
+
+
+NESTED = """
+@model Net:
+    @config:
+        n = 2
+        deep = true
+    @layers:
+        h = [Linear(8, 8) for _ in range(n)]
+        g = [LayerNorm(8) for _ in range(n)]
+    @forward(x: Tensor[B, 8]):
+        let y = x
+        for i in range(n):
+            for block in h:
+                if deep:
+                    x = block(x) + y
+                else:
+                    x = block(x)
+            x = g[i](x)
+            if self.training and deep:
+                y = y * 0.5
+        return x + y
+"""
+
+
+def test_nested_loops_and_branches_keep_one_name_per_value(tmp_path: Path) -> None:
+    text, module = emit(tmp_path, "nested.nml", NESTED)
+    assert "x_1" not in text  # each carried value is one Python name
+    torch.manual_seed(0)
+    net = module.Net()
+    x = torch.randn(3, 8)
+
+    def reference(x: torch.Tensor, training: bool, deep: bool = True) -> torch.Tensor:
+        y = x
+        for i in range(2):
+            for block in net.h:
+                x = block(x) + y if deep else block(x)
+            x = net.g[i](x)
+            if training and deep:
+                y = y * 0.5
+        return x + y
+
+    with torch.no_grad():
+        torch.testing.assert_close(net.train()(x), reference(x, True))
+        torch.testing.assert_close(net.eval()(x), reference(x, False))
+        net.deep = False
+        torch.testing.assert_close(net.train()(x), reference(x, True, deep=False))
