@@ -16,6 +16,7 @@ schedule, DDP's wrap, activation checkpointing, CUDA-graph step marks) is left o
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import PurePath
 from string import Template
 from textwrap import dedent
 
@@ -279,7 +280,8 @@ def _tensor_kwarg(name: str, value: str) -> str:
 
 
 def parse_args_source(plan: ScriptPlan) -> str:
-    checkpoint_default = '"checkpoints" if CHECKPOINT_EVERY is not None else None'
+    folder = f'"checkpoints/{program_name(plan)}"'  # the name keeps only [A-Za-z0-9._-]
+    checkpoint_default = f"{folder} if CHECKPOINT_EVERY is not None else None"
     return _fill(
         '''
         # ---- command line ----
@@ -1053,7 +1055,13 @@ def main_source(plan: ScriptPlan) -> str:
 
 def _unavailable(plan: ScriptPlan) -> str:
     data = "TokenDataUnavailable" if plan.language_model_data else "DatasetUnavailable"
-    return f"{data}, DeviceUnavailable"
+    return f"{data}, DeviceUnavailable, CheckpointError"
+
+
+def program_name(plan: ScriptPlan) -> str:
+    """The program's name, `mnist` for `examples/mnist.tl`: its checkpoints' folder."""
+    name = PurePath(plan.source).stem
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "program"
 
 
 def loop_sources(plan: ScriptPlan) -> list[str]:
