@@ -388,6 +388,84 @@ error[TL0203]: the data gives `Classifier` inputs of shape [B, 1, 8, 8], but its
    |        ------- the input is annotated here
 """,
         ),
+        Code(
+            'TL0204',
+            'a branch on a tensor\'s values',
+            """\
+A forward's `if` is decided before the forward runs (a config value) or per call (`self.training`); a tensor's values are known only on the device.
+""",
+            """\
+error[TL0204]: a branch cannot depend on a tensor's values
+ --> tensor_condition.nml:6:12
+  |
+6 |         if x.sum() > 0:
+  |            ^^^^^^^^^^^
+  |
+  = help: choose per element with `where(cond, a, b)`, or branch on a config value or `self.training`
+""",
+        ),
+        Code(
+            'TL0205',
+            'the branches of an `if` give a name different shapes',
+            '',
+            """\
+error[TL0205]: the branches give `x` different shapes: [B, 16] and [B, 8]
+ --> branch_shapes.nml:6:12
+  |
+6 |         if self.training:
+  |            ^^^^^^^^^^^^^
+  |
+  = help: make both branches give the same shape, or use two names
+""",
+        ),
+        Code(
+            'TL0206',
+            'a layer has no tensor of that name',
+            """\
+A layer's tensors are the catalogue's `param_shapes` (`weight`, `bias`, `in_proj_weight`, ...), under PyTorch's names.
+""",
+            """\
+error[TL0206]: `wte` (Embedding) has no tensor `bias`
+ --> layer_tensor_unknown.nml:6:27
+  |
+6 |         return wte(idx) @ wte.bias
+  |                           ^^^^^^^^
+  |
+  = help: its tensors are `weight`
+""",
+        ),
+        Code(
+            'TL0207',
+            'a layer list indexed out of range',
+            '',
+            """\
+error[TL0207]: `h` has 3 layers; index 3 is out of range
+ --> m.nml:8:13
+  |
+8 |         x = h[3](x)
+  |             ^^^^^^^
+""",
+        ),
+        Code(
+            'TL0208',
+            'a sequence longer than its position table',
+            """\
+An `Embedding` indexed by `arange(T)` needs a row for every position; with `T` known (the data's block size, an annotation, `tlc check -D T=...`) a longer sequence is found before running.
+""",
+            """\
+error[TL0208]: cannot look up position 11 in `wpe`: it holds 8 positions (the sequence is longer than the table)
+  --> position_table.nml:12:27
+   |
+12 |         return wte(idx) + wpe(pos)
+   |                           ^^^^^^^^
+   |
+  ::: position_table.nml:9:9
+ 9 |         wpe = Embedding(block_size, 4)
+   |         ------------------------------ `wpe` is declared here
+   |
+   = help: feed sequences of at most 8 tokens, or make the table `Embedding(12, ...)`
+""",
+        ),
     )),
     Section('TL03xx: names and scope (`resolve-nml`, `check-scopes`)', '', (
         Code(
@@ -1166,6 +1244,66 @@ error[TL0140]: config overrides must be given by keyword
   |             ^^^
   |
   = help: write `M(name=value)`
+""",
+        ),
+        Code(
+            'TL0142',
+            '`return` inside a loop or a branch',
+            """\
+A forward's loops and branches carry the names they reassign; a value leaves them by a name, not by `return`.
+""",
+            """\
+error[TL0142]: `return` inside a loop or a branch is not supported
+ --> return_in_branch.nml:7:13
+  |
+7 |             return fc(x)
+  |             ^^^^^^^^^^^^
+  |
+  = help: assign the result to a name in each branch and `return` it after
+""",
+        ),
+        Code(
+            'TL0143',
+            'a layer of a layer list applied with keywords',
+            '',
+            """\
+error[TL0143]: a layer of a layer list takes its inputs by position
+ --> m.nml:7:17
+  |
+7 |             x = block(x, causal=true)
+  |                 ^^^^^^^^^^^^^^^^^^^^^
+  |
+  = help: options such as `causal=true` belong in the layer's constructor
+""",
+        ),
+        Code(
+            'TL0144',
+            'a layer list that is not `[Ctor(...) for _ in range(n)]`',
+            """\
+A layer list repeats one constructor `n` times (`nn.ModuleList`); its copies are alike, so the constructor cannot use the loop variable.
+""",
+            """\
+error[TL0144]: a layer list repeats one constructor `range(n)` times
+ --> layer_list_form.nml:7:36
+  |
+7 |         g = [Linear(8, 8) for _ in [1, 2]]
+  |                                    ^^^^^^
+  |
+  = help: write `h = [Block(d_model) for _ in range(n_layer)]`
+""",
+        ),
+        Code(
+            'TL0145',
+            '`for` over something that is neither a layer list nor a range',
+            '',
+            """\
+error[TL0145]: `for` iterates over a layer list or a `range(...)`
+ --> for_not_iterable.nml:6:22
+  |
+6 |         for layer in fc:
+  |                      ^^
+  |
+  = help: declare a layer list, `h = [Block(d) for _ in range(n)]`, and write `for block in h:`, or loop `for i in range(n):`
 """,
         ),
         Code(

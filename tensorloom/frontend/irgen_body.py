@@ -141,7 +141,7 @@ class BodyBuilder:
             range_args = _range_arguments(stmt.iter)
             if range_args is None:
                 _error(
-                    "TL0140",
+                    "TL0145",
                     "`for` iterates over a layer list or a `range(...)`",
                     stmt.iter.span,
                     help="declare a layer list, `h = [Block(d) for _ in range(n)]`, "

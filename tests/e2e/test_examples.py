@@ -70,7 +70,7 @@ TRAINED: dict[str, Run] = {
     "train_vit.tl": Run(epochs=8),
     "train_lstm.tl": Run(epochs=4, classes=16),
     "train_transformer.tl": Run(epochs=3, max_steps=240, batch_size=32, classes=16),
-    "train_gpt.tl": Run(epochs=2, max_steps=120, batch_size=16, classes=256),
+    "train_gpt.tl": Run(epochs=2, batch_size=64, classes=256),  # 64 steps an epoch
     "train_vae.tl": Run(epochs=6, classes=None, fall=0.9),
     "train_unet.tl": Run(epochs=6, classes=None, fall=0.5),
 }
