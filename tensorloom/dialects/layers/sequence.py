@@ -274,14 +274,17 @@ class MultiHeadAttentionSpec(LayerSpec):
         )
         return got if isinstance(got, ShapeMismatch) else replace_dim(shape, -1, got)
 
+    def _causal(self, bound: BoundLayer) -> bool:
+        return bool(bound.values.get("causal", False))
+
     def torch_class_of(self, bound: BoundLayer) -> str:
-        return "SelfAttention" if bound.get_bool("causal") else self.torch_class
+        return "SelfAttention" if self._causal(bound) else self.torch_class
 
     def call_kind_of(self, bound: BoundLayer) -> CallKind:
-        return "plain" if bound.get_bool("causal") else self.call_kind
+        return "plain" if self._causal(bound) else self.call_kind
 
     def runtime_module(self, bound: BoundLayer) -> str | None:
-        return "attention" if bound.get_bool("causal") else None
+        return "attention" if self._causal(bound) else None
 
     def param_shapes(self, bound: BoundLayer) -> dict[str, tuple[int, ...]]:
         """`nn.MultiheadAttention`'s: the packed q/k/v projection, `bias_k`/`bias_v`,
