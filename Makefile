@@ -1,6 +1,6 @@
 PY ?= python
 
-.PHONY: help install test pytest lit lint typecheck format bench clean
+.PHONY: help install test pytest lit lint typecheck format bench reference clean
 
 help:  ## list the everyday commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -31,6 +31,9 @@ format:  ## format the code with ruff
 
 bench:  ## run the CPU compiler benchmarks and print the markdown tables
 	$(PY) bench/run.py
+
+reference:  ## regenerate docs/reference.md from the catalogues
+	$(PY) -m tensorloom.tools.reference > docs/reference.md
 
 clean:  ## remove caches and build outputs
 	rm -rf build dist *.egg-info .pytest_cache .ruff_cache .tlcache
