@@ -1,4 +1,4 @@
-"""GPT-2 124M written by hand as nanoGPT's model.py writes it (the reference for bench/gpt2_step.py).
+"""GPT-2 124M written by hand as nanoGPT's model.py writes it (bench/gpt2_step.py's reference).
 
 Causal self-attention through `F.scaled_dot_product_attention(..., is_causal=True)`
 (flash attention on the GPU), a GELU MLP, pre-norm blocks, learned positions and an
