@@ -34,6 +34,18 @@ class Span:
         return f"{self.file}:{self.line}:{self.col}"
 
 
+def split_lines(text: str) -> list[str]:
+    """The lines of `text` as the lexer counts them: only `\n`, `\r\n` and `\r` end a line.
+
+    Not `str.splitlines()`, which also breaks at a form feed, `\x0b`, U+2028 and
+    others: a diagnostic would then quote a line other than the one it is on.
+    """
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
 @dataclass(slots=True)
 class SourceFile:
     """One file's text, split into lines once for rendering diagnostics."""
@@ -43,7 +55,7 @@ class SourceFile:
     lines: list[str] = field(init=False)
 
     def __post_init__(self) -> None:
-        self.lines = self.text.splitlines()
+        self.lines = split_lines(self.text)
 
     def line(self, number: int) -> str:
         if 1 <= number <= len(self.lines):

@@ -13,6 +13,7 @@ token stream for the rest of the file.
 
 from __future__ import annotations
 
+import math
 import re
 
 from tensorloom.diagnostics import Diagnostic, DiagnosticSink, Label
@@ -35,6 +36,9 @@ _BRACKET_TEXTS = frozenset("()[]{}")  # str keys: hashing an Enum member runs Py
 _BLANK = re.compile(r"[ \t\f]*")
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "\\": "\\", "'": "'", '"': '"'}
 TAB_WIDTH = 4
+INT_MAX = 2**63 - 1
+"""The largest integer literal: every integer in the IR is a signed 64-bit value."""
+_INT_MAX_TEXT = str(INT_MAX)
 
 # What can only start a statement: seeing one first on a line inside brackets
 # means a bracket was left open, so layout resumes there. Two names in a row
@@ -277,9 +281,37 @@ class Lexer:
             return
         digits = text.replace("_", "")
         if match.group("frac") is None and match.group("exp") is None and text[0] != ".":
-            self.add(TokenKind.INT, text, int(digits))
+            self.add_int(text, digits)
         else:
-            self.add(TokenKind.FLOAT, text, float(digits))
+            self.add_float(text, digits)
+
+    def add_int(self, text: str, digits: str) -> None:
+        """An INT token; one past 64 bits is an error (TL0008), and its value 0."""
+        # Compare digit counts before converting: Python refuses to convert a
+        # string of more than 4,300 digits.
+        stripped = digits.lstrip("0") or "0"
+        if len(stripped) > len(_INT_MAX_TEXT) or int(stripped) > INT_MAX:
+            self.report_out_of_range(text, "integer", f"the largest integer is {INT_MAX:,}")
+            self.add(TokenKind.INT, text, 0)
+            return
+        self.add(TokenKind.INT, text, int(stripped))
+
+    def add_float(self, text: str, digits: str) -> None:
+        value = float(digits)
+        if math.isinf(value):
+            self.report_out_of_range(text, "float", "the largest float is about `1.8e308`")
+            value = 0.0
+        self.add(TokenKind.FLOAT, text, value)
+
+    def report_out_of_range(self, text: str, kind: str, note: str) -> None:
+        shown = text if len(text) <= 24 else f"{text[:10]}...{text[-10:]}"
+        self.error(
+            "TL0008",
+            f"{kind} literal `{shown}` is out of range",
+            self.here(len(text)),
+            "",
+            notes=[note],
+        )
 
     def report_bad_number(self, end: int) -> None:
         stop = _NAME.match(self.text, end)

@@ -31,6 +31,7 @@ from tensorloom.dialects.shapes import (
     format_shape,
     mismatch,
 )
+from tensorloom.escape import py_string
 
 Value = int | float | bool | str | None | list["Value"] | tuple["Value", ...]
 CallKind = Literal["plain", "first_of_tuple", "first_of_tuple_self_attention"]
@@ -160,6 +161,8 @@ def py_literal(value: Value) -> str:
     if isinstance(value, tuple):
         inner = ", ".join(py_literal(v) for v in value)
         return f"({inner},)" if len(value) == 1 else f"({inner})"
+    if isinstance(value, str):
+        return py_string(value)
     return repr(value)
 
 
