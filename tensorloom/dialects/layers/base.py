@@ -4,13 +4,16 @@ A `LayerSpec` describes one constructor (`Linear(in_features, out_features,
 bias=True)`): its parameters with PyTorch's names, order and defaults, and the
 rules a checker needs. `bind` matches constant-folded arguments to parameters
 and checks their types; `validate` checks what PyTorch checks at construction;
-`infer_shape`, `param_count`, `flops` and `saved_tensors` are the layer's
-static model; `torch_ctor` says how to build it in emitted PyTorch.
+`infer_shape`, `param_shapes` (each parameter tensor's shape, under PyTorch's
+attribute name), `param_count` (their sizes summed), `flops` and
+`saved_tensors` are the layer's static model; `torch_ctor` says how to build it
+in emitted PyTorch.
 
     spec = lookup("Linear")
     bound = spec.bind([784, 256], {})            # a BoundLayer, or [ArgError]
     spec.validate(bound)                         # []
     spec.infer_shape(bound, [("B", 784)], Unifier())   # ("B", 256)
+    spec.param_shapes(bound)                     # {"weight": (256, 784), "bias": (256,)}
     spec.torch_ctor(bound).source()              # "nn.Linear(784, 256)"
 """
 
@@ -333,8 +336,13 @@ class LayerSpec:
     ) -> Shape | ShapeMismatch:
         return shape
 
+    def param_shapes(self, bound: BoundLayer) -> dict[str, tuple[int, ...]]:
+        """Each learnable tensor's shape, by its name in `named_parameters()`
+        (`"weight"`, `"out_proj.bias"`), in PyTorch's registration order."""
+        return {}
+
     def param_count(self, bound: BoundLayer) -> int:
-        return 0
+        return sum(numel(shape) for shape in self.param_shapes(bound).values())
 
     def flops(
         self, bound: BoundLayer, in_shape: tuple[int, ...], out_shape: tuple[int, ...]

@@ -150,9 +150,15 @@ class _ConvNd(LayerSpec):
         k = numel(bound.get_ints("kernel_size", self.spatial))
         return bound.get_int("in_channels") // bound.get_int("groups") * k
 
-    def param_count(self, bound: BoundLayer) -> int:
-        out = bound.get_int("out_channels")
-        return out * self._weight_per_out(bound) + (out if bound.get_bool("bias") else 0)
+    def weight_shape(self, bound: BoundLayer) -> tuple[int, ...]:
+        """`[out, in / groups, *kernel]`."""
+        g = bound.get_int("groups")
+        k = bound.get_ints("kernel_size", self.spatial)
+        return (bound.get_int("out_channels"), bound.get_int("in_channels") // g, *k)
+
+    def param_shapes(self, bound: BoundLayer) -> dict[str, tuple[int, ...]]:
+        bias = {"bias": (bound.get_int("out_channels"),)} if bound.get_bool("bias") else {}
+        return {"weight": self.weight_shape(bound)} | bias
 
     def flops(
         self, bound: BoundLayer, in_shape: tuple[int, ...], out_shape: tuple[int, ...]
@@ -236,6 +242,13 @@ class ConvTranspose2dSpec(_ConvNd):
     def _weight_per_out(self, bound: BoundLayer) -> int:
         k = numel(bound.get_ints("kernel_size", 2))
         return bound.get_int("in_channels") // bound.get_int("groups") * k
+
+    def weight_shape(self, bound: BoundLayer) -> tuple[int, ...]:
+        """`[in, out / groups, *kernel]`: a transposed convolution's weight is the
+        forward convolution's, read the other way."""
+        g = bound.get_int("groups")
+        k = bound.get_ints("kernel_size", self.spatial)
+        return (bound.get_int("in_channels"), bound.get_int("out_channels") // g, *k)
 
     def flops(
         self, bound: BoundLayer, in_shape: tuple[int, ...], out_shape: tuple[int, ...]

@@ -49,9 +49,9 @@ class LinearSpec(LayerSpec):
             return dim
         return replace_dim(shape, -1, bound.get_int("out_features"))
 
-    def param_count(self, bound: BoundLayer) -> int:
+    def param_shapes(self, bound: BoundLayer) -> dict[str, tuple[int, ...]]:
         i, o = bound.get_int("in_features"), bound.get_int("out_features")
-        return i * o + (o if bound.get_bool("bias") else 0)
+        return {"weight": (o, i)} | ({"bias": (o,)} if bound.get_bool("bias") else {})
 
     def flops(
         self, bound: BoundLayer, in_shape: tuple[int, ...], out_shape: tuple[int, ...]
@@ -101,8 +101,8 @@ class EmbeddingSpec(LayerSpec):
     ) -> Shape | ShapeMismatch:
         return None if shape is None else (*shape, bound.get_int("embedding_dim"))
 
-    def param_count(self, bound: BoundLayer) -> int:
-        return bound.get_int("num_embeddings") * bound.get_int("embedding_dim")
+    def param_shapes(self, bound: BoundLayer) -> dict[str, tuple[int, ...]]:
+        return {"weight": (bound.get_int("num_embeddings"), bound.get_int("embedding_dim"))}
 
     def saved_tensors(
         self,

@@ -30,6 +30,13 @@ from tensorloom.dialects.shapes import Dim, Shape, ShapeMismatch, Unifier, forma
 _STAT_BYTES = 4  # mean and rstd are fp32 whatever the input dtype
 
 
+def _affine_shapes(shape: tuple[int, ...], affine: bool, bias: bool) -> dict[str, tuple[int, ...]]:
+    """A norm's `weight` and `bias`, each of the normalised shape, when it has them."""
+    if not affine:
+        return {}
+    return {"weight": shape} | ({"bias": shape} if bias else {})
+
+
 def _norm_flops(elements: int, affine: bool) -> int:
     return elements * (6 if affine else 4)
 
@@ -64,10 +71,10 @@ class _BatchNorm(LayerSpec):
     def _affine(self, bound: BoundLayer) -> bool:
         return bound.get_bool("affine")
 
-    def param_count(self, bound: BoundLayer) -> int:
-        if not self._affine(bound):
-            return 0
-        return bound.get_int("num_features") * (2 if bound.get_bool("bias") else 1)
+    def param_shapes(self, bound: BoundLayer) -> dict[str, tuple[int, ...]]:
+        return _affine_shapes(
+            (bound.get_int("num_features"),), self._affine(bound), bound.get_bool("bias")
+        )
 
     def flops(
         self, bound: BoundLayer, in_shape: tuple[int, ...], out_shape: tuple[int, ...]
@@ -167,10 +174,10 @@ class LayerNormSpec(LayerSpec):
             "normalising, e.g. `x.flatten(2).transpose(1, 2)` gives [B, H*W, C]"
         )
 
-    def param_count(self, bound: BoundLayer) -> int:
-        if not bound.get_bool("elementwise_affine"):
-            return 0
-        return numel(self.normalized(bound)) * (2 if bound.get_bool("bias") else 1)
+    def param_shapes(self, bound: BoundLayer) -> dict[str, tuple[int, ...]]:
+        return _affine_shapes(
+            self.normalized(bound), bound.get_bool("elementwise_affine"), bound.get_bool("bias")
+        )
 
     def flops(
         self, bound: BoundLayer, in_shape: tuple[int, ...], out_shape: tuple[int, ...]
@@ -225,10 +232,10 @@ class GroupNormSpec(LayerSpec):
         c = unify_feature(shape, 1, bound.get_int("num_channels"), "channels", unifier)
         return c if isinstance(c, ShapeMismatch) else shape
 
-    def param_count(self, bound: BoundLayer) -> int:
-        if not bound.get_bool("affine"):
-            return 0
-        return bound.get_int("num_channels") * (2 if bound.get_bool("bias") else 1)
+    def param_shapes(self, bound: BoundLayer) -> dict[str, tuple[int, ...]]:
+        return _affine_shapes(
+            (bound.get_int("num_channels"),), bound.get_bool("affine"), bound.get_bool("bias")
+        )
 
     def flops(
         self, bound: BoundLayer, in_shape: tuple[int, ...], out_shape: tuple[int, ...]

@@ -106,16 +106,28 @@ class _Recurrent(LayerSpec):
         inner = (self._proj(bound) or bound.get_int("hidden_size")) * self._dirs(bound)
         return [bound.get_int("input_size")] + [inner] * (bound.get_int("num_layers") - 1)
 
-    def _per_direction(self, bound: BoundLayer, width: int) -> int:
+    def _per_direction(
+        self, bound: BoundLayer, width: int, suffix: str
+    ) -> dict[str, tuple[int, ...]]:
+        """`weight_ih_l0`, `weight_hh_l0`, `bias_ih_l0`, `bias_hh_l0`, `weight_hr_l0`
+        (`suffix` is the layer and direction: `_l1_reverse`)."""
         h, proj = bound.get_int("hidden_size"), self._proj(bound)
         g = self.gates * h
-        biases = 2 * g if bound.get_bool("bias") else 0
-        return g * width + g * (proj or h) + biases + proj * h
+        shapes: dict[str, tuple[int, ...]] = {
+            f"weight_ih{suffix}": (g, width),
+            f"weight_hh{suffix}": (g, proj or h),
+        }
+        if bound.get_bool("bias"):
+            shapes |= {f"bias_ih{suffix}": (g,), f"bias_hh{suffix}": (g,)}
+        return shapes | ({f"weight_hr{suffix}": (proj, h)} if proj else {})
 
-    def param_count(self, bound: BoundLayer) -> int:
-        return sum(
-            self._per_direction(bound, w) * self._dirs(bound) for w in self._layer_inputs(bound)
-        )
+    def param_shapes(self, bound: BoundLayer) -> dict[str, tuple[int, ...]]:
+        directions = ("", "_reverse")[: self._dirs(bound)]
+        shapes: dict[str, tuple[int, ...]] = {}
+        for layer, width in enumerate(self._layer_inputs(bound)):
+            for direction in directions:
+                shapes |= self._per_direction(bound, width, f"_l{layer}{direction}")
+        return shapes
 
     def flops(
         self, bound: BoundLayer, in_shape: tuple[int, ...], out_shape: tuple[int, ...]
@@ -248,11 +260,16 @@ class MultiHeadAttentionSpec(LayerSpec):
         )
         return got if isinstance(got, ShapeMismatch) else replace_dim(shape, -1, got)
 
-    def param_count(self, bound: BoundLayer) -> int:
-        e = bound.get_int("embed_dim")
-        biases = 4 * e if bound.get_bool("bias") else 0
-        bias_kv = 2 * e if bound.get_bool("add_bias_kv") else 0
-        return 4 * e * e + biases + bias_kv
+    def param_shapes(self, bound: BoundLayer) -> dict[str, tuple[int, ...]]:
+        """`nn.MultiheadAttention`'s: the packed q/k/v projection, `bias_k`/`bias_v`,
+        then the output projection `out_proj`."""
+        e, bias = bound.get_int("embed_dim"), bound.get_bool("bias")
+        shapes: dict[str, tuple[int, ...]] = {"in_proj_weight": (3 * e, e)}
+        shapes |= {"in_proj_bias": (3 * e,)} if bias else {}
+        if bound.get_bool("add_bias_kv"):
+            shapes |= {"bias_k": (1, 1, e), "bias_v": (1, 1, e)}
+        shapes["out_proj.weight"] = (e, e)
+        return shapes | ({"out_proj.bias": (e,)} if bias else {})
 
     def _keys(self, bound: BoundLayer, t: int) -> int:
         return t + int(bound.get_bool("add_bias_kv")) + int(bound.get_bool("add_zero_attn"))

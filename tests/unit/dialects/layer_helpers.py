@@ -54,9 +54,12 @@ def infer(spec: LayerSpec, bound: BoundLayer, shape: tuple[Any, ...]) -> Shape |
 def check_against_torch(
     name: str, args: list[Value], kwargs: dict[str, Value], shape: tuple[int, ...]
 ) -> None:
-    """param_count is exact; infer_shape agrees with a real forward (or both fail)."""
+    """param_shapes names and sizes every parameter as `named_parameters()` does, in
+    its order; param_count is exact; infer_shape agrees with a real forward (or both fail)."""
     spec, bound = bind(name, *args, **kwargs)
     module = build(spec, bound)
+    named = [(n, tuple(p.shape)) for n, p in module.named_parameters()]
+    assert list(spec.param_shapes(bound).items()) == named, (name, args, kwargs)
     assert spec.param_count(bound) == n_params(module), (name, args, kwargs)
     predicted = infer(spec, bound, shape)
     num = bound.get_int("num_embeddings") if name == "Embedding" else 0
