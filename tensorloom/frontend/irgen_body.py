@@ -13,6 +13,7 @@ Calls stay unresolved (`nml.call`) except calls of a `@kernel`'s launcher.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import IntegerAttr, StringAttr, i64
@@ -102,7 +103,7 @@ class BodyBuilder:
 
     def bind(self, name: str, value: SSAValue) -> None:
         # `let residual = x` names nothing new: the value keeps its first name.
-        if value.name_hint is None and _valid_hint(name):
+        if value.name_hint is None and valid_hint(name):
             value.name_hint = name
         self.scope[name] = value
 
@@ -266,5 +267,9 @@ def _combined(left: SSAValue, right: SSAValue) -> Attribute:
     return nml.AnyType()
 
 
-def _valid_hint(name: str) -> bool:
-    return name.replace("_", "a").isalnum() and not name[:1].isdigit()
+_HINT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def valid_hint(name: str) -> bool:
+    """Whether xDSL takes `name` as a value's name (ASCII only); other names stay unnamed."""
+    return _HINT.fullmatch(name) is not None

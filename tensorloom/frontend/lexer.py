@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 
 from tensorloom.diagnostics import Diagnostic, DiagnosticSink, Label
 from tensorloom.frontend.tokens import CLOSING, KEYWORDS, OPENING, PUNCTUATION, Token, TokenKind
@@ -59,6 +60,16 @@ _OPERAND_ENDS = frozenset(
         TokenKind.RBRACE,
     }
 )
+
+
+def normalize_name(text: str) -> str:
+    """A name as Python reads it: NFKC-normalised, so the ligature U+FB01 is `fi`.
+
+    Python applies NFKC to every identifier, so two TensorLoom names that differ
+    only before it would become one name in the emitted script; normalising here
+    makes them one name for the checker too.
+    """
+    return text if text.isascii() else unicodedata.normalize("NFKC", text)
 
 
 def tokenize(text: str, path: str, sink: DiagnosticSink) -> list[Token]:
@@ -241,8 +252,12 @@ class Lexer:
         group = match.lastgroup or "punct"
         text = match[group]
         col = match.start(group) - self.line_start + 1
+        if group == "name" and not text.isascii():
+            self.pos = match.start(group)
+            return False  # lex_name normalises and checks it
+        span = Span(self.path, self.line, col, self.line, col + len(text))
         kind = KEYWORDS.get(text, TokenKind.NAME) if group == "name" else _PUNCT_KINDS[text]
-        token = Token(kind, text, Span(self.path, self.line, col, self.line, col + len(text)))
+        token = Token(kind, text, span)
         self.tokens.append(token)
         self.pos = match.end()
         if text in _BRACKET_TEXTS:
@@ -269,7 +284,18 @@ class Lexer:
         match = _NAME.match(self.text, self.pos)
         assert match is not None
         text = match.group()
-        self.add(KEYWORDS.get(text, TokenKind.NAME), text)
+        name = normalize_name(text)
+        if not name.isidentifier():
+            bad = next(ch for ch in text if not ("a" + normalize_name(ch)).isidentifier())
+            self.error(
+                "TL0009",
+                f"`{text}` is not a valid name: `{bad}` (U+{ord(bad):04X}) cannot be part of one",
+                self.here(len(text)),
+                "",
+                help="names are letters, digits and `_`, as in Python",
+            )
+        self.tokens.append(Token(KEYWORDS.get(name, TokenKind.NAME), name, self.here(len(text))))
+        self.pos += len(text)
 
     def lex_number(self) -> None:
         match = _NUMBER.match(self.text, self.pos)

@@ -10,6 +10,11 @@ Runs after `resolve-nml`, so what is left unresolved is a mistake:
 Local variables are SSA values by now, so a `nml.ref` inside a model must name
 one of its configs or layers, or a top-level symbol of the module.
 
+A train block's two names must be an instance and a dataset:
+
+    train.loop @layer on @data          TL0301 undefined model `layer`
+    train.loop @net on @datadata        TL0301 undefined dataset `datadata`
+
 A script's top-level statements (`train.main`) are checked the same way: a
 `nml.ref` must name a model, instance, kernel or `<kernel>_launcher` (a dataset
 only feeds a train block), and a function call one of those or a script builtin
@@ -28,7 +33,16 @@ from xdsl.traits import SymbolOpInterface
 
 from tensorloom.diagnostics.core import Diagnostic, Label, did_you_mean
 from tensorloom.diagnostics.ir import report, span_of
-from tensorloom.dialects.nml import ApplyOp, CallOp, FuncOp, GetAttrOp, LayerOp, ModelOp, RefOp
+from tensorloom.dialects.nml import (
+    ApplyOp,
+    CallOp,
+    FuncOp,
+    GetAttrOp,
+    InstanceOp,
+    LayerOp,
+    ModelOp,
+    RefOp,
+)
 from tensorloom.dialects.train import DatasetOp, LoopOp, MainOp
 from tensorloom.passes.model_env import configs_of, layers_of, methods_of
 from tensorloom.passes.resolve_builtins import BUILTINS, builtin_name
@@ -200,3 +214,52 @@ class CheckScopesPass(ModulePass):
             ModelScope(model, outside).check()
         for main in [o for o in op.body.block.ops if isinstance(o, MainOp)]:
             ScriptScope(main, outside, _datasets(op)).check()
+        for loop in [o for o in op.walk() if isinstance(o, LoopOp)]:
+            TrainNames(loop, op).check()
+
+
+@dataclass
+class TrainNames:
+    """A train block's model must be an instance, its data a dataset (else lowering has none)."""
+
+    loop: LoopOp
+    module: ModuleOp
+
+    def check(self) -> None:
+        instances = {
+            o.sym_name.data for o in self.module.body.block.ops if isinstance(o, InstanceOp)
+        }
+        models = {o.sym_name.data for o in self.module.walk() if isinstance(o, ModelOp)}
+        datasets = _datasets(self.module)
+        model = self.loop.model.root_reference.data
+        if model != "?" and model not in instances:
+            self._model(model, instances, models, datasets)
+        data = self.loop.data.root_reference.data
+        if data != "?" and data not in datasets:
+            self._data(data, datasets, instances)
+
+    def _model(self, name: str, instances: set[str], models: set[str], datasets: set[str]) -> None:
+        if name in models:
+            message, hint = f"`{name}` is a model, not an instance", f"let net = {name}()"
+            self._error(self.loop.model_loc, message, f"create one first: `{hint}`")
+        elif name in datasets:
+            message = f"`{name}` is a dataset; a train block trains a model instance"
+            self._error(self.loop.model_loc, message, "write `train <model> on <dataset>:`")
+        else:
+            guess = did_you_mean(name, instances)
+            fix = f"bind it first: `let {name} = <Model>()`"
+            self._error(self.loop.model_loc, f"undefined model `{name}`", _help(guess, fix))
+
+    def _data(self, name: str, datasets: set[str], instances: set[str]) -> None:
+        if name in instances:
+            message = f"`{name}` is a model instance; a train block needs a dataset after `on`"
+            self._error(self.loop.data_loc, message, "bind one: `let data = load_dataset(...)`")
+            return
+        guess = did_you_mean(name, datasets)
+        fix = f"bind it first: `let {name} = load_dataset(...)`"
+        self._error(self.loop.data_loc, f"undefined dataset `{name}`", _help(guess, fix))
+
+    def _error(self, loc: object, message: str, help_text: str | None) -> None:
+        span = span_of(loc) if loc is not None else span_of(self.loop)  # type: ignore[arg-type]
+        if span is not None:
+            report(Diagnostic.error("TL0301", message, Label(span), help=help_text))

@@ -207,7 +207,9 @@ def _flatten(args: CallArgs) -> Operation | CallProblem:
     return args.unknown_keywords(("start_dim", "end_dim")) or FlattenOp(x, start, end, _tensor())
 
 
-def _sizes(values: Sequence[SSAValue]) -> tuple[list[Attribute], list[SSAValue]]:
+def _sizes(
+    name: str, values: Sequence[SSAValue]
+) -> tuple[list[Attribute], list[SSAValue]] | CallProblem:
     """Reshape sizes: constants fold, anything else is a `?` taken at run time."""
     if len(values) == 1 and isinstance(values[0].owner, ListOp):
         values = list(values[0].owner.elements)
@@ -217,10 +219,22 @@ def _sizes(values: Sequence[SSAValue]) -> tuple[list[Attribute], list[SSAValue]]
         size = constant_of(value)
         if isinstance(size, int) and not isinstance(size, bool):
             shape.append(IntegerAttr(size, i64))
+        elif not isinstance(size, _Missing):
+            return CallProblem(f"`{name}` sizes must be integers, got `{size!r}`")
         else:
             shape.append(StringAttr(DYNAMIC))
             dynamic.append(value)
-    return shape, dynamic
+    return _check_sizes(name, shape) or (shape, dynamic)
+
+
+def _check_sizes(name: str, shape: list[Attribute]) -> CallProblem | None:
+    sizes = [a.value.data for a in shape if isinstance(a, IntegerAttr)]
+    if sizes.count(-1) > 1:
+        return CallProblem(f"at most one size of `{name}` may be -1 (inferred)")
+    negative = next((n for n in sizes if n < -1), None)
+    if negative is not None:
+        return CallProblem(f"`{name}` sizes must be -1 (inferred) or more, got {negative}")
+    return None
 
 
 def _reshape(args: CallArgs) -> Operation | CallProblem:
@@ -230,7 +244,10 @@ def _reshape(args: CallArgs) -> Operation | CallProblem:
     sizes = args.positional[1:] or ([args.keywords["shape"]] if "shape" in args.keywords else [])
     if not sizes:
         return CallProblem(f"`{args.name}` needs the target shape")
-    shape, dynamic = _sizes(sizes)
+    sizes = _sizes(args.name, sizes)
+    if isinstance(sizes, CallProblem):
+        return sizes
+    shape, dynamic = sizes
     op = ViewOp if args.name == "view" else ReshapeOp
     return op(x, shape, dynamic, _tensor())
 
@@ -244,7 +261,12 @@ def _permute(args: CallArgs) -> Operation | CallProblem:
         dims = list(dims[0])
     if not dims or not all(isinstance(d, int) and not isinstance(d, bool) for d in dims):
         return CallProblem("`permute` needs the new order of dims as constant integers")
-    return PermuteOp(x, [d for d in dims if isinstance(d, int)], _tensor())
+    order = [d for d in dims if isinstance(d, int)]
+    normal = sorted(d % len(order) if -len(order) <= d < len(order) else d for d in order)
+    if normal != list(range(len(order))):
+        shown = ", ".join(str(d) for d in order)
+        return CallProblem(f"`permute` dims ({shown}) are not a permutation of 0..{len(order) - 1}")
+    return PermuteOp(x, order, _tensor())
 
 
 def _transpose(args: CallArgs) -> Operation | CallProblem:
