@@ -97,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
             if outcome.is_bug:
                 signatures[f"{outcome.kind}: {outcome.detail[:120]}"] += 1
                 _save(args.out, index, origin, outcome, text)
+            if sum(counts.values()) % 500 == 0:  # progress, so a run cut short still says something
+                print(f"  after {sum(counts.values())}: {dict(counts)}", flush=True)
     elapsed = time.perf_counter() - start
     _report(args, counts, signatures, elapsed, slowest)
     return 1 if any(counts[k] for k in BUGS) else 0
