@@ -46,7 +46,7 @@ from tensorloom.dialects.nml import (
 from tensorloom.dialects.train import DatasetOp, LoopOp, MainOp
 from tensorloom.passes.model_env import configs_of, layers_of, methods_of
 from tensorloom.passes.resolve_builtins import BUILTINS, builtin_name
-from tensorloom.passes.script_builtins import SCRIPT_BUILTINS, is_script_callable
+from tensorloom.passes.script_builtins import SCRIPT_BUILTINS, TORCH_CALLABLE, is_script_callable
 
 
 def top_level_symbols(module: ModuleOp) -> set[str]:
@@ -174,9 +174,17 @@ class ScriptScope:
             callee = op.callee.data
             if builtin_name(callee) in BUILTINS:
                 return  # a model builtin (`relu(x)`) called wrongly: `resolve-nml` said why
-            if callee not in known and not is_script_callable(callee):
-                guess = did_you_mean(callee, known | SCRIPT_BUILTINS | set(BUILTINS))
-                _error(op, "TL0305", f"unknown function `{callee}`", _help(guess))
+            if callee in known or is_script_callable(callee):
+                return
+            if callee.startswith("torch."):
+                listed = {f"torch.{n}" for n in TORCH_CALLABLE}
+                guess = did_you_mean(callee, listed) if callee.count(".") == 1 else None
+                message = f"`{callee}` is not one of the `torch` functions a script may call"
+                fix = "the list is in docs/grammar.md (tensor maths and constructors only)"
+                _error(op, "TL0305", message, _help(guess, fix))
+                return
+            guess = did_you_mean(callee, known | SCRIPT_BUILTINS | set(BUILTINS))
+            _error(op, "TL0305", f"unknown function `{callee}`", _help(guess))
 
     def _ref(self, op: RefOp, known: set[str], earlier: set[str]) -> None:
         name = op.symbol.root_reference.data

@@ -3,8 +3,12 @@
     let x = randn(4096)                 torch.randn(4096, device=DEVICE)
     manual_seed(0)                      torch.manual_seed(0)
     print(max(1, len(xs)))              print(max(1, len(xs)))  (Python's own)
-    let c = torch.cos(x)                torch.cos(x)            (any `torch.*` function)
+    let c = torch.cos(x)                torch.cos(x)            (a listed `torch.*` function)
 
+Only the `torch.` functions in TORCH_CALLABLE may be called: tensor maths and
+constructors, nothing that reaches the file system, the network, pickles or
+other modules (`torch.os.system`, `torch.hub.load`, `torch.load` are errors),
+so a shared program cannot make its script run arbitrary Python.
 `check-scopes` reports a call of anything else; `convert-train-to-torch` maps
 these names to their Python. Tensor constructors get `device=DEVICE`, where the
 emitted script defines `DEVICE = "cuda" if torch.cuda.is_available() else "cpu"`
@@ -19,13 +23,30 @@ PYTHON_BUILTINS = frozenset(
 TENSOR_CONSTRUCTORS = frozenset(["randn", "rand", "zeros", "ones", "arange", "full", "tensor"])
 TORCH_FUNCTIONS = frozenset(["manual_seed"])
 SCRIPT_BUILTINS = PYTHON_BUILTINS | TENSOR_CONSTRUCTORS | TORCH_FUNCTIONS
+TORCH_CALLABLE = frozenset(
+    [
+        *TENSOR_CONSTRUCTORS, *TORCH_FUNCTIONS,
+        "abs", "cos", "sin", "tan", "exp", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid",
+        "relu", "erf", "floor", "ceil", "round", "sign", "neg", "pow", "clamp", "where",
+        "matmul", "mm", "bmm", "dot", "outer", "einsum", "cat", "stack", "flatten", "reshape",
+        "transpose", "permute", "squeeze", "unsqueeze", "max", "min", "sum", "mean", "std",
+        "var", "prod", "argmax", "argmin", "softmax", "log_softmax", "cumsum", "sort", "topk",
+        "allclose", "isclose", "equal", "eq", "ne", "lt", "le", "gt", "ge", "maximum",
+        "minimum", "add", "sub", "mul", "div", "linspace", "eye", "empty", "randint",
+        "randperm", "zeros_like", "ones_like", "randn_like", "rand_like", "full_like",
+        "empty_like", "numel", "is_tensor", "norm",
+    ]
+)  # fmt: skip
+"""What `torch.<name>(...)` a script statement may call (docs/grammar.md lists them)."""
 DEVICE = "DEVICE"
 DEVICE_SOURCE = f'{DEVICE} = "cuda" if torch.cuda.is_available() else "cpu"'
 
 
 def is_script_callable(callee: str) -> bool:
     """Whether a top-level statement may call `callee` without defining it."""
-    return callee in SCRIPT_BUILTINS or callee.startswith("torch.")
+    if callee in SCRIPT_BUILTINS:
+        return True
+    return callee.startswith("torch.") and callee.removeprefix("torch.") in TORCH_CALLABLE
 
 
 def python_callee(callee: str) -> str:
@@ -41,6 +62,7 @@ __all__ = [
     "PYTHON_BUILTINS",
     "SCRIPT_BUILTINS",
     "TENSOR_CONSTRUCTORS",
+    "TORCH_CALLABLE",
     "is_script_callable",
     "python_callee",
 ]
