@@ -135,6 +135,7 @@ class Compilation:
     path: str
     sources: SourceMap = field(default_factory=SourceMap)
     sink: DiagnosticSink = field(default_factory=DiagnosticSink)
+    root: ast.Module | None = None  # the file's AST, even when it has syntax errors
     program: Program | None = None
     module: ModuleOp | None = None
     completed: str | None = None  # the last stage that ran without errors
@@ -179,6 +180,7 @@ def _continue(result: Compilation, root: ast.Module, until: str) -> None:
     from tensorloom.frontend.imports import load_program
     from tensorloom.frontend.parser import parse_file
 
+    result.root = root
     if result.sink.has_errors:
         return
     result.program = load_program(root, lambda p: parse_file(p, result.sources, result.sink))

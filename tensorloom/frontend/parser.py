@@ -86,6 +86,9 @@ def parse_file(path: Path, sources: SourceMap, sink: DiagnosticSink) -> ast.Modu
 def read_source(path: Path, sources: SourceMap, sink: DiagnosticSink) -> str | None:
     name = str(path)
     where = Span.point(name, 1, 1)
+    if path.is_dir():
+        sink.emit(unreadable(name, IsADirectoryError(21, "is a directory")))
+        return None
     if path.suffix not in SUFFIXES:
         sources.add(name, "")  # not ours to quote
         sink.emit(
@@ -100,10 +103,15 @@ def read_source(path: Path, sources: SourceMap, sink: DiagnosticSink) -> str | N
     try:
         data = path.read_bytes()
     except OSError as exc:
-        reason = (exc.strerror or str(exc)).lower()
-        sink.emit(Diagnostic.error("TL0601", f"cannot read `{name}`: {reason}", where))
+        sink.emit(unreadable(name, exc))
         return None
     return _decode(data, name, sources, sink)
+
+
+def unreadable(name: str, exc: OSError) -> Diagnostic:
+    """TL0601 for a file that is missing, a directory, or not readable (tlc and tl-opt alike)."""
+    reason = (exc.strerror or str(exc)).lower()
+    return Diagnostic.error("TL0601", f"cannot read `{name}`: {reason}", Span.point(name, 1, 1))
 
 
 def _decode(data: bytes, name: str, sources: SourceMap, sink: DiagnosticSink) -> str | None:

@@ -32,19 +32,41 @@ if TYPE_CHECKING:
 
 def check_file(path: Path) -> tuple[Compilation, list[ModelFlow]]:
     """Run the front end and every check pass on `path`; the shape flows if it is clean."""
-    from tensorloom.diagnostics.ir import reporting
-    from tensorloom.passes.shape_inference import infer_shapes
-    from tensorloom.pipeline import CHECK_PASSES, compile_file, make_context, run_passes
+    from tensorloom.pipeline import compile_file
 
-    result = compile_file(path, until="irgen")
-    module = result.module
-    if module is None or result.sink.has_errors:
-        return result, []
+    result = run_checks(compile_file(path, until="irgen"))
+    return result, shape_flows(result)
+
+
+def check_text(text: str, path: str) -> Compilation:
+    """As `check_file` without the flows, for an editor's buffer (imports are read from disk).
+
+    `tlc lsp` runs this on every edit; `shape_flows(result)` gives the flows on demand.
+    """
+    from tensorloom.pipeline import compile_text
+
+    return run_checks(compile_text(text, path, until="irgen"))
+
+
+def run_checks(result: Compilation) -> Compilation:
+    """Every check pass, on IR fresh from irgen; the module keeps the inferred shapes."""
+    from tensorloom.diagnostics.ir import reporting
+    from tensorloom.pipeline import CHECK_PASSES, make_context, run_passes
+
+    if result.module is None or result.sink.has_errors:
+        return result
     with reporting(result.sink):
-        run_passes(make_context(), module, CHECK_PASSES, result.path, verify_each=False)
-    if result.sink.has_errors:
-        return result, []
-    return result, infer_shapes(module, write_back=False, quiet=True)
+        run_passes(make_context(), result.module, CHECK_PASSES, result.path, verify_each=False)
+    return result
+
+
+def shape_flows(result: Compilation) -> list[ModelFlow]:
+    """Each instantiated model's shape flow, for a module that checked clean."""
+    from tensorloom.passes.shape_inference import infer_shapes
+
+    if result.module is None or result.sink.has_errors:
+        return []
+    return infer_shapes(result.module, write_back=False, quiet=True)
 
 
 def run_check(path: Path, fmt: str = "text", out: TextIO | None = None, *,

@@ -20,7 +20,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal, ParamSpec, TextIO
+from typing import Literal, ParamSpec, TextIO, TypeVar
 
 import click
 
@@ -33,15 +33,33 @@ from tensorloom.tools.guard import run_guarded, sink_status
 DEBUG_KEY = "tensorloom.debug"
 
 Format = Literal["text", "json"]
-FORMAT_OPTION = click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="how to print diagnostics",
-)
 P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def format_option(what: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """`--format text|json` (how to print `what`), with `--json` kept as its alias.
+
+    Every command with JSON output takes both, so `tlc check --json` and
+    `tlc info --format json` work alike.
+    """
+
+    def decorate(command: Callable[P, R]) -> Callable[P, R]:
+        alias = click.option("--json", "fmt", flag_value="json", help="the same as --format json")
+        choice = click.option(
+            "--format",
+            "fmt",
+            type=click.Choice(["text", "json"]),
+            default="text",
+            show_default=True,
+            help=f"how to print {what}",
+        )
+        return choice(alias(command))
+
+    return decorate
+
+
+FORMAT_OPTION = format_option("diagnostics")
 # click's own ways out of a command: usage errors, --help, Ctrl-C
 CLICK_EXITS = (click.exceptions.ClickException, click.exceptions.Exit, click.Abort)
 

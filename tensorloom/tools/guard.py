@@ -22,6 +22,7 @@ EXIT_USER_ERROR = 1
 EXIT_USAGE = 2
 EXIT_INTERNAL_ERROR = 3
 REPORT_URL = "https://github.com/tensorloom/tensorloom/issues"
+DEBUG_HINT = "run `tlc --debug ...` to see the traceback"
 
 
 def sink_status(sink: DiagnosticSink) -> int:
@@ -32,7 +33,8 @@ def sink_status(sink: DiagnosticSink) -> int:
 
 
 def run_guarded(command: Callable[[], int], *, debug: bool = False,
-                passthrough: tuple[type[BaseException], ...] = ()) -> int:  # fmt: skip
+                passthrough: tuple[type[BaseException], ...] = (),
+                debug_hint: str = DEBUG_HINT) -> int:  # fmt: skip
     """The command's exit status; an unexpected exception becomes exit status 3.
 
     Exceptions in `passthrough` (click's own exits) propagate; `debug` adds the
@@ -46,7 +48,7 @@ def run_guarded(command: Callable[[], int], *, debug: bool = False,
         _silence_stdout()
         status = EXIT_OK
     except Exception as exc:  # everything else is a bug in TensorLoom
-        report_internal_error(exc, debug=debug)
+        report_internal_error(exc, debug=debug, debug_hint=debug_hint)
         status = EXIT_INTERNAL_ERROR
     try:
         sys.stdout.flush()
@@ -61,7 +63,8 @@ def _silence_stdout() -> None:
     os.dup2(devnull, sys.stdout.fileno())
 
 
-def report_internal_error(exc: BaseException, *, debug: bool) -> None:
+def report_internal_error(exc: BaseException, *, debug: bool,
+                          debug_hint: str = DEBUG_HINT) -> None:  # fmt: skip
     stream = sys.stderr
     stream.write(f"error: internal compiler error: {type(exc).__name__}: {exc}\n")
     stream.write(
@@ -73,4 +76,4 @@ def report_internal_error(exc: BaseException, *, debug: bool) -> None:
 
         stream.write("".join(traceback.format_exception(exc)))
     else:
-        stream.write("note: run `tlc --debug ...` to see the traceback\n")
+        stream.write(f"note: {debug_hint}\n")

@@ -16,19 +16,21 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO
+from typing import IO, NoReturn
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.printer import Printer
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from tensorloom.diagnostics import DiagnosticSink
+from tensorloom.diagnostics import Diagnostic, DiagnosticSink
 from tensorloom.diagnostics.ir import reporting
-from tensorloom.source import SourceMap
+from tensorloom.source import SourceMap, Span
+from tensorloom.tools.guard import EXIT_OK, EXIT_USAGE, EXIT_USER_ERROR, run_guarded
 
 Target = Callable[[ModuleOp, IO[str]], None]
 
@@ -116,6 +118,9 @@ class TLOptMain(xDSLOptMain):
     # ------------------------------------------------------------- pipeline
 
     def setup_pipeline(self) -> None:
+        unknown = [p for p in _pass_names(self.args.passes) if p not in self.available_passes]
+        if unknown:
+            _usage_error(_unknown_pass(unknown[0], self.available_passes))
         self.pipeline = PassPipeline.parse_spec(
             self.available_passes, self.args.passes, self._between_passes
         )
@@ -124,7 +129,7 @@ class TLOptMain(xDSLOptMain):
         self, previous: ModulePass | None, module: ModuleOp, following: ModulePass | None
     ) -> None:
         if not self.args.disable_verify:
-            module.verify()
+            self._verify(module, previous)
         if previous is None:
             return
         if self.args.print_ir_after_all:
@@ -133,6 +138,18 @@ class TLOptMain(xDSLOptMain):
             print(file=sys.stderr)
         if self.sink.has_errors:
             raise _Stop
+
+    def _verify(self, module: ModuleOp, previous: ModulePass | None) -> None:
+        """Verify the IR: before any pass a failure is the input's; after one, a compiler bug."""
+        from xdsl.utils.exceptions import VerifyException
+
+        try:
+            module.verify()
+        except VerifyException as error:
+            if previous is not None or self.args.verify_diagnostics:
+                raise
+            sys.stderr.write(f"error: the input IR does not verify\n{error}\n")
+            raise SystemExit(EXIT_USER_ERROR) from None
 
     def apply_passes(self, prog: ModuleOp) -> None:
         if self.sink.has_errors:
@@ -148,9 +165,45 @@ class TLOptMain(xDSLOptMain):
         return super().output_resulting_program(prog)
 
     def run(self) -> None:
-        with contextlib.suppress(_Stop):
-            super().run()
+        problem = self._input_problem()
+        if problem is not None:
+            self.sink.emit(problem)
+        else:
+            self._run_passes()
         self._render_diagnostics()
+
+    def _run_passes(self) -> None:
+        """xDSL's driver; a malformed .mlir input is the user's error, not a crash."""
+        from xdsl.utils.exceptions import ParseError
+
+        try:
+            with contextlib.suppress(_Stop):
+                super().run()
+        except ParseError as error:
+            sys.stderr.write(f"error: cannot parse the input\n{error}\n")
+            raise SystemExit(EXIT_USER_ERROR) from None
+
+    def _input_problem(self) -> Diagnostic | None:
+        """TL0604 or TL0601 for an input tlc would refuse the same way; None when it reads."""
+        from tensorloom.frontend.parser import unreadable
+
+        if self.args.input_file is None:
+            return None
+        path = Path(self.args.input_file)
+        if path.is_dir():
+            return unreadable(str(path), IsADirectoryError(21, "is a directory"))
+        if not self.args.frontend and path.suffix.lstrip(".") not in self.available_frontends:
+            return Diagnostic.error(
+                "TL0604",
+                f"unsupported file type `{path.suffix or path.name}`",
+                Span.point(str(path), 1, 1),
+                help="tl-opt reads `.mlir` IR, `.tl` scripts and `.nml` model files",
+            )
+        try:
+            path.read_bytes()
+        except OSError as exc:
+            return unreadable(str(path), exc)
+        return None
 
     def _render_diagnostics(self) -> None:
         if not len(self.sink):
@@ -161,7 +214,7 @@ class TLOptMain(xDSLOptMain):
         stream = sys.stdout if self.args.verify_diagnostics else sys.stderr
         stream.write(text)
         if self.sink.has_errors and not self.args.verify_diagnostics:
-            raise SystemExit(1)
+            raise SystemExit(EXIT_USER_ERROR)
 
 
 def _lazy_target(name: str, module: str, function: str) -> Target:
@@ -176,8 +229,51 @@ def _lazy_target(name: str, module: str, function: str) -> Target:
     return emit
 
 
+def _pass_names(spec: str) -> list[str]:
+    """The pass names of a pipeline spec such as `a,b{opt=1},c`."""
+    names: list[str] = []
+    depth = 0
+    current = ""
+    for char in spec:
+        depth += (char == "{") - (char == "}")
+        if char == "," and depth == 0:
+            names.append(current)
+            current = ""
+        elif depth == 0 and char != "}":
+            current += char
+    names.append(current)
+    return [n.strip() for n in names if n.strip()]
+
+
+def _unknown_pass(name: str, known: dict[str, Callable[[], type[ModulePass]]]) -> str:
+    from tensorloom.diagnostics.core import did_you_mean
+
+    message = f"unknown pass `{name}`"
+    guess = did_you_mean(name, known)
+    hint = f"did you mean `{guess}`?" if guess else "`tl-opt --help` lists the passes"
+    return f"{message}\n  = help: {hint}"
+
+
+def _usage_error(message: str) -> NoReturn:
+    sys.stderr.write(f"tl-opt: error: {message}\n")
+    raise SystemExit(EXIT_USAGE)
+
+
 def main(argv: list[str] | None = None) -> None:
+    """tl-opt; an unexpected exception is reported as a compiler bug, exit status 3."""
+    debug = bool(os.environ.get("TENSORLOOM_DEBUG"))
+    status = run_guarded(
+        lambda: _run(argv),
+        debug=debug,
+        passthrough=(SystemExit,),
+        debug_hint="set TENSORLOOM_DEBUG=1 to see the traceback",
+    )
+    sys.exit(status)
+
+
+def _run(argv: list[str] | None) -> int:
     TLOptMain(argv).run()
+    return EXIT_OK
 
 
 if __name__ == "__main__":

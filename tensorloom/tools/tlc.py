@@ -29,11 +29,15 @@ from tensorloom.tools.common import (
     compiler_command,
     emit_diagnostics,
     exit_status,
+    format_option,
     load_and_parse,
 )
 from tensorloom.tools.emit import EMIT_CHOICES, run_compile
+from tensorloom.tools.guard import EXIT_OK, EXIT_USER_ERROR
 
-FILE_ARGUMENT = click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+# Not `exists=True` or `dir_okay=False`: a missing file, a directory and an
+# unreadable file are each reported as TL0601 with exit status 1, not as usage errors.
+FILE_ARGUMENT = click.argument("file", type=click.Path(path_type=Path))
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -69,14 +73,14 @@ def format_token(token: Token) -> str:
 
 @cli.command("ast")
 @FILE_ARGUMENT
-@click.option("--json", "as_json", is_flag=True, help="print the tree as JSON")
+@format_option("the tree")
 @compiler_command
-def ast_command(file: Path, as_json: bool) -> int:
+def ast_command(file: Path, fmt: Format) -> int:
     """Print the abstract syntax tree of FILE."""
     from tensorloom.frontend import ast_dump
 
     module, sources, sink = load_and_parse(file)
-    if module is not None and as_json:
+    if module is not None and fmt == "json":
         click.echo(json.dumps(ast_dump.to_json(module), indent=2))
     elif module is not None:
         click.echo(ast_dump.dump(module), nl=False)
@@ -187,16 +191,48 @@ def _gpu_memory(_ctx: click.Context, _param: click.Parameter, value: str | None)
 )
 @click.option("--gpu-memory", callback=_gpu_memory, help="warn when the budget exceeds it (80GB)")
 @click.option("--checkpointing", is_flag=True, help="budget with activation checkpointing")
-@click.option("--json", "as_json", is_flag=True, help="print the profile as JSON")
+@format_option("the profile")
 @compiler_command
 def info(file: Path, batch_size: int | None, precision: str | None, optimizer: str | None,
          bindings: dict[str, int], gpu_memory: int | None, checkpointing: bool,
-         as_json: bool) -> int:  # fmt: skip
+         fmt: Format) -> int:  # fmt: skip
     """Parameters, FLOPs, activations and the training-memory budget of each model."""
     from tensorloom.analysis.report import InfoRequest, run_info
 
     request = InfoRequest(batch_size, precision, optimizer, bindings, gpu_memory, checkpointing)
-    return run_info(file, request, as_json)
+    return run_info(file, request, fmt == "json")
+
+
+@cli.command()
+@click.argument("code")
+@compiler_command
+def explain(code: str) -> int:
+    """Explain a diagnostic code, such as TL0201, with an example."""
+    from tensorloom.diagnostics import codes
+
+    entry = codes.lookup(code)
+    if entry is None:
+        click.echo(f"error: unknown diagnostic code `{code}`", err=True)
+        click.echo("  = help: codes look like `TL0201`; docs/diagnostics.md lists them", err=True)
+        return EXIT_USER_ERROR
+    click.echo(codes.explain(entry), nl=False)
+    return EXIT_OK
+
+
+@cli.command()
+def lsp() -> None:
+    """Run the language server on stdin and stdout (editors start it; see editors/)."""
+    # Not a `compiler_command`: the server owns stdout and closes it at exit, and
+    # pygls reports a failing request to the client without ending the session.
+    try:
+        from tensorloom.tools.lsp.server import main as serve
+    except ModuleNotFoundError as error:
+        if error.name not in ("pygls", "lsprotocol"):
+            raise
+        click.echo(f"error: `tlc lsp` needs `{error.name}`, which is not installed", err=True)
+        click.echo("  = help: pip install 'tensorloom[lsp]'", err=True)
+        raise SystemExit(EXIT_USER_ERROR) from None
+    serve()
 
 
 def main() -> None:

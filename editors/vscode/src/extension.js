@@ -1,0 +1,37 @@
+// The TensorLoom extension: starts `tlc lsp` (the setting `tensorloom.server.command`)
+// as a language server over stdio for .tl and .nml files. Highlighting comes from
+// syntaxes/tensorloom.tmLanguage.json and needs no server.
+"use strict";
+
+const vscode = require("vscode");
+const { LanguageClient, TransportKind } = require("vscode-languageclient/node");
+
+let client;
+
+function activate(context) {
+  const [command, ...args] = vscode.workspace
+    .getConfiguration("tensorloom")
+    .get("server.command", ["tlc", "lsp"]);
+  const server = { command, args, transport: TransportKind.stdio };
+  const options = {
+    documentSelector: [
+      { scheme: "file", language: "tensorloom" },
+      { scheme: "file", language: "tensorloom-nml" },
+    ],
+  };
+  client = new LanguageClient("tensorloom", "TensorLoom", server, options);
+  context.subscriptions.push(client);
+  client.start().catch((error) => {
+    vscode.window.showErrorMessage(
+      `TensorLoom: could not start \`${command} ${args.join(" ")}\` (${error.message}). ` +
+        "Install TensorLoom with its language server: pip install 'tensorloom[lsp]', " +
+        "or set `tensorloom.server.command` to the full path of `tlc`."
+    );
+  });
+}
+
+function deactivate() {
+  return client ? client.stop() : undefined;
+}
+
+module.exports = { activate, deactivate };

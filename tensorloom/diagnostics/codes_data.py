@@ -1,0 +1,1319 @@
+"""Every diagnostic code: what it means and an example, the registry of record.
+
+`tlc explain CODE` prints one entry, and docs/diagnostics.md is generated from
+this file (`python -m tensorloom.diagnostics.codes`; a test checks the page is in
+step and that every code the compiler reports is listed here). Add a code here,
+then regenerate the page. Each `Code` is (code, title, explanation, example);
+`more` is markdown after the example (a second case).
+"""
+
+# ruff: noqa: E501  (prose and example lines are the page's; they are not wrapped)
+
+from tensorloom.diagnostics.codes import Code, Section
+
+TITLE = "Diagnostics"
+PREAMBLE = """\
+Every code TensorLoom reports, with an example. Codes by range: TL00xx lexical,
+TL01xx syntax, TL02xx shapes, TL03xx names/scope, TL04xx config/train settings,
+TL05xx kernels, TL06xx imports/files, TL07xx datasets, TL09xx internal.
+`tlc explain CODE` prints one entry. This page is generated from the registry in
+`tensorloom/diagnostics/codes_data.py`: edit that, then run
+`python -m tensorloom.diagnostics.codes > docs/diagnostics.md`.
+"""
+
+SECTIONS: tuple[Section, ...] = (
+    Section('TL00xx: lexical (the lexer, `tensorloom/frontend/lexer.py`)', '', (
+        Code(
+            'TL0001',
+            'an unterminated string',
+            """\
+A string ends at the end of its line; the error points at the opening quote.
+""",
+            """\
+error[TL0001]: unterminated string
+ --> s.tl:1:12
+  |
+1 | let name = "mnist
+  |            ^ string starts here
+  |
+  = help: close it with `"` on the same line
+""",
+        ),
+        Code(
+            'TL0002',
+            'an unterminated block comment',
+            """\
+The comment runs to the end of the file; the error points at its `/*`.
+""",
+            """\
+error[TL0002]: unterminated block comment
+ --> c.tl:2:1
+  |
+2 | /* notes
+  | ^^ comment starts here
+  |
+  = help: close it with `*/`
+""",
+        ),
+        Code(
+            'TL0003',
+            'indentation that mixes tabs and spaces',
+            """\
+The first indented line fixes the file's indentation character (tab or space); a line that uses the other one is reported at the first odd character. A tab counts as 4 columns when the lexer carries on.
+""",
+            """\
+error[TL0003]: indentation mixes tabs and spaces
+ --> t.tl:3:1
+  |
+3 |  layer fc2 = Linear(8, 2)
+  | ^
+  |
+  = help: this file indents with spaces; use spaces here too
+""",
+        ),
+        Code(
+            'TL0004',
+            'an unindent that matches no outer block',
+            """\
+A line indented less than its block but more than the enclosing one. The lexer keeps the line in the inner block, so the lines after it are not reported again.
+""",
+            """\
+error[TL0004]: unindent does not match any outer indentation level
+ --> d.tl:4:7
+  |
+4 |       return y
+  |       ^ this line is indented 6 columns
+  |
+  = note: the enclosing blocks are indented 0, 4, 8 columns
+""",
+        ),
+        Code(
+            'TL0005',
+            'an unknown character',
+            """\
+The character is skipped. `#` gets the hint that comments start with `//`; `!`, `|` and `&` point to `!=`/`not`, `|>` and `and`.
+""",
+            """\
+error[TL0005]: unknown character `$`
+ --> u.tl:1:11
+  |
+1 | let x = 3 $ 4
+  |           ^
+""",
+        ),
+        Code(
+            'TL0006',
+            'an invalid number literal',
+            """\
+A number directly followed by letters, such as `12abc` or an exponent without digits.
+""",
+            """\
+error[TL0006]: invalid number literal `1e`
+ --> n.tl:1:10
+  |
+1 | let lr = 1e
+  |          ^^
+  |
+  = help: write numbers as `42`, `0.5` or `1e-4`
+""",
+        ),
+        Code(
+            'TL0007',
+            'an unknown escape sequence in a string',
+            'The known escapes are `\\n`, `\\t`, `\\r`, `\\0`, `\\\\`, `\\\'` and `\\"`.\n',
+            'error[TL0007]: unknown escape sequence `\\d`\n --> e.tl:1:15\n  |\n1 | let path = "C:\\data"\n  |               ^^\n  |\n  = help: the escapes are `\\n`, `\\t`, `\\r`, `\\0`, `\\\\`, `\\\'` and `\\"`\n',
+        ),
+    )),
+    Section('TL01xx: syntax (the parser, `tensorloom/frontend/parser.py`)', '', (
+        Code(
+            'TL0101',
+            'an unexpected token',
+            """\
+The general syntax error: what the parser expected, and the token it found. After it, the parser skips to the next line (and the block that line opens) and carries on, so every syntax error in the file is reported in one run.
+""",
+            """\
+error[TL0101]: expected `,` or `)`, found `10`
+ --> x.tl:1:26
+  |
+1 | let net = Classifier(784 10)
+  |                          ^^ expected `,` or `)`
+ ::: x.tl:1:21
+1 | let net = Classifier(784 10)
+  |                     - to close this `(`
+""",
+        ),
+        Code(
+            'TL0102',
+            'a bracket that is never closed',
+            """\
+Newlines inside brackets are ignored, so a missing closer would swallow the following lines; a line that can only start a statement (`let`, `fn`, `return`, `model Name`, `@kernel`, ...) ends the bracket, and the error points at the bracket that was opened.
+""",
+            """\
+error[TL0102]: unclosed `(`
+ --> b.tl:1:17
+  |
+1 | let net = Linear(784,
+  |                 ^ this `(` is never closed
+  |
+  = help: add `)`
+""",
+        ),
+        Code(
+            'TL0103',
+            'a block header without its `:`',
+            """\
+Reported at the end of the header line (after its last token, before any comment); the block below is still parsed.
+""",
+            """\
+error[TL0103]: expected `:` at the end of this line
+ --> h.tl:1:17
+  |
+1 | model Classifier
+  |                 ^ add `:` here
+""",
+        ),
+        Code(
+            'TL0104',
+            'an unexpected indent',
+            """\
+A line indented deeper than the block it is in. The indented lines are skipped.
+""",
+            """\
+error[TL0104]: unexpected indent
+ --> i.tl:2:1
+  |
+2 |     let y = 2
+  | ^^^^ this line is indented too far
+  |
+  = help: remove the extra indentation
+""",
+        ),
+        Code(
+            'TL0105',
+            'a block header with no indented block',
+            """\
+A header ending in `:` must be followed by an indented block.
+""",
+            """\
+error[TL0105]: expected an indented block after this line
+ --> k.tl:1:11
+  |
+1 | model Net:
+  |           ^ the block is missing
+  |
+  = help: indent the lines that belong to this block
+""",
+        ),
+        Code(
+            'TL0106',
+            'nesting deeper than 200 levels',
+            """\
+Expressions and blocks may nest 200 levels deep; beyond that the parser stops the statement with this error instead of running out of stack.
+""",
+            """\
+error[TL0106]: nesting is too deep (the limit is 200 levels)
+ --> deep.tl:1:209
+  |
+1 | let x = ((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((...
+  |         (the quoted line is the whole source line; the caret sits under the 201st `(`)
+  |
+  = help: split the expression with `let` bindings
+""",
+        ),
+        Code(
+            'TL0107',
+            'an unknown .nml section',
+            """\
+An `.nml` `@model` holds `@config`, `@layers` and `@forward` sections, in any order. The section is skipped.
+""",
+            """\
+error[TL0107]: unknown section `@layer`
+ --> m.nml:2:6
+  |
+2 |     @layer:
+  |      ^^^^^ unknown section
+  |
+  = note: the sections are `@config`, `@layers` and `@forward`
+  = help: did you mean `@layers`?
+""",
+        ),
+        Code(
+            'TL0108',
+            'a config value that is not a literal',
+            """\
+`@config` values become constructor defaults, so they must be literals: numbers (negative too), strings, `true`, `false`, `none`, or lists/tuples of them.
+""",
+            """\
+error[TL0108]: a config value must be a literal
+ --> cfg.nml:3:19
+  |
+3 |         d_model = 256 * 2
+  |                   ^^^^^^^ not a literal
+  |
+  = note: config values are numbers, strings, `true`, `false`, `none`, or lists of them
+""",
+        ),
+        Code(
+            'TL0109',
+            'a pipe stage that is not a name, call or member',
+            """\
+A pipe stage is a function name (`relu`), a call (`dropout(0.2)`), a member (`self.fc1`) or a member call (`self.block(mask)`).
+""",
+            """\
+error[TL0109]: a pipe stage must be a name, a call or a member
+ --> p.tl:3:21
+  |
+3 |         return x |> 2
+  |                     ^ not a pipe stage
+  |
+  = help: write a function (`relu`), a call (`dropout(0.2)`) or a layer (`self.fc1`)
+""",
+        ),
+        Code(
+            'TL0110',
+            'an assignment to something that cannot be assigned',
+            """\
+Assignment targets are names, attributes and index expressions.
+""",
+            """\
+error[TL0110]: cannot assign to this expression
+ --> a.tl:1:1
+  |
+1 | f(x) = 1
+  | ^^^^
+  |
+  = help: assign to a name, an attribute or an index; write `let name = ...` for a new variable
+""",
+        ),
+        Code(
+            'TL0111',
+            'a duplicate section or checkpoint clause',
+            """\
+A `@model` section given twice (the second is ignored), or a second `checkpoint every ...` clause in a train block.
+""",
+            """\
+error[TL0111]: duplicate `@config` section
+ --> dup.nml:4:6
+  |
+4 |     @config:
+  |      ^^^^^^ second section
+ ::: dup.nml:2:6
+2 |     @config:
+  |      ------ first section
+  |
+  = help: merge the two sections into one
+""",
+        ),
+        Code(
+            'TL0112',
+            'chained comparisons',
+            """\
+`a < b < c` would silently mean something else in PyTorch code; write the two comparisons.
+""",
+            """\
+error[TL0112]: comparisons cannot be chained
+ --> cmp.tl:1:16
+  |
+1 | let ok = 0 < x < 10
+  |                ^
+  |
+  = help: write `a < b and b < c`
+""",
+        ),
+        Code(
+            'TL0113',
+            'a positional argument after a keyword argument',
+            """\
+In a call, positional arguments come before keyword arguments.
+""",
+            """\
+error[TL0113]: positional argument after keyword argument
+ --> kw.tl:1:26
+  |
+1 | let opt = Adam(lr=0.001, net)
+  |                          ^^^
+  |
+  = help: put positional arguments first
+""",
+        ),
+    )),
+    Section('TL02xx: shapes (`shape-inference`)', '', (
+        Code(
+            'TL0201',
+            "a layer's input does not fit the layer",
+            """\
+The error points at the stage or call that applies the layer, with the shape that reached it, and a second label at the declaration. For `LayerNorm` on a channels-first `[B, C, H, W]` tensor (the original README's ViT), the help says how to move channels last (see `vit_readme_nml.nml`).
+""",
+            """\
+error[TL0201]: `fc2` expects 256 input features, got 128
+ --> linear_features.tl:6:41
+  |
+6 |         return x |> self.fc1 |> relu |> self.fc2
+  |                                         ^^^^^^^^ input is [B, 128]
+ ::: linear_features.tl:4:5
+4 |     layer fc2 = Linear(256, 10)
+  |     --------------------------- `fc2` is declared here
+  |
+  = help: change `fc2` to `Linear(128, 10)`, or add a layer that maps 128 to 256
+""",
+        ),
+        Code(
+            'TL0202',
+            "a builtin's shape rule fails",
+            """\
+Broadcasting, `matmul`, `cat`, `view`/`reshape`, `permute`, `transpose`, `softmax(dim=...)` and indexing each check their inputs.
+""",
+            """\
+error[TL0202]: `add`: cannot broadcast [B, 64] with [B, 32]
+ --> residual_broadcast.tl:5:16
+  |
+5 |         return x + self.fc(x)
+  |                ^^^^^^^^^^^^^^ inputs are [B, 64] and [B, 32]
+""",
+        ),
+        Code(
+            'TL0203',
+            "the dataset's samples do not match the annotated input",
+            """\
+The train block binds a dataset whose batched sample shape (`[B, *sample_shape]`) disagrees with `forward`'s annotation.
+""",
+            """\
+error[TL0203]: the data gives `Classifier` inputs of shape [B, 1, 8, 8], but its `forward` expects [B, 64]
+  --> data_annotation.tl:10:1
+   |
+10 | train net on data:
+   | ^^^^^^^^^^^^^^^^^
+  ::: data_annotation.tl:5:8
+ 5 |     fn forward(self, x: Tensor[B, 64]) -> Tensor:
+   |        ------- the input is annotated here
+""",
+        ),
+    )),
+    Section('TL03xx: names and scope (`resolve-nml`, `check-scopes`)', '', (
+        Code(
+            'TL0301',
+            'an undefined name',
+            """\
+A name in a model's method that is no local variable, config entry, layer or top-level symbol.
+""",
+            """\
+error[TL0301]: undefined name `scal`
+ --> undefined_name.tl:6:20
+  |
+6 |         return h * scal
+  |                    ^^^^
+""",
+            more="""\
+In a script's top-level statements, a name that is no earlier `let`, model,
+instance, kernel or `<kernel>_launcher` (docs/grammar.md, "Top-level statements"):
+
+```text
+error[TL0301]: undefined name `x`
+ --> script_undefined_name.tl:7:20
+  |
+7 | let y = k_launcher(x)
+  |                    ^
+  |
+  = help: bind it first: `let x = ...`
+```
+""",
+        ),
+        Code(
+            'TL0302',
+            'an unknown layer type or model',
+            """\
+Layer constructors are checked against the catalogue and the models of the module (nesting), with a did-you-mean.
+""",
+            """\
+error[TL0302]: unknown layer type `Linaer`
+ --> unknown_layer_type.tl:4:5
+  |
+4 |     layer fc2 = Linaer(128, 10)
+  |     ^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  |
+  = help: did you mean `Linear`?
+""",
+        ),
+        Code(
+            'TL0303',
+            'a layer used but not declared',
+            """\
+`self.fc3` (or `fc3(x)` in .nml) where the model declares no `fc3`.
+""",
+            """\
+error[TL0303]: `Classifier` has no layer `fc3`
+ --> undeclared_layer.tl:6:41
+  |
+6 |         return x |> self.fc1 |> relu |> self.fc3
+  |                                         ^^^^^^^^
+  |
+  = help: did you mean `fc2`?
+""",
+        ),
+        Code(
+            'TL0304',
+            'a layer declared but never used (warning)',
+            '',
+            """\
+warning[TL0304]: layer `fc2` is declared but never used
+ --> undeclared_layer.tl:4:5
+  |
+4 |     layer fc2 = Linear(128, 10)
+  |     ^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  |
+  = help: remove it, or apply it in `forward` (`self.fc2(x)`)
+""",
+        ),
+        Code(
+            'TL0305',
+            'an unknown function or tensor method',
+            '',
+            """\
+error[TL0305]: unknown function `relux`
+ --> unknown_function.tl:6:33
+  |
+6 |         return x |> self.fc1 |> relux |> self.fc2
+  |                                 ^^^^^
+  |
+  = help: did you mean `relu`?
+""",
+            more="""\
+In a script's top-level statements, a called function must be a script builtin
+(`print`, `randn`, `torch.*`, ...: docs/grammar.md), a model or a kernel launcher:
+
+```text
+error[TL0305]: unknown function `randnn`
+ --> script_unknown_function.tl:7:14
+  |
+7 | let inputs = randnn(1000)
+  |              ^^^^^^^^^^^^
+  |
+  = help: did you mean `randn`?
+```
+""",
+        ),
+        Code(
+            'TL0306',
+            'an unknown config entry in a layer argument',
+            '',
+            """\
+error[TL0306]: unknown config `d_modl` in a layer argument
+ --> nml_unknown_config.nml:8:21
+  |
+8 |         fc = Linear(d_modl, classes)
+  |                     ^^^^^^
+  |
+  = help: did you mean `d_model`?
+""",
+        ),
+        Code(
+            'TL0307',
+            'a model that contains itself',
+            '',
+            """\
+error[TL0307]: model `Loop` cannot contain itself
+ --> self_nesting.tl:3:5
+  |
+3 |     layer inner = Loop()
+  |     ^^^^^^^^^^^^^^^^^^^^
+""",
+        ),
+        Code(
+            'TL0308',
+            'a builtin called with arguments it cannot take',
+            """\
+Missing or non-constant `dim`, a dropout probability outside [0, 1), unknown keywords.
+""",
+            """\
+error[TL0308]: `softmax` needs the argument `dim`
+ --> softmax_no_dim.tl:6:53
+  |
+6 |         return x |> self.fc1 |> relu |> self.fc2 |> softmax
+  |                                                     ^^^^^^^
+  |
+  = help: write `softmax(dim=-1)` to use the last dimension
+""",
+        ),
+    )),
+    Section('TL04xx: config and train settings (`resolve-nml`, `check-train`)', '', (
+        Code(
+            'TL0401',
+            'an unknown train setting',
+            """\
+Every key is listed in docs/train-block.md.
+""",
+            """\
+error[TL0401]: unknown setting `epoch`
+  --> train_unknown_key.tl:14:5
+   |
+14 |     epoch = 3
+   |     ^^^^^
+   |
+   = help: did you mean `epochs`?
+""",
+        ),
+        Code(
+            'TL0402',
+            'a setting of the wrong type',
+            '',
+            """\
+error[TL0402]: `epochs` must be an integer, got `2.5`
+  --> train_epochs_float.tl:11:14
+   |
+11 |     epochs = 2.5
+   |              ^^^
+""",
+        ),
+        Code(
+            'TL0403',
+            'a setting out of range',
+            """\
+Also the optimizer's and loss's numeric arguments (`lr`, `label_smoothing`, ...).
+""",
+            """\
+error[TL0403]: `epochs` must be at least 1, got 0
+  --> train_epochs_zero.tl:11:14
+   |
+11 |     epochs = 0
+   |              ^
+""",
+        ),
+        Code(
+            'TL0404',
+            'an unknown optimizer',
+            '',
+            """\
+error[TL0404]: unknown optimizer `Adma`
+  --> train_unknown_optimizer.tl:12:17
+   |
+12 |     optimizer = Adma(lr=0.001)
+   |                 ^^^^^^^^^^^^^^
+   |
+   = help: did you mean `Adam`?
+""",
+        ),
+        Code(
+            'TL0405',
+            'an argument the optimizer, loss or schedule does not take',
+            '',
+            """\
+error[TL0405]: `Adam` has no argument `learning_rate`
+  --> train_optimizer_kwarg.tl:12:17
+   |
+12 |     optimizer = Adam(learning_rate=0.001)
+   |                 ^^^^^^^^^^^^^^^^^^^^^^^^^
+   |
+   = help: it accepts `lr`, `betas`, `eps`, `weight_decay`, `amsgrad`, `foreach`, `maximize`, `capturable`, `differentiable`, `fused`
+""",
+        ),
+        Code(
+            'TL0406',
+            'an unknown loss',
+            '',
+            """\
+error[TL0406]: unknown loss `CrossEntropyy`
+  --> train_unknown_loss.tl:13:12
+   |
+13 |     loss = CrossEntropyy
+   |            ^^^^^^^^^^^^^
+   |
+   = help: did you mean `CrossEntropy`?
+""",
+        ),
+        Code(
+            'TL0407',
+            'a value that is not one of the choices',
+            """\
+`precision`, `compile`, `lr_schedule` and `reduction`.
+""",
+            """\
+error[TL0407]: `precision` must be one of `auto`, `fp32`, `fp16`, `bf16`, got `fp8`
+  --> train_precision.tl:14:17
+   |
+14 |     precision = fp8
+   |                 ^^^
+   |
+   = help: use one of `auto`, `fp32`, `fp16`, `bf16`
+""",
+        ),
+        Code(
+            'TL0408',
+            "the loss does not fit the model's output and the data",
+            """\
+`CrossEntropy`/`NLL` need `[B, C]` outputs for `[B]` targets (or `[B, T, C]` for per-token `[B, T]` targets) with `C` the dataset's class count.
+""",
+            """\
+error[TL0408]: `CrossEntropy` needs one output per class: the model gives 5, `digits` has 10 classes
+  --> loss_classes.tl:13:12
+   |
+13 |     loss = CrossEntropy
+   |            ^^^^^^^^^^^^
+   |
+   = help: make the model's last layer output 10 features
+""",
+        ),
+        Code(
+            'TL0409',
+            'a setting given twice',
+            '',
+            """\
+error[TL0409]: `epochs` is set twice
+  --> train_duplicate_key.tl:14:5
+   |
+14 |     epochs = 3
+   |     ^^^^^^
+  ::: train_duplicate_key.tl:11:5
+11 |     epochs = 2
+   |     ------ first set here
+""",
+        ),
+        Code(
+            'TL0410',
+            'a softmax right before `CrossEntropy` (warning)',
+            """\
+`CrossEntropy` applies log-softmax itself; a softmax (or log_softmax) before it is almost always a mistake. (This example also has a TL0202.)
+""",
+            """\
+warning[TL0410]: `log_softmax` before `CrossEntropy`: the loss applies its own
+ --> softmax_dim_range.tl:6:53
+  |
+6 |         return x |> self.fc1 |> relu |> self.fc2 |> log_softmax(dim=2)
+  |                                                     ^^^^^^^^^^^^^^^^^^
+  |
+  = help: return the logits, or use `loss = NLL`
+""",
+        ),
+        Code(
+            'TL0411',
+            '`fp16` needs CUDA (warning)',
+            """\
+Whether the run has a GPU is not known statically; the emitted script falls back on the CPU.
+""",
+            """\
+warning[TL0411]: `fp16` needs a CUDA GPU; on a CPU-only run it falls back to fp32
+  --> fp16.tl:13:17
+   |
+13 |     precision = fp16
+   |                 ^^^^
+   |
+   = help: use `precision = bf16` to get mixed precision on the CPU as well
+""",
+        ),
+        Code(
+            'TL0412',
+            'a kernel in a trained forward stops the gradient (warning)',
+            """\
+A `@kernel` called from a forward runs as a Triton launch, which autograd does not see: the layers whose outputs reach it get no gradient, so they would keep their initial weights. Reported when the model is trained (the train block has a `loss`) and a layer feeds the kernel.
+""",
+            """\
+warning[TL0412]: `fast_gelu` is a Triton kernel and has no backward: `fc1` before it will not train
+  --> kernel_in_trained_forward.tl:15:33
+   |
+15 |         return x |> self.fc1 |> fast_gelu |> self.fc2
+   |                                 ^^^^^^^^^ gradients stop here
+   |
+   = help: in a model you train, use a built-in op here (`gelu`, `relu`, ...); a kernel fits after the last layer with weights, or at inference
+""",
+        ),
+        Code(
+            'TL0420',
+            'an unknown config override',
+            """\
+Overrides of an instance (`MyModel(d_model=256)`) and of a nested model used as a layer are checked against the model's `@config`.
+""",
+            """\
+error[TL0420]: `TransformerBlock` has no config entry `d_modle`
+ --> override_unknown.tl:4:29
+  |
+4 | let net = CustomTransformer(d_modle=256)
+  |                             ^^^^^^^^^^^
+  |
+  = help: did you mean `d_model`?
+""",
+        ),
+        Code(
+            'TL0421',
+            'an override of the wrong type',
+            '',
+            """\
+error[TL0421]: config `d_model` of `TransformerBlock` is an integer, got `256.5`
+ --> override_type.tl:4:29
+  |
+4 | let net = CustomTransformer(d_model=256.5)
+  |                             ^^^^^^^^^^^^^
+  |
+  = help: the default is `512`
+""",
+        ),
+        Code(
+            'TL0422',
+            'invalid layer constructor arguments',
+            """\
+Arguments are bound and validated as PyTorch would at construction, under the config defaults and again under each instance's overrides (then the error points at the override; see `override_heads.tl`).
+""",
+            """\
+error[TL0422]: `attn`: `embed_dim` (250) must be divisible by `num_heads` (8)
+ --> mha_heads.tl:3:42
+  |
+3 |     layer attn = MultiHeadAttention(250, 8)
+  |                                          ^
+""",
+        ),
+    )),
+    Section('TL05xx: kernels', """\
+See docs/kernels.md for the rules behind them.
+""", (
+        Code(
+            'TL0501',
+            'undefined name or function in a kernel',
+            '',
+            """\
+error[TL0501]: undefined name `yy` in kernel `bad`
+  --> k.tl:10:34
+   |
+10 |     tl.store(out_ptr + offs, x + yy, mask=offs < n, foo=1)
+   |                                  ^^
+   |
+   = help: did you mean `y`?
+""",
+        ),
+        Code(
+            'TL0502',
+            'unknown `tl.` member',
+            '',
+            """\
+error[TL0502]: `tl.lod` is not a function of triton.language
+ --> k.tl:7:13
+  |
+7 |     let x = tl.lod(x_ptr + offs, mask=offs < n)
+  |             ^^^^^^
+  |
+  = help: did you mean `tl.load`?
+""",
+        ),
+        Code(
+            'TL0503',
+            'wrong arguments to a `tl.` function',
+            '',
+            """\
+error[TL0503]: `tl.arange` is missing the argument `end`
+ --> k.tl:9:13
+  |
+9 |     let z = tl.arange(0)
+  |             ^^^^^^^^^
+  |
+  = help: `tl.arange(start, end)`
+""",
+        ),
+        Code(
+            'TL0504',
+            'a `tl.arange` bound that is not a power of two',
+            '',
+            """\
+error[TL0504]: `BLOCK` is a `tl.arange` bound, so it must be a power of two, not 1000
+ --> k.tl:4:58
+  |
+4 | @kernel def bad(x_ptr, out_ptr, n, BLOCK: tl.constexpr = 1000):
+  |                                                          ^^^^
+  |
+  = help: use 512 or 1024
+""",
+        ),
+        Code(
+            'TL0505',
+            '`tl.load` without a mask (warning)',
+            '',
+            """\
+warning[TL0505]: `tl.load` without a mask reads past the end of the tensor in the last block
+ --> k.tl:8:13
+  |
+8 |     let y = tl.load(x_ptr + offs)
+  |             ^^^^^^^
+  |
+  = help: pass `mask=offsets < n` (and `other=` for masked lanes)
+""",
+        ),
+        Code(
+            'TL0506',
+            'syntax a Triton kernel cannot express',
+            '',
+            """\
+error[TL0506]: returning a value is not supported in a kernel
+ --> k.tl:4:12
+  |
+4 |     return x
+  |            ^
+  |
+  = help: a kernel returns nothing: store results with `tl.store`
+""",
+        ),
+        Code(
+            'TL0507',
+            'the launcher cannot be derived from the kernel',
+            '',
+            """\
+error[TL0507]: cannot work out the grid for axis 0
+ --> k.tl:2:16
+  |
+2 |     let offs = tl.program_id(axis=0) * BLOCK + tl.arange(0, BLOCK)
+  |                ^^^^^^^^^^^^^
+  |
+  = help: compare the offsets built from `tl.program_id(0)` with a size parameter in a mask, as in `offsets < n`
+""",
+        ),
+    )),
+    Section('TL07xx: datasets', """\
+`tensorloom/dialects/datasets.py` (`lookup_dataset`) returns these as `DatasetError`
+values; the pass that checks `load_dataset(...)` turns them into diagnostics, the
+span on the dataset name (TL0701, TL0705, TL0706) or on the option keyword at fault
+(`DatasetError.option`: TL0702, TL0703, TL0704).
+""", (
+        Code(
+            'TL0701',
+            'unknown dataset',
+            '',
+            """\
+error[TL0701]: unknown dataset `mnits`
+ --> mnist.tl:8:25
+  |
+8 | let data = load_dataset("mnits", flatten=true)
+  |                         ^^^^^^^
+  |
+  = help: did you mean `mnist`?
+""",
+        ),
+        Code(
+            'TL0702',
+            'unknown option for this dataset',
+            '',
+            """\
+error[TL0702]: `digits` has no option `flaten`
+ --> mnist.tl:8:35
+  |
+8 | let data = load_dataset("digits", flaten=true)
+  |                                   ^^^^^^
+  |
+  = help: did you mean `flatten`?
+""",
+        ),
+        Code(
+            'TL0703',
+            'option of the wrong type',
+            '',
+            """\
+error[TL0703]: option `flatten` expects `true` or `false`, got `1`
+ --> mnist.tl:8:35
+  |
+8 | let data = load_dataset("digits", flatten=1)
+  |                                   ^^^^^^^
+""",
+        ),
+        Code(
+            'TL0704',
+            'option out of range',
+            '',
+            """\
+error[TL0704]: `vocab` must be at least 2, got 1
+ --> seq.tl:3:36
+  |
+3 | let data = load_dataset("reverse", vocab=1)
+  |                                    ^^^^^
+""",
+        ),
+        Code(
+            'TL0705',
+            'a data file of a format the scripts cannot read',
+            '',
+            """\
+error[TL0705]: cannot load `data/train.parquet`: expected a .npz, .pt or .csv file
+ --> train.tl:4:25
+  |
+4 | let data = load_dataset("data/train.parquet")
+  |                         ^^^^^^^^^^^^^^^^^^^^
+  |
+  = help: convert the data to one of those formats
+""",
+        ),
+        Code(
+            'TL0706',
+            'a .csv dataset without `target=`',
+            '',
+            """\
+error[TL0706]: a .csv dataset needs the label column: `target=` is missing for `data/iris.csv`
+ --> train.tl:4:25
+  |
+4 | let data = load_dataset("data/iris.csv")
+  |                         ^^^^^^^^^^^^^^^
+  |
+  = help: add `target="label"` naming the column
+""",
+        ),
+        Code(
+            'TL0707',
+            'warning: `load_dataset()` trains on synthetic data',
+            """\
+Reported by `check-train` at the call, so that a run on random samples is never
+mistaken for a run on real data. The samples' shape and classes come from the
+model (pass `infer-synthetic-data`).
+""",
+            """\
+warning[TL0707]: `load_dataset()` names no data: training uses random synthetic samples
+ --> tiny.tl:8:12
+  |
+8 | let data = load_dataset()
+  |            ^^^^^^^^^^^^^^
+  |
+  = note: their shape and classes are inferred from the model's input and output
+  = help: name a dataset, as in `load_dataset("digits")`, or a file: `load_dataset("data/train.npz")`
+""",
+        ),
+    )),
+    Section('TL01xx: constructs IR generation cannot represent', """\
+Reported by `tensorloom/frontend/irgen.py` after parsing succeeded.
+""", (
+        Code(
+            'TL0130',
+            'a statement that is not supported here (`if`/`for` in a model or script)',
+            '',
+            """\
+error[TL0130]: `for` is not supported here
+ --> m.tl:3:9
+  |
+3 |         for i in range(3):
+  |         ^^^^^^^^^^^^^^^^^^
+  |
+  = help: write straight-line code; branch on values with arithmetic or masks
+""",
+        ),
+        Code(
+            'TL0132',
+            'assignment to something other than a name',
+            '',
+            """\
+error[TL0132]: only a plain name can be assigned to
+ --> m.tl:3:9
+  |
+3 |         x.data = 1
+  |         ^^^^^^
+  |
+  = help: bind a new name with `let`
+""",
+        ),
+        Code(
+            'TL0133',
+            'a default value on a method parameter',
+            '',
+            """\
+error[TL0133]: method parameters cannot have default values
+ --> m.tl:2:31
+  |
+2 |     fn forward(self, x, scale=2):
+  |                               ^
+  |
+  = help: make it a config parameter of the model
+""",
+        ),
+        Code(
+            'TL0134',
+            'an expression that must be known at compile time',
+            '',
+            """\
+error[TL0134]: this expression must be known at compile time
+ --> m.tl:2:23
+  |
+2 |     layer fc = Linear(x[0], 10)
+  |                       ^^^^
+  |
+  = help: use literals, config parameters and arithmetic on them
+""",
+        ),
+        Code(
+            'TL0135',
+            'code after `return`',
+            '',
+            """\
+error[TL0135]: code after `return` never runs
+ --> m.tl:4:9
+  |
+4 |         x = relu(x)
+  |         ^^^^^^^^^^^
+  |
+  = help: remove it, or move the `return` after it
+""",
+        ),
+        Code(
+            'TL0136',
+            'a call or pipe stage that does not name what it calls',
+            '',
+            """\
+error[TL0136]: only a named function, layer or method can be called
+ --> m.tl:3:16
+  |
+3 |         return self.make(x)(x)
+  |                ^^^^^^^^^^^^
+""",
+        ),
+        Code(
+            'TL0137',
+            "a train block's model or data that is not a name",
+            '',
+            """\
+error[TL0137]: the model of a train block must be a name
+ --> m.tl:1:7
+  |
+1 | train nets[0] on data:
+  |       ^^^^^^^
+  |
+  = help: bind it first: `let name = ...`, then `train name on ...`
+""",
+        ),
+        Code(
+            'TL0138',
+            'slice bounds that are not integer literals',
+            '',
+            """\
+error[TL0138]: slice bounds must be integer literals
+ --> m.tl:3:23
+  |
+3 |         return x[:, 0:n]
+  |                       ^
+  |
+  = help: reshape or use `narrow(...)` for a computed range
+""",
+        ),
+        Code(
+            'TL0139',
+            'an unknown type annotation, or a layer that is not a constructor call',
+            '',
+            """\
+error[TL0139]: unknown type `Matrix`
+ --> m.tl:2:25
+  |
+2 |     fn forward(self, x: Matrix):
+  |                         ^^^^^^
+  |
+  = help: use one of `Tensor`, `int`, `float`, `bool`, `str`, `list`, `tuple`
+""",
+        ),
+        Code(
+            'TL0140',
+            'model arguments given by position',
+            '',
+            """\
+error[TL0140]: config overrides must be given by keyword
+ --> m.tl:3:13
+  |
+3 | let net = M(256)
+  |             ^^^
+  |
+  = help: write `M(name=value)`
+""",
+        ),
+        Code(
+            'TL0141',
+            'extra positional arguments to `load_dataset`',
+            '',
+            """\
+error[TL0141]: `load_dataset` takes the dataset name as its only positional argument
+ --> m.tl:1:35
+  |
+1 | let data = load_dataset("digits", 64)
+  |                                   ^^
+  |
+  = help: write `load_dataset("name", option=value)`
+""",
+        ),
+    )),
+    Section('TL03xx: names in methods (irgen)', '', (
+        Code(
+            'TL0330',
+            'a `.tl` method without `self`',
+            '',
+            """\
+error[TL0330]: method `forward` must take `self` first
+ --> m.tl:2:8
+  |
+2 |     fn forward(x):
+  |        ^^^^^^^
+  |
+  = help: write `fn forward(self, ...)`
+""",
+        ),
+        Code(
+            'TL0331',
+            '`self` used as a value',
+            '',
+            """\
+error[TL0331]: `self` cannot be used as a value
+ --> m.tl:3:16
+  |
+3 |         return self
+  |                ^^^^
+  |
+  = help: use one of its layers or config parameters, as in `self.fc1`
+""",
+        ),
+    )),
+    Section('TL06xx: imports', """\
+Imports are resolved relative to the importing file (`tensorloom/frontend/imports.py`).
+An alias names the file's only model, else the model named like the alias, else the
+model named like the file (ignoring case and underscores).
+""", (
+        Section('Reading source files (TL0601 to TL0604)', """\
+Reported by `parse_file` before lexing.
+""", (
+            Code(
+                'TL0601',
+                'a file that cannot be read',
+                """\
+The file does not exist, is a directory, or cannot be read.
+""",
+                """\
+error[TL0601]: cannot read `missing.tl`: no such file or directory
+ --> missing.tl:1:1
+""",
+            ),
+            Code(
+                'TL0602',
+                'a binary file',
+                """\
+The file contains NUL bytes in its first 8 KiB.
+""",
+                """\
+error[TL0602]: `weights.tl` is a binary file, not TensorLoom source
+ --> weights.tl:1:1
+""",
+            ),
+            Code(
+                'TL0603',
+                'a file that is not valid UTF-8',
+                """\
+Source files are UTF-8 (a leading byte-order mark is allowed). The error points at the first invalid byte.
+""",
+                """\
+error[TL0603]: `latin1.tl` is not valid UTF-8
+ --> latin1.tl:2:7
+  |
+2 | // caf�
+  |       ^ byte 0xe9 is not valid UTF-8
+  |
+  = help: save the file as UTF-8
+""",
+            ),
+            Code(
+                'TL0604',
+                'a file that is neither .tl nor .nml',
+                """\
+`tlc` reads `.tl` scripts and `.nml` model files.
+""",
+                """\
+error[TL0604]: unsupported file type `.py`
+ --> train.py:1:1
+  = help: TensorLoom reads `.tl` scripts and `.nml` model files
+""",
+            ),
+        )),
+        Code(
+            'TL0610',
+            'an imported file that does not exist',
+            '',
+            """\
+error[TL0610]: cannot find `blocks/resnet.nml`
+ --> train.tl:1:8
+  |
+1 | import blocks.resnet.nml as ResBlock
+  |        ^^^^^^^^^^^^^^^^^ no file `blocks/resnet.nml`
+  |
+  = help: imports are relative to the importing file's folder, `.`
+""",
+        ),
+        Code(
+            'TL0611',
+            'an import cycle',
+            '',
+            """\
+error[TL0611]: import cycle: `blocks/a.nml` -> `blocks/b.nml` -> `blocks/a.nml`
+ --> blocks/a.nml:1:8
+  |
+1 | import b.nml
+  |        ^^^^^ this import starts the cycle
+  |
+  = help: move the shared models into a file that none of these imports
+""",
+        ),
+        Code(
+            'TL0612',
+            'importing something other than an .nml file',
+            '',
+            """\
+error[TL0612]: `helpers.tl` is not an .nml file
+ --> train.tl:1:8
+  |
+1 | import "helpers.tl" as H
+  |        ^^^^^^^^^^^^
+  |
+  = help: only .nml model files can be imported; move the model into one
+""",
+        ),
+        Code(
+            'TL0613',
+            'an import alias that could name several models',
+            '',
+            """\
+error[TL0613]: `Block` could name any of `Encoder`, `Decoder` in `two.nml`
+ --> train.tl:1:19
+  |
+1 | import two.nml as Block
+  |                   ^^^^^ ambiguous alias
+  |
+  = help: name the alias after one of the models, or import without `as` and use `Encoder`, `Decoder`
+""",
+        ),
+        Code(
+            'TL0614',
+            'an import alias for a file without models',
+            '',
+            """\
+error[TL0614]: `empty.nml` defines no model to import as `Block`
+ --> train.tl:1:21
+  |
+1 | import empty.nml as Block
+  |                     ^^^^^
+""",
+        ),
+        Code(
+            'TL0615',
+            'a model defined twice',
+            '',
+            """\
+error[TL0615]: model `Block` is defined twice
+ --> train.tl:2:7
+  |
+2 | model Block:
+  |       ^^^^^ second definition
+ ::: block.nml:1:8
+1 | @model Block:
+  |        ----- first defined here
+  |
+  = help: rename one of them, or import the file with `as` and a new name
+""",
+        ),
+    )),
+    Section('TL09xx: internal errors', '', (
+        Code(
+            'TL0901',
+            'a pass crashed or left IR that does not verify',
+            '',
+            """\
+error[TL0901]: internal compiler error: pass `shape-inference` crashed: KeyError('B')
+ --> mnist.tl:1:1
+  |
+1 | // Define an imperative neural network
+  | ^
+  |
+  = note: this is a bug in TensorLoom, not in your program
+  = help: please report it with this file; set TENSORLOOM_DEBUG=1 for a traceback
+""",
+        ),
+    )),
+)

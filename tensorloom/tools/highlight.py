@@ -1,0 +1,119 @@
+"""Pygments lexers for .tl scripts and .nml models (registered as `tensorloom` and `nml`).
+
+    $ pygmentize -l tensorloom examples/mnist.tl
+    $ pygmentize -l nml -f html examples/transformer.nml
+
+pyproject.toml registers both under the `pygments.lexers` entry point, so
+Pygments (and Sphinx, MkDocs, ...) find them once TensorLoom is installed. The
+keywords come from the lexer's own table (frontend/tokens.py), plus the words
+the parser reads as keywords only where a declaration starts (`model Name`,
+`layer name`, `train net on`, `checkpoint every N epochs`); a capitalised
+name before `(` is a layer or model constructor, a lower-case one a function.
+editors/vscode/syntaxes/tensorloom.tmLanguage.json is the same grammar for
+TextMate editors.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pygments.lexer import RegexLexer, bygroups, words
+from pygments.token import (
+    Comment,
+    Keyword,
+    Name,
+    Number,
+    Operator,
+    Punctuation,
+    String,
+    Text,
+    Whitespace,
+    _TokenType,
+)
+
+from tensorloom.frontend.tokens import KEYWORDS
+
+CONSTANTS = ("true", "false", "none")
+DECLARATIONS = ("fn", "def")
+SECTIONS = ("@model", "@config", "@layers", "@forward", "@kernel")
+IDENT = r"([A-Za-z_]\w*)"
+CHECKPOINT = r"(checkpoint)(\s+)(every)(\s+)(\d+)(\s+)(epochs|steps)\b"
+
+Rules = list[tuple[object, ...]]
+
+
+def _rules() -> dict[str, Rules]:
+    plain = sorted(k for k in KEYWORDS if k not in CONSTANTS and k not in DECLARATIONS)
+    return {
+        "root": [
+            (r"\s+", Whitespace),
+            (r"//.*?$", Comment.Single),
+            (r"/\*", Comment.Multiline, "comment"),
+            (r'"', String.Double, "string"),
+            (words(SECTIONS, suffix=r"\b"), Name.Decorator),
+            (r"(model)(\s+)([A-Za-z_]\w*)", bygroups(Keyword.Declaration, Whitespace, Name.Class)),
+            (
+                r"(fn|def)(\s+)([A-Za-z_]\w*)",
+                bygroups(Keyword.Declaration, Whitespace, Name.Function),
+            ),
+            (words(CONSTANTS, suffix=r"\b"), Keyword.Constant),
+            (words(tuple(plain), suffix=r"\b"), Keyword),
+            (
+                r"(layer)(\s+)([A-Za-z_]\w*)",
+                bygroups(Keyword.Declaration, Whitespace, Name.Variable),
+            ),
+            (
+                r"(train)(\s+)([A-Za-z_]\w*)(\s+)(on)\b",
+                bygroups(Keyword, Whitespace, Name, Whitespace, Keyword),
+            ),
+            (
+                r"(checkpoint)(\s+)(every)(\s+)(\d+)(\s+)(epochs|steps)\b",
+                bygroups(
+                    Keyword, Whitespace, Keyword, Whitespace, Number.Integer, Whitespace, Keyword
+                ),
+            ),
+            (r"\bself\b", Name.Builtin.Pseudo),
+            (r"\d+\.\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?|\d+[eE][+-]?\d+", Number.Float),
+            (r"\d+", Number.Integer),
+            (r"[A-Z]\w*(?=\()", Name.Class),
+            (r"[a-z_]\w*(?=\()", Name.Function),
+            (r"[A-Za-z_]\w*", Name),
+            (r"\|>|->|\*\*|==|!=|<=|>=|[-+*/%<>=@]", Operator),
+            (r"[()\[\]{}:,.]", Punctuation),
+            (r".", Text),
+        ],
+        "comment": [
+            (r"[^*]+", Comment.Multiline),
+            (r"\*/", Comment.Multiline, "#pop"),
+            (r"\*", Comment.Multiline),
+        ],
+        "string": [
+            (r'\\[ntr0\\\'"]', String.Escape),
+            (r'[^"\\\n]+', String.Double),
+            (r'"', String.Double, "#pop"),
+            (r"\n", String.Double, "#pop"),  # unterminated: TL0001; stop at the line's end
+            (r"\\", String.Double),
+        ],
+    }
+
+
+class TensorLoomLexer(RegexLexer):
+    """TensorLoom training scripts (.tl)."""
+
+    name = "TensorLoom"
+    aliases: ClassVar[list[str]] = ["tensorloom", "tl"]
+    filenames: ClassVar[list[str]] = ["*.tl"]
+    mimetypes: ClassVar[list[str]] = ["text/x-tensorloom"]
+    tokens: ClassVar[dict[str, Rules]] = _rules()  # type: ignore[assignment]
+
+
+class NmlLexer(TensorLoomLexer):
+    """TensorLoom model blueprints (.nml): the same tokens, `@model` sections."""
+
+    name = "TensorLoom NML"
+    aliases: ClassVar[list[str]] = ["nml"]
+    filenames: ClassVar[list[str]] = ["*.nml"]
+    mimetypes: ClassVar[list[str]] = ["text/x-tensorloom-nml"]
+
+
+__all__ = ["NmlLexer", "TensorLoomLexer", "_TokenType"]

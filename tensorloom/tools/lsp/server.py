@@ -1,0 +1,229 @@
+"""The pygls language server: LSP requests in, the analysis modules, LSP types out.
+
+    $ tlc lsp            # speaks LSP on stdin/stdout (editors/vscode starts it)
+
+On open, change and save a document is checked again (`document.analyze`,
+the same pipeline and diagnostics as `tlc check`) and its diagnostics are
+published: one LSP diagnostic per TensorLoom diagnostic, with the code, the
+primary span as the range, the primary label, notes and `help:` in the
+message, and each secondary span as related information. A diagnostic in an
+imported file is published on that file. Positions: LSP's are 0-based, ours
+1-based; columns count code points.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.uris import from_fs_path, to_fs_path
+
+from tensorloom import __version__
+from tensorloom.diagnostics import Diagnostic, Severity
+from tensorloom.source import Span
+from tensorloom.tools.lsp import complete, hover, navigate
+from tensorloom.tools.lsp.document import Analysis, analyze
+
+SEVERITIES = {
+    Severity.ERROR: types.DiagnosticSeverity.Error,
+    Severity.WARNING: types.DiagnosticSeverity.Warning,
+    Severity.NOTE: types.DiagnosticSeverity.Information,
+}
+SYMBOL_KINDS = {
+    "model": types.SymbolKind.Class,
+    "layer": types.SymbolKind.Field,
+    "config": types.SymbolKind.Property,
+    "method": types.SymbolKind.Method,
+    "function": types.SymbolKind.Function,
+    "kernel": types.SymbolKind.Function,
+    "variable": types.SymbolKind.Variable,
+    "import": types.SymbolKind.Module,
+    "train": types.SymbolKind.Event,
+}
+COMPLETION_KINDS = {
+    "layer": types.CompletionItemKind.Class,
+    "model": types.CompletionItemKind.Class,
+    "function": types.CompletionItemKind.Function,
+    "kernel": types.CompletionItemKind.Function,
+    "setting": types.CompletionItemKind.Property,
+    "config": types.CompletionItemKind.Property,
+    "argument": types.CompletionItemKind.Variable,
+    "member": types.CompletionItemKind.Field,
+    "variable": types.CompletionItemKind.Variable,
+    "optimizer": types.CompletionItemKind.EnumMember,
+    "loss": types.CompletionItemKind.EnumMember,
+    "schedule": types.CompletionItemKind.EnumMember,
+    "keyword": types.CompletionItemKind.Keyword,
+}
+
+
+class TensorLoomServer(LanguageServer):
+    """The server, with each open document's latest analysis."""
+
+    def __init__(self) -> None:
+        super().__init__("tlc", __version__)
+        self.analyses: dict[str, Analysis] = {}
+        self.published: dict[str, set[str]] = {}  # document uri -> uris it published on
+
+    def check(self, uri: str) -> None:
+        """Analyze the document's current text and publish its diagnostics."""
+        document = self.workspace.get_text_document(uri)
+        path = to_fs_path(uri) or uri
+        analysis = analyze(path, document.source, self.analyses.get(uri))
+        self.analyses[uri] = analysis
+        by_uri: dict[str, list[types.Diagnostic]] = {uri: []}
+        for diagnostic in analysis.diagnostics:
+            target = uri_of(diagnostic.primary.span.file, path, uri)
+            by_uri.setdefault(target, []).append(to_lsp(diagnostic, path, uri))
+        for stale in self.published.get(uri, set()) - by_uri.keys():
+            by_uri[stale] = []
+        self.published[uri] = {u for u, found in by_uri.items() if found}
+        for target, found in by_uri.items():
+            version = document.version if target == uri else None
+            self.text_document_publish_diagnostics(
+                types.PublishDiagnosticsParams(uri=target, diagnostics=found, version=version)
+            )
+
+    def analysis(self, uri: str) -> Analysis:
+        if uri not in self.analyses:
+            self.check(uri)
+        return self.analyses[uri]
+
+
+def uri_of(file: str, path: str, uri: str) -> str:
+    """The URI of a span's file: the document's own, or an imported file's."""
+    if file == path:
+        return uri
+    return from_fs_path(str(Path(file).resolve())) or file
+
+
+def lsp_range(span: Span) -> types.Range:
+    return types.Range(
+        start=types.Position(line=span.line - 1, character=span.col - 1),
+        end=types.Position(line=span.end_line - 1, character=span.end_col - 1),
+    )
+
+
+def to_lsp(diagnostic: Diagnostic, path: str, uri: str) -> types.Diagnostic:
+    """One TensorLoom diagnostic as LSP's: the message carries the label, notes and help."""
+    lines = [diagnostic.message]
+    if diagnostic.primary.message:
+        lines.append(diagnostic.primary.message)
+    lines += [f"note: {note}" for note in diagnostic.notes]
+    if diagnostic.help:
+        lines.append(f"help: {diagnostic.help}")
+    related = [
+        types.DiagnosticRelatedInformation(
+            location=types.Location(
+                uri=uri_of(label.span.file, path, uri), range=lsp_range(label.span)
+            ),
+            message=label.message,
+        )
+        for label in diagnostic.secondary
+    ]
+    return types.Diagnostic(
+        range=lsp_range(diagnostic.primary.span),
+        message="\n".join(lines),
+        severity=SEVERITIES[diagnostic.severity],
+        code=diagnostic.code,
+        source="tlc",
+        related_information=related or None,
+    )
+
+
+def _location(span: Span, path: str, uri: str) -> types.Location:
+    return types.Location(uri=uri_of(span.file, path, uri), range=lsp_range(span))
+
+
+def to_symbol(symbol: navigate.Symbol) -> types.DocumentSymbol:
+    return types.DocumentSymbol(
+        name=symbol.name,
+        kind=SYMBOL_KINDS.get(symbol.kind, types.SymbolKind.Variable),
+        range=lsp_range(symbol.span),
+        selection_range=lsp_range(symbol.name_span),
+        children=[to_symbol(child) for child in symbol.children],
+    )
+
+
+def to_completion(item: complete.Item) -> types.CompletionItem:
+    return types.CompletionItem(
+        label=item.label,
+        kind=COMPLETION_KINDS.get(item.kind, types.CompletionItemKind.Text),
+        detail=item.detail or None,
+        insert_text=item.insert,
+    )
+
+
+server = TensorLoomServer()
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+def did_open(ls: TensorLoomServer, params: types.DidOpenTextDocumentParams) -> None:
+    ls.check(params.text_document.uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+def did_change(ls: TensorLoomServer, params: types.DidChangeTextDocumentParams) -> None:
+    ls.check(params.text_document.uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+def did_save(ls: TensorLoomServer, params: types.DidSaveTextDocumentParams) -> None:
+    ls.check(params.text_document.uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+def did_close(ls: TensorLoomServer, params: types.DidCloseTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    ls.analyses.pop(uri, None)
+    for target in ls.published.pop(uri, set()):
+        ls.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=target, diagnostics=[])
+        )
+
+
+@server.feature(types.TEXT_DOCUMENT_HOVER)
+def on_hover(ls: TensorLoomServer, params: types.HoverParams) -> types.Hover | None:
+    position = params.position
+    found = hover.hover(
+        ls.analysis(params.text_document.uri), position.line + 1, position.character + 1
+    )
+    if found is None:
+        return None
+    text, span = found
+    content = types.MarkupContent(kind=types.MarkupKind.Markdown, value=text)
+    return types.Hover(contents=content, range=lsp_range(span))
+
+
+@server.feature(types.TEXT_DOCUMENT_DEFINITION)
+def on_definition(ls: TensorLoomServer, params: types.DefinitionParams) -> types.Location | None:
+    uri = params.text_document.uri
+    analysis = ls.analysis(uri)
+    position = params.position
+    span = navigate.definition(analysis, position.line + 1, position.character + 1)
+    if span is None:
+        return None
+    return _location(span, analysis.path, uri)
+
+
+@server.feature(
+    types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions(trigger_characters=[".", "(", " "])
+)
+def on_completion(ls: TensorLoomServer, params: types.CompletionParams) -> types.CompletionList:
+    position = params.position
+    analysis = ls.analysis(params.text_document.uri)
+    items = complete.completions(analysis, position.line + 1, position.character + 1)
+    return types.CompletionList(is_incomplete=False, items=[to_completion(i) for i in items])
+
+
+@server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
+def on_symbols(
+    ls: TensorLoomServer, params: types.DocumentSymbolParams
+) -> list[types.DocumentSymbol]:
+    root = ls.analysis(params.text_document.uri).root
+    return [] if root is None else [to_symbol(s) for s in navigate.symbols(root)]
+
+
+def main() -> None:
+    server.start_io()
