@@ -64,7 +64,10 @@ STAGES: tuple[Stage, ...] = (
     Stage("kernel", ("check-kernels", "synthesize-launchers"), "IR with launcher ops"),
     Stage(
         "torch",
-        ("convert-nml-to-torch", "convert-train-to-torch", "convert-kernel-to-triton"),
+        (
+            "mangle-names", "convert-nml-to-torch", "convert-train-to-torch",
+            "convert-kernel-to-triton",
+        ),
         "the emission dialects",
     ),
     Stage("python", (), "the script"),

@@ -13,6 +13,7 @@ token stream for the rest of the file.
 
 from __future__ import annotations
 
+import keyword
 import math
 import re
 import unicodedata
@@ -37,6 +38,8 @@ _BRACKET_TEXTS = frozenset("()[]{}")  # str keys: hashing an Enum member runs Py
 _BLANK = re.compile(r"[ \t\f]*")
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "\\": "\\", "'": "'", '"': '"'}
 TAB_WIDTH = 4
+# Python's keywords that are not TensorLoom's: as names they would break the script.
+PYTHON_KEYWORDS = frozenset(keyword.kwlist) - KEYWORDS.keys()
 INT_MAX = 2**63 - 1
 """The largest integer literal: every integer in the IR is a signed 64-bit value."""
 _INT_MAX_TEXT = str(INT_MAX)
@@ -252,7 +255,7 @@ class Lexer:
         group = match.lastgroup or "punct"
         text = match[group]
         col = match.start(group) - self.line_start + 1
-        if group == "name" and not text.isascii():
+        if group == "name" and (not text.isascii() or text in PYTHON_KEYWORDS):
             self.pos = match.start(group)
             return False  # lex_name normalises and checks it
         span = Span(self.path, self.line, col, self.line, col + len(text))
@@ -285,7 +288,17 @@ class Lexer:
         assert match is not None
         text = match.group()
         name = normalize_name(text)
-        if not name.isidentifier():
+        if name in PYTHON_KEYWORDS:
+            self.error(
+                "TL0009",
+                f"`{name}` is a Python keyword, so it cannot be a name",
+                self.here(len(text)),
+                "",
+                help=f"write `{name.lower()}`"
+                if name in ("None", "True", "False")
+                else "the compiled script is Python: choose another name",
+            )
+        elif not name.isidentifier():
             bad = next(ch for ch in text if not ("a" + normalize_name(ch)).isidentifier())
             self.error(
                 "TL0009",
