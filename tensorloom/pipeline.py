@@ -84,6 +84,9 @@ included). Each reports what it finds and leaves valid IR, so the next one still
 runs after an error: a file's errors are reported together."""
 
 
+REPORT_TOGETHER = frozenset(CHECK_PASSES) - {"synthesize-launchers"}
+"""Check passes that still run after an earlier error (their errors are reported together).
+`synthesize-launchers` does not: on a kernel with errors it would only add follow-on ones."""
 KERNEL_PASSES = frozenset({"check-kernels", "synthesize-launchers"})
 """Passes that only read and rewrite `kernel` ops: a module without any has nothing for them."""
 
@@ -235,7 +238,7 @@ def run_passes(ctx: Context, module: ModuleOp, names: Sequence[str], path: str, 
         pass_class = _load_pass(registered, name, path)
         if pass_class is None:
             return False
-        if len(sink.errors()) > errors_before and name not in CHECK_PASSES:
+        if len(sink.errors()) > errors_before and name not in REPORT_TOGETHER:
             return False
         if not _apply(pass_class, ctx, module, path):
             return False

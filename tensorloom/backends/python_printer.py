@@ -503,6 +503,12 @@ class PythonPrinter:
                 continue
             if self._can_inline(op):
                 pending.append(op)
+                if len(pending) > MAX_PENDING:
+                    # A long chain (`x |> relu |> relu ...`) cannot fit one line anyway:
+                    # name its oldest op, so that no expression nests deeper than this
+                    # (Python refuses 200 nested brackets) and the width checks stay cheap.
+                    self._inline = set()
+                    self._assign(pending.pop(0))
                 continue
             self._settle(op, pending)
             self.emit(op)
@@ -713,6 +719,10 @@ class PythonPrinter:
 
 
 # ----------------------------------------------------------------- helpers
+
+
+MAX_PENDING = 12
+"""The most single-use ops the printer holds back to inline into one statement."""
 
 
 def print_python(root: Operation, source: str | None = None) -> str:

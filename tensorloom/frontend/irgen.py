@@ -16,6 +16,7 @@ Errors are reported through `tensorloom.diagnostics.ir.report`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -189,9 +190,11 @@ class _ModuleBuilder:
     def _root(self, unit: SourceUnit) -> None:
         items = unit.module.items
         main = self._main_block(items)
+        placed = False  # `in self.ops` on every statement was quadratic in the file's length
         for item in items:
-            if main is not None and self._is_statement(item) and main.parent not in self.ops:
+            if main is not None and not placed and self._is_statement(item):
                 self.ops.append(main.parent)
+                placed = True
             self._item(item, unit, main.builder if main is not None else None)
 
     def _main_block(self, items: Sequence[ast.Stmt]) -> _Main | None:
@@ -231,9 +234,10 @@ class _ModuleBuilder:
         if func.id == DATASET_LOADER:
             return "dataset"
         aliases = self.program.root.aliases
-        known = func.id in aliases or func.id in self._model_names()
+        known = func.id in aliases or func.id in self._model_names
         return "instance" if known or func.id[:1].isupper() else None
 
+    @functools.cached_property
     def _model_names(self) -> set[str]:
         return {m.name for unit in self.program.units() for m in unit.module.models()}
 

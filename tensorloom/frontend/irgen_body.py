@@ -146,16 +146,30 @@ class BodyBuilder:
         return self.value_of(nml.CallOp(expr.op, [operand]), expr.span)
 
     @expr.register
-    def _binary(self, expr: ast.Binary) -> SSAValue:
-        left, right = self.expr(expr.left), self.expr(expr.right)
+    def _binary(self, expr: ast.Binary | ast.Pipe) -> SSAValue:
+        # Left-associative chains (`a + b + ...`, `x |> f |> ...`) are walked down
+        # their left spine without recursion: 10,000 terms are a long line, not a crash.
+        spine: list[ast.Binary | ast.Pipe] = []
+        node: ast.Expr = expr
+        while isinstance(node, ast.Binary | ast.Pipe):
+            spine.append(node)
+            node = node.left if isinstance(node, ast.Binary) else node.value
+        value = self.expr(node)
+        for link in reversed(spine):
+            if isinstance(link, ast.Binary):
+                value = self._apply_binary(link, value)
+            else:
+                value = self._apply_pipe(link, value)
+        return value
+
+    def _apply_binary(self, expr: ast.Binary, left: SSAValue) -> SSAValue:
+        right = self.expr(expr.right)
         op_class = nml.BINARY_OPS.get(expr.op)
         if op_class is None:
             return self.value_of(nml.CallOp(expr.op, [left, right]), expr.span)
         return self.value_of(op_class(left, right, _combined(left, right)), expr.span)
 
-    @expr.register
-    def _pipe(self, expr: ast.Pipe) -> SSAValue:
-        value = self.expr(expr.value)
+    def _apply_pipe(self, expr: ast.Pipe, value: SSAValue) -> SSAValue:
         stage = expr.stage
         func = stage.func if isinstance(stage, ast.Call) else stage
         callee = dotted_name(func)

@@ -54,7 +54,10 @@ def run_one(job: tuple[int, int]) -> tuple[int, str, Outcome, str]:
     seed, index = job
     assert _WORKDIR is not None
     origin, text = program(seed, index, _SEEDS)
-    outcome = classify(_WORKDIR / "__fz__.tl", text)
+    try:
+        outcome = classify(_WORKDIR / "__fz__.tl", text)
+    except BaseException as error:  # a _Timeout that fired outside the compiler, say
+        outcome = Outcome("exception", f"fuzzer: {type(error).__name__}: {error}")
     if outcome.kind == "ok" and _FORWARD_EVERY and index % _FORWARD_EVERY == 0:
         outcome = _forward(outcome)
     outcome.python = None  # do not ship scripts between processes
