@@ -1,6 +1,6 @@
 PY ?= python
 
-.PHONY: help install test pytest lit lint typecheck format bench fuzz clean
+.PHONY: help install test pytest lit lint typecheck format bench fuzz reference clean
 
 help:  ## list the everyday commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -37,6 +37,9 @@ SEED ?= 1
 JOBS ?= 2
 fuzz:  ## a long fuzz run: COUNT inputs from SEED on JOBS processes; bugs go to fuzz-out/
 	$(PY) tests/fuzz/run.py --count $(COUNT) --seed $(SEED) --jobs $(JOBS) --out fuzz-out
+
+reference:  ## regenerate docs/reference.md from the catalogues
+	$(PY) -m tensorloom.tools.reference > docs/reference.md
 
 clean:  ## remove caches and build outputs
 	rm -rf build dist *.egg-info .pytest_cache .ruff_cache .tlcache

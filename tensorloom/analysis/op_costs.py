@@ -21,9 +21,11 @@ Concrete = tuple[int, ...]
 RESULT = -1
 """In `OpCost.saved`, the op's result rather than an operand."""
 
-VIEWS = frozenset({"reshape", "view", "flatten", "permute", "transpose", "index"})
-SAVES_OUTPUT = frozenset({"relu", "tanh", "sigmoid", "softmax", "log_softmax"})
-SAVES_INPUT = frozenset({"gelu", "silu", "pow"})
+VIEWS = frozenset({"reshape", "view", "flatten", "permute", "transpose", "index", "expand",
+                   "squeeze", "unsqueeze", "t", "split", "chunk", "detach"})  # fmt: skip
+SAVES_OUTPUT = frozenset({"relu", "tanh", "sigmoid", "softmax", "log_softmax", "exp"})
+SAVES_INPUT = frozenset({"gelu", "silu", "pow", "log", "sqrt", "rsqrt", "abs", "sin", "cos",
+                         "clamp", "normalize"})  # fmt: skip
 SAVES_OPERANDS = frozenset({"mul", "div", "matmul"})
 NO_SAVE = frozenset({"add", "sub", "neg", "mean", "sum", "cat"})
 FP32_UNDER_AUTOCAST = frozenset({"softmax", "log_softmax", "pow", "sum"})

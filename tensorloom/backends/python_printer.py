@@ -672,6 +672,13 @@ class PythonPrinter:
         return PyExpr(f"{op.operator.data}{operand}", Precedence.UNARY)
 
     @expression.register
+    def _(self, op: t.TernaryOp) -> PyExpr:
+        if_true = self.value(op.if_true).at_least(Precedence.OR)
+        condition = self.value(op.condition).at_least(Precedence.OR)
+        if_false = self.value(op.if_false).at_least(Precedence.TERNARY)
+        return PyExpr(f"{if_true} if {condition} else {if_false}", Precedence.TERNARY)
+
+    @expression.register
     def _(self, op: t.GetItemOp) -> PyExpr:
         value = self.value(op.value).at_least(Precedence.PRIMARY)
         indices = ", ".join(self._index(i) for i in op.indices)
@@ -780,6 +787,8 @@ def _inlinable_operands(op: Operation) -> Sequence[SSAValue]:
     """Operands whose expressions may be inlined into `op` (evaluated once, in order)."""
     if isinstance(op, t.BinaryOp) and op.operator.data in ("and", "or"):
         return [op.lhs]  # the right side may not run at all
+    if isinstance(op, t.TernaryOp):
+        return [op.condition]  # Python evaluates the condition first, then one side
     if isinstance(op, t.CallModuleOp) and op.kind.data == "first_of_tuple_self_attention":
         return []  # the input is printed three times
     return op.operands

@@ -559,3 +559,339 @@ def _slice_length(size: Dim, s: Slice) -> Dim:
     if not isinstance(size, int):
         return None
     return len(range(*slice(s.start, s.stop, s.step).indices(size)))
+
+
+# --- more functional builtins: stacking, splitting, expanding, einsum ---------------------------
+
+
+def stack_shape(shapes: Sequence[Shape], dim: int, unifier: Unifier) -> Shape | ShapeMismatch:
+    """`torch.stack`: equal shapes; a new dim of size len(shapes) at `dim`."""
+    known = [(i, s) for i, s in enumerate(shapes) if s is not None]
+    if not known:
+        return None
+    first = known[0][1]
+    d = normalize_dim(dim, len(first) + 1)
+    if isinstance(d, ShapeMismatch):
+        return d
+    for i, s in known[1:]:
+        same = unifier.unify_shapes(first, s)
+        if isinstance(same, ShapeMismatch):
+            return mismatch(
+                f"stack needs equal shapes, got {unifier.format_shape(first)} "
+                f"and {unifier.format_shape(s)}",
+                expected=unifier.format_shape(first),
+                got=unifier.format_shape(s),
+                operand=i,
+            )
+    return (*first[:d], len(shapes), *first[d:])
+
+
+def split_shapes(
+    shape: Shape, sizes: int | Sequence[int], dim: int, unifier: Unifier
+) -> list[Shape] | ShapeMismatch | None:
+    """`torch.split`: pieces of `sizes` along `dim` (an int: equal pieces, the last
+    one shorter). None when the number of pieces cannot be known (a symbolic dim)."""
+    if shape is None:
+        return None if isinstance(sizes, int) else [None] * len(sizes)
+    d = normalize_dim(dim, len(shape))
+    if isinstance(d, ShapeMismatch):
+        return d
+    total = unifier.resolve(shape[d])
+    if isinstance(sizes, int):
+        if not isinstance(total, int):
+            return None
+        pieces = [min(sizes, total - start) for start in range(0, total, sizes)] or [0]
+    else:
+        pieces = list(sizes)
+        if isinstance(total, int) and sum(pieces) != total:
+            return mismatch(
+                f"split sizes {list(sizes)} add up to {sum(pieces)}, "
+                f"but dimension {dim} is {total}",
+                expected=total,
+                got=sum(pieces),
+                dim=dim,
+            )
+    return [replace_at(shape, d, p) for p in pieces]
+
+
+def chunk_shapes(
+    shape: Shape, chunks: int, dim: int, unifier: Unifier
+) -> list[Shape] | ShapeMismatch:
+    """`torch.chunk`: pieces of ceil(size / chunks) along `dim`, as torch cuts them
+    (possibly fewer than `chunks`); a symbolic size is assumed to divide evenly."""
+    if shape is None:
+        return [None] * chunks
+    d = normalize_dim(dim, len(shape))
+    if isinstance(d, ShapeMismatch):
+        return d
+    total = unifier.resolve(shape[d])
+    if not isinstance(total, int):
+        return [replace_at(shape, d, None)] * chunks
+    step = -(-total // chunks)
+    pieces = [min(step, total - start) for start in range(0, total, step)] if total else [0]
+    return [replace_at(shape, d, p) for p in pieces]
+
+
+def replace_at(shape: tuple[Dim, ...], dim: int, value: Dim) -> tuple[Dim, ...]:
+    return (*shape[:dim], value, *shape[dim + 1 :])
+
+
+def expand_shape(shape: Shape, sizes: Sequence[Dim], unifier: Unifier) -> Shape | ShapeMismatch:
+    """`x.expand(*sizes)`: align right; -1 keeps a dim; only a size-1 dim grows;
+    new leading dims may not be -1."""
+    if shape is None:
+        return tuple(None if s == -1 else s for s in sizes)
+    if len(sizes) < len(shape):
+        return mismatch(
+            f"expand got {len(sizes)} sizes for a tensor of rank {len(shape)}",
+            expected=len(shape),
+            got=len(sizes),
+        )
+    lead = len(sizes) - len(shape)
+    out: list[Dim] = list(sizes[:lead])
+    if -1 in out:
+        return mismatch("expand cannot use -1 for a new leading dimension")
+    for i, (have, want) in enumerate(zip(shape, sizes[lead:], strict=True)):
+        dim = _expand_dim(unifier.resolve(have), want, unifier)
+        if isinstance(dim, ShapeMismatch):
+            return mismatch(
+                f"cannot expand {unifier.format_shape(shape)} to {format_shape(tuple(sizes))}: "
+                f"dimension {i} is {format_dim(unifier.resolve(have))}, not 1",
+                expected=f"1 or {format_dim(want)}",
+                got=format_dim(unifier.resolve(have)),
+                dim=i,
+            )
+        out.append(dim)
+    return tuple(out)
+
+
+def _expand_dim(have: Dim, want: Dim, unifier: Unifier) -> Dim | ShapeMismatch:
+    if want == -1 or have == want:
+        return have
+    if have == 1 or want is None:
+        return want
+    return unifier.unify(have, want)
+
+
+def repeat_shape(shape: Shape, repeats: Sequence[Dim]) -> Shape | ShapeMismatch:
+    """`x.repeat(*repeats)`: the shape, padded with leading 1s, times each count."""
+    if shape is None:
+        return None
+    if len(repeats) < len(shape):
+        return mismatch(
+            f"repeat got {len(repeats)} counts for a tensor of rank {len(shape)}",
+            expected=len(shape),
+            got=len(repeats),
+        )
+    padded = (1,) * (len(repeats) - len(shape)) + shape
+    return tuple(_times(d, r) for d, r in zip(padded, repeats, strict=True))
+
+
+def _times(dim: Dim, count: Dim) -> Dim:
+    if count == 1:
+        return dim
+    if dim == 1:
+        return count
+    return dim * count if isinstance(dim, int) and isinstance(count, int) else None
+
+
+def squeeze_shape(
+    shape: Shape, dims: Sequence[int] | None, unifier: Unifier
+) -> Shape | ShapeMismatch:
+    """`x.squeeze(dim)`: removes the chosen dims (all, when None) that are 1; like
+    torch, a chosen dim of another size stays."""
+    if shape is None:
+        return None
+    chosen = range(len(shape)) if dims is None else dims
+    drop: set[int] = set()
+    for d in chosen:
+        n = normalize_dim(d, len(shape))
+        if isinstance(n, ShapeMismatch):
+            return n
+        if unifier.resolve(shape[n]) == 1:
+            drop.add(n)
+    return tuple(s for i, s in enumerate(shape) if i not in drop)
+
+
+def unsqueeze_shape(shape: Shape, dim: int) -> Shape | ShapeMismatch:
+    if shape is None:
+        return None
+    d = normalize_dim(dim, len(shape) + 1)
+    return d if isinstance(d, ShapeMismatch) else (*shape[:d], 1, *shape[d:])
+
+
+def at_least_2d(shape: Shape, what: str) -> Shape | ShapeMismatch:
+    """`tril`/`triu`: a matrix or a batch of them."""
+    if shape is None or len(shape) >= 2:
+        return shape
+    return mismatch(f"{what} needs a tensor of rank 2 or more, got {format_shape(shape)}")
+
+
+def t_shape(shape: Shape) -> Shape | ShapeMismatch:
+    """`x.T`, `x.t()`: a matrix transposed (a vector or scalar unchanged)."""
+    if shape is None or len(shape) <= 2:
+        return None if shape is None else tuple(reversed(shape))
+    return mismatch(
+        f"t() and .T transpose a matrix; got a tensor of rank {len(shape)} {format_shape(shape)}",
+        help="swap the last two dims with `x.transpose(-2, -1)`",
+    )
+
+
+def broadcast_into(target: Shape, other: Shape, unifier: Unifier) -> Shape | ShapeMismatch:
+    """`x.masked_fill(mask, v)`: `other` must broadcast to `target`'s shape, which stays."""
+    merged = broadcast(target, other, unifier)
+    if merged is None or target is None:
+        return merged
+    if (
+        isinstance(merged, ShapeMismatch)
+        or len(merged) != len(target)
+        or any(
+            unifier.resolve(a) != unifier.resolve(b) for a, b in zip(merged, target, strict=True)
+        )
+    ):
+        return mismatch(
+            f"the mask {unifier.format_shape(other)} does not broadcast to the input "
+            f"{unifier.format_shape(target)}",
+            expected=unifier.format_shape(target),
+            got=unifier.format_shape(other),
+            operand=1,
+        )
+    return target
+
+
+def attention_shape(q: Shape, k: Shape, v: Shape, unifier: Unifier) -> Shape | ShapeMismatch:
+    """`scaled_dot_product_attention(q, k, v)`: q [..., L, E], k [..., S, E], v [..., S, Ev]
+    give [..., L, Ev]."""
+    if q is None or k is None or v is None:
+        return None
+    for i, s in enumerate((q, k, v)):
+        if len(s) < 2:
+            return mismatch(
+                f"attention needs q, k and v of rank 2 or more, got {format_shape(s)}", operand=i
+            )
+    checks = (
+        (q[-1], k[-1], 1, "q has {} features but k has {}"),
+        (k[-2], v[-2], 2, "k has {} positions but v has {}"),
+    )
+    for a, b, operand, what in checks:
+        if isinstance(unifier.unify(a, b), ShapeMismatch):
+            return mismatch(
+                "attention: "
+                + what.format(format_dim(unifier.resolve(a)), format_dim(unifier.resolve(b))),
+                expected=format_dim(unifier.resolve(a)),
+                got=format_dim(unifier.resolve(b)),
+                operand=operand,
+            )
+    batch = broadcast(broadcast_or_none(q[:-2], k[:-2], unifier), v[:-2], unifier)
+    if isinstance(batch, ShapeMismatch) or batch is None:
+        return batch
+    return (*batch, q[-2], v[-1])
+
+
+def broadcast_or_none(a: Shape, b: Shape, unifier: Unifier) -> Shape:
+    merged = broadcast(a, b, unifier)
+    return None if isinstance(merged, ShapeMismatch) else merged
+
+
+def arange_length(start: Dim | float, end: Dim | float, step: Dim | float) -> Dim:
+    """The length of `arange(start, end, step)`; `arange(T)` is `T` long."""
+    if start == 0 and step == 1:
+        return end if isinstance(end, int | str) else _ceil_div(end, 0, 1)
+    return _ceil_div(end, start, step)
+
+
+def _ceil_div(end: object, start: object, step: object) -> Dim:
+    numbers = all(
+        isinstance(x, int | float) and not isinstance(x, bool) for x in (end, start, step)
+    )
+    if not numbers or step == 0:
+        return None
+    return max(0, math.ceil((end - start) / step))  # type: ignore[operator]
+
+
+def einsum_shape(equation: str, shapes: Sequence[Shape], unifier: Unifier) -> Shape | ShapeMismatch:
+    """`torch.einsum`: each letter one size across the operands; the output is the
+    letters after `->` (without `->`: the letters used once, in alphabetical order).
+    `...` stands for broadcast batch dims."""
+    parsed = _parse_einsum(equation, len(shapes))
+    if isinstance(parsed, ShapeMismatch):
+        return parsed
+    inputs, output = parsed
+    sizes: dict[str, tuple[Dim, int]] = {}
+    ellipsis: Shape = ()
+    for i, (spec, shape) in enumerate(zip(inputs, shapes, strict=True)):
+        if shape is None:
+            return None
+        bound = _einsum_operand(spec, shape, i, sizes, unifier)
+        if isinstance(bound, ShapeMismatch):
+            return bound
+        ellipsis = broadcast(ellipsis, bound, unifier)
+        if isinstance(ellipsis, ShapeMismatch):
+            return mismatch("einsum: the `...` dims of the operands do not broadcast", operand=i)
+    out: list[Dim] = []
+    for letter in output:
+        if letter == ".":
+            out += list(ellipsis or ())
+        else:
+            out.append(unifier.resolve(sizes[letter][0]))
+    return tuple(out)
+
+
+def _parse_einsum(equation: str, operands: int) -> tuple[list[str], str] | ShapeMismatch:
+    eq = equation.replace(" ", "").replace("...", ".")
+    lhs, arrow, rhs = eq.partition("->")
+    inputs = lhs.split(",")
+    if len(inputs) != operands:
+        return mismatch(
+            f'einsum equation "{equation}" names {len(inputs)} operands, got {operands}',
+            expected=len(inputs),
+            got=operands,
+        )
+    letters = [c for spec in inputs for c in spec]
+    if any(not (c.isalpha() or c == ".") for c in letters + list(rhs)):
+        return mismatch(f'einsum equation "{equation}" may hold only letters, `,`, `...` and `->`')
+    if not arrow:
+        once = sorted(c for c in set(letters) if letters.count(c) == 1 and c != ".")
+        rhs = ("." if "." in letters else "") + "".join(once)
+    unknown = [c for c in rhs if c != "." and c not in letters]
+    if unknown:
+        return mismatch(f'einsum output `{unknown[0]}` appears in no operand of "{equation}"')
+    return inputs, rhs
+
+
+def _einsum_operand(
+    spec: str, shape: tuple[Dim, ...], operand: int, sizes: dict[str, tuple[Dim, int]], u: Unifier
+) -> Shape | ShapeMismatch:
+    """Binds the letters of one operand; returns the dims its `...` covers."""
+    named = len(spec) - spec.count(".")
+    if len(shape) < named or ("." not in spec and len(shape) != named):
+        return mismatch(
+            f'einsum operand {operand} is "{spec.replace(".", "...")}" but has rank {len(shape)}',
+            expected=named,
+            got=len(shape),
+            operand=operand,
+        )
+    at = spec.find(".")
+    covered = len(shape) - named
+    dims = list(shape)
+    if at >= 0:
+        ellipsis = tuple(dims[at : at + covered])
+        dims = [*dims[:at], None, *dims[at + covered :]]
+    else:
+        ellipsis = ()
+    for letter, dim in zip(spec, dims, strict=True):
+        if letter == ".":
+            continue
+        if letter not in sizes:
+            sizes[letter] = (dim, operand)
+            continue
+        first, where = sizes[letter]
+        if isinstance(u.unify(first, dim), ShapeMismatch):
+            return mismatch(
+                f"einsum: `{letter}` is {format_dim(u.resolve(first))} in operand {where} "
+                f"and {format_dim(u.resolve(dim))} in operand {operand}",
+                expected=format_dim(u.resolve(first)),
+                got=format_dim(u.resolve(dim)),
+                operand=operand,
+            )
+    return ellipsis

@@ -907,6 +907,21 @@ class UnaryOp(LazyFormatOp):
 
 
 @irdl_op_definition
+class TernaryOp(LazyFormatOp):
+    """`%y = torch.ternary %a if %c else %b`: `a if c else b`."""
+
+    name = "torch.ternary"
+    if_true = operand_def(ValueType)
+    condition = operand_def(ValueType)
+    if_false = operand_def(ValueType)
+    result = result_def(ValueType)
+    ASSEMBLY_FORMAT: ClassVar[str] = "$if_true `if` $condition `else` $if_false attr-dict"
+
+    def __init__(self, condition: SSAValue, if_true: SSAValue, if_false: SSAValue) -> None:
+        super().__init__(operands=[if_true, condition, if_false], result_types=[VALUE])
+
+
+@irdl_op_definition
 class GetItemOp(LazyFormatOp):
     """`%y = torch.getitem %x[%s, %i]`: `x[:, i]` (a `torch.slice` index prints as `a:b`)."""
 
@@ -1070,6 +1085,7 @@ Torch = Dialect(
         CallMethodOp,
         BinaryOp,
         UnaryOp,
+        TernaryOp,
         GetItemOp,
         SliceOp,
         GetAttrOp,

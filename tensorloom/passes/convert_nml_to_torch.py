@@ -73,6 +73,7 @@ from tensorloom.dialects import torch as t
 from tensorloom.dialects.layers import lookup
 from tensorloom.dialects.nml.types import CallAttr, CfgAttr, ExprAttr, NoneValueAttr, SliceAttr
 from tensorloom.passes.model_env import configs_of, enclosing_model, layers_of
+from tensorloom.passes.resolve_builtins import FUNCTIONS
 
 # ------------------------------------------------------------------ helpers
 
@@ -85,6 +86,9 @@ def _replace(rewriter: PatternRewriter, op: Operation, new_ops: Sequence[Operati
     if op.results and last.results:
         last.results[0].name_hint = op.results[0].name_hint
     rewriter.replace(op, list(new_ops), list(last.results) if op.results else [])
+    for new in new_ops[:-1]:  # the rewriter gave them the old name; they are parts of it
+        for result in new.results:
+            result.name_hint = None
 
 
 def _const(value: int | float | bool | str | None) -> t.ConstantOp:
@@ -170,16 +174,18 @@ class ApplyToTorch(RewritePattern):
         _replace(rewriter, op, [t.CallModuleOp(name, op.args, names, kind)])
 
 
-UNARY_FUNCTIONS: dict[type[Operation], str] = {
-    nml.ReluOp: "F.relu",
-    nml.GeluOp: "F.gelu",
-    nml.SiluOp: "F.silu",
-    nml.TanhOp: "torch.tanh",
-    nml.SigmoidOp: "torch.sigmoid",
-}
+def _call(callee: str, first: SSAValue, call: _Keywords) -> list[Operation]:
+    """`torch.exp(x, ...)`, or `x.detach(...)` for a catalogue spelling `x.detach`."""
+    if callee.startswith("x."):
+        return call.method(first, callee.removeprefix("x."))
+    call.args.insert(0, first)
+    call.names.insert(0, "")
+    return call.function(callee)
 
 
 class UnaryToTorch(RewritePattern):
+    """The elementwise family, spelled as the function catalogue says (`torch.exp(x)`)."""
+
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nml.UnaryOp, rewriter: PatternRewriter) -> None:
         if not _in_body(op):
@@ -187,7 +193,35 @@ class UnaryToTorch(RewritePattern):
         if isinstance(op, nml.NegOp):
             _replace(rewriter, op, [t.UnaryOp("-", op.input)])
             return
-        _replace(rewriter, op, [t.CallFunctionOp(UNARY_FUNCTIONS[type(op)], [op.input])])
+        spec = FUNCTIONS[op.name.removeprefix("nml.")]
+        _replace(rewriter, op, _call(spec.torch, op.input, _Keywords()))
+
+
+class GeluToTorch(RewritePattern):
+    """`F.gelu(x)` or `F.gelu(x, approximate="tanh")`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.GeluOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        call = _Keywords()
+        if op.approximate is not None:
+            call.literal(op.approximate.data, "approximate")
+        _replace(rewriter, op, _call("F.gelu", op.input, call))
+
+
+class ClampToTorch(RewritePattern):
+    """`x.clamp(min=0.0, max=6.0)`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.ClampOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        call = _Keywords()
+        for name, bound in (("min", op.min), ("max", op.max)):
+            if bound is not None:
+                call.literal(bound.value.data, name)
+        _replace(rewriter, op, call.method(op.input, "clamp"))
 
 
 class SoftmaxToTorch(RewritePattern):
@@ -305,20 +339,183 @@ class ReductionToTorch(RewritePattern):
             dims_tuple = t.TupleOp([c.result for c in items])
             call.ops += [*items, dims_tuple]
             call.value(dims_tuple.result, "dim")
+        if isinstance(op, nml.MomentOp) and op.correction is not None:
+            call.literal(op.correction.value.data, "correction")
         if op.keepdim is not None:
             call.literal(True, "keepdim")
-        method = "mean" if isinstance(op, nml.MeanOp) else "sum"
-        _replace(rewriter, op, call.method(op.input, method))
+        _replace(rewriter, op, call.method(op.input, op.name.removeprefix("nml.")))
 
 
 class CatToTorch(RewritePattern):
+    """`torch.cat([a, b], dim=1)`, `torch.stack([a, b], dim=0)`."""
+
     @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: nml.CatOp, rewriter: PatternRewriter) -> None:
+    def match_and_rewrite(self, op: nml.CatOp | nml.StackOp, rewriter: PatternRewriter) -> None:
         if not _in_body(op):
             return
         tensors = t.ListOp(op.inputs)
         call = _Keywords().value(tensors.result).literal(op.dim.value.data, "dim")
-        _replace(rewriter, op, [tensors, *call.function("torch.cat")])
+        callee = "torch.stack" if isinstance(op, nml.StackOp) else "torch.cat"
+        _replace(rewriter, op, [tensors, *call.function(callee)])
+
+
+class SplitToTorch(RewritePattern):
+    """`x.split(64, dim=2)`, `x.split([64, 128], dim=-1)`, `x.chunk(3, dim=-1)`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.SplitOp | nml.ChunkOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        call = _Keywords()
+        if isinstance(op, nml.ChunkOp):
+            call.literal(op.chunks.value.data)
+        elif op.equal is not None:
+            call.literal(op.sizes.data[0].value.data)
+        else:
+            sizes = [_const(a.value.data) for a in op.sizes.data]
+            listed = t.ListOp([c.result for c in sizes])
+            call.ops += [*sizes, listed]
+            call.value(listed.result)
+        if op.dim.value.data != 0:
+            call.literal(op.dim.value.data, "dim")
+        _replace(rewriter, op, call.method(op.input, op.name.removeprefix("nml.")))
+
+
+class SizesToTorch(RewritePattern):
+    """`x.expand(B, -1, -1)`, `x.repeat(1, 4)`: sizes known at run time are operands."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.ExpandOp | nml.RepeatOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        call = _Keywords()
+        dynamic = iter(op.dynamic_sizes)
+        for entry in op.shape.data:
+            if isinstance(entry, IntegerAttr):
+                call.literal(entry.value.data)
+            else:
+                call.value(next(dynamic))
+        _replace(rewriter, op, call.method(op.input, op.name.removeprefix("nml.")))
+
+
+class ArangeToTorch(RewritePattern):
+    """`torch.arange(T, device=x.device)`: on the device of the method's first input;
+    the defaults (start 0, step 1) are left out."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.ArangeOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        call = _Keywords()
+        dynamic = iter(op.dynamic_sizes)
+        start, end, step = op.bounds.data
+        values = [b for b in (start, end, step)]
+        if _is_number(step, 1):
+            values.pop()
+            if _is_number(start, 0):
+                values.pop(0)
+        for entry in values:
+            if isinstance(entry, IntegerAttr | FloatAttr):
+                call.literal(entry.value.data)
+            else:
+                call.value(next(dynamic))
+        block = op.parent_block()
+        if block is not None and block.args and enclosing_model(op) is not None:
+            device = t.GetAttrOp(block.args[0], "device")
+            call.ops.append(device)
+            call.value(device.result, "device")
+        _replace(rewriter, op, call.function("torch.arange"))
+
+
+def _is_number(attr: Attribute, value: int) -> bool:
+    return isinstance(attr, IntegerAttr) and attr.value.data == value
+
+
+class ShapeOpToTorch(RewritePattern):
+    """`x.unsqueeze(1)`, `x.squeeze(-1)`, `x.t()`, `torch.tril(x)`, `F.normalize(x, dim=-1)`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(
+        self,
+        op: nml.UnsqueezeOp | nml.SqueezeOp | nml.TOp | nml.TriangleOp | nml.NormalizeOp,
+        rewriter: PatternRewriter,
+    ) -> None:
+        if not _in_body(op):
+            return
+        call = _Keywords()
+        if isinstance(op, nml.UnsqueezeOp):
+            call.literal(op.dim.value.data)
+        elif isinstance(op, nml.SqueezeOp) and op.dims is not None:
+            dims = [d.value.data for d in op.dims.data]
+            call.literal(dims[0]) if len(dims) == 1 else _tuple_arg(call, dims)
+        elif isinstance(op, nml.TriangleOp) and op.diagonal.value.data:
+            call.literal(op.diagonal.value.data, "diagonal")
+        elif isinstance(op, nml.NormalizeOp):
+            if op.p.value.data != 2.0:
+                call.literal(op.p.value.data, "p")
+            call.literal(op.dim.value.data, "dim")
+        callee = FUNCTIONS[op.name.removeprefix("nml.")].torch
+        _replace(rewriter, op, _call(callee, op.input, call))
+
+
+def _tuple_arg(call: _Keywords, values: Sequence[int], name: str = "") -> None:
+    items = [_const(v) for v in values]
+    packed = t.TupleOp([c.result for c in items])
+    call.ops += [*items, packed]
+    call.value(packed.result, name)
+
+
+class EinsumToTorch(RewritePattern):
+    """`torch.einsum("bij,bjk->bik", a, b)`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.EinsumOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        call = _Keywords().literal(op.equation.data)
+        for value in op.inputs:
+            call.value(value)
+        _replace(rewriter, op, call.function("torch.einsum"))
+
+
+class SelectToTorch(RewritePattern):
+    """`torch.where(c, a, b)`, `x.masked_fill(mask, value)`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(
+        self, op: nml.WhereOp | nml.MaskedFillOp, rewriter: PatternRewriter
+    ) -> None:
+        if not _in_body(op):
+            return
+        if isinstance(op, nml.WhereOp):
+            call = _Keywords().value(op.condition).value(op.lhs).value(op.rhs)
+            _replace(rewriter, op, call.function("torch.where"))
+            return
+        call = _Keywords().value(op.mask).value(op.value)
+        _replace(rewriter, op, call.method(op.input, "masked_fill"))
+
+
+class AttentionToTorch(RewritePattern):
+    """`F.scaled_dot_product_attention(q, k, v, is_causal=True)`: PyTorch picks the fused
+    flash or memory-efficient kernel. Dropout applies only in training, as `F.dropout` does."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.AttentionOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        call = _Keywords().value(op.query).value(op.key).value(op.value)
+        if op.mask is not None:
+            call.value(op.mask, "attn_mask")
+        if op.dropout is not None:
+            p, zero, flag = _const(op.dropout.value.data), _const(0.0), t.SelfAttrOp("training")
+            choice = t.TernaryOp(flag.result, p.result, zero.result)
+            call.ops += [p, zero, flag, choice]
+            call.value(choice.result, "dropout_p")
+        if op.causal is not None:
+            call.literal(True, "is_causal")
+        if op.scale is not None:
+            call.literal(op.scale.value.data, "scale")
+        _replace(rewriter, op, call.function("F.scaled_dot_product_attention"))
 
 
 BINARY_OPERATORS: dict[type[Operation], str] = {
@@ -328,6 +525,7 @@ BINARY_OPERATORS: dict[type[Operation], str] = {
     nml.DivOp: "/",
     nml.PowOp: "**",
     nml.MatmulOp: "@",
+    **{op: operator for operator, op in nml.COMPARE_OPS.items()},
 }
 
 
@@ -468,6 +666,8 @@ BODY_PATTERNS: tuple[RewritePattern, ...] = (
     RefToTorch(),
     ApplyToTorch(),
     UnaryToTorch(),
+    GeluToTorch(),
+    ClampToTorch(),
     SoftmaxToTorch(),
     DropoutToTorch(),
     FlattenToTorch(),
@@ -476,6 +676,13 @@ BODY_PATTERNS: tuple[RewritePattern, ...] = (
     TransposeToTorch(),
     ReductionToTorch(),
     CatToTorch(),
+    SplitToTorch(),
+    SizesToTorch(),
+    ArangeToTorch(),
+    ShapeOpToTorch(),
+    EinsumToTorch(),
+    SelectToTorch(),
+    AttentionToTorch(),
     BinaryToTorch(),
     IndexToTorch(),
     DimToTorch(),

@@ -1,13 +1,17 @@
-"""The functional builtins `resolve-nml` knows: a call by name becomes its op.
+"""The function catalogue: every builtin a forward may call, one `FunctionSpec` each.
 
     %y = nml.call "softmax"(%x, %c) {arg_names = ["", "dim"]}   # %c = nml.constant -1
     %y = nml.softmax %x dim -1
 
-Constant operands fold into the op's properties. Each builder takes the call's
-arguments and returns the new op, or a `CallProblem` saying what is wrong with
-the call (`softmax` without `dim`, a `dim` that is not a constant). Semantics
-follow PyTorch except for one convenience: a *function* `flatten(x)` keeps the
-batch dimension (`start_dim=1`, like `nn.Flatten`), while the *method*
+`FUNCTIONS` maps each name (`exp`, `softmax`, `einsum`, ...) to its record: the
+signature and a one-line summary (docs/reference.md is generated from them), the
+PyTorch it lowers to, and the builder `resolve-nml` runs on a call, as a function
+(`exp(x)`) or as a tensor method (`x.exp()`). The shape rule is the built op's own
+`infer_shape` (tensorloom/dialects/nml/builtins.py). Constant operands fold into
+the op's properties. A builder returns the new op, or a `CallProblem` saying what
+is wrong with the call (`softmax` without `dim`, a `dim` that is not a constant).
+Semantics follow PyTorch except for one convenience: a *function* `flatten(x)`
+keeps the batch dimension (`start_dim=1`, like `nn.Flatten`), while the *method*
 `x.flatten()` flattens everything, as `torch.flatten` does.
 """
 
@@ -16,32 +20,54 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import IntegerAttr, StringAttr, i64
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, StringAttr, f64, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from tensorloom.dialects.nml import (
+    COMPARE_OPS,
     DYNAMIC,
+    ELEMENTWISE,
     UNARY_OPS,
+    AmaxOp,
+    AminOp,
     AnyType,
+    ArangeOp,
+    AttentionOp,
     CallOp,
     CatOp,
+    ChunkOp,
+    ClampOp,
     ConstantOp,
     DimOp,
     DropoutOp,
+    EinsumOp,
+    ExpandOp,
     FlattenOp,
-    IndexOp,
+    GeluOp,
     ListOp,
     LogSoftmaxOp,
+    MaskedFillOp,
     MatmulOp,
     MeanOp,
     NegOp,
-    NoneValueAttr,
+    NormalizeOp,
     PermuteOp,
+    RepeatOp,
     ReshapeOp,
     SoftmaxOp,
+    SplitOp,
+    SqueezeOp,
+    StackOp,
+    StdOp,
     SumOp,
+    TOp,
     TransposeOp,
+    TrilOp,
+    TriuOp,
+    UnsqueezeOp,
+    VarOp,
     ViewOp,
+    WhereOp,
 )
 from tensorloom.dialects.nml.types import TensorType
 from tensorloom.passes.model_env import CallValue, evaluate
@@ -107,7 +133,8 @@ class CallArgs:
         )
 
     def value(self, index: int, keyword: str) -> SSAValue | None:
-        if index < len(self.positional):
+        """The argument at `index` or by `keyword` (`index` -1: keyword only)."""
+        if 0 <= index < len(self.positional):
             return self.positional[index]
         return self.keywords.get(keyword)
 
@@ -165,8 +192,54 @@ def _unary(args: CallArgs) -> Operation | CallProblem:
     x = _first(args)
     if isinstance(x, CallProblem):
         return x
-    problem = args.unknown_keywords(("inplace", "approximate"))
-    return problem or UNARY_OPS[args.name](x, _tensor())
+    problem = args.unknown_keywords(("inplace",) if args.name in ("relu", "silu") else ())
+    return problem or _too_many(args, 1) or UNARY_OPS[args.name](x, _tensor())
+
+
+def _too_many(args: CallArgs, limit: int) -> CallProblem | None:
+    if len(args.positional) <= limit:
+        return None
+    spec = FUNCTIONS[args.name]
+    return CallProblem(
+        f"`{args.name}` takes {limit} positional argument{'s' if limit != 1 else ''}, "
+        f"got {len(args.positional)}",
+        f"the signature is `{spec.signature}`",
+    )
+
+
+def _gelu(args: CallArgs) -> Operation | CallProblem:
+    x = _first(args)
+    if isinstance(x, CallProblem):
+        return x
+    approximate = args.const(1, "approximate", "none")
+    if approximate not in ("none", "tanh"):
+        return CallProblem(
+            f'`approximate` of `gelu` must be "none" or "tanh", got `{approximate}`',
+            'write `gelu(x, approximate="tanh")` for the tanh approximation',
+        )
+    problem = args.unknown_keywords(("approximate",)) or _too_many(args, 2)
+    return problem or GeluOp(x, _tensor(), str(approximate))
+
+
+def _number(args: CallArgs, index: int, keyword: str) -> float | CallProblem | None:
+    value = args.const(index, keyword, None)
+    if value is None or (isinstance(value, int | float) and not isinstance(value, bool)):
+        return None if value is None else float(value)
+    return CallProblem(f"`{keyword}` of `{args.name}` must be a constant number")
+
+
+def _clamp(args: CallArgs) -> Operation | CallProblem:
+    x = _first(args)
+    if isinstance(x, CallProblem):
+        return x
+    low, high = _number(args, 1, "min"), _number(args, 2, "max")
+    for bound in (low, high):
+        if isinstance(bound, CallProblem):
+            return bound
+    if low is None and high is None:
+        return CallProblem("`clamp` needs `min`, `max` or both", "write `clamp(x, min=0.0)`")
+    problem = args.unknown_keywords(("min", "max")) or _too_many(args, 3)
+    return problem or ClampOp(x, low, high, _tensor())  # type: ignore[arg-type]
 
 
 def _softmax(args: CallArgs) -> Operation | CallProblem:
@@ -286,7 +359,11 @@ def _reduce(args: CallArgs) -> Operation | CallProblem:
     if isinstance(x, CallProblem):
         return x
     dim = args.const(1, "dim", None)
-    keepdim = args.const(2, "keepdim", False)
+    keepdim = (
+        args.const(2, "keepdim", False)
+        if args.name not in ("var", "std")
+        else args.const(-1, "keepdim", False)
+    )
     if isinstance(dim, int) and not isinstance(dim, bool):
         dim = [dim]
     if not (dim is None or (isinstance(dim, list) and all(isinstance(d, int) for d in dim))):
@@ -294,8 +371,24 @@ def _reduce(args: CallArgs) -> Operation | CallProblem:
     if not isinstance(keepdim, bool):
         return CallProblem(f"`keepdim` of `{args.name}` must be `true` or `false`")
     dims = None if dim is None else [d for d in dim if isinstance(d, int)]
-    op = MeanOp if args.name == "mean" else SumOp
+    if args.name in ("var", "std"):
+        return _moment(args, x, dims, keepdim)
+    op = {"mean": MeanOp, "sum": SumOp, "amax": AmaxOp, "amin": AminOp}[args.name]
     return args.unknown_keywords(("dim", "keepdim")) or op(x, dims, keepdim, _tensor())
+
+
+def _moment(
+    args: CallArgs, x: SSAValue, dims: list[int] | None, keepdim: bool
+) -> Operation | CallProblem:
+    correction = args.const(-1, "correction", None)
+    unbiased = args.const(2, "unbiased", None)
+    if isinstance(unbiased, bool):
+        correction = int(unbiased)
+    if correction is not None and not (isinstance(correction, int) and correction >= 0):
+        return CallProblem(f"`correction` of `{args.name}` must be a constant integer >= 0")
+    problem = args.unknown_keywords(("dim", "keepdim", "correction", "unbiased"))
+    op = VarOp if args.name == "var" else StdOp
+    return problem or op(x, dims, keepdim, _tensor(), correction)  # type: ignore[arg-type]
 
 
 def _cat(args: CallArgs) -> Operation | CallProblem:
@@ -307,7 +400,8 @@ def _cat(args: CallArgs) -> Operation | CallProblem:
     dim = args.int_arg(1, "dim", 0)
     if isinstance(dim, CallProblem):
         return dim
-    return CatOp(list(tensors.owner.elements), dim, _tensor())
+    op = StackOp if args.name == "stack" else CatOp
+    return args.unknown_keywords(("dim",)) or op(list(tensors.owner.elements), dim, _tensor())
 
 
 def _matmul(args: CallArgs) -> Operation | CallProblem:
@@ -329,40 +423,329 @@ def _unsqueeze(args: CallArgs) -> Operation | CallProblem:
     if isinstance(x, CallProblem):
         return x
     dim = args.int_arg(1, "dim")
+    return dim if isinstance(dim, CallProblem) else UnsqueezeOp(x, dim, _tensor())
+
+
+def _squeeze(args: CallArgs) -> Operation | CallProblem:
+    x = _first(args)
+    if isinstance(x, CallProblem):
+        return x
+    dim = args.const(1, "dim", None)
+    if isinstance(dim, int) and not isinstance(dim, bool):
+        dim = [dim]
+    if not (dim is None or (isinstance(dim, list) and all(isinstance(d, int) for d in dim))):
+        return CallProblem("`dim` of `squeeze` must be a constant integer or list of them")
+    dims = None if dim is None else [d for d in dim if isinstance(d, int)]
+    return args.unknown_keywords(("dim",)) or SqueezeOp(x, dims, _tensor())
+
+
+def _transpose_2d(args: CallArgs) -> Operation | CallProblem:
+    x = _first(args)
+    return x if isinstance(x, CallProblem) else _too_many(args, 1) or TOp(x, _tensor())
+
+
+def _sized(args: CallArgs) -> Operation | CallProblem:
+    """`x.expand(B, -1, -1)` and `x.repeat(1, 4)`: sizes as separate arguments or one list."""
+    x = _first(args)
+    if isinstance(x, CallProblem):
+        return x
+    sizes = args.positional[1:] or ([args.keywords["size"]] if "size" in args.keywords else [])
+    if not sizes:
+        return CallProblem(f"`{args.name}` needs the sizes, as in `x.{args.name}(B, -1)`")
+    shape, dynamic = _sizes(sizes)
+    op = ExpandOp if args.name == "expand" else RepeatOp
+    return op(x, shape, dynamic, _tensor())
+
+
+def _split(args: CallArgs) -> Operation | CallProblem:
+    x = _first(args)
+    if isinstance(x, CallProblem):
+        return x
+    what = "chunks" if args.name == "chunk" else "split_size_or_sections"
+    size = args.const(1, what)
+    dim = args.int_arg(2, "dim", 0)
     if isinstance(dim, CallProblem):
         return dim
-    if dim < 0:
-        return CallProblem("`unsqueeze` needs a non-negative `dim` here", "count dims from 0")
-    return IndexOp(x, [StringAttr(":")] * dim + [NoneValueAttr()], [], _tensor())
+    problem = args.unknown_keywords((what, "dim"))
+    if problem is not None:
+        return problem
+    if args.name == "chunk":
+        if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
+            return CallProblem("`chunks` of `chunk` must be a positive constant integer")
+        return ChunkOp(x, size, dim, _tensor())
+    if isinstance(size, int) and not isinstance(size, bool) and size > 0:
+        return SplitOp(x, size, dim, _tensor())
+    if isinstance(size, list) and size and all(isinstance(v, int) and v >= 0 for v in size):
+        return SplitOp(x, [v for v in size if isinstance(v, int)], dim, _tensor())
+    return CallProblem(
+        "`split` needs a positive constant size or a list of sizes",
+        "write `x.split(64, dim=-1)` or `x.split([64, 128], dim=-1)`",
+    )
 
 
-BUILTINS: dict[str, Builder] = {
-    **{name: _unary for name in UNARY_OPS if name != "neg"},
-    "softmax": _softmax,
-    "log_softmax": _softmax,
-    "dropout": _dropout,
-    "flatten": _flatten,
-    "reshape": _reshape,
-    "view": _reshape,
-    "permute": _permute,
-    "transpose": _transpose,
-    "mean": _reduce,
-    "sum": _reduce,
-    "cat": _cat,
-    "concat": _cat,
-    "matmul": _matmul,
-    "size": _size,
-    "unsqueeze": _unsqueeze,
-}
+def _normalize(args: CallArgs) -> Operation | CallProblem:
+    x = _first(args)
+    if isinstance(x, CallProblem):
+        return x
+    p = _number(args, 1, "p")
+    dim = args.int_arg(2, "dim", 1)
+    if isinstance(p, CallProblem):
+        return p
+    if isinstance(dim, CallProblem):
+        return dim
+    problem = args.unknown_keywords(("p", "dim"))
+    return problem or NormalizeOp(x, 2.0 if p is None else p, dim, _tensor())
+
+
+def _triangle(args: CallArgs) -> Operation | CallProblem:
+    x = _first(args)
+    if isinstance(x, CallProblem):
+        return x
+    diagonal = args.int_arg(1, "diagonal", 0)
+    if isinstance(diagonal, CallProblem):
+        return diagonal
+    op = TrilOp if args.name == "tril" else TriuOp
+    return args.unknown_keywords(("diagonal",)) or op(x, diagonal, _tensor())
+
+
+def _einsum(args: CallArgs) -> Operation | CallProblem:
+    equation = args.const(0, "equation")
+    if not isinstance(equation, str):
+        return CallProblem(
+            "`einsum` needs the equation as a string first", 'write `einsum("bij,bjk->bik", a, b)`'
+        )
+    operands = args.positional[1:]
+    if len(operands) == 1 and isinstance(operands[0].owner, ListOp):
+        operands = list(operands[0].owner.elements)
+    if not operands:
+        return CallProblem("`einsum` needs at least one tensor after the equation")
+    return args.unknown_keywords(()) or EinsumOp(equation, operands, _tensor())
+
+
+def _arange(args: CallArgs) -> Operation | CallProblem:
+    given = args.positional or [v for k in ("start", "end") if (v := args.keywords.get(k))]
+    if not 1 <= len(given) <= 3:
+        return CallProblem(
+            f"`arange` takes 1 to 3 arguments, got {len(given)}",
+            "the forms are `arange(end)`, `arange(start, end)` and `arange(start, end, step)`",
+        )
+    if "step" in args.keywords:
+        given = [*given, args.keywords["step"]]
+    bounds, dynamic = _bounds(given)
+    if len(given) == 1:
+        bounds = [IntegerAttr(0, i64), bounds[0], IntegerAttr(1, i64)]
+    elif len(given) == 2:
+        bounds = [*bounds, IntegerAttr(1, i64)]
+    problem = args.unknown_keywords(("start", "end", "step", "device", "dtype"))
+    return problem or ArangeOp(bounds, dynamic, _tensor())
+
+
+def _bounds(values: Sequence[SSAValue]) -> tuple[list[Attribute], list[SSAValue]]:
+    """arange's bounds: constant ints and floats fold, anything else is a `?`."""
+    bounds: list[Attribute] = []
+    dynamic: list[SSAValue] = []
+    for value in values:
+        const = constant_of(value)
+        if isinstance(const, bool) or not isinstance(const, int | float):
+            bounds.append(StringAttr(DYNAMIC))
+            dynamic.append(value)
+        elif isinstance(const, int):
+            bounds.append(IntegerAttr(const, i64))
+        else:
+            bounds.append(FloatAttr(const, f64))
+    return bounds, dynamic
+
+
+def _where(args: CallArgs) -> Operation | CallProblem:
+    if len(args.positional) != 3:
+        return CallProblem(
+            f"`where` takes a condition and two values, got {len(args.positional)} arguments",
+            "write `where(mask, a, b)`",
+        )
+    cond, a, b = args.positional
+    return args.unknown_keywords(()) or WhereOp(cond, a, b, _tensor())
+
+
+def _masked_fill(args: CallArgs) -> Operation | CallProblem:
+    x, mask, value = (args.value(i, k) for i, k in enumerate(("input", "mask", "value")))
+    if x is None or mask is None or value is None:
+        return CallProblem(
+            "`masked_fill` needs a tensor, a mask and a value", "write `x.masked_fill(mask, 0.0)`"
+        )
+    return args.unknown_keywords(("mask", "value")) or MaskedFillOp(x, mask, value, _tensor())
+
+
+def _attention(args: CallArgs) -> Operation | CallProblem:
+    qkv = args.positional[:3]
+    if len(qkv) != 3:
+        return CallProblem(
+            f"`{args.name}` takes q, k and v, got {len(qkv)} tensors",
+            "write `scaled_dot_product_attention(q, k, v, causal=true)`",
+        )
+    mask = args.value(3, "attn_mask")
+    causal = args.const(5, "causal", args.const(5, "is_causal", False))
+    dropout = (
+        _number(args, 4, "dropout")
+        if "dropout_p" not in args.keywords
+        else _number(args, 4, "dropout_p")
+    )
+    scale = _number(args, 6, "scale")
+    if not isinstance(causal, bool):
+        return CallProblem(f"`causal` of `{args.name}` must be `true` or `false`")
+    for number in (dropout, scale):
+        if isinstance(number, CallProblem):
+            return number
+    if isinstance(dropout, float) and not 0.0 <= dropout < 1.0:
+        return CallProblem(f"`dropout` of `{args.name}` must be in [0, 1), got {dropout}")
+    if causal and mask is not None:
+        return CallProblem(
+            f"`{args.name}` takes `attn_mask` or `causal=true`, not both",
+            "fold the causal mask into `attn_mask`, or drop `attn_mask`",
+        )
+    allowed = ("attn_mask", "dropout", "dropout_p", "causal", "is_causal", "scale")
+    problem = args.unknown_keywords(allowed) or _too_many(args, 4)
+    return problem or AttentionOp(qkv, mask, causal, dropout or 0.0, scale, _tensor())  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionSpec:
+    """One builtin function: how it is called, what it computes, what PyTorch it becomes.
+
+    `torch` is the callee the lowering prints: a function (`torch.exp`, `F.gelu`) or,
+    starting with `x.`, a method of the first argument (`x.detach`). `method` says
+    whether `x.name(...)` is accepted as well as `name(x, ...)`.
+    """
+
+    name: str
+    params: str
+    summary: str
+    torch: str
+    build: Builder
+    method: bool = True
+
+    @property
+    def signature(self) -> str:
+        return f"{self.name}({self.params})"
+
+
+_UNARY_TORCH = {
+    "relu": "F.relu", "silu": "F.silu", "detach": "x.detach", "zeros_like": "torch.zeros_like",
+    "ones_like": "torch.ones_like", "randn_like": "torch.randn_like",
+}  # fmt: skip
+
+_TABLE: tuple[FunctionSpec, ...] = (
+    *(
+        FunctionSpec(name, "x", doc, _UNARY_TORCH.get(name, f"torch.{name}"), _unary)
+        for name, doc in ELEMENTWISE.items()
+        if name != "neg"
+    ),
+    FunctionSpec("gelu", 'x, approximate="none"', 'GELU, exact or `"tanh"`', "F.gelu", _gelu),
+    FunctionSpec("clamp", "x, min=none, max=none", "x limited to [min, max]", "x.clamp", _clamp),
+    FunctionSpec("softmax", "x, dim", "softmax along `dim`", "torch.softmax", _softmax),
+    FunctionSpec(
+        "log_softmax", "x, dim", "log of softmax along `dim`", "torch.log_softmax", _softmax
+    ),
+    FunctionSpec(
+        "dropout", "x, p=0.5", "zeroes elements with probability p in training", "F.dropout",
+        _dropout,
+    ),
+    FunctionSpec(
+        "flatten", "x, start_dim=1, end_dim=-1",
+        "dims start..end as one (the method's start_dim is 0)", "x.flatten", _flatten,
+    ),
+    FunctionSpec("reshape", "x, *shape", "the same elements in a new shape", "x.reshape", _reshape),
+    FunctionSpec("view", "x, *shape", "a view in a new shape", "x.view", _reshape),
+    FunctionSpec("permute", "x, *dims", "the dims in a new order", "x.permute", _permute),
+    FunctionSpec("transpose", "x, dim0, dim1", "two dims swapped", "x.transpose", _transpose),
+    FunctionSpec("t", "x", "a matrix transposed (also `x.T`)", "x.t", _transpose_2d),
+    *(
+        FunctionSpec(name, "x, dim=none, keepdim=false", doc, f"x.{name}", _reduce)
+        for name, doc in (
+            ("mean", "the mean over `dim` (every dim if none)"),
+            ("sum", "the sum over `dim` (every dim if none)"),
+            ("amax", "the maximum over `dim` (every dim if none)"),
+            ("amin", "the minimum over `dim` (every dim if none)"),
+        )
+    ),
+    *(
+        FunctionSpec(name, "x, dim=none, keepdim=false, correction=1", doc, f"x.{name}", _reduce)
+        for name, doc in (
+            ("var", "the variance over `dim`"),
+            ("std", "the standard deviation over `dim`"),
+        )
+    ),
+    FunctionSpec(
+        "cat", "[a, b, ...], dim=0", "tensors joined along `dim`", "torch.cat", _cat, method=False
+    ),
+    FunctionSpec(
+        "concat", "[a, b, ...], dim=0", "the same as `cat`", "torch.cat", _cat, method=False
+    ),
+    FunctionSpec(
+        "stack", "[a, b, ...], dim=0", "equal tensors stacked along a new `dim`", "torch.stack",
+        _cat, method=False,
+    ),
+    FunctionSpec(
+        "split", "x, size_or_sizes, dim=0", "a tuple of pieces along `dim`", "x.split", _split
+    ),
+    FunctionSpec(
+        "chunk", "x, chunks, dim=0", "a tuple of `chunks` pieces along `dim`", "x.chunk", _split
+    ),
+    FunctionSpec(
+        "expand", "x, *sizes", "size-1 dims broadcast to `sizes` (-1 keeps one)", "x.expand",
+        _sized,
+    ),
+    FunctionSpec("repeat", "x, *counts", "x tiled `counts` times per dim", "x.repeat", _sized),
+    FunctionSpec("unsqueeze", "x, dim", "a new dim of size 1 at `dim`", "x.unsqueeze", _unsqueeze),
+    FunctionSpec(
+        "squeeze", "x, dim=none", "dims of size 1 removed (only `dim` if given)", "x.squeeze",
+        _squeeze,
+    ),
+    FunctionSpec(
+        "normalize", "x, p=2.0, dim=1", "x divided by its p-norm along `dim`", "F.normalize",
+        _normalize,
+    ),
+    FunctionSpec("tril", "x, diagonal=0", "the lower triangle, 0 above", "torch.tril", _triangle),
+    FunctionSpec("triu", "x, diagonal=0", "the upper triangle, 0 below", "torch.triu", _triangle),
+    FunctionSpec(
+        "einsum", '"equation", *tensors', "a sum of products named by the equation",
+        "torch.einsum", _einsum, method=False,
+    ),
+    FunctionSpec(
+        "arange", "[start,] end[, step]", "the 1-D range start, start + step, ... < end",
+        "torch.arange", _arange, method=False,
+    ),
+    FunctionSpec(
+        "where", "condition, a, b", "a where condition holds, else b", "torch.where", _where,
+        method=False,
+    ),
+    FunctionSpec(
+        "masked_fill", "x, mask, value", "x with `value` where mask holds", "x.masked_fill",
+        _masked_fill,
+    ),
+    FunctionSpec("matmul", "a, b", "the matrix product (also `a @ b`)", "torch.matmul", _matmul),
+    FunctionSpec("size", "x, dim", "the size of one dim, an integer", "x.size", _size),
+    FunctionSpec(
+        "scaled_dot_product_attention",
+        "q, k, v, attn_mask=none, dropout=0.0, causal=false, scale=none",
+        "softmax(q k^T / sqrt(E) + mask) v, fused (flash attention on a GPU)",
+        "F.scaled_dot_product_attention", _attention, method=False,
+    ),
+)  # fmt: skip
+
+FUNCTIONS: dict[str, FunctionSpec] = {spec.name: spec for spec in _TABLE}
 """Every builtin function or tensor method a forward may call, by name."""
+
+BUILTINS = FUNCTIONS
 
 
 def build_builtin(call: CallOp) -> Operation | CallProblem | None:
     """The op for a builtin call; None when `call` names no builtin."""
     args = CallArgs.of(call)
+    if args.name in COMPARE_OPS and len(args.positional) == 2 and not args.method:
+        return COMPARE_OPS[args.name](args.positional[0], args.positional[1], _tensor())
     if args.method and args.name == "size" and len(args.positional) == 1:
         return None
-    builder = BUILTINS.get(args.name)
-    if builder is None:
+    spec = FUNCTIONS.get(args.name)
+    if spec is None or (args.method and not spec.method):
         return None
-    return builder(args)
+    return spec.build(args)

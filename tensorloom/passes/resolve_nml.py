@@ -41,11 +41,15 @@ from tensorloom.dialects.nml import (
     ApplyOp,
     CallOp,
     ConstantOp,
+    GetAttrOp,
     InstanceOp,
     KernelCallOp,
     LayerOp,
+    ListOp,
     ModelOp,
+    NegOp,
     ReshapeOp,
+    TOp,
     ViewOp,
 )
 from tensorloom.dialects.nml.types import TensorType
@@ -100,6 +104,14 @@ class ResolveCall(RewritePattern):
             layer = layer_name(callee, self.layers[model])
             if layer is not None:
                 names = [n.data for n in op.arg_names.data]
+                keyword = next((n for n in names if n), None)
+                declared = layers_of(model)[layer]
+                spec = lookup(declared.kind.data)
+                if keyword is not None and spec is not None:
+                    # Reported once here; applied to its tensors, so nothing else follows.
+                    _report_call(op, _layer_keyword(layer, spec, keyword))
+                    tensors = [v for v, n in zip(op.args, names, strict=True) if not n]
+                    return ApplyOp(layer, tensors, TensorType.unranked())
                 return ApplyOp(layer, list(op.args), TensorType.unranked(), names)
         if callee in self.kernels and op.method is None:
             names = [n.data for n in op.arg_names.data]
@@ -109,6 +121,22 @@ class ResolveCall(RewritePattern):
         if callee in PYTHON_BUILTINS and isinstance(op.parent_op(), train.MainOp):
             return None  # `sum(...)` in a script's statements is Python's (script_builtins.py)
         return build_builtin(op)
+
+
+def _layer_keyword(layer: str, spec: LayerSpec, keyword: str) -> CallProblem:
+    """`attn(x, is_causal=true)`: a catalogue layer is applied to tensors only; its
+    options belong to its constructor."""
+    names = [p.name for p in spec.params]
+    option = keyword if keyword in names else did_you_mean(keyword, names)
+    if option is None:
+        fix = f"the options of `{spec.name}` go in its constructor: `{spec.signature()}`"
+    else:
+        fix = f"set it where `{layer}` is declared: `{spec.name}(..., {option}=...)`"
+    return CallProblem(
+        f"`{layer}` takes no keyword argument `{keyword}`: a `{spec.name}` is applied to "
+        "tensors only",
+        fix,
+    )
 
 
 class ContiguousIsIdentity(RewritePattern):
@@ -125,6 +153,18 @@ class ContiguousIsIdentity(RewritePattern):
         rewriter.replace(op, [], [receiver])
 
 
+class TransposeAttr(RewritePattern):
+    """`x.T` is `nml.t %x`, a matrix transposed (as `x.t()`)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: GetAttrOp, rewriter: PatternRewriter) -> None:
+        if op.attr_name.data != "T":
+            return
+        new = TOp(op.input, TensorType.unranked())
+        new.location = op.location
+        rewriter.replace(op, new)
+
+
 def _view_to_reshape(view: ViewOp, rewriter: PatternRewriter) -> None:
     reshape = ReshapeOp(view.input, view.shape.data, list(view.dynamic_sizes), view.result.type)
     reshape.location = view.location
@@ -139,8 +179,12 @@ def _report_call(op: CallOp, problem: CallProblem) -> None:
 
 
 def _erase_dead_constants(module: ModuleOp) -> None:
-    dead = [op for op in module.walk() if isinstance(op, ConstantOp) and not op.result.uses]
-    for op in dead:
+    """Constants and lists a builtin folded into its properties (`cat([a, b])`'s list,
+    `sum(dim=[1, 2])`'s dims), users first so that a list's elements die with it."""
+    pure = [op for op in module.walk(reverse=True) if isinstance(op, ConstantOp | ListOp | NegOp)]
+    for op in pure:
+        if op.result.uses:
+            continue
         op.detach()
         op.erase()
 
@@ -233,7 +277,7 @@ class DeclarationChecker:
         if span is None:
             return
         guess = suggest(kind) or did_you_mean(kind, self.models)
-        help_text = f"did you mean `{guess}`?" if guess else "see docs/layers.md for the catalogue"
+        help_text = f"did you mean `{guess}`?" if guess else "docs/reference.md lists the layers"
         message = f"unknown layer type `{kind}`"
         self.emit(Diagnostic.error("TL0302", message, Label(span), help=help_text))
 
@@ -449,4 +493,5 @@ class ResolveNmlPass(ModulePass):
         walker = PatternRewriteWalker(resolve, apply_recursively=False)
         walker.rewrite_module(op)
         PatternRewriteWalker(ContiguousIsIdentity(), apply_recursively=False).rewrite_module(op)
+        PatternRewriteWalker(TransposeAttr(), apply_recursively=False).rewrite_module(op)
         _erase_dead_constants(op)

@@ -71,12 +71,12 @@ from tensorloom.dialects.nml import (
     ListOp,
     ModelOp,
     RefOp,
-    ReshapeLikeOp,
     ReturnOp,
+    SizedOp,
     TensorType,
 )
 from tensorloom.dialects.nml.types import Dim
-from tensorloom.dialects.shapes import Shape, ShapeMismatch, Unifier, format_shape, reshape_shape
+from tensorloom.dialects.shapes import Shape, ShapeMismatch, Unifier, format_shape
 from tensorloom.passes.model_env import (
     ArgFailure,
     Env,
@@ -196,8 +196,8 @@ class Inference:
     def visit(self, model: ModelOp, op: Operation, env: Env, flow: ModelFlow) -> None:
         if isinstance(op, ApplyOp):
             self._apply(model, op, env, flow)
-        elif isinstance(op, ReshapeLikeOp):
-            self._reshape(op, flow)
+        elif isinstance(op, SizedOp):
+            self._sized(op, flow)
         elif isinstance(op, FunctionalOp):
             self._functional(op, flow)
         elif isinstance(op, CallOp):
@@ -212,18 +212,12 @@ class Inference:
         result = op.infer_shape(operands, self.unifier)
         self._finish(op, result, flow)
 
-    def _reshape(self, op: ReshapeLikeOp, flow: ModelFlow) -> None:
-        """Reshape sizes known only at run time are often known here: `x.size(0)`
-        is a symbol of the input, a config reference is the config's value."""
-        dynamic = iter(op.dynamic_sizes)
-        target = [self.scalars.get(next(dynamic)) if d is None else d for d in op.target()]
-        source = self.type_of(op.input)
-        if not isinstance(source, TensorType) or source.dims is None:
-            self._finish(op, TensorType.unranked(), flow)
-            return
-        dims = reshape_shape(source.dims, target, self.unifier)
-        result = dims if isinstance(dims, ShapeMismatch) else source.with_dims(dims)
-        self._finish(op, result, flow)
+    def _sized(self, op: SizedOp, flow: ModelFlow) -> None:
+        """Sizes known only at run time are often known here: `x.size(0)` is a
+        symbol of the input, a config reference is the config's value."""
+        sizes = [self.scalars.get(v) for v in op.dynamic_sizes]
+        operands = [self.type_of(v) for v in op.operands]
+        self._finish(op, op.infer_sized(operands, sizes, self.unifier), flow)
 
     def _finish(self, op: Operation, result: Attribute | ShapeMismatch, flow: ModelFlow) -> None:
         if isinstance(result, ShapeMismatch):
@@ -245,7 +239,7 @@ class Inference:
         message = error.message
         if not message.startswith(name):
             message = f"`{name}`: {message}"
-        report(Diagnostic.error("TL0202", message, labels))
+        report(Diagnostic.error("TL0202", message, labels, help=error.help))
 
     def _operand_label(self, op: Operation, index: int, span: Span) -> Label:
         if index >= len(op.operands):

@@ -32,6 +32,7 @@ from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
+    opt_operand_def,
     opt_prop_def,
     prop_def,
     result_def,
@@ -49,6 +50,7 @@ from tensorloom.dialects.nml.types import (
     NoneValueAttr,
     SliceAttr,
     TensorType,
+    TupleType,
 )
 from tensorloom.dialects.shapes import (
     Index,
@@ -56,17 +58,30 @@ from tensorloom.dialects.shapes import (
     ShapeMismatch,
     Slice,
     Unifier,
+    arange_length,
+    at_least_2d,
+    attention_shape,
     broadcast,
+    broadcast_into,
     cat_shape,
+    chunk_shapes,
+    einsum_shape,
+    expand_shape,
     flatten_shape,
     index_shape,
     matmul_shape,
     normalize_dim,
     permute_shape,
     reduce_shape,
+    repeat_shape,
     reshape_shape,
     same_shape,
+    split_shapes,
+    squeeze_shape,
+    stack_shape,
+    t_shape,
     transpose_shape,
+    unsqueeze_shape,
 )
 
 DimsRule = Callable[[Dims], "Shape | ShapeMismatch"]
@@ -123,34 +138,111 @@ class UnaryOp(FunctionalOp, ABC):
         return operand_types[0]
 
 
-@irdl_op_definition
-class ReluOp(UnaryOp):
-    name = "nml.relu"
+def _elementwise(name: str, doc: str) -> type[UnaryOp]:
+    """One op of the elementwise family: `nml.<name>`, the result typed as the operand."""
+    cls = type(
+        f"{name.title().replace('_', '')}Op", (UnaryOp,), {"name": f"nml.{name}", "__doc__": doc}
+    )
+    cls.__module__ = __name__
+    return irdl_op_definition(cls)
+
+
+ELEMENTWISE: dict[str, str] = {
+    "relu": "max(x, 0)",
+    "silu": "x * sigmoid(x)",
+    "tanh": "the hyperbolic tangent",
+    "sigmoid": "1 / (1 + exp(-x))",
+    "neg": "-x",
+    "exp": "e to the x",
+    "log": "the natural logarithm",
+    "sqrt": "the square root",
+    "rsqrt": "1 / sqrt(x)",
+    "abs": "the absolute value",
+    "sin": "the sine",
+    "cos": "the cosine",
+    "detach": "x, cut from the autograd graph",
+    "zeros_like": "zeros of x's shape and dtype",
+    "ones_like": "ones of x's shape and dtype",
+    "randn_like": "standard normal samples of x's shape and dtype",
+}
+"""The elementwise family, generated from this table: name -> what it computes."""
+
+_FAMILY: dict[str, type[UnaryOp]] = {
+    name: _elementwise(name, doc) for name, doc in ELEMENTWISE.items()
+}
+ReluOp = _FAMILY["relu"]
+SiluOp = _FAMILY["silu"]
+TanhOp = _FAMILY["tanh"]
+SigmoidOp = _FAMILY["sigmoid"]
+NegOp = _FAMILY["neg"]
 
 
 @irdl_op_definition
-class GeluOp(UnaryOp):
+class GeluOp(FunctionalOp):
+    """`nml.gelu %x` (exact) or `nml.gelu %x approximate "tanh"`."""
+
     name = "nml.gelu"
 
+    input = operand_def()
+    approximate = opt_prop_def(StringAttr)
+    result = result_def()
+
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$input (`approximate` $approximate^)? attr-dict `:` functional-type($input, $result)"
+    )
+
+    def __init__(
+        self, input: Value, result_type: Attribute | None = None, approximate: str = "none"
+    ):
+        super().__init__(
+            operands=[input],
+            properties={"approximate": StringAttr(approximate) if approximate != "none" else None},
+            result_types=[result_type or SSAValue.get(input).type],
+        )
+
+    def verify_(self) -> None:
+        if self.approximate is not None and self.approximate.data != "tanh":
+            raise VerifyException(f'gelu approximate must be "tanh", got "{self.approximate.data}"')
+
+    def infer_shape(
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
+        return operand_types[0]
+
 
 @irdl_op_definition
-class SiluOp(UnaryOp):
-    name = "nml.silu"
+class ClampOp(FunctionalOp):
+    """`nml.clamp %x min 0.0 max 6.0`: at least one bound."""
 
+    name = "nml.clamp"
 
-@irdl_op_definition
-class TanhOp(UnaryOp):
-    name = "nml.tanh"
+    input = operand_def()
+    min = opt_prop_def(FloatAttr[Float64Type])
+    max = opt_prop_def(FloatAttr[Float64Type])
+    result = result_def()
 
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$input (`min` $min^)? (`max` $max^)? attr-dict `:` functional-type($input, $result)"
+    )
 
-@irdl_op_definition
-class SigmoidOp(UnaryOp):
-    name = "nml.sigmoid"
+    def __init__(self, input: Value, low: float | None, high: float | None, result_type: Attribute):
+        super().__init__(
+            operands=[input],
+            properties={
+                "min": None if low is None else FloatAttr(low, Float64Type()),
+                "max": None if high is None else FloatAttr(high, Float64Type()),
+            },
+            result_types=[result_type],
+        )
 
+    def verify_(self) -> None:
+        if self.min is None and self.max is None:
+            raise VerifyException("clamp needs `min`, `max` or both")
 
-@irdl_op_definition
-class NegOp(UnaryOp):
-    name = "nml.neg"
+    def infer_shape(
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
+        return operand_types[0]
 
 
 class SoftmaxLikeOp(FunctionalOp, ABC):
@@ -255,13 +347,41 @@ def _shape_entry(attr: Attribute) -> Dim | str:
     return None
 
 
-class ReshapeLikeOp(FunctionalOp, ABC):
+class SizedOp(FunctionalOp, ABC):
+    """An op whose sizes may be runtime integers (`dynamic_sizes`): the shape-inference
+    pass passes what it knows of each (`x.size(0)` is the input's symbol, a config its
+    value) to `infer_sized`."""
+
+    @abstractmethod
+    def infer_sized(
+        self, operand_types: Sequence[Attribute], sizes: Sequence[Dim], unifier: Unifier
+    ) -> Attribute | ShapeMismatch: ...
+
+    def infer_shape(
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
+        return self.infer_sized(
+            operand_types, [None] * len(self.dynamic_sizes), unifier or Unifier()
+        )
+
+    @property
+    @abstractmethod
+    def dynamic_sizes(self) -> Sequence[SSAValue]: ...
+
+
+def _sized_entries(shape: ArrayAttr, sizes: Sequence[Dim]) -> list[Dim]:
+    """The entries of a `sizes` property with each `"?"` replaced by the next known size."""
+    known = iter(sizes)
+    return [next(known) if (e := _shape_entry(a)) == DYNAMIC else e for a in shape.data]
+
+
+class ReshapeLikeOp(SizedOp, ABC):
     """`nml.reshape %x to [B, -1, 64] (%n)`: sizes are ints (one may be -1),
     symbolic names, or `"?"` for a runtime size taken, in order, from `dynamic_sizes`."""
 
     input = operand_def()
     shape = prop_def(ArrayAttr)
-    dynamic_sizes = var_operand_def()
+    dynamic_sizes = var_operand_def()  # type: ignore[assignment]
     result = result_def()
 
     ASSEMBLY_FORMAT: ClassVar[str] = (
@@ -299,10 +419,10 @@ class ReshapeLikeOp(FunctionalOp, ABC):
                 f"reshape has {dynamic} `?` sizes but {len(self.dynamic_sizes)} dynamic operands"
             )
 
-    def infer_shape(
-        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    def infer_sized(
+        self, operand_types: Sequence[Attribute], sizes: Sequence[Dim], unifier: Unifier
     ) -> Attribute | ShapeMismatch:
-        target, unifier = self.target(), unifier or Unifier()
+        target = _sized_entries(self.shape, sizes)
         return apply_rule(operand_types[0], lambda dims: reshape_shape(dims, target, unifier))
 
 
@@ -411,6 +531,49 @@ class MeanOp(ReductionOp):
 @irdl_op_definition
 class SumOp(ReductionOp):
     name = "nml.sum"
+
+
+@irdl_op_definition
+class AmaxOp(ReductionOp):
+    name = "nml.amax"
+
+
+@irdl_op_definition
+class AminOp(ReductionOp):
+    name = "nml.amin"
+
+
+class MomentOp(ReductionOp, ABC):
+    """`nml.var %x dims [-1] correction 0 keepdim`: `correction` defaults to 1 (Bessel)."""
+
+    correction = opt_prop_def(IntegerAttr[I64])
+
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$input (`dims` $dims^)? (`correction` $correction^)? (`keepdim` $keepdim^)? "
+        "attr-dict `:` functional-type($input, $result)"
+    )
+
+    def __init__(
+        self,
+        input: Value,
+        dims: Sequence[int] | None,
+        keepdim: bool,
+        result_type: Attribute,
+        correction: int | None = None,
+    ):
+        super().__init__(input, dims, keepdim, result_type)
+        if correction is not None:
+            self.correction = IntegerAttr(correction, i64)
+
+
+@irdl_op_definition
+class VarOp(MomentOp):
+    name = "nml.var"
+
+
+@irdl_op_definition
+class StdOp(MomentOp):
+    name = "nml.std"
 
 
 @irdl_op_definition
@@ -528,6 +691,39 @@ class MatmulOp(BinaryOp):
         return result if isinstance(result, ShapeMismatch) else left.with_dims(result)
 
 
+class CompareOp(BinaryOp, ABC):
+    """`nml.lt %a, %b`: a comparison, broadcasting; a boolean (`i1`) tensor, or an
+    `i1` scalar for two scalars."""
+
+    def infer_shape(
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
+        result = super().infer_shape(operand_types, unifier)
+        if isinstance(result, TensorType):
+            return TensorType(result.shape, IntegerType(1))
+        return result if isinstance(result, ShapeMismatch) else IntegerType(1)
+
+
+def _comparison(name: str) -> type[CompareOp]:
+    cls = type(f"{name.title()}Op", (CompareOp,), {"name": f"nml.{name}"})
+    cls.__module__ = __name__
+    return irdl_op_definition(cls)
+
+
+COMPARE_OPS: dict[str, type[CompareOp]] = {
+    op: _comparison(name)
+    for op, name in (
+        ("<", "lt"),
+        ("<=", "le"),
+        (">", "gt"),
+        (">=", "ge"),
+        ("==", "eq"),
+        ("!=", "ne"),
+    )
+}
+"""The comparison operators, generated from this table: operator -> op."""
+
+
 IndexEntry = Index | str
 """An `indices` item as the shape rule reads it, or `"?"`, a select by a runtime value."""
 
@@ -595,7 +791,25 @@ class IndexOp(FunctionalOp):
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
     ) -> Attribute | ShapeMismatch:
         entries = [0 if isinstance(e, str) else e for e in self.entries()]
-        return apply_rule(operand_types[0], lambda dims: index_shape(dims, entries))
+        operand = operand_types[0]
+        if isinstance(operand, TupleType):
+            return _tuple_item(operand, entries)
+        return apply_rule(operand, lambda dims: index_shape(dims, entries))
+
+
+def _tuple_item(operand: TupleType, entries: Sequence[Index]) -> Attribute | ShapeMismatch:
+    """`x.split(4)[0]`: one element of a tuple, by a constant index."""
+    elements = operand.elements.data
+    index = entries[0] if len(entries) == 1 else None
+    if not isinstance(index, int):
+        return ShapeMismatch("a tuple takes one constant integer index")
+    if not -len(elements) <= index < len(elements):
+        return ShapeMismatch(
+            f"index {index} is out of range for a tuple of {len(elements)}",
+            expected=f"an index in [{-len(elements)}, {len(elements) - 1}]",
+            got=str(index),
+        )
+    return elements[index]
 
 
 @irdl_op_definition
@@ -651,15 +865,543 @@ class ListOp(FunctionalOp):
         return ListType()
 
 
-UNARY_OPS: dict[str, type[UnaryOp]] = {
-    op.name.removeprefix("nml."): op for op in (ReluOp, GeluOp, SiluOp, TanhOp, SigmoidOp, NegOp)
-}
+class _SizesOp(SizedOp, ABC):
+    """`nml.expand %x to [-1, "?", 4](%n)`: sizes are ints or `"?"` (the next dynamic operand)."""
+
+    input = operand_def()
+    shape = prop_def(ArrayAttr)
+    dynamic_sizes = var_operand_def()  # type: ignore[assignment]
+    result = result_def()
+
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$input `to` $shape (`(` $dynamic_sizes^ `)`)? attr-dict `:` "
+        "functional-type(operands, results)"
+    )
+
+    def __init__(
+        self,
+        input: Value,
+        shape: Sequence[Attribute],
+        dynamic_sizes: Sequence[Value],
+        result_type: Attribute,
+    ):
+        super().__init__(
+            operands=[input, dynamic_sizes],
+            properties={"shape": ArrayAttr(shape)},
+            result_types=[result_type],
+        )
+
+    def verify_(self) -> None:
+        dynamic = [_shape_entry(a) for a in self.shape.data].count(DYNAMIC)
+        if dynamic != len(self.dynamic_sizes):
+            raise VerifyException(
+                f"{self.name} has {dynamic} `?` sizes but "
+                f"{len(self.dynamic_sizes)} dynamic operands"
+            )
+
+
+@irdl_op_definition
+class ExpandOp(_SizesOp):
+    name = "nml.expand"
+
+    def infer_sized(
+        self, operand_types: Sequence[Attribute], sizes: Sequence[Dim], unifier: Unifier
+    ) -> Attribute | ShapeMismatch:
+        target = _sized_entries(self.shape, sizes)
+        return apply_rule(operand_types[0], lambda dims: expand_shape(dims, target, unifier))
+
+
+@irdl_op_definition
+class RepeatOp(_SizesOp):
+    name = "nml.repeat"
+
+    def infer_sized(
+        self, operand_types: Sequence[Attribute], sizes: Sequence[Dim], unifier: Unifier
+    ) -> Attribute | ShapeMismatch:
+        counts = _sized_entries(self.shape, sizes)
+        return apply_rule(operand_types[0], lambda dims: repeat_shape(dims, counts))
+
+
+@irdl_op_definition
+class ArangeOp(SizedOp):
+    """`nml.arange [0 : i64, "?", 1 : i64](%t)`: start, end, step (ints, floats or `"?"`);
+    an i64 vector when all are integers, else f32."""
+
+    name = "nml.arange"
+
+    bounds = prop_def(ArrayAttr)
+    dynamic_sizes = var_operand_def()  # type: ignore[assignment]
+    result = result_def()
+
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$bounds (`(` $dynamic_sizes^ `)`)? attr-dict `:` functional-type(operands, results)"
+    )
+
+    def __init__(
+        self, bounds: Sequence[Attribute], dynamic_sizes: Sequence[Value], result_type: Attribute
+    ):
+        super().__init__(
+            operands=[dynamic_sizes],
+            properties={"bounds": ArrayAttr(bounds)},
+            result_types=[result_type],
+        )
+
+    def is_float(self) -> bool:
+        return any(isinstance(a, FloatAttr) for a in self.bounds.data)
+
+    def verify_(self) -> None:
+        if len(self.bounds.data) != 3:
+            raise VerifyException("arange takes start, end and step")
+
+    def infer_sized(
+        self, operand_types: Sequence[Attribute], sizes: Sequence[Dim], unifier: Unifier
+    ) -> Attribute | ShapeMismatch:
+        known = iter(sizes)
+        values: list[Dim | float] = []
+        for a in self.bounds.data:
+            if isinstance(a, FloatAttr):
+                values.append(a.value.data)
+            else:
+                entry = _shape_entry(a)
+                values.append(unifier.resolve(next(known)) if entry == DYNAMIC else entry)
+        if values[2] == 0:
+            return ShapeMismatch("arange: `step` must not be zero")
+        element = TensorType.unranked().element_type if self.is_float() else i64
+        return TensorType.from_dims([arange_length(*values)], element)
+
+
+@irdl_op_definition
+class NormalizeOp(FunctionalOp):
+    """`nml.normalize %x p 2.0 dim 1`: `F.normalize`, x / max(||x||_p, eps) along `dim`."""
+
+    name = "nml.normalize"
+
+    input = operand_def()
+    p = prop_def(FloatAttr[Float64Type])
+    dim = prop_def(IntegerAttr[I64])
+    result = result_def()
+
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$input `p` $p `dim` $dim attr-dict `:` functional-type($input, $result)"
+    )
+
+    def __init__(self, input: Value, p: float, dim: int, result_type: Attribute):
+        super().__init__(
+            operands=[input],
+            properties={"p": FloatAttr(p, Float64Type()), "dim": IntegerAttr(dim, i64)},
+            result_types=[result_type],
+        )
+
+    def infer_shape(
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
+        axis = self.dim.value.data
+        return apply_rule(operand_types[0], lambda dims: same_shape(dims, axis))
+
+
+class TriangleOp(FunctionalOp, ABC):
+    """`nml.tril %x diagonal 0`: a matrix (or a batch of them) with one triangle zeroed."""
+
+    input = operand_def()
+    diagonal = prop_def(IntegerAttr[I64])
+    result = result_def()
+
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$input `diagonal` $diagonal attr-dict `:` functional-type($input, $result)"
+    )
+
+    def __init__(self, input: Value, diagonal: int, result_type: Attribute):
+        super().__init__(
+            operands=[input],
+            properties={"diagonal": IntegerAttr(diagonal, i64)},
+            result_types=[result_type],
+        )
+
+    def infer_shape(
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
+        name = self.name.removeprefix("nml.")
+        return apply_rule(operand_types[0], lambda dims: at_least_2d(dims, name))
+
+
+@irdl_op_definition
+class TrilOp(TriangleOp):
+    name = "nml.tril"
+
+
+@irdl_op_definition
+class TriuOp(TriangleOp):
+    name = "nml.triu"
+
+
+@irdl_op_definition
+class TOp(FunctionalOp):
+    """`nml.t %x`: `x.T` / `x.t()`, a matrix transposed."""
+
+    name = "nml.t"
+
+    input = operand_def()
+    result = result_def()
+
+    ASSEMBLY_FORMAT: ClassVar[str] = "$input attr-dict `:` functional-type($input, $result)"
+
+    def __init__(self, input: Value, result_type: Attribute):
+        super().__init__(operands=[input], result_types=[result_type])
+
+    def infer_shape(
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
+        return apply_rule(operand_types[0], t_shape)
+
+
+@irdl_op_definition
+class SqueezeOp(FunctionalOp):
+    """`nml.squeeze %x dims [1]`: without `dims`, every dim of size 1."""
+
+    name = "nml.squeeze"
+
+    input = operand_def()
+    dims = opt_prop_def(ArrayAttr[IntegerAttr[I64]])
+    result = result_def()
+
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$input (`dims` $dims^)? attr-dict `:` functional-type($input, $result)"
+    )
+
+    def __init__(self, input: Value, dims: Sequence[int] | None, result_type: Attribute):
+        super().__init__(
+            operands=[input],
+            properties={"dims": _int_array(dims) if dims is not None else None},
+            result_types=[result_type],
+        )
+
+    def infer_shape(
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
+        axes, u = _ints(self.dims), unifier or Unifier()
+        return apply_rule(operand_types[0], lambda dims: squeeze_shape(dims, axes, u))
+
+
+@irdl_op_definition
+class UnsqueezeOp(FunctionalOp):
+    name = "nml.unsqueeze"
+
+    input = operand_def()
+    dim = prop_def(IntegerAttr[I64])
+    result = result_def()
+
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$input `dim` $dim attr-dict `:` functional-type($input, $result)"
+    )
+
+    def __init__(self, input: Value, dim: int, result_type: Attribute):
+        super().__init__(
+            operands=[input], properties={"dim": IntegerAttr(dim, i64)}, result_types=[result_type]
+        )
+
+    def infer_shape(
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
+        axis = self.dim.value.data
+        return apply_rule(operand_types[0], lambda dims: unsqueeze_shape(dims, axis))
+
+
+def _tensors(operand_types: Sequence[Attribute], what: str) -> list[TensorType] | ShapeMismatch:
+    tensors = [t for t in operand_types if isinstance(t, TensorType)]
+    return (
+        tensors
+        if len(tensors) == len(operand_types)
+        else ShapeMismatch(f"{what} takes tensors only")
+    )
+
+
+@irdl_op_definition
+class StackOp(FunctionalOp):
+    name = "nml.stack"
+
+    inputs = var_operand_def()
+    dim = prop_def(IntegerAttr[I64])
+    result = result_def()
+
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$inputs `dim` $dim attr-dict `:` functional-type($inputs, $result)"
+    )
+
+    def __init__(self, inputs: Sequence[Value], dim: int, result_type: Attribute):
+        super().__init__(
+            operands=[inputs], properties={"dim": IntegerAttr(dim, i64)}, result_types=[result_type]
+        )
+
+    def verify_(self) -> None:
+        if not self.inputs:
+            raise VerifyException("stack needs at least one tensor")
+
+    def infer_shape(
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
+        tensors = _tensors(operand_types, "stack")
+        if isinstance(tensors, ShapeMismatch):
+            return tensors
+        result = stack_shape([t.dims for t in tensors], self.dim.value.data, unifier or Unifier())
+        return result if isinstance(result, ShapeMismatch) else tensors[0].with_dims(result)
+
+
+class _PiecesOp(FunctionalOp, ABC):
+    """split and chunk: a tuple of pieces along `dim`."""
+
+    def pieces(self, dims: Dims, unifier: Unifier) -> list[Dims | None] | ShapeMismatch | None: ...
+
+    def infer_shape(
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
+        operand = operand_types[0]
+        if not isinstance(operand, TensorType):
+            return ShapeMismatch(f"expected a tensor, got {operand}")
+        pieces = self.pieces(operand.dims, unifier or Unifier())  # type: ignore[arg-type]
+        if pieces is None:
+            return ListType()
+        if isinstance(pieces, ShapeMismatch):
+            return pieces
+        return TupleType.of([operand.with_dims(p) for p in pieces])
+
+
+@irdl_op_definition
+class SplitOp(_PiecesOp):
+    """`nml.split %x sizes [64, 64] dim 2` or `nml.split %x size 64 dim 2` (equal pieces)."""
+
+    name = "nml.split"
+
+    input = operand_def()
+    sizes = prop_def(ArrayAttr[IntegerAttr[I64]])
+    dim = prop_def(IntegerAttr[I64])
+    equal = opt_prop_def(UnitAttr)
+    result = result_def()
+
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$input (`equal` $equal^)? `sizes` $sizes `dim` $dim attr-dict `:` "
+        "functional-type($input, $result)"
+    )
+
+    def __init__(self, input: Value, sizes: int | Sequence[int], dim: int, result_type: Attribute):
+        equal = isinstance(sizes, int)
+        super().__init__(
+            operands=[input],
+            properties={
+                "sizes": _int_array([sizes] if isinstance(sizes, int) else sizes),
+                "dim": IntegerAttr(dim, i64),
+                "equal": UnitAttr() if equal else None,
+            },
+            result_types=[result_type],
+        )
+
+    def pieces(self, dims: Dims, unifier: Unifier) -> list[Dims | None] | ShapeMismatch | None:
+        sizes = _ints(self.sizes) or []
+        split: int | list[int] = sizes[0] if self.equal is not None else sizes
+        return split_shapes(dims, split, self.dim.value.data, unifier)  # type: ignore[return-value]
+
+
+@irdl_op_definition
+class ChunkOp(_PiecesOp):
+    name = "nml.chunk"
+
+    input = operand_def()
+    chunks = prop_def(IntegerAttr[I64])
+    dim = prop_def(IntegerAttr[I64])
+    result = result_def()
+
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$input $chunks `dim` $dim attr-dict `:` functional-type($input, $result)"
+    )
+
+    def __init__(self, input: Value, chunks: int, dim: int, result_type: Attribute):
+        super().__init__(
+            operands=[input],
+            properties={"chunks": IntegerAttr(chunks, i64), "dim": IntegerAttr(dim, i64)},
+            result_types=[result_type],
+        )
+
+    def verify_(self) -> None:
+        if self.chunks.value.data <= 0:
+            raise VerifyException("chunk needs a positive number of chunks")
+
+    def pieces(self, dims: Dims, unifier: Unifier) -> list[Dims | None] | ShapeMismatch | None:
+        return chunk_shapes(dims, self.chunks.value.data, self.dim.value.data, unifier)  # type: ignore[return-value]
+
+
+@irdl_op_definition
+class EinsumOp(FunctionalOp):
+    """`nml.einsum "bij,bjk->bik" %a, %b`: the output shape follows the equation."""
+
+    name = "nml.einsum"
+
+    equation = prop_def(StringAttr)
+    inputs = var_operand_def()
+    result = result_def()
+
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$equation $inputs attr-dict `:` functional-type($inputs, $result)"
+    )
+
+    def __init__(self, equation: str, inputs: Sequence[Value], result_type: Attribute):
+        super().__init__(
+            operands=[inputs],
+            properties={"equation": StringAttr(equation)},
+            result_types=[result_type],
+        )
+
+    def infer_shape(
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
+        tensors = _tensors(operand_types, "einsum")
+        if isinstance(tensors, ShapeMismatch):
+            return tensors
+        result = einsum_shape(self.equation.data, [t.dims for t in tensors], unifier or Unifier())
+        return result if isinstance(result, ShapeMismatch) else tensors[0].with_dims(result)
+
+
+@irdl_op_definition
+class WhereOp(FunctionalOp):
+    """`nml.where %cond, %a, %b`: `a` where `cond`, else `b`; all three broadcast
+    (`a` or `b` may be a scalar)."""
+
+    name = "nml.where"
+
+    condition = operand_def()
+    lhs = operand_def()
+    rhs = operand_def()
+    result = result_def()
+
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$condition `,` $lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
+    )
+
+    def __init__(self, condition: Value, lhs: Value, rhs: Value, result_type: Attribute):
+        super().__init__(operands=[condition, lhs, rhs], result_types=[result_type])
+
+    def infer_shape(
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
+        cond, *values = operand_types
+        if not isinstance(cond, TensorType):
+            return ShapeMismatch("where needs a boolean tensor as its condition")
+        tensors = [t for t in values if isinstance(t, TensorType)]
+        shape: Shape = cond.dims
+        u = unifier or Unifier()
+        for i, t in enumerate(values):
+            if isinstance(t, TensorType):
+                merged = broadcast(shape, t.dims, u)
+                if isinstance(merged, ShapeMismatch):
+                    return ShapeMismatch(
+                        merged.message, merged.expected, merged.got, i + 1, merged.dim
+                    )
+                shape = merged
+        like = tensors[0] if tensors else TensorType.unranked()
+        return like.with_dims(shape)
+
+
+@irdl_op_definition
+class MaskedFillOp(FunctionalOp):
+    """`nml.masked_fill %x, %mask, %value`: `value` where `mask`; the mask broadcasts to x."""
+
+    name = "nml.masked_fill"
+
+    input = operand_def()
+    mask = operand_def()
+    value = operand_def()
+    result = result_def()
+
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$input `,` $mask `,` $value attr-dict `:` functional-type(operands, results)"
+    )
+
+    def __init__(self, input: Value, mask: Value, value: Value, result_type: Attribute):
+        super().__init__(operands=[input, mask, value], result_types=[result_type])
+
+    def infer_shape(
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
+        x, mask = operand_types[0], operand_types[1]
+        if not isinstance(x, TensorType) or not isinstance(mask, TensorType):
+            return ShapeMismatch("masked_fill takes a tensor and a boolean mask tensor")
+        if x.dims is None or mask.dims is None:
+            return x
+        result = broadcast_into(x.dims, mask.dims, unifier or Unifier())
+        return result if isinstance(result, ShapeMismatch) else x
+
+
+@irdl_op_definition
+class AttentionOp(FunctionalOp):
+    """`nml.attention %q, %k, %v mask(%m) causal dropout 0.1`: scaled dot-product
+    attention (`F.scaled_dot_product_attention`); [..., L, E] x [..., S, E] x [..., S, Ev]
+    -> [..., L, Ev]."""
+
+    name = "nml.attention"
+
+    query = operand_def()
+    key = operand_def()
+    value = operand_def()
+    mask = opt_operand_def()
+    causal = opt_prop_def(UnitAttr)
+    dropout = opt_prop_def(FloatAttr[Float64Type])
+    scale = opt_prop_def(FloatAttr[Float64Type])
+    result = result_def()
+
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$query `,` $key `,` $value (`mask` `(` $mask^ `)`)? (`causal` $causal^)? "
+        "(`dropout` $dropout^)? (`scale` $scale^)? attr-dict `:` functional-type(operands, results)"
+    )
+
+    def __init__(
+        self,
+        qkv: Sequence[Value],
+        mask: Value | None,
+        causal: bool,
+        dropout: float,
+        scale: float | None,
+        result_type: Attribute,
+    ):
+        super().__init__(
+            operands=[*qkv, [mask] if mask is not None else []],
+            properties={
+                "causal": UnitAttr() if causal else None,
+                "dropout": FloatAttr(dropout, Float64Type()) if dropout else None,
+                "scale": None if scale is None else FloatAttr(scale, Float64Type()),
+            },
+            result_types=[result_type],
+        )
+
+    def verify_(self) -> None:
+        if self.causal is not None and self.mask is not None:
+            raise VerifyException("attention takes a mask or `causal`, not both")
+
+    def infer_shape(
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
+        tensors = _tensors(operand_types, "scaled_dot_product_attention")
+        if isinstance(tensors, ShapeMismatch):
+            return tensors
+        u = unifier or Unifier()
+        q, k, v = (t.dims for t in tensors[:3])
+        result = attention_shape(q, k, v, u)
+        if isinstance(result, ShapeMismatch) or result is None or len(tensors) < 4:
+            return result if isinstance(result, ShapeMismatch) else tensors[0].with_dims(result)
+        scores = (*result[:-1], k[-2]) if k is not None else None  # type: ignore[index]
+        mask = broadcast_into(scores, tensors[3].dims, u)
+        if isinstance(mask, ShapeMismatch):
+            return ShapeMismatch(f"attention mask: {mask.message}", mask.expected, mask.got, 3)
+        return tensors[0].with_dims(result)
+
+
+UNARY_OPS: dict[str, type[UnaryOp]] = dict(_FAMILY)
 BINARY_OPS: dict[str, type[BinaryOp]] = {
     "+": AddOp, "-": SubOp, "*": MulOp, "/": DivOp, "**": PowOp, "@": MatmulOp,
 }  # fmt: skip
 
 FUNCTIONAL_OPS: tuple[type[FunctionalOp], ...] = (
-    *UNARY_OPS.values(),
+    *UNARY_OPS.values(), GeluOp, ClampOp,
     SoftmaxOp, LogSoftmaxOp, DropoutOp, FlattenOp, ReshapeOp, ViewOp, PermuteOp, TransposeOp,
-    MeanOp, SumOp, CatOp, *BINARY_OPS.values(), IndexOp, DimOp, ListOp,
+    MeanOp, SumOp, AmaxOp, AminOp, VarOp, StdOp, CatOp, StackOp, SplitOp, ChunkOp,
+    ExpandOp, RepeatOp, SqueezeOp, UnsqueezeOp, TOp, NormalizeOp, TrilOp, TriuOp,
+    EinsumOp, ArangeOp, WhereOp, MaskedFillOp, AttentionOp,
+    *BINARY_OPS.values(), *COMPARE_OPS.values(), IndexOp, DimOp, ListOp,
 )  # fmt: skip

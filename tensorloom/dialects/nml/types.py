@@ -165,6 +165,20 @@ class ListType(ParametrizedAttribute, TypeAttribute):
 
 
 @irdl_attr_definition
+class TupleType(ParametrizedAttribute, TypeAttribute):
+    """A tuple whose elements' types are known: `!nml.tuple<[!nml.tensor<[B, 4], f32>, ...]>`
+    (what `split` and `chunk` return)."""
+
+    name = "nml.tuple"
+
+    elements: ArrayAttr[Attribute]
+
+    @staticmethod
+    def of(elements: Sequence[Attribute]) -> TupleType:
+        return TupleType(ArrayAttr(elements))
+
+
+@irdl_attr_definition
 class AnyType(ParametrizedAttribute, TypeAttribute):
     """A value whose type is not known yet (an unresolved call's result): `!nml.any`."""
 

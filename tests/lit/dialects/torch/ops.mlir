@@ -36,6 +36,7 @@ builtin.module {
         %11 = torch.tuple []
         %12 = torch.call_method %8, "view"(%10)
         %13 = torch.global "torch.float16"
+        %14 = torch.ternary %f if %b else %c
         torch.return %12
       }
     }
@@ -83,6 +84,7 @@ builtin.module {
 // CHECK-NEXT:       %11 = torch.tuple[]
 // CHECK-NEXT:       %12 = torch.call_method %8, "view"(%10)
 // CHECK-NEXT:       %13 = torch.global "torch.float16"
+// CHECK-NEXT:       %14 = torch.ternary %f if %b else %c
 // CHECK-NEXT:       torch.return %12
 // CHECK-NEXT:     }
 // CHECK-NEXT:   }
