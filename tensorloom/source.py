@@ -34,6 +34,9 @@ class Span:
         return f"{self.file}:{self.line}:{self.col}"
 
 
+SOURCE_SUFFIXES = (".tl", ".nml")
+
+
 def split_lines(text: str) -> list[str]:
     """The lines of `text` as the lexer counts them: only `\n`, `\r\n` and `\r` end a line.
 
@@ -76,7 +79,9 @@ class SourceMap:
 
     def get(self, path: str) -> SourceFile | None:
         source = self._files.get(path)
-        if source is None and Path(path).is_file():
+        # Only TensorLoom source is read back for a diagnostic: a span must never
+        # make the compiler quote some other file (a link's target, say).
+        if source is None and Path(path).suffix in SOURCE_SUFFIXES and Path(path).is_file():
             try:
                 source = self.add(path, Path(path).read_text(encoding="utf-8"))
             except (OSError, UnicodeDecodeError):

@@ -616,6 +616,22 @@ error[TL0309]: `net` is defined twice
   = help: rename one of them
 """,
         ),
+        Code(
+            'TL0310',
+            'models nested too deeply',
+            """\
+A model used as a layer of a model used as a layer ..., more than 32 levels deep: shape inference stops there, so it is an error rather than a silently unchecked program. (A model that contains itself is TL0307.)
+""",
+            """\
+error[TL0310]: models nest more than 32 levels deep here
+ --> deep.nml:9:9
+  |
+9 |         inner = M0()
+  |         ^^^^^^^^^^^^
+  |
+  = help: flatten the nesting: shapes past this depth cannot be checked
+""",
+        ),
     )),
     Section('TL04xx: config and train settings (`resolve-nml`, `check-train`)', '', (
         Code(
@@ -1235,6 +1251,22 @@ error[TL0331]: `self` cannot be used as a value
   = help: use one of its layers or config parameters, as in `self.fc1`
 """,
         ),
+        Code(
+            'TL0332',
+            'a model without a `forward` method',
+            """\
+PyTorch would raise `NotImplementedError` at the model's first call; a misspelt `forward` gets a did-you-mean.
+""",
+            """\
+error[TL0332]: model `Net` has no `forward` method
+ --> f.tl:1:7
+  |
+1 | model Net:
+  |       ^^^
+  |
+  = help: rename `forwrd` to `forward`
+""",
+        ),
     )),
     Section('TL06xx: imports', """\
 Imports are resolved relative to the importing file (`tensorloom/frontend/imports.py`).
@@ -1378,6 +1410,22 @@ error[TL0615]: model `Block` is defined twice
   |        ----- first defined here
   |
   = help: rename one of them, or import the file with `as` and a new name
+""",
+        ),
+        Code(
+            'TL0616',
+            'an import outside the program\'s folder',
+            """\
+Imports resolve inside the folder of the file being compiled (links followed), so a shared program cannot pull in, or make a diagnostic quote, a file elsewhere: an absolute path, a `../` chain or a link that leaves the folder is an error. `TENSORLOOM_ALLOW_OUTSIDE_IMPORTS=1` allows it. An import whose link points at a file that is not `.nml` is TL0612, and that file is never read.
+""",
+            """\
+error[TL0616]: `../shared/blocks.nml` is outside the program's folder
+ --> main.tl:1:8
+  |
+1 | import "../shared/blocks.nml" as Blocks
+  |        ^^^^^^^^^^^^^^^^^^^^^^ imports stay inside `/home/me/project`
+  |
+  = help: copy the file into that folder, or set TENSORLOOM_ALLOW_OUTSIDE_IMPORTS=1 to allow it
 """,
         ),
     )),

@@ -72,6 +72,8 @@ class ModelScope:
 
     model: ModelOp
     outside: set[str]
+    script_values: set[str] = field(default_factory=set[str])  # instances and datasets
+    datasets: set[str] = field(default_factory=set[str])
     layers: dict[str, LayerOp] = field(default_factory=dict[str, LayerOp])
     methods: dict[str, FuncOp] = field(default_factory=dict[str, FuncOp])
     local: set[str] = field(default_factory=set[str])
@@ -84,6 +86,8 @@ class ModelScope:
         self.layers = layers_of(self.model)
         self.methods = methods_of(self.model)
         self.local = {*configs_of(self.model), *self.layers}
+        if "forward" not in self.methods:
+            self._no_forward()
         for op in self.model.walk():
             if isinstance(op, RefOp):
                 self._ref(op)
@@ -91,8 +95,26 @@ class ModelScope:
                 self._call(op)
         self._unused_layers()
 
+    def _no_forward(self) -> None:
+        """PyTorch raises NotImplementedError on the first call of a module without one."""
+        guess = did_you_mean("forward", set(self.methods))
+        fix = f"rename `{guess}` to `forward`" if guess else "add `fn forward(self, x): ...`"
+        _error(self.model, "TL0332", f"model `{self.name}` has no `forward` method", fix)
+
     def _ref(self, op: RefOp) -> None:
         name = op.symbol.root_reference.data
+        if name in self.script_values and name not in self.local:
+            # An instance or dataset is the script's, not a value a method can compute
+            # with (fuzz-findings/07: it reached the lowering untyped).
+            what = "dataset" if name in self.datasets else "model instance"
+            help_text = "give `forward` a parameter for it, and pass it in"
+            _error(
+                op,
+                "TL0301",
+                f"`{name}` is a {what} of the script; a model cannot use it",
+                help_text,
+            )
+            return
         if name in self.local or name in self.outside:
             return
         guess = did_you_mean(name, self.local)
@@ -218,8 +240,10 @@ class CheckScopesPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         outside = top_level_symbols(op)
+        datasets = _datasets(op)
+        values = {o.sym_name.data for o in op.body.block.ops if isinstance(o, InstanceOp)}
         for model in [o for o in op.walk() if isinstance(o, ModelOp)]:
-            ModelScope(model, outside).check()
+            ModelScope(model, outside, values | datasets, datasets).check()
         for main in [o for o in op.body.block.ops if isinstance(o, MainOp)]:
             ScriptScope(main, outside, _datasets(op)).check()
         for loop in [o for o in op.walk() if isinstance(o, LoopOp)]:

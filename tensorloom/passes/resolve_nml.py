@@ -37,6 +37,7 @@ from tensorloom.diagnostics.core import Diagnostic, Label, did_you_mean
 from tensorloom.diagnostics.ir import report, span_of
 from tensorloom.dialects import train
 from tensorloom.dialects.layers import ArgError, LayerSpec, Value, lookup, suggest
+from tensorloom.dialects.layers.base import too_many_params
 from tensorloom.dialects.nml import (
     ApplyOp,
     CallOp,
@@ -295,6 +296,8 @@ class DeclarationChecker:
             return
         bound = spec.bind(*values)
         errors = bound if isinstance(bound, list) else spec.validate(bound)
+        if not errors and not isinstance(bound, list):
+            errors = [e for e in (too_many_params(spec, bound),) if e is not None]
         for error in errors:
             self._arg_error(layer, error, where)
 
