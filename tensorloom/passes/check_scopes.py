@@ -45,8 +45,13 @@ from tensorloom.dialects.nml import (
 )
 from tensorloom.dialects.train import DatasetOp, LoopOp, MainOp
 from tensorloom.passes.model_env import configs_of, layers_of, methods_of
-from tensorloom.passes.resolve_builtins import BUILTINS, builtin_name
-from tensorloom.passes.script_builtins import SCRIPT_BUILTINS, TORCH_CALLABLE, is_script_callable
+from tensorloom.passes.resolve_builtins import BUILTINS, MISSING, builtin_name, constant_of
+from tensorloom.passes.script_builtins import (
+    SCRIPT_BUILTINS,
+    TORCH_CALLABLE,
+    constructor_problem,
+    is_script_callable,
+)
 
 
 def top_level_symbols(module: ModuleOp) -> set[str]:
@@ -196,7 +201,10 @@ class ScriptScope:
             callee = op.callee.data
             if builtin_name(callee) in BUILTINS:
                 return  # a model builtin (`relu(x)`) called wrongly: `resolve-nml` said why
-            if callee in known or is_script_callable(callee):
+            if callee in known:
+                return
+            if is_script_callable(callee):
+                self._constructor_args(op, callee)
                 return
             if callee.startswith("torch."):
                 listed = {f"torch.{n}" for n in TORCH_CALLABLE}
@@ -207,6 +215,18 @@ class ScriptScope:
                 return
             guess = did_you_mean(callee, known | SCRIPT_BUILTINS | set(BUILTINS))
             _error(op, "TL0305", f"unknown function `{callee}`", _help(guess))
+
+    def _constructor_args(self, op: CallOp, callee: str) -> None:
+        """pytorch_false_negatives/gen-551, -13021, -6976: `zeros(2, (2, 2))`, `zeros(1e3, 4)`,
+        `arange(-0.5)` passed the check and failed when the script ran."""
+        positional = [
+            constant_of(arg)
+            for arg, name in zip(op.args, op.arg_names, strict=True)
+            if not name.data
+        ]
+        problem = constructor_problem(callee, [None if v is MISSING else v for v in positional])
+        if problem is not None:
+            _error(op, "TL0308", problem, None)
 
     def _ref(self, op: RefOp, known: set[str], earlier: set[str]) -> None:
         name = op.symbol.root_reference.data

@@ -537,7 +537,20 @@ def _arange(args: CallArgs) -> Operation | CallProblem:
     elif len(given) == 2:
         bounds = [*bounds, IntegerAttr(1, i64)]
     problem = args.unknown_keywords(("start", "end", "step", "device", "dtype"))
-    return problem or ArangeOp(bounds, dynamic, _tensor())
+    return problem or _arange_bounds_problem(bounds) or ArangeOp(bounds, dynamic, _tensor())
+
+
+def _arange_bounds_problem(bounds: Sequence[Attribute]) -> CallProblem | None:
+    """Constant bounds PyTorch rejects (pytorch_false_negatives/gen-6976: `arange(-0.5)`)."""
+    values = [b.value.data for b in bounds if isinstance(b, IntegerAttr | FloatAttr)]
+    if len(values) != 3:
+        return None
+    start, end, step = values
+    if step == 0:
+        return CallProblem("the step of `arange` must not be 0")
+    if (end - start) * step < 0:
+        return CallProblem(f"`arange` from {start} to {end} in steps of {step} never gets there")
+    return None
 
 
 def _bounds(values: Sequence[SSAValue]) -> tuple[list[Attribute], list[SSAValue]]:

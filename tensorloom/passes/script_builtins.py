@@ -17,6 +17,8 @@ so that its tensors can be passed to the program's Triton kernels.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 PYTHON_BUILTINS = frozenset(
     ["print", "len", "range", "min", "max", "abs", "sum", "float", "int", "str"]
 )
@@ -49,6 +51,33 @@ def is_script_callable(callee: str) -> bool:
     return callee.startswith("torch.") and callee.removeprefix("torch.") in TORCH_CALLABLE
 
 
+SIZED_CONSTRUCTORS = frozenset(["randn", "rand", "zeros", "ones"])
+
+
+def constructor_problem(callee: str, positional: Sequence[object]) -> str | None:
+    """What PyTorch would reject in a tensor constructor's constant arguments, if anything.
+
+    `positional` holds each positional argument's constant value, or MISSING
+    (anything not a constant) for an argument the check cannot see.
+    """
+    name = callee.removeprefix("torch.")
+    if name in SIZED_CONSTRUCTORS:
+        return _sizes_problem(name, positional)
+    return None  # `arange` is checked where resolve-nml builds it (resolve_builtins.py)
+
+
+def _sizes_problem(name: str, positional: Sequence[object]) -> str | None:
+    sizes = list(positional)
+    if len(sizes) == 1 and isinstance(sizes[0], list | tuple):
+        sizes = list(sizes[0])  # `zeros([2, 3])`
+    for size in sizes:
+        if isinstance(size, list | tuple | bool | float | str):
+            return f"the sizes of `{name}` must be integers, got `{size!r}`"
+        if isinstance(size, int) and size < 0:
+            return f"the sizes of `{name}` must not be negative, got {size}"
+    return None
+
+
 def python_callee(callee: str) -> str:
     """The Python function a script builtin calls (`randn` -> `torch.randn`)."""
     if callee in TENSOR_CONSTRUCTORS or callee in TORCH_FUNCTIONS:
@@ -63,6 +92,7 @@ __all__ = [
     "SCRIPT_BUILTINS",
     "TENSOR_CONSTRUCTORS",
     "TORCH_CALLABLE",
+    "constructor_problem",
     "is_script_callable",
     "python_callee",
 ]
