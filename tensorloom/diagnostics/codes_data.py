@@ -801,7 +801,7 @@ warning[TL0411]: `fp16` needs a CUDA GPU; on a CPU-only run it falls back to fp3
             'TL0412',
             'a kernel in a trained forward stops the gradient (warning)',
             """\
-A `@kernel` called from a forward runs as a Triton launch, which autograd does not see: the layers whose outputs reach it get no gradient, so they would keep their initial weights. Reported when the model is trained (the train block has a `loss`) and a layer feeds the kernel.
+A `@kernel` called from a forward runs as a Triton launch, which autograd does not see: the layers whose outputs reach it get no gradient, so they would keep their initial weights. Reported when the model is trained (the train block has a `loss`) and a layer feeds the kernel. When no layer reaches the output except through a kernel (or no layer reaches it at all), `loss.backward()` would fail: that is an error, with the same code.
 """,
             """\
 warning[TL0412]: `fast_gelu` is a Triton kernel and has no backward: `fc1` before it will not train
