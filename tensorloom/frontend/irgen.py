@@ -31,6 +31,7 @@ from tensorloom.frontend import ast
 from tensorloom.frontend.imports import Program, SourceUnit
 from tensorloom.frontend.irgen_attrs import AttrBuilder, dotted_name
 from tensorloom.frontend.irgen_body import BodyBuilder, valid_hint
+from tensorloom.frontend.lexer import CONSTANT_NAMES
 from tensorloom.source import Span
 
 SCALAR_TYPES: dict[str, Attribute] = {
@@ -101,6 +102,9 @@ class _ModuleBuilder:
             _duplicate_model(decl, first)
             return
         self.models[decl.name] = decl
+        _check_declared(decl.name, decl.name_span)
+        for named in [*decl.config, *decl.layers]:
+            _check_declared(named.name, named.name_span)
         op = nml.ModelOp(decl.name, origin=unit.path)
         body = op.body.block
         configs = AttrBuilder("config", unit.aliases)
@@ -176,6 +180,7 @@ class _ModuleBuilder:
             else:
                 params = params[1:]
         for param in params:
+            _check_declared(param.name, param.span)
             if param.default is not None:
                 _error(
                     "TL0133",
@@ -335,6 +340,15 @@ def _param_type(type_expr: ast.TypeExpr | None) -> Attribute:
     known = ", ".join(f"`{n}`" for n in ("Tensor", *SCALAR_TYPES))
     _error("TL0139", f"unknown type `{type_expr.name}`", type_expr.span, help=f"use one of {known}")
     return nml.AnyType()
+
+
+def _check_declared(name: str, span: Span) -> None:
+    """`None`, `True`, `False` are values (in kernels), never names a program declares."""
+    if name in CONSTANT_NAMES:
+        help_text = f"`{name.lower()}` is the value; choose another name"
+        _error(
+            "TL0009", f"`{name}` is a Python keyword, so it cannot be a name", span, help=help_text
+        )
 
 
 def _report_duplicate_symbols(block: Block) -> None:

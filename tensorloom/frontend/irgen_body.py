@@ -77,6 +77,9 @@ class BodyBuilder:
 
     @statement.register
     def _let(self, stmt: ast.LetStmt) -> None:
+        if stmt.name in ("None", "True", "False"):
+            message = f"`{stmt.name}` is a Python keyword, so it cannot be a name"
+            _error("TL0009", message, stmt.name_span, help="choose another name")
         self.bind(stmt.name, self.expr(stmt.value))
 
     @statement.register

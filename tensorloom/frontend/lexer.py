@@ -39,7 +39,10 @@ _BLANK = re.compile(r"[ \t\f]*")
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "\\": "\\", "'": "'", '"': '"'}
 TAB_WIDTH = 4
 # Python's keywords that are not TensorLoom's: as names they would break the script.
-PYTHON_KEYWORDS = frozenset(keyword.kwlist) - KEYWORDS.keys()
+# `None`, `True` and `False` are values in kernels (`x[:, None]`, as Triton writes
+# them); irgen rejects them where a name is declared (CONSTANT_NAMES).
+CONSTANT_NAMES = frozenset({"None", "True", "False"})
+PYTHON_KEYWORDS = frozenset(keyword.kwlist) - KEYWORDS.keys() - CONSTANT_NAMES
 INT_MAX = 2**63 - 1
 """The largest integer literal: every integer in the IR is a signed 64-bit value."""
 _INT_MAX_TEXT = str(INT_MAX)
@@ -294,9 +297,7 @@ class Lexer:
                 f"`{name}` is a Python keyword, so it cannot be a name",
                 self.here(len(text)),
                 "",
-                help=f"write `{name.lower()}`"
-                if name in ("None", "True", "False")
-                else "the compiled script is Python: choose another name",
+                help="the compiled script is Python: choose another name",
             )
         elif not name.isidentifier():
             bad = next(ch for ch in text if not ("a" + normalize_name(ch)).isidentifier())

@@ -297,7 +297,7 @@ def _sizes(
         else:
             shape.append(StringAttr(DYNAMIC))
             dynamic.append(value)
-    return _check_sizes(name, shape) or (shape, dynamic)
+    return shape, dynamic
 
 
 def _check_sizes(name: str, shape: list[Attribute]) -> CallProblem | None:
@@ -321,6 +321,9 @@ def _reshape(args: CallArgs) -> Operation | CallProblem:
     if isinstance(sizes, CallProblem):
         return sizes
     shape, dynamic = sizes
+    problem = _check_sizes(args.name, shape)
+    if problem is not None:
+        return problem
     op = ViewOp if args.name == "view" else ReshapeOp
     return op(x, shape, dynamic, _tensor())
 
@@ -452,7 +455,10 @@ def _sized(args: CallArgs) -> Operation | CallProblem:
     sizes = args.positional[1:] or ([args.keywords["size"]] if "size" in args.keywords else [])
     if not sizes:
         return CallProblem(f"`{args.name}` needs the sizes, as in `x.{args.name}(B, -1)`")
-    shape, dynamic = _sizes(sizes)
+    found = _sizes(args.name, sizes)
+    if isinstance(found, CallProblem):
+        return found
+    shape, dynamic = found
     op = ExpandOp if args.name == "expand" else RepeatOp
     return op(x, shape, dynamic, _tensor())
 
