@@ -728,7 +728,7 @@ class PythonPrinter:
 # ----------------------------------------------------------------- helpers
 
 
-MAX_PENDING = 12
+MAX_PENDING = 32
 """The most single-use ops the printer holds back to inline into one statement."""
 
 

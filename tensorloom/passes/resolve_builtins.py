@@ -483,7 +483,10 @@ def _split(args: CallArgs) -> Operation | CallProblem:
     if value is None or (isinstance(size, int | float) and (size <= 0 or isinstance(size, float))):
         return _split_problem()
     equal = not isinstance(value.owner, ListOp)
-    shape, dynamic = _sizes([value])
+    found = _sizes(args.name, [value])
+    if isinstance(found, CallProblem):
+        return found
+    shape, dynamic = found
     if isinstance(size, list) and not all(isinstance(v, int) and v >= 0 for v in size):
         return _split_problem()
     return SplitOp(x, shape, dynamic, equal, dim, _tensor())
