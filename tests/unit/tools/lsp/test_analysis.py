@@ -102,7 +102,7 @@ def test_completion_while_the_file_does_not_parse(tmp_path: Path) -> None:
     assert "Linear" in functions and "Net" in functions
 
 
-def test_loss_completion_offers_the_catalogue_and_declared_functions(tmp_path: Path) -> None:
+def test_a_declared_loss_function_is_completed_and_found(tmp_path: Path) -> None:
     from tensorloom.frontend import ast
     from tensorloom.source import Span
 
@@ -113,3 +113,8 @@ def test_loss_completion_offers_the_catalogue_and_declared_functions(tmp_path: P
     labels = {i.label: i.kind for i in complete.completions(analysis, 14, 12)}
     assert {"CrossEntropy": "loss", "MSE": "loss", "my_loss": "function"}.items() <= labels.items()
     assert "Linear" not in labels
+    definition = navigate.definition(analysis, 14, 13)  # on `loss = my_loss` once typed
+    assert definition is None  # not typed yet: the line holds only `loss = `
+    analysis.text = analysis.text.replace("    loss = \n", "    loss = my_loss\n")
+    found = navigate.definition(analysis, 14, 13)
+    assert found == where
