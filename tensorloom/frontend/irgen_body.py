@@ -77,7 +77,7 @@ class BodyBuilder:
             arg, axis, span = self.dims[name]
             op = nml.DimOp(arg, axis)
             op.location = loc_of(span)
-            op.result.name_hint = name if _valid_hint(name) else None
+            op.result.name_hint = name if valid_hint(name) else None
             made = [v.owner for v in self.dim_values.values()]
             after = made[-1] if made else None
             if isinstance(after, Operation):
@@ -157,10 +157,10 @@ class BodyBuilder:
         inits = [self.scope[n] for n in carried]
         body = Block(arg_types=[i64, *(v.type for v in inits)])
         counter = body.args[0]
-        counter.name_hint = stmt.var if _valid_hint(stmt.var) and layers is None else "i"
+        counter.name_hint = stmt.var if valid_hint(stmt.var) and layers is None else "i"
         scope = dict(self.scope)
         for name, arg in zip(carried, body.args[1:], strict=True):
-            arg.name_hint = name if _valid_hint(name) else None
+            arg.name_hint = name if valid_hint(name) else None
             scope[name] = arg
         inner = self.child(body, scope)
         if layers is not None:
@@ -171,7 +171,7 @@ class BodyBuilder:
         inner.statements(stmt.body)
         body.add_op(_at_span(nml.YieldOp([scope[n] for n in carried]), stmt.span))
         op = nml.ForOp(inits, Region(body), layers=layers, bounds=bounds)
-        if layers is not None and _valid_hint(stmt.var):
+        if layers is not None and valid_hint(stmt.var):
             op.attributes["var"] = StringAttr(stmt.var)
         self.add(op, stmt.span)
         for name, result in zip(carried, op.results, strict=True):

@@ -21,8 +21,8 @@ from string import Template
 from textwrap import dedent
 
 from tensorloom.dialects.train import DEFAULT_BATCH_SIZE
-from tensorloom.passes.loss_functions import Metric
 from tensorloom.escape import py_comment, py_string
+from tensorloom.passes.loss_functions import Metric
 
 CLASSIFICATION_LOSSES = ("CrossEntropy", "NLL")
 # Optimizer keywords that choose its implementation: set by the user, they are kept.
