@@ -74,7 +74,13 @@ from tensorloom.dialects import nml
 from tensorloom.dialects import torch as t
 from tensorloom.dialects.layers import lookup
 from tensorloom.dialects.nml.types import CallAttr, CfgAttr, ExprAttr, NoneValueAttr, SliceAttr
-from tensorloom.passes.model_env import configs_of, enclosing_model, layers_of
+from tensorloom.passes.model_env import (
+    bind_layer,
+    configs_of,
+    enclosing_model,
+    layers_of,
+    model_env,
+)
 from tensorloom.passes.resolve_builtins import FUNCTIONS
 
 # ------------------------------------------------------------------ helpers
@@ -170,8 +176,8 @@ class ApplyToTorch(RewritePattern):
             return
         name = op.layer.root_reference.data
         layer = layers_of(model).get(name)
-        spec = lookup(layer.kind.data) if layer is not None else None
-        kind = spec.call_kind if spec is not None else "plain"
+        bound = bind_layer(layer, model_env(model)) if layer is not None else None
+        kind = bound.spec.call_kind_of(bound) if bound is not None else "plain"
         names = [n.data for n in op.arg_names] if op.arg_names else None
         _replace(rewriter, op, [t.CallModuleOp(name, op.args, names, kind)])
 
@@ -394,13 +400,21 @@ class SplitToTorch(RewritePattern):
         call = _Keywords()
         if isinstance(op, nml.ChunkOp):
             call.literal(op.chunks.value.data)
-        elif op.equal is not None:
-            call.literal(op.sizes.data[0].value.data)
         else:
-            sizes = [_const(a.value.data) for a in op.sizes.data]
-            listed = t.ListOp([c.result for c in sizes])
-            call.ops += [*sizes, listed]
-            call.value(listed.result)
+            sizes = _Keywords()
+            dynamic = iter(op.dynamic_sizes)
+            for entry in op.sizes.data:
+                if isinstance(entry, IntegerAttr):
+                    sizes.literal(entry.value.data)
+                else:
+                    sizes.value(next(dynamic))
+            if op.equal is not None:
+                call.ops += sizes.ops
+                call.value(sizes.args[0])
+            else:
+                listed = t.ListOp(sizes.args)
+                call.ops += [*sizes.ops, listed]
+                call.value(listed.result)
         if op.dim.value.data != 0:
             call.literal(op.dim.value.data, "dim")
         _replace(rewriter, op, call.method(op.input, op.name.removeprefix("nml.")))
@@ -789,7 +803,7 @@ class ModelToClass(RewritePattern):
         params, defaults = _init_params(op)
         methods = [_method(func, rewriter) for func in _funcs(op)]
         fields = _fields(op, methods)
-        submodules = [self._submodule(layer) for layer in layers_of(op).values()]
+        submodules = [self._submodule(op, layer) for layer in layers_of(op).values()]
         origin = f" from {PurePath(op.origin.data).name}" if op.origin is not None else ""
         cls = t.ModuleClassOp(
             op.sym_name.data,
@@ -801,14 +815,15 @@ class ModelToClass(RewritePattern):
         rewriter.insert(cls, InsertPoint.at_end(self.script.body.block))
         rewriter.erase(op, safe_erase=False)
 
-    def _submodule(self, layer: nml.LayerOp) -> t.SubmoduleOp:
+    def _submodule(self, model: nml.ModelOp, layer: nml.LayerOp) -> t.SubmoduleOp:
         kind = layer.kind.data
         args = [attr_source(a).text for a in layer.args.data]
         kwargs = [(k, attr_source(v).text) for k, v in _items(layer.kwargs)]
         spec = lookup(kind)
         cls_name = kind
         if kind not in self.models and spec is not None:
-            cls_name = spec.torch_class
+            bound = bind_layer(layer, model_env(model))
+            cls_name = spec.torch_class_of(bound) if bound is not None else spec.torch_class
             kwargs += _forced_kwargs(kind, len(args), kwargs)
         op = t.SubmoduleOp(
             layer.sym_name.data,
@@ -880,6 +895,20 @@ def _fields(model: nml.ModelOp, methods: Sequence[t.MethodOp]) -> list[Operation
 # ------------------------------------------------------------------- pass
 
 
+def _runtime_modules(models: Sequence[nml.ModelOp]) -> list[str]:
+    """The runtime modules the models' layers are built from (`attention` for a causal
+    `MultiHeadAttention`), each once, in order of first use."""
+    names: list[str] = []
+    for model in models:
+        env = model_env(model)
+        for layer in layers_of(model).values():
+            bound = bind_layer(layer, env)
+            module = bound.spec.runtime_module(bound) if bound is not None else None
+            if module is not None and module not in names:
+                names.append(module)
+    return names
+
+
 def script_of(module: ModuleOp) -> t.ScriptOp:
     """The module's `torch.script`, created if absent (the printer adds the imports it needs)."""
     for op in module.body.block.ops:
@@ -908,6 +937,9 @@ class ConvertNmlToTorchPass(ModulePass):
         if not models and not functions:
             return
         script = script_of(op)
+        for name in _runtime_modules(models):
+            for runtime in t.runtime_ops(name):
+                script.body.block.add_op(runtime)
         defs = [_function(func) for func in functions]  # step 3, lowered with the bodies
         # Users before producers, so that a pattern still sees its operands' nml types.
         body = GreedyRewritePatternApplier(list(BODY_PATTERNS))

@@ -452,12 +452,19 @@ def _split(args: CallArgs) -> Operation | CallProblem:
         if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
             return CallProblem("`chunks` of `chunk` must be a positive constant integer")
         return ChunkOp(x, size, dim, _tensor())
-    if isinstance(size, int) and not isinstance(size, bool) and size > 0:
-        return SplitOp(x, size, dim, _tensor())
-    if isinstance(size, list) and size and all(isinstance(v, int) and v >= 0 for v in size):
-        return SplitOp(x, [v for v in size if isinstance(v, int)], dim, _tensor())
+    value = args.value(1, what)
+    if value is None or (isinstance(size, int | float) and (size <= 0 or isinstance(size, float))):
+        return _split_problem()
+    equal = not isinstance(value.owner, ListOp)
+    shape, dynamic = _sizes([value])
+    if isinstance(size, list) and not all(isinstance(v, int) and v >= 0 for v in size):
+        return _split_problem()
+    return SplitOp(x, shape, dynamic, equal, dim, _tensor())
+
+
+def _split_problem() -> CallProblem:
     return CallProblem(
-        "`split` needs a positive constant size or a list of sizes",
+        "`split` needs a positive size or a list of sizes",
         "write `x.split(64, dim=-1)` or `x.split([64, 128], dim=-1)`",
     )
 

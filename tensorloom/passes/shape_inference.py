@@ -379,8 +379,9 @@ def _describe(bound: BoundLayer) -> str:
     return f"{bound.spec.name}({', '.join(args)})"
 
 
-_FIRST_ARG_FEATURES = {"Linear", "Conv1d", "Conv2d", "ConvTranspose2d", "BatchNorm1d",
-                       "BatchNorm2d", "LayerNorm", "LSTM", "GRU", "MultiHeadAttention"}  # fmt: skip
+_FIRST_ARG_FEATURES = {"Linear", "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d",
+                       "BatchNorm1d", "BatchNorm2d", "LayerNorm", "RMSNorm", "LSTM", "GRU",
+                       "MultiHeadAttention"}  # fmt: skip
 
 
 def _layer_help(name: str, bound: BoundLayer, mismatch: ShapeMismatch) -> str | None:

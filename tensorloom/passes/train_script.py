@@ -293,6 +293,7 @@ def parse_args_source(plan: ScriptPlan) -> str:
             parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
             parser.add_argument("--seed", type=int, default=SEED)
             parser.add_argument("--metrics", default=None, help="a JSON line per epoch goes here")
+            parser.add_argument("--tensorboard", default=None, help="TensorBoard logs go here")
             parser.add_argument("--checkpoint-dir", default=$checkpoint_default)
             parser.add_argument("--resume", default=None, help="a checkpoint to continue from")
             parser.add_argument("--data-root", default=None, help="where dataset files live")
@@ -1007,7 +1008,7 @@ def train(args: argparse.Namespace, ctx: DistContext) -> int:
     if args.resume is not None:
         resume(trainer, args.resume)
         log(f"resumed from {args.resume} after epoch {trainer.start_epoch}")
-    metrics = MetricsWriter(args.metrics, enabled=ctx.is_main)
+    metrics = MetricsWriter(args.metrics, enabled=ctx.is_main, tensorboard=args.tensorboard)
     for epoch in range(trainer.start_epoch, args.epochs):
         if _reached(trainer.step, args.max_steps):
             break
@@ -1021,6 +1022,7 @@ def train(args: argparse.Namespace, ctx: DistContext) -> int:
         log(format_epoch_summary(record, epochs=args.epochs))
         if batches == len(trainer.train_loader) // GRAD_ACCUM * GRAD_ACCUM:
             save_if_due(trainer, epoch, start_step, args)
+    metrics.close()
     return 0
 
 

@@ -28,7 +28,6 @@ from pygments.token import (
     String,
     Text,
     Whitespace,
-    _TokenType,
 )
 
 from tensorloom.frontend.tokens import KEYWORDS
@@ -101,9 +100,9 @@ class TensorLoomLexer(RegexLexer):
     """TensorLoom training scripts (.tl)."""
 
     name = "TensorLoom"
-    aliases: ClassVar[list[str]] = ["tensorloom", "tl"]
-    filenames: ClassVar[list[str]] = ["*.tl"]
-    mimetypes: ClassVar[list[str]] = ["text/x-tensorloom"]
+    aliases = ("tensorloom", "tl")
+    filenames = ("*.tl",)
+    mimetypes = ("text/x-tensorloom",)
     tokens: ClassVar[dict[str, Rules]] = _rules()  # type: ignore[assignment]
 
 
@@ -111,9 +110,9 @@ class NmlLexer(TensorLoomLexer):
     """TensorLoom model blueprints (.nml): the same tokens, `@model` sections."""
 
     name = "TensorLoom NML"
-    aliases: ClassVar[list[str]] = ["nml"]
-    filenames: ClassVar[list[str]] = ["*.nml"]
-    mimetypes: ClassVar[list[str]] = ["text/x-tensorloom-nml"]
+    aliases = ("nml",)
+    filenames = ("*.nml",)
+    mimetypes = ("text/x-tensorloom-nml",)
 
 
-__all__ = ["NmlLexer", "TensorLoomLexer", "_TokenType"]
+__all__ = ["NmlLexer", "TensorLoomLexer"]

@@ -108,6 +108,8 @@ def _command_line(arguments: list[str]) -> CommandLine | None:
             value = argument.partition("=")[2]
         elif argument == "--no-cache":
             no_cache = True
+        elif argument == "--json" and option == "--format":  # the alias of `--format json`
+            value = "json"
         elif argument.startswith("-"):
             return None  # --help, -o, or an option this parser does not know
         else:

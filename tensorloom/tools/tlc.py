@@ -220,6 +220,46 @@ def explain(code: str) -> int:
 
 
 @cli.command()
+@FILE_ARGUMENT
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="the picture (.svg, .png, .pdf) or Graphviz source (.dot); default: dot to stdout",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["svg", "png", "pdf", "dot"]),
+    help="default: from the output's suffix",
+)
+@click.option("--model", help="the model to draw; default: the one the file instantiates")
+@compiler_command
+def graph(file: Path, output: Path | None, fmt: str | None, model: str | None) -> int:
+    """Draw a model's dataflow: shapes on the edges, residuals dashed, nested models boxed."""
+    from tensorloom.tools.pictures import run_graph
+
+    return run_graph(file, output, fmt, model)
+
+
+@cli.command()
+@click.argument("metrics", type=click.Path(path_type=Path))
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path, dir_okay=False),
+    required=True,
+    help="the picture: .png, .svg or .pdf",
+)
+@compiler_command
+def plot(metrics: Path, output: Path) -> int:
+    """Plot loss and accuracy per epoch from a script's `--metrics` JSON lines."""
+    from tensorloom.tools.pictures import run_plot
+
+    return run_plot(metrics, output)
+
+
+@cli.command()
 def lsp() -> None:
     """Run the language server on stdin and stdout (editors start it; see editors/)."""
     # Not a `compiler_command`: the server owns stdout and closes it at exit, and

@@ -78,6 +78,19 @@ def test_params_equal_pytorch(path: Path) -> None:
     assert check_program(path) >= 1
 
 
+def test_resnet18_has_torchvisions_parameter_count() -> None:
+    """11,689,512: `sum(p.numel() for p in torchvision.models.resnet18().parameters())`;
+    the emitted model has as many (`check_program` builds it and counts)."""
+    path = ROOT / "tests/e2e/info_programs/resnet18.nml"
+    info = info_json(path, InfoRequest(batch_size=2))
+    resnet = next(m for m in info["models"] if m["name"] == "ResNet18")
+    assert resnet["params"] == 11_689_512
+    module, _ = emitted(path)
+    assert torch_params(module, "ResNet18", {}) == 11_689_512
+    out = module.ResNet18().eval()(torch.randn(1, 3, 224, 224))
+    assert out.shape == (1, 1000)
+
+
 def test_every_catalogue_layer_is_covered() -> None:
     from tensorloom.dialects.layers import LAYERS
 

@@ -8,9 +8,10 @@
     # epoch  1/10  train_loss 0.4100  val_loss 0.2200  val_acc 94.00%
     #   51,234 samples/s  lr 1.00e-03  0.31s    (on one line)
 
-Only rank 0 writes and prints; the others pass `enabled=False`. The progress bar
-is tqdm's, shown only when stderr is a terminal (and tqdm is installed), so logs
-and CI output stay one line per epoch.
+`MetricsWriter(path, tensorboard="runs/mnist")` also logs each record's numbers
+as TensorBoard scalars. Only rank 0 writes and prints; the others pass
+`enabled=False`. The progress bar is tqdm's, shown only when stderr is a
+terminal (and tqdm is installed), so logs and CI output stay one line per epoch.
 """
 
 from __future__ import annotations
@@ -31,18 +32,53 @@ Item = TypeVar("Item")
 
 
 class MetricsWriter:
-    """Appends one JSON object per epoch to a file; does nothing without a path."""
+    """Appends one JSON object per epoch to a file; does nothing without a path.
 
-    def __init__(self, path: str | os.PathLike[str] | None, *, enabled: bool = True) -> None:
+    With `tensorboard=DIR`, each numeric field of a record is also a TensorBoard
+    scalar in DIR, at step `epoch` (when the tensorboard package is installed;
+    without it the script says so once and trains on).
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None, *, enabled: bool = True,
+                 tensorboard: str | os.PathLike[str] | None = None) -> None:  # fmt: skip
         self.path = os.fspath(path) if path is not None and enabled else None
         if self.path is not None:
             os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+        self.board = _tensorboard_writer(tensorboard) if tensorboard and enabled else None
 
     def write(self, record: dict[str, Any]) -> None:
+        if self.board is not None:
+            _write_scalars(self.board, record)
         if self.path is None:
             return
         with open(self.path, "a", encoding="utf-8") as f:
             f.write(json.dumps(_finite(record)) + "\n")
+
+    def close(self) -> None:
+        if self.board is not None:
+            self.board.close()
+
+
+def _tensorboard_writer(logdir: str | os.PathLike[str]) -> Any:
+    """torch's SummaryWriter for `logdir`, or None (with a warning) without tensorboard."""
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+    except ImportError:
+        print(
+            "warning: --tensorboard needs the tensorboard package (pip install tensorboard); "
+            "no TensorBoard logs are written",
+            file=sys.stderr,
+        )
+        return None
+    return SummaryWriter(log_dir=os.fspath(logdir))
+
+
+def _write_scalars(board: Any, record: dict[str, Any]) -> None:
+    for key, value in record.items():
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if key != "epoch" and number and math.isfinite(value):
+            board.add_scalar(key, value, global_step=record["epoch"])
+    board.flush()
 
 
 def _finite(record: dict[str, Any]) -> dict[str, Any]:

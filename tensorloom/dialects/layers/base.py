@@ -377,6 +377,20 @@ class LayerSpec:
     ) -> int:
         return self.saved_tensors(bound, in_shape, out_shape, dtype_bytes).total
 
+    def torch_class_of(self, bound: BoundLayer) -> str:
+        """The class emitted code builds for these arguments (`torch_class` unless the
+        arguments call for another: a causal `MultiHeadAttention` is `SelfAttention`)."""
+        return self.torch_class
+
+    def call_kind_of(self, bound: BoundLayer) -> CallKind:
+        """How emitted code applies the layer built for these arguments."""
+        return self.call_kind
+
+    def runtime_module(self, bound: BoundLayer) -> str | None:
+        """The runtime module (tensorloom/backends/runtime) that defines `torch_class_of`,
+        when it is not PyTorch's own."""
+        return None
+
     def torch_ctor(self, bound: BoundLayer) -> TorchCtor:
         """The constructor call exactly as written, plus TensorLoom's forced keywords."""
         args = [py_literal(v) for v in bound.args]
@@ -386,7 +400,7 @@ class LayerSpec:
             for p, _ in zip([p for p in self.params if not p.kw_only], bound.args, strict=False)
         }
         kwargs += [(k, v) for k, v in self.forced_kwargs if k not in given]
-        return TorchCtor(self.torch_class, args, kwargs)
+        return TorchCtor(self.torch_class_of(bound), args, kwargs)
 
 
 # --- small helpers shared by the layer files ------------------------------------------------------

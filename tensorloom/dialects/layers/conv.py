@@ -1,4 +1,5 @@
-"""Convolutions and pools: Conv1d, Conv2d, ConvTranspose2d, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d.
+"""Convolutions and pools: Conv1d, Conv2d, ConvTranspose1d/2d, MaxPool2d, AvgPool2d,
+AdaptiveAvgPool2d.
 
 Inputs are channels-first, batched `[N, C, *spatial]` or unbatched `[C, *spatial]`.
 """
@@ -190,37 +191,37 @@ class Conv2dSpec(_ConvNd):
     params = _conv_params(2)
 
 
-class ConvTranspose2dSpec(_ConvNd):
-    """`ConvTranspose2d`: weight [in, out/groups, kh, kw]; only zero padding mode."""
-
-    name = "ConvTranspose2d"
-    torch_class = "nn.ConvTranspose2d"
-    params = (
+def _conv_transpose_params(n: int) -> tuple[Param, ...]:
+    return (
         req("in_channels", INT),
         req("out_channels", INT),
-        req("kernel_size", int_or_ints(2)),
-        Param("stride", int_or_ints(2), 1),
-        Param("padding", int_or_ints(2), 0),
-        Param("output_padding", int_or_ints(2), 0),
+        req("kernel_size", int_or_ints(n)),
+        Param("stride", int_or_ints(n), 1),
+        Param("padding", int_or_ints(n), 0),
+        Param("output_padding", int_or_ints(n), 0),
         Param("groups", INT, 1),
         Param("bias", BOOL, True),
-        Param("dilation", int_or_ints(2), 1),
+        Param("dilation", int_or_ints(n), 1),
         Param("padding_mode", choice("zeros", "reflect", "replicate", "circular"), "zeros"),
     )
 
+
+class _ConvTransposeNd(_ConvNd):
+    """`ConvTransposeNd`: weight [in, out/groups, *kernel]; only zero padding mode."""
+
     def validate(self, bound: BoundLayer) -> list[ArgError]:
-        errors = super().validate(bound) + non_negative_ints(bound, "output_padding", 2)
+        n = self.spatial
+        errors = super().validate(bound) + non_negative_ints(bound, "output_padding", n)
         if bound["padding_mode"] != "zeros":
             errors.append(
-                bound.error(
-                    "padding_mode", '`ConvTranspose2d` supports only `padding_mode="zeros"`'
-                )
+                bound.error("padding_mode", f'`{self.name}` supports only `padding_mode="zeros"`')
             )
         return errors or self._check_output_padding(bound)
 
     def _check_output_padding(self, bound: BoundLayer) -> list[ArgError]:
+        n = self.spatial
         triples = zip(
-            *(bound.get_ints(a, 2) for a in ("output_padding", "stride", "dilation")), strict=True
+            *(bound.get_ints(a, n) for a in ("output_padding", "stride", "dilation")), strict=True
         )
         if all(op < max(s, d) for op, s, d in triples):
             return []
@@ -231,17 +232,14 @@ class ConvTranspose2dSpec(_ConvNd):
         ]
 
     def spatial_out(self, bound: BoundLayer, sizes: list[Dim]) -> list[Dim]:
+        n = self.spatial
         k, s, p, op, d = (
-            bound.get_ints(a, 2)
+            bound.get_ints(a, n)
             for a in ("kernel_size", "stride", "padding", "output_padding", "dilation")
         )
         return [
-            conv_transpose_output_size(sizes[i], k[i], s[i], p[i], op[i], d[i]) for i in range(2)
+            conv_transpose_output_size(sizes[i], k[i], s[i], p[i], op[i], d[i]) for i in range(n)
         ]
-
-    def _weight_per_out(self, bound: BoundLayer) -> int:
-        k = numel(bound.get_ints("kernel_size", 2))
-        return bound.get_int("in_channels") // bound.get_int("groups") * k
 
     def weight_shape(self, bound: BoundLayer) -> tuple[int, ...]:
         """`[in, out / groups, *kernel]`: a transposed convolution's weight is the
@@ -256,10 +254,24 @@ class ConvTranspose2dSpec(_ConvNd):
         per_in = (
             bound.get_int("out_channels")
             // bound.get_int("groups")
-            * numel(bound.get_ints("kernel_size", 2))
+            * numel(bound.get_ints("kernel_size", self.spatial))
         )
         macs = numel(in_shape) * per_in
         return 2 * macs + (numel(out_shape) if bound.get_bool("bias") else 0)
+
+
+class ConvTranspose1dSpec(_ConvTransposeNd):
+    name = "ConvTranspose1d"
+    torch_class = "nn.ConvTranspose1d"
+    spatial = 1
+    params = _conv_transpose_params(1)
+
+
+class ConvTranspose2dSpec(_ConvTransposeNd):
+    name = "ConvTranspose2d"
+    torch_class = "nn.ConvTranspose2d"
+    spatial = 2
+    params = _conv_transpose_params(2)
 
 
 class _Pool2d(LayerSpec):
@@ -441,6 +453,7 @@ class AdaptiveAvgPool2dSpec(LayerSpec):
 SPECS: tuple[LayerSpec, ...] = (
     Conv1dSpec(),
     Conv2dSpec(),
+    ConvTranspose1dSpec(),
     ConvTranspose2dSpec(),
     MaxPool2dSpec(),
     AvgPool2dSpec(),

@@ -1,4 +1,7 @@
-"""Dense and shape-keeping layers: Linear, Embedding, Dropout, Flatten, Identity, activations."""
+"""Dense and shape-keeping layers: Linear, Embedding, Dropout, Flatten, Identity, Upsample,
+and the activation modules (ReLU, GELU, SiLU, Tanh, Sigmoid, Softmax, LogSoftmax, LeakyReLU,
+ELU, CELU, SELU, Mish, Hardswish, Hardsigmoid, ReLU6, Hardtanh, Softplus, Softsign,
+Tanhshrink, PReLU)."""
 
 from __future__ import annotations
 
@@ -10,9 +13,11 @@ from tensorloom.dialects.layers.base import (
     INT,
     ArgError,
     BoundLayer,
+    Kind,
     LayerSpec,
     Param,
     SavedTensors,
+    Value,
     choice,
     numel,
     optional,
@@ -23,7 +28,7 @@ from tensorloom.dialects.layers.base import (
     req,
     unify_feature,
 )
-from tensorloom.dialects.shapes import Shape, ShapeMismatch, Unifier, flatten_shape
+from tensorloom.dialects.shapes import Dim, Shape, ShapeMismatch, Unifier, flatten_shape, mismatch
 
 
 class LinearSpec(LayerSpec):
@@ -158,6 +163,88 @@ class IdentitySpec(LayerSpec):
     torch_class = "nn.Identity"
 
 
+_UPSAMPLE_MODES = ("nearest", "linear", "bilinear", "bicubic", "trilinear", "nearest-exact")
+_MODE_RANK = {"linear": 3, "bilinear": 4, "bicubic": 4, "trilinear": 5}
+
+
+def _sizes_kind(v: Value) -> bool:
+    return (
+        v is None
+        or _positive_number(v)
+        or (isinstance(v, list | tuple) and len(v) > 0 and all(_positive_number(x) for x in v))
+    )
+
+
+def _positive_number(v: Value) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+class UpsampleSpec(LayerSpec):
+    """`Upsample(size=none, scale_factor=none, mode="nearest")`: [N, C, *spatial] with the
+    spatial dims set to `size` or scaled by `scale_factor` (floored); saves nothing."""
+
+    name = "Upsample"
+    torch_class = "nn.Upsample"
+    params = (
+        Param("size", Kind("an integer, a list of integers or `none`", _sizes_kind)),
+        Param("scale_factor", Kind("a number, a list of numbers or `none`", _sizes_kind)),
+        Param("mode", choice(*_UPSAMPLE_MODES), "nearest"),
+        Param("align_corners", optional(BOOL)),
+        Param("recompute_scale_factor", optional(BOOL)),
+    )
+
+    def validate(self, bound: BoundLayer) -> list[ArgError]:
+        size, scale = bound["size"], bound["scale_factor"]
+        if (size is None) == (scale is None):
+            return [ArgError("`Upsample` takes exactly one of `size` and `scale_factor`")]
+        if bound["align_corners"] is not None and bound["mode"] not in _MODE_RANK:
+            return [
+                bound.error(
+                    "align_corners",
+                    "`align_corners` applies only to linear, bilinear, bicubic and trilinear modes",
+                )
+            ]
+        return []
+
+    def shape_rule(
+        self, bound: BoundLayer, shape: Shape, unifier: Unifier
+    ) -> Shape | ShapeMismatch:
+        if shape is None:
+            return None
+        want = _MODE_RANK.get(str(bound["mode"]))
+        if len(shape) < 3 or (want is not None and len(shape) != want):
+            return rank_error(f"a {want or '3-D to 5'}-D [N, C, *spatial]", shape)
+        spatial = len(shape) - 2
+        out = _upsampled(bound, [unifier.resolve(d) for d in shape[2:]], spatial)
+        if isinstance(out, ShapeMismatch):
+            return out
+        return (*shape[:2], *out)
+
+    def flops(
+        self, bound: BoundLayer, in_shape: tuple[int, ...], out_shape: tuple[int, ...]
+    ) -> int:
+        return numel(out_shape)
+
+
+def _upsampled(bound: BoundLayer, sizes: list[Dim], spatial: int) -> list[Dim] | ShapeMismatch:
+    size, scale = bound["size"], bound["scale_factor"]
+    given = size if size is not None else scale
+    factors = list(given) if isinstance(given, list | tuple) else [given] * spatial
+    if len(factors) != spatial:
+        name = "size" if size is not None else "scale_factor"
+        return mismatch(
+            f"got {len(factors)} `{name}` values for {spatial} spatial dims",
+            expected=spatial,
+            got=len(factors),
+        )
+    if size is not None:
+        return [int(f) for f in factors]  # type: ignore[arg-type]
+    return [
+        int(d * f) if isinstance(d, int) else (d if f == 1 else None)  # type: ignore[operator]
+        for d, f in zip(sizes, factors, strict=True)
+    ]
+
+
 class _Activation(LayerSpec):
     """An elementwise activation: keeps the shape, 1 FLOP per element, and saves
     its output (ReLU, Tanh, Sigmoid, whose gradients need only the result) or its
@@ -213,6 +300,127 @@ class SigmoidSpec(_Activation):
     torch_class = "nn.Sigmoid"
 
 
+class LeakyReLUSpec(_Activation):
+    name = "LeakyReLU"
+    torch_class = "nn.LeakyReLU"
+    params = (Param("negative_slope", FLOAT, 0.01), Param("inplace", BOOL, False))
+    saves_output = False
+
+
+class ELUSpec(_Activation):
+    name = "ELU"
+    torch_class = "nn.ELU"
+    params = (Param("alpha", FLOAT, 1.0), Param("inplace", BOOL, False))
+    saves_output = False
+
+
+class CELUSpec(_Activation):
+    name = "CELU"
+    torch_class = "nn.CELU"
+    params = (Param("alpha", FLOAT, 1.0), Param("inplace", BOOL, False))
+    saves_output = False
+
+    def validate(self, bound: BoundLayer) -> list[ArgError]:
+        if bound.get_float("alpha") != 0.0:
+            return []
+        return [bound.error("alpha", "`alpha` of `CELU` must not be zero")]
+
+
+class SELUSpec(_Activation):
+    name = "SELU"
+    torch_class = "nn.SELU"
+    params = (Param("inplace", BOOL, False),)
+    saves_output = False
+
+
+class _PlainActivation(_Activation):
+    """An activation whose only option is `inplace`, saving its input."""
+
+    params = (Param("inplace", BOOL, False),)
+    saves_output = False
+
+
+class MishSpec(_PlainActivation):
+    name = "Mish"
+    torch_class = "nn.Mish"
+
+
+class HardswishSpec(_PlainActivation):
+    name = "Hardswish"
+    torch_class = "nn.Hardswish"
+
+
+class HardsigmoidSpec(_PlainActivation):
+    name = "Hardsigmoid"
+    torch_class = "nn.Hardsigmoid"
+
+
+class ReLU6Spec(_PlainActivation):
+    name = "ReLU6"
+    torch_class = "nn.ReLU6"
+
+
+class HardtanhSpec(_Activation):
+    name = "Hardtanh"
+    torch_class = "nn.Hardtanh"
+    params = (
+        Param("min_val", FLOAT, -1.0),
+        Param("max_val", FLOAT, 1.0),
+        Param("inplace", BOOL, False),
+    )
+    saves_output = False
+
+    def validate(self, bound: BoundLayer) -> list[ArgError]:
+        if bound.get_float("max_val") > bound.get_float("min_val"):
+            return []
+        return [bound.error("max_val", "`max_val` must be greater than `min_val`")]
+
+
+class SoftplusSpec(_Activation):
+    name = "Softplus"
+    torch_class = "nn.Softplus"
+    params = (Param("beta", FLOAT, 1.0), Param("threshold", FLOAT, 20.0))
+    saves_output = False
+
+
+class SoftsignSpec(_Activation):
+    name = "Softsign"
+    torch_class = "nn.Softsign"
+    saves_output = False
+
+
+class TanhshrinkSpec(_Activation):
+    name = "Tanhshrink"
+    torch_class = "nn.Tanhshrink"
+    saves_output = False
+
+
+class PReLUSpec(_Activation):
+    """`PReLU(num_parameters=1)`: a learned slope, one per channel (dim 1) or shared."""
+
+    name = "PReLU"
+    torch_class = "nn.PReLU"
+    params = (Param("num_parameters", INT, 1), Param("init", FLOAT, 0.25))
+    saves_output = False
+
+    def validate(self, bound: BoundLayer) -> list[ArgError]:
+        return positive(bound, "num_parameters")
+
+    def shape_rule(
+        self, bound: BoundLayer, shape: Shape, unifier: Unifier
+    ) -> Shape | ShapeMismatch:
+        n = bound.get_int("num_parameters")
+        if shape is None or n == 1:
+            return shape
+        if len(shape) < 2:
+            return rank_error(f"an at least 2-D [N, {n}, *]", shape)
+        c = unify_feature(shape, 1, n, "channels", unifier)
+        return c if isinstance(c, ShapeMismatch) else shape
+
+    def param_shapes(self, bound: BoundLayer) -> dict[str, tuple[int, ...]]:
+        return {"weight": (bound.get_int("num_parameters"),)}
+
+
 class SoftmaxSpec(_Activation):
     """`Softmax(dim)`: keeps the shape; 5 FLOPs per element (max, subtract, exp,
     sum, divide); saves its output. `dim=None` is PyTorch's legacy choice."""
@@ -236,6 +444,11 @@ class SoftmaxSpec(_Activation):
         return 5 * numel(out_shape)
 
 
+class LogSoftmaxSpec(SoftmaxSpec):
+    name = "LogSoftmax"
+    torch_class = "nn.LogSoftmax"
+
+
 SPECS: tuple[LayerSpec, ...] = (
     LinearSpec(),
     EmbeddingSpec(),
@@ -248,4 +461,19 @@ SPECS: tuple[LayerSpec, ...] = (
     TanhSpec(),
     SigmoidSpec(),
     SoftmaxSpec(),
+    LogSoftmaxSpec(),
+    LeakyReLUSpec(),
+    ELUSpec(),
+    CELUSpec(),
+    SELUSpec(),
+    MishSpec(),
+    HardswishSpec(),
+    HardsigmoidSpec(),
+    ReLU6Spec(),
+    HardtanhSpec(),
+    SoftplusSpec(),
+    SoftsignSpec(),
+    TanhshrinkSpec(),
+    PReLUSpec(),
+    UpsampleSpec(),
 )

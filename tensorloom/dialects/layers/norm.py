@@ -1,4 +1,4 @@
-"""Normalisation layers: BatchNorm1d, BatchNorm2d, LayerNorm, GroupNorm.
+"""Normalisation layers: BatchNorm1d, BatchNorm2d, LayerNorm, RMSNorm, GroupNorm.
 
 Each saves its input plus fp32 statistics (mean and inverse std) for backward.
 FLOPs: 4 per element (mean, centre, variance, scale), 2 more with affine parameters.
@@ -197,6 +197,34 @@ class LayerNormSpec(LayerSpec):
         )
 
 
+class RMSNormSpec(LayerNormSpec):
+    """`RMSNorm(normalized_shape, eps=none)`: like LayerNorm without centring or bias;
+    saves its input and one fp32 statistic per row."""
+
+    name = "RMSNorm"
+    torch_class = "nn.RMSNorm"
+    params = (
+        req("normalized_shape", INT_OR_INT_LIST),
+        Param("eps", optional(FLOAT)),
+        Param("elementwise_affine", BOOL, True),
+    )
+
+    def param_shapes(self, bound: BoundLayer) -> dict[str, tuple[int, ...]]:
+        return _affine_shapes(self.normalized(bound), bound.get_bool("elementwise_affine"), False)
+
+    def saved_tensors(
+        self,
+        bound: BoundLayer,
+        in_shape: tuple[int, ...],
+        out_shape: tuple[int, ...],
+        dtype_bytes: int,
+    ) -> SavedTensors:
+        rows = numel(in_shape) // numel(self.normalized(bound))
+        return SavedTensors(
+            input_bytes=numel(in_shape) * dtype_bytes, extra_bytes=rows * _STAT_BYTES
+        )
+
+
 class GroupNormSpec(LayerSpec):
     """`GroupNorm(num_groups, num_channels)`: [N, C, *] with C at dim 1."""
 
@@ -257,5 +285,6 @@ SPECS: tuple[LayerSpec, ...] = (
     BatchNorm1dSpec(),
     BatchNorm2dSpec(),
     LayerNormSpec(),
+    RMSNormSpec(),
     GroupNormSpec(),
 )

@@ -4,7 +4,11 @@ TensorLoom always builds these with `batch_first=True` (PyTorch's default is
 False): inputs are `[B, T, features]`, or unbatched `[T, features]`. In a forward,
 `lstm(x)` and `gru(x)` mean the output sequence `[B, T, H * directions]` (the
 final hidden states are dropped: emitted as `self.lstm(x)[0]`), and
-`attention(x)` is self-attention, `self.attention(x, x, x, need_weights=False)[0]`.
+`attention(x)` is self-attention, `self.attention(x, x, x, need_weights=False)[0]`;
+with `causal=true` it is the runtime's `SelfAttention` (tensorloom/backends/runtime/
+attention.py: a fused `c_attn` and `c_proj` as nanoGPT names them, the same parameter
+count, `F.scaled_dot_product_attention(..., is_causal=True)` inside), applied as
+`self.attention(x)`.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from tensorloom.dialects.layers.base import (
     INT,
     ArgError,
     BoundLayer,
+    CallKind,
     LayerSpec,
     Param,
     SavedTensors,
@@ -228,12 +233,21 @@ class MultiHeadAttentionSpec(LayerSpec):
         Param("kdim", optional(INT)),
         Param("vdim", optional(INT)),
         Param("batch_first", BOOL, True),
+        Param("causal", BOOL, False, kw_only=True),
     )
 
     def validate(self, bound: BoundLayer) -> list[ArgError]:
         errors = positive(bound, "embed_dim", "num_heads") + probability(bound, "dropout")
         if errors:
             return errors
+        if bound.get_bool("causal"):
+            errors += [
+                bound.error(k, f"`{k}` is not supported with `causal=true`")
+                for k in ("add_bias_kv", "add_zero_attn")
+                if bound.get_bool(k)
+            ]
+            if not bound.get_bool("batch_first"):
+                errors.append(bound.error("batch_first", "`causal=true` needs `batch_first=true`"))
         e, h = bound.get_int("embed_dim"), bound.get_int("num_heads")
         if e % h:
             errors.append(
@@ -260,10 +274,29 @@ class MultiHeadAttentionSpec(LayerSpec):
         )
         return got if isinstance(got, ShapeMismatch) else replace_dim(shape, -1, got)
 
+    def _causal(self, bound: BoundLayer) -> bool:
+        return bool(bound.values.get("causal", False))
+
+    def torch_class_of(self, bound: BoundLayer) -> str:
+        return "SelfAttention" if self._causal(bound) else self.torch_class
+
+    def call_kind_of(self, bound: BoundLayer) -> CallKind:
+        return "plain" if self._causal(bound) else self.call_kind
+
+    def runtime_module(self, bound: BoundLayer) -> str | None:
+        return "attention" if self._causal(bound) else None
+
     def param_shapes(self, bound: BoundLayer) -> dict[str, tuple[int, ...]]:
         """`nn.MultiheadAttention`'s: the packed q/k/v projection, `bias_k`/`bias_v`,
-        then the output projection `out_proj`."""
+        then the output projection `out_proj`; causal: `SelfAttention`'s `c_attn`, `c_proj`."""
         e, bias = bound.get_int("embed_dim"), bound.get_bool("bias")
+        if bound.get_bool("causal"):
+            return {
+                "c_attn.weight": (3 * e, e),
+                **({"c_attn.bias": (3 * e,)} if bias else {}),
+                "c_proj.weight": (e, e),
+                **({"c_proj.bias": (e,)} if bias else {}),
+            }
         shapes: dict[str, tuple[int, ...]] = {"in_proj_weight": (3 * e, e)}
         shapes |= {"in_proj_bias": (3 * e,)} if bias else {}
         if bound.get_bool("add_bias_kv"):

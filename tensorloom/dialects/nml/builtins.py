@@ -88,7 +88,10 @@ DimsRule = Callable[[Dims], "Shape | ShapeMismatch"]
 
 
 def apply_rule(operand: Attribute, rule: DimsRule) -> Attribute | ShapeMismatch:
-    """Apply a dims rule to a tensor type; unknown rank stays unknown."""
+    """Apply a dims rule to a tensor type; unknown rank stays unknown, and so does a
+    value of unknown type (a call already reported)."""
+    if isinstance(operand, AnyType):
+        return TensorType.unranked()
     if not isinstance(operand, TensorType):
         return ShapeMismatch(f"expected a tensor, got {operand}")
     dims = operand.dims
@@ -1166,38 +1169,63 @@ class _PiecesOp(FunctionalOp, ABC):
 
 
 @irdl_op_definition
-class SplitOp(_PiecesOp):
-    """`nml.split %x sizes [64, 64] dim 2` or `nml.split %x size 64 dim 2` (equal pieces)."""
+class SplitOp(SizedOp):
+    """`nml.split %x sizes [64 : i64, 64 : i64] dim 2` or `nml.split %x equal sizes ["?"](%d)
+    dim 2` (pieces of one size, the last shorter): a tuple of tensors. A size may be `"?"`,
+    the next dynamic operand (a config)."""
 
     name = "nml.split"
 
     input = operand_def()
-    sizes = prop_def(ArrayAttr[IntegerAttr[I64]])
+    sizes = prop_def(ArrayAttr)
     dim = prop_def(IntegerAttr[I64])
     equal = opt_prop_def(UnitAttr)
+    dynamic_sizes = var_operand_def()  # type: ignore[assignment]
     result = result_def()
 
     ASSEMBLY_FORMAT: ClassVar[str] = (
-        "$input (`equal` $equal^)? `sizes` $sizes `dim` $dim attr-dict `:` "
-        "functional-type($input, $result)"
+        "$input (`equal` $equal^)? `sizes` $sizes (`(` $dynamic_sizes^ `)`)? `dim` $dim "
+        "attr-dict `:` functional-type(operands, results)"
     )
 
-    def __init__(self, input: Value, sizes: int | Sequence[int], dim: int, result_type: Attribute):
-        equal = isinstance(sizes, int)
+    def __init__(
+        self,
+        input: Value,
+        sizes: Sequence[Attribute],
+        dynamic_sizes: Sequence[Value],
+        equal: bool,
+        dim: int,
+        result_type: Attribute,
+    ):
         super().__init__(
-            operands=[input],
+            operands=[input, dynamic_sizes],
             properties={
-                "sizes": _int_array([sizes] if isinstance(sizes, int) else sizes),
+                "sizes": ArrayAttr(sizes),
                 "dim": IntegerAttr(dim, i64),
                 "equal": UnitAttr() if equal else None,
             },
             result_types=[result_type],
         )
 
-    def pieces(self, dims: Dims, unifier: Unifier) -> list[Dims | None] | ShapeMismatch | None:
-        sizes = _ints(self.sizes) or []
-        split: int | list[int] = sizes[0] if self.equal is not None else sizes
-        return split_shapes(dims, split, self.dim.value.data, unifier)  # type: ignore[return-value]
+    def infer_sized(
+        self, operand_types: Sequence[Attribute], sizes: Sequence[Dim], unifier: Unifier
+    ) -> Attribute | ShapeMismatch:
+        operand = operand_types[0]
+        if not isinstance(operand, TensorType):
+            return (
+                TensorType.unranked()
+                if isinstance(operand, AnyType)
+                else ShapeMismatch(f"expected a tensor, got {operand}")
+            )
+        entries = _sized_entries(self.sizes, sizes)
+        if not all(isinstance(e, int) for e in entries):
+            return ListType()  # a size known only at run time: the pieces are unknown
+        ints = [e for e in entries if isinstance(e, int)]
+        split: int | list[int] = ints[0] if self.equal is not None else ints
+        pieces = split_shapes(operand.dims, split, self.dim.value.data, unifier)
+        if pieces is None or isinstance(pieces, ShapeMismatch):
+            return ListType() if pieces is None else pieces
+        return TupleType.of([operand.with_dims(p) for p in pieces])
 
 
 @irdl_op_definition

@@ -126,11 +126,11 @@ def _open_callee(before: str) -> str | None:
 def _everything(analysis: Analysis) -> list[Item]:
     from tensorloom.dialects.layers import LAYERS
     from tensorloom.frontend.tokens import KEYWORDS
-    from tensorloom.passes.resolve_builtins import BUILTINS
+    from tensorloom.passes.resolve_builtins import FUNCTIONS
     from tensorloom.tools.lsp.hover import signature
 
     items = [Item(n, "layer", signature(s).splitlines()[1]) for n, s in LAYERS.items()]
-    items += [Item(n, "function", "builtin function") for n in BUILTINS]
+    items += [Item(n, "function", f.signature) for n, f in FUNCTIONS.items()]
     items += [Item(n, "model", "model") for n in navigate.models_in_scope(analysis)]
     items += _top_level(analysis)
     words = [*(k for k in KEYWORDS if k.isidentifier()), *CONTEXTUAL_KEYWORDS]

@@ -18,26 +18,41 @@ from tensorloom.source import Span
 from tensorloom.tools.lsp import navigate
 from tensorloom.tools.lsp.document import contains
 
+MAX_ALIASES = 16  # `let a = b`, `let b = c`, ...: how far a hover follows plain names
+
 if TYPE_CHECKING:
     from xdsl.ir import Operation
 
     from tensorloom.dialects.layers import LayerSpec
+    from tensorloom.dialects.nml import FuncOp
     from tensorloom.tools.lsp.document import Analysis
 
 
 def hover(analysis: Analysis, line: int, col: int) -> tuple[str, Span] | None:
     """The hover text (markdown) for the position, and the span it describes."""
     word = analysis.word_at(line, col)
+    value = _value_at(analysis, line, col)
     if word is not None:
         name, span, owner = word
         text = _named(analysis, name, owner, line, col)
+        applied = value is not None and value[0].start() == span.start() and _is_function(name)
+        if text is not None and value is not None and applied:
+            text += "\n\n" + _value_text(analysis, *value)  # what the function gives here
         if text is not None:
             return text, span
-    value = _value_at(analysis, line, col)
     if value is None:
         return None
-    span, shape = value
-    return _code(f"{source_text(analysis, span)}: Tensor{shape}"), span
+    return _value_text(analysis, *value), value[0]
+
+
+def _is_function(name: str) -> bool:
+    from tensorloom.passes.resolve_builtins import FUNCTIONS
+
+    return name in FUNCTIONS
+
+
+def _value_text(analysis: Analysis, span: Span, shape: str) -> str:
+    return _code(f"{source_text(analysis, span)}: Tensor{shape}")
 
 
 def _named(analysis: Analysis, name: str, owner: str, line: int, col: int) -> str | None:
@@ -50,9 +65,12 @@ def _named(analysis: Analysis, name: str, owner: str, line: int, col: int) -> st
     if owner:
         return None
     if root is not None:
+        binding = _binding(root, name, line, col)
+        if binding is not None:
+            return _bound_value(analysis, root, name, binding, model)
         local = navigate.local(root, name, line, col)
         if local is not None:
-            return _local_value(analysis, root, name, local, model)
+            return _parameter(analysis, model, name, local)
     models = navigate.models_in_scope(analysis)
     if name in models:
         return _model(analysis, models[name])
@@ -89,13 +107,17 @@ def _model(analysis: Analysis, model: ast.ModelDecl) -> str:
 
 
 def _catalogue(name: str) -> str | None:
-    """A layer type or a train setting, from the catalogues the checker reads."""
+    """A layer type, a builtin function or a train setting, from the checker's catalogues."""
     from tensorloom.dialects.layers import lookup
     from tensorloom.passes.check_train import SETTINGS
+    from tensorloom.passes.resolve_builtins import FUNCTIONS
 
     spec = lookup(name)
     if spec is not None:
         return signature(spec)
+    function = FUNCTIONS.get(name)
+    if function is not None:
+        return f"{_code(f'{function.signature}  ->  {function.torch}')}\n\n{function.summary}"
     setting = SETTINGS.get(name)
     if setting is not None:
         return f"{_code(f'{name} = ...')}\n\ntrain setting: {setting.doc}"
@@ -112,43 +134,79 @@ def signature(spec: LayerSpec) -> str:
     return f"{text}\n\n{doc[0]}" if doc else text
 
 
-def _local_value(analysis: Analysis, root: ast.Module, name: str, where: Span,
+def _binding(root: ast.Module, name: str, line: int, col: int) -> ast.Expr | None:
+    """The value `name` holds at the position: its last `let` or assignment before it."""
+    scopes = [n for n in navigate.enclosing(root, line, col) if isinstance(n, ast.FnDecl)]
+    if not scopes:
+        return None
+    found: list[tuple[tuple[int, int], ast.Expr]] = []
+    for node in navigate.walk(scopes[-1]):
+        value = _assigned(node, name)
+        if value is None or contains(value.span, line, col):
+            continue  # in `x = f(x)`, the `x` inside `f(x)` is the one before
+        if (node.span.line, node.span.col) <= (line, col):
+            found.append(((node.span.line, node.span.col), value))
+    return max(found, key=lambda hit: hit[0])[1] if found else None
+
+
+def _assigned(node: ast.Node, name: str) -> ast.Expr | None:
+    """The value `node` binds to `name`, if it is a `let` or an assignment of it."""
+    if isinstance(node, ast.LetStmt) and node.name == name:
+        return node.value
+    if isinstance(node, ast.AssignStmt) and isinstance(node.target, ast.Name):
+        return node.value if node.target.id == name else None
+    return None
+
+
+def _bound_value(analysis: Analysis, root: ast.Module, name: str, value: ast.Expr,
                  model: ast.ModelDecl | None) -> str | None:  # fmt: skip
-    """The shape a parameter or `let` holds."""
-    let = next(
-        (n for n in navigate.walk(root) if isinstance(n, ast.LetStmt) and n.name_span == where),
-        None,
-    )
-    if let is None:
-        return _parameter(analysis, model, name, where)
-    for span, shape in _typed_spans(analysis):
-        if span == let.value.span:
-            return _code(f"let {name}: Tensor{shape}")
+    """The shape of the value a `let` or an assignment bound (`let r = x`: x's)."""
+    for _ in range(MAX_ALIASES):
+        shape = next((shape for span, shape in _typed_spans(analysis) if span == value.span), None)
+        if shape is not None:
+            return _code(f"{name}: Tensor{shape}")
+        if not isinstance(value, ast.Name):
+            return None
+        where = (value.span.line, value.span.col)
+        bound = _binding(root, value.id, *where)
+        if bound is None:
+            local = navigate.local(root, value.id, *where)
+            typed = _parameter(analysis, model, value.id, local) if local else None
+            return typed.replace(f"{value.id}:", f"{name}:", 1) if typed else None
+        value = bound
     return None
 
 
 def _parameter(analysis: Analysis, model: ast.ModelDecl | None, name: str,
                where: Span) -> str | None:  # fmt: skip
     """A method parameter's shape: the type of its block argument in the model's IR."""
-    from tensorloom.dialects.nml import FuncOp, ModelOp, TensorType
+    from tensorloom.dialects.nml import TensorType
     from tensorloom.dialects.shapes import format_shape
 
-    method = (
-        next((m for m in model.methods if where in [p.span for p in m.params]), None)
-        if (model is not None)
-        else None
-    )
-    module = analysis.result.module
-    if method is None or module is None or model is None:
+    if model is None:
         return None
-    for op in module.walk():
-        if isinstance(op, FuncOp) and op.sym_name.data == method.name:
-            parent = op.parent_op()
-            names = [a.data for a in op.arg_names.data]
-            if isinstance(parent, ModelOp) and parent.sym_name.data == model.name and name in names:
-                kind = op.body.block.args[names.index(name)].type
-                if isinstance(kind, TensorType) and kind.dims is not None:
-                    return _code(f"{name}: Tensor{format_shape(kind.dims)}")
+    method = next((m for m in model.methods if where in [p.span for p in m.params]), None)
+    func = _func(analysis, model.name, method.name) if method is not None else None
+    names = [a.data for a in func.arg_names.data] if func is not None else []
+    if func is None or name not in names:
+        return None
+    kind = func.body.block.args[names.index(name)].type
+    if not isinstance(kind, TensorType) or kind.dims is None:
+        return None
+    return _code(f"{name}: Tensor{format_shape(kind.dims)}")
+
+
+def _func(analysis: Analysis, model: str, method: str) -> FuncOp | None:
+    """The IR of `model`'s method `method`."""
+    from tensorloom.dialects.nml import FuncOp, ModelOp
+
+    module = analysis.result.module
+    for op in module.walk() if module is not None else ():
+        if not isinstance(op, FuncOp) or op.sym_name.data != method:
+            continue
+        parent = op.parent_op()
+        if isinstance(parent, ModelOp) and parent.sym_name.data == model:
+            return op
     return None
 
 

@@ -2,9 +2,10 @@
 
     $ tlc lsp            # speaks LSP on stdin/stdout (editors/vscode starts it)
 
-On open, change and save a document is checked again (`document.analyze`,
-the same pipeline and diagnostics as `tlc check`) and its diagnostics are
-published: one LSP diagnostic per TensorLoom diagnostic, with the code, the
+On open and change a document is checked again (`document.analyze`, the
+same pipeline and diagnostics as `tlc check`), on save only if its text changed
+since, and saving a file re-checks the open files that import it. Its
+diagnostics are then published: one LSP diagnostic per TensorLoom diagnostic, with the code, the
 primary span as the range, the primary label, notes and `help:` in the
 message, and each secondary span as related information. A diagnostic in an
 imported file is published on that file. Positions: LSP's are 0-based, ours
@@ -66,12 +67,18 @@ class TensorLoomServer(LanguageServer):
         self.analyses: dict[str, Analysis] = {}
         self.published: dict[str, set[str]] = {}  # document uri -> uris it published on
 
-    def check(self, uri: str) -> None:
-        """Analyze the document's current text and publish its diagnostics."""
+    def check(self, uri: str, *, force: bool = False) -> None:
+        """Analyze the document's current text and publish its diagnostics.
+
+        An unchanged text (a save right after the edits were checked) is not
+        checked again unless `force`: a file it imports has changed.
+        """
         document = self.workspace.get_text_document(uri)
         path = to_fs_path(uri) or uri
-        analysis = analyze(path, document.source, self.analyses.get(uri))
-        self.analyses[uri] = analysis
+        previous = self.analyses.get(uri)
+        if force or previous is None or previous.text != document.source:
+            self.analyses[uri] = analyze(path, document.source, previous)
+        analysis = self.analyses[uri]
         by_uri: dict[str, list[types.Diagnostic]] = {uri: []}
         for diagnostic in analysis.diagnostics:
             target = uri_of(diagnostic.primary.span.file, path, uri)
@@ -170,7 +177,15 @@ def did_change(ls: TensorLoomServer, params: types.DidChangeTextDocumentParams) 
 
 @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
 def did_save(ls: TensorLoomServer, params: types.DidSaveTextDocumentParams) -> None:
-    ls.check(params.text_document.uri)
+    """Check the saved file, and every open file that imports it (they read it from disk)."""
+    uri = params.text_document.uri
+    ls.check(uri)
+    saved = str(Path(to_fs_path(uri) or uri).resolve())
+    for other, analysis in list(ls.analyses.items()):
+        program = analysis.program
+        imported = [] if program is None else [u.path for u in program.imported]
+        if other != uri and saved in {str(Path(p).resolve()) for p in imported}:
+            ls.check(other, force=True)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)

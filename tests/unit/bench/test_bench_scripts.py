@@ -251,3 +251,13 @@ def test_run_emitted_reports_exit_code_and_peak(tmp_path: Path) -> None:
     assert proc.returncode == 3 and lines[0] == "['--x']"
     final = json.loads(lines[-1])
     assert final["exit_code"] == 3 and final["wall_s"] >= 0
+
+
+def test_lsp_recheck_edits_and_times_an_example() -> None:
+    recheck = load(BENCH / "lsp_recheck.py", "lsp_recheck")
+    train = "train net on d:\n    epochs = {}\n"
+    assert recheck.edited(train.format(10), 0) == train.format(5)
+    assert recheck.edited("@model M:\n", 1) == "@model M:  // edit 1\n"
+    walls, cpus, found = recheck.measure(ROOT / "examples" / "mnist.tl", 2)
+    assert len(walls) == len(cpus) == 2 and all(w > 0 for w in walls)
+    assert found == 1  # TL0411: `precision = fp16` on a CPU-only run

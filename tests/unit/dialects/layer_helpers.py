@@ -8,8 +8,12 @@ from typing import Any
 import torch
 from torch import nn
 
+from tensorloom.backends.runtime import module_text
 from tensorloom.dialects.layers import BoundLayer, LayerSpec, Value, lookup
 from tensorloom.dialects.shapes import Shape, ShapeMismatch, Unifier
+
+RUNTIME: dict[str, object] = {}
+exec(module_text("attention"), RUNTIME)  # the layers emitted code builds from runtime modules
 
 
 def bind(name: str, *args: Value, **kwargs: Value) -> tuple[LayerSpec, BoundLayer]:
@@ -23,16 +27,19 @@ def bind(name: str, *args: Value, **kwargs: Value) -> tuple[LayerSpec, BoundLaye
 
 def build(spec: LayerSpec, bound: BoundLayer) -> nn.Module:
     source = spec.torch_ctor(bound).source()
-    module = eval(source, {"nn": nn, "float": float})
+    module = eval(source, {"nn": nn, "float": float, **RUNTIME})
     assert isinstance(module, nn.Module)
     return module
 
 
-def forward(spec: LayerSpec, module: nn.Module, x: torch.Tensor) -> torch.Tensor:
-    """The forward call as the backend emits it for `spec.call_kind`."""
-    if spec.call_kind == "first_of_tuple_self_attention":
+def forward(
+    spec: LayerSpec, module: nn.Module, x: torch.Tensor, bound: BoundLayer | None = None
+) -> torch.Tensor:
+    """The forward call as the backend emits it for the layer's call kind."""
+    kind = spec.call_kind_of(bound) if bound is not None else spec.call_kind
+    if kind == "first_of_tuple_self_attention":
         return module(x, x, x, need_weights=False)[0]
-    if spec.call_kind == "first_of_tuple":
+    if kind == "first_of_tuple":
         return module(x)[0]
     return module(x)
 
@@ -69,12 +76,12 @@ def check_against_torch(
         # ConvTranspose2d produces without complaint, and which is always a bug).
         try:
             with torch.no_grad():
-                out = forward(spec, module, x)
+                out = forward(spec, module, x, bound)
         except (RuntimeError, ValueError, AssertionError, IndexError):
             return
         if out.numel() == 0:
             return
         raise AssertionError(f"{name}{args}{kwargs} on {shape}: predicted {predicted}, torch ran")
     with torch.no_grad():
-        out = forward(spec, module, x)
+        out = forward(spec, module, x, bound)
     assert predicted == tuple(out.shape), (name, args, kwargs, shape, predicted, tuple(out.shape))

@@ -20,9 +20,12 @@ def sources_with(text: str, path: str = "a.tl") -> SourceMap:
 
 def test_rustc_style_layout() -> None:
     sources = sources_with("let x = f(1,\n  2)\nlet y = x |> 3\n")
-    diag = Diagnostic.error("TL0109", "a pipe stage must be a name, a call or a member",
-                            Label(Span("a.tl", 3, 14, 3, 15), "not a pipe stage"),
-                            help="write a function")
+    diag = Diagnostic.error(
+        "TL0109",
+        "a pipe stage must be a name, a call or a member",
+        Label(Span("a.tl", 3, 14, 3, 15), "not a pipe stage"),
+        help="write a function",
+    )
     assert render_text.render(diag, sources) == (
         "error[TL0109]: a pipe stage must be a name, a call or a member\n"
         " --> a.tl:3:14\n"
@@ -36,9 +39,12 @@ def test_rustc_style_layout() -> None:
 
 def test_secondary_label_and_wide_gutter() -> None:
     text = "\n" * 9 + "let a = f(1 2)\n"
-    diag = Diagnostic.error("TL0101", "expected `,` or `)`, found `2`",
-                            Label(Span("a.tl", 10, 13, 10, 14), "expected `,` or `)`"),
-                            secondary=[Label(Span("a.tl", 10, 10, 10, 11), "to close this")])
+    diag = Diagnostic.error(
+        "TL0101",
+        "expected `,` or `)`, found `2`",
+        Label(Span("a.tl", 10, 13, 10, 14), "expected `,` or `)`"),
+        secondary=[Label(Span("a.tl", 10, 10, 10, 11), "to close this")],
+    )
     assert render_text.render(diag, sources_with(text)).splitlines() == [
         "error[TL0101]: expected `,` or `)`, found `2`",
         "  --> a.tl:10:13",
@@ -53,8 +59,9 @@ def test_secondary_label_and_wide_gutter() -> None:
 
 def test_file_level_diagnostic_has_no_snippet() -> None:
     sources = sources_with("", "blob.tl")
-    diag = Diagnostic.error("TL0602", "`blob.tl` is a binary file, not TensorLoom source",
-                            Span.point("blob.tl", 1, 1))
+    diag = Diagnostic.error(
+        "TL0602", "`blob.tl` is a binary file, not TensorLoom source", Span.point("blob.tl", 1, 1)
+    )
     assert render_text.render(diag, sources) == (
         "error[TL0602]: `blob.tl` is a binary file, not TensorLoom source\n --> blob.tl:1:1\n"
     )
@@ -78,13 +85,20 @@ def test_summary_line_counts_errors_and_warnings() -> None:
 
 
 def test_json_carries_every_field() -> None:
-    diag = Diagnostic.error("TL0102", "unclosed `(`", Label(Span("a.tl", 2, 9, 2, 10), "here"),
-                            help="add `)`")
+    diag = Diagnostic.error(
+        "TL0102", "unclosed `(`", Label(Span("a.tl", 2, 9, 2, 10), "here"), help="add `)`"
+    )
     data = json.loads(render_json.render_all([diag]))
     (entry,) = data["diagnostics"]
     assert entry["code"] == "TL0102"
-    assert entry["primary"] == {"file": "a.tl", "line": 2, "column": 9, "end_line": 2,
-                                "end_column": 10, "label": "here"}
+    assert entry["primary"] == {
+        "file": "a.tl",
+        "line": 2,
+        "column": 9,
+        "end_line": 2,
+        "end_column": 10,
+        "label": "here",
+    }
     assert entry["help"] == "add `)`"
 
 
@@ -107,8 +121,11 @@ BAD_INPUTS: list[tuple[str, bytes, list[tuple[str, int, int]]]] = [
     ("latin1.tl", b"let x = 1\n// caf\xe9\n", [("TL0603", 2, 7)]),
     ("tabs.tl", b"model M:\n    layer a = A()\n\tlayer b = B()\n", [("TL0003", 3, 1)]),
     ("mixed.tl", b"model M:\n  \tlayer a = A()\n", [("TL0003", 2, 3)]),
-    ("dedent.tl", b"model M:\n    fn f(self):\n        return 1\n  layer a = A()\n",
-     [("TL0004", 4, 3)]),
+    (
+        "dedent.tl",
+        b"model M:\n    fn f(self):\n        return 1\n  layer a = A()\n",
+        [("TL0004", 4, 3)],
+    ),
     ("string.tl", b'let s = "no end\nlet t = 1\n', [("TL0001", 1, 9)]),
     ("comment.tl", b"let x = 1 /* never closed\nlet y = 2\n", [("TL0002", 1, 11)]),
     ("unknown.tl", b"let x = 1 $ 2\n", [("TL0005", 1, 11)]),
@@ -118,8 +135,10 @@ BAD_INPUTS: list[tuple[str, bytes, list[tuple[str, int, int]]]] = [
 ]
 
 
-@pytest.mark.parametrize(("name", "data", "expected"), BAD_INPUTS,
-                         ids=[name for name, _, _ in BAD_INPUTS])
-def test_bad_input(tmp_path: Path, name: str, data: bytes,
-                   expected: list[tuple[str, int, int]]) -> None:
+@pytest.mark.parametrize(
+    ("name", "data", "expected"), BAD_INPUTS, ids=[name for name, _, _ in BAD_INPUTS]
+)
+def test_bad_input(
+    tmp_path: Path, name: str, data: bytes, expected: list[tuple[str, int, int]]
+) -> None:
     assert diagnose(tmp_path, name, data) == expected

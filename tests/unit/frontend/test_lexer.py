@@ -36,14 +36,34 @@ def test_simple_statement() -> None:
 def test_operators_longest_match() -> None:
     text = "a ** b |> c -> d == e != f <= g >= h < i > j @ k % l / m ... n"
     got = [t for t in kinds(text) if t not in (K.NAME, K.NEWLINE, K.EOF)]
-    assert got == [K.DOUBLE_STAR, K.PIPE, K.ARROW, K.EQ_EQ, K.NOT_EQ, K.LT_EQ, K.GT_EQ,
-                   K.LT, K.GT, K.AT, K.PERCENT, K.SLASH, K.ELLIPSIS]
+    assert got == [
+        K.DOUBLE_STAR,
+        K.PIPE,
+        K.ARROW,
+        K.EQ_EQ,
+        K.NOT_EQ,
+        K.LT_EQ,
+        K.GT_EQ,
+        K.LT,
+        K.GT,
+        K.AT,
+        K.PERCENT,
+        K.SLASH,
+        K.ELLIPSIS,
+    ]
 
 
 @pytest.mark.parametrize(
     ("text", "kind", "value"),
-    [("42", K.INT, 42), ("1_000", K.INT, 1000), ("0.1", K.FLOAT, 0.1), ("3.", K.FLOAT, 3.0),
-     ("1e-4", K.FLOAT, 1e-4), ("2.5E3", K.FLOAT, 2500.0), (".5", K.FLOAT, 0.5)],
+    [
+        ("42", K.INT, 42),
+        ("1_000", K.INT, 1000),
+        ("0.1", K.FLOAT, 0.1),
+        ("3.", K.FLOAT, 3.0),
+        ("1e-4", K.FLOAT, 1e-4),
+        ("2.5E3", K.FLOAT, 2500.0),
+        (".5", K.FLOAT, 0.5),
+    ],
 )
 def test_numbers(text: str, kind: TokenKind, value: float) -> None:
     tokens, sink = lex(text)
@@ -62,14 +82,35 @@ def test_string_escapes() -> None:
 
 def test_keywords_and_contextual_words() -> None:
     tokens, _ = lex("let model train on true false none and or not")
-    assert [t.kind for t in tokens[:10]] == [K.LET, K.NAME, K.NAME, K.NAME, K.TRUE, K.FALSE,
-                                             K.NONE, K.AND, K.OR, K.NOT]
+    assert [t.kind for t in tokens[:10]] == [
+        K.LET,
+        K.NAME,
+        K.NAME,
+        K.NAME,
+        K.TRUE,
+        K.FALSE,
+        K.NONE,
+        K.AND,
+        K.OR,
+        K.NOT,
+    ]
 
 
 def test_comments_are_skipped() -> None:
     text = "// top\nlet x = 1 // trailing\n/* block\n   over lines */\nlet y = /* inline */ 2\n"
-    assert kinds(text) == [K.LET, K.NAME, K.EQ, K.INT, K.NEWLINE,
-                           K.LET, K.NAME, K.EQ, K.INT, K.NEWLINE, K.EOF]
+    assert kinds(text) == [
+        K.LET,
+        K.NAME,
+        K.EQ,
+        K.INT,
+        K.NEWLINE,
+        K.LET,
+        K.NAME,
+        K.EQ,
+        K.INT,
+        K.NEWLINE,
+        K.EOF,
+    ]
 
 
 def test_indent_and_dedent() -> None:
@@ -105,8 +146,7 @@ def test_empty_and_comment_only_files() -> None:
 
 def test_token_positions_are_one_based() -> None:
     tokens, _ = lex("let  x\n")
-    assert [(t.span.line, t.span.col, t.span.end_col) for t in tokens[:2]] == [(1, 1, 4),
-                                                                                 (1, 6, 7)]
+    assert [(t.span.line, t.span.col, t.span.end_col) for t in tokens[:2]] == [(1, 1, 4), (1, 6, 7)]
 
 
 def test_crlf_line_endings() -> None:

@@ -131,7 +131,10 @@ def test_model_with_layers_and_typed_method() -> None:
     )
     (model,) = module.models()
     assert (model.name, model.syntax, [layer.name for layer in model.layers]) == (
-        "Net", "tl", ["fc", "act"])
+        "Net",
+        "tl",
+        ["fc", "act"],
+    )
     (forward,) = model.methods
     assert [p.name for p in forward.params] == ["self", "x", "k"]
     x_type = forward.params[1].type
@@ -174,8 +177,10 @@ def test_kernel() -> None:
 
 
 def test_if_elif_else() -> None:
-    module = parse("model M:\n    fn f(self, x):\n        if x:\n            return 1\n"
-                   "        elif y:\n            return 2\n        else:\n            return\n")
+    module = parse(
+        "model M:\n    fn f(self, x):\n        if x:\n            return 1\n"
+        "        elif y:\n            return 2\n        else:\n            return\n"
+    )
     stmt = module.models()[0].methods[0].body[0]
     assert isinstance(stmt, ast.IfStmt)
     assert len(stmt.branches) == 2
@@ -193,7 +198,7 @@ def test_nml_sections_in_any_order() -> None:
         "    @config:\n"
         "        d = 8\n"
         "        eps = -1e-5\n"
-        "        name = \"block\"\n",
+        '        name = "block"\n',
         "b.nml",
     )
     (model,) = module.models()
@@ -248,8 +253,10 @@ def test_every_error_in_a_file_is_reported() -> None:
         ("f(x) = 1\n", ("TL0110", 1, 1)),
         ("let x = a < b < c\n", ("TL0112", 1, 15)),
         ("let x = f(k=1, 2)\n", ("TL0113", 1, 16)),
-        ("train n on d:\n    checkpoint every 1 epochs\n    checkpoint every 2 epochs\n",
-         ("TL0111", 3, 5)),
+        (
+            "train n on d:\n    checkpoint every 1 epochs\n    checkpoint every 2 epochs\n",
+            ("TL0111", 3, 5),
+        ),
         ("train n on d:\n    checkpoint every 5 hours\n", ("TL0101", 2, 24)),
         ("fn f(self, x):\n    return x\n", ("TL0101", 1, 6)),
         ("@model M:\n    @config:\n        a = 1\n", ("TL0101", 1, 2)),
@@ -265,8 +272,7 @@ def test_syntax_errors(text: str, expected: tuple[str, int, int]) -> None:
     [
         ("@model M:\n    @layer:\n        a = A()\n", ("TL0107", 2, 6)),
         ("@model M:\n    @config:\n        a = f(1)\n", ("TL0108", 3, 13)),
-        ("@model M:\n    @config:\n        a = 1\n    @config:\n        b = 2\n",
-         ("TL0111", 4, 6)),
+        ("@model M:\n    @config:\n        a = 1\n    @config:\n        b = 2\n", ("TL0111", 4, 6)),
         ("model M:\n    layer a = A()\n", ("TL0101", 1, 1)),
     ],
 )
@@ -294,8 +300,7 @@ def test_recovery_continues_inside_blocks() -> None:
     text = "model M:\n    fn f(self):\n        let = 1\n        return x +\n    layer a = A()\n"
     sink = DiagnosticSink()
     module = parse_text(text, "t.tl", sink)
-    assert [(d.line, d.col) for d in (x.primary.span for x in sink.sorted())] == [(3, 13),
-                                                                                 (4, 19)]
+    assert [(d.line, d.col) for d in (x.primary.span for x in sink.sorted())] == [(3, 13), (4, 19)]
     assert [layer.name for layer in module.models()[0].layers] == ["a"]
 
 
@@ -369,7 +374,7 @@ def test_binary_file(tmp_path: Path) -> None:
 
 def test_invalid_utf8_points_at_the_byte(tmp_path: Path) -> None:
     path = tmp_path / "bad.tl"
-    path.write_bytes(b"let x = 1\nlet s = \"caf\xe9\"\n")
+    path.write_bytes(b'let x = 1\nlet s = "caf\xe9"\n')
     module, _, found = read(path)
     assert module is None
     assert found == [("TL0603", 2, 13)]

@@ -13,16 +13,17 @@ from tensorloom.pipeline import compile_text
 
 HEADER = "@kernel def k(x_ptr, out_ptr, n, BLOCK: tl.constexpr):\n"
 BODY = (
-    "    let offs = tl.program_id(axis=0) * BLOCK + tl.arange(0, BLOCK)\n"
-    "    let mask = offs < n\n"
+    "    let offs = tl.program_id(axis=0) * BLOCK + tl.arange(0, BLOCK)\n    let mask = offs < n\n"
 )
 COPY = "    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask), mask=mask)\n"
 
 
 def diagnostics(text: str) -> list[tuple[str, int, int, int]]:
     result = compile_text(text, "k.tl", until="kernel")
-    return [(d.code, d.primary.span.line, d.primary.span.col, d.primary.span.end_col)
-            for d in sorted(result.sink, key=lambda d: (d.primary.span.line, d.primary.span.col))]
+    return [
+        (d.code, d.primary.span.line, d.primary.span.col, d.primary.span.end_col)
+        for d in sorted(result.sink, key=lambda d: (d.primary.span.line, d.primary.span.col))
+    ]
 
 
 def only(text: str) -> Diagnostic:
@@ -49,22 +50,29 @@ def test_unknown_tl_function_suggests_the_close_one() -> None:
     assert diag.help == "did you mean `tl.load`?"
 
 
-@pytest.mark.parametrize(("call", "message"), [
-    ("tl.arange(0)", "`tl.arange` is missing the argument `end`"),
-    ("tl.arange(0, 1, 2)", "`tl.arange` takes at most 2 positional arguments but 3 were given"),
-    ("tl.load(x_ptr, mask=mask, masks=mask)", "`tl.load` has no parameter `masks`"),
-])
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        ("tl.arange(0)", "`tl.arange` is missing the argument `end`"),
+        ("tl.arange(0, 1, 2)", "`tl.arange` takes at most 2 positional arguments but 3 were given"),
+        ("tl.load(x_ptr, mask=mask, masks=mask)", "`tl.load` has no parameter `masks`"),
+    ],
+)
 def test_wrong_arity_of_tl_functions(call: str, message: str) -> None:
-    text = HEADER + BODY + f"    let v = {call}\n" + \
-        "    tl.store(out_ptr + offs, v, mask=mask)\n"
-    codes = [(d.code, d.message, d.primary.span.line, d.primary.span.col)
-             for d in compile_text(text, "k.tl", until="kernel").sink]
+    text = HEADER + BODY + f"    let v = {call}\n" + "    tl.store(out_ptr + offs, v, mask=mask)\n"
+    codes = [
+        (d.code, d.message, d.primary.span.line, d.primary.span.col)
+        for d in compile_text(text, "k.tl", until="kernel").sink
+    ]
     assert ("TL0503", message, 4, 13) in codes
 
 
 def test_non_power_of_two_block_default_points_at_the_default() -> None:
-    text = HEADER.replace("BLOCK: tl.constexpr", "BLOCK: tl.constexpr = 1000") + BODY + \
-        "    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask), mask=mask)\n"
+    text = (
+        HEADER.replace("BLOCK: tl.constexpr", "BLOCK: tl.constexpr = 1000")
+        + BODY
+        + "    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask), mask=mask)\n"
+    )
     diag = only(text)
     assert (diag.code, diag.primary.span.line, diag.primary.span.col) == ("TL0504", 1, 56)
     assert diag.help == "use 512 or 1024"
@@ -73,33 +81,50 @@ def test_non_power_of_two_block_default_points_at_the_default() -> None:
 def test_load_without_mask_is_a_warning() -> None:
     text = HEADER + BODY + "    tl.store(out_ptr + offs, tl.load(x_ptr + offs), mask=mask)\n"
     diag = only(text)
-    assert (diag.code, diag.is_error, diag.primary.span.line, diag.primary.span.col) == \
-        ("TL0505", False, 4, 30)
+    assert (diag.code, diag.is_error, diag.primary.span.line, diag.primary.span.col) == (
+        "TL0505",
+        False,
+        4,
+        30,
+    )
 
 
 def test_grid_axis_without_a_size_comparison_is_reported_at_program_id() -> None:
-    text = ("@kernel def k(x_ptr, out_ptr, BLOCK: tl.constexpr):\n"
-            "    let offs = tl.program_id(axis=0) * BLOCK + tl.arange(0, BLOCK)\n"
-            "    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs >= 0), mask=offs >= 0)\n")
+    text = (
+        "@kernel def k(x_ptr, out_ptr, BLOCK: tl.constexpr):\n"
+        "    let offs = tl.program_id(axis=0) * BLOCK + tl.arange(0, BLOCK)\n"
+        "    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs >= 0), mask=offs >= 0)\n"
+    )
     assert ("TL0507", 2, 16, 29) in diagnostics(text)
 
 
 def test_static_catalog_matches_the_installed_triton_language() -> None:
     pytest.importorskip("triton.language")
     # A fresh process: running kernels under TRITON_INTERPRET=1 patches triton.language.
-    code = ("import triton.language as tl; from tensorloom.passes import tl_catalog as c; "
-            "print(c.static() == c.introspect(tl))")
+    code = (
+        "import triton.language as tl; from tensorloom.passes import tl_catalog as c; "
+        "print(c.static() == c.introspect(tl))"
+    )
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env=env)
-    assert out.stdout.strip() == "True", \
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
+    assert out.stdout.strip() == "True", (
         "regenerate: python -m tensorloom.passes.tl_catalog > tensorloom/passes/tl_catalog_data.py"
+    )
 
 
 def test_checking_kernels_does_not_import_torch() -> None:
-    code = ("import sys; from tensorloom.pipeline import compile_text; "
-            "compile_text(open('examples/vector_add.tl').read(), 'v.tl', until='torch'); "
-            "print('torch' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=__file__.rsplit("/tests/", 1)[0])
+    code = (
+        "import sys; from tensorloom.pipeline import compile_text; "
+        "compile_text(open('examples/vector_add.tl').read(), 'v.tl', until='torch'); "
+        "print('torch' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=__file__.rsplit("/tests/", 1)[0],
+    )
     assert out.stdout.strip() == "False"

@@ -248,6 +248,7 @@ def test_whole_process_hit_loads_neither_click_nor_xdsl(cache: Path, program: Pa
     (["check", "a.tl"], ("a.tl", "text", True)),
     (["check", "--no-cache", "a.tl"], ("a.tl", "text", False)),
     (["check", "a.tl", "--format=json", "--no-cache"], ("a.tl", "json", False)),
+    (["check", "--json", "a.tl"], ("a.tl", "json", True)),
     (["check", "a.tl", "--format", "yaml"], None),  # click's usage error
     (["check", "folder"], None),  # likewise
     (["check", "missing.tl"], None),  # click runs it: the check reports TL0601

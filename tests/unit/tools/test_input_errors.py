@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from tensorloom.tools import tl_opt, tlc
 
-COMMANDS = ["tokens", "ast", "check", "compile", "info", "run"]
+COMMANDS = ["tokens", "ast", "check", "compile", "info", "run", "graph"]
 
 
 def _case(tmp_path: Path, case: str, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:

@@ -71,8 +71,12 @@ def test_usage_error_exits_2() -> None:
 def test_tokens(net: Path) -> None:
     code, out, _ = run("tokens", str(net))
     assert code == 0
-    assert out.splitlines()[:4] == ["1:1      NAME        model", "1:7      NAME        Net",
-                                    "1:10     COLON       :", "1:11     NEWLINE"]
+    assert out.splitlines()[:4] == [
+        "1:1      NAME        model",
+        "1:7      NAME        Net",
+        "1:10     COLON       :",
+        "1:11     NEWLINE",
+    ]
 
 
 def test_ast_text_and_json(net: Path) -> None:
@@ -82,8 +86,10 @@ def test_ast_text_and_json(net: Path) -> None:
     code, out, _ = run("ast", str(net), "--json")
     tree = json.loads(out)
     assert tree["items"][0]["layers"][0]["ctor"]["func"] == {
-        "kind": "Name", "span": {"line": 2, "column": 16, "end_line": 2, "end_column": 22},
-        "id": "Linear"}
+        "kind": "Name",
+        "span": {"line": 2, "column": 16, "end_line": 2, "end_column": 22},
+        "id": "Linear",
+    }
 
 
 def test_internal_error_exits_3(net: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -270,3 +270,35 @@ async def test_document_symbols(client: LanguageClient) -> None:
         ("fc3", types.SymbolKind.Field),
         ("forward", types.SymbolKind.Method),
     ]
+
+
+@pytest.mark.asyncio
+async def test_saving_an_imported_file_rechecks_its_importers(
+    client: LanguageClient, tmp_path: Path
+) -> None:
+    block = tmp_path / "block.nml"
+    text = "@model Block:\n    @config:\n        width = 8\n    @layers:\n"
+    text += "        fc = Linear(width, width)\n    @forward(x):\n        return fc(x)\n"
+    block.write_text(text)
+    source = "import block.nml as B\nlet b = B(width=16)\n"
+    script = await _open(client, tmp_path / "train.tl", source)
+    assert list(client.diagnostics[script]) == []
+    nml = await _open(client, block)
+    block.write_text(text.replace("width", "size"))
+    change = types.TextDocumentContentChangeWholeDocument(text=block.read_text())
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=nml, version=2),
+            content_changes=[change],
+        )
+    )
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    client.text_document_did_save(
+        types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=nml))
+    )
+    for _ in range(3):  # the saved file's, then its importer's
+        if list(client.diagnostics.get(script, [])):
+            break
+        await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    (found,) = client.diagnostics[script]
+    assert (found.code, found.range.start.line, found.range.start.character) == ("TL0420", 1, 10)

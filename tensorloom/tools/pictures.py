@@ -1,0 +1,196 @@
+"""`tlc graph` and `tlc plot`: a picture of a model, and of a training run.
+
+    $ tlc graph examples/train_transformer.tl -o model.svg     # or .png, .pdf
+    $ tlc graph examples/mnist.tl --format dot                 # Graphviz source on stdout
+    $ tlc plot run/metrics.jsonl -o curves.png
+
+`tlc graph` checks the file (errors are reported as `tlc check` reports them,
+exit 1), builds the model's dataflow graph (analysis/graph.py, networkx) and
+renders it with Graphviz's `dot`; without `dot` it says so and offers
+`--format dot`. `tlc plot` reads the JSON lines an emitted script writes with
+`--metrics` and draws loss and accuracy per epoch (matplotlib). Both import
+their libraries only when they run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tensorloom.tools.guard import EXIT_OK, EXIT_USER_ERROR
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from tensorloom.pipeline import Compilation
+
+PICTURE_FORMATS = ("svg", "png", "pdf")
+GRAPH_FORMATS = (*PICTURE_FORMATS, "dot")
+
+
+def _error(message: str, help: str | None = None) -> int:
+    sys.stderr.write(f"error: {message}\n")
+    if help:
+        sys.stderr.write(f"  = help: {help}\n")
+    return EXIT_USER_ERROR
+
+
+def graph_format(output: Path | None, fmt: str | None) -> str | None:
+    """The format asked for: `--format`, else the output's suffix, else dot (to stdout)."""
+    if fmt is not None:
+        return fmt
+    if output is None:
+        return "dot"
+    suffix = output.suffix.lstrip(".").lower()
+    return "dot" if suffix == "gv" else suffix if suffix in GRAPH_FORMATS else None
+
+
+def run_graph(file: Path, output: Path | None, fmt: str | None, model: str | None) -> int:
+    """The `tlc graph` command; its exit status."""
+    from tensorloom.tools.check import check_file
+    from tensorloom.tools.common import emit_diagnostics
+
+    chosen = graph_format(output, fmt)
+    if chosen is None:
+        return _error(
+            f"cannot tell the picture format from `{output}`",
+            "name the output `.svg`, `.png`, `.pdf` or `.dot`, or pass `--format`",
+        )
+    result, flows = check_file(file)
+    emit_diagnostics(result.sink, result.sources)
+    if not result.ok or result.module is None:
+        return EXIT_USER_ERROR
+    return _draw(result, flows, model, chosen, output)
+
+
+def _draw(result: Compilation, flows: list[Any], model: str | None, fmt: str,
+          output: Path | None) -> int:  # fmt: skip
+    from tensorloom.analysis import graph
+
+    assert result.module is not None
+    name = model or _default_model(result, flows)
+    if name is None:
+        return _error(f"`{result.path}` declares no model to draw")
+    flow = next((f for f in flows if f.model == name), None)
+    labels = {s.name: s.op for s in flow.steps if s.name and s.name != "-"} if flow else {}
+    try:
+        source = graph.to_dot(graph.model_graph(result.module, name, labels))
+    except graph.GraphError as problem:
+        return _error(str(problem))
+    if fmt == "dot":
+        return _write(output, source.encode())
+    if not graph.dot_available():
+        return _error(
+            f"drawing a .{fmt} needs Graphviz's `dot` program, which is not installed",
+            "install Graphviz (`apt-get install graphviz`, `brew install graphviz`), "
+            "or write the Graphviz source with `--format dot`",
+        )
+    return _write(output, graph.render(source, fmt))
+
+
+def _default_model(result: Compilation, flows: list[Any]) -> str | None:
+    """The first instantiated model, else the last model the file itself declares."""
+    if flows:
+        return str(flows[0].model)
+    root = result.root
+    models = root.models() if root is not None else []
+    return models[-1].name if models else None
+
+
+def _write(output: Path | None, data: bytes) -> int:
+    if output is None:
+        sys.stdout.buffer.write(data)
+        return EXIT_OK
+    try:
+        output.write_bytes(data)
+    except OSError as problem:
+        return _error(f"cannot write `{output}`: {(problem.strerror or str(problem)).lower()}")
+    sys.stderr.write(f"wrote {output}\n")
+    return EXIT_OK
+
+
+# ------------------------------------------------------------------ tlc plot
+
+
+@dataclass
+class Curves:
+    """The series of a metrics file: epoch numbers and each metric's values."""
+
+    epochs: list[int] = field(default_factory=list)
+    series: dict[str, list[float]] = field(default_factory=dict)
+
+
+LOSS_KEYS = ("train_loss", "val_loss")
+ACCURACY_KEYS = ("train_accuracy", "val_accuracy")
+
+
+def read_metrics(path: Path) -> Curves | str:
+    """The curves of a `--metrics` JSONL file, or what is wrong with it."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as problem:
+        reason = getattr(problem, "strerror", None) or str(problem)
+        return f"cannot read `{path}`: {reason.lower()}"
+    curves = Curves()
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        record = _record(line)
+        if record is None or not isinstance(record.get("epoch"), int):
+            return f"{path}:{number}: not a metrics record (a JSON object with an `epoch`)"
+        curves.epochs.append(record["epoch"])
+        for key in (*LOSS_KEYS, *ACCURACY_KEYS):
+            if key in record:
+                value = record[key]
+                curves.series.setdefault(key, []).append(math.nan if value is None else value)
+    if not curves.epochs:
+        return f"`{path}` holds no epochs"
+    return curves
+
+
+def _record(line: str) -> dict[str, Any] | None:
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError:
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def plot_curves(curves: Curves) -> Figure:
+    """Loss per epoch (train and validation) and, when recorded, accuracy per epoch."""
+    from matplotlib.figure import Figure
+
+    panels = [keys for keys in (LOSS_KEYS, ACCURACY_KEYS) if any(k in curves.series for k in keys)]
+    figure = Figure(figsize=(6.4, 3.2 * len(panels)), layout="constrained")
+    axes = figure.subplots(len(panels), 1, squeeze=False)[:, 0]
+    for ax, keys in zip(axes, panels, strict=True):
+        for key in keys:
+            if key in curves.series:
+                ax.plot(curves.epochs, curves.series[key], marker="o", label=key.replace("_", " "))
+        ax.set_ylabel("loss" if keys is LOSS_KEYS else "accuracy")
+        ax.grid(alpha=0.3)
+        ax.legend()
+    axes[-1].set_xlabel("epoch")
+    return figure
+
+
+def run_plot(metrics: Path, output: Path) -> int:
+    """The `tlc plot` command; its exit status."""
+    suffix = output.suffix.lstrip(".").lower()
+    if suffix not in PICTURE_FORMATS:
+        return _error(f"cannot tell the picture format from `{output}`",
+                      "name the output `.png`, `.svg` or `.pdf`")  # fmt: skip
+    curves = read_metrics(metrics)
+    if isinstance(curves, str):
+        return _error(curves, "pass the file a script wrote with `--metrics PATH`")
+    figure = plot_curves(curves)
+    try:
+        figure.savefig(output, format=suffix)
+    except OSError as problem:
+        return _error(f"cannot write `{output}`: {(problem.strerror or str(problem)).lower()}")
+    sys.stderr.write(f"wrote {output}: {len(curves.epochs)} epochs\n")
+    return EXIT_OK
