@@ -1,6 +1,6 @@
 PY ?= python
 
-.PHONY: help install test pytest lit lint typecheck format bench reference clean
+.PHONY: help install test pytest lit lint typecheck format bench fuzz reference clean
 
 help:  ## list the everyday commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -31,6 +31,12 @@ format:  ## format the code with ruff
 
 bench:  ## run the CPU compiler benchmarks and print the markdown tables
 	$(PY) bench/run.py
+
+COUNT ?= 20000
+SEED ?= 1
+JOBS ?= 2
+fuzz:  ## a long fuzz run: COUNT inputs from SEED on JOBS processes; bugs go to fuzz-out/
+	$(PY) tests/fuzz/run.py --count $(COUNT) --seed $(SEED) --jobs $(JOBS) --out fuzz-out
 
 reference:  ## regenerate docs/reference.md from the catalogues
 	$(PY) -m tensorloom.tools.reference > docs/reference.md

@@ -3,10 +3,11 @@
     tokens -> ast -> nml -> train -> kernel -> torch -> python
 
 Each stage is a name (what `tlc compile --emit=<stage>` prints) and the passes
-it runs, by registered name (tensorloom/passes/__init__.py). A pass name that is
-not registered is skipped, so a stage lists its passes before they all exist;
-`missing_passes()` says which those are. The driver stops after the first stage
-that reported an error, so later passes only ever see IR that checked clean.
+it runs, by registered name (tensorloom/passes/__init__.py). The pipeline fails
+closed: a pass that is not registered, or whose module does not import, is an
+internal error (TL0901, exit status 3), never a silent skip. The driver stops
+after the first stage that reported an error, so later passes only ever see IR
+that checked clean.
 
     result = compile_file(Path("mnist.tl"), until="nml")
     result.module        # the IR after the nml stage (None if it stopped earlier)
@@ -22,7 +23,7 @@ from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tensorloom.diagnostics import Diagnostic, DiagnosticSink
+from tensorloom.diagnostics import INTERNAL_ERROR, Diagnostic, DiagnosticSink
 from tensorloom.source import SourceMap, Span
 
 # xDSL loads only when a stage needs it, so that `tlc tokens` and `tlc ast`
@@ -63,7 +64,10 @@ STAGES: tuple[Stage, ...] = (
     Stage("kernel", ("check-kernels", "synthesize-launchers"), "IR with launcher ops"),
     Stage(
         "torch",
-        ("convert-nml-to-torch", "convert-train-to-torch", "convert-kernel-to-triton"),
+        (
+            "mangle-names", "convert-nml-to-torch", "convert-train-to-torch",
+            "convert-kernel-to-triton",
+        ),
         "the emission dialects",
     ),
     Stage("python", (), "the script"),
@@ -72,10 +76,19 @@ STAGE_NAMES: tuple[str, ...] = tuple(s.name for s in STAGES)
 IR_STAGES: tuple[str, ...] = ("nml", "train", "kernel", "torch")
 CHECK_PASSES: tuple[str, ...] = (
     "desugar-pipes", "resolve-nml", "shape-inference", "check-scopes", "check-train",
+    "check-kernels", "synthesize-launchers",
 )  # fmt: skip
-"""The passes `tlc check` runs. Each reports what it finds and leaves valid IR,
-so the next one still runs after an error: a file's errors are reported together."""
-INTERNAL_ERROR = "TL0901"
+"""The passes `tlc check` runs: every pass that reports diagnostics, so that
+`tlc check` finds whatever `tlc compile` would (the kernel checks TL0501-TL0507
+included). Each reports what it finds and leaves valid IR, so the next one still
+runs after an error: a file's errors are reported together."""
+
+
+REPORT_TOGETHER = frozenset(CHECK_PASSES) - {"synthesize-launchers"}
+"""Check passes that still run after an earlier error (their errors are reported together).
+`synthesize-launchers` does not: on a kernel with errors it would only add follow-on ones."""
+KERNEL_PASSES = frozenset({"check-kernels", "synthesize-launchers"})
+"""Passes that only read and rewrite `kernel` ops: a module without any has nothing for them."""
 
 
 def stage(name: str) -> Stage:
@@ -102,7 +115,7 @@ def python_source(module: ModuleOp, source: str | None = None) -> str:
 
 
 def missing_passes() -> list[str]:
-    """Passes the stages list that no module has registered yet."""
+    """Passes the stages list that no module has registered (an internal error if run)."""
     from tensorloom.passes import get_all_passes
 
     registered = get_all_passes()
@@ -204,7 +217,7 @@ def _lower(result: Compilation, until: str) -> None:
 
 def run_passes(ctx: Context, module: ModuleOp, names: Sequence[str], path: str, *,
                verify_each: bool = True) -> bool:  # fmt: skip
-    """Run the registered passes among `names`; False once one reported an error.
+    """Run the passes `names`, in order; False once one reported an error.
 
     The IR is verified after every pass, or with `verify_each=False` only after
     the last one (`tlc check`, which prints no IR: verifying after each of its
@@ -218,11 +231,14 @@ def run_passes(ctx: Context, module: ModuleOp, names: Sequence[str], path: str, 
     sink = current_sink()
     errors_before = len(sink.errors())
     last: str | None = None
+    has_kernels = any(op.dialect_name() == "kernel" for op in module.body.block.ops)
     for name in names:
-        pass_class = _load_pass(registered, name)
+        if name in KERNEL_PASSES and not has_kernels:
+            continue  # nothing to do, and importing them costs a cold `tlc check` ~10 ms
+        pass_class = _load_pass(registered, name, path)
         if pass_class is None:
-            continue
-        if len(sink.errors()) > errors_before and name not in CHECK_PASSES:
+            return False
+        if len(sink.errors()) > errors_before and name not in REPORT_TOGETHER:
             return False
         if not _apply(pass_class, ctx, module, path):
             return False
@@ -234,16 +250,18 @@ def run_passes(ctx: Context, module: ModuleOp, names: Sequence[str], path: str, 
     return len(sink.errors()) == errors_before
 
 
-def _load_pass(registered: dict[str, PassFactory], name: str) -> type[ModulePass] | None:
-    """The pass class, or None when it is not registered or its module is not written yet."""
+def _load_pass(registered: dict[str, PassFactory], name: str, path: str) -> type[ModulePass] | None:
+    """The pass class; None, after reporting an internal error, when it cannot be had."""
     if name not in registered:
+        _internal_error(f"the pipeline names the pass `{name}`, which is not registered", path)
         return None
     try:
         return registered[name]()
-    except ModuleNotFoundError as error:
-        if (error.name or "").startswith("tensorloom.passes."):
-            return None
-        raise
+    except Exception as error:
+        if os.environ.get("TENSORLOOM_DEBUG"):
+            raise
+        _internal_error(f"the pass `{name}` could not be loaded: {error!r}", path)
+        return None
 
 
 def _apply(pass_class: type[ModulePass], ctx: Context, module: ModuleOp, path: str) -> bool:

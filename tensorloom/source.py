@@ -34,6 +34,21 @@ class Span:
         return f"{self.file}:{self.line}:{self.col}"
 
 
+SOURCE_SUFFIXES = (".tl", ".nml")
+
+
+def split_lines(text: str) -> list[str]:
+    """The lines of `text` as the lexer counts them: only `\n`, `\r\n` and `\r` end a line.
+
+    Not `str.splitlines()`, which also breaks at a form feed, `\x0b`, U+2028 and
+    others: a diagnostic would then quote a line other than the one it is on.
+    """
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
 @dataclass(slots=True)
 class SourceFile:
     """One file's text, split into lines once for rendering diagnostics."""
@@ -43,7 +58,7 @@ class SourceFile:
     lines: list[str] = field(init=False)
 
     def __post_init__(self) -> None:
-        self.lines = self.text.splitlines()
+        self.lines = split_lines(self.text)
 
     def line(self, number: int) -> str:
         if 1 <= number <= len(self.lines):
@@ -64,7 +79,9 @@ class SourceMap:
 
     def get(self, path: str) -> SourceFile | None:
         source = self._files.get(path)
-        if source is None and Path(path).is_file():
+        # Only TensorLoom source is read back for a diagnostic: a span must never
+        # make the compiler quote some other file (a link's target, say).
+        if source is None and Path(path).suffix in SOURCE_SUFFIXES and Path(path).is_file():
             try:
                 source = self.add(path, Path(path).read_text(encoding="utf-8"))
             except (OSError, UnicodeDecodeError):

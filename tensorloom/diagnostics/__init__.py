@@ -9,6 +9,7 @@ listed, with an example each, in docs/diagnostics.md.
 """
 
 from tensorloom.diagnostics.core import (
+    INTERNAL_ERROR,
     CompileError,
     Diagnostic,
     DiagnosticSink,
@@ -16,4 +17,4 @@ from tensorloom.diagnostics.core import (
     Severity,
 )
 
-__all__ = ["CompileError", "Diagnostic", "DiagnosticSink", "Label", "Severity"]
+__all__ = ["INTERNAL_ERROR", "CompileError", "Diagnostic", "DiagnosticSink", "Label", "Severity"]

@@ -123,6 +123,38 @@ error[TL0006]: invalid number literal `1e`
             'The known escapes are `\\n`, `\\t`, `\\r`, `\\0`, `\\\\`, `\\\'` and `\\"`.\n',
             'error[TL0007]: unknown escape sequence `\\d`\n --> e.tl:1:15\n  |\n1 | let path = "C:\\data"\n  |               ^^\n  |\n  = help: the escapes are `\\n`, `\\t`, `\\r`, `\\0`, `\\\\`, `\\\'` and `\\"`\n',
         ),
+        Code(
+            'TL0008',
+            'a number literal out of range',
+            """\
+Every integer in the IR is a signed 64-bit value, so an integer literal past 9,223,372,036,854,775,807 is an error (a literal of any length, thousands of digits included); so is a float literal past about `1.8e308`, which would be infinite.
+""",
+            """\
+error[TL0008]: integer literal `9223372036854775808` is out of range
+ --> n.tl:1:9
+  |
+1 | let d = 9223372036854775808
+  |         ^^^^^^^^^^^^^^^^^^^
+  |
+  = note: the largest integer is 9,223,372,036,854,775,807
+""",
+        ),
+        Code(
+            'TL0009',
+            'a name that Python cannot take',
+            """\
+Names are read as Python reads identifiers: NFKC-normalised (`\ufb01` is `fi`, so `layer \ufb01` and `layer fi` are one name, TL0309). A name that is not a Python identifier after that, or is one of Python's keywords (`class`, `lambda`, `None`, ...), is an error: the compiled script is Python.
+""",
+            """\
+error[TL0009]: `class` is a Python keyword, so it cannot be a name
+ --> k.tl:2:11
+  |
+2 |     layer class = Linear(4, 2)
+  |           ^^^^^
+  |
+  = help: the compiled script is Python: choose another name
+""",
+        ),
     )),
     Section('TL01xx: syntax (the parser, `tensorloom/frontend/parser.py`)', '', (
         Code(
@@ -336,6 +368,25 @@ error[TL0113]: positional argument after keyword argument
   = help: put positional arguments first
 """,
         ),
+        Code(
+            'TL0114',
+            'a keyword argument given twice',
+            """\
+In a call, each keyword argument is given once.
+""",
+            """\
+error[TL0114]: keyword argument `embed_dim` repeated
+ --> r.tl:1:44
+  |
+1 | let net = Seq2Seq(vocab=16, embed_dim=0.0, embed_dim=128)
+  |                                            ^^^^^^^^^ given again here
+ ::: r.tl:1:29
+1 | let net = Seq2Seq(vocab=16, embed_dim=0.0, embed_dim=128)
+  |                             ------------- first given here
+  |
+  = help: keep one of them
+""",
+        ),
     )),
     Section('TL02xx: shapes (`shape-inference`)', '', (
         Code(
@@ -416,6 +467,18 @@ error[TL0301]: undefined name `x`
   |
   = help: bind it first: `let x = ...`
 ```
+
+A train block's model must be an instance and its data a dataset (`check-scopes`):
+
+```text
+error[TL0301]: undefined dataset `nosuchdata`
+ --> t.tl:9:14
+  |
+9 | train net on nosuchdata:
+  |              ^^^^^^^^^^
+  |
+  = help: bind it first: `let nosuchdata = load_dataset(...)`
+```
 """,
         ),
         Code(
@@ -479,7 +542,7 @@ error[TL0305]: unknown function `relux`
 """,
             more="""\
 In a script's top-level statements, a called function must be a script builtin
-(`print`, `randn`, `torch.*`, ...: docs/grammar.md), a model or a kernel launcher:
+(`print`, `randn`, a listed `torch.` function such as `torch.cos`, ...: docs/grammar.md; any other `torch.` call, such as `torch.os.system`, is this error too), a model or a kernel launcher:
 
 ```text
 error[TL0305]: unknown function `randnn`
@@ -532,6 +595,41 @@ error[TL0308]: `softmax` needs the argument `dim`
   |                                                     ^^^^^^^
   |
   = help: write `softmax(dim=-1)` to use the last dimension
+""",
+        ),
+        Code(
+            'TL0309',
+            'a name defined twice',
+            """\
+Two top-level `let`s of an instance or dataset with one name, two layers or configs of one model with one name, or a model and a kernel with one name.
+""",
+            """\
+error[TL0309]: `net` is defined twice
+ --> d.tl:2:11
+  |
+2 | let net = load_dataset("digits")
+  |           ^^^^^^^^^^^^^^^^^^^^^^ defined again here
+ ::: d.tl:1:11
+1 | let net = Classifier()
+  |           ------------ first defined here
+  |
+  = help: rename one of them
+""",
+        ),
+        Code(
+            'TL0310',
+            'models nested too deeply',
+            """\
+A model used as a layer of a model used as a layer ..., more than 32 levels deep: shape inference stops there, so it is an error rather than a silently unchecked program. (A model that contains itself is TL0307.)
+""",
+            """\
+error[TL0310]: models nest more than 32 levels deep here
+ --> deep.nml:9:9
+  |
+9 |         inner = M0()
+  |         ^^^^^^^^^^^^
+  |
+  = help: flatten the nesting: shapes past this depth cannot be checked
 """,
         ),
     )),
@@ -703,7 +801,7 @@ warning[TL0411]: `fp16` needs a CUDA GPU; on a CPU-only run it falls back to fp3
             'TL0412',
             'a kernel in a trained forward stops the gradient (warning)',
             """\
-A `@kernel` called from a forward runs as a Triton launch, which autograd does not see: the layers whose outputs reach it get no gradient, so they would keep their initial weights. Reported when the model is trained (the train block has a `loss`) and a layer feeds the kernel.
+A `@kernel` called from a forward runs as a Triton launch, which autograd does not see: the layers whose outputs reach it get no gradient, so they would keep their initial weights. Reported when the model is trained (the train block has a `loss`) and a layer feeds the kernel. When no layer reaches the output except through a kernel (or no layer reaches it at all), `loss.backward()` would fail: that is an error, with the same code.
 """,
             """\
 warning[TL0412]: `fast_gelu` is a Triton kernel and has no backward: `fc1` before it will not train
@@ -1212,6 +1310,22 @@ error[TL0331]: `self` cannot be used as a value
   = help: use one of its layers or config parameters, as in `self.fc1`
 """,
         ),
+        Code(
+            'TL0332',
+            'a model without a `forward` method',
+            """\
+PyTorch would raise `NotImplementedError` at the model's first call; a misspelt `forward` gets a did-you-mean.
+""",
+            """\
+error[TL0332]: model `Net` has no `forward` method
+ --> f.tl:1:7
+  |
+1 | model Net:
+  |       ^^^
+  |
+  = help: rename `forwrd` to `forward`
+""",
+        ),
     )),
     Section('TL06xx: imports', """\
 Imports are resolved relative to the importing file (`tensorloom/frontend/imports.py`).
@@ -1357,12 +1471,30 @@ error[TL0615]: model `Block` is defined twice
   = help: rename one of them, or import the file with `as` and a new name
 """,
         ),
+        Code(
+            'TL0616',
+            'an import outside the program\'s folder',
+            """\
+Imports resolve inside the folder of the file being compiled (links followed), so a shared program cannot pull in, or make a diagnostic quote, a file elsewhere: an absolute path, a `../` chain or a link that leaves the folder is an error. `TENSORLOOM_ALLOW_OUTSIDE_IMPORTS=1` allows it. An import whose link points at a file that is not `.nml` is TL0612, and that file is never read.
+""",
+            """\
+error[TL0616]: `../shared/blocks.nml` is outside the program's folder
+ --> main.tl:1:8
+  |
+1 | import "../shared/blocks.nml" as Blocks
+  |        ^^^^^^^^^^^^^^^^^^^^^^ imports stay inside `/home/me/project`
+  |
+  = help: copy the file into that folder, or set TENSORLOOM_ALLOW_OUTSIDE_IMPORTS=1 to allow it
+""",
+        ),
     )),
     Section('TL09xx: internal errors', '', (
         Code(
             'TL0901',
             'a pass crashed or left IR that does not verify',
-            '',
+            """\
+A bug in TensorLoom, not in the program: every command exits with status 3 after it (1 is for errors in the program). A pass the pipeline names that is not registered, or whose module fails to import, is reported the same way.
+""",
             """\
 error[TL0901]: internal compiler error: pass `shape-inference` crashed: KeyError('B')
  --> mnist.tl:1:1

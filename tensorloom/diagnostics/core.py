@@ -8,6 +8,9 @@ from enum import Enum
 
 from tensorloom.source import Span
 
+INTERNAL_ERROR = "TL0901"
+"""The code of every internal compiler error: a bug in TensorLoom, exit status 3."""
+
 
 class Severity(Enum):
     ERROR = "error"
@@ -68,6 +71,11 @@ class DiagnosticSink:
     @property
     def has_errors(self) -> bool:
         return any(d.is_error for d in self.diagnostics)
+
+    @property
+    def has_internal_error(self) -> bool:
+        """A compiler bug was reported (TL0901): the run exits 3, not 1."""
+        return any(d.code == INTERNAL_ERROR for d in self.diagnostics)
 
     def errors(self) -> list[Diagnostic]:
         return [d for d in self.diagnostics if d.is_error]

@@ -64,6 +64,7 @@ from __future__ import annotations
 
 import ast
 import keyword
+import re
 from collections.abc import Sequence
 from typing import ClassVar, Self
 
@@ -249,10 +250,14 @@ def _single_block(body: Sequence[Operation] | Region) -> Region:
     return body
 
 
+_ASCII_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
 def _entry_block(arg_count: int, names: Sequence[str]) -> Block:
     block = Block(arg_types=[VALUE] * arg_count)
     for arg, name in zip(block.args, names, strict=True):
-        arg.name_hint = name
+        # xDSL takes ASCII names only; the printer names parameters from `names` anyway.
+        arg.name_hint = name if _ASCII_NAME.fullmatch(name) else None
     return block
 
 

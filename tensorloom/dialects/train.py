@@ -115,15 +115,22 @@ class DatasetOp(LazyFormatOp):
 
 @irdl_op_definition
 class LoopOp(LazyFormatOp):
-    """`train.loop @net on @data { settings }`: a train block."""
+    """`train.loop @net on @data { settings }`: a train block.
+
+    `model_loc` and `data_loc` are where the two names are written, for
+    check-scopes' diagnostics when one names nothing.
+    """
 
     name = "train.loop"
 
     model = prop_def(SymbolRefAttr)
     data = prop_def(SymbolRefAttr)
+    model_loc = opt_prop_def()
+    data_loc = opt_prop_def()
     body = region_def("single_block")
 
     traits = traits_def(NoTerminator())
+    irdl_options = (ParsePropInAttrDict(),)
     ASSEMBLY_FORMAT: ClassVar[str] = "$model `on` $data attr-dict-with-keyword $body"
 
     def __init__(self, model: str, data: str, body: Region | None = None):

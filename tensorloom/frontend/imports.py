@@ -59,9 +59,20 @@ def import_path(importer: str, relative: str) -> str:
     return os.path.normpath(os.path.join(os.path.dirname(importer), relative))
 
 
+ALLOW_OUTSIDE = "TENSORLOOM_ALLOW_OUTSIDE_IMPORTS"
+"""Set to 1 to let imports leave the root file's folder (absolute paths, `../`, links out)."""
+
+
+def _inside(path: str, folder: str) -> bool:
+    real = os.path.realpath(path)
+    return os.path.commonpath([real, folder]) == folder
+
+
 class _Loader:
     def __init__(self, root: ast.Module, parse: Parse):
         self.parse = parse
+        self.folder = os.path.realpath(os.path.dirname(os.path.abspath(root.path)))
+        """Imports resolve inside this tree (links followed) unless ALLOW_OUTSIDE is set."""
         self.units: dict[str, SourceUnit] = {_key(root.path): SourceUnit(root.path, root)}
         self.imports: dict[str, dict[str, ast.ImportDecl]] = {_key(root.path): {}}
         """importer -> {imported file: the import that names it}"""
@@ -92,8 +103,14 @@ class _Loader:
         if not path.endswith(".nml"):
             report(_not_nml(path, decl))
             return False
+        if not os.environ.get(ALLOW_OUTSIDE) and not _inside(path, self.folder):
+            report(_outside(decl, self.folder))
+            return False
         if not os.path.isfile(path):
             report(_missing(path, decl, unit))
+            return False
+        if not os.path.realpath(path).endswith(".nml"):  # a link named `x.nml` to another file
+            report(_not_nml(os.path.realpath(path), decl))
             return False
         module = self.parse(Path(path))
         if module is None:
@@ -155,6 +172,15 @@ def _missing(path: str, decl: ast.ImportDecl, unit: SourceUnit) -> Diagnostic:
         f"cannot find `{decl.path}`",
         Label(decl.path_span, f"no file `{path}`"),
         help=f"imports are relative to the importing file's folder, `{folder}`",
+    )
+
+
+def _outside(decl: ast.ImportDecl, folder: str) -> Diagnostic:
+    return Diagnostic.error(
+        "TL0616",
+        f"`{decl.path}` is outside the program's folder",
+        Label(decl.path_span, f"imports stay inside `{folder}`"),
+        help=f"copy the file into that folder, or set {ALLOW_OUTSIDE}=1 to allow it",
     )
 
 

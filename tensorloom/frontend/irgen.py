@@ -16,19 +16,22 @@ Errors are reported through `tensorloom.diagnostics.ir.report`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import FunctionType, ModuleOp, f64, i1, i64
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.traits import SymbolOpInterface
 
 from tensorloom.diagnostics import Diagnostic, Label
-from tensorloom.diagnostics.ir import loc_of, report
+from tensorloom.diagnostics.ir import loc_of, report, span_of
 from tensorloom.dialects import nml, train
 from tensorloom.frontend import ast
 from tensorloom.frontend.imports import Program, SourceUnit
 from tensorloom.frontend.irgen_attrs import AttrBuilder, dotted_name
-from tensorloom.frontend.irgen_body import BodyBuilder
+from tensorloom.frontend.irgen_body import BodyBuilder, valid_hint
+from tensorloom.frontend.lexer import CONSTANT_NAMES
 from tensorloom.source import Span
 
 SCALAR_TYPES: dict[str, Attribute] = {
@@ -56,12 +59,10 @@ def _error(code: str, message: str, primary: Label | Span, help: str | None = No
     report(Diagnostic.error(code, message, primary, help=help))
 
 
-def _kernel_builder() -> Callable[[ast.KernelDecl], Operation] | None:
-    """The kernel dialect's irgen, if this build has it."""
-    try:
-        from tensorloom.frontend.irgen_kernel import build_kernel
-    except ImportError:
-        return None
+def _kernel_builder() -> Callable[[ast.KernelDecl], Operation]:
+    """The kernel dialect's irgen (imported only by a program with a kernel)."""
+    from tensorloom.frontend.irgen_kernel import build_kernel
+
     return build_kernel
 
 
@@ -86,6 +87,10 @@ class _ModuleBuilder:
                 self._model(decl, unit)
         self._root(self.program.root)
         module = ModuleOp(self.ops)
+        _report_duplicate_symbols(module.body.block)
+        for op in self.ops:
+            if isinstance(op, nml.ModelOp):
+                _report_duplicate_symbols(op.body.block)
         module.location = loc_of(Span.point(self.program.root.path, 1, 1))
         return module
 
@@ -97,6 +102,9 @@ class _ModuleBuilder:
             _duplicate_model(decl, first)
             return
         self.models[decl.name] = decl
+        _check_declared(decl.name, decl.name_span)
+        for named in [*decl.config, *decl.layers]:
+            _check_declared(named.name, named.name_span)
         op = nml.ModelOp(decl.name, origin=unit.path)
         body = op.body.block
         configs = AttrBuilder("config", unit.aliases)
@@ -140,7 +148,7 @@ class _ModuleBuilder:
         block = Block(arg_types=input_types)
         scope: dict[str, SSAValue] = {}
         for param, arg in zip(params, block.args, strict=True):
-            arg.name_hint = param.name
+            arg.name_hint = param.name if valid_hint(param.name) else None
             scope[param.name] = arg
         body = BodyBuilder(block, scope, self.kernels)
         body.statements(decl.body)
@@ -173,6 +181,7 @@ class _ModuleBuilder:
             else:
                 params = params[1:]
         for param in params:
+            _check_declared(param.name, param.span)
             if param.default is not None:
                 _error(
                     "TL0133",
@@ -187,9 +196,11 @@ class _ModuleBuilder:
     def _root(self, unit: SourceUnit) -> None:
         items = unit.module.items
         main = self._main_block(items)
+        placed = False  # `in self.ops` on every statement was quadratic in the file's length
         for item in items:
-            if main is not None and self._is_statement(item) and main.parent not in self.ops:
+            if main is not None and not placed and self._is_statement(item):
                 self.ops.append(main.parent)
+                placed = True
             self._item(item, unit, main.builder if main is not None else None)
 
     def _main_block(self, items: Sequence[ast.Stmt]) -> _Main | None:
@@ -216,6 +227,8 @@ class _ModuleBuilder:
             self._train(item, main)
         elif isinstance(item, ast.LetStmt) and kind is not None:
             self._declaration(item, kind, unit)
+        elif isinstance(item, ast.ReturnStmt):
+            _error("TL0130", "`return` outside a function", item.span, help="remove it")
         elif main is not None and not isinstance(item, ast.ImportDecl):
             main.statement(item)
 
@@ -229,9 +242,10 @@ class _ModuleBuilder:
         if func.id == DATASET_LOADER:
             return "dataset"
         aliases = self.program.root.aliases
-        known = func.id in aliases or func.id in self._model_names()
+        known = func.id in aliases or func.id in self._model_names
         return "instance" if known or func.id[:1].isupper() else None
 
+    @functools.cached_property
     def _model_names(self) -> set[str]:
         return {m.name for unit in self.program.units() for m in unit.module.models()}
 
@@ -260,20 +274,27 @@ class _ModuleBuilder:
         return nml.InstanceOp(name, model, overrides, [loc_of(k.span) for k in call.kwargs])
 
     def _kernel(self, decl: ast.KernelDecl) -> None:
-        build = _kernel_builder()
-        if build is not None:
-            self.ops.append(build(decl))
+        self.ops.append(_kernel_builder()(decl))
 
     def _train(self, decl: ast.TrainDecl, main: BodyBuilder | None) -> None:
         names = [_symbol(e, what) for e, what in ((decl.model, "model"), (decl.data, "dataset"))]
         op = train.LoopOp(names[0] or "?", names[1] or "?")
+        op.properties["model_loc"] = loc_of(decl.model.span)
+        op.properties["data_loc"] = loc_of(decl.data.span)
         settings = AttrBuilder("setting", self.program.root.aliases)
         for s in decl.settings:
             value = train.SetOp(s.key, settings.build(s.value), loc_of(s.value.span))
             op.body.block.add_op(_at(value, s.key_span))
         if decl.checkpoint is not None:
             clause = decl.checkpoint
-            op.body.block.add_op(_at(train.CheckpointOp(clause.every, clause.unit), clause.span))
+            if clause.every < 1:
+                message = f"`checkpoint every` must be at least 1, got {clause.every}"
+                _error(
+                    "TL0403", message, Label(clause.every_span, ""), help="write `every 1` or more"
+                )
+            else:
+                checkpoint = train.CheckpointOp(clause.every, clause.unit)
+                op.body.block.add_op(_at(checkpoint, clause.span))
         _at(op, decl.span.to(decl.data.span))
         if main is not None:
             main.block.add_op(op)
@@ -322,6 +343,39 @@ def _param_type(type_expr: ast.TypeExpr | None) -> Attribute:
     known = ", ".join(f"`{n}`" for n in ("Tensor", *SCALAR_TYPES))
     _error("TL0139", f"unknown type `{type_expr.name}`", type_expr.span, help=f"use one of {known}")
     return nml.AnyType()
+
+
+def _check_declared(name: str, span: Span) -> None:
+    """`None`, `True`, `False` are values (in kernels), never names a program declares."""
+    if name in CONSTANT_NAMES:
+        help_text = f"`{name.lower()}` is the value; choose another name"
+        _error(
+            "TL0009", f"`{name}` is a Python keyword, so it cannot be a name", span, help=help_text
+        )
+
+
+def _report_duplicate_symbols(block: Block) -> None:
+    """TL0309 for a second definition of a name in one symbol table (the IR would not verify)."""
+    seen: dict[str, Operation] = {}
+    for op in block.ops:
+        trait = op.get_trait(SymbolOpInterface)
+        symbol = trait.get_sym_attr_name(op) if trait is not None else None
+        if symbol is None:
+            continue
+        first = seen.setdefault(symbol.data, op)
+        span, first_span = span_of(op), span_of(first)
+        if first is op or span is None:
+            continue
+        secondary = [Label(first_span, "first defined here")] if first_span is not None else []
+        report(
+            Diagnostic.error(
+                "TL0309",
+                f"`{symbol.data}` is defined twice",
+                Label(span, "defined again here"),
+                secondary=secondary,
+                help="rename one of them",
+            )
+        )
 
 
 def _duplicate_model(decl: ast.ModelDecl, first: ast.ModelDecl) -> None:

@@ -13,6 +13,7 @@ Calls stay unresolved (`nml.call`) except calls of a `@kernel`'s launcher.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import IntegerAttr, StringAttr, i64
@@ -76,6 +77,9 @@ class BodyBuilder:
 
     @statement.register
     def _let(self, stmt: ast.LetStmt) -> None:
+        if stmt.name in ("None", "True", "False"):
+            message = f"`{stmt.name}` is a Python keyword, so it cannot be a name"
+            _error("TL0009", message, stmt.name_span, help="choose another name")
         self.bind(stmt.name, self.expr(stmt.value))
 
     @statement.register
@@ -102,7 +106,7 @@ class BodyBuilder:
 
     def bind(self, name: str, value: SSAValue) -> None:
         # `let residual = x` names nothing new: the value keeps its first name.
-        if value.name_hint is None and _valid_hint(name):
+        if value.name_hint is None and valid_hint(name):
             value.name_hint = name
         self.scope[name] = value
 
@@ -145,16 +149,30 @@ class BodyBuilder:
         return self.value_of(nml.CallOp(expr.op, [operand]), expr.span)
 
     @expr.register
-    def _binary(self, expr: ast.Binary) -> SSAValue:
-        left, right = self.expr(expr.left), self.expr(expr.right)
+    def _binary(self, expr: ast.Binary | ast.Pipe) -> SSAValue:
+        # Left-associative chains (`a + b + ...`, `x |> f |> ...`) are walked down
+        # their left spine without recursion: 10,000 terms are a long line, not a crash.
+        spine: list[ast.Binary | ast.Pipe] = []
+        node: ast.Expr = expr
+        while isinstance(node, ast.Binary | ast.Pipe):
+            spine.append(node)
+            node = node.left if isinstance(node, ast.Binary) else node.value
+        value = self.expr(node)
+        for link in reversed(spine):
+            if isinstance(link, ast.Binary):
+                value = self._apply_binary(link, value)
+            else:
+                value = self._apply_pipe(link, value)
+        return value
+
+    def _apply_binary(self, expr: ast.Binary, left: SSAValue) -> SSAValue:
+        right = self.expr(expr.right)
         op_class = nml.BINARY_OPS.get(expr.op)
         if op_class is None:
             return self.value_of(nml.CallOp(expr.op, [left, right]), expr.span)
         return self.value_of(op_class(left, right, _combined(left, right)), expr.span)
 
-    @expr.register
-    def _pipe(self, expr: ast.Pipe) -> SSAValue:
-        value = self.expr(expr.value)
+    def _apply_pipe(self, expr: ast.Pipe, value: SSAValue) -> SSAValue:
         stage = expr.stage
         func = stage.func if isinstance(stage, ast.Call) else stage
         callee = dotted_name(func)
@@ -266,5 +284,9 @@ def _combined(left: SSAValue, right: SSAValue) -> Attribute:
     return nml.AnyType()
 
 
-def _valid_hint(name: str) -> bool:
-    return name.replace("_", "a").isalnum() and not name[:1].isdigit()
+_HINT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def valid_hint(name: str) -> bool:
+    """Whether xDSL takes `name` as a value's name (ASCII only); other names stay unnamed."""
+    return _HINT.fullmatch(name) is not None

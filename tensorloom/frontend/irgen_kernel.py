@@ -239,6 +239,10 @@ class _KernelBuilder:
     @_expr_node.register
     def _binary(self, expr: ast.Binary) -> SSAValue:
         lhs, rhs = self._expr(expr.left), self._expr(expr.right)
+        if expr.op not in kernel.BINARY_OPS:
+            hint = "multiply blocks with `tl.dot(a, b)`" if expr.op == "@" else None
+            _unsupported(expr.op_span, f"the operator `{expr.op}`", hint)
+            return self._value(kernel.ConstantOp(NoneAttr()), expr.span)
         return self._value(kernel.BinOp(expr.op, lhs, rhs), expr.span)
 
     @_expr_node.register

@@ -13,7 +13,10 @@ token stream for the rest of the file.
 
 from __future__ import annotations
 
+import keyword
+import math
 import re
+import unicodedata
 
 from tensorloom.diagnostics import Diagnostic, DiagnosticSink, Label
 from tensorloom.frontend.tokens import CLOSING, KEYWORDS, OPENING, PUNCTUATION, Token, TokenKind
@@ -35,6 +38,14 @@ _BRACKET_TEXTS = frozenset("()[]{}")  # str keys: hashing an Enum member runs Py
 _BLANK = re.compile(r"[ \t\f]*")
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "\\": "\\", "'": "'", '"': '"'}
 TAB_WIDTH = 4
+# Python's keywords that are not TensorLoom's: as names they would break the script.
+# `None`, `True` and `False` are values in kernels (`x[:, None]`, as Triton writes
+# them); irgen rejects them where a name is declared (CONSTANT_NAMES).
+CONSTANT_NAMES = frozenset({"None", "True", "False"})
+PYTHON_KEYWORDS = frozenset(keyword.kwlist) - KEYWORDS.keys() - CONSTANT_NAMES
+INT_MAX = 2**63 - 1
+"""The largest integer literal: every integer in the IR is a signed 64-bit value."""
+_INT_MAX_TEXT = str(INT_MAX)
 
 # What can only start a statement: seeing one first on a line inside brackets
 # means a bracket was left open, so layout resumes there. Two names in a row
@@ -55,6 +66,16 @@ _OPERAND_ENDS = frozenset(
         TokenKind.RBRACE,
     }
 )
+
+
+def normalize_name(text: str) -> str:
+    """A name as Python reads it: NFKC-normalised, so the ligature U+FB01 is `fi`.
+
+    Python applies NFKC to every identifier, so two TensorLoom names that differ
+    only before it would become one name in the emitted script; normalising here
+    makes them one name for the checker too.
+    """
+    return text if text.isascii() else unicodedata.normalize("NFKC", text)
 
 
 def tokenize(text: str, path: str, sink: DiagnosticSink) -> list[Token]:
@@ -237,8 +258,12 @@ class Lexer:
         group = match.lastgroup or "punct"
         text = match[group]
         col = match.start(group) - self.line_start + 1
+        if group == "name" and (not text.isascii() or text in PYTHON_KEYWORDS):
+            self.pos = match.start(group)
+            return False  # lex_name normalises and checks it
+        span = Span(self.path, self.line, col, self.line, col + len(text))
         kind = KEYWORDS.get(text, TokenKind.NAME) if group == "name" else _PUNCT_KINDS[text]
-        token = Token(kind, text, Span(self.path, self.line, col, self.line, col + len(text)))
+        token = Token(kind, text, span)
         self.tokens.append(token)
         self.pos = match.end()
         if text in _BRACKET_TEXTS:
@@ -265,7 +290,26 @@ class Lexer:
         match = _NAME.match(self.text, self.pos)
         assert match is not None
         text = match.group()
-        self.add(KEYWORDS.get(text, TokenKind.NAME), text)
+        name = normalize_name(text)
+        if name in PYTHON_KEYWORDS:
+            self.error(
+                "TL0009",
+                f"`{name}` is a Python keyword, so it cannot be a name",
+                self.here(len(text)),
+                "",
+                help="the compiled script is Python: choose another name",
+            )
+        elif not name.isidentifier():
+            bad = next(ch for ch in text if not ("a" + normalize_name(ch)).isidentifier())
+            self.error(
+                "TL0009",
+                f"`{text}` is not a valid name: `{bad}` (U+{ord(bad):04X}) cannot be part of one",
+                self.here(len(text)),
+                "",
+                help="names are letters, digits and `_`, as in Python",
+            )
+        self.tokens.append(Token(KEYWORDS.get(name, TokenKind.NAME), name, self.here(len(text))))
+        self.pos += len(text)
 
     def lex_number(self) -> None:
         match = _NUMBER.match(self.text, self.pos)
@@ -277,9 +321,37 @@ class Lexer:
             return
         digits = text.replace("_", "")
         if match.group("frac") is None and match.group("exp") is None and text[0] != ".":
-            self.add(TokenKind.INT, text, int(digits))
+            self.add_int(text, digits)
         else:
-            self.add(TokenKind.FLOAT, text, float(digits))
+            self.add_float(text, digits)
+
+    def add_int(self, text: str, digits: str) -> None:
+        """An INT token; one past 64 bits is an error (TL0008), and its value 0."""
+        # Compare digit counts before converting: Python refuses to convert a
+        # string of more than 4,300 digits.
+        stripped = digits.lstrip("0") or "0"
+        if len(stripped) > len(_INT_MAX_TEXT) or int(stripped) > INT_MAX:
+            self.report_out_of_range(text, "integer", f"the largest integer is {INT_MAX:,}")
+            self.add(TokenKind.INT, text, 0)
+            return
+        self.add(TokenKind.INT, text, int(stripped))
+
+    def add_float(self, text: str, digits: str) -> None:
+        value = float(digits)
+        if math.isinf(value):
+            self.report_out_of_range(text, "float", "the largest float is about `1.8e308`")
+            value = 0.0
+        self.add(TokenKind.FLOAT, text, value)
+
+    def report_out_of_range(self, text: str, kind: str, note: str) -> None:
+        shown = text if len(text) <= 24 else f"{text[:10]}...{text[-10:]}"
+        self.error(
+            "TL0008",
+            f"{kind} literal `{shown}` is out of range",
+            self.here(len(text)),
+            "",
+            notes=[note],
+        )
 
     def report_bad_number(self, end: int) -> None:
         stop = _NAME.match(self.text, end)

@@ -976,6 +976,7 @@ class Parser:
             name = self.advance()
             self.advance()
             value = self.parse_expression()
+            self.check_repeated_keyword(call, name)
             call.kwargs.append(ast.Keyword(name.span.to(value.span), name.text, value))
             return
         value = self.parse_expression()
@@ -989,6 +990,20 @@ class Parser:
                 )
             )
         call.args.append(value)
+
+    def check_repeated_keyword(self, call: ast.Call, name: Token) -> None:
+        first = next((k for k in call.kwargs if k.name == name.text), None)
+        if first is None:
+            return
+        self.report(
+            Diagnostic.error(
+                "TL0114",
+                f"keyword argument `{name.text}` repeated",
+                Label(name.span, "given again here"),
+                secondary=[Label(first.span, "first given here")],
+                help="keep one of them",
+            )
+        )
 
     def parse_index(self, value: ast.Expr) -> ast.Index:
         """index = "[" subscript { "," subscript } [ "," ] "]" ;"""

@@ -107,6 +107,12 @@ def _convert_train_to_torch() -> type[ModulePass]:
     return ConvertTrainToTorchPass
 
 
+def _mangle_names() -> type[ModulePass]:
+    from tensorloom.passes.mangle_names import MangleNamesPass
+
+    return MangleNamesPass
+
+
 def get_all_passes() -> dict[str, PassFactory]:
     """Every registered pass: name -> a function that imports and returns its class."""
     return {
@@ -122,6 +128,7 @@ def get_all_passes() -> dict[str, PassFactory]:
         "infer-synthetic-data": _infer_synthetic_data,
         "check-kernels": _check_kernels,
         "synthesize-launchers": _synthesize_launchers,
+        "mangle-names": _mangle_names,
         "convert-nml-to-torch": _convert_nml_to_torch,
         "convert-train-to-torch": _convert_train_to_torch,
         "convert-kernel-to-triton": _convert_kernel_to_triton,

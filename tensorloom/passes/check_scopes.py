@@ -14,6 +14,11 @@ A top-level function of a `.tl` file (a loss or metric, `fn my_loss(out, y)`) se
 only its parameters and its `let`s: a `nml.ref` left in it is an undefined name,
 and a call left unresolved an unknown function.
 
+A train block's two names must be an instance and a dataset:
+
+    train.loop @layer on @data          TL0301 undefined model `layer`
+    train.loop @net on @datadata        TL0301 undefined dataset `datadata`
+
 A script's top-level statements (`train.main`) are checked the same way: a
 `nml.ref` must name a model, instance, kernel or `<kernel>_launcher` (a dataset
 only feeds a train block), and a function call one of those or a script builtin
@@ -32,11 +37,25 @@ from xdsl.traits import SymbolOpInterface
 
 from tensorloom.diagnostics.core import Diagnostic, Label, did_you_mean
 from tensorloom.diagnostics.ir import report, span_of
-from tensorloom.dialects.nml import ApplyOp, CallOp, FuncOp, GetAttrOp, LayerOp, ModelOp, RefOp
+from tensorloom.dialects.nml import (
+    ApplyOp,
+    CallOp,
+    FuncOp,
+    GetAttrOp,
+    InstanceOp,
+    LayerOp,
+    ModelOp,
+    RefOp,
+)
 from tensorloom.dialects.train import DatasetOp, LoopOp, MainOp
 from tensorloom.passes.model_env import configs_of, layers_of, methods_of
-from tensorloom.passes.resolve_builtins import BUILTINS, builtin_name
-from tensorloom.passes.script_builtins import SCRIPT_BUILTINS, is_script_callable
+from tensorloom.passes.resolve_builtins import BUILTINS, MISSING, builtin_name, constant_of
+from tensorloom.passes.script_builtins import (
+    SCRIPT_BUILTINS,
+    TORCH_CALLABLE,
+    constructor_problem,
+    is_script_callable,
+)
 
 
 def top_level_symbols(module: ModuleOp) -> set[str]:
@@ -62,6 +81,8 @@ class ModelScope:
 
     model: ModelOp
     outside: set[str]
+    script_values: set[str] = field(default_factory=set[str])  # instances and datasets
+    datasets: set[str] = field(default_factory=set[str])
     layers: dict[str, LayerOp] = field(default_factory=dict[str, LayerOp])
     methods: dict[str, FuncOp] = field(default_factory=dict[str, FuncOp])
     local: set[str] = field(default_factory=set[str])
@@ -74,6 +95,8 @@ class ModelScope:
         self.layers = layers_of(self.model)
         self.methods = methods_of(self.model)
         self.local = {*configs_of(self.model), *self.layers}
+        if "forward" not in self.methods:
+            self._no_forward()
         for op in self.model.walk():
             if isinstance(op, RefOp):
                 self._ref(op)
@@ -81,8 +104,26 @@ class ModelScope:
                 self._call(op)
         self._unused_layers()
 
+    def _no_forward(self) -> None:
+        """PyTorch raises NotImplementedError on the first call of a module without one."""
+        guess = did_you_mean("forward", set(self.methods))
+        fix = f"rename `{guess}` to `forward`" if guess else "add `fn forward(self, x): ...`"
+        _error(self.model, "TL0332", f"model `{self.name}` has no `forward` method", fix)
+
     def _ref(self, op: RefOp) -> None:
         name = op.symbol.root_reference.data
+        if name in self.script_values and name not in self.local:
+            # An instance or dataset is the script's, not a value a method can compute
+            # with (fuzz-findings/07: it reached the lowering untyped).
+            what = "dataset" if name in self.datasets else "model instance"
+            help_text = "give `forward` a parameter for it, and pass it in"
+            _error(
+                op,
+                "TL0301",
+                f"`{name}` is a {what} of the script; a model cannot use it",
+                help_text,
+            )
+            return
         if name in self.local or name in self.outside:
             return
         guess = did_you_mean(name, self.local)
@@ -164,9 +205,32 @@ class ScriptScope:
             callee = op.callee.data
             if builtin_name(callee) in BUILTINS:
                 return  # a model builtin (`relu(x)`) called wrongly: `resolve-nml` said why
-            if callee not in known and not is_script_callable(callee):
-                guess = did_you_mean(callee, known | SCRIPT_BUILTINS | set(BUILTINS))
-                _error(op, "TL0305", f"unknown function `{callee}`", _help(guess))
+            if callee in known:
+                return
+            if is_script_callable(callee):
+                self._constructor_args(op, callee)
+                return
+            if callee.startswith("torch."):
+                listed = {f"torch.{n}" for n in TORCH_CALLABLE}
+                guess = did_you_mean(callee, listed) if callee.count(".") == 1 else None
+                message = f"`{callee}` is not one of the `torch` functions a script may call"
+                fix = "the list is in docs/grammar.md (tensor maths and constructors only)"
+                _error(op, "TL0305", message, _help(guess, fix))
+                return
+            guess = did_you_mean(callee, known | SCRIPT_BUILTINS | set(BUILTINS))
+            _error(op, "TL0305", f"unknown function `{callee}`", _help(guess))
+
+    def _constructor_args(self, op: CallOp, callee: str) -> None:
+        """pytorch_false_negatives/gen-551, -13021, -6976: `zeros(2, (2, 2))`, `zeros(1e3, 4)`,
+        `arange(-0.5)` passed the check and failed when the script ran."""
+        positional = [
+            constant_of(arg)
+            for arg, name in zip(op.args, op.arg_names, strict=True)
+            if not name.data
+        ]
+        problem = constructor_problem(callee, [None if v is MISSING else v for v in positional])
+        if problem is not None:
+            _error(op, "TL0308", problem, None)
 
     def _ref(self, op: RefOp, known: set[str], earlier: set[str]) -> None:
         name = op.symbol.root_reference.data
@@ -228,9 +292,60 @@ class CheckScopesPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         outside = top_level_symbols(op)
+        datasets = _datasets(op)
+        values = {o.sym_name.data for o in op.body.block.ops if isinstance(o, InstanceOp)}
         for model in [o for o in op.walk() if isinstance(o, ModelOp)]:
-            ModelScope(model, outside).check()
+            ModelScope(model, outside, values | datasets, datasets).check()
         for func in top_level_functions(op).values():
             FunctionScope(func).check()
         for main in [o for o in op.body.block.ops if isinstance(o, MainOp)]:
             ScriptScope(main, outside, _datasets(op)).check()
+        for loop in [o for o in op.walk() if isinstance(o, LoopOp)]:
+            TrainNames(loop, op).check()
+
+
+@dataclass
+class TrainNames:
+    """A train block's model must be an instance, its data a dataset (else lowering has none)."""
+
+    loop: LoopOp
+    module: ModuleOp
+
+    def check(self) -> None:
+        instances = {
+            o.sym_name.data for o in self.module.body.block.ops if isinstance(o, InstanceOp)
+        }
+        models = {o.sym_name.data for o in self.module.walk() if isinstance(o, ModelOp)}
+        datasets = _datasets(self.module)
+        model = self.loop.model.root_reference.data
+        if model != "?" and model not in instances:
+            self._model(model, instances, models, datasets)
+        data = self.loop.data.root_reference.data
+        if data != "?" and data not in datasets:
+            self._data(data, datasets, instances)
+
+    def _model(self, name: str, instances: set[str], models: set[str], datasets: set[str]) -> None:
+        if name in models:
+            message, hint = f"`{name}` is a model, not an instance", f"let net = {name}()"
+            self._error(self.loop.model_loc, message, f"create one first: `{hint}`")
+        elif name in datasets:
+            message = f"`{name}` is a dataset; a train block trains a model instance"
+            self._error(self.loop.model_loc, message, "write `train <model> on <dataset>:`")
+        else:
+            guess = did_you_mean(name, instances)
+            fix = f"bind it first: `let {name} = <Model>()`"
+            self._error(self.loop.model_loc, f"undefined model `{name}`", _help(guess, fix))
+
+    def _data(self, name: str, datasets: set[str], instances: set[str]) -> None:
+        if name in instances:
+            message = f"`{name}` is a model instance; a train block needs a dataset after `on`"
+            self._error(self.loop.data_loc, message, "bind one: `let data = load_dataset(...)`")
+            return
+        guess = did_you_mean(name, datasets)
+        fix = f"bind it first: `let {name} = load_dataset(...)`"
+        self._error(self.loop.data_loc, f"undefined dataset `{name}`", _help(guess, fix))
+
+    def _error(self, loc: object, message: str, help_text: str | None) -> None:
+        span = span_of(loc) if loc is not None else span_of(self.loop)  # type: ignore[arg-type]
+        if span is not None:
+            report(Diagnostic.error("TL0301", message, Label(span), help=help_text))

@@ -581,7 +581,11 @@ class LoopChecker:
         forward = forward_of(model) if model is not None else None
         if forward is None:
             return
-        for call in (op for op in forward.walk() if isinstance(op, KernelCallOp)):
+        calls = [op for op in forward.walk() if isinstance(op, KernelCallOp)]
+        if not _trains_anything(forward):
+            self._no_gradient(calls[-1] if calls else forward, instance)
+            return
+        for call in calls:
             layers = _layers_feeding(call, forward)
             span = span_of(call)
             if not layers or span is None:
@@ -601,6 +605,26 @@ class LoopChecker:
                     "TL0412", message, Label(span, "gradients stop here"), help=help_text
                 )
             )
+
+    def _no_gradient(self, where: Operation, instance: InstanceOp) -> None:
+        """pytorch_false_negatives/gen-874: `loss.backward()` raised "element 0 of tensors
+        does not require grad": no layer reaches the output, or every path passes a kernel."""
+        span = span_of(where)
+        if span is None:
+            return
+        if isinstance(where, KernelCallOp):
+            kernel = where.kernel.root_reference.data
+            message = (
+                f"nothing the loss depends on can train: every layer's output passes `{kernel}`"
+            )
+            help_text = "a Triton kernel has no backward; use a built-in op here to train the model"
+            label = Label(span, "gradients stop here")
+        else:
+            model = instance.model.root_reference.data
+            message = f"`{model}`'s output depends on no layer, so training has nothing to train"
+            help_text = "apply a layer with weights in `forward`, such as `Linear`"
+            label = Label(span, "")
+        report(Diagnostic.error("TL0412", message, label, help=help_text))
 
     # --- precision --------------------------------------------------------------------
 
@@ -638,6 +662,22 @@ def _dataset_error(op: train.DatasetOp, error: DatasetError) -> None:
     if span is None:
         return
     report(Diagnostic.error(error.code, error.message, Label(span), help=error.help))
+
+
+def _trains_anything(forward: Operation) -> bool:
+    """Whether a layer reaches the forward's return value without passing a kernel."""
+    returns = [o for o in forward.walk() if isinstance(o, ReturnOp)]
+    seen: set[Operation] = set()
+    pending = [v.owner for r in returns for v in r.operands]
+    while pending:
+        owner = pending.pop()
+        if not isinstance(owner, Operation) or owner in seen or isinstance(owner, KernelCallOp):
+            continue
+        if isinstance(owner, ApplyOp):
+            return True
+        seen.add(owner)
+        pending += [operand.owner for operand in owner.operands]
+    return False
 
 
 def _layers_feeding(op: KernelCallOp, forward: Operation) -> list[str]:

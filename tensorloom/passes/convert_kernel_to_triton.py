@@ -144,9 +144,10 @@ class ControlFlow(RewritePattern):
         self, op: kernel.IfOp | kernel.ForOp | kernel.ReturnOp, rewriter: PatternRewriter
     ) -> None:
         if isinstance(op, kernel.IfOp):
-            new: Operation = triton.IfOp(
-                op.cond, op.detach_region(op.then), op.detach_region(op.orelse)
-            )
+            # Both regions first: detaching `then` renumbers the op's regions, so
+            # `op.orelse` read afterwards no longer exists (fuzz-findings/04).
+            then, orelse = op.then, op.orelse
+            new: Operation = triton.IfOp(op.cond, op.detach_region(then), op.detach_region(orelse))
         elif isinstance(op, kernel.ForOp):
             new = triton.ForOp(op.var.data, op.iterator.data, op.args, op.detach_region(op.body))
         else:

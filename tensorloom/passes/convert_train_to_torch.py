@@ -48,6 +48,7 @@ from tensorloom.dialects import nml, train
 from tensorloom.dialects import torch as t
 from tensorloom.dialects.datasets import LM_SOURCES, DatasetError, lookup_dataset
 from tensorloom.dialects.layers.base import py_literal
+from tensorloom.escape import py_string
 from tensorloom.passes.convert_nml_to_torch import attr_source, script_of
 from tensorloom.passes.loss_functions import Metric, MetricProblem, metrics_of
 from tensorloom.passes.model_env import CallValue, Evaluated, evaluate_kwargs
@@ -128,8 +129,8 @@ def _data_plan(module: ModuleOp, loop: train.LoopOp) -> DataPlan:
 
 
 def _dict_literal(values: dict[str, object]) -> str:
-    items = ", ".join(f"{k!r}: {py_literal(v)}" for k, v in values.items())  # type: ignore[arg-type]
-    return "{" + items.replace("'", '"') + "}"
+    items = ", ".join(f"{py_string(k)}: {py_literal(v)}" for k, v in values.items())  # type: ignore[arg-type]
+    return "{" + items + "}"
 
 
 def _int(value: Evaluated | None, default: int) -> int:

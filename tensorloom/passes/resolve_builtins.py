@@ -281,7 +281,9 @@ def _flatten(args: CallArgs) -> Operation | CallProblem:
     return args.unknown_keywords(("start_dim", "end_dim")) or FlattenOp(x, start, end, _tensor())
 
 
-def _sizes(values: Sequence[SSAValue]) -> tuple[list[Attribute], list[SSAValue]]:
+def _sizes(
+    name: str, values: Sequence[SSAValue]
+) -> tuple[list[Attribute], list[SSAValue]] | CallProblem:
     """Reshape sizes: constants fold, anything else is a `?` taken at run time."""
     if len(values) == 1 and isinstance(values[0].owner, ListOp):
         values = list(values[0].owner.elements)
@@ -291,10 +293,22 @@ def _sizes(values: Sequence[SSAValue]) -> tuple[list[Attribute], list[SSAValue]]
         size = constant_of(value)
         if isinstance(size, int) and not isinstance(size, bool):
             shape.append(IntegerAttr(size, i64))
+        elif not isinstance(size, _Missing):
+            return CallProblem(f"`{name}` sizes must be integers, got `{size!r}`")
         else:
             shape.append(StringAttr(DYNAMIC))
             dynamic.append(value)
     return shape, dynamic
+
+
+def _check_sizes(name: str, shape: list[Attribute]) -> CallProblem | None:
+    sizes = [a.value.data for a in shape if isinstance(a, IntegerAttr)]
+    if sizes.count(-1) > 1:
+        return CallProblem(f"at most one size of `{name}` may be -1 (inferred)")
+    negative = next((n for n in sizes if n < -1), None)
+    if negative is not None:
+        return CallProblem(f"`{name}` sizes must be -1 (inferred) or more, got {negative}")
+    return None
 
 
 def _reshape(args: CallArgs) -> Operation | CallProblem:
@@ -304,7 +318,13 @@ def _reshape(args: CallArgs) -> Operation | CallProblem:
     sizes = args.positional[1:] or ([args.keywords["shape"]] if "shape" in args.keywords else [])
     if not sizes:
         return CallProblem(f"`{args.name}` needs the target shape")
-    shape, dynamic = _sizes(sizes)
+    sizes = _sizes(args.name, sizes)
+    if isinstance(sizes, CallProblem):
+        return sizes
+    shape, dynamic = sizes
+    problem = _check_sizes(args.name, shape)
+    if problem is not None:
+        return problem
     op = ViewOp if args.name == "view" else ReshapeOp
     return op(x, shape, dynamic, _tensor())
 
@@ -318,7 +338,12 @@ def _permute(args: CallArgs) -> Operation | CallProblem:
         dims = list(dims[0])
     if not dims or not all(isinstance(d, int) and not isinstance(d, bool) for d in dims):
         return CallProblem("`permute` needs the new order of dims as constant integers")
-    return PermuteOp(x, [d for d in dims if isinstance(d, int)], _tensor())
+    order = [d for d in dims if isinstance(d, int)]
+    normal = sorted(d % len(order) if -len(order) <= d < len(order) else d for d in order)
+    if normal != list(range(len(order))):
+        shown = ", ".join(str(d) for d in order)
+        return CallProblem(f"`permute` dims ({shown}) are not a permutation of 0..{len(order) - 1}")
+    return PermuteOp(x, order, _tensor())
 
 
 def _transpose(args: CallArgs) -> Operation | CallProblem:
@@ -431,7 +456,10 @@ def _sized(args: CallArgs) -> Operation | CallProblem:
     sizes = args.positional[1:] or ([args.keywords["size"]] if "size" in args.keywords else [])
     if not sizes:
         return CallProblem(f"`{args.name}` needs the sizes, as in `x.{args.name}(B, -1)`")
-    shape, dynamic = _sizes(sizes)
+    found = _sizes(args.name, sizes)
+    if isinstance(found, CallProblem):
+        return found
+    shape, dynamic = found
     op = ExpandOp if args.name == "expand" else RepeatOp
     return op(x, shape, dynamic, _tensor())
 
@@ -456,7 +484,10 @@ def _split(args: CallArgs) -> Operation | CallProblem:
     if value is None or (isinstance(size, int | float) and (size <= 0 or isinstance(size, float))):
         return _split_problem()
     equal = not isinstance(value.owner, ListOp)
-    shape, dynamic = _sizes([value])
+    found = _sizes(args.name, [value])
+    if isinstance(found, CallProblem):
+        return found
+    shape, dynamic = found
     if isinstance(size, list) and not all(isinstance(v, int) and v >= 0 for v in size):
         return _split_problem()
     return SplitOp(x, shape, dynamic, equal, dim, _tensor())
@@ -572,7 +603,20 @@ def _arange(args: CallArgs) -> Operation | CallProblem:
     elif len(given) == 2:
         bounds = [*bounds, IntegerAttr(1, i64)]
     problem = args.unknown_keywords(("start", "end", "step", "device", "dtype"))
-    return problem or ArangeOp(bounds, dynamic, _tensor())
+    return problem or _arange_bounds_problem(bounds) or ArangeOp(bounds, dynamic, _tensor())
+
+
+def _arange_bounds_problem(bounds: Sequence[Attribute]) -> CallProblem | None:
+    """Constant bounds PyTorch rejects (pytorch_false_negatives/gen-6976: `arange(-0.5)`)."""
+    values = [b.value.data for b in bounds if isinstance(b, IntegerAttr | FloatAttr)]
+    if len(values) != 3:
+        return None
+    start, end, step = values
+    if step == 0:
+        return CallProblem("the step of `arange` must not be 0")
+    if (end - start) * step < 0:
+        return CallProblem(f"`arange` from {start} to {end} in steps of {step} never gets there")
+    return None
 
 
 def _bounds(values: Sequence[SSAValue]) -> tuple[list[Attribute], list[SSAValue]]:

@@ -37,6 +37,7 @@ from tensorloom.diagnostics.core import Diagnostic, Label, did_you_mean
 from tensorloom.diagnostics.ir import report, span_of
 from tensorloom.dialects import train
 from tensorloom.dialects.layers import ArgError, LayerSpec, Value, lookup, suggest
+from tensorloom.dialects.layers.base import too_many_params
 from tensorloom.dialects.nml import (
     ApplyOp,
     CallOp,
@@ -218,10 +219,25 @@ def override_span(instance: InstanceOp, key: str) -> Span | None:
 
 @dataclass
 class _Context:
-    """Where layer errors found under an instance's overrides are reported."""
+    """Where layer errors found under an instance's overrides are reported.
+
+    `via` is the layer of a model that passes arguments to a nested model
+    (`block = EncoderBlock(64, 3)`): the nested model's layers are checked again
+    with those values, and an error is reported at `via`, where the values are.
+    """
 
     instance: InstanceOp | None = None
     overrides: Mapping[str, Value] = field(default_factory=dict[str, Value])
+    via: LayerOp | None = None
+    depth: int = 0
+
+    @property
+    def nested(self) -> bool:
+        """Checking again under another's values: what is wrong with defaults was said."""
+        return self.instance is not None or self.via is not None
+
+
+MAX_CHECK_DEPTH = 32  # nested models checked under their parents' arguments, this deep
 
 
 @dataclass
@@ -268,7 +284,7 @@ class DeclarationChecker:
             self._check_catalogue_layer(model, layer, spec, env, where)
         elif kind in self.models:
             self._check_nested(model, layer, env, where)
-        elif where.instance is None:
+        elif not where.nested:
             self._unknown_kind(layer)
 
     def _unknown_kind(self, layer: LayerOp) -> None:
@@ -295,6 +311,8 @@ class DeclarationChecker:
             return
         bound = spec.bind(*values)
         errors = bound if isinstance(bound, list) else spec.validate(bound)
+        if not errors and not isinstance(bound, list):
+            errors = [e for e in (too_many_params(spec, bound),) if e is not None]
         for error in errors:
             self._arg_error(layer, error, where)
 
@@ -302,7 +320,7 @@ class DeclarationChecker:
         self, model: ModelOp, layer: LayerOp, failure: ArgFailure, where: _Context
     ) -> None:
         span = arg_span(layer, failure.position, failure.keyword)
-        if span is None or where.instance is not None:
+        if span is None or where.nested:
             return
         self.emit(_unknown_config(model, failure.error, span, "layer"))
 
@@ -311,10 +329,23 @@ class DeclarationChecker:
         if span is None:
             return
         subject = f"`{layer.sym_name.data}`: {error.message}"
-        if where.instance is None:
+        if where.instance is None and where.via is None:
             self.emit(Diagnostic.error("TL0422", subject, Label(span), help=error.help))
             return
+        if where.instance is None and where.via is not None:
+            self._nested_arg_error(layer, error, span, where.via)
+            return
         self._instance_arg_error(layer, error, span, where)
+
+    def _nested_arg_error(self, layer: LayerOp, error: ArgError, span: Span, via: LayerOp) -> None:
+        primary = span_of(via) or span
+        message = f"`{via.sym_name.data}.{layer.sym_name.data}`: {error.message}"
+        declared = Label(span, f"with the arguments of `{via.sym_name.data}`, this is invalid")
+        self.emit(
+            Diagnostic.error(
+                "TL0422", message, Label(primary), secondary=[declared], help=error.help
+            )
+        )
 
     def _instance_arg_error(
         self, layer: LayerOp, error: ArgError, span: Span, where: _Context
@@ -345,6 +376,13 @@ class DeclarationChecker:
         for key in overrides:
             if key not in configs_of(nested):
                 self._unknown_override(nested, key, arg_span(layer, None, key))
+        if overrides and where.depth < MAX_CHECK_DEPTH:
+            # pytorch_false_negatives/mut-66016: `n_heads=0` reached MultiHeadAttention
+            # through a nested model's arguments, which were never checked.
+            inner = _Context(where.instance, where.overrides, where.via or layer, where.depth + 1)
+            nested_env = model_env(nested, overrides)
+            for sub in layers_of(nested).values():
+                self.check_layer(nested, sub, nested_env, inner)
 
     def _self_nesting(self, layer: LayerOp) -> None:
         span = span_of(layer)

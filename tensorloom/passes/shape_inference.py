@@ -92,7 +92,7 @@ from tensorloom.passes.model_env import (
 from tensorloom.source import Span
 
 BATCH = "B"
-MAX_DEPTH = 32  # nesting deeper than this is a cycle `resolve-nml` already reported
+MAX_DEPTH = 32  # models nested deeper than this are TL0310 (a cycle is TL0307, in resolve-nml)
 
 
 @dataclass(slots=True)
@@ -163,6 +163,7 @@ class Inference:
         default_factory=dict[FuncOp, dict[SSAValue, Attribute]]
     )
     depth: int = 0
+    depth_reported: bool = False
     layers: dict[ModelOp, dict[str, LayerOp]] = field(
         default_factory=dict[ModelOp, dict[str, LayerOp]]
     )
@@ -321,7 +322,10 @@ class Inference:
     ) -> Attribute:
         forward = forward_of(nested)
         overrides = nested_overrides(layer, nested, env)
-        if forward is None or isinstance(overrides, ArgFailure) or self.depth > MAX_DEPTH:
+        if self.depth > MAX_DEPTH:
+            self._too_deep(layer)
+            return TensorType.unranked()
+        if forward is None or isinstance(overrides, ArgFailure):
             return TensorType.unranked()
         inner = ModelFlow(layer.sym_name.data, nested.sym_name.data, [], "")
         self.depth += 1
@@ -337,6 +341,16 @@ class Inference:
 
     def _args(self, op: Operation) -> list[Attribute]:
         return [self.type_of(v) for v in op.operands]
+
+    def _too_deep(self, layer: LayerOp) -> None:
+        """Said once: shapes past this depth are not checked, so the program is not either."""
+        span = span_of(layer)
+        if self.depth_reported or span is None:
+            return
+        self.depth_reported = True
+        message = f"models nest more than {MAX_DEPTH} levels deep here"
+        help_text = "flatten the nesting: shapes past this depth cannot be checked"
+        report(Diagnostic.error("TL0310", message, Label(span, ""), help=help_text))
 
     def _method_call(self, model: ModelOp, op: CallOp, env: Env, flow: ModelFlow) -> None:
         method = methods_of(model).get(op.callee.data.removeprefix("self."))

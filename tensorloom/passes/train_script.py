@@ -21,6 +21,7 @@ from string import Template
 from textwrap import dedent
 
 from tensorloom.dialects.train import DEFAULT_BATCH_SIZE
+from tensorloom.escape import py_comment, py_string
 from tensorloom.passes.loss_functions import Metric
 
 CLASSIFICATION_LOSSES = ("CrossEntropy", "NLL")
@@ -117,7 +118,8 @@ def header_source(plan: ScriptPlan) -> str:
         #     $launch
         # OUT.py --help lists the options; importing this file runs nothing.$auto
         """,
-        model=plan.model_class, data=_data_name(plan), source=plan.source, launch=launch,
+        model=plan.model_class, data=py_comment(_data_name(plan)), source=py_comment(plan.source),
+        launch=launch,
         auto=_AUTO_PRECISION_NOTE if plan.precision == "auto" else "",
     )  # fmt: skip
 
@@ -142,7 +144,7 @@ def settings_source(plan: ScriptPlan) -> str:
     else:
         lines.append(f"BATCH_SIZE = {plan.batch_size}  # per process")
     lines.append(f"LEARNING_RATE = {plan.learning_rate}")
-    lines.append(f'PRECISION = "{plan.precision}"  # {_PRECISION_NOTES[plan.precision]}')
+    lines.append(f"PRECISION = {py_string(plan.precision)}  # {_PRECISION_NOTES[plan.precision]}")
     lines.append(f"DISTRIBUTED = {plan.distributed}")
     lines += _checkpoint_settings(plan)
     lines += _schedule_settings(plan)
@@ -155,10 +157,10 @@ def settings_source(plan: ScriptPlan) -> str:
         lines.append(f"METRICS = [{keys}]  # `metrics = [...]`: reported after val_loss")
     if plan.log_every is not None:
         lines.append(f"LOG_EVERY = {plan.log_every}  # optimizer steps between loss lines")
-    mode = f'"{plan.compile_mode}"' if plan.compile_mode else "None"
+    mode = py_string(plan.compile_mode) if plan.compile_mode else "None"
     lines.append(f"COMPILE_MODE: str | None = {mode}  # used on CUDA unless --no-compile")
     lines.append(f"SEED = {plan.seed}")
-    dataset = f'"{plan.dataset}"' if plan.dataset is not None else "None  # synthetic data"
+    dataset = py_string(plan.dataset) if plan.dataset is not None else "None  # synthetic data"
     lines.append(f"DATASET: str | None = {dataset}")
     lines.append(f"DATASET_OPTIONS: dict[str, Any] = {plan.dataset_options}")
     return "\n".join(lines)
@@ -188,7 +190,7 @@ def _schedule_settings(plan: ScriptPlan) -> list[str]:
     if plan.schedule is None:
         return []
     kw = plan.schedule_kwargs
-    lines = [f'LR_SCHEDULE = "{plan.schedule}"']
+    lines = [f"LR_SCHEDULE = {py_string(plan.schedule)}"]
     if plan.schedule == "cosine":
         lines.append(f"WARMUP_EPOCHS = {kw.get('warmup_epochs', '0')}")
         lines.append(f"MIN_LR = {kw.get('min_lr', '0.0')}")
@@ -280,13 +282,14 @@ def _tensor_kwarg(name: str, value: str) -> str:
 
 
 def parse_args_source(plan: ScriptPlan) -> str:
-    folder = f'"checkpoints/{program_name(plan)}"'  # the name keeps only [A-Za-z0-9._-]
+    data = _data_name(plan).replace("`", "")
+    folder = py_string(f"checkpoints/{program_name(plan)}")
     checkpoint_default = f"{folder} if CHECKPOINT_EVERY is not None else None"
     return _fill(
         '''
         # ---- command line ----
         def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-            parser = argparse.ArgumentParser(description="Train $model on $data (from $source).")
+            parser = argparse.ArgumentParser(description=$description)
             parser.add_argument("--epochs", type=int, default=EPOCHS)
             parser.add_argument("--batch-size", type=int, default=BATCH_SIZE, help="per process")
             parser.add_argument("--max-steps", type=int, default=None, help="steps in all")
@@ -302,8 +305,8 @@ def parse_args_source(plan: ScriptPlan) -> str:
                                 default=PRECISION, help="auto: bf16 on a bf16 GPU, else fp32")$graph
             return parser.parse_args(argv)
         ''',
-        model=plan.model_class, data=_data_name(plan).replace("`", ""),
-        source=plan.source.replace('"', ""), checkpoint_default=checkpoint_default,
+        description=py_string(f"Train {plan.model_class} on {data} (from {plan.source})."),
+        checkpoint_default=checkpoint_default,
         graph=_NO_CUDA_GRAPH_FLAG if plan.whole_step_graph else "",
     )  # fmt: skip
 
@@ -487,7 +490,7 @@ def build_trainer_source(plan: ScriptPlan) -> str:
     )
     checkpointed = ""
     if plan.checkpointed_layers:
-        names = ", ".join(f'"{n}"' for n in plan.checkpointed_layers)
+        names = ", ".join(py_string(n) for n in plan.checkpointed_layers)
         checkpointed = f"\n    checkpoint_activations(model, [{names}])"
     wrap = ""
     if plan.distributed:
@@ -540,7 +543,7 @@ def _graph_build_trainer_source(plan: ScriptPlan) -> str:
         modes = 'fused=ctx.device.type == "cuda", capturable=whole_step'
     checkpointed = ""
     if plan.checkpointed_layers:
-        names = ", ".join(f'"{n}"' for n in plan.checkpointed_layers)
+        names = ", ".join(py_string(n) for n in plan.checkpointed_layers)
         checkpointed = f"\n    checkpoint_activations(model, [{names}])"
     return _fill(
         '''

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from tensorloom.tools import check_cache
 from tensorloom.tools.check_cache import Replay
+from tensorloom.tools.guard import sink_status
 
 # A cache hit replays the output without the compiler: xDSL and the passes load
 # only when a file is really checked.
@@ -92,7 +93,7 @@ def render_check(result: Compilation, flows: list[ModelFlow], fmt: str) -> Repla
     """What `tlc check` prints: JSON on stdout, or diagnostics on stderr and flows on stdout."""
     from tensorloom.diagnostics import render_text
 
-    status = 0 if result.ok else 1
+    status = sink_status(result.sink)
     if fmt == "json":
         return Replay(json.dumps(_json(result, flows), indent=2) + "\n", "", status)
     color = check_cache.use_color(fmt)

@@ -161,8 +161,10 @@ def _key(path: str, command: str) -> str | None:
             content = sha256(file.read()).hexdigest()
     except OSError:
         return None
+    # The flag that lets imports leave the folder changes the result (frontend/imports.py).
+    allow_outside = os.environ.get("TENSORLOOM_ALLOW_OUTSIDE_IMPORTS", "")
     parts = [command, str(use_color("text")), os.getcwd(), path, content,
-             compiler_fingerprint()]  # fmt: skip
+             compiler_fingerprint(), allow_outside]  # fmt: skip
     return sha256("\0".join(parts).encode()).hexdigest()
 
 

@@ -28,7 +28,7 @@ from tensorloom.diagnostics import DiagnosticSink, render_json, render_text
 from tensorloom.frontend import ast
 from tensorloom.frontend.parser import parse_file
 from tensorloom.source import SourceMap
-from tensorloom.tools.guard import EXIT_OK, EXIT_USER_ERROR, run_guarded
+from tensorloom.tools.guard import run_guarded, sink_status
 
 DEBUG_KEY = "tensorloom.debug"
 
@@ -89,7 +89,7 @@ def use_color(stream: TextIO) -> bool:
 
 
 def exit_status(sink: DiagnosticSink) -> int:
-    return EXIT_USER_ERROR if sink.has_errors else EXIT_OK
+    return sink_status(sink)
 
 
 def compiler_command(command: Callable[P, int]) -> Callable[P, None]:

@@ -12,6 +12,10 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tensorloom.diagnostics import DiagnosticSink
 
 EXIT_OK = 0
 EXIT_USER_ERROR = 1
@@ -19,6 +23,13 @@ EXIT_USAGE = 2
 EXIT_INTERNAL_ERROR = 3
 REPORT_URL = "https://github.com/tensorloom/tensorloom/issues"
 DEBUG_HINT = "run `tlc --debug ...` to see the traceback"
+
+
+def sink_status(sink: DiagnosticSink) -> int:
+    """The exit status for a run's diagnostics: 3 after an internal error, 1 after a user error."""
+    if sink.has_internal_error:
+        return EXIT_INTERNAL_ERROR
+    return EXIT_USER_ERROR if sink.has_errors else EXIT_OK
 
 
 def run_guarded(command: Callable[[], int], *, debug: bool = False,

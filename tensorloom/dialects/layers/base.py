@@ -34,6 +34,7 @@ from tensorloom.dialects.shapes import (
     format_shape,
     mismatch,
 )
+from tensorloom.escape import py_string
 
 Value = int | float | bool | str | None | list["Value"] | tuple["Value", ...]
 CallKind = Literal["plain", "first_of_tuple", "first_of_tuple_self_attention"]
@@ -163,6 +164,8 @@ def py_literal(value: Value) -> str:
     if isinstance(value, tuple):
         inner = ", ".join(py_literal(v) for v in value)
         return f"({inner},)" if len(value) == 1 else f"({inner})"
+    if isinstance(value, str):
+        return py_string(value)
     return repr(value)
 
 
@@ -247,7 +250,8 @@ class LayerSpec:
         if errors:
             return errors
         values = {p.name: given.get(p.name, p.default) for p in self.params}
-        return BoundLayer(self, values, tuple(args), tuple(kwargs.items()))
+        bound = BoundLayer(self, values, tuple(args), tuple(kwargs.items()))
+        return _absurd_sizes(bound) or bound
 
     def _check_positional_count(self, args: Sequence[Value]) -> list[ArgError]:
         limit = sum(1 for p in self.params if not p.kw_only)
@@ -408,6 +412,37 @@ class LayerSpec:
 
 def numel(shape: Sequence[int]) -> int:
     return math.prod(shape)
+
+
+MAX_ARGUMENT = 2**31 - 1
+"""The largest integer a layer argument may be: past it, a size is a typo, not a model
+(and counting or allocating in proportion to it would take the checker down)."""
+MAX_LAYER_PARAMS = 10**11
+"""The most parameters one layer may have (100 billion: 400 GB in fp32)."""
+
+
+def _absurd_sizes(bound: BoundLayer) -> list[ArgError]:
+    errors: list[ArgError] = []
+    for name, value in bound.values.items():
+        items = value if isinstance(value, tuple | list) else (value,)
+        big = next((v for v in items if _is_int(v) and abs(v) > MAX_ARGUMENT), None)
+        if big is not None:
+            limit = f"a layer argument can be at most {MAX_ARGUMENT:,}"
+            errors.append(bound.error(name, f"`{name}` is {big:,}: {limit}"))
+    return errors
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def too_many_params(spec: LayerSpec, bound: BoundLayer) -> ArgError | None:
+    """An error when the layer would have more than MAX_LAYER_PARAMS parameters."""
+    count = spec.param_count(bound)
+    if count <= MAX_LAYER_PARAMS:
+        return None
+    message = f"this layer would have {count:,} parameters (the most is {MAX_LAYER_PARAMS:,})"
+    return ArgError(message, help="check its sizes")
 
 
 def positive(bound: BoundLayer, *names: str) -> list[ArgError]:

@@ -38,6 +38,8 @@ from tensorloom.dialects.shapes import Shape, ShapeMismatch, Unifier
 
 _CUDNN_RESERVE_PAD = 256
 _MiB = 1 << 20
+MAX_STACKED_LAYERS = 1000
+"""The most stacked layers a recurrent layer may have: each is a weight set the checker counts."""
 
 
 def _sequence_rank(shape: tuple[object, ...]) -> bool:
@@ -76,6 +78,10 @@ class _Recurrent(LayerSpec):
         errors = positive(bound, "input_size", "hidden_size", "num_layers") + probability(
             bound, "dropout"
         )
+        if bound.get_int("num_layers") > MAX_STACKED_LAYERS:
+            count = bound.get_int("num_layers")
+            message = f"`num_layers` is {count:,}; a recurrent layer stacks at most 1,000"
+            errors.append(bound.error("num_layers", message))
         proj = self._proj(bound)
         if proj < 0 or (proj and proj >= bound.get_int("hidden_size")):
             errors.append(

@@ -51,7 +51,7 @@ def completions(analysis: Analysis, line: int, col: int) -> list[Item]:
         model = navigate.enclosing_model(analysis.root, line, col)
         return _members(analysis, model) if model is not None else []
     if _block_header(analysis, line).startswith("train "):
-        items = _train(before)
+        items = _train(analysis, before)
         if items is not None:
             return items
     return _arguments(analysis, before) + _everything(analysis)
@@ -66,8 +66,11 @@ def _members(analysis: Analysis, model: ast.ModelDecl) -> list[Item]:
     return layers + config + methods
 
 
-def _train(before: str) -> list[Item] | None:
-    """Setting keys at the start of a train-block line, or the values of one key."""
+def _train(analysis: Analysis, before: str) -> list[Item] | None:
+    """Setting keys at the start of a train-block line, or the values of one key.
+
+    A loss is one of the catalogue's, or a function the file declares (a loss fn).
+    """
     from tensorloom.passes.check_train import LOSSES, OPTIMIZERS, SCHEDULES, SETTINGS
 
     if SETTING_KEY.fullmatch(before):
@@ -83,7 +86,10 @@ def _train(before: str) -> list[Item] | None:
     if value.group(1) not in names:
         return []
     kind, catalogue = names[value.group(1)]
-    return [Item(n, kind, f"({', '.join(args)})" if args else "") for n, args in catalogue.items()]
+    items = [Item(n, kind, f"({', '.join(args)})" if args else "") for n, args in catalogue.items()]
+    if kind == "loss":
+        items += _functions(analysis)
+    return items
 
 
 def _arguments(analysis: Analysis, before: str) -> list[Item]:
@@ -151,9 +157,20 @@ def _top_level(analysis: Analysis) -> list[Item]:
             items += [Item(launcher, "function", f"launches `{node.name}`")]
         elif isinstance(node, ast.LetStmt):
             items.append(Item(node.name, "variable", _text(analysis, node.value)))
-        elif navigate.is_declaration(node) and not isinstance(node, ast.ModelDecl):
+        elif navigate.is_declaration(node) and not isinstance(node, ast.ModelDecl | ast.FnDecl):
             items.append(Item(navigate.name_of(node)[0], "function", type(node).__name__))
-    return items
+    return items + _functions(analysis)
+
+
+def _functions(analysis: Analysis) -> list[Item]:
+    """The functions the file declares at its top level (loss functions, helpers)."""
+    root = analysis.root
+    nodes = root.items if root is not None else []
+    return [
+        Item(n.name, "function", "declared in this file")
+        for n in nodes
+        if isinstance(n, ast.FnDecl)
+    ]
 
 
 def _block_header(analysis: Analysis, line: int) -> str:

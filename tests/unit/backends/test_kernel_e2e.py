@@ -98,3 +98,26 @@ def test_a_model_forward_calls_the_kernel_launcher(tmp_path: Path) -> None:
     with torch.no_grad():
         expected = net.fc2(torch.nn.functional.gelu(net.fc1(x)))
         torch.testing.assert_close(net(x), expected)
+
+
+IF_ELSE_KERNEL = """\
+@kernel def relu_or_neg(x_ptr, out_ptr, n, NEG: tl.constexpr = 0, BLOCK: tl.constexpr = 128):
+    let pid = tl.program_id(axis=0)
+    let offs = pid * BLOCK + tl.arange(0, BLOCK)
+    let mask = offs < n
+    let x = tl.load(x_ptr + offs, mask=mask)
+    if NEG:
+        tl.store(out_ptr + offs, -x, mask=mask)
+    else:
+        tl.store(out_ptr + offs, tl.maximum(x, 0.0), mask=mask)
+"""
+
+
+def test_if_else_in_a_kernel_lowers_both_branches(tmp_path: Path) -> None:
+    """fuzz-findings/04: convert-kernel-to-triton lost the `else` region (IndexError)."""
+    source = tmp_path / "relu_or_neg.tl"
+    source.write_text(IF_ELSE_KERNEL)
+    generated = compile_kernel(source, tmp_path)
+    x = torch.randn(300)
+    torch.testing.assert_close(generated.relu_or_neg_launcher(x), torch.relu(x))
+    torch.testing.assert_close(generated.relu_or_neg_launcher(x, NEG=1), -x)

@@ -152,3 +152,58 @@ def test_only_nml_files_can_be_imported(tmp_path: Path) -> None:
     root = write(tmp_path / "main.tl", 'import "other.tl" as O\n')
     _, sink, _ = load(root)
     assert [d.code for d in sink.diagnostics] == ["TL0612"]
+
+
+# --- imports stay inside the program's folder (fuzz-findings/security/import_*) --------------
+
+
+def _outside_layout(tmp_path: Path) -> tuple[Path, Path]:
+    project, outside = tmp_path / "project", tmp_path / "outside"
+    write(outside / "secret.nml", BLOCK)
+    write(outside / "secret.txt", "SECRET_TOKEN=hunter2 (not TensorLoom source)\n")
+    project.mkdir()
+    (project / "leak.nml").symlink_to(outside / "secret.txt")
+    (project / "linked").symlink_to(outside, target_is_directory=True)
+    return project, outside
+
+
+@pytest.mark.parametrize(
+    "path",
+    ['"../outside/secret.nml"', '"{outside}/secret.nml"', "leak.nml", "linked.secret.nml",
+     '"../../../../../../../../{outside}/secret.nml"'],
+)  # fmt: skip
+def test_an_import_outside_the_folder_is_an_error(tmp_path: Path, path: str) -> None:
+    project, outside = _outside_layout(tmp_path)
+    root = write(project / "main.tl", f"import {path.format(outside=outside)} as S\n")
+    _, sink, sources = load(root)
+    assert [d.code for d in sink] == ["TL0616"]
+    rendered = render(sink.diagnostics[0], sources)
+    assert "SECRET_TOKEN" not in rendered and "main.tl:1:8" in rendered
+
+
+def test_a_flag_allows_imports_outside(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project, _ = _outside_layout(tmp_path)
+    root = write(project / "main.tl", 'import "../outside/secret.nml" as S\n')
+    monkeypatch.setenv("TENSORLOOM_ALLOW_OUTSIDE_IMPORTS", "1")
+    program, sink, _ = load(root)
+    assert not sink.diagnostics and program is not None and len(program.imported) == 1
+
+
+def test_a_link_to_a_non_nml_file_is_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project, _ = _outside_layout(tmp_path)
+    monkeypatch.setenv("TENSORLOOM_ALLOW_OUTSIDE_IMPORTS", "1")
+    root = write(project / "main.tl", "import leak.nml as L\n")
+    _, sink, sources = load(root)
+    assert [d.code for d in sink] == ["TL0612"]
+    assert "SECRET_TOKEN" not in render(sink.diagnostics[0], sources)
+
+
+def test_source_map_reads_back_only_tensorloom_files(tmp_path: Path) -> None:
+    other = write(tmp_path / "notes.txt", "SECRET_TOKEN=hunter2\n")
+    source = write(tmp_path / "a.nml", BLOCK)
+    sources = SourceMap()
+    assert sources.get(str(other)) is None
+    found = sources.get(str(source))
+    assert found is not None and found.line(1) == "@model Block:"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -171,3 +173,11 @@ def test_vscode_extension_files_are_consistent() -> None:
     default = package["contributes"]["configuration"]["properties"]["tensorloom.server.command"]
     assert default["default"] == ["tlc", "lsp"]
     assert "vscode-languageclient" in package["dependencies"]
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not installed")
+def test_vscode_client_script_parses() -> None:
+    done = subprocess.run(
+        ["node", "--check", str(VSCODE / "src" / "extension.js")], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr

@@ -100,3 +100,21 @@ def test_completion_while_the_file_does_not_parse(tmp_path: Path) -> None:
     functions = {i.label: i.detail for i in complete.completions(analysis, 12, 1)}
     assert functions["softmax"].startswith("softmax(")
     assert "Linear" in functions and "Net" in functions
+
+
+def test_a_declared_loss_function_is_completed_and_found(tmp_path: Path) -> None:
+    from tensorloom.frontend import ast
+    from tensorloom.source import Span
+
+    analysis = _analysis(tmp_path, SCRIPT + "train net on data:\n    loss = \n")
+    assert analysis.root is not None
+    where = Span(analysis.path, 20, 1, 20, 10)  # a top-level function, as a loss fn would be
+    analysis.root.items.append(ast.FnDecl(where, "my_loss", where, [], None, []))
+    labels = {i.label: i.kind for i in complete.completions(analysis, 14, 12)}
+    assert {"CrossEntropy": "loss", "MSE": "loss", "my_loss": "function"}.items() <= labels.items()
+    assert "Linear" not in labels
+    definition = navigate.definition(analysis, 14, 13)  # on `loss = my_loss` once typed
+    assert definition is None  # not typed yet: the line holds only `loss = `
+    analysis.text = analysis.text.replace("    loss = \n", "    loss = my_loss\n")
+    found = navigate.definition(analysis, 14, 13)
+    assert found == where

@@ -1,0 +1,106 @@
+"""`mangle-names`: a model whose name the emitted script already uses gets a new one.
+
+    nml.model @torch { ... }              nml.model @torchModel { ... }
+    nml.instance @net = @torch {}   ->    nml.instance @net = @torchModel {}
+    nml.layer @block = "torch"(...)       nml.layer @block = "torchModel"(...)
+
+The script defines names of its own at the top level: its imports (`torch`,
+`F`, `nn`, `dist`, ...), the runtime's classes and functions (`Trainer`,
+`DeviceLoader`, ...), the training sections (`main`, `train`, `EPOCHS`, ...),
+and Python's keywords and builtins. A model class of the same name would
+replace one of them, and the script would break (fuzz-findings/manual/
+model_named_torch_accepted.tl). This pass runs after every check, so
+diagnostics keep the program's own names; only the emitted class is renamed,
+with `Model` appended (and a number, until the name is free).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import functools
+import keyword
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, StringAttr, SymbolRefAttr
+from xdsl.passes import ModulePass
+
+from tensorloom.backends import runtime
+from tensorloom.dialects import nml
+
+# Names the script's fixed parts import or define, besides the runtime modules'.
+SCRIPT_NAMES = frozenset(
+    ["torch", "F", "nn", "dist", "np", "numpy", "triton", "tl", "math", "os", "sys", "argparse",
+     "json", "time", "random", "Path", "Any", "annotations", "DEVICE"]
+)  # fmt: skip
+# In train_script.py's templates: `def name`, `class Name`, `NAME = ...`, and the
+# settings it writes from strings (`f"EPOCHS = {plan.epochs}"`).
+_DEFINED = re.compile(
+    r"^\s*(?:def|class)\s+(\w+)|^\s*([A-Z][A-Z0-9_]*)\s*[:=]|\"([A-Z][A-Z0-9_]+)\b", re.MULTILINE
+)
+
+
+@functools.cache
+def reserved_names() -> frozenset[str]:
+    """Every name the emitted script may define or import at its top level."""
+    names = set(SCRIPT_NAMES) | set(keyword.kwlist) | set(keyword.softkwlist) | set(dir(builtins))
+    for module in runtime.MODULES:
+        names |= _top_level_names(runtime.module_text(module))
+    sections = Path(__file__).with_name("train_script.py").read_text(encoding="utf-8")
+    names |= {m.group(1) or m.group(2) or m.group(3) for m in _DEFINED.finditer(sections)}
+    return frozenset(names)
+
+
+def _top_level_names(source: str) -> set[str]:
+    names: set[str] = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return names
+
+
+def new_names(models: Sequence[str], kernels: Sequence[str] = ()) -> dict[str, str]:
+    """Old name -> new name, for each model name the script already uses.
+
+    A kernel `k` defines `k` and `k_launcher` in the script too.
+    """
+    used = reserved_names() | {f"{k}{end}" for k in kernels for end in ("", "_launcher")}
+    taken = used | set(models)
+    renamed: dict[str, str] = {}
+    for name in models:
+        if name not in used:
+            continue
+        candidate, number = f"{name}Model", 2
+        while candidate in taken:
+            candidate, number = f"{name}Model{number}", number + 1
+        taken |= {candidate}
+        renamed[name] = candidate
+    return renamed
+
+
+@dataclass(frozen=True)
+class MangleNamesPass(ModulePass):
+    name = "mangle-names"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        models = [m for m in op.walk() if isinstance(m, nml.ModelOp)]
+        kernels = [k.sym_name.data for k in op.body.block.ops if k.name == "kernel.func"]
+        renamed = new_names([m.sym_name.data for m in models], kernels)  # type: ignore[attr-defined]
+        if not renamed:
+            return
+        for model in models:
+            model.sym_name = StringAttr(renamed.get(model.sym_name.data, model.sym_name.data))
+        for child in op.walk():
+            if isinstance(child, nml.InstanceOp) and child.model.root_reference.data in renamed:
+                child.model = SymbolRefAttr(renamed[child.model.root_reference.data])
+            if isinstance(child, nml.LayerOp) and child.kind.data in renamed:
+                child.kind = StringAttr(renamed[child.kind.data])

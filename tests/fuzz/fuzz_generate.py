@@ -1,0 +1,301 @@
+"""Programs for the fuzzer: a grammar-aware generator, and a mutator of real programs.
+
+    text = generate(random.Random(7))                  # a .tl program from the grammar
+    text = mutate(seed_text, random.Random(7))          # examples/ or tests/lit/, mutated
+
+Both draw every choice from the `random.Random` they are given, so a run is
+reproducible from its seed; under hypothesis (`st.randoms()`), the same
+functions shrink. The generator writes mostly-plausible programs (models of
+catalogue layers, pipes of builtins, a train block, script statements, a
+kernel) with deliberate slips: wrong widths, unknown names, odd settings,
+boundary numbers. The mutator edits tokens and lines of a seed: numbers to
+boundary values, names swapped, lines deleted, duplicated or swapped, hostile
+characters inserted, a chunk repeated hundreds of times.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+NUMBERS = ["0", "1", "2", "3", "4", "8", "16", "32", "64", "128", "-1", "-2", "0.0", "0.5",
+           "1e-3", "1e", "0x", "1_", "1_000", "00", "2147483648", "9223372036854775807",
+           "9223372036854775808", "99999999999999999999999", "1e999", "1e-400", "3.", ".5",
+           "-0", "4300" * 3, "true", "false", "none"]  # fmt: skip
+WIDTHS = [1, 2, 4, 8, 10, 16, 32, 64, 128, 784]
+HOSTILE = ['"', "'", "\\", "\n", "\x0c", "\x0b", "\u2028", "\x00", "\ufb01", "\u210c", "é",
+           "½", "\t", "(", ")", "[", "]", ":", "|>", "@", "#", "$", "//", "/*", " ", "    ",
+           "\U0001d431"]  # fmt: skip
+FUNCTIONS = ["relu", "gelu", "tanh", "sigmoid", "silu", "flatten", "softmax(dim=-1)",
+             "log_softmax(dim=1)", "dropout(0.1)", "mean(dim=1)", "sum(dim=-1)",
+             "permute(0, 2, 1)", "transpose(1, 2)", "reshape(-1)", "view(2, -1)", "relux",
+             "softmax", "unsqueeze(1)", "squeeze"]  # fmt: skip
+DATASETS = ['"digits"', '"mnist"', '"cifar10"', '"reverse"', '"tokens.npz"', '"t.csv"',
+            '"a\\"b.pt"', "", '"digits", flatten=true', '"x.pt", sample_shape=[4], num_classes=2',
+            'sample_shape=[8], num_classes=3']  # fmt: skip
+SETTINGS = {
+    "epochs": ["1", "2", "0", "2.5", '"3"'],
+    "batch_size": ["8", "64", "0", "-1"],
+    "optimizer": ["Adam(lr=0.001)", "SGD(lr=0.1, momentum=0.9)", "AdamW", "Adma", "Adam(lr=-1)"],
+    "loss": ["CrossEntropy", "MSE", "NLL", "CrossEntropyy", "CrossEntropy(label_smoothing=0.1)"],
+    "precision": ["fp32", "bf16", "fp16", "fp8", "auto"],
+    "lr_schedule": ["cosine", "step", "warmup", "cosin"],
+    "grad_clip": ["1.0", "0", "-1.0"],
+    "accumulate_steps": ["1", "2", "0"],
+    "seed": ["0", "1", "-1"],
+    "compile": ["true", "false", '"max-autotune"'],
+}
+SEED_GLOBS = ["examples/*.tl", "examples/*.nml", "examples/kernels/*.tl", "tests/lit/**/*.tl",
+              "tests/lit/**/*.nml"]  # fmt: skip
+
+
+def seeds() -> list[tuple[str, str]]:
+    """(name, text) of every seed program, in a fixed order."""
+    paths = sorted({p for pattern in SEED_GLOBS for p in ROOT.glob(pattern)})
+    return [(str(p.relative_to(ROOT)), p.read_text(encoding="utf-8")) for p in paths]
+
+
+def make_workdir() -> Path:
+    """A scratch folder holding the .nml files that seed programs import."""
+    work = Path(tempfile.mkdtemp(prefix="tl-fuzz-"))
+    for nml in (ROOT / "examples").glob("*.nml"):
+        shutil.copy(nml, work / nml.name)
+    shutil.copytree(ROOT / "tests" / "lit" / "check" / "Inputs", work / "Inputs")
+    return work
+
+
+# ------------------------------------------------------------------ generator
+
+
+def generate(r: random.Random) -> str:
+    """A whole .tl program: half of them careful (meant to pass the check), half sloppy."""
+    if r.random() < 0.5:
+        return _careful(r)
+    parts: list[str] = []
+    kernel = _kernel(r) if r.random() < 0.25 else None
+    if kernel is not None:
+        parts.append(kernel[1])
+    models = [_model(r, f"Mdl{i}", kernel[0] if kernel else None) for i in range(r.randint(1, 2))]
+    parts += [text for _, text in models]
+    name = r.choice([m for m, _ in models] + ["Missing"] * (r.random() < 0.05))
+    parts.append(f"let net = {name}({_overrides(r)})")
+    if r.random() < 0.9:
+        parts.append(f"let data = load_dataset({r.choice(DATASETS)})")
+    parts += [_script_statement(r) for _ in range(r.randint(0, 3))]
+    if r.random() < 0.8:
+        parts.append(_train(r))
+    return "\n".join(parts) + "\n"
+
+
+CAREFUL_FUNCTIONS = ["relu", "gelu", "tanh", "sigmoid", "silu", "dropout(0.1)",
+                     "softmax(dim=-1)"]  # fmt: skip
+
+
+def _careful(r: random.Random) -> str:
+    """A program whose widths line up, with valid settings (the check should accept it)."""
+    widths = [r.choice(WIDTHS[1:]) for _ in range(r.randint(2, 5))]
+    lines = ["model Net:"]
+    for i, (a, b) in enumerate(itertools.pairwise(widths)):
+        lines.append(f"    layer fc{i} = Linear({a}, {b})")
+    if r.random() < 0.3:
+        lines.append(f"    layer norm = LayerNorm({widths[-1]})")
+    rank = r.choice(["B", "B, T"])
+    lines.append(f"    fn forward(self, x: Tensor[{rank}, {widths[0]}]) -> Tensor:")
+    stages = ["x"]
+    for i in range(len(widths) - 1):
+        stages.append(f"self.fc{i}")
+        if r.random() < 0.5:
+            stages.append(r.choice(CAREFUL_FUNCTIONS))
+    if "layer norm" in lines[-2]:
+        stages.append("self.norm")
+    if r.random() < 0.3:
+        lines.append(f"        let h = {' |> '.join(stages)}")
+        lines.append(
+            r.choice(["        return h + h", "        return h * 2.0", "        return relu(h)"])
+        )
+    else:
+        lines.append(f"        return {' |> '.join(stages)}")
+    lines.append("")
+    lines.append("let net = Net()")
+    lines.append("let data = load_dataset()")
+    lines += [r.choice(["print(max(1, 2))", "let s = randn(4, 4)", "manual_seed(0)"])
+              for _ in range(r.randint(0, 2))]  # fmt: skip
+    lines.append("train net on data:")
+    for key in r.sample(sorted(SETTINGS), r.randint(1, 4)):
+        lines.append(f"    {key} = {SETTINGS[key][0]}")
+    return "\n".join(lines) + "\n"
+
+
+def _model(r: random.Random, name: str, kernel: str | None) -> tuple[str, str]:
+    width = r.choice(WIDTHS)
+    lines = [f"model {name}:"]
+    layers: list[str] = []
+    current = width
+    for i in range(r.randint(1, 4)):
+        out = r.choice(WIDTHS) if r.random() < 0.9 else r.choice(NUMBERS)
+        ctor = r.choice(
+            [f"Linear({current if r.random() < 0.85 else r.choice(WIDTHS)}, {out})",
+             f"Dropout({r.choice(['0.1', '0.5', '1.5'])})", f"LayerNorm({current})",
+             "ReLU", f"Embedding(16, {current})", f"LSTM({current}, {out}, batch_first=true)",
+             f"Conv2d(1, {out}, 3, padding=1)", "MaxPool2d(2)", f"BatchNorm1d({current})"]
+        )  # fmt: skip
+        layers.append(f"l{i}")
+        lines.append(f"    layer l{i} = {ctor}")
+        if ctor.startswith("Linear") and str(out).isdigit():
+            current = int(out)
+    shape = r.choice(
+        [f"Tensor[B, {width}]", "Tensor", f"Tensor[B, T, {width}]", "Tensor[B, 1, 8, 8]"]
+    )
+    lines.append(f"    fn forward(self, x: {shape}) -> Tensor:")
+    body = _forward_body(r, layers, kernel)
+    lines += [f"        {line}" for line in body]
+    return name, "\n".join(lines)
+
+
+def _forward_body(r: random.Random, layers: list[str], kernel: str | None) -> list[str]:
+    stages = ["x"]
+    for layer in layers:
+        stages.append(f"self.{layer}")
+        if r.random() < 0.4:
+            stages.append(r.choice(FUNCTIONS))
+    if kernel is not None and r.random() < 0.5:
+        stages.insert(r.randint(1, len(stages)), kernel)
+    body: list[str] = []
+    if r.random() < 0.3:
+        body.append("let h = " + " |> ".join(stages))
+        body.append(r.choice(["h = h + h", "h = h * 2.0", "h = relu(h)", "h = self.l0(h)"]))
+        body.append("return h")
+    else:
+        body.append("return " + " |> ".join(stages))
+    return body
+
+
+def _kernel(r: random.Random) -> tuple[str, str]:
+    op = r.choice(["x * x", "x + 1.0", "tl.maximum(x, 0.0)", "x * scale", "tl.exp(x)", "x @ x"])
+    masked = ", mask=mask" if r.random() < 0.85 else ""
+    default = r.choice(["", " = 128", " = 1000"])
+    text = f"""@kernel def kern(x_ptr, out_ptr, n, BLOCK: tl.constexpr{default}):
+    let pid = tl.program_id(axis={r.choice(["0", "0", "1", "3"])})
+    let offs = pid * BLOCK + tl.arange(0, BLOCK)
+    let mask = offs < n
+    let x = tl.load(x_ptr + offs{masked})
+    tl.store(out_ptr + offs, {op}{masked})
+"""
+    return "kern", text
+
+
+def _overrides(r: random.Random) -> str:
+    if r.random() < 0.8:
+        return ""
+    return f"{r.choice(['width', 'hidden', 'd_model'])}={r.choice(NUMBERS)}"
+
+
+def _script_statement(r: random.Random) -> str:
+    return r.choice(
+        ["print(max(1, 2))", "let s = randn(4, 4)", f"let z = zeros({r.choice(NUMBERS)}, 4)",
+         "let a = torch.arange(10)", "print(len([1, 2]))", "manual_seed(0)", "let q = arange(-0.5)",
+         "torch.os.system(\"echo hi\")", "let t = tensor([1, 2, 3])", "print(net)",
+         f"let u = ones({r.choice(WIDTHS)})", "print(data)",
+         "let k = kern_launcher(randn(8), randn(8))"]
+    )  # fmt: skip
+
+
+def _train(r: random.Random) -> str:
+    model, data = r.choice([("net", "data")] * 8 + [("net", "nodata"), ("Mdl0", "data")])
+    lines = [f"train {model} on {data}:"]
+    for key in r.sample(sorted(SETTINGS), r.randint(1, 5)):
+        lines.append(f"    {key} = {r.choice(SETTINGS[key])}")
+    if r.random() < 0.3:
+        every, unit = r.choice(["1", "5", "0", "00"]), r.choice(["epochs", "steps"])
+        lines.append(f"    checkpoint every {every} {unit}")
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ mutator
+
+_TOKEN = re.compile(r"[^\W\d]\w*|\d[\w.]*|\S")
+
+
+def mutate(text: str, r: random.Random) -> str:
+    """`text` with one to four random edits."""
+    for _ in range(r.randint(1, 4)):
+        text = r.choice(_MUTATIONS)(text, r)
+    return text
+
+
+def _tokens(text: str) -> list[re.Match[str]]:
+    return list(_TOKEN.finditer(text))
+
+
+def _replace_token(text: str, r: random.Random) -> str:
+    tokens = _tokens(text)
+    if not tokens:
+        return text
+    token = r.choice(tokens)
+    names = [t.group() for t in tokens if t.group()[:1].isalpha()] or ["x"]
+    new = r.choice(NUMBERS) if token.group()[:1].isdigit() or r.random() < 0.3 else r.choice(names)
+    return text[: token.start()] + new + text[token.end() :]
+
+
+def _insert_char(text: str, r: random.Random) -> str:
+    at = r.randint(0, len(text))
+    return text[:at] + r.choice(HOSTILE) + text[at:]
+
+
+def _delete_token(text: str, r: random.Random) -> str:
+    tokens = _tokens(text)
+    if not tokens:
+        return text
+    token = r.choice(tokens)
+    return text[: token.start()] + text[token.end() :]
+
+
+def _line_edit(text: str, r: random.Random) -> str:
+    lines = text.split("\n")
+    i, j = r.randrange(len(lines)), r.randrange(len(lines))
+    action = r.choice(["delete", "duplicate", "swap", "dedent", "indent"])
+    if action == "delete":
+        del lines[i]
+    elif action == "duplicate":
+        lines.insert(j, lines[i])
+    elif action == "swap":
+        lines[i], lines[j] = lines[j], lines[i]
+    elif action == "dedent":
+        lines[i] = lines[i].lstrip()
+    else:
+        lines[i] = "    " + lines[i]
+    return "\n".join(lines)
+
+
+def _repeat(text: str, r: random.Random) -> str:
+    """A chunk repeated many times: a long pipe, a long sum, deep brackets."""
+    count = r.choice([50, 200, 500, 1000])
+    chunk = r.choice([" |> relu", " + x", "(", "[", " * 2", ".abs()"])
+    tokens = _tokens(text)
+    if not tokens:
+        return text
+    at = r.choice(tokens).end()
+    closing = {"(": ")", "[": "]"}.get(chunk, "")
+    return text[:at] + chunk * count + closing * count + text[at:]
+
+
+def _truncate(text: str, r: random.Random) -> str:
+    return text[: r.randint(0, len(text))]
+
+
+def _splice(text: str, r: random.Random) -> str:
+    """A line from a generated program put into the seed."""
+    extra = generate(r).split("\n")
+    lines = text.split("\n")
+    lines.insert(r.randint(0, len(lines)), r.choice(extra))
+    return "\n".join(lines)
+
+
+_MUTATIONS = [_replace_token, _replace_token, _insert_char, _delete_token, _line_edit,
+              _line_edit, _repeat, _truncate, _splice]  # fmt: skip

@@ -1,0 +1,63 @@
+"""The bounded fuzz run of `make test`: generated and mutated programs, none of them a bug.
+
+Each input is classified by fuzz_outcome.py (internal error, escaped exception,
+hang over 5 s, span outside the file, check/compile disagreement, emitted Python
+that does not `compile()`); careful generated programs the check accepts are
+also built and run one forward on the CPU. Hypothesis drives the choices
+(derandomised: the same inputs every run), and shrinks a failure to a small
+program. `make fuzz` runs the same classes over many more inputs (tests/fuzz/run.py).
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+from fuzz_forward import run_forward
+from fuzz_generate import _careful, generate, make_workdir, mutate, seeds
+from fuzz_outcome import classify
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+BOUNDED = settings(
+    max_examples=50,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+SEEDS = seeds()
+
+
+@pytest.fixture(scope="module")
+def workdir() -> Path:
+    return make_workdir()
+
+
+def _assert_no_bug(workdir: Path, text: str) -> None:
+    outcome = classify(workdir / "__fz__.tl", text)
+    assert not outcome.is_bug, f"{outcome.kind}: {outcome.detail}\n--- input ---\n{text}"
+
+
+@BOUNDED
+@given(st.randoms(use_true_random=False))
+def test_generated_programs(workdir: Path, r: random.Random) -> None:
+    _assert_no_bug(workdir, generate(r))
+
+
+@BOUNDED
+@given(st.sampled_from(SEEDS), st.randoms(use_true_random=False))
+def test_mutated_programs(workdir: Path, seed: tuple[str, str], r: random.Random) -> None:
+    _assert_no_bug(workdir, mutate(seed[1], r))
+
+
+@settings(BOUNDED, max_examples=12)
+@given(st.randoms(use_true_random=False))
+def test_accepted_programs_run_one_forward(workdir: Path, r: random.Random) -> None:
+    text = _careful(r)
+    outcome = classify(workdir / "__fz__.tl", text)
+    assert not outcome.is_bug, f"{outcome.kind}: {outcome.detail}\n{text}"
+    if outcome.kind == "ok":
+        assert outcome.python is not None
+        assert run_forward(outcome.python, outcome.flows) is None, text
