@@ -161,7 +161,7 @@ error[TL0009]: `class` is a Python keyword, so it cannot be a name
             'TL0101',
             'an unexpected token',
             """\
-The general syntax error: what the parser expected, and the token it found. After it, the parser skips to the next line (and the block that line opens) and carries on, so every syntax error in the file is reported in one run.
+The general syntax error: what the parser expected, and the token it found. After it, the parser skips to the next line (and the block that line opens) and carries on, so every syntax error in the file is reported in one run. Also reported for a top-level `fn` whose first parameter is `self`: a method outside its model (a top-level `fn` is a loss or metric, without `self`).
 """,
             """\
 error[TL0101]: expected `,` or `)`, found `10`
@@ -738,7 +738,7 @@ error[TL0407]: `precision` must be one of `auto`, `fp32`, `fp16`, `bf16`, got `f
             'TL0408',
             "the loss does not fit the model's output and the data",
             """\
-`CrossEntropy`/`NLL` need `[B, C]` outputs for `[B]` targets (or `[B, T, C]` for per-token `[B, T]` targets) with `C` the dataset's class count.
+`CrossEntropy`/`NLL` need `[B, C]` outputs for `[B]` targets (or `[B, T, C]` for per-token `[B, T]` targets) with `C` the dataset's class count (for language-model data, the vocabulary). A forward that returns a tuple cannot feed a built-in loss.
 """,
             """\
 error[TL0408]: `CrossEntropy` needs one output per class: the model gives 5, `digits` has 10 classes
@@ -811,6 +811,52 @@ warning[TL0412]: `fast_gelu` is a Triton kernel and has no backward: `fc1` befor
    |                                 ^^^^^^^^^ gradients stop here
    |
    = help: in a model you train, use a built-in op here (`gelu`, `relu`, ...); a kernel fits after the last layer with weights, or at inference
+""",
+        ),
+        Code(
+            'TL0413',
+            'a loss or metric function with the wrong parameters',
+            """\
+A function named by `loss = NAME` or in `metrics` takes the model's output and the targets, `(out, y)`, or the inputs too, `(out, x, y)`.
+""",
+            """\
+error[TL0413]: a loss function takes `(out, y)` or `(out, x, y)`, `one_argument` takes 1 parameter
+ --> loss_fn_params.tl:7:4
+  |
+7 | fn one_argument(out) -> Tensor:
+  |    ^^^^^^^^^^^^
+  |
+  = help: write `fn one_argument(out, y) -> Tensor:` (the model's output, the targets)
+""",
+        ),
+        Code(
+            'TL0414',
+            'a loss function that does not return a scalar',
+            """\
+A loss (or metric) written in the `.tl` is checked on one batch's types: the model's output, the inputs and the dataset's targets. What it returns must have no dimensions; the error points at the returned expression.
+""",
+            """\
+error[TL0414]: the loss `per_sample` must return a scalar, got a tensor of shape [B]
+ --> loss_fn_not_scalar.tl:9:12
+  |
+9 |     return cross_entropy(out, y, reduction="none") * scale
+  |            ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^ this is [B]
+  |
+  = help: reduce it, as in `mean(...)`, or pass `reduction="mean"` to the loss
+""",
+        ),
+        Code(
+            'TL0415',
+            'an unknown or malformed metric',
+            """\
+`metrics = [...]` lists `accuracy`, `top_k(k)` (k a positive integer) and names of top-level `fn`s of the file.
+""",
+            """\
+error[TL0415]: `top_k` takes one positive integer, as in `top_k(5)`
+  --> loss_fn_params.tl:14:15
+   |
+14 |     metrics = [accuracy, top_k(0)]
+   |               ^^^^^^^^^^^^^^^^^^^^
 """,
         ),
         Code(
@@ -1034,8 +1080,10 @@ error[TL0705]: cannot load `data/train.parquet`: expected a .npz, .pt or .csv fi
         ),
         Code(
             'TL0706',
-            'a .csv dataset without `target=`',
-            '',
+            'a dataset without an option it needs',
+            """\
+A `.csv` file needs `target=`; language-model data (`"text"`, `"tokens"`) needs `path=` and `block_size=`, and `"tokens"` also `vocab=` (the tokenizer's vocabulary: the model's head must be that wide).
+""",
             """\
 error[TL0706]: a .csv dataset needs the label column: `target=` is missing for `data/iris.csv`
  --> train.tl:4:25
@@ -1044,6 +1092,17 @@ error[TL0706]: a .csv dataset needs the label column: `target=` is missing for `
   |                         ^^^^^^^^^^^^^^^
   |
   = help: add `target="label"` naming the column
+""",
+            more="""\
+```text
+error[TL0706]: a `tokens` dataset needs `vocab=`
+ --> lm_tokens_options.tl:9:12
+  |
+9 | let data = load_dataset("tokens", path="train.bin", block_size=1024)
+  |            ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  |
+  = help: write `load_dataset("tokens", path="train.bin", block_size=1024, vocab=50257)`
+```
 """,
         ),
         Code(

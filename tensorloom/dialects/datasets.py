@@ -8,8 +8,12 @@
 
 Shape inference uses `sample_shape` (one sample, without the batch dimension) and
 `dtype` as the model's input, and the loss checks use `num_classes`, `target_shape`
-and `task`. A file path's shapes are unknown (None) unless the user annotates them
-with `sample_shape=[...]` and `num_classes=...`. `load_dataset()` with no source
+and `task`. Language-model data (`load_dataset("text", path=..., block_size=256)`,
+`load_dataset("tokens", path="train.bin", block_size=1024, vocab=50257)`) has
+samples `(block_size,)` of int64 tokens, per-token targets `(block_size,)` and
+`num_classes` the vocabulary; `DatasetInfo.block_size` is that T. A file path's
+shapes are unknown (None) unless the user annotates them with `sample_shape=[...]`
+and `num_classes=...`. `load_dataset()` with no source
 is synthetic: its shapes are taken from the model by the caller.
 
 The figures here must agree with `tensorloom/backends/runtime/data.py`, which
@@ -61,6 +65,12 @@ class DatasetInfo:
     synthetic: bool = False
     options: dict[str, OptionValue] = field(default_factory=dict[str, OptionValue])
 
+    @property
+    def block_size(self) -> int | None:
+        """The sequence length T of language-model data (its windows), else None."""
+        value = self.options.get("block_size") if self.name in LM_SOURCES else None
+        return value if isinstance(value, int) else None
+
     def runtime_kwargs(self) -> dict[str, OptionValue]:
         """The keyword arguments the emitted `load_dataset(...)` call receives."""
         specs = _options_of(self.name)
@@ -102,6 +112,24 @@ _FILE_OPTIONS = (
     OptionSpec("num_classes", "int", None, "the number of classes", runtime=False),
     *_HOLD_OUT_OPTIONS,
 )
+_BLOCK_SIZE = OptionSpec("block_size", "int", None, "tokens per window: the model's T")
+_WINDOWS = OptionSpec(
+    "windows_per_epoch", "int", None, "random windows per training epoch (default: whole windows)"
+)
+_TEXT_OPTIONS = (
+    OptionSpec("path", "str", None, 'a text file, or "stdlib": the Python standard library'),
+    _BLOCK_SIZE,
+    OptionSpec("val_fraction", "float", 0.1, "share of the file, at its end, held out"),
+    OptionSpec("max_bytes", "int", None, "read at most this many bytes (stdlib: 16,000,000)"),
+    _WINDOWS,
+)
+_TOKEN_OPTIONS = (
+    OptionSpec("path", "str", None, "nanoGPT's train.bin; val.bin lies beside it"),
+    _BLOCK_SIZE,
+    OptionSpec("dtype", "str", "uint16", "element type of the token ids: uint16 or uint32"),
+    OptionSpec("vocab", "int", None, "number of distinct tokens (50257 for GPT-2's BPE)"),
+    _WINDOWS,
+)
 _SYNTHETIC_OPTIONS = (
     OptionSpec("size", "int", 2048, "number of samples generated"),
     _SEED,
@@ -135,7 +163,11 @@ _NAMED: dict[str, _Source] = {
     ),
 }
 SEQUENCE_TASKS = ("reverse", "sort", "copy")
-DATASET_NAMES = (*_NAMED, *SEQUENCE_TASKS)
+LM_SOURCES = ("text", "tokens")
+"""Language-model data (runtime/tokens.py): windows of `block_size` tokens, next-token targets."""
+DATASET_NAMES = (*_NAMED, *SEQUENCE_TASKS, *LM_SOURCES)
+TEXT_VOCAB = 256  # one token per byte
+TOKEN_DTYPES = ("uint16", "uint32")
 
 
 def _options_of(name: str | None) -> dict[str, OptionSpec]:
@@ -145,6 +177,10 @@ def _options_of(name: str | None) -> dict[str, OptionSpec]:
         specs = _NAMED[name].options
     elif name in SEQUENCE_TASKS:
         specs = _SEQUENCE_OPTIONS
+    elif name == "text":
+        specs = _TEXT_OPTIONS
+    elif name == "tokens":
+        specs = _TOKEN_OPTIONS
     else:
         specs = _FILE_OPTIONS
     return {spec.name: spec for spec in specs}
@@ -172,6 +208,8 @@ def lookup_dataset(
         return _synthetic_info(values)
     if name in SEQUENCE_TASKS:
         return _sequence_info(name, values)
+    if name in LM_SOURCES:
+        return _lm_info(name, values)
     if name in _NAMED:
         return _named_info(name, values)
     return _file_info(name, values)
@@ -241,7 +279,8 @@ def _is_positive_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
-_POSITIVE = ("vocab", "length", "size", "num_classes")
+_POSITIVE = ("vocab", "length", "size", "num_classes", "block_size", "max_bytes",
+             "windows_per_epoch")  # fmt: skip
 
 
 def _check_range(key: str, value: OptionValue) -> DatasetError | None:
@@ -249,6 +288,9 @@ def _check_range(key: str, value: OptionValue) -> DatasetError | None:
         return DatasetError("TL0704", f"`val_fraction` must be in [0, 1), got {value}", key)
     if key == "vocab" and isinstance(value, int) and value < 2:
         return DatasetError("TL0704", f"`vocab` must be at least 2, got {value}", key)
+    if key == "dtype" and value not in TOKEN_DTYPES:
+        message = f"`dtype` of token ids must be `uint16` or `uint32`, got `{value}`"
+        return DatasetError("TL0704", message, key, 'nanoGPT writes `dtype="uint16"`')
     if key in _POSITIVE and isinstance(value, int) and value < 1:
         return DatasetError("TL0704", f"`{key}` must be positive, got {value}", key)
     return None
@@ -272,6 +314,37 @@ def _sequence_info(name: str, options: dict[str, OptionValue]) -> DatasetInfo:
     return DatasetInfo(
         name, (length,), "i64", vocab, (length,), "i64", SEQUENCE, _HOLD_OUT, options=options
     )
+
+
+def _lm_info(name: str, options: dict[str, OptionValue]) -> DatasetInfo | DatasetError:
+    """`[B, T]` int64 windows and `[B, T]` next-token targets over `vocab` classes."""
+    missing = [key for key in ("path", "block_size") if key not in options]
+    if name == "tokens" and "vocab" not in options:
+        missing.append("vocab")
+    if missing:
+        return _lm_missing(name, missing)
+    block = int(options["block_size"])  # type: ignore[arg-type]
+    vocab = TEXT_VOCAB if name == "text" else int(options["vocab"])  # type: ignore[arg-type]
+    split = "the last `val_fraction` of the file" if name == "text" else "`val.bin` beside it"
+    return DatasetInfo(
+        name, (block,), "i64", vocab, (block,), "i64", SEQUENCE, split, options=options
+    )
+
+
+_LM_EXAMPLES = {"text": 'path="corpus.txt", block_size=256',
+                "tokens": 'path="train.bin", block_size=1024, vocab=50257'}  # fmt: skip
+
+
+def _lm_missing(name: str, missing: list[str]) -> DatasetError:
+    listed = ", ".join(f"`{key}=`" for key in missing)
+    message = f"a `{name}` dataset needs {listed}"
+    return DatasetError(
+        "TL0706", message, None, f'write `load_dataset("{name}", {_LM_EXAMPLES[name]})`'
+    )
+
+
+def is_language_model_data(info: DatasetInfo) -> bool:
+    return info.name in LM_SOURCES
 
 
 def _file_info(path: str, options: dict[str, OptionValue]) -> DatasetInfo | DatasetError:

@@ -265,7 +265,10 @@ class LayerDecl(Node):
 
 
 @dataclass(slots=True)
-class FnDecl(Node):
+class FnDecl(Stmt):
+    """A model's method (`fn forward(self, x)`), or a `.tl` file's top-level function
+    (`fn my_loss(out, y) -> Tensor:`, a loss or metric a train block names)."""
+
     name: str
     name_span: Span
     params: list[Param]

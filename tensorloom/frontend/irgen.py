@@ -142,6 +142,7 @@ class _ModuleBuilder:
         return _at(op, decl.span)
 
     def _method(self, decl: ast.FnDecl, syntax: str) -> Operation:
+        """A model's method, or (`syntax` "fn") a top-level function of a `.tl` file."""
         params = self._params(decl, syntax)
         input_types = [_param_type(p.type) for p in params]
         block = Block(arg_types=input_types)
@@ -211,7 +212,7 @@ class _ModuleBuilder:
         return _Main(op, BodyBuilder(op.regions[0].block, {}, self.kernels))
 
     def _is_statement(self, item: ast.Stmt) -> bool:
-        declarations = (ast.ImportDecl, ast.ModelDecl, ast.KernelDecl, ast.TrainDecl)
+        declarations = (ast.ImportDecl, ast.ModelDecl, ast.KernelDecl, ast.TrainDecl, ast.FnDecl)
         return not isinstance(item, declarations) and self._let_kind(item) is None
 
     def _item(self, item: ast.Stmt, unit: SourceUnit, main: BodyBuilder | None) -> None:
@@ -220,6 +221,8 @@ class _ModuleBuilder:
             self._model(item, unit)
         elif isinstance(item, ast.KernelDecl):
             self._kernel(item)
+        elif isinstance(item, ast.FnDecl):
+            self.ops.append(self._method(item, "fn"))
         elif isinstance(item, ast.TrainDecl):
             self._train(item, main)
         elif isinstance(item, ast.LetStmt) and kind is not None:

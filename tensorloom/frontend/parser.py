@@ -392,7 +392,8 @@ class Parser:
         )
 
     def parse_item(self) -> ast.Stmt:
-        """item = import_decl | model_decl | train_decl | kernel_decl | statement ;"""
+        """item = import_decl | model_decl | train_decl | kernel_decl | function_decl
+        | statement ;"""
         if self.check(TokenKind.IMPORT):
             return self.parse_import_decl()
         if self.check_word("model") and self.peek(1).kind is TokenKind.NAME:
@@ -402,15 +403,23 @@ class Parser:
         if self.check(TokenKind.AT):
             return self.parse_kernel_decl()
         if self.check(TokenKind.FN):
-            raise self.fail(
+            return self.parse_function_decl()
+        return self.parse_statement()
+
+    def parse_function_decl(self) -> ast.FnDecl:
+        """function_decl = fn_decl ;   (a top-level function: no `self`)"""
+        decl = self.parse_fn_decl()
+        if decl.params and decl.params[0].name == "self":
+            self.report(
                 Diagnostic.error(
                     "TL0101",
-                    "`fn` declares a method, so it belongs inside a `model`",
-                    Label(self.peek().span, ""),
-                    help="indent it under `model Name:`, or write a `@kernel def` for a kernel",
+                    f"`{decl.name}` takes `self`, so it is a method and belongs inside a `model`",
+                    Label(decl.params[0].span, "a top-level function has no `self`"),
+                    help="indent it under `model Name:`, or drop `self` for a loss or metric",
                 )
             )
-        return self.parse_statement()
+            decl.params = decl.params[1:]  # parsing goes on as if it were not there
+        return decl
 
     def parse_nml_item(self) -> ast.Stmt:
         """nml_item = nml_model ;"""

@@ -10,6 +10,10 @@ Runs after `resolve-nml`, so what is left unresolved is a mistake:
 Local variables are SSA values by now, so a `nml.ref` inside a model must name
 one of its configs or layers, or a top-level symbol of the module.
 
+A top-level function of a `.tl` file (a loss or metric, `fn my_loss(out, y)`) sees
+only its parameters and its `let`s: a `nml.ref` left in it is an undefined name,
+and a call left unresolved an unknown function.
+
 A train block's two names must be an instance and a dataset:
 
     train.loop @layer on @data          TL0301 undefined model `layer`
@@ -243,6 +247,34 @@ class ScriptScope:
             )
 
 
+@dataclass
+class FunctionScope:
+    """What names mean in a top-level function: its parameters and locals, nothing else."""
+
+    func: FuncOp
+
+    def check(self) -> None:
+        name = self.func.sym_name.data
+        local = {*self.func.names}
+        for op in self.func.walk():
+            local |= {r.name_hint for r in op.results if r.name_hint is not None}
+        for op in self.func.walk():
+            if isinstance(op, RefOp):
+                ref = op.symbol.root_reference.data
+                guess = did_you_mean(ref, local)
+                _error(op, "TL0301", f"undefined name `{ref}` in `{name}`", _help(guess))
+            elif isinstance(op, CallOp) and builtin_name(op.callee.data) not in BUILTINS:
+                callee = builtin_name(op.callee.data)
+                what = "tensor method" if op.method is not None else "function"
+                guess = did_you_mean(callee, BUILTINS)
+                _error(op, "TL0305", f"unknown {what} `{callee}`", _help(guess))
+
+
+def top_level_functions(module: ModuleOp) -> dict[str, FuncOp]:
+    """A `.tl` file's top-level functions (losses, metrics), by name."""
+    return {op.sym_name.data: op for op in module.body.block.ops if isinstance(op, FuncOp)}
+
+
 def _error(op: Operation, code: str, message: str, help_text: str | None) -> None:
     span = span_of(op)
     if span is None:
@@ -264,6 +296,8 @@ class CheckScopesPass(ModulePass):
         values = {o.sym_name.data for o in op.body.block.ops if isinstance(o, InstanceOp)}
         for model in [o for o in op.walk() if isinstance(o, ModelOp)]:
             ModelScope(model, outside, values | datasets, datasets).check()
+        for func in top_level_functions(op).values():
+            FunctionScope(func).check()
         for main in [o for o in op.body.block.ops if isinstance(o, MainOp)]:
             ScriptScope(main, outside, _datasets(op)).check()
         for loop in [o for o in op.walk() if isinstance(o, LoopOp)]:

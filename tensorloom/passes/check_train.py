@@ -20,14 +20,20 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation
+from xdsl.ir import Attribute, Operation
 from xdsl.passes import ModulePass
 
 from tensorloom.diagnostics.core import Diagnostic, Label, did_you_mean
 from tensorloom.diagnostics.ir import report, span_of
 from tensorloom.dialects import train
-from tensorloom.dialects.datasets import DatasetError, DatasetInfo, lookup_dataset
+from tensorloom.dialects.datasets import (
+    DatasetError,
+    DatasetInfo,
+    is_language_model_data,
+    lookup_dataset,
+)
 from tensorloom.dialects.nml import (
+    AnyType,
     ApplyOp,
     InstanceOp,
     KernelCallOp,
@@ -37,6 +43,14 @@ from tensorloom.dialects.nml import (
     TensorType,
 )
 from tensorloom.dialects.shapes import Dim, format_shape
+from tensorloom.passes.loss_functions import (
+    MetricProblem,
+    batch_types,
+    check_function,
+    function_named,
+    functions_of,
+    metrics_of,
+)
 from tensorloom.passes.model_env import (
     CallValue,
     EvalError,
@@ -307,6 +321,7 @@ SETTINGS: dict[str, Setting] = {
     "activation_checkpointing": Setting(boolean, "recompute block activations in backward"),
     "val_every": Setting(int_at_least(1), "validate every N epochs"),
     "log_every": Setting(int_at_least(1), "log every N optimizer steps"),
+    "metrics": Setting(lambda _k, _v: None, "validation metrics: `accuracy`, `top_k(k)`, a `fn`"),
 }  # fmt: skip
 """Every key a train block accepts."""
 
@@ -329,6 +344,7 @@ class LoopChecker:
         info = self._dataset()
         instance = self._instance()
         self._loss(info, instance)
+        self._metrics(info, instance)
         self._precision()
         if instance is not None and self._value("loss") is not None:
             self._kernel_gradients(instance)
@@ -354,6 +370,8 @@ class LoopChecker:
         value = evaluate(op.value, {})
         if isinstance(value, EvalError):
             return
+        if key == "loss" and function_named(self.module, value) is not None:
+            return  # a loss written in the file: `_loss` checks it against model and data
         problem = setting.check(key, value)
         if problem is not None:
             where = span_of(op.value_loc) if op.value_loc is not None else None
@@ -404,8 +422,17 @@ class LoopChecker:
     # --- loss -------------------------------------------------------------------------
 
     def _loss(self, info: DatasetInfo | None, instance: InstanceOp | None) -> None:
+        function = function_named(self.module, self._value("loss"))
+        if function is not None:
+            output = self._output_type(instance) if instance is not None else None
+            check_function(function, batch_types(output, info), "loss")
+            return
         call = as_call(self._value("loss")) if self._value("loss") is not None else None
-        if call is None or call.name not in ("CrossEntropy", "NLL") or instance is None:
+        if call is None or call.name not in LOSSES or instance is None:
+            return
+        if self._tuple_output(instance, call.name):
+            return
+        if call.name not in ("CrossEntropy", "NLL"):
             return
         self._softmax_before(instance, call.name)
         if info is None or info.num_classes is None:
@@ -413,6 +440,20 @@ class LoopChecker:
         output = self._output(instance)
         if output is not None:
             self._classes(output, info, call.name)
+
+    def _tuple_output(self, instance: InstanceOp, loss: str) -> bool:
+        """A forward that returns several values cannot feed a built-in loss: say so."""
+        output = self._output_type(instance)
+        if output is None or isinstance(output, TensorType | AnyType):
+            return False
+        span = self._loss_span()
+        if span is None:
+            return True
+        model = instance.model.root_reference.data
+        message = f"`{loss}` takes one tensor, but `{model}`'s forward returns a tuple"
+        help_text = "return one tensor, or write the loss in the file: `fn my_loss(out, y)`"
+        report(Diagnostic.error("TL0408", message, Label(span), help=help_text))
+        return True
 
     def _instance(self) -> InstanceOp | None:
         name = self.loop.model.root_reference.data
@@ -424,6 +465,37 @@ class LoopChecker:
             ),
             None,
         )
+
+    def _metrics(self, info: DatasetInfo | None, instance: InstanceOp | None) -> None:
+        op = self.loop.settings().get("metrics")
+        if op is None:
+            return
+        functions = functions_of(self.module)
+        metrics = metrics_of(op.value, list(functions))
+        span = span_of(op.value_loc) if op.value_loc is not None else span_of(op)
+        if isinstance(metrics, MetricProblem):
+            if span is not None:
+                report(Diagnostic.error("TL0415", metrics.message, Label(span), help=metrics.help))
+            return
+        output = self._output_type(instance) if instance is not None else None
+        checked = {function_named(self.module, self._value("loss"))}
+        for metric in metrics:
+            func = functions.get(metric.name) if metric.kind == "function" else None
+            if func is not None and func not in checked:
+                check_function(func, batch_types(output, info), "metric")
+                checked.add(func)
+
+    def _output_type(self, instance: InstanceOp) -> Attribute | None:
+        """The model's output type on this loop's data, symbols resolved."""
+        models = models_of(self.module)
+        inst = instance_of(instance, models, self.loop, self.module)
+        done = infer_instantiation(inst, models, quiet=True) if inst is not None else None
+        if done is None:
+            return None
+        result = done.output
+        if not isinstance(result, TensorType) or result.dims is None:
+            return result
+        return result.with_dims(done.inference.unifier.resolve_shape(result.dims))
 
     def _output(self, instance: InstanceOp) -> tuple[Dim, ...] | None:
         models = models_of(self.module)
@@ -452,6 +524,11 @@ class LoopChecker:
                 f"`{loss}` needs one output per class: the model gives {classes}, "
                 f"`{info.name}` has {info.num_classes} classes"
             )
+            if is_language_model_data(info):
+                message = (
+                    f"`{loss}` needs one output per token of the vocabulary: the model gives "
+                    f"{classes}, `{info.name}` data has {info.num_classes} tokens"
+                )
             help_text = f"make the model's last layer output {info.num_classes} features"
             report(Diagnostic.error("TL0408", message, Label(span), help=help_text))
 

@@ -35,6 +35,8 @@ Steps:
    is the `__init__` parameter (`nn.Linear(d_model, 4 * d_model)`); a layer whose
    kind is another model is an instance of that class; a config read in a
    method is stored as `self.<name>` in `__init__`.
+3. A `.tl` file's top-level functions (losses and metrics, `fn my_loss(out, y)`)
+   become `torch.def`s after the classes, their bodies lowered by the same patterns.
 Ops outside models (the training script's) are left to `convert-train-to-torch`,
 which moves a script's top-level statements into a `torch.def` and lowers them
 with `BODY_PATTERNS` (they also match nml ops directly inside a `torch.def`).
@@ -350,6 +352,29 @@ class ReductionToTorch(RewritePattern):
         if op.keepdim is not None:
             call.literal(True, "keepdim")
         _replace(rewriter, op, call.method(op.input, op.name.removeprefix("nml.")))
+
+
+class LossToTorch(RewritePattern):
+    """`F.cross_entropy(out, y, label_smoothing=0.1)`: `nml.loss` as its PyTorch function."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.LossOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        call = _Keywords().value(op.input).value(op.target)
+        if op.reduction.data != "mean":
+            call.literal(op.reduction.data, "reduction")
+        for key, value in op.options.data.items():
+            call.literal(_option_value(value), key)
+        _replace(rewriter, op, call.function(op.spec.torch))
+
+
+def _option_value(attr: Attribute) -> int | float | bool:
+    if isinstance(attr, FloatAttr):
+        return attr.value.data
+    assert isinstance(attr, IntegerAttr), "resolve-nml folds loss options to numbers"
+    width = attr.type.width.data if hasattr(attr.type, "width") else 64  # type: ignore[union-attr]
+    return bool(attr.value.data) if width == 1 else attr.value.data
 
 
 class CatToTorch(RewritePattern):
@@ -689,6 +714,7 @@ BODY_PATTERNS: tuple[RewritePattern, ...] = (
     PermuteToTorch(),
     TransposeToTorch(),
     ReductionToTorch(),
+    LossToTorch(),
     CatToTorch(),
     SplitToTorch(),
     SizesToTorch(),
@@ -907,17 +933,35 @@ class ConvertNmlToTorchPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         models = [m for m in op.walk() if isinstance(m, nml.ModelOp)]
-        if not models:
+        functions = [f for f in op.body.block.ops if isinstance(f, nml.FuncOp)]
+        if not models and not functions:
             return
         script = script_of(op)
         for name in _runtime_modules(models):
             for runtime in t.runtime_ops(name):
                 script.body.block.add_op(runtime)
+        defs = [_function(func) for func in functions]  # step 3, lowered with the bodies
         # Users before producers, so that a pattern still sees its operands' nml types.
         body = GreedyRewritePatternApplier(list(BODY_PATTERNS))
         PatternRewriteWalker(body, walk_reverse=True).rewrite_module(op)
         to_class = ModelToClass(script, frozenset(m.sym_name.data for m in models))
         PatternRewriteWalker(to_class, apply_recursively=False).rewrite_module(op)
+        for function in defs:
+            function.detach()
+            script.body.block.add_op(function)
+
+
+def _function(func: nml.FuncOp) -> t.DefOp:
+    """A top-level `nml.func` as a `torch.def` in its place (moved after the classes later)."""
+    names = [n.data for n in func.arg_names]
+    function = t.DefOp(func.sym_name.data, names)
+    function.location = func.location
+    old, new = func.body.block, function.body.block
+    for old_arg, new_arg in zip(old.args, new.args, strict=True):
+        new_arg.location = old_arg.location
+    Rewriter.inline_block(old, InsertPoint.at_start(new), new.args)
+    Rewriter.replace_op(func, function)
+    return function
 
 
 __all__ = ["BODY_PATTERNS", "ConvertNmlToTorchPass", "attr_source", "script_of"]

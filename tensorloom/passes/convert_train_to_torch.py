@@ -46,10 +46,11 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from tensorloom.dialects import nml, train
 from tensorloom.dialects import torch as t
-from tensorloom.dialects.datasets import DatasetError, lookup_dataset
+from tensorloom.dialects.datasets import LM_SOURCES, DatasetError, lookup_dataset
 from tensorloom.dialects.layers.base import py_literal
 from tensorloom.escape import py_string
 from tensorloom.passes.convert_nml_to_torch import attr_source, script_of
+from tensorloom.passes.loss_functions import Metric, MetricProblem, metrics_of
 from tensorloom.passes.model_env import CallValue, Evaluated, evaluate_kwargs
 from tensorloom.passes.script_statements import lower_statements
 from tensorloom.passes.train_script import (
@@ -63,6 +64,8 @@ from tensorloom.passes.train_script import (
 from tensorloom.passes.train_values import loops_of, setting_value
 
 RUNTIME_MODULES = ("distributed", "amp", "data", "loader", "checkpoint", "metrics", "graphs")
+# Language-model data reads windows through runtime/tokens.py instead of runtime/data.py.
+LM_RUNTIME_MODULES = ("distributed", "amp", "tokens", "loader", "checkpoint", "metrics", "graphs")
 DEFAULT_LR = {"Adagrad": "0.01", "RMSprop": "0.01", "Adadelta": "1.0", "Adamax": "0.002",
               "NAdam": "0.002"}  # fmt: skip
 """torch.optim's default learning rates where they differ from 0.001."""
@@ -166,6 +169,9 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
     data = _data_plan(module, loop)
     optimizer, lr, optimizer_kwargs = _optimizer(loop)
     loss = _call(setting_value(loop, "loss"), "CrossEntropy")
+    functions = _functions(module)
+    named = setting_value(loop, "loss")
+    custom = named if isinstance(named, str) and named in functions else None
     schedule, schedule_kwargs = _schedule(loop)
     policy = _marker(loop, train.CheckpointOp)
     compiled = _marker(loop, train.CompileOp)
@@ -200,6 +206,10 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
         checkpointed_layers=_checkpointed_layers(blocks),
         val_every=_int(setting_value(loop, "val_every"), 1),
         log_every=log_every if isinstance(log_every, int) else None,
+        language_model_data=data.name in LM_SOURCES,
+        custom_loss=custom,
+        takes_inputs=frozenset(n for n, count in functions.items() if count == 3),
+        metrics=tuple(_metrics(loop, functions)),
     )  # fmt: skip
 
 
@@ -231,15 +241,16 @@ def import_ops(plan: ScriptPlan) -> list[Operation]:
     return ops
 
 
-def _runtime_ops() -> list[Operation]:
-    return [op for name in RUNTIME_MODULES for op in t.runtime_ops(name)]
+def _runtime_ops(plan: ScriptPlan) -> list[Operation]:
+    names = LM_RUNTIME_MODULES if plan.language_model_data else RUNTIME_MODULES
+    return [op for name in names for op in t.runtime_ops(name)]
 
 
 def lower_loop(module: ModuleOp, loop: train.LoopOp) -> None:
     script = script_of(module)
     plan = plan_of(module, loop, script.source.data if script.source else "the program")
     block = script.body.block
-    before = [*import_ops(plan), t.RawOp(header_source(plan)), *_runtime_ops()]
+    before = [*import_ops(plan), t.RawOp(header_source(plan)), *_runtime_ops(plan)]
     before.append(t.RawOp(settings_source(plan)))
     first = block.first_op
     for op in before:
@@ -271,6 +282,23 @@ class ConvertTrainToTorchPass(ModulePass):
 
 
 __all__ = ["ConvertTrainToTorchPass", "plan_of"]
+
+
+def _functions(module: ModuleOp) -> dict[str, int]:
+    """The `.tl` file's functions (losses, metrics) and their parameter counts: by now the
+    `torch.def`s that convert-nml-to-torch made of them."""
+    script = script_of(module)
+    return {op.sym_name.data: len(op.arg_names) for op in script.body.block.ops
+            if isinstance(op, t.DefOp)}  # fmt: skip
+
+
+def _metrics(loop: train.LoopOp, functions: dict[str, int]) -> list[Metric]:
+    """`metrics = [...]`, as check-train read it (it reported any problem)."""
+    attr = loop.setting("metrics")
+    if attr is None:
+        return []
+    metrics = metrics_of(attr, list(functions))
+    return [] if isinstance(metrics, MetricProblem) else metrics
 
 
 def _checkpointed_layers(blocks: Operation | None) -> list[str]:

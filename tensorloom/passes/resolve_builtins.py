@@ -69,6 +69,7 @@ from tensorloom.dialects.nml import (
     ViewOp,
     WhereOp,
 )
+from tensorloom.dialects.nml.losses import LOSSES, REDUCTIONS, LossOp
 from tensorloom.dialects.nml.types import TensorType
 from tensorloom.passes.model_env import CallValue, evaluate
 
@@ -499,6 +500,55 @@ def _split_problem() -> CallProblem:
     )
 
 
+_LOSS_OPTION_KINDS: dict[str, type] = {
+    "label_smoothing": float, "beta": float, "ignore_index": int, "log_target": bool,
+}  # fmt: skip
+
+
+def _loss(args: CallArgs) -> Operation | CallProblem:
+    """`cross_entropy(out, y, reduction="sum", label_smoothing=0.1)` (dialects/nml/losses.py)."""
+    spec = LOSSES[args.name]
+    if len(args.positional) != 2:
+        return CallProblem(
+            f"`{spec.name}` takes the output and the target, got {len(args.positional)} "
+            "positional arguments",
+            f"write `{spec.name}(out, y)`",
+        )
+    problem = args.unknown_keywords(("reduction", *spec.keywords))
+    if problem is not None:
+        return problem
+    reduction = args.const(2, "reduction", "mean")
+    if reduction not in REDUCTIONS:
+        choices = ", ".join(f'`"{r}"`' for r in REDUCTIONS)
+        return CallProblem(f"`reduction` of `{spec.name}` must be one of {choices}")
+    options: dict[str, Attribute] = {}
+    for key in spec.keywords:
+        attr = _loss_option(args, key)
+        if isinstance(attr, CallProblem):
+            return attr
+        if attr is not None:
+            options[key] = attr
+    input, target = args.positional
+    return LossOp(spec.name, input, target, str(reduction), options, _tensor())
+
+
+def _loss_option(args: CallArgs, key: str) -> Attribute | CallProblem | None:
+    if key not in args.keywords:
+        return None
+    value = args.const(99, key)
+    kind = _LOSS_OPTION_KINDS[key]
+    if kind is bool and isinstance(value, bool):
+        return IntegerAttr(int(value), 1)
+    if kind is int and isinstance(value, int) and not isinstance(value, bool):
+        return IntegerAttr(value, i64)
+    if kind is float and isinstance(value, int | float) and not isinstance(value, bool):
+        if key == "label_smoothing" and not 0.0 <= value <= 1.0:
+            return CallProblem(f"`label_smoothing` must be in [0, 1], got {value}")
+        return FloatAttr(float(value), 64)
+    what = {bool: "`true` or `false`", int: "a constant integer", float: "a constant number"}
+    return CallProblem(f"`{key}` of `{args.name}` must be {what[kind]}")
+
+
 def _normalize(args: CallArgs) -> Operation | CallProblem:
     x = _first(args)
     if isinstance(x, CallProblem):
@@ -761,7 +811,16 @@ _TABLE: tuple[FunctionSpec, ...] = (
     ),
 )  # fmt: skip
 
-FUNCTIONS: dict[str, FunctionSpec] = {spec.name: spec for spec in _TABLE}
+_LOSS_TABLE = tuple(
+    FunctionSpec(
+        loss.name, "out, y, reduction=\"mean\"" + "".join(f", {k}=" for k in loss.keywords),
+        f"{loss.doc}; targets: {loss.targets}", loss.torch, _loss, method=False,
+    )
+    for loss in LOSSES.values()
+)  # fmt: skip
+"""The functional losses of dialects/nml/losses.py: `cross_entropy(out, y)`, `mse`, ..."""
+
+FUNCTIONS: dict[str, FunctionSpec] = {spec.name: spec for spec in (*_TABLE, *_LOSS_TABLE)}
 """Every builtin function or tensor method a forward may call, by name."""
 
 BUILTINS = FUNCTIONS

@@ -238,7 +238,7 @@ class Inference:
             labels = Label(span, f"inputs are {tensors[0]} and {tensors[1]}")
         name = op.name.removeprefix("nml.")
         message = error.message
-        if not message.startswith(name):
+        if not message.startswith((name, "`")):  # "`mse` needs ...": named already
             message = f"`{name}`: {message}"
         report(Diagnostic.error("TL0202", message, labels, help=error.help))
 
@@ -557,6 +557,11 @@ def infer_shapes(
         for result in inferred:
             _write_back(result.inference, written)
     return shown
+
+
+def write_back_types(inference: Inference) -> None:
+    """Step 6 for one inference outside a model (a `.tl` loss function's, for check-train)."""
+    _write_back(inference, set())
 
 
 def _write_back(inference: Inference, written: set[FuncOp]) -> None:

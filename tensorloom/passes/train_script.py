@@ -16,11 +16,13 @@ schedule, DDP's wrap, activation checkpointing, CUDA-graph step marks) is left o
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import PurePath
 from string import Template
 from textwrap import dedent
 
 from tensorloom.dialects.train import DEFAULT_BATCH_SIZE
 from tensorloom.escape import py_comment, py_string
+from tensorloom.passes.loss_functions import Metric
 
 CLASSIFICATION_LOSSES = ("CrossEntropy", "NLL")
 # Optimizer keywords that choose its implementation: set by the user, they are kept.
@@ -57,10 +59,25 @@ class ScriptPlan:
     checkpointed_layers: list[str] = field(default_factory=list[str])
     val_every: int = 1
     log_every: int | None = None
+    language_model_data: bool = False  # `"text"` or `"tokens"`: windows of runtime/tokens.py
+    custom_loss: str | None = None  # `loss = NAME`, a `fn NAME(out, y)` of the `.tl` file
+    # The `fn`s (loss, metrics) that take the batch's inputs too: `fn NAME(out, x, y)`.
+    takes_inputs: frozenset[str] = frozenset()
+    metrics: tuple[Metric, ...] = ()  # `metrics = [accuracy, top_k(5), NAME]`
+
+    @property
+    def loss_target(self) -> str:
+        """What the step passes `loss_fn` after the output: the targets, or inputs and targets."""
+        return "xb, yb" if self.custom_loss in self.takes_inputs else "yb"
+
+    @property
+    def reports_metrics(self) -> bool:
+        """Validation goes through `batch_metrics`: a loss written in the file, or `metrics`."""
+        return self.custom_loss is not None or bool(self.metrics)
 
     @property
     def classification(self) -> bool:
-        return self.loss in CLASSIFICATION_LOSSES
+        return self.loss in CLASSIFICATION_LOSSES and self.custom_loss is None
 
     @property
     def cuda_graphs(self) -> bool:
@@ -72,6 +89,7 @@ class ScriptPlan:
         the script still decides per run (device, resident data, model size)."""
         return (
             not self.distributed
+            and not self.language_model_data  # windows are read per batch, not resident
             and self.grad_accum == 1
             and self.grad_clip == "None"
             and self.schedule is None
@@ -134,6 +152,9 @@ def settings_source(plan: ScriptPlan) -> str:
     lines.append(f"GRAD_CLIP{clip_type} = {plan.grad_clip}  # clips the global gradient norm")
     lines.append(f"GRAD_ACCUM = {plan.grad_accum}  # micro-batches per optimizer step")
     lines.append(f"VAL_EVERY = {plan.val_every}  # epochs between validations (and the last)")
+    if plan.reports_metrics:
+        keys = ", ".join(f'"{m.key}"' for m in plan.metrics)
+        lines.append(f"METRICS = [{keys}]  # `metrics = [...]`: reported after val_loss")
     if plan.log_every is not None:
         lines.append(f"LOG_EVERY = {plan.log_every}  # optimizer steps between loss lines")
     mode = py_string(plan.compile_mode) if plan.compile_mode else "None"
@@ -199,6 +220,8 @@ _TENSOR_KWARGS = ("weight", "pos_weight")
 
 def loss_source(plan: ScriptPlan) -> str:
     """`loss_fn(output, target, reduction)`, and the target helper regression losses use."""
+    if plan.custom_loss is not None:
+        return _custom_loss_source(plan)
     function = _LOSS_FUNCTIONS[plan.loss]
     kwargs = [(k, v) for k, v in plan.loss_kwargs if k != "reduction"]
     default = dict(plan.loss_kwargs).get("reduction", '"mean"')
@@ -235,6 +258,20 @@ def loss_source(plan: ScriptPlan) -> str:
     )  # fmt: skip
 
 
+def _custom_loss_source(plan: ScriptPlan) -> str:
+    name = plan.custom_loss
+    inputs = "inputs: torch.Tensor, " if name in plan.takes_inputs else ""
+    args = "output, inputs, target" if inputs else "output, target"
+    return _fill(
+        '''
+        def loss_fn(output: torch.Tensor, ${inputs}target: torch.Tensor) -> torch.Tensor:
+            """`loss = $name`: the function `$name` of $source, above."""
+            return $name($args)
+        ''',
+        inputs=inputs, name=name, source=plan.source, args=args,
+    )  # fmt: skip
+
+
 def _tensor_kwarg(name: str, value: str) -> str:
     if name in _TENSOR_KWARGS:
         return f"torch.tensor({value}, device=output.device)"
@@ -246,7 +283,8 @@ def _tensor_kwarg(name: str, value: str) -> str:
 
 def parse_args_source(plan: ScriptPlan) -> str:
     data = _data_name(plan).replace("`", "")
-    checkpoint_default = '"checkpoints" if CHECKPOINT_EVERY is not None else None'
+    folder = py_string(f"checkpoints/{program_name(plan)}")
+    checkpoint_default = f"{folder} if CHECKPOINT_EVERY is not None else None"
     return _fill(
         '''
         # ---- command line ----
@@ -344,9 +382,9 @@ class Trainer:
     scaler: torch.amp.GradScaler | None
     scheduler: torch.optim.lr_scheduler.LRScheduler | None
     plan: PrecisionPlan
-    train_loader: DeviceLoader | HostLoader
-    val_loader: DeviceLoader | HostLoader
-    info: DataInfo
+    train_loader: $loader
+    val_loader: $loader
+    info: $info
     step: int = 0
     start_epoch: int = 0
 '''
@@ -358,12 +396,43 @@ TRAINER_GRAPH_FIELDS = """
 
 
 def trainer_source(plan: ScriptPlan) -> str:
+    text = _fill(TRAINER, loader=_loader_type(plan), info=_info_type(plan))
     if not plan.whole_step_graph:
-        return TRAINER
-    return TRAINER.rstrip("\n") + TRAINER_GRAPH_FIELDS
+        return text
+    return text + TRAINER_GRAPH_FIELDS.rstrip("\n")
+
+
+def _loader_type(plan: ScriptPlan) -> str:
+    return "WindowLoader" if plan.language_model_data else "DeviceLoader | HostLoader"
+
+
+def _info_type(plan: ScriptPlan) -> str:
+    return "TokenInfo" if plan.language_model_data else "DataInfo"
+
+
+_WINDOW_LOADERS = """
+def build_loaders(
+    args: argparse.Namespace, ctx: DistContext
+) -> tuple[WindowLoader, WindowLoader, TokenInfo]:
+    options = dict(DATASET_OPTIONS)
+    windows = options.pop("windows_per_epoch", None)
+    train, val, info = load_token_dataset(DATASET, data_root=args.data_root, **options)
+    shard = {"rank": ctx.rank, "world_size": ctx.world_size, "device": ctx.device}
+    block = options["block_size"]
+    train_loader = WindowLoader(
+        train, block_size=block, batch_size=args.batch_size, shuffle=True,
+        windows_per_epoch=windows, seed=args.seed, **shard,
+    )  # fmt: skip
+    val_loader = WindowLoader(
+        val, block_size=block, batch_size=args.batch_size, shuffle=False, **shard
+    )
+    return train_loader, val_loader, info
+"""
 
 
 def build_loaders_source(plan: ScriptPlan) -> str:
+    if plan.language_model_data:
+        return _WINDOW_LOADERS
     per_token = ""
     if plan.per_token_length is not None:
         per_token = (
@@ -625,7 +694,7 @@ $graphed
         ''',
         log=log,
         graphed=_GRAPHED_BRANCH if plan.whole_step_graph else "",
-    ) + (_GRAPHED_EPOCH if plan.whole_step_graph else "")
+    ) + (_GRAPHED_EPOCH.replace("$target", plan.loss_target) if plan.whole_step_graph else "")
 
 
 _GRAPHED_BRANCH = """
@@ -660,7 +729,7 @@ def _capture_step(trainer: Trainer, loader: DeviceLoader) -> GraphedStep:
 
     def step(xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
         with autocast(trainer.plan, trainer.ctx.device, cache=False):
-            loss = loss_fn(trainer.train_model(xb), yb)
+            loss = loss_fn(trainer.train_model(xb), $target)
         loss.backward()
         trainer.optimizer.step()
         return loss
@@ -683,7 +752,7 @@ def forward_backward_source(plan: ScriptPlan) -> str:
             ) -> torch.Tensor:
                 """Accumulate one micro-batch's gradients."""$mark
                 with autocast(trainer.plan, trainer.ctx.device):
-                    loss = loss_fn(trainer.train_model(xb), yb)
+                    loss = loss_fn(trainer.train_model(xb), $target)
                 scaled = $scaled
                 if trainer.scaler is not None:
                     scaled = trainer.scaler.scale(scaled)
@@ -692,6 +761,7 @@ def forward_backward_source(plan: ScriptPlan) -> str:
             ''',
             mark=mark,
             scaled=scaled,
+            target=plan.loss_target,
         )
     return _fill(
         '''
@@ -703,7 +773,7 @@ def forward_backward_source(plan: ScriptPlan) -> str:
             skip_sync = isinstance(model, DistributedDataParallel) and not sync$mark
             with model.no_sync() if skip_sync else nullcontext():  # type: ignore[operator]
                 with autocast(trainer.plan, trainer.ctx.device):
-                    loss = loss_fn(model(xb), yb)
+                    loss = loss_fn(model(xb), $target)
                 scaled = $scaled
                 if trainer.scaler is not None:
                     scaled = trainer.scaler.scale(scaled)
@@ -712,6 +782,7 @@ def forward_backward_source(plan: ScriptPlan) -> str:
         ''',
         mark=mark,
         scaled=scaled,
+        target=plan.loss_target,
     )
 
 
@@ -743,6 +814,8 @@ def _optimizer_step(trainer: Trainer) -> None:
 
 def evaluate_source(plan: ScriptPlan) -> str:
     mark = "\n        _begin_step()" if plan.cuda_graphs else ""
+    if plan.reports_metrics:
+        return _metrics_evaluate_source(plan, mark)
     if plan.classification:
         return _fill(
             '''
@@ -782,6 +855,96 @@ def evaluate_source(plan: ScriptPlan) -> str:
         ''',
         mark=mark,
     )
+
+
+def _metrics_evaluate_source(plan: ScriptPlan, mark: str) -> str:
+    return _fill(
+        '''
+        @torch.no_grad()
+        def evaluate(trainer: Trainer) -> dict[str, float]:
+            """Validation loss and METRICS over the whole split, summed across ranks.
+
+            Each batch adds its mean times its size, so the result is the mean over samples.
+            """
+            model, device = trainer.eval_model, trainer.ctx.device
+            model.eval()
+            totals = torch.zeros(2 + len(METRICS), device=device)  # loss, samples, then METRICS
+            for xb, yb in trainer.val_loader:$mark
+                with autocast(trainer.plan, device):  # the loss runs in fp32 under it
+                    output = model(xb)
+                    totals[0] += loss_fn(output, $target).float() * len(xb)
+                    totals[2:] += batch_metrics(output, xb, yb) * len(xb)
+                totals[1] += len(xb)
+            sums = all_reduce_sum(totals).tolist()
+            count = max(sums[1], 1)
+            values = {key: total / count for key, total in zip(METRICS, sums[2:], strict=True)}
+            return {"val_loss": sums[0] / count, **values}
+        ''',
+        mark=mark, target=plan.loss_target,
+    ) + "\n\n\n" + batch_metrics_source(plan)  # fmt: skip
+
+
+def batch_metrics_source(plan: ScriptPlan) -> str:
+    """`batch_metrics(output, inputs, target)`: each metric's batch mean, in METRICS' order."""
+    values = [_metric_call(plan, m) for m in plan.metrics]
+    listed = "".join(f"\n        {v}," for v in values)
+    body = f"torch.stack([{listed}\n    ])" if values else "output.new_zeros(0)"
+    text = _fill(
+        '''
+        def batch_metrics(
+            output: torch.Tensor, inputs: torch.Tensor, target: torch.Tensor
+        ) -> torch.Tensor:
+            """`metrics = [$names]`: each one's mean over the batch."""
+            return $body
+        ''',
+        names=", ".join(m.name if m.kind != "top_k" else f"top_k({m.k})" for m in plan.metrics),
+        body=body,
+    )  # fmt: skip
+    kinds = {m.kind for m in plan.metrics}
+    helpers = [_ACCURACY if "accuracy" in kinds else "", _TOP_K if "top_k" in kinds else ""]
+    return "\n\n\n".join([text, *(dedent(h).strip("\n") for h in helpers if h)])
+
+
+def _metric_call(plan: ScriptPlan, metric: Metric) -> str:
+    if metric.kind == "accuracy":
+        return "_accuracy(output, target)"
+    if metric.kind == "top_k":
+        return f"_top_k_accuracy(output, target, {metric.k})"
+    inputs = "inputs, " if metric.name in plan.takes_inputs else ""
+    return f"{metric.name}(output, {inputs}target).float()"
+
+
+_ACCURACY = '''
+def _accuracy(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """`accuracy`: the share of argmax predictions equal to the target (per token for [B, T, C])."""
+    return (output.flatten(0, -2).argmax(dim=-1) == target.flatten()).float().mean()
+'''
+
+_TOP_K = '''
+def _top_k_accuracy(output: torch.Tensor, target: torch.Tensor, k: int) -> torch.Tensor:
+    """`top_k(k)`: the share of targets among the k largest outputs (per token for [B, T, C])."""
+    top = output.flatten(0, -2).topk(k, dim=-1).indices
+    return (top == target.flatten()[:, None]).any(dim=-1).float().mean()
+'''
+
+
+EPOCH_RECORD_METRICS = """
+# ---- the loop ----
+def epoch_record(trainer: Trainer, epoch: int, train_loss: torch.Tensor, batches: int,
+                 elapsed: float, args: argparse.Namespace) -> dict[str, Any]:  # fmt: skip
+    due = (epoch + 1) % VAL_EVERY == 0 or epoch + 1 == args.epochs
+    validation = evaluate(trainer) if due else {"val_loss": None}
+    samples = batches * args.batch_size * trainer.ctx.world_size
+    return {
+        "epoch": epoch + 1,
+        "train_loss": all_reduce_mean(train_loss).item(),  # the epoch's one host sync
+        **validation,
+        "samples_per_s": samples / elapsed,
+        "lr": float(trainer.optimizer.param_groups[0]["lr"]),
+        "time": elapsed,
+        "steps": trainer.step,
+    }
+"""
 
 
 # --- the loop --------------------------------------------------------------------------------
@@ -883,14 +1046,26 @@ def main_source(plan: ScriptPlan) -> str:
             try:
                 $context
                 return train(args, ctx)
-            except (DatasetUnavailable, DeviceUnavailable) as error:
+            except ($unavailable) as error:
                 print(f"error: {error}", file=sys.stderr)
                 return 1
             finally:
                 teardown_distributed()
         """,
         context=context,
+        unavailable=_unavailable(plan),
     )
+
+
+def _unavailable(plan: ScriptPlan) -> str:
+    data = "TokenDataUnavailable" if plan.language_model_data else "DatasetUnavailable"
+    return f"{data}, DeviceUnavailable, CheckpointError"
+
+
+def program_name(plan: ScriptPlan) -> str:
+    """The program's name, `mnist` for `examples/mnist.tl`: its checkpoints' folder."""
+    name = PurePath(plan.source).stem
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "program"
 
 
 def loop_sources(plan: ScriptPlan) -> list[str]:
@@ -910,7 +1085,7 @@ def loop_sources(plan: ScriptPlan) -> list[str]:
         BEGIN_STEP if plan.cuda_graphs else None,
         OPTIMIZER_STEP,
         evaluate_source(plan),
-        EPOCH_RECORD,
+        EPOCH_RECORD_METRICS if plan.reports_metrics else EPOCH_RECORD,
         save_if_due_source(plan),
         TRAIN,
         main_source(plan),

@@ -14,22 +14,34 @@ from the module inside any `DistributedDataParallel` (`module.`) or
 
 A write goes to a temporary file in the same directory, is flushed and fsynced,
 then renamed over the target: a crash mid-write leaves the previous file intact.
+
+A checkpoint also records the model's class name. Loading one that cannot be
+resumed from (missing, empty, truncated, not a torch file, a pickle with code in
+it, keys missing, another model, the same model with other sizes) raises
+`CheckpointError`, whose one-line message names the file and what is wrong.
 """
 
 from __future__ import annotations
 
 import os
+import pickle
 import random
 import shutil
 import tempfile
+import zipfile
 from pathlib import Path
 from typing import Any
 
 import torch
 
 _WRAPPER_PREFIXES = ("_orig_mod.", "module.")
+_RESUME_KEYS = ("model", "optimizer", "scaler", "scheduler", "epoch", "step", "rng", "loader")
 _EPOCH_FILE = "epoch-{:04d}.pt"
 LAST_CHECKPOINT = "last.pt"
+
+
+class CheckpointError(Exception):
+    """A checkpoint that cannot be loaded; the message names the file and says why."""
 
 
 def unwrap_model(model: torch.nn.Module) -> torch.nn.Module:
@@ -94,6 +106,7 @@ def save_checkpoint(
     """Write everything a run needs to continue to `path`, atomically."""
     state = {
         "model": strip_prefixes(unwrap_model(model).state_dict()),
+        "model_class": type(unwrap_model(model)).__name__,
         "optimizer": optimizer.state_dict(),
         "scaler": scaler.state_dict() if scaler is not None else None,
         "scheduler": scheduler.state_dict() if scheduler is not None else None,
@@ -147,20 +160,86 @@ def load_checkpoint(
     map_location: str | torch.device = "cpu",
     restore_rng: bool = True,
 ) -> dict[str, Any]:
-    """Restore what `save_checkpoint` wrote; returns the whole state (epoch, step, extra)."""
-    state = torch.load(path, map_location=map_location, weights_only=True)
-    unwrap_model(model).load_state_dict(strip_prefixes(state["model"]))
-    if optimizer is not None:
-        optimizer.load_state_dict(state["optimizer"])
-    if scaler is not None and state["scaler"] is not None:
-        scaler.load_state_dict(state["scaler"])
-    if scheduler is not None and state["scheduler"] is not None:
-        scheduler.load_state_dict(state["scheduler"])
-    if loader is not None and state["loader"] is not None:
-        loader.load_state_dict(state["loader"])
-    if restore_rng:
-        restore_rng_states(state["rng"])
+    """Restore what `save_checkpoint` wrote; returns the whole state (epoch, step, extra).
+
+    Raises `CheckpointError` for a file it cannot resume from (see the module doc)."""
+    state = read_checkpoint(path, map_location=map_location)
+    target = unwrap_model(model)
+    _check_model(path, state, target)
+    target.load_state_dict(strip_prefixes(state["model"]))
+    try:
+        if optimizer is not None:
+            optimizer.load_state_dict(state["optimizer"])
+        if scaler is not None and state["scaler"] is not None:
+            scaler.load_state_dict(state["scaler"])
+        if scheduler is not None and state["scheduler"] is not None:
+            scheduler.load_state_dict(state["scheduler"])
+        if loader is not None and state["loader"] is not None:
+            loader.load_state_dict(state["loader"])
+        if restore_rng:
+            restore_rng_states(state["rng"])
+    except (KeyError, ValueError, TypeError, RuntimeError) as error:
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise CheckpointError(
+            f"{path}: its training state does not fit this run ({reason})"
+        ) from None
     return state
+
+
+def read_checkpoint(
+    path: str | os.PathLike[str], *, map_location: str | torch.device = "cpu"
+) -> dict[str, Any]:
+    """The state dict of a checkpoint file, loaded with `weights_only=True`, keys checked."""
+    file = Path(path)
+    if not file.is_file():
+        raise CheckpointError(f"{file}: no such checkpoint file")
+    if file.stat().st_size == 0:
+        raise CheckpointError(f"{file} is empty: the run that wrote it was cut off")
+    try:
+        state = torch.load(file, map_location=map_location, weights_only=True)
+    except pickle.UnpicklingError:
+        if not zipfile.is_zipfile(file):  # torch.save writes a zip archive; this is not one
+            raise CheckpointError(
+                f"{file} is not a readable checkpoint: truncated, or not written by torch.save"
+            ) from None
+        raise CheckpointError(
+            f"{file} holds more than tensors and numbers (a pickle with code in it): "
+            "refused, checkpoints load with weights_only=True"
+        ) from None
+    except (EOFError, RuntimeError, ValueError, OSError, IndexError, KeyError):
+        raise CheckpointError(
+            f"{file} is not a readable checkpoint: truncated, or not written by torch.save"
+        ) from None
+    if not isinstance(state, dict):
+        raise CheckpointError(f"{file} is not a TensorLoom checkpoint: it holds no state dict")
+    missing = [key for key in _RESUME_KEYS if key not in state]
+    if missing:
+        listed = ", ".join(f"`{key}`" for key in missing)
+        raise CheckpointError(f"{file} is not a complete TensorLoom checkpoint: {listed} missing")
+    return state
+
+
+def _check_model(
+    path: str | os.PathLike[str], state: dict[str, Any], model: torch.nn.Module
+) -> None:
+    """The checkpoint holds this model, with these sizes."""
+    ours, saved = type(model).__name__, state.get("model_class")
+    if saved is not None and saved != ours:
+        raise CheckpointError(f"{path} holds a `{saved}` model; this script trains `{ours}`")
+    weights = strip_prefixes(state["model"])
+    own = model.state_dict()
+    for key, tensor in own.items():
+        if key not in weights:
+            raise CheckpointError(f"{path} has no `{key}`: it holds another model than `{ours}`")
+        there = getattr(weights[key], "shape", None)
+        if there is not None and tuple(there) != tuple(tensor.shape):
+            raise CheckpointError(
+                f"{path} holds a `{ours}` of other sizes: `{key}` is {list(there)} there, "
+                f"{list(tensor.shape)} here"
+            )
+    extra = [key for key in weights if key not in own]
+    if extra:
+        raise CheckpointError(f"{path} has `{extra[0]}`, which `{ours}` does not")
 
 
 def save_epoch_checkpoint(

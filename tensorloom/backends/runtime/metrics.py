@@ -88,6 +88,9 @@ def _finite(record: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+_SHOWN = ("val_loss", "val_accuracy")
+
+
 def format_epoch_summary(record: dict[str, Any], *, epochs: int) -> str:
     """`epoch  3/10  train_loss 0.2143  val_loss 0.1988  val_acc 94.44%  ...` for one epoch."""
     width = len(str(epochs))
@@ -96,6 +99,10 @@ def format_epoch_summary(record: dict[str, Any], *, epochs: int) -> str:
         parts.append(f"val_loss {record['val_loss']:.4f}")
     if record.get("val_accuracy") is not None:
         parts.append(f"val_acc {100 * record['val_accuracy']:.2f}%")
+    for key, value in record.items():  # `metrics = [...]`: `val_top5_accuracy`, `val_<fn>`
+        if key.startswith("val_") and key not in _SHOWN and value is not None:
+            shown = f"{100 * value:.2f}%" if key.endswith("_accuracy") else f"{value:.4f}"
+            parts.append(f"{key} {shown}")
     parts.append(f"{record['samples_per_s']:,.0f} samples/s")
     if record.get("lr") is not None:
         parts.append(f"lr {record['lr']:.2e}")

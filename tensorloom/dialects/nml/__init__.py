@@ -84,6 +84,7 @@ from tensorloom.dialects.nml.builtins import (
     apply_rule,
     index_entry,
 )
+from tensorloom.dialects.nml.losses import LOSSES, LossOp, LossSpec
 from tensorloom.dialects.nml.ops import (
     ApplyOp,
     CallOp,
@@ -130,6 +131,7 @@ __all__ = [
     "ELEMENT_TYPE_NAMES",
     "EXPR_OPERATORS",
     "FUNCTIONAL_OPS",
+    "LOSSES",
     "UNARY_OPS",
     "AddOp",
     "AmaxOp",
@@ -168,6 +170,8 @@ __all__ = [
     "ListOp",
     "ListType",
     "LogSoftmaxOp",
+    "LossOp",
+    "LossSpec",
     "MaskedFillOp",
     "MatmulOp",
     "MeanOp",
@@ -241,6 +245,7 @@ Nml = Dialect(
         RefOp,
         GetAttrOp,
         *FUNCTIONAL_OPS,
+        LossOp,
     ],
     [
         TensorType,

@@ -11,6 +11,7 @@ from torch import nn
 
 from tensorloom.backends.runtime import checkpoint
 from tensorloom.backends.runtime.checkpoint import (
+    CheckpointError,
     load_checkpoint,
     save_checkpoint,
     save_epoch_checkpoint,
@@ -109,3 +110,73 @@ def test_epoch_checkpoints_rotate_and_last_points_at_newest(tmp_path: Path) -> N
     names = sorted(p.name for p in tmp_path.iterdir())
     assert names == ["epoch-0004.pt", "epoch-0005.pt", "last.pt"]
     assert torch.load(tmp_path / "last.pt", weights_only=True)["epoch"] == 5
+
+
+class Wide(nn.Module):
+    def __init__(self, hidden: int = 4) -> None:
+        super().__init__()
+        self.fc = nn.Linear(3, hidden)
+
+
+class Other(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(3, 4)
+
+
+def _saved(tmp_path: Path, model: nn.Module) -> Path:
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    return save_checkpoint(tmp_path / "last.pt", model=model, optimizer=optimizer, epoch=1, step=1)
+
+
+def _error(path: Path, model: nn.Module) -> str:
+    with pytest.raises(CheckpointError) as caught:
+        load_checkpoint(path, model=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1))
+    message = str(caught.value)
+    assert "\n" not in message and str(path) in message
+    return message
+
+
+def test_every_bad_checkpoint_is_one_line_naming_the_file(tmp_path: Path) -> None:
+    good = _saved(tmp_path, Wide())
+    data = good.read_bytes()
+    cases = {
+        "missing.pt": None,
+        "empty.pt": b"",
+        "truncated.pt": data[: len(data) // 2],
+        "text.pt": b"epoch 3, loss 0.25\n",
+    }
+    expected = {
+        "missing.pt": "no such checkpoint file",
+        "empty.pt": "is empty",
+        "truncated.pt": "truncated, or not written by torch.save",
+        "text.pt": "truncated, or not written by torch.save",
+    }
+    for name, content in cases.items():
+        path = tmp_path / name
+        if content is not None:
+            path.write_bytes(content)
+        assert expected[name] in _error(path, Wide())
+
+
+def test_keys_models_and_sizes_are_checked(tmp_path: Path) -> None:
+    good = _saved(tmp_path, Wide())
+    state = torch.load(good, weights_only=True)
+    del state["rng"], state["loader"]
+    torch.save(state, tmp_path / "partial.pt")
+    assert "`rng`, `loader` missing" in _error(tmp_path / "partial.pt", Wide())
+    assert "holds a `Wide` model; this script trains `Other`" in _error(good, Other())
+    assert "`fc.weight` is [4, 3] there, [8, 3] here" in _error(good, Wide(hidden=8))
+
+
+def test_a_pickle_with_code_is_refused(tmp_path: Path) -> None:
+    import pickle
+
+    class Exploit:
+        def __reduce__(self) -> tuple[object, tuple[str]]:
+            return (print, ("ran code",))
+
+    path = tmp_path / "exploit.pt"
+    with path.open("wb") as f:
+        torch.save({"model": Exploit()}, f, pickle_module=pickle)
+    assert "a pickle with code in it" in _error(path, Wide())

@@ -82,3 +82,21 @@ def test_static_shapes_match_what_the_runtime_loads(name: str, options: dict[str
     (x, y), _, runtime_info = load_dataset(name, **info.runtime_kwargs())
     assert tuple(x.shape[1:]) == info.sample_shape and tuple(y.shape[1:]) == info.target_shape
     assert runtime_info.num_classes == info.num_classes
+
+
+def test_language_model_data_has_block_size_windows_and_next_token_targets() -> None:
+    text = _info("text", path="stdlib", block_size=256)
+    assert (text.sample_shape, text.target_shape, text.dtype) == ((256,), (256,), "i64")
+    assert (text.num_classes, text.task) == (256, "sequence")
+    tokens = _info("tokens", path="train.bin", dtype="uint16", block_size=1024, vocab=50257)
+    assert (tokens.sample_shape, tokens.num_classes) == ((1024,), 50257)
+    assert tokens.runtime_kwargs()["block_size"] == 1024
+
+
+def test_language_model_data_needs_its_options() -> None:
+    assert _error("text", block_size=8).message == "a `text` dataset needs `path=`"
+    error = _error("tokens", path="train.bin", block_size=8)
+    assert (error.code, error.message) == ("TL0706", "a `tokens` dataset needs `vocab=`")
+    assert _error("tokens", path="t.bin", block_size=8, vocab=9, dtype="int8").code == "TL0704"
+    assert _error("text", path="c.txt", block_size=0).option == "block_size"
+    assert _error("text", path="c.txt", block_size=8, vocab=9).code == "TL0702"

@@ -258,7 +258,7 @@ def test_every_error_in_a_file_is_reported() -> None:
             ("TL0111", 3, 5),
         ),
         ("train n on d:\n    checkpoint every 5 hours\n", ("TL0101", 2, 24)),
-        ("fn f(x):\n    return x\n", ("TL0101", 1, 1)),
+        ("fn f(self, x):\n    return x\n", ("TL0101", 1, 6)),
         ("@model M:\n    @config:\n        a = 1\n", ("TL0101", 1, 2)),
         ("import resnet as R\n", ("TL0101", 1, 8)),
     ],

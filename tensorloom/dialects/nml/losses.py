@@ -1,0 +1,193 @@
+"""nml functional losses: `cross_entropy(out, y)`, `mse`, ... with their shape rules.
+
+    fn smoothed(out, y) -> Tensor:
+        return cross_entropy(out, y, label_smoothing=0.1)
+
+    %0 = nml.loss "cross_entropy" %out, %y reduction "mean" {label_smoothing = 0.1 : f64}
+        : (!nml.tensor<[B, 10], f32>, !nml.tensor<[B], i64>) -> !nml.tensor<[], f32>
+
+One op, `nml.loss`, whose `kind` names a record of `LOSSES`: the PyTorch function
+it is emitted as (`F.cross_entropy`), the keywords it takes besides `reduction`,
+and which targets it takes. The shape rule follows PyTorch's, strictly: class
+indices for `cross_entropy` and `nll` are the input's shape without the class
+dim (dim 1, as in `F.cross_entropy`: `[N, C]` against `[N]`, `[N, C, T]` against
+`[N, T]`), or, for `cross_entropy`, probabilities of the input's own shape; the
+other losses take float targets of exactly the input's shape (where PyTorch
+would broadcast with only a warning, this is an error). `reduction="mean"` or
+`"sum"` gives a scalar `[]`; `"none"` the per-element shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from xdsl.dialects.builtin import DictionaryAttr, IntegerType, StringAttr
+from xdsl.ir import Attribute
+from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def
+from xdsl.utils.exceptions import VerifyException
+
+from tensorloom.dialects.nml.builtins import FunctionalOp
+from tensorloom.dialects.nml.ops import Value
+from tensorloom.dialects.nml.types import TensorType
+from tensorloom.dialects.shapes import ShapeMismatch, Unifier, format_shape
+
+REDUCTIONS = ("mean", "sum", "none")
+INDICES = "indices"  # class indices (int64), the input's shape without its class dim
+FLOATS = "floats"  # float targets of the input's shape
+INDICES_OR_PROBABILITIES = "indices or probabilities"
+
+
+@dataclass(frozen=True, slots=True)
+class LossSpec:
+    """One functional loss: its PyTorch spelling, its keywords, the targets it takes."""
+
+    name: str
+    torch: str
+    keywords: tuple[str, ...]
+    targets: str
+    doc: str
+
+
+LOSSES: dict[str, LossSpec] = {
+    spec.name: spec
+    for spec in (
+        LossSpec("cross_entropy", "F.cross_entropy", ("label_smoothing", "ignore_index"),
+                 INDICES_OR_PROBABILITIES, "log-softmax over dim 1, then NLL"),
+        LossSpec("nll", "F.nll_loss", ("ignore_index",), INDICES,
+                 "negative log-likelihood of log-probabilities"),
+        LossSpec("mse", "F.mse_loss", (), FLOATS, "mean squared error"),
+        LossSpec("l1", "F.l1_loss", (), FLOATS, "mean absolute error"),
+        LossSpec("smooth_l1", "F.smooth_l1_loss", ("beta",), FLOATS, "Huber-like L1"),
+        LossSpec("bce_with_logits", "F.binary_cross_entropy_with_logits", (), FLOATS,
+                 "binary cross-entropy of logits"),
+        LossSpec("kl_div", "F.kl_div", ("log_target",), FLOATS,
+                 "KL divergence; the input is log-probabilities"),
+    )
+}  # fmt: skip
+"""Every functional loss a `.tl` function may call, by name."""
+
+
+@irdl_op_definition
+class LossOp(FunctionalOp):
+    """`nml.loss "mse" %out, %y reduction "mean" {}`: a functional loss of `LOSSES`."""
+
+    name = "nml.loss"
+
+    kind = prop_def(StringAttr)
+    input = operand_def()
+    target = operand_def()
+    reduction = prop_def(StringAttr)
+    options = prop_def(DictionaryAttr)
+    result = result_def()
+
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$kind $input `,` $target `reduction` $reduction $options attr-dict "
+        "`:` functional-type(operands, $result)"
+    )
+
+    def __init__(
+        self,
+        kind: str,
+        input: Value,
+        target: Value,
+        reduction: str,
+        options: dict[str, Attribute],
+        result_type: Attribute,
+    ):
+        super().__init__(
+            operands=[input, target],
+            result_types=[result_type],
+            properties={
+                "kind": StringAttr(kind),
+                "reduction": StringAttr(reduction),
+                "options": DictionaryAttr(options),
+            },
+        )
+
+    @property
+    def spec(self) -> LossSpec:
+        return LOSSES[self.kind.data]
+
+    def verify_(self) -> None:
+        if self.kind.data not in LOSSES:
+            raise VerifyException(f"unknown loss kind `{self.kind.data}`")
+        if self.reduction.data not in REDUCTIONS:
+            raise VerifyException(f"reduction must be one of {REDUCTIONS}")
+        extra = set(self.options.data) - set(self.spec.keywords)
+        if extra:
+            raise VerifyException(f"`{self.kind.data}` takes no option {sorted(extra)}")
+
+    def infer_shape(
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
+        return loss_shape(self.spec, self.reduction.data, *operand_types[:2], unifier or Unifier())
+
+
+def _is_index_type(attr: Attribute) -> bool:
+    return isinstance(attr, TensorType) and isinstance(attr.element_type, IntegerType)
+
+
+def loss_shape(
+    spec: LossSpec, reduction: str, input: Attribute, target: Attribute, unifier: Unifier
+) -> Attribute | ShapeMismatch:
+    """The loss's result type, or why `input` and `target` do not fit it."""
+    if not isinstance(input, TensorType) or not isinstance(target, TensorType):
+        return ShapeMismatch(f"`{spec.name}` takes two tensors, the output and the target")
+    if _is_index_type(input):
+        return ShapeMismatch(f"`{spec.name}` needs a float input, got integers")
+    per_element = _per_element(spec, input, target, unifier)
+    if isinstance(per_element, ShapeMismatch):
+        return per_element
+    dims = () if reduction != "none" else per_element
+    return TensorType.from_dims(dims, input.element_type)
+
+
+def _per_element(
+    spec: LossSpec, input: TensorType, target: TensorType, unifier: Unifier
+) -> tuple[object, ...] | ShapeMismatch | None:
+    indices = _is_index_type(target)
+    if spec.targets == FLOATS and indices:
+        return ShapeMismatch(
+            f"`{spec.name}` needs float targets of the output's shape, got class indices "
+            f"{unifier.format_shape(target.dims)}"
+        )
+    if spec.targets == INDICES and not indices:
+        return ShapeMismatch(f"`{spec.name}` needs class indices (integers) as targets")
+    if input.dims is None or target.dims is None:
+        return None
+    if indices:
+        return _classes_removed(spec, input, target, unifier)
+    same = _same(spec, input, target, unifier)
+    if spec.targets == INDICES_OR_PROBABILITIES and not isinstance(same, ShapeMismatch):
+        return (same[0], *same[2:]) if len(same) >= 2 else ()  # probabilities: summed over C
+    return same
+
+
+def _same(
+    spec: LossSpec, input: TensorType, target: TensorType, unifier: Unifier
+) -> tuple[object, ...] | ShapeMismatch:
+    merged = unifier.unify_shapes(input.dims, target.dims)
+    if isinstance(merged, ShapeMismatch):
+        return ShapeMismatch(
+            f"`{spec.name}` needs a target of the output's shape: the output is "
+            f"{unifier.format_shape(input.dims)}, the target {unifier.format_shape(target.dims)}"
+        )
+    return tuple(merged or ())
+
+
+def _classes_removed(
+    spec: LossSpec, input: TensorType, target: TensorType, unifier: Unifier
+) -> tuple[object, ...] | ShapeMismatch:
+    dims = input.dims or ()
+    expected = (dims[0], *dims[2:]) if len(dims) >= 2 else ()
+    merged = unifier.unify_shapes(expected, target.dims)
+    if isinstance(merged, ShapeMismatch):
+        return ShapeMismatch(
+            f"`{spec.name}` takes class indices of the output's shape without its class dim "
+            f"(dim 1): the output is {unifier.format_shape(input.dims)}, so the target should "
+            f"be {format_shape(unifier.resolve_shape(expected))}, got "
+            f"{unifier.format_shape(target.dims)}"
+        )
+    return tuple(merged or ())
