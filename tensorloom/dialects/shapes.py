@@ -582,6 +582,7 @@ def stack_shape(shapes: Sequence[Shape], dim: int, unifier: Unifier) -> Shape | 
                 expected=unifier.format_shape(first),
                 got=unifier.format_shape(s),
                 operand=i,
+                help="`cat` joins tensors of different sizes along an existing dim",
             )
     return (*first[:d], len(shapes), *first[d:])
 
@@ -610,6 +611,7 @@ def split_shapes(
                 expected=total,
                 got=sum(pieces),
                 dim=dim,
+                help=f"the sizes must add up to {total}",
             )
     return [replace_at(shape, d, p) for p in pieces]
 
@@ -660,6 +662,8 @@ def expand_shape(shape: Shape, sizes: Sequence[Dim], unifier: Unifier) -> Shape 
                 expected=f"1 or {format_dim(want)}",
                 got=format_dim(unifier.resolve(have)),
                 dim=i,
+                help="`expand` only stretches dims of size 1 (or -1 keeps one); "
+                "`repeat` tiles a tensor",
             )
         out.append(dim)
     return tuple(out)
@@ -755,6 +759,7 @@ def broadcast_into(target: Shape, other: Shape, unifier: Unifier) -> Shape | Sha
             expected=unifier.format_shape(target),
             got=unifier.format_shape(other),
             operand=1,
+            help="each dim of the mask must be 1 or the input's size there",
         )
     return target
 
@@ -781,6 +786,8 @@ def attention_shape(q: Shape, k: Shape, v: Shape, unifier: Unifier) -> Shape | S
                 expected=format_dim(unifier.resolve(a)),
                 got=format_dim(unifier.resolve(b)),
                 operand=operand,
+                help="q and k share the head size (the last dim); k and v the positions "
+                "(the next-to-last)",
             )
     batch = broadcast(broadcast_or_none(q[:-2], k[:-2], unifier), v[:-2], unifier)
     if isinstance(batch, ShapeMismatch) or batch is None:
@@ -893,5 +900,7 @@ def _einsum_operand(
                 expected=format_dim(u.resolve(first)),
                 got=format_dim(u.resolve(dim)),
                 operand=operand,
+                help=f"one letter stands for one size; give the {format_dim(u.resolve(dim))}-"
+                "sized dim a letter of its own",
             )
     return ellipsis

@@ -10,14 +10,14 @@ Runs after `resolve-nml`, so what is left unresolved is a mistake:
 Local variables are SSA values by now, so a `nml.ref` inside a model must name
 one of its configs or layers, or a top-level symbol of the module.
 
+A top-level function of a `.tl` file (a loss or metric, `fn my_loss(out, y)`) sees
+only its parameters and its `let`s: a `nml.ref` left in it is an undefined name,
+and a call left unresolved an unknown function.
+
 A train block's two names must be an instance and a dataset:
 
     train.loop @layer on @data          TL0301 undefined model `layer`
     train.loop @net on @datadata        TL0301 undefined dataset `datadata`
-
-A top-level function of a `.tl` file (a loss or metric, `fn my_loss(out, y)`) sees
-only its parameters and its `let`s: a `nml.ref` left in it is an undefined name,
-and a call left unresolved an unknown function.
 
 A script's top-level statements (`train.main`) are checked the same way: a
 `nml.ref` must name a model, instance, kernel or `<kernel>_launcher` (a dataset

@@ -1106,10 +1106,10 @@ class ConvertNmlToTorchPass(ModulePass):
         if not models and not functions:
             return
         script = script_of(op)
-        defs = [_function(func) for func in functions]  # step 3, lowered with the bodies
         for name in _runtime_modules(models):
             for runtime in t.runtime_ops(name):
                 script.body.block.add_op(runtime)
+        defs = [_function(func) for func in functions]  # step 3, lowered with the bodies
         # Users before producers, so that a pattern still sees its operands' nml types.
         body = GreedyRewritePatternApplier(list(BODY_PATTERNS))
         PatternRewriteWalker(body, walk_reverse=True).rewrite_module(op)

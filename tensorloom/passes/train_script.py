@@ -283,7 +283,7 @@ def _tensor_kwarg(name: str, value: str) -> str:
 
 def parse_args_source(plan: ScriptPlan) -> str:
     data = _data_name(plan).replace("`", "")
-    folder = f'"checkpoints/{program_name(plan)}"'  # the name keeps only [A-Za-z0-9._-]
+    folder = py_string(f"checkpoints/{program_name(plan)}")
     checkpoint_default = f"{folder} if CHECKPOINT_EVERY is not None else None"
     return _fill(
         '''

@@ -1,8 +1,8 @@
 """The Python that emitted training scripts carry, kept here as real, tested modules.
 
-Each module (`data`, `loader`, `checkpoint`, `metrics`, `distributed`, `amp`, `graphs`,
-`attention`) imports
-only the standard library and torch at its top, never another runtime module, and
+Each module (`data`, `tokens`, `loader`, `checkpoint`, `metrics`, `distributed`, `amp`,
+`graphs`, `attention`) imports only the standard library and torch at its top, never
+another runtime module, and
 no two define the same top-level name, so the backend can paste any subset into one
 script. `inline_source(["data", "loader"])` does that pasting: one merged import
 block, then each module's body under a banner naming its file. The script it goes
@@ -19,7 +19,10 @@ from pathlib import Path
 
 RUNTIME_DIR = Path(__file__).resolve().parent
 # In dependency order of the names the modules' users need; all are independent.
-MODULES = ("distributed", "amp", "data", "loader", "checkpoint", "metrics", "graphs", "attention")
+MODULES = (
+    "distributed", "amp", "data", "tokens", "loader", "checkpoint", "metrics", "graphs",
+    "attention",
+)  # fmt: skip
 
 
 def module_text(name: str) -> str:

@@ -1417,7 +1417,9 @@ class AttentionOp(FunctionalOp):
         scores = (*result[:-1], k[-2]) if k is not None else None  # type: ignore[index]
         mask = broadcast_into(scores, tensors[3].dims, u)
         if isinstance(mask, ShapeMismatch):
-            return ShapeMismatch(f"attention mask: {mask.message}", mask.expected, mask.got, 3)
+            return ShapeMismatch(
+                f"attention mask: {mask.message}", mask.expected, mask.got, 3, None, mask.help
+            )
         return tensors[0].with_dims(result)
 
 
