@@ -1,21 +1,21 @@
 """examples/gpt.nml is GPT as nanoGPT writes it, with GPT-2 small's size; the ViT is ViT-B/16's.
 
-The reference below is nanoGPT's model.py (causal self-attention through
-`F.scaled_dot_product_attention(..., is_causal=True)`, a GELU MLP, pre-norm
-blocks, learned positions, a head tied to the token embedding), without the
-`transformer` ModuleDict so that the state-dict keys are the emitted model's.
+The reference is bench/handwritten/gpt2.py, nanoGPT's model.py (causal
+self-attention through `F.scaled_dot_product_attention(..., is_causal=True)`, a
+GELU MLP, pre-norm blocks, learned positions, a head tied to the token
+embedding), without the `transformer` ModuleDict so that the state-dict keys are
+the emitted model's.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import math
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 import torch
-import torch.nn.functional as F
-from torch import nn
 
 from tensorloom.analysis.profile import ProfileOptions, profile_file
 from tensorloom.backends.python_printer import print_python
@@ -25,62 +25,17 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 GPT2_SMALL = 124_439_808
 
 
-class CausalSelfAttention(nn.Module):
-    def __init__(self, n_embd: int, n_head: int) -> None:
-        super().__init__()
-        self.c_attn = nn.Linear(n_embd, 3 * n_embd)
-        self.c_proj = nn.Linear(n_embd, n_embd)
-        self.n_head = n_head
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        B, T, C = x.size()
-        q, k, v = self.c_attn(x).split(C, dim=2)
-        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
-        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
-        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        return self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C))
+def _nanogpt() -> ModuleType:
+    """bench/handwritten/gpt2.py: nanoGPT's model, the benchmark's reference too."""
+    path = Path(__file__).resolve().parents[2] / "bench" / "handwritten" / "gpt2.py"
+    spec = importlib.util.spec_from_file_location("handwritten_gpt2", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-class MLP(nn.Module):
-    def __init__(self, n_embd: int) -> None:
-        super().__init__()
-        self.c_fc = nn.Linear(n_embd, 4 * n_embd)
-        self.c_proj = nn.Linear(4 * n_embd, n_embd)
-        self.drop = nn.Dropout(0.0)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.drop(self.c_proj(F.gelu(self.c_fc(x))))
-
-
-class Block(nn.Module):
-    def __init__(self, n_embd: int, n_head: int) -> None:
-        super().__init__()
-        self.ln_1 = nn.LayerNorm(n_embd)
-        self.attn = CausalSelfAttention(n_embd, n_head)
-        self.ln_2 = nn.LayerNorm(n_embd)
-        self.mlp = MLP(n_embd)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x + self.attn(self.ln_1(x))
-        return x + self.mlp(self.ln_2(x))
-
-
-class NanoGPT(nn.Module):
-    def __init__(self, vocab: int, block: int, n_layer: int, n_head: int, n_embd: int) -> None:
-        super().__init__()
-        self.wte = nn.Embedding(vocab, n_embd)
-        self.wpe = nn.Embedding(block, n_embd)
-        self.drop = nn.Dropout(0.0)
-        self.h = nn.ModuleList([Block(n_embd, n_head) for _ in range(n_layer)])
-        self.ln_f = nn.LayerNorm(n_embd)
-
-    def forward(self, idx: torch.Tensor) -> torch.Tensor:
-        pos = torch.arange(idx.size(1), device=idx.device)
-        x = self.drop(self.wte(idx) + self.wpe(pos))
-        for block in self.h:
-            x = block(x)
-        return self.ln_f(x) @ self.wte.weight.T  # lm_head, tied
+NanoGPT = _nanogpt().GPT
 
 
 def emitted_module() -> ModuleType:
