@@ -25,7 +25,6 @@ import signal
 import struct
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -220,13 +219,10 @@ def test_example_trains_and_its_loss_falls(name: str, tmp_path: Path) -> None:
         assert records[-1]["steps"] == run.max_steps
 
 
-def test_digits_cnn_reaches_95_percent_within_a_minute(tmp_path: Path) -> None:
+def test_digits_cnn_reaches_95_percent(tmp_path: Path) -> None:
     """The example's own settings (15 epochs, seed 0): the gallery's accuracy claim."""
-    start = time.perf_counter()
     records = train(CNN, Run(epochs=15), tmp_path)
-    elapsed = time.perf_counter() - start
     assert records[-1]["val_accuracy"] >= 0.95
-    assert elapsed < 60.0
 
 
 def test_resnet_writes_its_checkpoints(tmp_path: Path) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -319,7 +318,8 @@ def test_nesting_within_the_limit_parses() -> None:
     assert isinstance(value, ast.IntLit)
 
 
-def test_ten_thousand_lines_parse_quickly() -> None:
+def test_ten_thousand_lines_parse() -> None:
+    """Scale, not speed: bench/check_speed.py times the parser."""
     block = (
         "model Net{i}:\n"
         "    layer fc = Linear(784, 10)\n"
@@ -334,11 +334,8 @@ def test_ten_thousand_lines_parse_quickly() -> None:
     )
     text = "".join(block.format(i=i) for i in range(1000))
     assert text.count("\n") == 10_000
-    start = time.process_time()
     module = parse(text)
-    elapsed = time.process_time() - start
     assert len(module.items) == 4000
-    assert elapsed < 2.0, f"10,000 lines took {elapsed:.2f} s of CPU"
 
 
 # ---------------------------------------------------------------- files

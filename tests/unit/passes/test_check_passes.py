@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 
 import pytest
 from xdsl.dialects.builtin import IntegerAttr, i64
@@ -79,14 +78,14 @@ def test_settings_accept_documented_values_and_reject_others() -> None:
     assert problem is not None and problem.code == "TL0402"
 
 
-def test_shape_inference_is_fast_in_process() -> None:
-    """Generous bound; bench/check_speed.py measures it properly."""
+def test_shape_inference_reruns_on_the_same_module() -> None:
+    """Re-running is idempotent (the editor does it); bench/check_speed.py times it."""
     result = compile_text(MLP.format(hidden=32, fc2_in=32, key="epochs"), "p.tl", until="nml")
     assert result.module is not None
-    start = time.perf_counter()
-    for _ in range(20):
+    before = str(result.module)
+    for _ in range(3):
         infer_shapes(result.module, write_back=False, quiet=True)
-    assert (time.perf_counter() - start) / 20 < 0.05
+    assert str(result.module) == before
 
 
 def test_train_block_doc_lists_every_key() -> None:
