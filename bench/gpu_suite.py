@@ -278,8 +278,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget-s", type=float, default=530.0)
     parser.add_argument("--generated", type=Path, default=BENCH / "generated")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes on the CPU (tests)")
-    parser.add_argument("--only", action="append", default=[],
-                        help="run only jobs whose bench/implementation/setting contains this")
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        help="run only jobs whose bench/implementation/setting contains this",
+    )
     args = parser.parse_args(argv)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="tl-bench-") as tmp:

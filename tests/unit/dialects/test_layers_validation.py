@@ -124,7 +124,7 @@ def test_missing_and_duplicate_arguments() -> None:
         ArgError(
             "`Conv2d` is missing the required arguments `out_channels`, `kernel_size`",
             help="the signature is `Conv2d(in_channels, out_channels, kernel_size, stride=1, "
-            "padding=0, dilation=1, groups=1, bias=True, padding_mode=\"zeros\")`",
+            'padding=0, dilation=1, groups=1, bias=True, padding_mode="zeros")`',
         )
     ]
     twice = spec.bind([3, 8, 3], {"in_channels": 3})

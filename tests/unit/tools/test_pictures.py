@@ -76,9 +76,11 @@ def test_transformer_graph_shows_residuals_and_nested_blocks() -> None:
     ]
     skips = [(nodes[a], nodes[b], label) for a, b, label, dashed in edges if dashed]
     # the embedding's positional residual, then two residuals in each block
-    assert skips == [("embed: Embedding(16, 256)", "add", "[B, 12, 256]")] + [
-        ("add", "add", "[B, 12, 256]")
-    ] * 4
+    assert (
+        skips
+        == [("embed: Embedding(16, 256)", "add", "[B, 12, 256]")]
+        + [("add", "add", "[B, 12, 256]")] * 4
+    )
     assert nodes["n0"] == "tokens" and edges[0][2] == "[B, 12]"
 
 
