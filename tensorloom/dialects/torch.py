@@ -39,8 +39,9 @@ Three kinds of op:
 
 - Top level (`torch.script` and what it holds): imports, `torch.module_class`,
   `torch.def` (a helper function, with decorators), `torch.raw` (verbatim
-  Python, such as the runtime helpers in `tensorloom/backends/runtime/`; see
-  `runtime_ops`), and `torch.main` (the `if __name__ == "__main__":` block).
+  Python), `torch.runtime` (where the helpers of `tensorloom/backends/runtime/`
+  that the script reaches are pasted), and `torch.main` (the `if __name__ ==
+  "__main__":` block).
 - Class level: `torch.param_default` (a parameter default computed from
   others), `torch.field` (`self.name = <source>` in `__init__`),
   `torch.submodule` (`self.fc1 = nn.Linear(...)`), `torch.method`.
@@ -1103,39 +1104,24 @@ class CallValueOp(LazyFormatOp):
         super().__init__(operands=[callee, args], result_types=[VALUE])
 
 
-# --------------------------------------------------------- runtime sources
+# --------------------------------------------------------- runtime helpers
 
 
-def runtime_ops(module_name: str) -> list[Operation]:
-    """The ops that paste a runtime helper module into a script.
+@irdl_op_definition
+class RuntimeOp(LazyFormatOp):
+    """`torch.runtime ["load_digits"]`: the runtime helpers the script reaches, pasted here.
 
-    `runtime_ops("checkpoint")` reads `tensorloom/backends/runtime/checkpoint.py`
-    (as text, through `tensorloom.backends.runtime.split_module`): its plain
-    imports become `torch.import` / `torch.from_import` ops, which the printer
-    merges and sorts with the script's own; an import it cannot express (a
-    `try:` block for an optional package) and the module's body become
-    `torch.raw` ops, the body under a comment naming its file.
+    The printer pastes the definitions of `tensorloom/backends/runtime/` that the
+    rest of the script reads, plus `roots`, closed over their own references
+    (`tensorloom.backends.runtime.paste`), with the imports they need. One per script.
     """
-    from tensorloom.backends.runtime import module_text, split_module
 
-    docstring, imports, body = split_module(module_text(module_name))
-    ops: list[Operation] = []
-    for statement in imports:
-        node = ast.parse(statement).body[0]
-        if isinstance(node, ast.Import | ast.ImportFrom):
-            ops.extend(_import_ops(node))
-        else:
-            ops.append(RawOp(statement))
-    summary = docstring.splitlines()[0] if docstring else ""
-    banner = f"# ---- runtime/{module_name}.py: {summary}".rstrip(": ")
-    ops.append(RawOp(f"{banner}\n{body}"))
-    return ops
+    name = "torch.runtime"
+    roots = prop_def(ArrayAttr[StringAttr])
+    ASSEMBLY_FORMAT: ClassVar[str] = "$roots attr-dict"
 
-
-def _import_ops(node: ast.Import | ast.ImportFrom) -> list[Operation]:
-    if isinstance(node, ast.ImportFrom):
-        return [FromImportOp(node.module or "", [alias.name for alias in node.names])]
-    return [ImportOp(alias.name, alias.asname) for alias in node.names]
+    def __init__(self, roots: Sequence[str] = ()) -> None:
+        super().__init__(properties={"roots": string_array(roots)})
 
 
 Torch = Dialect(
@@ -1145,6 +1131,7 @@ Torch = Dialect(
         ImportOp,
         FromImportOp,
         RawOp,
+        RuntimeOp,
         MainOp,
         DefOp,
         MethodOp,

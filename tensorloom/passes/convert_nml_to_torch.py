@@ -1106,9 +1106,7 @@ class ConvertNmlToTorchPass(ModulePass):
         if not models and not functions:
             return
         script = script_of(op)
-        for name in _runtime_modules(models):
-            for runtime in t.runtime_ops(name):
-                script.body.block.add_op(runtime)
+        uses_runtime = bool(_runtime_modules(models))
         defs = [_function(func) for func in functions]  # step 3, lowered with the bodies
         # Users before producers, so that a pattern still sees its operands' nml types.
         body = GreedyRewritePatternApplier(list(BODY_PATTERNS))
@@ -1118,6 +1116,8 @@ class ConvertNmlToTorchPass(ModulePass):
         for function in defs:
             function.detach()
             script.body.block.add_op(function)
+        if uses_runtime and not any(isinstance(o, t.RuntimeOp) for o in script.body.block.ops):
+            script.body.block.add_op(t.RuntimeOp())  # the layers' helpers, after the classes
 
 
 def _function(func: nml.FuncOp) -> t.DefOp:

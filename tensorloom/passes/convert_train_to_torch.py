@@ -15,10 +15,10 @@ becomes, in the module's `torch.script` around the model classes,
 
     torch.from_import "__future__" ["annotations"]   (and the script's other imports)
     torch.raw "# Trains `Classifier` on `digits` ..."   the header
-    torch.raw "..."                                      the runtime modules (runtime_ops)
     torch.raw "EPOCHS = 10 ..."                          the settings
     torch.module_class @Classifier ...                   (from convert-nml-to-torch)
     torch.raw "def loss_fn(...)"                         the loss, then the loop's sections
+    torch.runtime []                                     the runtime helpers they reach
     torch.raw "if __name__ == \"__main__\": ..."
 
 Steps:
@@ -63,9 +63,6 @@ from tensorloom.passes.train_script import (
 )
 from tensorloom.passes.train_values import loops_of, setting_value
 
-RUNTIME_MODULES = ("distributed", "amp", "data", "loader", "checkpoint", "metrics", "graphs")
-# Language-model data reads windows through runtime/tokens.py instead of runtime/data.py.
-LM_RUNTIME_MODULES = ("distributed", "amp", "tokens", "loader", "checkpoint", "metrics", "graphs")
 DEFAULT_LR = {"Adagrad": "0.01", "RMSprop": "0.01", "Adadelta": "1.0", "Adamax": "0.002",
               "NAdam": "0.002"}  # fmt: skip
 """torch.optim's default learning rates where they differ from 0.001."""
@@ -241,17 +238,11 @@ def import_ops(plan: ScriptPlan) -> list[Operation]:
     return ops
 
 
-def _runtime_ops(plan: ScriptPlan) -> list[Operation]:
-    names = LM_RUNTIME_MODULES if plan.language_model_data else RUNTIME_MODULES
-    return [op for name in names for op in t.runtime_ops(name)]
-
-
 def lower_loop(module: ModuleOp, loop: train.LoopOp) -> None:
     script = script_of(module)
     plan = plan_of(module, loop, script.source.data if script.source else "the program")
     block = script.body.block
-    before = [*import_ops(plan), t.RawOp(header_source(plan)), *_runtime_ops(plan)]
-    before.append(t.RawOp(settings_source(plan)))
+    before = [*import_ops(plan), t.RawOp(header_source(plan)), t.RawOp(settings_source(plan))]
     first = block.first_op
     for op in before:
         op.location = loop.location
@@ -259,9 +250,13 @@ def lower_loop(module: ModuleOp, loop: train.LoopOp) -> None:
             block.add_op(op)
         else:
             Rewriter.insert_op(op, InsertPoint.before(first))
-    after = [loss_source(plan), *loop_sources(plan), GUARD]
-    for text in after:
-        op = t.RawOp(text)
+    for old in [op for op in block.ops if isinstance(op, t.RuntimeOp)]:
+        old.detach()  # one per script: the layers' helpers join the loop's, below
+        old.erase()
+    after: list[Operation] = [t.RawOp(loss_source(plan))]
+    after += [t.RawOp(text) for text in loop_sources(plan)]
+    after += [t.RuntimeOp(), t.RawOp(GUARD)]
+    for op in after:
         op.location = loop.location
         block.add_op(op)
     loop.detach()

@@ -6,8 +6,8 @@
 
 `convert-train-to-torch` builds the plan from a checked `train.loop` and its
 markers, and puts each section into the script as a `torch.raw` op. The
-sections are those of tests/e2e/reference/mnist_reference.py, the hand-written
-reference (docs/emitted-script.md): the code that does not depend on the program
+sections are those of docs/emitted-script.md (golden copies in tests/e2e/reference/,
+`make golden`): the code that does not depend on the program
 is written once here; what the train block decides is substituted (`$name`
 placeholders, `string.Template`), and a section a program does not need (the lr
 schedule, DDP's wrap, activation checkpointing, CUDA-graph step marks) is left out.
@@ -20,6 +20,7 @@ from pathlib import PurePath
 from string import Template
 from textwrap import dedent
 
+from tensorloom.dialects.datasets import SEQUENCE_TASKS, is_file_source
 from tensorloom.dialects.train import DEFAULT_BATCH_SIZE
 from tensorloom.escape import py_comment, py_string
 from tensorloom.passes.loss_functions import Metric
@@ -78,6 +79,12 @@ class ScriptPlan:
     @property
     def classification(self) -> bool:
         return self.loss in CLASSIFICATION_LOSSES and self.custom_loss is None
+
+    @property
+    def resident_data(self) -> bool:
+        """The data is a built-in dataset, small enough to live on the device (runtime/loader.py's
+        `DeviceLoader`); a file may not be."""
+        return self.dataset is None or not is_file_source(self.dataset)
 
     @property
     def cuda_graphs(self) -> bool:
@@ -403,11 +410,26 @@ def trainer_source(plan: ScriptPlan) -> str:
 
 
 def _loader_type(plan: ScriptPlan) -> str:
-    return "WindowLoader" if plan.language_model_data else "DeviceLoader | HostLoader"
+    if plan.language_model_data:
+        return "WindowLoader"
+    return "DeviceLoader" if plan.resident_data else "DeviceLoader | HostLoader"
 
 
 def _info_type(plan: ScriptPlan) -> str:
     return "TokenInfo" if plan.language_model_data else "DataInfo"
+
+
+def _load_call(plan: ScriptPlan) -> str:
+    """The call of the runtime/data.py reader this dataset needs, up to its keywords."""
+    if plan.dataset is None:
+        return "load_synthetic("
+    if plan.dataset == "digits":
+        return "load_digits("
+    if plan.dataset in SEQUENCE_TASKS:
+        return "load_sequence_task(DATASET, "
+    if is_file_source(plan.dataset):
+        return "load_file_dataset(DATASET, "
+    return "load_image_dataset(DATASET, "
 
 
 _WINDOW_LOADERS = """
@@ -440,25 +462,27 @@ def build_loaders_source(plan: ScriptPlan) -> str:
             f"    train, val = _per_token(train, {plan.per_token_length}), "
             f"_per_token(val, {plan.per_token_length})"
         )
+    loader_type = _loader_type(plan)
+    make = "DeviceLoader" if plan.resident_data else "make_loader"
     text = _fill(
         """
         def build_loaders(
             args: argparse.Namespace, ctx: DistContext
-        ) -> tuple[DeviceLoader | HostLoader, DeviceLoader | HostLoader, DataInfo]:
+        ) -> tuple[$loader_type, $loader_type, DataInfo]:
             options = DATASET_OPTIONS
-            train, val, info = load_dataset(DATASET, data_root=args.data_root, **options)$per_token
+            train, val, info = ${load}data_root=args.data_root, **options)$per_token
             shard = {"rank": ctx.rank, "world_size": ctx.world_size, "device": ctx.device}
-            train_loader = make_loader(
+            train_loader = $make(
                 *train, batch_size=args.batch_size, shuffle=True, drop_last=True, seed=args.seed,
                 **shard,
             )  # fmt: skip
-            val_loader = make_loader(
+            val_loader = $make(
                 *val, batch_size=args.batch_size, shuffle=False, even_shards=False, **shard
             )
             return train_loader, val_loader, info
         """,
-        per_token=per_token,
-    )
+        per_token=per_token, loader_type=loader_type, make=make, load=_load_call(plan),
+    )  # fmt: skip
     if plan.per_token_length is None:
         return text
     return text + "\n\n\n" + dedent('''
@@ -568,7 +592,7 @@ def _graph_build_trainer_source(plan: ScriptPlan) -> str:
 
 
         def _whole_step_graph(
-            model: nn.Module, loader: DeviceLoader | HostLoader,
+            model: nn.Module, loader: $loader,
             scaler: torch.amp.GradScaler | None, args: argparse.Namespace, ctx: DistContext,
         ) -> bool:  # fmt: skip
             """Whether this run captures its whole step in one CUDA graph (runtime/graphs.py)."""
@@ -582,6 +606,7 @@ def _graph_build_trainer_source(plan: ScriptPlan) -> str:
         ''',
         model_class=plan.model_class, model_args=plan.model_args, checkpointed=checkpointed,
         optimizer=plan.optimizer, optimizer_args=optimizer_args, modes=modes,
+        loader=_loader_type(plan),
     )  # fmt: skip
 
 
@@ -1049,13 +1074,17 @@ def main_source(plan: ScriptPlan) -> str:
                 return train(args, ctx)
             except ($unavailable) as error:
                 print(f"error: {error}", file=sys.stderr)
-                return 1
-            finally:
-                teardown_distributed()
+                return 1$teardown
         """,
+        teardown=_TEARDOWN if plan.distributed else "",
         context=context,
         unavailable=_unavailable(plan),
     )
+
+
+_TEARDOWN = """
+    finally:
+        teardown_distributed()"""
 
 
 def _unavailable(plan: ScriptPlan) -> str:
@@ -1091,7 +1120,22 @@ def loop_sources(plan: ScriptPlan) -> list[str]:
         TRAIN,
         main_source(plan),
     ]
-    return [dedent(s).strip("\n") for s in sections if s is not None]
+    texts = [dedent(s).strip("\n") for s in sections if s is not None]
+    return texts if plan.distributed else [_one_process(text) for text in texts]
+
+
+# One process reduces nothing: without `distributed`, the script carries no process-group code.
+_ONE_PROCESS = (
+    ("all_reduce_sum(totals)", "totals"),
+    ("all_reduce_mean(train_loss)", "train_loss"),
+    ("\n    barrier()", ""),
+)
+
+
+def _one_process(text: str) -> str:
+    for collective, local in _ONE_PROCESS:
+        text = text.replace(collective, local)
+    return text
 
 
 GUARD = 'if __name__ == "__main__":\n    sys.exit(main())'

@@ -110,3 +110,8 @@ builtin.module {
 // CHECK-NEXT: }
 // CHECK-NEXT: triton.launcher @vector_add_launcher for @vector_add {bindings = [["input", "x"], ["input", "y"], ["output", "z"], ["numel", "x"], ["constexpr", "BLOCK"]], grid = [["n", "BLOCK"]], defaults = {BLOCK = 1024 : i64}, pow2 = ["BLOCK"]}
 // CHECK-NEXT: }
+
+// tl-opt prints triton IR as Python too: the printer loads the triton handlers itself.
+// RUN: tl-opt %s -t python | filecheck %s --check-prefix=PY
+// PY:      @triton.jit
+// PY-NEXT: def vector_add(x_ptr, y_ptr, z_ptr, n, BLOCK: tl.constexpr):
