@@ -20,7 +20,7 @@ from pathlib import PurePath
 from string import Template
 from textwrap import dedent
 
-from tensorloom.dialects.datasets import SEQUENCE_TASKS, is_file_source
+from tensorloom.catalogue.datasets import SEQUENCE_TASKS, is_file_source
 from tensorloom.dialects.train import DEFAULT_BATCH_SIZE
 from tensorloom.escape import py_comment, py_string
 from tensorloom.passes.loss_functions import Metric
