@@ -63,6 +63,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from functools import singledispatchmethod
 from importlib import import_module
+from pathlib import PurePath
 from typing import IO, TypeVar
 
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp, StringAttr
@@ -71,6 +72,7 @@ from xdsl.traits import Pure
 
 import tensorloom
 from tensorloom.backends import runtime
+from tensorloom.diagnostics.ir import span_of
 from tensorloom.dialects import torch as t
 from tensorloom.escape import py_comment, py_docstring, py_string
 
@@ -260,6 +262,8 @@ def _joined(parts: list[list[str]], separator: list[str]) -> list[list[str]]:
 # ----------------------------------------------------------------- printer
 
 OpT = TypeVar("OpT", bound=Operation)
+SOURCE_SUFFIXES = (".tl", ".nml")
+"""Statements from files of these kinds carry a `# file.tl:LINE` comment (the source map)."""
 PRINTED_DIALECTS = frozenset(["torch", "triton"])
 # The import a dotted name needs when it starts with one of these (`F.relu`, `nn.Linear`).
 WELL_KNOWN_IMPORTS = {
@@ -285,6 +289,8 @@ class PythonPrinter:
         self._inline: set[Operation] = set()
         self._yield_names: list[list[str]] = []
         self._runtime: tuple[int, t.RuntimeOp] | None = None
+        self._source_line: tuple[str, int] | None = None  # for the next line's `# f.tl:N`
+        self._last_source: tuple[str, int] | None = None
         for name in WELL_KNOWN_MODULE_NAMES:
             self.scope.reserve(name)
 
@@ -295,7 +301,30 @@ class PythonPrinter:
         if self.lines:
             self.lines.extend([""] * self._blank)
         self._blank = 0
-        self.lines.append(f"{self._indent_unit * self._depth}{text}" if text else "")
+        indent = self._indent_unit * self._depth
+        if text and self._source_line is not None:
+            text = self._with_source_comment(indent, text)
+        self.lines.append(f"{indent}{text}" if text else "")
+
+    def mark_source(self, op: Operation) -> None:
+        """The next line printed is `op`'s statement: it gets a `# file.tl:LINE` comment
+        unless the statement before came from the same line."""
+        span = span_of(op)
+        if span is None or not span.file.endswith(SOURCE_SUFFIXES):
+            return
+        where = (PurePath(span.file).name, span.line)
+        if where != self._last_source:
+            self._source_line = where
+
+    def _with_source_comment(self, indent: str, text: str) -> str:
+        assert self._source_line is not None
+        name, number = self._source_line
+        self._last_source, self._source_line = self._source_line, None
+        comment = f"# {name}:{number}"
+        if len(indent) + len(text) + 2 + len(comment) <= self.line_length:
+            return f"{text}  {comment}"
+        self.lines.append(f"{indent}{comment}")  # too long to share a line
+        return text
 
     def blank_lines(self, count: int) -> None:
         """Asks for `count` blank lines before the next line (never at a file's start)."""
@@ -609,6 +638,7 @@ class PythonPrinter:
             self.line(f"@{decorator.data}")
         params = [*leading, *(_param(name, default) for name, default in op.params)]
         self.line(f"def {op.sym_name.data}({', '.join(params)}):")
+        self._last_source = None
         block = op.body.block
         scope = NameScope(self.scope)
         for name in leading:
@@ -650,6 +680,7 @@ class PythonPrinter:
                     self._assign(pending.pop(0))
                 continue
             self._settle(op, pending)
+            self.mark_source(op)
             self.emit(op)
 
     def _can_inline(self, op: Operation) -> bool:
@@ -704,6 +735,7 @@ class PythonPrinter:
         return order
 
     def _assign(self, op: Operation) -> None:
+        self.mark_source(op)
         text = self.expression(op).text
         result = op.results[0]
         if not result.uses:

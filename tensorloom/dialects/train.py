@@ -6,7 +6,6 @@
       train.set "optimizer" = #nml.call<"Adam", [], {lr = 1.000000e-03 : f64}>
       train.checkpoint every 5 "epochs"
       train.autocast "float16"          // added by insert-amp
-      train.grad_scaler
     }
     train.main {                        // other top-level statements, in order
       %0 = nml.constant "done"
@@ -16,7 +15,9 @@
 A train block's settings are `train.set` ops whose values are attribute
 expressions (see the nml dialect); the passes read them and add the marker ops
 below (`train.autocast`, `train.ddp_wrap`, ...), which the lowering to torch turns
-into the script's building blocks.
+into the script's building blocks: each marker is read there, and a script whose
+pipeline left out the pass that adds it has none of that code. The GradScaler is the
+run's choice (runtime/amp.py: fp16 on a CUDA device, or bf16 where the GPU has none).
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ from xdsl.dialects.builtin import (
     StringAttr,
     SymbolNameConstraint,
     SymbolRefAttr,
-    UnitAttr,
     i64,
 )
 from xdsl.ir import Attribute, Block, Dialect, Region
@@ -57,7 +57,6 @@ DEFAULT_BATCH_SIZE = 64
 # decided at run time.
 AUTOCAST_DTYPES = ("float16", "bfloat16", "auto")
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
-DDP_BACKENDS = ("nccl", "gloo")
 
 
 def _check_nonempty(name: StringAttr, what: str) -> None:
@@ -235,37 +234,6 @@ class AutocastOp(LazyFormatOp):
 
 
 @irdl_op_definition
-class GradScalerOp(LazyFormatOp):
-    """`train.grad_scaler`: scale the loss and step through a `GradScaler`."""
-
-    name = "train.grad_scaler"
-
-    traits = traits_def(HasParent(LoopOp))
-    ASSEMBLY_FORMAT: ClassVar[str] = "attr-dict"
-
-    def __init__(self) -> None:
-        super().__init__()
-
-
-@irdl_op_definition
-class ProcessGroupOp(LazyFormatOp):
-    """`train.process_group "nccl"`: initialise torch.distributed before training."""
-
-    name = "train.process_group"
-
-    backend = prop_def(StringAttr)
-
-    traits = traits_def(HasParent(LoopOp))
-    ASSEMBLY_FORMAT: ClassVar[str] = "$backend attr-dict"
-
-    def __init__(self, backend: str):
-        super().__init__(properties={"backend": StringAttr(backend)})
-
-    def verify_(self) -> None:
-        _check_one_of(self.backend, DDP_BACKENDS, "process group backend")
-
-
-@irdl_op_definition
 class DdpWrapOp(LazyFormatOp):
     """`train.ddp_wrap @net`: wrap the model in DistributedDataParallel."""
 
@@ -278,43 +246,6 @@ class DdpWrapOp(LazyFormatOp):
 
     def __init__(self, model: str):
         super().__init__(properties={"model": SymbolRefAttr(model)})
-
-
-@irdl_op_definition
-class DistributedSamplerOp(LazyFormatOp):
-    """`train.distributed_sampler @data shuffle`: shard the data across ranks."""
-
-    name = "train.distributed_sampler"
-
-    data = prop_def(SymbolRefAttr)
-    shuffle = opt_prop_def(UnitAttr)
-
-    traits = traits_def(HasParent(LoopOp))
-    ASSEMBLY_FORMAT: ClassVar[str] = "$data (`shuffle` $shuffle^)? attr-dict"
-
-    def __init__(self, data: str, shuffle: bool = True):
-        super().__init__(
-            properties={"data": SymbolRefAttr(data), "shuffle": UnitAttr() if shuffle else None}
-        )
-
-
-@irdl_op_definition
-class RankZeroOnlyOp(LazyFormatOp):
-    """`train.rank_zero_only ["logging", "checkpoint"]`: what only rank 0 does."""
-
-    name = "train.rank_zero_only"
-
-    actions = prop_def(ArrayAttr[StringAttr])
-
-    traits = traits_def(HasParent(LoopOp))
-    ASSEMBLY_FORMAT: ClassVar[str] = "$actions attr-dict"
-
-    def __init__(self, actions: Sequence[str]):
-        super().__init__(properties={"actions": string_array(actions)})
-
-    def verify_(self) -> None:
-        if not self.actions.data:
-            raise VerifyException("rank_zero_only needs at least one action")
 
 
 @irdl_op_definition
@@ -371,11 +302,7 @@ Train = Dialect(
         CheckpointOp,
         MainOp,
         AutocastOp,
-        GradScalerOp,
-        ProcessGroupOp,
         DdpWrapOp,
-        DistributedSamplerOp,
-        RankZeroOnlyOp,
         CompileOp,
         ActivationCheckpointOp,
     ],

@@ -8,7 +8,6 @@
       train.set "loss" = #nml.call<"CrossEntropy", [], {}>
       train.checkpoint every 5 "epochs"
       train.autocast "float16"
-      train.grad_scaler
     }
 
 becomes, in the module's `torch.script` around the model classes,
@@ -37,6 +36,7 @@ Only the first train block of a script becomes the script's `main`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import PurePath
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr
@@ -46,6 +46,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from tensorloom.catalogue.datasets import LM_SOURCES, DatasetError, lookup_dataset
 from tensorloom.catalogue.layers.base import py_literal
+from tensorloom.diagnostics.ir import span_of
 from tensorloom.dialects import nml, train
 from tensorloom.dialects import torch as t
 from tensorloom.escape import py_string
@@ -160,6 +161,19 @@ def _every(policy: Operation | None) -> int | None:
     return policy.every.value.data if isinstance(policy, train.CheckpointOp) else None
 
 
+def _model_classes(module: ModuleOp, loop: train.LoopOp) -> int | None:
+    """The class count infer-synthetic-data found for a data file's labels, if any."""
+    data = _find(module, train.DatasetOp, loop.data.root_reference.data)
+    classes = data.attributes.get("model_classes") if data is not None else None
+    return classes.value.data if isinstance(classes, IntegerAttr) else None
+
+
+def _where(op: Operation | None) -> str:
+    """`mnist.tl:38`: the source line an op came from, for the script's comments; "" if none."""
+    span = span_of(op) if op is not None else None
+    return f"{PurePath(span.file).name}:{span.line}" if span is not None else ""
+
+
 def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
     instance = _find(module, nml.InstanceOp, loop.model.root_reference.data)
     assert isinstance(instance, nml.InstanceOp), "check-scopes resolves the model"
@@ -199,6 +213,7 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
         grad_clip=_clip(clip),
         grad_accum=_int(setting_value(loop, "accumulate_steps"), 1),
         compile_mode=compiled.mode.data if isinstance(compiled, train.CompileOp) else None,
+        compile_auto=setting_value(loop, "compile") is None,
         seed=_int(setting_value(loop, "seed"), 0),
         checkpointed_layers=_checkpointed_layers(blocks),
         val_every=_int(setting_value(loop, "val_every"), 1),
@@ -207,6 +222,10 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
         custom_loss=custom,
         takes_inputs=frozenset(n for n, count in functions.items() if count == 3),
         metrics=tuple(_metrics(loop, functions)),
+        loop_at=_where(loop),
+        loss_at=_where(loop.settings().get("loss")) or _where(loop),
+        data_at=_where(_find(module, train.DatasetOp, loop.data.root_reference.data)),
+        label_classes=_model_classes(module, loop),
     )  # fmt: skip
 
 

@@ -17,6 +17,10 @@ Steps:
    a nested model when that comes first. A free length `T` is `SEQUENCE_LENGTH`.
 2. Shape inference of the instance with that input gives the output: [B, C] is
    C classes per sample; [B, T, C] is C classes per token.
+
+A data file (`load_dataset("data.npz")`) gets `{model_classes = 10 : i64}` in its attribute
+dict: the trained model's class count, which the script checks the file's labels against
+when it loads them (runtime/data.py `check_labels`).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, i64
 from xdsl.ir import Attribute, SSAValue
 from xdsl.passes import ModulePass
 
+from tensorloom.catalogue.datasets import is_file_source
 from tensorloom.dialects import nml, train
 from tensorloom.dialects.nml import TensorType
 from tensorloom.passes.model_env import (
@@ -145,6 +150,20 @@ def _instance(module: ModuleOp, name: str) -> nml.InstanceOp | None:
     )
 
 
+def fill_model_classes(module: ModuleOp, loop: train.LoopOp) -> None:
+    """A data file's labels are unknown until run time: `{model_classes = 10}` on its dataset
+    lets the script check them against the model's outputs when it loads them."""
+    data = _dataset(module, loop.data.root_reference.data)
+    instance = _instance(module, loop.model.root_reference.data)
+    if data is None or instance is None or data.source is None:
+        return
+    if not is_file_source(data.source.data) or "model_classes" in data.attributes:
+        return
+    shapes = synthetic_shapes(module, instance)
+    if shapes is not None:
+        data.attributes["model_classes"] = _int(shapes.num_classes)
+
+
 def fill_synthetic(module: ModuleOp, loop: train.LoopOp) -> None:
     data = _dataset(module, loop.data.root_reference.data)
     instance = _instance(module, loop.model.root_reference.data)
@@ -171,3 +190,4 @@ class InferSyntheticDataPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for loop in [o for o in op.walk() if isinstance(o, train.LoopOp)]:
             fill_synthetic(op, loop)
+            fill_model_classes(op, loop)

@@ -1,7 +1,6 @@
 """`insert-amp`: `precision = fp16 | bf16` becomes autocast (and a GradScaler for fp16).
 
     train.set "precision" = "fp16"      ->   train.autocast "float16"
-                                             train.grad_scaler
     train.set "precision" = "bf16"      ->   train.autocast "bfloat16"
     (no precision, or "auto")           ->   train.autocast "auto"
 
@@ -30,9 +29,8 @@ def insert_amp(loop: train.LoopOp) -> None:
     dtype = AUTOCAST_DTYPE.get(str(setting_value(loop, "precision") or "auto"))
     if dtype is None or has_marker(loop, train.AutocastOp):
         return
+    # The GradScaler follows at run time: fp16 on CUDA gets one (runtime/amp.py).
     add_marker(loop, train.AutocastOp(dtype))
-    if dtype == "float16":  # fp16's narrow range needs loss scaling; bf16's does not
-        add_marker(loop, train.GradScalerOp())
 
 
 @dataclass(frozen=True)

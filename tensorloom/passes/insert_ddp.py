@@ -1,11 +1,11 @@
 """`insert-ddp`: `distributed = true` becomes the markers of a DDP training script.
 
-    train.set "distributed" = true   ->   train.process_group "nccl"
-                                          train.ddp_wrap @net
-                                          train.distributed_sampler @data shuffle
-                                          train.rank_zero_only ["logging", "metrics", "checkpoint"]
+    train.set "distributed" = true   ->   train.ddp_wrap @net
 
-`nccl` is the backend on CUDA; the emitted script uses gloo when it runs on the
+The lowering turns the marker into the script's process group, DDP wrap, sharded
+loaders, rank-0 logging and checkpoints, and reductions; without it (the pass left
+out of the pipeline) none of that is in the script. NCCL is the backend on CUDA,
+gloo when the script runs on the
 CPU (runtime/distributed.py `setup_distributed`), and a group of one when it is
 started as `python out.py` rather than under `torchrun`. Each rank takes a
 disjoint shard of every epoch's permutation (`set_epoch` reshuffles), only rank 0
@@ -23,16 +23,11 @@ from xdsl.passes import ModulePass
 from tensorloom.dialects import train
 from tensorloom.passes.train_values import add_marker, has_marker, loops_of, setting_value
 
-RANK_ZERO_ACTIONS = ("logging", "metrics", "checkpoint")
-
 
 def insert_ddp(loop: train.LoopOp) -> None:
     if setting_value(loop, "distributed") is not True or has_marker(loop, train.DdpWrapOp):
         return
-    add_marker(loop, train.ProcessGroupOp("nccl"))
     add_marker(loop, train.DdpWrapOp(loop.model.root_reference.data))
-    add_marker(loop, train.DistributedSamplerOp(loop.data.root_reference.data, shuffle=True))
-    add_marker(loop, train.RankZeroOnlyOp(RANK_ZERO_ACTIONS))
 
 
 @dataclass(frozen=True)

@@ -56,6 +56,7 @@ class ScriptPlan:
     grad_clip: str = "None"
     grad_accum: int = 1
     compile_mode: str | None = None
+    compile_auto: bool = False  # no `compile` key: the script compiles only when it pays
     seed: int = 0
     checkpointed_layers: list[str] = field(default_factory=list[str])
     val_every: int = 1
@@ -65,6 +66,11 @@ class ScriptPlan:
     # The `fn`s (loss, metrics) that take the batch's inputs too: `fn NAME(out, x, y)`.
     takes_inputs: frozenset[str] = frozenset()
     metrics: tuple[Metric, ...] = ()  # `metrics = [accuracy, top_k(5), NAME]`
+    # `mnist.tl:35`: where the train block, its `loss` and its dataset are (the source map)
+    loop_at: str = ""
+    label_classes: int | None = None  # a data file's labels are checked against this at load
+    loss_at: str = ""
+    data_at: str = ""
 
     @property
     def loss_target(self) -> str:
@@ -103,6 +109,17 @@ class ScriptPlan:
             and self.optimizer in ("Adam", "AdamW", "SGD")
             and not _names(self.optimizer_kwargs) & _OPTIMIZER_MODES
         )
+
+
+def _at(where: str) -> str:
+    """`  # mnist.tl:38` after a statement that a line of the source decides (or nothing)."""
+    return f"  # {where}" if where else ""
+
+
+def train_source(plan: ScriptPlan) -> str:
+    """`train`: its epoch loop carries the train block's line."""
+    loop = "    for epoch in range(trainer.start_epoch, args.epochs):"
+    return TRAIN.replace(loop, loop + _at(plan.loop_at))
 
 
 def _fill(template: str, **values: object) -> str:
@@ -165,7 +182,14 @@ def settings_source(plan: ScriptPlan) -> str:
     if plan.log_every is not None:
         lines.append(f"LOG_EVERY = {plan.log_every}  # optimizer steps between loss lines")
     mode = py_string(plan.compile_mode) if plan.compile_mode else "None"
-    lines.append(f"COMPILE_MODE: str | None = {mode}  # used on CUDA unless --no-compile")
+    lines.append(f"COMPILE_MODE: str | None = {mode}  # torch.compile's mode on CUDA")
+    choice = "off" if plan.compile_mode is None else "auto" if plan.compile_auto else "on"
+    note = {"off": "`compile = false`", "auto": "the block sets no `compile`"}.get(
+        choice, "`compile` in the block"
+    )
+    lines.append(f"COMPILE = {py_string(choice)}  # {note}; --compile overrides it")
+    lines.append("COMPILE_SECONDS = 13.0  # torch.compile of a small model on an H200")
+    lines.append("COMPILED_STEP_SHARE = 0.3  # a compiled step's time over an eager one's")
     lines.append(f"SEED = {plan.seed}")
     dataset = py_string(plan.dataset) if plan.dataset is not None else "None  # synthetic data"
     lines.append(f"DATASET: str | None = {dataset}")
@@ -242,9 +266,9 @@ def loss_source(plan: ScriptPlan) -> str:
             ) -> torch.Tensor:
                 """$written; per-token outputs [B, T, C] are flattened to [B*T, C]."""
                 output, target = output.flatten(0, -2), target.flatten()
-                return $function(output, target$args, reduction=reduction)
+                return $function(output, target$args, reduction=reduction)$at
             ''',
-            default=default, written=written, function=function, args=args,
+            default=default, written=written, function=function, args=args, at=_at(plan.loss_at),
         )  # fmt: skip
     return _fill(
         '''
@@ -253,7 +277,7 @@ def loss_source(plan: ScriptPlan) -> str:
         ) -> torch.Tensor:
             """$written; class labels become one-hot targets of the output's shape."""
             target = _as_float_target(output, target)
-            return $function(output, target$args, reduction=reduction)
+            return $function(output, target$args, reduction=reduction)$at
 
 
         def _as_float_target(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
@@ -261,7 +285,7 @@ def loss_source(plan: ScriptPlan) -> str:
                 target = F.one_hot(target, output.shape[-1])
             return target.to(output.dtype)
         ''',
-        default=default, written=written, function=function, args=args,
+        default=default, written=written, function=function, args=args, at=_at(plan.loss_at),
     )  # fmt: skip
 
 
@@ -273,9 +297,9 @@ def _custom_loss_source(plan: ScriptPlan) -> str:
         '''
         def loss_fn(output: torch.Tensor, ${inputs}target: torch.Tensor) -> torch.Tensor:
             """`loss = $name`: the function `$name` of $source, above."""
-            return $name($args)
+            return $name($args)$at
         ''',
-        inputs=inputs, name=name, source=plan.source, args=args,
+        inputs=inputs, name=name, source=plan.source, args=args, at=_at(plan.loss_at),
     )  # fmt: skip
 
 
@@ -307,7 +331,9 @@ def parse_args_source(plan: ScriptPlan) -> str:
             parser.add_argument("--checkpoint-dir", default=$checkpoint_default)
             parser.add_argument("--resume", default=None, help="a checkpoint to continue from")
             parser.add_argument("--data-root", default=None, help="where dataset files live")
-            parser.add_argument("--no-compile", action="store_true", help="no torch.compile")
+            parser.add_argument("--compile", choices=("auto", "on", "off"), default=COMPILE,
+                                help="torch.compile on CUDA; auto: when the run repays it")
+            parser.add_argument("--no-compile", action="store_true", help="as --compile off")
             parser.add_argument("--precision", choices=("auto", "fp32", "fp16", "bf16"),
                                 default=PRECISION, help="auto: bf16 on a bf16 GPU, else fp32")$graph
             return parser.parse_args(argv)
@@ -419,6 +445,13 @@ def _info_type(plan: ScriptPlan) -> str:
     return "TokenInfo" if plan.language_model_data else "DataInfo"
 
 
+def _check_labels(plan: ScriptPlan) -> str:
+    if plan.label_classes is None or not plan.classification:
+        return ""
+    model = py_string(plan.model_class)
+    return f"\n    check_labels(train, val, info, classes={plan.label_classes}, model={model})"
+
+
 def _load_call(plan: ScriptPlan) -> str:
     """The call of the runtime/data.py reader this dataset needs, up to its keywords."""
     if plan.dataset is None:
@@ -470,7 +503,7 @@ def build_loaders_source(plan: ScriptPlan) -> str:
             args: argparse.Namespace, ctx: DistContext
         ) -> tuple[$loader_type, $loader_type, DataInfo]:
             options = DATASET_OPTIONS
-            train, val, info = ${load}data_root=args.data_root, **options)$per_token
+            train, val, info = ${load}data_root=args.data_root, **options)$at$check$per_token
             shard = {"rank": ctx.rank, "world_size": ctx.world_size, "device": ctx.device}
             train_loader = $make(
                 *train, batch_size=args.batch_size, shuffle=True, drop_last=True, seed=args.seed,
@@ -482,6 +515,7 @@ def build_loaders_source(plan: ScriptPlan) -> str:
             return train_loader, val_loader, info
         """,
         per_token=per_token, loader_type=loader_type, make=make, load=_load_call(plan),
+        at=_at(plan.data_at), check=_check_labels(plan),
     )  # fmt: skip
     if plan.per_token_length is None:
         return text
@@ -538,7 +572,7 @@ def build_trainer_source(plan: ScriptPlan) -> str:
             )
             plan = resolve_precision(args.precision, ctx.device)
             $schedule
-            compiled = _maybe_compile(model, args, ctx)
+            compiled = _maybe_compile(model, args, ctx, train_loader, plan)
             train_model: nn.Module = compiled$wrap
             scaler = make_grad_scaler(plan, ctx.device)
             return Trainer(
@@ -584,7 +618,9 @@ def _graph_build_trainer_source(plan: ScriptPlan) -> str:
             )  # fmt: skip
             scheduler = None  # no `lr_schedule`
             # The captured step replaces torch.compile: it already runs as one graph launch.
-            compiled = model if whole_step else _maybe_compile(model, args, ctx)
+            if whole_step:
+                _say(ctx, "compile: off (the whole step is one CUDA graph)")
+            compiled = model if whole_step else _maybe_compile(model, args, ctx, train_loader, plan)
             return Trainer(
                 ctx, model, compiled, compiled, optimizer, scaler, scheduler, plan,
                 train_loader, val_loader, info, whole_step=whole_step,
@@ -632,12 +668,70 @@ def _checkpointed(block: nn.Module, forward: Callable[..., Any]) -> Callable[...
 '''
 
 MAYBE_COMPILE = '''
-def _maybe_compile(model: nn.Module, args: argparse.Namespace, ctx: DistContext) -> nn.Module:
-    """`torch.compile` on CUDA (mode COMPILE_MODE); never on the CPU or with --no-compile."""
-    if COMPILE_MODE is None or args.no_compile or ctx.device.type != "cuda":
+def _maybe_compile(
+    model: nn.Module, args: argparse.Namespace, ctx: DistContext, loader: $loader,
+    plan: PrecisionPlan,
+) -> nn.Module:  # fmt: skip
+    """`torch.compile` (mode COMPILE_MODE) on CUDA when this run is long enough to repay it.
+
+    `--compile auto` (the default unless the train block sets `compile`) times a few eager
+    forward-backward passes and compiles only if the planned steps would save more than
+    COMPILE_SECONDS; the first line of output says which way it went, and why.
+    """
+    choice = "off" if args.no_compile else args.compile
+    if COMPILE_MODE is None or choice == "off" or ctx.device.type != "cuda":
+        why = "no CUDA device" if ctx.device.type != "cuda" else f"--compile {choice}"
+        _say(ctx, f"compile: off ({'`compile = false`' if COMPILE_MODE is None else why})")
         return model
+    if choice == "auto":
+        steps = len(loader) // GRAD_ACCUM * args.epochs
+        steps = min(steps, args.max_steps) if args.max_steps is not None else steps
+        eager = _eager_step_seconds(model, loader, ctx, plan)
+        saved = steps * eager * (1 - COMPILED_STEP_SHARE)
+        estimate = f"{steps} steps x {eager * 1e3:.1f} ms eager; compiling saves ~{saved:.1f} s"
+        if saved < COMPILE_SECONDS:
+            _say(ctx, f"compile: off (auto: {estimate}, less than its ~{COMPILE_SECONDS:.0f} s)")
+            return model
+        _say(ctx, f"compile: on (auto: {estimate}, more than its ~{COMPILE_SECONDS:.0f} s)")
+    else:
+        _say(ctx, "compile: on (`--compile on`, or `compile` in the train block)")
     return torch.compile(model, mode=COMPILE_MODE)  # type: ignore[return-value]
+
+
+def _eager_step_seconds(
+    model: nn.Module, loader: $loader, ctx: DistContext, plan: PrecisionPlan, runs: int = 3
+) -> float:
+    """The time of one eager forward-backward on a training batch; leaves no trace (RNG,
+    gradients and buffers such as BatchNorm's statistics are as they were)."""
+    xb, yb = next(iter(loader))
+    buffers = [b.detach().clone() for b in model.buffers()]
+    with torch.random.fork_rng(devices=[ctx.device]):
+        for run in range(runs + 1):
+            if run == 1:
+                torch.cuda.synchronize(ctx.device)
+                start = time.perf_counter()
+            with autocast(plan, ctx.device):
+                loss = loss_fn(model(xb), $target)
+            loss.backward()
+        torch.cuda.synchronize(ctx.device)
+        elapsed = (time.perf_counter() - start) / runs
+    model.zero_grad(set_to_none=True)
+    with torch.no_grad():
+        for buffer, saved in zip(model.buffers(), buffers, strict=True):
+            buffer.copy_(saved)
+    return elapsed
+
+
+def _say(ctx: DistContext, line: str) -> None:
+    if ctx.is_main:
+        print(line, flush=True)
 '''
+
+
+def maybe_compile_source(plan: ScriptPlan) -> str:
+    text = MAYBE_COMPILE.replace("$target", plan.loss_target)
+    return text.replace("$loader", _loader_type(plan))
+
 
 RESUME = '''
 def resume(trainer: Trainer, path: str) -> None:
@@ -766,7 +860,7 @@ def _capture_step(trainer: Trainer, loader: DeviceLoader) -> GraphedStep:
 
 
 def forward_backward_source(plan: ScriptPlan) -> str:
-    mark = "\n    _begin_step()" if plan.cuda_graphs else ""
+    mark = "\n    _begin_step(trainer)" if plan.cuda_graphs else ""
     # Losses run in fp32 under autocast already; one micro-batch needs no division.
     scaled = "loss / GRAD_ACCUM" if plan.grad_accum != 1 else "loss  # GRAD_ACCUM is 1"
     if not plan.distributed:
@@ -812,9 +906,12 @@ def forward_backward_source(plan: ScriptPlan) -> str:
 
 
 BEGIN_STEP = '''
-def _begin_step() -> None:
-    """CUDA graphs (compile mode "reduce-overhead") reuse output memory: mark each step."""
-    if COMPILE_MODE == "reduce-overhead" and torch.cuda.is_available():
+def _begin_step(trainer: Trainer) -> None:
+    """CUDA graphs (compile mode "reduce-overhead") reuse output memory: mark each step.
+
+    Only a compiled model's: the call imports the compiler's machinery (seconds at start-up).
+    """
+    if COMPILE_MODE == "reduce-overhead" and trainer.eval_model is not trainer.model:
         torch.compiler.cudagraph_mark_step_begin()
 '''
 
@@ -838,7 +935,7 @@ def _optimizer_step(trainer: Trainer) -> None:
 
 
 def evaluate_source(plan: ScriptPlan) -> str:
-    mark = "\n        _begin_step()" if plan.cuda_graphs else ""
+    mark = "\n        _begin_step(trainer)" if plan.cuda_graphs else ""
     if plan.reports_metrics:
         return _metrics_evaluate_source(plan, mark)
     if plan.classification:
@@ -1074,7 +1171,10 @@ def main_source(plan: ScriptPlan) -> str:
                 return train(args, ctx)
             except ($unavailable) as error:
                 print(f"error: {error}", file=sys.stderr)
-                return 1$teardown
+                return 1
+            except Exception as error:  # a bug's traceback, with the .tl/.nml lines it passed
+                add_source_notes(error, __file__)
+                raise$teardown
         """,
         teardown=_TEARDOWN if plan.distributed else "",
         context=context,
@@ -1108,7 +1208,7 @@ def loop_sources(plan: ScriptPlan) -> list[str]:
         build_loaders_source(plan),
         build_trainer_source(plan),
         CHECKPOINT_ACTIVATIONS if plan.checkpointed_layers else None,
-        MAYBE_COMPILE,
+        maybe_compile_source(plan),
         RESUME_GRAPH if plan.whole_step_graph else RESUME,
         train_one_epoch_source(plan),
         forward_backward_source(plan),
@@ -1117,7 +1217,7 @@ def loop_sources(plan: ScriptPlan) -> list[str]:
         evaluate_source(plan),
         EPOCH_RECORD_METRICS if plan.reports_metrics else EPOCH_RECORD,
         save_if_due_source(plan),
-        TRAIN,
+        train_source(plan),
         main_source(plan),
     ]
     texts = [dedent(s).strip("\n") for s in sections if s is not None]

@@ -148,13 +148,14 @@ def compile_command(file: Path, emit: str, output: Path | None, no_cache: bool) 
 @cli.command("run", context_settings={"ignore_unknown_options": True})
 @FILE_ARGUMENT
 @click.option("--nproc", type=click.IntRange(min=1), help="processes, under torch.distributed.run")
+@click.option("--keep", is_flag=True, help="leave the compiled script beside FILE (FILE.py)")
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 @compiler_command
-def run_command(file: Path, nproc: int | None, script_args: tuple[str, ...]) -> int:
+def run_command(file: Path, nproc: int | None, keep: bool, script_args: tuple[str, ...]) -> int:
     """Compile FILE to a cached script and run it; arguments after `--` go to the script."""
     from tensorloom.tools.run import run_file
 
-    return run_file(file, nproc, list(script_args))
+    return run_file(file, nproc, list(script_args), keep=keep)
 
 
 def _gpu_memory(_ctx: click.Context, _param: click.Parameter, value: str | None) -> int | None:

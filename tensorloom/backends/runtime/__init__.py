@@ -5,7 +5,7 @@
     pasted.text      # `load_digits`, `DeviceLoader` and what they reach, nothing else
 
 Each module (`data`, `tokens`, `loader`, `checkpoint`, `metrics`, `distributed`, `amp`,
-`graphs`, `attention`) imports only the standard library and torch at its top, never
+`graphs`, `attention`, `sourcemap`) imports only the standard library and torch at its top, never
 another runtime module, and no two define the same top-level name. `paste` is the one
 way a script gets runtime code: a function-level dependency analysis (`ast`) finds
 each top-level definition's references, and the script receives the definitions its
@@ -27,7 +27,7 @@ RUNTIME_DIR = Path(__file__).resolve().parent
 # The order definitions appear in a script.
 MODULES = (
     "distributed", "amp", "data", "tokens", "loader", "checkpoint", "metrics", "graphs",
-    "attention",
+    "attention", "sourcemap",
 )  # fmt: skip
 
 Import = tuple[str, str, str]

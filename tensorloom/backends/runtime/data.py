@@ -163,6 +163,22 @@ def load_synthetic(
     return (*_split(pair, val_fraction, split_seed), info)
 
 
+def check_labels(
+    train: TensorPair, val: TensorPair, info: DataInfo, *, classes: int, model: str
+) -> None:
+    """Class labels must index the model's outputs: say so at load time, not at the first step."""
+    for _, y in (train, val):
+        if y.is_floating_point() or not y.numel():
+            continue
+        low, high = int(y.min()), int(y.max())
+        if low < 0 or high >= classes:
+            raise DatasetUnavailable(
+                f"the labels of {info.name} run from {low} to {high}, but `{model}` has "
+                f"{classes} outputs (classes 0 to {classes - 1}); relabel the data or give "
+                f"the model {high + 1} outputs"
+            )
+
+
 def split_train_val(
     pair: TensorPair, val_fraction: float, seed: int
 ) -> tuple[TensorPair, TensorPair]:

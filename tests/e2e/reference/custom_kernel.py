@@ -15,12 +15,12 @@ if not torch.cuda.is_available() and "TRITON_INTERPRET" not in os.environ:
 
 @triton.jit
 def fast_gelu(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    pid = tl.program_id(axis=0)
-    offsets = pid * BLOCK + tl.arange(0, BLOCK)
-    mask = offsets < n
-    x = tl.load(x_ptr + offsets, mask=mask)
-    y = 0.5 * x * (1.0 + tl.erf(x * 0.7071067811865476))
-    tl.store(out_ptr + offsets, y, mask=mask)
+    pid = tl.program_id(axis=0)  # custom_kernel.tl:5
+    offsets = pid * BLOCK + tl.arange(0, BLOCK)  # custom_kernel.tl:6
+    mask = offsets < n  # custom_kernel.tl:7
+    x = tl.load(x_ptr + offsets, mask=mask)  # custom_kernel.tl:8
+    y = 0.5 * x * (1.0 + tl.erf(x * 0.7071067811865476))  # custom_kernel.tl:9
+    tl.store(out_ptr + offsets, y, mask=mask)  # custom_kernel.tl:10
 
 
 def fast_gelu_launcher(x, *, out=None, BLOCK=1024):
@@ -50,4 +50,4 @@ class KernelMLP(nn.Module):
         self.fc2 = nn.Linear(256, 10)
 
     def forward(self, x):
-        return self.fc2(fast_gelu_launcher(self.fc1(x)))
+        return self.fc2(fast_gelu_launcher(self.fc1(x)))  # custom_kernel.tl:17

@@ -15,7 +15,7 @@ class MLP(nn.Module):
         self.drop = nn.Dropout(dropout)
 
     def forward(self, x):
-        return self.drop(self.c_proj(F.gelu(self.c_fc(x))))
+        return self.drop(self.c_proj(F.gelu(self.c_fc(x))))  # gpt.nml:24
 
 
 class Block(nn.Module):
@@ -29,9 +29,9 @@ class Block(nn.Module):
         self.mlp = MLP(n_embd, dropout)
 
     def forward(self, x):
-        x = x + self.attn(self.ln_1(x))
-        x = x + self.mlp(self.ln_2(x))
-        return x
+        x = x + self.attn(self.ln_1(x))  # gpt.nml:39
+        x = x + self.mlp(self.ln_2(x))  # gpt.nml:40
+        return x  # gpt.nml:41
 
 
 class GPT(nn.Module):
@@ -46,12 +46,12 @@ class GPT(nn.Module):
         self.ln_f = nn.LayerNorm(n_embd)
 
     def forward(self, idx):
-        T = idx.size(1)
-        pos = torch.arange(T, device=idx.device)
-        x = self.drop(self.wte(idx) + self.wpe(pos))
-        for block in self.h:
-            x = block(x)
-        return self.ln_f(x) @ self.wte.weight.t()
+        T = idx.size(1)  # gpt.nml:59
+        pos = torch.arange(T, device=idx.device)  # gpt.nml:60
+        x = self.drop(self.wte(idx) + self.wpe(pos))  # gpt.nml:61
+        for block in self.h:  # gpt.nml:62
+            x = block(x)  # gpt.nml:63
+        return self.ln_f(x) @ self.wte.weight.t()  # gpt.nml:64
 
 
 # ---- runtime/attention.py: Causal self-attention as nanoGPT writes it: one fused q/k/v projection, SDPA inside.

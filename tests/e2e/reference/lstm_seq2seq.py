@@ -14,7 +14,7 @@ class Seq2Seq(nn.Module):
         self.head = nn.Linear(hidden, vocab)
 
     def forward(self, tokens):
-        x = self.embed(tokens)
-        x = self.encoder(x)[0]
-        x = self.decoder(x)[0]
-        return self.head(x)
+        x = self.embed(tokens)  # lstm_seq2seq.nml:23
+        x = self.encoder(x)[0]  # lstm_seq2seq.nml:24
+        x = self.decoder(x)[0]  # lstm_seq2seq.nml:25
+        return self.head(x)  # lstm_seq2seq.nml:26

@@ -15,9 +15,9 @@ class ResBlock(nn.Module):
         self.bn2 = nn.BatchNorm2d(channels)
 
     def forward(self, x):
-        x_1 = F.relu(self.bn1(self.conv1(x)))
-        x_2 = self.bn2(self.conv2(x_1))
-        return F.relu(x_2 + x)
+        x_1 = F.relu(self.bn1(self.conv1(x)))  # resnet.nml:23
+        x_2 = self.bn2(self.conv2(x_1))  # resnet.nml:24
+        return F.relu(x_2 + x)  # resnet.nml:25
 
 
 class ResNet(nn.Module):
@@ -34,7 +34,7 @@ class ResNet(nn.Module):
         self.head = nn.Linear(width, classes)
 
     def forward(self, x):
-        x = F.relu(self.stem_bn(self.stem(x)))
-        x = self.down(self.block1(x))
-        x = self.pool(self.block2(x))
-        return self.head(x.flatten(1))
+        x = F.relu(self.stem_bn(self.stem(x)))  # resnet.nml:43
+        x = self.down(self.block1(x))  # resnet.nml:44
+        x = self.pool(self.block2(x))  # resnet.nml:45
+        return self.head(x.flatten(1))  # resnet.nml:46

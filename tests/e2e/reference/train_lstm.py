@@ -9,10 +9,12 @@ import math
 import os
 import pickle
 import random
+import re
 import shutil
 import sys
 import tempfile
 import time
+import traceback
 import zipfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -46,7 +48,10 @@ KEEP_CHECKPOINTS = 3
 GRAD_CLIP = 1.0  # clips the global gradient norm
 GRAD_ACCUM = 1  # micro-batches per optimizer step
 VAL_EVERY = 1  # epochs between validations (and the last)
-COMPILE_MODE: str | None = "reduce-overhead"  # used on CUDA unless --no-compile
+COMPILE_MODE: str | None = "reduce-overhead"  # torch.compile's mode on CUDA
+COMPILE = "auto"  # the block sets no `compile`; --compile overrides it
+COMPILE_SECONDS = 13.0  # torch.compile of a small model on an H200
+COMPILED_STEP_SHARE = 0.3  # a compiled step's time over an eager one's
 SEED = 0
 DATASET: str | None = "reverse"
 DATASET_OPTIONS: dict[str, Any] = {"vocab": 16, "length": 12}
@@ -63,10 +68,10 @@ class Seq2Seq(nn.Module):
         self.head = nn.Linear(hidden, vocab)
 
     def forward(self, tokens):
-        x = self.embed(tokens)
-        x = self.encoder(x)[0]
-        x = self.decoder(x)[0]
-        return self.head(x)
+        x = self.embed(tokens)  # lstm_seq2seq.nml:23
+        x = self.encoder(x)[0]  # lstm_seq2seq.nml:24
+        x = self.decoder(x)[0]  # lstm_seq2seq.nml:25
+        return self.head(x)  # lstm_seq2seq.nml:26
 
 
 def loss_fn(
@@ -74,7 +79,7 @@ def loss_fn(
 ) -> torch.Tensor:
     """`loss = CrossEntropy`; per-token outputs [B, T, C] are flattened to [B*T, C]."""
     output, target = output.flatten(0, -2), target.flatten()
-    return F.cross_entropy(output, target, reduction=reduction)
+    return F.cross_entropy(output, target, reduction=reduction)  # train_lstm.tl:22
 
 
 # ---- command line ----
@@ -90,7 +95,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--checkpoint-dir", default="checkpoints/lstm_seq2seq" if CHECKPOINT_EVERY is not None else None)
     parser.add_argument("--resume", default=None, help="a checkpoint to continue from")
     parser.add_argument("--data-root", default=None, help="where dataset files live")
-    parser.add_argument("--no-compile", action="store_true", help="no torch.compile")
+    parser.add_argument("--compile", choices=("auto", "on", "off"), default=COMPILE,
+                        help="torch.compile on CUDA; auto: when the run repays it")
+    parser.add_argument("--no-compile", action="store_true", help="as --compile off")
     parser.add_argument("--precision", choices=("auto", "fp32", "fp16", "bf16"),
                         default=PRECISION, help="auto: bf16 on a bf16 GPU, else fp32")
     return parser.parse_args(argv)
@@ -125,7 +132,7 @@ def build_loaders(
     args: argparse.Namespace, ctx: DistContext
 ) -> tuple[DeviceLoader, DeviceLoader, DataInfo]:
     options = DATASET_OPTIONS
-    train, val, info = load_sequence_task(DATASET, data_root=args.data_root, **options)
+    train, val, info = load_sequence_task(DATASET, data_root=args.data_root, **options)  # train_lstm.tl:17
     shard = {"rank": ctx.rank, "world_size": ctx.world_size, "device": ctx.device}
     train_loader = DeviceLoader(
         *train, batch_size=args.batch_size, shuffle=True, drop_last=True, seed=args.seed,
@@ -146,7 +153,7 @@ def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
     )
     plan = resolve_precision(args.precision, ctx.device)
     scheduler = None  # no `lr_schedule`
-    compiled = _maybe_compile(model, args, ctx)
+    compiled = _maybe_compile(model, args, ctx, train_loader, plan)
     train_model: nn.Module = compiled
     scaler = make_grad_scaler(plan, ctx.device)
     return Trainer(
@@ -155,11 +162,63 @@ def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
     )  # fmt: skip
 
 
-def _maybe_compile(model: nn.Module, args: argparse.Namespace, ctx: DistContext) -> nn.Module:
-    """`torch.compile` on CUDA (mode COMPILE_MODE); never on the CPU or with --no-compile."""
-    if COMPILE_MODE is None or args.no_compile or ctx.device.type != "cuda":
+def _maybe_compile(
+    model: nn.Module, args: argparse.Namespace, ctx: DistContext, loader: DeviceLoader,
+    plan: PrecisionPlan,
+) -> nn.Module:  # fmt: skip
+    """`torch.compile` (mode COMPILE_MODE) on CUDA when this run is long enough to repay it.
+
+    `--compile auto` (the default unless the train block sets `compile`) times a few eager
+    forward-backward passes and compiles only if the planned steps would save more than
+    COMPILE_SECONDS; the first line of output says which way it went, and why.
+    """
+    choice = "off" if args.no_compile else args.compile
+    if COMPILE_MODE is None or choice == "off" or ctx.device.type != "cuda":
+        why = "no CUDA device" if ctx.device.type != "cuda" else f"--compile {choice}"
+        _say(ctx, f"compile: off ({'`compile = false`' if COMPILE_MODE is None else why})")
         return model
+    if choice == "auto":
+        steps = len(loader) // GRAD_ACCUM * args.epochs
+        steps = min(steps, args.max_steps) if args.max_steps is not None else steps
+        eager = _eager_step_seconds(model, loader, ctx, plan)
+        saved = steps * eager * (1 - COMPILED_STEP_SHARE)
+        estimate = f"{steps} steps x {eager * 1e3:.1f} ms eager; compiling saves ~{saved:.1f} s"
+        if saved < COMPILE_SECONDS:
+            _say(ctx, f"compile: off (auto: {estimate}, less than its ~{COMPILE_SECONDS:.0f} s)")
+            return model
+        _say(ctx, f"compile: on (auto: {estimate}, more than its ~{COMPILE_SECONDS:.0f} s)")
+    else:
+        _say(ctx, "compile: on (`--compile on`, or `compile` in the train block)")
     return torch.compile(model, mode=COMPILE_MODE)  # type: ignore[return-value]
+
+
+def _eager_step_seconds(
+    model: nn.Module, loader: DeviceLoader, ctx: DistContext, plan: PrecisionPlan, runs: int = 3
+) -> float:
+    """The time of one eager forward-backward on a training batch; leaves no trace (RNG,
+    gradients and buffers such as BatchNorm's statistics are as they were)."""
+    xb, yb = next(iter(loader))
+    buffers = [b.detach().clone() for b in model.buffers()]
+    with torch.random.fork_rng(devices=[ctx.device]):
+        for run in range(runs + 1):
+            if run == 1:
+                torch.cuda.synchronize(ctx.device)
+                start = time.perf_counter()
+            with autocast(plan, ctx.device):
+                loss = loss_fn(model(xb), yb)
+            loss.backward()
+        torch.cuda.synchronize(ctx.device)
+        elapsed = (time.perf_counter() - start) / runs
+    model.zero_grad(set_to_none=True)
+    with torch.no_grad():
+        for buffer, saved in zip(model.buffers(), buffers, strict=True):
+            buffer.copy_(saved)
+    return elapsed
+
+
+def _say(ctx: DistContext, line: str) -> None:
+    if ctx.is_main:
+        print(line, flush=True)
 
 
 def resume(trainer: Trainer, path: str) -> None:
@@ -209,7 +268,7 @@ def _forward_backward(
     trainer: Trainer, xb: torch.Tensor, yb: torch.Tensor, sync: bool
 ) -> torch.Tensor:
     """Accumulate one micro-batch's gradients."""
-    _begin_step()
+    _begin_step(trainer)
     with autocast(trainer.plan, trainer.ctx.device):
         loss = loss_fn(trainer.train_model(xb), yb)
     scaled = loss  # GRAD_ACCUM is 1
@@ -219,9 +278,12 @@ def _forward_backward(
     return loss.detach()
 
 
-def _begin_step() -> None:
-    """CUDA graphs (compile mode "reduce-overhead") reuse output memory: mark each step."""
-    if COMPILE_MODE == "reduce-overhead" and torch.cuda.is_available():
+def _begin_step(trainer: Trainer) -> None:
+    """CUDA graphs (compile mode "reduce-overhead") reuse output memory: mark each step.
+
+    Only a compiled model's: the call imports the compiler's machinery (seconds at start-up).
+    """
+    if COMPILE_MODE == "reduce-overhead" and trainer.eval_model is not trainer.model:
         torch.compiler.cudagraph_mark_step_begin()
 
 
@@ -249,7 +311,7 @@ def evaluate(trainer: Trainer) -> tuple[float, float | None]:
     model.eval()
     totals = torch.zeros(3, device=device)  # loss sum, correct predictions, targets
     for xb, yb in trainer.val_loader:
-        _begin_step()
+        _begin_step(trainer)
         with autocast(trainer.plan, device):  # the loss runs in fp32 under it
             logits = model(xb)
             totals[0] += loss_fn(logits, yb, reduction="sum")
@@ -305,7 +367,7 @@ def train(args: argparse.Namespace, ctx: DistContext) -> int:
         resume(trainer, args.resume)
         log(f"resumed from {args.resume} after epoch {trainer.start_epoch}")
     metrics = MetricsWriter(args.metrics, enabled=ctx.is_main, tensorboard=args.tensorboard)
-    for epoch in range(trainer.start_epoch, args.epochs):
+    for epoch in range(trainer.start_epoch, args.epochs):  # train_lstm.tl:19
         if _reached(trainer.step, args.max_steps):
             break
         start, start_step = time.perf_counter(), trainer.step
@@ -334,6 +396,9 @@ def main(argv: list[str] | None = None) -> int:
     except (DatasetUnavailable, DeviceUnavailable, CheckpointError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
+    except Exception as error:  # a bug's traceback, with the .tl/.nml lines it passed
+        add_source_notes(error, __file__)
+        raise
 
 
 # ---- runtime/distributed.py: Process groups for TensorLoom scripts: one script, run alone or under torchrun.
@@ -914,6 +979,58 @@ def progress(
     if tqdm is None or not enabled or not sys.stderr.isatty():
         return iter(iterable)
     return iter(tqdm(iterable, total=total, desc=description, leave=False, dynamic_ncols=True))
+
+
+# ---- runtime/sourcemap.py: Source locations for TensorLoom scripts: a run-time error names the .tl/.nml line behind it.
+_SOURCE_COMMENT = re.compile(r"#\s*([\w.-]+\.(?:tl|nml)):(\d+)\s*$")
+
+
+_ORIGIN = re.compile(r"^# Generated by TensorLoom \S+ from (.+?); edit the source\.$")
+
+
+def add_source_notes(error: BaseException, script: str) -> None:
+    """Adds a note per script frame of `error`'s traceback naming its .tl/.nml line."""
+    path = Path(script).resolve()
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return
+    notes: list[str] = []
+    for frame in traceback.extract_tb(error.__traceback__):
+        if frame.lineno is None or Path(frame.filename).resolve() != path:
+            continue
+        where = source_line_of(lines, frame.lineno)
+        note = where and _describe(where, lines, path)
+        if note and note not in notes:
+            notes.append(note)
+    for note in notes:
+        error.add_note(f"in the TensorLoom source: {note}")
+
+
+def source_line_of(lines: list[str], lineno: int) -> tuple[str, int] | None:
+    """(file, line) of the comment nearest at or above line `lineno` (1-based) in its function."""
+    for index in range(lineno - 1, -1, -1):
+        match = _SOURCE_COMMENT.search(lines[index])
+        if match:
+            return match.group(1), int(match.group(2))
+        if lines[index].lstrip().startswith(("def ", "class ")):
+            return None
+    return None
+
+
+def _describe(where: tuple[str, int], lines: list[str], script: Path) -> str:
+    name, number = where
+    origin = _ORIGIN.match(lines[0]) if lines else None
+    candidates = [script.parent / name, Path(name)]
+    if origin is not None:
+        candidates.insert(0, Path(origin.group(1)).parent / name)
+    for candidate in candidates:
+        try:
+            text = candidate.read_text(encoding="utf-8").splitlines()[number - 1].strip()
+        except (OSError, IndexError, UnicodeDecodeError):
+            continue
+        return f"{candidate}:{number}: {text}"
+    return f"{name}:{number}"
 
 
 if __name__ == "__main__":

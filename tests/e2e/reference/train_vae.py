@@ -9,10 +9,12 @@ import math
 import os
 import pickle
 import random
+import re
 import shutil
 import sys
 import tempfile
 import time
+import traceback
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -47,7 +49,10 @@ GRAD_CLIP: float | None = None  # clips the global gradient norm
 GRAD_ACCUM = 1  # micro-batches per optimizer step
 VAL_EVERY = 1  # epochs between validations (and the last)
 METRICS = []  # `metrics = [...]`: reported after val_loss
-COMPILE_MODE: str | None = "reduce-overhead"  # used on CUDA unless --no-compile
+COMPILE_MODE: str | None = "reduce-overhead"  # torch.compile's mode on CUDA
+COMPILE = "auto"  # the block sets no `compile`; --compile overrides it
+COMPILE_SECONDS = 13.0  # torch.compile of a small model on an H200
+COMPILED_STEP_SHARE = 0.3  # a compiled step's time over an eager one's
 SEED = 0
 DATASET: str | None = "digits"
 DATASET_OPTIONS: dict[str, Any] = {"flatten": True}
@@ -65,30 +70,30 @@ class VAE(nn.Module):
         self.dec2 = nn.Linear(hidden, in_dim)
 
     def forward(self, x):
-        h = F.relu(self.enc(x))
-        m = self.mu(h)
-        lv = self.logvar(h)
-        if self.training:
-            z_1 = m + torch.exp(0.5 * lv) * torch.randn_like(lv)
-            z = z_1
+        h = F.relu(self.enc(x))  # vae.nml:23
+        m = self.mu(h)  # vae.nml:24
+        lv = self.logvar(h)  # vae.nml:25
+        if self.training:  # vae.nml:27
+            z_1 = m + torch.exp(0.5 * lv) * torch.randn_like(lv)  # vae.nml:28
+            z = z_1  # vae.nml:27
         else:
             z = m
-        recon = self.dec2(F.relu(self.dec1(z)))
-        return recon, m, lv
+        recon = self.dec2(F.relu(self.dec1(z)))  # vae.nml:29
+        return recon, m, lv  # vae.nml:30
 
 
 def elbo(out, x, y):
-    recon = out[0]
+    recon = out[0]  # train_vae.tl:14
     mu = out[1]
     logvar = out[2]
-    rec = F.binary_cross_entropy_with_logits(recon, x, reduction="sum")
-    kl = -0.5 * (1.0 + logvar - mu * mu - torch.exp(logvar)).sum()
-    return (rec + kl) / x.size(0)
+    rec = F.binary_cross_entropy_with_logits(recon, x, reduction="sum")  # train_vae.tl:15
+    kl = -0.5 * (1.0 + logvar - mu * mu - torch.exp(logvar)).sum()  # train_vae.tl:16
+    return (rec + kl) / x.size(0)  # train_vae.tl:17
 
 
 def loss_fn(output: torch.Tensor, inputs: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """`loss = elbo`: the function `elbo` of vae.nml, above."""
-    return elbo(output, inputs, target)
+    return elbo(output, inputs, target)  # train_vae.tl:26
 
 
 # ---- command line ----
@@ -104,7 +109,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--checkpoint-dir", default="checkpoints/vae" if CHECKPOINT_EVERY is not None else None)
     parser.add_argument("--resume", default=None, help="a checkpoint to continue from")
     parser.add_argument("--data-root", default=None, help="where dataset files live")
-    parser.add_argument("--no-compile", action="store_true", help="no torch.compile")
+    parser.add_argument("--compile", choices=("auto", "on", "off"), default=COMPILE,
+                        help="torch.compile on CUDA; auto: when the run repays it")
+    parser.add_argument("--no-compile", action="store_true", help="as --compile off")
     parser.add_argument("--precision", choices=("auto", "fp32", "fp16", "bf16"),
                         default=PRECISION, help="auto: bf16 on a bf16 GPU, else fp32")
     parser.add_argument("--no-cuda-graph", action="store_true",
@@ -143,7 +150,7 @@ def build_loaders(
     args: argparse.Namespace, ctx: DistContext
 ) -> tuple[DeviceLoader, DeviceLoader, DataInfo]:
     options = DATASET_OPTIONS
-    train, val, info = load_digits(data_root=args.data_root, **options)
+    train, val, info = load_digits(data_root=args.data_root, **options)  # train_vae.tl:20
     shard = {"rank": ctx.rank, "world_size": ctx.world_size, "device": ctx.device}
     train_loader = DeviceLoader(
         *train, batch_size=args.batch_size, shuffle=True, drop_last=True, seed=args.seed,
@@ -168,7 +175,9 @@ def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
     )  # fmt: skip
     scheduler = None  # no `lr_schedule`
     # The captured step replaces torch.compile: it already runs as one graph launch.
-    compiled = model if whole_step else _maybe_compile(model, args, ctx)
+    if whole_step:
+        _say(ctx, "compile: off (the whole step is one CUDA graph)")
+    compiled = model if whole_step else _maybe_compile(model, args, ctx, train_loader, plan)
     return Trainer(
         ctx, model, compiled, compiled, optimizer, scaler, scheduler, plan,
         train_loader, val_loader, info, whole_step=whole_step,
@@ -189,11 +198,63 @@ def _whole_step_graph(
     return step_graph_blocker(conditions) is None
 
 
-def _maybe_compile(model: nn.Module, args: argparse.Namespace, ctx: DistContext) -> nn.Module:
-    """`torch.compile` on CUDA (mode COMPILE_MODE); never on the CPU or with --no-compile."""
-    if COMPILE_MODE is None or args.no_compile or ctx.device.type != "cuda":
+def _maybe_compile(
+    model: nn.Module, args: argparse.Namespace, ctx: DistContext, loader: DeviceLoader,
+    plan: PrecisionPlan,
+) -> nn.Module:  # fmt: skip
+    """`torch.compile` (mode COMPILE_MODE) on CUDA when this run is long enough to repay it.
+
+    `--compile auto` (the default unless the train block sets `compile`) times a few eager
+    forward-backward passes and compiles only if the planned steps would save more than
+    COMPILE_SECONDS; the first line of output says which way it went, and why.
+    """
+    choice = "off" if args.no_compile else args.compile
+    if COMPILE_MODE is None or choice == "off" or ctx.device.type != "cuda":
+        why = "no CUDA device" if ctx.device.type != "cuda" else f"--compile {choice}"
+        _say(ctx, f"compile: off ({'`compile = false`' if COMPILE_MODE is None else why})")
         return model
+    if choice == "auto":
+        steps = len(loader) // GRAD_ACCUM * args.epochs
+        steps = min(steps, args.max_steps) if args.max_steps is not None else steps
+        eager = _eager_step_seconds(model, loader, ctx, plan)
+        saved = steps * eager * (1 - COMPILED_STEP_SHARE)
+        estimate = f"{steps} steps x {eager * 1e3:.1f} ms eager; compiling saves ~{saved:.1f} s"
+        if saved < COMPILE_SECONDS:
+            _say(ctx, f"compile: off (auto: {estimate}, less than its ~{COMPILE_SECONDS:.0f} s)")
+            return model
+        _say(ctx, f"compile: on (auto: {estimate}, more than its ~{COMPILE_SECONDS:.0f} s)")
+    else:
+        _say(ctx, "compile: on (`--compile on`, or `compile` in the train block)")
     return torch.compile(model, mode=COMPILE_MODE)  # type: ignore[return-value]
+
+
+def _eager_step_seconds(
+    model: nn.Module, loader: DeviceLoader, ctx: DistContext, plan: PrecisionPlan, runs: int = 3
+) -> float:
+    """The time of one eager forward-backward on a training batch; leaves no trace (RNG,
+    gradients and buffers such as BatchNorm's statistics are as they were)."""
+    xb, yb = next(iter(loader))
+    buffers = [b.detach().clone() for b in model.buffers()]
+    with torch.random.fork_rng(devices=[ctx.device]):
+        for run in range(runs + 1):
+            if run == 1:
+                torch.cuda.synchronize(ctx.device)
+                start = time.perf_counter()
+            with autocast(plan, ctx.device):
+                loss = loss_fn(model(xb), xb, yb)
+            loss.backward()
+        torch.cuda.synchronize(ctx.device)
+        elapsed = (time.perf_counter() - start) / runs
+    model.zero_grad(set_to_none=True)
+    with torch.no_grad():
+        for buffer, saved in zip(model.buffers(), buffers, strict=True):
+            buffer.copy_(saved)
+    return elapsed
+
+
+def _say(ctx: DistContext, line: str) -> None:
+    if ctx.is_main:
+        print(line, flush=True)
 
 
 def resume(trainer: Trainer, path: str) -> None:
@@ -283,7 +344,7 @@ def _forward_backward(
     trainer: Trainer, xb: torch.Tensor, yb: torch.Tensor, sync: bool
 ) -> torch.Tensor:
     """Accumulate one micro-batch's gradients."""
-    _begin_step()
+    _begin_step(trainer)
     with autocast(trainer.plan, trainer.ctx.device):
         loss = loss_fn(trainer.train_model(xb), xb, yb)
     scaled = loss  # GRAD_ACCUM is 1
@@ -293,9 +354,12 @@ def _forward_backward(
     return loss.detach()
 
 
-def _begin_step() -> None:
-    """CUDA graphs (compile mode "reduce-overhead") reuse output memory: mark each step."""
-    if COMPILE_MODE == "reduce-overhead" and torch.cuda.is_available():
+def _begin_step(trainer: Trainer) -> None:
+    """CUDA graphs (compile mode "reduce-overhead") reuse output memory: mark each step.
+
+    Only a compiled model's: the call imports the compiler's machinery (seconds at start-up).
+    """
+    if COMPILE_MODE == "reduce-overhead" and trainer.eval_model is not trainer.model:
         torch.compiler.cudagraph_mark_step_begin()
 
 
@@ -326,7 +390,7 @@ def evaluate(trainer: Trainer) -> dict[str, float]:
     model.eval()
     totals = torch.zeros(2 + len(METRICS), device=device)  # loss, samples, then METRICS
     for xb, yb in trainer.val_loader:
-        _begin_step()
+        _begin_step(trainer)
         with autocast(trainer.plan, device):  # the loss runs in fp32 under it
             output = model(xb)
             totals[0] += loss_fn(output, xb, yb).float() * len(xb)
@@ -388,7 +452,7 @@ def train(args: argparse.Namespace, ctx: DistContext) -> int:
         resume(trainer, args.resume)
         log(f"resumed from {args.resume} after epoch {trainer.start_epoch}")
     metrics = MetricsWriter(args.metrics, enabled=ctx.is_main, tensorboard=args.tensorboard)
-    for epoch in range(trainer.start_epoch, args.epochs):
+    for epoch in range(trainer.start_epoch, args.epochs):  # train_vae.tl:22
         if _reached(trainer.step, args.max_steps):
             break
         start, start_step = time.perf_counter(), trainer.step
@@ -417,6 +481,9 @@ def main(argv: list[str] | None = None) -> int:
     except (DatasetUnavailable, DeviceUnavailable, CheckpointError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
+    except Exception as error:  # a bug's traceback, with the .tl/.nml lines it passed
+        add_source_notes(error, __file__)
+        raise
 
 
 # ---- runtime/distributed.py: Process groups for TensorLoom scripts: one script, run alone or under torchrun.
@@ -1159,6 +1226,58 @@ def restore_optimizer_modes(optimizer: torch.optim.Optimizer, modes: OptimizerMo
             step = state.get("step")
             if isinstance(step, torch.Tensor):
                 state["step"] = step.to(p.device if on_device else "cpu", torch.float32)
+
+
+# ---- runtime/sourcemap.py: Source locations for TensorLoom scripts: a run-time error names the .tl/.nml line behind it.
+_SOURCE_COMMENT = re.compile(r"#\s*([\w.-]+\.(?:tl|nml)):(\d+)\s*$")
+
+
+_ORIGIN = re.compile(r"^# Generated by TensorLoom \S+ from (.+?); edit the source\.$")
+
+
+def add_source_notes(error: BaseException, script: str) -> None:
+    """Adds a note per script frame of `error`'s traceback naming its .tl/.nml line."""
+    path = Path(script).resolve()
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return
+    notes: list[str] = []
+    for frame in traceback.extract_tb(error.__traceback__):
+        if frame.lineno is None or Path(frame.filename).resolve() != path:
+            continue
+        where = source_line_of(lines, frame.lineno)
+        note = where and _describe(where, lines, path)
+        if note and note not in notes:
+            notes.append(note)
+    for note in notes:
+        error.add_note(f"in the TensorLoom source: {note}")
+
+
+def source_line_of(lines: list[str], lineno: int) -> tuple[str, int] | None:
+    """(file, line) of the comment nearest at or above line `lineno` (1-based) in its function."""
+    for index in range(lineno - 1, -1, -1):
+        match = _SOURCE_COMMENT.search(lines[index])
+        if match:
+            return match.group(1), int(match.group(2))
+        if lines[index].lstrip().startswith(("def ", "class ")):
+            return None
+    return None
+
+
+def _describe(where: tuple[str, int], lines: list[str], script: Path) -> str:
+    name, number = where
+    origin = _ORIGIN.match(lines[0]) if lines else None
+    candidates = [script.parent / name, Path(name)]
+    if origin is not None:
+        candidates.insert(0, Path(origin.group(1)).parent / name)
+    for candidate in candidates:
+        try:
+            text = candidate.read_text(encoding="utf-8").splitlines()[number - 1].strip()
+        except (OSError, IndexError, UnicodeDecodeError):
+            continue
+        return f"{candidate}:{number}: {text}"
+    return f"{name}:{number}"
 
 
 if __name__ == "__main__":

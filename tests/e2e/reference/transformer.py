@@ -15,11 +15,12 @@ class TransformerBlock(nn.Module):
         self.dropout = nn.Dropout(dropout_rate)
 
     def forward(self, x):
-        x_1 = self.norm1(x)
+        x_1 = self.norm1(x)  # transformer.nml:32
+        # transformer.nml:33
         x = x + self.dropout(self.attention(x_1, x_1, x_1, need_weights=False)[0])
-        x_2 = self.norm2(x)
-        x = x + self.dropout(self.ff(x_2))
-        return x
+        x_2 = self.norm2(x)  # transformer.nml:35
+        x = x + self.dropout(self.ff(x_2))  # transformer.nml:36
+        return x  # transformer.nml:37
 
 
 class Transformer(nn.Module):
@@ -35,7 +36,7 @@ class Transformer(nn.Module):
         self.head = nn.Linear(d_model, vocab)
 
     def forward(self, tokens):
-        x = self.embed(tokens)
-        x = x + self.pos(x.transpose(1, 2)).transpose(1, 2)
-        x = self.block2(self.block1(x))
-        return self.head(self.norm(x))
+        x = self.embed(tokens)  # transformer.nml:56
+        x = x + self.pos(x.transpose(1, 2)).transpose(1, 2)  # transformer.nml:57
+        x = self.block2(self.block1(x))  # transformer.nml:58
+        return self.head(self.norm(x))  # transformer.nml:59

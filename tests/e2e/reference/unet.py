@@ -16,8 +16,8 @@ class ConvBlock(nn.Module):
         self.norm2 = nn.GroupNorm(4, c_out)
 
     def forward(self, x):
-        x = F.silu(self.norm1(self.conv1(x)))
-        return F.silu(self.norm2(self.conv2(x)))
+        x = F.silu(self.norm1(self.conv1(x)))  # unet.nml:22
+        return F.silu(self.norm2(self.conv2(x)))  # unet.nml:23
 
 
 class UNet(nn.Module):
@@ -34,9 +34,9 @@ class UNet(nn.Module):
         self.out = nn.Conv2d(width, channels, 1)
 
     def forward(self, x):
-        if self.training:
-            x = x + self.noise * torch.randn_like(x)
-        skip = self.down1(x)
-        deep = self.down2(self.pool(skip))
-        y = self.dec(torch.cat([self.up(deep), skip], dim=1))
-        return self.out(y)
+        if self.training:  # unet.nml:40
+            x = x + self.noise * torch.randn_like(x)  # unet.nml:41
+        skip = self.down1(x)  # unet.nml:42
+        deep = self.down2(self.pool(skip))  # unet.nml:43
+        y = self.dec(torch.cat([self.up(deep), skip], dim=1))  # unet.nml:44
+        return self.out(y)  # unet.nml:45

@@ -17,13 +17,13 @@ class VAE(nn.Module):
         self.dec2 = nn.Linear(hidden, in_dim)
 
     def forward(self, x):
-        h = F.relu(self.enc(x))
-        m = self.mu(h)
-        lv = self.logvar(h)
-        if self.training:
-            z_1 = m + torch.exp(0.5 * lv) * torch.randn_like(lv)
-            z = z_1
+        h = F.relu(self.enc(x))  # vae.nml:23
+        m = self.mu(h)  # vae.nml:24
+        lv = self.logvar(h)  # vae.nml:25
+        if self.training:  # vae.nml:27
+            z_1 = m + torch.exp(0.5 * lv) * torch.randn_like(lv)  # vae.nml:28
+            z = z_1  # vae.nml:27
         else:
             z = m
-        recon = self.dec2(F.relu(self.dec1(z)))
-        return recon, m, lv
+        recon = self.dec2(F.relu(self.dec1(z)))  # vae.nml:29
+        return recon, m, lv  # vae.nml:30

@@ -14,12 +14,12 @@ if not torch.cuda.is_available() and "TRITON_INTERPRET" not in os.environ:
 
 @triton.jit
 def vector_add(x_ptr, y_ptr, z_ptr, n, BLOCK: tl.constexpr):
-    pid = tl.program_id(axis=0)
-    offsets = pid * BLOCK + tl.arange(0, BLOCK)
-    mask = offsets < n
-    x = tl.load(x_ptr + offsets, mask=mask)
-    y = tl.load(y_ptr + offsets, mask=mask)
-    tl.store(z_ptr + offsets, x + y, mask=mask)
+    pid = tl.program_id(axis=0)  # vector_add.tl:5
+    offsets = pid * BLOCK + tl.arange(0, BLOCK)  # vector_add.tl:6
+    mask = offsets < n  # vector_add.tl:7
+    x = tl.load(x_ptr + offsets, mask=mask)  # vector_add.tl:8
+    y = tl.load(y_ptr + offsets, mask=mask)  # vector_add.tl:9
+    tl.store(z_ptr + offsets, x + y, mask=mask)  # vector_add.tl:10
 
 
 def vector_add_launcher(x, y, *, z=None, BLOCK=1024):
@@ -44,12 +44,12 @@ DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def main():
-    torch.manual_seed(0)
-    x = torch.randn(4096, device=DEVICE)
-    y = torch.randn(4096, device=DEVICE)
-    z = vector_add_launcher(x, y)
-    print("max abs difference:", (z - (x + y)).abs().max().item())
+    torch.manual_seed(0)  # vector_add.tl:12
+    x = torch.randn(4096, device=DEVICE)  # vector_add.tl:13
+    y = torch.randn(4096, device=DEVICE)  # vector_add.tl:14
+    z = vector_add_launcher(x, y)  # vector_add.tl:15
+    print("max abs difference:", (z - (x + y)).abs().max().item())  # vector_add.tl:16
 
 
 if __name__ == "__main__":
-    main()
+    main()  # vector_add.tl:12

@@ -18,10 +18,11 @@ class EncoderBlock(nn.Module):
         self.drop = nn.Dropout(dropout)
 
     def forward(self, x):
-        h = self.ln_1(x)
+        h = self.ln_1(x)  # vision_transformer.nml:33
         x = x + self.drop(self.self_attention(h, h, h, need_weights=False)[0])
+        # vision_transformer.nml:34
         x = x + self.drop(self.fc2(self.drop(F.gelu(self.fc1(self.ln_2(x))))))
-        return x
+        return x  # vision_transformer.nml:35
 
 
 class VisionTransformer(nn.Module):
@@ -38,10 +39,10 @@ class VisionTransformer(nn.Module):
         self.head = nn.Linear(hidden, classes)
 
     def forward(self, x):
-        B = x.size(0)
-        x = self.conv_proj(x).flatten(2).transpose(1, 2)
-        x = torch.cat([self.class_token.expand(B, -1, -1), x], dim=1)
-        x = self.drop(x + self.pos_embedding)
-        for layer in self.layers:
-            x = layer(x)
-        return self.head(self.ln(x)[:, 0])
+        B = x.size(0)  # vision_transformer.nml:58
+        x = self.conv_proj(x).flatten(2).transpose(1, 2)  # vision_transformer.nml:59
+        x = torch.cat([self.class_token.expand(B, -1, -1), x], dim=1)  # vision_transformer.nml:60
+        x = self.drop(x + self.pos_embedding)  # vision_transformer.nml:61
+        for layer in self.layers:  # vision_transformer.nml:62
+            x = layer(x)  # vision_transformer.nml:63
+        return self.head(self.ln(x)[:, 0])  # vision_transformer.nml:64

@@ -36,7 +36,7 @@ builtin.module {
 // CHECK-NEXT:   torch.module_class @Classifier()
 // CHECK:        torch.raw "def loss_fn({{.*}}F.cross_entropy(output, target, label_smoothing=0.1, reduction=reduction)"
 // CHECK:        torch.raw "def build_trainer({{.*}}torch.optim.AdamW(\0A        model.parameters(), lr=LEARNING_RATE, weight_decay=0.01, fused=ctx.device.type == \22cuda\22
-// CHECK:        torch.raw "def _begin_step()
+// CHECK:        torch.raw "def _begin_step(trainer: Trainer)
 // CHECK:        torch.runtime []
 // CHECK-NEXT:   torch.raw "if __name__ == \22__main__\22:\0A    sys.exit(main())"
 // CHECK-NEXT: }

@@ -40,20 +40,6 @@ train.loop @net on @data {
 // -----
 
 train.loop @net on @data {
-  train.process_group "mpi"
-}
-// CHECK: process group backend must be one of "nccl", "gloo", got "mpi"
-
-// -----
-
-train.loop @net on @data {
-  train.rank_zero_only []
-}
-// CHECK: rank_zero_only needs at least one action
-
-// -----
-
-train.loop @net on @data {
   train.compile @net mode "fast"
 }
 // CHECK: compile mode must be one of "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs", got "fast"
@@ -67,5 +53,5 @@ train.loop @net on @data {
 
 // -----
 
-train.grad_scaler
-// CHECK: 'train.grad_scaler' expects parent op 'train.loop'
+train.autocast "float16"
+// CHECK: 'train.autocast' expects parent op 'train.loop'
