@@ -60,7 +60,7 @@ from tensorloom.passes.model_env import (
     forward_of,
     models_of,
 )
-from tensorloom.passes.shape_inference import infer_instantiation, instance_of
+from tensorloom.passes.shape_inference import MODEL_OUTPUT
 from tensorloom.source import Span
 
 
@@ -486,27 +486,15 @@ class LoopChecker:
                 checked.add(func)
 
     def _output_type(self, instance: InstanceOp) -> Attribute | None:
-        """The model's output type on this loop's data, symbols resolved."""
-        models = models_of(self.module)
-        inst = instance_of(instance, models, self.loop, self.module)
-        done = infer_instantiation(inst, models, quiet=True) if inst is not None else None
-        if done is None:
-            return None
-        result = done.output
-        if not isinstance(result, TensorType) or result.dims is None:
-            return result
-        return result.with_dims(done.inference.unifier.resolve_shape(result.dims))
+        """The model's output type on this loop's data, symbols resolved: what
+        `shape-inference` wrote on the loop (`model_output`)."""
+        return self.loop.attributes.get(MODEL_OUTPUT)
 
     def _output(self, instance: InstanceOp) -> tuple[Dim, ...] | None:
-        models = models_of(self.module)
-        inst = instance_of(instance, models, self.loop, self.module)
-        done = infer_instantiation(inst, models, quiet=True) if inst is not None else None
-        if done is None:
-            return None
-        result = done.output
+        result = self._output_type(instance)
         if not isinstance(result, TensorType) or result.dims is None:
             return None
-        return done.inference.unifier.resolve_shape(result.dims)
+        return result.dims
 
     def _classes(self, output: tuple[Dim, ...], info: DatasetInfo, loss: str) -> None:
         if not output:

@@ -53,11 +53,13 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     ModuleOp,
+    StringAttr,
     i1,
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.traits import SymbolTable
 
 from tensorloom.diagnostics.core import Diagnostic, DiagnosticSink, Label
 from tensorloom.diagnostics.ir import report, reporting, span_of
@@ -130,6 +132,7 @@ class FlowStep:
     op: str
     shape: str
     params: int
+    type: Attribute | None = None  # the shape as a type, its symbols resolved when it was made
 
 
 @dataclass(slots=True)
@@ -142,6 +145,8 @@ class ModelFlow:
     output: str
     steps: list[FlowStep] = field(default_factory=list[FlowStep])
     declared: int | None = None  # every declared layer once; None inside a nested model
+    input_types: list[Attribute] = field(default_factory=list[Attribute])
+    output_type: Attribute | None = None
 
     @property
     def params(self) -> int:
@@ -161,6 +166,7 @@ class Instantiation:
     env: Env
     inputs: list[Attribute] | None = None
     data_span: Span | None = None
+    loop: train.LoopOp | None = None  # the train loop whose data gave `inputs`
 
 
 # --- one instantiation ----------------------------------------------------------------------
@@ -286,7 +292,7 @@ class Inference:
             result = TensorType.unranked()
         self.types[op.results[0]] = result
         if isinstance(result, TensorType) and not isinstance(op, ListOp | DimOp):
-            flow.steps.append(FlowStep("", op.name, self.format_type(result), 0))
+            flow.steps.append(self.step("", op.name, result, 0))
 
     def _report_builtin(self, op: Operation, error: ShapeMismatch) -> None:
         span = span_of(op)
@@ -308,14 +314,14 @@ class Inference:
         return Label(span, f"input is {self.format_type(self.type_of(op.operands[index]))}")
 
     def format_type(self, attr: Attribute) -> str:
-        if isinstance(attr, TupleType):
-            return "(" + ", ".join(self.format_type(t) for t in attr.types) + ")"
-        if not isinstance(attr, TensorType):
-            return str(attr)
-        if attr.prefixed and attr.suffix is not None:
-            inner = self.unifier.format_shape(tuple(self.unifier.resolve(d) for d in attr.suffix))
-            return "[..., " + inner[1:] if inner != "[]" else "[...]"
-        return self.unifier.format_shape(attr.dims)
+        return format_type(attr, self.unifier)
+
+    def resolved_type(self, attr: Attribute) -> Attribute:
+        """`attr` with its symbols as the unifier has them now (`T` bound to 128: 128)."""
+        return resolved_type(attr, self.unifier)
+
+    def step(self, name: str, op: str, result: Attribute, params: int) -> FlowStep:
+        return FlowStep(name, op, self.format_type(result), params, self.resolved_type(result))
 
     def _track_scalars(self, op: Operation, env: Env) -> None:
         """Integers the forward computes that shapes may use (`x.size(0)`)."""
@@ -398,9 +404,7 @@ class Inference:
     def _repeat_steps(self, flow: ModelFlow, times: int) -> None:
         """The remaining iterations repeat the last one's layers (same types, same counts)."""
         for _ in range(times):
-            flow.steps.extend(
-                FlowStep(s.name, s.kind, s.output, s.params) for s in self._last_iteration
-            )
+            flow.steps.extend(self._last_iteration)
 
     def _iterations(self, model: ModelOp, op: ForOp, env: Env) -> list[int]:
         """The counter's values: the list's positions, or the range's values if known."""
@@ -647,7 +651,7 @@ class Inference:
             result = self._from_placeholder(result, shape, bound)
         params = bound.spec.param_count(bound)
         name = label or layer.sym_name.data
-        flow.steps.append(FlowStep(name, _describe(bound), self.format_type(result), params))
+        flow.steps.append(self.step(name, _describe(bound), result, params))
         return result
 
     def _suffix_input(self, op: ApplyOp | ApplyAtOp, bound: BoundLayer) -> Shape:
@@ -734,7 +738,7 @@ class Inference:
         self.hooks.on_return(op, forward)
         self.depth -= 1
         kind = nested.sym_name.data
-        flow.steps.append(FlowStep(name, kind, self.format_type(result), inner.params))
+        flow.steps.append(self.step(name, kind, result, inner.params))
         return result
 
     def _tensor_args(self, op: ApplyOp | ApplyAtOp) -> list[Attribute]:
@@ -777,6 +781,34 @@ class Inference:
             "TL0201", mismatch.render(name), primary, secondary=secondary, help=help_text
         )
         report(diagnostic)
+
+
+def format_type(attr: Attribute, unifier: Unifier | None = None) -> str:
+    """A type as `tlc check` shows it: `[B, 256]`, `[..., 10]`, `([B, 4], [B])`."""
+    unifier = unifier if unifier is not None else Unifier()
+    if isinstance(attr, TupleType):
+        return "(" + ", ".join(format_type(t, unifier) for t in attr.types) + ")"
+    if not isinstance(attr, TensorType):
+        return str(attr)
+    if attr.prefixed and attr.suffix is not None:
+        inner = unifier.format_shape(tuple(unifier.resolve(d) for d in attr.suffix))
+        return "[..., " + inner[1:] if inner != "[]" else "[...]"
+    return unifier.format_shape(attr.dims)
+
+
+def resolved_type(attr: Attribute, unifier: Unifier) -> Attribute:
+    """`attr` with every symbol the unifier knows replaced by its value or class name:
+    `format_type(resolved_type(t, u))` is `format_type(t, u)`."""
+    if isinstance(attr, TupleType):
+        return TupleType.of([resolved_type(t, unifier) for t in attr.types])
+    if not isinstance(attr, TensorType):
+        return attr
+    if attr.prefixed and attr.suffix is not None:
+        suffix = tuple(unifier.resolve(d) for d in attr.suffix)
+        return TensorType.from_suffix(suffix, attr.element_type)
+    if attr.dims is None:
+        return attr
+    return attr.with_dims(unifier.resolve_shape(attr.dims))
 
 
 def _values_of(func: FuncOp) -> list[SSAValue]:
@@ -961,7 +993,7 @@ def instance_of(
         return None
     overrides = evaluate_kwargs(op.overrides.data, {})
     env = model_env(model, overrides if isinstance(overrides, dict) else {})
-    found = Instantiation(op.sym_name.data, model, env)
+    found = Instantiation(op.sym_name.data, model, env, loop=loop)
     info = _dataset_inputs(loop, module) if loop is not None else None
     data_input = dataset_input(info) if info is not None else None
     if data_input is not None and loop is not None:
@@ -1044,10 +1076,13 @@ def infer_instantiation(
     for name, size in dim_bindings(inst.model).items():
         inference.unifier.unify(name, size)
     args = input_types(inst, forward, inference)
-    inputs = [inference.format_type(a) for a in args]
-    flow = ModelFlow(inst.name, inst.model.sym_name.data, inputs, "")
+    flow = ModelFlow(inst.name, inst.model.sym_name.data, [], "")
     result = inference.run(inst.model, forward, inst.env, args, flow)
+    # The inputs as the forward fixed them (`[B, C, H, W]` into `Conv2d(1, ...)`: C is 1).
+    flow.inputs = [inference.format_type(a) for a in args]
+    flow.input_types = [inference.resolved_type(a) for a in args]
     flow.output = inference.format_type(result)
+    flow.output_type = inference.resolved_type(result)
     flow.declared = declared_params(inst.model, inst.env, models)
     return Inferred(flow, result, inference)
 
@@ -1056,20 +1091,133 @@ def infer_shapes(
     module: ModuleOp, *, write_back: bool = True, quiet: bool = False
 ) -> list[ModelFlow]:
     """Steps 1-6 over a module; the shape flow of every instantiation (a model
-    used only as a layer of another is shown inside it, not on its own)."""
+    used only as a layer of another is shown inside it, not on its own).
+
+    With `write_back` (the pass) the results go into the IR too: the types of
+    the values, each train loop's model output (`model_output`, and for
+    `load_dataset()` data the synthetic samples' `synthetic_sample` and
+    `synthetic_output`), and the flows as the module's `tl.flows`, which
+    `flows_in(module)` reads back. Later passes and `tlc check` read these; none
+    infers again."""
     if quiet:
         with reporting(DiagnosticSink()):
             return infer_shapes(module, write_back=write_back)
     models = models_of(module)
-    done = [infer_instantiation(inst, models) for inst in instantiations(module, models)]
+    insts = instantiations(module, models)
+    done = [infer_instantiation(inst, models) for inst in insts]
     inferred = [d for d in done if d is not None]
     nested = {layer.kind.data for m in models.values() for layer in layers_of(m).values()}
     shown = [r.flow for r in inferred if r.flow.name != r.flow.model or r.flow.model not in nested]
     if write_back:  # only now: every instantiation starts from the declared types
+        by_loop = {i.loop: d for i, d in zip(insts, done, strict=True) if i.loop is not None}
+        for loop in [op for op in module.walk() if isinstance(op, train.LoopOp)]:
+            _record_loop(module, loop, models, by_loop)
+        module.attributes[FLOWS] = ArrayAttr([_flow_attr(f) for f in shown])
         written: set[FuncOp] = set()
         for result in inferred:
             _write_back(result.inference, written)
     return shown
+
+
+MODEL_OUTPUT = "model_output"
+"""On a `train.loop`: the type its model's forward returns on the loop's data."""
+SYNTHETIC_SAMPLE = "synthetic_sample"
+"""On a `train.loop` over `load_dataset()`: the sample shape the model takes (`[784]`)."""
+SYNTHETIC_OUTPUT = "synthetic_output"
+"""... and the type the forward returns on a batch of such samples."""
+FLOWS = "tl.flows"
+"""On the module: each instantiation's shape flow, as `tlc check` shows it."""
+
+
+def _record_loop(
+    module: ModuleOp,
+    loop: train.LoopOp,
+    models: dict[str, ModelOp],
+    by_loop: Mapping[train.LoopOp, Inferred | None],
+) -> None:
+    """What the train passes need of the loop's model, as attributes on the loop."""
+    instance = SymbolTable.lookup_symbol(module, loop.model)
+    if not isinstance(instance, InstanceOp):
+        return
+    if loop in by_loop:
+        done = by_loop[loop]
+    else:  # a second loop training the same instance, on other data
+        inst = instance_of(instance, models, loop, module)
+        done = infer_instantiation(inst, models, quiet=True) if inst is not None else None
+    if done is not None:
+        loop.attributes[MODEL_OUTPUT] = done.inference.resolved_type(done.output)
+    data = SymbolTable.lookup_symbol(module, loop.data)
+    if isinstance(data, train.DatasetOp) and _synthetic(data):
+        _record_synthetic(module, loop, instance, models)
+
+
+def _synthetic(data: train.DatasetOp) -> bool:
+    """`load_dataset()` with nothing said about its samples: their shape comes from the model."""
+    options = data.options.data
+    return data.source is None and "sample_shape" not in options and "num_classes" not in options
+
+
+def _record_synthetic(
+    module: ModuleOp, loop: train.LoopOp, instance: InstanceOp, models: dict[str, ModelOp]
+) -> None:
+    from tensorloom.passes.infer_synthetic_data import synthetic_sample
+
+    inst = instance_of(instance, models, None, module)
+    sample = synthetic_sample(inst.model, inst.env, models) if inst is not None else None
+    if inst is None or sample is None:
+        return
+    inst.inputs = [TensorType.from_dims([BATCH, *sample])]
+    done = infer_instantiation(inst, models, quiet=True)
+    if done is None:
+        return
+    loop.attributes[SYNTHETIC_SAMPLE] = ArrayAttr([IntegerAttr(d, i64) for d in sample])
+    loop.attributes[SYNTHETIC_OUTPUT] = done.inference.resolved_type(done.output)
+
+
+def _flow_attr(flow: ModelFlow) -> DictionaryAttr:
+    entries: dict[str, Attribute] = {
+        "name": StringAttr(flow.name),
+        "model": StringAttr(flow.model),
+        "inputs": ArrayAttr(flow.input_types),
+        "output": flow.output_type or TensorType.unranked(),
+        "steps": ArrayAttr([_step_attr(step) for step in flow.steps]),
+    }
+    if flow.declared is not None:
+        entries["params"] = IntegerAttr(flow.declared, i64)
+    return DictionaryAttr(entries)
+
+
+def _step_attr(step: FlowStep) -> ArrayAttr:
+    kind = step.type if step.type is not None else TensorType.unranked()
+    params = IntegerAttr(step.params, i64)
+    return ArrayAttr([StringAttr(step.name), StringAttr(step.op), kind, params])
+
+
+def flows_in(module: ModuleOp) -> list[ModelFlow]:
+    """The flows the shape-inference pass recorded in `module` (none if it did not run)."""
+    attr = module.attributes.get(FLOWS)
+    if not isinstance(attr, ArrayAttr):
+        return []
+    return [_flow_of(entry) for entry in attr.data if isinstance(entry, DictionaryAttr)]
+
+
+def _flow_of(attr: DictionaryAttr) -> ModelFlow:
+    data = attr.data
+    inputs = list(data["inputs"].data)  # type: ignore[attr-defined]
+    params = data.get("params")
+    flow = ModelFlow(
+        data["name"].data,  # type: ignore[attr-defined]
+        data["model"].data,  # type: ignore[attr-defined]
+        [format_type(t) for t in inputs],
+        format_type(data["output"]),
+        declared=params.value.data if isinstance(params, IntegerAttr) else None,
+        input_types=inputs,
+        output_type=data["output"],
+    )
+    for step in data["steps"].data:  # type: ignore[attr-defined]
+        name, op, kind, count = step.data
+        flow.steps.append(FlowStep(name.data, op.data, format_type(kind), count.value.data, kind))
+    return flow
 
 
 def write_back_types(inference: Inference) -> None:
