@@ -58,6 +58,7 @@ from tensorloom.passes.model_env import (
     evaluate,
     evaluate_kwargs,
     forward_of,
+    lookup_symbol,
     models_of,
 )
 from tensorloom.passes.shape_inference import MODEL_OUTPUT
@@ -396,15 +397,7 @@ class LoopChecker:
     # --- dataset ----------------------------------------------------------------------
 
     def _dataset(self) -> DatasetInfo | None:
-        name = self.loop.data.root_reference.data
-        op = next(
-            (
-                o
-                for o in self.module.walk()
-                if isinstance(o, train.DatasetOp) and o.sym_name.data == name
-            ),
-            None,
-        )
+        op = lookup_symbol(self.module, self.loop.data, train.DatasetOp)
         if op is None:
             return None
         options = evaluate_kwargs(op.options.data, {})
@@ -456,15 +449,7 @@ class LoopChecker:
         return True
 
     def _instance(self) -> InstanceOp | None:
-        name = self.loop.model.root_reference.data
-        return next(
-            (
-                o
-                for o in self.module.walk()
-                if isinstance(o, InstanceOp) and o.sym_name.data == name
-            ),
-            None,
-        )
+        return lookup_symbol(self.module, self.loop.model, InstanceOp)
 
     def _metrics(self, info: DatasetInfo | None, instance: InstanceOp | None) -> None:
         op = self.loop.settings().get("metrics")

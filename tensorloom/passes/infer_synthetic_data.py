@@ -27,10 +27,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, SymbolRefAttr, i64
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, i64
 from xdsl.ir import Attribute, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.traits import SymbolTable
 
 from tensorloom.dialects import nml, train
 from tensorloom.dialects.nml import TensorType
@@ -39,6 +38,7 @@ from tensorloom.passes.model_env import (
     bind_layer,
     forward_of,
     layers_of,
+    lookup_symbol,
     model_env,
     nested_overrides,
 )
@@ -136,19 +136,9 @@ def _int(value: int) -> IntegerAttr:
     return IntegerAttr(value, i64)
 
 
-def _dataset(module: ModuleOp, ref: SymbolRefAttr) -> train.DatasetOp | None:
-    found = SymbolTable.lookup_symbol(module, ref)
-    return found if isinstance(found, train.DatasetOp) else None
-
-
-def _instance(module: ModuleOp, ref: SymbolRefAttr) -> nml.InstanceOp | None:
-    found = SymbolTable.lookup_symbol(module, ref)
-    return found if isinstance(found, nml.InstanceOp) else None
-
-
 def fill_synthetic(module: ModuleOp, loop: train.LoopOp) -> None:
-    data = _dataset(module, loop.data)
-    instance = _instance(module, loop.model)
+    data = lookup_symbol(module, loop.data, train.DatasetOp)
+    instance = lookup_symbol(module, loop.model, nml.InstanceOp)
     if data is None or instance is None or data.source is not None:
         return
     if "sample_shape" in data.options.data or "num_classes" in data.options.data:

@@ -59,7 +59,6 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.traits import SymbolTable
 
 from tensorloom.diagnostics.core import Diagnostic, DiagnosticSink, Label
 from tensorloom.diagnostics.ir import report, reporting, span_of
@@ -113,7 +112,7 @@ from tensorloom.passes.model_env import (
     forward_of,
     layer_count,
     layers_of,
-    methods_of,
+    lookup_symbol,
     model_env,
     models_of,
     nested_overrides,
@@ -758,7 +757,7 @@ class Inference:
         report(Diagnostic.error("TL0310", message, Label(span, ""), help=help_text))
 
     def _method_call(self, model: ModelOp, op: CallOp, env: Env, flow: ModelFlow) -> None:
-        method = methods_of(model).get(op.callee.data.removeprefix("self."))
+        method = lookup_symbol(model, op.callee.data.removeprefix("self."), FuncOp)
         if method is None or op.method is not None or self.depth > MAX_DEPTH:
             return
         self.depth += 1
@@ -947,16 +946,15 @@ def _literal(value: object) -> str:
 
 
 def _dataset_inputs(loop: train.LoopOp, module: ModuleOp) -> DatasetInfo | None:
-    name = loop.data.root_reference.data
-    for op in module.walk():
-        if isinstance(op, train.DatasetOp) and op.sym_name.data == name:
-            options = evaluate_kwargs(op.options.data, {})
-            if not isinstance(options, dict):
-                return None
-            source = op.source.data if op.source is not None else None
-            info = lookup_dataset(source, options)  # type: ignore[arg-type]
-            return info if isinstance(info, DatasetInfo) else None
-    return None
+    op = lookup_symbol(module, loop.data, train.DatasetOp)
+    if op is None:
+        return None
+    options = evaluate_kwargs(op.options.data, {})
+    if not isinstance(options, dict):
+        return None
+    source = op.source.data if op.source is not None else None
+    info = lookup_dataset(source, options)  # type: ignore[arg-type]
+    return info if isinstance(info, DatasetInfo) else None
 
 
 def dataset_input(info: DatasetInfo) -> TensorType | None:
@@ -1136,8 +1134,8 @@ def _record_loop(
     by_loop: Mapping[train.LoopOp, Inferred | None],
 ) -> None:
     """What the train passes need of the loop's model, as attributes on the loop."""
-    instance = SymbolTable.lookup_symbol(module, loop.model)
-    if not isinstance(instance, InstanceOp):
+    instance = lookup_symbol(module, loop.model, InstanceOp)
+    if instance is None:
         return
     if loop in by_loop:
         done = by_loop[loop]
@@ -1146,8 +1144,8 @@ def _record_loop(
         done = infer_instantiation(inst, models, quiet=True) if inst is not None else None
     if done is not None:
         loop.attributes[MODEL_OUTPUT] = done.inference.resolved_type(done.output)
-    data = SymbolTable.lookup_symbol(module, loop.data)
-    if isinstance(data, train.DatasetOp) and _synthetic(data):
+    data = lookup_symbol(module, loop.data, train.DatasetOp)
+    if data is not None and _synthetic(data):
         _record_synthetic(module, loop, instance, models)
 
 
