@@ -5,8 +5,12 @@
     }
 
 becomes `%0 = nml.apply @fc1(%x) : (!nml.tensor<[B, 784], f32>) -> !nml.tensor<[B, 256], f32>`
-and a forward's return type is set. The pass knows no op by name: each builtin
-op brings its own `infer_shape`, each layer its catalogue rule.
+and a forward's return type is set. The pass knows no op by name: each op's
+shape trait (tensorloom/dialects/nml/shape_trait.py) says how its result types
+follow from its operands': `FromOperands` for the builtins (the op's own rule),
+`FromInstantiation(rule)` for the ops whose types depend on what they name in
+the instantiation (a layer's catalogue rule, a nested model's forward, a loop's
+iterations), applied by the rule of that name here.
 
 Algorithm:
 
@@ -20,21 +24,24 @@ Algorithm:
    a dataset that disagree are an error.
 3. Give each instantiation a fresh `Unifier`, so `B` or `T` means one size
    within it and nothing across instantiations.
-4. Walk the forward's ops in order and compute each result's type: a builtin
-   op by its own `infer_shape`; `nml.apply` of a catalogue layer by the
-   catalogue's rule for the layer bound under the config; `nml.apply` of a
-   model, or a call of another method, by steps 4-5 on that forward; any other
-   op keeps its type.
+4. Walk the forward's ops in order and compute each result's type by the op's
+   shape trait; `nml.apply` of a model, or a call of another method, by steps
+   4-5 on that forward; an op without a trait keeps its type.
 5. Report a failed rule at the op (the pipe stage or call), with a label at the
    layer's declaration and the shape that came in; the result becomes unknown
    so that one mistake is reported once.
-6. Write the types of the first instantiation of each model (the one a train
-   loop uses first) back into the IR, symbols resolved through its unifier.
+6. Write the results into the IR: the types of the first instantiation of each
+   model (the one a train loop uses first), symbols resolved through its
+   unifier, each value replaced through xDSL's `Rewriter.replace_value_with_new_type`;
+   on each `train.loop` its model's output type (`model_output`, and for
+   `load_dataset()` data `synthetic_sample` and `synthetic_output`); on the
+   module every instantiation's shape flow (`tl.flows`). check-train,
+   infer-synthetic-data and `tlc check` read these instead of inferring again.
 
 `infer_shapes(module)` runs steps 1-6 and returns each instantiation's shape
-flow (layer by layer output shapes and parameter counts) for `tlc check`.
-A client that needs more than the flow (`tlc info`'s tracer) follows the walk
-through `InferenceHooks`.
+flow (layer by layer output shapes and parameter counts); `flows_in(module)`
+reads the flows the pass recorded. A client that needs more than the flow
+(`tlc info`'s tracer) follows the walk through `InferenceHooks`.
 """
 
 from __future__ import annotations
@@ -42,6 +49,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
@@ -59,6 +67,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
 
 from tensorloom.diagnostics.core import Diagnostic, DiagnosticSink, Label
 from tensorloom.diagnostics.ir import report, reporting, span_of
@@ -76,7 +85,6 @@ from tensorloom.dialects.nml import (
     DimOp,
     ForOp,
     FuncOp,
-    FunctionalOp,
     GetAttrOp,
     IfOp,
     IndexOp,
@@ -86,13 +94,17 @@ from tensorloom.dialects.nml import (
     ModelOp,
     RefOp,
     ReturnOp,
-    SizedOp,
     TensorType,
     TupleGetOp,
     TupleType,
     YieldOp,
 )
 from tensorloom.dialects.nml.builtins import tuple_item
+from tensorloom.dialects.nml.shape_trait import (
+    FromInstantiation,
+    FromOperands,
+    ShapeInferenceTrait,
+)
 from tensorloom.dialects.nml.types import Dim
 from tensorloom.dialects.shapes import (
     Shape,
@@ -246,44 +258,28 @@ class Inference:
         return yielded
 
     def visit(self, model: ModelOp, op: Operation, env: Env, flow: ModelFlow) -> None:
-        if isinstance(op, ForOp):
-            self._for(model, op, env, flow)
-        elif isinstance(op, IfOp):
-            self._if(model, op, env, flow)
-        elif isinstance(op, ApplyAtOp):
-            self._apply_at(model, op, env, flow)
-        elif isinstance(op, TupleGetOp):
-            self._tuple_get(op, flow)
-        elif isinstance(op, GetAttrOp):
-            self._getattr(model, op, env)
-        elif isinstance(op, RefOp):
-            self._ref(model, op, env)
-        elif isinstance(op, ApplyOp):
-            self._apply(model, op, env, flow)
-        elif isinstance(op, SizedOp):
-            self._sized(op, flow)
-        elif isinstance(op, FunctionalOp):
-            self._functional(op, flow)
-        elif isinstance(op, CallOp) and op.callee.data in COMPARISONS:
-            self._comparison(op)
-        elif isinstance(op, CallOp):
-            self._method_call(model, op, env, flow)
+        """Type `op`'s results by its shape trait (tensorloom/dialects/nml/shape_trait.py);
+        an op without one keeps its types."""
+        trait = op.get_trait(ShapeInferenceTrait)
+        if isinstance(trait, FromOperands):
+            self._from_operands(op, trait, flow)
+        elif isinstance(trait, FromInstantiation):
+            INSTANTIATION_RULES[trait.rule](self, model, op, env, flow)
         self._track_scalars(op, env)
         self.hooks.on_op(op, model, env)
 
     # --- builtins -------------------------------------------------------------------
 
-    def _functional(self, op: FunctionalOp, flow: ModelFlow) -> None:
+    def _from_operands(self, op: Operation, trait: FromOperands, flow: ModelFlow) -> None:
         operands = [self.type_of(v) for v in op.operands]
-        result = op.infer_shape(operands, self.unifier)
-        self._finish(op, result, flow)
+        self._finish(op, trait.infer(op, operands, self.scalars.get, self.unifier), flow)
 
-    def _sized(self, op: SizedOp, flow: ModelFlow) -> None:
-        """Sizes known only at run time are often known here: `x.size(0)` is a
-        symbol of the input, a config reference is the config's value."""
-        sizes = [self.scalars.get(v) for v in op.dynamic_sizes]
-        operands = [self.type_of(v) for v in op.operands]
-        self._finish(op, op.infer_sized(operands, sizes, self.unifier), flow)
+    def _call(self, model: ModelOp, op: CallOp, env: Env, flow: ModelFlow) -> None:
+        """A comparison (`x > 0`), else a call of another method of the model."""
+        if op.callee.data in COMPARISONS:
+            self._comparison(op)
+        else:
+            self._method_call(model, op, env, flow)
 
     def _finish(self, op: Operation, result: Attribute | ShapeMismatch, flow: ModelFlow) -> None:
         if isinstance(result, ShapeMismatch):
@@ -782,6 +778,20 @@ class Inference:
         report(diagnostic)
 
 
+InstantiationRule = Callable[[Inference, ModelOp, Any, Env, ModelFlow], None]
+INSTANTIATION_RULES: dict[str, InstantiationRule] = {
+    "for": Inference._for,
+    "if": Inference._if,
+    "apply": Inference._apply,
+    "apply_at": Inference._apply_at,
+    "call": Inference._call,
+    "getattr": lambda self, model, op, env, flow: self._getattr(model, op, env),
+    "ref": lambda self, model, op, env, flow: self._ref(model, op, env),
+    "tuple_get": lambda self, model, op, env, flow: self._tuple_get(op, flow),
+}
+"""The rules an op's `FromInstantiation(rule)` trait names, by name."""
+
+
 def format_type(attr: Attribute, unifier: Unifier | None = None) -> str:
     """A type as `tlc check` shows it: `[B, 256]`, `[..., 10]`, `([B, 4], [B])`."""
     unifier = unifier if unifier is not None else Unifier()
@@ -1229,7 +1239,9 @@ def _write_back(inference: Inference, written: set[FuncOp]) -> None:
             continue
         written.add(func)
         for value, attr in types.items():
-            value._type = _resolved(attr, inference.unifier)  # refined in place: uses stay
+            refined = _resolved(attr, inference.unifier)
+            if refined != value.type:  # a new value of the refined type takes every use
+                Rewriter.replace_value_with_new_type(value, refined)
         _retype_func(func)
 
 
