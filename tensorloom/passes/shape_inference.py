@@ -69,12 +69,19 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
+from tensorloom.catalogue.datasets import DatasetInfo, lookup_dataset
+from tensorloom.catalogue.layers import BoundLayer, lookup
+from tensorloom.catalogue.layers.parameter import PARAMETER
+from tensorloom.catalogue.shapes import (
+    Shape,
+    ShapeMismatch,
+    Unifier,
+    broadcast,
+    format_shape,
+)
 from tensorloom.diagnostics.core import Diagnostic, DiagnosticSink, Label
 from tensorloom.diagnostics.ir import report, reporting, span_of
 from tensorloom.dialects import train
-from tensorloom.dialects.datasets import DatasetInfo, lookup_dataset
-from tensorloom.dialects.layers import BoundLayer, lookup
-from tensorloom.dialects.layers.parameter import PARAMETER
 from tensorloom.dialects.nml import (
     AnyType,
     ApplyAtOp,
@@ -106,13 +113,6 @@ from tensorloom.dialects.nml.shape_trait import (
     ShapeInferenceTrait,
 )
 from tensorloom.dialects.nml.types import Dim
-from tensorloom.dialects.shapes import (
-    Shape,
-    ShapeMismatch,
-    Unifier,
-    broadcast,
-    format_shape,
-)
 from tensorloom.passes.check_scopes import MODULE_ATTRIBUTES
 from tensorloom.passes.model_env import (
     ArgFailure,

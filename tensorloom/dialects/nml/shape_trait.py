@@ -31,7 +31,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.traits import OpTrait
 
 if TYPE_CHECKING:
-    from tensorloom.dialects.shapes import Dim, ShapeMismatch, Unifier
+    from tensorloom.catalogue.shapes import Dim, ShapeMismatch, Unifier
 
 
 class ShapeInferenceTrait(OpTrait):
