@@ -39,12 +39,12 @@ from dataclasses import dataclass
 from pathlib import PurePath
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tensorloom.catalogue.datasets import LM_SOURCES, DatasetError, lookup_dataset
+from tensorloom.catalogue.datasets import LM_SOURCES, DatasetError, is_file_source, lookup_dataset
 from tensorloom.catalogue.layers.base import py_literal
 from tensorloom.diagnostics.ir import span_of
 from tensorloom.dialects import nml, train
@@ -52,8 +52,9 @@ from tensorloom.dialects import torch as t
 from tensorloom.escape import py_string
 from tensorloom.passes.convert_nml_to_torch import attr_source, script_of
 from tensorloom.passes.loss_functions import Metric, MetricProblem, metrics_of
-from tensorloom.passes.model_env import CallValue, Evaluated, evaluate_kwargs
+from tensorloom.passes.model_env import CallValue, Evaluated, evaluate_kwargs, lookup_symbol
 from tensorloom.passes.script_statements import lower_statements
+from tensorloom.passes.shape_inference import MODEL_OUTPUT
 from tensorloom.passes.train_script import (
     GUARD,
     ScriptPlan,
@@ -73,11 +74,7 @@ DEFAULT_LR = {"Adagrad": "0.01", "RMSprop": "0.01", "Adadelta": "1.0", "Adamax":
 
 
 def _find(module: ModuleOp, kind: type[Operation], name: str) -> Operation | None:
-    for op in module.walk():
-        symbol = op.properties.get("sym_name")
-        if isinstance(op, kind) and isinstance(symbol, StringAttr) and symbol.data == name:
-            return op
-    return None
+    return lookup_symbol(module, name, kind)
 
 
 def _marker(loop: train.LoopOp, kind: type[Operation]) -> Operation | None:
@@ -162,10 +159,16 @@ def _every(policy: Operation | None) -> int | None:
 
 
 def _model_classes(module: ModuleOp, loop: train.LoopOp) -> int | None:
-    """The class count infer-synthetic-data found for a data file's labels, if any."""
+    """A data file's labels are unknown until run time: the class count of the model's output
+    (`model_output`, from shape-inference), which the script checks them against at load."""
     data = _find(module, train.DatasetOp, loop.data.root_reference.data)
-    classes = data.attributes.get("model_classes") if data is not None else None
-    return classes.value.data if isinstance(classes, IntegerAttr) else None
+    if not isinstance(data, train.DatasetOp) or data.source is None:
+        return None
+    output = loop.attributes.get(MODEL_OUTPUT)
+    if not is_file_source(data.source.data) or not isinstance(output, nml.TensorType):
+        return None
+    classes = output.suffix[-1] if output.suffix else None  # [B, C], [B, T, C] or [..., C]
+    return classes if isinstance(classes, int) and not isinstance(classes, bool) else None
 
 
 def _where(op: Operation | None) -> str:
