@@ -6,8 +6,9 @@ Tables: the transformer LM at each setting, hand-written against TensorLoom's
 emitted script and Lightning (ratios to hand-written); every LM run's speedup
 over hand-written fp32 eager; the MLP's epoch time against the DataLoader loop;
 GPT-2 124M's ms/step, tokens/s, peak memory and MFU (hand-written nanoGPT against
-the emitted script, with the candidates measured on the hand-written model); then the runs that failed or were skipped. Only figures present in the input
-are printed: a missing run is a dash, never an estimate.
+the emitted script, with the candidates measured on the hand-written model); then
+the runs that failed or were skipped. Only figures present in the input are
+printed: a missing run is a dash, never an estimate.
 """
 
 from __future__ import annotations

@@ -93,17 +93,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--compile-optimizer", action="store_true", help="torch.compile opt.step")
     p.add_argument("--tiny", action="store_true", help="a 2-layer d=32 model (tests)")
+    p.add_argument("--vocab", type=int, default=50257)
     return p.parse_args(argv)
 
 
-def main(argv: list[str] | None = None) -> int:  # noqa: PLR0915
+def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     device = torch.device(args.device)
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True
     torch.manual_seed(args.seed)
     size = {"n_layer": 2, "n_head": 2, "n_embd": 32} if args.tiny else {}
-    model = MODELS[args.model](block_size=args.block_size, **size).to(device)
+    model = MODELS[args.model](vocab_size=args.vocab, block_size=args.block_size, **size)
+    model = model.to(device)
     n_params = sum(p.numel() for p in model.parameters())
     optimizer = gpt2.configure_optimizer(model)
     step_model = model if args.compile == "none" else torch.compile(model, mode=args.compile)

@@ -263,3 +263,81 @@ def test_lsp_recheck_edits_and_times_an_example() -> None:
     walls, cpus, found = recheck.measure(ROOT / "examples" / "mnist.tl", 2)
     assert len(walls) == len(cpus) == 2 and all(w > 0 for w in walls)
     assert found == 1  # TL0411: `precision = fp16` on a CPU-only run
+
+
+@pytest.fixture(scope="module")
+def gpt2_train() -> ModuleType:
+    sys.path.insert(0, str(HANDWRITTEN))  # gpt2_train imports gpt2 beside it
+    return load(HANDWRITTEN / "gpt2_train.py", "bench_gpt2_train")
+
+
+def test_gpt2_loop_draws_the_windows_of_the_emitted_loader(tmp_path: Path, gpt2_train) -> None:
+    from tensorloom.backends.runtime.tokens import TokenStream, WindowLoader
+
+    gpt2_train.write_stdlib_tokens(tmp_path, val_tokens=1000, max_bytes=50_000)
+    stream = TokenStream(path=tmp_path / "train.bin")
+    loader = WindowLoader(stream, block_size=16, batch_size=4, device=torch.device("cpu"),
+                          windows_per_epoch=10, seed=3)  # fmt: skip
+    for epoch in (0, 1):
+        loader.set_epoch(epoch)
+        starts = gpt2_train.window_starts(len(stream), 16, 4, 10, 3, epoch)
+        assert torch.equal(loader.starts(), starts)
+        x, y = gpt2_train.get_batch(tmp_path / "train.bin", starts[:4], 16, torch.device("cpu"))
+        ex, ey = next(iter(loader))
+        assert torch.equal(x, ex) and torch.equal(y, ey)
+
+
+TINY_GPT2 = """
+import gpt2.nml as GPT
+let model = GPT(vocab_size=300, block_size=16, n_layer=2, n_head=2, n_embd=32)
+let data = load_dataset("tokens", path="train.bin", block_size=16, vocab=300, windows_per_epoch=8)
+train model on data:
+    epochs = 2
+    batch_size = 4
+    optimizer = AdamW(lr=0.0006, betas=(0.9, 0.95), weight_decay=0.1)
+    loss = CrossEntropy
+    grad_clip = 1.0
+    val_every = 2
+"""
+
+
+def test_emitted_gpt2_trains_as_the_handwritten_loop(tmp_path: Path, gpt2_train) -> None:
+    """Same weights (--nanogpt-init), same windows, fp32 on the CPU: the same losses, to the
+    weight decay that nanoGPT leaves off biases and norms (the emitted AdamW decays all)."""
+    (tmp_path / "gpt2.nml").write_text((BENCH / "programs" / "gpt2.nml").read_text())
+    (tmp_path / "tiny.tl").write_text(TINY_GPT2)
+    script = tmp_path / "tiny.py"
+    tlc = Path(sys.executable).with_name("tlc")
+    subprocess.run([str(tlc), "compile", str(tmp_path / "tiny.tl"), "-o", str(script)],
+                   check=True, capture_output=True)  # fmt: skip
+    gpt2_train.write_stdlib_tokens(tmp_path, val_tokens=16 * 4 + 1, max_bytes=40_000)
+    metrics = tmp_path / "m.jsonl"
+    env = {"PYTHONPATH": str(HANDWRITTEN), "PATH": "/usr/bin:/bin"}
+    subprocess.run([sys.executable, str(BENCH / "run_emitted.py"), "--nanogpt-init", "GPT",
+                    str(script), "--device", "cpu", "--precision", "fp32", "--seed", "0",
+                    "--data-root", str(tmp_path), "--metrics", str(metrics)],
+                   check=True, capture_output=True, timeout=300, env=env)  # fmt: skip
+    emitted = [json.loads(line)["train_loss"] for line in metrics.read_text().splitlines()]
+    hand = run_json(HANDWRITTEN / "gpt2_train.py", "--data-dir", str(tmp_path), "--device",
+                    "cpu", "--tiny", "--vocab", "300", "--compile", "none", "--precision",
+                    "fp32", "--steps", "4", "--timed-from", "2", "--batch-size", "4",
+                    "--block-size", "16", "--windows-per-epoch", "8")  # fmt: skip
+    losses = hand["losses"]
+    assert isinstance(losses, list)
+    means = [sum(losses[0:2]) / 2, sum(losses[2:4]) / 2]
+    assert emitted == pytest.approx(means, abs=1e-3)
+    assert means[1] < means[0]
+
+
+def test_report_gpt2_rows(tmp_path: Path, report: ModuleType) -> None:
+    hand = {"bench": "gpt2", "impl": "handwritten", "setting": "bf16+compile(default)",
+            "tokens_per_s": 400_000.0, "ms_per_step": 40.96, "losses": [3.0] * 200}
+    tl = {"bench": "gpt2", "impl": "tensorloom", "setting": "TensorLoom defaults",
+          "tokens_per_s": 440_000.0, "ms_per_step": 37.2, "train_losses": [3.01] * 8}
+    env = {"kind": "env", "matmul_tflops": 800.0}
+    text = report.render([env, hand, tl])
+    row = table_rows(text, "TensorLoom defaults")[0]
+    flops = report.GPT2_FLOPS_PER_TOKEN
+    assert row[5] == f"{100 * flops * 440_000 / 989e12:.1f}%"
+    assert row[6] == f"{100 * flops * 440_000 / 800e12:.1f}%"
+    assert row[7:] == ["1.10x", "0.0100"]
