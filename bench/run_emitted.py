@@ -2,7 +2,11 @@
 
     python bench/run_emitted.py bench/generated/mlp_tl_default.py --epochs 5 --metrics m.jsonl
 
-prints the script's own output, then one last line of JSON,
+    python bench/run_emitted.py --nanogpt-init GPT bench/generated/gpt2_tl_default.py ...
+
+(the second applies nanoGPT's initialisation after the emitted `GPT.__init__`, as the
+GPT-2 rows need; bench/handwritten must be on PYTHONPATH) prints the script's own
+output, then one last line of JSON,
 `{"peak_mem_bytes": ..., "wall_s": ..., "exit_code": ...}`; the GPU suite reads it.
 The script runs in this process so that `torch.cuda.max_memory_allocated()`
 sees its allocations; the script itself is unchanged.
