@@ -409,7 +409,7 @@ class Trainer:
 
     ctx: DistContext
     model: nn.Module  # the user's module: saved, loaded
-    train_model: nn.Module  # compiled and/or DDP-wrapped: trained
+    train_model: nn.Module  # trained: BatchLoss (one process) or the DDP-wrapped model
     eval_model: nn.Module  # compiled, not DDP-wrapped: evaluated
     optimizer: torch.optim.Optimizer
     scaler: torch.amp.GradScaler | None
@@ -554,6 +554,7 @@ def build_trainer_source(plan: ScriptPlan) -> str:
     if plan.distributed:
         wrap = (
             dedent("""
+            train_model: nn.Module = compiled
             if ctx.is_distributed:
                 device_ids = [ctx.device.index] if ctx.device.type == "cuda" else None
                 train_model = DistributedDataParallel(compiled, device_ids=device_ids)
@@ -572,8 +573,8 @@ def build_trainer_source(plan: ScriptPlan) -> str:
             )
             plan = resolve_precision(args.precision, ctx.device)
             $schedule
-            compiled = _maybe_compile(model, args, ctx, train_loader, plan)
-            train_model: nn.Module = compiled$wrap
+            compile_it = _should_compile(model, args, ctx, train_loader, plan)
+            compiled = _maybe_compile(model, compile_it)$train_model
             scaler = make_grad_scaler(plan, ctx.device)
             return Trainer(
                 ctx, model, train_model, compiled, optimizer, scaler, scheduler, plan,
@@ -582,7 +583,39 @@ def build_trainer_source(plan: ScriptPlan) -> str:
         """,
         model_class=plan.model_class, model_args=plan.model_args, checkpointed=checkpointed,
         optimizer=plan.optimizer, optimizer_args=optimizer_args, fused=fused,
-        schedule=schedule, wrap=wrap,
+        schedule=schedule, train_model=wrap or _BATCH_LOSS_MODEL,
+    )  # fmt: skip
+
+
+# One process: the step calls `BatchLoss`, so torch.compile sees the forward and the loss as
+# one graph (as nanoGPT computes its loss inside `forward`): an LM's [B*T, vocab] logits are
+# then never cast to fp32 and log-softmaxed by eager kernels (bench/RESULTS.md, GPT-2).
+_BATCH_LOSS_MODEL = """
+    # the step's forward and loss, compiled together; evaluation runs `compiled`
+    train_model = _maybe_compile(BatchLoss(model), compile_it)"""
+
+
+def batch_loss_source(plan: ScriptPlan) -> str | None:
+    """`BatchLoss`: a batch's training loss as one module (not under DDP, which wraps the model)."""
+    if plan.distributed:
+        return None
+    inputs = ", xb" if plan.custom_loss in plan.takes_inputs else ""
+    return _fill(
+        '''
+        class BatchLoss(nn.Module):
+            """The training loss of a batch, `loss_fn(model(xb), $target)`, as one module.
+
+            `torch.compile` of this module sees the forward and the loss together.
+            """
+
+            def __init__(self, model: nn.Module) -> None:
+                super().__init__()
+                self.model = model
+
+            def forward(self, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+                return loss_fn(self.model(xb)$inputs, yb)
+        ''',
+        target=plan.loss_target, inputs=inputs,
     )  # fmt: skip
 
 
@@ -620,9 +653,11 @@ def _graph_build_trainer_source(plan: ScriptPlan) -> str:
             # The captured step replaces torch.compile: it already runs as one graph launch.
             if whole_step:
                 _say(ctx, "compile: off (the whole step is one CUDA graph)")
-            compiled = model if whole_step else _maybe_compile(model, args, ctx, train_loader, plan)
+            compile_it = not whole_step and _should_compile(model, args, ctx, train_loader, plan)
+            compiled = _maybe_compile(model, compile_it)
+            train_model = _maybe_compile(BatchLoss(model), compile_it)
             return Trainer(
-                ctx, model, compiled, compiled, optimizer, scaler, scheduler, plan,
+                ctx, model, train_model, compiled, optimizer, scaler, scheduler, plan,
                 train_loader, val_loader, info, whole_step=whole_step,
             )  # fmt: skip
 
@@ -668,11 +703,11 @@ def _checkpointed(block: nn.Module, forward: Callable[..., Any]) -> Callable[...
 '''
 
 MAYBE_COMPILE = '''
-def _maybe_compile(
+def _should_compile(
     model: nn.Module, args: argparse.Namespace, ctx: DistContext, loader: $loader,
     plan: PrecisionPlan,
-) -> nn.Module:  # fmt: skip
-    """`torch.compile` (mode COMPILE_MODE) on CUDA when this run is long enough to repay it.
+) -> bool:  # fmt: skip
+    """Whether to `torch.compile` (mode COMPILE_MODE) on CUDA: when this run repays it.
 
     `--compile auto` (the default unless the train block sets `compile`) times a few eager
     forward-backward passes and compiles only if the planned steps would save more than
@@ -682,20 +717,26 @@ def _maybe_compile(
     if COMPILE_MODE is None or choice == "off" or ctx.device.type != "cuda":
         why = "no CUDA device" if ctx.device.type != "cuda" else f"--compile {choice}"
         _say(ctx, f"compile: off ({'`compile = false`' if COMPILE_MODE is None else why})")
-        return model
-    if choice == "auto":
-        steps = len(loader) // GRAD_ACCUM * args.epochs
-        steps = min(steps, args.max_steps) if args.max_steps is not None else steps
-        eager = _eager_step_seconds(model, loader, ctx, plan)
-        saved = steps * eager * (1 - COMPILED_STEP_SHARE)
-        estimate = f"{steps} steps x {eager * 1e3:.1f} ms eager; compiling saves ~{saved:.1f} s"
-        if saved < COMPILE_SECONDS:
-            _say(ctx, f"compile: off (auto: {estimate}, less than its ~{COMPILE_SECONDS:.0f} s)")
-            return model
-        _say(ctx, f"compile: on (auto: {estimate}, more than its ~{COMPILE_SECONDS:.0f} s)")
-    else:
+        return False
+    if choice == "on":
         _say(ctx, "compile: on (`--compile on`, or `compile` in the train block)")
-    return torch.compile(model, mode=COMPILE_MODE)  # type: ignore[return-value]
+        return True
+    steps = len(loader) // GRAD_ACCUM * args.epochs
+    steps = min(steps, args.max_steps) if args.max_steps is not None else steps
+    eager = _eager_step_seconds(model, loader, ctx, plan)
+    saved = steps * eager * (1 - COMPILED_STEP_SHARE)
+    estimate = f"{steps} steps x {eager * 1e3:.1f} ms eager; compiling saves ~{saved:.1f} s"
+    worth = saved >= COMPILE_SECONDS
+    verdict = "more" if worth else "less"
+    _say(ctx, f"compile: {'on' if worth else 'off'} (auto: {estimate}, {verdict} than its "
+              f"~{COMPILE_SECONDS:.0f} s)")  # fmt: skip
+    return worth
+
+
+def _maybe_compile(module: nn.Module, compile_it: bool) -> nn.Module:
+    if not compile_it:
+        return module
+    return torch.compile(module, mode=COMPILE_MODE)  # type: ignore[return-value]
 
 
 def _eager_step_seconds(
@@ -813,7 +854,7 @@ $graphed
         ''',
         log=log,
         graphed=_GRAPHED_BRANCH if plan.whole_step_graph else "",
-    ) + (_GRAPHED_EPOCH.replace("$target", plan.loss_target) if plan.whole_step_graph else "")
+    ) + (_GRAPHED_EPOCH if plan.whole_step_graph else "")
 
 
 _GRAPHED_BRANCH = """
@@ -848,7 +889,7 @@ def _capture_step(trainer: Trainer, loader: DeviceLoader) -> GraphedStep:
 
     def step(xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
         with autocast(trainer.plan, trainer.ctx.device, cache=False):
-            loss = loss_fn(trainer.train_model(xb), $target)
+            loss = trainer.train_model(xb, yb)
         loss.backward()
         trainer.optimizer.step()
         return loss
@@ -871,7 +912,7 @@ def forward_backward_source(plan: ScriptPlan) -> str:
             ) -> torch.Tensor:
                 """Accumulate one micro-batch's gradients."""$mark
                 with autocast(trainer.plan, trainer.ctx.device):
-                    loss = loss_fn(trainer.train_model(xb), $target)
+                    loss = trainer.train_model(xb, yb)  # BatchLoss: forward and loss
                 scaled = $scaled
                 if trainer.scaler is not None:
                     scaled = trainer.scaler.scale(scaled)
@@ -880,7 +921,6 @@ def forward_backward_source(plan: ScriptPlan) -> str:
             ''',
             mark=mark,
             scaled=scaled,
-            target=plan.loss_target,
         )
     return _fill(
         '''
@@ -1207,6 +1247,7 @@ def loop_sources(plan: ScriptPlan) -> list[str]:
         trainer_source(plan),
         build_loaders_source(plan),
         build_trainer_source(plan),
+        batch_loss_source(plan),
         CHECKPOINT_ACTIVATIONS if plan.checkpointed_layers else None,
         maybe_compile_source(plan),
         RESUME_GRAPH if plan.whole_step_graph else RESUME,

@@ -135,7 +135,7 @@ class Trainer:
 
     ctx: DistContext
     model: nn.Module  # the user's module: saved, loaded
-    train_model: nn.Module  # compiled and/or DDP-wrapped: trained
+    train_model: nn.Module  # trained: BatchLoss (one process) or the DDP-wrapped model
     eval_model: nn.Module  # compiled, not DDP-wrapped: evaluated
     optimizer: torch.optim.Optimizer
     scaler: torch.amp.GradScaler | None
@@ -174,8 +174,10 @@ def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
     plan = resolve_precision(args.precision, ctx.device)
     steps_per_epoch = len(train_loader) // GRAD_ACCUM
     scheduler = build_scheduler(optimizer, steps_per_epoch, steps_per_epoch * args.epochs)
-    compiled = _maybe_compile(model, args, ctx, train_loader, plan)
-    train_model: nn.Module = compiled
+    compile_it = _should_compile(model, args, ctx, train_loader, plan)
+    compiled = _maybe_compile(model, compile_it)
+    # the step's forward and loss, compiled together; evaluation runs `compiled`
+    train_model = _maybe_compile(BatchLoss(model), compile_it)
     scaler = make_grad_scaler(plan, ctx.device)
     return Trainer(
         ctx, model, train_model, compiled, optimizer, scaler, scheduler, plan,
@@ -183,11 +185,25 @@ def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
     )  # fmt: skip
 
 
-def _maybe_compile(
+class BatchLoss(nn.Module):
+    """The training loss of a batch, `loss_fn(model(xb), yb)`, as one module.
+
+    `torch.compile` of this module sees the forward and the loss together.
+    """
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+        return loss_fn(self.model(xb), yb)
+
+
+def _should_compile(
     model: nn.Module, args: argparse.Namespace, ctx: DistContext, loader: DeviceLoader,
     plan: PrecisionPlan,
-) -> nn.Module:  # fmt: skip
-    """`torch.compile` (mode COMPILE_MODE) on CUDA when this run is long enough to repay it.
+) -> bool:  # fmt: skip
+    """Whether to `torch.compile` (mode COMPILE_MODE) on CUDA: when this run repays it.
 
     `--compile auto` (the default unless the train block sets `compile`) times a few eager
     forward-backward passes and compiles only if the planned steps would save more than
@@ -197,20 +213,26 @@ def _maybe_compile(
     if COMPILE_MODE is None or choice == "off" or ctx.device.type != "cuda":
         why = "no CUDA device" if ctx.device.type != "cuda" else f"--compile {choice}"
         _say(ctx, f"compile: off ({'`compile = false`' if COMPILE_MODE is None else why})")
-        return model
-    if choice == "auto":
-        steps = len(loader) // GRAD_ACCUM * args.epochs
-        steps = min(steps, args.max_steps) if args.max_steps is not None else steps
-        eager = _eager_step_seconds(model, loader, ctx, plan)
-        saved = steps * eager * (1 - COMPILED_STEP_SHARE)
-        estimate = f"{steps} steps x {eager * 1e3:.1f} ms eager; compiling saves ~{saved:.1f} s"
-        if saved < COMPILE_SECONDS:
-            _say(ctx, f"compile: off (auto: {estimate}, less than its ~{COMPILE_SECONDS:.0f} s)")
-            return model
-        _say(ctx, f"compile: on (auto: {estimate}, more than its ~{COMPILE_SECONDS:.0f} s)")
-    else:
+        return False
+    if choice == "on":
         _say(ctx, "compile: on (`--compile on`, or `compile` in the train block)")
-    return torch.compile(model, mode=COMPILE_MODE)  # type: ignore[return-value]
+        return True
+    steps = len(loader) // GRAD_ACCUM * args.epochs
+    steps = min(steps, args.max_steps) if args.max_steps is not None else steps
+    eager = _eager_step_seconds(model, loader, ctx, plan)
+    saved = steps * eager * (1 - COMPILED_STEP_SHARE)
+    estimate = f"{steps} steps x {eager * 1e3:.1f} ms eager; compiling saves ~{saved:.1f} s"
+    worth = saved >= COMPILE_SECONDS
+    verdict = "more" if worth else "less"
+    _say(ctx, f"compile: {'on' if worth else 'off'} (auto: {estimate}, {verdict} than its "
+              f"~{COMPILE_SECONDS:.0f} s)")  # fmt: skip
+    return worth
+
+
+def _maybe_compile(module: nn.Module, compile_it: bool) -> nn.Module:
+    if not compile_it:
+        return module
+    return torch.compile(module, mode=COMPILE_MODE)  # type: ignore[return-value]
 
 
 def _eager_step_seconds(
@@ -291,7 +313,7 @@ def _forward_backward(
     """Accumulate one micro-batch's gradients."""
     _begin_step(trainer)
     with autocast(trainer.plan, trainer.ctx.device):
-        loss = loss_fn(trainer.train_model(xb), yb)
+        loss = trainer.train_model(xb, yb)  # BatchLoss: forward and loss
     scaled = loss  # GRAD_ACCUM is 1
     if trainer.scaler is not None:
         scaled = trainer.scaler.scale(scaled)

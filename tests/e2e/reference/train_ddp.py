@@ -111,7 +111,7 @@ class Trainer:
 
     ctx: DistContext
     model: nn.Module  # the user's module: saved, loaded
-    train_model: nn.Module  # compiled and/or DDP-wrapped: trained
+    train_model: nn.Module  # trained: BatchLoss (one process) or the DDP-wrapped model
     eval_model: nn.Module  # compiled, not DDP-wrapped: evaluated
     optimizer: torch.optim.Optimizer
     scaler: torch.amp.GradScaler | None
@@ -149,7 +149,8 @@ def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
     )
     plan = resolve_precision(args.precision, ctx.device)
     scheduler = None  # no `lr_schedule`
-    compiled = _maybe_compile(model, args, ctx, train_loader, plan)
+    compile_it = _should_compile(model, args, ctx, train_loader, plan)
+    compiled = _maybe_compile(model, compile_it)
     train_model: nn.Module = compiled
     if ctx.is_distributed:
         device_ids = [ctx.device.index] if ctx.device.type == "cuda" else None
@@ -161,11 +162,11 @@ def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
     )  # fmt: skip
 
 
-def _maybe_compile(
+def _should_compile(
     model: nn.Module, args: argparse.Namespace, ctx: DistContext, loader: DeviceLoader,
     plan: PrecisionPlan,
-) -> nn.Module:  # fmt: skip
-    """`torch.compile` (mode COMPILE_MODE) on CUDA when this run is long enough to repay it.
+) -> bool:  # fmt: skip
+    """Whether to `torch.compile` (mode COMPILE_MODE) on CUDA: when this run repays it.
 
     `--compile auto` (the default unless the train block sets `compile`) times a few eager
     forward-backward passes and compiles only if the planned steps would save more than
@@ -175,20 +176,26 @@ def _maybe_compile(
     if COMPILE_MODE is None or choice == "off" or ctx.device.type != "cuda":
         why = "no CUDA device" if ctx.device.type != "cuda" else f"--compile {choice}"
         _say(ctx, f"compile: off ({'`compile = false`' if COMPILE_MODE is None else why})")
-        return model
-    if choice == "auto":
-        steps = len(loader) // GRAD_ACCUM * args.epochs
-        steps = min(steps, args.max_steps) if args.max_steps is not None else steps
-        eager = _eager_step_seconds(model, loader, ctx, plan)
-        saved = steps * eager * (1 - COMPILED_STEP_SHARE)
-        estimate = f"{steps} steps x {eager * 1e3:.1f} ms eager; compiling saves ~{saved:.1f} s"
-        if saved < COMPILE_SECONDS:
-            _say(ctx, f"compile: off (auto: {estimate}, less than its ~{COMPILE_SECONDS:.0f} s)")
-            return model
-        _say(ctx, f"compile: on (auto: {estimate}, more than its ~{COMPILE_SECONDS:.0f} s)")
-    else:
+        return False
+    if choice == "on":
         _say(ctx, "compile: on (`--compile on`, or `compile` in the train block)")
-    return torch.compile(model, mode=COMPILE_MODE)  # type: ignore[return-value]
+        return True
+    steps = len(loader) // GRAD_ACCUM * args.epochs
+    steps = min(steps, args.max_steps) if args.max_steps is not None else steps
+    eager = _eager_step_seconds(model, loader, ctx, plan)
+    saved = steps * eager * (1 - COMPILED_STEP_SHARE)
+    estimate = f"{steps} steps x {eager * 1e3:.1f} ms eager; compiling saves ~{saved:.1f} s"
+    worth = saved >= COMPILE_SECONDS
+    verdict = "more" if worth else "less"
+    _say(ctx, f"compile: {'on' if worth else 'off'} (auto: {estimate}, {verdict} than its "
+              f"~{COMPILE_SECONDS:.0f} s)")  # fmt: skip
+    return worth
+
+
+def _maybe_compile(module: nn.Module, compile_it: bool) -> nn.Module:
+    if not compile_it:
+        return module
+    return torch.compile(module, mode=COMPILE_MODE)  # type: ignore[return-value]
 
 
 def _eager_step_seconds(
