@@ -320,7 +320,7 @@ class PythonPrinter:
         assert self._source_line is not None
         name, number = self._source_line
         self._last_source, self._source_line = self._source_line, None
-        comment = f"# {name}:{number}"
+        comment = f"# {py_comment(name)}:{number}"
         if len(indent) + len(text) + 2 + len(comment) <= self.line_length:
             return f"{text}  {comment}"
         self.lines.append(f"{indent}{comment}")  # too long to share a line

@@ -49,7 +49,7 @@ from tensorloom.catalogue.layers.base import py_literal
 from tensorloom.diagnostics.ir import span_of
 from tensorloom.dialects import nml, train
 from tensorloom.dialects import torch as t
-from tensorloom.escape import py_string
+from tensorloom.escape import py_comment, py_string
 from tensorloom.passes.convert_nml_to_torch import attr_source, script_of
 from tensorloom.passes.loss_functions import Metric, MetricProblem, metrics_of
 from tensorloom.passes.model_env import CallValue, Evaluated, evaluate_kwargs, lookup_symbol
@@ -174,7 +174,7 @@ def _model_classes(module: ModuleOp, loop: train.LoopOp) -> int | None:
 def _where(op: Operation | None) -> str:
     """`mnist.tl:38`: the source line an op came from, for the script's comments; "" if none."""
     span = span_of(op) if op is not None else None
-    return f"{PurePath(span.file).name}:{span.line}" if span is not None else ""
+    return f"{py_comment(PurePath(span.file).name)}:{span.line}" if span is not None else ""
 
 
 def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 REFERENCE = Path(__file__).parent / "reference" / "mnist.py"  # `make golden` writes it
+DDP_SCRIPT = REFERENCE.with_name("train_ddp.py")  # examples/train_ddp.tl: `distributed = true`
 EPOCHS = 6  # the script checkpoints every 5 epochs and after the last
 
 
@@ -102,7 +103,7 @@ def test_missing_dataset_is_a_clean_error(tmp_path: Path) -> None:
 def test_torchrun_two_gloo_processes(full_run: list[dict], tmp_path: Path) -> None:
     metrics, ckpt = tmp_path / "metrics.jsonl", tmp_path / "ckpt"
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
-               "--standalone", str(REFERENCE), "--device", "cpu", "--epochs", "2",
+               "--standalone", str(DDP_SCRIPT), "--device", "cpu", "--epochs", "2",
                "--metrics", str(metrics), "--checkpoint-dir", str(ckpt)]  # fmt: skip
     proc = _run_killable(command, None)
     assert proc.returncode == 0, proc.stderr
