@@ -74,9 +74,8 @@ class VAE(nn.Module):
         m = self.mu(h)  # vae.nml:24
         lv = self.logvar(h)  # vae.nml:25
         if self.training:  # vae.nml:27
-            z_1 = m + torch.exp(0.5 * lv) * torch.randn_like(lv)  # vae.nml:28
-            z = z_1  # vae.nml:27
-        else:
+            z = m + torch.exp(0.5 * lv) * torch.randn_like(lv)  # vae.nml:28
+        else:  # vae.nml:27
             z = m
         recon = self.dec2(F.relu(self.dec1(z)))  # vae.nml:29
         return recon, m, lv  # vae.nml:30
