@@ -55,7 +55,7 @@ STAGES: tuple[Stage, ...] = (
     Stage(
         "train",
         (
-            "check-train", "insert-amp", "insert-ddp", "insert-compile",
+            "check-train", "train-config", "insert-amp", "insert-ddp", "insert-compile",
             "activation-checkpointing", "infer-synthetic-data",
         ),
         "IR with the train loop's AMP/DDP/compile ops",

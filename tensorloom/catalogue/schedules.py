@@ -19,6 +19,7 @@ class ScheduleSpec:
     name: str
     summary: str
     args: tuple[Arg, ...] = ()
+    defaults: tuple[tuple[str, object], ...] = ()  # filled in unless the block (or a twin) sets it
 
     @property
     def keywords(self) -> tuple[str, ...]:
@@ -45,6 +46,12 @@ SCHEDULE_SPECS: tuple[ScheduleSpec, ...] = (
         (Arg("warmup_steps", "int", low=1, open_low=False),),
     ),
 )
+
+LENGTH_TWINS: tuple[tuple[str, str], ...] = (
+    ("warmup_steps", "warmup_epochs"),
+    ("step_size_steps", "step_size"),
+)
+"""A length given in optimizer steps or in epochs: at most one of each pair."""
 
 SCHEDULES: dict[str, ScheduleSpec] = {spec.name: spec for spec in SCHEDULE_SPECS}
 """Schedule records by name."""

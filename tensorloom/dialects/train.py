@@ -29,10 +29,14 @@ from xdsl.dialects.builtin import (
     I64,
     ArrayAttr,
     DictionaryAttr,
+    FloatAttr,
     IntegerAttr,
+    NoneAttr,
     StringAttr,
     SymbolNameConstraint,
     SymbolRefAttr,
+    f64,
+    i1,
     i64,
 )
 from xdsl.ir import Attribute, Block, Dialect, Region
@@ -47,12 +51,13 @@ from xdsl.irdl import (
 from xdsl.traits import HasParent, NoTerminator, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
+from tensorloom.catalogue.train_keys import CONFIG_FIELDS, FIELDS
 from tensorloom.dialects.builders import string_array
 from tensorloom.dialects.lazy_format import LazyFormatOp
 
 CHECKPOINT_UNITS = ("epochs", "steps")
 # The batch size of a train block that sets no `batch_size` (the emitted script's default).
-DEFAULT_BATCH_SIZE = 64
+DEFAULT_BATCH_SIZE: int = FIELDS["batch_size"].default  # type: ignore[assignment]
 # "auto": bfloat16 where the device supports it (a bf16-capable GPU), else none,
 # decided at run time.
 AUTOCAST_DTYPES = ("float16", "bfloat16", "auto")
@@ -168,6 +173,101 @@ class SetOp(LazyFormatOp):
 
     def verify_(self) -> None:
         _check_nonempty(self.key, "setting key")
+
+
+@irdl_op_definition
+class ConfigOp(LazyFormatOp):
+    """`train.config {epochs = 10 : i64, optimizer = "Adam", ...}`: a checked block, complete.
+
+    Written by the `train-config` pass in place of the block's `train.set` and
+    `train.checkpoint` ops: every field of catalogue/train_keys.py, the block's
+    value or the field's default. The verifier checks each field's attribute kind.
+    """
+
+    name = "train.config"
+
+    fields = prop_def(DictionaryAttr)
+
+    traits = traits_def(HasParent(LoopOp))
+    ASSEMBLY_FORMAT: ClassVar[str] = "$fields attr-dict"
+
+    def __init__(self, fields: dict[str, Attribute]):
+        super().__init__(properties={"fields": DictionaryAttr(fields)})
+
+    def verify_(self) -> None:
+        values = self.fields.data
+        missing = [f.name for f in CONFIG_FIELDS if f.name not in values]
+        if missing:
+            raise VerifyException(f"train.config lacks {', '.join(missing)}")
+        for name, value in values.items():
+            field = FIELDS.get(name)
+            if field is None:
+                raise VerifyException(f"train.config has no field `{name}`")
+            if not (field.optional and isinstance(value, NoneAttr)) and not _is_kind(
+                value, field.kind
+            ):
+                raise VerifyException(f"train.config field `{name}` must be {field.kind}")
+
+    def value(self, name: str) -> object:
+        """A field as a Python value: int, float, bool, str, dict, list, or None when off."""
+        return _python(self.fields.data[name])
+
+
+def _is_kind(value: Attribute, kind: str) -> bool:
+    if kind == "bool":
+        return isinstance(value, IntegerAttr) and value.type == i1
+    if kind == "int":
+        return isinstance(value, IntegerAttr) and value.type == i64
+    return isinstance(value, _KIND_ATTRS[kind])
+
+
+_KIND_ATTRS: dict[str, type[Attribute]] = {
+    "float": FloatAttr, "str": StringAttr, "dict": DictionaryAttr, "list": ArrayAttr,
+}  # fmt: skip
+
+
+def _python(value: Attribute) -> object:
+    if isinstance(value, NoneAttr):
+        return None
+    if isinstance(value, IntegerAttr):
+        number = value.value.data
+        return bool(number) if value.type == i1 else number
+    if isinstance(value, FloatAttr):
+        return value.value.data
+    if isinstance(value, StringAttr):
+        return value.data
+    if isinstance(value, DictionaryAttr):
+        return {k: _python(v) for k, v in value.data.items()}
+    if isinstance(value, ArrayAttr):
+        return [_python(v) for v in value.data]
+    raise VerifyException(f"train.config holds an unexpected attribute {value}")
+
+
+def config_attr(value: object) -> Attribute:
+    """A Python value as the attribute a `train.config` field holds."""
+    if value is None:
+        return NoneAttr()
+    if isinstance(value, bool):
+        return IntegerAttr(int(value), i1)
+    if isinstance(value, int):
+        return IntegerAttr(value, i64)
+    if isinstance(value, float):
+        return FloatAttr(value, f64)
+    if isinstance(value, str):
+        return StringAttr(value)
+    if isinstance(value, dict):
+        return DictionaryAttr({str(k): config_attr(v) for k, v in value.items()})  # type: ignore[misc]
+    if isinstance(value, list | tuple):
+        return ArrayAttr([config_attr(v) for v in value])  # type: ignore[misc]
+    raise TypeError(f"no train.config attribute for {value!r}")
+
+
+def config_of(loop: LoopOp) -> ConfigOp:
+    """The loop's `train.config`; the lowering and the insert passes read only it."""
+    config = next((op for op in loop.body.block.ops if isinstance(op, ConfigOp)), None)
+    if config is None:
+        raise VerifyException("the train loop has no train.config: run the train-config pass")
+    return config
 
 
 @irdl_op_definition
@@ -299,6 +399,7 @@ Train = Dialect(
         DatasetOp,
         LoopOp,
         SetOp,
+        ConfigOp,
         CheckpointOp,
         MainOp,
         AutocastOp,

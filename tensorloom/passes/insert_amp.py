@@ -1,8 +1,8 @@
 """`insert-amp`: `precision = fp16 | bf16` becomes autocast (and a GradScaler for fp16).
 
-    train.set "precision" = "fp16"      ->   train.autocast "float16"
-    train.set "precision" = "bf16"      ->   train.autocast "bfloat16"
-    (no precision, or "auto")           ->   train.autocast "auto"
+    train.config {precision = "fp16", ...}   ->   train.autocast "float16"
+    train.config {precision = "bf16", ...}   ->   train.autocast "bfloat16"
+    train.config {precision = "auto", ...}   ->   train.autocast "auto"   (the default)
 
 The markers say what the block asks for on a GPU. The emitted script decides
 at run time what the device allows (runtime/amp.py `resolve_precision`): CPU
@@ -20,13 +20,13 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from tensorloom.dialects import train
-from tensorloom.passes.train_values import add_marker, has_marker, loops_of, setting_value
+from tensorloom.passes.train_values import add_marker, has_marker, loops_of
 
 AUTOCAST_DTYPE = {"fp16": "float16", "bf16": "bfloat16", "auto": "auto"}
 
 
 def insert_amp(loop: train.LoopOp) -> None:
-    dtype = AUTOCAST_DTYPE.get(str(setting_value(loop, "precision") or "auto"))
+    dtype = AUTOCAST_DTYPE.get(str(train.config_of(loop).value("precision")))
     if dtype is None or has_marker(loop, train.AutocastOp):
         return
     # The GradScaler follows at run time: fp16 on CUDA gets one (runtime/amp.py).

@@ -1,6 +1,6 @@
 """`insert-ddp`: `distributed = true` becomes the markers of a DDP training script.
 
-    train.set "distributed" = true   ->   train.ddp_wrap @net
+    train.config {distributed = true, ...}   ->   train.ddp_wrap @net
 
 The lowering turns the marker into the script's process group, DDP wrap, sharded
 loaders, rank-0 logging and checkpoints, and reductions; without it (the pass left
@@ -21,11 +21,11 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from tensorloom.dialects import train
-from tensorloom.passes.train_values import add_marker, has_marker, loops_of, setting_value
+from tensorloom.passes.train_values import add_marker, has_marker, loops_of
 
 
 def insert_ddp(loop: train.LoopOp) -> None:
-    if setting_value(loop, "distributed") is not True or has_marker(loop, train.DdpWrapOp):
+    if train.config_of(loop).value("distributed") is not True or has_marker(loop, train.DdpWrapOp):
         return
     add_marker(loop, train.DdpWrapOp(loop.model.root_reference.data))
 
