@@ -308,9 +308,10 @@ def download_verified(
                                suffix=".part")  # fmt: skip
     digest = hashlib.sha256()
     try:
-        with os.fdopen(fd, "wb") as out, (opener or urllib.request.urlopen)(
-            url, timeout=DOWNLOAD_TIMEOUT_S
-        ) as response:
+        with (
+            os.fdopen(fd, "wb") as out,
+            (opener or urllib.request.urlopen)(url, timeout=DOWNLOAD_TIMEOUT_S) as response,
+        ):
             while chunk := response.read(1 << 20):
                 digest.update(chunk)
                 out.write(chunk)

@@ -15,6 +15,7 @@ checks after each step, so an interrupted run saves its state before it exits.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import signal
 from dataclasses import dataclass
@@ -276,10 +277,8 @@ class StopSignals:
 
     def install(self) -> StopSignals:
         for sig in (signal.SIGINT, signal.SIGTERM):
-            try:
+            with contextlib.suppress(ValueError):  # not the main thread: leave them alone
                 self._previous[sig] = signal.signal(sig, self._handle)
-            except ValueError:  # not the main thread: leave the signals alone
-                pass
         return self
 
     def _handle(self, signum: int, _frame: object) -> None:

@@ -136,7 +136,7 @@ def _read_image(
 
 
 def _square(size: int) -> tuple[int, ...]:
-    side = int(round(size**0.5))
+    side = round(size**0.5)
     return (1, side, side) if side * side == size else (size,)
 
 

@@ -118,7 +118,9 @@ def test_missing_files_name_the_files_and_folder(tmp_path: Path) -> None:
         assert str(tmp_path / "mnist" / f"{stem}.gz") in message
 
 
-def _mirror_downloads(mirror: Path, monkeypatch: pytest.MonkeyPatch, sha: str | None = None) -> None:
+def _mirror_downloads(
+    mirror: Path, monkeypatch: pytest.MonkeyPatch, sha: str | None = None
+) -> None:
     """Point mnist's downloads at a local mirror (file:// allowed), pinned to its true sha256."""
     rows = []
     for _, file, _ in data.DOWNLOADS["mnist"]:

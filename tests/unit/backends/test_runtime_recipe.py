@@ -192,8 +192,10 @@ def test_stop_signals_turn_sigterm_into_a_request() -> None:
 def test_run_summary_names_the_best_epoch_and_the_folder() -> None:
     best = BestTracker("val_loss")
     best.update({"epoch": 3, "val_loss": 1.25})
-    text = format_run_summary(epochs_done=5, steps=100, seconds=75.5, best=best,
-                              checkpoint_dir="checkpoints/mnist", stopped="early stopping")  # fmt: skip
+    text = format_run_summary(
+        epochs_done=5, steps=100, seconds=75.5, best=best, checkpoint_dir="checkpoints/mnist",
+        stopped="early stopping",
+    )  # fmt: skip
     assert text.splitlines() == [
         "done: 5 epochs, 100 steps in 1m15.5s (early stopping)",
         "best: epoch 3, val_loss 1.2500",

@@ -39,7 +39,8 @@ def test_inputs_from_npz_pt_and_csv_agree(tmp_path: Path) -> None:
     x = np.arange(12, dtype=np.float32).reshape(3, 4)
     np.savez(tmp_path / "in.npz", x=x)
     torch.save({"x": torch.tensor(x)}, tmp_path / "in.pt")
-    (tmp_path / "in.csv").write_text("a,b,c,d\n" + "\n".join(",".join(map(str, r)) for r in x.tolist()))
+    lines = [",".join(map(str, row)) for row in x.tolist()]
+    (tmp_path / "in.csv").write_text("a,b,c,d\n" + "\n".join(lines))
     for name in ("in.npz", "in.pt", "in.csv"):
         got = read_predict_inputs(tmp_path / name, sample_shape=(4,))
         assert torch.equal(got, torch.tensor(x)), name
@@ -50,7 +51,7 @@ def test_inputs_from_npz_pt_and_csv_agree(tmp_path: Path) -> None:
     with pytest.raises(PredictInputError, match="no such input file"):
         read_predict_inputs(tmp_path / "absent.npz", sample_shape=(4,))
     (tmp_path / "in.txt").write_text("1 2 3 4")
-    with pytest.raises(PredictInputError, match="reads .npz, .pt, .csv or an image"):
+    with pytest.raises(PredictInputError, match=r"reads \.npz, \.pt, \.csv or an image"):
         read_predict_inputs(tmp_path / "in.txt", sample_shape=(4,))
 
 
@@ -71,7 +72,9 @@ def test_an_image_becomes_one_normalised_sample(tmp_path: Path) -> None:
     assert flat.shape == (1, 784)
 
 
-def test_predictions_go_to_stdout_or_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_predictions_go_to_stdout_or_a_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     outputs = torch.tensor([[0.0, 3.0, 0.0], [5.0, 0.0, 0.0]])
     write_predictions(outputs, None, classes=True)
     lines = capsys.readouterr().out.splitlines()
