@@ -219,11 +219,15 @@ LOSSES: dict[str, tuple[str, ...]] = {
 }
 """Loss names (torch.nn `<Name>Loss`) and their keyword arguments."""
 
+_WARMUP = ("warmup_steps", "warmup_epochs")
 SCHEDULES: dict[str, tuple[str, ...]] = {
     "none": (),
-    "cosine": ("warmup_epochs", "min_lr"),
-    "step": ("step_size", "gamma"),
-    "warmup": ("warmup_steps",),
+    "cosine": (*_WARMUP, "min_lr"),
+    "linear": (*_WARMUP, "min_lr"),
+    "constant_with_warmup": _WARMUP,
+    "warmup": _WARMUP,
+    "onecycle": ("pct_start", "div_factor", "final_div_factor"),
+    "step": ("step_size", "step_size_steps", "gamma"),
 }
 """`lr_schedule` names and their keyword arguments (see docs/train-block.md)."""
 
@@ -237,8 +241,12 @@ _RANGES: dict[str, Check] = {
     "beta": number_in(0.0, None, open_low=False),
     "reduction": one_of("mean", "sum", "none"),
     "warmup_epochs": int_at_least(0),
-    "warmup_steps": int_at_least(1),
+    "warmup_steps": int_at_least(0),
     "step_size": int_at_least(1),
+    "step_size_steps": int_at_least(1),
+    "pct_start": number_in(0.0, 1.0),
+    "div_factor": number_in(0.0, None),
+    "final_div_factor": number_in(0.0, None),
     "gamma": number_in(0.0, None),
     "min_lr": number_in(0.0, None, open_low=False),
 }
@@ -261,9 +269,24 @@ def _named(key: str, what: str, table: dict[str, tuple[str, ...]]) -> Check:
             listed = ", ".join(f"`{n}`" for n in table)
             help_text = f"did you mean `{guess}`?" if guess else f"known: {listed}"
             return Problem(_UNKNOWN_CODE[key], f"unknown {what} `{call.name}`", help_text)
-        return _arguments(call, table[call.name])
+        return _arguments(call, table[call.name]) or _one_length(call)
 
     return check
+
+
+_TWINS = (("warmup_steps", "warmup_epochs"), ("step_size_steps", "step_size"))
+
+
+def _one_length(call: CallValue) -> Problem | None:
+    """A length given in steps and in epochs at once is ambiguous."""
+    names = {key for key, _ in call.kwargs}
+    for steps, epochs in _TWINS:
+        if steps in names and epochs in names:
+            return Problem(
+                "TL0405", f"`{call.name}` takes `{steps}` or `{epochs}`, not both",
+                f"keep one: `{steps}` counts optimizer steps, `{epochs}` epochs",
+            )  # fmt: skip
+    return None
 
 
 _UNKNOWN_CODE = {"optimizer": "TL0404", "loss": "TL0406", "lr_schedule": "TL0407"}
@@ -296,6 +319,35 @@ def grad_clip(key: str, value: Evaluated) -> Problem | None:
     return number_in(0.0, None)(key, value)
 
 
+def _metric_name(key: str, value: Evaluated) -> Problem | None:
+    if isinstance(value, str) and value.isidentifier():
+        return None  # which metrics validation reports is checked against the block
+    return _wrong_type(key, "a validation metric such as `val_loss`", value)
+
+
+def patience(key: str, value: Evaluated) -> Problem | None:
+    """`early_stopping = patience(3, metric=val_loss, min_delta=0.0)`."""
+    call = as_call(value)
+    usage = "write `early_stopping = patience(3, metric=val_loss)`"
+    if call is None or call.name != "patience":
+        return Problem("TL0402", f"`{key}` must be `patience(N, metric=...)`", usage)
+    if len(call.args) != 1:
+        return Problem("TL0405", "`patience` takes one positional argument, the patience", usage)
+    problem = int_at_least(1)("patience", call.args[0])
+    for name, arg in call.kwargs:
+        if problem is not None:
+            break
+        if name == "metric":
+            problem = _metric_name("metric", arg)
+        elif name == "min_delta":
+            problem = number_in(0.0, None, open_low=False)("min_delta", arg)
+        else:
+            guess = closest(name, ("metric", "min_delta"))
+            help_text = f"did you mean `{guess}`?" if guess else "it accepts `metric`, `min_delta`"
+            problem = Problem("TL0405", f"`patience` has no argument `{name}`", help_text)
+    return problem
+
+
 @dataclass(frozen=True, slots=True)
 class Setting:
     check: Check
@@ -316,7 +368,14 @@ SETTINGS: dict[str, Setting] = {
         _named("lr_schedule", "lr schedule", SCHEDULES), "learning-rate schedule"
     ),
     "grad_clip": Setting(grad_clip, "clip the gradient norm to this value"),
-    "accumulate_steps": Setting(int_at_least(1), "micro-batches per optimizer step"),
+    "grad_accum": Setting(int_at_least(1), "micro-batches per optimizer step"),
+    "accumulate_steps": Setting(int_at_least(1), "`grad_accum`'s older name"),
+    "decay_groups": Setting(boolean, "no weight decay for biases and norm weights"),
+    "ema": Setting(number_in(0.0, 1.0), "decay of an EMA of the weights, validated too"),
+    "early_stopping": Setting(patience, "stop after N validations without a new best"),
+    "keep_best": Setting(_metric_name, "save `best.pt` at each new best of this metric"),
+    "eval_every": Setting(int_at_least(1), "also validate every N optimizer steps"),
+    "max_steps": Setting(int_at_least(1), "optimizer steps in all; the schedule spans them"),
     "seed": Setting(int_at_least(0), "random seed of the run"),
     "activation_checkpointing": Setting(boolean, "recompute block activations in backward"),
     "val_every": Setting(int_at_least(1), "validate every N epochs"),
@@ -345,6 +404,7 @@ class LoopChecker:
         instance = self._instance()
         self._loss(info, instance)
         self._metrics(info, instance)
+        self._recipe_metrics()
         self._precision()
         if instance is not None and self._value("loss") is not None:
             self._kernel_gradients(instance)
@@ -484,6 +544,48 @@ class LoopChecker:
             if func is not None and func not in checked:
                 check_function(func, batch_types(output, info), "metric")
                 checked.add(func)
+
+    def _reported(self) -> list[str]:
+        """The keys validation records, which `keep_best` and `early_stopping` may name."""
+        functions = functions_of(self.module)
+        custom = function_named(self.module, self._value("loss")) is not None
+        op = self.loop.settings().get("metrics")
+        listed = metrics_of(op.value, list(functions)) if op is not None else []
+        keys = ["val_loss"] + ([m.key for m in listed] if isinstance(listed, list) else [])
+        loss = as_call(self._value("loss"))
+        if not custom and op is None and (loss is None or loss.name in ("CrossEntropy", "NLL")):
+            keys.append("val_accuracy")
+        if self._value("ema") is not None:
+            keys += [f"ema_{key}" for key in keys]
+        return keys
+
+    def _recipe_metrics(self) -> None:
+        """`keep_best = M` and `early_stopping = patience(N, metric=M)` name a reported metric;
+        `grad_accum` and its older name `accumulate_steps` are one setting."""
+        settings = self.loop.settings()
+        if "grad_accum" in settings and "accumulate_steps" in settings:
+            span = span_of(settings["accumulate_steps"])
+            if span is not None:
+                message = "`accumulate_steps` is `grad_accum`'s older name: set one of them"
+                report(Diagnostic.error("TL0409", message, Label(span)))
+        for key in ("keep_best", "early_stopping"):
+            value = self._value(key)
+            call = value if isinstance(value, CallValue) else None
+            metric = dict(call.kwargs).get("metric", "val_loss") if call is not None else value
+            if not isinstance(metric, str) or key not in settings:
+                continue
+            reported = self._reported()
+            if metric in reported:
+                continue
+            op = settings[key]
+            span = span_of(op.value_loc) if op.value_loc is not None else span_of(op)
+            if span is None:
+                continue
+            guess = closest(metric, reported)
+            listed = ", ".join(f"`{m}`" for m in reported)
+            help_text = f"did you mean `{guess}`?" if guess else f"validation reports {listed}"
+            message = f"`{key}` names `{metric}`, which validation does not report"
+            report(Diagnostic.error("TL0415", message, Label(span), help=help_text))
 
     def _output_type(self, instance: InstanceOp) -> Attribute | None:
         """The model's output type on this loop's data, symbols resolved."""

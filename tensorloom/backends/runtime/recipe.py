@@ -311,3 +311,93 @@ def format_run_summary(
     if checkpoint_dir is not None:
         lines.append(f"checkpoints: {checkpoint_dir}/")
     return "\n".join(lines)
+
+
+def lr_schedule_from(
+    settings: dict[str, Any], *, steps_per_epoch: int, total_steps: int, base_lr: float
+) -> LrSchedule:
+    """The `LrSchedule` for a train block's `lr_schedule = name(...)`, lengths in steps:
+    `warmup_epochs` and `step_size` count epochs, `warmup_steps` and `step_size_steps`
+    optimizer steps; `min_lr` becomes a factor of the base lr."""
+    options = dict(settings)
+    name = options.pop("name")
+    warmup = int(options.pop("warmup_steps", 0))
+    warmup += schedule_steps(int(options.pop("warmup_epochs", 0)), "epochs", steps_per_epoch)
+    interval = int(options.pop("step_size_steps", 0))
+    interval += schedule_steps(int(options.pop("step_size", 0)), "epochs", steps_per_epoch)
+    min_lr = float(options.pop("min_lr", 0.0))
+    return LrSchedule(
+        name,
+        total_steps=total_steps,
+        warmup_steps=warmup,
+        min_ratio=min_lr / base_lr if base_lr > 0 else 0.0,
+        step_interval=interval or steps_per_epoch * 30,
+        **{key: float(value) for key, value in options.items()},
+    )
+
+
+def planned_epochs(epochs: int | None, max_steps: int | None, steps_per_epoch: int) -> int:
+    """The epochs a run goes through: as given, or enough for `max_steps` when only it is set."""
+    if epochs is not None:
+        return epochs
+    if max_steps is None:
+        raise RunLengthError("neither epochs nor max_steps is set")
+    return -(-max_steps // max(steps_per_epoch, 1))
+
+
+class RunRecipe:
+    """What a train block's recipe keys add to the loop, in one object the loop calls:
+    `after_step` (the EMA update; whether `eval_every` is due), `after_validation`
+    (keep-best and early stopping), `stop_reason` (a signal or early stopping)."""
+
+    def __init__(
+        self,
+        *,
+        ema: ModelEMA | None = None,
+        stopper: EarlyStopping | None = None,
+        best: BestTracker | None = None,
+        eval_every: int | None = None,
+        signals: StopSignals | None = None,
+    ) -> None:
+        self.ema, self.stopper, self.best = ema, stopper, best
+        self.eval_every, self.signals = eval_every, signals
+        self.early_stopped = False
+
+    def after_step(self, model: torch.nn.Module, step: int) -> bool:
+        """Call after each optimizer step (`step` counts them); True when validation is due."""
+        if self.ema is not None:
+            self.ema.update(model)
+        return self.eval_every is not None and step % self.eval_every == 0
+
+    def after_validation(self, record: dict[str, Any]) -> bool:
+        """Take a validation record; whether it is a new best of `keep_best`'s metric."""
+        if self.stopper is not None and self.stopper.should_stop(record):
+            self.early_stopped = True
+        return self.best is not None and self.best.update(record)
+
+    @property
+    def stop_reason(self) -> str | None:
+        if self.signals is not None and self.signals.requested is not None:
+            return f"interrupted by {self.signals.requested}"
+        return "early stopping" if self.early_stopped else None
+
+    @property
+    def interrupted(self) -> bool:
+        return self.signals is not None and self.signals.requested is not None
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "ema": self.ema.state_dict() if self.ema is not None else None,
+            "stopper": self.stopper.state_dict() if self.stopper is not None else None,
+            "best": self.best.state_dict() if self.best is not None else None,
+            "early_stopped": self.early_stopped,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if self.ema is not None and state.get("ema") is not None:
+            self.ema.load_state_dict(state["ema"])
+        if self.stopper is not None and state.get("stopper") is not None:
+            self.stopper.load_state_dict(state["stopper"])
+        if self.best is not None and state.get("best") is not None:
+            self.best.load_state_dict(state["best"])
+        self.early_stopped = bool(state.get("early_stopped", False))

@@ -201,3 +201,41 @@ def test_run_summary_names_the_best_epoch_and_the_folder() -> None:
         "best: epoch 3, val_loss 1.2500",
         "checkpoints: checkpoints/mnist/",
     ]
+
+
+def test_schedule_settings_in_epochs_become_steps() -> None:
+    from tensorloom.backends.runtime.recipe import lr_schedule_from, planned_epochs
+
+    cosine = lr_schedule_from({"name": "cosine", "warmup_epochs": 2, "min_lr": 0.01},
+                              steps_per_epoch=25, total_steps=100, base_lr=0.1)  # fmt: skip
+    assert (cosine.warmup_steps, cosine.min_ratio) == (50, pytest.approx(0.1))
+    steps = lr_schedule_from({"name": "linear", "warmup_steps": 7},
+                             steps_per_epoch=25, total_steps=100, base_lr=0.1)  # fmt: skip
+    assert steps.warmup_steps == 7
+    step = lr_schedule_from({"name": "step", "step_size": 2, "gamma": 0.5},
+                            steps_per_epoch=25, total_steps=100, base_lr=0.1)  # fmt: skip
+    assert (step.step_interval, step.gamma) == (50, 0.5)
+    one = lr_schedule_from({"name": "onecycle", "pct_start": 0.1},
+                           steps_per_epoch=25, total_steps=100, base_lr=0.1)  # fmt: skip
+    assert one.pct_start == 0.1
+    assert planned_epochs(None, 60, 25) == 3
+    assert planned_epochs(4, 60, 25) == 4
+
+
+def test_run_recipe_updates_ema_and_says_when_to_validate_and_stop() -> None:
+    from tensorloom.backends.runtime.recipe import RunRecipe
+
+    model = nn.Linear(2, 1)
+    recipe = RunRecipe(ema=ModelEMA(model, 0.5), stopper=EarlyStopping(1),
+                       best=BestTracker("val_loss"), eval_every=3)  # fmt: skip
+    assert [recipe.after_step(model, s) for s in (1, 2, 3, 4, 6)] == [False, False, True,
+                                                                      False, True]  # fmt: skip
+    assert int(recipe.ema.averaged.n_averaged) == 5  # type: ignore[union-attr]
+    assert recipe.after_validation({"epoch": 1, "val_loss": 2.0})
+    assert recipe.stop_reason is None
+    assert not recipe.after_validation({"epoch": 2, "val_loss": 2.5})
+    assert recipe.stop_reason == "early stopping"
+    again = RunRecipe(ema=ModelEMA(model, 0.5), stopper=EarlyStopping(1),
+                      best=BestTracker("val_loss"))  # fmt: skip
+    again.load_state_dict(recipe.state_dict())
+    assert again.stop_reason == "early stopping" and again.best.best == 2.0  # type: ignore[union-attr]
