@@ -290,10 +290,16 @@ def load_weights(
     target = unwrap_model(model)
     _check_model(path, state, target)
     target.load_state_dict(strip_prefixes(state["model"]))
-    saved_ema = (state.get("extra") or {}).get("ema")
+    saved_ema = saved_ema_state(state)
     if ema is not None and saved_ema is not None:
         ema.load_state_dict(saved_ema)
     return state
+
+
+def saved_ema_state(state: dict[str, Any]) -> dict[str, Any] | None:
+    """The EMA weights a checkpoint holds (a run with `ema`), or None."""
+    recipe = (state.get("extra") or {}).get("recipe") or {}
+    return recipe.get("ema")
 
 
 def _check_model(

@@ -66,6 +66,8 @@ class DataInfo:
     num_classes: int | None
     task: str  # "classification", "sequence" or "regression"
     synthetic: bool = False
+    # An image dataset's per-channel (mean, std), which --predict applies to image files.
+    normalisation: tuple[tuple[float, ...], tuple[float, ...]] | None = None
 
     def warning(self) -> str | None:
         """The line a script prints when it trains on made-up data."""
@@ -134,7 +136,8 @@ def _flat_info(info: DataInfo, flatten: bool) -> DataInfo:
     size = 1
     for dim in info.sample_shape:
         size *= dim
-    return DataInfo(info.name, (size,), info.target_shape, info.num_classes, info.task)
+    return DataInfo(info.name, (size,), info.target_shape, info.num_classes, info.task,
+                    normalisation=info.normalisation)  # fmt: skip
 
 
 # --- scikit-learn's 8x8 digits -------------------------------------------------------
@@ -227,7 +230,7 @@ def _image_dataset(
         train, val = _read_mnist_like(folder)
         shape = (1, 28, 28)
     mean, std = _NORMALISATION[name]
-    info = DataInfo(name, shape, (), 10, "classification")
+    info = DataInfo(name, shape, (), 10, "classification", normalisation=(mean, std))
     return _normalise(train, mean, std), _normalise(val, mean, std), info
 
 

@@ -401,3 +401,41 @@ class RunRecipe:
         if self.best is not None and state.get("best") is not None:
             self.best.load_state_dict(state["best"])
         self.early_stopped = bool(state.get("early_stopped", False))
+
+
+def make_run_recipe(
+    model: torch.nn.Module,
+    *,
+    ema: float | None,
+    early_stopping: tuple[int, str, float] | None,
+    keep_best: str | None,
+    eval_every: int | None,
+    signals: bool,
+) -> RunRecipe:
+    """The `RunRecipe` of a train block's settings. The best epoch is tracked for the run's
+    summary even without `keep_best` (by `val_loss`). `signals=False` (several processes,
+    which must stop at one step) leaves SIGINT and SIGTERM as they are."""
+    return RunRecipe(
+        ema=ModelEMA(model, ema) if ema is not None else None,
+        stopper=EarlyStopping(*early_stopping) if early_stopping is not None else None,
+        best=BestTracker(keep_best or "val_loss"),
+        eval_every=eval_every,
+        signals=StopSignals().install() if signals else None,
+    )
+
+
+def interrupted_exit_code(reason: str | None) -> int:
+    """128 + the signal's number for a run a signal stopped (130 for SIGINT), else 0."""
+    if reason is None or not reason.startswith("interrupted by "):
+        return 0
+    return 128 + signal.Signals[reason.removeprefix("interrupted by ")].value
+
+
+def format_validation(record: dict[str, Any]) -> str:
+    """`step 500  val_loss 1.2345  val_accuracy 91.20%`: one validation's line."""
+    parts = [f"step {record['steps']}"] if "steps" in record else []
+    for key, value in record.items():
+        if key.startswith(("val_", "ema_val_")) and value is not None:
+            shown = f"{100 * value:.2f}%" if key.endswith("accuracy") else f"{value:.4f}"
+            parts.append(f"{key} {shown}")
+    return "  ".join(parts)

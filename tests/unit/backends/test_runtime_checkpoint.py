@@ -226,7 +226,7 @@ def test_stale_temp_files_of_killed_writes_are_removed(tmp_path: Path) -> None:
 def test_load_weights_takes_the_model_alone_and_checks_its_class(tmp_path: Path) -> None:
     model, optimizer = _model_and_optimizer()
     path = save_checkpoint(tmp_path / "w.pt", model=model, optimizer=optimizer, epoch=1, step=1,
-                           extra={"ema": {"n": torch.tensor(3)}})  # fmt: skip
+                           extra={"recipe": {"ema": {"n": torch.tensor(3)}}})  # fmt: skip
     fresh = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
 
     class Ema:
