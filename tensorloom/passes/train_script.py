@@ -1128,6 +1128,13 @@ def train(args: argparse.Namespace, ctx: DistContext) -> int:
     check_run_length(args.epochs, args.max_steps, evaluating=args.evaluate is not None)
     trainer = build_trainer(args, ctx)
     trainer.checkpoint_dir = args.checkpoint_dir
+    try:
+        return _run(trainer, args, ctx)
+    finally:
+        trainer.recipe.close()  # SIGINT and SIGTERM as they were
+
+
+def _run(trainer: Trainer, args: argparse.Namespace, ctx: DistContext) -> int:
     log = print if ctx.is_main else _silent
     for warning in (trainer.plan.warning, trainer.info.warning()):
         if warning is not None:

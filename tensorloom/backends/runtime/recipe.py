@@ -252,10 +252,10 @@ class RunLengthError(Exception):
     """`--epochs 0` or `--max-steps 0` would train nothing; the message says what to do."""
 
 
-def check_run_length(epochs: int, max_steps: int | None, evaluating: bool) -> None:
+def check_run_length(epochs: int | None, max_steps: int | None, evaluating: bool) -> None:
     if evaluating:
         return
-    if epochs < 1:
+    if epochs is not None and epochs < 1:
         raise RunLengthError(
             f"--epochs {epochs} trains nothing: give at least 1, "
             "or --evaluate CHECKPOINT to evaluate without training"
@@ -380,6 +380,11 @@ class RunRecipe:
         if self.signals is not None and self.signals.requested is not None:
             return f"interrupted by {self.signals.requested}"
         return "early stopping" if self.early_stopped else None
+
+    def close(self) -> None:
+        """Put SIGINT and SIGTERM's handlers back as they were."""
+        if self.signals is not None:
+            self.signals.restore()
 
     @property
     def interrupted(self) -> bool:

@@ -180,13 +180,14 @@ def test_run_length_zero_is_an_error_unless_evaluating() -> None:
 
 
 def test_stop_signals_turn_sigterm_into_a_request() -> None:
+    before = signal.getsignal(signal.SIGTERM)
     signals = StopSignals().install()
     try:
         signal.raise_signal(signal.SIGTERM)
         assert signals.requested == "SIGTERM"
     finally:
         signals.restore()
-    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    assert signal.getsignal(signal.SIGTERM) is before
 
 
 def test_run_summary_names_the_best_epoch_and_the_folder() -> None:
