@@ -750,8 +750,9 @@ $graphed
                     if trainer.recipe.after_step(trainer.model, trainer.step):
                         step_validation(trainer, epoch)
                     if trainer.recipe.stop_reason is not None:
-                        trainer.carry = (loss_sum, batches)  # saved if the epoch is cut here
                         break
+            if batches < batches_used:  # cut short: last.pt keeps what this epoch did so far
+                trainer.carry = (loss_sum, batches)
             return loss_sum / max(batches, 1), batches
 
 
@@ -772,7 +773,7 @@ $graphed
 
 
 _GRAPHED_BRANCH = """
-    if trainer.whole_step:
+    if trainer.whole_step and trainer.carry is None:  # a resumed cut epoch runs uncaptured
         return _train_one_epoch_graphed(trainer, epoch, max_steps)"""
 
 _GRAPHED_EPOCH = '''
@@ -795,7 +796,10 @@ def _train_one_epoch_graphed(
         trainer.graphed.replay(idx)
         batches += 1
         trainer.step += 1
-    return trainer.graphed.take_loss_sum() / max(batches, 1), batches
+    loss_sum = trainer.graphed.take_loss_sum()
+    if batches < len(loader):  # cut short: last.pt keeps what this epoch did so far
+        trainer.carry = (loss_sum, batches)
+    return loss_sum / max(batches, 1), batches
 
 
 def _capture_step(trainer: Trainer, loader: DeviceLoader) -> GraphedStep:
