@@ -122,6 +122,7 @@ from tensorloom.passes.model_env import (
     declared_params,
     evaluate_kwargs,
     forward_of,
+    instance_env,
     layer_count,
     layers_of,
     lookup_symbol,
@@ -999,8 +1000,7 @@ def instance_of(
     model = models.get(op.model.root_reference.data)
     if model is None:
         return None
-    overrides = evaluate_kwargs(op.overrides.data, {})
-    env = model_env(model, overrides if isinstance(overrides, dict) else {})
+    env = instance_env(op, model)  # the configuration `instantiate` folded
     found = Instantiation(op.sym_name.data, model, env, loop=loop)
     info = _dataset_inputs(loop, module) if loop is not None else None
     data_input = dataset_input(info) if info is not None else None
