@@ -192,9 +192,11 @@ def symbols(table: Operation, kind: type[SymbolOp]) -> dict[str, SymbolOp]:
     assert table.has_trait(SymbolTable), f"{table.name} is not a symbol table"
     found: dict[str, SymbolOp] = {}
     for op in table.regions[0].block.ops:
+        if not isinstance(op, kind):
+            continue
         trait = op.get_trait(SymbolOpInterface)
         name = trait.get_sym_attr_name(op) if trait is not None else None
-        if name is not None and isinstance(op, kind):
+        if name is not None:
             found[name.data] = op
     return found
 
