@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from tensorloom.recursion import deep
 from tensorloom.tools import check_cache
 from tensorloom.tools.check_cache import Replay
 from tensorloom.tools.guard import sink_status
@@ -70,6 +71,7 @@ def run_checks(result: Compilation) -> Compilation:
     return result
 
 
+@deep
 def shape_flows(result: Compilation) -> list[ModelFlow]:
     """Each instantiated model's shape flow, for a module that checked clean."""
     from tensorloom.passes.shape_inference import infer_shapes
