@@ -59,7 +59,8 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
-from tensorloom.catalogue.datasets import DatasetInfo, lookup_dataset
+from tensorloom.catalogue.data_files import DataCheck
+from tensorloom.catalogue.datasets import DatasetInfo
 from tensorloom.catalogue.layers import BoundLayer, lookup
 from tensorloom.catalogue.layers.parameter import PARAMETER
 from tensorloom.catalogue.shapes import (
@@ -101,6 +102,7 @@ from tensorloom.dialects.nml import (
 from tensorloom.dialects.nml.builtins import tuple_item
 from tensorloom.dialects.nml.types import Dim
 from tensorloom.passes.check_scopes import MODULE_ATTRIBUTES
+from tensorloom.passes.dataset_files import dataset_check
 from tensorloom.passes.model_env import (
     ArgFailure,
     CallValue,
@@ -918,12 +920,8 @@ def _dataset_inputs(loop: train.LoopOp, module: ModuleOp) -> DatasetInfo | None:
     name = loop.data.root_reference.data
     for op in module.walk():
         if isinstance(op, train.DatasetOp) and op.sym_name.data == name:
-            options = evaluate_kwargs(op.options.data, {})
-            if not isinstance(options, dict):
-                return None
-            source = op.source.data if op.source is not None else None
-            info = lookup_dataset(source, options)  # type: ignore[arg-type]
-            return info if isinstance(info, DatasetInfo) else None
+            checked = dataset_check(op)
+            return checked.info if isinstance(checked, DataCheck) else None
     return None
 
 
