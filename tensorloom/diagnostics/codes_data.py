@@ -961,6 +961,24 @@ error[TL0416]: `MSE` compares the output with float targets, but `digits`'s targ
 """,
         ),
         Code(
+            'TL0417',
+            'a forward taking more inputs than a dataset feeds',
+            """\
+The emitted training loop calls `model(x)` with each batch's samples: one input. A
+forward with two or more parameters would fail at the first step. Reported by
+`check-train` at the dataset's name in the `train` line.
+""",
+            """\
+error[TL0417]: `M`'s forward takes 2 inputs (`x`, `z`), but a dataset feeds one: the samples of `data`
+  --> forward_two_inputs.tl:11:14
+   |
+11 | train net on data:
+   |              ^^^^
+   |
+   = help: train a model whose forward takes one input, and compute the rest from it
+""",
+        ),
+        Code(
             'TL0420',
             'an unknown config override',
             """\

@@ -322,6 +322,8 @@ class LoopChecker:
                 self._setting(op, seen)
         info = self._dataset()
         instance = self._instance()
+        if instance is not None and not self._inputs_fit(instance):
+            return
         self._loss(info, instance)
         self._metrics(info, instance)
         self._precision()
@@ -423,6 +425,27 @@ class LoopChecker:
         output = self._output(instance)
         if output is not None:
             self._classes(output, info, call.name)
+
+    def _inputs_fit(self, instance: InstanceOp) -> bool:
+        """A dataset feeds the forward one input (`model(x)`): a forward taking more fails at
+        the first step."""
+        model = models_of(self.module).get(instance.model.root_reference.data)
+        forward = forward_of(model) if model is not None else None
+        if forward is None or len(forward.arg_names.data) <= 1:
+            return True
+        names = ", ".join(f"`{a.data}`" for a in forward.arg_names.data)
+        count = len(forward.arg_names.data)
+        data = self.loop.data.root_reference.data
+        message = (
+            f"`{instance.model.root_reference.data}`'s forward takes {count} inputs ({names}), "
+            f"but a dataset feeds one: the samples of `{data}`"
+        )
+        span = span_of(self.loop.data_loc) if self.loop.data_loc is not None else None
+        span = span or span_of(self.loop)
+        if span is not None:
+            help_text = "train a model whose forward takes one input, and compute the rest from it"
+            report(Diagnostic.error("TL0417", message, Label(span), help=help_text))
+        return False
 
     def _targets_problem(self, info: DatasetInfo, instance: InstanceOp, loss: str) -> bool:
         """A built-in loss against targets of the wrong kind (class labels into `MSE`,
