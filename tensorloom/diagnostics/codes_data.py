@@ -1124,6 +1124,26 @@ error[TL0507]: cannot work out the grid for axis 0
   = help: compare the offsets built from `tl.program_id(0)` with a size parameter in a mask, as in `offsets < n`
 """,
         ),
+        Code(
+            'TL0508',
+            "a model's kernel call does not fit the kernel's launcher",
+            """\
+`synthesize-launchers` derives each kernel's launcher from its dataflow: loaded
+pointers are positional tensors, stored-only pointers keyword outputs, other scalars
+positional. A call in a forward (`x |> k`, `k(x, y, alpha)`) must give the
+positional ones; a kernel that stores to no pointer returns nothing to use. A
+pointer parameter never loaded or stored (a lost `tl.store`) is a positional scalar.
+""",
+            """\
+error[TL0508]: `fast_gelu_launcher` takes 2 positional arguments (`x`, `out_ptr`), this call gives 1
+  --> kernel_call_arguments.tl:16:33
+   |
+16 |         return x |> self.fc1 |> fast_gelu |> self.fc2
+   |                                 ^^^^^^^^^
+   |
+   = help: `out_ptr` is never loaded or stored, so it is not a tensor: does the kernel miss its `tl.store`?
+""",
+        ),
     )),
     Section('TL07xx: datasets', """\
 `tensorloom/catalogue/datasets.py` (`lookup_dataset`) returns these as `DatasetError`
