@@ -637,6 +637,14 @@ class Inference:
         inputs = [self._shape(v) for v in op.args]
         if bound.spec.name == "Embedding" and op.args:
             self._check_positions(layer, op, bound)
+            if self._float_ids(model, op):
+                mismatch = ShapeMismatch(
+                    "looks up integer token ids, but its input is the float output of a layer",
+                    help="an `Embedding` takes token ids: the model's input, such as a "
+                    "sequence dataset's `[B, T]` samples",
+                )
+                self._report_layer(layer, op, bound, mismatch)
+                return TensorType.unranked()
         suffix = self._suffix_input(op, bound)
         if suffix is not None:
             inputs[0] = (PLACEHOLDER, *suffix)
@@ -651,6 +659,14 @@ class Inference:
         name = label or layer.sym_name.data
         flow.steps.append(FlowStep(name, _describe(bound), self.format_type(result), params))
         return result
+
+    def _float_ids(self, model: ModelOp, op: ApplyOp | ApplyAtOp) -> bool:
+        """Whether an `Embedding`'s ids are the output of a catalogue layer (always floats)."""
+        source = op.args[0].owner
+        if not isinstance(source, ApplyOp):
+            return False
+        declared = layers_of(model).get(source.layer.root_reference.data)
+        return declared is not None and lookup(declared.kind.data) is not None
 
     def _suffix_input(self, op: ApplyOp | ApplyAtOp, bound: BoundLayer) -> Shape:
         """`[..., 784]` into a layer whose rule holds for any leading dims: its known
