@@ -198,6 +198,9 @@ class Inference:
     )
     depth: int = 0
     depth_reported: bool = False
+
+    def __post_init__(self) -> None:
+        self.unifier.rigid.add(BATCH)  # the batch dim is the data loader's, never a constant
     layers: dict[ModelOp, dict[str, LayerOp]] = field(
         default_factory=dict[ModelOp, dict[str, LayerOp]]
     )
