@@ -198,9 +198,6 @@ class Inference:
     )
     depth: int = 0
     depth_reported: bool = False
-
-    def __post_init__(self) -> None:
-        self.unifier.rigid.add(BATCH)  # the batch dim is the data loader's, never a constant
     layers: dict[ModelOp, dict[str, LayerOp]] = field(
         default_factory=dict[ModelOp, dict[str, LayerOp]]
     )
@@ -215,6 +212,9 @@ class Inference:
         return self.layers[model]
 
     hooks: InferenceHooks = field(default_factory=InferenceHooks)
+
+    def __post_init__(self) -> None:
+        self.unifier.rigid.add(BATCH)  # the batch dim is the data loader's, never a constant
 
     def type_of(self, value: SSAValue) -> Attribute:
         return self.types.get(value, value.type)
