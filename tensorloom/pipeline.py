@@ -51,7 +51,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("ast", (), "the AST"),
     Stage(
         "nml",
-        ("desugar-pipes", "resolve-nml", "shape-inference", "check-scopes"),
+        ("desugar-pipes", "resolve-nml", "instantiate", "shape-inference", "check-scopes"),
         "nml/train/kernel IR with shapes",
     ),
     Stage(
@@ -76,8 +76,8 @@ STAGES: tuple[Stage, ...] = (
 STAGE_NAMES: tuple[str, ...] = tuple(s.name for s in STAGES)
 IR_STAGES: tuple[str, ...] = ("nml", "train", "kernel", "torch")
 CHECK_PASSES: tuple[str, ...] = (
-    "desugar-pipes", "resolve-nml", "shape-inference", "check-scopes", "check-train",
-    "check-kernels", "synthesize-launchers",
+    "desugar-pipes", "resolve-nml", "instantiate", "shape-inference", "check-scopes",
+    "check-train", "check-kernels", "synthesize-launchers",
 )  # fmt: skip
 """The passes `tlc check` runs: every pass that reports diagnostics, so that
 `tlc check` finds whatever `tlc compile` would (the kernel checks TL0501-TL0507
