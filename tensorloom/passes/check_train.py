@@ -24,13 +24,14 @@ from xdsl.ir import Attribute, Operation
 from xdsl.passes import ModulePass
 
 from tensorloom.catalogue.args import Arg
+from tensorloom.catalogue.data_files import DatasetProblem
 from tensorloom.catalogue.datasets import (
+    UNKNOWN_TASK,
     DatasetError,
     DatasetInfo,
     is_language_model_data,
-    lookup_dataset,
 )
-from tensorloom.catalogue.losses import TRAIN_LOSSES
+from tensorloom.catalogue.losses import FLOATS, INDICES, TRAIN_LOSSES
 from tensorloom.catalogue.optimizers import OPTIMIZERS as OPTIMIZER_SPECS
 from tensorloom.catalogue.schedules import SCHEDULES as SCHEDULE_SPECS
 from tensorloom.catalogue.shapes import Dim, format_shape
@@ -47,6 +48,8 @@ from tensorloom.dialects.nml import (
     SoftmaxOp,
     TensorType,
 )
+from tensorloom.dialects.nml.types import PREFIX
+from tensorloom.passes.dataset_files import dataset_check
 from tensorloom.passes.loss_functions import (
     MetricProblem,
     batch_types,
@@ -60,7 +63,6 @@ from tensorloom.passes.model_env import (
     EvalError,
     Evaluated,
     evaluate,
-    evaluate_kwargs,
     forward_of,
     lookup_symbol,
     models_of,
@@ -372,6 +374,8 @@ class LoopChecker:
                 self._setting(op, seen)
         info = self._dataset()
         instance = self._instance()
+        if instance is not None and not self._inputs_fit(instance):
+            return
         self._loss(info, instance)
         self._metrics(info, instance)
         self._recipe_metrics()
@@ -429,17 +433,19 @@ class LoopChecker:
         op = lookup_symbol(self.module, self.loop.data, train.DatasetOp)
         if op is None:
             return None
-        options = evaluate_kwargs(op.options.data, {})
-        if isinstance(options, EvalError):
+        checked = dataset_check(op)
+        if checked is None:
             return None
-        source = op.source.data if op.source is not None else None
-        info = lookup_dataset(source, options)  # type: ignore[arg-type]
-        if isinstance(info, DatasetError):
-            _dataset_error(op, info)
+        if isinstance(checked, DatasetError):
+            _dataset_error(op, checked)
             return None
-        if source is None:
+        for problem in checked.problems:
+            _dataset_error(op, problem)
+        if any(not p.is_warning for p in checked.problems):
+            return None
+        if op.source is None:
             _synthetic_warning(op)
-        return info
+        return checked.info
 
     # --- loss -------------------------------------------------------------------------
 
@@ -454,6 +460,8 @@ class LoopChecker:
             return
         if self._tuple_output(instance, call.name):
             return
+        if info is not None and self._targets_problem(info, instance, call.name):
+            return
         if call.name not in ("CrossEntropy", "NLL"):
             return
         self._softmax_before(instance, call.name)
@@ -462,6 +470,78 @@ class LoopChecker:
         output = self._output(instance)
         if output is not None:
             self._classes(output, info, call.name)
+
+    def _inputs_fit(self, instance: InstanceOp) -> bool:
+        """A dataset feeds the forward one input (`model(x)`): a forward taking more fails at
+        the first step."""
+        model = models_of(self.module).get(instance.model.root_reference.data)
+        forward = forward_of(model) if model is not None else None
+        if forward is None or len(forward.arg_names.data) <= 1:
+            return True
+        names = ", ".join(f"`{a.data}`" for a in forward.arg_names.data)
+        count = len(forward.arg_names.data)
+        data = self.loop.data.root_reference.data
+        message = (
+            f"`{instance.model.root_reference.data}`'s forward takes {count} inputs ({names}), "
+            f"but a dataset feeds one: the samples of `{data}`"
+        )
+        span = span_of(self.loop.data_loc) if self.loop.data_loc is not None else None
+        span = span or span_of(self.loop)
+        if span is not None:
+            help_text = "train a model whose forward takes one input, and compute the rest from it"
+            report(Diagnostic.error("TL0417", message, Label(span), help=help_text))
+        return False
+
+    def _targets_problem(self, info: DatasetInfo, instance: InstanceOp, loss: str) -> bool:
+        """A built-in loss against targets of the wrong kind (class labels into `MSE`,
+        floats into `NLL`) or, for float targets, of another shape than the output."""
+        if info.synthetic or info.task == UNKNOWN_TASK or info.target_shape is None:
+            return False  # synthetic labels are made to fit; a file's are unknown
+        takes = TRAIN_LOSSES[loss].targets
+        labels = info.target_dtype == "i64"
+        span = self._loss_span()
+        if span is None:
+            return False
+        if labels and takes == FLOATS:
+            classes = f" ({info.num_classes} classes)" if info.num_classes is not None else ""
+            message = (
+                f"`{loss}` compares the output with float targets, but `{info.name}`'s "
+                f"targets are class labels{classes}"
+            )
+            help_text = (
+                "for classes, use `loss = CrossEntropy`; for regression, load float targets "
+                "(a .npz whose `y` is float, or a .csv whose target column is)"
+            )
+            report(Diagnostic.error("TL0416", message, Label(span), help=help_text))
+            return True
+        if labels:
+            return False
+        if takes == INDICES:
+            message = (
+                f"`{loss}` takes class labels, but `{info.name}`'s targets are floats (regression)"
+            )
+            help_text = "use `loss = MSE` (or `L1`, `SmoothL1`) for float targets"
+            report(Diagnostic.error("TL0416", message, Label(span), help=help_text))
+            return True
+        output = self._output(instance)
+        if output is None or PREFIX in output:
+            return False
+        want = info.target_shape
+        got = output[1:]
+        if len(got) == len(want) and all(
+            not isinstance(g, int) or g == w for g, w in zip(got, want, strict=True)
+        ):
+            return False
+        targets = format_shape(("B", *want))
+        message = (
+            f"`{loss}` compares the output {format_shape(output)} with `{info.name}`'s "
+            f"targets {targets} element by element: the shapes differ"
+        )
+        if len(got) != len(want):
+            message += " (PyTorch would broadcast them, silently)"
+        help_text = f"make the model's output {targets}"
+        report(Diagnostic.error("TL0416", message, Label(span), help=help_text))
+        return True
 
     def _tuple_output(self, instance: InstanceOp, loss: str) -> bool:
         """A forward that returns several values cannot feed a built-in loss: say so."""
@@ -697,13 +777,16 @@ def _synthetic_warning(op: train.DatasetOp) -> None:
     report(Diagnostic.warning("TL0707", message, Label(span), notes=[note], help=help_text))
 
 
-def _dataset_error(op: train.DatasetOp, error: DatasetError) -> None:
+def _dataset_error(op: train.DatasetOp, error: DatasetError | DatasetProblem) -> None:
     span = span_of(op)
     if error.option is not None and op.option_locs is not None:
         keys = list(op.options.data)
         if error.option in keys:
             span = span_of(op.option_locs.data[keys.index(error.option)]) or span
     if span is None:
+        return
+    if isinstance(error, DatasetProblem) and error.is_warning:
+        report(Diagnostic.warning(error.code, error.message, Label(span), help=error.help))
         return
     report(Diagnostic.error(error.code, error.message, Label(span), help=error.help))
 
