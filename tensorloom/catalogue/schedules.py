@@ -53,8 +53,11 @@ SCHEDULE_SPECS: tuple[ScheduleSpec, ...] = (
         "constant_with_warmup",
         "linear warm-up (100 steps unless given), then constant",
         WARMUP,
+        (("warmup_steps", 100),),
     ),
-    ScheduleSpec("warmup", "`constant_with_warmup`'s older name", WARMUP),
+    ScheduleSpec(
+        "warmup", "`constant_with_warmup`'s older name", WARMUP, (("warmup_steps", 100),)
+    ),
     ScheduleSpec(
         "onecycle",
         "torch's OneCycleLR curve, `lr` the peak: up over `pct_start` of the run, then down",

@@ -181,18 +181,26 @@ class ConfigOp(LazyFormatOp):
 
     Written by the `train-config` pass in place of the block's `train.set` and
     `train.checkpoint` ops: every field of catalogue/train_keys.py, the block's
-    value or the field's default. The verifier checks each field's attribute kind.
+    value or the field's default. The verifier checks each field's attribute kind;
+    `locs` keeps where each key was written (the script's `# file.tl:LINE` notes).
     """
 
     name = "train.config"
 
     fields = prop_def(DictionaryAttr)
+    locs = opt_prop_def(DictionaryAttr)  # where the block wrote each key it sets
 
     traits = traits_def(HasParent(LoopOp))
-    ASSEMBLY_FORMAT: ClassVar[str] = "$fields attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = "$fields (`locs` $locs^)? attr-dict"
 
-    def __init__(self, fields: dict[str, Attribute]):
-        super().__init__(properties={"fields": DictionaryAttr(fields)})
+    def __init__(self, fields: dict[str, Attribute], locs: dict[str, Attribute] | None = None):
+        properties: dict[str, Attribute | None] = {"fields": DictionaryAttr(fields)}
+        properties["locs"] = DictionaryAttr(locs) if locs else None
+        super().__init__(properties=properties)
+
+    def loc(self, key: str) -> Attribute | None:
+        """Where the block sets `key` (a location attribute), or None."""
+        return self.locs.data.get(key) if self.locs is not None else None
 
     def verify_(self) -> None:
         values = self.fields.data

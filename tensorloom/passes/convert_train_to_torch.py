@@ -3,11 +3,9 @@
     nml.instance @net = @Classifier {}
     train.dataset @data = "digits" {flatten = true}
     train.loop @net on @data {
-      train.set "epochs" = 10 : i64
-      train.set "optimizer" = #nml.call<"Adam", [], {lr = 1.000000e-03 : f64}>
-      train.set "loss" = #nml.call<"CrossEntropy", [], {}>
-      train.checkpoint every 5 "epochs"
-      train.autocast "float16"
+      train.config {epochs = 10 : i64, optimizer = "Adam", optimizer_args = {lr = 1.0e-03 : f64},
+                    loss = "CrossEntropy", checkpoint_every = 5 : i64, ...}   (train-config)
+      train.autocast "float16"                                             (insert-amp)
     }
 
 becomes, in the module's `torch.script` around the model classes,
@@ -21,11 +19,12 @@ becomes, in the module's `torch.script` around the model classes,
     torch.raw "if __name__ == \"__main__\": ..."
 
 Steps:
-1. `plan_of` reads the block into a `ScriptPlan` (train_script.py): the settings'
-   values, the markers the train passes added (precision, DDP, compile mode,
-   checkpointed layers), the instance's overrides, and the dataset; for
-   `load_dataset()` the synthetic samples' shape and classes are inferred from
-   the model (its first layer's input, then shape inference for the output).
+1. `plan_of` reads the block into a `ScriptPlan` (train_script.py): its `train.config`
+   (every default already filled in from the catalogue), the markers the train
+   passes added (precision, DDP, compile mode, checkpointed layers), the instance's
+   overrides, and the dataset; for `load_dataset()` the synthetic samples' shape and
+   classes are inferred from the model (its first layer's input, then shape inference
+   for the output).
 2. `train_script.py` turns the plan into the sections' text; this pass puts
    them into the script as ops and erases the loop.
 Only the first train block of a script becomes the script's `main`.
@@ -40,7 +39,7 @@ from pathlib import PurePath
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp
-from xdsl.ir import Operation
+from xdsl.ir import Attribute, Operation
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -51,8 +50,8 @@ from tensorloom.dialects import nml, train
 from tensorloom.dialects import torch as t
 from tensorloom.escape import py_comment, py_string
 from tensorloom.passes.convert_nml_to_torch import attr_source, script_of
-from tensorloom.passes.loss_functions import Metric, MetricProblem, metrics_of
-from tensorloom.passes.model_env import CallValue, Evaluated, evaluate_kwargs, lookup_symbol
+from tensorloom.passes.loss_functions import Metric
+from tensorloom.passes.model_env import evaluate_kwargs, lookup_symbol
 from tensorloom.passes.script_statements import lower_statements
 from tensorloom.passes.shape_inference import MODEL_OUTPUT
 from tensorloom.passes.train_script import (
@@ -64,12 +63,7 @@ from tensorloom.passes.train_script import (
     loss_source,
     settings_source,
 )
-from tensorloom.passes.train_values import loops_of, setting_value
-
-DEFAULT_LR = {"Adagrad": "0.01", "RMSprop": "0.01", "Adadelta": "1.0", "Adamax": "0.002",
-              "NAdam": "0.002"}  # fmt: skip
-"""torch.optim's default learning rates where they differ from 0.001."""
-
+from tensorloom.passes.train_values import loops_of
 
 # --- step 1: the plan ------------------------------------------------------------------------
 
@@ -82,15 +76,11 @@ def _marker(loop: train.LoopOp, kind: type[Operation]) -> Operation | None:
     return next((op for op in loop.body.block.ops if isinstance(op, kind)), None)
 
 
-def _call(value: Evaluated | None, default: str) -> CallValue:
-    if isinstance(value, CallValue):
-        return value
-    return CallValue(value if isinstance(value, str) else default)
-
-
-def _kwargs(call: CallValue) -> list[tuple[str, str]]:
-    named = list(call.kwargs) + ([("lr", call.args[0])] if call.args else [])
-    return [(key, py_literal(value)) for key, value in named if not isinstance(value, CallValue)]
+def _sources(args: object) -> list[tuple[str, str]]:
+    """A config dict of keyword arguments as (name, Python source); lists are tuples
+    (`betas`)."""
+    assert isinstance(args, dict)
+    return [(k, py_literal(tuple(v) if isinstance(v, list) else v)) for k, v in args.items()]  # type: ignore[arg-type]
 
 
 def _precision(loop: train.LoopOp) -> str:
@@ -129,36 +119,6 @@ def _dict_literal(values: dict[str, object]) -> str:
     return "{" + items + "}"
 
 
-def _int(value: Evaluated | None, default: int) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else default
-
-
-def _schedule(loop: train.LoopOp) -> tuple[str | None, dict[str, str]]:
-    value = setting_value(loop, "lr_schedule")
-    if value is None:
-        return None, {}
-    call = _call(value, "none")
-    if call.name == "none":
-        return None, {}
-    return call.name, dict(_kwargs(call))
-
-
-def _optimizer(loop: train.LoopOp) -> tuple[str, str, list[tuple[str, str]]]:
-    call = _call(setting_value(loop, "optimizer"), "Adam")
-    kwargs = _kwargs(call)
-    lr = dict(kwargs).get("lr", DEFAULT_LR.get(call.name, "0.001"))
-    return call.name, lr, [(k, v) for k, v in kwargs if k != "lr"]
-
-
-def _clip(value: Evaluated | None) -> str:
-    usable = isinstance(value, int | float) and not isinstance(value, bool) and value > 0
-    return py_literal(float(value)) if usable else "None"  # type: ignore[arg-type]
-
-
-def _every(policy: Operation | None) -> int | None:
-    return policy.every.value.data if isinstance(policy, train.CheckpointOp) else None
-
-
 def _model_classes(module: ModuleOp, loop: train.LoopOp) -> int | None:
     """A data file's labels are unknown until run time: the class count of the model's output
     (`model_output`, from shape-inference), which the script checks them against at load."""
@@ -172,28 +132,27 @@ def _model_classes(module: ModuleOp, loop: train.LoopOp) -> int | None:
     return classes if isinstance(classes, int) and not isinstance(classes, bool) else None
 
 
-def _where(op: Operation | None) -> str:
-    """`mnist.tl:38`: the source line an op came from, for the script's comments; "" if none."""
-    span = span_of(op) if op is not None else None
+def _where(target: Operation | Attribute | None) -> str:
+    """`mnist.tl:38`: the source line an op (or a location) came from, for the script's
+    comments; "" if none."""
+    span = span_of(target) if target is not None else None
     return f"{py_comment(PurePath(span.file).name)}:{span.line}" if span is not None else ""
 
 
 def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
+    """The script's plan: the loop's `train.config` (train-config) and the markers the train
+    passes added (precision, DDP, compile mode, checkpointed layers); nothing else of the block."""
     instance = _find(module, nml.InstanceOp, loop.model.root_reference.data)
     assert isinstance(instance, nml.InstanceOp), "check-scopes resolves the model"
+    config = train.config_of(loop)
+    value = config.value
     data = _data_plan(module, loop)
-    optimizer, lr, optimizer_kwargs = _optimizer(loop)
-    loss = _call(setting_value(loop, "loss"), "CrossEntropy")
     functions = _functions(module)
-    named = setting_value(loop, "loss")
-    custom = named if isinstance(named, str) and named in functions else None
-    schedule, schedule_kwargs = _schedule(loop)
-    policy = _marker(loop, train.CheckpointOp)
+    optimizer_args = _sources(value("optimizer_args"))
+    schedule = value("lr_schedule")
     compiled = _marker(loop, train.CompileOp)
     blocks = _marker(loop, train.ActivationCheckpointOp)
-    clip = setting_value(loop, "grad_clip")
-    batch = setting_value(loop, "batch_size")
-    log_every = setting_value(loop, "log_every")
+    clip, every, log_every = value("grad_clip"), value("checkpoint_every"), value("log_every")
     return ScriptPlan(
         source=source,
         model_class=instance.model.root_reference.data,
@@ -201,63 +160,59 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
         dataset=data.name,
         dataset_options=data.options,
         per_token_length=data.per_token_length,
-        epochs=_int(setting_value(loop, "epochs"), 10),
-        batch_size=batch if isinstance(batch, int) else None,
-        optimizer=optimizer,
-        optimizer_kwargs=optimizer_kwargs,
-        learning_rate=lr,
-        loss=loss.name,
-        loss_kwargs=_kwargs(loss),
+        epochs=_int(value("epochs"), 10),
+        batch_size=_int(value("batch_size"), 0) if value("batch_size_set") else None,
+        optimizer=str(value("optimizer")),
+        optimizer_kwargs=[(k, v) for k, v in optimizer_args if k != "lr"],
+        learning_rate=dict(optimizer_args)["lr"],
+        loss=str(value("loss")),
+        loss_kwargs=_sources(value("loss_args")),
         precision=_precision(loop),
         distributed=_marker(loop, train.DdpWrapOp) is not None,
-        checkpoint_every=_every(policy),
-        checkpoint_unit=policy.unit.data if isinstance(policy, train.CheckpointOp) else "epochs",
-        schedule=schedule,
-        schedule_kwargs=schedule_kwargs,
-        grad_clip=_clip(clip),
-        grad_accum=_int(setting_value(loop, "grad_accum"),
-                        _int(setting_value(loop, "accumulate_steps"), 1)),
+        checkpoint_every=every if isinstance(every, int) else None,
+        checkpoint_unit=str(value("checkpoint_unit")),
+        schedule=None if schedule == "none" else str(schedule),
+        schedule_kwargs=dict(_sources(value("lr_schedule_args"))),
+        grad_clip=py_literal(float(clip)) if isinstance(clip, float) else "None",
+        grad_accum=_int(value("grad_accum"), 1),
         compile_mode=compiled.mode.data if isinstance(compiled, train.CompileOp) else None,
-        compile_auto=setting_value(loop, "compile") is None,
-        seed=_int(setting_value(loop, "seed"), 0),
+        compile_auto=value("compile") == "auto",
+        seed=_int(value("seed"), 0),
         checkpointed_layers=_checkpointed_layers(blocks),
-        val_every=_int(setting_value(loop, "val_every"), 1),
+        val_every=_int(value("val_every"), 1),
         log_every=log_every if isinstance(log_every, int) else None,
         language_model_data=data.name in LM_SOURCES,
-        custom_loss=custom,
+        custom_loss=str(value("loss")) if value("loss_fn") else None,
         takes_inputs=frozenset(n for n, count in functions.items() if count == 3),
-        metrics=tuple(_metrics(loop, functions)),
+        metrics=tuple(_metrics(value("metrics"))),
         loop_at=_where(loop),
-        loss_at=_where(loop.settings().get("loss")) or _where(loop),
+        loss_at=_where(config.loc("loss")) or _where(loop),
         data_at=_where(_find(module, train.DatasetOp, loop.data.root_reference.data)),
         label_classes=_model_classes(module, loop),
-        recipe=_recipe(loop),
+        recipe=_recipe(config),
     )  # fmt: skip
 
 
-def _recipe(loop: train.LoopOp) -> RecipePlan:
-    """The recipe keys check-train accepted (runtime/recipe.py gives them their meaning)."""
-    decay = setting_value(loop, "decay_groups")
-    ema = setting_value(loop, "ema")
-    stopping = setting_value(loop, "early_stopping")
+def _int(value: object, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _recipe(config: train.ConfigOp) -> RecipePlan:
+    """The recipe fields of the config (runtime/recipe.py gives them their meaning)."""
+    value = config.value
+    ema, stopping, best = value("ema"), value("early_stopping"), value("keep_best")
     early = None
-    if isinstance(stopping, CallValue) and stopping.args:
-        options = dict(stopping.kwargs)
-        metric, delta = options.get("metric", "val_loss"), options.get("min_delta", 0.0)
-        early = f"({stopping.args[0]}, {py_string(str(metric))}, {float(delta)!r})"  # type: ignore[arg-type]
-    best = setting_value(loop, "keep_best")
-    every = setting_value(loop, "eval_every")
-    steps = setting_value(loop, "max_steps")
+    if isinstance(stopping, dict):
+        metric, delta = py_string(str(stopping["metric"])), float(stopping["min_delta"])  # type: ignore[arg-type]
+        early = f"({stopping['patience']}, {metric}, {delta!r})"
     return RecipePlan(
-        decay_groups=decay is not False,
-        ema=repr(float(ema))
-        if isinstance(ema, int | float) and not isinstance(ema, bool)
-        else None,
+        decay_groups=value("decay_groups") is True,
+        ema=repr(ema) if isinstance(ema, float) else None,
         early_stopping=early,
         keep_best=best if isinstance(best, str) else None,
-        eval_every=_int(every, 0) or None,
-        max_steps=_int(steps, 0) or None,
-        epochs_set=setting_value(loop, "epochs") is not None or steps is None,
+        eval_every=_int(value("eval_every"), 0) or None,
+        max_steps=_int(value("max_steps"), 0) or None,
+        epochs_set=value("epochs") is not None,
     )
 
 
@@ -337,13 +292,10 @@ def _functions(module: ModuleOp) -> dict[str, int]:
             if isinstance(op, t.DefOp)}  # fmt: skip
 
 
-def _metrics(loop: train.LoopOp, functions: dict[str, int]) -> list[Metric]:
-    """`metrics = [...]`, as check-train read it (it reported any problem)."""
-    attr = loop.setting("metrics")
-    if attr is None:
-        return []
-    metrics = metrics_of(attr, list(functions))
-    return [] if isinstance(metrics, MetricProblem) else metrics
+def _metrics(entries: object) -> list[Metric]:
+    """`metrics = [...]`, as train-config recorded it (check-train reported any problem)."""
+    assert isinstance(entries, list)
+    return [Metric(str(e["kind"]), str(e["name"]), int(e["k"])) for e in entries]
 
 
 def _checkpointed_layers(blocks: Operation | None) -> list[str]:

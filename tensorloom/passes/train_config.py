@@ -28,6 +28,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from tensorloom.catalogue.optimizers import OPTIMIZERS
 from tensorloom.catalogue.schedules import LENGTH_TWINS, SCHEDULES
 from tensorloom.catalogue.train_keys import CONFIG_FIELDS, EARLY_STOPPING_DEFAULTS, OLDER_NAMES
+from tensorloom.diagnostics.ir import span_of
 from tensorloom.dialects import train
 from tensorloom.passes.loss_functions import MetricProblem, functions_of, metrics_of
 from tensorloom.passes.model_env import CallValue, EvalError, Evaluated, evaluate
@@ -169,7 +170,10 @@ def write_config(module: ModuleOp, loop: train.LoopOp) -> None:
     attrs: dict[str, Attribute] = {
         name: train.config_attr(value) for name, value in config_fields(module, loop).items()
     }
-    config = train.ConfigOp(attrs)
+    locs: dict[str, Attribute] = {
+        key: op.location for key, op in loop.settings().items() if span_of(op) is not None
+    }
+    config = train.ConfigOp(attrs, locs)
     config.location = loop.location
     block = loop.body.block
     first = block.first_op

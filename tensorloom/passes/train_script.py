@@ -256,11 +256,7 @@ def _checkpoint_settings(plan: ScriptPlan) -> list[str]:
 def _schedule_settings(plan: ScriptPlan) -> list[str]:
     if plan.schedule is None:
         return []
-    options = {"name": py_string(plan.schedule), **plan.schedule_kwargs}
-    if plan.schedule in ("warmup", "constant_with_warmup") and not (
-        {"warmup_steps", "warmup_epochs"} & set(options)
-    ):
-        options["warmup_steps"] = "100"
+    options = {"name": py_string(plan.schedule), **plan.schedule_kwargs}  # defaults filled in
     items = ", ".join(f"{py_string(k)}: {v}" for k, v in options.items())
     return [f"LR_SCHEDULE: dict[str, Any] = {{{items}}}  # `lr_schedule`, runtime/recipe.py"]
 

@@ -1,5 +1,5 @@
 // A train block and its markers become the script's sections around the model class.
-// RUN: tl-opt %s -p convert-train-to-torch | filecheck %s
+// RUN: tl-opt %s -p train-config,convert-train-to-torch | filecheck %s
 
 builtin.module {
   torch.script from "mnist.tl" {
