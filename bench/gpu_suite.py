@@ -203,9 +203,8 @@ def all_jobs(plan: Plan) -> list[Job]:
             jobs += gpt2_jobs(plan, [setting])
             jobs += emitted_jobs(plan, "gpt2", [setting])
         jobs += emitted_jobs(plan, "gpt2", ["TensorLoom defaults"])
-        jobs += gpt2_jobs(
-            plan, [s for s in GPT2_SETTINGS if s not in ("bf16 eager", "bf16+compile(default)")]
-        )
+        jobs += gpt2_jobs(plan, [s for s in GPT2_SETTINGS if s not in ("bf16 eager",
+                                                                          "bf16+compile(default)")])
         # the candidates' order above is their priority: the budget may skip the last
     return jobs
 
@@ -359,12 +358,8 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         help="run only jobs whose bench/implementation/setting contains this",
     )
-    parser.add_argument(
-        "--skip",
-        action="append",
-        default=[],
-        help="then leave out jobs whose bench/implementation/setting has this",
-    )
+    parser.add_argument("--skip", action="append", default=[],
+                        help="then leave out jobs whose bench/implementation/setting has this")
     args = parser.parse_args(argv)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="tl-bench-") as tmp:

@@ -55,9 +55,7 @@ SCHEDULE_SPECS: tuple[ScheduleSpec, ...] = (
         WARMUP,
         (("warmup_steps", 100),),
     ),
-    ScheduleSpec(
-        "warmup", "`constant_with_warmup`'s older name", WARMUP, (("warmup_steps", 100),)
-    ),
+    ScheduleSpec("warmup", "`constant_with_warmup`'s older name", WARMUP, (("warmup_steps", 100),)),
     ScheduleSpec(
         "onecycle",
         "torch's OneCycleLR curve, `lr` the peak: up over `pct_start` of the run, then down",
