@@ -57,6 +57,7 @@ from tensorloom.passes.script_statements import lower_statements
 from tensorloom.passes.shape_inference import MODEL_OUTPUT
 from tensorloom.passes.train_script import (
     GUARD,
+    RecipePlan,
     ScriptPlan,
     header_source,
     loop_sources,
@@ -214,7 +215,8 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
         schedule=schedule,
         schedule_kwargs=schedule_kwargs,
         grad_clip=_clip(clip),
-        grad_accum=_int(setting_value(loop, "accumulate_steps"), 1),
+        grad_accum=_int(setting_value(loop, "grad_accum"),
+                        _int(setting_value(loop, "accumulate_steps"), 1)),
         compile_mode=compiled.mode.data if isinstance(compiled, train.CompileOp) else None,
         compile_auto=setting_value(loop, "compile") is None,
         seed=_int(setting_value(loop, "seed"), 0),
@@ -229,7 +231,34 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
         loss_at=_where(loop.settings().get("loss")) or _where(loop),
         data_at=_where(_find(module, train.DatasetOp, loop.data.root_reference.data)),
         label_classes=_model_classes(module, loop),
+        recipe=_recipe(loop),
     )  # fmt: skip
+
+
+def _recipe(loop: train.LoopOp) -> RecipePlan:
+    """The recipe keys check-train accepted (runtime/recipe.py gives them their meaning)."""
+    decay = setting_value(loop, "decay_groups")
+    ema = setting_value(loop, "ema")
+    stopping = setting_value(loop, "early_stopping")
+    early = None
+    if isinstance(stopping, CallValue) and stopping.args:
+        options = dict(stopping.kwargs)
+        metric, delta = options.get("metric", "val_loss"), options.get("min_delta", 0.0)
+        early = f"({stopping.args[0]}, {py_string(str(metric))}, {float(delta)!r})"  # type: ignore[arg-type]
+    best = setting_value(loop, "keep_best")
+    every = setting_value(loop, "eval_every")
+    steps = setting_value(loop, "max_steps")
+    return RecipePlan(
+        decay_groups=decay is not False,
+        ema=repr(float(ema))
+        if isinstance(ema, int | float) and not isinstance(ema, bool)
+        else None,
+        early_stopping=early,
+        keep_best=best if isinstance(best, str) else None,
+        eval_every=_int(every, 0) or None,
+        max_steps=_int(steps, 0) or None,
+        epochs_set=setting_value(loop, "epochs") is not None or steps is None,
+    )
 
 
 # --- step 2: the ops -------------------------------------------------------------------------
@@ -240,6 +269,7 @@ def import_ops(plan: ScriptPlan) -> list[Operation]:
     ops: list[Operation] = [
         t.FromImportOp("__future__", ["annotations"]),
         t.ImportOp("argparse"),
+        t.ImportOp("json"),
         t.ImportOp("random"),
         t.ImportOp("sys"),
         t.ImportOp("time"),
@@ -249,8 +279,6 @@ def import_ops(plan: ScriptPlan) -> list[Operation]:
         t.ImportOp("torch.nn.functional", "F"),
         t.FromImportOp("torch", ["nn"]),
     ]
-    if plan.schedule == "cosine":
-        ops.append(t.ImportOp("math"))
     if plan.distributed:
         ops.append(t.FromImportOp("contextlib", ["nullcontext"]))
         ops.append(t.FromImportOp("torch.nn.parallel", ["DistributedDataParallel"]))

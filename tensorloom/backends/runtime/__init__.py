@@ -5,12 +5,12 @@
     pasted.text      # `load_digits`, `DeviceLoader` and what they reach, nothing else
 
 Each module (`data`, `tokens`, `loader`, `checkpoint`, `metrics`, `distributed`, `amp`,
-`graphs`, `attention`, `sourcemap`) imports only the standard library and torch at its top, never
-another runtime module, and no two define the same top-level name. `paste` is the one
-way a script gets runtime code: a function-level dependency analysis (`ast`) finds
-each top-level definition's references, and the script receives the definitions its
-own code reaches, in their modules' order, with the imports those need. The script
-must start with `from __future__ import annotations`, as every module does.
+`graphs`, `attention`, `sourcemap`, `recipe`, `serve`) imports only the standard library
+and torch at its top, never another runtime module, and no two define the same top-level
+name. `paste` is the one way a script gets runtime code: a function-level dependency
+analysis (`ast`) finds each top-level definition's references, and the script receives
+the definitions its own code reaches, in their modules' order, with the imports those
+need. The script must start with `from __future__ import annotations`, as every module does.
 
 This package itself never imports torch: the compiler reads these files as text.
 """
@@ -27,7 +27,7 @@ RUNTIME_DIR = Path(__file__).resolve().parent
 # The order definitions appear in a script.
 MODULES = (
     "distributed", "amp", "data", "tokens", "loader", "checkpoint", "metrics", "graphs",
-    "attention", "sourcemap",
+    "attention", "sourcemap", "recipe", "serve",
 )  # fmt: skip
 
 Import = tuple[str, str, str]

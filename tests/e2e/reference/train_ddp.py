@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import csv
+import hashlib
+import io
 import json
 import math
 import os
@@ -11,6 +14,7 @@ import pickle
 import random
 import re
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -38,16 +42,22 @@ from torch.nn.parallel import DistributedDataParallel
 
 
 # ---- settings: the train block's values; the command line overrides some ----
-EPOCHS = 50
+EPOCHS: int | None = 50
 BATCH_SIZE = 64  # `batch_size` was not set in the train block
 LEARNING_RATE = 0.0005
 PRECISION = "fp16"  # on the CPU, fp16 falls back to fp32
 DISTRIBUTED = True
-CHECKPOINT_EVERY: int | None = None  # unset: saved only with --checkpoint-dir
+CHECKPOINT_EVERY: int | None = None  # unset: saved at the end and when interrupted
 KEEP_CHECKPOINTS = 3
 GRAD_CLIP: float | None = None  # clips the global gradient norm
 GRAD_ACCUM = 1  # micro-batches per optimizer step
 VAL_EVERY = 1  # epochs between validations (and the last)
+DECAY_GROUPS = True  # no weight decay for biases and norm weights
+EMA_DECAY: float | None = None  # `ema`: an EMA of the weights
+EARLY_STOPPING: tuple[int, str, float] | None = None  # (patience, metric, min_delta)
+KEEP_BEST: str | None = None  # saves best.pt at each new best of this metric
+EVAL_EVERY: int | None = None  # steps between validations
+MAX_STEPS: int | None = None  # the schedule spans them
 COMPILE_MODE: str | None = "reduce-overhead"  # torch.compile's mode on CUDA
 COMPILE = "auto"  # the block sets no `compile`; --compile overrides it
 COMPILE_SECONDS = 13.0  # torch.compile of a small model on an H200
@@ -83,14 +93,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="Train Net on digits (from train_ddp.tl).")
     parser.add_argument("--epochs", type=int, default=EPOCHS)
     parser.add_argument("--batch-size", type=int, default=BATCH_SIZE, help="per process")
-    parser.add_argument("--max-steps", type=int, default=None, help="steps in all")
+    parser.add_argument("--max-steps", type=int, default=None,
+                        help="stop after this many steps (the schedule is unchanged)")
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--metrics", default=None, help="a JSON line per epoch goes here")
     parser.add_argument("--tensorboard", default=None, help="TensorBoard logs go here")
-    parser.add_argument("--checkpoint-dir", default="checkpoints/train_ddp" if CHECKPOINT_EVERY is not None else None)
+    parser.add_argument("--checkpoint-dir", default="checkpoints/train_ddp")
     parser.add_argument("--resume", default=None, help="a checkpoint to continue from")
-    parser.add_argument("--data-root", default=None, help="where dataset files live")
+    parser.add_argument("--init-from", default=None, help="start from these weights")
+    parser.add_argument("--evaluate", default=None, metavar="CHECKPOINT",
+                        help="report the validation metrics of a checkpoint; no training")
+    parser.add_argument("--predict", default=None, metavar="INPUT",
+                        help="outputs for a .npz, .pt, .csv or image file")
+    parser.add_argument("--out", default=None, help="--predict writes here, not stdout")
+    parser.add_argument("--export", default=None, metavar="FILE",
+                        help="torch.export the model (.pt2; .onnx with onnx)")
+    parser.add_argument("--data-root", default=None, help="where datasets live")
     parser.add_argument("--compile", choices=("auto", "on", "off"), default=COMPILE,
                         help="torch.compile on CUDA; auto: when the run repays it")
     parser.add_argument("--no-compile", action="store_true", help="as --compile off")
@@ -120,8 +139,13 @@ class Trainer:
     train_loader: DeviceLoader
     val_loader: DeviceLoader
     info: DataInfo
+    recipe: RunRecipe  # EMA, early stopping, keep-best, eval_every, stop signals
     step: int = 0
     start_epoch: int = 0
+    carry: tuple[torch.Tensor, int] | None = None  # resumed mid-epoch: (loss sum, batches)
+    metrics: MetricsWriter | None = None
+    checkpoint_dir: str | None = None
+    saved_step: int = -1  # the step last.pt holds
 
 
 def build_loaders(
@@ -145,9 +169,11 @@ def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
     train_loader, val_loader, info = build_loaders(args, ctx)
     model = Net().to(ctx.device)
     optimizer = torch.optim.AdamW(
-        model.parameters(), lr=LEARNING_RATE, fused=ctx.device.type == "cuda"
+        decay_param_groups(model, DECAY_GROUPS), lr=LEARNING_RATE, fused=ctx.device.type == "cuda"
     )
     plan = resolve_precision(args.precision, ctx.device)
+    steps_per_epoch = len(train_loader) // GRAD_ACCUM
+    args.epochs = planned_epochs(args.epochs, MAX_STEPS, steps_per_epoch)
     scheduler = None  # no `lr_schedule`
     compile_it = _should_compile(model, args, ctx, train_loader, plan)
     compiled = _maybe_compile(model, compile_it)
@@ -158,7 +184,7 @@ def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
     scaler = make_grad_scaler(plan, ctx.device)
     return Trainer(
         ctx, model, train_model, compiled, optimizer, scaler, scheduler, plan,
-        train_loader, val_loader, info,
+        train_loader, val_loader, info, build_recipe(model, ctx),
     )  # fmt: skip
 
 
@@ -227,8 +253,17 @@ def _say(ctx: DistContext, line: str) -> None:
         print(line, flush=True)
 
 
+def build_recipe(model: nn.Module, ctx: DistContext) -> RunRecipe:
+    """The block's recipe keys as runtime/recipe.py objects; one process handles signals."""
+    return make_run_recipe(
+        model, ema=EMA_DECAY, early_stopping=EARLY_STOPPING, keep_best=KEEP_BEST,
+        eval_every=EVAL_EVERY, signals=not ctx.is_distributed,
+    )  # fmt: skip
+
+
 def resume(trainer: Trainer, path: str) -> None:
-    """Continue where a checkpoint left off: weights, optimizer, scaler, schedule, RNG."""
+    """Continue where a checkpoint left off: weights, optimizer, scaler, schedule, RNG,
+    the recipe's state (EMA, early stopping, best) and, mid-epoch, the epoch's batches."""
     state = load_checkpoint(
         path,
         model=trainer.model,
@@ -238,7 +273,17 @@ def resume(trainer: Trainer, path: str) -> None:
         loader=trainer.train_loader,
         map_location=trainer.ctx.device,
     )
+    _resume_extra(trainer, state)
+
+
+def _resume_extra(trainer: Trainer, state: dict[str, Any]) -> None:
     trainer.start_epoch, trainer.step = state["epoch"], state["step"]
+    trainer.saved_step = trainer.step
+    extra = state["extra"]
+    trainer.recipe.load_state_dict(extra.get("recipe", {}))
+    carry = extra.get("carry")
+    if carry is not None:
+        trainer.carry = (carry["loss_sum"].to(trainer.ctx.device), int(carry["batches"]))
 
 
 # ---- one epoch of training, one of validation ----
@@ -249,13 +294,16 @@ def train_one_epoch(
     model, device = trainer.train_model, trainer.ctx.device
     model.train()
     trainer.train_loader.set_epoch(epoch)
-    loss_sum = torch.zeros((), device=device)
+    loss_sum, batches = _carried(trainer)
+    skip = batches  # resumed mid-epoch: these were trained before the interruption
     batches_used = len(trainer.train_loader) // GRAD_ACCUM * GRAD_ACCUM
-    batches = 0
     description = f"epoch {epoch + 1}"
     bar = progress(trainer.train_loader, total=batches_used, description=description,
                    enabled=trainer.ctx.is_main)  # fmt: skip
     for xb, yb in bar:
+        if skip:
+            skip -= 1
+            continue
         if batches == batches_used or _reached(trainer.step, max_steps):
             break
         last_micro_batch = (batches + 1) % GRAD_ACCUM == 0
@@ -263,7 +311,21 @@ def train_one_epoch(
         batches += 1
         if last_micro_batch:
             _optimizer_step(trainer)
+            if trainer.recipe.after_step(trainer.model, trainer.step):
+                step_validation(trainer, epoch)
+            if trainer.recipe.stop_reason is not None:
+                break
+    if batches < batches_used:  # cut short: last.pt keeps what this epoch did so far
+        trainer.carry = (loss_sum, batches)
     return loss_sum / max(batches, 1), batches
+
+
+def _carried(trainer: Trainer) -> tuple[torch.Tensor, int]:
+    """The loss sum and batches of an epoch resumed in its middle, else nothing yet."""
+    carry, trainer.carry = trainer.carry, None
+    if carry is None:
+        return torch.zeros((), device=trainer.ctx.device), 0
+    return carry
 
 
 def _reached(step: int, max_steps: int | None) -> bool:
@@ -314,9 +376,12 @@ def _optimizer_step(trainer: Trainer) -> None:
 
 
 @torch.no_grad()
-def evaluate(trainer: Trainer) -> tuple[float, float | None]:
+def evaluate(
+    trainer: Trainer, model: nn.Module | None = None
+) -> tuple[float, float | None]:
     """Validation loss and accuracy over the whole split, summed across ranks."""
-    model, device = trainer.eval_model, trainer.ctx.device
+    model = trainer.eval_model if model is None else model
+    device = trainer.ctx.device
     model.eval()
     totals = torch.zeros(3, device=device)  # loss sum, correct predictions, targets
     for xb, yb in trainer.val_loader:
@@ -332,22 +397,81 @@ def evaluate(trainer: Trainer) -> tuple[float, float | None]:
 
 
 # ---- the loop ----
+def validation_record(trainer: Trainer) -> dict[str, Any]:
+    """The validation metrics, and the EMA weights' (`ema_` keys) when `ema` is set."""
+    record = _as_record(evaluate(trainer))
+    if trainer.recipe.ema is not None:
+        ema = _as_record(evaluate(trainer, trainer.recipe.ema.module))
+        record.update({f"ema_{key}": value for key, value in ema.items() if value is not None})
+    return record
+
+
+def _as_record(result: tuple[float, float | None] | dict[str, float]) -> dict[str, Any]:
+    if isinstance(result, dict):
+        return dict(result)
+    return {"val_loss": result[0], "val_accuracy": result[1]}
+
+
 def epoch_record(trainer: Trainer, epoch: int, train_loss: torch.Tensor, batches: int,
                  elapsed: float, args: argparse.Namespace) -> dict[str, Any]:  # fmt: skip
     due = (epoch + 1) % VAL_EVERY == 0 or epoch + 1 == args.epochs
-    val_loss, val_accuracy = evaluate(trainer) if due else (None, None)
+    validation = validation_record(trainer) if due else {"val_loss": None}
     samples = batches * args.batch_size * trainer.ctx.world_size
-    record = {
+    return {
         "epoch": epoch + 1,
         "train_loss": all_reduce_mean(train_loss).item(),  # the epoch's one host sync
-        "val_loss": val_loss,
-        "val_accuracy": val_accuracy,
+        **validation,
         "samples_per_s": samples / elapsed,
         "lr": float(trainer.optimizer.param_groups[0]["lr"]),
         "time": elapsed,
         "steps": trainer.step,
     }
-    return {key: value for key, value in record.items() if key != "val_accuracy" or due}
+
+
+def step_validation(trainer: Trainer, epoch: int) -> None:
+    """`eval_every = N`: validation after every N optimizer steps, recorded with its step."""
+    record = {"epoch": epoch + 1, "steps": trainer.step, **validation_record(trainer)}
+    trainer.train_model.train()
+    if trainer.metrics is not None:
+        trainer.metrics.write(record)
+    if trainer.ctx.is_main:
+        print(format_validation(record))
+    after_validation(trainer, record)
+
+
+def after_validation(trainer: Trainer, record: dict[str, Any]) -> None:
+    """Early stopping counts the record; `keep_best` saves best.pt at a new best."""
+    if not trainer.recipe.after_validation(record) or KEEP_BEST is None:
+        return
+    if trainer.ctx.is_main and trainer.checkpoint_dir is not None:
+        save_checkpoint(f"{trainer.checkpoint_dir}/best.pt", epoch=record["epoch"],
+                        **checkpoint_state(trainer))  # fmt: skip
+    barrier()
+
+
+def checkpoint_state(
+    trainer: Trainer, carry: tuple[torch.Tensor, int] | None = None
+) -> dict[str, Any]:
+    """What a checkpoint holds besides its epoch: `carry` is a cut epoch's loss and batches."""
+    extra: dict[str, Any] = {"recipe": trainer.recipe.state_dict()}
+    if carry is not None:
+        extra["carry"] = {"loss_sum": carry[0].detach(), "batches": carry[1]}
+    return {
+        "model": trainer.model, "optimizer": trainer.optimizer, "scaler": trainer.scaler,
+        "scheduler": trainer.scheduler, "step": trainer.step, "loader": trainer.train_loader,
+        "extra": extra,
+    }  # fmt: skip
+
+
+def save_last(trainer: Trainer, epochs_done: int) -> None:
+    """At the end of the run, and when it is interrupted: last.pt holds where it stopped."""
+    if trainer.checkpoint_dir is None or trainer.saved_step == trainer.step:
+        return
+    if trainer.ctx.is_main:
+        save_checkpoint(f"{trainer.checkpoint_dir}/last.pt", epoch=epochs_done,
+                        **checkpoint_state(trainer, trainer.carry))  # fmt: skip
+    trainer.saved_step = trainer.step
+    barrier()
 
 
 def save_if_due(
@@ -360,37 +484,89 @@ def save_if_due(
         return
     if trainer.ctx.is_main:
         save_epoch_checkpoint(
-            args.checkpoint_dir, keep=KEEP_CHECKPOINTS, epoch=done, model=trainer.model,
-            optimizer=trainer.optimizer, scaler=trainer.scaler, scheduler=trainer.scheduler,
-            step=trainer.step, loader=trainer.train_loader,
+            args.checkpoint_dir, keep=KEEP_CHECKPOINTS, epoch=done,
+            **checkpoint_state(trainer),
         )  # fmt: skip
+    trainer.saved_step = trainer.step
     barrier()
 
 
 def train(args: argparse.Namespace, ctx: DistContext) -> int:
+    check_run_length(args.epochs, args.max_steps, evaluating=args.evaluate is not None)
     trainer = build_trainer(args, ctx)
+    trainer.checkpoint_dir = args.checkpoint_dir
+    try:
+        return _run(trainer, args, ctx)
+    finally:
+        trainer.recipe.close()  # SIGINT and SIGTERM as they were
+
+
+def _run(trainer: Trainer, args: argparse.Namespace, ctx: DistContext) -> int:
     log = print if ctx.is_main else _silent
     for warning in (trainer.plan.warning, trainer.info.warning()):
         if warning is not None:
             log(warning, file=sys.stderr)
+    if args.checkpoint_dir is not None and ctx.is_main:
+        for stale in clean_stale_temp_files(args.checkpoint_dir):
+            log(f"removed {stale}, left by a checkpoint write that was cut off", file=sys.stderr)
+    if args.evaluate is not None:
+        return evaluate_checkpoint(trainer, args)
+    if args.init_from is not None:
+        load_weights(args.init_from, model=trainer.model, map_location=ctx.device)
+        log(f"starting from the weights in {args.init_from}")
     if args.resume is not None:
         resume(trainer, args.resume)
         log(f"resumed from {args.resume} after epoch {trainer.start_epoch}")
+    max_steps = min((n for n in (args.max_steps, MAX_STEPS) if n is not None), default=None)
     metrics = MetricsWriter(args.metrics, enabled=ctx.is_main, tensorboard=args.tensorboard)
+    trainer.metrics = metrics
+    started, epochs_done = time.perf_counter(), trainer.start_epoch
     for epoch in range(trainer.start_epoch, args.epochs):  # train_ddp.tl:26
-        if _reached(trainer.step, args.max_steps):
+        if _reached(trainer.step, max_steps) or trainer.recipe.stop_reason is not None:
             break
         start, start_step = time.perf_counter(), trainer.step
-        train_loss, batches = train_one_epoch(trainer, epoch, args.max_steps)
+        train_loss, batches = train_one_epoch(trainer, epoch, max_steps)
         if trainer.ctx.device.type == "cuda":
             torch.cuda.synchronize()  # the epoch's time includes the steps still queued
         elapsed = time.perf_counter() - start
+        complete = batches == len(trainer.train_loader) // GRAD_ACCUM * GRAD_ACCUM
+        if not complete and trainer.recipe.interrupted:
+            break  # last.pt keeps the epoch's batches so far; no validation on the way out
         record = epoch_record(trainer, epoch, train_loss, batches, elapsed, args)
-        metrics.write(record)
+        metrics.write(record if complete else {**record, "partial": True})
         log(format_epoch_summary(record, epochs=args.epochs))
-        if batches == len(trainer.train_loader) // GRAD_ACCUM * GRAD_ACCUM:
+        after_validation(trainer, record)
+        if complete:
+            epochs_done = epoch + 1
             save_if_due(trainer, epoch, start_step, args)
+    stopped = trainer.recipe.stop_reason
+    save_last(trainer, epochs_done)
     metrics.close()
+    log(format_run_summary(
+        epochs_done=epochs_done, steps=trainer.step, seconds=time.perf_counter() - started,
+        best=trainer.recipe.best, checkpoint_dir=args.checkpoint_dir, stopped=stopped,
+    ))  # fmt: skip
+    if trainer.recipe.interrupted:
+        log(f"continue with --resume {args.checkpoint_dir}/last.pt")
+        return interrupted_exit_code(stopped)
+    serve_requests(trainer, args)
+    return 0
+
+
+def evaluate_checkpoint(trainer: Trainer, args: argparse.Namespace) -> int:
+    """--evaluate CHECKPOINT: the validation metrics of its weights (and of its EMA's),
+    then any --predict, --export or --generate with them; no training."""
+    state = load_weights(args.evaluate, model=trainer.model, ema=trainer.recipe.ema,
+                         map_location=trainer.ctx.device)  # fmt: skip
+    if saved_ema_state(state) is None:
+        trainer.recipe.ema = None  # a checkpoint of a run without `ema`
+    record = {"epoch": state.get("epoch"), **validation_record(trainer)}
+    if trainer.ctx.is_main:
+        print(f"{args.evaluate} (epoch {record['epoch']}):  " + format_validation(record))
+        if args.metrics is not None:
+            with open(args.metrics, "a", encoding="utf-8") as f:
+                f.write(json.dumps({"evaluated": args.evaluate, **record}) + "\n")
+    serve_requests(trainer, args)
     return 0
 
 
@@ -398,12 +574,31 @@ def _silent(*_args: object, **_kwargs: object) -> None:
     return None
 
 
+def serve_requests(trainer: Trainer, args: argparse.Namespace) -> None:
+    """--predict, --export with the trained weights (the EMA's with `ema`)."""
+    if not trainer.ctx.is_main:
+        return
+    model = trainer.recipe.ema.module if trainer.recipe.ema is not None else trainer.model
+    example = next(iter(trainer.val_loader))[0][:2]
+    if args.predict is not None:
+        x = read_predict_inputs(
+            args.predict, sample_shape=tuple(example.shape[1:]),
+            normalisation=getattr(trainer.info, "normalisation", None),
+            integer=not example.is_floating_point(),
+        )  # fmt: skip
+        outputs = predict(model, x, batch_size=args.batch_size, device=trainer.ctx.device)
+        write_predictions(outputs, args.out, classes=True)
+    if args.export is not None:
+        print(f"exported to {export_model(model, example, args.export)}")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         ctx = setup_distributed(args.device)
         return train(args, ctx)
-    except (DatasetUnavailable, DeviceUnavailable, CheckpointError) as error:
+    except (DatasetUnavailable, DeviceUnavailable, CheckpointError, RunLengthError, PredictInputError,
+            ExportError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     except Exception as error:  # a bug's traceback, with the .tl/.nml lines it passed
@@ -567,6 +762,8 @@ class DataInfo:
     num_classes: int | None
     task: str  # "classification", "sequence" or "regression"
     synthetic: bool = False
+    # An image dataset's per-channel (mean, std), which --predict applies to image files.
+    normalisation: tuple[tuple[float, ...], tuple[float, ...]] | None = None
 
     def warning(self) -> str | None:
         """The line a script prints when it trains on made-up data."""
@@ -611,7 +808,8 @@ def _flat_info(info: DataInfo, flatten: bool) -> DataInfo:
     size = 1
     for dim in info.sample_shape:
         size *= dim
-    return DataInfo(info.name, (size,), info.target_shape, info.num_classes, info.task)
+    return DataInfo(info.name, (size,), info.target_shape, info.num_classes, info.task,
+                    normalisation=info.normalisation)  # fmt: skip
 
 
 def _digits() -> TensorPair:
@@ -715,6 +913,12 @@ _WRAPPER_PREFIXES = ("_orig_mod.", "module.")
 _RESUME_KEYS = ("model", "optimizer", "scaler", "scheduler", "epoch", "step", "rng", "loader")
 
 
+_WEIGHT_KEYS = ("model",)
+
+
+_CHECKSUM_KEY = "checksum"
+
+
 _EPOCH_FILE = "epoch-{:04d}.pt"
 
 
@@ -772,6 +976,51 @@ def _as_random_state(state: Any) -> tuple[Any, ...]:
     return (version, tuple(internal), gauss)
 
 
+def tensor_checksum(state: Any) -> str:
+    """sha256 of every tensor in `state` (its key path, dtype, shape and bytes), in key order;
+    the `checksum` entry itself is left out."""
+    digest = hashlib.sha256()
+    _hash_into(digest, "", state)
+    return digest.hexdigest()
+
+
+def _hash_into(digest: Any, path: str, value: Any) -> None:
+    if isinstance(value, torch.Tensor):
+        data = value.detach().cpu().contiguous()
+        digest.update(f"{path}:{data.dtype}:{tuple(data.shape)}".encode())
+        if data.numel():
+            digest.update(data.reshape(-1).view(torch.uint8).numpy().tobytes())
+    elif isinstance(value, dict):
+        for key in sorted(value, key=str):
+            if not (path == "" and key == _CHECKSUM_KEY):
+                _hash_into(digest, f"{path}/{key}", value[key])
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            _hash_into(digest, f"{path}/{i}", item)
+
+
+def _verify_checksum(file: Path, state: dict[str, Any]) -> None:
+    saved = state.get(_CHECKSUM_KEY)
+    if saved is None:
+        return  # written before checkpoints carried one
+    if saved != tensor_checksum(state):
+        raise CheckpointError(
+            f"{file}: its tensors do not match the checksum saved with them "
+            "(the file was damaged or changed after it was written)"
+        )
+
+
+def clean_stale_temp_files(directory: str | os.PathLike[str]) -> list[Path]:
+    """Remove the temporary files of writes that were killed half-way; returns them."""
+    folder = Path(directory)
+    if not folder.is_dir():
+        return []
+    stale = [*folder.glob(".*.pt.*.tmp"), *folder.glob(".*.pt.link")]
+    for path in stale:
+        path.unlink(missing_ok=True)
+    return stale
+
+
 def save_checkpoint(
     path: str | os.PathLike[str],
     *,
@@ -797,6 +1046,7 @@ def save_checkpoint(
         "loader": loader.state_dict() if loader is not None else None,
         "extra": extra or {},
     }
+    state[_CHECKSUM_KEY] = tensor_checksum(state)
     target = Path(path)
     atomic_torch_save(state, target)
     return target
@@ -868,9 +1118,13 @@ def load_checkpoint(
 
 
 def read_checkpoint(
-    path: str | os.PathLike[str], *, map_location: str | torch.device = "cpu"
+    path: str | os.PathLike[str],
+    *,
+    map_location: str | torch.device = "cpu",
+    required: tuple[str, ...] = _RESUME_KEYS,
 ) -> dict[str, Any]:
-    """The state dict of a checkpoint file, loaded with `weights_only=True`, keys checked."""
+    """The state dict of a checkpoint file, loaded with `weights_only=True`, keys and
+    checksum checked."""
     file = Path(path)
     if not file.is_file():
         raise CheckpointError(f"{file}: no such checkpoint file")
@@ -893,11 +1147,37 @@ def read_checkpoint(
         ) from None
     if not isinstance(state, dict):
         raise CheckpointError(f"{file} is not a TensorLoom checkpoint: it holds no state dict")
-    missing = [key for key in _RESUME_KEYS if key not in state]
+    missing = [key for key in required if key not in state]
     if missing:
         listed = ", ".join(f"`{key}`" for key in missing)
         raise CheckpointError(f"{file} is not a complete TensorLoom checkpoint: {listed} missing")
+    _verify_checksum(file, state)
     return state
+
+
+def load_weights(
+    path: str | os.PathLike[str],
+    *,
+    model: torch.nn.Module,
+    ema: Any = None,
+    map_location: str | torch.device = "cpu",
+) -> dict[str, Any]:
+    """Load the model's weights (and the EMA's, if both have one) from a checkpoint, nothing
+    else: `--init-from` fine-tunes from them, `--evaluate` reports their metrics."""
+    state = read_checkpoint(path, map_location=map_location, required=_WEIGHT_KEYS)
+    target = unwrap_model(model)
+    _check_model(path, state, target)
+    target.load_state_dict(strip_prefixes(state["model"]))
+    saved_ema = saved_ema_state(state)
+    if ema is not None and saved_ema is not None:
+        ema.load_state_dict(saved_ema)
+    return state
+
+
+def saved_ema_state(state: dict[str, Any]) -> dict[str, Any] | None:
+    """The EMA weights a checkpoint holds (a run with `ema`), or None."""
+    recipe = (state.get("extra") or {}).get("recipe") or {}
+    return recipe.get("ema")
 
 
 def _check_model(
@@ -1025,7 +1305,8 @@ def format_epoch_summary(record: dict[str, Any], *, epochs: int) -> str:
     if record.get("val_accuracy") is not None:
         parts.append(f"val_acc {100 * record['val_accuracy']:.2f}%")
     for key, value in record.items():  # `metrics = [...]`: `val_top5_accuracy`, `val_<fn>`
-        if key.startswith("val_") and key not in _SHOWN and value is not None:
+        shown_key = key.startswith(("val_", "ema_val_")) and key not in _SHOWN
+        if shown_key and value is not None:
             shown = f"{100 * value:.2f}%" if key.endswith("_accuracy") else f"{value:.4f}"
             parts.append(f"{key} {shown}")
     parts.append(f"{record['samples_per_s']:,.0f} samples/s")
@@ -1094,6 +1375,518 @@ def _describe(where: tuple[str, int], lines: list[str], script: Path) -> str:
             continue
         return f"{candidate}:{number}: {text}"
     return f"{name}:{number}"
+
+
+# ---- runtime/recipe.py: Training recipes for TensorLoom scripts: schedules, decay groups, EMA, early stopping.
+_NORM_LAYERS: tuple[type[torch.nn.Module], ...] = (
+    torch.nn.modules.batchnorm._NormBase,  # BatchNorm*, InstanceNorm*
+    torch.nn.LayerNorm,
+    torch.nn.GroupNorm,
+    torch.nn.LocalResponseNorm,
+    torch.nn.RMSNorm,
+)
+
+
+def no_decay_names(model: torch.nn.Module) -> list[str]:
+    """Parameters weight decay should not shrink: every bias, and every norm layer's weights."""
+    names: list[str] = []
+    for module_name, module in model.named_modules():
+        is_norm = isinstance(module, _NORM_LAYERS)
+        for name, _ in module.named_parameters(recurse=False):
+            if is_norm or name == "bias":
+                names.append(f"{module_name}.{name}" if module_name else name)
+    return names
+
+
+def decay_param_groups(model: torch.nn.Module, enabled: bool = True) -> list[dict[str, Any]]:
+    """Optimizer parameter groups: decayed weights, then biases and norm weights without decay.
+
+    The first group takes the optimizer's `weight_decay`; the second sets it to 0.
+    `enabled=False` (`decay_groups = false`) gives one group of every parameter."""
+    params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    if not enabled:
+        return [{"params": [p for _, p in params]}]
+    skip = set(no_decay_names(model))
+    decay = [p for n, p in params if n not in skip]
+    plain = [p for n, p in params if n in skip]
+    groups: list[dict[str, Any]] = []
+    if decay:
+        groups.append({"params": decay})
+    if plain:
+        groups.append({"params": plain, "weight_decay": 0.0})
+    return groups
+
+
+class ModelEMA:
+    """An exponential moving average of a model's weights and buffers (`ema = 0.999`).
+
+    torch.optim.swa_utils.AveragedModel with its EMA rule: after each optimizer step,
+    every averaged tensor becomes `decay * average + (1 - decay) * current`; the first
+    update copies the weights. `module` is a model of the same class to evaluate."""
+
+    def __init__(self, model: torch.nn.Module, decay: float) -> None:
+        from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
+
+        self.decay = decay
+        self.averaged = AveragedModel(
+            model, multi_avg_fn=get_ema_multi_avg_fn(decay), use_buffers=True
+        )
+
+    @property
+    def module(self) -> torch.nn.Module:
+        return self.averaged.module
+
+    @torch.no_grad()
+    def update(self, model: torch.nn.Module) -> None:
+        self.averaged.update_parameters(model)
+
+    def state_dict(self) -> dict[str, Any]:
+        return self.averaged.state_dict()
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.averaged.load_state_dict(state)
+
+
+def metric_mode(metric: str) -> str:
+    """ "max" for accuracies, "min" for losses and everything else."""
+    return "max" if metric.endswith("accuracy") else "min"
+
+
+class BestTracker:
+    """The best value of one validation metric so far, and the epoch it came at."""
+
+    def __init__(self, metric: str, min_delta: float = 0.0) -> None:
+        self.metric, self.mode, self.min_delta = metric, metric_mode(metric), min_delta
+        self.best: float | None = None
+        self.best_epoch: int | None = None
+
+    def improves(self, value: float) -> bool:
+        if self.best is None or math.isnan(self.best):
+            return not math.isnan(value)
+        if self.mode == "min":
+            return value < self.best - self.min_delta
+        return value > self.best + self.min_delta
+
+    def update(self, record: dict[str, Any]) -> bool:
+        """Take a validation record; whether its metric is a new best."""
+        value = record.get(self.metric)
+        if value is None or not self.improves(float(value)):
+            return False
+        self.best, self.best_epoch = float(value), int(record["epoch"])
+        return True
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"metric": self.metric, "best": self.best, "best_epoch": self.best_epoch}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.best, self.best_epoch = state["best"], state["best_epoch"]
+
+
+class EarlyStopping:
+    """`early_stopping = patience(3, metric=val_loss)`: stop after `patience` validations
+    in a row without a new best (a loss must fall by more than `min_delta`)."""
+
+    def __init__(self, patience: int, metric: str = "val_loss", min_delta: float = 0.0) -> None:
+        self.patience = patience
+        self.tracker = BestTracker(metric, min_delta)
+        self.bad = 0
+
+    @property
+    def metric(self) -> str:
+        return self.tracker.metric
+
+    def should_stop(self, record: dict[str, Any]) -> bool:
+        """Take a validation record (records without the metric are skipped)."""
+        if record.get(self.metric) is None:
+            return False
+        self.bad = 0 if self.tracker.update(record) else self.bad + 1
+        return self.bad >= self.patience
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"bad": self.bad, "tracker": self.tracker.state_dict()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.bad = state["bad"]
+        self.tracker.load_state_dict(state["tracker"])
+
+
+class RunLengthError(Exception):
+    """`--epochs 0` or `--max-steps 0` would train nothing; the message says what to do."""
+
+
+def check_run_length(epochs: int | None, max_steps: int | None, evaluating: bool) -> None:
+    if evaluating:
+        return
+    if epochs is not None and epochs < 1:
+        raise RunLengthError(
+            f"--epochs {epochs} trains nothing: give at least 1, "
+            "or --evaluate CHECKPOINT to evaluate without training"
+        )
+    if max_steps is not None and max_steps < 1:
+        raise RunLengthError(
+            f"--max-steps {max_steps} trains nothing: give at least 1, "
+            "or --evaluate CHECKPOINT to evaluate without training"
+        )
+
+
+class StopSignals:
+    """SIGINT and SIGTERM set `requested` instead of killing the run; a second SIGINT
+    still interrupts at once. `restore()` puts the previous handlers back."""
+
+    def __init__(self) -> None:
+        self.requested: str | None = None
+        self._previous: dict[int, Any] = {}
+
+    def install(self) -> StopSignals:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(ValueError):  # not the main thread: leave them alone
+                self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum: int, _frame: object) -> None:
+        if self.requested is not None and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        self.requested = signal.Signals(signum).name
+
+    def restore(self) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        self._previous.clear()
+
+
+def format_run_summary(
+    *,
+    epochs_done: int,
+    steps: int,
+    seconds: float,
+    best: BestTracker | None,
+    checkpoint_dir: str | None,
+    stopped: str | None = None,
+) -> str:
+    """The run's closing lines: how far it got, the best epoch and metric, where it saved."""
+    minutes, secs = divmod(seconds, 60.0)
+    took = f"{int(minutes)}m{secs:04.1f}s" if minutes else f"{secs:.1f}s"
+    why = f" ({stopped})" if stopped else ""
+    lines = [f"done: {epochs_done} epochs, {steps} steps in {took}{why}"]
+    if best is not None and best.best is not None:
+        lines.append(f"best: epoch {best.best_epoch}, {best.metric} {best.best:.4f}")
+    if checkpoint_dir is not None:
+        lines.append(f"checkpoints: {checkpoint_dir}/")
+    return "\n".join(lines)
+
+
+def planned_epochs(epochs: int | None, max_steps: int | None, steps_per_epoch: int) -> int:
+    """The epochs a run goes through: as given, or enough for `max_steps` when only it is set."""
+    if epochs is not None:
+        return epochs
+    if max_steps is None:
+        raise RunLengthError("neither epochs nor max_steps is set")
+    return -(-max_steps // max(steps_per_epoch, 1))
+
+
+class RunRecipe:
+    """What a train block's recipe keys add to the loop, in one object the loop calls:
+    `after_step` (the EMA update; whether `eval_every` is due), `after_validation`
+    (keep-best and early stopping), `stop_reason` (a signal or early stopping)."""
+
+    def __init__(
+        self,
+        *,
+        ema: ModelEMA | None = None,
+        stopper: EarlyStopping | None = None,
+        best: BestTracker | None = None,
+        eval_every: int | None = None,
+        signals: StopSignals | None = None,
+    ) -> None:
+        self.ema, self.stopper, self.best = ema, stopper, best
+        self.eval_every, self.signals = eval_every, signals
+        self.early_stopped = False
+
+    def after_step(self, model: torch.nn.Module, step: int) -> bool:
+        """Call after each optimizer step (`step` counts them); True when validation is due."""
+        if self.ema is not None:
+            self.ema.update(model)
+        return self.eval_every is not None and step % self.eval_every == 0
+
+    def after_validation(self, record: dict[str, Any]) -> bool:
+        """Take a validation record; whether it is a new best of `keep_best`'s metric."""
+        if self.stopper is not None and self.stopper.should_stop(record):
+            self.early_stopped = True
+        return self.best is not None and self.best.update(record)
+
+    @property
+    def stop_reason(self) -> str | None:
+        if self.signals is not None and self.signals.requested is not None:
+            return f"interrupted by {self.signals.requested}"
+        return "early stopping" if self.early_stopped else None
+
+    def close(self) -> None:
+        """Put SIGINT and SIGTERM's handlers back as they were."""
+        if self.signals is not None:
+            self.signals.restore()
+
+    @property
+    def interrupted(self) -> bool:
+        return self.signals is not None and self.signals.requested is not None
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "ema": self.ema.state_dict() if self.ema is not None else None,
+            "stopper": self.stopper.state_dict() if self.stopper is not None else None,
+            "best": self.best.state_dict() if self.best is not None else None,
+            "early_stopped": self.early_stopped,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if self.ema is not None and state.get("ema") is not None:
+            self.ema.load_state_dict(state["ema"])
+        if self.stopper is not None and state.get("stopper") is not None:
+            self.stopper.load_state_dict(state["stopper"])
+        if self.best is not None and state.get("best") is not None:
+            self.best.load_state_dict(state["best"])
+        self.early_stopped = bool(state.get("early_stopped", False))
+
+
+def make_run_recipe(
+    model: torch.nn.Module,
+    *,
+    ema: float | None,
+    early_stopping: tuple[int, str, float] | None,
+    keep_best: str | None,
+    eval_every: int | None,
+    signals: bool,
+) -> RunRecipe:
+    """The `RunRecipe` of a train block's settings. The best epoch is tracked for the run's
+    summary even without `keep_best` (by `val_loss`). `signals=False` (several processes,
+    which must stop at one step) leaves SIGINT and SIGTERM as they are."""
+    return RunRecipe(
+        ema=ModelEMA(model, ema) if ema is not None else None,
+        stopper=EarlyStopping(*early_stopping) if early_stopping is not None else None,
+        best=BestTracker(keep_best or "val_loss"),
+        eval_every=eval_every,
+        signals=StopSignals().install() if signals else None,
+    )
+
+
+def interrupted_exit_code(reason: str | None) -> int:
+    """128 + the signal's number for a run a signal stopped (130 for SIGINT), else 0."""
+    if reason is None or not reason.startswith("interrupted by "):
+        return 0
+    return 128 + signal.Signals[reason.removeprefix("interrupted by ")].value
+
+
+def format_validation(record: dict[str, Any]) -> str:
+    """`step 500  val_loss 1.2345  val_accuracy 91.20%`: one validation's line."""
+    parts = [f"step {record['steps']}"] if "steps" in record else []
+    for key, value in record.items():
+        if key.startswith(("val_", "ema_val_")) and value is not None:
+            shown = f"{100 * value:.2f}%" if key.endswith("accuracy") else f"{value:.4f}"
+            parts.append(f"{key} {shown}")
+    return "  ".join(parts)
+
+
+# ---- runtime/serve.py: Using a trained model from its script: predictions, an exported program, generated text.
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")
+
+
+class PredictInputError(Exception):
+    """An input file for --predict that cannot be read as the model's input."""
+
+
+def read_predict_inputs(
+    path: str | Path,
+    *,
+    sample_shape: tuple[int, ...],
+    normalisation: tuple[tuple[float, ...], tuple[float, ...]] | None = None,
+    integer: bool = False,
+) -> torch.Tensor:
+    """A batch of inputs [N, *sample_shape] from a .npz, .pt, .csv or image file."""
+    file = Path(path)
+    if not file.is_file():
+        raise PredictInputError(f"{file}: no such input file")
+    suffix = file.suffix.lower()
+    if suffix in IMAGE_SUFFIXES:
+        return _read_image(file, sample_shape, normalisation)
+    if suffix == ".npz":
+        x = _npz_inputs(file)
+    elif suffix == ".pt":
+        x = _pt_inputs(file)
+    elif suffix == ".csv":
+        x = _csv_inputs(file)
+    else:
+        raise PredictInputError(
+            f"{file}: --predict reads .npz, .pt, .csv or an image ({', '.join(IMAGE_SUFFIXES)})"
+        )
+    x = x.long() if integer else x.float()
+    if tuple(x.shape[1:]) != tuple(sample_shape):
+        if x.numel() == 0 or x[0].numel() != _size(sample_shape):
+            raise PredictInputError(
+                f"{file}: samples of shape {list(x.shape[1:])}, the model takes "
+                f"{list(sample_shape)}"
+            )
+        x = x.reshape(len(x), *sample_shape)
+    return x
+
+
+def _size(shape: tuple[int, ...]) -> int:
+    size = 1
+    for dim in shape:
+        size *= dim
+    return size
+
+
+def _npz_inputs(file: Path) -> torch.Tensor:
+    import numpy as np
+
+    with np.load(file, allow_pickle=False) as arrays:
+        key = "x" if "x" in arrays.files else (arrays.files[0] if arrays.files else None)
+        if key is None:
+            raise PredictInputError(f"{file} holds no arrays")
+        return torch.from_numpy(np.ascontiguousarray(arrays[key]))
+
+
+def _pt_inputs(file: Path) -> torch.Tensor:
+    try:
+        payload = torch.load(file, map_location="cpu", weights_only=True)
+    except Exception as error:
+        raise PredictInputError(f"{file} is not a readable torch file ({error})") from None
+    if isinstance(payload, dict) and isinstance(payload.get("x"), torch.Tensor):
+        return payload["x"]
+    if isinstance(payload, torch.Tensor):
+        return payload
+    raise PredictInputError(f"{file} must hold a tensor, or a dict with a tensor `x`")
+
+
+def _csv_inputs(file: Path) -> torch.Tensor:
+    rows = list(csv.reader(io.StringIO(file.read_text(encoding="utf-8"))))
+    if rows and not _numeric(rows[0]):
+        rows = rows[1:]  # a header line
+    try:
+        return torch.tensor([[float(v) for v in row] for row in rows if row])
+    except ValueError as error:
+        raise PredictInputError(f"{file}: every value must be a number ({error})") from None
+
+
+def _numeric(row: list[str]) -> bool:
+    try:
+        [float(v) for v in row]
+    except ValueError:
+        return False
+    return True
+
+
+def _read_image(
+    file: Path,
+    sample_shape: tuple[int, ...],
+    normalisation: tuple[tuple[float, ...], tuple[float, ...]] | None,
+) -> torch.Tensor:
+    from PIL import Image
+
+    flat = len(sample_shape) == 1
+    shape = sample_shape if not flat else _square(sample_shape[0])
+    if len(shape) != 3 or shape[0] not in (1, 3):
+        raise PredictInputError(
+            f"{file}: an image needs a model input of [C, H, W] with C 1 or 3, "
+            f"not {list(sample_shape)}"
+        )
+    channels, height, width = shape
+    with Image.open(file) as image:
+        image = image.convert("L" if channels == 1 else "RGB").resize((width, height))
+        data = torch.frombuffer(bytearray(image.tobytes()), dtype=torch.uint8)
+    x = data.reshape(height, width, channels).permute(2, 0, 1).float() / 255.0
+    if normalisation is not None:
+        mean, std = (torch.tensor(v).reshape(-1, 1, 1) for v in normalisation)
+        x = (x - mean) / std
+    return x.reshape(1, *sample_shape)
+
+
+def _square(size: int) -> tuple[int, ...]:
+    side = round(size**0.5)
+    return (1, side, side) if side * side == size else (size,)
+
+
+@torch.no_grad()
+def predict(
+    model: torch.nn.Module, x: torch.Tensor, *, batch_size: int, device: torch.device | None = None
+) -> torch.Tensor:
+    """The model's outputs for every row of `x`, in eval mode, on the CPU."""
+    model.eval()
+    device = device or next(model.parameters()).device
+    outputs = [model(x[i : i + batch_size].to(device)).float().cpu()
+               for i in range(0, len(x), batch_size)]  # fmt: skip
+    return torch.cat(outputs) if outputs else torch.empty(0)
+
+
+def write_predictions(outputs: torch.Tensor, out: str | Path | None, *, classes: bool) -> None:
+    """To `out` (.npz, .pt or .csv by its suffix) or, with None, to stdout: one line per
+    sample (the predicted class and its probability for a classifier, else the values)."""
+    if out is None:
+        _print_predictions(outputs, classes)
+        return
+    target = Path(out)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    suffix = target.suffix.lower()
+    if suffix == ".pt":
+        torch.save({"outputs": outputs}, target)
+    elif suffix == ".npz":
+        import numpy as np
+
+        np.savez(target, outputs=outputs.numpy())
+    elif suffix == ".csv":
+        with target.open("w", newline="") as f:
+            writer = csv.writer(f)
+            for row in outputs.reshape(len(outputs), -1).tolist():
+                writer.writerow([f"{v:.6g}" for v in row])
+    else:
+        raise PredictInputError(f"{target}: --out writes .npz, .pt or .csv")
+
+
+def _print_predictions(outputs: torch.Tensor, classes: bool) -> None:
+    if classes and outputs.dim() == 2:
+        probabilities = outputs.softmax(dim=-1)
+        best = probabilities.max(dim=-1)
+        for i, (p, c) in enumerate(zip(best.values.tolist(), best.indices.tolist(), strict=True)):
+            print(f"{i}\tclass {c}\tp={p:.4f}")
+        return
+    for i, row in enumerate(outputs.reshape(len(outputs), -1).tolist()):
+        print(f"{i}\t" + " ".join(f"{v:.6g}" for v in row))
+
+
+class ExportError(Exception):
+    """An export the model or the environment cannot make; the message says why."""
+
+
+def export_model(model: torch.nn.Module, example: torch.Tensor, path: str | Path) -> Path:
+    """torch.export the model (eval mode) for inputs like `example`, batch size dynamic where
+    the model allows; `.onnx` goes through torch.onnx (needs the onnx package)."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    model.eval()
+    if target.suffix.lower() == ".onnx":
+        try:
+            import onnx  # noqa: F401  (torch.onnx's dynamo exporter needs it)
+        except ImportError:
+            raise ExportError(
+                f"{target}: ONNX export needs the onnx package (pip install onnx onnxscript); "
+                "a .pt2 file (torch.export) needs nothing more"
+            ) from None
+        torch.onnx.export(model, (example,), str(target), dynamo=True)
+        return target
+    program = _exported(model, example)
+    torch.export.save(program, target)
+    return target
+
+
+def _exported(model: torch.nn.Module, example: torch.Tensor) -> torch.export.ExportedProgram:
+    batch = torch.export.Dim("batch", min=1)
+    try:
+        return torch.export.export(model, (example,), dynamic_shapes=({0: batch},))
+    except Exception:
+        try:
+            return torch.export.export(model, (example,))
+        except Exception as error:
+            first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+            raise ExportError(f"torch.export could not trace the model: {first}") from None
 
 
 if __name__ == "__main__":
