@@ -58,9 +58,9 @@ from tensorloom.dialects.lazy_format import LazyFormatOp
 CHECKPOINT_UNITS = ("epochs", "steps")
 # The batch size of a train block that sets no `batch_size` (the emitted script's default).
 DEFAULT_BATCH_SIZE: int = FIELDS["batch_size"].default  # type: ignore[assignment]
-# "auto": bfloat16 where the device supports it (a bf16-capable GPU), else none,
-# decided at run time.
-AUTOCAST_DTYPES = ("float16", "bfloat16", "auto")
+# "auto": bfloat16 where the device supports it (a bf16-capable GPU), else none; "float32":
+# none; both decided at run time, where `--precision` may pick another.
+AUTOCAST_DTYPES = ("float16", "bfloat16", "float32", "auto")
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 

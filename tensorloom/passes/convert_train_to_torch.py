@@ -86,8 +86,9 @@ def _sources(args: object) -> list[tuple[str, str]]:
 def _precision(loop: train.LoopOp) -> str:
     autocast = _marker(loop, train.AutocastOp)
     if not isinstance(autocast, train.AutocastOp):
-        return "fp32"
-    return {"float16": "fp16", "bfloat16": "bf16"}.get(autocast.dtype.data, "auto")
+        return "none"  # insert-amp left out: no mixed-precision code at all
+    names = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}
+    return names.get(autocast.dtype.data, "auto")
 
 
 def _model_args(instance: nml.InstanceOp) -> str:

@@ -60,7 +60,9 @@ class ScriptPlan:
     learning_rate: str
     loss: str
     loss_kwargs: list[tuple[str, str]]
-    precision: str  # "auto", "fp32", "fp16", "bf16": what the markers ask for on a GPU
+    # "auto", "fp32", "fp16", "bf16": what insert-amp's marker asks for on a GPU; "none": no
+    # marker (the pass left out), so the script has no autocast, GradScaler or --precision
+    precision: str
     distributed: bool
     checkpoint_every: int | None
     checkpoint_unit: str
@@ -85,6 +87,11 @@ class ScriptPlan:
     loss_at: str = ""
     data_at: str = ""
     recipe: RecipePlan = RecipePlan()
+
+    @property
+    def amp(self) -> bool:
+        """insert-amp ran: the script has autocast, a GradScaler and `--precision`."""
+        return self.precision != "none"
 
     @property
     def loss_target(self) -> str:
@@ -187,7 +194,9 @@ def settings_source(plan: ScriptPlan) -> str:
     else:
         lines.append(f"BATCH_SIZE = {plan.batch_size}  # per process")
     lines.append(f"LEARNING_RATE = {plan.learning_rate}")
-    lines.append(f"PRECISION = {py_string(plan.precision)}  # {_PRECISION_NOTES[plan.precision]}")
+    if plan.amp:
+        note = _PRECISION_NOTES[plan.precision]
+        lines.append(f"PRECISION = {py_string(plan.precision)}  # {note}")
     lines.append(f"DISTRIBUTED = {plan.distributed}")
     lines += _checkpoint_settings(plan)
     lines += _schedule_settings(plan)
@@ -369,9 +378,7 @@ def parse_args_source(plan: ScriptPlan) -> str:
             parser.add_argument("--data-root", default=None, help="where datasets live")$download
             parser.add_argument("--compile", choices=("auto", "on", "off"), default=COMPILE,
                                 help="torch.compile on CUDA; auto: when the run repays it")
-            parser.add_argument("--no-compile", action="store_true", help="as --compile off")
-            parser.add_argument("--precision", choices=("auto", "fp32", "fp16", "bf16"),
-                                default=PRECISION, help="auto: bf16 on a bf16 GPU, else fp32")$graph
+            parser.add_argument("--no-compile", action="store_true", help="as --compile off")$precision$graph
             return parser.parse_args(argv)
         ''',
         description=py_string(f"Train {plan.model_class} on {data} (from {plan.source})."),
@@ -379,6 +386,7 @@ def parse_args_source(plan: ScriptPlan) -> str:
         generate=_GENERATE_FLAGS if plan.language_model_data else "",
         download=_DOWNLOAD_FLAG if _image_dataset(plan) else "",
         graph=_NO_CUDA_GRAPH_FLAG if plan.whole_step_graph else "",
+        precision=_PRECISION_FLAG if plan.amp else "",
     )  # fmt: skip
 
 
@@ -392,6 +400,10 @@ _GENERATE_FLAGS = """
 _DOWNLOAD_FLAG = """
     parser.add_argument("--download", action="store_true",
                         help="fetch a missing dataset (HTTPS, sha256-checked)")"""
+
+_PRECISION_FLAG = """
+    parser.add_argument("--precision", choices=("auto", "fp32", "fp16", "bf16"),
+                        default=PRECISION, help="auto: bf16 on a bf16 GPU, else fp32")"""
 
 _NO_CUDA_GRAPH_FLAG = """
     parser.add_argument("--no-cuda-graph", action="store_true",
@@ -1483,6 +1495,7 @@ def loop_sources(plan: ScriptPlan) -> list[str]:
         main_source(plan),
     ]
     texts = [dedent(s).strip("\n") for s in sections if s is not None]
+    texts = texts if plan.amp else [without_amp(text) for text in texts]
     return texts if plan.distributed else [_one_process(text) for text in texts]
 
 
@@ -1498,6 +1511,79 @@ def _one_process(text: str) -> str:
     for collective, local in _ONE_PROCESS:
         text = text.replace(collective, local)
     return text
+
+
+# Without insert-amp's marker the script has no precision plan and no GradScaler: these
+# are its arguments, fields and uses (the `with autocast(...)` blocks are unwrapped, the
+# `if ... scaler is not None:` blocks dropped, by `without_amp`).
+_NO_AMP = (
+    ("optimizer, scaler, scheduler, plan,", "optimizer, scheduler,"),
+    (", train_loader, plan)", ", train_loader)"),
+    ("    plan: PrecisionPlan,\n", ""),
+    (", plan: PrecisionPlan, runs: int = 3", ", runs: int = 3"),
+    ("_eager_step_seconds(model, loader, ctx, plan)", "_eager_step_seconds(model, loader, ctx)"),
+    ("_whole_step_graph(model, train_loader, scaler, args, ctx)",
+     "_whole_step_graph(model, train_loader, args, ctx)"),
+    ("    scaler: torch.amp.GradScaler | None, args: argparse.Namespace, ctx: DistContext,\n",
+     "    args: argparse.Namespace, ctx: DistContext,\n"),
+    ("use_scaler=scaler is not None", "use_scaler=False"),
+    ("(trainer.plan.warning, trainer.info.warning())", "(trainer.info.warning(),)"),
+    ('"optimizer": trainer.optimizer, "scaler": trainer.scaler,', '"optimizer": trainer.optimizer,'),
+    ("optimizer, scaler = trainer.optimizer, trainer.scaler", "optimizer = trainer.optimizer"),
+    ("weights, optimizer, scaler, schedule", "weights, optimizer, schedule"),
+)  # fmt: skip
+_NO_AMP_LINES = (
+    "scaler: torch.amp.GradScaler | None",
+    "plan: PrecisionPlan",
+    "plan = resolve_precision(args.precision, ctx.device)",
+    "scaler = make_grad_scaler(plan, ctx.device)",
+    "scaler=trainer.scaler,",
+)
+
+
+def without_amp(text: str) -> str:
+    """A section's text with no mixed precision: what the script is without insert-amp."""
+    for old, new in _NO_AMP:
+        text = text.replace(old, new)
+    lines = [line for line in text.split("\n") if line.strip() not in _NO_AMP_LINES]
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        stripped = line.strip()
+        block_end = _block_end(lines, i)
+        if stripped.startswith("with autocast("):  # unwrap: the body, one level out
+            out += [body[4:] for body in lines[i + 1 : block_end]]
+            i = block_end
+        elif stripped.startswith("if ") and "scaler is not None" in stripped:
+            i = _drop_else(lines, block_end, out, _indent(line))
+        else:
+            out.append(line)
+            i += 1
+    return "\n".join(out)
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _block_end(lines: list[str], i: int) -> int:
+    """The index after the block the line `i` opens (its more-indented lines)."""
+    j = i + 1
+    while j < len(lines) and (not lines[j].strip() or _indent(lines[j]) > _indent(lines[i])):
+        j += 1
+    while j > i + 1 and not lines[j - 1].strip():  # the blank lines after it are not its
+        j -= 1
+    return j
+
+
+def _drop_else(lines: list[str], j: int, out: list[str], indent: int) -> int:
+    """After a dropped `if`: an `else:` at its indent keeps its body, one level out."""
+    if j < len(lines) and lines[j].strip() == "else:" and _indent(lines[j]) == indent:
+        end = _block_end(lines, j)
+        out += [body[4:] for body in lines[j + 1 : end]]
+        return end
+    return j
 
 
 GUARD = 'if __name__ == "__main__":\n    sys.exit(main())'

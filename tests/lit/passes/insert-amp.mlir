@@ -1,4 +1,5 @@
-// fp16 gets fp16 autocast (the script adds the GradScaler on CUDA), bf16 bf16 autocast, fp32 nothing, auto (or no precision)
+// fp16 gets fp16 autocast (the script adds the GradScaler on CUDA), bf16 bf16 autocast, fp32
+// the fp32 marker (no autocast unless --precision says otherwise), auto (or no precision)
 // the run-time choice; the pass is idempotent.
 // RUN: tl-opt %s -p train-config,insert-amp | filecheck %s
 // RUN: tl-opt %s -p train-config,insert-amp,insert-amp | filecheck %s
@@ -32,6 +33,7 @@ builtin.module {
 // CHECK-NEXT: }
 // CHECK-NEXT: train.loop @fp32 on @data {
 // CHECK-NEXT:   train.config {{.*}}precision = "fp32"{{.*}}
+// CHECK-NEXT:   train.autocast "float32"
 // CHECK-NEXT: }
 // CHECK-NEXT: train.loop @unset on @data {
 // CHECK-NEXT:   train.config {{.*}}epochs = 3 : i64{{.*}}
