@@ -378,15 +378,15 @@ def parse_args_source(plan: ScriptPlan) -> str:
             parser.add_argument("--data-root", default=None, help="where datasets live")$download
             parser.add_argument("--compile", choices=("auto", "on", "off"), default=COMPILE,
                                 help="torch.compile on CUDA; auto: when the run repays it")
-            parser.add_argument("--no-compile", action="store_true", help="as --compile off")$precision$graph
+            parser.add_argument("--no-compile", action="store_true", help="as --compile off")$more
             return parser.parse_args(argv)
         ''',
         description=py_string(f"Train {plan.model_class} on {data} (from {plan.source})."),
         checkpoint_default=checkpoint_default,
         generate=_GENERATE_FLAGS if plan.language_model_data else "",
         download=_DOWNLOAD_FLAG if _image_dataset(plan) else "",
-        graph=_NO_CUDA_GRAPH_FLAG if plan.whole_step_graph else "",
-        precision=_PRECISION_FLAG if plan.amp else "",
+        more=(_PRECISION_FLAG if plan.amp else "")
+        + (_NO_CUDA_GRAPH_FLAG if plan.whole_step_graph else ""),
     )  # fmt: skip
 
 
@@ -1528,7 +1528,8 @@ _NO_AMP = (
      "    args: argparse.Namespace, ctx: DistContext,\n"),
     ("use_scaler=scaler is not None", "use_scaler=False"),
     ("(trainer.plan.warning, trainer.info.warning())", "(trainer.info.warning(),)"),
-    ('"optimizer": trainer.optimizer, "scaler": trainer.scaler,', '"optimizer": trainer.optimizer,'),
+    ('"optimizer": trainer.optimizer, "scaler": trainer.scaler,',
+     '"optimizer": trainer.optimizer,'),
     ("optimizer, scaler = trainer.optimizer, trainer.scaler", "optimizer = trainer.optimizer"),
     ("weights, optimizer, scaler, schedule", "weights, optimizer, schedule"),
 )  # fmt: skip
