@@ -735,7 +735,8 @@ class PythonPrinter:
         if op.value is None:
             self.line(target)
             return
-        self.line(f"{target} = {self._assigned(op.value)}")
+        if not self._wrapped_call(f"{target} = ", op.value):
+            self.line(f"{target} = {self._assigned(op.value)}")
 
     def _assigned(self, value: SSAValue) -> str:
         """An assigned value: a tuple without its parentheses (`a, b = b, a`)."""
@@ -770,11 +771,48 @@ class PythonPrinter:
             for text in _docstring(owner.value.data).split("\n"):
                 self.line(text)
             return
-        self.line(self.value(op.value).at_least(Precedence.TERNARY))
+        if not self._wrapped_call("", op.value):
+            self.line(self.value(op.value).at_least(Precedence.TERNARY))
+
+    def _wrapped_call(self, prefix: str, value: SSAValue) -> bool:
+        """Prints `prefix` and a call too wide for one line over several, as black does:
+        the arguments on one indented line if they fit, else one per line. False (nothing
+        printed) for anything else."""
+        owner = value.owner
+        if not _wrappable(owner) or owner not in self._inline:
+            return False
+        assert isinstance(owner, py.CallOp)
+        indent = len(self._indent_unit) * self._depth
+        if indent + len(prefix) + len(self.value(value).text) <= self.line_length:
+            return False
+        callee = self.value(owner.callee).at_least(Precedence.PRIMARY)
+        texts = [self.value(a).at_least(Precedence.TERNARY) for a in owner.args]
+        args = [
+            f"{name}{text}" if name in ("*", "**") else f"{name}={text}" if name else text
+            for text, name in zip(texts, owner.keywords, strict=True)
+        ]
+        opening = f"{prefix}{callee}("
+        aligned = _filled(args, self.line_length - indent - len(opening))
+        if aligned is not None:  # continuation lines aligned with the opening bracket
+            lines = [opening + aligned[0], *(" " * len(opening) + a for a in aligned[1:])]
+            lines[-1] += ")"
+            for text in lines:
+                self.line(text)
+            return True
+        self.line(opening)
+        with self.indented():
+            for text in _filled(args, self.line_length - indent - len(self._indent_unit)) or args:
+                self.line(text)
+        self.line(")")
+        return True
 
     @emit.register
     def _(self, op: py.PassOp) -> None:
         self.line("pass")
+
+    @emit.register
+    def _(self, op: py.CommentOp) -> None:
+        self.line(f"# {py_comment(op.text.data)}")
 
     @emit.register
     def _(self, op: py.BreakOp) -> None:
@@ -900,6 +938,7 @@ class PythonPrinter:
         `spacing` blank lines go around each definition or compound statement."""
         pending: list[Operation] = []
         previous: bool | None = None  # whether the statement before was a simple one
+        attached = False  # the statement before was a comment: no blank lines after it
         for op in block.ops:
             if _is_atom(op) or (skip is not None and skip(op)):
                 continue
@@ -908,9 +947,9 @@ class PythonPrinter:
                 continue
             if spacing and not isinstance(op, IMPORT_OPS) and not self._can_inline(op):
                 simple = isinstance(op, SIMPLE_STATEMENTS) or bool(op.results)
-                if previous is not None and not (simple and previous):
+                if previous is not None and not (simple and previous) and not attached:
                     self.blank_lines(spacing)
-                previous = simple
+                previous, attached = simple, isinstance(op, py.CommentOp)
             if self._can_inline(op):
                 pending.append(op)
                 if len(pending) > MAX_PENDING:
@@ -976,7 +1015,14 @@ class PythonPrinter:
         self._assign(pending.pop(0))
 
     def _statement_width(self, op: Operation) -> int:
-        """About how wide `op`'s statement prints (`name = ` counted as 8)."""
+        """About how wide `op`'s statement prints (`name = ` counted as 8); a call of
+        literals and names is as wide as its widest argument, since it wraps."""
+        statement = isinstance(op, py.ExprOp | py.AssignOp) and op.value is not None
+        value = op.value.owner if statement else None  # type: ignore[union-attr]
+        if _wrappable(value):
+            assert isinstance(value, py.CallOp)
+            widest = max((len(self.value(a).text) for a in value.args), default=0)
+            return 8 + max(widest, len(self.value(value.callee).text)) + 2
         if len(op.results) == 1 and not op.regions:
             return 8 + len(self.expression(op).text)
         return 8 + sum(len(self.value(v).text) + 2 for v in op.operands)
@@ -1430,6 +1476,41 @@ INLINE_REGION_OPS = (py.LambdaOp, py.ComprehensionOp)
 
 def _is_atom(op: Operation) -> bool:
     return not op.operands and len(op.results) == 1 and op.has_trait(Pure)
+
+
+def _filled(args: Sequence[str], width: int) -> list[str] | None:
+    """`args` packed greedily into lines of at most `width` (each line but the last ends in
+    a comma, the last leaves room for a closing bracket); None if one does not fit."""
+    lines: list[str] = []
+    for arg in args:
+        if lines and len(lines[-1]) + 2 + len(arg) + 1 <= width:
+            lines[-1] += f", {arg}"
+        else:
+            if lines:
+                lines[-1] += ","
+            lines.append(arg)
+        if len(lines[-1]) + 1 > width:
+            return None
+    return lines
+
+
+def _simple_argument(op: object) -> bool:
+    """A literal, a name, or a tuple or list of them."""
+    if isinstance(op, py.TupleOp | py.ListOp):
+        return all(isinstance(e.owner, Operation) and _is_atom(e.owner) for e in op.elements)
+    return isinstance(op, Operation) and _is_atom(op)
+
+
+def _wrappable(op: object) -> bool:
+    """A call whose arguments are all literals and names, of a name or `name.attr`
+    (`parser.add_argument("--epochs", type=int, default=EPOCHS)`): printed over several
+    lines when it is too wide for one, rather than through temporaries."""
+    if not isinstance(op, py.CallOp) or not op.args:
+        return False
+    callee = op.callee.owner
+    if isinstance(callee, py.AttributeOp):
+        callee = callee.value.owner
+    return _simple_argument(callee) and all(_simple_argument(a.owner) for a in op.args)
 
 
 def _other_branch(user: Operation, op: Operation) -> bool:

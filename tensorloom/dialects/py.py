@@ -31,8 +31,8 @@ Two ways to hold a value across statements, freely mixed:
   the target is a `py.name`, `py.attribute`, `py.subscript` or a `py.tuple` of
   those (Python's "store" context); later reads are `py.name` ops.
 
-Statements: `py.module`, `py.import`, `py.from_import`, `py.def`, `py.class`,
-`py.assign` (with an optional annotation), `py.augassign`, `py.expr` (an
+Statements: `py.module`, `py.comment` (a `# ...` line), `py.import`, `py.from_import`,
+`py.def`, `py.class`, `py.assign` (with an optional annotation), `py.augassign`, `py.expr` (an
 expression evaluated for its effect; a value op with no uses prints as one too),
 `py.for`, `py.while`, `py.if`, `py.with`, `py.try`, `py.return`, `py.raise`,
 `py.break`, `py.continue`, `py.pass`, `py.yield` (a loop body's or branch's values),
@@ -678,6 +678,23 @@ class _NoOperandStatement(LazyFormatOp):
 
     def __init__(self) -> None:
         super().__init__()
+
+
+@irdl_op_definition
+class CommentOp(LazyFormatOp):
+    """`py.comment "---- the loop ----"`: a `# ...` line, printed right above the statement
+    after it (a section's title)."""
+
+    name = "py.comment"
+    text = prop_def(StringAttr)
+    ASSEMBLY_FORMAT: ClassVar[str] = "$text attr-dict"
+
+    def __init__(self, text: str) -> None:
+        super().__init__(properties={"text": StringAttr(text)})
+
+    def verify_(self) -> None:
+        if "\n" in self.text.data or "\r" in self.text.data:
+            raise VerifyException("a py.comment is one line")
 
 
 @irdl_op_definition
@@ -1478,6 +1495,7 @@ Py = Dialect(
     "py",
     [
         ModuleOp,
+        CommentOp,
         ImportOp,
         FromImportOp,
         DefOp,

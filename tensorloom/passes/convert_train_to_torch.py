@@ -54,6 +54,7 @@ from tensorloom.passes.loss_functions import Metric
 from tensorloom.passes.model_env import evaluate_kwargs, lookup_symbol
 from tensorloom.passes.script_statements import lower_statements
 from tensorloom.passes.shape_inference import MODEL_OUTPUT
+from tensorloom.passes.train_cli import parse_args_ops
 from tensorloom.passes.train_script import (
     GUARD,
     RecipePlan,
@@ -259,7 +260,7 @@ def lower_loop(module: ModuleOp, loop: train.LoopOp) -> None:
     for old in [op for op in block.ops if isinstance(op, t.RuntimeOp)]:
         old.detach()  # one per script: the layers' helpers join the loop's, below
         old.erase()
-    after: list[Operation] = [t.RawOp(loss_source(plan))]
+    after: list[Operation] = [t.RawOp(loss_source(plan)), *parse_args_ops(plan)]
     after += [t.RawOp(text) for text in loop_sources(plan)]
     after += [t.RuntimeOp(), t.RawOp(GUARD)]
     for op in after:

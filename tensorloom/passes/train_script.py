@@ -181,6 +181,11 @@ def _data_name(plan: ScriptPlan) -> str:
     return "synthetic data" if plan.dataset is None else f"`{plan.dataset}`"
 
 
+def data_description(plan: ScriptPlan) -> str:
+    """`digits`, or `synthetic data`: what the script trains on, for its `--help`."""
+    return _data_name(plan).replace("`", "")
+
+
 def settings_source(plan: ScriptPlan) -> str:
     lines = ["# ---- settings: the train block's values; the command line overrides some ----"]
     if plan.recipe.epochs_set:
@@ -349,67 +354,6 @@ def _tensor_kwarg(name: str, value: str) -> str:
 # --- command line and setup ------------------------------------------------------------------
 
 
-def parse_args_source(plan: ScriptPlan) -> str:
-    data = _data_name(plan).replace("`", "")
-    checkpoint_default = py_string(f"checkpoints/{program_name(plan)}")
-    return _fill(
-        '''
-        # ---- command line ----
-        def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-            parser = argparse.ArgumentParser(description=$description)
-            parser.add_argument("--epochs", type=int, default=EPOCHS)
-            parser.add_argument("--batch-size", type=int, default=BATCH_SIZE, help="per process")
-            parser.add_argument("--max-steps", type=int, default=None,
-                                help="stop after this many steps (the schedule is unchanged)")
-            parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
-            parser.add_argument("--seed", type=int, default=SEED)
-            parser.add_argument("--metrics", default=None, help="a JSON line per epoch goes here")
-            parser.add_argument("--tensorboard", default=None, help="TensorBoard logs go here")
-            parser.add_argument("--checkpoint-dir", default=$checkpoint_default)
-            parser.add_argument("--resume", default=None, help="a checkpoint to continue from")
-            parser.add_argument("--init-from", default=None, help="start from these weights")
-            parser.add_argument("--evaluate", default=None, metavar="CHECKPOINT",
-                                help="report the validation metrics of a checkpoint; no training")
-            parser.add_argument("--predict", default=None, metavar="INPUT",
-                                help="outputs for a .npz, .pt, .csv or image file")
-            parser.add_argument("--out", default=None, help="--predict writes here, not stdout")
-            parser.add_argument("--export", default=None, metavar="FILE",
-                                help="torch.export the model (.pt2; .onnx with onnx)")$generate
-            parser.add_argument("--data-root", default=None, help="where datasets live")$download
-            parser.add_argument("--compile", choices=("auto", "on", "off"), default=COMPILE,
-                                help="torch.compile on CUDA; auto: when the run repays it")
-            parser.add_argument("--no-compile", action="store_true", help="as --compile off")$more
-            return parser.parse_args(argv)
-        ''',
-        description=py_string(f"Train {plan.model_class} on {data} (from {plan.source})."),
-        checkpoint_default=checkpoint_default,
-        generate=_GENERATE_FLAGS if plan.language_model_data else "",
-        download=_DOWNLOAD_FLAG if _image_dataset(plan) else "",
-        more=(_PRECISION_FLAG if plan.amp else "")
-        + (_NO_CUDA_GRAPH_FLAG if plan.whole_step_graph else ""),
-    )  # fmt: skip
-
-
-_GENERATE_FLAGS = """
-    parser.add_argument("--generate", default=None, metavar="PROMPT",
-                        help="print text the model writes after PROMPT")
-    parser.add_argument("--tokens", type=int, default=200, help="bytes --generate samples")
-    parser.add_argument("--temperature", type=float, default=0.8, help="0: always the likeliest")
-    parser.add_argument("--top-k", type=int, default=40, help="sample among the k likeliest")"""
-
-_DOWNLOAD_FLAG = """
-    parser.add_argument("--download", action="store_true",
-                        help="fetch a missing dataset (HTTPS, sha256-checked)")"""
-
-_PRECISION_FLAG = """
-    parser.add_argument("--precision", choices=("auto", "fp32", "fp16", "bf16"),
-                        default=PRECISION, help="auto: bf16 on a bf16 GPU, else fp32")"""
-
-_NO_CUDA_GRAPH_FLAG = """
-    parser.add_argument("--no-cuda-graph", action="store_true",
-                        help="no whole-step CUDA graph for small resident datasets")"""
-
-
 SEED_EVERYTHING = """
 # ---- setup ----
 def seed_everything(seed: int) -> None:
@@ -492,7 +436,7 @@ def _check_labels(plan: ScriptPlan) -> str:
     return f"\n    check_labels(train, val, info, classes={plan.label_classes}, model={model})"
 
 
-def _image_dataset(plan: ScriptPlan) -> bool:
+def image_dataset(plan: ScriptPlan) -> bool:
     """A named image dataset (MNIST, Fashion-MNIST, CIFAR-10): the one kind `--download` fetches."""
     return not (
         plan.language_model_data
@@ -1469,9 +1413,9 @@ def program_name(plan: ScriptPlan) -> str:
 
 
 def loop_sources(plan: ScriptPlan) -> list[str]:
-    """The sections after the models and the loss, in the script's order."""
+    """The sections after the models, the loss and the command line (train_cli.py), in the
+    script's order."""
     sections: list[str | None] = [
-        parse_args_source(plan),
         SEED_EVERYTHING,
         scheduler_source(plan),
         trainer_source(plan),

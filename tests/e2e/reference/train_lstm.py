@@ -94,7 +94,9 @@ def loss_fn(
 
 # ---- command line ----
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description="Train Seq2Seq on reverse (from lstm_seq2seq.nml).")
+    parser = argparse.ArgumentParser(
+        description="Train Seq2Seq on reverse (from lstm_seq2seq.nml)."
+    )
     parser.add_argument("--epochs", type=int, default=EPOCHS)
     parser.add_argument("--batch-size", type=int, default=BATCH_SIZE, help="per process")
     parser.add_argument("--max-steps", type=int, default=None,
@@ -117,8 +119,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--compile", choices=("auto", "on", "off"), default=COMPILE,
                         help="torch.compile on CUDA; auto: when the run repays it")
     parser.add_argument("--no-compile", action="store_true", help="as --compile off")
-    parser.add_argument("--precision", choices=("auto", "fp32", "fp16", "bf16"),
-                        default=PRECISION, help="auto: bf16 on a bf16 GPU, else fp32")
+    parser.add_argument("--precision", choices=("auto", "fp32", "fp16", "bf16"), default=PRECISION,
+                        help="auto: bf16 on a bf16 GPU, else fp32")
     return parser.parse_args(argv)
 
 

@@ -35,6 +35,26 @@ builtin.module {
 // CHECK-SAME:   DATASET: str | None = \22digits\22\0ADATASET_OPTIONS: dict[str, Any] = {\22flatten\22: True}"
 // CHECK-NEXT:   torch.module_class @Classifier()
 // CHECK:        torch.raw "def loss_fn({{.*}}F.cross_entropy(output, target, label_smoothing=0.1, reduction=reduction)"
+// The command line is py ops: parse_args and one add_argument call per flag (train_cli.py);
+// `--precision` because insert-amp's marker is there, no `--download` for the digits.
+// CHECK-NEXT:   py.comment "---- command line ----"
+// CHECK:        py.def @parse_args(argv : %{{[0-9]+}} = %{{[0-9]+}}) -> %{{[0-9]+}} {
+// CHECK:          %[[PARSER:[0-9]+]] = py.call %{{[0-9]+}}(description = %{{[0-9]+}})
+// CHECK-NEXT:     %[[NAME:[0-9]+]] = py.name "parser"
+// CHECK-NEXT:     py.assign %[[NAME]] = %[[PARSER]]
+// CHECK:          %[[ADD:[0-9]+]] = py.attribute %{{[0-9]+}}, "add_argument"
+// CHECK-NEXT:     %[[FLAG:[0-9]+]] = py.constant "--epochs"
+// CHECK-NEXT:     %[[INT:[0-9]+]] = py.name "int"
+// CHECK-NEXT:     %[[EPOCHS:[0-9]+]] = py.name "EPOCHS"
+// CHECK-NEXT:     %[[CALL:[0-9]+]] = py.call %[[ADD]](%[[FLAG]], type = %[[INT]], default = %[[EPOCHS]])
+// CHECK-NEXT:     py.expr %[[CALL]]
+// CHECK-NOT:      py.constant "--download"
+// CHECK:          py.constant "--precision"
+// CHECK:          %[[PARSE:[0-9]+]] = py.attribute %{{[0-9]+}}, "parse_args"
+// CHECK-NEXT:     %[[ARGV:[0-9]+]] = py.name "argv"
+// CHECK-NEXT:     %[[ARGS:[0-9]+]] = py.call %[[PARSE]](%[[ARGV]])
+// CHECK-NEXT:     py.return %[[ARGS]]
+// CHECK-NEXT:   }
 // CHECK:        torch.raw "def build_trainer({{.*}}torch.optim.AdamW(\0A        decay_param_groups(model, DECAY_GROUPS), lr=LEARNING_RATE, weight_decay=0.01, fused=ctx.device.type == \22cuda\22
 // CHECK:        torch.raw "def _begin_step(trainer: Trainer)
 // CHECK:        torch.runtime []
