@@ -65,6 +65,7 @@ def test_a_wide_call_of_literals_wraps_aligned_and_a_comment_sits_on_its_stateme
         "# ---- a section ----\n"
         "def f(parser):\n"
         '    parser.add_argument("--precision", choices=("auto", "fp32", "fp16", "bf16"),\n'
-        '                        help="auto: bf16 on a bf16 GPU, else fp32 (a long help text, as it is)")\n'
+        + " " * 24
+        + 'help="auto: bf16 on a bf16 GPU, else fp32 (a long help text, as it is)")\n'
     )
     assert all(len(line) <= 100 for line in text.splitlines())
