@@ -697,7 +697,7 @@ class PythonPrinter:
         returns = ""
         if op.returns is not None:
             returns = f" -> {self.value(op.returns).at_least(Precedence.TERNARY)}"
-        self.line(f"def {op.sym_name.data}({', '.join(params)}){returns}:")
+        self._signature(op.sym_name.data, params, returns)
         self._last_source = None
         block = op.body.block
         scope = NameScope(self.scope)
@@ -708,6 +708,24 @@ class PythonPrinter:
             scope.bind(name, arg)
         with self.indented(), self._body_scope(block, scope):
             self._statements(block, spacing=1 if _defines(block) else 0)
+
+    def _signature(self, name: str, params: list[str], returns: str) -> None:
+        """`def name(params) -> R:`, its parameters on lines of their own when it is too wide
+        for one (as black writes it)."""
+        one_line = f"def {name}({', '.join(params)}){returns}:"
+        indent = len(self._indent_unit) * self._depth
+        if indent + len(one_line) <= self.line_length or not params:
+            self.line(one_line)
+            return
+        self.line(f"def {name}(")
+        with self.indented():
+            joined = ", ".join(params)
+            if indent + len(self._indent_unit) + len(joined) <= self.line_length:
+                self.line(joined)
+            else:
+                for param in params:
+                    self.line(f"{param},")
+        self.line(f"){returns}:")
 
     def _statements(self, block: Block, spacing: int = 0) -> None:
         """A body's statements, its docstring first; `pass` if it prints nothing."""

@@ -237,7 +237,6 @@ def import_ops(plan: ScriptPlan) -> list[Operation]:
         t.FromImportOp("torch", ["nn"]),
     ]
     if plan.distributed:
-        ops.append(t.FromImportOp("contextlib", ["nullcontext"]))
         ops.append(t.FromImportOp("torch.nn.parallel", ["DistributedDataParallel"]))
     if plan.checkpointed_layers:
         ops.append(t.FromImportOp("collections.abc", ["Callable"]))
@@ -261,7 +260,8 @@ def lower_loop(module: ModuleOp, loop: train.LoopOp) -> None:
         old.detach()  # one per script: the layers' helpers join the loop's, below
         old.erase()
     after: list[Operation] = [t.RawOp(loss_source(plan)), *parse_args_ops(plan)]
-    after += [t.RawOp(text) for text in loop_sources(plan)]
+    for section in loop_sources(plan):
+        after += [t.RawOp(section)] if isinstance(section, str) else section
     after += [t.RuntimeOp(), t.RawOp(GUARD)]
     for op in after:
         op.location = loop.location

@@ -20,6 +20,8 @@ from pathlib import PurePath
 from string import Template
 from textwrap import dedent
 
+from xdsl.ir import Operation
+
 from tensorloom.catalogue.datasets import SEQUENCE_TASKS, is_file_source
 from tensorloom.dialects.train import DEFAULT_BATCH_SIZE
 from tensorloom.escape import py_comment, py_string
@@ -939,80 +941,6 @@ def _capture_step(trainer: Trainer, loader: DeviceLoader) -> GraphedStep:
     )  # fmt: skip'''
 
 
-def forward_backward_source(plan: ScriptPlan) -> str:
-    mark = "\n    _begin_step(trainer)" if plan.cuda_graphs else ""
-    # Losses run in fp32 under autocast already; one micro-batch needs no division.
-    scaled = "loss / GRAD_ACCUM" if plan.grad_accum != 1 else "loss  # GRAD_ACCUM is 1"
-    if not plan.distributed:
-        return _fill(
-            '''
-            def _forward_backward(
-                trainer: Trainer, xb: torch.Tensor, yb: torch.Tensor, sync: bool
-            ) -> torch.Tensor:
-                """Accumulate one micro-batch's gradients."""$mark
-                with autocast(trainer.plan, trainer.ctx.device):
-                    loss = trainer.train_model(xb, yb)  # BatchLoss: forward and loss
-                scaled = $scaled
-                if trainer.scaler is not None:
-                    scaled = trainer.scaler.scale(scaled)
-                scaled.backward()
-                return loss.detach()
-            ''',
-            mark=mark,
-            scaled=scaled,
-        )
-    return _fill(
-        '''
-        def _forward_backward(
-            trainer: Trainer, xb: torch.Tensor, yb: torch.Tensor, sync: bool
-        ) -> torch.Tensor:
-            """Accumulate one micro-batch's gradients; DDP all-reduces only on the last one."""
-            model = trainer.train_model
-            skip_sync = isinstance(model, DistributedDataParallel) and not sync$mark
-            with model.no_sync() if skip_sync else nullcontext():  # type: ignore[operator]
-                with autocast(trainer.plan, trainer.ctx.device):
-                    loss = loss_fn(model(xb), $target)
-                scaled = $scaled
-                if trainer.scaler is not None:
-                    scaled = trainer.scaler.scale(scaled)
-                scaled.backward()
-            return loss.detach()
-        ''',
-        mark=mark,
-        scaled=scaled,
-        target=plan.loss_target,
-    )
-
-
-BEGIN_STEP = '''
-def _begin_step(trainer: Trainer) -> None:
-    """CUDA graphs (compile mode "reduce-overhead") reuse output memory: mark each step.
-
-    Only a compiled model's: the call imports the compiler's machinery (seconds at start-up).
-    """
-    if COMPILE_MODE == "reduce-overhead" and trainer.eval_model is not trainer.model:
-        torch.compiler.cudagraph_mark_step_begin()
-'''
-
-OPTIMIZER_STEP = """
-def _optimizer_step(trainer: Trainer) -> None:
-    optimizer, scaler = trainer.optimizer, trainer.scaler
-    if scaler is not None and GRAD_CLIP is not None:
-        scaler.unscale_(optimizer)
-    if GRAD_CLIP is not None:
-        torch.nn.utils.clip_grad_norm_(trainer.model.parameters(), GRAD_CLIP)
-    if scaler is not None:
-        scaler.step(optimizer)
-        scaler.update()
-    else:
-        optimizer.step()
-    optimizer.zero_grad(set_to_none=True)
-    if trainer.scheduler is not None:
-        trainer.scheduler.step()
-    trainer.step += 1
-"""
-
-
 def evaluate_source(plan: ScriptPlan) -> str:
     mark = "\n        _begin_step(trainer)" if plan.cuda_graphs else ""
     if plan.reports_metrics:
@@ -1412,10 +1340,16 @@ def program_name(plan: ScriptPlan) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "program"
 
 
-def loop_sources(plan: ScriptPlan) -> list[str]:
+def loop_sources(plan: ScriptPlan) -> list[str | list[Operation]]:
     """The sections after the models, the loss and the command line (train_cli.py), in the
     script's order."""
-    sections: list[str | None] = [
+    from tensorloom.passes.train_step import (
+        begin_step_ops,
+        forward_backward_ops,
+        optimizer_step_ops,
+    )
+
+    sections: list[str | list[Operation] | None] = [
         SEED_EVERYTHING,
         scheduler_source(plan),
         trainer_source(plan),
@@ -1428,9 +1362,9 @@ def loop_sources(plan: ScriptPlan) -> list[str]:
         RESUME_GRAPH if plan.whole_step_graph else RESUME,
         RESUME_EXTRA,
         train_one_epoch_source(plan),
-        forward_backward_source(plan),
-        BEGIN_STEP if plan.cuda_graphs else None,
-        OPTIMIZER_STEP,
+        forward_backward_ops(plan),
+        begin_step_ops() if plan.cuda_graphs else None,
+        optimizer_step_ops(plan),
         evaluate_source(plan),
         EPOCH_RECORD,
         save_if_due_source(plan),
@@ -1438,9 +1372,13 @@ def loop_sources(plan: ScriptPlan) -> list[str]:
         serve_requests_source(plan),
         main_source(plan),
     ]
-    texts = [dedent(s).strip("\n") for s in sections if s is not None]
-    texts = texts if plan.amp else [without_amp(text) for text in texts]
-    return texts if plan.distributed else [_one_process(text) for text in texts]
+    return [_section_text(s, plan) if isinstance(s, str) else s for s in sections if s]
+
+
+def _section_text(text: str, plan: ScriptPlan) -> str:
+    text = dedent(text).strip("\n")
+    text = text if plan.amp else without_amp(text)
+    return text if plan.distributed else _one_process(text)
 
 
 # One process reduces nothing: without `distributed`, the script carries no process-group code.

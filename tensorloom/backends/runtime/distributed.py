@@ -14,7 +14,9 @@ the same code is one process of a group of one and every collective is a no-op.
 
 from __future__ import annotations
 
+import contextlib
 import os
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 import torch
@@ -81,6 +83,14 @@ def all_reduce_mean(tensor: torch.Tensor) -> torch.Tensor:
     if not (dist.is_available() and dist.is_initialized()):
         return tensor
     return all_reduce_sum(tensor) / dist.get_world_size()
+
+
+def unless_synced(model: torch.nn.Module, sync: bool) -> AbstractContextManager[object]:
+    """DDP's `no_sync()` for a micro-batch that is not the last of a step (its gradients
+    are all-reduced with the last one's), else nothing to enter."""
+    if sync or not isinstance(model, torch.nn.parallel.DistributedDataParallel):
+        return contextlib.nullcontext()
+    return model.no_sync()
 
 
 def barrier() -> None:

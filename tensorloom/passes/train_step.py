@@ -1,0 +1,177 @@
+"""The training step as `py` ops: one micro-batch's forward and backward, and the update.
+
+    def _forward_backward(trainer: Trainer, xb: torch.Tensor, yb: torch.Tensor, sync: bool):
+        \"\"\"Accumulate one micro-batch's gradients.\"\"\"
+        with autocast(trainer.plan, trainer.ctx.device):      # insert-amp's marker
+            loss = trainer.train_model(xb, yb)                 # BatchLoss: forward and loss
+        scaled = loss / GRAD_ACCUM                            # `grad_accum` > 1
+        if trainer.scaler is not None:                        # insert-amp's marker
+            scaled = trainer.scaler.scale(scaled)
+        scaled.backward()
+        return loss.detach()
+
+    def _optimizer_step(trainer: Trainer) -> None:
+        ...  clip (`grad_clip`), step (through the GradScaler with insert-amp's marker),
+        ...  zero_grad, the schedule's step (`lr_schedule`), trainer.step += 1
+
+Each part is there only when the plan asks for it: the autocast and GradScaler code
+when insert-amp ran, DDP's `no_sync` when insert-ddp did, the CUDA-graph step mark
+for compile mode "reduce-overhead", clipping, accumulation and the scheduler for the
+train block's `grad_clip`, `grad_accum` and `lr_schedule` (its `train.config`).
+"""
+
+from __future__ import annotations
+
+from xdsl.ir import Operation, SSAValue
+
+from tensorloom.dialects import py
+from tensorloom.passes.py_builder import PyBuilder
+from tensorloom.passes.train_script import ScriptPlan
+
+
+def _def(
+    top: PyBuilder,
+    name: str,
+    params: list[tuple[str, str]],
+    body: PyBuilder,
+    returns: str | None,
+) -> None:
+    """`def name(p: T, ...) -> R:` with `body`, its annotations built in `top`."""
+    annotations = {param: top.name(kind) for param, kind in params}
+    result = top.name(returns) if returns is not None else top.const(None)
+    top.stmt(py.DefOp(name, [p for p, _ in params], body.ops, annotations=annotations,
+                      returns=result))  # fmt: skip
+
+
+def _trainer(b: PyBuilder, *path: str) -> SSAValue:
+    """`trainer.a.b`."""
+    value = b.name("trainer")
+    for part in path:
+        value = b.attr(value, part)
+    return value
+
+
+def _method(
+    b: PyBuilder, value: SSAValue, name: str, *args: SSAValue, **kwargs: SSAValue
+) -> SSAValue:
+    return b.call(b.attr(value, name), *args, **kwargs)
+
+
+def _scaler_is_set(b: PyBuilder, scaler: SSAValue) -> SSAValue:
+    return b.add(py.CompareOp("is not", [scaler, b.const(None)]))
+
+
+def _backward(b: PyBuilder, plan: ScriptPlan) -> None:
+    """`scaled.backward()`: the loss, divided over the micro-batches, through the scaler."""
+    loss = b.name("loss")
+    divided = b.binop("/", loss, b.name("GRAD_ACCUM")) if plan.grad_accum != 1 else loss
+    if not plan.amp:
+        b.expr(_method(b, divided, "backward"))
+        return
+    b.assign("scaled", divided)
+    then = PyBuilder()
+    then.assign("scaled", _method(then, _trainer(then, "scaler"), "scale", then.name("scaled")))
+    b.stmt(py.IfOp(_scaler_is_set(b, _trainer(b, "scaler")), then.ops))
+    b.expr(_method(b, b.name("scaled"), "backward"))
+
+
+def _loss(b: PyBuilder, plan: ScriptPlan, model: tuple[str, ...]) -> None:
+    """`loss = ...` (`model` is the path of the module to call), under autocast when
+    insert-amp ran."""
+    inner = PyBuilder()
+    module = inner.name(model[0])
+    for part in model[1:]:
+        module = inner.attr(module, part)
+    xb, yb = inner.name("xb"), inner.name("yb")
+    if plan.distributed:  # DDP wraps the model: the loss is computed beside it
+        output = inner.call(module, xb)
+        targets = [inner.name(n.strip()) for n in plan.loss_target.split(",")]
+        inner.assign("loss", inner.call("loss_fn", output, *targets))
+    else:  # BatchLoss: the forward and the loss, compiled together
+        inner.assign("loss", inner.call(module, xb, yb))
+    if not plan.amp:
+        b.ops += inner.ops
+        return
+    precision = _trainer(b, "plan")
+    device = _trainer(b, "ctx", "device")
+    b.stmt(py.WithOp(b.call("autocast", precision, device), inner.ops))
+
+
+def forward_backward_ops(plan: ScriptPlan) -> list[Operation]:
+    """`_forward_backward`: one micro-batch's loss and gradients (DDP all-reduces them
+    only on the last micro-batch of a step)."""
+    top = PyBuilder()
+    body = PyBuilder()
+    if plan.distributed:
+        body.expr(body.const("Accumulate one micro-batch's gradients; DDP all-reduces only on "
+                             "the last one."))  # fmt: skip
+        body.assign("model", _trainer(body, "train_model"))
+    else:
+        body.expr(body.const("Accumulate one micro-batch's gradients."))
+    if plan.cuda_graphs:
+        body.expr(body.call("_begin_step", body.name("trainer")))
+    if plan.distributed:
+        scope = PyBuilder()
+        _loss(scope, plan, ("model",))
+        _backward(scope, plan)
+        manager = body.call("unless_synced", body.name("model"), body.name("sync"))
+        body.stmt(py.WithOp(manager, scope.ops))
+    else:
+        _loss(body, plan, ("trainer", "train_model"))
+        _backward(body, plan)
+    body.ret(_method(body, body.name("loss"), "detach"))
+    params = [("trainer", "Trainer"), ("xb", "torch.Tensor"), ("yb", "torch.Tensor"),
+              ("sync", "bool")]  # fmt: skip
+    _def(top, "_forward_backward", params, body, "torch.Tensor")
+    return top.ops
+
+
+def begin_step_ops() -> list[Operation]:
+    """`_begin_step`: compile mode "reduce-overhead" replays CUDA graphs; mark each step."""
+    top, body = PyBuilder(), PyBuilder()
+    body.expr(body.const(
+        'CUDA graphs (compile mode "reduce-overhead") reuse output memory: mark each step.\n\n'
+        "Only a compiled model's: the call imports the compiler's machinery (seconds at "
+        "start-up).\n"
+    ))  # fmt: skip
+    # (the script has this function only for COMPILE_MODE "reduce-overhead")
+    eval_model = _trainer(body, "eval_model")
+    compiled = body.add(py.CompareOp("is not", [eval_model, _trainer(body, "model")]))
+    then = PyBuilder()
+    then.expr(then.call("torch.compiler.cudagraph_mark_step_begin"))
+    body.stmt(py.IfOp(compiled, then.ops))
+    _def(top, "_begin_step", [("trainer", "Trainer")], body, None)
+    return top.ops
+
+
+def optimizer_step_ops(plan: ScriptPlan) -> list[Operation]:
+    """`_optimizer_step`: clip, step (through the GradScaler), zero the gradients."""
+    top, body = PyBuilder(), PyBuilder()
+    clip = plan.grad_clip != "None"
+    if plan.amp:
+        pair = body.add(py.TupleOp([body.name("optimizer"), body.name("scaler")]))
+        values = body.add(py.TupleOp([_trainer(body, "optimizer"), _trainer(body, "scaler")]))
+        body.assign(pair, values)
+    else:
+        body.assign("optimizer", _trainer(body, "optimizer"))
+    if plan.amp and clip:  # clip the true gradients, not the scaled ones
+        then = PyBuilder()
+        then.expr(_method(then, then.name("scaler"), "unscale_", then.name("optimizer")))
+        body.stmt(py.IfOp(_scaler_is_set(body, body.name("scaler")), then.ops))
+    if clip:
+        parameters = _method(body, _trainer(body, "model"), "parameters")
+        body.expr(body.call("torch.nn.utils.clip_grad_norm_", parameters, body.name("GRAD_CLIP")))
+    if plan.amp:
+        then, orelse = PyBuilder(), PyBuilder()
+        then.expr(_method(then, then.name("scaler"), "step", then.name("optimizer")))
+        then.expr(_method(then, then.name("scaler"), "update"))
+        orelse.expr(_method(orelse, orelse.name("optimizer"), "step"))
+        body.stmt(py.IfOp(_scaler_is_set(body, body.name("scaler")), then.ops, orelse.ops))
+    else:
+        body.expr(_method(body, body.name("optimizer"), "step"))
+    body.expr(_method(body, body.name("optimizer"), "zero_grad", set_to_none=body.const(True)))
+    if plan.schedule is not None:
+        body.expr(_method(body, _trainer(body, "scheduler"), "step"))
+    body.stmt(py.AugAssignOp("+=", _trainer(body, "step"), body.const(1)))
+    _def(top, "_optimizer_step", [("trainer", "Trainer")], body, None)
+    return top.ops
