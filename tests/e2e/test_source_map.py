@@ -25,14 +25,21 @@ train net on data:
 """
 
 
-def _compile_and_run(tmp: Path, features: int, classes: int) -> subprocess.CompletedProcess[str]:
+def _write_data(tmp: Path, features: int, classes: int) -> None:
     rng = np.random.default_rng(0)
     x = rng.random((200, features), dtype=np.float32)
     np.savez(tmp / "data.npz", x=x, y=rng.integers(0, classes, 200))
+
+
+def _compile_and_run(tmp: Path, features: int, classes: int) -> subprocess.CompletedProcess[str]:
+    """Compiles against a file that fits the model (check-train reads it), then runs the
+    script on one that does not: the data changed after compiling."""
+    _write_data(tmp, features=64, classes=10)
     (tmp / "prog.tl").write_text(PROGRAM)
     tlc = [sys.executable, "-m", "tensorloom.tools.tlc", "compile", "--no-cache", "prog.tl"]
     compiled = subprocess.run([*tlc, "-o", "prog.py"], cwd=tmp, capture_output=True, text=True)
     assert compiled.returncode == 0, compiled.stderr
+    _write_data(tmp, features, classes)
     script = [sys.executable, "prog.py", "--device", "cpu", "--epochs", "1"]
     return subprocess.run(script, cwd=tmp, capture_output=True, text=True, timeout=120)
 
