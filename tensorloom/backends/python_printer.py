@@ -73,6 +73,7 @@ from xdsl.traits import Pure
 import tensorloom
 from tensorloom.backends import runtime
 from tensorloom.diagnostics.ir import span_of
+from tensorloom.dialects import py
 from tensorloom.dialects import torch as t
 from tensorloom.escape import py_comment, py_docstring, py_string
 
@@ -209,7 +210,7 @@ class Liveness:
         position = self.end.get(user, len(self.position))
         while user.parent_block() is not block and (parent := user.parent_op()) is not None:
             user = parent
-            if isinstance(user, t.ForOp):
+            if isinstance(user, LOOP_OPS):
                 position = self.end.get(user, len(self.position))
         return position
 
@@ -264,7 +265,16 @@ def _joined(parts: list[list[str]], separator: list[str]) -> list[list[str]]:
 OpT = TypeVar("OpT", bound=Operation)
 SOURCE_SUFFIXES = (".tl", ".nml")
 """Statements from files of these kinds carry a `# file.tl:LINE` comment (the source map)."""
-PRINTED_DIALECTS = frozenset(["torch", "triton"])
+PRINTED_DIALECTS = frozenset(["py", "torch", "triton"])
+LOOP_OPS = (t.ForOp, py.ForOp, py.WhileOp)
+IF_OPS = (t.IfOp, py.IfOp)
+YIELD_OPS = (t.YieldOp, py.YieldOp)
+IMPORT_OPS = (t.ImportOp, t.FromImportOp, py.ImportOp, py.FromImportOp)
+SIMPLE_STATEMENTS = (
+    py.AssignOp, py.AugAssignOp, py.ExprOp, py.ImportOp, py.FromImportOp, py.PassOp,
+    py.RaiseOp, py.ReturnOp, py.BreakOp, py.ContinueOp,
+)  # fmt: skip
+"""Statements that sit together without blank lines between them (not `def`, `class`, `if`...)."""
 # The import a dotted name needs when it starts with one of these (`F.relu`, `nn.Linear`).
 WELL_KNOWN_IMPORTS = {
     "F": Import("torch.nn.functional", alias="F"),
@@ -288,6 +298,7 @@ class PythonPrinter:
         self._liveness: Liveness | None = None
         self._inline: set[Operation] = set()
         self._yield_names: list[list[str]] = []
+        self._targets: set[Operation] = set()  # ops an assignment stores into
         self._runtime: tuple[int, t.RuntimeOp] | None = None
         self._source_line: tuple[str, int] | None = None  # for the next line's `# f.tl:N`
         self._last_source: tuple[str, int] | None = None
@@ -394,7 +405,7 @@ class PythonPrinter:
         for op in root.walk():
             for name in _module_level_names(op):
                 self.scope.reserve(name)
-            if isinstance(op, t.ImportOp | t.FromImportOp):
+            if isinstance(op, IMPORT_OPS):
                 self.emit(op)
             if isinstance(op, t.RuntimeOp):
                 for name in runtime.top_level_names():
@@ -417,7 +428,7 @@ class PythonPrinter:
     @singledispatchmethod
     def emit(self, op: Operation) -> None:
         """Prints `op` as statements; a value op is assigned to a name."""
-        if len(op.results) != 1 or op.regions:
+        if len(op.results) != 1 or (op.regions and not isinstance(op, INLINE_REGION_OPS)):
             raise NotImplementedError(f"the Python printer has no handler for `{op.name}`")
         self._assign(op)
 
@@ -425,10 +436,7 @@ class PythonPrinter:
     def _(self, op: ModuleOp) -> None:
         # Ops of other dialects at the top level are not lowered yet (`nml.instance`
         # and `train.*` before convert-train-to-torch): they have no Python.
-        for child in op.body.block.ops:
-            if child.dialect_name() in PRINTED_DIALECTS:
-                self.blank_lines(2)
-                self.emit(child)
+        self.emit_top_level(op.body.block, printed_only=True)
 
     @emit.register
     def _(self, op: t.ScriptOp) -> None:
@@ -514,9 +522,10 @@ class PythonPrinter:
         self.emit_function(op, [])
 
     @emit.register
-    def _(self, op: t.ReturnOp) -> None:
+    def _(self, op: t.ReturnOp | py.ReturnOp) -> None:
         values = [self.value(v).at_least(Precedence.TERNARY) for v in op.values]
-        is_last = op.next_op is None and isinstance(op.parent_op(), t.MethodOp | t.DefOp)
+        functions = (t.MethodOp, t.DefOp, py.DefOp)
+        is_last = op.next_op is None and isinstance(op.parent_op(), functions)
         if not values and is_last:
             return
         self.line(f"return {', '.join(values)}" if values else "return")
@@ -529,17 +538,17 @@ class PythonPrinter:
     # value is not already in that name.
 
     @emit.register
-    def _(self, op: t.ForOp) -> None:
+    def _(self, op: t.ForOp | py.ForOp) -> None:
         block = op.body.block
+        count = op.target_count if isinstance(op, py.ForOp) else 1
         names: list[str] = []
         for init, result in zip(op.inits, op.res, strict=True):
             names.append(self._carried_name(init, result, op, taken=names))
         iterable = self.value(op.iterable).at_least(Precedence.OR)
-        element = self.scope.fresh(block.args[0].name_hint or "item")
-        self.scope.bind(element, block.args[0])
-        for name, arg in zip(names, block.args[1:], strict=True):
+        elements = [self.variable(arg, "item") for arg in block.args[:count]]
+        for name, arg in zip(names, block.args[count:], strict=True):
             self.scope.bind(name, arg)
-        self.line(f"for {element} in {iterable}:")
+        self.line(f"for {', '.join(elements)} in {iterable}:")
         self._yield_names.append(names)
         with self.indented():
             self.emit_body(block)
@@ -548,27 +557,54 @@ class PythonPrinter:
             self.scope.bind(name, result)
 
     @emit.register
-    def _(self, op: t.IfOp) -> None:
+    def _(self, op: t.IfOp | py.IfOp) -> None:
+        self._emit_if(op, "if")
+
+    def _emit_if(self, op: t.IfOp | py.IfOp, keyword: str) -> None:
         names = [self._result_name(result, op) for result in op.res]
-        self.line(f"if {self.value(op.cond).at_least(Precedence.TERNARY)}:")
+        self.line(f"{keyword} {self.value(op.cond).at_least(Precedence.TERNARY)}:")
         self._yield_names.append(names)
         before = dict(self.scope.bound)
         with self.indented():
             self.emit_body(op.then_region.block)
         # The else branch runs instead of the then branch: names hold what they held before.
         self.scope.bound = before | {n: None for n in self.scope.bound if n not in before}
-        else_lines = len(self.lines)
-        self.line("else:")
-        with self.indented():
-            self.emit_body(op.else_region.block)
-        if self.lines[-1].strip() == "pass":
-            del self.lines[else_lines:]
+        else_block = op.else_region.blocks.first
+        elif_op, before = (
+            _only_if(else_block) if isinstance(op, py.IfOp) and not op.res else (None, [])
+        )
+        if (
+            elif_op is not None
+            and all(self._can_inline(b) for b in before)
+            and (
+                self._fits(elif_op, before)  # the condition's ops inline into `elif ...:`
+            )
+        ):
+            self.mark_source(elif_op)
+            self._emit_if(elif_op, "elif")
+        elif else_block is not None and else_block.ops:
+            else_lines = len(self.lines)
+            self.line("else:")
+            with self.indented():
+                self.emit_body(else_block)
+            if self.lines[-1].strip() == "pass":
+                del self.lines[else_lines:]
         self._yield_names.pop()
         for name, result in zip(names, op.res, strict=True):
             self.scope.bind(name, result)
 
+    def variable(self, arg: SSAValue, default: str) -> str:
+        """The Python name a loop variable, `as` target or parameter-like block argument
+        binds: its name hint when this scope reserved that name for the code's own
+        variables (a `py.name` reads it) or has it free, else a fresh one."""
+        hint = sanitize(arg.name_hint or default)
+        taken_here = hint in self.scope.bound and self.scope.bound[hint] is None
+        name = hint if taken_here and hint not in RESERVED else self.scope.fresh(hint)
+        self.scope.bind(name, arg)
+        return name
+
     @emit.register
-    def _(self, op: t.YieldOp) -> None:
+    def _(self, op: t.YieldOp | py.YieldOp) -> None:
         names = self._yield_names[-1]
         moves = [
             (name, self.value(value).at_least(Precedence.TERNARY))
@@ -597,8 +633,8 @@ class PythonPrinter:
         """A branch result's name: that of a value a branch yields unchanged, if the
         branch is its last use (`if cond: x = f(x)` keeps `x`), else a fresh one."""
         for region in (op.then_region, op.else_region):
-            last = region.block.last_op
-            if not isinstance(last, t.YieldOp):
+            last = region.block.last_op if region.blocks else None
+            if not isinstance(last, YIELD_OPS):
                 continue
             value = last.values[list(op.res).index(result)]
             owner = value.owner
@@ -621,15 +657,205 @@ class PythonPrinter:
             for use in value.uses
         )
 
+    # ------------------------------------------------------- py statements
+
+    @emit.register
+    def _(self, op: py.ModuleOp) -> None:
+        self.emit_top_level(op.body.block)
+
+    @emit.register
+    def _(self, op: py.ImportOp) -> None:
+        self.require_import(op.module.data, alias=op.alias.data if op.alias else "")
+
+    @emit.register
+    def _(self, op: py.FromImportOp) -> None:
+        for name in op.names:
+            self.require_import(op.module.data, name=name.data)
+
+    def _decorators(self, values: Sequence[SSAValue]) -> None:
+        for decorator in values:
+            self.line(f"@{self.value(decorator).at_least(Precedence.PRIMARY)}")
+
+    @emit.register
+    def _(self, op: py.DefOp) -> None:
+        self._decorators(op.decorators)
+        defaults, annotations = op.default_of(), op.annotation_of()
+        params: list[str] = []
+        starred = any(kind == "*" for _, kind in op.params)
+        for name, kind in op.params:
+            if kind == "kw" and not starred:
+                params.append("*")
+                starred = True
+            text = f"{kind if kind in ('*', '**') else ''}{name}"
+            if name in annotations:
+                text += f": {self.value(annotations[name]).at_least(Precedence.TERNARY)}"
+            if name in defaults:
+                space = " " if name in annotations else ""
+                value = self.value(defaults[name]).at_least(Precedence.TERNARY)
+                text += f"{space}={space}{value}"
+            params.append(text)
+        returns = ""
+        if op.returns is not None:
+            returns = f" -> {self.value(op.returns).at_least(Precedence.TERNARY)}"
+        self.line(f"def {op.sym_name.data}({', '.join(params)}){returns}:")
+        self._last_source = None
+        block = op.body.block
+        scope = NameScope(self.scope)
+        for inner in op.body.walk():
+            if isinstance(inner, py.NameOp):
+                scope.reserve(inner.id.data.split(".")[0])
+        for arg, (name, _) in zip(block.args, op.params, strict=True):
+            scope.bind(name, arg)
+        with self.indented(), self._body_scope(block, scope):
+            self._statements(block, spacing=1 if _defines(block) else 0)
+
+    def _statements(self, block: Block, spacing: int = 0) -> None:
+        """A body's statements, its docstring first; `pass` if it prints nothing."""
+        before = len(self.lines)
+        self.emit_block(block, spacing=spacing)
+        if len(self.lines) == before:
+            self.line("pass")
+
+    @emit.register
+    def _(self, op: py.ClassOp) -> None:
+        self._decorators(op.decorators)
+        bases = self.call_arguments(list(op.bases), [""] * len(op.bases))
+        self.line(f"class {op.sym_name.data}({', '.join(bases)}):" if bases else
+                  f"class {op.sym_name.data}:")  # fmt: skip
+        block = op.body.block
+        scope = NameScope(self.scope)
+        with self.indented(), self._body_scope(block, scope):
+            self._statements(block, spacing=1)
+
+    @emit.register
+    def _(self, op: py.AssignOp) -> None:
+        target = self._target(op.target)
+        if op.annotation is not None:
+            target += f": {self.value(op.annotation).at_least(Precedence.TERNARY)}"
+        if op.value is None:
+            self.line(target)
+            return
+        self.line(f"{target} = {self._assigned(op.value)}")
+
+    def _assigned(self, value: SSAValue) -> str:
+        """An assigned value: a tuple without its parentheses (`a, b = b, a`)."""
+        owner = value.owner
+        if isinstance(owner, py.TupleOp) and len(owner.elements) > 1 and owner in self._inline:
+            return ", ".join(self.call_arguments(owner.elements, [""] * len(owner.elements)))
+        return self.value(value).at_least(Precedence.LAMBDA)
+
+    def _target(self, value: SSAValue) -> str:
+        owner = value.owner
+        if isinstance(owner, py.TupleOp | py.ListOp):
+            items = [self._target(e) for e in owner.elements]
+            return items[0] + "," if len(items) == 1 else ", ".join(items)
+        return self.value(value).text
+
+    @emit.register
+    def _(self, op: py.AugAssignOp) -> None:
+        value = self.value(op.value).at_least(Precedence.TERNARY)
+        self.line(f"{self._target(op.target)} {op.operator.data} {value}")
+
+    @emit.register
+    def _(self, op: py.ExprOp) -> None:
+        owner = op.value.owner
+        is_doc = (
+            all(_is_atom(before) for before in _ops_before(op))
+            and isinstance(owner, py.ConstantOp)
+            and isinstance(owner.value, StringAttr)
+            and isinstance(op.parent_op(), py.DefOp | py.ClassOp | py.ModuleOp)
+        )
+        if is_doc:
+            assert isinstance(owner, py.ConstantOp) and isinstance(owner.value, StringAttr)
+            for text in _docstring(owner.value.data).split("\n"):
+                self.line(text)
+            return
+        self.line(self.value(op.value).at_least(Precedence.TERNARY))
+
+    @emit.register
+    def _(self, op: py.PassOp) -> None:
+        self.line("pass")
+
+    @emit.register
+    def _(self, op: py.BreakOp) -> None:
+        self.line("break")
+
+    @emit.register
+    def _(self, op: py.ContinueOp) -> None:
+        self.line("continue")
+
+    @emit.register
+    def _(self, op: py.RaiseOp) -> None:
+        if op.exception is None:
+            self.line("raise")
+            return
+        text = f"raise {self.value(op.exception).at_least(Precedence.TERNARY)}"
+        if op.cause is not None:
+            text += f" from {self.value(op.cause).at_least(Precedence.TERNARY)}"
+        self.line(text)
+
+    @emit.register
+    def _(self, op: py.WhileOp) -> None:
+        block = op.before.block
+        condition = block.last_op
+        assert isinstance(condition, py.ConditionOp)
+        with self._inline_region(block):
+            test = self.value(condition.value).at_least(Precedence.TERNARY)
+        self.line(f"while {test}:")
+        with self.indented():
+            self._statements(op.body.block)
+
+    @emit.register
+    def _(self, op: py.WithOp) -> None:
+        manager = self.value(op.manager).at_least(Precedence.TERNARY)
+        block = op.body.block
+        bound = f" as {self.variable(block.args[0], 'value')}" if block.args else ""
+        self.line(f"with {manager}{bound}:")
+        with self.indented():
+            self._statements(block)
+
+    @emit.register
+    def _(self, op: py.TryOp) -> None:
+        self.line("try:")
+        with self.indented():
+            self._statements(op.body.block)
+        for kind, handler in zip(op.types, op.handlers, strict=True):
+            block = handler.block
+            text = self.value(kind).at_least(Precedence.TERNARY)
+            bound = f" as {self.variable(block.args[0], 'error')}" if block.args else ""
+            self.line(f"except {text}{bound}:")
+            with self.indented():
+                self._statements(block)
+        for clause, region in (("else", op.orelse), ("finally", op.finalbody)):
+            if region.blocks and region.block.ops:
+                self.line(f"{clause}:")
+                with self.indented():
+                    self._statements(region.block)
+
+    @contextmanager
+    def _inline_region(self, block: Block) -> Generator[None]:
+        """Prints the ops of an expression region (a `while` condition, a lambda's or a
+        comprehension's body) inside the one expression that uses them."""
+        saved = self._inline
+        self._inline = self._inline | {op for op in block.ops if op.results}
+        try:
+            yield
+        finally:
+            self._inline = saved
+
     # ------------------------------------------------------ bodies and scopes
 
-    def emit_top_level(self, block: Block) -> None:
-        """Definitions separated by two blank lines, as PEP 8 asks."""
-        for op in block.ops:
-            if isinstance(op, t.ImportOp | t.FromImportOp):
-                continue
-            self.blank_lines(2)
-            self.emit(op)
+    def emit_top_level(self, block: Block, printed_only: bool = False) -> None:
+        """Definitions separated by two blank lines, as PEP 8 asks; simple statements
+        (assignments, expressions) together. With `printed_only`, ops of dialects that
+        have no Python (not lowered yet) are left out."""
+        saved = (self._liveness, self._inline)
+        self._liveness, self._inline = Liveness(block), set()
+        skip = (lambda op: op.dialect_name() not in PRINTED_DIALECTS) if printed_only else None
+        try:
+            self.emit_block(block, spacing=2, skip=skip)
+        finally:
+            self._liveness, self._inline = saved
 
     def emit_function(self, op: t.MethodOp | t.DefOp, leading: Sequence[str]) -> None:
         """`def name(params):` and its body, in a fresh name scope."""
@@ -664,12 +890,27 @@ class PythonPrinter:
         finally:
             self.scope, self._liveness, self._inline = saved
 
-    def emit_block(self, block: Block) -> None:
-        """The ops of a body as statements, inlining single-use values."""
+    def emit_block(
+        self,
+        block: Block,
+        spacing: int = 0,
+        skip: Callable[[Operation], bool] | None = None,
+    ) -> None:
+        """The ops of a body as statements, inlining single-use values. With `spacing`,
+        `spacing` blank lines go around each definition or compound statement."""
         pending: list[Operation] = []
+        previous: bool | None = None  # whether the statement before was a simple one
         for op in block.ops:
-            if _is_atom(op):
+            if _is_atom(op) or (skip is not None and skip(op)):
                 continue
+            if self._is_target(op):
+                self._targets.add(op)
+                continue
+            if spacing and not isinstance(op, IMPORT_OPS) and not self._can_inline(op):
+                simple = isinstance(op, SIMPLE_STATEMENTS) or bool(op.results)
+                if previous is not None and not (simple and previous):
+                    self.blank_lines(spacing)
+                previous = simple
             if self._can_inline(op):
                 pending.append(op)
                 if len(pending) > MAX_PENDING:
@@ -680,11 +921,27 @@ class PythonPrinter:
                     self._assign(pending.pop(0))
                 continue
             self._settle(op, pending)
-            self.mark_source(op)
+            if not spacing or isinstance(op, SIMPLE_STATEMENTS):  # not on `class`, `def`
+                self.mark_source(op)
             self.emit(op)
 
+    def _is_target(self, op: Operation) -> bool:
+        """Whether `op` names what an assignment stores into (printed in place, never
+        evaluated into a temporary)."""
+        if len(op.results) != 1 or not isinstance(
+            op, py.NameOp | py.AttributeOp | py.SubscriptOp | py.TupleOp | py.ListOp
+        ):
+            return False
+        uses = list(op.results[0].uses)
+        if len(uses) != 1:
+            return False
+        user, index = uses[0].operation, uses[0].index
+        if isinstance(user, py.AssignOp | py.AugAssignOp) and index == 0:
+            return True
+        return isinstance(user, py.TupleOp | py.ListOp) and self._is_target(user)
+
     def _can_inline(self, op: Operation) -> bool:
-        if len(op.results) != 1 or op.regions:
+        if len(op.results) != 1 or (op.regions and not isinstance(op, INLINE_REGION_OPS)):
             return False
         result = op.results[0]
         uses = list(result.uses)
@@ -729,7 +986,9 @@ class PythonPrinter:
         order: list[Operation] = []
         for operand in _inlinable_operands(op):
             owner = operand.owner
-            if isinstance(owner, Operation) and owner in pending:
+            if isinstance(owner, Operation) and owner in self._targets:
+                order += self._evaluation_order(owner, pending)  # `x[i + 1] = ...`
+            elif isinstance(owner, Operation) and owner in pending:
                 order += self._evaluation_order(owner, pending)
                 order.append(owner)
         return order
@@ -763,7 +1022,7 @@ class PythonPrinter:
         if len(uses) != 1 or not self._yield_names:
             return None
         user = uses[0].operation
-        if not isinstance(user, t.YieldOp) or user.parent_block() is not op.parent_block():
+        if not isinstance(user, YIELD_OPS) or user.parent_block() is not op.parent_block():
             return None
         names = self._yield_names[-1]
         index = uses[0].index
@@ -795,7 +1054,9 @@ class PythonPrinter:
             if bound is value:
                 return PyExpr(name)
         owner = value.owner
-        if isinstance(owner, Operation) and (_is_atom(owner) or owner in self._inline):
+        if isinstance(owner, Operation) and (
+            _is_atom(owner) or owner in self._inline or owner in self._targets
+        ):
             return self.expression(owner)
         raise AssertionError(f"compiler bug: `{value}` printed before it was defined")
 
@@ -929,6 +1190,176 @@ class PythonPrinter:
         p = self.value(op.p).at_least(Precedence.TERNARY)
         return PyExpr.call("F.dropout", [x, f"p={p}", "training=self.training"])
 
+    # ------------------------------------------------------ py expressions
+
+    @expression.register
+    def _(self, op: py.ConstantOp) -> PyExpr:
+        return python_literal(op.value)
+
+    @expression.register
+    def _(self, op: py.NameOp) -> PyExpr:
+        self.require_import_for(op.id.data)
+        dotted = "." in op.id.data
+        return PyExpr(op.id.data, Precedence.PRIMARY if dotted else Precedence.ATOM)
+
+    @expression.register
+    def _(self, op: py.AttributeOp) -> PyExpr:
+        value = self.value(op.value)
+        text = value.at_least(Precedence.PRIMARY)
+        if value.precedence == Precedence.ATOM and text.isdigit():
+            text = f"({text})"  # `(1).real`, not `1.real`
+        return PyExpr(f"{text}.{op.attr.data}", Precedence.PRIMARY)
+
+    @expression.register
+    def _(self, op: py.SubscriptOp) -> PyExpr:
+        value = self.value(op.value).at_least(Precedence.PRIMARY)
+        indices = [self._py_index(i) for i in op.indices]
+        text = indices[0] + "," if len(indices) == 1 and _is_tuple(op.indices[0]) else ""
+        return PyExpr(f"{value}[{text or ', '.join(indices)}]", Precedence.PRIMARY)
+
+    def _py_index(self, index: SSAValue) -> str:
+        owner = index.owner
+        if isinstance(owner, py.SliceOp) and (owner in self._inline or _is_atom(owner)):
+            parts = [
+                self.value(v).at_least(Precedence.TERNARY) if v is not None else ""
+                for v in (owner.lower, owner.upper, owner.step)
+            ]
+            return ":".join(parts) if parts[2] else f"{parts[0]}:{parts[1]}"
+        if isinstance(owner, py.TupleOp) and owner in self._inline and owner.elements:
+            return ", ".join(self._py_index(e) for e in owner.elements)
+        return self.value(index).at_least(Precedence.TERNARY)
+
+    @expression.register
+    def _(self, op: py.SliceOp) -> PyExpr:
+        parts = [
+            self.value(v).at_least(Precedence.TERNARY) if v is not None else "None"
+            for v in (op.lower, op.upper, op.step)
+        ]
+        return PyExpr.call("slice", parts)
+
+    @expression.register
+    def _(self, op: py.CallOp) -> PyExpr:
+        callee = self.value(op.callee).at_least(Precedence.PRIMARY)
+        texts = [self.value(a).at_least(Precedence.TERNARY) for a in op.args]
+        args = [
+            f"{name}{text}" if name in ("*", "**") else f"{name}={text}" if name else text
+            for text, name in zip(texts, op.keywords, strict=True)
+        ]
+        return PyExpr.call(callee, args)
+
+    @expression.register
+    def _(self, op: py.BinOp) -> PyExpr:
+        operator = op.operator.data
+        precedence = BINARY_PRECEDENCE[operator]
+        left_min, right_min = _operand_precedences(operator, precedence)
+        lhs = self.value(op.lhs).at_least(left_min)
+        rhs = self.value(op.rhs).at_least(right_min)
+        return PyExpr(f"{lhs} {operator} {rhs}", precedence)
+
+    @expression.register
+    def _(self, op: py.UnaryOp) -> PyExpr:
+        if op.operator.data == "not":
+            return PyExpr(f"not {self.value(op.operand).at_least(Precedence.NOT)}", Precedence.NOT)
+        operand = self.value(op.operand).at_least(Precedence.UNARY)
+        return PyExpr(f"{op.operator.data}{operand}", Precedence.UNARY)
+
+    @expression.register
+    def _(self, op: py.CompareOp) -> PyExpr:
+        tighter = Precedence(Precedence.COMPARE + 1)
+        parts = [self.value(op.operands_[0]).at_least(tighter)]
+        for operator, operand in zip(op.operators, op.operands_[1:], strict=True):
+            parts.append(f"{operator.data} {self.value(operand).at_least(tighter)}")
+        return PyExpr(" ".join(parts), Precedence.COMPARE)
+
+    @expression.register
+    def _(self, op: py.IfExpOp) -> PyExpr:
+        if_true = self.value(op.if_true).at_least(Precedence.OR)
+        condition = self.value(op.condition).at_least(Precedence.OR)
+        if_false = self.value(op.if_false).at_least(Precedence.TERNARY)
+        return PyExpr(f"{if_true} if {condition} else {if_false}", Precedence.TERNARY)
+
+    @expression.register
+    def _(self, op: py.TupleOp) -> PyExpr:
+        items = self.call_arguments(op.elements, [""] * len(op.elements))
+        return PyExpr(f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})")
+
+    @expression.register
+    def _(self, op: py.ListOp) -> PyExpr:
+        return PyExpr(f"[{', '.join(self.call_arguments(op.elements, [''] * len(op.elements)))}]")
+
+    @expression.register
+    def _(self, op: py.DictOp) -> PyExpr:
+        items: list[str] = []
+        for key, value in op.entries():
+            text = self.value(value).at_least(Precedence.TERNARY)
+            if key is None:
+                items.append(f"**{self.value(value).at_least(Precedence.BIT_OR)}")
+            else:
+                items.append(f"{self.value(key).at_least(Precedence.TERNARY)}: {text}")
+        return PyExpr(f"{{{', '.join(items)}}}")
+
+    @expression.register
+    def _(self, op: py.FStringOp) -> PyExpr:
+        fields = op.fields()
+        texts = [self.value(v).at_least(Precedence.TERNARY) for v in op.values]
+        quote = next((q for q in ('"', "'") if not any(q in t or "\\" in t for t in texts)), None)
+        if quote is None:  # Python before 3.12 takes no quotes or backslashes in fields
+            template = py_string(op.template.data)
+            args = ", ".join(texts)
+            return PyExpr.call(f"{template}.format", [args] if args else [])
+        body, values_left = "", iter(texts)
+        for literal, has_field, conversion, spec in fields:
+            body += _fstring_literal(literal, quote)
+            if not has_field:
+                continue
+            text = next(values_left)
+            text = f" {text} " if text.startswith("{") else text
+            body += "{" + text + (f"!{conversion}" if conversion else "")
+            body += (f":{spec}" if spec else "") + "}"
+        return PyExpr(f"f{quote}{body}{quote}")
+
+    @expression.register
+    def _(self, op: py.LambdaOp) -> PyExpr:
+        block = op.body.block
+        saved = self.scope
+        self.scope = NameScope(saved)
+        try:
+            names = [
+                self.variable(arg, name.data)
+                for arg, name in zip(block.args, op.arg_names, strict=True)
+            ]
+            last = block.last_op
+            assert isinstance(last, py.ReturnOp)
+            with self._inline_region(block):
+                body = self.value(last.values[0]).at_least(Precedence.TERNARY)
+        finally:
+            self.scope = saved
+        params = f" {', '.join(names)}" if names else ""
+        return PyExpr(f"lambda{params}: {body}", Precedence.LAMBDA)
+
+    @expression.register
+    def _(self, op: py.ComprehensionOp) -> PyExpr:
+        block = op.body.block
+        iterable = self.value(op.iterable).at_least(Precedence.OR)
+        saved = self.scope
+        self.scope = NameScope(saved)
+        try:
+            names = [self.variable(arg, "item") for arg in block.args]
+            last = block.last_op
+            assert isinstance(last, py.YieldOp)
+            with self._inline_region(block):
+                element = self.value(last.values[0]).at_least(Precedence.TERNARY)
+                test = (
+                    f" if {self.value(last.values[1]).at_least(Precedence.OR)}"
+                    if len(last.values) > 1
+                    else ""
+                )
+        finally:
+            self.scope = saved
+        inner = f"{element} for {', '.join(names)} in {iterable}{test}"
+        brackets = {"list": "[]", "set": "{}", "generator": "()"}[op.kind.data]
+        return PyExpr(f"{brackets[0]}{inner}{brackets[1]}")
+
 
 # ----------------------------------------------------------------- helpers
 
@@ -966,10 +1397,14 @@ def _script_source(root: Operation) -> str | None:
 def _module_level_names(op: Operation) -> list[str]:
     if isinstance(op, t.ModuleClassOp | t.DefOp):
         return [op.sym_name.data]
-    if isinstance(op, t.ImportOp):
+    if isinstance(op, t.ImportOp | py.ImportOp):
         return [op.alias.data if op.alias else op.module.data.split(".")[0]]
-    if isinstance(op, t.FromImportOp):
+    if isinstance(op, t.FromImportOp | py.FromImportOp):
         return [n.data for n in op.names]
+    if isinstance(op, py.DefOp | py.ClassOp) and isinstance(op.parent_op(), MODULE_OPS):
+        return [op.sym_name.data]
+    if isinstance(op, py.AssignOp | py.AugAssignOp) and isinstance(op.parent_op(), MODULE_OPS):
+        return [o.id.data for o in _target_names(op.target)]
     if isinstance(op, t.RawOp):
         return _names_defined_by(op.source.data)
     return []
@@ -988,6 +1423,11 @@ def _names_defined_by(source: str) -> list[str]:
     return names
 
 
+MODULE_OPS = (ModuleOp, t.ScriptOp, py.ModuleOp)
+INLINE_REGION_OPS = (py.LambdaOp, py.ComprehensionOp)
+"""Value ops with a region that print as one expression."""
+
+
 def _is_atom(op: Operation) -> bool:
     return not op.operands and len(op.results) == 1 and op.has_trait(Pure)
 
@@ -998,7 +1438,7 @@ def _other_branch(user: Operation, op: Operation) -> bool:
     while node is not None:
         region = node.parent_region()
         parent = node.parent_op()
-        if isinstance(parent, t.IfOp) and region is not None:
+        if isinstance(parent, IF_OPS) and region is not None:
             other = parent.else_region if region is parent.then_region else parent.then_region
             return any(inner is op for inner in other.walk())
         node = parent
@@ -1010,16 +1450,68 @@ def _is_none(value: SSAValue) -> bool:
     return isinstance(owner, t.ConstantOp) and isinstance(owner.value, t.NoneAttr)
 
 
+def _ops_before(op: Operation) -> Iterator[Operation]:
+    before = op.prev_op
+    while before is not None:
+        yield before
+        before = before.prev_op
+
+
+def _is_tuple(value: SSAValue) -> bool:
+    return isinstance(value.owner, py.TupleOp)
+
+
+def _defines(block: Block) -> bool:
+    """Whether a body defines functions or classes (blank lines go around them)."""
+    return any(isinstance(op, py.DefOp | py.ClassOp) for op in block.ops)
+
+
+def _fstring_literal(text: str, quote: str) -> str:
+    """The literal part of an f-string: escaped for `quote`, braces doubled."""
+    body = py_string(text)[1:-1]
+    if quote == "'":
+        body = body.replace('\\"', '"').replace("'", "\\'")
+    return body.replace("{", "{{").replace("}", "}}")
+
+
+def _only_if(block: Block | None) -> tuple[py.IfOp | None, list[Operation]]:
+    """The `py.if` that ends an else block with nothing else to print (`elif`), and the
+    ops before it that are not atoms (they must inline into its condition)."""
+    if block is None or not isinstance(block.last_op, py.IfOp) or block.last_op.res:
+        return None, []
+    before = [op for op in block.ops if op is not block.last_op and not _is_atom(op)]
+    return block.last_op, before
+
+
+def _target_names(value: SSAValue) -> list[py.NameOp]:
+    owner = value.owner
+    if isinstance(owner, py.NameOp):
+        return [owner]
+    if isinstance(owner, py.TupleOp | py.ListOp):
+        return [n for e in owner.elements for n in _target_names(e)]
+    return []
+
+
 def _inlinable_operands(op: Operation) -> Sequence[SSAValue]:
     """Operands whose expressions may be inlined into `op` (evaluated once, in order)."""
-    if isinstance(op, t.BinaryOp) and op.operator.data in ("and", "or"):
+    if isinstance(op, t.BinaryOp | py.BinOp) and op.operator.data in ("and", "or"):
         return [op.lhs]  # the right side may not run at all
-    if isinstance(op, t.TernaryOp):
+    if isinstance(op, t.TernaryOp | py.IfExpOp):
         return [op.condition]  # Python evaluates the condition first, then one side
+    if isinstance(op, py.CompareOp) and len(op.operands_) > 2:
+        return op.operands_[:2]  # a chain stops at the first false comparison
+    if isinstance(op, py.AssignOp):
+        annotation = [op.annotation] if op.annotation is not None else []
+        value = [op.value] if op.value is not None else []
+        return [*value, *annotation, op.target]  # the value first, then the target's parts
+    if isinstance(op, py.AugAssignOp):
+        return [op.target, op.value]
     if isinstance(op, t.CallModuleOp) and op.kind.data == "first_of_tuple_self_attention":
         return []  # the input is printed three times
-    if isinstance(op, t.ForOp):
+    if isinstance(op, t.ForOp | py.ForOp):
         return [op.iterable]  # carried values get names before the loop
+    if isinstance(op, py.LambdaOp | py.ComprehensionOp | py.WhileOp):
+        return op.operands  # a body's own values are printed inside it
     return op.operands
 
 
@@ -1047,9 +1539,9 @@ def _docstring(text: str) -> str:
 
 def python_literal(value: Attribute) -> PyExpr:
     """A constant attribute (int, bool, float, str, None, `...`) as a Python literal."""
-    if isinstance(value, t.NoneAttr):
+    if isinstance(value, t.NoneAttr | py.NoneAttr):
         return PyExpr("None")
-    if isinstance(value, t.EllipsisAttr):
+    if isinstance(value, t.EllipsisAttr | py.EllipsisAttr):
         return PyExpr("...")
     if isinstance(value, StringAttr):
         return PyExpr(py_string(value.data))
