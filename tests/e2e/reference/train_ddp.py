@@ -21,7 +21,7 @@ import time
 import traceback
 import zipfile
 from collections.abc import Iterable, Iterator
-from contextlib import nullcontext
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -337,12 +337,11 @@ def _forward_backward(
 ) -> torch.Tensor:
     """Accumulate one micro-batch's gradients; DDP all-reduces only on the last one."""
     model = trainer.train_model
-    skip_sync = isinstance(model, DistributedDataParallel) and not sync
     _begin_step(trainer)
-    with model.no_sync() if skip_sync else nullcontext():  # type: ignore[operator]
+    with unless_synced(model, sync):
         with autocast(trainer.plan, trainer.ctx.device):
             loss = loss_fn(model(xb), yb)
-        scaled = loss  # GRAD_ACCUM is 1
+        scaled = loss
         if trainer.scaler is not None:
             scaled = trainer.scaler.scale(scaled)
         scaled.backward()
@@ -354,24 +353,18 @@ def _begin_step(trainer: Trainer) -> None:
 
     Only a compiled model's: the call imports the compiler's machinery (seconds at start-up).
     """
-    if COMPILE_MODE == "reduce-overhead" and trainer.eval_model is not trainer.model:
+    if trainer.eval_model is not trainer.model:
         torch.compiler.cudagraph_mark_step_begin()
 
 
 def _optimizer_step(trainer: Trainer) -> None:
     optimizer, scaler = trainer.optimizer, trainer.scaler
-    if scaler is not None and GRAD_CLIP is not None:
-        scaler.unscale_(optimizer)
-    if GRAD_CLIP is not None:
-        torch.nn.utils.clip_grad_norm_(trainer.model.parameters(), GRAD_CLIP)
     if scaler is not None:
         scaler.step(optimizer)
         scaler.update()
     else:
         optimizer.step()
     optimizer.zero_grad(set_to_none=True)
-    if trainer.scheduler is not None:
-        trainer.scheduler.step()
     trainer.step += 1
 
 
@@ -669,6 +662,14 @@ def all_reduce_mean(tensor: torch.Tensor) -> torch.Tensor:
     if not (dist.is_available() and dist.is_initialized()):
         return tensor
     return all_reduce_sum(tensor) / dist.get_world_size()
+
+
+def unless_synced(model: torch.nn.Module, sync: bool) -> AbstractContextManager[object]:
+    """DDP's `no_sync()` for a micro-batch that is not the last of a step (its gradients
+    are all-reduced with the last one's), else nothing to enter."""
+    if sync or not isinstance(model, torch.nn.parallel.DistributedDataParallel):
+        return contextlib.nullcontext()
+    return model.no_sync()
 
 
 def barrier() -> None:

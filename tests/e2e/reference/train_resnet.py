@@ -386,8 +386,8 @@ def _forward_backward(
     """Accumulate one micro-batch's gradients."""
     _begin_step(trainer)
     with autocast(trainer.plan, trainer.ctx.device):
-        loss = trainer.train_model(xb, yb)  # BatchLoss: forward and loss
-    scaled = loss  # GRAD_ACCUM is 1
+        loss = trainer.train_model(xb, yb)
+    scaled = loss
     if trainer.scaler is not None:
         scaled = trainer.scaler.scale(scaled)
     scaled.backward()
@@ -399,24 +399,19 @@ def _begin_step(trainer: Trainer) -> None:
 
     Only a compiled model's: the call imports the compiler's machinery (seconds at start-up).
     """
-    if COMPILE_MODE == "reduce-overhead" and trainer.eval_model is not trainer.model:
+    if trainer.eval_model is not trainer.model:
         torch.compiler.cudagraph_mark_step_begin()
 
 
 def _optimizer_step(trainer: Trainer) -> None:
     optimizer, scaler = trainer.optimizer, trainer.scaler
-    if scaler is not None and GRAD_CLIP is not None:
-        scaler.unscale_(optimizer)
-    if GRAD_CLIP is not None:
-        torch.nn.utils.clip_grad_norm_(trainer.model.parameters(), GRAD_CLIP)
     if scaler is not None:
         scaler.step(optimizer)
         scaler.update()
     else:
         optimizer.step()
     optimizer.zero_grad(set_to_none=True)
-    if trainer.scheduler is not None:
-        trainer.scheduler.step()
+    trainer.scheduler.step()
     trainer.step += 1
 
 
