@@ -14,7 +14,11 @@ becomes, in the module's `torch.script` around the model classes,
     torch.raw "# Trains `Classifier` on `digits` ..."   the header
     torch.raw "EPOCHS = 10 ..."                          the settings
     torch.module_class @Classifier ...                   (from convert-nml-to-torch)
-    torch.raw "def loss_fn(...)"                         the loss, then the loop's sections
+    torch.raw "def loss_fn(...)"                         the loss
+    py.comment "---- command line ----"; py.def @parse_args   (train_cli.py)
+    torch.raw "..."                                      the loop's other sections, with
+    py.def @_forward_backward, @_optimizer_step, @evaluate    the step and evaluation as
+                                                         py ops (train_step.py)
     torch.runtime []                                     the runtime helpers they reach
     torch.raw "if __name__ == \"__main__\": ..."
 
@@ -25,8 +29,11 @@ Steps:
    overrides, and the dataset; for `load_dataset()` the synthetic samples' shape and
    classes are inferred from the model (its first layer's input, then shape inference
    for the output).
-2. `train_script.py` turns the plan into the sections' text; this pass puts
-   them into the script as ops and erases the loop.
+2. `train_cli.py` and `train_step.py` build the command line, the step and the
+   evaluation as `py` ops from the plan (autocast and the GradScaler only with
+   insert-amp's marker, the all-reduce and `no_sync` only with insert-ddp's);
+   `train_script.py` gives the other sections' text (`torch.raw`, still to move
+   onto py ops); this pass puts them all into the script and erases the loop.
 Only the first train block of a script becomes the script's `main`.
 3. The script's other top-level statements become a function the `__main__`
    guard calls, before training when there is a train block (script_statements.py).

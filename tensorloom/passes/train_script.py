@@ -941,58 +941,8 @@ def _capture_step(trainer: Trainer, loader: DeviceLoader) -> GraphedStep:
     )  # fmt: skip'''
 
 
-def evaluate_source(plan: ScriptPlan) -> str:
+def _metrics_evaluate_source(plan: ScriptPlan) -> str:
     mark = "\n        _begin_step(trainer)" if plan.cuda_graphs else ""
-    if plan.reports_metrics:
-        return _metrics_evaluate_source(plan, mark)
-    if plan.classification:
-        return _fill(
-            '''
-            @torch.no_grad()
-            def evaluate(
-                trainer: Trainer, model: nn.Module | None = None
-            ) -> tuple[float, float | None]:
-                """Validation loss and accuracy over the whole split, summed across ranks."""
-                model = trainer.eval_model if model is None else model
-                device = trainer.ctx.device
-                model.eval()
-                totals = torch.zeros(3, device=device)  # loss sum, correct predictions, targets
-                for xb, yb in trainer.val_loader:$mark
-                    with autocast(trainer.plan, device):  # the loss runs in fp32 under it
-                        logits = model(xb)
-                        totals[0] += loss_fn(logits, yb, reduction="sum")
-                    flat_y = yb.flatten()
-                    totals[1] += (logits.flatten(0, -2).argmax(dim=-1) == flat_y).sum()
-                    totals[2] += flat_y.numel()
-                loss_sum, correct, count = all_reduce_sum(totals).tolist()
-                return loss_sum / max(count, 1), correct / max(count, 1)
-            ''',
-            mark=mark,
-        )
-    return _fill(
-        '''
-        @torch.no_grad()
-        def evaluate(
-            trainer: Trainer, model: nn.Module | None = None
-        ) -> tuple[float, float | None]:
-            """Validation loss over the whole split, summed exactly across ranks; no accuracy."""
-            model = trainer.eval_model if model is None else model
-            device = trainer.ctx.device
-            model.eval()
-            totals = torch.zeros(2, device=device)  # loss sum, output elements
-            for xb, yb in trainer.val_loader:$mark
-                with autocast(trainer.plan, device):  # the loss runs in fp32 under it
-                    output = model(xb)
-                    totals[0] += loss_fn(output, yb, reduction="sum")
-                totals[1] += output.numel()
-            loss_sum, count = all_reduce_sum(totals).tolist()
-            return loss_sum / max(count, 1), None
-        ''',
-        mark=mark,
-    )
-
-
-def _metrics_evaluate_source(plan: ScriptPlan, mark: str) -> str:
     return _fill(
         '''
         @torch.no_grad()
@@ -1345,6 +1295,7 @@ def loop_sources(plan: ScriptPlan) -> list[str | list[Operation]]:
     script's order."""
     from tensorloom.passes.train_step import (
         begin_step_ops,
+        evaluate_ops,
         forward_backward_ops,
         optimizer_step_ops,
     )
@@ -1365,7 +1316,7 @@ def loop_sources(plan: ScriptPlan) -> list[str | list[Operation]]:
         forward_backward_ops(plan),
         begin_step_ops() if plan.cuda_graphs else None,
         optimizer_step_ops(plan),
-        evaluate_source(plan),
+        _metrics_evaluate_source(plan) if plan.reports_metrics else evaluate_ops(plan),
         EPOCH_RECORD,
         save_if_due_source(plan),
         train_source(plan),

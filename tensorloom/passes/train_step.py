@@ -175,3 +175,88 @@ def optimizer_step_ops(plan: ScriptPlan) -> list[Operation]:
     body.stmt(py.AugAssignOp("+=", _trainer(body, "step"), body.const(1)))
     _def(top, "_optimizer_step", [("trainer", "Trainer")], body, None)
     return top.ops
+
+
+def _loop_vars(loop: py.ForOp, *names: str) -> list[SSAValue]:
+    for arg, name in zip(loop.body.block.args, names, strict=True):
+        arg.name_hint = name
+    return list(loop.body.block.args)
+
+
+def evaluate_ops(plan: ScriptPlan) -> list[Operation]:
+    """`evaluate(trainer, model=None)`: the validation loss (and accuracy, for a
+    classification loss) over the whole split, summed across ranks with insert-ddp's marker,
+    under autocast with insert-amp's."""
+    classify = plan.classification
+    top, body = PyBuilder(), PyBuilder()
+    if classify:
+        body.expr(body.const("Validation loss and accuracy over the whole split, summed across "
+                             "ranks."))  # fmt: skip
+    else:
+        body.expr(body.const("Validation loss over the whole split, summed exactly across "
+                             "ranks; no accuracy."))  # fmt: skip
+    unset = PyBuilder()
+    unset.assign("model", _trainer(unset, "eval_model"))
+    body.stmt(py.IfOp(body.add(py.CompareOp("is", [body.name("model"), body.const(None)])),
+                      unset.ops))  # fmt: skip
+    body.assign("device", _trainer(body, "ctx", "device"))
+    body.expr(_method(body, body.name("model"), "eval"))
+    sums = ["loss_sum", "correct", "count"] if classify else ["loss_sum", "count"]
+    body.comment(", ".join(["loss sum", "correct predictions", "targets"] if classify
+                           else ["loss sum", "output elements"]))  # fmt: skip
+    zeros = body.call("torch.zeros", body.const(len(sums)), device=body.name("device"))
+    body.assign("totals", zeros)
+    loop = py.ForOp(_trainer(body, "val_loader"), targets=2)
+    xb, yb = _loop_vars(loop, "xb", "yb")
+    each = PyBuilder()
+    if plan.cuda_graphs:
+        each.expr(each.call("_begin_step", each.name("trainer")))
+    inner = PyBuilder()
+    output = "logits" if classify else "output"
+    inner.assign(output, inner.call(inner.name("model"), xb))
+    loss = inner.call("loss_fn", inner.name(output), yb, reduction=inner.const("sum"))
+    inner.stmt(py.AugAssignOp("+=", inner.subscript(inner.name("totals"), inner.const(0)), loss))
+    if plan.amp:
+        each.comment("the loss runs in fp32 under autocast")
+        manager = each.call("autocast", _trainer(each, "plan"), each.name("device"))
+        each.stmt(py.WithOp(manager, inner.ops))
+    else:
+        each.ops += inner.ops
+    if classify:
+        each.assign("flat_y", _method(each, yb, "flatten"))
+        flat = _method(each, each.name("logits"), "flatten", each.const(0), each.const(-2))
+        predicted = _method(each, flat, "argmax", dim=each.const(-1))
+        hits = each.add(py.CompareOp("==", [predicted, each.name("flat_y")]))
+        correct = _method(each, hits, "sum")
+        each.stmt(py.AugAssignOp("+=", each.subscript(each.name("totals"), each.const(1)),
+                                 correct))  # fmt: skip
+        counted = _method(each, each.name("flat_y"), "numel")
+        each.stmt(py.AugAssignOp("+=", each.subscript(each.name("totals"), each.const(2)),
+                                 counted))  # fmt: skip
+    else:
+        counted = _method(each, each.name("output"), "numel")
+        each.stmt(py.AugAssignOp("+=", each.subscript(each.name("totals"), each.const(1)),
+                                 counted))  # fmt: skip
+    loop.body.block.add_ops(each.ops)
+    body.stmt(loop)
+    totals = body.name("totals")
+    if plan.distributed:
+        totals = body.call("all_reduce_sum", totals)
+    targets = body.add(py.TupleOp([body.name(n) for n in sums]))
+    body.assign(targets, _method(body, totals, "tolist"))
+
+    def mean(b: PyBuilder, total: str) -> SSAValue:
+        return b.binop("/", b.name(total), b.call("max", b.name("count"), b.const(1)))
+
+    loss_mean = mean(body, "loss_sum")
+    second = mean(body, "correct") if classify else body.const(None)
+    body.stmt(py.ReturnOp([loss_mean, second]))
+    no_grad = top.call("torch.no_grad")
+    model_type = top.binop("|", top.name("nn.Module"), top.const(None))
+    returns = top.subscript(top.name("tuple"), top.name("float"),
+                            top.binop("|", top.name("float"), top.const(None)))  # fmt: skip
+    default = top.const(None)
+    annotations = {"trainer": top.name("Trainer"), "model": model_type}
+    top.stmt(py.DefOp("evaluate", ["trainer", "model"], body.ops, defaults={"model": default},
+                      annotations=annotations, returns=returns, decorators=[no_grad]))  # fmt: skip
+    return top.ops

@@ -439,17 +439,18 @@ def _optimizer_step(trainer: Trainer) -> None:
 
 
 @torch.no_grad()
-def evaluate(
-    trainer: Trainer, model: nn.Module | None = None
-) -> tuple[float, float | None]:
+def evaluate(trainer: Trainer, model: nn.Module | None = None) -> tuple[float, float | None]:
     """Validation loss and accuracy over the whole split, summed across ranks."""
-    model = trainer.eval_model if model is None else model
+    if model is None:
+        model = trainer.eval_model
     device = trainer.ctx.device
     model.eval()
-    totals = torch.zeros(3, device=device)  # loss sum, correct predictions, targets
+    # loss sum, correct predictions, targets
+    totals = torch.zeros(3, device=device)
     for xb, yb in trainer.val_loader:
         _begin_step(trainer)
-        with autocast(trainer.plan, device):  # the loss runs in fp32 under it
+        # the loss runs in fp32 under autocast
+        with autocast(trainer.plan, device):
             logits = model(xb)
             totals[0] += loss_fn(logits, yb, reduction="sum")
         flat_y = yb.flatten()
