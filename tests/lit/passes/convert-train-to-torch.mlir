@@ -56,7 +56,26 @@ builtin.module {
 // CHECK-NEXT:     py.return %[[ARGS]]
 // CHECK-NEXT:   }
 // CHECK:        torch.raw "def build_trainer({{.*}}torch.optim.AdamW(\0A        decay_param_groups(model, DECAY_GROUPS), lr=LEARNING_RATE, weight_decay=0.01, fused=ctx.device.type == \22cuda\22
-// CHECK:        torch.raw "def _begin_step(trainer: Trainer)
+// The step and evaluation are py ops (train_step.py): DDP's no_sync through `unless_synced`
+// (insert-ddp's marker), autocast inside it (insert-amp's), the loss beside the DDP model; the
+// step mark for compile mode "reduce-overhead"; evaluation all-reduces its sums.
+// CHECK:        py.def @_forward_backward(trainer : %{{[0-9]+}}, xb : %{{[0-9]+}}, yb : %{{[0-9]+}}, sync : %{{[0-9]+}}) -> %{{[0-9]+}} {
+// CHECK:          %[[SYNC:[0-9]+]] = py.name "unless_synced"
+// CHECK-NEXT:     %[[CTX:[0-9]+]] = py.call %[[SYNC]](%{{[0-9]+}}, %{{[0-9]+}})
+// CHECK-NEXT:     py.with %[[CTX]] {
+// CHECK:            %[[AUTOCAST:[0-9]+]] = py.name "autocast"
+// CHECK-NEXT:       %[[AMP:[0-9]+]] = py.call %[[AUTOCAST]](%{{[0-9]+}}, %{{[0-9]+}})
+// CHECK-NEXT:       py.with %[[AMP]] {
+// CHECK:              py.name "loss_fn"
+// CHECK:        py.def @_begin_step(trainer : %{{[0-9]+}}) -> %{{[0-9]+}} {
+// CHECK:          py.name "torch.compiler.cudagraph_mark_step_begin"
+// CHECK:        py.def @_optimizer_step(trainer : %{{[0-9]+}}) -> %{{[0-9]+}} {
+// CHECK-NOT:      "clip_grad_norm_"
+// CHECK:          py.attribute %{{[0-9]+}}, "update"
+// CHECK:        py.def @evaluate(trainer : %{{[0-9]+}}, model : %{{[0-9]+}} = %{{[0-9]+}}) -> %{{[0-9]+}} decorators [%{{[0-9]+}}] {
+// CHECK:            py.name "autocast"
+// CHECK:          %[[REDUCE:[0-9]+]] = py.name "all_reduce_sum"
+// CHECK-NEXT:     py.call %[[REDUCE]](%{{[0-9]+}})
 // CHECK:        torch.runtime []
 // CHECK-NEXT:   torch.raw "if __name__ == \22__main__\22:\0A    sys.exit(main())"
 // CHECK-NEXT: }
