@@ -114,7 +114,7 @@ def forward_backward_ops(plan: ScriptPlan) -> list[Operation]:
         scope = PyBuilder()
         _loss(scope, plan, ("model",))
         _backward(scope, plan)
-        manager = body.call("unless_synced", body.name("model"), body.name("sync"))
+        manager = body.call("gradient_sync", body.name("model"), body.name("sync"))
         body.stmt(py.WithOp(manager, scope.ops))
     else:
         _loss(body, plan, ("trainer", "train_model"))

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 import torch
@@ -85,12 +84,17 @@ def all_reduce_mean(tensor: torch.Tensor) -> torch.Tensor:
     return all_reduce_sum(tensor) / dist.get_world_size()
 
 
-def unless_synced(model: torch.nn.Module, sync: bool) -> AbstractContextManager[object]:
-    """DDP's `no_sync()` for a micro-batch that is not the last of a step (its gradients
-    are all-reduced with the last one's), else nothing to enter."""
-    if sync or not isinstance(model, torch.nn.parallel.DistributedDataParallel):
+def gradient_sync(model: torch.nn.Module, sync: bool) -> contextlib.AbstractContextManager[None]:
+    """Reduce gradients across ranks in this backward only if `sync` (the last micro-batch).
+
+    DDP skips its all-reduce inside `no_sync()`; an FSDP2 module is told with
+    `set_requires_gradient_sync`, and keeps unsharded gradients until it syncs."""
+    if hasattr(model, "set_requires_gradient_sync"):  # an FSDPModule
+        model.set_requires_gradient_sync(sync)
         return contextlib.nullcontext()
-    return model.no_sync()
+    if isinstance(model, torch.nn.parallel.DistributedDataParallel) and not sync:
+        return model.no_sync()  # type: ignore[return-value]
+    return contextlib.nullcontext()
 
 
 def barrier() -> None:

@@ -21,7 +21,6 @@ import time
 import traceback
 import zipfile
 from collections.abc import Iterable, Iterator
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -338,7 +337,7 @@ def _forward_backward(
     """Accumulate one micro-batch's gradients; DDP all-reduces only on the last one."""
     model = trainer.train_model
     _begin_step(trainer)
-    with unless_synced(model, sync):
+    with gradient_sync(model, sync):
         with autocast(trainer.plan, trainer.ctx.device):
             loss = loss_fn(model(xb), yb)
         scaled = loss
@@ -665,12 +664,17 @@ def all_reduce_mean(tensor: torch.Tensor) -> torch.Tensor:
     return all_reduce_sum(tensor) / dist.get_world_size()
 
 
-def unless_synced(model: torch.nn.Module, sync: bool) -> AbstractContextManager[object]:
-    """DDP's `no_sync()` for a micro-batch that is not the last of a step (its gradients
-    are all-reduced with the last one's), else nothing to enter."""
-    if sync or not isinstance(model, torch.nn.parallel.DistributedDataParallel):
+def gradient_sync(model: torch.nn.Module, sync: bool) -> contextlib.AbstractContextManager[None]:
+    """Reduce gradients across ranks in this backward only if `sync` (the last micro-batch).
+
+    DDP skips its all-reduce inside `no_sync()`; an FSDP2 module is told with
+    `set_requires_gradient_sync`, and keeps unsharded gradients until it syncs."""
+    if hasattr(model, "set_requires_gradient_sync"):  # an FSDPModule
+        model.set_requires_gradient_sync(sync)
         return contextlib.nullcontext()
-    return model.no_sync()
+    if isinstance(model, torch.nn.parallel.DistributedDataParallel) and not sync:
+        return model.no_sync()  # type: ignore[return-value]
+    return contextlib.nullcontext()
 
 
 def barrier() -> None:

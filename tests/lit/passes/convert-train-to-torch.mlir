@@ -56,11 +56,11 @@ builtin.module {
 // CHECK-NEXT:     py.return %[[ARGS]]
 // CHECK-NEXT:   }
 // CHECK:        torch.raw "def build_trainer({{.*}}torch.optim.AdamW(\0A        decay_param_groups(model, DECAY_GROUPS), lr=LEARNING_RATE, weight_decay=0.01, fused=ctx.device.type == \22cuda\22
-// The step and evaluation are py ops (train_step.py): DDP's no_sync through `unless_synced`
+// The step and evaluation are py ops (train_step.py): DDP's no_sync through `gradient_sync`
 // (insert-ddp's marker), autocast inside it (insert-amp's), the loss beside the DDP model; the
 // step mark for compile mode "reduce-overhead"; evaluation all-reduces its sums.
 // CHECK:        py.def @_forward_backward(trainer : %{{[0-9]+}}, xb : %{{[0-9]+}}, yb : %{{[0-9]+}}, sync : %{{[0-9]+}}) -> %{{[0-9]+}} {
-// CHECK:          %[[SYNC:[0-9]+]] = py.name "unless_synced"
+// CHECK:          %[[SYNC:[0-9]+]] = py.name "gradient_sync"
 // CHECK-NEXT:     %[[CTX:[0-9]+]] = py.call %[[SYNC]](%{{[0-9]+}}, %{{[0-9]+}})
 // CHECK-NEXT:     py.with %[[CTX]] {
 // CHECK:            %[[AUTOCAST:[0-9]+]] = py.name "autocast"

@@ -1,4 +1,4 @@
-"""runtime/distributed.py's `unless_synced`: DDP skips the all-reduce of a micro-batch that
+"""runtime/distributed.py's `gradient_sync`: DDP skips the all-reduce of a micro-batch that
 is not the last of its step, and only then."""
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from tensorloom.backends.runtime.distributed import unless_synced
+from tensorloom.backends.runtime.distributed import gradient_sync
 
 
 def test_a_plain_module_or_the_last_micro_batch_enters_nothing() -> None:
     model = torch.nn.Linear(2, 1)
-    assert isinstance(unless_synced(model, sync=False), contextlib.nullcontext)
-    assert isinstance(unless_synced(model, sync=True), contextlib.nullcontext)
+    assert isinstance(gradient_sync(model, sync=False), contextlib.nullcontext)
+    assert isinstance(gradient_sync(model, sync=True), contextlib.nullcontext)
 
 
 @pytest.fixture
@@ -33,7 +33,7 @@ def group_of_one() -> object:
 
 def test_ddp_skips_the_sync_until_the_last_micro_batch(group_of_one: object) -> None:
     model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 1))
-    with unless_synced(model, sync=False):
+    with gradient_sync(model, sync=False):
         assert model.require_backward_grad_sync is False  # inside DDP's no_sync()
     assert model.require_backward_grad_sync is True
-    assert isinstance(unless_synced(model, sync=True), contextlib.nullcontext)
+    assert isinstance(gradient_sync(model, sync=True), contextlib.nullcontext)
