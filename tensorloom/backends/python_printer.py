@@ -1513,10 +1513,22 @@ def _filled(args: Sequence[str], width: int) -> list[str] | None:
 
 
 def _simple_argument(op: object) -> bool:
-    """A literal, a name, or a tuple or list of them."""
+    """A literal, a name, `name.attr.attr`, or a tuple or list of literals and names."""
     if isinstance(op, py.TupleOp | py.ListOp):
         return all(isinstance(e.owner, Operation) and _is_atom(e.owner) for e in op.elements)
+    while isinstance(op, py.AttributeOp):
+        op = op.value.owner
     return isinstance(op, Operation) and _is_atom(op)
+
+
+def _call_free(value: SSAValue) -> bool:
+    """An expression of names, literals, attributes, subscripts, comparisons and operators:
+    evaluating it early or late is the same (so `a and b` may inline `b`)."""
+    owner = value.owner
+    if not isinstance(owner, Operation) or _is_atom(owner):
+        return True
+    pure = py.AttributeOp | py.CompareOp | py.UnaryOp | py.BinOp | py.SubscriptOp | py.TupleOp
+    return isinstance(owner, pure) and all(_call_free(o) for o in owner.operands)
 
 
 def _wrappable(op: object) -> bool:
@@ -1525,10 +1537,7 @@ def _wrappable(op: object) -> bool:
     lines when it is too wide for one, rather than through temporaries."""
     if not isinstance(op, py.CallOp) or not op.args:
         return False
-    callee = op.callee.owner
-    if isinstance(callee, py.AttributeOp):
-        callee = callee.value.owner
-    return _simple_argument(callee) and all(_simple_argument(a.owner) for a in op.args)
+    return _simple_argument(op.callee.owner) and all(_simple_argument(a.owner) for a in op.args)
 
 
 def _other_branch(user: Operation, op: Operation) -> bool:
@@ -1594,6 +1603,8 @@ def _target_names(value: SSAValue) -> list[py.NameOp]:
 def _inlinable_operands(op: Operation) -> Sequence[SSAValue]:
     """Operands whose expressions may be inlined into `op` (evaluated once, in order)."""
     if isinstance(op, t.BinaryOp | py.BinOp) and op.operator.data in ("and", "or"):
+        if isinstance(op, py.BinOp) and _call_free(op.rhs):
+            return [op.lhs, op.rhs]  # running it or not changes nothing
         return [op.lhs]  # the right side may not run at all
     if isinstance(op, t.TernaryOp | py.IfExpOp):
         return [op.condition]  # Python evaluates the condition first, then one side

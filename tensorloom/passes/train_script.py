@@ -831,73 +831,25 @@ def resume(trainer: Trainer, path: str) -> None:
 # --- the step --------------------------------------------------------------------------------
 
 
-def train_one_epoch_source(plan: ScriptPlan) -> str:
-    log = ""
-    if plan.log_every is not None:
-        log = (
-            dedent("""
-            if trainer.step % LOG_EVERY == 0 and trainer.ctx.is_main:
-                print(f"step {trainer.step}  mean loss so far {loss_sum.item() / batches:.4f}")
-        """)
-            .rstrip("\n")
-            .replace("\n", "\n            ")
-        )
-    return _fill(
-        '''
-        # ---- one epoch of training, one of validation ----
-        def train_one_epoch(
-            trainer: Trainer, epoch: int, max_steps: int | None
-        ) -> tuple[torch.Tensor, int]:
-            """The epoch's mean loss (on the device, not yet synced) and its number of batches."""\
-$graphed
-            model, device = trainer.train_model, trainer.ctx.device
-            model.train()
-            trainer.train_loader.set_epoch(epoch)
-            loss_sum, batches = _carried(trainer)
-            skip = batches  # resumed mid-epoch: these were trained before the interruption
-            batches_used = len(trainer.train_loader) // GRAD_ACCUM * GRAD_ACCUM
-            description = f"epoch {epoch + 1}"
-            bar = progress(trainer.train_loader, total=batches_used, description=description,
-                           enabled=trainer.ctx.is_main)  # fmt: skip
-            for xb, yb in bar:
-                if skip:
-                    skip -= 1
-                    continue
-                if batches == batches_used or _reached(trainer.step, max_steps):
-                    break
-                last_micro_batch = (batches + 1) % GRAD_ACCUM == 0
-                loss_sum += _forward_backward(trainer, xb, yb, sync=last_micro_batch)
-                batches += 1
-                if last_micro_batch:
-                    _optimizer_step(trainer)$log
-                    if trainer.recipe.after_step(trainer.model, trainer.step):
-                        step_validation(trainer, epoch)
-                    if trainer.recipe.stop_reason is not None:
-                        break
-            if batches < batches_used:  # cut short: last.pt keeps what this epoch did so far
-                trainer.carry = (loss_sum, batches)
-            return loss_sum / max(batches, 1), batches
+def epoch_helpers_source(plan: ScriptPlan) -> str:
+    """`_carried` and `_reached`, which the epoch (train_step.py) calls, and the epoch of
+    replays of a captured step."""
+    return _EPOCH_HELPERS.rstrip("\n") + (_GRAPHED_EPOCH if plan.whole_step_graph else "")
 
 
-        def _carried(trainer: Trainer) -> tuple[torch.Tensor, int]:
-            """The loss sum and batches of an epoch resumed in its middle, else nothing yet."""
-            carry, trainer.carry = trainer.carry, None
-            if carry is None:
-                return torch.zeros((), device=trainer.ctx.device), 0
-            return carry
+_EPOCH_HELPERS = '''
+def _carried(trainer: Trainer) -> tuple[torch.Tensor, int]:
+    """The loss sum and batches of an epoch resumed in its middle, else nothing yet."""
+    carry, trainer.carry = trainer.carry, None
+    if carry is None:
+        return torch.zeros((), device=trainer.ctx.device), 0
+    return carry
 
 
-        def _reached(step: int, max_steps: int | None) -> bool:
-            return max_steps is not None and step >= max_steps
-        ''',
-        log=log,
-        graphed=_GRAPHED_BRANCH if plan.whole_step_graph else "",
-    ) + (_GRAPHED_EPOCH if plan.whole_step_graph else "")
+def _reached(step: int, max_steps: int | None) -> bool:
+    return max_steps is not None and step >= max_steps
+'''
 
-
-_GRAPHED_BRANCH = """
-    if trainer.whole_step and trainer.carry is None:  # a resumed cut epoch runs uncaptured
-        return _train_one_epoch_graphed(trainer, epoch, max_steps)"""
 
 _GRAPHED_EPOCH = '''
 
@@ -1298,6 +1250,7 @@ def loop_sources(plan: ScriptPlan) -> list[str | list[Operation]]:
         evaluate_ops,
         forward_backward_ops,
         optimizer_step_ops,
+        train_one_epoch_ops,
     )
 
     sections: list[str | list[Operation] | None] = [
@@ -1312,7 +1265,8 @@ def loop_sources(plan: ScriptPlan) -> list[str | list[Operation]]:
         BUILD_RECIPE,
         RESUME_GRAPH if plan.whole_step_graph else RESUME,
         RESUME_EXTRA,
-        train_one_epoch_source(plan),
+        train_one_epoch_ops(plan),
+        epoch_helpers_source(plan),
         forward_backward_ops(plan),
         begin_step_ops() if plan.cuda_graphs else None,
         optimizer_step_ops(plan),

@@ -260,3 +260,106 @@ def evaluate_ops(plan: ScriptPlan) -> list[Operation]:
     top.stmt(py.DefOp("evaluate", ["trainer", "model"], body.ops, defaults={"model": default},
                       annotations=annotations, returns=returns, decorators=[no_grad]))  # fmt: skip
     return top.ops
+
+
+def train_one_epoch_ops(plan: ScriptPlan) -> list[Operation]:
+    """`train_one_epoch`: the epoch's micro-batches, an optimizer step after each
+    GRAD_ACCUM of them; a resumed epoch skips the batches it had trained, and a cut one
+    (max steps, early stopping, a signal) keeps its loss sum and batch count."""
+    top, body = PyBuilder(), PyBuilder()
+    top.comment("---- one epoch of training, one of validation ----")
+    body.expr(body.const("The epoch's mean loss (on the device, not yet synced) and its "
+                         "number of batches."))  # fmt: skip
+    if plan.whole_step_graph:
+        body.comment("a resumed cut epoch runs uncaptured")
+        whole_step = _trainer(body, "whole_step")
+        uncut = body.add(py.CompareOp("is", [_trainer(body, "carry"), body.const(None)]))
+        captured = body.binop("and", whole_step, uncut)
+        then = PyBuilder()
+        graphed = then.call("_train_one_epoch_graphed", then.name("trainer"), then.name("epoch"),
+                            then.name("max_steps"))  # fmt: skip
+        then.ret(graphed)
+        body.stmt(py.IfOp(captured, then.ops))
+    body.assign("model", _trainer(body, "train_model"))
+    body.expr(_method(body, body.name("model"), "train"))
+    body.expr(_method(body, _trainer(body, "train_loader"), "set_epoch", body.name("epoch")))
+    pair = body.add(py.TupleOp([body.name("loss_sum"), body.name("batches")]))
+    body.assign(pair, body.call("_carried", body.name("trainer")))
+    body.comment("resumed mid-epoch: these were trained before the interruption")
+    body.assign("skip", body.name("batches"))
+    size = body.call("len", _trainer(body, "train_loader"))
+    if plan.grad_accum != 1:
+        accum = body.name("GRAD_ACCUM")
+        size = body.binop("*", body.binop("//", size, accum), body.name("GRAD_ACCUM"))
+    body.assign("batches_used", size)
+    epoch_1 = body.binop("+", body.name("epoch"), body.const(1))
+    body.assign("description", body.add(py.FStringOp("epoch {}", [epoch_1])))
+    loader = _trainer(body, "train_loader")
+    total, description = body.name("batches_used"), body.name("description")
+    main = _trainer(body, "ctx", "is_main")
+    bar = body.call("progress", loader, total=total, description=description, enabled=main)
+    body.assign("bar", bar)
+    loop = py.ForOp(body.name("bar"), targets=2)
+    xb, yb = _loop_vars(loop, "xb", "yb")
+    each = PyBuilder()
+    skipping = PyBuilder()
+    skipping.stmt(py.AugAssignOp("-=", skipping.name("skip"), skipping.const(1)))
+    skipping.stmt(py.ContinueOp())
+    each.stmt(py.IfOp(each.name("skip"), skipping.ops))
+    full = each.add(py.CompareOp("==", [each.name("batches"), each.name("batches_used")]))
+    each.stmt(py.IfOp(full, [py.BreakOp()]))
+    reached = each.call("_reached", _trainer(each, "step"), each.name("max_steps"))
+    each.stmt(py.IfOp(reached, [py.BreakOp()]))
+    if plan.grad_accum != 1:
+        following = each.binop("+", each.name("batches"), each.const(1))
+        remainder = each.binop("%", following, each.name("GRAD_ACCUM"))
+        last = each.add(py.CompareOp("==", [remainder, each.const(0)]))
+        each.assign("last_micro_batch", last)
+        sync = each.name("last_micro_batch")
+    else:
+        sync = each.const(True)
+    step_loss = each.call("_forward_backward", each.name("trainer"), xb, yb, sync=sync)
+    each.stmt(py.AugAssignOp("+=", each.name("loss_sum"), step_loss))
+    each.stmt(py.AugAssignOp("+=", each.name("batches"), each.const(1)))
+    after = PyBuilder()
+    after.expr(after.call("_optimizer_step", after.name("trainer")))
+    if plan.log_every is not None:
+        due = after.binop("%", _trainer(after, "step"), after.name("LOG_EVERY"))
+        due = after.add(py.CompareOp("==", [due, after.const(0)]))
+        due = after.binop("and", due, _trainer(after, "ctx", "is_main"))
+        line = PyBuilder()
+        mean = line.binop("/", _method(line, line.name("loss_sum"), "item"), line.name("batches"))
+        text = line.add(py.FStringOp("step {}  mean loss so far {:.4f}",
+                                     [_trainer(line, "step"), mean]))  # fmt: skip
+        line.expr(line.call("print", text))
+        after.stmt(py.IfOp(due, line.ops))
+    after_step = after.attr(_trainer(after, "recipe"), "after_step")
+    validate = after.call(after_step, _trainer(after, "model"), _trainer(after, "step"))
+    then = PyBuilder()
+    then.expr(then.call("step_validation", then.name("trainer"), then.name("epoch")))
+    after.stmt(py.IfOp(validate, then.ops))
+    stopped = after.add(py.CompareOp("is not", [_trainer(after, "recipe", "stop_reason"),
+                                                after.const(None)]))  # fmt: skip
+    after.stmt(py.IfOp(stopped, [py.BreakOp()]))
+    if plan.grad_accum != 1:
+        each.stmt(py.IfOp(each.name("last_micro_batch"), after.ops))
+    else:
+        each.ops += after.ops
+    loop.body.block.add_ops(each.ops)
+    body.stmt(loop)
+    body.comment("cut short: last.pt keeps what this epoch did so far")
+    cut = body.add(py.CompareOp("<", [body.name("batches"), body.name("batches_used")]))
+    keep = PyBuilder()
+    kept = keep.add(py.TupleOp([keep.name("loss_sum"), keep.name("batches")]))
+    keep.assign(_trainer(keep, "carry"), kept)
+    body.stmt(py.IfOp(cut, keep.ops))
+    mean = body.binop("/", body.name("loss_sum"), body.call("max", body.name("batches"),
+                                                            body.const(1)))  # fmt: skip
+    body.stmt(py.ReturnOp([mean, body.name("batches")]))
+    params = [("trainer", "Trainer"), ("epoch", "int")]
+    annotations = {p: top.name(kind) for p, kind in params}
+    annotations["max_steps"] = top.binop("|", top.name("int"), top.const(None))
+    returns = top.subscript(top.name("tuple"), top.name("torch.Tensor"), top.name("int"))
+    top.stmt(py.DefOp("train_one_epoch", ["trainer", "epoch", "max_steps"], body.ops,
+                      annotations=annotations, returns=returns))  # fmt: skip
+    return top.ops

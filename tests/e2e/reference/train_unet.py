@@ -351,34 +351,37 @@ def train_one_epoch(
     trainer: Trainer, epoch: int, max_steps: int | None
 ) -> tuple[torch.Tensor, int]:
     """The epoch's mean loss (on the device, not yet synced) and its number of batches."""
-    if trainer.whole_step and trainer.carry is None:  # a resumed cut epoch runs uncaptured
+    # a resumed cut epoch runs uncaptured
+    if trainer.whole_step and trainer.carry is None:
         return _train_one_epoch_graphed(trainer, epoch, max_steps)
-    model, device = trainer.train_model, trainer.ctx.device
+    model = trainer.train_model
     model.train()
     trainer.train_loader.set_epoch(epoch)
     loss_sum, batches = _carried(trainer)
-    skip = batches  # resumed mid-epoch: these were trained before the interruption
-    batches_used = len(trainer.train_loader) // GRAD_ACCUM * GRAD_ACCUM
+    # resumed mid-epoch: these were trained before the interruption
+    skip = batches
+    batches_used = len(trainer.train_loader)
     description = f"epoch {epoch + 1}"
     bar = progress(trainer.train_loader, total=batches_used, description=description,
-                   enabled=trainer.ctx.is_main)  # fmt: skip
+                   enabled=trainer.ctx.is_main)
     for xb, yb in bar:
         if skip:
             skip -= 1
             continue
-        if batches == batches_used or _reached(trainer.step, max_steps):
+        if batches == batches_used:
             break
-        last_micro_batch = (batches + 1) % GRAD_ACCUM == 0
-        loss_sum += _forward_backward(trainer, xb, yb, sync=last_micro_batch)
+        if _reached(trainer.step, max_steps):
+            break
+        loss_sum += _forward_backward(trainer, xb, yb, sync=True)
         batches += 1
-        if last_micro_batch:
-            _optimizer_step(trainer)
-            if trainer.recipe.after_step(trainer.model, trainer.step):
-                step_validation(trainer, epoch)
-            if trainer.recipe.stop_reason is not None:
-                break
-    if batches < batches_used:  # cut short: last.pt keeps what this epoch did so far
-        trainer.carry = (loss_sum, batches)
+        _optimizer_step(trainer)
+        if trainer.recipe.after_step(trainer.model, trainer.step):
+            step_validation(trainer, epoch)
+        if trainer.recipe.stop_reason is not None:
+            break
+    # cut short: last.pt keeps what this epoch did so far
+    if batches < batches_used:
+        trainer.carry = loss_sum, batches
     return loss_sum / max(batches, 1), batches
 
 
