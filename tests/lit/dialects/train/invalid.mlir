@@ -35,7 +35,7 @@ train.dataset @data = "digits" {flatten = true} {option_locs = []}
 train.loop @net on @data {
   train.autocast "float64"
 }
-// CHECK: autocast dtype must be one of "float16", "bfloat16", "auto", got "float64"
+// CHECK: autocast dtype must be one of "float16", "bfloat16", "float32", "auto", got "float64"
 
 // -----
 
