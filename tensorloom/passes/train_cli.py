@@ -26,6 +26,9 @@ from tensorloom.passes.py_builder import Literal, PyBuilder
 from tensorloom.passes.train_script import ScriptPlan, data_description, image_dataset
 from tensorloom.passes.train_script import program_name as script_program_name
 
+DEFINES = ("parse_args",)
+"""The top-level names the command line defines in the script (mangle-names keeps them free)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Name:

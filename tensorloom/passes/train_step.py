@@ -28,6 +28,9 @@ from tensorloom.dialects import py
 from tensorloom.passes.py_builder import PyBuilder
 from tensorloom.passes.train_script import ScriptPlan
 
+DEFINES = ("_forward_backward", "_begin_step", "_optimizer_step", "evaluate", "train_one_epoch")
+"""The top-level names these functions take in the script (mangle-names keeps them free)."""
+
 
 def _def(
     top: PyBuilder,
