@@ -32,6 +32,7 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IntegerAttr,
     NoneAttr,
+    NoneType,
     StringAttr,
     SymbolNameConstraint,
     SymbolRefAttr,
@@ -211,7 +212,7 @@ class ConfigOp(LazyFormatOp):
             field = FIELDS.get(name)
             if field is None:
                 raise VerifyException(f"train.config has no field `{name}`")
-            if not (field.optional and isinstance(value, NoneAttr)) and not _is_kind(
+            if not (field.optional and isinstance(value, NoneAttr | NoneType)) and not _is_kind(
                 value, field.kind
             ):
                 raise VerifyException(f"train.config field `{name}` must be {field.kind}")
@@ -235,7 +236,7 @@ _KIND_ATTRS: dict[str, type[Attribute]] = {
 
 
 def _python(value: Attribute) -> object:
-    if isinstance(value, NoneAttr):
+    if isinstance(value, NoneAttr | NoneType):
         return None
     if isinstance(value, IntegerAttr):
         number = value.value.data
@@ -254,7 +255,7 @@ def _python(value: Attribute) -> object:
 def config_attr(value: object) -> Attribute:
     """A Python value as the attribute a `train.config` field holds."""
     if value is None:
-        return NoneAttr()
+        return NoneType()  # prints `none`, and `none` parses back as it
     if isinstance(value, bool):
         return IntegerAttr(int(value), i1)
     if isinstance(value, int):
