@@ -680,8 +680,12 @@ class PythonPrinter:
                     self._assign(pending.pop(0))
                 continue
             self._settle(op, pending)
-            self.mark_source(op)
+            if not isinstance(op, t.YieldOp):  # a branch's moves carry the branch's line
+                self.mark_source(op)
+            printed = len(self.lines)
             self.emit(op)
+            if len(self.lines) == printed:
+                self._source_line = None  # it printed nothing (a yield into its own name)
 
     def _can_inline(self, op: Operation) -> bool:
         if len(op.results) != 1 or op.regions:
