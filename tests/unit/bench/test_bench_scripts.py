@@ -349,9 +349,10 @@ train model on data:
 
 
 def test_emitted_gpt2_trains_as_the_handwritten_loop(tmp_path: Path, gpt2_train) -> None:
-    """Same weights (--nanogpt-init), same windows, fp32 on the CPU: the same losses, to
-    rounding. The emitted AdamW's decay groups (`decay_groups`, on by default: no decay
-    for biases and norm weights) are nanoGPT's (decay for 2-D tensors only)."""
+    """Same weights (the hand-written model's first weights, given to the emitted script
+    with --init-from), same windows, fp32 on the CPU: the same losses, to rounding. The
+    emitted AdamW's decay groups (`decay_groups`, on by default: no decay for biases and
+    norm weights) are nanoGPT's (decay for 2-D tensors only)."""
     (tmp_path / "gpt2.nml").write_text((BENCH / "programs" / "gpt2.nml").read_text())
     (tmp_path / "tiny.tl").write_text(TINY_GPT2)
     script = tmp_path / "tiny.py"
@@ -360,11 +361,14 @@ def test_emitted_gpt2_trains_as_the_handwritten_loop(tmp_path: Path, gpt2_train)
                    check=True, capture_output=True)  # fmt: skip
     gpt2_train.write_stdlib_tokens(tmp_path, val_tokens=16 * 4 + 1, max_bytes=40_000)
     metrics = tmp_path / "m.jsonl"
-    env = {"PYTHONPATH": str(HANDWRITTEN), "PATH": "/usr/bin:/bin"}
-    subprocess.run([sys.executable, str(BENCH / "run_emitted.py"), "--nanogpt-init", "GPT",
-                    str(script), "--device", "cpu", "--precision", "fp32", "--seed", "0",
-                    "--data-root", str(tmp_path), "--metrics", str(metrics)],
-                   check=True, capture_output=True, timeout=300, env=env)  # fmt: skip
+    torch.manual_seed(0)  # as gpt2_train.py seeds before it builds its model
+    first = gpt2_train.gpt2.GPT(vocab_size=300, block_size=16, n_layer=2, n_head=2, n_embd=32)
+    torch.save({"model": first.state_dict()}, tmp_path / "first.pt")
+    subprocess.run([sys.executable, str(script), "--device", "cpu", "--precision", "fp32",
+                    "--seed", "0", "--data-root", str(tmp_path), "--metrics", str(metrics),
+                    "--init-from", str(tmp_path / "first.pt"), "--checkpoint-dir",
+                    str(tmp_path / "ckpt")],
+                   check=True, capture_output=True, timeout=300)  # fmt: skip
     emitted = [json.loads(line)["train_loss"] for line in metrics.read_text().splitlines()]
     hand = run_json(HANDWRITTEN / "gpt2_train.py", "--data-dir", str(tmp_path), "--device",
                     "cpu", "--tiny", "--vocab", "300", "--compile", "none", "--precision",
