@@ -377,7 +377,14 @@ class LossToTorch(RewritePattern):
             call.literal(op.reduction.data, "reduction")
         for key, value in op.options.data.items():
             call.literal(_option_value(value), key)
-        _replace(rewriter, op, call.function(op.spec.torch))
+        _replace(rewriter, op, call.function(_loss_function(op)))
+
+
+def _loss_function(op: nml.LossOp) -> str:
+    """`F.cross_entropy`: every functional loss of the catalogue has its PyTorch function."""
+    function = op.spec.torch_function
+    assert function is not None, f"loss `{op.kind.data}` has no PyTorch function"
+    return function
 
 
 def _option_value(attr: Attribute) -> int | float | bool:
