@@ -81,4 +81,3 @@ TRAIN_LOSSES: dict[str, LossRecord] = {r.module: r for r in LOSS_RECORDS}
 
 FUNCTIONAL_LOSSES: dict[str, LossRecord] = {r.function: r for r in LOSS_RECORDS if r.function}
 """The losses a `.tl` loss fn may call (`cross_entropy(out, y)`), by function name."""
-

@@ -47,6 +47,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
+from typing import TypeVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
@@ -700,9 +701,8 @@ class ForToTorch(RewritePattern):
 
 def _element_name(op: nml.ForOp) -> str:
     """The source's loop variable (`block`), kept by irgen on the counter's uses."""
-    return (
-        op.attributes["var"].data if isinstance(op.attributes.get("var"), StringAttr) else "layer"
-    )  # type: ignore[union-attr]
+    var = op.attributes.get("var")
+    return var.data if isinstance(var, StringAttr) else "layer"
 
 
 class IfToTorch(RewritePattern):
@@ -1006,7 +1006,10 @@ def _layer_source(attr: Attribute) -> str:
     return PyExpr.call(spec.torch_class, [*args, *(f"{k}={v}" for k, v in kwargs)]).text
 
 
-def _at(op: Operation, like: Operation) -> Operation:
+_OpT = TypeVar("_OpT", bound=Operation)
+
+
+def _at(op: _OpT, like: Operation) -> _OpT:
     op.location = like.location
     return op
 

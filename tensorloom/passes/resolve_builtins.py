@@ -516,7 +516,7 @@ def _loss(args: CallArgs) -> Operation | CallProblem:
     reduction = args.const(2, "reduction", "mean")
     if reduction not in REDUCTIONS:
         choices = ", ".join(f'`"{r}"`' for r in REDUCTIONS)
-        return CallProblem(f"`reduction` of `{spec.name}` must be one of {choices}")
+        return CallProblem(f"`reduction` of `{spec.function}` must be one of {choices}")
     options: dict[str, Attribute] = {}
     for arg in spec.function_args:
         attr = _loss_option(args, arg)

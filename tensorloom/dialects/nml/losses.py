@@ -35,7 +35,7 @@ from tensorloom.catalogue.losses import (
     INDICES_OR_PROBABILITIES,
     LossRecord,
 )
-from tensorloom.catalogue.shapes import ShapeMismatch, Unifier, format_shape
+from tensorloom.catalogue.shapes import Dim, Shape, ShapeMismatch, Unifier, format_shape
 from tensorloom.dialects.nml.builtins import FunctionalOp
 from tensorloom.dialects.nml.ops import Value
 from tensorloom.dialects.nml.types import TensorType
@@ -100,7 +100,8 @@ class LossOp(FunctionalOp):
     def infer_shape(
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
     ) -> Attribute | ShapeMismatch:
-        return loss_shape(self.spec, self.reduction.data, *operand_types[:2], unifier or Unifier())
+        input, target = operand_types[0], operand_types[1]
+        return loss_shape(self.spec, self.reduction.data, input, target, unifier or Unifier())
 
 
 def _is_index_type(attr: Attribute) -> bool:
@@ -124,7 +125,7 @@ def loss_shape(
 
 def _per_element(
     spec: LossRecord, input: TensorType, target: TensorType, unifier: Unifier
-) -> tuple[object, ...] | ShapeMismatch | None:
+) -> Shape | ShapeMismatch:
     indices = _is_index_type(target)
     if spec.targets == FLOATS and indices:
         return ShapeMismatch(
@@ -145,7 +146,7 @@ def _per_element(
 
 def _same(
     spec: LossRecord, input: TensorType, target: TensorType, unifier: Unifier
-) -> tuple[object, ...] | ShapeMismatch:
+) -> tuple[Dim, ...] | ShapeMismatch:
     merged = unifier.unify_shapes(input.dims, target.dims)
     if isinstance(merged, ShapeMismatch):
         return ShapeMismatch(
@@ -157,7 +158,7 @@ def _same(
 
 def _classes_removed(
     spec: LossRecord, input: TensorType, target: TensorType, unifier: Unifier
-) -> tuple[object, ...] | ShapeMismatch:
+) -> Shape | ShapeMismatch:
     dims = input.dims or ()
     expected = (dims[0], *dims[2:]) if len(dims) >= 2 else ()
     merged = unifier.unify_shapes(expected, target.dims)
