@@ -619,7 +619,8 @@ class PythonPrinter:
             last = region.block.last_op if region.blocks else None
             if not isinstance(last, py.YieldOp):
                 continue
-            value = last.values[list(op.res).index(result)]
+            results: list[SSAValue] = list(op.res)
+            value = last.values[results.index(result)]
             owner = value.owner
             if isinstance(owner, Operation) and op.is_ancestor(owner):
                 continue
@@ -888,10 +889,13 @@ class PythonPrinter:
                 continue
             self._settle(op, pending)
             if (not spacing or isinstance(op, SIMPLE_STATEMENTS)) and not isinstance(
-                op, (*UNSPLIT_STATEMENTS, *IMPORT_OPS)
-            ):  # not on `class`, `def`, imports, nor on `__init__`'s layers
+                op, (*UNSPLIT_STATEMENTS, *IMPORT_OPS, py.YieldOp)
+            ):  # not on `class`, `def`, imports, `__init__`'s layers, nor a branch's moves
                 self.mark_source(op)
+            printed = len(self.lines)
             self.emit(op)
+            if len(self.lines) == printed:
+                self._source_line = None  # it printed nothing (a yield into its own name)
 
     def _is_target(self, op: Operation) -> bool:
         """Whether `op` is printed in place at its one use, never evaluated into a

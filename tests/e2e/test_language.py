@@ -242,7 +242,10 @@ def test_a_name_bound_on_every_path_exists_after_the_if(tmp_path: Path) -> None:
     """As in Python: `y` bound in each branch of an `if`/`elif`/`else` is defined after it,
     and the `.tl` spelling (`layer`, `fn`, `self.`) works like the `.nml` one."""
     text, module = emit(tmp_path, "paths.tl", BOUND_ON_EVERY_PATH)
-    assert "        if self.training:\n            y = self.norm(x)\n" in text  # no `y_1 = ...`
+    # no `y_1 = ...`; each statement carries its line of paths.tl, `else:` none
+    branch = "        if self.training:  # paths.tl:8\n            y = self.norm(x)  # paths.tl:9\n"
+    assert branch in text
+    assert "        else:\n" in text and "            y = x\n" in text
     torch.manual_seed(0)
     net = module.Net()
     x = torch.randn(2, 8)
