@@ -835,7 +835,7 @@ class PythonPrinter:
         have no Python (not lowered yet) are left out."""
         saved = (self._liveness, self._inline)
         self._liveness, self._inline = Liveness(block), set()
-        skip = (lambda op: op.dialect_name() not in PRINTED_DIALECTS) if printed_only else None
+        skip = _not_printed if printed_only else None
         try:
             self.emit_block(block, spacing=2, skip=skip)
         finally:
@@ -1402,8 +1402,8 @@ def _with_keywords(args: Sequence[str], names: Sequence[str]) -> list[str]:
     return [f"{name}={arg}" if name else arg for arg, name in zip(args, names, strict=True)]
 
 
-def _param(name: str, default: str) -> str:
-    return f"{name}={default}" if default else name
+def _not_printed(op: Operation) -> bool:
+    return op.dialect_name() not in PRINTED_DIALECTS
 
 
 def _docstring(text: str) -> str:

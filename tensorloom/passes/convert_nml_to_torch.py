@@ -214,7 +214,7 @@ class RefToTorch(RewritePattern):
             for new in read:
                 new.location = op.location
             user = use.operation
-            rewriter.insert_op(read, InsertPoint.before(user))
+            rewriter.insert(read, InsertPoint.before(user))
             operands = list(user.operands)
             operands[use.index] = read[-1].results[0]
             user.operands = operands
@@ -765,7 +765,7 @@ class ForToTorch(RewritePattern):
         loop.location = op.location
         for old_result, new_result in zip(op.results, loop.results, strict=True):
             new_result.name_hint = old_result.name_hint
-        rewriter.insert_op(iterable, InsertPoint.before(op))
+        rewriter.insert(iterable, InsertPoint.before(op))
         rewriter.replace(op, [loop], list(loop.results))
 
 
@@ -848,7 +848,7 @@ class KernelCallToTorch(RewritePattern):
         assert isinstance(launch, py.CallOp)
         for made in (function, launch):
             made.location = op.location
-        rewriter.insert_op([function, launch], InsertPoint.before(op))
+        rewriter.insert([function, launch], InsertPoint.before(op))
         results: list[SSAValue] = []
         for index, result in enumerate(op.res):
             if len(op.res) == 1:
@@ -1032,7 +1032,7 @@ class ModelToClass(RewritePattern):
         cls.location = op.location
         for default in defaults_ops:
             default.location = op.location
-        rewriter.insert_op([*defaults_ops, cls], InsertPoint.at_end(self.script.body.block))
+        rewriter.insert([*defaults_ops, cls], InsertPoint.at_end(self.script.body.block))
         rewriter.erase(op, safe_erase=False)
 
     def _submodule(self, model: nml.ModelOp, layer: nml.LayerOp) -> list[Operation]:
