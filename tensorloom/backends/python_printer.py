@@ -266,10 +266,8 @@ OpT = TypeVar("OpT", bound=Operation)
 SOURCE_SUFFIXES = (".tl", ".nml")
 """Statements from files of these kinds carry a `# file.tl:LINE` comment (the source map)."""
 PRINTED_DIALECTS = frozenset(["py", "torch", "triton"])
-LOOP_OPS = (t.ForOp, py.ForOp, py.WhileOp)
-IF_OPS = (t.IfOp, py.IfOp)
-YIELD_OPS = (t.YieldOp, py.YieldOp)
-IMPORT_OPS = (t.ImportOp, t.FromImportOp, py.ImportOp, py.FromImportOp)
+LOOP_OPS = (py.ForOp, py.WhileOp)
+IMPORT_OPS = (py.ImportOp, py.FromImportOp)
 SIMPLE_STATEMENTS = (
     py.AssignOp, py.AugAssignOp, py.ExprOp, py.ImportOp, py.FromImportOp, py.PassOp,
     py.RaiseOp, py.ReturnOp, py.BreakOp, py.ContinueOp,
@@ -443,15 +441,6 @@ class PythonPrinter:
         self.emit_top_level(op.body.block)
 
     @emit.register
-    def _(self, op: t.ImportOp) -> None:
-        self.require_import(op.module.data, alias=op.alias.data if op.alias else "")
-
-    @emit.register
-    def _(self, op: t.FromImportOp) -> None:
-        for name in op.names:
-            self.require_import(op.module.data, name=name.data)
-
-    @emit.register
     def _(self, op: t.RawOp) -> None:
         for text in op.source.data.rstrip("\n").split("\n"):
             self.line(text)
@@ -479,53 +468,44 @@ class PythonPrinter:
                 self.blank_lines(1)
             self._emit_init(op)
             for method in op.body.block.ops:
-                if isinstance(method, t.MethodOp):
+                if isinstance(method, py.DefOp):
                     self.blank_lines(1)
                     self.emit(method)
 
     def _emit_init(self, op: t.ModuleClassOp) -> None:
-        params = ["self", *(_param(name, default) for name, default in op.params)]
-        self.line(f"def __init__({', '.join(params)}):")
-        with self.indented():
+        """`def __init__(self, d_model=512):`, `super().__init__()`, then the class body's
+        statements that are not methods (defaults, fields, submodules)."""
+        defaults = [f"{n}={self.value(d).at_least(Precedence.TERNARY)}" for n, d in op.params]
+        self.line(f"def __init__({', '.join(['self', *defaults])}):")
+        block = op.body.block
+        scope = NameScope(self.scope)
+        scope.reserve("self")
+        for name, _ in op.params:
+            scope.reserve(name)
+        with self.indented(), self._body_scope(block, scope):
             self.line("super().__init__()")
-            for member in op.body.block.ops:
-                if not isinstance(member, t.MethodOp):
-                    self.emit(member)
+            self.emit_block(block, skip=lambda member: isinstance(member, py.DefOp))
 
     @emit.register
     def _(self, op: t.FieldOp) -> None:
-        self.line(f"self.{op.field_name.data} = {op.value.data}")
+        value = self.value(op.value).at_least(Precedence.LAMBDA)
+        self.line(f"self.{op.field_name.data} = {value}")
 
     @emit.register
     def _(self, op: t.ParamDefaultOp) -> None:
         self.line(f"if {op.param.data} is None:")
         with self.indented():
-            self.line(f"{op.param.data} = {op.value.data}")
+            self.line(f"{op.param.data} = {self.value(op.value).at_least(Precedence.LAMBDA)}")
 
     @emit.register
     def _(self, op: t.SubmoduleOp) -> None:
-        args = [a.data for a in op.args]
-        names = [n.data for n in op.arg_names]
-        self.require_import_for(op.cls.data)
-        for arg in args:  # `nn.Parameter(torch.zeros(1, 1, d))`, `nn.Sequential(nn.Linear(...))`
-            for dotted in re.findall(r"\b(?:torch|nn|F|math)\.[\w.]+", arg):
-                self.require_import_for(dotted)
-        call = PyExpr.call(op.cls.data, _with_keywords(args, names))
-        self.line(f"self.{op.field_name.data} = {call.text}")
+        value = self.value(op.value).at_least(Precedence.LAMBDA)
+        self.line(f"self.{op.field_name.data} = {value}")
 
     @emit.register
-    def _(self, op: t.MethodOp) -> None:
-        self.emit_function(op, ["self"])
-
-    @emit.register
-    def _(self, op: t.DefOp) -> None:
-        self.emit_function(op, [])
-
-    @emit.register
-    def _(self, op: t.ReturnOp | py.ReturnOp) -> None:
+    def _(self, op: py.ReturnOp) -> None:
         values = [self.value(v).at_least(Precedence.TERNARY) for v in op.values]
-        functions = (t.MethodOp, t.DefOp, py.DefOp)
-        is_last = op.next_op is None and isinstance(op.parent_op(), functions)
+        is_last = op.next_op is None and isinstance(op.parent_op(), py.DefOp)
         if not values and is_last:
             return
         self.line(f"return {', '.join(values)}" if values else "return")
@@ -538,9 +518,9 @@ class PythonPrinter:
     # value is not already in that name.
 
     @emit.register
-    def _(self, op: t.ForOp | py.ForOp) -> None:
+    def _(self, op: py.ForOp) -> None:
         block = op.body.block
-        count = op.target_count if isinstance(op, py.ForOp) else 1
+        count = op.target_count
         names: list[str] = []
         for init, result in zip(op.inits, op.res, strict=True):
             names.append(self._carried_name(init, result, op, taken=names))
@@ -557,10 +537,10 @@ class PythonPrinter:
             self.scope.bind(name, result)
 
     @emit.register
-    def _(self, op: t.IfOp | py.IfOp) -> None:
+    def _(self, op: py.IfOp) -> None:
         self._emit_if(op, "if")
 
-    def _emit_if(self, op: t.IfOp | py.IfOp, keyword: str) -> None:
+    def _emit_if(self, op: py.IfOp, keyword: str) -> None:
         names = [self._result_name(result, op) for result in op.res]
         self.line(f"{keyword} {self.value(op.cond).at_least(Precedence.TERNARY)}:")
         self._yield_names.append(names)
@@ -570,9 +550,7 @@ class PythonPrinter:
         # The else branch runs instead of the then branch: names hold what they held before.
         self.scope.bound = before | {n: None for n in self.scope.bound if n not in before}
         else_block = op.else_region.blocks.first
-        elif_op, before = (
-            _only_if(else_block) if isinstance(op, py.IfOp) and not op.res else (None, [])
-        )
+        elif_op, before = _only_if(else_block) if not op.res else (None, [])
         if (
             elif_op is not None
             and all(self._can_inline(b) for b in before)
@@ -599,12 +577,17 @@ class PythonPrinter:
         variables (a `py.name` reads it) or has it free, else a fresh one."""
         hint = sanitize(arg.name_hint or default)
         taken_here = hint in self.scope.bound and self.scope.bound[hint] is None
-        name = hint if taken_here and hint not in RESERVED else self.scope.fresh(hint)
+        if hint == "_" and not arg.uses:
+            name = "_"  # a value nobody reads (`for _ in range(n)`)
+        elif taken_here and hint not in RESERVED:
+            name = hint
+        else:
+            name = self.scope.fresh(hint)
         self.scope.bind(name, arg)
         return name
 
     @emit.register
-    def _(self, op: t.YieldOp | py.YieldOp) -> None:
+    def _(self, op: py.YieldOp) -> None:
         names = self._yield_names[-1]
         moves = [
             (name, self.value(value).at_least(Precedence.TERNARY))
@@ -629,14 +612,15 @@ class PythonPrinter:
         self.line(f"{name} = {self.value(init).at_least(Precedence.TERNARY)}")
         return name
 
-    def _result_name(self, result: SSAValue, op: t.IfOp) -> str:
+    def _result_name(self, result: SSAValue, op: py.IfOp) -> str:
         """A branch result's name: that of a value a branch yields unchanged, if the
         branch is its last use (`if cond: x = f(x)` keeps `x`), else a fresh one."""
         for region in (op.then_region, op.else_region):
             last = region.block.last_op if region.blocks else None
-            if not isinstance(last, YIELD_OPS):
+            if not isinstance(last, py.YieldOp):
                 continue
-            value = last.values[list(op.res).index(result)]
+            results: list[SSAValue] = list(op.res)
+            value = last.values[results.index(result)]
             owner = value.owner
             if isinstance(owner, Operation) and op.is_ancestor(owner):
                 continue
@@ -907,28 +891,11 @@ class PythonPrinter:
         have no Python (not lowered yet) are left out."""
         saved = (self._liveness, self._inline)
         self._liveness, self._inline = Liveness(block), set()
-        skip = (lambda op: op.dialect_name() not in PRINTED_DIALECTS) if printed_only else None
+        skip = _not_printed if printed_only else None
         try:
             self.emit_block(block, spacing=2, skip=skip)
         finally:
             self._liveness, self._inline = saved
-
-    def emit_function(self, op: t.MethodOp | t.DefOp, leading: Sequence[str]) -> None:
-        """`def name(params):` and its body, in a fresh name scope."""
-        for decorator in op.decorators:
-            self.require_import_for(decorator.data)
-            self.line(f"@{decorator.data}")
-        params = [*leading, *(_param(name, default) for name, default in op.params)]
-        self.line(f"def {op.sym_name.data}({', '.join(params)}):")
-        self._last_source = None
-        block = op.body.block
-        scope = NameScope(self.scope)
-        for name in leading:
-            scope.reserve(name)
-        for arg, (name, _) in zip(block.args, op.params, strict=True):
-            scope.bind(name, arg)
-        with self.indented(), self._body_scope(block, scope):
-            self.emit_body(block)
 
     def emit_body(self, block: Block) -> None:
         """`emit_block`, or `pass` if that prints nothing."""
@@ -978,23 +945,32 @@ class PythonPrinter:
                     self._assign(pending.pop(0))
                 continue
             self._settle(op, pending)
-            if not spacing or isinstance(op, SIMPLE_STATEMENTS):  # not on `class`, `def`
+            if (not spacing or isinstance(op, SIMPLE_STATEMENTS)) and not isinstance(
+                op, (*UNSPLIT_STATEMENTS, *IMPORT_OPS, py.YieldOp)
+            ):  # not on `class`, `def`, imports, `__init__`'s layers, nor a branch's moves
                 self.mark_source(op)
+            printed = len(self.lines)
             self.emit(op)
+            if len(self.lines) == printed:
+                self._source_line = None  # it printed nothing (a yield into its own name)
 
     def _is_target(self, op: Operation) -> bool:
-        """Whether `op` names what an assignment stores into (printed in place, never
-        evaluated into a temporary)."""
+        """Whether `op` is printed in place at its one use, never evaluated into a
+        temporary nor ordered with the pending values: what an assignment stores into,
+        and a method looked up to be called (`x.view` of `x.view(b, n)`, which Python
+        looks up after `x` and before the arguments, wherever the IR computes them)."""
         if len(op.results) != 1 or not isinstance(
             op, py.NameOp | py.AttributeOp | py.SubscriptOp | py.TupleOp | py.ListOp
         ):
             return False
         uses = list(op.results[0].uses)
-        if len(uses) != 1:
+        if len(uses) != 1 or (op.results[0].name_hint is not None and not _is_store(uses[0])):
             return False
         user, index = uses[0].operation, uses[0].index
         if isinstance(user, py.AssignOp | py.AugAssignOp) and index == 0:
             return True
+        if isinstance(op, py.AttributeOp) and isinstance(user, py.CallOp) and index == 0:
+            return user.parent_block() is op.parent_block()
         return isinstance(user, py.TupleOp | py.ListOp) and self._is_target(user)
 
     def _can_inline(self, op: Operation) -> bool:
@@ -1019,6 +995,8 @@ class PythonPrinter:
         if self._evaluation_order(statement, set(pending)) != pending:
             return False
         self._inline = set(pending)
+        if isinstance(statement, UNSPLIT_STATEMENTS):
+            return True
         indent = len(self._indent_unit) * self._depth
         return indent + self._statement_width(statement) <= self.line_length
 
@@ -1086,7 +1064,7 @@ class PythonPrinter:
         if len(uses) != 1 or not self._yield_names:
             return None
         user = uses[0].operation
-        if not isinstance(user, YIELD_OPS) or user.parent_block() is not op.parent_block():
+        if not isinstance(user, py.YieldOp) or user.parent_block() is not op.parent_block():
             return None
         names = self._yield_names[-1]
         index = uses[0].index
@@ -1140,119 +1118,6 @@ class PythonPrinter:
     @singledispatchmethod
     def expression(self, op: Operation) -> PyExpr:
         raise NotImplementedError(f"the Python printer cannot print `{op.name}` as a value")
-
-    @expression.register
-    def _(self, op: t.ConstantOp) -> PyExpr:
-        return python_literal(op.value)
-
-    @expression.register
-    def _(self, op: t.SelfAttrOp) -> PyExpr:
-        return PyExpr(f"self.{op.attr_name.data}", Precedence.PRIMARY)
-
-    @expression.register
-    def _(self, op: t.GlobalOp) -> PyExpr:
-        self.require_import_for(op.path.data)
-        return PyExpr(op.path.data, Precedence.PRIMARY)
-
-    @expression.register
-    def _(self, op: t.CallFunctionOp) -> PyExpr:
-        self.require_import_for(op.callee.data)
-        return PyExpr.call(op.callee.data, self.call_arguments(op.args, op.keywords))
-
-    @expression.register
-    def _(self, op: t.KernelLaunchOp) -> PyExpr:
-        return PyExpr.call(op.callee.data, self.call_arguments(op.args, op.keywords))
-
-    @expression.register
-    def _(self, op: t.CallModuleOp) -> PyExpr:
-        callee = f"self.{op.callee.data}"
-        if op.kind.data == "first_of_tuple_self_attention":
-            x = self.value(op.args[0]).text
-            return PyExpr(f"{callee}({x}, {x}, {x}, need_weights=False)[0]", Precedence.PRIMARY)
-        call = PyExpr.call(callee, self.call_arguments(op.args, op.keywords))
-        if op.kind.data == "first_of_tuple":
-            return PyExpr(f"{call.text}[0]", Precedence.PRIMARY)
-        return call
-
-    @expression.register
-    def _(self, op: t.CallValueOp) -> PyExpr:
-        callee = self.value(op.callee).at_least(Precedence.PRIMARY)
-        return PyExpr.call(callee, self.call_arguments(list(op.args), [""] * len(op.args)))
-
-    @expression.register
-    def _(self, op: t.CallMethodOp) -> PyExpr:
-        receiver = self.value(op.receiver).at_least(Precedence.PRIMARY)
-        args = self.call_arguments(op.args, op.keywords)
-        return PyExpr.call(f"{receiver}.{op.method.data}", args)
-
-    @expression.register
-    def _(self, op: t.BinaryOp) -> PyExpr:
-        operator = op.operator.data
-        precedence = BINARY_PRECEDENCE[operator]
-        left_min, right_min = _operand_precedences(operator, precedence)
-        lhs = self.value(op.lhs).at_least(left_min)
-        rhs = self.value(op.rhs).at_least(right_min)
-        return PyExpr(f"{lhs} {operator} {rhs}", precedence)
-
-    @expression.register
-    def _(self, op: t.UnaryOp) -> PyExpr:
-        if op.operator.data == "not":
-            return PyExpr(f"not {self.value(op.operand).at_least(Precedence.NOT)}", Precedence.NOT)
-        operand = self.value(op.operand).at_least(Precedence.UNARY)
-        return PyExpr(f"{op.operator.data}{operand}", Precedence.UNARY)
-
-    @expression.register
-    def _(self, op: t.TernaryOp) -> PyExpr:
-        if_true = self.value(op.if_true).at_least(Precedence.OR)
-        condition = self.value(op.condition).at_least(Precedence.OR)
-        if_false = self.value(op.if_false).at_least(Precedence.TERNARY)
-        return PyExpr(f"{if_true} if {condition} else {if_false}", Precedence.TERNARY)
-
-    @expression.register
-    def _(self, op: t.GetItemOp) -> PyExpr:
-        value = self.value(op.value).at_least(Precedence.PRIMARY)
-        indices = ", ".join(self._index(i) for i in op.indices)
-        return PyExpr(f"{value}[{indices}]", Precedence.PRIMARY)
-
-    def _index(self, index: SSAValue) -> str:
-        owner = index.owner
-        if isinstance(owner, t.SliceOp) and owner in self._inline:
-            return self._slice_text(owner)
-        return self.value(index).at_least(Precedence.TERNARY)
-
-    def _slice_text(self, op: t.SliceOp) -> str:
-        parts = [
-            "" if _is_none(v) else self.value(v).at_least(Precedence.TERNARY) for v in op.operands
-        ]
-        text = f"{parts[0]}:{parts[1]}"
-        return f"{text}:{parts[2]}" if parts[2] else text
-
-    @expression.register
-    def _(self, op: t.SliceOp) -> PyExpr:
-        return PyExpr.call(
-            "slice", [self.value(v).at_least(Precedence.TERNARY) for v in op.operands]
-        )
-
-    @expression.register
-    def _(self, op: t.GetAttrOp) -> PyExpr:
-        value = self.value(op.value).at_least(Precedence.PRIMARY)
-        return PyExpr(f"{value}.{op.attr_name.data}", Precedence.PRIMARY)
-
-    @expression.register
-    def _(self, op: t.ListOp) -> PyExpr:
-        return PyExpr(f"[{', '.join(self.call_arguments(op.elements, [''] * len(op.elements)))}]")
-
-    @expression.register
-    def _(self, op: t.TupleOp) -> PyExpr:
-        items = self.call_arguments(op.elements, [""] * len(op.elements))
-        return PyExpr(f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})")
-
-    @expression.register
-    def _(self, op: t.DropoutOp) -> PyExpr:
-        self.require_import_for("F.dropout")
-        x = self.value(op.input).at_least(Precedence.TERNARY)
-        p = self.value(op.p).at_least(Precedence.TERNARY)
-        return PyExpr.call("F.dropout", [x, f"p={p}", "training=self.training"])
 
     # ------------------------------------------------------ py expressions
 
@@ -1459,11 +1324,11 @@ def _script_source(root: Operation) -> str | None:
 
 
 def _module_level_names(op: Operation) -> list[str]:
-    if isinstance(op, t.ModuleClassOp | t.DefOp):
+    if isinstance(op, t.ModuleClassOp):
         return [op.sym_name.data]
-    if isinstance(op, t.ImportOp | py.ImportOp):
+    if isinstance(op, py.ImportOp):
         return [op.alias.data if op.alias else op.module.data.split(".")[0]]
-    if isinstance(op, t.FromImportOp | py.FromImportOp):
+    if isinstance(op, py.FromImportOp):
         return [n.data for n in op.names]
     if isinstance(op, py.DefOp | py.ClassOp) and isinstance(op.parent_op(), MODULE_OPS):
         return [op.sym_name.data]
@@ -1488,11 +1353,19 @@ def _names_defined_by(source: str) -> list[str]:
 
 
 MODULE_OPS = (ModuleOp, t.ScriptOp, py.ModuleOp)
+UNSPLIT_STATEMENTS = (t.SubmoduleOp, t.FieldOp, t.ParamDefaultOp, t.ModuleClassOp)
+"""`__init__`'s statements keep their constructor call on one line, however long (a
+temporary would make `self.blocks = h` of `h = nn.ModuleList([...])`)."""
 INLINE_REGION_OPS = (py.LambdaOp, py.ComprehensionOp)
 """Value ops with a region that print as one expression."""
 
 
 def _is_atom(op: Operation) -> bool:
+    """Printed at each use and never named: constants, names, and attributes of those
+    (`self.fc1`, `torch.float16`), read where they are used."""
+    if isinstance(op, py.AttributeOp):
+        owner = op.value.owner
+        return isinstance(owner, Operation) and _is_atom(owner)
     return not op.operands and len(op.results) == 1 and op.has_trait(Pure)
 
 
@@ -1546,16 +1419,11 @@ def _other_branch(user: Operation, op: Operation) -> bool:
     while node is not None:
         region = node.parent_region()
         parent = node.parent_op()
-        if isinstance(parent, IF_OPS) and region is not None:
+        if isinstance(parent, py.IfOp) and region is not None:
             other = parent.else_region if region is parent.then_region else parent.then_region
             return any(inner is op for inner in other.walk())
         node = parent
     return False
-
-
-def _is_none(value: SSAValue) -> bool:
-    owner = value.owner
-    return isinstance(owner, t.ConstantOp) and isinstance(owner.value, t.NoneAttr)
 
 
 def _ops_before(op: Operation) -> Iterator[Operation]:
@@ -1582,6 +1450,13 @@ def _fstring_literal(text: str, quote: str) -> str:
     return body.replace("{", "{{").replace("}", "}}")
 
 
+def _is_store(use: Use) -> bool:
+    user = use.operation
+    if isinstance(user, py.AssignOp | py.AugAssignOp):
+        return use.index == 0
+    return isinstance(user, py.TupleOp | py.ListOp) and all(_is_store(u) for u in user.result.uses)
+
+
 def _only_if(block: Block | None) -> tuple[py.IfOp | None, list[Operation]]:
     """The `py.if` that ends an else block with nothing else to print (`elif`), and the
     ops before it that are not atoms (they must inline into its condition)."""
@@ -1602,11 +1477,11 @@ def _target_names(value: SSAValue) -> list[py.NameOp]:
 
 def _inlinable_operands(op: Operation) -> Sequence[SSAValue]:
     """Operands whose expressions may be inlined into `op` (evaluated once, in order)."""
-    if isinstance(op, t.BinaryOp | py.BinOp) and op.operator.data in ("and", "or"):
-        if isinstance(op, py.BinOp) and _call_free(op.rhs):
+    if isinstance(op, py.BinOp) and op.operator.data in ("and", "or"):
+        if _call_free(op.rhs):
             return [op.lhs, op.rhs]  # running it or not changes nothing
         return [op.lhs]  # the right side may not run at all
-    if isinstance(op, t.TernaryOp | py.IfExpOp):
+    if isinstance(op, py.IfExpOp):
         return [op.condition]  # Python evaluates the condition first, then one side
     if isinstance(op, py.CompareOp) and len(op.operands_) > 2:
         return op.operands_[:2]  # a chain stops at the first false comparison
@@ -1616,9 +1491,7 @@ def _inlinable_operands(op: Operation) -> Sequence[SSAValue]:
         return [*value, *annotation, op.target]  # the value first, then the target's parts
     if isinstance(op, py.AugAssignOp):
         return [op.target, op.value]
-    if isinstance(op, t.CallModuleOp) and op.kind.data == "first_of_tuple_self_attention":
-        return []  # the input is printed three times
-    if isinstance(op, t.ForOp | py.ForOp):
+    if isinstance(op, py.ForOp):
         return [op.iterable]  # carried values get names before the loop
     if isinstance(op, py.LambdaOp | py.ComprehensionOp | py.WhileOp):
         return op.operands  # a body's own values are printed inside it
@@ -1639,8 +1512,8 @@ def _with_keywords(args: Sequence[str], names: Sequence[str]) -> list[str]:
     return [f"{name}={arg}" if name else arg for arg, name in zip(args, names, strict=True)]
 
 
-def _param(name: str, default: str) -> str:
-    return f"{name}={default}" if default else name
+def _not_printed(op: Operation) -> bool:
+    return op.dialect_name() not in PRINTED_DIALECTS
 
 
 def _docstring(text: str) -> str:
@@ -1649,9 +1522,9 @@ def _docstring(text: str) -> str:
 
 def python_literal(value: Attribute) -> PyExpr:
     """A constant attribute (int, bool, float, str, None, `...`) as a Python literal."""
-    if isinstance(value, t.NoneAttr | py.NoneAttr):
+    if isinstance(value, py.NoneAttr):
         return PyExpr("None")
-    if isinstance(value, t.EllipsisAttr | py.EllipsisAttr):
+    if isinstance(value, py.EllipsisAttr):
         return PyExpr("...")
     if isinstance(value, StringAttr):
         return PyExpr(py_string(value.data))

@@ -22,7 +22,8 @@ Values. Every SSA value is a Python object, `!py.object`. An expression op
 value with one use into the statement that uses it, in evaluation order, and
 assigns any other to a name (from its `name_hint`). `py.constant` and `py.name`
 have no operands and are `Pure`: they are printed at each use, so a `py.name "x"`
-reads the variable `x` where its value is used.
+reads the variable `x` where its value is used; so is a `py.attribute` of one
+(`self.fc1`, `torch.float16`, `trainer.step`).
 
 Two ways to hold a value across statements, freely mixed:
 - SSA, as the model's forward does: the printer picks the Python names; a loop's

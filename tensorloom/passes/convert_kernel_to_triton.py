@@ -220,7 +220,7 @@ def _hoist_into_script(module: ModuleOp) -> None:
         return
     anchor = _after_imports(script)
     fallback = t.RawOp(INTERPRETER_FALLBACK)
-    Rewriter.insert_op([t.ImportOp("os"), t.ImportOp("torch"), fallback], anchor)
+    Rewriter.insert_op([py.ImportOp("os"), py.ImportOp("torch"), fallback], anchor)
     anchor = InsertPoint.after(fallback)
     for op in emitted:
         op.detach()
@@ -230,7 +230,7 @@ def _hoist_into_script(module: ModuleOp) -> None:
 
 def _after_imports(script: t.ScriptOp) -> InsertPoint:
     block = script.body.block
-    imports = [op for op in block.ops if isinstance(op, t.ImportOp | t.FromImportOp)]
+    imports = [op for op in block.ops if isinstance(op, py.ImportOp | py.FromImportOp)]
     return InsertPoint.after(imports[-1]) if imports else InsertPoint.at_start(block)
 
 

@@ -10,7 +10,7 @@
 
 becomes, in the module's `torch.script` around the model classes,
 
-    torch.from_import "__future__" ["annotations"]   (and the script's other imports)
+    py.from_import "__future__" ["annotations"]      (and the script's other imports)
     torch.raw "# Trains `Classifier` on `digits` ..."   the header
     torch.raw "EPOCHS = 10 ..."                          the settings
     torch.module_class @Classifier ...                   (from convert-nml-to-torch)
@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import PurePath
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp
+from xdsl.dialects.builtin import ArrayAttr, FloatAttr, IntegerAttr, ModuleOp, StringAttr
 from xdsl.ir import Attribute, Operation
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -53,10 +53,11 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from tensorloom.catalogue.datasets import LM_SOURCES, DatasetError, is_file_source, lookup_dataset
 from tensorloom.catalogue.layers.base import py_literal
 from tensorloom.diagnostics.ir import span_of
-from tensorloom.dialects import nml, train
+from tensorloom.dialects import nml, py, train
 from tensorloom.dialects import torch as t
+from tensorloom.dialects.nml.types import CfgAttr, ExprAttr, NoneValueAttr
 from tensorloom.escape import py_comment, py_string
-from tensorloom.passes.convert_nml_to_torch import attr_source, script_of
+from tensorloom.passes.convert_nml_to_torch import script_of
 from tensorloom.passes.loss_functions import Metric
 from tensorloom.passes.model_env import evaluate_kwargs, lookup_symbol
 from tensorloom.passes.script_statements import lower_statements
@@ -100,7 +101,34 @@ def _precision(loop: train.LoopOp) -> str:
 
 
 def _model_args(instance: nml.InstanceOp) -> str:
-    return ", ".join(f"{k}={attr_source(v).text}" for k, v in instance.overrides.data.items())
+    """`hidden=128`: the instance's overrides, as text for the loop's template (the one
+    place left that writes Python from attributes; the py lowering of the loop replaces it)."""
+    return ", ".join(f"{k}={_attr_text(v)}" for k, v in instance.overrides.data.items())
+
+
+def _attr_text(attr: Attribute) -> str:
+    if isinstance(attr, IntegerAttr):
+        width = getattr(attr.type, "width", None)
+        if width is not None and width.data == 1:
+            return "True" if attr.value.data else "False"
+        return str(attr.value.data)
+    if isinstance(attr, FloatAttr):
+        return repr(float(attr.value.data))
+    if isinstance(attr, StringAttr):
+        return py_string(attr.data)
+    if isinstance(attr, NoneValueAttr):
+        return "None"
+    if isinstance(attr, ArrayAttr):
+        items = [_attr_text(a) for a in attr.data]
+        return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+    if isinstance(attr, ExprAttr):
+        parts = [_attr_text(a) for a in attr.operands.data]
+        parts = [f"({p})" if isinstance(a, ExprAttr) else p
+                 for p, a in zip(parts, attr.operands.data, strict=True)]  # fmt: skip
+        return f"-{parts[0]}" if attr.op.data == "neg" else f" {attr.op.data} ".join(parts)
+    if isinstance(attr, CfgAttr):
+        return attr.param.data
+    raise NotImplementedError(f"compiler bug: no Python text for the override {attr}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,23 +259,23 @@ def _recipe(config: train.ConfigOp) -> RecipePlan:
 def import_ops(plan: ScriptPlan) -> list[Operation]:
     """What the sections name, beyond what the runtime modules import themselves."""
     ops: list[Operation] = [
-        t.FromImportOp("__future__", ["annotations"]),
-        t.ImportOp("argparse"),
-        t.ImportOp("json"),
-        t.ImportOp("random"),
-        t.ImportOp("sys"),
-        t.ImportOp("time"),
-        t.FromImportOp("dataclasses", ["dataclass"]),
-        t.FromImportOp("typing", ["Any"]),
-        t.ImportOp("torch"),
-        t.ImportOp("torch.nn.functional", "F"),
-        t.FromImportOp("torch", ["nn"]),
+        py.FromImportOp("__future__", ["annotations"]),
+        py.ImportOp("argparse"),
+        py.ImportOp("json"),
+        py.ImportOp("random"),
+        py.ImportOp("sys"),
+        py.ImportOp("time"),
+        py.FromImportOp("dataclasses", ["dataclass"]),
+        py.FromImportOp("typing", ["Any"]),
+        py.ImportOp("torch"),
+        py.ImportOp("torch.nn.functional", "F"),
+        py.FromImportOp("torch", ["nn"]),
     ]
     if plan.distributed:
-        ops.append(t.FromImportOp("torch.nn.parallel", ["DistributedDataParallel"]))
+        ops.append(py.FromImportOp("torch.nn.parallel", ["DistributedDataParallel"]))
     if plan.checkpointed_layers:
-        ops.append(t.FromImportOp("collections.abc", ["Callable"]))
-        ops.append(t.FromImportOp("torch.utils.checkpoint", ["checkpoint"]))
+        ops.append(py.FromImportOp("collections.abc", ["Callable"]))
+        ops.append(py.FromImportOp("torch.utils.checkpoint", ["checkpoint"]))
     return ops
 
 
@@ -295,10 +323,10 @@ __all__ = ["ConvertTrainToTorchPass", "plan_of"]
 
 def _functions(module: ModuleOp) -> dict[str, int]:
     """The `.tl` file's functions (losses, metrics) and their parameter counts: by now the
-    `torch.def`s that convert-nml-to-torch made of them."""
+    `py.def`s that convert-nml-to-torch made of them."""
     script = script_of(module)
     return {op.sym_name.data: len(op.arg_names) for op in script.body.block.ops
-            if isinstance(op, t.DefOp)}  # fmt: skip
+            if isinstance(op, py.DefOp)}  # fmt: skip
 
 
 def _metrics(entries: object) -> list[Metric]:

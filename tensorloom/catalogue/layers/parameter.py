@@ -64,7 +64,8 @@ class ParameterSpec(LayerSpec):
             return errors + bound
         if errors:
             return errors
-        return BoundLayer(self, bound.values | {"shape": list(args)}, tuple(args), bound.kwargs)
+        values: dict[str, Value] = {**bound.values, "shape": list(args)}
+        return BoundLayer(self, values, tuple(args), bound.kwargs)
 
     def shape_of(self, bound: BoundLayer) -> tuple[int, ...]:
         shape = bound["shape"]
@@ -97,21 +98,6 @@ class ParameterSpec(LayerSpec):
 
     def param_shapes(self, bound: BoundLayer) -> dict[str, tuple[int, ...]]:
         return {"": self.shape_of(bound)}
-
-
-def parameter_source(shape: Sequence[str], init: object, std: str, mean: str) -> str:
-    """`torch.zeros(1, 1, d)` (the argument of `nn.Parameter`) from source texts."""
-    sizes = ", ".join(shape)
-    if init == "ones":
-        return f"torch.ones({sizes})"
-    if init == "normal":
-        text = f"torch.randn({sizes})"
-        if std not in ("1", "1.0"):
-            text += f" * {std}"
-        if mean not in ("0", "0.0"):
-            text += f" + {mean}"
-        return text
-    return f"torch.zeros({sizes})"
 
 
 SPECS = (ParameterSpec(),)

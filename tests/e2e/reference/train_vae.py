@@ -85,7 +85,7 @@ class VAE(nn.Module):
         lv = self.logvar(h)  # vae.nml:25
         if self.training:  # vae.nml:27
             z = m + torch.exp(0.5 * lv) * torch.randn_like(lv)  # vae.nml:28
-        else:  # vae.nml:27
+        else:
             z = m
         recon = self.dec2(F.relu(self.dec1(z)))  # vae.nml:29
         return recon, m, lv  # vae.nml:30

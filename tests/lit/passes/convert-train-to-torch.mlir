@@ -4,11 +4,17 @@
 builtin.module {
   torch.script from "mnist.tl" {
     torch.module_class @Classifier() : "nn.Module" {
-      torch.submodule "fc1" = "nn.Linear"("64", "10")
-      torch.method @forward(x) {
-      ^bb0(%x: !torch.value):
-        %0 = torch.call_module "fc1"(%x)
-        torch.return %0
+      %linear = py.name "nn.Linear"
+      %in = py.constant 64 : i64
+      %out = py.constant 10 : i64
+      %layer = py.call %linear(%in, %out)
+      torch.submodule "fc1" = %layer
+      py.def @forward(self, x) {
+      ^bb0(%self: !py.object, %x: !py.object):
+        %s = py.name "self"
+        %fc1 = py.attribute %s, "fc1"
+        %0 = py.call %fc1(%x)
+        py.return %0
       }
     }
   }
@@ -26,8 +32,8 @@ builtin.module {
 }
 
 // CHECK:      torch.script from "mnist.tl" {
-// CHECK-NEXT:   torch.from_import "__future__" ["annotations"]
-// CHECK:        torch.from_import "torch.nn.parallel" ["DistributedDataParallel"]
+// CHECK-NEXT:   py.from_import "__future__" ["annotations"]
+// CHECK:        py.from_import "torch.nn.parallel" ["DistributedDataParallel"]
 // CHECK-NEXT:   torch.raw "# Trains `Classifier` on `digits`, as `mnist.tl` says.
 // CHECK:        torch.raw "# ---- settings: {{.*}}\0AEPOCHS: int | None = 3\0ABATCH_SIZE = 64  {{.*}}\0ALEARNING_RATE = 0.003\0APRECISION = \22bf16\22
 // CHECK-SAME:   DISTRIBUTED = True\0ACHECKPOINT_EVERY: int | None = 2  # epochs
