@@ -65,6 +65,17 @@ def _parameter(p: Param) -> str:
 
 def layers() -> list[str]:
     lines = ["## Layers", "", "`layer NAME = Kind(args)` in a model; applied as `NAME(x)`.", ""]
+    lines += [
+        "Initialisation: a layer with an `init` keyword (Linear, Embedding, the",
+        "convolutions, MultiHeadAttention) keeps PyTorch's own initialisation unless",
+        'given one: `init="normal", std=0.02` (and `mean`) or another `torch.nn.init`',
+        'function by name, `bias_init="zeros"` for its biases. The emitted `__init__`',
+        "builds the layer, then calls `nn.init.normal_(self.NAME.weight, std=0.02)`.",
+        '`std` and `mean` apply to `"normal"` and `"trunc_normal"` only (`trunc_normal` is',
+        "PyTorch's `trunc_normal_`, cut at -2 and 2 as in timm), and may use the model's",
+        "configs: `std=0.02 / sqrt(2 * n_layer)` (`sqrt`, `exp` and `log` are allowed).",
+        "",
+    ]
     for name in sorted(LAYERS):
         spec = LAYERS[name]
         lines += [f"### {name}", "", f"`{_signature(spec)}`: PyTorch `{spec.torch_class}`.", ""]
