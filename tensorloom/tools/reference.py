@@ -22,6 +22,7 @@ from tensorloom.catalogue.layers import LAYERS, LayerSpec, Param, Value
 from tensorloom.catalogue.losses import TRAIN_LOSSES
 from tensorloom.catalogue.optimizers import OPTIMIZERS
 from tensorloom.catalogue.schedules import SCHEDULES
+from tensorloom.catalogue.settings import SETTING_SPECS
 
 HEADER = """# Reference
 
@@ -130,6 +131,15 @@ def schedules() -> list[str]:
     return ["## Learning-rate schedules", "", *_table(head, rows), ""]
 
 
+def settings() -> list[str]:
+    rows = [
+        [f"`{s.name}`", s.describe(), s.summary + (f" (`{s.older_name_of}` is its name now)"
+                                                  if s.older_name_of else "")]
+        for s in SETTING_SPECS
+    ]  # fmt: skip
+    return ["## Train-block settings", "", *_table(["key", "value", "what"], rows), ""]
+
+
 def datasets() -> list[str]:
     rows = [
         [f'`"{name}"`', ", ".join(f"`{o}`" for o in accepted_options(name)) or "none"]
@@ -146,6 +156,7 @@ def reference() -> str:
         *optimizers(),
         *losses(),
         *schedules(),
+        *settings(),
         *datasets(),
     ]
     return "\n".join(parts).rstrip() + "\n"
