@@ -29,12 +29,10 @@ class Arg:
         if self.choices:
             return f"{self.name}: " + " | ".join(f'"{c}"' for c in self.choices)
         text = f"{self.name}: {self.type}"
-        if self.low is not None and self.high is not None:  # the high end is open
-            return f"{text} in {'(' if self.open_low else '['}{self.low:g}, {self.high:g})"
         if self.low is not None:
             text += f" {'>' if self.open_low else '>='} {self.low:g}"
         if self.high is not None:
-            text += f" < {self.high:g}"
+            text += f" <= {self.high:g}"
         return text
 
     def problem(self, value: object) -> str | None:

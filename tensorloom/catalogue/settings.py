@@ -25,7 +25,7 @@ from tensorloom.catalogue.args import Arg
 
 SettingKind = Literal[
     "value", "optimizer", "loss", "lr_schedule", "grad_clip", "patience", "metric", "metrics",
-    "compile",
+    "compile", "ema",
 ]  # fmt: skip
 
 
@@ -53,6 +53,7 @@ _KIND_TEXT: dict[str, str] = {
     "metric": "a validation metric's name: `val_loss`, `val_accuracy`, `ema_val_loss`, ...",
     "metrics": "a list: `accuracy`, `top_k(k)`, a `fn` of the program",
     "compile": '`true`, `false`, "default", "reduce-overhead" or "max-autotune"',
+    "ema": "float in (0, 1): 1 would never move",
 }
 
 
@@ -88,11 +89,7 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
     SettingSpec(
         "decay_groups", "no weight decay for biases and norm weights", _bool("decay_groups")
     ),
-    SettingSpec(
-        "ema",
-        "decay of an EMA of the weights, validated too",
-        Arg("ema", "float", low=0.0, high=1.0),
-    ),
+    SettingSpec("ema", "decay of an EMA of the weights, validated too", kind="ema"),
     SettingSpec("early_stopping", "stop after N validations without a new best", kind="patience"),
     SettingSpec("keep_best", "save `best.pt` at each new best of this metric", kind="metric"),
     SettingSpec("eval_every", "also validate every N optimizer steps", _int("eval_every", 1)),

@@ -336,6 +336,7 @@ _KIND_CHECKS: dict[str, Check] = {
     "metric": _metric_name,
     "metrics": lambda _k, _v: None,  # each metric is checked against the block: `_metrics`
     "compile": one_of(True, False, "default", "reduce-overhead", "max-autotune"),
+    "ema": number_in(0.0, 1.0),
 }
 
 
