@@ -64,6 +64,13 @@ class ScriptPlan:
     # The `fn`s (loss, metrics) that take the batch's inputs too: `fn NAME(out, x, y)`.
     takes_inputs: frozenset[str] = frozenset()
     metrics: tuple[Metric, ...] = ()  # `metrics = [accuracy, top_k(5), NAME]`
+    # `distributed = "fsdp"`: the layers `fully_shard` makes units of (the root is one too)
+    fsdp_blocks: tuple[str, ...] | None = None
+
+    @property
+    def sharded(self) -> bool:
+        """FSDP2 (runtime/sharded.py) rather than DDP: sharded weights, DCP checkpoints."""
+        return self.fsdp_blocks is not None
 
     @property
     def loss_target(self) -> str:
@@ -146,6 +153,9 @@ def settings_source(plan: ScriptPlan) -> str:
     lines.append(f"LEARNING_RATE = {plan.learning_rate}")
     lines.append(f"PRECISION = {py_string(plan.precision)}  # {_PRECISION_NOTES[plan.precision]}")
     lines.append(f"DISTRIBUTED = {plan.distributed}")
+    if plan.fsdp_blocks is not None:
+        blocks = ", ".join(py_string(b) for b in plan.fsdp_blocks)
+        lines.append(f"FSDP_BLOCKS = [{blocks}]  # `distributed = \"fsdp\"`: each a unit, then the root")
     lines += _checkpoint_settings(plan)
     lines += _schedule_settings(plan)
     clip_type = ": float | None" if plan.grad_clip == "None" else ""
@@ -302,14 +312,19 @@ def parse_args_source(plan: ScriptPlan) -> str:
             parser.add_argument("--data-root", default=None, help="where dataset files live")
             parser.add_argument("--no-compile", action="store_true", help="no torch.compile")
             parser.add_argument("--precision", choices=("auto", "fp32", "fp16", "bf16"),
-                                default=PRECISION, help="auto: bf16 on a bf16 GPU, else fp32")$graph
+                                default=PRECISION, help="auto: bf16 on a bf16 GPU, else fp32")$graph$consolidate
             return parser.parse_args(argv)
         ''',
         description=py_string(f"Train {plan.model_class} on {data} (from {plan.source})."),
         checkpoint_default=checkpoint_default,
         graph=_NO_CUDA_GRAPH_FLAG if plan.whole_step_graph else "",
+        consolidate=_CONSOLIDATE_FLAG if plan.sharded else "",
     )  # fmt: skip
 
+
+_CONSOLIDATE_FLAG = """
+    parser.add_argument("--consolidate", nargs=2, metavar=("DIR", "OUT.pt"), default=None,
+                        help="write a sharded save's weights as one state dict, then exit")"""
 
 _NO_CUDA_GRAPH_FLAG = """
     parser.add_argument("--no-cuda-graph", action="store_true",
@@ -475,7 +490,9 @@ def build_trainer_source(plan: ScriptPlan) -> str:
         return _graph_build_trainer_source(plan)
     optimizer_args = "".join(f", {k}={v}" for k, v in plan.optimizer_kwargs)
     fused = ""
-    if plan.optimizer in ("Adam", "AdamW", "SGD") and not _names(plan.optimizer_kwargs) & {
+    if plan.sharded:
+        pass  # the shards are DTensors: the default (foreach) step
+    elif plan.optimizer in ("Adam", "AdamW", "SGD") and not _names(plan.optimizer_kwargs) & {
         "fused",
         "foreach",
         "capturable",
@@ -493,7 +510,7 @@ def build_trainer_source(plan: ScriptPlan) -> str:
         names = ", ".join(py_string(n) for n in plan.checkpointed_layers)
         checkpointed = f"\n    checkpoint_activations(model, [{names}])"
     wrap = ""
-    if plan.distributed:
+    if plan.distributed and not plan.sharded:
         wrap = (
             dedent("""
             if ctx.is_distributed:
@@ -509,10 +526,10 @@ def build_trainer_source(plan: ScriptPlan) -> str:
             seed_everything(args.seed)
             train_loader, val_loader, info = build_loaders(args, ctx)
             model = $model_class($model_args).to(ctx.device)$checkpointed
+            plan = resolve_precision(args.precision, ctx.device)$shard
             optimizer = torch.optim.$optimizer(
                 model.parameters(), lr=LEARNING_RATE$optimizer_args$fused
             )
-            plan = resolve_precision(args.precision, ctx.device)
             $schedule
             compiled = _maybe_compile(model, args, ctx)
             train_model: nn.Module = compiled$wrap
@@ -524,8 +541,14 @@ def build_trainer_source(plan: ScriptPlan) -> str:
         """,
         model_class=plan.model_class, model_args=plan.model_args, checkpointed=checkpointed,
         optimizer=plan.optimizer, optimizer_args=optimizer_args, fused=fused,
-        schedule=schedule, wrap=wrap,
+        schedule=schedule, wrap=wrap, shard=_SHARD if plan.sharded else "",
     )  # fmt: skip
+
+
+_SHARD = """
+    # FSDP2: each block's weights are all-gathered in the training precision for its
+    # forward and backward, then freed; gradients are reduce-scattered in fp32.
+    shard_model(model, FSDP_BLOCKS, param_dtype=plan.autocast_dtype)"""
 
 
 def _names(kwargs: list[tuple[str, str]]) -> set[str]:
@@ -625,6 +648,20 @@ def resume(trainer: Trainer, path: str) -> None:
         scheduler=trainer.scheduler,
         loader=trainer.train_loader,
         map_location=trainer.ctx.device,
+    )
+    trainer.start_epoch, trainer.step = state["epoch"], state["step"]
+'''
+
+RESUME_SHARDED = '''
+def resume(trainer: Trainer, path: str) -> None:
+    """Continue from a sharded save (or the newest complete one in a folder), on any world size."""
+    state = load_sharded_checkpoint(
+        path,
+        model=trainer.model,
+        optimizer=trainer.optimizer,
+        scaler=trainer.scaler,
+        scheduler=trainer.scheduler,
+        loader=trainer.train_loader,
     )
     trainer.start_epoch, trainer.step = state["epoch"], state["step"]
 '''
@@ -768,10 +805,9 @@ def forward_backward_source(plan: ScriptPlan) -> str:
         def _forward_backward(
             trainer: Trainer, xb: torch.Tensor, yb: torch.Tensor, sync: bool
         ) -> torch.Tensor:
-            """Accumulate one micro-batch's gradients; DDP all-reduces only on the last one."""
-            model = trainer.train_model
-            skip_sync = isinstance(model, DistributedDataParallel) and not sync$mark
-            with model.no_sync() if skip_sync else nullcontext():  # type: ignore[operator]
+            """Accumulate one micro-batch's gradients; ranks reduce them only on the last one."""
+            model = trainer.train_model$mark
+            with gradient_sync(model, sync):
                 with autocast(trainer.plan, trainer.ctx.device):
                     loss = loss_fn(model(xb), $target)
                 scaled = $scaled
@@ -971,6 +1007,23 @@ def epoch_record(trainer: Trainer, epoch: int, train_loss: torch.Tensor, batches
 """
 
 
+_SAVE_SHARDED = """
+    save_sharded_checkpoint(  # every rank writes its shards; COMPLETE is written last
+        args.checkpoint_dir, keep=KEEP_CHECKPOINTS, epoch=done, model=trainer.model,
+        optimizer=trainer.optimizer, scaler=trainer.scaler, scheduler=trainer.scheduler,
+        step=trainer.step, loader=trainer.train_loader,
+    )  # fmt: skip"""
+
+_SAVE_RANK_ZERO = """
+    if trainer.ctx.is_main:
+        save_epoch_checkpoint(
+            args.checkpoint_dir, keep=KEEP_CHECKPOINTS, epoch=done, model=trainer.model,
+            optimizer=trainer.optimizer, scaler=trainer.scaler, scheduler=trainer.scheduler,
+            step=trainer.step, loader=trainer.train_loader,
+        )  # fmt: skip
+    barrier()"""
+
+
 def save_if_due_source(plan: ScriptPlan) -> str:
     if plan.checkpoint_unit == "steps":
         due = (
@@ -985,20 +1038,15 @@ def save_if_due_source(plan: ScriptPlan) -> str:
         def save_if_due(
             trainer: Trainer, epoch: int, start_step: int, args: argparse.Namespace
         ) -> None:
-            """`checkpoint every N $unit`, and after the last epoch; rank 0 writes."""
+            """`checkpoint every N $unit`, and after the last epoch; $writer."""
             done = epoch + 1
             $due
             if args.checkpoint_dir is None or not (due or done == args.epochs):
-                return
-            if trainer.ctx.is_main:
-                save_epoch_checkpoint(
-                    args.checkpoint_dir, keep=KEEP_CHECKPOINTS, epoch=done, model=trainer.model,
-                    optimizer=trainer.optimizer, scaler=trainer.scaler, scheduler=trainer.scheduler,
-                    step=trainer.step, loader=trainer.train_loader,
-                )  # fmt: skip
-            barrier()
+                return$save
         ''',
         unit=plan.checkpoint_unit, due=due,
+        writer="every rank writes its shards" if plan.sharded else "rank 0 writes",
+        save=_SAVE_SHARDED if plan.sharded else _SAVE_RANK_ZERO,
     )  # fmt: skip
 
 
@@ -1036,7 +1084,9 @@ def _silent(*_args: object, **_kwargs: object) -> None:
 
 
 def main_source(plan: ScriptPlan) -> str:
-    if plan.distributed:
+    if plan.sharded:
+        context = "ctx = setup_distributed(args.device, group_of_one=True)  # FSDP needs a group"
+    elif plan.distributed:
         context = "ctx = setup_distributed(args.device)"
     else:
         context = "ctx = DistContext(0, 0, 1, resolve_device(args.device))  # one process"
@@ -1044,7 +1094,7 @@ def main_source(plan: ScriptPlan) -> str:
         """
         def main(argv: list[str] | None = None) -> int:
             args = parse_args(argv)
-            try:
+            try:$consolidate
                 $context
                 return train(args, ctx)
             except ($unavailable) as error:
@@ -1055,18 +1105,52 @@ def main_source(plan: ScriptPlan) -> str:
         """,
         context=context,
         unavailable=_unavailable(plan),
-    )
+        consolidate=_CONSOLIDATE.replace("$model", f"{plan.model_class}({plan.model_args})")
+        if plan.sharded else "",
+    )  # fmt: skip
+
+
+_CONSOLIDATE = """
+        if args.consolidate is not None:  # one process, no group: DCP reads every shard
+            folder, output = args.consolidate
+            written = consolidate_checkpoint(folder, output, model=$model)
+            print(f"wrote the weights of {folder} to {written}")
+            return 0"""
 
 
 def _unavailable(plan: ScriptPlan) -> str:
     data = "TokenDataUnavailable" if plan.language_model_data else "DatasetUnavailable"
-    return f"{data}, DeviceUnavailable, CheckpointError"
+    sharded = ", ShardedCheckpointError" if plan.sharded else ""
+    return f"{data}, DeviceUnavailable, CheckpointError{sharded}"
 
 
 def program_name(plan: ScriptPlan) -> str:
     """The program's name, `mnist` for `examples/mnist.tl`: its checkpoints' folder."""
     name = PurePath(plan.source).stem
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "program"
+
+
+def _resume_source(plan: ScriptPlan) -> str:
+    if plan.sharded:
+        return RESUME_SHARDED
+    return RESUME_GRAPH if plan.whole_step_graph else RESUME
+
+
+# Under FSDP, `evaluate` (above, renamed) runs with the whole weights on every rank.
+_GATHERED_EVALUATE = '''
+
+
+def evaluate(trainer: Trainer) -> Any:
+    """Validation with every rank holding the whole weights: ranks may see different
+    numbers of batches, and a sharded forward would wait on the others' all-gathers."""
+    with gathered_parameters(trainer.model):
+        return _evaluate_whole(trainer)
+'''
+
+
+def _sharded_evaluate_source(plan: ScriptPlan) -> str:
+    whole = evaluate_source(plan).replace("def evaluate(", "def _evaluate_whole(", 1)
+    return whole + _GATHERED_EVALUATE.rstrip("\n")
 
 
 def loop_sources(plan: ScriptPlan) -> list[str]:
@@ -1080,12 +1164,12 @@ def loop_sources(plan: ScriptPlan) -> list[str]:
         build_trainer_source(plan),
         CHECKPOINT_ACTIVATIONS if plan.checkpointed_layers else None,
         MAYBE_COMPILE,
-        RESUME_GRAPH if plan.whole_step_graph else RESUME,
+        _resume_source(plan),
         train_one_epoch_source(plan),
         forward_backward_source(plan),
         BEGIN_STEP if plan.cuda_graphs else None,
         OPTIMIZER_STEP,
-        evaluate_source(plan),
+        _sharded_evaluate_source(plan) if plan.sharded else evaluate_source(plan),
         EPOCH_RECORD_METRICS if plan.reports_metrics else EPOCH_RECORD,
         save_if_due_source(plan),
         TRAIN,
