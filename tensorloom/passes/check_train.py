@@ -639,7 +639,7 @@ class LoopChecker:
         if span is None:
             return
         if self._value("distributed") == "fsdp":
-            message = "`precision = fp16` is not supported with `distributed = \"fsdp\"`"
+            message = '`precision = fp16` is not supported with `distributed = "fsdp"`'
             note = "fp16 needs a GradScaler, and FSDP's sharded gradients need a sharded one"
             help_text = "use `precision = bf16`: FSDP all-gathers the weights in bf16"
             report(Diagnostic.error("TL0430", message, Label(span), notes=[note], help=help_text))

@@ -40,10 +40,8 @@ RANK_ZERO_ACTIONS = ("logging", "metrics", "checkpoint")
 def fsdp_blocks(module: ModuleOp, instance_name: str) -> list[str]:
     """The layers of the instance's model that are models themselves: its FSDP units."""
     models = models_of(module)
-    instance = next(
-        (o for o in module.walk() if isinstance(o, nml.InstanceOp) and o.sym_name.data == instance_name),
-        None,
-    )
+    instances = (o for o in module.walk() if isinstance(o, nml.InstanceOp))
+    instance = next((o for o in instances if o.sym_name.data == instance_name), None)
     model = models.get(instance.model.root_reference.data) if instance is not None else None
     if model is None:
         return []

@@ -155,7 +155,7 @@ def settings_source(plan: ScriptPlan) -> str:
     lines.append(f"DISTRIBUTED = {plan.distributed}")
     if plan.fsdp_blocks is not None:
         blocks = ", ".join(py_string(b) for b in plan.fsdp_blocks)
-        lines.append(f"FSDP_BLOCKS = [{blocks}]  # `distributed = \"fsdp\"`: each a unit, then the root")
+        lines.append(f"FSDP_BLOCKS = [{blocks}]  # fully_shard units (then the root)")
     lines += _checkpoint_settings(plan)
     lines += _schedule_settings(plan)
     clip_type = ": float | None" if plan.grad_clip == "None" else ""
@@ -312,13 +312,13 @@ def parse_args_source(plan: ScriptPlan) -> str:
             parser.add_argument("--data-root", default=None, help="where dataset files live")
             parser.add_argument("--no-compile", action="store_true", help="no torch.compile")
             parser.add_argument("--precision", choices=("auto", "fp32", "fp16", "bf16"),
-                                default=PRECISION, help="auto: bf16 on a bf16 GPU, else fp32")$graph$consolidate
+                                default=PRECISION, help="auto: bf16 on a bf16 GPU, else fp32")$flags
             return parser.parse_args(argv)
         ''',
         description=py_string(f"Train {plan.model_class} on {data} (from {plan.source})."),
         checkpoint_default=checkpoint_default,
-        graph=_NO_CUDA_GRAPH_FLAG if plan.whole_step_graph else "",
-        consolidate=_CONSOLIDATE_FLAG if plan.sharded else "",
+        flags=(_NO_CUDA_GRAPH_FLAG if plan.whole_step_graph else "")
+        + (_CONSOLIDATE_FLAG if plan.sharded else ""),
     )  # fmt: skip
 
 

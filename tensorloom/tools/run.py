@@ -139,7 +139,7 @@ def torchrun_arguments(launch: Launch, log_dir: str | None = None) -> list[str]:
 
 
 def run_command(script: Path, nproc: int | None, args: list[str]) -> list[str]:
-    """The command line that runs `script` (torchrun as a module: `python -m torch.distributed.run`)."""
+    """The command line that runs `script`; torchrun as `python -m torch.distributed.run`."""
     if nproc is None:
         return [sys.executable, str(script), *args]
     launcher = [sys.executable, "-m", "torch.distributed.run", *torchrun_arguments(Launch(nproc))]
@@ -162,7 +162,8 @@ def run_torchrun(script: Path, launch: Launch, args: list[str]) -> int:
     from torch.distributed.run import get_args_parser, run
 
     log_dir = tempfile.mkdtemp(prefix="tlc-run-")
-    options = get_args_parser().parse_args([*torchrun_arguments(launch, log_dir), str(script), *args])
+    command = [*torchrun_arguments(launch, log_dir), str(script), *args]
+    options = get_args_parser().parse_args(command)
     try:
         run(options)
     except ChildFailedError as error:

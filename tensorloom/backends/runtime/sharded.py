@@ -167,7 +167,7 @@ def resolve_sharded_checkpoint(path: str | os.PathLike[str]) -> Path:
         return folder
     if folder.is_file():
         raise ShardedCheckpointError(
-            f"{folder} is a single-file checkpoint; a `distributed = \"fsdp\"` script resumes "
+            f'{folder} is a single-file checkpoint; a `distributed = "fsdp"` script resumes '
             "from a sharded save's folder (or the checkpoint directory holding them)"
         )
     if not folder.is_dir():
@@ -210,7 +210,9 @@ def load_sharded_checkpoint(
     train_state = _read_train_state(folder)
     saved, ours = train_state.get("model_class"), type(model).__name__.removeprefix("FSDP")
     if saved is not None and saved != ours:
-        raise ShardedCheckpointError(f"{folder} holds a `{saved}` model; this script trains `{ours}`")
+        raise ShardedCheckpointError(
+            f"{folder} holds a `{saved}` model; this script trains `{ours}`"
+        )
     if scheduler is not None and train_state["scheduler"] is not None:
         scheduler.load_state_dict(train_state["scheduler"])
     if scaler is not None and train_state["scaler"] is not None:
