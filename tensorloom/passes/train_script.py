@@ -1075,6 +1075,7 @@ def train(args: argparse.Namespace, ctx: DistContext) -> int:
         if batches == len(trainer.train_loader) // GRAD_ACCUM * GRAD_ACCUM:
             save_if_due(trainer, epoch, start_step, args)
     metrics.close()
+    barrier()  # no rank closes its connections while another still uses them
     return 0
 
 

@@ -207,15 +207,22 @@ def _gpu_memory(_ctx: click.Context, _param: click.Parameter, value: str | None)
 @BIND_OPTION
 @click.option("--gpu-memory", callback=_gpu_memory, help="warn when the budget exceeds it (80GB)")
 @click.option("--checkpointing", is_flag=True, help="budget with activation checkpointing")
+@click.option("--nproc", type=click.IntRange(min=1), help="the budget of one rank of N processes")
+@click.option(
+    "--distributed",
+    type=click.Choice(["ddp", "fsdp"]),
+    help="with --nproc: DDP (replicated) or FSDP (sharded); default: the train block's",
+)
 @format_option("the profile")
 @compiler_command
 def info(file: Path, batch_size: int | None, precision: str | None, optimizer: str | None,
          bindings: dict[str, int], gpu_memory: int | None, checkpointing: bool,
-         fmt: Format) -> int:  # fmt: skip
+         nproc: int | None, distributed: str | None, fmt: Format) -> int:  # fmt: skip
     """Parameters, FLOPs, activations and the training-memory budget of each model."""
     from tensorloom.analysis.report import InfoRequest, run_info
 
-    request = InfoRequest(batch_size, precision, optimizer, bindings, gpu_memory, checkpointing)
+    request = InfoRequest(batch_size, precision, optimizer, bindings, gpu_memory, checkpointing,
+                          nproc, distributed)  # fmt: skip
     return run_info(file, request, fmt == "json")
 
 

@@ -22,6 +22,7 @@ the number of processes on all machines. `launch_environment` reads and checks t
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -94,6 +95,9 @@ def setup_distributed(device_choice: str = "auto", *, group_of_one: bool = False
     device = resolve_device(device_choice, local_rank)
     if device.type == "cuda":
         torch.cuda.set_device(device)
+    if world_size > 1 and not faulthandler.is_enabled():
+        # A rank that aborts in native code (SIGABRT, SIGSEGV) prints its Python stack.
+        faulthandler.enable(all_threads=True)
     if (world_size > 1 or group_of_one) and not dist.is_initialized():
         backend = "nccl" if device.type == "cuda" else "gloo"
         if world_size == 1 and "MASTER_ADDR" not in os.environ:  # `python script.py`
