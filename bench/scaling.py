@@ -75,11 +75,10 @@ def prepare(out: Path, windows: int, layers: int) -> None:
     predictions: dict[str, Any] = {}
     for strategy in STRATEGIES:
         program = out / f"gpt_{strategy}.tl"
-        program.write_text(
-            PROGRAM.format(strategy=strategy, block=BLOCK, layers=layers, windows=windows,
-                           batch=BATCH),  # fmt: skip
-            encoding="utf-8",
+        text = PROGRAM.format(
+            strategy=strategy, block=BLOCK, layers=layers, windows=windows, batch=BATCH
         )
+        program.write_text(text, encoding="utf-8")
         result = compile_file(program, until="torch")
         if not result.ok or result.module is None:
             raise SystemExit(f"{program} does not compile")
