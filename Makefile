@@ -18,9 +18,10 @@ pytest:  ## run the pytest suite only
 lit:  ## run the lit/FileCheck suite only
 	lit -sv tests/lit
 
-lint:  ## ruff
+lint:  ## ruff and the import contracts (pyproject.toml's [tool.importlinter])
 	ruff check tensorloom tests bench
 	ruff format --check tensorloom
+	lint-imports
 
 typecheck:  ## pyright (strict)
 	pyright

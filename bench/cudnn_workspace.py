@@ -11,7 +11,7 @@ Each line: the configuration, and per pass (`forward`, `backward`) its scratch:
 the most bytes alive at once in blocks the pass allocates and frees before it
 returns (PyTorch's memory history), so neither what it saves nor the gradients
 it leaves count.
-The LSTM/GRU scratch rule of tensorloom/dialects/layers/sequence.py is fitted
+The LSTM/GRU scratch rule of tensorloom/catalogue/layers/sequence.py is fitted
 on the `rnn` grid. The `conv` grid shows why convolutions have no such rule:
 cuDNN's choice of algorithm makes their scratch anything from 0 to 22 times the
 input (docs/info.md).

@@ -32,8 +32,8 @@ import networkx as nx
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 
+from tensorloom.catalogue.shapes import format_shape
 from tensorloom.dialects.nml import ApplyOp, FuncOp, ModelOp, ReturnOp, TensorType
-from tensorloom.dialects.shapes import format_shape
 from tensorloom.passes.model_env import forward_of, layers_of, models_of
 
 SKIPPED_OPS = ("nml.constant", "nml.ref", "nml.list", "nml.dim")

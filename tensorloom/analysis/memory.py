@@ -49,7 +49,9 @@ import math
 from dataclasses import dataclass
 
 from tensorloom.analysis.profile import ModelProfile
-from tensorloom.dialects.shapes import concrete
+from tensorloom.catalogue.losses import TRAIN_LOSSES
+from tensorloom.catalogue.optimizers import OPTIMIZERS as OPTIMIZER_SPECS
+from tensorloom.catalogue.shapes import concrete
 
 MiB = 1 << 20
 WORKSPACE_BYTES = 65 * MiB
@@ -64,22 +66,16 @@ class OptimizerModel:
 
 
 OPTIMIZERS: dict[str, OptimizerModel] = {
-    "Adam": OptimizerModel(2, 1),
-    "AdamW": OptimizerModel(2, 1),
-    "SGD": OptimizerModel(0, 0),
-    "SGD+momentum": OptimizerModel(1, 0),
-    "RMSprop": OptimizerModel(1, 1),
-    "Adagrad": OptimizerModel(1, 1),
-    "Adadelta": OptimizerModel(2, 2),
-    "Adamax": OptimizerModel(2, 1),
-    "NAdam": OptimizerModel(2, 1),
-    "RAdam": OptimizerModel(2, 1),
+    **{name: OptimizerModel(s.state, s.temporaries) for name, s in OPTIMIZER_SPECS.items()},
+    "SGD+momentum": OptimizerModel(
+        OPTIMIZER_SPECS["SGD"].state + OPTIMIZER_SPECS["SGD"].momentum_state,
+        OPTIMIZER_SPECS["SGD"].temporaries,
+    ),
 }
-"""Optimizer state and step temporaries, in multiples of the fp32 weights."""
+"""Optimizer state and step temporaries, in multiples of the fp32 weights (from the catalogue)."""
 
-LOSS_SAVES = {"CrossEntropy": 1, "NLL": 0, "MSE": 2, "L1": 2, "SmoothL1": 2, "Huber": 2,
-              "BCE": 2, "BCEWithLogits": 2, "KLDiv": 2}  # fmt: skip
-"""fp32 tensors of the model output's size the loss saves for backward."""
+LOSS_SAVES = {name: record.saves for name, record in TRAIN_LOSSES.items()}
+"""fp32 tensors of the model output's size the loss saves for backward (from the catalogue)."""
 
 
 STRATEGIES = ("none", "ddp", "fsdp")

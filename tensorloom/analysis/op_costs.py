@@ -2,7 +2,7 @@
 
     %1 = nml.gelu %0 : [32, 256, 2048]   ->   OpCost(flops=16,777,216, saves input)
 
-The same conventions as the layer catalogue (tensorloom/dialects/layers): 1 FLOP
+The same conventions as the layer catalogue (tensorloom/catalogue/layers): 1 FLOP
 per element of an elementwise op, 5 per element of a softmax, 2 per
 multiply-add of a matmul; `saved` says which of the op's tensors autograd keeps
 (operand indices, or the result), so that the profile counts each tensor once.

@@ -8,7 +8,7 @@
 
 Parameters come from the declarations (a layer never applied still has
 weights; one applied twice has them once). FLOPs and activation bytes follow
-the layer catalogue's conventions (see tensorloom/dialects/layers) and
+the layer catalogue's conventions (see tensorloom/catalogue/layers) and
 `op_costs` for builtins; they need concrete shapes, so every symbolic dim must
 be bound (the batch, by `--batch-size`; others by `-D T=512`), and the dims
 left unbound are listed in `unknown`. A tensor that two layers save (one its
@@ -26,9 +26,9 @@ from xdsl.dialects.builtin import ModuleOp
 
 from tensorloom.analysis.op_costs import FP32_UNDER_AUTOCAST, RESULT, op_cost
 from tensorloom.analysis.trace import Step, TensorKey, Trace, trace_instantiation
-from tensorloom.dialects.layers import BoundLayer
+from tensorloom.catalogue.layers import BoundLayer
+from tensorloom.catalogue.shapes import Shape, concrete
 from tensorloom.dialects.nml import DropoutOp, ModelOp
-from tensorloom.dialects.shapes import Shape, concrete
 from tensorloom.passes.model_env import (
     Env,
     declared_params,

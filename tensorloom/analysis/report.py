@@ -37,9 +37,9 @@ from tensorloom.analysis.profile import (
     ProfileOptions,
     profile_instantiation,
 )
+from tensorloom.catalogue.shapes import Shape, format_shape
 from tensorloom.diagnostics import render_json, render_text
 from tensorloom.dialects import train
-from tensorloom.dialects.shapes import Shape, format_shape
 from tensorloom.passes.model_env import (
     CallValue,
     evaluate,

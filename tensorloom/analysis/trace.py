@@ -24,7 +24,8 @@ from xdsl.dialects.builtin import IntegerType
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from tensorloom.analysis.op_costs import VIEWS
-from tensorloom.dialects.layers import BoundLayer, lookup
+from tensorloom.catalogue.layers import BoundLayer, lookup
+from tensorloom.catalogue.shapes import Shape, ShapeMismatch
 from tensorloom.dialects.nml import (
     ApplyOp,
     CallOp,
@@ -37,7 +38,6 @@ from tensorloom.dialects.nml import (
     ReturnOp,
     TensorType,
 )
-from tensorloom.dialects.shapes import Shape, ShapeMismatch
 from tensorloom.passes.model_env import (
     Env,
     bind_layer,

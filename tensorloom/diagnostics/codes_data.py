@@ -1102,7 +1102,7 @@ error[TL0507]: cannot work out the grid for axis 0
         ),
     )),
     Section('TL07xx: datasets', """\
-`tensorloom/dialects/datasets.py` (`lookup_dataset`) returns these as `DatasetError`
+`tensorloom/catalogue/datasets.py` (`lookup_dataset`) returns these as `DatasetError`
 values; the pass that checks `load_dataset(...)` turns them into diagnostics, the
 span on the dataset name (TL0701, TL0705, TL0706) or on the option keyword at fault
 (`DatasetError.option`: TL0702, TL0703, TL0704).

@@ -139,7 +139,7 @@ class EllipsisAttr(ParametrizedAttribute):
 
 
 VALUE = ValueType()
-# The layer catalogue's `CallKind`s (tensorloom/dialects/layers/base.py).
+# The layer catalogue's `CallKind`s (tensorloom/catalogue/layers/base.py).
 CALL_KINDS = ("plain", "first_of_tuple", "first_of_tuple_self_attention")
 ARITHMETIC_OPERATORS = ("+", "-", "*", "/", "//", "%", "**", "@", "&", "|", "^", "<<", ">>")
 COMPARISON_OPERATORS = ("==", "!=", "<", "<=", ">", ">=", "and", "or", "is", "in")

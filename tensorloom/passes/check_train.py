@@ -7,7 +7,7 @@
 
 Every key, with its type and range, is listed in `SETTINGS` and documented in
 docs/train-block.md. Also checked: optimizer and loss names and their keyword
-arguments, the dataset's options (TL07xx, from `dialects/datasets.py`), and
+arguments, the dataset's options (TL07xx, from `catalogue/datasets.py`), and
 likely mistakes (warnings): a softmax right before `CrossEntropy`, which applies
 its own, `fp16`, which needs CUDA, and `load_dataset()`, which trains on
 synthetic data (TL0707).
@@ -23,15 +23,20 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Attribute, Operation
 from xdsl.passes import ModulePass
 
-from tensorloom.diagnostics.core import Diagnostic, Label, did_you_mean
-from tensorloom.diagnostics.ir import report, span_of
-from tensorloom.dialects import train
-from tensorloom.dialects.datasets import (
+from tensorloom.catalogue.args import Arg
+from tensorloom.catalogue.datasets import (
     DatasetError,
     DatasetInfo,
     is_language_model_data,
     lookup_dataset,
 )
+from tensorloom.catalogue.losses import TRAIN_LOSSES
+from tensorloom.catalogue.optimizers import OPTIMIZERS as OPTIMIZER_SPECS
+from tensorloom.catalogue.schedules import SCHEDULES as SCHEDULE_SPECS
+from tensorloom.catalogue.shapes import Dim, format_shape
+from tensorloom.diagnostics.core import Diagnostic, Label, did_you_mean
+from tensorloom.diagnostics.ir import report, span_of
+from tensorloom.dialects import train
 from tensorloom.dialects.nml import (
     AnyType,
     ApplyOp,
@@ -42,7 +47,6 @@ from tensorloom.dialects.nml import (
     SoftmaxOp,
     TensorType,
 )
-from tensorloom.dialects.shapes import Dim, format_shape
 from tensorloom.passes.loss_functions import (
     MetricProblem,
     batch_types,
@@ -184,64 +188,37 @@ def _edits(a: str, b: str) -> int:
 
 # --- optimizers, losses, schedules ---------------------------------------------------------------
 
-_ADAM = ("lr", "betas", "eps", "weight_decay", "amsgrad", "foreach", "maximize", "capturable",
-         "differentiable", "fused")  # fmt: skip
-OPTIMIZERS: dict[str, tuple[str, ...]] = {
-    "Adam": _ADAM,
-    "AdamW": _ADAM,
-    "SGD": ("lr", "momentum", "dampening", "weight_decay", "nesterov", "maximize", "foreach",
-            "differentiable", "fused"),
-    "RMSprop": ("lr", "alpha", "eps", "weight_decay", "momentum", "centered", "capturable",
-                "foreach", "maximize", "differentiable"),
-    "Adagrad": ("lr", "lr_decay", "weight_decay", "initial_accumulator_value", "eps", "foreach",
-                "maximize", "differentiable", "fused"),
-    "Adadelta": ("lr", "rho", "eps", "weight_decay", "foreach", "capturable", "maximize",
-                 "differentiable"),
-    "Adamax": ("lr", "betas", "eps", "weight_decay", "foreach", "maximize", "differentiable",
-               "capturable"),
-    "NAdam": ("lr", "betas", "eps", "weight_decay", "momentum_decay", "decoupled_weight_decay",
-              "foreach", "maximize", "capturable", "differentiable"),
-    "RAdam": ("lr", "betas", "eps", "weight_decay", "decoupled_weight_decay", "foreach",
-              "maximize", "capturable", "differentiable"),
-}  # fmt: skip
+OPTIMIZERS: dict[str, tuple[str, ...]] = {n: s.keywords for n, s in OPTIMIZER_SPECS.items()}
 """Optimizer names (torch.optim classes) and the keyword arguments each accepts."""
 
-LOSSES: dict[str, tuple[str, ...]] = {
-    "CrossEntropy": ("weight", "ignore_index", "reduction", "label_smoothing"),
-    "NLL": ("weight", "ignore_index", "reduction"),
-    "MSE": ("reduction",),
-    "L1": ("reduction",),
-    "SmoothL1": ("reduction", "beta"),
-    "Huber": ("reduction", "delta"),
-    "BCE": ("weight", "reduction"),
-    "BCEWithLogits": ("weight", "reduction", "pos_weight"),
-    "KLDiv": ("reduction", "log_target"),
-}
+LOSSES: dict[str, tuple[str, ...]] = {n: r.keywords for n, r in TRAIN_LOSSES.items()}
 """Loss names (torch.nn `<Name>Loss`) and their keyword arguments."""
 
-SCHEDULES: dict[str, tuple[str, ...]] = {
-    "none": (),
-    "cosine": ("warmup_epochs", "min_lr"),
-    "step": ("step_size", "gamma"),
-    "warmup": ("warmup_steps",),
-}
+SCHEDULES: dict[str, tuple[str, ...]] = {n: s.keywords for n, s in SCHEDULE_SPECS.items()}
 """`lr_schedule` names and their keyword arguments (see docs/train-block.md)."""
 
+
+def _range_check(arg: Arg) -> Check | None:
+    if arg.choices:
+        return one_of(*arg.choices)
+    if arg.type == "int" and arg.low is not None:
+        return int_at_least(int(arg.low) + (1 if arg.open_low else 0))
+    if arg.type == "float" and (arg.low is not None or arg.high is not None):
+        low = float("-inf") if arg.low is None else arg.low
+        return number_in(low, arg.high, open_low=arg.open_low)
+    return None
+
+
 _RANGES: dict[str, Check] = {
-    "lr": number_in(0.0, None),
-    "weight_decay": number_in(0.0, None, open_low=False),
-    "momentum": number_in(0.0, None, open_low=False),
-    "eps": number_in(0.0, None),
-    "label_smoothing": number_in(0.0, 1.0, open_low=False),
-    "delta": number_in(0.0, None),
-    "beta": number_in(0.0, None, open_low=False),
-    "reduction": one_of("mean", "sum", "none"),
-    "warmup_epochs": int_at_least(0),
-    "warmup_steps": int_at_least(1),
-    "step_size": int_at_least(1),
-    "gamma": number_in(0.0, None),
-    "min_lr": number_in(0.0, None, open_low=False),
+    arg.name: check
+    for arg in (
+        *(a for s in OPTIMIZER_SPECS.values() for a in s.args),
+        *(a for r in TRAIN_LOSSES.values() for a in r.args),
+        *(a for s in SCHEDULE_SPECS.values() for a in s.args),
+    )
+    if (check := _range_check(arg)) is not None
 }
+"""Each catalogue argument's type and range as a check, by argument name."""
 
 
 def as_call(value: Evaluated) -> CallValue | None:

@@ -70,10 +70,11 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tensorloom.backends.python_printer import BINARY_PRECEDENCE, Precedence, PyExpr, python_literal
+from tensorloom.catalogue.functions import FUNCTIONS
+from tensorloom.catalogue.layers import lookup
+from tensorloom.catalogue.layers.parameter import PARAMETER, parameter_source
 from tensorloom.dialects import nml
 from tensorloom.dialects import torch as t
-from tensorloom.dialects.layers import lookup
-from tensorloom.dialects.layers.parameter import PARAMETER, parameter_source
 from tensorloom.dialects.nml.types import CallAttr, CfgAttr, ExprAttr, NoneValueAttr, SliceAttr
 from tensorloom.passes.check_scopes import MODULE_ATTRIBUTES
 from tensorloom.passes.model_env import (
@@ -83,7 +84,6 @@ from tensorloom.passes.model_env import (
     layers_of,
     model_env,
 )
-from tensorloom.passes.resolve_builtins import FUNCTIONS
 
 # ------------------------------------------------------------------ helpers
 

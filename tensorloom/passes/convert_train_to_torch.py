@@ -44,10 +44,10 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from tensorloom.catalogue.datasets import LM_SOURCES, DatasetError, lookup_dataset
+from tensorloom.catalogue.layers.base import py_literal
 from tensorloom.dialects import nml, train
 from tensorloom.dialects import torch as t
-from tensorloom.dialects.datasets import LM_SOURCES, DatasetError, lookup_dataset
-from tensorloom.dialects.layers.base import py_literal
 from tensorloom.escape import py_string
 from tensorloom.passes.convert_nml_to_torch import attr_source, script_of
 from tensorloom.passes.loss_functions import Metric, MetricProblem, metrics_of

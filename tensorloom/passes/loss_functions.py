@@ -24,11 +24,11 @@ from dataclasses import dataclass
 from xdsl.dialects.builtin import ArrayAttr, IntegerType, ModuleOp, i64
 from xdsl.ir import Attribute
 
+from tensorloom.catalogue.datasets import DatasetInfo
+from tensorloom.catalogue.shapes import Unifier
 from tensorloom.diagnostics.core import Diagnostic, Label, did_you_mean
 from tensorloom.diagnostics.ir import report, span_of
-from tensorloom.dialects.datasets import DatasetInfo
 from tensorloom.dialects.nml import CallOp, FuncOp, ModelOp, RefOp, ReturnOp, TensorType
-from tensorloom.dialects.shapes import Unifier
 from tensorloom.passes.model_env import CallValue, EvalError, evaluate
 from tensorloom.passes.shape_inference import BATCH, Inference, ModelFlow, write_back_types
 

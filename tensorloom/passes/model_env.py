@@ -32,8 +32,8 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation
 
-from tensorloom.dialects.layers import BoundLayer, lookup
-from tensorloom.dialects.layers.base import Value
+from tensorloom.catalogue.layers import BoundLayer, lookup
+from tensorloom.catalogue.layers.base import Value
 from tensorloom.dialects.nml import (
     CallAttr,
     CfgAttr,

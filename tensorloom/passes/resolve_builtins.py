@@ -1,15 +1,15 @@
-"""The function catalogue: every builtin a forward may call, one `FunctionSpec` each.
+"""resolve-nml's builders: a builtin call becomes its nml op.
 
     %y = nml.call "softmax"(%x, %c) {arg_names = ["", "dim"]}   # %c = nml.constant -1
     %y = nml.softmax %x dim -1
 
-`FUNCTIONS` maps each name (`exp`, `softmax`, `einsum`, ...) to its record: the
-signature and a one-line summary (docs/reference.md is generated from them), the
-PyTorch it lowers to, and the builder `resolve-nml` runs on a call, as a function
-(`exp(x)`) or as a tensor method (`x.exp()`). The shape rule is the built op's own
-`infer_shape` (tensorloom/dialects/nml/builtins.py). Constant operands fold into
-the op's properties. A builder returns the new op, or a `CallProblem` saying what
-is wrong with the call (`softmax` without `dim`, a `dim` that is not a constant).
+Each function's record (signature, summary, PyTorch spelling) is in
+tensorloom/catalogue/functions.py; its `builder` names one of `BUILDERS` here,
+run by `resolve-nml` on a call, as a function (`exp(x)`) or as a tensor method
+(`x.exp()`). The shape rule is the built op's own `infer_shape`
+(tensorloom/dialects/nml/builtins.py). Constant operands fold into the op's
+properties. A builder returns the new op, or a `CallProblem` saying what is wrong
+with the call (`softmax` without `dim`, a `dim` that is not a constant).
 Semantics follow PyTorch except for one convenience: a *function* `flatten(x)`
 keeps the batch dimension (`start_dim=1`, like `nn.Flatten`), while the *method*
 `x.flatten()` flattens everything, as `torch.flatten` does.
@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, StringAttr, f64, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 
+from tensorloom.catalogue.functions import FUNCTIONS
 from tensorloom.dialects.nml import (
     COMPARE_OPS,
     DYNAMIC,
-    ELEMENTWISE,
     UNARY_OPS,
     AmaxOp,
     AminOp,
@@ -686,142 +686,36 @@ def _attention(args: CallArgs) -> Operation | CallProblem:
     return problem or AttentionOp(qkv, mask, causal, dropout or 0.0, scale, _tensor())  # type: ignore[arg-type]
 
 
-@dataclass(frozen=True, slots=True)
-class FunctionSpec:
-    """One builtin function: how it is called, what it computes, what PyTorch it becomes.
+BUILDERS: dict[str, Builder] = {
+    "unary": _unary,
+    "gelu": _gelu,
+    "clamp": _clamp,
+    "softmax": _softmax,
+    "dropout": _dropout,
+    "flatten": _flatten,
+    "reshape": _reshape,
+    "permute": _permute,
+    "transpose_2d": _transpose_2d,
+    "transpose": _transpose,
+    "reduce": _reduce,
+    "cat": _cat,
+    "split": _split,
+    "sized": _sized,
+    "unsqueeze": _unsqueeze,
+    "squeeze": _squeeze,
+    "normalize": _normalize,
+    "triangle": _triangle,
+    "einsum": _einsum,
+    "arange": _arange,
+    "where": _where,
+    "masked_fill": _masked_fill,
+    "matmul": _matmul,
+    "size": _size,
+    "attention": _attention,
+    "loss": _loss,
+}
+"""resolve-nml's builders, by the name a catalogue record's `builder` gives."""
 
-    `torch` is the callee the lowering prints: a function (`torch.exp`, `F.gelu`) or,
-    starting with `x.`, a method of the first argument (`x.detach`). `method` says
-    whether `x.name(...)` is accepted as well as `name(x, ...)`.
-    """
-
-    name: str
-    params: str
-    summary: str
-    torch: str
-    build: Builder
-    method: bool = True
-
-    @property
-    def signature(self) -> str:
-        return f"{self.name}({self.params})"
-
-
-_UNARY_TORCH = {
-    "relu": "F.relu", "silu": "F.silu", "detach": "x.detach", "zeros_like": "torch.zeros_like",
-    "ones_like": "torch.ones_like", "randn_like": "torch.randn_like",
-}  # fmt: skip
-
-_TABLE: tuple[FunctionSpec, ...] = (
-    *(
-        FunctionSpec(name, "x", doc, _UNARY_TORCH.get(name, f"torch.{name}"), _unary)
-        for name, doc in ELEMENTWISE.items()
-        if name != "neg"
-    ),
-    FunctionSpec("gelu", 'x, approximate="none"', 'GELU, exact or `"tanh"`', "F.gelu", _gelu),
-    FunctionSpec("clamp", "x, min=none, max=none", "x limited to [min, max]", "x.clamp", _clamp),
-    FunctionSpec("softmax", "x, dim", "softmax along `dim`", "torch.softmax", _softmax),
-    FunctionSpec(
-        "log_softmax", "x, dim", "log of softmax along `dim`", "torch.log_softmax", _softmax
-    ),
-    FunctionSpec(
-        "dropout", "x, p=0.5", "zeroes elements with probability p in training", "F.dropout",
-        _dropout,
-    ),
-    FunctionSpec(
-        "flatten", "x, start_dim=1, end_dim=-1",
-        "dims start..end as one (the method's start_dim is 0)", "x.flatten", _flatten,
-    ),
-    FunctionSpec("reshape", "x, *shape", "the same elements in a new shape", "x.reshape", _reshape),
-    FunctionSpec("view", "x, *shape", "a view in a new shape", "x.view", _reshape),
-    FunctionSpec("permute", "x, *dims", "the dims in a new order", "x.permute", _permute),
-    FunctionSpec("transpose", "x, dim0, dim1", "two dims swapped", "x.transpose", _transpose),
-    FunctionSpec("t", "x", "a matrix transposed (also `x.T`)", "x.t", _transpose_2d),
-    *(
-        FunctionSpec(name, "x, dim=none, keepdim=false", doc, f"x.{name}", _reduce)
-        for name, doc in (
-            ("mean", "the mean over `dim` (every dim if none)"),
-            ("sum", "the sum over `dim` (every dim if none)"),
-            ("amax", "the maximum over `dim` (every dim if none)"),
-            ("amin", "the minimum over `dim` (every dim if none)"),
-        )
-    ),
-    *(
-        FunctionSpec(name, "x, dim=none, keepdim=false, correction=1", doc, f"x.{name}", _reduce)
-        for name, doc in (
-            ("var", "the variance over `dim`"),
-            ("std", "the standard deviation over `dim`"),
-        )
-    ),
-    FunctionSpec(
-        "cat", "[a, b, ...], dim=0", "tensors joined along `dim`", "torch.cat", _cat, method=False
-    ),
-    FunctionSpec(
-        "concat", "[a, b, ...], dim=0", "the same as `cat`", "torch.cat", _cat, method=False
-    ),
-    FunctionSpec(
-        "stack", "[a, b, ...], dim=0", "equal tensors stacked along a new `dim`", "torch.stack",
-        _cat, method=False,
-    ),
-    FunctionSpec(
-        "split", "x, size_or_sizes, dim=0", "a tuple of pieces along `dim`", "x.split", _split
-    ),
-    FunctionSpec(
-        "chunk", "x, chunks, dim=0", "a tuple of `chunks` pieces along `dim`", "x.chunk", _split
-    ),
-    FunctionSpec(
-        "expand", "x, *sizes", "size-1 dims broadcast to `sizes` (-1 keeps one)", "x.expand",
-        _sized,
-    ),
-    FunctionSpec("repeat", "x, *counts", "x tiled `counts` times per dim", "x.repeat", _sized),
-    FunctionSpec("unsqueeze", "x, dim", "a new dim of size 1 at `dim`", "x.unsqueeze", _unsqueeze),
-    FunctionSpec(
-        "squeeze", "x, dim=none", "dims of size 1 removed (only `dim` if given)", "x.squeeze",
-        _squeeze,
-    ),
-    FunctionSpec(
-        "normalize", "x, p=2.0, dim=1", "x divided by its p-norm along `dim`", "F.normalize",
-        _normalize,
-    ),
-    FunctionSpec("tril", "x, diagonal=0", "the lower triangle, 0 above", "torch.tril", _triangle),
-    FunctionSpec("triu", "x, diagonal=0", "the upper triangle, 0 below", "torch.triu", _triangle),
-    FunctionSpec(
-        "einsum", '"equation", *tensors', "a sum of products named by the equation",
-        "torch.einsum", _einsum, method=False,
-    ),
-    FunctionSpec(
-        "arange", "[start,] end[, step]", "the 1-D range start, start + step, ... < end",
-        "torch.arange", _arange, method=False,
-    ),
-    FunctionSpec(
-        "where", "condition, a, b", "a where condition holds, else b", "torch.where", _where,
-        method=False,
-    ),
-    FunctionSpec(
-        "masked_fill", "x, mask, value", "x with `value` where mask holds", "x.masked_fill",
-        _masked_fill,
-    ),
-    FunctionSpec("matmul", "a, b", "the matrix product (also `a @ b`)", "torch.matmul", _matmul),
-    FunctionSpec("size", "x, dim", "the size of one dim, an integer", "x.size", _size),
-    FunctionSpec(
-        "scaled_dot_product_attention",
-        "q, k, v, attn_mask=none, dropout=0.0, causal=false, scale=none",
-        "softmax(q k^T / sqrt(E) + mask) v, fused (flash attention on a GPU)",
-        "F.scaled_dot_product_attention", _attention, method=False,
-    ),
-)  # fmt: skip
-
-_LOSS_TABLE = tuple(
-    FunctionSpec(
-        loss.name, "out, y, reduction=\"mean\"" + "".join(f", {k}=" for k in loss.keywords),
-        f"{loss.doc}; targets: {loss.targets}", loss.torch, _loss, method=False,
-    )
-    for loss in LOSSES.values()
-)  # fmt: skip
-"""The functional losses of dialects/nml/losses.py: `cross_entropy(out, y)`, `mse`, ..."""
-
-FUNCTIONS: dict[str, FunctionSpec] = {spec.name: spec for spec in (*_TABLE, *_LOSS_TABLE)}
-"""Every builtin function or tensor method a forward may call, by name."""
 
 BUILTINS = FUNCTIONS
 
@@ -836,4 +730,4 @@ def build_builtin(call: CallOp) -> Operation | CallProblem | None:
     spec = FUNCTIONS.get(args.name)
     if spec is None or (args.method and not spec.method):
         return None
-    return spec.build(args)
+    return BUILDERS[spec.builder](args)

@@ -33,11 +33,11 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
+from tensorloom.catalogue.layers import ArgError, LayerSpec, Value, lookup, suggest
+from tensorloom.catalogue.layers.base import too_many_params
 from tensorloom.diagnostics.core import Diagnostic, Label, did_you_mean
 from tensorloom.diagnostics.ir import report, span_of
 from tensorloom.dialects import train
-from tensorloom.dialects.layers import ArgError, LayerSpec, Value, lookup, suggest
-from tensorloom.dialects.layers.base import too_many_params
 from tensorloom.dialects.nml import (
     ApplyOp,
     CallOp,

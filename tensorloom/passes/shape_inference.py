@@ -59,12 +59,19 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
+from tensorloom.catalogue.datasets import DatasetInfo, lookup_dataset
+from tensorloom.catalogue.layers import BoundLayer, lookup
+from tensorloom.catalogue.layers.parameter import PARAMETER
+from tensorloom.catalogue.shapes import (
+    Shape,
+    ShapeMismatch,
+    Unifier,
+    broadcast,
+    format_shape,
+)
 from tensorloom.diagnostics.core import Diagnostic, DiagnosticSink, Label
 from tensorloom.diagnostics.ir import report, reporting, span_of
 from tensorloom.dialects import train
-from tensorloom.dialects.datasets import DatasetInfo, lookup_dataset
-from tensorloom.dialects.layers import BoundLayer, lookup
-from tensorloom.dialects.layers.parameter import PARAMETER
 from tensorloom.dialects.nml import (
     AnyType,
     ApplyAtOp,
@@ -93,13 +100,6 @@ from tensorloom.dialects.nml import (
 )
 from tensorloom.dialects.nml.builtins import tuple_item
 from tensorloom.dialects.nml.types import Dim
-from tensorloom.dialects.shapes import (
-    Shape,
-    ShapeMismatch,
-    Unifier,
-    broadcast,
-    format_shape,
-)
 from tensorloom.passes.check_scopes import MODULE_ATTRIBUTES
 from tensorloom.passes.model_env import (
     ArgFailure,

@@ -2,12 +2,11 @@
 
     python -m tensorloom.tools.reference > docs/reference.md      (or `make reference`)
 
-Layers come from the layer catalogue (tensorloom/dialects/layers: each constructor's
-parameters with their kinds and defaults, the PyTorch class, the parameter tensors),
-functions from the function catalogue (tensorloom/passes/resolve_builtins.py: the
-signature, what it computes, the PyTorch it lowers to), then the optimizers, losses
-and schedules a train block accepts (tensorloom/passes/check_train.py) and the
-named datasets (tensorloom/dialects/datasets.py). tests/unit/tools/test_reference.py
+Everything comes from the catalogue package (tensorloom/catalogue/): layers (each
+constructor's parameters with their kinds and defaults, the PyTorch class, the
+parameter tensors), functions (the signature, what it computes, the PyTorch it
+lowers to), then the optimizers, losses and schedules a train block accepts (each
+argument with its type and range) and the named datasets. tests/unit/tools/test_reference.py
 checks that the committed page is this output.
 """
 
@@ -16,10 +15,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable
 
-from tensorloom.dialects.datasets import DATASET_NAMES, accepted_options
-from tensorloom.dialects.layers import LAYERS, LayerSpec, Param, Value
-from tensorloom.passes.check_train import LOSSES, OPTIMIZERS, SCHEDULES
-from tensorloom.passes.resolve_builtins import FUNCTIONS
+from tensorloom.catalogue.args import Arg
+from tensorloom.catalogue.datasets import DATASET_NAMES, accepted_options
+from tensorloom.catalogue.functions import FUNCTIONS
+from tensorloom.catalogue.layers import LAYERS, LayerSpec, Param, Value
+from tensorloom.catalogue.losses import TRAIN_LOSSES
+from tensorloom.catalogue.optimizers import OPTIMIZERS
+from tensorloom.catalogue.schedules import SCHEDULES
 
 HEADER = """# Reference
 
@@ -88,11 +90,33 @@ def functions() -> list[str]:
     return lines + _table(["function", "computes", "PyTorch", "method"], rows) + [""]
 
 
-def _named(title: str, what: str, table: dict[str, tuple[str, ...]]) -> list[str]:
+def _arguments(args: tuple[Arg, ...]) -> str:
+    return ", ".join(f"`{a.describe()}`" for a in args) or "none"
+
+
+def optimizers() -> list[str]:
     rows = [
-        [f"`{n}`", ", ".join(f"`{k}`" for k in kwargs) or "none"] for n, kwargs in table.items()
+        [f"`{s.name}`", s.summary, f"`{s.torch}`", str(s.state), _arguments(s.args)]
+        for s in OPTIMIZERS.values()
     ]
-    return [f"## {title}", "", *_table([what, "keyword arguments"], rows), ""]
+    head = ["`optimizer =`", "what it does", "PyTorch", "state (x weights)", "arguments"]
+    return ["## Optimizers", "", *_table(head, rows), ""]
+
+
+def losses() -> list[str]:
+    rows = [
+        [f"`{r.module}`", f"`{r.function}`" if r.function else "", r.summary, r.targets,
+         f"`{r.torch_module}`", _arguments(r.args)]
+        for r in TRAIN_LOSSES.values()
+    ]  # fmt: skip
+    head = ["`loss =`", "function", "computes", "targets", "PyTorch", "arguments"]
+    return ["## Losses", "", *_table(head, rows), ""]
+
+
+def schedules() -> list[str]:
+    rows = [[f"`{s.name}`", s.summary, _arguments(s.args)] for s in SCHEDULES.values()]
+    head = ["`lr_schedule =`", "learning rate", "arguments"]
+    return ["## Learning-rate schedules", "", *_table(head, rows), ""]
 
 
 def datasets() -> list[str]:
@@ -108,9 +132,9 @@ def reference() -> str:
         HEADER,
         *layers(),
         *functions(),
-        *_named("Optimizers", "`optimizer =`", OPTIMIZERS),
-        *_named("Losses", "`loss =`", LOSSES),
-        *_named("Learning-rate schedules", "`lr_schedule =`", SCHEDULES),
+        *optimizers(),
+        *losses(),
+        *schedules(),
         *datasets(),
     ]
     return "\n".join(parts).rstrip() + "\n"

@@ -16,8 +16,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from tensorloom.catalogue.functions import FUNCTIONS
 from tensorloom.dialects.nml import LOSSES, FuncOp, ModelOp, TensorType
-from tensorloom.passes.resolve_builtins import FUNCTIONS
 from tensorloom.pipeline import compile_file, python_source
 
 PROGRAM = """

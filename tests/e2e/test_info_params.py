@@ -92,7 +92,7 @@ def test_resnet18_has_torchvisions_parameter_count() -> None:
 
 
 def test_every_catalogue_layer_is_covered() -> None:
-    from tensorloom.dialects.layers import LAYERS
+    from tensorloom.catalogue.layers import LAYERS
 
     text = "".join(p.read_text() for p in (ROOT / "tests/e2e/info_programs").iterdir())
     missing = [name for name in LAYERS if f"{name}(" not in text]

@@ -12,7 +12,7 @@
 
 Types and attribute expressions are in `types.py`, structural ops in `ops.py`,
 the functional builtins in `builtins.py` (their shape rules are the helpers of
-`tensorloom/dialects/shapes.py`). See docs/ir.md.
+`tensorloom/catalogue/shapes.py`). See docs/ir.md.
 """
 
 from xdsl.ir import Dialect

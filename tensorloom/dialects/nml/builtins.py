@@ -8,7 +8,7 @@
 Every op here implements `infer_shape(operand_types, unifier)`, returning the result
 type or a `ShapeMismatch`; the shape-inference pass calls it and supplies the
 `Unifier` of symbolic dims. The rules themselves are the plain Python helpers of
-`tensorloom/dialects/shapes.py`, which the layer catalogue shares.
+`tensorloom/catalogue/shapes.py`, which the layer catalogue shares.
 """
 
 from __future__ import annotations
@@ -40,19 +40,8 @@ from xdsl.irdl import (
 )
 from xdsl.utils.exceptions import VerifyException
 
-from tensorloom.dialects.lazy_format import LazyFormatOp
-from tensorloom.dialects.nml.ops import Value
-from tensorloom.dialects.nml.types import (
-    AnyType,
-    Dim,
-    Dims,
-    ListType,
-    NoneValueAttr,
-    SliceAttr,
-    TensorType,
-    TupleType,
-)
-from tensorloom.dialects.shapes import (
+from tensorloom.catalogue.functions import ELEMENTWISE
+from tensorloom.catalogue.shapes import (
     Index,
     Shape,
     ShapeMismatch,
@@ -82,6 +71,18 @@ from tensorloom.dialects.shapes import (
     t_shape,
     transpose_shape,
     unsqueeze_shape,
+)
+from tensorloom.dialects.lazy_format import LazyFormatOp
+from tensorloom.dialects.nml.ops import Value
+from tensorloom.dialects.nml.types import (
+    AnyType,
+    Dim,
+    Dims,
+    ListType,
+    NoneValueAttr,
+    SliceAttr,
+    TensorType,
+    TupleType,
 )
 
 DimsRule = Callable[[Dims], "Shape | ShapeMismatch"]
@@ -149,26 +150,6 @@ def _elementwise(name: str, doc: str) -> type[UnaryOp]:
     cls.__module__ = __name__
     return irdl_op_definition(cls)
 
-
-ELEMENTWISE: dict[str, str] = {
-    "relu": "max(x, 0)",
-    "silu": "x * sigmoid(x)",
-    "tanh": "the hyperbolic tangent",
-    "sigmoid": "1 / (1 + exp(-x))",
-    "neg": "-x",
-    "exp": "e to the x",
-    "log": "the natural logarithm",
-    "sqrt": "the square root",
-    "rsqrt": "1 / sqrt(x)",
-    "abs": "the absolute value",
-    "sin": "the sine",
-    "cos": "the cosine",
-    "detach": "x, cut from the autograd graph",
-    "zeros_like": "zeros of x's shape and dtype",
-    "ones_like": "ones of x's shape and dtype",
-    "randn_like": "standard normal samples of x's shape and dtype",
-}
-"""The elementwise family, generated from this table: name -> what it computes."""
 
 _FAMILY: dict[str, type[UnaryOp]] = {
     name: _elementwise(name, doc) for name, doc in ELEMENTWISE.items()

@@ -28,20 +28,25 @@ from xdsl.ir import Attribute
 from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def
 from xdsl.utils.exceptions import VerifyException
 
+from tensorloom.catalogue.args import REDUCTION
+from tensorloom.catalogue.losses import (
+    FLOATS,
+    FUNCTION_KEYWORDS,
+    FUNCTIONAL_LOSSES,
+    INDICES,
+    INDICES_OR_PROBABILITIES,
+)
+from tensorloom.catalogue.shapes import ShapeMismatch, Unifier, format_shape
 from tensorloom.dialects.nml.builtins import FunctionalOp
 from tensorloom.dialects.nml.ops import Value
 from tensorloom.dialects.nml.types import TensorType
-from tensorloom.dialects.shapes import ShapeMismatch, Unifier, format_shape
 
-REDUCTIONS = ("mean", "sum", "none")
-INDICES = "indices"  # class indices (int64), the input's shape without its class dim
-FLOATS = "floats"  # float targets of the input's shape
-INDICES_OR_PROBABILITIES = "indices or probabilities"
+REDUCTIONS = REDUCTION.choices
 
 
 @dataclass(frozen=True, slots=True)
 class LossSpec:
-    """One functional loss: its PyTorch spelling, its keywords, the targets it takes."""
+    """One functional loss as the op reads it: PyTorch spelling, keywords, targets."""
 
     name: str
     torch: str
@@ -51,20 +56,11 @@ class LossSpec:
 
 
 LOSSES: dict[str, LossSpec] = {
-    spec.name: spec
-    for spec in (
-        LossSpec("cross_entropy", "F.cross_entropy", ("label_smoothing", "ignore_index"),
-                 INDICES_OR_PROBABILITIES, "log-softmax over dim 1, then NLL"),
-        LossSpec("nll", "F.nll_loss", ("ignore_index",), INDICES,
-                 "negative log-likelihood of log-probabilities"),
-        LossSpec("mse", "F.mse_loss", (), FLOATS, "mean squared error"),
-        LossSpec("l1", "F.l1_loss", (), FLOATS, "mean absolute error"),
-        LossSpec("smooth_l1", "F.smooth_l1_loss", ("beta",), FLOATS, "Huber-like L1"),
-        LossSpec("bce_with_logits", "F.binary_cross_entropy_with_logits", (), FLOATS,
-                 "binary cross-entropy of logits"),
-        LossSpec("kl_div", "F.kl_div", ("log_target",), FLOATS,
-                 "KL divergence; the input is log-probabilities"),
+    name: LossSpec(
+        name, record.torch_function or "", FUNCTION_KEYWORDS.get(name, ()), record.targets,
+        record.summary,
     )
+    for name, record in FUNCTIONAL_LOSSES.items()
 }  # fmt: skip
 """Every functional loss a `.tl` function may call, by name."""
 

@@ -94,7 +94,7 @@ def _train(analysis: Analysis, before: str) -> list[Item] | None:
 
 def _arguments(analysis: Analysis, before: str) -> list[Item]:
     """Keyword arguments of the call being written: config overrides, or a layer's parameters."""
-    from tensorloom.dialects.layers import lookup, py_literal
+    from tensorloom.catalogue.layers import lookup, py_literal
 
     callee = _open_callee(before)
     if callee is None:
@@ -130,9 +130,9 @@ def _open_callee(before: str) -> str | None:
 
 
 def _everything(analysis: Analysis) -> list[Item]:
-    from tensorloom.dialects.layers import LAYERS
+    from tensorloom.catalogue.functions import FUNCTIONS
+    from tensorloom.catalogue.layers import LAYERS
     from tensorloom.frontend.tokens import KEYWORDS
-    from tensorloom.passes.resolve_builtins import FUNCTIONS
     from tensorloom.tools.lsp.hover import signature
 
     items = [Item(n, "layer", signature(s).splitlines()[1]) for n, s in LAYERS.items()]

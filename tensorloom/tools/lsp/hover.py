@@ -23,7 +23,7 @@ MAX_ALIASES = 16  # `let a = b`, `let b = c`, ...: how far a hover follows plain
 if TYPE_CHECKING:
     from xdsl.ir import Operation
 
-    from tensorloom.dialects.layers import LayerSpec
+    from tensorloom.catalogue.layers import LayerSpec
     from tensorloom.dialects.nml import FuncOp
     from tensorloom.tools.lsp.document import Analysis
 
@@ -46,7 +46,7 @@ def hover(analysis: Analysis, line: int, col: int) -> tuple[str, Span] | None:
 
 
 def _is_function(name: str) -> bool:
-    from tensorloom.passes.resolve_builtins import FUNCTIONS
+    from tensorloom.catalogue.functions import FUNCTIONS
 
     return name in FUNCTIONS
 
@@ -78,7 +78,7 @@ def _named(analysis: Analysis, name: str, owner: str, line: int, col: int) -> st
 
 
 def _layer(analysis: Analysis, model: ast.ModelDecl, layer: ast.LayerDecl) -> str:
-    from tensorloom.dialects.layers import lookup
+    from tensorloom.catalogue.layers import lookup
 
     parts = [_code(source_text(analysis, layer.span))]
     kind = _callee(layer.ctor)
@@ -108,9 +108,9 @@ def _model(analysis: Analysis, model: ast.ModelDecl) -> str:
 
 def _catalogue(name: str) -> str | None:
     """A layer type, a builtin function or a train setting, from the checker's catalogues."""
-    from tensorloom.dialects.layers import lookup
+    from tensorloom.catalogue.functions import FUNCTIONS
+    from tensorloom.catalogue.layers import lookup
     from tensorloom.passes.check_train import SETTINGS
-    from tensorloom.passes.resolve_builtins import FUNCTIONS
 
     spec = lookup(name)
     if spec is not None:
@@ -126,7 +126,7 @@ def _catalogue(name: str) -> str | None:
 
 def signature(spec: LayerSpec) -> str:
     """`Linear(in_features, out_features, bias=True)  ->  nn.Linear`, and its summary."""
-    from tensorloom.dialects.layers import py_literal
+    from tensorloom.catalogue.layers import py_literal
 
     params = [p.name if p.required else f"{p.name}={py_literal(p.default)}" for p in spec.params]
     text = _code(f"{spec.name}({', '.join(params)})  ->  {spec.torch_class}")
@@ -180,8 +180,8 @@ def _bound_value(analysis: Analysis, root: ast.Module, name: str, value: ast.Exp
 def _parameter(analysis: Analysis, model: ast.ModelDecl | None, name: str,
                where: Span) -> str | None:  # fmt: skip
     """A method parameter's shape: the type of its block argument in the model's IR."""
+    from tensorloom.catalogue.shapes import format_shape
     from tensorloom.dialects.nml import TensorType
-    from tensorloom.dialects.shapes import format_shape
 
     if model is None:
         return None
@@ -232,9 +232,9 @@ def _typed_spans(analysis: Analysis) -> list[tuple[Span, str]]:
 
 
 def _typed(op: Operation, path: str) -> tuple[Span, str] | None:
+    from tensorloom.catalogue.shapes import format_shape
     from tensorloom.diagnostics.ir import span_of
     from tensorloom.dialects.nml import TensorType
-    from tensorloom.dialects.shapes import format_shape
 
     if len(op.results) != 1 or not isinstance(op.results[0].type, TensorType):
         return None

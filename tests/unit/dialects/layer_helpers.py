@@ -9,8 +9,8 @@ import torch
 from torch import nn
 
 from tensorloom.backends.runtime import module_text
-from tensorloom.dialects.layers import BoundLayer, LayerSpec, Value, lookup
-from tensorloom.dialects.shapes import Shape, ShapeMismatch, Unifier
+from tensorloom.catalogue.layers import BoundLayer, LayerSpec, Value, lookup
+from tensorloom.catalogue.shapes import Shape, ShapeMismatch, Unifier
 
 RUNTIME: dict[str, object] = {}
 exec(module_text("attention"), RUNTIME)  # the layers emitted code builds from runtime modules

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tensorloom.dialects.datasets import (
+from tensorloom.catalogue.datasets import (
     DatasetError,
     DatasetInfo,
     lookup_dataset,

@@ -6,8 +6,8 @@ import pytest
 import torch
 from layer_helpers import bind, build, forward
 
-from tensorloom.dialects.layers import SavedTensors, Value
-from tensorloom.dialects.shapes import Unifier
+from tensorloom.catalogue.layers import SavedTensors, Value
+from tensorloom.catalogue.shapes import Unifier
 
 
 def test_linear_flops_by_hand() -> None:

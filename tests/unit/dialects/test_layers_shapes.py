@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from layer_helpers import bind
 
-from tensorloom.dialects.shapes import (
+from tensorloom.catalogue.shapes import (
     ShapeMismatch,
     Slice,
     Unifier,

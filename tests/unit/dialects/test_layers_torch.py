@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from layer_helpers import check_against_torch
 
-from tensorloom.dialects.layers import LAYERS, Value
+from tensorloom.catalogue.layers import LAYERS, Value
 
 torch.manual_seed(0)
 SWEEP = settings(max_examples=100, deadline=None, derandomize=True)

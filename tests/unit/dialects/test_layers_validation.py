@@ -7,7 +7,7 @@ import torch
 from layer_helpers import bind, build, forward
 from torch import nn
 
-from tensorloom.dialects.layers import ArgError, BoundLayer, Value, lookup, suggest
+from tensorloom.catalogue.layers import ArgError, BoundLayer, Value, lookup, suggest
 
 # Each case: PyTorch refuses it, at construction or (where the arguments alone
 # decide it) at the first forward on a well-shaped input.

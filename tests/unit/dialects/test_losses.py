@@ -7,9 +7,9 @@ import torch
 import torch.nn.functional as F
 from xdsl.dialects.builtin import i64
 
+from tensorloom.catalogue.shapes import ShapeMismatch, Unifier
 from tensorloom.dialects.nml import LOSSES, TensorType
 from tensorloom.dialects.nml.losses import loss_shape
-from tensorloom.dialects.shapes import ShapeMismatch, Unifier
 
 FLOAT = TensorType.from_dims
 

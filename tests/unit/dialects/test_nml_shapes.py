@@ -8,9 +8,9 @@ import pytest
 from xdsl.dialects.builtin import IntegerAttr, StringAttr, f64, i64
 from xdsl.ir import Attribute, Block, SSAValue
 
+from tensorloom.catalogue.shapes import ShapeMismatch, Unifier
 from tensorloom.dialects import nml
 from tensorloom.dialects.nml import TensorType
-from tensorloom.dialects.shapes import ShapeMismatch, Unifier
 
 
 def tensor(*dims: int | str | None) -> TensorType:

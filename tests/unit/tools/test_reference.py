@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tensorloom.dialects.layers import LAYERS
-from tensorloom.passes.resolve_builtins import FUNCTIONS
+from tensorloom.catalogue.functions import FUNCTIONS
+from tensorloom.catalogue.layers import LAYERS
 from tensorloom.tools.reference import reference
 
 PAGE = Path(__file__).resolve().parents[3] / "docs" / "reference.md"

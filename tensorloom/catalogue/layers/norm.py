@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from tensorloom.dialects.layers.base import (
+from tensorloom.catalogue.layers.base import (
     BOOL,
     FLOAT,
     INT,
@@ -25,7 +25,7 @@ from tensorloom.dialects.layers.base import (
     req,
     unify_feature,
 )
-from tensorloom.dialects.shapes import Dim, Shape, ShapeMismatch, Unifier, format_shape, mismatch
+from tensorloom.catalogue.shapes import Dim, Shape, ShapeMismatch, Unifier, format_shape, mismatch
 
 _STAT_BYTES = 4  # mean and rstd are fp32 whatever the input dtype
 

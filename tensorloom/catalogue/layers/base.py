@@ -24,8 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
-from tensorloom.diagnostics.core import did_you_mean
-from tensorloom.dialects.shapes import (
+from tensorloom.catalogue.shapes import (
     Dim,
     Shape,
     ShapeMismatch,
@@ -34,6 +33,7 @@ from tensorloom.dialects.shapes import (
     format_shape,
     mismatch,
 )
+from tensorloom.diagnostics.core import did_you_mean
 from tensorloom.escape import py_string
 
 Value = int | float | bool | str | None | list["Value"] | tuple["Value", ...]

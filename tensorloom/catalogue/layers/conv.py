@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from tensorloom.dialects.layers.base import (
+from tensorloom.catalogue.layers.base import (
     BOOL,
     INT,
     ArgError,
@@ -30,7 +30,7 @@ from tensorloom.dialects.layers.base import (
     req,
     unify_feature,
 )
-from tensorloom.dialects.shapes import (
+from tensorloom.catalogue.shapes import (
     Dim,
     Shape,
     ShapeMismatch,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from tensorloom.dialects.layers.base import (
+from tensorloom.catalogue.layers.base import (
     BOOL,
     FLOAT,
     INT,
@@ -28,7 +28,7 @@ from tensorloom.dialects.layers.base import (
     req,
     unify_feature,
 )
-from tensorloom.dialects.shapes import Dim, Shape, ShapeMismatch, Unifier, flatten_shape, mismatch
+from tensorloom.catalogue.shapes import Dim, Shape, ShapeMismatch, Unifier, flatten_shape, mismatch
 
 
 class LinearSpec(LayerSpec):

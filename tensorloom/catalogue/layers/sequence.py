@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from tensorloom.dialects.layers.base import (
+from tensorloom.catalogue.layers.base import (
     BOOL,
     FLOAT,
     INT,
@@ -34,7 +34,7 @@ from tensorloom.dialects.layers.base import (
     req,
     unify_feature,
 )
-from tensorloom.dialects.shapes import Shape, ShapeMismatch, Unifier
+from tensorloom.catalogue.shapes import Shape, ShapeMismatch, Unifier
 
 _CUDNN_RESERVE_PAD = 256
 _MiB = 1 << 20

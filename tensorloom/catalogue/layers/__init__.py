@@ -28,9 +28,8 @@ and layer i+1 its input. Parameters are never counted here.
 
 from __future__ import annotations
 
-from tensorloom.diagnostics.core import did_you_mean
-from tensorloom.dialects.layers import container, conv, dense, norm, parameter, sequence
-from tensorloom.dialects.layers.base import (
+from tensorloom.catalogue.layers import container, conv, dense, norm, parameter, sequence
+from tensorloom.catalogue.layers.base import (
     ArgError,
     BoundLayer,
     CallKind,
@@ -41,6 +40,7 @@ from tensorloom.dialects.layers.base import (
     Value,
     py_literal,
 )
+from tensorloom.diagnostics.core import did_you_mean
 
 __all__ = [
     "LAYERS",

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Protocol
 
-from tensorloom.dialects.layers.base import (
+from tensorloom.catalogue.layers.base import (
     ArgError,
     BoundLayer,
     LayerSpec,
@@ -24,7 +24,7 @@ from tensorloom.dialects.layers.base import (
     Value,
     py_literal,
 )
-from tensorloom.dialects.shapes import Shape, ShapeMismatch, Unifier, concrete
+from tensorloom.catalogue.shapes import Shape, ShapeMismatch, Unifier, concrete
 
 SEQUENTIAL = "Sequential"
 

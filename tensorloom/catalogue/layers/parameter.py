@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tensorloom.dialects.layers.base import (
+from tensorloom.catalogue.layers.base import (
     FLOAT,
     ArgError,
     BoundLayer,
@@ -24,7 +24,7 @@ from tensorloom.dialects.layers.base import (
     numel,
     py_literal,
 )
-from tensorloom.dialects.shapes import Shape, ShapeMismatch, Unifier, mismatch
+from tensorloom.catalogue.shapes import Shape, ShapeMismatch, Unifier, mismatch
 
 PARAMETER = "Parameter"
 INITS = ("zeros", "ones", "normal")

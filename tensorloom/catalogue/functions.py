@@ -1,0 +1,176 @@
+"""Every builtin function or tensor method a forward or a loss fn may call, one record each.
+
+    FUNCTIONS["softmax"]
+    # FunctionSpec(name="softmax", params="x, dim", summary="softmax along `dim`",
+    #              torch="torch.softmax", builder="softmax", method=True)
+
+A record holds the signature and a one-line summary (docs/reference.md is
+generated from them), the PyTorch it lowers to (`torch.exp`, `F.gelu`, or,
+starting with `x.`, a method of the first argument), whether `x.name(...)` is
+accepted as well as `name(x, ...)`, and `builder`: which of resolve-nml's
+builders (tensorloom/passes/resolve_builtins.py) turns a call into its nml op.
+The shape rule is that op's own `infer_shape`. The functional losses come from
+tensorloom/catalogue/losses.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tensorloom.catalogue.losses import FUNCTION_KEYWORDS, FUNCTIONAL_LOSSES
+
+ELEMENTWISE: dict[str, str] = {
+    "relu": "max(x, 0)",
+    "silu": "x * sigmoid(x)",
+    "tanh": "the hyperbolic tangent",
+    "sigmoid": "1 / (1 + exp(-x))",
+    "neg": "-x",
+    "exp": "e to the x",
+    "log": "the natural logarithm",
+    "sqrt": "the square root",
+    "rsqrt": "1 / sqrt(x)",
+    "abs": "the absolute value",
+    "sin": "the sine",
+    "cos": "the cosine",
+    "detach": "x, cut from the autograd graph",
+    "zeros_like": "zeros of x's shape and dtype",
+    "ones_like": "ones of x's shape and dtype",
+    "randn_like": "standard normal samples of x's shape and dtype",
+}
+"""The elementwise family (one nml op each, generated from this table): name -> what it computes."""
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionSpec:
+    """One builtin function: how it is called, what it computes, what PyTorch it becomes."""
+
+    name: str
+    params: str
+    summary: str
+    torch: str
+    builder: str
+    method: bool = True
+
+    @property
+    def signature(self) -> str:
+        return f"{self.name}({self.params})"
+
+
+_UNARY_TORCH = {
+    "relu": "F.relu", "silu": "F.silu", "detach": "x.detach", "zeros_like": "torch.zeros_like",
+    "ones_like": "torch.ones_like", "randn_like": "torch.randn_like",
+}  # fmt: skip
+
+_TABLE: tuple[FunctionSpec, ...] = (
+    *(
+        FunctionSpec(name, "x", doc, _UNARY_TORCH.get(name, f"torch.{name}"), "unary")
+        for name, doc in ELEMENTWISE.items()
+        if name != "neg"
+    ),
+    FunctionSpec("gelu", 'x, approximate="none"', 'GELU, exact or `"tanh"`', "F.gelu", "gelu"),
+    FunctionSpec("clamp", "x, min=none, max=none", "x limited to [min, max]", "x.clamp", "clamp"),
+    FunctionSpec("softmax", "x, dim", "softmax along `dim`", "torch.softmax", "softmax"),
+    FunctionSpec(
+        "log_softmax", "x, dim", "log of softmax along `dim`", "torch.log_softmax", "softmax"
+    ),
+    FunctionSpec(
+        "dropout", "x, p=0.5", "zeroes elements with probability p in training", "F.dropout",
+        "dropout",
+    ),
+    FunctionSpec(
+        "flatten", "x, start_dim=1, end_dim=-1",
+        "dims start..end as one (the method's start_dim is 0)", "x.flatten", "flatten",
+    ),
+    FunctionSpec(
+        "reshape", "x, *shape", "the same elements in a new shape", "x.reshape", "reshape"
+    ),
+    FunctionSpec("view", "x, *shape", "a view in a new shape", "x.view", "reshape"),
+    FunctionSpec("permute", "x, *dims", "the dims in a new order", "x.permute", "permute"),
+    FunctionSpec("transpose", "x, dim0, dim1", "two dims swapped", "x.transpose", "transpose"),
+    FunctionSpec("t", "x", "a matrix transposed (also `x.T`)", "x.t", "transpose_2d"),
+    *(
+        FunctionSpec(name, "x, dim=none, keepdim=false", doc, f"x.{name}", "reduce")
+        for name, doc in (
+            ("mean", "the mean over `dim` (every dim if none)"),
+            ("sum", "the sum over `dim` (every dim if none)"),
+            ("amax", "the maximum over `dim` (every dim if none)"),
+            ("amin", "the minimum over `dim` (every dim if none)"),
+        )
+    ),
+    *(
+        FunctionSpec(name, "x, dim=none, keepdim=false, correction=1", doc, f"x.{name}", "reduce")
+        for name, doc in (
+            ("var", "the variance over `dim`"),
+            ("std", "the standard deviation over `dim`"),
+        )
+    ),
+    FunctionSpec(
+        "cat", "[a, b, ...], dim=0", "tensors joined along `dim`", "torch.cat", "cat", method=False
+    ),
+    FunctionSpec(
+        "concat", "[a, b, ...], dim=0", "the same as `cat`", "torch.cat", "cat", method=False
+    ),
+    FunctionSpec(
+        "stack", "[a, b, ...], dim=0", "equal tensors stacked along a new `dim`", "torch.stack",
+        "cat", method=False,
+    ),
+    FunctionSpec(
+        "split", "x, size_or_sizes, dim=0", "a tuple of pieces along `dim`", "x.split", "split"
+    ),
+    FunctionSpec(
+        "chunk", "x, chunks, dim=0", "a tuple of `chunks` pieces along `dim`", "x.chunk", "split"
+    ),
+    FunctionSpec(
+        "expand", "x, *sizes", "size-1 dims broadcast to `sizes` (-1 keeps one)", "x.expand",
+        "sized",
+    ),
+    FunctionSpec("repeat", "x, *counts", "x tiled `counts` times per dim", "x.repeat", "sized"),
+    FunctionSpec("unsqueeze", "x, dim", "a new dim of size 1 at `dim`", "x.unsqueeze", "unsqueeze"),
+    FunctionSpec(
+        "squeeze", "x, dim=none", "dims of size 1 removed (only `dim` if given)", "x.squeeze",
+        "squeeze",
+    ),
+    FunctionSpec(
+        "normalize", "x, p=2.0, dim=1", "x divided by its p-norm along `dim`", "F.normalize",
+        "normalize",
+    ),
+    FunctionSpec("tril", "x, diagonal=0", "the lower triangle, 0 above", "torch.tril", "triangle"),
+    FunctionSpec("triu", "x, diagonal=0", "the upper triangle, 0 below", "torch.triu", "triangle"),
+    FunctionSpec(
+        "einsum", '"equation", *tensors', "a sum of products named by the equation",
+        "torch.einsum", "einsum", method=False,
+    ),
+    FunctionSpec(
+        "arange", "[start,] end[, step]", "the 1-D range start, start + step, ... < end",
+        "torch.arange", "arange", method=False,
+    ),
+    FunctionSpec(
+        "where", "condition, a, b", "a where condition holds, else b", "torch.where", "where",
+        method=False,
+    ),
+    FunctionSpec(
+        "masked_fill", "x, mask, value", "x with `value` where mask holds", "x.masked_fill",
+        "masked_fill",
+    ),
+    FunctionSpec("matmul", "a, b", "the matrix product (also `a @ b`)", "torch.matmul", "matmul"),
+    FunctionSpec("size", "x, dim", "the size of one dim, an integer", "x.size", "size"),
+    FunctionSpec(
+        "scaled_dot_product_attention",
+        "q, k, v, attn_mask=none, dropout=0.0, causal=false, scale=none",
+        "softmax(q k^T / sqrt(E) + mask) v, fused (flash attention on a GPU)",
+        "F.scaled_dot_product_attention", "attention", method=False,
+    ),
+)  # fmt: skip
+
+_LOSS_TABLE = tuple(
+    FunctionSpec(
+        name,
+        "out, y, reduction=\"mean\"" + "".join(f", {k}=" for k in FUNCTION_KEYWORDS.get(name, ())),
+        f"{loss.summary}; targets: {loss.targets}", loss.torch_function or "", "loss", method=False,
+    )
+    for name, loss in FUNCTIONAL_LOSSES.items()
+)  # fmt: skip
+"""The functional losses of catalogue/losses.py: `cross_entropy(out, y)`, `mse`, ..."""
+
+FUNCTIONS: dict[str, FunctionSpec] = {spec.name: spec for spec in (*_TABLE, *_LOSS_TABLE)}
+"""Every builtin function or tensor method a forward may call, by name."""

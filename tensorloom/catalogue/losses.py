@@ -1,0 +1,83 @@
+"""Every built-in loss, one record each, in both its spellings.
+
+    loss = CrossEntropy(label_smoothing=0.1)          # a train block names the module
+    return cross_entropy(out, y, label_smoothing=0.1)  # a loss fn calls the function
+
+A record holds the train block's name (`CrossEntropy`, emitted as
+`nn.CrossEntropyLoss`), the function's name where a `.tl` loss fn may call it
+(`cross_entropy`, emitted as `F.cross_entropy`), the keyword arguments with their
+ranges, which targets it takes (class indices or floats: the shape rule of the
+`nml.loss` op and check-train's output-against-dataset check read this), and
+`saves`, how many fp32 tensors of the output's size it keeps for backward (tlc
+info's memory budget).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tensorloom.catalogue.args import REDUCTION, Arg, arg_names
+
+INDICES = "indices"  # class indices (int64), the input's shape without its class dim
+FLOATS = "floats"  # float targets of the input's shape
+INDICES_OR_PROBABILITIES = "indices or probabilities"
+
+
+@dataclass(frozen=True, slots=True)
+class LossRecord:
+    module: str
+    function: str | None
+    summary: str
+    targets: str
+    args: tuple[Arg, ...]
+    saves: int
+    torch_function: str | None = None
+
+    @property
+    def torch_module(self) -> str:
+        return f"nn.{self.module}Loss"
+
+    @property
+    def keywords(self) -> tuple[str, ...]:
+        return arg_names(self.args)
+
+
+WEIGHT = Arg("weight", "any")
+IGNORE_INDEX = Arg("ignore_index", "int")
+LABEL_SMOOTHING = Arg("label_smoothing", "float", low=0.0, high=1.0, open_low=False)
+
+LOSS_RECORDS: tuple[LossRecord, ...] = (
+    LossRecord("CrossEntropy", "cross_entropy", "log-softmax over dim 1, then NLL",
+               INDICES_OR_PROBABILITIES, (WEIGHT, IGNORE_INDEX, REDUCTION, LABEL_SMOOTHING), 1,
+               "F.cross_entropy"),
+    LossRecord("NLL", "nll", "negative log-likelihood of log-probabilities", INDICES,
+               (WEIGHT, IGNORE_INDEX, REDUCTION), 0, "F.nll_loss"),
+    LossRecord("MSE", "mse", "mean squared error", FLOATS, (REDUCTION,), 2, "F.mse_loss"),
+    LossRecord("L1", "l1", "mean absolute error", FLOATS, (REDUCTION,), 2, "F.l1_loss"),
+    LossRecord("SmoothL1", "smooth_l1", "Huber-like L1", FLOATS,
+               (REDUCTION, Arg("beta", "float", low=0.0, open_low=False)), 2,
+               "F.smooth_l1_loss"),
+    LossRecord("Huber", None, "squared error near 0, absolute error beyond `delta`", FLOATS,
+               (REDUCTION, Arg("delta", "float", low=0.0)), 2),
+    LossRecord("BCE", None, "binary cross-entropy of probabilities", FLOATS,
+               (WEIGHT, REDUCTION), 2),
+    LossRecord("BCEWithLogits", "bce_with_logits", "binary cross-entropy of logits", FLOATS,
+               (WEIGHT, REDUCTION, Arg("pos_weight", "any")), 2,
+               "F.binary_cross_entropy_with_logits"),
+    LossRecord("KLDiv", "kl_div", "KL divergence; the input is log-probabilities", FLOATS,
+               (REDUCTION, Arg("log_target", "bool")), 2, "F.kl_div"),
+)  # fmt: skip
+
+TRAIN_LOSSES: dict[str, LossRecord] = {r.module: r for r in LOSS_RECORDS}
+"""The losses a train block names (`loss = CrossEntropy`), by module name."""
+
+FUNCTIONAL_LOSSES: dict[str, LossRecord] = {r.function: r for r in LOSS_RECORDS if r.function}
+"""The losses a `.tl` loss fn may call (`cross_entropy(out, y)`), by function name."""
+
+FUNCTION_KEYWORDS: dict[str, tuple[str, ...]] = {
+    "cross_entropy": ("label_smoothing", "ignore_index"),
+    "nll": ("ignore_index",),
+    "smooth_l1": ("beta",),
+    "kl_div": ("log_target",),
+}
+"""Keywords the functional form takes besides `reduction` (the module's `weight` is not one)."""
