@@ -175,9 +175,8 @@ def training_budget(profile: ModelProfile, training: Training) -> MemoryBudget |
     parallel = training.parallel
     sharded = parallel.strategy == "fsdp"
     # FSDP2 pads each parameter's dim 0 to a multiple of N; the padding is left out.
-    weights = math.ceil(profile.params / parallel.world_size) * FP32 if sharded else (
-        profile.params * FP32
-    )
+    shard = math.ceil(profile.params / parallel.world_size) if sharded else profile.params
+    weights = shard * FP32
     optimizer = OPTIMIZERS.get(training.optimizer, OPTIMIZERS["Adam"])
     out_elems = _elements(profile)
     loss = LOSS_SAVES.get(training.loss or "", 0) * out_elems * FP32

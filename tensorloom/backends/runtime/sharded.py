@@ -29,7 +29,7 @@ import random
 import shutil
 import tempfile
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +51,9 @@ class ShardedCheckpointError(Exception):
 # --- sharding ----------------------------------------------------------------------------------
 
 
-def fsdp_units(model: torch.nn.Module, blocks: Sequence[str]) -> list[torch.nn.Module]:
+def fsdp_units(
+    model: torch.nn.Module, blocks: list[str] | tuple[str, ...]
+) -> list[torch.nn.Module]:
     """The submodules named by `blocks`, a layer list (`h`) standing for each of its models."""
     units: list[torch.nn.Module] = []
     for name in blocks:
@@ -65,7 +67,7 @@ def fsdp_units(model: torch.nn.Module, blocks: Sequence[str]) -> list[torch.nn.M
 
 def shard_model(
     model: torch.nn.Module,
-    blocks: Sequence[str],
+    blocks: list[str] | tuple[str, ...],
     *,
     param_dtype: torch.dtype | None = None,
     reduce_dtype: torch.dtype | None = torch.float32,
