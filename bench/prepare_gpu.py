@@ -34,7 +34,7 @@ SUITE_FLAGS = ("--epochs", "--metrics", "--device", "--data-root", "--checkpoint
 class Variant:
     """One emitted script: a program plus extra train-block lines."""
 
-    bench: str  # "lm" or "mlp"
+    bench: str  # "lm", "mlp" or "gpt2"
     name: str  # file stem under bench/generated
     setting: str  # the row label in the report
     program: str  # the .tl under bench/programs
@@ -54,12 +54,23 @@ LM_SETTINGS: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 
+GPT2_SETTINGS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "bf16_eager": ("bf16 eager", ("precision = bf16", "compile = false")),
+    "bf16_compile_default": ("bf16+compile(default)", ("precision = bf16", 'compile = "default"')),
+    "tl_default": ("TensorLoom defaults", ()),
+}
+
+
 def variants() -> list[Variant]:
     lm = [
         Variant("lm", f"transformer_lm_{key}", setting, "transformer_lm.tl", lines)
         for key, (setting, lines) in LM_SETTINGS.items()
     ]
-    return [*lm, Variant("mlp", "mlp_tl_default", "TensorLoom defaults", "mlp.tl", ())]
+    gpt2 = [
+        Variant("gpt2", f"gpt2_{key}", setting, "gpt2.tl", lines)
+        for key, (setting, lines) in GPT2_SETTINGS.items()
+    ]
+    return [*lm, Variant("mlp", "mlp_tl_default", "TensorLoom defaults", "mlp.tl", ()), *gpt2]
 
 
 def with_settings(source: str, lines: tuple[str, ...]) -> str:

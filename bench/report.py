@@ -5,8 +5,10 @@
 Tables: the transformer LM at each setting, hand-written against TensorLoom's
 emitted script and Lightning (ratios to hand-written); every LM run's speedup
 over hand-written fp32 eager; the MLP's epoch time against the DataLoader loop;
-then the runs that failed or were skipped. Only figures present in the input
-are printed: a missing run is a dash, never an estimate.
+GPT-2 124M's ms/step, tokens/s, peak memory and MFU (hand-written nanoGPT against
+the emitted script, with the candidates measured on the hand-written model); then
+the runs that failed or were skipped. Only figures present in the input are
+printed: a missing run is a dash, never an estimate.
 """
 
 from __future__ import annotations
@@ -140,6 +142,64 @@ def mlp_table(records: list[Record]) -> str:
     return table(header, rows)
 
 
+# nanoGPT's `estimate_mfu`: 6N + 12 L H Q T flops per token, N without the position table
+GPT2_PARAMS_NON_EMBEDDING = 124_439_808 - 1024 * 768
+GPT2_FLOPS_PER_TOKEN = 6 * GPT2_PARAMS_NON_EMBEDDING + 12 * 12 * 12 * 64 * 1024
+DATASHEET_TFLOPS = 989.0  # H200 dense bf16
+GPT2_STEPS_PER_EPOCH = 25
+
+
+def mfu(tokens_per_s: float | None, tflops: float | None) -> str:
+    if tokens_per_s is None or not tflops:
+        return DASH
+    return f"{100 * GPT2_FLOPS_PER_TOKEN * tokens_per_s / (tflops * 1e12):.1f}%"
+
+
+def epoch_means(record: Record | None) -> list[float] | None:
+    """A run's loss per 25-step epoch: the emitted script's records, or the hand-written
+    loop's per-step losses averaged the same way."""
+    if record is None:
+        return None
+    if isinstance(record.get("train_losses"), list):
+        return [float(v) for v in record["train_losses"]]
+    losses = record.get("losses")
+    if not isinstance(losses, list) or not losses:
+        return None
+    n = GPT2_STEPS_PER_EPOCH
+    return [sum(losses[i : i + n]) / len(losses[i : i + n]) for i in range(0, len(losses), n)]
+
+
+def loss_gap(a: Record | None, b: Record | None) -> str:
+    ea, eb = epoch_means(a), epoch_means(b)
+    if not ea or not eb or len(ea) != len(eb):
+        return DASH
+    return f"{max(abs(x - y) for x, y in zip(ea, eb, strict=True)):.4f}"
+
+
+def gpt2_table(records: list[Record]) -> str:
+    env = next((r for r in records if r.get("kind") == "env"), {})
+    measured = field(env, "matmul_tflops")
+    header = ["setting", "implementation", "ms/step", "tok/s", "peak GiB", "MFU (989)",
+              f"MFU (measured {measured or 0:.0f})", "TL / hand-written",
+              "loss per epoch, max gap"]  # fmt: skip
+    base = find(records, "gpt2", "handwritten", "bf16+compile(default)")
+    rows: list[list[str]] = []
+    for setting in settings_of(records, "gpt2"):
+        hand = find(records, "gpt2", "handwritten", setting)
+        reference = hand if hand is not None else base
+        for impl in ("handwritten", "tensorloom"):
+            r = find(records, "gpt2", impl, setting)
+            if r is None:
+                continue
+            tok = field(r, "tokens_per_s")
+            versus = ratio(tok, field(reference, "tokens_per_s")) if impl == "tensorloom" else ""
+            gap = loss_gap(r, reference) if impl == "tensorloom" else ""
+            rows.append([setting, IMPL_NAMES[impl], ms(field(r, "ms_per_step")), rate(tok),
+                         gib(field(r, "peak_mem_bytes")), mfu(tok, DATASHEET_TFLOPS),
+                         mfu(tok, measured), versus, gap])  # fmt: skip
+    return table(header, rows)
+
+
 def problems(records: list[Record]) -> list[str]:
     lines: list[str] = []
     for r in records:
@@ -156,7 +216,8 @@ def environment(records: list[Record]) -> str:
     env = next((r for r in records if r.get("kind") == "env"), None)
     if env is None:
         return ""
-    keys = ("date", "device", "torch", "cuda", "triton", "lightning", "python", "compiler")
+    keys = ("date", "device", "torch", "cuda", "triton", "lightning", "python", "compiler",
+            "matmul_tflops")  # fmt: skip
     return "; ".join(f"{k} {env[k]}" for k in keys if env.get(k) is not None)
 
 
@@ -170,6 +231,12 @@ def render(records: list[Record]) -> str:
         "### MNIST-sized MLP (784-256-64-10, 60,000 samples, batch 128): epoch time",
         mlp_table(records),
     ]
+    if any(r.get("bench") == "gpt2" for r in records):
+        parts += [
+            "### GPT-2 124M (B=16, T=1024): the hand-written loop against the emitted script "
+            "(TensorLoom defaults against hand-written compile(default))",
+            gpt2_table(records),
+        ]
     issues = problems(records)
     if issues:
         parts += ["### Runs that failed or were skipped", "\n".join(issues)]

@@ -59,6 +59,25 @@ class Block(nn.Module):
         return x + self.mlp(self.ln_2(x))
 
 
+def init_weights(model: nn.Module, n_layer: int) -> None:
+    """nanoGPT's initialisation, in its order: normal(0, 0.02) weights, zero biases, the
+    residual projections (`c_proj`) at 0.02 / sqrt(2 n_layer). bench/run_emitted.py applies
+    it to TensorLoom's emitted `GPT` too (same module tree), so both start from one init."""
+    model.apply(_init_module)
+    for name, p in model.named_parameters():
+        if name.endswith("c_proj.weight"):
+            nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * n_layer))
+
+
+def _init_module(module: nn.Module) -> None:
+    if isinstance(module, nn.Linear):
+        nn.init.normal_(module.weight, mean=0.0, std=0.02)
+        if module.bias is not None:
+            nn.init.zeros_(module.bias)
+    elif isinstance(module, nn.Embedding):
+        nn.init.normal_(module.weight, mean=0.0, std=0.02)
+
+
 class GPT(nn.Module):
     def __init__(
         self,
@@ -74,26 +93,49 @@ class GPT(nn.Module):
         self.drop = nn.Dropout(0.0)
         self.h = nn.ModuleList([Block(n_embd, n_head) for _ in range(n_layer)])
         self.ln_f = nn.LayerNorm(n_embd)
-        self.apply(self._init_weights)
-        for name, p in self.named_parameters():
-            if name.endswith("c_proj.weight"):
-                nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * n_layer))
+        init_weights(self, n_layer)
 
-    @staticmethod
-    def _init_weights(module: nn.Module) -> None:
-        if isinstance(module, nn.Linear):
-            nn.init.normal_(module.weight, mean=0.0, std=0.02)
-            if module.bias is not None:
-                nn.init.zeros_(module.bias)
-        elif isinstance(module, nn.Embedding):
-            nn.init.normal_(module.weight, mean=0.0, std=0.02)
-
-    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, idx: torch.Tensor, targets: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """The logits; with `targets`, the mean cross-entropy instead (nanoGPT's loss,
+        computed inside `forward` so that torch.compile sees it with the model)."""
         pos = torch.arange(idx.size(1), device=idx.device)
         x = self.drop(self.wte(idx) + self.wpe(pos))
         for block in self.h:
             x = block(x)
-        return self.ln_f(x) @ self.wte.weight.T  # nanoGPT's lm_head, tied to wte
+        x = self.ln_f(x)
+        if targets is None:
+            return x @ self.wte.weight.T  # nanoGPT's lm_head, tied to wte
+        return self.loss(x, targets)
+
+    def loss(self, x: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        logits = x @ self.wte.weight.T
+        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.reshape(-1))
+
+
+class PaddedGPT(GPT):
+    """A candidate (not nanoGPT's reference): the tied head's matmul over a vocabulary padded
+    to a multiple of 64 (50,304), the padded columns dropped before the loss, so the loss is
+    the 50,257-way one. The embedding gains 47 rows that no token reads."""
+
+    def __init__(self, vocab_size: int = 50257, **kwargs: int) -> None:
+        super().__init__(vocab_size=-(-vocab_size // 64) * 64, **kwargs)
+        self.vocab = vocab_size
+
+    def loss(self, x: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        logits = (x @ self.wte.weight.T)[..., : self.vocab]
+        return F.cross_entropy(logits.reshape(-1, self.vocab), targets.reshape(-1))
+
+
+class ChunkedLossGPT(GPT):
+    """A candidate: the tied head and the loss in row chunks (tensorloom's runtime
+    `linear_cross_entropy`), never holding the [B*T, vocab] logits."""
+
+    def loss(self, x: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        from linear_ce import linear_cross_entropy
+
+        return linear_cross_entropy(x.flatten(0, 1), self.wte.weight, targets.reshape(-1))
 
 
 def configure_optimizer(

@@ -63,8 +63,7 @@ def main(argv: list[str] | None = None) -> None:
     pl.seed_everything(0, verbose=False)
     cfg = LMConfig(
         vocab=args.vocab, d_model=args.d_model, n_heads=args.heads, n_layers=args.layers,
-        seq_len=args.seq_len, dropout=args.dropout, causal=not args.no_causal,
-        positions=not args.no_pos_emb,
+        seq_len=args.seq_len, dropout=args.dropout,
     )  # fmt: skip
     on_cuda = args.device != "cpu" and torch.cuda.is_available()
     module = lightning_module(pl, cfg, args.compile, fused=on_cuda)

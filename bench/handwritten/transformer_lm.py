@@ -40,8 +40,6 @@ class LMConfig:
     n_layers: int = 6
     seq_len: int = 256
     dropout: float = 0.1
-    causal: bool = True
-    positions: bool = True
 
 
 class Block(nn.Module):
@@ -57,40 +55,33 @@ class Block(nn.Module):
         self.fc1 = nn.Linear(cfg.d_model, 4 * cfg.d_model)
         self.fc2 = nn.Linear(4 * cfg.d_model, cfg.d_model)
         self.dropout = nn.Dropout(cfg.dropout)
-        self.causal = cfg.causal
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         h = self.norm1(x)
-        h, _ = self.attention(h, h, h, attn_mask=mask, is_causal=self.causal, need_weights=False)
+        # need_weights=False and is_causal: PyTorch drops the mask and runs causal SDPA (flash)
+        h, _ = self.attention(h, h, h, attn_mask=mask, is_causal=True, need_weights=False)
         x = x + self.dropout(h)
         h = self.fc2(F.gelu(self.fc1(self.norm2(x))))
         return x + self.dropout(h)
 
 
 class TransformerLM(nn.Module):
-    """Token and learned position embeddings, `n_layers` blocks, a final norm and a head.
-
-    `causal=False, positions=False` is the model TensorLoom's `MultiHeadAttention`
-    and `Embedding` express (bidirectional self-attention, no position table): the
-    GPU suite runs that variant against the emitted script, so both train the same
-    model.
-    """
+    """Token and learned position embeddings, `n_layers` causal blocks, a final norm and a
+    head: the model of bench/programs/transformer_lm.tl."""
 
     def __init__(self, cfg: LMConfig) -> None:
         super().__init__()
         self.token_emb = nn.Embedding(cfg.vocab, cfg.d_model)
-        self.pos_emb = nn.Embedding(cfg.seq_len, cfg.d_model) if cfg.positions else None
+        self.pos_emb = nn.Embedding(cfg.seq_len, cfg.d_model)
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
         self.norm = nn.LayerNorm(cfg.d_model)
         self.head = nn.Linear(cfg.d_model, cfg.vocab)
-        mask = nn.Transformer.generate_square_subsequent_mask(cfg.seq_len) if cfg.causal else None
+        mask = nn.Transformer.generate_square_subsequent_mask(cfg.seq_len)
         self.register_buffer("mask", mask, persistent=False)
         self.register_buffer("positions", torch.arange(cfg.seq_len), persistent=False)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        x = self.token_emb(tokens)
-        if self.pos_emb is not None:
-            x = x + self.pos_emb(self.positions)
+        x = self.token_emb(tokens) + self.pos_emb(self.positions)
         for block in self.blocks:
             x = block(x, self.mask)
         return self.head(self.norm(x))
@@ -140,9 +131,7 @@ def mode_label(precision: str, compile_mode: str) -> str:
 
 
 def model_label(cfg: LMConfig) -> str:
-    attention = "causal" if cfg.causal else "bidirectional"
-    positions = "learned positions" if cfg.positions else "no positions"
-    return f"{cfg.n_layers}x d={cfg.d_model} h={cfg.n_heads}, {attention}, {positions}"
+    return f"{cfg.n_layers}x d={cfg.d_model} h={cfg.n_heads}, causal, learned positions"
 
 
 def cycle(batches: list[tuple[torch.Tensor, torch.Tensor]]) -> Iterator[tuple[torch.Tensor, ...]]:
@@ -162,8 +151,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--layers", type=int, default=6)
     p.add_argument("--vocab", type=int, default=8192)
     p.add_argument("--dropout", type=float, default=0.1)
-    p.add_argument("--no-causal", action="store_true", help="full (not causal) attention")
-    p.add_argument("--no-pos-emb", action="store_true", help="no learned position embedding")
     p.add_argument("--warmup", type=int, default=30, help="untimed steps (compilation)")
     p.add_argument("--steps", type=int, default=100, help="timed steps")
     p.add_argument("--name", default="handwritten_lm")
@@ -176,8 +163,7 @@ def main(argv: list[str] | None = None) -> None:
     device = resolve_device(args.device)
     cfg = LMConfig(
         vocab=args.vocab, d_model=args.d_model, n_heads=args.heads, n_layers=args.layers,
-        seq_len=args.seq_len, dropout=args.dropout, causal=not args.no_causal,
-        positions=not args.no_pos_emb,
+        seq_len=args.seq_len, dropout=args.dropout,
     )  # fmt: skip
     model = TransformerLM(cfg).to(device)
     n_params = sum(p.numel() for p in model.parameters())

@@ -14,7 +14,14 @@ Assumptions (docs/info.md says more):
   backward (2 bytes per such parameter).
 - The loss saves its fp32 log-probabilities (CrossEntropy) or its inputs
   (regression losses); backward starts with the gradient of the largest
-  tensor twice over (incoming and outgoing).
+  tensor twice over (incoming and outgoing). Under AMP the loss runs on an fp32
+  copy of the output, so the fp16/bf16 output itself is freed before backward
+  (GPT-2 at B=16 in bf16 on an H200: 14.5 GiB measured, 1.5 GiB of bf16 logits
+  fewer than the sum with it; bench/RESULTS.md).
+- `compiled_peak` is the same step under torch.compile: inductor fuses the loss
+  into the forward and backward, so no fp32 copy of the output exists; the
+  output (in the step's precision) is saved for backward and its gradient is
+  the backward's largest new tensor. Activations are taken as eager's.
 - The step's peak is the larger of two moments: the start of backward (all
   activations alive, no gradients yet: `zero_grad` sets them to None) and the
   optimizer step (gradients, state and temporaries, activations freed).
@@ -115,6 +122,7 @@ class MemoryBudget:
     scratch: int
     step_temporaries: int
     output: int
+    output_in_backward: int  # 0 under AMP with a loss: autocast's fp32 copy replaces it
     workspace: int
     cuda_context: int
     checkpointing: bool
@@ -130,7 +138,7 @@ class MemoryBudget:
             "weights": self.weights,
             "gradients": self.gradients,
             "optimizer state": self.optimizer_state,
-            "activations": act + self.weight_casts + self.loss + self.output,
+            "activations": act + self.weight_casts + self.loss + self.output_in_backward,
             "workspace": self.workspace + self.scratch,
             "cuda context": self.cuda_context,
         }
@@ -143,9 +151,18 @@ class MemoryBudget:
     @property
     def backward_peak(self) -> int:
         act = self.activations_checkpointed if self.checkpointing else self.activations
-        live = act + self.weight_casts + self.loss + self.output + self.backward_working
-        live += self.scratch + self.gathered + self.comm_buffers
+        live = act + self.weight_casts + self.loss + self.output_in_backward
+        live += self.backward_working + self.scratch + self.gathered + self.comm_buffers
         return self.weights + self.optimizer_state + live
+
+    @property
+    def compiled_peak(self) -> int:
+        """The predicted peak under torch.compile: the loss fused, no fp32 copy of the output;
+        the output saved for backward and its gradient alive at once."""
+        act = self.activations_checkpointed if self.checkpointing else self.activations
+        live = act + self.weight_casts + 2 * self.output + self.scratch
+        backward = self.weights + self.optimizer_state + live
+        return max(backward, self.step_peak) + self.workspace
 
     @property
     def step_peak(self) -> int:
@@ -195,6 +212,7 @@ def training_budget(profile: ModelProfile, training: Training) -> MemoryBudget |
         scratch=profile.scratch_bytes,
         step_temporaries=optimizer.temporaries * weights,
         output=profile.output_bytes,
+        output_in_backward=0 if amp and training.loss else profile.output_bytes,
         workspace=WORKSPACE_BYTES,
         cuda_context=CUDA_CONTEXT_BYTES,
         checkpointing=training.checkpointing,

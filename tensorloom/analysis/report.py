@@ -280,6 +280,7 @@ def budget_json(budget: MemoryBudget | None, request: InfoRequest) -> dict[str, 
         "scratch": budget.scratch,
         "step_temporaries": budget.step_temporaries,
         "output": budget.output,
+        "output_in_backward": budget.output_in_backward,
         "workspace": budget.workspace,
         "cuda_context": budget.cuda_context,
         "gathered": budget.gathered,
@@ -287,6 +288,7 @@ def budget_json(budget: MemoryBudget | None, request: InfoRequest) -> dict[str, 
         "backward_peak": budget.backward_peak + budget.workspace,
         "step_peak": budget.step_peak + budget.workspace,
         "peak": budget.peak,
+        "compiled_peak": budget.compiled_peak,
         "total": budget.total,
         "dominant": budget.dominant(),
         "fits": None if request.gpu_memory is None else budget.total <= request.gpu_memory,
@@ -360,6 +362,7 @@ def budget_lines(budget: MemoryBudget, request: InfoRequest) -> list[str]:
         f"  with activation checkpointing: activations {_bytes(budget.activations_checkpointed)}",
         f"  predicted peak (allocator) {_bytes(budget.peak)}, with the CUDA context "
         f"{_bytes(budget.total)}",
+        f"  under torch.compile (the loss fused): peak {_bytes(budget.compiled_peak)}",
     ]
     if request.gpu_memory is not None and budget.total > request.gpu_memory:
         lines.append(

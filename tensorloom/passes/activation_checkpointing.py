@@ -20,7 +20,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from tensorloom.dialects import nml, train
-from tensorloom.passes.model_env import layers_of, models_of
+from tensorloom.passes.model_env import layers_of, lookup_symbol, models_of
 from tensorloom.passes.train_values import add_marker, has_marker, loops_of, setting_value
 
 
@@ -37,10 +37,7 @@ def checkpointed_layers(module: ModuleOp, instance_name: str) -> list[str]:
 
 
 def _instance(module: ModuleOp, name: str) -> nml.InstanceOp | None:
-    return next(
-        (o for o in module.walk() if isinstance(o, nml.InstanceOp) and o.sym_name.data == name),
-        None,
-    )
+    return lookup_symbol(module, name, nml.InstanceOp)
 
 
 def insert_activation_checkpoints(module: ModuleOp, loop: train.LoopOp) -> None:

@@ -62,9 +62,10 @@ from tensorloom.passes.model_env import (
     evaluate,
     evaluate_kwargs,
     forward_of,
+    lookup_symbol,
     models_of,
 )
-from tensorloom.passes.shape_inference import infer_instantiation, instance_of
+from tensorloom.passes.shape_inference import MODEL_OUTPUT
 from tensorloom.source import Span
 
 
@@ -376,15 +377,7 @@ class LoopChecker:
     # --- dataset ----------------------------------------------------------------------
 
     def _dataset(self) -> DatasetInfo | None:
-        name = self.loop.data.root_reference.data
-        op = next(
-            (
-                o
-                for o in self.module.walk()
-                if isinstance(o, train.DatasetOp) and o.sym_name.data == name
-            ),
-            None,
-        )
+        op = lookup_symbol(self.module, self.loop.data, train.DatasetOp)
         if op is None:
             return None
         options = evaluate_kwargs(op.options.data, {})
@@ -436,15 +429,7 @@ class LoopChecker:
         return True
 
     def _instance(self) -> InstanceOp | None:
-        name = self.loop.model.root_reference.data
-        return next(
-            (
-                o
-                for o in self.module.walk()
-                if isinstance(o, InstanceOp) and o.sym_name.data == name
-            ),
-            None,
-        )
+        return lookup_symbol(self.module, self.loop.model, InstanceOp)
 
     def _metrics(self, info: DatasetInfo | None, instance: InstanceOp | None) -> None:
         op = self.loop.settings().get("metrics")
@@ -466,27 +451,15 @@ class LoopChecker:
                 checked.add(func)
 
     def _output_type(self, instance: InstanceOp) -> Attribute | None:
-        """The model's output type on this loop's data, symbols resolved."""
-        models = models_of(self.module)
-        inst = instance_of(instance, models, self.loop, self.module)
-        done = infer_instantiation(inst, models, quiet=True) if inst is not None else None
-        if done is None:
-            return None
-        result = done.output
-        if not isinstance(result, TensorType) or result.dims is None:
-            return result
-        return result.with_dims(done.inference.unifier.resolve_shape(result.dims))
+        """The model's output type on this loop's data, symbols resolved: what
+        `shape-inference` wrote on the loop (`model_output`)."""
+        return self.loop.attributes.get(MODEL_OUTPUT)
 
     def _output(self, instance: InstanceOp) -> tuple[Dim, ...] | None:
-        models = models_of(self.module)
-        inst = instance_of(instance, models, self.loop, self.module)
-        done = infer_instantiation(inst, models, quiet=True) if inst is not None else None
-        if done is None:
-            return None
-        result = done.output
+        result = self._output_type(instance)
         if not isinstance(result, TensorType) or result.dims is None:
             return None
-        return done.inference.unifier.resolve_shape(result.dims)
+        return result.dims
 
     def _classes(self, output: tuple[Dim, ...], info: DatasetInfo, loss: str) -> None:
         if not output:

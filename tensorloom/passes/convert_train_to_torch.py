@@ -39,7 +39,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -51,7 +51,7 @@ from tensorloom.dialects import torch as t
 from tensorloom.escape import py_string
 from tensorloom.passes.convert_nml_to_torch import attr_source, script_of
 from tensorloom.passes.loss_functions import Metric, MetricProblem, metrics_of
-from tensorloom.passes.model_env import CallValue, Evaluated, evaluate_kwargs
+from tensorloom.passes.model_env import CallValue, Evaluated, evaluate_kwargs, lookup_symbol
 from tensorloom.passes.script_statements import lower_statements
 from tensorloom.passes.train_script import (
     GUARD,
@@ -75,11 +75,7 @@ DEFAULT_LR = {"Adagrad": "0.01", "RMSprop": "0.01", "Adadelta": "1.0", "Adamax":
 
 
 def _find(module: ModuleOp, kind: type[Operation], name: str) -> Operation | None:
-    for op in module.walk():
-        symbol = op.properties.get("sym_name")
-        if isinstance(op, kind) and isinstance(symbol, StringAttr) and symbol.data == name:
-            return op
-    return None
+    return lookup_symbol(module, name, kind)
 
 
 def _marker(loop: train.LoopOp, kind: type[Operation]) -> Operation | None:

@@ -11,12 +11,15 @@ as they are. It runs in the train stage because it needs the nml models, which
 `convert-nml-to-torch` replaces.
 
 Steps:
-1. One sample's shape: the forward's annotated input (`x: Tensor[B, 784]`), else
-   what the first layer applied to the input expects (`Linear(784, ...)` takes
-   [784], `LayerNorm(512)` [T, 512], `Conv2d(3, ...)` [3, 32, 32]), looking into
-   a nested model when that comes first. A free length `T` is `SEQUENCE_LENGTH`.
-2. Shape inference of the instance with that input gives the output: [B, C] is
-   C classes per sample; [B, T, C] is C classes per token.
+1. One sample's shape (`synthetic_sample`, which `shape-inference` calls): the
+   forward's annotated input (`x: Tensor[B, 784]`), else what the first layer
+   applied to the input expects (`Linear(784, ...)` takes [784], `LayerNorm(512)`
+   [T, 512], `Conv2d(3, ...)` [3, 32, 32]), looking into a nested model when that
+   comes first. A free length `T` is `SEQUENCE_LENGTH`.
+2. `shape-inference` infers the instance on a batch of such samples and writes
+   the sample and the output type on the loop (`synthetic_sample`,
+   `synthetic_output`); this pass reads them, infers nothing: an output [B, C]
+   is C classes per sample; [B, T, C] is C classes per token.
 """
 
 from __future__ import annotations
@@ -35,11 +38,10 @@ from tensorloom.passes.model_env import (
     bind_layer,
     forward_of,
     layers_of,
+    lookup_symbol,
     model_env,
-    models_of,
     nested_overrides,
 )
-from tensorloom.passes.shape_inference import infer_instantiation, instance_of
 
 SEQUENCE_LENGTH = 16
 IMAGE_SIDE = {"Conv1d": (64,), "Conv2d": (32, 32), "Conv3d": (8, 16, 16)}
@@ -52,20 +54,23 @@ class SyntheticShapes:
     per_token_length: int | None  # the output is [B, T, C]: one class per token
 
 
-def synthetic_shapes(module: ModuleOp, instance: nml.InstanceOp) -> SyntheticShapes | None:
-    models = models_of(module)
-    inst = instance_of(instance, models, None, module)
-    if inst is None:
+def synthetic_shapes(loop: train.LoopOp) -> SyntheticShapes | None:
+    """What `shape-inference` found the loop's model takes and gives on synthetic samples."""
+    sample = loop.attributes.get("synthetic_sample")
+    output = loop.attributes.get("synthetic_output")
+    if not isinstance(sample, ArrayAttr) or not isinstance(output, TensorType):
         return None
-    sample = _sample_shape(inst.model, inst.env, models, depth=0)
-    if sample is None:
+    if output.dims is None:
         return None
-    inst.inputs = [TensorType.from_dims(["B", *sample])]
-    done = infer_instantiation(inst, models, quiet=True)
-    output = done.output if done is not None else None
-    if not isinstance(output, TensorType) or output.dims is None:
-        return None
-    return _classes(sample, done.inference.unifier.resolve_shape(output.dims))  # type: ignore[union-attr]
+    dims = tuple(d.value.data for d in sample.data if isinstance(d, IntegerAttr))
+    return _classes(dims, output.dims)
+
+
+def synthetic_sample(
+    model: nml.ModelOp, env: Env, models: dict[str, nml.ModelOp]
+) -> tuple[int, ...] | None:
+    """Step 1: the shape of one sample the model takes, if its input says it."""
+    return _sample_shape(model, env, models, depth=0)
 
 
 def _classes(sample: tuple[int, ...], output: tuple[object, ...]) -> SyntheticShapes | None:
@@ -131,28 +136,14 @@ def _int(value: int) -> IntegerAttr:
     return IntegerAttr(value, i64)
 
 
-def _dataset(module: ModuleOp, name: str) -> train.DatasetOp | None:
-    return next(
-        (o for o in module.walk() if isinstance(o, train.DatasetOp) and o.sym_name.data == name),
-        None,
-    )
-
-
-def _instance(module: ModuleOp, name: str) -> nml.InstanceOp | None:
-    return next(
-        (o for o in module.walk() if isinstance(o, nml.InstanceOp) and o.sym_name.data == name),
-        None,
-    )
-
-
 def fill_synthetic(module: ModuleOp, loop: train.LoopOp) -> None:
-    data = _dataset(module, loop.data.root_reference.data)
-    instance = _instance(module, loop.model.root_reference.data)
+    data = lookup_symbol(module, loop.data, train.DatasetOp)
+    instance = lookup_symbol(module, loop.model, nml.InstanceOp)
     if data is None or instance is None or data.source is not None:
         return
     if "sample_shape" in data.options.data or "num_classes" in data.options.data:
         return  # the user said what the samples look like
-    shapes = synthetic_shapes(module, instance)
+    shapes = synthetic_shapes(loop)
     if shapes is None:
         return
     options: dict[str, Attribute] = dict(data.options.data)

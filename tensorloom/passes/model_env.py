@@ -21,6 +21,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -29,8 +30,10 @@ from xdsl.dialects.builtin import (
     IntegerType,
     ModuleOp,
     StringAttr,
+    SymbolRefAttr,
 )
 from xdsl.ir import Attribute, Operation
+from xdsl.traits import SymbolOpInterface, SymbolTable
 
 from tensorloom.catalogue.layers import BoundLayer, lookup
 from tensorloom.catalogue.layers.base import Value
@@ -163,25 +166,54 @@ def _evaluate_expr(attr: ExprAttr, env: Mapping[str, Value]) -> Evaluated | Eval
 # --- symbols -------------------------------------------------------------------------------
 
 
+# Symbols are found through xDSL's `SymbolTable` trait (the module, each `nml.model`)
+# and `SymbolOpInterface` (every op with a `sym_name`), as MLIR does: `lookup_symbol`
+# for one name (xDSL's `SymbolTable.lookup_symbol`); `symbols` for a table's whole
+# index, built once where a pass looks up many names in one table (MLIR's
+# `SymbolTable` class).
+
+SymbolOp = TypeVar("SymbolOp", bound=Operation)
+
+
+def lookup_symbol(
+    table: Operation, name: str | StringAttr | SymbolRefAttr, kind: type[SymbolOp]
+) -> SymbolOp | None:
+    """The symbol `name` of the nearest symbol table around `table`, if it is a `kind`."""
+    found = SymbolTable.lookup_symbol(table, name)
+    return found if isinstance(found, kind) else None
+
+
+def symbols(table: Operation, kind: type[SymbolOp]) -> dict[str, SymbolOp]:
+    """Every symbol of type `kind` that the symbol table `table` defines, by name."""
+    assert table.has_trait(SymbolTable), f"{table.name} is not a symbol table"
+    found: dict[str, SymbolOp] = {}
+    for op in table.regions[0].block.ops:
+        trait = op.get_trait(SymbolOpInterface)
+        name = trait.get_sym_attr_name(op) if trait is not None else None
+        if name is not None and isinstance(op, kind):
+            found[name.data] = op
+    return found
+
+
 def models_of(module: ModuleOp) -> dict[str, ModelOp]:
     """Every model in the module (imported ones included), by name."""
-    return {op.sym_name.data: op for op in module.walk() if isinstance(op, ModelOp)}
+    return symbols(module, ModelOp)
 
 
 def configs_of(model: ModelOp) -> dict[str, ConfigOp]:
-    return {op.sym_name.data: op for op in model.body.block.ops if isinstance(op, ConfigOp)}
+    return symbols(model, ConfigOp)
 
 
 def layers_of(model: ModelOp) -> dict[str, LayerOp]:
-    return {op.sym_name.data: op for op in model.body.block.ops if isinstance(op, LayerOp)}
+    return symbols(model, LayerOp)
 
 
 def methods_of(model: ModelOp) -> dict[str, FuncOp]:
-    return {op.sym_name.data: op for op in model.body.block.ops if isinstance(op, FuncOp)}
+    return symbols(model, FuncOp)
 
 
 def forward_of(model: ModelOp) -> FuncOp | None:
-    return methods_of(model).get("forward")
+    return lookup_symbol(model, "forward", FuncOp)
 
 
 def enclosing_model(op: Operation) -> ModelOp | None:

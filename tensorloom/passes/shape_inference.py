@@ -5,8 +5,12 @@
     }
 
 becomes `%0 = nml.apply @fc1(%x) : (!nml.tensor<[B, 784], f32>) -> !nml.tensor<[B, 256], f32>`
-and a forward's return type is set. The pass knows no op by name: each builtin
-op brings its own `infer_shape`, each layer its catalogue rule.
+and a forward's return type is set. The pass knows no op by name: each op's
+shape trait (tensorloom/dialects/nml/shape_trait.py) says how its result types
+follow from its operands': `FromOperands` for the builtins (the op's own rule),
+`FromInstantiation(rule)` for the ops whose types depend on what they name in
+the instantiation (a layer's catalogue rule, a nested model's forward, a loop's
+iterations), applied by the rule of that name here.
 
 Algorithm:
 
@@ -20,21 +24,24 @@ Algorithm:
    a dataset that disagree are an error.
 3. Give each instantiation a fresh `Unifier`, so `B` or `T` means one size
    within it and nothing across instantiations.
-4. Walk the forward's ops in order and compute each result's type: a builtin
-   op by its own `infer_shape`; `nml.apply` of a catalogue layer by the
-   catalogue's rule for the layer bound under the config; `nml.apply` of a
-   model, or a call of another method, by steps 4-5 on that forward; any other
-   op keeps its type.
+4. Walk the forward's ops in order and compute each result's type by the op's
+   shape trait; `nml.apply` of a model, or a call of another method, by steps
+   4-5 on that forward; an op without a trait keeps its type.
 5. Report a failed rule at the op (the pipe stage or call), with a label at the
    layer's declaration and the shape that came in; the result becomes unknown
    so that one mistake is reported once.
-6. Write the types of the first instantiation of each model (the one a train
-   loop uses first) back into the IR, symbols resolved through its unifier.
+6. Write the results into the IR: the types of the first instantiation of each
+   model (the one a train loop uses first), symbols resolved through its
+   unifier, each value replaced through xDSL's `Rewriter.replace_value_with_new_type`;
+   on each `train.loop` its model's output type (`model_output`, and for
+   `load_dataset()` data `synthetic_sample` and `synthetic_output`); on the
+   module every instantiation's shape flow (`tl.flows`). check-train,
+   infer-synthetic-data and `tlc check` read these instead of inferring again.
 
 `infer_shapes(module)` runs steps 1-6 and returns each instantiation's shape
-flow (layer by layer output shapes and parameter counts) for `tlc check`.
-A client that needs more than the flow (`tlc info`'s tracer) follows the walk
-through `InferenceHooks`.
+flow (layer by layer output shapes and parameter counts); `flows_in(module)`
+reads the flows the pass recorded. A client that needs more than the flow
+(`tlc info`'s tracer) follows the walk through `InferenceHooks`.
 """
 
 from __future__ import annotations
@@ -42,6 +49,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
@@ -53,11 +61,13 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     ModuleOp,
+    StringAttr,
     i1,
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
 
 from tensorloom.catalogue.datasets import DatasetInfo, lookup_dataset
 from tensorloom.catalogue.layers import BoundLayer, lookup
@@ -82,7 +92,6 @@ from tensorloom.dialects.nml import (
     DimOp,
     ForOp,
     FuncOp,
-    FunctionalOp,
     GetAttrOp,
     IfOp,
     IndexOp,
@@ -92,13 +101,17 @@ from tensorloom.dialects.nml import (
     ModelOp,
     RefOp,
     ReturnOp,
-    SizedOp,
     TensorType,
     TupleGetOp,
     TupleType,
     YieldOp,
 )
 from tensorloom.dialects.nml.builtins import tuple_item
+from tensorloom.dialects.nml.shape_trait import (
+    FromInstantiation,
+    FromOperands,
+    ShapeInferenceTrait,
+)
 from tensorloom.dialects.nml.types import Dim
 from tensorloom.passes.check_scopes import MODULE_ATTRIBUTES
 from tensorloom.passes.model_env import (
@@ -111,7 +124,7 @@ from tensorloom.passes.model_env import (
     forward_of,
     layer_count,
     layers_of,
-    methods_of,
+    lookup_symbol,
     model_env,
     models_of,
     nested_overrides,
@@ -130,6 +143,7 @@ class FlowStep:
     op: str
     shape: str
     params: int
+    type: Attribute | None = None  # the shape as a type, its symbols resolved when it was made
 
 
 @dataclass(slots=True)
@@ -142,6 +156,8 @@ class ModelFlow:
     output: str
     steps: list[FlowStep] = field(default_factory=list[FlowStep])
     declared: int | None = None  # every declared layer once; None inside a nested model
+    input_types: list[Attribute] = field(default_factory=list[Attribute])
+    output_type: Attribute | None = None
 
     @property
     def params(self) -> int:
@@ -161,6 +177,7 @@ class Instantiation:
     env: Env
     inputs: list[Attribute] | None = None
     data_span: Span | None = None
+    loop: train.LoopOp | None = None  # the train loop whose data gave `inputs`
 
 
 # --- one instantiation ----------------------------------------------------------------------
@@ -241,44 +258,28 @@ class Inference:
         return yielded
 
     def visit(self, model: ModelOp, op: Operation, env: Env, flow: ModelFlow) -> None:
-        if isinstance(op, ForOp):
-            self._for(model, op, env, flow)
-        elif isinstance(op, IfOp):
-            self._if(model, op, env, flow)
-        elif isinstance(op, ApplyAtOp):
-            self._apply_at(model, op, env, flow)
-        elif isinstance(op, TupleGetOp):
-            self._tuple_get(op, flow)
-        elif isinstance(op, GetAttrOp):
-            self._getattr(model, op, env)
-        elif isinstance(op, RefOp):
-            self._ref(model, op, env)
-        elif isinstance(op, ApplyOp):
-            self._apply(model, op, env, flow)
-        elif isinstance(op, SizedOp):
-            self._sized(op, flow)
-        elif isinstance(op, FunctionalOp):
-            self._functional(op, flow)
-        elif isinstance(op, CallOp) and op.callee.data in COMPARISONS:
-            self._comparison(op)
-        elif isinstance(op, CallOp):
-            self._method_call(model, op, env, flow)
+        """Type `op`'s results by its shape trait (tensorloom/dialects/nml/shape_trait.py);
+        an op without one keeps its types."""
+        trait = op.get_trait(ShapeInferenceTrait)
+        if isinstance(trait, FromOperands):
+            self._from_operands(op, trait, flow)
+        elif isinstance(trait, FromInstantiation):
+            INSTANTIATION_RULES[trait.rule](self, model, op, env, flow)
         self._track_scalars(op, env)
         self.hooks.on_op(op, model, env)
 
     # --- builtins -------------------------------------------------------------------
 
-    def _functional(self, op: FunctionalOp, flow: ModelFlow) -> None:
+    def _from_operands(self, op: Operation, trait: FromOperands, flow: ModelFlow) -> None:
         operands = [self.type_of(v) for v in op.operands]
-        result = op.infer_shape(operands, self.unifier)
-        self._finish(op, result, flow)
+        self._finish(op, trait.infer(op, operands, self.scalars.get, self.unifier), flow)
 
-    def _sized(self, op: SizedOp, flow: ModelFlow) -> None:
-        """Sizes known only at run time are often known here: `x.size(0)` is a
-        symbol of the input, a config reference is the config's value."""
-        sizes = [self.scalars.get(v) for v in op.dynamic_sizes]
-        operands = [self.type_of(v) for v in op.operands]
-        self._finish(op, op.infer_sized(operands, sizes, self.unifier), flow)
+    def _call(self, model: ModelOp, op: CallOp, env: Env, flow: ModelFlow) -> None:
+        """A comparison (`x > 0`), else a call of another method of the model."""
+        if op.callee.data in COMPARISONS:
+            self._comparison(op)
+        else:
+            self._method_call(model, op, env, flow)
 
     def _finish(self, op: Operation, result: Attribute | ShapeMismatch, flow: ModelFlow) -> None:
         if isinstance(result, ShapeMismatch):
@@ -286,7 +287,7 @@ class Inference:
             result = TensorType.unranked()
         self.types[op.results[0]] = result
         if isinstance(result, TensorType) and not isinstance(op, ListOp | DimOp):
-            flow.steps.append(FlowStep("", op.name, self.format_type(result), 0))
+            flow.steps.append(self.step("", op.name, result, 0))
 
     def _report_builtin(self, op: Operation, error: ShapeMismatch) -> None:
         span = span_of(op)
@@ -308,14 +309,14 @@ class Inference:
         return Label(span, f"input is {self.format_type(self.type_of(op.operands[index]))}")
 
     def format_type(self, attr: Attribute) -> str:
-        if isinstance(attr, TupleType):
-            return "(" + ", ".join(self.format_type(t) for t in attr.types) + ")"
-        if not isinstance(attr, TensorType):
-            return str(attr)
-        if attr.prefixed and attr.suffix is not None:
-            inner = self.unifier.format_shape(tuple(self.unifier.resolve(d) for d in attr.suffix))
-            return "[..., " + inner[1:] if inner != "[]" else "[...]"
-        return self.unifier.format_shape(attr.dims)
+        return format_type(attr, self.unifier)
+
+    def resolved_type(self, attr: Attribute) -> Attribute:
+        """`attr` with its symbols as the unifier has them now (`T` bound to 128: 128)."""
+        return resolved_type(attr, self.unifier)
+
+    def step(self, name: str, op: str, result: Attribute, params: int) -> FlowStep:
+        return FlowStep(name, op, self.format_type(result), params, self.resolved_type(result))
 
     def _track_scalars(self, op: Operation, env: Env) -> None:
         """Integers the forward computes that shapes may use (`x.size(0)`)."""
@@ -398,9 +399,7 @@ class Inference:
     def _repeat_steps(self, flow: ModelFlow, times: int) -> None:
         """The remaining iterations repeat the last one's layers (same types, same counts)."""
         for _ in range(times):
-            flow.steps.extend(
-                FlowStep(s.name, s.kind, s.output, s.params) for s in self._last_iteration
-            )
+            flow.steps.extend(self._last_iteration)
 
     def _iterations(self, model: ModelOp, op: ForOp, env: Env) -> list[int]:
         """The counter's values: the list's positions, or the range's values if known."""
@@ -647,7 +646,7 @@ class Inference:
             result = self._from_placeholder(result, shape, bound)
         params = bound.spec.param_count(bound)
         name = label or layer.sym_name.data
-        flow.steps.append(FlowStep(name, _describe(bound), self.format_type(result), params))
+        flow.steps.append(self.step(name, _describe(bound), result, params))
         return result
 
     def _suffix_input(self, op: ApplyOp | ApplyAtOp, bound: BoundLayer) -> Shape:
@@ -734,7 +733,7 @@ class Inference:
         self.hooks.on_return(op, forward)
         self.depth -= 1
         kind = nested.sym_name.data
-        flow.steps.append(FlowStep(name, kind, self.format_type(result), inner.params))
+        flow.steps.append(self.step(name, kind, result, inner.params))
         return result
 
     def _tensor_args(self, op: ApplyOp | ApplyAtOp) -> list[Attribute]:
@@ -754,7 +753,7 @@ class Inference:
         report(Diagnostic.error("TL0310", message, Label(span, ""), help=help_text))
 
     def _method_call(self, model: ModelOp, op: CallOp, env: Env, flow: ModelFlow) -> None:
-        method = methods_of(model).get(op.callee.data.removeprefix("self."))
+        method = lookup_symbol(model, op.callee.data.removeprefix("self."), FuncOp)
         if method is None or op.method is not None or self.depth > MAX_DEPTH:
             return
         self.depth += 1
@@ -777,6 +776,48 @@ class Inference:
             "TL0201", mismatch.render(name), primary, secondary=secondary, help=help_text
         )
         report(diagnostic)
+
+
+InstantiationRule = Callable[[Inference, ModelOp, Any, Env, ModelFlow], None]
+INSTANTIATION_RULES: dict[str, InstantiationRule] = {
+    "for": Inference._for,
+    "if": Inference._if,
+    "apply": Inference._apply,
+    "apply_at": Inference._apply_at,
+    "call": Inference._call,
+    "getattr": lambda self, model, op, env, flow: self._getattr(model, op, env),
+    "ref": lambda self, model, op, env, flow: self._ref(model, op, env),
+    "tuple_get": lambda self, model, op, env, flow: self._tuple_get(op, flow),
+}
+"""The rules an op's `FromInstantiation(rule)` trait names, by name."""
+
+
+def format_type(attr: Attribute, unifier: Unifier | None = None) -> str:
+    """A type as `tlc check` shows it: `[B, 256]`, `[..., 10]`, `([B, 4], [B])`."""
+    unifier = unifier if unifier is not None else Unifier()
+    if isinstance(attr, TupleType):
+        return "(" + ", ".join(format_type(t, unifier) for t in attr.types) + ")"
+    if not isinstance(attr, TensorType):
+        return str(attr)
+    if attr.prefixed and attr.suffix is not None:
+        inner = unifier.format_shape(tuple(unifier.resolve(d) for d in attr.suffix))
+        return "[..., " + inner[1:] if inner != "[]" else "[...]"
+    return unifier.format_shape(attr.dims)
+
+
+def resolved_type(attr: Attribute, unifier: Unifier) -> Attribute:
+    """`attr` with every symbol the unifier knows replaced by its value or class name:
+    `format_type(resolved_type(t, u))` is `format_type(t, u)`."""
+    if isinstance(attr, TupleType):
+        return TupleType.of([resolved_type(t, unifier) for t in attr.types])
+    if not isinstance(attr, TensorType):
+        return attr
+    if attr.prefixed and attr.suffix is not None:
+        suffix = tuple(unifier.resolve(d) for d in attr.suffix)
+        return TensorType.from_suffix(suffix, attr.element_type)
+    if attr.dims is None:
+        return attr
+    return attr.with_dims(unifier.resolve_shape(attr.dims))
 
 
 def _values_of(func: FuncOp) -> list[SSAValue]:
@@ -915,16 +956,15 @@ def _literal(value: object) -> str:
 
 
 def _dataset_inputs(loop: train.LoopOp, module: ModuleOp) -> DatasetInfo | None:
-    name = loop.data.root_reference.data
-    for op in module.walk():
-        if isinstance(op, train.DatasetOp) and op.sym_name.data == name:
-            options = evaluate_kwargs(op.options.data, {})
-            if not isinstance(options, dict):
-                return None
-            source = op.source.data if op.source is not None else None
-            info = lookup_dataset(source, options)  # type: ignore[arg-type]
-            return info if isinstance(info, DatasetInfo) else None
-    return None
+    op = lookup_symbol(module, loop.data, train.DatasetOp)
+    if op is None:
+        return None
+    options = evaluate_kwargs(op.options.data, {})
+    if not isinstance(options, dict):
+        return None
+    source = op.source.data if op.source is not None else None
+    info = lookup_dataset(source, options)  # type: ignore[arg-type]
+    return info if isinstance(info, DatasetInfo) else None
 
 
 def dataset_input(info: DatasetInfo) -> TensorType | None:
@@ -961,7 +1001,7 @@ def instance_of(
         return None
     overrides = evaluate_kwargs(op.overrides.data, {})
     env = model_env(model, overrides if isinstance(overrides, dict) else {})
-    found = Instantiation(op.sym_name.data, model, env)
+    found = Instantiation(op.sym_name.data, model, env, loop=loop)
     info = _dataset_inputs(loop, module) if loop is not None else None
     data_input = dataset_input(info) if info is not None else None
     if data_input is not None and loop is not None:
@@ -1044,10 +1084,13 @@ def infer_instantiation(
     for name, size in dim_bindings(inst.model).items():
         inference.unifier.unify(name, size)
     args = input_types(inst, forward, inference)
-    inputs = [inference.format_type(a) for a in args]
-    flow = ModelFlow(inst.name, inst.model.sym_name.data, inputs, "")
+    flow = ModelFlow(inst.name, inst.model.sym_name.data, [], "")
     result = inference.run(inst.model, forward, inst.env, args, flow)
+    # The inputs as the forward fixed them (`[B, C, H, W]` into `Conv2d(1, ...)`: C is 1).
+    flow.inputs = [inference.format_type(a) for a in args]
+    flow.input_types = [inference.resolved_type(a) for a in args]
     flow.output = inference.format_type(result)
+    flow.output_type = inference.resolved_type(result)
     flow.declared = declared_params(inst.model, inst.env, models)
     return Inferred(flow, result, inference)
 
@@ -1056,20 +1099,133 @@ def infer_shapes(
     module: ModuleOp, *, write_back: bool = True, quiet: bool = False
 ) -> list[ModelFlow]:
     """Steps 1-6 over a module; the shape flow of every instantiation (a model
-    used only as a layer of another is shown inside it, not on its own)."""
+    used only as a layer of another is shown inside it, not on its own).
+
+    With `write_back` (the pass) the results go into the IR too: the types of
+    the values, each train loop's model output (`model_output`, and for
+    `load_dataset()` data the synthetic samples' `synthetic_sample` and
+    `synthetic_output`), and the flows as the module's `tl.flows`, which
+    `flows_in(module)` reads back. Later passes and `tlc check` read these; none
+    infers again."""
     if quiet:
         with reporting(DiagnosticSink()):
             return infer_shapes(module, write_back=write_back)
     models = models_of(module)
-    done = [infer_instantiation(inst, models) for inst in instantiations(module, models)]
+    insts = instantiations(module, models)
+    done = [infer_instantiation(inst, models) for inst in insts]
     inferred = [d for d in done if d is not None]
     nested = {layer.kind.data for m in models.values() for layer in layers_of(m).values()}
     shown = [r.flow for r in inferred if r.flow.name != r.flow.model or r.flow.model not in nested]
     if write_back:  # only now: every instantiation starts from the declared types
+        by_loop = {i.loop: d for i, d in zip(insts, done, strict=True) if i.loop is not None}
+        for loop in [op for op in module.walk() if isinstance(op, train.LoopOp)]:
+            _record_loop(module, loop, models, by_loop)
+        module.attributes[FLOWS] = ArrayAttr([_flow_attr(f) for f in shown])
         written: set[FuncOp] = set()
         for result in inferred:
             _write_back(result.inference, written)
     return shown
+
+
+MODEL_OUTPUT = "model_output"
+"""On a `train.loop`: the type its model's forward returns on the loop's data."""
+SYNTHETIC_SAMPLE = "synthetic_sample"
+"""On a `train.loop` over `load_dataset()`: the sample shape the model takes (`[784]`)."""
+SYNTHETIC_OUTPUT = "synthetic_output"
+"""... and the type the forward returns on a batch of such samples."""
+FLOWS = "tl.flows"
+"""On the module: each instantiation's shape flow, as `tlc check` shows it."""
+
+
+def _record_loop(
+    module: ModuleOp,
+    loop: train.LoopOp,
+    models: dict[str, ModelOp],
+    by_loop: Mapping[train.LoopOp, Inferred | None],
+) -> None:
+    """What the train passes need of the loop's model, as attributes on the loop."""
+    instance = lookup_symbol(module, loop.model, InstanceOp)
+    if instance is None:
+        return
+    if loop in by_loop:
+        done = by_loop[loop]
+    else:  # a second loop training the same instance, on other data
+        inst = instance_of(instance, models, loop, module)
+        done = infer_instantiation(inst, models, quiet=True) if inst is not None else None
+    if done is not None:
+        loop.attributes[MODEL_OUTPUT] = done.inference.resolved_type(done.output)
+    data = lookup_symbol(module, loop.data, train.DatasetOp)
+    if data is not None and _synthetic(data):
+        _record_synthetic(module, loop, instance, models)
+
+
+def _synthetic(data: train.DatasetOp) -> bool:
+    """`load_dataset()` with nothing said about its samples: their shape comes from the model."""
+    options = data.options.data
+    return data.source is None and "sample_shape" not in options and "num_classes" not in options
+
+
+def _record_synthetic(
+    module: ModuleOp, loop: train.LoopOp, instance: InstanceOp, models: dict[str, ModelOp]
+) -> None:
+    from tensorloom.passes.infer_synthetic_data import synthetic_sample
+
+    inst = instance_of(instance, models, None, module)
+    sample = synthetic_sample(inst.model, inst.env, models) if inst is not None else None
+    if inst is None or sample is None:
+        return
+    inst.inputs = [TensorType.from_dims([BATCH, *sample])]
+    done = infer_instantiation(inst, models, quiet=True)
+    if done is None:
+        return
+    loop.attributes[SYNTHETIC_SAMPLE] = ArrayAttr([IntegerAttr(d, i64) for d in sample])
+    loop.attributes[SYNTHETIC_OUTPUT] = done.inference.resolved_type(done.output)
+
+
+def _flow_attr(flow: ModelFlow) -> DictionaryAttr:
+    entries: dict[str, Attribute] = {
+        "name": StringAttr(flow.name),
+        "model": StringAttr(flow.model),
+        "inputs": ArrayAttr(flow.input_types),
+        "output": flow.output_type or TensorType.unranked(),
+        "steps": ArrayAttr([_step_attr(step) for step in flow.steps]),
+    }
+    if flow.declared is not None:
+        entries["params"] = IntegerAttr(flow.declared, i64)
+    return DictionaryAttr(entries)
+
+
+def _step_attr(step: FlowStep) -> ArrayAttr:
+    kind = step.type if step.type is not None else TensorType.unranked()
+    params = IntegerAttr(step.params, i64)
+    return ArrayAttr([StringAttr(step.name), StringAttr(step.op), kind, params])
+
+
+def flows_in(module: ModuleOp) -> list[ModelFlow]:
+    """The flows the shape-inference pass recorded in `module` (none if it did not run)."""
+    attr = module.attributes.get(FLOWS)
+    if not isinstance(attr, ArrayAttr):
+        return []
+    return [_flow_of(entry) for entry in attr.data if isinstance(entry, DictionaryAttr)]
+
+
+def _flow_of(attr: DictionaryAttr) -> ModelFlow:
+    data = attr.data
+    inputs = list(data["inputs"].data)  # type: ignore[attr-defined]
+    params = data.get("params")
+    flow = ModelFlow(
+        data["name"].data,  # type: ignore[attr-defined]
+        data["model"].data,  # type: ignore[attr-defined]
+        [format_type(t) for t in inputs],
+        format_type(data["output"]),
+        declared=params.value.data if isinstance(params, IntegerAttr) else None,
+        input_types=inputs,
+        output_type=data["output"],
+    )
+    for step in data["steps"].data:  # type: ignore[attr-defined]
+        name, op, kind, count = step.data
+        flow.steps.append(FlowStep(name.data, op.data, format_type(kind), count.value.data, kind))
+    return flow
 
 
 def write_back_types(inference: Inference) -> None:
@@ -1083,7 +1239,9 @@ def _write_back(inference: Inference, written: set[FuncOp]) -> None:
             continue
         written.add(func)
         for value, attr in types.items():
-            value._type = _resolved(attr, inference.unifier)  # refined in place: uses stay
+            refined = _resolved(attr, inference.unifier)
+            if refined != value.type:  # a new value of the refined type takes every use
+                Rewriter.replace_value_with_new_type(value, refined)
         _retype_func(func)
 
 

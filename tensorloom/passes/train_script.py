@@ -391,7 +391,7 @@ class Trainer:
 
     ctx: DistContext
     model: nn.Module  # the user's module: saved, loaded
-    train_model: nn.Module  # compiled and/or DDP-wrapped: trained
+    train_model: nn.Module  # trained: BatchLoss (one process) or the DDP-wrapped model
     eval_model: nn.Module  # compiled, not DDP-wrapped: evaluated
     optimizer: torch.optim.Optimizer
     scaler: torch.amp.GradScaler | None
@@ -509,10 +509,11 @@ def build_trainer_source(plan: ScriptPlan) -> str:
     if plan.checkpointed_layers:
         names = ", ".join(py_string(n) for n in plan.checkpointed_layers)
         checkpointed = f"\n    checkpoint_activations(model, [{names}])"
-    wrap = ""
+    wrap = "\n    train_model: nn.Module = compiled  # sharded in place" if plan.sharded else ""
     if plan.distributed and not plan.sharded:
         wrap = (
             dedent("""
+            train_model: nn.Module = compiled
             if ctx.is_distributed:
                 device_ids = [ctx.device.index] if ctx.device.type == "cuda" else None
                 train_model = DistributedDataParallel(compiled, device_ids=device_ids)
@@ -531,8 +532,7 @@ def build_trainer_source(plan: ScriptPlan) -> str:
                 model.parameters(), lr=LEARNING_RATE$optimizer_args$fused
             )
             $schedule
-            compiled = _maybe_compile(model, args, ctx)
-            train_model: nn.Module = compiled$wrap
+            compiled = _maybe_compile(model, args, ctx)$train_model
             scaler = make_grad_scaler(plan, ctx.device)
             return Trainer(
                 ctx, model, train_model, compiled, optimizer, scaler, scheduler, plan,
@@ -541,7 +541,40 @@ def build_trainer_source(plan: ScriptPlan) -> str:
         """,
         model_class=plan.model_class, model_args=plan.model_args, checkpointed=checkpointed,
         optimizer=plan.optimizer, optimizer_args=optimizer_args, fused=fused,
-        schedule=schedule, wrap=wrap, shard=_SHARD if plan.sharded else "",
+        schedule=schedule, train_model=wrap or _BATCH_LOSS_MODEL,
+        shard=_SHARD if plan.sharded else "",
+    )  # fmt: skip
+
+
+# One process: the step calls `BatchLoss`, so torch.compile sees the forward and the loss as
+# one graph (as nanoGPT computes its loss inside `forward`): an LM's [B*T, vocab] logits are
+# then never cast to fp32 and log-softmaxed by eager kernels (bench/RESULTS.md, GPT-2).
+_BATCH_LOSS_MODEL = """
+    # the step's forward and loss, compiled together; evaluation runs `compiled`
+    train_model = _maybe_compile(BatchLoss(model), args, ctx)"""
+
+
+def batch_loss_source(plan: ScriptPlan) -> str | None:
+    """`BatchLoss`: a batch's training loss as one module (not under DDP, which wraps the model)."""
+    if plan.distributed:
+        return None
+    inputs = ", xb" if plan.custom_loss in plan.takes_inputs else ""
+    return _fill(
+        '''
+        class BatchLoss(nn.Module):
+            """The training loss of a batch, `loss_fn(model(xb), $target)`, as one module.
+
+            `torch.compile` of this module sees the forward and the loss together.
+            """
+
+            def __init__(self, model: nn.Module) -> None:
+                super().__init__()
+                self.model = model
+
+            def forward(self, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+                return loss_fn(self.model(xb)$inputs, yb)
+        ''',
+        target=plan.loss_target, inputs=inputs,
     )  # fmt: skip
 
 
@@ -584,8 +617,10 @@ def _graph_build_trainer_source(plan: ScriptPlan) -> str:
             scheduler = None  # no `lr_schedule`
             # The captured step replaces torch.compile: it already runs as one graph launch.
             compiled = model if whole_step else _maybe_compile(model, args, ctx)
+            batch_loss = BatchLoss(model)
+            train_model = batch_loss if whole_step else _maybe_compile(batch_loss, args, ctx)
             return Trainer(
-                ctx, model, compiled, compiled, optimizer, scaler, scheduler, plan,
+                ctx, model, train_model, compiled, optimizer, scaler, scheduler, plan,
                 train_loader, val_loader, info, whole_step=whole_step,
             )  # fmt: skip
 
@@ -731,7 +766,7 @@ $graphed
         ''',
         log=log,
         graphed=_GRAPHED_BRANCH if plan.whole_step_graph else "",
-    ) + (_GRAPHED_EPOCH.replace("$target", plan.loss_target) if plan.whole_step_graph else "")
+    ) + (_GRAPHED_EPOCH if plan.whole_step_graph else "")
 
 
 _GRAPHED_BRANCH = """
@@ -766,7 +801,7 @@ def _capture_step(trainer: Trainer, loader: DeviceLoader) -> GraphedStep:
 
     def step(xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
         with autocast(trainer.plan, trainer.ctx.device, cache=False):
-            loss = loss_fn(trainer.train_model(xb), $target)
+            loss = trainer.train_model(xb, yb)
         loss.backward()
         trainer.optimizer.step()
         return loss
@@ -789,7 +824,7 @@ def forward_backward_source(plan: ScriptPlan) -> str:
             ) -> torch.Tensor:
                 """Accumulate one micro-batch's gradients."""$mark
                 with autocast(trainer.plan, trainer.ctx.device):
-                    loss = loss_fn(trainer.train_model(xb), $target)
+                    loss = trainer.train_model(xb, yb)  # BatchLoss: forward and loss
                 scaled = $scaled
                 if trainer.scaler is not None:
                     scaled = trainer.scaler.scale(scaled)
@@ -798,7 +833,6 @@ def forward_backward_source(plan: ScriptPlan) -> str:
             ''',
             mark=mark,
             scaled=scaled,
-            target=plan.loss_target,
         )
     return _fill(
         '''
@@ -1163,6 +1197,7 @@ def loop_sources(plan: ScriptPlan) -> list[str]:
         trainer_source(plan),
         build_loaders_source(plan),
         build_trainer_source(plan),
+        batch_loss_source(plan),
         CHECKPOINT_ACTIVATIONS if plan.checkpointed_layers else None,
         MAYBE_COMPILE,
         _resume_source(plan),

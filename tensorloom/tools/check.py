@@ -71,12 +71,13 @@ def run_checks(result: Compilation) -> Compilation:
 
 
 def shape_flows(result: Compilation) -> list[ModelFlow]:
-    """Each instantiated model's shape flow, for a module that checked clean."""
-    from tensorloom.passes.shape_inference import infer_shapes
+    """Each instantiated model's shape flow, for a module that checked clean: read
+    from the IR, where the `shape-inference` pass recorded it (`tl.flows`)."""
+    from tensorloom.passes.shape_inference import flows_in
 
     if result.module is None or result.sink.has_errors:
         return []
-    return infer_shapes(result.module, write_back=False, quiet=True)
+    return flows_in(result.module)
 
 
 def run_check(path: Path, fmt: str = "text", out: TextIO | None = None, *,

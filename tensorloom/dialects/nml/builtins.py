@@ -36,6 +36,7 @@ from xdsl.irdl import (
     opt_prop_def,
     prop_def,
     result_def,
+    traits_def,
     var_operand_def,
 )
 from xdsl.utils.exceptions import VerifyException
@@ -74,6 +75,7 @@ from tensorloom.catalogue.shapes import (
 )
 from tensorloom.dialects.lazy_format import LazyFormatOp
 from tensorloom.dialects.nml.ops import Value
+from tensorloom.dialects.nml.shape_trait import FromOperands
 from tensorloom.dialects.nml.types import (
     AnyType,
     Dim,
@@ -115,13 +117,25 @@ def _int_array(values: Sequence[int]) -> ArrayAttr[IntegerAttr]:
 
 
 class FunctionalOp(LazyFormatOp, ABC):
-    """A builtin with a shape rule; the shape-inference pass calls `infer_shape`
-    with its `Unifier` (without one, a fresh unifier binds the symbols)."""
+    """A builtin with a shape rule: its `FromOperands` trait gives the shape-inference
+    pass `result_type`, which calls `infer_shape` with the pass's `Unifier` (without
+    one, a fresh unifier binds the symbols)."""
+
+    traits = traits_def(FromOperands())
 
     @abstractmethod
     def infer_shape(
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
     ) -> Attribute | ShapeMismatch: ...
+
+    def result_type(
+        self,
+        operand_types: Sequence[Attribute],
+        size_of: Callable[[SSAValue], Dim],
+        unifier: Unifier,
+    ) -> Attribute | ShapeMismatch:
+        """The rule `FromOperands` applies: the result's type for these operand types."""
+        return self.infer_shape(operand_types, unifier)
 
 
 class UnaryOp(FunctionalOp, ABC):
@@ -347,6 +361,17 @@ class SizedOp(FunctionalOp, ABC):
         return self.infer_sized(
             operand_types, [None] * len(self.dynamic_sizes), unifier or Unifier()
         )
+
+    def result_type(
+        self,
+        operand_types: Sequence[Attribute],
+        size_of: Callable[[SSAValue], Dim],
+        unifier: Unifier,
+    ) -> Attribute | ShapeMismatch:
+        """Sizes known only at run time are often known here: `x.size(0)` is a symbol
+        of the input, a config reference is the config's value."""
+        sizes = [size_of(v) for v in self.dynamic_sizes]
+        return self.infer_sized(operand_types, sizes, unifier)
 
     @property
     @abstractmethod

@@ -40,6 +40,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from tensorloom.dialects.lazy_format import LazyFormatOp
 from tensorloom.dialects.nml.ops import Value
+from tensorloom.dialects.nml.shape_trait import FromInstantiation
 
 
 @irdl_op_definition
@@ -54,6 +55,7 @@ class ForOp(LazyFormatOp):
     res = var_result_def()
     body = region_def("single_block")
 
+    traits = traits_def(FromInstantiation("for"))
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     ASSEMBLY_FORMAT: ClassVar[str] = (
         "($layers^)? (`range` `(` $bounds^ `:` type($bounds) `)`)?"
@@ -109,6 +111,7 @@ class IfOp(LazyFormatOp):
     then_region = region_def("single_block")
     else_region = region_def("single_block")
 
+    traits = traits_def(FromInstantiation("if"))
     ASSEMBLY_FORMAT: ClassVar[str] = (
         "$cond `:` type($cond) (`->` type($res)^)? $then_region `else` $else_region attr-dict"
     )
@@ -159,6 +162,7 @@ class ApplyAtOp(LazyFormatOp):
     args = var_operand_def()
     result = result_def()
 
+    traits = traits_def(FromInstantiation("apply_at"))
     ASSEMBLY_FORMAT: ClassVar[str] = (
         "$layer `[` $index `]` `(` $args `)` attr-dict `:` functional-type(operands, $result)"
     )
@@ -181,6 +185,7 @@ class TupleGetOp(LazyFormatOp):
     index = prop_def(IntegerAttr)
     result = result_def()
 
+    traits = traits_def(FromInstantiation("tuple_get"))
     ASSEMBLY_FORMAT: ClassVar[str] = "$input $index attr-dict `:` functional-type($input, $result)"
 
     def __init__(self, input: Value, index: int, result_type: Attribute):

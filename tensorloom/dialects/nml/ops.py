@@ -57,6 +57,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from tensorloom.dialects.builders import string_array
 from tensorloom.dialects.lazy_format import LazyFormatOp
+from tensorloom.dialects.nml.shape_trait import FromInstantiation
 from tensorloom.dialects.nml.types import AnyType, NoneType, NoneValueAttr, StrType
 
 # Only printed or parsed IR needs xDSL's printer and parser.
@@ -333,6 +334,7 @@ class CallOp(LazyFormatOp):
     method = opt_prop_def(UnitAttr)
     result = result_def()
 
+    traits = traits_def(FromInstantiation("call"))
     irdl_options = (ParsePropInAttrDict(),)
     ASSEMBLY_FORMAT: ClassVar[str] = (
         "$callee `(` $args `)` attr-dict `:` functional-type($args, $result)"
@@ -420,6 +422,7 @@ class ApplyOp(LazyFormatOp):
     arg_names = opt_prop_def(ArrayAttr[StringAttr])
     result = result_def()
 
+    traits = traits_def(FromInstantiation("apply"))
     irdl_options = (ParsePropInAttrDict(),)
     ASSEMBLY_FORMAT: ClassVar[str] = (
         "$layer `(` $args `)` attr-dict `:` functional-type($args, $result)"
@@ -527,6 +530,7 @@ class RefOp(LazyFormatOp):
     symbol = prop_def(SymbolRefAttr)
     result = result_def()
 
+    traits = traits_def(FromInstantiation("ref"))
     ASSEMBLY_FORMAT: ClassVar[str] = "$symbol attr-dict `:` type($result)"
 
     def __init__(self, symbol: str, result_type: Attribute | None = None):
@@ -545,6 +549,7 @@ class GetAttrOp(LazyFormatOp):
     attr_name = prop_def(StringAttr)
     result = result_def()
 
+    traits = traits_def(FromInstantiation("getattr"))
     ASSEMBLY_FORMAT: ClassVar[str] = (
         "$input $attr_name attr-dict `:` functional-type($input, $result)"
     )

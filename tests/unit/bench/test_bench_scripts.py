@@ -84,28 +84,25 @@ def test_transformer_lm_prints_its_throughput() -> None:
     assert result["data"] == "synthetic"
 
 
-@pytest.mark.parametrize(("causal", "positions"), [(True, True), (False, False)])
-def test_lm_parameter_count(lm: ModuleType, causal: bool, positions: bool) -> None:
-    cfg = lm.LMConfig(vocab=32, d_model=16, n_heads=2, n_layers=2, seq_len=8, causal=causal,
-                      positions=positions)  # fmt: skip
+def test_lm_parameter_count(lm: ModuleType) -> None:
+    cfg = lm.LMConfig(vocab=32, d_model=16, n_heads=2, n_layers=2, seq_len=8)
     d, v = 16, 32
     block = 2 * (2 * d) + (3 * d * d + 3 * d) + (d * d + d) + (d * 4 * d + 4 * d) + (4 * d * d + d)
-    expected = v * d + (8 * d if positions else 0) + 2 * block + 2 * d + (d * v + v)
+    expected = v * d + 8 * d + 2 * block + 2 * d + (d * v + v)
     assert sum(p.numel() for p in lm.TransformerLM(cfg).parameters()) == expected
 
 
-@pytest.mark.parametrize("causal", [True, False])
-def test_lm_attention_is_causal_only_when_asked(lm: ModuleType, causal: bool) -> None:
+def test_lm_attention_is_causal(lm: ModuleType) -> None:
     torch.manual_seed(0)
-    cfg = lm.LMConfig(vocab=32, d_model=16, n_heads=2, n_layers=2, seq_len=8, dropout=0.0,
-                      causal=causal)  # fmt: skip
+    cfg = lm.LMConfig(vocab=32, d_model=16, n_heads=2, n_layers=2, seq_len=8, dropout=0.0)
     model = lm.TransformerLM(cfg).eval()
     tokens = torch.randint(0, 32, (1, 8))
     changed = tokens.clone()
     changed[0, -1] = (tokens[0, -1] + 1) % 32
     with torch.no_grad():
-        early = (model(tokens)[0, :-1] - model(changed)[0, :-1]).abs().max().item()
-    assert (early < 1e-6) == causal
+        before, after = model(tokens)[0], model(changed)[0]
+    assert (before[:-1] - after[:-1]).abs().max().item() < 1e-6  # earlier positions: unchanged
+    assert (before[-1] - after[-1]).abs().max().item() > 1e-4
 
 
 def test_mlp_dataloader_reads_idx_files_and_learns(tmp_path: Path, idx: ModuleType) -> None:
@@ -211,17 +208,22 @@ def test_emitted_lm_is_the_handwritten_baseline(tmp_path: Path, lm: ModuleType) 
     subprocess.run([str(tlc), "compile", str(BENCH / "programs" / "transformer_lm.tl"), "-o",
                     str(script)], check=True, capture_output=True)  # fmt: skip
     emitted = load(script, "bench_emitted_lm").TransformerLM().eval()
-    cfg = lm.LMConfig(dropout=0.0, causal=False, positions=False)
+    cfg = lm.LMConfig(dropout=0.0)
     hand = lm.TransformerLM(cfg).eval()
     renamed = {}
+    # nn.MultiheadAttention's packed q/k/v projection is the emitted SelfAttention's c_attn
+    attention = {"in_proj_weight": "c_attn.weight", "in_proj_bias": "c_attn.bias",
+                 "out_proj.weight": "c_proj.weight", "out_proj.bias": "c_proj.bias"}
     for name, value in hand.state_dict().items():
-        name = name.replace("token_emb.", "embed.")
+        name = name.replace("token_emb.", "embed.").replace("pos_emb.", "pos.")
+        for old, new in attention.items():
+            name = name.replace(f"attention.{old}", f"attention.{new}")
         if name.startswith("blocks."):
             _, index, rest = name.split(".", 2)
             name = f"block{int(index) + 1}.{rest}"
         renamed[name] = value
     emitted.load_state_dict(renamed, strict=True)
-    tokens = torch.randint(0, cfg.vocab, (2, 8))
+    tokens = torch.randint(0, cfg.vocab, (2, cfg.seq_len))
     with torch.no_grad():
         assert torch.allclose(emitted(tokens), hand(tokens), atol=1e-5)
 
@@ -261,3 +263,81 @@ def test_lsp_recheck_edits_and_times_an_example() -> None:
     walls, cpus, found = recheck.measure(ROOT / "examples" / "mnist.tl", 2)
     assert len(walls) == len(cpus) == 2 and all(w > 0 for w in walls)
     assert found == 1  # TL0411: `precision = fp16` on a CPU-only run
+
+
+@pytest.fixture(scope="module")
+def gpt2_train() -> ModuleType:
+    sys.path.insert(0, str(HANDWRITTEN))  # gpt2_train imports gpt2 beside it
+    return load(HANDWRITTEN / "gpt2_train.py", "bench_gpt2_train")
+
+
+def test_gpt2_loop_draws_the_windows_of_the_emitted_loader(tmp_path: Path, gpt2_train) -> None:
+    from tensorloom.backends.runtime.tokens import TokenStream, WindowLoader
+
+    gpt2_train.write_stdlib_tokens(tmp_path, val_tokens=1000, max_bytes=50_000)
+    stream = TokenStream(path=tmp_path / "train.bin")
+    loader = WindowLoader(stream, block_size=16, batch_size=4, device=torch.device("cpu"),
+                          windows_per_epoch=10, seed=3)  # fmt: skip
+    for epoch in (0, 1):
+        loader.set_epoch(epoch)
+        starts = gpt2_train.window_starts(len(stream), 16, 4, 10, 3, epoch)
+        assert torch.equal(loader.starts(), starts)
+        x, y = gpt2_train.get_batch(tmp_path / "train.bin", starts[:4], 16, torch.device("cpu"))
+        ex, ey = next(iter(loader))
+        assert torch.equal(x, ex) and torch.equal(y, ey)
+
+
+TINY_GPT2 = """
+import gpt2.nml as GPT
+let model = GPT(vocab_size=300, block_size=16, n_layer=2, n_head=2, n_embd=32)
+let data = load_dataset("tokens", path="train.bin", block_size=16, vocab=300, windows_per_epoch=8)
+train model on data:
+    epochs = 2
+    batch_size = 4
+    optimizer = AdamW(lr=0.0006, betas=(0.9, 0.95), weight_decay=0.1)
+    loss = CrossEntropy
+    grad_clip = 1.0
+    val_every = 2
+"""
+
+
+def test_emitted_gpt2_trains_as_the_handwritten_loop(tmp_path: Path, gpt2_train) -> None:
+    """Same weights (--nanogpt-init), same windows, fp32 on the CPU: the same losses, to the
+    weight decay that nanoGPT leaves off biases and norms (the emitted AdamW decays all)."""
+    (tmp_path / "gpt2.nml").write_text((BENCH / "programs" / "gpt2.nml").read_text())
+    (tmp_path / "tiny.tl").write_text(TINY_GPT2)
+    script = tmp_path / "tiny.py"
+    tlc = Path(sys.executable).with_name("tlc")
+    subprocess.run([str(tlc), "compile", str(tmp_path / "tiny.tl"), "-o", str(script)],
+                   check=True, capture_output=True)  # fmt: skip
+    gpt2_train.write_stdlib_tokens(tmp_path, val_tokens=16 * 4 + 1, max_bytes=40_000)
+    metrics = tmp_path / "m.jsonl"
+    env = {"PYTHONPATH": str(HANDWRITTEN), "PATH": "/usr/bin:/bin"}
+    subprocess.run([sys.executable, str(BENCH / "run_emitted.py"), "--nanogpt-init", "GPT",
+                    str(script), "--device", "cpu", "--precision", "fp32", "--seed", "0",
+                    "--data-root", str(tmp_path), "--metrics", str(metrics)],
+                   check=True, capture_output=True, timeout=300, env=env)  # fmt: skip
+    emitted = [json.loads(line)["train_loss"] for line in metrics.read_text().splitlines()]
+    hand = run_json(HANDWRITTEN / "gpt2_train.py", "--data-dir", str(tmp_path), "--device",
+                    "cpu", "--tiny", "--vocab", "300", "--compile", "none", "--precision",
+                    "fp32", "--steps", "4", "--timed-from", "2", "--batch-size", "4",
+                    "--block-size", "16", "--windows-per-epoch", "8")  # fmt: skip
+    losses = hand["losses"]
+    assert isinstance(losses, list)
+    means = [sum(losses[0:2]) / 2, sum(losses[2:4]) / 2]
+    assert emitted == pytest.approx(means, abs=1e-3)
+    assert means[1] < means[0]
+
+
+def test_report_gpt2_rows(tmp_path: Path, report: ModuleType) -> None:
+    hand = {"bench": "gpt2", "impl": "handwritten", "setting": "bf16+compile(default)",
+            "tokens_per_s": 400_000.0, "ms_per_step": 40.96, "losses": [3.0] * 200}
+    tl = {"bench": "gpt2", "impl": "tensorloom", "setting": "TensorLoom defaults",
+          "tokens_per_s": 440_000.0, "ms_per_step": 37.2, "train_losses": [3.01] * 8}
+    env = {"kind": "env", "matmul_tflops": 800.0}
+    text = report.render([env, hand, tl])
+    row = table_rows(text, "TensorLoom defaults")[0]
+    flops = report.GPT2_FLOPS_PER_TOKEN
+    assert row[5] == f"{100 * flops * 440_000 / 989e12:.1f}%"
+    assert row[6] == f"{100 * flops * 440_000 / 800e12:.1f}%"
+    assert row[7:] == ["1.10x", "0.0100"]
