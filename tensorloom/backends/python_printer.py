@@ -688,12 +688,34 @@ class PythonPrinter:
         self.line(f"{name} = {text}")
 
     def _name_for(self, value: SSAValue, op: Operation) -> str:
-        """The value's name hint again if its last holder is dead, else a fresh name."""
+        """The name a branch or loop body yields it into, when that yield is its one use
+        (`if c: y = f(x)`, not `y_1 = f(x)` then `y = y_1`); else the value's name hint
+        again if its last holder is dead, else a fresh name."""
+        target = self._yield_target(value, op)
+        if target is not None:
+            return target
         hint = sanitize(value.name_hint or "h")
         holder = self.scope.bound.get(hint)
         if holder is not None and self._is_dead_at(holder, op):
             return hint
         return self.scope.fresh(hint)
+
+    def _yield_target(self, value: SSAValue, op: Operation) -> str | None:
+        uses = list(value.uses)
+        if len(uses) != 1 or not self._yield_names:
+            return None
+        user = uses[0].operation
+        if not isinstance(user, t.YieldOp) or user.parent_block() is not op.parent_block():
+            return None
+        names = self._yield_names[-1]
+        index = uses[0].index
+        if index >= len(names) or names.count(names[index]) > 1:
+            return None
+        name = names[index]
+        holder = self.scope.bound.get(name)
+        if holder is not None and not self._is_dead_at(holder, op):
+            return None
+        return name
 
     def _is_dead_at(self, value: SSAValue, op: Operation) -> bool:
         """No later statement reads `value` (one in the other branch of an `if` around

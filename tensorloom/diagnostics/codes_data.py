@@ -517,6 +517,22 @@ error[TL0208]: cannot look up position 11 in `wpe`: it holds 8 positions (the se
    = help: feed sequences of at most 8 tokens, or make the table `Embedding(12, ...)`
 """,
         ),
+        Code(
+            'TL0209',
+            'a layer list with more copies than a model can hold',
+            """\
+A layer list `[Block(d) for _ in range(n)]` of more than 10,000 copies is a typo, not a model; the checker follows every copy's shapes, so it refuses such a count instead of running out of memory.
+""",
+            """\
+error[TL0209]: `h` would hold 2,147,483,648 copies of `Block`: a layer list holds at most 10,000
+ --> big.nml:9:9
+  |
+9 |         h = [Block() for _ in range(2147483648)]
+  |         ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  |
+  = help: check `n_layer`: real models stack tens or hundreds of blocks
+""",
+        ),
     )),
     Section('TL03xx: names and scope (`resolve-nml`, `check-scopes`)', '', (
         Code(

@@ -62,6 +62,9 @@ class BodyBuilder:
         self.dims: dict[str, tuple[SSAValue, int, Span]] = {}
         self.dim_values: dict[str, SSAValue] = {}
         self.entry = block
+        # Names bound inside a loop or in only some branches, which do not exist after
+        # it: name -> "loop" or "branch", for check-scopes' TL0301 help (shared).
+        self.bound_inside: dict[str, str] = {}
 
     def child(self, block: Block, scope: dict[str, SSAValue]) -> BodyBuilder:
         inner = BodyBuilder(block, scope, self.kernels, self.layer_lists)
@@ -69,6 +72,7 @@ class BodyBuilder:
         inner.nested = True
         inner.dims, inner.dim_values, inner.entry = self.dims, self.dim_values, self.entry
         inner.members = self.members
+        inner.bound_inside = self.bound_inside
         return inner
 
     def dim_value(self, name: str) -> SSAValue:
@@ -176,6 +180,9 @@ class BodyBuilder:
         self.add(op, stmt.span)
         for name, result in zip(carried, op.results, strict=True):
             self.bind(name, result)
+        for name in _assigned_names(stmt.body):
+            if name not in self.scope:
+                self.bound_inside.setdefault(name, "loop")
 
     def _layer_list_named(self, expr: ast.Expr) -> str | None:
         name = _self_name(expr)
@@ -197,7 +204,10 @@ class BodyBuilder:
         statements = [*then_body, *(orelse or [])]
         for _, body in rest:
             statements += body
-        carried = [n for n in _assigned_names(statements) if n in self.scope]
+        # A name bound on every path (each branch, and an `else`) exists after the `if`,
+        # as in Python; one bound on some paths only does not.
+        everywhere = _bound_on_every_path(branches, orelse)
+        carried = [n for n in _assigned_names(statements) if n in self.scope or n in everywhere]
         regions: list[Region] = []
         for build in (then_body, None):
             block = Block()
@@ -209,13 +219,22 @@ class BodyBuilder:
                 inner._branches(rest, orelse, span)
             elif orelse is not None:
                 inner.statements(orelse)
-            block.add_op(_at_span(nml.YieldOp([scope[n] for n in carried]), span))
+            yielded = [scope.get(n) for n in carried]
+            if any(v is None for v in yielded):  # an error in the branch already said why
+                return
+            block.add_op(_at_span(nml.YieldOp(yielded), span))  # type: ignore[arg-type]
             regions.append(Region(block))
-        op = nml.IfOp(cond, [self.scope[n].type for n in carried], regions[0], regions[1])
+        then_yield = regions[0].block.last_op
+        assert isinstance(then_yield, nml.YieldOp)
+        types = [v.type for v in then_yield.operands]
+        op = nml.IfOp(cond, types, regions[0], regions[1])
         op.location = loc_of(cond_expr.span)
         self.block.add_op(op)
         for name, result in zip(carried, op.results, strict=True):
             self.bind(name, result)
+        for name in _assigned_names(statements):
+            if name not in self.scope:
+                self.bound_inside.setdefault(name, "branch")
 
     @statement.register
     def _assign(self, stmt: ast.AssignStmt) -> None:
@@ -276,7 +295,10 @@ class BodyBuilder:
                 expr.span,
                 help="use one of its layers or config parameters, as in `self.fc1`",
             )
-        return self.value_of(nml.RefOp(expr.id), expr.span)
+        ref = nml.RefOp(expr.id)
+        if expr.id in self.bound_inside:
+            ref.attributes["bound_inside"] = StringAttr(self.bound_inside[expr.id])
+        return self.value_of(ref, expr.span)
 
     @expr.register
     def _attribute(self, expr: ast.Attribute) -> SSAValue:
@@ -482,6 +504,34 @@ def _range_arguments(expr: ast.Expr) -> list[ast.Expr] | None:
     if not isinstance(expr.func, ast.Name) or expr.func.id != "range":
         return None
     return list(expr.args) if 1 <= len(expr.args) <= 3 else None
+
+
+def _bound_on_every_path(
+    branches: Sequence[tuple[ast.Expr, list[ast.Stmt]]], orelse: list[ast.Stmt] | None
+) -> set[str]:
+    """Names every branch of an `if`/`elif`/`else` binds; none without an `else`."""
+    if orelse is None:
+        return set()
+    bound = _bound_by(orelse)
+    for _, body in branches:
+        bound &= _bound_by(body)
+    return bound
+
+
+def _bound_by(body: Sequence[ast.Stmt]) -> set[str]:
+    """Names a statement list binds on every path through it (not inside loops)."""
+    names: set[str] = set()
+    for stmt in body:
+        match stmt:
+            case ast.LetStmt(name=name) | ast.AssignStmt(target=ast.Name(id=name)):
+                names.add(name)
+            case ast.LetTupleStmt(names=tuple_names):
+                names.update(tuple_names)
+            case ast.IfStmt(branches=branches, orelse=orelse):
+                names |= _bound_on_every_path(branches, orelse)
+            case _:
+                pass
+    return names
 
 
 def _assigned_names(body: Sequence[ast.Stmt]) -> list[str]:

@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.traits import SymbolOpInterface
@@ -133,6 +133,16 @@ class ModelScope:
             )
             return
         if name in self.local or name in self.outside:
+            return
+        inside = op.attributes.get("bound_inside")
+        if isinstance(inside, StringAttr):
+            where = "the `for` loop" if inside.data == "loop" else "some branches of the `if`"
+            help_text = (
+                f"bind `{name}` before the loop, so that it exists when the loop runs no times"
+                if inside.data == "loop"
+                else f"bind `{name}` in every branch (with an `else`), or before the `if`"
+            )
+            _error(op, "TL0301", f"`{name}` is bound only inside {where}", help_text)
             return
         guess = did_you_mean(name, self.local)
         _error(op, "TL0301", f"undefined name `{name}`", _help(guess))

@@ -220,6 +220,7 @@ class Inference:
         default_factory=dict[SSAValue, tuple[Dim, ...]]
     )
     _last_iteration: list[FlowStep] = field(default_factory=list[FlowStep])
+    _refused_lists: set[LayerOp] = field(default_factory=set[LayerOp])
 
     def layers_in(self, model: ModelOp) -> dict[str, LayerOp]:
         if model not in self.layers:
@@ -237,6 +238,10 @@ class Inference:
         """Infer `func` for these argument types; return the type it returns."""
         for arg, arg_type in zip(func.body.block.args, args, strict=False):
             self.types[arg] = arg_type
+        for layer in self.layers_in(model).values():
+            count = layer_count(layer, env)
+            if count is not None and count > MAX_LIST_COPIES:
+                self._too_many_copies(layer, count)
         result: Attribute = TensorType.unranked()
         for op in func.body.block.ops:
             if isinstance(op, ReturnOp):
@@ -406,6 +411,9 @@ class Inference:
         if op.layers is not None:
             layer = self.layers_in(model).get(op.layers.root_reference.data)
             count = layer_count(layer, env) if layer is not None else None
+            if layer is not None and count is not None and count > MAX_LIST_COPIES:
+                self._too_many_copies(layer, count)
+                return [0]
             return list(range(count)) if count is not None else [0]
         bounds = [self.scalars.get(v) for v in op.bounds]
         if all(isinstance(b, int) for b in bounds):
@@ -608,6 +616,19 @@ class Inference:
             label = f"{name}.{position}" if isinstance(position, int) else f"{name}[i]"
             result = self._apply_layer(model, layer, op, env, flow, label)
         self.types[op.result] = result
+
+    def _too_many_copies(self, layer: LayerOp, count: int) -> None:
+        span = span_of(layer)
+        if span is None or layer in self._refused_lists:
+            return
+        self._refused_lists.add(layer)
+        name, kind = layer.sym_name.data, layer.kind.data
+        message = (
+            f"`{name}` would hold {count:,} copies of `{kind}`: "
+            f"a layer list holds at most {MAX_LIST_COPIES:,}"
+        )
+        help_text = "check the count: real models stack tens or hundreds of blocks"
+        report(Diagnostic.error("TL0209", message, Label(span), help=help_text))
 
     def _index_out_of_range(self, op: ApplyAtOp, name: str, index: int, count: int) -> None:
         span = span_of(op)
@@ -899,6 +920,8 @@ MAX_FOLLOWED = 256
 """Iterations followed one by one; past them a loop whose types repeat is not walked again."""
 
 MAX_ITERATIONS = 100_000
+MAX_LIST_COPIES = 10_000
+"""The most copies a layer list may hold (TL0209): the checker follows each one."""
 
 _STATIC_OPERATORS: dict[tuple[str, int], Callable[..., object]] = {
     ("==", 2): operator.eq,

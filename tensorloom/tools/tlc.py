@@ -17,6 +17,7 @@ from pathlib import Path
 import click
 
 from tensorloom import __version__
+from tensorloom.catalogue.optimizers import OPTIMIZERS
 from tensorloom.diagnostics import DiagnosticSink
 from tensorloom.frontend.lexer import tokenize
 from tensorloom.frontend.parser import read_source
@@ -188,20 +189,7 @@ def _gpu_memory(_ctx: click.Context, _param: click.Parameter, value: str | None)
 )
 @click.option(
     "--optimizer",
-    type=click.Choice(
-        [
-            "Adam",
-            "AdamW",
-            "SGD",
-            "SGD+momentum",
-            "RMSprop",
-            "Adagrad",
-            "Adadelta",
-            "Adamax",
-            "NAdam",
-            "RAdam",
-        ]
-    ),
+    type=click.Choice([*OPTIMIZERS, "SGD+momentum"]),  # the catalogue's records
     help="default: the train block's, else Adam",
 )
 @BIND_OPTION

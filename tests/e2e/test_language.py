@@ -216,3 +216,44 @@ def test_nested_loops_and_branches_keep_one_name_per_value(tmp_path: Path) -> No
         torch.testing.assert_close(net.eval()(x), reference(x, False))
         net.deep = False
         torch.testing.assert_close(net.train()(x), reference(x, True, deep=False))
+
+
+BOUND_ON_EVERY_PATH = """
+model Net:
+    layer fc = Linear(8, 8)
+    layer norm = LayerNorm(8)
+    layer h = [Linear(8, 8) for _ in range(3)]
+    fn forward(self, x: Tensor[B, 8]) -> Tensor:
+        for blk in self.h:
+            x = blk(x) |> relu
+        if self.training:
+            y = self.norm(x)
+        elif x.shape[1] > 4:
+            let (a, b) = (self.fc(x), x)
+            y = a + b
+        else:
+            y = x
+        return y
+let net = Net()
+"""
+
+
+def test_a_name_bound_on_every_path_exists_after_the_if(tmp_path: Path) -> None:
+    """As in Python: `y` bound in each branch of an `if`/`elif`/`else` is defined after it,
+    and the `.tl` spelling (`layer`, `fn`, `self.`) works like the `.nml` one."""
+    text, module = emit(tmp_path, "paths.tl", BOUND_ON_EVERY_PATH)
+    assert "        if self.training:\n            y = self.norm(x)\n" in text  # no `y_1 = ...`
+    torch.manual_seed(0)
+    net = module.Net()
+    x = torch.randn(2, 8)
+
+    def reference(x: torch.Tensor, training: bool) -> torch.Tensor:
+        for linear in net.h:
+            x = F.relu(linear(x))
+        if training:
+            return net.norm(x)
+        return net.fc(x) + x
+
+    with torch.no_grad():
+        torch.testing.assert_close(net.train()(x), reference(x, True))
+        torch.testing.assert_close(net.eval()(x), reference(x, False))

@@ -74,7 +74,11 @@ def make_workdir() -> Path:
 
 
 def generate(r: random.Random) -> str:
-    """A whole .tl program: half of them careful (meant to pass the check), half sloppy."""
+    """A whole .tl program: half of them careful (meant to pass the check), half sloppy;
+    a third of each uses the structured forms (layer lists, loops, branches, tuples,
+    `Parameter`, typed layer tensors, dims as values, a loss fn)."""
+    if r.random() < 0.3:
+        return _structured(r, careful=r.random() < 0.5)
     if r.random() < 0.5:
         return _careful(r)
     parts: list[str] = []
@@ -129,6 +133,68 @@ def _careful(r: random.Random) -> str:
     lines.append("train net on data:")
     for key in r.sample(sorted(SETTINGS), r.randint(1, 4)):
         lines.append(f"    {key} = {SETTINGS[key][0]}")
+    return "\n".join(lines) + "\n"
+
+
+def _structured(r: random.Random, careful: bool) -> str:
+    """A small GPT-like program: a block list looped over, a position table indexed by
+    `arange(T)`, a learned Parameter, a tied head, a branch, a tuple, a loss fn. When
+    not `careful`, one of them is off: a table shorter than T, a wrong tie, a condition
+    on a tensor, a loop over a tensor, a non-scalar loss, an einsum of wrong sizes."""
+    d = r.choice([8, 16, 32])
+    vocab, block, t = r.choice([16, 32]), r.choice([8, 16]), r.choice([4, 8, 16])
+    n = r.choice(["1", "2", "3", "0"] if careful else ["1", "2", "-1", "0", "2147483648"])
+    slip = None if careful else r.choice(
+        ["table", "tie", "tensor_if", "for_tensor", "loss", "einsum", "param", "unbound"]
+    )
+    if careful:
+        t = min(t, block)
+    head_width = d if slip != "tie" else d + 1
+    lines = [
+        "model Block:",
+        f"    layer ln = LayerNorm({d})",
+        f"    layer attn = MultiHeadAttention({d}, 2, causal=true)",
+        f"    layer mlp = Linear({d}, {d})",
+        f"    fn forward(self, x: Tensor[B, T, {d}]) -> Tensor:",
+        "        x = x + self.attn(self.ln(x))",
+        "        return x + (self.mlp(x) |> gelu)",
+        "model Net:",
+        f"    layer wte = Embedding({vocab}, {d})",
+        f"    layer wpe = Embedding({block if slip != 'table' else t - 1}, {d})",
+        f"    layer h = [Block() for _ in range({n})]",
+        f"    layer bias = Parameter(1, 1, {d if slip != 'param' else d + 2})",
+        f"    layer ln_f = LayerNorm({head_width})",
+        f"    fn forward(self, idx: Tensor[B, {t}]) -> Tensor:",
+        "        let T = idx.shape[1]",
+        "        x = self.wte(idx) + self.wpe(arange(T)) + self.bias",
+    ]
+    loop = "        for blk in self.h:" if slip != "for_tensor" else "        for blk in x:"
+    lines += [loop, "            x = blk(x)"]
+    cond = r.choice(["self.training", "T > 2"]) if slip != "tensor_if" else "x.sum() > 0"
+    lines += [f"        if {cond}:", "            y = x * 0.5"]
+    if slip != "unbound":
+        lines += ["        else:", "            y = x"]
+    if slip == "einsum":
+        lines.append('        y = einsum("btd,bsd->bts", y, y[:, :1, :2])')
+    lines += [
+        "        let (a, b) = (y, self.ln_f(y))",
+        "        return b @ self.wte.weight.T",
+        "fn lm_loss(out, y) -> Tensor:",
+        "    let flat = out.reshape(-1, out.shape[-1])",
+    ]
+    lines.append(
+        "    return cross_entropy(flat, y.reshape(-1))"
+        if slip != "loss"
+        else "    return cross_entropy(flat, y.reshape(-1), reduction=\"none\")"
+    )
+    lines += [
+        "let net = Net()",
+        f'let data = load_dataset("text", path="corpus.txt", block_size={t})',
+        "train net on data:",
+        "    epochs = 1",
+        "    loss = lm_loss",
+        r.choice(["    optimizer = AdamW(lr=3e-4)", "    optimizer = Adam(lr=0.001)"]),
+    ]
     return "\n".join(lines) + "\n"
 
 
