@@ -4,7 +4,8 @@
 
 Runs each command `--runs` times, round-robin (one run of each command, then
 the next round), so that a change in the machine's load affects every row
-alike, and prints a markdown table of the minimum and median wall time. The
+alike, and prints a markdown table of the minimum and median wall time, and of
+the CPU time (user + system), which a loaded machine inflates less. The
 program is the README's transformer (transformer.nml + train_transformer.tl,
 from bench/compile_speed.py), checked in a temporary folder with a temporary
 `$TENSORLOOM_CACHE_DIR`:
@@ -16,6 +17,8 @@ from bench/compile_speed.py), checked in a temporary folder with a temporary
   without site-packages' .pth hooks), `tlc --version` (click and the CLI), and
   the xDSL modules a check imports (builtin, passes, the pattern rewriter);
 - the largest import of a cold check: xDSL with the nml dialect;
+- with `--before-tlc`, another tree's cold `tlc check` (a change's before and
+  after, measured in one run);
 - with `--orig-tlc`, the original TensorLoom 0.1.1's `tlc check` of the same
   program (`pip install tensorloom==0.1.1` in a separate venv).
 
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -45,7 +49,7 @@ def tlc() -> str:
     return str(Path(sys.executable).with_name("tlc"))
 
 
-def commands(orig_tlc: Path | None) -> dict[str, list[str]]:
+def commands(orig_tlc: Path | None, before_tlc: Path | None = None) -> dict[str, list[str]]:
     rows = {
         "`python -c pass`": [sys.executable, "-c", "pass"],
         "`python -S -c pass`": [sys.executable, "-S", "-c", "pass"],
@@ -59,19 +63,36 @@ def commands(orig_tlc: Path | None) -> dict[str, list[str]]:
         "`tlc compile --emit nml train_transformer.tl` (cache hit)":
             [tlc(), "compile", "--emit", "nml", "train_transformer.tl"],
     }  # fmt: skip
+    if before_tlc is not None:  # another tree's `tlc`: a change's before and after, one run
+        rows["before: `tlc check --no-cache train_transformer.tl`"] = [
+            str(before_tlc), "check", "--no-cache", "train_transformer.tl"]  # fmt: skip
     if orig_tlc is not None:
         rows["original 0.1.1 `tlc check train_transformer.tl`"] = [
             str(orig_tlc), "check", "train_transformer.tl"]  # fmt: skip
     return rows
 
 
+CPU: dict[str, list[float]] = {}
+"""Each command's CPU time per run (user + system, ms): less moved by the machine's load."""
+
+
 def run_once(command: list[str], folder: Path, env: dict[str, str] | None = None) -> float:
+    return _run_timed(command, folder, env)[0]
+
+
+def _run_timed(
+    command: list[str], folder: Path, env: dict[str, str] | None = None
+) -> tuple[float, float]:
+    """Wall and CPU milliseconds (user + system, of the process and its children) of one run."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(command, cwd=folder, env=env, capture_output=True, check=False)
     elapsed = (time.perf_counter() - start) * 1000
+    now = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(command)} exited {done.returncode}:\n{done.stderr.decode()}")
-    return elapsed
+    cpu = (now.ru_utime - used.ru_utime + now.ru_stime - used.ru_stime) * 1000
+    return elapsed, cpu
 
 
 def measure(rows: dict[str, list[str]], runs: int, folder: Path) -> dict[str, list[float]]:
@@ -83,14 +104,23 @@ def measure(rows: dict[str, list[str]], runs: int, folder: Path) -> dict[str, li
     samples: dict[str, list[float]] = {name: [] for name in rows}
     for _ in range(runs):
         for name, command in rows.items():
-            samples[name].append(run_once(command, folder))
+            wall, cpu = _run_timed(command, folder)
+            samples[name].append(wall)
+            CPU.setdefault(name, []).append(cpu)
     return samples
 
 
 def table(samples: dict[str, list[float]]) -> str:
-    lines = ["| command | min (ms) | median (ms) |", "|---|---|---|"]
+    lines = [
+        "| command | min (ms) | median (ms) | CPU min (ms) | CPU median (ms) |",
+        "|---|---|---|---|---|",
+    ]
     for name, times in samples.items():
-        lines.append(f"| {name} | {min(times):.0f} | {statistics.median(times):.0f} |")
+        cpu = CPU.get(name, [float("nan")])
+        lines.append(
+            f"| {name} | {min(times):.0f} | {statistics.median(times):.0f} "
+            f"| {min(cpu):.0f} | {statistics.median(cpu):.0f} |"
+        )
     return "\n".join(lines)
 
 
@@ -98,6 +128,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="Whole-process start-up of `tlc`.")
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--orig-tlc", type=Path, default=None)
+    parser.add_argument("--before-tlc", type=Path, default=None, help="another tree's tlc")
     args = parser.parse_args()
     orig = args.orig_tlc if args.orig_tlc is not None and args.orig_tlc.is_file() else None
     with tempfile.TemporaryDirectory() as work:
@@ -106,7 +137,7 @@ def main() -> None:
         (folder / "train_transformer.tl").write_text(README_TRAIN_TRANSFORMER)
         os.environ["TENSORLOOM_CACHE_DIR"] = str(folder / "cache")
         before = os.getloadavg()[0]
-        samples = measure(commands(orig), args.runs, folder)
+        samples = measure(commands(orig, args.before_tlc), args.runs, folder)
         after = os.getloadavg()[0]
     print(f"{args.runs} runs each, round-robin; load average {before:.1f} before, "
           f"{after:.1f} after; {os.cpu_count()} CPUs\n")  # fmt: skip

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tensorloom.diagnostics import INTERNAL_ERROR, Diagnostic, DiagnosticSink
+from tensorloom.recursion import deep
 from tensorloom.source import SourceMap, Span
 
 # xDSL loads only when a stage needs it, so that `tlc tokens` and `tlc ast`
@@ -50,7 +51,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("ast", (), "the AST"),
     Stage(
         "nml",
-        ("desugar-pipes", "resolve-nml", "shape-inference", "check-scopes"),
+        ("desugar-pipes", "resolve-nml", "instantiate", "shape-inference", "check-scopes"),
         "nml/train/kernel IR with shapes",
     ),
     Stage(
@@ -75,8 +76,8 @@ STAGES: tuple[Stage, ...] = (
 STAGE_NAMES: tuple[str, ...] = tuple(s.name for s in STAGES)
 IR_STAGES: tuple[str, ...] = ("nml", "train", "kernel", "torch")
 CHECK_PASSES: tuple[str, ...] = (
-    "desugar-pipes", "resolve-nml", "shape-inference", "check-scopes", "check-train",
-    "check-kernels", "synthesize-launchers",
+    "desugar-pipes", "resolve-nml", "instantiate", "shape-inference", "check-scopes",
+    "check-train", "check-kernels", "synthesize-launchers",
 )  # fmt: skip
 """The passes `tlc check` runs: every pass that reports diagnostics, so that
 `tlc check` finds whatever `tlc compile` would (the kernel checks TL0501-TL0507
@@ -101,6 +102,7 @@ def stages_until(name: str) -> list[Stage]:
     return [s for s in STAGES[: last + 1] if s.name in IR_STAGES]
 
 
+@deep
 def python_source(module: ModuleOp, source: str | None = None) -> str:
     """The `python` stage: the module's torch IR (after the `torch` stage) as a Python file.
 
@@ -154,6 +156,7 @@ class Compilation:
 ParseFile = Callable[[Path, SourceMap, DiagnosticSink], "ast.Module | None"]
 
 
+@deep
 def compile_file(path: Path, until: str = "torch") -> Compilation:
     """Parse `path` (and its imports) and run every stage up to `until`.
 
@@ -170,6 +173,7 @@ def compile_file(path: Path, until: str = "torch") -> Compilation:
     return result
 
 
+@deep
 def compile_text(text: str, path: str, until: str = "torch") -> Compilation:
     """As `compile_file`, for source held in memory (imports are still read from disk)."""
     from tensorloom.diagnostics.ir import reporting
@@ -215,6 +219,7 @@ def _lower(result: Compilation, until: str) -> None:
         result.completed = s.name
 
 
+@deep
 def run_passes(ctx: Context, module: ModuleOp, names: Sequence[str], path: str, *,
                verify_each: bool = True) -> bool:  # fmt: skip
     """Run the passes `names`, in order; False once one reported an error.

@@ -1,6 +1,10 @@
 """Every learning-rate schedule a train block may name, one record each.
 
     lr_schedule = cosine(warmup_epochs=2, min_lr=1e-5)
+    lr_schedule = onecycle(pct_start=0.25)
+
+Each schedule's learning rate per optimizer step is `LrSchedule.factor` in
+backends/runtime/recipe.py (unit-tested against torch's OneCycleLR for `onecycle`).
 
 A record holds the arguments check-train accepts (types and ranges) and a one-line
 summary for the reference page. The emitted script's schedule code reads the same
@@ -26,23 +30,47 @@ class ScheduleSpec:
 
 
 MIN_LR = Arg("min_lr", "float", low=0.0, open_low=False)
+# Every length is in optimizer steps or in epochs: `warmup_steps` or `warmup_epochs`.
+WARMUP = (
+    Arg("warmup_steps", "int", low=0, open_low=False),
+    Arg("warmup_epochs", "int", low=0, open_low=False),
+)
 
 SCHEDULE_SPECS: tuple[ScheduleSpec, ...] = (
     ScheduleSpec("none", "a constant learning rate"),
     ScheduleSpec(
         "cosine",
         "linear warm-up, then cosine decay to `min_lr` at the last step",
-        (Arg("warmup_epochs", "int", low=0, open_low=False), MIN_LR),
+        (*WARMUP, MIN_LR),
+    ),
+    ScheduleSpec(
+        "linear",
+        "linear warm-up, then a straight line down to `min_lr` at the last step",
+        (*WARMUP, MIN_LR),
+    ),
+    ScheduleSpec(
+        "constant_with_warmup",
+        "linear warm-up (100 steps unless given), then constant",
+        WARMUP,
+    ),
+    ScheduleSpec("warmup", "`constant_with_warmup`'s older name", WARMUP),
+    ScheduleSpec(
+        "onecycle",
+        "torch's OneCycleLR curve, `lr` the peak: up over `pct_start` of the run, then down",
+        (
+            Arg("pct_start", "float", low=0.0, high=1.0),
+            Arg("div_factor", "float", low=0.0),
+            Arg("final_div_factor", "float", low=0.0),
+        ),
     ),
     ScheduleSpec(
         "step",
-        "multiplied by `gamma` every `step_size` epochs",
-        (Arg("step_size", "int", low=1, open_low=False), Arg("gamma", "float", low=0.0)),
-    ),
-    ScheduleSpec(
-        "warmup",
-        "linear warm-up over `warmup_steps`, then constant",
-        (Arg("warmup_steps", "int", low=1, open_low=False),),
+        "multiplied by `gamma` every `step_size` epochs (or `step_size_steps` steps)",
+        (
+            Arg("step_size", "int", low=1, open_low=False),
+            Arg("step_size_steps", "int", low=1, open_low=False),
+            Arg("gamma", "float", low=0.0),
+        ),
     ),
 )
 

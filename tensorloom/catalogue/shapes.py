@@ -67,6 +67,9 @@ class Unifier:
     def __init__(self) -> None:
         self._parent: dict[str, str] = {}
         self._value: dict[str, int] = {}
+        # Symbols no rule may fix to a size: the batch dim, which the data loader decides
+        # (and the last batch of an epoch is smaller). `bind` (`-D B=32`) still may.
+        self.rigid: set[str] = set()
 
     def _root(self, name: str) -> str:
         parent = self._parent.setdefault(name, name)
@@ -91,7 +94,11 @@ class Unifier:
 
     def bind(self, name: str, value: int) -> Dim | ShapeMismatch:
         """Bind a symbol to a concrete size (`-D T=512`)."""
-        return self.unify(name, value)
+        rigid, self.rigid = self.rigid, set()
+        try:
+            return self.unify(name, value)
+        finally:
+            self.rigid = rigid
 
     def unify(self, expected: Dim, got: Dim) -> Dim | ShapeMismatch:
         """Make two dims equal, or say why they cannot be; the unifier is
@@ -107,6 +114,14 @@ class Unifier:
             return a
         name, value = (a, b) if isinstance(a, str) else (b, a)
         assert isinstance(name, str) and isinstance(value, int)
+        if any(self._root(r) == name for r in self.rigid):
+            return ShapeMismatch(
+                f"expects {value}, got the batch dim {name}, which is not a fixed size",
+                expected=str(value),
+                got=name,
+                help="a batch holds `batch_size` samples (fewer in the last batch): "
+                "do not tie a size to it",
+            )
         self._value[name] = value
         return value
 

@@ -954,6 +954,47 @@ error[TL0415]: `top_k` takes one positive integer, as in `top_k(5)`
 """,
         ),
         Code(
+            'TL0416',
+            "a built-in loss against the dataset's targets: their kind or shape",
+            """\
+Each built-in loss takes one kind of target (catalogue/losses.py): class indices
+(`NLL`; `CrossEntropy` also takes probabilities of the output's shape) or floats
+of the output's shape (`MSE`, `L1`, `SmoothL1`, `Huber`, `BCE`, `BCEWithLogits`,
+`KLDiv`). `check-train` compares it with the dataset's targets, from the catalogue or
+the data file's header: class labels into `MSE`, float targets into `NLL`, or float
+targets of another shape than the output (`[B, 1]` against `[B]` would broadcast to
+`[B, B]` without a word) are errors at the `loss =` value. Synthetic data is made to
+fit the model and is not checked.
+""",
+            """\
+error[TL0416]: `MSE` compares the output with float targets, but `digits`'s targets are class labels (10 classes)
+  --> loss_mse_labels.tl:14:12
+   |
+14 |     loss = MSE
+   |            ^^^
+   |
+   = help: for classes, use `loss = CrossEntropy`; for regression, load float targets (a .npz whose `y` is float, or a .csv whose target column is)
+""",
+        ),
+        Code(
+            'TL0417',
+            'a forward taking more inputs than a dataset feeds',
+            """\
+The emitted training loop calls `model(x)` with each batch's samples: one input. A
+forward with two or more parameters would fail at the first step. Reported by
+`check-train` at the dataset's name in the `train` line.
+""",
+            """\
+error[TL0417]: `M`'s forward takes 2 inputs (`x`, `z`), but a dataset feeds one: the samples of `data`
+  --> forward_two_inputs.tl:11:14
+   |
+11 | train net on data:
+   |              ^^^^
+   |
+   = help: train a model whose forward takes one input, and compute the rest from it
+""",
+        ),
+        Code(
             'TL0430',
             '`fp16` with `distributed = "fsdp"`',
             """\
@@ -1116,6 +1157,26 @@ error[TL0507]: cannot work out the grid for axis 0
   = help: compare the offsets built from `tl.program_id(0)` with a size parameter in a mask, as in `offsets < n`
 """,
         ),
+        Code(
+            'TL0508',
+            "a model's kernel call does not fit the kernel's launcher",
+            """\
+`synthesize-launchers` derives each kernel's launcher from its dataflow: loaded
+pointers are positional tensors, stored-only pointers keyword outputs, other scalars
+positional. A call in a forward (`x |> k`, `k(x, y, alpha)`) must give the
+positional ones; a kernel that stores to no pointer returns nothing to use. A
+pointer parameter never loaded or stored (a lost `tl.store`) is a positional scalar.
+""",
+            """\
+error[TL0508]: `fast_gelu_launcher` takes 2 positional arguments (`x`, `out_ptr`), this call gives 1
+  --> kernel_call_arguments.tl:16:33
+   |
+16 |         return x |> self.fc1 |> fast_gelu |> self.fc2
+   |                                 ^^^^^^^^^
+   |
+   = help: `out_ptr` is never loaded or stored, so it is not a tensor: does the kernel miss its `tl.store`?
+""",
+        ),
     )),
     Section('TL07xx: datasets', """\
 `tensorloom/catalogue/datasets.py` (`lookup_dataset`) returns these as `DatasetError`
@@ -1233,6 +1294,64 @@ warning[TL0707]: `load_dataset()` names no data: training uses random synthetic 
   |
   = note: their shape and classes are inferred from the model's input and output
   = help: name a dataset, as in `load_dataset("digits")`, or a file: `load_dataset("data/train.npz")`
+""",
+        ),
+        Code(
+            'TL0708',
+            'warning: a data file is not there at check time',
+            """\
+`tlc check` reads what a data file says about itself (a .npz's array headers, a
+.csv's header row, a token file's size) to check the model against it. A relative
+path is looked up in the working directory, then beside the program. An absent file
+is a warning, not an error: the data may live on the training machine. Declare
+`sample_shape=[...]` and `num_classes=` to check the model without it.
+""",
+            """\
+warning[TL0708]: `elsewhere.npz` is not there at check time: the model is not checked against it
+ --> file_absent.tl:9:12
+  |
+9 | let data = load_dataset("elsewhere.npz")
+  |            ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  |
+  = help: if the data lives on the training machine, declare `sample_shape=[...]` (and `num_classes=`) to check the model
+""",
+        ),
+        Code(
+            'TL0709',
+            'a data file contradicts the program',
+            """\
+The file's header disagrees with a declaration (`sample_shape=`, `num_classes=` fewer
+than its labels, `num_classes=` on float targets), or cannot feed the program (a token
+file shorter than one window of `block_size` + 1 tokens). The span is the option at
+fault.
+""",
+            """\
+error[TL0709]: `sample_shape=[16]` contradicts `cls12.npz`, whose samples are [20]
+ --> sample_shape_contradicts.tl:8:38
+  |
+8 | let data = load_dataset("cls12.npz", sample_shape=[16], num_classes=10)
+  |                                      ^^^^^^^^^^^^^^^^^
+  |
+  = help: write `sample_shape=[20]`, or leave it out: the file's header says it
+""",
+        ),
+        Code(
+            'TL0710',
+            'a data file is not in the format its name says',
+            """\
+A .npz without arrays `x` and `y` (or one whose arrays are not plain numeric C-order
+.npy arrays, or whose `x` and `y` disagree on the number of samples, or whose labels
+are negative), a .csv without the `target=` column, a token file whose size is not
+whole tokens of its `dtype`: the run would fail on loading it.
+""",
+            """\
+error[TL0710]: `noxy.npz` must hold arrays named `x` and `y`; it holds `a`
+ --> npz_layout.tl:8:12
+  |
+8 | let data = load_dataset("noxy.npz")
+  |            ^^^^^^^^^^^^^^^^^^^^^^^^
+  |
+  = help: save it with `np.savez(path, x=samples, y=targets)`
 """,
         ),
     )),

@@ -27,6 +27,8 @@ from tensorloom.frontend.irgen_attrs import dotted_name, literal_attr
 from tensorloom.source import Span
 
 UNRANKED = nml.TensorType.unranked()
+# A left spine longer than this is evaluated bottom-up (see `BodyBuilder.expr`).
+_SPINE_DIRECT = 40
 
 
 def _error(code: str, message: str, span: Span, help: str | None = None) -> None:
@@ -62,6 +64,7 @@ class BodyBuilder:
         self.dims: dict[str, tuple[SSAValue, int, Span]] = {}
         self.dim_values: dict[str, SSAValue] = {}
         self.entry = block
+        self._memo: dict[int, SSAValue] = {}  # spine links evaluated ahead, by id
         # Names bound inside a loop or in only some branches, which do not exist after
         # it: name -> "loop" or "branch", for check-scopes' TL0301 help (shared).
         self.bound_inside: dict[str, str] = {}
@@ -275,14 +278,49 @@ class BodyBuilder:
 
     # ----------------------------------------------------------- expressions
 
-    @functools.singledispatchmethod
     def expr(self, expr: ast.Expr) -> SSAValue:
+        """The value of `expr`. A long left spine (`x.abs().abs()...`, `a + b + ...`,
+        `x |> f |> ...`, `x[0][0]...`, and any mix of them) is evaluated bottom-up without
+        recursion: 10,000 links are a long line, not a crash."""
+        memo = self._memo
+        if memo and (done := memo.pop(id(expr), None)) is not None:
+            return done
+        spine: list[ast.Expr] = []
+        node = self._spine_child(expr)
+        while node is not None:
+            spine.append(node)
+            node = self._spine_child(node)
+        if len(spine) > _SPINE_DIRECT:
+            for link in reversed(spine):
+                memo[id(link)] = self._expr(link)
+        return self._expr(expr)
+
+    def _spine_child(self, expr: ast.Expr) -> ast.Expr | None:
+        """The operand that `_expr(expr)` evaluates first, when it evaluates one."""
+        match expr:
+            case ast.Binary(left=left):
+                return left
+            case ast.Pipe(value=value):
+                return value
+            case ast.Index(value=value):
+                return value
+            case ast.Attribute(value=ast.Name(id="self")):
+                return None
+            case ast.Attribute(value=value):
+                return value
+            case ast.Call(func=ast.Attribute() as func) if self._is_method(func):
+                return func.value
+            case _:
+                return None
+
+    @functools.singledispatchmethod
+    def _expr(self, expr: ast.Expr) -> SSAValue:
         if (literal := literal_attr(expr)) is not None:
             return self.value_of(nml.ConstantOp(literal), expr.span)
         _error("TL0134", "this expression is not supported here", expr.span)
         return self.value_of(nml.ConstantOp(nml.NoneValueAttr()), expr.span)
 
-    @expr.register
+    @_expr.register
     def _name(self, expr: ast.Name) -> SSAValue:
         if expr.id in self.scope:
             return self.scope[expr.id]
@@ -300,14 +338,14 @@ class BodyBuilder:
             ref.attributes["bound_inside"] = StringAttr(self.bound_inside[expr.id])
         return self.value_of(ref, expr.span)
 
-    @expr.register
+    @_expr.register
     def _attribute(self, expr: ast.Attribute) -> SSAValue:
         if isinstance(expr.value, ast.Name) and expr.value.id == "self":
             return self.value_of(nml.RefOp(expr.attr), expr.span)
         base = self.expr(expr.value)
         return self.value_of(nml.GetAttrOp(base, expr.attr), expr.span)
 
-    @expr.register
+    @_expr.register
     def _unary(self, expr: ast.Unary) -> SSAValue:
         if (literal := literal_attr(expr)) is not None:
             return self.value_of(nml.ConstantOp(literal), expr.span)
@@ -316,22 +354,11 @@ class BodyBuilder:
             return self.value_of(nml.NegOp(operand), expr.span)
         return self.value_of(nml.CallOp(expr.op, [operand]), expr.span)
 
-    @expr.register
+    @_expr.register
     def _binary(self, expr: ast.Binary | ast.Pipe) -> SSAValue:
-        # Left-associative chains (`a + b + ...`, `x |> f |> ...`) are walked down
-        # their left spine without recursion: 10,000 terms are a long line, not a crash.
-        spine: list[ast.Binary | ast.Pipe] = []
-        node: ast.Expr = expr
-        while isinstance(node, ast.Binary | ast.Pipe):
-            spine.append(node)
-            node = node.left if isinstance(node, ast.Binary) else node.value
-        value = self.expr(node)
-        for link in reversed(spine):
-            if isinstance(link, ast.Binary):
-                value = self._apply_binary(link, value)
-            else:
-                value = self._apply_pipe(link, value)
-        return value
+        if isinstance(expr, ast.Binary):
+            return self._apply_binary(expr, self.expr(expr.left))
+        return self._apply_pipe(expr, self.expr(expr.value))
 
     def _apply_binary(self, expr: ast.Binary, left: SSAValue) -> SSAValue:
         right = self.expr(expr.right)
@@ -356,7 +383,7 @@ class BodyBuilder:
         pipe = nml.PipeOp(value, callee, args, names, result_type=UNRANKED)
         return self.value_of(pipe, stage.span)
 
-    @expr.register
+    @_expr.register
     def _call(self, expr: ast.Call) -> SSAValue:
         func = expr.func
         element = self._layer_element(func)
@@ -419,7 +446,7 @@ class BodyBuilder:
         kwargs = [self.expr(k.value) for k in call.kwargs]
         return args + kwargs, [""] * len(args) + [k.name for k in call.kwargs]
 
-    @expr.register
+    @_expr.register
     def _index(self, expr: ast.Index) -> SSAValue:
         base = self.expr(expr.value)
         items: list[Attribute] = []
@@ -462,7 +489,7 @@ class BodyBuilder:
         )
         return nml.NoneValueAttr()
 
-    @expr.register
+    @_expr.register
     def _list_comp(self, expr: ast.ListComp) -> SSAValue:
         _error(
             "TL0134",
@@ -472,11 +499,11 @@ class BodyBuilder:
         )
         return self.value_of(nml.ConstantOp(nml.NoneValueAttr()), expr.span)
 
-    @expr.register
+    @_expr.register
     def _list(self, expr: ast.ListExpr) -> SSAValue:
         return self.value_of(nml.ListOp([self.expr(e) for e in expr.elts]), expr.span)
 
-    @expr.register
+    @_expr.register
     def _tuple(self, expr: ast.TupleExpr) -> SSAValue:
         op = nml.ListOp([self.expr(e) for e in expr.elts])
         op.attributes["tuple"] = UnitAttr()

@@ -29,6 +29,12 @@ def _resolve_nml() -> type[ModulePass]:
     return ResolveNmlPass
 
 
+def _instantiate() -> type[ModulePass]:
+    from tensorloom.passes.instantiate import InstantiatePass
+
+    return InstantiatePass
+
+
 def _shape_inference() -> type[ModulePass]:
     from tensorloom.passes.shape_inference import ShapeInferencePass
 
@@ -118,6 +124,7 @@ def get_all_passes() -> dict[str, PassFactory]:
     return {
         "desugar-pipes": _desugar_pipes,
         "resolve-nml": _resolve_nml,
+        "instantiate": _instantiate,
         "shape-inference": _shape_inference,
         "check-scopes": _check_scopes,
         "check-train": _check_train,

@@ -24,13 +24,14 @@ from xdsl.ir import Attribute, Operation
 from xdsl.passes import ModulePass
 
 from tensorloom.catalogue.args import Arg
+from tensorloom.catalogue.data_files import DatasetProblem
 from tensorloom.catalogue.datasets import (
+    UNKNOWN_TASK,
     DatasetError,
     DatasetInfo,
     is_language_model_data,
-    lookup_dataset,
 )
-from tensorloom.catalogue.losses import TRAIN_LOSSES
+from tensorloom.catalogue.losses import FLOATS, INDICES, TRAIN_LOSSES
 from tensorloom.catalogue.optimizers import OPTIMIZERS as OPTIMIZER_SPECS
 from tensorloom.catalogue.schedules import SCHEDULES as SCHEDULE_SPECS
 from tensorloom.catalogue.shapes import Dim, format_shape
@@ -47,6 +48,8 @@ from tensorloom.dialects.nml import (
     SoftmaxOp,
     TensorType,
 )
+from tensorloom.dialects.nml.types import PREFIX
+from tensorloom.passes.dataset_files import dataset_check
 from tensorloom.passes.loss_functions import (
     MetricProblem,
     batch_types,
@@ -60,7 +63,6 @@ from tensorloom.passes.model_env import (
     EvalError,
     Evaluated,
     evaluate,
-    evaluate_kwargs,
     forward_of,
     lookup_symbol,
     models_of,
@@ -239,9 +241,24 @@ def _named(key: str, what: str, table: dict[str, tuple[str, ...]]) -> Check:
             listed = ", ".join(f"`{n}`" for n in table)
             help_text = f"did you mean `{guess}`?" if guess else f"known: {listed}"
             return Problem(_UNKNOWN_CODE[key], f"unknown {what} `{call.name}`", help_text)
-        return _arguments(call, table[call.name])
+        return _arguments(call, table[call.name]) or _one_length(call)
 
     return check
+
+
+_TWINS = (("warmup_steps", "warmup_epochs"), ("step_size_steps", "step_size"))
+
+
+def _one_length(call: CallValue) -> Problem | None:
+    """A length given in steps and in epochs at once is ambiguous."""
+    names = {key for key, _ in call.kwargs}
+    for steps, epochs in _TWINS:
+        if steps in names and epochs in names:
+            return Problem(
+                "TL0405", f"`{call.name}` takes `{steps}` or `{epochs}`, not both",
+                f"keep one: `{steps}` counts optimizer steps, `{epochs}` epochs",
+            )  # fmt: skip
+    return None
 
 
 _UNKNOWN_CODE = {"optimizer": "TL0404", "loss": "TL0406", "lr_schedule": "TL0407"}
@@ -274,6 +291,35 @@ def grad_clip(key: str, value: Evaluated) -> Problem | None:
     return number_in(0.0, None)(key, value)
 
 
+def _metric_name(key: str, value: Evaluated) -> Problem | None:
+    if isinstance(value, str) and value.isidentifier():
+        return None  # which metrics validation reports is checked against the block
+    return _wrong_type(key, "a validation metric such as `val_loss`", value)
+
+
+def patience(key: str, value: Evaluated) -> Problem | None:
+    """`early_stopping = patience(3, metric=val_loss, min_delta=0.0)`."""
+    call = as_call(value)
+    usage = "write `early_stopping = patience(3, metric=val_loss)`"
+    if call is None or call.name != "patience":
+        return Problem("TL0402", f"`{key}` must be `patience(N, metric=...)`", usage)
+    if len(call.args) != 1:
+        return Problem("TL0405", "`patience` takes one positional argument, the patience", usage)
+    problem = int_at_least(1)("patience", call.args[0])
+    for name, arg in call.kwargs:
+        if problem is not None:
+            break
+        if name == "metric":
+            problem = _metric_name("metric", arg)
+        elif name == "min_delta":
+            problem = number_in(0.0, None, open_low=False)("min_delta", arg)
+        else:
+            guess = closest(name, ("metric", "min_delta"))
+            help_text = f"did you mean `{guess}`?" if guess else "it accepts `metric`, `min_delta`"
+            problem = Problem("TL0405", f"`patience` has no argument `{name}`", help_text)
+    return problem
+
+
 @dataclass(frozen=True, slots=True)
 class Setting:
     check: Check
@@ -297,7 +343,14 @@ SETTINGS: dict[str, Setting] = {
         _named("lr_schedule", "lr schedule", SCHEDULES), "learning-rate schedule"
     ),
     "grad_clip": Setting(grad_clip, "clip the gradient norm to this value"),
-    "accumulate_steps": Setting(int_at_least(1), "micro-batches per optimizer step"),
+    "grad_accum": Setting(int_at_least(1), "micro-batches per optimizer step"),
+    "accumulate_steps": Setting(int_at_least(1), "`grad_accum`'s older name"),
+    "decay_groups": Setting(boolean, "no weight decay for biases and norm weights"),
+    "ema": Setting(number_in(0.0, 1.0), "decay of an EMA of the weights, validated too"),
+    "early_stopping": Setting(patience, "stop after N validations without a new best"),
+    "keep_best": Setting(_metric_name, "save `best.pt` at each new best of this metric"),
+    "eval_every": Setting(int_at_least(1), "also validate every N optimizer steps"),
+    "max_steps": Setting(int_at_least(1), "optimizer steps in all; the schedule spans them"),
     "seed": Setting(int_at_least(0), "random seed of the run"),
     "activation_checkpointing": Setting(boolean, "recompute block activations in backward"),
     "val_every": Setting(int_at_least(1), "validate every N epochs"),
@@ -324,8 +377,11 @@ class LoopChecker:
                 self._setting(op, seen)
         info = self._dataset()
         instance = self._instance()
+        if instance is not None and not self._inputs_fit(instance):
+            return
         self._loss(info, instance)
         self._metrics(info, instance)
+        self._recipe_metrics()
         self._precision()
         if instance is not None and self._value("loss") is not None:
             self._kernel_gradients(instance)
@@ -380,17 +436,19 @@ class LoopChecker:
         op = lookup_symbol(self.module, self.loop.data, train.DatasetOp)
         if op is None:
             return None
-        options = evaluate_kwargs(op.options.data, {})
-        if isinstance(options, EvalError):
+        checked = dataset_check(op)
+        if checked is None:
             return None
-        source = op.source.data if op.source is not None else None
-        info = lookup_dataset(source, options)  # type: ignore[arg-type]
-        if isinstance(info, DatasetError):
-            _dataset_error(op, info)
+        if isinstance(checked, DatasetError):
+            _dataset_error(op, checked)
             return None
-        if source is None:
+        for problem in checked.problems:
+            _dataset_error(op, problem)
+        if any(not p.is_warning for p in checked.problems):
+            return None
+        if op.source is None:
             _synthetic_warning(op)
-        return info
+        return checked.info
 
     # --- loss -------------------------------------------------------------------------
 
@@ -405,6 +463,8 @@ class LoopChecker:
             return
         if self._tuple_output(instance, call.name):
             return
+        if info is not None and self._targets_problem(info, instance, call.name):
+            return
         if call.name not in ("CrossEntropy", "NLL"):
             return
         self._softmax_before(instance, call.name)
@@ -413,6 +473,78 @@ class LoopChecker:
         output = self._output(instance)
         if output is not None:
             self._classes(output, info, call.name)
+
+    def _inputs_fit(self, instance: InstanceOp) -> bool:
+        """A dataset feeds the forward one input (`model(x)`): a forward taking more fails at
+        the first step."""
+        model = models_of(self.module).get(instance.model.root_reference.data)
+        forward = forward_of(model) if model is not None else None
+        if forward is None or len(forward.arg_names.data) <= 1:
+            return True
+        names = ", ".join(f"`{a.data}`" for a in forward.arg_names.data)
+        count = len(forward.arg_names.data)
+        data = self.loop.data.root_reference.data
+        message = (
+            f"`{instance.model.root_reference.data}`'s forward takes {count} inputs ({names}), "
+            f"but a dataset feeds one: the samples of `{data}`"
+        )
+        span = span_of(self.loop.data_loc) if self.loop.data_loc is not None else None
+        span = span or span_of(self.loop)
+        if span is not None:
+            help_text = "train a model whose forward takes one input, and compute the rest from it"
+            report(Diagnostic.error("TL0417", message, Label(span), help=help_text))
+        return False
+
+    def _targets_problem(self, info: DatasetInfo, instance: InstanceOp, loss: str) -> bool:
+        """A built-in loss against targets of the wrong kind (class labels into `MSE`,
+        floats into `NLL`) or, for float targets, of another shape than the output."""
+        if info.synthetic or info.task == UNKNOWN_TASK or info.target_shape is None:
+            return False  # synthetic labels are made to fit; a file's are unknown
+        takes = TRAIN_LOSSES[loss].targets
+        labels = info.target_dtype == "i64"
+        span = self._loss_span()
+        if span is None:
+            return False
+        if labels and takes == FLOATS:
+            classes = f" ({info.num_classes} classes)" if info.num_classes is not None else ""
+            message = (
+                f"`{loss}` compares the output with float targets, but `{info.name}`'s "
+                f"targets are class labels{classes}"
+            )
+            help_text = (
+                "for classes, use `loss = CrossEntropy`; for regression, load float targets "
+                "(a .npz whose `y` is float, or a .csv whose target column is)"
+            )
+            report(Diagnostic.error("TL0416", message, Label(span), help=help_text))
+            return True
+        if labels:
+            return False
+        if takes == INDICES:
+            message = (
+                f"`{loss}` takes class labels, but `{info.name}`'s targets are floats (regression)"
+            )
+            help_text = "use `loss = MSE` (or `L1`, `SmoothL1`) for float targets"
+            report(Diagnostic.error("TL0416", message, Label(span), help=help_text))
+            return True
+        output = self._output(instance)
+        if output is None or PREFIX in output:
+            return False
+        want = info.target_shape
+        got = output[1:]
+        if len(got) == len(want) and all(
+            not isinstance(g, int) or g == w for g, w in zip(got, want, strict=True)
+        ):
+            return False
+        targets = format_shape(("B", *want))
+        message = (
+            f"`{loss}` compares the output {format_shape(output)} with `{info.name}`'s "
+            f"targets {targets} element by element: the shapes differ"
+        )
+        if len(got) != len(want):
+            message += " (PyTorch would broadcast them, silently)"
+        help_text = f"make the model's output {targets}"
+        report(Diagnostic.error("TL0416", message, Label(span), help=help_text))
+        return True
 
     def _tuple_output(self, instance: InstanceOp, loss: str) -> bool:
         """A forward that returns several values cannot feed a built-in loss: say so."""
@@ -449,6 +581,48 @@ class LoopChecker:
             if func is not None and func not in checked:
                 check_function(func, batch_types(output, info), "metric")
                 checked.add(func)
+
+    def _reported(self) -> list[str]:
+        """The keys validation records, which `keep_best` and `early_stopping` may name."""
+        functions = functions_of(self.module)
+        custom = function_named(self.module, self._value("loss")) is not None
+        op = self.loop.settings().get("metrics")
+        listed = metrics_of(op.value, list(functions)) if op is not None else []
+        keys = ["val_loss"] + ([m.key for m in listed] if isinstance(listed, list) else [])
+        loss = as_call(self._value("loss"))
+        if not custom and op is None and (loss is None or loss.name in ("CrossEntropy", "NLL")):
+            keys.append("val_accuracy")
+        if self._value("ema") is not None:
+            keys += [f"ema_{key}" for key in keys]
+        return keys
+
+    def _recipe_metrics(self) -> None:
+        """`keep_best = M` and `early_stopping = patience(N, metric=M)` name a reported metric;
+        `grad_accum` and its older name `accumulate_steps` are one setting."""
+        settings = self.loop.settings()
+        if "grad_accum" in settings and "accumulate_steps" in settings:
+            span = span_of(settings["accumulate_steps"])
+            if span is not None:
+                message = "`accumulate_steps` is `grad_accum`'s older name: set one of them"
+                report(Diagnostic.error("TL0409", message, Label(span)))
+        for key in ("keep_best", "early_stopping"):
+            value = self._value(key)
+            call = value if isinstance(value, CallValue) else None
+            metric = dict(call.kwargs).get("metric", "val_loss") if call is not None else value
+            if not isinstance(metric, str) or key not in settings:
+                continue
+            reported = self._reported()
+            if metric in reported:
+                continue
+            op = settings[key]
+            span = span_of(op.value_loc) if op.value_loc is not None else span_of(op)
+            if span is None:
+                continue
+            guess = closest(metric, reported)
+            listed = ", ".join(f"`{m}`" for m in reported)
+            help_text = f"did you mean `{guess}`?" if guess else f"validation reports {listed}"
+            message = f"`{key}` names `{metric}`, which validation does not report"
+            report(Diagnostic.error("TL0415", message, Label(span), help=help_text))
 
     def _output_type(self, instance: InstanceOp) -> Attribute | None:
         """The model's output type on this loop's data, symbols resolved: what
@@ -612,13 +786,16 @@ def _synthetic_warning(op: train.DatasetOp) -> None:
     report(Diagnostic.warning("TL0707", message, Label(span), notes=[note], help=help_text))
 
 
-def _dataset_error(op: train.DatasetOp, error: DatasetError) -> None:
+def _dataset_error(op: train.DatasetOp, error: DatasetError | DatasetProblem) -> None:
     span = span_of(op)
     if error.option is not None and op.option_locs is not None:
         keys = list(op.options.data)
         if error.option in keys:
             span = span_of(op.option_locs.data[keys.index(error.option)]) or span
     if span is None:
+        return
+    if isinstance(error, DatasetProblem) and error.is_warning:
+        report(Diagnostic.warning(error.code, error.message, Label(span), help=error.help))
         return
     report(Diagnostic.error(error.code, error.message, Label(span), help=error.help))
 

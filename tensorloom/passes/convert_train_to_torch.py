@@ -55,6 +55,7 @@ from tensorloom.passes.model_env import CallValue, Evaluated, evaluate_kwargs, l
 from tensorloom.passes.script_statements import lower_statements
 from tensorloom.passes.train_script import (
     GUARD,
+    RecipePlan,
     ScriptPlan,
     header_source,
     loop_sources,
@@ -63,9 +64,11 @@ from tensorloom.passes.train_script import (
 )
 from tensorloom.passes.train_values import loops_of, setting_value
 
-RUNTIME_MODULES = ("distributed", "amp", "data", "loader", "checkpoint", "metrics", "graphs")
+RUNTIME_MODULES = ("distributed", "amp", "data", "loader", "checkpoint", "metrics", "graphs",
+                   "recipe", "serve")  # fmt: skip
 # Language-model data reads windows through runtime/tokens.py instead of runtime/data.py.
-LM_RUNTIME_MODULES = ("distributed", "amp", "tokens", "loader", "checkpoint", "metrics", "graphs")
+LM_RUNTIME_MODULES = ("distributed", "amp", "tokens", "loader", "checkpoint", "metrics",
+                      "graphs", "recipe", "serve")  # fmt: skip
 DEFAULT_LR = {"Adagrad": "0.01", "RMSprop": "0.01", "Adadelta": "1.0", "Adamax": "0.002",
               "NAdam": "0.002"}  # fmt: skip
 """torch.optim's default learning rates where they differ from 0.001."""
@@ -197,7 +200,8 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
         schedule=schedule,
         schedule_kwargs=schedule_kwargs,
         grad_clip=_clip(clip),
-        grad_accum=_int(setting_value(loop, "accumulate_steps"), 1),
+        grad_accum=_int(setting_value(loop, "grad_accum"),
+                        _int(setting_value(loop, "accumulate_steps"), 1)),
         compile_mode=compiled.mode.data if isinstance(compiled, train.CompileOp) else None,
         seed=_int(setting_value(loop, "seed"), 0),
         checkpointed_layers=_checkpointed_layers(blocks),
@@ -209,7 +213,34 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
         metrics=tuple(_metrics(loop, functions)),
         fsdp_blocks=tuple(b.data for b in shard.blocks)
         if isinstance(shard, train.FsdpShardOp) else None,
+        recipe=_recipe(loop),
     )  # fmt: skip
+
+
+def _recipe(loop: train.LoopOp) -> RecipePlan:
+    """The recipe keys check-train accepted (runtime/recipe.py gives them their meaning)."""
+    decay = setting_value(loop, "decay_groups")
+    ema = setting_value(loop, "ema")
+    stopping = setting_value(loop, "early_stopping")
+    early = None
+    if isinstance(stopping, CallValue) and stopping.args:
+        options = dict(stopping.kwargs)
+        metric, delta = options.get("metric", "val_loss"), options.get("min_delta", 0.0)
+        early = f"({stopping.args[0]}, {py_string(str(metric))}, {float(delta)!r})"  # type: ignore[arg-type]
+    best = setting_value(loop, "keep_best")
+    every = setting_value(loop, "eval_every")
+    steps = setting_value(loop, "max_steps")
+    return RecipePlan(
+        decay_groups=decay is not False,
+        ema=repr(float(ema))
+        if isinstance(ema, int | float) and not isinstance(ema, bool)
+        else None,
+        early_stopping=early,
+        keep_best=best if isinstance(best, str) else None,
+        eval_every=_int(every, 0) or None,
+        max_steps=_int(steps, 0) or None,
+        epochs_set=setting_value(loop, "epochs") is not None or steps is None,
+    )
 
 
 # --- step 2: the ops -------------------------------------------------------------------------
@@ -220,6 +251,7 @@ def import_ops(plan: ScriptPlan) -> list[Operation]:
     ops: list[Operation] = [
         t.FromImportOp("__future__", ["annotations"]),
         t.ImportOp("argparse"),
+        t.ImportOp("json"),
         t.ImportOp("random"),
         t.ImportOp("sys"),
         t.ImportOp("time"),
@@ -229,8 +261,8 @@ def import_ops(plan: ScriptPlan) -> list[Operation]:
         t.ImportOp("torch.nn.functional", "F"),
         t.FromImportOp("torch", ["nn"]),
     ]
-    if plan.schedule == "cosine":
-        ops.append(t.ImportOp("math"))
+    if plan.distributed:
+        ops.append(t.FromImportOp("contextlib", ["nullcontext"]))
     if plan.distributed and not plan.sharded:
         ops.append(t.FromImportOp("torch.nn.parallel", ["DistributedDataParallel"]))
     if plan.checkpointed_layers:

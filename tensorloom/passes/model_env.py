@@ -25,12 +25,15 @@ from typing import TypeVar
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    DictionaryAttr,
+    Float64Type,
     FloatAttr,
     IntegerAttr,
     IntegerType,
     ModuleOp,
     StringAttr,
     SymbolRefAttr,
+    i64,
 )
 from xdsl.ir import Attribute, Operation
 from xdsl.traits import SymbolOpInterface, SymbolTable
@@ -43,6 +46,7 @@ from tensorloom.dialects.nml import (
     ConfigOp,
     ExprAttr,
     FuncOp,
+    InstanceOp,
     LayerOp,
     ModelOp,
     NoneValueAttr,
@@ -188,9 +192,11 @@ def symbols(table: Operation, kind: type[SymbolOp]) -> dict[str, SymbolOp]:
     assert table.has_trait(SymbolTable), f"{table.name} is not a symbol table"
     found: dict[str, SymbolOp] = {}
     for op in table.regions[0].block.ops:
+        if not isinstance(op, kind):
+            continue
         trait = op.get_trait(SymbolOpInterface)
         name = trait.get_sym_attr_name(op) if trait is not None else None
-        if name is not None and isinstance(op, kind):
+        if name is not None:
             found[name.data] = op
     return found
 
@@ -356,3 +362,48 @@ def layer_params(
     overrides = nested_overrides(layer, nested, env)
     inner = model_env(nested, overrides if isinstance(overrides, dict) else {})
     return copies * declared_params(nested, inner, models, depth + 1)
+
+
+# --- an instance's configuration, as `instantiate` folds it -----------------------------------
+
+INSTANCE_CONFIG = "config"
+"""On an `nml.instance`: its configuration folded to literals (the `instantiate` pass)."""
+
+
+def config_attr(env: Mapping[str, Value]) -> DictionaryAttr | None:
+    """`env` as literal attributes; None if a value cannot be one (an int past 64 bits)."""
+    entries: dict[str, Attribute] = {}
+    for name, value in env.items():
+        attr = _value_attr(value)
+        if attr is None:
+            return None
+        entries[name] = attr
+    return DictionaryAttr(entries)
+
+
+def _value_attr(value: Value) -> Attribute | None:
+    if isinstance(value, bool):
+        return IntegerAttr(int(value), IntegerType(1))
+    if isinstance(value, int):
+        return IntegerAttr(value, i64) if -(2**63) <= value < 2**63 else None
+    if isinstance(value, float):
+        return FloatAttr(value, Float64Type())
+    if isinstance(value, str):
+        return StringAttr(value)
+    if value is None:
+        return NoneValueAttr()
+    items = [_value_attr(v) for v in value]
+    if any(item is None for item in items):
+        return None
+    return ArrayAttr(items)  # type: ignore[arg-type]
+
+
+def instance_env(op: InstanceOp, model: ModelOp) -> Env:
+    """The configuration of an instance: what `instantiate` folded, else evaluated here."""
+    folded = op.attributes.get(INSTANCE_CONFIG)
+    if isinstance(folded, DictionaryAttr):
+        env = evaluate_kwargs(folded.data, {})
+        if isinstance(env, dict):
+            return env
+    overrides = evaluate_kwargs(op.overrides.data, {})
+    return model_env(model, overrides if isinstance(overrides, dict) else {})

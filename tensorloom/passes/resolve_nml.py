@@ -86,7 +86,7 @@ class ResolveCall(RewritePattern):
     """One `nml.call` -> `nml.apply`, a builtin op or `nml.kernel_call`."""
 
     kernels: frozenset[str]
-    layers: dict[ModelOp, frozenset[str]]
+    layers: dict[ModelOp, dict[str, LayerOp]]  # each model's layers, found once
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: CallOp, rewriter: PatternRewriter) -> None:
@@ -107,7 +107,7 @@ class ResolveCall(RewritePattern):
             if layer is not None:
                 names = [n.data for n in op.arg_names.data]
                 keyword = next((n for n in names if n), None)
-                declared = layers_of(model)[layer]
+                declared = self.layers[model][layer]
                 spec = lookup(declared.kind.data)
                 if keyword is not None and spec is not None:
                     # Reported once here; applied to its tensors, so nothing else follows.
@@ -532,7 +532,7 @@ class ResolveNmlPass(ModulePass):
             checker.check_model(model)
         for instance in [o for o in op.walk() if isinstance(o, InstanceOp)]:
             checker.check_instance(instance)
-        layers = {m: frozenset(layers_of(m)) for m in checker.models.values()}
+        layers = {m: layers_of(m) for m in checker.models.values()}
         resolve = ResolveCall(kernel_names(op), layers)
         walker = PatternRewriteWalker(resolve, apply_recursively=False)
         walker.rewrite_module(op)

@@ -69,7 +69,8 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
-from tensorloom.catalogue.datasets import DatasetInfo, lookup_dataset
+from tensorloom.catalogue.data_files import DataCheck
+from tensorloom.catalogue.datasets import DatasetInfo
 from tensorloom.catalogue.layers import BoundLayer, lookup
 from tensorloom.catalogue.layers.parameter import PARAMETER
 from tensorloom.catalogue.shapes import (
@@ -114,14 +115,15 @@ from tensorloom.dialects.nml.shape_trait import (
 )
 from tensorloom.dialects.nml.types import Dim
 from tensorloom.passes.check_scopes import MODULE_ATTRIBUTES
+from tensorloom.passes.dataset_files import dataset_check
 from tensorloom.passes.model_env import (
     ArgFailure,
     CallValue,
     Env,
     bind_layer,
     declared_params,
-    evaluate_kwargs,
     forward_of,
+    instance_env,
     layer_count,
     layers_of,
     lookup_symbol,
@@ -228,6 +230,9 @@ class Inference:
         return self.layers[model]
 
     hooks: InferenceHooks = field(default_factory=InferenceHooks)
+
+    def __post_init__(self) -> None:
+        self.unifier.rigid.add(BATCH)  # the batch dim is the data loader's, never a constant
 
     def type_of(self, value: SSAValue) -> Attribute:
         return self.types.get(value, value.type)
@@ -655,6 +660,14 @@ class Inference:
         inputs = [self._shape(v) for v in op.args]
         if bound.spec.name == "Embedding" and op.args:
             self._check_positions(layer, op, bound)
+            if self._float_ids(model, op):
+                mismatch = ShapeMismatch(
+                    "looks up integer token ids, but its input is the float output of a layer",
+                    help="an `Embedding` takes token ids: the model's input, such as a "
+                    "sequence dataset's `[B, T]` samples",
+                )
+                self._report_layer(layer, op, bound, mismatch)
+                return TensorType.unranked()
         suffix = self._suffix_input(op, bound)
         if suffix is not None:
             inputs[0] = (PLACEHOLDER, *suffix)
@@ -669,6 +682,14 @@ class Inference:
         name = label or layer.sym_name.data
         flow.steps.append(self.step(name, _describe(bound), result, params))
         return result
+
+    def _float_ids(self, model: ModelOp, op: ApplyOp | ApplyAtOp) -> bool:
+        """Whether an `Embedding`'s ids are the output of a catalogue layer (always floats)."""
+        source = op.args[0].owner
+        if not isinstance(source, ApplyOp):
+            return False
+        declared = layers_of(model).get(source.layer.root_reference.data)
+        return declared is not None and lookup(declared.kind.data) is not None
 
     def _suffix_input(self, op: ApplyOp | ApplyAtOp, bound: BoundLayer) -> Shape:
         """`[..., 784]` into a layer whose rule holds for any leading dims: its known
@@ -982,12 +1003,8 @@ def _dataset_inputs(loop: train.LoopOp, module: ModuleOp) -> DatasetInfo | None:
     op = lookup_symbol(module, loop.data, train.DatasetOp)
     if op is None:
         return None
-    options = evaluate_kwargs(op.options.data, {})
-    if not isinstance(options, dict):
-        return None
-    source = op.source.data if op.source is not None else None
-    info = lookup_dataset(source, options)  # type: ignore[arg-type]
-    return info if isinstance(info, DatasetInfo) else None
+    checked = dataset_check(op)
+    return checked.info if isinstance(checked, DataCheck) else None
 
 
 def dataset_input(info: DatasetInfo) -> TensorType | None:
@@ -1022,8 +1039,7 @@ def instance_of(
     model = models.get(op.model.root_reference.data)
     if model is None:
         return None
-    overrides = evaluate_kwargs(op.overrides.data, {})
-    env = model_env(model, overrides if isinstance(overrides, dict) else {})
+    env = instance_env(op, model)  # the configuration `instantiate` folded
     found = Instantiation(op.sym_name.data, model, env, loop=loop)
     info = _dataset_inputs(loop, module) if loop is not None else None
     data_input = dataset_input(info) if info is not None else None

@@ -51,7 +51,7 @@ from xdsl.rewriter import InsertPoint
 
 from tensorloom.diagnostics import Diagnostic
 from tensorloom.diagnostics.ir import report, span_of
-from tensorloom.dialects import kernel
+from tensorloom.dialects import kernel, nml
 from tensorloom.dialects.builders import string_array
 from tensorloom.source import Span
 
@@ -393,3 +393,43 @@ class SynthesizeLaunchersPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         PatternRewriteWalker(AddLauncher(), apply_recursively=False).rewrite_module(op)
+        launchers = {
+            o.kernel.string_value(): o for o in op.walk() if isinstance(o, kernel.LauncherOp)
+        }
+        for call in op.walk():
+            if isinstance(call, nml.KernelCallOp):
+                launcher = launchers.get(call.kernel.string_value())
+                if launcher is not None:
+                    _check_call(call, launcher)
+
+
+def _check_call(call: nml.KernelCallOp, launcher: kernel.LauncherOp) -> None:
+    """A model's call of a kernel against its launcher: the positional tensors and scalars
+    it takes, and a tensor to return (a kernel that stores nothing returns nothing)."""
+    bindings = [[b.data for b in binding.data] for binding in launcher.bindings.data]
+    name = call.kernel.string_value()
+    span = span_of(call)
+    if span is None:
+        return
+    takes = [b[1] for b in bindings if b[0] in ("input", "inout", "scalar")]
+    given = sum(1 for n in call.arg_names.data if not n.data)
+    if given != len(takes):
+        listed = ", ".join(f"`{t}`" for t in takes) or "nothing"
+        message = (
+            f"`{name}_launcher` takes {len(takes)} positional argument"
+            f"{'' if len(takes) == 1 else 's'} ({listed}), this call gives {given}"
+        )
+        help_text = None
+        scalars = [b[1] for b in bindings if b[0] == "scalar" and b[1].endswith("_ptr")]
+        if scalars:
+            help_text = (
+                f"`{scalars[0]}` is never loaded or stored, so it is not a tensor: "
+                "does the kernel miss its `tl.store`?"
+            )
+        report(Diagnostic.error("TL0508", message, span, help=help_text))
+        return
+    returns = any(b[0] in ("inout", "output") for b in bindings)
+    if not returns and any(r.uses for r in call.res):
+        message = f"`{name}` stores to no pointer, so its launcher returns nothing to use"
+        help_text = "store the result: `tl.store(out_ptr + offsets, y, mask=mask)`"
+        report(Diagnostic.error("TL0508", message, span, help=help_text))

@@ -30,6 +30,19 @@ _OPTIMIZER_MODES = frozenset({"fused", "foreach", "capturable", "differentiable"
 
 
 @dataclass(frozen=True, slots=True)
+class RecipePlan:
+    """The recipe keys of a train block, as Python literals (runtime/recipe.py uses them)."""
+
+    decay_groups: bool = True
+    ema: str | None = None  # `ema = 0.999`
+    early_stopping: str | None = None  # `(patience, metric, min_delta)`
+    keep_best: str | None = None  # a metric key: `val_loss`
+    eval_every: int | None = None  # optimizer steps
+    max_steps: int | None = None
+    epochs_set: bool = True  # False: the run's epochs follow from `max_steps`
+
+
+@dataclass(frozen=True, slots=True)
 class ScriptPlan:
     """Everything about one train block that the script's text depends on."""
 
@@ -64,6 +77,7 @@ class ScriptPlan:
     # The `fn`s (loss, metrics) that take the batch's inputs too: `fn NAME(out, x, y)`.
     takes_inputs: frozenset[str] = frozenset()
     metrics: tuple[Metric, ...] = ()  # `metrics = [accuracy, top_k(5), NAME]`
+    recipe: RecipePlan = RecipePlan()
     # `distributed = "fsdp"`: the layers `fully_shard` makes units of (the root is one too)
     fsdp_blocks: tuple[str, ...] | None = None
 
@@ -100,6 +114,8 @@ class ScriptPlan:
             and self.grad_accum == 1
             and self.grad_clip == "None"
             and self.schedule is None
+            and self.recipe.ema is None
+            and self.recipe.eval_every is None
             and self.optimizer in ("Adam", "AdamW", "SGD")
             and not _names(self.optimizer_kwargs) & _OPTIMIZER_MODES
         )
@@ -143,7 +159,10 @@ def _data_name(plan: ScriptPlan) -> str:
 
 def settings_source(plan: ScriptPlan) -> str:
     lines = ["# ---- settings: the train block's values; the command line overrides some ----"]
-    lines.append(f"EPOCHS = {plan.epochs}")
+    if plan.recipe.epochs_set:
+        lines.append(f"EPOCHS: int | None = {plan.epochs}")
+    else:
+        lines.append("EPOCHS: int | None = None  # as many as `max_steps` takes")
     if plan.batch_size is None:
         lines.append(
             f"BATCH_SIZE = {DEFAULT_BATCH_SIZE}  # `batch_size` was not set in the train block"
@@ -165,6 +184,7 @@ def settings_source(plan: ScriptPlan) -> str:
     if plan.reports_metrics:
         keys = ", ".join(f'"{m.key}"' for m in plan.metrics)
         lines.append(f"METRICS = [{keys}]  # `metrics = [...]`: reported after val_loss")
+    lines += _recipe_settings(plan.recipe)
     if plan.log_every is not None:
         lines.append(f"LOG_EVERY = {plan.log_every}  # optimizer steps between loss lines")
     mode = py_string(plan.compile_mode) if plan.compile_mode else "None"
@@ -184,10 +204,26 @@ _PRECISION_NOTES = {
 }
 
 
+def _recipe_settings(recipe: RecipePlan) -> list[str]:
+    def optional(value: object) -> str:
+        return "None" if value is None else str(value)
+
+    keep = py_string(recipe.keep_best) if recipe.keep_best is not None else "None"
+    return [
+        f"DECAY_GROUPS = {recipe.decay_groups}  # no weight decay for biases and norm weights",
+        f"EMA_DECAY: float | None = {optional(recipe.ema)}  # `ema`: an EMA of the weights",
+        f"EARLY_STOPPING: tuple[int, str, float] | None = {optional(recipe.early_stopping)}"
+        "  # (patience, metric, min_delta)",
+        f"KEEP_BEST: str | None = {keep}  # saves best.pt at each new best of this metric",
+        f"EVAL_EVERY: int | None = {optional(recipe.eval_every)}  # steps between validations",
+        f"MAX_STEPS: int | None = {optional(recipe.max_steps)}  # the schedule spans them",
+    ]
+
+
 def _checkpoint_settings(plan: ScriptPlan) -> list[str]:
     if plan.checkpoint_every is None:
         return [
-            "CHECKPOINT_EVERY: int | None = None  # unset: saved only with --checkpoint-dir",
+            "CHECKPOINT_EVERY: int | None = None  # unset: saved at the end and when interrupted",
             "KEEP_CHECKPOINTS = 3",
         ]
     return [
@@ -199,17 +235,13 @@ def _checkpoint_settings(plan: ScriptPlan) -> list[str]:
 def _schedule_settings(plan: ScriptPlan) -> list[str]:
     if plan.schedule is None:
         return []
-    kw = plan.schedule_kwargs
-    lines = [f"LR_SCHEDULE = {py_string(plan.schedule)}"]
-    if plan.schedule == "cosine":
-        lines.append(f"WARMUP_EPOCHS = {kw.get('warmup_epochs', '0')}")
-        lines.append(f"MIN_LR = {kw.get('min_lr', '0.0')}")
-    elif plan.schedule == "step":
-        lines.append(f"STEP_SIZE = {kw.get('step_size', '30')}  # epochs between decays")
-        lines.append(f"STEP_GAMMA = {kw.get('gamma', '0.1')}")
-    else:
-        lines.append(f"WARMUP_STEPS = {kw.get('warmup_steps', '100')}")
-    return lines
+    options = {"name": py_string(plan.schedule), **plan.schedule_kwargs}
+    if plan.schedule in ("warmup", "constant_with_warmup") and not (
+        {"warmup_steps", "warmup_epochs"} & set(options)
+    ):
+        options["warmup_steps"] = "100"
+    items = ", ".join(f"{py_string(k)}: {v}" for k, v in options.items())
+    return [f"LR_SCHEDULE: dict[str, Any] = {{{items}}}  # `lr_schedule`, runtime/recipe.py"]
 
 
 # --- loss ------------------------------------------------------------------------------------
@@ -293,8 +325,7 @@ def _tensor_kwarg(name: str, value: str) -> str:
 
 def parse_args_source(plan: ScriptPlan) -> str:
     data = _data_name(plan).replace("`", "")
-    folder = py_string(f"checkpoints/{program_name(plan)}")
-    checkpoint_default = f"{folder} if CHECKPOINT_EVERY is not None else None"
+    checkpoint_default = py_string(f"checkpoints/{program_name(plan)}")
     return _fill(
         '''
         # ---- command line ----
@@ -302,14 +333,23 @@ def parse_args_source(plan: ScriptPlan) -> str:
             parser = argparse.ArgumentParser(description=$description)
             parser.add_argument("--epochs", type=int, default=EPOCHS)
             parser.add_argument("--batch-size", type=int, default=BATCH_SIZE, help="per process")
-            parser.add_argument("--max-steps", type=int, default=None, help="steps in all")
+            parser.add_argument("--max-steps", type=int, default=None,
+                                help="stop after this many steps (the schedule is unchanged)")
             parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
             parser.add_argument("--seed", type=int, default=SEED)
             parser.add_argument("--metrics", default=None, help="a JSON line per epoch goes here")
             parser.add_argument("--tensorboard", default=None, help="TensorBoard logs go here")
             parser.add_argument("--checkpoint-dir", default=$checkpoint_default)
             parser.add_argument("--resume", default=None, help="a checkpoint to continue from")
-            parser.add_argument("--data-root", default=None, help="where dataset files live")
+            parser.add_argument("--init-from", default=None, help="start from these weights")
+            parser.add_argument("--evaluate", default=None, metavar="CHECKPOINT",
+                                help="report the validation metrics of a checkpoint; no training")
+            parser.add_argument("--predict", default=None, metavar="INPUT",
+                                help="outputs for a .npz, .pt, .csv or image file")
+            parser.add_argument("--out", default=None, help="--predict writes here, not stdout")
+            parser.add_argument("--export", default=None, metavar="FILE",
+                                help="torch.export the model (.pt2; .onnx with onnx)")$generate
+            parser.add_argument("--data-root", default=None, help="where datasets live")$download
             parser.add_argument("--no-compile", action="store_true", help="no torch.compile")
             parser.add_argument("--precision", choices=("auto", "fp32", "fp16", "bf16"),
                                 default=PRECISION, help="auto: bf16 on a bf16 GPU, else fp32")$flags
@@ -317,6 +357,8 @@ def parse_args_source(plan: ScriptPlan) -> str:
         ''',
         description=py_string(f"Train {plan.model_class} on {data} (from {plan.source})."),
         checkpoint_default=checkpoint_default,
+        generate=_GENERATE_FLAGS if plan.language_model_data else "",
+        download="" if plan.language_model_data else _DOWNLOAD_FLAG,
         flags=(_NO_CUDA_GRAPH_FLAG if plan.whole_step_graph else "")
         + (_CONSOLIDATE_FLAG if plan.sharded else ""),
     )  # fmt: skip
@@ -325,6 +367,18 @@ def parse_args_source(plan: ScriptPlan) -> str:
 _CONSOLIDATE_FLAG = """
     parser.add_argument("--consolidate", nargs=2, metavar=("DIR", "OUT.pt"), default=None,
                         help="write a sharded save's weights as one state dict, then exit")"""
+
+
+_GENERATE_FLAGS = """
+    parser.add_argument("--generate", default=None, metavar="PROMPT",
+                        help="print text the model writes after PROMPT")
+    parser.add_argument("--tokens", type=int, default=200, help="bytes --generate samples")
+    parser.add_argument("--temperature", type=float, default=0.8, help="0: always the likeliest")
+    parser.add_argument("--top-k", type=int, default=40, help="sample among the k likeliest")"""
+
+_DOWNLOAD_FLAG = """
+    parser.add_argument("--download", action="store_true",
+                        help="fetch a missing dataset (HTTPS, sha256-checked)")"""
 
 _NO_CUDA_GRAPH_FLAG = """
     parser.add_argument("--no-cuda-graph", action="store_true",
@@ -342,46 +396,20 @@ def seed_everything(seed: int) -> None:
 def scheduler_source(plan: ScriptPlan) -> str | None:
     if plan.schedule is None:
         return None
-    return dedent(_SCHEDULERS[plan.schedule]).strip("\n")
+    return dedent(_SCHEDULER).strip("\n")
 
 
-_SCHEDULERS = {
-    "cosine": '''
-        def build_scheduler(
-            optimizer: torch.optim.Optimizer, steps_per_epoch: int, total_steps: int
-        ) -> torch.optim.lr_scheduler.LRScheduler:
-            """`lr_schedule = cosine`: linear warm-up, then a cosine down to MIN_LR, per step."""
-            warmup = WARMUP_EPOCHS * steps_per_epoch
-            floor = MIN_LR / LEARNING_RATE
-
-            def factor(step: int) -> float:
-                if step < warmup:
-                    return (step + 1) / warmup
-                progress_ = min((step - warmup) / max(total_steps - warmup, 1), 1.0)
-                return floor + (1.0 - floor) * 0.5 * (1.0 + math.cos(math.pi * progress_))
-
-            return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
-    ''',
-    "step": '''
-        def build_scheduler(
-            optimizer: torch.optim.Optimizer, steps_per_epoch: int, total_steps: int
-        ) -> torch.optim.lr_scheduler.LRScheduler:
-            """`lr_schedule = step`: the lr times STEP_GAMMA every STEP_SIZE epochs, per step."""
-            interval = max(STEP_SIZE * steps_per_epoch, 1)
-            return torch.optim.lr_scheduler.LambdaLR(
-                optimizer, lambda step: STEP_GAMMA ** (step // interval)
-            )
-    ''',
-    "warmup": '''
-        def build_scheduler(
-            optimizer: torch.optim.Optimizer, steps_per_epoch: int, total_steps: int
-        ) -> torch.optim.lr_scheduler.LRScheduler:
-            """`lr_schedule = warmup`: a linear warm-up over WARMUP_STEPS, then constant."""
-            return torch.optim.lr_scheduler.LambdaLR(
-                optimizer, lambda step: min((step + 1) / WARMUP_STEPS, 1.0)
-            )
-    ''',
-}
+_SCHEDULER = '''
+    def build_scheduler(
+        optimizer: torch.optim.Optimizer, steps_per_epoch: int, total_steps: int
+    ) -> torch.optim.lr_scheduler.LRScheduler:
+        """`lr_schedule`: runtime/recipe.py's LrSchedule, stepped once per optimizer step."""
+        schedule = lr_schedule_from(
+            LR_SCHEDULE, steps_per_epoch=steps_per_epoch, total_steps=total_steps,
+            base_lr=LEARNING_RATE,
+        )  # fmt: skip
+        return make_lr_scheduler(optimizer, schedule)
+'''
 
 
 TRAINER = '''
@@ -400,8 +428,13 @@ class Trainer:
     train_loader: $loader
     val_loader: $loader
     info: $info
+    recipe: RunRecipe  # EMA, early stopping, keep-best, eval_every, stop signals
     step: int = 0
     start_epoch: int = 0
+    carry: tuple[torch.Tensor, int] | None = None  # resumed mid-epoch: (loss sum, batches)
+    metrics: MetricsWriter | None = None
+    checkpoint_dir: str | None = None
+    saved_step: int = -1  # the step last.pt holds
 '''
 
 TRAINER_GRAPH_FIELDS = """
@@ -461,7 +494,9 @@ def build_loaders_source(plan: ScriptPlan) -> str:
             args: argparse.Namespace, ctx: DistContext
         ) -> tuple[DeviceLoader | HostLoader, DeviceLoader | HostLoader, DataInfo]:
             options = DATASET_OPTIONS
-            train, val, info = load_dataset(DATASET, data_root=args.data_root, **options)$per_token
+            train, val, info = load_dataset(
+                DATASET, data_root=args.data_root, download=args.download, **options
+            )$per_token
             shard = {"rank": ctx.rank, "world_size": ctx.world_size, "device": ctx.device}
             train_loader = make_loader(
                 *train, batch_size=args.batch_size, shuffle=True, drop_last=True, seed=args.seed,
@@ -500,8 +535,8 @@ def build_trainer_source(plan: ScriptPlan) -> str:
     }:
         fused = ', fused=ctx.device.type == "cuda"'
     schedule = (
-        "steps_per_epoch = len(train_loader) // GRAD_ACCUM\n"
-        "    scheduler = build_scheduler(optimizer, steps_per_epoch, steps_per_epoch * args.epochs)"
+        "total = total_train_steps(args.epochs, steps_per_epoch, MAX_STEPS)\n"
+        "    scheduler = build_scheduler(optimizer, steps_per_epoch, total)"
         if plan.schedule is not None
         else "scheduler = None  # no `lr_schedule`"
     )
@@ -529,16 +564,19 @@ def build_trainer_source(plan: ScriptPlan) -> str:
             model = $model_class($model_args).to(ctx.device)$checkpointed
             plan = resolve_precision(args.precision, ctx.device)$shard
             optimizer = torch.optim.$optimizer(
-                model.parameters(), lr=LEARNING_RATE$optimizer_args$fused
+                decay_param_groups(model, DECAY_GROUPS), lr=LEARNING_RATE$optimizer_args$fused
             )
+            steps_per_epoch = len(train_loader) // GRAD_ACCUM
+            args.epochs = planned_epochs(args.epochs, MAX_STEPS, steps_per_epoch)
             $schedule
             compiled = _maybe_compile(model, args, ctx)$train_model
             scaler = make_grad_scaler(plan, ctx.device)
             return Trainer(
                 ctx, model, train_model, compiled, optimizer, scaler, scheduler, plan,
-                train_loader, val_loader, info,
+                train_loader, val_loader, info, build_recipe(model, ctx$recipe_plan),
             )  # fmt: skip
         """,
+        recipe_plan=", plan" if plan.sharded else "",
         model_class=plan.model_class, model_args=plan.model_args, checkpointed=checkpointed,
         optimizer=plan.optimizer, optimizer_args=optimizer_args, fused=fused,
         schedule=schedule, train_model=wrap or _BATCH_LOSS_MODEL,
@@ -610,8 +648,9 @@ def _graph_build_trainer_source(plan: ScriptPlan) -> str:
             plan = resolve_precision(args.precision, ctx.device)
             scaler = make_grad_scaler(plan, ctx.device)
             whole_step = _whole_step_graph(model, train_loader, scaler, args, ctx)
+            args.epochs = planned_epochs(args.epochs, MAX_STEPS, len(train_loader))
             optimizer = torch.optim.$optimizer(
-                model.parameters(), lr=LEARNING_RATE$optimizer_args,
+                decay_param_groups(model, DECAY_GROUPS), lr=LEARNING_RATE$optimizer_args,
                 $modes,
             )  # fmt: skip
             scheduler = None  # no `lr_schedule`
@@ -621,7 +660,7 @@ def _graph_build_trainer_source(plan: ScriptPlan) -> str:
             train_model = batch_loss if whole_step else _maybe_compile(batch_loss, args, ctx)
             return Trainer(
                 ctx, model, train_model, compiled, optimizer, scaler, scheduler, plan,
-                train_loader, val_loader, info, whole_step=whole_step,
+                train_loader, val_loader, info, build_recipe(model, ctx), whole_step=whole_step,
             )  # fmt: skip
 
 
@@ -672,9 +711,42 @@ def _maybe_compile(model: nn.Module, args: argparse.Namespace, ctx: DistContext)
     return torch.compile(model, mode=COMPILE_MODE)  # type: ignore[return-value]
 '''
 
+BUILD_RECIPE = '''
+def build_recipe(model: nn.Module, ctx: DistContext) -> RunRecipe:
+    """The block's recipe keys as runtime/recipe.py objects; one process handles signals."""
+    return make_run_recipe(
+        model, ema=EMA_DECAY, early_stopping=EARLY_STOPPING, keep_best=KEEP_BEST,
+        eval_every=EVAL_EVERY, signals=not ctx.is_distributed,
+    )  # fmt: skip
+'''
+
+BUILD_RECIPE_SHARDED = '''
+def build_recipe(model: nn.Module, ctx: DistContext, plan: PrecisionPlan) -> RunRecipe:
+    """The block's recipe keys as runtime/recipe.py objects; one process handles signals.
+    Under FSDP the `ema` average is a second model sharded as `model` is: each rank
+    averages its own shards, with no communication."""
+    ema_copy = None
+    if EMA_DECAY is not None:
+        with torch.random.fork_rng(devices=[]):  # its initial weights take no numbers from the run
+            ema_copy = $model_class($model_args).to(ctx.device)
+        shard_model(ema_copy, FSDP_BLOCKS, param_dtype=plan.autocast_dtype)
+    return make_run_recipe(
+        model, ema=EMA_DECAY, early_stopping=EARLY_STOPPING, keep_best=KEEP_BEST,
+        eval_every=EVAL_EVERY, signals=not ctx.is_distributed, ema_copy=ema_copy,
+    )  # fmt: skip
+'''
+
+
+def build_recipe_source(plan: ScriptPlan) -> str:
+    if not plan.sharded:
+        return BUILD_RECIPE
+    return _fill(BUILD_RECIPE_SHARDED, model_class=plan.model_class, model_args=plan.model_args)
+
+
 RESUME = '''
 def resume(trainer: Trainer, path: str) -> None:
-    """Continue where a checkpoint left off: weights, optimizer, scaler, schedule, RNG."""
+    """Continue where a checkpoint left off: weights, optimizer, scaler, schedule, RNG,
+    the recipe's state (EMA, early stopping, best) and, mid-epoch, the epoch's batches."""
     state = load_checkpoint(
         path,
         model=trainer.model,
@@ -684,12 +756,15 @@ def resume(trainer: Trainer, path: str) -> None:
         loader=trainer.train_loader,
         map_location=trainer.ctx.device,
     )
-    trainer.start_epoch, trainer.step = state["epoch"], state["step"]
+    _resume_extra(trainer, state)
 '''
 
 RESUME_SHARDED = '''
 def resume(trainer: Trainer, path: str) -> None:
-    """Continue from a sharded save (or the newest complete one in a folder), on any world size."""
+    """Continue from a sharded save (or the newest complete one in a folder), on any world size:
+    weights, optimizer, scaler, schedule, RNG, the recipe's state (the EMA's shards too)
+    and, mid-epoch, the epoch's batches."""
+    ema = trainer.recipe.ema
     state = load_sharded_checkpoint(
         path,
         model=trainer.model,
@@ -697,9 +772,21 @@ def resume(trainer: Trainer, path: str) -> None:
         scaler=trainer.scaler,
         scheduler=trainer.scheduler,
         loader=trainer.train_loader,
+        ema=ema.module if ema is not None else None,
     )
-    trainer.start_epoch, trainer.step = state["epoch"], state["step"]
+    _resume_extra(trainer, state)
 '''
+
+RESUME_EXTRA = """
+def _resume_extra(trainer: Trainer, state: dict[str, Any]) -> None:
+    trainer.start_epoch, trainer.step = state["epoch"], state["step"]
+    trainer.saved_step = trainer.step
+    extra = state["extra"]
+    trainer.recipe.load_state_dict(extra.get("recipe", {}))
+    carry = extra.get("carry")
+    if carry is not None:
+        trainer.carry = (carry["loss_sum"].to(trainer.ctx.device), int(carry["batches"]))
+"""
 
 RESUME_GRAPH = '''
 def resume(trainer: Trainer, path: str) -> None:
@@ -715,7 +802,7 @@ def resume(trainer: Trainer, path: str) -> None:
         map_location=trainer.ctx.device,
     )
     restore_optimizer_modes(trainer.optimizer, modes)
-    trainer.start_epoch, trainer.step = state["epoch"], state["step"]
+    _resume_extra(trainer, state)
 '''
 
 
@@ -744,13 +831,16 @@ $graphed
             model, device = trainer.train_model, trainer.ctx.device
             model.train()
             trainer.train_loader.set_epoch(epoch)
-            loss_sum = torch.zeros((), device=device)
+            loss_sum, batches = _carried(trainer)
+            skip = batches  # resumed mid-epoch: these were trained before the interruption
             batches_used = len(trainer.train_loader) // GRAD_ACCUM * GRAD_ACCUM
-            batches = 0
             description = f"epoch {epoch + 1}"
             bar = progress(trainer.train_loader, total=batches_used, description=description,
                            enabled=trainer.ctx.is_main)  # fmt: skip
             for xb, yb in bar:
+                if skip:
+                    skip -= 1
+                    continue
                 if batches == batches_used or _reached(trainer.step, max_steps):
                     break
                 last_micro_batch = (batches + 1) % GRAD_ACCUM == 0
@@ -758,7 +848,21 @@ $graphed
                 batches += 1
                 if last_micro_batch:
                     _optimizer_step(trainer)$log
+                    if trainer.recipe.after_step(trainer.model, trainer.step):
+                        step_validation(trainer, epoch)
+                    if trainer.recipe.stop_reason is not None:
+                        break
+            if batches < batches_used:  # cut short: last.pt keeps what this epoch did so far
+                trainer.carry = (loss_sum, batches)
             return loss_sum / max(batches, 1), batches
+
+
+        def _carried(trainer: Trainer) -> tuple[torch.Tensor, int]:
+            """The loss sum and batches of an epoch resumed in its middle, else nothing yet."""
+            carry, trainer.carry = trainer.carry, None
+            if carry is None:
+                return torch.zeros((), device=trainer.ctx.device), 0
+            return carry
 
 
         def _reached(step: int, max_steps: int | None) -> bool:
@@ -770,7 +874,7 @@ $graphed
 
 
 _GRAPHED_BRANCH = """
-    if trainer.whole_step:
+    if trainer.whole_step and trainer.carry is None:  # a resumed cut epoch runs uncaptured
         return _train_one_epoch_graphed(trainer, epoch, max_steps)"""
 
 _GRAPHED_EPOCH = '''
@@ -788,12 +892,15 @@ def _train_one_epoch_graphed(
         trainer.graphed = _capture_step(trainer, loader)
     batches = 0
     for idx in loader.batch_indices():
-        if _reached(trainer.step, max_steps):
+        if _reached(trainer.step, max_steps) or trainer.recipe.stop_reason is not None:
             break
         trainer.graphed.replay(idx)
         batches += 1
         trainer.step += 1
-    return trainer.graphed.take_loss_sum() / max(batches, 1), batches
+    loss_sum = trainer.graphed.take_loss_sum()
+    if batches < len(loader):  # cut short: last.pt keeps what this epoch did so far
+        trainer.carry = (loss_sum, batches)
+    return loss_sum / max(batches, 1), batches
 
 
 def _capture_step(trainer: Trainer, loader: DeviceLoader) -> GraphedStep:
@@ -890,9 +997,12 @@ def evaluate_source(plan: ScriptPlan) -> str:
         return _fill(
             '''
             @torch.no_grad()
-            def evaluate(trainer: Trainer) -> tuple[float, float | None]:
+            def evaluate(
+                trainer: Trainer, model: nn.Module | None = None
+            ) -> tuple[float, float | None]:
                 """Validation loss and accuracy over the whole split, summed across ranks."""
-                model, device = trainer.eval_model, trainer.ctx.device
+                model = trainer.eval_model if model is None else model
+                device = trainer.ctx.device
                 model.eval()
                 totals = torch.zeros(3, device=device)  # loss sum, correct predictions, targets
                 for xb, yb in trainer.val_loader:$mark
@@ -910,9 +1020,12 @@ def evaluate_source(plan: ScriptPlan) -> str:
     return _fill(
         '''
         @torch.no_grad()
-        def evaluate(trainer: Trainer) -> tuple[float, float | None]:
+        def evaluate(
+            trainer: Trainer, model: nn.Module | None = None
+        ) -> tuple[float, float | None]:
             """Validation loss over the whole split, summed exactly across ranks; no accuracy."""
-            model, device = trainer.eval_model, trainer.ctx.device
+            model = trainer.eval_model if model is None else model
+            device = trainer.ctx.device
             model.eval()
             totals = torch.zeros(2, device=device)  # loss sum, output elements
             for xb, yb in trainer.val_loader:$mark
@@ -931,12 +1044,13 @@ def _metrics_evaluate_source(plan: ScriptPlan, mark: str) -> str:
     return _fill(
         '''
         @torch.no_grad()
-        def evaluate(trainer: Trainer) -> dict[str, float]:
+        def evaluate(trainer: Trainer, model: nn.Module | None = None) -> dict[str, float]:
             """Validation loss and METRICS over the whole split, summed across ranks.
 
             Each batch adds its mean times its size, so the result is the mean over samples.
             """
-            model, device = trainer.eval_model, trainer.ctx.device
+            model = trainer.eval_model if model is None else model
+            device = trainer.ctx.device
             model.eval()
             totals = torch.zeros(2 + len(METRICS), device=device)  # loss, samples, then METRICS
             for xb, yb in trainer.val_loader:$mark
@@ -999,12 +1113,29 @@ def _top_k_accuracy(output: torch.Tensor, target: torch.Tensor, k: int) -> torch
 '''
 
 
-EPOCH_RECORD_METRICS = """
+# --- the loop --------------------------------------------------------------------------------
+
+EPOCH_RECORD = '''
 # ---- the loop ----
+def validation_record(trainer: Trainer) -> dict[str, Any]:
+    """The validation metrics, and the EMA weights' (`ema_` keys) when `ema` is set."""
+    record = _as_record(evaluate(trainer))
+    if trainer.recipe.ema is not None:
+        ema = _as_record(evaluate(trainer, trainer.recipe.ema.module))
+        record.update({f"ema_{key}": value for key, value in ema.items() if value is not None})
+    return record
+
+
+def _as_record(result: tuple[float, float | None] | dict[str, float]) -> dict[str, Any]:
+    if isinstance(result, dict):
+        return dict(result)
+    return {"val_loss": result[0], "val_accuracy": result[1]}
+
+
 def epoch_record(trainer: Trainer, epoch: int, train_loss: torch.Tensor, batches: int,
                  elapsed: float, args: argparse.Namespace) -> dict[str, Any]:  # fmt: skip
     due = (epoch + 1) % VAL_EVERY == 0 or epoch + 1 == args.epochs
-    validation = evaluate(trainer) if due else {"val_loss": None}
+    validation = validation_record(trainer) if due else {"val_loss": None}
     samples = batches * args.batch_size * trainer.ctx.world_size
     return {
         "epoch": epoch + 1,
@@ -1015,47 +1146,109 @@ def epoch_record(trainer: Trainer, epoch: int, train_loss: torch.Tensor, batches
         "time": elapsed,
         "steps": trainer.step,
     }
-"""
 
 
-# --- the loop --------------------------------------------------------------------------------
-
-EPOCH_RECORD = """
-# ---- the loop ----
-def epoch_record(trainer: Trainer, epoch: int, train_loss: torch.Tensor, batches: int,
-                 elapsed: float, args: argparse.Namespace) -> dict[str, Any]:  # fmt: skip
-    due = (epoch + 1) % VAL_EVERY == 0 or epoch + 1 == args.epochs
-    val_loss, val_accuracy = evaluate(trainer) if due else (None, None)
-    samples = batches * args.batch_size * trainer.ctx.world_size
-    record = {
-        "epoch": epoch + 1,
-        "train_loss": all_reduce_mean(train_loss).item(),  # the epoch's one host sync
-        "val_loss": val_loss,
-        "val_accuracy": val_accuracy,
-        "samples_per_s": samples / elapsed,
-        "lr": float(trainer.optimizer.param_groups[0]["lr"]),
-        "time": elapsed,
-        "steps": trainer.step,
-    }
-    return {key: value for key, value in record.items() if key != "val_accuracy" or due}
-"""
+def step_validation(trainer: Trainer, epoch: int) -> None:
+    """`eval_every = N`: validation after every N optimizer steps, recorded with its step."""
+    record = {"epoch": epoch + 1, "steps": trainer.step, **validation_record(trainer)}
+    trainer.train_model.train()
+    if trainer.metrics is not None:
+        trainer.metrics.write(record)
+    if trainer.ctx.is_main:
+        print(format_validation(record))
+    after_validation(trainer, record)
+'''
 
 
 _SAVE_SHARDED = """
     save_sharded_checkpoint(  # every rank writes its shards; COMPLETE is written last
-        args.checkpoint_dir, keep=KEEP_CHECKPOINTS, epoch=done, model=trainer.model,
-        optimizer=trainer.optimizer, scaler=trainer.scaler, scheduler=trainer.scheduler,
-        step=trainer.step, loader=trainer.train_loader,
-    )  # fmt: skip"""
+        args.checkpoint_dir, keep=KEEP_CHECKPOINTS, epoch=done, **checkpoint_state(trainer)
+    )
+    trainer.saved_step = trainer.step"""
 
 _SAVE_RANK_ZERO = """
     if trainer.ctx.is_main:
         save_epoch_checkpoint(
-            args.checkpoint_dir, keep=KEEP_CHECKPOINTS, epoch=done, model=trainer.model,
-            optimizer=trainer.optimizer, scaler=trainer.scaler, scheduler=trainer.scheduler,
-            step=trainer.step, loader=trainer.train_loader,
+            args.checkpoint_dir, keep=KEEP_CHECKPOINTS, epoch=done,
+            **checkpoint_state(trainer),
         )  # fmt: skip
+    trainer.saved_step = trainer.step
     barrier()"""
+
+
+SAVES = '''
+
+def after_validation(trainer: Trainer, record: dict[str, Any]) -> None:
+    """Early stopping counts the record; `keep_best` saves best.pt at a new best."""
+    if not trainer.recipe.after_validation(record) or KEEP_BEST is None:
+        return
+    if trainer.ctx.is_main and trainer.checkpoint_dir is not None:
+        save_checkpoint(f"{trainer.checkpoint_dir}/best.pt", epoch=record["epoch"],
+                        **checkpoint_state(trainer))  # fmt: skip
+    barrier()
+
+
+def checkpoint_state(
+    trainer: Trainer, carry: tuple[torch.Tensor, int] | None = None
+) -> dict[str, Any]:
+    """What a checkpoint holds besides its epoch: `carry` is a cut epoch's loss and batches."""
+    extra: dict[str, Any] = {"recipe": trainer.recipe.state_dict()}
+    if carry is not None:
+        extra["carry"] = {"loss_sum": carry[0].detach(), "batches": carry[1]}
+    return {
+        "model": trainer.model, "optimizer": trainer.optimizer, "scaler": trainer.scaler,
+        "scheduler": trainer.scheduler, "step": trainer.step, "loader": trainer.train_loader,
+        "extra": extra,
+    }  # fmt: skip
+
+
+def save_last(trainer: Trainer, epochs_done: int) -> None:
+    """At the end of the run, and when it is interrupted: last.pt holds where it stopped."""
+    if trainer.checkpoint_dir is None or trainer.saved_step == trainer.step:
+        return
+    if trainer.ctx.is_main:
+        save_checkpoint(f"{trainer.checkpoint_dir}/last.pt", epoch=epochs_done,
+                        **checkpoint_state(trainer, trainer.carry))  # fmt: skip
+    trainer.saved_step = trainer.step
+    barrier()
+'''
+
+# Under FSDP every rank writes its shards of each save (runtime/sharded.py).
+SAVES_SHARDED = '''
+
+def after_validation(trainer: Trainer, record: dict[str, Any]) -> None:
+    """Early stopping counts the record; `keep_best` saves best/ (sharded) at a new best."""
+    if not trainer.recipe.after_validation(record) or KEEP_BEST is None:
+        return
+    if trainer.checkpoint_dir is not None:  # every rank: the record is the same on each
+        save_sharded_state(f"{trainer.checkpoint_dir}/best", epoch=record["epoch"],
+                           **checkpoint_state(trainer))  # fmt: skip
+
+
+def checkpoint_state(
+    trainer: Trainer, carry: tuple[torch.Tensor, int] | None = None
+) -> dict[str, Any]:
+    """What a sharded save holds besides its epoch: `carry` is a cut epoch's loss and
+    batches; an `ema` average is saved sharded, beside the model."""
+    extra: dict[str, Any] = {"recipe": trainer.recipe.state_dict()}
+    if carry is not None:
+        extra["carry"] = {"loss_sum": carry[0].detach(), "batches": carry[1]}
+    ema = trainer.recipe.ema
+    return {
+        "model": trainer.model, "optimizer": trainer.optimizer, "scaler": trainer.scaler,
+        "scheduler": trainer.scheduler, "step": trainer.step, "loader": trainer.train_loader,
+        "extra": extra, "ema": ema.module if ema is not None else None,
+    }  # fmt: skip
+
+
+def save_last(trainer: Trainer, epochs_done: int) -> None:
+    """At the end of the run, and when it is interrupted: last/ holds where it stopped."""
+    if trainer.checkpoint_dir is None or trainer.saved_step == trainer.step:
+        return
+    save_sharded_state(f"{trainer.checkpoint_dir}/last", epoch=epochs_done,
+                       **checkpoint_state(trainer, trainer.carry))  # fmt: skip
+    trainer.saved_step = trainer.step
+'''
 
 
 def save_if_due_source(plan: ScriptPlan) -> str:
@@ -1084,38 +1277,175 @@ def save_if_due_source(plan: ScriptPlan) -> str:
     )  # fmt: skip
 
 
-TRAIN = """
+TRAIN = '''
 def train(args: argparse.Namespace, ctx: DistContext) -> int:
+    check_run_length(args.epochs, args.max_steps, evaluating=args.evaluate is not None)
     trainer = build_trainer(args, ctx)
+    trainer.checkpoint_dir = args.checkpoint_dir
+    try:
+        code = _run(trainer, args, ctx)
+    finally:
+        trainer.recipe.close()  # SIGINT and SIGTERM as they were
+    barrier()  # no rank closes its connections while another still uses them
+    return code
+
+
+def _run(trainer: Trainer, args: argparse.Namespace, ctx: DistContext) -> int:
     log = print if ctx.is_main else _silent
     for warning in (trainer.plan.warning, trainer.info.warning()):
         if warning is not None:
             log(warning, file=sys.stderr)
+    if args.checkpoint_dir is not None and ctx.is_main:
+        for stale in clean_stale_temp_files(args.checkpoint_dir):
+            log(f"removed {stale}, left by a checkpoint write that was cut off", file=sys.stderr)
+    if args.evaluate is not None:
+        return evaluate_checkpoint(trainer, args)
+    if args.init_from is not None:
+        load_weights(args.init_from, model=trainer.model, map_location=ctx.device)
+        log(f"starting from the weights in {args.init_from}")
     if args.resume is not None:
         resume(trainer, args.resume)
         log(f"resumed from {args.resume} after epoch {trainer.start_epoch}")
+    max_steps = min((n for n in (args.max_steps, MAX_STEPS) if n is not None), default=None)
     metrics = MetricsWriter(args.metrics, enabled=ctx.is_main, tensorboard=args.tensorboard)
+    trainer.metrics = metrics
+    started, epochs_done = time.perf_counter(), trainer.start_epoch
     for epoch in range(trainer.start_epoch, args.epochs):
-        if _reached(trainer.step, args.max_steps):
+        if _reached(trainer.step, max_steps) or trainer.recipe.stop_reason is not None:
             break
         start, start_step = time.perf_counter(), trainer.step
-        train_loss, batches = train_one_epoch(trainer, epoch, args.max_steps)
+        train_loss, batches = train_one_epoch(trainer, epoch, max_steps)
         if trainer.ctx.device.type == "cuda":
             torch.cuda.synchronize()  # the epoch's time includes the steps still queued
         elapsed = time.perf_counter() - start
+        complete = batches == len(trainer.train_loader) // GRAD_ACCUM * GRAD_ACCUM
+        if not complete and trainer.recipe.interrupted:
+            break  # last.pt keeps the epoch's batches so far; no validation on the way out
         record = epoch_record(trainer, epoch, train_loss, batches, elapsed, args)
-        metrics.write(record)
+        metrics.write(record if complete else {**record, "partial": True})
         log(format_epoch_summary(record, epochs=args.epochs))
-        if batches == len(trainer.train_loader) // GRAD_ACCUM * GRAD_ACCUM:
+        after_validation(trainer, record)
+        if complete:
+            epochs_done = epoch + 1
             save_if_due(trainer, epoch, start_step, args)
+    stopped = trainer.recipe.stop_reason
+    save_last(trainer, epochs_done)
     metrics.close()
-    barrier()  # no rank closes its connections while another still uses them
+    log(format_run_summary(
+        epochs_done=epochs_done, steps=trainer.step, seconds=time.perf_counter() - started,
+        best=trainer.recipe.best, checkpoint_dir=args.checkpoint_dir, stopped=stopped,
+    ))  # fmt: skip
+    if trainer.recipe.interrupted:
+        log(f"continue with --resume {args.checkpoint_dir}/last.pt")
+        return interrupted_exit_code(stopped)
+    serve_requests(trainer, args)
+    return 0
+
+
+def evaluate_checkpoint(trainer: Trainer, args: argparse.Namespace) -> int:
+    """--evaluate CHECKPOINT: the validation metrics of its weights (and of its EMA's),
+    then any --predict, --export or --generate with them; no training."""
+    state = load_weights(args.evaluate, model=trainer.model, ema=trainer.recipe.ema,
+                         map_location=trainer.ctx.device)  # fmt: skip
+    if saved_ema_state(state) is None:
+        trainer.recipe.ema = None  # a checkpoint of a run without `ema`
+    record = {"epoch": state.get("epoch"), **validation_record(trainer)}
+    if trainer.ctx.is_main:
+        print(f"{args.evaluate} (epoch {record['epoch']}):  " + format_validation(record))
+        if args.metrics is not None:
+            with open(args.metrics, "a", encoding="utf-8") as f:
+                f.write(json.dumps({"evaluated": args.evaluate, **record}) + "\\n")
+    serve_requests(trainer, args)
     return 0
 
 
 def _silent(*_args: object, **_kwargs: object) -> None:
     return None
-"""
+'''
+
+
+def train_source(plan: ScriptPlan) -> str:
+    if not plan.sharded:
+        return TRAIN
+    text = TRAIN
+    for old, new in _TRAIN_SHARDED:
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    return text
+
+
+# The saves of a `distributed = "fsdp"` script are folders (runtime/sharded.py).
+_TRAIN_SHARDED = (
+    ("break  # last.pt keeps", "break  # last/ keeps"),
+    (
+        "load_weights(args.init_from, model=trainer.model, map_location=ctx.device)",
+        "load_sharded_weights(args.init_from, model=trainer.model)  # every rank",
+    ),
+    (
+        """    state = load_weights(args.evaluate, model=trainer.model, ema=trainer.recipe.ema,
+                         map_location=trainer.ctx.device)  # fmt: skip""",
+        """    ema = trainer.recipe.ema  # every rank: a sharded save, or a plain .pt
+    state = load_sharded_weights(args.evaluate, model=trainer.model,
+                                 ema=ema.module if ema is not None else None)  # fmt: skip""",
+    ),
+    ("--resume {args.checkpoint_dir}/last.pt", "--resume {args.checkpoint_dir}"),
+)
+
+
+def serve_requests_source(plan: ScriptPlan) -> str:
+    generate = ""
+    if plan.language_model_data:
+        generate = """
+    if args.generate is not None:
+        print(generate_text(
+            model, args.generate, tokens=args.tokens, block_size=DATASET_OPTIONS["block_size"],
+            temperature=args.temperature, top_k=args.top_k, seed=args.seed,
+        ))  # fmt: skip"""
+    return _fill(
+        '''
+        def serve_requests(trainer: Trainer, args: argparse.Namespace) -> None:
+            """--predict, --export$generate_flag with the trained weights (the EMA's with `ema`)."""
+            $start
+            example = next(iter(trainer.val_loader))[0][:2]
+            if args.predict is not None:
+                x = read_predict_inputs(
+                    args.predict, sample_shape=tuple(example.shape[1:]),
+                    normalisation=getattr(trainer.info, "normalisation", None),
+                    integer=not example.is_floating_point(),
+                )  # fmt: skip
+                outputs = predict(model, x, batch_size=args.batch_size, device=trainer.ctx.device)
+                write_predictions(outputs, args.out, classes=$classes)
+            if args.export is not None:
+                print(f"exported to {export_model(model, example, args.export)}")$generate
+        ''',
+        generate=generate, classes=plan.classification,
+        generate_flag=", --generate" if plan.language_model_data else "",
+        start=_serve_start(plan).strip(),  # the first line takes the template's indent
+    )  # fmt: skip
+
+
+_SERVE_START = """
+    if not trainer.ctx.is_main:
+        return
+    model = trainer.recipe.ema.module if trainer.recipe.ema is not None else trainer.model"""
+
+# FSDP: every rank gives its shards to rank 0's unsharded copy; it serves alone.
+_SERVE_START_SHARDED = """
+    if args.predict is None and args.export is None$no_generate:
+        return
+    sharded = trainer.recipe.ema.module if trainer.recipe.ema is not None else trainer.model
+    whole = whole_model(sharded, $model.to(trainer.ctx.device))  # every rank
+    if whole is None:  # not rank 0
+        return
+    model = whole"""
+
+
+def _serve_start(plan: ScriptPlan) -> str:
+    if not plan.sharded:
+        return _SERVE_START
+    no_generate = " and args.generate is None" if plan.language_model_data else ""
+    model = f"{plan.model_class}({plan.model_args})"
+    return _SERVE_START_SHARDED.replace("$no_generate", no_generate).replace("$model", model)
 
 
 def main_source(plan: ScriptPlan) -> str:
@@ -1156,7 +1486,10 @@ _CONSOLIDATE = """
 def _unavailable(plan: ScriptPlan) -> str:
     data = "TokenDataUnavailable" if plan.language_model_data else "DatasetUnavailable"
     sharded = ", ShardedCheckpointError" if plan.sharded else ""
-    return f"{data}, DeviceUnavailable, CheckpointError{sharded}"
+    return (
+        f"{data}, DeviceUnavailable, CheckpointError, RunLengthError, PredictInputError,\n"
+        f"            ExportError{sharded}"
+    )
 
 
 def program_name(plan: ScriptPlan) -> str:
@@ -1175,11 +1508,12 @@ def _resume_source(plan: ScriptPlan) -> str:
 _GATHERED_EVALUATE = '''
 
 
-def evaluate(trainer: Trainer) -> Any:
-    """Validation with every rank holding the whole weights: ranks may see different
-    numbers of batches, and a sharded forward would wait on the others' all-gathers."""
-    with gathered_parameters(trainer.model):
-        return _evaluate_whole(trainer)
+def evaluate(trainer: Trainer, model: nn.Module | None = None) -> Any:
+    """Validation with every rank holding the whole weights (the model's, or the EMA's):
+    ranks may see different numbers of batches, and a sharded forward would wait on
+    the others' all-gathers."""
+    with gathered_parameters(trainer.model if model is None else model):
+        return _evaluate_whole(trainer, model)
 '''
 
 
@@ -1200,15 +1534,18 @@ def loop_sources(plan: ScriptPlan) -> list[str]:
         batch_loss_source(plan),
         CHECKPOINT_ACTIVATIONS if plan.checkpointed_layers else None,
         MAYBE_COMPILE,
+        build_recipe_source(plan),
         _resume_source(plan),
+        RESUME_EXTRA,
         train_one_epoch_source(plan),
         forward_backward_source(plan),
         BEGIN_STEP if plan.cuda_graphs else None,
         OPTIMIZER_STEP,
         _sharded_evaluate_source(plan) if plan.sharded else evaluate_source(plan),
-        EPOCH_RECORD_METRICS if plan.reports_metrics else EPOCH_RECORD,
+        EPOCH_RECORD + (SAVES_SHARDED if plan.sharded else SAVES),
         save_if_due_source(plan),
-        TRAIN,
+        train_source(plan),
+        serve_requests_source(plan),
         main_source(plan),
     ]
     return [dedent(s).strip("\n") for s in sections if s is not None]

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from tensorloom.recursion import deep
 from tensorloom.tools import check_cache
 from tensorloom.tools.check_cache import Replay
 from tensorloom.tools.guard import sink_status
@@ -70,6 +71,7 @@ def run_checks(result: Compilation) -> Compilation:
     return result
 
 
+@deep
 def shape_flows(result: Compilation) -> list[ModelFlow]:
     """Each instantiated model's shape flow, for a module that checked clean: read
     from the IR, where the `shape-inference` pass recorded it (`tl.flows`)."""
@@ -115,11 +117,29 @@ def render_check(result: Compilation, flows: list[ModelFlow], fmt: str) -> Repla
 
 
 def store_result(name: str, command: str, result: Compilation, replay: Replay) -> None:
-    """Cache the replay, keyed on the text of every file the compiler parsed."""
+    """Cache the replay, keyed on the text of every file the compiler parsed.
+
+    A program that reads a data file at check time is not cached: the file can change."""
+    if _reads_data_files(result):
+        return
     paths = [name] if result.program is None else [u.path for u in result.program.units()]
     texts = {p: source.text for p in paths if (source := result.sources.get(p)) is not None}
     if len(texts) == len(paths):
         check_cache.store(name, command, texts, replay, (d.code for d in result.sink))
+
+
+def _reads_data_files(result: Compilation) -> bool:
+    from tensorloom.catalogue.datasets import LM_SOURCES, is_file_source
+    from tensorloom.dialects import train
+
+    if result.module is None:
+        return False
+    sources = [
+        op.source.data
+        for op in result.module.walk()
+        if isinstance(op, train.DatasetOp) and op.source is not None
+    ]
+    return any(is_file_source(s) or s in LM_SOURCES for s in sources)
 
 
 def _json(result: Compilation, flows: list[ModelFlow]) -> dict[str, Any]:
@@ -129,6 +149,9 @@ def _json(result: Compilation, flows: list[ModelFlow]) -> dict[str, Any]:
         "ok": result.ok,
         "diagnostics": [render_json.to_dict(d) for d in result.sink.sorted()],
         "models": [flow_dict(flow) for flow in flows],
+        "data": [
+            {"name": n, "samples": a, "targets": t, "from": o} for n, a, t, o in _data(result)
+        ],
     }
 
 
@@ -148,7 +171,37 @@ def flow_dict(flow: ModelFlow) -> dict[str, Any]:
 def _flows_text(result: Compilation, flows: list[ModelFlow]) -> str:
     if not result.ok:
         return ""
-    return format_flows(flows) if flows else f"{result.path}: ok (no models)\n"
+    text = format_flows(flows) if flows else f"{result.path}: ok (no models)\n"
+    for name, samples, targets, origin in _data(result):
+        text += f"data {name}: samples {samples}, targets {targets}; from {origin}\n"
+    return text
+
+
+def _data(result: Compilation) -> list[tuple[str, str, str, str]]:
+    """Each dataset's shapes, and where they came from: (name, samples, targets, origin)."""
+    from tensorloom.catalogue.data_files import DataCheck
+    from tensorloom.catalogue.shapes import format_shape
+    from tensorloom.dialects import train
+    from tensorloom.passes.dataset_files import dataset_check
+
+    if result.module is None:
+        return []
+    rows: list[tuple[str, str, str, str]] = []
+    for op in result.module.walk():
+        if not isinstance(op, train.DatasetOp):
+            continue
+        checked = dataset_check(op)
+        if not isinstance(checked, DataCheck):
+            continue
+        info = checked.info
+        samples = "[*]" if info.sample_shape is None else format_shape(("B", *info.sample_shape))
+        targets = "unknown"
+        if info.target_shape is not None:
+            kind = "floats" if info.target_dtype == "f32" else "class labels"
+            classes = f", {info.num_classes} classes" if info.num_classes is not None else ""
+            targets = f"{format_shape(('B', *info.target_shape))} {kind}{classes}"
+        rows.append((op.sym_name.data, samples, targets, checked.origin))
+    return rows
 
 
 def format_flows(flows: list[ModelFlow]) -> str:

@@ -14,6 +14,8 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from tensorloom.recursion import recursion_room
+
 if TYPE_CHECKING:
     from tensorloom.diagnostics import DiagnosticSink
 
@@ -41,7 +43,8 @@ def run_guarded(command: Callable[[], int], *, debug: bool = False,
     traceback to the internal error message.
     """
     try:
-        status = command()
+        with recursion_room():
+            status = command()
     except passthrough:
         raise
     except BrokenPipeError:  # `tlc info --json | head`: the reader left, not a bug

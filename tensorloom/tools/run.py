@@ -178,7 +178,7 @@ def run_torchrun(script: Path, launch: Launch, args: list[str]) -> int:
 
 def failure_report(failures: dict[int, Any], log_dir: str, tail: int = 15) -> str:
     """The first failed rank, its status and stderr's end; the others, one line each."""
-    ordered = sorted(failures.items(), key=lambda item: (item[1].timestamp, item[0]))
+    ordered = sorted(failures.items(), key=lambda item: _failure_order(*item))
     lines: list[str] = []
     for index, (rank, failure) in enumerate(ordered):
         what = "failed first" if index == 0 else "also stopped"
@@ -188,6 +188,12 @@ def failure_report(failures: dict[int, Any], log_dir: str, tail: int = 15) -> st
             lines += _stderr_tail(Path(log_dir), failure.local_rank, tail)
     lines.append(f"  = note: the other ranks' output is kept in {log_dir}")
     return "\n".join(lines) + "\n"
+
+
+def _failure_order(rank: int, failure: Any) -> tuple[bool, int, int]:
+    """A rank torchrun stopped with SIGTERM comes after the ones that failed by themselves:
+    torchrun's timestamps are whole seconds, so a tie would otherwise name rank 0."""
+    return failure.exitcode == -signal.SIGTERM, failure.timestamp, rank
 
 
 def describe_exit(exitcode: int) -> str:

@@ -4,7 +4,8 @@ One tiny program (digits, two Linear layers, fp32, `distributed = fsdp`) runs
 - under `tlc run --nproc 2` at 8 samples per rank per step, and as one process
   at 16 per step: the same global batch, so the same losses (within 1e-5);
 - resumed on one process from the 2-rank sharded checkpoint: its third epoch
-  equals the uninterrupted one-process run's;
+  equals the uninterrupted one-process run's (the `ema` average's validation too:
+  its shards are saved and resharded with the model's);
 - consolidated into one plain state dict whose validation loss is the run's;
 - as 2 "nodes" x 1 process on localhost through `--nnodes 2 --master-addr`;
 - with a rank that fails: `tlc run` names it and shows its own error.
@@ -44,6 +45,8 @@ train net on data:
     loss = CrossEntropy
     precision = fp32
     distributed = fsdp
+    ema = 0.99
+    keep_best = val_loss
 """
 TLC = [sys.executable, "-m", "tensorloom.tools.tlc"]
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -62,7 +65,7 @@ def _metrics(path: Path) -> list[dict[str, Any]]:
 def _close(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> None:
     assert [r["epoch"] for r in a] == [r["epoch"] for r in b]
     for x, y in zip(a, b, strict=True):
-        for key in ("train_loss", "val_loss", "val_accuracy"):
+        for key in ("train_loss", "val_loss", "val_accuracy", "ema_val_loss"):
             assert x[key] == pytest.approx(y[key], abs=1e-5), (key, x, y)
 
 
@@ -92,6 +95,7 @@ def test_two_fsdp_ranks_give_one_process_losses(runs: dict[str, Path]) -> None:
     assert (save / "COMPLETE").is_file()
     assert sorted(p.name for p in save.glob("*.distcp")) == ["__0_0.distcp", "__1_0.distcp"]
     assert json.loads((save / "COMPLETE").read_text())["world_size"] == 2
+    assert (root / "ckpt" / "best" / "COMPLETE").is_file()  # keep_best: a sharded save too
 
 
 def test_two_rank_checkpoint_resumes_on_one_and_consolidates(runs: dict[str, Path]) -> None:

@@ -138,7 +138,16 @@ def test_torchrun_two_gloo_processes_write_one_set_of_checkpoints(tmp_path: Path
 def test_bf16_autocast_mse_clip_and_activation_checkpointing_train_on_cpu(tmp_path: Path) -> None:
     settings = "epochs = 2\nbatch_size = 32\noptimizer = RMSprop(lr=0.001)\nloss = MSE\n"
     settings += "precision = bf16\ngrad_clip = 1.0\nactivation_checkpointing = true\nseed = 3"
-    script = compile_program(tmp_path, program(settings))
+    # MSE takes float targets (class labels into MSE are TL0416): 10 regression targets,
+    # a fixed linear map of 64 synthetic features, saved as the .npz the runtime reads.
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((512, 64)).astype(np.float32)
+    y = (x @ rng.standard_normal((64, 10)) / 8).astype(np.float32)
+    np.savez(tmp_path / "regression.npz", x=x, y=y)
+    dataset = f'"{tmp_path / "regression.npz"}"'
+    script = compile_program(tmp_path, program(settings, dataset=dataset))
     done = run(script, "--metrics", "m.jsonl")
     assert "warning" not in done.stderr
     rows = records(tmp_path / "m.jsonl")
@@ -164,7 +173,7 @@ def test_compile_key_sets_the_mode(tmp_path: Path, value: str) -> None:
     )
     namespace: dict[str, object] = {}
     source = script.read_text()
-    settings = source[source.index("EPOCHS = ") : source.index("DATASET: ")]
+    settings = source[source.index("EPOCHS: ") : source.index("DATASET: ")]
     exec(settings, namespace)  # the settings block is plain constants
     expected = {"true": "reduce-overhead", '"max-autotune"': "max-autotune", "false": None}
     assert namespace["COMPILE_MODE"] == expected[value]

@@ -38,12 +38,20 @@ FUNCTIONS = ["relu", "gelu", "tanh", "sigmoid", "silu", "flatten", "softmax(dim=
              "softmax", "unsqueeze(1)", "squeeze"]  # fmt: skip
 DATASETS = ['"digits"', '"mnist"', '"cifar10"', '"reverse"', '"tokens.npz"', '"t.csv"',
             '"a\\"b.pt"', "", '"digits", flatten=true', '"x.pt", sample_shape=[4], num_classes=2',
-            'sample_shape=[8], num_classes=3']  # fmt: skip
+            'sample_shape=[8], num_classes=3', '"cls12.npz"', '"reg.npz"', '"noxy.npz"',
+            '"cls12.npz", sample_shape=[16]', '"cls12.npz", num_classes=10', '"absent.npz"',
+            '"table.csv", target="label"', '"table.csv", target="lable"',
+            '"reg.npz", num_classes=2',
+            '"tokens", path="train.bin", block_size=8, vocab=256',
+            '"tokens", path="odd.bin", block_size=8, vocab=256',
+            '"tokens", path="train.bin", block_size=512, vocab=256']  # fmt: skip
+# The data files those name (tests/lit/check/data/make_data.py writes them in the workdir).
 SETTINGS = {
     "epochs": ["1", "2", "0", "2.5", '"3"'],
     "batch_size": ["8", "64", "0", "-1"],
     "optimizer": ["Adam(lr=0.001)", "SGD(lr=0.1, momentum=0.9)", "AdamW", "Adma", "Adam(lr=-1)"],
-    "loss": ["CrossEntropy", "MSE", "NLL", "CrossEntropyy", "CrossEntropy(label_smoothing=0.1)"],
+    "loss": ["CrossEntropy", "MSE", "NLL", "CrossEntropyy", "CrossEntropy(label_smoothing=0.1)",
+             "L1", "SmoothL1(beta=0.5)", "BCEWithLogits"],
     "precision": ["fp32", "bf16", "fp16", "fp8", "auto"],
     "lr_schedule": ["cosine", "step", "warmup", "cosin"],
     "grad_clip": ["1.0", "0", "-1.0"],
@@ -67,7 +75,20 @@ def make_workdir() -> Path:
     for nml in (ROOT / "examples").glob("*.nml"):
         shutil.copy(nml, work / nml.name)
     shutil.copytree(ROOT / "tests" / "lit" / "check" / "Inputs", work / "Inputs")
+    _write_data_files(work)
     return work
+
+
+def _write_data_files(work: Path) -> None:
+    """The .npz, .csv and token files the generator's datasets and tests/lit/check/data name."""
+    import importlib.util
+
+    path = ROOT / "tests" / "lit" / "check" / "data" / "make_data.py"
+    spec = importlib.util.spec_from_file_location("tl_fuzz_make_data", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.main(work)
 
 
 # ------------------------------------------------------------------ generator

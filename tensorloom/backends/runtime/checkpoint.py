@@ -17,12 +17,17 @@ then renamed over the target: a crash mid-write leaves the previous file intact.
 
 A checkpoint also records the model's class name. Loading one that cannot be
 resumed from (missing, empty, truncated, not a torch file, a pickle with code in
-it, keys missing, another model, the same model with other sizes) raises
+it, keys missing, another model, the same model with other sizes, tensors whose
+bytes no longer match the sha256 `checksum` saved with them) raises
 `CheckpointError`, whose one-line message names the file and what is wrong.
+A write killed half-way leaves a hidden temporary file; `clean_stale_temp_files`
+removes those at the next start. `load_weights` reads the model's (and an EMA's)
+weights alone, for `--init-from` and `--evaluate`.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import pickle
 import random
@@ -36,6 +41,8 @@ import torch
 
 _WRAPPER_PREFIXES = ("_orig_mod.", "module.")
 _RESUME_KEYS = ("model", "optimizer", "scaler", "scheduler", "epoch", "step", "rng", "loader")
+_WEIGHT_KEYS = ("model",)
+_CHECKSUM_KEY = "checksum"
 _EPOCH_FILE = "epoch-{:04d}.pt"
 LAST_CHECKPOINT = "last.pt"
 
@@ -91,6 +98,51 @@ def _as_random_state(state: Any) -> tuple[Any, ...]:
     return (version, tuple(internal), gauss)
 
 
+def tensor_checksum(state: Any) -> str:
+    """sha256 of every tensor in `state` (its key path, dtype, shape and bytes), in key order;
+    the `checksum` entry itself is left out."""
+    digest = hashlib.sha256()
+    _hash_into(digest, "", state)
+    return digest.hexdigest()
+
+
+def _hash_into(digest: Any, path: str, value: Any) -> None:
+    if isinstance(value, torch.Tensor):
+        data = value.detach().cpu().contiguous()
+        digest.update(f"{path}:{data.dtype}:{tuple(data.shape)}".encode())
+        if data.numel():
+            digest.update(data.reshape(-1).view(torch.uint8).numpy().tobytes())
+    elif isinstance(value, dict):
+        for key in sorted(value, key=str):
+            if not (path == "" and key == _CHECKSUM_KEY):
+                _hash_into(digest, f"{path}/{key}", value[key])
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            _hash_into(digest, f"{path}/{i}", item)
+
+
+def _verify_checksum(file: Path, state: dict[str, Any]) -> None:
+    saved = state.get(_CHECKSUM_KEY)
+    if saved is None:
+        return  # written before checkpoints carried one
+    if saved != tensor_checksum(state):
+        raise CheckpointError(
+            f"{file}: its tensors do not match the checksum saved with them "
+            "(the file was damaged or changed after it was written)"
+        )
+
+
+def clean_stale_temp_files(directory: str | os.PathLike[str]) -> list[Path]:
+    """Remove the temporary files of writes that were killed half-way; returns them."""
+    folder = Path(directory)
+    if not folder.is_dir():
+        return []
+    stale = [*folder.glob(".*.pt.*.tmp"), *folder.glob(".*.pt.link")]
+    for path in stale:
+        path.unlink(missing_ok=True)
+    return stale
+
+
 def save_checkpoint(
     path: str | os.PathLike[str],
     *,
@@ -116,6 +168,7 @@ def save_checkpoint(
         "loader": loader.state_dict() if loader is not None else None,
         "extra": extra or {},
     }
+    state[_CHECKSUM_KEY] = tensor_checksum(state)
     target = Path(path)
     atomic_torch_save(state, target)
     return target
@@ -187,9 +240,13 @@ def load_checkpoint(
 
 
 def read_checkpoint(
-    path: str | os.PathLike[str], *, map_location: str | torch.device = "cpu"
+    path: str | os.PathLike[str],
+    *,
+    map_location: str | torch.device = "cpu",
+    required: tuple[str, ...] = _RESUME_KEYS,
 ) -> dict[str, Any]:
-    """The state dict of a checkpoint file, loaded with `weights_only=True`, keys checked."""
+    """The state dict of a checkpoint file, loaded with `weights_only=True`, keys and
+    checksum checked."""
     file = Path(path)
     if not file.is_file():
         raise CheckpointError(f"{file}: no such checkpoint file")
@@ -212,11 +269,37 @@ def read_checkpoint(
         ) from None
     if not isinstance(state, dict):
         raise CheckpointError(f"{file} is not a TensorLoom checkpoint: it holds no state dict")
-    missing = [key for key in _RESUME_KEYS if key not in state]
+    missing = [key for key in required if key not in state]
     if missing:
         listed = ", ".join(f"`{key}`" for key in missing)
         raise CheckpointError(f"{file} is not a complete TensorLoom checkpoint: {listed} missing")
+    _verify_checksum(file, state)
     return state
+
+
+def load_weights(
+    path: str | os.PathLike[str],
+    *,
+    model: torch.nn.Module,
+    ema: Any = None,
+    map_location: str | torch.device = "cpu",
+) -> dict[str, Any]:
+    """Load the model's weights (and the EMA's, if both have one) from a checkpoint, nothing
+    else: `--init-from` fine-tunes from them, `--evaluate` reports their metrics."""
+    state = read_checkpoint(path, map_location=map_location, required=_WEIGHT_KEYS)
+    target = unwrap_model(model)
+    _check_model(path, state, target)
+    target.load_state_dict(strip_prefixes(state["model"]))
+    saved_ema = saved_ema_state(state)
+    if ema is not None and saved_ema is not None:
+        ema.load_state_dict(saved_ema)
+    return state
+
+
+def saved_ema_state(state: dict[str, Any]) -> dict[str, Any] | None:
+    """The EMA weights a checkpoint holds (a run with `ema`), or None."""
+    recipe = (state.get("extra") or {}).get("recipe") or {}
+    return recipe.get("ema")
 
 
 def _check_model(

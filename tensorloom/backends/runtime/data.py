@@ -21,8 +21,12 @@ Every source gives `(x, y)` tensor pairs for training and validation and a
   the given shape labelled by a fixed random linear map (`DataInfo.synthetic`).
 
 Files for the named image datasets are looked for under `data_root`,
-`$TENSORLOOM_DATA` and `~/.cache/tensorloom`, downloaded into the first of those
-when missing, and otherwise `DatasetUnavailable` says which files to put where.
+`$TENSORLOOM_DATA` and `~/.cache/tensorloom`. Only with `download=True` (the
+script's `--download`) are missing ones fetched, into the first of those: over
+HTTPS only, each checked against the sha256 pinned in `DOWNLOADS` (the values
+TensorFlow Datasets records for the same files), written to a temporary file and
+renamed into place only once it matches. Otherwise `DatasetUnavailable` says
+which files to put where.
 """
 
 from __future__ import annotations
@@ -30,9 +34,9 @@ from __future__ import annotations
 import ast
 import csv
 import gzip
+import hashlib
 import os
 import pickle
-import shutil
 import struct
 import sys
 import tarfile
@@ -41,6 +45,7 @@ import urllib.request
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -61,6 +66,8 @@ class DataInfo:
     num_classes: int | None
     task: str  # "classification", "sequence" or "regression"
     synthetic: bool = False
+    # An image dataset's per-channel (mean, std), which --predict applies to image files.
+    normalisation: tuple[tuple[float, ...], tuple[float, ...]] | None = None
 
     def warning(self) -> str | None:
         """The line a script prints when it trains on made-up data."""
@@ -81,7 +88,7 @@ def load_dataset(
     target: str | None = None,
     split_seed: int = 0,
     val_fraction: float = 0.1,
-    download: bool = True,
+    download: bool = False,
     **task_kwargs: object,
 ) -> tuple[TensorPair, TensorPair, DataInfo]:
     """Load a named dataset, a file, a sequence task or synthetic data (see the module doc)."""
@@ -129,7 +136,8 @@ def _flat_info(info: DataInfo, flatten: bool) -> DataInfo:
     size = 1
     for dim in info.sample_shape:
         size *= dim
-    return DataInfo(info.name, (size,), info.target_shape, info.num_classes, info.task)
+    return DataInfo(info.name, (size,), info.target_shape, info.num_classes, info.task,
+                    normalisation=info.normalisation)  # fmt: skip
 
 
 # --- scikit-learn's 8x8 digits -------------------------------------------------------
@@ -158,13 +166,38 @@ _IDX_FILES = {
 _CIFAR_DIR = "cifar-10-batches-py"
 _CIFAR_FILES = [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]
 
-# Where each dataset's files come from; a test may point these at file:// URLs.
-DOWNLOAD_URLS: dict[str, str] = {
-    "mnist": "https://ossci-datasets.s3.amazonaws.com/mnist/",
-    "fashion-mnist": "http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/",
-    "cifar10": "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz",
-}
+# Where each dataset's files come from, and their sha256 (as TensorFlow Datasets pins them).
+# A test may point the URLs at a local mirror; `download_verified` refuses plain HTTP.
+_MNIST = "https://ossci-datasets.s3.amazonaws.com/mnist/"
+_FASHION = "https://raw.githubusercontent.com/zalandoresearch/fashion-mnist/master/data/fashion/"
+DOWNLOADS: dict[str, list[tuple[str, str, str]]] = {  # name: [(url, file, sha256)]
+    "mnist": [
+        (_MNIST + "train-images-idx3-ubyte.gz", "train-images-idx3-ubyte.gz",
+         "440fcabf73cc546fa21475e81ea370265605f56be210a4024d2ca8f203523609"),
+        (_MNIST + "train-labels-idx1-ubyte.gz", "train-labels-idx1-ubyte.gz",
+         "3552534a0a558bbed6aed32b30c495cca23d567ec52cac8be1a0730e8010255c"),
+        (_MNIST + "t10k-images-idx3-ubyte.gz", "t10k-images-idx3-ubyte.gz",
+         "8d422c7b0a1c1c79245a5bcf07fe86e33eeafee792b84584aec276f5a2dbc4e6"),
+        (_MNIST + "t10k-labels-idx1-ubyte.gz", "t10k-labels-idx1-ubyte.gz",
+         "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6"),
+    ],
+    "fashion-mnist": [
+        (_FASHION + "train-images-idx3-ubyte.gz", "train-images-idx3-ubyte.gz",
+         "3aede38d61863908ad78613f6a32ed271626dd12800ba2636569512369268a84"),
+        (_FASHION + "train-labels-idx1-ubyte.gz", "train-labels-idx1-ubyte.gz",
+         "a04f17134ac03560a47e3764e11b92fc97de4d1bfaf8ba1a3aa29af54cc90845"),
+        (_FASHION + "t10k-images-idx3-ubyte.gz", "t10k-images-idx3-ubyte.gz",
+         "346e55b948d973a97e58d2351dde16a484bd415d4595297633bb08f03db6a073"),
+        (_FASHION + "t10k-labels-idx1-ubyte.gz", "t10k-labels-idx1-ubyte.gz",
+         "67da17c76eaffca5446c3361aaab5c3cd6d1c2608764d35dfb1850b086bf8dd5"),
+    ],
+    "cifar10": [
+        ("https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz", "cifar-10-python.tar.gz",
+         "6d958be074577803d12ecdefd02955f39262c83c16fe9348329d7fe0b5c001ce"),
+    ],
+}  # fmt: skip
 DOWNLOAD_TIMEOUT_S = 10.0
+DOWNLOAD_SCHEMES: tuple[str, ...] = ("https:",)  # a test adds "file:" for a local mirror
 
 # The usual per-channel statistics of each training set.
 _NORMALISATION = {
@@ -197,7 +230,7 @@ def _image_dataset(
         train, val = _read_mnist_like(folder)
         shape = (1, 28, 28)
     mean, std = _NORMALISATION[name]
-    info = DataInfo(name, shape, (), 10, "classification")
+    info = DataInfo(name, shape, (), 10, "classification", normalisation=(mean, std))
     return _normalise(train, mean, std), _normalise(val, mean, std), info
 
 
@@ -228,37 +261,70 @@ def _fetch(name: str, root: Path, download: bool) -> Path:
     if download and os.environ.get("TENSORLOOM_NO_DOWNLOAD") != "1":
         try:
             _download(name, root)
-        except OSError as error:  # no network, a proxy, a full disk: say what to do instead
+        except (OSError, DownloadError) as error:  # no network, a proxy, a bad file
             print(f"note: could not download `{name}`: {error}", file=sys.stderr)
         if _has_files(name, folder):
             return folder
     files = "\n".join(f"  {folder / f}" for f in _expected_files(name))
+    how = "could not be downloaded" if download else "is not downloaded without --download"
     raise DatasetUnavailable(
-        f"dataset `{name}` was not found and could not be downloaded.\n"
+        f"dataset `{name}` was not found and {how}.\n"
         f"put these files (gzipped or not) in {folder}:\n{files}\n"
-        f"or point `--data-root` or $TENSORLOOM_DATA at a directory holding `{_folder_name(name)}/`"
+        f"or point `--data-root` or $TENSORLOOM_DATA at a directory holding "
+        f"`{_folder_name(name)}/`, or rerun with --download (HTTPS, sha256-checked)"
     )
 
 
 def _download(name: str, root: Path) -> None:
     if name == "cifar10":
-        archive = _download_file(DOWNLOAD_URLS[name], root / "cifar-10-python.tar.gz")
+        url, file, sha256 = DOWNLOADS[name][0]
+        archive = download_verified(url, root / file, sha256)
         with tarfile.open(archive) as tar:
             tar.extractall(root, filter="data")
         archive.unlink()
         return
-    for stem in _IDX_FILES.values():
-        _download_file(DOWNLOAD_URLS[name] + f"{stem}.gz", root / name / f"{stem}.gz")
+    for url, file, sha256 in DOWNLOADS[name]:
+        download_verified(url, root / name / file, sha256)
 
 
-def _download_file(url: str, destination: Path) -> Path:
-    """Fetch `url` into `destination` through a temporary file, so a cut leaves no half file."""
+class DownloadError(Exception):
+    """A download that was refused (not HTTPS) or did not match its pinned sha256."""
+
+
+def download_verified(
+    url: str,
+    destination: Path,
+    sha256: str,
+    *,
+    opener: Any = None,
+    allow: tuple[str, ...] | None = None,
+) -> Path:
+    """Fetch `url` into `destination` if its bytes hash to `sha256`; nothing is left otherwise.
+
+    The bytes go to a temporary file beside `destination`, hashed as they arrive, and
+    are renamed into place only when the digest matches. `opener` (default
+    `urllib.request.urlopen`) and `allow` (default `DOWNLOAD_SCHEMES`) are for tests."""
+    if not url.startswith(allow or DOWNLOAD_SCHEMES):
+        raise DownloadError(f"refusing to download {url}: only HTTPS is used")
     destination.parent.mkdir(parents=True, exist_ok=True)
-    with urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_S) as response:
-        fd, tmp = tempfile.mkstemp(dir=destination.parent, suffix=".part")
-        with os.fdopen(fd, "wb") as out:
-            shutil.copyfileobj(response, out)
-    os.replace(tmp, destination)
+    fd, tmp = tempfile.mkstemp(dir=destination.parent, prefix=f".{destination.name}.",
+                               suffix=".part")  # fmt: skip
+    digest = hashlib.sha256()
+    try:
+        with (
+            os.fdopen(fd, "wb") as out,
+            (opener or urllib.request.urlopen)(url, timeout=DOWNLOAD_TIMEOUT_S) as response,
+        ):
+            while chunk := response.read(1 << 20):
+                digest.update(chunk)
+                out.write(chunk)
+        if digest.hexdigest() != sha256:
+            raise DownloadError(
+                f"{url} has sha256 {digest.hexdigest()}, expected {sha256}: not saved"
+            )
+        os.replace(tmp, destination)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
     return destination
 
 

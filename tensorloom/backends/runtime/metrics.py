@@ -100,7 +100,8 @@ def format_epoch_summary(record: dict[str, Any], *, epochs: int) -> str:
     if record.get("val_accuracy") is not None:
         parts.append(f"val_acc {100 * record['val_accuracy']:.2f}%")
     for key, value in record.items():  # `metrics = [...]`: `val_top5_accuracy`, `val_<fn>`
-        if key.startswith("val_") and key not in _SHOWN and value is not None:
+        shown_key = key.startswith(("val_", "ema_val_")) and key not in _SHOWN
+        if shown_key and value is not None:
             shown = f"{100 * value:.2f}%" if key.endswith("_accuracy") else f"{value:.4f}"
             parts.append(f"{key} {shown}")
     parts.append(f"{record['samples_per_s']:,.0f} samples/s")

@@ -4,7 +4,10 @@
     with gathered_parameters(model):                       # validation: no collectives per batch
         ...
     save_sharded_checkpoint("ckpt", keep=3, epoch=2, model=model, optimizer=optimizer, step=50)
+    save_sharded_state("ckpt/last", epoch=2, model=model, optimizer=optimizer, step=57)
     state = load_sharded_checkpoint("ckpt", model=model, optimizer=optimizer)  # newest complete
+    load_sharded_weights("ckpt/best", model=model)         # the weights alone (or a plain .pt)
+    plain = whole_model(model, GPT())                      # rank 0: an unsharded copy to serve
     consolidate_checkpoint("ckpt/epoch-0002", "model.pt", model=GPT())   # one plain state dict
 
 `distributed = "fsdp"` scripts paste this module (its imports cost about a second,
@@ -14,10 +17,13 @@ reduce-scattered in fp32), `torch.distributed.checkpoint` (DCP) for the files.
 
 A save is one folder per epoch, `epoch-NNNN/`: DCP's shards (`*.distcp`, `.metadata`;
 every rank writes its own), `train_state.pt` (rank 0: epoch, step, schedule, loader,
-RNG) and last, after every rank has finished, the marker `COMPLETE`. A folder
-without the marker is a save that was cut off; loading never takes one. DCP reshards
-on load, so a save of N ranks resumes on M. On several machines the checkpoint
-folder must be one shared file system.
+RNG, the recipe's state) and last, after every rank has finished, the marker
+`COMPLETE`. A folder without the marker is a save that was cut off; loading never
+takes one. The saves that are overwritten (`last/` at the end of a run or when it is
+interrupted, `best/` at each new best) are written as `.NAME.partial/` and renamed
+into place once complete. An `ema` average (a second model sharded like the first)
+is saved beside the model, under `ema`. DCP reshards on load, so a save of N ranks
+resumes on M. On several machines the checkpoint folder must be one shared file system.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import pickle
 import random
 import shutil
 import tempfile
@@ -36,12 +43,20 @@ from typing import Any
 import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
-from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+from torch.distributed.checkpoint.state_dict import (
+    StateDictOptions,
+    get_model_state_dict,
+    get_state_dict,
+    set_model_state_dict,
+    set_state_dict,
+)
 from torch.distributed.fsdp import FSDPModule, MixedPrecisionPolicy, fully_shard
 
 COMPLETE_MARKER = "COMPLETE"
 TRAIN_STATE = "train_state.pt"
 _SAVE_FOLDER = "epoch-{:04d}"
+LAST_SAVE = "last"
+_FSDP_WRAPPER_PREFIXES = ("_orig_mod.", "module.")
 
 
 class ShardedCheckpointError(Exception):
@@ -113,9 +128,43 @@ def gathered_parameters(model: torch.nn.Module) -> Iterator[None]:
 
 
 def save_sharded_checkpoint(
-    directory: str | os.PathLike[str],
+    directory: str | os.PathLike[str], *, keep: int, epoch: int, **state: Any
+) -> Path:
+    """Every rank calls this: `epoch-NNNN/` in `directory` (see `save_sharded_state` for
+    `state`), then the oldest complete epoch saves beyond `keep` are removed."""
+    folder = Path(directory) / _SAVE_FOLDER.format(epoch)
+    _write_sharded(folder, epoch=epoch, **state)
+    if _rank() == 0:
+        for old in complete_checkpoints(directory)[:-keep]:
+            shutil.rmtree(old)
+    _barrier()
+    return folder
+
+
+def save_sharded_state(folder: str | os.PathLike[str], *, epoch: int, **state: Any) -> Path:
+    """Every rank calls this: a save that replaces `folder` (`last`, `best`) once complete.
+
+    It is written as `.NAME.partial/` beside it, then renamed into place: a run cut off
+    while saving keeps the previous one."""
+    target = Path(folder)
+    partial = target.with_name(f".{target.name}.partial")
+    _write_sharded(partial, epoch=epoch, **state)
+    if _rank() == 0:
+        old = target.with_name(f".{target.name}.old")
+        if old.exists():
+            shutil.rmtree(old)
+        if target.exists():
+            target.rename(old)
+        partial.rename(target)
+        if old.exists():
+            shutil.rmtree(old)
+    _barrier()
+    return target
+
+
+def _write_sharded(
+    folder: Path,
     *,
-    keep: int,
     epoch: int,
     model: torch.nn.Module,
     optimizer: torch.optim.Optimizer,
@@ -123,15 +172,19 @@ def save_sharded_checkpoint(
     scheduler: torch.optim.lr_scheduler.LRScheduler | None = None,
     scaler: torch.amp.GradScaler | None = None,
     loader: Any = None,
-) -> Path:
-    """Every rank calls this: DCP's shards, rank 0's train state, then the marker, last."""
-    folder = Path(directory) / _SAVE_FOLDER.format(epoch)
+    extra: dict[str, Any] | None = None,
+    ema: torch.nn.Module | None = None,
+) -> None:
+    """DCP's shards (every rank), rank 0's train state, then the marker, last."""
     main = _rank() == 0
     if main and folder.exists():
-        shutil.rmtree(folder)  # an earlier, cut-off save of this epoch
+        shutil.rmtree(folder)  # an earlier, cut-off save of this folder
     _barrier()
     model_state, optimizer_state = get_state_dict(model, optimizer)
-    dcp.save({"model": model_state, "optimizer": optimizer_state}, checkpoint_id=folder)
+    shards: dict[str, Any] = {"model": model_state, "optimizer": optimizer_state}
+    if ema is not None:
+        shards["ema"] = get_model_state_dict(ema)
+    dcp.save(shards, checkpoint_id=folder)
     if main:
         state = {
             "model_class": type(model).__name__.removeprefix("FSDP"),
@@ -142,16 +195,15 @@ def save_sharded_checkpoint(
             "loader": loader.state_dict() if loader is not None else None,
             "rng": _rng_states(),
             "world_size": _world_size(),
+            "extra": extra or {},
+            "has_ema": ema is not None,
         }
         _atomic_write(folder / TRAIN_STATE, lambda f: torch.save(state, f))
     _barrier()  # every rank's shards are on disk
     if main:
         marker = {"epoch": epoch, "step": step, "world_size": _world_size()}
         _atomic_write(folder / COMPLETE_MARKER, lambda f: f.write(json.dumps(marker).encode()))
-        for old in complete_checkpoints(directory)[:-keep]:
-            shutil.rmtree(old)
     _barrier()
-    return folder
 
 
 def complete_checkpoints(directory: str | os.PathLike[str]) -> list[Path]:
@@ -180,9 +232,20 @@ def resolve_sharded_checkpoint(path: str | os.PathLike[str]) -> Path:
             "it stopped while saving; resume from an earlier one"
         )
     saves = complete_checkpoints(folder)
+    if (folder / LAST_SAVE / COMPLETE_MARKER).is_file():  # the end of a run, or an interrupt
+        saves.append(folder / LAST_SAVE)
     if not saves:
         raise ShardedCheckpointError(f"{folder} holds no complete sharded checkpoint")
-    return saves[-1]
+    return max(saves, key=_saved_step)
+
+
+def _saved_step(folder: Path) -> tuple[int, int]:
+    """(step, epoch) of a complete save, from its marker: the newest is the furthest on."""
+    try:
+        marker = json.loads((folder / COMPLETE_MARKER).read_text(encoding="utf-8"))
+        return int(marker["step"]), int(marker["epoch"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return -1, -1
 
 
 def load_sharded_checkpoint(
@@ -193,28 +256,29 @@ def load_sharded_checkpoint(
     scheduler: torch.optim.lr_scheduler.LRScheduler | None = None,
     scaler: torch.amp.GradScaler | None = None,
     loader: Any = None,
+    ema: torch.nn.Module | None = None,
     restore_rng: bool = True,
 ) -> dict[str, Any]:
     """Every rank calls this; the save may come from another number of ranks (DCP reshards).
 
-    Returns rank 0's train state (`epoch`, `step`, ...)."""
+    `ema`: the sharded EMA model, given its weights when the save holds them. Returns
+    rank 0's train state (`epoch`, `step`, `extra`: the recipe's state, ...)."""
     folder = resolve_sharded_checkpoint(path)
+    train_state = _read_train_state(folder)
+    _check_class(folder, train_state, model)
     model_state, optimizer_state = get_state_dict(model, optimizer)
-    state = {"model": model_state, "optimizer": optimizer_state}
+    state: dict[str, Any] = {"model": model_state, "optimizer": optimizer_state}
+    if ema is not None and train_state.get("has_ema"):
+        state["ema"] = get_model_state_dict(ema)
     try:
         dcp.load(state, checkpoint_id=folder)
         set_state_dict(
             model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optimizer"]
         )
+        if "ema" in state and ema is not None:
+            set_model_state_dict(ema, state["ema"])
     except (dcp.CheckpointException, RuntimeError, KeyError, ValueError) as error:
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise ShardedCheckpointError(f"{folder} does not fit this model ({reason})") from None
-    train_state = _read_train_state(folder)
-    saved, ours = train_state.get("model_class"), type(model).__name__.removeprefix("FSDP")
-    if saved is not None and saved != ours:
-        raise ShardedCheckpointError(
-            f"{folder} holds a `{saved}` model; this script trains `{ours}`"
-        )
+        raise _misfit(folder, error) from None
     if scheduler is not None and train_state["scheduler"] is not None:
         scheduler.load_state_dict(train_state["scheduler"])
     if scaler is not None and train_state["scaler"] is not None:
@@ -224,6 +288,104 @@ def load_sharded_checkpoint(
     if restore_rng:
         _restore_rng_states(train_state["rng"])
     return train_state
+
+
+def load_sharded_weights(
+    path: str | os.PathLike[str], *, model: torch.nn.Module, ema: torch.nn.Module | None = None
+) -> dict[str, Any]:
+    """The weights alone, for `--init-from` and `--evaluate`; every rank calls this.
+
+    `path` is a sharded save (or a folder of them: the newest), or a file: a
+    single-file TensorLoom checkpoint or a plain state dict (`--consolidate`'s).
+    `ema` gets the save's EMA weights when it has them. Returns what the save says
+    about itself (`epoch`, `extra`)."""
+    source = Path(path)
+    if source.is_file():
+        return _load_file_weights(source, model, ema)
+    folder = resolve_sharded_checkpoint(source)
+    train_state = _read_train_state(folder)
+    _check_class(folder, train_state, model)
+    state: dict[str, Any] = {"model": get_model_state_dict(model)}
+    if ema is not None and train_state.get("has_ema"):
+        state["ema"] = get_model_state_dict(ema)
+    try:
+        dcp.load(state, checkpoint_id=folder)
+        set_model_state_dict(model, state["model"])
+        if "ema" in state and ema is not None:
+            set_model_state_dict(ema, state["ema"])
+    except (dcp.CheckpointException, RuntimeError, KeyError, ValueError) as error:
+        raise _misfit(folder, error) from None
+    return train_state
+
+
+def _load_file_weights(
+    file: Path, model: torch.nn.Module, ema: torch.nn.Module | None
+) -> dict[str, Any]:
+    try:
+        saved = torch.load(file, map_location="cpu", weights_only=True)
+    except (pickle.UnpicklingError, EOFError, RuntimeError, ValueError, OSError, KeyError) as error:
+        raise ShardedCheckpointError(
+            f"{file} is not a readable weights file ({_reason(error)})"
+        ) from None
+    if not isinstance(saved, dict):
+        raise ShardedCheckpointError(f"{file} holds no state dict")
+    weights = saved["model"] if isinstance(saved.get("model"), dict) else saved
+    whole = StateDictOptions(full_state_dict=True)
+    extra = saved.get("extra") if isinstance(saved.get("extra"), dict) else {}
+    saved_ema = ((extra or {}).get("recipe") or {}).get("ema")
+    try:
+        set_model_state_dict(model, _strip_prefixes(weights), options=whole)
+        if ema is not None and isinstance(saved_ema, dict) and "n_averaged" in saved_ema:
+            averaged = {  # an `AveragedModel`'s state: `module.` + the model's keys
+                key.removeprefix("module."): value
+                for key, value in saved_ema.items()
+                if key.startswith("module.")
+            }
+            set_model_state_dict(ema, averaged, options=whole)
+    except (RuntimeError, KeyError, ValueError) as error:
+        raise _misfit(file, error) from None
+    return {"epoch": saved.get("epoch"), "extra": extra or {}}
+
+
+def whole_model(model: torch.nn.Module, plain: torch.nn.Module) -> torch.nn.Module | None:
+    """Every rank calls this: `plain` (a new, unsharded model of the same class) given the
+    sharded model's whole weights, on rank 0 (None elsewhere): predictions and
+    `torch.export` then run on one process, with no collectives."""
+    weights = get_model_state_dict(
+        model, options=StateDictOptions(full_state_dict=True, cpu_offload=True)
+    )
+    if _rank() != 0:
+        return None
+    plain.load_state_dict(weights)
+    return plain.eval()
+
+
+def _check_class(folder: Path, train_state: dict[str, Any], model: torch.nn.Module) -> None:
+    saved, ours = train_state.get("model_class"), type(model).__name__.removeprefix("FSDP")
+    if saved is not None and saved != ours:
+        raise ShardedCheckpointError(
+            f"{folder} holds a `{saved}` model; this script trains `{ours}`"
+        )
+
+
+def _strip_prefixes(weights: dict[str, Any]) -> dict[str, Any]:
+    stripped: dict[str, Any] = {}
+    for key, value in weights.items():
+        name = key
+        while name.startswith(_FSDP_WRAPPER_PREFIXES):
+            for prefix in _FSDP_WRAPPER_PREFIXES:
+                name = name.removeprefix(prefix)
+        stripped[name] = value
+    return stripped
+
+
+def _misfit(path: Path, error: BaseException) -> ShardedCheckpointError:
+    return ShardedCheckpointError(f"{path} does not fit this model ({_reason(error)})")
+
+
+def _reason(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
 
 
 def consolidate_checkpoint(
@@ -240,8 +402,7 @@ def consolidate_checkpoint(
             warnings.filterwarnings("ignore", message="torch.distributed is disabled")
             dcp.load(state, checkpoint_id=folder)
     except (dcp.CheckpointException, RuntimeError, KeyError, ValueError) as error:
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise ShardedCheckpointError(f"{folder} does not fit this model ({reason})") from None
+        raise _misfit(folder, error) from None
     target = Path(output)
     weights = {key: tensor.detach().cpu() for key, tensor in state["model"].items()}
     _atomic_write(target, lambda f: torch.save(weights, f))
@@ -255,6 +416,7 @@ def _read_train_state(folder: Path) -> dict[str, Any]:
         raise ShardedCheckpointError(f"{folder / TRAIN_STATE} is not readable ({error})") from None
     if not isinstance(state, dict) or "epoch" not in state or "rng" not in state:
         raise ShardedCheckpointError(f"{folder / TRAIN_STATE} is not a TensorLoom train state")
+    state.setdefault("extra", {})  # a save from before the recipe keys
     return state
 
 

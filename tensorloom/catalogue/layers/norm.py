@@ -98,6 +98,23 @@ class BatchNorm1dSpec(_BatchNorm):
     ranks = (2, 3)
     layout = "2-D [N, C] or 3-D [N, C, L]"
 
+    def shape_rule(
+        self, bound: BoundLayer, shape: Shape, unifier: Unifier
+    ) -> Shape | ShapeMismatch:
+        # Channels-last [B, T, C] (a sequence of features) is the common mistake: PyTorch
+        # normalises dim 1, so unifying a free T with C would hide it until the first step.
+        features = bound.get_int("num_features")
+        if shape is not None and len(shape) == 3:
+            middle, last = unifier.resolve(shape[1]), unifier.resolve(shape[2])
+            if isinstance(middle, str) and last == features:
+                return ShapeMismatch(
+                    f"normalises dim 1 of a 3-D [N, C, L] input, but {format_shape(shape)} "
+                    f"has its {features} features last",
+                    help=f"use `LayerNorm({features})` on [B, T, C], or `x.transpose(1, 2)` before "
+                    "and after the batch norm",
+                )
+        return super().shape_rule(bound, shape, unifier)
+
 
 class BatchNorm2dSpec(_BatchNorm):
     name = "BatchNorm2d"

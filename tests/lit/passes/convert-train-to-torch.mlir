@@ -30,13 +30,13 @@ builtin.module {
 // CHECK:        torch.from_import "torch.nn.parallel" ["DistributedDataParallel"]
 // CHECK-NEXT:   torch.raw "# Trains `Classifier` on `digits`, as `mnist.tl` says.
 // CHECK:        torch.raw "# ---- runtime/distributed.py
-// CHECK:        torch.raw "# ---- settings: {{.*}}\0AEPOCHS = 3\0ABATCH_SIZE = 64  {{.*}}\0ALEARNING_RATE = 0.003\0APRECISION = \22bf16\22
+// CHECK:        torch.raw "# ---- settings: {{.*}}\0AEPOCHS: int | None = 3\0ABATCH_SIZE = 64  {{.*}}\0ALEARNING_RATE = 0.003\0APRECISION = \22bf16\22
 // CHECK-SAME:   DISTRIBUTED = True\0ACHECKPOINT_EVERY: int | None = 2  # epochs
 // CHECK-SAME:   COMPILE_MODE: str | None = \22reduce-overhead\22
 // CHECK-SAME:   DATASET: str | None = \22digits\22\0ADATASET_OPTIONS: dict[str, Any] = {\22flatten\22: True}"
 // CHECK-NEXT:   torch.module_class @Classifier()
 // CHECK:        torch.raw "def loss_fn({{.*}}F.cross_entropy(output, target, label_smoothing=0.1, reduction=reduction)"
-// CHECK:        torch.raw "def build_trainer({{.*}}torch.optim.AdamW(\0A        model.parameters(), lr=LEARNING_RATE, weight_decay=0.01, fused=ctx.device.type == \22cuda\22
+// CHECK:        torch.raw "def build_trainer({{.*}}torch.optim.AdamW(\0A        decay_param_groups(model, DECAY_GROUPS), lr=LEARNING_RATE, weight_decay=0.01, fused=ctx.device.type == \22cuda\22
 // CHECK:        torch.raw "def _begin_step()
 // CHECK:        torch.raw "if __name__ == \22__main__\22:\0A    sys.exit(main())"
 // CHECK-NEXT: }

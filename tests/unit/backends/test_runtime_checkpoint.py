@@ -180,3 +180,64 @@ def test_a_pickle_with_code_is_refused(tmp_path: Path) -> None:
     with path.open("wb") as f:
         torch.save({"model": Exploit()}, f, pickle_module=pickle)
     assert "a pickle with code in it" in _error(path, Wide())
+
+
+def test_flipped_bytes_in_a_tensor_fail_the_checksum(tmp_path: Path) -> None:
+    model, optimizer = _model_and_optimizer()
+    with torch.no_grad():
+        model[0].weight.fill_(1.2345)  # a byte pattern to find in the file
+    path = save_checkpoint(tmp_path / "last.pt", model=model, optimizer=optimizer, epoch=1, step=1)
+    load_checkpoint(path, model=model, optimizer=optimizer)  # intact: loads
+    data = bytearray(path.read_bytes())
+    pattern = torch.tensor([1.2345] * 4).numpy().tobytes()
+    at = data.find(pattern)
+    assert at > 0
+    for i in range(16):
+        data[at + i] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(CheckpointError) as caught:
+        load_checkpoint(path, model=model, optimizer=optimizer)
+    assert str(caught.value) == (
+        f"{path}: its tensors do not match the checksum saved with them "
+        "(the file was damaged or changed after it was written)"
+    )
+
+
+def test_checksum_covers_every_tensor_and_skips_itself() -> None:
+    state = {"model": {"w": torch.ones(2)}, "extra": {"ema": {"w": torch.zeros(2)}}}
+    first = checkpoint.tensor_checksum(state)
+    assert checkpoint.tensor_checksum({**state, "checksum": "x"}) == first
+    state["extra"]["ema"]["w"][0] = 1.0
+    assert checkpoint.tensor_checksum(state) != first
+
+
+def test_stale_temp_files_of_killed_writes_are_removed(tmp_path: Path) -> None:
+    model, optimizer = _model_and_optimizer()
+    save_checkpoint(tmp_path / "last.pt", model=model, optimizer=optimizer, epoch=1, step=1)
+    stale = [tmp_path / ".last.pt.abc123.tmp", tmp_path / ".last.pt.link"]
+    for path in stale:
+        path.write_bytes(b"half")
+    removed = checkpoint.clean_stale_temp_files(tmp_path)
+    assert sorted(removed) == sorted(stale)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["last.pt"]
+    assert checkpoint.clean_stale_temp_files(tmp_path / "absent") == []
+
+
+def test_load_weights_takes_the_model_alone_and_checks_its_class(tmp_path: Path) -> None:
+    model, optimizer = _model_and_optimizer()
+    path = save_checkpoint(tmp_path / "w.pt", model=model, optimizer=optimizer, epoch=1, step=1,
+                           extra={"recipe": {"ema": {"n": torch.tensor(3)}}})  # fmt: skip
+    fresh = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+
+    class Ema:
+        loaded: dict[str, torch.Tensor] | None = None
+
+        def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+            self.loaded = state
+
+    ema = Ema()
+    checkpoint.load_weights(path, model=fresh, ema=ema)
+    assert torch.equal(fresh[0].weight, model[0].weight)
+    assert ema.loaded is not None and int(ema.loaded["n"]) == 3
+    with pytest.raises(CheckpointError, match="holds a `Sequential` model; this script trains"):
+        checkpoint.load_weights(path, model=nn.Linear(3, 4))

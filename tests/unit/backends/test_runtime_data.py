@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import csv
 import gzip
+import hashlib
+import io
 import pickle
 import struct
 from pathlib import Path
@@ -116,22 +118,69 @@ def test_missing_files_name_the_files_and_folder(tmp_path: Path) -> None:
         assert str(tmp_path / "mnist" / f"{stem}.gz") in message
 
 
-def test_missing_files_are_downloaded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _mirror_downloads(
+    mirror: Path, monkeypatch: pytest.MonkeyPatch, sha: str | None = None
+) -> None:
+    """Point mnist's downloads at a local mirror (file:// allowed), pinned to its true sha256."""
+    rows = []
+    for _, file, _ in data.DOWNLOADS["mnist"]:
+        digest = sha or hashlib.sha256((mirror / file).read_bytes()).hexdigest()
+        rows.append(((mirror / file).as_uri(), file, digest))
+    monkeypatch.setitem(data.DOWNLOADS, "mnist", rows)
+    monkeypatch.setattr(data, "DOWNLOAD_SCHEMES", ("https:", "file:"))
+    monkeypatch.delenv("TENSORLOOM_NO_DOWNLOAD", raising=False)
+
+
+def test_missing_files_are_downloaded_only_when_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     mirror = tmp_path / "mirror"
     _write_mnist(mirror, gz=True)
-    monkeypatch.setitem(data.DOWNLOAD_URLS, "mnist", mirror.as_uri() + "/")
-    monkeypatch.delenv("TENSORLOOM_NO_DOWNLOAD", raising=False)
-    (x, _), _, _ = load_dataset("mnist", data_root=tmp_path / "root")
+    _mirror_downloads(mirror, monkeypatch)
+    with pytest.raises(DatasetUnavailable, match="rerun with --download"):
+        load_dataset("mnist", data_root=tmp_path / "root")
+    assert not (tmp_path / "root").exists()
+    (x, _), _, _ = load_dataset("mnist", data_root=tmp_path / "root", download=True)
     assert x.shape == (5, 1, 28, 28)
     assert (tmp_path / "root" / "mnist" / "t10k-labels-idx1-ubyte.gz").is_file()
 
 
-def test_failed_download_still_names_the_files(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_a_download_with_the_wrong_sha256_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setitem(data.DOWNLOAD_URLS, "mnist", (tmp_path / "nowhere").as_uri() + "/")
+    mirror = tmp_path / "mirror"
+    _write_mnist(mirror, gz=True)
+    _mirror_downloads(mirror, monkeypatch, sha="0" * 64)
     with pytest.raises(DatasetUnavailable, match=r"train-images-idx3-ubyte\.gz"):
-        load_dataset("mnist", data_root=tmp_path / "root")
+        load_dataset("mnist", data_root=tmp_path / "root", download=True)
+    assert "expected " + "0" * 64 + ": not saved" in capsys.readouterr().err
+    assert list((tmp_path / "root" / "mnist").iterdir()) == []
+
+
+def test_download_verified_refuses_http_and_writes_atomically(tmp_path: Path) -> None:
+    with pytest.raises(data.DownloadError, match="only HTTPS"):
+        data.download_verified("http://example.org/x.gz", tmp_path / "x.gz", "0" * 64)
+    body = b"payload" * 1000
+
+    class Response(io.BytesIO):
+        def __enter__(self) -> Response:
+            return self
+
+    def opener(url: str, timeout: float) -> Response:
+        return Response(body)
+
+    digest = hashlib.sha256(body).hexdigest()
+    out = data.download_verified("https://example.org/x.gz", tmp_path / "x.gz", digest,
+                                 opener=opener)  # fmt: skip
+    assert out.read_bytes() == body
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.gz"]
+
+
+def test_pinned_downloads_are_https_with_sha256() -> None:
+    for name, rows in data.DOWNLOADS.items():
+        for url, _, sha256 in rows:
+            assert url.startswith("https://"), name
+            assert len(sha256) == 64 and int(sha256, 16) >= 0
 
 
 def test_npz_pt_and_csv_files(tmp_path: Path) -> None:

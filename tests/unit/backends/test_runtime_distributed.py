@@ -22,6 +22,7 @@ from tensorloom.backends.runtime.distributed import (
     setup_distributed,
     teardown_distributed,
 )
+from tensorloom.backends.runtime.recipe import ModelEMA
 from tensorloom.backends.runtime.sharded import (
     COMPLETE_MARKER,
     ShardedCheckpointError,
@@ -29,9 +30,12 @@ from tensorloom.backends.runtime.sharded import (
     fsdp_units,
     gathered_parameters,
     load_sharded_checkpoint,
+    load_sharded_weights,
     resolve_sharded_checkpoint,
     save_sharded_checkpoint,
+    save_sharded_state,
     shard_model,
+    whole_model,
 )
 
 
@@ -123,6 +127,63 @@ def test_only_complete_saves_count_and_old_ones_go(tmp_path: Path) -> None:
     assert resolve_sharded_checkpoint(tmp_path).name == "epoch-0002"
     with pytest.raises(ShardedCheckpointError, match="incomplete save"):
         resolve_sharded_checkpoint(tmp_path / "epoch-0003")
+
+
+@pytest.mark.usefixtures("group")
+def test_last_and_best_are_replaced_whole_and_resume_takes_the_furthest(tmp_path: Path) -> None:
+    net, optimizer = _trained()
+    save_sharded_checkpoint(tmp_path, keep=2, epoch=1, model=net, optimizer=optimizer, step=4)
+    carry = {"carry": {"loss_sum": torch.tensor(2.5), "batches": 3}}
+    for step in (6, 7):  # an interrupted epoch's save, then the next one over it
+        save_sharded_state(tmp_path / "last", epoch=1, model=net, optimizer=optimizer,
+                           step=step, extra=carry)  # fmt: skip
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["epoch-0001", "last"]  # no .partial
+    assert resolve_sharded_checkpoint(tmp_path).name == "last"  # step 7 beats epoch 1's 4
+    state = load_sharded_checkpoint(tmp_path, model=net, optimizer=optimizer)
+    assert state["step"] == 7 and state["extra"]["carry"]["batches"] == 3
+    save_sharded_checkpoint(tmp_path, keep=2, epoch=2, model=net, optimizer=optimizer, step=9)
+    assert resolve_sharded_checkpoint(tmp_path).name == "epoch-0002"
+
+
+@pytest.mark.usefixtures("group")
+def test_a_sharded_ema_averages_as_the_plain_one_and_is_saved_beside_the_model(
+    tmp_path: Path,
+) -> None:
+    net, optimizer = _trained()
+    plain = Net()
+    plain.load_state_dict(whole_model(net, Net()).state_dict())  # type: ignore[union-attr]
+    sharded_ema = ModelEMA(net, 0.5, copy=shard_model(Net(), ["h"]))
+    plain_ema = ModelEMA(plain, 0.5)
+    plain_optimizer = torch.optim.AdamW(plain.parameters(), lr=0.01)
+    for _ in range(3):
+        _step(net, optimizer)
+        _step(plain, plain_optimizer)
+        sharded_ema.update(net)
+        plain_ema.update(plain)
+    averaged = whole_model(sharded_ema.module, Net())
+    assert averaged is not None
+    for key, value in plain_ema.module.state_dict().items():
+        assert torch.allclose(averaged.state_dict()[key], value, atol=1e-6), key
+    assert sharded_ema.state_dict() == {"n_averaged": 3, "sharded": True}  # weights: DCP's
+
+    save_sharded_checkpoint(tmp_path, keep=1, epoch=1, model=net, optimizer=optimizer, step=3,
+                            ema=sharded_ema.module)  # fmt: skip
+    other, other_ema = shard_model(Net(), ["h"]), shard_model(Net(), ["h"])
+    load_sharded_weights(tmp_path, model=other, ema=other_ema)
+    loaded = whole_model(other_ema, Net())
+    assert loaded is not None
+    for key, value in averaged.state_dict().items():
+        assert torch.equal(loaded.state_dict()[key], value), key
+
+    weights = tmp_path / "plain.pt"  # what --consolidate writes: a plain state dict
+    torch.save({f"_orig_mod.{k}": v for k, v in plain.state_dict().items()}, weights)
+    load_sharded_weights(weights, model=other)
+    with torch.no_grad():
+        x = torch.randn(2, 4)
+        assert torch.allclose(other(x), plain(x), atol=1e-6)
+    (tmp_path / "bad.pt").write_bytes(b"not torch")
+    with pytest.raises(ShardedCheckpointError, match="not a readable weights file"):
+        load_sharded_weights(tmp_path / "bad.pt", model=other)
 
 
 def test_resolve_rejects_what_it_cannot_resume(tmp_path: Path) -> None:

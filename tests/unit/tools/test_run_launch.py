@@ -55,4 +55,7 @@ def test_the_first_failed_rank_is_shown_with_its_stderr(tmp_path: Path) -> None:
         "  | RuntimeError: boom on rank 1",
     ]
     assert "rank 0 (local rank 0) also stopped: SIGTERM" in report
+    # torchrun's timestamps are whole seconds: in a tie, the rank it stopped is not "first"
+    tied = failure_report({0: Failure(0, -15, 10), 1: Failure(1, 1, 10)}, str(tmp_path))  # type: ignore[arg-type]
+    assert tied.startswith("error: rank 1 (local rank 1) failed first: exit status 1")
     assert describe_exit(-6).startswith("killed by SIGABRT")

@@ -1,0 +1,509 @@
+"""What a data file says about itself, read at check time without loading its samples.
+
+    facts = read_facts(Path("train.npz"))
+    facts.sample_shape   # (64,): x.npy's header shape without its first (sample) axis
+    facts.targets        # "indices" (integer labels) or "floats" (regression targets)
+    facts.num_classes    # the largest label + 1, from y's values (the labels only)
+
+The formats are the runtime's (`tensorloom/backends/runtime/data.py`, `tokens.py`):
+
+- `.npz`: a zip holding `x.npy` and `y.npy`. The samples' header (the documented .npy
+  format: magic, version, a header dict with `descr`, `fortran_order`, `shape`) is read,
+  never its data; the labels are read for their range, up to `MAX_LABEL_BYTES`.
+- `.csv`: the header row names the columns (the features are every column but
+  `target=`); the rows are counted and the target column read for its type and classes,
+  streamed, up to `MAX_CSV_BYTES`.
+- a token file (`load_dataset("tokens", path="train.bin", dtype=...)`): its size, which
+  must be whole tokens and more than one window.
+
+A `.pt` file is a pickle: reading it runs code, so its shapes are not read at check time.
+Nothing here imports numpy or torch. A problem is a `FileProblem` (the caller turns it
+into a diagnostic); an absent file is `None` from `find_file`.
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import struct
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import IO
+
+from tensorloom.catalogue.datasets import (
+    CLASSIFICATION,
+    LM_SOURCES,
+    REGRESSION,
+    SEQUENCE,
+    DatasetInfo,
+    is_file_source,
+)
+
+MAX_LABEL_BYTES = 64 * 1024 * 1024  # the labels array read for its range
+MAX_CSV_BYTES = 64 * 1024 * 1024  # a larger .csv: header only, no row count or classes
+_MAX_HEADER = 65_536  # a .npy header longer than this is not one numpy writes
+
+INDICES = "indices"
+FLOATS = "floats"
+
+# .npy `descr` kinds and sizes the runtime reads (runtime/data.py's _NPY_DTYPES).
+_INTEGER_DESCRS = {"i8": 8, "i4": 4, "i2": 2, "i1": 1, "u1": 1, "b1": 1}
+_FLOAT_DESCRS = {"f4": 4, "f8": 8, "f2": 2}
+_STRUCT = {"i8": "q", "i4": "i", "i2": "h", "i1": "b", "u1": "B", "b1": "?"}
+TOKEN_SIZES = {"uint16": 2, "uint32": 4}
+
+
+@dataclass(frozen=True, slots=True)
+class ArrayHeader:
+    """A .npy array's header: `descr` without its byte order (`f4`, `i8`), and its shape."""
+
+    descr: str
+    shape: tuple[int, ...]
+
+    @property
+    def dtype(self) -> str:
+        return _DESCR_NAMES.get(self.descr, self.descr)
+
+
+_DESCR_NAMES = {
+    "f4": "float32", "f8": "float64", "f2": "float16", "i8": "int64", "i4": "int32",
+    "i2": "int16", "i1": "int8", "u1": "uint8", "b1": "bool",
+}  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class FileFacts:
+    """A data file's samples and targets, as its headers (and labels) state them."""
+
+    path: str
+    what: str  # where the figures come from, for `tlc check`'s report
+    count: int | None  # samples
+    sample_shape: tuple[int, ...] | None
+    sample_dtype: str | None  # "float32", "int64", ...
+    targets: str | None  # INDICES or FLOATS
+    target_shape: tuple[int, ...] | None
+    num_classes: int | None  # integer labels: the largest + 1 (words: how many)
+    tokens: int | None = None  # a token file: how many
+
+
+@dataclass(frozen=True, slots=True)
+class FileProblem:
+    """Why a data file cannot be what the program loads it as."""
+
+    message: str
+    help: str | None = None
+
+
+def find_file(path: str, base: Path | None) -> Path | None:
+    """`path` as the emitted script will open it: relative to the working directory, else
+    (a check run from elsewhere) to the program's folder `base`; None if it is not there."""
+    candidate = Path(path)
+    places = [candidate]
+    if not candidate.is_absolute() and base is not None:
+        places.append(base / candidate)
+    for place in places:
+        try:
+            if place.is_file():
+                return place
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def read_facts(path: Path, target: str | None = None) -> FileFacts | FileProblem:
+    """The facts of a `.npz` or `.csv` dataset file (`target` names a .csv's label column)."""
+    try:
+        if path.suffix == ".npz":
+            return _npz_facts(path)
+        if path.suffix == ".csv":
+            return _csv_facts(path, target)
+    except OSError as error:
+        return FileProblem(f"cannot read `{path}`: {error.strerror or error}")
+    return FileProblem(f"the shapes of `{path}` are not read at check time")
+
+
+# --- .npy / .npz ---------------------------------------------------------------------------
+
+
+def read_npy_header(stream: IO[bytes]) -> tuple[ArrayHeader, int] | FileProblem:
+    """The header of the .npy array at the start of `stream`, and the header's length."""
+    magic = stream.read(8)
+    if len(magic) < 8 or magic[:6] != b"\x93NUMPY":
+        return FileProblem("not a .npy array (no `\\x93NUMPY` magic)")
+    major = magic[6]
+    if major not in (1, 2, 3):
+        return FileProblem(f"unknown .npy format version {major}.{magic[7]}")
+    width = 2 if major == 1 else 4
+    size_bytes = stream.read(width)
+    if len(size_bytes) < width:
+        return FileProblem("the .npy header is cut short")
+    (length,) = struct.unpack("<H" if width == 2 else "<I", size_bytes)
+    if length > _MAX_HEADER:
+        return FileProblem(f"a .npy header of {length:,} bytes is not one numpy writes")
+    text = stream.read(length).decode("utf-8" if major == 3 else "latin1", errors="replace")
+    header = _header_dict(text)
+    if isinstance(header, FileProblem):
+        return header
+    descr, shape, fortran = header
+    if descr[:1] == ">" or descr[1:] not in {**_INTEGER_DESCRS, **_FLOAT_DESCRS} or fortran:
+        return FileProblem(
+            f"unsupported array type `{descr}`{' in Fortran order' if fortran else ''}",
+            "save plain numeric C-order arrays: `np.ascontiguousarray(a)`",
+        )
+    return ArrayHeader(descr[1:], shape), 8 + len(size_bytes) + length
+
+
+def _header_dict(text: str) -> tuple[str, tuple[int, ...], bool] | FileProblem:
+    try:
+        header = ast.literal_eval(text.strip())  # a Python literal: no code runs
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return FileProblem("the .npy header is not a dictionary literal")
+    if not isinstance(header, dict):
+        return FileProblem("the .npy header is not a dictionary literal")
+    descr, shape, fortran = header.get("descr"), header.get("shape"), header.get("fortran_order")
+    if not isinstance(descr, str) or not isinstance(shape, tuple) or not isinstance(fortran, bool):
+        return FileProblem("the .npy header lacks `descr`, `shape` or `fortran_order`")
+    if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
+        return FileProblem(f"the .npy header's shape {shape!r} is not a tuple of sizes")
+    if descr[:1] in ("<", ">", "|", "="):
+        return descr, shape, fortran
+    return f"<{descr}", shape, fortran
+
+
+def _npz_facts(path: Path) -> FileFacts | FileProblem:
+    try:
+        archive = zipfile.ZipFile(path)
+    except zipfile.BadZipFile:
+        return FileProblem(
+            f"`{path}` is not a .npz archive", "save it with `np.savez(path, x=x, y=y)`"
+        )
+    with archive:
+        names = set(archive.namelist())
+        missing = [n for n in ("x.npy", "y.npy") if n not in names]
+        if missing:
+            held = ", ".join(f"`{n.removesuffix('.npy')}`" for n in sorted(names)) or "nothing"
+            return FileProblem(
+                f"`{path}` must hold arrays named `x` and `y`; it holds {held}",
+                "save it with `np.savez(path, x=samples, y=targets)`",
+            )
+        try:
+            with archive.open("x.npy") as member:
+                x = read_npy_header(member)
+            if isinstance(x, FileProblem):
+                return FileProblem(f"`{path}`'s `x`: {x.message}", x.help)
+            y_info = archive.getinfo("y.npy")
+            with archive.open("y.npy") as member:
+                y = read_npy_header(member)
+                if isinstance(y, FileProblem):
+                    return FileProblem(f"`{path}`'s `y`: {y.message}", y.help)
+                labels = _labels(member, y[0], y_info.file_size - y[1])
+        except (zipfile.BadZipFile, EOFError, ValueError, NotImplementedError) as error:
+            return FileProblem(f"`{path}` is a damaged .npz archive: {error}")
+    return _array_facts(path, x[0], y[0], labels)
+
+
+def _labels(stream: IO[bytes], header: ArrayHeader, size: int) -> int | FileProblem | None:
+    """The largest integer label + 1 (0 for no labels); None for float targets or too many."""
+    if header.descr not in _INTEGER_DESCRS or size > MAX_LABEL_BYTES:
+        return None
+    width = _INTEGER_DESCRS[header.descr]
+    count = _product(header.shape)
+    data = stream.read(count * width)
+    if len(data) < count * width:
+        return FileProblem(f"`y` holds {len(data) // width:,} labels, its header says {count:,}")
+    if count == 0:
+        return 0
+    values = struct.unpack(f"<{count}{_STRUCT[header.descr]}", data)
+    low = min(values)
+    if low < 0:
+        return FileProblem(f"`y` has a negative class label ({low})", "class labels count from 0")
+    return int(max(values)) + 1
+
+
+def _array_facts(
+    path: Path, x: ArrayHeader, y: ArrayHeader, labels: int | FileProblem | None
+) -> FileFacts | FileProblem:
+    if isinstance(labels, FileProblem):
+        return FileProblem(f"`{path}`'s {labels.message}", labels.help)
+    if not x.shape:
+        return FileProblem(f"`{path}`'s `x` is a scalar, not an array of samples")
+    if not y.shape:
+        return FileProblem(f"`{path}`'s `y` is a scalar, not an array of targets")
+    if x.shape[0] != y.shape[0]:
+        return FileProblem(
+            f"`{path}` holds {x.shape[0]:,} samples (`x`) but {y.shape[0]:,} targets (`y`)",
+            "`x` and `y` need one row per sample",
+        )
+    floats = y.descr in _FLOAT_DESCRS
+    what = f"the header of `{path}`: x {list(x.shape)} {x.dtype}, y {list(y.shape)} {y.dtype}"
+    if isinstance(labels, int) and not floats:
+        what += f", labels 0..{labels - 1}" if labels else ""
+    return FileFacts(
+        str(path), what, x.shape[0], x.shape[1:], x.dtype, FLOATS if floats else INDICES,
+        y.shape[1:], None if floats else labels,
+    )  # fmt: skip
+
+
+# --- .csv ------------------------------------------------------------------------------------
+
+
+def _csv_facts(path: Path, target: str | None) -> FileFacts | FileProblem:
+    size = path.stat().st_size
+    with path.open(newline="", encoding="utf-8", errors="replace") as handle:
+        reader = csv.reader(handle)
+        try:
+            columns = next(reader, None)
+        except csv.Error as error:
+            return FileProblem(f"`{path}` is not a .csv file: {error}")
+        if not columns:
+            return FileProblem(f"`{path}` is empty: a .csv dataset starts with a header row")
+        if target is None or target not in columns:
+            listed = ", ".join(f"`{c}`" for c in columns[:12]) + (
+                " ..." if len(columns) > 12 else ""
+            )
+            return FileProblem(
+                f"`{path}` has no column `{target}`: its columns are {listed}",
+                "`target=` names the label column of the header row",
+            )
+        features = len(columns) - 1
+        if size > MAX_CSV_BYTES:
+            what = f"the header of `{path}`: {features} feature columns (rows not counted)"
+            return FileFacts(str(path), what, None, (features,), "float32", None, (), None)
+        return _csv_rows(path, reader, columns.index(target), features)
+
+
+def _csv_rows(
+    path: Path, reader: Iterator[list[str]], column: int, features: int
+) -> FileFacts | FileProblem:
+    count = 0
+    integers: list[int] = []
+    kind = INDICES
+    words: set[str] = set()
+    try:
+        for row in reader:
+            if not row:
+                continue
+            count += 1
+            if len(row) != features + 1:
+                return FileProblem(
+                    f"row {count + 1} of `{path}` has {len(row)} columns, the header {features + 1}"
+                )
+            value = row[column].strip()
+            kind = _csv_value(value, kind, integers, words)
+    except csv.Error as error:
+        return FileProblem(f"`{path}` is not a .csv file: {error}")
+    classes: int | None = None
+    if kind == INDICES and integers:
+        classes = max(integers) + 1 if min(integers) >= 0 else None
+    elif kind == "words":
+        classes, kind = len(words), INDICES
+    targets = None if kind == FLOATS and not count else kind
+    what = f"`{path}`: {count:,} rows, {features} feature columns"
+    if targets == FLOATS:
+        what += ", float targets"
+    elif classes is not None:
+        what += f", {classes} classes"
+    return FileFacts(str(path), what, count, (features,), "float32", targets, (), classes)
+
+
+def _csv_value(value: str, kind: str, integers: list[int], words: set[str]) -> str:
+    """The target column's kind so far (the runtime's rule: ints, else floats, else words)."""
+    words.add(value)
+    if kind == INDICES:
+        try:
+            integers.append(int(value))
+            return INDICES
+        except ValueError:
+            kind = FLOATS
+    if kind == FLOATS:
+        try:
+            float(value)
+            return FLOATS
+        except ValueError:
+            return "words"
+    return "words"
+
+
+# --- token files ---------------------------------------------------------------------
+
+
+def token_count(path: Path, dtype: str) -> int | FileProblem:
+    """How many tokens of `dtype` a token file holds, from its size."""
+    size = path.stat().st_size
+    width = TOKEN_SIZES.get(dtype, 2)
+    if size % width:
+        return FileProblem(
+            f"`{path}` is {size:,} bytes, not a whole number of {dtype} tokens",
+            f"is `dtype=` right? {dtype} tokens are {width} bytes each",
+        )
+    return size // width
+
+
+def _product(shape: tuple[int, ...]) -> int:
+    size = 1
+    for dim in shape:
+        size *= dim
+    return size
+
+
+# --- the dataset as its files state it -------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class DataCheck:
+    """A dataset after its files were read: the info, where its shapes came from, problems."""
+
+    info: DatasetInfo
+    origin: str
+    problems: tuple[DatasetProblem, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetProblem:
+    code: str  # TL0708 (a warning: the file is absent), TL0709, TL0710
+    message: str
+    option: str | None = None  # the keyword at fault; None: the dataset's source
+    help: str | None = None
+
+    @property
+    def is_warning(self) -> bool:
+        return self.code == ABSENT
+
+
+ABSENT = "TL0708"  # the file is not there at check time: a warning
+CONTRADICTS = "TL0709"  # the file contradicts a declaration, or cannot feed the program
+UNREADABLE = "TL0710"  # the file is not in the format its suffix says
+
+_CACHE: dict[tuple[str, int, int, str | None], FileFacts | FileProblem] = {}
+
+
+def _cached_facts(path: Path, target: str | None) -> FileFacts | FileProblem:
+    try:
+        stat = path.stat()
+    except OSError as error:
+        return FileProblem(f"cannot read `{path}`: {error.strerror or error}")
+    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size, target)
+    if key not in _CACHE:
+        _CACHE[key] = read_facts(path, target)
+    return _CACHE[key]
+
+
+def check_data(info: DatasetInfo, base: Path | None) -> DataCheck:
+    """`info` (from `lookup_dataset`) with what its files say; `base` is the program's folder."""
+    if info.synthetic:
+        return DataCheck(info, "synthetic data: shapes from the model")
+    if info.name in LM_SOURCES:
+        return _token_data(info, base)
+    if not is_file_source(info.name):
+        return DataCheck(info, f"the catalogue's `{info.name}`")
+    declared = _declared(info)
+    if info.name.endswith(".pt"):
+        origin = f"{declared} (a .pt file is a pickle: not read at check time)"
+        return DataCheck(info, origin if info.sample_shape is not None else origin.lstrip())
+    found = find_file(info.name, base)
+    if found is None:
+        problem = DatasetProblem(
+            ABSENT,
+            f"`{info.name}` is not there at check time: the model is not checked against it",
+            None,
+            "if the data lives on the training machine, declare `sample_shape=[...]` "
+            "(and `num_classes=`) to check the model",
+        )
+        return DataCheck(info, f"{declared} (`{info.name}` not found)", (problem,))
+    target = info.options.get("target")
+    facts = _cached_facts(found, target if isinstance(target, str) else None)
+    if isinstance(facts, FileProblem):
+        return DataCheck(
+            info, declared, (DatasetProblem(UNREADABLE, facts.message, None, facts.help),)
+        )
+    return _with_facts(info, facts)
+
+
+def _declared(info: DatasetInfo) -> str:
+    if info.sample_shape is None:
+        return "no shapes known"
+    return f"declared `sample_shape={list(info.sample_shape)}`"
+
+
+def _with_facts(info: DatasetInfo, facts: FileFacts) -> DataCheck:
+    problems: list[DatasetProblem] = []
+    declared_shape = info.options.get("sample_shape")
+    shape = facts.sample_shape
+    if isinstance(declared_shape, list) and shape is not None and tuple(declared_shape) != shape:
+        problems.append(DatasetProblem(
+            CONTRADICTS,
+            f"`sample_shape={declared_shape}` contradicts `{info.name}`, whose samples are "
+            f"{list(shape)}",
+            "sample_shape",
+            f"write `sample_shape={list(shape)}`, or leave it out: the file's header says it",
+        ))  # fmt: skip
+    declared_classes = info.options.get("num_classes")
+    if isinstance(declared_classes, int) and not isinstance(declared_classes, bool):
+        if facts.targets == FLOATS:
+            problems.append(DatasetProblem(
+                CONTRADICTS,
+                f"`num_classes={declared_classes}`, but `{info.name}`'s targets are floats "
+                "(regression), not class labels",
+                "num_classes",
+                "leave `num_classes=` out, or save integer class labels as `y`",
+            ))  # fmt: skip
+        elif facts.num_classes is not None and facts.num_classes > declared_classes:
+            problems.append(DatasetProblem(
+                CONTRADICTS,
+                f"`num_classes={declared_classes}`, but `{info.name}`'s labels run up to "
+                f"{facts.num_classes - 1}: {facts.num_classes} classes",
+                "num_classes",
+                f"write `num_classes={facts.num_classes}`",
+            ))  # fmt: skip
+    if problems:
+        return DataCheck(info, facts.what, tuple(problems))
+    floats = facts.targets == FLOATS
+    classes = info.num_classes if info.num_classes is not None else facts.num_classes
+    target_shape = facts.target_shape if facts.target_shape is not None else info.target_shape
+    task = REGRESSION if floats else CLASSIFICATION if facts.targets == INDICES else info.task
+    if facts.targets == INDICES and target_shape:
+        task = SEQUENCE
+    dtype = "i64" if facts.sample_dtype and "int" in facts.sample_dtype else "f32"
+    updated = replace(
+        info,
+        sample_shape=facts.sample_shape if facts.sample_shape is not None else info.sample_shape,
+        dtype=dtype,
+        num_classes=None if floats else classes,
+        target_shape=target_shape,
+        target_dtype="f32" if floats else "i64",
+        task=task,
+    )
+    return DataCheck(updated, facts.what)
+
+
+def _token_data(info: DatasetInfo, base: Path | None) -> DataCheck:
+    path = info.options.get("path")
+    if info.name != "tokens" or not isinstance(path, str):
+        return DataCheck(info, f"`{info.name}`: windows of `block_size={info.block_size}` tokens")
+    found = find_file(path, base)
+    if found is None:
+        problem = DatasetProblem(
+            ABSENT,
+            f"`{path}` is not there at check time: its size is not checked",
+            "path",
+            "fine if the tokens live on the training machine",
+        )
+        return DataCheck(info, f"`block_size` (`{path}` not found)", (problem,))
+    dtype = info.options.get("dtype", "uint16")
+    count = token_count(found, dtype if isinstance(dtype, str) else "uint16")
+    if isinstance(count, FileProblem):
+        return DataCheck(info, "", (DatasetProblem(UNREADABLE, count.message, "path", count.help),))
+    block = info.block_size or 0
+    origin = f"`{path}`: {count:,} {dtype} tokens, windows of `block_size` {block}"
+    if count < block + 1:
+        problem = DatasetProblem(
+            CONTRADICTS,
+            f"`{path}` holds {count:,} tokens, fewer than one window (`block_size` + 1 = "
+            f"{block + 1:,})",
+            "block_size",
+            "use a smaller `block_size`, or more data",
+        )
+        return DataCheck(info, origin, (problem,))
+    return DataCheck(info, origin)

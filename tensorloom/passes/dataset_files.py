@@ -1,0 +1,34 @@
+"""A `train.dataset` op's data as its files state it, read once per file (issue 15).
+
+    checked = dataset_check(op)     # DataCheck, DatasetError, or None (options not literal)
+    checked.info                    # DatasetInfo with the file's shapes, targets and classes
+    checked.origin                  # "the header of `train.npz`: x [1000, 64] float32, ..."
+    checked.problems                # TL0708 (absent: a warning), TL0709, TL0710
+
+Shape inference, check-train and `tlc check`'s report all read a dataset through
+here, so they see one set of shapes; check-train reports the problems. A relative
+path is looked up in the working directory, then beside the program.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tensorloom.catalogue.data_files import DataCheck, check_data
+from tensorloom.catalogue.datasets import DatasetError, lookup_dataset
+from tensorloom.diagnostics.ir import span_of
+from tensorloom.dialects import train
+from tensorloom.passes.model_env import evaluate_kwargs
+
+
+def dataset_check(op: train.DatasetOp) -> DataCheck | DatasetError | None:
+    options = evaluate_kwargs(op.options.data, {})
+    if not isinstance(options, dict):
+        return None
+    source = op.source.data if op.source is not None else None
+    info = lookup_dataset(source, options)  # type: ignore[arg-type]
+    if isinstance(info, DatasetError):
+        return info
+    span = span_of(op)
+    base = Path(span.file).parent if span is not None and span.file else None
+    return check_data(info, base)
