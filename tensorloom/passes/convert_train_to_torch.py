@@ -261,8 +261,6 @@ def import_ops(plan: ScriptPlan) -> list[Operation]:
         t.ImportOp("torch.nn.functional", "F"),
         t.FromImportOp("torch", ["nn"]),
     ]
-    if plan.distributed:
-        ops.append(t.FromImportOp("contextlib", ["nullcontext"]))
     if plan.distributed and not plan.sharded:
         ops.append(t.FromImportOp("torch.nn.parallel", ["DistributedDataParallel"]))
     if plan.checkpointed_layers:
