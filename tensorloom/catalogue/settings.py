@@ -25,7 +25,7 @@ from tensorloom.catalogue.args import Arg
 
 SettingKind = Literal[
     "value", "optimizer", "loss", "lr_schedule", "grad_clip", "patience", "metric", "metrics",
-    "compile", "ema",
+    "compile", "ema", "distributed",
 ]  # fmt: skip
 
 
@@ -54,6 +54,7 @@ _KIND_TEXT: dict[str, str] = {
     "metrics": "a list: `accuracy`, `top_k(k)`, a `fn` of the program",
     "compile": '`true`, `false`, "default", "reduce-overhead" or "max-autotune"',
     "ema": "float in (0, 1): 1 would never move",
+    "distributed": '`true`, `false`, "ddp" or "fsdp"',
 }
 
 
@@ -75,7 +76,11 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         "training precision",
         Arg("precision", "str", choices=("auto", "fp32", "fp16", "bf16")),
     ),
-    SettingSpec("distributed", "DistributedDataParallel over all local GPUs", _bool("distributed")),
+    SettingSpec(
+        "distributed",
+        "`ddp` (or `true`): DistributedDataParallel; `fsdp`: FSDP2, sharded over the ranks",
+        kind="distributed",
+    ),
     SettingSpec("compile", "torch.compile mode", kind="compile"),
     SettingSpec("lr_schedule", "learning-rate schedule", kind="lr_schedule"),
     SettingSpec("grad_clip", "clip the gradient norm to this value", kind="grad_clip"),

@@ -337,6 +337,7 @@ _KIND_CHECKS: dict[str, Check] = {
     "metrics": lambda _k, _v: None,  # each metric is checked against the block: `_metrics`
     "compile": one_of(True, False, "default", "reduce-overhead", "max-autotune"),
     "ema": number_in(0.0, 1.0),
+    "distributed": one_of(True, False, "ddp", "fsdp"),
 }
 
 
@@ -759,6 +760,12 @@ class LoopChecker:
         op = self.loop.settings()["precision"]
         span = span_of(op.value_loc) if op.value_loc is not None else span_of(op)
         if span is None:
+            return
+        if self._value("distributed") == "fsdp":
+            message = '`precision = fp16` is not supported with `distributed = "fsdp"`'
+            note = "fp16 needs a GradScaler, and FSDP's sharded gradients need a sharded one"
+            help_text = "use `precision = bf16`: FSDP all-gathers the weights in bf16"
+            report(Diagnostic.error("TL0430", message, Label(span), notes=[note], help=help_text))
             return
         message = "`fp16` needs a CUDA GPU; on a CPU-only run it falls back to fp32"
         help_text = "use `precision = bf16` to get mixed precision on the CPU as well"
