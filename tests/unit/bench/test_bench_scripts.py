@@ -348,6 +348,14 @@ train model on data:
 """
 
 
+def test_the_benchmark_gpt2_is_the_example_gpt() -> None:
+    """bench/programs/gpt2.nml is examples/gpt.nml (nanoGPT's initialisation written with
+    the language's init keywords, tests/e2e/test_layer_init.py) but for its first line."""
+    bench = (BENCH / "programs" / "gpt2.nml").read_text().splitlines()
+    example = (ROOT / "examples" / "gpt.nml").read_text().splitlines()
+    assert bench[1:] == example[1:] and 'init="normal"' in "\n".join(bench)
+
+
 def test_emitted_gpt2_trains_as_the_handwritten_loop(tmp_path: Path, gpt2_train) -> None:
     """Same weights (the hand-written model's first weights, given to the emitted script
     with --init-from), same windows, fp32 on the CPU: the same losses, to rounding. The
