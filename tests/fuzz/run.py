@@ -202,10 +202,16 @@ class Pool:
         for worker in self.workers:
             self._stop(worker, kill=worker.job is not None)
 
-    def run(self, jobs: list[tuple[int, int]]) -> Any:
-        """Yield (index, origin, outcome, text) for each job, in the order they finish."""
+    def run(self, jobs: list[tuple[int, int]], stop_after: float = 0.0) -> Any:
+        """Yield (index, origin, outcome, text) for each job, in the order they finish.
+
+        With `stop_after`, no job is started after that many seconds: the jobs
+        run are then a prefix of `jobs`."""
         pending = list(reversed(jobs))
+        deadline = time.monotonic() + stop_after if stop_after else None
         while pending or any(w.job is not None for w in self.workers):
+            if deadline is not None and time.monotonic() > deadline:
+                pending.clear()
             for worker in list(self.workers):
                 if worker.ready and worker.job is None and pending:
                     worker.job = pending.pop()
@@ -281,6 +287,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="kill a worker over this resident size (0: no limit)")  # fmt: skip
     parser.add_argument("--only", type=int, default=None, help="run input I alone, verbosely")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument(
+        "--stop-after",
+        type=float,
+        default=0.0,
+        help="start no input after this many seconds (the run is then a prefix)",
+    )
     parser.add_argument("--summary", type=Path, default=None, help="write the figures as JSON")
     args = parser.parse_args(argv)
     corpus = seeds()
@@ -293,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     slowest = 0.0
     pool = Pool(args.jobs, corpus, args.forward_every, args.recycle, args.max_rss_mb)
     try:
-        for index, origin, outcome, text in pool.run(jobs):
+        for index, origin, outcome, text in pool.run(jobs, args.stop_after):
             counts[outcome.kind] += 1
             slowest = max(slowest, outcome.seconds)
             if outcome.is_bug:
@@ -328,8 +340,9 @@ def _report(args: argparse.Namespace, counts: Counter[str], signatures: Counter[
             elapsed: float, slowest: float, restarts: Counter[str]) -> None:  # fmt: skip
     total = sum(counts.values())
     rate = total / max(elapsed, 1e-9)
-    print(f"fuzz: {total} inputs, seed {args.seed}, start {args.start}, {args.jobs} jobs, "
-          f"{elapsed:.0f} s ({rate:.1f} inputs/s), slowest {slowest:.2f} s")  # fmt: skip
+    print(f"fuzz: {total} inputs ({args.start}-{args.start + total - 1}), seed {args.seed}, "
+          f"{args.jobs} jobs, {elapsed:.0f} s ({rate:.1f} inputs/s), "
+          f"slowest {slowest:.2f} s")  # fmt: skip
     for kind in ("ok", "diagnostic", *BUGS):
         print(f"  {kind:<11} {counts[kind]}")
     print(f"  workers replaced: {dict(restarts) or 0}")
