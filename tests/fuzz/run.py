@@ -23,6 +23,7 @@ that no state a broken input left behind reaches the next one.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import multiprocessing
 import multiprocessing.connection
@@ -122,6 +123,19 @@ def _worker(conn: multiprocessing.connection.Connection, corpus: list[tuple[str,
             shutil.rmtree(_WORKDIR, ignore_errors=True)
 
 
+def _preload(forward_every: int) -> None:
+    """Import what the workers use before they are forked, so that each new one starts warm."""
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+    if forward_every:
+        with contextlib.suppress(ImportError):
+            import torch  # noqa: F401
+    work = make_workdir()
+    try:
+        classify(work / "__warm__.tl", generate(random.Random(0)))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 @dataclass
 class _Worker:
     process: multiprocessing.process.BaseProcess
@@ -161,17 +175,22 @@ class Pool:
     forward_every: int
     recycle: int
     max_rss_mb: int
+    kill_cpu: float = KILL_CPU_SECONDS
+    kill_wall: float = KILL_WALL_SECONDS
+    target: Any = None  # the worker's main function; `_worker` unless a test swaps it
     workers: list[_Worker] = field(default_factory=list)
     restarts: Counter[str] = field(default_factory=Counter)
 
     def __post_init__(self) -> None:
         self._ctx = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
+        if self._ctx.get_start_method() == "fork" and self.target is None:
+            _preload(self.forward_every)
         self.workers = [self._start() for _ in range(self.jobs)]
 
     def _start(self) -> _Worker:
         parent, child = self._ctx.Pipe()
         process = self._ctx.Process(
-            target=_worker,
+            target=self.target or _worker,
             args=(child, self.corpus, self.forward_every, self.max_rss_mb),
             daemon=True,
         )
@@ -233,6 +252,7 @@ class Pool:
         try:
             message = worker.conn.recv()
         except (EOFError, OSError):
+            worker.process.join(5)
             return self._lost(worker, f"the worker died (exit {worker.process.exitcode})")
         if message == "ready":
             worker.ready = True
@@ -254,7 +274,7 @@ class Pool:
             return None
         cpu = _cpu_seconds(pid) - worker.cpu_at_start
         wall = time.monotonic() - worker.started
-        if cpu > KILL_CPU_SECONDS or wall > KILL_WALL_SECONDS:
+        if cpu > self.kill_cpu or wall > self.kill_wall:
             return self._lost(worker, f"killed after {cpu:.0f} s CPU, {wall:.0f} s wall", "hang")
         if self.max_rss_mb and _rss_mb(pid) > self.max_rss_mb:
             return self._lost(worker, f"killed at over {self.max_rss_mb} MB resident")
