@@ -70,6 +70,9 @@ class Unifier:
         # Symbols no rule may fix to a size: the batch dim, which the data loader decides
         # (and the last batch of an epoch is smaller). `bind` (`-D B=32`) still may.
         self.rigid: set[str] = set()
+        # Symbols the program names as sizes of their own (the checked forward's
+        # annotation, `x: Tensor[B, T]`): none of them may turn out to be the batch dim.
+        self.distinct: set[str] = set()
 
     def _root(self, name: str) -> str:
         parent = self._parent.setdefault(name, name)
@@ -110,6 +113,9 @@ class Unifier:
             return a if a == b else _dim_mismatch(a, b)
         if isinstance(a, str) and isinstance(b, str):
             if a != b:
+                tied = self._ties_batch(a, b)
+                if tied is not None:
+                    return tied
                 self._parent[b] = a
             return a
         name, value = (a, b) if isinstance(a, str) else (b, a)
@@ -124,6 +130,25 @@ class Unifier:
             )
         self._value[name] = value
         return value
+
+    def _ties_batch(self, a: str, b: str) -> ShapeMismatch | None:
+        """The mismatch when merging classes `a` and `b` would make a named size the batch dim."""
+
+        def has(root: str, names: set[str]) -> str | None:
+            return next((n for n in sorted(names) if self._root(n) == root), None)
+
+        for batch_root, other in ((a, b), (b, a)):
+            batch = has(batch_root, self.rigid)
+            named = has(other, self.distinct - self.rigid)
+            if batch is not None and named is not None:
+                return ShapeMismatch(
+                    f"would make `{named}` the batch dim `{batch}`: they are different sizes",
+                    expected=a,
+                    got=b,
+                    help=f"`{batch}` is whatever the data loader batches; "
+                    f"`{named}` is a size of each sample",
+                )
+        return None
 
     def unify_shapes(self, expected: Shape, got: Shape) -> Shape | ShapeMismatch:
         """Dim-wise unification of two shapes of equal rank."""

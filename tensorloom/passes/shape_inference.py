@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from xdsl.context import Context
@@ -81,7 +81,7 @@ from tensorloom.catalogue.shapes import (
     format_shape,
 )
 from tensorloom.diagnostics.core import Diagnostic, DiagnosticSink, Label
-from tensorloom.diagnostics.ir import report, reporting, span_of
+from tensorloom.diagnostics.ir import current_sink, report, reporting, span_of
 from tensorloom.dialects import train
 from tensorloom.dialects.nml import (
     AnyType,
@@ -771,12 +771,63 @@ class Inference:
         self.depth += 1
         self.hooks.on_call(op, forward)
         inner_env = model_env(nested, overrides)
-        result = self.run(nested, forward, inner_env, self._tensor_args(op), inner)
+        args = self._annotated_args(layer, op, forward, inner_env)
+        result = self.run(nested, forward, inner_env, args, inner)
         self.hooks.on_return(op, forward)
         self.depth -= 1
         kind = nested.sym_name.data
         flow.steps.append(self.step(name, kind, result, inner.params))
         return result
+
+    def _annotated_args(
+        self, layer: LayerOp, op: ApplyOp | ApplyAtOp, forward: FuncOp, env: Env
+    ) -> list[Attribute]:
+        """What reaches a nested model's forward, merged with its annotations (`x:
+        Tensor[B, d]`, `d` a config of that model); a mismatch is TL0201 at the call."""
+        given = self._tensor_args(op)
+        declared = [with_config_dims(t, env) for t in forward.function_type.inputs.data]
+        merged: list[Attribute] = []
+        for i, got in enumerate(given):
+            want = declared[i] if i < len(declared) else None
+            if not (isinstance(want, TensorType) and isinstance(got, TensorType)):
+                merged.append(got)
+                continue
+            if want.dims is None or got.dims is None:
+                merged.append(got if got.dims is not None else want.with_dims(want.dims))
+                continue
+            dims = self.unifier.unify_shapes(want.dims, got.dims)
+            if isinstance(dims, ShapeMismatch):
+                self._report_annotation(layer, op, forward, i, want, got, dims)
+                merged.append(got)
+                continue
+            merged.append(got.with_dims(dims))
+        return merged
+
+    def _report_annotation(
+        self,
+        layer: LayerOp,
+        op: ApplyOp | ApplyAtOp,
+        forward: FuncOp,
+        index: int,
+        want: TensorType,
+        got: TensorType,
+        mismatch: ShapeMismatch,
+    ) -> None:
+        span = span_of(op)
+        if span is None:
+            return
+        name, kind = layer.sym_name.data, layer.kind.data
+        message = (
+            f"`{name}` (`{kind}`) takes {format_shape(want.dims)} (its forward's annotation), "
+            f"got {self.unifier.format_shape(got.dims)}: {mismatch.message}"
+        )
+        primary = self._operand_label(op, index, span)
+        secondary = [
+            Label(s, f"`{kind}`'s forward is declared here") for s in [span_of(forward)] if s
+        ]
+        report(
+            Diagnostic.error("TL0201", message, primary, secondary=secondary, help=mismatch.help)
+        )
 
     def _tensor_args(self, op: ApplyOp | ApplyAtOp) -> list[Attribute]:
         return [self.type_of(v) for v in op.args]
@@ -1051,7 +1102,10 @@ def instance_of(
 
 def input_types(inst: Instantiation, func: FuncOp, inference: Inference) -> list[Attribute]:
     """Step 2: the forward's argument types, the dataset's batch merged into the first."""
-    declared = list(func.function_type.inputs.data)
+    declared = [with_config_dims(t, inst.env) for t in func.function_type.inputs.data]
+    for attr in declared:  # `x: Tensor[B, T]`: T is a size of each sample, never the batch
+        if isinstance(attr, TensorType) and attr.suffix is not None:
+            inference.unifier.distinct.update(d for d in attr.suffix if isinstance(d, str))
     if inst.inputs is None or not declared:
         return declared
     given = inst.inputs[0]
@@ -1063,6 +1117,26 @@ def input_types(inst: Instantiation, func: FuncOp, inference: Inference) -> list
             return declared
         given = first.with_dims(merged)
     return [given, *declared[1:]]
+
+
+def with_config_dims(attr: Attribute, env: Env) -> Attribute:
+    """`Tensor[B, T, d]` with `d` an integer config of the model: `Tensor[B, T, 16]`."""
+    if not isinstance(attr, TensorType) or attr.suffix is None:
+        return attr
+    dims = attr.suffix
+    folded = tuple(_config_dim(d, env) for d in dims)
+    if folded == dims:
+        return attr
+    if attr.prefixed:
+        return TensorType.from_suffix(folded, attr.element_type)
+    return attr.with_dims(folded)
+
+
+def _config_dim(dim: Dim, env: Env) -> Dim:
+    if not isinstance(dim, str):
+        return dim
+    value = env.get(dim)
+    return value if isinstance(value, int) and not isinstance(value, bool) else dim
 
 
 def _report_input(
@@ -1210,15 +1284,53 @@ def _record_synthetic(
     from tensorloom.passes.infer_synthetic_data import synthetic_sample
 
     inst = instance_of(instance, models, None, module)
-    sample = synthetic_sample(inst.model, inst.env, models) if inst is not None else None
-    if inst is None or sample is None:
+    if inst is None:
         return
+    derived = synthetic_sample(inst.model, inst.env, models)
+    sample = derived or RUNTIME_SYNTHETIC_SAMPLE
     inst.inputs = [TensorType.from_dims([BATCH, *sample])]
-    done = infer_instantiation(inst, models, quiet=True)
-    if done is None:
+    captured = DiagnosticSink()
+    with reporting(captured):
+        done = infer_instantiation(inst, models)
+    _report_on_synthetic(captured, sample, derived is not None, module, loop)
+    if done is None or derived is None:
         return
     loop.attributes[SYNTHETIC_SAMPLE] = ArrayAttr([IntegerAttr(d, i64) for d in sample])
     loop.attributes[SYNTHETIC_OUTPUT] = done.inference.resolved_type(done.output)
+
+
+RUNTIME_SYNTHETIC_SAMPLE = (784,)
+"""The sample shape the runtime's `load_dataset()` makes when nothing says otherwise."""
+
+
+def _report_on_synthetic(
+    captured: DiagnosticSink,
+    sample: tuple[int, ...],
+    derived: bool,
+    module: ModuleOp,
+    loop: train.LoopOp,
+) -> None:
+    """The errors the forward has on the synthetic samples it will be trained on, where
+    the check on its declared inputs (`x: Tensor`, any shape) did not already find one."""
+    sink = current_sink()
+    if sink.has_errors:
+        return  # the declared check found something: fix that first
+    data = lookup_symbol(module, loop.data, train.DatasetOp)
+    where = "taken from the model" if derived else "the runtime's default: nothing says otherwise"
+    note = f"`load_dataset()` makes synthetic samples of shape {format_shape(sample)} ({where})"
+    data_span = span_of(data) if data is not None else None
+    for diagnostic in captured.errors():
+        secondary = [*diagnostic.secondary]
+        if data_span is not None:
+            secondary.append(Label(data_span, "the synthetic samples come from here"))
+        help_text = diagnostic.help or (
+            None
+            if derived
+            else "say what the samples are: `load_dataset(sample_shape=[...], "
+            "num_classes=...)`, or annotate `forward`'s input"
+        )
+        report(replace(diagnostic, secondary=secondary, notes=[*diagnostic.notes, note],
+                       help=help_text))  # fmt: skip
 
 
 def _flow_attr(flow: ModelFlow) -> DictionaryAttr:
