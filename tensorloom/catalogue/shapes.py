@@ -61,6 +61,9 @@ def format_shape(shape: Shape) -> str:
     return "[" + ", ".join(format_dim(d) for d in shape) + "]"
 
 
+BATCH_NAMES = frozenset({"B"})
+
+
 class Unifier:
     """Union-find over symbolic dim names, each class optionally bound to an int."""
 
@@ -121,8 +124,13 @@ class Unifier:
         name, value = (a, b) if isinstance(a, str) else (b, a)
         assert isinstance(name, str) and isinstance(value, int)
         if any(self._root(r) == name for r in self.rigid):
+            what = (
+                f"the batch dim {name}"
+                if BATCH_NAMES & {name}
+                else f"`{name}`, a multiple of the batch dim"
+            )
             return ShapeMismatch(
-                f"expects {value}, got the batch dim {name}, which is not a fixed size",
+                f"expects {value}, got {what}, which is not a fixed size",
                 expected=str(value),
                 got=name,
                 help="a batch holds `batch_size` samples (fewer in the last batch): "
@@ -491,7 +499,8 @@ def reshape_shape(shape: Shape, target: Sequence[Dim], unifier: Unifier) -> Shap
         return tuple(None if d == -1 else d for d in resolved)
     known = [d for d in resolved if d != -1]
     if holes:
-        resolved[holes[0]] = _hole_value(_divide_counts(_count(source), _count(known)))
+        left = _divide_counts(_count(source), _count(known))
+        resolved[holes[0]] = _hole_value(left) if left is None else _batch_hole(left, unifier)
         return tuple(resolved)
     want, have = _count(known), _count(source)
     # Only a difference in the concrete factor is certain; other symbols might agree.
@@ -520,6 +529,20 @@ def _divide_counts(
     if any(num[1][k] < v for k, v in den[1].items()):
         return None
     return num[0] // den[0], num[1] - den[1]
+
+
+def _batch_hole(left: tuple[int, Counter[str]], unifier: Unifier) -> Dim:
+    """A `-1` that absorbs the batch dim with other sizes (`[B, T, 16]` viewed as
+    `(2, -1)`: 8·B·T) is a size of its own, named `B_T_x8`, that no rule may fix:
+    it grows with the batch. Otherwise the hole's value, as `_hole_value`."""
+    value = _hole_value(left)
+    n, syms = left
+    batch = [r for r in unifier.rigid if unifier.resolve(r) in syms]
+    if value is not None or not batch:
+        return value
+    name = "_".join([*sorted(syms.elements()), *([f"x{n}"] if n != 1 else [])])
+    unifier.rigid.add(name)
+    return name
 
 
 def _hole_value(left: tuple[int, Counter[str]] | None) -> Dim:

@@ -97,6 +97,7 @@ from tensorloom.dialects.nml import (
     IfOp,
     IndexOp,
     InstanceOp,
+    KernelCallOp,
     LayerOp,
     ListOp,
     ModelOp,
@@ -685,11 +686,26 @@ class Inference:
 
     def _float_ids(self, model: ModelOp, op: ApplyOp | ApplyAtOp) -> bool:
         """Whether an `Embedding`'s ids are the output of a catalogue layer (always floats)."""
-        source = op.args[0].owner
-        if not isinstance(source, ApplyOp):
-            return False
-        declared = layers_of(model).get(source.layer.root_reference.data)
-        return declared is not None and lookup(declared.kind.data) is not None
+        seen: set[SSAValue] = set()
+        todo = [op.args[0]]
+        while todo:  # back through the builtins that keep a float a float (`sum`, `relu`, `+`)
+            value = todo.pop()
+            if value in seen:
+                continue
+            seen.add(value)
+            source = value.owner
+            if isinstance(source, ApplyOp):
+                declared = layers_of(model).get(source.layer.root_reference.data)
+                if declared is not None and lookup(declared.kind.data) is not None:
+                    return True
+                continue
+            kind = self.type_of(value)
+            float_result = isinstance(kind, TensorType) and not isinstance(
+                kind.element_type, IntegerType
+            )
+            if isinstance(source, Operation) and float_result and _keeps_float(source):
+                todo.extend(source.operands)
+        return False
 
     def _suffix_input(self, op: ApplyOp | ApplyAtOp, bound: BoundLayer) -> Shape:
         """`[..., 784]` into a layer whose rule holds for any leading dims: its known
@@ -798,7 +814,7 @@ class Inference:
             dims = self.unifier.unify_shapes(want.dims, got.dims)
             if isinstance(dims, ShapeMismatch):
                 self._report_annotation(layer, op, forward, i, want, got, dims)
-                merged.append(got)
+                merged.append(want)  # checked on its own annotation: one mistake, one error
                 continue
             merged.append(got.with_dims(dims))
         return merged
@@ -828,6 +844,19 @@ class Inference:
         report(
             Diagnostic.error("TL0201", message, primary, secondary=secondary, help=mismatch.help)
         )
+
+    def _kernel_call(self, op: KernelCallOp) -> None:
+        """A kernel's launcher returns `out=` if given, else an output allocated like its
+        first tensor argument (`torch.empty_like(x)`, synthesize-launchers)."""
+        if len(op.results) != 1:
+            return
+        names = [n.data for n in op.arg_names]
+        like = op.args[names.index("out")] if "out" in names else None
+        if like is None:
+            like = next((a for a, n in zip(op.args, names, strict=False) if not n), None)
+        kind = self.type_of(like) if like is not None else None
+        if isinstance(kind, TensorType):
+            self.types[op.results[0]] = kind
 
     def _tensor_args(self, op: ApplyOp | ApplyAtOp) -> list[Attribute]:
         return [self.type_of(v) for v in op.args]
@@ -881,6 +910,7 @@ INSTANTIATION_RULES: dict[str, InstantiationRule] = {
     "getattr": lambda self, model, op, env, flow: self._getattr(model, op, env),
     "ref": lambda self, model, op, env, flow: self._ref(model, op, env),
     "tuple_get": lambda self, model, op, env, flow: self._tuple_get(op, flow),
+    "kernel_call": lambda self, model, op, env, flow: self._kernel_call(op),
 }
 """The rules an op's `FromInstantiation(rule)` trait names, by name."""
 
@@ -1007,6 +1037,15 @@ _STATIC_OPERATORS: dict[tuple[str, int], Callable[..., object]] = {
     ("not", 1): operator.not_,
     ("%", 2): operator.mod,
 }
+
+
+def _keeps_float(op: Operation) -> bool:
+    """A builtin whose result is a float whenever its tensor input is (not `arange`)."""
+    trait = op.get_trait(ShapeInferenceTrait)
+    return isinstance(trait, FromOperands) and op.name.removeprefix("nml.") not in _INT_RESULTS
+
+
+_INT_RESULTS = frozenset({"arange", "dim", "where"})
 
 
 def _describe(bound: BoundLayer) -> str:
