@@ -11,6 +11,8 @@ from bench/compile_speed.py), checked in a temporary folder with a temporary
 `$TENSORLOOM_CACHE_DIR`:
 
 - `tlc check --no-cache`: the full check, every run (what a changed program costs);
+  and the same with `TENSORLOOM_NO_DATACLASS_CACHE=1` (every dataclass's methods
+  compiled anew, as before tools/dataclass_code.py);
 - `tlc check`: a cache hit (tools/check_cache.py), after one untimed run filled it;
 - `tlc compile --emit nml`: a cache hit too (the same cache, per stage);
 - the floors: `python -c pass` and `python -S -c pass` (the interpreter, with and
@@ -60,6 +62,9 @@ def commands(orig_tlc: Path | None, before_tlc: Path | None = None) -> dict[str,
         "`tlc check train_transformer.tl` (cache hit)": [tlc(), "check", "train_transformer.tl"],
         "`tlc check --no-cache train_transformer.tl`":
             [tlc(), "check", "--no-cache", "train_transformer.tl"],
+        "`tlc check --no-cache ...`, dataclasses compiled anew (no tools/dataclass_code.py)":
+            ["env", "TENSORLOOM_NO_DATACLASS_CACHE=1", tlc(), "check", "--no-cache",
+             "train_transformer.tl"],
         "`tlc compile --emit nml train_transformer.tl` (cache hit)":
             [tlc(), "compile", "--emit", "nml", "train_transformer.tl"],
     }  # fmt: skip

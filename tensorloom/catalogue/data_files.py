@@ -24,9 +24,7 @@ into a diagnostic); an absent file is `None` from `find_file`.
 from __future__ import annotations
 
 import ast
-import csv
 import struct
-import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -173,6 +171,8 @@ def _header_dict(text: str) -> tuple[str, tuple[int, ...], bool] | FileProblem:
 
 
 def _npz_facts(path: Path) -> FileFacts | FileProblem:
+    import zipfile  # here, not at the top: a check without data files does not pay for it
+
     try:
         archive = zipfile.ZipFile(path)
     except zipfile.BadZipFile:
@@ -250,6 +250,8 @@ def _array_facts(
 
 
 def _csv_facts(path: Path, target: str | None) -> FileFacts | FileProblem:
+    import csv
+
     size = path.stat().st_size
     with path.open(newline="", encoding="utf-8", errors="replace") as handle:
         reader = csv.reader(handle)
@@ -281,6 +283,8 @@ def _csv_rows(
     integers: list[int] = []
     kind = INDICES
     words: set[str] = set()
+    import csv
+
     try:
         for row in reader:
             if not row:

@@ -49,6 +49,7 @@ def main() -> None:
     # the default threshold ran 80 fruitless collections, 12 ms of a cold check.
     # (`tlc run` trains in a subprocess, with the default.)
     gc.set_threshold(100_000, 50, 100)
+    _keep_dataclass_code()
     check = _plain_check(arguments)
     if check is not None:
         file, fmt, use_cache = check
@@ -57,6 +58,13 @@ def main() -> None:
     from tensorloom.tools.tlc import main as tlc_main
 
     tlc_main()
+
+
+def _keep_dataclass_code() -> None:
+    """Dataclasses' generated methods from a cache, not compiled anew (tools/dataclass_code.py)."""
+    from tensorloom.tools import check_cache, dataclass_code
+
+    dataclass_code.install(check_cache.cache_dir())
 
 
 def _run_check(file: str, fmt: str, use_cache: bool) -> int:
