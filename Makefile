@@ -18,10 +18,11 @@ pytest:  ## run the pytest suite only
 lit:  ## run the lit/FileCheck suite only
 	lit -sv tests/lit
 
-lint:  ## ruff and the import contracts (pyproject.toml's [tool.importlinter])
+lint:  ## ruff, the import contracts (pyproject.toml's [tool.importlinter]) and pyright
 	ruff check tensorloom tests bench
 	ruff format --check tensorloom
 	lint-imports
+	pyright
 
 typecheck:  ## pyright (strict)
 	pyright

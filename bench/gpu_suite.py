@@ -57,6 +57,8 @@ LM_BATCH = 32
 LM_SEQ_LEN = 256
 SHAPES = {"lm": (LM_BATCH, LM_SEQ_LEN), "gpt2": (16, 1024)}  # (batch, tokens per sample)
 GPT2_EPOCHS = 8  # 25 steps each (400 windows): the 200 steps of the loss check
+# The emitted GPT-2 gets nanoGPT's initialisation from run_emitted.py's hook
+NANOGPT_INIT_HOOK = True
 MLP_SAMPLES = 60_000
 LM_SETTINGS = {  # report label -> (precision, torch.compile mode)
     "fp32 eager": ("fp32", "none"),
@@ -65,19 +67,38 @@ LM_SETTINGS = {  # report label -> (precision, torch.compile mode)
     "bf16+compile(reduce-overhead)": ("bf16", "reduce-overhead"),
 }
 # GPT-2 on the hand-written model: the reference settings, then candidate speed-ups
-# (report label -> gpt2_train.py flags). Each is measured; only measurements decide.
+# (report label -> gpt2_train.py flags), in priority order: if the budget runs out, the
+# last are skipped. Each is measured; only measurements decide. The candidates that need
+# no loss check run 125 steps (100 timed), the others nanoGPT's 200.
+SHORT = ["--steps", "125"]
 GPT2_SETTINGS = {
     "bf16 eager": ["--compile", "none"],
     "bf16+compile(default)": ["--compile", "default"],
-    "candidate: compile(default), padded vocab 50304": ["--compile", "default", "--model",
-                                                        "padded"],
-    "candidate: compile(default), chunked linear+CE": ["--compile", "default", "--model",
-                                                       "chunked"],
     "bf16+compile(reduce-overhead)": ["--compile", "reduce-overhead"],
-    "candidate: compile(default), compiled optimizer step": ["--compile", "default",
-                                                             "--compile-optimizer"],
-    "candidate: eager, chunked linear+CE": ["--compile", "none", "--model", "chunked"],
+    "candidate: compile(default), FP8 linears (torchao, tensorwise)": [
+        "--compile", "default", "--fp8", "tensorwise"],
+    "candidate: compile(default), FP8 linears and head (torchao, tensorwise; padded vocab)": [
+        "--compile", "default", "--fp8", "tensorwise", "--model", "linear-head"],
+    "candidate: compile(default), cuDNN attention": ["--compile", "default", "--sdpa", "cudnn",
+                                                      *SHORT],
+    "candidate: compile(default), whole step in one CUDA graph": [
+        "--compile", "default", "--whole-step-graph", *SHORT],
+    "candidate: compile(default), compiled clip + optimizer step": [
+        "--compile", "default", "--compile-optimizer", *SHORT],
+    "candidate: eager, chunked linear+CE": ["--compile", "none", "--model", "chunked", *SHORT],
+    "candidate: compile(max-autotune-no-cudagraphs)": [
+        "--compile", "max-autotune-no-cudagraphs", *SHORT],
+    "candidate: compile(default), padded vocab 50304": ["--compile", "default", "--model",
+                                                        "padded", *SHORT],
+    "candidate: compile(default), chunked linear+CE": ["--compile", "default", "--model",
+                                                       "chunked", *SHORT],
 }  # fmt: skip
+# The LM's diagnosis of torch.compile's default mode (host-bound steps): the
+# compile(default) rows are profiled (bench/handwritten/step_profile.py), and two more
+# rows move the loss into, or out of, the compiled graph.
+LM_PROFILE_STEPS = 20
+LM_LOSS_COMPILED = "bf16+compile(default), the loss compiled with the model"
+LM_MODEL_ONLY = "bf16+compile(default), the model compiled alone (the loss outside)"
 
 
 @dataclass
@@ -99,6 +120,8 @@ class Plan:
     data_root: Path
     work: Path
     smoke: bool
+    profile: bool = True  # the LM's compile(default) rows profiled (not in the smoke run)
+    matmul_probe: bool = True  # the dense bf16 matmul measured first (the GPT-2 MFU's)
 
 
 def python(script: Path, *args: str) -> list[str]:
@@ -124,8 +147,16 @@ def handwritten_lm_jobs(plan: Plan, impl: str, settings: list[str]) -> list[Job]
     script = HANDWRITTEN / ("transformer_lm.py" if impl == "handwritten" else "lightning_lm.py")
     jobs: list[Job] = []
     for setting in settings:
-        precision, mode = LM_SETTINGS[setting]
-        argv = python(script, "--precision", precision, "--compile", mode, *lm_size_args(plan))
+        flags: list[str] = []
+        if setting == LM_LOSS_COMPILED:
+            setting_of, flags = "bf16+compile(default)", ["--compile-loss"]
+        else:
+            setting_of = setting
+        precision, mode = LM_SETTINGS[setting_of]
+        if impl == "handwritten" and setting_of == "bf16+compile(default)" and plan.profile:
+            flags += ["--profile-steps", str(LM_PROFILE_STEPS)]
+        argv = python(script, "--precision", precision, "--compile", mode, *flags,
+                      *lm_size_args(plan))  # fmt: skip
         jobs.append(Job("lm", impl, setting, argv, timeout_s=150))
     return jobs
 
@@ -137,10 +168,20 @@ def gpt2_jobs(plan: Plan, settings: list[str]) -> list[Job]:
             for s in settings]  # fmt: skip
 
 
-def emitted_job(plan: Plan, variant: dict[str, Any], epochs: int) -> Job:
-    metrics = plan.work / f"{variant['name']}.metrics.jsonl"
+def emitted_job(
+    plan: Plan, variant: dict[str, Any], epochs: int, setting: str | None = None
+) -> Job:
+    metrics = plan.work / f"{variant['name']}_{len(setting or '')}.metrics.jsonl"
     # GPT-2: nanoGPT's initialisation, as the hand-written side has (run_emitted.py)
-    init = ["--nanogpt-init", "GPT"] if variant["bench"] == "gpt2" else []
+    init = ["--nanogpt-init", "GPT"] if variant["bench"] == "gpt2" and NANOGPT_INIT_HOOK else []
+    extra: dict[str, Any] = {"script": variant["script"]}
+    if setting == LM_MODEL_ONLY:
+        init += ["--model-only-compile"]
+    elif variant["setting"] == "bf16+compile(default)" and variant["bench"] == "lm" \
+            and plan.profile:
+        # the fifth epoch is profiled; epochs 2-4 are timed
+        init += ["--profile-steps", str(LM_PROFILE_STEPS)]
+        epochs, extra["timed_epochs"] = 5, [2, 3, 4]
     # GPT-2's 1.5 GB checkpoint is not what these rows measure: saved only by the others
     folder = [] if init else ["--checkpoint-dir", str(plan.work / f"ckpt_{variant['name']}")]
     argv = python(BENCH / "run_emitted.py", *init, str(plan.generated / variant["script"]),
@@ -150,8 +191,8 @@ def emitted_job(plan: Plan, variant: dict[str, Any], epochs: int) -> Job:
     if plan.smoke:
         argv += ["--max-steps", "4", "--batch-size", "2" if variant["bench"] == "lm" else "128"]
     timeout = 300 if variant["bench"] == "gpt2" else 180
-    return Job(variant["bench"], "tensorloom", variant["setting"], argv, timeout, metrics,
-               {"script": variant["script"]})  # fmt: skip
+    return Job(variant["bench"], "tensorloom", setting or variant["setting"], argv, timeout,
+               metrics, extra)  # fmt: skip
 
 
 def manifest(plan: Plan) -> dict[str, Any]:
@@ -166,7 +207,13 @@ def emitted_jobs(plan: Plan, bench: str, settings: list[str]) -> list[Job]:
     epochs = {"lm": 4, "mlp": 5, "gpt2": GPT2_EPOCHS}[bench]
     jobs: list[Job] = []
     for setting in settings:
-        variant = found.get(setting)
+        if setting == LM_MODEL_ONLY:  # the compile(default) script, its loss moved out
+            variant = found.get("bf16+compile(default)")
+            if variant is not None and "error" not in variant:
+                jobs.append(emitted_job(plan, variant, epochs, setting))
+                continue
+        else:
+            variant = found.get(setting)
         if variant is None or "error" in variant:
             reason = "not compiled" if variant is None else str(variant["error"]).splitlines()[0]
             jobs.append(Job(bench, "tensorloom", setting, [], 0, extra={"skipped": reason}))
@@ -198,6 +245,8 @@ def all_jobs(plan: Plan) -> list[Job]:
                     python(HANDWRITTEN / "lightning_mlp.py", *mlp), 150))  # fmt: skip
     if not plan.smoke:
         jobs += handwritten_lm_jobs(plan, "lightning", ["bf16+compile(default)"])
+        jobs += emitted_jobs(plan, "lm", [LM_MODEL_ONLY])
+        jobs += handwritten_lm_jobs(plan, "handwritten", [LM_LOSS_COMPILED])
         # GPT-2 124M needs the GPU: not in the smoke run
         for setting in ("bf16 eager", "bf16+compile(default)"):
             jobs += gpt2_jobs(plan, [setting])
@@ -232,14 +281,16 @@ def emitted_result(job: Job, runner: dict[str, Any]) -> dict[str, Any]:
     """Throughput from the epoch records after the first (compilation is in the first)."""
     assert job.metrics is not None
     records = read_metrics(job.metrics)
-    steady = [r["samples_per_s"] for r in records[1:]] or [r["samples_per_s"] for r in records]
+    timed = job.extra.get("timed_epochs")
+    chosen = [r for r in records if r["epoch"] in timed] if timed else records[1:]
+    steady = [r["samples_per_s"] for r in chosen] or [r["samples_per_s"] for r in records]
     if not steady:
         return {"error": "the script wrote no epoch records"}
     sps = statistics.median(steady)
     result: dict[str, Any] = {
         "samples_per_s": sps, "epochs_timed": len(steady),
         "epoch_records": records, "peak_mem_bytes": runner.get("peak_mem_bytes"),
-        "wall_s": runner.get("wall_s"),
+        "wall_s": runner.get("wall_s"), "profile": runner.get("profile"),
     }  # fmt: skip
     if job.bench in SHAPES:
         batch, tokens = SHAPES[job.bench]
@@ -331,7 +382,7 @@ def run_all(
     env = {**os.environ, "TENSORLOOM_NO_DOWNLOAD": "1", "PYTHONUNBUFFERED": "1"}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HANDWRITTEN), env.get("PYTHONPATH")]))
     records = [versions(manifest(plan)["compiler"])]
-    if not plan.smoke:
+    if not plan.smoke and plan.matmul_probe:
         records[0].update(matmul_tflops())
     out.write_text(json.dumps(records[0]) + "\n")
     for job in (job for job in all_jobs(plan) if selected(job, only or [], skip)):
@@ -358,6 +409,10 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         help="run only jobs whose bench/implementation/setting contains this",
     )
+    parser.add_argument("--no-profile", action="store_true",
+                        help="leave the LM's compile(default) rows unprofiled")
+    parser.add_argument("--no-matmul-probe", action="store_true",
+                        help="skip the dense bf16 matmul measurement (GPT-2's MFU needs it)")
     parser.add_argument("--skip", action="append", default=[],
                         help="then leave out jobs whose bench/implementation/setting has this")
     args = parser.parse_args(argv)
@@ -366,11 +421,13 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(tmp)
         train, test = (512, 128) if args.smoke else (MLP_SAMPLES, 10_000)
         write_synthetic(work / "data" / "mnist", train=train, test=test)
-        if not args.smoke:
+        if not args.smoke and (not args.only or any("gpt2" in word for word in args.only)):
             from handwritten.gpt2_train import write_stdlib_tokens
 
             write_stdlib_tokens(work / "data" / "gpt2_tokens")
-        plan = Plan(args.generated, work / "data", work, args.smoke)
+        plan = Plan(args.generated, work / "data", work, args.smoke,
+                    profile=not (args.smoke or args.no_profile),
+                    matmul_probe=not args.no_matmul_probe)
         records = run_all(plan, args.out, args.budget_s, args.only, args.skip)
     print()
     print(report.render(records))

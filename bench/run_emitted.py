@@ -4,9 +4,13 @@
 
     python bench/run_emitted.py --nanogpt-init GPT bench/generated/gpt2_tl_default.py ...
 
-(the second applies nanoGPT's initialisation after the emitted `GPT.__init__`, as the
-GPT-2 rows need; bench/handwritten must be on PYTHONPATH) prints the script's own
-output, then one last line of JSON,
+(the second applies nanoGPT's initialisation after the emitted `GPT.__init__`;
+bench/handwritten must be on PYTHONPATH). Two more options, for the diagnosis of a
+step's speed, go before the script: `--model-only-compile` compiles the model alone and
+computes the loss outside it (as the scripts did before `BatchLoss`), and
+`--profile-steps N` profiles N optimizer steps of the fifth epoch, after its first
+(bench/handwritten/step_profile.py; the GPU suite times epochs 2-4 of such a run).
+It prints the script's own output, then one last line of JSON,
 `{"peak_mem_bytes": ..., "wall_s": ..., "exit_code": ...}`; the GPU suite reads it.
 The script runs in this process so that `torch.cuda.max_memory_allocated()`
 sees its allocations; the script itself is unchanged.
@@ -43,24 +47,75 @@ def with_nanogpt_init(namespace: dict[str, Any], class_name: str) -> None:
     cls.__init__ = init
 
 
+def with_model_only_compile(script_globals: dict[str, Any]) -> None:
+    """`BatchLoss(model)` compiled becomes `BatchLoss(compiled model)`: the loss runs
+    eagerly outside the compiled graph."""
+    plain = script_globals["_maybe_compile"]
+    batch_loss = script_globals["BatchLoss"]
+
+    def maybe_compile(model: Any, args: Any, ctx: Any) -> Any:
+        if isinstance(model, batch_loss):
+            return batch_loss(plain(model.model, args, ctx))
+        return plain(model, args, ctx)
+
+    script_globals["_maybe_compile"] = maybe_compile
+
+
+PROFILED_EPOCH = 4  # the fifth: epochs 2-4 stay unprofiled for the timing
+
+
+def with_step_profile(script_globals: dict[str, Any], steps: int) -> Any:
+    """Profile `steps` optimizer steps of the fifth epoch, after its first."""
+    from step_profile import StepProfile  # bench/handwritten, on PYTHONPATH
+
+    profile = StepProfile(after=1, steps=steps)
+    plain_epoch, plain_step = script_globals["train_one_epoch"], script_globals["_optimizer_step"]
+    state = {"on": False}
+
+    def train_one_epoch(trainer: Any, epoch: int, max_steps: Any) -> Any:
+        state["on"] = epoch == PROFILED_EPOCH
+        return plain_epoch(trainer, epoch, max_steps)
+
+    def optimizer_step(trainer: Any) -> None:
+        plain_step(trainer)
+        if state["on"]:
+            profile.step()
+
+    script_globals["train_one_epoch"] = train_one_epoch
+    script_globals["_optimizer_step"] = optimizer_step
+    return profile
+
+
 def main() -> int:
     argv = sys.argv[1:]
-    init_class = None
-    if argv[:1] == ["--nanogpt-init"]:
-        init_class, argv = argv[1], argv[2:]
+    init_class, model_only, profile_steps = None, False, 0
+    while argv[:1] in (["--nanogpt-init"], ["--model-only-compile"], ["--profile-steps"]):
+        if argv[0] == "--model-only-compile":
+            model_only, argv = True, argv[1:]
+        elif argv[0] == "--nanogpt-init":
+            init_class, argv = argv[1], argv[2:]
+        else:
+            profile_steps, argv = int(argv[1]), argv[2:]
     if not argv:
-        print("usage: run_emitted.py [--nanogpt-init CLASS] SCRIPT [ARGS...]", file=sys.stderr)
+        print("usage: run_emitted.py [--nanogpt-init CLASS] [--model-only-compile] "
+              "[--profile-steps N] SCRIPT [ARGS...]", file=sys.stderr)  # fmt: skip
         return 2
     script, *args = argv
     sys.argv = [script, *args]
     start = time.perf_counter()
-    code = 0
+    code, profile = 0, None
     try:
-        if init_class is None:
+        if init_class is None and not model_only and not profile_steps:
             runpy.run_path(script, run_name="__main__")
-        else:  # load without running, patch the class, then run its main
+        else:  # load without running, patch, then run its main
             namespace = runpy.run_path(script, run_name="tensorloom_bench_script")
-            with_nanogpt_init(namespace, init_class)
+            script_globals = namespace["main"].__globals__
+            if init_class is not None:
+                with_nanogpt_init(namespace, init_class)
+            if model_only:
+                with_model_only_compile(script_globals)
+            if profile_steps:
+                profile = with_step_profile(script_globals, profile_steps)
             code = namespace["main"](args)
     except SystemExit as error:
         code = exit_code(error)
@@ -68,7 +123,10 @@ def main() -> int:
     import torch
 
     peak = torch.cuda.max_memory_allocated() if torch.cuda.is_available() else None
-    print(json.dumps({"peak_mem_bytes": peak, "wall_s": wall_s, "exit_code": code}), flush=True)
+    result = {"peak_mem_bytes": peak, "wall_s": wall_s, "exit_code": code}
+    if profile is not None:
+        result["profile"] = profile.summary()
+    print(json.dumps(result), flush=True)
     return code
 
 

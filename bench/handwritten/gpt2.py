@@ -128,6 +128,22 @@ class PaddedGPT(GPT):
         return F.cross_entropy(logits.reshape(-1, self.vocab), targets.reshape(-1))
 
 
+class LinearHeadGPT(PaddedGPT):
+    """A candidate for FP8 (`gpt2_train.py --fp8`): the padded head as an `nn.Linear` whose
+    weight is the token embedding's (still tied), so that torchao converts it with the
+    blocks' linears (FP8 matmuls need sizes divisible by 16: 50,304, not 50,257)."""
+
+    def __init__(self, vocab_size: int = 50257, **kwargs: int) -> None:
+        super().__init__(vocab_size=vocab_size, **kwargs)
+        rows, n_embd = self.wte.weight.shape
+        self.lm_head = nn.Linear(n_embd, rows, bias=False)
+        self.lm_head.weight = self.wte.weight
+
+    def loss(self, x: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        logits = self.lm_head(x)[..., : self.vocab]
+        return F.cross_entropy(logits.reshape(-1, self.vocab), targets.reshape(-1))
+
+
 class ChunkedLossGPT(GPT):
     """A candidate: the tied head and the loss in row chunks (tensorloom's runtime
     `linear_cross_entropy`), never holding the [B*T, vocab] logits."""
@@ -139,14 +155,18 @@ class ChunkedLossGPT(GPT):
 
 
 def configure_optimizer(
-    model: nn.Module, lr: float = 6e-4, weight_decay: float = 0.1
+    model: nn.Module, lr: float = 6e-4, weight_decay: float = 0.1, *, fused: bool = True,
+    capturable: bool = False,
 ) -> torch.optim.Optimizer:
-    """nanoGPT's: decay 2-D tensors (matmuls, embeddings), not biases and norms; fused."""
+    """nanoGPT's: decay 2-D tensors (matmuls, embeddings), not biases and norms; fused on
+    CUDA (`fused=False`: foreach, for a torch.compile'd step; `capturable`: CUDA graphs)."""
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     groups = [
         {"params": decay, "weight_decay": weight_decay},
         {"params": no_decay, "weight_decay": 0.0},
     ]
-    fused = next(model.parameters()).is_cuda
-    return torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.95), eps=1e-8, fused=fused)
+    cuda = next(model.parameters()).is_cuda
+    options = {"fused": True} if fused and cuda else {"foreach": cuda}
+    return torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.95), eps=1e-8,
+                             capturable=capturable, **options)  # fmt: skip

@@ -23,9 +23,11 @@ every step's loss.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -36,7 +38,40 @@ sys.path.insert(0, str(HERE))
 
 import gpt2  # noqa: E402
 
-MODELS = {"gpt": gpt2.GPT, "padded": gpt2.PaddedGPT, "chunked": gpt2.ChunkedLossGPT}
+GRAPH_WARMUP = 3  # eager steps before the whole step is captured (on a side stream)
+
+
+class WholeStepGraph:
+    """The whole training step captured once in a CUDA graph and replayed: the batch is
+    copied into static tensors, the loss comes back in a static one. The capture does not
+    run the step, so `replay` after it trains on the batch given."""
+
+    def __init__(self, step: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+                 x: torch.Tensor, y: torch.Tensor) -> None:  # fmt: skip
+        self.x, self.y = x.clone(), y.clone()
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            self.loss = step(self.x, self.y)
+
+    def replay(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        self.x.copy_(x, non_blocking=True)
+        self.y.copy_(y, non_blocking=True)
+        self.graph.replay()
+        return self.loss
+
+
+def select_sdpa(choice: str) -> None:
+    """Leave one scaled-dot-product-attention backend enabled ("auto": PyTorch's choice)."""
+    if choice == "auto":
+        return
+    torch.backends.cuda.enable_flash_sdp(choice == "flash")
+    torch.backends.cuda.enable_cudnn_sdp(choice == "cudnn")
+    torch.backends.cuda.enable_mem_efficient_sdp(False)
+    torch.backends.cuda.enable_math_sdp(False)
+
+
+MODELS = {"gpt": gpt2.GPT, "padded": gpt2.PaddedGPT, "chunked": gpt2.ChunkedLossGPT,
+          "linear-head": gpt2.LinearHeadGPT}  # fmt: skip
 
 
 def window_starts(
@@ -91,10 +126,55 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--timed-from", type=int, default=25, help="untimed steps (compilation)")
     p.add_argument("--log-interval", type=int, default=10)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--compile-optimizer", action="store_true", help="torch.compile opt.step")
+    p.add_argument("--compile-optimizer", action="store_true",
+                   help="the clip and the AdamW step (foreach) in one torch.compile'd function")
+    p.add_argument("--fp8", choices=("none", "tensorwise", "rowwise"), default="none",
+                   help="torchao float8 training for every nn.Linear (needs torchao)")
+    p.add_argument("--sdpa", choices=("auto", "cudnn", "flash"), default="auto",
+                   help="the only scaled-dot-product-attention backend left enabled")
+    p.add_argument("--whole-step-graph", action="store_true",
+                   help="forward, backward, clip and AdamW (capturable) in one CUDA graph")
     p.add_argument("--tiny", action="store_true", help="a 2-layer d=32 model (tests)")
     p.add_argument("--vocab", type=int, default=50257)
     return p.parse_args(argv)
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def build_model(args: argparse.Namespace, device: torch.device) -> torch.nn.Module:
+    """The model on `device`, its linears in FP8 with `--fp8`; `--sdpa` applied."""
+    size = {"n_layer": 2, "n_head": 2, "n_embd": 32} if args.tiny else {}
+    model = MODELS[args.model](vocab_size=args.vocab, block_size=args.block_size, **size)
+    model = model.to(device)
+    if args.fp8 != "none":
+        from torchao.float8 import Float8LinearConfig, convert_to_float8_training
+
+        config = Float8LinearConfig.from_recipe_name(args.fp8)
+        convert_to_float8_training(model, config=config)
+    select_sdpa(args.sdpa)
+    return model
+
+
+def build_optimizer_step(
+    args: argparse.Namespace, model: torch.nn.Module
+) -> tuple[torch.optim.Optimizer, Callable[[], None]]:
+    """nanoGPT's AdamW and the step after backward: clip to 1.0, then AdamW's step
+    (with `--compile-optimizer` both in one torch.compile'd function, AdamW foreach)."""
+    optimizer = gpt2.configure_optimizer(
+        model, fused=not args.compile_optimizer, capturable=args.whole_step_graph
+    )
+    params = list(model.parameters())
+
+    def clip_and_step() -> None:
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        optimizer.step()
+
+    if args.compile_optimizer:
+        return optimizer, torch.compile(clip_and_step, fullgraph=False)
+    return optimizer, clip_and_step
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -103,15 +183,10 @@ def main(argv: list[str] | None = None) -> int:
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True
     torch.manual_seed(args.seed)
-    size = {"n_layer": 2, "n_head": 2, "n_embd": 32} if args.tiny else {}
-    model = MODELS[args.model](vocab_size=args.vocab, block_size=args.block_size, **size)
-    model = model.to(device)
-    n_params = sum(p.numel() for p in model.parameters())
-    optimizer = gpt2.configure_optimizer(model)
+    model = build_model(args, device)
+    n_params = sum(p.numel() for p in model.parameters())  # the tied head counted once
+    optimizer, opt_step = build_optimizer_step(args, model)
     step_model = model if args.compile == "none" else torch.compile(model, mode=args.compile)
-    opt_step = optimizer.step
-    if args.compile_optimizer:
-        opt_step = torch.compile(optimizer.step, fullgraph=False)
     use_bf16 = args.precision == "bf16"
     train_bin = args.data_dir / "train.bin"
     n_tokens = len(np.memmap(train_bin, dtype=np.uint16, mode="r"))
@@ -123,37 +198,54 @@ def main(argv: list[str] | None = None) -> int:
         starts = window_starts(n_tokens, T, B, args.windows_per_epoch, args.seed, epoch)
         return get_batch(train_bin, starts[i * B : (i + 1) * B], T, device)
 
+    def train_step(x: torch.Tensor, y: torch.Tensor, side_stream: bool) -> torch.Tensor:
+        """One step: forward and loss, backward, clip, AdamW (on a side stream before a
+        CUDA-graph capture, as the capture needs)."""
+        stream = torch.cuda.Stream() if side_stream else None
+        if stream is not None:
+            stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext():
+            if args.compile == "reduce-overhead":
+                torch.compiler.cudagraph_mark_step_begin()
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_bf16):
+                loss = step_model(x, y)
+            loss.backward()
+            opt_step()
+            optimizer.zero_grad(set_to_none=True)
+        if stream is not None:
+            torch.cuda.current_stream().wait_stream(stream)
+        return loss
+
     losses: list[torch.Tensor] = []
     logged: list[float] = []
     x, y = batch_at(0)
+    graphed = None
     start = time.perf_counter()
     compile_s = None
     for step in range(args.steps):
         if step == args.timed_from:
-            if device.type == "cuda":
-                torch.cuda.synchronize()
+            synchronize(device)
             compile_s = time.perf_counter() - start
             start = time.perf_counter()
-        if args.compile == "reduce-overhead":
-            torch.compiler.cudagraph_mark_step_begin()
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_bf16):
-            loss = step_model(x, y)
-        x, y = batch_at(step + 1)  # nanoGPT: fetch the next batch while the GPU works
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt_step()
-        optimizer.zero_grad(set_to_none=True)
+        if args.whole_step_graph and step >= GRAPH_WARMUP:
+            if graphed is None:
+                graphed = WholeStepGraph(lambda a, b: train_step(a, b, False), x, y)
+            loss = graphed.replay(x, y)
+            x, y = batch_at(step + 1)
+        else:
+            loss = train_step(x, y, args.whole_step_graph)
+            x, y = batch_at(step + 1)  # nanoGPT: fetch the next batch while the GPU works
         losses.append(loss.detach().clone())
         if step % args.log_interval == 0:
             logged.append(loss.item())  # nanoGPT's log line: a host sync
-    if device.type == "cuda":
-        torch.cuda.synchronize()
+    synchronize(device)
     elapsed = time.perf_counter() - start
     timed = args.steps - args.timed_from
     ms = 1000 * elapsed / timed
     result = {
         "name": "handwritten_gpt2", "model": args.model, "compile": args.compile,
         "precision": args.precision, "compile_optimizer": args.compile_optimizer,
+        "fp8": args.fp8, "sdpa": args.sdpa, "whole_step_graph": args.whole_step_graph,
         "params": n_params, "batch_size": B, "block_size": T, "steps": args.steps,
         "timed_steps": timed, "ms_per_step": ms, "tokens_per_s": B * T / (ms / 1000),
         "untimed_s": compile_s,

@@ -154,6 +154,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--warmup", type=int, default=30, help="untimed steps (compilation)")
     p.add_argument("--steps", type=int, default=100, help="timed steps")
     p.add_argument("--name", default="handwritten_lm")
+    p.add_argument("--compile-loss", action="store_true",
+                   help="torch.compile the model and the loss together (the emitted BatchLoss)")
+    p.add_argument("--profile-steps", type=int, default=0,
+                   help="then profile this many more steps (step_profile.py)")
     return p.parse_args(argv)
 
 
@@ -167,15 +171,25 @@ def main(argv: list[str] | None = None) -> None:
     )  # fmt: skip
     model = TransformerLM(cfg).to(device)
     n_params = sum(p.numel() for p in model.parameters())
+    def model_loss(inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        logits = model(inputs)
+        return F.cross_entropy(logits.reshape(-1, cfg.vocab), targets.reshape(-1))
+
     step_model = model if args.compile == "none" else torch.compile(model, mode=args.compile)
+    step_loss = model_loss
+    if args.compile_loss and args.compile != "none":
+        step_loss = torch.compile(model_loss, mode=args.compile)
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4, fused=device.type == "cuda")
     batches = cycle(synthetic_batches(cfg, args.batch_size, 8, device))
 
     def step() -> torch.Tensor:
         inputs, targets = next(batches)
         with autocast(device, args.precision):
-            logits = step_model(inputs)
-            loss = F.cross_entropy(logits.reshape(-1, cfg.vocab), targets.reshape(-1))
+            if args.compile_loss:
+                loss = step_loss(inputs, targets)
+            else:
+                logits = step_model(inputs)
+                loss = F.cross_entropy(logits.reshape(-1, cfg.vocab), targets.reshape(-1))
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
@@ -194,8 +208,21 @@ def main(argv: list[str] | None = None) -> None:
     synchronize(device)
     elapsed = time.perf_counter() - start
 
+    profile = None
+    if args.profile_steps:
+        from step_profile import StepProfile
+
+        profiler = StepProfile(after=1, steps=args.profile_steps)
+        for _ in range(args.profile_steps + 1):
+            profiler.step()
+            step()
+        profiler.step()
+        profile = profiler.summary()
+
     result = {
         "name": args.name,
+        "compile_loss": args.compile_loss,
+        "profile": profile,
         "mode": mode_label(args.precision, args.compile),
         "precision": args.precision,
         "compile": args.compile,

@@ -545,7 +545,8 @@ class PythonPrinter:
             last = region.block.last_op
             if not isinstance(last, t.YieldOp):
                 continue
-            value = last.values[list(op.res).index(result)]
+            results: list[SSAValue] = list(op.res)
+            value = last.values[results.index(result)]
             owner = value.owner
             if isinstance(owner, Operation) and op.is_ancestor(owner):
                 continue

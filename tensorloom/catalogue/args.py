@@ -35,6 +35,48 @@ class Arg:
             text += f" <= {self.high:g}"
         return text
 
+    def problem(self, value: object) -> str | None:
+        """Why `value` (a constant of the program) cannot be this argument, or None."""
+        kinds = {"bool": "`true` or `false`", "int": "a constant integer",
+                 "float": "a constant number", "str": "a string"}  # fmt: skip
+        is_bool = isinstance(value, bool)
+        fits = {
+            "bool": is_bool,
+            "int": isinstance(value, int) and not is_bool,
+            "float": isinstance(value, int | float) and not is_bool,
+            "str": isinstance(value, str),
+        }.get(self.type, True)
+        if not fits:
+            return f"`{self.name}` must be {kinds[self.type]}, got `{spelled(value)}`"
+        if self.choices and value not in self.choices:
+            return f"`{self.name}` must be one of {', '.join(map(repr, self.choices))}"
+        if isinstance(value, int | float) and not is_bool and not self.admits(value):
+            return f"`{self.name}` must be {self.range_text()}, got {value:g}"
+        return None
+
+    def range_text(self) -> str:
+        """`in [0, 1]`, `> 0`, `<= 1`: the numbers this argument admits."""
+        if self.low is not None and self.high is not None:
+            return f"in {'(' if self.open_low else '['}{self.low:g}, {self.high:g}]"
+        if self.low is not None:
+            return f"{'>' if self.open_low else '>='} {self.low:g}"
+        return f"<= {self.high:g}" if self.high is not None else "a number"
+
+    def admits(self, value: float) -> bool:
+        """Whether a number lies in this argument's range."""
+        if self.low is not None and (value <= self.low if self.open_low else value < self.low):
+            return False
+        return self.high is None or value <= self.high
+
+
+def spelled(value: object) -> str:
+    """A constant as the program writes it: `true`, `"mean"`, `0.1`."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f'"{value}"'
+    return str(value)
+
 
 def arg_names(args: tuple[Arg, ...]) -> tuple[str, ...]:
     return tuple(a.name for a in args)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tensorloom.catalogue.losses import FUNCTION_KEYWORDS, FUNCTIONAL_LOSSES
+from tensorloom.catalogue.losses import FUNCTIONAL_LOSSES
 
 ELEMENTWISE: dict[str, str] = {
     "relu": "max(x, 0)",
@@ -165,7 +165,7 @@ _TABLE: tuple[FunctionSpec, ...] = (
 _LOSS_TABLE = tuple(
     FunctionSpec(
         name,
-        "out, y, reduction=\"mean\"" + "".join(f", {k}=" for k in FUNCTION_KEYWORDS.get(name, ())),
+        "out, y, reduction=\"mean\"" + "".join(f", {k}=" for k in loss.function_keywords),
         f"{loss.summary}; targets: {loss.targets}", loss.torch_function or "", "loss", method=False,
     )
     for name, loss in FUNCTIONAL_LOSSES.items()

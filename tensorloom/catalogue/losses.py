@@ -32,6 +32,9 @@ class LossRecord:
     args: tuple[Arg, ...]
     saves: int
     torch_function: str | None = None
+    # What the functional form (`cross_entropy(out, y, ...)`) takes besides `reduction`;
+    # the module's `weight` is not one of them.
+    function_args: tuple[Arg, ...] = ()
 
     @property
     def torch_module(self) -> str:
@@ -41,22 +44,27 @@ class LossRecord:
     def keywords(self) -> tuple[str, ...]:
         return arg_names(self.args)
 
+    @property
+    def function_keywords(self) -> tuple[str, ...]:
+        return arg_names(self.function_args)
+
 
 WEIGHT = Arg("weight", "any")
 IGNORE_INDEX = Arg("ignore_index", "int")
 LABEL_SMOOTHING = Arg("label_smoothing", "float", low=0.0, high=1.0, open_low=False)
+BETA = Arg("beta", "float", low=0.0, open_low=False)
+LOG_TARGET = Arg("log_target", "bool")
 
 LOSS_RECORDS: tuple[LossRecord, ...] = (
     LossRecord("CrossEntropy", "cross_entropy", "log-softmax over dim 1, then NLL",
                INDICES_OR_PROBABILITIES, (WEIGHT, IGNORE_INDEX, REDUCTION, LABEL_SMOOTHING), 1,
-               "F.cross_entropy"),
+               "F.cross_entropy", (LABEL_SMOOTHING, IGNORE_INDEX)),
     LossRecord("NLL", "nll", "negative log-likelihood of log-probabilities", INDICES,
-               (WEIGHT, IGNORE_INDEX, REDUCTION), 0, "F.nll_loss"),
+               (WEIGHT, IGNORE_INDEX, REDUCTION), 0, "F.nll_loss", (IGNORE_INDEX,)),
     LossRecord("MSE", "mse", "mean squared error", FLOATS, (REDUCTION,), 2, "F.mse_loss"),
     LossRecord("L1", "l1", "mean absolute error", FLOATS, (REDUCTION,), 2, "F.l1_loss"),
     LossRecord("SmoothL1", "smooth_l1", "Huber-like L1", FLOATS,
-               (REDUCTION, Arg("beta", "float", low=0.0, open_low=False)), 2,
-               "F.smooth_l1_loss"),
+               (REDUCTION, BETA), 2, "F.smooth_l1_loss", (BETA,)),
     LossRecord("Huber", None, "squared error near 0, absolute error beyond `delta`", FLOATS,
                (REDUCTION, Arg("delta", "float", low=0.0)), 2),
     LossRecord("BCE", None, "binary cross-entropy of probabilities", FLOATS,
@@ -65,7 +73,7 @@ LOSS_RECORDS: tuple[LossRecord, ...] = (
                (WEIGHT, REDUCTION, Arg("pos_weight", "any")), 2,
                "F.binary_cross_entropy_with_logits"),
     LossRecord("KLDiv", "kl_div", "KL divergence; the input is log-probabilities", FLOATS,
-               (REDUCTION, Arg("log_target", "bool")), 2, "F.kl_div"),
+               (REDUCTION, LOG_TARGET), 2, "F.kl_div", (LOG_TARGET,)),
 )  # fmt: skip
 
 TRAIN_LOSSES: dict[str, LossRecord] = {r.module: r for r in LOSS_RECORDS}
@@ -73,11 +81,3 @@ TRAIN_LOSSES: dict[str, LossRecord] = {r.module: r for r in LOSS_RECORDS}
 
 FUNCTIONAL_LOSSES: dict[str, LossRecord] = {r.function: r for r in LOSS_RECORDS if r.function}
 """The losses a `.tl` loss fn may call (`cross_entropy(out, y)`), by function name."""
-
-FUNCTION_KEYWORDS: dict[str, tuple[str, ...]] = {
-    "cross_entropy": ("label_smoothing", "ignore_index"),
-    "nll": ("ignore_index",),
-    "smooth_l1": ("beta",),
-    "kl_div": ("log_target",),
-}
-"""Keywords the functional form takes besides `reduction` (the module's `weight` is not one)."""

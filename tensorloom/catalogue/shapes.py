@@ -656,7 +656,10 @@ def split_shapes(
     """`torch.split`: pieces of `sizes` along `dim` (an int: equal pieces, the last
     one shorter). None when the number of pieces cannot be known (a symbolic dim)."""
     if shape is None:
-        return None if isinstance(sizes, int) else [None] * len(sizes)
+        if isinstance(sizes, int):
+            return None
+        unknown: list[Shape] = [None] * len(sizes)
+        return unknown
     d = normalize_dim(dim, len(shape))
     if isinstance(d, ShapeMismatch):
         return d
@@ -676,7 +679,8 @@ def split_shapes(
                 dim=dim,
                 help=f"the sizes must add up to {total}",
             )
-    return [replace_at(shape, d, p) for p in pieces]
+    split: list[Shape] = [replace_at(shape, d, p) for p in pieces]
+    return split
 
 
 def chunk_shapes(
@@ -685,13 +689,15 @@ def chunk_shapes(
     """`torch.chunk`: pieces of ceil(size / chunks) along `dim`, as torch cuts them
     (possibly fewer than `chunks`); a symbolic size is assumed to divide evenly."""
     if shape is None:
-        return [None] * chunks
+        unknown: list[Shape] = [None] * chunks
+        return unknown
     d = normalize_dim(dim, len(shape))
     if isinstance(d, ShapeMismatch):
         return d
     total = unifier.resolve(shape[d])
     if not isinstance(total, int):
-        return [replace_at(shape, d, None)] * chunks
+        equal: list[Shape] = [replace_at(shape, d, None)] * chunks
+        return equal
     step = -(-total // chunks)
     pieces = [min(step, total - start) for start in range(0, total, step)] if total else [0]
     return [replace_at(shape, d, p) for p in pieces]
@@ -895,9 +901,10 @@ def einsum_shape(equation: str, shapes: Sequence[Shape], unifier: Unifier) -> Sh
         bound = _einsum_operand(spec, shape, i, sizes, unifier)
         if isinstance(bound, ShapeMismatch):
             return bound
-        ellipsis = broadcast(ellipsis, bound, unifier)
-        if isinstance(ellipsis, ShapeMismatch):
+        joined = broadcast(ellipsis, bound, unifier)
+        if isinstance(joined, ShapeMismatch):
             return mismatch("einsum: the `...` dims of the operands do not broadcast", operand=i)
+        ellipsis = joined
     out: list[Dim] = []
     for letter in output:
         if letter == ".":

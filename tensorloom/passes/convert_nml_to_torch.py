@@ -47,6 +47,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
+from typing import TypeVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
@@ -377,7 +378,14 @@ class LossToTorch(RewritePattern):
             call.literal(op.reduction.data, "reduction")
         for key, value in op.options.data.items():
             call.literal(_option_value(value), key)
-        _replace(rewriter, op, call.function(op.spec.torch))
+        _replace(rewriter, op, call.function(_loss_function(op)))
+
+
+def _loss_function(op: nml.LossOp) -> str:
+    """`F.cross_entropy`: every functional loss of the catalogue has its PyTorch function."""
+    function = op.spec.torch_function
+    assert function is not None, f"loss `{op.kind.data}` has no PyTorch function"
+    return function
 
 
 def _option_value(attr: Attribute) -> int | float | bool:
@@ -693,9 +701,8 @@ class ForToTorch(RewritePattern):
 
 def _element_name(op: nml.ForOp) -> str:
     """The source's loop variable (`block`), kept by irgen on the counter's uses."""
-    return (
-        op.attributes["var"].data if isinstance(op.attributes.get("var"), StringAttr) else "layer"
-    )  # type: ignore[union-attr]
+    var = op.attributes.get("var")
+    return var.data if isinstance(var, StringAttr) else "layer"
 
 
 class IfToTorch(RewritePattern):
@@ -999,7 +1006,10 @@ def _layer_source(attr: Attribute) -> str:
     return PyExpr.call(spec.torch_class, [*args, *(f"{k}={v}" for k, v in kwargs)]).text
 
 
-def _at(op: Operation, like: Operation) -> Operation:
+_OpT = TypeVar("_OpT", bound=Operation)
+
+
+def _at(op: _OpT, like: Operation) -> _OpT:
     op.location = like.location
     return op
 

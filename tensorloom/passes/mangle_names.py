@@ -27,6 +27,7 @@ from pathlib import Path
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr, SymbolRefAttr
+from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from tensorloom.backends import runtime
@@ -87,14 +88,21 @@ def new_names(models: Sequence[str], kernels: Sequence[str] = ()) -> dict[str, s
     return renamed
 
 
+def _symbol(op: Operation) -> str:
+    """The name of a symbol op (a `kernel.func`), read through its `sym_name` property."""
+    name = op.properties.get("sym_name")
+    assert isinstance(name, StringAttr), f"{op.name} has no symbol name"
+    return name.data
+
+
 @dataclass(frozen=True)
 class MangleNamesPass(ModulePass):
     name = "mangle-names"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         models = [m for m in op.walk() if isinstance(m, nml.ModelOp)]
-        kernels = [k.sym_name.data for k in op.body.block.ops if k.name == "kernel.func"]
-        renamed = new_names([m.sym_name.data for m in models], kernels)  # type: ignore[attr-defined]
+        kernels = [_symbol(k) for k in op.body.block.ops if k.name == "kernel.func"]
+        renamed = new_names([m.sym_name.data for m in models], kernels)
         if not renamed:
             return
         for model in models:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, StringAttr, f64, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 
+from tensorloom.catalogue.args import Arg
 from tensorloom.catalogue.functions import FUNCTIONS
 from tensorloom.dialects.nml import (
     COMPARE_OPS,
@@ -500,53 +501,48 @@ def _split_problem() -> CallProblem:
     )
 
 
-_LOSS_OPTION_KINDS: dict[str, type] = {
-    "label_smoothing": float, "beta": float, "ignore_index": int, "log_target": bool,
-}  # fmt: skip
-
-
 def _loss(args: CallArgs) -> Operation | CallProblem:
     """`cross_entropy(out, y, reduction="sum", label_smoothing=0.1)` (dialects/nml/losses.py)."""
     spec = LOSSES[args.name]
     if len(args.positional) != 2:
         return CallProblem(
-            f"`{spec.name}` takes the output and the target, got {len(args.positional)} "
+            f"`{spec.function}` takes the output and the target, got {len(args.positional)} "
             "positional arguments",
-            f"write `{spec.name}(out, y)`",
+            f"write `{spec.function}(out, y)`",
         )
-    problem = args.unknown_keywords(("reduction", *spec.keywords))
+    problem = args.unknown_keywords(("reduction", *spec.function_keywords))
     if problem is not None:
         return problem
     reduction = args.const(2, "reduction", "mean")
     if reduction not in REDUCTIONS:
         choices = ", ".join(f'`"{r}"`' for r in REDUCTIONS)
-        return CallProblem(f"`reduction` of `{spec.name}` must be one of {choices}")
+        return CallProblem(f"`reduction` of `{spec.function}` must be one of {choices}")
     options: dict[str, Attribute] = {}
-    for key in spec.keywords:
-        attr = _loss_option(args, key)
+    for arg in spec.function_args:
+        attr = _loss_option(args, arg)
         if isinstance(attr, CallProblem):
             return attr
         if attr is not None:
-            options[key] = attr
+            options[arg.name] = attr
     input, target = args.positional
-    return LossOp(spec.name, input, target, str(reduction), options, _tensor())
+    return LossOp(args.name, input, target, str(reduction), options, _tensor())
 
 
-def _loss_option(args: CallArgs, key: str) -> Attribute | CallProblem | None:
-    if key not in args.keywords:
+def _loss_option(args: CallArgs, arg: Arg) -> Attribute | CallProblem | None:
+    """A functional loss's keyword, checked against its catalogue record."""
+    if arg.name not in args.keywords:
         return None
-    value = args.const(99, key)
-    kind = _LOSS_OPTION_KINDS[key]
-    if kind is bool and isinstance(value, bool):
+    value = args.const(99, arg.name)
+    problem = arg.problem(value)
+    if problem is not None:
+        return CallProblem(f"{problem} (in `{args.name}`)")
+    if isinstance(value, bool):
         return IntegerAttr(int(value), 1)
-    if kind is int and isinstance(value, int) and not isinstance(value, bool):
+    if arg.type == "int":
+        assert isinstance(value, int)
         return IntegerAttr(value, i64)
-    if kind is float and isinstance(value, int | float) and not isinstance(value, bool):
-        if key == "label_smoothing" and not 0.0 <= value <= 1.0:
-            return CallProblem(f"`label_smoothing` must be in [0, 1], got {value}")
-        return FloatAttr(float(value), 64)
-    what = {bool: "`true` or `false`", int: "a constant integer", float: "a constant number"}
-    return CallProblem(f"`{key}` of `{args.name}` must be {what[kind]}")
+    assert isinstance(value, int | float)
+    return FloatAttr(float(value), 64)
 
 
 def _normalize(args: CallArgs) -> Operation | CallProblem:

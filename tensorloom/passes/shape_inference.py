@@ -433,10 +433,10 @@ class Inference:
         if isinstance(self.type_of(op.cond), TensorType):
             self._tensor_condition(op)
             cond = True
-        regions = {True: [op.then_region], False: [op.else_region]}.get(
-            cond,
-            [op.then_region, op.else_region],  # type: ignore[arg-type]
-        )
+        if cond is True or cond is False:
+            regions = [op.then_region] if cond else [op.else_region]
+        else:  # not known when checking: both branches are followed
+            regions = [op.then_region, op.else_region]
         outcomes = [self.run_block(model, r.block, env, flow) for r in regions]
         results = outcomes[0]
         if len(outcomes) == 2:
@@ -885,7 +885,7 @@ class Inference:
         self.depth -= 1
 
     def _report_layer(
-        self, layer: LayerOp, op: ApplyOp, bound: BoundLayer, mismatch: ShapeMismatch
+        self, layer: LayerOp, op: ApplyOp | ApplyAtOp, bound: BoundLayer, mismatch: ShapeMismatch
     ) -> None:
         span = span_of(op)
         if span is None:
@@ -986,7 +986,7 @@ def _join(a: Attribute, b: Attribute) -> Attribute:
 
 def _join_into(seen: dict[SSAValue, Attribute], inference: Inference, block: Block) -> None:
     for op in block.walk():
-        values = list(op.results)
+        values: list[SSAValue] = list(op.results)
         for region in op.regions:
             for inner in region.blocks:
                 values.extend(inner.args)
@@ -1025,6 +1025,15 @@ MAX_ITERATIONS = 100_000
 MAX_LIST_COPIES = 10_000
 """The most copies a layer list may hold (TL0209): the checker follows each one."""
 
+
+def _and(a: object, b: object) -> object:
+    return a and b
+
+
+def _or(a: object, b: object) -> object:
+    return a or b
+
+
 _STATIC_OPERATORS: dict[tuple[str, int], Callable[..., object]] = {
     ("==", 2): operator.eq,
     ("!=", 2): operator.ne,
@@ -1032,8 +1041,8 @@ _STATIC_OPERATORS: dict[tuple[str, int], Callable[..., object]] = {
     ("<=", 2): operator.le,
     (">", 2): operator.gt,
     (">=", 2): operator.ge,
-    ("and", 2): lambda a, b: a and b,
-    ("or", 2): lambda a, b: a or b,
+    ("and", 2): _and,
+    ("or", 2): _or,
     ("not", 1): operator.not_,
     ("%", 2): operator.mod,
 }

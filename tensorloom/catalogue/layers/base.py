@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, TypeGuard
 
 from tensorloom.catalogue.shapes import (
     Dim,
@@ -62,7 +62,7 @@ class Kind:
     accepts: Callable[[Value], bool]
 
 
-def _is_int(v: Value) -> bool:
+def _is_int(v: object) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
@@ -439,10 +439,6 @@ def _absurd_sizes(bound: BoundLayer) -> list[ArgError]:
             limit = f"a layer argument can be at most {MAX_ARGUMENT:,}"
             errors.append(bound.error(name, f"`{name}` is {big:,}: {limit}"))
     return errors
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def too_many_params(spec: LayerSpec, bound: BoundLayer) -> ArgError | None:

@@ -64,7 +64,8 @@ class ParameterSpec(LayerSpec):
             return errors + bound
         if errors:
             return errors
-        return BoundLayer(self, bound.values | {"shape": list(args)}, tuple(args), bound.kwargs)
+        values: dict[str, Value] = {**bound.values, "shape": list(args)}
+        return BoundLayer(self, values, tuple(args), bound.kwargs)
 
     def shape_of(self, bound: BoundLayer) -> tuple[int, ...]:
         shape = bound["shape"]

@@ -92,7 +92,7 @@ from tensorloom.dialects.nml.control import (
     TupleGetOp,
     YieldOp,
 )
-from tensorloom.dialects.nml.losses import LOSSES, LossOp, LossSpec
+from tensorloom.dialects.nml.losses import LOSSES, LossOp
 from tensorloom.dialects.nml.ops import (
     ApplyOp,
     CallOp,
@@ -183,7 +183,6 @@ __all__ = [
     "ListType",
     "LogSoftmaxOp",
     "LossOp",
-    "LossSpec",
     "MaskedFillOp",
     "MatmulOp",
     "MeanOp",

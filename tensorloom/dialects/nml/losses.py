@@ -6,21 +6,20 @@
     %0 = nml.loss "cross_entropy" %out, %y reduction "mean" {label_smoothing = 0.1 : f64}
         : (!nml.tensor<[B, 10], f32>, !nml.tensor<[B], i64>) -> !nml.tensor<[], f32>
 
-One op, `nml.loss`, whose `kind` names a record of `LOSSES`: the PyTorch function
-it is emitted as (`F.cross_entropy`), the keywords it takes besides `reduction`,
-and which targets it takes. The shape rule follows PyTorch's, strictly: class
-indices for `cross_entropy` and `nll` are the input's shape without the class
-dim (dim 1, as in `F.cross_entropy`: `[N, C]` against `[N]`, `[N, C, T]` against
-`[N, T]`), or, for `cross_entropy`, probabilities of the input's own shape; the
-other losses take float targets of exactly the input's shape (where PyTorch
-would broadcast with only a warning, this is an error). `reduction="mean"` or
-`"sum"` gives a scalar `[]`; `"none"` the per-element shape.
+One op, `nml.loss`, whose `kind` names a loss record of the catalogue
+(catalogue/losses.py): the PyTorch function it is emitted as (`F.cross_entropy`),
+the keywords it takes besides `reduction`, and which targets it takes. The shape
+rule follows PyTorch's, strictly: class indices for `cross_entropy` and `nll` are
+the input's shape without the class dim (dim 1, as in `F.cross_entropy`: `[N, C]`
+against `[N]`, `[N, C, T]` against `[N, T]`), or, for `cross_entropy`, probabilities
+of the input's own shape; the other losses take float targets of exactly the input's
+shape (where PyTorch would broadcast with only a warning, this is an error).
+`reduction="mean"` or `"sum"` gives a scalar `[]`; `"none"` the per-element shape.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import ClassVar
 
 from xdsl.dialects.builtin import DictionaryAttr, IntegerType, StringAttr
@@ -31,12 +30,12 @@ from xdsl.utils.exceptions import VerifyException
 from tensorloom.catalogue.args import REDUCTION
 from tensorloom.catalogue.losses import (
     FLOATS,
-    FUNCTION_KEYWORDS,
     FUNCTIONAL_LOSSES,
     INDICES,
     INDICES_OR_PROBABILITIES,
+    LossRecord,
 )
-from tensorloom.catalogue.shapes import ShapeMismatch, Unifier, format_shape
+from tensorloom.catalogue.shapes import Dim, Shape, ShapeMismatch, Unifier, format_shape
 from tensorloom.dialects.nml.builtins import FunctionalOp
 from tensorloom.dialects.nml.ops import Value
 from tensorloom.dialects.nml.types import TensorType
@@ -44,25 +43,8 @@ from tensorloom.dialects.nml.types import TensorType
 REDUCTIONS = REDUCTION.choices
 
 
-@dataclass(frozen=True, slots=True)
-class LossSpec:
-    """One functional loss as the op reads it: PyTorch spelling, keywords, targets."""
-
-    name: str
-    torch: str
-    keywords: tuple[str, ...]
-    targets: str
-    doc: str
-
-
-LOSSES: dict[str, LossSpec] = {
-    name: LossSpec(
-        name, record.torch_function or "", FUNCTION_KEYWORDS.get(name, ()), record.targets,
-        record.summary,
-    )
-    for name, record in FUNCTIONAL_LOSSES.items()
-}  # fmt: skip
-"""Every functional loss a `.tl` function may call, by name."""
+LOSSES: dict[str, LossRecord] = FUNCTIONAL_LOSSES
+"""Every functional loss a `.tl` function may call, by function name."""
 
 
 @irdl_op_definition
@@ -103,7 +85,7 @@ class LossOp(FunctionalOp):
         )
 
     @property
-    def spec(self) -> LossSpec:
+    def spec(self) -> LossRecord:
         return LOSSES[self.kind.data]
 
     def verify_(self) -> None:
@@ -111,14 +93,15 @@ class LossOp(FunctionalOp):
             raise VerifyException(f"unknown loss kind `{self.kind.data}`")
         if self.reduction.data not in REDUCTIONS:
             raise VerifyException(f"reduction must be one of {REDUCTIONS}")
-        extra = set(self.options.data) - set(self.spec.keywords)
+        extra = set(self.options.data) - set(self.spec.function_keywords)
         if extra:
             raise VerifyException(f"`{self.kind.data}` takes no option {sorted(extra)}")
 
     def infer_shape(
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
     ) -> Attribute | ShapeMismatch:
-        return loss_shape(self.spec, self.reduction.data, *operand_types[:2], unifier or Unifier())
+        input, target = operand_types[0], operand_types[1]
+        return loss_shape(self.spec, self.reduction.data, input, target, unifier or Unifier())
 
 
 def _is_index_type(attr: Attribute) -> bool:
@@ -126,13 +109,13 @@ def _is_index_type(attr: Attribute) -> bool:
 
 
 def loss_shape(
-    spec: LossSpec, reduction: str, input: Attribute, target: Attribute, unifier: Unifier
+    spec: LossRecord, reduction: str, input: Attribute, target: Attribute, unifier: Unifier
 ) -> Attribute | ShapeMismatch:
     """The loss's result type, or why `input` and `target` do not fit it."""
     if not isinstance(input, TensorType) or not isinstance(target, TensorType):
-        return ShapeMismatch(f"`{spec.name}` takes two tensors, the output and the target")
+        return ShapeMismatch(f"`{spec.function}` takes two tensors, the output and the target")
     if _is_index_type(input):
-        return ShapeMismatch(f"`{spec.name}` needs a float input, got integers")
+        return ShapeMismatch(f"`{spec.function}` needs a float input, got integers")
     per_element = _per_element(spec, input, target, unifier)
     if isinstance(per_element, ShapeMismatch):
         return per_element
@@ -141,16 +124,16 @@ def loss_shape(
 
 
 def _per_element(
-    spec: LossSpec, input: TensorType, target: TensorType, unifier: Unifier
-) -> tuple[object, ...] | ShapeMismatch | None:
+    spec: LossRecord, input: TensorType, target: TensorType, unifier: Unifier
+) -> Shape | ShapeMismatch:
     indices = _is_index_type(target)
     if spec.targets == FLOATS and indices:
         return ShapeMismatch(
-            f"`{spec.name}` needs float targets of the output's shape, got class indices "
+            f"`{spec.function}` needs float targets of the output's shape, got class indices "
             f"{unifier.format_shape(target.dims)}"
         )
     if spec.targets == INDICES and not indices:
-        return ShapeMismatch(f"`{spec.name}` needs class indices (integers) as targets")
+        return ShapeMismatch(f"`{spec.function}` needs class indices (integers) as targets")
     if input.dims is None or target.dims is None:
         return None
     if indices:
@@ -162,26 +145,26 @@ def _per_element(
 
 
 def _same(
-    spec: LossSpec, input: TensorType, target: TensorType, unifier: Unifier
-) -> tuple[object, ...] | ShapeMismatch:
+    spec: LossRecord, input: TensorType, target: TensorType, unifier: Unifier
+) -> tuple[Dim, ...] | ShapeMismatch:
     merged = unifier.unify_shapes(input.dims, target.dims)
     if isinstance(merged, ShapeMismatch):
         return ShapeMismatch(
-            f"`{spec.name}` needs a target of the output's shape: the output is "
+            f"`{spec.function}` needs a target of the output's shape: the output is "
             f"{unifier.format_shape(input.dims)}, the target {unifier.format_shape(target.dims)}"
         )
     return tuple(merged or ())
 
 
 def _classes_removed(
-    spec: LossSpec, input: TensorType, target: TensorType, unifier: Unifier
-) -> tuple[object, ...] | ShapeMismatch:
+    spec: LossRecord, input: TensorType, target: TensorType, unifier: Unifier
+) -> Shape | ShapeMismatch:
     dims = input.dims or ()
     expected = (dims[0], *dims[2:]) if len(dims) >= 2 else ()
     merged = unifier.unify_shapes(expected, target.dims)
     if isinstance(merged, ShapeMismatch):
         return ShapeMismatch(
-            f"`{spec.name}` takes class indices of the output's shape without its class dim "
+            f"`{spec.function}` takes class indices of the output's shape without its class dim "
             f"(dim 1): the output is {unifier.format_shape(input.dims)}, so the target should "
             f"be {format_shape(unifier.resolve_shape(expected))}, got "
             f"{unifier.format_shape(target.dims)}"

@@ -142,7 +142,7 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
                 raise VerifyException("`...` may only open a tensor shape")
             if not isinstance(attr, IntAttr | StringAttr | NoneAttr):
                 raise VerifyException(f"invalid tensor dim {attr}")
-            if isinstance(attr, IntAttr) and attr.data < 0:
+            if isinstance(attr, IntAttr) and int(attr.data) < 0:
                 raise VerifyException(f"tensor dims must be non-negative, got {attr.data}")
 
     def print_parameters(self, printer: Printer) -> None:

@@ -60,4 +60,5 @@ def test_mismatches_say_what_the_target_should_be() -> None:
 
 def test_every_loss_is_a_pytorch_function() -> None:
     for spec in LOSSES.values():
-        assert callable(getattr(F, spec.torch.removeprefix("F.")))
+        assert spec.torch_function is not None
+        assert callable(getattr(F, spec.torch_function.removeprefix("F.")))

@@ -1,0 +1,75 @@
+"""What a training step spends on the host: torch.profiler over a few steps, summarised.
+
+`StepProfile` is started and stepped by a training loop (bench/handwritten/transformer_lm.py
+with `--profile-steps`, an emitted script through bench/run_emitted.py's `--profile-steps`);
+`summary()` gives, per step, the host's wall time under the profiler, the kernel launches,
+the compiled-graph calls and the ten ops with the most host time of their own. The GPU
+suite records it beside the run's timing: a step that is bound by the host (small models
+under torch.compile's default mode) is as fast as these launches and calls are cheap.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import torch
+
+LAUNCHES = ("cudaLaunchKernel", "cuLaunchKernel", "cuLaunchKernelEx", "cudaLaunchKernelExC")
+
+
+def synchronize() -> None:
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+class StepProfile:
+    """Profiles `steps` training steps after `after` steps: call `step()` once per step."""
+
+    def __init__(self, after: int, steps: int) -> None:
+        self.after, self.steps, self.seen = after, steps, 0
+        self.profiler: torch.profiler.profile | None = None
+        self.started = 0.0
+        self.wall_s: float | None = None
+
+    def step(self) -> None:
+        self.seen += 1
+        if self.steps <= 0 or self.wall_s is not None:
+            return
+        if self.seen == self.after:
+            synchronize()
+            activities = [torch.profiler.ProfilerActivity.CPU]
+            if torch.cuda.is_available():
+                activities.append(torch.profiler.ProfilerActivity.CUDA)
+            self.profiler = torch.profiler.profile(activities=activities)
+            self.profiler.__enter__()
+            self.started = time.perf_counter()
+        elif self.profiler is not None and self.seen == self.after + self.steps:
+            synchronize()
+            self.wall_s = time.perf_counter() - self.started
+            self.profiler.__exit__(None, None, None)
+
+    def summary(self) -> dict[str, Any] | None:
+        if self.profiler is None or self.wall_s is None:
+            return None
+        events = self.profiler.key_averages()
+        n = self.steps
+        launches = sum(e.count for e in events if e.key in LAUNCHES)
+        graphs = sum(e.count for e in events if e.key.startswith("Torch-Compiled Region"))
+        # the kernels' own events (a host op's device time is its kernels', counted again)
+        cuda = torch.autograd.DeviceType.CUDA
+        gpu_us = sum(e.self_device_time_total for e in events if e.device_type == cuda) / n
+        top = sorted(events, key=lambda e: e.self_cpu_time_total, reverse=True)[:10]
+        top_ops = [
+            {"op": e.key[:80], "calls_per_step": e.count / n,
+             "self_host_ms_per_step": e.self_cpu_time_total / n / 1000}
+            for e in top
+        ]  # fmt: skip
+        return {
+            "steps": n,
+            "host_ms_per_step": 1000 * self.wall_s / n,
+            "kernel_launches_per_step": launches / n,
+            "compiled_region_calls_per_step": graphs / n,
+            "gpu_kernel_ms_per_step": gpu_us / 1000,
+            "top_host_ops": top_ops,
+        }
