@@ -332,7 +332,10 @@ SETTINGS: dict[str, Setting] = {
     "optimizer": Setting(_named("optimizer", "optimizer", OPTIMIZERS), "a torch.optim class"),
     "loss": Setting(_named("loss", "loss", LOSSES), "a loss function"),
     "precision": Setting(one_of("auto", "fp32", "fp16", "bf16"), "training precision"),
-    "distributed": Setting(boolean, "DistributedDataParallel over all local GPUs"),
+    "distributed": Setting(
+        one_of(True, False, "ddp", "fsdp"),
+        "`ddp` (or `true`): DistributedDataParallel; `fsdp`: FSDP2, sharded over the ranks",
+    ),
     "compile": Setting(
         one_of(True, False, "default", "reduce-overhead", "max-autotune"), "torch.compile mode"
     ),
@@ -758,6 +761,12 @@ class LoopChecker:
         op = self.loop.settings()["precision"]
         span = span_of(op.value_loc) if op.value_loc is not None else span_of(op)
         if span is None:
+            return
+        if self._value("distributed") == "fsdp":
+            message = '`precision = fp16` is not supported with `distributed = "fsdp"`'
+            note = "fp16 needs a GradScaler, and FSDP's sharded gradients need a sharded one"
+            help_text = "use `precision = bf16`: FSDP all-gathers the weights in bf16"
+            report(Diagnostic.error("TL0430", message, Label(span), notes=[note], help=help_text))
             return
         message = "`fp16` needs a CUDA GPU; on a CPU-only run it falls back to fp32"
         help_text = "use `precision = bf16` to get mixed precision on the CPU as well"

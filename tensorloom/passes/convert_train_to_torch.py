@@ -175,6 +175,7 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
     policy = _marker(loop, train.CheckpointOp)
     compiled = _marker(loop, train.CompileOp)
     blocks = _marker(loop, train.ActivationCheckpointOp)
+    shard = _marker(loop, train.FsdpShardOp)
     clip = setting_value(loop, "grad_clip")
     batch = setting_value(loop, "batch_size")
     log_every = setting_value(loop, "log_every")
@@ -193,7 +194,7 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
         loss=loss.name,
         loss_kwargs=_kwargs(loss),
         precision=_precision(loop),
-        distributed=_marker(loop, train.DdpWrapOp) is not None,
+        distributed=_marker(loop, train.DdpWrapOp) is not None or shard is not None,
         checkpoint_every=_every(policy),
         checkpoint_unit=policy.unit.data if isinstance(policy, train.CheckpointOp) else "epochs",
         schedule=schedule,
@@ -210,6 +211,8 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
         custom_loss=custom,
         takes_inputs=frozenset(n for n, count in functions.items() if count == 3),
         metrics=tuple(_metrics(loop, functions)),
+        fsdp_blocks=tuple(b.data for b in shard.blocks)
+        if isinstance(shard, train.FsdpShardOp) else None,
         recipe=_recipe(loop),
     )  # fmt: skip
 
@@ -258,8 +261,7 @@ def import_ops(plan: ScriptPlan) -> list[Operation]:
         t.ImportOp("torch.nn.functional", "F"),
         t.FromImportOp("torch", ["nn"]),
     ]
-    if plan.distributed:
-        ops.append(t.FromImportOp("contextlib", ["nullcontext"]))
+    if plan.distributed and not plan.sharded:
         ops.append(t.FromImportOp("torch.nn.parallel", ["DistributedDataParallel"]))
     if plan.checkpointed_layers:
         ops.append(t.FromImportOp("collections.abc", ["Callable"]))
@@ -269,6 +271,8 @@ def import_ops(plan: ScriptPlan) -> list[Operation]:
 
 def _runtime_ops(plan: ScriptPlan) -> list[Operation]:
     names = LM_RUNTIME_MODULES if plan.language_model_data else RUNTIME_MODULES
+    if plan.sharded:  # FSDP2 and DCP: about a second of imports, so only where used
+        names = (*names, "sharded")
     return [op for name in names for op in t.runtime_ops(name)]
 
 

@@ -1,9 +1,19 @@
-"""`insert-ddp`: `distributed = true` becomes the markers of a DDP training script.
+"""`insert-ddp`: `distributed = true` becomes the markers of a data-parallel training script.
 
     train.set "distributed" = true   ->   train.process_group "nccl"
-                                          train.ddp_wrap @net
+       (or "ddp")                         train.ddp_wrap @net
                                           train.distributed_sampler @data shuffle
                                           train.rank_zero_only ["logging", "metrics", "checkpoint"]
+
+    train.set "distributed" = "fsdp" ->   train.process_group "nccl"
+                                          train.fsdp_shard @net ["h"]
+                                          train.distributed_sampler @data shuffle
+                                          train.rank_zero_only ["logging", "metrics"]
+
+Under FSDP the blocks are the model's layers that are models (a layer list of
+them stands for each: `h = [Block(...) for ...]`); each becomes one FSDP unit,
+and the model itself the root unit. Every rank writes its shards of a checkpoint
+(runtime/sharded.py), so "checkpoint" is not a rank-zero action there.
 
 `nccl` is the backend on CUDA; the emitted script uses gloo when it runs on the
 CPU (runtime/distributed.py `setup_distributed`), and a group of one when it is
@@ -20,19 +30,38 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from tensorloom.dialects import train
+from tensorloom.dialects import nml, train
+from tensorloom.passes.model_env import layers_of, models_of
 from tensorloom.passes.train_values import add_marker, has_marker, loops_of, setting_value
 
 RANK_ZERO_ACTIONS = ("logging", "metrics", "checkpoint")
 
 
-def insert_ddp(loop: train.LoopOp) -> None:
-    if setting_value(loop, "distributed") is not True or has_marker(loop, train.DdpWrapOp):
+def fsdp_blocks(module: ModuleOp, instance_name: str) -> list[str]:
+    """The layers of the instance's model that are models themselves: its FSDP units."""
+    models = models_of(module)
+    instances = (o for o in module.walk() if isinstance(o, nml.InstanceOp))
+    instance = next((o for o in instances if o.sym_name.data == instance_name), None)
+    model = models.get(instance.model.root_reference.data) if instance is not None else None
+    if model is None:
+        return []
+    return [name for name, layer in layers_of(model).items() if layer.kind.data in models]
+
+
+def insert_ddp(module: ModuleOp, loop: train.LoopOp) -> None:
+    strategy = setting_value(loop, "distributed")
+    done = has_marker(loop, train.DdpWrapOp) or has_marker(loop, train.FsdpShardOp)
+    if strategy not in (True, "ddp", "fsdp") or done:
         return
+    net = loop.model.root_reference.data
     add_marker(loop, train.ProcessGroupOp("nccl"))
-    add_marker(loop, train.DdpWrapOp(loop.model.root_reference.data))
+    if strategy == "fsdp":
+        add_marker(loop, train.FsdpShardOp(net, fsdp_blocks(module, net)))
+    else:
+        add_marker(loop, train.DdpWrapOp(net))
     add_marker(loop, train.DistributedSamplerOp(loop.data.root_reference.data, shuffle=True))
-    add_marker(loop, train.RankZeroOnlyOp(RANK_ZERO_ACTIONS))
+    actions = RANK_ZERO_ACTIONS if strategy != "fsdp" else RANK_ZERO_ACTIONS[:2]
+    add_marker(loop, train.RankZeroOnlyOp(actions))
 
 
 @dataclass(frozen=True)
@@ -41,4 +70,4 @@ class InsertDdpPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for loop in loops_of(op):
-            insert_ddp(loop)
+            insert_ddp(op, loop)

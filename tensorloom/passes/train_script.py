@@ -78,6 +78,13 @@ class ScriptPlan:
     takes_inputs: frozenset[str] = frozenset()
     metrics: tuple[Metric, ...] = ()  # `metrics = [accuracy, top_k(5), NAME]`
     recipe: RecipePlan = RecipePlan()
+    # `distributed = "fsdp"`: the layers `fully_shard` makes units of (the root is one too)
+    fsdp_blocks: tuple[str, ...] | None = None
+
+    @property
+    def sharded(self) -> bool:
+        """FSDP2 (runtime/sharded.py) rather than DDP: sharded weights, DCP checkpoints."""
+        return self.fsdp_blocks is not None
 
     @property
     def loss_target(self) -> str:
@@ -165,6 +172,9 @@ def settings_source(plan: ScriptPlan) -> str:
     lines.append(f"LEARNING_RATE = {plan.learning_rate}")
     lines.append(f"PRECISION = {py_string(plan.precision)}  # {_PRECISION_NOTES[plan.precision]}")
     lines.append(f"DISTRIBUTED = {plan.distributed}")
+    if plan.fsdp_blocks is not None:
+        blocks = ", ".join(py_string(b) for b in plan.fsdp_blocks)
+        lines.append(f"FSDP_BLOCKS = [{blocks}]  # fully_shard units (then the root)")
     lines += _checkpoint_settings(plan)
     lines += _schedule_settings(plan)
     clip_type = ": float | None" if plan.grad_clip == "None" else ""
@@ -342,15 +352,21 @@ def parse_args_source(plan: ScriptPlan) -> str:
             parser.add_argument("--data-root", default=None, help="where datasets live")$download
             parser.add_argument("--no-compile", action="store_true", help="no torch.compile")
             parser.add_argument("--precision", choices=("auto", "fp32", "fp16", "bf16"),
-                                default=PRECISION, help="auto: bf16 on a bf16 GPU, else fp32")$graph
+                                default=PRECISION, help="auto: bf16 on a bf16 GPU, else fp32")$flags
             return parser.parse_args(argv)
         ''',
         description=py_string(f"Train {plan.model_class} on {data} (from {plan.source})."),
         checkpoint_default=checkpoint_default,
         generate=_GENERATE_FLAGS if plan.language_model_data else "",
         download="" if plan.language_model_data else _DOWNLOAD_FLAG,
-        graph=_NO_CUDA_GRAPH_FLAG if plan.whole_step_graph else "",
+        flags=(_NO_CUDA_GRAPH_FLAG if plan.whole_step_graph else "")
+        + (_CONSOLIDATE_FLAG if plan.sharded else ""),
     )  # fmt: skip
+
+
+_CONSOLIDATE_FLAG = """
+    parser.add_argument("--consolidate", nargs=2, metavar=("DIR", "OUT.pt"), default=None,
+                        help="write a sharded save's weights as one state dict, then exit")"""
 
 
 _GENERATE_FLAGS = """
@@ -509,7 +525,9 @@ def build_trainer_source(plan: ScriptPlan) -> str:
         return _graph_build_trainer_source(plan)
     optimizer_args = "".join(f", {k}={v}" for k, v in plan.optimizer_kwargs)
     fused = ""
-    if plan.optimizer in ("Adam", "AdamW", "SGD") and not _names(plan.optimizer_kwargs) & {
+    if plan.sharded:
+        pass  # the shards are DTensors: the default (foreach) step
+    elif plan.optimizer in ("Adam", "AdamW", "SGD") and not _names(plan.optimizer_kwargs) & {
         "fused",
         "foreach",
         "capturable",
@@ -526,8 +544,8 @@ def build_trainer_source(plan: ScriptPlan) -> str:
     if plan.checkpointed_layers:
         names = ", ".join(py_string(n) for n in plan.checkpointed_layers)
         checkpointed = f"\n    checkpoint_activations(model, [{names}])"
-    wrap = ""
-    if plan.distributed:
+    wrap = "\n    train_model: nn.Module = compiled  # sharded in place" if plan.sharded else ""
+    if plan.distributed and not plan.sharded:
         wrap = (
             dedent("""
             train_model: nn.Module = compiled
@@ -544,10 +562,10 @@ def build_trainer_source(plan: ScriptPlan) -> str:
             seed_everything(args.seed)
             train_loader, val_loader, info = build_loaders(args, ctx)
             model = $model_class($model_args).to(ctx.device)$checkpointed
+            plan = resolve_precision(args.precision, ctx.device)$shard
             optimizer = torch.optim.$optimizer(
                 decay_param_groups(model, DECAY_GROUPS), lr=LEARNING_RATE$optimizer_args$fused
             )
-            plan = resolve_precision(args.precision, ctx.device)
             steps_per_epoch = len(train_loader) // GRAD_ACCUM
             args.epochs = planned_epochs(args.epochs, MAX_STEPS, steps_per_epoch)
             $schedule
@@ -555,12 +573,14 @@ def build_trainer_source(plan: ScriptPlan) -> str:
             scaler = make_grad_scaler(plan, ctx.device)
             return Trainer(
                 ctx, model, train_model, compiled, optimizer, scaler, scheduler, plan,
-                train_loader, val_loader, info, build_recipe(model, ctx),
+                train_loader, val_loader, info, build_recipe(model, ctx$recipe_plan),
             )  # fmt: skip
         """,
+        recipe_plan=", plan" if plan.sharded else "",
         model_class=plan.model_class, model_args=plan.model_args, checkpointed=checkpointed,
         optimizer=plan.optimizer, optimizer_args=optimizer_args, fused=fused,
         schedule=schedule, train_model=wrap or _BATCH_LOSS_MODEL,
+        shard=_SHARD if plan.sharded else "",
     )  # fmt: skip
 
 
@@ -594,6 +614,12 @@ def batch_loss_source(plan: ScriptPlan) -> str | None:
         ''',
         target=plan.loss_target, inputs=inputs,
     )  # fmt: skip
+
+
+_SHARD = """
+    # FSDP2: each block's weights are all-gathered in the training precision for its
+    # forward and backward, then freed; gradients are reduce-scattered in fp32.
+    shard_model(model, FSDP_BLOCKS, param_dtype=plan.autocast_dtype)"""
 
 
 def _names(kwargs: list[tuple[str, str]]) -> set[str]:
@@ -694,6 +720,29 @@ def build_recipe(model: nn.Module, ctx: DistContext) -> RunRecipe:
     )  # fmt: skip
 '''
 
+BUILD_RECIPE_SHARDED = '''
+def build_recipe(model: nn.Module, ctx: DistContext, plan: PrecisionPlan) -> RunRecipe:
+    """The block's recipe keys as runtime/recipe.py objects; one process handles signals.
+    Under FSDP the `ema` average is a second model sharded as `model` is: each rank
+    averages its own shards, with no communication."""
+    ema_copy = None
+    if EMA_DECAY is not None:
+        with torch.random.fork_rng(devices=[]):  # its initial weights take no numbers from the run
+            ema_copy = $model_class($model_args).to(ctx.device)
+        shard_model(ema_copy, FSDP_BLOCKS, param_dtype=plan.autocast_dtype)
+    return make_run_recipe(
+        model, ema=EMA_DECAY, early_stopping=EARLY_STOPPING, keep_best=KEEP_BEST,
+        eval_every=EVAL_EVERY, signals=not ctx.is_distributed, ema_copy=ema_copy,
+    )  # fmt: skip
+'''
+
+
+def build_recipe_source(plan: ScriptPlan) -> str:
+    if not plan.sharded:
+        return BUILD_RECIPE
+    return _fill(BUILD_RECIPE_SHARDED, model_class=plan.model_class, model_args=plan.model_args)
+
+
 RESUME = '''
 def resume(trainer: Trainer, path: str) -> None:
     """Continue where a checkpoint left off: weights, optimizer, scaler, schedule, RNG,
@@ -706,6 +755,24 @@ def resume(trainer: Trainer, path: str) -> None:
         scheduler=trainer.scheduler,
         loader=trainer.train_loader,
         map_location=trainer.ctx.device,
+    )
+    _resume_extra(trainer, state)
+'''
+
+RESUME_SHARDED = '''
+def resume(trainer: Trainer, path: str) -> None:
+    """Continue from a sharded save (or the newest complete one in a folder), on any world size:
+    weights, optimizer, scaler, schedule, RNG, the recipe's state (the EMA's shards too)
+    and, mid-epoch, the epoch's batches."""
+    ema = trainer.recipe.ema
+    state = load_sharded_checkpoint(
+        path,
+        model=trainer.model,
+        optimizer=trainer.optimizer,
+        scaler=trainer.scaler,
+        scheduler=trainer.scheduler,
+        loader=trainer.train_loader,
+        ema=ema.module if ema is not None else None,
     )
     _resume_extra(trainer, state)
 '''
@@ -879,10 +946,9 @@ def forward_backward_source(plan: ScriptPlan) -> str:
         def _forward_backward(
             trainer: Trainer, xb: torch.Tensor, yb: torch.Tensor, sync: bool
         ) -> torch.Tensor:
-            """Accumulate one micro-batch's gradients; DDP all-reduces only on the last one."""
-            model = trainer.train_model
-            skip_sync = isinstance(model, DistributedDataParallel) and not sync$mark
-            with model.no_sync() if skip_sync else nullcontext():  # type: ignore[operator]
+            """Accumulate one micro-batch's gradients; ranks reduce them only on the last one."""
+            model = trainer.train_model$mark
+            with gradient_sync(model, sync):
                 with autocast(trainer.plan, trainer.ctx.device):
                     loss = loss_fn(model(xb), $target)
                 scaled = $scaled
@@ -1091,7 +1157,26 @@ def step_validation(trainer: Trainer, epoch: int) -> None:
     if trainer.ctx.is_main:
         print(format_validation(record))
     after_validation(trainer, record)
+'''
 
+
+_SAVE_SHARDED = """
+    save_sharded_checkpoint(  # every rank writes its shards; COMPLETE is written last
+        args.checkpoint_dir, keep=KEEP_CHECKPOINTS, epoch=done, **checkpoint_state(trainer)
+    )
+    trainer.saved_step = trainer.step"""
+
+_SAVE_RANK_ZERO = """
+    if trainer.ctx.is_main:
+        save_epoch_checkpoint(
+            args.checkpoint_dir, keep=KEEP_CHECKPOINTS, epoch=done,
+            **checkpoint_state(trainer),
+        )  # fmt: skip
+    trainer.saved_step = trainer.step
+    barrier()"""
+
+
+SAVES = '''
 
 def after_validation(trainer: Trainer, record: dict[str, Any]) -> None:
     """Early stopping counts the record; `keep_best` saves best.pt at a new best."""
@@ -1128,6 +1213,43 @@ def save_last(trainer: Trainer, epochs_done: int) -> None:
     barrier()
 '''
 
+# Under FSDP every rank writes its shards of each save (runtime/sharded.py).
+SAVES_SHARDED = '''
+
+def after_validation(trainer: Trainer, record: dict[str, Any]) -> None:
+    """Early stopping counts the record; `keep_best` saves best/ (sharded) at a new best."""
+    if not trainer.recipe.after_validation(record) or KEEP_BEST is None:
+        return
+    if trainer.checkpoint_dir is not None:  # every rank: the record is the same on each
+        save_sharded_state(f"{trainer.checkpoint_dir}/best", epoch=record["epoch"],
+                           **checkpoint_state(trainer))  # fmt: skip
+
+
+def checkpoint_state(
+    trainer: Trainer, carry: tuple[torch.Tensor, int] | None = None
+) -> dict[str, Any]:
+    """What a sharded save holds besides its epoch: `carry` is a cut epoch's loss and
+    batches; an `ema` average is saved sharded, beside the model."""
+    extra: dict[str, Any] = {"recipe": trainer.recipe.state_dict()}
+    if carry is not None:
+        extra["carry"] = {"loss_sum": carry[0].detach(), "batches": carry[1]}
+    ema = trainer.recipe.ema
+    return {
+        "model": trainer.model, "optimizer": trainer.optimizer, "scaler": trainer.scaler,
+        "scheduler": trainer.scheduler, "step": trainer.step, "loader": trainer.train_loader,
+        "extra": extra, "ema": ema.module if ema is not None else None,
+    }  # fmt: skip
+
+
+def save_last(trainer: Trainer, epochs_done: int) -> None:
+    """At the end of the run, and when it is interrupted: last/ holds where it stopped."""
+    if trainer.checkpoint_dir is None or trainer.saved_step == trainer.step:
+        return
+    save_sharded_state(f"{trainer.checkpoint_dir}/last", epoch=epochs_done,
+                       **checkpoint_state(trainer, trainer.carry))  # fmt: skip
+    trainer.saved_step = trainer.step
+'''
+
 
 def save_if_due_source(plan: ScriptPlan) -> str:
     if plan.checkpoint_unit == "steps":
@@ -1143,20 +1265,15 @@ def save_if_due_source(plan: ScriptPlan) -> str:
         def save_if_due(
             trainer: Trainer, epoch: int, start_step: int, args: argparse.Namespace
         ) -> None:
-            """`checkpoint every N $unit`, and after the last epoch; rank 0 writes."""
+            """`checkpoint every N $unit`, and after the last epoch; $writer."""
             done = epoch + 1
             $due
             if args.checkpoint_dir is None or not (due or done == args.epochs):
-                return
-            if trainer.ctx.is_main:
-                save_epoch_checkpoint(
-                    args.checkpoint_dir, keep=KEEP_CHECKPOINTS, epoch=done,
-                    **checkpoint_state(trainer),
-                )  # fmt: skip
-            trainer.saved_step = trainer.step
-            barrier()
+                return$save
         ''',
         unit=plan.checkpoint_unit, due=due,
+        writer="every rank writes its shards" if plan.sharded else "rank 0 writes",
+        save=_SAVE_SHARDED if plan.sharded else _SAVE_RANK_ZERO,
     )  # fmt: skip
 
 
@@ -1166,9 +1283,11 @@ def train(args: argparse.Namespace, ctx: DistContext) -> int:
     trainer = build_trainer(args, ctx)
     trainer.checkpoint_dir = args.checkpoint_dir
     try:
-        return _run(trainer, args, ctx)
+        code = _run(trainer, args, ctx)
     finally:
         trainer.recipe.close()  # SIGINT and SIGTERM as they were
+    barrier()  # no rank closes its connections while another still uses them
+    return code
 
 
 def _run(trainer: Trainer, args: argparse.Namespace, ctx: DistContext) -> int:
@@ -1245,6 +1364,34 @@ def _silent(*_args: object, **_kwargs: object) -> None:
 '''
 
 
+def train_source(plan: ScriptPlan) -> str:
+    if not plan.sharded:
+        return TRAIN
+    text = TRAIN
+    for old, new in _TRAIN_SHARDED:
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    return text
+
+
+# The saves of a `distributed = "fsdp"` script are folders (runtime/sharded.py).
+_TRAIN_SHARDED = (
+    ("break  # last.pt keeps", "break  # last/ keeps"),
+    (
+        "load_weights(args.init_from, model=trainer.model, map_location=ctx.device)",
+        "load_sharded_weights(args.init_from, model=trainer.model)  # every rank",
+    ),
+    (
+        """    state = load_weights(args.evaluate, model=trainer.model, ema=trainer.recipe.ema,
+                         map_location=trainer.ctx.device)  # fmt: skip""",
+        """    ema = trainer.recipe.ema  # every rank: a sharded save, or a plain .pt
+    state = load_sharded_weights(args.evaluate, model=trainer.model,
+                                 ema=ema.module if ema is not None else None)  # fmt: skip""",
+    ),
+    ("--resume {args.checkpoint_dir}/last.pt", "--resume {args.checkpoint_dir}"),
+)
+
+
 def serve_requests_source(plan: ScriptPlan) -> str:
     generate = ""
     if plan.language_model_data:
@@ -1258,9 +1405,7 @@ def serve_requests_source(plan: ScriptPlan) -> str:
         '''
         def serve_requests(trainer: Trainer, args: argparse.Namespace) -> None:
             """--predict, --export$generate_flag with the trained weights (the EMA's with `ema`)."""
-            if not trainer.ctx.is_main:
-                return
-            model = trainer.recipe.ema.module if trainer.recipe.ema is not None else trainer.model
+            $start
             example = next(iter(trainer.val_loader))[0][:2]
             if args.predict is not None:
                 x = read_predict_inputs(
@@ -1275,11 +1420,38 @@ def serve_requests_source(plan: ScriptPlan) -> str:
         ''',
         generate=generate, classes=plan.classification,
         generate_flag=", --generate" if plan.language_model_data else "",
+        start=_serve_start(plan).strip(),  # the first line takes the template's indent
     )  # fmt: skip
 
 
+_SERVE_START = """
+    if not trainer.ctx.is_main:
+        return
+    model = trainer.recipe.ema.module if trainer.recipe.ema is not None else trainer.model"""
+
+# FSDP: every rank gives its shards to rank 0's unsharded copy; it serves alone.
+_SERVE_START_SHARDED = """
+    if args.predict is None and args.export is None$no_generate:
+        return
+    sharded = trainer.recipe.ema.module if trainer.recipe.ema is not None else trainer.model
+    whole = whole_model(sharded, $model.to(trainer.ctx.device))  # every rank
+    if whole is None:  # not rank 0
+        return
+    model = whole"""
+
+
+def _serve_start(plan: ScriptPlan) -> str:
+    if not plan.sharded:
+        return _SERVE_START
+    no_generate = " and args.generate is None" if plan.language_model_data else ""
+    model = f"{plan.model_class}({plan.model_args})"
+    return _SERVE_START_SHARDED.replace("$no_generate", no_generate).replace("$model", model)
+
+
 def main_source(plan: ScriptPlan) -> str:
-    if plan.distributed:
+    if plan.sharded:
+        context = "ctx = setup_distributed(args.device, group_of_one=True)  # FSDP needs a group"
+    elif plan.distributed:
         context = "ctx = setup_distributed(args.device)"
     else:
         context = "ctx = DistContext(0, 0, 1, resolve_device(args.device))  # one process"
@@ -1287,7 +1459,7 @@ def main_source(plan: ScriptPlan) -> str:
         """
         def main(argv: list[str] | None = None) -> int:
             args = parse_args(argv)
-            try:
+            try:$consolidate
                 $context
                 return train(args, ctx)
             except ($unavailable) as error:
@@ -1298,14 +1470,25 @@ def main_source(plan: ScriptPlan) -> str:
         """,
         context=context,
         unavailable=_unavailable(plan),
-    )
+        consolidate=_CONSOLIDATE.replace("$model", f"{plan.model_class}({plan.model_args})")
+        if plan.sharded else "",
+    )  # fmt: skip
+
+
+_CONSOLIDATE = """
+        if args.consolidate is not None:  # one process, no group: DCP reads every shard
+            folder, output = args.consolidate
+            written = consolidate_checkpoint(folder, output, model=$model)
+            print(f"wrote the weights of {folder} to {written}")
+            return 0"""
 
 
 def _unavailable(plan: ScriptPlan) -> str:
     data = "TokenDataUnavailable" if plan.language_model_data else "DatasetUnavailable"
+    sharded = ", ShardedCheckpointError" if plan.sharded else ""
     return (
         f"{data}, DeviceUnavailable, CheckpointError, RunLengthError, PredictInputError,\n"
-        "            ExportError"
+        f"            ExportError{sharded}"
     )
 
 
@@ -1313,6 +1496,30 @@ def program_name(plan: ScriptPlan) -> str:
     """The program's name, `mnist` for `examples/mnist.tl`: its checkpoints' folder."""
     name = PurePath(plan.source).stem
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "program"
+
+
+def _resume_source(plan: ScriptPlan) -> str:
+    if plan.sharded:
+        return RESUME_SHARDED
+    return RESUME_GRAPH if plan.whole_step_graph else RESUME
+
+
+# Under FSDP, `evaluate` (above, renamed) runs with the whole weights on every rank.
+_GATHERED_EVALUATE = '''
+
+
+def evaluate(trainer: Trainer, model: nn.Module | None = None) -> Any:
+    """Validation with every rank holding the whole weights (the model's, or the EMA's):
+    ranks may see different numbers of batches, and a sharded forward would wait on
+    the others' all-gathers."""
+    with gathered_parameters(trainer.model if model is None else model):
+        return _evaluate_whole(trainer, model)
+'''
+
+
+def _sharded_evaluate_source(plan: ScriptPlan) -> str:
+    whole = evaluate_source(plan).replace("def evaluate(", "def _evaluate_whole(", 1)
+    return whole + _GATHERED_EVALUATE.rstrip("\n")
 
 
 def loop_sources(plan: ScriptPlan) -> list[str]:
@@ -1327,17 +1534,17 @@ def loop_sources(plan: ScriptPlan) -> list[str]:
         batch_loss_source(plan),
         CHECKPOINT_ACTIVATIONS if plan.checkpointed_layers else None,
         MAYBE_COMPILE,
-        BUILD_RECIPE,
-        RESUME_GRAPH if plan.whole_step_graph else RESUME,
+        build_recipe_source(plan),
+        _resume_source(plan),
         RESUME_EXTRA,
         train_one_epoch_source(plan),
         forward_backward_source(plan),
         BEGIN_STEP if plan.cuda_graphs else None,
         OPTIMIZER_STEP,
-        evaluate_source(plan),
-        EPOCH_RECORD,
+        _sharded_evaluate_source(plan) if plan.sharded else evaluate_source(plan),
+        EPOCH_RECORD + (SAVES_SHARDED if plan.sharded else SAVES),
         save_if_due_source(plan),
-        TRAIN,
+        train_source(plan),
         serve_requests_source(plan),
         main_source(plan),
     ]

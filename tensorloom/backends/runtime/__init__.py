@@ -1,9 +1,9 @@
 """The Python that emitted training scripts carry, kept here as real, tested modules.
 
 Each module (`data`, `tokens`, `loader`, `checkpoint`, `metrics`, `distributed`, `amp`,
-`graphs`, `attention`, `recipe`, `serve`) imports only the standard library and torch at
-its top, never another runtime module, and no two define the same top-level name, so
-the backend can paste any subset into one script. `inline_source(["data", "loader"])`
+`graphs`, `attention`, `recipe`, `serve`, `sharded`) imports only the standard library
+and torch at its top, never another runtime module, and no two define the same top-level
+name, so the backend can paste any subset into one script. `inline_source(["data", "loader"])`
 does that pasting: one merged import block, then each module's body under a banner
 naming its file. The script it goes into must start with
 `from __future__ import annotations`, as every module does.
@@ -22,7 +22,7 @@ RUNTIME_DIR = Path(__file__).resolve().parent
 # In dependency order of the names the modules' users need; all are independent.
 MODULES = (
     "distributed", "amp", "data", "tokens", "loader", "checkpoint", "metrics", "graphs",
-    "attention", "recipe", "serve",
+    "attention", "recipe", "serve", "sharded",
 )  # fmt: skip
 
 

@@ -18,6 +18,7 @@ builtin.module {
     train.grad_scaler
     train.process_group "nccl"
     train.ddp_wrap @net
+    train.fsdp_shard @net ["h", "enc"]
     train.distributed_sampler @data shuffle
     train.distributed_sampler @data
     train.rank_zero_only ["logging", "checkpoint"]
@@ -44,6 +45,7 @@ builtin.module {
 // CHECK-NEXT: train.grad_scaler
 // CHECK-NEXT: train.process_group "nccl"
 // CHECK-NEXT: train.ddp_wrap @net
+// CHECK-NEXT: train.fsdp_shard @net ["h", "enc"]
 // CHECK-NEXT: train.distributed_sampler @data shuffle
 // CHECK-NEXT: train.distributed_sampler @data
 // CHECK-NEXT: train.rank_zero_only ["logging", "checkpoint"]
