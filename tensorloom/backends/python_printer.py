@@ -451,6 +451,29 @@ class PythonPrinter:
         self.line(f"self.{op.field_name.data} = {call.text}")
 
     @emit.register
+    def _(self, op: t.InitTensorOp) -> None:
+        self.require_import_for("nn.init")
+        for _, source in op.kwargs:
+            for dotted in re.findall(r"\b(?:torch|nn|F|math)\.[\w.]+", source):
+                self.require_import_for(dotted)
+        if op.each is None:
+            self.line(_init_call(op, f"self.{op.field_name.data}"))
+            return
+        module = op.parent_op()
+        taken = {name for name, _ in module.params} if isinstance(module, t.ModuleClassOp) else ()
+        element = "layer" if "layer" not in taken else "layer_"
+        prev = op.prev_op
+        continues = (
+            isinstance(prev, t.InitTensorOp)
+            and prev.each is not None
+            and prev.field_name == op.field_name
+        )
+        if not continues:
+            self.line(f"for {element} in self.{op.field_name.data}:")
+        with self.indented():
+            self.line(_init_call(op, element))
+
+    @emit.register
     def _(self, op: t.MethodOp) -> None:
         self.emit_function(op, ["self"])
 
@@ -974,6 +997,15 @@ def _with_keywords(args: Sequence[str], names: Sequence[str]) -> list[str]:
 
 def _param(name: str, default: str) -> str:
     return f"{name}={default}" if default else name
+
+
+def _init_call(op: t.InitTensorOp, module: str) -> str:
+    """`nn.init.normal_(self.wte.weight, std=0.02)`; `0.weight` is `[0].weight`."""
+    target = module
+    for part in op.tensor.data.split("."):
+        target += f"[{part}]" if part.isdigit() else f".{part}"
+    keywords = [f"{k}={v}" for k, v in op.kwargs]
+    return PyExpr.call(f"nn.init.{op.function.data}", [target, *keywords]).text
 
 
 def _docstring(text: str) -> str:

@@ -75,6 +75,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     StringAttr,
     SymbolNameConstraint,
+    UnitAttr,
 )
 from xdsl.ir import (
     Attribute,
@@ -655,6 +656,85 @@ class SubmoduleOp(IRDLOperation):
         printer.print_op_attributes(self.attributes)
 
 
+@irdl_op_definition
+class InitTensorOp(IRDLOperation):
+    """`torch.init_tensor "wte" "weight" = "normal_"(std = "0.02")`, after the submodule.
+
+    `nn.init.normal_(self.wte.weight, std=0.02)` in `__init__`. `tensor` is the
+    parameter's name inside the submodule as `named_parameters()` spells it
+    (`"c_proj.weight"`; `"0.weight"` in a `Sequential` is `self.mlp[0].weight`);
+    `function` a function of `torch.nn.init`; the arguments are Python source. With
+    `each`, the submodule is a layer list and every element's tensor is set
+    (`for layer in self.h: nn.init.normal_(layer.weight, std=0.02)`).
+    """
+
+    name = "torch.init_tensor"
+    field_name = prop_def(StringAttr)
+    tensor = prop_def(StringAttr)
+    function = prop_def(StringAttr)
+    args = prop_def(ArrayAttr[StringAttr])
+    arg_names = prop_def(ArrayAttr[StringAttr])
+    each = opt_prop_def(UnitAttr)
+    traits = traits_def(HasParent(ModuleClassOp))
+
+    def __init__(
+        self,
+        field_name: str,
+        tensor: str,
+        function: str,
+        kwargs: Sequence[tuple[str, str]] = (),
+        each: bool = False,
+    ) -> None:
+        props: dict[str, Attribute] = {
+            "field_name": StringAttr(field_name),
+            "tensor": StringAttr(tensor),
+            "function": StringAttr(function),
+            "args": string_array([v for _, v in kwargs]),
+            "arg_names": string_array([k for k, _ in kwargs]),
+        }
+        if each:
+            props["each"] = UnitAttr()
+        super().__init__(properties=props)
+
+    @property
+    def kwargs(self) -> list[tuple[str, str]]:
+        return [(n.data, a.data) for n, a in zip(self.arg_names, self.args, strict=True)]
+
+    def verify_(self) -> None:
+        _check_identifier(self.field_name.data, "submodule")
+        _check_identifier(self.function.data, "nn.init function")
+        for part in self.tensor.data.split("."):
+            if not part.isdigit():
+                _check_identifier(part, "tensor name")
+        _check_parallel(self, self.args.data, self.arg_names)
+        if any(not n.data for n in self.arg_names):
+            raise VerifyException("torch.init_tensor: its arguments are keywords")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        field = parser.parse_str_literal()
+        tensor = parser.parse_str_literal()
+        parser.parse_punctuation("=")
+        function = parser.parse_str_literal()
+        args, names = _parse_string_list(parser)
+        each = parser.parse_optional_keyword("each") is not None
+        op = cls(field, tensor, function, list(zip(names, args, strict=True)), each)
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_string_literal(self.field_name.data)
+        printer.print_string(" ")
+        printer.print_string_literal(self.tensor.data)
+        printer.print_string(" = ")
+        printer.print_string_literal(self.function.data)
+        _print_string_list(printer, [a.data for a in self.args], [n.data for n in self.arg_names])
+        if self.each is not None:
+            printer.print_string(" each")
+        printer.print_op_attributes(self.attributes)
+
+
 # ------------------------------------------------------------ value level
 
 
@@ -1167,6 +1247,7 @@ Torch = Dialect(
         FieldOp,
         ParamDefaultOp,
         SubmoduleOp,
+        InitTensorOp,
         ConstantOp,
         SelfAttrOp,
         GlobalOp,

@@ -44,7 +44,7 @@ with `BODY_PATTERNS` (they also match nml ops directly inside a `torch.def`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 from typing import TypeVar
@@ -72,13 +72,14 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from tensorloom.backends.python_printer import BINARY_PRECEDENCE, Precedence, PyExpr, python_literal
 from tensorloom.catalogue.functions import FUNCTIONS
-from tensorloom.catalogue.layers import lookup
+from tensorloom.catalogue.layers import BoundLayer, LayerSpec, lookup
 from tensorloom.catalogue.layers.parameter import PARAMETER, parameter_source
 from tensorloom.dialects import nml
 from tensorloom.dialects import torch as t
 from tensorloom.dialects.nml.types import CallAttr, CfgAttr, ExprAttr, NoneValueAttr, SliceAttr
 from tensorloom.passes.check_scopes import MODULE_ATTRIBUTES
 from tensorloom.passes.model_env import (
+    CONFIG_FUNCTIONS,
     bind_layer,
     configs_of,
     enclosing_model,
@@ -916,7 +917,8 @@ def _call_source(attr: CallAttr) -> PyExpr:
     kwargs = [
         f"{k}={attr_source(v).at_least(Precedence.TERNARY)}" for k, v in attr.kwargs.data.items()
     ]
-    return PyExpr.call(attr.callee.data, [*args, *kwargs])
+    callee = attr.callee.data
+    return PyExpr.call(f"math.{callee}" if callee in CONFIG_FUNCTIONS else callee, [*args, *kwargs])
 
 
 def _mentions_config(attr: Attribute) -> bool:
@@ -947,7 +949,9 @@ class ModelToClass(RewritePattern):
         params, defaults = _init_params(op)
         methods = [_method(func, rewriter) for func in _funcs(op)]
         fields = _fields(op, methods)
-        submodules = [self._submodule(op, layer) for layer in layers_of(op).values()]
+        layers = layers_of(op).values()
+        submodules = [self._submodule(op, layer) for layer in layers]
+        submodules += [init for layer in layers for init in self._inits(op, layer)]
         origin = f" from {PurePath(op.origin.data).name}" if op.origin is not None else ""
         cls = t.ModuleClassOp(
             op.sym_name.data,
@@ -978,6 +982,7 @@ class ModelToClass(RewritePattern):
         if kind not in self.models and spec is not None:
             bound = bind_layer(layer, model_env(model))
             cls_name = spec.torch_class_of(bound) if bound is not None else spec.torch_class
+            kwargs = [(k, v) for k, v in kwargs if k not in spec.init_keywords()]
             kwargs += _forced_kwargs(kind, len(args), kwargs)
         if layer.count is not None:
             element = PyExpr.call(cls_name, [*args, *(f"{k}={v}" for k, v in kwargs)])
@@ -992,6 +997,47 @@ class ModelToClass(RewritePattern):
         )
         return _at(op, layer)
 
+    def _inits(self, model: nml.ModelOp, layer: nml.LayerOp) -> list[t.InitTensorOp]:
+        """The layer's `nn.init` calls (`init="normal", std=0.02`), after every submodule."""
+        kind = layer.kind.data
+        spec = lookup(kind)
+        if kind in self.models or spec is None or kind == PARAMETER:
+            return []
+        bound = bind_layer(layer, model_env(model))
+        if bound is None:
+            return []
+        name, each = layer.sym_name.data, layer.count is not None
+        if kind != "Sequential":
+            return _init_ops(name, "", spec, bound, layer.kwargs.data, each, layer)
+        elements = bound["layers"]
+        assert isinstance(elements, list)
+        ops: list[t.InitTensorOp] = []
+        for i, (attr, element) in enumerate(zip(layer.args.data, elements, strict=True)):
+            if isinstance(attr, CallAttr) and isinstance(element, BoundLayer):
+                kwargs = attr.kwargs.data
+                ops += _init_ops(name, f"{i}.", element.spec, element, kwargs, each, layer)
+        return ops
+
+
+def _init_ops(
+    field: str,
+    prefix: str,
+    spec: LayerSpec,
+    bound: BoundLayer,
+    kwargs: Mapping[str, Attribute],
+    each: bool,
+    layer: nml.LayerOp,
+) -> list[t.InitTensorOp]:
+    """`torch.init_tensor` ops for `spec.init_plan(bound)`, with the arguments' source."""
+    ops: list[t.InitTensorOp] = []
+    for step in spec.init_plan(bound):
+        given = [("mean", step.mean), ("std", step.std)]
+        sources = [(k, attr_source(kwargs[kw]).text) for k, kw in given if kw is not None]
+        op = t.InitTensorOp(field, prefix + step.tensor, step.function, sources, each)
+        op.location = layer.location
+        ops.append(op)
+    return ops
+
 
 def _layer_source(attr: Attribute) -> str:
     """An element of `Sequential(...)`: `Linear(d, 4 * d)` is `nn.Linear(d, 4 * d)`."""
@@ -1002,6 +1048,7 @@ def _layer_source(attr: Attribute) -> str:
     kwargs = [(k, attr_source(v).text) for k, v in attr.kwargs.data.items()]
     if spec is None:
         return _call_source(attr).text
+    kwargs = [(k, v) for k, v in kwargs if k not in spec.init_keywords()]
     kwargs += _forced_kwargs(spec.name, len(args), kwargs)
     return PyExpr.call(spec.torch_class, [*args, *(f"{k}={v}" for k, v in kwargs)]).text
 

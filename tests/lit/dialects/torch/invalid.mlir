@@ -15,6 +15,20 @@ torch.module_class @Net() : "nn.Module" {
 // -----
 
 torch.module_class @Net() : "nn.Module" {
+  torch.init_tensor "fc" "weight" = "normal_"("0.02")
+}
+// CHECK: torch.init_tensor: its arguments are keywords
+
+// -----
+
+torch.module_class @Net() : "nn.Module" {
+  torch.init_tensor "fc" "weight-1" = "normal_"()
+}
+// CHECK: tensor name `weight-1` is not a Python identifier
+
+// -----
+
+torch.module_class @Net() : "nn.Module" {
   torch.method @forward(x) {
   ^bb0(%x : !torch.value):
     %0 = torch.call_module "attn"(%x) kind "second"

@@ -13,6 +13,8 @@ builtin.module {
       torch.field "p" = "p"
       torch.submodule "fc1" = "nn.Linear"("784", "hidden", bias = "True")
       torch.submodule "attn" = "nn.MultiheadAttention"("hidden", "4", batch_first = "True")
+      torch.init_tensor "fc1" "weight" = "normal_"(mean = "0.0", std = "0.02")
+      torch.init_tensor "attn" "out_proj.bias" = "zeros_"() each
       torch.method @forward(x, mask = "None") {
       ^bb0(%x : !torch.value, %mask : !torch.value):
         %0 = torch.call_module "fc1"(%x)
@@ -61,6 +63,8 @@ builtin.module {
 // CHECK-NEXT:     torch.field "p" = "p"
 // CHECK-NEXT:     torch.submodule "fc1" = "nn.Linear"("784", "hidden", bias = "True")
 // CHECK-NEXT:     torch.submodule "attn" = "nn.MultiheadAttention"("hidden", "4", batch_first = "True")
+// CHECK-NEXT:     torch.init_tensor "fc1" "weight" = "normal_"(mean = "0.0", std = "0.02")
+// CHECK-NEXT:     torch.init_tensor "attn" "out_proj.bias" = "zeros_"() each
 // CHECK-NEXT:     torch.method @forward(x, mask = "None") {
 // CHECK-NEXT:     ^bb0(%x: !torch.value, %mask: !torch.value):
 // CHECK-NEXT:       %0 = torch.call_module "fc1"(%x)
