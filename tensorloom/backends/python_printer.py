@@ -61,7 +61,7 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import IntEnum
-from functools import singledispatchmethod
+from functools import lru_cache, singledispatchmethod
 from typing import IO, TypeVar
 
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp, StringAttr
@@ -928,11 +928,12 @@ def _module_level_names(op: Operation) -> list[str]:
     if isinstance(op, t.FromImportOp):
         return [n.data for n in op.names]
     if isinstance(op, t.RawOp):
-        return _names_defined_by(op.source.data)
+        return list(_names_defined_by(op.source.data))
     return []
 
 
-def _names_defined_by(source: str) -> list[str]:
+@lru_cache(maxsize=256)  # the same runtime helpers are in most scripts
+def _names_defined_by(source: str) -> tuple[str, ...]:
     names: list[str] = []
     for node in ast.parse(source).body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
@@ -942,7 +943,7 @@ def _names_defined_by(source: str) -> list[str]:
             names += [
                 n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)
             ]
-    return names
+    return tuple(names)
 
 
 def _is_atom(op: Operation) -> bool:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Sequence
+from functools import lru_cache
 from pathlib import Path
 
 RUNTIME_DIR = Path(__file__).resolve().parent
@@ -34,6 +35,12 @@ def module_text(name: str) -> str:
 
 def split_module(text: str) -> tuple[str, list[str], str]:
     """(docstring, import statements, body) of a runtime module."""
+    docstring, imports, body = _split_module(text)
+    return docstring, list(imports), body
+
+
+@lru_cache(maxsize=64)  # a script pastes the same modules each compile
+def _split_module(text: str) -> tuple[str, tuple[str, ...], str]:
     tree = ast.parse(text)
     lines = text.splitlines(keepends=True)
     docstring = ast.get_docstring(tree) or ""
@@ -47,7 +54,7 @@ def split_module(text: str) -> tuple[str, list[str], str]:
             body_start = first_line - len(_leading_comments(lines, first_line))
             break
         imports.append("".join(lines[node.lineno - 1 : node.end_lineno]).rstrip())
-    return docstring, imports, "".join(lines[body_start:]).strip() + "\n"
+    return docstring, tuple(imports), "".join(lines[body_start:]).strip() + "\n"
 
 
 def inline_source(names: Sequence[str]) -> str:
