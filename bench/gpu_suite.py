@@ -57,8 +57,6 @@ LM_BATCH = 32
 LM_SEQ_LEN = 256
 SHAPES = {"lm": (LM_BATCH, LM_SEQ_LEN), "gpt2": (16, 1024)}  # (batch, tokens per sample)
 GPT2_EPOCHS = 8  # 25 steps each (400 windows): the 200 steps of the loss check
-# The emitted GPT-2 gets nanoGPT's initialisation from run_emitted.py's hook
-NANOGPT_INIT_HOOK = True
 MLP_SAMPLES = 60_000
 LM_SETTINGS = {  # report label -> (precision, torch.compile mode)
     "fp32 eager": ("fp32", "none"),
@@ -172,8 +170,7 @@ def emitted_job(
     plan: Plan, variant: dict[str, Any], epochs: int, setting: str | None = None
 ) -> Job:
     metrics = plan.work / f"{variant['name']}_{len(setting or '')}.metrics.jsonl"
-    # GPT-2: nanoGPT's initialisation, as the hand-written side has (run_emitted.py)
-    init = ["--nanogpt-init", "GPT"] if variant["bench"] == "gpt2" and NANOGPT_INIT_HOOK else []
+    init: list[str] = []  # run_emitted.py's options
     extra: dict[str, Any] = {"script": variant["script"]}
     if setting == LM_MODEL_ONLY:
         init += ["--model-only-compile"]

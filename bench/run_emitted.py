@@ -2,13 +2,10 @@
 
     python bench/run_emitted.py bench/generated/mlp_tl_default.py --epochs 5 --metrics m.jsonl
 
-    python bench/run_emitted.py --nanogpt-init GPT bench/generated/gpt2_tl_default.py ...
-
-(the second applies nanoGPT's initialisation after the emitted `GPT.__init__`;
-bench/handwritten must be on PYTHONPATH). Two more options, for the diagnosis of a
-step's speed, go before the script: `--model-only-compile` compiles the model alone and
-computes the loss outside it (as the scripts did before `BatchLoss`), and
-`--profile-steps N` profiles N optimizer steps of the fifth epoch, after its first
+Two options, for the diagnosis of a step's speed, go before the script
+(bench/handwritten must be on PYTHONPATH for the second): `--model-only-compile`
+compiles the model alone and computes the loss outside it (as the scripts did before
+`BatchLoss`), and `--profile-steps N` profiles N optimizer steps of the fifth epoch, after its first
 (bench/handwritten/step_profile.py; the GPU suite times epochs 2-4 of such a run).
 It prints the script's own output, then one last line of JSON,
 `{"peak_mem_bytes": ..., "wall_s": ..., "exit_code": ...}`; the GPU suite reads it.
@@ -29,22 +26,6 @@ def exit_code(error: SystemExit) -> int:
     if error.code is None:
         return 0
     return error.code if isinstance(error.code, int) else 1
-
-
-def with_nanogpt_init(namespace: dict[str, Any], class_name: str) -> None:
-    """After the emitted `class_name.__init__`, apply nanoGPT's initialisation
-    (bench/handwritten/gpt2.py's `init_weights`): the language has no per-layer init, and
-    the GPT-2 rows' loss check needs both sides to start from the same weights."""
-    from gpt2 import init_weights  # bench/handwritten, on PYTHONPATH
-
-    cls = namespace[class_name]
-    plain = cls.__init__
-
-    def init(self: Any, *args: Any, **kwargs: Any) -> None:
-        plain(self, *args, **kwargs)
-        init_weights(self, len(self.h))
-
-    cls.__init__ = init
 
 
 def with_model_only_compile(script_globals: dict[str, Any]) -> None:
@@ -88,30 +69,26 @@ def with_step_profile(script_globals: dict[str, Any], steps: int) -> Any:
 
 def main() -> int:
     argv = sys.argv[1:]
-    init_class, model_only, profile_steps = None, False, 0
-    while argv[:1] in (["--nanogpt-init"], ["--model-only-compile"], ["--profile-steps"]):
+    model_only, profile_steps = False, 0
+    while argv[:1] in (["--model-only-compile"], ["--profile-steps"]):
         if argv[0] == "--model-only-compile":
             model_only, argv = True, argv[1:]
-        elif argv[0] == "--nanogpt-init":
-            init_class, argv = argv[1], argv[2:]
         else:
             profile_steps, argv = int(argv[1]), argv[2:]
     if not argv:
-        print("usage: run_emitted.py [--nanogpt-init CLASS] [--model-only-compile] "
-              "[--profile-steps N] SCRIPT [ARGS...]", file=sys.stderr)  # fmt: skip
+        print("usage: run_emitted.py [--model-only-compile] [--profile-steps N] "
+              "SCRIPT [ARGS...]", file=sys.stderr)  # fmt: skip
         return 2
     script, *args = argv
     sys.argv = [script, *args]
     start = time.perf_counter()
     code, profile = 0, None
     try:
-        if init_class is None and not model_only and not profile_steps:
+        if not model_only and not profile_steps:
             runpy.run_path(script, run_name="__main__")
         else:  # load without running, patch, then run its main
             namespace = runpy.run_path(script, run_name="tensorloom_bench_script")
             script_globals = namespace["main"].__globals__
-            if init_class is not None:
-                with_nanogpt_init(namespace, init_class)
             if model_only:
                 with_model_only_compile(script_globals)
             if profile_steps:

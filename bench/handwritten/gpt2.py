@@ -61,8 +61,8 @@ class Block(nn.Module):
 
 def init_weights(model: nn.Module, n_layer: int) -> None:
     """nanoGPT's initialisation, in its order: normal(0, 0.02) weights, zero biases, the
-    residual projections (`c_proj`) at 0.02 / sqrt(2 n_layer). bench/run_emitted.py applies
-    it to TensorLoom's emitted `GPT` too (same module tree), so both start from one init."""
+    residual projections (`c_proj`) at 0.02 / sqrt(2 n_layer). bench/programs/gpt2.nml says
+    the same with the language's `init=`, `std=`, `out_std=` and `bias_init=`."""
     model.apply(_init_module)
     for name, p in model.named_parameters():
         if name.endswith("c_proj.weight"):

@@ -35,6 +35,19 @@ Assumptions (docs/info.md says more):
   convolutions.
 - The CUDA context (about 512 MiB) is outside PyTorch's allocator; it is in
   `total`, not in `peak`.
+
+Per rank, under `--nproc N --distributed ddp|fsdp` (`Parallelism`), at the
+per-rank batch (a train block's `batch_size` is per process):
+- DDP: every rank holds all weights, gradients and optimizer state, plus DDP's
+  gradient buckets, a second fp32 copy of the gradients (`comm buffers`).
+- FSDP (FSDP2 `fully_shard` on each block and the root): weights, gradients,
+  optimizer state and step temporaries are 1/N each (fp32 shards). While a block
+  runs, its weights are all-gathered at the training precision (2 bytes under
+  bf16/fp16), the next block's are prefetched, and the root's (embeddings, head)
+  stay gathered through forward and backward (`gathered weights`); a block's
+  backward holds its unsharded gradients at that precision and in fp32 for the
+  reduce-scatter (`comm buffers`). Autocast makes no weight copies: the gathered
+  weights are already bf16.
 """
 
 from __future__ import annotations
@@ -72,12 +85,26 @@ LOSS_SAVES = {name: record.saves for name, record in TRAIN_LOSSES.items()}
 """fp32 tensors of the model output's size the loss saves for backward (from the catalogue)."""
 
 
+STRATEGIES = ("none", "ddp", "fsdp")
+
+
+@dataclass(frozen=True, slots=True)
+class Parallelism:
+    """How the model is spread over `world_size` processes; the FSDP units' sizes."""
+
+    strategy: str = "none"  # "ddp", "fsdp"
+    world_size: int = 1
+    root_params: int = 0  # FSDP: the parameters outside the blocks (the root unit)
+    block_params: int = 0  # FSDP: the largest block's parameters
+
+
 @dataclass(frozen=True, slots=True)
 class Training:
     precision: str = "fp32"
     optimizer: str = "Adam"
     loss: str | None = None
     checkpointing: bool = False
+    parallel: Parallelism = Parallelism()
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,11 +126,15 @@ class MemoryBudget:
     workspace: int
     cuda_context: int
     checkpointing: bool
+    gathered: int = 0  # FSDP: all-gathered weights (root, current and prefetched block)
+    comm_buffers: int = 0  # DDP's gradient buckets; FSDP: a block's unsharded gradients
+    strategy: str = "none"
+    world_size: int = 1
 
     def terms(self) -> dict[str, int]:
         """The budget as a sum: every term alive at once (an upper bound)."""
         act = self.activations_checkpointed if self.checkpointing else self.activations
-        return {
+        terms = {
             "weights": self.weights,
             "gradients": self.gradients,
             "optimizer state": self.optimizer_state,
@@ -111,12 +142,17 @@ class MemoryBudget:
             "workspace": self.workspace + self.scratch,
             "cuda context": self.cuda_context,
         }
+        if self.strategy == "fsdp":
+            terms["gathered weights"] = self.gathered
+        if self.strategy != "none":
+            terms["comm buffers"] = self.comm_buffers
+        return terms
 
     @property
     def backward_peak(self) -> int:
         act = self.activations_checkpointed if self.checkpointing else self.activations
         live = act + self.weight_casts + self.loss + self.output_in_backward
-        live += self.backward_working + self.scratch
+        live += self.backward_working + self.scratch + self.gathered + self.comm_buffers
         return self.weights + self.optimizer_state + live
 
     @property
@@ -131,7 +167,8 @@ class MemoryBudget:
     @property
     def step_peak(self) -> int:
         state = self.gradients + self.optimizer_state + self.step_temporaries
-        return self.weights + state + self.output
+        buckets = self.comm_buffers if self.strategy == "ddp" else 0  # DDP's stay allocated
+        return self.weights + state + self.output + buckets
 
     @property
     def peak(self) -> int:
@@ -152,19 +189,24 @@ def training_budget(profile: ModelProfile, training: Training) -> MemoryBudget |
     act = profile.activation_bytes
     if act is None or profile.output_bytes is None or profile.largest_tensor_bytes is None:
         return None
-    weights = profile.params * FP32
+    parallel = training.parallel
+    sharded = parallel.strategy == "fsdp"
+    # FSDP2 pads each parameter's dim 0 to a multiple of N; the padding is left out.
+    shard = math.ceil(profile.params / parallel.world_size) if sharded else profile.params
+    weights = shard * FP32
     optimizer = OPTIMIZERS.get(training.optimizer, OPTIMIZERS["Adam"])
     out_elems = _elements(profile)
     loss = LOSS_SAVES.get(training.loss or "", 0) * out_elems * FP32
     largest = max(profile.largest_tensor_bytes, out_elems * FP32 if training.loss else 0)
     amp = training.precision != "fp32"
+    gathered, comm = _communication(profile, parallel, 2 if amp else FP32)
     return MemoryBudget(
         weights=weights,
         gradients=weights,
         optimizer_state=optimizer.state * weights,
         activations=act,
         activations_checkpointed=profile.checkpointed_activation_bytes or act,
-        weight_casts=profile.low_precision_params * 2 if amp else 0,
+        weight_casts=profile.low_precision_params * 2 if amp and not sharded else 0,
         loss=loss,
         backward_working=2 * largest,
         scratch=profile.scratch_bytes,
@@ -174,7 +216,21 @@ def training_budget(profile: ModelProfile, training: Training) -> MemoryBudget |
         workspace=WORKSPACE_BYTES,
         cuda_context=CUDA_CONTEXT_BYTES,
         checkpointing=training.checkpointing,
+        gathered=gathered,
+        comm_buffers=comm,
+        strategy=parallel.strategy,
+        world_size=parallel.world_size,
     )
+
+
+def _communication(profile: ModelProfile, parallel: Parallelism, low: int) -> tuple[int, int]:
+    """(gathered weights, communication buffers) per rank, in bytes; `low`: bytes per weight."""
+    if parallel.strategy == "ddp":  # a group of one is not wrapped in DDP
+        return 0, profile.params * FP32 if parallel.world_size > 1 else 0
+    if parallel.strategy != "fsdp":
+        return 0, 0
+    block = parallel.block_params
+    return (parallel.root_params + 2 * block) * low, block * (low + FP32)
 
 
 def _elements(profile: ModelProfile) -> int:

@@ -5,7 +5,9 @@
 
 Settings come from the command line, else from the train block that trains
 the instance (`batch_size`, `precision`, `optimizer`, `loss`), else the
-defaults (fp32, Adam, no loss, the batch left symbolic).
+defaults (fp32, Adam, no loss, the batch left symbolic). `--nproc N
+--distributed ddp|fsdp` gives the budget of one rank of N (the strategy defaults
+to the train block's `distributed`, else DDP), at the per-rank batch.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from xdsl.dialects.builtin import ModuleOp
 from tensorloom.analysis.memory import (
     OPTIMIZERS,
     MemoryBudget,
+    Parallelism,
     Training,
     optimizer_key,
     training_budget,
@@ -37,7 +40,14 @@ from tensorloom.analysis.profile import (
 from tensorloom.catalogue.shapes import Shape, format_shape
 from tensorloom.diagnostics import render_json, render_text
 from tensorloom.dialects import train
-from tensorloom.passes.model_env import CallValue, evaluate, models_of
+from tensorloom.passes.model_env import (
+    CallValue,
+    evaluate,
+    layer_count,
+    layer_params,
+    layers_of,
+    models_of,
+)
 from tensorloom.passes.shape_inference import Instantiation, instantiations
 from tensorloom.pipeline import Compilation, compile_file
 
@@ -52,6 +62,8 @@ class InfoRequest:
     bindings: Mapping[str, int] = field(default_factory=dict[str, int])
     gpu_memory: int | None = None
     checkpointing: bool = False
+    nproc: int | None = None  # the budget is one rank's of `nproc`
+    distributed: str | None = None  # "ddp", "fsdp"; None: the train block's
 
 
 @dataclass(slots=True)
@@ -104,13 +116,45 @@ def model_info(inst: Instantiation, module: ModuleOp, request: InfoRequest) -> M
     batch = request.batch_size or _int(settings.get("batch_size")) or _default_batch(settings)
     precision = request.precision or _precision(settings)
     optimizer = request.optimizer or _optimizer(settings.get("optimizer")) or "Adam"
-    training = Training(precision, optimizer, _name(settings.get("loss")), request.checkpointing)
+    parallel = _parallelism(inst, module, request, settings.get("distributed"))
+    loss = _name(settings.get("loss"))
+    training = Training(precision, optimizer, loss, request.checkpointing, parallel)
     options = ProfileOptions(batch, precision, request.bindings)
     profile = profile_instantiation(inst, models_of(module), options)
     if profile is None:
         return None
     batch = batch or _bound_batch(profile)
     return ModelInfo(profile, training, batch, training_budget(profile, training))
+
+
+def _parallelism(
+    inst: Instantiation, module: ModuleOp, request: InfoRequest, setting: object
+) -> Parallelism:
+    """`--nproc`/`--distributed`, else the train block's `distributed` at one process."""
+    strategy = request.distributed
+    if strategy is None and setting in (True, "ddp", "fsdp"):
+        strategy = "ddp" if setting is True else str(setting)
+    if strategy is None:
+        strategy = "ddp" if request.nproc is not None else "none"
+    world = request.nproc or 1
+    if strategy != "fsdp":
+        return Parallelism(strategy, world)
+    root, block = fsdp_units(inst, models_of(module))
+    return Parallelism(strategy, world, root, block)
+
+
+def fsdp_units(inst: Instantiation, models: dict[str, Any]) -> tuple[int, int]:
+    """(the root unit's parameters, the largest block's): the blocks are the layers
+    that are models (each copy of a layer list its own), as `insert-ddp` shards them."""
+    root, block = 0, 0
+    for layer in layers_of(inst.model).values():
+        params = layer_params(layer, inst.env, models)
+        if layer.kind.data not in models:
+            root += params
+            continue
+        copies = layer_count(layer, inst.env)
+        block = max(block, params // max(copies, 1) if copies is not None else params)
+    return root, block
 
 
 def _bound_batch(profile: ModelProfile) -> int | None:
@@ -190,6 +234,12 @@ def model_json(info: ModelInfo, request: InfoRequest) -> dict[str, Any]:
             "bindings": dict(request.bindings),
         },
         "memory": budget_json(info.budget, request),
+        "parallel": {
+            "strategy": info.training.parallel.strategy,
+            "world_size": info.training.parallel.world_size,
+            "root_params": info.training.parallel.root_params,
+            "block_params": info.training.parallel.block_params,
+        },
         "notes": p.unmodelled if info.budget is not None else [],
         "layers": [layer_json(layer) for layer in p.layers],
     }
@@ -233,6 +283,8 @@ def budget_json(budget: MemoryBudget | None, request: InfoRequest) -> dict[str, 
         "output_in_backward": budget.output_in_backward,
         "workspace": budget.workspace,
         "cuda_context": budget.cuda_context,
+        "gathered": budget.gathered,
+        "comm_buffers": budget.comm_buffers,
         "backward_peak": budget.backward_peak + budget.workspace,
         "step_peak": budget.step_peak + budget.workspace,
         "peak": budget.peak,
@@ -301,7 +353,10 @@ def summary_lines(info: ModelInfo, request: InfoRequest) -> list[str]:
 
 
 def budget_lines(budget: MemoryBudget, request: InfoRequest) -> list[str]:
-    lines = ["training memory, one step:"]
+    where = "one step"
+    if budget.strategy != "none":
+        where = f"one step, per rank of {budget.world_size} ({budget.strategy.upper()})"
+    lines = [f"training memory, {where}:"]
     lines += [f"  {k:<16}{_bytes(v):>12}" for k, v in budget.terms().items()]
     lines += [
         f"  with activation checkpointing: activations {_bytes(budget.activations_checkpointed)}",

@@ -61,7 +61,7 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import IntEnum
-from functools import singledispatchmethod
+from functools import lru_cache, singledispatchmethod
 from importlib import import_module
 from pathlib import PurePath
 from typing import IO, TypeVar
@@ -1335,11 +1335,12 @@ def _module_level_names(op: Operation) -> list[str]:
     if isinstance(op, py.AssignOp | py.AugAssignOp) and isinstance(op.parent_op(), MODULE_OPS):
         return [o.id.data for o in _target_names(op.target)]
     if isinstance(op, t.RawOp):
-        return _names_defined_by(op.source.data)
+        return list(_names_defined_by(op.source.data))
     return []
 
 
-def _names_defined_by(source: str) -> list[str]:
+@lru_cache(maxsize=256)  # the same runtime helpers are in most scripts
+def _names_defined_by(source: str) -> tuple[str, ...]:
     names: list[str] = []
     for node in ast.parse(source).body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
@@ -1349,7 +1350,7 @@ def _names_defined_by(source: str) -> list[str]:
             names += [
                 n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)
             ]
-    return names
+    return tuple(names)
 
 
 MODULE_OPS = (ModuleOp, t.ScriptOp, py.ModuleOp)

@@ -1,4 +1,5 @@
-"""The catalogue: one record per layer, function, loss, optimizer, schedule and dataset.
+"""The catalogue: one record per layer, function, loss, optimizer, schedule, setting and
+dataset.
 
 Every stage reads it: the checker (arguments, ranges, shape rules), the lowering
 (PyTorch spellings), `tlc info` (parameter counts, FLOPs, memory), the editor's
@@ -11,6 +12,7 @@ the catalogue by a test). Adding a concept is one record in one of these modules
     losses.py     LossRecord per loss, as a module (`CrossEntropy`) and a function
     optimizers.py OptimizerSpec per optimizer: arguments, state for the memory model
     schedules.py  ScheduleSpec per learning-rate schedule
+    settings.py   SettingSpec per train-block key (`epochs`, `ema`, `keep_best`, ...)
     datasets.py   DatasetInfo per built-in dataset: sample shape, classes, task
     shapes.py     the symbolic shape helpers every rule is written with
     args.py       Arg: an argument's type and range

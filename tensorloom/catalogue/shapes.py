@@ -61,6 +61,9 @@ def format_shape(shape: Shape) -> str:
     return "[" + ", ".join(format_dim(d) for d in shape) + "]"
 
 
+BATCH_NAMES = frozenset({"B"})
+
+
 class Unifier:
     """Union-find over symbolic dim names, each class optionally bound to an int."""
 
@@ -70,6 +73,9 @@ class Unifier:
         # Symbols no rule may fix to a size: the batch dim, which the data loader decides
         # (and the last batch of an epoch is smaller). `bind` (`-D B=32`) still may.
         self.rigid: set[str] = set()
+        # Symbols the program names as sizes of their own (the checked forward's
+        # annotation, `x: Tensor[B, T]`): none of them may turn out to be the batch dim.
+        self.distinct: set[str] = set()
 
     def _root(self, name: str) -> str:
         parent = self._parent.setdefault(name, name)
@@ -110,13 +116,21 @@ class Unifier:
             return a if a == b else _dim_mismatch(a, b)
         if isinstance(a, str) and isinstance(b, str):
             if a != b:
+                tied = self._ties_batch(a, b)
+                if tied is not None:
+                    return tied
                 self._parent[b] = a
             return a
         name, value = (a, b) if isinstance(a, str) else (b, a)
         assert isinstance(name, str) and isinstance(value, int)
         if any(self._root(r) == name for r in self.rigid):
+            what = (
+                f"the batch dim {name}"
+                if BATCH_NAMES & {name}
+                else f"`{name}`, a multiple of the batch dim"
+            )
             return ShapeMismatch(
-                f"expects {value}, got the batch dim {name}, which is not a fixed size",
+                f"expects {value}, got {what}, which is not a fixed size",
                 expected=str(value),
                 got=name,
                 help="a batch holds `batch_size` samples (fewer in the last batch): "
@@ -124,6 +138,25 @@ class Unifier:
             )
         self._value[name] = value
         return value
+
+    def _ties_batch(self, a: str, b: str) -> ShapeMismatch | None:
+        """The mismatch when merging classes `a` and `b` would make a named size the batch dim."""
+
+        def has(root: str, names: set[str]) -> str | None:
+            return next((n for n in sorted(names) if self._root(n) == root), None)
+
+        for batch_root, other in ((a, b), (b, a)):
+            batch = has(batch_root, self.rigid)
+            named = has(other, self.distinct - self.rigid)
+            if batch is not None and named is not None:
+                return ShapeMismatch(
+                    f"would make `{named}` the batch dim `{batch}`: they are different sizes",
+                    expected=a,
+                    got=b,
+                    help=f"`{batch}` is whatever the data loader batches; "
+                    f"`{named}` is a size of each sample",
+                )
+        return None
 
     def unify_shapes(self, expected: Shape, got: Shape) -> Shape | ShapeMismatch:
         """Dim-wise unification of two shapes of equal rank."""
@@ -466,7 +499,8 @@ def reshape_shape(shape: Shape, target: Sequence[Dim], unifier: Unifier) -> Shap
         return tuple(None if d == -1 else d for d in resolved)
     known = [d for d in resolved if d != -1]
     if holes:
-        resolved[holes[0]] = _hole_value(_divide_counts(_count(source), _count(known)))
+        left = _divide_counts(_count(source), _count(known))
+        resolved[holes[0]] = _hole_value(left) if left is None else _batch_hole(left, unifier)
         return tuple(resolved)
     want, have = _count(known), _count(source)
     # Only a difference in the concrete factor is certain; other symbols might agree.
@@ -495,6 +529,20 @@ def _divide_counts(
     if any(num[1][k] < v for k, v in den[1].items()):
         return None
     return num[0] // den[0], num[1] - den[1]
+
+
+def _batch_hole(left: tuple[int, Counter[str]], unifier: Unifier) -> Dim:
+    """A `-1` that absorbs the batch dim with other sizes (`[B, T, 16]` viewed as
+    `(2, -1)`: 8·B·T) is a size of its own, named `B_T_x8`, that no rule may fix:
+    it grows with the batch. Otherwise the hole's value, as `_hole_value`."""
+    value = _hole_value(left)
+    n, syms = left
+    batch = [r for r in unifier.rigid if unifier.resolve(r) in syms]
+    if value is not None or not batch:
+        return value
+    name = "_".join([*sorted(syms.elements()), *([f"x{n}"] if n != 1 else [])])
+    unifier.rigid.add(name)
+    return name
 
 
 def _hole_value(left: tuple[int, Counter[str]] | None) -> Dim:

@@ -995,6 +995,23 @@ error[TL0417]: `M`'s forward takes 2 inputs (`x`, `z`), but a dataset feeds one:
 """,
         ),
         Code(
+            'TL0430',
+            '`fp16` with `distributed = "fsdp"`',
+            """\
+FSDP2 keeps each rank's gradients as shards (DTensors), which the plain GradScaler that fp16 needs does not unscale; FSDP's own mixed precision all-gathers the weights in bf16.
+""",
+            """\
+error[TL0430]: `precision = fp16` is not supported with `distributed = "fsdp"`
+  --> train_fsdp_fp16.tl:15:17
+   |
+15 |     precision = fp16
+   |                 ^^^^
+   |
+   = note: fp16 needs a GradScaler, and FSDP's sharded gradients need a sharded one
+   = help: use `precision = bf16`: FSDP all-gathers the weights in bf16
+""",
+        ),
+        Code(
             'TL0420',
             'an unknown config override',
             """\

@@ -43,7 +43,7 @@ def render(diagnostic: Diagnostic, sources: SourceMap, *, color: bool = False) -
     span = diagnostic.primary.span
     severity = diagnostic.severity.value
     header = paint(f"{severity}[{diagnostic.code}]", severity)
-    lines = [header + paint(f": {diagnostic.message}", "bold")]
+    lines = [header + paint(f": {_one_line(diagnostic.message)}", "bold")]
     labels = [diagnostic.primary, *diagnostic.secondary]
     gutter = max(len(str(label.span.line)) for label in labels)
     pad = " " * gutter
@@ -80,10 +80,17 @@ def _snippet(
     marker = paint(("^" if primary else "-") * width, style)
     where = f"{pad}{paint(':::', 'gutter')} {span}"
     header = [] if primary else [where]
-    message = paint(label.message, style)
+    message = paint(_one_line(label.message), style)
     underline = f"{paint(pad + ' |', 'gutter')} {' ' * (span.col - 1)}{marker} {message}".rstrip()
     number = paint(f"{str(span.line).rjust(gutter)} |", "gutter")
     return [*header, f"{number} {text}".rstrip(), underline]
+
+
+def _one_line(text: str) -> str:
+    """A message quoting the user's text (a file name holding a newline) kept on its line."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
 
 
 def render_all(diagnostics: list[Diagnostic], sources: SourceMap, *, color: bool = False) -> str:

@@ -358,6 +358,23 @@ class DdpWrapOp(LazyFormatOp):
 
 
 @irdl_op_definition
+class FsdpShardOp(LazyFormatOp):
+    """`train.fsdp_shard @net ["h"]`: FSDP2 `fully_shard` on each listed block (a layer
+    list stands for each of its models), then on the model itself."""
+
+    name = "train.fsdp_shard"
+
+    model = prop_def(SymbolRefAttr)
+    blocks = prop_def(ArrayAttr[StringAttr])
+
+    traits = traits_def(HasParent(LoopOp))
+    ASSEMBLY_FORMAT: ClassVar[str] = "$model $blocks attr-dict"
+
+    def __init__(self, model: str, blocks: Sequence[str]):
+        super().__init__(properties={"model": SymbolRefAttr(model), "blocks": string_array(blocks)})
+
+
+@irdl_op_definition
 class CompileOp(LazyFormatOp):
     """`train.compile @net mode "max-autotune"`: wrap the model in `torch.compile`."""
 
@@ -413,6 +430,7 @@ Train = Dialect(
         MainOp,
         AutocastOp,
         DdpWrapOp,
+        FsdpShardOp,
         CompileOp,
         ActivationCheckpointOp,
     ],

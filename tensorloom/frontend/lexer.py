@@ -169,6 +169,16 @@ class Lexer:
         self.tokens.append(Token(TokenKind.DEDENT, "", span))
 
     def indent_width(self, blank: str, start: int) -> int:
+        odd = next((i for i, ch in enumerate(blank) if ch not in " \t"), None)
+        if odd is not None:  # a form feed or vertical tab: neither a tab nor a space
+            self.error(
+                "TL0003",
+                f"indentation holds U+{ord(blank[odd]):04X}, which is neither a space nor a tab",
+                Span.point(self.path, self.line, odd + 1),
+                "",
+                help="indent with spaces only",
+            )
+            blank = blank.replace(blank[odd], "")
         if blank and self.indent_char is None:
             self.indent_char = blank[0]
         offending = next((i for i, ch in enumerate(blank) if ch != self.indent_char), None)
@@ -435,7 +445,8 @@ class Lexer:
                 "|": "did you mean `|>`?",
                 "&": "did you mean `and`?",
             }[ch]
-        self.error("TL0005", f"unknown character `{ch}`", self.here(1), "", help=hint)
+        shown = f"`{ch}`" if ch.isprintable() else f"U+{ord(ch):04X}"
+        self.error("TL0005", f"unknown character {shown}", self.here(1), "", help=hint)
         self.add(TokenKind.ERROR, ch)
 
     # ------------------------------------------------------------ helpers

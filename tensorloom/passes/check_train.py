@@ -5,12 +5,12 @@
         optimizer = Adma(lr=0.1)   TL0404 unknown optimizer `Adma` (did you mean `Adam`?)
         loss = CrossEntropy        TL0408 if `net` gives 5 classes and the data has 10
 
-Every key, with its type and range, is listed in `SETTINGS` and documented in
-docs/train-block.md. Also checked: optimizer and loss names and their keyword
-arguments, the dataset's options (TL07xx, from `catalogue/datasets.py`), and
-likely mistakes (warnings): a softmax right before `CrossEntropy`, which applies
-its own, `fp16`, which needs CUDA, and `load_dataset()`, which trains on
-synthetic data (TL0707).
+Every key, with its type and range, is a record of catalogue/settings.py (made
+into checks in `SETTINGS`) and documented in docs/train-block.md. Also checked:
+optimizer and loss names and their keyword arguments, the dataset's options
+(TL07xx, from `catalogue/datasets.py`), and likely mistakes (warnings): a softmax
+right before `CrossEntropy`, which applies its own, `fp16`, which needs CUDA, and
+`load_dataset()`, which trains on synthetic data (TL0707).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from tensorloom.catalogue.datasets import (
 from tensorloom.catalogue.losses import FLOATS, INDICES, TRAIN_LOSSES
 from tensorloom.catalogue.optimizers import OPTIMIZERS as OPTIMIZER_SPECS
 from tensorloom.catalogue.schedules import SCHEDULES as SCHEDULE_SPECS
+from tensorloom.catalogue.settings import SETTING_SPECS, SettingSpec
 from tensorloom.catalogue.shapes import Dim, format_shape
 from tensorloom.diagnostics.core import Diagnostic, Label, did_you_mean
 from tensorloom.diagnostics.ir import report, span_of
@@ -326,35 +327,36 @@ class Setting:
     doc: str
 
 
+_KIND_CHECKS: dict[str, Check] = {
+    "optimizer": _named("optimizer", "optimizer", OPTIMIZERS),
+    "loss": _named("loss", "loss", LOSSES),
+    "lr_schedule": _named("lr_schedule", "lr schedule", SCHEDULES),
+    "grad_clip": grad_clip,
+    "patience": patience,
+    "metric": _metric_name,
+    "metrics": lambda _k, _v: None,  # each metric is checked against the block: `_metrics`
+    "compile": one_of(True, False, "default", "reduce-overhead", "max-autotune"),
+    "ema": number_in(0.0, 1.0),
+    "distributed": one_of(True, False, "ddp", "fsdp"),
+}
+
+
+def _setting_check(spec: SettingSpec) -> Check:
+    """A record's check: its plain value's type and range, or the rule of its kind."""
+    if spec.kind != "value":
+        return _KIND_CHECKS[spec.kind]
+    assert spec.value is not None, spec.name
+    if spec.value.type == "bool":
+        return boolean
+    check = _range_check(spec.value)
+    assert check is not None, spec.name
+    return check
+
+
 SETTINGS: dict[str, Setting] = {
-    "epochs": Setting(int_at_least(1), "number of passes over the training data"),
-    "batch_size": Setting(int_at_least(1), "samples per optimizer step (per process)"),
-    "optimizer": Setting(_named("optimizer", "optimizer", OPTIMIZERS), "a torch.optim class"),
-    "loss": Setting(_named("loss", "loss", LOSSES), "a loss function"),
-    "precision": Setting(one_of("auto", "fp32", "fp16", "bf16"), "training precision"),
-    "distributed": Setting(boolean, "DistributedDataParallel over all local GPUs"),
-    "compile": Setting(
-        one_of(True, False, "default", "reduce-overhead", "max-autotune"), "torch.compile mode"
-    ),
-    "lr_schedule": Setting(
-        _named("lr_schedule", "lr schedule", SCHEDULES), "learning-rate schedule"
-    ),
-    "grad_clip": Setting(grad_clip, "clip the gradient norm to this value"),
-    "grad_accum": Setting(int_at_least(1), "micro-batches per optimizer step"),
-    "accumulate_steps": Setting(int_at_least(1), "`grad_accum`'s older name"),
-    "decay_groups": Setting(boolean, "no weight decay for biases and norm weights"),
-    "ema": Setting(number_in(0.0, 1.0), "decay of an EMA of the weights, validated too"),
-    "early_stopping": Setting(patience, "stop after N validations without a new best"),
-    "keep_best": Setting(_metric_name, "save `best.pt` at each new best of this metric"),
-    "eval_every": Setting(int_at_least(1), "also validate every N optimizer steps"),
-    "max_steps": Setting(int_at_least(1), "optimizer steps in all; the schedule spans them"),
-    "seed": Setting(int_at_least(0), "random seed of the run"),
-    "activation_checkpointing": Setting(boolean, "recompute block activations in backward"),
-    "val_every": Setting(int_at_least(1), "validate every N epochs"),
-    "log_every": Setting(int_at_least(1), "log every N optimizer steps"),
-    "metrics": Setting(lambda _k, _v: None, "validation metrics: `accuracy`, `top_k(k)`, a `fn`"),
-}  # fmt: skip
-"""Every key a train block accepts."""
+    spec.name: Setting(_setting_check(spec), spec.summary) for spec in SETTING_SPECS
+}
+"""Every key a train block accepts: catalogue/settings.py's records, as checks."""
 
 
 # --- the loss against model and data ------------------------------------------------------------
@@ -758,6 +760,12 @@ class LoopChecker:
         op = self.loop.settings()["precision"]
         span = span_of(op.value_loc) if op.value_loc is not None else span_of(op)
         if span is None:
+            return
+        if self._value("distributed") == "fsdp":
+            message = '`precision = fp16` is not supported with `distributed = "fsdp"`'
+            note = "fp16 needs a GradScaler, and FSDP's sharded gradients need a sharded one"
+            help_text = "use `precision = bf16`: FSDP all-gathers the weights in bf16"
+            report(Diagnostic.error("TL0430", message, Label(span), notes=[note], help=help_text))
             return
         message = "`fp16` needs a CUDA GPU; on a CPU-only run it falls back to fp32"
         help_text = "use `precision = bf16` to get mixed precision on the CPU as well"

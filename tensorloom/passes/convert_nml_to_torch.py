@@ -54,7 +54,7 @@ with `BODY_PATTERNS` (they also match nml ops directly inside a `py.def`).
 from __future__ import annotations
 
 import ast
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 from typing import TypeVar
@@ -81,13 +81,14 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tensorloom.catalogue.functions import FUNCTIONS
-from tensorloom.catalogue.layers import lookup
+from tensorloom.catalogue.layers import BoundLayer, LayerSpec, lookup
 from tensorloom.catalogue.layers.parameter import PARAMETER
 from tensorloom.dialects import nml, py
 from tensorloom.dialects import torch as t
 from tensorloom.dialects.nml.types import CallAttr, CfgAttr, ExprAttr, NoneValueAttr, SliceAttr
 from tensorloom.passes.check_scopes import MODULE_ATTRIBUTES
 from tensorloom.passes.model_env import (
+    CONFIG_FUNCTIONS,
     bind_layer,
     configs_of,
     enclosing_model,
@@ -982,7 +983,7 @@ def _call_ops(
     callee: str, args: Sequence[Attribute], kwargs: Sequence[tuple[str, Attribute]]
 ) -> list[Operation]:
     """`callee(args, key=value)` of attribute expressions."""
-    function = py.NameOp(callee)
+    function = py.NameOp(f"math.{callee}" if callee in CONFIG_FUNCTIONS else callee)
     ops: list[Operation] = [function]
     values: list[SSAValue] = []
     for arg in [*args, *(v for _, v in kwargs)]:
@@ -1021,7 +1022,9 @@ class ModelToClass(RewritePattern):
         defaults_ops, params, param_defaults = _init_params(op)
         methods = [_method(func, rewriter) for func in _funcs(op)]
         fields = _fields(op, methods)
-        submodules = [o for layer in layers_of(op).values() for o in self._submodule(op, layer)]
+        layers = layers_of(op).values()
+        submodules = [o for layer in layers for o in self._submodule(op, layer)]
+        submodules += _grouped_inits([i for layer in layers for i in self._inits(op, layer)])
         origin = f" from {PurePath(op.origin.data).name}" if op.origin is not None else ""
         cls = t.ModuleClassOp(
             op.sym_name.data,
@@ -1051,6 +1054,7 @@ class ModelToClass(RewritePattern):
             if kind not in self.models and spec is not None:
                 bound = bind_layer(layer, model_env(model))
                 cls_name = spec.torch_class_of(bound) if bound is not None else spec.torch_class
+                kwargs = [(k, v) for k, v in kwargs if k not in spec.init_keywords()]
                 kwargs += _forced_kwargs(kind, len(args), kwargs)
             element = _call_ops(cls_name, args, kwargs)
             value = element if layer.count is None else _module_list(element, layer.count)
@@ -1058,6 +1062,115 @@ class ModelToClass(RewritePattern):
             _at(o, layer)
             for o in [*value, t.SubmoduleOp(layer.sym_name.data, value[-1].results[0])]
         ]
+
+    def _inits(self, model: nml.ModelOp, layer: nml.LayerOp) -> list[_Init]:
+        """The layer's `nn.init` calls (`init="normal", std=0.02`), after every submodule."""
+        kind = layer.kind.data
+        spec = lookup(kind)
+        if kind in self.models or spec is None or kind == PARAMETER:
+            return []
+        bound = bind_layer(layer, model_env(model))
+        if bound is None:
+            return []
+        name, each = layer.sym_name.data, layer.count is not None
+        if kind != "Sequential":
+            return _init_steps(name, "", spec, bound, layer.kwargs.data, each, layer)
+        elements = bound["layers"]
+        assert isinstance(elements, list)
+        inits: list[_Init] = []
+        for i, (attr, element) in enumerate(zip(layer.args.data, elements, strict=True)):
+            if isinstance(attr, CallAttr) and isinstance(element, BoundLayer):
+                kwargs = attr.kwargs.data
+                inits += _init_steps(name, f"{i}.", element.spec, element, kwargs, each, layer)
+        return inits
+
+
+@dataclass(frozen=True)
+class _Init:
+    """One `nn.init.<function>(self.<field>.<tensor>, key=value)` of `__init__`; `each`:
+    for every element of the layer list `self.<field>`."""
+
+    field: str
+    tensor: str  # as `named_parameters()` spells it: `0.weight` is `[0].weight`
+    function: str
+    kwargs: list[tuple[str, Attribute]]
+    each: bool
+    layer: nml.LayerOp
+
+
+def _init_steps(
+    field: str,
+    prefix: str,
+    spec: LayerSpec,
+    bound: BoundLayer,
+    kwargs: Mapping[str, Attribute],
+    each: bool,
+    layer: nml.LayerOp,
+) -> list[_Init]:
+    """`spec.init_plan(bound)`, with the arguments the layer was given."""
+    inits: list[_Init] = []
+    for step in spec.init_plan(bound):
+        given = [("mean", step.mean), ("std", step.std)]
+        chosen = [(k, kwargs[kw]) for k, kw in given if kw is not None]
+        inits.append(_Init(field, prefix + step.tensor, step.function, chosen, each, layer))
+    return inits
+
+
+def _grouped_inits(inits: Sequence[_Init]) -> list[Operation]:
+    """The `nn.init` statements: `nn.init.normal_(self.wte.weight, std=0.02)`, and one
+    `for layer in self.h:` around consecutive ones of the same layer list."""
+    ops: list[Operation] = []
+    i = 0
+    while i < len(inits):
+        first = inits[i]
+        if not first.each:
+            ops += [_at(o, first.layer) for o in _init_call(first, _self_attr(first.field))]
+            i += 1
+            continue
+        group = [first]
+        while i + len(group) < len(inits):
+            following = inits[i + len(group)]
+            if not (following.each and following.field == first.field):
+                break
+            group.append(following)
+        i += len(group)
+        layers = _self_attr(first.field)
+        loop = py.ForOp(layers[-1].results[0])
+        element = loop.body.block.args[0]
+        element.name_hint = "layer"
+        for init in group:
+            loop.body.block.add_ops(_init_call(init, [], element))
+        ops += [_at(o, first.layer) for o in [*layers, loop]]
+    return ops
+
+
+def _self_attr(field: str) -> list[Operation]:
+    owner = py.NameOp("self")
+    return [owner, py.AttributeOp(owner.result, field)]
+
+
+def _init_call(
+    init: _Init, module: list[Operation], value: SSAValue | None = None
+) -> list[Operation]:
+    """`nn.init.normal_(<module>.weight, std=0.02)`."""
+    ops = list(module)
+    target = value if value is not None else ops[-1].results[0]
+    for part in init.tensor.split("."):
+        if part.isdigit():
+            index = py.ConstantOp(IntegerAttr(int(part), 64))
+            ops += [index, py.SubscriptOp(target, [index.result])]
+        else:
+            ops.append(py.AttributeOp(target, part))
+        target = ops[-1].results[0]
+    arguments: list[SSAValue] = [target]
+    for _, attr in init.kwargs:
+        part_ops = attr_ops(attr)
+        ops += part_ops
+        arguments.append(part_ops[-1].results[0])
+    function = py.NameOp(f"nn.init.{init.function}")
+    names = [""] + [k for k, _ in init.kwargs]
+    call_op = py.CallOp(function.result, arguments, names)
+    return [*ops, function, call_op, py.ExprOp(call_op.results[0])]
 
 
 def _joined_call(callee: str, parts: Sequence[list[Operation]]) -> list[Operation]:
@@ -1106,6 +1219,7 @@ def _layer_ops(attr: Attribute) -> list[Operation]:
     kwargs = _items(attr.kwargs)
     if spec is None:
         return _call_ops(attr.callee.data, args, kwargs)
+    kwargs = [(k, v) for k, v in kwargs if k not in spec.init_keywords()]
     kwargs += _forced_kwargs(spec.name, len(args), kwargs)
     return _call_ops(spec.torch_class, args, kwargs)
 

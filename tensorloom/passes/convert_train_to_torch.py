@@ -190,6 +190,7 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
     compiled = _marker(loop, train.CompileOp)
     blocks = _marker(loop, train.ActivationCheckpointOp)
     clip, every, log_every = value("grad_clip"), value("checkpoint_every"), value("log_every")
+    shard = _marker(loop, train.FsdpShardOp)
     return ScriptPlan(
         source=source,
         model_class=instance.model.root_reference.data,
@@ -205,7 +206,7 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
         loss=str(value("loss")),
         loss_kwargs=_sources(value("loss_args")),
         precision=_precision(loop),
-        distributed=_marker(loop, train.DdpWrapOp) is not None,
+        distributed=_marker(loop, train.DdpWrapOp) is not None or shard is not None,
         checkpoint_every=every if isinstance(every, int) else None,
         checkpoint_unit=str(value("checkpoint_unit")),
         schedule=None if schedule == "none" else str(schedule),
@@ -227,6 +228,8 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
         data_at=_where(_find(module, train.DatasetOp, loop.data.root_reference.data)),
         label_classes=_model_classes(module, loop),
         recipe=_recipe(config),
+        fsdp_blocks=tuple(b.data for b in shard.blocks)
+        if isinstance(shard, train.FsdpShardOp) else None,
     )  # fmt: skip
 
 
@@ -271,7 +274,7 @@ def import_ops(plan: ScriptPlan) -> list[Operation]:
         py.ImportOp("torch.nn.functional", "F"),
         py.FromImportOp("torch", ["nn"]),
     ]
-    if plan.distributed:
+    if plan.distributed and not plan.sharded:
         ops.append(py.FromImportOp("torch.nn.parallel", ["DistributedDataParallel"]))
     if plan.checkpointed_layers:
         ops.append(py.FromImportOp("collections.abc", ["Callable"]))

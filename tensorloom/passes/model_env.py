@@ -18,6 +18,7 @@ a model's configs, layers and forward).
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -123,7 +124,18 @@ def _evaluate_list(attr: ArrayAttr, env: Mapping[str, Value]) -> Evaluated | Eva
     return items
 
 
-def _evaluate_call(attr: CallAttr, env: Mapping[str, Value]) -> CallValue | EvalError:
+CONFIG_FUNCTIONS: dict[str, Callable[[float], float]] = {
+    "sqrt": math.sqrt,
+    "exp": math.exp,
+    "log": math.log,
+}
+"""Functions of one number a config expression may call (`std=0.02 / sqrt(2 * n_layer)`),
+emitted as Python's `math.sqrt`, `math.exp` and `math.log`."""
+
+
+def _evaluate_call(attr: CallAttr, env: Mapping[str, Value]) -> Evaluated | EvalError:
+    if attr.callee.data in CONFIG_FUNCTIONS and not attr.kwargs.data:
+        return _evaluate_math(attr, env)
     args: list[Evaluated] = []
     for element in attr.args.data:
         value = evaluate(element, env)
@@ -137,6 +149,27 @@ def _evaluate_call(attr: CallAttr, env: Mapping[str, Value]) -> CallValue | Eval
             return value
         kwargs.append((key, value))
     return CallValue(attr.callee.data, tuple(args), tuple(kwargs))
+
+
+def _evaluate_math(attr: CallAttr, env: Mapping[str, Value]) -> float | EvalError:
+    name = attr.callee.data
+    if len(attr.args.data) != 1:
+        return EvalError(f"`{name}` takes one number, got {len(attr.args.data)} arguments")
+    value = evaluate(attr.args.data[0], env)
+    if isinstance(value, EvalError):
+        return value
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return EvalError(f"`{name}` needs a number, got {_describe(value)}")
+    try:
+        return CONFIG_FUNCTIONS[name](value)
+    except (ValueError, OverflowError):
+        return EvalError(f"`{name}({value})` has no value")
+
+
+def _describe(value: Evaluated) -> str:
+    if isinstance(value, CallValue):
+        return f"a call of `{value.name}`"
+    return f"`{value!r}`"
 
 
 _ARITHMETIC: dict[str, Callable[[float, float], float]] = {
@@ -157,7 +190,7 @@ def _evaluate_expr(attr: ExprAttr, env: Mapping[str, Value]) -> Evaluated | Eval
         if isinstance(value, EvalError):
             return value
         if not isinstance(value, int | float) or isinstance(value, bool):
-            return EvalError(f"`{attr.op.data}` needs numbers, got `{value!r}`")
+            return EvalError(f"`{attr.op.data}` needs numbers, got {_describe(value)}")
         operands.append(value)
     if attr.op.data == "neg":
         return -operands[0]

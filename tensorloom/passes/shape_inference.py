@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from xdsl.context import Context
@@ -81,7 +81,7 @@ from tensorloom.catalogue.shapes import (
     format_shape,
 )
 from tensorloom.diagnostics.core import Diagnostic, DiagnosticSink, Label
-from tensorloom.diagnostics.ir import report, reporting, span_of
+from tensorloom.diagnostics.ir import current_sink, report, reporting, span_of
 from tensorloom.dialects import train
 from tensorloom.dialects.nml import (
     AnyType,
@@ -97,6 +97,7 @@ from tensorloom.dialects.nml import (
     IfOp,
     IndexOp,
     InstanceOp,
+    KernelCallOp,
     LayerOp,
     ListOp,
     ModelOp,
@@ -685,11 +686,26 @@ class Inference:
 
     def _float_ids(self, model: ModelOp, op: ApplyOp | ApplyAtOp) -> bool:
         """Whether an `Embedding`'s ids are the output of a catalogue layer (always floats)."""
-        source = op.args[0].owner
-        if not isinstance(source, ApplyOp):
-            return False
-        declared = layers_of(model).get(source.layer.root_reference.data)
-        return declared is not None and lookup(declared.kind.data) is not None
+        seen: set[SSAValue] = set()
+        todo = [op.args[0]]
+        while todo:  # back through the builtins that keep a float a float (`sum`, `relu`, `+`)
+            value = todo.pop()
+            if value in seen:
+                continue
+            seen.add(value)
+            source = value.owner
+            if isinstance(source, ApplyOp):
+                declared = layers_of(model).get(source.layer.root_reference.data)
+                if declared is not None and lookup(declared.kind.data) is not None:
+                    return True
+                continue
+            kind = self.type_of(value)
+            float_result = isinstance(kind, TensorType) and not isinstance(
+                kind.element_type, IntegerType
+            )
+            if isinstance(source, Operation) and float_result and _keeps_float(source):
+                todo.extend(source.operands)
+        return False
 
     def _suffix_input(self, op: ApplyOp | ApplyAtOp, bound: BoundLayer) -> Shape:
         """`[..., 784]` into a layer whose rule holds for any leading dims: its known
@@ -771,12 +787,76 @@ class Inference:
         self.depth += 1
         self.hooks.on_call(op, forward)
         inner_env = model_env(nested, overrides)
-        result = self.run(nested, forward, inner_env, self._tensor_args(op), inner)
+        args = self._annotated_args(layer, op, forward, inner_env)
+        result = self.run(nested, forward, inner_env, args, inner)
         self.hooks.on_return(op, forward)
         self.depth -= 1
         kind = nested.sym_name.data
         flow.steps.append(self.step(name, kind, result, inner.params))
         return result
+
+    def _annotated_args(
+        self, layer: LayerOp, op: ApplyOp | ApplyAtOp, forward: FuncOp, env: Env
+    ) -> list[Attribute]:
+        """What reaches a nested model's forward, merged with its annotations (`x:
+        Tensor[B, d]`, `d` a config of that model); a mismatch is TL0201 at the call."""
+        given = self._tensor_args(op)
+        declared = [with_config_dims(t, env) for t in forward.function_type.inputs.data]
+        merged: list[Attribute] = []
+        for i, got in enumerate(given):
+            want = declared[i] if i < len(declared) else None
+            if not (isinstance(want, TensorType) and isinstance(got, TensorType)):
+                merged.append(got)
+                continue
+            if want.dims is None or got.dims is None:
+                merged.append(got if got.dims is not None else want.with_dims(want.dims))
+                continue
+            dims = self.unifier.unify_shapes(want.dims, got.dims)
+            if isinstance(dims, ShapeMismatch):
+                self._report_annotation(layer, op, forward, i, want, got, dims)
+                merged.append(want)  # checked on its own annotation: one mistake, one error
+                continue
+            merged.append(got.with_dims(dims))
+        return merged
+
+    def _report_annotation(
+        self,
+        layer: LayerOp,
+        op: ApplyOp | ApplyAtOp,
+        forward: FuncOp,
+        index: int,
+        want: TensorType,
+        got: TensorType,
+        mismatch: ShapeMismatch,
+    ) -> None:
+        span = span_of(op)
+        if span is None:
+            return
+        name, kind = layer.sym_name.data, layer.kind.data
+        message = (
+            f"`{name}` (`{kind}`) takes {format_shape(want.dims)} (its forward's annotation), "
+            f"got {self.unifier.format_shape(got.dims)}: {mismatch.message}"
+        )
+        primary = self._operand_label(op, index, span)
+        secondary = [
+            Label(s, f"`{kind}`'s forward is declared here") for s in [span_of(forward)] if s
+        ]
+        report(
+            Diagnostic.error("TL0201", message, primary, secondary=secondary, help=mismatch.help)
+        )
+
+    def _kernel_call(self, op: KernelCallOp) -> None:
+        """A kernel's launcher returns `out=` if given, else an output allocated like its
+        first tensor argument (`torch.empty_like(x)`, synthesize-launchers)."""
+        if len(op.results) != 1:
+            return
+        names = [n.data for n in op.arg_names]
+        like = op.args[names.index("out")] if "out" in names else None
+        if like is None:
+            like = next((a for a, n in zip(op.args, names, strict=False) if not n), None)
+        kind = self.type_of(like) if like is not None else None
+        if isinstance(kind, TensorType):
+            self.types[op.results[0]] = kind
 
     def _tensor_args(self, op: ApplyOp | ApplyAtOp) -> list[Attribute]:
         return [self.type_of(v) for v in op.args]
@@ -830,6 +910,7 @@ INSTANTIATION_RULES: dict[str, InstantiationRule] = {
     "getattr": lambda self, model, op, env, flow: self._getattr(model, op, env),
     "ref": lambda self, model, op, env, flow: self._ref(model, op, env),
     "tuple_get": lambda self, model, op, env, flow: self._tuple_get(op, flow),
+    "kernel_call": lambda self, model, op, env, flow: self._kernel_call(op),
 }
 """The rules an op's `FromInstantiation(rule)` trait names, by name."""
 
@@ -967,6 +1048,15 @@ _STATIC_OPERATORS: dict[tuple[str, int], Callable[..., object]] = {
 }
 
 
+def _keeps_float(op: Operation) -> bool:
+    """A builtin whose result is a float whenever its tensor input is (not `arange`)."""
+    trait = op.get_trait(ShapeInferenceTrait)
+    return isinstance(trait, FromOperands) and op.name.removeprefix("nml.") not in _INT_RESULTS
+
+
+_INT_RESULTS = frozenset({"arange", "dim", "where"})
+
+
 def _describe(bound: BoundLayer) -> str:
     """The constructor as TensorLoom writes it: `Conv2d(1, 16, 3, padding="same")`."""
     args = [_literal(a) for a in bound.args]
@@ -1060,7 +1150,10 @@ def instance_of(
 
 def input_types(inst: Instantiation, func: FuncOp, inference: Inference) -> list[Attribute]:
     """Step 2: the forward's argument types, the dataset's batch merged into the first."""
-    declared = list(func.function_type.inputs.data)
+    declared = [with_config_dims(t, inst.env) for t in func.function_type.inputs.data]
+    for attr in declared:  # `x: Tensor[B, T]`: T is a size of each sample, never the batch
+        if isinstance(attr, TensorType) and attr.suffix is not None:
+            inference.unifier.distinct.update(d for d in attr.suffix if isinstance(d, str))
     if inst.inputs is None or not declared:
         return declared
     given = inst.inputs[0]
@@ -1072,6 +1165,26 @@ def input_types(inst: Instantiation, func: FuncOp, inference: Inference) -> list
             return declared
         given = first.with_dims(merged)
     return [given, *declared[1:]]
+
+
+def with_config_dims(attr: Attribute, env: Env) -> Attribute:
+    """`Tensor[B, T, d]` with `d` an integer config of the model: `Tensor[B, T, 16]`."""
+    if not isinstance(attr, TensorType) or attr.suffix is None:
+        return attr
+    dims = attr.suffix
+    folded = tuple(_config_dim(d, env) for d in dims)
+    if folded == dims:
+        return attr
+    if attr.prefixed:
+        return TensorType.from_suffix(folded, attr.element_type)
+    return attr.with_dims(folded)
+
+
+def _config_dim(dim: Dim, env: Env) -> Dim:
+    if not isinstance(dim, str):
+        return dim
+    value = env.get(dim)
+    return value if isinstance(value, int) and not isinstance(value, bool) else dim
 
 
 def _report_input(
@@ -1219,15 +1332,53 @@ def _record_synthetic(
     from tensorloom.passes.infer_synthetic_data import synthetic_sample
 
     inst = instance_of(instance, models, None, module)
-    sample = synthetic_sample(inst.model, inst.env, models) if inst is not None else None
-    if inst is None or sample is None:
+    if inst is None:
         return
+    derived = synthetic_sample(inst.model, inst.env, models)
+    sample = derived or RUNTIME_SYNTHETIC_SAMPLE
     inst.inputs = [TensorType.from_dims([BATCH, *sample])]
-    done = infer_instantiation(inst, models, quiet=True)
-    if done is None:
+    captured = DiagnosticSink()
+    with reporting(captured):
+        done = infer_instantiation(inst, models)
+    _report_on_synthetic(captured, sample, derived is not None, module, loop)
+    if done is None or derived is None:
         return
     loop.attributes[SYNTHETIC_SAMPLE] = ArrayAttr([IntegerAttr(d, i64) for d in sample])
     loop.attributes[SYNTHETIC_OUTPUT] = done.inference.resolved_type(done.output)
+
+
+RUNTIME_SYNTHETIC_SAMPLE = (784,)
+"""The sample shape the runtime's `load_dataset()` makes when nothing says otherwise."""
+
+
+def _report_on_synthetic(
+    captured: DiagnosticSink,
+    sample: tuple[int, ...],
+    derived: bool,
+    module: ModuleOp,
+    loop: train.LoopOp,
+) -> None:
+    """The errors the forward has on the synthetic samples it will be trained on, where
+    the check on its declared inputs (`x: Tensor`, any shape) did not already find one."""
+    sink = current_sink()
+    if sink.has_errors:
+        return  # the declared check found something: fix that first
+    data = lookup_symbol(module, loop.data, train.DatasetOp)
+    where = "taken from the model" if derived else "the runtime's default: nothing says otherwise"
+    note = f"`load_dataset()` makes synthetic samples of shape {format_shape(sample)} ({where})"
+    data_span = span_of(data) if data is not None else None
+    for diagnostic in captured.errors():
+        secondary = [*diagnostic.secondary]
+        if data_span is not None:
+            secondary.append(Label(data_span, "the synthetic samples come from here"))
+        help_text = diagnostic.help or (
+            None
+            if derived
+            else "say what the samples are: `load_dataset(sample_shape=[...], "
+            "num_classes=...)`, or annotate `forward`'s input"
+        )
+        report(replace(diagnostic, secondary=secondary, notes=[*diagnostic.notes, note],
+                       help=help_text))  # fmt: skip
 
 
 def _flow_attr(flow: ModelFlow) -> DictionaryAttr:

@@ -10,9 +10,9 @@
 Each flag is a `Flag` record; which flags a script has follows from its plan:
 `--generate` and its sampling flags for language-model data, `--download` for an
 image dataset, `--precision` when insert-amp ran (the plan's `amp`), `--no-cuda-graph`
-when the whole step may be captured. The defaults that come from the train block
-are the settings' names (`EPOCHS`, `BATCH_SIZE`, ...), so the flags and the settings
-section say the same thing.
+when the whole step may be captured, `--consolidate` under FSDP. The defaults that
+come from the train block are the settings' names (`EPOCHS`, `BATCH_SIZE`, ...), so
+the flags and the settings section say the same thing.
 """
 
 from __future__ import annotations
@@ -101,6 +101,10 @@ def flags_of(plan: ScriptPlan) -> list[Flag]:
     if plan.whole_step_graph:
         help_text = "no whole-step CUDA graph for small resident datasets"
         flags.append(_flag("--no-cuda-graph", action=STORE_TRUE, help=help_text))
+    if plan.sharded:
+        help_text = "write a sharded save's weights as one state dict, then exit"
+        flags.append(_flag("--consolidate", nargs=2, metavar=("DIR", "OUT.pt"), default=None,
+                           help=help_text))  # fmt: skip
     return flags
 
 

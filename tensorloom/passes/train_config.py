@@ -135,7 +135,11 @@ def config_fields(module: ModuleOp, loop: train.LoopOp) -> dict[str, object]:
     for key in simple:
         if isinstance(values.get(key), str):
             fields[key] = values[key]
-    flags = ("distributed", "decay_groups", "activation_checkpointing")
+    strategy = values.get("distributed")
+    fields["distributed"] = (
+        "ddp" if strategy is True else strategy if strategy in ("ddp", "fsdp") else None
+    )
+    flags = ("decay_groups", "activation_checkpointing")
     for key in flags:
         if isinstance(values.get(key), bool):
             fields[key] = values[key]

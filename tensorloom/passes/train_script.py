@@ -15,6 +15,7 @@ schedule, DDP's wrap, activation checkpointing, CUDA-graph step marks) is left o
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePath
 from string import Template
@@ -89,6 +90,13 @@ class ScriptPlan:
     loss_at: str = ""
     data_at: str = ""
     recipe: RecipePlan = RecipePlan()
+    # `distributed = "fsdp"`: the layers `fully_shard` makes units of (the root is one too)
+    fsdp_blocks: tuple[str, ...] | None = None
+
+    @property
+    def sharded(self) -> bool:
+        """FSDP2 (runtime/sharded.py) rather than DDP: sharded weights, DCP checkpoints."""
+        return self.fsdp_blocks is not None
 
     @property
     def amp(self) -> bool:
@@ -142,9 +150,14 @@ def _at(where: str) -> str:
 
 
 def train_source(plan: ScriptPlan) -> str:
-    """`train`: its epoch loop carries the train block's line."""
+    """`train`: its epoch loop carries the train block's line; an FSDP script's saves are
+    folders."""
     loop = "    for epoch in range(trainer.start_epoch, args.epochs):"
-    return TRAIN.replace(loop, loop + _at(plan.loop_at))
+    text = TRAIN.replace(loop, loop + _at(plan.loop_at))
+    for old, new in _TRAIN_SHARDED if plan.sharded else ():
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    return text
 
 
 def _fill(template: str, **values: object) -> str:
@@ -205,6 +218,9 @@ def settings_source(plan: ScriptPlan) -> str:
         note = _PRECISION_NOTES[plan.precision]
         lines.append(f"PRECISION = {py_string(plan.precision)}  # {note}")
     lines.append(f"DISTRIBUTED = {plan.distributed}")
+    if plan.fsdp_blocks is not None:
+        blocks = ", ".join(py_string(b) for b in plan.fsdp_blocks)
+        lines.append(f"FSDP_BLOCKS = [{blocks}]  # fully_shard units (then the root)")
     lines += _checkpoint_settings(plan)
     lines += _schedule_settings(plan)
     clip_type = ": float | None" if plan.grad_clip == "None" else ""
@@ -530,7 +546,9 @@ def build_trainer_source(plan: ScriptPlan) -> str:
         return _graph_build_trainer_source(plan)
     optimizer_args = "".join(f", {k}={v}" for k, v in plan.optimizer_kwargs)
     fused = ""
-    if plan.optimizer in ("Adam", "AdamW", "SGD") and not _names(plan.optimizer_kwargs) & {
+    if plan.sharded:
+        pass  # the shards are DTensors: the default (foreach) step
+    elif plan.optimizer in ("Adam", "AdamW", "SGD") and not _names(plan.optimizer_kwargs) & {
         "fused",
         "foreach",
         "capturable",
@@ -547,8 +565,8 @@ def build_trainer_source(plan: ScriptPlan) -> str:
     if plan.checkpointed_layers:
         names = ", ".join(py_string(n) for n in plan.checkpointed_layers)
         checkpointed = f"\n    checkpoint_activations(model, [{names}])"
-    wrap = ""
-    if plan.distributed:
+    wrap = "\n    train_model: nn.Module = compiled  # sharded in place" if plan.sharded else ""
+    if plan.distributed and not plan.sharded:
         wrap = (
             dedent("""
             train_model: nn.Module = compiled
@@ -565,10 +583,10 @@ def build_trainer_source(plan: ScriptPlan) -> str:
             seed_everything(args.seed)
             train_loader, val_loader, info = build_loaders(args, ctx)
             model = $model_class($model_args).to(ctx.device)$checkpointed
+            plan = resolve_precision(args.precision, ctx.device)$shard
             optimizer = torch.optim.$optimizer(
                 decay_param_groups(model, DECAY_GROUPS), lr=LEARNING_RATE$optimizer_args$fused
             )
-            plan = resolve_precision(args.precision, ctx.device)
             steps_per_epoch = len(train_loader) // GRAD_ACCUM
             args.epochs = planned_epochs(args.epochs, MAX_STEPS, steps_per_epoch)
             $schedule
@@ -577,12 +595,14 @@ def build_trainer_source(plan: ScriptPlan) -> str:
             scaler = make_grad_scaler(plan, ctx.device)
             return Trainer(
                 ctx, model, train_model, compiled, optimizer, scaler, scheduler, plan,
-                train_loader, val_loader, info, build_recipe(model, ctx),
+                train_loader, val_loader, info, build_recipe(model, ctx$recipe_plan),
             )  # fmt: skip
         """,
+        recipe_plan=", plan" if plan.sharded else "",
         model_class=plan.model_class, model_args=plan.model_args, checkpointed=checkpointed,
         optimizer=plan.optimizer, optimizer_args=optimizer_args, fused=fused,
         schedule=schedule, train_model=wrap or _BATCH_LOSS_MODEL,
+        shard=_SHARD if plan.sharded else "",
     )  # fmt: skip
 
 
@@ -616,6 +636,12 @@ def batch_loss_source(plan: ScriptPlan) -> str | None:
         ''',
         target=plan.loss_target, inputs=inputs,
     )  # fmt: skip
+
+
+_SHARD = """
+    # FSDP2: each block's weights are all-gathered in the training precision for its
+    # forward and backward, then freed; gradients are reduce-scattered in fp32.
+    shard_model(model, FSDP_BLOCKS, param_dtype=plan.autocast_dtype)"""
 
 
 def _names(kwargs: list[tuple[str, str]]) -> set[str]:
@@ -783,6 +809,29 @@ def build_recipe(model: nn.Module, ctx: DistContext) -> RunRecipe:
     )  # fmt: skip
 '''
 
+BUILD_RECIPE_SHARDED = '''
+def build_recipe(model: nn.Module, ctx: DistContext, plan: PrecisionPlan) -> RunRecipe:
+    """The block's recipe keys as runtime/recipe.py objects; one process handles signals.
+    Under FSDP the `ema` average is a second model sharded as `model` is: each rank
+    averages its own shards, with no communication."""
+    ema_copy = None
+    if EMA_DECAY is not None:
+        with torch.random.fork_rng(devices=[]):  # its initial weights take no numbers from the run
+            ema_copy = $model_class($model_args).to(ctx.device)
+        shard_model(ema_copy, FSDP_BLOCKS, param_dtype=plan.autocast_dtype)
+    return make_run_recipe(
+        model, ema=EMA_DECAY, early_stopping=EARLY_STOPPING, keep_best=KEEP_BEST,
+        eval_every=EVAL_EVERY, signals=not ctx.is_distributed, ema_copy=ema_copy,
+    )  # fmt: skip
+'''
+
+
+def build_recipe_source(plan: ScriptPlan) -> str:
+    if not plan.sharded:
+        return BUILD_RECIPE
+    return _fill(BUILD_RECIPE_SHARDED, model_class=plan.model_class, model_args=plan.model_args)
+
+
 RESUME = '''
 def resume(trainer: Trainer, path: str) -> None:
     """Continue where a checkpoint left off: weights, optimizer, scaler, schedule, RNG,
@@ -795,6 +844,24 @@ def resume(trainer: Trainer, path: str) -> None:
         scheduler=trainer.scheduler,
         loader=trainer.train_loader,
         map_location=trainer.ctx.device,
+    )
+    _resume_extra(trainer, state)
+'''
+
+RESUME_SHARDED = '''
+def resume(trainer: Trainer, path: str) -> None:
+    """Continue from a sharded save (or the newest complete one in a folder), on any world size:
+    weights, optimizer, scaler, schedule, RNG, the recipe's state (the EMA's shards too)
+    and, mid-epoch, the epoch's batches."""
+    ema = trainer.recipe.ema
+    state = load_sharded_checkpoint(
+        path,
+        model=trainer.model,
+        optimizer=trainer.optimizer,
+        scaler=trainer.scaler,
+        scheduler=trainer.scheduler,
+        loader=trainer.train_loader,
+        ema=ema.module if ema is not None else None,
     )
     _resume_extra(trainer, state)
 '''
@@ -1011,7 +1078,26 @@ def step_validation(trainer: Trainer, epoch: int) -> None:
     if trainer.ctx.is_main:
         print(format_validation(record))
     after_validation(trainer, record)
+'''
 
+
+_SAVE_SHARDED = """
+    save_sharded_checkpoint(  # every rank writes its shards; COMPLETE is written last
+        args.checkpoint_dir, keep=KEEP_CHECKPOINTS, epoch=done, **checkpoint_state(trainer)
+    )
+    trainer.saved_step = trainer.step"""
+
+_SAVE_RANK_ZERO = """
+    if trainer.ctx.is_main:
+        save_epoch_checkpoint(
+            args.checkpoint_dir, keep=KEEP_CHECKPOINTS, epoch=done,
+            **checkpoint_state(trainer),
+        )  # fmt: skip
+    trainer.saved_step = trainer.step
+    barrier()"""
+
+
+SAVES = '''
 
 def after_validation(trainer: Trainer, record: dict[str, Any]) -> None:
     """Early stopping counts the record; `keep_best` saves best.pt at a new best."""
@@ -1048,6 +1134,43 @@ def save_last(trainer: Trainer, epochs_done: int) -> None:
     barrier()
 '''
 
+# Under FSDP every rank writes its shards of each save (runtime/sharded.py).
+SAVES_SHARDED = '''
+
+def after_validation(trainer: Trainer, record: dict[str, Any]) -> None:
+    """Early stopping counts the record; `keep_best` saves best/ (sharded) at a new best."""
+    if not trainer.recipe.after_validation(record) or KEEP_BEST is None:
+        return
+    if trainer.checkpoint_dir is not None:  # every rank: the record is the same on each
+        save_sharded_state(f"{trainer.checkpoint_dir}/best", epoch=record["epoch"],
+                           **checkpoint_state(trainer))  # fmt: skip
+
+
+def checkpoint_state(
+    trainer: Trainer, carry: tuple[torch.Tensor, int] | None = None
+) -> dict[str, Any]:
+    """What a sharded save holds besides its epoch: `carry` is a cut epoch's loss and
+    batches; an `ema` average is saved sharded, beside the model."""
+    extra: dict[str, Any] = {"recipe": trainer.recipe.state_dict()}
+    if carry is not None:
+        extra["carry"] = {"loss_sum": carry[0].detach(), "batches": carry[1]}
+    ema = trainer.recipe.ema
+    return {
+        "model": trainer.model, "optimizer": trainer.optimizer, "scaler": trainer.scaler,
+        "scheduler": trainer.scheduler, "step": trainer.step, "loader": trainer.train_loader,
+        "extra": extra, "ema": ema.module if ema is not None else None,
+    }  # fmt: skip
+
+
+def save_last(trainer: Trainer, epochs_done: int) -> None:
+    """At the end of the run, and when it is interrupted: last/ holds where it stopped."""
+    if trainer.checkpoint_dir is None or trainer.saved_step == trainer.step:
+        return
+    save_sharded_state(f"{trainer.checkpoint_dir}/last", epoch=epochs_done,
+                       **checkpoint_state(trainer, trainer.carry))  # fmt: skip
+    trainer.saved_step = trainer.step
+'''
+
 
 def save_if_due_source(plan: ScriptPlan) -> str:
     if plan.checkpoint_unit == "steps":
@@ -1063,20 +1186,15 @@ def save_if_due_source(plan: ScriptPlan) -> str:
         def save_if_due(
             trainer: Trainer, epoch: int, start_step: int, args: argparse.Namespace
         ) -> None:
-            """`checkpoint every N $unit`, and after the last epoch; rank 0 writes."""
+            """`checkpoint every N $unit`, and after the last epoch; $writer."""
             done = epoch + 1
             $due
             if args.checkpoint_dir is None or not (due or done == args.epochs):
-                return
-            if trainer.ctx.is_main:
-                save_epoch_checkpoint(
-                    args.checkpoint_dir, keep=KEEP_CHECKPOINTS, epoch=done,
-                    **checkpoint_state(trainer),
-                )  # fmt: skip
-            trainer.saved_step = trainer.step
-            barrier()
+                return$save
         ''',
         unit=plan.checkpoint_unit, due=due,
+        writer="every rank writes its shards" if plan.sharded else "rank 0 writes",
+        save=_SAVE_SHARDED if plan.sharded else _SAVE_RANK_ZERO,
     )  # fmt: skip
 
 
@@ -1086,9 +1204,11 @@ def train(args: argparse.Namespace, ctx: DistContext) -> int:
     trainer = build_trainer(args, ctx)
     trainer.checkpoint_dir = args.checkpoint_dir
     try:
-        return _run(trainer, args, ctx)
+        code = _run(trainer, args, ctx)
     finally:
         trainer.recipe.close()  # SIGINT and SIGTERM as they were
+    barrier()  # no rank closes its connections while another still uses them
+    return code
 
 
 def _run(trainer: Trainer, args: argparse.Namespace, ctx: DistContext) -> int:
@@ -1165,6 +1285,24 @@ def _silent(*_args: object, **_kwargs: object) -> None:
 '''
 
 
+# The saves of a `distributed = "fsdp"` script are folders (runtime/sharded.py).
+_TRAIN_SHARDED = (
+    ("break  # last.pt keeps", "break  # last/ keeps"),
+    (
+        "load_weights(args.init_from, model=trainer.model, map_location=ctx.device)",
+        "load_sharded_weights(args.init_from, model=trainer.model)  # every rank",
+    ),
+    (
+        """    state = load_weights(args.evaluate, model=trainer.model, ema=trainer.recipe.ema,
+                         map_location=trainer.ctx.device)  # fmt: skip""",
+        """    ema = trainer.recipe.ema  # every rank: a sharded save, or a plain .pt
+    state = load_sharded_weights(args.evaluate, model=trainer.model,
+                                 ema=ema.module if ema is not None else None)  # fmt: skip""",
+    ),
+    ("--resume {args.checkpoint_dir}/last.pt", "--resume {args.checkpoint_dir}"),
+)
+
+
 def serve_requests_source(plan: ScriptPlan) -> str:
     generate = ""
     if plan.language_model_data:
@@ -1178,9 +1316,7 @@ def serve_requests_source(plan: ScriptPlan) -> str:
         '''
         def serve_requests(trainer: Trainer, args: argparse.Namespace) -> None:
             """--predict, --export$generate_flag with the trained weights (the EMA's with `ema`)."""
-            if not trainer.ctx.is_main:
-                return
-            model = trainer.recipe.ema.module if trainer.recipe.ema is not None else trainer.model
+            $start
             example = next(iter(trainer.val_loader))[0][:2]
             if args.predict is not None:
                 x = read_predict_inputs(
@@ -1195,11 +1331,38 @@ def serve_requests_source(plan: ScriptPlan) -> str:
         ''',
         generate=generate, classes=plan.classification,
         generate_flag=", --generate" if plan.language_model_data else "",
+        start=_serve_start(plan).strip(),  # the first line takes the template's indent
     )  # fmt: skip
 
 
+_SERVE_START = """
+    if not trainer.ctx.is_main:
+        return
+    model = trainer.recipe.ema.module if trainer.recipe.ema is not None else trainer.model"""
+
+# FSDP: every rank gives its shards to rank 0's unsharded copy; it serves alone.
+_SERVE_START_SHARDED = """
+    if args.predict is None and args.export is None$no_generate:
+        return
+    sharded = trainer.recipe.ema.module if trainer.recipe.ema is not None else trainer.model
+    whole = whole_model(sharded, $model.to(trainer.ctx.device))  # every rank
+    if whole is None:  # not rank 0
+        return
+    model = whole"""
+
+
+def _serve_start(plan: ScriptPlan) -> str:
+    if not plan.sharded:
+        return _SERVE_START
+    no_generate = " and args.generate is None" if plan.language_model_data else ""
+    model = f"{plan.model_class}({plan.model_args})"
+    return _SERVE_START_SHARDED.replace("$no_generate", no_generate).replace("$model", model)
+
+
 def main_source(plan: ScriptPlan) -> str:
-    if plan.distributed:
+    if plan.sharded:
+        context = "ctx = setup_distributed(args.device, group_of_one=True)  # FSDP needs a group"
+    elif plan.distributed:
         context = "ctx = setup_distributed(args.device)"
     else:
         context = "ctx = DistContext(0, 0, 1, resolve_device(args.device))  # one process"
@@ -1207,7 +1370,7 @@ def main_source(plan: ScriptPlan) -> str:
         """
         def main(argv: list[str] | None = None) -> int:
             args = parse_args(argv)
-            try:
+            try:$consolidate
                 $context
                 return train(args, ctx)
             except ($unavailable) as error:
@@ -1220,7 +1383,17 @@ def main_source(plan: ScriptPlan) -> str:
         teardown=_TEARDOWN if plan.distributed else "",
         context=context,
         unavailable=_unavailable(plan),
-    )
+        consolidate=_CONSOLIDATE.replace("$model", f"{plan.model_class}({plan.model_args})")
+        if plan.sharded else "",
+    )  # fmt: skip
+
+
+_CONSOLIDATE = """
+        if args.consolidate is not None:  # one process, no group: DCP reads every shard
+            folder, output = args.consolidate
+            written = consolidate_checkpoint(folder, output, model=$model)
+            print(f"wrote the weights of {folder} to {written}")
+            return 0"""
 
 
 _TEARDOWN = """
@@ -1230,9 +1403,10 @@ _TEARDOWN = """
 
 def _unavailable(plan: ScriptPlan) -> str:
     data = "TokenDataUnavailable" if plan.language_model_data else "DatasetUnavailable"
+    sharded = ", ShardedCheckpointError" if plan.sharded else ""
     return (
         f"{data}, DeviceUnavailable, CheckpointError, RunLengthError, PredictInputError,\n"
-        "            ExportError"
+        f"            ExportError{sharded}"
     )
 
 
@@ -1240,6 +1414,38 @@ def program_name(plan: ScriptPlan) -> str:
     """The program's name, `mnist` for `examples/mnist.tl`: its checkpoints' folder."""
     name = PurePath(plan.source).stem
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "program"
+
+
+def _resume_source(plan: ScriptPlan) -> str:
+    if plan.sharded:
+        return RESUME_SHARDED
+    return RESUME_GRAPH if plan.whole_step_graph else RESUME
+
+
+# Under FSDP, `evaluate` (above, renamed) runs with the whole weights on every rank.
+_GATHERED_EVALUATE = '''
+def evaluate(trainer: Trainer, model: nn.Module | None = None) -> Any:
+    """Validation with every rank holding the whole weights (the model's, or the EMA's):
+    ranks may see different numbers of batches, and a sharded forward would wait on
+    the others' all-gathers."""
+    with gathered_parameters(trainer.model if model is None else model):
+        return _evaluate_whole(trainer, model)
+'''
+
+
+def _evaluate_sections(
+    plan: ScriptPlan, evaluate_ops: Callable[[ScriptPlan, str], list[Operation]]
+) -> list[str | list[Operation]]:
+    """`evaluate`; under FSDP it is `_evaluate_whole`, which `evaluate` calls with the whole
+    weights gathered."""
+    name = "_evaluate_whole" if plan.sharded else "evaluate"
+    if plan.reports_metrics:
+        whole: str | list[Operation] = _metrics_evaluate_source(plan).replace(
+            "def evaluate(", f"def {name}(", 1
+        )
+    else:
+        whole = evaluate_ops(plan, name)
+    return [whole, _GATHERED_EVALUATE] if plan.sharded else [whole]
 
 
 def loop_sources(plan: ScriptPlan) -> list[str | list[Operation]]:
@@ -1262,16 +1468,16 @@ def loop_sources(plan: ScriptPlan) -> list[str | list[Operation]]:
         batch_loss_source(plan),
         CHECKPOINT_ACTIVATIONS if plan.checkpointed_layers else None,
         maybe_compile_source(plan),
-        BUILD_RECIPE,
-        RESUME_GRAPH if plan.whole_step_graph else RESUME,
+        build_recipe_source(plan),
+        _resume_source(plan),
         RESUME_EXTRA,
         train_one_epoch_ops(plan),
         epoch_helpers_source(plan),
         forward_backward_ops(plan),
         begin_step_ops() if plan.cuda_graphs else None,
         optimizer_step_ops(plan),
-        _metrics_evaluate_source(plan) if plan.reports_metrics else evaluate_ops(plan),
-        EPOCH_RECORD,
+        *_evaluate_sections(plan, evaluate_ops),
+        EPOCH_RECORD + (SAVES_SHARDED if plan.sharded else SAVES),
         save_if_due_source(plan),
         train_source(plan),
         serve_requests_source(plan),
@@ -1290,6 +1496,7 @@ def _section_text(text: str, plan: ScriptPlan) -> str:
 _ONE_PROCESS = (
     ("all_reduce_sum(totals)", "totals"),
     ("all_reduce_mean(train_loss)", "train_loss"),
+    ("\n    barrier()  # no rank closes its connections while another still uses them", ""),
     ("\n    barrier()", ""),
 )
 

@@ -28,7 +28,10 @@ from tensorloom.dialects import py
 from tensorloom.passes.py_builder import PyBuilder
 from tensorloom.passes.train_script import ScriptPlan
 
-DEFINES = ("_forward_backward", "_begin_step", "_optimizer_step", "evaluate", "train_one_epoch")
+DEFINES = (
+    "_forward_backward", "_begin_step", "_optimizer_step", "evaluate", "_evaluate_whole",
+    "train_one_epoch",
+)  # fmt: skip
 """The top-level names these functions take in the script (mangle-names keeps them free)."""
 
 
@@ -186,10 +189,11 @@ def _loop_vars(loop: py.ForOp, *names: str) -> list[SSAValue]:
     return list(loop.body.block.args)
 
 
-def evaluate_ops(plan: ScriptPlan) -> list[Operation]:
+def evaluate_ops(plan: ScriptPlan, name: str = "evaluate") -> list[Operation]:
     """`evaluate(trainer, model=None)`: the validation loss (and accuracy, for a
     classification loss) over the whole split, summed across ranks with insert-ddp's marker,
-    under autocast with insert-amp's."""
+    under autocast with insert-amp's. Under FSDP it is `_evaluate_whole`, which the
+    script's `evaluate` calls with the weights gathered."""
     classify = plan.classification
     top, body = PyBuilder(), PyBuilder()
     if classify:
@@ -260,7 +264,7 @@ def evaluate_ops(plan: ScriptPlan) -> list[Operation]:
                             top.binop("|", top.name("float"), top.const(None)))  # fmt: skip
     default = top.const(None)
     annotations = {"trainer": top.name("Trainer"), "model": model_type}
-    top.stmt(py.DefOp("evaluate", ["trainer", "model"], body.ops, defaults={"model": default},
+    top.stmt(py.DefOp(name, ["trainer", "model"], body.ops, defaults={"model": default},
                       annotations=annotations, returns=returns, decorators=[no_grad]))  # fmt: skip
     return top.ops
 

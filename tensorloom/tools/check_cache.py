@@ -132,7 +132,7 @@ def store(path: str, command: str, files: dict[str, str], replay: Replay,
         return
     entry = {"files": hashes, "stdout": replay.stdout, "stderr": replay.stderr,
              "status": replay.status}  # fmt: skip
-    _write_atomically(entry_path(key, command), json.dumps(entry))
+    write_atomically(entry_path(key, command), json.dumps(entry))
 
 
 def compiler_fingerprint() -> str:
@@ -204,13 +204,14 @@ def _hashes_if_unchanged(files: dict[str, str]) -> dict[str, str] | None:
     return hashes
 
 
-def _write_atomically(target: str, text: str) -> None:
-    """Write via a temporary file and rename, so readers never see half an entry."""
+def write_atomically(target: str, data: str | bytes) -> None:
+    """Write via a temporary file and rename, so readers never see half an entry.
+    A folder that cannot be written costs nothing but the entry."""
     temporary = f"{target}.{os.getpid()}.tmp"
     try:
         os.makedirs(os.path.dirname(target), exist_ok=True)
-        with open(temporary, "w", encoding="utf-8") as file:
-            file.write(text)
+        with open(temporary, "wb") as file:
+            file.write(data.encode("utf-8") if isinstance(data, str) else data)
         os.replace(temporary, target)
     except OSError:
         _remove(temporary)

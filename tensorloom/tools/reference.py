@@ -22,6 +22,7 @@ from tensorloom.catalogue.layers import LAYERS, LayerSpec, Param, Value
 from tensorloom.catalogue.losses import TRAIN_LOSSES
 from tensorloom.catalogue.optimizers import OPTIMIZERS
 from tensorloom.catalogue.schedules import SCHEDULES
+from tensorloom.catalogue.settings import SETTING_SPECS
 
 HEADER = """# Reference
 
@@ -65,6 +66,17 @@ def _parameter(p: Param) -> str:
 
 def layers() -> list[str]:
     lines = ["## Layers", "", "`layer NAME = Kind(args)` in a model; applied as `NAME(x)`.", ""]
+    lines += [
+        "Initialisation: a layer with an `init` keyword (Linear, Embedding, the",
+        "convolutions, MultiHeadAttention) keeps PyTorch's own initialisation unless",
+        'given one: `init="normal", std=0.02` (and `mean`) or another `torch.nn.init`',
+        'function by name, `bias_init="zeros"` for its biases. The emitted `__init__`',
+        "builds the layer, then calls `nn.init.normal_(self.NAME.weight, std=0.02)`.",
+        '`std` and `mean` apply to `"normal"` and `"trunc_normal"` only (`trunc_normal` is',
+        "PyTorch's `trunc_normal_`, cut at -2 and 2 as in timm), and may use the model's",
+        "configs: `std=0.02 / sqrt(2 * n_layer)` (`sqrt`, `exp` and `log` are allowed).",
+        "",
+    ]
     for name in sorted(LAYERS):
         spec = LAYERS[name]
         lines += [f"### {name}", "", f"`{_signature(spec)}`: PyTorch `{spec.torch_class}`.", ""]
@@ -119,6 +131,15 @@ def schedules() -> list[str]:
     return ["## Learning-rate schedules", "", *_table(head, rows), ""]
 
 
+def settings() -> list[str]:
+    rows = [
+        [f"`{s.name}`", s.describe(), s.summary + (f" (`{s.older_name_of}` is its name now)"
+                                                  if s.older_name_of else "")]
+        for s in SETTING_SPECS
+    ]  # fmt: skip
+    return ["## Train-block settings", "", *_table(["key", "value", "what"], rows), ""]
+
+
 def datasets() -> list[str]:
     rows = [
         [f'`"{name}"`', ", ".join(f"`{o}`" for o in accepted_options(name)) or "none"]
@@ -135,6 +156,7 @@ def reference() -> str:
         *optimizers(),
         *losses(),
         *schedules(),
+        *settings(),
         *datasets(),
     ]
     return "\n".join(parts).rstrip() + "\n"

@@ -148,15 +148,27 @@ def compile_command(file: Path, emit: str, output: Path | None, no_cache: bool) 
 
 @cli.command("run", context_settings={"ignore_unknown_options": True})
 @FILE_ARGUMENT
-@click.option("--nproc", type=click.IntRange(min=1), help="processes, under torch.distributed.run")
+@click.option("--nproc", type=click.IntRange(min=1), help="processes on this machine (torchrun)")
+@click.option("--nnodes", type=click.IntRange(min=1), help="machines, each running this command")
+@click.option("--node-rank", type=click.IntRange(min=0), help="this machine: 0 .. nnodes-1")
+@click.option("--master-addr", help="the address of node 0")
+@click.option("--master-port", type=click.IntRange(1, 65535), help="a free port on node 0")
+@click.option("--rdzv-endpoint", help="HOST:PORT of a c10d rendezvous (instead of the three above)")
+@click.option("--rdzv-id", help="the job's name at the rendezvous (default: tensorloom)")
 @click.option("--keep", is_flag=True, help="leave the compiled script beside FILE (FILE.py)")
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 @compiler_command
-def run_command(file: Path, nproc: int | None, keep: bool, script_args: tuple[str, ...]) -> int:
+def run_command(file: Path, nproc: int | None, nnodes: int | None, node_rank: int | None,
+                master_addr: str | None, master_port: int | None, rdzv_endpoint: str | None,
+                rdzv_id: str | None, keep: bool, script_args: tuple[str, ...]) -> int:  # fmt: skip
     """Compile FILE to a cached script and run it; arguments after `--` go to the script."""
-    from tensorloom.tools.run import run_file
+    from tensorloom.tools.run import Launch, run_file
 
-    return run_file(file, nproc, list(script_args), keep=keep)
+    launch = Launch(nproc, nnodes, node_rank, master_addr, master_port, rdzv_endpoint, rdzv_id)
+    problem = launch.problem()
+    if problem is not None:
+        raise click.UsageError(problem)
+    return run_file(file, nproc, list(script_args), launch, keep=keep)
 
 
 def _gpu_memory(_ctx: click.Context, _param: click.Parameter, value: str | None) -> int | None:
@@ -184,15 +196,22 @@ def _gpu_memory(_ctx: click.Context, _param: click.Parameter, value: str | None)
 @BIND_OPTION
 @click.option("--gpu-memory", callback=_gpu_memory, help="warn when the budget exceeds it (80GB)")
 @click.option("--checkpointing", is_flag=True, help="budget with activation checkpointing")
+@click.option("--nproc", type=click.IntRange(min=1), help="the budget of one rank of N processes")
+@click.option(
+    "--distributed",
+    type=click.Choice(["ddp", "fsdp"]),
+    help="with --nproc: DDP (replicated) or FSDP (sharded); default: the train block's",
+)
 @format_option("the profile")
 @compiler_command
 def info(file: Path, batch_size: int | None, precision: str | None, optimizer: str | None,
          bindings: dict[str, int], gpu_memory: int | None, checkpointing: bool,
-         fmt: Format) -> int:  # fmt: skip
+         nproc: int | None, distributed: str | None, fmt: Format) -> int:  # fmt: skip
     """Parameters, FLOPs, activations and the training-memory budget of each model."""
     from tensorloom.analysis.report import InfoRequest, run_info
 
-    request = InfoRequest(batch_size, precision, optimizer, bindings, gpu_memory, checkpointing)
+    request = InfoRequest(batch_size, precision, optimizer, bindings, gpu_memory, checkpointing,
+                          nproc, distributed)  # fmt: skip
     return run_info(file, request, fmt == "json")
 
 

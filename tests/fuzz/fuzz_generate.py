@@ -50,8 +50,16 @@ SETTINGS = {
     "epochs": ["1", "2", "0", "2.5", '"3"'],
     "batch_size": ["8", "64", "0", "-1"],
     "optimizer": ["Adam(lr=0.001)", "SGD(lr=0.1, momentum=0.9)", "AdamW", "Adma", "Adam(lr=-1)"],
-    "loss": ["CrossEntropy", "MSE", "NLL", "CrossEntropyy", "CrossEntropy(label_smoothing=0.1)",
-             "L1", "SmoothL1(beta=0.5)", "BCEWithLogits"],
+    "loss": [
+        "CrossEntropy",
+        "MSE",
+        "NLL",
+        "CrossEntropyy",
+        "CrossEntropy(label_smoothing=0.1)",
+        "L1",
+        "SmoothL1(beta=0.5)",
+        "BCEWithLogits",
+    ],
     "precision": ["fp32", "bf16", "fp16", "fp8", "auto"],
     "lr_schedule": ["cosine", "step", "warmup", "cosin"],
     "grad_clip": ["1.0", "0", "-1.0"],
@@ -165,8 +173,12 @@ def _structured(r: random.Random, careful: bool) -> str:
     d = r.choice([8, 16, 32])
     vocab, block, t = r.choice([16, 32]), r.choice([8, 16]), r.choice([4, 8, 16])
     n = r.choice(["1", "2", "3", "0"] if careful else ["1", "2", "-1", "0", "2147483648"])
-    slip = None if careful else r.choice(
-        ["table", "tie", "tensor_if", "for_tensor", "loss", "einsum", "param", "unbound"]
+    slip = (
+        None
+        if careful
+        else r.choice(
+            ["table", "tie", "tensor_if", "for_tensor", "loss", "einsum", "param", "unbound"]
+        )
     )
     if careful:
         t = min(t, block)
@@ -206,7 +218,7 @@ def _structured(r: random.Random, careful: bool) -> str:
     lines.append(
         "    return cross_entropy(flat, y.reshape(-1))"
         if slip != "loss"
-        else "    return cross_entropy(flat, y.reshape(-1), reduction=\"none\")"
+        else '    return cross_entropy(flat, y.reshape(-1), reduction="none")'
     )
     lines += [
         "let net = Net()",

@@ -5,7 +5,8 @@
     pasted.text      # `load_digits`, `DeviceLoader` and what they reach, nothing else
 
 Each module (`data`, `tokens`, `loader`, `checkpoint`, `metrics`, `distributed`, `amp`,
-`graphs`, `attention`, `sourcemap`, `recipe`, `serve`) imports only the standard library
+`graphs`, `attention`, `sourcemap`, `recipe`, `serve`,
+`sharded`) imports only the standard library
 and torch at its top, never another runtime module, and no two define the same top-level
 name. `paste` is the one way a script gets runtime code: a function-level dependency
 analysis (`ast`) finds each top-level definition's references, and the script receives
@@ -27,7 +28,7 @@ RUNTIME_DIR = Path(__file__).resolve().parent
 # The order definitions appear in a script.
 MODULES = (
     "distributed", "amp", "data", "tokens", "loader", "checkpoint", "metrics", "graphs",
-    "attention", "sourcemap", "recipe", "serve",
+    "attention", "sourcemap", "recipe", "serve", "sharded",
 )  # fmt: skip
 
 Import = tuple[str, str, str]

@@ -10,12 +10,21 @@
 Under torchrun (WORLD_SIZE set) each process joins a group (NCCL on CUDA, gloo
 on the CPU) and takes the device of its local rank; run as `python script.py`,
 the same code is one process of a group of one and every collective is a no-op.
+`setup_distributed(..., group_of_one=True)` (FSDP, which shards over a device
+mesh) starts a real group of one instead, on an in-process store.
+
+The environment is torchrun's, whichever way it was launched (`--standalone`,
+`--nnodes N --node-rank R --master-addr A`, `--rdzv-endpoint`): RANK is the
+global rank, LOCAL_RANK the process's index on its machine (its GPU), WORLD_SIZE
+the number of processes on all machines. `launch_environment` reads and checks them.
 """
 
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import torch
@@ -24,6 +33,10 @@ import torch.distributed as dist
 
 class DeviceUnavailable(Exception):
     """`--device cuda` on a machine without a GPU; the script prints this and exits 1."""
+
+
+class LaunchError(DeviceUnavailable):
+    """torchrun's variables are missing or inconsistent; the script prints this and exits 1."""
 
 
 @dataclass(frozen=True)
@@ -54,18 +67,57 @@ def resolve_device(choice: str, local_rank: int = 0) -> torch.device:
     return torch.device("cuda", local_rank % torch.cuda.device_count())
 
 
-def setup_distributed(device_choice: str = "auto") -> DistContext:
-    """Join the torchrun process group if there is one; pick this process's device."""
-    world_size = int(os.environ.get("WORLD_SIZE", "1"))
-    rank = int(os.environ.get("RANK", "0"))
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+def launch_environment(environ: Mapping[str, str] | None = None) -> tuple[int, int, int]:
+    """(rank, local rank, world size) from torchrun's variables; (0, 0, 1) without them."""
+    env = os.environ if environ is None else environ
+    values: dict[str, int] = {}
+    for name, default in (("RANK", 0), ("LOCAL_RANK", 0), ("WORLD_SIZE", 1)):
+        text = env.get(name)
+        try:
+            values[name] = default if text is None else int(text)
+        except ValueError:
+            raise LaunchError(f"{name}={text!r} is not a number (torchrun sets it)") from None
+    rank, local_rank, world_size = values["RANK"], values["LOCAL_RANK"], values["WORLD_SIZE"]
+    if world_size < 1 or not 0 <= rank < world_size or local_rank < 0 or local_rank > rank:
+        raise LaunchError(
+            f"RANK={rank}, LOCAL_RANK={local_rank}, WORLD_SIZE={world_size} do not fit together: "
+            "start the script with torchrun (or `tlc run --nproc N`)"
+        )
+    return rank, local_rank, world_size
+
+
+def setup_distributed(device_choice: str = "auto", *, group_of_one: bool = False) -> DistContext:
+    """Join the torchrun process group if there is one; pick this process's device.
+
+    `group_of_one`: a process started without torchrun still gets a process group
+    (of one, on an in-process store), as `fully_shard` needs one."""
+    rank, local_rank, world_size = launch_environment()
     device = resolve_device(device_choice, local_rank)
     if device.type == "cuda":
         torch.cuda.set_device(device)
-    if world_size > 1 and not dist.is_initialized():
+    if world_size > 1 and not faulthandler.is_enabled():
+        # A rank that aborts in native code (SIGABRT, SIGSEGV) prints its Python stack.
+        faulthandler.enable(all_threads=True)
+    if (world_size > 1 or group_of_one) and not dist.is_initialized():
         backend = "nccl" if device.type == "cuda" else "gloo"
-        dist.init_process_group(backend=backend, rank=rank, world_size=world_size)
+        if world_size == 1 and "MASTER_ADDR" not in os.environ:  # `python script.py`
+            dist.init_process_group(backend=backend, store=dist.HashStore(), rank=0, world_size=1)
+        else:  # torchrun's rendezvous: MASTER_ADDR and MASTER_PORT are set
+            dist.init_process_group(backend=backend, rank=rank, world_size=world_size)
     return DistContext(rank, local_rank, world_size, device)
+
+
+def gradient_sync(model: torch.nn.Module, sync: bool) -> contextlib.AbstractContextManager[None]:
+    """Reduce gradients across ranks in this backward only if `sync` (the last micro-batch).
+
+    DDP skips its all-reduce inside `no_sync()`; an FSDP2 module is told with
+    `set_requires_gradient_sync`, and keeps unsharded gradients until it syncs."""
+    if hasattr(model, "set_requires_gradient_sync"):  # an FSDPModule
+        model.set_requires_gradient_sync(sync)
+        return contextlib.nullcontext()
+    if isinstance(model, torch.nn.parallel.DistributedDataParallel) and not sync:
+        return model.no_sync()  # type: ignore[return-value]
+    return contextlib.nullcontext()
 
 
 def all_reduce_sum(tensor: torch.Tensor) -> torch.Tensor:
@@ -82,19 +134,6 @@ def all_reduce_mean(tensor: torch.Tensor) -> torch.Tensor:
     if not (dist.is_available() and dist.is_initialized()):
         return tensor
     return all_reduce_sum(tensor) / dist.get_world_size()
-
-
-def gradient_sync(model: torch.nn.Module, sync: bool) -> contextlib.AbstractContextManager[None]:
-    """Reduce gradients across ranks in this backward only if `sync` (the last micro-batch).
-
-    DDP skips its all-reduce inside `no_sync()`; an FSDP2 module is told with
-    `set_requires_gradient_sync`, and keeps unsharded gradients until it syncs."""
-    if hasattr(model, "set_requires_gradient_sync"):  # an FSDPModule
-        model.set_requires_gradient_sync(sync)
-        return contextlib.nullcontext()
-    if isinstance(model, torch.nn.parallel.DistributedDataParallel) and not sync:
-        return model.no_sync()  # type: ignore[return-value]
-    return contextlib.nullcontext()
 
 
 def barrier() -> None:

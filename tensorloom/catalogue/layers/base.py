@@ -15,6 +15,12 @@ in emitted PyTorch.
     spec.infer_shape(bound, [("B", 784)], Unifier())   # ("B", 256)
     spec.param_shapes(bound)                     # {"weight": (256, 784), "bias": (256,)}
     spec.torch_ctor(bound).source()              # "nn.Linear(784, 256)"
+
+A layer's initialisation is part of its record: `init_groups` names the keywords
+(`init="normal", std=0.02`, `bias_init="zeros"`) and the tensors each sets, `bind`
+checks them, and `init_plan` says which `nn.init` call the emitted `__init__`
+makes on which tensor (`Linear(d, d, init="normal", std=0.02)` is
+`nn.init.normal_(self.fc.weight, std=0.02)` after the layer is built).
 """
 
 from __future__ import annotations
@@ -121,6 +127,86 @@ class Param:
 
 def req(name: str, kind: Kind) -> Param:
     return Param(name, kind, required=True)
+
+
+INIT_FUNCTIONS: dict[str, str] = {
+    "normal": "normal_",
+    "trunc_normal": "trunc_normal_",
+    "zeros": "zeros_",
+    "ones": "ones_",
+    "xavier_uniform": "xavier_uniform_",
+    "xavier_normal": "xavier_normal_",
+    "kaiming_uniform": "kaiming_uniform_",
+    "kaiming_normal": "kaiming_normal_",
+    "orthogonal": "orthogonal_",
+}
+"""The names `init=` accepts, each a function of `torch.nn.init`; `"default"` (the
+default) keeps the layer's own PyTorch initialisation."""
+DEFAULT_INIT = "default"
+WEIGHT_INITS = (DEFAULT_INIT, *INIT_FUNCTIONS)
+BIAS_INITS = (DEFAULT_INIT, "zeros", "ones")
+NORMAL_INITS = ("normal", "trunc_normal")
+"""The inits that take `std` and `mean`."""
+
+
+def _init_kind(choices: Sequence[str]) -> Kind:
+    """A string; `init_errors` checks it is one of `choices` (with a did-you-mean)."""
+    listed = ", ".join(f'"{c}"' for c in choices)
+    return Kind(f"one of {listed}", lambda v: isinstance(v, str))
+
+
+WEIGHT_INIT_NAME = _init_kind(WEIGHT_INITS)
+BIAS_INIT_NAME = _init_kind(BIAS_INITS)
+
+
+@dataclass(frozen=True, slots=True)
+class InitGroup:
+    """Tensors of a layer that one init keyword sets.
+
+    `keyword` is the keyword naming the init (`init`, `bias_init`) and `choices` the
+    names it accepts; `std` the keywords of the normal's spread, the first one given
+    winning (MultiHeadAttention's output projection reads `out_std`, then `std`);
+    `mean` the keyword of its centre; `tensors` the parameter names (as in
+    `param_shapes`) it sets, those the layer has for its arguments; `needs` the
+    boolean parameter that gives the layer those tensors (`bias`).
+    """
+
+    keyword: str
+    tensors: tuple[str, ...]
+    choices: tuple[str, ...] = WEIGHT_INITS
+    std: tuple[str, ...] = ()
+    mean: str | None = None
+    needs: str | None = None  # a boolean parameter without which the tensors are absent
+
+
+@dataclass(frozen=True, slots=True)
+class InitStep:
+    """One `nn.init` call in the emitted `__init__`: `function` (`"normal_"`) on the
+    layer's `tensor` (`"weight"`, `"c_proj.weight"`), with the keywords of the
+    layer's arguments that give its `std` and `mean` (None: PyTorch's default)."""
+
+    tensor: str
+    function: str
+    std: str | None = None
+    mean: str | None = None
+
+
+def weight_init_params(*extra_std: str) -> tuple[Param, ...]:
+    """`init="default", std=1.0, mean=0.0` (keyword-only), plus optional spreads such
+    as `out_std` (default: `std`)."""
+    return (
+        Param("init", WEIGHT_INIT_NAME, DEFAULT_INIT, kw_only=True),
+        Param("std", FLOAT, 1.0, kw_only=True),
+        Param("mean", FLOAT, 0.0, kw_only=True),
+        *(Param(name, optional(FLOAT), None, kw_only=True) for name in extra_std),
+    )
+
+
+BIAS_INIT_PARAM = Param("bias_init", BIAS_INIT_NAME, DEFAULT_INIT, kw_only=True)
+WEIGHT_INIT = InitGroup("init", ("weight",), std=("std",), mean="mean")
+BIAS_INIT = InitGroup("bias_init", ("bias",), BIAS_INITS, needs="bias")
+WEIGHT_AND_BIAS_INIT = (WEIGHT_INIT, BIAS_INIT)
+"""`init=`/`std=`/`mean=` for the weight, `bias_init=` for the bias (Linear, convolutions)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,6 +317,9 @@ class LayerSpec:
     # [..., out]`): then a tensor whose leading dims are unknown (`[..., 784]`) is
     # still checked on its known trailing dims.
     suffix_polymorphic: ClassVar[bool] = False
+    # The layer's init keywords and the tensors each sets (see `InitGroup`); their
+    # parameters are in `params` too (`weight_init_params()`, `BIAS_INIT_PARAM`).
+    init_groups: ClassVar[tuple[InitGroup, ...]] = ()
 
     # --- binding -------------------------------------------------------------------------
 
@@ -239,8 +328,14 @@ class LayerSpec:
         return positional.index(name) if name in positional else None
 
     def signature(self) -> str:
-        """`Linear(in_features, out_features, bias=True)` for help lines."""
-        parts = [p.name if p.required else f"{p.name}={py_literal(p.default)}" for p in self.params]
+        """`Linear(in_features, out_features, bias=True)` for help lines (the init
+        keywords, `init=`, `std=`, ..., are left out: docs/reference.md lists them)."""
+        inits = self.init_keywords()
+        parts = [
+            p.name if p.required else f"{p.name}={py_literal(p.default)}"
+            for p in self.params
+            if p.name not in inits
+        ]
         return f"{self.name}({', '.join(parts)})"
 
     def bind(self, args: Sequence[Value], kwargs: dict[str, Value]) -> BoundLayer | list[ArgError]:
@@ -255,7 +350,7 @@ class LayerSpec:
             return errors
         values = {p.name: given.get(p.name, p.default) for p in self.params}
         bound = BoundLayer(self, values, tuple(args), tuple(kwargs.items()))
-        return _absurd_sizes(bound) or bound
+        return _absurd_sizes(bound) or self.init_errors(bound) or bound
 
     def _check_positional_count(self, args: Sequence[Value]) -> list[ArgError]:
         limit = sum(1 for p in self.params if not p.kw_only)
@@ -320,6 +415,70 @@ class LayerSpec:
             return None
         message = f"`{p.name}` must be {p.kind.describe}, got `{py_literal(value)}`"
         return ArgError(message, where.position, where.keyword)
+
+    # --- initialisation ------------------------------------------------------------------
+
+    def init_keywords(self) -> frozenset[str]:
+        """The parameters that set initialisation, not passed to the constructor."""
+        names = {g.keyword for g in self.init_groups}
+        names |= {k for g in self.init_groups for k in g.std}
+        names |= {g.mean for g in self.init_groups if g.mean is not None}
+        return frozenset(names)
+
+    def init_errors(self, bound: BoundLayer) -> list[ArgError]:
+        """Unknown init names (with a did-you-mean), a negative `std`, `std`/`mean`
+        without a normal init, and an init for tensors the layer does not have."""
+        errors: list[ArgError] = []
+        given = {k for k, _ in bound.kwargs}
+        spreads: dict[str, bool] = {}  # std/mean keyword -> read by a normal init
+        for keyword in dict.fromkeys(g.keyword for g in self.init_groups):
+            groups = [g for g in self.init_groups if g.keyword == keyword]
+            value = bound[keyword]
+            if value not in groups[0].choices:
+                errors.append(_unknown_init(bound, keyword, value, groups[0].choices))
+                continue
+            normal = value in NORMAL_INITS
+            for group in groups:
+                for name in (*group.std, *([group.mean] if group.mean else [])):
+                    spreads[name] = spreads.get(name, False) or normal
+            absent = [g.needs for g in groups if g.needs and bound.values.get(g.needs) is False]
+            if keyword in given and value != DEFAULT_INIT and absent:
+                message = f"`{keyword}` is given but the layer has no {absent[0]}"
+                errors.append(
+                    bound.error(
+                        keyword, f"{message} (`{absent[0]}=false`)", help=f"remove `{keyword}`"
+                    )
+                )
+        for name, read in spreads.items():
+            v = bound[name]
+            if isinstance(v, int | float) and v < 0 and name != "mean":
+                errors.append(bound.error(name, f"`{name}` must not be negative, got {v}"))
+            elif name in given and not read:
+                errors.append(
+                    bound.error(
+                        name,
+                        f'`{name}` applies to `init="normal"` or `init="trunc_normal"`',
+                        help='add `init="normal"`',
+                    )
+                )
+        return errors
+
+    def init_plan(self, bound: BoundLayer) -> list[InitStep]:
+        """The `nn.init` calls that follow the layer's construction, in order."""
+        given = {k for k, _ in bound.kwargs}
+        present = self.param_shapes(bound)
+        steps: list[InitStep] = []
+        for group in self.init_groups:
+            value = bound[group.keyword]
+            if value == DEFAULT_INIT or not isinstance(value, str):
+                continue
+            normal = value in NORMAL_INITS
+            std = next((k for k in group.std if k in given), None) if normal else None
+            mean = group.mean if normal and group.mean in given else None
+            steps += [
+                InitStep(t, INIT_FUNCTIONS[value], std, mean) for t in group.tensors if t in present
+            ]
+        return steps
 
     # --- hooks -----------------------------------------------------------------------------
 
@@ -405,9 +564,11 @@ class LayerSpec:
         return None
 
     def torch_ctor(self, bound: BoundLayer) -> TorchCtor:
-        """The constructor call exactly as written, plus TensorLoom's forced keywords."""
+        """The constructor call exactly as written (less the init keywords, which
+        `init_plan` emits), plus TensorLoom's forced keywords."""
         args = [py_literal(v) for v in bound.args]
-        kwargs = [(k, py_literal(v)) for k, v in bound.kwargs]
+        inits = self.init_keywords()
+        kwargs = [(k, py_literal(v)) for k, v in bound.kwargs if k not in inits]
         given = {k for k, _ in bound.kwargs} | {
             p.name
             for p, _ in zip([p for p in self.params if not p.kw_only], bound.args, strict=False)
@@ -417,6 +578,15 @@ class LayerSpec:
 
 
 # --- small helpers shared by the layer files ------------------------------------------------------
+
+
+def _unknown_init(
+    bound: BoundLayer, keyword: str, value: Value, choices: Sequence[str]
+) -> ArgError:
+    listed = ", ".join(f'"{c}"' for c in choices)
+    guess = did_you_mean(value, choices) if isinstance(value, str) else None
+    hint = f'did you mean "{guess}"?' if guess else f"`{keyword}` is one of {listed}"
+    return bound.error(keyword, f"unknown init {py_literal(value)} for `{keyword}`", help=hint)
 
 
 def numel(shape: Sequence[int]) -> int:

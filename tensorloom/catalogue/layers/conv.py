@@ -10,8 +10,10 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from tensorloom.catalogue.layers.base import (
+    BIAS_INIT_PARAM,
     BOOL,
     INT,
+    WEIGHT_AND_BIAS_INIT,
     ArgError,
     BoundLayer,
     Kind,
@@ -29,6 +31,7 @@ from tensorloom.catalogue.layers.base import (
     rank_error,
     req,
     unify_feature,
+    weight_init_params,
 )
 from tensorloom.catalogue.shapes import (
     Dim,
@@ -77,6 +80,8 @@ def _conv_params(n: int) -> tuple[Param, ...]:
         Param("groups", INT, 1),
         Param("bias", BOOL, True),
         Param("padding_mode", choice("zeros", "reflect", "replicate", "circular"), "zeros"),
+        *weight_init_params(),
+        BIAS_INIT_PARAM,
     )
 
 
@@ -85,6 +90,7 @@ class _ConvNd(LayerSpec):
 
     spatial: ClassVar[int] = 2
     autocast = "low"
+    init_groups = WEIGHT_AND_BIAS_INIT
     unmodelled_scratch = (
         "cuDNN's convolution workspace is not in the budget: measured on an H200 it is "
         "0 to 22x a convolution's input, depending on the algorithm cuDNN picks (docs/info.md)"
@@ -203,6 +209,8 @@ def _conv_transpose_params(n: int) -> tuple[Param, ...]:
         Param("bias", BOOL, True),
         Param("dilation", int_or_ints(n), 1),
         Param("padding_mode", choice("zeros", "reflect", "replicate", "circular"), "zeros"),
+        *weight_init_params(),
+        BIAS_INIT_PARAM,
     )
 
 

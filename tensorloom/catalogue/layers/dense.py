@@ -8,9 +8,12 @@ from __future__ import annotations
 from typing import ClassVar
 
 from tensorloom.catalogue.layers.base import (
+    BIAS_INIT_PARAM,
     BOOL,
     FLOAT,
     INT,
+    WEIGHT_AND_BIAS_INIT,
+    WEIGHT_INIT,
     ArgError,
     BoundLayer,
     Kind,
@@ -27,18 +30,30 @@ from tensorloom.catalogue.layers.base import (
     replace_dim,
     req,
     unify_feature,
+    weight_init_params,
 )
 from tensorloom.catalogue.shapes import Dim, Shape, ShapeMismatch, Unifier, flatten_shape, mismatch
 
 
 class LinearSpec(LayerSpec):
-    """`Linear(in, out)`: [..., in] -> [..., out]; saves its input."""
+    """`Linear(in, out)`: [..., in] -> [..., out]; saves its input.
+
+    `Linear(d, d, init="normal", std=0.02, bias_init="zeros")` initialises the weight
+    with `nn.init.normal_` and the bias with `nn.init.zeros_` after construction.
+    """
 
     name = "Linear"
     autocast = "low"
     suffix_polymorphic = True
     torch_class = "nn.Linear"
-    params = (req("in_features", INT), req("out_features", INT), Param("bias", BOOL, True))
+    params = (
+        req("in_features", INT),
+        req("out_features", INT),
+        Param("bias", BOOL, True),
+        *weight_init_params(),
+        BIAS_INIT_PARAM,
+    )
+    init_groups = WEIGHT_AND_BIAS_INIT
 
     def validate(self, bound: BoundLayer) -> list[ArgError]:
         return positive(bound, "in_features", "out_features")
@@ -79,7 +94,10 @@ class LinearSpec(LayerSpec):
 
 
 class EmbeddingSpec(LayerSpec):
-    """`Embedding(n, d)`: integer indices [...] -> [..., d]; saves the int64 indices."""
+    """`Embedding(n, d)`: integer indices [...] -> [..., d]; saves the int64 indices.
+
+    `Embedding(n, d, init="normal", std=0.02)` replaces PyTorch's N(0, 1) weights
+    (`nn.init.normal_` after construction; it also overwrites a `padding_idx` row)."""
 
     name = "Embedding"
     torch_class = "nn.Embedding"
@@ -93,7 +111,9 @@ class EmbeddingSpec(LayerSpec):
         Param("norm_type", FLOAT, 2.0),
         Param("scale_grad_by_freq", BOOL, False),
         Param("sparse", BOOL, False),
+        *weight_init_params(),
     )
+    init_groups = (WEIGHT_INIT,)
 
     def validate(self, bound: BoundLayer) -> list[ArgError]:
         errors = positive(bound, "num_embeddings", "embedding_dim")

@@ -16,12 +16,15 @@ from __future__ import annotations
 from typing import ClassVar
 
 from tensorloom.catalogue.layers.base import (
+    BIAS_INIT_PARAM,
+    BIAS_INITS,
     BOOL,
     FLOAT,
     INT,
     ArgError,
     BoundLayer,
     CallKind,
+    InitGroup,
     LayerSpec,
     Param,
     SavedTensors,
@@ -33,6 +36,7 @@ from tensorloom.catalogue.layers.base import (
     replace_dim,
     req,
     unify_feature,
+    weight_init_params,
 )
 from tensorloom.catalogue.shapes import Shape, ShapeMismatch, Unifier
 
@@ -213,6 +217,10 @@ class MultiHeadAttentionSpec(LayerSpec):
     """`MultiHeadAttention(embed_dim, num_heads)`, PyTorch's `nn.MultiheadAttention`,
     used as self-attention on [B, T, D] -> [B, T, D].
 
+    `init="normal", std=0.02` sets the q/k/v and output projections' weights,
+    `out_std` (default `std`) the output projection's alone (GPT-2 scales it by
+    `1 / sqrt(2 * n_layer)`), `bias_init` both biases.
+
     FLOPs: the q/k/v and output projections (8 T D^2 per row) and the two
     attention matmuls (4 T^2 D), plus bias adds.
 
@@ -240,6 +248,20 @@ class MultiHeadAttentionSpec(LayerSpec):
         Param("vdim", optional(INT)),
         Param("batch_first", BOOL, True),
         Param("causal", BOOL, False, kw_only=True),
+        *weight_init_params("out_std"),
+        BIAS_INIT_PARAM,
+    )
+    init_groups = (
+        InitGroup("init", ("c_attn.weight", "in_proj_weight"), std=("std",), mean="mean"),
+        InitGroup(
+            "init", ("c_proj.weight", "out_proj.weight"), std=("out_std", "std"), mean="mean"
+        ),
+        InitGroup(
+            "bias_init",
+            ("c_attn.bias", "in_proj_bias", "c_proj.bias", "out_proj.bias"),
+            BIAS_INITS,
+            needs="bias",
+        ),
     )
 
     def validate(self, bound: BoundLayer) -> list[ArgError]:

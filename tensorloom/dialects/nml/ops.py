@@ -454,6 +454,7 @@ class KernelCallOp(LazyFormatOp):
     """`nml.kernel_call @vector_add(%x, %y) : (...) -> ...`: call a kernel's launcher."""
 
     name = "nml.kernel_call"
+    traits = traits_def(FromInstantiation("kernel_call"))
 
     kernel = prop_def(SymbolRefAttr)
     args = var_operand_def()

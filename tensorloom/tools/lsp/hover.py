@@ -126,12 +126,13 @@ def _catalogue(name: str) -> str | None:
 
 def signature(spec: LayerSpec) -> str:
     """`Linear(in_features, out_features, bias=True)  ->  nn.Linear`, and its summary."""
-    from tensorloom.catalogue.layers import py_literal
-
-    params = [p.name if p.required else f"{p.name}={py_literal(p.default)}" for p in spec.params]
-    text = _code(f"{spec.name}({', '.join(params)})  ->  {spec.torch_class}")
+    text = _code(f"{spec.signature()}  ->  {spec.torch_class}")
     doc = (type(spec).__doc__ or "").strip().splitlines()
-    return f"{text}\n\n{doc[0]}" if doc else text
+    text = f"{text}\n\n{doc[0]}" if doc else text
+    inits = [p.name for p in spec.params if p.name in spec.init_keywords()]
+    if inits:
+        text += "\n\ninitialisation: " + ", ".join(f"`{n}=`" for n in inits)
+    return text
 
 
 def _binding(root: ast.Module, name: str, line: int, col: int) -> ast.Expr | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
+import faulthandler
 import hashlib
 import io
 import json
@@ -20,7 +21,7 @@ import tempfile
 import time
 import traceback
 import zipfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -167,10 +168,10 @@ def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
     seed_everything(args.seed)
     train_loader, val_loader, info = build_loaders(args, ctx)
     model = Net().to(ctx.device)
+    plan = resolve_precision(args.precision, ctx.device)
     optimizer = torch.optim.AdamW(
         decay_param_groups(model, DECAY_GROUPS), lr=LEARNING_RATE, fused=ctx.device.type == "cuda"
     )
-    plan = resolve_precision(args.precision, ctx.device)
     steps_per_epoch = len(train_loader) // GRAD_ACCUM
     args.epochs = planned_epochs(args.epochs, MAX_STEPS, steps_per_epoch)
     scheduler = None  # no `lr_schedule`
@@ -491,9 +492,11 @@ def train(args: argparse.Namespace, ctx: DistContext) -> int:
     trainer = build_trainer(args, ctx)
     trainer.checkpoint_dir = args.checkpoint_dir
     try:
-        return _run(trainer, args, ctx)
+        code = _run(trainer, args, ctx)
     finally:
         trainer.recipe.close()  # SIGINT and SIGTERM as they were
+    barrier()  # no rank closes its connections while another still uses them
+    return code
 
 
 def _run(trainer: Trainer, args: argparse.Namespace, ctx: DistContext) -> int:
@@ -608,6 +611,10 @@ class DeviceUnavailable(Exception):
     """`--device cuda` on a machine without a GPU; the script prints this and exits 1."""
 
 
+class LaunchError(DeviceUnavailable):
+    """torchrun's variables are missing or inconsistent; the script prints this and exits 1."""
+
+
 @dataclass(frozen=True)
 class DistContext:
     """Who this process is and which device it trains on."""
@@ -636,18 +643,57 @@ def resolve_device(choice: str, local_rank: int = 0) -> torch.device:
     return torch.device("cuda", local_rank % torch.cuda.device_count())
 
 
-def setup_distributed(device_choice: str = "auto") -> DistContext:
-    """Join the torchrun process group if there is one; pick this process's device."""
-    world_size = int(os.environ.get("WORLD_SIZE", "1"))
-    rank = int(os.environ.get("RANK", "0"))
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+def launch_environment(environ: Mapping[str, str] | None = None) -> tuple[int, int, int]:
+    """(rank, local rank, world size) from torchrun's variables; (0, 0, 1) without them."""
+    env = os.environ if environ is None else environ
+    values: dict[str, int] = {}
+    for name, default in (("RANK", 0), ("LOCAL_RANK", 0), ("WORLD_SIZE", 1)):
+        text = env.get(name)
+        try:
+            values[name] = default if text is None else int(text)
+        except ValueError:
+            raise LaunchError(f"{name}={text!r} is not a number (torchrun sets it)") from None
+    rank, local_rank, world_size = values["RANK"], values["LOCAL_RANK"], values["WORLD_SIZE"]
+    if world_size < 1 or not 0 <= rank < world_size or local_rank < 0 or local_rank > rank:
+        raise LaunchError(
+            f"RANK={rank}, LOCAL_RANK={local_rank}, WORLD_SIZE={world_size} do not fit together: "
+            "start the script with torchrun (or `tlc run --nproc N`)"
+        )
+    return rank, local_rank, world_size
+
+
+def setup_distributed(device_choice: str = "auto", *, group_of_one: bool = False) -> DistContext:
+    """Join the torchrun process group if there is one; pick this process's device.
+
+    `group_of_one`: a process started without torchrun still gets a process group
+    (of one, on an in-process store), as `fully_shard` needs one."""
+    rank, local_rank, world_size = launch_environment()
     device = resolve_device(device_choice, local_rank)
     if device.type == "cuda":
         torch.cuda.set_device(device)
-    if world_size > 1 and not dist.is_initialized():
+    if world_size > 1 and not faulthandler.is_enabled():
+        # A rank that aborts in native code (SIGABRT, SIGSEGV) prints its Python stack.
+        faulthandler.enable(all_threads=True)
+    if (world_size > 1 or group_of_one) and not dist.is_initialized():
         backend = "nccl" if device.type == "cuda" else "gloo"
-        dist.init_process_group(backend=backend, rank=rank, world_size=world_size)
+        if world_size == 1 and "MASTER_ADDR" not in os.environ:  # `python script.py`
+            dist.init_process_group(backend=backend, store=dist.HashStore(), rank=0, world_size=1)
+        else:  # torchrun's rendezvous: MASTER_ADDR and MASTER_PORT are set
+            dist.init_process_group(backend=backend, rank=rank, world_size=world_size)
     return DistContext(rank, local_rank, world_size, device)
+
+
+def gradient_sync(model: torch.nn.Module, sync: bool) -> contextlib.AbstractContextManager[None]:
+    """Reduce gradients across ranks in this backward only if `sync` (the last micro-batch).
+
+    DDP skips its all-reduce inside `no_sync()`; an FSDP2 module is told with
+    `set_requires_gradient_sync`, and keeps unsharded gradients until it syncs."""
+    if hasattr(model, "set_requires_gradient_sync"):  # an FSDPModule
+        model.set_requires_gradient_sync(sync)
+        return contextlib.nullcontext()
+    if isinstance(model, torch.nn.parallel.DistributedDataParallel) and not sync:
+        return model.no_sync()  # type: ignore[return-value]
+    return contextlib.nullcontext()
 
 
 def all_reduce_sum(tensor: torch.Tensor) -> torch.Tensor:
@@ -664,19 +710,6 @@ def all_reduce_mean(tensor: torch.Tensor) -> torch.Tensor:
     if not (dist.is_available() and dist.is_initialized()):
         return tensor
     return all_reduce_sum(tensor) / dist.get_world_size()
-
-
-def gradient_sync(model: torch.nn.Module, sync: bool) -> contextlib.AbstractContextManager[None]:
-    """Reduce gradients across ranks in this backward only if `sync` (the last micro-batch).
-
-    DDP skips its all-reduce inside `no_sync()`; an FSDP2 module is told with
-    `set_requires_gradient_sync`, and keeps unsharded gradients until it syncs."""
-    if hasattr(model, "set_requires_gradient_sync"):  # an FSDPModule
-        model.set_requires_gradient_sync(sync)
-        return contextlib.nullcontext()
-    if isinstance(model, torch.nn.parallel.DistributedDataParallel) and not sync:
-        return model.no_sync()  # type: ignore[return-value]
-    return contextlib.nullcontext()
 
 
 def barrier() -> None:
@@ -1430,28 +1463,58 @@ class ModelEMA:
 
     torch.optim.swa_utils.AveragedModel with its EMA rule: after each optimizer step,
     every averaged tensor becomes `decay * average + (1 - decay) * current`; the first
-    update copies the weights. `module` is a model of the same class to evaluate."""
+    update copies the weights. `module` is a model of the same class to evaluate.
 
-    def __init__(self, model: torch.nn.Module, decay: float) -> None:
+    `copy` (FSDP): a second model of the same class, sharded as `model` is; each rank
+    then averages its own shards with the same rule (non-float buffers are copied),
+    and `state_dict` holds only the count: the weights are saved sharded, beside the
+    model's (runtime/sharded.py)."""
+
+    def __init__(
+        self, model: torch.nn.Module, decay: float, copy: torch.nn.Module | None = None
+    ) -> None:
         from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
         self.decay = decay
-        self.averaged = AveragedModel(
-            model, multi_avg_fn=get_ema_multi_avg_fn(decay), use_buffers=True
-        )
+        self.copy, self.n_averaged = copy, 0
+        self.averaged: AveragedModel | None = None
+        if copy is not None:
+            copy.requires_grad_(False)
+        else:
+            self.averaged = AveragedModel(
+                model, multi_avg_fn=get_ema_multi_avg_fn(decay), use_buffers=True
+            )
 
     @property
     def module(self) -> torch.nn.Module:
+        if self.copy is not None:
+            return self.copy
+        assert self.averaged is not None
         return self.averaged.module
 
     @torch.no_grad()
     def update(self, model: torch.nn.Module) -> None:
-        self.averaged.update_parameters(model)
+        if self.averaged is not None:
+            self.averaged.update_parameters(model)
+            return
+        ours = [*self.module.parameters(), *self.module.buffers()]
+        theirs = [*model.parameters(), *model.buffers()]
+        for average, current in zip(ours, theirs, strict=True):
+            if self.n_averaged == 0 or not average.is_floating_point():
+                average.copy_(current.detach())
+            else:
+                average.lerp_(current.detach(), 1.0 - self.decay)
+        self.n_averaged += 1
 
     def state_dict(self) -> dict[str, Any]:
+        if self.averaged is None:
+            return {"n_averaged": self.n_averaged, "sharded": True}
         return self.averaged.state_dict()
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        if self.averaged is None:
+            self.n_averaged = int(state.get("n_averaged", 0))
+            return
         self.averaged.load_state_dict(state)
 
 
@@ -1663,12 +1726,14 @@ def make_run_recipe(
     keep_best: str | None,
     eval_every: int | None,
     signals: bool,
+    ema_copy: torch.nn.Module | None = None,
 ) -> RunRecipe:
     """The `RunRecipe` of a train block's settings. The best epoch is tracked for the run's
     summary even without `keep_best` (by `val_loss`). `signals=False` (several processes,
-    which must stop at one step) leaves SIGINT and SIGTERM as they are."""
+    which must stop at one step) leaves SIGINT and SIGTERM as they are. `ema_copy`: the
+    EMA's model under FSDP (see `ModelEMA`)."""
     return RunRecipe(
-        ema=ModelEMA(model, ema) if ema is not None else None,
+        ema=ModelEMA(model, ema, ema_copy) if ema is not None else None,
         stopper=EarlyStopping(*early_stopping) if early_stopping is not None else None,
         best=BestTracker(keep_best or "val_loss"),
         eval_every=eval_every,

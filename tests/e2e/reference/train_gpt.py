@@ -43,14 +43,15 @@ from torch import nn
 
 
 # ---- settings: the train block's values; the command line overrides some ----
-EPOCHS: int | None = 4
+EPOCHS: int | None = 2
 BATCH_SIZE = 32  # per process
-LEARNING_RATE = 0.001
+LEARNING_RATE = 0.002
 PRECISION = "auto"  # bf16 on a CUDA GPU with bf16 support, else fp32
 DISTRIBUTED = False
 CHECKPOINT_EVERY: int | None = None  # unset: saved at the end and when interrupted
 KEEP_CHECKPOINTS = 3
-GRAD_CLIP: float | None = None  # clips the global gradient norm
+LR_SCHEDULE: dict[str, Any] = {"name": "cosine", "warmup_steps": 40, "min_lr": 0.0001}  # `lr_schedule`, runtime/recipe.py
+GRAD_CLIP = 1.0  # clips the global gradient norm
 GRAD_ACCUM = 1  # micro-batches per optimizer step
 VAL_EVERY = 1  # epochs between validations (and the last)
 DECAY_GROUPS = True  # no weight decay for biases and norm weights
@@ -65,36 +66,44 @@ COMPILE_SECONDS = 13.0  # torch.compile of a small model on an H200
 COMPILED_STEP_SHARE = 0.3  # a compiled step's time over an eager one's
 SEED = 0
 DATASET: str | None = "text"
-DATASET_OPTIONS: dict[str, Any] = {"path": "stdlib", "block_size": 64, "max_bytes": 2000000, "windows_per_epoch": 4096}
+DATASET_OPTIONS: dict[str, Any] = {"path": "stdlib", "block_size": 64, "max_bytes": 2000000, "windows_per_epoch": 6144}
 
 
 class MLP(nn.Module):
     """The `MLP` model from gpt.nml."""
 
-    def __init__(self, n_embd=768, dropout=0.0):
+    def __init__(self, n_embd=768, n_layer=12, dropout=0.0):
         super().__init__()
         self.c_fc = nn.Linear(n_embd, 4 * n_embd)
         self.c_proj = nn.Linear(4 * n_embd, n_embd)
         self.drop = nn.Dropout(dropout)
+        nn.init.normal_(self.c_fc.weight, std=0.02)  # gpt.nml:25
+        nn.init.zeros_(self.c_fc.bias)
+        nn.init.normal_(self.c_proj.weight, std=0.02 / math.sqrt(2 * n_layer))  # gpt.nml:26
+        nn.init.zeros_(self.c_proj.bias)
 
     def forward(self, x):
-        return self.drop(self.c_proj(F.gelu(self.c_fc(x))))  # gpt.nml:24
+        return self.drop(self.c_proj(F.gelu(self.c_fc(x))))  # gpt.nml:31
 
 
 class Block(nn.Module):
     """The `Block` model from gpt.nml."""
 
-    def __init__(self, n_embd=768, n_head=12, dropout=0.0):
+    def __init__(self, n_embd=768, n_head=12, n_layer=12, dropout=0.0):
         super().__init__()
         self.ln_1 = nn.LayerNorm(n_embd)
         self.attn = SelfAttention(n_embd, n_head, causal=True, dropout=dropout, batch_first=True)
         self.ln_2 = nn.LayerNorm(n_embd)
-        self.mlp = MLP(n_embd, dropout)
+        self.mlp = MLP(n_embd, n_layer, dropout)
+        nn.init.normal_(self.attn.c_attn.weight, std=0.02)  # gpt.nml:42
+        nn.init.normal_(self.attn.c_proj.weight, std=0.02 / math.sqrt(2 * n_layer))
+        nn.init.zeros_(self.attn.c_attn.bias)
+        nn.init.zeros_(self.attn.c_proj.bias)
 
     def forward(self, x):
-        x = x + self.attn(self.ln_1(x))  # gpt.nml:39
-        x = x + self.mlp(self.ln_2(x))  # gpt.nml:40
-        return x  # gpt.nml:41
+        x = x + self.attn(self.ln_1(x))  # gpt.nml:49
+        x = x + self.mlp(self.ln_2(x))  # gpt.nml:50
+        return x  # gpt.nml:51
 
 
 class GPT(nn.Module):
@@ -105,16 +114,18 @@ class GPT(nn.Module):
         self.wte = nn.Embedding(vocab_size, n_embd)
         self.wpe = nn.Embedding(block_size, n_embd)
         self.drop = nn.Dropout(dropout)
-        self.h = nn.ModuleList([Block(n_embd, n_head, dropout) for _ in range(n_layer)])
+        self.h = nn.ModuleList([Block(n_embd, n_head, n_layer, dropout) for _ in range(n_layer)])
         self.ln_f = nn.LayerNorm(n_embd)
+        nn.init.normal_(self.wte.weight, std=0.02)  # gpt.nml:63
+        nn.init.normal_(self.wpe.weight, std=0.02)  # gpt.nml:64
 
     def forward(self, idx):
-        T = idx.size(1)  # gpt.nml:59
-        pos = torch.arange(T, device=idx.device)  # gpt.nml:60
-        x = self.drop(self.wte(idx) + self.wpe(pos))  # gpt.nml:61
-        for block in self.h:  # gpt.nml:62
-            x = block(x)  # gpt.nml:63
-        return self.ln_f(x) @ self.wte.weight.t()  # gpt.nml:64
+        T = idx.size(1)  # gpt.nml:69
+        pos = torch.arange(T, device=idx.device)  # gpt.nml:70
+        x = self.drop(self.wte(idx) + self.wpe(pos))  # gpt.nml:71
+        for block in self.h:  # gpt.nml:72
+            x = block(x)  # gpt.nml:73
+        return self.ln_f(x) @ self.wte.weight.t()  # gpt.nml:74
 
 
 def loss_fn(
@@ -122,7 +133,7 @@ def loss_fn(
 ) -> torch.Tensor:
     """`loss = CrossEntropy`; per-token outputs [B, T, C] are flattened to [B*T, C]."""
     output, target = output.flatten(0, -2), target.flatten()
-    return F.cross_entropy(output, target, reduction=reduction)  # train_gpt.tl:20
+    return F.cross_entropy(output, target, reduction=reduction)  # train_gpt.tl:24
 
 
 # ---- command line ----
@@ -164,6 +175,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def seed_everything(seed: int) -> None:
     random.seed(seed)
     torch.manual_seed(seed)  # seeds every CUDA device too
+
+
+def build_scheduler(
+    optimizer: torch.optim.Optimizer, steps_per_epoch: int, total_steps: int
+) -> torch.optim.lr_scheduler.LRScheduler:
+    """`lr_schedule`: runtime/recipe.py's LrSchedule, stepped once per optimizer step."""
+    schedule = lr_schedule_from(
+        LR_SCHEDULE, steps_per_epoch=steps_per_epoch, total_steps=total_steps,
+        base_lr=LEARNING_RATE,
+    )  # fmt: skip
+    return make_lr_scheduler(optimizer, schedule)
 
 
 @dataclass
@@ -211,14 +233,15 @@ def build_loaders(
 def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
     seed_everything(args.seed)
     train_loader, val_loader, info = build_loaders(args, ctx)
-    model = GPT(vocab_size=256, block_size=64, n_layer=4, n_head=4, n_embd=128).to(ctx.device)
-    optimizer = torch.optim.AdamW(
-        decay_param_groups(model, DECAY_GROUPS), lr=LEARNING_RATE, weight_decay=0.1, fused=ctx.device.type == "cuda"
-    )
+    model = GPT(vocab_size=256, block_size=64, n_layer=4, n_head=4, n_embd=96).to(ctx.device)
     plan = resolve_precision(args.precision, ctx.device)
+    optimizer = torch.optim.AdamW(
+        decay_param_groups(model, DECAY_GROUPS), lr=LEARNING_RATE, weight_decay=0.1, betas=(0.9, 0.99), fused=ctx.device.type == "cuda"
+    )
     steps_per_epoch = len(train_loader) // GRAD_ACCUM
     args.epochs = planned_epochs(args.epochs, MAX_STEPS, steps_per_epoch)
-    scheduler = None  # no `lr_schedule`
+    total = total_train_steps(args.epochs, steps_per_epoch, MAX_STEPS)
+    scheduler = build_scheduler(optimizer, steps_per_epoch, total)
     compile_it = _should_compile(model, args, ctx, train_loader, plan)
     compiled = _maybe_compile(model, compile_it)
     # the step's forward and loss, compiled together; evaluation runs `compiled`
@@ -416,11 +439,15 @@ def _begin_step(trainer: Trainer) -> None:
 def _optimizer_step(trainer: Trainer) -> None:
     optimizer, scaler = trainer.optimizer, trainer.scaler
     if scaler is not None:
+        scaler.unscale_(optimizer)
+    torch.nn.utils.clip_grad_norm_(trainer.model.parameters(), GRAD_CLIP)
+    if scaler is not None:
         scaler.step(optimizer)
         scaler.update()
     else:
         optimizer.step()
     optimizer.zero_grad(set_to_none=True)
+    trainer.scheduler.step()
     trainer.step += 1
 
 
@@ -543,9 +570,10 @@ def train(args: argparse.Namespace, ctx: DistContext) -> int:
     trainer = build_trainer(args, ctx)
     trainer.checkpoint_dir = args.checkpoint_dir
     try:
-        return _run(trainer, args, ctx)
+        code = _run(trainer, args, ctx)
     finally:
         trainer.recipe.close()  # SIGINT and SIGTERM as they were
+    return code
 
 
 def _run(trainer: Trainer, args: argparse.Namespace, ctx: DistContext) -> int:
@@ -568,7 +596,7 @@ def _run(trainer: Trainer, args: argparse.Namespace, ctx: DistContext) -> int:
     metrics = MetricsWriter(args.metrics, enabled=ctx.is_main, tensorboard=args.tensorboard)
     trainer.metrics = metrics
     started, epochs_done = time.perf_counter(), trainer.start_epoch
-    for epoch in range(trainer.start_epoch, args.epochs):  # train_gpt.tl:16
+    for epoch in range(trainer.start_epoch, args.epochs):  # train_gpt.tl:18
         if _reached(trainer.step, max_steps) or trainer.recipe.stop_reason is not None:
             break
         start, start_step = time.perf_counter(), trainer.step
@@ -1500,6 +1528,86 @@ def _describe(where: tuple[str, int], lines: list[str], script: Path) -> str:
 
 
 # ---- runtime/recipe.py: Training recipes for TensorLoom scripts: schedules, decay groups, EMA, early stopping.
+LR_SCHEDULES = ("none", "cosine", "linear", "constant_with_warmup", "warmup", "onecycle", "step")
+
+
+@dataclass(frozen=True)
+class LrSchedule:
+    """The learning rate as a factor of the optimizer's base lr, per optimizer step.
+
+    `cosine`: linear warm-up over `warmup_steps`, then a cosine from 1 down to
+    `min_ratio` at `total_steps`. `linear`: the same warm-up, then a straight line
+    down to `min_ratio`. `constant_with_warmup` (alias `warmup`): the warm-up, then 1.
+    `onecycle`: torch's OneCycleLR curve (cosine up from 1/`div_factor` over the first
+    `pct_start` of the run, then cosine down to 1/(`div_factor` * `final_div_factor`)).
+    `step`: times `gamma` every `step_interval` steps. `none`: 1 throughout.
+    """
+
+    name: str
+    total_steps: int
+    warmup_steps: int = 0
+    min_ratio: float = 0.0
+    step_interval: int = 1
+    gamma: float = 0.1
+    pct_start: float = 0.3
+    div_factor: float = 25.0
+    final_div_factor: float = 1e4
+
+    def __post_init__(self) -> None:
+        if self.name not in LR_SCHEDULES:
+            raise ValueError(f"unknown lr schedule `{self.name}`; known: {LR_SCHEDULES}")
+
+    def factor(self, step: int) -> float:
+        """The factor for the optimizer step `step` (0-based)."""
+        if self.name == "none":
+            return 1.0
+        if self.name == "step":
+            return self.gamma ** (step // max(self.step_interval, 1))
+        if self.name == "onecycle":
+            return self._onecycle(step)
+        if step < self.warmup_steps:
+            return (step + 1) / self.warmup_steps
+        if self.name in ("constant_with_warmup", "warmup"):
+            return 1.0
+        span = max(self.total_steps - self.warmup_steps, 1)
+        progress = min((step - self.warmup_steps) / span, 1.0)
+        if self.name == "linear":
+            return 1.0 - (1.0 - self.min_ratio) * progress
+        return self.min_ratio + (1.0 - self.min_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+    def _onecycle(self, step: int) -> float:
+        # torch.optim.lr_scheduler.OneCycleLR's two phases, as factors of the peak lr.
+        start, peak = 1.0 / self.div_factor, 1.0
+        end = start / self.final_div_factor
+        rise_end = float(self.pct_start * self.total_steps) - 1
+        if step <= rise_end:
+            return _cos_between(start, peak, step / rise_end if rise_end > 0 else 1.0)
+        fall = float(self.total_steps - 1) - rise_end
+        return _cos_between(peak, end, min((step - rise_end) / fall, 1.0) if fall > 0 else 1.0)
+
+
+def _cos_between(start: float, end: float, pct: float) -> float:
+    return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
+
+
+def schedule_steps(epochs_or_steps: int, unit: str, steps_per_epoch: int) -> int:
+    """A length the block gave in `unit` ("epochs" or "steps"), in optimizer steps."""
+    return epochs_or_steps * steps_per_epoch if unit == "epochs" else epochs_or_steps
+
+
+def total_train_steps(epochs: int, steps_per_epoch: int, max_steps: int | None) -> int:
+    """The run's optimizer steps: `max_steps` when it cuts the run short, else every epoch's."""
+    planned = epochs * steps_per_epoch
+    return planned if max_steps is None else min(planned, max_steps)
+
+
+def make_lr_scheduler(
+    optimizer: torch.optim.Optimizer, schedule: LrSchedule
+) -> torch.optim.lr_scheduler.LambdaLR:
+    """A LambdaLR stepping `schedule.factor`; its state dict is the step count alone."""
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: schedule.factor(step))
+
+
 _NORM_LAYERS: tuple[type[torch.nn.Module], ...] = (
     torch.nn.modules.batchnorm._NormBase,  # BatchNorm*, InstanceNorm*
     torch.nn.LayerNorm,
@@ -1544,28 +1652,58 @@ class ModelEMA:
 
     torch.optim.swa_utils.AveragedModel with its EMA rule: after each optimizer step,
     every averaged tensor becomes `decay * average + (1 - decay) * current`; the first
-    update copies the weights. `module` is a model of the same class to evaluate."""
+    update copies the weights. `module` is a model of the same class to evaluate.
 
-    def __init__(self, model: torch.nn.Module, decay: float) -> None:
+    `copy` (FSDP): a second model of the same class, sharded as `model` is; each rank
+    then averages its own shards with the same rule (non-float buffers are copied),
+    and `state_dict` holds only the count: the weights are saved sharded, beside the
+    model's (runtime/sharded.py)."""
+
+    def __init__(
+        self, model: torch.nn.Module, decay: float, copy: torch.nn.Module | None = None
+    ) -> None:
         from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
         self.decay = decay
-        self.averaged = AveragedModel(
-            model, multi_avg_fn=get_ema_multi_avg_fn(decay), use_buffers=True
-        )
+        self.copy, self.n_averaged = copy, 0
+        self.averaged: AveragedModel | None = None
+        if copy is not None:
+            copy.requires_grad_(False)
+        else:
+            self.averaged = AveragedModel(
+                model, multi_avg_fn=get_ema_multi_avg_fn(decay), use_buffers=True
+            )
 
     @property
     def module(self) -> torch.nn.Module:
+        if self.copy is not None:
+            return self.copy
+        assert self.averaged is not None
         return self.averaged.module
 
     @torch.no_grad()
     def update(self, model: torch.nn.Module) -> None:
-        self.averaged.update_parameters(model)
+        if self.averaged is not None:
+            self.averaged.update_parameters(model)
+            return
+        ours = [*self.module.parameters(), *self.module.buffers()]
+        theirs = [*model.parameters(), *model.buffers()]
+        for average, current in zip(ours, theirs, strict=True):
+            if self.n_averaged == 0 or not average.is_floating_point():
+                average.copy_(current.detach())
+            else:
+                average.lerp_(current.detach(), 1.0 - self.decay)
+        self.n_averaged += 1
 
     def state_dict(self) -> dict[str, Any]:
+        if self.averaged is None:
+            return {"n_averaged": self.n_averaged, "sharded": True}
         return self.averaged.state_dict()
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        if self.averaged is None:
+            self.n_averaged = int(state.get("n_averaged", 0))
+            return
         self.averaged.load_state_dict(state)
 
 
@@ -1697,6 +1835,29 @@ def format_run_summary(
     return "\n".join(lines)
 
 
+def lr_schedule_from(
+    settings: dict[str, Any], *, steps_per_epoch: int, total_steps: int, base_lr: float
+) -> LrSchedule:
+    """The `LrSchedule` for a train block's `lr_schedule = name(...)`, lengths in steps:
+    `warmup_epochs` and `step_size` count epochs, `warmup_steps` and `step_size_steps`
+    optimizer steps; `min_lr` becomes a factor of the base lr."""
+    options = dict(settings)
+    name = options.pop("name")
+    warmup = int(options.pop("warmup_steps", 0))
+    warmup += schedule_steps(int(options.pop("warmup_epochs", 0)), "epochs", steps_per_epoch)
+    interval = int(options.pop("step_size_steps", 0))
+    interval += schedule_steps(int(options.pop("step_size", 0)), "epochs", steps_per_epoch)
+    min_lr = float(options.pop("min_lr", 0.0))
+    return LrSchedule(
+        name,
+        total_steps=total_steps,
+        warmup_steps=warmup,
+        min_ratio=min_lr / base_lr if base_lr > 0 else 0.0,
+        step_interval=interval or steps_per_epoch * 30,
+        **{key: float(value) for key, value in options.items()},
+    )
+
+
 def planned_epochs(epochs: int | None, max_steps: int | None, steps_per_epoch: int) -> int:
     """The epochs a run goes through: as given, or enough for `max_steps` when only it is set."""
     if epochs is not None:
@@ -1777,12 +1938,14 @@ def make_run_recipe(
     keep_best: str | None,
     eval_every: int | None,
     signals: bool,
+    ema_copy: torch.nn.Module | None = None,
 ) -> RunRecipe:
     """The `RunRecipe` of a train block's settings. The best epoch is tracked for the run's
     summary even without `keep_best` (by `val_loss`). `signals=False` (several processes,
-    which must stop at one step) leaves SIGINT and SIGTERM as they are."""
+    which must stop at one step) leaves SIGINT and SIGTERM as they are. `ema_copy`: the
+    EMA's model under FSDP (see `ModelEMA`)."""
     return RunRecipe(
-        ema=ModelEMA(model, ema) if ema is not None else None,
+        ema=ModelEMA(model, ema, ema_copy) if ema is not None else None,
         stopper=EarlyStopping(*early_stopping) if early_stopping is not None else None,
         best=BestTracker(keep_best or "val_loss"),
         eval_every=eval_every,

@@ -588,9 +588,10 @@ def train(args: argparse.Namespace, ctx: DistContext) -> int:
     trainer = build_trainer(args, ctx)
     trainer.checkpoint_dir = args.checkpoint_dir
     try:
-        return _run(trainer, args, ctx)
+        code = _run(trainer, args, ctx)
     finally:
         trainer.recipe.close()  # SIGINT and SIGTERM as they were
+    return code
 
 
 def _run(trainer: Trainer, args: argparse.Namespace, ctx: DistContext) -> int:
@@ -1612,28 +1613,58 @@ class ModelEMA:
 
     torch.optim.swa_utils.AveragedModel with its EMA rule: after each optimizer step,
     every averaged tensor becomes `decay * average + (1 - decay) * current`; the first
-    update copies the weights. `module` is a model of the same class to evaluate."""
+    update copies the weights. `module` is a model of the same class to evaluate.
 
-    def __init__(self, model: torch.nn.Module, decay: float) -> None:
+    `copy` (FSDP): a second model of the same class, sharded as `model` is; each rank
+    then averages its own shards with the same rule (non-float buffers are copied),
+    and `state_dict` holds only the count: the weights are saved sharded, beside the
+    model's (runtime/sharded.py)."""
+
+    def __init__(
+        self, model: torch.nn.Module, decay: float, copy: torch.nn.Module | None = None
+    ) -> None:
         from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
         self.decay = decay
-        self.averaged = AveragedModel(
-            model, multi_avg_fn=get_ema_multi_avg_fn(decay), use_buffers=True
-        )
+        self.copy, self.n_averaged = copy, 0
+        self.averaged: AveragedModel | None = None
+        if copy is not None:
+            copy.requires_grad_(False)
+        else:
+            self.averaged = AveragedModel(
+                model, multi_avg_fn=get_ema_multi_avg_fn(decay), use_buffers=True
+            )
 
     @property
     def module(self) -> torch.nn.Module:
+        if self.copy is not None:
+            return self.copy
+        assert self.averaged is not None
         return self.averaged.module
 
     @torch.no_grad()
     def update(self, model: torch.nn.Module) -> None:
-        self.averaged.update_parameters(model)
+        if self.averaged is not None:
+            self.averaged.update_parameters(model)
+            return
+        ours = [*self.module.parameters(), *self.module.buffers()]
+        theirs = [*model.parameters(), *model.buffers()]
+        for average, current in zip(ours, theirs, strict=True):
+            if self.n_averaged == 0 or not average.is_floating_point():
+                average.copy_(current.detach())
+            else:
+                average.lerp_(current.detach(), 1.0 - self.decay)
+        self.n_averaged += 1
 
     def state_dict(self) -> dict[str, Any]:
+        if self.averaged is None:
+            return {"n_averaged": self.n_averaged, "sharded": True}
         return self.averaged.state_dict()
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        if self.averaged is None:
+            self.n_averaged = int(state.get("n_averaged", 0))
+            return
         self.averaged.load_state_dict(state)
 
 
@@ -1845,12 +1876,14 @@ def make_run_recipe(
     keep_best: str | None,
     eval_every: int | None,
     signals: bool,
+    ema_copy: torch.nn.Module | None = None,
 ) -> RunRecipe:
     """The `RunRecipe` of a train block's settings. The best epoch is tracked for the run's
     summary even without `keep_best` (by `val_loss`). `signals=False` (several processes,
-    which must stop at one step) leaves SIGINT and SIGTERM as they are."""
+    which must stop at one step) leaves SIGINT and SIGTERM as they are. `ema_copy`: the
+    EMA's model under FSDP (see `ModelEMA`)."""
     return RunRecipe(
-        ema=ModelEMA(model, ema) if ema is not None else None,
+        ema=ModelEMA(model, ema, ema_copy) if ema is not None else None,
         stopper=EarlyStopping(*early_stopping) if early_stopping is not None else None,
         best=BestTracker(keep_best or "val_loss"),
         eval_every=eval_every,

@@ -1,5 +1,6 @@
-// `distributed = true` gets the DDP marker, which the lowering makes the whole DDP script of
-// (passes/insert-ddp-omitted.test shows the script with and without it).
+// `distributed = true` (or "ddp") gets the DDP marker, "fsdp" `train.fsdp_shard` (its
+// blocks: the model's layers that are models), which the lowering makes the whole
+// data-parallel script of (passes/insert-ddp-omitted.test shows the script with and without it).
 // RUN: tl-opt %s -p train-config,insert-ddp | filecheck %s
 // RUN: tl-opt %s -p train-config,insert-ddp,insert-ddp | filecheck %s
 
@@ -11,12 +12,26 @@ builtin.module {
   train.loop @single on @data {
     train.set "distributed" = false
   }
+  train.loop @named on @data {
+    train.set "distributed" = "ddp"
+  }
+  train.loop @big on @data {
+    train.set "distributed" = "fsdp"
+  }
 }
 
 // CHECK:      train.loop @net on @data {
-// CHECK-NEXT:   train.config {{.*}}distributed = true{{.*}}
+// CHECK-NEXT:   train.config {{.*}}distributed = "ddp"{{.*}}
 // CHECK-NEXT:   train.ddp_wrap @net
 // CHECK-NEXT: }
 // CHECK-NEXT: train.loop @single on @data {
-// CHECK-NEXT:   train.config {{.*}}distributed = false{{.*}}
+// CHECK-NEXT:   train.config {{.*}}distributed = none{{.*}}
+// CHECK-NEXT: }
+// CHECK-NEXT: train.loop @named on @data {
+// CHECK-NEXT:   train.config {{.*}}distributed = "ddp"{{.*}}
+// CHECK-NEXT:   train.ddp_wrap @named
+// CHECK-NEXT: }
+// CHECK-NEXT: train.loop @big on @data {
+// CHECK-NEXT:   train.config {{.*}}distributed = "fsdp"{{.*}}
+// CHECK-NEXT:   train.fsdp_shard @big []
 // CHECK-NEXT: }

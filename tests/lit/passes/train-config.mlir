@@ -34,7 +34,7 @@ builtin.module {
 // CHECK-NEXT:   train.config {epochs = 10 : i64, batch_size = 64 : i64, batch_size_set = false,
 // CHECK-SAME:     optimizer = "Adam", optimizer_args = {lr = 1.000000e-03 : f64},
 // CHECK-SAME:     loss = "CrossEntropy", loss_args = {}, loss_fn = false, precision = "auto",
-// CHECK-SAME:     distributed = false, compile = "auto", compile_mode = "reduce-overhead",
+// CHECK-SAME:     distributed = none, compile = "auto", compile_mode = "reduce-overhead",
 // CHECK-SAME:     lr_schedule = "none", lr_schedule_args = {}, grad_clip = none, grad_accum = 1 : i64,
 // CHECK-SAME:     decay_groups = true, ema = none, early_stopping = none, keep_best = none,
 // CHECK-SAME:     eval_every = none, max_steps = none, seed = 0 : i64,

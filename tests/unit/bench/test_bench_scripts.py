@@ -223,8 +223,12 @@ def test_emitted_lm_is_the_handwritten_baseline(tmp_path: Path, lm: ModuleType) 
     hand = lm.TransformerLM(cfg).eval()
     renamed = {}
     # nn.MultiheadAttention's packed q/k/v projection is the emitted SelfAttention's c_attn
-    attention = {"in_proj_weight": "c_attn.weight", "in_proj_bias": "c_attn.bias",
-                 "out_proj.weight": "c_proj.weight", "out_proj.bias": "c_proj.bias"}
+    attention = {
+        "in_proj_weight": "c_attn.weight",
+        "in_proj_bias": "c_attn.bias",
+        "out_proj.weight": "c_proj.weight",
+        "out_proj.bias": "c_proj.bias",
+    }
     for name, value in hand.state_dict().items():
         name = name.replace("token_emb.", "embed.").replace("pos_emb.", "pos.")
         for old, new in attention.items():
@@ -348,6 +352,14 @@ train model on data:
 """
 
 
+def test_the_benchmark_gpt2_is_the_example_gpt() -> None:
+    """bench/programs/gpt2.nml is examples/gpt.nml (nanoGPT's initialisation written with
+    the language's init keywords, tests/e2e/test_layer_init.py) but for its first line."""
+    bench = (BENCH / "programs" / "gpt2.nml").read_text().splitlines()
+    example = (ROOT / "examples" / "gpt.nml").read_text().splitlines()
+    assert bench[1:] == example[1:] and 'init="normal"' in "\n".join(bench)
+
+
 def test_emitted_gpt2_trains_as_the_handwritten_loop(tmp_path: Path, gpt2_train) -> None:
     """Same weights (the hand-written model's first weights, given to the emitted script
     with --init-from), same windows, fp32 on the CPU: the same losses, to rounding. The
@@ -390,10 +402,22 @@ def test_emitted_gpt2_trains_as_the_handwritten_loop(tmp_path: Path, gpt2_train)
 
 
 def test_report_gpt2_rows(tmp_path: Path, report: ModuleType) -> None:
-    hand = {"bench": "gpt2", "impl": "handwritten", "setting": "bf16+compile(default)",
-            "tokens_per_s": 400_000.0, "ms_per_step": 40.96, "losses": [3.0] * 200}
-    tl = {"bench": "gpt2", "impl": "tensorloom", "setting": "TensorLoom defaults",
-          "tokens_per_s": 440_000.0, "ms_per_step": 37.2, "train_losses": [3.01] * 8}
+    hand = {
+        "bench": "gpt2",
+        "impl": "handwritten",
+        "setting": "bf16+compile(default)",
+        "tokens_per_s": 400_000.0,
+        "ms_per_step": 40.96,
+        "losses": [3.0] * 200,
+    }
+    tl = {
+        "bench": "gpt2",
+        "impl": "tensorloom",
+        "setting": "TensorLoom defaults",
+        "tokens_per_s": 440_000.0,
+        "ms_per_step": 37.2,
+        "train_losses": [3.01] * 8,
+    }
     env = {"kind": "env", "matmul_tflops": 800.0}
     text = report.render([env, hand, tl])
     row = table_rows(text, "TensorLoom defaults")[0]

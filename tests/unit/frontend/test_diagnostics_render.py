@@ -37,6 +37,19 @@ def test_rustc_style_layout() -> None:
     )
 
 
+def test_a_quoted_newline_stays_on_the_message_line() -> None:
+    # A data file named "a\nimport os" used to split the header line in two.
+    sources = sources_with('let d = load_dataset("a\\nimport os")\n')
+    diag = Diagnostic.warning(
+        "TL0708",
+        "`a\nimport os` is not there at check time",
+        Label(Span("a.tl", 1, 9, 1, 38), "named\there"),
+    )
+    lines = render_text.render(diag, sources).splitlines()
+    assert lines[0] == "warning[TL0708]: `a\\nimport os` is not there at check time"
+    assert lines[4].endswith("^ named\\there")
+
+
 def test_secondary_label_and_wide_gutter() -> None:
     text = "\n" * 9 + "let a = f(1 2)\n"
     diag = Diagnostic.error(

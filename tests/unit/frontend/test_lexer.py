@@ -184,3 +184,21 @@ def test_statement_keyword_ends_an_unclosed_bracket() -> None:
     got = [t.kind for t in tokens]
     assert got.count(K.NEWLINE) == 2
     assert got[got.index(K.NEWLINE) + 1] is K.LET
+
+
+@pytest.mark.parametrize("blank", ["\x0c    ", "  \x0c  "])
+def test_a_form_feed_in_indentation_is_named_not_called_a_tab(blank: str) -> None:
+    _, sink = lex(
+        f"model M:\n    layer a = Linear(8, 8)\n{blank}fn forward(self, x: Tensor) -> Tensor:\n"
+    )
+    messages = [(d.code, d.primary.span.line, d.message) for d in sink]
+    name = f"U+{ord(blank.strip(' ')):04X}"
+    assert messages == [
+        ("TL0003", 3, f"indentation holds {name}, which is neither a space nor a tab")
+    ]
+
+
+@pytest.mark.parametrize("ch", ["\x01", "\x0b"])
+def test_an_unprintable_character_is_shown_by_its_code_point(ch: str) -> None:
+    _, sink = lex(f"let x = 1 {ch} 2\n")
+    assert [d.message for d in sink] == [f"unknown character U+{ord(ch):04X}"]

@@ -73,8 +73,12 @@ def test_settings_accept_documented_values_and_reject_others() -> None:
     assert SETTINGS["compile"].check("compile", True) is None
     problem = SETTINGS["epochs"].check("epochs", 0)
     assert problem is not None and problem.code == "TL0403"
+    assert SETTINGS["distributed"].check("distributed", "fsdp") is None
+    assert SETTINGS["distributed"].check("distributed", True) is None
     problem = SETTINGS["distributed"].check("distributed", 1)
-    assert problem is not None and problem.code == "TL0402"
+    assert problem is not None and problem.code == "TL0407"
+    problem = SETTINGS["distributed"].check("distributed", "fdsp")
+    assert problem is not None and problem.help == "did you mean `fsdp`?"
 
 
 def test_shape_inference_reruns_on_the_same_module() -> None:

@@ -16,6 +16,7 @@ builtin.module {
     train.checkpoint every 5 "epochs"
     train.autocast "float16"
     train.ddp_wrap @net
+    train.fsdp_shard @net ["h", "enc"]
     train.compile @net mode "max-autotune"
     train.activation_checkpoint @net ["block1"]
   }
@@ -37,6 +38,7 @@ builtin.module {
 // CHECK-NEXT: train.checkpoint every 5 "epochs"
 // CHECK-NEXT: train.autocast "float16"
 // CHECK-NEXT: train.ddp_wrap @net
+// CHECK-NEXT: train.fsdp_shard @net ["h", "enc"]
 // CHECK-NEXT: train.compile @net mode "max-autotune"
 // CHECK-NEXT: train.activation_checkpoint @net ["block1"]
 // CHECK-NEXT: }

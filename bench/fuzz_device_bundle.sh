@@ -1,0 +1,17 @@
+#!/bin/sh
+# Put this checkout's compiler, fuzzer and seed corpus under /work/main/.devrun/fuzz/src
+# (the GPU machine copies /work/main's tree plus carried paths, and has no xDSL: the
+# pure-Python dependencies go in .devrun/fuzz/lib, `pip install --no-deps --target`).
+set -e
+dest=${1:-/work/main/.devrun/fuzz}
+rm -rf "$dest/src" && mkdir -p "$dest/src"
+git archive HEAD tensorloom tests/fuzz tests/lit examples | tar -x -C "$dest/src"
+git rev-parse HEAD > "$dest/src/COMMIT"
+cat > "$dest/go.sh" <<'GO'
+#!/bin/sh
+# On the device, from the repository root: sh .devrun/fuzz/go.sh RUN.PY-ARGS...
+cd .devrun/fuzz/src
+python3 -c 'import sys, os; print(sys.version.split()[0], os.cpu_count(), "cpus")'
+grep -m1 "model name" /proc/cpuinfo
+PYTHONPATH=../lib:. OMP_NUM_THREADS=1 TRITON_INTERPRET=1 python3 tests/fuzz/run.py "$@"
+GO
