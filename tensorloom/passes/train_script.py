@@ -262,15 +262,16 @@ def _recipe_settings(recipe: RecipePlan) -> list[str]:
         return "None" if value is None else str(value)
 
     keep = py_string(recipe.keep_best) if recipe.keep_best is not None else "None"
-    return [
-        f"DECAY_GROUPS = {recipe.decay_groups}  # no weight decay for biases and norm weights",
-        f"EMA_DECAY: float | None = {optional(recipe.ema)}  # `ema`: an EMA of the weights",
-        f"EARLY_STOPPING: tuple[int, str, float] | None = {optional(recipe.early_stopping)}"
-        "  # (patience, metric, min_delta)",
-        f"KEEP_BEST: str | None = {keep}  # saves best.pt at each new best of this metric",
-        f"EVAL_EVERY: int | None = {optional(recipe.eval_every)}  # steps between validations",
-        f"MAX_STEPS: int | None = {optional(recipe.max_steps)}  # the schedule spans them",
-    ]
+    lines = [f"DECAY_GROUPS = {recipe.decay_groups}  # no weight decay for biases and norm weights"]
+    if recipe.ema is not None:  # the recipe's parts are in the script only when set
+        lines.append(f"EMA_DECAY = {recipe.ema}  # `ema`: an EMA of the weights")
+    if recipe.early_stopping is not None:
+        lines.append(f"EARLY_STOPPING = {recipe.early_stopping}  # (patience, metric, min_delta)")
+    lines.append(f"KEEP_BEST: str | None = {keep}  # saves best.pt at each new best of this metric")
+    if recipe.eval_every is not None:
+        lines.append(f"EVAL_EVERY = {recipe.eval_every}  # steps between validations")
+    lines.append(f"MAX_STEPS: int | None = {optional(recipe.max_steps)}  # the schedule spans them")
+    return lines
 
 
 def _checkpoint_settings(plan: ScriptPlan) -> list[str]:
@@ -800,36 +801,47 @@ def maybe_compile_source(plan: ScriptPlan) -> str:
     return text.replace("$loader", _loader_type(plan))
 
 
-BUILD_RECIPE = '''
-def build_recipe(model: nn.Module, ctx: DistContext) -> RunRecipe:
-    """The block's recipe keys as runtime/recipe.py objects; one process handles signals."""
-    return make_run_recipe(
-        model, ema=EMA_DECAY, early_stopping=EARLY_STOPPING, keep_best=KEEP_BEST,
-        eval_every=EVAL_EVERY, signals=not ctx.is_distributed,
-    )  # fmt: skip
-'''
-
-BUILD_RECIPE_SHARDED = '''
-def build_recipe(model: nn.Module, ctx: DistContext, plan: PrecisionPlan) -> RunRecipe:
-    """The block's recipe keys as runtime/recipe.py objects; one process handles signals.
-    Under FSDP the `ema` average is a second model sharded as `model` is: each rank
-    averages its own shards, with no communication."""
-    ema_copy = None
-    if EMA_DECAY is not None:
-        with torch.random.fork_rng(devices=[]):  # its initial weights take no numbers from the run
-            ema_copy = $model_class($model_args).to(ctx.device)
-        shard_model(ema_copy, FSDP_BLOCKS, param_dtype=plan.autocast_dtype)
-    return make_run_recipe(
-        model, ema=EMA_DECAY, early_stopping=EARLY_STOPPING, keep_best=KEEP_BEST,
-        eval_every=EVAL_EVERY, signals=not ctx.is_distributed, ema_copy=ema_copy,
-    )  # fmt: skip
-'''
-
-
 def build_recipe_source(plan: ScriptPlan) -> str:
-    if not plan.sharded:
-        return BUILD_RECIPE
-    return _fill(BUILD_RECIPE_SHARDED, model_class=plan.model_class, model_args=plan.model_args)
+    """`build_recipe`: a `RunRecipe` of only the parts the block uses (runtime/recipe.py):
+    the best epoch (by `keep_best`'s metric, else val_loss) for the run's summary, the
+    EMA, early stopping, `eval_every`, and SIGINT/SIGTERM handling in one process."""
+    recipe = plan.recipe
+    parts: list[str] = []
+    if recipe.ema is not None:
+        parts.append("ema=ModelEMA(model, EMA_DECAY, ema_copy)" if plan.sharded
+                     else "ema=ModelEMA(model, EMA_DECAY)")  # fmt: skip
+    if recipe.early_stopping is not None:
+        parts.append("stopper=EarlyStopping(*EARLY_STOPPING)")
+    parts.append("best=BestTracker(KEEP_BEST)" if recipe.keep_best is not None
+                 else 'best=BestTracker("val_loss")')  # fmt: skip
+    if recipe.eval_every is not None:
+        parts.append("eval_every=EVAL_EVERY")
+    if plan.distributed:  # several processes must stop at one step: no handlers
+        parts.append("signals=None if ctx.is_distributed else StopSignals().install()")
+    else:
+        parts.append("signals=StopSignals().install()")
+    one_line = f"    return RunRecipe({', '.join(parts)})"
+    if len(one_line) <= 100:
+        lines = [one_line]
+    else:
+        lines = ["    return RunRecipe(", *(f"        {p}," for p in parts), "    )"]
+    if plan.sharded and recipe.ema is not None:
+        lines[:0] = [line.replace("$model", f"{plan.model_class}({plan.model_args})")
+                     for line in _SHARDED_EMA]  # fmt: skip
+    parameters = "model: nn.Module, ctx: DistContext"
+    if plan.sharded:
+        parameters += ", plan: PrecisionPlan"
+    doc = '    """The block\'s recipe keys as runtime/recipe.py objects."""'
+    return "\n".join([f"def build_recipe({parameters}) -> RunRecipe:", doc, *lines])
+
+
+# Under FSDP the `ema` average is a second model sharded as the model is: each rank
+# averages its own shards, with no communication.
+_SHARDED_EMA = [
+    "    with torch.random.fork_rng(devices=[]):  # its weights take no numbers from the run",
+    "        ema_copy = $model.to(ctx.device)",
+    "    shard_model(ema_copy, FSDP_BLOCKS, param_dtype=plan.autocast_dtype)",
+]
 
 
 RESUME = '''
@@ -1067,6 +1079,9 @@ def epoch_record(trainer: Trainer, epoch: int, train_loss: torch.Tensor, batches
         "time": elapsed,
         "steps": trainer.step,
     }
+'''
+
+STEP_VALIDATION = '''
 
 
 def step_validation(trainer: Trainer, epoch: int) -> None:
@@ -1079,6 +1094,32 @@ def step_validation(trainer: Trainer, epoch: int) -> None:
         print(format_validation(record))
     after_validation(trainer, record)
 '''
+
+
+def epoch_record_source(plan: ScriptPlan) -> str:
+    """The epoch's record and validation, `step_validation` with `eval_every`, the saves."""
+    text = EPOCH_RECORD
+    if plan.recipe.ema is None:
+        text = (
+            text.replace(_EMA_RECORD, "")
+            .replace(
+                "The validation metrics, and the EMA weights' (`ema_` keys) when `ema` is set.",
+                "The validation metrics.",
+            )
+            .replace(
+                "    record = _as_record(evaluate(trainer))\n    return record",
+                "    return _as_record(evaluate(trainer))",
+            )
+        )
+    if plan.recipe.eval_every is not None:
+        text += STEP_VALIDATION
+    return text + (SAVES_SHARDED if plan.sharded else SAVES)
+
+
+_EMA_RECORD = """
+    if trainer.recipe.ema is not None:
+        ema = _as_record(evaluate(trainer, trainer.recipe.ema.module))
+        record.update({f"ema_{key}": value for key, value in ema.items() if value is not None})"""
 
 
 _SAVE_SHARDED = """
@@ -1477,7 +1518,7 @@ def loop_sources(plan: ScriptPlan) -> list[str | list[Operation]]:
         begin_step_ops() if plan.cuda_graphs else None,
         optimizer_step_ops(plan),
         *_evaluate_sections(plan, evaluate_ops),
-        EPOCH_RECORD + (SAVES_SHARDED if plan.sharded else SAVES),
+        epoch_record_source(plan),
         save_if_due_source(plan),
         train_source(plan),
         serve_requests_source(plan),

@@ -340,11 +340,15 @@ def train_one_epoch_ops(plan: ScriptPlan) -> list[Operation]:
                                      [_trainer(line, "step"), mean]))  # fmt: skip
         line.expr(line.call("print", text))
         after.stmt(py.IfOp(due, line.ops))
-    after_step = after.attr(_trainer(after, "recipe"), "after_step")
-    validate = after.call(after_step, _trainer(after, "model"), _trainer(after, "step"))
-    then = PyBuilder()
-    then.expr(then.call("step_validation", then.name("trainer"), then.name("epoch")))
-    after.stmt(py.IfOp(validate, then.ops))
+    if plan.recipe.ema is not None or plan.recipe.eval_every is not None:
+        after_step = after.attr(_trainer(after, "recipe"), "after_step")
+        validate = after.call(after_step, _trainer(after, "model"), _trainer(after, "step"))
+        if plan.recipe.eval_every is not None:  # the EMA's update, then whether to validate
+            then = PyBuilder()
+            then.expr(then.call("step_validation", then.name("trainer"), then.name("epoch")))
+            after.stmt(py.IfOp(validate, then.ops))
+        else:  # the EMA's update
+            after.expr(validate)
     stopped = after.add(py.CompareOp("is not", [_trainer(after, "recipe", "stop_reason"),
                                                 after.const(None)]))  # fmt: skip
     after.stmt(py.IfOp(stopped, [py.BreakOp()]))

@@ -19,7 +19,7 @@ import contextlib
 import math
 import signal
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
@@ -375,16 +375,35 @@ def planned_epochs(epochs: int | None, max_steps: int | None, steps_per_epoch: i
     return -(-max_steps // max(steps_per_epoch, 1))
 
 
+class Averaging(Protocol):
+    """What `RunRecipe` asks of its `ema` (a `ModelEMA`)."""
+
+    @property
+    def module(self) -> torch.nn.Module: ...
+    def update(self, model: torch.nn.Module) -> None: ...
+    def state_dict(self) -> dict[str, Any]: ...
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
+
+
+class Stopping(Protocol):
+    """What `RunRecipe` asks of its `stopper` (an `EarlyStopping`)."""
+
+    def should_stop(self, record: dict[str, Any]) -> bool: ...
+    def state_dict(self) -> dict[str, Any]: ...
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
+
+
 class RunRecipe:
     """What a train block's recipe keys add to the loop, in one object the loop calls:
     `after_step` (the EMA update; whether `eval_every` is due), `after_validation`
-    (keep-best and early stopping), `stop_reason` (a signal or early stopping)."""
+    (keep-best and early stopping), `stop_reason` (a signal or early stopping).
+    A script builds it with the parts its block uses (`build_recipe`)."""
 
     def __init__(
         self,
         *,
-        ema: ModelEMA | None = None,
-        stopper: EarlyStopping | None = None,
+        ema: Averaging | None = None,
+        stopper: Stopping | None = None,
         best: BestTracker | None = None,
         eval_every: int | None = None,
         signals: StopSignals | None = None,
@@ -436,29 +455,6 @@ class RunRecipe:
         if self.best is not None and state.get("best") is not None:
             self.best.load_state_dict(state["best"])
         self.early_stopped = bool(state.get("early_stopped", False))
-
-
-def make_run_recipe(
-    model: torch.nn.Module,
-    *,
-    ema: float | None,
-    early_stopping: tuple[int, str, float] | None,
-    keep_best: str | None,
-    eval_every: int | None,
-    signals: bool,
-    ema_copy: torch.nn.Module | None = None,
-) -> RunRecipe:
-    """The `RunRecipe` of a train block's settings. The best epoch is tracked for the run's
-    summary even without `keep_best` (by `val_loss`). `signals=False` (several processes,
-    which must stop at one step) leaves SIGINT and SIGTERM as they are. `ema_copy`: the
-    EMA's model under FSDP (see `ModelEMA`)."""
-    return RunRecipe(
-        ema=ModelEMA(model, ema, ema_copy) if ema is not None else None,
-        stopper=EarlyStopping(*early_stopping) if early_stopping is not None else None,
-        best=BestTracker(keep_best or "val_loss"),
-        eval_every=eval_every,
-        signals=StopSignals().install() if signals else None,
-    )
 
 
 def interrupted_exit_code(reason: str | None) -> int:
