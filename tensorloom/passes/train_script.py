@@ -1463,19 +1463,10 @@ def _resume_source(plan: ScriptPlan) -> str:
     return RESUME_GRAPH if plan.whole_step_graph else RESUME
 
 
-# Under FSDP, `evaluate` (above, renamed) runs with the whole weights on every rank.
-_GATHERED_EVALUATE = '''
-def evaluate(trainer: Trainer, model: nn.Module | None = None) -> Any:
-    """Validation with every rank holding the whole weights (the model's, or the EMA's):
-    ranks may see different numbers of batches, and a sharded forward would wait on
-    the others' all-gathers."""
-    with gathered_parameters(trainer.model if model is None else model):
-        return _evaluate_whole(trainer, model)
-'''
-
-
 def _evaluate_sections(
-    plan: ScriptPlan, evaluate_ops: Callable[[ScriptPlan, str], list[Operation]]
+    plan: ScriptPlan,
+    evaluate_ops: Callable[[ScriptPlan, str], list[Operation]],
+    gathered_evaluate_ops: Callable[[], list[Operation]],
 ) -> list[str | list[Operation]]:
     """`evaluate`; under FSDP it is `_evaluate_whole`, which `evaluate` calls with the whole
     weights gathered."""
@@ -1486,7 +1477,7 @@ def _evaluate_sections(
         )
     else:
         whole = evaluate_ops(plan, name)
-    return [whole, _GATHERED_EVALUATE] if plan.sharded else [whole]
+    return [whole, gathered_evaluate_ops()] if plan.sharded else [whole]
 
 
 def loop_sources(plan: ScriptPlan) -> list[str | list[Operation]]:
@@ -1496,6 +1487,7 @@ def loop_sources(plan: ScriptPlan) -> list[str | list[Operation]]:
         begin_step_ops,
         evaluate_ops,
         forward_backward_ops,
+        gathered_evaluate_ops,
         optimizer_step_ops,
         train_one_epoch_ops,
     )
@@ -1517,7 +1509,7 @@ def loop_sources(plan: ScriptPlan) -> list[str | list[Operation]]:
         forward_backward_ops(plan),
         begin_step_ops() if plan.cuda_graphs else None,
         optimizer_step_ops(plan),
-        *_evaluate_sections(plan, evaluate_ops),
+        *_evaluate_sections(plan, evaluate_ops, gathered_evaluate_ops),
         epoch_record_source(plan),
         save_if_due_source(plan),
         train_source(plan),

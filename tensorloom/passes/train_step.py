@@ -374,3 +374,25 @@ def train_one_epoch_ops(plan: ScriptPlan) -> list[Operation]:
     top.stmt(py.DefOp("train_one_epoch", ["trainer", "epoch", "max_steps"], body.ops,
                       annotations=annotations, returns=returns))  # fmt: skip
     return top.ops
+
+
+def gathered_evaluate_ops() -> list[Operation]:
+    """`evaluate` under FSDP: `_evaluate_whole` (evaluate_ops') with every rank holding the
+    whole weights."""
+    top, body = PyBuilder(), PyBuilder()
+    body.expr(body.const(
+        "Validation with every rank holding the whole weights (the model's, or the EMA's):\n"
+        "ranks may see different numbers of batches, and a sharded forward would wait on\n"
+        "the others' all-gathers."
+    ))  # fmt: skip
+    unset = body.add(py.CompareOp("is", [body.name("model"), body.const(None)]))
+    which = body.add(py.IfExpOp(unset, _trainer(body, "model"), body.name("model")))
+    inner = PyBuilder()
+    inner.ret(inner.call("_evaluate_whole", inner.name("trainer"), inner.name("model")))
+    body.stmt(py.WithOp(body.call("gathered_parameters", which), inner.ops))
+    model_type = top.binop("|", top.name("nn.Module"), top.const(None))
+    annotations = {"trainer": top.name("Trainer"), "model": model_type}
+    default = top.const(None)
+    top.stmt(py.DefOp("evaluate", ["trainer", "model"], body.ops, defaults={"model": default},
+                      annotations=annotations, returns=top.name("Any")))  # fmt: skip
+    return top.ops

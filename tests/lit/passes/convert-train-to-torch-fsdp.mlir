@@ -1,0 +1,60 @@
+// `distributed = "fsdp"` (insert-ddp's train.fsdp_shard): the command line gets `--consolidate`,
+// the py-op evaluation is `_evaluate_whole`, and `evaluate` calls it with the weights gathered.
+// RUN: tl-opt %s -p train-config,convert-train-to-torch | filecheck %s
+
+builtin.module {
+  torch.script from "mnist.tl" {
+    torch.module_class @Classifier() : "nn.Module" {
+      %linear = py.name "nn.Linear"
+      %in = py.constant 64 : i64
+      %out = py.constant 10 : i64
+      %layer = py.call %linear(%in, %out)
+      torch.submodule "fc1" = %layer
+      py.def @forward(self, x) {
+      ^bb0(%self: !py.object, %x: !py.object):
+        %s = py.name "self"
+        %fc1 = py.attribute %s, "fc1"
+        %0 = py.call %fc1(%x)
+        py.return %0
+      }
+    }
+  }
+  nml.instance @net = @Classifier {}
+  train.dataset @data = "digits" {flatten = true}
+  train.loop @net on @data {
+    train.set "epochs" = 3 : i64
+    train.set "optimizer" = #nml.call<"AdamW", [], {lr = 3.000000e-03 : f64, weight_decay = 1.000000e-02 : f64}>
+    train.set "loss" = #nml.call<"CrossEntropy", [], {label_smoothing = 1.000000e-01 : f64}>
+    train.checkpoint every 2 "epochs"
+    train.autocast "bfloat16"
+    train.fsdp_shard @net []
+    train.compile @net mode "reduce-overhead"
+  }
+}
+
+// CHECK:      py.def @parse_args(argv : %{{.*}} = %{{.*}}) -> %{{.*}} {
+// CHECK:        %[[FLAG:.*]] = py.constant "--consolidate"
+// CHECK-NEXT:   %[[TWO:.*]] = py.constant 2 : i64
+// CHECK-NEXT:   %[[DIR:.*]] = py.constant "DIR"
+// CHECK-NEXT:   %[[OUT:.*]] = py.constant "OUT.pt"
+// CHECK-NEXT:   %[[META:.*]] = py.tuple[%[[DIR]], %[[OUT]]]
+// CHECK-NEXT:   %[[NONE:.*]] = py.constant #py.none
+// CHECK-NEXT:   %[[HELP:.*]] = py.constant "write a sharded save's weights as one state dict, then exit"
+// CHECK-NEXT:   %[[CALL:.*]] = py.call %{{.*}}(%[[FLAG]], nargs = %[[TWO]], metavar = %[[META]], default = %[[NONE]], help = %[[HELP]])
+// CHECK-NEXT:   py.expr %[[CALL]]
+
+// CHECK:      py.def @_evaluate_whole(trainer : %{{.*}}, model : %{{.*}} = %{{.*}}) -> %{{.*}} decorators [%{{.*}}] {
+// CHECK:      py.def @evaluate(trainer : %{{.*}}, model : %{{.*}} = %{{.*}}) -> %{{.*}} {
+// CHECK:        %[[UNSET:.*]] = py.compare ["is"] %{{.*}}, %{{.*}}
+// CHECK-NEXT:   %[[T:.*]] = py.name "trainer"
+// CHECK-NEXT:   %[[TM:.*]] = py.attribute %[[T]], "model"
+// CHECK-NEXT:   %[[M:.*]] = py.name "model"
+// CHECK-NEXT:   %[[WHICH:.*]] = py.ifexp %[[TM]] if %[[UNSET]] else %[[M]]
+// CHECK-NEXT:   %[[GATHER:.*]] = py.name "gathered_parameters"
+// CHECK-NEXT:   %[[CM:.*]] = py.call %[[GATHER]](%[[WHICH]])
+// CHECK-NEXT:   py.with %[[CM]] {
+// CHECK:          %[[WHOLE:.*]] = py.name "_evaluate_whole"
+// CHECK-NEXT:     %[[R:.*]] = py.call %[[WHOLE]](%{{.*}}, %{{.*}})
+// CHECK-NEXT:     py.return %[[R]]
+// CHECK-NEXT:   }
+// CHECK-NEXT: }
