@@ -69,9 +69,9 @@ from tensorloom.passes.train_script import (
     ScriptPlan,
     header_source,
     loop_sources,
-    loss_source,
     settings_source,
 )
+from tensorloom.passes.train_step import loss_ops
 from tensorloom.passes.train_values import loops_of
 
 # --- step 1: the plan ------------------------------------------------------------------------
@@ -83,6 +83,11 @@ def _find(module: ModuleOp, kind: type[Operation], name: str) -> Operation | Non
 
 def _marker(loop: train.LoopOp, kind: type[Operation]) -> Operation | None:
     return next((op for op in loop.body.block.ops if isinstance(op, kind)), None)
+
+
+def _dict(args: object) -> dict[str, object]:
+    assert isinstance(args, dict)
+    return args
 
 
 def _sources(args: object) -> list[tuple[str, str]]:
@@ -204,7 +209,7 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
         optimizer_kwargs=[(k, v) for k, v in optimizer_args if k != "lr"],
         learning_rate=dict(optimizer_args)["lr"],
         loss=str(value("loss")),
-        loss_kwargs=_sources(value("loss_args")),
+        loss_kwargs=list(_dict(value("loss_args")).items()),
         precision=_precision(loop),
         distributed=_marker(loop, train.DdpWrapOp) is not None or shard is not None,
         checkpoint_every=every if isinstance(every, int) else None,
@@ -224,7 +229,7 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
         takes_inputs=frozenset(n for n, count in functions.items() if count == 3),
         metrics=tuple(_metrics(value("metrics"))),
         loop_at=_where(loop),
-        loss_at=_where(config.loc("loss")) or _where(loop),
+        loss_location=config.loc("loss") if _where(config.loc("loss")) else loop.location,
         data_at=_where(_find(module, train.DatasetOp, loop.data.root_reference.data)),
         label_classes=_model_classes(module, loop),
         recipe=_recipe(config),
@@ -297,7 +302,7 @@ def lower_loop(module: ModuleOp, loop: train.LoopOp) -> None:
     for old in [op for op in block.ops if isinstance(op, t.RuntimeOp)]:
         old.detach()  # one per script: the layers' helpers join the loop's, below
         old.erase()
-    after: list[Operation] = [t.RawOp(loss_source(plan)), *parse_args_ops(plan)]
+    after: list[Operation] = [*loss_ops(plan), *parse_args_ops(plan)]
     for section in loop_sources(plan):
         after += [t.RawOp(section)] if isinstance(section, str) else section
     after += [t.RuntimeOp(), t.RawOp(GUARD)]

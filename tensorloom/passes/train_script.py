@@ -21,7 +21,7 @@ from pathlib import PurePath
 from string import Template
 from textwrap import dedent
 
-from xdsl.ir import Operation
+from xdsl.ir import Attribute, Operation
 
 from tensorloom.catalogue.datasets import SEQUENCE_TASKS, is_file_source
 from tensorloom.dialects.train import DEFAULT_BATCH_SIZE
@@ -62,7 +62,7 @@ class ScriptPlan:
     optimizer_kwargs: list[tuple[str, str]]  # (name, Python source), `lr` excluded
     learning_rate: str
     loss: str
-    loss_kwargs: list[tuple[str, str]]
+    loss_kwargs: list[tuple[str, object]]  # the catalogue loss's arguments, as Python values
     # "auto", "fp32", "fp16", "bf16": what insert-amp's marker asks for on a GPU; "none": no
     # marker (the pass left out), so the script has no autocast, GradScaler or --precision
     precision: str
@@ -87,7 +87,7 @@ class ScriptPlan:
     # `mnist.tl:35`: where the train block, its `loss` and its dataset are (the source map)
     loop_at: str = ""
     label_classes: int | None = None  # a data file's labels are checked against this at load
-    loss_at: str = ""
+    loss_location: Attribute | None = None  # where `loss` is set (else the train block)
     data_at: str = ""
     recipe: RecipePlan = RecipePlan()
     # `distributed = "fsdp"`: the layers `fully_shard` makes units of (the root is one too)
@@ -295,80 +295,6 @@ def _schedule_settings(plan: ScriptPlan) -> list[str]:
 
 
 # --- loss ------------------------------------------------------------------------------------
-
-_LOSS_FUNCTIONS = {
-    "CrossEntropy": "F.cross_entropy",
-    "NLL": "F.nll_loss",
-    "MSE": "F.mse_loss",
-    "L1": "F.l1_loss",
-    "SmoothL1": "F.smooth_l1_loss",
-    "Huber": "F.huber_loss",
-    "BCE": "F.binary_cross_entropy",
-    "BCEWithLogits": "F.binary_cross_entropy_with_logits",
-    "KLDiv": "F.kl_div",
-}
-_TENSOR_KWARGS = ("weight", "pos_weight")
-
-
-def loss_source(plan: ScriptPlan) -> str:
-    """`loss_fn(output, target, reduction)`, and the target helper regression losses use."""
-    if plan.custom_loss is not None:
-        return _custom_loss_source(plan)
-    function = _LOSS_FUNCTIONS[plan.loss]
-    kwargs = [(k, v) for k, v in plan.loss_kwargs if k != "reduction"]
-    default = dict(plan.loss_kwargs).get("reduction", '"mean"')
-    args = "".join(f", {k}={_tensor_kwarg(k, v)}" for k, v in kwargs)
-    written = f"`loss = {plan.loss}`"
-    if plan.classification:
-        return _fill(
-            '''
-            def loss_fn(
-                output: torch.Tensor, target: torch.Tensor, reduction: str = $default
-            ) -> torch.Tensor:
-                """$written; per-token outputs [B, T, C] are flattened to [B*T, C]."""
-                output, target = output.flatten(0, -2), target.flatten()
-                return $function(output, target$args, reduction=reduction)$at
-            ''',
-            default=default, written=written, function=function, args=args, at=_at(plan.loss_at),
-        )  # fmt: skip
-    return _fill(
-        '''
-        def loss_fn(
-            output: torch.Tensor, target: torch.Tensor, reduction: str = $default
-        ) -> torch.Tensor:
-            """$written; class labels become one-hot targets of the output's shape."""
-            target = _as_float_target(output, target)
-            return $function(output, target$args, reduction=reduction)$at
-
-
-        def _as_float_target(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-            if not target.is_floating_point() and target.dim() == output.dim() - 1:
-                target = F.one_hot(target, output.shape[-1])
-            return target.to(output.dtype)
-        ''',
-        default=default, written=written, function=function, args=args, at=_at(plan.loss_at),
-    )  # fmt: skip
-
-
-def _custom_loss_source(plan: ScriptPlan) -> str:
-    name = plan.custom_loss
-    inputs = "inputs: torch.Tensor, " if name in plan.takes_inputs else ""
-    args = "output, inputs, target" if inputs else "output, target"
-    return _fill(
-        '''
-        def loss_fn(output: torch.Tensor, ${inputs}target: torch.Tensor) -> torch.Tensor:
-            """`loss = $name`: the function `$name` of $source, above."""
-            return $name($args)$at
-        ''',
-        inputs=inputs, name=name, source=plan.source, args=args, at=_at(plan.loss_at),
-    )  # fmt: skip
-
-
-def _tensor_kwarg(name: str, value: str) -> str:
-    if name in _TENSOR_KWARGS:
-        return f"torch.tensor({value}, device=output.device)"
-    return value
-
 
 # --- command line and setup ------------------------------------------------------------------
 

@@ -30,7 +30,7 @@ from tensorloom.passes.train_script import ScriptPlan
 
 DEFINES = (
     "_forward_backward", "_begin_step", "_optimizer_step", "evaluate", "_evaluate_whole",
-    "train_one_epoch",
+    "train_one_epoch", "loss_fn", "_as_float_target",
 )  # fmt: skip
 """The top-level names these functions take in the script (mangle-names keeps them free)."""
 
@@ -396,3 +396,110 @@ def gathered_evaluate_ops() -> list[Operation]:
     top.stmt(py.DefOp("evaluate", ["trainer", "model"], body.ops, defaults={"model": default},
                       annotations=annotations, returns=top.name("Any")))  # fmt: skip
     return top.ops
+
+
+# --- the loss ---------------------------------------------------------------------------------
+
+LOSS_FUNCTIONS = {
+    "CrossEntropy": "F.cross_entropy",
+    "NLL": "F.nll_loss",
+    "MSE": "F.mse_loss",
+    "L1": "F.l1_loss",
+    "SmoothL1": "F.smooth_l1_loss",
+    "Huber": "F.huber_loss",
+    "BCE": "F.binary_cross_entropy",
+    "BCEWithLogits": "F.binary_cross_entropy_with_logits",
+}
+TENSOR_KWARGS = ("weight", "pos_weight")
+"""A catalogue loss's arguments that torch takes as tensors on the output's device."""
+
+
+def loss_ops(plan: ScriptPlan) -> list[Operation]:
+    """`loss_fn(output, target, reduction)`: the block's `loss` (a catalogue loss, its
+    arguments, and the `.tl` line in the source map), or the `fn` of the file it names;
+    regression losses get `_as_float_target` (class labels as one-hot targets)."""
+    top, body = PyBuilder(), PyBuilder()
+    if plan.custom_loss is not None:
+        return _custom_loss_ops(plan)
+    written = f"`loss = {plan.loss}`"
+    args = dict(plan.loss_kwargs)
+    if plan.classification:
+        body.expr(body.const(f"{written}; per-token outputs [B, T, C] are flattened to [B*T, C]."))
+        flat = body.add(py.TupleOp([
+            _method(body, body.name("output"), "flatten", body.const(0), body.const(-2)),
+            _method(body, body.name("target"), "flatten"),
+        ]))  # fmt: skip
+        body.assign(body.add(py.TupleOp([body.name("output"), body.name("target")])), flat)
+    else:
+        body.expr(body.const(f"{written}; class labels become one-hot targets of the output's "
+                             "shape."))  # fmt: skip
+        float_target = body.call("_as_float_target", body.name("output"), body.name("target"))
+        body.assign("target", float_target)
+    keywords: dict[str, SSAValue] = {}
+    for key, value in plan.loss_kwargs:
+        if key == "reduction":
+            continue
+        given = _literal(body, value)
+        if key in TENSOR_KWARGS:
+            device = body.attr(body.name("output"), "device")
+            given = body.call("torch.tensor", given, device=device)
+            given.name_hint = key
+        keywords[key] = given
+    keywords["reduction"] = body.name("reduction")
+    result = body.call(LOSS_FUNCTIONS[plan.loss], body.name("output"), body.name("target"),
+                       **keywords)  # fmt: skip
+    if any(key in TENSOR_KWARGS for key in keywords):
+        result.name_hint = "loss"  # a long call: `loss = F.cross_entropy(...)`, then returned
+    returned = py.ReturnOp([result])
+    if plan.loss_location is not None:
+        returned.location = plan.loss_location  # the `# mnist.tl:38` of the source map
+    body.stmt(returned)
+    tensor = "torch.Tensor"
+    annotations = {"output": top.name(tensor), "target": top.name(tensor),
+                   "reduction": top.name("str")}  # fmt: skip
+    default = top.const(str(args.get("reduction", "mean")))
+    top.stmt(py.DefOp("loss_fn", ["output", "target", "reduction"], body.ops,
+                      defaults={"reduction": default}, annotations=annotations,
+                      returns=top.name(tensor)))  # fmt: skip
+    if not plan.classification:
+        top.ops += _as_float_target_ops()
+    return top.ops
+
+
+def _as_float_target_ops() -> list[Operation]:
+    top, body = PyBuilder(), PyBuilder()
+    target = body.name("target")
+    floating = body.add(py.UnaryOp("not", _method(body, target, "is_floating_point")))
+    one_less = body.binop("-", _method(body, body.name("output"), "dim"), body.const(1))
+    labels = body.add(py.CompareOp("==", [_method(body, body.name("target"), "dim"), one_less]))
+    then = PyBuilder()
+    classes = then.subscript(then.attr(then.name("output"), "shape"), then.const(-1))
+    then.assign("target", then.call("F.one_hot", then.name("target"), classes))
+    body.stmt(py.IfOp(body.binop("and", floating, labels), then.ops))
+    dtype = body.attr(body.name("output"), "dtype")
+    body.ret(_method(body, body.name("target"), "to", dtype))
+    _def(top, "_as_float_target", [("output", "torch.Tensor"), ("target", "torch.Tensor")],
+         body, "torch.Tensor")  # fmt: skip
+    return top.ops
+
+
+def _custom_loss_ops(plan: ScriptPlan) -> list[Operation]:
+    name = plan.custom_loss
+    assert name is not None
+    top, body = PyBuilder(), PyBuilder()
+    body.expr(body.const(f"`loss = {name}`: the function `{name}` of {plan.source}, above."))
+    params = ["output", "inputs", "target"] if name in plan.takes_inputs else ["output", "target"]
+    returned = py.ReturnOp([body.call(name, *(body.name(p) for p in params))])
+    if plan.loss_location is not None:
+        returned.location = plan.loss_location
+    body.stmt(returned)
+    _def(top, "loss_fn", [(p, "torch.Tensor") for p in params], body, "torch.Tensor")
+    return top.ops
+
+
+def _literal(b: PyBuilder, value: object) -> SSAValue:
+    """A train-block value (a number, string, bool or a list of them) as py ops."""
+    if isinstance(value, list | tuple):  # `weight = [1.0, 2.0]` is a tuple, as torch takes it
+        return b.add(py.TupleOp([_literal(b, v) for v in value]))
+    assert value is None or isinstance(value, int | float | str), value
+    return b.const(value)
