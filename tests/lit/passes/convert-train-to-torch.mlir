@@ -40,7 +40,16 @@ builtin.module {
 // CHECK-SAME:   COMPILE_MODE: str | None = \22reduce-overhead\22
 // CHECK-SAME:   DATASET: str | None = \22digits\22\0ADATASET_OPTIONS: dict[str, Any] = {\22flatten\22: True}"
 // CHECK-NEXT:   torch.module_class @Classifier()
-// CHECK:        torch.raw "def loss_fn({{.*}}F.cross_entropy(output, target, label_smoothing=0.1, reduction=reduction)"
+// The loss is py ops (train_step.loss_ops): the catalogue loss with the block's arguments.
+// CHECK:        py.def @loss_fn(output : %{{[0-9]+}}, target : %{{[0-9]+}}, reduction : %{{[0-9]+}} = %[[MEAN:[0-9]+]]) -> %{{[0-9]+}} {
+// CHECK:          %[[SMOOTH:[0-9]+]] = py.constant 1.000000e-01 : f64
+// CHECK-NEXT:     %[[RED:[0-9]+]] = py.name "reduction"
+// CHECK-NEXT:     %[[OUT:[0-9]+]] = py.name "output"
+// CHECK-NEXT:     %[[TGT:[0-9]+]] = py.name "target"
+// CHECK-NEXT:     %[[CE:[0-9]+]] = py.name "F.cross_entropy"
+// CHECK-NEXT:     %[[LOSS:[0-9]+]] = py.call %[[CE]](%[[OUT]], %[[TGT]], label_smoothing = %[[SMOOTH]], reduction = %[[RED]])
+// CHECK-NEXT:     py.return %[[LOSS]]
+// CHECK-NEXT:   }
 // The command line is py ops: parse_args and one add_argument call per flag (train_cli.py);
 // `--precision` because insert-amp's marker is there, no `--download` for the digits.
 // CHECK-NEXT:   py.comment "---- command line ----"
