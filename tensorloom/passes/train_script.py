@@ -299,14 +299,6 @@ def _schedule_settings(plan: ScriptPlan) -> list[str]:
 # --- command line and setup ------------------------------------------------------------------
 
 
-SEED_EVERYTHING = """
-# ---- setup ----
-def seed_everything(seed: int) -> None:
-    random.seed(seed)
-    torch.manual_seed(seed)  # seeds every CUDA device too
-"""
-
-
 def scheduler_source(plan: ScriptPlan) -> str | None:
     if plan.schedule is None:
         return None
@@ -804,16 +796,6 @@ def resume(trainer: Trainer, path: str) -> None:
     _resume_extra(trainer, state)
 '''
 
-RESUME_EXTRA = """
-def _resume_extra(trainer: Trainer, state: dict[str, Any]) -> None:
-    trainer.start_epoch, trainer.step = state["epoch"], state["step"]
-    trainer.saved_step = trainer.step
-    extra = state["extra"]
-    trainer.recipe.load_state_dict(extra.get("recipe", {}))
-    carry = extra.get("carry")
-    if carry is not None:
-        trainer.carry = (carry["loss_sum"].to(trainer.ctx.device), int(carry["batches"]))
-"""
 
 RESUME_GRAPH = '''
 def resume(trainer: Trainer, path: str) -> None:
@@ -1415,11 +1397,13 @@ def loop_sources(plan: ScriptPlan) -> list[str | list[Operation]]:
         forward_backward_ops,
         gathered_evaluate_ops,
         optimizer_step_ops,
+        resume_extra_ops,
+        seed_everything_ops,
         train_one_epoch_ops,
     )
 
     sections: list[str | list[Operation] | None] = [
-        SEED_EVERYTHING,
+        seed_everything_ops(),
         scheduler_source(plan),
         trainer_source(plan),
         build_loaders_source(plan),
@@ -1429,7 +1413,7 @@ def loop_sources(plan: ScriptPlan) -> list[str | list[Operation]]:
         maybe_compile_source(plan),
         build_recipe_source(plan),
         _resume_source(plan),
-        RESUME_EXTRA,
+        resume_extra_ops(),
         train_one_epoch_ops(plan),
         epoch_helpers_source(plan),
         forward_backward_ops(plan),

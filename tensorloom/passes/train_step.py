@@ -30,7 +30,7 @@ from tensorloom.passes.train_script import ScriptPlan
 
 DEFINES = (
     "_forward_backward", "_begin_step", "_optimizer_step", "evaluate", "_evaluate_whole",
-    "train_one_epoch", "loss_fn", "_as_float_target",
+    "train_one_epoch", "loss_fn", "_as_float_target", "seed_everything", "_resume_extra",
 )  # fmt: skip
 """The top-level names these functions take in the script (mangle-names keeps them free)."""
 
@@ -503,3 +503,47 @@ def _literal(b: PyBuilder, value: object) -> SSAValue:
         return b.add(py.TupleOp([_literal(b, v) for v in value]))
     assert value is None or isinstance(value, int | float | str), value
     return b.const(value)
+
+
+# --- small helpers of the loop --------------------------------------------------------------
+
+
+def seed_everything_ops() -> list[Operation]:
+    """`# ---- setup ----` and `seed_everything(seed)`: Python's and torch's generators."""
+    top, body = PyBuilder(), PyBuilder()
+    top.comment("---- setup ----")
+    body.expr(body.call("random.seed", body.name("seed")))
+    body.comment("seeds every CUDA device too")
+    body.expr(body.call("torch.manual_seed", body.name("seed")))
+    _def(top, "seed_everything", [("seed", "int")], body, None)
+    return top.ops
+
+
+def resume_extra_ops() -> list[Operation]:
+    """`_resume_extra(trainer, state)`: the position, the recipe's state and a cut epoch's
+    carry, which every `resume` reads from its checkpoint."""
+    top, body = PyBuilder(), PyBuilder()
+    state = body.name("state")
+    positions = body.add(py.TupleOp([_trainer(body, "start_epoch"), _trainer(body, "step")]))
+    epoch = body.subscript(state, body.const("epoch"))
+    step = body.subscript(body.name("state"), body.const("step"))
+    saved = body.add(py.TupleOp([epoch, step]))
+    body.assign(positions, saved)
+    body.assign(_trainer(body, "saved_step"), _trainer(body, "step"))
+    body.assign("extra", body.subscript(body.name("state"), body.const("extra")))
+    recipe_state = _method(body, body.name("extra"), "get", body.const("recipe"),
+                           body.add(py.DictOp()))  # fmt: skip
+    body.expr(_method(body, _trainer(body, "recipe"), "load_state_dict", recipe_state))
+    body.assign("carry", _method(body, body.name("extra"), "get", body.const("carry")))
+    then = PyBuilder()
+    loss_sum = then.subscript(then.name("carry"), then.const("loss_sum"))
+    moved = _method(then, loss_sum, "to", _trainer(then, "ctx", "device"))
+    batches = then.call("int", then.subscript(then.name("carry"), then.const("batches")))
+    then.assign(_trainer(then, "carry"), then.add(py.TupleOp([moved, batches])))
+    unset = body.add(py.CompareOp("is not", [body.name("carry"), body.const(None)]))
+    body.stmt(py.IfOp(unset, then.ops))
+    state_type = top.subscript(top.name("dict"), top.name("str"), top.name("Any"))
+    annotations = {"trainer": top.name("Trainer"), "state": state_type}
+    top.stmt(py.DefOp("_resume_extra", ["trainer", "state"], body.ops, annotations=annotations,
+                      returns=top.const(None)))  # fmt: skip
+    return top.ops
