@@ -533,30 +533,6 @@ _BATCH_LOSS_MODEL = """
     train_model = _maybe_compile(BatchLoss(model), compile_it)"""
 
 
-def batch_loss_source(plan: ScriptPlan) -> str | None:
-    """`BatchLoss`: a batch's training loss as one module (not under DDP, which wraps the model)."""
-    if plan.distributed:
-        return None
-    inputs = ", xb" if plan.custom_loss in plan.takes_inputs else ""
-    return _fill(
-        '''
-        class BatchLoss(nn.Module):
-            """The training loss of a batch, `loss_fn(model(xb), $target)`, as one module.
-
-            `torch.compile` of this module sees the forward and the loss together.
-            """
-
-            def __init__(self, model: nn.Module) -> None:
-                super().__init__()
-                self.model = model
-
-            def forward(self, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
-                return loss_fn(self.model(xb)$inputs, yb)
-        ''',
-        target=plan.loss_target, inputs=inputs,
-    )  # fmt: skip
-
-
 _SHARD = """
     # FSDP2: each block's weights are all-gathered in the training precision for its
     # forward and backward, then freed; gradients are reduce-scattered in fp32.
@@ -1392,6 +1368,7 @@ def loop_sources(plan: ScriptPlan) -> list[str | list[Operation]]:
     """The sections after the models, the loss and the command line (train_cli.py), in the
     script's order."""
     from tensorloom.passes.train_step import (
+        batch_loss_ops,
         begin_step_ops,
         evaluate_ops,
         forward_backward_ops,
@@ -1408,7 +1385,7 @@ def loop_sources(plan: ScriptPlan) -> list[str | list[Operation]]:
         trainer_source(plan),
         build_loaders_source(plan),
         build_trainer_source(plan),
-        batch_loss_source(plan),
+        None if plan.distributed else batch_loss_ops(plan),  # DDP wraps the model instead
         CHECKPOINT_ACTIVATIONS if plan.checkpointed_layers else None,
         maybe_compile_source(plan),
         build_recipe_source(plan),

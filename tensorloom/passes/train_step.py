@@ -31,6 +31,7 @@ from tensorloom.passes.train_script import ScriptPlan
 DEFINES = (
     "_forward_backward", "_begin_step", "_optimizer_step", "evaluate", "_evaluate_whole",
     "train_one_epoch", "loss_fn", "_as_float_target", "seed_everything", "_resume_extra",
+    "BatchLoss",
 )  # fmt: skip
 """The top-level names these functions take in the script (mangle-names keeps them free)."""
 
@@ -43,7 +44,7 @@ def _def(
     returns: str | None,
 ) -> None:
     """`def name(p: T, ...) -> R:` with `body`, its annotations built in `top`."""
-    annotations = {param: top.name(kind) for param, kind in params}
+    annotations = {param: top.name(kind) for param, kind in params if kind}
     result = top.name(returns) if returns is not None else top.const(None)
     top.stmt(py.DefOp(name, [p for p, _ in params], body.ops, annotations=annotations,
                       returns=result))  # fmt: skip
@@ -546,4 +547,25 @@ def resume_extra_ops() -> list[Operation]:
     annotations = {"trainer": top.name("Trainer"), "state": state_type}
     top.stmt(py.DefOp("_resume_extra", ["trainer", "state"], body.ops, annotations=annotations,
                       returns=top.const(None)))  # fmt: skip
+    return top.ops
+
+
+def batch_loss_ops(plan: ScriptPlan) -> list[Operation]:
+    """`BatchLoss`: a batch's training loss as one module, which the one-process step calls
+    and compiles (under DDP the wrapped model is called, and the loss beside it)."""
+    top, init, forward = PyBuilder(), PyBuilder(), PyBuilder()
+    init.expr(_method(init, init.call("super"), "__init__"))
+    init.assign(init.attr(init.name("self"), "model"), init.name("model"))
+    output = forward.call(forward.attr(forward.name("self"), "model"), forward.name("xb"))
+    inputs = [forward.name("xb")] if plan.custom_loss in plan.takes_inputs else []
+    forward.ret(forward.call("loss_fn", output, *inputs, forward.name("yb")))
+    body = PyBuilder()
+    body.expr(body.const(
+        f"The training loss of a batch, `loss_fn(model(xb), {plan.loss_target})`, as one "
+        "module.\n\n`torch.compile` of this module sees the forward and the loss together.\n"
+    ))  # fmt: skip
+    tensor = "torch.Tensor"
+    _def(body, "__init__", [("self", ""), ("model", "nn.Module")], init, None)
+    _def(body, "forward", [("self", ""), ("xb", tensor), ("yb", tensor)], forward, tensor)
+    top.stmt(py.ClassOp("BatchLoss", [top.name("nn.Module")], body.ops))
     return top.ops
