@@ -794,24 +794,9 @@ def resume(trainer: Trainer, path: str) -> None:
 # --- the step --------------------------------------------------------------------------------
 
 
-def epoch_helpers_source(plan: ScriptPlan) -> str:
-    """`_carried` and `_reached`, which the epoch (train_step.py) calls, and the epoch of
-    replays of a captured step."""
-    return _EPOCH_HELPERS.rstrip("\n") + (_GRAPHED_EPOCH if plan.whole_step_graph else "")
-
-
-_EPOCH_HELPERS = '''
-def _carried(trainer: Trainer) -> tuple[torch.Tensor, int]:
-    """The loss sum and batches of an epoch resumed in its middle, else nothing yet."""
-    carry, trainer.carry = trainer.carry, None
-    if carry is None:
-        return torch.zeros((), device=trainer.ctx.device), 0
-    return carry
-
-
-def _reached(step: int, max_steps: int | None) -> bool:
-    return max_steps is not None and step >= max_steps
-'''
+def graphed_epoch_source(plan: ScriptPlan) -> str | None:
+    """The epoch of replays of a captured step."""
+    return _GRAPHED_EPOCH.lstrip("\n") if plan.whole_step_graph else None
 
 
 _GRAPHED_EPOCH = '''
@@ -1370,6 +1355,7 @@ def loop_sources(plan: ScriptPlan) -> list[str | list[Operation]]:
     from tensorloom.passes.train_step import (
         batch_loss_ops,
         begin_step_ops,
+        epoch_helper_ops,
         evaluate_ops,
         forward_backward_ops,
         gathered_evaluate_ops,
@@ -1392,7 +1378,8 @@ def loop_sources(plan: ScriptPlan) -> list[str | list[Operation]]:
         _resume_source(plan),
         resume_extra_ops(),
         train_one_epoch_ops(plan),
-        epoch_helpers_source(plan),
+        epoch_helper_ops(),
+        graphed_epoch_source(plan),
         forward_backward_ops(plan),
         begin_step_ops() if plan.cuda_graphs else None,
         optimizer_step_ops(plan),

@@ -31,7 +31,7 @@ from tensorloom.passes.train_script import ScriptPlan
 DEFINES = (
     "_forward_backward", "_begin_step", "_optimizer_step", "evaluate", "_evaluate_whole",
     "train_one_epoch", "loss_fn", "_as_float_target", "seed_everything", "_resume_extra",
-    "BatchLoss",
+    "BatchLoss", "_carried", "_reached",
 )  # fmt: skip
 """The top-level names these functions take in the script (mangle-names keeps them free)."""
 
@@ -568,4 +568,33 @@ def batch_loss_ops(plan: ScriptPlan) -> list[Operation]:
     _def(body, "__init__", [("self", ""), ("model", "nn.Module")], init, None)
     _def(body, "forward", [("self", ""), ("xb", tensor), ("yb", tensor)], forward, tensor)
     top.stmt(py.ClassOp("BatchLoss", [top.name("nn.Module")], body.ops))
+    return top.ops
+
+
+def epoch_helper_ops() -> list[Operation]:
+    """`_carried` (a resumed cut epoch's loss sum and batches) and `_reached` (max steps),
+    which the epoch calls."""
+    top, body = PyBuilder(), PyBuilder()
+    body.expr(body.const("The loss sum and batches of an epoch resumed in its middle, else "
+                         "nothing yet."))  # fmt: skip
+    pair = body.add(py.TupleOp([body.name("carry"), _trainer(body, "carry")]))
+    body.assign(pair, body.add(py.TupleOp([_trainer(body, "carry"), body.const(None)])))
+    fresh = PyBuilder()
+    zero = fresh.call("torch.zeros", fresh.add(py.TupleOp([])),
+                      device=_trainer(fresh, "ctx", "device"))  # fmt: skip
+    fresh.stmt(py.ReturnOp([zero, fresh.const(0)]))
+    body.stmt(py.IfOp(body.add(py.CompareOp("is", [body.name("carry"), body.const(None)])),
+                      fresh.ops))  # fmt: skip
+    body.ret(body.name("carry"))
+    returns = top.subscript(top.name("tuple"), top.name("torch.Tensor"), top.name("int"))
+    top.stmt(py.DefOp("_carried", ["trainer"], body.ops,
+                      annotations={"trainer": top.name("Trainer")}, returns=returns))  # fmt: skip
+    reached = PyBuilder()
+    limited = reached.add(py.CompareOp("is not", [reached.name("max_steps"), reached.const(None)]))
+    beyond = reached.add(py.CompareOp(">=", [reached.name("step"), reached.name("max_steps")]))
+    reached.ret(reached.binop("and", limited, beyond))
+    limit = top.binop("|", top.name("int"), top.const(None))
+    top.stmt(py.DefOp("_reached", ["step", "max_steps"], reached.ops,
+                      annotations={"step": top.name("int"), "max_steps": limit},
+                      returns=top.name("bool")))  # fmt: skip
     return top.ops
