@@ -339,7 +339,7 @@ class DefOp(IRDLOperation):
         region = body if isinstance(body, Region) else single_block(body, len(names))
         if not isinstance(body, Region):
             for arg, param in zip(region.block.args, names, strict=True):
-                arg.name_hint = param
+                arg.name_hint = param if SSAValue.is_valid_name(param) else None  # `é`: ASCII only
         super().__init__(
             operands=[
                 list(decorators),
@@ -1419,7 +1419,7 @@ class LambdaOp(IRDLOperation):
         region = body if isinstance(body, Region) else single_block(body, len(params))
         if not isinstance(body, Region):
             for arg, param in zip(region.block.args, params, strict=True):
-                arg.name_hint = param
+                arg.name_hint = param if SSAValue.is_valid_name(param) else None
         super().__init__(
             properties={
                 "arg_names": string_array(params),
