@@ -182,7 +182,8 @@ class ControlFlow(RewritePattern):
             iterable = _call(op.iterator.data, list(op.args), [""] * len(op.args))
             body = op.detach_region(op.body)
             variable = body.block.insert_arg(py.OBJECT, 0)
-            variable.name_hint = op.var.data if op.var.data.isidentifier() else None
+            name = op.var.data
+            variable.name_hint = name if name.isidentifier() and SSAValue.is_valid_name(name) else None
             # The body reads the loop variable by name (`py.name "i"`), as a kernel does.
             loop = py.ForOp(iterable[-1].results[0], body)
             _replace(rewriter, op, [*iterable, loop])
