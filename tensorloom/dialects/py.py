@@ -339,7 +339,8 @@ class DefOp(IRDLOperation):
         region = body if isinstance(body, Region) else single_block(body, len(names))
         if not isinstance(body, Region):
             for arg, param in zip(region.block.args, names, strict=True):
-                arg.name_hint = param if SSAValue.is_valid_name(param) else None  # `é`: ASCII only
+                # xDSL's value names are ASCII: `é` gets none (the Python name is the op's)
+                arg.name_hint = param if SSAValue.is_valid_name(param) else None
         super().__init__(
             operands=[
                 list(decorators),

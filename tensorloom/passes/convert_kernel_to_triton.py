@@ -183,7 +183,9 @@ class ControlFlow(RewritePattern):
             body = op.detach_region(op.body)
             variable = body.block.insert_arg(py.OBJECT, 0)
             name = op.var.data
-            variable.name_hint = name if name.isidentifier() and SSAValue.is_valid_name(name) else None
+            variable.name_hint = (
+                name if name.isidentifier() and SSAValue.is_valid_name(name) else None
+            )
             # The body reads the loop variable by name (`py.name "i"`), as a kernel does.
             loop = py.ForOp(iterable[-1].results[0], body)
             _replace(rewriter, op, [*iterable, loop])
