@@ -117,3 +117,18 @@ def test_ceiling_counts_every_matmul_of_a_step(tmp_path: Path) -> None:
     assert result["matmul_ms_per_step"] == pytest.approx(sum(r["ms_per_step"] for r in rows))
     assert result["floor_ms_per_step"] == pytest.approx(
         result["matmul_ms_per_step"] + 2 * result["attention_ms_per_layer"])
+
+
+def test_the_emitted_max_autotune_row_follows_the_handwritten_one() -> None:
+    sys.path.insert(0, str(BENCH))
+    suite = load(BENCH / "gpu_suite.py", "bench_gpu_suite_order")
+    prepare = load(BENCH / "prepare_gpu.py", "bench_prepare_gpu_order")
+    assert "bf16+compile(max-autotune)" in {v.setting for v in prepare.variants()}
+    generated = Path("/nonexistent-generated")  # no manifest: the emitted rows are "skipped"
+    plan = suite.Plan(generated, generated, generated, smoke=False)
+    labels = [f"{j.impl}/{j.setting}" for j in suite.all_jobs(plan) if j.bench == "gpt2"]
+    hand = labels.index("handwritten/candidate: compile(max-autotune-no-cudagraphs)")
+    assert labels[hand + 1] == "tensorloom/bf16+compile(max-autotune)"
+    assert labels[:5] == ["handwritten/bf16 eager", "tensorloom/bf16 eager",
+                          "handwritten/bf16+compile(default)", "tensorloom/bf16+compile(default)",
+                          "tensorloom/TensorLoom defaults"]  # fmt: skip
