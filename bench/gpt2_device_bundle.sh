@@ -12,7 +12,8 @@
 # skips the last): the matmul/attention floor (bench/gpt2_ceiling.py), then
 # bench/gpu_suite.py's GPT-2 rows: hand-written compile(default) with its kernel-time
 # profile, the emitted compile(default) and TensorLoom-defaults scripts,
-# max-autotune-no-cudagraphs (minutes of autotuning: up to 300 s), Cut Cross-Entropy, the
+# max-autotune-no-cudagraphs (minutes of autotuning: up to 300 s) and the emitted script
+# with `compile = "max-autotune"` (CUDA graphs too), Cut Cross-Entropy, the
 # compiled clip + foreach step, B=32, B=8, a repeat of the baseline. Everything it writes is under $OUT (3 files).
 set -e
 dest=${1:?usage: gpt2_device_bundle.sh /work/main/.devrun/NAME}
@@ -37,6 +38,6 @@ python3 bench/gpt2_ceiling.py --out "$OUT/gpt2_ceiling.json" > /dev/null
 python3 bench/gpu_suite.py --budget-s "${BUDGET_S:-470}" --out "$OUT/gpt2.jsonl" \
     --only "gpt2/handwritten/bf16+compile(default)" --only "gpt2/tensorloom/bf16+compile(default)" \
     --only "gpt2/tensorloom/TensorLoom defaults" --only "Cut Cross" --only "compiled clip" \
-    --only "gpt2/handwritten/batch" --only "max-autotune"
+    --only "gpt2/handwritten/batch" --only "max-autotune"  # hand-written and emitted
 GO
 du -sh "$dest"

@@ -174,7 +174,8 @@ def _cut_cross_entropy(
     """The mean cross-entropy of `x @ weight.T` against `targets`, in the autocast dtype."""
     from cut_cross_entropy import linear_cross_entropy  # type: ignore[import-not-found]
 
-    dtype = torch.get_autocast_dtype("cuda") if torch.is_autocast_enabled() else x.dtype
+    device = x.device.type
+    dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else x.dtype
     e = x.flatten(0, -2).to(dtype).contiguous()
     with torch.autocast(x.device.type, enabled=False):
         loss = linear_cross_entropy(e, weight.to(dtype), targets.flatten(), filter_eps=None)

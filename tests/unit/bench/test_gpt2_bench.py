@@ -117,3 +117,62 @@ def test_ceiling_counts_every_matmul_of_a_step(tmp_path: Path) -> None:
     assert result["matmul_ms_per_step"] == pytest.approx(sum(r["ms_per_step"] for r in rows))
     assert result["floor_ms_per_step"] == pytest.approx(
         result["matmul_ms_per_step"] + 2 * result["attention_ms_per_layer"])
+
+
+def test_the_emitted_max_autotune_row_follows_the_handwritten_one() -> None:
+    sys.path.insert(0, str(BENCH))
+    suite = load(BENCH / "gpu_suite.py", "bench_gpu_suite_order")
+    prepare = load(BENCH / "prepare_gpu.py", "bench_prepare_gpu_order")
+    assert "bf16+compile(max-autotune)" in {v.setting for v in prepare.variants()}
+    generated = Path("/nonexistent-generated")  # no manifest: the emitted rows are "skipped"
+    plan = suite.Plan(generated, generated, generated, smoke=False)
+    labels = [f"{j.impl}/{j.setting}" for j in suite.all_jobs(plan) if j.bench == "gpt2"]
+    hand = labels.index("handwritten/candidate: compile(max-autotune-no-cudagraphs)")
+    assert labels[hand + 1] == "tensorloom/bf16+compile(max-autotune)"
+    assert labels[:5] == ["handwritten/bf16 eager", "tensorloom/bf16 eager",
+                          "handwritten/bf16+compile(default)", "tensorloom/bf16+compile(default)",
+                          "tensorloom/TensorLoom defaults"]  # fmt: skip
+
+
+def test_cut_cross_entropy_row_calls_the_library_as_nanogpt_computes_its_loss(
+    gpt2_train: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The library's kernels need a GPU; a stand-in with its signature (flat [N, D] inputs,
+    [V, D] classifier, [N] targets, `filter_eps`) checks what the candidate hands it: the
+    same loss and gradients as nanoGPT's head + cross-entropy, exact (no filtering)."""
+    import types
+
+    import torch
+    import torch.nn.functional as F
+
+    calls: list[dict[str, object]] = []
+
+    def linear_cross_entropy(e: torch.Tensor, c: torch.Tensor, targets: torch.Tensor,
+                             filter_eps: object = "auto") -> torch.Tensor:  # fmt: skip
+        calls.append({"e": tuple(e.shape), "c": tuple(c.shape), "t": tuple(targets.shape),
+                      "filter_eps": filter_eps, "dtypes": {e.dtype, c.dtype}})  # fmt: skip
+        return F.cross_entropy(e @ c.t(), targets)
+
+    fake = types.ModuleType("cut_cross_entropy")
+    fake.linear_cross_entropy = linear_cross_entropy  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "cut_cross_entropy", fake)
+    gpt2 = gpt2_train.gpt2
+    size = {"vocab_size": 50, "block_size": 8, "n_layer": 2, "n_head": 2, "n_embd": 16}
+    torch.manual_seed(0)
+    cce = gpt2.CutCrossEntropyGPT(**size)
+    ref = gpt2.GPT(**size)
+    ref.load_state_dict(cce.state_dict())
+    x, y = torch.randint(0, 50, (2, 8)), torch.randint(0, 50, (2, 8))
+    ours, theirs = cce(x, y), ref(x, y)
+    ours.backward()
+    theirs.backward()
+    assert calls == [{"e": (16, 16), "c": (50, 16), "t": (16,), "filter_eps": None,
+                      "dtypes": {torch.float32}}]  # fmt: skip
+    assert ours.item() == pytest.approx(theirs.item(), abs=1e-6)
+    for a, b in zip(cce.parameters(), ref.parameters(), strict=True):
+        assert a.grad is not None and b.grad is not None
+        assert torch.allclose(a.grad, b.grad, atol=1e-6)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        calls.clear()
+        cce(x, y)
+    assert calls[0]["dtypes"] == {torch.bfloat16}  # the autocast dtype, both operands
