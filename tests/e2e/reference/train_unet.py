@@ -23,7 +23,7 @@ import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import torch
 import torch.nn.functional as F
@@ -54,10 +54,7 @@ GRAD_ACCUM = 1  # micro-batches per optimizer step
 VAL_EVERY = 1  # epochs between validations (and the last)
 METRICS = []  # `metrics = [...]`: reported after val_loss
 DECAY_GROUPS = True  # no weight decay for biases and norm weights
-EMA_DECAY: float | None = None  # `ema`: an EMA of the weights
-EARLY_STOPPING: tuple[int, str, float] | None = None  # (patience, metric, min_delta)
 KEEP_BEST: str | None = None  # saves best.pt at each new best of this metric
-EVAL_EVERY: int | None = None  # steps between validations
 MAX_STEPS: int | None = None  # the schedule spans them
 COMPILE_MODE: str | None = "reduce-overhead"  # torch.compile's mode on CUDA
 COMPILE = "auto"  # the block sets no `compile`; --compile overrides it
@@ -149,7 +146,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 # ---- setup ----
 def seed_everything(seed: int) -> None:
     random.seed(seed)
-    torch.manual_seed(seed)  # seeds every CUDA device too
+    # seeds every CUDA device too
+    torch.manual_seed(seed)
 
 
 @dataclass
@@ -313,11 +311,8 @@ def _say(ctx: DistContext, line: str) -> None:
 
 
 def build_recipe(model: nn.Module, ctx: DistContext) -> RunRecipe:
-    """The block's recipe keys as runtime/recipe.py objects; one process handles signals."""
-    return make_run_recipe(
-        model, ema=EMA_DECAY, early_stopping=EARLY_STOPPING, keep_best=KEEP_BEST,
-        eval_every=EVAL_EVERY, signals=not ctx.is_distributed,
-    )  # fmt: skip
+    """The block's recipe keys as runtime/recipe.py objects."""
+    return RunRecipe(best=BestTracker("val_loss"), signals=StopSignals().install())
 
 
 def resume(trainer: Trainer, path: str) -> None:
@@ -343,7 +338,7 @@ def _resume_extra(trainer: Trainer, state: dict[str, Any]) -> None:
     trainer.recipe.load_state_dict(extra.get("recipe", {}))
     carry = extra.get("carry")
     if carry is not None:
-        trainer.carry = (carry["loss_sum"].to(trainer.ctx.device), int(carry["batches"]))
+        trainer.carry = carry["loss_sum"].to(trainer.ctx.device), int(carry["batches"])
 
 
 # ---- one epoch of training, one of validation ----
@@ -375,8 +370,6 @@ def train_one_epoch(
         loss_sum += _forward_backward(trainer, xb, yb, sync=True)
         batches += 1
         _optimizer_step(trainer)
-        if trainer.recipe.after_step(trainer.model, trainer.step):
-            step_validation(trainer, epoch)
         if trainer.recipe.stop_reason is not None:
             break
     # cut short: last.pt keeps what this epoch did so far
@@ -502,12 +495,8 @@ def batch_metrics(
 
 # ---- the loop ----
 def validation_record(trainer: Trainer) -> dict[str, Any]:
-    """The validation metrics, and the EMA weights' (`ema_` keys) when `ema` is set."""
-    record = _as_record(evaluate(trainer))
-    if trainer.recipe.ema is not None:
-        ema = _as_record(evaluate(trainer, trainer.recipe.ema.module))
-        record.update({f"ema_{key}": value for key, value in ema.items() if value is not None})
-    return record
+    """The validation metrics."""
+    return _as_record(evaluate(trainer))
 
 
 def _as_record(result: tuple[float, float | None] | dict[str, float]) -> dict[str, Any]:
@@ -530,17 +519,6 @@ def epoch_record(trainer: Trainer, epoch: int, train_loss: torch.Tensor, batches
         "time": elapsed,
         "steps": trainer.step,
     }
-
-
-def step_validation(trainer: Trainer, epoch: int) -> None:
-    """`eval_every = N`: validation after every N optimizer steps, recorded with its step."""
-    record = {"epoch": epoch + 1, "steps": trainer.step, **validation_record(trainer)}
-    trainer.train_model.train()
-    if trainer.metrics is not None:
-        trainer.metrics.write(record)
-    if trainer.ctx.is_main:
-        print(format_validation(record))
-    after_validation(trainer, record)
 
 
 def after_validation(trainer: Trainer, record: dict[str, Any]) -> None:
@@ -1628,66 +1606,6 @@ def decay_param_groups(model: torch.nn.Module, enabled: bool = True) -> list[dic
     return groups
 
 
-class ModelEMA:
-    """An exponential moving average of a model's weights and buffers (`ema = 0.999`).
-
-    torch.optim.swa_utils.AveragedModel with its EMA rule: after each optimizer step,
-    every averaged tensor becomes `decay * average + (1 - decay) * current`; the first
-    update copies the weights. `module` is a model of the same class to evaluate.
-
-    `copy` (FSDP): a second model of the same class, sharded as `model` is; each rank
-    then averages its own shards with the same rule (non-float buffers are copied),
-    and `state_dict` holds only the count: the weights are saved sharded, beside the
-    model's (runtime/sharded.py)."""
-
-    def __init__(
-        self, model: torch.nn.Module, decay: float, copy: torch.nn.Module | None = None
-    ) -> None:
-        from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
-
-        self.decay = decay
-        self.copy, self.n_averaged = copy, 0
-        self.averaged: AveragedModel | None = None
-        if copy is not None:
-            copy.requires_grad_(False)
-        else:
-            self.averaged = AveragedModel(
-                model, multi_avg_fn=get_ema_multi_avg_fn(decay), use_buffers=True
-            )
-
-    @property
-    def module(self) -> torch.nn.Module:
-        if self.copy is not None:
-            return self.copy
-        assert self.averaged is not None
-        return self.averaged.module
-
-    @torch.no_grad()
-    def update(self, model: torch.nn.Module) -> None:
-        if self.averaged is not None:
-            self.averaged.update_parameters(model)
-            return
-        ours = [*self.module.parameters(), *self.module.buffers()]
-        theirs = [*model.parameters(), *model.buffers()]
-        for average, current in zip(ours, theirs, strict=True):
-            if self.n_averaged == 0 or not average.is_floating_point():
-                average.copy_(current.detach())
-            else:
-                average.lerp_(current.detach(), 1.0 - self.decay)
-        self.n_averaged += 1
-
-    def state_dict(self) -> dict[str, Any]:
-        if self.averaged is None:
-            return {"n_averaged": self.n_averaged, "sharded": True}
-        return self.averaged.state_dict()
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        if self.averaged is None:
-            self.n_averaged = int(state.get("n_averaged", 0))
-            return
-        self.averaged.load_state_dict(state)
-
-
 def metric_mode(metric: str) -> str:
     """ "max" for accuracies, "min" for losses and everything else."""
     return "max" if metric.endswith("accuracy") else "min"
@@ -1721,34 +1639,6 @@ class BestTracker:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.best, self.best_epoch = state["best"], state["best_epoch"]
-
-
-class EarlyStopping:
-    """`early_stopping = patience(3, metric=val_loss)`: stop after `patience` validations
-    in a row without a new best (a loss must fall by more than `min_delta`)."""
-
-    def __init__(self, patience: int, metric: str = "val_loss", min_delta: float = 0.0) -> None:
-        self.patience = patience
-        self.tracker = BestTracker(metric, min_delta)
-        self.bad = 0
-
-    @property
-    def metric(self) -> str:
-        return self.tracker.metric
-
-    def should_stop(self, record: dict[str, Any]) -> bool:
-        """Take a validation record (records without the metric are skipped)."""
-        if record.get(self.metric) is None:
-            return False
-        self.bad = 0 if self.tracker.update(record) else self.bad + 1
-        return self.bad >= self.patience
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"bad": self.bad, "tracker": self.tracker.state_dict()}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.bad = state["bad"]
-        self.tracker.load_state_dict(state["tracker"])
 
 
 class RunLengthError(Exception):
@@ -1825,16 +1715,35 @@ def planned_epochs(epochs: int | None, max_steps: int | None, steps_per_epoch: i
     return -(-max_steps // max(steps_per_epoch, 1))
 
 
+class Averaging(Protocol):
+    """What `RunRecipe` asks of its `ema` (a `ModelEMA`)."""
+
+    @property
+    def module(self) -> torch.nn.Module: ...
+    def update(self, model: torch.nn.Module) -> None: ...
+    def state_dict(self) -> dict[str, Any]: ...
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
+
+
+class Stopping(Protocol):
+    """What `RunRecipe` asks of its `stopper` (an `EarlyStopping`)."""
+
+    def should_stop(self, record: dict[str, Any]) -> bool: ...
+    def state_dict(self) -> dict[str, Any]: ...
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
+
+
 class RunRecipe:
     """What a train block's recipe keys add to the loop, in one object the loop calls:
     `after_step` (the EMA update; whether `eval_every` is due), `after_validation`
-    (keep-best and early stopping), `stop_reason` (a signal or early stopping)."""
+    (keep-best and early stopping), `stop_reason` (a signal or early stopping).
+    A script builds it with the parts its block uses (`build_recipe`)."""
 
     def __init__(
         self,
         *,
-        ema: ModelEMA | None = None,
-        stopper: EarlyStopping | None = None,
+        ema: Averaging | None = None,
+        stopper: Stopping | None = None,
         best: BestTracker | None = None,
         eval_every: int | None = None,
         signals: StopSignals | None = None,
@@ -1886,29 +1795,6 @@ class RunRecipe:
         if self.best is not None and state.get("best") is not None:
             self.best.load_state_dict(state["best"])
         self.early_stopped = bool(state.get("early_stopped", False))
-
-
-def make_run_recipe(
-    model: torch.nn.Module,
-    *,
-    ema: float | None,
-    early_stopping: tuple[int, str, float] | None,
-    keep_best: str | None,
-    eval_every: int | None,
-    signals: bool,
-    ema_copy: torch.nn.Module | None = None,
-) -> RunRecipe:
-    """The `RunRecipe` of a train block's settings. The best epoch is tracked for the run's
-    summary even without `keep_best` (by `val_loss`). `signals=False` (several processes,
-    which must stop at one step) leaves SIGINT and SIGTERM as they are. `ema_copy`: the
-    EMA's model under FSDP (see `ModelEMA`)."""
-    return RunRecipe(
-        ema=ModelEMA(model, ema, ema_copy) if ema is not None else None,
-        stopper=EarlyStopping(*early_stopping) if early_stopping is not None else None,
-        best=BestTracker(keep_best or "val_loss"),
-        eval_every=eval_every,
-        signals=StopSignals().install() if signals else None,
-    )
 
 
 def interrupted_exit_code(reason: str | None) -> int:
