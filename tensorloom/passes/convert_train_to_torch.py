@@ -45,7 +45,14 @@ from dataclasses import dataclass
 from pathlib import PurePath
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ArrayAttr, FloatAttr, IntegerAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    FloatAttr,
+    IntegerAttr,
+    LocationAttr,
+    ModuleOp,
+    StringAttr,
+)
 from xdsl.ir import Attribute, Operation
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -83,6 +90,11 @@ def _find(module: ModuleOp, kind: type[Operation], name: str) -> Operation | Non
 
 def _marker(loop: train.LoopOp, kind: type[Operation]) -> Operation | None:
     return next((op for op in loop.body.block.ops if isinstance(op, kind)), None)
+
+
+def _location(attr: Attribute | None) -> LocationAttr | None:
+    """A location that names a source line, else None."""
+    return attr if isinstance(attr, LocationAttr) and span_of(attr) is not None else None
 
 
 def _dict(args: object) -> dict[str, object]:
@@ -229,7 +241,7 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
         takes_inputs=frozenset(n for n, count in functions.items() if count == 3),
         metrics=tuple(_metrics(value("metrics"))),
         loop_at=_where(loop),
-        loss_location=config.loc("loss") if _where(config.loc("loss")) else loop.location,
+        loss_location=_location(config.loc("loss")) or loop.location,
         data_at=_where(_find(module, train.DatasetOp, loop.data.root_reference.data)),
         label_classes=_model_classes(module, loop),
         recipe=_recipe(config),

@@ -21,7 +21,8 @@ from pathlib import PurePath
 from string import Template
 from textwrap import dedent
 
-from xdsl.ir import Attribute, Operation
+from xdsl.dialects.builtin import LocationAttr
+from xdsl.ir import Operation
 
 from tensorloom.catalogue.datasets import SEQUENCE_TASKS, is_file_source
 from tensorloom.dialects.train import DEFAULT_BATCH_SIZE
@@ -87,7 +88,7 @@ class ScriptPlan:
     # `mnist.tl:35`: where the train block, its `loss` and its dataset are (the source map)
     loop_at: str = ""
     label_classes: int | None = None  # a data file's labels are checked against this at load
-    loss_location: Attribute | None = None  # where `loss` is set (else the train block)
+    loss_location: LocationAttr | None = None  # where `loss` is set (else the train block)
     data_at: str = ""
     recipe: RecipePlan = RecipePlan()
     # `distributed = "fsdp"`: the layers `fully_shard` makes units of (the root is one too)
