@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import EllipsisType
 
@@ -974,3 +974,11 @@ def _einsum_operand(
                 "sized dim a letter of its own",
             )
     return ellipsis
+
+
+def resolve_sizes(shape: Shape, sizes: Mapping[str, int]) -> Shape:
+    """`shape` with the symbols `sizes` names replaced by their sizes (`tlc info`'s
+    `-D T=512` and batch size, on the types the IR holds)."""
+    if shape is None:
+        return None
+    return tuple(sizes.get(d, d) if isinstance(d, str) else d for d in shape)
