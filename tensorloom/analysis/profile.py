@@ -42,7 +42,13 @@ from tensorloom.passes.model_env import (
     nested_model,
 )
 from tensorloom.passes.shape_inference import Instantiation, instantiations, set_dim_bindings
-from tensorloom.pipeline import Compilation, compile_file, make_context, run_passes, stage
+from tensorloom.pipeline import (
+    CHECK_PASSES,
+    Compilation,
+    compile_file,
+    make_context,
+    run_passes,
+)
 
 PRECISION_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
 
@@ -241,14 +247,14 @@ def _sum(values: Sequence[int | None]) -> int | None:
 
 
 INFO_PASSES: tuple[str, ...] = tuple(
-    "instantiate{specialize=true}" if name == "instantiate" else name
-    for name in stage("nml").passes
+    "instantiate{specialize=true}" if name == "instantiate" else name for name in CHECK_PASSES
 )
-"""The `nml` stage as `tlc info` runs it: each instance and nested layer specialised."""
+"""The passes `tlc check` runs, as `tlc info` runs them: each instance and nested layer
+specialised. `tlc info` reports what `tlc check` reports (a bad train setting too)."""
 
 
 def compile_for_info(path: Path, bindings: Mapping[str, int]) -> Compilation:
-    """The `nml` stage on `path`, specialised, with the `-D` bindings in the IR (`tl.dims`):
+    """The check passes on `path`, specialised, with the `-D` bindings in the IR (`tl.dims`):
     shape inference fixes those symbols, and a binding the program contradicts is a
     diagnostic at the line that contradicts it."""
     result = compile_file(path, until="irgen")

@@ -1246,6 +1246,10 @@ def infer_instantiation(
     flow.input_types = [inference.resolved_type(a) for a in args]
     flow.output = inference.format_type(result)
     flow.output_type = inference.resolved_type(result)
+    for step in flow.steps:  # a later rule may have fixed a symbol (`T//2` is 784: T 1568)
+        if step.type is not None:
+            step.type = inference.resolved_type(step.type)
+            step.shape = inference.format_type(step.type)
     flow.declared = declared_params(inst.model, inst.env, models)
     return Inferred(flow, result, inference)
 
