@@ -58,6 +58,11 @@ GPT2_SETTINGS: dict[str, tuple[str, tuple[str, ...]]] = {
     "bf16_eager": ("bf16 eager", ("precision = bf16", "compile = false")),
     "bf16_compile_default": ("bf16+compile(default)", ("precision = bf16", 'compile = "default"')),
     "tl_default": ("TensorLoom defaults", ()),
+    # measured after the hand-written max-autotune row (bench/gpu_suite.py)
+    "bf16_compile_max_autotune": (
+        "bf16+compile(max-autotune)",
+        ("precision = bf16", 'compile = "max-autotune"'),
+    ),
 }
 
 
