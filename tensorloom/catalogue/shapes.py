@@ -672,6 +672,8 @@ def _batch_hole(left: tuple[int, Counter[str]], unifier: Unifier) -> Dim:
     batch = [r for r in unifier.rigid if unifier.resolve(r) in syms]
     if value is not None or not batch:
         return value
+    if not all(dim_expr.is_name(s) for s in syms):
+        return None  # `B·(T//2)`: a product with an expression is no name (and not affine)
     name = "_".join([*sorted(syms.elements()), *([f"x{n}"] if n != 1 else [])])
     unifier.rigid.add(name)
     return name

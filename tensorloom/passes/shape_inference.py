@@ -1388,14 +1388,24 @@ def _flow_attr(flow: ModelFlow) -> DictionaryAttr:
         "steps": ArrayAttr([_step_attr(step) for step in flow.steps]),
     }
     if flow.declared is not None:
-        entries["params"] = IntegerAttr(flow.declared, i64)
+        entries["params"] = _count_attr(flow.declared)
     return DictionaryAttr(entries)
 
 
 def _step_attr(step: FlowStep) -> ArrayAttr:
     kind = step.type if step.type is not None else TensorType.unranked()
-    params = IntegerAttr(step.params, i64)
+    params = _count_attr(step.params)
     return ArrayAttr([StringAttr(step.name), StringAttr(step.op), kind, params])
+
+
+def _count_attr(count: int) -> Attribute:
+    """A parameter count; as text when it is past 64 bits (2^31 nested copies: the
+    checks report it, and the flow must still fit in the IR)."""
+    return IntegerAttr(count, i64) if -(2**63) <= count < 2**63 else StringAttr(str(count))
+
+
+def _count_of(attr: Attribute) -> int:
+    return attr.value.data if isinstance(attr, IntegerAttr) else int(attr.data)  # type: ignore[attr-defined]
 
 
 def flows_in(module: ModuleOp) -> list[ModelFlow]:
@@ -1415,13 +1425,13 @@ def _flow_of(attr: DictionaryAttr) -> ModelFlow:
         data["model"].data,  # type: ignore[attr-defined]
         [format_type(t) for t in inputs],
         format_type(data["output"]),
-        declared=params.value.data if isinstance(params, IntegerAttr) else None,
+        declared=_count_of(params) if params is not None else None,
         input_types=inputs,
         output_type=data["output"],
     )
     for step in data["steps"].data:  # type: ignore[attr-defined]
         name, op, kind, count = step.data
-        flow.steps.append(FlowStep(name.data, op.data, format_type(kind), count.value.data, kind))
+        flow.steps.append(FlowStep(name.data, op.data, format_type(kind), _count_of(count), kind))
     return flow
 
 
