@@ -69,10 +69,20 @@ LM_SETTINGS = {  # report label -> (precision, torch.compile mode)
 # last are skipped. Each is measured; only measurements decide. The candidates that need
 # no loss check run 125 steps (100 timed), the others nanoGPT's 200.
 SHORT = ["--steps", "125"]
+GPT2_PROFILE = ["--profile-steps", "10"]  # after the timed steps: GPU time by kernel kind
 GPT2_SETTINGS = {
     "bf16 eager": ["--compile", "none"],
-    "bf16+compile(default)": ["--compile", "default"],
+    "bf16+compile(default)": ["--compile", "default", *GPT2_PROFILE],
     "bf16+compile(reduce-overhead)": ["--compile", "reduce-overhead"],
+    "candidate: compile(max-autotune-no-cudagraphs)": [
+        "--compile", "max-autotune-no-cudagraphs", *SHORT, *GPT2_PROFILE],
+    "candidate: compile(default), Cut Cross-Entropy (exact, no gradient filtering)": [
+        "--compile", "default", "--model", "cce"],
+    "candidate: compile(default), compiled clip + optimizer step": [
+        "--compile", "default", "--compile-optimizer", *SHORT],
+    "batch: compile(default), B=32": ["--compile", "default", "--batch-size", "32", *SHORT],
+    "batch: compile(default), B=8": ["--compile", "default", "--batch-size", "8", *SHORT],
+    "bf16+compile(default), again (run-to-run spread)": ["--compile", "default", *SHORT],
     "candidate: compile(default), FP8 linears (torchao, tensorwise)": [
         "--compile", "default", "--fp8", "tensorwise"],
     "candidate: compile(default), FP8 linears and head (torchao, tensorwise; padded vocab)": [
@@ -81,16 +91,14 @@ GPT2_SETTINGS = {
                                                       *SHORT],
     "candidate: compile(default), whole step in one CUDA graph": [
         "--compile", "default", "--whole-step-graph", *SHORT],
-    "candidate: compile(default), compiled clip + optimizer step": [
-        "--compile", "default", "--compile-optimizer", *SHORT],
     "candidate: eager, chunked linear+CE": ["--compile", "none", "--model", "chunked", *SHORT],
-    "candidate: compile(max-autotune-no-cudagraphs)": [
-        "--compile", "max-autotune-no-cudagraphs", *SHORT],
     "candidate: compile(default), padded vocab 50304": ["--compile", "default", "--model",
                                                         "padded", *SHORT],
     "candidate: compile(default), chunked linear+CE": ["--compile", "default", "--model",
                                                        "chunked", *SHORT],
 }  # fmt: skip
+# max-autotune benchmarks every matmul's candidate kernels while it compiles: minutes
+GPT2_TIMEOUT_S = {"candidate: compile(max-autotune-no-cudagraphs)": 300}
 # The LM's diagnosis of torch.compile's default mode (host-bound steps): the
 # compile(default) rows are profiled (bench/handwritten/step_profile.py), and two more
 # rows move the loss into, or out of, the compiled graph.
@@ -162,8 +170,8 @@ def handwritten_lm_jobs(plan: Plan, impl: str, settings: list[str]) -> list[Job]
 def gpt2_jobs(plan: Plan, settings: list[str]) -> list[Job]:
     script = HANDWRITTEN / "gpt2_train.py"
     data = ["--data-dir", str(plan.data_root / "gpt2_tokens")]
-    return [Job("gpt2", "handwritten", s, python(script, *GPT2_SETTINGS[s], *data), 240)
-            for s in settings]  # fmt: skip
+    return [Job("gpt2", "handwritten", s, python(script, *GPT2_SETTINGS[s], *data),
+                GPT2_TIMEOUT_S.get(s, 240)) for s in settings]  # fmt: skip
 
 
 def emitted_job(

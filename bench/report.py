@@ -251,7 +251,12 @@ def one_line(record: Record) -> str:
     if "error" in record:
         return f"{name}: FAILED: {str(record['error']).strip()[-300:]}"
     if "tokens_per_s" in record:
-        return f"{name}: {rate(field(record, 'tokens_per_s'))} tok/s"
+        line = f"{name}: {rate(field(record, 'tokens_per_s'))} tok/s"
+        if isinstance(record.get("ms_per_step"), (int, float)):
+            line += f", {record['ms_per_step']:.2f} ms/step"
+        if isinstance(record.get("peak_mem_bytes"), (int, float)):
+            line += f", peak {record['peak_mem_bytes'] / 2**30:.2f} GiB"
+        return line
     return f"{name}: {seconds(field(record, 'epoch_s'))} s/epoch"
 
 

@@ -154,6 +154,33 @@ class ChunkedLossGPT(GPT):
         return linear_cross_entropy(x.flatten(0, 1), self.wte.weight, targets.reshape(-1))
 
 
+class CutCrossEntropyGPT(GPT):
+    """A candidate: the tied head and the loss as Apple's Cut Cross-Entropy (the
+    `cut-cross-entropy` package: Triton kernels that compute each block of logits in
+    on-chip memory and recompute them in backward, so no [B*T, vocab] logits are ever
+    written). Exact: `filter_eps=None` turns off its gradient filtering, which skips
+    vocabulary blocks whose softmax is below a threshold; on this benchmark's byte-level
+    text (ids below 256 of 50,257) that would skip nearly the whole vocabulary and time a
+    cheaper loss than real BPE text needs. The loss runs outside torch.compile's graph."""
+
+    def loss(self, x: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        return _cut_cross_entropy(x, self.wte.weight, targets)
+
+
+@torch.compiler.disable
+def _cut_cross_entropy(
+    x: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor
+) -> torch.Tensor:
+    """The mean cross-entropy of `x @ weight.T` against `targets`, in the autocast dtype."""
+    from cut_cross_entropy import linear_cross_entropy  # type: ignore[import-not-found]
+
+    dtype = torch.get_autocast_dtype("cuda") if torch.is_autocast_enabled() else x.dtype
+    e = x.flatten(0, -2).to(dtype).contiguous()
+    with torch.autocast(x.device.type, enabled=False):
+        loss = linear_cross_entropy(e, weight.to(dtype), targets.flatten(), filter_eps=None)
+    return loss  # type: ignore[no-any-return]
+
+
 def configure_optimizer(
     model: nn.Module, lr: float = 6e-4, weight_decay: float = 0.1, *, fused: bool = True,
     capturable: bool = False,

@@ -71,7 +71,7 @@ def select_sdpa(choice: str) -> None:
 
 
 MODELS = {"gpt": gpt2.GPT, "padded": gpt2.PaddedGPT, "chunked": gpt2.ChunkedLossGPT,
-          "linear-head": gpt2.LinearHeadGPT}  # fmt: skip
+          "linear-head": gpt2.LinearHeadGPT, "cce": gpt2.CutCrossEntropyGPT}  # fmt: skip
 
 
 def window_starts(
@@ -134,6 +134,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="the only scaled-dot-product-attention backend left enabled")
     p.add_argument("--whole-step-graph", action="store_true",
                    help="forward, backward, clip and AdamW (capturable) in one CUDA graph")
+    p.add_argument("--profile-steps", type=int, default=0,
+                   help="after the timed steps, this many more under torch.profiler: the GPU "
+                        "kernels' time per step by category (matmul, attention, ...)")
     p.add_argument("--tiny", action="store_true", help="a 2-layer d=32 model (tests)")
     p.add_argument("--vocab", type=int, default=50257)
     return p.parse_args(argv)
@@ -177,6 +180,22 @@ def build_optimizer_step(
     return optimizer, clip_and_step
 
 
+def profile_after(
+    done: int, steps: int, run_step: Callable[[int], torch.Tensor]
+) -> dict[str, object] | None:
+    """With `steps` > 0, the `steps` steps after the `done` timed ones under torch.profiler:
+    the GPU kernels' time per step by category (bench/handwritten/step_profile.py)."""
+    if steps <= 0:
+        return None
+    from step_profile import profile_kernels
+
+    def more_steps(n: int) -> None:
+        for step in range(done, done + n):
+            run_step(step)
+
+    return profile_kernels(more_steps, steps)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     device = torch.device(args.device)
@@ -218,8 +237,22 @@ def main(argv: list[str] | None = None) -> int:
 
     losses: list[torch.Tensor] = []
     logged: list[float] = []
-    x, y = batch_at(0)
-    graphed = None
+    batch = [batch_at(0)]
+    graphed: list[WholeStepGraph] = []
+
+    def run_step(step: int) -> torch.Tensor:
+        x, y = batch[0]
+        if args.whole_step_graph and step >= GRAPH_WARMUP:
+            if not graphed:
+                graphed.append(WholeStepGraph(lambda a, b: train_step(a, b, False), x, y))
+            loss = graphed[0].replay(x, y)
+        else:
+            loss = train_step(x, y, args.whole_step_graph)
+        batch[0] = batch_at(step + 1)  # nanoGPT: fetch the next batch while the GPU works
+        if step % args.log_interval == 0:
+            logged.append(loss.item())  # nanoGPT's log line: a host sync
+        return loss
+
     start = time.perf_counter()
     compile_s = None
     for step in range(args.steps):
@@ -227,19 +260,12 @@ def main(argv: list[str] | None = None) -> int:
             synchronize(device)
             compile_s = time.perf_counter() - start
             start = time.perf_counter()
-        if args.whole_step_graph and step >= GRAPH_WARMUP:
-            if graphed is None:
-                graphed = WholeStepGraph(lambda a, b: train_step(a, b, False), x, y)
-            loss = graphed.replay(x, y)
-            x, y = batch_at(step + 1)
-        else:
-            loss = train_step(x, y, args.whole_step_graph)
-            x, y = batch_at(step + 1)  # nanoGPT: fetch the next batch while the GPU works
-        losses.append(loss.detach().clone())
-        if step % args.log_interval == 0:
-            logged.append(loss.item())  # nanoGPT's log line: a host sync
+        losses.append(run_step(step).detach().clone())
     synchronize(device)
     elapsed = time.perf_counter() - start
+    # the peak of the run before the profiled steps (the profiler's buffers are not the step's)
+    peak = torch.cuda.max_memory_allocated() if device.type == "cuda" else None
+    profile = profile_after(args.steps, args.profile_steps, run_step)
     timed = args.steps - args.timed_from
     ms = 1000 * elapsed / timed
     result = {
@@ -249,7 +275,8 @@ def main(argv: list[str] | None = None) -> int:
         "params": n_params, "batch_size": B, "block_size": T, "steps": args.steps,
         "timed_steps": timed, "ms_per_step": ms, "tokens_per_s": B * T / (ms / 1000),
         "untimed_s": compile_s,
-        "peak_mem_bytes": torch.cuda.max_memory_allocated() if device.type == "cuda" else None,
+        "peak_mem_bytes": peak,
+        "profile": profile,
         "losses": [round(v, 5) for v in torch.stack(losses).float().tolist()],
         "torch": torch.__version__,
         "device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu",

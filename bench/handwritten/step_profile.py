@@ -6,6 +6,10 @@ with `--profile-steps`, an emitted script through bench/run_emitted.py's `--prof
 the compiled-graph calls and the ten ops with the most host time of their own. The GPU
 suite records it beside the run's timing: a step that is bound by the host (small models
 under torch.compile's default mode) is as fast as these launches and calls are cheap.
+
+`profile_kernels` is the GPU side (bench/handwritten/gpt2_train.py `--profile-steps`): the
+kernels' time per step by what they are (matmul, attention, inductor's fused kernels, the
+optimizer, ...), so a GPU-bound step shows where its milliseconds go.
 """
 
 from __future__ import annotations
@@ -16,6 +20,67 @@ from typing import Any
 import torch
 
 LAUNCHES = ("cudaLaunchKernel", "cuLaunchKernel", "cuLaunchKernelEx", "cudaLaunchKernelExC")
+# What a kernel's name says it is, first match wins (lower-case substrings): attention before
+# matmuls (cuDNN's attention kernels are generated GEMMs), inductor's matmul templates
+# (`triton_tem_`) before its other Triton kernels.
+KERNEL_CATEGORIES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("attention", ("sdpa", "flash", "fmha", "attention", "attn")),
+    ("matmul", ("gemm", "nvjet", "cutlass", "xmma", "triton_tem_", "matmul", "splitk")),
+    ("optimizer", ("multi_tensor", "adam", "foreach")),
+    ("triton (inductor's fused elementwise and reductions)", ("triton_",)),
+    ("memcpy/memset", ("memcpy", "memset")),
+    ("aten elementwise/reduction", ("elementwise", "reduce", "vectorized", "cross_entropy",
+                                    "softmax", "layer_norm", "embedding", "index")),
+)
+
+
+def kernel_category(name: str) -> str:
+    """The category of a GPU kernel by its name (KERNEL_CATEGORIES), else "other"."""
+    low = name.lower()
+    for category, words in KERNEL_CATEGORIES:
+        if any(word in low for word in words):
+            return category
+    return "other"
+
+
+def kernel_breakdown(kernels: list[tuple[str, int, float]], steps: int,
+                     top: int = 30) -> dict[str, Any]:  # fmt: skip
+    """Per step: the GPU time of `kernels` ((name, calls, total microseconds) each) in all,
+    by category, and the `top` kernels with the most time."""
+    total_us = sum(us for _, _, us in kernels)
+    by_category: dict[str, float] = {}
+    for name, _, us in kernels:
+        category = kernel_category(name)
+        by_category[category] = by_category.get(category, 0.0) + us / steps / 1000
+    ranked = sorted(kernels, key=lambda k: k[2], reverse=True)[:top]
+    return {
+        "steps": steps,
+        "gpu_kernel_ms_per_step": total_us / steps / 1000,
+        "ms_per_step_by_category": dict(sorted(by_category.items(), key=lambda kv: -kv[1])),
+        "top_kernels": [
+            {"kernel": name[:120], "category": kernel_category(name),
+             "calls_per_step": calls / steps, "ms_per_step": us / steps / 1000}
+            for name, calls, us in ranked
+        ],
+    }  # fmt: skip
+
+
+def profile_kernels(run_steps: Any, steps: int) -> dict[str, Any]:
+    """Run `run_steps(steps)` under torch.profiler (CUDA activity) and break the GPU
+    kernels' time down (`kernel_breakdown`); the wall time per step under the profiler too."""
+    synchronize()
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if torch.cuda.is_available():
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    with torch.profiler.profile(activities=activities) as prof:
+        started = time.perf_counter()
+        run_steps(steps)
+        synchronize()
+        wall_s = time.perf_counter() - started
+    cuda = torch.autograd.DeviceType.CUDA
+    kernels = [(e.key, e.count, e.self_device_time_total) for e in prof.key_averages()
+               if e.device_type == cuda and e.self_device_time_total > 0]  # fmt: skip
+    return {"wall_ms_per_step": 1000 * wall_s / steps, **kernel_breakdown(kernels, steps)}
 
 
 def synchronize() -> None:

@@ -1,0 +1,119 @@
+"""Issue 18's GPU measurements, checked on the CPU at tiny sizes: the kernel-time breakdown
+of a profiled step, the matmul/attention floor of a step, and the GPU suite's GPT-2 rows
+(every row's flags are flags of nanoGPT's loop, bench/handwritten/gpt2_train.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+BENCH = ROOT / "bench"
+HANDWRITTEN = BENCH / "handwritten"
+
+
+def load(path: Path, name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def step_profile() -> ModuleType:
+    return load(HANDWRITTEN / "step_profile.py", "bench_step_profile_gpt2")
+
+
+@pytest.fixture(scope="module")
+def gpt2_train() -> ModuleType:
+    sys.path.insert(0, str(HANDWRITTEN))  # gpt2_train imports gpt2 and step_profile beside it
+    return load(HANDWRITTEN / "gpt2_train.py", "bench_gpt2_train_s4")
+
+
+@pytest.mark.parametrize(
+    ("kernel", "category"),
+    [
+        ("nvjet_tst_192x192_64x4_2x1_v_bz_coopB_TNT", "matmul"),
+        ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64", "matmul"),
+        ("triton_tem_fused_addmm_gelu_3", "matmul"),
+        ("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_3", "attention"),
+        ("void pytorch_flash::flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel", "attention"),
+        ("void at::native::(anonymous)::multi_tensor_apply_kernel<FusedAdamMathFunctor>",
+         "optimizer"),
+        ("triton_per_fused__log_softmax_nll_loss_forward_12", "triton (inductor's fused "
+         "elementwise and reductions)"),
+        ("void at::native::vectorized_elementwise_kernel<4, CUDAFunctor_add>", "aten "
+         "elementwise/reduction"),
+        ("Memcpy HtoD (Pinned -> Device)", "memcpy/memset"),
+        ("some_library_kernel", "other"),
+    ],
+)  # fmt: skip
+def test_kernels_are_sorted_by_what_their_names_say(
+    step_profile: ModuleType, kernel: str, category: str
+) -> None:
+    assert step_profile.kernel_category(kernel) == category
+
+
+def test_kernel_breakdown_sums_per_step(step_profile: ModuleType) -> None:
+    kernels = [("nvjet_a", 20, 30_000.0), ("triton_poi_fused_add_0", 40, 8_000.0),
+               ("cudnn_generated_fort_native_sdpa_fprop", 10, 2_000.0)]  # fmt: skip
+    out = step_profile.kernel_breakdown(kernels, steps=10, top=2)
+    assert out["gpu_kernel_ms_per_step"] == pytest.approx(4.0)
+    by = out["ms_per_step_by_category"]
+    assert next(iter(by)) == "matmul" and by["matmul"] == pytest.approx(3.0)
+    assert by["attention"] == pytest.approx(0.2)
+    assert [k["kernel"] for k in out["top_kernels"]] == ["nvjet_a", "triton_poi_fused_add_0"]
+    assert out["top_kernels"][0]["calls_per_step"] == 2
+
+
+def test_gpt2_loop_profiles_the_steps_after_its_timing(
+    tmp_path: Path, gpt2_train: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    gpt2_train.write_stdlib_tokens(tmp_path, val_tokens=100, max_bytes=20_000)
+    args = ["--data-dir", str(tmp_path), "--device", "cpu", "--tiny", "--vocab", "300",
+            "--compile", "none", "--precision", "fp32", "--steps", "3", "--timed-from", "1",
+            "--batch-size", "2", "--block-size", "8", "--windows-per-epoch", "4",
+            "--profile-steps", "2"]  # fmt: skip
+    assert gpt2_train.main(args) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert len(result["losses"]) == 3  # the profiled steps are not the timed run's
+    profile = result["profile"]
+    assert profile["steps"] == 2 and profile["wall_ms_per_step"] > 0
+    assert "ms_per_step_by_category" in profile
+
+
+def test_every_gpt2_row_is_a_flag_set_of_the_loop(gpt2_train: ModuleType) -> None:
+    sys.path.insert(0, str(BENCH))
+    suite = load(BENCH / "gpu_suite.py", "bench_gpu_suite_gpt2")
+    for setting, flags in suite.GPT2_SETTINGS.items():
+        args = gpt2_train.parse_args([*flags, "--data-dir", "d"])
+        assert args.model in gpt2_train.MODELS, setting
+    assert set(suite.GPT2_TIMEOUT_S) <= set(suite.GPT2_SETTINGS)
+    batch32 = gpt2_train.parse_args([*suite.GPT2_SETTINGS["batch: compile(default), B=32"],
+                                     "--data-dir", "d"])  # fmt: skip
+    assert batch32.batch_size == 32 and batch32.compile == "default"
+
+
+def test_ceiling_counts_every_matmul_of_a_step(tmp_path: Path) -> None:
+    ceiling = load(BENCH / "gpt2_ceiling.py", "bench_gpt2_ceiling")
+    assert [(k, n, c) for _, k, n, c in ceiling.linears(12, 768, 50257)] == [
+        (768, 2304, 12), (768, 768, 12), (768, 3072, 12), (3072, 768, 12), (768, 50257, 1)]
+    out = tmp_path / "ceiling.json"
+    args = ["--device", "cpu", "--batch-size", "2", "--block-size", "8", "--n-layer", "2",
+            "--n-head", "2", "--n-embd", "16", "--vocab", "40", "--repeats", "1",
+            "--warmup", "0", "--out", str(out)]  # fmt: skip
+    assert ceiling.main(args) == 0
+    result = json.loads(out.read_text())
+    rows = result["matmuls"]
+    assert len(rows) == 15 and {r["m_n_k"][0] for r in rows} == {16}
+    assert [r["count"] for r in rows] == [2] * 12 + [1] * 3
+    assert result["matmul_ms_per_step"] == pytest.approx(sum(r["ms_per_step"] for r in rows))
+    assert result["floor_ms_per_step"] == pytest.approx(
+        result["matmul_ms_per_step"] + 2 * result["attention_ms_per_layer"])
