@@ -1,6 +1,6 @@
 PY ?= python
 
-.PHONY: help install test pytest lit lint typecheck format bench fuzz reference clean
+.PHONY: help install test pytest lit lint typecheck format bench fuzz reference golden clean
 
 help:  ## list the everyday commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -42,6 +42,9 @@ fuzz:  ## a long fuzz run: COUNT inputs from SEED on JOBS processes; bugs go to 
 
 reference:  ## regenerate docs/reference.md from the catalogues
 	$(PY) -m tensorloom.tools.reference > docs/reference.md
+
+golden:  ## regenerate tests/e2e/reference/ (the examples' emitted scripts) and their line counts
+	$(PY) tests/e2e/golden.py
 
 clean:  ## remove caches and build outputs
 	rm -rf build dist *.egg-info .pytest_cache .ruff_cache .tlcache

@@ -26,6 +26,16 @@ from bench/compile_speed.py), checked in a temporary folder with a temporary
 
 The load average before and after is printed, since a loaded machine inflates
 every row.
+
+`--scripts DIR` instead times emitted training scripts as whole processes, on the
+GPU machine (bench/RESULTS.md, issue 16): DIR holds `mnist.py`, `digits_cnn.py`
+(emitted by `tlc compile`) and `digits_mlp.py` (bench/handwritten/, examples/mnist.tl
+written by hand). Rows: the floor (`import torch`, CUDA initialised, the digits loaded),
+the hand-written script (10 epochs, 1 epoch), and each emitted script with its defaults,
+`--epochs 1` and `--max-steps 1` (start-up to the first step, as a whole process), each
+row's first output line (the compile decision) and last (the final epoch) kept:
+
+    python bench/startup.py --scripts .devrun/emission --runs 2 --out results.md
 """
 
 from __future__ import annotations
@@ -129,12 +139,67 @@ def table(samples: dict[str, list[float]]) -> str:
     return "\n".join(lines)
 
 
+FLOOR = (
+    "import torch; torch.zeros(1, device='cuda'); torch.cuda.synchronize(); "
+    "from sklearn.datasets import load_digits; load_digits()"
+)
+
+
+def script_commands(folder: Path) -> dict[str, list[str]]:
+    py = sys.executable
+    rows = {"floor: import torch, CUDA init, load digits": [py, "-c", FLOOR]}
+    hand = str(folder / "digits_mlp.py")
+    rows["hand-written digits MLP, 10 epochs"] = [py, hand]
+    rows["hand-written digits MLP, 1 epoch"] = [py, hand, "--epochs", "1"]
+    for name in ("mnist", "digits_cnn"):
+        script = str(folder / f"{name}.py")
+        rows[f"emitted {name}.py, defaults"] = [py, script]
+        rows[f"emitted {name}.py --epochs 1"] = [py, script, "--epochs", "1"]
+        rows[f"emitted {name}.py --max-steps 1"] = [py, script, "--max-steps", "1"]
+    return rows
+
+
+def run_script(command: list[str], folder: Path) -> tuple[float, str, str]:
+    start = time.perf_counter()
+    done = subprocess.run(command, cwd=folder, capture_output=True, text=True, check=False)
+    elapsed = time.perf_counter() - start
+    lines = [line for line in done.stdout.splitlines() if line.strip()] or ["(no output)"]
+    if done.returncode != 0:
+        lines = [f"exit {done.returncode}: {done.stderr.strip().splitlines()[-1:]}"]
+    return elapsed, lines[0], lines[-1]
+
+
+def measure_scripts(folder: Path, runs: int) -> str:
+    rows = script_commands(folder)
+    samples: dict[str, list[float]] = {name: [] for name in rows}
+    said: dict[str, tuple[str, str]] = {}
+    for _ in range(runs):  # round-robin; the first round also fills the compile caches
+        for name, command in rows.items():
+            elapsed, first, last = run_script(command, folder)
+            samples[name].append(elapsed)
+            said[name] = (first, last)
+    lines = ["| run | first round (s) | min (s) | first line | last line |"]
+    lines.append("|---|---|---|---|---|")
+    for name, times in samples.items():
+        first, last = said[name]
+        lines.append(f"| {name} | {times[0]:.1f} | {min(times):.1f} | {first} | {last} |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="Whole-process start-up of `tlc`.")
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--orig-tlc", type=Path, default=None)
     parser.add_argument("--before-tlc", type=Path, default=None, help="another tree's tlc")
+    parser.add_argument("--scripts", type=Path, default=None, help="time emitted scripts")
+    parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
+    if args.scripts is not None:
+        text = measure_scripts(args.scripts.resolve(), args.runs)
+        print(text)
+        if args.out is not None:
+            args.out.write_text(text + "\n")
+        return
     orig = args.orig_tlc if args.orig_tlc is not None and args.orig_tlc.is_file() else None
     with tempfile.TemporaryDirectory() as work:
         folder = Path(work)

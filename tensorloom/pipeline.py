@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -57,7 +56,7 @@ STAGES: tuple[Stage, ...] = (
     Stage(
         "train",
         (
-            "check-train", "insert-amp", "insert-ddp", "insert-compile",
+            "check-train", "train-config", "insert-amp", "insert-ddp", "insert-compile",
             "activation-checkpointing", "infer-synthetic-data",
         ),
         "IR with the train loop's AMP/DDP/compile ops",
@@ -109,9 +108,6 @@ def python_source(module: ModuleOp, source: str | None = None) -> str:
     `source` is the file the header names as the script's origin.
     """
     from tensorloom.backends.python_printer import print_python
-
-    # Imported for its side effect: it registers the triton ops' printer handlers.
-    import_module("tensorloom.backends.print_triton")
 
     return print_python(module, source)
 

@@ -20,24 +20,16 @@ following the bindings `synthesize-launchers` worked out (docs/kernels.md).
 from __future__ import annotations
 
 from xdsl.dialects.builtin import IntegerAttr, StringAttr
-from xdsl.ir import Block
 
-from tensorloom.backends.python_printer import (
-    BINARY_PRECEDENCE,
-    NameScope,
-    Precedence,
-    PyExpr,
-    PythonPrinter,
-    _operand_precedences,
-    python_literal,
-)
-from tensorloom.dialects import triton
+from tensorloom.backends.python_printer import NameScope, PythonPrinter
+from tensorloom.dialects import py, triton
 
 # ---------------------------------------------------------------- kernels
 
 
 @PythonPrinter.register_statement(triton.JitFuncOp)
 def _jit_func(printer: PythonPrinter, op: triton.JitFuncOp) -> None:
+    """`@triton.jit def name(params):` and its `py` body."""
     printer.require_import("triton")
     printer.require_import("triton.language", alias="tl")
     params = [
@@ -48,137 +40,18 @@ def _jit_func(printer: PythonPrinter, op: triton.JitFuncOp) -> None:
     scope = NameScope(printer.scope)
     for name in _variables(op):
         scope.reserve(name)
-    _body(printer, op.body.block, scope)
+    block = op.body.block
+    with printer.indented(), printer._body_scope(block, scope):
+        printer.emit_body(block)
 
 
 def _variables(op: triton.JitFuncOp) -> set[str]:
-    """Every name the kernel's own code binds, so temporaries never take one."""
+    """Every name the kernel's own code reads or binds, so temporaries never take one."""
     names = set(n for n, _ in op.params())
     for inner in op.walk():
-        if isinstance(inner, triton.AssignOp):
-            names.add(inner.target.data)
-        if isinstance(inner, triton.ForOp):
-            names.add(inner.var.data)
+        if isinstance(inner, py.NameOp):
+            names.add(inner.id.data.split(".")[0])
     return names
-
-
-def _body(printer: PythonPrinter, block: Block, scope: NameScope) -> None:
-    with printer.indented(), printer._body_scope(block, scope):
-        _block(printer, block)
-
-
-def _block(printer: PythonPrinter, block: Block | None) -> None:
-    """A nested body inside the current scope; `pass` when it prints nothing."""
-    before = len(printer.lines)
-    if block is not None:
-        printer.emit_block(block)
-    if len(printer.lines) == before:
-        printer.line("pass")
-
-
-@PythonPrinter.register_statement(triton.AssignOp)
-def _assign(printer: PythonPrinter, op: triton.AssignOp) -> None:
-    value = printer.value(op.value).at_least(Precedence.TERNARY)
-    printer.line(f"{op.target.data} = {value}")
-
-
-@PythonPrinter.register_statement(triton.ExprStmtOp)
-def _expr_stmt(printer: PythonPrinter, op: triton.ExprStmtOp) -> None:
-    printer.line(printer.value(op.value).text)
-
-
-@PythonPrinter.register_statement(triton.IfOp)
-def _if(printer: PythonPrinter, op: triton.IfOp) -> None:
-    printer.line(f"if {printer.value(op.cond).at_least(Precedence.TERNARY)}:")
-    with printer.indented():
-        _block(printer, op.then.block)
-    orelse = op.orelse.blocks.first
-    if orelse is None or orelse.first_op is None:
-        return
-    printer.line("else:")
-    with printer.indented():
-        _block(printer, orelse)
-
-
-@PythonPrinter.register_statement(triton.ForOp)
-def _for(printer: PythonPrinter, op: triton.ForOp) -> None:
-    args = printer.call_arguments(op.args, [""] * len(op.args))
-    printer.line(f"for {op.var.data} in {op.iterator.data}({', '.join(args)}):")
-    with printer.indented():
-        _block(printer, op.body.block)
-
-
-@PythonPrinter.register_statement(triton.ReturnOp)
-def _return(printer: PythonPrinter, op: triton.ReturnOp) -> None:
-    printer.line("return")
-
-
-# ------------------------------------------------------------ expressions
-
-
-@PythonPrinter.register_expression(triton.NameOp)
-def _name(printer: PythonPrinter, op: triton.NameOp) -> PyExpr:
-    dotted = "." in op.id.data
-    return PyExpr(op.id.data, Precedence.PRIMARY if dotted else Precedence.ATOM)
-
-
-@PythonPrinter.register_expression(triton.ConstantOp)
-def _constant(printer: PythonPrinter, op: triton.ConstantOp) -> PyExpr:
-    return python_literal(op.value)
-
-
-@PythonPrinter.register_expression(triton.BinOp)
-def _binop(printer: PythonPrinter, op: triton.BinOp) -> PyExpr:
-    operator = op.op.data
-    precedence = BINARY_PRECEDENCE[operator]
-    left_min, right_min = _operand_precedences(operator, precedence)
-    lhs = printer.value(op.lhs).at_least(left_min)
-    rhs = printer.value(op.rhs).at_least(right_min)
-    return PyExpr(f"{lhs} {operator} {rhs}", precedence)
-
-
-@PythonPrinter.register_expression(triton.UnaryOp)
-def _unop(printer: PythonPrinter, op: triton.UnaryOp) -> PyExpr:
-    if op.op.data == "not":
-        return PyExpr(f"not {printer.value(op.operand).at_least(Precedence.NOT)}", Precedence.NOT)
-    operand = printer.value(op.operand).at_least(Precedence.UNARY)
-    return PyExpr(f"{op.op.data}{operand}", Precedence.UNARY)
-
-
-@PythonPrinter.register_expression(triton.CallOp)
-def _call(printer: PythonPrinter, op: triton.CallOp) -> PyExpr:
-    return PyExpr.call(op.callee.data, printer.call_arguments(op.args, op.names()))
-
-
-@PythonPrinter.register_expression(triton.MethodOp)
-def _method(printer: PythonPrinter, op: triton.MethodOp) -> PyExpr:
-    receiver = printer.value(op.receiver).at_least(Precedence.PRIMARY)
-    return PyExpr.call(f"{receiver}.{op.method.data}", printer.call_arguments(op.args, op.names()))
-
-
-@PythonPrinter.register_expression(triton.GetAttrOp)
-def _getattr(printer: PythonPrinter, op: triton.GetAttrOp) -> PyExpr:
-    value = printer.value(op.value).at_least(Precedence.PRIMARY)
-    return PyExpr(f"{value}.{op.attr.data}", Precedence.PRIMARY)
-
-
-@PythonPrinter.register_expression(triton.TupleOp)
-def _tuple(printer: PythonPrinter, op: triton.TupleOp) -> PyExpr:
-    items = printer.call_arguments(op.elements, [""] * len(op.elements))
-    return PyExpr(f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})")
-
-
-@PythonPrinter.register_expression(triton.IndexOp)
-def _index(printer: PythonPrinter, op: triton.IndexOp) -> PyExpr:
-    value = printer.value(op.value).at_least(Precedence.PRIMARY)
-    indices = iter(op.indices)
-    items = [
-        printer.value(next(indices)).at_least(Precedence.TERNARY)
-        if item.data == "expr"
-        else item.data
-        for item in op.items
-    ]
-    return PyExpr(f"{value}[{', '.join(items)}]", Precedence.PRIMARY)
 
 
 # --------------------------------------------------------------- launchers

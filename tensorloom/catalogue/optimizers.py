@@ -25,6 +25,7 @@ class OptimizerSpec:
     state: int
     temporaries: int
     momentum_state: int = 0  # extra state when `momentum` is non-zero (SGD's buffer)
+    default_lr: float = 0.001  # torch.optim's default: what a block that sets no `lr` gets
 
     @property
     def torch(self) -> str:
@@ -55,33 +56,33 @@ OPTIMIZER_SPECS: tuple[OptimizerSpec, ...] = (
         "RMSprop", "divides by a running RMS of the gradients",
         (LR, Arg("alpha", "float", low=0.0), EPS, WEIGHT_DECAY, MOMENTUM, Arg("centered", "bool"),
          *_flags("capturable", "foreach", "maximize", "differentiable")),
-        1, 1,
+        1, 1, default_lr=0.01,
     ),
     OptimizerSpec(
         "Adagrad", "per-parameter rates from summed squared gradients",
         (LR, Arg("lr_decay", "float", low=0.0, open_low=False), WEIGHT_DECAY,
          Arg("initial_accumulator_value", "float", low=0.0, open_low=False), EPS,
          *_flags("foreach", "maximize", "differentiable", "fused")),
-        1, 1,
+        1, 1, default_lr=0.01,
     ),
     OptimizerSpec(
         "Adadelta", "Adagrad with a running window",
         (LR, Arg("rho", "float", low=0.0, high=1.0), EPS, WEIGHT_DECAY,
          *_flags("foreach", "capturable", "maximize", "differentiable")),
-        2, 2,
+        2, 2, default_lr=1.0,
     ),
     OptimizerSpec(
         "Adamax", "Adam with the infinity norm",
         (LR, BETAS, EPS, WEIGHT_DECAY,
          *_flags("foreach", "maximize", "differentiable", "capturable")),
-        2, 1,
+        2, 1, default_lr=0.002,
     ),
     OptimizerSpec(
         "NAdam", "Adam with Nesterov momentum",
         (LR, BETAS, EPS, WEIGHT_DECAY, Arg("momentum_decay", "float", low=0.0, open_low=False),
          Arg("decoupled_weight_decay", "bool"),
          *_flags("foreach", "maximize", "capturable", "differentiable")),
-        2, 1,
+        2, 1, default_lr=0.002,
     ),
     OptimizerSpec(
         "RAdam", "Adam with a rectified warm-up of the variance",

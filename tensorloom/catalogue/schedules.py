@@ -23,6 +23,7 @@ class ScheduleSpec:
     name: str
     summary: str
     args: tuple[Arg, ...] = ()
+    defaults: tuple[tuple[str, object], ...] = ()  # filled in unless the block (or a twin) sets it
 
     @property
     def keywords(self) -> tuple[str, ...]:
@@ -52,8 +53,9 @@ SCHEDULE_SPECS: tuple[ScheduleSpec, ...] = (
         "constant_with_warmup",
         "linear warm-up (100 steps unless given), then constant",
         WARMUP,
+        (("warmup_steps", 100),),
     ),
-    ScheduleSpec("warmup", "`constant_with_warmup`'s older name", WARMUP),
+    ScheduleSpec("warmup", "`constant_with_warmup`'s older name", WARMUP, (("warmup_steps", 100),)),
     ScheduleSpec(
         "onecycle",
         "torch's OneCycleLR curve, `lr` the peak: up over `pct_start` of the run, then down",
@@ -73,6 +75,12 @@ SCHEDULE_SPECS: tuple[ScheduleSpec, ...] = (
         ),
     ),
 )
+
+LENGTH_TWINS: tuple[tuple[str, str], ...] = (
+    ("warmup_steps", "warmup_epochs"),
+    ("step_size_steps", "step_size"),
+)
+"""A length given in optimizer steps or in epochs: at most one of each pair."""
 
 SCHEDULES: dict[str, ScheduleSpec] = {spec.name: spec for spec in SCHEDULE_SPECS}
 """Schedule records by name."""

@@ -19,6 +19,7 @@ _DIALECTS: dict[str, tuple[str, str]] = {
     "nml": ("tensorloom.dialects.nml", "Nml"),
     "train": ("tensorloom.dialects.train", "Train"),
     "kernel": ("tensorloom.dialects.kernel", "Kernel"),
+    "py": ("tensorloom.dialects.py", "Py"),
     "torch": ("tensorloom.dialects.torch", "Torch"),
     "triton": ("tensorloom.dialects.triton", "Triton"),
 }

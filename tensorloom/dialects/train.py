@@ -6,7 +6,6 @@
       train.set "optimizer" = #nml.call<"Adam", [], {lr = 1.000000e-03 : f64}>
       train.checkpoint every 5 "epochs"
       train.autocast "float16"          // added by insert-amp
-      train.grad_scaler
     }
     train.main {                        // other top-level statements, in order
       %0 = nml.constant "done"
@@ -16,7 +15,9 @@
 A train block's settings are `train.set` ops whose values are attribute
 expressions (see the nml dialect); the passes read them and add the marker ops
 below (`train.autocast`, `train.ddp_wrap`, ...), which the lowering to torch turns
-into the script's building blocks.
+into the script's building blocks: each marker is read there, and a script whose
+pipeline left out the pass that adds it has none of that code. The GradScaler is the
+run's choice (runtime/amp.py: fp16 on a CUDA device, or bf16 where the GPU has none).
 """
 
 from __future__ import annotations
@@ -28,11 +29,15 @@ from xdsl.dialects.builtin import (
     I64,
     ArrayAttr,
     DictionaryAttr,
+    FloatAttr,
     IntegerAttr,
+    NoneAttr,
+    NoneType,
     StringAttr,
     SymbolNameConstraint,
     SymbolRefAttr,
-    UnitAttr,
+    f64,
+    i1,
     i64,
 )
 from xdsl.ir import Attribute, Block, Dialect, Region
@@ -47,17 +52,17 @@ from xdsl.irdl import (
 from xdsl.traits import HasParent, NoTerminator, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
+from tensorloom.catalogue.train_keys import CONFIG_FIELDS, FIELDS
 from tensorloom.dialects.builders import string_array
 from tensorloom.dialects.lazy_format import LazyFormatOp
 
 CHECKPOINT_UNITS = ("epochs", "steps")
 # The batch size of a train block that sets no `batch_size` (the emitted script's default).
-DEFAULT_BATCH_SIZE = 64
-# "auto": bfloat16 where the device supports it (a bf16-capable GPU), else none,
-# decided at run time.
-AUTOCAST_DTYPES = ("float16", "bfloat16", "auto")
+DEFAULT_BATCH_SIZE: int = FIELDS["batch_size"].default  # type: ignore[assignment]
+# "auto": bfloat16 where the device supports it (a bf16-capable GPU), else none; "float32":
+# none; both decided at run time, where `--precision` may pick another.
+AUTOCAST_DTYPES = ("float16", "bfloat16", "float32", "auto")
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
-DDP_BACKENDS = ("nccl", "gloo")
 
 
 def _check_nonempty(name: StringAttr, what: str) -> None:
@@ -172,6 +177,109 @@ class SetOp(LazyFormatOp):
 
 
 @irdl_op_definition
+class ConfigOp(LazyFormatOp):
+    """`train.config {epochs = 10 : i64, optimizer = "Adam", ...}`: a checked block, complete.
+
+    Written by the `train-config` pass in place of the block's `train.set` and
+    `train.checkpoint` ops: every field of catalogue/train_keys.py, the block's
+    value or the field's default. The verifier checks each field's attribute kind;
+    `locs` keeps where each key was written (the script's `# file.tl:LINE` notes).
+    """
+
+    name = "train.config"
+
+    fields = prop_def(DictionaryAttr)
+    locs = opt_prop_def(DictionaryAttr)  # where the block wrote each key it sets
+
+    traits = traits_def(HasParent(LoopOp))
+    ASSEMBLY_FORMAT: ClassVar[str] = "$fields (`locs` $locs^)? attr-dict"
+
+    def __init__(self, fields: dict[str, Attribute], locs: dict[str, Attribute] | None = None):
+        properties: dict[str, Attribute | None] = {"fields": DictionaryAttr(fields)}
+        properties["locs"] = DictionaryAttr(locs) if locs else None
+        super().__init__(properties=properties)
+
+    def loc(self, key: str) -> Attribute | None:
+        """Where the block sets `key` (a location attribute), or None."""
+        return self.locs.data.get(key) if self.locs is not None else None
+
+    def verify_(self) -> None:
+        values = self.fields.data
+        missing = [f.name for f in CONFIG_FIELDS if f.name not in values]
+        if missing:
+            raise VerifyException(f"train.config lacks {', '.join(missing)}")
+        for name, value in values.items():
+            field = FIELDS.get(name)
+            if field is None:
+                raise VerifyException(f"train.config has no field `{name}`")
+            if not (field.optional and isinstance(value, NoneAttr | NoneType)) and not _is_kind(
+                value, field.kind
+            ):
+                raise VerifyException(f"train.config field `{name}` must be {field.kind}")
+
+    def value(self, name: str) -> object:
+        """A field as a Python value: int, float, bool, str, dict, list, or None when off."""
+        return _python(self.fields.data[name])
+
+
+def _is_kind(value: Attribute, kind: str) -> bool:
+    if kind == "bool":
+        return isinstance(value, IntegerAttr) and value.type == i1
+    if kind == "int":
+        return isinstance(value, IntegerAttr) and value.type == i64
+    return isinstance(value, _KIND_ATTRS[kind])
+
+
+_KIND_ATTRS: dict[str, type[Attribute]] = {
+    "float": FloatAttr, "str": StringAttr, "dict": DictionaryAttr, "list": ArrayAttr,
+}  # fmt: skip
+
+
+def _python(value: Attribute) -> object:
+    if isinstance(value, NoneAttr | NoneType):
+        return None
+    if isinstance(value, IntegerAttr):
+        number = value.value.data
+        return bool(number) if value.type == i1 else number
+    if isinstance(value, FloatAttr):
+        return value.value.data
+    if isinstance(value, StringAttr):
+        return value.data
+    if isinstance(value, DictionaryAttr):
+        return {k: _python(v) for k, v in value.data.items()}
+    if isinstance(value, ArrayAttr):
+        return [_python(v) for v in value.data]
+    raise VerifyException(f"train.config holds an unexpected attribute {value}")
+
+
+def config_attr(value: object) -> Attribute:
+    """A Python value as the attribute a `train.config` field holds."""
+    if value is None:
+        return NoneType()  # prints `none`, and `none` parses back as it
+    if isinstance(value, bool):
+        return IntegerAttr(int(value), i1)
+    if isinstance(value, int):
+        return IntegerAttr(value, i64)
+    if isinstance(value, float):
+        return FloatAttr(value, f64)
+    if isinstance(value, str):
+        return StringAttr(value)
+    if isinstance(value, dict):
+        return DictionaryAttr({str(k): config_attr(v) for k, v in value.items()})  # type: ignore[misc]
+    if isinstance(value, list | tuple):
+        return ArrayAttr([config_attr(v) for v in value])  # type: ignore[misc]
+    raise TypeError(f"no train.config attribute for {value!r}")
+
+
+def config_of(loop: LoopOp) -> ConfigOp:
+    """The loop's `train.config`; the lowering and the insert passes read only it."""
+    config = next((op for op in loop.body.block.ops if isinstance(op, ConfigOp)), None)
+    if config is None:
+        raise VerifyException("the train loop has no train.config: run the train-config pass")
+    return config
+
+
+@irdl_op_definition
 class CheckpointOp(LazyFormatOp):
     """`train.checkpoint every 5 "epochs"`: the checkpoint policy."""
 
@@ -235,37 +343,6 @@ class AutocastOp(LazyFormatOp):
 
 
 @irdl_op_definition
-class GradScalerOp(LazyFormatOp):
-    """`train.grad_scaler`: scale the loss and step through a `GradScaler`."""
-
-    name = "train.grad_scaler"
-
-    traits = traits_def(HasParent(LoopOp))
-    ASSEMBLY_FORMAT: ClassVar[str] = "attr-dict"
-
-    def __init__(self) -> None:
-        super().__init__()
-
-
-@irdl_op_definition
-class ProcessGroupOp(LazyFormatOp):
-    """`train.process_group "nccl"`: initialise torch.distributed before training."""
-
-    name = "train.process_group"
-
-    backend = prop_def(StringAttr)
-
-    traits = traits_def(HasParent(LoopOp))
-    ASSEMBLY_FORMAT: ClassVar[str] = "$backend attr-dict"
-
-    def __init__(self, backend: str):
-        super().__init__(properties={"backend": StringAttr(backend)})
-
-    def verify_(self) -> None:
-        _check_one_of(self.backend, DDP_BACKENDS, "process group backend")
-
-
-@irdl_op_definition
 class DdpWrapOp(LazyFormatOp):
     """`train.ddp_wrap @net`: wrap the model in DistributedDataParallel."""
 
@@ -295,43 +372,6 @@ class FsdpShardOp(LazyFormatOp):
 
     def __init__(self, model: str, blocks: Sequence[str]):
         super().__init__(properties={"model": SymbolRefAttr(model), "blocks": string_array(blocks)})
-
-
-@irdl_op_definition
-class DistributedSamplerOp(LazyFormatOp):
-    """`train.distributed_sampler @data shuffle`: shard the data across ranks."""
-
-    name = "train.distributed_sampler"
-
-    data = prop_def(SymbolRefAttr)
-    shuffle = opt_prop_def(UnitAttr)
-
-    traits = traits_def(HasParent(LoopOp))
-    ASSEMBLY_FORMAT: ClassVar[str] = "$data (`shuffle` $shuffle^)? attr-dict"
-
-    def __init__(self, data: str, shuffle: bool = True):
-        super().__init__(
-            properties={"data": SymbolRefAttr(data), "shuffle": UnitAttr() if shuffle else None}
-        )
-
-
-@irdl_op_definition
-class RankZeroOnlyOp(LazyFormatOp):
-    """`train.rank_zero_only ["logging", "checkpoint"]`: what only rank 0 does."""
-
-    name = "train.rank_zero_only"
-
-    actions = prop_def(ArrayAttr[StringAttr])
-
-    traits = traits_def(HasParent(LoopOp))
-    ASSEMBLY_FORMAT: ClassVar[str] = "$actions attr-dict"
-
-    def __init__(self, actions: Sequence[str]):
-        super().__init__(properties={"actions": string_array(actions)})
-
-    def verify_(self) -> None:
-        if not self.actions.data:
-            raise VerifyException("rank_zero_only needs at least one action")
 
 
 @irdl_op_definition
@@ -385,15 +425,12 @@ Train = Dialect(
         DatasetOp,
         LoopOp,
         SetOp,
+        ConfigOp,
         CheckpointOp,
         MainOp,
         AutocastOp,
-        GradScalerOp,
-        ProcessGroupOp,
         DdpWrapOp,
         FsdpShardOp,
-        DistributedSamplerOp,
-        RankZeroOnlyOp,
         CompileOp,
         ActivationCheckpointOp,
     ],

@@ -77,6 +77,12 @@ def _convert_kernel_to_triton() -> type[ModulePass]:
     return ConvertKernelToTritonPass
 
 
+def _train_config() -> type[ModulePass]:
+    from tensorloom.passes.train_config import TrainConfigPass
+
+    return TrainConfigPass
+
+
 def _insert_amp() -> type[ModulePass]:
     from tensorloom.passes.insert_amp import InsertAmpPass
 
@@ -128,6 +134,7 @@ def get_all_passes() -> dict[str, PassFactory]:
         "shape-inference": _shape_inference,
         "check-scopes": _check_scopes,
         "check-train": _check_train,
+        "train-config": _train_config,
         "insert-amp": _insert_amp,
         "insert-ddp": _insert_ddp,
         "insert-compile": _insert_compile,

@@ -21,7 +21,7 @@ from xdsl.passes import ModulePass
 
 from tensorloom.dialects import nml, train
 from tensorloom.passes.model_env import layers_of, lookup_symbol, models_of
-from tensorloom.passes.train_values import add_marker, has_marker, loops_of, setting_value
+from tensorloom.passes.train_values import add_marker, has_marker, loops_of
 
 
 def checkpointed_layers(module: ModuleOp, instance_name: str) -> list[str]:
@@ -41,7 +41,7 @@ def _instance(module: ModuleOp, name: str) -> nml.InstanceOp | None:
 
 
 def insert_activation_checkpoints(module: ModuleOp, loop: train.LoopOp) -> None:
-    wanted = setting_value(loop, "activation_checkpointing") is True
+    wanted = train.config_of(loop).value("activation_checkpointing") is True
     if not wanted or has_marker(loop, train.ActivationCheckpointOp):
         return
     net = loop.model.root_reference.data

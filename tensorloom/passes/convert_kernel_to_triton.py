@@ -1,17 +1,22 @@
-"""`convert-kernel-to-triton`: kernel ops become the Python constructs they print as.
+"""`convert-kernel-to-triton`: kernels become `triton.jit_func`s whose bodies are `py` ops.
 
-    kernel.let "mask" = %1                  ->  triton.assign "mask" = %1
-    %2 = kernel.read "x_ptr"                ->  %2 = triton.name "x_ptr"
-    %3 = kernel.tl_call "arange"(...)       ->  %3 = triton.call "tl.arange"(...)
-    kernel.store(%p, %v, %m)                ->  %4 = triton.call "tl.store"(%p, %v, %m)
-                                                triton.expr_stmt %4
-    kernel.binop "and" %a, %b               ->  triton.binop "&" %a, %b
+    kernel.func @vector_add {...}           ->  triton.jit_func @vector_add {...} { py ops }
+    kernel.let "mask" = %1                  ->  %m = py.name "mask"; py.assign %m = %1
+    %2 = kernel.read "x_ptr"                ->  %2 = py.name "x_ptr"
+    %3 = kernel.tl_call "arange"(...)       ->  %f = py.name "tl.arange"; %3 = py.call %f(...)
+    kernel.store(%p, %v, %m)                ->  %s = py.name "tl.store"; %4 = py.call %s(...)
+                                                py.expr %4
+    kernel.binop "<" %a, %b                 ->  py.compare ["<"] %a, %b
+    kernel.binop "and" %a, %b               ->  py.binop "&" %a, %b
+    kernel.for "i" in "tl.range"(%n) {...}  ->  %r = py.call %range(%n); py.for %r { ^bb0(%i): ... }
+    kernel.launcher @k_launcher for @k      ->  triton.launcher @k_launcher for @k
 
-`and`/`or` print as `&`/`|`: on Triton blocks they are elementwise, and the
-Triton interpreter (TRITON_INTERPRET=1) would otherwise evaluate `and` with
-Python's truthiness. When the module holds a `torch.script` (a model or
-training script), the kernels and launchers move to its top, so the script's
-code can call the launchers.
+The kernel keeps its named variables: a `kernel.let` stores into a `py.name`, a
+`kernel.read` is one. `and`/`or` print as `&`/`|`: on Triton blocks they are
+elementwise, and the Triton interpreter (TRITON_INTERPRET=1) would otherwise
+evaluate `and` with Python's truthiness. When the module holds a `torch.script`
+(a model or training script), the kernels and launchers move to its top, so the
+script's code can call the launchers.
 """
 
 from __future__ import annotations
@@ -19,8 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation
+from xdsl.dialects.builtin import ModuleOp, NoneAttr
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -31,21 +36,32 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tensorloom.dialects import kernel, triton
+from tensorloom.dialects import kernel, py, triton
 from tensorloom.dialects import torch as t
 
 ELEMENTWISE_LOGIC = {"and": "&", "or": "|"}
 
 
-def _replace(rewriter: PatternRewriter, op: Operation, new: Operation) -> None:
-    new.location = op.location
-    uses = op.results and op.results[0].uses
-    if new.results and not uses:
-        statement = triton.ExprStmtOp(new.results[0])
+def _replace(rewriter: PatternRewriter, op: Operation, new: list[Operation]) -> None:
+    """Replaces `op` by `new` (the last gives the result); a value nobody reads is a statement."""
+    for created in new:
+        created.location = op.location
+    last = new[-1]
+    if last.results and not (op.results and op.results[0].uses):
+        statement = py.ExprOp(last.results[0])
         statement.location = op.location
-        rewriter.replace(op, [new, statement], [None] * len(op.results))
-        return
-    rewriter.replace(op, new)
+        new = [*new, statement]
+    results: list[SSAValue | None] = list(last.results) if op.results else []
+    rewriter.replace(op, new, results)
+
+
+def _call(callee: str, args: list[SSAValue], names: list[str]) -> list[Operation]:
+    function = py.NameOp(callee)
+    return [function, py.CallOp(function.result, args, names)]
+
+
+def _constant(value: Attribute) -> py.ConstantOp:
+    return py.ConstantOp(py.NoneAttr() if isinstance(value, NoneAttr) else value)
 
 
 class FuncToJit(RewritePattern):
@@ -53,52 +69,54 @@ class FuncToJit(RewritePattern):
     def match_and_rewrite(self, op: kernel.FuncOp, rewriter: PatternRewriter) -> None:
         params = op.params()
         kinds = [k.data for k in op.param_kinds]
-        _replace(
-            rewriter,
-            op,
-            triton.JitFuncOp(op.sym_name.data, params, kinds, op.detach_region(op.body)),
-        )
+        jit = triton.JitFuncOp(op.sym_name.data, params, kinds, op.detach_region(op.body))
+        jit.location = op.location
+        rewriter.replace(op, jit)
 
 
 class LetToAssign(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: kernel.LetOp, rewriter: PatternRewriter) -> None:
-        _replace(rewriter, op, triton.AssignOp(op.var.data, op.value))
+        target = py.NameOp(op.var.data)
+        _replace(rewriter, op, [target, py.AssignOp(target.result, op.value)])
 
 
 class ReadToName(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: kernel.ReadOp, rewriter: PatternRewriter) -> None:
-        _replace(rewriter, op, triton.NameOp(op.var.data))
+        _replace(rewriter, op, [py.NameOp(op.var.data)])
 
 
 class TlAttrToName(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: kernel.TlAttrOp, rewriter: PatternRewriter) -> None:
-        _replace(rewriter, op, triton.NameOp(f"tl.{op.attr.data}"))
+        _replace(rewriter, op, [py.NameOp(f"tl.{op.attr.data}")])
 
 
 class ConstantToConstant(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: kernel.ConstantOp, rewriter: PatternRewriter) -> None:
-        _replace(rewriter, op, triton.ConstantOp(op.value))
+        _replace(rewriter, op, [_constant(op.value)])
 
 
 class BinaryToBinary(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: kernel.BinOp, rewriter: PatternRewriter) -> None:
         operator = ELEMENTWISE_LOGIC.get(op.op.data, op.op.data)
-        _replace(rewriter, op, triton.BinOp(operator, op.lhs, op.rhs))
+        if operator in py.COMPARISON_OPERATORS:
+            _replace(rewriter, op, [py.CompareOp(operator, [op.lhs, op.rhs])])
+            return
+        _replace(rewriter, op, [py.BinOp(operator, op.lhs, op.rhs)])
 
 
 class UnaryToUnary(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: kernel.UnaryOp, rewriter: PatternRewriter) -> None:
-        _replace(rewriter, op, triton.UnaryOp(op.op.data, op.operand))
+        _replace(rewriter, op, [py.UnaryOp(op.op.data, op.operand)])
 
 
 class CallsToCall(RewritePattern):
-    """`tl.` calls, loads, stores and builtin calls are all `triton.call`."""
+    """`tl.` calls, loads, stores and builtin calls are all `py.call`s of a name."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(
@@ -112,30 +130,41 @@ class CallsToCall(RewritePattern):
             callee = op.callee.data
         else:
             callee = "tl.load" if isinstance(op, kernel.LoadOp) else "tl.store"
-        _replace(rewriter, op, triton.CallOp(callee, op.args, op.names()))
+        _replace(rewriter, op, _call(callee, list(op.args), op.names()))
 
 
 class MethodToMethod(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: kernel.MethodOp, rewriter: PatternRewriter) -> None:
-        new = triton.MethodOp(op.receiver, op.method.data, op.args, op.names())
-        _replace(rewriter, op, new)
+        method = py.AttributeOp(op.receiver, op.method.data)
+        _replace(rewriter, op, [method, py.CallOp(method.result, op.args, op.names())])
 
 
 class ValuesToValues(RewritePattern):
-    """Attribute reads, tuples and indexing keep their shape."""
+    """Attribute reads, tuples and indexing keep their shape; an index item `:` is a
+    `py.slice` and `None` a constant."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(
         self, op: kernel.GetAttrOp | kernel.TupleOp | kernel.IndexOp, rewriter: PatternRewriter
     ) -> None:
         if isinstance(op, kernel.GetAttrOp):
-            new: Operation = triton.GetAttrOp(op.value, op.attr.data)
-        elif isinstance(op, kernel.TupleOp):
-            new = triton.TupleOp(op.elements)
-        else:
-            new = triton.IndexOp(op.value, op.indices, [i.data for i in op.items])
-        _replace(rewriter, op, new)
+            _replace(rewriter, op, [py.AttributeOp(op.value, op.attr.data)])
+            return
+        if isinstance(op, kernel.TupleOp):
+            _replace(rewriter, op, [py.TupleOp(op.elements)])
+            return
+        ops: list[Operation] = []
+        indices: list[SSAValue] = []
+        operands = iter(op.indices)
+        for item in (i.data for i in op.items):
+            if item == "expr":
+                indices.append(next(operands))
+                continue
+            made = py.SliceOp() if item == ":" else py.ConstantOp(py.NoneAttr())
+            ops.append(made)
+            indices.append(made.result)
+        _replace(rewriter, op, [*ops, py.SubscriptOp(op.value, indices)])
 
 
 class ControlFlow(RewritePattern):
@@ -147,19 +176,29 @@ class ControlFlow(RewritePattern):
             # Both regions first: detaching `then` renumbers the op's regions, so
             # `op.orelse` read afterwards no longer exists (fuzz-findings/04).
             then, orelse = op.then, op.orelse
-            new: Operation = triton.IfOp(op.cond, op.detach_region(then), op.detach_region(orelse))
+            branch = py.IfOp(op.cond, op.detach_region(then), op.detach_region(orelse))
+            _replace(rewriter, op, [branch])
         elif isinstance(op, kernel.ForOp):
-            new = triton.ForOp(op.var.data, op.iterator.data, op.args, op.detach_region(op.body))
+            iterable = _call(op.iterator.data, list(op.args), [""] * len(op.args))
+            body = op.detach_region(op.body)
+            variable = body.block.insert_arg(py.OBJECT, 0)
+            name = op.var.data
+            variable.name_hint = (
+                name if name.isidentifier() and SSAValue.is_valid_name(name) else None
+            )
+            # The body reads the loop variable by name (`py.name "i"`), as a kernel does.
+            loop = py.ForOp(iterable[-1].results[0], body)
+            _replace(rewriter, op, [*iterable, loop])
         else:
-            new = triton.ReturnOp()
-        _replace(rewriter, op, new)
+            _replace(rewriter, op, [py.ReturnOp()])
 
 
 class LauncherToLauncher(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: kernel.LauncherOp, rewriter: PatternRewriter) -> None:
         new = triton.LauncherOp.build(properties=dict(op.properties))
-        _replace(rewriter, op, new)
+        new.location = op.location
+        rewriter.replace(op, new)
 
 
 # `@triton.jit` reads TRITON_INTERPRET when a kernel is defined, so this runs before
@@ -184,7 +223,7 @@ def _hoist_into_script(module: ModuleOp) -> None:
         return
     anchor = _after_imports(script)
     fallback = t.RawOp(INTERPRETER_FALLBACK)
-    Rewriter.insert_op([t.ImportOp("os"), t.ImportOp("torch"), fallback], anchor)
+    Rewriter.insert_op([py.ImportOp("os"), py.ImportOp("torch"), fallback], anchor)
     anchor = InsertPoint.after(fallback)
     for op in emitted:
         op.detach()
@@ -194,7 +233,7 @@ def _hoist_into_script(module: ModuleOp) -> None:
 
 def _after_imports(script: t.ScriptOp) -> InsertPoint:
     block = script.body.block
-    imports = [op for op in block.ops if isinstance(op, t.ImportOp | t.FromImportOp)]
+    imports = [op for op in block.ops if isinstance(op, py.ImportOp | py.FromImportOp)]
     return InsertPoint.after(imports[-1]) if imports else InsertPoint.at_start(block)
 
 

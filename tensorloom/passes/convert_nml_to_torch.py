@@ -10,40 +10,50 @@
       }
     }
 
-becomes, inside the module's `torch.script` (created if absent),
+becomes, inside the module's `torch.script` (created if absent), `py` ops around
+the torch domain ops (no Python source in strings):
 
-    torch.module_class @Block(d_model = "512") : "nn.Module" doc "..." {
-      torch.submodule "norm" = "nn.LayerNorm"("d_model")
-      torch.method @forward(x) {
-      ^bb0(%x: !torch.value):
-        %0 = torch.call_module "norm"(%x)
-        %1 = torch.call_function "F.relu"(%0)
-        torch.return %1
+    %c512 = py.constant 512 : i64
+    torch.module_class @Block(d_model = %c512) : "nn.Module" doc "..." {
+      %0 = py.name "nn.LayerNorm"
+      %1 = py.name "d_model"
+      %2 = py.call %0(%1)
+      torch.submodule "norm" = %2
+      py.def @forward(self, x) {
+      ^bb0(%self: !py.object, %x: !py.object):
+        %3 = py.name "self"
+        %4 = py.attribute %3, "norm"
+        %5 = py.call %4(%x)
+        %6 = py.name "F.relu"
+        %7 = py.call %6(%5)
+        py.return %7
       }
     }
 
 Steps:
 1. Body ops, one pattern each (`BODY_PATTERNS`): layer applications become
-   submodule calls with the catalogue's call kind; functional builtins become
-   the PyTorch call a person would write (`F.relu(x)`, `torch.softmax(x, dim=-1)`,
-   `x.flatten(1)`, `x @ y`, `torch.cat([a, b], dim=1)`); config references become
-   `self.<name>`. Results keep their `name_hint`s and every new op the location
-   of the op it replaces.
-2. `ModelToClass`: configs become `__init__` parameters with their defaults (a
-   default computed from other configs is `None` plus a `torch.param_default`);
-   layers become submodules, their arguments Python source in which a config
-   is the `__init__` parameter (`nn.Linear(d_model, 4 * d_model)`); a layer whose
-   kind is another model is an instance of that class; a config read in a
-   method is stored as `self.<name>` in `__init__`.
+   submodule calls (`self.norm(x)`) with the catalogue's call kind; functional
+   builtins become the PyTorch call a person would write (`F.relu(x)`,
+   `torch.softmax(x, dim=-1)`, `x.flatten(1)`, `x @ y`, `torch.cat([a, b], dim=1)`);
+   config references become `self.<name>`. Results keep their `name_hint`s and
+   every new op the location of the op it replaces.
+2. `ModelToClass`: configs become `__init__` parameters with their defaults (`py`
+   ops before the class; a default computed from other configs is `None` plus a
+   `torch.param_default`); layers become submodules, their constructor calls `py`
+   ops in which a config is the `__init__` parameter read by name
+   (`nn.Linear(d_model, 4 * d_model)`); a layer whose kind is another model is an
+   instance of that class; a config read in a method is stored as `self.<name>`
+   in `__init__`; each function becomes a `py.def` whose first parameter is `self`.
 3. A `.tl` file's top-level functions (losses and metrics, `fn my_loss(out, y)`)
-   become `torch.def`s after the classes, their bodies lowered by the same patterns.
+   become `py.def`s after the classes, their bodies lowered by the same patterns.
 Ops outside models (the training script's) are left to `convert-train-to-torch`,
-which moves a script's top-level statements into a `torch.def` and lowers them
-with `BODY_PATTERNS` (they also match nml ops directly inside a `torch.def`).
+which moves a script's top-level statements into a `py.def` and lowers them
+with `BODY_PATTERNS` (they also match nml ops directly inside a `py.def`).
 """
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
@@ -70,11 +80,10 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tensorloom.backends.python_printer import BINARY_PRECEDENCE, Precedence, PyExpr, python_literal
 from tensorloom.catalogue.functions import FUNCTIONS
 from tensorloom.catalogue.layers import BoundLayer, LayerSpec, lookup
-from tensorloom.catalogue.layers.parameter import PARAMETER, parameter_source
-from tensorloom.dialects import nml
+from tensorloom.catalogue.layers.parameter import PARAMETER
+from tensorloom.dialects import nml, py
 from tensorloom.dialects import torch as t
 from tensorloom.dialects.nml.types import CallAttr, CfgAttr, ExprAttr, NoneValueAttr, SliceAttr
 from tensorloom.passes.check_scopes import MODULE_ATTRIBUTES
@@ -103,30 +112,51 @@ def _replace(rewriter: PatternRewriter, op: Operation, new_ops: Sequence[Operati
             result.name_hint = None
 
 
-def _const(value: int | float | bool | str | None) -> t.ConstantOp:
+def _const(value: int | float | bool | str | None) -> py.ConstantOp:
     if value is None:
-        return t.ConstantOp(t.NoneAttr())
+        return py.ConstantOp(py.NoneAttr())
     if isinstance(value, bool):
-        return t.ConstantOp(IntegerAttr(int(value), 1))
+        return py.ConstantOp(IntegerAttr(int(value), 1))
     if isinstance(value, int):
-        return t.ConstantOp(IntegerAttr(value, i64))
+        return py.ConstantOp(IntegerAttr(value, i64))
     if isinstance(value, float):
-        return t.ConstantOp(FloatAttr(value, 64))
-    return t.ConstantOp(StringAttr(value))
+        return py.ConstantOp(FloatAttr(value, 64))
+    return py.ConstantOp(StringAttr(value))
+
+
+def self_attr(name: str) -> list[Operation]:
+    """`self.<name>` (the last op gives it)."""
+    self_name = py.NameOp("self")
+    return [self_name, py.AttributeOp(self_name.result, name)]
+
+
+def binary(operator: str, lhs: SSAValue, rhs: SSAValue) -> Operation:
+    """`lhs <operator> rhs`: a comparison is a `py.compare`, anything else a `py.binop`."""
+    if operator in py.COMPARISON_OPERATORS:
+        return py.CompareOp(operator, [lhs, rhs])
+    return py.BinOp(operator, lhs, rhs)
+
+
+def call(
+    callee: str, args: Sequence[SSAValue] = (), names: Sequence[str] | None = None
+) -> list[Operation]:
+    """`callee(args)` for a (dotted) name."""
+    function = py.NameOp(callee)
+    return [function, py.CallOp(function.result, args, names)]
 
 
 def _in_body(op: Operation) -> bool:
-    """In a model's method, or in the `torch.def` that convert-train-to-torch moved a
+    """In a model's method, or in the `py.def` that convert-train-to-torch moved a
     script's top-level statements into (loops and branches in between)."""
     if enclosing_model(op) is not None:
         return True
     parent = op.parent_op()
     while isinstance(parent, CONTROL_FLOW):
         parent = parent.parent_op()
-    return isinstance(parent, t.DefOp)
+    return isinstance(parent, py.DefOp)
 
 
-CONTROL_FLOW = (nml.ForOp, nml.IfOp, t.ForOp, t.IfOp)
+CONTROL_FLOW = (nml.ForOp, nml.IfOp, py.ForOp, py.IfOp)
 
 
 class _Keywords:
@@ -148,10 +178,13 @@ class _Keywords:
         return self.value(constant.result, name)
 
     def function(self, callee: str) -> list[Operation]:
-        return [*self.ops, t.CallFunctionOp(callee, self.args, self.names)]
+        function = py.NameOp(callee)
+        return [function, *self.ops, py.CallOp(function.result, self.args, self.names)]
 
     def method(self, receiver: SSAValue, method: str) -> list[Operation]:
-        return [*self.ops, t.CallMethodOp(receiver, method, self.args, self.names)]
+        # The attribute first: Python evaluates `x.flatten` before the arguments.
+        bound = py.AttributeOp(receiver, method)
+        return [bound, *self.ops, py.CallOp(bound.result, self.args, self.names)]
 
 
 # --------------------------------------------------------- body patterns
@@ -162,12 +195,13 @@ class ConstantToTorch(RewritePattern):
     def match_and_rewrite(self, op: nml.ConstantOp, rewriter: PatternRewriter) -> None:
         if not _in_body(op):
             return
-        value = t.NoneAttr() if isinstance(op.value, NoneValueAttr) else op.value
-        _replace(rewriter, op, [t.ConstantOp(value)])
+        value = py.NoneAttr() if isinstance(op.value, NoneValueAttr) else op.value
+        _replace(rewriter, op, [py.ConstantOp(value)])
 
 
 class RefToTorch(RewritePattern):
-    """`nml.ref @d_model` (a config or layer of the model) is `self.d_model`."""
+    """`nml.ref @d_model` (a config or layer of the model) is `self.d_model`, read where
+    each use is (as the source reads it)."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nml.RefOp, rewriter: PatternRewriter) -> None:
@@ -176,7 +210,16 @@ class RefToTorch(RewritePattern):
         known = name in configs_of(model) or name in layers_of(model) if model else False
         if model is None or not (known or name in MODULE_ATTRIBUTES):
             return
-        _replace(rewriter, op, [t.SelfAttrOp(name)])
+        for use in list(op.result.uses)[1:]:
+            read = self_attr(name)
+            for new in read:
+                new.location = op.location
+            user = use.operation
+            rewriter.insert(read, InsertPoint.before(user))
+            operands = list(user.operands)
+            operands[use.index] = read[-1].results[0]
+            user.operands = operands
+        _replace(rewriter, op, self_attr(name))
 
 
 class ApplyToTorch(RewritePattern):
@@ -191,8 +234,28 @@ class ApplyToTorch(RewritePattern):
         layer = layers_of(model).get(name)
         bound = bind_layer(layer, model_env(model)) if layer is not None else None
         kind = bound.spec.call_kind_of(bound) if bound is not None else "plain"
-        names = [n.data for n in op.arg_names] if op.arg_names else None
-        _replace(rewriter, op, [t.CallModuleOp(name, op.args, names, kind)])
+        names = [n.data for n in op.arg_names] if op.arg_names else [""] * len(op.args)
+        _replace(rewriter, op, submodule_call(name, list(op.args), names, kind))
+
+
+def submodule_call(
+    name: str, args: list[SSAValue], names: list[str], kind: str = "plain"
+) -> list[Operation]:
+    """`self.fc1(x)`, `self.lstm(x)[0]` (`first_of_tuple`: LSTM/GRU's output sequence) or
+    `self.attn(x, x, x, need_weights=False)[0]` (`first_of_tuple_self_attention`:
+    nn.MultiheadAttention built with batch_first=True, used as self-attention): the
+    layer catalogue's `call_kind`."""
+    ops = self_attr(name)
+    if kind == "first_of_tuple_self_attention":
+        flag = _const(False)
+        ops += [flag, py.CallOp(ops[-1].results[0], [args[0]] * 3 + [flag.result],
+                                ["", "", "", "need_weights"])]  # fmt: skip
+    else:
+        ops.append(py.CallOp(ops[-1].results[0], args, names))
+    if kind != "plain":
+        first = _const(0)
+        ops += [first, py.SubscriptOp(ops[-1].results[0], [first.result])]
+    return ops
 
 
 def _call(callee: str, first: SSAValue, call: _Keywords) -> list[Operation]:
@@ -212,7 +275,7 @@ class UnaryToTorch(RewritePattern):
         if not _in_body(op):
             return
         if isinstance(op, nml.NegOp):
-            _replace(rewriter, op, [t.UnaryOp("-", op.input)])
+            _replace(rewriter, op, [py.UnaryOp("-", op.input)])
             return
         spec = FUNCTIONS[op.name.removeprefix("nml.")]
         _replace(rewriter, op, _call(spec.torch, op.input, _Keywords()))
@@ -261,7 +324,11 @@ class DropoutToTorch(RewritePattern):
         if not _in_body(op):
             return
         p = _const(op.p.value.data)
-        _replace(rewriter, op, [p, t.DropoutOp(op.input, p.result)])
+        training = self_attr("training")
+        call = _Keywords().value(op.input)
+        call.ops += [p, *training]
+        call.value(p.result, "p").value(training[-1].results[0], "training")
+        _replace(rewriter, op, call.function("F.dropout"))
 
 
 class FlattenToTorch(RewritePattern):
@@ -319,9 +386,9 @@ def _reshape_size(
     if axis is None:
         call.literal(-1)  # a size the checker could not place: the rest of the elements
         return
-    size = _Keywords().literal(axis)
-    call.ops += [*size.ops, size_op := t.CallMethodOp(source, "size", size.args)]
-    call.value(size_op.result)
+    size = _Keywords().literal(axis).method(source, "size")
+    call.ops += size
+    call.value(size[-1].results[0])
 
 
 class PermuteToTorch(RewritePattern):
@@ -357,7 +424,7 @@ class ReductionToTorch(RewritePattern):
             call.literal(dims[0], "dim")
         elif dims is not None:
             items = [_const(d) for d in dims]
-            dims_tuple = t.TupleOp([c.result for c in items])
+            dims_tuple = py.TupleOp([c.result for c in items])
             call.ops += [*items, dims_tuple]
             call.value(dims_tuple.result, "dim")
         if isinstance(op, nml.MomentOp) and op.correction is not None:
@@ -404,7 +471,7 @@ class CatToTorch(RewritePattern):
     def match_and_rewrite(self, op: nml.CatOp | nml.StackOp, rewriter: PatternRewriter) -> None:
         if not _in_body(op):
             return
-        tensors = t.ListOp(op.inputs)
+        tensors = py.ListOp(op.inputs)
         call = _Keywords().value(tensors.result).literal(op.dim.value.data, "dim")
         callee = "torch.stack" if isinstance(op, nml.StackOp) else "torch.cat"
         _replace(rewriter, op, [tensors, *call.function(callee)])
@@ -432,7 +499,7 @@ class SplitToTorch(RewritePattern):
                 call.ops += sizes.ops
                 call.value(sizes.args[0])
             else:
-                listed = t.ListOp(sizes.args)
+                listed = py.ListOp(sizes.args)
                 call.ops += [*sizes.ops, listed]
                 call.value(listed.result)
         if op.dim.value.data != 0:
@@ -480,7 +547,7 @@ class ArangeToTorch(RewritePattern):
                 call.value(next(dynamic))
         block = op.parent_block()
         if block is not None and block.args and enclosing_model(op) is not None:
-            device = t.GetAttrOp(block.args[0], "device")
+            device = py.AttributeOp(block.args[0], "device")
             call.ops.append(device)
             call.value(device.result, "device")
         _replace(rewriter, op, call.function("torch.arange"))
@@ -519,7 +586,7 @@ class ShapeOpToTorch(RewritePattern):
 
 def _tuple_arg(call: _Keywords, values: Sequence[int], name: str = "") -> None:
     items = [_const(v) for v in values]
-    packed = t.TupleOp([c.result for c in items])
+    packed = py.TupleOp([c.result for c in items])
     call.ops += [*items, packed]
     call.value(packed.result, name)
 
@@ -566,9 +633,9 @@ class AttentionToTorch(RewritePattern):
         if op.mask is not None:
             call.value(op.mask, "attn_mask")
         if op.dropout is not None:
-            p, zero, flag = _const(op.dropout.value.data), _const(0.0), t.SelfAttrOp("training")
-            choice = t.TernaryOp(flag.result, p.result, zero.result)
-            call.ops += [p, zero, flag, choice]
+            p, zero, flag = _const(op.dropout.value.data), _const(0.0), self_attr("training")
+            choice = py.IfExpOp(flag[-1].results[0], p.result, zero.result)
+            call.ops += [p, zero, *flag, choice]
             call.value(choice.result, "dropout_p")
         if op.causal is not None:
             call.literal(True, "is_causal")
@@ -593,7 +660,7 @@ class BinaryToTorch(RewritePattern):
     def match_and_rewrite(self, op: nml.BinaryOp, rewriter: PatternRewriter) -> None:
         if not _in_body(op):
             return
-        _replace(rewriter, op, [t.BinaryOp(BINARY_OPERATORS[type(op)], op.lhs, op.rhs)])
+        _replace(rewriter, op, [binary(BINARY_OPERATORS[type(op)], op.lhs, op.rhs)])
 
 
 class IndexToTorch(RewritePattern):
@@ -613,18 +680,20 @@ class IndexToTorch(RewritePattern):
             item_ops = _index_item(item)
             new_ops += item_ops
             indices.append(item_ops[-1].results[0])
-        _replace(rewriter, op, [*new_ops, t.GetItemOp(op.input, indices)])
+        _replace(rewriter, op, [*new_ops, py.SubscriptOp(op.input, indices)])
 
 
 def _index_item(item: Attribute) -> list[Operation]:
     if isinstance(item, SliceAttr | StringAttr) and not _is_ellipsis(item):
         parts = item.parameters if isinstance(item, SliceAttr) else (None, None, None)
-        constants = [_const(_int_or_none(p)) for p in parts]
-        return [*constants, t.SliceOp(*(c.result for c in constants))]
+        constants = [_const(n) if (n := _int_or_none(p)) is not None else None for p in parts]
+        given = [c for c in constants if c is not None]
+        bounds = [c.result if c is not None else None for c in constants]
+        return [*given, py.SliceOp(*bounds)]
     if _is_ellipsis(item):
-        return [t.ConstantOp(t.EllipsisAttr())]
+        return [py.ConstantOp(py.EllipsisAttr())]
     if isinstance(item, NoneValueAttr):
-        return [t.ConstantOp(t.NoneAttr())]
+        return [py.ConstantOp(py.NoneAttr())]
     assert isinstance(item, IntegerAttr)
     return [_const(item.value.data)]
 
@@ -654,9 +723,9 @@ class ListToTorch(RewritePattern):
         if not _in_body(op):
             return
         if "tuple" in op.attributes:
-            _replace(rewriter, op, [t.TupleOp(op.elements)])
+            _replace(rewriter, op, [py.TupleOp(op.elements)])
             return
-        _replace(rewriter, op, [t.ListOp(op.elements)])
+        _replace(rewriter, op, [py.ListOp(op.elements)])
 
 
 class TupleGetToTorch(RewritePattern):
@@ -667,7 +736,7 @@ class TupleGetToTorch(RewritePattern):
         if not _in_body(op):
             return
         index = _const(op.index.value.data)
-        _replace(rewriter, op, [index, t.GetItemOp(op.input, [index.result])])
+        _replace(rewriter, op, [index, py.SubscriptOp(op.input, [index.result])])
 
 
 class ForToTorch(RewritePattern):
@@ -681,18 +750,19 @@ class ForToTorch(RewritePattern):
         if not _in_body(op):
             return
         if op.layers is not None:
-            iterable: Operation = t.SelfAttrOp(op.layers.root_reference.data)
+            iterable = self_attr(op.layers.root_reference.data)
         else:
-            iterable = t.CallFunctionOp("range", list(op.bounds))
-        iterable.location = op.location
+            iterable = call("range", list(op.bounds))
+        for made in iterable:
+            made.location = op.location
         old = op.body.block
-        new = Block(arg_types=[t.VALUE] * len(old.args))
+        new = Block(arg_types=[py.OBJECT] * len(old.args))
         for old_arg, new_arg in zip(old.args, new.args, strict=True):
             new_arg.name_hint = old_arg.name_hint
         if op.layers is not None:
             new.args[0].name_hint = _element_name(op)
         rewriter.inline_block(old, InsertPoint.at_start(new), new.args)
-        loop = t.ForOp(iterable.results[0], list(op.inits), Region(new))
+        loop = py.ForOp(iterable[-1].results[0], Region(new), list(op.inits))
         loop.location = op.location
         for old_result, new_result in zip(op.results, loop.results, strict=True):
             new_result.name_hint = old_result.name_hint
@@ -716,7 +786,7 @@ class IfToTorch(RewritePattern):
             block = Block()
             rewriter.inline_block(region.block, InsertPoint.at_start(block), [])
             regions.append(Region(block))
-        branch = t.IfOp(op.cond, len(op.results), regions[0], regions[1])
+        branch = py.IfOp(op.cond, regions[0], regions[1], len(op.results))
         branch.location = op.location
         for old_result, new_result in zip(op.results, branch.results, strict=True):
             new_result.name_hint = old_result.name_hint
@@ -726,7 +796,7 @@ class IfToTorch(RewritePattern):
 class YieldToTorch(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nml.YieldOp, rewriter: PatternRewriter) -> None:
-        _replace(rewriter, op, [t.YieldOp(list(op.values))])
+        _replace(rewriter, op, [py.YieldOp(list(op.values))])
 
 
 class ApplyAtToTorch(RewritePattern):
@@ -738,11 +808,11 @@ class ApplyAtToTorch(RewritePattern):
             return
         name = op.layer.root_reference.data
         if _is_element_of(op.index, name):
-            _replace(rewriter, op, [t.CallValueOp(op.index, list(op.args))])
+            _replace(rewriter, op, [py.CallOp(op.index, list(op.args))])
             return
-        layers = t.SelfAttrOp(name)
-        element = t.GetItemOp(layers.result, [op.index])
-        _replace(rewriter, op, [layers, element, t.CallValueOp(element.result, list(op.args))])
+        layers = self_attr(name)
+        element = py.SubscriptOp(layers[-1].results[0], [op.index])
+        _replace(rewriter, op, [*layers, element, py.CallOp(element.result, list(op.args))])
 
 
 def _is_element_of(index: SSAValue, layers: str) -> bool:
@@ -752,9 +822,9 @@ def _is_element_of(index: SSAValue, layers: str) -> bool:
     loop = index.block.parent_op()
     if isinstance(loop, nml.ForOp):
         return loop.layers is not None and loop.layers.root_reference.data == layers
-    if isinstance(loop, t.ForOp):
+    if isinstance(loop, py.ForOp):
         owner = loop.iterable.owner
-        return isinstance(owner, t.SelfAttrOp) and owner.attr_name.data == layers
+        return isinstance(owner, py.AttributeOp) and owner.attr.data == layers
     return False
 
 
@@ -763,7 +833,7 @@ class GetAttrToTorch(RewritePattern):
     def match_and_rewrite(self, op: nml.GetAttrOp, rewriter: PatternRewriter) -> None:
         if not _in_body(op):
             return
-        _replace(rewriter, op, [t.GetAttrOp(op.input, op.attr_name.data)])
+        _replace(rewriter, op, [py.AttributeOp(op.input, op.attr_name.data)])
 
 
 class KernelCallToTorch(RewritePattern):
@@ -775,16 +845,18 @@ class KernelCallToTorch(RewritePattern):
             return
         launcher = f"{op.kernel.root_reference.data}_launcher"
         names = [n.data for n in op.arg_names]
-        launch = t.KernelLaunchOp(launcher, op.args, names)
-        launch.location = op.location
-        rewriter.insert(launch, InsertPoint.before(op))
+        function, launch = call(launcher, list(op.args), names)
+        assert isinstance(launch, py.CallOp)
+        for made in (function, launch):
+            made.location = op.location
+        rewriter.insert([function, launch], InsertPoint.before(op))
         results: list[SSAValue] = []
         for index, result in enumerate(op.res):
             if len(op.res) == 1:
                 results.append(launch.result)
                 continue
             item = _const(index)
-            element = t.GetItemOp(launch.result, [item.result])
+            element = py.SubscriptOp(launch.result, [item.result])
             element.result.name_hint = result.name_hint
             rewriter.insert([item, element], InsertPoint.before(op))
             results.append(element.result)
@@ -794,6 +866,7 @@ class KernelCallToTorch(RewritePattern):
 
 
 PYTHON_UNARY = {"not": "not", "+": "+", "-": "-", "~": "~"}
+PYTHON_BINARY = py.BINARY_OPERATORS | py.COMPARISON_OPERATORS
 
 
 class CallToTorch(RewritePattern):
@@ -805,15 +878,16 @@ class CallToTorch(RewritePattern):
             return
         callee, args = op.callee.data, list(op.args)
         names = [n.data for n in op.arg_names]
-        if callee in t.BINARY_OPERATORS and len(args) == 2:
-            _replace(rewriter, op, [t.BinaryOp(callee, args[0], args[1])])
+        if callee in PYTHON_BINARY and len(args) == 2:
+            _replace(rewriter, op, [binary(callee, args[0], args[1])])
         elif callee in PYTHON_UNARY and len(args) == 1:
-            _replace(rewriter, op, [t.UnaryOp(PYTHON_UNARY[callee], args[0])])
+            _replace(rewriter, op, [py.UnaryOp(PYTHON_UNARY[callee], args[0])])
         elif op.method is not None:
             method = callee.rsplit(".", 1)[-1]
-            _replace(rewriter, op, [t.CallMethodOp(args[0], method, args[1:], names[1:])])
+            bound = py.AttributeOp(args[0], method)
+            _replace(rewriter, op, [bound, py.CallOp(bound.result, args[1:], names[1:])])
         else:
-            _replace(rewriter, op, [t.CallFunctionOp(callee, args, names)])
+            _replace(rewriter, op, call(callee, args, names))
 
 
 class ReturnToTorch(RewritePattern):
@@ -834,7 +908,7 @@ class ReturnToTorch(RewritePattern):
         if unpacked:
             assert isinstance(owner, nml.ListOp)
             values = list(owner.elements)
-        _replace(rewriter, op, [t.ReturnOp(values)])
+        _replace(rewriter, op, [py.ReturnOp(values)])
         if unpacked:
             assert isinstance(owner, nml.ListOp)
             rewriter.erase(owner)
@@ -882,43 +956,42 @@ BODY_PATTERNS: tuple[RewritePattern, ...] = (
 # ------------------------------------------------- attribute expressions
 
 
-def attr_source(attr: Attribute) -> PyExpr:
-    """An attribute expression as Python source; a config reference is its name."""
+def attr_ops(attr: Attribute) -> list[Operation]:
+    """An attribute expression as `py` ops (the last gives its value); a config reference
+    is the `__init__` parameter of that name."""
     if isinstance(attr, CfgAttr):
-        return PyExpr(attr.param.data)
+        return [py.NameOp(attr.param.data)]
     if isinstance(attr, ExprAttr):
-        return _expr_source(attr)
+        parts = [attr_ops(a) for a in attr.operands.data]
+        values = [p[-1].results[0] for p in parts]
+        ops = [op for part in parts for op in part]
+        if attr.op.data == "neg":
+            return [*ops, py.UnaryOp("-", values[0])]
+        return [*ops, binary(attr.op.data, values[0], values[1])]
     if isinstance(attr, ArrayAttr):
-        items = [attr_source(a).at_least(Precedence.TERNARY) for a in attr.data]
-        return PyExpr(f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})")
+        parts = [attr_ops(a) for a in attr.data]
+        items = [p[-1].results[0] for p in parts]
+        return [*(op for part in parts for op in part), py.TupleOp(items)]
     if isinstance(attr, CallAttr):
-        return _call_source(attr)
+        return _call_ops(attr.callee.data, list(attr.args.data), _items(attr.kwargs))
     if isinstance(attr, NoneValueAttr):
-        return PyExpr("None")
-    return python_literal(attr)
+        return [py.ConstantOp(py.NoneAttr())]
+    return [py.ConstantOp(attr)]
 
 
-def _expr_source(attr: ExprAttr) -> PyExpr:
-    operator = attr.op.data
-    operands = [attr_source(a) for a in attr.operands.data]
-    if operator == "neg":
-        return PyExpr(f"-{operands[0].at_least(Precedence.UNARY)}", Precedence.UNARY)
-    precedence = BINARY_PRECEDENCE[operator]
-    if operator == "**":
-        left, right = Precedence.PRIMARY, Precedence.UNARY
-    else:
-        left, right = precedence, Precedence(precedence + 1)
-    text = f"{operands[0].at_least(left)} {operator} {operands[1].at_least(right)}"
-    return PyExpr(text, precedence)
-
-
-def _call_source(attr: CallAttr) -> PyExpr:
-    args = [attr_source(a).at_least(Precedence.TERNARY) for a in attr.args.data]
-    kwargs = [
-        f"{k}={attr_source(v).at_least(Precedence.TERNARY)}" for k, v in attr.kwargs.data.items()
-    ]
-    callee = attr.callee.data
-    return PyExpr.call(f"math.{callee}" if callee in CONFIG_FUNCTIONS else callee, [*args, *kwargs])
+def _call_ops(
+    callee: str, args: Sequence[Attribute], kwargs: Sequence[tuple[str, Attribute]]
+) -> list[Operation]:
+    """`callee(args, key=value)` of attribute expressions."""
+    function = py.NameOp(f"math.{callee}" if callee in CONFIG_FUNCTIONS else callee)
+    ops: list[Operation] = [function]
+    values: list[SSAValue] = []
+    for arg in [*args, *(v for _, v in kwargs)]:
+        part = attr_ops(arg)
+        ops += part
+        values.append(part[-1].results[0])
+    names = [""] * len(args) + [k for k, _ in kwargs]
+    return [*ops, py.CallOp(function.result, values, names)]
 
 
 def _mentions_config(attr: Attribute) -> bool:
@@ -946,58 +1019,51 @@ class ModelToClass(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nml.ModelOp, rewriter: PatternRewriter) -> None:
-        params, defaults = _init_params(op)
+        defaults_ops, params, param_defaults = _init_params(op)
         methods = [_method(func, rewriter) for func in _funcs(op)]
         fields = _fields(op, methods)
         layers = layers_of(op).values()
-        submodules = [self._submodule(op, layer) for layer in layers]
-        submodules += [init for layer in layers for init in self._inits(op, layer)]
+        submodules = [o for layer in layers for o in self._submodule(op, layer)]
+        submodules += _grouped_inits([i for layer in layers for i in self._inits(op, layer)])
         origin = f" from {PurePath(op.origin.data).name}" if op.origin is not None else ""
         cls = t.ModuleClassOp(
             op.sym_name.data,
             params,
-            [*defaults, *fields, *submodules, *methods],
+            [*param_defaults, *fields, *submodules, *methods],
             doc=f"The `{op.sym_name.data}` model{origin}.",
         )
         cls.location = op.location
-        rewriter.insert(cls, InsertPoint.at_end(self.script.body.block))
+        for default in defaults_ops:
+            default.location = op.location
+        rewriter.insert([*defaults_ops, cls], InsertPoint.at_end(self.script.body.block))
         rewriter.erase(op, safe_erase=False)
 
-    def _submodule(self, model: nml.ModelOp, layer: nml.LayerOp) -> t.SubmoduleOp:
+    def _submodule(self, model: nml.ModelOp, layer: nml.LayerOp) -> list[Operation]:
+        """The ops computing the layer's module, then `torch.submodule` storing it."""
         kind = layer.kind.data
-        args = [attr_source(a).text for a in layer.args.data]
-        kwargs = [(k, attr_source(v).text) for k, v in _items(layer.kwargs)]
+        args = list(layer.args.data)
+        kwargs = _items(layer.kwargs)
         if kind == PARAMETER:
-            options = dict(kwargs)
-            init_attr = layer.kwargs.data.get("init")
-            init_value = init_attr.data if isinstance(init_attr, StringAttr) else "zeros"
-            std, mean = options.get("std", "1.0"), options.get("mean", "0.0")
-            init = parameter_source(args, init_value, std, mean)
-            return _at(t.SubmoduleOp(layer.sym_name.data, "nn.Parameter", [init]), layer)
-        spec = lookup(kind)
-        if kind == "Sequential":
-            elements = [_layer_source(a) for a in layer.args.data]
-            return _at(t.SubmoduleOp(layer.sym_name.data, "nn.Sequential", elements), layer)
-        cls_name = kind
-        if kind not in self.models and spec is not None:
-            bound = bind_layer(layer, model_env(model))
-            cls_name = spec.torch_class_of(bound) if bound is not None else spec.torch_class
-            kwargs = [(k, v) for k, v in kwargs if k not in spec.init_keywords()]
-            kwargs += _forced_kwargs(kind, len(args), kwargs)
-        if layer.count is not None:
-            element = PyExpr.call(cls_name, [*args, *(f"{k}={v}" for k, v in kwargs)])
-            count = attr_source(layer.count).text
-            copies = f"[{element.text} for _ in range({count})]"
-            return _at(t.SubmoduleOp(layer.sym_name.data, "nn.ModuleList", [copies]), layer)
-        op = t.SubmoduleOp(
-            layer.sym_name.data,
-            cls_name,
-            [*args, *(v for _, v in kwargs)],
-            [""] * len(args) + [k for k, _ in kwargs],
-        )
-        return _at(op, layer)
+            value = _parameter_ops(args, layer.kwargs)
+        elif kind == "Sequential":
+            parts = [_layer_ops(a) for a in args]
+            value = _joined_call("nn.Sequential", parts)
+        else:
+            spec = lookup(kind)
+            cls_name = kind
+            if kind not in self.models and spec is not None:
+                bound = bind_layer(layer, model_env(model))
+                cls_name = spec.torch_class_of(bound) if bound is not None else spec.torch_class
+                kwargs = [(k, v) for k, v in kwargs if k not in spec.init_keywords()]
+                kwargs += _forced_kwargs(kind, len(args), kwargs)
+            element = _call_ops(cls_name, args, kwargs)
+            value = element if layer.count is None else _module_list(element, layer.count)
+        return [
+            _at(o, layer)
+            for o in [*value, t.SubmoduleOp(layer.sym_name.data, value[-1].results[0])]
+        ]
 
-    def _inits(self, model: nml.ModelOp, layer: nml.LayerOp) -> list[t.InitTensorOp]:
+    def _inits(self, model: nml.ModelOp, layer: nml.LayerOp) -> list[_Init]:
         """The layer's `nn.init` calls (`init="normal", std=0.02`), after every submodule."""
         kind = layer.kind.data
         spec = lookup(kind)
@@ -1008,18 +1074,31 @@ class ModelToClass(RewritePattern):
             return []
         name, each = layer.sym_name.data, layer.count is not None
         if kind != "Sequential":
-            return _init_ops(name, "", spec, bound, layer.kwargs.data, each, layer)
+            return _init_steps(name, "", spec, bound, layer.kwargs.data, each, layer)
         elements = bound["layers"]
         assert isinstance(elements, list)
-        ops: list[t.InitTensorOp] = []
+        inits: list[_Init] = []
         for i, (attr, element) in enumerate(zip(layer.args.data, elements, strict=True)):
             if isinstance(attr, CallAttr) and isinstance(element, BoundLayer):
                 kwargs = attr.kwargs.data
-                ops += _init_ops(name, f"{i}.", element.spec, element, kwargs, each, layer)
-        return ops
+                inits += _init_steps(name, f"{i}.", element.spec, element, kwargs, each, layer)
+        return inits
 
 
-def _init_ops(
+@dataclass(frozen=True)
+class _Init:
+    """One `nn.init.<function>(self.<field>.<tensor>, key=value)` of `__init__`; `each`:
+    for every element of the layer list `self.<field>`."""
+
+    field: str
+    tensor: str  # as `named_parameters()` spells it: `0.weight` is `[0].weight`
+    function: str
+    kwargs: list[tuple[str, Attribute]]
+    each: bool
+    layer: nml.LayerOp
+
+
+def _init_steps(
     field: str,
     prefix: str,
     spec: LayerSpec,
@@ -1027,30 +1106,122 @@ def _init_ops(
     kwargs: Mapping[str, Attribute],
     each: bool,
     layer: nml.LayerOp,
-) -> list[t.InitTensorOp]:
-    """`torch.init_tensor` ops for `spec.init_plan(bound)`, with the arguments' source."""
-    ops: list[t.InitTensorOp] = []
+) -> list[_Init]:
+    """`spec.init_plan(bound)`, with the arguments the layer was given."""
+    inits: list[_Init] = []
     for step in spec.init_plan(bound):
         given = [("mean", step.mean), ("std", step.std)]
-        sources = [(k, attr_source(kwargs[kw]).text) for k, kw in given if kw is not None]
-        op = t.InitTensorOp(field, prefix + step.tensor, step.function, sources, each)
-        op.location = layer.location
-        ops.append(op)
+        chosen = [(k, kwargs[kw]) for k, kw in given if kw is not None]
+        inits.append(_Init(field, prefix + step.tensor, step.function, chosen, each, layer))
+    return inits
+
+
+def _grouped_inits(inits: Sequence[_Init]) -> list[Operation]:
+    """The `nn.init` statements: `nn.init.normal_(self.wte.weight, std=0.02)`, and one
+    `for layer in self.h:` around consecutive ones of the same layer list."""
+    ops: list[Operation] = []
+    i = 0
+    while i < len(inits):
+        first = inits[i]
+        if not first.each:
+            ops += [_at(o, first.layer) for o in _init_call(first, _self_attr(first.field))]
+            i += 1
+            continue
+        group = [first]
+        while i + len(group) < len(inits):
+            following = inits[i + len(group)]
+            if not (following.each and following.field == first.field):
+                break
+            group.append(following)
+        i += len(group)
+        layers = _self_attr(first.field)
+        loop = py.ForOp(layers[-1].results[0])
+        element = loop.body.block.args[0]
+        element.name_hint = "layer"
+        for init in group:
+            loop.body.block.add_ops(_init_call(init, [], element))
+        ops += [_at(o, first.layer) for o in [*layers, loop]]
     return ops
 
 
-def _layer_source(attr: Attribute) -> str:
+def _self_attr(field: str) -> list[Operation]:
+    owner = py.NameOp("self")
+    return [owner, py.AttributeOp(owner.result, field)]
+
+
+def _init_call(
+    init: _Init, module: list[Operation], value: SSAValue | None = None
+) -> list[Operation]:
+    """`nn.init.normal_(<module>.weight, std=0.02)`."""
+    ops = list(module)
+    target = value if value is not None else ops[-1].results[0]
+    for part in init.tensor.split("."):
+        if part.isdigit():
+            index = py.ConstantOp(IntegerAttr(int(part), 64))
+            ops += [index, py.SubscriptOp(target, [index.result])]
+        else:
+            ops.append(py.AttributeOp(target, part))
+        target = ops[-1].results[0]
+    arguments: list[SSAValue] = [target]
+    for _, attr in init.kwargs:
+        part_ops = attr_ops(attr)
+        ops += part_ops
+        arguments.append(part_ops[-1].results[0])
+    function = py.NameOp(f"nn.init.{init.function}")
+    names = [""] + [k for k, _ in init.kwargs]
+    call_op = py.CallOp(function.result, arguments, names)
+    return [*ops, function, call_op, py.ExprOp(call_op.results[0])]
+
+
+def _joined_call(callee: str, parts: Sequence[list[Operation]]) -> list[Operation]:
+    function = py.NameOp(callee)
+    values = [p[-1].results[0] for p in parts]
+    return [function, *(o for p in parts for o in p), py.CallOp(function.result, values)]
+
+
+def _module_list(element: list[Operation], count: Attribute) -> list[Operation]:
+    """`nn.ModuleList([Block(...) for _ in range(count)])`."""
+    counted = attr_ops(count)
+    iterable = [*counted, *call("range", [counted[-1].results[0]])]
+    copies = py.ComprehensionOp("list", iterable[-1].results[0])
+    copies.body.block.args[0].name_hint = "_"
+    copies.body.block.add_ops([*element, py.YieldOp([element[-1].results[0]])])
+    return _joined_call("nn.ModuleList", [[*iterable, copies]])
+
+
+def _parameter_ops(shape: Sequence[Attribute], kwargs: DictionaryAttr) -> list[Operation]:
+    """`nn.Parameter(torch.zeros(1, 1, d))`, `torch.ones(...)`, `torch.randn(...) * std + mean`."""
+    init_attr = kwargs.data.get("init")
+    init = init_attr.data if isinstance(init_attr, StringAttr) else "zeros"
+    creator = {"ones": "torch.ones", "normal": "torch.randn"}.get(init, "torch.zeros")
+    value = _call_ops(creator, shape, [])
+    if init == "normal":
+        for key, operator, neutral in (("std", "*", 1.0), ("mean", "+", 0.0)):
+            given = kwargs.data.get(key)
+            if given is None or (isinstance(given, IntegerAttr | FloatAttr)
+                                 and float(given.value.data) == neutral):  # fmt: skip
+                continue
+            amount = attr_ops(given)
+            value = [
+                *value,
+                *amount,
+                py.BinOp(operator, value[-1].results[0], amount[-1].results[0]),
+            ]
+    return _joined_call("nn.Parameter", [value])
+
+
+def _layer_ops(attr: Attribute) -> list[Operation]:
     """An element of `Sequential(...)`: `Linear(d, 4 * d)` is `nn.Linear(d, 4 * d)`."""
     if not isinstance(attr, CallAttr):
-        return attr_source(attr).text
+        return attr_ops(attr)
     spec = lookup(attr.callee.data)
-    args = [attr_source(a).at_least(Precedence.TERNARY) for a in attr.args.data]
-    kwargs = [(k, attr_source(v).text) for k, v in attr.kwargs.data.items()]
+    args = list(attr.args.data)
+    kwargs = _items(attr.kwargs)
     if spec is None:
-        return _call_source(attr).text
+        return _call_ops(attr.callee.data, args, kwargs)
     kwargs = [(k, v) for k, v in kwargs if k not in spec.init_keywords()]
     kwargs += _forced_kwargs(spec.name, len(args), kwargs)
-    return PyExpr.call(spec.torch_class, [*args, *(f"{k}={v}" for k, v in kwargs)]).text
+    return _call_ops(spec.torch_class, args, kwargs)
 
 
 _OpT = TypeVar("_OpT", bound=Operation)
@@ -1066,56 +1237,91 @@ def _items(attr: DictionaryAttr) -> list[tuple[str, Attribute]]:
 
 
 def _forced_kwargs(
-    kind: str, positional: int, kwargs: list[tuple[str, str]]
-) -> list[tuple[str, str]]:
+    kind: str, positional: int, kwargs: list[tuple[str, Attribute]]
+) -> list[tuple[str, Attribute]]:
     """TensorLoom's conventions (`batch_first=True`) unless the user set the argument."""
     spec = lookup(kind)
     assert spec is not None
     by_position = [p.name for p in spec.params if not p.kw_only][:positional]
     given = {k for k, _ in kwargs} | set(by_position)
-    return [(k, v) for k, v in spec.forced_kwargs if k not in given]
+    return [(k, _forced_value(v)) for k, v in spec.forced_kwargs if k not in given]
 
 
-def _init_params(model: nml.ModelOp) -> tuple[list[tuple[str, str]], list[Operation]]:
-    """`__init__` parameters, and `torch.param_default`s for defaults that use other configs."""
-    params: list[tuple[str, str]] = []
-    defaults: list[Operation] = []
+def _forced_value(source: str) -> Attribute:
+    """A catalogue convention's value (`"True"`, `"1e-06"`, `'"same"'`) as an attribute."""
+    value = ast.literal_eval(source)
+    if isinstance(value, bool):
+        return IntegerAttr(int(value), 1)
+    if isinstance(value, int):
+        return IntegerAttr(value, i64)
+    if isinstance(value, float):
+        return FloatAttr(value, 64)
+    if value is None:
+        return NoneValueAttr()
+    assert isinstance(value, str), f"compiler bug: forced keyword {source!r}"
+    return StringAttr(value)
+
+
+def _init_params(
+    model: nml.ModelOp,
+) -> tuple[list[Operation], list[tuple[str, SSAValue]], list[Operation]]:
+    """The ops of `__init__`'s defaults (before the class), its parameters, and
+    `torch.param_default`s (in the class) for defaults that use other configs."""
+    before: list[Operation] = []
+    params: list[tuple[str, SSAValue]] = []
+    inside: list[Operation] = []
     for name, config in configs_of(model).items():
         if not _mentions_config(config.value):
-            params.append((name, attr_source(config.value).text))
+            value = attr_ops(config.value)
+            before += value
+            params.append((name, value[-1].results[0]))
             continue
-        params.append((name, "None"))
-        default = t.ParamDefaultOp(name, attr_source(config.value).text)
-        default.location = config.location
-        defaults.append(default)
-    return params, defaults
+        none = py.ConstantOp(py.NoneAttr())
+        before.append(none)
+        params.append((name, none.result))
+        value = attr_ops(config.value)
+        default = t.ParamDefaultOp(name, value[-1].results[0])
+        inside += [*(_at(o, config) for o in value), _at(default, config)]
+    return before, params, inside
 
 
 def _funcs(model: nml.ModelOp) -> list[nml.FuncOp]:
     return [op for op in model.body.block.ops if isinstance(op, nml.FuncOp)]
 
 
-def _method(func: nml.FuncOp, rewriter: PatternRewriter) -> t.MethodOp:
+def _method(func: nml.FuncOp, rewriter: PatternRewriter) -> py.DefOp:
+    """`def forward(self, x):`; the body reads `self` by name."""
     names = [n.data for n in func.arg_names]
-    method = t.MethodOp(func.sym_name.data, names)
+    method = py.DefOp(func.sym_name.data, ["self", *names])
     method.location = func.location
     old = func.body.block
     new = method.body.block
-    for old_arg, new_arg in zip(old.args, new.args, strict=True):
+    for old_arg, new_arg in zip(old.args, new.args[1:], strict=True):
         new_arg.location = old_arg.location
-    rewriter.inline_block(old, InsertPoint.at_start(new), new.args)
+    rewriter.inline_block(old, InsertPoint.at_start(new), new.args[1:])
     return method
 
 
-def _fields(model: nml.ModelOp, methods: Sequence[t.MethodOp]) -> list[Operation]:
+def _fields(model: nml.ModelOp, methods: Sequence[py.DefOp]) -> list[Operation]:
     """`self.<config> = <config>` for each config a method reads."""
     configs = configs_of(model)
     read: list[str] = []
     for method in methods:
         for op in method.walk():
-            if isinstance(op, t.SelfAttrOp) and op.attr_name.data in configs:
-                read.append(op.attr_name.data)
-    return [t.FieldOp(name, name) for name in dict.fromkeys(read)]
+            if _is_self_attr(op) and op.attr.data in configs:  # type: ignore[attr-defined]
+                read.append(op.attr.data)  # type: ignore[attr-defined]
+    ops: list[Operation] = []
+    for name in dict.fromkeys(read):
+        value = py.NameOp(name)
+        ops += [value, t.FieldOp(name, value.result)]
+    return ops
+
+
+def _is_self_attr(op: Operation) -> bool:
+    if not isinstance(op, py.AttributeOp):
+        return False
+    owner = op.value.owner
+    return isinstance(owner, py.NameOp) and owner.id.data == "self"
 
 
 # ------------------------------------------------------------------- pass
@@ -1163,9 +1369,7 @@ class ConvertNmlToTorchPass(ModulePass):
         if not models and not functions:
             return
         script = script_of(op)
-        for name in _runtime_modules(models):
-            for runtime in t.runtime_ops(name):
-                script.body.block.add_op(runtime)
+        uses_runtime = bool(_runtime_modules(models))
         defs = [_function(func) for func in functions]  # step 3, lowered with the bodies
         # Users before producers, so that a pattern still sees its operands' nml types.
         body = GreedyRewritePatternApplier(list(BODY_PATTERNS))
@@ -1175,12 +1379,14 @@ class ConvertNmlToTorchPass(ModulePass):
         for function in defs:
             function.detach()
             script.body.block.add_op(function)
+        if uses_runtime and not any(isinstance(o, t.RuntimeOp) for o in script.body.block.ops):
+            script.body.block.add_op(t.RuntimeOp())  # the layers' helpers, after the classes
 
 
-def _function(func: nml.FuncOp) -> t.DefOp:
-    """A top-level `nml.func` as a `torch.def` in its place (moved after the classes later)."""
+def _function(func: nml.FuncOp) -> py.DefOp:
+    """A top-level `nml.func` as a `py.def` in its place (moved after the classes later)."""
     names = [n.data for n in func.arg_names]
-    function = t.DefOp(func.sym_name.data, names)
+    function = py.DefOp(func.sym_name.data, names)
     function.location = func.location
     old, new = func.body.block, function.body.block
     for old_arg, new_arg in zip(old.args, new.args, strict=True):
@@ -1190,4 +1396,4 @@ def _function(func: nml.FuncOp) -> t.DefOp:
     return function
 
 
-__all__ = ["BODY_PATTERNS", "ConvertNmlToTorchPass", "attr_source", "script_of"]
+__all__ = ["BODY_PATTERNS", "ConvertNmlToTorchPass", "attr_ops", "script_of"]

@@ -3,32 +3,37 @@
     nml.instance @net = @Classifier {}
     train.dataset @data = "digits" {flatten = true}
     train.loop @net on @data {
-      train.set "epochs" = 10 : i64
-      train.set "optimizer" = #nml.call<"Adam", [], {lr = 1.000000e-03 : f64}>
-      train.set "loss" = #nml.call<"CrossEntropy", [], {}>
-      train.checkpoint every 5 "epochs"
-      train.autocast "float16"
-      train.grad_scaler
+      train.config {epochs = 10 : i64, optimizer = "Adam", optimizer_args = {lr = 1.0e-03 : f64},
+                    loss = "CrossEntropy", checkpoint_every = 5 : i64, ...}   (train-config)
+      train.autocast "float16"                                             (insert-amp)
     }
 
 becomes, in the module's `torch.script` around the model classes,
 
-    torch.from_import "__future__" ["annotations"]   (and the script's other imports)
+    py.from_import "__future__" ["annotations"]      (and the script's other imports)
     torch.raw "# Trains `Classifier` on `digits` ..."   the header
-    torch.raw "..."                                      the runtime modules (runtime_ops)
     torch.raw "EPOCHS = 10 ..."                          the settings
     torch.module_class @Classifier ...                   (from convert-nml-to-torch)
-    torch.raw "def loss_fn(...)"                         the loss, then the loop's sections
+    torch.raw "def loss_fn(...)"                         the loss
+    py.comment "---- command line ----"; py.def @parse_args   (train_cli.py)
+    torch.raw "..."                                      the loop's other sections, with
+    py.def @_forward_backward, @_optimizer_step, @evaluate    the step and evaluation as
+                                                         py ops (train_step.py)
+    torch.runtime []                                     the runtime helpers they reach
     torch.raw "if __name__ == \"__main__\": ..."
 
 Steps:
-1. `plan_of` reads the block into a `ScriptPlan` (train_script.py): the settings'
-   values, the markers the train passes added (precision, DDP, compile mode,
-   checkpointed layers), the instance's overrides, and the dataset; for
-   `load_dataset()` the synthetic samples' shape and classes are inferred from
-   the model (its first layer's input, then shape inference for the output).
-2. `train_script.py` turns the plan into the sections' text; this pass puts
-   them into the script as ops and erases the loop.
+1. `plan_of` reads the block into a `ScriptPlan` (train_script.py): its `train.config`
+   (every default already filled in from the catalogue), the markers the train
+   passes added (precision, DDP, compile mode, checkpointed layers), the instance's
+   overrides, and the dataset; for `load_dataset()` the synthetic samples' shape and
+   classes are inferred from the model (its first layer's input, then shape inference
+   for the output).
+2. `train_cli.py` and `train_step.py` build the command line, the step and the
+   evaluation as `py` ops from the plan (autocast and the GradScaler only with
+   insert-amp's marker, the all-reduce and `no_sync` only with insert-ddp's);
+   `train_script.py` gives the other sections' text (`torch.raw`, still to move
+   onto py ops); this pass puts them all into the script and erases the loop.
 Only the first train block of a script becomes the script's `main`.
 3. The script's other top-level statements become a function the `__main__`
    guard calls, before training when there is a train block (script_statements.py).
@@ -37,22 +42,27 @@ Only the first train block of a script becomes the script's `main`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import PurePath
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp
-from xdsl.ir import Operation
+from xdsl.dialects.builtin import ArrayAttr, FloatAttr, IntegerAttr, ModuleOp, StringAttr
+from xdsl.ir import Attribute, Operation
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tensorloom.catalogue.datasets import LM_SOURCES, DatasetError, lookup_dataset
+from tensorloom.catalogue.datasets import LM_SOURCES, DatasetError, is_file_source, lookup_dataset
 from tensorloom.catalogue.layers.base import py_literal
-from tensorloom.dialects import nml, train
+from tensorloom.diagnostics.ir import span_of
+from tensorloom.dialects import nml, py, train
 from tensorloom.dialects import torch as t
-from tensorloom.escape import py_string
-from tensorloom.passes.convert_nml_to_torch import attr_source, script_of
-from tensorloom.passes.loss_functions import Metric, MetricProblem, metrics_of
-from tensorloom.passes.model_env import CallValue, Evaluated, evaluate_kwargs, lookup_symbol
+from tensorloom.dialects.nml.types import CfgAttr, ExprAttr, NoneValueAttr
+from tensorloom.escape import py_comment, py_string
+from tensorloom.passes.convert_nml_to_torch import script_of
+from tensorloom.passes.loss_functions import Metric
+from tensorloom.passes.model_env import evaluate_kwargs, lookup_symbol
 from tensorloom.passes.script_statements import lower_statements
+from tensorloom.passes.shape_inference import MODEL_OUTPUT
+from tensorloom.passes.train_cli import parse_args_ops
 from tensorloom.passes.train_script import (
     GUARD,
     RecipePlan,
@@ -62,17 +72,7 @@ from tensorloom.passes.train_script import (
     loss_source,
     settings_source,
 )
-from tensorloom.passes.train_values import loops_of, setting_value
-
-RUNTIME_MODULES = ("distributed", "amp", "data", "loader", "checkpoint", "metrics", "graphs",
-                   "recipe", "serve")  # fmt: skip
-# Language-model data reads windows through runtime/tokens.py instead of runtime/data.py.
-LM_RUNTIME_MODULES = ("distributed", "amp", "tokens", "loader", "checkpoint", "metrics",
-                      "graphs", "recipe", "serve")  # fmt: skip
-DEFAULT_LR = {"Adagrad": "0.01", "RMSprop": "0.01", "Adadelta": "1.0", "Adamax": "0.002",
-              "NAdam": "0.002"}  # fmt: skip
-"""torch.optim's default learning rates where they differ from 0.001."""
-
+from tensorloom.passes.train_values import loops_of
 
 # --- step 1: the plan ------------------------------------------------------------------------
 
@@ -85,26 +85,50 @@ def _marker(loop: train.LoopOp, kind: type[Operation]) -> Operation | None:
     return next((op for op in loop.body.block.ops if isinstance(op, kind)), None)
 
 
-def _call(value: Evaluated | None, default: str) -> CallValue:
-    if isinstance(value, CallValue):
-        return value
-    return CallValue(value if isinstance(value, str) else default)
-
-
-def _kwargs(call: CallValue) -> list[tuple[str, str]]:
-    named = list(call.kwargs) + ([("lr", call.args[0])] if call.args else [])
-    return [(key, py_literal(value)) for key, value in named if not isinstance(value, CallValue)]
+def _sources(args: object) -> list[tuple[str, str]]:
+    """A config dict of keyword arguments as (name, Python source); lists are tuples
+    (`betas`)."""
+    assert isinstance(args, dict)
+    return [(k, py_literal(tuple(v) if isinstance(v, list) else v)) for k, v in args.items()]  # type: ignore[arg-type]
 
 
 def _precision(loop: train.LoopOp) -> str:
     autocast = _marker(loop, train.AutocastOp)
     if not isinstance(autocast, train.AutocastOp):
-        return "fp32"
-    return {"float16": "fp16", "bfloat16": "bf16"}.get(autocast.dtype.data, "auto")
+        return "none"  # insert-amp left out: no mixed-precision code at all
+    names = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}
+    return names.get(autocast.dtype.data, "auto")
 
 
 def _model_args(instance: nml.InstanceOp) -> str:
-    return ", ".join(f"{k}={attr_source(v).text}" for k, v in instance.overrides.data.items())
+    """`hidden=128`: the instance's overrides, as text for the loop's template (the one
+    place left that writes Python from attributes; the py lowering of the loop replaces it)."""
+    return ", ".join(f"{k}={_attr_text(v)}" for k, v in instance.overrides.data.items())
+
+
+def _attr_text(attr: Attribute) -> str:
+    if isinstance(attr, IntegerAttr):
+        width = getattr(attr.type, "width", None)
+        if width is not None and width.data == 1:
+            return "True" if attr.value.data else "False"
+        return str(attr.value.data)
+    if isinstance(attr, FloatAttr):
+        return repr(float(attr.value.data))
+    if isinstance(attr, StringAttr):
+        return py_string(attr.data)
+    if isinstance(attr, NoneValueAttr):
+        return "None"
+    if isinstance(attr, ArrayAttr):
+        items = [_attr_text(a) for a in attr.data]
+        return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+    if isinstance(attr, ExprAttr):
+        parts = [_attr_text(a) for a in attr.operands.data]
+        parts = [f"({p})" if isinstance(a, ExprAttr) else p
+                 for p, a in zip(parts, attr.operands.data, strict=True)]  # fmt: skip
+        return f"-{parts[0]}" if attr.op.data == "neg" else f" {attr.op.data} ".join(parts)
+    if isinstance(attr, CfgAttr):
+        return attr.param.data
+    raise NotImplementedError(f"compiler bug: no Python text for the override {attr}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,53 +156,41 @@ def _dict_literal(values: dict[str, object]) -> str:
     return "{" + items + "}"
 
 
-def _int(value: Evaluated | None, default: int) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else default
+def _model_classes(module: ModuleOp, loop: train.LoopOp) -> int | None:
+    """A data file's labels are unknown until run time: the class count of the model's output
+    (`model_output`, from shape-inference), which the script checks them against at load."""
+    data = _find(module, train.DatasetOp, loop.data.root_reference.data)
+    if not isinstance(data, train.DatasetOp) or data.source is None:
+        return None
+    output = loop.attributes.get(MODEL_OUTPUT)
+    if not is_file_source(data.source.data) or not isinstance(output, nml.TensorType):
+        return None
+    classes = output.suffix[-1] if output.suffix else None  # [B, C], [B, T, C] or [..., C]
+    return classes if isinstance(classes, int) and not isinstance(classes, bool) else None
 
 
-def _schedule(loop: train.LoopOp) -> tuple[str | None, dict[str, str]]:
-    value = setting_value(loop, "lr_schedule")
-    if value is None:
-        return None, {}
-    call = _call(value, "none")
-    if call.name == "none":
-        return None, {}
-    return call.name, dict(_kwargs(call))
-
-
-def _optimizer(loop: train.LoopOp) -> tuple[str, str, list[tuple[str, str]]]:
-    call = _call(setting_value(loop, "optimizer"), "Adam")
-    kwargs = _kwargs(call)
-    lr = dict(kwargs).get("lr", DEFAULT_LR.get(call.name, "0.001"))
-    return call.name, lr, [(k, v) for k, v in kwargs if k != "lr"]
-
-
-def _clip(value: Evaluated | None) -> str:
-    usable = isinstance(value, int | float) and not isinstance(value, bool) and value > 0
-    return py_literal(float(value)) if usable else "None"  # type: ignore[arg-type]
-
-
-def _every(policy: Operation | None) -> int | None:
-    return policy.every.value.data if isinstance(policy, train.CheckpointOp) else None
+def _where(target: Operation | Attribute | None) -> str:
+    """`mnist.tl:38`: the source line an op (or a location) came from, for the script's
+    comments; "" if none."""
+    span = span_of(target) if target is not None else None
+    return f"{py_comment(PurePath(span.file).name)}:{span.line}" if span is not None else ""
 
 
 def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
+    """The script's plan: the loop's `train.config` (train-config) and the markers the train
+    passes added (precision, DDP, compile mode, checkpointed layers); nothing else of the block."""
     instance = _find(module, nml.InstanceOp, loop.model.root_reference.data)
     assert isinstance(instance, nml.InstanceOp), "check-scopes resolves the model"
+    config = train.config_of(loop)
+    value = config.value
     data = _data_plan(module, loop)
-    optimizer, lr, optimizer_kwargs = _optimizer(loop)
-    loss = _call(setting_value(loop, "loss"), "CrossEntropy")
     functions = _functions(module)
-    named = setting_value(loop, "loss")
-    custom = named if isinstance(named, str) and named in functions else None
-    schedule, schedule_kwargs = _schedule(loop)
-    policy = _marker(loop, train.CheckpointOp)
+    optimizer_args = _sources(value("optimizer_args"))
+    schedule = value("lr_schedule")
     compiled = _marker(loop, train.CompileOp)
     blocks = _marker(loop, train.ActivationCheckpointOp)
+    clip, every, log_every = value("grad_clip"), value("checkpoint_every"), value("log_every")
     shard = _marker(loop, train.FsdpShardOp)
-    clip = setting_value(loop, "grad_clip")
-    batch = setting_value(loop, "batch_size")
-    log_every = setting_value(loop, "log_every")
     return ScriptPlan(
         source=source,
         model_class=instance.model.root_reference.data,
@@ -186,60 +198,61 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
         dataset=data.name,
         dataset_options=data.options,
         per_token_length=data.per_token_length,
-        epochs=_int(setting_value(loop, "epochs"), 10),
-        batch_size=batch if isinstance(batch, int) else None,
-        optimizer=optimizer,
-        optimizer_kwargs=optimizer_kwargs,
-        learning_rate=lr,
-        loss=loss.name,
-        loss_kwargs=_kwargs(loss),
+        epochs=_int(value("epochs"), 10),
+        batch_size=_int(value("batch_size"), 0) if value("batch_size_set") else None,
+        optimizer=str(value("optimizer")),
+        optimizer_kwargs=[(k, v) for k, v in optimizer_args if k != "lr"],
+        learning_rate=dict(optimizer_args)["lr"],
+        loss=str(value("loss")),
+        loss_kwargs=_sources(value("loss_args")),
         precision=_precision(loop),
         distributed=_marker(loop, train.DdpWrapOp) is not None or shard is not None,
-        checkpoint_every=_every(policy),
-        checkpoint_unit=policy.unit.data if isinstance(policy, train.CheckpointOp) else "epochs",
-        schedule=schedule,
-        schedule_kwargs=schedule_kwargs,
-        grad_clip=_clip(clip),
-        grad_accum=_int(setting_value(loop, "grad_accum"),
-                        _int(setting_value(loop, "accumulate_steps"), 1)),
+        checkpoint_every=every if isinstance(every, int) else None,
+        checkpoint_unit=str(value("checkpoint_unit")),
+        schedule=None if schedule == "none" else str(schedule),
+        schedule_kwargs=dict(_sources(value("lr_schedule_args"))),
+        grad_clip=py_literal(float(clip)) if isinstance(clip, float) else "None",
+        grad_accum=_int(value("grad_accum"), 1),
         compile_mode=compiled.mode.data if isinstance(compiled, train.CompileOp) else None,
-        seed=_int(setting_value(loop, "seed"), 0),
+        compile_auto=value("compile") == "auto",
+        seed=_int(value("seed"), 0),
         checkpointed_layers=_checkpointed_layers(blocks),
-        val_every=_int(setting_value(loop, "val_every"), 1),
+        val_every=_int(value("val_every"), 1),
         log_every=log_every if isinstance(log_every, int) else None,
         language_model_data=data.name in LM_SOURCES,
-        custom_loss=custom,
+        custom_loss=str(value("loss")) if value("loss_fn") else None,
         takes_inputs=frozenset(n for n, count in functions.items() if count == 3),
-        metrics=tuple(_metrics(loop, functions)),
+        metrics=tuple(_metrics(value("metrics"))),
+        loop_at=_where(loop),
+        loss_at=_where(config.loc("loss")) or _where(loop),
+        data_at=_where(_find(module, train.DatasetOp, loop.data.root_reference.data)),
+        label_classes=_model_classes(module, loop),
+        recipe=_recipe(config),
         fsdp_blocks=tuple(b.data for b in shard.blocks)
         if isinstance(shard, train.FsdpShardOp) else None,
-        recipe=_recipe(loop),
     )  # fmt: skip
 
 
-def _recipe(loop: train.LoopOp) -> RecipePlan:
-    """The recipe keys check-train accepted (runtime/recipe.py gives them their meaning)."""
-    decay = setting_value(loop, "decay_groups")
-    ema = setting_value(loop, "ema")
-    stopping = setting_value(loop, "early_stopping")
+def _int(value: object, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _recipe(config: train.ConfigOp) -> RecipePlan:
+    """The recipe fields of the config (runtime/recipe.py gives them their meaning)."""
+    value = config.value
+    ema, stopping, best = value("ema"), value("early_stopping"), value("keep_best")
     early = None
-    if isinstance(stopping, CallValue) and stopping.args:
-        options = dict(stopping.kwargs)
-        metric, delta = options.get("metric", "val_loss"), options.get("min_delta", 0.0)
-        early = f"({stopping.args[0]}, {py_string(str(metric))}, {float(delta)!r})"  # type: ignore[arg-type]
-    best = setting_value(loop, "keep_best")
-    every = setting_value(loop, "eval_every")
-    steps = setting_value(loop, "max_steps")
+    if isinstance(stopping, dict):
+        metric, delta = py_string(str(stopping["metric"])), float(stopping["min_delta"])  # type: ignore[arg-type]
+        early = f"({stopping['patience']}, {metric}, {delta!r})"
     return RecipePlan(
-        decay_groups=decay is not False,
-        ema=repr(float(ema))
-        if isinstance(ema, int | float) and not isinstance(ema, bool)
-        else None,
+        decay_groups=value("decay_groups") is True,
+        ema=repr(ema) if isinstance(ema, float) else None,
         early_stopping=early,
         keep_best=best if isinstance(best, str) else None,
-        eval_every=_int(every, 0) or None,
-        max_steps=_int(steps, 0) or None,
-        epochs_set=setting_value(loop, "epochs") is not None or steps is None,
+        eval_every=_int(value("eval_every"), 0) or None,
+        max_steps=_int(value("max_steps"), 0) or None,
+        epochs_set=value("epochs") is not None,
     )
 
 
@@ -249,39 +262,31 @@ def _recipe(loop: train.LoopOp) -> RecipePlan:
 def import_ops(plan: ScriptPlan) -> list[Operation]:
     """What the sections name, beyond what the runtime modules import themselves."""
     ops: list[Operation] = [
-        t.FromImportOp("__future__", ["annotations"]),
-        t.ImportOp("argparse"),
-        t.ImportOp("json"),
-        t.ImportOp("random"),
-        t.ImportOp("sys"),
-        t.ImportOp("time"),
-        t.FromImportOp("dataclasses", ["dataclass"]),
-        t.FromImportOp("typing", ["Any"]),
-        t.ImportOp("torch"),
-        t.ImportOp("torch.nn.functional", "F"),
-        t.FromImportOp("torch", ["nn"]),
+        py.FromImportOp("__future__", ["annotations"]),
+        py.ImportOp("argparse"),
+        py.ImportOp("json"),
+        py.ImportOp("random"),
+        py.ImportOp("sys"),
+        py.ImportOp("time"),
+        py.FromImportOp("dataclasses", ["dataclass"]),
+        py.FromImportOp("typing", ["Any"]),
+        py.ImportOp("torch"),
+        py.ImportOp("torch.nn.functional", "F"),
+        py.FromImportOp("torch", ["nn"]),
     ]
     if plan.distributed and not plan.sharded:
-        ops.append(t.FromImportOp("torch.nn.parallel", ["DistributedDataParallel"]))
+        ops.append(py.FromImportOp("torch.nn.parallel", ["DistributedDataParallel"]))
     if plan.checkpointed_layers:
-        ops.append(t.FromImportOp("collections.abc", ["Callable"]))
-        ops.append(t.FromImportOp("torch.utils.checkpoint", ["checkpoint"]))
+        ops.append(py.FromImportOp("collections.abc", ["Callable"]))
+        ops.append(py.FromImportOp("torch.utils.checkpoint", ["checkpoint"]))
     return ops
-
-
-def _runtime_ops(plan: ScriptPlan) -> list[Operation]:
-    names = LM_RUNTIME_MODULES if plan.language_model_data else RUNTIME_MODULES
-    if plan.sharded:  # FSDP2 and DCP: about a second of imports, so only where used
-        names = (*names, "sharded")
-    return [op for name in names for op in t.runtime_ops(name)]
 
 
 def lower_loop(module: ModuleOp, loop: train.LoopOp) -> None:
     script = script_of(module)
     plan = plan_of(module, loop, script.source.data if script.source else "the program")
     block = script.body.block
-    before = [*import_ops(plan), t.RawOp(header_source(plan)), *_runtime_ops(plan)]
-    before.append(t.RawOp(settings_source(plan)))
+    before = [*import_ops(plan), t.RawOp(header_source(plan)), t.RawOp(settings_source(plan))]
     first = block.first_op
     for op in before:
         op.location = loop.location
@@ -289,9 +294,14 @@ def lower_loop(module: ModuleOp, loop: train.LoopOp) -> None:
             block.add_op(op)
         else:
             Rewriter.insert_op(op, InsertPoint.before(first))
-    after = [loss_source(plan), *loop_sources(plan), GUARD]
-    for text in after:
-        op = t.RawOp(text)
+    for old in [op for op in block.ops if isinstance(op, t.RuntimeOp)]:
+        old.detach()  # one per script: the layers' helpers join the loop's, below
+        old.erase()
+    after: list[Operation] = [t.RawOp(loss_source(plan)), *parse_args_ops(plan)]
+    for section in loop_sources(plan):
+        after += [t.RawOp(section)] if isinstance(section, str) else section
+    after += [t.RuntimeOp(), t.RawOp(GUARD)]
+    for op in after:
         op.location = loop.location
         block.add_op(op)
     loop.detach()
@@ -316,19 +326,16 @@ __all__ = ["ConvertTrainToTorchPass", "plan_of"]
 
 def _functions(module: ModuleOp) -> dict[str, int]:
     """The `.tl` file's functions (losses, metrics) and their parameter counts: by now the
-    `torch.def`s that convert-nml-to-torch made of them."""
+    `py.def`s that convert-nml-to-torch made of them."""
     script = script_of(module)
     return {op.sym_name.data: len(op.arg_names) for op in script.body.block.ops
-            if isinstance(op, t.DefOp)}  # fmt: skip
+            if isinstance(op, py.DefOp)}  # fmt: skip
 
 
-def _metrics(loop: train.LoopOp, functions: dict[str, int]) -> list[Metric]:
-    """`metrics = [...]`, as check-train read it (it reported any problem)."""
-    attr = loop.setting("metrics")
-    if attr is None:
-        return []
-    metrics = metrics_of(attr, list(functions))
-    return [] if isinstance(metrics, MetricProblem) else metrics
+def _metrics(entries: object) -> list[Metric]:
+    """`metrics = [...]`, as train-config recorded it (check-train reported any problem)."""
+    assert isinstance(entries, list)
+    return [Metric(str(e["kind"]), str(e["name"]), int(e["k"])) for e in entries]
 
 
 def _checkpointed_layers(blocks: Operation | None) -> list[str]:

@@ -1,25 +1,22 @@
 """`insert-ddp`: `distributed = true` becomes the markers of a data-parallel training script.
 
-    train.set "distributed" = true   ->   train.process_group "nccl"
-       (or "ddp")                         train.ddp_wrap @net
-                                          train.distributed_sampler @data shuffle
-                                          train.rank_zero_only ["logging", "metrics", "checkpoint"]
+    train.config {distributed = "ddp", ...}    ->   train.ddp_wrap @net
+    train.config {distributed = "fsdp", ...}   ->   train.fsdp_shard @net ["h"]
 
-    train.set "distributed" = "fsdp" ->   train.process_group "nccl"
-                                          train.fsdp_shard @net ["h"]
-                                          train.distributed_sampler @data shuffle
-                                          train.rank_zero_only ["logging", "metrics"]
-
-Under FSDP the blocks are the model's layers that are models (a layer list of
-them stands for each: `h = [Block(...) for ...]`); each becomes one FSDP unit,
-and the model itself the root unit. Every rank writes its shards of a checkpoint
-(runtime/sharded.py), so "checkpoint" is not a rank-zero action there.
+(`distributed = true` is "ddp".) The lowering turns the marker into the script's
+process group, DDP wrap or FSDP2 `fully_shard`, sharded loaders, rank-0 logging and
+checkpoints, and reductions; without it (the pass left out of the pipeline) none of
+that is in the script. Under FSDP the blocks are the model's layers that are models
+(a layer list of them stands for each: `h = [Block(...) for ...]`); each becomes one
+FSDP unit, and the model itself the root unit. Every rank writes its shards of a
+checkpoint (runtime/sharded.py).
 
 `nccl` is the backend on CUDA; the emitted script uses gloo when it runs on the
 CPU (runtime/distributed.py `setup_distributed`), and a group of one when it is
 started as `python out.py` rather than under `torchrun`. Each rank takes a
 disjoint shard of every epoch's permutation (`set_epoch` reshuffles), only rank 0
-logs, writes metrics and saves checkpoints, and a barrier follows each save.
+logs, writes metrics and saves checkpoints (under FSDP every rank writes its shards),
+and a barrier follows each save.
 """
 
 from __future__ import annotations
@@ -32,9 +29,7 @@ from xdsl.passes import ModulePass
 
 from tensorloom.dialects import nml, train
 from tensorloom.passes.model_env import layers_of, models_of
-from tensorloom.passes.train_values import add_marker, has_marker, loops_of, setting_value
-
-RANK_ZERO_ACTIONS = ("logging", "metrics", "checkpoint")
+from tensorloom.passes.train_values import add_marker, has_marker, loops_of
 
 
 def fsdp_blocks(module: ModuleOp, instance_name: str) -> list[str]:
@@ -49,19 +44,15 @@ def fsdp_blocks(module: ModuleOp, instance_name: str) -> list[str]:
 
 
 def insert_ddp(module: ModuleOp, loop: train.LoopOp) -> None:
-    strategy = setting_value(loop, "distributed")
+    strategy = train.config_of(loop).value("distributed")
     done = has_marker(loop, train.DdpWrapOp) or has_marker(loop, train.FsdpShardOp)
-    if strategy not in (True, "ddp", "fsdp") or done:
+    if strategy not in ("ddp", "fsdp") or done:
         return
     net = loop.model.root_reference.data
-    add_marker(loop, train.ProcessGroupOp("nccl"))
     if strategy == "fsdp":
         add_marker(loop, train.FsdpShardOp(net, fsdp_blocks(module, net)))
     else:
         add_marker(loop, train.DdpWrapOp(net))
-    add_marker(loop, train.DistributedSamplerOp(loop.data.root_reference.data, shuffle=True))
-    actions = RANK_ZERO_ACTIONS if strategy != "fsdp" else RANK_ZERO_ACTIONS[:2]
-    add_marker(loop, train.RankZeroOnlyOp(actions))
 
 
 @dataclass(frozen=True)

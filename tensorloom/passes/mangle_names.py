@@ -16,7 +16,6 @@ with `Model` appended (and a number, until the name is free).
 
 from __future__ import annotations
 
-import ast
 import builtins
 import functools
 import keyword
@@ -32,6 +31,7 @@ from xdsl.passes import ModulePass
 
 from tensorloom.backends import runtime
 from tensorloom.dialects import nml
+from tensorloom.passes import train_cli, train_step
 
 # Names the script's fixed parts import or define, besides the runtime modules'.
 SCRIPT_NAMES = frozenset(
@@ -49,24 +49,11 @@ _DEFINED = re.compile(
 def reserved_names() -> frozenset[str]:
     """Every name the emitted script may define or import at its top level."""
     names = set(SCRIPT_NAMES) | set(keyword.kwlist) | set(keyword.softkwlist) | set(dir(builtins))
-    for module in runtime.MODULES:
-        names |= _top_level_names(runtime.module_text(module))
+    names |= runtime.top_level_names()
     sections = Path(__file__).with_name("train_script.py").read_text(encoding="utf-8")
     names |= {m.group(1) or m.group(2) or m.group(3) for m in _DEFINED.finditer(sections)}
+    names |= {*train_cli.DEFINES, *train_step.DEFINES}  # the sections built as py ops
     return frozenset(names)
-
-
-def _top_level_names(source: str) -> set[str]:
-    names: set[str] = set()
-    for node in ast.parse(source).body:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            names.add(node.name)
-        elif isinstance(node, ast.Assign | ast.AnnAssign):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-        elif isinstance(node, ast.Import | ast.ImportFrom):
-            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
-    return names
 
 
 def new_names(models: Sequence[str], kernels: Sequence[str] = ()) -> dict[str, str]:

@@ -9,7 +9,7 @@
                                                         main()
 
 Steps (`lower_statements`, called by `convert-train-to-torch`):
-1. Move the statements, in order, into a `torch.def` (`main` when the program has
+1. Move the statements, in order, into a `py.def` (`main` when the program has
    no train block; `before_training` when it has one, and the script's guard then
    calls it before the training `main()`).
 2. Lower them with `ScriptCallToTorch` and `ScriptRefToTorch` (the script
@@ -32,9 +32,9 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tensorloom.dialects import nml, train
+from tensorloom.dialects import nml, py, train
 from tensorloom.dialects import torch as t
-from tensorloom.passes.convert_nml_to_torch import BODY_PATTERNS, script_of
+from tensorloom.passes.convert_nml_to_torch import BODY_PATTERNS, call, script_of
 from tensorloom.passes.script_builtins import (
     DEVICE,
     DEVICE_SOURCE,
@@ -60,10 +60,13 @@ def _replace(rewriter: PatternRewriter, op: Operation, new_ops: list[Operation])
     result = new_ops[-1].results[0]
     result.name_hint = op.results[0].name_hint
     rewriter.replace(op, new_ops, [result])
+    for new in new_ops[:-1]:  # the rewriter gave them the old name; they are parts of it
+        for part in new.results:
+            part.name_hint = None
 
 
 def _in_statements(op: Operation) -> bool:
-    return isinstance(op.parent_op(), t.DefOp)
+    return isinstance(op.parent_op(), py.DefOp)
 
 
 class ScriptCallToTorch(RewritePattern):
@@ -77,11 +80,11 @@ class ScriptCallToTorch(RewritePattern):
         args, names = list(op.args), [n.data for n in op.arg_names]
         if callee in TENSOR_CONSTRUCTORS and "device" not in names:
             # Inserted apart from the replacement, which would give it the call's name.
-            device = t.GlobalOp(DEVICE)
+            device = py.NameOp(DEVICE)
             device.location = op.location
             rewriter.insert(device, InsertPoint.before(op))
             args, names = [*args, device.result], [*names, "device"]
-        _replace(rewriter, op, [t.CallFunctionOp(python_callee(callee), args, names)])
+        _replace(rewriter, op, call(python_callee(callee), args, names))
 
 
 class ScriptRefToTorch(RewritePattern):
@@ -97,7 +100,7 @@ class ScriptRefToTorch(RewritePattern):
         name = op.symbol.root_reference.data
         instance = self.instances.get(name)
         if instance is None:
-            _replace(rewriter, op, [t.GlobalOp(name)])
+            _replace(rewriter, op, [py.NameOp(name)])
             return
         _replace(rewriter, op, _construction(instance))
 
@@ -106,13 +109,13 @@ def _construction(instance: nml.InstanceOp) -> list[Operation]:
     """`Classifier(hidden=128)`: the literal overrides of `let net = Classifier(...)`."""
     literals = (IntegerAttr, FloatAttr, StringAttr)
     constants = [
-        (key, t.ConstantOp(value))
+        (key, py.ConstantOp(value))
         for key, value in instance.overrides.data.items()
         if isinstance(value, literals)
     ]
     args: list[SSAValue] = [c.result for _, c in constants]
-    call = t.CallFunctionOp(instance.model.root_reference.data, args, [k for k, _ in constants])
-    return [*(c for _, c in constants), call]
+    names = [k for k, _ in constants]
+    return [*(c for _, c in constants), *call(instance.model.root_reference.data, args, names)]
 
 
 def lower_statements(module: ModuleOp, *, has_training: bool) -> None:
@@ -131,33 +134,33 @@ def lower_statements(module: ModuleOp, *, has_training: bool) -> None:
     main.erase()
 
 
-def _statements_function(main: train.MainOp, name: str) -> t.DefOp:
-    """Step 1: a `torch.def` holding the statements (the train loops are lowered already)."""
-    function = t.DefOp(name, [])
+def _statements_function(main: train.MainOp, name: str) -> py.DefOp:
+    """Step 1: a `py.def` holding the statements (the train loops are lowered already)."""
+    function = py.DefOp(name, [])
     body = function.body.block
     for op in list(main.body.block.ops):
         if isinstance(op, train.LoopOp):
             continue
         op.detach()
         body.add_op(op)
-    body.add_op(t.ReturnOp([]))
+    body.add_op(py.ReturnOp([]))
     function.location = main.location
     return function
 
 
-def _place(script: t.ScriptOp, function: t.DefOp, main: train.MainOp, has_training: bool) -> None:
+def _place(script: t.ScriptOp, function: py.DefOp, main: train.MainOp, has_training: bool) -> None:
     """Step 3: `DEVICE`, the function, and its call under the `__main__` guard."""
     block = script.body.block
     guard = next((o for o in block.ops if isinstance(o, t.RawOp) and o.source.data == GUARD), None)
-    call = t.CallFunctionOp(function.sym_name.data, [])
-    setup: list[Operation] = [t.ImportOp("torch"), t.RawOp(DEVICE_SOURCE), function]
-    for op in [*setup, call]:
+    invoke = call(function.sym_name.data)
+    setup: list[Operation] = [py.ImportOp("torch"), t.RawOp(DEVICE_SOURCE), function]
+    for op in [*setup, *invoke]:
         op.location = main.location
     if has_training and guard is not None:
         Rewriter.insert_op(setup, InsertPoint.before(guard))
         guard.properties["source"] = StringAttr(TRAINING_GUARD)
         return
-    guard_op = t.MainOp([call])
+    guard_op = t.MainOp(invoke)
     guard_op.location = main.location
     block.add_ops([*setup, guard_op])
 

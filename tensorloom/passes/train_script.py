@@ -6,8 +6,8 @@
 
 `convert-train-to-torch` builds the plan from a checked `train.loop` and its
 markers, and puts each section into the script as a `torch.raw` op. The
-sections are those of tests/e2e/reference/mnist_reference.py, the hand-written
-reference (docs/emitted-script.md): the code that does not depend on the program
+sections are those of docs/emitted-script.md (golden copies in tests/e2e/reference/,
+`make golden`): the code that does not depend on the program
 is written once here; what the train block decides is substituted (`$name`
 placeholders, `string.Template`), and a section a program does not need (the lr
 schedule, DDP's wrap, activation checkpointing, CUDA-graph step marks) is left out.
@@ -15,11 +15,15 @@ schedule, DDP's wrap, activation checkpointing, CUDA-graph step marks) is left o
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePath
 from string import Template
 from textwrap import dedent
 
+from xdsl.ir import Operation
+
+from tensorloom.catalogue.datasets import SEQUENCE_TASKS, is_file_source
 from tensorloom.dialects.train import DEFAULT_BATCH_SIZE
 from tensorloom.escape import py_comment, py_string
 from tensorloom.passes.loss_functions import Metric
@@ -59,7 +63,9 @@ class ScriptPlan:
     learning_rate: str
     loss: str
     loss_kwargs: list[tuple[str, str]]
-    precision: str  # "auto", "fp32", "fp16", "bf16": what the markers ask for on a GPU
+    # "auto", "fp32", "fp16", "bf16": what insert-amp's marker asks for on a GPU; "none": no
+    # marker (the pass left out), so the script has no autocast, GradScaler or --precision
+    precision: str
     distributed: bool
     checkpoint_every: int | None
     checkpoint_unit: str
@@ -68,6 +74,7 @@ class ScriptPlan:
     grad_clip: str = "None"
     grad_accum: int = 1
     compile_mode: str | None = None
+    compile_auto: bool = False  # no `compile` key: the script compiles only when it pays
     seed: int = 0
     checkpointed_layers: list[str] = field(default_factory=list[str])
     val_every: int = 1
@@ -77,6 +84,11 @@ class ScriptPlan:
     # The `fn`s (loss, metrics) that take the batch's inputs too: `fn NAME(out, x, y)`.
     takes_inputs: frozenset[str] = frozenset()
     metrics: tuple[Metric, ...] = ()  # `metrics = [accuracy, top_k(5), NAME]`
+    # `mnist.tl:35`: where the train block, its `loss` and its dataset are (the source map)
+    loop_at: str = ""
+    label_classes: int | None = None  # a data file's labels are checked against this at load
+    loss_at: str = ""
+    data_at: str = ""
     recipe: RecipePlan = RecipePlan()
     # `distributed = "fsdp"`: the layers `fully_shard` makes units of (the root is one too)
     fsdp_blocks: tuple[str, ...] | None = None
@@ -85,6 +97,11 @@ class ScriptPlan:
     def sharded(self) -> bool:
         """FSDP2 (runtime/sharded.py) rather than DDP: sharded weights, DCP checkpoints."""
         return self.fsdp_blocks is not None
+
+    @property
+    def amp(self) -> bool:
+        """insert-amp ran: the script has autocast, a GradScaler and `--precision`."""
+        return self.precision != "none"
 
     @property
     def loss_target(self) -> str:
@@ -99,6 +116,12 @@ class ScriptPlan:
     @property
     def classification(self) -> bool:
         return self.loss in CLASSIFICATION_LOSSES and self.custom_loss is None
+
+    @property
+    def resident_data(self) -> bool:
+        """The data is a built-in dataset, small enough to live on the device (runtime/loader.py's
+        `DeviceLoader`); a file may not be."""
+        return self.dataset is None or not is_file_source(self.dataset)
 
     @property
     def cuda_graphs(self) -> bool:
@@ -119,6 +142,22 @@ class ScriptPlan:
             and self.optimizer in ("Adam", "AdamW", "SGD")
             and not _names(self.optimizer_kwargs) & _OPTIMIZER_MODES
         )
+
+
+def _at(where: str) -> str:
+    """`  # mnist.tl:38` after a statement that a line of the source decides (or nothing)."""
+    return f"  # {where}" if where else ""
+
+
+def train_source(plan: ScriptPlan) -> str:
+    """`train`: its epoch loop carries the train block's line; an FSDP script's saves are
+    folders."""
+    loop = "    for epoch in range(trainer.start_epoch, args.epochs):"
+    text = TRAIN.replace(loop, loop + _at(plan.loop_at))
+    for old, new in _TRAIN_SHARDED if plan.sharded else ():
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    return text
 
 
 def _fill(template: str, **values: object) -> str:
@@ -157,6 +196,11 @@ def _data_name(plan: ScriptPlan) -> str:
     return "synthetic data" if plan.dataset is None else f"`{plan.dataset}`"
 
 
+def data_description(plan: ScriptPlan) -> str:
+    """`digits`, or `synthetic data`: what the script trains on, for its `--help`."""
+    return _data_name(plan).replace("`", "")
+
+
 def settings_source(plan: ScriptPlan) -> str:
     lines = ["# ---- settings: the train block's values; the command line overrides some ----"]
     if plan.recipe.epochs_set:
@@ -170,7 +214,9 @@ def settings_source(plan: ScriptPlan) -> str:
     else:
         lines.append(f"BATCH_SIZE = {plan.batch_size}  # per process")
     lines.append(f"LEARNING_RATE = {plan.learning_rate}")
-    lines.append(f"PRECISION = {py_string(plan.precision)}  # {_PRECISION_NOTES[plan.precision]}")
+    if plan.amp:
+        note = _PRECISION_NOTES[plan.precision]
+        lines.append(f"PRECISION = {py_string(plan.precision)}  # {note}")
     lines.append(f"DISTRIBUTED = {plan.distributed}")
     if plan.fsdp_blocks is not None:
         blocks = ", ".join(py_string(b) for b in plan.fsdp_blocks)
@@ -188,7 +234,14 @@ def settings_source(plan: ScriptPlan) -> str:
     if plan.log_every is not None:
         lines.append(f"LOG_EVERY = {plan.log_every}  # optimizer steps between loss lines")
     mode = py_string(plan.compile_mode) if plan.compile_mode else "None"
-    lines.append(f"COMPILE_MODE: str | None = {mode}  # used on CUDA unless --no-compile")
+    lines.append(f"COMPILE_MODE: str | None = {mode}  # torch.compile's mode on CUDA")
+    choice = "off" if plan.compile_mode is None else "auto" if plan.compile_auto else "on"
+    note = {"off": "`compile = false`", "auto": "the block sets no `compile`"}.get(
+        choice, "`compile` in the block"
+    )
+    lines.append(f"COMPILE = {py_string(choice)}  # {note}; --compile overrides it")
+    lines.append("COMPILE_SECONDS = 13.0  # torch.compile of a small model on an H200")
+    lines.append("COMPILED_STEP_SHARE = 0.3  # a compiled step's time over an eager one's")
     lines.append(f"SEED = {plan.seed}")
     dataset = py_string(plan.dataset) if plan.dataset is not None else "None  # synthetic data"
     lines.append(f"DATASET: str | None = {dataset}")
@@ -235,11 +288,7 @@ def _checkpoint_settings(plan: ScriptPlan) -> list[str]:
 def _schedule_settings(plan: ScriptPlan) -> list[str]:
     if plan.schedule is None:
         return []
-    options = {"name": py_string(plan.schedule), **plan.schedule_kwargs}
-    if plan.schedule in ("warmup", "constant_with_warmup") and not (
-        {"warmup_steps", "warmup_epochs"} & set(options)
-    ):
-        options["warmup_steps"] = "100"
+    options = {"name": py_string(plan.schedule), **plan.schedule_kwargs}  # defaults filled in
     items = ", ".join(f"{py_string(k)}: {v}" for k, v in options.items())
     return [f"LR_SCHEDULE: dict[str, Any] = {{{items}}}  # `lr_schedule`, runtime/recipe.py"]
 
@@ -277,9 +326,9 @@ def loss_source(plan: ScriptPlan) -> str:
             ) -> torch.Tensor:
                 """$written; per-token outputs [B, T, C] are flattened to [B*T, C]."""
                 output, target = output.flatten(0, -2), target.flatten()
-                return $function(output, target$args, reduction=reduction)
+                return $function(output, target$args, reduction=reduction)$at
             ''',
-            default=default, written=written, function=function, args=args,
+            default=default, written=written, function=function, args=args, at=_at(plan.loss_at),
         )  # fmt: skip
     return _fill(
         '''
@@ -288,7 +337,7 @@ def loss_source(plan: ScriptPlan) -> str:
         ) -> torch.Tensor:
             """$written; class labels become one-hot targets of the output's shape."""
             target = _as_float_target(output, target)
-            return $function(output, target$args, reduction=reduction)
+            return $function(output, target$args, reduction=reduction)$at
 
 
         def _as_float_target(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
@@ -296,7 +345,7 @@ def loss_source(plan: ScriptPlan) -> str:
                 target = F.one_hot(target, output.shape[-1])
             return target.to(output.dtype)
         ''',
-        default=default, written=written, function=function, args=args,
+        default=default, written=written, function=function, args=args, at=_at(plan.loss_at),
     )  # fmt: skip
 
 
@@ -308,9 +357,9 @@ def _custom_loss_source(plan: ScriptPlan) -> str:
         '''
         def loss_fn(output: torch.Tensor, ${inputs}target: torch.Tensor) -> torch.Tensor:
             """`loss = $name`: the function `$name` of $source, above."""
-            return $name($args)
+            return $name($args)$at
         ''',
-        inputs=inputs, name=name, source=plan.source, args=args,
+        inputs=inputs, name=name, source=plan.source, args=args, at=_at(plan.loss_at),
     )  # fmt: skip
 
 
@@ -321,68 +370,6 @@ def _tensor_kwarg(name: str, value: str) -> str:
 
 
 # --- command line and setup ------------------------------------------------------------------
-
-
-def parse_args_source(plan: ScriptPlan) -> str:
-    data = _data_name(plan).replace("`", "")
-    checkpoint_default = py_string(f"checkpoints/{program_name(plan)}")
-    return _fill(
-        '''
-        # ---- command line ----
-        def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-            parser = argparse.ArgumentParser(description=$description)
-            parser.add_argument("--epochs", type=int, default=EPOCHS)
-            parser.add_argument("--batch-size", type=int, default=BATCH_SIZE, help="per process")
-            parser.add_argument("--max-steps", type=int, default=None,
-                                help="stop after this many steps (the schedule is unchanged)")
-            parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
-            parser.add_argument("--seed", type=int, default=SEED)
-            parser.add_argument("--metrics", default=None, help="a JSON line per epoch goes here")
-            parser.add_argument("--tensorboard", default=None, help="TensorBoard logs go here")
-            parser.add_argument("--checkpoint-dir", default=$checkpoint_default)
-            parser.add_argument("--resume", default=None, help="a checkpoint to continue from")
-            parser.add_argument("--init-from", default=None, help="start from these weights")
-            parser.add_argument("--evaluate", default=None, metavar="CHECKPOINT",
-                                help="report the validation metrics of a checkpoint; no training")
-            parser.add_argument("--predict", default=None, metavar="INPUT",
-                                help="outputs for a .npz, .pt, .csv or image file")
-            parser.add_argument("--out", default=None, help="--predict writes here, not stdout")
-            parser.add_argument("--export", default=None, metavar="FILE",
-                                help="torch.export the model (.pt2; .onnx with onnx)")$generate
-            parser.add_argument("--data-root", default=None, help="where datasets live")$download
-            parser.add_argument("--no-compile", action="store_true", help="no torch.compile")
-            parser.add_argument("--precision", choices=("auto", "fp32", "fp16", "bf16"),
-                                default=PRECISION, help="auto: bf16 on a bf16 GPU, else fp32")$flags
-            return parser.parse_args(argv)
-        ''',
-        description=py_string(f"Train {plan.model_class} on {data} (from {plan.source})."),
-        checkpoint_default=checkpoint_default,
-        generate=_GENERATE_FLAGS if plan.language_model_data else "",
-        download="" if plan.language_model_data else _DOWNLOAD_FLAG,
-        flags=(_NO_CUDA_GRAPH_FLAG if plan.whole_step_graph else "")
-        + (_CONSOLIDATE_FLAG if plan.sharded else ""),
-    )  # fmt: skip
-
-
-_CONSOLIDATE_FLAG = """
-    parser.add_argument("--consolidate", nargs=2, metavar=("DIR", "OUT.pt"), default=None,
-                        help="write a sharded save's weights as one state dict, then exit")"""
-
-
-_GENERATE_FLAGS = """
-    parser.add_argument("--generate", default=None, metavar="PROMPT",
-                        help="print text the model writes after PROMPT")
-    parser.add_argument("--tokens", type=int, default=200, help="bytes --generate samples")
-    parser.add_argument("--temperature", type=float, default=0.8, help="0: always the likeliest")
-    parser.add_argument("--top-k", type=int, default=40, help="sample among the k likeliest")"""
-
-_DOWNLOAD_FLAG = """
-    parser.add_argument("--download", action="store_true",
-                        help="fetch a missing dataset (HTTPS, sha256-checked)")"""
-
-_NO_CUDA_GRAPH_FLAG = """
-    parser.add_argument("--no-cuda-graph", action="store_true",
-                        help="no whole-step CUDA graph for small resident datasets")"""
 
 
 SEED_EVERYTHING = """
@@ -451,11 +438,44 @@ def trainer_source(plan: ScriptPlan) -> str:
 
 
 def _loader_type(plan: ScriptPlan) -> str:
-    return "WindowLoader" if plan.language_model_data else "DeviceLoader | HostLoader"
+    if plan.language_model_data:
+        return "WindowLoader"
+    return "DeviceLoader" if plan.resident_data else "DeviceLoader | HostLoader"
 
 
 def _info_type(plan: ScriptPlan) -> str:
     return "TokenInfo" if plan.language_model_data else "DataInfo"
+
+
+def _check_labels(plan: ScriptPlan) -> str:
+    if plan.label_classes is None or not plan.classification:
+        return ""
+    model = py_string(plan.model_class)
+    return f"\n    check_labels(train, val, info, classes={plan.label_classes}, model={model})"
+
+
+def image_dataset(plan: ScriptPlan) -> bool:
+    """A named image dataset (MNIST, Fashion-MNIST, CIFAR-10): the one kind `--download` fetches."""
+    return not (
+        plan.language_model_data
+        or plan.dataset is None
+        or plan.dataset == "digits"
+        or plan.dataset in SEQUENCE_TASKS
+        or is_file_source(plan.dataset)
+    )
+
+
+def _load_call(plan: ScriptPlan) -> str:
+    """The call of the runtime/data.py reader this dataset needs, up to its keywords."""
+    if plan.dataset is None:
+        return "load_synthetic("
+    if plan.dataset == "digits":
+        return "load_digits("
+    if plan.dataset in SEQUENCE_TASKS:
+        return "load_sequence_task(DATASET, "
+    if is_file_source(plan.dataset):
+        return "load_file_dataset(DATASET, "
+    return "load_image_dataset(DATASET, download=args.download, "
 
 
 _WINDOW_LOADERS = """
@@ -488,27 +508,28 @@ def build_loaders_source(plan: ScriptPlan) -> str:
             f"    train, val = _per_token(train, {plan.per_token_length}), "
             f"_per_token(val, {plan.per_token_length})"
         )
+    loader_type = _loader_type(plan)
+    make = "DeviceLoader" if plan.resident_data else "make_loader"
     text = _fill(
         """
         def build_loaders(
             args: argparse.Namespace, ctx: DistContext
-        ) -> tuple[DeviceLoader | HostLoader, DeviceLoader | HostLoader, DataInfo]:
+        ) -> tuple[$loader_type, $loader_type, DataInfo]:
             options = DATASET_OPTIONS
-            train, val, info = load_dataset(
-                DATASET, data_root=args.data_root, download=args.download, **options
-            )$per_token
+            train, val, info = ${load}data_root=args.data_root, **options)$at$check$per_token
             shard = {"rank": ctx.rank, "world_size": ctx.world_size, "device": ctx.device}
-            train_loader = make_loader(
+            train_loader = $make(
                 *train, batch_size=args.batch_size, shuffle=True, drop_last=True, seed=args.seed,
                 **shard,
             )  # fmt: skip
-            val_loader = make_loader(
+            val_loader = $make(
                 *val, batch_size=args.batch_size, shuffle=False, even_shards=False, **shard
             )
             return train_loader, val_loader, info
         """,
-        per_token=per_token,
-    )
+        per_token=per_token, loader_type=loader_type, make=make, load=_load_call(plan),
+        at=_at(plan.data_at), check=_check_labels(plan),
+    )  # fmt: skip
     if plan.per_token_length is None:
         return text
     return text + "\n\n\n" + dedent('''
@@ -569,7 +590,8 @@ def build_trainer_source(plan: ScriptPlan) -> str:
             steps_per_epoch = len(train_loader) // GRAD_ACCUM
             args.epochs = planned_epochs(args.epochs, MAX_STEPS, steps_per_epoch)
             $schedule
-            compiled = _maybe_compile(model, args, ctx)$train_model
+            compile_it = _should_compile(model, args, ctx, train_loader, plan)
+            compiled = _maybe_compile(model, compile_it)$train_model
             scaler = make_grad_scaler(plan, ctx.device)
             return Trainer(
                 ctx, model, train_model, compiled, optimizer, scaler, scheduler, plan,
@@ -589,7 +611,7 @@ def build_trainer_source(plan: ScriptPlan) -> str:
 # then never cast to fp32 and log-softmaxed by eager kernels (bench/RESULTS.md, GPT-2).
 _BATCH_LOSS_MODEL = """
     # the step's forward and loss, compiled together; evaluation runs `compiled`
-    train_model = _maybe_compile(BatchLoss(model), args, ctx)"""
+    train_model = _maybe_compile(BatchLoss(model), compile_it)"""
 
 
 def batch_loss_source(plan: ScriptPlan) -> str | None:
@@ -655,9 +677,11 @@ def _graph_build_trainer_source(plan: ScriptPlan) -> str:
             )  # fmt: skip
             scheduler = None  # no `lr_schedule`
             # The captured step replaces torch.compile: it already runs as one graph launch.
-            compiled = model if whole_step else _maybe_compile(model, args, ctx)
-            batch_loss = BatchLoss(model)
-            train_model = batch_loss if whole_step else _maybe_compile(batch_loss, args, ctx)
+            if whole_step:
+                _say(ctx, "compile: off (the whole step is one CUDA graph)")
+            compile_it = not whole_step and _should_compile(model, args, ctx, train_loader, plan)
+            compiled = _maybe_compile(model, compile_it)
+            train_model = _maybe_compile(BatchLoss(model), compile_it)
             return Trainer(
                 ctx, model, train_model, compiled, optimizer, scaler, scheduler, plan,
                 train_loader, val_loader, info, build_recipe(model, ctx), whole_step=whole_step,
@@ -665,7 +689,7 @@ def _graph_build_trainer_source(plan: ScriptPlan) -> str:
 
 
         def _whole_step_graph(
-            model: nn.Module, loader: DeviceLoader | HostLoader,
+            model: nn.Module, loader: $loader,
             scaler: torch.amp.GradScaler | None, args: argparse.Namespace, ctx: DistContext,
         ) -> bool:  # fmt: skip
             """Whether this run captures its whole step in one CUDA graph (runtime/graphs.py)."""
@@ -679,6 +703,7 @@ def _graph_build_trainer_source(plan: ScriptPlan) -> str:
         ''',
         model_class=plan.model_class, model_args=plan.model_args, checkpointed=checkpointed,
         optimizer=plan.optimizer, optimizer_args=optimizer_args, modes=modes,
+        loader=_loader_type(plan),
     )  # fmt: skip
 
 
@@ -704,12 +729,76 @@ def _checkpointed(block: nn.Module, forward: Callable[..., Any]) -> Callable[...
 '''
 
 MAYBE_COMPILE = '''
-def _maybe_compile(model: nn.Module, args: argparse.Namespace, ctx: DistContext) -> nn.Module:
-    """`torch.compile` on CUDA (mode COMPILE_MODE); never on the CPU or with --no-compile."""
-    if COMPILE_MODE is None or args.no_compile or ctx.device.type != "cuda":
-        return model
-    return torch.compile(model, mode=COMPILE_MODE)  # type: ignore[return-value]
+def _should_compile(
+    model: nn.Module, args: argparse.Namespace, ctx: DistContext, loader: $loader,
+    plan: PrecisionPlan,
+) -> bool:  # fmt: skip
+    """Whether to `torch.compile` (mode COMPILE_MODE) on CUDA: when this run repays it.
+
+    `--compile auto` (the default unless the train block sets `compile`) times a few eager
+    forward-backward passes and compiles only if the planned steps would save more than
+    COMPILE_SECONDS; the first line of output says which way it went, and why.
+    """
+    choice = "off" if args.no_compile else args.compile
+    if COMPILE_MODE is None or choice == "off" or ctx.device.type != "cuda":
+        why = "no CUDA device" if ctx.device.type != "cuda" else f"--compile {choice}"
+        _say(ctx, f"compile: off ({'`compile = false`' if COMPILE_MODE is None else why})")
+        return False
+    if choice == "on":
+        _say(ctx, "compile: on (`--compile on`, or `compile` in the train block)")
+        return True
+    steps = len(loader) // GRAD_ACCUM * args.epochs
+    steps = min(steps, args.max_steps) if args.max_steps is not None else steps
+    eager = _eager_step_seconds(model, loader, ctx, plan)
+    saved = steps * eager * (1 - COMPILED_STEP_SHARE)
+    estimate = f"{steps} steps x {eager * 1e3:.1f} ms eager; compiling saves ~{saved:.1f} s"
+    worth = saved >= COMPILE_SECONDS
+    verdict = "more" if worth else "less"
+    _say(ctx, f"compile: {'on' if worth else 'off'} (auto: {estimate}, {verdict} than its "
+              f"~{COMPILE_SECONDS:.0f} s)")  # fmt: skip
+    return worth
+
+
+def _maybe_compile(module: nn.Module, compile_it: bool) -> nn.Module:
+    if not compile_it:
+        return module
+    return torch.compile(module, mode=COMPILE_MODE)  # type: ignore[return-value]
+
+
+def _eager_step_seconds(
+    model: nn.Module, loader: $loader, ctx: DistContext, plan: PrecisionPlan, runs: int = 3
+) -> float:
+    """The time of one eager forward-backward on a training batch; leaves no trace (RNG,
+    gradients and buffers such as BatchNorm's statistics are as they were)."""
+    xb, yb = next(iter(loader))
+    buffers = [b.detach().clone() for b in model.buffers()]
+    with torch.random.fork_rng(devices=[ctx.device]):
+        for run in range(runs + 1):
+            if run == 1:
+                torch.cuda.synchronize(ctx.device)
+                start = time.perf_counter()
+            with autocast(plan, ctx.device):
+                loss = loss_fn(model(xb), $target)
+            loss.backward()
+        torch.cuda.synchronize(ctx.device)
+        elapsed = (time.perf_counter() - start) / runs
+    model.zero_grad(set_to_none=True)
+    with torch.no_grad():
+        for buffer, saved in zip(model.buffers(), buffers, strict=True):
+            buffer.copy_(saved)
+    return elapsed
+
+
+def _say(ctx: DistContext, line: str) -> None:
+    if ctx.is_main:
+        print(line, flush=True)
 '''
+
+
+def maybe_compile_source(plan: ScriptPlan) -> str:
+    text = MAYBE_COMPILE.replace("$target", plan.loss_target)
+    return text.replace("$loader", _loader_type(plan))
+
 
 BUILD_RECIPE = '''
 def build_recipe(model: nn.Module, ctx: DistContext) -> RunRecipe:
@@ -809,73 +898,25 @@ def resume(trainer: Trainer, path: str) -> None:
 # --- the step --------------------------------------------------------------------------------
 
 
-def train_one_epoch_source(plan: ScriptPlan) -> str:
-    log = ""
-    if plan.log_every is not None:
-        log = (
-            dedent("""
-            if trainer.step % LOG_EVERY == 0 and trainer.ctx.is_main:
-                print(f"step {trainer.step}  mean loss so far {loss_sum.item() / batches:.4f}")
-        """)
-            .rstrip("\n")
-            .replace("\n", "\n            ")
-        )
-    return _fill(
-        '''
-        # ---- one epoch of training, one of validation ----
-        def train_one_epoch(
-            trainer: Trainer, epoch: int, max_steps: int | None
-        ) -> tuple[torch.Tensor, int]:
-            """The epoch's mean loss (on the device, not yet synced) and its number of batches."""\
-$graphed
-            model, device = trainer.train_model, trainer.ctx.device
-            model.train()
-            trainer.train_loader.set_epoch(epoch)
-            loss_sum, batches = _carried(trainer)
-            skip = batches  # resumed mid-epoch: these were trained before the interruption
-            batches_used = len(trainer.train_loader) // GRAD_ACCUM * GRAD_ACCUM
-            description = f"epoch {epoch + 1}"
-            bar = progress(trainer.train_loader, total=batches_used, description=description,
-                           enabled=trainer.ctx.is_main)  # fmt: skip
-            for xb, yb in bar:
-                if skip:
-                    skip -= 1
-                    continue
-                if batches == batches_used or _reached(trainer.step, max_steps):
-                    break
-                last_micro_batch = (batches + 1) % GRAD_ACCUM == 0
-                loss_sum += _forward_backward(trainer, xb, yb, sync=last_micro_batch)
-                batches += 1
-                if last_micro_batch:
-                    _optimizer_step(trainer)$log
-                    if trainer.recipe.after_step(trainer.model, trainer.step):
-                        step_validation(trainer, epoch)
-                    if trainer.recipe.stop_reason is not None:
-                        break
-            if batches < batches_used:  # cut short: last.pt keeps what this epoch did so far
-                trainer.carry = (loss_sum, batches)
-            return loss_sum / max(batches, 1), batches
+def epoch_helpers_source(plan: ScriptPlan) -> str:
+    """`_carried` and `_reached`, which the epoch (train_step.py) calls, and the epoch of
+    replays of a captured step."""
+    return _EPOCH_HELPERS.rstrip("\n") + (_GRAPHED_EPOCH if plan.whole_step_graph else "")
 
 
-        def _carried(trainer: Trainer) -> tuple[torch.Tensor, int]:
-            """The loss sum and batches of an epoch resumed in its middle, else nothing yet."""
-            carry, trainer.carry = trainer.carry, None
-            if carry is None:
-                return torch.zeros((), device=trainer.ctx.device), 0
-            return carry
+_EPOCH_HELPERS = '''
+def _carried(trainer: Trainer) -> tuple[torch.Tensor, int]:
+    """The loss sum and batches of an epoch resumed in its middle, else nothing yet."""
+    carry, trainer.carry = trainer.carry, None
+    if carry is None:
+        return torch.zeros((), device=trainer.ctx.device), 0
+    return carry
 
 
-        def _reached(step: int, max_steps: int | None) -> bool:
-            return max_steps is not None and step >= max_steps
-        ''',
-        log=log,
-        graphed=_GRAPHED_BRANCH if plan.whole_step_graph else "",
-    ) + (_GRAPHED_EPOCH if plan.whole_step_graph else "")
+def _reached(step: int, max_steps: int | None) -> bool:
+    return max_steps is not None and step >= max_steps
+'''
 
-
-_GRAPHED_BRANCH = """
-    if trainer.whole_step and trainer.carry is None:  # a resumed cut epoch runs uncaptured
-        return _train_one_epoch_graphed(trainer, epoch, max_steps)"""
 
 _GRAPHED_EPOCH = '''
 
@@ -919,128 +960,8 @@ def _capture_step(trainer: Trainer, loader: DeviceLoader) -> GraphedStep:
     )  # fmt: skip'''
 
 
-def forward_backward_source(plan: ScriptPlan) -> str:
-    mark = "\n    _begin_step()" if plan.cuda_graphs else ""
-    # Losses run in fp32 under autocast already; one micro-batch needs no division.
-    scaled = "loss / GRAD_ACCUM" if plan.grad_accum != 1 else "loss  # GRAD_ACCUM is 1"
-    if not plan.distributed:
-        return _fill(
-            '''
-            def _forward_backward(
-                trainer: Trainer, xb: torch.Tensor, yb: torch.Tensor, sync: bool
-            ) -> torch.Tensor:
-                """Accumulate one micro-batch's gradients."""$mark
-                with autocast(trainer.plan, trainer.ctx.device):
-                    loss = trainer.train_model(xb, yb)  # BatchLoss: forward and loss
-                scaled = $scaled
-                if trainer.scaler is not None:
-                    scaled = trainer.scaler.scale(scaled)
-                scaled.backward()
-                return loss.detach()
-            ''',
-            mark=mark,
-            scaled=scaled,
-        )
-    return _fill(
-        '''
-        def _forward_backward(
-            trainer: Trainer, xb: torch.Tensor, yb: torch.Tensor, sync: bool
-        ) -> torch.Tensor:
-            """Accumulate one micro-batch's gradients; ranks reduce them only on the last one."""
-            model = trainer.train_model$mark
-            with gradient_sync(model, sync):
-                with autocast(trainer.plan, trainer.ctx.device):
-                    loss = loss_fn(model(xb), $target)
-                scaled = $scaled
-                if trainer.scaler is not None:
-                    scaled = trainer.scaler.scale(scaled)
-                scaled.backward()
-            return loss.detach()
-        ''',
-        mark=mark,
-        scaled=scaled,
-        target=plan.loss_target,
-    )
-
-
-BEGIN_STEP = '''
-def _begin_step() -> None:
-    """CUDA graphs (compile mode "reduce-overhead") reuse output memory: mark each step."""
-    if COMPILE_MODE == "reduce-overhead" and torch.cuda.is_available():
-        torch.compiler.cudagraph_mark_step_begin()
-'''
-
-OPTIMIZER_STEP = """
-def _optimizer_step(trainer: Trainer) -> None:
-    optimizer, scaler = trainer.optimizer, trainer.scaler
-    if scaler is not None and GRAD_CLIP is not None:
-        scaler.unscale_(optimizer)
-    if GRAD_CLIP is not None:
-        torch.nn.utils.clip_grad_norm_(trainer.model.parameters(), GRAD_CLIP)
-    if scaler is not None:
-        scaler.step(optimizer)
-        scaler.update()
-    else:
-        optimizer.step()
-    optimizer.zero_grad(set_to_none=True)
-    if trainer.scheduler is not None:
-        trainer.scheduler.step()
-    trainer.step += 1
-"""
-
-
-def evaluate_source(plan: ScriptPlan) -> str:
-    mark = "\n        _begin_step()" if plan.cuda_graphs else ""
-    if plan.reports_metrics:
-        return _metrics_evaluate_source(plan, mark)
-    if plan.classification:
-        return _fill(
-            '''
-            @torch.no_grad()
-            def evaluate(
-                trainer: Trainer, model: nn.Module | None = None
-            ) -> tuple[float, float | None]:
-                """Validation loss and accuracy over the whole split, summed across ranks."""
-                model = trainer.eval_model if model is None else model
-                device = trainer.ctx.device
-                model.eval()
-                totals = torch.zeros(3, device=device)  # loss sum, correct predictions, targets
-                for xb, yb in trainer.val_loader:$mark
-                    with autocast(trainer.plan, device):  # the loss runs in fp32 under it
-                        logits = model(xb)
-                        totals[0] += loss_fn(logits, yb, reduction="sum")
-                    flat_y = yb.flatten()
-                    totals[1] += (logits.flatten(0, -2).argmax(dim=-1) == flat_y).sum()
-                    totals[2] += flat_y.numel()
-                loss_sum, correct, count = all_reduce_sum(totals).tolist()
-                return loss_sum / max(count, 1), correct / max(count, 1)
-            ''',
-            mark=mark,
-        )
-    return _fill(
-        '''
-        @torch.no_grad()
-        def evaluate(
-            trainer: Trainer, model: nn.Module | None = None
-        ) -> tuple[float, float | None]:
-            """Validation loss over the whole split, summed exactly across ranks; no accuracy."""
-            model = trainer.eval_model if model is None else model
-            device = trainer.ctx.device
-            model.eval()
-            totals = torch.zeros(2, device=device)  # loss sum, output elements
-            for xb, yb in trainer.val_loader:$mark
-                with autocast(trainer.plan, device):  # the loss runs in fp32 under it
-                    output = model(xb)
-                    totals[0] += loss_fn(output, yb, reduction="sum")
-                totals[1] += output.numel()
-            loss_sum, count = all_reduce_sum(totals).tolist()
-            return loss_sum / max(count, 1), None
-        ''',
-        mark=mark,
-    )
-
-
-def _metrics_evaluate_source(plan: ScriptPlan, mark: str) -> str:
+def _metrics_evaluate_source(plan: ScriptPlan) -> str:
+    mark = "\n        _begin_step(trainer)" if plan.cuda_graphs else ""
     return _fill(
         '''
         @torch.no_grad()
@@ -1364,16 +1285,6 @@ def _silent(*_args: object, **_kwargs: object) -> None:
 '''
 
 
-def train_source(plan: ScriptPlan) -> str:
-    if not plan.sharded:
-        return TRAIN
-    text = TRAIN
-    for old, new in _TRAIN_SHARDED:
-        assert text.count(old) == 1, old
-        text = text.replace(old, new)
-    return text
-
-
 # The saves of a `distributed = "fsdp"` script are folders (runtime/sharded.py).
 _TRAIN_SHARDED = (
     ("break  # last.pt keeps", "break  # last/ keeps"),
@@ -1465,9 +1376,11 @@ def main_source(plan: ScriptPlan) -> str:
             except ($unavailable) as error:
                 print(f"error: {error}", file=sys.stderr)
                 return 1
-            finally:
-                teardown_distributed()
+            except Exception as error:  # a bug's traceback, with the .tl/.nml lines it passed
+                add_source_notes(error, __file__)
+                raise$teardown
         """,
+        teardown=_TEARDOWN if plan.distributed else "",
         context=context,
         unavailable=_unavailable(plan),
         consolidate=_CONSOLIDATE.replace("$model", f"{plan.model_class}({plan.model_args})")
@@ -1481,6 +1394,11 @@ _CONSOLIDATE = """
             written = consolidate_checkpoint(folder, output, model=$model)
             print(f"wrote the weights of {folder} to {written}")
             return 0"""
+
+
+_TEARDOWN = """
+    finally:
+        teardown_distributed()"""
 
 
 def _unavailable(plan: ScriptPlan) -> str:
@@ -1506,8 +1424,6 @@ def _resume_source(plan: ScriptPlan) -> str:
 
 # Under FSDP, `evaluate` (above, renamed) runs with the whole weights on every rank.
 _GATHERED_EVALUATE = '''
-
-
 def evaluate(trainer: Trainer, model: nn.Module | None = None) -> Any:
     """Validation with every rank holding the whole weights (the model's, or the EMA's):
     ranks may see different numbers of batches, and a sharded forward would wait on
@@ -1517,15 +1433,33 @@ def evaluate(trainer: Trainer, model: nn.Module | None = None) -> Any:
 '''
 
 
-def _sharded_evaluate_source(plan: ScriptPlan) -> str:
-    whole = evaluate_source(plan).replace("def evaluate(", "def _evaluate_whole(", 1)
-    return whole + _GATHERED_EVALUATE.rstrip("\n")
+def _evaluate_sections(
+    plan: ScriptPlan, evaluate_ops: Callable[[ScriptPlan, str], list[Operation]]
+) -> list[str | list[Operation]]:
+    """`evaluate`; under FSDP it is `_evaluate_whole`, which `evaluate` calls with the whole
+    weights gathered."""
+    name = "_evaluate_whole" if plan.sharded else "evaluate"
+    if plan.reports_metrics:
+        whole: str | list[Operation] = _metrics_evaluate_source(plan).replace(
+            "def evaluate(", f"def {name}(", 1
+        )
+    else:
+        whole = evaluate_ops(plan, name)
+    return [whole, _GATHERED_EVALUATE] if plan.sharded else [whole]
 
 
-def loop_sources(plan: ScriptPlan) -> list[str]:
-    """The sections after the models and the loss, in the script's order."""
-    sections: list[str | None] = [
-        parse_args_source(plan),
+def loop_sources(plan: ScriptPlan) -> list[str | list[Operation]]:
+    """The sections after the models, the loss and the command line (train_cli.py), in the
+    script's order."""
+    from tensorloom.passes.train_step import (
+        begin_step_ops,
+        evaluate_ops,
+        forward_backward_ops,
+        optimizer_step_ops,
+        train_one_epoch_ops,
+    )
+
+    sections: list[str | list[Operation] | None] = [
         SEED_EVERYTHING,
         scheduler_source(plan),
         trainer_source(plan),
@@ -1533,22 +1467,118 @@ def loop_sources(plan: ScriptPlan) -> list[str]:
         build_trainer_source(plan),
         batch_loss_source(plan),
         CHECKPOINT_ACTIVATIONS if plan.checkpointed_layers else None,
-        MAYBE_COMPILE,
+        maybe_compile_source(plan),
         build_recipe_source(plan),
         _resume_source(plan),
         RESUME_EXTRA,
-        train_one_epoch_source(plan),
-        forward_backward_source(plan),
-        BEGIN_STEP if plan.cuda_graphs else None,
-        OPTIMIZER_STEP,
-        _sharded_evaluate_source(plan) if plan.sharded else evaluate_source(plan),
+        train_one_epoch_ops(plan),
+        epoch_helpers_source(plan),
+        forward_backward_ops(plan),
+        begin_step_ops() if plan.cuda_graphs else None,
+        optimizer_step_ops(plan),
+        *_evaluate_sections(plan, evaluate_ops),
         EPOCH_RECORD + (SAVES_SHARDED if plan.sharded else SAVES),
         save_if_due_source(plan),
         train_source(plan),
         serve_requests_source(plan),
         main_source(plan),
     ]
-    return [dedent(s).strip("\n") for s in sections if s is not None]
+    return [_section_text(s, plan) if isinstance(s, str) else s for s in sections if s]
+
+
+def _section_text(text: str, plan: ScriptPlan) -> str:
+    text = dedent(text).strip("\n")
+    text = text if plan.amp else without_amp(text)
+    return text if plan.distributed else _one_process(text)
+
+
+# One process reduces nothing: without `distributed`, the script carries no process-group code.
+_ONE_PROCESS = (
+    ("all_reduce_sum(totals)", "totals"),
+    ("all_reduce_mean(train_loss)", "train_loss"),
+    ("\n    barrier()  # no rank closes its connections while another still uses them", ""),
+    ("\n    barrier()", ""),
+)
+
+
+def _one_process(text: str) -> str:
+    for collective, local in _ONE_PROCESS:
+        text = text.replace(collective, local)
+    return text
+
+
+# Without insert-amp's marker the script has no precision plan and no GradScaler: these
+# are its arguments, fields and uses (the `with autocast(...)` blocks are unwrapped, the
+# `if ... scaler is not None:` blocks dropped, by `without_amp`).
+_NO_AMP = (
+    ("optimizer, scaler, scheduler, plan,", "optimizer, scheduler,"),
+    (", train_loader, plan)", ", train_loader)"),
+    ("    plan: PrecisionPlan,\n", ""),
+    (", plan: PrecisionPlan, runs: int = 3", ", runs: int = 3"),
+    ("_eager_step_seconds(model, loader, ctx, plan)", "_eager_step_seconds(model, loader, ctx)"),
+    ("_whole_step_graph(model, train_loader, scaler, args, ctx)",
+     "_whole_step_graph(model, train_loader, args, ctx)"),
+    ("    scaler: torch.amp.GradScaler | None, args: argparse.Namespace, ctx: DistContext,\n",
+     "    args: argparse.Namespace, ctx: DistContext,\n"),
+    ("use_scaler=scaler is not None", "use_scaler=False"),
+    ("(trainer.plan.warning, trainer.info.warning())", "(trainer.info.warning(),)"),
+    ('"optimizer": trainer.optimizer, "scaler": trainer.scaler,',
+     '"optimizer": trainer.optimizer,'),
+    ("optimizer, scaler = trainer.optimizer, trainer.scaler", "optimizer = trainer.optimizer"),
+    ("weights, optimizer, scaler, schedule", "weights, optimizer, schedule"),
+)  # fmt: skip
+_NO_AMP_LINES = (
+    "scaler: torch.amp.GradScaler | None",
+    "plan: PrecisionPlan",
+    "plan = resolve_precision(args.precision, ctx.device)",
+    "scaler = make_grad_scaler(plan, ctx.device)",
+    "scaler=trainer.scaler,",
+)
+
+
+def without_amp(text: str) -> str:
+    """A section's text with no mixed precision: what the script is without insert-amp."""
+    for old, new in _NO_AMP:
+        text = text.replace(old, new)
+    lines = [line for line in text.split("\n") if line.strip() not in _NO_AMP_LINES]
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        stripped = line.strip()
+        block_end = _block_end(lines, i)
+        if stripped.startswith("with autocast("):  # unwrap: the body, one level out
+            out += [body[4:] for body in lines[i + 1 : block_end]]
+            i = block_end
+        elif stripped.startswith("if ") and "scaler is not None" in stripped:
+            i = _drop_else(lines, block_end, out, _indent(line))
+        else:
+            out.append(line)
+            i += 1
+    return "\n".join(out)
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _block_end(lines: list[str], i: int) -> int:
+    """The index after the block the line `i` opens (its more-indented lines)."""
+    j = i + 1
+    while j < len(lines) and (not lines[j].strip() or _indent(lines[j]) > _indent(lines[i])):
+        j += 1
+    while j > i + 1 and not lines[j - 1].strip():  # the blank lines after it are not its
+        j -= 1
+    return j
+
+
+def _drop_else(lines: list[str], j: int, out: list[str], indent: int) -> int:
+    """After a dropped `if`: an `else:` at its indent keeps its body, one level out."""
+    if j < len(lines) and lines[j].strip() == "else:" and _indent(lines[j]) == indent:
+        end = _block_end(lines, j)
+        out += [body[4:] for body in lines[j + 1 : end]]
+        return end
+    return j
 
 
 GUARD = 'if __name__ == "__main__":\n    sys.exit(main())'

@@ -103,4 +103,6 @@ def _deliver(replay: Replay, output: Path | None) -> int:
         sys.stdout.write(replay.stdout)
     else:
         output.write_text(replay.stdout, encoding="utf-8")
+        lines = replay.stdout.count("\n")
+        sys.stderr.write(f"wrote {check_cache.display_path(str(output))} ({lines:,} lines)\n")
     return replay.status

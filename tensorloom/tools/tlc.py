@@ -155,11 +155,12 @@ def compile_command(file: Path, emit: str, output: Path | None, no_cache: bool) 
 @click.option("--master-port", type=click.IntRange(1, 65535), help="a free port on node 0")
 @click.option("--rdzv-endpoint", help="HOST:PORT of a c10d rendezvous (instead of the three above)")
 @click.option("--rdzv-id", help="the job's name at the rendezvous (default: tensorloom)")
+@click.option("--keep", is_flag=True, help="leave the compiled script beside FILE (FILE.py)")
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 @compiler_command
 def run_command(file: Path, nproc: int | None, nnodes: int | None, node_rank: int | None,
                 master_addr: str | None, master_port: int | None, rdzv_endpoint: str | None,
-                rdzv_id: str | None, script_args: tuple[str, ...]) -> int:  # fmt: skip
+                rdzv_id: str | None, keep: bool, script_args: tuple[str, ...]) -> int:  # fmt: skip
     """Compile FILE to a cached script and run it; arguments after `--` go to the script."""
     from tensorloom.tools.run import Launch, run_file
 
@@ -167,7 +168,7 @@ def run_command(file: Path, nproc: int | None, nnodes: int | None, node_rank: in
     problem = launch.problem()
     if problem is not None:
         raise click.UsageError(problem)
-    return run_file(file, nproc, list(script_args), launch)
+    return run_file(file, nproc, list(script_args), launch, keep=keep)
 
 
 def _gpu_memory(_ctx: click.Context, _param: click.Parameter, value: str | None) -> int | None:

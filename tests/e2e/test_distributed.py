@@ -116,7 +116,7 @@ def test_two_rank_checkpoint_resumes_on_one_and_consolidates(runs: dict[str, Pat
     exec(compile(script.read_text(), str(script), "exec"), namespace)  # defines, runs nothing
     net = namespace["Net"]()
     net.load_state_dict(torch.load(out, weights_only=True))  # a plain state dict, all keys
-    _train, (x, y), _info = namespace["load_dataset"]("digits", **namespace["DATASET_OPTIONS"])
+    _train, (x, y), _info = namespace["load_digits"](**namespace["DATASET_OPTIONS"])
     with torch.no_grad():
         loss = F.cross_entropy(net(x), y).item()
     assert loss == pytest.approx(_metrics(root / "two.jsonl")[-1]["val_loss"], abs=1e-5)

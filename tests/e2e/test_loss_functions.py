@@ -97,7 +97,7 @@ def test_reported_validation_figures_are_those_of_the_checkpoint(script: Path) -
     state = torch.load(script.parent / "ckpt" / "last.pt", weights_only=True)
     model.load_state_dict(state["model"])
     model.eval()
-    _, (x, y), _ = emitted.load_dataset("digits", flatten=True)
+    _, (x, y), _ = emitted.load_digits(flatten=True)
     with torch.no_grad():
         out = model(x)
     # the script averages per-batch means weighted by batch size; so does this

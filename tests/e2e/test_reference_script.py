@@ -1,4 +1,4 @@
-"""The hand-written reference script trains, resumes exactly, and runs under torchrun."""
+"""The golden emitted mnist script trains, resumes exactly, and runs under torchrun."""
 
 from __future__ import annotations
 
@@ -12,12 +12,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from tensorloom.backends.runtime import MODULES, inline_source
-
-REFERENCE = Path(__file__).parent / "reference" / "mnist_reference.py"
+REFERENCE = Path(__file__).parent / "reference" / "mnist.py"  # `make golden` writes it
+DDP_SCRIPT = REFERENCE.with_name("train_ddp.py")  # examples/train_ddp.tl: `distributed = true`
 EPOCHS = 6  # the script checkpoints every 5 epochs and after the last
-RUNTIME_BEGIN = "# ---- runtime:"
-RUNTIME_END = "# ---- settings:"
 
 
 def _run(script: Path, tmp: Path, *args: str, env: dict[str, str] | None = None) -> list[dict]:
@@ -72,32 +69,31 @@ def test_resume_after_interruption_matches_uninterrupted_run(
     assert [[r[k] for k in keys] for r in resumed] == [[r[k] for k in keys] for r in full_run[5:]]
 
 
-def test_inlined_runtime_runs_without_tensorloom(full_run: list[dict], tmp_path: Path) -> None:
-    text = REFERENCE.read_text()
-    begin, end = text.index(RUNTIME_BEGIN), text.index(RUNTIME_END)
-    standalone = tmp_path / "standalone.py"
-    standalone.write_text(text[:begin] + inline_source(MODULES) + "\n\n" + text[end:])
+def test_script_runs_without_tensorloom(full_run: list[dict], tmp_path: Path) -> None:
     blocker = tmp_path / "blocker" / "tensorloom"
     blocker.mkdir(parents=True)
     (blocker / "__init__.py").write_text(
         "raise ImportError('the script must not import tensorloom')\n"
     )
     env = {**os.environ, "PYTHONPATH": str(blocker.parent)}
-    records = _run(standalone, tmp_path, "--max-steps", str(2 * full_run[0]["steps"]), env=env)
+    records = _run(REFERENCE, tmp_path, "--max-steps", str(2 * full_run[0]["steps"]), env=env)
     assert [r["train_loss"] for r in records] == [r["train_loss"] for r in full_run[:2]]
 
 
 def test_missing_dataset_is_a_clean_error(tmp_path: Path) -> None:
-    code = (
-        "import sys, runpy; sys.argv = ['x', '--device', 'cpu'];"
-        f"g = runpy.run_path({str(REFERENCE)!r});"
-        "g['DATASET'] = 'mnist';"
-        "g['main'].__globals__['DATASET'] = 'mnist'; sys.exit(g['main']())"
-    )
+    source = REFERENCE.parents[3] / "examples" / "mnist.tl"
+    program = tmp_path / "mnist.tl"
+    text = source.read_text().replace('load_dataset("digits"', 'load_dataset("mnist"')
+    program.write_text(text.replace("Linear(64, 256)", "Linear(784, 256)"))
+    script = tmp_path / "mnist.py"
+    compiled = subprocess.run([sys.executable, "-m", "tensorloom.tools.tlc", "compile",
+                               str(program), "-o", str(script)], capture_output=True, text=True,
+                              check=False)  # fmt: skip
+    assert compiled.returncode == 0, compiled.stderr
     env = {**os.environ, "TENSORLOOM_NO_DOWNLOAD": "1", "HOME": str(tmp_path)}
     env.pop("TENSORLOOM_DATA", None)
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env=env, timeout=120, check=False)  # fmt: skip
+    proc = subprocess.run([sys.executable, str(script), "--device", "cpu"], capture_output=True,
+                          text=True, env=env, timeout=120, check=False)  # fmt: skip
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr
     assert "train-images-idx3-ubyte.gz" in proc.stderr
@@ -107,7 +103,7 @@ def test_missing_dataset_is_a_clean_error(tmp_path: Path) -> None:
 def test_torchrun_two_gloo_processes(full_run: list[dict], tmp_path: Path) -> None:
     metrics, ckpt = tmp_path / "metrics.jsonl", tmp_path / "ckpt"
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
-               "--standalone", str(REFERENCE), "--device", "cpu", "--epochs", "2",
+               "--standalone", str(DDP_SCRIPT), "--device", "cpu", "--epochs", "2",
                "--metrics", str(metrics), "--checkpoint-dir", str(ckpt)]  # fmt: skip
     proc = _run_killable(command, None)
     assert proc.returncode == 0, proc.stderr

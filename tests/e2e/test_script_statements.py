@@ -81,7 +81,8 @@ def test_statements_run_in_order_before_training(tmp_path: Path) -> None:
     script = compile_to(source, tmp_path / "train.py")
     printed = run_script(script, "--device", "cpu", "--max-steps", "1")
     assert printed.splitlines()[:2] == ["first 3", "second 5 74"]
-    assert "epoch 1/1" in printed.splitlines()[2]
+    assert printed.splitlines()[2].startswith("compile: off")  # the compile decision, first
+    assert "epoch 1/1" in printed.splitlines()[3]
     help_text = run_script(script, "--help")  # flags are parsed before the statements run
     assert help_text.startswith("usage:")
     assert "first 3" not in help_text

@@ -1,12 +1,17 @@
 """The Python that emitted training scripts carry, kept here as real, tested modules.
 
+    pasted = paste(["load_digits", "DeviceLoader"])
+    pasted.imports   # [("torch", "", ""), ...]: what the pasted code imports
+    pasted.text      # `load_digits`, `DeviceLoader` and what they reach, nothing else
+
 Each module (`data`, `tokens`, `loader`, `checkpoint`, `metrics`, `distributed`, `amp`,
-`graphs`, `attention`, `recipe`, `serve`, `sharded`) imports only the standard library
+`graphs`, `attention`, `sourcemap`, `recipe`, `serve`,
+`sharded`) imports only the standard library
 and torch at its top, never another runtime module, and no two define the same top-level
-name, so the backend can paste any subset into one script. `inline_source(["data", "loader"])`
-does that pasting: one merged import block, then each module's body under a banner
-naming its file. The script it goes into must start with
-`from __future__ import annotations`, as every module does.
+name. `paste` is the one way a script gets runtime code: a function-level dependency
+analysis (`ast`) finds each top-level definition's references, and the script receives
+the definitions its own code reaches, in their modules' order, with the imports those
+need. The script must start with `from __future__ import annotations`, as every module does.
 
 This package itself never imports torch: the compiler reads these files as text.
 """
@@ -14,16 +19,39 @@ This package itself never imports torch: the compiler reads these files as text.
 from __future__ import annotations
 
 import ast
-from collections.abc import Sequence
-from functools import lru_cache
+import functools
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 RUNTIME_DIR = Path(__file__).resolve().parent
-# In dependency order of the names the modules' users need; all are independent.
+# The order definitions appear in a script.
 MODULES = (
     "distributed", "amp", "data", "tokens", "loader", "checkpoint", "metrics", "graphs",
-    "attention", "recipe", "serve", "sharded",
+    "attention", "sourcemap", "recipe", "serve", "sharded",
 )  # fmt: skip
+
+Import = tuple[str, str, str]
+"""(module, alias, name): `import module as alias` or `from module import name`."""
+
+
+@dataclass(frozen=True, slots=True)
+class Definition:
+    """One top-level statement of a runtime module: what it binds, what it reads."""
+
+    module: str
+    binds: frozenset[str]
+    reads: frozenset[str]
+    text: str  # its source, decorators and the comment lines directly above included
+
+
+@dataclass(frozen=True, slots=True)
+class Pasted:
+    """The runtime code a script reaches: its imports, and its text under module banners."""
+
+    imports: list[Import]
+    text: str
+    definitions: list[Definition]
 
 
 def module_text(name: str) -> str:
@@ -33,64 +61,109 @@ def module_text(name: str) -> str:
     return (RUNTIME_DIR / f"{name}.py").read_text(encoding="utf-8")
 
 
-def split_module(text: str) -> tuple[str, list[str], str]:
-    """(docstring, import statements, body) of a runtime module."""
-    docstring, imports, body = _split_module(text)
-    return docstring, list(imports), body
+@functools.cache
+def definitions() -> tuple[Definition, ...]:
+    """Every module's top-level definitions, in `MODULES` order."""
+    return tuple(d for name in MODULES for d in _module_definitions(name))
 
 
-@lru_cache(maxsize=64)  # a script pastes the same modules each compile
-def _split_module(text: str) -> tuple[str, tuple[str, ...], str]:
-    tree = ast.parse(text)
-    lines = text.splitlines(keepends=True)
-    docstring = ast.get_docstring(tree) or ""
-    imports: list[str] = []
-    body_start = len(lines)
-    for node in tree.body:
-        if _is_docstring(node):
+@functools.cache
+def _imports() -> dict[str, Import]:
+    """Each name a runtime module imports, and the import that binds it."""
+    bound: dict[str, Import] = {}
+    for name in MODULES:
+        for node in ast.parse(module_text(name)).body:
+            for alias in _import_aliases(node):
+                bound.setdefault(alias[0], alias[1])
+    return bound
+
+
+def top_level_names() -> frozenset[str]:
+    """Every name a pasted runtime may bind at a script's top level."""
+    return frozenset(n for d in definitions() for n in d.binds) | frozenset(_imports())
+
+
+def module_summary(name: str) -> str:
+    """The first line of a runtime module's docstring."""
+    docstring = ast.get_docstring(ast.parse(module_text(name))) or ""
+    return docstring.splitlines()[0] if docstring else ""
+
+
+def reachable(roots: Iterable[str]) -> list[Definition]:
+    """The definitions `roots` reach through their references, in `MODULES` order."""
+    owner = {name: d for d in definitions() for name in d.binds}
+    chosen: set[Definition] = set()
+    pending = [owner[n] for n in roots if n in owner]
+    while pending:
+        definition = pending.pop()
+        if definition in chosen:
             continue
-        if not _is_import(node):
-            first_line = _first_line(node) - 1
-            body_start = first_line - len(_leading_comments(lines, first_line))
-            break
-        imports.append("".join(lines[node.lineno - 1 : node.end_lineno]).rstrip())
-    return docstring, tuple(imports), "".join(lines[body_start:]).strip() + "\n"
+        chosen.add(definition)
+        pending += [owner[n] for n in definition.reads if n in owner]
+    return [d for d in definitions() if d in chosen]
 
 
-def inline_source(names: Sequence[str]) -> str:
-    """The named modules pasted into one block of Python: merged imports, then bodies."""
-    parts = [split_module(module_text(name)) for name in names]
-    imports: list[str] = []
-    for _, module_imports, _ in parts:
-        imports += [i for i in module_imports if i not in imports and "__future__" not in i]
-    chunks = [_import_block(imports)]
-    for name, (docstring, _, body) in zip(names, parts, strict=True):
-        chunks.append(_banner(name, docstring) + body)
-    return "\n\n".join(chunks)
+def paste(roots: Iterable[str]) -> Pasted:
+    """The runtime code that `roots` (names a script reads) reach; see the module docstring."""
+    chosen = reachable(roots)
+    bound = _imports()
+    read = {n for d in chosen for n in d.reads}
+    imports = sorted({bound[n] for n in read if n in bound})
+    chunks: list[str] = []
+    for module in MODULES:
+        texts = [d.text for d in chosen if d.module == module]
+        if texts:
+            banner = f"# ---- runtime/{module}.py: {module_summary(module)}".rstrip(": ")
+            chunks.append(banner + "\n" + "\n\n\n".join(texts))
+    return Pasted(imports, "\n\n\n".join(chunks), chosen)
 
 
-def _import_block(imports: list[str]) -> str:
-    """Standard library, then torch, then optional imports, each group sorted."""
-    groups: list[list[str]] = [[], [], []]
-    for statement in imports:
-        groups[_import_group(statement)].append(statement)
-    blocks = ["\n".join(sorted(group, key=_import_order)) for group in groups if group]
-    return "\n\n".join(blocks) + "\n"
+def names_read(source: str) -> frozenset[str]:
+    """Every name `source` mentions (loads, annotations, decorators)."""
+    return frozenset(n.id for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name))
 
 
-def _import_order(statement: str) -> tuple[bool, str]:
-    return statement.startswith("from "), statement
+# ------------------------------------------------------------------------ parsing
 
 
-def _import_group(statement: str) -> int:
-    if statement.startswith("try:"):
-        return 2
-    return 1 if statement.split()[1].split(".")[0] == "torch" else 0
+def _module_definitions(name: str) -> list[Definition]:
+    text = module_text(name)
+    lines = text.splitlines(keepends=True)
+    found: list[Definition] = []
+    for node in ast.parse(text).body:
+        if _is_docstring(node) or isinstance(node, ast.Import | ast.ImportFrom):
+            continue
+        first = _first_line(node) - 1
+        first -= len(_leading_comments(lines, first))
+        source = "".join(lines[first : node.end_lineno]).rstrip()
+        reads = frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name))
+        found.append(Definition(name, _binds(node), reads, source))
+    return found
 
 
-def _banner(name: str, docstring: str) -> str:
-    comment = "\n".join(f"# {line}".rstrip() for line in docstring.splitlines())
-    return f"# {'-' * 20} runtime: {name}.py {'-' * 20}\n{comment}\n\n"
+def _binds(node: ast.stmt) -> frozenset[str]:
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return frozenset([node.name])
+    if isinstance(node, ast.Assign | ast.AnnAssign):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return frozenset(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+    names: set[str] = set()  # a `try:` import with its fallback
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Store):
+            names.add(inner.id)
+        names |= {a[0] for a in _import_aliases(inner)}
+    return frozenset(names)
+
+
+def _import_aliases(node: ast.AST) -> list[tuple[str, Import]]:
+    """(bound name, import) for each name an import statement binds."""
+    if isinstance(node, ast.ImportFrom) and node.module != "__future__":
+        return [(a.asname or a.name, (node.module or "", "", a.name)) for a in node.names]
+    if isinstance(node, ast.Import):
+        return [
+            (a.asname or a.name.split(".")[0], (a.name, a.asname or "", "")) for a in node.names
+        ]
+    return []
 
 
 def _first_line(node: ast.stmt) -> int:
@@ -101,15 +174,6 @@ def _first_line(node: ast.stmt) -> int:
 
 def _is_docstring(node: ast.stmt) -> bool:
     return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
-
-
-def _is_import(node: ast.stmt) -> bool:
-    if isinstance(node, ast.Import | ast.ImportFrom):
-        return True
-    # `try: from tqdm import tqdm / except ImportError: tqdm = None` counts as an import.
-    return isinstance(node, ast.Try) and all(
-        isinstance(stmt, ast.Import | ast.ImportFrom) for stmt in node.body
-    )
 
 
 def _leading_comments(lines: list[str], index: int) -> list[str]:

@@ -91,22 +91,99 @@ def load_dataset(
     download: bool = False,
     **task_kwargs: object,
 ) -> tuple[TensorPair, TensorPair, DataInfo]:
-    """Load a named dataset, a file, a sequence task or synthetic data (see the module doc)."""
+    """Load a named dataset, a file, a sequence task or synthetic data (see the module doc).
+
+    A script calls the one `load_*` below that its dataset needs, so it carries no other.
+    """
+    split = {"split_seed": split_seed, "val_fraction": val_fraction}
     if name_or_path is None:
-        pair, info = _synthetic_dataset(**task_kwargs)  # type: ignore[arg-type]
-        return (*_split(pair, val_fraction, split_seed), info)
+        return load_synthetic(**split, **task_kwargs)  # type: ignore[arg-type]
     name = os.fspath(name_or_path)
     if name in _SEQUENCE_TASKS:
-        pair, info = _sequence_task(name, **task_kwargs)  # type: ignore[arg-type]
-        return (*_split(pair, val_fraction, split_seed), info)
+        return load_sequence_task(name, **split, **task_kwargs)  # type: ignore[arg-type]
     if name == "digits":
-        pair = _flatten_pair(_digits(), flatten)
-        return (*_split(pair, val_fraction, split_seed), _digits_info(flatten))
+        return load_digits(flatten=flatten, **split)
     if name in _IMAGE_DATASETS:
-        train, val, info = _image_dataset(name, _data_roots(data_root), download)
-        return _flatten_pair(train, flatten), _flatten_pair(val, flatten), _flat_info(info, flatten)
-    pair, info = _file_dataset(Path(name), target)
+        return load_image_dataset(name, data_root=data_root, flatten=flatten, download=download)
+    return load_file_dataset(name, target=target, **split)
+
+
+def load_digits(
+    *,
+    data_root: str | os.PathLike[str] | None = None,
+    flatten: bool = False,
+    split_seed: int = 0,
+    val_fraction: float = 0.1,
+) -> tuple[TensorPair, TensorPair, DataInfo]:
+    """scikit-learn's 8x8 digits, a seeded hold-out for validation (`data_root` is unused)."""
+    pair = _flatten_pair(_digits(), flatten)
+    return (*_split(pair, val_fraction, split_seed), _digits_info(flatten))
+
+
+def load_image_dataset(
+    name: str,
+    *,
+    data_root: str | os.PathLike[str] | None = None,
+    flatten: bool = False,
+    download: bool = False,
+) -> tuple[TensorPair, TensorPair, DataInfo]:
+    """MNIST, Fashion-MNIST or CIFAR-10 from its files; fetched when missing with `download`."""
+    train, val, info = _image_dataset(name, _data_roots(data_root), download)
+    return _flatten_pair(train, flatten), _flatten_pair(val, flatten), _flat_info(info, flatten)
+
+
+def load_file_dataset(
+    path: str | os.PathLike[str],
+    *,
+    data_root: str | os.PathLike[str] | None = None,
+    target: str | None = None,
+    split_seed: int = 0,
+    val_fraction: float = 0.1,
+) -> tuple[TensorPair, TensorPair, DataInfo]:
+    """A .npz, .pt or .csv file, a seeded hold-out for validation."""
+    pair, info = _file_dataset(Path(path), target)
     return (*_split(pair, val_fraction, split_seed), info)
+
+
+def load_sequence_task(
+    name: str,
+    *,
+    data_root: str | os.PathLike[str] | None = None,
+    split_seed: int = 0,
+    val_fraction: float = 0.1,
+    **task_kwargs: int,
+) -> tuple[TensorPair, TensorPair, DataInfo]:
+    """`reverse`, `sort` or `copy`: random token sequences, a seeded hold-out."""
+    pair, info = _sequence_task(name, **task_kwargs)
+    return (*_split(pair, val_fraction, split_seed), info)
+
+
+def load_synthetic(
+    *,
+    data_root: str | os.PathLike[str] | None = None,
+    split_seed: int = 0,
+    val_fraction: float = 0.1,
+    **task_kwargs: object,
+) -> tuple[TensorPair, TensorPair, DataInfo]:
+    """Synthetic data (no dataset named): Gaussian inputs, labels from a fixed linear map."""
+    pair, info = _synthetic_dataset(**task_kwargs)  # type: ignore[arg-type]
+    return (*_split(pair, val_fraction, split_seed), info)
+
+
+def check_labels(
+    train: TensorPair, val: TensorPair, info: DataInfo, *, classes: int, model: str
+) -> None:
+    """Class labels must index the model's outputs: say so at load time, not at the first step."""
+    for _, y in (train, val):
+        if y.is_floating_point() or not y.numel():
+            continue
+        low, high = int(y.min()), int(y.max())
+        if low < 0 or high >= classes:
+            raise DatasetUnavailable(
+                f"the labels of {info.name} run from {low} to {high}, but `{model}` has "
+                f"{classes} outputs (classes 0 to {classes - 1}); relabel the data or give "
+                f"the model {high + 1} outputs"
+            )
 
 
 def split_train_val(
@@ -144,9 +221,9 @@ def _flat_info(info: DataInfo, flatten: bool) -> DataInfo:
 
 
 def _digits() -> TensorPair:
-    from sklearn.datasets import load_digits  # only this dataset needs scikit-learn
+    from sklearn import datasets  # only this dataset needs scikit-learn
 
-    bunch = load_digits()
+    bunch = datasets.load_digits()
     images = torch.as_tensor(bunch.images, dtype=torch.float32) / 16.0
     return images.unsqueeze(1), torch.as_tensor(bunch.target, dtype=torch.int64)
 

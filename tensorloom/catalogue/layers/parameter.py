@@ -100,19 +100,4 @@ class ParameterSpec(LayerSpec):
         return {"": self.shape_of(bound)}
 
 
-def parameter_source(shape: Sequence[str], init: object, std: str, mean: str) -> str:
-    """`torch.zeros(1, 1, d)` (the argument of `nn.Parameter`) from source texts."""
-    sizes = ", ".join(shape)
-    if init == "ones":
-        return f"torch.ones({sizes})"
-    if init == "normal":
-        text = f"torch.randn({sizes})"
-        if std not in ("1", "1.0"):
-            text += f" * {std}"
-        if mean not in ("0", "0.0"):
-            text += f" + {mean}"
-        return text
-    return f"torch.zeros({sizes})"
-
-
 SPECS = (ParameterSpec(),)

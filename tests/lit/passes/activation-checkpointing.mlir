@@ -1,5 +1,5 @@
 // Checkpoint the nested-model blocks of a model, or each layer when it has none.
-// RUN: tl-opt %s -p activation-checkpointing | filecheck %s
+// RUN: tl-opt %s -p train-config,activation-checkpointing | filecheck %s
 
 builtin.module {
   nml.model @Block from "lm.tl" {
@@ -30,13 +30,13 @@ builtin.module {
 }
 
 // CHECK:      train.loop @lm on @data {
-// CHECK-NEXT:   train.set "activation_checkpointing" = true
+// CHECK-NEXT:   train.config {{.*}}activation_checkpointing = true{{.*}}
 // CHECK-NEXT:   train.activation_checkpoint @lm ["block1", "block2"]
 // CHECK-NEXT: }
 // CHECK-NEXT: train.loop @mlp on @data {
-// CHECK-NEXT:   train.set "activation_checkpointing" = true
+// CHECK-NEXT:   train.config {{.*}}activation_checkpointing = true{{.*}}
 // CHECK-NEXT:   train.activation_checkpoint @mlp ["fc1", "fc2"]
 // CHECK-NEXT: }
 // CHECK-NEXT: train.loop @lm on @data {
-// CHECK-NEXT:   train.set "activation_checkpointing" = false
+// CHECK-NEXT:   train.config {{.*}}activation_checkpointing = false{{.*}}
 // CHECK-NEXT: }

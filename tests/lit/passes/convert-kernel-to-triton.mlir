@@ -1,4 +1,4 @@
-// kernel ops become the Python constructs they print as: lets assign, reads name, calls call.
+// kernel ops become py statements and expressions inside triton.jit_func: lets assign, reads name, calls call.
 // RUN: tl-opt %s -p convert-kernel-to-triton | filecheck %s
 
 builtin.module {
@@ -42,44 +42,37 @@ builtin.module {
   kernel.launcher @vector_add_launcher for @vector_add {bindings = [["input", "x"], ["input", "y"], ["output", "z"], ["numel", "x"], ["constexpr", "BLOCK"]], grid = [["n", "BLOCK"]], defaults = {BLOCK = 1024 : i64}, pow2 = ["BLOCK"]}
 }
 
+// The kernel's variables stay Python names: a let stores into a py.name, a read is one.
 // CHECK: builtin.module {
 // CHECK-NEXT: triton.jit_func @vector_add attributes {arg_names = ["x_ptr", "y_ptr", "z_ptr", "n", "BLOCK"], param_kinds = ["ptr", "ptr", "ptr", "scalar", "constexpr"]} {
-// CHECK-NEXT: %0 = triton.constant 0 : i64
-// CHECK-NEXT: %1 = triton.call "tl.program_id"(%0) {arg_names = ["axis"]}
-// CHECK-NEXT: triton.assign "pid" = %1
-// CHECK-NEXT: %2 = triton.name "pid"
-// CHECK-NEXT: %3 = triton.name "BLOCK"
-// CHECK-NEXT: %4 = triton.binop "*" %2, %3
-// CHECK-NEXT: %5 = triton.constant 0 : i64
-// CHECK-NEXT: %6 = triton.name "BLOCK"
-// CHECK-NEXT: %7 = triton.call "tl.arange"(%5, %6) {arg_names = ["", ""]}
-// CHECK-NEXT: %8 = triton.binop "+" %4, %7
-// CHECK-NEXT: triton.assign "offsets" = %8
-// CHECK-NEXT: %9 = triton.name "offsets"
-// CHECK-NEXT: %10 = triton.name "n"
-// CHECK-NEXT: %11 = triton.binop "<" %9, %10
-// CHECK-NEXT: triton.assign "mask" = %11
-// CHECK-NEXT: %12 = triton.name "x_ptr"
-// CHECK-NEXT: %13 = triton.name "offsets"
-// CHECK-NEXT: %14 = triton.binop "+" %12, %13
-// CHECK-NEXT: %15 = triton.name "mask"
-// CHECK-NEXT: %16 = triton.call "tl.load"(%14, %15) {arg_names = ["", "mask"]}
-// CHECK-NEXT: triton.assign "x" = %16
-// CHECK-NEXT: %17 = triton.name "y_ptr"
-// CHECK-NEXT: %18 = triton.name "offsets"
-// CHECK-NEXT: %19 = triton.binop "+" %17, %18
-// CHECK-NEXT: %20 = triton.name "mask"
-// CHECK-NEXT: %21 = triton.call "tl.load"(%19, %20) {arg_names = ["", "mask"]}
-// CHECK-NEXT: triton.assign "y" = %21
-// CHECK-NEXT: %22 = triton.name "z_ptr"
-// CHECK-NEXT: %23 = triton.name "offsets"
-// CHECK-NEXT: %24 = triton.binop "+" %22, %23
-// CHECK-NEXT: %25 = triton.name "x"
-// CHECK-NEXT: %26 = triton.name "y"
-// CHECK-NEXT: %27 = triton.binop "+" %25, %26
-// CHECK-NEXT: %28 = triton.name "mask"
-// CHECK-NEXT: %29 = triton.call "tl.store"(%24, %27, %28) {arg_names = ["", "", "mask"]}
-// CHECK-NEXT: triton.expr_stmt %29
+// CHECK-NEXT:   %[[ZERO:.+]] = py.constant 0 : i64
+// CHECK-NEXT:   %[[PROGRAM_ID:.+]] = py.name "tl.program_id"
+// CHECK-NEXT:   %[[PID_VALUE:.+]] = py.call %[[PROGRAM_ID]](axis = %[[ZERO]])
+// CHECK-NEXT:   %[[PID:.+]] = py.name "pid"
+// CHECK-NEXT:   py.assign %[[PID]] = %[[PID_VALUE]]
+// CHECK-NEXT:   %[[PID_READ:.+]] = py.name "pid"
+// CHECK-NEXT:   %[[BLOCK:.+]] = py.name "BLOCK"
+// CHECK-NEXT:   %[[START:.+]] = py.binop "*" %[[PID_READ]], %[[BLOCK]]
+// CHECK-NEXT:   %[[ZERO2:.+]] = py.constant 0 : i64
+// CHECK-NEXT:   %[[BLOCK2:.+]] = py.name "BLOCK"
+// CHECK-NEXT:   %[[ARANGE:.+]] = py.name "tl.arange"
+// CHECK-NEXT:   %[[RANGE:.+]] = py.call %[[ARANGE]](%[[ZERO2]], %[[BLOCK2]])
+// CHECK-NEXT:   %[[OFFSETS_VALUE:.+]] = py.binop "+" %[[START]], %[[RANGE]]
+// CHECK-NEXT:   %[[OFFSETS:.+]] = py.name "offsets"
+// CHECK-NEXT:   py.assign %[[OFFSETS]] = %[[OFFSETS_VALUE]]
+// CHECK-NEXT:   %[[O:.+]] = py.name "offsets"
+// CHECK-NEXT:   %[[N:.+]] = py.name "n"
+// CHECK-NEXT:   %[[LESS:.+]] = py.compare ["<"] %[[O]], %[[N]]
+// CHECK-NEXT:   %[[MASK:.+]] = py.name "mask"
+// CHECK-NEXT:   py.assign %[[MASK]] = %[[LESS]]
+// CHECK:        %[[LOAD:.+]] = py.name "tl.load"
+// CHECK-NEXT:   %[[X_VALUE:.+]] = py.call %[[LOAD]](%{{.+}}, mask = %{{.+}})
+// CHECK-NEXT:   %[[X:.+]] = py.name "x"
+// CHECK-NEXT:   py.assign %[[X]] = %[[X_VALUE]]
+// CHECK:        %[[STORE:.+]] = py.name "tl.store"
+// CHECK-NEXT:   %[[STORED:.+]] = py.call %[[STORE]](%{{.+}}, %{{.+}}, mask = %{{.+}})
+// CHECK-NEXT:   py.expr %[[STORED]]
 // CHECK-NEXT: }
 // CHECK-NEXT: triton.launcher @vector_add_launcher for @vector_add {bindings = [["input", "x"], ["input", "y"], ["output", "z"], ["numel", "x"], ["constexpr", "BLOCK"]], grid = [["n", "BLOCK"]], defaults = {BLOCK = 1024 : i64}, pow2 = ["BLOCK"]}
 // CHECK-NEXT: }
+// CHECK-NOT: kernel.

@@ -14,21 +14,25 @@ builtin.module {
 }
 
 // CHECK:      torch.script {
-// CHECK-NEXT:   torch.import "torch"
+// CHECK-NEXT:   py.import "torch"
 // CHECK-NEXT:   torch.raw "DEVICE = \22cuda\22 if torch.cuda.is_available() else \22cpu\22"
-// CHECK-NEXT:   torch.def @main() {
-// CHECK-NEXT:     %[[ZERO:.*]] = torch.constant 0 : i64
-// CHECK-NEXT:     %{{.*}} = torch.call_function "torch.manual_seed"(%[[ZERO]])
-// CHECK-NEXT:     %[[EIGHT:.*]] = torch.constant 8 : i64
-// CHECK-NEXT:     %[[DEVICE:.*]] = torch.global "DEVICE"
-// CHECK-NEXT:     %x = torch.call_function "torch.randn"(%[[EIGHT]], device = %[[DEVICE]])
-// CHECK-NEXT:     %[[TWO:.*]] = torch.constant 2 : i64
-// CHECK-NEXT:     %y = torch.binop "*" %[[TWO]], %x
-// CHECK-NEXT:     %{{.*}} = torch.call_function "print"(%y)
-// CHECK-NEXT:     torch.return
+// CHECK-NEXT:   py.def @main() {
+// CHECK-NEXT:     %[[ZERO:.*]] = py.constant 0 : i64
+// CHECK-NEXT:     %[[SEED:.*]] = py.name "torch.manual_seed"
+// CHECK-NEXT:     %{{.*}} = py.call %[[SEED]](%[[ZERO]])
+// CHECK-NEXT:     %[[EIGHT:.*]] = py.constant 8 : i64
+// CHECK-NEXT:     %[[DEVICE:.*]] = py.name "DEVICE"
+// CHECK-NEXT:     %[[RANDN:.*]] = py.name "torch.randn"
+// CHECK-NEXT:     %x = py.call %[[RANDN]](%[[EIGHT]], device = %[[DEVICE]])
+// CHECK-NEXT:     %[[TWO:.*]] = py.constant 2 : i64
+// CHECK-NEXT:     %y = py.binop "*" %[[TWO]], %x
+// CHECK-NEXT:     %[[PRINT:.*]] = py.name "print"
+// CHECK-NEXT:     %{{.*}} = py.call %[[PRINT]](%y)
+// CHECK-NEXT:     py.return
 // CHECK-NEXT:   }
 // CHECK-NEXT:   torch.main {
-// CHECK-NEXT:     %{{.*}} = torch.call_function "main"()
+// CHECK-NEXT:     %[[MAIN:.*]] = py.name "main"
+// CHECK-NEXT:     %{{.*}} = py.call %[[MAIN]]()
 // CHECK-NEXT:   }
 // CHECK-NEXT: }
 // CHECK-NOT: train.main

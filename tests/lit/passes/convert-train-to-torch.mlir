@@ -1,14 +1,20 @@
 // A train block and its markers become the script's sections around the model class.
-// RUN: tl-opt %s -p convert-train-to-torch | filecheck %s
+// RUN: tl-opt %s -p train-config,convert-train-to-torch | filecheck %s
 
 builtin.module {
   torch.script from "mnist.tl" {
     torch.module_class @Classifier() : "nn.Module" {
-      torch.submodule "fc1" = "nn.Linear"("64", "10")
-      torch.method @forward(x) {
-      ^bb0(%x: !torch.value):
-        %0 = torch.call_module "fc1"(%x)
-        torch.return %0
+      %linear = py.name "nn.Linear"
+      %in = py.constant 64 : i64
+      %out = py.constant 10 : i64
+      %layer = py.call %linear(%in, %out)
+      torch.submodule "fc1" = %layer
+      py.def @forward(self, x) {
+      ^bb0(%self: !py.object, %x: !py.object):
+        %s = py.name "self"
+        %fc1 = py.attribute %s, "fc1"
+        %0 = py.call %fc1(%x)
+        py.return %0
       }
     }
   }
@@ -26,18 +32,57 @@ builtin.module {
 }
 
 // CHECK:      torch.script from "mnist.tl" {
-// CHECK-NEXT:   torch.from_import "__future__" ["annotations"]
-// CHECK:        torch.from_import "torch.nn.parallel" ["DistributedDataParallel"]
+// CHECK-NEXT:   py.from_import "__future__" ["annotations"]
+// CHECK:        py.from_import "torch.nn.parallel" ["DistributedDataParallel"]
 // CHECK-NEXT:   torch.raw "# Trains `Classifier` on `digits`, as `mnist.tl` says.
-// CHECK:        torch.raw "# ---- runtime/distributed.py
 // CHECK:        torch.raw "# ---- settings: {{.*}}\0AEPOCHS: int | None = 3\0ABATCH_SIZE = 64  {{.*}}\0ALEARNING_RATE = 0.003\0APRECISION = \22bf16\22
 // CHECK-SAME:   DISTRIBUTED = True\0ACHECKPOINT_EVERY: int | None = 2  # epochs
 // CHECK-SAME:   COMPILE_MODE: str | None = \22reduce-overhead\22
 // CHECK-SAME:   DATASET: str | None = \22digits\22\0ADATASET_OPTIONS: dict[str, Any] = {\22flatten\22: True}"
 // CHECK-NEXT:   torch.module_class @Classifier()
 // CHECK:        torch.raw "def loss_fn({{.*}}F.cross_entropy(output, target, label_smoothing=0.1, reduction=reduction)"
+// The command line is py ops: parse_args and one add_argument call per flag (train_cli.py);
+// `--precision` because insert-amp's marker is there, no `--download` for the digits.
+// CHECK-NEXT:   py.comment "---- command line ----"
+// CHECK:        py.def @parse_args(argv : %{{[0-9]+}} = %{{[0-9]+}}) -> %{{[0-9]+}} {
+// CHECK:          %[[PARSER:[0-9]+]] = py.call %{{[0-9]+}}(description = %{{[0-9]+}})
+// CHECK-NEXT:     %[[NAME:[0-9]+]] = py.name "parser"
+// CHECK-NEXT:     py.assign %[[NAME]] = %[[PARSER]]
+// CHECK:          %[[ADD:[0-9]+]] = py.attribute %{{[0-9]+}}, "add_argument"
+// CHECK-NEXT:     %[[FLAG:[0-9]+]] = py.constant "--epochs"
+// CHECK-NEXT:     %[[INT:[0-9]+]] = py.name "int"
+// CHECK-NEXT:     %[[EPOCHS:[0-9]+]] = py.name "EPOCHS"
+// CHECK-NEXT:     %[[CALL:[0-9]+]] = py.call %[[ADD]](%[[FLAG]], type = %[[INT]], default = %[[EPOCHS]])
+// CHECK-NEXT:     py.expr %[[CALL]]
+// CHECK-NOT:      py.constant "--download"
+// CHECK:          py.constant "--precision"
+// CHECK:          %[[PARSE:[0-9]+]] = py.attribute %{{[0-9]+}}, "parse_args"
+// CHECK-NEXT:     %[[ARGV:[0-9]+]] = py.name "argv"
+// CHECK-NEXT:     %[[ARGS:[0-9]+]] = py.call %[[PARSE]](%[[ARGV]])
+// CHECK-NEXT:     py.return %[[ARGS]]
+// CHECK-NEXT:   }
 // CHECK:        torch.raw "def build_trainer({{.*}}torch.optim.AdamW(\0A        decay_param_groups(model, DECAY_GROUPS), lr=LEARNING_RATE, weight_decay=0.01, fused=ctx.device.type == \22cuda\22
-// CHECK:        torch.raw "def _begin_step()
-// CHECK:        torch.raw "if __name__ == \22__main__\22:\0A    sys.exit(main())"
+// The step and evaluation are py ops (train_step.py): DDP's no_sync through `gradient_sync`
+// (insert-ddp's marker), autocast inside it (insert-amp's), the loss beside the DDP model; the
+// step mark for compile mode "reduce-overhead"; evaluation all-reduces its sums.
+// CHECK:        py.def @_forward_backward(trainer : %{{[0-9]+}}, xb : %{{[0-9]+}}, yb : %{{[0-9]+}}, sync : %{{[0-9]+}}) -> %{{[0-9]+}} {
+// CHECK:          %[[SYNC:[0-9]+]] = py.name "gradient_sync"
+// CHECK-NEXT:     %[[CTX:[0-9]+]] = py.call %[[SYNC]](%{{[0-9]+}}, %{{[0-9]+}})
+// CHECK-NEXT:     py.with %[[CTX]] {
+// CHECK:            %[[AUTOCAST:[0-9]+]] = py.name "autocast"
+// CHECK-NEXT:       %[[AMP:[0-9]+]] = py.call %[[AUTOCAST]](%{{[0-9]+}}, %{{[0-9]+}})
+// CHECK-NEXT:       py.with %[[AMP]] {
+// CHECK:              py.name "loss_fn"
+// CHECK:        py.def @_begin_step(trainer : %{{[0-9]+}}) -> %{{[0-9]+}} {
+// CHECK:          py.name "torch.compiler.cudagraph_mark_step_begin"
+// CHECK:        py.def @_optimizer_step(trainer : %{{[0-9]+}}) -> %{{[0-9]+}} {
+// CHECK-NOT:      "clip_grad_norm_"
+// CHECK:          py.attribute %{{[0-9]+}}, "update"
+// CHECK:        py.def @evaluate(trainer : %{{[0-9]+}}, model : %{{[0-9]+}} = %{{[0-9]+}}) -> %{{[0-9]+}} decorators [%{{[0-9]+}}] {
+// CHECK:            py.name "autocast"
+// CHECK:          %[[REDUCE:[0-9]+]] = py.name "all_reduce_sum"
+// CHECK-NEXT:     py.call %[[REDUCE]](%{{[0-9]+}})
+// CHECK:        torch.runtime []
+// CHECK-NEXT:   torch.raw "if __name__ == \22__main__\22:\0A    sys.exit(main())"
 // CHECK-NEXT: }
 // CHECK-NOT:  train.loop

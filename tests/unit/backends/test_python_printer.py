@@ -18,6 +18,7 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.ir import Operation, SSAValue
 
 from tensorloom.backends.python_printer import Import, NameScope, format_imports, print_python
+from tensorloom.dialects import py
 from tensorloom.dialects import torch as t
 
 # ------------------------------------------------------------------ helpers
@@ -26,8 +27,8 @@ from tensorloom.dialects import torch as t
 def function(
     name: str, params: Sequence[str], build: Callable[[list[SSAValue]], list[Operation]]
 ) -> ModuleOp:
-    """A module holding `torch.def @name(params)` whose body `build` makes."""
-    op = t.DefOp(name, params)
+    """A module holding `py.def @name(params)` whose body `build` makes."""
+    op = py.DefOp(name, params)
     block = op.body.block
     block.add_ops(build(list(block.args)))
     return ModuleOp([t.ScriptOp([op], "test.tl")])
@@ -39,8 +40,21 @@ def run(module: ModuleOp, name: str, *args: Any, env: dict[str, Any] | None = No
     return namespace[name](*args)
 
 
-def const(value: int) -> t.ConstantOp:
-    return t.ConstantOp(IntegerAttr(value, i64))
+def const(value: int) -> py.ConstantOp:
+    return py.ConstantOp(IntegerAttr(value, i64))
+
+
+def binop(operator: str, lhs: SSAValue, rhs: SSAValue) -> Operation:
+    if operator in py.COMPARISON_OPERATORS:
+        return py.CompareOp(operator, [lhs, rhs])
+    return py.BinOp(operator, lhs, rhs)
+
+
+def call(callee: str, args: Sequence[SSAValue]) -> tuple[list[Operation], SSAValue]:
+    """`callee(args)`: its ops, and its value."""
+    name = py.NameOp(callee)
+    made = py.CallOp(name.result, args)
+    return [name, made], made.result
 
 
 def hinted(op: Operation, hint: str) -> Operation:
@@ -84,10 +98,10 @@ def test_child_scope_avoids_the_parents_names() -> None:
 def test_hints_that_are_keywords_or_builtins_get_other_names() -> None:
     def body(args: list[SSAValue]) -> list[Operation]:
         one = const(1)
-        a = hinted(t.BinaryOp("+", args[0], one.result), "class")
-        b = hinted(t.BinaryOp("*", a.results[0], args[0]), "list")
-        c = hinted(t.BinaryOp("-", b.results[0], a.results[0]), "print")
-        return [one, a, b, c, t.ReturnOp([c.results[0], a.results[0]])]
+        a = hinted(binop("+", args[0], one.result), "class")
+        b = hinted(binop("*", a.results[0], args[0]), "list")
+        c = hinted(binop("-", b.results[0], a.results[0]), "print")
+        return [one, a, b, c, py.ReturnOp([c.results[0], a.results[0]])]
 
     module = function("f", ["x"], body)
     assert run(module, "f", 3) == ((3 + 1) * 3 - 4, 4)
@@ -100,10 +114,10 @@ def test_a_dead_name_is_reused_and_a_live_one_is_not() -> None:
 
     def body(args: list[SSAValue]) -> list[Operation]:
         one = const(1)
-        x1 = hinted(t.BinaryOp("+", args[0], one.result), "x")  # old x still read below
-        x2 = hinted(t.BinaryOp("*", x1.results[0], args[0]), "x")  # last read of the param
-        x3 = hinted(t.BinaryOp("-", x2.results[0], one.result), "x")
-        return [one, x1, x2, x3, t.ReturnOp([x3.results[0]])]
+        x1 = hinted(binop("+", args[0], one.result), "x")  # old x still read below
+        x2 = hinted(binop("*", x1.results[0], args[0]), "x")  # last read of the param
+        x3 = hinted(binop("-", x2.results[0], one.result), "x")
+        return [one, x1, x2, x3, py.ReturnOp([x3.results[0]])]
 
     module = function("f", ["x"], body)
     assert run(module, "f", 5) == (5 + 1) * 5 - 1
@@ -113,12 +127,13 @@ def test_a_dead_name_is_reused_and_a_live_one_is_not() -> None:
 def test_module_level_names_are_not_shadowed() -> None:
     """A local never takes the name of a class, function or import of the file."""
     helper = t.RawOp("def scale(v):\n    return 2 * v\n")
-    f = t.DefOp("f", ["x"])
+    f = py.DefOp("f", ["x"])
     (x,) = f.body.block.args
-    call = hinted(t.CallFunctionOp("scale", [x]), "scale")
-    again = hinted(t.CallFunctionOp("scale", [call.results[0]]), "torch")
-    f.body.block.add_ops([call, again, t.ReturnOp([again.results[0], call.results[0]])])
-    module = ModuleOp([t.ScriptOp([t.ImportOp("math"), helper, f])])
+    first_ops, first = call("scale", [x])
+    again_ops, again = call("scale", [first])
+    first.name_hint, again.name_hint = "scale", "torch"
+    f.body.block.add_ops([*first_ops, *again_ops, py.ReturnOp([again, first])])
+    module = ModuleOp([t.ScriptOp([py.ImportOp("math"), helper, f])])
     assert run(module, "f", 3) == (12, 6)
     assert not {"scale", "torch", "math"} & set(assigned_names(module))
 
@@ -130,10 +145,10 @@ def test_inlining_keeps_the_order_of_calls_with_effects() -> None:
     """`record(b)` comes before `record(a)` in the IR; Python must call them so too."""
 
     def body(args: list[SSAValue]) -> list[Operation]:
-        b = t.CallFunctionOp("record", [args[1]])
-        a = t.CallFunctionOp("record", [args[0]])
-        pair = t.CallFunctionOp("pair", [a.result, b.result])
-        return [b, a, pair, t.ReturnOp([pair.result])]
+        b_ops, b = call("record", [args[1]])
+        a_ops, a = call("record", [args[0]])
+        pair_ops, pair = call("pair", [a, b])
+        return [*b_ops, *a_ops, *pair_ops, py.ReturnOp([pair])]
 
     calls: list[str] = []
 
@@ -149,10 +164,10 @@ def test_inlining_keeps_the_order_of_calls_with_effects() -> None:
 def test_single_use_values_inline_into_one_expression() -> None:
     def body(args: list[SSAValue]) -> list[Operation]:
         one = const(1)
-        a = t.BinaryOp("+", args[0], one.result)
-        b = t.CallFunctionOp("abs", [a.result])
-        c = t.UnaryOp("-", b.result)
-        return [one, a, b, c, t.ReturnOp([c.result])]
+        a = binop("+", args[0], one.result)
+        b_ops, b = call("abs", [a.results[0]])
+        c = py.UnaryOp("-", b)
+        return [one, a, *b_ops, c, py.ReturnOp([c.result])]
 
     module = function("f", ["x"], body)
     assert run(module, "f", -5) == -4
@@ -163,9 +178,9 @@ def test_short_circuit_right_sides_are_not_evaluated_early() -> None:
     """`a and g(b)`: the call on the right must not run when `a` is false."""
 
     def body(args: list[SSAValue]) -> list[Operation]:
-        call = t.CallFunctionOp("boom", [args[1]])
-        both = t.BinaryOp("and", args[0], call.result)
-        return [call, both, t.ReturnOp([both.result])]
+        boom_ops, boom = call("boom", [args[1]])
+        both = binop("and", args[0], boom)
+        return [*boom_ops, both, py.ReturnOp([both.results[0]])]
 
     called: list[int] = []
     env = {"boom": lambda v: called.append(v) or v}
@@ -215,12 +230,12 @@ def build(tree: Any, ops: list[Operation]) -> SSAValue:
         return leaf.result
     if tree[0] == "neg":
         operand = build(tree[1], ops)
-        ops.append(neg := t.UnaryOp("-", operand))
+        ops.append(neg := py.UnaryOp("-", operand))
         return neg.result
     lhs = build(tree[1], ops)
     rhs = build(tree[2], ops)
-    ops.append(binary := t.BinaryOp(tree[0], lhs, rhs))
-    return binary.result
+    ops.append(binary := binop(tree[0], lhs, rhs))
+    return binary.results[0]
 
 
 @settings(max_examples=60, deadline=None)
@@ -229,7 +244,7 @@ def test_printed_expressions_keep_the_tree_s_meaning(tree: Any) -> None:
     def body(_: list[SSAValue]) -> list[Operation]:
         ops: list[Operation] = []
         result = build(tree, ops)
-        return [*ops, t.ReturnOp([result])]
+        return [*ops, py.ReturnOp([result])]
 
     assert run(function("f", [], body), "f") == evaluate(tree)
 
@@ -239,15 +254,14 @@ def test_printed_expressions_keep_the_tree_s_meaning(tree: Any) -> None:
 
 def test_indexing_slices_and_containers() -> None:
     def body(args: list[SSAValue]) -> list[Operation]:
-        none = t.ConstantOp(t.NoneAttr())
         one, minus = const(1), const(-1)
-        sl = t.SliceOp(one.result, none.result, none.result)
-        item = t.GetItemOp(args[0], [sl.result, minus.result])
-        full = t.SliceOp(none.result, none.result, minus.result)
-        rev = t.GetItemOp(args[0], [full.result])
-        pair = t.TupleOp([item.result])
-        lst = t.ListOp([pair.result, rev.result])
-        return [none, one, minus, sl, item, full, rev, pair, lst, t.ReturnOp([lst.result])]
+        sl = py.SliceOp(one.result)
+        item = py.SubscriptOp(args[0], [sl.result, minus.result])
+        full = py.SliceOp(step=minus.result)
+        rev = py.SubscriptOp(args[0], [full.result])
+        pair = py.TupleOp([item.result])
+        lst = py.ListOp([pair.result, rev.result])
+        return [one, minus, sl, item, full, rev, pair, lst, py.ReturnOp([lst.result])]
 
     class Grid:
         def __getitem__(self, key: Any) -> Any:
@@ -281,16 +295,28 @@ def test_imports_are_sorted_in_sections() -> None:
     ]
 
 
+def self_attr(name: str) -> list[Operation]:
+    self_name = py.NameOp("self")
+    return [self_name, py.AttributeOp(self_name.result, name)]
+
+
 def test_output_is_deterministic_and_valid_python() -> None:
     def make() -> ModuleOp:
-        cls = t.ModuleClassOp("Net", [("width", "4")], [t.SubmoduleOp("fc", "Lin", ["width"])])
-        method = t.MethodOp("forward", ["x"])
-        (x,) = method.body.block.args
-        call = t.CallModuleOp("fc", [x])
-        p = t.ConstantOp(t.NoneAttr())
-        method.body.block.add_ops([call, p, t.ReturnOp([call.result])])
+        four = py.NameOp("width")
+        lin = call("Lin", [four.result])
+        cls = t.ModuleClassOp(
+            "Net", [("width", (width := const(4)).result)],
+            [four, *lin[0], t.SubmoduleOp("fc", lin[1])],
+        )  # fmt: skip
+        method = py.DefOp("forward", ["self", "x"])
+        (_, x) = method.body.block.args
+        fc = self_attr("fc")
+        forward = py.CallOp(fc[-1].results[0], [x])
+        p = py.ConstantOp(py.NoneAttr())
+        method.body.block.add_ops([*fc, forward, p, py.ReturnOp([forward.result])])
         cls.body.block.add_op(method)
-        return ModuleOp([t.ScriptOp([t.ImportOp("torch"), cls, t.MainOp()], "net.tl")])
+        ops = [py.ImportOp("torch"), width, cls, t.MainOp()]
+        return ModuleOp([t.ScriptOp(ops, "net.tl")])
 
     first, second = print_python(make()), print_python(make())
     assert first == second
@@ -298,19 +324,27 @@ def test_output_is_deterministic_and_valid_python() -> None:
     assert [type(node).__name__ for node in tree.body] == ["Import", "ImportFrom", "ClassDef", "If"]
     assert first.splitlines()[0].startswith("# Generated by TensorLoom")
     assert "net.tl" in first.splitlines()[0]
+    assert "    def __init__(self, width=4):\n        super().__init__()\n" in first
+    assert "        self.fc = Lin(width)\n\n    def forward(self, x):\n" in first
+    assert "        return self.fc(x)\n" in first
 
 
 def test_a_module_class_runs_like_a_hand_written_one() -> None:
+    one, none = const(1), py.ConstantOp(py.NoneAttr())
+    two = const(2)
+    doubled = binop("*", (start := py.NameOp("start")).result, two.result)
+    total = binop("+", (start2 := py.NameOp("start")).result, (step := py.NameOp("step")).result)
     cls = t.ModuleClassOp(
         "Counter",
-        [("start", "1"), ("step", "None")],
-        [t.ParamDefaultOp("step", "start * 2"), t.FieldOp("total", "start + step")],
-    )
-    method = t.MethodOp("forward", ["x"])
-    (x,) = method.body.block.args
-    total = t.SelfAttrOp("total")
-    add = t.BinaryOp("+", x, total.result)
-    method.body.block.add_ops([total, add, t.ReturnOp([add.result])])
+        [("start", one.result), ("step", none.result)],
+        [start, doubled, t.ParamDefaultOp("step", doubled.results[0]),
+         start2, step, total, t.FieldOp("total", total.results[0])],
+    )  # fmt: skip
+    method = py.DefOp("forward", ["self", "x"])
+    (_, x) = method.body.block.args
+    read = self_attr("total")
+    add = binop("+", x, read[-1].results[0])
+    method.body.block.add_ops([*read, add, py.ReturnOp([add.results[0]])])
     cls.body.block.add_op(method)
 
     class Base:
@@ -318,7 +352,10 @@ def test_a_module_class_runs_like_a_hand_written_one() -> None:
             pass
 
     namespace: dict[str, Any] = {"nn": type("nn", (), {"Module": Base})}
-    module = ModuleOp([t.ScriptOp([cls])])
-    exec(compile(print_python(module), "<printed>", "exec"), namespace)
+    module = ModuleOp([t.ScriptOp([one, none, two, cls])])
+    text = print_python(module)
+    assert "    def __init__(self, start=1, step=None):\n" in text
+    assert "        if step is None:\n            step = start * 2\n" in text
+    exec(compile(text, "<printed>", "exec"), namespace)
     assert namespace["Counter"]().forward(10) == 10 + 1 + 2
     assert namespace["Counter"](start=3, step=1).forward(0) == 4

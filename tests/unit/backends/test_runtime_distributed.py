@@ -1,4 +1,5 @@
-"""runtime/distributed.py's launch environment and runtime/sharded.py's checkpoint folders.
+"""runtime/distributed.py's launch environment and `gradient_sync`, and runtime/sharded.py's
+checkpoint folders.
 
 The sharded save and load run here in one process, in a process group of one
 (gloo on an in-process store, as a `python script.py` FSDP run has); the 2-rank
@@ -7,6 +8,7 @@ saves and their resumption on one rank are tests/e2e/test_distributed.py's.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -194,3 +196,18 @@ def test_resolve_rejects_what_it_cannot_resume(tmp_path: Path) -> None:
         resolve_sharded_checkpoint(tmp_path / "last.pt")
     with pytest.raises(ShardedCheckpointError, match="holds no complete sharded checkpoint"):
         resolve_sharded_checkpoint(tmp_path)
+
+
+def test_a_plain_module_or_the_last_micro_batch_enters_nothing() -> None:
+    model = torch.nn.Linear(2, 1)
+    assert isinstance(gradient_sync(model, sync=False), contextlib.nullcontext)
+    assert isinstance(gradient_sync(model, sync=True), contextlib.nullcontext)
+
+
+@pytest.mark.usefixtures("group")
+def test_ddp_skips_the_sync_until_the_last_micro_batch() -> None:
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 1))
+    with gradient_sync(model, sync=False):
+        assert model.require_backward_grad_sync is False  # inside DDP's no_sync()
+    assert model.require_backward_grad_sync is True
+    assert isinstance(gradient_sync(model, sync=True), contextlib.nullcontext)

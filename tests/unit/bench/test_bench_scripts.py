@@ -223,8 +223,12 @@ def test_emitted_lm_is_the_handwritten_baseline(tmp_path: Path, lm: ModuleType) 
     hand = lm.TransformerLM(cfg).eval()
     renamed = {}
     # nn.MultiheadAttention's packed q/k/v projection is the emitted SelfAttention's c_attn
-    attention = {"in_proj_weight": "c_attn.weight", "in_proj_bias": "c_attn.bias",
-                 "out_proj.weight": "c_proj.weight", "out_proj.bias": "c_proj.bias"}
+    attention = {
+        "in_proj_weight": "c_attn.weight",
+        "in_proj_bias": "c_attn.bias",
+        "out_proj.weight": "c_proj.weight",
+        "out_proj.bias": "c_proj.bias",
+    }
     for name, value in hand.state_dict().items():
         name = name.replace("token_emb.", "embed.").replace("pos_emb.", "pos.")
         for old, new in attention.items():
@@ -398,10 +402,22 @@ def test_emitted_gpt2_trains_as_the_handwritten_loop(tmp_path: Path, gpt2_train)
 
 
 def test_report_gpt2_rows(tmp_path: Path, report: ModuleType) -> None:
-    hand = {"bench": "gpt2", "impl": "handwritten", "setting": "bf16+compile(default)",
-            "tokens_per_s": 400_000.0, "ms_per_step": 40.96, "losses": [3.0] * 200}
-    tl = {"bench": "gpt2", "impl": "tensorloom", "setting": "TensorLoom defaults",
-          "tokens_per_s": 440_000.0, "ms_per_step": 37.2, "train_losses": [3.01] * 8}
+    hand = {
+        "bench": "gpt2",
+        "impl": "handwritten",
+        "setting": "bf16+compile(default)",
+        "tokens_per_s": 400_000.0,
+        "ms_per_step": 40.96,
+        "losses": [3.0] * 200,
+    }
+    tl = {
+        "bench": "gpt2",
+        "impl": "tensorloom",
+        "setting": "TensorLoom defaults",
+        "tokens_per_s": 440_000.0,
+        "ms_per_step": 37.2,
+        "train_losses": [3.01] * 8,
+    }
     env = {"kind": "env", "matmul_tflops": 800.0}
     text = report.render([env, hand, tl])
     row = table_rows(text, "TensorLoom defaults")[0]

@@ -32,7 +32,7 @@ def test_importing_the_dialects_compiles_no_format() -> None:
     probe = (
         "import sys\n"
         "import tensorloom.dialects.nml, tensorloom.dialects.train, tensorloom.dialects.kernel\n"
-        "import tensorloom.dialects.torch, tensorloom.dialects.triton\n"
+        "import tensorloom.dialects.torch, tensorloom.dialects.triton, tensorloom.dialects.py\n"
         "print('xdsl.irdl.declarative_assembly_format' in sys.modules)\n"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)

@@ -35,21 +35,7 @@ train.dataset @data = "digits" {flatten = true} {option_locs = []}
 train.loop @net on @data {
   train.autocast "float64"
 }
-// CHECK: autocast dtype must be one of "float16", "bfloat16", "auto", got "float64"
-
-// -----
-
-train.loop @net on @data {
-  train.process_group "mpi"
-}
-// CHECK: process group backend must be one of "nccl", "gloo", got "mpi"
-
-// -----
-
-train.loop @net on @data {
-  train.rank_zero_only []
-}
-// CHECK: rank_zero_only needs at least one action
+// CHECK: autocast dtype must be one of "float16", "bfloat16", "float32", "auto", got "float64"
 
 // -----
 
@@ -67,5 +53,19 @@ train.loop @net on @data {
 
 // -----
 
-train.grad_scaler
-// CHECK: 'train.grad_scaler' expects parent op 'train.loop'
+train.autocast "float16"
+// CHECK: 'train.autocast' expects parent op 'train.loop'
+
+// -----
+
+train.loop @net on @data {
+  train.config {epochs = 10 : i64}
+}
+// CHECK: train.config lacks batch_size, batch_size_set,
+
+// -----
+
+train.loop @net on @data {
+  train.config {epochs = "ten", batch_size = 64 : i64, batch_size_set = false, optimizer = "Adam", optimizer_args = {}, loss = "CrossEntropy", loss_args = {}, loss_fn = false, precision = "auto", distributed = false, compile = "auto", compile_mode = "reduce-overhead", lr_schedule = "none", lr_schedule_args = {}, grad_clip = none, grad_accum = 1 : i64, decay_groups = true, ema = none, early_stopping = none, keep_best = none, eval_every = none, max_steps = none, seed = 0 : i64, activation_checkpointing = false, val_every = 1 : i64, log_every = none, metrics = [], checkpoint_every = none, checkpoint_unit = "epochs"}
+}
+// CHECK: train.config field `epochs` must be int

@@ -15,13 +15,8 @@ builtin.module {
     train.set "precision" = "fp16"
     train.checkpoint every 5 "epochs"
     train.autocast "float16"
-    train.grad_scaler
-    train.process_group "nccl"
     train.ddp_wrap @net
     train.fsdp_shard @net ["h", "enc"]
-    train.distributed_sampler @data shuffle
-    train.distributed_sampler @data
-    train.rank_zero_only ["logging", "checkpoint"]
     train.compile @net mode "max-autotune"
     train.activation_checkpoint @net ["block1"]
   }
@@ -42,13 +37,8 @@ builtin.module {
 // CHECK-NEXT: train.set "precision" = "fp16"
 // CHECK-NEXT: train.checkpoint every 5 "epochs"
 // CHECK-NEXT: train.autocast "float16"
-// CHECK-NEXT: train.grad_scaler
-// CHECK-NEXT: train.process_group "nccl"
 // CHECK-NEXT: train.ddp_wrap @net
 // CHECK-NEXT: train.fsdp_shard @net ["h", "enc"]
-// CHECK-NEXT: train.distributed_sampler @data shuffle
-// CHECK-NEXT: train.distributed_sampler @data
-// CHECK-NEXT: train.rank_zero_only ["logging", "checkpoint"]
 // CHECK-NEXT: train.compile @net mode "max-autotune"
 // CHECK-NEXT: train.activation_checkpoint @net ["block1"]
 // CHECK-NEXT: }

@@ -1,0 +1,98 @@
+"""A few helpers that build `py` ops in order, for the lowerings that write Python.
+
+    b = PyBuilder()
+    parser = b.call("argparse.ArgumentParser", description=b.const("Train Net."))
+    b.assign("parser", parser)
+    b.expr(b.call(b.attr(b.name("parser"), "add_argument"), b.const("--epochs"),
+                  type=b.name("int")))
+    b.ops    # the ops, in order: expressions before the statements that use them
+
+Each expression helper appends its op and returns its value; a statement helper
+appends the statement. The printer (backends/python_printer.py) inlines each
+single-use value into the statement that uses it.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, StringAttr, f64, i1, i64
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from tensorloom.dialects import py
+
+Literal = int | float | str | bool | None
+
+
+class PyBuilder:
+    """Appends `py` ops to `ops`; see the module docstring."""
+
+    def __init__(self) -> None:
+        self.ops: list[Operation] = []
+
+    def add(self, op: Operation) -> SSAValue:
+        self.ops.append(op)
+        return op.results[0]
+
+    def stmt(self, op: Operation) -> None:
+        self.ops.append(op)
+
+    # --- expressions
+
+    def name(self, id: str) -> SSAValue:
+        return self.add(py.NameOp(id))
+
+    def const(self, value: Literal) -> SSAValue:
+        return self.add(py.ConstantOp(literal_attr(value)))
+
+    def value(self, value: Literal | tuple[Literal, ...] | SSAValue) -> SSAValue:
+        """A literal (a tuple of them too) as a value; a value as it is."""
+        if isinstance(value, SSAValue):
+            return value
+        if isinstance(value, tuple):
+            return self.add(py.TupleOp([self.value(v) for v in value]))
+        return self.const(value)
+
+    def attr(self, value: SSAValue, name: str) -> SSAValue:
+        return self.add(py.AttributeOp(value, name))
+
+    def call(
+        self,
+        callee: str | SSAValue,
+        *args: SSAValue,
+        **kwargs: SSAValue,
+    ) -> SSAValue:
+        function = self.name(callee) if isinstance(callee, str) else callee
+        names = [""] * len(args) + list(kwargs)
+        return self.add(py.CallOp(function, [*args, *kwargs.values()], names))
+
+    def subscript(self, value: SSAValue, *indices: SSAValue) -> SSAValue:
+        return self.add(py.SubscriptOp(value, list(indices)))
+
+    def binop(self, operator: str, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
+        return self.add(py.BinOp(operator, lhs, rhs))
+
+    # --- statements
+
+    def comment(self, text: str) -> None:
+        self.stmt(py.CommentOp(text))
+
+    def expr(self, value: SSAValue) -> None:
+        self.stmt(py.ExprOp(value))
+
+    def assign(self, target: str | SSAValue, value: SSAValue) -> None:
+        self.stmt(py.AssignOp(self.name(target) if isinstance(target, str) else target, value))
+
+    def ret(self, value: SSAValue) -> None:
+        self.stmt(py.ReturnOp([value]))
+
+
+def literal_attr(value: Literal) -> Attribute:
+    """The `py.constant` attribute of a Python literal."""
+    if value is None:
+        return py.NoneAttr()
+    if isinstance(value, bool):
+        return IntegerAttr(int(value), i1)
+    if isinstance(value, int):
+        return IntegerAttr(value, i64)
+    if isinstance(value, float):
+        return FloatAttr(value, f64)
+    return StringAttr(value)

@@ -1,0 +1,202 @@
+"""`train-config`: a checked train block becomes one `train.config` op, every default filled in.
+
+    train.loop @net on @data {                 train.loop @net on @data {
+      train.set "epochs" = 5 : i64       ->      train.config {epochs = 5 : i64,
+      train.set "optimizer" = #nml.call<           batch_size = 64 : i64, optimizer = "Adam",
+          "Adam", [], {}>                          optimizer_args = {lr = 1.000000e-03 : f64},
+      train.checkpoint every 5 "epochs"            ..., checkpoint_every = 5 : i64, ...}
+    }                                          }
+
+It runs right after check-train, which reported every bad value (a value that
+does not evaluate here is treated as unset). The fields and their defaults are
+catalogue/train_keys.py's; an optimizer's `lr` defaults to its record's
+`default_lr`, a schedule's arguments to its record's `defaults`. The passes
+after it (insert-amp, insert-ddp, insert-compile, activation-checkpointing) and
+convert-train-to-torch read only the config op.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Attribute
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from tensorloom.catalogue.optimizers import OPTIMIZERS
+from tensorloom.catalogue.schedules import LENGTH_TWINS, SCHEDULES
+from tensorloom.catalogue.train_keys import CONFIG_FIELDS, EARLY_STOPPING_DEFAULTS, OLDER_NAMES
+from tensorloom.diagnostics.ir import span_of
+from tensorloom.dialects import train
+from tensorloom.passes.loss_functions import MetricProblem, functions_of, metrics_of
+from tensorloom.passes.model_env import CallValue, EvalError, Evaluated, evaluate
+from tensorloom.passes.train_values import loops_of
+
+
+def _values(loop: train.LoopOp) -> dict[str, Evaluated]:
+    """The block's settings as Python values, older key names under their newer ones."""
+    values: dict[str, Evaluated] = {}
+    for key, op in loop.settings().items():
+        value = evaluate(op.value, {})
+        if not isinstance(value, EvalError):
+            values.setdefault(OLDER_NAMES.get(key, key), value)
+    return values
+
+
+def _call(value: Evaluated | None) -> CallValue | None:
+    if isinstance(value, CallValue):
+        return value
+    return CallValue(value) if isinstance(value, str) else None
+
+
+def _kwargs(call: CallValue) -> dict[str, object]:
+    named = list(call.kwargs) + ([("lr", call.args[0])] if call.args else [])
+    return {key: value for key, value in named if not isinstance(value, CallValue)}
+
+
+def _number(value: Evaluated | None) -> float | None:
+    usable = isinstance(value, int | float) and not isinstance(value, bool)
+    return float(value) if usable else None  # type: ignore[arg-type]
+
+
+def _int(value: Evaluated | None) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _optimizer(value: Evaluated | None, fields: dict[str, object]) -> None:
+    call = _call(value) or CallValue(str(fields["optimizer"]))
+    spec = OPTIMIZERS.get(call.name)
+    args = _kwargs(call)
+    args.setdefault("lr", spec.default_lr if spec is not None else 0.001)
+    fields["optimizer"], fields["optimizer_args"] = call.name, args
+
+
+def _schedule(value: Evaluated | None, fields: dict[str, object]) -> None:
+    call = _call(value)
+    if call is None:
+        return
+    args = _kwargs(call)
+    spec = SCHEDULES.get(call.name)
+    twins = {a: b for pair in LENGTH_TWINS for a, b in (pair, pair[::-1])}
+    for name, default in spec.defaults if spec is not None else ():
+        if name not in args and twins.get(name) not in args:
+            args[name] = default
+    fields["lr_schedule"], fields["lr_schedule_args"] = call.name, args
+
+
+def _loss(module: ModuleOp, value: Evaluated | None, fields: dict[str, object]) -> None:
+    call = _call(value)
+    if call is None:
+        return
+    fields["loss"] = call.name
+    if call.name in functions_of(module) and not call.args and not call.kwargs:
+        fields["loss_fn"] = True
+    else:
+        fields["loss_args"] = _kwargs(call)
+
+
+def _compile(value: Evaluated | None, fields: dict[str, object]) -> None:
+    if value is None:
+        return  # `auto`: compiled when the run repays it
+    if value is False:
+        fields["compile"] = "off"
+    elif value is True or isinstance(value, str):
+        fields["compile"] = "on"
+        if isinstance(value, str) and value in train.COMPILE_MODES:
+            fields["compile_mode"] = value
+
+
+def _early_stopping(value: Evaluated | None) -> dict[str, object] | None:
+    if not isinstance(value, CallValue) or not value.args:
+        return None
+    options = {**EARLY_STOPPING_DEFAULTS, **dict(value.kwargs)}
+    delta = _number(options["min_delta"])  # type: ignore[arg-type]
+    return {"patience": value.args[0], "metric": str(options["metric"]),
+            "min_delta": delta if delta is not None else 0.0}  # fmt: skip
+
+
+def _metrics(module: ModuleOp, loop: train.LoopOp) -> list[dict[str, object]]:
+    attr = loop.setting("metrics")
+    if attr is None:
+        return []
+    metrics = metrics_of(attr, list(functions_of(module)))
+    if isinstance(metrics, MetricProblem):
+        return []
+    return [{"kind": m.kind, "name": m.name, "k": m.k} for m in metrics]
+
+
+def config_fields(module: ModuleOp, loop: train.LoopOp) -> dict[str, object]:
+    """Every config field of `loop`, as Python values."""
+    values = _values(loop)
+    fields: dict[str, object] = {f.name: f.default for f in CONFIG_FIELDS}
+    simple = ("precision", "keep_best")
+    for key in simple:
+        if isinstance(values.get(key), str):
+            fields[key] = values[key]
+    strategy = values.get("distributed")
+    fields["distributed"] = (
+        "ddp" if strategy is True else strategy if strategy in ("ddp", "fsdp") else None
+    )
+    flags = ("decay_groups", "activation_checkpointing")
+    for key in flags:
+        if isinstance(values.get(key), bool):
+            fields[key] = values[key]
+    counts = ("epochs", "batch_size", "grad_accum", "eval_every", "max_steps", "seed",
+              "val_every", "log_every")  # fmt: skip
+    for key in counts:
+        if _int(values.get(key)) is not None:
+            fields[key] = values[key]
+    if "epochs" not in values and "max_steps" in values:
+        fields["epochs"] = None  # as many as `max_steps` takes
+    fields["batch_size_set"] = "batch_size" in values
+    clip = _number(values.get("grad_clip"))
+    fields["grad_clip"] = clip if clip is not None and clip > 0 else None
+    fields["ema"] = _number(values.get("ema"))
+    fields["early_stopping"] = _early_stopping(values.get("early_stopping"))
+    _optimizer(values.get("optimizer"), fields)
+    _schedule(values.get("lr_schedule"), fields)
+    _loss(module, values.get("loss"), fields)
+    _compile(values.get("compile"), fields)
+    fields["metrics"] = _metrics(module, loop)
+    policy = next((op for op in loop.body.block.ops if isinstance(op, train.CheckpointOp)), None)
+    if policy is not None:
+        fields["checkpoint_every"] = policy.every.value.data
+        fields["checkpoint_unit"] = policy.unit.data
+    return fields
+
+
+def write_config(module: ModuleOp, loop: train.LoopOp) -> None:
+    """Replace the loop's settings and checkpoint policy by its `train.config`."""
+    if any(isinstance(op, train.ConfigOp) for op in loop.body.block.ops):
+        return
+    attrs: dict[str, Attribute] = {
+        name: train.config_attr(value) for name, value in config_fields(module, loop).items()
+    }
+    locs: dict[str, Attribute] = {
+        key: op.location for key, op in loop.settings().items() if span_of(op) is not None
+    }
+    config = train.ConfigOp(attrs, locs)
+    config.location = loop.location
+    block = loop.body.block
+    first = block.first_op
+    if first is None:
+        block.add_op(config)
+    else:
+        Rewriter.insert_op(config, InsertPoint.before(first))
+    for op in list(block.ops):
+        if isinstance(op, train.SetOp | train.CheckpointOp):
+            op.detach()
+            op.erase()
+
+
+@dataclass(frozen=True)
+class TrainConfigPass(ModulePass):
+    """Writes each train block's `train.config`; see the module docstring."""
+
+    name = "train-config"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for loop in loops_of(op):
+            write_config(op, loop)

@@ -1,0 +1,71 @@
+"""The script's command line as py ops (passes/train_cli.py): printed, executed, and parsed
+with; a call too wide for one line wraps as a careful engineer writes it; `py.comment`."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+
+from xdsl.dialects.builtin import ModuleOp
+
+from tensorloom.backends.python_printer import print_python
+from tensorloom.dialects import py
+from tensorloom.dialects import train as train_dialect
+from tensorloom.passes.convert_train_to_torch import plan_of
+from tensorloom.passes.py_builder import PyBuilder
+from tensorloom.passes.train_cli import flags_of, parse_args_ops
+from tensorloom.pipeline import compile_file
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _plan(example: str):  # type: ignore[no-untyped-def]
+    result = compile_file(ROOT / "examples" / example, until="kernel")
+    assert result.module is not None
+    loop = next(o for o in result.module.walk() if isinstance(o, train_dialect.LoopOp))
+    return plan_of(result.module, loop, example)
+
+
+def _parse_args(plan, argv: list[str]) -> argparse.Namespace:  # type: ignore[no-untyped-def]
+    text = print_python(ModuleOp([py.ModuleOp(parse_args_ops(plan))]))
+    scope = {"EPOCHS": 10, "BATCH_SIZE": 64, "SEED": 0, "COMPILE": "auto", "PRECISION": "fp16"}
+    exec(compile("import argparse\n" + text, "<cli>", "exec"), scope)
+    return scope["parse_args"](argv)  # type: ignore[operator,no-any-return]
+
+
+def test_the_printed_command_line_parses_the_flags() -> None:
+    plan = _plan("mnist.tl")
+    args = _parse_args(plan, ["--epochs", "3", "--device", "cpu", "--precision", "bf16"])
+    assert (args.epochs, args.device, args.precision, args.batch_size) == (3, "cpu", "bf16", 64)
+    assert args.checkpoint_dir == "checkpoints/mnist" and args.no_cuda_graph is False
+
+
+def test_which_flags_follow_from_the_plan() -> None:
+    plan = _plan("mnist.tl")
+    names = [f.flag for f in flags_of(plan)]
+    assert "--precision" in names and "--generate" not in names and "--download" not in names
+    no_amp = dataclasses.replace(plan, precision="none")  # insert-amp left out
+    assert "--precision" not in [f.flag for f in flags_of(no_amp)]
+    lm = [f.flag for f in flags_of(_plan("train_gpt.tl"))]
+    assert {"--generate", "--tokens", "--temperature", "--top-k"} <= set(lm)
+
+
+def test_a_wide_call_of_literals_wraps_aligned_and_a_comment_sits_on_its_statement() -> None:
+    b = PyBuilder()
+    b.comment("---- a section ----")
+    inner = PyBuilder()
+    add = inner.attr(inner.name("parser"), "add_argument")
+    flag, choices = inner.const("--precision"), inner.value(("auto", "fp32", "fp16", "bf16"))
+    help_text = inner.const("auto: bf16 on a bf16 GPU, else fp32 (a long help text, as it is)")
+    inner.expr(inner.call(add, flag, choices=choices, help=help_text))
+    b.stmt(py.DefOp("f", ["parser"], inner.ops))
+    text = print_python(ModuleOp([py.ModuleOp(b.ops)]))
+    assert text.endswith(
+        "# ---- a section ----\n"
+        "def f(parser):\n"
+        '    parser.add_argument("--precision", choices=("auto", "fp32", "fp16", "bf16"),\n'
+        + " " * 24
+        + 'help="auto: bf16 on a bf16 GPU, else fp32 (a long help text, as it is)")\n'
+    )
+    assert all(len(line) <= 100 for line in text.splitlines())
