@@ -139,7 +139,7 @@ class Costing:
         return [self.step(s, path) for s in steps]
 
     def step(self, step: Step, path: tuple[int, ...]) -> LayerProfile:
-        here = (*path, id(step.layer)) if step.layer is not None else path
+        here = (*path, *step.scope, id(step.layer)) if step.layer is not None else path
         params = 0 if here in self.seen_layers else step.params
         self.seen_layers.add(here)
         if step.model is not None:

@@ -33,6 +33,7 @@ from tensorloom.dialects.nml import (
     ApplyAtOp,
     ApplyOp,
     CallOp,
+    ConstantOp,
     DimOp,
     ForOp,
     FuncOp,
@@ -85,6 +86,9 @@ class Step:
     model: ModelOp | None = None  # for a nested model: the model and its config
     env: Env | None = None
     children: list[Step] = field(default_factory=list["Step"])
+    # the list elements it ran in: (id of the list layer, element reached) pairs, so that
+    # the profile tells `for block in h`'s blocks apart (each has its own weights)
+    scope: tuple[int, ...] = ()
 
     @property
     def is_model(self) -> bool:
@@ -129,6 +133,8 @@ class Walker:
         self.stack: list[list[Step]] = [[]]
         self.indices: set[TensorKey] = set()  # tensors an index layer reads
         self.depth = 0
+        self.scope: tuple[int, ...] = ()
+        self.elements: dict[tuple[int, int], int] = {}  # (frame, list layer) -> reached
 
     # --- tensor identity ----------------------------------------------------------------
 
@@ -200,10 +206,15 @@ class Walker:
         if nested is not None and nested is not model and lookup(layer.kind.data) is None:
             self._nested(op, layer, nested, env)
             return
-        if isinstance(op, ApplyAtOp):
-            return  # an element of a list of catalogue layers: not a step of its own
+        name, operands = layer.sym_name.data, list(op.operands)
+        outer = self.scope
+        if isinstance(op, ApplyAtOp):  # an element of a list of catalogue layers: `h.0`
+            element = self._element(op, layer)
+            name, operands = f"{name}.{element}", list(op.args)
+            self.scope = (*outer, id(layer), element)
         bound = bind_layer(layer, env)
-        step = self._step(layer.sym_name.data, layer.kind.data, op)
+        step = self._step(name, layer.kind.data, op, operands)
+        self.scope = outer
         step.bound, step.layer = bound, layer
         step.params = bound.spec.param_count(bound) if bound is not None else 0
         if layer.kind.data in INDEX_LAYERS and step.input_keys:
@@ -222,7 +233,10 @@ class Walker:
         inner = model_env(nested, overrides)
         keys = [self.key(v) for v in op.operands if not _is_index(op, v)]
         if isinstance(op, ApplyAtOp):
+            outer = self.scope
+            self.scope = (*outer, id(layer), self._element(op, layer))
             self._alias_result(op, self.call(nested, forward, inner, keys))
+            self.scope = outer
             return
         self.stack.append([])
         returned = self.call(nested, forward, inner, keys)
@@ -234,12 +248,27 @@ class Walker:
         step.layer, step.model, step.env = layer, nested, inner
         self.stack[-1].append(step)
 
+    def _element(self, op: ApplyAtOp, layer: LayerOp) -> int:
+        """Which element of the list `layer` this application reaches: a constant index
+        (`h[0](x)`, twice, is one element); otherwise the k-th application in this call
+        of the forward (`for block in h` reaches each once); a second call of the forward
+        (a shared model) reaches the same elements again."""
+        index = op.index.owner
+        if isinstance(index, ConstantOp) and isinstance(index.value, IntegerAttr):
+            return index.value.value.data
+        key = (self.frame, id(layer))
+        reached = self.elements.get(key, 0)
+        self.elements[key] = reached + 1
+        return reached
+
     def _alias_result(self, op: Operation, returned: TensorKey | None) -> None:
         if returned is not None and op.results:
             self.aliases[(self.frame, id(op.results[0]))] = returned
 
-    def _step(self, name: str, kind: str, op: Operation) -> Step:
-        operands = list(op.operands)
+    def _step(
+        self, name: str, kind: str, op: Operation, operands: Sequence[SSAValue] | None = None
+    ) -> Step:
+        operands = list(op.operands) if operands is None else operands
         return Step(
             name,
             kind,
@@ -248,6 +277,7 @@ class Walker:
             [self.key(v) for v in operands],
             self.key(op.results[0]),
             integer_input=bool(operands) and _is_integer(operands[0]),
+            scope=self.scope,
         )
 
 
