@@ -386,6 +386,11 @@ def selected(job: Job, only: list[str], skip: list[str] | None = None) -> bool:
     return not only or any(word in label for word in only)
 
 
+def needs_tokens(plan: Plan, only: list[str], skip: list[str]) -> bool:
+    """Whether a selected job is a GPT-2 one (the token files take seconds to write)."""
+    return any(j.bench == "gpt2" and selected(j, only, skip) for j in all_jobs(plan))
+
+
 def run_all(
     plan: Plan, out: Path, budget_s: float, only: list[str] | None = None,
     skip: list[str] | None = None,
@@ -433,13 +438,13 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(tmp)
         train, test = (512, 128) if args.smoke else (MLP_SAMPLES, 10_000)
         write_synthetic(work / "data" / "mnist", train=train, test=test)
-        if not args.smoke and (not args.only or any("gpt2" in word for word in args.only)):
-            from handwritten.gpt2_train import write_stdlib_tokens
-
-            write_stdlib_tokens(work / "data" / "gpt2_tokens")
         plan = Plan(args.generated, work / "data", work, args.smoke,
                     profile=not (args.smoke or args.no_profile),
                     matmul_probe=not args.no_matmul_probe)
+        if needs_tokens(plan, args.only, args.skip):
+            from handwritten.gpt2_train import write_stdlib_tokens
+
+            write_stdlib_tokens(work / "data" / "gpt2_tokens")
         records = run_all(plan, args.out, args.budget_s, args.only, args.skip)
     print()
     print(report.render(records))

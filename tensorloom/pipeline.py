@@ -233,7 +233,8 @@ def run_passes(ctx: Context, module: ModuleOp, names: Sequence[str], path: str, 
     errors_before = len(sink.errors())
     last: str | None = None
     has_kernels = any(op.dialect_name() == "kernel" for op in module.body.block.ops)
-    for name in names:
+    for spec in names:
+        name = spec.partition("{")[0]  # `instantiate{specialize=true}`: a pass with options
         if name in KERNEL_PASSES and not has_kernels:
             continue  # nothing to do, and importing them costs a cold `tlc check` ~10 ms
         pass_class = _load_pass(registered, name, path)
@@ -241,7 +242,7 @@ def run_passes(ctx: Context, module: ModuleOp, names: Sequence[str], path: str, 
             return False
         if len(sink.errors()) > errors_before and name not in REPORT_TOGETHER:
             return False
-        if not _apply(pass_class, ctx, module, path):
+        if not _apply(pass_class, ctx, module, path, spec):
             return False
         last = name
         if verify_each and not _verified(module, name, path):
@@ -265,9 +266,16 @@ def _load_pass(registered: dict[str, PassFactory], name: str, path: str) -> type
         return None
 
 
-def _apply(pass_class: type[ModulePass], ctx: Context, module: ModuleOp, path: str) -> bool:
+def _apply(
+    pass_class: type[ModulePass], ctx: Context, module: ModuleOp, path: str, spec: str = ""
+) -> bool:
     try:
-        pass_class().apply(ctx, module)
+        if "{" in spec:
+            from xdsl.utils.arg_spec import parse_pipeline
+
+            pass_class.from_pass_spec(next(iter(parse_pipeline(spec)))).apply(ctx, module)
+        else:
+            pass_class().apply(ctx, module)
     except Exception as error:
         if os.environ.get("TENSORLOOM_DEBUG"):
             raise

@@ -28,16 +28,27 @@ from tensorloom.analysis.op_costs import FP32_UNDER_AUTOCAST, RESULT, op_cost
 from tensorloom.analysis.trace import Step, TensorKey, Trace, trace_instantiation
 from tensorloom.catalogue.layers import BoundLayer
 from tensorloom.catalogue.shapes import Shape, concrete
+from tensorloom.diagnostics.ir import reporting
 from tensorloom.dialects.nml import DropoutOp, ModelOp
 from tensorloom.passes.model_env import (
+    MAX_NESTING,
     Env,
     declared_params,
+    forward_of,
     layer_params,
     layers_of,
+    model_kind,
     models_of,
+    nested_model,
 )
-from tensorloom.passes.shape_inference import Instantiation, instantiations
-from tensorloom.pipeline import Compilation, compile_file
+from tensorloom.passes.shape_inference import Instantiation, instantiations, set_dim_bindings
+from tensorloom.pipeline import (
+    CHECK_PASSES,
+    Compilation,
+    compile_file,
+    make_context,
+    run_passes,
+)
 
 PRECISION_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
 
@@ -128,7 +139,7 @@ class Costing:
         return [self.step(s, path) for s in steps]
 
     def step(self, step: Step, path: tuple[int, ...]) -> LayerProfile:
-        here = (*path, id(step.layer)) if step.layer is not None else path
+        here = (*path, *step.scope, id(step.layer)) if step.layer is not None else path
         params = 0 if here in self.seen_layers else step.params
         self.seen_layers.add(here)
         if step.model is not None:
@@ -235,18 +246,67 @@ def _sum(values: Sequence[int | None]) -> int | None:
 # --- the driver -----------------------------------------------------------------------------
 
 
+INFO_PASSES: tuple[str, ...] = tuple(
+    "instantiate{specialize=true}" if name == "instantiate" else name for name in CHECK_PASSES
+)
+"""The passes `tlc check` runs, as `tlc info` runs them: each instance and nested layer
+specialised. `tlc info` reports what `tlc check` reports (a bad train setting too)."""
+
+
+def compile_for_info(path: Path, bindings: Mapping[str, int]) -> Compilation:
+    """The check passes on `path`, specialised, with the `-D` bindings in the IR (`tl.dims`):
+    shape inference fixes those symbols, and a binding the program contradicts is a
+    diagnostic at the line that contradicts it."""
+    result = compile_file(path, until="irgen")
+    if result.module is None or not result.ok:
+        return result
+    if bindings:
+        set_dim_bindings(result.module, bindings)
+    with reporting(result.sink):
+        run_passes(make_context(), result.module, INFO_PASSES, result.path)
+    return result
+
+
 def profile_file(path: Path, options: ProfileOptions) -> tuple[Compilation, list[ModelProfile]]:
     """Check `path` (the `nml` stage) and profile every instantiation, if it is clean."""
-    result = compile_file(path, until="nml")
+    result = compile_for_info(path, options.bindings)
     if result.module is None or not result.ok:
         return result, []
     return result, profile_module(result.module, options)
 
 
+def info_instantiations(module: ModuleOp, models: Mapping[str, ModelOp]) -> list[Instantiation]:
+    """Every instantiation `tlc info` profiles; a model used only as a layer of another
+    is profiled as its first use's specialised copy (the shapes that reach it there)."""
+    found = instantiations(module, models)
+    first: dict[str, ModelOp] = {}
+    for inst in found:
+        _first_copies(inst.model, models, first, 0)
+    for inst in found:
+        copy = first.get(inst.model.sym_name.data)
+        if inst.name == inst.model.sym_name.data and copy is not None and forward_of(copy):
+            inst.model = copy
+    return found
+
+
+def _first_copies(
+    model: ModelOp, models: Mapping[str, ModelOp], first: dict[str, ModelOp], depth: int
+) -> None:
+    """The first specialised copy of each model, in the order the instantiations reach them."""
+    if depth > MAX_NESTING:
+        return
+    for layer in layers_of(model).values():
+        copy = nested_model(layer, models)
+        if copy is None or copy is model or copy.sym_name.data == layer.kind.data:
+            continue
+        first.setdefault(layer.kind.data, copy)
+        _first_copies(copy, models, first, depth + 1)
+
+
 def profile_module(module: ModuleOp, options: ProfileOptions) -> list[ModelProfile]:
     models = models_of(module)
     found = [
-        profile_instantiation(inst, models, options) for inst in instantiations(module, models)
+        profile_instantiation(inst, models, options) for inst in info_instantiations(module, models)
     ]
     return [p for p in found if p is not None]
 
@@ -256,13 +316,9 @@ def profile_instantiation(
 ) -> ModelProfile | None:
     params = declared_params(inst.model, inst.env, models)
     trace = trace_instantiation(inst, models, options.bindings, options.batch_size)
-    name, kind = inst.name, inst.model.sym_name.data
+    name, kind = inst.name, model_kind(inst.model)
     if trace is None:
         return ModelProfile(name, kind, params, [], None, [], None, None, None, None, None, 0, [])
-    if isinstance(trace, list):
-        errors = [m.message for m in trace]
-        return ModelProfile(name, kind, params, [], None, [], None, None, None, None, None, 0, [],
-                            errors=errors)  # fmt: skip
     return _summarize(trace, Costing(trace, options.precision, models), inst, params)
 
 

@@ -35,6 +35,8 @@ from tensorloom.analysis.profile import (
     LayerProfile,
     ModelProfile,
     ProfileOptions,
+    compile_for_info,
+    info_instantiations,
     profile_instantiation,
 )
 from tensorloom.catalogue.shapes import Shape, format_shape
@@ -48,8 +50,8 @@ from tensorloom.passes.model_env import (
     layers_of,
     models_of,
 )
-from tensorloom.passes.shape_inference import Instantiation, instantiations
-from tensorloom.pipeline import Compilation, compile_file
+from tensorloom.passes.shape_inference import Instantiation
+from tensorloom.pipeline import Compilation
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +170,8 @@ def _int(value: object) -> int | None:
 
 
 def info_models(module: ModuleOp, request: InfoRequest) -> list[ModelInfo]:
-    found = [model_info(i, module, request) for i in instantiations(module, models_of(module))]
+    models = models_of(module)
+    found = [model_info(i, module, request) for i in info_instantiations(module, models)]
     return [f for f in found if f is not None]
 
 
@@ -177,7 +180,7 @@ def info_models(module: ModuleOp, request: InfoRequest) -> list[ModelInfo]:
 
 def info_file(path: Path, request: InfoRequest) -> tuple[Compilation, list[ModelInfo]]:
     """Check `path` to the `nml` stage and profile every model, if it is clean."""
-    result = compile_file(path, until="nml")
+    result = compile_for_info(path, request.bindings)
     infos = info_models(result.module, request) if result.module and result.ok else []
     return result, infos
 

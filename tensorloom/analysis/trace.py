@@ -1,17 +1,20 @@
-"""One instantiation's forward, traced: every layer and op applied, in order, as a tree.
+"""One instantiation's forward, read from the IR: every layer and op applied, in order, as a tree.
 
-    trace = trace_instantiation(inst, models, bindings={"B": 32, "T": 512})
+    trace = trace_instantiation(inst, models, bindings={"T": 512}, batch=32)
     trace.steps[1].name, trace.steps[1].kind    # "block1", "LMBlock"
     trace.steps[1].children[0].kind             # "LayerNorm"
     trace.shape(trace.steps[1].output)          # (32, 512, 512)
 
-The shape-inference pass's `Inference` does the walking; a `Recorder`, its
-`InferenceHooks`, only records what it sees. A step keeps its shapes as they
-were when it ran (the same nested model may run twice with other shapes) and
-names its tensors by `TensorKey`s: a value in one particular call of a
-forward, where a nested model's argument is the caller's tensor and a view is
-the tensor it views. That identity lets the profile count a tensor saved by
-two layers once.
+`tlc info` compiles with `instantiate{specialize=true}`: each instance and each
+nested-model layer has its own copy of its model, so after shape inference every
+value's type is the one it has in that one use (a residual block applied before
+and after a pool has both shapes in the IR). The `Walker` follows the forward
+over those ops, through nested models, methods, the iterations and branches
+shape inference followed, and reads each step's shapes from its operand and
+result types; nothing is inferred again. It names tensors by `TensorKey`s: a
+value in one particular call of a forward, where a nested model's argument is
+the caller's tensor and a view is the tensor it views. That identity lets the
+profile count a tensor saved by two layers once.
 """
 
 from __future__ import annotations
@@ -20,18 +23,22 @@ import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from xdsl.dialects.builtin import IntegerType
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.dialects.builtin import IntegerAttr, IntegerType
+from xdsl.ir import Block, Operation, SSAValue
 
 from tensorloom.analysis.op_costs import VIEWS
 from tensorloom.catalogue.layers import BoundLayer, lookup
-from tensorloom.catalogue.shapes import Shape, ShapeMismatch
+from tensorloom.catalogue.shapes import Shape, resolve_sizes
 from tensorloom.dialects.nml import (
+    ApplyAtOp,
     ApplyOp,
     CallOp,
+    ConstantOp,
     DimOp,
+    ForOp,
     FuncOp,
     FunctionalOp,
+    IfOp,
     LayerOp,
     ListOp,
     ModelOp,
@@ -39,19 +46,22 @@ from tensorloom.dialects.nml import (
     TensorType,
 )
 from tensorloom.passes.model_env import (
+    ArgFailure,
     Env,
     bind_layer,
     forward_of,
     layers_of,
+    lookup_symbol,
     model_env,
+    model_kind,
+    nested_model,
     nested_overrides,
 )
 from tensorloom.passes.shape_inference import (
-    Inference,
-    InferenceHooks,
+    FOLLOWED_BRANCHES,
+    FOLLOWED_ITERATIONS,
+    MAX_DEPTH,
     Instantiation,
-    ModelFlow,
-    input_types,
 )
 
 TensorKey = tuple[int, int]  # (call frame, id of the SSA value in that call)
@@ -76,6 +86,9 @@ class Step:
     model: ModelOp | None = None  # for a nested model: the model and its config
     env: Env | None = None
     children: list[Step] = field(default_factory=list["Step"])
+    # the list elements it ran in: (id of the list layer, element reached) pairs, so that
+    # the profile tells `for block in h`'s blocks apart (each has its own weights)
+    scope: tuple[int, ...] = ()
 
     @property
     def is_model(self) -> bool:
@@ -91,7 +104,7 @@ class Trace:
     inputs: list[Shape]
     output: Shape
     steps: list[Step]
-    inference: Inference
+    sizes: dict[str, int]  # the symbols' sizes: `-D` bindings and the batch
     output_key: TensorKey | None
     input_integer: bool = False
 
@@ -99,23 +112,29 @@ class Trace:
         return input_key(index)
 
     def shape(self, shape: Shape) -> Shape:
-        return self.inference.unifier.resolve_shape(shape)
+        return resolve_sizes(shape, self.sizes)
 
 
-class Recorder(InferenceHooks):
-    """Hooks that record each applied layer and op into a tree of `Step`s."""
+class Walker:
+    """Follows a typed, specialised forward over the IR and records its steps.
+
+    Shape inference ran on a module that `instantiate{specialize=true}` gave one copy
+    of a model per instance and per nested layer, so each value's type is the one it
+    has in this instantiation; on each `nml.for` and `nml.if` it left what it followed
+    (`tl.iterations`, `tl.branches`). Nothing is inferred here: each step's shapes are
+    its operands' and result's types."""
 
     def __init__(self, models: dict[str, ModelOp]) -> None:
         self.models = models
-        self.inference = Inference(models, hooks=self)
         self.frames = itertools.count()
         self.frame = next(self.frames)
         self.callers: list[int] = []
         self.aliases: dict[TensorKey, TensorKey] = {}
-        self.returned: TensorKey | None = None  # the callee's result, until the call's on_op
-        self.children: list[Step] = []  # a nested model's steps, until its apply's on_op
         self.stack: list[list[Step]] = [[]]
         self.indices: set[TensorKey] = set()  # tensors an index layer reads
+        self.depth = 0
+        self.scope: tuple[int, ...] = ()
+        self.elements: dict[tuple[int, int], int] = {}  # (frame, list layer) -> reached
 
     # --- tensor identity ----------------------------------------------------------------
 
@@ -123,44 +142,47 @@ class Recorder(InferenceHooks):
         raw = (self.frame, id(value))
         return self.aliases.get(raw, raw)
 
-    def enter(self, func: FuncOp, keys: Sequence[TensorKey]) -> None:
-        """A fresh frame for one call of `func`, its arguments the caller's tensors."""
+    def call(
+        self, model: ModelOp, func: FuncOp, env: Env, keys: Sequence[TensorKey]
+    ) -> TensorKey | None:
+        """Walk one call of `func` in a fresh frame, its arguments the caller's tensors;
+        the key of what it returns."""
         self.callers.append(self.frame)
         self.frame = next(self.frames)
         for arg, key in zip(func.body.block.args, keys, strict=False):
             self.aliases[(self.frame, id(arg))] = key
-
-    def leave(self, func: FuncOp) -> None:
+        self.depth += 1
+        self.block(model, func.body.block, env)
+        self.depth -= 1
         last = func.body.block.last_op
         values = last.values if isinstance(last, ReturnOp) else ()
-        self.returned = self.key(values[0]) if values else None
+        returned = self.key(values[0]) if values else None
         self.frame = self.callers.pop()
+        return returned
 
-    # --- hooks ----------------------------------------------------------------------------
+    # --- the walk -----------------------------------------------------------------------
 
-    def on_call(self, op: Operation, func: FuncOp) -> None:
-        self.enter(func, [self.key(v) for v in op.operands])
-        if isinstance(op, ApplyOp):
-            self.stack.append([])
+    def block(self, model: ModelOp, block: Block, env: Env) -> None:
+        for op in block.ops:
+            self.op(model, op, env)
 
-    def on_return(self, op: Operation, func: FuncOp) -> None:
-        self.leave(func)
-        if isinstance(op, ApplyOp):
-            self.children = self.stack.pop()
-
-    def on_op(self, op: Operation, model: ModelOp, env: Env) -> None:
-        returned, self.returned = self.returned, None
-        children, self.children = self.children, []
-        if isinstance(op, ApplyOp | CallOp) and returned is not None:
-            self.aliases[(self.frame, id(op.results[0]))] = returned
-        if isinstance(op, ApplyOp):
-            self._record_apply(op, model, env, children)
+    def op(self, model: ModelOp, op: Operation, env: Env) -> None:
+        if isinstance(op, ForOp):
+            for _ in range(_followed(op, FOLLOWED_ITERATIONS, 1)):
+                self.block(model, op.body.block, env)
+        elif isinstance(op, IfOp):
+            branches = _followed(op, FOLLOWED_BRANCHES, 2)
+            regions = [op.then_region, op.else_region]
+            for region in regions if branches == 2 else [regions[branches]]:
+                self.block(model, region.block, env)
+        elif isinstance(op, ApplyOp | ApplyAtOp):
+            self.apply(model, op, env)
+        elif isinstance(op, CallOp):
+            self.method(model, op, env)
         elif isinstance(op, FunctionalOp) and not isinstance(op, DimOp | ListOp):
-            self._record_op(op)
+            self.builtin(op)
 
-    # --- recording ------------------------------------------------------------------------
-
-    def _record_op(self, op: FunctionalOp) -> None:
+    def builtin(self, op: FunctionalOp) -> None:
         kind = op.name.removeprefix("nml.")
         step = self._step("", kind, op)
         step.op = op
@@ -168,16 +190,31 @@ class Recorder(InferenceHooks):
         if kind in VIEWS and op.operands:
             self.aliases[(self.frame, id(op.results[0]))] = self.key(op.operands[0])
 
-    def _record_apply(self, op: ApplyOp, model: ModelOp, env: Env, children: list[Step]) -> None:
+    def method(self, model: ModelOp, op: CallOp, env: Env) -> None:
+        """A call of another method of the model: its steps are the caller's."""
+        method = lookup_symbol(model, op.callee.data.removeprefix("self."), FuncOp)
+        if method is None or op.method is not None or self.depth > MAX_DEPTH:
+            return
+        returned = self.call(model, method, env, [self.key(v) for v in op.operands])
+        self._alias_result(op, returned)
+
+    def apply(self, model: ModelOp, op: ApplyOp | ApplyAtOp, env: Env) -> None:
         layer = layers_of(model).get(op.layer.root_reference.data)
         if layer is None:
             return
-        nested = self.models.get(layer.kind.data)
+        nested = nested_model(layer, self.models)
         if nested is not None and nested is not model and lookup(layer.kind.data) is None:
-            self._record_nested(op, layer, nested, env, children)
+            self._nested(op, layer, nested, env)
             return
+        name, operands = layer.sym_name.data, list(op.operands)
+        outer = self.scope
+        if isinstance(op, ApplyAtOp):  # an element of a list of catalogue layers: `h.0`
+            element = self._element(op, layer)
+            name, operands = f"{name}.{element}", list(op.args)
+            self.scope = (*outer, id(layer), element)
         bound = bind_layer(layer, env)
-        step = self._step(layer.sym_name.data, layer.kind.data, op)
+        step = self._step(name, layer.kind.data, op, operands)
+        self.scope = outer
         step.bound, step.layer = bound, layer
         step.params = bound.spec.param_count(bound) if bound is not None else 0
         if layer.kind.data in INDEX_LAYERS and step.input_keys:
@@ -185,69 +222,108 @@ class Recorder(InferenceHooks):
             self.indices.add(step.input_keys[0])
         self.stack[-1].append(step)
 
-    def _record_nested(
-        self, op: ApplyOp, layer: LayerOp, nested: ModelOp, env: Env, children: list[Step]
-    ) -> None:
+    def _nested(self, op: ApplyOp | ApplyAtOp, layer: LayerOp, nested: ModelOp, env: Env) -> None:
+        """A nested model's forward, in its own frame: for `nml.apply` a step with the
+        forward's steps as children; an element of a list (`nml.apply_at`) adds its
+        steps to the caller's."""
+        forward = forward_of(nested)
+        overrides = nested_overrides(layer, nested, env)
+        if forward is None or isinstance(overrides, ArgFailure) or self.depth > MAX_DEPTH:
+            return
+        inner = model_env(nested, overrides)
+        keys = [self.key(v) for v in op.operands if not _is_index(op, v)]
+        if isinstance(op, ApplyAtOp):
+            outer = self.scope
+            self.scope = (*outer, id(layer), self._element(op, layer))
+            self._alias_result(op, self.call(nested, forward, inner, keys))
+            self.scope = outer
+            return
+        self.stack.append([])
+        returned = self.call(nested, forward, inner, keys)
+        children = self.stack.pop()
+        self._alias_result(op, returned)
         step = self._step(layer.sym_name.data, layer.kind.data, op)
         step.params = sum(c.params for c in children)
         step.children = children
-        step.layer, step.model = layer, nested
-        overrides = nested_overrides(layer, nested, env)
-        step.env = model_env(nested, overrides if isinstance(overrides, dict) else {})
+        step.layer, step.model, step.env = layer, nested, inner
         self.stack[-1].append(step)
 
-    def _step(self, name: str, kind: str, op: Operation) -> Step:
-        operands = list(op.operands)
+    def _element(self, op: ApplyAtOp, layer: LayerOp) -> int:
+        """Which element of the list `layer` this application reaches: a constant index
+        (`h[0](x)`, twice, is one element); otherwise the k-th application in this call
+        of the forward (`for block in h` reaches each once); a second call of the forward
+        (a shared model) reaches the same elements again."""
+        index = op.index.owner
+        if isinstance(index, ConstantOp) and isinstance(index.value, IntegerAttr):
+            return index.value.value.data
+        key = (self.frame, id(layer))
+        reached = self.elements.get(key, 0)
+        self.elements[key] = reached + 1
+        return reached
+
+    def _alias_result(self, op: Operation, returned: TensorKey | None) -> None:
+        if returned is not None and op.results:
+            self.aliases[(self.frame, id(op.results[0]))] = returned
+
+    def _step(
+        self, name: str, kind: str, op: Operation, operands: Sequence[SSAValue] | None = None
+    ) -> Step:
+        operands = list(op.operands) if operands is None else operands
         return Step(
             name,
             kind,
-            [self._shape(v) if self._is_tensor(v) else None for v in operands],
-            self._shape(op.results[0]),
+            [_shape(v) if isinstance(v.type, TensorType) else None for v in operands],
+            _shape(op.results[0]),
             [self.key(v) for v in operands],
             self.key(op.results[0]),
-            integer_input=bool(operands) and self._is_integer(operands[0]),
+            integer_input=bool(operands) and _is_integer(operands[0]),
+            scope=self.scope,
         )
 
-    def _shape(self, value: SSAValue) -> Shape:
-        attr = self.inference.type_of(value)
-        return attr.dims if isinstance(attr, TensorType) else None
 
-    def _is_tensor(self, value: SSAValue) -> bool:
-        return isinstance(self.inference.type_of(value), TensorType)
+def _followed(op: Operation, key: str, default: int) -> int:
+    attr = op.attributes.get(key)
+    return attr.value.data if isinstance(attr, IntegerAttr) else default
 
-    def _is_integer(self, value: SSAValue) -> bool:
-        attr = self.inference.type_of(value)
-        return isinstance(attr, TensorType) and isinstance(attr.element_type, IntegerType)
+
+def _is_index(op: ApplyOp | ApplyAtOp, value: SSAValue) -> bool:
+    return isinstance(op, ApplyAtOp) and value is op.index
+
+
+def _shape(value: SSAValue) -> Shape:
+    attr = value.type
+    return attr.dims if isinstance(attr, TensorType) else None
+
+
+def _is_integer(value: SSAValue) -> bool:
+    attr = value.type
+    return isinstance(attr, TensorType) and isinstance(attr.element_type, IntegerType)
 
 
 def trace_instantiation(
     inst: Instantiation, models: dict[str, ModelOp], bindings: Mapping[str, int], batch: int | None
-) -> Trace | list[ShapeMismatch] | None:
-    """Trace one instantiation with `-D` bindings and the batch size bound first.
-
-    None when the model has no forward; a list of mismatches when a binding
-    contradicts the program (`-D T=3` where a layer needs 512).
-    """
+) -> Trace | None:
+    """The steps of one instantiation, read from the types shape inference left in the
+    specialised IR; `bindings` (`-D`, which shape inference already had) and the batch
+    size give the symbols left in those types their sizes. None without a forward."""
     forward = forward_of(inst.model)
     if forward is None:
         return None
-    recorder = Recorder(models)
-    inference = recorder.inference
-    args = input_types(inst, forward, inference)
-    errors = _bind(inference, args, bindings, batch)
-    if errors:
-        return errors
-    flow = ModelFlow(inst.name, inst.model.sym_name.data, [], "")
-    recorder.enter(forward, [input_key(i) for i in range(len(args))])
-    result = inference.run(inst.model, forward, inst.env, args, flow)
-    recorder.leave(forward)
+    args = [arg.type for arg in forward.body.block.args]
+    sizes = dict(bindings)
+    first = args[0] if args else None
+    dims = first.dims if isinstance(first, TensorType) else None
+    if batch is not None and dims and isinstance(dims[0], str) and dims[0] not in sizes:
+        sizes[dims[0]] = batch
+    walker = Walker(models)
+    returned = walker.call(inst.model, forward, inst.env, [input_key(i) for i in range(len(args))])
     inputs = [a.dims if isinstance(a, TensorType) else None for a in args]
-    output = result.dims if isinstance(result, TensorType) else None
+    result = forward.function_type.outputs.data
+    output = result[0].dims if result and isinstance(result[0], TensorType) else None
     integer = bool(args) and isinstance(args[0], TensorType) and _int_elements(args[0])
-    integer = integer or input_key(0) in recorder.indices
-    name, model = inst.name, inst.model.sym_name.data
-    steps, returned = recorder.stack[0], recorder.returned
-    return Trace(name, model, inputs, output, steps, inference, returned, integer)
+    integer = integer or input_key(0) in walker.indices
+    name, model = inst.name, model_kind(inst.model)
+    return Trace(name, model, inputs, output, walker.stack[0], sizes, returned, integer)
 
 
 def input_key(index: int) -> TensorKey:
@@ -257,18 +333,3 @@ def input_key(index: int) -> TensorKey:
 
 def _int_elements(attr: TensorType) -> bool:
     return isinstance(attr.element_type, IntegerType)
-
-
-def _bind(
-    inference: Inference, args: Sequence[Attribute], bindings: Mapping[str, int], batch: int | None
-) -> list[ShapeMismatch]:
-    errors: list[ShapeMismatch] = []
-    for name, value in bindings.items():
-        bound = inference.unifier.bind(name, value)
-        if isinstance(bound, ShapeMismatch):
-            errors.append(ShapeMismatch(f"`-D {name}={value}` conflicts: {bound.message}"))
-    first = args[0] if args else None
-    dims = first.dims if isinstance(first, TensorType) else None
-    if batch is not None and dims and isinstance(dims[0], str) and dims[0] not in bindings:
-        inference.unifier.bind(dims[0], batch)
-    return errors

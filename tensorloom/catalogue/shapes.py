@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import EllipsisType
+
+from tensorloom.catalogue import dim_expr
 
 Dim = int | str | None
 Shape = tuple[Dim, ...] | None
@@ -62,6 +64,9 @@ def format_shape(shape: Shape) -> str:
 
 
 BATCH_NAMES = frozenset({"B"})
+_MAX_RESOLVE_DEPTH = 64
+SOLVE_LIMIT = 4096
+"""An equation in one symbol that arithmetic does not solve is tried at sizes up to this."""
 
 
 class Unifier:
@@ -85,12 +90,19 @@ class Unifier:
         self._parent[name] = root
         return root
 
-    def resolve(self, dim: Dim) -> Dim:
-        """The int a symbol is bound to, else its class's representative name."""
+    def resolve(self, dim: Dim, depth: int = 0) -> Dim:
+        """The int a symbol is bound to, else its class's representative name; an
+        expression (`H+4`) with its symbols resolved, simplified (`12` once H is 8)."""
         if not isinstance(dim, str):
             return dim
         root = self._root(dim)
-        return self._value.get(root, root)
+        if root in self._value:
+            return self._value[root]
+        if not dim_expr.is_expression(root) or depth > _MAX_RESOLVE_DEPTH:
+            return root
+        names = dim_expr.symbols(root)
+        sizes = {n: r for n in names if (r := self.resolve(n, depth + 1)) != n and r is not None}
+        return dim_expr.substitute(root, sizes) if sizes else root
 
     def resolve_shape(self, shape: Shape) -> Shape:
         return None if shape is None else tuple(self.resolve(d) for d in shape)
@@ -115,14 +127,19 @@ class Unifier:
         if isinstance(a, int) and isinstance(b, int):
             return a if a == b else _dim_mismatch(a, b)
         if isinstance(a, str) and isinstance(b, str):
-            if a != b:
-                tied = self._ties_batch(a, b)
-                if tied is not None:
-                    return tied
-                self._parent[b] = a
+            if a == b:
+                return a
+            if dim_expr.is_expression(a) or dim_expr.is_expression(b):
+                return self._unify_expressions(a, b)
+            tied = self._ties_batch(a, b)
+            if tied is not None:
+                return tied
+            self._parent[b] = a
             return a
         name, value = (a, b) if isinstance(a, str) else (b, a)
         assert isinstance(name, str) and isinstance(value, int)
+        if dim_expr.is_expression(name):
+            return self._solve(name, value, expected=a)
         if any(self._root(r) == name for r in self.rigid):
             what = (
                 f"the batch dim {name}"
@@ -138,6 +155,107 @@ class Unifier:
             )
         self._value[name] = value
         return value
+
+    def _unify_expressions(self, a: str, b: str) -> Dim | ShapeMismatch:
+        """`H+4` against `H` (never equal), `W` (W is H+4), `W+4` (W is H)."""
+        x, y = dim_expr.parse(a), dim_expr.parse(b)
+        if x is None or y is None:
+            return a  # not an expression we know: nothing is decided
+        difference = x.plus(y, -1)
+        if difference.constant == 0:
+            return a
+        if difference.constant is not None:
+            names = " and ".join(f"`{n}`" for n in dim_expr.symbols(f"{a} {b}"))
+            return ShapeMismatch(
+                f"expects {a}, got {b}: they differ by {abs(difference.const)} whatever "
+                f"size {names} has",
+                expected=a,
+                got=b,
+            )
+        plain = [n for n in (b, a) if dim_expr.is_name(n)]  # bind the bare name first
+        order = sorted(difference.terms.items(), key=lambda t: (t[0] not in plain, t[0]))
+        for name, coeff in order:
+            if abs(coeff) != 1 or not dim_expr.is_name(name) or self._is_rigid(name):
+                continue
+            # difference = coeff*name + rest = 0, so name = -rest/coeff
+            rest = difference.plus(dim_expr.Affine(0, {name: coeff}), -1).times(-coeff)
+            solved = dim_expr.dim_of(rest)
+            if isinstance(solved, int):
+                self._value[self._root(name)] = solved
+                return a
+            if solved is not None and name not in dim_expr.symbols(solved):
+                self._parent[self._root(name)] = solved
+                return a
+        return self._by_sizes(a, b)
+
+    def _by_sizes(self, a: str, b: str) -> Dim | ShapeMismatch:
+        """An equation in one symbol with divisions (`H` against `(H+1)//2`): the sizes
+        0..SOLVE_LIMIT that satisfy it. None of size 2 or more: a mismatch (a stride-2
+        conv's output added to its input: equal only for a 1x1 image); one: the
+        symbol is that size; more: not decided. Two symbols or more are not decided."""
+        names = dim_expr.symbols(f"{a} {b}")
+        if len(names) != 1 or self._is_rigid(names[0]):
+            return a
+        [name] = names
+        x, y = dim_expr.parse(a), dim_expr.parse(b)
+        if x is None or y is None:
+            return a
+        difference = x.plus(y, -1)
+        fits = [n for n in range(SOLVE_LIMIT + 1) if dim_expr.value_at(difference, {name: n}) == 0]
+        if len(fits) == SOLVE_LIMIT + 1:
+            return a
+        positive = [n for n in fits if n >= 1]
+        if positive in ([], [1]):  # a size-1 image is no image: the skip lost a stride
+            only = (
+                f"only when `{name}` is 1"
+                if positive
+                else (f"for no size of `{name}` up to {SOLVE_LIMIT:,}")
+            )
+            return ShapeMismatch(f"expects {a}, got {b}: they are equal {only}",
+                                 expected=a, got=b)  # fmt: skip
+        if len(positive) == 1:  # the only size that works
+            self._value[self._root(name)] = positive[0]
+        return a  # several sizes fit (`2*(H//2)` is H for even H): nothing is bound
+
+    def _solve(self, expression: str, value: int, expected: Dim) -> Dim | ShapeMismatch:
+        """`H+4` against 12: H is 8. `2*H` against 7 has no solution; `H//2` against 4
+        takes the smallest H that fits (8)."""
+        form = dim_expr.parse(expression)
+        if form is None or len(form.terms) != 1:
+            return value  # several symbols: not decided here
+        [(atom, coeff)] = form.terms.items()
+        want, name = value - form.const, atom
+        solution: int | None = None
+        if want % coeff == 0 and want // coeff >= 0:
+            if dim_expr.is_name(atom):
+                solution = want // coeff
+            else:  # (c*name + d)//k: the smallest name with that quotient
+                division = dim_expr.division_of(atom)
+                if division is None or len(division[0].terms) != 1:
+                    return value
+                inner, k = division
+                [(name, c)] = inner.terms.items()
+                if not dim_expr.is_name(name) or c <= 0:
+                    return value
+                start = (want // coeff) * k - inner.const  # c*name must be in [start, start+k)
+                solution = -(-max(start, 0) // c)
+                if c * solution >= start + k:
+                    solution = None
+        if solution is None:
+            shown = (expression, value) if expected == expression else (value, expression)
+            names = " or ".join(f"`{n}`" for n in dim_expr.symbols(expression))
+            return ShapeMismatch(
+                f"expects {shown[0]}, got {shown[1]}: no size of {names} makes "
+                f"{expression} equal {value}",
+                expected=str(shown[0]),
+                got=str(shown[1]),
+            )
+        if not self._is_rigid(name):
+            self._value[self._root(name)] = solution
+        return value
+
+    def _is_rigid(self, name: str) -> bool:
+        return any(self._root(r) == self._root(name) for r in self.rigid)
 
     def _ties_batch(self, a: str, b: str) -> ShapeMismatch | None:
         """The mismatch when merging classes `a` and `b` would make a named size the batch dim."""
@@ -230,6 +348,16 @@ def product(dims: Sequence[Dim]) -> int | None:
     return total
 
 
+def _affine_product(dims: Sequence[Dim]) -> Dim:
+    """The product when at most one dim is symbolic (`[4, H]` flattened: `4*H`)."""
+    symbolic = [d for d in dims if not isinstance(d, int)]
+    if not symbolic:
+        return product(dims)
+    if len(symbolic) > 1:
+        return None
+    return dim_expr.scale(symbolic[0], product([d for d in dims if isinstance(d, int)]) or 0)
+
+
 def concrete(shape: Shape) -> tuple[int, ...] | None:
     """The shape as ints, or None if any dim (or the rank) is unknown."""
     if shape is None or not all(isinstance(d, int) for d in shape):
@@ -289,8 +417,9 @@ def conv_output_size(
     pad = 0 if padding == "valid" else int(padding)
     if stride == 1 and 2 * pad == dilation * (kernel - 1):
         return size
-    if not isinstance(size, int):
-        return None
+    if not isinstance(size, int):  # `H+4` for padding 3; `(H+1)//2` for stride 2
+        inner = dim_expr.add(size, 2 * pad - dilation * (kernel - 1) - 1)
+        return dim_expr.add(dim_expr.floordiv(inner, stride), 1)
     return (size + 2 * pad - dilation * (kernel - 1) - 1) // stride + 1
 
 
@@ -305,8 +434,9 @@ def conv_transpose_output_size(
     """One spatial dim after a transposed convolution."""
     if stride == 1 and output_padding == 0 and 2 * padding == dilation * (kernel - 1):
         return size
-    if not isinstance(size, int):
-        return None
+    if not isinstance(size, int):  # `2*H` for a stride-2 kernel-2 upsampling
+        grown = dim_expr.scale(dim_expr.add(size, -1), stride)
+        return dim_expr.add(grown, -2 * padding + dilation * (kernel - 1) + output_padding + 1)
     return (size - 1) * stride - 2 * padding + dilation * (kernel - 1) + output_padding + 1
 
 
@@ -321,8 +451,11 @@ def pool_output_size(
     """One spatial dim after max/avg pooling, `ceil_mode` included."""
     if stride == 1 and 2 * padding == dilation * (kernel - 1):
         return size
-    if not isinstance(size, int):
-        return None
+    if not isinstance(size, int):  # `H//2` for a 2x2 pool
+        if ceil_mode:
+            return None
+        inner = dim_expr.add(size, 2 * padding - dilation * (kernel - 1) - 1)
+        return dim_expr.add(dim_expr.floordiv(inner, stride), 1)
     span = size + 2 * padding - dilation * (kernel - 1) - 1
     out = (-(-span // stride) if ceil_mode else span // stride) + 1
     if ceil_mode and (out - 1) * stride >= size + padding:
@@ -355,7 +488,7 @@ def flatten_shape(shape: Shape, start_dim: int = 0, end_dim: int = -1) -> Shape 
     if start > end:
         return mismatch(f"got `start_dim` {start_dim} after `end_dim` {end_dim}")
     merged = shape[start : end + 1]
-    one: Dim = merged[0] if len(merged) == 1 else product(merged)
+    one: Dim = merged[0] if len(merged) == 1 else _affine_product(merged)
     return (*shape[:start], one, *shape[end + 1 :])
 
 
@@ -449,8 +582,7 @@ def _cat_one(dims: list[Dim], s: tuple[Dim, ...], d: int, u: Unifier) -> list[Di
     out = list(dims)
     for i, (x, y) in enumerate(zip(dims, s, strict=True)):
         if i == d:
-            a, b = u.resolve(x), u.resolve(y)
-            out[i] = a + b if isinstance(a, int) and isinstance(b, int) else None
+            out[i] = dim_expr.combine(u.resolve(x), u.resolve(y))  # `2*T` for two T
             continue
         m = u.unify(x, y)
         if isinstance(m, ShapeMismatch):
@@ -540,6 +672,8 @@ def _batch_hole(left: tuple[int, Counter[str]], unifier: Unifier) -> Dim:
     batch = [r for r in unifier.rigid if unifier.resolve(r) in syms]
     if value is not None or not batch:
         return value
+    if not all(dim_expr.is_name(s) for s in syms):
+        return None  # `B·(T//2)`: a product with an expression is no name (and not affine)
     name = "_".join([*sorted(syms.elements()), *([f"x{n}"] if n != 1 else [])])
     unifier.rigid.add(name)
     return name
@@ -765,7 +899,11 @@ def _times(dim: Dim, count: Dim) -> Dim:
         return dim
     if dim == 1:
         return count
-    return dim * count if isinstance(dim, int) and isinstance(count, int) else None
+    if isinstance(count, int) and isinstance(dim, int | str):
+        return dim * count if isinstance(dim, int) else dim_expr.scale(dim, count)
+    if isinstance(dim, int) and isinstance(count, str):
+        return dim_expr.scale(count, dim)
+    return None
 
 
 def squeeze_shape(
@@ -974,3 +1112,12 @@ def _einsum_operand(
                 "sized dim a letter of its own",
             )
     return ellipsis
+
+
+def resolve_sizes(shape: Shape, sizes: Mapping[str, int]) -> Shape:
+    """`shape` with the symbols `sizes` names replaced by their sizes (`tlc info`'s
+    `-D T=512` and batch size, on the types the IR holds)."""
+    if shape is None:
+        return None
+    return tuple(dim_expr.evaluate(d, sizes) if isinstance(d, str) and d != "..." else d
+                 for d in shape)  # fmt: skip

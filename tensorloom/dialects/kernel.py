@@ -49,7 +49,6 @@ from xdsl.ir import (
 from xdsl.irdl import (
     ParsePropInAttrDict,
     irdl_attr_definition,
-    irdl_op_definition,
     operand_def,
     prop_def,
     region_def,
@@ -61,6 +60,7 @@ from xdsl.traits import IsolatedFromAbove, NoTerminator, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
 from tensorloom.dialects.builders import string_array
+from tensorloom.dialects.lazy_definition import lazy_op_definition
 from tensorloom.dialects.lazy_format import LazyFormatOp
 
 PARAM_KINDS = ("ptr", "scalar", "constexpr")
@@ -98,7 +98,7 @@ class ValueType(ParametrizedAttribute, TypeAttribute):
     name = "kernel.value"
 
 
-@irdl_op_definition
+@lazy_op_definition
 class FuncOp(LazyFormatOp):
     """A kernel. Parameters are named variables of the body; `param_kinds`
     says which are pointers, runtime scalars and `tl.constexpr`s; `defaults`
@@ -161,7 +161,7 @@ class FuncOp(LazyFormatOp):
                 raise VerifyException(f"unknown parameter kind `{kind.data}`")
 
 
-@irdl_op_definition
+@lazy_op_definition
 class LetOp(LazyFormatOp):
     """`let x = e` and `x = e`: bind a named variable."""
 
@@ -174,7 +174,7 @@ class LetOp(LazyFormatOp):
         super().__init__(operands=[value], properties={"name": StringAttr(var)})
 
 
-@irdl_op_definition
+@lazy_op_definition
 class ReadOp(LazyFormatOp):
     """A use of a named variable or parameter."""
 
@@ -187,7 +187,7 @@ class ReadOp(LazyFormatOp):
         super().__init__(result_types=[ValueType()], properties={"name": StringAttr(var)})
 
 
-@irdl_op_definition
+@lazy_op_definition
 class ConstantOp(LazyFormatOp):
     """A literal: `1024 : i64`, `0.5 : f64`, `true`, `"evict_last"`, or `#builtin.none`."""
 
@@ -200,7 +200,7 @@ class ConstantOp(LazyFormatOp):
         super().__init__(result_types=[ValueType()], properties={"value": value})
 
 
-@irdl_op_definition
+@lazy_op_definition
 class BinOp(LazyFormatOp):
     """`lhs op rhs` with Python's meaning (Triton overloads the operators)."""
 
@@ -221,7 +221,7 @@ class BinOp(LazyFormatOp):
             raise VerifyException(f"unknown binary operator `{self.op.data}`")
 
 
-@irdl_op_definition
+@lazy_op_definition
 class UnaryOp(LazyFormatOp):
     name = "kernel.unop"
     op = prop_def(StringAttr)
@@ -263,7 +263,7 @@ class _CallBase(LazyFormatOp):
             raise VerifyException("`arg_names` must name every argument")
 
 
-@irdl_op_definition
+@lazy_op_definition
 class TlCallOp(_CallBase):
     """`tl.<callee>(args)`; `callee` may be dotted (`math.exp`)."""
 
@@ -281,7 +281,7 @@ class TlCallOp(_CallBase):
         )
 
 
-@irdl_op_definition
+@lazy_op_definition
 class LoadOp(_CallBase):
     """`tl.load(pointer, mask=..., other=..., ...)`."""
 
@@ -304,7 +304,7 @@ class LoadOp(_CallBase):
         return self.argument("mask", 1)
 
 
-@irdl_op_definition
+@lazy_op_definition
 class StoreOp(_CallBase):
     """`tl.store(pointer, value, mask=..., ...)`."""
 
@@ -322,7 +322,7 @@ class StoreOp(_CallBase):
         return self.argument("mask", 2)
 
 
-@irdl_op_definition
+@lazy_op_definition
 class CallOp(_CallBase):
     """A call of a Python builtin allowed in kernels (`min`, `float`, ...)."""
 
@@ -340,7 +340,7 @@ class CallOp(_CallBase):
         )
 
 
-@irdl_op_definition
+@lazy_op_definition
 class MethodOp(_CallBase):
     """`receiver.method(args)`, as in `x.to(tl.float16)`."""
 
@@ -361,7 +361,7 @@ class MethodOp(_CallBase):
         )
 
 
-@irdl_op_definition
+@lazy_op_definition
 class TlAttrOp(LazyFormatOp):
     """A `tl.` name used as a value: `tl.float32`, `tl.math`."""
 
@@ -374,7 +374,7 @@ class TlAttrOp(LazyFormatOp):
         super().__init__(result_types=[ValueType()], properties={"attr": StringAttr(attr)})
 
 
-@irdl_op_definition
+@lazy_op_definition
 class GetAttrOp(LazyFormatOp):
     """`value.attr`, as in `x.dtype`."""
 
@@ -390,7 +390,7 @@ class GetAttrOp(LazyFormatOp):
         )
 
 
-@irdl_op_definition
+@lazy_op_definition
 class TupleOp(LazyFormatOp):
     """`(a, b)` or `[a, b]`, as in the shape of `tl.zeros((BLOCK_M, BLOCK_N), ...)`."""
 
@@ -403,7 +403,7 @@ class TupleOp(LazyFormatOp):
         super().__init__(operands=[elements], result_types=[ValueType()])
 
 
-@irdl_op_definition
+@lazy_op_definition
 class IndexOp(LazyFormatOp):
     """`value[items]`: each item of `items` is `expr` (the next index operand),
     `:` or `None`, as in `offs[:, None]`."""
@@ -431,7 +431,7 @@ class IndexOp(LazyFormatOp):
             raise VerifyException("one index operand per `expr` item")
 
 
-@irdl_op_definition
+@lazy_op_definition
 class IfOp(LazyFormatOp):
     """`if cond: then else: orelse`; `elif` nests another `kernel.if` in `orelse`."""
 
@@ -447,7 +447,7 @@ class IfOp(LazyFormatOp):
         super().__init__(operands=[cond], regions=[Region(then), other])
 
 
-@irdl_op_definition
+@lazy_op_definition
 class ForOp(LazyFormatOp):
     """`for var in iterator(args): body`, iterator `range`, `tl.range` or `tl.static_range`."""
 
@@ -467,7 +467,7 @@ class ForOp(LazyFormatOp):
         )
 
 
-@irdl_op_definition
+@lazy_op_definition
 class ReturnOp(LazyFormatOp):
     """A bare `return`: the program instance stops early."""
 
@@ -478,7 +478,7 @@ class ReturnOp(LazyFormatOp):
         super().__init__()
 
 
-@irdl_op_definition
+@lazy_op_definition
 class LauncherOp(LazyFormatOp):
     """How `<kernel>_launcher(...)` binds each kernel parameter, and the grid.
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, ClassVar, Self
 
-from xdsl.irdl import IRDLOperation
+from tensorloom.dialects.lazy_definition import LazyOp
 
 if TYPE_CHECKING:
     from xdsl.irdl.declarative_assembly_format import FormatProgram
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from xdsl.printer import Printer
 
 
-class LazyFormatOp(IRDLOperation):
+class LazyFormatOp(LazyOp):
     """An op printed and parsed with its `ASSEMBLY_FORMAT`, compiled on first use."""
 
     ASSEMBLY_FORMAT: ClassVar[str]

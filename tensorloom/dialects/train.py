@@ -43,7 +43,6 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Dialect, Region
 from xdsl.irdl import (
     ParsePropInAttrDict,
-    irdl_op_definition,
     opt_prop_def,
     prop_def,
     region_def,
@@ -54,6 +53,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from tensorloom.catalogue.train_keys import CONFIG_FIELDS, FIELDS
 from tensorloom.dialects.builders import string_array
+from tensorloom.dialects.lazy_definition import lazy_op_definition
 from tensorloom.dialects.lazy_format import LazyFormatOp
 
 CHECKPOINT_UNITS = ("epochs", "steps")
@@ -76,7 +76,7 @@ def _check_one_of(value: StringAttr, allowed: Sequence[str], what: str) -> None:
         raise VerifyException(f'{what} must be one of {choices}, got "{value.data}"')
 
 
-@irdl_op_definition
+@lazy_op_definition
 class DatasetOp(LazyFormatOp):
     """`train.dataset @data = "digits" {flatten = true}`: `load_dataset(...)`.
 
@@ -118,7 +118,7 @@ class DatasetOp(LazyFormatOp):
             )
 
 
-@irdl_op_definition
+@lazy_op_definition
 class LoopOp(LazyFormatOp):
     """`train.loop @net on @data { settings }`: a train block.
 
@@ -153,7 +153,7 @@ class LoopOp(LazyFormatOp):
         return op.value if op is not None else None
 
 
-@irdl_op_definition
+@lazy_op_definition
 class SetOp(LazyFormatOp):
     """`train.set "epochs" = 10 : i64`: one `key = value` line; `value_loc` is the value's."""
 
@@ -176,7 +176,7 @@ class SetOp(LazyFormatOp):
         _check_nonempty(self.key, "setting key")
 
 
-@irdl_op_definition
+@lazy_op_definition
 class ConfigOp(LazyFormatOp):
     """`train.config {epochs = 10 : i64, optimizer = "Adam", ...}`: a checked block, complete.
 
@@ -279,7 +279,7 @@ def config_of(loop: LoopOp) -> ConfigOp:
     return config
 
 
-@irdl_op_definition
+@lazy_op_definition
 class CheckpointOp(LazyFormatOp):
     """`train.checkpoint every 5 "epochs"`: the checkpoint policy."""
 
@@ -302,7 +302,7 @@ class CheckpointOp(LazyFormatOp):
         _check_one_of(self.unit, CHECKPOINT_UNITS, "checkpoint unit")
 
 
-@irdl_op_definition
+@lazy_op_definition
 class MainOp(LazyFormatOp):
     """`train.main { ... }`: a script's other top-level statements, in source order.
 
@@ -324,7 +324,7 @@ class MainOp(LazyFormatOp):
 # ------------------------------------------------------- added by train passes
 
 
-@irdl_op_definition
+@lazy_op_definition
 class AutocastOp(LazyFormatOp):
     """`train.autocast "float16"`: forward and loss under `torch.autocast` (`"auto"`: below)."""
 
@@ -342,7 +342,7 @@ class AutocastOp(LazyFormatOp):
         _check_one_of(self.dtype, AUTOCAST_DTYPES, "autocast dtype")
 
 
-@irdl_op_definition
+@lazy_op_definition
 class DdpWrapOp(LazyFormatOp):
     """`train.ddp_wrap @net`: wrap the model in DistributedDataParallel."""
 
@@ -357,7 +357,7 @@ class DdpWrapOp(LazyFormatOp):
         super().__init__(properties={"model": SymbolRefAttr(model)})
 
 
-@irdl_op_definition
+@lazy_op_definition
 class FsdpShardOp(LazyFormatOp):
     """`train.fsdp_shard @net ["h"]`: FSDP2 `fully_shard` on each listed block (a layer
     list stands for each of its models), then on the model itself."""
@@ -374,7 +374,7 @@ class FsdpShardOp(LazyFormatOp):
         super().__init__(properties={"model": SymbolRefAttr(model), "blocks": string_array(blocks)})
 
 
-@irdl_op_definition
+@lazy_op_definition
 class CompileOp(LazyFormatOp):
     """`train.compile @net mode "max-autotune"`: wrap the model in `torch.compile`."""
 
@@ -393,7 +393,7 @@ class CompileOp(LazyFormatOp):
         _check_one_of(self.mode, COMPILE_MODES, "compile mode")
 
 
-@irdl_op_definition
+@lazy_op_definition
 class ActivationCheckpointOp(LazyFormatOp):
     """`train.activation_checkpoint @net ["block1", "block2"]`: recompute these
     layers' activations in the backward pass (non-reentrant)."""

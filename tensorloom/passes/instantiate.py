@@ -28,16 +28,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, StringAttr, SymbolRefAttr, UnitAttr
+from xdsl.ir import Attribute
 from xdsl.passes import ModulePass
 
+from tensorloom.catalogue.layers import lookup
 from tensorloom.dialects.nml import InstanceOp, ModelOp
 from tensorloom.passes.model_env import (
     INSTANCE_CONFIG,
+    SPECIALIZED,
+    SPECIALIZED_MODULE,
+    SPECIALIZES,
+    Env,
     config_attr,
     evaluate_kwargs,
+    instance_env,
+    layers_of,
     lookup_symbol,
     model_env,
+    models_of,
+    nested_overrides,
 )
 
 
@@ -57,7 +67,113 @@ def instantiate(module: ModuleOp) -> None:
 
 @dataclass(frozen=True)
 class InstantiatePass(ModulePass):
+    """With `specialize` (`instantiate{specialize=true}`, as `tlc info` runs it), each
+    instance and each nested-model layer also gets its own copy of its model."""
+
     name = "instantiate"
+    specialize: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         instantiate(op)
+        if self.specialize:
+            specialize(op)
+
+
+# --- per-instance specialisation (`instantiate{specialize=true}`, as `tlc info` runs it) ------
+
+MAX_COPIES = 2_000
+"""Past this many copies, further nested layers share their model (its first call's types)."""
+MAX_SPECIALIZED_DEPTH = 32  # as shape inference's MAX_DEPTH: deeper nesting is TL0310
+
+
+def specialize(module: ModuleOp) -> None:
+    """Give each instance, and each nested-model layer under it, its own model.
+
+        nml.model @ResNet { nml.layer @block1 = "ResBlock" ...  nml.layer @block2 = "ResBlock" ... }
+
+    becomes, next to `@ResBlock`,
+
+        nml.model @"ResNet.block1" {specializes = "ResBlock", config = {...}} { ... }
+        nml.model @"ResNet.block2" {specializes = "ResBlock", config = {...}} { ... }
+
+    with `specialized = @"ResNet.block1"` on the layer (its `kind` stays `ResBlock`,
+    for diagnostics and display). A second instance of a model gets a copy of the model
+    too (`@"Net#b"`). Shape inference then types every copy for its one call site, so
+    each value has the types of exactly one use; a nested model applied at two shapes
+    (a residual block before and after a pool) has both in the IR.
+    """
+    models = models_of(module)
+    names = set(symbols_in(module))
+    state = _Specializer(module, models, names)
+    roots: list[tuple[ModelOp, Env]] = []
+    first_instance: set[str] = set()
+    for op in list(module.body.block.ops):
+        if not isinstance(op, InstanceOp):
+            continue
+        model = lookup_symbol(module, op.model, ModelOp)
+        if model is None or model.attributes.get(SPECIALIZES) is not None:
+            continue
+        env = instance_env(op, model)
+        kind = model.sym_name.data
+        if kind in first_instance:  # a second instance: its own copy of the model
+            model = state.copy(model, f"{kind}#{op.sym_name.data}", kind, env)
+            op.properties["model"] = SymbolRefAttr(model.sym_name.data)
+        first_instance.add(kind)
+        roots.append((model, env))
+    roots += [
+        (m, model_env(m))
+        for m in list(models.values())
+        if m.sym_name.data not in first_instance and SPECIALIZES not in m.attributes
+    ]
+    for model, env in roots:
+        state.nested(model, env, (model.attributes.get(SPECIALIZES) or model.sym_name,))
+    module.attributes[SPECIALIZED_MODULE] = UnitAttr()
+
+
+@dataclass
+class _Specializer:
+    module: ModuleOp
+    models: dict[str, ModelOp]
+    names: set[str]
+    copies: int = 0
+
+    def nested(self, model: ModelOp, env: Env, chain: tuple[Attribute, ...]) -> None:
+        """Give each layer of `model` whose kind is a model its own copy, recursively."""
+        if len(chain) > MAX_SPECIALIZED_DEPTH:
+            return
+        for layer in layers_of(model).values():
+            kind = layer.kind.data
+            nested = self.models.get(kind)
+            if nested is None or lookup(kind) is not None or StringAttr(kind) in chain:
+                continue  # a catalogue layer, or a cycle (resolve-nml reports it)
+            if self.copies >= MAX_COPIES:
+                return
+            overrides = nested_overrides(layer, nested, env)
+            inner = model_env(nested, overrides if isinstance(overrides, dict) else {})
+            name = f"{model.sym_name.data}.{layer.sym_name.data}"
+            copy = self.copy(nested, name, kind, inner)
+            layer.attributes[SPECIALIZED] = SymbolRefAttr(copy.sym_name.data)
+            self.nested(copy, inner, (*chain, StringAttr(kind)))
+
+    def copy(self, model: ModelOp, name: str, kind: str, env: Env) -> ModelOp:
+        self.copies += 1
+        fresh, n = name, 1
+        while fresh in self.names:
+            n += 1
+            fresh = f"{name}.{n}"
+        self.names.add(fresh)
+        copy = model.clone()
+        copy.properties["sym_name"] = StringAttr(fresh)
+        copy.attributes[SPECIALIZES] = StringAttr(kind)
+        attr = config_attr(env)
+        if attr is not None:
+            copy.attributes[INSTANCE_CONFIG] = attr
+        self.module.body.block.insert_op_after(copy, model)
+        self.models[fresh] = copy
+        return copy
+
+
+def symbols_in(module: ModuleOp) -> list[str]:
+    """The names of the module's top-level symbols (models, instances, kernels, ...)."""
+    names = [op.properties.get("sym_name") for op in module.body.block.ops]
+    return [n.data for n in names if isinstance(n, StringAttr)]

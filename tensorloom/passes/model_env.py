@@ -440,3 +440,39 @@ def instance_env(op: InstanceOp, model: ModelOp) -> Env:
             return env
     overrides = evaluate_kwargs(op.overrides.data, {})
     return model_env(model, overrides if isinstance(overrides, dict) else {})
+
+
+# --- specialised copies (`instantiate{specialize=true}`) -------------------------------------
+
+SPECIALIZED = "specialized"
+"""On an `nml.layer` whose kind is a model: the copy of that model specialised for it."""
+SPECIALIZES = "specializes"
+"""On a specialised copy of a model: the model it copies (`@ResBlock`)."""
+SPECIALIZED_MODULE = "tl.specialized"
+"""On the module: every instance and nested layer has its own copy of its model."""
+
+
+def nested_model(layer: LayerOp, models: Mapping[str, ModelOp]) -> ModelOp | None:
+    """The model a layer applies: its specialised copy if it has one, else its kind's."""
+    specialized = layer.attributes.get(SPECIALIZED)
+    if isinstance(specialized, SymbolRefAttr):
+        found = models.get(specialized.root_reference.data)
+        if found is not None:
+            return found
+    return models.get(layer.kind.data)
+
+
+def specialized_module(module: Operation | None) -> bool:
+    while module is not None and not isinstance(module, ModuleOp):
+        module = module.parent_op()
+    return module is not None and SPECIALIZED_MODULE in module.attributes
+
+
+def is_specialized_copy(model: ModelOp) -> bool:
+    return SPECIALIZES in model.attributes
+
+
+def model_kind(model: ModelOp) -> str:
+    """The model a (maybe specialised) model is: `ResBlock` for `@"ResNet.block1"`."""
+    kind = model.attributes.get(SPECIALIZES)
+    return kind.data if isinstance(kind, StringAttr) else model.sym_name.data

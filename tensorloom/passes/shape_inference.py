@@ -40,8 +40,11 @@ Algorithm:
 
 `infer_shapes(module)` runs steps 1-6 and returns each instantiation's shape
 flow (layer by layer output shapes and parameter counts); `flows_in(module)`
-reads the flows the pass recorded. A client that needs more than the flow
-(`tlc info`'s tracer) follows the walk through `InferenceHooks`.
+reads the flows the pass recorded. `tlc info` reads the types from the IR: it
+compiles with `instantiate{specialize=true}`, so each instance and nested layer
+has its own copy of its model and every value one type; on such a module the
+pass also writes on each `nml.for` and `nml.if` the iterations and branches it
+followed (`tl.iterations`, `tl.branches`), for `tlc info` to follow the same.
 """
 
 from __future__ import annotations
@@ -125,16 +128,24 @@ from tensorloom.passes.model_env import (
     declared_params,
     forward_of,
     instance_env,
+    is_specialized_copy,
     layer_count,
     layers_of,
     lookup_symbol,
     model_env,
+    model_kind,
     models_of,
+    nested_model,
     nested_overrides,
+    specialized_module,
 )
 from tensorloom.source import Span
 
 BATCH = "B"
+FOLLOWED_ITERATIONS = "tl.iterations"
+"""On an `nml.for` of a specialised module: how many iterations shape inference followed."""
+FOLLOWED_BRANCHES = "tl.branches"
+"""On an `nml.if` of a specialised module: 0 the then branch, 1 the else branch, 2 both."""
 MAX_DEPTH = 32  # models nested deeper than this are TL0310 (a cycle is TL0307, in resolve-nml)
 
 
@@ -186,23 +197,6 @@ class Instantiation:
 # --- one instantiation ----------------------------------------------------------------------
 
 
-class InferenceHooks:
-    """Callbacks for a client that follows the walk; here each does nothing.
-
-    For a nested model's `nml.apply` or an `nml.call` of a method the order is
-    `on_call`, the callee's ops, `on_return`, then the calling op's `on_op`.
-    """
-
-    def on_op(self, op: Operation, model: ModelOp, env: Env) -> None:
-        """After `op`, an op of a method of `model` under `env`, has its result typed."""
-
-    def on_call(self, op: Operation, func: FuncOp) -> None:
-        """Before the ops of `func`, which `op` calls with its operands as arguments."""
-
-    def on_return(self, op: Operation, func: FuncOp) -> None:
-        """After the ops of `func`, which `op` called."""
-
-
 @dataclass
 class Inference:
     """Steps 4-5 for one instantiation: value types live here until written back."""
@@ -229,8 +223,6 @@ class Inference:
         if model not in self.layers:
             self.layers[model] = layers_of(model)
         return self.layers[model]
-
-    hooks: InferenceHooks = field(default_factory=InferenceHooks)
 
     def __post_init__(self) -> None:
         self.unifier.rigid.add(BATCH)  # the batch dim is the data loader's, never a constant
@@ -277,7 +269,6 @@ class Inference:
         elif isinstance(trait, FromInstantiation):
             INSTANTIATION_RULES[trait.rule](self, model, op, env, flow)
         self._track_scalars(op, env)
-        self.hooks.on_op(op, model, env)
 
     # --- builtins -------------------------------------------------------------------
 
@@ -373,6 +364,7 @@ class Inference:
     def _for(self, model: ModelOp, op: ForOp, env: Env, flow: ModelFlow) -> None:
         """Follow every iteration's shapes (the carried types may change as they go)."""
         counts = self._iterations(model, op, env)
+        self._record_followed(op, FOLLOWED_ITERATIONS, len(counts))
         carried = [self.type_of(v) for v in op.inits]
         seen: dict[SSAValue, Attribute] = {}
         for k, counter in enumerate(counts):
@@ -402,6 +394,12 @@ class Inference:
             self.types[value] = joined
         for result, result_type in zip(op.results, carried, strict=True):
             self.types[result] = result_type
+
+    def _record_followed(self, op: ForOp | IfOp, key: str, value: int) -> None:
+        """On a specialised module (each value has one use), what the walk followed:
+        `tlc info` follows the same iterations and branches over the IR."""
+        if key not in op.attributes and specialized_module(op):
+            op.attributes[key] = IntegerAttr(value, i64)
 
     def _same_as_before(self, op: ForOp, carried: Sequence[Attribute], seen: Mapping) -> bool:
         """A fixpoint: the next iteration starts from the types the last one started from."""
@@ -437,6 +435,7 @@ class Inference:
             regions = [op.then_region] if cond else [op.else_region]
         else:  # not known when checking: both branches are followed
             regions = [op.then_region, op.else_region]
+        self._record_followed(op, FOLLOWED_BRANCHES, 2 if len(regions) == 2 else int(not cond))
         outcomes = [self.run_block(model, r.block, env, flow) for r in regions]
         results = outcomes[0]
         if len(outcomes) == 2:
@@ -652,7 +651,7 @@ class Inference:
         flow: ModelFlow,
         label: str | None = None,
     ) -> Attribute:
-        nested = self.models.get(layer.kind.data)
+        nested = nested_model(layer, self.models)
         if nested is not None and nested is not model and lookup(layer.kind.data) is None:
             return self._apply_model(layer, nested, op, env, flow, label)
         bound = bind_layer(layer, env)
@@ -783,16 +782,13 @@ class Inference:
         if forward is None or isinstance(overrides, ArgFailure):
             return TensorType.unranked()
         name = label or layer.sym_name.data
-        inner = ModelFlow(name, nested.sym_name.data, [], "")
+        inner = ModelFlow(name, model_kind(nested), [], "")
         self.depth += 1
-        self.hooks.on_call(op, forward)
         inner_env = model_env(nested, overrides)
         args = self._annotated_args(layer, op, forward, inner_env)
         result = self.run(nested, forward, inner_env, args, inner)
-        self.hooks.on_return(op, forward)
         self.depth -= 1
-        kind = nested.sym_name.data
-        flow.steps.append(self.step(name, kind, result, inner.params))
+        flow.steps.append(self.step(name, model_kind(nested), result, inner.params))
         return result
 
     def _annotated_args(
@@ -879,9 +875,7 @@ class Inference:
         if method is None or op.method is not None or self.depth > MAX_DEPTH:
             return
         self.depth += 1
-        self.hooks.on_call(op, method)
         self.types[op.result] = self.run(model, method, env, self._args(op), flow)
-        self.hooks.on_return(op, method)
         self.depth -= 1
 
     def _report_layer(
@@ -1127,7 +1121,7 @@ def instantiations(module: ModuleOp, models: Mapping[str, ModelOp]) -> list[Inst
     found.sort(key=lambda i: i.inputs is None)
     instantiated = {i.model for i in found}
     nested = {layer.kind.data for m in models.values() for layer in layers_of(m).values()}
-    rest = [m for m in models.values() if m not in instantiated]
+    rest = [m for m in models.values() if m not in instantiated and not is_specialized_copy(m)]
     rest.sort(key=lambda m: m.sym_name.data in nested)  # a nested model is typed in its parent
     return found + [Instantiation(m.sym_name.data, m, model_env(m)) for m in rest]
 
@@ -1252,6 +1246,10 @@ def infer_instantiation(
     flow.input_types = [inference.resolved_type(a) for a in args]
     flow.output = inference.format_type(result)
     flow.output_type = inference.resolved_type(result)
+    for step in flow.steps:  # a later rule may have fixed a symbol (`T//2` is 784: T 1568)
+        if step.type is not None:
+            step.type = inference.resolved_type(step.type)
+            step.shape = inference.format_type(step.type)
     flow.declared = declared_params(inst.model, inst.env, models)
     return Inferred(flow, result, inference)
 
@@ -1390,14 +1388,24 @@ def _flow_attr(flow: ModelFlow) -> DictionaryAttr:
         "steps": ArrayAttr([_step_attr(step) for step in flow.steps]),
     }
     if flow.declared is not None:
-        entries["params"] = IntegerAttr(flow.declared, i64)
+        entries["params"] = _count_attr(flow.declared)
     return DictionaryAttr(entries)
 
 
 def _step_attr(step: FlowStep) -> ArrayAttr:
     kind = step.type if step.type is not None else TensorType.unranked()
-    params = IntegerAttr(step.params, i64)
+    params = _count_attr(step.params)
     return ArrayAttr([StringAttr(step.name), StringAttr(step.op), kind, params])
+
+
+def _count_attr(count: int) -> Attribute:
+    """A parameter count; as text when it is past 64 bits (2^31 nested copies: the
+    checks report it, and the flow must still fit in the IR)."""
+    return IntegerAttr(count, i64) if -(2**63) <= count < 2**63 else StringAttr(str(count))
+
+
+def _count_of(attr: Attribute) -> int:
+    return attr.value.data if isinstance(attr, IntegerAttr) else int(attr.data)  # type: ignore[attr-defined]
 
 
 def flows_in(module: ModuleOp) -> list[ModelFlow]:
@@ -1417,13 +1425,13 @@ def _flow_of(attr: DictionaryAttr) -> ModelFlow:
         data["model"].data,  # type: ignore[attr-defined]
         [format_type(t) for t in inputs],
         format_type(data["output"]),
-        declared=params.value.data if isinstance(params, IntegerAttr) else None,
+        declared=_count_of(params) if params is not None else None,
         input_types=inputs,
         output_type=data["output"],
     )
     for step in data["steps"].data:  # type: ignore[attr-defined]
         name, op, kind, count = step.data
-        flow.steps.append(FlowStep(name.data, op.data, format_type(kind), count.value.data, kind))
+        flow.steps.append(FlowStep(name.data, op.data, format_type(kind), _count_of(count), kind))
     return flow
 
 

@@ -242,14 +242,19 @@ def _model(r: random.Random, name: str, kernel: str | None) -> tuple[str, str]:
             [f"Linear({current if r.random() < 0.85 else r.choice(WIDTHS)}, {out})",
              f"Dropout({r.choice(['0.1', '0.5', '1.5'])})", f"LayerNorm({current})",
              "ReLU", f"Embedding(16, {current})", f"LSTM({current}, {out}, batch_first=true)",
-             f"Conv2d(1, {out}, 3, padding=1)", "MaxPool2d(2)", f"BatchNorm1d({current})"]
+             f"Conv2d(1, {out}, 3, padding=1)", "MaxPool2d(2)", f"BatchNorm1d({current})",
+             # symbolic sizes through arithmetic: H+4, (H+1)//2, 2*H, H//2 (dim_expr)
+             f"Conv2d(1, {out}, 3, padding={r.choice([0, 2, 3])})",
+             f"Conv2d(1, {out}, 3, stride=2, padding=1)", "AvgPool2d(2)",
+             f"ConvTranspose2d(1, {out}, 2, stride=2)"]
         )  # fmt: skip
         layers.append(f"l{i}")
         lines.append(f"    layer l{i} = {ctor}")
         if ctor.startswith("Linear") and str(out).isdigit():
             current = int(out)
     shape = r.choice(
-        [f"Tensor[B, {width}]", "Tensor", f"Tensor[B, T, {width}]", "Tensor[B, 1, 8, 8]"]
+        [f"Tensor[B, {width}]", "Tensor", f"Tensor[B, T, {width}]", "Tensor[B, 1, 8, 8]",
+         "Tensor[B, 1, H, W]"]
     )
     lines.append(f"    fn forward(self, x: {shape}) -> Tensor:")
     body = _forward_body(r, layers, kernel)
@@ -268,7 +273,8 @@ def _forward_body(r: random.Random, layers: list[str], kernel: str | None) -> li
     body: list[str] = []
     if r.random() < 0.3:
         body.append("let h = " + " |> ".join(stages))
-        body.append(r.choice(["h = h + h", "h = h * 2.0", "h = relu(h)", "h = self.l0(h)"]))
+        body.append(r.choice(["h = h + h", "h = h * 2.0", "h = relu(h)", "h = self.l0(h)",
+                              "h = h + x"]))  # fmt: skip
         body.append("return h")
     else:
         body.append("return " + " |> ".join(stages))

@@ -10,7 +10,9 @@ TL0901 or exit status 3), `exception` (something escaped the driver: a
 traceback), `hang` (over 5 s), `span` (a diagnostic outside its file),
 `disagree` (`tlc check` accepts what `tlc compile` rejects), `py_syntax` (the
 emitted Python does not `compile()`), `forward` (the emitted model does not
-build or run one forward on the CPU; checked only where asked, it needs torch).
+build or run one forward on the CPU; checked only where asked, it needs torch),
+`info` (`tlc info`, which compiles the specialised IR and walks its types, fails
+or disagrees on a program `tlc check` accepts; checked where the forward is).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from tensorloom.tools.check import check_file, render_check
 
 HANG_SECONDS = 5.0  # of CPU time
 ABORT_SECONDS = 30  # a run this long is stopped (and counted as a hang)
-BUGS = ("internal", "exception", "hang", "span", "disagree", "py_syntax", "forward")
+BUGS = ("internal", "exception", "hang", "span", "disagree", "py_syntax", "forward", "info")
 
 
 @dataclass
@@ -38,7 +40,9 @@ class Outcome:
     detail: str = ""
     seconds: float = 0.0
     python: str | None = None  # the emitted script, for a program that compiled
-    flows: list[tuple[str, list[str]]] = field(default_factory=list)  # (model, input shapes)
+    # (model, input shapes, every step's output shape): the forward check picks sizes
+    # for the symbols that keep each step's size positive (`T//4` needs T of 4 or more)
+    flows: list[tuple[str, list[str], list[str]]] = field(default_factory=list)
 
     @property
     def is_bug(self) -> bool:
@@ -113,7 +117,7 @@ def _run(path: Path) -> Outcome:
         compile(script, "<emitted>", "exec")
     except SyntaxError as error:
         return Outcome("py_syntax", f"{error.msg} at line {error.lineno}")
-    shapes = [(f.model, list(f.inputs)) for f in flows]
+    shapes = [(f.model, list(f.inputs), [step.shape for step in f.steps]) for f in flows]
     return Outcome("ok", python=script, flows=shapes)
 
 
@@ -145,3 +149,16 @@ def _span_problem(diagnostic: Diagnostic, sources: SourceMap) -> str | None:
 def _first_error(result: Compilation) -> str:
     errors = result.sink.errors()
     return f"{errors[0].code} {errors[0].message[:200]}" if errors else "no error"
+
+
+def info_problem(path: Path) -> str | None:
+    """What goes wrong when `tlc info` profiles `path`, a program `tlc check` accepted:
+    an internal error, a bad span, a diagnostic check did not give; None if nothing."""
+    from tensorloom.analysis.report import InfoRequest, info_file
+
+    with _deadline(ABORT_SECONDS):
+        result, _ = info_file(path, InfoRequest(batch_size=4))
+    bug = _bug_in(result, "info")
+    if bug is not None:
+        return bug.detail
+    return None if result.ok else f"check ok, info: {_first_error(result)}"

@@ -41,7 +41,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fuzz_generate import generate, make_workdir, mutate, seeds
-from fuzz_outcome import ABORT_SECONDS, BUGS, Outcome, classify
+from fuzz_outcome import ABORT_SECONDS, BUGS, Outcome, classify, info_problem
 
 # The parent kills a worker whose input has used this much CPU (the worker's own
 # 30 s deadline did not fire: the time went in C code) or this much wall time.
@@ -82,7 +82,7 @@ def run_one(job: tuple[int, int]) -> tuple[int, str, Outcome, str]:
             raise
         outcome = Outcome("exception", f"fuzzer: {type(error).__name__}: {error}")
     if outcome.kind == "ok" and _FORWARD_EVERY and index % _FORWARD_EVERY == 0:
-        outcome = _forward(outcome)
+        outcome = _info(_WORKDIR / "__fz__.tl", _forward(outcome))
     outcome.python = None  # do not ship scripts between processes
     return index, origin, outcome, text
 
@@ -96,6 +96,17 @@ def _forward(outcome: Outcome) -> Outcome:
     except Exception as error:
         problem = f"{type(error).__name__}: {str(error)[:200]}"
     return Outcome("forward", problem, outcome.seconds) if problem else outcome
+
+
+def _info(path: Path, outcome: Outcome) -> Outcome:
+    """`tlc info` on an accepted program (the sample the forward runs on)."""
+    if outcome.kind != "ok":
+        return outcome
+    try:
+        problem = info_problem(path)
+    except Exception as error:
+        problem = f"{type(error).__name__}: {str(error)[:200]}"
+    return Outcome("info", problem, outcome.seconds) if problem else outcome
 
 
 # ------------------------------------------------------------------ workers

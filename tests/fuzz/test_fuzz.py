@@ -61,3 +61,28 @@ def test_accepted_programs_run_one_forward(workdir: Path, r: random.Random) -> N
     if outcome.kind == "ok":
         assert outcome.python is not None
         assert run_forward(outcome.python, outcome.flows) is None, text
+
+
+POOLS = """model Pools:
+    layer proj = Linear(2, 64)
+    layer pool1 = MaxPool2d(2)
+    layer pool2 = MaxPool2d(2)
+    fn forward(self, x: Tensor[B, T, 2]) -> Tensor:
+        return x |> self.proj |> self.pool1 |> self.pool2
+let net = Pools()
+"""
+
+
+def test_the_forward_check_picks_sizes_that_keep_every_step_non_empty(workdir: Path) -> None:
+    """Input 15480: two pools give T//4, so T = 3 (the default) would make an empty
+    output; the harness takes T = 4, and the forward runs."""
+    from fuzz_forward import sizes_for
+    from fuzz_outcome import info_problem
+
+    outcome = classify(workdir / "__fz__.tl", POOLS)
+    assert outcome.kind == "ok" and outcome.python is not None
+    [(model, inputs, steps)] = outcome.flows
+    assert (model, inputs, steps[-1]) == ("Pools", ["[B, T, 2]"], "[B, T//4, 16]")
+    assert sizes_for(inputs, steps) == {"B": 2, "T": 4}
+    assert run_forward(outcome.python, outcome.flows) is None
+    assert info_problem(workdir / "__fz__.tl") is None

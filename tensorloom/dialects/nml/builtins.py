@@ -30,7 +30,6 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import (
-    irdl_op_definition,
     operand_def,
     opt_operand_def,
     opt_prop_def,
@@ -73,6 +72,7 @@ from tensorloom.catalogue.shapes import (
     transpose_shape,
     unsqueeze_shape,
 )
+from tensorloom.dialects.lazy_definition import lazy_op_definition
 from tensorloom.dialects.lazy_format import LazyFormatOp
 from tensorloom.dialects.nml.ops import Value
 from tensorloom.dialects.nml.shape_trait import FromOperands
@@ -162,7 +162,7 @@ def _elementwise(name: str, doc: str) -> type[UnaryOp]:
         f"{name.title().replace('_', '')}Op", (UnaryOp,), {"name": f"nml.{name}", "__doc__": doc}
     )
     cls.__module__ = __name__
-    return irdl_op_definition(cls)
+    return lazy_op_definition(cls)
 
 
 _FAMILY: dict[str, type[UnaryOp]] = {
@@ -175,7 +175,7 @@ SigmoidOp = _FAMILY["sigmoid"]
 NegOp = _FAMILY["neg"]
 
 
-@irdl_op_definition
+@lazy_op_definition
 class GeluOp(FunctionalOp):
     """`nml.gelu %x` (exact) or `nml.gelu %x approximate "tanh"`."""
 
@@ -208,7 +208,7 @@ class GeluOp(FunctionalOp):
         return operand_types[0]
 
 
-@irdl_op_definition
+@lazy_op_definition
 class ClampOp(FunctionalOp):
     """`nml.clamp %x min 0.0 max 6.0`: at least one bound."""
 
@@ -264,17 +264,17 @@ class SoftmaxLikeOp(FunctionalOp, ABC):
         return apply_rule(operand_types[0], lambda dims: same_shape(dims, axis))
 
 
-@irdl_op_definition
+@lazy_op_definition
 class SoftmaxOp(SoftmaxLikeOp):
     name = "nml.softmax"
 
 
-@irdl_op_definition
+@lazy_op_definition
 class LogSoftmaxOp(SoftmaxLikeOp):
     name = "nml.log_softmax"
 
 
-@irdl_op_definition
+@lazy_op_definition
 class DropoutOp(FunctionalOp):
     """`nml.dropout %x p 0.1`; `p` must lie in [0, 1)."""
 
@@ -304,7 +304,7 @@ class DropoutOp(FunctionalOp):
         return operand_types[0]
 
 
-@irdl_op_definition
+@lazy_op_definition
 class FlattenOp(FunctionalOp):
     name = "nml.flatten"
 
@@ -435,17 +435,17 @@ class ReshapeLikeOp(SizedOp, ABC):
         return apply_rule(operand_types[0], lambda dims: reshape_shape(dims, target, unifier))
 
 
-@irdl_op_definition
+@lazy_op_definition
 class ReshapeOp(ReshapeLikeOp):
     name = "nml.reshape"
 
 
-@irdl_op_definition
+@lazy_op_definition
 class ViewOp(ReshapeLikeOp):
     name = "nml.view"
 
 
-@irdl_op_definition
+@lazy_op_definition
 class PermuteOp(FunctionalOp):
     name = "nml.permute"
 
@@ -473,7 +473,7 @@ class PermuteOp(FunctionalOp):
         return apply_rule(operand_types[0], lambda dims: permute_shape(dims, order))
 
 
-@irdl_op_definition
+@lazy_op_definition
 class TransposeOp(FunctionalOp):
     name = "nml.transpose"
 
@@ -532,22 +532,22 @@ class ReductionOp(FunctionalOp, ABC):
         return apply_rule(operand_types[0], lambda dims: reduce_shape(dims, axes, keep))
 
 
-@irdl_op_definition
+@lazy_op_definition
 class MeanOp(ReductionOp):
     name = "nml.mean"
 
 
-@irdl_op_definition
+@lazy_op_definition
 class SumOp(ReductionOp):
     name = "nml.sum"
 
 
-@irdl_op_definition
+@lazy_op_definition
 class AmaxOp(ReductionOp):
     name = "nml.amax"
 
 
-@irdl_op_definition
+@lazy_op_definition
 class AminOp(ReductionOp):
     name = "nml.amin"
 
@@ -575,17 +575,17 @@ class MomentOp(ReductionOp, ABC):
             self.correction = IntegerAttr(correction, i64)
 
 
-@irdl_op_definition
+@lazy_op_definition
 class VarOp(MomentOp):
     name = "nml.var"
 
 
-@irdl_op_definition
+@lazy_op_definition
 class StdOp(MomentOp):
     name = "nml.std"
 
 
-@irdl_op_definition
+@lazy_op_definition
 class CatOp(FunctionalOp):
     name = "nml.cat"
 
@@ -658,32 +658,32 @@ def _scalar_mix(left: Attribute, right: Attribute) -> Attribute | ShapeMismatch:
     return Float64Type() if Float64Type() in (left, right) else i64
 
 
-@irdl_op_definition
+@lazy_op_definition
 class AddOp(BinaryOp):
     name = "nml.add"
 
 
-@irdl_op_definition
+@lazy_op_definition
 class SubOp(BinaryOp):
     name = "nml.sub"
 
 
-@irdl_op_definition
+@lazy_op_definition
 class MulOp(BinaryOp):
     name = "nml.mul"
 
 
-@irdl_op_definition
+@lazy_op_definition
 class DivOp(BinaryOp):
     name = "nml.div"
 
 
-@irdl_op_definition
+@lazy_op_definition
 class PowOp(BinaryOp):
     name = "nml.pow"
 
 
-@irdl_op_definition
+@lazy_op_definition
 class MatmulOp(BinaryOp):
     name = "nml.matmul"
 
@@ -716,7 +716,7 @@ class CompareOp(BinaryOp, ABC):
 def _comparison(name: str) -> type[CompareOp]:
     cls = type(f"{name.title()}Op", (CompareOp,), {"name": f"nml.{name}"})
     cls.__module__ = __name__
-    return irdl_op_definition(cls)
+    return lazy_op_definition(cls)
 
 
 COMPARE_OPS: dict[str, type[CompareOp]] = {
@@ -753,7 +753,7 @@ def index_entry(attr: Attribute) -> IndexEntry:
     return DYNAMIC
 
 
-@irdl_op_definition
+@lazy_op_definition
 class IndexOp(FunctionalOp):
     """`nml.index %x [":", -1 : i64]`: items are ints, `#nml.slice<...>`, `":"`,
     `"..."`, `#nml.none` (a new axis) or `"?"`, a select by the next dynamic operand."""
@@ -821,7 +821,7 @@ def tuple_item(operand: TupleType, entries: Sequence[Index]) -> Attribute | Shap
     return elements[index]
 
 
-@irdl_op_definition
+@lazy_op_definition
 class DimOp(FunctionalOp):
     """`%n = nml.dim %x 0 : (...) -> i64`: one size of a tensor (`x.size(0)`, `x.shape[0]`)."""
 
@@ -852,7 +852,7 @@ class DimOp(FunctionalOp):
         return i64
 
 
-@irdl_op_definition
+@lazy_op_definition
 class ListOp(FunctionalOp):
     """`%l = nml.list %a, %b : (...) -> !nml.list`: a list or tuple of values."""
 
@@ -910,7 +910,7 @@ class _SizesOp(SizedOp, ABC):
             )
 
 
-@irdl_op_definition
+@lazy_op_definition
 class ExpandOp(_SizesOp):
     name = "nml.expand"
 
@@ -921,7 +921,7 @@ class ExpandOp(_SizesOp):
         return apply_rule(operand_types[0], lambda dims: expand_shape(dims, target, unifier))
 
 
-@irdl_op_definition
+@lazy_op_definition
 class RepeatOp(_SizesOp):
     name = "nml.repeat"
 
@@ -932,7 +932,7 @@ class RepeatOp(_SizesOp):
         return apply_rule(operand_types[0], lambda dims: repeat_shape(dims, counts))
 
 
-@irdl_op_definition
+@lazy_op_definition
 class ArangeOp(SizedOp):
     """`nml.arange [0 : i64, "?", 1 : i64](%t)`: start, end, step (ints, floats or `"?"`);
     an i64 vector when all are integers, else f32."""
@@ -980,7 +980,7 @@ class ArangeOp(SizedOp):
         return TensorType.from_dims([arange_length(*values)], element)
 
 
-@irdl_op_definition
+@lazy_op_definition
 class NormalizeOp(FunctionalOp):
     """`nml.normalize %x p 2.0 dim 1`: `F.normalize`, x / max(||x||_p, eps) along `dim`."""
 
@@ -1034,17 +1034,17 @@ class TriangleOp(FunctionalOp, ABC):
         return apply_rule(operand_types[0], lambda dims: at_least_2d(dims, name))
 
 
-@irdl_op_definition
+@lazy_op_definition
 class TrilOp(TriangleOp):
     name = "nml.tril"
 
 
-@irdl_op_definition
+@lazy_op_definition
 class TriuOp(TriangleOp):
     name = "nml.triu"
 
 
-@irdl_op_definition
+@lazy_op_definition
 class TOp(FunctionalOp):
     """`nml.t %x`: `x.T` / `x.t()`, a matrix transposed."""
 
@@ -1064,7 +1064,7 @@ class TOp(FunctionalOp):
         return apply_rule(operand_types[0], t_shape)
 
 
-@irdl_op_definition
+@lazy_op_definition
 class SqueezeOp(FunctionalOp):
     """`nml.squeeze %x dims [1]`: without `dims`, every dim of size 1."""
 
@@ -1092,7 +1092,7 @@ class SqueezeOp(FunctionalOp):
         return apply_rule(operand_types[0], lambda dims: squeeze_shape(dims, axes, u))
 
 
-@irdl_op_definition
+@lazy_op_definition
 class UnsqueezeOp(FunctionalOp):
     name = "nml.unsqueeze"
 
@@ -1125,7 +1125,7 @@ def _tensors(operand_types: Sequence[Attribute], what: str) -> list[TensorType] 
     )
 
 
-@irdl_op_definition
+@lazy_op_definition
 class StackOp(FunctionalOp):
     name = "nml.stack"
 
@@ -1175,7 +1175,7 @@ class _PiecesOp(FunctionalOp, ABC):
         return TupleType.of([operand.with_dims(p) for p in pieces])
 
 
-@irdl_op_definition
+@lazy_op_definition
 class SplitOp(SizedOp):
     """`nml.split %x sizes [64 : i64, 64 : i64] dim 2` or `nml.split %x equal sizes ["?"](%d)
     dim 2` (pieces of one size, the last shorter): a tuple of tensors. A size may be `"?"`,
@@ -1235,7 +1235,7 @@ class SplitOp(SizedOp):
         return TupleType.of([operand.with_dims(p) for p in pieces])
 
 
-@irdl_op_definition
+@lazy_op_definition
 class ChunkOp(_PiecesOp):
     name = "nml.chunk"
 
@@ -1263,7 +1263,7 @@ class ChunkOp(_PiecesOp):
         return chunk_shapes(dims, self.chunks.value.data, self.dim.value.data, unifier)  # type: ignore[return-value]
 
 
-@irdl_op_definition
+@lazy_op_definition
 class EinsumOp(FunctionalOp):
     """`nml.einsum "bij,bjk->bik" %a, %b`: the output shape follows the equation."""
 
@@ -1294,7 +1294,7 @@ class EinsumOp(FunctionalOp):
         return result if isinstance(result, ShapeMismatch) else tensors[0].with_dims(result)
 
 
-@irdl_op_definition
+@lazy_op_definition
 class WhereOp(FunctionalOp):
     """`nml.where %cond, %a, %b`: `a` where `cond`, else `b`; all three broadcast
     (`a` or `b` may be a scalar)."""
@@ -1334,7 +1334,7 @@ class WhereOp(FunctionalOp):
         return like.with_dims(shape)
 
 
-@irdl_op_definition
+@lazy_op_definition
 class MaskedFillOp(FunctionalOp):
     """`nml.masked_fill %x, %mask, %value`: `value` where `mask`; the mask broadcasts to x."""
 
@@ -1364,7 +1364,7 @@ class MaskedFillOp(FunctionalOp):
         return result if isinstance(result, ShapeMismatch) else x
 
 
-@irdl_op_definition
+@lazy_op_definition
 class AttentionOp(FunctionalOp):
     """`nml.attention %q, %k, %v mask(%m) causal dropout 0.1`: scaled dot-product
     attention (`F.scaled_dot_product_attention`); [..., L, E] x [..., S, E] x [..., S, Ev]

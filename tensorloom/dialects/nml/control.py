@@ -25,7 +25,6 @@ from xdsl.dialects.builtin import IntegerAttr, SymbolRefAttr, i64
 from xdsl.ir import Attribute, Block, BlockArgument, Region, SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
-    irdl_op_definition,
     operand_def,
     opt_prop_def,
     prop_def,
@@ -38,12 +37,13 @@ from xdsl.irdl import (
 from xdsl.traits import HasParent, IsTerminator
 from xdsl.utils.exceptions import VerifyException
 
+from tensorloom.dialects.lazy_definition import lazy_op_definition
 from tensorloom.dialects.lazy_format import LazyFormatOp
 from tensorloom.dialects.nml.ops import Value
 from tensorloom.dialects.nml.shape_trait import FromInstantiation
 
 
-@irdl_op_definition
+@lazy_op_definition
 class ForOp(LazyFormatOp):
     """A loop over a layer list (`layers`) or over `range(bounds...)`."""
 
@@ -100,7 +100,7 @@ class ForOp(LazyFormatOp):
             raise VerifyException("`nml.for` has one result per carried value")
 
 
-@irdl_op_definition
+@lazy_op_definition
 class IfOp(LazyFormatOp):
     """`nml.if %c : i1 -> T { ... nml.yield %a } else { ... nml.yield %b }`."""
 
@@ -128,7 +128,7 @@ class IfOp(LazyFormatOp):
         )
 
 
-@irdl_op_definition
+@lazy_op_definition
 class YieldOp(LazyFormatOp):
     """`nml.yield %a, %b : T, U` ends a loop body or a branch."""
 
@@ -151,7 +151,7 @@ class YieldOp(LazyFormatOp):
             )
 
 
-@irdl_op_definition
+@lazy_op_definition
 class ApplyAtOp(LazyFormatOp):
     """`%y = nml.apply_at @h[%i](%x)`: apply element `%i` of the layer list `@h`."""
 
@@ -175,7 +175,7 @@ class ApplyAtOp(LazyFormatOp):
         )
 
 
-@irdl_op_definition
+@lazy_op_definition
 class TupleGetOp(LazyFormatOp):
     """`%mu = nml.tuple_get %out 1 : (...) -> ...`: one element of a tuple."""
 

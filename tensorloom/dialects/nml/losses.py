@@ -24,7 +24,7 @@ from typing import ClassVar
 
 from xdsl.dialects.builtin import DictionaryAttr, IntegerType, StringAttr
 from xdsl.ir import Attribute
-from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def
+from xdsl.irdl import operand_def, prop_def, result_def
 from xdsl.utils.exceptions import VerifyException
 
 from tensorloom.catalogue.args import REDUCTION
@@ -36,6 +36,7 @@ from tensorloom.catalogue.losses import (
     LossRecord,
 )
 from tensorloom.catalogue.shapes import Dim, Shape, ShapeMismatch, Unifier, format_shape
+from tensorloom.dialects.lazy_definition import lazy_op_definition
 from tensorloom.dialects.nml.builtins import FunctionalOp
 from tensorloom.dialects.nml.ops import Value
 from tensorloom.dialects.nml.types import TensorType
@@ -47,7 +48,7 @@ LOSSES: dict[str, LossRecord] = FUNCTIONAL_LOSSES
 """Every functional loss a `.tl` function may call, by function name."""
 
 
-@irdl_op_definition
+@lazy_op_definition
 class LossOp(FunctionalOp):
     """`nml.loss "mse" %out, %y reduction "mean" {}`: a functional loss of `LOSSES`."""
 

@@ -35,7 +35,6 @@ from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     ParsePropInAttrDict,
-    irdl_op_definition,
     operand_def,
     opt_prop_def,
     prop_def,
@@ -56,6 +55,7 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 
 from tensorloom.dialects.builders import string_array
+from tensorloom.dialects.lazy_definition import LazyOp, lazy_op_definition
 from tensorloom.dialects.lazy_format import LazyFormatOp
 from tensorloom.dialects.nml.shape_trait import FromInstantiation
 from tensorloom.dialects.nml.types import AnyType, NoneType, NoneValueAttr, StrType
@@ -85,7 +85,7 @@ def _check_locs(locs: ArrayAttr | None, count: int, what: str) -> None:
         raise VerifyException(f"`{what}` has {len(locs.data)} entries, expected {count}")
 
 
-@irdl_op_definition
+@lazy_op_definition
 class ModelOp(LazyFormatOp):
     """A model: a symbol table of configs, layers and methods."""
 
@@ -111,7 +111,7 @@ class ModelOp(LazyFormatOp):
         _check_nonempty(self.sym_name, "model name")
 
 
-@irdl_op_definition
+@lazy_op_definition
 class ConfigOp(LazyFormatOp):
     """`nml.config @d_model = 512 : i64`: a config parameter and its default."""
 
@@ -127,7 +127,7 @@ class ConfigOp(LazyFormatOp):
         super().__init__(properties={"sym_name": StringAttr(sym_name), "value": value})
 
 
-@irdl_op_definition
+@lazy_op_definition
 class LayerOp(LazyFormatOp):
     """`nml.layer @fc1 = "Linear" [784 : i64, 256 : i64] {bias = true}`.
 
@@ -183,8 +183,8 @@ class LayerOp(LazyFormatOp):
         _check_locs(self.kwarg_locs, len(self.kwargs.data), "kwarg_locs")
 
 
-@irdl_op_definition
-class FuncOp(IRDLOperation):
+@lazy_op_definition
+class FuncOp(LazyOp):
     """A method of a model; `arg_names` are the source parameter names (no `self`)."""
 
     name = "nml.func"
@@ -256,7 +256,7 @@ class FuncOp(IRDLOperation):
         )
 
 
-@irdl_op_definition
+@lazy_op_definition
 class ReturnOp(LazyFormatOp):
     """`nml.return %x : !nml.tensor<...>` ends a method body."""
 
@@ -282,8 +282,8 @@ def constant_type(value: Attribute) -> Attribute:
     return AnyType()
 
 
-@irdl_op_definition
-class ConstantOp(IRDLOperation):
+@lazy_op_definition
+class ConstantOp(LazyOp):
     """`%c = nml.constant 0.2 : f64`; also strings (`!nml.str`) and `#nml.none`."""
 
     name = "nml.constant"
@@ -314,7 +314,7 @@ class ConstantOp(IRDLOperation):
         printer.print_op_attributes(self.attributes)
 
 
-@irdl_op_definition
+@lazy_op_definition
 class CallOp(LazyFormatOp):
     """An unresolved call, before `resolve-nml`.
 
@@ -368,7 +368,7 @@ class CallOp(LazyFormatOp):
             raise VerifyException("a method call needs its receiver as the first operand")
 
 
-@irdl_op_definition
+@lazy_op_definition
 class PipeOp(LazyFormatOp):
     """One pipe stage, `x |> callee(extra...)`, kept until `desugar-pipes`.
 
@@ -411,7 +411,7 @@ class PipeOp(LazyFormatOp):
         _check_arg_names(self.arg_names, len(self.args), "stage's extra argument list")
 
 
-@irdl_op_definition
+@lazy_op_definition
 class ApplyOp(LazyFormatOp):
     """`%y = nml.apply @fc1(%x) : (...) -> ...`: apply a layer of the enclosing model."""
 
@@ -449,7 +449,7 @@ class ApplyOp(LazyFormatOp):
             _check_arg_names(self.arg_names, len(self.args), "application")
 
 
-@irdl_op_definition
+@lazy_op_definition
 class KernelCallOp(LazyFormatOp):
     """`nml.kernel_call @vector_add(%x, %y) : (...) -> ...`: call a kernel's launcher."""
 
@@ -483,7 +483,7 @@ class KernelCallOp(LazyFormatOp):
         _check_arg_names(self.arg_names, len(self.args), "kernel call")
 
 
-@irdl_op_definition
+@lazy_op_definition
 class InstanceOp(LazyFormatOp):
     """`nml.instance @net = @Classifier {hidden = 128 : i64}`: a model with overrides."""
 
@@ -518,7 +518,7 @@ class InstanceOp(LazyFormatOp):
         _check_locs(self.override_locs, len(self.overrides.data), "override_locs")
 
 
-@irdl_op_definition
+@lazy_op_definition
 class RefOp(LazyFormatOp):
     """`%v = nml.ref @d_model : !nml.any`: a name that is not a local value.
 
@@ -540,7 +540,7 @@ class RefOp(LazyFormatOp):
         )
 
 
-@irdl_op_definition
+@lazy_op_definition
 class GetAttrOp(LazyFormatOp):
     """`%s = nml.getattr %x "shape" : (...) -> !nml.any`: attribute access on a value."""
 

@@ -15,6 +15,7 @@ In Python a dim is an `int`, a `str` (symbolic) or `None` (unknown);
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -64,13 +65,33 @@ PREFIX = "..."
 """The first entry of a shape whose leading dims are unknown: `[..., 256]`."""
 
 
-def format_dims(dims: Dims | None, *, prefixed: bool = False) -> str:
+def format_dims(dims: Dims | None, *, prefixed: bool = False, quoted: bool = False) -> str:
     """`[B, 784]` as the IR and diagnostics print it; `*` for unknown rank;
-    `[..., 256]` for a known suffix after unknown leading dims."""
+    `[..., 256]` for a known suffix after unknown leading dims. A dim that is an
+    expression of symbols (`H+4`, catalogue/dim_expr.py) is quoted in the IR
+    (`quoted`): `[B, 32, "H+4", "H+4"]`."""
     if dims is None:
         return "*"
-    entries = ["?" if d is None else str(d) for d in dims]
+    entries = ["?" if d is None else _quoted(d) if quoted else str(d) for d in dims]
     return "[" + ", ".join([PREFIX, *entries] if prefixed else entries) + "]"
+
+
+def _quoted(dim: int | str) -> str:
+    if isinstance(dim, int) or _IDENTIFIER.match(dim):
+        return str(dim)
+    return '"' + dim.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][\w$.]*\Z")
+
+
+def _dim_text_ok(text: str) -> bool:
+    """A name (any text without arithmetic), or an expression that parses."""
+    if not any(c in text for c in "+-*/()"):
+        return True
+    from tensorloom.catalogue import dim_expr
+
+    return dim_expr.parse(text) is not None
 
 
 @irdl_attr_definition
@@ -142,12 +163,17 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
                 raise VerifyException("`...` may only open a tensor shape")
             if not isinstance(attr, IntAttr | StringAttr | NoneAttr):
                 raise VerifyException(f"invalid tensor dim {attr}")
+            if isinstance(attr, StringAttr) and attr.data != PREFIX and not _dim_text_ok(attr.data):
+                raise VerifyException(
+                    f'invalid tensor dim "{attr.data}": a dim is a size, a name or an '
+                    "expression of names such as `H+4`, `2*T`, `(H-1)//2+1`"
+                )
             if isinstance(attr, IntAttr) and int(attr.data) < 0:
                 raise VerifyException(f"tensor dims must be non-negative, got {attr.data}")
 
     def print_parameters(self, printer: Printer) -> None:
         with printer.in_angle_brackets():
-            printer.print_string(format_dims(self.suffix, prefixed=self.prefixed))
+            printer.print_string(format_dims(self.suffix, prefixed=self.prefixed, quoted=True))
             printer.print_string(", ")
             printer.print_attribute(self.element_type)
 
@@ -174,6 +200,8 @@ def _parse_dim(parser: AttrParser) -> Dim:
         return PREFIX
     if (name := parser.parse_optional_identifier()) is not None:
         return name
+    if (expression := parser.parse_optional_str_literal()) is not None:
+        return expression  # `"H+4"`: an expression of symbols
     return parser.parse_integer(allow_boolean=False, allow_negative=False)
 
 

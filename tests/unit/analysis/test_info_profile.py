@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from tensorloom.analysis.memory import Training, parse_size, training_budget
 from tensorloom.analysis.profile import ProfileOptions, profile_file
@@ -98,3 +99,70 @@ def test_gpt2_budget_is_within_15_percent_of_the_h200() -> None:
     assert abs(memory["peak"] / GPT2_EAGER_PEAK - 1) < 0.15
     assert abs(memory["compiled_peak"] / GPT2_COMPILED_PEAK - 1) < 0.15
     assert memory["compiled_peak"] < memory["peak"]  # no fp32 copy of the logits
+
+
+def test_weight_casts_count_every_element_of_a_layer_list(tmp_path: Path) -> None:
+    """Autocast's bf16 copies of the matmul weights: GPT-2's `for block in h` runs 12
+    blocks with 12 sets of weights, so each adds its four linears' copies (2 bytes a
+    parameter), not only the first."""
+    from tensorloom.analysis.report import InfoRequest, info_json
+
+    root = Path(__file__).resolve().parents[3]
+    nml = (root / "bench" / "programs" / "gpt2.nml").read_text()
+    tl = (root / "bench" / "programs" / "gpt2.tl").read_text()
+    casts: dict[int, int] = {}
+    for n in (1, 2):
+        (tmp_path / f"g{n}.nml").write_text(nml.replace("n_layer = 12", f"n_layer = {n}"))
+        program = tmp_path / f"g{n}.tl"
+        program.write_text(tl.replace("gpt2.nml", f"g{n}.nml"))
+        models = info_json(program, InfoRequest())["models"]
+        casts[n] = next(m for m in models if m["model"] == "GPT")["memory"]["weight_casts"]
+    block_linears = 768 * 2304 + 2304 + 768 * 768 + 768 + 768 * 3072 + 3072 + 3072 * 768 + 768
+    assert casts[2] - casts[1] == 2 * block_linears
+
+
+def test_a_list_of_catalogue_layers_is_profiled_per_element(tmp_path: Path) -> None:
+    """`h = [Linear(d, d) for _ in range(2)]` applied as `h[0]`, `h[1]` or `for block in h`:
+    each element reached is a row (`h.0`, PyTorch's name) with its FLOPs, and autocast
+    copies its weights once; `h[0](x)` twice applies one element, whose weights are
+    copied once."""
+    from tensorloom.analysis.report import InfoRequest, info_json
+
+    def stack(body: str) -> dict[str, Any]:
+        (tmp_path / "m.nml").write_text(
+            "@model Stack:\n"
+            "    @config:\n"
+            "        d = 64\n"
+            "    @layers:\n"
+            "        flat = Flatten()\n"
+            "        h = [Linear(d, d) for _ in range(2)]\n"
+            "        head = Linear(d, 10)\n"
+            "    @forward(x):\n"
+            "        x = flat(x)\n"
+            f"        {body}\n"
+            "        return head(x)\n"
+        )
+        (tmp_path / "m.tl").write_text(
+            "import m.nml as Stack\n"
+            "let net = Stack()\n"
+            'let data = load_dataset("digits")\n'
+            "train net on data:\n"
+            "    loss = CrossEntropy\n"
+            "    optimizer = AdamW(lr=0.001)\n"
+            "    precision = bf16\n"
+        )
+        found = info_json(tmp_path / "m.tl", InfoRequest(batch_size=8))
+        assert found["ok"], found["diagnostics"]
+        return next(m for m in found["models"] if m["model"] == "Stack")
+
+    linear, head = 64 * 64 + 64, 64 * 10 + 10
+    once = stack("x = h[0](x)")
+    rows = {row["name"]: row for row in once["layers"]}
+    assert rows["h.0"]["params"] == linear and rows["h.0"]["flops"] > 0
+    assert once["memory"]["weight_casts"] == 2 * (linear + head)
+    twice = stack("x = h[0](x)\n        x = h[0](x)")
+    assert twice["memory"]["weight_casts"] == 2 * (linear + head)
+    for body in ("x = h[0](x)\n        x = h[1](x)", "for block in h:\n            x = block(x)"):
+        both = stack(body)
+        assert [row["name"] for row in both["layers"]] == ["flat", "h.0", "h.1", "head"]
+        assert both["memory"]["weight_casts"] == 2 * (2 * linear + head)

@@ -176,3 +176,38 @@ def test_cut_cross_entropy_row_calls_the_library_as_nanogpt_computes_its_loss(
         calls.clear()
         cce(x, y)
     assert calls[0]["dtypes"] == {torch.bfloat16}  # the autocast dtype, both operands
+
+
+def test_gpu_annotations_are_not_counted_as_kernels(step_profile: ModuleType) -> None:
+    """Run 9's profile counted `Optimizer.step#AdamW.step` (1.13 ms a step), a host range
+    shown on the GPU's timeline over the optimizer's kernels, as a kernel of its own."""
+    import types
+
+    import torch
+
+    cuda, cpu = torch.autograd.DeviceType.CUDA, torch.autograd.DeviceType.CPU
+
+    def event(key: str, device: object, us: float) -> object:
+        return types.SimpleNamespace(key=key, device_type=device, count=10,
+                                     self_device_time_total=us)  # fmt: skip
+
+    events = [event("Optimizer.step#AdamW.step", cpu, 0.0),
+              event("Optimizer.step#AdamW.step", cuda, 11_300.0),
+              event("multi_tensor_apply_kernel<FusedAdamMathFunctor>", cuda, 10_100.0),
+              event("aten::mm", cpu, 0.0), event("nvjet_sm90_tst_256x128", cuda, 52_000.0)]
+    kernels = step_profile.gpu_kernels(events)
+    assert [k[0] for k in kernels] == ["multi_tensor_apply_kernel<FusedAdamMathFunctor>",
+                                       "nvjet_sm90_tst_256x128"]  # fmt: skip
+
+
+def test_the_token_files_are_written_for_any_selected_gpt2_row() -> None:
+    """Run 9's second call selected GPT-2 rows by words without "gpt2" ("Cut Cross",
+    "B=32") and got no token files: the choice now looks at the selected jobs."""
+    sys.path.insert(0, str(BENCH))
+    suite = load(BENCH / "gpu_suite.py", "bench_gpu_suite_tokens")
+    nowhere = Path("/nonexistent-generated")
+    plan = suite.Plan(nowhere, nowhere, nowhere, smoke=False)
+    assert suite.needs_tokens(plan, ["Cut Cross", "B=32"], [])
+    assert suite.needs_tokens(plan, [], [])
+    assert not suite.needs_tokens(plan, ["lm/"], [])
+    assert not suite.needs_tokens(plan, [], ["gpt2"])

@@ -59,12 +59,17 @@ def test_layernorm_on_channels_first_is_a_mismatch_with_help() -> None:
     assert m.help is not None and "x.flatten(2).transpose(1, 2)" in m.help
 
 
-def test_conv_keeps_symbolic_sizes_only_when_it_preserves_them() -> None:
+def test_conv_gives_symbolic_sizes_as_expressions() -> None:
+    """A symbolic size stays itself where the convolution preserves it, else becomes
+    an expression of it (PyTorch's floor formula, catalogue/dim_expr.py)."""
     spec, bound = bind("Conv2d", 3, 16, 3, padding="same")
     assert spec.infer_shape(bound, [("B", 3, "H", "W")], Unifier()) == ("B", 16, "H", "W")
     spec, bound = bind("Conv2d", 3, 16, 3, stride=2, padding=1)
-    assert spec.infer_shape(bound, [("B", 3, "H", "W")], Unifier()) == ("B", 16, None, None)
+    want = ("B", 16, "(H+1)//2", "(W+1)//2")  # (H + 2 - 2 - 1)//2 + 1
+    assert spec.infer_shape(bound, [("B", 3, "H", "W")], Unifier()) == want
     assert spec.infer_shape(bound, [("B", 3, 32, 32)], Unifier()) == ("B", 16, 16, 16)
+    spec, bound = bind("Conv2d", 3, 16, 3, padding=3)
+    assert spec.infer_shape(bound, [("B", 3, "H", "W")], Unifier()) == ("B", 16, "H+4", "W+4")
 
 
 def test_conv_channel_mismatch_and_rank() -> None:
@@ -134,12 +139,16 @@ def test_helpers_with_symbols() -> None:
     assert reshape_shape(("B", 4, 4), ["B", -1], u) == ("B", 16)
     assert reshape_shape(("B", 4, "T"), [-1, 4], u) is not None
     assert flatten_shape(("B", 1, 28, 28), 1) == ("B", 784)
-    assert flatten_shape(("B", "C", 28), 1) == ("B", None)
+    assert flatten_shape(("B", "C", 28), 1) == ("B", "28*C")  # one symbol: affine
+    assert flatten_shape(("B", "C", "H"), 1) == ("B", None)  # a product of symbols is not
     assert cat_shape([("B", 3), ("B", 5)], -1, u) == ("B", 8)
+    assert cat_shape([("B", "T"), ("B", "T")], -1, u) == ("B", "2*T")
     assert index_shape(("B", "T", 64), [Ellipsis, 0]) == ("B", "T")
     assert index_shape(("B", "T", 64), [Slice(), -1]) == ("B", 64)
     assert conv_output_size("H", 3, 1, 1) == "H"
-    assert pool_output_size("H", 2, 2) is None
+    assert pool_output_size("H", 2, 2) == "H//2"
+    assert pool_output_size("H", 2, 2, ceil_mode=True) is None
+    assert pool_output_size(pool_output_size("H", 2, 2), 2, 2) == "H//4"
 
 
 def test_helper_errors() -> None:

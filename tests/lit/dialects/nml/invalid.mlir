@@ -149,3 +149,21 @@ nml.return
 
 %0 = "nml.list"() : () -> !nml.tensor<[-1], f32>
 // CHECK: Expected integer literal
+
+// -----
+
+nml.model @M {
+  nml.func @f(%x: !nml.tensor<[B, "H+"], f32>) -> () attributes {arg_names = ["x"]} {
+    nml.return
+  }
+}
+// CHECK: invalid tensor dim "H+": a dim is a size, a name or an expression of names such as `H+4`, `2*T`, `(H-1)//2+1`
+
+// -----
+
+nml.model @M {
+  nml.func @f(%x: !nml.tensor<[B, "H*W"], f32>) -> () attributes {arg_names = ["x"]} {
+    nml.return
+  }
+}
+// CHECK: invalid tensor dim "H*W"
