@@ -63,6 +63,7 @@ DEFAULT_BATCH_SIZE: int = FIELDS["batch_size"].default  # type: ignore[assignmen
 # none; both decided at run time, where `--precision` may pick another.
 AUTOCAST_DTYPES = ("float16", "bfloat16", "float32", "auto")
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+CUDA_GRAPH_MODES = ("reduce-overhead", "max-autotune")  # the modes that replay CUDA graphs
 
 
 def _check_nonempty(name: StringAttr, what: str) -> None:

@@ -25,7 +25,7 @@ from xdsl.dialects.builtin import LocationAttr
 from xdsl.ir import Operation
 
 from tensorloom.catalogue.datasets import SEQUENCE_TASKS, is_file_source
-from tensorloom.dialects.train import DEFAULT_BATCH_SIZE
+from tensorloom.dialects.train import CUDA_GRAPH_MODES, DEFAULT_BATCH_SIZE
 from tensorloom.escape import py_comment, py_string
 from tensorloom.passes.loss_functions import Metric
 
@@ -126,7 +126,9 @@ class ScriptPlan:
 
     @property
     def cuda_graphs(self) -> bool:
-        return self.compile_mode == "reduce-overhead"
+        """torch.compile replays CUDA graphs in this mode ("max-autotune" too, unlike
+        "max-autotune-no-cudagraphs"), so the script marks where each step begins."""
+        return self.compile_mode in CUDA_GRAPH_MODES
 
     @property
     def whole_step_graph(self) -> bool:

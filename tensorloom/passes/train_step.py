@@ -134,14 +134,15 @@ def forward_backward_ops(plan: ScriptPlan) -> list[Operation]:
 
 
 def begin_step_ops() -> list[Operation]:
-    """`_begin_step`: compile mode "reduce-overhead" replays CUDA graphs; mark each step."""
+    """`_begin_step`: compile modes "reduce-overhead" and "max-autotune" replay CUDA graphs;
+    mark each step."""
     top, body = PyBuilder(), PyBuilder()
     body.expr(body.const(
-        'CUDA graphs (compile mode "reduce-overhead") reuse output memory: mark each step.\n\n'
+        "CUDA graphs (compile mode COMPILE_MODE) reuse output memory: mark each step.\n\n"
         "Only a compiled model's: the call imports the compiler's machinery (seconds at "
         "start-up).\n"
     ))  # fmt: skip
-    # (the script has this function only for COMPILE_MODE "reduce-overhead")
+    # (the script has this function only for a COMPILE_MODE in CUDA_GRAPH_MODES)
     eval_model = _trainer(body, "eval_model")
     compiled = body.add(py.CompareOp("is not", [eval_model, _trainer(body, "model")]))
     then = PyBuilder()

@@ -419,7 +419,7 @@ def _forward_backward(
 
 
 def _begin_step(trainer: Trainer) -> None:
-    """CUDA graphs (compile mode "reduce-overhead") reuse output memory: mark each step.
+    """CUDA graphs (compile mode COMPILE_MODE) reuse output memory: mark each step.
 
     Only a compiled model's: the call imports the compiler's machinery (seconds at start-up).
     """

@@ -69,3 +69,22 @@ def test_a_wide_call_of_literals_wraps_aligned_and_a_comment_sits_on_its_stateme
         + 'help="auto: bf16 on a bf16 GPU, else fp32 (a long help text, as it is)")\n'
     )
     assert all(len(line) <= 100 for line in text.splitlines())
+
+
+def test_a_compile_mode_that_replays_cuda_graphs_marks_each_step(tmp_path: Path) -> None:
+    """ "max-autotune" replays CUDA graphs as "reduce-overhead" does, so its script calls
+    `torch.compiler.cudagraph_mark_step_begin()` before each step; "default" does not."""
+    from tensorloom.tools.emit import _emit_python  # pyright: ignore[reportPrivateUsage]
+
+    source = (ROOT / "examples" / "mnist.tl").read_text()
+    marks: dict[str, bool] = {}
+    for mode in ("max-autotune", "reduce-overhead", "default"):
+        program = tmp_path / "mnist.tl"
+        program.write_text(
+            source.replace("    epochs = 10", f'    compile = "{mode}"\n    epochs = 10')
+        )
+        result, script = _emit_python(program)
+        assert result.ok and script is not None, [d.message for d in result.sink.diagnostics]
+        assert f'COMPILE_MODE: str | None = "{mode}"' in script
+        marks[mode] = "torch.compiler.cudagraph_mark_step_begin()" in script
+    assert marks == {"max-autotune": True, "reduce-overhead": True, "default": False}
