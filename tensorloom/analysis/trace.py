@@ -206,15 +206,14 @@ class Walker:
         if nested is not None and nested is not model and lookup(layer.kind.data) is None:
             self._nested(op, layer, nested, env)
             return
-        name, operands = layer.sym_name.data, list(op.operands)
-        outer = self.scope
+        name = layer.sym_name.data
+        bound = bind_layer(layer, env)
         if isinstance(op, ApplyAtOp):  # an element of a list of catalogue layers: `h.0`
             element = self._element(op, layer)
-            name, operands = f"{name}.{element}", list(op.args)
-            self.scope = (*outer, id(layer), element)
-        bound = bind_layer(layer, env)
-        step = self._step(name, layer.kind.data, op, operands)
-        self.scope = outer
+            step = self._step(f"{name}.{element}", layer.kind.data, op, op.args)
+            step.scope = (*self.scope, id(layer), element)
+        else:
+            step = self._step(name, layer.kind.data, op)
         step.bound, step.layer = bound, layer
         step.params = bound.spec.param_count(bound) if bound is not None else 0
         if layer.kind.data in INDEX_LAYERS and step.input_keys:
