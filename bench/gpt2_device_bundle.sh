@@ -15,6 +15,10 @@
 # max-autotune-no-cudagraphs (minutes of autotuning: up to 300 s) and the emitted script
 # with `compile = "max-autotune"` (CUDA graphs too), Cut Cross-Entropy, the
 # compiled clip + foreach step, B=32, B=8, a repeat of the baseline. Everything it writes is under $OUT (3 files).
+# go_fp8.sh runs the FP8 rows instead (run 11): a bf16 reference, then torchao's float8
+# training (the torchao wheel travels too) on the head alone, every block linear
+# (tensorwise, rowwise), the MLPs alone, blocks and head, and the emitted script with
+# `run_emitted.py --fp8`.
 set -e
 dest=${1:?usage: gpt2_device_bundle.sh /work/main/.devrun/NAME}
 case "$dest" in /work/main/.devrun/?*) ;; *) echo "NAME must be under /work/main/.devrun/" >&2; exit 2 ;; esac
@@ -25,7 +29,7 @@ cp -r bench/generated "$dest/bench/"
 git rev-parse HEAD > "$dest/COMMIT"
 python -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
     --implementation cp --platform manylinux_2_28_x86_64 -d "$dest/wheels" \
-    cut-cross-entropy==25.1.1
+    cut-cross-entropy==25.1.1 torchao==0.18.0
 cat > "$dest/go.sh" <<'GO'
 #!/bin/sh
 # On the device, from the repository root: sh .devrun/NAME/go.sh  (BUDGET_S: the suite's seconds)
@@ -39,5 +43,17 @@ python3 bench/gpu_suite.py --budget-s "${BUDGET_S:-470}" --out "$OUT/gpt2.jsonl"
     --only "gpt2/handwritten/bf16+compile(default)" --only "gpt2/tensorloom/bf16+compile(default)" \
     --only "gpt2/tensorloom/TensorLoom defaults" --only "Cut Cross" --only "compiled clip" \
     --only "gpt2/handwritten/batch" --only "max-autotune"  # hand-written and emitted
+GO
+cat > "$dest/go_fp8.sh" <<'GO'
+#!/bin/sh
+# On the device, from the repository root: sh .devrun/NAME/go_fp8.sh  (BUDGET_S: the suite's seconds)
+cd "$(dirname "$0")"
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
+    wheels/*.whl || exit 1
+export PYTHONPATH="/tmp/site:$PWD" PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv > "$OUT/gpu.txt" 2>&1
+python3 -c "import torch, torchao; print('torchao', torchao.__version__, 'torch', torch.__version__)" \
+    >> "$OUT/gpu.txt" 2>&1
+python3 bench/gpu_suite.py --budget-s "${BUDGET_S:-400}" --out "$OUT/gpt2_fp8.jsonl" --only FP8
 GO
 du -sh "$dest"

@@ -83,8 +83,19 @@ GPT2_SETTINGS = {
     "batch: compile(default), B=32": ["--compile", "default", "--batch-size", "32", *SHORT],
     "batch: compile(default), B=8": ["--compile", "default", "--batch-size", "8", *SHORT],
     "bf16+compile(default), again (run-to-run spread)": ["--compile", "default", *SHORT],
+    # FP8 (torchao's float8 training; run 11): the bf16 reference of the same call first
+    "FP8 reference: bf16+compile(default), unprofiled": ["--compile", "default"],
+    "candidate: compile(default), FP8 head only (torchao, tensorwise; padded vocab)": [
+        "--compile", "default", "--fp8", "tensorwise", "--model", "linear-head",
+        "--fp8-modules", "head"],
     "candidate: compile(default), FP8 linears (torchao, tensorwise)": [
         "--compile", "default", "--fp8", "tensorwise"],
+    "candidate: compile(default), FP8 linears (torchao, rowwise)": [
+        "--compile", "default", "--fp8", "rowwise"],
+    "candidate: compile(default), FP8 MLP linears only (torchao, tensorwise)": [
+        "--compile", "default", "--fp8", "tensorwise", "--fp8-modules", "mlp"],
+    "candidate: compile(default), FP8 linears and head (torchao, rowwise; padded vocab)": [
+        "--compile", "default", "--fp8", "rowwise", "--model", "linear-head"],
     "candidate: compile(default), FP8 linears and head (torchao, tensorwise; padded vocab)": [
         "--compile", "default", "--fp8", "tensorwise", "--model", "linear-head"],
     "candidate: compile(default), cuDNN attention": ["--compile", "default", "--sdpa", "cudnn",
@@ -104,6 +115,9 @@ GPT2_TIMEOUT_S = {"candidate: compile(max-autotune-no-cudagraphs)": 300}
 GPT2_EMITTED_AFTER = {
     "candidate: compile(max-autotune-no-cudagraphs)": "bf16+compile(max-autotune)",
 }
+# the emitted compile(default) script with its linears in FP8 (`run_emitted.py --fp8`),
+# after every hand-written row
+GPT2_EMITTED_FP8 = "bf16+compile(default), FP8 linears (torchao, tensorwise; run_emitted.py --fp8)"
 # The LM's diagnosis of torch.compile's default mode (host-bound steps): the
 # compile(default) rows are profiled (bench/handwritten/step_profile.py), and two more
 # rows move the loss into, or out of, the compiled graph.
@@ -187,6 +201,8 @@ def emitted_job(
     extra: dict[str, Any] = {"script": variant["script"]}
     if setting == LM_MODEL_ONLY:
         init += ["--model-only-compile"]
+    elif setting == GPT2_EMITTED_FP8:
+        init += ["--fp8", "tensorwise"]
     elif variant["setting"] == "bf16+compile(default)" and variant["bench"] == "lm" \
             and plan.profile:
         # the fifth epoch is profiled; epochs 2-4 are timed
@@ -217,7 +233,7 @@ def emitted_jobs(plan: Plan, bench: str, settings: list[str]) -> list[Job]:
     epochs = {"lm": 4, "mlp": 5, "gpt2": GPT2_EPOCHS}[bench]
     jobs: list[Job] = []
     for setting in settings:
-        if setting == LM_MODEL_ONLY:  # the compile(default) script, its loss moved out
+        if setting in (LM_MODEL_ONLY, GPT2_EMITTED_FP8):  # the compile(default) script
             variant = found.get("bf16+compile(default)")
             if variant is not None and "error" not in variant:
                 jobs.append(emitted_job(plan, variant, epochs, setting))
@@ -267,6 +283,7 @@ def all_jobs(plan: Plan) -> list[Job]:
                 jobs += gpt2_jobs(plan, [setting])
                 if setting in GPT2_EMITTED_AFTER:
                     jobs += emitted_jobs(plan, "gpt2", [GPT2_EMITTED_AFTER[setting]])
+        jobs += emitted_jobs(plan, "gpt2", [GPT2_EMITTED_FP8])
     return jobs
 
 

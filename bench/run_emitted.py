@@ -2,11 +2,14 @@
 
     python bench/run_emitted.py bench/generated/mlp_tl_default.py --epochs 5 --metrics m.jsonl
 
-Two options, for the diagnosis of a step's speed, go before the script
+Three options, for the diagnosis of a step's speed, go before the script
 (bench/handwritten must be on PYTHONPATH for the second): `--model-only-compile`
 compiles the model alone and computes the loss outside it (as the scripts did before
-`BatchLoss`), and `--profile-steps N` profiles N optimizer steps of the fifth epoch, after its first
-(bench/handwritten/step_profile.py; the GPU suite times epochs 2-4 of such a run).
+`BatchLoss`), `--profile-steps N` profiles N optimizer steps of the fifth epoch, after its first
+(bench/handwritten/step_profile.py; the GPU suite times epochs 2-4 of such a run), and
+`--fp8 RECIPE` converts the model's `nn.Linear` layers to torchao's float8 training
+(`tensorwise` or `rowwise`; needs torchao) before the script compiles it, as
+`gpt2_train.py --fp8` does to nanoGPT's model (a candidate, not a language feature).
 It prints the script's own output, then one last line of JSON,
 `{"peak_mem_bytes": ..., "wall_s": ..., "exit_code": ...}`; the GPU suite reads it.
 The script runs in this process so that `torch.cuda.max_memory_allocated()`
@@ -34,10 +37,34 @@ def with_model_only_compile(script_globals: dict[str, Any]) -> None:
     plain = script_globals["_maybe_compile"]
     batch_loss = script_globals["BatchLoss"]
 
-    def maybe_compile(model: Any, args: Any, ctx: Any) -> Any:
+    def maybe_compile(model: Any, *args: Any) -> Any:
         if isinstance(model, batch_loss):
-            return batch_loss(plain(model.model, args, ctx))
-        return plain(model, args, ctx)
+            return batch_loss(plain(model.model, *args))
+        return plain(model, *args)
+
+    script_globals["_maybe_compile"] = maybe_compile
+
+
+def with_fp8(script_globals: dict[str, Any], recipe: str) -> None:
+    """Before the script's first `_maybe_compile`, its model's linears whose sizes divide
+    by 16 become torchao `Float8Linear`s (in place: the parameters, hence the optimizer's,
+    are the same tensors). `BatchLoss(model)` converts the model it wraps."""
+    from torchao.float8 import Float8LinearConfig, convert_to_float8_training
+
+    plain = script_globals["_maybe_compile"]
+    batch_loss = script_globals["BatchLoss"]
+    config = Float8LinearConfig.from_recipe_name(recipe)
+    done: set[int] = set()
+
+    def divisible(module: Any, fqn: str) -> bool:
+        return module.in_features % 16 == 0 and module.out_features % 16 == 0
+
+    def maybe_compile(module: Any, *args: Any) -> Any:
+        model = module.model if isinstance(module, batch_loss) else module
+        if id(model) not in done:
+            convert_to_float8_training(model, config=config, module_filter_fn=divisible)
+            done.add(id(model))
+        return plain(module, *args)
 
     script_globals["_maybe_compile"] = maybe_compile
 
@@ -69,22 +96,24 @@ def with_step_profile(script_globals: dict[str, Any], steps: int) -> Any:
 
 def main() -> int:
     argv = sys.argv[1:]
-    model_only, profile_steps = False, 0
-    while argv[:1] in (["--model-only-compile"], ["--profile-steps"]):
+    model_only, profile_steps, fp8 = False, 0, None
+    while argv[:1] in (["--model-only-compile"], ["--profile-steps"], ["--fp8"]):
         if argv[0] == "--model-only-compile":
             model_only, argv = True, argv[1:]
+        elif argv[0] == "--fp8":
+            fp8, argv = argv[1], argv[2:]
         else:
             profile_steps, argv = int(argv[1]), argv[2:]
     if not argv:
         print("usage: run_emitted.py [--model-only-compile] [--profile-steps N] "
-              "SCRIPT [ARGS...]", file=sys.stderr)  # fmt: skip
+              "[--fp8 RECIPE] SCRIPT [ARGS...]", file=sys.stderr)  # fmt: skip
         return 2
     script, *args = argv
     sys.argv = [script, *args]
     start = time.perf_counter()
     code, profile = 0, None
     try:
-        if not model_only and not profile_steps:
+        if not model_only and not profile_steps and fp8 is None:
             runpy.run_path(script, run_name="__main__")
         else:  # load without running, patch, then run its main
             namespace = runpy.run_path(script, run_name="tensorloom_bench_script")
@@ -93,6 +122,8 @@ def main() -> int:
                 with_model_only_compile(script_globals)
             if profile_steps:
                 profile = with_step_profile(script_globals, profile_steps)
+            if fp8 is not None:
+                with_fp8(script_globals, fp8)
             code = namespace["main"](args)
     except SystemExit as error:
         code = exit_code(error)

@@ -129,7 +129,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--compile-optimizer", action="store_true",
                    help="the clip and the AdamW step (foreach) in one torch.compile'd function")
     p.add_argument("--fp8", choices=("none", "tensorwise", "rowwise"), default="none",
-                   help="torchao float8 training for every nn.Linear (needs torchao)")
+                   help="torchao float8 training for the nn.Linear layers (needs torchao)")
+    p.add_argument("--fp8-modules", choices=tuple(FP8_MODULES), default="all",
+                   help="which linears --fp8 converts (only those whose sizes divide by 16)")
     p.add_argument("--sdpa", choices=("auto", "cudnn", "flash"), default="auto",
                    help="the only scaled-dot-product-attention backend left enabled")
     p.add_argument("--whole-step-graph", action="store_true",
@@ -140,6 +142,27 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--tiny", action="store_true", help="a 2-layer d=32 model (tests)")
     p.add_argument("--vocab", type=int, default=50257)
     return p.parse_args(argv)
+
+
+# --fp8-modules: which linears (by their name in the model) torchao converts to FP8
+FP8_MODULES: dict[str, Callable[[str], bool]] = {
+    "all": lambda fqn: True,  # the blocks' four, and the head of --model linear-head
+    "blocks": lambda fqn: fqn.startswith("h."),
+    "mlp": lambda fqn: ".mlp." in fqn,
+    "head": lambda fqn: fqn == "lm_head",
+}
+
+
+def fp8_filter(modules: str) -> Callable[[torch.nn.Module, str], bool]:
+    """torchao's `module_filter_fn`: the linears `modules` names whose sizes divide by 16
+    (FP8 matmuls need that; GPT-2's 50,257-row head does not, 50,304 does)."""
+    chosen = FP8_MODULES[modules]
+
+    def keep(module: torch.nn.Module, fqn: str) -> bool:
+        sizes = (getattr(module, "in_features", 1), getattr(module, "out_features", 1))
+        return chosen(fqn) and all(n % 16 == 0 for n in sizes)
+
+    return keep
 
 
 def synchronize(device: torch.device) -> None:
@@ -156,7 +179,11 @@ def build_model(args: argparse.Namespace, device: torch.device) -> torch.nn.Modu
         from torchao.float8 import Float8LinearConfig, convert_to_float8_training
 
         config = Float8LinearConfig.from_recipe_name(args.fp8)
-        convert_to_float8_training(model, config=config)
+        chosen = fp8_filter(args.fp8_modules)
+        convert_to_float8_training(model, config=config, module_filter_fn=chosen)
+        if not any(type(m).__name__ == "Float8Linear" for m in model.modules()):
+            raise SystemExit(f"--fp8-modules {args.fp8_modules}: no linear of --model "
+                             f"{args.model} converted (the head needs --model linear-head)")
     select_sdpa(args.sdpa)
     return model
 
@@ -271,7 +298,8 @@ def main(argv: list[str] | None = None) -> int:
     result = {
         "name": "handwritten_gpt2", "model": args.model, "compile": args.compile,
         "precision": args.precision, "compile_optimizer": args.compile_optimizer,
-        "fp8": args.fp8, "sdpa": args.sdpa, "whole_step_graph": args.whole_step_graph,
+        "fp8": args.fp8, "fp8_modules": args.fp8_modules, "sdpa": args.sdpa,
+        "whole_step_graph": args.whole_step_graph,
         "params": n_params, "batch_size": B, "block_size": T, "steps": args.steps,
         "timed_steps": timed, "ms_per_step": ms, "tokens_per_s": B * T / (ms / 1000),
         "untimed_s": compile_s,

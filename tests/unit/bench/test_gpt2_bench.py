@@ -211,3 +211,37 @@ def test_the_token_files_are_written_for_any_selected_gpt2_row() -> None:
     assert suite.needs_tokens(plan, [], [])
     assert not suite.needs_tokens(plan, ["lm/"], [])
     assert not suite.needs_tokens(plan, [], ["gpt2"])
+
+
+def test_fp8_modules_pick_the_linears_torchao_converts(gpt2_train: ModuleType) -> None:
+    """`--fp8-modules`: which linears of the model `--fp8` hands to torchao (by name, and
+    only those whose sizes divide by 16, as FP8 matmuls need)."""
+    import torch
+
+    args = gpt2_train.parse_args(["--data-dir", "d", "--tiny", "--model", "linear-head"])
+    model = gpt2_train.MODELS[args.model](vocab_size=args.vocab, block_size=8, n_layer=2,
+                                          n_head=2, n_embd=32)  # fmt: skip
+    linears = [(n, m) for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)]
+
+    def picked(modules: str) -> list[str]:
+        keep = gpt2_train.fp8_filter(modules)
+        return [name for name, module in linears if keep(module, name)]
+
+    blocks = [f"h.{i}.{layer}" for i in range(2)
+              for layer in ("attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj")]  # fmt: skip
+    assert picked("all") == [*blocks, "lm_head"]  # 50,304 rows: divisible by 16
+    assert picked("blocks") == blocks
+    assert picked("mlp") == [b for b in blocks if ".mlp." in b]
+    assert picked("head") == ["lm_head"]
+    odd = torch.nn.Linear(32, 50257, bias=False)  # the unpadded vocabulary: left in bf16
+    assert not gpt2_train.fp8_filter("all")(odd, "lm_head")
+
+
+def test_every_fp8_row_follows_its_bf16_reference() -> None:
+    sys.path.insert(0, str(BENCH))
+    suite = load(BENCH / "gpu_suite.py", "bench_gpu_suite_fp8")
+    plan = suite.Plan(Path("/nonexistent"), Path("/nonexistent"), Path("/nonexistent"), False)
+    fp8 = [j for j in suite.all_jobs(plan) if suite.selected(j, ["FP8"])]
+    assert fp8[0].setting.startswith("FP8 reference") and "--fp8" not in fp8[0].argv
+    assert all("--fp8" in j.argv for j in fp8[1:] if j.impl == "handwritten")
+    assert fp8[-1].impl == "tensorloom" and fp8[-1].setting == suite.GPT2_EMITTED_FP8
