@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import itertools
 import json
 import os
 import platform
@@ -119,11 +120,19 @@ GPT2_EMITTED_AFTER = {
 # after every hand-written row
 GPT2_EMITTED_FP8 = "bf16+compile(default), FP8 linears (torchao, tensorwise; run_emitted.py --fp8)"
 # The LM's diagnosis of torch.compile's default mode (host-bound steps): the
-# compile(default) rows are profiled (bench/handwritten/step_profile.py), and two more
-# rows move the loss into, or out of, the compiled graph.
+# compile(default) rows are profiled (bench/handwritten/step_profile.py). Both sides compile
+# the model and the loss together (the emitted `BatchLoss`; transformer_lm.py --compile-loss);
+# a row per side moves the loss out of the compiled graph.
 LM_PROFILE_STEPS = 20
-LM_LOSS_COMPILED = "bf16+compile(default), the loss compiled with the model"
 LM_MODEL_ONLY = "bf16+compile(default), the model compiled alone (the loss outside)"
+# runs 1-10's hand-written baseline: nn.MultiheadAttention (the hand-written side only)
+LM_MHA = "bf16 eager, nn.MultiheadAttention"
+# compile(default)'s steps are bound by the host, whose speed varies between processes by
+# more than the target band: `--repeat N` runs these pairs N times, interleaved
+REPEATED = ("bf16+compile(default)",)
+
+
+_JOB_IDS = itertools.count()
 
 
 @dataclass
@@ -147,6 +156,7 @@ class Plan:
     smoke: bool
     profile: bool = True  # the LM's compile(default) rows profiled (not in the smoke run)
     matmul_probe: bool = True  # the dense bf16 matmul measured first (the GPT-2 MFU's)
+    repeat: int = 1  # runs of each REPEATED pair, interleaved
 
 
 def python(script: Path, *args: str) -> list[str]:
@@ -173,11 +183,13 @@ def handwritten_lm_jobs(plan: Plan, impl: str, settings: list[str]) -> list[Job]
     jobs: list[Job] = []
     for setting in settings:
         flags: list[str] = []
-        if setting == LM_LOSS_COMPILED:
-            setting_of, flags = "bf16+compile(default)", ["--compile-loss"]
-        else:
-            setting_of = setting
+        setting_of = {LM_MODEL_ONLY: "bf16+compile(default)", LM_MHA: "bf16 eager"}.get(
+            setting, setting)  # fmt: skip
         precision, mode = LM_SETTINGS[setting_of]
+        if impl == "handwritten" and mode != "none" and setting != LM_MODEL_ONLY:
+            flags += ["--compile-loss"]  # what the emitted BatchLoss compiles: equal settings
+        if setting == LM_MHA:
+            flags += ["--attention", "mha"]
         if impl == "handwritten" and setting_of == "bf16+compile(default)" and plan.profile:
             flags += ["--profile-steps", str(LM_PROFILE_STEPS)]
         argv = python(script, "--precision", precision, "--compile", mode, *flags,
@@ -196,7 +208,8 @@ def gpt2_jobs(plan: Plan, settings: list[str]) -> list[Job]:
 def emitted_job(
     plan: Plan, variant: dict[str, Any], epochs: int, setting: str | None = None
 ) -> Job:
-    metrics = plan.work / f"{variant['name']}_{len(setting or '')}.metrics.jsonl"
+    # one file per job: the script appends, and a repeated row must read its own epochs
+    metrics = plan.work / f"{variant['name']}_{next(_JOB_IDS)}.metrics.jsonl"
     init: list[str] = []  # run_emitted.py's options
     extra: dict[str, Any] = {"script": variant["script"]}
     if setting == LM_MODEL_ONLY:
@@ -255,8 +268,12 @@ def all_jobs(plan: Plan) -> list[Job]:
     later = [] if plan.smoke else ["bf16+compile(reduce-overhead)", "fp32 eager"]
     jobs: list[Job] = []
     for setting in first:
-        jobs += handwritten_lm_jobs(plan, "handwritten", [setting])
-        jobs += emitted_jobs(plan, "lm", [setting])
+        for repeat in range(plan.repeat if setting in REPEATED else 1):
+            pair = handwritten_lm_jobs(plan, "handwritten", [setting])
+            pair += emitted_jobs(plan, "lm", [setting])
+            for job in pair:
+                job.extra["repeat"] = repeat
+            jobs += pair
     jobs += emitted_jobs(plan, "lm", ["TensorLoom defaults"])
     mlp = mlp_size_args(plan)
     jobs.append(Job("mlp", "handwritten", "DataLoader loop, fp32",
@@ -269,10 +286,11 @@ def all_jobs(plan: Plan) -> list[Job]:
     jobs += handwritten_lm_jobs(plan, "lightning", ["bf16 eager", "fp32 eager"])
     jobs.append(Job("mlp", "lightning", "Lightning Trainer, fp32",
                     python(HANDWRITTEN / "lightning_mlp.py", *mlp), 150))  # fmt: skip
+    jobs += handwritten_lm_jobs(plan, "handwritten", [LM_MHA])
     if not plan.smoke:
         jobs += handwritten_lm_jobs(plan, "lightning", ["bf16+compile(default)"])
+        jobs += handwritten_lm_jobs(plan, "handwritten", [LM_MODEL_ONLY])
         jobs += emitted_jobs(plan, "lm", [LM_MODEL_ONLY])
-        jobs += handwritten_lm_jobs(plan, "handwritten", [LM_LOSS_COMPILED])
         # GPT-2 124M needs the GPU: not in the smoke run
         for setting in ("bf16 eager", "bf16+compile(default)"):
             jobs += gpt2_jobs(plan, [setting])
@@ -449,6 +467,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="skip the dense bf16 matmul measurement (GPT-2's MFU needs it)")
     parser.add_argument("--skip", action="append", default=[],
                         help="then leave out jobs whose bench/implementation/setting has this")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="run the LM's compile(default) pairs this many times, interleaved")
     args = parser.parse_args(argv)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="tl-bench-") as tmp:
@@ -457,7 +477,7 @@ def main(argv: list[str] | None = None) -> int:
         write_synthetic(work / "data" / "mnist", train=train, test=test)
         plan = Plan(args.generated, work / "data", work, args.smoke,
                     profile=not (args.smoke or args.no_profile),
-                    matmul_probe=not args.no_matmul_probe)
+                    matmul_probe=not args.no_matmul_probe, repeat=args.repeat)
         if needs_tokens(plan, args.only, args.skip):
             from handwritten.gpt2_train import write_stdlib_tokens
 

@@ -117,6 +117,33 @@ def lm_table(records: list[Record]) -> str:
     return table(header, rows)
 
 
+def repeats_table(records: list[Record]) -> str:
+    """The LM settings run more than once (`gpu_suite.py --repeat`): each round's tok/s per
+    side, and the ratio of the medians."""
+    header = ["setting", "hand-written tok/s, by round", "TensorLoom tok/s, by round",
+              "ratio by round", "median TL / median hand"]  # fmt: skip
+    rows: list[list[str]] = []
+    for setting in settings_of(records, "lm", "handwritten"):
+        runs = {impl: [field(r, "tokens_per_s") for r in records
+                       if ok(r) and (r.get("bench"), r.get("impl"), r.get("setting"))
+                       == ("lm", impl, setting)] for impl in ("handwritten", "tensorloom")}
+        hand, tl = runs["handwritten"], runs["tensorloom"]
+        if max(len(hand), len(tl)) < 2:
+            continue
+        rounds = [ratio(t, h) for h, t in zip(hand, tl, strict=False)]
+        rows.append([setting, ", ".join(map(rate, hand)), ", ".join(map(rate, tl)),
+                     ", ".join(rounds), ratio(median(tl), median(hand))])  # fmt: skip
+    return table(header, rows) if rows else ""
+
+
+def median(values: list[float | None]) -> float | None:
+    known = sorted(v for v in values if v is not None)
+    if not known:
+        return None
+    mid = len(known) // 2
+    return known[mid] if len(known) % 2 else (known[mid - 1] + known[mid]) / 2
+
+
 def speedup_table(records: list[Record]) -> str:
     base = field(find(records, "lm", "handwritten", "fp32 eager"), "tokens_per_s")
     header = ["implementation", "setting", "tok/s", "ms/step", "x hand-written fp32 eager"]
@@ -226,6 +253,8 @@ def render(records: list[Record]) -> str:
     parts += [
         "### Transformer LM (6 blocks, d=512, 8 heads, T=256, B=32): tokens/s",
         lm_table(records),
+        *(["### LM settings run more than once (`--repeat`)", repeats_table(records)]
+          if repeats_table(records) else []),
         "### Every LM run against hand-written fp32 eager",
         speedup_table(records),
         "### MNIST-sized MLP (784-256-64-10, 60,000 samples, batch 128): epoch time",

@@ -36,6 +36,8 @@ the hand-written script (10 epochs, 1 epoch), and each emitted script with its d
 row's first output line (the compile decision) and last (the final epoch) kept:
 
     python bench/startup.py --scripts .devrun/emission --runs 2 --out results.md
+    python bench/startup.py --scripts DIR --runs 1 --only floor --only "10 epochs" \
+        --only "mnist.py, defaults"     # some rows only
 """
 
 from __future__ import annotations
@@ -169,8 +171,9 @@ def run_script(command: list[str], folder: Path) -> tuple[float, str, str]:
     return elapsed, lines[0], lines[-1]
 
 
-def measure_scripts(folder: Path, runs: int) -> str:
-    rows = script_commands(folder)
+def measure_scripts(folder: Path, runs: int, only: list[str] | None = None) -> str:
+    rows = {name: command for name, command in script_commands(folder).items()
+            if not only or any(word in name for word in only)}  # fmt: skip
     samples: dict[str, list[float]] = {name: [] for name in rows}
     said: dict[str, tuple[str, str]] = {}
     for _ in range(runs):  # round-robin; the first round also fills the compile caches
@@ -193,9 +196,11 @@ def main() -> None:
     parser.add_argument("--before-tlc", type=Path, default=None, help="another tree's tlc")
     parser.add_argument("--scripts", type=Path, default=None, help="time emitted scripts")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--only", action="append", default=[],
+                        help="with --scripts: only the rows whose name contains this")
     args = parser.parse_args()
     if args.scripts is not None:
-        text = measure_scripts(args.scripts.resolve(), args.runs)
+        text = measure_scripts(args.scripts.resolve(), args.runs, args.only)
         print(text)
         if args.out is not None:
             args.out.write_text(text + "\n")

@@ -1,10 +1,14 @@
 """Hand-written PyTorch baseline: train a decoder-only transformer LM and time it.
 
 The peer that `bench/gpu_suite.py` compares TensorLoom's emitted script against,
-written the way a careful engineer would: pre-norm blocks with
-`nn.MultiheadAttention(batch_first=True)` called with `need_weights=False` and a
-causal mask (so PyTorch takes its fused scaled-dot-product path), a GELU MLP of
-four times the width, fused AdamW on CUDA, no host sync inside the timed loop.
+written the way a careful engineer would: pre-norm blocks whose causal self-attention is
+nanoGPT's (one q/k/v projection, `F.scaled_dot_product_attention(is_causal=True)`, an
+output projection), a GELU MLP of four times the width, fused AdamW on CUDA, no host sync
+inside the timed loop. `--attention mha` uses `nn.MultiheadAttention(batch_first=True)`
+instead (`need_weights=False`, `is_causal=True`: the same SDPA kernel, with the module's
+transposes and copies around it; the baseline of runs 1-10 in bench/RESULTS.md).
+`--compile-loss` compiles the model and the loss together, as the emitted script's
+`BatchLoss` does (the GPU suite's compile rows pass it: equal settings).
 
 The tokens are SYNTHETIC (uniform random, fixed seed): this is a throughput
 benchmark, not a learning one. Prints one JSON line, for example
@@ -30,6 +34,7 @@ import torch.nn.functional as F
 from torch import nn
 
 COMPILE_MODES = ("none", "default", "reduce-overhead", "max-autotune")
+ATTENTION = ("fused", "mha")
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,24 @@ class LMConfig:
     n_layers: int = 6
     seq_len: int = 256
     dropout: float = 0.1
+    attention: str = "fused"  # "fused" (nanoGPT's) or "mha" (nn.MultiheadAttention)
+
+
+class CausalSelfAttention(nn.Module):
+    """nanoGPT's causal self-attention: one q/k/v projection, SDPA, an output projection."""
+
+    def __init__(self, cfg: LMConfig) -> None:
+        super().__init__()
+        self.n_heads = cfg.n_heads
+        self.c_attn = nn.Linear(cfg.d_model, 3 * cfg.d_model)
+        self.c_proj = nn.Linear(cfg.d_model, cfg.d_model)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, d = x.shape
+        q, k, v = self.c_attn(x).split(d, dim=2)
+        q, k, v = (z.view(b, t, self.n_heads, d // self.n_heads).transpose(1, 2) for z in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.c_proj(y.transpose(1, 2).reshape(b, t, d))
 
 
 class Block(nn.Module):
@@ -48,9 +71,11 @@ class Block(nn.Module):
     def __init__(self, cfg: LMConfig) -> None:
         super().__init__()
         self.norm1 = nn.LayerNorm(cfg.d_model)
-        self.attention = nn.MultiheadAttention(
-            cfg.d_model, cfg.n_heads, dropout=0.0, batch_first=True
-        )
+        self.mha = cfg.attention == "mha"
+        self.attention: nn.Module = (
+            nn.MultiheadAttention(cfg.d_model, cfg.n_heads, dropout=0.0, batch_first=True)
+            if self.mha else CausalSelfAttention(cfg)
+        )  # fmt: skip
         self.norm2 = nn.LayerNorm(cfg.d_model)
         self.fc1 = nn.Linear(cfg.d_model, 4 * cfg.d_model)
         self.fc2 = nn.Linear(4 * cfg.d_model, cfg.d_model)
@@ -58,8 +83,11 @@ class Block(nn.Module):
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         h = self.norm1(x)
-        # need_weights=False and is_causal: PyTorch drops the mask and runs causal SDPA (flash)
-        h, _ = self.attention(h, h, h, attn_mask=mask, is_causal=True, need_weights=False)
+        if self.mha:
+            # need_weights=False and is_causal: PyTorch drops the mask and runs causal SDPA
+            h, _ = self.attention(h, h, h, attn_mask=mask, is_causal=True, need_weights=False)
+        else:
+            h = self.attention(h)
         x = x + self.dropout(h)
         h = self.fc2(F.gelu(self.fc1(self.norm2(x))))
         return x + self.dropout(h)
@@ -131,7 +159,8 @@ def mode_label(precision: str, compile_mode: str) -> str:
 
 
 def model_label(cfg: LMConfig) -> str:
-    return f"{cfg.n_layers}x d={cfg.d_model} h={cfg.n_heads}, causal, learned positions"
+    attention = ", nn.MultiheadAttention" if cfg.attention == "mha" else ""
+    return f"{cfg.n_layers}x d={cfg.d_model} h={cfg.n_heads}, causal, learned positions{attention}"
 
 
 def cycle(batches: list[tuple[torch.Tensor, torch.Tensor]]) -> Iterator[tuple[torch.Tensor, ...]]:
@@ -151,6 +180,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--layers", type=int, default=6)
     p.add_argument("--vocab", type=int, default=8192)
     p.add_argument("--dropout", type=float, default=0.1)
+    p.add_argument("--attention", choices=ATTENTION, default="fused",
+                   help="fused: nanoGPT's (the emitted model's); mha: nn.MultiheadAttention")
     p.add_argument("--warmup", type=int, default=30, help="untimed steps (compilation)")
     p.add_argument("--steps", type=int, default=100, help="timed steps")
     p.add_argument("--name", default="handwritten_lm")
@@ -167,7 +198,7 @@ def main(argv: list[str] | None = None) -> None:
     device = resolve_device(args.device)
     cfg = LMConfig(
         vocab=args.vocab, d_model=args.d_model, n_heads=args.heads, n_layers=args.layers,
-        seq_len=args.seq_len, dropout=args.dropout,
+        seq_len=args.seq_len, dropout=args.dropout, attention=args.attention,
     )  # fmt: skip
     model = TransformerLM(cfg).to(device)
     n_params = sum(p.numel() for p in model.parameters())
@@ -222,6 +253,7 @@ def main(argv: list[str] | None = None) -> None:
     result = {
         "name": args.name,
         "compile_loss": args.compile_loss,
+        "attention": args.attention,
         "profile": profile,
         "mode": mode_label(args.precision, args.compile),
         "precision": args.precision,

@@ -8,6 +8,8 @@ import hashlib
 import io
 import pickle
 import struct
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +28,24 @@ def test_digits_shapes_counts_and_range() -> None:
     assert float(x.min()) >= 0.0 and float(x.max()) <= 1.0
     assert set(y.tolist()) == set(range(10))
     assert (info.sample_shape, info.num_classes, info.task) == ((1, 8, 8), 10, "classification")
+
+
+def test_digits_are_scikit_learns_read_without_importing_it() -> None:
+    """The same tensors as from `sklearn.datasets.load_digits()`, and no sklearn import:
+    that import is most of a second of a digits script's start-up."""
+    code = (
+        "import sys; from tensorloom.backends.runtime import data; x, y = data._digits(); "
+        "print('sklearn' in sys.modules, tuple(x.shape), int(y.sum()))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)  # fmt: skip
+    assert done.stdout.split() == ["False", "(1797,", "1,", "8,", "8)", "8070"]
+    from sklearn.datasets import load_digits
+
+    bunch = load_digits()
+    x, y = data._digits()
+    assert torch.equal(x, torch.as_tensor(bunch.images, dtype=torch.float32).unsqueeze(1) / 16)
+    assert torch.equal(y, torch.as_tensor(bunch.target, dtype=torch.int64))
 
 
 def test_digits_flatten_and_split_is_seeded() -> None:

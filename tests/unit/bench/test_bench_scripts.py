@@ -95,17 +95,20 @@ def test_transformer_lm_profiles_its_steps() -> None:
     assert len(ops) == 10 and any(op.startswith("aten::") for op in ops)
 
 
-def test_lm_parameter_count(lm: ModuleType) -> None:
-    cfg = lm.LMConfig(vocab=32, d_model=16, n_heads=2, n_layers=2, seq_len=8)
+@pytest.mark.parametrize("attention", ["fused", "mha"])
+def test_lm_parameter_count(lm: ModuleType, attention: str) -> None:
+    cfg = lm.LMConfig(vocab=32, d_model=16, n_heads=2, n_layers=2, seq_len=8, attention=attention)
     d, v = 16, 32
     block = 2 * (2 * d) + (3 * d * d + 3 * d) + (d * d + d) + (d * 4 * d + 4 * d) + (4 * d * d + d)
     expected = v * d + 8 * d + 2 * block + 2 * d + (d * v + v)
     assert sum(p.numel() for p in lm.TransformerLM(cfg).parameters()) == expected
 
 
-def test_lm_attention_is_causal(lm: ModuleType) -> None:
+@pytest.mark.parametrize("attention", ["fused", "mha"])
+def test_lm_attention_is_causal(lm: ModuleType, attention: str) -> None:
     torch.manual_seed(0)
-    cfg = lm.LMConfig(vocab=32, d_model=16, n_heads=2, n_layers=2, seq_len=8, dropout=0.0)
+    cfg = lm.LMConfig(vocab=32, d_model=16, n_heads=2, n_layers=2, seq_len=8, dropout=0.0,
+                      attention=attention)  # fmt: skip
     model = lm.TransformerLM(cfg).eval()
     tokens = torch.randint(0, 32, (1, 8))
     changed = tokens.clone()
@@ -212,14 +215,18 @@ def test_scaling_files_have_the_asked_length(tmp_path: Path, speed: ModuleType) 
     assert speed.in_process_check(path)[1]
 
 
-def test_emitted_lm_is_the_handwritten_baseline(tmp_path: Path, lm: ModuleType) -> None:
-    """The GPU suite compares two scripts that train the same function of the same weights."""
+@pytest.mark.parametrize("attention", ["fused", "mha"])
+def test_emitted_lm_is_the_handwritten_baseline(
+    tmp_path: Path, lm: ModuleType, attention: str
+) -> None:
+    """The GPU suite compares two scripts that train the same function of the same weights;
+    the default hand-written attention has the emitted one's parameters, names included."""
     script = tmp_path / "emitted_lm.py"
     tlc = Path(sys.executable).with_name("tlc")
     subprocess.run([str(tlc), "compile", str(BENCH / "programs" / "transformer_lm.tl"), "-o",
                     str(script)], check=True, capture_output=True)  # fmt: skip
     emitted = load(script, "bench_emitted_lm").TransformerLM().eval()
-    cfg = lm.LMConfig(dropout=0.0)
+    cfg = lm.LMConfig(dropout=0.0, attention=attention)
     hand = lm.TransformerLM(cfg).eval()
     renamed = {}
     # nn.MultiheadAttention's packed q/k/v projection is the emitted SelfAttention's c_attn
@@ -425,3 +432,34 @@ def test_report_gpt2_rows(tmp_path: Path, report: ModuleType) -> None:
     assert row[5] == f"{100 * flops * 440_000 / 989e12:.1f}%"
     assert row[6] == f"{100 * flops * 440_000 / 800e12:.1f}%"
     assert row[7:] == ["1.10x", "0.0100"]
+
+
+def test_suite_lm_rows_compare_equal_settings_and_repeat_the_compiled_pairs(
+    tmp_path: Path,
+) -> None:
+    """Both sides compile the model with its loss (the emitted `BatchLoss`); `--repeat 2`
+    interleaves the host-bound compile(default) pairs, each run reading its own metrics."""
+    sys.path.insert(0, str(BENCH))
+    suite = load(BENCH / "gpu_suite.py", "bench_gpu_suite_repeat")
+    generated = tmp_path / "generated"
+    generated.mkdir()
+    variants = [{"bench": "lm", "name": f"lm_{i}", "setting": s, "script": f"lm_{i}.py"}
+                for i, s in enumerate(["bf16 eager", "bf16+compile(default)"])]  # fmt: skip
+    (generated / "manifest.json").write_text(json.dumps({"compiler": "x", "variants": variants}))
+    plan = suite.Plan(generated, tmp_path, tmp_path, smoke=False, repeat=2)
+    jobs = [j for j in suite.all_jobs(plan) if j.bench == "lm" and j.impl != "lightning"]
+    labels = [f"{j.impl}/{j.setting}/{j.extra.get('repeat')}" for j in jobs][:6]
+    compiled = "bf16+compile(default)"
+    assert labels == ["handwritten/bf16 eager/0", "tensorloom/bf16 eager/0",
+                      f"handwritten/{compiled}/0", f"tensorloom/{compiled}/0",
+                      f"handwritten/{compiled}/1", f"tensorloom/{compiled}/1"]  # fmt: skip
+    by_label = {f"{j.impl}/{j.setting}": j for j in jobs}
+    assert "--compile-loss" in by_label[f"handwritten/{compiled}"].argv
+    assert "--compile-loss" not in by_label["handwritten/bf16 eager"].argv
+    model_only = by_label[f"handwritten/{suite.LM_MODEL_ONLY}"].argv
+    assert "--compile-loss" not in model_only and "default" in model_only
+    assert "--model-only-compile" in by_label[f"tensorloom/{suite.LM_MODEL_ONLY}"].argv
+    mha = by_label[f"handwritten/{suite.LM_MHA}"].argv
+    assert mha[mha.index("--attention") + 1] == "mha" and "--attention" not in model_only
+    metrics = [j.metrics for j in jobs if j.metrics is not None]
+    assert len(metrics) == len(set(metrics))
