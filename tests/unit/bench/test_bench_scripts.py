@@ -248,6 +248,12 @@ def test_emitted_lm_is_the_handwritten_baseline(
     tokens = torch.randint(0, cfg.vocab, (2, cfg.seq_len))
     with torch.no_grad():
         assert torch.allclose(emitted(tokens), hand(tokens), atol=1e-5)
+    # the same AdamW groups: what decays on one side decays on the other
+    groups = load(script, "bench_emitted_lm_groups").decay_param_groups(emitted)
+    hand_groups = lm.param_groups(hand)
+    assert [len(g["params"]) for g in groups] == [len(g["params"]) for g in hand_groups]
+    assert [g.get("weight_decay") for g in groups] == [g.get("weight_decay") for g in hand_groups]
+    assert [p.shape for p in groups[1]["params"]] == [p.shape for p in hand_groups[1]["params"]]
 
 
 def test_suite_reads_emitted_throughput_after_the_first_epoch(tmp_path: Path) -> None:
@@ -447,12 +453,17 @@ def test_suite_lm_rows_compare_equal_settings_and_repeat_the_compiled_pairs(
                 for i, s in enumerate(["bf16 eager", "bf16+compile(default)"])]  # fmt: skip
     (generated / "manifest.json").write_text(json.dumps({"compiler": "x", "variants": variants}))
     plan = suite.Plan(generated, tmp_path, tmp_path, smoke=False, repeat=2)
-    jobs = [j for j in suite.all_jobs(plan) if j.bench == "lm" and j.impl != "lightning"]
-    labels = [f"{j.impl}/{j.setting}/{j.extra.get('repeat')}" for j in jobs][:6]
+    everything = suite.all_jobs(plan)
+    jobs = [j for j in everything if j.bench == "lm" and j.impl != "lightning"]
+    labels = [f"{j.bench}/{j.impl}/{j.setting}/{j.extra.get('repeat')}" for j in everything]
     compiled = "bf16+compile(default)"
-    assert labels == ["handwritten/bf16 eager/0", "tensorloom/bf16 eager/0",
-                      f"handwritten/{compiled}/0", f"tensorloom/{compiled}/0",
-                      f"handwritten/{compiled}/1", f"tensorloom/{compiled}/1"]  # fmt: skip
+    assert labels[:9] == [
+        "lm/handwritten/bf16 eager/0", "lm/tensorloom/bf16 eager/0",
+        f"lm/handwritten/{compiled}/0", f"lm/tensorloom/{compiled}/0",
+        "lm/tensorloom/TensorLoom defaults/None",  # not compiled here: skipped
+        "mlp/handwritten/DataLoader loop, fp32/None", "mlp/tensorloom/TensorLoom defaults/None",
+        f"lm/handwritten/{compiled}/1", f"lm/tensorloom/{compiled}/1",
+    ]  # fmt: skip
     by_label = {f"{j.impl}/{j.setting}": j for j in jobs}
     assert "--compile-loss" in by_label[f"handwritten/{compiled}"].argv
     assert "--compile-loss" not in by_label["handwritten/bf16 eager"].argv
