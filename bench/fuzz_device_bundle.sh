@@ -15,3 +15,8 @@ python3 -c 'import sys, os; print(sys.version.split()[0], os.cpu_count(), "cpus"
 grep -m1 "model name" /proc/cpuinfo
 PYTHONPATH=../lib:. OMP_NUM_THREADS=1 TRITON_INTERPRET=1 python3 tests/fuzz/run.py "$@"
 GO
+# xDSL and what it needs, pure Python (the device's interpreter may be another minor version).
+rm -rf "$dest/lib"
+python -m pip install -q --no-deps --target "$dest/lib" \
+    "xdsl==$(python -c 'import importlib.metadata as m; print(m.version("xdsl"))')" \
+    immutabledict ordered-set typing-extensions click

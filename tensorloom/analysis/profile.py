@@ -25,7 +25,7 @@ from pathlib import Path
 from xdsl.dialects.builtin import ModuleOp
 
 from tensorloom.analysis.op_costs import FP32_UNDER_AUTOCAST, RESULT, op_cost
-from tensorloom.analysis.trace import Step, TensorKey, Trace, trace_instantiation
+from tensorloom.analysis.trace import Step, StepBudget, TensorKey, Trace, trace_instantiation
 from tensorloom.catalogue.layers import BoundLayer
 from tensorloom.catalogue.shapes import Shape, concrete
 from tensorloom.diagnostics.ir import reporting
@@ -272,7 +272,8 @@ def profile_file(path: Path, options: ProfileOptions) -> tuple[Compilation, list
     result = compile_for_info(path, options.bindings)
     if result.module is None or not result.ok:
         return result, []
-    return result, profile_module(result.module, options)
+    with reporting(result.sink):
+        return result, profile_module(result.module, options)
 
 
 def info_instantiations(module: ModuleOp, models: Mapping[str, ModelOp]) -> list[Instantiation]:
@@ -299,23 +300,30 @@ def _first_copies(
         copy = nested_model(layer, models)
         if copy is None or copy is model or copy.sym_name.data == layer.kind.data:
             continue
-        first.setdefault(layer.kind.data, copy)
+        if layer.kind.data in first:
+            continue  # its copies were followed the first time
+        first[layer.kind.data] = copy
         _first_copies(copy, models, first, depth + 1)
 
 
 def profile_module(module: ModuleOp, options: ProfileOptions) -> list[ModelProfile]:
     models = models_of(module)
+    budget = StepBudget()
     found = [
-        profile_instantiation(inst, models, options) for inst in info_instantiations(module, models)
+        profile_instantiation(inst, models, options, budget)
+        for inst in info_instantiations(module, models)
     ]
     return [p for p in found if p is not None]
 
 
 def profile_instantiation(
-    inst: Instantiation, models: dict[str, ModelOp], options: ProfileOptions
+    inst: Instantiation,
+    models: dict[str, ModelOp],
+    options: ProfileOptions,
+    budget: StepBudget | None = None,
 ) -> ModelProfile | None:
     params = declared_params(inst.model, inst.env, models)
-    trace = trace_instantiation(inst, models, options.bindings, options.batch_size)
+    trace = trace_instantiation(inst, models, options.bindings, options.batch_size, budget)
     name, kind = inst.name, model_kind(inst.model)
     if trace is None:
         return ModelProfile(name, kind, params, [], None, [], None, None, None, None, None, 0, [])

@@ -39,8 +39,10 @@ from tensorloom.analysis.profile import (
     info_instantiations,
     profile_instantiation,
 )
+from tensorloom.analysis.trace import StepBudget
 from tensorloom.catalogue.shapes import Shape, format_shape
 from tensorloom.diagnostics import render_json, render_text
+from tensorloom.diagnostics.ir import reporting
 from tensorloom.dialects import train
 from tensorloom.passes.model_env import (
     CallValue,
@@ -113,7 +115,9 @@ def _precision(settings: dict[str, Any]) -> str:
     return name or "fp32"
 
 
-def model_info(inst: Instantiation, module: ModuleOp, request: InfoRequest) -> ModelInfo | None:
+def model_info(
+    inst: Instantiation, module: ModuleOp, request: InfoRequest, budget: StepBudget | None = None
+) -> ModelInfo | None:
     settings = train_settings(module, inst.name)
     batch = request.batch_size or _int(settings.get("batch_size")) or _default_batch(settings)
     precision = request.precision or _precision(settings)
@@ -122,7 +126,7 @@ def model_info(inst: Instantiation, module: ModuleOp, request: InfoRequest) -> M
     loss = _name(settings.get("loss"))
     training = Training(precision, optimizer, loss, request.checkpointing, parallel)
     options = ProfileOptions(batch, precision, request.bindings)
-    profile = profile_instantiation(inst, models_of(module), options)
+    profile = profile_instantiation(inst, models_of(module), options, budget)
     if profile is None:
         return None
     batch = batch or _bound_batch(profile)
@@ -171,7 +175,8 @@ def _int(value: object) -> int | None:
 
 def info_models(module: ModuleOp, request: InfoRequest) -> list[ModelInfo]:
     models = models_of(module)
-    found = [model_info(i, module, request) for i in info_instantiations(module, models)]
+    budget = StepBudget()
+    found = [model_info(i, module, request, budget) for i in info_instantiations(module, models)]
     return [f for f in found if f is not None]
 
 
@@ -181,8 +186,10 @@ def info_models(module: ModuleOp, request: InfoRequest) -> list[ModelInfo]:
 def info_file(path: Path, request: InfoRequest) -> tuple[Compilation, list[ModelInfo]]:
     """Check `path` to the `nml` stage and profile every model, if it is clean."""
     result = compile_for_info(path, request.bindings)
-    infos = info_models(result.module, request) if result.module and result.ok else []
-    return result, infos
+    if result.module is None or not result.ok:
+        return result, []
+    with reporting(result.sink):  # a model too large to profile is a warning
+        return result, info_models(result.module, request)
 
 
 def info_json(path: Path, request: InfoRequest) -> dict[str, Any]:

@@ -29,6 +29,8 @@ from xdsl.ir import Block, Operation, SSAValue
 from tensorloom.analysis.op_costs import VIEWS
 from tensorloom.catalogue.layers import BoundLayer, lookup
 from tensorloom.catalogue.shapes import Shape, resolve_sizes
+from tensorloom.diagnostics.core import Diagnostic, Label
+from tensorloom.diagnostics.ir import report, span_of
 from tensorloom.dialects.nml import (
     ApplyAtOp,
     ApplyOp,
@@ -115,6 +117,23 @@ class Trace:
         return resolve_sizes(shape, self.sizes)
 
 
+MAX_TRACED_STEPS = 20_000
+"""The most steps `tlc info` records for one file (TL0311 past it): a model of two blocks
+of two blocks of ... is 2^depth steps once its nested models are expanded."""
+
+
+@dataclass(slots=True)
+class StepBudget:
+    """The steps left to the walks of one file's models."""
+
+    left: int = MAX_TRACED_STEPS
+    reported: bool = False
+
+
+class TraceTooLarge(Exception):
+    """The walk used up its StepBudget."""
+
+
 class Walker:
     """Follows a typed, specialised forward over the IR and records its steps.
 
@@ -124,8 +143,9 @@ class Walker:
     (`tl.iterations`, `tl.branches`). Nothing is inferred here: each step's shapes are
     its operands' and result's types."""
 
-    def __init__(self, models: dict[str, ModelOp]) -> None:
+    def __init__(self, models: dict[str, ModelOp], budget: StepBudget) -> None:
         self.models = models
+        self.budget = budget
         self.frames = itertools.count()
         self.frame = next(self.frames)
         self.callers: list[int] = []
@@ -268,6 +288,9 @@ class Walker:
         self, name: str, kind: str, op: Operation, operands: Sequence[SSAValue] | None = None
     ) -> Step:
         operands = list(op.operands) if operands is None else operands
+        self.budget.left -= 1
+        if self.budget.left < 0:
+            raise TraceTooLarge
         return Step(
             name,
             kind,
@@ -300,7 +323,11 @@ def _is_integer(value: SSAValue) -> bool:
 
 
 def trace_instantiation(
-    inst: Instantiation, models: dict[str, ModelOp], bindings: Mapping[str, int], batch: int | None
+    inst: Instantiation,
+    models: dict[str, ModelOp],
+    bindings: Mapping[str, int],
+    batch: int | None,
+    budget: StepBudget | None = None,
 ) -> Trace | None:
     """The steps of one instantiation, read from the types shape inference left in the
     specialised IR; `bindings` (`-D`, which shape inference already had) and the batch
@@ -314,8 +341,17 @@ def trace_instantiation(
     dims = first.dims if isinstance(first, TensorType) else None
     if batch is not None and dims and isinstance(dims[0], str) and dims[0] not in sizes:
         sizes[dims[0]] = batch
-    walker = Walker(models)
-    returned = walker.call(inst.model, forward, inst.env, [input_key(i) for i in range(len(args))])
+    budget = StepBudget() if budget is None else budget
+    walker = Walker(models, budget)
+    try:
+        returned = walker.call(
+            inst.model, forward, inst.env, [input_key(i) for i in range(len(args))]
+        )
+    except TraceTooLarge:
+        if not budget.reported:
+            budget.reported = True
+            _too_large(inst)
+        return None
     inputs = [a.dims if isinstance(a, TensorType) else None for a in args]
     result = forward.function_type.outputs.data
     output = result[0].dims if result and isinstance(result[0], TensorType) else None
@@ -323,6 +359,19 @@ def trace_instantiation(
     integer = integer or input_key(0) in walker.indices
     name, model = inst.name, model_kind(inst.model)
     return Trace(name, model, inputs, output, walker.stack[0], sizes, returned, integer)
+
+
+def _too_large(inst: Instantiation) -> None:
+    span = span_of(inst.model)
+    if span is None:
+        return
+    message = (
+        f"`tlc info` follows at most {MAX_TRACED_STEPS:,} layer and function applications in a "
+        f"file; `{inst.name}`, with its nested models expanded, passes that: it is not profiled, "
+        "nor the models after it"
+    )
+    help_text = "its shapes and parameter count are checked; profile a smaller configuration"
+    report(Diagnostic.warning("TL0311", message, Label(span, ""), help=help_text))
 
 
 def input_key(index: int) -> TensorKey:

@@ -726,6 +726,22 @@ error[TL0310]: models nest more than 32 levels deep here
   = help: flatten the nesting: shapes past this depth cannot be checked
 """,
         ),
+        Code(
+            'TL0311',
+            'too many steps to profile',
+            """\
+A warning from `tlc info`: it follows at most 20,000 layer and function applications in a file, with nested models expanded (two blocks of two blocks of two blocks ... doubles with each level). The model that passes that limit, and the models after it, are not profiled; their shapes and parameter counts are checked as usual.
+""",
+            """\
+warning[TL0311]: `tlc info` follows at most 20,000 layer and function applications in a file; `net`, with its nested models expanded, passes that: it is not profiled, nor the models after it
+   --> deep.nml:31:7
+    |
+31  | model M30:
+    |       ^^^
+    |
+    = help: its shapes and parameter count are checked; profile a smaller configuration
+""",
+        ),
     )),
     Section('TL04xx: config and train settings (`resolve-nml`, `check-train`)', '', (
         Code(

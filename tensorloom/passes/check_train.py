@@ -109,12 +109,19 @@ def _show(value: Evaluated) -> str:
     return f"`{value}`"
 
 
+INT64_MAX = 2**63 - 1  # the IR's and the script's integer settings are 64-bit
+
+
 def int_at_least(low: int) -> Check:
     def check(key: str, value: Evaluated) -> Problem | None:
         if not _is_int(value):
             return _wrong_type(key, "an integer", value)
         if value < low:  # type: ignore[operator]
             return Problem("TL0403", f"`{key}` must be at least {low}, got {value}")
+        if value > INT64_MAX:  # type: ignore[operator]
+            digits = len(str(value))
+            message = f"`{key}` must fit in 64 bits (at most {INT64_MAX:,}), got {digits} digits"
+            return Problem("TL0403", message)
         return None
 
     return check
@@ -124,7 +131,10 @@ def number_in(low: float, high: float | None, *, open_low: bool = True) -> Check
     def check(key: str, value: Evaluated) -> Problem | None:
         if not _is_number(value):
             return _wrong_type(key, "a number", value)
-        number = float(value)  # type: ignore[arg-type]
+        try:
+            number = float(value)  # type: ignore[arg-type]
+        except OverflowError:  # an integer past 1e308
+            return Problem("TL0403", f"`{key}` is too large for a float (past 1.8e308)")
         too_low = number <= low if open_low else number < low
         if too_low or (high is not None and number >= high):
             return Problem(

@@ -375,26 +375,58 @@ MAX_NESTING = 32
 
 
 def declared_params(
-    model: ModelOp, env: Mapping[str, Value], models: Mapping[str, ModelOp], depth: int = 0
+    model: ModelOp,
+    env: Mapping[str, Value],
+    models: Mapping[str, ModelOp],
+    path: tuple[str, ...] = (),
+    memo: dict[tuple[object, ...], int] | None = None,
 ) -> int:
     """Every parameter of the model as PyTorch counts it: each declared layer once
-    (a weight used twice, as a tied head, is one parameter), a layer list's copies each."""
-    return sum(layer_params(layer, env, models, depth) for layer in layers_of(model).values())
+    (a weight used twice, as a tied head, is one parameter), a layer list's copies each.
+
+    `path` is the chain of models being counted: a model inside itself (TL0307, from
+    resolve-nml) counts nothing the second time. `memo` holds each (model, config) counted
+    once, so two copies of a block that holds two copies of a block... is not a walk of
+    2^depth nested models."""
+    memo = {} if memo is None else memo
+    key = _memo_key(model, env)
+    if key is not None and key in memo:
+        return memo[key]
+    path = (*path, model.sym_name.data)
+    count = sum(layer_params(layer, env, models, path, memo) for layer in layers_of(model).values())
+    if key is not None:
+        memo[key] = count
+    return count
 
 
 def layer_params(
-    layer: LayerOp, env: Mapping[str, Value], models: Mapping[str, ModelOp], depth: int = 0
+    layer: LayerOp,
+    env: Mapping[str, Value],
+    models: Mapping[str, ModelOp],
+    path: tuple[str, ...] = (),
+    memo: dict[tuple[object, ...], int] | None = None,
 ) -> int:
     """A catalogue layer's parameters, or a nested model's under the config it is given."""
     copies = layer_count(layer, env)
     copies = 1 if copies is None else max(copies, 0)
     nested = models.get(layer.kind.data)
-    if nested is None or lookup(layer.kind.data) is not None or depth > MAX_NESTING:
+    if nested is None or lookup(layer.kind.data) is not None or len(path) > MAX_NESTING:
         bound = bind_layer(layer, env)
         return copies * bound.spec.param_count(bound) if bound is not None else 0
+    if layer.kind.data in path:
+        return 0
     overrides = nested_overrides(layer, nested, env)
     inner = model_env(nested, overrides if isinstance(overrides, dict) else {})
-    return copies * declared_params(nested, inner, models, depth + 1)
+    return copies * declared_params(nested, inner, models, path, memo)
+
+
+def _memo_key(model: ModelOp, env: Mapping[str, Value]) -> tuple[object, ...] | None:
+    key = (model.sym_name.data, *sorted(env.items()))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 # --- an instance's configuration, as `instantiate` folds it -----------------------------------

@@ -218,6 +218,12 @@ class Inference:
     )
     _last_iteration: list[FlowStep] = field(default_factory=list[FlowStep])
     _refused_lists: set[LayerOp] = field(default_factory=set[LayerOp])
+    # A nested model or method already followed for this config and these argument types:
+    # its result and the steps it recorded (a block of two blocks of two blocks... is
+    # followed once per level, not 2^depth times).
+    _followed: dict[tuple[object, ...], tuple[Attribute, list[FlowStep]]] = field(
+        default_factory=dict[tuple[object, ...], tuple[Attribute, list[FlowStep]]]
+    )
 
     def layers_in(self, model: ModelOp) -> dict[str, LayerOp]:
         if model not in self.layers:
@@ -786,9 +792,25 @@ class Inference:
         self.depth += 1
         inner_env = model_env(nested, overrides)
         args = self._annotated_args(layer, op, forward, inner_env)
-        result = self.run(nested, forward, inner_env, args, inner)
+        result = self._follow(nested, forward, inner_env, args, inner)
         self.depth -= 1
         flow.steps.append(self.step(name, model_kind(nested), result, inner.params))
+        return result
+
+    def _follow(
+        self, model: ModelOp, func: FuncOp, env: Env, args: Sequence[Attribute], flow: ModelFlow
+    ) -> Attribute:
+        """`run`, once for each config and argument types: a second call replays the first's
+        result and steps (its diagnostics were reported the first time)."""
+        key = _follow_key(func, env, args)
+        if key is not None and key in self._followed:
+            result, steps = self._followed[key]
+            flow.steps.extend(steps)
+            return result
+        start = len(flow.steps)
+        result = self.run(model, func, env, args, flow)
+        if key is not None:
+            self._followed[key] = (result, flow.steps[start:])
         return result
 
     def _annotated_args(
@@ -875,7 +897,7 @@ class Inference:
         if method is None or op.method is not None or self.depth > MAX_DEPTH:
             return
         self.depth += 1
-        self.types[op.result] = self.run(model, method, env, self._args(op), flow)
+        self.types[op.result] = self._follow(model, method, env, self._args(op), flow)
         self.depth -= 1
 
     def _report_layer(
@@ -935,6 +957,16 @@ def resolved_type(attr: Attribute, unifier: Unifier) -> Attribute:
     if attr.dims is None:
         return attr
     return attr.with_dims(unifier.resolve_shape(attr.dims))
+
+
+def _follow_key(func: FuncOp, env: Env, args: Sequence[Attribute]) -> tuple[object, ...] | None:
+    """What a followed call's result depends on; None when a config value is unhashable."""
+    key = (func, tuple(sorted(env.items())), tuple(args))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 def _values_of(func: FuncOp) -> list[SSAValue]:
