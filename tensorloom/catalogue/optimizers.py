@@ -26,6 +26,7 @@ class OptimizerSpec:
     temporaries: int
     momentum_state: int = 0  # extra state when `momentum` is non-zero (SGD's buffer)
     default_lr: float = 0.001  # torch.optim's default: what a block that sets no `lr` gets
+    default_weight_decay: float = 0.0  # torch.optim's, for a block that sets no `weight_decay`
 
     @property
     def torch(self) -> str:
@@ -45,7 +46,9 @@ _ADAM_ARGS = (LR, BETAS, EPS, WEIGHT_DECAY, Arg("amsgrad", "bool"),
 
 OPTIMIZER_SPECS: tuple[OptimizerSpec, ...] = (
     OptimizerSpec("Adam", "Adam: adaptive moments", _ADAM_ARGS, 2, 1),
-    OptimizerSpec("AdamW", "Adam with decoupled weight decay", _ADAM_ARGS, 2, 1),
+    OptimizerSpec(
+        "AdamW", "Adam with decoupled weight decay", _ADAM_ARGS, 2, 1, default_weight_decay=0.01
+    ),
     OptimizerSpec(
         "SGD", "stochastic gradient descent, with optional momentum",
         (LR, MOMENTUM, Arg("dampening", "float"), WEIGHT_DECAY, Arg("nesterov", "bool"),

@@ -25,6 +25,7 @@ from xdsl.dialects.builtin import LocationAttr
 from xdsl.ir import Operation
 
 from tensorloom.catalogue.datasets import SEQUENCE_TASKS, is_file_source
+from tensorloom.catalogue.optimizers import OPTIMIZERS
 from tensorloom.dialects.train import CUDA_GRAPH_MODES, DEFAULT_BATCH_SIZE
 from tensorloom.escape import py_comment, py_string
 from tensorloom.passes.loss_functions import Metric
@@ -154,13 +155,61 @@ def _at(where: str) -> str:
 
 def train_source(plan: ScriptPlan) -> str:
     """`train`: its epoch loop carries the train block's line; an FSDP script's saves are
-    folders."""
+    folders; what the block leaves out (synthetic data, `ema`, `keep_best`, `max_steps`) is
+    not there."""
     loop = "    for epoch in range(trainer.start_epoch, args.epochs):"
     text = TRAIN.replace(loop, loop + _at(plan.loop_at))
-    for old, new in _TRAIN_SHARDED if plan.sharded else ():
+    changes = [
+        *(_TRAIN_SHARDED if plan.sharded else ()),
+        *(_NO_SYNTHETIC_WARNING if plan.dataset is not None else ()),
+        *(_NO_EMA if plan.recipe.ema is None and not plan.sharded else ()),
+        *(_NO_KEEP_BEST if plan.recipe.keep_best is None else ()),
+        *(_NO_MAX_STEPS if plan.recipe.max_steps is None else ()),
+    ]
+    for old, new in changes:
         assert text.count(old) == 1, old
         text = text.replace(old, new)
     return text
+
+
+_PRECISION_WARNING = """    if trainer.plan.warning is not None:
+        log(trainer.plan.warning, file=sys.stderr)
+"""
+# Real data: only the precision plan may warn.
+_NO_SYNTHETIC_WARNING = (
+    (
+        """    for warning in (trainer.plan.warning, synthetic_data_warning(trainer.info)):
+        if warning is not None:
+            log(warning, file=sys.stderr)
+""",
+        _PRECISION_WARNING,
+    ),
+)
+_NO_EMA = (
+    (
+        """    state = load_weights(args.evaluate, model=trainer.model, ema=trainer.recipe.ema,
+                         map_location=trainer.ctx.device)  # fmt: skip
+    if saved_ema_state(state) is None:
+        trainer.recipe.ema = None  # a checkpoint of a run without `ema`
+""",
+        "    state = load_weights(args.evaluate, model=trainer.model, "
+        "map_location=trainer.ctx.device)\n",
+    ),
+    ("its weights (and of its EMA's),\n", "its weights,\n"),
+)
+_NO_KEEP_BEST = (
+    (
+        "        after_validation(trainer, record)\n",
+        "        trainer.recipe.after_validation(record)  # the best epoch; early stopping\n",
+    ),
+)
+_NO_MAX_STEPS = (
+    (
+        "    max_steps = min((n for n in (args.max_steps, MAX_STEPS) if n is not None), "
+        "default=None)\n",
+        "    max_steps = args.max_steps\n",
+    ),
+)
 
 
 def _fill(template: str, **values: object) -> str:
@@ -207,7 +256,7 @@ def data_description(plan: ScriptPlan) -> str:
 def settings_source(plan: ScriptPlan) -> str:
     lines = ["# ---- settings: the train block's values; the command line overrides some ----"]
     if plan.recipe.epochs_set:
-        lines.append(f"EPOCHS: int | None = {plan.epochs}")
+        lines.append(f"EPOCHS = {plan.epochs}")
     else:
         lines.append("EPOCHS: int | None = None  # as many as `max_steps` takes")
     if plan.batch_size is None:
@@ -220,20 +269,20 @@ def settings_source(plan: ScriptPlan) -> str:
     if plan.amp:
         note = _PRECISION_NOTES[plan.precision]
         lines.append(f"PRECISION = {py_string(plan.precision)}  # {note}")
-    lines.append(f"DISTRIBUTED = {plan.distributed}")
     if plan.fsdp_blocks is not None:
         blocks = ", ".join(py_string(b) for b in plan.fsdp_blocks)
         lines.append(f"FSDP_BLOCKS = [{blocks}]  # fully_shard units (then the root)")
     lines += _checkpoint_settings(plan)
     lines += _schedule_settings(plan)
-    clip_type = ": float | None" if plan.grad_clip == "None" else ""
-    lines.append(f"GRAD_CLIP{clip_type} = {plan.grad_clip}  # clips the global gradient norm")
+    if plan.grad_clip != "None":
+        lines.append(f"GRAD_CLIP = {plan.grad_clip}  # clips the global gradient norm")
     lines.append(f"GRAD_ACCUM = {plan.grad_accum}  # micro-batches per optimizer step")
-    lines.append(f"VAL_EVERY = {plan.val_every}  # epochs between validations (and the last)")
+    if plan.val_every != 1:
+        lines.append(f"VAL_EVERY = {plan.val_every}  # epochs between validations (and the last)")
     if plan.reports_metrics:
         keys = ", ".join(f'"{m.key}"' for m in plan.metrics)
         lines.append(f"METRICS = [{keys}]  # `metrics = [...]`: reported after val_loss")
-    lines += _recipe_settings(plan.recipe)
+    lines += _recipe_settings(plan.recipe, plan.schedule is not None)
     if plan.log_every is not None:
         lines.append(f"LOG_EVERY = {plan.log_every}  # optimizer steps between loss lines")
     mode = py_string(plan.compile_mode) if plan.compile_mode else "None"
@@ -246,8 +295,8 @@ def settings_source(plan: ScriptPlan) -> str:
     lines.append("COMPILE_SECONDS = 13.0  # torch.compile of a small model on an H200")
     lines.append("COMPILED_STEP_SHARE = 0.3  # a compiled step's time over an eager one's")
     lines.append(f"SEED = {plan.seed}")
-    dataset = py_string(plan.dataset) if plan.dataset is not None else "None  # synthetic data"
-    lines.append(f"DATASET: str | None = {dataset}")
+    if "DATASET," in _load_call(plan) or plan.language_model_data:
+        lines.append(f"DATASET: str = {py_string(plan.dataset or '')}")
     lines.append(f"DATASET_OPTIONS: dict[str, Any] = {plan.dataset_options}")
     return "\n".join(lines)
 
@@ -260,20 +309,19 @@ _PRECISION_NOTES = {
 }
 
 
-def _recipe_settings(recipe: RecipePlan) -> list[str]:
-    def optional(value: object) -> str:
-        return "None" if value is None else str(value)
-
-    keep = py_string(recipe.keep_best) if recipe.keep_best is not None else "None"
-    lines = [f"DECAY_GROUPS = {recipe.decay_groups}  # no weight decay for biases and norm weights"]
+def _recipe_settings(recipe: RecipePlan, schedule: bool) -> list[str]:
+    lines: list[str] = []
     if recipe.ema is not None:  # the recipe's parts are in the script only when set
         lines.append(f"EMA_DECAY = {recipe.ema}  # `ema`: an EMA of the weights")
     if recipe.early_stopping is not None:
         lines.append(f"EARLY_STOPPING = {recipe.early_stopping}  # (patience, metric, min_delta)")
-    lines.append(f"KEEP_BEST: str | None = {keep}  # saves best.pt at each new best of this metric")
+    if recipe.keep_best is not None:
+        keep = py_string(recipe.keep_best)
+        lines.append(f"KEEP_BEST = {keep}  # saves best.pt at each new best of this metric")
     if recipe.eval_every is not None:
         lines.append(f"EVAL_EVERY = {recipe.eval_every}  # steps between validations")
-    lines.append(f"MAX_STEPS: int | None = {optional(recipe.max_steps)}  # the schedule spans them")
+    if recipe.max_steps is not None or not recipe.epochs_set or schedule:
+        lines.append(f"MAX_STEPS: int | None = {recipe.max_steps}  # the schedule spans them")
     return lines
 
 
@@ -499,7 +547,7 @@ def build_trainer_source(plan: ScriptPlan) -> str:
             .rstrip("\n")
             .replace("\n", "\n    ")
         )
-    return _fill(
+    text = _fill(
         """
         def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
             seed_everything(args.seed)
@@ -507,7 +555,7 @@ def build_trainer_source(plan: ScriptPlan) -> str:
             model = $model_class($model_args).to(ctx.device)$checkpointed
             plan = resolve_precision(args.precision, ctx.device)$shard
             optimizer = torch.optim.$optimizer(
-                decay_param_groups(model, DECAY_GROUPS), lr=LEARNING_RATE$optimizer_args$fused
+                $params, lr=LEARNING_RATE$optimizer_args$fused
             )
             steps_per_epoch = len(train_loader) // GRAD_ACCUM
             args.epochs = planned_epochs(args.epochs, MAX_STEPS, steps_per_epoch)
@@ -523,9 +571,29 @@ def build_trainer_source(plan: ScriptPlan) -> str:
         recipe_plan=", plan" if plan.sharded else "",
         model_class=plan.model_class, model_args=plan.model_args, checkpointed=checkpointed,
         optimizer=plan.optimizer, optimizer_args=optimizer_args, fused=fused,
+        params=_param_groups(plan),
         schedule=schedule, train_model=wrap or _BATCH_LOSS_MODEL,
         shard=_SHARD if plan.sharded else "",
     )  # fmt: skip
+    return _epochs_set(text, plan)
+
+
+def _epochs_set(text: str, plan: ScriptPlan) -> str:
+    """`build_trainer` without `planned_epochs` when the block sets `epochs` (then it is
+    `--epochs` as given), and without `steps_per_epoch` when no schedule needs it."""
+    if not plan.recipe.epochs_set:
+        return text
+    for line in (
+        "\n    args.epochs = planned_epochs(args.epochs, MAX_STEPS, steps_per_epoch)",
+        "\n    args.epochs = planned_epochs(args.epochs, MAX_STEPS, len(train_loader))",
+        *(
+            ()
+            if plan.schedule is not None
+            else ("\n    steps_per_epoch = len(train_loader) // GRAD_ACCUM",)
+        ),
+    ):
+        text = text.replace(line, "")
+    return text
 
 
 # One process: the step calls `BatchLoss`, so torch.compile sees the forward and the loss as
@@ -540,6 +608,17 @@ _SHARD = """
     # FSDP2: each block's weights are all-gathered in the training precision for its
     # forward and backward, then freed; gradients are reduce-scattered in fp32.
     shard_model(model, FSDP_BLOCKS, param_dtype=plan.autocast_dtype)"""
+
+
+def _param_groups(plan: ScriptPlan) -> str:
+    """What the optimizer steps: `decay_groups`' two groups only where weight decay applies."""
+    spec = OPTIMIZERS.get(plan.optimizer)
+    decay = dict(plan.optimizer_kwargs).get("weight_decay")
+    if decay is None:
+        decay = str(spec.default_weight_decay if spec is not None else 0.0)
+    if not plan.recipe.decay_groups or decay.replace(".", "").strip("0") == "":
+        return "model.parameters()"
+    return "decay_param_groups(model)"
 
 
 def _names(kwargs: list[tuple[str, str]]) -> set[str]:
@@ -559,7 +638,7 @@ def _graph_build_trainer_source(plan: ScriptPlan) -> str:
     if plan.checkpointed_layers:
         names = ", ".join(py_string(n) for n in plan.checkpointed_layers)
         checkpointed = f"\n    checkpoint_activations(model, [{names}])"
-    return _fill(
+    text = _fill(
         '''
         def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
             seed_everything(args.seed)
@@ -570,7 +649,7 @@ def _graph_build_trainer_source(plan: ScriptPlan) -> str:
             whole_step = _whole_step_graph(model, train_loader, scaler, args, ctx)
             args.epochs = planned_epochs(args.epochs, MAX_STEPS, len(train_loader))
             optimizer = torch.optim.$optimizer(
-                decay_param_groups(model, DECAY_GROUPS), lr=LEARNING_RATE$optimizer_args,
+                $params, lr=LEARNING_RATE$optimizer_args,
                 $modes,
             )  # fmt: skip
             scheduler = None  # no `lr_schedule`
@@ -590,19 +669,19 @@ def _graph_build_trainer_source(plan: ScriptPlan) -> str:
             model: nn.Module, loader: $loader,
             scaler: torch.amp.GradScaler | None, args: argparse.Namespace, ctx: DistContext,
         ) -> bool:  # fmt: skip
-            """Whether this run captures its whole step in one CUDA graph (runtime/graphs.py)."""
-            conditions = StepGraphConditions(
-                device_type=ctx.device.type, resident=isinstance(loader, DeviceLoader),
-                drop_last=True, use_scaler=scaler is not None, distributed=ctx.is_distributed,
-                grad_accum=GRAD_ACCUM, grad_clip=GRAD_CLIP is not None, scheduler=False,
-                params=sum(p.numel() for p in model.parameters()), disabled=args.no_cuda_graph,
-            )  # fmt: skip
-            return step_graph_blocker(conditions) is None
+            """Whether this run captures its whole step in one CUDA graph (runtime/graphs.py):
+            on CUDA, data on the device, no GradScaler, at most SMALL_MODEL_PARAMS parameters."""
+            small = sum(p.numel() for p in model.parameters()) <= SMALL_MODEL_PARAMS
+            resident = isinstance(loader, DeviceLoader)
+            cuda = ctx.device.type == "cuda" and not args.no_cuda_graph
+            return cuda and resident and scaler is None and small
         ''',
         model_class=plan.model_class, model_args=plan.model_args, checkpointed=checkpointed,
         optimizer=plan.optimizer, optimizer_args=optimizer_args, modes=modes,
+        params=_param_groups(plan),
         loader=_loader_type(plan),
     )  # fmt: skip
+    return _epochs_set(text, plan)
 
 
 CHECKPOINT_ACTIVATIONS = '''
@@ -971,6 +1050,8 @@ def step_validation(trainer: Trainer, epoch: int) -> None:
 def epoch_record_source(plan: ScriptPlan) -> str:
     """The epoch's record and validation, `step_validation` with `eval_every`, the saves."""
     text = EPOCH_RECORD
+    if plan.val_every == 1:  # every epoch
+        text = text.replace(_VAL_EVERY, "    validation = validation_record(trainer)\n")
     if plan.recipe.ema is None:
         text = (
             text.replace(_EMA_RECORD, "")
@@ -985,9 +1066,18 @@ def epoch_record_source(plan: ScriptPlan) -> str:
         )
     if plan.recipe.eval_every is not None:
         text += STEP_VALIDATION
-    return text + (SAVES_SHARDED if plan.sharded else SAVES)
+    saves = SAVES_SHARDED if plan.sharded else SAVES
+    if plan.recipe.keep_best is None:  # no best.pt: the loop calls the recipe itself
+        saves = saves[saves.index("\n\ndef checkpoint_state(") :]
+        text = text.replace(
+            "    after_validation(trainer, record)", "    trainer.recipe.after_validation(record)"
+        )
+    return text + saves
 
 
+_VAL_EVERY = """    due = (epoch + 1) % VAL_EVERY == 0 or epoch + 1 == args.epochs
+    validation = validation_record(trainer) if due else {"val_loss": None}
+"""
 _EMA_RECORD = """
     if trainer.recipe.ema is not None:
         ema = _as_record(evaluate(trainer, trainer.recipe.ema.module))
@@ -1126,7 +1216,7 @@ def train(args: argparse.Namespace, ctx: DistContext) -> int:
 
 def _run(trainer: Trainer, args: argparse.Namespace, ctx: DistContext) -> int:
     log = print if ctx.is_main else _silent
-    for warning in (trainer.plan.warning, trainer.info.warning()):
+    for warning in (trainer.plan.warning, synthetic_data_warning(trainer.info)):
         if warning is not None:
             log(warning, file=sys.stderr)
     if args.checkpoint_dir is not None and ctx.is_main:
@@ -1408,6 +1498,8 @@ _ONE_PROCESS = (
     ("all_reduce_mean(train_loss)", "train_loss"),
     ("\n    barrier()  # no rank closes its connections while another still uses them", ""),
     ("\n    barrier()", ""),
+    ("    log = print if ctx.is_main else _silent\n", "    log = print\n"),
+    ("\n\n\ndef _silent(*_args: object, **_kwargs: object) -> None:\n    return None", ""),
 )
 
 
@@ -1430,8 +1522,10 @@ _NO_AMP = (
      "_whole_step_graph(model, train_loader, args, ctx)"),
     ("    scaler: torch.amp.GradScaler | None, args: argparse.Namespace, ctx: DistContext,\n",
      "    args: argparse.Namespace, ctx: DistContext,\n"),
-    ("use_scaler=scaler is not None", "use_scaler=False"),
-    ("(trainer.plan.warning, trainer.info.warning())", "(trainer.info.warning(),)"),
+    ("resident and scaler is None and small", "resident and small"),
+    ("(trainer.plan.warning, synthetic_data_warning(trainer.info))",
+     "(synthetic_data_warning(trainer.info),)"),
+    (_PRECISION_WARNING, ""),
     ('"optimizer": trainer.optimizer, "scaler": trainer.scaler,',
      '"optimizer": trainer.optimizer,'),
     ("optimizer, scaler = trainer.optimizer, trainer.scaler", "optimizer = trainer.optimizer"),

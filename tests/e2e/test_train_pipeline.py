@@ -173,7 +173,7 @@ def test_compile_key_sets_the_mode(tmp_path: Path, value: str) -> None:
     )
     namespace: dict[str, object] = {}
     source = script.read_text()
-    settings = source[source.index("EPOCHS: ") : source.index("DATASET: ")]
+    settings = source[source.index("EPOCHS = ") : source.index("DATASET_OPTIONS: ")]
     exec(settings, namespace)  # the settings block is plain constants
     expected = {"true": "reduce-overhead", '"max-autotune"': "max-autotune", "false": None}
     assert namespace["COMPILE_MODE"] == expected[value]

@@ -31,6 +31,7 @@ import hashlib
 import os
 import pickle
 import random
+import re
 import shutil
 import tempfile
 import zipfile
@@ -39,12 +40,7 @@ from typing import Any
 
 import torch
 
-_WRAPPER_PREFIXES = ("_orig_mod.", "module.")
 _RESUME_KEYS = ("model", "optimizer", "scaler", "scheduler", "epoch", "step", "rng", "loader")
-_WEIGHT_KEYS = ("model",)
-_CHECKSUM_KEY = "checksum"
-_EPOCH_FILE = "epoch-{:04d}.pt"
-LAST_CHECKPOINT = "last.pt"
 
 
 class CheckpointError(Exception):
@@ -64,114 +60,70 @@ def unwrap_model(model: torch.nn.Module) -> torch.nn.Module:
 
 def strip_prefixes(state_dict: dict[str, Any]) -> dict[str, Any]:
     """Keys without the `_orig_mod.` and `module.` prefixes that wrappers add."""
-    return {_strip_key(key): value for key, value in state_dict.items()}
-
-
-def _strip_key(key: str) -> str:
-    stripped = True
-    while stripped:
-        stripped = False
-        for prefix in _WRAPPER_PREFIXES:
-            if key.startswith(prefix):
-                key, stripped = key[len(prefix) :], True
-    return key
+    return {re.sub(r"^(?:_orig_mod\.|module\.)+", "", k): v for k, v in state_dict.items()}
 
 
 def rng_states() -> dict[str, Any]:
-    states: dict[str, Any] = {"python": random.getstate(), "torch": torch.get_rng_state()}
-    if torch.cuda.is_available():
-        states["cuda"] = torch.cuda.get_rng_state_all()
-    return states
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None
+    return {"python": random.getstate(), "torch": torch.get_rng_state(), "cuda": cuda}
 
 
 def restore_rng_states(states: dict[str, Any]) -> None:
-    random.setstate(_as_random_state(states["python"]))
-    # RNG states are CPU byte tensors, whatever map_location moved them to.
+    # torch.save may turn the inner tuple into a list; RNG states are CPU byte tensors.
+    version, internal, gauss = states["python"]
+    random.setstate((version, tuple(internal), gauss))
     torch.set_rng_state(states["torch"].cpu())
-    if "cuda" in states and torch.cuda.is_available():
+    if states.get("cuda") is not None and torch.cuda.is_available():
         torch.cuda.set_rng_state_all([state.cpu() for state in states["cuda"]])
 
 
-def _as_random_state(state: Any) -> tuple[Any, ...]:
-    # A round trip through torch.save may turn the inner tuple into a list.
-    version, internal, gauss = state
-    return (version, tuple(internal), gauss)
-
-
-def tensor_checksum(state: Any) -> str:
-    """sha256 of every tensor in `state` (its key path, dtype, shape and bytes), in key order;
-    the `checksum` entry itself is left out."""
-    digest = hashlib.sha256()
-    _hash_into(digest, "", state)
-    return digest.hexdigest()
-
-
-def _hash_into(digest: Any, path: str, value: Any) -> None:
-    if isinstance(value, torch.Tensor):
-        data = value.detach().cpu().contiguous()
+def tensor_checksum(state: Any, path: str = "", digest: Any = None) -> str:
+    """sha256 of every tensor in `state` (key path, dtype, shape, bytes) in key order, the
+    top-level `checksum` entry left out."""
+    digest = digest or hashlib.sha256()
+    if isinstance(state, torch.Tensor):
+        data = state.detach().cpu().contiguous()
         digest.update(f"{path}:{data.dtype}:{tuple(data.shape)}".encode())
         if data.numel():
             digest.update(data.reshape(-1).view(torch.uint8).numpy().tobytes())
-    elif isinstance(value, dict):
-        for key in sorted(value, key=str):
-            if not (path == "" and key == _CHECKSUM_KEY):
-                _hash_into(digest, f"{path}/{key}", value[key])
-    elif isinstance(value, list | tuple):
-        for i, item in enumerate(value):
-            _hash_into(digest, f"{path}/{i}", item)
-
-
-def _verify_checksum(file: Path, state: dict[str, Any]) -> None:
-    saved = state.get(_CHECKSUM_KEY)
-    if saved is None:
-        return  # written before checkpoints carried one
-    if saved != tensor_checksum(state):
-        raise CheckpointError(
-            f"{file}: its tensors do not match the checksum saved with them "
-            "(the file was damaged or changed after it was written)"
-        )
+    elif isinstance(state, dict):
+        for key in sorted(state, key=str):
+            if path or key != "checksum":
+                tensor_checksum(state[key], f"{path}/{key}", digest)
+    elif isinstance(state, list | tuple):
+        for i, item in enumerate(state):
+            tensor_checksum(item, f"{path}/{i}", digest)
+    return digest.hexdigest()
 
 
 def clean_stale_temp_files(directory: str | os.PathLike[str]) -> list[Path]:
     """Remove the temporary files of writes that were killed half-way; returns them."""
     folder = Path(directory)
-    if not folder.is_dir():
-        return []
-    stale = [*folder.glob(".*.pt.*.tmp"), *folder.glob(".*.pt.link")]
+    stale = [*folder.glob(".*.pt.*.tmp"), *folder.glob(".*.pt.link")] if folder.is_dir() else []
     for path in stale:
         path.unlink(missing_ok=True)
     return stale
 
 
 def save_checkpoint(
-    path: str | os.PathLike[str],
-    *,
-    model: torch.nn.Module,
-    optimizer: torch.optim.Optimizer,
+    path: str | os.PathLike[str], *, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
     scaler: torch.amp.GradScaler | None = None,
     scheduler: torch.optim.lr_scheduler.LRScheduler | None = None,
-    epoch: int,
-    step: int,
-    loader: Any = None,
-    extra: dict[str, Any] | None = None,
-) -> Path:
+    epoch: int, step: int, loader: Any = None, extra: dict[str, Any] | None = None,
+) -> Path:  # fmt: skip
     """Write everything a run needs to continue to `path`, atomically."""
+    plain = unwrap_model(model)
     state = {
-        "model": strip_prefixes(unwrap_model(model).state_dict()),
-        "model_class": type(unwrap_model(model)).__name__,
+        "model": strip_prefixes(plain.state_dict()), "model_class": type(plain).__name__,
         "optimizer": optimizer.state_dict(),
         "scaler": scaler.state_dict() if scaler is not None else None,
         "scheduler": scheduler.state_dict() if scheduler is not None else None,
-        "epoch": epoch,
-        "step": step,
-        "rng": rng_states(),
-        "loader": loader.state_dict() if loader is not None else None,
-        "extra": extra or {},
-    }
-    state[_CHECKSUM_KEY] = tensor_checksum(state)
-    target = Path(path)
-    atomic_torch_save(state, target)
-    return target
+        "epoch": epoch, "step": step, "rng": rng_states(),
+        "loader": loader.state_dict() if loader is not None else None, "extra": extra or {},
+    }  # fmt: skip
+    state["checksum"] = tensor_checksum(state)
+    atomic_torch_save(state, Path(path))
+    return Path(path)
 
 
 def atomic_torch_save(obj: object, target: Path) -> None:
@@ -187,48 +139,27 @@ def atomic_torch_save(obj: object, target: Path) -> None:
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
-    _fsync_directory(target.parent)
-
-
-def _fsync_directory(directory: Path) -> None:
-    # Makes the rename itself durable; not every platform lets a directory be opened.
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    if hasattr(os, "O_DIRECTORY"):  # makes the rename itself durable (POSIX)
+        directory = os.open(target.parent, os.O_RDONLY | os.O_DIRECTORY)
+        os.fsync(directory)
+        os.close(directory)
 
 
 def load_checkpoint(
-    path: str | os.PathLike[str],
-    *,
-    model: torch.nn.Module,
-    optimizer: torch.optim.Optimizer | None = None,
-    scaler: torch.amp.GradScaler | None = None,
-    scheduler: torch.optim.lr_scheduler.LRScheduler | None = None,
-    loader: Any = None,
-    map_location: str | torch.device = "cpu",
-    restore_rng: bool = True,
-) -> dict[str, Any]:
+    path: str | os.PathLike[str], *, model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer | None = None, scaler: torch.amp.GradScaler | None = None,
+    scheduler: torch.optim.lr_scheduler.LRScheduler | None = None, loader: Any = None,
+    map_location: str | torch.device = "cpu", restore_rng: bool = True,
+) -> dict[str, Any]:  # fmt: skip
     """Restore what `save_checkpoint` wrote; returns the whole state (epoch, step, extra).
-
     Raises `CheckpointError` for a file it cannot resume from (see the module doc)."""
     state = read_checkpoint(path, map_location=map_location)
-    target = unwrap_model(model)
-    _check_model(path, state, target)
-    target.load_state_dict(strip_prefixes(state["model"]))
+    _load_model(path, state, model)
     try:
-        if optimizer is not None:
-            optimizer.load_state_dict(state["optimizer"])
-        if scaler is not None and state["scaler"] is not None:
-            scaler.load_state_dict(state["scaler"])
-        if scheduler is not None and state["scheduler"] is not None:
-            scheduler.load_state_dict(state["scheduler"])
-        if loader is not None and state["loader"] is not None:
-            loader.load_state_dict(state["loader"])
+        for part, key in ((optimizer, "optimizer"), (scaler, "scaler"),
+                          (scheduler, "scheduler"), (loader, "loader")):  # fmt: skip
+            if part is not None and state[key] is not None:
+                part.load_state_dict(state[key])
         if restore_rng:
             restore_rng_states(state["rng"])
     except (KeyError, ValueError, TypeError, RuntimeError) as error:
@@ -240,56 +171,48 @@ def load_checkpoint(
 
 
 def read_checkpoint(
-    path: str | os.PathLike[str],
-    *,
-    map_location: str | torch.device = "cpu",
+    path: str | os.PathLike[str], *, map_location: str | torch.device = "cpu",
     required: tuple[str, ...] = _RESUME_KEYS,
-) -> dict[str, Any]:
-    """The state dict of a checkpoint file, loaded with `weights_only=True`, keys and
-    checksum checked."""
+) -> dict[str, Any]:  # fmt: skip
+    """A checkpoint file's state, loaded with `weights_only=True`, keys and checksum checked."""
     file = Path(path)
     if not file.is_file():
         raise CheckpointError(f"{file}: no such checkpoint file")
     if file.stat().st_size == 0:
         raise CheckpointError(f"{file} is empty: the run that wrote it was cut off")
+    unreadable = f"{file} is not a readable checkpoint: truncated, or not written by torch.save"
     try:
         state = torch.load(file, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError:
         if not zipfile.is_zipfile(file):  # torch.save writes a zip archive; this is not one
-            raise CheckpointError(
-                f"{file} is not a readable checkpoint: truncated, or not written by torch.save"
-            ) from None
+            raise CheckpointError(unreadable) from None
         raise CheckpointError(
             f"{file} holds more than tensors and numbers (a pickle with code in it): "
             "refused, checkpoints load with weights_only=True"
         ) from None
     except (EOFError, RuntimeError, ValueError, OSError, IndexError, KeyError):
-        raise CheckpointError(
-            f"{file} is not a readable checkpoint: truncated, or not written by torch.save"
-        ) from None
+        raise CheckpointError(unreadable) from None
     if not isinstance(state, dict):
         raise CheckpointError(f"{file} is not a TensorLoom checkpoint: it holds no state dict")
-    missing = [key for key in required if key not in state]
+    missing = ", ".join(f"`{key}`" for key in required if key not in state)
     if missing:
-        listed = ", ".join(f"`{key}`" for key in missing)
-        raise CheckpointError(f"{file} is not a complete TensorLoom checkpoint: {listed} missing")
-    _verify_checksum(file, state)
+        raise CheckpointError(f"{file} is not a complete TensorLoom checkpoint: {missing} missing")
+    if state.get("checksum") not in (None, tensor_checksum(state)):  # None: older checkpoints
+        raise CheckpointError(
+            f"{file}: its tensors do not match the checksum saved with them "
+            "(the file was damaged or changed after it was written)"
+        )
     return state
 
 
 def load_weights(
-    path: str | os.PathLike[str],
-    *,
-    model: torch.nn.Module,
-    ema: Any = None,
+    path: str | os.PathLike[str], *, model: torch.nn.Module, ema: Any = None,
     map_location: str | torch.device = "cpu",
-) -> dict[str, Any]:
-    """Load the model's weights (and the EMA's, if both have one) from a checkpoint, nothing
-    else: `--init-from` fine-tunes from them, `--evaluate` reports their metrics."""
-    state = read_checkpoint(path, map_location=map_location, required=_WEIGHT_KEYS)
-    target = unwrap_model(model)
-    _check_model(path, state, target)
-    target.load_state_dict(strip_prefixes(state["model"]))
+) -> dict[str, Any]:  # fmt: skip
+    """The model's weights (and the EMA's, if both have one) from a checkpoint, nothing else:
+    `--init-from` fine-tunes from them, `--evaluate` reports their metrics."""
+    state = read_checkpoint(path, map_location=map_location, required=("model",))
+    _load_model(path, state, model)
     saved_ema = saved_ema_state(state)
     if ema is not None and saved_ema is not None:
         ema.load_state_dict(saved_ema)
@@ -298,19 +221,19 @@ def load_weights(
 
 def saved_ema_state(state: dict[str, Any]) -> dict[str, Any] | None:
     """The EMA weights a checkpoint holds (a run with `ema`), or None."""
-    recipe = (state.get("extra") or {}).get("recipe") or {}
-    return recipe.get("ema")
+    return ((state.get("extra") or {}).get("recipe") or {}).get("ema")
 
 
-def _check_model(
+def _load_model(
     path: str | os.PathLike[str], state: dict[str, Any], model: torch.nn.Module
 ) -> None:
-    """The checkpoint holds this model, with these sizes."""
+    """Load the checkpoint's weights into `model` after checking they are this model's, at
+    these sizes."""
+    model = unwrap_model(model)
     ours, saved = type(model).__name__, state.get("model_class")
     if saved is not None and saved != ours:
         raise CheckpointError(f"{path} holds a `{saved}` model; this script trains `{ours}`")
-    weights = strip_prefixes(state["model"])
-    own = model.state_dict()
+    weights, own = strip_prefixes(state["model"]), model.state_dict()
     for key, tensor in own.items():
         if key not in weights:
             raise CheckpointError(f"{path} has no `{key}`: it holds another model than `{ours}`")
@@ -323,26 +246,23 @@ def _check_model(
     extra = [key for key in weights if key not in own]
     if extra:
         raise CheckpointError(f"{path} has `{extra[0]}`, which `{ours}` does not")
+    model.load_state_dict(weights)
 
 
 def save_epoch_checkpoint(
     directory: str | os.PathLike[str], *, keep: int, epoch: int, **state: Any
 ) -> Path:
-    """Save `epoch-NNNN.pt` and `last.pt` in `directory`, keeping the newest `keep` epoch files."""
+    """Save `epoch-NNNN.pt`, and `last.pt` as a hard link to it (a copy where links fail),
+    keeping the newest `keep` epoch files."""
     folder = Path(directory)
-    path = save_checkpoint(folder / _EPOCH_FILE.format(epoch), epoch=epoch, **state)
-    _replace_with_copy(path, folder / LAST_CHECKPOINT)
+    path = save_checkpoint(folder / f"epoch-{epoch:04d}.pt", epoch=epoch, **state)
+    link = folder / ".last.pt.link"
+    link.unlink(missing_ok=True)
+    try:
+        os.link(path, link)
+    except OSError:
+        shutil.copyfile(path, link)
+    os.replace(link, folder / "last.pt")
     for old in sorted(folder.glob("epoch-*.pt"))[:-keep]:
         old.unlink()
     return path
-
-
-def _replace_with_copy(source: Path, target: Path) -> None:
-    """Point `target` at `source`'s bytes atomically: a hard link if we can, a copy if not."""
-    tmp = target.with_name(f".{target.name}.link")
-    tmp.unlink(missing_ok=True)
-    try:
-        os.link(source, tmp)
-    except OSError:
-        shutil.copyfile(source, tmp)
-    os.replace(tmp, target)

@@ -70,15 +70,16 @@ class DataInfo:
     # An image dataset's per-channel (mean, std), which --predict applies to image files.
     normalisation: tuple[tuple[float, ...], tuple[float, ...]] | None = None
 
-    def warning(self) -> str | None:
-        """The line a script prints when it trains on made-up data."""
-        if not self.synthetic:
-            return None
-        return (
-            "warning: no dataset given, training on synthetic data "
-            f"(random inputs of shape {list(self.sample_shape)}, labels from a fixed random "
-            "linear map); pass a dataset to `load_dataset(...)` to train on real data"
-        )
+
+def synthetic_data_warning(info: DataInfo) -> str | None:
+    """The line a script prints when it trains on made-up data."""
+    if not info.synthetic:
+        return None
+    return (
+        "warning: no dataset given, training on synthetic data "
+        f"(random inputs of shape {list(info.sample_shape)}, labels from a fixed random "
+        "linear map); pass a dataset to `load_dataset(...)` to train on real data"
+    )
 
 
 def load_dataset(
@@ -117,8 +118,10 @@ def load_digits(
     val_fraction: float = 0.1,
 ) -> tuple[TensorPair, TensorPair, DataInfo]:
     """scikit-learn's 8x8 digits, a seeded hold-out for validation (`data_root` is unused)."""
-    pair = _flatten_pair(_digits(), flatten)
-    return (*_split(pair, val_fraction, split_seed), _digits_info(flatten))
+    x, y = _digits()
+    x = x.flatten(1) if flatten else x
+    info = DataInfo("digits", tuple(x.shape[1:]), (), 10, "classification")
+    return (*_split((x, y), val_fraction, split_seed), info)
 
 
 def load_image_dataset(
@@ -231,10 +234,6 @@ def _digits() -> TensorPair:
     with gzip.open(folder / "datasets" / "data" / "digits.csv.gz", "rt", encoding="utf-8") as f:
         table = torch.tensor([[float(v) for v in line.split(",")] for line in f if line.strip()])
     return table[:, :-1].reshape(-1, 1, 8, 8) / 16.0, table[:, -1].to(torch.int64)
-
-
-def _digits_info(flatten: bool) -> DataInfo:
-    return _flat_info(DataInfo("digits", (1, 8, 8), (), 10, "classification"), flatten)
 
 
 # --- MNIST, Fashion-MNIST (IDX files) and CIFAR-10 (python batches) -----------------

@@ -1,10 +1,8 @@
 """Whole-step CUDA graphs for TensorLoom scripts: forward, backward and step in one replay.
 
-    why_not = step_graph_blocker(StepGraphConditions(device_type="cuda", resident=True, ...))
-    if why_not is None:
-        graphed = GraphedStep(step, x, y, batch_size=128)   # warm up, capture, restore
-        for idx in loader.batch_indices():
-            graphed.replay(idx)                              # one copy, one graph launch
+    graphed = GraphedStep(step, x, y, batch_size=128, model=model, optimizer=optimizer)
+    for idx in loader.batch_indices():
+        graphed.replay(idx)                 # one copy of the indices, one graph launch
 
 A small model's step is a few hundred tiny kernels; launching them one by one
 costs more than running them. When the dataset lives on the device and every
@@ -12,6 +10,10 @@ batch has the same shape, the whole step (gather the batch, forward, loss,
 backward, optimizer step, add the loss to a running sum) is captured once in a
 CUDA graph, as in PyTorch's "whole network capture" recipe, and replayed per
 batch. The optimizer must be capture-safe (`capturable=True` for Adam/AdamW).
+The compiler emits the capture only for one-process blocks without gradient
+accumulation, clipping or an lr schedule; the script captures on CUDA when the data
+is resident, no GradScaler steps (fp16's skips steps on the host) and the model has
+at most `SMALL_MODEL_PARAMS` parameters.
 
 Capture runs a few real warm-up steps on a side stream; the model's and the
 optimizer's tensors are snapshotted before and copied back (in place: the graph
@@ -21,7 +23,6 @@ holds their addresses) after, so training continues exactly from where it stood.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import torch
 
@@ -29,39 +30,6 @@ import torch
 # a rule of thumb (compile's fusion pays off on larger models, its start-up on none).
 SMALL_MODEL_PARAMS = 5_000_000
 WARMUP_STEPS = 3
-
-
-@dataclass(frozen=True)
-class StepGraphConditions:
-    """What decides whether a run may capture its whole training step."""
-
-    device_type: str
-    resident: bool  # the training set lives on the device (a DeviceLoader)
-    drop_last: bool  # every batch has the same shape
-    use_scaler: bool  # fp16's GradScaler steps conditionally: no capture
-    distributed: bool
-    grad_accum: int
-    grad_clip: bool
-    scheduler: bool  # a per-step lr change is a host-side write the graph would not see
-    params: int
-    disabled: bool = False  # --no-cuda-graph
-
-
-def step_graph_blocker(c: StepGraphConditions) -> str | None:
-    """Why this run cannot capture its step in a CUDA graph; None when it can."""
-    reasons = [
-        (c.disabled, "--no-cuda-graph"),
-        (c.device_type != "cuda", "not a CUDA device"),
-        (not c.resident, "the dataset is not resident on the device"),
-        (not c.drop_last, "batches of different sizes"),
-        (c.use_scaler, "fp16 needs a GradScaler"),
-        (c.distributed, "DistributedDataParallel"),
-        (c.grad_accum != 1, "gradient accumulation"),
-        (c.grad_clip, "gradient clipping"),
-        (c.scheduler, "an lr schedule"),
-        (c.params > SMALL_MODEL_PARAMS, f"more than {SMALL_MODEL_PARAMS:,} parameters"),
-    ]
-    return next((why for blocked, why in reasons if blocked), None)
 
 
 StepFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]

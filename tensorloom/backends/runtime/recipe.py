@@ -19,7 +19,7 @@ import contextlib
 import math
 import signal
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import torch
 
@@ -375,24 +375,6 @@ def planned_epochs(epochs: int | None, max_steps: int | None, steps_per_epoch: i
     return -(-max_steps // max(steps_per_epoch, 1))
 
 
-class Averaging(Protocol):
-    """What `RunRecipe` asks of its `ema` (a `ModelEMA`)."""
-
-    @property
-    def module(self) -> torch.nn.Module: ...
-    def update(self, model: torch.nn.Module) -> None: ...
-    def state_dict(self) -> dict[str, Any]: ...
-    def load_state_dict(self, state: dict[str, Any]) -> None: ...
-
-
-class Stopping(Protocol):
-    """What `RunRecipe` asks of its `stopper` (an `EarlyStopping`)."""
-
-    def should_stop(self, record: dict[str, Any]) -> bool: ...
-    def state_dict(self) -> dict[str, Any]: ...
-    def load_state_dict(self, state: dict[str, Any]) -> None: ...
-
-
 class RunRecipe:
     """What a train block's recipe keys add to the loop, in one object the loop calls:
     `after_step` (the EMA update; whether `eval_every` is due), `after_validation`
@@ -402,8 +384,8 @@ class RunRecipe:
     def __init__(
         self,
         *,
-        ema: Averaging | None = None,
-        stopper: Stopping | None = None,
+        ema: Any = None,  # a ModelEMA
+        stopper: Any = None,  # an EarlyStopping
         best: BestTracker | None = None,
         eval_every: int | None = None,
         signals: StopSignals | None = None,

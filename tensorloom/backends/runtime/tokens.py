@@ -58,9 +58,6 @@ class TokenInfo:
     task: str = "sequence"
     synthetic: bool = False
 
-    def warning(self) -> str | None:
-        return None
-
 
 class TokenStream:
     """A flat run of token ids: bytes held in memory, or a `.bin` file read per batch."""

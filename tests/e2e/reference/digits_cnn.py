@@ -25,7 +25,7 @@ import zipfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import torch
 import torch.nn.functional as F
@@ -44,26 +44,20 @@ from torch import nn
 
 
 # ---- settings: the train block's values; the command line overrides some ----
-EPOCHS: int | None = 15
+EPOCHS = 15
 BATCH_SIZE = 32  # per process
 LEARNING_RATE = 0.003
 PRECISION = "auto"  # bf16 on a CUDA GPU with bf16 support, else fp32
-DISTRIBUTED = False
 CHECKPOINT_EVERY: int | None = None  # unset: saved at the end and when interrupted
 KEEP_CHECKPOINTS = 3
 LR_SCHEDULE: dict[str, Any] = {"name": "cosine"}  # `lr_schedule`, runtime/recipe.py
-GRAD_CLIP: float | None = None  # clips the global gradient norm
 GRAD_ACCUM = 1  # micro-batches per optimizer step
-VAL_EVERY = 1  # epochs between validations (and the last)
-DECAY_GROUPS = True  # no weight decay for biases and norm weights
-KEEP_BEST: str | None = None  # saves best.pt at each new best of this metric
 MAX_STEPS: int | None = None  # the schedule spans them
 COMPILE_MODE: str | None = "reduce-overhead"  # torch.compile's mode on CUDA
 COMPILE = "auto"  # the block sets no `compile`; --compile overrides it
 COMPILE_SECONDS = 13.0  # torch.compile of a small model on an H200
 COMPILED_STEP_SHARE = 0.3  # a compiled step's time over an eager one's
 SEED = 0
-DATASET: str | None = "digits"
 DATASET_OPTIONS: dict[str, Any] = {}
 
 
@@ -185,10 +179,9 @@ def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
     model = DigitsCNN().to(ctx.device)
     plan = resolve_precision(args.precision, ctx.device)
     optimizer = torch.optim.AdamW(
-        decay_param_groups(model, DECAY_GROUPS), lr=LEARNING_RATE, weight_decay=0.01, fused=ctx.device.type == "cuda"
+        decay_param_groups(model), lr=LEARNING_RATE, weight_decay=0.01, fused=ctx.device.type == "cuda"
     )
     steps_per_epoch = len(train_loader) // GRAD_ACCUM
-    args.epochs = planned_epochs(args.epochs, MAX_STEPS, steps_per_epoch)
     total = total_train_steps(args.epochs, steps_per_epoch, MAX_STEPS)
     scheduler = build_scheduler(optimizer, steps_per_epoch, total)
     compile_it = _should_compile(model, args, ctx, train_loader, plan)
@@ -428,8 +421,7 @@ def _as_record(result: tuple[float, float | None] | dict[str, float]) -> dict[st
 
 def epoch_record(trainer: Trainer, epoch: int, train_loss: torch.Tensor, batches: int,
                  elapsed: float, args: argparse.Namespace) -> dict[str, Any]:  # fmt: skip
-    due = (epoch + 1) % VAL_EVERY == 0 or epoch + 1 == args.epochs
-    validation = validation_record(trainer) if due else {"val_loss": None}
+    validation = validation_record(trainer)
     samples = batches * args.batch_size * trainer.ctx.world_size
     return {
         "epoch": epoch + 1,
@@ -440,15 +432,6 @@ def epoch_record(trainer: Trainer, epoch: int, train_loss: torch.Tensor, batches
         "time": elapsed,
         "steps": trainer.step,
     }
-
-
-def after_validation(trainer: Trainer, record: dict[str, Any]) -> None:
-    """Early stopping counts the record; `keep_best` saves best.pt at a new best."""
-    if not trainer.recipe.after_validation(record) or KEEP_BEST is None:
-        return
-    if trainer.ctx.is_main and trainer.checkpoint_dir is not None:
-        save_checkpoint(f"{trainer.checkpoint_dir}/best.pt", epoch=record["epoch"],
-                        **checkpoint_state(trainer))  # fmt: skip
 
 
 def checkpoint_state(
@@ -503,10 +486,9 @@ def train(args: argparse.Namespace, ctx: DistContext) -> int:
 
 
 def _run(trainer: Trainer, args: argparse.Namespace, ctx: DistContext) -> int:
-    log = print if ctx.is_main else _silent
-    for warning in (trainer.plan.warning, trainer.info.warning()):
-        if warning is not None:
-            log(warning, file=sys.stderr)
+    log = print
+    if trainer.plan.warning is not None:
+        log(trainer.plan.warning, file=sys.stderr)
     if args.checkpoint_dir is not None and ctx.is_main:
         for stale in clean_stale_temp_files(args.checkpoint_dir):
             log(f"removed {stale}, left by a checkpoint write that was cut off", file=sys.stderr)
@@ -518,7 +500,7 @@ def _run(trainer: Trainer, args: argparse.Namespace, ctx: DistContext) -> int:
     if args.resume is not None:
         resume(trainer, args.resume)
         log(f"resumed from {args.resume} after epoch {trainer.start_epoch}")
-    max_steps = min((n for n in (args.max_steps, MAX_STEPS) if n is not None), default=None)
+    max_steps = args.max_steps
     metrics = MetricsWriter(args.metrics, enabled=ctx.is_main, tensorboard=args.tensorboard)
     trainer.metrics = metrics
     started, epochs_done = time.perf_counter(), trainer.start_epoch
@@ -536,7 +518,7 @@ def _run(trainer: Trainer, args: argparse.Namespace, ctx: DistContext) -> int:
         record = epoch_record(trainer, epoch, train_loss, batches, elapsed, args)
         metrics.write(record if complete else {**record, "partial": True})
         log(format_epoch_summary(record, epochs=args.epochs))
-        after_validation(trainer, record)
+        trainer.recipe.after_validation(record)  # the best epoch; early stopping
         if complete:
             epochs_done = epoch + 1
             save_if_due(trainer, epoch, start_step, args)
@@ -555,12 +537,9 @@ def _run(trainer: Trainer, args: argparse.Namespace, ctx: DistContext) -> int:
 
 
 def evaluate_checkpoint(trainer: Trainer, args: argparse.Namespace) -> int:
-    """--evaluate CHECKPOINT: the validation metrics of its weights (and of its EMA's),
+    """--evaluate CHECKPOINT: the validation metrics of its weights,
     then any --predict, --export or --generate with them; no training."""
-    state = load_weights(args.evaluate, model=trainer.model, ema=trainer.recipe.ema,
-                         map_location=trainer.ctx.device)  # fmt: skip
-    if saved_ema_state(state) is None:
-        trainer.recipe.ema = None  # a checkpoint of a run without `ema`
+    state = load_weights(args.evaluate, model=trainer.model, map_location=trainer.ctx.device)
     record = {"epoch": state.get("epoch"), **validation_record(trainer)}
     if trainer.ctx.is_main:
         print(f"{args.evaluate} (epoch {record['epoch']}):  " + format_validation(record))
@@ -569,10 +548,6 @@ def evaluate_checkpoint(trainer: Trainer, args: argparse.Namespace) -> int:
                 f.write(json.dumps({"evaluated": args.evaluate, **record}) + "\n")
     serve_requests(trainer, args)
     return 0
-
-
-def _silent(*_args: object, **_kwargs: object) -> None:
-    return None
 
 
 def serve_requests(trainer: Trainer, args: argparse.Namespace) -> None:
@@ -723,16 +698,6 @@ class DataInfo:
     # An image dataset's per-channel (mean, std), which --predict applies to image files.
     normalisation: tuple[tuple[float, ...], tuple[float, ...]] | None = None
 
-    def warning(self) -> str | None:
-        """The line a script prints when it trains on made-up data."""
-        if not self.synthetic:
-            return None
-        return (
-            "warning: no dataset given, training on synthetic data "
-            f"(random inputs of shape {list(self.sample_shape)}, labels from a fixed random "
-            "linear map); pass a dataset to `load_dataset(...)` to train on real data"
-        )
-
 
 def load_digits(
     *,
@@ -742,8 +707,10 @@ def load_digits(
     val_fraction: float = 0.1,
 ) -> tuple[TensorPair, TensorPair, DataInfo]:
     """scikit-learn's 8x8 digits, a seeded hold-out for validation (`data_root` is unused)."""
-    pair = _flatten_pair(_digits(), flatten)
-    return (*_split(pair, val_fraction, split_seed), _digits_info(flatten))
+    x, y = _digits()
+    x = x.flatten(1) if flatten else x
+    info = DataInfo("digits", tuple(x.shape[1:]), (), 10, "classification")
+    return (*_split((x, y), val_fraction, split_seed), info)
 
 
 def _split(pair: TensorPair, val_fraction: float, seed: int) -> tuple[TensorPair, TensorPair]:
@@ -753,21 +720,6 @@ def _split(pair: TensorPair, val_fraction: float, seed: int) -> tuple[TensorPair
     order = torch.randperm(len(x), generator=generator)
     val_idx, train_idx = order[:n_val], order[n_val:]
     return (x[train_idx], y[train_idx]), (x[val_idx], y[val_idx])
-
-
-def _flatten_pair(pair: TensorPair, flatten: bool) -> TensorPair:
-    x, y = pair
-    return (x.flatten(1), y) if flatten else (x, y)
-
-
-def _flat_info(info: DataInfo, flatten: bool) -> DataInfo:
-    if not flatten:
-        return info
-    size = 1
-    for dim in info.sample_shape:
-        size *= dim
-    return DataInfo(info.name, (size,), info.target_shape, info.num_classes, info.task,
-                    normalisation=info.normalisation)  # fmt: skip
 
 
 def _digits() -> TensorPair:
@@ -780,10 +732,6 @@ def _digits() -> TensorPair:
     with gzip.open(folder / "datasets" / "data" / "digits.csv.gz", "rt", encoding="utf-8") as f:
         table = torch.tensor([[float(v) for v in line.split(",")] for line in f if line.strip()])
     return table[:, :-1].reshape(-1, 1, 8, 8) / 16.0, table[:, -1].to(torch.int64)
-
-
-def _digits_info(flatten: bool) -> DataInfo:
-    return _flat_info(DataInfo("digits", (1, 8, 8), (), 10, "classification"), flatten)
 
 
 # ---- runtime/loader.py: Batching for TensorLoom scripts: a dataset kept on the device, or a DataLoader.
@@ -869,22 +817,7 @@ class DeviceLoader:
 
 
 # ---- runtime/checkpoint.py: Checkpoints for TensorLoom scripts: atomic, complete, and free of wrapper prefixes.
-_WRAPPER_PREFIXES = ("_orig_mod.", "module.")
-
-
 _RESUME_KEYS = ("model", "optimizer", "scaler", "scheduler", "epoch", "step", "rng", "loader")
-
-
-_WEIGHT_KEYS = ("model",)
-
-
-_CHECKSUM_KEY = "checksum"
-
-
-_EPOCH_FILE = "epoch-{:04d}.pt"
-
-
-LAST_CHECKPOINT = "last.pt"
 
 
 class CheckpointError(Exception):
@@ -904,114 +837,70 @@ def unwrap_model(model: torch.nn.Module) -> torch.nn.Module:
 
 def strip_prefixes(state_dict: dict[str, Any]) -> dict[str, Any]:
     """Keys without the `_orig_mod.` and `module.` prefixes that wrappers add."""
-    return {_strip_key(key): value for key, value in state_dict.items()}
-
-
-def _strip_key(key: str) -> str:
-    stripped = True
-    while stripped:
-        stripped = False
-        for prefix in _WRAPPER_PREFIXES:
-            if key.startswith(prefix):
-                key, stripped = key[len(prefix) :], True
-    return key
+    return {re.sub(r"^(?:_orig_mod\.|module\.)+", "", k): v for k, v in state_dict.items()}
 
 
 def rng_states() -> dict[str, Any]:
-    states: dict[str, Any] = {"python": random.getstate(), "torch": torch.get_rng_state()}
-    if torch.cuda.is_available():
-        states["cuda"] = torch.cuda.get_rng_state_all()
-    return states
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None
+    return {"python": random.getstate(), "torch": torch.get_rng_state(), "cuda": cuda}
 
 
 def restore_rng_states(states: dict[str, Any]) -> None:
-    random.setstate(_as_random_state(states["python"]))
-    # RNG states are CPU byte tensors, whatever map_location moved them to.
+    # torch.save may turn the inner tuple into a list; RNG states are CPU byte tensors.
+    version, internal, gauss = states["python"]
+    random.setstate((version, tuple(internal), gauss))
     torch.set_rng_state(states["torch"].cpu())
-    if "cuda" in states and torch.cuda.is_available():
+    if states.get("cuda") is not None and torch.cuda.is_available():
         torch.cuda.set_rng_state_all([state.cpu() for state in states["cuda"]])
 
 
-def _as_random_state(state: Any) -> tuple[Any, ...]:
-    # A round trip through torch.save may turn the inner tuple into a list.
-    version, internal, gauss = state
-    return (version, tuple(internal), gauss)
-
-
-def tensor_checksum(state: Any) -> str:
-    """sha256 of every tensor in `state` (its key path, dtype, shape and bytes), in key order;
-    the `checksum` entry itself is left out."""
-    digest = hashlib.sha256()
-    _hash_into(digest, "", state)
-    return digest.hexdigest()
-
-
-def _hash_into(digest: Any, path: str, value: Any) -> None:
-    if isinstance(value, torch.Tensor):
-        data = value.detach().cpu().contiguous()
+def tensor_checksum(state: Any, path: str = "", digest: Any = None) -> str:
+    """sha256 of every tensor in `state` (key path, dtype, shape, bytes) in key order, the
+    top-level `checksum` entry left out."""
+    digest = digest or hashlib.sha256()
+    if isinstance(state, torch.Tensor):
+        data = state.detach().cpu().contiguous()
         digest.update(f"{path}:{data.dtype}:{tuple(data.shape)}".encode())
         if data.numel():
             digest.update(data.reshape(-1).view(torch.uint8).numpy().tobytes())
-    elif isinstance(value, dict):
-        for key in sorted(value, key=str):
-            if not (path == "" and key == _CHECKSUM_KEY):
-                _hash_into(digest, f"{path}/{key}", value[key])
-    elif isinstance(value, list | tuple):
-        for i, item in enumerate(value):
-            _hash_into(digest, f"{path}/{i}", item)
-
-
-def _verify_checksum(file: Path, state: dict[str, Any]) -> None:
-    saved = state.get(_CHECKSUM_KEY)
-    if saved is None:
-        return  # written before checkpoints carried one
-    if saved != tensor_checksum(state):
-        raise CheckpointError(
-            f"{file}: its tensors do not match the checksum saved with them "
-            "(the file was damaged or changed after it was written)"
-        )
+    elif isinstance(state, dict):
+        for key in sorted(state, key=str):
+            if path or key != "checksum":
+                tensor_checksum(state[key], f"{path}/{key}", digest)
+    elif isinstance(state, list | tuple):
+        for i, item in enumerate(state):
+            tensor_checksum(item, f"{path}/{i}", digest)
+    return digest.hexdigest()
 
 
 def clean_stale_temp_files(directory: str | os.PathLike[str]) -> list[Path]:
     """Remove the temporary files of writes that were killed half-way; returns them."""
     folder = Path(directory)
-    if not folder.is_dir():
-        return []
-    stale = [*folder.glob(".*.pt.*.tmp"), *folder.glob(".*.pt.link")]
+    stale = [*folder.glob(".*.pt.*.tmp"), *folder.glob(".*.pt.link")] if folder.is_dir() else []
     for path in stale:
         path.unlink(missing_ok=True)
     return stale
 
 
 def save_checkpoint(
-    path: str | os.PathLike[str],
-    *,
-    model: torch.nn.Module,
-    optimizer: torch.optim.Optimizer,
+    path: str | os.PathLike[str], *, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
     scaler: torch.amp.GradScaler | None = None,
     scheduler: torch.optim.lr_scheduler.LRScheduler | None = None,
-    epoch: int,
-    step: int,
-    loader: Any = None,
-    extra: dict[str, Any] | None = None,
-) -> Path:
+    epoch: int, step: int, loader: Any = None, extra: dict[str, Any] | None = None,
+) -> Path:  # fmt: skip
     """Write everything a run needs to continue to `path`, atomically."""
+    plain = unwrap_model(model)
     state = {
-        "model": strip_prefixes(unwrap_model(model).state_dict()),
-        "model_class": type(unwrap_model(model)).__name__,
+        "model": strip_prefixes(plain.state_dict()), "model_class": type(plain).__name__,
         "optimizer": optimizer.state_dict(),
         "scaler": scaler.state_dict() if scaler is not None else None,
         "scheduler": scheduler.state_dict() if scheduler is not None else None,
-        "epoch": epoch,
-        "step": step,
-        "rng": rng_states(),
-        "loader": loader.state_dict() if loader is not None else None,
-        "extra": extra or {},
-    }
-    state[_CHECKSUM_KEY] = tensor_checksum(state)
-    target = Path(path)
-    atomic_torch_save(state, target)
-    return target
+        "epoch": epoch, "step": step, "rng": rng_states(),
+        "loader": loader.state_dict() if loader is not None else None, "extra": extra or {},
+    }  # fmt: skip
+    state["checksum"] = tensor_checksum(state)
+    atomic_torch_save(state, Path(path))
+    return Path(path)
 
 
 def atomic_torch_save(obj: object, target: Path) -> None:
@@ -1027,48 +916,27 @@ def atomic_torch_save(obj: object, target: Path) -> None:
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
-    _fsync_directory(target.parent)
-
-
-def _fsync_directory(directory: Path) -> None:
-    # Makes the rename itself durable; not every platform lets a directory be opened.
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    if hasattr(os, "O_DIRECTORY"):  # makes the rename itself durable (POSIX)
+        directory = os.open(target.parent, os.O_RDONLY | os.O_DIRECTORY)
+        os.fsync(directory)
+        os.close(directory)
 
 
 def load_checkpoint(
-    path: str | os.PathLike[str],
-    *,
-    model: torch.nn.Module,
-    optimizer: torch.optim.Optimizer | None = None,
-    scaler: torch.amp.GradScaler | None = None,
-    scheduler: torch.optim.lr_scheduler.LRScheduler | None = None,
-    loader: Any = None,
-    map_location: str | torch.device = "cpu",
-    restore_rng: bool = True,
-) -> dict[str, Any]:
+    path: str | os.PathLike[str], *, model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer | None = None, scaler: torch.amp.GradScaler | None = None,
+    scheduler: torch.optim.lr_scheduler.LRScheduler | None = None, loader: Any = None,
+    map_location: str | torch.device = "cpu", restore_rng: bool = True,
+) -> dict[str, Any]:  # fmt: skip
     """Restore what `save_checkpoint` wrote; returns the whole state (epoch, step, extra).
-
     Raises `CheckpointError` for a file it cannot resume from (see the module doc)."""
     state = read_checkpoint(path, map_location=map_location)
-    target = unwrap_model(model)
-    _check_model(path, state, target)
-    target.load_state_dict(strip_prefixes(state["model"]))
+    _load_model(path, state, model)
     try:
-        if optimizer is not None:
-            optimizer.load_state_dict(state["optimizer"])
-        if scaler is not None and state["scaler"] is not None:
-            scaler.load_state_dict(state["scaler"])
-        if scheduler is not None and state["scheduler"] is not None:
-            scheduler.load_state_dict(state["scheduler"])
-        if loader is not None and state["loader"] is not None:
-            loader.load_state_dict(state["loader"])
+        for part, key in ((optimizer, "optimizer"), (scaler, "scaler"),
+                          (scheduler, "scheduler"), (loader, "loader")):  # fmt: skip
+            if part is not None and state[key] is not None:
+                part.load_state_dict(state[key])
         if restore_rng:
             restore_rng_states(state["rng"])
     except (KeyError, ValueError, TypeError, RuntimeError) as error:
@@ -1080,56 +948,48 @@ def load_checkpoint(
 
 
 def read_checkpoint(
-    path: str | os.PathLike[str],
-    *,
-    map_location: str | torch.device = "cpu",
+    path: str | os.PathLike[str], *, map_location: str | torch.device = "cpu",
     required: tuple[str, ...] = _RESUME_KEYS,
-) -> dict[str, Any]:
-    """The state dict of a checkpoint file, loaded with `weights_only=True`, keys and
-    checksum checked."""
+) -> dict[str, Any]:  # fmt: skip
+    """A checkpoint file's state, loaded with `weights_only=True`, keys and checksum checked."""
     file = Path(path)
     if not file.is_file():
         raise CheckpointError(f"{file}: no such checkpoint file")
     if file.stat().st_size == 0:
         raise CheckpointError(f"{file} is empty: the run that wrote it was cut off")
+    unreadable = f"{file} is not a readable checkpoint: truncated, or not written by torch.save"
     try:
         state = torch.load(file, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError:
         if not zipfile.is_zipfile(file):  # torch.save writes a zip archive; this is not one
-            raise CheckpointError(
-                f"{file} is not a readable checkpoint: truncated, or not written by torch.save"
-            ) from None
+            raise CheckpointError(unreadable) from None
         raise CheckpointError(
             f"{file} holds more than tensors and numbers (a pickle with code in it): "
             "refused, checkpoints load with weights_only=True"
         ) from None
     except (EOFError, RuntimeError, ValueError, OSError, IndexError, KeyError):
-        raise CheckpointError(
-            f"{file} is not a readable checkpoint: truncated, or not written by torch.save"
-        ) from None
+        raise CheckpointError(unreadable) from None
     if not isinstance(state, dict):
         raise CheckpointError(f"{file} is not a TensorLoom checkpoint: it holds no state dict")
-    missing = [key for key in required if key not in state]
+    missing = ", ".join(f"`{key}`" for key in required if key not in state)
     if missing:
-        listed = ", ".join(f"`{key}`" for key in missing)
-        raise CheckpointError(f"{file} is not a complete TensorLoom checkpoint: {listed} missing")
-    _verify_checksum(file, state)
+        raise CheckpointError(f"{file} is not a complete TensorLoom checkpoint: {missing} missing")
+    if state.get("checksum") not in (None, tensor_checksum(state)):  # None: older checkpoints
+        raise CheckpointError(
+            f"{file}: its tensors do not match the checksum saved with them "
+            "(the file was damaged or changed after it was written)"
+        )
     return state
 
 
 def load_weights(
-    path: str | os.PathLike[str],
-    *,
-    model: torch.nn.Module,
-    ema: Any = None,
+    path: str | os.PathLike[str], *, model: torch.nn.Module, ema: Any = None,
     map_location: str | torch.device = "cpu",
-) -> dict[str, Any]:
-    """Load the model's weights (and the EMA's, if both have one) from a checkpoint, nothing
-    else: `--init-from` fine-tunes from them, `--evaluate` reports their metrics."""
-    state = read_checkpoint(path, map_location=map_location, required=_WEIGHT_KEYS)
-    target = unwrap_model(model)
-    _check_model(path, state, target)
-    target.load_state_dict(strip_prefixes(state["model"]))
+) -> dict[str, Any]:  # fmt: skip
+    """The model's weights (and the EMA's, if both have one) from a checkpoint, nothing else:
+    `--init-from` fine-tunes from them, `--evaluate` reports their metrics."""
+    state = read_checkpoint(path, map_location=map_location, required=("model",))
+    _load_model(path, state, model)
     saved_ema = saved_ema_state(state)
     if ema is not None and saved_ema is not None:
         ema.load_state_dict(saved_ema)
@@ -1138,19 +998,19 @@ def load_weights(
 
 def saved_ema_state(state: dict[str, Any]) -> dict[str, Any] | None:
     """The EMA weights a checkpoint holds (a run with `ema`), or None."""
-    recipe = (state.get("extra") or {}).get("recipe") or {}
-    return recipe.get("ema")
+    return ((state.get("extra") or {}).get("recipe") or {}).get("ema")
 
 
-def _check_model(
+def _load_model(
     path: str | os.PathLike[str], state: dict[str, Any], model: torch.nn.Module
 ) -> None:
-    """The checkpoint holds this model, with these sizes."""
+    """Load the checkpoint's weights into `model` after checking they are this model's, at
+    these sizes."""
+    model = unwrap_model(model)
     ours, saved = type(model).__name__, state.get("model_class")
     if saved is not None and saved != ours:
         raise CheckpointError(f"{path} holds a `{saved}` model; this script trains `{ours}`")
-    weights = strip_prefixes(state["model"])
-    own = model.state_dict()
+    weights, own = strip_prefixes(state["model"]), model.state_dict()
     for key, tensor in own.items():
         if key not in weights:
             raise CheckpointError(f"{path} has no `{key}`: it holds another model than `{ours}`")
@@ -1163,29 +1023,26 @@ def _check_model(
     extra = [key for key in weights if key not in own]
     if extra:
         raise CheckpointError(f"{path} has `{extra[0]}`, which `{ours}` does not")
+    model.load_state_dict(weights)
 
 
 def save_epoch_checkpoint(
     directory: str | os.PathLike[str], *, keep: int, epoch: int, **state: Any
 ) -> Path:
-    """Save `epoch-NNNN.pt` and `last.pt` in `directory`, keeping the newest `keep` epoch files."""
+    """Save `epoch-NNNN.pt`, and `last.pt` as a hard link to it (a copy where links fail),
+    keeping the newest `keep` epoch files."""
     folder = Path(directory)
-    path = save_checkpoint(folder / _EPOCH_FILE.format(epoch), epoch=epoch, **state)
-    _replace_with_copy(path, folder / LAST_CHECKPOINT)
+    path = save_checkpoint(folder / f"epoch-{epoch:04d}.pt", epoch=epoch, **state)
+    link = folder / ".last.pt.link"
+    link.unlink(missing_ok=True)
+    try:
+        os.link(path, link)
+    except OSError:
+        shutil.copyfile(path, link)
+    os.replace(link, folder / "last.pt")
     for old in sorted(folder.glob("epoch-*.pt"))[:-keep]:
         old.unlink()
     return path
-
-
-def _replace_with_copy(source: Path, target: Path) -> None:
-    """Point `target` at `source`'s bytes atomically: a hard link if we can, a copy if not."""
-    tmp = target.with_name(f".{target.name}.link")
-    tmp.unlink(missing_ok=True)
-    try:
-        os.link(source, tmp)
-    except OSError:
-        shutil.copyfile(source, tmp)
-    os.replace(tmp, target)
 
 
 # ---- runtime/metrics.py: Metrics for TensorLoom scripts: JSON lines, a one-line epoch summary, a progress bar.
@@ -1582,33 +1439,6 @@ def lr_schedule_from(
     )
 
 
-def planned_epochs(epochs: int | None, max_steps: int | None, steps_per_epoch: int) -> int:
-    """The epochs a run goes through: as given, or enough for `max_steps` when only it is set."""
-    if epochs is not None:
-        return epochs
-    if max_steps is None:
-        raise RunLengthError("neither epochs nor max_steps is set")
-    return -(-max_steps // max(steps_per_epoch, 1))
-
-
-class Averaging(Protocol):
-    """What `RunRecipe` asks of its `ema` (a `ModelEMA`)."""
-
-    @property
-    def module(self) -> torch.nn.Module: ...
-    def update(self, model: torch.nn.Module) -> None: ...
-    def state_dict(self) -> dict[str, Any]: ...
-    def load_state_dict(self, state: dict[str, Any]) -> None: ...
-
-
-class Stopping(Protocol):
-    """What `RunRecipe` asks of its `stopper` (an `EarlyStopping`)."""
-
-    def should_stop(self, record: dict[str, Any]) -> bool: ...
-    def state_dict(self) -> dict[str, Any]: ...
-    def load_state_dict(self, state: dict[str, Any]) -> None: ...
-
-
 class RunRecipe:
     """What a train block's recipe keys add to the loop, in one object the loop calls:
     `after_step` (the EMA update; whether `eval_every` is due), `after_validation`
@@ -1618,8 +1448,8 @@ class RunRecipe:
     def __init__(
         self,
         *,
-        ema: Averaging | None = None,
-        stopper: Stopping | None = None,
+        ema: Any = None,  # a ModelEMA
+        stopper: Any = None,  # an EarlyStopping
         best: BestTracker | None = None,
         eval_every: int | None = None,
         signals: StopSignals | None = None,

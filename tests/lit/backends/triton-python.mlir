@@ -3,10 +3,12 @@
 
 builtin.module {
   torch.script {
-    torch.runtime ["strip_prefixes"]
+    torch.runtime ["load_weights"]
   }
 }
 
+// CHECK:      def unwrap_model(
 // CHECK:      def strip_prefixes(
-// CHECK:      def _strip_key(
+// CHECK:      def read_checkpoint(
+// CHECK:      def load_weights(
 // CHECK-NOT:  def save_checkpoint(

@@ -35,10 +35,10 @@ builtin.module {
 // CHECK-NEXT:   py.from_import "__future__" ["annotations"]
 // CHECK:        py.from_import "torch.nn.parallel" ["DistributedDataParallel"]
 // CHECK-NEXT:   torch.raw "# Trains `Classifier` on `digits`, as `mnist.tl` says.
-// CHECK:        torch.raw "# ---- settings: {{.*}}\0AEPOCHS: int | None = 3\0ABATCH_SIZE = 64  {{.*}}\0ALEARNING_RATE = 0.003\0APRECISION = \22bf16\22
-// CHECK-SAME:   DISTRIBUTED = True\0ACHECKPOINT_EVERY: int | None = 2  # epochs
+// CHECK:        torch.raw "# ---- settings: {{.*}}\0AEPOCHS = 3\0ABATCH_SIZE = 64  {{.*}}\0ALEARNING_RATE = 0.003\0APRECISION = \22bf16\22
+// CHECK-SAME:   CHECKPOINT_EVERY: int | None = 2  # epochs
 // CHECK-SAME:   COMPILE_MODE: str | None = \22reduce-overhead\22
-// CHECK-SAME:   DATASET: str | None = \22digits\22\0ADATASET_OPTIONS: dict[str, Any] = {\22flatten\22: True}"
+// CHECK-SAME:   DATASET_OPTIONS: dict[str, Any] = {\22flatten\22: True}"
 // CHECK-NEXT:   torch.module_class @Classifier()
 // The loss is py ops (train_step.loss_ops): the catalogue loss with the block's arguments.
 // CHECK:        py.def @loss_fn(output : %{{[0-9]+}}, target : %{{[0-9]+}}, reduction : %{{[0-9]+}} = %[[MEAN:[0-9]+]]) -> %{{[0-9]+}} {
@@ -70,7 +70,7 @@ builtin.module {
 // CHECK-NEXT:     %[[ARGS:[0-9]+]] = py.call %[[PARSE]](%[[ARGV]])
 // CHECK-NEXT:     py.return %[[ARGS]]
 // CHECK-NEXT:   }
-// CHECK:        torch.raw "def build_trainer({{.*}}torch.optim.AdamW(\0A        decay_param_groups(model, DECAY_GROUPS), lr=LEARNING_RATE, weight_decay=0.01, fused=ctx.device.type == \22cuda\22
+// CHECK:        torch.raw "def build_trainer({{.*}}torch.optim.AdamW(\0A        decay_param_groups(model), lr=LEARNING_RATE, weight_decay=0.01, fused=ctx.device.type == \22cuda\22
 // The step and evaluation are py ops (train_step.py): DDP's no_sync through `gradient_sync`
 // (insert-ddp's marker), autocast inside it (insert-amp's), the loss beside the DDP model; the
 // step mark for compile mode "reduce-overhead"; evaluation all-reduces its sums.

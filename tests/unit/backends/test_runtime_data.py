@@ -17,7 +17,11 @@ import pytest
 import torch
 
 from tensorloom.backends.runtime import data
-from tensorloom.backends.runtime.data import DatasetUnavailable, load_dataset
+from tensorloom.backends.runtime.data import (
+    DatasetUnavailable,
+    load_dataset,
+    synthetic_data_warning,
+)
 
 
 def test_digits_shapes_counts_and_range() -> None:
@@ -249,7 +253,7 @@ def test_sequence_tasks_are_deterministic(task: str, rule: object) -> None:
 def test_synthetic_data_is_labelled_by_a_learnable_rule() -> None:
     (x, y), (vx, vy), info = load_dataset(sample_shape=(20,), num_classes=4, size=1000)
     assert x.shape == (900, 20) and vx.shape == (100, 20)
-    assert info.synthetic and "synthetic" in (info.warning() or "")
+    assert info.synthetic and "synthetic" in (synthetic_data_warning(info) or "")
     # A least-squares linear fit on the training half recovers the rule on held-out data.
     onehot = torch.nn.functional.one_hot(y, 4).float()
     weights = torch.linalg.lstsq(x, onehot).solution

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+import argparse
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
 
 import pytest
 import torch
@@ -10,10 +14,8 @@ import torch
 from tensorloom.backends.runtime.amp import auto_precision, resolve_precision
 from tensorloom.backends.runtime.graphs import (
     SMALL_MODEL_PARAMS,
-    StepGraphConditions,
     optimizer_modes,
     restore_optimizer_modes,
-    step_graph_blocker,
 )
 
 CUDA, CPU = torch.device("cuda", 0), torch.device("cpu")
@@ -40,33 +42,41 @@ def test_explicit_precision_overrides_auto() -> None:
     assert (fp16.autocast_dtype, fp16.use_scaler) == (torch.float16, True)
 
 
-ELIGIBLE = StepGraphConditions(
-    device_type="cuda", resident=True, drop_last=True, use_scaler=False, distributed=False,
-    grad_accum=1, grad_clip=False, scheduler=False, params=218_058,
-)  # fmt: skip
-
-
-def test_small_resident_cuda_run_captures_its_step() -> None:
-    assert step_graph_blocker(ELIGIBLE) is None
+def _mnist_script() -> ModuleType:
+    """The golden emitted mnist script, imported (importing it runs nothing)."""
+    path = Path(__file__).resolve().parents[2] / "e2e" / "reference" / "mnist.py"
+    spec = importlib.util.spec_from_file_location("mnist_script", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.mark.parametrize(
-    ("change", "reason"),
+    ("change", "captured"),
     [
-        ({"device_type": "cpu"}, "not a CUDA device"),
-        ({"resident": False}, "the dataset is not resident on the device"),
-        ({"drop_last": False}, "batches of different sizes"),
-        ({"use_scaler": True}, "fp16 needs a GradScaler"),
-        ({"distributed": True}, "DistributedDataParallel"),
-        ({"grad_accum": 4}, "gradient accumulation"),
-        ({"grad_clip": True}, "gradient clipping"),
-        ({"scheduler": True}, "an lr schedule"),
-        ({"params": SMALL_MODEL_PARAMS + 1}, f"more than {SMALL_MODEL_PARAMS:,} parameters"),
-        ({"disabled": True}, "--no-cuda-graph"),
+        ({}, True),
+        ({"device": CPU}, False),
+        ({"no_cuda_graph": True}, False),
+        ({"scaler": True}, False),
+        ({"resident": False}, False),
+        ({"params": SMALL_MODEL_PARAMS + 1}, False),
     ],
 )
-def test_each_condition_blocks_capture(change: dict[str, object], reason: str) -> None:
-    assert step_graph_blocker(replace(ELIGIBLE, **change)) == reason  # type: ignore[arg-type]
+def test_a_small_resident_cuda_run_without_a_scaler_captures_its_step(
+    change: dict[str, object], captured: bool
+) -> None:
+    script = _mnist_script()
+    options = {"device": CUDA, "no_cuda_graph": False, "scaler": False, "resident": True,
+               "params": 218_058, **change}  # fmt: skip
+    model = torch.nn.Linear(1, int(options["params"]), bias=False, device="meta")  # type: ignore[call-overload]
+    x, y = torch.zeros(4, 1), torch.zeros(4, dtype=torch.long)
+    loader = script.DeviceLoader(x, y, batch_size=2, device=CPU) if options["resident"] else None
+    scaler = object() if options["scaler"] else None
+    args = argparse.Namespace(no_cuda_graph=options["no_cuda_graph"])
+    ctx = script.DistContext(0, 0, 1, options["device"])
+    assert script._whole_step_graph(model, loader, scaler, args, ctx) is captured
 
 
 def test_resume_keeps_this_runs_optimizer_flags_and_moves_steps() -> None:
