@@ -825,14 +825,9 @@ def resume(trainer: Trainer, path: str) -> None:
     """Continue where a checkpoint left off: weights, optimizer, scaler, schedule, RNG,
     the recipe's state (EMA, early stopping, best) and, mid-epoch, the epoch's batches."""
     state = load_checkpoint(
-        path,
-        model=trainer.model,
-        optimizer=trainer.optimizer,
-        scaler=trainer.scaler,
-        scheduler=trainer.scheduler,
-        loader=trainer.train_loader,
-        map_location=trainer.ctx.device,
-    )
+        path, model=trainer.model, optimizer=trainer.optimizer, scaler=trainer.scaler,
+        scheduler=trainer.scheduler, loader=trainer.train_loader, map_location=trainer.ctx.device,
+    )  # fmt: skip
     _resume_extra(trainer, state)
 '''
 
@@ -860,14 +855,9 @@ def resume(trainer: Trainer, path: str) -> None:
     """Continue where a checkpoint left off: weights, optimizer, scaler, schedule, RNG."""
     modes = optimizer_modes(trainer.optimizer)  # capturable or fused: this run decides
     state = load_checkpoint(
-        path,
-        model=trainer.model,
-        optimizer=trainer.optimizer,
-        scaler=trainer.scaler,
-        scheduler=trainer.scheduler,
-        loader=trainer.train_loader,
-        map_location=trainer.ctx.device,
-    )
+        path, model=trainer.model, optimizer=trainer.optimizer, scaler=trainer.scaler,
+        scheduler=trainer.scheduler, loader=trainer.train_loader, map_location=trainer.ctx.device,
+    )  # fmt: skip
     restore_optimizer_modes(trainer.optimizer, modes)
     _resume_extra(trainer, state)
 '''
@@ -1059,11 +1049,11 @@ def epoch_record_source(plan: ScriptPlan) -> str:
                 "The validation metrics, and the EMA weights' (`ema_` keys) when `ema` is set.",
                 "The validation metrics.",
             )
-            .replace(
-                "    record = _as_record(evaluate(trainer))\n    return record",
-                "    return _as_record(evaluate(trainer))",
-            )
+            .replace("    record = _as_record(evaluate(trainer))\n    return record", _RECORD)
+            .replace(_AS_RECORD, "")
         )
+        if plan.reports_metrics:  # `evaluate` returns the record
+            text = text.replace(_RECORD, "    return evaluate(trainer)")
     if plan.recipe.eval_every is not None:
         text += STEP_VALIDATION
     saves = SAVES_SHARDED if plan.sharded else SAVES
@@ -1075,6 +1065,15 @@ def epoch_record_source(plan: ScriptPlan) -> str:
     return text + saves
 
 
+_RECORD = """    loss, accuracy = evaluate(trainer)
+    return {"val_loss": loss, "val_accuracy": accuracy}"""
+_AS_RECORD = """
+
+
+def _as_record(result: tuple[float, float | None] | dict[str, float]) -> dict[str, Any]:
+    if isinstance(result, dict):
+        return dict(result)
+    return {"val_loss": result[0], "val_accuracy": result[1]}"""
 _VAL_EVERY = """    due = (epoch + 1) % VAL_EVERY == 0 or epoch + 1 == args.epochs
     validation = validation_record(trainer) if due else {"val_loss": None}
 """
@@ -1530,6 +1529,7 @@ _NO_AMP = (
      '"optimizer": trainer.optimizer,'),
     ("optimizer, scaler = trainer.optimizer, trainer.scaler", "optimizer = trainer.optimizer"),
     ("weights, optimizer, scaler, schedule", "weights, optimizer, schedule"),
+    (" optimizer=trainer.optimizer, scaler=trainer.scaler,", " optimizer=trainer.optimizer,"),
 )  # fmt: skip
 _NO_AMP_LINES = (
     "scaler: torch.amp.GradScaler | None",

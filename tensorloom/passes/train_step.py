@@ -192,10 +192,10 @@ def _loop_vars(loop: py.ForOp, *names: str) -> list[SSAValue]:
 
 
 def evaluate_ops(plan: ScriptPlan, name: str = "evaluate") -> list[Operation]:
-    """`evaluate(trainer, model=None)`: the validation loss (and accuracy, for a
-    classification loss) over the whole split, summed across ranks with insert-ddp's marker,
-    under autocast with insert-amp's. Under FSDP it is `_evaluate_whole`, which the
-    script's `evaluate` calls with the weights gathered."""
+    """`evaluate(trainer)` (and `model=None` with `ema` or FSDP): the validation loss (and
+    accuracy, for a classification loss) over the whole split, summed across ranks with
+    insert-ddp's marker, under autocast with insert-amp's. Under FSDP it is
+    `_evaluate_whole`, which the script's `evaluate` calls with the weights gathered."""
     classify = plan.classification
     top, body = PyBuilder(), PyBuilder()
     if classify:
@@ -204,10 +204,14 @@ def evaluate_ops(plan: ScriptPlan, name: str = "evaluate") -> list[Operation]:
     else:
         body.expr(body.const("Validation loss over the whole split, summed exactly across "
                              "ranks; no accuracy."))  # fmt: skip
-    unset = PyBuilder()
-    unset.assign("model", _trainer(unset, "eval_model"))
-    body.stmt(py.IfOp(body.add(py.CompareOp("is", [body.name("model"), body.const(None)])),
-                      unset.ops))  # fmt: skip
+    takes_model = plan.recipe.ema is not None or plan.sharded  # the EMA's, the gathered one
+    if takes_model:
+        unset = PyBuilder()
+        unset.assign("model", _trainer(unset, "eval_model"))
+        body.stmt(py.IfOp(body.add(py.CompareOp("is", [body.name("model"), body.const(None)])),
+                          unset.ops))  # fmt: skip
+    else:
+        body.assign("model", _trainer(body, "eval_model"))
     body.assign("device", _trainer(body, "ctx", "device"))
     body.expr(_method(body, body.name("model"), "eval"))
     sums = ["loss_sum", "correct", "count"] if classify else ["loss_sum", "count"]
@@ -261,10 +265,14 @@ def evaluate_ops(plan: ScriptPlan, name: str = "evaluate") -> list[Operation]:
     second = mean(body, "correct") if classify else body.const(None)
     body.stmt(py.ReturnOp([loss_mean, second]))
     no_grad = top.call("torch.no_grad")
-    model_type = top.binop("|", top.name("nn.Module"), top.const(None))
     returns = top.subscript(top.name("tuple"), top.name("float"),
                             top.binop("|", top.name("float"), top.const(None)))  # fmt: skip
+    if not takes_model:
+        top.stmt(py.DefOp(name, ["trainer"], body.ops, annotations={"trainer": top.name("Trainer")},
+                          returns=returns, decorators=[no_grad]))  # fmt: skip
+        return top.ops
     default = top.const(None)
+    model_type = top.binop("|", top.name("nn.Module"), top.const(None))
     annotations = {"trainer": top.name("Trainer"), "model": model_type}
     top.stmt(py.DefOp(name, ["trainer", "model"], body.ops, defaults={"model": default},
                       annotations=annotations, returns=returns, decorators=[no_grad]))  # fmt: skip

@@ -37,37 +37,24 @@ class PrecisionPlan:
 def resolve_precision(
     requested: str, device: torch.device, bf16_supported: bool | None = None
 ) -> PrecisionPlan:
-    """What `requested` means on `device`; `bf16_supported` (tests) overrides the GPU's answer."""
-    if requested == "auto":
-        requested = auto_precision(device, bf16_supported)
+    """What `requested` means on `device` (the table above); `bf16_supported` (tests)
+    overrides the GPU's answer."""
+    cuda = device.type == "cuda"
+    if cuda and bf16_supported is None:
+        bf16_supported = torch.cuda.is_bf16_supported()
+    if requested == "auto":  # CPU autocast is slower than fp32 without bf16 matrix units
+        requested = "bf16" if cuda and bf16_supported else "fp32"
     if requested == "fp32":
         return PrecisionPlan(None, False)
-    if device.type == "cpu":
-        return _cpu_precision(requested)
-    if bf16_supported is None:
-        bf16_supported = torch.cuda.is_bf16_supported()
-    if requested == "bf16" and not bf16_supported:
+    if requested == "bf16" and (bf16_supported or not cuda):
+        return PrecisionPlan(torch.bfloat16, False)
+    if not cuda:
+        warning = "warning: `precision = fp16` needs a GPU; training on the CPU in fp32 instead"
+        return PrecisionPlan(None, False, warning)
+    if requested == "bf16":
         warning = "warning: this GPU has no bf16 support; using fp16 autocast with a GradScaler"
         return PrecisionPlan(torch.float16, True, warning)
-    if requested == "bf16":
-        return PrecisionPlan(torch.bfloat16, False)
     return PrecisionPlan(torch.float16, True)
-
-
-def auto_precision(device: torch.device, bf16_supported: bool | None = None) -> str:
-    """`precision = auto`: bf16 on a CUDA GPU with bf16 support, fp32 anywhere else."""
-    if device.type != "cuda":
-        return "fp32"  # CPU autocast is slower than fp32 on CPUs without bf16 matrix units
-    if bf16_supported is None:
-        bf16_supported = torch.cuda.is_bf16_supported()
-    return "bf16" if bf16_supported else "fp32"
-
-
-def _cpu_precision(requested: str) -> PrecisionPlan:
-    if requested == "bf16":
-        return PrecisionPlan(torch.bfloat16, False)
-    warning = "warning: `precision = fp16` needs a GPU; training on the CPU in fp32 instead"
-    return PrecisionPlan(None, False, warning)
 
 
 def autocast(

@@ -37,30 +37,14 @@ class DeviceLoader:
     """Batches of a device-resident (x, y), shuffled on the device, sharded across ranks."""
 
     def __init__(
-        self,
-        x: torch.Tensor,
-        y: torch.Tensor,
-        *,
-        batch_size: int,
-        device: torch.device,
-        shuffle: bool = True,
-        drop_last: bool = False,
-        seed: int = 0,
-        rank: int = 0,
-        world_size: int = 1,
-        even_shards: bool = True,
-    ) -> None:
-        self.x = x.to(device, non_blocking=True)
-        self.y = y.to(device, non_blocking=True)
-        self.batch_size = batch_size
-        self.device = device
-        self.shuffle = shuffle
-        self.drop_last = drop_last
-        self.seed = seed
-        self.rank = rank
-        self.world_size = world_size
-        self.even_shards = even_shards
-        self.epoch = 0
+        self, x: torch.Tensor, y: torch.Tensor, *, batch_size: int, device: torch.device,
+        shuffle: bool = True, drop_last: bool = False, seed: int = 0, rank: int = 0,
+        world_size: int = 1, even_shards: bool = True,
+    ) -> None:  # fmt: skip
+        self.x, self.y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        self.batch_size, self.device, self.shuffle = batch_size, device, shuffle
+        self.drop_last, self.seed, self.rank = drop_last, seed, rank
+        self.world_size, self.even_shards, self.epoch = world_size, even_shards, 0
         self._generator = torch.Generator(device=device)
 
     def set_epoch(self, epoch: int) -> None:
@@ -107,8 +91,7 @@ class DeviceLoader:
         return {"seed": self.seed, "epoch": self.epoch}
 
     def load_state_dict(self, state: dict[str, int]) -> None:
-        self.seed = state["seed"]
-        self.epoch = state["epoch"]
+        self.seed, self.epoch = state["seed"], state["epoch"]
 
 
 class HostLoader:

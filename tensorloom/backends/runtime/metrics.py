@@ -47,12 +47,20 @@ class MetricsWriter:
         self.board = _tensorboard_writer(tensorboard) if tensorboard and enabled else None
 
     def write(self, record: dict[str, Any]) -> None:
+        # JSON has no NaN or Infinity (a diverged loss is null); TensorBoard gets the numbers.
+        finite = {k: v for k, v in record.items() if not isinstance(v, float) or math.isfinite(v)}
         if self.board is not None:
-            _write_scalars(self.board, record)
-        if self.path is None:
-            return
-        with open(self.path, "a", encoding="utf-8") as f:
-            f.write(json.dumps(_finite(record)) + "\n")
+            for key, value in finite.items():
+                if (
+                    key != "epoch"
+                    and isinstance(value, int | float)
+                    and not isinstance(value, bool)
+                ):
+                    self.board.add_scalar(key, value, global_step=record["epoch"])
+            self.board.flush()
+        if self.path is not None:
+            with open(self.path, "a", encoding="utf-8") as f:
+                f.write(json.dumps({k: finite.get(k) for k in record}) + "\n")
 
     def close(self) -> None:
         if self.board is not None:
@@ -71,21 +79,6 @@ def _tensorboard_writer(logdir: str | os.PathLike[str]) -> Any:
         )
         return None
     return SummaryWriter(log_dir=os.fspath(logdir))
-
-
-def _write_scalars(board: Any, record: dict[str, Any]) -> None:
-    for key, value in record.items():
-        number = isinstance(value, int | float) and not isinstance(value, bool)
-        if key != "epoch" and number and math.isfinite(value):
-            board.add_scalar(key, value, global_step=record["epoch"])
-    board.flush()
-
-
-def _finite(record: dict[str, Any]) -> dict[str, Any]:
-    # JSON has no NaN or Infinity; a diverged loss is written as null.
-    return {
-        k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in record.items()
-    }
 
 
 _SHOWN = ("val_loss", "val_accuracy")

@@ -212,25 +212,20 @@ class ModelEMA:
 # --- early stopping and the best checkpoint ----------------------------------------------------
 
 
-def metric_mode(metric: str) -> str:
-    """ "max" for accuracies, "min" for losses and everything else."""
-    return "max" if metric.endswith("accuracy") else "min"
-
-
 class BestTracker:
-    """The best value of one validation metric so far, and the epoch it came at."""
+    """The best value of one validation metric so far (the highest of an accuracy, the
+    lowest of anything else), and the epoch it came at."""
 
     def __init__(self, metric: str, min_delta: float = 0.0) -> None:
-        self.metric, self.mode, self.min_delta = metric, metric_mode(metric), min_delta
+        self.metric, self.min_delta = metric, min_delta
+        self.sign = -1.0 if metric.endswith("accuracy") else 1.0  # minimised: sign * value
         self.best: float | None = None
         self.best_epoch: int | None = None
 
     def improves(self, value: float) -> bool:
         if self.best is None or math.isnan(self.best):
             return not math.isnan(value)
-        if self.mode == "min":
-            return value < self.best - self.min_delta
-        return value > self.best + self.min_delta
+        return self.sign * value < self.sign * self.best - self.min_delta
 
     def update(self, record: dict[str, Any]) -> bool:
         """Take a validation record; whether its metric is a new best."""
@@ -283,18 +278,12 @@ class RunLengthError(Exception):
 
 
 def check_run_length(epochs: int | None, max_steps: int | None, evaluating: bool) -> None:
-    if evaluating:
-        return
-    if epochs is not None and epochs < 1:
-        raise RunLengthError(
-            f"--epochs {epochs} trains nothing: give at least 1, "
-            "or --evaluate CHECKPOINT to evaluate without training"
-        )
-    if max_steps is not None and max_steps < 1:
-        raise RunLengthError(
-            f"--max-steps {max_steps} trains nothing: give at least 1, "
-            "or --evaluate CHECKPOINT to evaluate without training"
-        )
+    for flag, value in (("--epochs", epochs), ("--max-steps", max_steps)):
+        if not evaluating and value is not None and value < 1:
+            raise RunLengthError(
+                f"{flag} {value} trains nothing: give at least 1, "
+                "or --evaluate CHECKPOINT to evaluate without training"
+            )
 
 
 class StopSignals:
@@ -323,14 +312,9 @@ class StopSignals:
 
 
 def format_run_summary(
-    *,
-    epochs_done: int,
-    steps: int,
-    seconds: float,
-    best: BestTracker | None,
-    checkpoint_dir: str | None,
-    stopped: str | None = None,
-) -> str:
+    *, epochs_done: int, steps: int, seconds: float, best: BestTracker | None,
+    checkpoint_dir: str | None, stopped: str | None = None,
+) -> str:  # fmt: skip
     """The run's closing lines: how far it got, the best epoch and metric, where it saved."""
     minutes, secs = divmod(seconds, 60.0)
     took = f"{int(minutes)}m{secs:04.1f}s" if minutes else f"{secs:.1f}s"
@@ -382,14 +366,10 @@ class RunRecipe:
     A script builds it with the parts its block uses (`build_recipe`)."""
 
     def __init__(
-        self,
-        *,
-        ema: Any = None,  # a ModelEMA
-        stopper: Any = None,  # an EarlyStopping
-        best: BestTracker | None = None,
-        eval_every: int | None = None,
-        signals: StopSignals | None = None,
-    ) -> None:
+        self, *, ema: Any = None, stopper: Any = None, best: BestTracker | None = None,
+        eval_every: int | None = None, signals: StopSignals | None = None,
+    ) -> None:  # fmt: skip
+        # `ema` a ModelEMA, `stopper` an EarlyStopping
         self.ema, self.stopper, self.best = ema, stopper, best
         self.eval_every, self.signals = eval_every, signals
         self.early_stopped = False
@@ -422,20 +402,15 @@ class RunRecipe:
         return self.signals is not None and self.signals.requested is not None
 
     def state_dict(self) -> dict[str, Any]:
-        return {
-            "ema": self.ema.state_dict() if self.ema is not None else None,
-            "stopper": self.stopper.state_dict() if self.stopper is not None else None,
-            "best": self.best.state_dict() if self.best is not None else None,
-            "early_stopped": self.early_stopped,
-        }
+        parts = {key: getattr(self, key) for key in ("ema", "stopper", "best")}
+        state = {key: p.state_dict() if p is not None else None for key, p in parts.items()}
+        return {**state, "early_stopped": self.early_stopped}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        if self.ema is not None and state.get("ema") is not None:
-            self.ema.load_state_dict(state["ema"])
-        if self.stopper is not None and state.get("stopper") is not None:
-            self.stopper.load_state_dict(state["stopper"])
-        if self.best is not None and state.get("best") is not None:
-            self.best.load_state_dict(state["best"])
+        for key in ("ema", "stopper", "best"):
+            part = getattr(self, key)
+            if part is not None and state.get(key) is not None:
+                part.load_state_dict(state[key])
         self.early_stopped = bool(state.get("early_stopped", False))
 
 

@@ -15,8 +15,10 @@ prompt's UTF-8 bytes, then sampled tokens, decoded with errors replaced.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
+import math
 from pathlib import Path
 
 import torch
@@ -42,32 +44,21 @@ def read_predict_inputs(
     suffix = file.suffix.lower()
     if suffix in IMAGE_SUFFIXES:
         return _read_image(file, sample_shape, normalisation)
-    if suffix == ".npz":
-        x = _npz_inputs(file)
-    elif suffix == ".pt":
-        x = _pt_inputs(file)
-    elif suffix == ".csv":
-        x = _csv_inputs(file)
-    else:
+    readers = {".npz": _npz_inputs, ".pt": _pt_inputs, ".csv": _csv_inputs}
+    if suffix not in readers:
         raise PredictInputError(
             f"{file}: --predict reads .npz, .pt, .csv or an image ({', '.join(IMAGE_SUFFIXES)})"
         )
+    x = readers[suffix](file)
     x = x.long() if integer else x.float()
     if tuple(x.shape[1:]) != tuple(sample_shape):
-        if x.numel() == 0 or x[0].numel() != _size(sample_shape):
+        if x.numel() == 0 or x[0].numel() != math.prod(sample_shape):
             raise PredictInputError(
                 f"{file}: samples of shape {list(x.shape[1:])}, the model takes "
                 f"{list(sample_shape)}"
             )
         x = x.reshape(len(x), *sample_shape)
     return x
-
-
-def _size(shape: tuple[int, ...]) -> int:
-    size = 1
-    for dim in shape:
-        size *= dim
-    return size
 
 
 def _npz_inputs(file: Path) -> torch.Tensor:
@@ -93,21 +84,13 @@ def _pt_inputs(file: Path) -> torch.Tensor:
 
 
 def _csv_inputs(file: Path) -> torch.Tensor:
-    rows = list(csv.reader(io.StringIO(file.read_text(encoding="utf-8"))))
-    if rows and not _numeric(rows[0]):
-        rows = rows[1:]  # a header line
-    try:
-        return torch.tensor([[float(v) for v in row] for row in rows if row])
+    rows = [row for row in csv.reader(io.StringIO(file.read_text(encoding="utf-8"))) if row]
+    with contextlib.suppress(ValueError):
+        return torch.tensor([[float(v) for v in row] for row in rows])
+    try:  # a header line
+        return torch.tensor([[float(v) for v in row] for row in rows[1:]])
     except ValueError as error:
         raise PredictInputError(f"{file}: every value must be a number ({error})") from None
-
-
-def _numeric(row: list[str]) -> bool:
-    try:
-        [float(v) for v in row]
-    except ValueError:
-        return False
-    return True
 
 
 def _read_image(

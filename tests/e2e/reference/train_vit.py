@@ -310,14 +310,9 @@ def resume(trainer: Trainer, path: str) -> None:
     """Continue where a checkpoint left off: weights, optimizer, scaler, schedule, RNG,
     the recipe's state (EMA, early stopping, best) and, mid-epoch, the epoch's batches."""
     state = load_checkpoint(
-        path,
-        model=trainer.model,
-        optimizer=trainer.optimizer,
-        scaler=trainer.scaler,
-        scheduler=trainer.scheduler,
-        loader=trainer.train_loader,
-        map_location=trainer.ctx.device,
-    )
+        path, model=trainer.model, optimizer=trainer.optimizer, scaler=trainer.scaler,
+        scheduler=trainer.scheduler, loader=trainer.train_loader, map_location=trainer.ctx.device,
+    )  # fmt: skip
     _resume_extra(trainer, state)
 
 
@@ -413,10 +408,9 @@ def _optimizer_step(trainer: Trainer) -> None:
 
 
 @torch.no_grad()
-def evaluate(trainer: Trainer, model: nn.Module | None = None) -> tuple[float, float | None]:
+def evaluate(trainer: Trainer) -> tuple[float, float | None]:
     """Validation loss and accuracy over the whole split, summed across ranks."""
-    if model is None:
-        model = trainer.eval_model
+    model = trainer.eval_model
     device = trainer.ctx.device
     model.eval()
     # loss sum, correct predictions, targets
@@ -437,13 +431,8 @@ def evaluate(trainer: Trainer, model: nn.Module | None = None) -> tuple[float, f
 # ---- the loop ----
 def validation_record(trainer: Trainer) -> dict[str, Any]:
     """The validation metrics."""
-    return _as_record(evaluate(trainer))
-
-
-def _as_record(result: tuple[float, float | None] | dict[str, float]) -> dict[str, Any]:
-    if isinstance(result, dict):
-        return dict(result)
-    return {"val_loss": result[0], "val_accuracy": result[1]}
+    loss, accuracy = evaluate(trainer)
+    return {"val_loss": loss, "val_accuracy": accuracy}
 
 
 def epoch_record(trainer: Trainer, epoch: int, train_loss: torch.Tensor, batches: int,
@@ -655,37 +644,24 @@ class PrecisionPlan:
 def resolve_precision(
     requested: str, device: torch.device, bf16_supported: bool | None = None
 ) -> PrecisionPlan:
-    """What `requested` means on `device`; `bf16_supported` (tests) overrides the GPU's answer."""
-    if requested == "auto":
-        requested = auto_precision(device, bf16_supported)
+    """What `requested` means on `device` (the table above); `bf16_supported` (tests)
+    overrides the GPU's answer."""
+    cuda = device.type == "cuda"
+    if cuda and bf16_supported is None:
+        bf16_supported = torch.cuda.is_bf16_supported()
+    if requested == "auto":  # CPU autocast is slower than fp32 without bf16 matrix units
+        requested = "bf16" if cuda and bf16_supported else "fp32"
     if requested == "fp32":
         return PrecisionPlan(None, False)
-    if device.type == "cpu":
-        return _cpu_precision(requested)
-    if bf16_supported is None:
-        bf16_supported = torch.cuda.is_bf16_supported()
-    if requested == "bf16" and not bf16_supported:
+    if requested == "bf16" and (bf16_supported or not cuda):
+        return PrecisionPlan(torch.bfloat16, False)
+    if not cuda:
+        warning = "warning: `precision = fp16` needs a GPU; training on the CPU in fp32 instead"
+        return PrecisionPlan(None, False, warning)
+    if requested == "bf16":
         warning = "warning: this GPU has no bf16 support; using fp16 autocast with a GradScaler"
         return PrecisionPlan(torch.float16, True, warning)
-    if requested == "bf16":
-        return PrecisionPlan(torch.bfloat16, False)
     return PrecisionPlan(torch.float16, True)
-
-
-def auto_precision(device: torch.device, bf16_supported: bool | None = None) -> str:
-    """`precision = auto`: bf16 on a CUDA GPU with bf16 support, fp32 anywhere else."""
-    if device.type != "cuda":
-        return "fp32"  # CPU autocast is slower than fp32 on CPUs without bf16 matrix units
-    if bf16_supported is None:
-        bf16_supported = torch.cuda.is_bf16_supported()
-    return "bf16" if bf16_supported else "fp32"
-
-
-def _cpu_precision(requested: str) -> PrecisionPlan:
-    if requested == "bf16":
-        return PrecisionPlan(torch.bfloat16, False)
-    warning = "warning: `precision = fp16` needs a GPU; training on the CPU in fp32 instead"
-    return PrecisionPlan(None, False, warning)
 
 
 def autocast(
@@ -769,30 +745,14 @@ class DeviceLoader:
     """Batches of a device-resident (x, y), shuffled on the device, sharded across ranks."""
 
     def __init__(
-        self,
-        x: torch.Tensor,
-        y: torch.Tensor,
-        *,
-        batch_size: int,
-        device: torch.device,
-        shuffle: bool = True,
-        drop_last: bool = False,
-        seed: int = 0,
-        rank: int = 0,
-        world_size: int = 1,
-        even_shards: bool = True,
-    ) -> None:
-        self.x = x.to(device, non_blocking=True)
-        self.y = y.to(device, non_blocking=True)
-        self.batch_size = batch_size
-        self.device = device
-        self.shuffle = shuffle
-        self.drop_last = drop_last
-        self.seed = seed
-        self.rank = rank
-        self.world_size = world_size
-        self.even_shards = even_shards
-        self.epoch = 0
+        self, x: torch.Tensor, y: torch.Tensor, *, batch_size: int, device: torch.device,
+        shuffle: bool = True, drop_last: bool = False, seed: int = 0, rank: int = 0,
+        world_size: int = 1, even_shards: bool = True,
+    ) -> None:  # fmt: skip
+        self.x, self.y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        self.batch_size, self.device, self.shuffle = batch_size, device, shuffle
+        self.drop_last, self.seed, self.rank = drop_last, seed, rank
+        self.world_size, self.even_shards, self.epoch = world_size, even_shards, 0
         self._generator = torch.Generator(device=device)
 
     def set_epoch(self, epoch: int) -> None:
@@ -839,8 +799,7 @@ class DeviceLoader:
         return {"seed": self.seed, "epoch": self.epoch}
 
     def load_state_dict(self, state: dict[str, int]) -> None:
-        self.seed = state["seed"]
-        self.epoch = state["epoch"]
+        self.seed, self.epoch = state["seed"], state["epoch"]
 
 
 # ---- runtime/checkpoint.py: Checkpoints for TensorLoom scripts: atomic, complete, and free of wrapper prefixes.
@@ -1098,12 +1057,20 @@ class MetricsWriter:
         self.board = _tensorboard_writer(tensorboard) if tensorboard and enabled else None
 
     def write(self, record: dict[str, Any]) -> None:
+        # JSON has no NaN or Infinity (a diverged loss is null); TensorBoard gets the numbers.
+        finite = {k: v for k, v in record.items() if not isinstance(v, float) or math.isfinite(v)}
         if self.board is not None:
-            _write_scalars(self.board, record)
-        if self.path is None:
-            return
-        with open(self.path, "a", encoding="utf-8") as f:
-            f.write(json.dumps(_finite(record)) + "\n")
+            for key, value in finite.items():
+                if (
+                    key != "epoch"
+                    and isinstance(value, int | float)
+                    and not isinstance(value, bool)
+                ):
+                    self.board.add_scalar(key, value, global_step=record["epoch"])
+            self.board.flush()
+        if self.path is not None:
+            with open(self.path, "a", encoding="utf-8") as f:
+                f.write(json.dumps({k: finite.get(k) for k in record}) + "\n")
 
     def close(self) -> None:
         if self.board is not None:
@@ -1122,21 +1089,6 @@ def _tensorboard_writer(logdir: str | os.PathLike[str]) -> Any:
         )
         return None
     return SummaryWriter(log_dir=os.fspath(logdir))
-
-
-def _write_scalars(board: Any, record: dict[str, Any]) -> None:
-    for key, value in record.items():
-        number = isinstance(value, int | float) and not isinstance(value, bool)
-        if key != "epoch" and number and math.isfinite(value):
-            board.add_scalar(key, value, global_step=record["epoch"])
-    board.flush()
-
-
-def _finite(record: dict[str, Any]) -> dict[str, Any]:
-    # JSON has no NaN or Infinity; a diverged loss is written as null.
-    return {
-        k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in record.items()
-    }
 
 
 _SHOWN = ("val_loss", "val_accuracy")
@@ -1343,25 +1295,20 @@ def decay_param_groups(model: torch.nn.Module, enabled: bool = True) -> list[dic
     return groups
 
 
-def metric_mode(metric: str) -> str:
-    """ "max" for accuracies, "min" for losses and everything else."""
-    return "max" if metric.endswith("accuracy") else "min"
-
-
 class BestTracker:
-    """The best value of one validation metric so far, and the epoch it came at."""
+    """The best value of one validation metric so far (the highest of an accuracy, the
+    lowest of anything else), and the epoch it came at."""
 
     def __init__(self, metric: str, min_delta: float = 0.0) -> None:
-        self.metric, self.mode, self.min_delta = metric, metric_mode(metric), min_delta
+        self.metric, self.min_delta = metric, min_delta
+        self.sign = -1.0 if metric.endswith("accuracy") else 1.0  # minimised: sign * value
         self.best: float | None = None
         self.best_epoch: int | None = None
 
     def improves(self, value: float) -> bool:
         if self.best is None or math.isnan(self.best):
             return not math.isnan(value)
-        if self.mode == "min":
-            return value < self.best - self.min_delta
-        return value > self.best + self.min_delta
+        return self.sign * value < self.sign * self.best - self.min_delta
 
     def update(self, record: dict[str, Any]) -> bool:
         """Take a validation record; whether its metric is a new best."""
@@ -1383,18 +1330,12 @@ class RunLengthError(Exception):
 
 
 def check_run_length(epochs: int | None, max_steps: int | None, evaluating: bool) -> None:
-    if evaluating:
-        return
-    if epochs is not None and epochs < 1:
-        raise RunLengthError(
-            f"--epochs {epochs} trains nothing: give at least 1, "
-            "or --evaluate CHECKPOINT to evaluate without training"
-        )
-    if max_steps is not None and max_steps < 1:
-        raise RunLengthError(
-            f"--max-steps {max_steps} trains nothing: give at least 1, "
-            "or --evaluate CHECKPOINT to evaluate without training"
-        )
+    for flag, value in (("--epochs", epochs), ("--max-steps", max_steps)):
+        if not evaluating and value is not None and value < 1:
+            raise RunLengthError(
+                f"{flag} {value} trains nothing: give at least 1, "
+                "or --evaluate CHECKPOINT to evaluate without training"
+            )
 
 
 class StopSignals:
@@ -1423,14 +1364,9 @@ class StopSignals:
 
 
 def format_run_summary(
-    *,
-    epochs_done: int,
-    steps: int,
-    seconds: float,
-    best: BestTracker | None,
-    checkpoint_dir: str | None,
-    stopped: str | None = None,
-) -> str:
+    *, epochs_done: int, steps: int, seconds: float, best: BestTracker | None,
+    checkpoint_dir: str | None, stopped: str | None = None,
+) -> str:  # fmt: skip
     """The run's closing lines: how far it got, the best epoch and metric, where it saved."""
     minutes, secs = divmod(seconds, 60.0)
     took = f"{int(minutes)}m{secs:04.1f}s" if minutes else f"{secs:.1f}s"
@@ -1473,14 +1409,10 @@ class RunRecipe:
     A script builds it with the parts its block uses (`build_recipe`)."""
 
     def __init__(
-        self,
-        *,
-        ema: Any = None,  # a ModelEMA
-        stopper: Any = None,  # an EarlyStopping
-        best: BestTracker | None = None,
-        eval_every: int | None = None,
-        signals: StopSignals | None = None,
-    ) -> None:
+        self, *, ema: Any = None, stopper: Any = None, best: BestTracker | None = None,
+        eval_every: int | None = None, signals: StopSignals | None = None,
+    ) -> None:  # fmt: skip
+        # `ema` a ModelEMA, `stopper` an EarlyStopping
         self.ema, self.stopper, self.best = ema, stopper, best
         self.eval_every, self.signals = eval_every, signals
         self.early_stopped = False
@@ -1513,20 +1445,15 @@ class RunRecipe:
         return self.signals is not None and self.signals.requested is not None
 
     def state_dict(self) -> dict[str, Any]:
-        return {
-            "ema": self.ema.state_dict() if self.ema is not None else None,
-            "stopper": self.stopper.state_dict() if self.stopper is not None else None,
-            "best": self.best.state_dict() if self.best is not None else None,
-            "early_stopped": self.early_stopped,
-        }
+        parts = {key: getattr(self, key) for key in ("ema", "stopper", "best")}
+        state = {key: p.state_dict() if p is not None else None for key, p in parts.items()}
+        return {**state, "early_stopped": self.early_stopped}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        if self.ema is not None and state.get("ema") is not None:
-            self.ema.load_state_dict(state["ema"])
-        if self.stopper is not None and state.get("stopper") is not None:
-            self.stopper.load_state_dict(state["stopper"])
-        if self.best is not None and state.get("best") is not None:
-            self.best.load_state_dict(state["best"])
+        for key in ("ema", "stopper", "best"):
+            part = getattr(self, key)
+            if part is not None and state.get(key) is not None:
+                part.load_state_dict(state[key])
         self.early_stopped = bool(state.get("early_stopped", False))
 
 
@@ -1569,32 +1496,21 @@ def read_predict_inputs(
     suffix = file.suffix.lower()
     if suffix in IMAGE_SUFFIXES:
         return _read_image(file, sample_shape, normalisation)
-    if suffix == ".npz":
-        x = _npz_inputs(file)
-    elif suffix == ".pt":
-        x = _pt_inputs(file)
-    elif suffix == ".csv":
-        x = _csv_inputs(file)
-    else:
+    readers = {".npz": _npz_inputs, ".pt": _pt_inputs, ".csv": _csv_inputs}
+    if suffix not in readers:
         raise PredictInputError(
             f"{file}: --predict reads .npz, .pt, .csv or an image ({', '.join(IMAGE_SUFFIXES)})"
         )
+    x = readers[suffix](file)
     x = x.long() if integer else x.float()
     if tuple(x.shape[1:]) != tuple(sample_shape):
-        if x.numel() == 0 or x[0].numel() != _size(sample_shape):
+        if x.numel() == 0 or x[0].numel() != math.prod(sample_shape):
             raise PredictInputError(
                 f"{file}: samples of shape {list(x.shape[1:])}, the model takes "
                 f"{list(sample_shape)}"
             )
         x = x.reshape(len(x), *sample_shape)
     return x
-
-
-def _size(shape: tuple[int, ...]) -> int:
-    size = 1
-    for dim in shape:
-        size *= dim
-    return size
 
 
 def _npz_inputs(file: Path) -> torch.Tensor:
@@ -1620,21 +1536,13 @@ def _pt_inputs(file: Path) -> torch.Tensor:
 
 
 def _csv_inputs(file: Path) -> torch.Tensor:
-    rows = list(csv.reader(io.StringIO(file.read_text(encoding="utf-8"))))
-    if rows and not _numeric(rows[0]):
-        rows = rows[1:]  # a header line
-    try:
-        return torch.tensor([[float(v) for v in row] for row in rows if row])
+    rows = [row for row in csv.reader(io.StringIO(file.read_text(encoding="utf-8"))) if row]
+    with contextlib.suppress(ValueError):
+        return torch.tensor([[float(v) for v in row] for row in rows])
+    try:  # a header line
+        return torch.tensor([[float(v) for v in row] for row in rows[1:]])
     except ValueError as error:
         raise PredictInputError(f"{file}: every value must be a number ({error})") from None
-
-
-def _numeric(row: list[str]) -> bool:
-    try:
-        [float(v) for v in row]
-    except ValueError:
-        return False
-    return True
 
 
 def _read_image(

@@ -11,7 +11,7 @@ from types import ModuleType
 import pytest
 import torch
 
-from tensorloom.backends.runtime.amp import auto_precision, resolve_precision
+from tensorloom.backends.runtime.amp import resolve_precision
 from tensorloom.backends.runtime.graphs import (
     SMALL_MODEL_PARAMS,
     optimizer_modes,
@@ -23,10 +23,19 @@ CUDA, CPU = torch.device("cuda", 0), torch.device("cpu")
 
 @pytest.mark.parametrize(
     ("device", "bf16", "expected"),
-    [(CUDA, True, "bf16"), (CUDA, False, "fp32"), (CPU, True, "fp32"), (CPU, False, "fp32")],
+    [(CUDA, True, torch.bfloat16), (CUDA, False, None), (CPU, True, None), (CPU, False, None)],
 )
-def test_auto_precision(device: torch.device, bf16: bool, expected: str) -> None:
-    assert auto_precision(device, bf16_supported=bf16) == expected
+def test_auto_precision(device: torch.device, bf16: bool, expected: torch.dtype | None) -> None:
+    assert resolve_precision("auto", device, bf16_supported=bf16).autocast_dtype == expected
+
+
+def test_fp16_on_the_cpu_warns_and_bf16_without_gpu_support_takes_fp16() -> None:
+    cpu = resolve_precision("fp16", CPU)
+    assert (cpu.autocast_dtype, cpu.use_scaler) == (None, False) and cpu.warning is not None
+    assert resolve_precision("bf16", CPU).autocast_dtype == torch.bfloat16
+    old_gpu = resolve_precision("bf16", CUDA, bf16_supported=False)
+    assert (old_gpu.autocast_dtype, old_gpu.use_scaler) == (torch.float16, True)
+    assert old_gpu.warning is not None
 
 
 def test_auto_resolves_to_bf16_autocast_without_scaler_on_a_bf16_gpu() -> None:
