@@ -15,6 +15,7 @@ schedule, DDP's wrap, activation checkpointing, CUDA-graph step marks) is left o
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePath
@@ -1041,7 +1042,9 @@ def epoch_record_source(plan: ScriptPlan) -> str:
     """The epoch's record and validation, `step_validation` with `eval_every`, the saves."""
     text = EPOCH_RECORD
     if plan.val_every == 1:  # every epoch
-        text = text.replace(_VAL_EVERY, "    validation = validation_record(trainer)\n")
+        text = text.replace(_VAL_EVERY, "").replace(
+            "**validation,", "**validation_record(trainer),"
+        )
     if plan.recipe.ema is None:
         text = (
             text.replace(_EMA_RECORD, "")
@@ -1317,7 +1320,7 @@ def serve_requests_source(plan: ScriptPlan) -> str:
     return _fill(
         '''
         def serve_requests(trainer: Trainer, args: argparse.Namespace) -> None:
-            """--predict, --export$generate_flag with the trained weights (the EMA's with `ema`)."""
+            """--predict, --export$generate_flag with the trained weights$ema."""
             $start
             example = next(iter(trainer.val_loader))[0][:2]
             if args.predict is not None:
@@ -1332,15 +1335,18 @@ def serve_requests_source(plan: ScriptPlan) -> str:
                 print(f"exported to {export_model(model, example, args.export)}")$generate
         ''',
         generate=generate, classes=plan.classification,
+        ema=" (the EMA's with `ema`)" if plan.recipe.ema is not None else "",
         generate_flag=", --generate" if plan.language_model_data else "",
         start=_serve_start(plan).strip(),  # the first line takes the template's indent
     )  # fmt: skip
 
 
-_SERVE_START = """
+_NOT_MAIN = """
     if not trainer.ctx.is_main:
-        return
-    model = trainer.recipe.ema.module if trainer.recipe.ema is not None else trainer.model"""
+        return"""
+_EMA_OR_MODEL = "trainer.recipe.ema.module if trainer.recipe.ema is not None else trainer.model"
+_SERVE_START = f"""{_NOT_MAIN}
+    model = {_EMA_OR_MODEL}"""
 
 # FSDP: every rank gives its shards to rank 0's unsharded copy; it serves alone.
 _SERVE_START_SHARDED = """
@@ -1355,7 +1361,10 @@ _SERVE_START_SHARDED = """
 
 def _serve_start(plan: ScriptPlan) -> str:
     if not plan.sharded:
-        return _SERVE_START
+        text = _SERVE_START if plan.distributed else _SERVE_START.replace(_NOT_MAIN, "")
+        if plan.recipe.ema is not None:
+            return text
+        return text.replace(_EMA_OR_MODEL, "trainer.model")
     no_generate = " and args.generate is None" if plan.language_model_data else ""
     model = f"{plan.model_class}({plan.model_args})"
     return _SERVE_START_SHARDED.replace("$no_generate", no_generate).replace("$model", model)
@@ -1497,15 +1506,33 @@ _ONE_PROCESS = (
     ("all_reduce_mean(train_loss)", "train_loss"),
     ("\n    barrier()  # no rank closes its connections while another still uses them", ""),
     ("\n    barrier()", ""),
-    ("    log = print if ctx.is_main else _silent\n", "    log = print\n"),
+    ("    log = print if ctx.is_main else _silent\n", ""),
+    ('; rank 0 writes."""', '."""'),
     ("\n\n\ndef _silent(*_args: object, **_kwargs: object) -> None:\n    return None", ""),
+    (" and ctx.is_main:", ":"),
+    ("if trainer.ctx.is_main and ", "if "),
+    (", enabled=ctx.is_main", ""),
 )
+_RANK_ZERO = ("if ctx.is_main:", "if trainer.ctx.is_main:")
 
 
 def _one_process(text: str) -> str:
+    """The section as one process runs it: no collectives, and rank 0's blocks unwrapped."""
     for collective, local in _ONE_PROCESS:
         text = text.replace(collective, local)
-    return text
+    text = re.sub(r"^( *)log\(", r"\1print(", text, flags=re.MULTILINE)  # rank 0's `log`
+    lines = text.split("\n")
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        if lines[i].strip() not in _RANK_ZERO:
+            out.append(lines[i])
+            i += 1
+            continue
+        end = _block_end(lines, i)
+        out += [body[4:] for body in lines[i + 1 : end]]
+        i = end
+    return "\n".join(out)
 
 
 # Without insert-amp's marker the script has no precision plan and no GradScaler: these

@@ -382,12 +382,11 @@ def validation_record(trainer: Trainer) -> dict[str, Any]:
 
 def epoch_record(trainer: Trainer, epoch: int, train_loss: torch.Tensor, batches: int,
                  elapsed: float, args: argparse.Namespace) -> dict[str, Any]:  # fmt: skip
-    validation = validation_record(trainer)
     samples = batches * args.batch_size * trainer.ctx.world_size
     return {
         "epoch": epoch + 1,
         "train_loss": all_reduce_mean(train_loss).item(),  # the epoch's one host sync
-        **validation,
+        **validation_record(trainer),
         "samples_per_s": samples / elapsed,
         "lr": float(trainer.optimizer.param_groups[0]["lr"]),
         "time": elapsed,
@@ -519,10 +518,10 @@ def _silent(*_args: object, **_kwargs: object) -> None:
 
 
 def serve_requests(trainer: Trainer, args: argparse.Namespace) -> None:
-    """--predict, --export with the trained weights (the EMA's with `ema`)."""
+    """--predict, --export with the trained weights."""
     if not trainer.ctx.is_main:
         return
-    model = trainer.recipe.ema.module if trainer.recipe.ema is not None else trainer.model
+    model = trainer.model
     example = next(iter(trainer.val_loader))[0][:2]
     if args.predict is not None:
         x = read_predict_inputs(

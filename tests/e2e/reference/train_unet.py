@@ -298,8 +298,7 @@ def _eager_step_seconds(
 
 
 def _say(ctx: DistContext, line: str) -> None:
-    if ctx.is_main:
-        print(line, flush=True)
+    print(line, flush=True)
 
 
 def build_recipe(model: nn.Module, ctx: DistContext) -> RunRecipe:
@@ -488,12 +487,11 @@ def validation_record(trainer: Trainer) -> dict[str, Any]:
 
 def epoch_record(trainer: Trainer, epoch: int, train_loss: torch.Tensor, batches: int,
                  elapsed: float, args: argparse.Namespace) -> dict[str, Any]:  # fmt: skip
-    validation = validation_record(trainer)
     samples = batches * args.batch_size * trainer.ctx.world_size
     return {
         "epoch": epoch + 1,
         "train_loss": train_loss.item(),  # the epoch's one host sync
-        **validation,
+        **validation_record(trainer),
         "samples_per_s": samples / elapsed,
         "lr": float(trainer.optimizer.param_groups[0]["lr"]),
         "time": elapsed,
@@ -519,25 +517,23 @@ def save_last(trainer: Trainer, epochs_done: int) -> None:
     """At the end of the run, and when it is interrupted: last.pt holds where it stopped."""
     if trainer.checkpoint_dir is None or trainer.saved_step == trainer.step:
         return
-    if trainer.ctx.is_main:
-        save_checkpoint(f"{trainer.checkpoint_dir}/last.pt", epoch=epochs_done,
-                        **checkpoint_state(trainer, trainer.carry))  # fmt: skip
+    save_checkpoint(f"{trainer.checkpoint_dir}/last.pt", epoch=epochs_done,
+                    **checkpoint_state(trainer, trainer.carry))  # fmt: skip
     trainer.saved_step = trainer.step
 
 
 def save_if_due(
     trainer: Trainer, epoch: int, start_step: int, args: argparse.Namespace
 ) -> None:
-    """`checkpoint every N epochs`, and after the last epoch; rank 0 writes."""
+    """`checkpoint every N epochs`, and after the last epoch."""
     done = epoch + 1
     due = CHECKPOINT_EVERY is not None and done % CHECKPOINT_EVERY == 0
     if args.checkpoint_dir is None or not (due or done == args.epochs):
         return
-    if trainer.ctx.is_main:
-        save_epoch_checkpoint(
-            args.checkpoint_dir, keep=KEEP_CHECKPOINTS, epoch=done,
-            **checkpoint_state(trainer),
-        )  # fmt: skip
+    save_epoch_checkpoint(
+        args.checkpoint_dir, keep=KEEP_CHECKPOINTS, epoch=done,
+        **checkpoint_state(trainer),
+    )  # fmt: skip
     trainer.saved_step = trainer.step
 
 
@@ -553,22 +549,21 @@ def train(args: argparse.Namespace, ctx: DistContext) -> int:
 
 
 def _run(trainer: Trainer, args: argparse.Namespace, ctx: DistContext) -> int:
-    log = print
     if trainer.plan.warning is not None:
-        log(trainer.plan.warning, file=sys.stderr)
-    if args.checkpoint_dir is not None and ctx.is_main:
+        print(trainer.plan.warning, file=sys.stderr)
+    if args.checkpoint_dir is not None:
         for stale in clean_stale_temp_files(args.checkpoint_dir):
-            log(f"removed {stale}, left by a checkpoint write that was cut off", file=sys.stderr)
+            print(f"removed {stale}, left by a checkpoint write that was cut off", file=sys.stderr)
     if args.evaluate is not None:
         return evaluate_checkpoint(trainer, args)
     if args.init_from is not None:
         load_weights(args.init_from, model=trainer.model, map_location=ctx.device)
-        log(f"starting from the weights in {args.init_from}")
+        print(f"starting from the weights in {args.init_from}")
     if args.resume is not None:
         resume(trainer, args.resume)
-        log(f"resumed from {args.resume} after epoch {trainer.start_epoch}")
+        print(f"resumed from {args.resume} after epoch {trainer.start_epoch}")
     max_steps = args.max_steps
-    metrics = MetricsWriter(args.metrics, enabled=ctx.is_main, tensorboard=args.tensorboard)
+    metrics = MetricsWriter(args.metrics, tensorboard=args.tensorboard)
     trainer.metrics = metrics
     started, epochs_done = time.perf_counter(), trainer.start_epoch
     for epoch in range(trainer.start_epoch, args.epochs):  # train_unet.tl:17
@@ -584,7 +579,7 @@ def _run(trainer: Trainer, args: argparse.Namespace, ctx: DistContext) -> int:
             break  # last.pt keeps the epoch's batches so far; no validation on the way out
         record = epoch_record(trainer, epoch, train_loss, batches, elapsed, args)
         metrics.write(record if complete else {**record, "partial": True})
-        log(format_epoch_summary(record, epochs=args.epochs))
+        print(format_epoch_summary(record, epochs=args.epochs))
         trainer.recipe.after_validation(record)  # the best epoch; early stopping
         if complete:
             epochs_done = epoch + 1
@@ -592,12 +587,12 @@ def _run(trainer: Trainer, args: argparse.Namespace, ctx: DistContext) -> int:
     stopped = trainer.recipe.stop_reason
     save_last(trainer, epochs_done)
     metrics.close()
-    log(format_run_summary(
+    print(format_run_summary(
         epochs_done=epochs_done, steps=trainer.step, seconds=time.perf_counter() - started,
         best=trainer.recipe.best, checkpoint_dir=args.checkpoint_dir, stopped=stopped,
     ))  # fmt: skip
     if trainer.recipe.interrupted:
-        log(f"continue with --resume {args.checkpoint_dir}/last.pt")
+        print(f"continue with --resume {args.checkpoint_dir}/last.pt")
         return interrupted_exit_code(stopped)
     serve_requests(trainer, args)
     return 0
@@ -608,20 +603,17 @@ def evaluate_checkpoint(trainer: Trainer, args: argparse.Namespace) -> int:
     then any --predict, --export or --generate with them; no training."""
     state = load_weights(args.evaluate, model=trainer.model, map_location=trainer.ctx.device)
     record = {"epoch": state.get("epoch"), **validation_record(trainer)}
-    if trainer.ctx.is_main:
-        print(f"{args.evaluate} (epoch {record['epoch']}):  " + format_validation(record))
-        if args.metrics is not None:
-            with open(args.metrics, "a", encoding="utf-8") as f:
-                f.write(json.dumps({"evaluated": args.evaluate, **record}) + "\n")
+    print(f"{args.evaluate} (epoch {record['epoch']}):  " + format_validation(record))
+    if args.metrics is not None:
+        with open(args.metrics, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"evaluated": args.evaluate, **record}) + "\n")
     serve_requests(trainer, args)
     return 0
 
 
 def serve_requests(trainer: Trainer, args: argparse.Namespace) -> None:
-    """--predict, --export with the trained weights (the EMA's with `ema`)."""
-    if not trainer.ctx.is_main:
-        return
-    model = trainer.recipe.ema.module if trainer.recipe.ema is not None else trainer.model
+    """--predict, --export with the trained weights."""
+    model = trainer.model
     example = next(iter(trainer.val_loader))[0][:2]
     if args.predict is not None:
         x = read_predict_inputs(
