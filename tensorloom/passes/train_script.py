@@ -166,6 +166,7 @@ def train_source(plan: ScriptPlan) -> str:
         *(_NO_EMA if plan.recipe.ema is None and not plan.sharded else ()),
         *(_NO_KEEP_BEST if plan.recipe.keep_best is None else ()),
         *(_NO_MAX_STEPS if plan.recipe.max_steps is None else ()),
+        *(_NO_STEP_METRICS if plan.recipe.eval_every is None else ()),
     ]
     for old, new in changes:
         assert text.count(old) == 1, old
@@ -204,6 +205,7 @@ _NO_KEEP_BEST = (
         "        trainer.recipe.after_validation(record)  # the best epoch; early stopping\n",
     ),
 )
+_NO_STEP_METRICS = (("    trainer.metrics = metrics\n", ""),)
 _NO_MAX_STEPS = (
     (
         "    max_steps = min((n for n in (args.max_steps, MAX_STEPS) if n is not None), "
@@ -395,6 +397,8 @@ class Trainer:
     saved_step: int = -1  # the step last.pt holds
 '''
 
+_TRAINER_METRICS = """
+    metrics: MetricsWriter | None = None"""
 TRAINER_GRAPH_FIELDS = """
     whole_step: bool = False  # the step is captured in one CUDA graph (runtime/graphs.py)
     graphed: GraphedStep | None = None  # captured at the first epoch, after any resume
@@ -403,6 +407,8 @@ TRAINER_GRAPH_FIELDS = """
 
 def trainer_source(plan: ScriptPlan) -> str:
     text = _fill(TRAINER, loader=_loader_type(plan), info=_info_type(plan))
+    if plan.recipe.eval_every is None:  # only `step_validation` writes between epochs
+        text = text.replace(_TRAINER_METRICS, "")
     if not plan.whole_step_graph:
         return text
     return text + TRAINER_GRAPH_FIELDS.rstrip("\n")

@@ -152,7 +152,6 @@ class Trainer:
     step: int = 0
     start_epoch: int = 0
     carry: tuple[torch.Tensor, int] | None = None  # resumed mid-epoch: (loss sum, batches)
-    metrics: MetricsWriter | None = None
     checkpoint_dir: str | None = None
     saved_step: int = -1  # the step last.pt holds
 
@@ -486,7 +485,6 @@ def _run(trainer: Trainer, args: argparse.Namespace, ctx: DistContext) -> int:
         print(f"resumed from {args.resume} after epoch {trainer.start_epoch}")
     max_steps = args.max_steps
     metrics = MetricsWriter(args.metrics, tensorboard=args.tensorboard)
-    trainer.metrics = metrics
     started, epochs_done = time.perf_counter(), trainer.start_epoch
     for epoch in range(trainer.start_epoch, args.epochs):  # digits_cnn.tl:33
         if _reached(trainer.step, max_steps) or trainer.recipe.stop_reason is not None:

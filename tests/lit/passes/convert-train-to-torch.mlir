@@ -87,7 +87,7 @@ builtin.module {
 // CHECK:        py.def @_optimizer_step(trainer : %{{[0-9]+}}) -> %{{[0-9]+}} {
 // CHECK-NOT:      "clip_grad_norm_"
 // CHECK:          py.attribute %{{[0-9]+}}, "update"
-// CHECK:        py.def @evaluate(trainer : %{{[0-9]+}}, model : %{{[0-9]+}} = %{{[0-9]+}}) -> %{{[0-9]+}} decorators [%{{[0-9]+}}] {
+// CHECK:        py.def @evaluate(trainer : %{{[0-9]+}}) -> %{{[0-9]+}} decorators [%{{[0-9]+}}] {
 // CHECK:            py.name "autocast"
 // CHECK:          %[[REDUCE:[0-9]+]] = py.name "all_reduce_sum"
 // CHECK-NEXT:     py.call %[[REDUCE]](%{{[0-9]+}})
