@@ -20,7 +20,7 @@ profile count a tensor saved by two layers once.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.dialects.builtin import IntegerAttr, IntegerType
@@ -46,6 +46,7 @@ from tensorloom.dialects.nml import (
     ModelOp,
     ReturnOp,
     TensorType,
+    YieldOp,
 )
 from tensorloom.passes.model_env import (
     ArgFailure,
@@ -155,12 +156,22 @@ class Walker:
         self.depth = 0
         self.scope: tuple[int, ...] = ()
         self.elements: dict[tuple[int, int], int] = {}  # (frame, list layer) -> reached
+        # The `nml.for` bodies being walked: the ids of the values each defines, and the
+        # frame of this iteration (each iteration's tensors are tensors of their own).
+        self.iterations: list[tuple[frozenset[int], int]] = []
 
     # --- tensor identity ----------------------------------------------------------------
 
     def key(self, value: SSAValue) -> TensorKey:
-        raw = (self.frame, id(value))
+        raw = self._raw(value)
         return self.aliases.get(raw, raw)
+
+    def _raw(self, value: SSAValue) -> TensorKey:
+        """`value` in this call frame, or in the iteration of the loop that defines it."""
+        for defined, frame in reversed(self.iterations):
+            if id(value) in defined:
+                return (frame, id(value))
+        return (self.frame, id(value))
 
     def call(
         self, model: ModelOp, func: FuncOp, env: Env, keys: Sequence[TensorKey]
@@ -188,8 +199,7 @@ class Walker:
 
     def op(self, model: ModelOp, op: Operation, env: Env) -> None:
         if isinstance(op, ForOp):
-            for _ in range(_followed(op, FOLLOWED_ITERATIONS, 1)):
-                self.block(model, op.body.block, env)
+            self.loop(model, op, env)
         elif isinstance(op, IfOp):
             branches = _followed(op, FOLLOWED_BRANCHES, 2)
             regions = [op.then_region, op.else_region]
@@ -202,13 +212,32 @@ class Walker:
         elif isinstance(op, FunctionalOp) and not isinstance(op, DimOp | ListOp):
             self.builtin(op)
 
+    def loop(self, model: ModelOp, op: ForOp, env: Env) -> None:
+        """Each iteration that shape inference followed, in a frame of its own: its
+        `iter_args` are the last iteration's yielded tensors, the loop's results the last's."""
+        body = op.body.block
+        defined = frozenset(id(v) for v in _defined_in(body))
+        carried = [self.key(v) for v in op.inits]
+        for _ in range(_followed(op, FOLLOWED_ITERATIONS, 1)):
+            frame = next(self.frames)
+            for arg, key in zip(body.args[1:], carried, strict=False):
+                self.aliases[(frame, id(arg))] = key
+            self.iterations.append((defined, frame))
+            self.block(model, body, env)
+            last = body.last_op
+            if isinstance(last, YieldOp):
+                carried = [self.key(v) for v in last.values]
+            self.iterations.pop()
+        for result, key in zip(op.results, carried, strict=False):
+            self.aliases[self._raw(result)] = key
+
     def builtin(self, op: FunctionalOp) -> None:
         kind = op.name.removeprefix("nml.")
         step = self._step("", kind, op)
         step.op = op
         self.stack[-1].append(step)
         if kind in VIEWS and op.operands:
-            self.aliases[(self.frame, id(op.results[0]))] = self.key(op.operands[0])
+            self.aliases[self._raw(op.results[0])] = self.key(op.operands[0])
 
     def method(self, model: ModelOp, op: CallOp, env: Env) -> None:
         """A call of another method of the model: its steps are the caller's."""
@@ -282,7 +311,7 @@ class Walker:
 
     def _alias_result(self, op: Operation, returned: TensorKey | None) -> None:
         if returned is not None and op.results:
-            self.aliases[(self.frame, id(op.results[0]))] = returned
+            self.aliases[self._raw(op.results[0])] = returned
 
     def _step(
         self, name: str, kind: str, op: Operation, operands: Sequence[SSAValue] | None = None
@@ -301,6 +330,16 @@ class Walker:
             integer_input=bool(operands) and _is_integer(operands[0]),
             scope=self.scope,
         )
+
+
+def _defined_in(block: Block) -> Iterator[SSAValue]:
+    """Every value a block and the regions inside it define."""
+    yield from block.args
+    for op in block.walk():
+        yield from op.results
+        for region in op.regions:
+            for inner in region.blocks:
+                yield from inner.args
 
 
 def _followed(op: Operation, key: str, default: int) -> int:

@@ -166,3 +166,30 @@ def test_a_list_of_catalogue_layers_is_profiled_per_element(tmp_path: Path) -> N
         both = stack(body)
         assert [row["name"] for row in both["layers"]] == ["flat", "h.0", "h.1", "head"]
         assert both["memory"]["weight_casts"] == 2 * (2 * linear + head)
+
+
+LOOP = """
+model M:
+    layer h = [Linear(64, 64) for _ in range(4)]
+    layer out = Linear(64, 10)
+    fn forward(self, x: Tensor[B, 64]) -> Tensor:
+        for layer in self.h:
+            x = relu(layer(x))
+        return self.out(x)
+"""
+
+
+def test_each_iteration_of_a_loop_saves_tensors_of_its_own(tmp_path: Path) -> None:
+    """`for layer in self.h`: every iteration's relu output is a tensor of its own (saved
+    once, as the next Linear's input too), and the loop's result is the last iteration's,
+    which `out` saves. Walking every iteration with the same tensors counted one."""
+    path = tmp_path / "loop.tl"
+    path.write_text(LOOP)
+    result, models = profile_file(path, ProfileOptions(32, "fp32"))
+    assert result.ok
+    rows = [(layer.name, layer.kind, layer.activation_bytes) for layer in models[0].layers]
+    one = 32 * 64 * 4  # a [32, 64] fp32 tensor
+    layers = [row for i in range(4) for row in ((f"h.{i}", "Linear", 0), ("", "relu", one))]
+    layers[0] = ("h.0", "Linear", one)  # it saves the input batch
+    assert rows == [*layers, ("out", "Linear", 0)]
+    assert models[0].activation_bytes == 5 * one
