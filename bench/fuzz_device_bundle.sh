@@ -20,3 +20,7 @@ rm -rf "$dest/lib"
 python -m pip install -q --no-deps --target "$dest/lib" \
     "xdsl==$(python -c 'import importlib.metadata as m; print(m.version("xdsl"))')" \
     immutabledict ordered-set typing-extensions click
+# xDSL's wheel also installs its benchmarks, docs and tests at the top level: 16 MB the
+# device need not copy.
+rm -rf "$dest/lib/benchmarks" "$dest/lib/docs" "$dest/lib/tests" "$dest/lib/bin" \
+    "$dest/lib/scripts" "$dest/lib/typings" "$dest/lib/__pycache__"
