@@ -20,7 +20,7 @@ profile count a tensor saved by two layers once.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.dialects.builtin import IntegerAttr, IntegerType
@@ -65,6 +65,7 @@ from tensorloom.passes.shape_inference import (
     FOLLOWED_ITERATIONS,
     MAX_DEPTH,
     Instantiation,
+    values_defined_in,
 )
 
 TensorKey = tuple[int, int]  # (call frame, id of the SSA value in that call)
@@ -216,7 +217,7 @@ class Walker:
         """Each iteration that shape inference followed, in a frame of its own: its
         `iter_args` are the last iteration's yielded tensors, the loop's results the last's."""
         body = op.body.block
-        defined = frozenset(id(v) for v in _defined_in(body))
+        defined = frozenset(id(v) for v in values_defined_in(body))
         carried = [self.key(v) for v in op.inits]
         for _ in range(_followed(op, FOLLOWED_ITERATIONS, 1)):
             frame = next(self.frames)
@@ -330,16 +331,6 @@ class Walker:
             integer_input=bool(operands) and _is_integer(operands[0]),
             scope=self.scope,
         )
-
-
-def _defined_in(block: Block) -> Iterator[SSAValue]:
-    """Every value a block and the regions inside it define."""
-    yield from block.args
-    for op in block.walk():
-        yield from op.results
-        for region in op.regions:
-            for inner in region.blocks:
-                yield from inner.args
 
 
 def _followed(op: Operation, key: str, default: int) -> int:

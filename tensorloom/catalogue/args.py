@@ -12,6 +12,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+"""Every integer of a program (a literal, a config, a train setting) is a signed 64-bit
+value in the IR and in the emitted script."""
+
+
+def fits_int64(value: int) -> bool:
+    return INT64_MIN <= value <= INT64_MAX
+
+
 ArgType = str  # "float", "int", "bool", "str", "floats" (a tuple of floats), "any"
 
 

@@ -18,6 +18,7 @@ import math
 import re
 import unicodedata
 
+from tensorloom.catalogue.args import INT64_MAX
 from tensorloom.diagnostics import Diagnostic, DiagnosticSink, Label
 from tensorloom.frontend.tokens import CLOSING, KEYWORDS, OPENING, PUNCTUATION, Token, TokenKind
 from tensorloom.source import Span
@@ -43,9 +44,7 @@ TAB_WIDTH = 4
 # them); irgen rejects them where a name is declared (CONSTANT_NAMES).
 CONSTANT_NAMES = frozenset({"None", "True", "False"})
 PYTHON_KEYWORDS = frozenset(keyword.kwlist) - KEYWORDS.keys() - CONSTANT_NAMES
-INT_MAX = 2**63 - 1
-"""The largest integer literal: every integer in the IR is a signed 64-bit value."""
-_INT_MAX_TEXT = str(INT_MAX)
+_INT_MAX_TEXT = str(INT64_MAX)
 
 # What can only start a statement: seeing one first on a line inside brackets
 # means a bracket was left open, so layout resumes there. Two names in a row
@@ -340,8 +339,8 @@ class Lexer:
         # Compare digit counts before converting: Python refuses to convert a
         # string of more than 4,300 digits.
         stripped = digits.lstrip("0") or "0"
-        if len(stripped) > len(_INT_MAX_TEXT) or int(stripped) > INT_MAX:
-            self.report_out_of_range(text, "integer", f"the largest integer is {INT_MAX:,}")
+        if len(stripped) > len(_INT_MAX_TEXT) or int(stripped) > INT64_MAX:
+            self.report_out_of_range(text, "integer", f"the largest integer is {INT64_MAX:,}")
             self.add(TokenKind.INT, text, 0)
             return
         self.add(TokenKind.INT, text, int(stripped))

@@ -23,7 +23,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Attribute, Operation
 from xdsl.passes import ModulePass
 
-from tensorloom.catalogue.args import Arg
+from tensorloom.catalogue.args import INT64_MAX, Arg
 from tensorloom.catalogue.data_files import DatasetProblem
 from tensorloom.catalogue.datasets import (
     UNKNOWN_TASK,
@@ -107,9 +107,6 @@ def _show(value: Evaluated) -> str:
     if isinstance(value, str):
         return f'`"{value}"`'
     return f"`{value}`"
-
-
-INT64_MAX = 2**63 - 1  # the IR's and the script's integer settings are 64-bit
 
 
 def int_at_least(low: int) -> Check:

@@ -39,6 +39,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation
 from xdsl.traits import SymbolOpInterface, SymbolTable
 
+from tensorloom.catalogue.args import fits_int64
 from tensorloom.catalogue.layers import BoundLayer, lookup
 from tensorloom.catalogue.layers.base import Value
 from tensorloom.dialects.nml import (
@@ -389,7 +390,8 @@ def declared_params(
     once, so two copies of a block that holds two copies of a block... is not a walk of
     2^depth nested models."""
     memo = {} if memo is None else memo
-    key = _memo_key(model, env)
+    config = env_key(env)
+    key = None if config is None else (model.sym_name.data, config)
     if key is not None and key in memo:
         return memo[key]
     path = (*path, model.sym_name.data)
@@ -420,8 +422,9 @@ def layer_params(
     return copies * declared_params(nested, inner, models, path, memo)
 
 
-def _memo_key(model: ModelOp, env: Mapping[str, Value]) -> tuple[object, ...] | None:
-    key = (model.sym_name.data, *sorted(env.items()))
+def env_key(env: Mapping[str, Value]) -> tuple[tuple[str, Value], ...] | None:
+    """A config environment as a dictionary key; None when a value is unhashable (a list)."""
+    key = tuple(sorted(env.items()))
     try:
         hash(key)
     except TypeError:
@@ -450,7 +453,7 @@ def _value_attr(value: Value) -> Attribute | None:
     if isinstance(value, bool):
         return IntegerAttr(int(value), IntegerType(1))
     if isinstance(value, int):
-        return IntegerAttr(value, i64) if -(2**63) <= value < 2**63 else None
+        return IntegerAttr(value, i64) if fits_int64(value) else None
     if isinstance(value, float):
         return FloatAttr(value, Float64Type())
     if isinstance(value, str):

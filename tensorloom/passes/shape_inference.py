@@ -72,6 +72,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
+from tensorloom.catalogue.args import fits_int64
 from tensorloom.catalogue.data_files import DataCheck
 from tensorloom.catalogue.datasets import DatasetInfo
 from tensorloom.catalogue.layers import BoundLayer, lookup
@@ -126,6 +127,7 @@ from tensorloom.passes.model_env import (
     Env,
     bind_layer,
     declared_params,
+    env_key,
     forward_of,
     instance_env,
     is_specialized_copy,
@@ -802,7 +804,8 @@ class Inference:
     ) -> Attribute:
         """`run`, once for each config and argument types: a second call replays the first's
         result and steps (its diagnostics were reported the first time)."""
-        key = _follow_key(func, env, args)
+        config = env_key(env)  # what a followed call's result depends on, with `args`
+        key = None if config is None else (func, config, tuple(args))
         if key is not None and key in self._followed:
             result, steps = self._followed[key]
             flow.steps.extend(steps)
@@ -959,27 +962,20 @@ def resolved_type(attr: Attribute, unifier: Unifier) -> Attribute:
     return attr.with_dims(unifier.resolve_shape(attr.dims))
 
 
-def _follow_key(func: FuncOp, env: Env, args: Sequence[Attribute]) -> tuple[object, ...] | None:
-    """What a followed call's result depends on; None when a config value is unhashable."""
-    key = (func, tuple(sorted(env.items())), tuple(args))
-    try:
-        hash(key)
-    except TypeError:
-        return None
-    return key
-
-
 def _values_of(func: FuncOp) -> list[SSAValue]:
-    """The values a method defines: its arguments, its ops' results and the
-    arguments of the blocks nested in it (loop bodies)."""
-    values: list[SSAValue] = list(func.body.block.args)
-    for op in func.body.walk():
-        if op is func:
-            continue
+    """The values a method defines."""
+    return values_defined_in(func.body.block)
+
+
+def values_defined_in(block: Block) -> list[SSAValue]:
+    """The values a block defines: its arguments, its ops' results and the arguments of
+    the blocks nested in them (loop bodies)."""
+    values: list[SSAValue] = list(block.args)
+    for op in block.walk():
         values.extend(op.results)
         for region in op.regions:
-            for block in region.blocks:
-                values.extend(block.args)
+            for inner in region.blocks:
+                values.extend(inner.args)
     return values
 
 
@@ -1433,7 +1429,7 @@ def _step_attr(step: FlowStep) -> ArrayAttr:
 def _count_attr(count: int) -> Attribute:
     """A parameter count; as text when it is past 64 bits (2^31 nested copies: the
     checks report it, and the flow must still fit in the IR)."""
-    return IntegerAttr(count, i64) if -(2**63) <= count < 2**63 else StringAttr(str(count))
+    return IntegerAttr(count, i64) if fits_int64(count) else StringAttr(str(count))
 
 
 def _count_of(attr: Attribute) -> int:
