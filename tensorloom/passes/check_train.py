@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp
 from xdsl.ir import Attribute, Operation
 from xdsl.passes import ModulePass
 
@@ -49,7 +49,7 @@ from tensorloom.dialects.nml import (
     SoftmaxOp,
     TensorType,
 )
-from tensorloom.dialects.nml.types import PREFIX
+from tensorloom.dialects.nml.types import PREFIX, CallAttr
 from tensorloom.passes.dataset_files import dataset_check
 from tensorloom.passes.loss_functions import (
     MetricProblem,
@@ -67,6 +67,7 @@ from tensorloom.passes.model_env import (
     forward_of,
     lookup_symbol,
     models_of,
+    name_help,
 )
 from tensorloom.passes.shape_inference import MODEL_OUTPUT
 from tensorloom.source import Span
@@ -411,7 +412,13 @@ class LoopChecker:
             self._unknown_key(key, key_span)
             return
         value = evaluate(op.value, {})
+        if isinstance(value, EvalError) and _holds_calls(op.value):
+            return  # `metrics = [accuracy, top_k(5)]`: `_metrics` reads the calls
         if isinstance(value, EvalError):
+            where = span_of(op.value_loc) if op.value_loc is not None else None
+            message = f"`{key}` has no value: {value.message}"
+            help_text = name_help(value)
+            report(Diagnostic.error("TL0402", message, Label(where or key_span), help=help_text))
             return
         if key == "loss" and function_named(self.module, value) is not None:
             return  # a loss written in the file: `_loss` checks it against model and data
@@ -443,8 +450,6 @@ class LoopChecker:
         if op is None:
             return None
         checked = dataset_check(op)
-        if checked is None:
-            return None
         if isinstance(checked, DatasetError):
             _dataset_error(op, checked)
             return None
@@ -842,3 +847,7 @@ class CheckTrainPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for loop in [o for o in op.walk() if isinstance(o, train.LoopOp)]:
             LoopChecker(op, loop).check()
+
+
+def _holds_calls(value: Attribute) -> bool:
+    return isinstance(value, ArrayAttr) and any(isinstance(a, CallAttr) for a in value.data)

@@ -1,6 +1,6 @@
 """A `train.dataset` op's data as its files state it, read once per file (issue 15).
 
-    checked = dataset_check(op)     # DataCheck, DatasetError, or None (options not literal)
+    checked = dataset_check(op)     # DataCheck, or DatasetError (an option without a value too)
     checked.info                    # DatasetInfo with the file's shapes, targets and classes
     checked.origin                  # "the header of `train.npz`: x [1000, 64] float32, ..."
     checked.problems                # TL0708 (absent: a warning), TL0709, TL0710
@@ -18,13 +18,18 @@ from tensorloom.catalogue.data_files import DataCheck, check_data
 from tensorloom.catalogue.datasets import DatasetError, lookup_dataset
 from tensorloom.diagnostics.ir import span_of
 from tensorloom.dialects import train
-from tensorloom.passes.model_env import evaluate_kwargs
+from tensorloom.passes.model_env import CallValue, EvalError, Value, evaluate, name_help
 
 
-def dataset_check(op: train.DatasetOp) -> DataCheck | DatasetError | None:
-    options = evaluate_kwargs(op.options.data, {})
-    if not isinstance(options, dict):
-        return None
+def dataset_check(op: train.DatasetOp) -> DataCheck | DatasetError:
+    options: dict[str, Value] = {}
+    for key, attr in op.options.data.items():
+        value = evaluate(attr, {})
+        if isinstance(value, EvalError | CallValue):
+            why = value.message if isinstance(value, EvalError) else f"a call of `{value.name}`"
+            help_text = name_help(value) if isinstance(value, EvalError) else None
+            return DatasetError("TL0703", f"option `{key}` has no value: {why}", key, help_text)
+        options[key] = value
     source = op.source.data if op.source is not None else None
     info = lookup_dataset(source, options)  # type: ignore[arg-type]
     if isinstance(info, DatasetError):

@@ -90,7 +90,7 @@ def _sample_shape(
     if forward is None or not forward.body.block.args or depth > 8:
         return None
     x = forward.body.block.args[0]
-    declared = _declared(x)
+    declared = _declared(x, env)
     if declared is not None:
         return declared
     first = _first_apply(x)
@@ -105,11 +105,20 @@ def _sample_shape(
     return _layer_input(layer, env)
 
 
-def _declared(x: SSAValue) -> tuple[int, ...] | None:
+def _declared(x: SSAValue, env: Env) -> tuple[int, ...] | None:
+    """The annotated sample shape: a config's dim (`Tensor[B, d]`) is its value, any other
+    named dim (`T`) a sequence of SEQUENCE_LENGTH."""
     if not isinstance(x.type, TensorType) or x.type.dims is None or len(x.type.dims) < 2:
         return None
-    dims = [d if isinstance(d, int) else SEQUENCE_LENGTH for d in x.type.dims[1:]]
-    return tuple(dims)
+    return tuple(_dim_size(d, env) for d in x.type.dims[1:])
+
+
+def _dim_size(dim: object, env: Env) -> int:
+    if isinstance(dim, int):
+        return dim
+    value = env.get(dim) if isinstance(dim, str) else None
+    usable = isinstance(value, int) and not isinstance(value, bool) and value > 0
+    return value if usable else SEQUENCE_LENGTH  # type: ignore[return-value]
 
 
 def _first_apply(x: SSAValue) -> nml.ApplyOp | None:

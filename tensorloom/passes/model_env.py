@@ -65,6 +65,14 @@ class EvalError:
     config: str | None = None  # the unknown config name, when that is the reason
 
 
+def name_help(error: EvalError) -> str | None:
+    """The `help:` for an expression of a `.tl` file that failed on a bare name (the
+    parser reads `epochs = w` or `d = y + 16` with `w`, `y` as text)."""
+    if "got `'" not in error.message:
+        return None
+    return "a name in a `.tl` expression is read as text: write the number itself"
+
+
 @dataclass(frozen=True, slots=True)
 class CallValue:
     """`Adam(lr=0.001)` or a bare name such as `CrossEntropy` as a setting's value."""

@@ -66,6 +66,7 @@ from tensorloom.passes.model_env import (
     layers_of,
     model_env,
     models_of,
+    name_help,
     nested_overrides,
 )
 from tensorloom.passes.resolve_builtins import CallProblem, build_builtin
@@ -449,11 +450,23 @@ class DeclarationChecker:
                 self._unknown_override(model, key, span)
                 continue
             value = evaluate(attr, {})
-            if isinstance(value, EvalError | CallValue):
+            if isinstance(value, EvalError):
+                self._override_without_value(model, key, value, span)
+                continue
+            if isinstance(value, CallValue):
                 continue
             if self._override_type_ok(model, key, value, defaults.get(key), span):
                 overrides[key] = value
         return overrides
+
+    def _override_without_value(
+        self, model: ModelOp, key: str, error: EvalError, span: Span | None
+    ) -> None:
+        if span is None:
+            return
+        message = f"config `{key}` of `{model.sym_name.data}` has no value: {error.message}"
+        help_text = name_help(error)
+        self.emit(Diagnostic.error("TL0421", message, Label(span), help=help_text))
 
     def _override_type_ok(
         self, model: ModelOp, key: str, value: object, default: object, span: Span | None

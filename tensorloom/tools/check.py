@@ -104,6 +104,7 @@ def run_check(path: Path, fmt: str = "text", out: TextIO | None = None, *,
     return replay.status
 
 
+@deep
 def render_check(result: Compilation, flows: list[ModelFlow], fmt: str) -> Replay:
     """What `tlc check` prints: JSON on stdout, or diagnostics on stderr and flows on stdout."""
     from tensorloom.diagnostics import render_text
