@@ -508,6 +508,8 @@ class PythonPrinter:
         is_last = op.next_op is None and isinstance(op.parent_op(), py.DefOp)
         if not values and is_last:
             return
+        if len(values) == 1 and self._wrapped_call("return ", op.values[0]):
+            return
         self.line(f"return {', '.join(values)}" if values else "return")
 
     # --------------------------------------------------------- control flow
@@ -985,8 +987,11 @@ class PythonPrinter:
     def _settle(self, statement: Operation, pending: list[Operation]) -> None:
         """Assigns pending ops to names until the rest inline into `statement` in order
         and the statement fits on one line."""
+        whole = _whole_value(statement)  # `h = f(...)` then `h` would be no shorter
         while pending and not self._fits(statement, pending):
-            self._assign_longest_prefix(pending)
+            if pending == [whole]:
+                break
+            self._assign_longest_prefix(pending, whole)
         self._inline = set(pending)
         pending.clear()
 
@@ -1000,10 +1005,11 @@ class PythonPrinter:
         indent = len(self._indent_unit) * self._depth
         return indent + self._statement_width(statement) <= self.line_length
 
-    def _assign_longest_prefix(self, pending: list[Operation]) -> None:
-        """Names the latest pending op whose one-line statement takes up all before it."""
+    def _assign_longest_prefix(self, pending: list[Operation], whole: Operation | None) -> None:
+        """Names the latest pending op (not `whole`, the statement's own value) whose one-line
+        statement takes up all before it."""
         for k in reversed(range(1, len(pending))):
-            if self._fits(pending[k], pending[:k]):
+            if pending[k] is not whole and self._fits(pending[k], pending[:k]):
                 self._assign(pending[k])
                 del pending[: k + 1]
                 return
@@ -1013,14 +1019,19 @@ class PythonPrinter:
     def _statement_width(self, op: Operation) -> int:
         """About how wide `op`'s statement prints (`name = ` counted as 8); a call of
         literals and names is as wide as its widest argument, since it wraps."""
-        statement = isinstance(op, py.ExprOp | py.AssignOp) and op.value is not None
-        value = op.value.owner if statement else None  # type: ignore[union-attr]
+        value = None
+        if isinstance(op, py.ExprOp | py.AssignOp) and op.value is not None:
+            value = op.value.owner
+        elif isinstance(op, py.ReturnOp) and len(op.values) == 1:
+            value = op.values[0].owner
         if _wrappable(value):
             assert isinstance(value, py.CallOp)
             widest = max((len(self.value(a).text) for a in value.args), default=0)
             return 8 + max(widest, len(self.value(value.callee).text)) + 2
         if len(op.results) == 1 and not op.regions:
             return 8 + len(self.expression(op).text)
+        if isinstance(op, py.ExprOp):
+            return len(self.value(op.value).text)  # no `name = `: as wide as it prints
         return 8 + sum(len(self.value(v).text) + 2 for v in op.operands)
 
     def _evaluation_order(self, op: Operation, pending: set[Operation]) -> list[Operation]:
@@ -1412,6 +1423,17 @@ def _wrappable(op: object) -> bool:
     if not isinstance(op, py.CallOp) or not op.args:
         return False
     return _simple_argument(op.callee.owner) and all(_simple_argument(a.owner) for a in op.args)
+
+
+def _whole_value(statement: Operation) -> Operation | None:
+    """The op whose value an expression statement, an assignment or a one-value return
+    prints whole."""
+    value = None
+    if isinstance(statement, py.ExprOp | py.AssignOp):
+        value = statement.value
+    elif isinstance(statement, py.ReturnOp) and len(statement.values) == 1:
+        value = statement.values[0]
+    return value.owner if value is not None and isinstance(value.owner, Operation) else None
 
 
 def _other_branch(user: Operation, op: Operation) -> bool:

@@ -19,6 +19,7 @@ becomes, in the module's `torch.script` around the model classes,
     torch.raw "..."                                      the loop's other sections, with
     py.def @_forward_backward, @_optimizer_step, @evaluate    the step and evaluation as
                                                          py ops (train_step.py)
+    py.def @checkpoint_state, @save_last, @save_if_due   the saves (train_loop.py)
     torch.runtime []                                     the runtime helpers they reach
     torch.raw "if __name__ == \"__main__\": ..."
 
@@ -29,8 +30,8 @@ Steps:
    overrides, and the dataset; for `load_dataset()` the synthetic samples' shape and
    classes are inferred from the model (its first layer's input, then shape inference
    for the output).
-2. `train_cli.py` and `train_step.py` build the command line, the step and the
-   evaluation as `py` ops from the plan (autocast and the GradScaler only with
+2. `train_cli.py`, `train_step.py` and `train_loop.py` build the command line, the step,
+   the evaluation and the saves as `py` ops from the plan (autocast and the GradScaler only with
    insert-amp's marker, the all-reduce and `no_sync` only with insert-ddp's);
    `train_script.py` gives the other sections' text (`torch.raw`, still to move
    onto py ops); this pass puts them all into the script and erases the loop.

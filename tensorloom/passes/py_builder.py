@@ -54,21 +54,49 @@ class PyBuilder:
     def attr(self, value: SSAValue, name: str) -> SSAValue:
         return self.add(py.AttributeOp(value, name))
 
+    def path(self, root: str, *attrs: str) -> SSAValue:
+        """`trainer.ctx.device`: a name and its attributes."""
+        value = self.name(root)
+        for attr in attrs:
+            value = self.attr(value, attr)
+        return value
+
     def call(
         self,
         callee: str | SSAValue,
         *args: SSAValue,
         **kwargs: SSAValue,
     ) -> SSAValue:
+        return self.call_with(callee, [("", a) for a in args] + list(kwargs.items()))
+
+    def call_with(self, callee: str | SSAValue, args: list[tuple[str, SSAValue]]) -> SSAValue:
+        """A call of (keyword, value) arguments: "" for a positional one, "*" or "**" to
+        unpack (`save(path, **checkpoint_state(trainer))`)."""
         function = self.name(callee) if isinstance(callee, str) else callee
-        names = [""] * len(args) + list(kwargs)
-        return self.add(py.CallOp(function, [*args, *kwargs.values()], names))
+        return self.add(py.CallOp(function, [v for _, v in args], [k for k, _ in args]))
+
+    def method(self, value: SSAValue, name: str, *args: SSAValue, **kwargs: SSAValue) -> SSAValue:
+        """`value.name(args)`."""
+        return self.call(self.attr(value, name), *args, **kwargs)
 
     def subscript(self, value: SSAValue, *indices: SSAValue) -> SSAValue:
         return self.add(py.SubscriptOp(value, list(indices)))
 
     def binop(self, operator: str, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
         return self.add(py.BinOp(operator, lhs, rhs))
+
+    def compare(self, lhs: SSAValue, operator: str, rhs: SSAValue) -> SSAValue:
+        return self.add(py.CompareOp(operator, [lhs, rhs]))
+
+    def not_(self, value: SSAValue) -> SSAValue:
+        return self.add(py.UnaryOp("not", value))
+
+    def fstring(self, template: str, *values: SSAValue) -> SSAValue:
+        """`f"epoch {epoch}"` of `fstring("epoch {}", epoch)`."""
+        return self.add(py.FStringOp(template, list(values)))
+
+    def tuple_of(self, *elements: SSAValue) -> SSAValue:
+        return self.add(py.TupleOp(list(elements)))
 
     # --- statements
 
@@ -81,8 +109,11 @@ class PyBuilder:
     def assign(self, target: str | SSAValue, value: SSAValue) -> None:
         self.stmt(py.AssignOp(self.name(target) if isinstance(target, str) else target, value))
 
-    def ret(self, value: SSAValue) -> None:
-        self.stmt(py.ReturnOp([value]))
+    def ret(self, value: SSAValue | None = None) -> None:
+        self.stmt(py.ReturnOp([value] if value is not None else []))
+
+    def if_(self, condition: SSAValue, then: PyBuilder, orelse: PyBuilder | None = None) -> None:
+        self.stmt(py.IfOp(condition, then.ops, orelse.ops if orelse is not None else []))
 
 
 def literal_attr(value: Literal) -> Attribute:

@@ -1045,7 +1045,7 @@ def step_validation(trainer: Trainer, epoch: int) -> None:
 
 
 def epoch_record_source(plan: ScriptPlan) -> str:
-    """The epoch's record and validation, `step_validation` with `eval_every`, the saves."""
+    """The epoch's record and validation, `step_validation` with `eval_every`."""
     text = EPOCH_RECORD
     if plan.val_every == 1:  # every epoch
         text = text.replace(_VAL_EVERY, "").replace(
@@ -1065,13 +1065,11 @@ def epoch_record_source(plan: ScriptPlan) -> str:
             text = text.replace(_RECORD, "    return evaluate(trainer)")
     if plan.recipe.eval_every is not None:
         text += STEP_VALIDATION
-    saves = SAVES_SHARDED if plan.sharded else SAVES
     if plan.recipe.keep_best is None:  # no best.pt: the loop calls the recipe itself
-        saves = saves[saves.index("\n\ndef checkpoint_state(") :]
         text = text.replace(
             "    after_validation(trainer, record)", "    trainer.recipe.after_validation(record)"
         )
-    return text + saves
+    return text
 
 
 _RECORD = """    loss, accuracy = evaluate(trainer)
@@ -1090,123 +1088,6 @@ _EMA_RECORD = """
     if trainer.recipe.ema is not None:
         ema = _as_record(evaluate(trainer, trainer.recipe.ema.module))
         record.update({f"ema_{key}": value for key, value in ema.items() if value is not None})"""
-
-
-_SAVE_SHARDED = """
-    save_sharded_checkpoint(  # every rank writes its shards; COMPLETE is written last
-        args.checkpoint_dir, keep=KEEP_CHECKPOINTS, epoch=done, **checkpoint_state(trainer)
-    )
-    trainer.saved_step = trainer.step"""
-
-_SAVE_RANK_ZERO = """
-    if trainer.ctx.is_main:
-        save_epoch_checkpoint(
-            args.checkpoint_dir, keep=KEEP_CHECKPOINTS, epoch=done,
-            **checkpoint_state(trainer),
-        )  # fmt: skip
-    trainer.saved_step = trainer.step
-    barrier()"""
-
-
-SAVES = '''
-
-def after_validation(trainer: Trainer, record: dict[str, Any]) -> None:
-    """Early stopping counts the record; `keep_best` saves best.pt at a new best."""
-    if not trainer.recipe.after_validation(record) or KEEP_BEST is None:
-        return
-    if trainer.ctx.is_main and trainer.checkpoint_dir is not None:
-        save_checkpoint(f"{trainer.checkpoint_dir}/best.pt", epoch=record["epoch"],
-                        **checkpoint_state(trainer))  # fmt: skip
-    barrier()
-
-
-def checkpoint_state(
-    trainer: Trainer, carry: tuple[torch.Tensor, int] | None = None
-) -> dict[str, Any]:
-    """What a checkpoint holds besides its epoch: `carry` is a cut epoch's loss and batches."""
-    extra: dict[str, Any] = {"recipe": trainer.recipe.state_dict()}
-    if carry is not None:
-        extra["carry"] = {"loss_sum": carry[0].detach(), "batches": carry[1]}
-    return {
-        "model": trainer.model, "optimizer": trainer.optimizer, "scaler": trainer.scaler,
-        "scheduler": trainer.scheduler, "step": trainer.step, "loader": trainer.train_loader,
-        "extra": extra,
-    }  # fmt: skip
-
-
-def save_last(trainer: Trainer, epochs_done: int) -> None:
-    """At the end of the run, and when it is interrupted: last.pt holds where it stopped."""
-    if trainer.checkpoint_dir is None or trainer.saved_step == trainer.step:
-        return
-    if trainer.ctx.is_main:
-        save_checkpoint(f"{trainer.checkpoint_dir}/last.pt", epoch=epochs_done,
-                        **checkpoint_state(trainer, trainer.carry))  # fmt: skip
-    trainer.saved_step = trainer.step
-    barrier()
-'''
-
-# Under FSDP every rank writes its shards of each save (runtime/sharded.py).
-SAVES_SHARDED = '''
-
-def after_validation(trainer: Trainer, record: dict[str, Any]) -> None:
-    """Early stopping counts the record; `keep_best` saves best/ (sharded) at a new best."""
-    if not trainer.recipe.after_validation(record) or KEEP_BEST is None:
-        return
-    if trainer.checkpoint_dir is not None:  # every rank: the record is the same on each
-        save_sharded_state(f"{trainer.checkpoint_dir}/best", epoch=record["epoch"],
-                           **checkpoint_state(trainer))  # fmt: skip
-
-
-def checkpoint_state(
-    trainer: Trainer, carry: tuple[torch.Tensor, int] | None = None
-) -> dict[str, Any]:
-    """What a sharded save holds besides its epoch: `carry` is a cut epoch's loss and
-    batches; an `ema` average is saved sharded, beside the model."""
-    extra: dict[str, Any] = {"recipe": trainer.recipe.state_dict()}
-    if carry is not None:
-        extra["carry"] = {"loss_sum": carry[0].detach(), "batches": carry[1]}
-    ema = trainer.recipe.ema
-    return {
-        "model": trainer.model, "optimizer": trainer.optimizer, "scaler": trainer.scaler,
-        "scheduler": trainer.scheduler, "step": trainer.step, "loader": trainer.train_loader,
-        "extra": extra, "ema": ema.module if ema is not None else None,
-    }  # fmt: skip
-
-
-def save_last(trainer: Trainer, epochs_done: int) -> None:
-    """At the end of the run, and when it is interrupted: last/ holds where it stopped."""
-    if trainer.checkpoint_dir is None or trainer.saved_step == trainer.step:
-        return
-    save_sharded_state(f"{trainer.checkpoint_dir}/last", epoch=epochs_done,
-                       **checkpoint_state(trainer, trainer.carry))  # fmt: skip
-    trainer.saved_step = trainer.step
-'''
-
-
-def save_if_due_source(plan: ScriptPlan) -> str:
-    if plan.checkpoint_unit == "steps":
-        due = (
-            "# `checkpoint every N steps`: saved at the end of an epoch that passes a multiple\n"
-            "    passed = trainer.step // CHECKPOINT_EVERY > start_step // CHECKPOINT_EVERY\n"
-            "    due = CHECKPOINT_EVERY is not None and passed"
-        )
-    else:
-        due = "due = CHECKPOINT_EVERY is not None and done % CHECKPOINT_EVERY == 0"
-    return _fill(
-        '''
-        def save_if_due(
-            trainer: Trainer, epoch: int, start_step: int, args: argparse.Namespace
-        ) -> None:
-            """`checkpoint every N $unit`, and after the last epoch; $writer."""
-            done = epoch + 1
-            $due
-            if args.checkpoint_dir is None or not (due or done == args.epochs):
-                return$save
-        ''',
-        unit=plan.checkpoint_unit, due=due,
-        writer="every rank writes its shards" if plan.sharded else "rank 0 writes",
-        save=_SAVE_SHARDED if plan.sharded else _SAVE_RANK_ZERO,
-    )  # fmt: skip
 
 
 TRAIN = '''
@@ -1459,6 +1340,7 @@ def _evaluate_sections(
 def loop_sources(plan: ScriptPlan) -> list[str | list[Operation]]:
     """The sections after the models, the loss and the command line (train_cli.py), in the
     script's order."""
+    from tensorloom.passes.train_loop import saves_ops
     from tensorloom.passes.train_step import (
         batch_loss_ops,
         begin_step_ops,
@@ -1492,7 +1374,7 @@ def loop_sources(plan: ScriptPlan) -> list[str | list[Operation]]:
         optimizer_step_ops(plan),
         *_evaluate_sections(plan, evaluate_ops, gathered_evaluate_ops),
         epoch_record_source(plan),
-        save_if_due_source(plan),
+        saves_ops(plan),
         train_source(plan),
         serve_requests_source(plan),
         main_source(plan),

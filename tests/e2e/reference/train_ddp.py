@@ -400,11 +400,9 @@ def checkpoint_state(
     extra: dict[str, Any] = {"recipe": trainer.recipe.state_dict()}
     if carry is not None:
         extra["carry"] = {"loss_sum": carry[0].detach(), "batches": carry[1]}
-    return {
-        "model": trainer.model, "optimizer": trainer.optimizer, "scaler": trainer.scaler,
-        "scheduler": trainer.scheduler, "step": trainer.step, "loader": trainer.train_loader,
-        "extra": extra,
-    }  # fmt: skip
+    return dict(model=trainer.model, optimizer=trainer.optimizer, scaler=trainer.scaler,
+                scheduler=trainer.scheduler, step=trainer.step, loader=trainer.train_loader,
+                extra=extra)
 
 
 def save_last(trainer: Trainer, epochs_done: int) -> None:
@@ -412,25 +410,21 @@ def save_last(trainer: Trainer, epochs_done: int) -> None:
     if trainer.checkpoint_dir is None or trainer.saved_step == trainer.step:
         return
     if trainer.ctx.is_main:
-        save_checkpoint(f"{trainer.checkpoint_dir}/last.pt", epoch=epochs_done,
-                        **checkpoint_state(trainer, trainer.carry))  # fmt: skip
+        path = f"{trainer.checkpoint_dir}/last.pt"
+        save_checkpoint(path, epoch=epochs_done, **checkpoint_state(trainer, trainer.carry))
     trainer.saved_step = trainer.step
     barrier()
 
 
-def save_if_due(
-    trainer: Trainer, epoch: int, start_step: int, args: argparse.Namespace
-) -> None:
+def save_if_due(trainer: Trainer, epoch: int, start_step: int, args: argparse.Namespace) -> None:
     """`checkpoint every N epochs`, and after the last epoch; rank 0 writes."""
     done = epoch + 1
     due = CHECKPOINT_EVERY is not None and done % CHECKPOINT_EVERY == 0
     if args.checkpoint_dir is None or not (due or done == args.epochs):
         return
     if trainer.ctx.is_main:
-        save_epoch_checkpoint(
-            args.checkpoint_dir, keep=KEEP_CHECKPOINTS, epoch=done,
-            **checkpoint_state(trainer),
-        )  # fmt: skip
+        state = checkpoint_state(trainer)
+        save_epoch_checkpoint(args.checkpoint_dir, keep=KEEP_CHECKPOINTS, epoch=done, **state)
     trainer.saved_step = trainer.step
     barrier()
 

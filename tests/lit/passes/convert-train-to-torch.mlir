@@ -91,6 +91,44 @@ builtin.module {
 // CHECK:            py.name "autocast"
 // CHECK:          %[[REDUCE:[0-9]+]] = py.name "all_reduce_sum"
 // CHECK-NEXT:     py.call %[[REDUCE]](%{{[0-9]+}})
+// The saves are py ops (train_loop.py): no `after_validation` without `keep_best`; the scaler
+// is saved (insert-amp's marker); under DDP rank 0 writes and every rank waits at `barrier()`;
+// `checkpoint every 2 epochs` is due when the epoch count is a multiple of CHECKPOINT_EVERY.
+// CHECK-NOT:    py.def @after_validation
+// CHECK:        py.def @checkpoint_state(trainer : %{{[0-9]+}}, carry : %{{[0-9]+}} = %{{[0-9]+}}) -> %{{[0-9]+}} {
+// CHECK:          %[[STATE:[0-9]+]] = py.call %{{[0-9]+}}(model = %{{[0-9]+}}, optimizer = %{{[0-9]+}}, scaler = %{{[0-9]+}}, scheduler = %{{[0-9]+}}, step = %{{[0-9]+}}, loader = %{{[0-9]+}}, extra = %{{[0-9]+}})
+// CHECK-NEXT:     py.return %[[STATE]]
+// CHECK:        py.def @save_last(trainer : %{{[0-9]+}}, epochs_done : %{{[0-9]+}}) -> %{{[0-9]+}} {
+// CHECK:          py.fstring "{}/last.pt"(%{{[0-9]+}})
+// CHECK:          py.name "save_checkpoint"
+// CHECK:        py.def @save_if_due(trainer : %{{[0-9]+}}, epoch : %{{[0-9]+}}, start_step : %{{[0-9]+}}, args : %{{[0-9]+}}) -> %{{[0-9]+}} {
+// CHECK:          %[[EVERY:[0-9]+]] = py.name "CHECKPOINT_EVERY"
+// CHECK-NEXT:     %[[NONE:[0-9]+]] = py.constant #py.none
+// CHECK-NEXT:     %[[SET:[0-9]+]] = py.compare ["is not"] %[[EVERY]], %[[NONE]]
+// CHECK-NEXT:     %[[DONE:[0-9]+]] = py.name "done"
+// CHECK-NEXT:     %[[EVERY_AGAIN:[0-9]+]] = py.name "CHECKPOINT_EVERY"
+// CHECK-NEXT:     %[[MULTIPLE:[0-9]+]] = py.binop "%" %[[DONE]], %[[EVERY_AGAIN]]
+// CHECK-NEXT:     %[[ZERO:[0-9]+]] = py.constant 0 : i64
+// CHECK-NEXT:     %[[DUE:[0-9]+]] = py.compare ["=="] %[[MULTIPLE]], %[[ZERO]]
+// CHECK-NEXT:     %{{[0-9]+}} = py.binop "and" %[[SET]], %[[DUE]]
+// CHECK:          %[[DIR:[0-9]+]] = py.attribute %{{[0-9]+}}, "checkpoint_dir"
+// CHECK:          %[[UNNAMED:[0-9]+]] = py.compare ["is"] %[[DIR]], %{{[0-9]+}}
+// CHECK:          %[[SKIP:[0-9]+]] = py.binop "or" %[[UNNAMED]], %{{[0-9]+}}
+// CHECK-NEXT:     py.if %[[SKIP]] {
+// CHECK-NEXT:       py.return
+// CHECK-NEXT:     } else {
+// CHECK:          %[[MAIN:[0-9]+]] = py.attribute %{{[0-9]+}}, "is_main"
+// CHECK-NEXT:     py.if %[[MAIN]] {
+// CHECK:            %[[CKPT:[0-9]+]] = py.name "checkpoint_state"
+// CHECK-NEXT:       %[[SAVED:[a-z_0-9]+]] = py.call %[[CKPT]](%{{[0-9]+}})
+// CHECK:            %[[WRITE:[0-9]+]] = py.name "save_epoch_checkpoint"
+// CHECK-NEXT:       %[[CALL:[0-9]+]] = py.call %[[WRITE]](%{{[0-9]+}}, keep = %{{[0-9]+}}, epoch = %{{[0-9]+}}, **%[[SAVED]])
+// CHECK-NEXT:       py.expr %[[CALL]]
+// CHECK:          py.assign
+// CHECK-NEXT:     %[[BARRIER:[0-9]+]] = py.name "barrier"
+// CHECK-NEXT:     %[[WAIT:[0-9]+]] = py.call %[[BARRIER]]()
+// CHECK-NEXT:     py.expr %[[WAIT]]
+// CHECK-NEXT:   }
 // CHECK:        torch.runtime []
 // CHECK-NEXT:   torch.raw "if __name__ == \22__main__\22:\0A    sys.exit(main())"
 // CHECK-NEXT: }
