@@ -91,6 +91,7 @@ class ModelScope:
     outside: set[str]
     script_values: set[str] = field(default_factory=set[str])  # instances and datasets
     datasets: set[str] = field(default_factory=set[str])
+    models: set[str] = field(default_factory=set[str])
     layers: dict[str, LayerOp] = field(default_factory=dict[str, LayerOp])
     methods: dict[str, FuncOp] = field(default_factory=dict[str, FuncOp])
     local: set[str] = field(default_factory=set[str])
@@ -130,6 +131,15 @@ class ModelScope:
                 "TL0301",
                 f"`{name}` is a {what} of the script; a model cannot use it",
                 help_text,
+            )
+            return
+        if name in self.models and name not in self.local:
+            # fuzz input 49061 (seed 15): `DigitsCNN |> self.conv1` reached the printer
+            _error(
+                op,
+                "TL0301",
+                f"`{name}` is a model, not a value a method can compute with",
+                f"make it a layer (`layer block = {name}()`) and call `self.block(x)`",
             )
             return
         if name in self.local or name in self.outside:
@@ -319,8 +329,10 @@ class CheckScopesPass(ModulePass):
         outside = top_level_symbols(op)
         datasets = _datasets(op)
         values = {o.sym_name.data for o in op.body.block.ops if isinstance(o, InstanceOp)}
-        for model in [o for o in op.walk() if isinstance(o, ModelOp)]:
-            ModelScope(model, outside, values | datasets, datasets).check()
+        models = [o for o in op.walk() if isinstance(o, ModelOp)]
+        names = {m.sym_name.data for m in models}
+        for model in models:
+            ModelScope(model, outside, values | datasets, datasets, names).check()
         for func in top_level_functions(op).values():
             FunctionScope(func).check()
         for main in [o for o in op.body.block.ops if isinstance(o, MainOp)]:

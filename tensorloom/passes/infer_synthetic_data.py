@@ -31,6 +31,7 @@ from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, i64
 from xdsl.ir import Attribute, SSAValue
 from xdsl.passes import ModulePass
 
+from tensorloom.catalogue.args import INT64_MAX
 from tensorloom.dialects import nml, train
 from tensorloom.dialects.nml import TensorType
 from tensorloom.passes.model_env import (
@@ -117,7 +118,7 @@ def _dim_size(dim: object, env: Env) -> int:
     if isinstance(dim, int):
         return dim
     value = env.get(dim) if isinstance(dim, str) else None
-    usable = isinstance(value, int) and not isinstance(value, bool) and value > 0
+    usable = isinstance(value, int) and not isinstance(value, bool) and 0 < value <= INT64_MAX
     return value if usable else SEQUENCE_LENGTH  # type: ignore[return-value]
 
 

@@ -33,6 +33,7 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
+from tensorloom.catalogue.args import INT64_MAX, fits_int64
 from tensorloom.catalogue.layers import ArgError, LayerSpec, Value, lookup, suggest
 from tensorloom.catalogue.layers.base import too_many_params
 from tensorloom.diagnostics.core import Diagnostic, Label, did_you_mean
@@ -455,6 +456,9 @@ class DeclarationChecker:
                 continue
             if isinstance(value, CallValue):
                 continue
+            if isinstance(value, int) and not fits_int64(value):
+                self._override_past_64_bits(model, key, value, span)
+                continue
             if self._override_type_ok(model, key, value, defaults.get(key), span):
                 overrides[key] = value
         return overrides
@@ -467,6 +471,17 @@ class DeclarationChecker:
         message = f"config `{key}` of `{model.sym_name.data}` has no value: {error.message}"
         help_text = name_help(error)
         self.emit(Diagnostic.error("TL0421", message, Label(span), help=help_text))
+
+    def _override_past_64_bits(
+        self, model: ModelOp, key: str, value: int, span: Span | None
+    ) -> None:
+        if span is None:
+            return
+        message = (
+            f"config `{key}` of `{model.sym_name.data}` must fit in 64 bits "
+            f"(at most {INT64_MAX:,}), got {len(str(abs(value)))} digits"
+        )
+        self.emit(Diagnostic.error("TL0421", message, Label(span)))
 
     def _override_type_ok(
         self, model: ModelOp, key: str, value: object, default: object, span: Span | None

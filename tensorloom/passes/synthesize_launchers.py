@@ -84,6 +84,7 @@ class Dataflow:
     """Which parameters a value is computed from, along chosen edges."""
 
     def __init__(self, func: kernel.FuncOp) -> None:
+        self.func = func
         self.kinds = func.kinds()
         self.lets: dict[str, list[SSAValue]] = defaultdict(list)
         for op in func.walk():
@@ -101,6 +102,23 @@ class Dataflow:
             seen.add(op)
             yield op
             stack.extend(self.lets[op.var.data] if isinstance(op, kernel.ReadOp) else follow(op))
+
+    def computed_from(self, source: Operation) -> set[Operation]:
+        """Every op whose value is computed from `source`'s (along every edge): the
+        inverse of `reached(..., _everything)`, for all ops at once (a fixpoint over the
+        kernel's ops, so that a `let` assigned later in a loop counts too)."""
+        tainted = {source}
+        changed = True
+        while changed:
+            changed = False
+            for op in self.func.walk():
+                if op in tainted:
+                    continue
+                inputs = self.lets[op.var.data] if isinstance(op, kernel.ReadOp) else op.operands
+                if any(v.owner in tainted for v in inputs):
+                    tainted.add(op)
+                    changed = True
+        return tainted
 
     def params(self, value: SSAValue, follow: Follow, kinds: Sequence[str]) -> list[str]:
         names = {op.var.data for op in self.reached(value, follow) if isinstance(op, kernel.ReadOp)}
@@ -206,11 +224,12 @@ class _Analysis:
 
     def _block(self, ops: list[Operation], pid: kernel.TlCallOp) -> str | None:
         """`B` where the index is built from `pid * B` (or `B * pid`)."""
+        from_pid = self.flow.computed_from(pid)  # fuzz input 75341: a 1,000-term product
         for op in ops:
             if not (isinstance(op, kernel.BinOp) and op.op.data == "*"):
                 continue
             for side, other in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
-                if pid in self.flow.reached(side, _everything):
+                if side.owner in from_pid:
                     blocks = self.flow.direct(other, ["constexpr"])
                     if blocks:
                         return blocks[0]
