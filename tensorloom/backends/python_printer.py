@@ -1032,6 +1032,8 @@ class PythonPrinter:
             return 8 + len(self.expression(op).text)
         if isinstance(op, py.ExprOp):
             return len(self.value(op.value).text)  # no `name = `: as wide as it prints
+        if isinstance(op, py.AssignOp) and op.value is not None and op.annotation is None:
+            return len(self._target(op.target)) + 3 + len(self.value(op.value).text)
         return 8 + sum(len(self.value(v).text) + 2 for v in op.operands)
 
     def _evaluation_order(self, op: Operation, pending: set[Operation]) -> list[Operation]:
@@ -1412,7 +1414,8 @@ def _call_free(value: SSAValue) -> bool:
     owner = value.owner
     if not isinstance(owner, Operation) or _is_atom(owner):
         return True
-    pure = py.AttributeOp | py.CompareOp | py.UnaryOp | py.BinOp | py.SubscriptOp | py.TupleOp
+    pure = (py.AttributeOp, py.CompareOp, py.UnaryOp, py.BinOp, py.SubscriptOp, py.TupleOp,
+            py.DictOp)  # fmt: skip
     return isinstance(owner, pure) and all(_call_free(o) for o in owner.operands)
 
 
@@ -1504,8 +1507,9 @@ def _inlinable_operands(op: Operation) -> Sequence[SSAValue]:
         if _call_free(op.rhs):
             return [op.lhs, op.rhs]  # running it or not changes nothing
         return [op.lhs]  # the right side may not run at all
-    if isinstance(op, py.IfExpOp):
-        return [op.condition]  # Python evaluates the condition first, then one side
+    if isinstance(op, py.IfExpOp):  # Python evaluates the condition first, then one side
+        sides = [op.if_true, op.if_false]
+        return [op.condition, *sides] if all(_call_free(s) for s in sides) else [op.condition]
     if isinstance(op, py.CompareOp) and len(op.operands_) > 2:
         return op.operands_[:2]  # a chain stops at the first false comparison
     if isinstance(op, py.AssignOp):

@@ -14,12 +14,13 @@ becomes, in the module's `torch.script` around the model classes,
     torch.raw "# Trains `Classifier` on `digits` ..."   the header
     torch.raw "EPOCHS = 10 ..."                          the settings
     torch.module_class @Classifier ...                   (from convert-nml-to-torch)
-    torch.raw "def loss_fn(...)"                         the loss
+    py.def @loss_fn                                      the loss
     py.comment "---- command line ----"; py.def @parse_args   (train_cli.py)
     torch.raw "..."                                      the loop's other sections, with
     py.def @_forward_backward, @_optimizer_step, @evaluate    the step and evaluation as
                                                          py ops (train_step.py)
-    py.def @checkpoint_state, @save_last, @save_if_due   the saves (train_loop.py)
+    py.def @checkpoint_state, @save_last, @save_if_due   the saves and the run
+    py.def @train, @_run, @evaluate_checkpoint             (train_loop.py)
     torch.runtime []                                     the runtime helpers they reach
     torch.raw "if __name__ == \"__main__\": ..."
 
@@ -255,7 +256,7 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
         custom_loss=str(value("loss")) if value("loss_fn") else None,
         takes_inputs=frozenset(n for n, count in functions.items() if count == 3),
         metrics=tuple(_metrics(value("metrics"))),
-        loop_at=_where(loop),
+        loop_location=_location(loop.location),
         loss_location=_location(config.loc("loss")) or loop.location,
         data_at=_where(_find(module, train.DatasetOp, loop.data.root_reference.data)),
         label_classes=_model_classes(module, loop),

@@ -1,4 +1,4 @@
-"""The loop's driver as `py` ops: the checkpoint saves (and, in time, `train` and `main`).
+"""The loop's driver as `py` ops: the checkpoint saves, and the run (`train`, `_run`).
 
     def save_if_due(trainer: Trainer, epoch: int, start_step: int, args: Namespace) -> None:
         \"\"\"`checkpoint every N epochs`, and after the last epoch.\"\"\"
@@ -14,7 +14,9 @@ What the plan decides: rank 0 writes (and every rank waits at a `barrier()`) onl
 under insert-ddp's marker; an FSDP script's saves are folders that every rank writes
 its shards of (runtime/sharded.py); the scaler is saved only with insert-amp's
 marker; `after_validation` (best.pt) is there only with `keep_best`; the due test
-counts epochs or optimizer steps (`checkpoint every N steps`).
+counts epochs or optimizer steps (`checkpoint every N steps`). The run's epoch loop
+carries the train block's location (its `# mnist.tl:35` in the source map); rank 0
+logs under DDP (`log`, `_silent` on the other ranks), one process prints.
 """
 
 from __future__ import annotations
@@ -25,7 +27,10 @@ from tensorloom.dialects import py
 from tensorloom.passes.py_builder import PyBuilder
 from tensorloom.passes.train_script import ScriptPlan
 
-DEFINES = ("after_validation", "checkpoint_state", "save_last", "save_if_due")
+DEFINES = (
+    "after_validation", "checkpoint_state", "save_last", "save_if_due", "train", "_run",
+    "evaluate_checkpoint", "_silent",
+)  # fmt: skip
 """The top-level names these functions take in the script (mangle-names keeps them free)."""
 
 Params = list[tuple[str, SSAValue]]
@@ -234,3 +239,320 @@ def saves_ops(plan: ScriptPlan) -> list[Operation]:
     `checkpoint_state`, `save_last`, `save_if_due`."""
     ops = after_validation_ops(plan) if plan.recipe.keep_best is not None else []
     return [*ops, *checkpoint_state_ops(plan), *save_last_ops(plan), *save_if_due_ops(plan)]
+
+
+# --- the run: `train`, `_run`, `evaluate_checkpoint` ------------------------------------------
+
+
+def _log(b: PyBuilder, plan: ScriptPlan, text: SSAValue, *, stderr: bool = False) -> None:
+    """`log(text)`: rank 0 prints (`log` is `_silent` elsewhere); one process prints."""
+    function = "log" if plan.distributed else "print"
+    stream = {"file": b.name("sys.stderr")} if stderr else {}
+    b.expr(b.call(function, text, **stream))
+
+
+def _is_set(b: PyBuilder, value: SSAValue) -> SSAValue:
+    return b.compare(value, "is not", b.const(None))
+
+
+def train_ops(plan: ScriptPlan) -> list[Operation]:
+    """`train(args, ctx)`: the trainer, the run, then the stop signals as they were (and,
+    with DDP or FSDP, no rank leaves while another still talks to it)."""
+    top, body = PyBuilder(), PyBuilder()
+    evaluating = _is_set(body, body.path("args", "evaluate"))
+    body.expr(body.call("check_run_length", body.path("args", "epochs"),
+                        body.path("args", "max_steps"), evaluating=evaluating))  # fmt: skip
+    body.assign("trainer", body.call("build_trainer", body.name("args"), body.name("ctx")))
+    body.assign(body.path("trainer", "checkpoint_dir"), body.path("args", "checkpoint_dir"))
+    run = PyBuilder()
+    run.assign("code", run.call("_run", run.name("trainer"), run.name("args"), run.name("ctx")))
+    close = PyBuilder()
+    close.comment("SIGINT and SIGTERM as they were")
+    close.expr(close.method(close.path("trainer", "recipe"), "close"))
+    body.stmt(py.TryOp(run.ops, finalbody=close.ops))
+    if plan.distributed:
+        body.comment("no rank closes its connections while another still uses them")
+        body.expr(body.call("barrier"))
+    body.ret(body.name("code"))
+    params = [("args", top.name("argparse.Namespace")), ("ctx", top.name("DistContext"))]
+    _def(top, "train", params, body, top.name("int"))
+    return top.ops
+
+
+def _warnings(b: PyBuilder, plan: ScriptPlan) -> None:
+    """The precision plan's warning (insert-amp) and synthetic data's, on stderr."""
+    if plan.dataset is not None:  # real data: only the precision plan may warn
+        if plan.amp:
+            then = PyBuilder()
+            _log(then, plan, then.path("trainer", "plan", "warning"), stderr=True)
+            b.if_(_is_set(b, b.path("trainer", "plan", "warning")), then)
+        return
+    sources = [b.path("trainer", "plan", "warning")] if plan.amp else []
+    sources.append(b.call("synthetic_data_warning", b.path("trainer", "info")))
+    loop = py.ForOp(b.tuple_of(*sources))
+    (warning,) = _loop_vars(loop, "warning")
+    each, then = PyBuilder(), PyBuilder()
+    _log(then, plan, warning, stderr=True)
+    each.if_(_is_set(each, warning), then)
+    loop.body.block.add_ops(each.ops)
+    b.stmt(loop)
+
+
+def _loop_vars(loop: py.ForOp, *names: str) -> list[SSAValue]:
+    for arg, name in zip(loop.body.block.args, names, strict=True):
+        arg.name_hint = name
+    return list(loop.body.block.args)
+
+
+def _stale_files(b: PyBuilder, plan: ScriptPlan) -> None:
+    """The temporary files of a checkpoint write that was cut off, removed (by rank 0)."""
+    named = _is_set(b, b.path("args", "checkpoint_dir"))
+    if plan.distributed:
+        named = b.binop("and", named, b.path("ctx", "is_main"))
+    then = PyBuilder()
+    loop = py.ForOp(then.call("clean_stale_temp_files", then.path("args", "checkpoint_dir")))
+    (stale,) = _loop_vars(loop, "stale")
+    each = PyBuilder()
+    text = each.fstring("removed {}, left by a checkpoint write that was cut off", stale)
+    _log(each, plan, text, stderr=True)
+    loop.body.block.add_ops(each.ops)
+    then.stmt(loop)
+    b.if_(named, then)
+
+
+def _starting_point(b: PyBuilder, plan: ScriptPlan) -> None:
+    """--evaluate (and no training), --init-from, --resume."""
+    evaluate = PyBuilder()
+    evaluate.ret(evaluate.call("evaluate_checkpoint", evaluate.name("trainer"),
+                               evaluate.name("args")))  # fmt: skip
+    b.if_(_is_set(b, b.path("args", "evaluate")), evaluate)
+    init = PyBuilder()
+    weights, model = init.path("args", "init_from"), init.path("trainer", "model")
+    if plan.sharded:
+        init.comment("every rank")
+        init.expr(init.call("load_sharded_weights", weights, model=model))
+    else:
+        device = init.path("ctx", "device")
+        init.expr(init.call("load_weights", weights, model=model, map_location=device))
+    started = init.fstring("starting from the weights in {}", init.path("args", "init_from"))
+    _log(init, plan, started)
+    b.if_(_is_set(b, b.path("args", "init_from")), init)
+    resume = PyBuilder()
+    resume.expr(resume.call("resume", resume.name("trainer"), resume.path("args", "resume")))
+    resumed = resume.fstring("resumed from {} after epoch {}", resume.path("args", "resume"),
+                             resume.path("trainer", "start_epoch"))  # fmt: skip
+    _log(resume, plan, resumed)
+    b.if_(_is_set(b, b.path("args", "resume")), resume)
+
+
+def _max_steps(b: PyBuilder, plan: ScriptPlan) -> None:
+    """`max_steps`: the flag's, and the block's when it sets `max_steps` (the fewer)."""
+    if plan.recipe.max_steps is None:
+        b.assign("max_steps", b.path("args", "max_steps"))
+        return
+    limits = b.tuple_of(b.path("args", "max_steps"), b.name("MAX_STEPS"))
+    given = py.ComprehensionOp("generator", limits)
+    (n,) = given.body.block.args
+    n.name_hint = "n"
+    inner = PyBuilder()
+    inner.stmt(py.YieldOp([n, inner.compare(n, "is not", inner.const(None))]))
+    given.body.block.add_ops(inner.ops)
+    b.assign("max_steps", b.call("min", b.add(given), default=b.const(None)))
+
+
+def _epoch(b: PyBuilder, plan: ScriptPlan, epoch: SSAValue) -> None:
+    """One epoch of the loop: train it, time it, record and validate it, save if due."""
+    reached = b.call("_reached", b.path("trainer", "step"), b.name("max_steps"))
+    stopped = _is_set(b, b.path("trainer", "recipe", "stop_reason"))
+    b.if_(b.binop("or", reached, stopped), _break())
+    b.assign(b.tuple_of(b.name("start"), b.name("start_step")),
+             b.tuple_of(b.call("time.perf_counter"), b.path("trainer", "step")))  # fmt: skip
+    result = b.call("train_one_epoch", b.name("trainer"), epoch, b.name("max_steps"))
+    b.assign(b.tuple_of(b.name("train_loss"), b.name("batches")), result)
+    sync = PyBuilder()
+    sync.comment("the epoch's time includes the steps still queued")
+    sync.expr(sync.call("torch.cuda.synchronize"))
+    b.if_(b.compare(b.path("trainer", "ctx", "device", "type"), "==", b.const("cuda")), sync)
+    b.assign("elapsed", b.binop("-", b.call("time.perf_counter"), b.name("start")))
+    batches = b.call("len", b.path("trainer", "train_loader"))
+    whole = b.binop("*", b.binop("//", batches, b.name("GRAD_ACCUM")), b.name("GRAD_ACCUM"))
+    b.assign("complete", b.compare(b.name("batches"), "==", whole))
+    cut = PyBuilder()
+    kept = "last/" if plan.sharded else "last.pt"
+    cut.comment(f"{kept} keeps the epoch's batches so far; no validation on the way out")
+    cut.stmt(py.BreakOp())
+    interrupted = b.path("trainer", "recipe", "interrupted")
+    b.if_(b.binop("and", b.not_(b.name("complete")), interrupted), cut)
+    arguments = [b.name(n) for n in ("trainer", "epoch", "train_loss", "batches", "elapsed",
+                                     "args")]  # fmt: skip
+    b.assign("record", b.call("epoch_record", *arguments))
+    partial = b.add(py.DictOp([(None, b.name("record")), (b.const("partial"), b.const(True))]))
+    written = b.add(py.IfExpOp(b.name("complete"), b.name("record"), partial))
+    b.expr(b.method(b.name("metrics"), "write", written))
+    summary = b.call("format_epoch_summary", b.name("record"), epochs=b.path("args", "epochs"))
+    _log(b, plan, summary)
+    if plan.recipe.keep_best is not None:
+        b.expr(b.call("after_validation", b.name("trainer"), b.name("record")))
+    else:
+        b.comment("the best epoch; early stopping")
+        b.expr(b.method(b.path("trainer", "recipe"), "after_validation", b.name("record")))
+    done = PyBuilder()
+    done.assign("epochs_done", done.binop("+", done.name("epoch"), done.const(1)))
+    done.expr(done.call("save_if_due", *(done.name(n) for n in ("trainer", "epoch", "start_step",
+                                                                 "args"))))  # fmt: skip
+    b.if_(b.name("complete"), done)
+
+
+def _break() -> PyBuilder:
+    b = PyBuilder()
+    b.stmt(py.BreakOp())
+    return b
+
+
+def _run_end(b: PyBuilder, plan: ScriptPlan) -> None:
+    """After the loop: last.pt, the run's summary, and an interrupted run's way back."""
+    b.assign("stopped", b.path("trainer", "recipe", "stop_reason"))
+    b.expr(b.call("save_last", b.name("trainer"), b.name("epochs_done")))
+    b.expr(b.method(b.name("metrics"), "close"))
+    b.assign("seconds", b.binop("-", b.call("time.perf_counter"), b.name("started")))
+    summary = b.call("format_run_summary", epochs_done=b.name("epochs_done"),
+                     steps=b.path("trainer", "step"), seconds=b.name("seconds"),
+                     best=b.path("trainer", "recipe", "best"),
+                     checkpoint_dir=b.path("args", "checkpoint_dir"),
+                     stopped=b.name("stopped"))  # fmt: skip
+    b.assign("summary", summary)
+    _log(b, plan, b.name("summary"))
+    again = PyBuilder()
+    where = "{}" if plan.sharded else "{}/last.pt"
+    _log(again, plan, again.fstring(f"continue with --resume {where}",
+                                    again.path("args", "checkpoint_dir")))  # fmt: skip
+    again.ret(again.call("interrupted_exit_code", again.name("stopped")))
+    b.if_(b.path("trainer", "recipe", "interrupted"), again)
+    b.expr(b.call("serve_requests", b.name("trainer"), b.name("args")))
+    b.ret(b.const(0))
+
+
+def run_ops(plan: ScriptPlan) -> list[Operation]:
+    """`_run`: the warnings, the starting point, then the epochs (the train block's line)."""
+    top, body = PyBuilder(), PyBuilder()
+    if plan.distributed:
+        chosen = body.add(py.IfExpOp(body.path("ctx", "is_main"), body.name("print"),
+                                     body.name("_silent")))  # fmt: skip
+        body.assign("log", chosen)
+    _warnings(body, plan)
+    _stale_files(body, plan)
+    _starting_point(body, plan)
+    _max_steps(body, plan)
+    options = {"enabled": body.path("ctx", "is_main")} if plan.distributed else {}
+    writer = body.call("MetricsWriter", body.path("args", "metrics"), **options,
+                       tensorboard=body.path("args", "tensorboard"))  # fmt: skip
+    body.assign("metrics", writer)
+    if plan.recipe.eval_every is not None:  # `step_validation` writes between epochs
+        body.assign(body.path("trainer", "metrics"), body.name("metrics"))
+    body.assign(body.tuple_of(body.name("started"), body.name("epochs_done")),
+                body.tuple_of(body.call("time.perf_counter"),
+                              body.path("trainer", "start_epoch")))  # fmt: skip
+    epochs = body.call("range", body.path("trainer", "start_epoch"), body.path("args", "epochs"))
+    loop = py.ForOp(epochs)
+    (epoch,) = _loop_vars(loop, "epoch")
+    if plan.loop_location is not None:
+        loop.location = plan.loop_location  # the `# mnist.tl:35` of the source map
+    each = PyBuilder()
+    _epoch(each, plan, epoch)
+    loop.body.block.add_ops(each.ops)
+    body.stmt(loop)
+    _run_end(body, plan)
+    params = [("trainer", top.name("Trainer")), ("args", top.name("argparse.Namespace")),
+              ("ctx", top.name("DistContext"))]  # fmt: skip
+    _def(top, "_run", params, body, top.name("int"))
+    return top.ops
+
+
+def evaluate_checkpoint_ops(plan: ScriptPlan) -> list[Operation]:
+    """`evaluate_checkpoint`: --evaluate CHECKPOINT's validation metrics (and its EMA's),
+    written to --metrics, then any --predict, --export or --generate; no training."""
+    top, body = PyBuilder(), PyBuilder()
+    ema = " (and of its EMA's)" if plan.recipe.ema is not None or plan.sharded else ""
+    doc = (f"--evaluate CHECKPOINT: the validation metrics of its weights{ema},\n"
+           "then any --predict, --export or --generate with them; no training.")  # fmt: skip
+    body.expr(body.const(doc))
+    _load_evaluated(body, plan)
+    epoch = body.method(body.name("state"), "get", body.const("epoch"))
+    validation = body.call("validation_record", body.name("trainer"))
+    record = body.add(py.DictOp([(body.const("epoch"), epoch), (None, validation)]))
+    body.assign("record", record)
+    report = PyBuilder()
+    saved_epoch = report.subscript(report.name("record"), report.const("epoch"))
+    heading = report.fstring("{} (epoch {}):  ", report.path("args", "evaluate"), saved_epoch)
+    line = report.binop("+", heading, report.call("format_validation", report.name("record")))
+    report.expr(report.call("print", line))
+    report.if_(_is_set(report, report.path("args", "metrics")), _append_metrics())
+    if plan.distributed:
+        body.if_(body.path("trainer", "ctx", "is_main"), report)
+    else:
+        body.ops += report.ops
+    body.expr(body.call("serve_requests", body.name("trainer"), body.name("args")))
+    body.ret(body.const(0))
+    params = [("trainer", top.name("Trainer")), ("args", top.name("argparse.Namespace"))]
+    _def(top, "evaluate_checkpoint", params, body, top.name("int"))
+    return top.ops
+
+
+def _load_evaluated(b: PyBuilder, plan: ScriptPlan) -> None:
+    """`state = load_weights(...)`: the checkpoint's weights, its EMA's into the recipe's."""
+    path, model = b.path("args", "evaluate"), b.path("trainer", "model")
+    if plan.sharded:
+        b.comment("every rank: a sharded save, or a plain .pt")
+        b.assign("ema", b.path("trainer", "recipe", "ema"))
+        module = b.add(py.IfExpOp(_is_set(b, b.name("ema")), b.attr(b.name("ema"), "module"),
+                                  b.const(None)))  # fmt: skip
+        b.assign("ema_module", module)
+        b.assign("state", b.call("load_sharded_weights", path, model=model,
+                                 ema=b.name("ema_module")))  # fmt: skip
+    elif plan.recipe.ema is not None:
+        b.assign("state", b.call("load_weights", path, model=model,
+                                 ema=b.path("trainer", "recipe", "ema"),
+                                 map_location=b.path("trainer", "ctx", "device")))  # fmt: skip
+    else:
+        device = b.path("trainer", "ctx", "device")
+        b.assign("state", b.call("load_weights", path, model=model, map_location=device))
+        return
+    none = PyBuilder()
+    none.comment("a checkpoint of a run without `ema`")
+    none.assign(none.path("trainer", "recipe", "ema"), none.const(None))
+    unsaved = b.compare(b.call("saved_ema_state", b.name("state")), "is", b.const(None))
+    b.if_(unsaved, none)
+
+
+def _append_metrics() -> PyBuilder:
+    """`with open(args.metrics, "a") as f: f.write(...)`: the record as a JSON line."""
+    b = PyBuilder()
+    opened = b.call("open", b.path("args", "metrics"), b.const("a"), encoding=b.const("utf-8"))
+    with_op = py.WithOp(opened, binds=True)
+    (f,) = with_op.body.block.args
+    f.name_hint = "f"
+    inner = PyBuilder()
+    entry = inner.add(py.DictOp([(inner.const("evaluated"), inner.path("args", "evaluate")),
+                                 (None, inner.name("record"))]))  # fmt: skip
+    line = inner.binop("+", inner.call("json.dumps", entry), inner.const("\n"))
+    inner.expr(inner.method(f, "write", line))
+    with_op.body.block.add_ops(inner.ops)
+    b.stmt(with_op)
+    return b
+
+
+def silent_ops() -> list[Operation]:
+    """`_silent`: `log` on the ranks other than 0."""
+    top, body = PyBuilder(), PyBuilder()
+    body.ret(body.const(None))
+    params = [("_args", "*"), ("_kwargs", "**")]
+    annotations = {"_args": top.name("object"), "_kwargs": top.name("object")}
+    top.stmt(py.DefOp("_silent", params, body.ops, annotations=annotations,
+                      returns=top.const(None)))  # fmt: skip
+    return top.ops
+
+
+def run_sections(plan: ScriptPlan) -> list[Operation]:
+    """`train`, `_run`, `evaluate_checkpoint` (and `_silent`, with DDP or FSDP)."""
+    ops = [*train_ops(plan), *run_ops(plan), *evaluate_checkpoint_ops(plan)]
+    return [*ops, *silent_ops()] if plan.distributed else ops

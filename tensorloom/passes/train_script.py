@@ -87,8 +87,8 @@ class ScriptPlan:
     # The `fn`s (loss, metrics) that take the batch's inputs too: `fn NAME(out, x, y)`.
     takes_inputs: frozenset[str] = frozenset()
     metrics: tuple[Metric, ...] = ()  # `metrics = [accuracy, top_k(5), NAME]`
-    # `mnist.tl:35`: where the train block, its `loss` and its dataset are (the source map)
-    loop_at: str = ""
+    # where the train block (its epoch loop), its `loss` and its dataset are (the source map)
+    loop_location: LocationAttr | None = None
     label_classes: int | None = None  # a data file's labels are checked against this at load
     loss_location: LocationAttr | None = None  # where `loss` is set (else the train block)
     data_at: str = ""
@@ -152,67 +152,6 @@ class ScriptPlan:
 def _at(where: str) -> str:
     """`  # mnist.tl:38` after a statement that a line of the source decides (or nothing)."""
     return f"  # {where}" if where else ""
-
-
-def train_source(plan: ScriptPlan) -> str:
-    """`train`: its epoch loop carries the train block's line; an FSDP script's saves are
-    folders; what the block leaves out (synthetic data, `ema`, `keep_best`, `max_steps`) is
-    not there."""
-    loop = "    for epoch in range(trainer.start_epoch, args.epochs):"
-    text = TRAIN.replace(loop, loop + _at(plan.loop_at))
-    changes = [
-        *(_TRAIN_SHARDED if plan.sharded else ()),
-        *(_NO_SYNTHETIC_WARNING if plan.dataset is not None else ()),
-        *(_NO_EMA if plan.recipe.ema is None and not plan.sharded else ()),
-        *(_NO_KEEP_BEST if plan.recipe.keep_best is None else ()),
-        *(_NO_MAX_STEPS if plan.recipe.max_steps is None else ()),
-        *(_NO_STEP_METRICS if plan.recipe.eval_every is None else ()),
-    ]
-    for old, new in changes:
-        assert text.count(old) == 1, old
-        text = text.replace(old, new)
-    return text
-
-
-_PRECISION_WARNING = """    if trainer.plan.warning is not None:
-        log(trainer.plan.warning, file=sys.stderr)
-"""
-# Real data: only the precision plan may warn.
-_NO_SYNTHETIC_WARNING = (
-    (
-        """    for warning in (trainer.plan.warning, synthetic_data_warning(trainer.info)):
-        if warning is not None:
-            log(warning, file=sys.stderr)
-""",
-        _PRECISION_WARNING,
-    ),
-)
-_NO_EMA = (
-    (
-        """    state = load_weights(args.evaluate, model=trainer.model, ema=trainer.recipe.ema,
-                         map_location=trainer.ctx.device)  # fmt: skip
-    if saved_ema_state(state) is None:
-        trainer.recipe.ema = None  # a checkpoint of a run without `ema`
-""",
-        "    state = load_weights(args.evaluate, model=trainer.model, "
-        "map_location=trainer.ctx.device)\n",
-    ),
-    ("its weights (and of its EMA's),\n", "its weights,\n"),
-)
-_NO_KEEP_BEST = (
-    (
-        "        after_validation(trainer, record)\n",
-        "        trainer.recipe.after_validation(record)  # the best epoch; early stopping\n",
-    ),
-)
-_NO_STEP_METRICS = (("    trainer.metrics = metrics\n", ""),)
-_NO_MAX_STEPS = (
-    (
-        "    max_steps = min((n for n in (args.max_steps, MAX_STEPS) if n is not None), "
-        "default=None)\n",
-        "    max_steps = args.max_steps\n",
-    ),
-)
 
 
 def _fill(template: str, **values: object) -> str:
@@ -1090,111 +1029,6 @@ _EMA_RECORD = """
         record.update({f"ema_{key}": value for key, value in ema.items() if value is not None})"""
 
 
-TRAIN = '''
-def train(args: argparse.Namespace, ctx: DistContext) -> int:
-    check_run_length(args.epochs, args.max_steps, evaluating=args.evaluate is not None)
-    trainer = build_trainer(args, ctx)
-    trainer.checkpoint_dir = args.checkpoint_dir
-    try:
-        code = _run(trainer, args, ctx)
-    finally:
-        trainer.recipe.close()  # SIGINT and SIGTERM as they were
-    barrier()  # no rank closes its connections while another still uses them
-    return code
-
-
-def _run(trainer: Trainer, args: argparse.Namespace, ctx: DistContext) -> int:
-    log = print if ctx.is_main else _silent
-    for warning in (trainer.plan.warning, synthetic_data_warning(trainer.info)):
-        if warning is not None:
-            log(warning, file=sys.stderr)
-    if args.checkpoint_dir is not None and ctx.is_main:
-        for stale in clean_stale_temp_files(args.checkpoint_dir):
-            log(f"removed {stale}, left by a checkpoint write that was cut off", file=sys.stderr)
-    if args.evaluate is not None:
-        return evaluate_checkpoint(trainer, args)
-    if args.init_from is not None:
-        load_weights(args.init_from, model=trainer.model, map_location=ctx.device)
-        log(f"starting from the weights in {args.init_from}")
-    if args.resume is not None:
-        resume(trainer, args.resume)
-        log(f"resumed from {args.resume} after epoch {trainer.start_epoch}")
-    max_steps = min((n for n in (args.max_steps, MAX_STEPS) if n is not None), default=None)
-    metrics = MetricsWriter(args.metrics, enabled=ctx.is_main, tensorboard=args.tensorboard)
-    trainer.metrics = metrics
-    started, epochs_done = time.perf_counter(), trainer.start_epoch
-    for epoch in range(trainer.start_epoch, args.epochs):
-        if _reached(trainer.step, max_steps) or trainer.recipe.stop_reason is not None:
-            break
-        start, start_step = time.perf_counter(), trainer.step
-        train_loss, batches = train_one_epoch(trainer, epoch, max_steps)
-        if trainer.ctx.device.type == "cuda":
-            torch.cuda.synchronize()  # the epoch's time includes the steps still queued
-        elapsed = time.perf_counter() - start
-        complete = batches == len(trainer.train_loader) // GRAD_ACCUM * GRAD_ACCUM
-        if not complete and trainer.recipe.interrupted:
-            break  # last.pt keeps the epoch's batches so far; no validation on the way out
-        record = epoch_record(trainer, epoch, train_loss, batches, elapsed, args)
-        metrics.write(record if complete else {**record, "partial": True})
-        log(format_epoch_summary(record, epochs=args.epochs))
-        after_validation(trainer, record)
-        if complete:
-            epochs_done = epoch + 1
-            save_if_due(trainer, epoch, start_step, args)
-    stopped = trainer.recipe.stop_reason
-    save_last(trainer, epochs_done)
-    metrics.close()
-    log(format_run_summary(
-        epochs_done=epochs_done, steps=trainer.step, seconds=time.perf_counter() - started,
-        best=trainer.recipe.best, checkpoint_dir=args.checkpoint_dir, stopped=stopped,
-    ))  # fmt: skip
-    if trainer.recipe.interrupted:
-        log(f"continue with --resume {args.checkpoint_dir}/last.pt")
-        return interrupted_exit_code(stopped)
-    serve_requests(trainer, args)
-    return 0
-
-
-def evaluate_checkpoint(trainer: Trainer, args: argparse.Namespace) -> int:
-    """--evaluate CHECKPOINT: the validation metrics of its weights (and of its EMA's),
-    then any --predict, --export or --generate with them; no training."""
-    state = load_weights(args.evaluate, model=trainer.model, ema=trainer.recipe.ema,
-                         map_location=trainer.ctx.device)  # fmt: skip
-    if saved_ema_state(state) is None:
-        trainer.recipe.ema = None  # a checkpoint of a run without `ema`
-    record = {"epoch": state.get("epoch"), **validation_record(trainer)}
-    if trainer.ctx.is_main:
-        print(f"{args.evaluate} (epoch {record['epoch']}):  " + format_validation(record))
-        if args.metrics is not None:
-            with open(args.metrics, "a", encoding="utf-8") as f:
-                f.write(json.dumps({"evaluated": args.evaluate, **record}) + "\\n")
-    serve_requests(trainer, args)
-    return 0
-
-
-def _silent(*_args: object, **_kwargs: object) -> None:
-    return None
-'''
-
-
-# The saves of a `distributed = "fsdp"` script are folders (runtime/sharded.py).
-_TRAIN_SHARDED = (
-    ("break  # last.pt keeps", "break  # last/ keeps"),
-    (
-        "load_weights(args.init_from, model=trainer.model, map_location=ctx.device)",
-        "load_sharded_weights(args.init_from, model=trainer.model)  # every rank",
-    ),
-    (
-        """    state = load_weights(args.evaluate, model=trainer.model, ema=trainer.recipe.ema,
-                         map_location=trainer.ctx.device)  # fmt: skip""",
-        """    ema = trainer.recipe.ema  # every rank: a sharded save, or a plain .pt
-    state = load_sharded_weights(args.evaluate, model=trainer.model,
-                                 ema=ema.module if ema is not None else None)  # fmt: skip""",
-    ),
-    ("--resume {args.checkpoint_dir}/last.pt", "--resume {args.checkpoint_dir}"),
-)
-
-
 def serve_requests_source(plan: ScriptPlan) -> str:
     generate = ""
     if plan.language_model_data:
@@ -1340,7 +1174,7 @@ def _evaluate_sections(
 def loop_sources(plan: ScriptPlan) -> list[str | list[Operation]]:
     """The sections after the models, the loss and the command line (train_cli.py), in the
     script's order."""
-    from tensorloom.passes.train_loop import saves_ops
+    from tensorloom.passes.train_loop import run_sections, saves_ops
     from tensorloom.passes.train_step import (
         batch_loss_ops,
         begin_step_ops,
@@ -1375,7 +1209,7 @@ def loop_sources(plan: ScriptPlan) -> list[str | list[Operation]]:
         *_evaluate_sections(plan, evaluate_ops, gathered_evaluate_ops),
         epoch_record_source(plan),
         saves_ops(plan),
-        train_source(plan),
+        run_sections(plan),
         serve_requests_source(plan),
         main_source(plan),
     ]
@@ -1437,9 +1271,6 @@ _NO_AMP = (
     ("    scaler: torch.amp.GradScaler | None, args: argparse.Namespace, ctx: DistContext,\n",
      "    args: argparse.Namespace, ctx: DistContext,\n"),
     ("resident and scaler is None and small", "resident and small"),
-    ("(trainer.plan.warning, synthetic_data_warning(trainer.info))",
-     "(synthetic_data_warning(trainer.info),)"),
-    (_PRECISION_WARNING, ""),
     ('"optimizer": trainer.optimizer, "scaler": trainer.scaler,',
      '"optimizer": trainer.optimizer,'),
     ("optimizer, scaler = trainer.optimizer, trainer.scaler", "optimizer = trainer.optimizer"),

@@ -511,7 +511,8 @@ def train(args: argparse.Namespace, ctx: DistContext) -> int:
     try:
         code = _run(trainer, args, ctx)
     finally:
-        trainer.recipe.close()  # SIGINT and SIGTERM as they were
+        # SIGINT and SIGTERM as they were
+        trainer.recipe.close()
     return code
 
 
@@ -538,25 +539,29 @@ def _run(trainer: Trainer, args: argparse.Namespace, ctx: DistContext) -> int:
         start, start_step = time.perf_counter(), trainer.step
         train_loss, batches = train_one_epoch(trainer, epoch, max_steps)
         if trainer.ctx.device.type == "cuda":
-            torch.cuda.synchronize()  # the epoch's time includes the steps still queued
+            # the epoch's time includes the steps still queued
+            torch.cuda.synchronize()
         elapsed = time.perf_counter() - start
         complete = batches == len(trainer.train_loader) // GRAD_ACCUM * GRAD_ACCUM
         if not complete and trainer.recipe.interrupted:
-            break  # last.pt keeps the epoch's batches so far; no validation on the way out
+            # last.pt keeps the epoch's batches so far; no validation on the way out
+            break
         record = epoch_record(trainer, epoch, train_loss, batches, elapsed, args)
         metrics.write(record if complete else {**record, "partial": True})
         print(format_epoch_summary(record, epochs=args.epochs))
-        trainer.recipe.after_validation(record)  # the best epoch; early stopping
+        # the best epoch; early stopping
+        trainer.recipe.after_validation(record)
         if complete:
             epochs_done = epoch + 1
             save_if_due(trainer, epoch, start_step, args)
     stopped = trainer.recipe.stop_reason
     save_last(trainer, epochs_done)
     metrics.close()
-    print(format_run_summary(
-        epochs_done=epochs_done, steps=trainer.step, seconds=time.perf_counter() - started,
-        best=trainer.recipe.best, checkpoint_dir=args.checkpoint_dir, stopped=stopped,
-    ))  # fmt: skip
+    seconds = time.perf_counter() - started
+    summary = format_run_summary(epochs_done=epochs_done, steps=trainer.step, seconds=seconds,
+                                 best=trainer.recipe.best, checkpoint_dir=args.checkpoint_dir,
+                                 stopped=stopped)
+    print(summary)
     if trainer.recipe.interrupted:
         print(f"continue with --resume {args.checkpoint_dir}/last.pt")
         return interrupted_exit_code(stopped)
@@ -569,7 +574,7 @@ def evaluate_checkpoint(trainer: Trainer, args: argparse.Namespace) -> int:
     then any --predict, --export or --generate with them; no training."""
     state = load_weights(args.evaluate, model=trainer.model, map_location=trainer.ctx.device)
     record = {"epoch": state.get("epoch"), **validation_record(trainer)}
-    print(f"{args.evaluate} (epoch {record['epoch']}):  " + format_validation(record))
+    print(f'{args.evaluate} (epoch {record["epoch"]}):  ' + format_validation(record))
     if args.metrics is not None:
         with open(args.metrics, "a", encoding="utf-8") as f:
             f.write(json.dumps({"evaluated": args.evaluate, **record}) + "\n")

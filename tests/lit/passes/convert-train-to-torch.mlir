@@ -129,6 +129,33 @@ builtin.module {
 // CHECK-NEXT:     %[[WAIT:[0-9]+]] = py.call %[[BARRIER]]()
 // CHECK-NEXT:     py.expr %[[WAIT]]
 // CHECK-NEXT:   }
+// The run is py ops too (train_loop.py): `train` closes the recipe in a `finally` and, under
+// DDP, waits at a barrier; `_run` logs through rank 0's `log`, and its epoch loop is a py.for
+// over the epochs.
+// CHECK:        py.def @train(args : %{{[0-9]+}}, ctx : %{{[0-9]+}}) -> %{{[0-9]+}} {
+// CHECK:          py.try {
+// CHECK:            %[[RUNS:[0-9]+]] = py.name "_run"
+// CHECK-NEXT:       py.call %[[RUNS]](%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}})
+// CHECK:          } finally {
+// CHECK-NEXT:       py.comment "SIGINT and SIGTERM as they were"
+// CHECK:            py.attribute %{{[0-9]+}}, "close"
+// CHECK:          py.name "barrier"
+// CHECK:        py.def @_run(trainer : %{{[0-9]+}}, args : %{{[0-9]+}}, ctx : %{{[0-9]+}}) -> %{{[0-9]+}} {
+// CHECK:          %[[PRINT:[0-9]+]] = py.name "print"
+// CHECK-NEXT:     %[[SILENT:[0-9]+]] = py.name "_silent"
+// CHECK-NEXT:     %[[LOG:[0-9]+]] = py.ifexp %[[PRINT]] if %{{[0-9]+}} else %[[SILENT]]
+// CHECK-NEXT:     %[[LOGNAME:[0-9]+]] = py.name "log"
+// CHECK-NEXT:     py.assign %[[LOGNAME]] = %[[LOG]]
+// CHECK:          %[[RANGE:[0-9]+]] = py.name "range"
+// CHECK-NEXT:     %[[EPOCHS:[0-9]+]] = py.call %[[RANGE]](%{{[0-9]+}}, %{{[0-9]+}})
+// CHECK-NEXT:     py.for %[[EPOCHS]] {
+// CHECK-NEXT:     ^bb0(%[[EPOCH:epoch[_0-9]*]]: !py.object):
+// CHECK:            %[[TRAIN:[0-9]+]] = py.name "train_one_epoch"
+// CHECK-NEXT:       py.call %[[TRAIN]](%{{[0-9]+}}, %[[EPOCH]], %{{[0-9]+}})
+// CHECK:            py.name "save_if_due"
+// CHECK:          py.name "save_last"
+// CHECK:        py.def @evaluate_checkpoint(trainer : %{{[0-9]+}}, args : %{{[0-9]+}}) -> %{{[0-9]+}} {
+// CHECK:        py.def @_silent(*_args : %{{[0-9]+}}, **_kwargs : %{{[0-9]+}}) -> %{{[0-9]+}} {
 // CHECK:        torch.runtime []
 // CHECK-NEXT:   torch.raw "if __name__ == \22__main__\22:\0A    sys.exit(main())"
 // CHECK-NEXT: }
