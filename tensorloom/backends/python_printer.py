@@ -858,21 +858,45 @@ class PythonPrinter:
 
     @emit.register
     def _(self, op: py.TryOp) -> None:
+        kinds = [self._except_kind(kind) for kind in op.types]  # before the body reuses _inline
         self.line("try:")
         with self.indented():
             self._statements(op.body.block)
-        for kind, handler in zip(op.types, op.handlers, strict=True):
+        for kind, handler in zip(kinds, op.handlers, strict=True):
             block = handler.block
-            text = self.value(kind).at_least(Precedence.TERNARY)
-            bound = f" as {self.variable(block.args[0], 'error')}" if block.args else ""
-            self.line(f"except {text}{bound}:")
+            name = self.variable(block.args[0], "error") if block.args else None
+            self._except_line(*kind, f" as {name}:" if name else ":")
             with self.indented():
                 self._statements(block)
+            if name is not None:
+                self.scope.bound[name] = None  # Python unbinds it when the handler ends
         for clause, region in (("else", op.orelse), ("finally", op.finalbody)):
             if region.blocks and region.block.ops:
                 self.line(f"{clause}:")
                 with self.indented():
                     self._statements(region.block)
+
+    def _except_kind(self, kind: SSAValue) -> tuple[str, list[str] | None]:
+        """An `except` clause's exception type, and the elements of a tuple written there."""
+        owner = kind.owner
+        text = self.value(kind).at_least(Precedence.TERNARY)
+        if not isinstance(owner, py.TupleOp) or owner not in self._inline:
+            return text, None
+        return text, self.call_arguments(owner.elements, [""] * len(owner.elements))
+
+    def _except_line(self, text: str, names: list[str] | None, ending: str) -> None:
+        """`except (A, B) as error:`; a tuple too wide for one line continues under its
+        first element."""
+        indent = len(self._indent_unit) * self._depth
+        if indent + len(f"except {text}{ending}") <= self.line_length or names is None:
+            self.line(f"except {text}{ending}")
+            return
+        opening = "except ("
+        lines = _filled(names, self.line_length - indent - len(opening) - len(ending)) or names
+        self.line(opening + lines[0])
+        for line in lines[1:]:
+            self.line(" " * len(opening) + line)
+        self.lines[-1] += ")" + ending
 
     @contextmanager
     def _inline_region(self, block: Block) -> Generator[None]:
@@ -1000,7 +1024,7 @@ class PythonPrinter:
         if self._evaluation_order(statement, set(pending)) != pending:
             return False
         self._inline = set(pending)
-        if isinstance(statement, UNSPLIT_STATEMENTS):
+        if isinstance(statement, (*UNSPLIT_STATEMENTS, py.TryOp)):  # `except` lines wrap
             return True
         indent = len(self._indent_unit) * self._depth
         return indent + self._statement_width(statement) <= self.line_length

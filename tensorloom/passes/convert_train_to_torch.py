@@ -20,9 +20,9 @@ becomes, in the module's `torch.script` around the model classes,
     py.def @_forward_backward, @_optimizer_step, @evaluate    the step and evaluation as
                                                          py ops (train_step.py)
     py.def @checkpoint_state, @save_last, @save_if_due   the saves and the run
-    py.def @train, @_run, @evaluate_checkpoint             (train_loop.py)
+    py.def @train, @_run, @evaluate_checkpoint, @main     (train_loop.py)
     torch.runtime []                                     the runtime helpers they reach
-    torch.raw "if __name__ == \"__main__\": ..."
+    torch.main { sys.exit(main()) }                      the guard
 
 Steps:
 1. `plan_of` reads the block into a `ScriptPlan` (train_script.py): its `train.config`
@@ -78,8 +78,8 @@ from tensorloom.passes.model_env import (
 from tensorloom.passes.script_statements import lower_statements
 from tensorloom.passes.shape_inference import MODEL_OUTPUT
 from tensorloom.passes.train_cli import parse_args_ops
+from tensorloom.passes.train_loop import guard_ops
 from tensorloom.passes.train_script import (
-    GUARD,
     RecipePlan,
     ScriptPlan,
     header_source,
@@ -263,6 +263,7 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
         recipe=_recipe(config),
         fsdp_blocks=tuple(b.data for b in shard.blocks)
         if isinstance(shard, train.FsdpShardOp) else None,
+        model_overrides=tuple(instance.overrides.data.items()),
     )  # fmt: skip
 
 
@@ -333,7 +334,7 @@ def lower_loop(module: ModuleOp, loop: train.LoopOp) -> None:
     after: list[Operation] = [*loss_ops(plan), *parse_args_ops(plan)]
     for section in loop_sources(plan):
         after += [t.RawOp(section)] if isinstance(section, str) else section
-    after += [t.RuntimeOp(), t.RawOp(GUARD)]
+    after += [t.RuntimeOp(), *guard_ops()]
     for op in after:
         op.location = loop.location
         block.add_op(op)

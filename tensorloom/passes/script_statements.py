@@ -42,16 +42,8 @@ from tensorloom.passes.script_builtins import (
     TENSOR_CONSTRUCTORS,
     python_callee,
 )
-from tensorloom.passes.train_script import GUARD
 
 BEFORE_TRAINING = "before_training"
-# The flags are parsed first so that `--help` or a bad flag exits before the statements run.
-TRAINING_GUARD = (
-    'if __name__ == "__main__":\n'
-    "    parse_args(sys.argv[1:])\n"
-    f"    {BEFORE_TRAINING}()\n"
-    "    sys.exit(main())"
-)
 
 
 def _replace(rewriter: PatternRewriter, op: Operation, new_ops: list[Operation]) -> None:
@@ -151,18 +143,29 @@ def _statements_function(main: train.MainOp, name: str) -> py.DefOp:
 def _place(script: t.ScriptOp, function: py.DefOp, main: train.MainOp, has_training: bool) -> None:
     """Step 3: `DEVICE`, the function, and its call under the `__main__` guard."""
     block = script.body.block
-    guard = next((o for o in block.ops if isinstance(o, t.RawOp) and o.source.data == GUARD), None)
+    guard = next((o for o in block.ops if isinstance(o, t.MainOp)), None)
     invoke = call(function.sym_name.data)
     setup: list[Operation] = [py.ImportOp("torch"), t.RawOp(DEVICE_SOURCE), function]
     for op in [*setup, *invoke]:
         op.location = main.location
     if has_training and guard is not None:
         Rewriter.insert_op(setup, InsertPoint.before(guard))
-        guard.properties["source"] = StringAttr(TRAINING_GUARD)
+        first = guard.body.block.first_op
+        assert first is not None, "the training script's guard calls `main`"
+        Rewriter.insert_op([*_parse_flags(), *invoke], InsertPoint.before(first))
         return
     guard_op = t.MainOp(invoke)
     guard_op.location = main.location
     block.add_ops([*setup, guard_op])
+
+
+def _parse_flags() -> list[Operation]:
+    """`parse_args(sys.argv[1:])`: the flags are parsed first, so that `--help` or a bad
+    flag exits before the statements run."""
+    argv, one = py.NameOp("sys.argv"), py.ConstantOp(IntegerAttr(1, 64))
+    rest = py.SliceOp(one.result)
+    flags = py.SubscriptOp(argv.result, [rest.result])
+    return [argv, one, rest, flags, *call("parse_args", [flags.result])]
 
 
 __all__ = ["lower_statements"]

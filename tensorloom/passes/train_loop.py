@@ -1,4 +1,4 @@
-"""The loop's driver as `py` ops: the checkpoint saves, and the run (`train`, `_run`).
+"""The loop's driver as `py` ops: the saves, the run (`train`, `_run`), `main` and the guard.
 
     def save_if_due(trainer: Trainer, epoch: int, start_step: int, args: Namespace) -> None:
         \"\"\"`checkpoint every N epochs`, and after the last epoch.\"\"\"
@@ -21,15 +21,19 @@ logs under DDP (`log`, `_silent` on the other ranks), one process prints.
 
 from __future__ import annotations
 
-from xdsl.ir import Operation, SSAValue
+from collections.abc import Callable
+
+from xdsl.ir import Operation, Region, SSAValue
 
 from tensorloom.dialects import py
+from tensorloom.dialects import torch as t
+from tensorloom.passes.convert_nml_to_torch import attr_ops
 from tensorloom.passes.py_builder import PyBuilder
 from tensorloom.passes.train_script import ScriptPlan
 
 DEFINES = (
     "after_validation", "checkpoint_state", "save_last", "save_if_due", "train", "_run",
-    "evaluate_checkpoint", "_silent",
+    "evaluate_checkpoint", "_silent", "main",
 )  # fmt: skip
 """The top-level names these functions take in the script (mangle-names keeps them free)."""
 
@@ -556,3 +560,109 @@ def run_sections(plan: ScriptPlan) -> list[Operation]:
     """`train`, `_run`, `evaluate_checkpoint` (and `_silent`, with DDP or FSDP)."""
     ops = [*train_ops(plan), *run_ops(plan), *evaluate_checkpoint_ops(plan)]
     return [*ops, *silent_ops()] if plan.distributed else ops
+
+
+# --- the entry point: `main` and the `__main__` guard ------------------------------------------
+
+
+def _user_errors(b: PyBuilder, plan: ScriptPlan) -> SSAValue:
+    """The run-time errors that are the user's to fix (a missing dataset or device, a bad
+    checkpoint or input): one line on stderr, exit 1."""
+    data = "TokenDataUnavailable" if plan.language_model_data else "DatasetUnavailable"
+    names = [data, "DeviceUnavailable", "CheckpointError", "RunLengthError", "PredictInputError",
+             "ExportError", *(["ShardedCheckpointError"] if plan.sharded else [])]  # fmt: skip
+    return b.tuple_of(*(b.name(n) for n in names))
+
+
+def _context(b: PyBuilder, plan: ScriptPlan) -> None:
+    """`ctx = ...`: the process group (DDP, FSDP) or one process."""
+    device = b.path("args", "device")
+    if plan.sharded:
+        b.comment("FSDP needs a group")
+        b.assign("ctx", b.call("setup_distributed", device, group_of_one=b.const(True)))
+    elif plan.distributed:
+        b.assign("ctx", b.call("setup_distributed", device))
+    else:
+        b.comment("one process")
+        process = [b.const(0), b.const(0), b.const(1), b.call("resolve_device", device)]
+        b.assign("ctx", b.call("DistContext", *process))
+
+
+def _consolidate(b: PyBuilder, plan: ScriptPlan) -> None:
+    """--consolidate DIR OUT.pt (FSDP): one process, no group; DCP reads every shard."""
+    then = PyBuilder()
+    pair = then.tuple_of(then.name("folder"), then.name("output"))
+    then.assign(pair, then.path("args", "consolidate"))
+    model = model_ops(then, plan)
+    written = then.call("consolidate_checkpoint", then.name("folder"), then.name("output"),
+                        model=model)  # fmt: skip
+    then.assign("written", written)
+    text = then.fstring("wrote the weights of {} to {}", then.name("folder"), then.name("written"))
+    then.expr(then.call("print", text))
+    then.ret(then.const(0))
+    b.comment("one process, no group: DCP reads every shard")
+    b.if_(_is_set(b, b.path("args", "consolidate")), then)
+
+
+Fill = Callable[[PyBuilder, SSAValue], None]
+
+
+def _handler(kind: SSAValue, fill: Fill) -> tuple[SSAValue, Region]:
+    """`except kind as error:` and its statements, which `fill` writes."""
+    region = py.single_block([], 1)
+    (error,) = region.block.args
+    error.name_hint = "error"
+    b = PyBuilder()
+    fill(b, error)
+    region.block.add_ops(b.ops)
+    return kind, region
+
+
+def _user_error(b: PyBuilder, error: SSAValue) -> None:
+    b.expr(b.call("print", b.fstring("error: {}", error), file=b.name("sys.stderr")))
+    b.ret(b.const(1))
+
+
+def _bug(b: PyBuilder, error: SSAValue) -> None:
+    b.comment("a bug's traceback, with the .tl/.nml lines it passed")
+    b.expr(b.call("add_source_notes", error, b.name("__file__")))
+    b.stmt(py.RaiseOp())
+
+
+def main_ops(plan: ScriptPlan) -> list[Operation]:
+    """`main(argv=None)`: parse, set up, train; a user's error is one line and exit 1, a
+    bug is a traceback with the .tl/.nml lines it passed (runtime/source_map.py)."""
+    top, body = PyBuilder(), PyBuilder()
+    body.assign("args", body.call("parse_args", body.name("argv")))
+    run = PyBuilder()
+    if plan.sharded:
+        _consolidate(run, plan)
+    _context(run, plan)
+    run.ret(run.call("train", run.name("args"), run.name("ctx")))
+    user = _handler(_user_errors(body, plan), _user_error)
+    bug = _handler(body.name("Exception"), _bug)
+    teardown = PyBuilder()
+    if plan.distributed:
+        teardown.expr(teardown.call("teardown_distributed"))
+    body.stmt(py.TryOp(run.ops, [user, bug], finalbody=teardown.ops))
+    argv = top.binop("|", top.subscript(top.name("list"), top.name("str")), top.const(None))
+    top.stmt(py.DefOp("main", ["argv"], body.ops, defaults={"argv": top.const(None)},
+                      annotations={"argv": argv}, returns=top.name("int")))  # fmt: skip
+    return top.ops
+
+
+def guard_ops() -> list[Operation]:
+    """`if __name__ == "__main__": sys.exit(main())`: importing the script runs nothing."""
+    b = PyBuilder()
+    b.expr(b.call("sys.exit", b.call("main")))
+    return [t.MainOp(b.ops)]
+
+
+def model_ops(b: PyBuilder, plan: ScriptPlan) -> SSAValue:
+    """`Classifier(hidden=128)`: the model with the instance's overrides."""
+    overrides: dict[str, SSAValue] = {}
+    for name, attr in plan.model_overrides:
+        ops = attr_ops(attr)
+        b.ops += ops
+        overrides[name] = ops[-1].results[0]
+    return b.call(plan.model_class, **overrides)

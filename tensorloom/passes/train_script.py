@@ -23,7 +23,7 @@ from string import Template
 from textwrap import dedent
 
 from xdsl.dialects.builtin import LocationAttr
-from xdsl.ir import Operation
+from xdsl.ir import Attribute, Operation
 
 from tensorloom.catalogue.datasets import SEQUENCE_TASKS, is_file_source
 from tensorloom.catalogue.optimizers import OPTIMIZERS
@@ -95,6 +95,7 @@ class ScriptPlan:
     recipe: RecipePlan = RecipePlan()
     # `distributed = "fsdp"`: the layers `fully_shard` makes units of (the root is one too)
     fsdp_blocks: tuple[str, ...] | None = None
+    model_overrides: tuple[tuple[str, Attribute], ...] = ()  # the instance's, as attributes
 
     @property
     def sharded(self) -> bool:
@@ -1091,57 +1092,6 @@ def _serve_start(plan: ScriptPlan) -> str:
     return _SERVE_START_SHARDED.replace("$no_generate", no_generate).replace("$model", model)
 
 
-def main_source(plan: ScriptPlan) -> str:
-    if plan.sharded:
-        context = "ctx = setup_distributed(args.device, group_of_one=True)  # FSDP needs a group"
-    elif plan.distributed:
-        context = "ctx = setup_distributed(args.device)"
-    else:
-        context = "ctx = DistContext(0, 0, 1, resolve_device(args.device))  # one process"
-    return _fill(
-        """
-        def main(argv: list[str] | None = None) -> int:
-            args = parse_args(argv)
-            try:$consolidate
-                $context
-                return train(args, ctx)
-            except ($unavailable) as error:
-                print(f"error: {error}", file=sys.stderr)
-                return 1
-            except Exception as error:  # a bug's traceback, with the .tl/.nml lines it passed
-                add_source_notes(error, __file__)
-                raise$teardown
-        """,
-        teardown=_TEARDOWN if plan.distributed else "",
-        context=context,
-        unavailable=_unavailable(plan),
-        consolidate=_CONSOLIDATE.replace("$model", f"{plan.model_class}({plan.model_args})")
-        if plan.sharded else "",
-    )  # fmt: skip
-
-
-_CONSOLIDATE = """
-        if args.consolidate is not None:  # one process, no group: DCP reads every shard
-            folder, output = args.consolidate
-            written = consolidate_checkpoint(folder, output, model=$model)
-            print(f"wrote the weights of {folder} to {written}")
-            return 0"""
-
-
-_TEARDOWN = """
-    finally:
-        teardown_distributed()"""
-
-
-def _unavailable(plan: ScriptPlan) -> str:
-    data = "TokenDataUnavailable" if plan.language_model_data else "DatasetUnavailable"
-    sharded = ", ShardedCheckpointError" if plan.sharded else ""
-    return (
-        f"{data}, DeviceUnavailable, CheckpointError, RunLengthError, PredictInputError,\n"
-        f"            ExportError{sharded}"
-    )
-
-
 def program_name(plan: ScriptPlan) -> str:
     """The program's name, `mnist` for `examples/mnist.tl`: its checkpoints' folder."""
     name = PurePath(plan.source).stem
@@ -1174,7 +1124,7 @@ def _evaluate_sections(
 def loop_sources(plan: ScriptPlan) -> list[str | list[Operation]]:
     """The sections after the models, the loss and the command line (train_cli.py), in the
     script's order."""
-    from tensorloom.passes.train_loop import run_sections, saves_ops
+    from tensorloom.passes.train_loop import main_ops, run_sections, saves_ops
     from tensorloom.passes.train_step import (
         batch_loss_ops,
         begin_step_ops,
@@ -1211,7 +1161,7 @@ def loop_sources(plan: ScriptPlan) -> list[str | list[Operation]]:
         saves_ops(plan),
         run_sections(plan),
         serve_requests_source(plan),
-        main_source(plan),
+        main_ops(plan),
     ]
     return [_section_text(s, plan) if isinstance(s, str) else s for s in sections if s]
 
@@ -1329,6 +1279,3 @@ def _drop_else(lines: list[str], j: int, out: list[str], indent: int) -> int:
         out += [body[4:] for body in lines[j + 1 : end]]
         return end
     return j
-
-
-GUARD = 'if __name__ == "__main__":\n    sys.exit(main())'

@@ -538,11 +538,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         ctx = setup_distributed(args.device)
         return train(args, ctx)
-    except (DatasetUnavailable, DeviceUnavailable, CheckpointError, RunLengthError, PredictInputError,
-            ExportError) as error:
+    except (DatasetUnavailable, DeviceUnavailable, CheckpointError, RunLengthError,
+            PredictInputError, ExportError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    except Exception as error:  # a bug's traceback, with the .tl/.nml lines it passed
+    except Exception as error:
+        # a bug's traceback, with the .tl/.nml lines it passed
         add_source_notes(error, __file__)
         raise
     finally:

@@ -618,13 +618,15 @@ def serve_requests(trainer: Trainer, args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
-        ctx = DistContext(0, 0, 1, resolve_device(args.device))  # one process
+        # one process
+        ctx = DistContext(0, 0, 1, resolve_device(args.device))
         return train(args, ctx)
-    except (DatasetUnavailable, DeviceUnavailable, CheckpointError, RunLengthError, PredictInputError,
-            ExportError) as error:
+    except (DatasetUnavailable, DeviceUnavailable, CheckpointError, RunLengthError,
+            PredictInputError, ExportError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    except Exception as error:  # a bug's traceback, with the .tl/.nml lines it passed
+    except Exception as error:
+        # a bug's traceback, with the .tl/.nml lines it passed
         add_source_notes(error, __file__)
         raise
 

@@ -129,9 +129,10 @@ builtin.module {
 // CHECK-NEXT:     %[[WAIT:[0-9]+]] = py.call %[[BARRIER]]()
 // CHECK-NEXT:     py.expr %[[WAIT]]
 // CHECK-NEXT:   }
-// The run is py ops too (train_loop.py): `train` closes the recipe in a `finally` and, under
-// DDP, waits at a barrier; `_run` logs through rank 0's `log`, and its epoch loop is a py.for
-// over the epochs.
+// The run and the entry point are py ops too (train_loop.py): `train` closes the recipe in a
+// `finally` and, under DDP, waits at a barrier; `_run` logs through rank 0's `log`, and its
+// epoch loop is a py.for over the epochs; `main`'s handlers are a user's error (one line,
+// exit 1) and a bug (source notes, re-raised), then the process group's teardown.
 // CHECK:        py.def @train(args : %{{[0-9]+}}, ctx : %{{[0-9]+}}) -> %{{[0-9]+}} {
 // CHECK:          py.try {
 // CHECK:            %[[RUNS:[0-9]+]] = py.name "_run"
@@ -156,7 +157,26 @@ builtin.module {
 // CHECK:          py.name "save_last"
 // CHECK:        py.def @evaluate_checkpoint(trainer : %{{[0-9]+}}, args : %{{[0-9]+}}) -> %{{[0-9]+}} {
 // CHECK:        py.def @_silent(*_args : %{{[0-9]+}}, **_kwargs : %{{[0-9]+}}) -> %{{[0-9]+}} {
+// CHECK:        py.def @main(argv : %{{[0-9]+}} = %{{[0-9]+}}) -> %{{[0-9]+}} {
+// CHECK:          %[[USER:[0-9]+]] = py.tuple[%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}]
+// CHECK-NEXT:     %[[BUG:[0-9]+]] = py.name "Exception"
+// CHECK-NEXT:     py.try {
+// CHECK:            %[[SETUP:[0-9]+]] = py.name "setup_distributed"
+// CHECK:          } except [%[[USER]], %[[BUG]]] {
+// CHECK-NEXT:     ^bb0(%[[ERROR:[a-z_0-9]+]]: !py.object):
+// CHECK-NEXT:       py.fstring "error: {}"(%[[ERROR]])
+// CHECK:          } {
+// CHECK:            py.name "add_source_notes"
+// CHECK:            py.raise
+// CHECK-NEXT:     } finally {
+// CHECK-NEXT:       py.name "teardown_distributed"
 // CHECK:        torch.runtime []
-// CHECK-NEXT:   torch.raw "if __name__ == \22__main__\22:\0A    sys.exit(main())"
+// CHECK-NEXT:   torch.main {
+// CHECK-NEXT:     %[[MAIN:[0-9]+]] = py.name "main"
+// CHECK-NEXT:     %[[CODE:[0-9]+]] = py.call %[[MAIN]]()
+// CHECK-NEXT:     %[[EXIT:[0-9]+]] = py.name "sys.exit"
+// CHECK-NEXT:     %[[CALL_EXIT:[0-9]+]] = py.call %[[EXIT]](%[[CODE]])
+// CHECK-NEXT:     py.expr %[[CALL_EXIT]]
+// CHECK-NEXT:   }
 // CHECK-NEXT: }
 // CHECK-NOT:  train.loop
