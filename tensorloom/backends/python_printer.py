@@ -1024,7 +1024,7 @@ class PythonPrinter:
         if self._evaluation_order(statement, set(pending)) != pending:
             return False
         self._inline = set(pending)
-        if isinstance(statement, (*UNSPLIT_STATEMENTS, py.TryOp)):  # `except` lines wrap
+        if isinstance(statement, (*UNSPLIT_STATEMENTS, py.TryOp, py.DefOp)):  # their lines wrap
             return True
         indent = len(self._indent_unit) * self._depth
         return indent + self._statement_width(statement) <= self.line_length

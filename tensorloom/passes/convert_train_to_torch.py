@@ -16,6 +16,7 @@ becomes, in the module's `torch.script` around the model classes,
     torch.module_class @Classifier ...                   (from convert-nml-to-torch)
     py.def @loss_fn                                      the loss
     py.comment "---- command line ----"; py.def @parse_args   (train_cli.py)
+    py.def @build_loaders                                the loaders (train_data.py)
     torch.raw "..."                                      the loop's other sections, with
     py.def @_forward_backward, @_optimizer_step, @evaluate    the step and evaluation as
                                                          py ops (train_step.py)
@@ -44,7 +45,6 @@ Only the first train block of a script becomes the script's `main`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import PurePath
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
@@ -65,7 +65,7 @@ from tensorloom.diagnostics.ir import span_of
 from tensorloom.dialects import nml, py, train
 from tensorloom.dialects import torch as t
 from tensorloom.dialects.nml.types import CfgAttr, ExprAttr, NoneValueAttr
-from tensorloom.escape import py_comment, py_string
+from tensorloom.escape import py_string
 from tensorloom.passes.convert_nml_to_torch import script_of
 from tensorloom.passes.loss_functions import Metric
 from tensorloom.passes.model_env import (
@@ -202,13 +202,6 @@ def _model_classes(module: ModuleOp, loop: train.LoopOp) -> int | None:
     return classes if isinstance(classes, int) and not isinstance(classes, bool) else None
 
 
-def _where(target: Operation | Attribute | None) -> str:
-    """`mnist.tl:38`: the source line an op (or a location) came from, for the script's
-    comments; "" if none."""
-    span = span_of(target) if target is not None else None
-    return f"{py_comment(PurePath(span.file).name)}:{span.line}" if span is not None else ""
-
-
 def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
     """The script's plan: the loop's `train.config` (train-config) and the markers the train
     passes added (precision, DDP, compile mode, checkpointed layers); nothing else of the block."""
@@ -258,13 +251,18 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
         metrics=tuple(_metrics(value("metrics"))),
         loop_location=_location(loop.location),
         loss_location=_location(config.loc("loss")) or loop.location,
-        data_at=_where(_find(module, train.DatasetOp, loop.data.root_reference.data)),
+        data_location=_location(_data_location(module, loop)),
         label_classes=_model_classes(module, loop),
         recipe=_recipe(config),
         fsdp_blocks=tuple(b.data for b in shard.blocks)
         if isinstance(shard, train.FsdpShardOp) else None,
         model_overrides=tuple(instance.overrides.data.items()),
     )  # fmt: skip
+
+
+def _data_location(module: ModuleOp, loop: train.LoopOp) -> Attribute | None:
+    data = _find(module, train.DatasetOp, loop.data.root_reference.data)
+    return data.location if data is not None else None
 
 
 def _int(value: object, default: int) -> int:

@@ -91,7 +91,7 @@ class ScriptPlan:
     loop_location: LocationAttr | None = None
     label_classes: int | None = None  # a data file's labels are checked against this at load
     loss_location: LocationAttr | None = None  # where `loss` is set (else the train block)
-    data_at: str = ""
+    data_location: LocationAttr | None = None
     recipe: RecipePlan = RecipePlan()
     # `distributed = "fsdp"`: the layers `fully_shard` makes units of (the root is one too)
     fsdp_blocks: tuple[str, ...] | None = None
@@ -148,11 +148,6 @@ class ScriptPlan:
             and self.optimizer in ("Adam", "AdamW", "SGD")
             and not _names(self.optimizer_kwargs) & _OPTIMIZER_MODES
         )
-
-
-def _at(where: str) -> str:
-    """`  # mnist.tl:38` after a statement that a line of the source decides (or nothing)."""
-    return f"  # {where}" if where else ""
 
 
 def _fill(template: str, **values: object) -> str:
@@ -364,13 +359,6 @@ def _info_type(plan: ScriptPlan) -> str:
     return "TokenInfo" if plan.language_model_data else "DataInfo"
 
 
-def _check_labels(plan: ScriptPlan) -> str:
-    if plan.label_classes is None or not plan.classification:
-        return ""
-    model = py_string(plan.model_class)
-    return f"\n    check_labels(train, val, info, classes={plan.label_classes}, model={model})"
-
-
 def image_dataset(plan: ScriptPlan) -> bool:
     """A named image dataset (MNIST, Fashion-MNIST, CIFAR-10): the one kind `--download` fetches."""
     return not (
@@ -393,69 +381,6 @@ def _load_call(plan: ScriptPlan) -> str:
     if is_file_source(plan.dataset):
         return "load_file_dataset(DATASET, "
     return "load_image_dataset(DATASET, download=args.download, "
-
-
-_WINDOW_LOADERS = """
-def build_loaders(
-    args: argparse.Namespace, ctx: DistContext
-) -> tuple[WindowLoader, WindowLoader, TokenInfo]:
-    options = dict(DATASET_OPTIONS)
-    windows = options.pop("windows_per_epoch", None)
-    train, val, info = load_token_dataset(DATASET, data_root=args.data_root, **options)
-    shard = {"rank": ctx.rank, "world_size": ctx.world_size, "device": ctx.device}
-    block = options["block_size"]
-    train_loader = WindowLoader(
-        train, block_size=block, batch_size=args.batch_size, shuffle=True,
-        windows_per_epoch=windows, seed=args.seed, **shard,
-    )  # fmt: skip
-    val_loader = WindowLoader(
-        val, block_size=block, batch_size=args.batch_size, shuffle=False, **shard
-    )
-    return train_loader, val_loader, info
-"""
-
-
-def build_loaders_source(plan: ScriptPlan) -> str:
-    if plan.language_model_data:
-        return _WINDOW_LOADERS
-    per_token = ""
-    if plan.per_token_length is not None:
-        per_token = (
-            "\n    # the model labels every token: each sample's class becomes each token's\n"
-            f"    train, val = _per_token(train, {plan.per_token_length}), "
-            f"_per_token(val, {plan.per_token_length})"
-        )
-    loader_type = _loader_type(plan)
-    make = "DeviceLoader" if plan.resident_data else "make_loader"
-    text = _fill(
-        """
-        def build_loaders(
-            args: argparse.Namespace, ctx: DistContext
-        ) -> tuple[$loader_type, $loader_type, DataInfo]:
-            options = DATASET_OPTIONS
-            train, val, info = ${load}data_root=args.data_root, **options)$at$check$per_token
-            shard = {"rank": ctx.rank, "world_size": ctx.world_size, "device": ctx.device}
-            train_loader = $make(
-                *train, batch_size=args.batch_size, shuffle=True, drop_last=True, seed=args.seed,
-                **shard,
-            )  # fmt: skip
-            val_loader = $make(
-                *val, batch_size=args.batch_size, shuffle=False, even_shards=False, **shard
-            )
-            return train_loader, val_loader, info
-        """,
-        per_token=per_token, loader_type=loader_type, make=make, load=_load_call(plan),
-        at=_at(plan.data_at), check=_check_labels(plan),
-    )  # fmt: skip
-    if plan.per_token_length is None:
-        return text
-    return text + "\n\n\n" + dedent('''
-        def _per_token(
-            pair: tuple[torch.Tensor, torch.Tensor], length: int
-        ) -> tuple[torch.Tensor, torch.Tensor]:
-            x, y = pair
-            return x, y[:, None].expand(-1, length).contiguous()
-    ''').strip("\n")  # fmt: skip
 
 
 def build_trainer_source(plan: ScriptPlan) -> str:
@@ -1124,6 +1049,7 @@ def _evaluate_sections(
 def loop_sources(plan: ScriptPlan) -> list[str | list[Operation]]:
     """The sections after the models, the loss and the command line (train_cli.py), in the
     script's order."""
+    from tensorloom.passes.train_data import build_loaders_ops
     from tensorloom.passes.train_loop import main_ops, run_sections, saves_ops
     from tensorloom.passes.train_step import (
         batch_loss_ops,
@@ -1142,7 +1068,7 @@ def loop_sources(plan: ScriptPlan) -> list[str | list[Operation]]:
         seed_everything_ops(),
         scheduler_source(plan),
         trainer_source(plan),
-        build_loaders_source(plan),
+        build_loaders_ops(plan),
         build_trainer_source(plan),
         None if plan.distributed else batch_loss_ops(plan),  # DDP wraps the model instead
         CHECKPOINT_ACTIVATIONS if plan.checkpointed_layers else None,

@@ -162,13 +162,10 @@ def build_loaders(
     options = DATASET_OPTIONS
     train, val, info = load_digits(data_root=args.data_root, **options)  # digits_cnn.tl:31
     shard = {"rank": ctx.rank, "world_size": ctx.world_size, "device": ctx.device}
-    train_loader = DeviceLoader(
-        *train, batch_size=args.batch_size, shuffle=True, drop_last=True, seed=args.seed,
-        **shard,
-    )  # fmt: skip
-    val_loader = DeviceLoader(
-        *val, batch_size=args.batch_size, shuffle=False, even_shards=False, **shard
-    )
+    train_loader = DeviceLoader(*train, batch_size=args.batch_size, shuffle=True, drop_last=True,
+                                seed=args.seed, **shard)
+    val_loader = DeviceLoader(*val, batch_size=args.batch_size, shuffle=False, even_shards=False,
+                              **shard)
     return train_loader, val_loader, info
 
 

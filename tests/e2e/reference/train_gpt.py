@@ -208,16 +208,14 @@ def build_loaders(
 ) -> tuple[WindowLoader, WindowLoader, TokenInfo]:
     options = dict(DATASET_OPTIONS)
     windows = options.pop("windows_per_epoch", None)
+    # train_gpt.tl:16
     train, val, info = load_token_dataset(DATASET, data_root=args.data_root, **options)
     shard = {"rank": ctx.rank, "world_size": ctx.world_size, "device": ctx.device}
     block = options["block_size"]
-    train_loader = WindowLoader(
-        train, block_size=block, batch_size=args.batch_size, shuffle=True,
-        windows_per_epoch=windows, seed=args.seed, **shard,
-    )  # fmt: skip
-    val_loader = WindowLoader(
-        val, block_size=block, batch_size=args.batch_size, shuffle=False, **shard
-    )
+    train_loader = WindowLoader(train, block_size=block, batch_size=args.batch_size, shuffle=True,
+                                windows_per_epoch=windows, seed=args.seed, **shard)
+    val_loader = WindowLoader(val, block_size=block, batch_size=args.batch_size, shuffle=False,
+                              **shard)
     return train_loader, val_loader, info
 
 

@@ -70,6 +70,14 @@ builtin.module {
 // CHECK-NEXT:     %[[ARGS:[0-9]+]] = py.call %[[PARSE]](%[[ARGV]])
 // CHECK-NEXT:     py.return %[[ARGS]]
 // CHECK-NEXT:   }
+// The loaders are py ops (train_data.py): `digits` is a built-in dataset, read by
+// `load_digits` and resident on the device.
+// CHECK:        py.def @build_loaders(args : %{{[0-9]+}}, ctx : %{{[0-9]+}}) -> %{{[0-9]+}} {
+// CHECK:          %[[READ:[0-9]+]] = py.name "load_digits"
+// CHECK-NEXT:     %[[SPLITS:[0-9]+]] = py.call %[[READ]](data_root = %{{[0-9]+}}, **%{{[0-9]+}})
+// CHECK-NEXT:     py.assign %{{[0-9]+}} = %[[SPLITS]]
+// CHECK:          %[[DEVICE:[0-9]+]] = py.name "DeviceLoader"
+// CHECK-NEXT:     py.call %[[DEVICE]](*%{{[0-9]+}}, batch_size = %{{[0-9]+}}, shuffle = %{{[0-9]+}}, drop_last = %{{[0-9]+}}, seed = %{{[0-9]+}}, **%{{[0-9]+}})
 // CHECK:        torch.raw "def build_trainer({{.*}}torch.optim.AdamW(\0A        decay_param_groups(model), lr=LEARNING_RATE, weight_decay=0.01, fused=ctx.device.type == \22cuda\22
 // The step and evaluation are py ops (train_step.py): DDP's no_sync through `gradient_sync`
 // (insert-ddp's marker), autocast inside it (insert-amp's), the loss beside the DDP model; the
