@@ -34,7 +34,7 @@ def exit_code(error: SystemExit) -> int:
 def with_model_only_compile(script_globals: dict[str, Any]) -> None:
     """`BatchLoss(model)` compiled becomes `BatchLoss(compiled model)`: the loss runs
     eagerly outside the compiled graph."""
-    plain = script_globals["_maybe_compile"]
+    plain = script_globals["maybe_compile"]
     batch_loss = script_globals["BatchLoss"]
 
     def maybe_compile(model: Any, *args: Any) -> Any:
@@ -42,16 +42,16 @@ def with_model_only_compile(script_globals: dict[str, Any]) -> None:
             return batch_loss(plain(model.model, *args))
         return plain(model, *args)
 
-    script_globals["_maybe_compile"] = maybe_compile
+    script_globals["maybe_compile"] = maybe_compile
 
 
 def with_fp8(script_globals: dict[str, Any], recipe: str) -> None:
-    """Before the script's first `_maybe_compile`, its model's linears whose sizes divide
+    """Before the script's first `maybe_compile`, its model's linears whose sizes divide
     by 16 become torchao `Float8Linear`s (in place: the parameters, hence the optimizer's,
     are the same tensors). `BatchLoss(model)` converts the model it wraps."""
     from torchao.float8 import Float8LinearConfig, convert_to_float8_training
 
-    plain = script_globals["_maybe_compile"]
+    plain = script_globals["maybe_compile"]
     batch_loss = script_globals["BatchLoss"]
     config = Float8LinearConfig.from_recipe_name(recipe)
     done: set[int] = set()
@@ -66,7 +66,7 @@ def with_fp8(script_globals: dict[str, Any], recipe: str) -> None:
             done.add(id(model))
         return plain(module, *args)
 
-    script_globals["_maybe_compile"] = maybe_compile
+    script_globals["maybe_compile"] = maybe_compile
 
 
 PROFILED_EPOCH = 4  # the fifth: epochs 2-4 stay unprofiled for the timing

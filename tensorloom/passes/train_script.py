@@ -230,8 +230,6 @@ def settings_source(plan: ScriptPlan) -> str:
         choice, "`compile` in the block"
     )
     lines.append(f"COMPILE = {py_string(choice)}  # {note}; --compile overrides it")
-    lines.append("COMPILE_SECONDS = 13.0  # torch.compile of a small model on an H200")
-    lines.append("COMPILED_STEP_SHARE = 0.3  # a compiled step's time over an eager one's")
     lines.append(f"SEED = {plan.seed}")
     if "DATASET," in _load_call(plan) or plan.language_model_data:
         lines.append(f"DATASET: str = {py_string(plan.dataset or '')}")
@@ -432,8 +430,8 @@ def build_trainer_source(plan: ScriptPlan) -> str:
             steps_per_epoch = len(train_loader) // GRAD_ACCUM
             args.epochs = planned_epochs(args.epochs, MAX_STEPS, steps_per_epoch)
             $schedule
-            compile_it = _should_compile(model, args, ctx, train_loader, plan)
-            compiled = _maybe_compile(model, compile_it)$train_model
+            $should_compile
+            compiled = maybe_compile(model, compile_it, COMPILE_MODE)$train_model
             scaler = make_grad_scaler(plan, ctx.device)
             return Trainer(
                 ctx, model, train_model, compiled, optimizer, scaler, scheduler, plan,
@@ -446,8 +444,27 @@ def build_trainer_source(plan: ScriptPlan) -> str:
         params=_param_groups(plan),
         schedule=schedule, train_model=wrap or _BATCH_LOSS_MODEL,
         shard=_SHARD if plan.sharded else "",
+        should_compile=_should_compile_call(plan, "compile_it = "),
     )  # fmt: skip
     return _epochs_set(text, plan)
+
+
+def _should_compile_call(plan: ScriptPlan, assign: str) -> str:
+    """`compile_it = should_compile(...)` (runtime/compiling.py), in `build_trainer`'s indent:
+    the eager step it times is `BatchLoss`, under the precision plan's autocast."""
+    keywords = "batch_loss=BatchLoss(model), loader=train_loader"
+    if plan.amp:
+        keywords += ",\n        region=partial(autocast, plan, ctx.device)"
+    if plan.distributed:
+        keywords += ", announce=ctx.is_main"  # rank 0 says which way it went
+    return (
+        f"{assign}should_compile(\n"
+        '        "off" if args.no_compile else args.compile, COMPILE_MODE, ctx.device,\n'
+        "        steps=total_train_steps(args.epochs, len(train_loader) // GRAD_ACCUM, "
+        "args.max_steps),\n"
+        f"        {keywords},\n"
+        "    )  # fmt: skip"
+    )
 
 
 def _epochs_set(text: str, plan: ScriptPlan) -> str:
@@ -473,7 +490,7 @@ def _epochs_set(text: str, plan: ScriptPlan) -> str:
 # then never cast to fp32 and log-softmaxed by eager kernels (bench/RESULTS.md, GPT-2).
 _BATCH_LOSS_MODEL = """
     # the step's forward and loss, compiled together; evaluation runs `compiled`
-    train_model = _maybe_compile(BatchLoss(model), compile_it)"""
+    train_model = maybe_compile(BatchLoss(model), compile_it, COMPILE_MODE)"""
 
 
 _SHARD = """
@@ -527,10 +544,10 @@ def _graph_build_trainer_source(plan: ScriptPlan) -> str:
             scheduler = None  # no `lr_schedule`
             # The captured step replaces torch.compile: it already runs as one graph launch.
             if whole_step:
-                _say(ctx, "compile: off (the whole step is one CUDA graph)")
-            compile_it = not whole_step and _should_compile(model, args, ctx, train_loader, plan)
-            compiled = _maybe_compile(model, compile_it)
-            train_model = _maybe_compile(BatchLoss(model), compile_it)
+                print("compile: off (the whole step is one CUDA graph)", flush=True)
+            $should_compile
+            compiled = maybe_compile(model, compile_it, COMPILE_MODE)
+            train_model = maybe_compile(BatchLoss(model), compile_it, COMPILE_MODE)
             return Trainer(
                 ctx, model, train_model, compiled, optimizer, scaler, scheduler, plan,
                 train_loader, val_loader, info, build_recipe(model, ctx), whole_step=whole_step,
@@ -552,6 +569,7 @@ def _graph_build_trainer_source(plan: ScriptPlan) -> str:
         optimizer=plan.optimizer, optimizer_args=optimizer_args, modes=modes,
         params=_param_groups(plan),
         loader=_loader_type(plan),
+        should_compile=_should_compile_call(plan, "compile_it = not whole_step and "),
     )  # fmt: skip
     return _epochs_set(text, plan)
 
@@ -576,77 +594,6 @@ def _checkpointed(block: nn.Module, forward: Callable[..., Any]) -> Callable[...
 
     return run
 '''
-
-MAYBE_COMPILE = '''
-def _should_compile(
-    model: nn.Module, args: argparse.Namespace, ctx: DistContext, loader: $loader,
-    plan: PrecisionPlan,
-) -> bool:  # fmt: skip
-    """Whether to `torch.compile` (mode COMPILE_MODE) on CUDA: when this run repays it.
-
-    `--compile auto` (the default unless the train block sets `compile`) times a few eager
-    forward-backward passes and compiles only if the planned steps would save more than
-    COMPILE_SECONDS; the first line of output says which way it went, and why.
-    """
-    choice = "off" if args.no_compile else args.compile
-    if COMPILE_MODE is None or choice == "off" or ctx.device.type != "cuda":
-        why = "no CUDA device" if ctx.device.type != "cuda" else f"--compile {choice}"
-        _say(ctx, f"compile: off ({'`compile = false`' if COMPILE_MODE is None else why})")
-        return False
-    if choice == "on":
-        _say(ctx, "compile: on (`--compile on`, or `compile` in the train block)")
-        return True
-    steps = len(loader) // GRAD_ACCUM * args.epochs
-    steps = min(steps, args.max_steps) if args.max_steps is not None else steps
-    eager = _eager_step_seconds(model, loader, ctx, plan)
-    saved = steps * eager * (1 - COMPILED_STEP_SHARE)
-    estimate = f"{steps} steps x {eager * 1e3:.1f} ms eager; compiling saves ~{saved:.1f} s"
-    worth = saved >= COMPILE_SECONDS
-    verdict = "more" if worth else "less"
-    _say(ctx, f"compile: {'on' if worth else 'off'} (auto: {estimate}, {verdict} than its "
-              f"~{COMPILE_SECONDS:.0f} s)")  # fmt: skip
-    return worth
-
-
-def _maybe_compile(module: nn.Module, compile_it: bool) -> nn.Module:
-    if not compile_it:
-        return module
-    return torch.compile(module, mode=COMPILE_MODE)  # type: ignore[return-value]
-
-
-def _eager_step_seconds(
-    model: nn.Module, loader: $loader, ctx: DistContext, plan: PrecisionPlan, runs: int = 3
-) -> float:
-    """The time of one eager forward-backward on a training batch; leaves no trace (RNG,
-    gradients and buffers such as BatchNorm's statistics are as they were)."""
-    xb, yb = next(iter(loader))
-    buffers = [b.detach().clone() for b in model.buffers()]
-    with torch.random.fork_rng(devices=[ctx.device]):
-        for run in range(runs + 1):
-            if run == 1:
-                torch.cuda.synchronize(ctx.device)
-                start = time.perf_counter()
-            with autocast(plan, ctx.device):
-                loss = loss_fn(model(xb), $target)
-            loss.backward()
-        torch.cuda.synchronize(ctx.device)
-        elapsed = (time.perf_counter() - start) / runs
-    model.zero_grad(set_to_none=True)
-    with torch.no_grad():
-        for buffer, saved in zip(model.buffers(), buffers, strict=True):
-            buffer.copy_(saved)
-    return elapsed
-
-
-def _say(ctx: DistContext, line: str) -> None:
-    if ctx.is_main:
-        print(line, flush=True)
-'''
-
-
-def maybe_compile_source(plan: ScriptPlan) -> str:
-    text = MAYBE_COMPILE.replace("$target", plan.loss_target)
-    return text.replace("$loader", _loader_type(plan))
 
 
 def build_recipe_source(plan: ScriptPlan) -> str:
@@ -1070,9 +1017,8 @@ def loop_sources(plan: ScriptPlan) -> list[str | list[Operation]]:
         trainer_source(plan),
         build_loaders_ops(plan),
         build_trainer_source(plan),
-        None if plan.distributed else batch_loss_ops(plan),  # DDP wraps the model instead
+        batch_loss_ops(plan),
         CHECKPOINT_ACTIVATIONS if plan.checkpointed_layers else None,
-        maybe_compile_source(plan),
         build_recipe_source(plan),
         _resume_source(plan),
         resume_extra_ops(),
@@ -1139,9 +1085,6 @@ def _one_process(text: str) -> str:
 _NO_AMP = (
     ("optimizer, scaler, scheduler, plan,", "optimizer, scheduler,"),
     (", train_loader, plan)", ", train_loader)"),
-    ("    plan: PrecisionPlan,\n", ""),
-    (", plan: PrecisionPlan, runs: int = 3", ", runs: int = 3"),
-    ("_eager_step_seconds(model, loader, ctx, plan)", "_eager_step_seconds(model, loader, ctx)"),
     ("_whole_step_graph(model, train_loader, scaler, args, ctx)",
      "_whole_step_graph(model, train_loader, args, ctx)"),
     ("    scaler: torch.amp.GradScaler | None, args: argparse.Namespace, ctx: DistContext,\n",

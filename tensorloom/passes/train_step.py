@@ -561,7 +561,8 @@ def resume_extra_ops() -> list[Operation]:
 
 def batch_loss_ops(plan: ScriptPlan) -> list[Operation]:
     """`BatchLoss`: a batch's training loss as one module, which the one-process step calls
-    and compiles (under DDP the wrapped model is called, and the loss beside it)."""
+    and compiles, and `should_compile` times (under DDP the step calls the wrapped model,
+    and the loss beside it)."""
     top, init, forward = PyBuilder(), PyBuilder(), PyBuilder()
     init.expr(_method(init, init.call("super"), "__init__"))
     init.assign(init.attr(init.name("self"), "model"), init.name("model"))
@@ -569,9 +570,12 @@ def batch_loss_ops(plan: ScriptPlan) -> list[Operation]:
     inputs = [forward.name("xb")] if plan.custom_loss in plan.takes_inputs else []
     forward.ret(forward.call("loss_fn", output, *inputs, forward.name("yb")))
     body = PyBuilder()
+    use = ("`should_compile` times it; the step calls the DDP-wrapped model, then the loss"
+           if plan.distributed else
+           "`torch.compile` of this module sees the forward and the loss together")  # fmt: skip
     body.expr(body.const(
         f"The training loss of a batch, `loss_fn(model(xb), {plan.loss_target})`, as one "
-        "module.\n\n`torch.compile` of this module sees the forward and the loss together.\n"
+        f"module.\n\n{use}.\n"
     ))  # fmt: skip
     tensor = "torch.Tensor"
     _def(body, "__init__", [("self", ""), ("model", "nn.Module")], init, None)

@@ -23,8 +23,9 @@ import tempfile
 import time
 import traceback
 import zipfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -53,8 +54,6 @@ KEEP_CHECKPOINTS = 3
 GRAD_ACCUM = 1  # micro-batches per optimizer step
 COMPILE_MODE: str | None = "reduce-overhead"  # torch.compile's mode on CUDA
 COMPILE = "auto"  # the block sets no `compile`; --compile overrides it
-COMPILE_SECONDS = 13.0  # torch.compile of a small model on an H200
-COMPILED_STEP_SHARE = 0.3  # a compiled step's time over an eager one's
 SEED = 0
 DATASET_OPTIONS: dict[str, Any] = {"flatten": True}
 
@@ -160,8 +159,13 @@ def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
         decay_param_groups(model), lr=LEARNING_RATE, fused=ctx.device.type == "cuda"
     )
     scheduler = None  # no `lr_schedule`
-    compile_it = _should_compile(model, args, ctx, train_loader, plan)
-    compiled = _maybe_compile(model, compile_it)
+    compile_it = should_compile(
+        "off" if args.no_compile else args.compile, COMPILE_MODE, ctx.device,
+        steps=total_train_steps(args.epochs, len(train_loader) // GRAD_ACCUM, args.max_steps),
+        batch_loss=BatchLoss(model), loader=train_loader,
+        region=partial(autocast, plan, ctx.device), announce=ctx.is_main,
+    )  # fmt: skip
+    compiled = maybe_compile(model, compile_it, COMPILE_MODE)
     train_model: nn.Module = compiled
     if ctx.is_distributed:
         device_ids = [ctx.device.index] if ctx.device.type == "cuda" else None
@@ -173,69 +177,18 @@ def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
     )  # fmt: skip
 
 
-def _should_compile(
-    model: nn.Module, args: argparse.Namespace, ctx: DistContext, loader: DeviceLoader,
-    plan: PrecisionPlan,
-) -> bool:  # fmt: skip
-    """Whether to `torch.compile` (mode COMPILE_MODE) on CUDA: when this run repays it.
+class BatchLoss(nn.Module):
+    """The training loss of a batch, `loss_fn(model(xb), yb)`, as one module.
 
-    `--compile auto` (the default unless the train block sets `compile`) times a few eager
-    forward-backward passes and compiles only if the planned steps would save more than
-    COMPILE_SECONDS; the first line of output says which way it went, and why.
+    `should_compile` times it; the step calls the DDP-wrapped model, then the loss.
     """
-    choice = "off" if args.no_compile else args.compile
-    if COMPILE_MODE is None or choice == "off" or ctx.device.type != "cuda":
-        why = "no CUDA device" if ctx.device.type != "cuda" else f"--compile {choice}"
-        _say(ctx, f"compile: off ({'`compile = false`' if COMPILE_MODE is None else why})")
-        return False
-    if choice == "on":
-        _say(ctx, "compile: on (`--compile on`, or `compile` in the train block)")
-        return True
-    steps = len(loader) // GRAD_ACCUM * args.epochs
-    steps = min(steps, args.max_steps) if args.max_steps is not None else steps
-    eager = _eager_step_seconds(model, loader, ctx, plan)
-    saved = steps * eager * (1 - COMPILED_STEP_SHARE)
-    estimate = f"{steps} steps x {eager * 1e3:.1f} ms eager; compiling saves ~{saved:.1f} s"
-    worth = saved >= COMPILE_SECONDS
-    verdict = "more" if worth else "less"
-    _say(ctx, f"compile: {'on' if worth else 'off'} (auto: {estimate}, {verdict} than its "
-              f"~{COMPILE_SECONDS:.0f} s)")  # fmt: skip
-    return worth
 
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
 
-def _maybe_compile(module: nn.Module, compile_it: bool) -> nn.Module:
-    if not compile_it:
-        return module
-    return torch.compile(module, mode=COMPILE_MODE)  # type: ignore[return-value]
-
-
-def _eager_step_seconds(
-    model: nn.Module, loader: DeviceLoader, ctx: DistContext, plan: PrecisionPlan, runs: int = 3
-) -> float:
-    """The time of one eager forward-backward on a training batch; leaves no trace (RNG,
-    gradients and buffers such as BatchNorm's statistics are as they were)."""
-    xb, yb = next(iter(loader))
-    buffers = [b.detach().clone() for b in model.buffers()]
-    with torch.random.fork_rng(devices=[ctx.device]):
-        for run in range(runs + 1):
-            if run == 1:
-                torch.cuda.synchronize(ctx.device)
-                start = time.perf_counter()
-            with autocast(plan, ctx.device):
-                loss = loss_fn(model(xb), yb)
-            loss.backward()
-        torch.cuda.synchronize(ctx.device)
-        elapsed = (time.perf_counter() - start) / runs
-    model.zero_grad(set_to_none=True)
-    with torch.no_grad():
-        for buffer, saved in zip(model.buffers(), buffers, strict=True):
-            buffer.copy_(saved)
-    return elapsed
-
-
-def _say(ctx: DistContext, line: str) -> None:
-    if ctx.is_main:
-        print(line, flush=True)
+    def forward(self, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+        return loss_fn(self.model(xb), yb)
 
 
 def build_recipe(model: nn.Module, ctx: DistContext) -> RunRecipe:
@@ -711,6 +664,86 @@ def autocast(
 
 def make_grad_scaler(plan: PrecisionPlan, device: torch.device) -> torch.amp.GradScaler | None:
     return torch.amp.GradScaler(device.type) if plan.use_scaler else None
+
+
+# ---- runtime/compiling.py: torch.compile for TensorLoom scripts: a run compiles only when it repays the compile.
+COMPILE_SECONDS = 13.0  # torch.compile of a small model on an H200 (insert_compile.py)
+
+
+COMPILED_STEP_SHARE = 0.3  # a compiled step's time over an eager one's
+
+
+Region = Callable[[], contextlib.AbstractContextManager[object]]
+
+
+def should_compile(
+    choice: str, mode: str | None, device: torch.device, *, steps: int, batch_loss: nn.Module,
+    loader: Iterable[tuple[torch.Tensor, torch.Tensor]], region: Region = contextlib.nullcontext,
+    announce: bool = True,
+) -> bool:  # fmt: skip
+    """Whether to `torch.compile` on CUDA, as `--compile` (`choice`) asks; `mode` None is
+    `compile = false`. `auto` compiles when `steps` would save more than COMPILE_SECONDS,
+    timing `batch_loss` (`forward(xb, yb)` is the batch's loss) in `region()`. Says which
+    way it went and why when `announce` (rank 0)."""
+    if mode is None or choice == "off" or device.type != "cuda":
+        why = "no CUDA device" if device.type != "cuda" else f"--compile {choice}"
+        return _said(False, "`compile = false`" if mode is None else why, announce)
+    if choice == "on":
+        return _said(True, "`--compile on`, or `compile` in the train block", announce)
+    eager = eager_step_seconds(batch_loss, loader, device, region=region)
+    worth, estimate = compile_pays(steps, eager)
+    return _said(worth, f"auto: {estimate}", announce)
+
+
+def compile_pays(steps: int, eager_seconds: float) -> tuple[bool, str]:
+    """Whether `steps` eager steps of `eager_seconds` save more than the compile costs; why."""
+    saved = steps * eager_seconds * (1 - COMPILED_STEP_SHARE)
+    worth = saved >= COMPILE_SECONDS
+    estimate = f"{steps} steps x {eager_seconds * 1e3:.1f} ms eager; compiling saves ~{saved:.1f} s"
+    return worth, f"{estimate}, {'more' if worth else 'less'} than its ~{COMPILE_SECONDS:.0f} s"
+
+
+def _said(worth: bool, why: str, announce: bool) -> bool:
+    if announce:
+        print(f"compile: {'on' if worth else 'off'} ({why})", flush=True)
+    return worth
+
+
+def maybe_compile(module: nn.Module, compile_it: bool, mode: str | None) -> nn.Module:
+    if not compile_it:
+        return module
+    return torch.compile(module, mode=mode)  # type: ignore[return-value]
+
+
+def eager_step_seconds(
+    batch_loss: nn.Module, loader: Iterable[tuple[torch.Tensor, torch.Tensor]],
+    device: torch.device, *, region: Region = contextlib.nullcontext, runs: int = 3,
+) -> float:  # fmt: skip
+    """One eager forward-backward's time on `loader`'s first batch; leaves no trace (RNG,
+    gradients and buffers such as BatchNorm's statistics are as they were)."""
+    xb, yb = next(iter(loader))
+    buffers = [b.detach().clone() for b in batch_loss.buffers()]
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        start = time.perf_counter()
+        for run in range(runs + 1):
+            if run == 1:  # the first is untimed: lazy set-up, caches
+                _synchronize(device)
+                start = time.perf_counter()
+            with region():
+                loss = batch_loss(xb, yb)
+            loss.backward()
+        _synchronize(device)
+        elapsed = (time.perf_counter() - start) / runs
+    batch_loss.zero_grad(set_to_none=True)
+    with torch.no_grad():
+        for buffer, saved in zip(batch_loss.buffers(), buffers, strict=True):
+            buffer.copy_(saved)
+    return elapsed
+
+
+def _synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
 
 
 # ---- runtime/data.py: Datasets for TensorLoom scripts: `load_dataset(...)` returns tensors, ready to batch.
@@ -1209,6 +1242,12 @@ def _describe(where: tuple[str, int], lines: list[str], script: Path) -> str:
 
 
 # ---- runtime/recipe.py: Training recipes for TensorLoom scripts: schedules, decay groups, EMA, early stopping.
+def total_train_steps(epochs: int, steps_per_epoch: int, max_steps: int | None) -> int:
+    """The run's optimizer steps: `max_steps` when it cuts the run short, else every epoch's."""
+    planned = epochs * steps_per_epoch
+    return planned if max_steps is None else min(planned, max_steps)
+
+
 _NORM_LAYERS: tuple[type[torch.nn.Module], ...] = (
     torch.nn.modules.batchnorm._NormBase,  # BatchNorm*, InstanceNorm*
     torch.nn.LayerNorm,

@@ -299,12 +299,12 @@ def test_run_emitted_compiles_the_model_alone_on_request() -> None:
         compiled.append(model)
         return model
 
-    script_globals = {"_maybe_compile": maybe_compile, "BatchLoss": BatchLoss}
+    script_globals = {"maybe_compile": maybe_compile, "BatchLoss": BatchLoss}
     run_emitted.with_model_only_compile(script_globals)
     net = torch.nn.Linear(2, 2)
-    wrapped = script_globals["_maybe_compile"](BatchLoss(net), None, None)
+    wrapped = script_globals["maybe_compile"](BatchLoss(net), None, None)
     assert isinstance(wrapped, BatchLoss) and wrapped.model is net and compiled == [net]
-    assert script_globals["_maybe_compile"](net, None, None) is net and compiled == [net, net]
+    assert script_globals["maybe_compile"](net, None, None) is net and compiled == [net, net]
 
 
 def test_run_emitted_reports_exit_code_and_peak(tmp_path: Path) -> None:
