@@ -309,9 +309,6 @@ def import_ops(plan: ScriptPlan) -> list[Operation]:
     ]
     if plan.distributed and not plan.sharded:
         ops.append(py.FromImportOp("torch.nn.parallel", ["DistributedDataParallel"]))
-    if plan.checkpointed_layers:
-        ops.append(py.FromImportOp("collections.abc", ["Callable"]))
-        ops.append(py.FromImportOp("torch.utils.checkpoint", ["checkpoint"]))
     return ops
 
 

@@ -574,28 +574,6 @@ def _graph_build_trainer_source(plan: ScriptPlan) -> str:
     return _epochs_set(text, plan)
 
 
-CHECKPOINT_ACTIVATIONS = '''
-def checkpoint_activations(model: nn.Module, names: list[str]) -> None:
-    """`activation_checkpointing = true`: recompute these submodules' activations in backward.
-
-    The forward is replaced on the instance, so the module tree and the state dict
-    stay as they were; evaluation and `torch.no_grad()` run the plain forward.
-    """
-    for name in names:
-        block = model.get_submodule(name)
-        block.forward = _checkpointed(block, block.forward)
-
-
-def _checkpointed(block: nn.Module, forward: Callable[..., Any]) -> Callable[..., Any]:
-    def run(*args: Any, **kwargs: Any) -> Any:
-        if not block.training or not torch.is_grad_enabled():
-            return forward(*args, **kwargs)
-        return checkpoint(forward, *args, use_reentrant=False, **kwargs)
-
-    return run
-'''
-
-
 def build_recipe_source(plan: ScriptPlan) -> str:
     """`build_recipe`: a `RunRecipe` of only the parts the block uses (runtime/recipe.py):
     the best epoch (by `keep_best`'s metric, else val_loss) for the run's summary, the
@@ -1018,7 +996,6 @@ def loop_sources(plan: ScriptPlan) -> list[str | list[Operation]]:
         build_loaders_ops(plan),
         build_trainer_source(plan),
         batch_loss_ops(plan),
-        CHECKPOINT_ACTIVATIONS if plan.checkpointed_layers else None,
         build_recipe_source(plan),
         _resume_source(plan),
         resume_extra_ops(),

@@ -5,7 +5,7 @@
     pasted.text      # `load_digits`, `DeviceLoader` and what they reach, nothing else
 
 Each module (`data`, `tokens`, `loader`, `checkpoint`, `metrics`, `distributed`, `amp`,
-`compiling`, `graphs`, `attention`, `sourcemap`, `recipe`, `serve`,
+`compiling`, `activations`, `graphs`, `attention`, `sourcemap`, `recipe`, `serve`,
 `sharded`) imports only the standard library
 and torch at its top, never another runtime module, and no two define the same top-level
 name. `paste` is the one way a script gets runtime code: a function-level dependency
@@ -27,8 +27,8 @@ from pathlib import Path
 RUNTIME_DIR = Path(__file__).resolve().parent
 # The order definitions appear in a script.
 MODULES = (
-    "distributed", "amp", "compiling", "data", "tokens", "loader", "checkpoint", "metrics",
-    "graphs", "attention", "sourcemap", "recipe", "serve", "sharded",
+    "distributed", "amp", "compiling", "activations", "data", "tokens", "loader", "checkpoint",
+    "metrics", "graphs", "attention", "sourcemap", "recipe", "serve", "sharded",
 )  # fmt: skip
 
 Import = tuple[str, str, str]
