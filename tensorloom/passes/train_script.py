@@ -745,7 +745,7 @@ def batch_metrics_source(plan: ScriptPlan) -> str:
     listed = "".join(f"\n        {v}," for v in values)
     none = "target.new_zeros(0, dtype=torch.float32)"  # the output may be a tuple
     body = f"torch.stack([{listed}\n    ])" if values else none
-    text = _fill(
+    return _fill(
         '''
         def batch_metrics(
             output: torch.Tensor, inputs: torch.Tensor, target: torch.Tensor
@@ -756,32 +756,15 @@ def batch_metrics_source(plan: ScriptPlan) -> str:
         names=", ".join(m.name if m.kind != "top_k" else f"top_k({m.k})" for m in plan.metrics),
         body=body,
     )  # fmt: skip
-    kinds = {m.kind for m in plan.metrics}
-    helpers = [_ACCURACY if "accuracy" in kinds else "", _TOP_K if "top_k" in kinds else ""]
-    return "\n\n\n".join([text, *(dedent(h).strip("\n") for h in helpers if h)])
 
 
 def _metric_call(plan: ScriptPlan, metric: Metric) -> str:
     if metric.kind == "accuracy":
-        return "_accuracy(output, target)"
+        return "batch_accuracy(output, target)"  # runtime/metrics.py
     if metric.kind == "top_k":
-        return f"_top_k_accuracy(output, target, {metric.k})"
+        return f"batch_top_k_accuracy(output, target, {metric.k})"
     inputs = "inputs, " if metric.name in plan.takes_inputs else ""
     return f"{metric.name}(output, {inputs}target).float()"
-
-
-_ACCURACY = '''
-def _accuracy(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """`accuracy`: the share of argmax predictions equal to the target (per token for [B, T, C])."""
-    return (output.flatten(0, -2).argmax(dim=-1) == target.flatten()).float().mean()
-'''
-
-_TOP_K = '''
-def _top_k_accuracy(output: torch.Tensor, target: torch.Tensor, k: int) -> torch.Tensor:
-    """`top_k(k)`: the share of targets among the k largest outputs (per token for [B, T, C])."""
-    top = output.flatten(0, -2).topk(k, dim=-1).indices
-    return (top == target.flatten()[:, None]).any(dim=-1).float().mean()
-'''
 
 
 # --- the loop --------------------------------------------------------------------------------

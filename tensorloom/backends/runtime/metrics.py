@@ -12,6 +12,8 @@
 as TensorBoard scalars. Only rank 0 writes and prints; the others pass
 `enabled=False`. The progress bar is tqdm's, shown only when stderr is a
 terminal (and tqdm is installed), so logs and CI output stay one line per epoch.
+`batch_accuracy` and `batch_top_k_accuracy` are `metrics = [accuracy, top_k(5)]`'s
+values of one batch.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ import os
 import sys
 from collections.abc import Iterable, Iterator
 from typing import Any, TypeVar
+
+import torch
 
 try:
     from tqdm import tqdm
@@ -111,3 +115,14 @@ def progress(
     if tqdm is None or not enabled or not sys.stderr.isatty():
         return iter(iterable)
     return iter(tqdm(iterable, total=total, desc=description, leave=False, dynamic_ncols=True))
+
+
+def batch_accuracy(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """`accuracy`: the share of argmax predictions equal to the target (per token for [B, T, C])."""
+    return (output.flatten(0, -2).argmax(dim=-1) == target.flatten()).float().mean()
+
+
+def batch_top_k_accuracy(output: torch.Tensor, target: torch.Tensor, k: int) -> torch.Tensor:
+    """`top_k(k)`: the share of targets among the k largest outputs (per token for [B, T, C])."""
+    top = output.flatten(0, -2).topk(k, dim=-1).indices
+    return (top == target.flatten()[:, None]).any(dim=-1).float().mean()
