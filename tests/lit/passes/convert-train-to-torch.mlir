@@ -79,6 +79,9 @@ builtin.module {
 // CHECK:          %[[DEVICE:[0-9]+]] = py.name "DeviceLoader"
 // CHECK-NEXT:     py.call %[[DEVICE]](*%{{[0-9]+}}, batch_size = %{{[0-9]+}}, shuffle = %{{[0-9]+}}, drop_last = %{{[0-9]+}}, seed = %{{[0-9]+}}, **%{{[0-9]+}})
 // CHECK:        torch.raw "def build_trainer({{.*}}torch.optim.AdamW(\0A        decay_param_groups(model), lr=LEARNING_RATE, weight_decay=0.01, fused=ctx.device.type == \22cuda\22
+// `BatchLoss` under DDP too: runtime/compiling.py's `should_compile` times it.
+// CHECK-NEXT:   py.name "nn.Module"
+// CHECK-NEXT:   py.class @BatchLoss(%{{[0-9]+}}) {
 // The step and evaluation are py ops (train_step.py): DDP's no_sync through `gradient_sync`
 // (insert-ddp's marker), autocast inside it (insert-amp's), the loss beside the DDP model; the
 // step mark for compile mode "reduce-overhead"; evaluation all-reduces its sums.
