@@ -663,53 +663,6 @@ def resume(trainer: Trainer, path: str) -> None:
 # --- the step --------------------------------------------------------------------------------
 
 
-def graphed_epoch_source(plan: ScriptPlan) -> str | None:
-    """The epoch of replays of a captured step."""
-    return _GRAPHED_EPOCH.lstrip("\n") if plan.whole_step_graph else None
-
-
-_GRAPHED_EPOCH = '''
-
-
-def _train_one_epoch_graphed(
-    trainer: Trainer, epoch: int, max_steps: int | None
-) -> tuple[torch.Tensor, int]:
-    """The same epoch, each step one replay of the captured graph: no host syncs."""
-    loader = trainer.train_loader
-    assert isinstance(loader, DeviceLoader)  # `_whole_step_graph` asked for resident data
-    trainer.train_model.train()
-    loader.set_epoch(epoch)
-    if trainer.graphed is None:
-        trainer.graphed = _capture_step(trainer, loader)
-    batches = 0
-    for idx in loader.batch_indices():
-        if _reached(trainer.step, max_steps) or trainer.recipe.stop_reason is not None:
-            break
-        trainer.graphed.replay(idx)
-        batches += 1
-        trainer.step += 1
-    loss_sum = trainer.graphed.take_loss_sum()
-    if batches < len(loader):  # cut short: last.pt keeps what this epoch did so far
-        trainer.carry = (loss_sum, batches)
-    return loss_sum / max(batches, 1), batches
-
-
-def _capture_step(trainer: Trainer, loader: DeviceLoader) -> GraphedStep:
-    """Forward, loss, backward and optimizer step on `loader`'s data, as one CUDA graph."""
-
-    def step(xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
-        with autocast(trainer.plan, trainer.ctx.device, cache=False):
-            loss = trainer.train_model(xb, yb)
-        loss.backward()
-        trainer.optimizer.step()
-        return loss
-
-    return GraphedStep(
-        step, loader.x, loader.y, batch_size=loader.batch_size, model=trainer.model,
-        optimizer=trainer.optimizer,
-    )  # fmt: skip'''
-
-
 def _metrics_evaluate_source(plan: ScriptPlan) -> str:
     mark = "\n        _begin_step(trainer)" if plan.cuda_graphs else ""
     return _fill(
@@ -966,6 +919,7 @@ def loop_sources(plan: ScriptPlan) -> list[str | list[Operation]]:
         evaluate_ops,
         forward_backward_ops,
         gathered_evaluate_ops,
+        graphed_epoch_ops,
         optimizer_step_ops,
         resume_extra_ops,
         seed_everything_ops,
@@ -984,7 +938,7 @@ def loop_sources(plan: ScriptPlan) -> list[str | list[Operation]]:
         resume_extra_ops(),
         train_one_epoch_ops(plan),
         epoch_helper_ops(),
-        graphed_epoch_source(plan),
+        graphed_epoch_ops(plan) if plan.whole_step_graph else None,
         forward_backward_ops(plan),
         begin_step_ops() if plan.cuda_graphs else None,
         optimizer_step_ops(plan),

@@ -31,7 +31,7 @@ from tensorloom.passes.train_script import ScriptPlan
 DEFINES = (
     "_forward_backward", "_begin_step", "_optimizer_step", "evaluate", "_evaluate_whole",
     "train_one_epoch", "loss_fn", "_as_float_target", "seed_everything", "_resume_extra",
-    "BatchLoss", "_carried", "_reached",
+    "BatchLoss", "_carried", "_reached", "_train_one_epoch_graphed",
 )  # fmt: skip
 """The top-level names these functions take in the script (mangle-names keeps them free)."""
 
@@ -384,6 +384,67 @@ def train_one_epoch_ops(plan: ScriptPlan) -> list[Operation]:
     top.stmt(py.DefOp("train_one_epoch", ["trainer", "epoch", "max_steps"], body.ops,
                       annotations=annotations, returns=returns))  # fmt: skip
     return top.ops
+
+
+def graphed_epoch_ops(plan: ScriptPlan) -> list[Operation]:
+    """`_train_one_epoch_graphed`: the epoch of a step captured whole (runtime/graphs.py),
+    each step one replay; the capture at its first call, under the precision plan's autocast
+    (without its cache) with insert-amp's marker."""
+    top, body = PyBuilder(), PyBuilder()
+    body.expr(body.const("The same epoch, each step one replay of the captured graph: no "
+                         "host syncs."))  # fmt: skip
+    body.comment("a DeviceLoader: `_whole_step_graph` asked for resident data")
+    body.assign("loader", _trainer(body, "train_loader"))
+    body.expr(_method(body, _trainer(body, "train_model"), "train"))
+    body.expr(_method(body, body.name("loader"), "set_epoch", body.name("epoch")))
+    uncaptured = body.add(py.CompareOp("is", [_trainer(body, "graphed"), body.const(None)]))
+    capture = PyBuilder()
+    capture.assign(_trainer(capture, "graphed"), _capture(capture, plan))
+    body.stmt(py.IfOp(uncaptured, capture.ops))
+    body.assign("batches", body.const(0))
+    loop = py.ForOp(_method(body, body.name("loader"), "batch_indices"), targets=1)
+    (idx,) = _loop_vars(loop, "idx")
+    each = PyBuilder()
+    reached = each.call("_reached", _trainer(each, "step"), each.name("max_steps"))
+    stopped = each.add(py.CompareOp("is not", [_trainer(each, "recipe", "stop_reason"),
+                                               each.const(None)]))  # fmt: skip
+    each.stmt(py.IfOp(each.binop("or", reached, stopped), [py.BreakOp()]))
+    each.expr(_method(each, _trainer(each, "graphed"), "replay", idx))
+    each.stmt(py.AugAssignOp("+=", each.name("batches"), each.const(1)))
+    each.stmt(py.AugAssignOp("+=", _trainer(each, "step"), each.const(1)))
+    loop.body.block.add_ops(each.ops)
+    body.stmt(loop)
+    body.assign("loss_sum", _method(body, _trainer(body, "graphed"), "take_loss_sum"))
+    body.comment("cut short: last.pt keeps what this epoch did so far")
+    cut = body.add(py.CompareOp("<", [body.name("batches"), body.call("len", body.name("loader"))]))
+    keep = PyBuilder()
+    keep.assign(_trainer(keep, "carry"),
+                keep.add(py.TupleOp([keep.name("loss_sum"), keep.name("batches")])))  # fmt: skip
+    body.stmt(py.IfOp(cut, keep.ops))
+    mean = body.binop("/", body.name("loss_sum"), body.call("max", body.name("batches"),
+                                                            body.const(1)))  # fmt: skip
+    body.stmt(py.ReturnOp([mean, body.name("batches")]))
+    annotations = {"trainer": top.name("Trainer"), "epoch": top.name("int"),
+                   "max_steps": top.binop("|", top.name("int"), top.const(None))}  # fmt: skip
+    returns = top.subscript(top.name("tuple"), top.name("torch.Tensor"), top.name("int"))
+    top.stmt(py.DefOp("_train_one_epoch_graphed", ["trainer", "epoch", "max_steps"], body.ops,
+                      annotations=annotations, returns=returns))  # fmt: skip
+    return top.ops
+
+
+def _capture(b: PyBuilder, plan: ScriptPlan) -> SSAValue:
+    """`GraphedStep(training_step(...), ...)` of the trainer's BatchLoss, optimizer and the
+    loader's resident data."""
+    step = [_trainer(b, "train_model"), _trainer(b, "optimizer")]
+    if plan.amp:
+        region = b.call("partial", b.name("autocast"), _trainer(b, "plan"),
+                        _trainer(b, "ctx", "device"), cache=b.const(False))  # fmt: skip
+        b.assign("region", region)
+        step.append(b.name("region"))
+    b.assign("step", b.call("training_step", *step))
+    x, y, size = (b.attr(b.name("loader"), field) for field in ("x", "y", "batch_size"))
+    return b.call("GraphedStep", b.name("step"), x, y, batch_size=size,
+                  model=_trainer(b, "model"), optimizer=_trainer(b, "optimizer"))  # fmt: skip
 
 
 def gathered_evaluate_ops() -> list[Operation]:

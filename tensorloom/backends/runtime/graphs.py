@@ -1,5 +1,6 @@
 """Whole-step CUDA graphs for TensorLoom scripts: forward, backward and step in one replay.
 
+    step = training_step(BatchLoss(model), optimizer, partial(autocast, plan, device, cache=False))
     graphed = GraphedStep(step, x, y, batch_size=128, model=model, optimizer=optimizer)
     for idx in loader.batch_indices():
         graphed.replay(idx)                 # one copy of the indices, one graph launch
@@ -22,6 +23,7 @@ holds their addresses) after, so training continues exactly from where it stood.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 
 import torch
@@ -84,6 +86,23 @@ class GraphedStep:
         total = self.loss_sum.clone()
         self.loss_sum.zero_()
         return total
+
+
+def training_step(
+    batch_loss: torch.nn.Module, optimizer: torch.optim.Optimizer,
+    region: Callable[[], contextlib.AbstractContextManager[object]] = contextlib.nullcontext,
+) -> StepFn:  # fmt: skip
+    """The step a `GraphedStep` captures: forward and loss (`batch_loss(xb, yb)`, in
+    `region()`: the precision plan's autocast, without its cache), backward, `optimizer.step()`."""
+
+    def step(xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+        with region():
+            loss = batch_loss(xb, yb)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    return step
 
 
 Snapshot = tuple[list[torch.Tensor], dict[int, dict[str, torch.Tensor]]]

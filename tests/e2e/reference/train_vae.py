@@ -307,12 +307,15 @@ def _train_one_epoch_graphed(
     trainer: Trainer, epoch: int, max_steps: int | None
 ) -> tuple[torch.Tensor, int]:
     """The same epoch, each step one replay of the captured graph: no host syncs."""
+    # a DeviceLoader: `_whole_step_graph` asked for resident data
     loader = trainer.train_loader
-    assert isinstance(loader, DeviceLoader)  # `_whole_step_graph` asked for resident data
     trainer.train_model.train()
     loader.set_epoch(epoch)
     if trainer.graphed is None:
-        trainer.graphed = _capture_step(trainer, loader)
+        region = partial(autocast, trainer.plan, trainer.ctx.device, cache=False)
+        step = training_step(trainer.train_model, trainer.optimizer, region)
+        trainer.graphed = GraphedStep(step, loader.x, loader.y, batch_size=loader.batch_size,
+                                      model=trainer.model, optimizer=trainer.optimizer)
     batches = 0
     for idx in loader.batch_indices():
         if _reached(trainer.step, max_steps) or trainer.recipe.stop_reason is not None:
@@ -321,25 +324,10 @@ def _train_one_epoch_graphed(
         batches += 1
         trainer.step += 1
     loss_sum = trainer.graphed.take_loss_sum()
-    if batches < len(loader):  # cut short: last.pt keeps what this epoch did so far
-        trainer.carry = (loss_sum, batches)
+    # cut short: last.pt keeps what this epoch did so far
+    if batches < len(loader):
+        trainer.carry = loss_sum, batches
     return loss_sum / max(batches, 1), batches
-
-
-def _capture_step(trainer: Trainer, loader: DeviceLoader) -> GraphedStep:
-    """Forward, loss, backward and optimizer step on `loader`'s data, as one CUDA graph."""
-
-    def step(xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
-        with autocast(trainer.plan, trainer.ctx.device, cache=False):
-            loss = trainer.train_model(xb, yb)
-        loss.backward()
-        trainer.optimizer.step()
-        return loss
-
-    return GraphedStep(
-        step, loader.x, loader.y, batch_size=loader.batch_size, model=trainer.model,
-        optimizer=trainer.optimizer,
-    )  # fmt: skip
 
 
 def _forward_backward(
@@ -1234,6 +1222,23 @@ class GraphedStep:
         total = self.loss_sum.clone()
         self.loss_sum.zero_()
         return total
+
+
+def training_step(
+    batch_loss: torch.nn.Module, optimizer: torch.optim.Optimizer,
+    region: Callable[[], contextlib.AbstractContextManager[object]] = contextlib.nullcontext,
+) -> StepFn:  # fmt: skip
+    """The step a `GraphedStep` captures: forward and loss (`batch_loss(xb, yb)`, in
+    `region()`: the precision plan's autocast, without its cache), backward, `optimizer.step()`."""
+
+    def step(xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+        with region():
+            loss = batch_loss(xb, yb)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    return step
 
 
 Snapshot = tuple[list[torch.Tensor], dict[int, dict[str, torch.Tensor]]]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import sys
+from functools import partial
 from pathlib import Path
 from types import ModuleType
 
@@ -14,8 +15,10 @@ import torch
 from tensorloom.backends.runtime.amp import resolve_precision
 from tensorloom.backends.runtime.graphs import (
     SMALL_MODEL_PARAMS,
+    StepFn,
     optimizer_modes,
     restore_optimizer_modes,
+    training_step,
 )
 
 CUDA, CPU = torch.device("cuda", 0), torch.device("cpu")
@@ -104,3 +107,58 @@ def test_resume_keeps_this_runs_optimizer_flags_and_moves_steps() -> None:
     assert [(s.device.type, float(s)) for s in steps] == [("cpu", 1.0), ("cpu", 1.0)]
     fresh.step()  # a capturable flag left on would fail here on the CPU
     assert float(fresh.state[next(iter(model.parameters()))]["step"]) == 2.0
+
+
+def test_the_captured_step_is_forward_backward_and_optimizer_step_in_its_region() -> None:
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 1)
+    expected = torch.nn.Linear(3, 1)
+    expected.load_state_dict(model.state_dict())
+    dtypes: list[torch.dtype] = []
+
+    class Loss(torch.nn.Module):
+        def forward(self, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+            out = model(xb)
+            dtypes.append(out.dtype)
+            return (out.float() - yb).square().mean()
+
+    xb, yb = torch.randn(4, 3), torch.randn(4, 1)
+    region = partial(torch.autocast, "cpu", torch.bfloat16)
+    loss = training_step(Loss(), torch.optim.SGD(model.parameters(), lr=0.5), region)(xb, yb)
+    with torch.autocast("cpu", torch.bfloat16):
+        out = expected(xb)
+    (out.float() - yb).square().mean().backward()
+    torch.optim.SGD(expected.parameters(), lr=0.5).step()
+    assert dtypes == [torch.bfloat16] and loss.dtype == torch.float32
+    assert torch.allclose(model.weight, expected.weight)
+
+
+class _EagerGraph:
+    """GraphedStep's interface without CUDA: each replay runs the step eagerly."""
+
+    def __init__(self, step: StepFn, x: torch.Tensor, y: torch.Tensor, *, batch_size: int,
+                 model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> None:  # fmt: skip
+        self.step, self.x, self.y, self.optimizer = step, x, y, optimizer
+        self.loss_sum = torch.zeros(())
+
+    def replay(self, idx: torch.Tensor) -> None:
+        self.optimizer.zero_grad(set_to_none=True)  # a replay's backward writes fresh grads
+        self.loss_sum += self.step(self.x[idx], self.y[idx]).detach()
+
+    def take_loss_sum(self) -> torch.Tensor:
+        total, self.loss_sum = self.loss_sum, torch.zeros(())
+        return total
+
+
+def test_the_graphed_epoch_trains_as_the_eager_epoch_does() -> None:
+    script = _mnist_script()
+    script.GraphedStep = _EagerGraph  # the emitted epoch, on the CPU
+    losses = []
+    for whole_step in (False, True):
+        args = script.parse_args(["--device", "cpu", "--epochs", "1"])
+        trainer = script.build_trainer(args, script.DistContext(0, 0, 1, CPU))
+        trainer.whole_step = whole_step
+        loss, batches = script.train_one_epoch(trainer, 0, None)
+        assert batches == trainer.step == len(trainer.train_loader)
+        losses.append(loss.item())
+    assert losses[1] == pytest.approx(losses[0], rel=1e-5)
