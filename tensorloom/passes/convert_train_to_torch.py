@@ -68,13 +68,7 @@ from tensorloom.dialects.nml.types import CfgAttr, ExprAttr, NoneValueAttr
 from tensorloom.escape import py_string
 from tensorloom.passes.convert_nml_to_torch import script_of
 from tensorloom.passes.loss_functions import Metric
-from tensorloom.passes.model_env import (
-    CallValue,
-    EvalError,
-    evaluate,
-    evaluate_kwargs,
-    lookup_symbol,
-)
+from tensorloom.passes.model_env import evaluate_kwargs, lookup_symbol, override_value
 from tensorloom.passes.script_statements import lower_statements
 from tensorloom.passes.shape_inference import MODEL_OUTPUT
 from tensorloom.passes.train_cli import parse_args_ops
@@ -132,11 +126,8 @@ def _model_args(instance: nml.InstanceOp) -> str:
 
 
 def _override_text(attr: Attribute) -> str:
-    """An override's value (`d_model = 8 * 64` is `512`); resolve-nml rejects one without."""
-    value = evaluate(attr, {})
-    if isinstance(value, EvalError | CallValue):
-        return _attr_text(attr)
-    return py_literal(tuple(value) if isinstance(value, list) else value)  # type: ignore[arg-type]
+    value = override_value(attr)
+    return _attr_text(attr) if value is None else py_literal(value)  # type: ignore[arg-type]
 
 
 def _attr_text(attr: Attribute) -> str:

@@ -65,6 +65,21 @@ class EvalError:
     config: str | None = None  # the unknown config name, when that is the reason
 
 
+def override_value(attr: Attribute) -> Value | None:
+    """An instance override's value, as the script writes it (`d_model = 8 * 64` is 512:
+    a long chain written out would pass Python's nesting limit), a list as a tuple; None
+    where the script writes the attribute itself: a call (a layer given as a config) or
+    `None`. resolve-nml reports an override that has no value."""
+    value = evaluate(attr, {})
+    if isinstance(value, EvalError | CallValue):
+        return None
+    return _as_tuples(value)
+
+
+def _as_tuples(value: Value) -> Value:
+    return tuple(_as_tuples(v) for v in value) if isinstance(value, list | tuple) else value
+
+
 def name_help(error: EvalError) -> str | None:
     """The `help:` for an expression of a `.tl` file that failed on a bare name (the
     parser reads `epochs = w` or `d = y + 16` with `w`, `y` as text)."""

@@ -28,6 +28,7 @@ from xdsl.ir import Operation, Region, SSAValue
 from tensorloom.dialects import py
 from tensorloom.dialects import torch as t
 from tensorloom.passes.convert_nml_to_torch import attr_ops
+from tensorloom.passes.model_env import override_value
 from tensorloom.passes.py_builder import PyBuilder
 from tensorloom.passes.train_script import ScriptPlan
 
@@ -662,6 +663,10 @@ def model_ops(b: PyBuilder, plan: ScriptPlan) -> SSAValue:
     """`Classifier(hidden=128)`: the model with the instance's overrides."""
     overrides: dict[str, SSAValue] = {}
     for name, attr in plan.model_overrides:
+        value = override_value(attr)
+        if value is not None:
+            overrides[name] = b.value(value)  # type: ignore[arg-type]
+            continue
         ops = attr_ops(attr)
         b.ops += ops
         overrides[name] = ops[-1].results[0]
