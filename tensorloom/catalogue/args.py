@@ -21,6 +21,11 @@ def fits_int64(value: int) -> bool:
     return INT64_MIN <= value <= INT64_MAX
 
 
+def past_int64(value: int) -> str:
+    """What a diagnostic says of an integer that does not fit: `must fit in 64 bits ...`."""
+    return f"must fit in 64 bits (at most {INT64_MAX:,}), got {len(str(abs(value)))} digits"
+
+
 ArgType = str  # "float", "int", "bool", "str", "floats" (a tuple of floats), "any"
 
 

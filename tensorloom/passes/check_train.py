@@ -23,7 +23,7 @@ from xdsl.dialects.builtin import ArrayAttr, ModuleOp
 from xdsl.ir import Attribute, Operation
 from xdsl.passes import ModulePass
 
-from tensorloom.catalogue.args import INT64_MAX, Arg
+from tensorloom.catalogue.args import INT64_MAX, Arg, past_int64
 from tensorloom.catalogue.data_files import DatasetProblem
 from tensorloom.catalogue.datasets import (
     UNKNOWN_TASK,
@@ -117,9 +117,7 @@ def int_at_least(low: int) -> Check:
         if value < low:  # type: ignore[operator]
             return Problem("TL0403", f"`{key}` must be at least {low}, got {value}")
         if value > INT64_MAX:  # type: ignore[operator]
-            digits = len(str(value))
-            message = f"`{key}` must fit in 64 bits (at most {INT64_MAX:,}), got {digits} digits"
-            return Problem("TL0403", message)
+            return Problem("TL0403", f"`{key}` {past_int64(value)}")  # type: ignore[arg-type]
         return None
 
     return check

@@ -33,7 +33,7 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
-from tensorloom.catalogue.args import INT64_MAX, fits_int64
+from tensorloom.catalogue.args import fits_int64, past_int64
 from tensorloom.catalogue.layers import ArgError, LayerSpec, Value, lookup, suggest
 from tensorloom.catalogue.layers.base import too_many_params
 from tensorloom.diagnostics.core import Diagnostic, Label, did_you_mean
@@ -452,36 +452,26 @@ class DeclarationChecker:
                 continue
             value = evaluate(attr, {})
             if isinstance(value, EvalError):
-                self._override_without_value(model, key, value, span)
+                why = f"has no value: {value.message}"
+                self._bad_override(model, key, why, span, name_help(value))
                 continue
             if isinstance(value, CallValue):
                 continue
             if isinstance(value, int) and not fits_int64(value):
-                self._override_past_64_bits(model, key, value, span)
+                self._bad_override(model, key, past_int64(value), span)
                 continue
             if self._override_type_ok(model, key, value, defaults.get(key), span):
                 overrides[key] = value
         return overrides
 
-    def _override_without_value(
-        self, model: ModelOp, key: str, error: EvalError, span: Span | None
+    def _bad_override(
+        self, model: ModelOp, key: str, why: str, span: Span | None, help_text: str | None = None
     ) -> None:
+        """TL0421: `config `key` of `Model` {why}`."""
         if span is None:
             return
-        message = f"config `{key}` of `{model.sym_name.data}` has no value: {error.message}"
-        help_text = name_help(error)
+        message = f"config `{key}` of `{model.sym_name.data}` {why}"
         self.emit(Diagnostic.error("TL0421", message, Label(span), help=help_text))
-
-    def _override_past_64_bits(
-        self, model: ModelOp, key: str, value: int, span: Span | None
-    ) -> None:
-        if span is None:
-            return
-        message = (
-            f"config `{key}` of `{model.sym_name.data}` must fit in 64 bits "
-            f"(at most {INT64_MAX:,}), got {len(str(abs(value)))} digits"
-        )
-        self.emit(Diagnostic.error("TL0421", message, Label(span)))
 
     def _override_type_ok(
         self, model: ModelOp, key: str, value: object, default: object, span: Span | None
@@ -489,11 +479,8 @@ class DeclarationChecker:
         expected = _kind_of(default)
         if expected is None or _kind_of(value) in _COMPATIBLE[expected] or span is None:
             return True
-        message = (
-            f"config `{key}` of `{model.sym_name.data}` is {_KIND_WORDS[expected]}, got `{value!r}`"
-        )
-        help_text = f"the default is `{default!r}`"
-        self.emit(Diagnostic.error("TL0421", message, Label(span), help=help_text))
+        why = f"is {_KIND_WORDS[expected]}, got `{value!r}`"
+        self._bad_override(model, key, why, span, f"the default is `{default!r}`")
         return False
 
 
