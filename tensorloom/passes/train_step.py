@@ -50,20 +50,6 @@ def _def(
                       returns=result))  # fmt: skip
 
 
-def _trainer(b: PyBuilder, *path: str) -> SSAValue:
-    """`trainer.a.b`."""
-    value = b.name("trainer")
-    for part in path:
-        value = b.attr(value, part)
-    return value
-
-
-def _method(
-    b: PyBuilder, value: SSAValue, name: str, *args: SSAValue, **kwargs: SSAValue
-) -> SSAValue:
-    return b.call(b.attr(value, name), *args, **kwargs)
-
-
 def _scaler_is_set(b: PyBuilder, scaler: SSAValue) -> SSAValue:
     return b.add(py.CompareOp("is not", [scaler, b.const(None)]))
 
@@ -73,13 +59,13 @@ def _backward(b: PyBuilder, plan: ScriptPlan) -> None:
     loss = b.name("loss")
     divided = b.binop("/", loss, b.name("GRAD_ACCUM")) if plan.grad_accum != 1 else loss
     if not plan.amp:
-        b.expr(_method(b, divided, "backward"))
+        b.expr(b.method(divided, "backward"))
         return
     b.assign("scaled", divided)
     then = PyBuilder()
-    then.assign("scaled", _method(then, _trainer(then, "scaler"), "scale", then.name("scaled")))
-    b.stmt(py.IfOp(_scaler_is_set(b, _trainer(b, "scaler")), then.ops))
-    b.expr(_method(b, b.name("scaled"), "backward"))
+    then.assign("scaled", then.method(then.path("trainer", "scaler"), "scale", then.name("scaled")))
+    b.stmt(py.IfOp(_scaler_is_set(b, b.path("trainer", "scaler")), then.ops))
+    b.expr(b.method(b.name("scaled"), "backward"))
 
 
 def _loss(b: PyBuilder, plan: ScriptPlan, model: tuple[str, ...]) -> None:
@@ -99,8 +85,8 @@ def _loss(b: PyBuilder, plan: ScriptPlan, model: tuple[str, ...]) -> None:
     if not plan.amp:
         b.ops += inner.ops
         return
-    precision = _trainer(b, "plan")
-    device = _trainer(b, "ctx", "device")
+    precision = b.path("trainer", "plan")
+    device = b.path("trainer", "ctx", "device")
     b.stmt(py.WithOp(b.call("autocast", precision, device), inner.ops))
 
 
@@ -112,7 +98,7 @@ def forward_backward_ops(plan: ScriptPlan) -> list[Operation]:
     if plan.distributed:
         body.expr(body.const("Accumulate one micro-batch's gradients; DDP all-reduces only on "
                              "the last one."))  # fmt: skip
-        body.assign("model", _trainer(body, "train_model"))
+        body.assign("model", body.path("trainer", "train_model"))
     else:
         body.expr(body.const("Accumulate one micro-batch's gradients."))
     if plan.cuda_graphs:
@@ -126,7 +112,7 @@ def forward_backward_ops(plan: ScriptPlan) -> list[Operation]:
     else:
         _loss(body, plan, ("trainer", "train_model"))
         _backward(body, plan)
-    body.ret(_method(body, body.name("loss"), "detach"))
+    body.ret(body.method(body.name("loss"), "detach"))
     params = [("trainer", "Trainer"), ("xb", "torch.Tensor"), ("yb", "torch.Tensor"),
               ("sync", "bool")]  # fmt: skip
     _def(top, "_forward_backward", params, body, "torch.Tensor")
@@ -143,8 +129,8 @@ def begin_step_ops() -> list[Operation]:
         "start-up).\n"
     ))  # fmt: skip
     # (the script has this function only for a COMPILE_MODE in CUDA_GRAPH_MODES)
-    eval_model = _trainer(body, "eval_model")
-    compiled = body.add(py.CompareOp("is not", [eval_model, _trainer(body, "model")]))
+    eval_model = body.path("trainer", "eval_model")
+    compiled = body.add(py.CompareOp("is not", [eval_model, body.path("trainer", "model")]))
     then = PyBuilder()
     then.expr(then.call("torch.compiler.cudagraph_mark_step_begin"))
     body.stmt(py.IfOp(compiled, then.ops))
@@ -158,29 +144,31 @@ def optimizer_step_ops(plan: ScriptPlan) -> list[Operation]:
     clip = plan.grad_clip != "None"
     if plan.amp:
         pair = body.add(py.TupleOp([body.name("optimizer"), body.name("scaler")]))
-        values = body.add(py.TupleOp([_trainer(body, "optimizer"), _trainer(body, "scaler")]))
+        values = body.add(
+            py.TupleOp([body.path("trainer", "optimizer"), body.path("trainer", "scaler")])
+        )
         body.assign(pair, values)
     else:
-        body.assign("optimizer", _trainer(body, "optimizer"))
+        body.assign("optimizer", body.path("trainer", "optimizer"))
     if plan.amp and clip:  # clip the true gradients, not the scaled ones
         then = PyBuilder()
-        then.expr(_method(then, then.name("scaler"), "unscale_", then.name("optimizer")))
+        then.expr(then.method(then.name("scaler"), "unscale_", then.name("optimizer")))
         body.stmt(py.IfOp(_scaler_is_set(body, body.name("scaler")), then.ops))
     if clip:
-        parameters = _method(body, _trainer(body, "model"), "parameters")
+        parameters = body.method(body.path("trainer", "model"), "parameters")
         body.expr(body.call("torch.nn.utils.clip_grad_norm_", parameters, body.name("GRAD_CLIP")))
     if plan.amp:
         then, orelse = PyBuilder(), PyBuilder()
-        then.expr(_method(then, then.name("scaler"), "step", then.name("optimizer")))
-        then.expr(_method(then, then.name("scaler"), "update"))
-        orelse.expr(_method(orelse, orelse.name("optimizer"), "step"))
+        then.expr(then.method(then.name("scaler"), "step", then.name("optimizer")))
+        then.expr(then.method(then.name("scaler"), "update"))
+        orelse.expr(orelse.method(orelse.name("optimizer"), "step"))
         body.stmt(py.IfOp(_scaler_is_set(body, body.name("scaler")), then.ops, orelse.ops))
     else:
-        body.expr(_method(body, body.name("optimizer"), "step"))
-    body.expr(_method(body, body.name("optimizer"), "zero_grad", set_to_none=body.const(True)))
+        body.expr(body.method(body.name("optimizer"), "step"))
+    body.expr(body.method(body.name("optimizer"), "zero_grad", set_to_none=body.const(True)))
     if plan.schedule is not None:
-        body.expr(_method(body, _trainer(body, "scheduler"), "step"))
-    body.stmt(py.AugAssignOp("+=", _trainer(body, "step"), body.const(1)))
+        body.expr(body.method(body.path("trainer", "scheduler"), "step"))
+    body.stmt(py.AugAssignOp("+=", body.path("trainer", "step"), body.const(1)))
     _def(top, "_optimizer_step", [("trainer", "Trainer")], body, None)
     return top.ops
 
@@ -207,19 +195,19 @@ def evaluate_ops(plan: ScriptPlan, name: str = "evaluate") -> list[Operation]:
     takes_model = plan.recipe.ema is not None or plan.sharded  # the EMA's, the gathered one
     if takes_model:
         unset = PyBuilder()
-        unset.assign("model", _trainer(unset, "eval_model"))
+        unset.assign("model", unset.path("trainer", "eval_model"))
         body.stmt(py.IfOp(body.add(py.CompareOp("is", [body.name("model"), body.const(None)])),
                           unset.ops))  # fmt: skip
     else:
-        body.assign("model", _trainer(body, "eval_model"))
-    body.assign("device", _trainer(body, "ctx", "device"))
-    body.expr(_method(body, body.name("model"), "eval"))
+        body.assign("model", body.path("trainer", "eval_model"))
+    body.assign("device", body.path("trainer", "ctx", "device"))
+    body.expr(body.method(body.name("model"), "eval"))
     sums = ["loss_sum", "correct", "count"] if classify else ["loss_sum", "count"]
     body.comment(", ".join(["loss sum", "correct predictions", "targets"] if classify
                            else ["loss sum", "output elements"]))  # fmt: skip
     zeros = body.call("torch.zeros", body.const(len(sums)), device=body.name("device"))
     body.assign("totals", zeros)
-    loop = py.ForOp(_trainer(body, "val_loader"), targets=2)
+    loop = py.ForOp(body.path("trainer", "val_loader"), targets=2)
     xb, yb = _loop_vars(loop, "xb", "yb")
     each = PyBuilder()
     if plan.cuda_graphs:
@@ -231,23 +219,23 @@ def evaluate_ops(plan: ScriptPlan, name: str = "evaluate") -> list[Operation]:
     inner.stmt(py.AugAssignOp("+=", inner.subscript(inner.name("totals"), inner.const(0)), loss))
     if plan.amp:
         each.comment("the loss runs in fp32 under autocast")
-        manager = each.call("autocast", _trainer(each, "plan"), each.name("device"))
+        manager = each.call("autocast", each.path("trainer", "plan"), each.name("device"))
         each.stmt(py.WithOp(manager, inner.ops))
     else:
         each.ops += inner.ops
     if classify:
-        each.assign("flat_y", _method(each, yb, "flatten"))
-        flat = _method(each, each.name("logits"), "flatten", each.const(0), each.const(-2))
-        predicted = _method(each, flat, "argmax", dim=each.const(-1))
+        each.assign("flat_y", each.method(yb, "flatten"))
+        flat = each.method(each.name("logits"), "flatten", each.const(0), each.const(-2))
+        predicted = each.method(flat, "argmax", dim=each.const(-1))
         hits = each.add(py.CompareOp("==", [predicted, each.name("flat_y")]))
-        correct = _method(each, hits, "sum")
+        correct = each.method(hits, "sum")
         each.stmt(py.AugAssignOp("+=", each.subscript(each.name("totals"), each.const(1)),
                                  correct))  # fmt: skip
-        counted = _method(each, each.name("flat_y"), "numel")
+        counted = each.method(each.name("flat_y"), "numel")
         each.stmt(py.AugAssignOp("+=", each.subscript(each.name("totals"), each.const(2)),
                                  counted))  # fmt: skip
     else:
-        counted = _method(each, each.name("output"), "numel")
+        counted = each.method(each.name("output"), "numel")
         each.stmt(py.AugAssignOp("+=", each.subscript(each.name("totals"), each.const(1)),
                                  counted))  # fmt: skip
     loop.body.block.add_ops(each.ops)
@@ -256,7 +244,7 @@ def evaluate_ops(plan: ScriptPlan, name: str = "evaluate") -> list[Operation]:
     if plan.distributed:
         totals = body.call("all_reduce_sum", totals)
     targets = body.add(py.TupleOp([body.name(n) for n in sums]))
-    body.assign(targets, _method(body, totals, "tolist"))
+    body.assign(targets, body.method(totals, "tolist"))
 
     def mean(b: PyBuilder, total: str) -> SSAValue:
         return b.binop("/", b.name(total), b.call("max", b.name("count"), b.const(1)))
@@ -289,31 +277,31 @@ def train_one_epoch_ops(plan: ScriptPlan) -> list[Operation]:
                          "number of batches."))  # fmt: skip
     if plan.whole_step_graph:
         body.comment("a resumed cut epoch runs uncaptured")
-        whole_step = _trainer(body, "whole_step")
-        uncut = body.add(py.CompareOp("is", [_trainer(body, "carry"), body.const(None)]))
+        whole_step = body.path("trainer", "whole_step")
+        uncut = body.add(py.CompareOp("is", [body.path("trainer", "carry"), body.const(None)]))
         captured = body.binop("and", whole_step, uncut)
         then = PyBuilder()
         graphed = then.call("_train_one_epoch_graphed", then.name("trainer"), then.name("epoch"),
                             then.name("max_steps"))  # fmt: skip
         then.ret(graphed)
         body.stmt(py.IfOp(captured, then.ops))
-    body.assign("model", _trainer(body, "train_model"))
-    body.expr(_method(body, body.name("model"), "train"))
-    body.expr(_method(body, _trainer(body, "train_loader"), "set_epoch", body.name("epoch")))
+    body.assign("model", body.path("trainer", "train_model"))
+    body.expr(body.method(body.name("model"), "train"))
+    body.expr(body.method(body.path("trainer", "train_loader"), "set_epoch", body.name("epoch")))
     pair = body.add(py.TupleOp([body.name("loss_sum"), body.name("batches")]))
     body.assign(pair, body.call("_carried", body.name("trainer")))
     body.comment("resumed mid-epoch: these were trained before the interruption")
     body.assign("skip", body.name("batches"))
-    size = body.call("len", _trainer(body, "train_loader"))
+    size = body.call("len", body.path("trainer", "train_loader"))
     if plan.grad_accum != 1:
         accum = body.name("GRAD_ACCUM")
         size = body.binop("*", body.binop("//", size, accum), body.name("GRAD_ACCUM"))
     body.assign("batches_used", size)
     epoch_1 = body.binop("+", body.name("epoch"), body.const(1))
     body.assign("description", body.add(py.FStringOp("epoch {}", [epoch_1])))
-    loader = _trainer(body, "train_loader")
+    loader = body.path("trainer", "train_loader")
     total, description = body.name("batches_used"), body.name("description")
-    main = _trainer(body, "ctx", "is_main")
+    main = body.path("trainer", "ctx", "is_main")
     bar = body.call("progress", loader, total=total, description=description, enabled=main)
     body.assign("bar", bar)
     loop = py.ForOp(body.name("bar"), targets=2)
@@ -325,7 +313,7 @@ def train_one_epoch_ops(plan: ScriptPlan) -> list[Operation]:
     each.stmt(py.IfOp(each.name("skip"), skipping.ops))
     full = each.add(py.CompareOp("==", [each.name("batches"), each.name("batches_used")]))
     each.stmt(py.IfOp(full, [py.BreakOp()]))
-    reached = each.call("_reached", _trainer(each, "step"), each.name("max_steps"))
+    reached = each.call("_reached", each.path("trainer", "step"), each.name("max_steps"))
     each.stmt(py.IfOp(reached, [py.BreakOp()]))
     if plan.grad_accum != 1:
         following = each.binop("+", each.name("batches"), each.const(1))
@@ -341,25 +329,27 @@ def train_one_epoch_ops(plan: ScriptPlan) -> list[Operation]:
     after = PyBuilder()
     after.expr(after.call("_optimizer_step", after.name("trainer")))
     if plan.log_every is not None:
-        due = after.binop("%", _trainer(after, "step"), after.name("LOG_EVERY"))
+        due = after.binop("%", after.path("trainer", "step"), after.name("LOG_EVERY"))
         due = after.add(py.CompareOp("==", [due, after.const(0)]))
-        due = after.binop("and", due, _trainer(after, "ctx", "is_main"))
+        due = after.binop("and", due, after.path("trainer", "ctx", "is_main"))
         line = PyBuilder()
-        mean = line.binop("/", _method(line, line.name("loss_sum"), "item"), line.name("batches"))
+        mean = line.binop("/", line.method(line.name("loss_sum"), "item"), line.name("batches"))
         text = line.add(py.FStringOp("step {}  mean loss so far {:.4f}",
-                                     [_trainer(line, "step"), mean]))  # fmt: skip
+                                     [line.path("trainer", "step"), mean]))  # fmt: skip
         line.expr(line.call("print", text))
         after.stmt(py.IfOp(due, line.ops))
     if plan.recipe.ema is not None or plan.recipe.eval_every is not None:
-        after_step = after.attr(_trainer(after, "recipe"), "after_step")
-        validate = after.call(after_step, _trainer(after, "model"), _trainer(after, "step"))
+        after_step = after.attr(after.path("trainer", "recipe"), "after_step")
+        validate = after.call(
+            after_step, after.path("trainer", "model"), after.path("trainer", "step")
+        )
         if plan.recipe.eval_every is not None:  # the EMA's update, then whether to validate
             then = PyBuilder()
             then.expr(then.call("step_validation", then.name("trainer"), then.name("epoch")))
             after.stmt(py.IfOp(validate, then.ops))
         else:  # the EMA's update
             after.expr(validate)
-    stopped = after.add(py.CompareOp("is not", [_trainer(after, "recipe", "stop_reason"),
+    stopped = after.add(py.CompareOp("is not", [after.path("trainer", "recipe", "stop_reason"),
                                                 after.const(None)]))  # fmt: skip
     after.stmt(py.IfOp(stopped, [py.BreakOp()]))
     if plan.grad_accum != 1:
@@ -372,7 +362,7 @@ def train_one_epoch_ops(plan: ScriptPlan) -> list[Operation]:
     cut = body.add(py.CompareOp("<", [body.name("batches"), body.name("batches_used")]))
     keep = PyBuilder()
     kept = keep.add(py.TupleOp([keep.name("loss_sum"), keep.name("batches")]))
-    keep.assign(_trainer(keep, "carry"), kept)
+    keep.assign(keep.path("trainer", "carry"), kept)
     body.stmt(py.IfOp(cut, keep.ops))
     mean = body.binop("/", body.name("loss_sum"), body.call("max", body.name("batches"),
                                                             body.const(1)))  # fmt: skip
@@ -394,31 +384,31 @@ def graphed_epoch_ops(plan: ScriptPlan) -> list[Operation]:
     body.expr(body.const("The same epoch, each step one replay of the captured graph: no "
                          "host syncs."))  # fmt: skip
     body.comment("a DeviceLoader: `_whole_step_graph` asked for resident data")
-    body.assign("loader", _trainer(body, "train_loader"))
-    body.expr(_method(body, _trainer(body, "train_model"), "train"))
-    body.expr(_method(body, body.name("loader"), "set_epoch", body.name("epoch")))
-    uncaptured = body.add(py.CompareOp("is", [_trainer(body, "graphed"), body.const(None)]))
+    body.assign("loader", body.path("trainer", "train_loader"))
+    body.expr(body.method(body.path("trainer", "train_model"), "train"))
+    body.expr(body.method(body.name("loader"), "set_epoch", body.name("epoch")))
+    uncaptured = body.add(py.CompareOp("is", [body.path("trainer", "graphed"), body.const(None)]))
     capture = PyBuilder()
-    capture.assign(_trainer(capture, "graphed"), _capture(capture, plan))
+    capture.assign(capture.path("trainer", "graphed"), _capture(capture, plan))
     body.stmt(py.IfOp(uncaptured, capture.ops))
     body.assign("batches", body.const(0))
-    loop = py.ForOp(_method(body, body.name("loader"), "batch_indices"), targets=1)
+    loop = py.ForOp(body.method(body.name("loader"), "batch_indices"), targets=1)
     (idx,) = _loop_vars(loop, "idx")
     each = PyBuilder()
-    reached = each.call("_reached", _trainer(each, "step"), each.name("max_steps"))
-    stopped = each.add(py.CompareOp("is not", [_trainer(each, "recipe", "stop_reason"),
+    reached = each.call("_reached", each.path("trainer", "step"), each.name("max_steps"))
+    stopped = each.add(py.CompareOp("is not", [each.path("trainer", "recipe", "stop_reason"),
                                                each.const(None)]))  # fmt: skip
     each.stmt(py.IfOp(each.binop("or", reached, stopped), [py.BreakOp()]))
-    each.expr(_method(each, _trainer(each, "graphed"), "replay", idx))
+    each.expr(each.method(each.path("trainer", "graphed"), "replay", idx))
     each.stmt(py.AugAssignOp("+=", each.name("batches"), each.const(1)))
-    each.stmt(py.AugAssignOp("+=", _trainer(each, "step"), each.const(1)))
+    each.stmt(py.AugAssignOp("+=", each.path("trainer", "step"), each.const(1)))
     loop.body.block.add_ops(each.ops)
     body.stmt(loop)
-    body.assign("loss_sum", _method(body, _trainer(body, "graphed"), "take_loss_sum"))
+    body.assign("loss_sum", body.method(body.path("trainer", "graphed"), "take_loss_sum"))
     body.comment("cut short: last.pt keeps what this epoch did so far")
     cut = body.add(py.CompareOp("<", [body.name("batches"), body.call("len", body.name("loader"))]))
     keep = PyBuilder()
-    keep.assign(_trainer(keep, "carry"),
+    keep.assign(keep.path("trainer", "carry"),
                 keep.add(py.TupleOp([keep.name("loss_sum"), keep.name("batches")])))  # fmt: skip
     body.stmt(py.IfOp(cut, keep.ops))
     mean = body.binop("/", body.name("loss_sum"), body.call("max", body.name("batches"),
@@ -435,16 +425,17 @@ def graphed_epoch_ops(plan: ScriptPlan) -> list[Operation]:
 def _capture(b: PyBuilder, plan: ScriptPlan) -> SSAValue:
     """`GraphedStep(training_step(...), ...)` of the trainer's BatchLoss, optimizer and the
     loader's resident data."""
-    step = [_trainer(b, "train_model"), _trainer(b, "optimizer")]
+    step = [b.path("trainer", "train_model"), b.path("trainer", "optimizer")]
     if plan.amp:
-        region = b.call("partial", b.name("autocast"), _trainer(b, "plan"),
-                        _trainer(b, "ctx", "device"), cache=b.const(False))  # fmt: skip
+        region = b.call("partial", b.name("autocast"), b.path("trainer", "plan"),
+                        b.path("trainer", "ctx", "device"), cache=b.const(False))  # fmt: skip
         b.assign("region", region)
         step.append(b.name("region"))
     b.assign("step", b.call("training_step", *step))
     x, y, size = (b.attr(b.name("loader"), field) for field in ("x", "y", "batch_size"))
     return b.call("GraphedStep", b.name("step"), x, y, batch_size=size,
-                  model=_trainer(b, "model"), optimizer=_trainer(b, "optimizer"))  # fmt: skip
+                  model=b.path("trainer", "model"),
+                  optimizer=b.path("trainer", "optimizer"))  # fmt: skip
 
 
 def gathered_evaluate_ops() -> list[Operation]:
@@ -457,7 +448,7 @@ def gathered_evaluate_ops() -> list[Operation]:
         "the others' all-gathers."
     ))  # fmt: skip
     unset = body.add(py.CompareOp("is", [body.name("model"), body.const(None)]))
-    which = body.add(py.IfExpOp(unset, _trainer(body, "model"), body.name("model")))
+    which = body.add(py.IfExpOp(unset, body.path("trainer", "model"), body.name("model")))
     inner = PyBuilder()
     inner.ret(inner.call("_evaluate_whole", inner.name("trainer"), inner.name("model")))
     body.stmt(py.WithOp(body.call("gathered_parameters", which), inner.ops))
@@ -497,8 +488,8 @@ def loss_ops(plan: ScriptPlan) -> list[Operation]:
     if plan.classification:
         body.expr(body.const(f"{written}; per-token outputs [B, T, C] are flattened to [B*T, C]."))
         flat = body.add(py.TupleOp([
-            _method(body, body.name("output"), "flatten", body.const(0), body.const(-2)),
-            _method(body, body.name("target"), "flatten"),
+            body.method(body.name("output"), "flatten", body.const(0), body.const(-2)),
+            body.method(body.name("target"), "flatten"),
         ]))  # fmt: skip
         body.assign(body.add(py.TupleOp([body.name("output"), body.name("target")])), flat)
     else:
@@ -540,15 +531,15 @@ def loss_ops(plan: ScriptPlan) -> list[Operation]:
 def _as_float_target_ops() -> list[Operation]:
     top, body = PyBuilder(), PyBuilder()
     target = body.name("target")
-    floating = body.add(py.UnaryOp("not", _method(body, target, "is_floating_point")))
-    one_less = body.binop("-", _method(body, body.name("output"), "dim"), body.const(1))
-    labels = body.add(py.CompareOp("==", [_method(body, body.name("target"), "dim"), one_less]))
+    floating = body.add(py.UnaryOp("not", body.method(target, "is_floating_point")))
+    one_less = body.binop("-", body.method(body.name("output"), "dim"), body.const(1))
+    labels = body.add(py.CompareOp("==", [body.method(body.name("target"), "dim"), one_less]))
     then = PyBuilder()
     classes = then.subscript(then.attr(then.name("output"), "shape"), then.const(-1))
     then.assign("target", then.call("F.one_hot", then.name("target"), classes))
     body.stmt(py.IfOp(body.binop("and", floating, labels), then.ops))
     dtype = body.attr(body.name("output"), "dtype")
-    body.ret(_method(body, body.name("target"), "to", dtype))
+    body.ret(body.method(body.name("target"), "to", dtype))
     _def(top, "_as_float_target", [("output", "torch.Tensor"), ("target", "torch.Tensor")],
          body, "torch.Tensor")  # fmt: skip
     return top.ops
@@ -595,22 +586,24 @@ def resume_extra_ops() -> list[Operation]:
     carry, which every `resume` reads from its checkpoint."""
     top, body = PyBuilder(), PyBuilder()
     state = body.name("state")
-    positions = body.add(py.TupleOp([_trainer(body, "start_epoch"), _trainer(body, "step")]))
+    positions = body.add(
+        py.TupleOp([body.path("trainer", "start_epoch"), body.path("trainer", "step")])
+    )
     epoch = body.subscript(state, body.const("epoch"))
     step = body.subscript(body.name("state"), body.const("step"))
     saved = body.add(py.TupleOp([epoch, step]))
     body.assign(positions, saved)
-    body.assign(_trainer(body, "saved_step"), _trainer(body, "step"))
+    body.assign(body.path("trainer", "saved_step"), body.path("trainer", "step"))
     body.assign("extra", body.subscript(body.name("state"), body.const("extra")))
-    recipe_state = _method(body, body.name("extra"), "get", body.const("recipe"),
+    recipe_state = body.method(body.name("extra"), "get", body.const("recipe"),
                            body.add(py.DictOp()))  # fmt: skip
-    body.expr(_method(body, _trainer(body, "recipe"), "load_state_dict", recipe_state))
-    body.assign("carry", _method(body, body.name("extra"), "get", body.const("carry")))
+    body.expr(body.method(body.path("trainer", "recipe"), "load_state_dict", recipe_state))
+    body.assign("carry", body.method(body.name("extra"), "get", body.const("carry")))
     then = PyBuilder()
     loss_sum = then.subscript(then.name("carry"), then.const("loss_sum"))
-    moved = _method(then, loss_sum, "to", _trainer(then, "ctx", "device"))
+    moved = then.method(loss_sum, "to", then.path("trainer", "ctx", "device"))
     batches = then.call("int", then.subscript(then.name("carry"), then.const("batches")))
-    then.assign(_trainer(then, "carry"), then.add(py.TupleOp([moved, batches])))
+    then.assign(then.path("trainer", "carry"), then.add(py.TupleOp([moved, batches])))
     unset = body.add(py.CompareOp("is not", [body.name("carry"), body.const(None)]))
     body.stmt(py.IfOp(unset, then.ops))
     state_type = top.subscript(top.name("dict"), top.name("str"), top.name("Any"))
@@ -625,7 +618,7 @@ def batch_loss_ops(plan: ScriptPlan) -> list[Operation]:
     and compiles, and `should_compile` times (under DDP the step calls the wrapped model,
     and the loss beside it)."""
     top, init, forward = PyBuilder(), PyBuilder(), PyBuilder()
-    init.expr(_method(init, init.call("super"), "__init__"))
+    init.expr(init.method(init.call("super"), "__init__"))
     init.assign(init.attr(init.name("self"), "model"), init.name("model"))
     output = forward.call(forward.attr(forward.name("self"), "model"), forward.name("xb"))
     inputs = [forward.name("xb")] if plan.custom_loss in plan.takes_inputs else []
@@ -651,11 +644,11 @@ def epoch_helper_ops() -> list[Operation]:
     top, body = PyBuilder(), PyBuilder()
     body.expr(body.const("The loss sum and batches of an epoch resumed in its middle, else "
                          "nothing yet."))  # fmt: skip
-    pair = body.add(py.TupleOp([body.name("carry"), _trainer(body, "carry")]))
-    body.assign(pair, body.add(py.TupleOp([_trainer(body, "carry"), body.const(None)])))
+    pair = body.add(py.TupleOp([body.name("carry"), body.path("trainer", "carry")]))
+    body.assign(pair, body.add(py.TupleOp([body.path("trainer", "carry"), body.const(None)])))
     fresh = PyBuilder()
     zero = fresh.call("torch.zeros", fresh.add(py.TupleOp([])),
-                      device=_trainer(fresh, "ctx", "device"))  # fmt: skip
+                      device=fresh.path("trainer", "ctx", "device"))  # fmt: skip
     fresh.stmt(py.ReturnOp([zero, fresh.const(0)]))
     body.stmt(py.IfOp(body.add(py.CompareOp("is", [body.name("carry"), body.const(None)])),
                       fresh.ops))  # fmt: skip
