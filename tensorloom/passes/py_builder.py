@@ -14,6 +14,8 @@ single-use value into the statement that uses it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, StringAttr, f64, i1, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 
@@ -108,6 +110,26 @@ class PyBuilder:
 
     def assign(self, target: str | SSAValue, value: SSAValue) -> None:
         self.stmt(py.AssignOp(self.name(target) if isinstance(target, str) else target, value))
+
+    def def_(
+        self,
+        name: str,
+        params: Sequence[tuple[str, str | SSAValue]],
+        body: PyBuilder,
+        returns: str | SSAValue | None,
+        defaults: dict[str, SSAValue] | None = None,
+    ) -> None:
+        """`def name(p: T, ...) -> R:` with `body`'s ops. A type given as a string is a name
+        (`"Trainer"`; `""`: no annotation), `returns=None` is `-> None`."""
+        annotations = {
+            param: self.name(kind) if isinstance(kind, str) else kind
+            for param, kind in params
+            if not isinstance(kind, str) or kind
+        }
+        result = self.name(returns) if isinstance(returns, str) else returns
+        result = self.const(None) if result is None else result
+        self.stmt(py.DefOp(name, [p for p, _ in params], body.ops, annotations=annotations,
+                           returns=result, defaults=defaults))  # fmt: skip
 
     def ret(self, value: SSAValue | None = None) -> None:
         self.stmt(py.ReturnOp([value] if value is not None else []))

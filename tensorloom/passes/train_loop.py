@@ -41,19 +41,6 @@ DEFINES = (
 Params = list[tuple[str, SSAValue]]
 
 
-def _def(
-    top: PyBuilder,
-    name: str,
-    params: Params,
-    body: PyBuilder,
-    returns: SSAValue,
-    defaults: dict[str, SSAValue] | None = None,
-) -> None:
-    """`def name(p: T, ...) -> R:` with `body`; the annotations are values of `top`."""
-    top.stmt(py.DefOp(name, [p for p, _ in params], body.ops, annotations=dict(params),
-                      returns=returns, defaults=defaults))  # fmt: skip
-
-
 def _trainer_params(top: PyBuilder, *rest: tuple[str, str]) -> Params:
     """`trainer: Trainer` and the named parameters after it."""
     return [("trainer", top.name("Trainer")), *((p, top.name(kind)) for p, kind in rest)]
@@ -124,7 +111,7 @@ def after_validation_ops(plan: ScriptPlan) -> list[Operation]:
     if plan.distributed and not plan.sharded:
         body.expr(body.call("barrier"))
     params = [*_trainer_params(top), ("record", _record_type(top))]
-    _def(top, "after_validation", params, body, top.const(None))
+    top.def_("after_validation", params, body, top.const(None))
     return top.ops
 
 
@@ -161,7 +148,7 @@ def checkpoint_state_ops(plan: ScriptPlan) -> list[Operation]:
         state.append(("ema", body.name("ema_module")))
     body.ret(body.call("dict", **dict(state)))
     params = [*_trainer_params(top), ("carry", _carry_type(top))]
-    _def(top, "checkpoint_state", params, body, _record_type(top),
+    top.def_("checkpoint_state", params, body, _record_type(top),
          defaults={"carry": top.const(None)})  # fmt: skip
     return top.ops
 
@@ -189,7 +176,7 @@ def save_last_ops(plan: ScriptPlan) -> list[Operation]:
     if plan.distributed and not plan.sharded:
         body.expr(body.call("barrier"))
     params = _trainer_params(top, ("epochs_done", "int"))
-    _def(top, "save_last", params, body, top.const(None))
+    top.def_("save_last", params, body, top.const(None))
     return top.ops
 
 
@@ -235,7 +222,7 @@ def save_if_due_ops(plan: ScriptPlan) -> list[Operation]:
         body.expr(body.call("barrier"))
     params = _trainer_params(top, ("epoch", "int"), ("start_step", "int"),
                              ("args", "argparse.Namespace"))  # fmt: skip
-    _def(top, "save_if_due", params, body, top.const(None))
+    top.def_("save_if_due", params, body, top.const(None))
     return top.ops
 
 
@@ -280,7 +267,7 @@ def train_ops(plan: ScriptPlan) -> list[Operation]:
         body.expr(body.call("barrier"))
     body.ret(body.name("code"))
     params = [("args", top.name("argparse.Namespace")), ("ctx", top.name("DistContext"))]
-    _def(top, "train", params, body, top.name("int"))
+    top.def_("train", params, body, top.name("int"))
     return top.ops
 
 
@@ -469,7 +456,7 @@ def run_ops(plan: ScriptPlan) -> list[Operation]:
     _run_end(body, plan)
     params = [("trainer", top.name("Trainer")), ("args", top.name("argparse.Namespace")),
               ("ctx", top.name("DistContext"))]  # fmt: skip
-    _def(top, "_run", params, body, top.name("int"))
+    top.def_("_run", params, body, top.name("int"))
     return top.ops
 
 
@@ -499,7 +486,7 @@ def evaluate_checkpoint_ops(plan: ScriptPlan) -> list[Operation]:
     body.expr(body.call("serve_requests", body.name("trainer"), body.name("args")))
     body.ret(body.const(0))
     params = [("trainer", top.name("Trainer")), ("args", top.name("argparse.Namespace"))]
-    _def(top, "evaluate_checkpoint", params, body, top.name("int"))
+    top.def_("evaluate_checkpoint", params, body, top.name("int"))
     return top.ops
 
 

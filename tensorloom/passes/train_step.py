@@ -36,20 +36,6 @@ DEFINES = (
 """The top-level names these functions take in the script (mangle-names keeps them free)."""
 
 
-def _def(
-    top: PyBuilder,
-    name: str,
-    params: list[tuple[str, str]],
-    body: PyBuilder,
-    returns: str | None,
-) -> None:
-    """`def name(p: T, ...) -> R:` with `body`, its annotations built in `top`."""
-    annotations = {param: top.name(kind) for param, kind in params if kind}
-    result = top.name(returns) if returns is not None else top.const(None)
-    top.stmt(py.DefOp(name, [p for p, _ in params], body.ops, annotations=annotations,
-                      returns=result))  # fmt: skip
-
-
 def _scaler_is_set(b: PyBuilder, scaler: SSAValue) -> SSAValue:
     return b.add(py.CompareOp("is not", [scaler, b.const(None)]))
 
@@ -115,7 +101,7 @@ def forward_backward_ops(plan: ScriptPlan) -> list[Operation]:
     body.ret(body.method(body.name("loss"), "detach"))
     params = [("trainer", "Trainer"), ("xb", "torch.Tensor"), ("yb", "torch.Tensor"),
               ("sync", "bool")]  # fmt: skip
-    _def(top, "_forward_backward", params, body, "torch.Tensor")
+    top.def_("_forward_backward", params, body, "torch.Tensor")
     return top.ops
 
 
@@ -134,7 +120,7 @@ def begin_step_ops() -> list[Operation]:
     then = PyBuilder()
     then.expr(then.call("torch.compiler.cudagraph_mark_step_begin"))
     body.stmt(py.IfOp(compiled, then.ops))
-    _def(top, "_begin_step", [("trainer", "Trainer")], body, None)
+    top.def_("_begin_step", [("trainer", "Trainer")], body, None)
     return top.ops
 
 
@@ -169,7 +155,7 @@ def optimizer_step_ops(plan: ScriptPlan) -> list[Operation]:
     if plan.schedule is not None:
         body.expr(body.method(body.path("trainer", "scheduler"), "step"))
     body.stmt(py.AugAssignOp("+=", body.path("trainer", "step"), body.const(1)))
-    _def(top, "_optimizer_step", [("trainer", "Trainer")], body, None)
+    top.def_("_optimizer_step", [("trainer", "Trainer")], body, None)
     return top.ops
 
 
@@ -540,7 +526,7 @@ def _as_float_target_ops() -> list[Operation]:
     body.stmt(py.IfOp(body.binop("and", floating, labels), then.ops))
     dtype = body.attr(body.name("output"), "dtype")
     body.ret(body.method(body.name("target"), "to", dtype))
-    _def(top, "_as_float_target", [("output", "torch.Tensor"), ("target", "torch.Tensor")],
+    top.def_("_as_float_target", [("output", "torch.Tensor"), ("target", "torch.Tensor")],
          body, "torch.Tensor")  # fmt: skip
     return top.ops
 
@@ -555,7 +541,7 @@ def _custom_loss_ops(plan: ScriptPlan) -> list[Operation]:
     if plan.loss_location is not None:
         returned.location = plan.loss_location
     body.stmt(returned)
-    _def(top, "loss_fn", [(p, "torch.Tensor") for p in params], body, "torch.Tensor")
+    top.def_("loss_fn", [(p, "torch.Tensor") for p in params], body, "torch.Tensor")
     return top.ops
 
 
@@ -577,7 +563,7 @@ def seed_everything_ops() -> list[Operation]:
     body.expr(body.call("random.seed", body.name("seed")))
     body.comment("seeds every CUDA device too")
     body.expr(body.call("torch.manual_seed", body.name("seed")))
-    _def(top, "seed_everything", [("seed", "int")], body, None)
+    top.def_("seed_everything", [("seed", "int")], body, None)
     return top.ops
 
 
@@ -632,8 +618,8 @@ def batch_loss_ops(plan: ScriptPlan) -> list[Operation]:
         f"module.\n\n{use}.\n"
     ))  # fmt: skip
     tensor = "torch.Tensor"
-    _def(body, "__init__", [("self", ""), ("model", "nn.Module")], init, None)
-    _def(body, "forward", [("self", ""), ("xb", tensor), ("yb", tensor)], forward, tensor)
+    body.def_("__init__", [("self", ""), ("model", "nn.Module")], init, None)
+    body.def_("forward", [("self", ""), ("xb", tensor), ("yb", tensor)], forward, tensor)
     top.stmt(py.ClassOp("BatchLoss", [top.name("nn.Module")], body.ops))
     return top.ops
 
