@@ -147,9 +147,15 @@ FLOOR = (
 )
 
 
+OPTIMIZER = "; torch.optim.Adam([torch.zeros(1, requires_grad=True)])"
+
+
 def script_commands(folder: Path) -> dict[str, list[str]]:
     py = sys.executable
     rows = {"floor: import torch, CUDA init, load digits": [py, "-c", FLOOR]}
+    # Constructing any torch.optim optimizer imports torch._dynamo (torch/_compile.py's
+    # _disable_dynamo): a cost every training script pays, hand-written ones too.
+    rows["floor + an optimizer (imports torch._dynamo)"] = [py, "-c", FLOOR + OPTIMIZER]
     hand = str(folder / "digits_mlp.py")
     rows["hand-written digits MLP, 10 epochs"] = [py, hand]
     rows["hand-written digits MLP, 1 epoch"] = [py, hand, "--epochs", "1"]
