@@ -286,25 +286,6 @@ def _schedule_settings(plan: ScriptPlan) -> list[str]:
 # --- command line and setup ------------------------------------------------------------------
 
 
-def scheduler_source(plan: ScriptPlan) -> str | None:
-    if plan.schedule is None:
-        return None
-    return dedent(_SCHEDULER).strip("\n")
-
-
-_SCHEDULER = '''
-    def build_scheduler(
-        optimizer: torch.optim.Optimizer, steps_per_epoch: int, total_steps: int
-    ) -> torch.optim.lr_scheduler.LRScheduler:
-        """`lr_schedule`: runtime/recipe.py's LrSchedule, stepped once per optimizer step."""
-        schedule = lr_schedule_from(
-            LR_SCHEDULE, steps_per_epoch=steps_per_epoch, total_steps=total_steps,
-            base_lr=LEARNING_RATE,
-        )  # fmt: skip
-        return make_lr_scheduler(optimizer, schedule)
-'''
-
-
 TRAINER = '''
 @dataclass
 class Trainer:
@@ -572,49 +553,6 @@ def _graph_build_trainer_source(plan: ScriptPlan) -> str:
         should_compile=_should_compile_call(plan, "compile_it = not whole_step and "),
     )  # fmt: skip
     return _epochs_set(text, plan)
-
-
-def build_recipe_source(plan: ScriptPlan) -> str:
-    """`build_recipe`: a `RunRecipe` of only the parts the block uses (runtime/recipe.py):
-    the best epoch (by `keep_best`'s metric, else val_loss) for the run's summary, the
-    EMA, early stopping, `eval_every`, and SIGINT/SIGTERM handling in one process."""
-    recipe = plan.recipe
-    parts: list[str] = []
-    if recipe.ema is not None:
-        parts.append("ema=ModelEMA(model, EMA_DECAY, ema_copy)" if plan.sharded
-                     else "ema=ModelEMA(model, EMA_DECAY)")  # fmt: skip
-    if recipe.early_stopping is not None:
-        parts.append("stopper=EarlyStopping(*EARLY_STOPPING)")
-    parts.append("best=BestTracker(KEEP_BEST)" if recipe.keep_best is not None
-                 else 'best=BestTracker("val_loss")')  # fmt: skip
-    if recipe.eval_every is not None:
-        parts.append("eval_every=EVAL_EVERY")
-    if plan.distributed:  # several processes must stop at one step: no handlers
-        parts.append("signals=None if ctx.is_distributed else StopSignals().install()")
-    else:
-        parts.append("signals=StopSignals().install()")
-    one_line = f"    return RunRecipe({', '.join(parts)})"
-    if len(one_line) <= 100:
-        lines = [one_line]
-    else:
-        lines = ["    return RunRecipe(", *(f"        {p}," for p in parts), "    )"]
-    if plan.sharded and recipe.ema is not None:
-        lines[:0] = [line.replace("$model", f"{plan.model_class}({plan.model_args})")
-                     for line in _SHARDED_EMA]  # fmt: skip
-    parameters = "model: nn.Module, ctx: DistContext"
-    if plan.sharded:
-        parameters += ", plan: PrecisionPlan"
-    doc = '    """The block\'s recipe keys as runtime/recipe.py objects."""'
-    return "\n".join([f"def build_recipe({parameters}) -> RunRecipe:", doc, *lines])
-
-
-# Under FSDP the `ema` average is a second model sharded as the model is: each rank
-# averages its own shards, with no communication.
-_SHARDED_EMA = [
-    "    with torch.random.fork_rng(devices=[]):  # its weights take no numbers from the run",
-    "        ema_copy = $model.to(ctx.device)",
-    "    shard_model(ema_copy, FSDP_BLOCKS, param_dtype=plan.autocast_dtype)",
-]
 
 
 RESUME = '''
@@ -910,6 +848,7 @@ def _evaluate_sections(
 def loop_sources(plan: ScriptPlan) -> list[str | list[Operation]]:
     """The sections after the models, the loss and the command line (train_cli.py), in the
     script's order."""
+    from tensorloom.passes.train_build import build_recipe_ops, scheduler_ops
     from tensorloom.passes.train_data import build_loaders_ops
     from tensorloom.passes.train_loop import main_ops, run_sections, saves_ops
     from tensorloom.passes.train_step import (
@@ -928,12 +867,12 @@ def loop_sources(plan: ScriptPlan) -> list[str | list[Operation]]:
 
     sections: list[str | list[Operation] | None] = [
         seed_everything_ops(),
-        scheduler_source(plan),
+        scheduler_ops(plan),
         trainer_source(plan),
         build_loaders_ops(plan),
         build_trainer_source(plan),
         batch_loss_ops(plan),
-        build_recipe_source(plan),
+        build_recipe_ops(plan),
         _resume_source(plan),
         resume_extra_ops(),
         train_one_epoch_ops(plan),

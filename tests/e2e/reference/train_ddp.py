@@ -193,10 +193,11 @@ class BatchLoss(nn.Module):
 
 def build_recipe(model: nn.Module, ctx: DistContext) -> RunRecipe:
     """The block's recipe keys as runtime/recipe.py objects."""
-    return RunRecipe(
-        best=BestTracker("val_loss"),
-        signals=None if ctx.is_distributed else StopSignals().install(),
-    )
+    # several processes must stop at one step: no handlers
+    signals = None
+    if not ctx.is_distributed:
+        signals = StopSignals().install()
+    return RunRecipe(best=BestTracker("val_loss"), signals=signals)
 
 
 def resume(trainer: Trainer, path: str) -> None:

@@ -143,10 +143,8 @@ def build_scheduler(
     optimizer: torch.optim.Optimizer, steps_per_epoch: int, total_steps: int
 ) -> torch.optim.lr_scheduler.LRScheduler:
     """`lr_schedule`: runtime/recipe.py's LrSchedule, stepped once per optimizer step."""
-    schedule = lr_schedule_from(
-        LR_SCHEDULE, steps_per_epoch=steps_per_epoch, total_steps=total_steps,
-        base_lr=LEARNING_RATE,
-    )  # fmt: skip
+    schedule = lr_schedule_from(LR_SCHEDULE, steps_per_epoch=steps_per_epoch,
+                                total_steps=total_steps, base_lr=LEARNING_RATE)
     return make_lr_scheduler(optimizer, schedule)
 
 

@@ -43,6 +43,9 @@ builtin.module {
 // CHECK-NEXT:   %[[CALL:.*]] = py.call %{{.*}}(%[[FLAG]], nargs = %[[TWO]], metavar = %[[META]], default = %[[NONE]], help = %[[HELP]])
 // CHECK-NEXT:   py.expr %[[CALL]]
 
+// `build_recipe` takes the precision plan, which an `ema` copy is sharded in.
+// CHECK:      py.def @build_recipe(model : %{{.*}}, ctx : %{{.*}}, plan : %{{.*}}) -> %{{.*}} {
+
 // CHECK:      py.def @_evaluate_whole(trainer : %{{.*}}, model : %{{.*}} = %{{.*}}) -> %{{.*}} decorators [%{{.*}}] {
 // CHECK:      py.def @evaluate(trainer : %{{.*}}, model : %{{.*}} = %{{.*}}) -> %{{.*}} {
 // CHECK:        %[[UNSET:.*]] = py.compare ["is"] %{{.*}}, %{{.*}}

@@ -82,6 +82,23 @@ builtin.module {
 // `BatchLoss` under DDP too: runtime/compiling.py's `should_compile` times it.
 // CHECK-NEXT:   py.name "nn.Module"
 // CHECK-NEXT:   py.class @BatchLoss(%{{[0-9]+}}) {
+// `build_recipe`: the best epoch by val_loss; a process group installs no signal handlers.
+// CHECK:        py.def @build_recipe(model : %{{[0-9]+}}, ctx : %{{[0-9]+}}) -> %{{[0-9]+}} {
+// CHECK:          py.comment "several processes must stop at one step: no handlers"
+// CHECK:          %[[DISTRIBUTED:[0-9]+]] = py.attribute %{{[0-9]+}}, "is_distributed"
+// CHECK-NEXT:     %[[ONE:[0-9]+]] = py.unop "not" %[[DISTRIBUTED]]
+// CHECK-NEXT:     py.if %[[ONE]] {
+// CHECK:            py.name "StopSignals"
+// CHECK:          } else {
+// CHECK-NEXT:     ^bb0:
+// CHECK-NEXT:     }
+// CHECK-NEXT:     %[[SIGNALS:[0-9]+]] = py.name "signals"
+// CHECK-NEXT:     %[[METRIC:[0-9]+]] = py.constant "val_loss"
+// CHECK-NEXT:     %[[BEST:[0-9]+]] = py.name "BestTracker"
+// CHECK-NEXT:     %[[TRACKER:[0-9]+]] = py.call %[[BEST]](%[[METRIC]])
+// CHECK-NEXT:     %[[RUN_RECIPE:[0-9]+]] = py.name "RunRecipe"
+// CHECK-NEXT:     %[[MADE_RECIPE:[0-9]+]] = py.call %[[RUN_RECIPE]](best = %[[TRACKER]], signals = %[[SIGNALS]])
+// CHECK-NEXT:     py.return %[[MADE_RECIPE]]
 // The step and evaluation are py ops (train_step.py): DDP's no_sync through `gradient_sync`
 // (insert-ddp's marker), autocast inside it (insert-amp's), the loss beside the DDP model; the
 // step mark for compile mode "reduce-overhead"; evaluation all-reduces its sums.
