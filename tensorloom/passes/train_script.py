@@ -708,26 +708,14 @@ def _one_process(text: str) -> str:
 # are its arguments, fields and uses (the `with autocast(...)` blocks are unwrapped, the
 # `if ... scaler is not None:` blocks dropped, by `without_amp`).
 _NO_AMP = (
-    ("optimizer, scaler, scheduler, plan,", "optimizer, scheduler,"),
     (", train_loader, plan)", ", train_loader)"),
-    ("_whole_step_graph(model, train_loader, scaler, args, ctx)",
-     "_whole_step_graph(model, train_loader, args, ctx)"),
-    ("    scaler: torch.amp.GradScaler | None, args: argparse.Namespace, ctx: DistContext,\n",
-     "    args: argparse.Namespace, ctx: DistContext,\n"),
-    ("resident and scaler is None and small", "resident and small"),
     ('"optimizer": trainer.optimizer, "scaler": trainer.scaler,',
      '"optimizer": trainer.optimizer,'),
     ("optimizer, scaler = trainer.optimizer, trainer.scaler", "optimizer = trainer.optimizer"),
     ("weights, optimizer, scaler, schedule", "weights, optimizer, schedule"),
     (" optimizer=trainer.optimizer, scaler=trainer.scaler,", " optimizer=trainer.optimizer,"),
 )  # fmt: skip
-_NO_AMP_LINES = (
-    "scaler: torch.amp.GradScaler | None",
-    "plan: PrecisionPlan",
-    "plan = resolve_precision(args.precision, ctx.device)",
-    "scaler = make_grad_scaler(plan, ctx.device)",
-    "scaler=trainer.scaler,",
-)
+_NO_AMP_LINES = ("scaler=trainer.scaler,",)
 
 
 def without_amp(text: str) -> str:
