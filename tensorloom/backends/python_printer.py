@@ -729,7 +729,8 @@ class PythonPrinter:
         block = op.body.block
         scope = NameScope(self.scope)
         with self.indented(), self._body_scope(block, scope):
-            self._statements(block, spacing=1)
+            # a record's fields sit together; methods get a blank line around each
+            self._statements(block, spacing=1 if _defines(block) else 0)
 
     @emit.register
     def _(self, op: py.AssignOp) -> None:
@@ -774,6 +775,8 @@ class PythonPrinter:
             assert isinstance(owner, py.ConstantOp) and isinstance(owner.value, StringAttr)
             for text in _docstring(owner.value.data).split("\n"):
                 self.line(text)
+            if isinstance(op.parent_op(), py.ClassOp):
+                self.blank_lines(1)  # PEP 257: a blank line after a class's docstring
             return
         if not self._wrapped_call("", op.value):
             self.line(self.value(op.value).at_least(Precedence.TERNARY))
@@ -1211,7 +1214,17 @@ class PythonPrinter:
             f"{name}{text}" if name in ("*", "**") else f"{name}={text}" if name else text
             for text, name in zip(texts, op.keywords, strict=True)
         ]
+        if len(args) == 1 and not op.keywords[0] and self._inline_generator(op.args[0]):
+            return PyExpr.call(callee, [args[0][1:-1]])  # `sum(x for x in xs)`, as Python allows
         return PyExpr.call(callee, args)
+
+    def _inline_generator(self, value: SSAValue) -> bool:
+        owner = value.owner
+        return (
+            isinstance(owner, py.ComprehensionOp)
+            and owner.kind.data == "generator"
+            and owner in self._inline
+        )
 
     @expression.register
     def _(self, op: py.BinOp) -> PyExpr:
@@ -1439,17 +1452,38 @@ def _call_free(value: SSAValue) -> bool:
     if not isinstance(owner, Operation) or _is_atom(owner):
         return True
     pure = (py.AttributeOp, py.CompareOp, py.UnaryOp, py.BinOp, py.SubscriptOp, py.TupleOp,
-            py.DictOp)  # fmt: skip
+            py.ListOp, py.DictOp)  # fmt: skip
     return isinstance(owner, pure) and all(_call_free(o) for o in owner.operands)
 
 
 def _wrappable(op: object) -> bool:
-    """A call whose arguments are all literals and names, of a name or `name.attr`
-    (`parser.add_argument("--epochs", type=int, default=EPOCHS)`): printed over several
-    lines when it is too wide for one, rather than through temporaries."""
+    """A call of a name or `name.attr` whose arguments are flat (`_flat_argument`:
+    `parser.add_argument("--epochs", type=int, default=EPOCHS)`, `should_compile(mode,
+    steps=total_train_steps(args.epochs, n // GRAD_ACCUM, args.max_steps))`): printed over
+    several lines when it is too wide for one, rather than through temporaries."""
     if not isinstance(op, py.CallOp) or not op.args:
         return False
-    return _simple_argument(op.callee.owner) and all(_simple_argument(a.owner) for a in op.args)
+    return _simple_argument(op.callee.owner) and all(_flat_argument(a) for a in op.args)
+
+
+FLAT_OPS = (py.CallOp, py.BinOp, py.CompareOp, py.UnaryOp, py.IfExpOp, py.TupleOp, py.ListOp,
+            py.ComprehensionOp)  # fmt: skip
+FLAT_DEPTH = 3
+"""How deep a wrapped call's argument may nest calls and operators; a forward's longer
+chain (`self.fc3(F.relu(self.fc2(F.relu(...))))`) is named a step at a time instead."""
+
+
+def _flat_argument(value: SSAValue, depth: int = FLAT_DEPTH) -> bool:
+    """A literal, a name or an attribute of those, or a call or operator over such values
+    at most `depth` deep: an argument a wrapped call prints on a line of its own."""
+    owner = value.owner
+    while isinstance(owner, py.AttributeOp):
+        owner = owner.value.owner
+    if not isinstance(owner, Operation) or _is_atom(owner):
+        return True
+    if depth == 0 or not isinstance(owner, FLAT_OPS):
+        return False
+    return all(_flat_argument(o, depth - 1) for o in owner.operands)
 
 
 def _whole_value(statement: Operation) -> Operation | None:

@@ -243,6 +243,8 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
         loop_location=_location(loop.location),
         loss_location=_location(config.loc("loss")) or loop.location,
         data_location=_location(_data_location(module, loop)),
+        model_location=_location(instance.location),
+        optimizer_location=_location(config.loc("optimizer")),
         label_classes=_model_classes(module, loop),
         recipe=_recipe(config),
         fsdp_blocks=tuple(b.data for b in shard.blocks)

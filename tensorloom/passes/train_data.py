@@ -52,7 +52,8 @@ def _reader(b: PyBuilder, plan: ScriptPlan) -> SSAValue:
     return b.call_with(name, [*first, *rest])
 
 
-def _loader_type(b: PyBuilder, plan: ScriptPlan) -> SSAValue:
+def loader_type(b: PyBuilder, plan: ScriptPlan) -> SSAValue:
+    """The loaders' type: `DeviceLoader`, `DeviceLoader | HostLoader` or `WindowLoader`."""
     if plan.language_model_data:
         return b.name("WindowLoader")
     if plan.resident_data:
@@ -153,9 +154,9 @@ def build_loaders_ops(plan: ScriptPlan) -> list[Operation]:
     _loaders(body, plan)
     splits = [body.name(n) for n in ("train_loader", "val_loader", "info")]
     body.stmt(py.ReturnOp(splits))
-    loader = _loader_type(top, plan)
+    loader = loader_type(top, plan)
     info = top.name("TokenInfo" if plan.language_model_data else "DataInfo")
-    returns = top.subscript(top.name("tuple"), loader, _loader_type(top, plan), info)
+    returns = top.subscript(top.name("tuple"), loader, loader_type(top, plan), info)
     params = {"args": top.name("argparse.Namespace"), "ctx": top.name("DistContext")}
     top.stmt(py.DefOp("build_loaders", list(params), body.ops, annotations=params,
                       returns=returns))  # fmt: skip

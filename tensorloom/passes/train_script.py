@@ -26,7 +26,6 @@ from xdsl.dialects.builtin import LocationAttr
 from xdsl.ir import Attribute, Operation
 
 from tensorloom.catalogue.datasets import SEQUENCE_TASKS, is_file_source
-from tensorloom.catalogue.optimizers import OPTIMIZERS
 from tensorloom.dialects.train import CUDA_GRAPH_MODES, DEFAULT_BATCH_SIZE
 from tensorloom.escape import py_comment, py_string
 from tensorloom.passes.loss_functions import Metric
@@ -92,6 +91,8 @@ class ScriptPlan:
     label_classes: int | None = None  # a data file's labels are checked against this at load
     loss_location: LocationAttr | None = None  # where `loss` is set (else the train block)
     data_location: LocationAttr | None = None
+    model_location: LocationAttr | None = None  # the instance's `let net = Classifier()`
+    optimizer_location: LocationAttr | None = None  # where `optimizer` is set
     recipe: RecipePlan = RecipePlan()
     # `distributed = "fsdp"`: the layers `fully_shard` makes units of (the root is one too)
     fsdp_blocks: tuple[str, ...] | None = None
@@ -134,6 +135,14 @@ class ScriptPlan:
         return self.compile_mode in CUDA_GRAPH_MODES
 
     @property
+    def fusable_optimizer(self) -> bool:
+        """Adam, AdamW or SGD with no implementation keyword the user chose: the script picks
+        the fused (or capturable) one."""
+        return self.optimizer in ("Adam", "AdamW", "SGD") and not (
+            _names(self.optimizer_kwargs) & _OPTIMIZER_MODES
+        )
+
+    @property
     def whole_step_graph(self) -> bool:
         """The block allows capturing the whole step in one CUDA graph (runtime/graphs.py);
         the script still decides per run (device, resident data, model size)."""
@@ -145,8 +154,7 @@ class ScriptPlan:
             and self.schedule is None
             and self.recipe.ema is None
             and self.recipe.eval_every is None
-            and self.optimizer in ("Adam", "AdamW", "SGD")
-            and not _names(self.optimizer_kwargs) & _OPTIMIZER_MODES
+            and self.fusable_optimizer
         )
 
 
@@ -286,77 +294,6 @@ def _schedule_settings(plan: ScriptPlan) -> list[str]:
 # --- command line and setup ------------------------------------------------------------------
 
 
-def scheduler_source(plan: ScriptPlan) -> str | None:
-    if plan.schedule is None:
-        return None
-    return dedent(_SCHEDULER).strip("\n")
-
-
-_SCHEDULER = '''
-    def build_scheduler(
-        optimizer: torch.optim.Optimizer, steps_per_epoch: int, total_steps: int
-    ) -> torch.optim.lr_scheduler.LRScheduler:
-        """`lr_schedule`: runtime/recipe.py's LrSchedule, stepped once per optimizer step."""
-        schedule = lr_schedule_from(
-            LR_SCHEDULE, steps_per_epoch=steps_per_epoch, total_steps=total_steps,
-            base_lr=LEARNING_RATE,
-        )  # fmt: skip
-        return make_lr_scheduler(optimizer, schedule)
-'''
-
-
-TRAINER = '''
-@dataclass
-class Trainer:
-    """Everything the loop touches, built once by `build_trainer`."""
-
-    ctx: DistContext
-    model: nn.Module  # the user's module: saved, loaded
-    train_model: nn.Module  # trained: BatchLoss (one process) or the DDP-wrapped model
-    eval_model: nn.Module  # compiled, not DDP-wrapped: evaluated
-    optimizer: torch.optim.Optimizer
-    scaler: torch.amp.GradScaler | None
-    scheduler: torch.optim.lr_scheduler.LRScheduler | None
-    plan: PrecisionPlan
-    train_loader: $loader
-    val_loader: $loader
-    info: $info
-    recipe: RunRecipe  # EMA, early stopping, keep-best, eval_every, stop signals
-    step: int = 0
-    start_epoch: int = 0
-    carry: tuple[torch.Tensor, int] | None = None  # resumed mid-epoch: (loss sum, batches)
-    metrics: MetricsWriter | None = None
-    checkpoint_dir: str | None = None
-    saved_step: int = -1  # the step last.pt holds
-'''
-
-_TRAINER_METRICS = """
-    metrics: MetricsWriter | None = None"""
-TRAINER_GRAPH_FIELDS = """
-    whole_step: bool = False  # the step is captured in one CUDA graph (runtime/graphs.py)
-    graphed: GraphedStep | None = None  # captured at the first epoch, after any resume
-"""
-
-
-def trainer_source(plan: ScriptPlan) -> str:
-    text = _fill(TRAINER, loader=_loader_type(plan), info=_info_type(plan))
-    if plan.recipe.eval_every is None:  # only `step_validation` writes between epochs
-        text = text.replace(_TRAINER_METRICS, "")
-    if not plan.whole_step_graph:
-        return text
-    return text + TRAINER_GRAPH_FIELDS.rstrip("\n")
-
-
-def _loader_type(plan: ScriptPlan) -> str:
-    if plan.language_model_data:
-        return "WindowLoader"
-    return "DeviceLoader" if plan.resident_data else "DeviceLoader | HostLoader"
-
-
-def _info_type(plan: ScriptPlan) -> str:
-    return "TokenInfo" if plan.language_model_data else "DataInfo"
-
-
 def image_dataset(plan: ScriptPlan) -> bool:
     """A named image dataset (MNIST, Fashion-MNIST, CIFAR-10): the one kind `--download` fetches."""
     return not (
@@ -379,242 +316,6 @@ def _load_call(plan: ScriptPlan) -> str:
     if is_file_source(plan.dataset):
         return "load_file_dataset(DATASET, "
     return "load_image_dataset(DATASET, download=args.download, "
-
-
-def build_trainer_source(plan: ScriptPlan) -> str:
-    if plan.whole_step_graph:
-        return _graph_build_trainer_source(plan)
-    optimizer_args = "".join(f", {k}={v}" for k, v in plan.optimizer_kwargs)
-    fused = ""
-    if plan.sharded:
-        pass  # the shards are DTensors: the default (foreach) step
-    elif plan.optimizer in ("Adam", "AdamW", "SGD") and not _names(plan.optimizer_kwargs) & {
-        "fused",
-        "foreach",
-        "capturable",
-        "differentiable",
-    }:
-        fused = ', fused=ctx.device.type == "cuda"'
-    schedule = (
-        "total = total_train_steps(args.epochs, steps_per_epoch, MAX_STEPS)\n"
-        "    scheduler = build_scheduler(optimizer, steps_per_epoch, total)"
-        if plan.schedule is not None
-        else "scheduler = None  # no `lr_schedule`"
-    )
-    checkpointed = ""
-    if plan.checkpointed_layers:
-        names = ", ".join(py_string(n) for n in plan.checkpointed_layers)
-        checkpointed = f"\n    checkpoint_activations(model, [{names}])"
-    wrap = "\n    train_model: nn.Module = compiled  # sharded in place" if plan.sharded else ""
-    if plan.distributed and not plan.sharded:
-        wrap = (
-            dedent("""
-            train_model: nn.Module = compiled
-            if ctx.is_distributed:
-                device_ids = [ctx.device.index] if ctx.device.type == "cuda" else None
-                train_model = DistributedDataParallel(compiled, device_ids=device_ids)
-        """)
-            .rstrip("\n")
-            .replace("\n", "\n    ")
-        )
-    text = _fill(
-        """
-        def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
-            seed_everything(args.seed)
-            train_loader, val_loader, info = build_loaders(args, ctx)
-            model = $model_class($model_args).to(ctx.device)$checkpointed
-            plan = resolve_precision(args.precision, ctx.device)$shard
-            optimizer = torch.optim.$optimizer(
-                $params, lr=LEARNING_RATE$optimizer_args$fused
-            )
-            steps_per_epoch = len(train_loader) // GRAD_ACCUM
-            args.epochs = planned_epochs(args.epochs, MAX_STEPS, steps_per_epoch)
-            $schedule
-            $should_compile
-            compiled = maybe_compile(model, compile_it, COMPILE_MODE)$train_model
-            scaler = make_grad_scaler(plan, ctx.device)
-            return Trainer(
-                ctx, model, train_model, compiled, optimizer, scaler, scheduler, plan,
-                train_loader, val_loader, info, build_recipe(model, ctx$recipe_plan),
-            )  # fmt: skip
-        """,
-        recipe_plan=", plan" if plan.sharded else "",
-        model_class=plan.model_class, model_args=plan.model_args, checkpointed=checkpointed,
-        optimizer=plan.optimizer, optimizer_args=optimizer_args, fused=fused,
-        params=_param_groups(plan),
-        schedule=schedule, train_model=wrap or _BATCH_LOSS_MODEL,
-        shard=_SHARD if plan.sharded else "",
-        should_compile=_should_compile_call(plan, "compile_it = "),
-    )  # fmt: skip
-    return _epochs_set(text, plan)
-
-
-def _should_compile_call(plan: ScriptPlan, assign: str) -> str:
-    """`compile_it = should_compile(...)` (runtime/compiling.py), in `build_trainer`'s indent:
-    the eager step it times is `BatchLoss`, under the precision plan's autocast."""
-    keywords = "batch_loss=BatchLoss(model), loader=train_loader"
-    if plan.amp:
-        keywords += ",\n        region=partial(autocast, plan, ctx.device)"
-    if plan.distributed:
-        keywords += ", announce=ctx.is_main"  # rank 0 says which way it went
-    return (
-        f"{assign}should_compile(\n"
-        '        "off" if args.no_compile else args.compile, COMPILE_MODE, ctx.device,\n'
-        "        steps=total_train_steps(args.epochs, len(train_loader) // GRAD_ACCUM, "
-        "args.max_steps),\n"
-        f"        {keywords},\n"
-        "    )  # fmt: skip"
-    )
-
-
-def _epochs_set(text: str, plan: ScriptPlan) -> str:
-    """`build_trainer` without `planned_epochs` when the block sets `epochs` (then it is
-    `--epochs` as given), and without `steps_per_epoch` when no schedule needs it."""
-    if not plan.recipe.epochs_set:
-        return text
-    for line in (
-        "\n    args.epochs = planned_epochs(args.epochs, MAX_STEPS, steps_per_epoch)",
-        "\n    args.epochs = planned_epochs(args.epochs, MAX_STEPS, len(train_loader))",
-        *(
-            ()
-            if plan.schedule is not None
-            else ("\n    steps_per_epoch = len(train_loader) // GRAD_ACCUM",)
-        ),
-    ):
-        text = text.replace(line, "")
-    return text
-
-
-# One process: the step calls `BatchLoss`, so torch.compile sees the forward and the loss as
-# one graph (as nanoGPT computes its loss inside `forward`): an LM's [B*T, vocab] logits are
-# then never cast to fp32 and log-softmaxed by eager kernels (bench/RESULTS.md, GPT-2).
-_BATCH_LOSS_MODEL = """
-    # the step's forward and loss, compiled together; evaluation runs `compiled`
-    train_model = maybe_compile(BatchLoss(model), compile_it, COMPILE_MODE)"""
-
-
-_SHARD = """
-    # FSDP2: each block's weights are all-gathered in the training precision for its
-    # forward and backward, then freed; gradients are reduce-scattered in fp32.
-    shard_model(model, FSDP_BLOCKS, param_dtype=plan.autocast_dtype)"""
-
-
-def _param_groups(plan: ScriptPlan) -> str:
-    """What the optimizer steps: `decay_groups`' two groups only where weight decay applies."""
-    spec = OPTIMIZERS.get(plan.optimizer)
-    decay = dict(plan.optimizer_kwargs).get("weight_decay")
-    if decay is None:
-        decay = str(spec.default_weight_decay if spec is not None else 0.0)
-    if not plan.recipe.decay_groups or decay.replace(".", "").strip("0") == "":
-        return "model.parameters()"
-    return "decay_param_groups(model)"
-
-
-def _names(kwargs: list[tuple[str, str]]) -> set[str]:
-    return {name for name, _ in kwargs}
-
-
-def _graph_build_trainer_source(plan: ScriptPlan) -> str:
-    """`build_trainer` for a block whose step may be captured whole (see runtime/graphs.py)."""
-    optimizer_args = "".join(f", {k}={v}" for k, v in plan.optimizer_kwargs)
-    # Fused Adam/AdamW is capture-safe with capturable=True: one kernel for the whole update,
-    # where the capturable foreach path launches a dozen per step. Fused SGD is not.
-    if plan.optimizer == "SGD":
-        modes = 'fused=ctx.device.type == "cuda" and not whole_step'
-    else:
-        modes = 'fused=ctx.device.type == "cuda", capturable=whole_step'
-    checkpointed = ""
-    if plan.checkpointed_layers:
-        names = ", ".join(py_string(n) for n in plan.checkpointed_layers)
-        checkpointed = f"\n    checkpoint_activations(model, [{names}])"
-    text = _fill(
-        '''
-        def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
-            seed_everything(args.seed)
-            train_loader, val_loader, info = build_loaders(args, ctx)
-            model = $model_class($model_args).to(ctx.device)$checkpointed
-            plan = resolve_precision(args.precision, ctx.device)
-            scaler = make_grad_scaler(plan, ctx.device)
-            whole_step = _whole_step_graph(model, train_loader, scaler, args, ctx)
-            args.epochs = planned_epochs(args.epochs, MAX_STEPS, len(train_loader))
-            optimizer = torch.optim.$optimizer(
-                $params, lr=LEARNING_RATE$optimizer_args,
-                $modes,
-            )  # fmt: skip
-            scheduler = None  # no `lr_schedule`
-            # The captured step replaces torch.compile: it already runs as one graph launch.
-            if whole_step:
-                print("compile: off (the whole step is one CUDA graph)", flush=True)
-            $should_compile
-            compiled = maybe_compile(model, compile_it, COMPILE_MODE)
-            train_model = maybe_compile(BatchLoss(model), compile_it, COMPILE_MODE)
-            return Trainer(
-                ctx, model, train_model, compiled, optimizer, scaler, scheduler, plan,
-                train_loader, val_loader, info, build_recipe(model, ctx), whole_step=whole_step,
-            )  # fmt: skip
-
-
-        def _whole_step_graph(
-            model: nn.Module, loader: $loader,
-            scaler: torch.amp.GradScaler | None, args: argparse.Namespace, ctx: DistContext,
-        ) -> bool:  # fmt: skip
-            """Whether this run captures its whole step in one CUDA graph (runtime/graphs.py):
-            on CUDA, data on the device, no GradScaler, at most SMALL_MODEL_PARAMS parameters."""
-            small = sum(p.numel() for p in model.parameters()) <= SMALL_MODEL_PARAMS
-            resident = isinstance(loader, DeviceLoader)
-            cuda = ctx.device.type == "cuda" and not args.no_cuda_graph
-            return cuda and resident and scaler is None and small
-        ''',
-        model_class=plan.model_class, model_args=plan.model_args, checkpointed=checkpointed,
-        optimizer=plan.optimizer, optimizer_args=optimizer_args, modes=modes,
-        params=_param_groups(plan),
-        loader=_loader_type(plan),
-        should_compile=_should_compile_call(plan, "compile_it = not whole_step and "),
-    )  # fmt: skip
-    return _epochs_set(text, plan)
-
-
-def build_recipe_source(plan: ScriptPlan) -> str:
-    """`build_recipe`: a `RunRecipe` of only the parts the block uses (runtime/recipe.py):
-    the best epoch (by `keep_best`'s metric, else val_loss) for the run's summary, the
-    EMA, early stopping, `eval_every`, and SIGINT/SIGTERM handling in one process."""
-    recipe = plan.recipe
-    parts: list[str] = []
-    if recipe.ema is not None:
-        parts.append("ema=ModelEMA(model, EMA_DECAY, ema_copy)" if plan.sharded
-                     else "ema=ModelEMA(model, EMA_DECAY)")  # fmt: skip
-    if recipe.early_stopping is not None:
-        parts.append("stopper=EarlyStopping(*EARLY_STOPPING)")
-    parts.append("best=BestTracker(KEEP_BEST)" if recipe.keep_best is not None
-                 else 'best=BestTracker("val_loss")')  # fmt: skip
-    if recipe.eval_every is not None:
-        parts.append("eval_every=EVAL_EVERY")
-    if plan.distributed:  # several processes must stop at one step: no handlers
-        parts.append("signals=None if ctx.is_distributed else StopSignals().install()")
-    else:
-        parts.append("signals=StopSignals().install()")
-    one_line = f"    return RunRecipe({', '.join(parts)})"
-    if len(one_line) <= 100:
-        lines = [one_line]
-    else:
-        lines = ["    return RunRecipe(", *(f"        {p}," for p in parts), "    )"]
-    if plan.sharded and recipe.ema is not None:
-        lines[:0] = [line.replace("$model", f"{plan.model_class}({plan.model_args})")
-                     for line in _SHARDED_EMA]  # fmt: skip
-    parameters = "model: nn.Module, ctx: DistContext"
-    if plan.sharded:
-        parameters += ", plan: PrecisionPlan"
-    doc = '    """The block\'s recipe keys as runtime/recipe.py objects."""'
-    return "\n".join([f"def build_recipe({parameters}) -> RunRecipe:", doc, *lines])
-
-
-# Under FSDP the `ema` average is a second model sharded as the model is: each rank
-# averages its own shards, with no communication.
-_SHARDED_EMA = [
-    "    with torch.random.fork_rng(devices=[]):  # its weights take no numbers from the run",
-    "        ema_copy = $model.to(ctx.device)",
-    "    shard_model(ema_copy, FSDP_BLOCKS, param_dtype=plan.autocast_dtype)",
-]
 
 
 RESUME = '''
@@ -884,6 +585,10 @@ def program_name(plan: ScriptPlan) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "program"
 
 
+def _names(kwargs: list[tuple[str, str]]) -> set[str]:
+    return {name for name, _ in kwargs}
+
+
 def _resume_source(plan: ScriptPlan) -> str:
     if plan.sharded:
         return RESUME_SHARDED
@@ -910,6 +615,12 @@ def _evaluate_sections(
 def loop_sources(plan: ScriptPlan) -> list[str | list[Operation]]:
     """The sections after the models, the loss and the command line (train_cli.py), in the
     script's order."""
+    from tensorloom.passes.train_build import (
+        build_recipe_ops,
+        build_trainer_ops,
+        scheduler_ops,
+        trainer_ops,
+    )
     from tensorloom.passes.train_data import build_loaders_ops
     from tensorloom.passes.train_loop import main_ops, run_sections, saves_ops
     from tensorloom.passes.train_step import (
@@ -928,12 +639,12 @@ def loop_sources(plan: ScriptPlan) -> list[str | list[Operation]]:
 
     sections: list[str | list[Operation] | None] = [
         seed_everything_ops(),
-        scheduler_source(plan),
-        trainer_source(plan),
+        scheduler_ops(plan),
+        trainer_ops(plan),
         build_loaders_ops(plan),
-        build_trainer_source(plan),
+        build_trainer_ops(plan),
         batch_loss_ops(plan),
-        build_recipe_source(plan),
+        build_recipe_ops(plan),
         _resume_source(plan),
         resume_extra_ops(),
         train_one_epoch_ops(plan),
@@ -997,26 +708,14 @@ def _one_process(text: str) -> str:
 # are its arguments, fields and uses (the `with autocast(...)` blocks are unwrapped, the
 # `if ... scaler is not None:` blocks dropped, by `without_amp`).
 _NO_AMP = (
-    ("optimizer, scaler, scheduler, plan,", "optimizer, scheduler,"),
     (", train_loader, plan)", ", train_loader)"),
-    ("_whole_step_graph(model, train_loader, scaler, args, ctx)",
-     "_whole_step_graph(model, train_loader, args, ctx)"),
-    ("    scaler: torch.amp.GradScaler | None, args: argparse.Namespace, ctx: DistContext,\n",
-     "    args: argparse.Namespace, ctx: DistContext,\n"),
-    ("resident and scaler is None and small", "resident and small"),
     ('"optimizer": trainer.optimizer, "scaler": trainer.scaler,',
      '"optimizer": trainer.optimizer,'),
     ("optimizer, scaler = trainer.optimizer, trainer.scaler", "optimizer = trainer.optimizer"),
     ("weights, optimizer, scaler, schedule", "weights, optimizer, schedule"),
     (" optimizer=trainer.optimizer, scaler=trainer.scaler,", " optimizer=trainer.optimizer,"),
 )  # fmt: skip
-_NO_AMP_LINES = (
-    "scaler: torch.amp.GradScaler | None",
-    "plan: PrecisionPlan",
-    "plan = resolve_precision(args.precision, ctx.device)",
-    "scaler = make_grad_scaler(plan, ctx.device)",
-    "scaler=trainer.scaler,",
-)
+_NO_AMP_LINES = ("scaler=trainer.scaler,",)
 
 
 def without_amp(text: str) -> str:

@@ -119,9 +119,12 @@ class Trainer:
     """Everything the loop touches, built once by `build_trainer`."""
 
     ctx: DistContext
-    model: nn.Module  # the user's module: saved, loaded
-    train_model: nn.Module  # trained: BatchLoss (one process) or the DDP-wrapped model
-    eval_model: nn.Module  # compiled, not DDP-wrapped: evaluated
+    # the user's module: saved, loaded
+    model: nn.Module
+    # trained: BatchLoss (one process) or the DDP-wrapped model
+    train_model: nn.Module
+    # compiled, not DDP-wrapped: evaluated
+    eval_model: nn.Module
     optimizer: torch.optim.Optimizer
     scaler: torch.amp.GradScaler | None
     scheduler: torch.optim.lr_scheduler.LRScheduler | None
@@ -129,12 +132,15 @@ class Trainer:
     train_loader: DeviceLoader
     val_loader: DeviceLoader
     info: DataInfo
-    recipe: RunRecipe  # EMA, early stopping, keep-best, eval_every, stop signals
+    # EMA, early stopping, keep-best, eval_every, stop signals
+    recipe: RunRecipe
     step: int = 0
     start_epoch: int = 0
-    carry: tuple[torch.Tensor, int] | None = None  # resumed mid-epoch: (loss sum, batches)
+    # resumed mid-epoch: (loss sum, batches)
+    carry: tuple[torch.Tensor, int] | None = None
     checkpoint_dir: str | None = None
-    saved_step: int = -1  # the step last.pt holds
+    # the step last.pt holds
+    saved_step: int = -1
 
 
 def build_loaders(
@@ -153,28 +159,26 @@ def build_loaders(
 def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
     seed_everything(args.seed)
     train_loader, val_loader, info = build_loaders(args, ctx)
-    model = Net().to(ctx.device)
+    model = Net().to(ctx.device)  # train_ddp.tl:23
     plan = resolve_precision(args.precision, ctx.device)
-    optimizer = torch.optim.AdamW(
-        decay_param_groups(model), lr=LEARNING_RATE, fused=ctx.device.type == "cuda"
-    )
-    scheduler = None  # no `lr_schedule`
+    optimizer = torch.optim.AdamW(decay_param_groups(model), lr=LEARNING_RATE,  # train_ddp.tl:28
+                                  fused=ctx.device.type == "cuda")
+    # no `lr_schedule`
+    scheduler = None
     compile_it = should_compile(
         "off" if args.no_compile else args.compile, COMPILE_MODE, ctx.device,
         steps=total_train_steps(args.epochs, len(train_loader) // GRAD_ACCUM, args.max_steps),
         batch_loss=BatchLoss(model), loader=train_loader,
-        region=partial(autocast, plan, ctx.device), announce=ctx.is_main,
-    )  # fmt: skip
+        region=partial(autocast, plan, ctx.device), announce=ctx.is_main
+    )
     compiled = maybe_compile(model, compile_it, COMPILE_MODE)
     train_model: nn.Module = compiled
     if ctx.is_distributed:
         device_ids = [ctx.device.index] if ctx.device.type == "cuda" else None
         train_model = DistributedDataParallel(compiled, device_ids=device_ids)
     scaler = make_grad_scaler(plan, ctx.device)
-    return Trainer(
-        ctx, model, train_model, compiled, optimizer, scaler, scheduler, plan,
-        train_loader, val_loader, info, build_recipe(model, ctx),
-    )  # fmt: skip
+    return Trainer(ctx, model, train_model, compiled, optimizer, scaler, scheduler, plan,
+                   train_loader, val_loader, info, build_recipe(model, ctx))
 
 
 class BatchLoss(nn.Module):
@@ -193,10 +197,11 @@ class BatchLoss(nn.Module):
 
 def build_recipe(model: nn.Module, ctx: DistContext) -> RunRecipe:
     """The block's recipe keys as runtime/recipe.py objects."""
-    return RunRecipe(
-        best=BestTracker("val_loss"),
-        signals=None if ctx.is_distributed else StopSignals().install(),
-    )
+    # several processes must stop at one step: no handlers
+    signals = None
+    if not ctx.is_distributed:
+        signals = StopSignals().install()
+    return RunRecipe(best=BestTracker("val_loss"), signals=signals)
 
 
 def resume(trainer: Trainer, path: str) -> None:

@@ -125,9 +125,12 @@ class Trainer:
     """Everything the loop touches, built once by `build_trainer`."""
 
     ctx: DistContext
-    model: nn.Module  # the user's module: saved, loaded
-    train_model: nn.Module  # trained: BatchLoss (one process) or the DDP-wrapped model
-    eval_model: nn.Module  # compiled, not DDP-wrapped: evaluated
+    # the user's module: saved, loaded
+    model: nn.Module
+    # trained: BatchLoss (one process) or the DDP-wrapped model
+    train_model: nn.Module
+    # compiled, not DDP-wrapped: evaluated
+    eval_model: nn.Module
     optimizer: torch.optim.Optimizer
     scaler: torch.amp.GradScaler | None
     scheduler: torch.optim.lr_scheduler.LRScheduler | None
@@ -135,12 +138,15 @@ class Trainer:
     train_loader: DeviceLoader
     val_loader: DeviceLoader
     info: DataInfo
-    recipe: RunRecipe  # EMA, early stopping, keep-best, eval_every, stop signals
+    # EMA, early stopping, keep-best, eval_every, stop signals
+    recipe: RunRecipe
     step: int = 0
     start_epoch: int = 0
-    carry: tuple[torch.Tensor, int] | None = None  # resumed mid-epoch: (loss sum, batches)
+    # resumed mid-epoch: (loss sum, batches)
+    carry: tuple[torch.Tensor, int] | None = None
     checkpoint_dir: str | None = None
-    saved_step: int = -1  # the step last.pt holds
+    # the step last.pt holds
+    saved_step: int = -1
 
 
 def build_loaders(
@@ -160,26 +166,24 @@ def build_loaders(
 def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
     seed_everything(args.seed)
     train_loader, val_loader, info = build_loaders(args, ctx)
-    model = Seq2Seq(vocab=16, embed_dim=32, hidden=128).to(ctx.device)
+    model = Seq2Seq(vocab=16, embed_dim=32, hidden=128).to(ctx.device)  # train_lstm.tl:16
     plan = resolve_precision(args.precision, ctx.device)
-    optimizer = torch.optim.Adam(
-        model.parameters(), lr=LEARNING_RATE, fused=ctx.device.type == "cuda"
-    )
-    scheduler = None  # no `lr_schedule`
+    optimizer = torch.optim.Adam(model.parameters(), lr=LEARNING_RATE,  # train_lstm.tl:21
+                                 fused=ctx.device.type == "cuda")
+    # no `lr_schedule`
+    scheduler = None
     compile_it = should_compile(
         "off" if args.no_compile else args.compile, COMPILE_MODE, ctx.device,
         steps=total_train_steps(args.epochs, len(train_loader) // GRAD_ACCUM, args.max_steps),
         batch_loss=BatchLoss(model), loader=train_loader,
-        region=partial(autocast, plan, ctx.device),
-    )  # fmt: skip
+        region=partial(autocast, plan, ctx.device)
+    )
     compiled = maybe_compile(model, compile_it, COMPILE_MODE)
     # the step's forward and loss, compiled together; evaluation runs `compiled`
     train_model = maybe_compile(BatchLoss(model), compile_it, COMPILE_MODE)
     scaler = make_grad_scaler(plan, ctx.device)
-    return Trainer(
-        ctx, model, train_model, compiled, optimizer, scaler, scheduler, plan,
-        train_loader, val_loader, info, build_recipe(model, ctx),
-    )  # fmt: skip
+    return Trainer(ctx, model, train_model, compiled, optimizer, scaler, scheduler, plan,
+                   train_loader, val_loader, info, build_recipe(model, ctx))
 
 
 class BatchLoss(nn.Module):

@@ -149,9 +149,12 @@ class Trainer:
     """Everything the loop touches, built once by `build_trainer`."""
 
     ctx: DistContext
-    model: nn.Module  # the user's module: saved, loaded
-    train_model: nn.Module  # trained: BatchLoss (one process) or the DDP-wrapped model
-    eval_model: nn.Module  # compiled, not DDP-wrapped: evaluated
+    # the user's module: saved, loaded
+    model: nn.Module
+    # trained: BatchLoss (one process) or the DDP-wrapped model
+    train_model: nn.Module
+    # compiled, not DDP-wrapped: evaluated
+    eval_model: nn.Module
     optimizer: torch.optim.Optimizer
     scaler: torch.amp.GradScaler | None
     scheduler: torch.optim.lr_scheduler.LRScheduler | None
@@ -159,14 +162,19 @@ class Trainer:
     train_loader: DeviceLoader
     val_loader: DeviceLoader
     info: DataInfo
-    recipe: RunRecipe  # EMA, early stopping, keep-best, eval_every, stop signals
+    # EMA, early stopping, keep-best, eval_every, stop signals
+    recipe: RunRecipe
     step: int = 0
     start_epoch: int = 0
-    carry: tuple[torch.Tensor, int] | None = None  # resumed mid-epoch: (loss sum, batches)
+    # resumed mid-epoch: (loss sum, batches)
+    carry: tuple[torch.Tensor, int] | None = None
     checkpoint_dir: str | None = None
-    saved_step: int = -1  # the step last.pt holds
-    whole_step: bool = False  # the step is captured in one CUDA graph (runtime/graphs.py)
-    graphed: GraphedStep | None = None  # captured at the first epoch, after any resume
+    # the step last.pt holds
+    saved_step: int = -1
+    # the step is captured in one CUDA graph (runtime/graphs.py)
+    whole_step: bool = False
+    # captured at the first epoch, after any resume
+    graphed: GraphedStep | None = None
 
 
 def build_loaders(
@@ -185,36 +193,38 @@ def build_loaders(
 def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
     seed_everything(args.seed)
     train_loader, val_loader, info = build_loaders(args, ctx)
-    model = UNet(channels=1, width=16, noise=0.3).to(ctx.device)
+    model = UNet(channels=1, width=16, noise=0.3).to(ctx.device)  # train_unet.tl:14
     plan = resolve_precision(args.precision, ctx.device)
     scaler = make_grad_scaler(plan, ctx.device)
     whole_step = _whole_step_graph(model, train_loader, scaler, args, ctx)
-    optimizer = torch.optim.Adam(
-        model.parameters(), lr=LEARNING_RATE,
-        fused=ctx.device.type == "cuda", capturable=whole_step,
-    )  # fmt: skip
-    scheduler = None  # no `lr_schedule`
+    optimizer = torch.optim.Adam(model.parameters(), lr=LEARNING_RATE,  # train_unet.tl:20
+                                 fused=ctx.device.type == "cuda", capturable=whole_step)
+    # no `lr_schedule`
+    scheduler = None
     # The captured step replaces torch.compile: it already runs as one graph launch.
     if whole_step:
         print("compile: off (the whole step is one CUDA graph)", flush=True)
-    compile_it = not whole_step and should_compile(
-        "off" if args.no_compile else args.compile, COMPILE_MODE, ctx.device,
-        steps=total_train_steps(args.epochs, len(train_loader) // GRAD_ACCUM, args.max_steps),
-        batch_loss=BatchLoss(model), loader=train_loader,
-        region=partial(autocast, plan, ctx.device),
-    )  # fmt: skip
+        compile_it = False
+    else:
+        compile_it = should_compile(
+            "off" if args.no_compile else args.compile, COMPILE_MODE, ctx.device,
+            steps=total_train_steps(args.epochs, len(train_loader) // GRAD_ACCUM, args.max_steps),
+            batch_loss=BatchLoss(model), loader=train_loader,
+            region=partial(autocast, plan, ctx.device)
+        )
     compiled = maybe_compile(model, compile_it, COMPILE_MODE)
     train_model = maybe_compile(BatchLoss(model), compile_it, COMPILE_MODE)
-    return Trainer(
-        ctx, model, train_model, compiled, optimizer, scaler, scheduler, plan,
-        train_loader, val_loader, info, build_recipe(model, ctx), whole_step=whole_step,
-    )  # fmt: skip
+    return Trainer(ctx, model, train_model, compiled, optimizer, scaler, scheduler, plan,
+                   train_loader, val_loader, info, build_recipe(model, ctx), whole_step=whole_step)
 
 
 def _whole_step_graph(
-    model: nn.Module, loader: DeviceLoader,
-    scaler: torch.amp.GradScaler | None, args: argparse.Namespace, ctx: DistContext,
-) -> bool:  # fmt: skip
+    model: nn.Module,
+    loader: DeviceLoader,
+    scaler: torch.amp.GradScaler | None,
+    args: argparse.Namespace,
+    ctx: DistContext,
+) -> bool:
     """Whether this run captures its whole step in one CUDA graph (runtime/graphs.py):
     on CUDA, data on the device, no GradScaler, at most SMALL_MODEL_PARAMS parameters."""
     small = sum(p.numel() for p in model.parameters()) <= SMALL_MODEL_PARAMS

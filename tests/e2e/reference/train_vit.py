@@ -152,10 +152,8 @@ def build_scheduler(
     optimizer: torch.optim.Optimizer, steps_per_epoch: int, total_steps: int
 ) -> torch.optim.lr_scheduler.LRScheduler:
     """`lr_schedule`: runtime/recipe.py's LrSchedule, stepped once per optimizer step."""
-    schedule = lr_schedule_from(
-        LR_SCHEDULE, steps_per_epoch=steps_per_epoch, total_steps=total_steps,
-        base_lr=LEARNING_RATE,
-    )  # fmt: skip
+    schedule = lr_schedule_from(LR_SCHEDULE, steps_per_epoch=steps_per_epoch,
+                                total_steps=total_steps, base_lr=LEARNING_RATE)
     return make_lr_scheduler(optimizer, schedule)
 
 
@@ -164,9 +162,12 @@ class Trainer:
     """Everything the loop touches, built once by `build_trainer`."""
 
     ctx: DistContext
-    model: nn.Module  # the user's module: saved, loaded
-    train_model: nn.Module  # trained: BatchLoss (one process) or the DDP-wrapped model
-    eval_model: nn.Module  # compiled, not DDP-wrapped: evaluated
+    # the user's module: saved, loaded
+    model: nn.Module
+    # trained: BatchLoss (one process) or the DDP-wrapped model
+    train_model: nn.Module
+    # compiled, not DDP-wrapped: evaluated
+    eval_model: nn.Module
     optimizer: torch.optim.Optimizer
     scaler: torch.amp.GradScaler | None
     scheduler: torch.optim.lr_scheduler.LRScheduler | None
@@ -174,12 +175,15 @@ class Trainer:
     train_loader: DeviceLoader
     val_loader: DeviceLoader
     info: DataInfo
-    recipe: RunRecipe  # EMA, early stopping, keep-best, eval_every, stop signals
+    # EMA, early stopping, keep-best, eval_every, stop signals
+    recipe: RunRecipe
     step: int = 0
     start_epoch: int = 0
-    carry: tuple[torch.Tensor, int] | None = None  # resumed mid-epoch: (loss sum, batches)
+    # resumed mid-epoch: (loss sum, batches)
+    carry: tuple[torch.Tensor, int] | None = None
     checkpoint_dir: str | None = None
-    saved_step: int = -1  # the step last.pt holds
+    # the step last.pt holds
+    saved_step: int = -1
 
 
 def build_loaders(
@@ -198,11 +202,12 @@ def build_loaders(
 def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
     seed_everything(args.seed)
     train_loader, val_loader, info = build_loaders(args, ctx)
-    model = VisionTransformer(n_patches=16, in_channels=1, patch=2, hidden=64, n_layers=2, n_heads=4, mlp_dim=128, classes=10).to(ctx.device)
+    h = VisionTransformer(n_patches=16, in_channels=1, patch=2, hidden=64, n_layers=2, n_heads=4, mlp_dim=128, classes=10)
+    model = h.to(ctx.device)  # train_vit.tl:23
     plan = resolve_precision(args.precision, ctx.device)
-    optimizer = torch.optim.AdamW(
-        decay_param_groups(model), lr=LEARNING_RATE, weight_decay=0.05, fused=ctx.device.type == "cuda"
-    )
+    # train_vit.tl:29
+    optimizer = torch.optim.AdamW(decay_param_groups(model), lr=LEARNING_RATE, weight_decay=0.05,
+                                  fused=ctx.device.type == "cuda")
     steps_per_epoch = len(train_loader) // GRAD_ACCUM
     total = total_train_steps(args.epochs, steps_per_epoch, MAX_STEPS)
     scheduler = build_scheduler(optimizer, steps_per_epoch, total)
@@ -210,16 +215,14 @@ def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
         "off" if args.no_compile else args.compile, COMPILE_MODE, ctx.device,
         steps=total_train_steps(args.epochs, len(train_loader) // GRAD_ACCUM, args.max_steps),
         batch_loss=BatchLoss(model), loader=train_loader,
-        region=partial(autocast, plan, ctx.device),
-    )  # fmt: skip
+        region=partial(autocast, plan, ctx.device)
+    )
     compiled = maybe_compile(model, compile_it, COMPILE_MODE)
     # the step's forward and loss, compiled together; evaluation runs `compiled`
     train_model = maybe_compile(BatchLoss(model), compile_it, COMPILE_MODE)
     scaler = make_grad_scaler(plan, ctx.device)
-    return Trainer(
-        ctx, model, train_model, compiled, optimizer, scaler, scheduler, plan,
-        train_loader, val_loader, info, build_recipe(model, ctx),
-    )  # fmt: skip
+    return Trainer(ctx, model, train_model, compiled, optimizer, scaler, scheduler, plan,
+                   train_loader, val_loader, info, build_recipe(model, ctx))
 
 
 class BatchLoss(nn.Module):

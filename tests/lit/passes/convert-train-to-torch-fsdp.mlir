@@ -43,6 +43,25 @@ builtin.module {
 // CHECK-NEXT:   %[[CALL:.*]] = py.call %{{.*}}(%[[FLAG]], nargs = %[[TWO]], metavar = %[[META]], default = %[[NONE]], help = %[[HELP]])
 // CHECK-NEXT:   py.expr %[[CALL]]
 
+// `build_trainer` shards the model (gathered in the precision plan's dtype) before the optimizer
+// steps its shards, with no fused kernels; the model trains sharded in place, not DDP-wrapped.
+// CHECK:      py.def @build_trainer(args : %{{.*}}, ctx : %{{.*}}) -> %{{.*}} {
+// CHECK:        py.comment "FSDP2: {{.*}}"
+// CHECK:        %[[MODEL:.*]] = py.name "model"
+// CHECK-NEXT:   %[[BLOCKS:.*]] = py.name "FSDP_BLOCKS"
+// CHECK-NEXT:   %[[PLAN:.*]] = py.name "plan"
+// CHECK-NEXT:   %[[DTYPE:.*]] = py.attribute %[[PLAN]], "autocast_dtype"
+// CHECK-NEXT:   %[[SHARD:.*]] = py.name "shard_model"
+// CHECK-NEXT:   %[[SHARDED:.*]] = py.call %[[SHARD]](%[[MODEL]], %[[BLOCKS]], param_dtype = %[[DTYPE]])
+// CHECK-NEXT:   py.expr %[[SHARDED]]
+// CHECK:        %[[ADAMW:.*]] = py.name "torch.optim.AdamW"
+// CHECK-NEXT:   py.call %[[ADAMW]](%{{[0-9]+}}, lr = %{{[0-9]+}}, weight_decay = %{{[0-9]+}})
+// CHECK-NOT:    py.name "DistributedDataParallel"
+// CHECK:        py.comment "sharded in place"
+// CHECK:        %[[RECIPE:.*]] = py.name "build_recipe"
+// CHECK-NEXT:   py.call %[[RECIPE]](%{{.*}}, %{{.*}}, %{{.*}})
+// CHECK:      py.def @build_recipe(model : %{{.*}}, ctx : %{{.*}}, plan : %{{.*}}) -> %{{.*}} {
+
 // CHECK:      py.def @_evaluate_whole(trainer : %{{.*}}, model : %{{.*}} = %{{.*}}) -> %{{.*}} decorators [%{{.*}}] {
 // CHECK:      py.def @evaluate(trainer : %{{.*}}, model : %{{.*}} = %{{.*}}) -> %{{.*}} {
 // CHECK:        %[[UNSET:.*]] = py.compare ["is"] %{{.*}}, %{{.*}}

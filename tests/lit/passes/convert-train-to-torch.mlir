@@ -70,6 +70,27 @@ builtin.module {
 // CHECK-NEXT:     %[[ARGS:[0-9]+]] = py.call %[[PARSE]](%[[ARGV]])
 // CHECK-NEXT:     py.return %[[ARGS]]
 // CHECK-NEXT:   }
+// The set-up is py ops (train_build.py). `Trainer` is a dataclass of annotated fields, the
+// GradScaler's among them (insert-amp's marker), the counters with their defaults.
+// CHECK:        %[[DATACLASS:[0-9]+]] = py.name "dataclass"
+// CHECK-NEXT:   py.class @Trainer() decorators [%[[DATACLASS]]] {
+// CHECK-NEXT:     %[[DOC:[0-9]+]] = py.constant "Everything the loop touches, built once by `build_trainer`."
+// CHECK-NEXT:     py.expr %[[DOC]]
+// CHECK-NEXT:     %[[CTX_T:[0-9]+]] = py.name "DistContext"
+// CHECK-NEXT:     %[[CTX:[0-9]+]] = py.name "ctx"
+// CHECK-NEXT:     py.assign %[[CTX]] : %[[CTX_T]]
+// CHECK-NEXT:     py.comment "the user's module: saved, loaded"
+// CHECK:          %[[GRAD_SCALER:[0-9]+]] = py.name "torch.amp.GradScaler"
+// CHECK-NEXT:     %[[NO_SCALER:[0-9]+]] = py.constant #py.none
+// CHECK-NEXT:     %[[SCALER_T:[0-9]+]] = py.binop "|" %[[GRAD_SCALER]], %[[NO_SCALER]]
+// CHECK-NEXT:     %[[SCALER:[0-9]+]] = py.name "scaler"
+// CHECK-NEXT:     py.assign %[[SCALER]] : %[[SCALER_T]]
+// CHECK:          %[[INT:[0-9]+]] = py.name "int"
+// CHECK-NEXT:     %[[ZERO:[0-9]+]] = py.constant 0 : i64
+// CHECK-NEXT:     %[[STEP:[0-9]+]] = py.name "step"
+// CHECK-NEXT:     py.assign %[[STEP]] : %[[INT]] = %[[ZERO]]
+// CHECK-NOT:      py.name "whole_step"
+// CHECK:        }
 // The loaders are py ops (train_data.py): `digits` is a built-in dataset, read by
 // `load_digits` and resident on the device.
 // CHECK:        py.def @build_loaders(args : %{{[0-9]+}}, ctx : %{{[0-9]+}}) -> %{{[0-9]+}} {
@@ -78,10 +99,60 @@ builtin.module {
 // CHECK-NEXT:     py.assign %{{[0-9]+}} = %[[SPLITS]]
 // CHECK:          %[[DEVICE:[0-9]+]] = py.name "DeviceLoader"
 // CHECK-NEXT:     py.call %[[DEVICE]](*%{{[0-9]+}}, batch_size = %{{[0-9]+}}, shuffle = %{{[0-9]+}}, drop_last = %{{[0-9]+}}, seed = %{{[0-9]+}}, **%{{[0-9]+}})
-// CHECK:        torch.raw "def build_trainer({{.*}}torch.optim.AdamW(\0A        decay_param_groups(model), lr=LEARNING_RATE, weight_decay=0.01, fused=ctx.device.type == \22cuda\22
+// `build_trainer`: the model where the program makes it, AdamW over the weight-decay groups with
+// the block's keywords and fused on CUDA, no scheduler (no `lr_schedule`), `should_compile`
+// announced by rank 0, the compiled model wrapped in DDP when there are several processes,
+// then the GradScaler.
+// CHECK:        py.def @build_trainer(args : %{{[0-9]+}}, ctx : %{{[0-9]+}}) -> %{{[0-9]+}} {
+// CHECK:          %[[NET:[0-9]+]] = py.name "Classifier"
+// CHECK-NEXT:     %[[MADE:[0-9]+]] = py.call %[[NET]]()
+// CHECK:          %[[PRECISION:[0-9]+]] = py.name "resolve_precision"
+// CHECK:          %[[DECAY:[0-9]+]] = py.name "decay_param_groups"
+// CHECK-NEXT:     %[[GROUPS:[0-9]+]] = py.call %[[DECAY]](%{{[0-9]+}})
+// CHECK-NEXT:     %[[WD:[0-9]+]] = py.constant 1.000000e-02 : f64
+// CHECK-NEXT:     %[[LR:[0-9]+]] = py.name "LEARNING_RATE"
+// CHECK:          %[[CUDA:[0-9]+]] = py.compare ["=="] %{{[0-9]+}}, %{{[0-9]+}}
+// CHECK-NEXT:     %[[ADAMW:[0-9]+]] = py.name "torch.optim.AdamW"
+// CHECK-NEXT:     py.call %[[ADAMW]](%[[GROUPS]], lr = %[[LR]], weight_decay = %[[WD]], fused = %[[CUDA]])
+// CHECK:          py.comment "no `lr_schedule`"
+// CHECK-NOT:      py.name "build_scheduler"
+// CHECK:          %[[SHOULD:[0-9]+]] = py.name "should_compile"
+// CHECK-NEXT:     py.call %[[SHOULD]](%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, steps = %{{[0-9]+}}, batch_loss = %{{[0-9]+}}, loader = %{{[0-9]+}}, region = %{{[0-9]+}}, announce = %{{[0-9]+}})
+// CHECK:          %[[MODULE:[0-9]+]] = py.name "nn.Module"
+// CHECK-NEXT:     %[[TRAINED:[0-9]+]] = py.name "train_model"
+// CHECK-NEXT:     %[[COMPILED:[0-9]+]] = py.name "compiled"
+// CHECK-NEXT:     py.assign %[[TRAINED]] : %[[MODULE]] = %[[COMPILED]]
+// CHECK:          %[[SEVERAL:[0-9]+]] = py.attribute %{{[0-9]+}}, "is_distributed"
+// CHECK-NEXT:     py.if %[[SEVERAL]] {
+// CHECK:            %[[DDP:[0-9]+]] = py.name "DistributedDataParallel"
+// CHECK-NEXT:       py.call %[[DDP]](%{{[0-9]+}}, device_ids = %{{[0-9]+}})
+// CHECK:          py.name "make_grad_scaler"
+// CHECK:          %[[RECIPE:[0-9]+]] = py.name "build_recipe"
+// CHECK-NEXT:     %[[RECIPE_MADE:[0-9]+]] = py.call %[[RECIPE]](%{{[0-9]+}}, %{{[0-9]+}})
+// CHECK-NEXT:     %[[TRAINER:[0-9]+]] = py.name "Trainer"
+// CHECK-NEXT:     %[[BUILT:[0-9]+]] = py.call %[[TRAINER]]({{(%[0-9]+, )+}}%[[RECIPE_MADE]])
+// CHECK-NEXT:     py.return %[[BUILT]]
+// CHECK-NEXT:   }
 // `BatchLoss` under DDP too: runtime/compiling.py's `should_compile` times it.
 // CHECK-NEXT:   py.name "nn.Module"
 // CHECK-NEXT:   py.class @BatchLoss(%{{[0-9]+}}) {
+// `build_recipe`: the best epoch by val_loss; a process group installs no signal handlers.
+// CHECK:        py.def @build_recipe(model : %{{[0-9]+}}, ctx : %{{[0-9]+}}) -> %{{[0-9]+}} {
+// CHECK:          py.comment "several processes must stop at one step: no handlers"
+// CHECK:          %[[DISTRIBUTED:[0-9]+]] = py.attribute %{{[0-9]+}}, "is_distributed"
+// CHECK-NEXT:     %[[ONE:[0-9]+]] = py.unop "not" %[[DISTRIBUTED]]
+// CHECK-NEXT:     py.if %[[ONE]] {
+// CHECK:            py.name "StopSignals"
+// CHECK:          } else {
+// CHECK-NEXT:     ^bb0:
+// CHECK-NEXT:     }
+// CHECK-NEXT:     %[[SIGNALS:[0-9]+]] = py.name "signals"
+// CHECK-NEXT:     %[[METRIC:[0-9]+]] = py.constant "val_loss"
+// CHECK-NEXT:     %[[BEST:[0-9]+]] = py.name "BestTracker"
+// CHECK-NEXT:     %[[TRACKER:[0-9]+]] = py.call %[[BEST]](%[[METRIC]])
+// CHECK-NEXT:     %[[RUN_RECIPE:[0-9]+]] = py.name "RunRecipe"
+// CHECK-NEXT:     %[[MADE_RECIPE:[0-9]+]] = py.call %[[RUN_RECIPE]](best = %[[TRACKER]], signals = %[[SIGNALS]])
+// CHECK-NEXT:     py.return %[[MADE_RECIPE]]
 // The step and evaluation are py ops (train_step.py): DDP's no_sync through `gradient_sync`
 // (insert-ddp's marker), autocast inside it (insert-amp's), the loss beside the DDP model; the
 // step mark for compile mode "reduce-overhead"; evaluation all-reduces its sums.

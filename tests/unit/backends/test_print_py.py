@@ -203,3 +203,47 @@ def test_tuple_targets_slices_and_elif() -> None:
     )
     pick = run(source)["pick"]
     assert [pick([(1, 2), 3, 4, 5], k) for k in (0, 1, 2)] == [1, 2, [3, 5]]  # type: ignore[operator]
+
+
+def test_record_class_wrapped_call_and_sole_generator() -> None:
+    from tensorloom.passes.py_builder import PyBuilder
+
+    # @dataclass class Run: a docstring, a blank line (PEP 257), then the fields together,
+    # a note on a comment line above its field
+    record = PyBuilder()
+    record.expr(record.const("One run."))
+    record.stmt(py.AssignOp(record.name("name"), None, annotation=record.name("str")))
+    record.comment("steps so far")
+    record.stmt(py.AssignOp(record.name("step"), record.const(0), annotation=record.name("int")))
+    top = PyBuilder()
+    top.stmt(py.FromImportOp("dataclasses", ["dataclass"]))
+    top.stmt(py.ClassOp("Run", body=record.ops, decorators=[top.name("dataclass")]))
+    # a call too wide for one line whose arguments are calls and operators of names wraps
+    # (rather than naming its arguments); a generator, the one argument, keeps no brackets
+    body = PyBuilder()
+    sizes = py.ComprehensionOp("generator", body.name("items"))
+    (item,) = sizes.body.block.args
+    item.name_hint = "item"
+    each = PyBuilder()
+    each.stmt(py.YieldOp([each.call("len", item)]))
+    sizes.body.block.add_ops(each.ops)
+    total = body.call("sum", body.add(sizes))
+    half = body.binop("//", body.call("len", body.name("items")), body.const(2))
+    label = body.add(py.IfExpOp(body.name("verbose"), body.const("long"), body.const("short")))
+    least = body.call("min", body.name("items"))
+    title = body.const("a report of the items, of a good length")
+    made = body.call("make_report", title, total=total, half=half, label=label, first=least)
+    body.ret(made)
+    top.def_("report", [("items", "list"), ("verbose", "bool")], body, "dict")
+    source = program(top.ops)
+    fields = '    """One run."""\n\n    name: str\n    # steps so far\n    step: int = 0\n'
+    assert fields in source
+    assert (
+        '    return make_report("a report of the items, of a good length",\n'
+        "                       total=sum(len(item) for item in items), half=len(items) // 2,\n"
+        '                       label="long" if verbose else "short", first=min(items))\n'
+    ) in source
+    scope = run(source + "\ndef make_report(title, **parts):\n    return parts\n")
+    parts = scope["report"](["ab", "c", "def"], False)  # type: ignore[operator]
+    assert parts == {"total": 6, "half": 1, "label": "short", "first": "ab"}
+    assert scope["Run"]("x").step == 0  # type: ignore[operator]

@@ -1,0 +1,463 @@
+"""The script's set-up as `py` ops: `build_scheduler`, the `Trainer` record, `build_trainer`
+(and `_whole_step_graph`) and `build_recipe`.
+
+    def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
+        seed_everything(args.seed)
+        train_loader, val_loader, info = build_loaders(args, ctx)
+        model = Classifier().to(ctx.device)  # mnist.tl:31
+        plan = resolve_precision(args.precision, ctx.device)
+        ...
+        return Trainer(ctx, model, train_model, compiled, optimizer, scaler, scheduler, plan, ...)
+
+What the plan decides: the precision plan and the GradScaler (fields, arguments, their
+`Trainer` slots) only under insert-amp's marker; DDP's wrap or FSDP's sharding under
+insert-ddp's; the schedule with `lr_schedule`; `planned_epochs` when the block leaves
+`epochs` to `max_steps`; weight-decay groups where weight decay applies; the fused (or
+capturable) optimizer where the user chose no implementation; and, for a step that may be
+captured whole (runtime/graphs.py), the run's choice between that graph and torch.compile.
+The model and the optimizer carry their lines of the `.tl` file (the source map).
+"""
+
+from __future__ import annotations
+
+from ast import literal_eval
+from collections.abc import Callable
+
+from xdsl.ir import Operation, SSAValue
+
+from tensorloom.catalogue.optimizers import OPTIMIZERS
+from tensorloom.dialects import py
+from tensorloom.passes.py_builder import PyBuilder
+from tensorloom.passes.train_data import loader_type
+from tensorloom.passes.train_loop import model_ops
+from tensorloom.passes.train_script import ScriptPlan
+
+DEFINES = ("build_scheduler", "Trainer", "build_trainer", "_whole_step_graph", "build_recipe")
+"""The top-level names these take in the script (mangle-names keeps them free)."""
+
+
+# --- `build_scheduler` -----------------------------------------------------------------------
+
+
+def scheduler_ops(plan: ScriptPlan) -> list[Operation]:
+    """`build_scheduler` (with `lr_schedule`): runtime/recipe.py's schedule as a torch one."""
+    if plan.schedule is None:
+        return []
+    top, body = PyBuilder(), PyBuilder()
+    body.expr(body.const("`lr_schedule`: runtime/recipe.py's LrSchedule, stepped once per "
+                         "optimizer step."))  # fmt: skip
+    schedule = body.call("lr_schedule_from", body.name("LR_SCHEDULE"),
+                         steps_per_epoch=body.name("steps_per_epoch"),
+                         total_steps=body.name("total_steps"),
+                         base_lr=body.name("LEARNING_RATE"))  # fmt: skip
+    body.assign("schedule", schedule)
+    body.ret(body.call("make_lr_scheduler", body.name("optimizer"), body.name("schedule")))
+    params = [("optimizer", "torch.optim.Optimizer"), ("steps_per_epoch", "int"),
+              ("total_steps", "int")]  # fmt: skip
+    top.def_("build_scheduler", params, body, "torch.optim.lr_scheduler.LRScheduler")
+    return top.ops
+
+
+# --- the `Trainer` record --------------------------------------------------------------------
+
+
+def _optional(b: PyBuilder, kind: str) -> SSAValue:
+    """`kind | None`."""
+    return b.binop("|", b.name(kind), b.const(None))
+
+
+def _field(b: PyBuilder, name: str, kind: SSAValue, default: SSAValue | None = None) -> None:
+    """`name: kind = default` (a note on it is a comment line above, written first)."""
+    b.stmt(py.AssignOp(b.name(name), default, annotation=kind))
+
+
+def trainer_ops(plan: ScriptPlan) -> list[Operation]:
+    """`@dataclass class Trainer`: everything the loop touches, built once by
+    `build_trainer`; the precision plan and scaler only with insert-amp, `metrics` only
+    with `eval_every`, the captured step's fields only when the step may be captured."""
+    top, b = PyBuilder(), PyBuilder()
+    b.expr(b.const("Everything the loop touches, built once by `build_trainer`."))
+    _field(b, "ctx", b.name("DistContext"))
+    b.comment("the user's module: saved, loaded")
+    _field(b, "model", b.name("nn.Module"))
+    b.comment("trained: BatchLoss (one process) or the DDP-wrapped model")
+    _field(b, "train_model", b.name("nn.Module"))
+    b.comment("compiled, not DDP-wrapped: evaluated")
+    _field(b, "eval_model", b.name("nn.Module"))
+    _field(b, "optimizer", b.name("torch.optim.Optimizer"))
+    if plan.amp:
+        _field(b, "scaler", _optional(b, "torch.amp.GradScaler"))
+    _field(b, "scheduler", _optional(b, "torch.optim.lr_scheduler.LRScheduler"))
+    if plan.amp:
+        _field(b, "plan", b.name("PrecisionPlan"))
+    _field(b, "train_loader", loader_type(b, plan))
+    _field(b, "val_loader", loader_type(b, plan))
+    _field(b, "info", b.name("TokenInfo" if plan.language_model_data else "DataInfo"))
+    b.comment("EMA, early stopping, keep-best, eval_every, stop signals")
+    _field(b, "recipe", b.name("RunRecipe"))
+    _field(b, "step", b.name("int"), b.const(0))
+    _field(b, "start_epoch", b.name("int"), b.const(0))
+    b.comment("resumed mid-epoch: (loss sum, batches)")
+    pair = b.subscript(b.name("tuple"), b.name("torch.Tensor"), b.name("int"))
+    _field(b, "carry", b.binop("|", pair, b.const(None)), b.const(None))
+    if plan.recipe.eval_every is not None:  # only `step_validation` writes between epochs
+        _field(b, "metrics", _optional(b, "MetricsWriter"), b.const(None))
+    _field(b, "checkpoint_dir", _optional(b, "str"), b.const(None))
+    b.comment("the step last.pt holds")
+    _field(b, "saved_step", b.name("int"), b.const(-1))
+    if plan.whole_step_graph:
+        b.comment("the step is captured in one CUDA graph (runtime/graphs.py)")
+        _field(b, "whole_step", b.name("bool"), b.const(False))
+        b.comment("captured at the first epoch, after any resume")
+        _field(b, "graphed", _optional(b, "GraphedStep"), b.const(None))
+    top.stmt(py.ClassOp("Trainer", body=b.ops, decorators=[top.name("dataclass")]))
+    return top.ops
+
+
+# --- `build_trainer` -------------------------------------------------------------------------
+
+
+def _on_device(b: PyBuilder, value: SSAValue) -> SSAValue:
+    """`value.to(ctx.device)`."""
+    return b.method(value, "to", b.path("ctx", "device"))
+
+
+def _model(b: PyBuilder, plan: ScriptPlan) -> None:
+    """`model = Classifier().to(ctx.device)` (the instance's line), its checkpointed layers."""
+    b.assign("model", _on_device(b, model_ops(b, plan)))
+    if plan.model_location is not None:
+        b.ops[-1].location = plan.model_location  # the `# mnist.tl:31` of the source map
+    if plan.checkpointed_layers:
+        layers = b.add(py.ListOp([b.const(n) for n in plan.checkpointed_layers]))
+        b.expr(b.call("checkpoint_activations", b.name("model"), layers))
+
+
+def _precision_plan(b: PyBuilder, plan: ScriptPlan) -> None:
+    """`plan = resolve_precision(...)` under insert-amp's marker."""
+    if plan.amp:
+        device = b.path("ctx", "device")
+        b.assign("plan", b.call("resolve_precision", b.path("args", "precision"), device))
+
+
+def _scaler(b: PyBuilder, plan: ScriptPlan) -> None:
+    """`scaler = make_grad_scaler(plan, ctx.device)` under insert-amp's marker."""
+    if plan.amp:
+        b.assign("scaler", b.call("make_grad_scaler", b.name("plan"), b.path("ctx", "device")))
+
+
+def _shard(b: PyBuilder, plan: ScriptPlan, model: str) -> None:
+    """`shard_model(model, FSDP_BLOCKS, ...)`: gathered in the training precision."""
+    arguments = [("", b.name(model)), ("", b.name("FSDP_BLOCKS"))]
+    if plan.amp:  # else the weights are gathered as they are stored, in fp32
+        arguments.append(("param_dtype", b.path("plan", "autocast_dtype")))
+    b.expr(b.call_with("shard_model", arguments))
+
+
+def _parameters(b: PyBuilder, plan: ScriptPlan) -> SSAValue:
+    """What the optimizer steps: `decay_groups`' two groups only where weight decay applies."""
+    spec = OPTIMIZERS.get(plan.optimizer)
+    decay = dict(plan.optimizer_kwargs).get("weight_decay")
+    if decay is None:
+        decay = str(spec.default_weight_decay if spec is not None else 0.0)
+    if not plan.recipe.decay_groups or decay.replace(".", "").strip("0") == "":
+        return b.method(b.name("model"), "parameters")
+    return b.call("decay_param_groups", b.name("model"))
+
+
+def _on_cuda(b: PyBuilder) -> SSAValue:
+    return b.compare(b.path("ctx", "device", "type"), "==", b.const("cuda"))
+
+
+Modes = Callable[[PyBuilder, ScriptPlan], list[tuple[str, SSAValue]]]
+
+
+def _optimizer(b: PyBuilder, plan: ScriptPlan, modes: Modes) -> None:
+    """`optimizer = torch.optim.Adam(params, lr=LEARNING_RATE, ..., fused=...)`: the
+    block's keywords (`lr` is LEARNING_RATE), then the implementation this run picks."""
+    params = _parameters(b, plan)
+    options = [(k, b.value(literal_eval(v))) for k, v in plan.optimizer_kwargs]
+    arguments = [("", params), ("lr", b.name("LEARNING_RATE")), *options, *modes(b, plan)]
+    b.assign("optimizer", b.call_with(f"torch.optim.{plan.optimizer}", arguments))
+    if plan.optimizer_location is not None:
+        b.ops[-1].location = plan.optimizer_location
+
+
+def _implementation(b: PyBuilder, plan: ScriptPlan) -> list[tuple[str, SSAValue]]:
+    """`fused` on CUDA for Adam, AdamW and SGD unless the user chose an implementation; not
+    under FSDP, whose shards are DTensors (the default, foreach, step)."""
+    if plan.sharded or not plan.fusable_optimizer:
+        return []
+    return [("fused", _on_cuda(b))]
+
+
+def _schedule(b: PyBuilder, plan: ScriptPlan) -> None:
+    """The steps per epoch (for a schedule, or `planned_epochs`), the epochs `max_steps`
+    takes when the block sets none, and `scheduler`."""
+    if plan.schedule is not None or not plan.recipe.epochs_set:
+        per_epoch = b.binop("//", b.call("len", b.name("train_loader")), b.name("GRAD_ACCUM"))
+        b.assign("steps_per_epoch", per_epoch)
+    if not plan.recipe.epochs_set:
+        _planned_epochs(b, b.name("steps_per_epoch"))
+    if plan.schedule is None:
+        _no_schedule(b)
+        return
+    total = b.call("total_train_steps", b.path("args", "epochs"), b.name("steps_per_epoch"),
+                   b.name("MAX_STEPS"))  # fmt: skip
+    b.assign("total", total)
+    scheduler = b.call("build_scheduler", b.name("optimizer"), b.name("steps_per_epoch"),
+                       b.name("total"))  # fmt: skip
+    b.assign("scheduler", scheduler)
+
+
+def _planned_epochs(b: PyBuilder, steps_per_epoch: SSAValue) -> None:
+    """`args.epochs = planned_epochs(...)`: the epochs `max_steps` takes."""
+    planned = b.call("planned_epochs", b.path("args", "epochs"), b.name("MAX_STEPS"),
+                     steps_per_epoch)  # fmt: skip
+    b.assign(b.path("args", "epochs"), planned)
+
+
+def _no_schedule(b: PyBuilder) -> None:
+    b.comment("no `lr_schedule`")
+    b.assign("scheduler", b.const(None))
+
+
+def _should_compile(b: PyBuilder, plan: ScriptPlan) -> SSAValue:
+    """`should_compile(...)` (runtime/compiling.py): the eager step it times is `BatchLoss`,
+    under the precision plan's autocast; rank 0 says which way it went."""
+    off = b.const("off")
+    choice = b.add(py.IfExpOp(b.path("args", "no_compile"), off, b.path("args", "compile")))
+    arguments = [("", choice), ("", b.name("COMPILE_MODE")), ("", b.path("ctx", "device"))]
+    loader = b.call("len", b.name("train_loader"))
+    per_epoch = b.binop("//", loader, b.name("GRAD_ACCUM"))
+    steps = b.call("total_train_steps", b.path("args", "epochs"), per_epoch,
+                   b.path("args", "max_steps"))  # fmt: skip
+    arguments += [("steps", steps), ("batch_loss", b.call("BatchLoss", b.name("model"))),
+                  ("loader", b.name("train_loader"))]  # fmt: skip
+    if plan.amp:
+        region = b.call("partial", b.name("autocast"), b.name("plan"), b.path("ctx", "device"))
+        arguments.append(("region", region))
+    if plan.distributed:
+        arguments.append(("announce", b.path("ctx", "is_main")))
+    return b.call_with("should_compile", arguments)
+
+
+def _maybe_compile(b: PyBuilder, module: SSAValue) -> SSAValue:
+    return b.call("maybe_compile", module, b.name("compile_it"), b.name("COMPILE_MODE"))
+
+
+def _train_model(b: PyBuilder, plan: ScriptPlan) -> None:
+    """What the step trains: FSDP's model (sharded in place), DDP's wrap of the compiled
+    model, or, in one process, `BatchLoss` compiled (the forward and the loss in one graph,
+    as nanoGPT computes its loss inside `forward`: an LM's [B*T, vocab] logits are then never
+    cast to fp32 and log-softmaxed by eager kernels; bench/RESULTS.md, GPT-2)."""
+    annotation = b.name("nn.Module")
+    if plan.sharded:
+        b.comment("sharded in place")
+        b.stmt(py.AssignOp(b.name("train_model"), b.name("compiled"), annotation=annotation))
+        return
+    if not plan.distributed:
+        b.comment("the step's forward and loss, compiled together; evaluation runs `compiled`")
+        b.assign("train_model", _maybe_compile(b, b.call("BatchLoss", b.name("model"))))
+        return
+    b.stmt(py.AssignOp(b.name("train_model"), b.name("compiled"), annotation=annotation))
+    wrap = PyBuilder()
+    cuda = _on_cuda(wrap)  # Python evaluates the condition first
+    index = wrap.add(py.ListOp([wrap.path("ctx", "device", "index")]))
+    ids = wrap.add(py.IfExpOp(cuda, index, wrap.const(None)))
+    wrap.assign("device_ids", ids)
+    ddp = wrap.call("DistributedDataParallel", wrap.name("compiled"),
+                    device_ids=wrap.name("device_ids"))  # fmt: skip
+    wrap.assign("train_model", ddp)
+    b.if_(b.path("ctx", "is_distributed"), wrap)
+
+
+def _trainer(b: PyBuilder, plan: ScriptPlan, *extra: tuple[str, SSAValue]) -> None:
+    """`return Trainer(ctx, model, ..., build_recipe(model, ctx))`."""
+    fields = ["ctx", "model", "train_model", "compiled", "optimizer",
+              *(["scaler"] if plan.amp else []), "scheduler", *(["plan"] if plan.amp else []),
+              "train_loader", "val_loader", "info"]  # fmt: skip
+    arguments = [("", b.name(f)) for f in fields]
+    recipe = b.call("build_recipe", b.name("model"), b.name("ctx"), *_recipe_plan(b, plan))
+    b.ret(b.call_with("Trainer", [*arguments, ("", recipe), *extra]))
+
+
+def _recipe_plan(b: PyBuilder, plan: ScriptPlan) -> list[SSAValue]:
+    """FSDP's `build_recipe` takes the precision plan: the EMA's copy is sharded in it."""
+    return [b.name("plan")] if plan.sharded and plan.amp else []
+
+
+def _start(b: PyBuilder, plan: ScriptPlan) -> None:
+    """The seeds, the loaders, the model and the precision plan: every `build_trainer`'s."""
+    b.expr(b.call("seed_everything", b.path("args", "seed")))
+    loaders = b.call("build_loaders", b.name("args"), b.name("ctx"))
+    b.assign(b.tuple_of(b.name("train_loader"), b.name("val_loader"), b.name("info")), loaders)
+    _model(b, plan)
+    _precision_plan(b, plan)
+
+
+def _build_trainer(b: PyBuilder, plan: ScriptPlan) -> None:
+    """The body of `build_trainer` for a step that is never captured whole."""
+    _start(b, plan)
+    if plan.sharded:
+        gathered = " in the training precision" if plan.amp else ""
+        b.comment(f"FSDP2: each block's weights are all-gathered{gathered} for its forward and")
+        b.comment("backward, then freed; gradients are reduce-scattered in fp32.")
+        _shard(b, plan, "model")
+    _optimizer(b, plan, _implementation)
+    _schedule(b, plan)
+    b.assign("compile_it", _should_compile(b, plan))
+    b.assign("compiled", _maybe_compile(b, b.name("model")))
+    _train_model(b, plan)
+    _scaler(b, plan)
+    _trainer(b, plan)
+
+
+def build_trainer_ops(plan: ScriptPlan) -> list[Operation]:
+    """`build_trainer(args, ctx)`: the `Trainer` of this run (and `_whole_step_graph`, which
+    decides whether it captures its whole step, for a block that allows it)."""
+    top, body = PyBuilder(), PyBuilder()
+    if plan.whole_step_graph:
+        _graph_build_trainer(body, plan)
+    else:
+        _build_trainer(body, plan)
+    params = [("args", "argparse.Namespace"), ("ctx", "DistContext")]
+    top.def_("build_trainer", params, body, "Trainer")
+    return [*top.ops, *whole_step_graph_ops(plan)] if plan.whole_step_graph else top.ops
+
+
+def _graph_build_trainer(b: PyBuilder, plan: ScriptPlan) -> None:
+    """The body of `build_trainer` for a block whose step may be captured whole (see
+    runtime/graphs.py): the run decides, and the optimizer and torch.compile follow."""
+    _start(b, plan)
+    _scaler(b, plan)
+    scaler = [b.name("scaler")] if plan.amp else []
+    decided = b.call("_whole_step_graph", b.name("model"), b.name("train_loader"), *scaler,
+                     b.name("args"), b.name("ctx"))  # fmt: skip
+    b.assign("whole_step", decided)
+    if not plan.recipe.epochs_set:
+        _planned_epochs(b, b.call("len", b.name("train_loader")))
+    _optimizer(b, plan, _capturable)
+    _no_schedule(b)
+    _compile_unless_graphed(b, plan)
+    b.assign("compiled", _maybe_compile(b, b.name("model")))
+    b.assign("train_model", _maybe_compile(b, b.call("BatchLoss", b.name("model"))))
+    _trainer(b, plan, ("whole_step", b.name("whole_step")))
+
+
+def _compile_unless_graphed(b: PyBuilder, plan: ScriptPlan) -> None:
+    """`compile_it`: False for a captured step, else what `should_compile` decides (which
+    times eager steps: it runs only when the step is not captured)."""
+    graphed = PyBuilder()
+    message = graphed.const("compile: off (the whole step is one CUDA graph)")
+    graphed.expr(graphed.call("print", message, flush=graphed.const(True)))
+    graphed.assign("compile_it", graphed.const(False))
+    eager = PyBuilder()
+    eager.assign("compile_it", _should_compile(eager, plan))
+    b.comment("The captured step replaces torch.compile: it already runs as one graph launch.")
+    b.if_(b.name("whole_step"), graphed, eager)
+
+
+def _capturable(b: PyBuilder, plan: ScriptPlan) -> list[tuple[str, SSAValue]]:
+    """Fused Adam/AdamW is capture-safe with capturable=True: one kernel for the whole
+    update, where the capturable foreach path launches a dozen per step. Fused SGD is not."""
+    if plan.optimizer == "SGD":
+        return [("fused", b.binop("and", _on_cuda(b), b.not_(b.name("whole_step"))))]
+    return [("fused", _on_cuda(b)), ("capturable", b.name("whole_step"))]
+
+
+def whole_step_graph_ops(plan: ScriptPlan) -> list[Operation]:
+    """`_whole_step_graph`: whether this run captures its whole step in one CUDA graph."""
+    top, body = PyBuilder(), PyBuilder()
+    scaler = "no GradScaler, " if plan.amp else ""
+    body.expr(body.const("Whether this run captures its whole step in one CUDA graph "
+                         f"(runtime/graphs.py):\non CUDA, data on the device, {scaler}at most "
+                         "SMALL_MODEL_PARAMS parameters."))  # fmt: skip
+    sizes = py.ComprehensionOp("generator", body.method(body.name("model"), "parameters"))
+    (p,) = sizes.body.block.args
+    p.name_hint = "p"
+    each = PyBuilder()
+    each.stmt(py.YieldOp([each.method(p, "numel")]))
+    sizes.body.block.add_ops(each.ops)
+    count = body.call("sum", body.add(sizes))
+    body.assign("small", body.compare(count, "<=", body.name("SMALL_MODEL_PARAMS")))
+    body.assign("resident", body.call("isinstance", body.name("loader"), body.name("DeviceLoader")))
+    cuda = body.binop("and", _on_cuda(body), body.not_(body.path("args", "no_cuda_graph")))
+    body.assign("cuda", cuda)
+    chosen = body.binop("and", body.name("cuda"), body.name("resident"))
+    if plan.amp:
+        no_scaler = body.compare(body.name("scaler"), "is", body.const(None))
+        chosen = body.binop("and", chosen, no_scaler)
+    body.ret(body.binop("and", chosen, body.name("small")))
+    params: list[tuple[str, str | SSAValue]] = [("model", "nn.Module"),
+                                                ("loader", loader_type(top, plan))]  # fmt: skip
+    if plan.amp:
+        params.append(("scaler", _optional(top, "torch.amp.GradScaler")))
+    params += [("args", "argparse.Namespace"), ("ctx", "DistContext")]
+    top.def_("_whole_step_graph", params, body, "bool")
+    return top.ops
+
+
+# --- `build_recipe` --------------------------------------------------------------------------
+
+
+def _sharded_ema(b: PyBuilder, plan: ScriptPlan) -> None:
+    """Under FSDP the `ema` average is a second model sharded as the model is: each rank
+    averages its own shards, with no communication."""
+    b.comment("its weights take no numbers from the run")
+    forked = b.call("torch.random.fork_rng", devices=b.add(py.ListOp([])))
+    copy = PyBuilder()
+    copy.assign("ema_copy", _on_device(copy, model_ops(copy, plan)))
+    b.stmt(py.WithOp(forked, copy.ops))
+    _shard(b, plan, "ema_copy")
+
+
+def _recipe_parts(b: PyBuilder, plan: ScriptPlan) -> list[tuple[str, SSAValue]]:
+    """`RunRecipe`'s keywords: only the parts the block uses."""
+    recipe = plan.recipe
+    parts: list[tuple[str, SSAValue]] = []
+    if recipe.ema is not None:
+        copy = [b.name("ema_copy")] if plan.sharded else []
+        parts.append(("ema", b.call("ModelEMA", b.name("model"), b.name("EMA_DECAY"), *copy)))
+    if recipe.early_stopping is not None:
+        patience = b.call_with("EarlyStopping", [("*", b.name("EARLY_STOPPING"))])
+        parts.append(("stopper", patience))
+    metric = b.name("KEEP_BEST") if recipe.keep_best is not None else b.const("val_loss")
+    parts.append(("best", b.call("BestTracker", metric)))
+    if recipe.eval_every is not None:
+        parts.append(("eval_every", b.name("EVAL_EVERY")))
+    return parts
+
+
+def _signals(b: PyBuilder, plan: ScriptPlan) -> SSAValue:
+    """SIGINT and SIGTERM stop the run at a step; several processes must stop at one step,
+    so a process group installs no handlers."""
+    if not plan.distributed:
+        return b.method(b.call("StopSignals"), "install")
+    b.comment("several processes must stop at one step: no handlers")
+    b.assign("signals", b.const(None))
+    install = PyBuilder()
+    install.assign("signals", install.method(install.call("StopSignals"), "install"))
+    b.if_(b.not_(b.path("ctx", "is_distributed")), install)
+    return b.name("signals")
+
+
+def build_recipe_ops(plan: ScriptPlan) -> list[Operation]:
+    """`build_recipe`: a `RunRecipe` of only the parts the block uses (runtime/recipe.py):
+    the best epoch (by `keep_best`'s metric, else val_loss) for the run's summary, the
+    EMA, early stopping, `eval_every`, and SIGINT/SIGTERM handling in one process."""
+    top, body = PyBuilder(), PyBuilder()
+    body.expr(body.const("The block's recipe keys as runtime/recipe.py objects."))
+    if plan.sharded and plan.recipe.ema is not None:
+        _sharded_ema(body, plan)
+    if plan.distributed:  # the handlers' statements first: the parts are one call
+        signals = _signals(body, plan)
+        parts = _recipe_parts(body, plan)
+    else:
+        parts = _recipe_parts(body, plan)
+        signals = _signals(body, plan)
+    body.ret(body.call_with("RunRecipe", [*parts, ("signals", signals)]))
+    params: list[tuple[str, str | SSAValue]] = [("model", "nn.Module"), ("ctx", "DistContext")]
+    if plan.sharded and plan.amp:
+        params.append(("plan", "PrecisionPlan"))
+    top.def_("build_recipe", params, body, "RunRecipe")
+    return top.ops

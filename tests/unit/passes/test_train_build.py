@@ -1,0 +1,104 @@
+"""The script's set-up as py ops (passes/train_build.py), printed for each kind of plan: the
+`Trainer` record, `build_trainer` and `build_recipe` agree with each other, and a plan
+without insert-amp's marker (or without a process group) names none of that code."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from pathlib import Path
+
+import pytest
+from xdsl.dialects.builtin import ModuleOp
+
+from tensorloom.backends.python_printer import print_python
+from tensorloom.dialects import py
+from tensorloom.dialects import train as train_dialect
+from tensorloom.passes.convert_train_to_torch import plan_of
+from tensorloom.passes.train_build import (
+    build_recipe_ops,
+    build_trainer_ops,
+    scheduler_ops,
+    trainer_ops,
+)
+from tensorloom.passes.train_script import RecipePlan, ScriptPlan
+from tensorloom.pipeline import compile_file
+
+ROOT = Path(__file__).resolve().parents[3]
+AMP_NAMES = {"plan", "scaler", "resolve_precision", "make_grad_scaler", "autocast", "partial"}
+
+
+def _plan(example: str) -> ScriptPlan:
+    result = compile_file(ROOT / "examples" / example, until="kernel")
+    assert result.module is not None
+    loop = next(o for o in result.module.walk() if isinstance(o, train_dialect.LoopOp))
+    return plan_of(result.module, loop, example)
+
+
+def _variants() -> dict[str, ScriptPlan]:
+    """A plan of each kind: graphed step (mnist), DDP, a schedule, FSDP with an EMA; each
+    with insert-amp's marker and without it."""
+    mnist, ddp, schedule = _plan("mnist.tl"), _plan("train_ddp.tl"), _plan("digits_cnn.tl")
+    fsdp = dataclasses.replace(ddp, fsdp_blocks=(), recipe=RecipePlan(ema="0.99"))
+    plans = {"graphed": mnist, "ddp": ddp, "schedule": schedule, "fsdp": fsdp}
+    assert mnist.whole_step_graph and not ddp.whole_step_graph and schedule.schedule
+    no_amp = {f"{k}-fp32": dataclasses.replace(p, precision="none") for k, p in plans.items()}
+    return plans | no_amp
+
+
+VARIANTS = _variants()
+
+
+def _setup(plan: ScriptPlan) -> dict[str, ast.FunctionDef | ast.ClassDef]:
+    ops = [*scheduler_ops(plan), *trainer_ops(plan), *build_trainer_ops(plan)]
+    text = print_python(ModuleOp([py.ModuleOp([*ops, *build_recipe_ops(plan)])]))
+    tree = ast.parse(text)
+    return {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef)}
+
+
+def _calls(node: ast.AST, name: str) -> list[ast.Call]:
+    return [
+        c
+        for c in ast.walk(node)
+        if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id == name
+    ]
+
+
+def _names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+@pytest.mark.parametrize("kind", sorted(VARIANTS))
+def test_build_trainer_makes_the_trainer_its_record_declares(kind: str) -> None:
+    plan = VARIANTS[kind]
+    setup = _setup(plan)
+    record = setup["Trainer"]
+    fields = [f for f in record.body if isinstance(f, ast.AnnAssign)]
+    required = [f.target.id for f in fields if f.value is None]  # type: ignore[union-attr]
+    (made,) = _calls(setup["build_trainer"], "Trainer")
+    assert len(made.args) == len(required)
+    assert {k.arg for k in made.keywords} <= {f.target.id for f in fields}  # type: ignore[union-attr]
+    (recipe,) = _calls(setup["build_trainer"], "build_recipe")
+    assert len(recipe.args) == len(setup["build_recipe"].args.args)  # type: ignore[union-attr]
+    assert ("_whole_step_graph" in setup) == plan.whole_step_graph
+    assert ("build_scheduler" in setup) == (plan.schedule is not None)
+
+
+@pytest.mark.parametrize("kind", sorted(k for k in VARIANTS if k.endswith("-fp32")))
+def test_without_insert_amp_the_setup_names_no_precision_plan(kind: str) -> None:
+    for name, node in _setup(VARIANTS[kind]).items():
+        assert not _names(node) & AMP_NAMES, name
+        fields = [f.target.id for f in node.body if isinstance(f, ast.AnnAssign)]  # type: ignore[union-attr]
+        assert "scaler" not in fields and "plan" not in fields
+
+
+def test_a_process_group_installs_no_signal_handlers_and_fsdp_shards_the_ema() -> None:
+    one = _setup(VARIANTS["graphed"])["build_recipe"]
+    assert "signals" not in _names(one) and _calls(one, "StopSignals")
+    fsdp = _setup(VARIANTS["fsdp"])
+    recipe = fsdp["build_recipe"]
+    assert [a.arg for a in recipe.args.args] == ["model", "ctx", "plan"]  # type: ignore[union-attr]
+    (shard,) = _calls(recipe, "shard_model")
+    assert [k.arg for k in shard.keywords] == ["param_dtype"]
+    (ddp,) = _calls(_setup(VARIANTS["ddp"])["build_trainer"], "DistributedDataParallel")
+    assert not _calls(fsdp["build_trainer"], "DistributedDataParallel") and ddp.args
