@@ -28,3 +28,6 @@ config.environment["COLUMNS"] = "120"  # noqa: F821
 config.environment["TRITON_INTERPRET"] = "1"  # noqa: F821
 # A fresh compile cache per lit run, so no test replays another run's output.
 config.environment["TENSORLOOM_CACHE_DIR"] = tempfile.mkdtemp(prefix="tl-lit-cache-")  # noqa: F821
+# A worktree's tests import that worktree's `tensorloom` (PYTHONPATH), not the installed one.
+if "PYTHONPATH" in os.environ:
+    config.environment["PYTHONPATH"] = os.environ["PYTHONPATH"]  # noqa: F821
