@@ -617,49 +617,6 @@ _SHARDED_EMA = [
 ]
 
 
-RESUME = '''
-def resume(trainer: Trainer, path: str) -> None:
-    """Continue where a checkpoint left off: weights, optimizer, scaler, schedule, RNG,
-    the recipe's state (EMA, early stopping, best) and, mid-epoch, the epoch's batches."""
-    state = load_checkpoint(
-        path, model=trainer.model, optimizer=trainer.optimizer, scaler=trainer.scaler,
-        scheduler=trainer.scheduler, loader=trainer.train_loader, map_location=trainer.ctx.device,
-    )  # fmt: skip
-    _resume_extra(trainer, state)
-'''
-
-RESUME_SHARDED = '''
-def resume(trainer: Trainer, path: str) -> None:
-    """Continue from a sharded save (or the newest complete one in a folder), on any world size:
-    weights, optimizer, scaler, schedule, RNG, the recipe's state (the EMA's shards too)
-    and, mid-epoch, the epoch's batches."""
-    ema = trainer.recipe.ema
-    state = load_sharded_checkpoint(
-        path,
-        model=trainer.model,
-        optimizer=trainer.optimizer,
-        scaler=trainer.scaler,
-        scheduler=trainer.scheduler,
-        loader=trainer.train_loader,
-        ema=ema.module if ema is not None else None,
-    )
-    _resume_extra(trainer, state)
-'''
-
-
-RESUME_GRAPH = '''
-def resume(trainer: Trainer, path: str) -> None:
-    """Continue where a checkpoint left off: weights, optimizer, scaler, schedule, RNG."""
-    modes = optimizer_modes(trainer.optimizer)  # capturable or fused: this run decides
-    state = load_checkpoint(
-        path, model=trainer.model, optimizer=trainer.optimizer, scaler=trainer.scaler,
-        scheduler=trainer.scheduler, loader=trainer.train_loader, map_location=trainer.ctx.device,
-    )  # fmt: skip
-    restore_optimizer_modes(trainer.optimizer, modes)
-    _resume_extra(trainer, state)
-'''
-
-
 # --- the step --------------------------------------------------------------------------------
 
 
@@ -884,12 +841,6 @@ def program_name(plan: ScriptPlan) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "program"
 
 
-def _resume_source(plan: ScriptPlan) -> str:
-    if plan.sharded:
-        return RESUME_SHARDED
-    return RESUME_GRAPH if plan.whole_step_graph else RESUME
-
-
 def _evaluate_sections(
     plan: ScriptPlan,
     evaluate_ops: Callable[[ScriptPlan, str], list[Operation]],
@@ -922,6 +873,7 @@ def loop_sources(plan: ScriptPlan) -> list[str | list[Operation]]:
         graphed_epoch_ops,
         optimizer_step_ops,
         resume_extra_ops,
+        resume_ops,
         seed_everything_ops,
         train_one_epoch_ops,
     )
@@ -934,7 +886,7 @@ def loop_sources(plan: ScriptPlan) -> list[str | list[Operation]]:
         build_trainer_source(plan),
         batch_loss_ops(plan),
         build_recipe_source(plan),
-        _resume_source(plan),
+        resume_ops(plan),
         resume_extra_ops(),
         train_one_epoch_ops(plan),
         epoch_helper_ops(),

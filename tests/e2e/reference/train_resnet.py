@@ -235,10 +235,9 @@ def build_recipe(model: nn.Module, ctx: DistContext) -> RunRecipe:
 def resume(trainer: Trainer, path: str) -> None:
     """Continue where a checkpoint left off: weights, optimizer, scaler, schedule, RNG,
     the recipe's state (EMA, early stopping, best) and, mid-epoch, the epoch's batches."""
-    state = load_checkpoint(
-        path, model=trainer.model, optimizer=trainer.optimizer, scaler=trainer.scaler,
-        scheduler=trainer.scheduler, loader=trainer.train_loader, map_location=trainer.ctx.device,
-    )  # fmt: skip
+    state = load_checkpoint(path, model=trainer.model, optimizer=trainer.optimizer,
+                            scaler=trainer.scaler, scheduler=trainer.scheduler,
+                            loader=trainer.train_loader, map_location=trainer.ctx.device)
     _resume_extra(trainer, state)
 
 

@@ -241,11 +241,11 @@ def build_recipe(model: nn.Module, ctx: DistContext) -> RunRecipe:
 
 def resume(trainer: Trainer, path: str) -> None:
     """Continue where a checkpoint left off: weights, optimizer, scaler, schedule, RNG."""
-    modes = optimizer_modes(trainer.optimizer)  # capturable or fused: this run decides
-    state = load_checkpoint(
-        path, model=trainer.model, optimizer=trainer.optimizer, scaler=trainer.scaler,
-        scheduler=trainer.scheduler, loader=trainer.train_loader, map_location=trainer.ctx.device,
-    )  # fmt: skip
+    # capturable or fused: this run decides
+    modes = optimizer_modes(trainer.optimizer)
+    state = load_checkpoint(path, model=trainer.model, optimizer=trainer.optimizer,
+                            scaler=trainer.scaler, scheduler=trainer.scheduler,
+                            loader=trainer.train_loader, map_location=trainer.ctx.device)
     restore_optimizer_modes(trainer.optimizer, modes)
     _resume_extra(trainer, state)
 

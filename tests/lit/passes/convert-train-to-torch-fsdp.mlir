@@ -43,6 +43,14 @@ builtin.module {
 // CHECK-NEXT:   %[[CALL:.*]] = py.call %{{.*}}(%[[FLAG]], nargs = %[[TWO]], metavar = %[[META]], default = %[[NONE]], help = %[[HELP]])
 // CHECK-NEXT:   py.expr %[[CALL]]
 
+// `resume` reads a sharded save, the EMA's shards too when there is an EMA.
+// CHECK:      py.def @resume(trainer : %{{.*}}, path : %{{.*}}) -> %{{.*}} {
+// CHECK:        %[[EMA:.*]] = py.ifexp %{{.*}} if %{{.*}} else %{{.*}}
+// CHECK-NEXT:   %[[EMA_NAME:.*]] = py.name "ema_module"
+// CHECK-NEXT:   py.assign %[[EMA_NAME]] = %[[EMA]]
+// CHECK:        %[[SHARDED:.*]] = py.name "load_sharded_checkpoint"
+// CHECK-NEXT:   py.call %[[SHARDED]](%{{.*}}, model = %{{.*}}, optimizer = %{{.*}}, scaler = %{{.*}}, scheduler = %{{.*}}, loader = %{{.*}}, ema = %{{.*}})
+
 // CHECK:      py.def @_evaluate_whole(trainer : %{{.*}}, model : %{{.*}} = %{{.*}}) -> %{{.*}} decorators [%{{.*}}] {
 // CHECK:      py.def @evaluate(trainer : %{{.*}}, model : %{{.*}} = %{{.*}}) -> %{{.*}} {
 // CHECK:        %[[UNSET:.*]] = py.compare ["is"] %{{.*}}, %{{.*}}

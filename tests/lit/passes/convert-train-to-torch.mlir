@@ -82,6 +82,14 @@ builtin.module {
 // `BatchLoss` under DDP too: runtime/compiling.py's `should_compile` times it.
 // CHECK-NEXT:   py.name "nn.Module"
 // CHECK-NEXT:   py.class @BatchLoss(%{{[0-9]+}}) {
+// `resume` is py ops (train_step.resume_ops): the scaler's state too (insert-amp's marker).
+// CHECK:        py.def @resume(trainer : %{{[0-9]+}}, path : %{{[0-9]+}}) -> %{{[0-9]+}} {
+// CHECK:          %[[LOAD:[0-9]+]] = py.name "load_checkpoint"
+// CHECK-NEXT:     %[[RESUMED:[0-9]+]] = py.call %[[LOAD]](%{{[0-9]+}}, model = %{{[0-9]+}}, optimizer = %{{[0-9]+}}, scaler = %{{[0-9]+}}, scheduler = %{{[0-9]+}}, loader = %{{[0-9]+}}, map_location = %{{[0-9]+}})
+// CHECK-NEXT:     %[[STATE_NAME:[0-9]+]] = py.name "state"
+// CHECK-NEXT:     py.assign %[[STATE_NAME]] = %[[RESUMED]]
+// CHECK:          py.name "_resume_extra"
+// CHECK:        py.def @_resume_extra(
 // The step and evaluation are py ops (train_step.py): DDP's no_sync through `gradient_sync`
 // (insert-ddp's marker), autocast inside it (insert-amp's), the loss beside the DDP model; the
 // step mark for compile mode "reduce-overhead"; evaluation all-reduces its sums.
