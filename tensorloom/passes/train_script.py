@@ -773,68 +773,6 @@ _EMA_RECORD = """
         record.update({f"ema_{key}": value for key, value in ema.items() if value is not None})"""
 
 
-def serve_requests_source(plan: ScriptPlan) -> str:
-    generate = ""
-    if plan.language_model_data:
-        generate = """
-    if args.generate is not None:
-        print(generate_text(
-            model, args.generate, tokens=args.tokens, block_size=DATASET_OPTIONS["block_size"],
-            temperature=args.temperature, top_k=args.top_k, seed=args.seed,
-        ))  # fmt: skip"""
-    return _fill(
-        '''
-        def serve_requests(trainer: Trainer, args: argparse.Namespace) -> None:
-            """--predict, --export$generate_flag with the trained weights$ema."""
-            $start
-            example = next(iter(trainer.val_loader))[0][:2]
-            if args.predict is not None:
-                x = read_predict_inputs(
-                    args.predict, sample_shape=tuple(example.shape[1:]),
-                    normalisation=getattr(trainer.info, "normalisation", None),
-                    integer=not example.is_floating_point(),
-                )  # fmt: skip
-                outputs = predict(model, x, batch_size=args.batch_size, device=trainer.ctx.device)
-                write_predictions(outputs, args.out, classes=$classes)
-            if args.export is not None:
-                print(f"exported to {export_model(model, example, args.export)}")$generate
-        ''',
-        generate=generate, classes=plan.classification,
-        ema=" (the EMA's with `ema`)" if plan.recipe.ema is not None else "",
-        generate_flag=", --generate" if plan.language_model_data else "",
-        start=_serve_start(plan).strip(),  # the first line takes the template's indent
-    )  # fmt: skip
-
-
-_NOT_MAIN = """
-    if not trainer.ctx.is_main:
-        return"""
-_EMA_OR_MODEL = "trainer.recipe.ema.module if trainer.recipe.ema is not None else trainer.model"
-_SERVE_START = f"""{_NOT_MAIN}
-    model = {_EMA_OR_MODEL}"""
-
-# FSDP: every rank gives its shards to rank 0's unsharded copy; it serves alone.
-_SERVE_START_SHARDED = """
-    if args.predict is None and args.export is None$no_generate:
-        return
-    sharded = trainer.recipe.ema.module if trainer.recipe.ema is not None else trainer.model
-    whole = whole_model(sharded, $model.to(trainer.ctx.device))  # every rank
-    if whole is None:  # not rank 0
-        return
-    model = whole"""
-
-
-def _serve_start(plan: ScriptPlan) -> str:
-    if not plan.sharded:
-        text = _SERVE_START if plan.distributed else _SERVE_START.replace(_NOT_MAIN, "")
-        if plan.recipe.ema is not None:
-            return text
-        return text.replace(_EMA_OR_MODEL, "trainer.model")
-    no_generate = " and args.generate is None" if plan.language_model_data else ""
-    model = f"{plan.model_class}({plan.model_args})"
-    return _SERVE_START_SHARDED.replace("$no_generate", no_generate).replace("$model", model)
-
-
 def program_name(plan: ScriptPlan) -> str:
     """The program's name, `mnist` for `examples/mnist.tl`: its checkpoints' folder."""
     name = PurePath(plan.source).stem
@@ -862,7 +800,12 @@ def loop_sources(plan: ScriptPlan) -> list[str | list[Operation]]:
     """The sections after the models, the loss and the command line (train_cli.py), in the
     script's order."""
     from tensorloom.passes.train_data import build_loaders_ops
-    from tensorloom.passes.train_loop import main_ops, run_sections, saves_ops
+    from tensorloom.passes.train_loop import (
+        main_ops,
+        run_sections,
+        saves_ops,
+        serve_requests_ops,
+    )
     from tensorloom.passes.train_step import (
         batch_loss_ops,
         begin_step_ops,
@@ -898,7 +841,7 @@ def loop_sources(plan: ScriptPlan) -> list[str | list[Operation]]:
         epoch_record_source(plan),
         saves_ops(plan),
         run_sections(plan),
-        serve_requests_source(plan),
+        serve_requests_ops(plan),
         main_ops(plan),
     ]
     return [_section_text(s, plan) if isinstance(s, str) else s for s in sections if s]

@@ -524,20 +524,20 @@ def serve_requests(trainer: Trainer, args: argparse.Namespace) -> None:
     model = trainer.model
     example = next(iter(trainer.val_loader))[0][:2]
     if args.predict is not None:
-        x = read_predict_inputs(
-            args.predict, sample_shape=tuple(example.shape[1:]),
-            normalisation=getattr(trainer.info, "normalisation", None),
-            integer=not example.is_floating_point(),
-        )  # fmt: skip
+        shape = tuple(example.shape[1:])
+        normalisation = getattr(trainer.info, "normalisation", None)
+        integer = not example.is_floating_point()
+        x = read_predict_inputs(args.predict, sample_shape=shape, normalisation=normalisation,
+                                integer=integer)
         outputs = predict(model, x, batch_size=args.batch_size, device=trainer.ctx.device)
         write_predictions(outputs, args.out, classes=True)
     if args.export is not None:
         print(f"exported to {export_model(model, example, args.export)}")
     if args.generate is not None:
-        print(generate_text(
-            model, args.generate, tokens=args.tokens, block_size=DATASET_OPTIONS["block_size"],
-            temperature=args.temperature, top_k=args.top_k, seed=args.seed,
-        ))  # fmt: skip
+        block_size = DATASET_OPTIONS["block_size"]
+        text = generate_text(model, args.generate, tokens=args.tokens, block_size=block_size,
+                             temperature=args.temperature, top_k=args.top_k, seed=args.seed)
+        print(text)
 
 
 def main(argv: list[str] | None = None) -> int:

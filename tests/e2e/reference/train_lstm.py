@@ -460,11 +460,11 @@ def serve_requests(trainer: Trainer, args: argparse.Namespace) -> None:
     model = trainer.model
     example = next(iter(trainer.val_loader))[0][:2]
     if args.predict is not None:
-        x = read_predict_inputs(
-            args.predict, sample_shape=tuple(example.shape[1:]),
-            normalisation=getattr(trainer.info, "normalisation", None),
-            integer=not example.is_floating_point(),
-        )  # fmt: skip
+        shape = tuple(example.shape[1:])
+        normalisation = getattr(trainer.info, "normalisation", None)
+        integer = not example.is_floating_point()
+        x = read_predict_inputs(args.predict, sample_shape=shape, normalisation=normalisation,
+                                integer=integer)
         outputs = predict(model, x, batch_size=args.batch_size, device=trainer.ctx.device)
         write_predictions(outputs, args.out, classes=True)
     if args.export is not None:

@@ -66,3 +66,12 @@ builtin.module {
 // CHECK-NEXT:     py.return %[[R]]
 // CHECK-NEXT:   }
 // CHECK-NEXT: }
+
+// `serve_requests`: every rank gives its shards to rank 0's unsharded copy, which serves.
+// CHECK:      py.def @serve_requests(trainer : %{{.*}}, args : %{{.*}}) -> %{{.*}} {
+// CHECK:        %[[NET:.*]] = py.name "Classifier"
+// CHECK-NEXT:   %[[COPY:.*]] = py.call %[[NET]]()
+// CHECK-NEXT:   %[[UNSHARDED:.*]] = py.name "unsharded"
+// CHECK-NEXT:   py.assign %[[UNSHARDED]] = %[[COPY]]
+// CHECK:        %[[WHOLE_MODEL:.*]] = py.name "whole_model"
+// CHECK-NEXT:   %[[WHOLE:.*]] = py.call %[[WHOLE_MODEL]](%{{.*}}, %{{.*}})

@@ -176,6 +176,15 @@ builtin.module {
 // CHECK:          py.name "save_last"
 // CHECK:        py.def @evaluate_checkpoint(trainer : %{{[0-9]+}}, args : %{{[0-9]+}}) -> %{{[0-9]+}} {
 // CHECK:        py.def @_silent(*_args : %{{[0-9]+}}, **_kwargs : %{{[0-9]+}}) -> %{{[0-9]+}} {
+// `serve_requests` (train_loop.py): under DDP only rank 0 serves, with the trained weights.
+// CHECK:        py.def @serve_requests(trainer : %{{[0-9]+}}, args : %{{[0-9]+}}) -> %{{[0-9]+}} {
+// CHECK:          %[[IS_MAIN:[0-9]+]] = py.attribute %{{[0-9]+}}, "is_main"
+// CHECK-NEXT:     %[[OTHER_RANK:[0-9]+]] = py.unop "not" %[[IS_MAIN]]
+// CHECK-NEXT:     py.if %[[OTHER_RANK]] {
+// CHECK-NEXT:       py.return
+// CHECK:          py.name "read_predict_inputs"
+// CHECK:          py.name "export_model"
+// CHECK-NOT:      py.name "generate_text"
 // CHECK:        py.def @main(argv : %{{[0-9]+}} = %{{[0-9]+}}) -> %{{[0-9]+}} {
 // CHECK:          %[[USER:[0-9]+]] = py.tuple[%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}]
 // CHECK-NEXT:     %[[BUG:[0-9]+]] = py.name "Exception"
