@@ -31,7 +31,7 @@ from xdsl.passes import ModulePass
 
 from tensorloom.backends import runtime
 from tensorloom.dialects import nml
-from tensorloom.passes import train_cli, train_data, train_loop, train_step
+from tensorloom.passes import train_cli, train_data, train_loop, train_records, train_step
 
 # Names the script's fixed parts import or define, besides the runtime modules'.
 SCRIPT_NAMES = frozenset(
@@ -52,7 +52,13 @@ def reserved_names() -> frozenset[str]:
     names |= runtime.top_level_names()
     sections = Path(__file__).with_name("train_script.py").read_text(encoding="utf-8")
     names |= {m.group(1) or m.group(2) or m.group(3) for m in _DEFINED.finditer(sections)}
-    names |= {*train_cli.DEFINES, *train_step.DEFINES, *train_loop.DEFINES, *train_data.DEFINES}
+    names |= {
+        *train_cli.DEFINES,
+        *train_step.DEFINES,
+        *train_loop.DEFINES,
+        *train_data.DEFINES,
+        *train_records.DEFINES,
+    }
     return frozenset(names)
 
 

@@ -620,159 +620,6 @@ _SHARDED_EMA = [
 # --- the step --------------------------------------------------------------------------------
 
 
-def _metrics_evaluate_source(plan: ScriptPlan) -> str:
-    mark = "\n        _begin_step(trainer)" if plan.cuda_graphs else ""
-    return _fill(
-        '''
-        @torch.no_grad()
-        def evaluate(trainer: Trainer, model: nn.Module | None = None) -> dict[str, float]:
-            """Validation loss and METRICS over the whole split, summed across ranks.
-
-            Each batch adds its mean times its size, so the result is the mean over samples.
-            """
-            model = trainer.eval_model if model is None else model
-            device = trainer.ctx.device
-            model.eval()
-            totals = torch.zeros(2 + len(METRICS), device=device)  # loss, samples, then METRICS
-            for xb, yb in trainer.val_loader:$mark
-                with autocast(trainer.plan, device):  # the loss runs in fp32 under it
-                    output = model(xb)
-                    totals[0] += loss_fn(output, $target).float() * len(xb)
-                    totals[2:] += batch_metrics(output, xb, yb) * len(xb)
-                totals[1] += len(xb)
-            sums = all_reduce_sum(totals).tolist()
-            count = max(sums[1], 1)
-            values = {key: total / count for key, total in zip(METRICS, sums[2:], strict=True)}
-            return {"val_loss": sums[0] / count, **values}
-        ''',
-        mark=mark, target=plan.loss_target,
-    ) + "\n\n\n" + batch_metrics_source(plan)  # fmt: skip
-
-
-def batch_metrics_source(plan: ScriptPlan) -> str:
-    """`batch_metrics(output, inputs, target)`: each metric's batch mean, in METRICS' order."""
-    values = [_metric_call(plan, m) for m in plan.metrics]
-    listed = "".join(f"\n        {v}," for v in values)
-    none = "target.new_zeros(0, dtype=torch.float32)"  # the output may be a tuple
-    body = f"torch.stack([{listed}\n    ])" if values else none
-    return _fill(
-        '''
-        def batch_metrics(
-            output: torch.Tensor, inputs: torch.Tensor, target: torch.Tensor
-        ) -> torch.Tensor:
-            """`metrics = [$names]`: each one's mean over the batch."""
-            return $body
-        ''',
-        names=", ".join(m.name if m.kind != "top_k" else f"top_k({m.k})" for m in plan.metrics),
-        body=body,
-    )  # fmt: skip
-
-
-def _metric_call(plan: ScriptPlan, metric: Metric) -> str:
-    if metric.kind == "accuracy":
-        return "batch_accuracy(output, target)"  # runtime/metrics.py
-    if metric.kind == "top_k":
-        return f"batch_top_k_accuracy(output, target, {metric.k})"
-    inputs = "inputs, " if metric.name in plan.takes_inputs else ""
-    return f"{metric.name}(output, {inputs}target).float()"
-
-
-# --- the loop --------------------------------------------------------------------------------
-
-EPOCH_RECORD = '''
-# ---- the loop ----
-def validation_record(trainer: Trainer) -> dict[str, Any]:
-    """The validation metrics, and the EMA weights' (`ema_` keys) when `ema` is set."""
-    record = _as_record(evaluate(trainer))
-    if trainer.recipe.ema is not None:
-        ema = _as_record(evaluate(trainer, trainer.recipe.ema.module))
-        record.update({f"ema_{key}": value for key, value in ema.items() if value is not None})
-    return record
-
-
-def _as_record(result: tuple[float, float | None] | dict[str, float]) -> dict[str, Any]:
-    if isinstance(result, dict):
-        return dict(result)
-    return {"val_loss": result[0], "val_accuracy": result[1]}
-
-
-def epoch_record(trainer: Trainer, epoch: int, train_loss: torch.Tensor, batches: int,
-                 elapsed: float, args: argparse.Namespace) -> dict[str, Any]:  # fmt: skip
-    due = (epoch + 1) % VAL_EVERY == 0 or epoch + 1 == args.epochs
-    validation = validation_record(trainer) if due else {"val_loss": None}
-    samples = batches * args.batch_size * trainer.ctx.world_size
-    return {
-        "epoch": epoch + 1,
-        "train_loss": all_reduce_mean(train_loss).item(),  # the epoch's one host sync
-        **validation,
-        "samples_per_s": samples / elapsed,
-        "lr": float(trainer.optimizer.param_groups[0]["lr"]),
-        "time": elapsed,
-        "steps": trainer.step,
-    }
-'''
-
-STEP_VALIDATION = '''
-
-
-def step_validation(trainer: Trainer, epoch: int) -> None:
-    """`eval_every = N`: validation after every N optimizer steps, recorded with its step."""
-    record = {"epoch": epoch + 1, "steps": trainer.step, **validation_record(trainer)}
-    trainer.train_model.train()
-    if trainer.metrics is not None:
-        trainer.metrics.write(record)
-    if trainer.ctx.is_main:
-        print(format_validation(record))
-    after_validation(trainer, record)
-'''
-
-
-def epoch_record_source(plan: ScriptPlan) -> str:
-    """The epoch's record and validation, `step_validation` with `eval_every`."""
-    text = EPOCH_RECORD
-    if plan.val_every == 1:  # every epoch
-        text = text.replace(_VAL_EVERY, "").replace(
-            "**validation,", "**validation_record(trainer),"
-        )
-    if plan.recipe.ema is None:
-        text = (
-            text.replace(_EMA_RECORD, "")
-            .replace(
-                "The validation metrics, and the EMA weights' (`ema_` keys) when `ema` is set.",
-                "The validation metrics.",
-            )
-            .replace("    record = _as_record(evaluate(trainer))\n    return record", _RECORD)
-            .replace(_AS_RECORD, "")
-        )
-        if plan.reports_metrics:  # `evaluate` returns the record
-            text = text.replace(_RECORD, "    return evaluate(trainer)")
-    if plan.recipe.eval_every is not None:
-        text += STEP_VALIDATION
-    if plan.recipe.keep_best is None:  # no best.pt: the loop calls the recipe itself
-        text = text.replace(
-            "    after_validation(trainer, record)", "    trainer.recipe.after_validation(record)"
-        )
-    return text
-
-
-_RECORD = """    loss, accuracy = evaluate(trainer)
-    return {"val_loss": loss, "val_accuracy": accuracy}"""
-_AS_RECORD = """
-
-
-def _as_record(result: tuple[float, float | None] | dict[str, float]) -> dict[str, Any]:
-    if isinstance(result, dict):
-        return dict(result)
-    return {"val_loss": result[0], "val_accuracy": result[1]}"""
-_VAL_EVERY = """    due = (epoch + 1) % VAL_EVERY == 0 or epoch + 1 == args.epochs
-    validation = validation_record(trainer) if due else {"val_loss": None}
-"""
-_EMA_RECORD = """
-    if trainer.recipe.ema is not None:
-        ema = _as_record(evaluate(trainer, trainer.recipe.ema.module))
-        record.update({f"ema_{key}": value for key, value in ema.items() if value is not None})"""
-
-
 def program_name(plan: ScriptPlan) -> str:
     """The program's name, `mnist` for `examples/mnist.tl`: its checkpoints' folder."""
     name = PurePath(plan.source).stem
@@ -782,17 +629,13 @@ def program_name(plan: ScriptPlan) -> str:
 def _evaluate_sections(
     plan: ScriptPlan,
     evaluate_ops: Callable[[ScriptPlan, str], list[Operation]],
+    metrics_evaluate_ops: Callable[[ScriptPlan, str], list[Operation]],
     gathered_evaluate_ops: Callable[[], list[Operation]],
-) -> list[str | list[Operation]]:
+) -> list[list[Operation]]:
     """`evaluate`; under FSDP it is `_evaluate_whole`, which `evaluate` calls with the whole
     weights gathered."""
     name = "_evaluate_whole" if plan.sharded else "evaluate"
-    if plan.reports_metrics:
-        whole: str | list[Operation] = _metrics_evaluate_source(plan).replace(
-            "def evaluate(", f"def {name}(", 1
-        )
-    else:
-        whole = evaluate_ops(plan, name)
+    whole = (metrics_evaluate_ops if plan.reports_metrics else evaluate_ops)(plan, name)
     return [whole, gathered_evaluate_ops()] if plan.sharded else [whole]
 
 
@@ -806,6 +649,7 @@ def loop_sources(plan: ScriptPlan) -> list[str | list[Operation]]:
         saves_ops,
         serve_requests_ops,
     )
+    from tensorloom.passes.train_records import metrics_evaluate_ops, records_ops
     from tensorloom.passes.train_step import (
         batch_loss_ops,
         begin_step_ops,
@@ -837,8 +681,8 @@ def loop_sources(plan: ScriptPlan) -> list[str | list[Operation]]:
         forward_backward_ops(plan),
         begin_step_ops() if plan.cuda_graphs else None,
         optimizer_step_ops(plan),
-        *_evaluate_sections(plan, evaluate_ops, gathered_evaluate_ops),
-        epoch_record_source(plan),
+        *_evaluate_sections(plan, evaluate_ops, metrics_evaluate_ops, gathered_evaluate_ops),
+        records_ops(plan),
         saves_ops(plan),
         run_sections(plan),
         serve_requests_ops(plan),

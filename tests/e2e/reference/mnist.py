@@ -370,12 +370,19 @@ def validation_record(trainer: Trainer) -> dict[str, Any]:
     return {"val_loss": loss, "val_accuracy": accuracy}
 
 
-def epoch_record(trainer: Trainer, epoch: int, train_loss: torch.Tensor, batches: int,
-                 elapsed: float, args: argparse.Namespace) -> dict[str, Any]:  # fmt: skip
+def epoch_record(
+    trainer: Trainer,
+    epoch: int,
+    train_loss: torch.Tensor,
+    batches: int,
+    elapsed: float,
+    args: argparse.Namespace,
+) -> dict[str, Any]:
     samples = batches * args.batch_size * trainer.ctx.world_size
+    # the epoch's one host sync: `train_loss.item()`
     return {
         "epoch": epoch + 1,
-        "train_loss": train_loss.item(),  # the epoch's one host sync
+        "train_loss": train_loss.item(),
         **validation_record(trainer),
         "samples_per_s": samples / elapsed,
         "lr": float(trainer.optimizer.param_groups[0]["lr"]),

@@ -110,6 +110,13 @@ builtin.module {
 // CHECK:            py.name "autocast"
 // CHECK:          %[[REDUCE:[0-9]+]] = py.name "all_reduce_sum"
 // CHECK-NEXT:     py.call %[[REDUCE]](%{{[0-9]+}})
+// The records are py ops (train_records.py): under DDP the epoch's mean loss is all-reduced.
+// CHECK:        py.def @validation_record(trainer : %{{[0-9]+}}) -> %{{[0-9]+}} {
+// CHECK:        py.def @epoch_record(
+// CHECK:          %[[MEAN_LOSS:[0-9]+]] = py.name "all_reduce_mean"
+// CHECK-NEXT:     %[[REDUCED:[0-9]+]] = py.call %[[MEAN_LOSS]](%{{[0-9]+}})
+// CHECK-NEXT:     py.attribute %[[REDUCED]], "item"
+// CHECK-NOT:    py.def @step_validation
 // The saves are py ops (train_loop.py): no `after_validation` without `keep_best`; the scaler
 // is saved (insert-amp's marker); under DDP rank 0 writes and every rank waits at `barrier()`;
 // `checkpoint every 2 epochs` is due when the epoch count is a multiple of CHECKPOINT_EVERY.
