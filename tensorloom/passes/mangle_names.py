@@ -31,7 +31,14 @@ from xdsl.passes import ModulePass
 
 from tensorloom.backends import runtime
 from tensorloom.dialects import nml
-from tensorloom.passes import train_cli, train_data, train_loop, train_records, train_step
+from tensorloom.passes import (
+    train_cli,
+    train_data,
+    train_loop,
+    train_records,
+    train_settings,
+    train_step,
+)
 
 # Names the script's fixed parts import or define, besides the runtime modules'.
 SCRIPT_NAMES = frozenset(
@@ -58,6 +65,7 @@ def reserved_names() -> frozenset[str]:
         *train_loop.DEFINES,
         *train_data.DEFINES,
         *train_records.DEFINES,
+        *train_settings.DEFINES,
     }
     return frozenset(names)
 

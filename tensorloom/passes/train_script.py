@@ -1,11 +1,13 @@
-"""The text of an emitted training script's sections, filled in from a `ScriptPlan`.
+"""The `ScriptPlan` of a train block, and the sections of its script still held as text.
 
     plan = ScriptPlan(model_class="Classifier", dataset="digits", ...)
-    settings_source(plan)     # 'EPOCHS = 10\\nBATCH_SIZE = 64 ...'
-    loop_sources(plan)        # ['def parse_args(...)...', 'def seed_everything(...)...', ...]
+    loop_sources(plan)        # [[py.def @seed_everything ...], 'class Trainer: ...', ...]
 
 `convert-train-to-torch` builds the plan from a checked `train.loop` and its
-markers, and puts each section into the script as a `torch.raw` op. The
+markers; `loop_sources` gives the sections after the command line, in order: the
+`py` ops of train_step.py, train_records.py and train_loop.py, and the trainer's
+sections (its dataclass, `build_trainer`, `build_recipe`, the lr schedule) as
+`torch.raw` text, which this module still writes. The
 sections are those of docs/emitted-script.md (golden copies in tests/e2e/reference/,
 `make golden`): the code that does not depend on the program
 is written once here; what the train block decides is substituted (`$name`
@@ -27,8 +29,8 @@ from xdsl.ir import Attribute, Operation
 
 from tensorloom.catalogue.datasets import SEQUENCE_TASKS, is_file_source
 from tensorloom.catalogue.optimizers import OPTIMIZERS
-from tensorloom.dialects.train import CUDA_GRAPH_MODES, DEFAULT_BATCH_SIZE
-from tensorloom.escape import py_comment, py_string
+from tensorloom.dialects.train import CUDA_GRAPH_MODES
+from tensorloom.escape import py_string
 from tensorloom.passes.loss_functions import Metric
 
 CLASSIFICATION_LOSSES = ("CrossEntropy", "NLL")
@@ -154,131 +156,17 @@ def _fill(template: str, **values: object) -> str:
     return Template(dedent(template).strip("\n")).substitute({k: str(v) for k, v in values.items()})
 
 
-# --- header and settings ---------------------------------------------------------------------
+# --- what the script trains on ----------------------------------------------------------------
 
 
-def header_source(plan: ScriptPlan) -> str:
-    launch = (
-        "torchrun --nproc_per_node=N OUT.py" if plan.distributed else "python OUT.py --device cpu"
-    )
-    return _fill(
-        """
-        # Trains `$model` on $data, as `$source` says.
-        #
-        # Run it:
-        #     python OUT.py --epochs 10 --metrics run/metrics.jsonl
-        #     $launch
-        # OUT.py --help lists the options; importing this file runs nothing.$auto
-        """,
-        model=plan.model_class, data=py_comment(_data_name(plan)), source=py_comment(plan.source),
-        launch=launch,
-        auto=_AUTO_PRECISION_NOTE if plan.precision == "auto" else "",
-    )  # fmt: skip
-
-
-_AUTO_PRECISION_NOTE = """
-#
-# Precision is `auto` (the block sets none): bf16 autocast on a CUDA GPU that
-# supports bf16, fp32 on the CPU; `--precision fp32|fp16|bf16` overrides it."""
-
-
-def _data_name(plan: ScriptPlan) -> str:
+def data_name(plan: ScriptPlan) -> str:
+    """`` `digits` ``, or `synthetic data`: the data, as the script's header names it."""
     return "synthetic data" if plan.dataset is None else f"`{plan.dataset}`"
 
 
 def data_description(plan: ScriptPlan) -> str:
     """`digits`, or `synthetic data`: what the script trains on, for its `--help`."""
-    return _data_name(plan).replace("`", "")
-
-
-def settings_source(plan: ScriptPlan) -> str:
-    lines = ["# ---- settings: the train block's values; the command line overrides some ----"]
-    if plan.recipe.epochs_set:
-        lines.append(f"EPOCHS = {plan.epochs}")
-    else:
-        lines.append("EPOCHS: int | None = None  # as many as `max_steps` takes")
-    if plan.batch_size is None:
-        lines.append(
-            f"BATCH_SIZE = {DEFAULT_BATCH_SIZE}  # `batch_size` was not set in the train block"
-        )
-    else:
-        lines.append(f"BATCH_SIZE = {plan.batch_size}  # per process")
-    lines.append(f"LEARNING_RATE = {plan.learning_rate}")
-    if plan.amp:
-        note = _PRECISION_NOTES[plan.precision]
-        lines.append(f"PRECISION = {py_string(plan.precision)}  # {note}")
-    if plan.fsdp_blocks is not None:
-        blocks = ", ".join(py_string(b) for b in plan.fsdp_blocks)
-        lines.append(f"FSDP_BLOCKS = [{blocks}]  # fully_shard units (then the root)")
-    lines += _checkpoint_settings(plan)
-    lines += _schedule_settings(plan)
-    if plan.grad_clip != "None":
-        lines.append(f"GRAD_CLIP = {plan.grad_clip}  # clips the global gradient norm")
-    lines.append(f"GRAD_ACCUM = {plan.grad_accum}  # micro-batches per optimizer step")
-    if plan.val_every != 1:
-        lines.append(f"VAL_EVERY = {plan.val_every}  # epochs between validations (and the last)")
-    if plan.reports_metrics:
-        keys = ", ".join(f'"{m.key}"' for m in plan.metrics)
-        lines.append(f"METRICS = [{keys}]  # `metrics = [...]`: reported after val_loss")
-    lines += _recipe_settings(plan.recipe, plan.schedule is not None)
-    if plan.log_every is not None:
-        lines.append(f"LOG_EVERY = {plan.log_every}  # optimizer steps between loss lines")
-    mode = py_string(plan.compile_mode) if plan.compile_mode else "None"
-    lines.append(f"COMPILE_MODE: str | None = {mode}  # torch.compile's mode on CUDA")
-    choice = "off" if plan.compile_mode is None else "auto" if plan.compile_auto else "on"
-    note = {"off": "`compile = false`", "auto": "the block sets no `compile`"}.get(
-        choice, "`compile` in the block"
-    )
-    lines.append(f"COMPILE = {py_string(choice)}  # {note}; --compile overrides it")
-    lines.append(f"SEED = {plan.seed}")
-    if "DATASET," in _load_call(plan) or plan.language_model_data:
-        lines.append(f"DATASET: str = {py_string(plan.dataset or '')}")
-    lines.append(f"DATASET_OPTIONS: dict[str, Any] = {plan.dataset_options}")
-    return "\n".join(lines)
-
-
-_PRECISION_NOTES = {
-    "auto": "bf16 on a CUDA GPU with bf16 support, else fp32",
-    "fp32": "no autocast",
-    "fp16": "on the CPU, fp16 falls back to fp32",
-    "bf16": "bf16 autocast; a GPU without bf16 gets fp16 and a GradScaler",
-}
-
-
-def _recipe_settings(recipe: RecipePlan, schedule: bool) -> list[str]:
-    lines: list[str] = []
-    if recipe.ema is not None:  # the recipe's parts are in the script only when set
-        lines.append(f"EMA_DECAY = {recipe.ema}  # `ema`: an EMA of the weights")
-    if recipe.early_stopping is not None:
-        lines.append(f"EARLY_STOPPING = {recipe.early_stopping}  # (patience, metric, min_delta)")
-    if recipe.keep_best is not None:
-        keep = py_string(recipe.keep_best)
-        lines.append(f"KEEP_BEST = {keep}  # saves best.pt at each new best of this metric")
-    if recipe.eval_every is not None:
-        lines.append(f"EVAL_EVERY = {recipe.eval_every}  # steps between validations")
-    if recipe.max_steps is not None or not recipe.epochs_set or schedule:
-        lines.append(f"MAX_STEPS: int | None = {recipe.max_steps}  # the schedule spans them")
-    return lines
-
-
-def _checkpoint_settings(plan: ScriptPlan) -> list[str]:
-    if plan.checkpoint_every is None:
-        return [
-            "CHECKPOINT_EVERY: int | None = None  # unset: saved at the end and when interrupted",
-            "KEEP_CHECKPOINTS = 3",
-        ]
-    return [
-        f"CHECKPOINT_EVERY: int | None = {plan.checkpoint_every}  # {plan.checkpoint_unit}",
-        "KEEP_CHECKPOINTS = 3",
-    ]
-
-
-def _schedule_settings(plan: ScriptPlan) -> list[str]:
-    if plan.schedule is None:
-        return []
-    options = {"name": py_string(plan.schedule), **plan.schedule_kwargs}  # defaults filled in
-    items = ", ".join(f"{py_string(k)}: {v}" for k, v in options.items())
-    return [f"LR_SCHEDULE: dict[str, Any] = {{{items}}}  # `lr_schedule`, runtime/recipe.py"]
+    return data_name(plan).replace("`", "")
 
 
 # --- loss ------------------------------------------------------------------------------------
@@ -366,19 +254,6 @@ def image_dataset(plan: ScriptPlan) -> bool:
         or plan.dataset in SEQUENCE_TASKS
         or is_file_source(plan.dataset)
     )
-
-
-def _load_call(plan: ScriptPlan) -> str:
-    """The call of the runtime/data.py reader this dataset needs, up to its keywords."""
-    if plan.dataset is None:
-        return "load_synthetic("
-    if plan.dataset == "digits":
-        return "load_digits("
-    if plan.dataset in SEQUENCE_TASKS:
-        return "load_sequence_task(DATASET, "
-    if is_file_source(plan.dataset):
-        return "load_file_dataset(DATASET, "
-    return "load_image_dataset(DATASET, download=args.download, "
 
 
 def build_trainer_source(plan: ScriptPlan) -> str:

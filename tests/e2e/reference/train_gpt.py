@@ -58,7 +58,12 @@ COMPILE_MODE: str | None = "reduce-overhead"  # torch.compile's mode on CUDA
 COMPILE = "auto"  # the block sets no `compile`; --compile overrides it
 SEED = 0
 DATASET: str = "text"
-DATASET_OPTIONS: dict[str, Any] = {"path": "stdlib", "block_size": 64, "max_bytes": 2000000, "windows_per_epoch": 6144}
+DATASET_OPTIONS: dict[str, Any] = {
+    "path": "stdlib",
+    "block_size": 64,
+    "max_bytes": 2000000,
+    "windows_per_epoch": 6144,
+}
 
 
 class MLP(nn.Module):

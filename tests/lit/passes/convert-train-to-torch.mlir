@@ -34,11 +34,33 @@ builtin.module {
 // CHECK:      torch.script from "mnist.tl" {
 // CHECK-NEXT:   py.from_import "__future__" ["annotations"]
 // CHECK:        py.from_import "torch.nn.parallel" ["DistributedDataParallel"]
-// CHECK-NEXT:   torch.raw "# Trains `Classifier` on `digits`, as `mnist.tl` says.
-// CHECK:        torch.raw "# ---- settings: {{.*}}\0AEPOCHS = 3\0ABATCH_SIZE = 64  {{.*}}\0ALEARNING_RATE = 0.003\0APRECISION = \22bf16\22
-// CHECK-SAME:   CHECKPOINT_EVERY: int | None = 2  # epochs
-// CHECK-SAME:   COMPILE_MODE: str | None = \22reduce-overhead\22
-// CHECK-SAME:   DATASET_OPTIONS: dict[str, Any] = {\22flatten\22: True}"
+// The header is one comment paragraph; the settings are module-level assignments
+// (train_settings.py), annotated where they may be None, each note an end-of-line comment.
+// CHECK-NEXT:   py.comment "Trains `Classifier` on `digits`, as `mnist.tl` says.{{.*}}torchrun --nproc_per_node=N OUT.py{{.*}}"
+// CHECK-NEXT:   py.comment "---- settings: the train block's values; the command line overrides some ----"
+// CHECK-NEXT:   %[[THREE:[0-9]+]] = py.constant 3 : i64
+// CHECK-NEXT:   %[[EPOCHS:[0-9]+]] = py.name "EPOCHS"
+// CHECK-NEXT:   py.assign %[[EPOCHS]] = %[[THREE]]
+// CHECK:        %[[BATCH:[0-9]+]] = py.name "BATCH_SIZE"
+// CHECK-NEXT:   py.assign %[[BATCH]] = %{{[0-9]+}} comment "`batch_size` was not set in the train block"
+// CHECK:        %[[LR:[0-9]+]] = py.constant 3.000000e-03 : f64
+// CHECK-NEXT:   %[[LR_NAME:[0-9]+]] = py.name "LEARNING_RATE"
+// CHECK-NEXT:   py.assign %[[LR_NAME]] = %[[LR]]
+// CHECK-NEXT:   %[[BF16:[0-9]+]] = py.constant "bf16"
+// CHECK-NEXT:   %[[PRECISION:[0-9]+]] = py.name "PRECISION"
+// CHECK-NEXT:   py.assign %[[PRECISION]] = %[[BF16]] comment
+// CHECK-NEXT:   %[[EVERY:[0-9]+]] = py.constant 2 : i64
+// CHECK-NEXT:   %[[INT:[0-9]+]] = py.name "int"
+// CHECK-NEXT:   %[[NONE_TYPE:[0-9]+]] = py.constant #py.none
+// CHECK-NEXT:   %[[OPTIONAL:[0-9]+]] = py.binop "|" %[[INT]], %[[NONE_TYPE]]
+// CHECK-NEXT:   %[[CHECKPOINT_EVERY:[0-9]+]] = py.name "CHECKPOINT_EVERY"
+// CHECK-NEXT:   py.assign %[[CHECKPOINT_EVERY]] : %[[OPTIONAL]] = %[[EVERY]] comment "epochs"
+// CHECK:        %[[MODE:[0-9]+]] = py.constant "reduce-overhead"
+// CHECK:        %[[MODE_NAME:[0-9]+]] = py.name "COMPILE_MODE"
+// CHECK-NEXT:   py.assign %[[MODE_NAME]] : %{{[0-9]+}} = %[[MODE]] comment
+// CHECK:        %[[OPTIONS:[0-9]+]] = py.dict {%{{[0-9]+}} : %{{[0-9]+}}}
+// CHECK:        %[[OPTIONS_NAME:[0-9]+]] = py.name "DATASET_OPTIONS"
+// CHECK-NEXT:   py.assign %[[OPTIONS_NAME]] : %{{[0-9]+}} = %[[OPTIONS]]
 // CHECK-NEXT:   torch.module_class @Classifier()
 // The loss is py ops (train_step.loss_ops): the catalogue loss with the block's arguments.
 // CHECK:        py.def @loss_fn(output : %{{[0-9]+}}, target : %{{[0-9]+}}, reduction : %{{[0-9]+}} = %[[MEAN:[0-9]+]]) -> %{{[0-9]+}} {
