@@ -138,12 +138,13 @@ def epoch_record_ops(plan: ScriptPlan) -> list[Operation]:
     if plan.distributed:
         loss = body.call("all_reduce_mean", loss)
     mean = body.method(loss, "item")
-    validated = validation or body.call("validation_record", body.name("trainer"))
+    if validation is None:  # every epoch validates
+        validation = body.call("validation_record", body.name("trainer"))
     speed = body.binop("/", body.name("samples"), body.name("elapsed"))
     groups = body.path("trainer", "optimizer", "param_groups")
     lr = body.call("float", body.subscript(body.subscript(groups, body.const(0)),
                                            body.const("lr")))  # fmt: skip
-    entries = [("epoch", epoch), ("train_loss", mean), (None, validated),
+    entries = [("epoch", epoch), ("train_loss", mean), (None, validation),
                ("samples_per_s", speed), ("lr", lr), ("time", body.name("elapsed")),
                ("steps", body.path("trainer", "step"))]  # fmt: skip
     body.ret(body.add(py.DictOp([(None if k is None else body.const(k), v) for k, v in entries])))
