@@ -508,7 +508,7 @@ class PythonPrinter:
         is_last = op.next_op is None and isinstance(op.parent_op(), py.DefOp)
         if not values and is_last:
             return
-        if len(values) == 1 and self._wrapped_call("return ", op.values[0]):
+        if len(values) == 1 and self._wrapped("return ", op.values[0]):
             return
         self.line(f"return {', '.join(values)}" if values else "return")
 
@@ -739,9 +739,10 @@ class PythonPrinter:
             target += f": {self.value(op.annotation).at_least(Precedence.TERNARY)}"
         if op.value is None:
             self.line(target)
-            return
-        if not self._wrapped_call(f"{target} = ", op.value):
+        elif not self._wrapped(f"{target} = ", op.value):
             self.line(f"{target} = {self._assigned(op.value)}")
+        if op.comment is not None:  # the statement's last line ends in it
+            self.lines[-1] += f"  # {py_comment(op.comment.data)}"
 
     def _assigned(self, value: SSAValue) -> str:
         """An assigned value: a tuple without its parentheses (`a, b = b, a`)."""
@@ -778,8 +779,42 @@ class PythonPrinter:
             if isinstance(op.parent_op(), py.ClassOp):
                 self.blank_lines(1)  # PEP 257: a blank line after a class's docstring
             return
-        if not self._wrapped_call("", op.value):
+        if not self._wrapped("", op.value):
             self.line(self.value(op.value).at_least(Precedence.TERNARY))
+
+    def _wrapped(self, prefix: str, value: SSAValue) -> bool:
+        """`_wrapped_call` or `_wrapped_collection`: False (nothing printed) if neither."""
+        return self._wrapped_call(prefix, value) or self._wrapped_collection(prefix, value)
+
+    def _wrapped_collection(self, prefix: str, value: SSAValue) -> bool:
+        """Prints `prefix` and a dict or list display too wide for one line with one entry
+        per line, as black does. False (nothing printed) for anything else."""
+        owner = value.owner
+        if not isinstance(owner, py.DictOp | py.ListOp) or owner not in self._inline:
+            return False
+        indent = len(self._indent_unit) * self._depth
+        entries = self._entries(owner)
+        if not entries or indent + len(prefix) + len(self.value(value).text) <= self.line_length:
+            return False
+        self.line(f"{prefix}{'{' if isinstance(owner, py.DictOp) else '['}")
+        with self.indented():
+            for entry in entries:
+                self.line(f"{entry},")
+        self.line("}" if isinstance(owner, py.DictOp) else "]")
+        return True
+
+    def _entries(self, op: py.DictOp | py.ListOp) -> list[str]:
+        """A dict's `key: value` and `**mapping` items, or a list's elements."""
+        if isinstance(op, py.ListOp):
+            return self.call_arguments(op.elements, [""] * len(op.elements))
+        items: list[str] = []
+        for key, value in op.entries():
+            if key is None:
+                items.append(f"**{self.value(value).at_least(Precedence.BIT_OR)}")
+            else:
+                text = self.value(value).at_least(Precedence.TERNARY)
+                items.append(f"{self.value(key).at_least(Precedence.TERNARY)}: {text}")
+        return items
 
     def _wrapped_call(self, prefix: str, value: SSAValue) -> bool:
         """Prints `prefix` and a call too wide for one line over several, as black does:
@@ -819,7 +854,8 @@ class PythonPrinter:
 
     @emit.register
     def _(self, op: py.CommentOp) -> None:
-        self.line(f"# {py_comment(op.text.data)}")
+        for text in op.text.data.split("\n"):
+            self.line(f"# {py_comment(text)}" if text else "#")
 
     @emit.register
     def _(self, op: py.BreakOp) -> None:
@@ -963,7 +999,9 @@ class PythonPrinter:
                 simple = isinstance(op, SIMPLE_STATEMENTS) or bool(op.results)
                 if previous is not None and not (simple and previous) and not attached:
                     self.blank_lines(spacing)
-                previous, attached = simple, isinstance(op, py.CommentOp)
+                # a one-line comment titles the statement after it; a paragraph stands alone
+                attached = isinstance(op, py.CommentOp) and "\n" not in op.text.data
+                previous = simple
             if self._can_inline(op):
                 pending.append(op)
                 if len(pending) > MAX_PENDING:
@@ -1055,6 +1093,9 @@ class PythonPrinter:
             assert isinstance(value, py.CallOp)
             widest = max((len(self.value(a).text) for a in value.args), default=0)
             return 8 + max(widest, len(self.value(value.callee).text)) + 2
+        if isinstance(value, py.DictOp | py.ListOp) and value in self._inline:
+            entries = self._entries(value)  # one a line when they do not fit on one
+            return 8 + max((len(e) for e in entries), default=0) if entries else 10
         if len(op.results) == 1 and not op.regions:
             return 8 + len(self.expression(op).text)
         if isinstance(op, py.ExprOp):
@@ -1268,14 +1309,7 @@ class PythonPrinter:
 
     @expression.register
     def _(self, op: py.DictOp) -> PyExpr:
-        items: list[str] = []
-        for key, value in op.entries():
-            text = self.value(value).at_least(Precedence.TERNARY)
-            if key is None:
-                items.append(f"**{self.value(value).at_least(Precedence.BIT_OR)}")
-            else:
-                items.append(f"{self.value(key).at_least(Precedence.TERNARY)}: {text}")
-        return PyExpr(f"{{{', '.join(items)}}}")
+        return PyExpr(f"{{{', '.join(self._entries(op))}}}")
 
     @expression.register
     def _(self, op: py.FStringOp) -> PyExpr:
@@ -1326,17 +1360,18 @@ class PythonPrinter:
             names = [self.variable(arg, "item") for arg in block.args]
             last = block.last_op
             assert isinstance(last, py.YieldOp)
+            count = 2 if op.kind.data == "dict" else 1  # `key: value`, or the element
             with self._inline_region(block):
-                element = self.value(last.values[0]).at_least(Precedence.TERNARY)
+                parts = [self.value(v).at_least(Precedence.TERNARY) for v in last.values[:count]]
                 test = (
-                    f" if {self.value(last.values[1]).at_least(Precedence.OR)}"
-                    if len(last.values) > 1
+                    f" if {self.value(last.values[count]).at_least(Precedence.OR)}"
+                    if len(last.values) > count
                     else ""
                 )
         finally:
             self.scope = saved
-        inner = f"{element} for {', '.join(names)} in {iterable}{test}"
-        brackets = {"list": "[]", "set": "{}", "generator": "()"}[op.kind.data]
+        inner = f"{': '.join(parts)} for {', '.join(names)} in {iterable}{test}"
+        brackets = {"list": "[]", "set": "{}", "generator": "()", "dict": "{}"}[op.kind.data]
         return PyExpr(f"{brackets[0]}{inner}{brackets[1]}")
 
 

@@ -130,7 +130,7 @@ UNARY_OPERATORS = frozenset(["-", "+", "~", "not"])
 AUGMENTED_OPERATORS = frozenset(f"{o}=" for o in ARITHMETIC_OPERATORS)
 PARAM_KINDS = ("", "kw", "*", "**")
 """A parameter is positional-or-keyword (""), keyword-only ("kw"), `*args` or `**kwargs`."""
-COMPREHENSION_KINDS = ("list", "set", "generator")
+COMPREHENSION_KINDS = ("list", "set", "generator", "dict")
 
 
 def check_identifier(name: str, what: str) -> None:
@@ -613,28 +613,39 @@ class AssignOp(LazyFormatOp):
     """`py.assign %target = %value`, `py.assign %target : %ann = %value`, `py.assign %t : %ann`.
 
     The target is a `py.name`, `py.attribute`, `py.subscript` or a `py.tuple` of
-    those (`a, b = ...`); an annotated target is one name or attribute.
+    those (`a, b = ...`); an annotated target is one name or attribute. `comment`
+    ends the statement's line (`EPOCHS = 10  # the train block's`).
     """
 
     name = "py.assign"
     target = operand_def(ObjectType)
     annotation = opt_operand_def(ObjectType)
     value = opt_operand_def(ObjectType)
+    comment = opt_prop_def(StringAttr)
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
-    ASSEMBLY_FORMAT: ClassVar[str] = "$target (`:` $annotation^)? (`=` $value^)? attr-dict"
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$target (`:` $annotation^)? (`=` $value^)? (`comment` $comment^)? attr-dict"
+    )
 
     def __init__(
-        self, target: SSAValue, value: SSAValue | None, annotation: SSAValue | None = None
+        self,
+        target: SSAValue,
+        value: SSAValue | None,
+        annotation: SSAValue | None = None,
+        comment: str | None = None,
     ) -> None:
         super().__init__(
             operands=[
                 target,
                 [annotation] if annotation is not None else [],
                 [value] if value is not None else [],
-            ]
+            ],
+            properties={"comment": StringAttr(comment)} if comment is not None else {},
         )
 
     def verify_(self) -> None:
+        if self.comment is not None and any(c in self.comment.data for c in "\r\n"):
+            raise VerifyException("py.assign: its comment is one line")
         _check_target(self, self.target)
         if self.value is None and self.annotation is None:
             raise VerifyException("py.assign needs a value or an annotation")
@@ -685,7 +696,8 @@ class _NoOperandStatement(LazyFormatOp):
 @irdl_op_definition
 class CommentOp(LazyFormatOp):
     """`py.comment "---- the loop ----"`: a `# ...` line, printed right above the statement
-    after it (a section's title)."""
+    after it (a section's title). Text of several lines is a paragraph of `#` lines that
+    stands alone, blank lines around it (a file's header)."""
 
     name = "py.comment"
     text = prop_def(StringAttr)
@@ -695,8 +707,8 @@ class CommentOp(LazyFormatOp):
         super().__init__(properties={"text": StringAttr(text)})
 
     def verify_(self) -> None:
-        if "\n" in self.text.data or "\r" in self.text.data:
-            raise VerifyException("a py.comment is one line")
+        if "\r" in self.text.data:
+            raise VerifyException("a py.comment's lines end in `\\n`")
 
 
 @irdl_op_definition
@@ -1455,7 +1467,8 @@ class LambdaOp(IRDLOperation):
 class ComprehensionOp(LazyFormatOp):
     """`%l = py.comprehension "list" %items { ^bb0(%b): ... py.yield %elem (, %cond) }`.
 
-    `[elem for b in items if cond]` (`set`: `{...}`, `generator`: `(...)`); the body
+    `[elem for b in items if cond]` (`set`: `{...}`, `generator`: `(...)`); a `dict`
+    one yields a key and a value (`{k: v for ...}`), then the filter if any. The body
     holds expressions only. `targets` loop variables unpack as in `py.for`.
     """
 
@@ -1489,8 +1502,10 @@ class ComprehensionOp(LazyFormatOp):
         if len(self.body.block.args) != self.targets.value.data or not self.body.block.args:
             raise VerifyException("py.comprehension: one block argument per loop variable")
         last = self.body.block.last_op
-        if not isinstance(last, YieldOp) or len(last.values) not in (1, 2):
-            raise VerifyException("py.comprehension: the body yields the element (and a filter)")
+        element = 2 if self.kind.data == "dict" else 1  # a key and a value, or the element
+        if not isinstance(last, YieldOp) or len(last.values) not in (element, element + 1):
+            what = "a key and a value" if element == 2 else "the element"
+            raise VerifyException(f"py.comprehension: the body yields {what} (and a filter)")
 
 
 Py = Dialect(

@@ -11,17 +11,19 @@
 becomes, in the module's `torch.script` around the model classes,
 
     py.from_import "__future__" ["annotations"]      (and the script's other imports)
-    torch.raw "# Trains `Classifier` on `digits` ..."   the header
-    torch.raw "EPOCHS = 10 ..."                          the settings
+    py.comment "Trains `Classifier` on `digits` ..."   the header, and the settings
+    py.assign %epochs = %10; ...                        (train_settings.py)
     torch.module_class @Classifier ...                   (from convert-nml-to-torch)
     py.def @loss_fn                                      the loss
     py.comment "---- command line ----"; py.def @parse_args   (train_cli.py)
     py.def @build_loaders                                the loaders (train_data.py)
-    torch.raw "..."                                      the loop's other sections, with
-    py.def @_forward_backward, @_optimizer_step, @evaluate    the step and evaluation as
-                                                         py ops (train_step.py)
-    py.def @checkpoint_state, @save_last, @save_if_due   the saves and the run
-    py.def @train, @_run, @evaluate_checkpoint, @main     (train_loop.py)
+    py.class @Trainer, py.def @build_trainer ...         the trainer and its set-up
+                                                         (train_build.py)
+    py.def @resume, @_forward_backward, @evaluate ...    the step and evaluation
+                                                         (train_step.py)
+    py.def @validation_record, @epoch_record             the records (train_records.py)
+    py.def @checkpoint_state, @save_last, @save_if_due   the saves, the run and serving
+    py.def @train, @_run, @serve_requests, @main         (train_loop.py)
     torch.runtime []                                     the runtime helpers they reach
     torch.main { sys.exit(main()) }                      the guard
 
@@ -32,11 +34,12 @@ Steps:
    overrides, and the dataset; for `load_dataset()` the synthetic samples' shape and
    classes are inferred from the model (its first layer's input, then shape inference
    for the output).
-2. `train_cli.py`, `train_step.py` and `train_loop.py` build the command line, the step,
-   the evaluation and the saves as `py` ops from the plan (autocast and the GradScaler only with
-   insert-amp's marker, the all-reduce and `no_sync` only with insert-ddp's);
-   `train_script.py` gives the other sections' text (`torch.raw`, still to move
-   onto py ops); this pass puts them all into the script and erases the loop.
+2. `train_settings.py`, `train_cli.py`, `train_build.py`, `train_step.py`,
+   `train_records.py` and `train_loop.py` build the header and settings, the command
+   line, the trainer and its set-up, the step, the evaluation, the records and the
+   saves as `py` ops from the plan (autocast and the GradScaler only with insert-amp's
+   marker, the all-reduce and `no_sync` only with insert-ddp's); `train_script.py`
+   orders the sections; this pass puts them all into the script and erases the loop.
 Only the first train block of a script becomes the script's `main`.
 3. The script's other top-level statements become a function the `__main__`
    guard calls, before training when there is a train block (script_statements.py).
@@ -73,13 +76,8 @@ from tensorloom.passes.script_statements import lower_statements
 from tensorloom.passes.shape_inference import MODEL_OUTPUT
 from tensorloom.passes.train_cli import parse_args_ops
 from tensorloom.passes.train_loop import guard_ops
-from tensorloom.passes.train_script import (
-    RecipePlan,
-    ScriptPlan,
-    header_source,
-    loop_sources,
-    settings_source,
-)
+from tensorloom.passes.train_script import RecipePlan, ScriptPlan, loop_sources
+from tensorloom.passes.train_settings import header_ops, settings_ops
 from tensorloom.passes.train_step import loss_ops
 from tensorloom.passes.train_values import loops_of
 
@@ -309,10 +307,12 @@ def lower_loop(module: ModuleOp, loop: train.LoopOp) -> None:
     script = script_of(module)
     plan = plan_of(module, loop, script.source.data if script.source else "the program")
     block = script.body.block
-    before = [*import_ops(plan), t.RawOp(header_source(plan)), t.RawOp(settings_source(plan))]
+    imports = import_ops(plan)
+    for op in imports:
+        op.location = loop.location
+    before = [*imports, *header_ops(plan), *settings_ops(plan)]
     first = block.first_op
     for op in before:
-        op.location = loop.location
         if first is None:
             block.add_op(op)
         else:
@@ -322,7 +322,7 @@ def lower_loop(module: ModuleOp, loop: train.LoopOp) -> None:
         old.erase()
     after: list[Operation] = [*loss_ops(plan), *parse_args_ops(plan)]
     for section in loop_sources(plan):
-        after += [t.RawOp(section)] if isinstance(section, str) else section
+        after += section
     after += [t.RuntimeOp(), *guard_ops()]
     for op in after:
         op.location = loop.location

@@ -19,10 +19,8 @@ from __future__ import annotations
 import builtins
 import functools
 import keyword
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr, SymbolRefAttr
@@ -31,18 +29,21 @@ from xdsl.passes import ModulePass
 
 from tensorloom.backends import runtime
 from tensorloom.dialects import nml
-from tensorloom.passes import train_build, train_cli, train_data, train_loop, train_step
+from tensorloom.passes import (
+    train_build,
+    train_cli,
+    train_data,
+    train_loop,
+    train_records,
+    train_settings,
+    train_step,
+)
 
 # Names the script's fixed parts import or define, besides the runtime modules'.
 SCRIPT_NAMES = frozenset(
     ["torch", "F", "nn", "dist", "np", "numpy", "triton", "tl", "math", "os", "sys", "argparse",
      "json", "time", "random", "Path", "Any", "annotations", "DEVICE"]
 )  # fmt: skip
-# In train_script.py's templates: `def name`, `class Name`, `NAME = ...`, and the
-# settings it writes from strings (`f"EPOCHS = {plan.epochs}"`).
-_DEFINED = re.compile(
-    r"^\s*(?:def|class)\s+(\w+)|^\s*([A-Z][A-Z0-9_]*)\s*[:=]|\"([A-Z][A-Z0-9_]+)\b", re.MULTILINE
-)
 
 
 @functools.cache
@@ -50,10 +51,15 @@ def reserved_names() -> frozenset[str]:
     """Every name the emitted script may define or import at its top level."""
     names = set(SCRIPT_NAMES) | set(keyword.kwlist) | set(keyword.softkwlist) | set(dir(builtins))
     names |= runtime.top_level_names()
-    sections = Path(__file__).with_name("train_script.py").read_text(encoding="utf-8")
-    names |= {m.group(1) or m.group(2) or m.group(3) for m in _DEFINED.finditer(sections)}
-    names |= {*train_cli.DEFINES, *train_step.DEFINES, *train_loop.DEFINES, *train_data.DEFINES,
-              *train_build.DEFINES}  # fmt: skip
+    names |= {
+        *train_cli.DEFINES,
+        *train_step.DEFINES,
+        *train_loop.DEFINES,
+        *train_data.DEFINES,
+        *train_build.DEFINES,
+        *train_records.DEFINES,
+        *train_settings.DEFINES,
+    }
     return frozenset(names)
 
 

@@ -34,7 +34,7 @@ from tensorloom.passes.train_script import ScriptPlan
 
 DEFINES = (
     "after_validation", "checkpoint_state", "save_last", "save_if_due", "train", "_run",
-    "evaluate_checkpoint", "_silent", "main",
+    "evaluate_checkpoint", "_silent", "main", "serve_requests",
 )  # fmt: skip
 """The top-level names these functions take in the script (mangle-names keeps them free)."""
 
@@ -548,6 +548,104 @@ def run_sections(plan: ScriptPlan) -> list[Operation]:
     """`train`, `_run`, `evaluate_checkpoint` (and `_silent`, with DDP or FSDP)."""
     ops = [*train_ops(plan), *run_ops(plan), *evaluate_checkpoint_ops(plan)]
     return [*ops, *silent_ops()] if plan.distributed else ops
+
+
+# --- after the run: --predict, --export, --generate ---------------------------------------------
+
+
+def serve_requests_ops(plan: ScriptPlan) -> list[Operation]:
+    """`serve_requests`: --predict, --export (and --generate for language-model data) with
+    the trained weights, the EMA's with `ema`; rank 0 serves, under FSDP with the weights
+    every rank gathered for it."""
+    top, body = PyBuilder(), PyBuilder()
+    generate = ", --generate" if plan.language_model_data else ""
+    ema = " (the EMA's with `ema`)" if plan.recipe.ema is not None else ""
+    body.expr(body.const(f"--predict, --export{generate} with the trained weights{ema}."))
+    if plan.sharded:
+        _gathered_model(body, plan)
+    else:
+        if plan.distributed:
+            body.if_(body.not_(body.path("trainer", "ctx", "is_main")), _return())
+        body.assign("model", _ema_or_model(body) if plan.recipe.ema is not None
+                    else body.path("trainer", "model"))  # fmt: skip
+    first = body.subscript(body.call("next", body.call("iter", body.path("trainer", "val_loader"))),
+                           body.const(0))  # fmt: skip
+    body.assign("example", body.subscript(first, body.add(py.SliceOp(upper=body.const(2)))))
+    body.if_(_is_set(body, body.path("args", "predict")), _predict(plan))
+    exported = PyBuilder()
+    written = exported.call("export_model", exported.name("model"), exported.name("example"),
+                            exported.path("args", "export"))  # fmt: skip
+    exported.expr(exported.call("print", exported.fstring("exported to {}", written)))
+    body.if_(_is_set(body, body.path("args", "export")), exported)
+    if plan.language_model_data:
+        body.if_(_is_set(body, body.path("args", "generate")), _generate())
+    params = [("trainer", top.name("Trainer")), ("args", top.name("argparse.Namespace"))]
+    top.def_("serve_requests", params, body, None)
+    return top.ops
+
+
+def _return() -> PyBuilder:
+    b = PyBuilder()
+    b.ret()
+    return b
+
+
+def _ema_or_model(b: PyBuilder) -> SSAValue:
+    """`trainer.recipe.ema.module if trainer.recipe.ema is not None else trainer.model`."""
+    unset = _is_set(b, b.path("trainer", "recipe", "ema"))
+    averaged = b.path("trainer", "recipe", "ema", "module")
+    return b.add(py.IfExpOp(unset, averaged, b.path("trainer", "model")))
+
+
+def _gathered_model(b: PyBuilder, plan: ScriptPlan) -> None:
+    """FSDP: every rank gives its shards to rank 0's unsharded copy, which serves alone."""
+    flags = ["predict", "export", *(["generate"] if plan.language_model_data else [])]
+    unasked = b.compare(b.path("args", flags[0]), "is", b.const(None))
+    for flag in flags[1:]:
+        unasked = b.binop("and", unasked, b.compare(b.path("args", flag), "is", b.const(None)))
+    b.if_(unasked, _return())
+    b.assign("sharded", _ema_or_model(b))
+    b.comment("every rank: rank 0's copy gathers the shards")
+    b.assign("unsharded", model_ops(b, plan))
+    copy = b.method(b.name("unsharded"), "to", b.path("trainer", "ctx", "device"))
+    b.assign("whole", b.call("whole_model", b.name("sharded"), copy))
+    b.comment("not rank 0")
+    b.if_(b.compare(b.name("whole"), "is", b.const(None)), _return())
+    b.assign("model", b.name("whole"))
+
+
+def _predict(plan: ScriptPlan) -> PyBuilder:
+    """--predict FILE: the model's outputs for the file's samples (of the example's shape)."""
+    b = PyBuilder()
+    dims = b.subscript(b.path("example", "shape"), b.add(py.SliceOp(lower=b.const(1))))
+    b.assign("shape", b.call("tuple", dims))
+    b.assign("normalisation", b.call("getattr", b.path("trainer", "info"),
+                                     b.const("normalisation"), b.const(None)))  # fmt: skip
+    b.assign("integer", b.not_(b.method(b.name("example"), "is_floating_point")))
+    inputs = b.call("read_predict_inputs", b.path("args", "predict"),
+                    sample_shape=b.name("shape"), normalisation=b.name("normalisation"),
+                    integer=b.name("integer"))  # fmt: skip
+    b.assign("x", inputs)
+    outputs = b.call("predict", b.name("model"), b.name("x"),
+                     batch_size=b.path("args", "batch_size"),
+                     device=b.path("trainer", "ctx", "device"))  # fmt: skip
+    b.assign("outputs", outputs)
+    b.expr(b.call("write_predictions", b.name("outputs"), b.path("args", "out"),
+                  classes=b.const(plan.classification)))  # fmt: skip
+    return b
+
+
+def _generate() -> PyBuilder:
+    """--generate PROMPT: text sampled from the language model."""
+    b = PyBuilder()
+    b.assign("block_size", b.subscript(b.name("DATASET_OPTIONS"), b.const("block_size")))
+    text = b.call("generate_text", b.name("model"), b.path("args", "generate"),
+                  tokens=b.path("args", "tokens"), block_size=b.name("block_size"),
+                  temperature=b.path("args", "temperature"), top_k=b.path("args", "top_k"),
+                  seed=b.path("args", "seed"))  # fmt: skip
+    b.assign("text", text)
+    b.expr(b.call("print", b.name("text")))
+    return b
 
 
 # --- the entry point: `main` and the `__main__` guard ------------------------------------------

@@ -31,7 +31,7 @@ from tensorloom.passes.train_script import ScriptPlan
 DEFINES = (
     "_forward_backward", "_begin_step", "_optimizer_step", "evaluate", "_evaluate_whole",
     "train_one_epoch", "loss_fn", "_as_float_target", "seed_everything", "_resume_extra",
-    "BatchLoss", "_carried", "_reached", "_train_one_epoch_graphed",
+    "BatchLoss", "_carried", "_reached", "_train_one_epoch_graphed", "resume",
 )  # fmt: skip
 """The top-level names these functions take in the script (mangle-names keeps them free)."""
 
@@ -565,6 +565,54 @@ def seed_everything_ops() -> list[Operation]:
     body.expr(body.call("torch.manual_seed", body.name("seed")))
     top.def_("seed_everything", [("seed", "int")], body, None)
     return top.ops
+
+
+_RESUME_DOCS = {
+    "plain": "Continue where a checkpoint left off: weights, optimizer, scaler, schedule, RNG,\n"
+             "the recipe's state (EMA, early stopping, best) and, mid-epoch, the epoch's batches.",
+    "sharded": "Continue from a sharded save (or the newest complete one in a folder), on any "
+               "world size:\nweights, optimizer, scaler, schedule, RNG, the recipe's state (the "
+               "EMA's shards too)\nand, mid-epoch, the epoch's batches.",
+    "graph": "Continue where a checkpoint left off: weights, optimizer, scaler, schedule, RNG.",
+}  # fmt: skip
+
+
+def resume_ops(plan: ScriptPlan) -> list[Operation]:
+    """`resume(trainer, path)`: a checkpoint's state into the trainer (a sharded save's under
+    FSDP, on any world size); a whole-step graph's optimizer keeps this run's modes."""
+    top, body = PyBuilder(), PyBuilder()
+    kind = "sharded" if plan.sharded else "graph" if plan.whole_step_graph else "plain"
+    doc = _RESUME_DOCS[kind]
+    body.expr(body.const(doc if plan.amp else doc.replace(" scaler,", "")))
+    if plan.whole_step_graph:
+        body.comment("capturable or fused: this run decides")
+        body.assign("modes", body.call("optimizer_modes", body.path("trainer", "optimizer")))
+    body.assign("state", _load_checkpoint(body, plan))
+    if plan.whole_step_graph:
+        body.expr(body.call("restore_optimizer_modes", body.path("trainer", "optimizer"),
+                            body.name("modes")))  # fmt: skip
+    body.expr(body.call("_resume_extra", body.name("trainer"), body.name("state")))
+    top.def_("resume", [("trainer", "Trainer"), ("path", "str")], body, None)
+    return top.ops
+
+
+def _load_checkpoint(b: PyBuilder, plan: ScriptPlan) -> SSAValue:
+    """`load_checkpoint(path, model=..., ...)`: the scaler only with insert-amp's marker; under
+    FSDP `load_sharded_checkpoint`, which restores the EMA's shards too."""
+    path = b.name("path")
+    if plan.sharded:
+        b.assign("ema", b.path("trainer", "recipe", "ema"))
+        unset = b.compare(b.name("ema"), "is not", b.const(None))
+        module = b.add(py.IfExpOp(unset, b.attr(b.name("ema"), "module"), b.const(None)))
+        b.assign("ema_module", module)
+    fields = ["model", "optimizer", *(["scaler"] if plan.amp else []), "scheduler"]
+    state = [(f, b.path("trainer", f)) for f in fields]
+    state.append(("loader", b.path("trainer", "train_loader")))
+    if plan.sharded:
+        state.append(("ema", b.name("ema_module")))
+        return b.call("load_sharded_checkpoint", path, **dict(state))
+    state.append(("map_location", b.path("trainer", "ctx", "device")))
+    return b.call("load_checkpoint", path, **dict(state))
 
 
 def resume_extra_ops() -> list[Operation]:

@@ -58,7 +58,12 @@ COMPILE_MODE: str | None = "reduce-overhead"  # torch.compile's mode on CUDA
 COMPILE = "auto"  # the block sets no `compile`; --compile overrides it
 SEED = 0
 DATASET: str = "text"
-DATASET_OPTIONS: dict[str, Any] = {"path": "stdlib", "block_size": 64, "max_bytes": 2000000, "windows_per_epoch": 6144}
+DATASET_OPTIONS: dict[str, Any] = {
+    "path": "stdlib",
+    "block_size": 64,
+    "max_bytes": 2000000,
+    "windows_per_epoch": 6144,
+}
 
 
 class MLP(nn.Module):
@@ -270,10 +275,9 @@ def build_recipe(model: nn.Module, ctx: DistContext) -> RunRecipe:
 def resume(trainer: Trainer, path: str) -> None:
     """Continue where a checkpoint left off: weights, optimizer, scaler, schedule, RNG,
     the recipe's state (EMA, early stopping, best) and, mid-epoch, the epoch's batches."""
-    state = load_checkpoint(
-        path, model=trainer.model, optimizer=trainer.optimizer, scaler=trainer.scaler,
-        scheduler=trainer.scheduler, loader=trainer.train_loader, map_location=trainer.ctx.device,
-    )  # fmt: skip
+    state = load_checkpoint(path, model=trainer.model, optimizer=trainer.optimizer,
+                            scaler=trainer.scaler, scheduler=trainer.scheduler,
+                            loader=trainer.train_loader, map_location=trainer.ctx.device)
     _resume_extra(trainer, state)
 
 
@@ -399,12 +403,19 @@ def validation_record(trainer: Trainer) -> dict[str, Any]:
     return {"val_loss": loss, "val_accuracy": accuracy}
 
 
-def epoch_record(trainer: Trainer, epoch: int, train_loss: torch.Tensor, batches: int,
-                 elapsed: float, args: argparse.Namespace) -> dict[str, Any]:  # fmt: skip
+def epoch_record(
+    trainer: Trainer,
+    epoch: int,
+    train_loss: torch.Tensor,
+    batches: int,
+    elapsed: float,
+    args: argparse.Namespace,
+) -> dict[str, Any]:
     samples = batches * args.batch_size * trainer.ctx.world_size
+    # the epoch's one host sync: `train_loss.item()`
     return {
         "epoch": epoch + 1,
-        "train_loss": train_loss.item(),  # the epoch's one host sync
+        "train_loss": train_loss.item(),
         **validation_record(trainer),
         "samples_per_s": samples / elapsed,
         "lr": float(trainer.optimizer.param_groups[0]["lr"]),
@@ -528,20 +539,20 @@ def serve_requests(trainer: Trainer, args: argparse.Namespace) -> None:
     model = trainer.model
     example = next(iter(trainer.val_loader))[0][:2]
     if args.predict is not None:
-        x = read_predict_inputs(
-            args.predict, sample_shape=tuple(example.shape[1:]),
-            normalisation=getattr(trainer.info, "normalisation", None),
-            integer=not example.is_floating_point(),
-        )  # fmt: skip
+        shape = tuple(example.shape[1:])
+        normalisation = getattr(trainer.info, "normalisation", None)
+        integer = not example.is_floating_point()
+        x = read_predict_inputs(args.predict, sample_shape=shape, normalisation=normalisation,
+                                integer=integer)
         outputs = predict(model, x, batch_size=args.batch_size, device=trainer.ctx.device)
         write_predictions(outputs, args.out, classes=True)
     if args.export is not None:
         print(f"exported to {export_model(model, example, args.export)}")
     if args.generate is not None:
-        print(generate_text(
-            model, args.generate, tokens=args.tokens, block_size=DATASET_OPTIONS["block_size"],
-            temperature=args.temperature, top_k=args.top_k, seed=args.seed,
-        ))  # fmt: skip
+        block_size = DATASET_OPTIONS["block_size"]
+        text = generate_text(model, args.generate, tokens=args.tokens, block_size=block_size,
+                             temperature=args.temperature, top_k=args.top_k, seed=args.seed)
+        print(text)
 
 
 def main(argv: list[str] | None = None) -> int:

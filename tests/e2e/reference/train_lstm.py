@@ -208,10 +208,9 @@ def build_recipe(model: nn.Module, ctx: DistContext) -> RunRecipe:
 def resume(trainer: Trainer, path: str) -> None:
     """Continue where a checkpoint left off: weights, optimizer, scaler, schedule, RNG,
     the recipe's state (EMA, early stopping, best) and, mid-epoch, the epoch's batches."""
-    state = load_checkpoint(
-        path, model=trainer.model, optimizer=trainer.optimizer, scaler=trainer.scaler,
-        scheduler=trainer.scheduler, loader=trainer.train_loader, map_location=trainer.ctx.device,
-    )  # fmt: skip
+    state = load_checkpoint(path, model=trainer.model, optimizer=trainer.optimizer,
+                            scaler=trainer.scaler, scheduler=trainer.scheduler,
+                            loader=trainer.train_loader, map_location=trainer.ctx.device)
     _resume_extra(trainer, state)
 
 
@@ -336,12 +335,19 @@ def validation_record(trainer: Trainer) -> dict[str, Any]:
     return {"val_loss": loss, "val_accuracy": accuracy}
 
 
-def epoch_record(trainer: Trainer, epoch: int, train_loss: torch.Tensor, batches: int,
-                 elapsed: float, args: argparse.Namespace) -> dict[str, Any]:  # fmt: skip
+def epoch_record(
+    trainer: Trainer,
+    epoch: int,
+    train_loss: torch.Tensor,
+    batches: int,
+    elapsed: float,
+    args: argparse.Namespace,
+) -> dict[str, Any]:
     samples = batches * args.batch_size * trainer.ctx.world_size
+    # the epoch's one host sync: `train_loss.item()`
     return {
         "epoch": epoch + 1,
-        "train_loss": train_loss.item(),  # the epoch's one host sync
+        "train_loss": train_loss.item(),
         **validation_record(trainer),
         "samples_per_s": samples / elapsed,
         "lr": float(trainer.optimizer.param_groups[0]["lr"]),
@@ -465,11 +471,11 @@ def serve_requests(trainer: Trainer, args: argparse.Namespace) -> None:
     model = trainer.model
     example = next(iter(trainer.val_loader))[0][:2]
     if args.predict is not None:
-        x = read_predict_inputs(
-            args.predict, sample_shape=tuple(example.shape[1:]),
-            normalisation=getattr(trainer.info, "normalisation", None),
-            integer=not example.is_floating_point(),
-        )  # fmt: skip
+        shape = tuple(example.shape[1:])
+        normalisation = getattr(trainer.info, "normalisation", None)
+        integer = not example.is_floating_point()
+        x = read_predict_inputs(args.predict, sample_shape=shape, normalisation=normalisation,
+                                integer=integer)
         outputs = predict(model, x, batch_size=args.batch_size, device=trainer.ctx.device)
         write_predictions(outputs, args.out, classes=True)
     if args.export is not None:

@@ -245,11 +245,11 @@ def build_recipe(model: nn.Module, ctx: DistContext) -> RunRecipe:
 
 def resume(trainer: Trainer, path: str) -> None:
     """Continue where a checkpoint left off: weights, optimizer, scaler, schedule, RNG."""
-    modes = optimizer_modes(trainer.optimizer)  # capturable or fused: this run decides
-    state = load_checkpoint(
-        path, model=trainer.model, optimizer=trainer.optimizer, scaler=trainer.scaler,
-        scheduler=trainer.scheduler, loader=trainer.train_loader, map_location=trainer.ctx.device,
-    )  # fmt: skip
+    # capturable or fused: this run decides
+    modes = optimizer_modes(trainer.optimizer)
+    state = load_checkpoint(path, model=trainer.model, optimizer=trainer.optimizer,
+                            scaler=trainer.scaler, scheduler=trainer.scheduler,
+                            loader=trainer.train_loader, map_location=trainer.ctx.device)
     restore_optimizer_modes(trainer.optimizer, modes)
     _resume_extra(trainer, state)
 
@@ -383,10 +383,12 @@ def evaluate(trainer: Trainer, model: nn.Module | None = None) -> dict[str, floa
     model = trainer.eval_model if model is None else model
     device = trainer.ctx.device
     model.eval()
-    totals = torch.zeros(2 + len(METRICS), device=device)  # loss, samples, then METRICS
+    # loss, samples, then METRICS
+    totals = torch.zeros(2 + len(METRICS), device=device)
     for xb, yb in trainer.val_loader:
         _begin_step(trainer)
-        with autocast(trainer.plan, device):  # the loss runs in fp32 under it
+        # the loss runs in fp32 under autocast
+        with autocast(trainer.plan, device):
             output = model(xb)
             totals[0] += loss_fn(output, xb, yb).float() * len(xb)
             totals[2:] += batch_metrics(output, xb, yb) * len(xb)
@@ -397,9 +399,7 @@ def evaluate(trainer: Trainer, model: nn.Module | None = None) -> dict[str, floa
     return {"val_loss": sums[0] / count, **values}
 
 
-def batch_metrics(
-    output: torch.Tensor, inputs: torch.Tensor, target: torch.Tensor
-) -> torch.Tensor:
+def batch_metrics(output: torch.Tensor, inputs: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """`metrics = []`: each one's mean over the batch."""
     return target.new_zeros(0, dtype=torch.float32)
 
@@ -410,12 +410,19 @@ def validation_record(trainer: Trainer) -> dict[str, Any]:
     return evaluate(trainer)
 
 
-def epoch_record(trainer: Trainer, epoch: int, train_loss: torch.Tensor, batches: int,
-                 elapsed: float, args: argparse.Namespace) -> dict[str, Any]:  # fmt: skip
+def epoch_record(
+    trainer: Trainer,
+    epoch: int,
+    train_loss: torch.Tensor,
+    batches: int,
+    elapsed: float,
+    args: argparse.Namespace,
+) -> dict[str, Any]:
     samples = batches * args.batch_size * trainer.ctx.world_size
+    # the epoch's one host sync: `train_loss.item()`
     return {
         "epoch": epoch + 1,
-        "train_loss": train_loss.item(),  # the epoch's one host sync
+        "train_loss": train_loss.item(),
         **validation_record(trainer),
         "samples_per_s": samples / elapsed,
         "lr": float(trainer.optimizer.param_groups[0]["lr"]),
@@ -539,11 +546,11 @@ def serve_requests(trainer: Trainer, args: argparse.Namespace) -> None:
     model = trainer.model
     example = next(iter(trainer.val_loader))[0][:2]
     if args.predict is not None:
-        x = read_predict_inputs(
-            args.predict, sample_shape=tuple(example.shape[1:]),
-            normalisation=getattr(trainer.info, "normalisation", None),
-            integer=not example.is_floating_point(),
-        )  # fmt: skip
+        shape = tuple(example.shape[1:])
+        normalisation = getattr(trainer.info, "normalisation", None)
+        integer = not example.is_floating_point()
+        x = read_predict_inputs(args.predict, sample_shape=shape, normalisation=normalisation,
+                                integer=integer)
         outputs = predict(model, x, batch_size=args.batch_size, device=trainer.ctx.device)
         write_predictions(outputs, args.out, classes=False)
     if args.export is not None:

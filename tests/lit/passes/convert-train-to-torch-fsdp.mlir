@@ -62,6 +62,14 @@ builtin.module {
 // CHECK-NEXT:   py.call %[[RECIPE]](%{{.*}}, %{{.*}}, %{{.*}})
 // CHECK:      py.def @build_recipe(model : %{{.*}}, ctx : %{{.*}}, plan : %{{.*}}) -> %{{.*}} {
 
+// `resume` reads a sharded save, the EMA's shards too when there is an EMA.
+// CHECK:      py.def @resume(trainer : %{{.*}}, path : %{{.*}}) -> %{{.*}} {
+// CHECK:        %[[EMA:.*]] = py.ifexp %{{.*}} if %{{.*}} else %{{.*}}
+// CHECK-NEXT:   %[[EMA_NAME:.*]] = py.name "ema_module"
+// CHECK-NEXT:   py.assign %[[EMA_NAME]] = %[[EMA]]
+// CHECK:        %[[SHARDED:.*]] = py.name "load_sharded_checkpoint"
+// CHECK-NEXT:   py.call %[[SHARDED]](%{{.*}}, model = %{{.*}}, optimizer = %{{.*}}, scaler = %{{.*}}, scheduler = %{{.*}}, loader = %{{.*}}, ema = %{{.*}})
+
 // CHECK:      py.def @_evaluate_whole(trainer : %{{.*}}, model : %{{.*}} = %{{.*}}) -> %{{.*}} decorators [%{{.*}}] {
 // CHECK:      py.def @evaluate(trainer : %{{.*}}, model : %{{.*}} = %{{.*}}) -> %{{.*}} {
 // CHECK:        %[[UNSET:.*]] = py.compare ["is"] %{{.*}}, %{{.*}}
@@ -77,3 +85,12 @@ builtin.module {
 // CHECK-NEXT:     py.return %[[R]]
 // CHECK-NEXT:   }
 // CHECK-NEXT: }
+
+// `serve_requests`: every rank gives its shards to rank 0's unsharded copy, which serves.
+// CHECK:      py.def @serve_requests(trainer : %{{.*}}, args : %{{.*}}) -> %{{.*}} {
+// CHECK:        %[[NET:.*]] = py.name "Classifier"
+// CHECK-NEXT:   %[[COPY:.*]] = py.call %[[NET]]()
+// CHECK-NEXT:   %[[UNSHARDED:.*]] = py.name "unsharded"
+// CHECK-NEXT:   py.assign %[[UNSHARDED]] = %[[COPY]]
+// CHECK:        %[[WHOLE_MODEL:.*]] = py.name "whole_model"
+// CHECK-NEXT:   %[[WHOLE:.*]] = py.call %[[WHOLE_MODEL]](%{{.*}}, %{{.*}})

@@ -34,11 +34,33 @@ builtin.module {
 // CHECK:      torch.script from "mnist.tl" {
 // CHECK-NEXT:   py.from_import "__future__" ["annotations"]
 // CHECK:        py.from_import "torch.nn.parallel" ["DistributedDataParallel"]
-// CHECK-NEXT:   torch.raw "# Trains `Classifier` on `digits`, as `mnist.tl` says.
-// CHECK:        torch.raw "# ---- settings: {{.*}}\0AEPOCHS = 3\0ABATCH_SIZE = 64  {{.*}}\0ALEARNING_RATE = 0.003\0APRECISION = \22bf16\22
-// CHECK-SAME:   CHECKPOINT_EVERY: int | None = 2  # epochs
-// CHECK-SAME:   COMPILE_MODE: str | None = \22reduce-overhead\22
-// CHECK-SAME:   DATASET_OPTIONS: dict[str, Any] = {\22flatten\22: True}"
+// The header is one comment paragraph; the settings are module-level assignments
+// (train_settings.py), annotated where they may be None, each note an end-of-line comment.
+// CHECK-NEXT:   py.comment "Trains `Classifier` on `digits`, as `mnist.tl` says.{{.*}}torchrun --nproc_per_node=N OUT.py{{.*}}"
+// CHECK-NEXT:   py.comment "---- settings: the train block's values; the command line overrides some ----"
+// CHECK-NEXT:   %[[THREE:[0-9]+]] = py.constant 3 : i64
+// CHECK-NEXT:   %[[EPOCHS:[0-9]+]] = py.name "EPOCHS"
+// CHECK-NEXT:   py.assign %[[EPOCHS]] = %[[THREE]]
+// CHECK:        %[[BATCH:[0-9]+]] = py.name "BATCH_SIZE"
+// CHECK-NEXT:   py.assign %[[BATCH]] = %{{[0-9]+}} comment "`batch_size` was not set in the train block"
+// CHECK:        %[[LR:[0-9]+]] = py.constant 3.000000e-03 : f64
+// CHECK-NEXT:   %[[LR_NAME:[0-9]+]] = py.name "LEARNING_RATE"
+// CHECK-NEXT:   py.assign %[[LR_NAME]] = %[[LR]]
+// CHECK-NEXT:   %[[BF16:[0-9]+]] = py.constant "bf16"
+// CHECK-NEXT:   %[[PRECISION:[0-9]+]] = py.name "PRECISION"
+// CHECK-NEXT:   py.assign %[[PRECISION]] = %[[BF16]] comment
+// CHECK-NEXT:   %[[EVERY:[0-9]+]] = py.constant 2 : i64
+// CHECK-NEXT:   %[[INT:[0-9]+]] = py.name "int"
+// CHECK-NEXT:   %[[NONE_TYPE:[0-9]+]] = py.constant #py.none
+// CHECK-NEXT:   %[[OPTIONAL:[0-9]+]] = py.binop "|" %[[INT]], %[[NONE_TYPE]]
+// CHECK-NEXT:   %[[CHECKPOINT_EVERY:[0-9]+]] = py.name "CHECKPOINT_EVERY"
+// CHECK-NEXT:   py.assign %[[CHECKPOINT_EVERY]] : %[[OPTIONAL]] = %[[EVERY]] comment "epochs"
+// CHECK:        %[[MODE:[0-9]+]] = py.constant "reduce-overhead"
+// CHECK:        %[[MODE_NAME:[0-9]+]] = py.name "COMPILE_MODE"
+// CHECK-NEXT:   py.assign %[[MODE_NAME]] : %{{[0-9]+}} = %[[MODE]] comment
+// CHECK:        %[[OPTIONS:[0-9]+]] = py.dict {%{{[0-9]+}} : %{{[0-9]+}}}
+// CHECK:        %[[OPTIONS_NAME:[0-9]+]] = py.name "DATASET_OPTIONS"
+// CHECK-NEXT:   py.assign %[[OPTIONS_NAME]] : %{{[0-9]+}} = %[[OPTIONS]]
 // CHECK-NEXT:   torch.module_class @Classifier()
 // The loss is py ops (train_step.loss_ops): the catalogue loss with the block's arguments.
 // CHECK:        py.def @loss_fn(output : %{{[0-9]+}}, target : %{{[0-9]+}}, reduction : %{{[0-9]+}} = %[[MEAN:[0-9]+]]) -> %{{[0-9]+}} {
@@ -153,6 +175,14 @@ builtin.module {
 // CHECK-NEXT:     %[[RUN_RECIPE:[0-9]+]] = py.name "RunRecipe"
 // CHECK-NEXT:     %[[MADE_RECIPE:[0-9]+]] = py.call %[[RUN_RECIPE]](best = %[[TRACKER]], signals = %[[SIGNALS]])
 // CHECK-NEXT:     py.return %[[MADE_RECIPE]]
+// `resume` is py ops (train_step.resume_ops): the scaler's state too (insert-amp's marker).
+// CHECK:        py.def @resume(trainer : %{{[0-9]+}}, path : %{{[0-9]+}}) -> %{{[0-9]+}} {
+// CHECK:          %[[LOAD:[0-9]+]] = py.name "load_checkpoint"
+// CHECK-NEXT:     %[[RESUMED:[0-9]+]] = py.call %[[LOAD]](%{{[0-9]+}}, model = %{{[0-9]+}}, optimizer = %{{[0-9]+}}, scaler = %{{[0-9]+}}, scheduler = %{{[0-9]+}}, loader = %{{[0-9]+}}, map_location = %{{[0-9]+}})
+// CHECK-NEXT:     %[[STATE_NAME:[0-9]+]] = py.name "state"
+// CHECK-NEXT:     py.assign %[[STATE_NAME]] = %[[RESUMED]]
+// CHECK:          py.name "_resume_extra"
+// CHECK:        py.def @_resume_extra(
 // The step and evaluation are py ops (train_step.py): DDP's no_sync through `gradient_sync`
 // (insert-ddp's marker), autocast inside it (insert-amp's), the loss beside the DDP model; the
 // step mark for compile mode "reduce-overhead"; evaluation all-reduces its sums.
@@ -173,6 +203,13 @@ builtin.module {
 // CHECK:            py.name "autocast"
 // CHECK:          %[[REDUCE:[0-9]+]] = py.name "all_reduce_sum"
 // CHECK-NEXT:     py.call %[[REDUCE]](%{{[0-9]+}})
+// The records are py ops (train_records.py): under DDP the epoch's mean loss is all-reduced.
+// CHECK:        py.def @validation_record(trainer : %{{[0-9]+}}) -> %{{[0-9]+}} {
+// CHECK:        py.def @epoch_record(
+// CHECK:          %[[MEAN_LOSS:[0-9]+]] = py.name "all_reduce_mean"
+// CHECK-NEXT:     %[[REDUCED:[0-9]+]] = py.call %[[MEAN_LOSS]](%{{[0-9]+}})
+// CHECK-NEXT:     py.attribute %[[REDUCED]], "item"
+// CHECK-NOT:    py.def @step_validation
 // The saves are py ops (train_loop.py): no `after_validation` without `keep_best`; the scaler
 // is saved (insert-amp's marker); under DDP rank 0 writes and every rank waits at `barrier()`;
 // `checkpoint every 2 epochs` is due when the epoch count is a multiple of CHECKPOINT_EVERY.
@@ -239,6 +276,15 @@ builtin.module {
 // CHECK:          py.name "save_last"
 // CHECK:        py.def @evaluate_checkpoint(trainer : %{{[0-9]+}}, args : %{{[0-9]+}}) -> %{{[0-9]+}} {
 // CHECK:        py.def @_silent(*_args : %{{[0-9]+}}, **_kwargs : %{{[0-9]+}}) -> %{{[0-9]+}} {
+// `serve_requests` (train_loop.py): under DDP only rank 0 serves, with the trained weights.
+// CHECK:        py.def @serve_requests(trainer : %{{[0-9]+}}, args : %{{[0-9]+}}) -> %{{[0-9]+}} {
+// CHECK:          %[[IS_MAIN:[0-9]+]] = py.attribute %{{[0-9]+}}, "is_main"
+// CHECK-NEXT:     %[[OTHER_RANK:[0-9]+]] = py.unop "not" %[[IS_MAIN]]
+// CHECK-NEXT:     py.if %[[OTHER_RANK]] {
+// CHECK-NEXT:       py.return
+// CHECK:          py.name "read_predict_inputs"
+// CHECK:          py.name "export_model"
+// CHECK-NOT:      py.name "generate_text"
 // CHECK:        py.def @main(argv : %{{[0-9]+}} = %{{[0-9]+}}) -> %{{[0-9]+}} {
 // CHECK:          %[[USER:[0-9]+]] = py.tuple[%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}]
 // CHECK-NEXT:     %[[BUG:[0-9]+]] = py.name "Exception"

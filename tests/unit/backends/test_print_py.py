@@ -247,3 +247,35 @@ def test_record_class_wrapped_call_and_sole_generator() -> None:
     parts = scope["report"](["ab", "c", "def"], False)  # type: ignore[operator]
     assert parts == {"total": 6, "half": 1, "label": "short", "first": "ab"}
     assert scope["Run"]("x").step == 0  # type: ignore[operator]
+
+
+def test_dict_comprehension_and_displays_too_wide_for_one_line() -> None:
+    f = py.DefOp("summary", ["items"])
+    (items,) = f.body.block.args
+    b = Body()
+    # kept = {f"k_{key}": value for key, value in items.items() if value is not None}
+    pairs = b.call(b.add(py.AttributeOp(items, "items")))
+    kept = py.ComprehensionOp("dict", pairs, targets=2)
+    key, value = kept.body.block.args
+    key.name_hint, value.name_hint = "key", "value"
+    renamed = py.FStringOp("k_{}", [key])
+    none = py.ConstantOp(py.NoneAttr())
+    is_set = py.CompareOp("is not", [value, none.result])
+    element = py.YieldOp([renamed.result, value, is_set.result])
+    kept.body.block.add_ops([renamed, none, is_set, element])
+    b.stmt(py.AssignOp(b.name("kept"), b.add(kept)))
+    # one entry a line: the display is too wide for one
+    long = [b.str(f"a fairly long string number {i}") for i in range(4)]
+    b.stmt(py.AssignOp(b.name("names"), b.add(py.ListOp(long))))
+    entries = [(b.str(f"entry_{i}"), b.call("len", b.name("names"))) for i in range(5)]
+    mapping = b.add(py.DictOp([*entries, (None, b.name("kept"))]))
+    b.stmt(py.ReturnOp([mapping]))
+    f.body.block.add_ops(b.ops)
+    source = program([f])
+    kept_line = 'kept = {f"k_{key}": value for key, value in items.items() if value is not None}'
+    assert f"    {kept_line}\n" in source
+    assert '    names = [\n        "a fairly long string number 0",\n' in source
+    assert '    return {\n        "entry_0": len(names),\n' in source
+    assert '        **kept,\n    }\n' in source
+    result = run(source)["summary"]({"a": 1, "b": None})  # type: ignore[operator]
+    assert result == {**{f"entry_{i}": 4 for i in range(5)}, "k_a": 1}

@@ -182,3 +182,19 @@ py.raise from %x
   py.pass
 }
 // CHECK: Operation py.pass terminates block in single-block region but is not a terminator
+
+// -----
+
+%items = py.name "items"
+%0 = py.comprehension "dict" %items {
+^bb0(%b : !py.object):
+  py.yield %b
+}
+// CHECK: py.comprehension: the body yields a key and a value (and a filter)
+
+// -----
+
+%x = py.name "x"
+%c = py.constant 1 : i64
+py.assign %x = %c comment "two\0Alines"
+// CHECK: py.assign: its comment is one line

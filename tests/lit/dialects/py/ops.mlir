@@ -17,6 +17,9 @@ builtin.module {
       %step = py.name "step"
       py.assign %step : %int = %zero
     }
+    py.comment "A paragraph:\0A\0Aits lines."
+    %epochs = py.name "EPOCHS"
+    py.assign %epochs = %zero comment "the train block's"
     %two = py.constant 2 : i64
     %float = py.name "float"
     py.def @scale(x, factor : %float = %two, *, bias = %zero, **options) -> %float {
@@ -53,6 +56,11 @@ builtin.module {
       ^bb0(%b : !py.object):
         %b1 = py.attribute %b, "real"
         py.yield %b1, %t
+      }
+      %pairs = py.comprehension "dict" %args {
+      ^bb0(%b : !py.object):
+        %b2 = py.attribute %b, "imag"
+        py.yield %b, %b2, %t
       }
       %target = py.name "total"
       py.assign %target = %zero
@@ -126,6 +134,8 @@ builtin.module {
 // CHECK-NEXT:   py.from_import "dataclasses" ["dataclass", "field"]
 // CHECK:        py.class @Counter() decorators [%{{.*}}] {
 // CHECK:          py.assign %{{.*}} : %{{.*}} = %{{.*}}
+// CHECK:        py.comment "A paragraph:\0A\0Aits lines."
+// CHECK:        py.assign %{{.*}} = %{{.*}} comment "the train block's"
 // CHECK:        py.def @scale(x, factor : %{{.*}} = %{{.*}}, *, bias = %{{.*}}, **options) -> %{{.*}} {
 // CHECK:        py.def @rest(*args, key) {
 // CHECK:          py.call %{{.*}}(%{{.*}}, *%{{.*}}, sep = %{{.*}}, **%{{.*}})
@@ -135,6 +145,10 @@ builtin.module {
 // CHECK:          py.fstring "loss {:.4f} at {!r}, {{[{][{]}}braces{{[}][}]}}"
 // CHECK:          py.lambda (y) {
 // CHECK:          py.comprehension "list"
+// CHECK:          py.comprehension "dict" %{{.*}} {
+// CHECK-NEXT:     ^{{.*}}(%{{.*}}: !py.object):
+// CHECK-NEXT:       %{{.*}} = py.attribute %{{.*}}, "imag"
+// CHECK-NEXT:       py.yield %{{.*}}, %{{.*}}, %{{.*}}
 // CHECK:          py.augassign "+=" %{{.*}}, %{{.*}}
 // CHECK:          py.for %{{.*}} iter_args(%{{.*}}) -> !py.object {
 // CHECK:          py.while {

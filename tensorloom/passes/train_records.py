@@ -1,0 +1,316 @@
+"""The loop's records as `py` ops: validation, the epoch's record, and the metrics' evaluation.
+
+    def epoch_record(trainer: Trainer, epoch: int, train_loss: torch.Tensor, batches: int,
+                     elapsed: float, args: argparse.Namespace) -> dict[str, Any]:
+        samples = batches * args.batch_size * trainer.ctx.world_size
+        # the epoch's one host sync: `train_loss.item()`
+        return {
+            "epoch": epoch + 1,
+            "train_loss": train_loss.item(),
+            **validation_record(trainer),
+            ...
+        }
+
+What the plan decides: validation only every VAL_EVERY epochs (and after the last)
+with `val_every`; the EMA's metrics (`ema_` keys) with `ema`; `step_validation`
+between epochs with `eval_every`, its best.pt through `after_validation` with
+`keep_best`; the mean train loss all-reduced and rank 0 printing only under
+insert-ddp's marker. A loss written in the file or `metrics = [...]` evaluates through
+`batch_metrics` (a record of METRICS), else `evaluate` returns the loss and accuracy
+(train_step.evaluate_ops).
+"""
+
+from __future__ import annotations
+
+from xdsl.ir import Operation, SSAValue
+
+from tensorloom.dialects import py
+from tensorloom.passes.loss_functions import Metric
+from tensorloom.passes.py_builder import PyBuilder
+from tensorloom.passes.train_script import ScriptPlan
+
+DEFINES = (
+    "validation_record", "_as_record", "epoch_record", "step_validation", "batch_metrics",
+)  # fmt: skip
+"""The top-level names these functions take in the script (mangle-names keeps them free)."""
+
+
+def _record_type(b: PyBuilder) -> SSAValue:
+    """`dict[str, Any]`."""
+    return b.subscript(b.name("dict"), b.name("str"), b.name("Any"))
+
+
+def _is_set(b: PyBuilder, value: SSAValue) -> SSAValue:
+    return b.compare(value, "is not", b.const(None))
+
+
+def _epoch_1(b: PyBuilder) -> SSAValue:
+    """`epoch + 1`: the epochs done, as the records count them."""
+    return b.binop("+", b.name("epoch"), b.const(1))
+
+
+# --- validation -----------------------------------------------------------------------------
+
+
+def validation_record_ops(plan: ScriptPlan) -> list[Operation]:
+    """`validation_record(trainer)`: the validation metrics, the EMA's too (`ema_` keys)
+    with `ema` (then through `_as_record`, whatever `evaluate` returns)."""
+    top, body = PyBuilder(), PyBuilder()
+    top.comment("---- the loop ----")
+    if plan.recipe.ema is None:
+        body.expr(body.const("The validation metrics."))
+        _plain_record(body, plan)
+    else:
+        body.expr(body.const("The validation metrics, and the EMA weights' (`ema_` keys) when "
+                             "`ema` is set."))  # fmt: skip
+        _ema_record(body)
+    top.def_("validation_record", [("trainer", "Trainer")], body, _record_type(top))
+    if plan.recipe.ema is not None:
+        top.ops += _as_record_ops()
+    return top.ops
+
+
+def _plain_record(b: PyBuilder, plan: ScriptPlan) -> None:
+    """`evaluate`'s record (with metrics), or its loss and accuracy as one."""
+    if plan.reports_metrics:
+        b.ret(b.call("evaluate", b.name("trainer")))
+        return
+    pair = b.tuple_of(b.name("loss"), b.name("accuracy"))
+    b.assign(pair, b.call("evaluate", b.name("trainer")))
+    b.ret(b.add(py.DictOp([(b.const("val_loss"), b.name("loss")),
+                           (b.const("val_accuracy"), b.name("accuracy"))])))  # fmt: skip
+
+
+def _ema_record(b: PyBuilder) -> None:
+    """The model's record, then the EMA's under `ema_` keys (those it has a value for)."""
+    b.assign("record", b.call("_as_record", b.call("evaluate", b.name("trainer"))))
+    averaged = PyBuilder()
+    module = averaged.path("trainer", "recipe", "ema", "module")
+    evaluated = averaged.call("evaluate", averaged.name("trainer"), module)
+    averaged.assign("ema", averaged.call("_as_record", evaluated))
+    items = averaged.method(averaged.name("ema"), "items")
+    renamed = py.ComprehensionOp("dict", items, targets=2)
+    key, value = renamed.body.block.args
+    key.name_hint, value.name_hint = "key", "value"
+    inner = PyBuilder()
+    prefixed = inner.fstring("ema_{}", key)
+    inner.stmt(py.YieldOp([prefixed, value, inner.compare(value, "is not", inner.const(None))]))
+    renamed.body.block.add_ops(inner.ops)
+    averaged.expr(averaged.method(averaged.name("record"), "update", averaged.add(renamed)))
+    b.if_(_is_set(b, b.path("trainer", "recipe", "ema")), averaged)
+    b.ret(b.name("record"))
+
+
+def _as_record_ops() -> list[Operation]:
+    """`_as_record(result)`: `evaluate`'s result as a record, whichever form it has."""
+    top, body = PyBuilder(), PyBuilder()
+    whole = PyBuilder()
+    whole.ret(whole.call("dict", whole.name("result")))
+    body.if_(body.call("isinstance", body.name("result"), body.name("dict")), whole)
+    result = body.name("result")
+    loss, accuracy = (body.subscript(result, body.const(i)) for i in (0, 1))
+    body.ret(body.add(py.DictOp([(body.const("val_loss"), loss),
+                                 (body.const("val_accuracy"), accuracy)])))  # fmt: skip
+    pair = top.subscript(top.name("tuple"), top.name("float"),
+                         top.binop("|", top.name("float"), top.const(None)))  # fmt: skip
+    metrics = top.subscript(top.name("dict"), top.name("str"), top.name("float"))
+    top.def_("_as_record", [("result", top.binop("|", pair, metrics))], body, _record_type(top))
+    return top.ops
+
+
+# --- the epoch's record -----------------------------------------------------------------------
+
+
+def epoch_record_ops(plan: ScriptPlan) -> list[Operation]:
+    """`epoch_record`: what the run writes after an epoch (the mean train loss, all-reduced
+    under DDP, is the epoch's one host sync); validation every VAL_EVERY epochs."""
+    top, body = PyBuilder(), PyBuilder()
+    validation: SSAValue | None = None
+    if plan.val_every != 1:
+        _due_validation(body)
+        validation = body.name("validation")
+    world = body.path("trainer", "ctx", "world_size")
+    size = body.binop("*", body.name("batches"), body.path("args", "batch_size"))
+    body.assign("samples", body.binop("*", size, world))
+    body.comment("the epoch's one host sync: `train_loss.item()`")
+    epoch = _epoch_1(body)
+    loss = body.name("train_loss")
+    if plan.distributed:
+        loss = body.call("all_reduce_mean", loss)
+    mean = body.method(loss, "item")
+    if validation is None:  # every epoch validates
+        validation = body.call("validation_record", body.name("trainer"))
+    speed = body.binop("/", body.name("samples"), body.name("elapsed"))
+    groups = body.path("trainer", "optimizer", "param_groups")
+    lr = body.call("float", body.subscript(body.subscript(groups, body.const(0)),
+                                           body.const("lr")))  # fmt: skip
+    entries = [("epoch", epoch), ("train_loss", mean), (None, validation),
+               ("samples_per_s", speed), ("lr", lr), ("time", body.name("elapsed")),
+               ("steps", body.path("trainer", "step"))]  # fmt: skip
+    body.ret(body.add(py.DictOp([(None if k is None else body.const(k), v) for k, v in entries])))
+    params = [("trainer", "Trainer"), ("epoch", "int"), ("train_loss", "torch.Tensor"),
+              ("batches", "int"), ("elapsed", "float"), ("args", "argparse.Namespace")]  # fmt: skip
+    top.def_("epoch_record", params, body, _record_type(top))
+    return top.ops
+
+
+def _due_validation(b: PyBuilder) -> None:
+    """`val_every`: `validation` is the record every VAL_EVERY epochs and after the last."""
+    every = b.binop("%", _epoch_1(b), b.name("VAL_EVERY"))
+    multiple = b.compare(every, "==", b.const(0))
+    last = b.compare(_epoch_1(b), "==", b.path("args", "epochs"))
+    b.assign("due", b.binop("or", multiple, last))
+    validate, skip = PyBuilder(), PyBuilder()
+    validate.assign("validation", validate.call("validation_record", validate.name("trainer")))
+    skip.assign("validation", skip.add(py.DictOp([(skip.const("val_loss"), skip.const(None))])))
+    b.if_(b.name("due"), validate, skip)
+
+
+def step_validation_ops(plan: ScriptPlan) -> list[Operation]:
+    """`step_validation` (`eval_every = N`): validation after every N optimizer steps,
+    written and printed with its step, then counted by the recipe (best.pt with
+    `keep_best`)."""
+    top, body = PyBuilder(), PyBuilder()
+    body.expr(body.const("`eval_every = N`: validation after every N optimizer steps, recorded "
+                         "with its step."))  # fmt: skip
+    record = [(body.const("epoch"), _epoch_1(body)), (body.const("steps"),
+              body.path("trainer", "step")),
+              (None, body.call("validation_record", body.name("trainer")))]  # fmt: skip
+    body.assign("record", body.add(py.DictOp(record)))
+    body.expr(body.method(body.path("trainer", "train_model"), "train"))
+    written = PyBuilder()
+    written.expr(written.method(written.path("trainer", "metrics"), "write",
+                                written.name("record")))  # fmt: skip
+    body.if_(_is_set(body, body.path("trainer", "metrics")), written)
+    shown = PyBuilder()
+    shown.expr(shown.call("print", shown.call("format_validation", shown.name("record"))))
+    if plan.distributed:
+        body.if_(body.path("trainer", "ctx", "is_main"), shown)
+    else:
+        body.ops += shown.ops
+    if plan.recipe.keep_best is not None:
+        body.expr(body.call("after_validation", body.name("trainer"), body.name("record")))
+    else:  # no best.pt: the recipe counts the record itself
+        body.expr(body.method(body.path("trainer", "recipe"), "after_validation",
+                              body.name("record")))  # fmt: skip
+    top.def_("step_validation", [("trainer", "Trainer"), ("epoch", "int")], body, None)
+    return top.ops
+
+
+def records_ops(plan: ScriptPlan) -> list[Operation]:
+    """`validation_record` (and `_as_record`), `epoch_record`, and `step_validation` with
+    `eval_every`, in the script's order."""
+    ops = [*validation_record_ops(plan), *epoch_record_ops(plan)]
+    return [*ops, *step_validation_ops(plan)] if plan.recipe.eval_every is not None else ops
+
+
+# --- evaluation through `batch_metrics` ---------------------------------------------------------
+
+
+def metrics_evaluate_ops(plan: ScriptPlan, name: str) -> list[Operation]:
+    """`evaluate(trainer, model=None)` of a loss written in the file or `metrics`: the mean
+    loss and METRICS over the whole split (summed across ranks under DDP), as a record;
+    `_evaluate_whole` under FSDP. Then `batch_metrics`."""
+    top, body = PyBuilder(), PyBuilder()
+    body.expr(body.const("Validation loss and METRICS over the whole split, summed across "
+                         "ranks.\n\nEach batch adds its mean times its size, so the result is "
+                         "the mean over samples.\n"))  # fmt: skip
+    unset = body.compare(body.name("model"), "is", body.const(None))
+    chosen = body.add(py.IfExpOp(unset, body.path("trainer", "eval_model"), body.name("model")))
+    body.assign("model", chosen)
+    body.assign("device", body.path("trainer", "ctx", "device"))
+    body.expr(body.method(body.name("model"), "eval"))
+    body.comment("loss, samples, then METRICS")
+    size = body.binop("+", body.const(2), body.call("len", body.name("METRICS")))
+    body.assign("totals", body.call("torch.zeros", size, device=body.name("device")))
+    _validation_loop(body, plan)
+    _metrics_means(body, plan)
+    no_grad = top.call("torch.no_grad")  # the decorator, then the signature's parts
+    default = top.const(None)
+    model_type = top.binop("|", top.name("nn.Module"), top.const(None))
+    annotations = {"trainer": top.name("Trainer"), "model": model_type}
+    returns = top.subscript(top.name("dict"), top.name("str"), top.name("float"))
+    top.stmt(py.DefOp(name, ["trainer", "model"], body.ops, defaults={"model": default},
+                      annotations=annotations, returns=returns, decorators=[no_grad]))  # fmt: skip
+    return [*top.ops, *batch_metrics_ops(plan)]
+
+
+def _validation_loop(b: PyBuilder, plan: ScriptPlan) -> None:
+    """`for xb, yb in trainer.val_loader:` each batch's loss and metrics, times its size."""
+    loop = py.ForOp(b.path("trainer", "val_loader"), targets=2)
+    xb, yb = loop.body.block.args
+    xb.name_hint, yb.name_hint = "xb", "yb"
+    each, inner = PyBuilder(), PyBuilder()
+    if plan.cuda_graphs:
+        each.expr(each.call("_begin_step", each.name("trainer")))
+    inner.assign("output", inner.call(inner.name("model"), xb))
+    targets = [xb, yb] if plan.custom_loss in plan.takes_inputs else [yb]
+    loss = inner.method(inner.call("loss_fn", inner.name("output"), *targets), "float")
+    _add_to(inner, inner.const(0), inner.binop("*", loss, inner.call("len", xb)))
+    rest = inner.add(py.SliceOp(lower=inner.const(2)))  # the target's parts come first
+    metrics = inner.call("batch_metrics", inner.name("output"), xb, yb)
+    _add_to(inner, rest, inner.binop("*", metrics, inner.call("len", xb)))
+    if plan.amp:
+        each.comment("the loss runs in fp32 under autocast")
+        manager = each.call("autocast", each.path("trainer", "plan"), each.name("device"))
+        each.stmt(py.WithOp(manager, inner.ops))
+    else:
+        each.ops += inner.ops
+    _add_to(each, each.const(1), each.call("len", xb))
+    loop.body.block.add_ops(each.ops)
+    b.stmt(loop)
+
+
+def _add_to(b: PyBuilder, index: SSAValue, value: SSAValue) -> None:
+    """`totals[index] += value`."""
+    b.stmt(py.AugAssignOp("+=", b.subscript(b.name("totals"), index), value))
+
+
+def _metrics_means(b: PyBuilder, plan: ScriptPlan) -> None:
+    """The sums (across ranks under DDP) divided by the samples: the record."""
+    totals = b.name("totals")
+    if plan.distributed:
+        totals = b.call("all_reduce_sum", totals)
+    b.assign("sums", b.method(totals, "tolist"))
+    b.assign("count", b.call("max", b.subscript(b.name("sums"), b.const(1)), b.const(1)))
+    rest = b.subscript(b.name("sums"), b.add(py.SliceOp(lower=b.const(2))))
+    pairs = b.call("zip", b.name("METRICS"), rest, strict=b.const(True))
+    means = py.ComprehensionOp("dict", pairs, targets=2)
+    key, total = means.body.block.args
+    key.name_hint, total.name_hint = "key", "total"
+    inner = PyBuilder()
+    inner.stmt(py.YieldOp([key, inner.binop("/", total, inner.name("count"))]))
+    means.body.block.add_ops(inner.ops)
+    b.assign("values", b.add(means))
+    loss = b.binop("/", b.subscript(b.name("sums"), b.const(0)), b.name("count"))
+    b.ret(b.add(py.DictOp([(b.const("val_loss"), loss), (None, b.name("values"))])))
+
+
+def batch_metrics_ops(plan: ScriptPlan) -> list[Operation]:
+    """`batch_metrics(output, inputs, target)`: each metric's batch mean, in METRICS' order."""
+    top, body = PyBuilder(), PyBuilder()
+    names = ", ".join(m.name if m.kind != "top_k" else f"top_k({m.k})" for m in plan.metrics)
+    body.expr(body.const(f"`metrics = [{names}]`: each one's mean over the batch."))
+    if plan.metrics:
+        values = [_metric_call(body, plan, m) for m in plan.metrics]
+        body.assign("means", body.add(py.ListOp(values)))
+        body.ret(body.call("torch.stack", body.name("means")))
+    else:  # the output may be a tuple: the target gives the device
+        zeros = body.method(body.name("target"), "new_zeros", body.const(0),
+                            dtype=body.name("torch.float32"))  # fmt: skip
+        body.ret(zeros)
+    tensor = "torch.Tensor"
+    params = [("output", tensor), ("inputs", tensor), ("target", tensor)]
+    top.def_("batch_metrics", params, body, tensor)
+    return top.ops
+
+
+def _metric_call(b: PyBuilder, plan: ScriptPlan, metric: Metric) -> SSAValue:
+    """One metric's batch mean: runtime/metrics.py's, or the `fn` of the file it names."""
+    output, target = b.name("output"), b.name("target")
+    if metric.kind == "accuracy":
+        return b.call("batch_accuracy", output, target)
+    if metric.kind == "top_k":
+        return b.call("batch_top_k_accuracy", output, target, b.const(metric.k))
+    inputs = [b.name("inputs")] if metric.name in plan.takes_inputs else []
+    return b.method(b.call(metric.name, output, *inputs, target), "float")

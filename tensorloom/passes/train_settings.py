@@ -1,0 +1,206 @@
+"""The script's header and settings as `py` ops: what it trains, how to run it, and the values.
+
+    # Trains `Classifier` on `digits`, as `mnist.tl` says.
+    # ...
+    # OUT.py --help lists the options; importing this file runs nothing.
+
+
+    # ---- settings: the train block's values; the command line overrides some ----
+    EPOCHS = 10
+    BATCH_SIZE = 64  # `batch_size` was not set in the train block
+    LEARNING_RATE = 0.001
+    PRECISION = "fp16"  # on the CPU, fp16 falls back to fp32
+
+The header is one comment paragraph; each setting is a module-level `py.assign`
+(annotated where the value may be None), its note an end-of-line comment. A setting
+is there only when the program uses it: PRECISION with insert-amp's marker,
+FSDP_BLOCKS under FSDP, LR_SCHEDULE with `lr_schedule`, the recipe's keys when set.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from xdsl.ir import Operation, SSAValue
+
+from tensorloom.dialects import py
+from tensorloom.dialects.train import DEFAULT_BATCH_SIZE
+from tensorloom.passes.py_builder import PyBuilder
+from tensorloom.passes.train_script import RecipePlan, ScriptPlan, data_name
+
+DEFINES = (
+    "EPOCHS", "BATCH_SIZE", "LEARNING_RATE", "PRECISION", "FSDP_BLOCKS", "CHECKPOINT_EVERY",
+    "KEEP_CHECKPOINTS", "LR_SCHEDULE", "GRAD_CLIP", "GRAD_ACCUM", "VAL_EVERY", "METRICS",
+    "EMA_DECAY", "EARLY_STOPPING", "KEEP_BEST", "EVAL_EVERY", "MAX_STEPS", "LOG_EVERY",
+    "COMPILE_MODE", "COMPILE", "SEED", "DATASET", "DATASET_OPTIONS",
+)  # fmt: skip
+"""The top-level names the settings take in the script (mangle-names keeps them free)."""
+
+_AUTO_PRECISION_NOTE = """
+Precision is `auto` (the block sets none): bf16 autocast on a CUDA GPU that
+supports bf16, fp32 on the CPU; `--precision fp32|fp16|bf16` overrides it."""
+
+PRECISION_NOTES = {
+    "auto": "bf16 on a CUDA GPU with bf16 support, else fp32",
+    "fp32": "no autocast",
+    "fp16": "on the CPU, fp16 falls back to fp32",
+    "bf16": "bf16 autocast; a GPU without bf16 gets fp16 and a GradScaler",
+}
+
+
+def header_ops(plan: ScriptPlan) -> list[Operation]:
+    """The comment paragraph the script opens with: what it trains, and how to run it."""
+    launch = (
+        "torchrun --nproc_per_node=N OUT.py" if plan.distributed else "python OUT.py --device cpu"
+    )
+    text = (
+        f"Trains `{plan.model_class}` on {data_name(plan)}, as `{plan.source}` says.\n\n"
+        "Run it:\n"
+        "    python OUT.py --epochs 10 --metrics run/metrics.jsonl\n"
+        f"    {launch}\n"
+        "OUT.py --help lists the options; importing this file runs nothing."
+    )
+    if plan.precision == "auto":
+        text += "\n" + _AUTO_PRECISION_NOTE
+    return [py.CommentOp(text)]
+
+
+class _Settings(PyBuilder):
+    """Appends `NAME = value  # note` assignments."""
+
+    def set(self, name: str, value: SSAValue, note: str | None = None, typed: str = "") -> None:
+        """`NAME = value  # note`; `typed` (Python source) annotates it: `int | None`."""
+        annotation = _source(self, typed) if typed else None
+        self.stmt(py.AssignOp(self.name(name), value, annotation=annotation, comment=note))
+
+
+def settings_ops(plan: ScriptPlan) -> list[Operation]:
+    """The train block's values as module-level settings, in the order the script reads them."""
+    b = _Settings()
+    b.comment("---- settings: the train block's values; the command line overrides some ----")
+    _run_length(b, plan)
+    if plan.amp:
+        b.set("PRECISION", b.const(plan.precision), PRECISION_NOTES[plan.precision])
+    if plan.fsdp_blocks is not None:
+        blocks = b.add(py.ListOp([b.const(block) for block in plan.fsdp_blocks]))
+        b.set("FSDP_BLOCKS", blocks, "fully_shard units (then the root)")
+    _checkpoints(b, plan)
+    _schedule(b, plan)
+    _step(b, plan)
+    _recipe(b, plan.recipe, plan.schedule is not None)
+    if plan.log_every is not None:
+        b.set("LOG_EVERY", b.const(plan.log_every), "optimizer steps between loss lines")
+    _compile(b, plan)
+    b.set("SEED", b.const(plan.seed))
+    _data(b, plan)
+    return b.ops
+
+
+def _run_length(b: _Settings, plan: ScriptPlan) -> None:
+    """EPOCHS, BATCH_SIZE, LEARNING_RATE."""
+    if plan.recipe.epochs_set:
+        b.set("EPOCHS", b.const(plan.epochs))
+    else:
+        b.set("EPOCHS", b.const(None), "as many as `max_steps` takes", typed="int | None")
+    if plan.batch_size is None:
+        b.set("BATCH_SIZE", b.const(DEFAULT_BATCH_SIZE),
+              "`batch_size` was not set in the train block")  # fmt: skip
+    else:
+        b.set("BATCH_SIZE", b.const(plan.batch_size), "per process")
+    b.set("LEARNING_RATE", _source(b, plan.learning_rate))
+
+
+def _checkpoints(b: _Settings, plan: ScriptPlan) -> None:
+    """CHECKPOINT_EVERY (epochs or steps) and KEEP_CHECKPOINTS."""
+    if plan.checkpoint_every is None:
+        b.set("CHECKPOINT_EVERY", b.const(None),
+              "unset: saved at the end and when interrupted", typed="int | None")  # fmt: skip
+    else:
+        b.set("CHECKPOINT_EVERY", b.const(plan.checkpoint_every), plan.checkpoint_unit,
+              typed="int | None")  # fmt: skip
+    b.set("KEEP_CHECKPOINTS", b.const(3))
+
+
+def _schedule(b: _Settings, plan: ScriptPlan) -> None:
+    """LR_SCHEDULE: `lr_schedule`'s name and options, its defaults filled in."""
+    if plan.schedule is None:
+        return
+    entries = [(b.const("name"), b.const(plan.schedule))]
+    entries += [(b.const(key), _source(b, value)) for key, value in plan.schedule_kwargs.items()]
+    b.set("LR_SCHEDULE", b.add(py.DictOp(entries)), "`lr_schedule`, runtime/recipe.py",
+          typed="dict[str, Any]")  # fmt: skip
+
+
+def _step(b: _Settings, plan: ScriptPlan) -> None:
+    """GRAD_CLIP, GRAD_ACCUM, VAL_EVERY and METRICS."""
+    if plan.grad_clip != "None":
+        b.set("GRAD_CLIP", _source(b, plan.grad_clip), "clips the global gradient norm")
+    b.set("GRAD_ACCUM", b.const(plan.grad_accum), "micro-batches per optimizer step")
+    if plan.val_every != 1:
+        b.set("VAL_EVERY", b.const(plan.val_every), "epochs between validations (and the last)")
+    if plan.reports_metrics:
+        keys = b.add(py.ListOp([b.const(m.key) for m in plan.metrics]))
+        b.set("METRICS", keys, "`metrics = [...]`: reported after val_loss")
+
+
+def _recipe(b: _Settings, recipe: RecipePlan, schedule: bool) -> None:
+    """The recipe's keys, each only when the block sets it (runtime/recipe.py reads them)."""
+    if recipe.ema is not None:
+        b.set("EMA_DECAY", _source(b, recipe.ema), "`ema`: an EMA of the weights")
+    if recipe.early_stopping is not None:
+        b.set("EARLY_STOPPING", _source(b, recipe.early_stopping), "(patience, metric, min_delta)")
+    if recipe.keep_best is not None:
+        b.set("KEEP_BEST", b.const(recipe.keep_best),
+              "saves best.pt at each new best of this metric")  # fmt: skip
+    if recipe.eval_every is not None:
+        b.set("EVAL_EVERY", b.const(recipe.eval_every), "steps between validations")
+    if recipe.max_steps is not None or not recipe.epochs_set or schedule:
+        b.set("MAX_STEPS", b.const(recipe.max_steps), "the schedule spans them",
+              typed="int | None")  # fmt: skip
+
+
+def _compile(b: _Settings, plan: ScriptPlan) -> None:
+    """COMPILE_MODE and COMPILE (`on`, `off`, or `auto`: only when it pays)."""
+    b.set("COMPILE_MODE", b.const(plan.compile_mode or None), "torch.compile's mode on CUDA",
+          typed="str | None")  # fmt: skip
+    choice = "off" if plan.compile_mode is None else "auto" if plan.compile_auto else "on"
+    why = {"off": "`compile = false`", "auto": "the block sets no `compile`"}.get(
+        choice, "`compile` in the block"
+    )
+    b.set("COMPILE", b.const(choice), f"{why}; --compile overrides it")
+
+
+def _data(b: _Settings, plan: ScriptPlan) -> None:
+    """DATASET (for a reader that takes its name) and DATASET_OPTIONS."""
+    named = plan.dataset is not None and plan.dataset != "digits"  # digits: its own reader
+    if named or plan.language_model_data:
+        b.set("DATASET", b.const(plan.dataset or ""), typed="str")
+    b.set("DATASET_OPTIONS", _source(b, plan.dataset_options), typed="dict[str, Any]")
+
+
+def _source(b: PyBuilder, source: str) -> SSAValue:
+    """A Python expression of the plan (a literal, `float("inf")`, `int | None`) as py ops."""
+    return _expression(b, ast.parse(source, mode="eval").body)
+
+
+def _expression(b: PyBuilder, node: ast.expr) -> SSAValue:
+    if isinstance(node, ast.Constant) and isinstance(node.value, int | float | str | bool | None):
+        return b.const(node.value)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return b.add(py.UnaryOp("-", _expression(b, node.operand)))
+    if isinstance(node, ast.Tuple | ast.List):
+        elements = [_expression(b, e) for e in node.elts]
+        return b.add(py.TupleOp(elements) if isinstance(node, ast.Tuple) else py.ListOp(elements))
+    if isinstance(node, ast.Dict):
+        return b.add(py.DictOp([(None if k is None else _expression(b, k), _expression(b, v))
+                                for k, v in zip(node.keys, node.values, strict=True)]))  # fmt: skip
+    if isinstance(node, ast.Name):
+        return b.name(node.id)
+    if isinstance(node, ast.Subscript):
+        indices = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        return b.subscript(_expression(b, node.value), *(_expression(b, i) for i in indices))
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return b.binop("|", _expression(b, node.left), _expression(b, node.right))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
+        return b.call(node.func.id, *(_expression(b, a) for a in node.args))
+    raise ValueError(f"compiler bug: no py ops for the setting `{ast.unparse(node)}`")
