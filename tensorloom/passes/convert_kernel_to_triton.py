@@ -16,7 +16,8 @@ The kernel keeps its named variables: a `kernel.let` stores into a `py.name`, a
 elementwise, and the Triton interpreter (TRITON_INTERPRET=1) would otherwise
 evaluate `and` with Python's truthiness. When the module holds a `torch.script`
 (a model or training script), the kernels and launchers move to its top, so the
-script's code can call the launchers.
+script's code can call the launchers, after an `if` that sets TRITON_INTERPRET
+on a machine without a CUDA GPU.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from tensorloom.dialects import kernel, py, triton
 from tensorloom.dialects import torch as t
+from tensorloom.passes.py_builder import PyBuilder
 
 ELEMENTWISE_LOGIC = {"and": "&", "or": "|"}
 
@@ -201,14 +203,22 @@ class LauncherToLauncher(RewritePattern):
         rewriter.replace(op, new)
 
 
-# `@triton.jit` reads TRITON_INTERPRET when a kernel is defined, so this runs before
-# the kernels: on a machine without a GPU they run in Triton's interpreter instead
-# of failing to find a driver.
-INTERPRETER_FALLBACK = """\
-if not torch.cuda.is_available() and "TRITON_INTERPRET" not in os.environ:
-    # No CUDA GPU: run the kernels in Triton's interpreter, on the CPU (slowly).
-    os.environ["TRITON_INTERPRET"] = "1"
-"""
+def _interpreter_fallback() -> list[Operation]:
+    """`if not torch.cuda.is_available() and "TRITON_INTERPRET" not in os.environ:` ...
+
+    `@triton.jit` reads TRITON_INTERPRET when a kernel is defined, so this runs before
+    the kernels: on a machine without a GPU they run in Triton's interpreter instead
+    of failing to find a driver.
+    """
+    b, then = PyBuilder(), PyBuilder()
+    no_gpu = b.not_(b.call(b.path("torch", "cuda", "is_available")))
+    variable = b.const("TRITON_INTERPRET")
+    unset = b.compare(variable, "not in", b.path("os", "environ"))
+    then.comment("No CUDA GPU: run the kernels in Triton's interpreter, on the CPU (slowly).")
+    then.assign(then.subscript(then.path("os", "environ"), then.const("TRITON_INTERPRET")),
+                then.const("1"))  # fmt: skip
+    b.if_(b.binop("and", no_gpu, unset), then)
+    return b.ops
 
 
 def _hoist_into_script(module: ModuleOp) -> None:
@@ -222,9 +232,9 @@ def _hoist_into_script(module: ModuleOp) -> None:
     if not emitted:
         return
     anchor = _after_imports(script)
-    fallback = t.RawOp(INTERPRETER_FALLBACK)
-    Rewriter.insert_op([py.ImportOp("os"), py.ImportOp("torch"), fallback], anchor)
-    anchor = InsertPoint.after(fallback)
+    setup = [py.ImportOp("os"), py.ImportOp("torch"), *_interpreter_fallback()]
+    Rewriter.insert_op(setup, anchor)
+    anchor = InsertPoint.after(setup[-1])
     for op in emitted:
         op.detach()
         Rewriter.insert_op(op, anchor)

@@ -41,7 +41,6 @@ TORCH_CALLABLE = frozenset(
 )  # fmt: skip
 """What `torch.<name>(...)` a script statement may call (docs/grammar.md lists them)."""
 DEVICE = "DEVICE"
-DEVICE_SOURCE = f'{DEVICE} = "cuda" if torch.cuda.is_available() else "cpu"'
 
 
 def is_script_callable(callee: str) -> bool:
@@ -87,7 +86,6 @@ def python_callee(callee: str) -> str:
 
 __all__ = [
     "DEVICE",
-    "DEVICE_SOURCE",
     "PYTHON_BUILTINS",
     "SCRIPT_BUILTINS",
     "TENSOR_CONSTRUCTORS",

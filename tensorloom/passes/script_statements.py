@@ -35,9 +35,9 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from tensorloom.dialects import nml, py, train
 from tensorloom.dialects import torch as t
 from tensorloom.passes.convert_nml_to_torch import BODY_PATTERNS, call, script_of
+from tensorloom.passes.py_builder import PyBuilder
 from tensorloom.passes.script_builtins import (
     DEVICE,
-    DEVICE_SOURCE,
     SCRIPT_BUILTINS,
     TENSOR_CONSTRUCTORS,
     python_callee,
@@ -145,9 +145,10 @@ def _place(script: t.ScriptOp, function: py.DefOp, main: train.MainOp, has_train
     block = script.body.block
     guard = next((o for o in block.ops if isinstance(o, t.MainOp)), None)
     invoke = call(function.sym_name.data)
-    setup: list[Operation] = [py.ImportOp("torch"), t.RawOp(DEVICE_SOURCE), function]
-    for op in [*setup, *invoke]:
+    for op in [function, *invoke]:
         op.location = main.location
+    # `DEVICE = ...` stays unlocated: from no line of the program, it gets no `# file.tl:LINE`
+    setup: list[Operation] = [py.ImportOp("torch"), *_device(), function]
     if has_training and guard is not None:
         Rewriter.insert_op(setup, InsertPoint.before(guard))
         first = guard.body.block.first_op
@@ -157,6 +158,14 @@ def _place(script: t.ScriptOp, function: py.DefOp, main: train.MainOp, has_train
     guard_op = t.MainOp(invoke)
     guard_op.location = main.location
     block.add_ops([*setup, guard_op])
+
+
+def _device() -> list[Operation]:
+    """`DEVICE = "cuda" if torch.cuda.is_available() else "cpu"`."""
+    b = PyBuilder()
+    cuda = b.call(b.path("torch", "cuda", "is_available"))
+    b.assign(DEVICE, b.add(py.IfExpOp(cuda, b.const("cuda"), b.const("cpu"))))
+    return b.ops
 
 
 def _parse_flags() -> list[Operation]:

@@ -157,9 +157,8 @@ def build_loaders_ops(plan: ScriptPlan) -> list[Operation]:
     loader = loader_type(top, plan)
     info = top.name("TokenInfo" if plan.language_model_data else "DataInfo")
     returns = top.subscript(top.name("tuple"), loader, loader_type(top, plan), info)
-    params = {"args": top.name("argparse.Namespace"), "ctx": top.name("DistContext")}
-    top.stmt(py.DefOp("build_loaders", list(params), body.ops, annotations=params,
-                      returns=returns))  # fmt: skip
+    params = [("args", "argparse.Namespace"), ("ctx", "DistContext")]
+    top.def_("build_loaders", params, body, returns)
     if plan.per_token_length is not None:
         top.ops += _per_token_ops()
     return top.ops
@@ -175,7 +174,5 @@ def _per_token_ops() -> list[Operation]:
     body.stmt(py.ReturnOp([body.name("x"), body.method(spread, "contiguous")]))
     pair = top.subscript(top.name("tuple"), top.name("torch.Tensor"), top.name("torch.Tensor"))
     returns = top.subscript(top.name("tuple"), top.name("torch.Tensor"), top.name("torch.Tensor"))
-    params = {"pair": pair, "length": top.name("int")}
-    top.stmt(py.DefOp("_per_token", list(params), body.ops, annotations=params,
-                      returns=returns))  # fmt: skip
+    top.def_("_per_token", [("pair", pair), ("length", "int")], body, returns)
     return top.ops

@@ -1,5 +1,6 @@
 // A script's top-level statements become `main()`, called under the `__main__` guard.
 // RUN: tl-opt %s -p convert-train-to-torch | filecheck %s
+// RUN: tl-opt %s -p convert-train-to-torch -t python | filecheck %s --check-prefix=PY
 
 builtin.module {
   train.main {
@@ -15,7 +16,15 @@ builtin.module {
 
 // CHECK:      torch.script {
 // CHECK-NEXT:   py.import "torch"
-// CHECK-NEXT:   torch.raw "DEVICE = \22cuda\22 if torch.cuda.is_available() else \22cpu\22"
+// CHECK-NEXT:   %[[TORCH:.*]] = py.name "torch"
+// CHECK-NEXT:   %[[CUDA:.*]] = py.attribute %[[TORCH]], "cuda"
+// CHECK-NEXT:   %[[AVAILABLE:.*]] = py.attribute %[[CUDA]], "is_available"
+// CHECK-NEXT:   %[[GPU:.*]] = py.call %[[AVAILABLE]]()
+// CHECK-NEXT:   %[[ON_GPU:.*]] = py.constant "cuda"
+// CHECK-NEXT:   %[[ON_CPU:.*]] = py.constant "cpu"
+// CHECK-NEXT:   %[[CHOICE:.*]] = py.ifexp %[[ON_GPU]] if %[[GPU]] else %[[ON_CPU]]
+// CHECK-NEXT:   %[[DEVICE_NAME:.*]] = py.name "DEVICE"
+// CHECK-NEXT:   py.assign %[[DEVICE_NAME]] = %[[CHOICE]]
 // CHECK-NEXT:   py.def @main() {
 // CHECK-NEXT:     %[[ZERO:.*]] = py.constant 0 : i64
 // CHECK-NEXT:     %[[SEED:.*]] = py.name "torch.manual_seed"
@@ -36,3 +45,10 @@ builtin.module {
 // CHECK-NEXT:   }
 // CHECK-NEXT: }
 // CHECK-NOT: train.main
+// CHECK-NOT: torch.raw
+
+// The assignment prints as one line, before the function that reads `DEVICE`.
+// PY:      DEVICE = "cuda" if torch.cuda.is_available() else "cpu"{{$}}
+// PY-EMPTY:
+// PY-EMPTY:
+// PY-NEXT: def main():
