@@ -28,6 +28,7 @@ from tensorloom.dialects import py
 from tensorloom.passes.loss_functions import Metric
 from tensorloom.passes.py_builder import PyBuilder
 from tensorloom.passes.train_script import ScriptPlan
+from tensorloom.passes.train_step import under_autocast
 
 DEFINES = (
     "validation_record", "_as_record", "epoch_record", "step_validation", "batch_metrics",
@@ -250,12 +251,7 @@ def _validation_loop(b: PyBuilder, plan: ScriptPlan) -> None:
     rest = inner.add(py.SliceOp(lower=inner.const(2)))  # the target's parts come first
     metrics = inner.call("batch_metrics", inner.name("output"), xb, yb)
     _add_to(inner, rest, inner.binop("*", metrics, inner.call("len", xb)))
-    if plan.amp:
-        each.comment("the loss runs in fp32 under autocast")
-        manager = each.call("autocast", each.path("trainer", "plan"), each.name("device"))
-        each.stmt(py.WithOp(manager, inner.ops))
-    else:
-        each.ops += inner.ops
+    under_autocast(each, inner, plan)
     _add_to(each, each.const(1), each.call("len", xb))
     loop.body.block.add_ops(each.ops)
     b.stmt(loop)

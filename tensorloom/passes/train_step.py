@@ -76,6 +76,17 @@ def _loss(b: PyBuilder, plan: ScriptPlan, model: tuple[str, ...]) -> None:
     b.stmt(py.WithOp(b.call("autocast", precision, device), inner.ops))
 
 
+def under_autocast(b: PyBuilder, inner: PyBuilder, plan: ScriptPlan) -> None:
+    """`inner`'s statements into `b`, in a `with autocast(trainer.plan, device):` where
+    insert-amp planned mixed precision; an evaluation's loss runs in fp32 inside it."""
+    if not plan.amp:
+        b.ops += inner.ops
+        return
+    b.comment("the loss runs in fp32 under autocast")
+    manager = b.call("autocast", b.path("trainer", "plan"), b.name("device"))
+    b.stmt(py.WithOp(manager, inner.ops))
+
+
 def forward_backward_ops(plan: ScriptPlan) -> list[Operation]:
     """`_forward_backward`: one micro-batch's loss and gradients (DDP all-reduces them
     only on the last micro-batch of a step)."""
@@ -203,12 +214,7 @@ def evaluate_ops(plan: ScriptPlan, name: str = "evaluate") -> list[Operation]:
     inner.assign(output, inner.call(inner.name("model"), xb))
     loss = inner.call("loss_fn", inner.name(output), yb, reduction=inner.const("sum"))
     inner.stmt(py.AugAssignOp("+=", inner.subscript(inner.name("totals"), inner.const(0)), loss))
-    if plan.amp:
-        each.comment("the loss runs in fp32 under autocast")
-        manager = each.call("autocast", each.path("trainer", "plan"), each.name("device"))
-        each.stmt(py.WithOp(manager, inner.ops))
-    else:
-        each.ops += inner.ops
+    under_autocast(each, inner, plan)
     if classify:
         each.assign("flat_y", each.method(yb, "flatten"))
         flat = each.method(each.name("logits"), "flatten", each.const(0), each.const(-2))
