@@ -66,9 +66,15 @@ def _optional(b: PyBuilder, kind: str) -> SSAValue:
     return b.binop("|", b.name(kind), b.const(None))
 
 
-def _field(b: PyBuilder, name: str, kind: SSAValue, default: SSAValue | None = None) -> None:
-    """`name: kind = default` (a note on it is a comment line above, written first)."""
-    b.stmt(py.AssignOp(b.name(name), default, annotation=kind))
+def _field(
+    b: PyBuilder,
+    name: str,
+    kind: SSAValue,
+    default: SSAValue | None = None,
+    note: str | None = None,
+) -> None:
+    """`name: kind = default  # note`."""
+    b.stmt(py.AssignOp(b.name(name), default, annotation=kind, comment=note))
 
 
 def trainer_ops(plan: ScriptPlan) -> list[Operation]:
@@ -78,12 +84,14 @@ def trainer_ops(plan: ScriptPlan) -> list[Operation]:
     top, b = PyBuilder(), PyBuilder()
     b.expr(b.const("Everything the loop touches, built once by `build_trainer`."))
     _field(b, "ctx", b.name("DistContext"))
-    b.comment("the user's module: saved, loaded")
-    _field(b, "model", b.name("nn.Module"))
-    b.comment("trained: BatchLoss (one process) or the DDP-wrapped model")
-    _field(b, "train_model", b.name("nn.Module"))
-    b.comment("compiled, not DDP-wrapped: evaluated")
-    _field(b, "eval_model", b.name("nn.Module"))
+    _field(b, "model", b.name("nn.Module"), note="the user's module: saved, loaded")
+    _field(
+        b,
+        "train_model",
+        b.name("nn.Module"),
+        note="trained: BatchLoss (one process) or the DDP-wrapped model",
+    )
+    _field(b, "eval_model", b.name("nn.Module"), note="compiled, not DDP-wrapped: evaluated")
     _field(b, "optimizer", b.name("torch.optim.Optimizer"))
     if plan.amp:
         _field(b, "scaler", _optional(b, "torch.amp.GradScaler"))
@@ -93,23 +101,41 @@ def trainer_ops(plan: ScriptPlan) -> list[Operation]:
     _field(b, "train_loader", loader_type(b, plan))
     _field(b, "val_loader", loader_type(b, plan))
     _field(b, "info", b.name("TokenInfo" if plan.language_model_data else "DataInfo"))
-    b.comment("EMA, early stopping, keep-best, eval_every, stop signals")
-    _field(b, "recipe", b.name("RunRecipe"))
+    _field(
+        b,
+        "recipe",
+        b.name("RunRecipe"),
+        note="EMA, early stopping, keep-best, eval_every, stop signals",
+    )
     _field(b, "step", b.name("int"), b.const(0))
     _field(b, "start_epoch", b.name("int"), b.const(0))
-    b.comment("resumed mid-epoch: (loss sum, batches)")
     pair = b.subscript(b.name("tuple"), b.name("torch.Tensor"), b.name("int"))
-    _field(b, "carry", b.binop("|", pair, b.const(None)), b.const(None))
+    _field(
+        b,
+        "carry",
+        b.binop("|", pair, b.const(None)),
+        b.const(None),
+        note="resumed mid-epoch: (loss sum, batches)",
+    )
     if plan.recipe.eval_every is not None:  # only `step_validation` writes between epochs
         _field(b, "metrics", _optional(b, "MetricsWriter"), b.const(None))
     _field(b, "checkpoint_dir", _optional(b, "str"), b.const(None))
-    b.comment("the step last.pt holds")
-    _field(b, "saved_step", b.name("int"), b.const(-1))
+    _field(b, "saved_step", b.name("int"), b.const(-1), note="the step last.pt holds")
     if plan.whole_step_graph:
-        b.comment("the step is captured in one CUDA graph (runtime/graphs.py)")
-        _field(b, "whole_step", b.name("bool"), b.const(False))
-        b.comment("captured at the first epoch, after any resume")
-        _field(b, "graphed", _optional(b, "GraphedStep"), b.const(None))
+        _field(
+            b,
+            "whole_step",
+            b.name("bool"),
+            b.const(False),
+            note="the step is captured in one CUDA graph (runtime/graphs.py)",
+        )
+        _field(
+            b,
+            "graphed",
+            _optional(b, "GraphedStep"),
+            b.const(None),
+            note="captured at the first epoch, after any resume",
+        )
     top.stmt(py.ClassOp("Trainer", body=b.ops, decorators=[top.name("dataclass")]))
     return top.ops
 
@@ -217,8 +243,7 @@ def _planned_epochs(b: PyBuilder, steps_per_epoch: SSAValue) -> None:
 
 
 def _no_schedule(b: PyBuilder) -> None:
-    b.comment("no `lr_schedule`")
-    b.assign("scheduler", b.const(None))
+    b.stmt(py.AssignOp(b.name("scheduler"), b.const(None), comment="no `lr_schedule`"))
 
 
 def _should_compile(b: PyBuilder, plan: ScriptPlan) -> SSAValue:

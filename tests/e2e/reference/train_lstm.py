@@ -125,12 +125,9 @@ class Trainer:
     """Everything the loop touches, built once by `build_trainer`."""
 
     ctx: DistContext
-    # the user's module: saved, loaded
-    model: nn.Module
-    # trained: BatchLoss (one process) or the DDP-wrapped model
-    train_model: nn.Module
-    # compiled, not DDP-wrapped: evaluated
-    eval_model: nn.Module
+    model: nn.Module  # the user's module: saved, loaded
+    train_model: nn.Module  # trained: BatchLoss (one process) or the DDP-wrapped model
+    eval_model: nn.Module  # compiled, not DDP-wrapped: evaluated
     optimizer: torch.optim.Optimizer
     scaler: torch.amp.GradScaler | None
     scheduler: torch.optim.lr_scheduler.LRScheduler | None
@@ -138,15 +135,12 @@ class Trainer:
     train_loader: DeviceLoader
     val_loader: DeviceLoader
     info: DataInfo
-    # EMA, early stopping, keep-best, eval_every, stop signals
-    recipe: RunRecipe
+    recipe: RunRecipe  # EMA, early stopping, keep-best, eval_every, stop signals
     step: int = 0
     start_epoch: int = 0
-    # resumed mid-epoch: (loss sum, batches)
-    carry: tuple[torch.Tensor, int] | None = None
+    carry: tuple[torch.Tensor, int] | None = None  # resumed mid-epoch: (loss sum, batches)
     checkpoint_dir: str | None = None
-    # the step last.pt holds
-    saved_step: int = -1
+    saved_step: int = -1  # the step last.pt holds
 
 
 def build_loaders(
@@ -170,8 +164,7 @@ def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
     plan = resolve_precision(args.precision, ctx.device)
     optimizer = torch.optim.Adam(model.parameters(), lr=LEARNING_RATE,  # train_lstm.tl:21
                                  fused=ctx.device.type == "cuda")
-    # no `lr_schedule`
-    scheduler = None
+    scheduler = None  # no `lr_schedule`
     compile_it = should_compile(
         "off" if args.no_compile else args.compile, COMPILE_MODE, ctx.device,
         steps=total_train_steps(args.epochs, len(train_loader) // GRAD_ACCUM, args.max_steps),

@@ -149,12 +149,9 @@ class Trainer:
     """Everything the loop touches, built once by `build_trainer`."""
 
     ctx: DistContext
-    # the user's module: saved, loaded
-    model: nn.Module
-    # trained: BatchLoss (one process) or the DDP-wrapped model
-    train_model: nn.Module
-    # compiled, not DDP-wrapped: evaluated
-    eval_model: nn.Module
+    model: nn.Module  # the user's module: saved, loaded
+    train_model: nn.Module  # trained: BatchLoss (one process) or the DDP-wrapped model
+    eval_model: nn.Module  # compiled, not DDP-wrapped: evaluated
     optimizer: torch.optim.Optimizer
     scaler: torch.amp.GradScaler | None
     scheduler: torch.optim.lr_scheduler.LRScheduler | None
@@ -162,19 +159,14 @@ class Trainer:
     train_loader: DeviceLoader
     val_loader: DeviceLoader
     info: DataInfo
-    # EMA, early stopping, keep-best, eval_every, stop signals
-    recipe: RunRecipe
+    recipe: RunRecipe  # EMA, early stopping, keep-best, eval_every, stop signals
     step: int = 0
     start_epoch: int = 0
-    # resumed mid-epoch: (loss sum, batches)
-    carry: tuple[torch.Tensor, int] | None = None
+    carry: tuple[torch.Tensor, int] | None = None  # resumed mid-epoch: (loss sum, batches)
     checkpoint_dir: str | None = None
-    # the step last.pt holds
-    saved_step: int = -1
-    # the step is captured in one CUDA graph (runtime/graphs.py)
-    whole_step: bool = False
-    # captured at the first epoch, after any resume
-    graphed: GraphedStep | None = None
+    saved_step: int = -1  # the step last.pt holds
+    whole_step: bool = False  # the step is captured in one CUDA graph (runtime/graphs.py)
+    graphed: GraphedStep | None = None  # captured at the first epoch, after any resume
 
 
 def build_loaders(
@@ -199,8 +191,7 @@ def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
     whole_step = _whole_step_graph(model, train_loader, scaler, args, ctx)
     optimizer = torch.optim.Adam(model.parameters(), lr=LEARNING_RATE,  # train_unet.tl:20
                                  fused=ctx.device.type == "cuda", capturable=whole_step)
-    # no `lr_schedule`
-    scheduler = None
+    scheduler = None  # no `lr_schedule`
     # The captured step replaces torch.compile: it already runs as one graph launch.
     if whole_step:
         print("compile: off (the whole step is one CUDA graph)", flush=True)
@@ -254,8 +245,7 @@ def build_recipe(model: nn.Module, ctx: DistContext) -> RunRecipe:
 
 def resume(trainer: Trainer, path: str) -> None:
     """Continue where a checkpoint left off: weights, optimizer, scaler, schedule, RNG."""
-    # capturable or fused: this run decides
-    modes = optimizer_modes(trainer.optimizer)
+    modes = optimizer_modes(trainer.optimizer)  # capturable or fused: this run decides
     state = load_checkpoint(path, model=trainer.model, optimizer=trainer.optimizer,
                             scaler=trainer.scaler, scheduler=trainer.scheduler,
                             loader=trainer.train_loader, map_location=trainer.ctx.device)

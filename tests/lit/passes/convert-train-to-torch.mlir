@@ -101,7 +101,9 @@ builtin.module {
 // CHECK-NEXT:     %[[CTX_T:[0-9]+]] = py.name "DistContext"
 // CHECK-NEXT:     %[[CTX:[0-9]+]] = py.name "ctx"
 // CHECK-NEXT:     py.assign %[[CTX]] : %[[CTX_T]]
-// CHECK-NEXT:     py.comment "the user's module: saved, loaded"
+// CHECK-NEXT:     %[[MODULE_T:[0-9]+]] = py.name "nn.Module"
+// CHECK-NEXT:     %[[MODEL:[0-9]+]] = py.name "model"
+// CHECK-NEXT:     py.assign %[[MODEL]] : %[[MODULE_T]] comment "the user's module: saved, loaded"
 // CHECK:          %[[GRAD_SCALER:[0-9]+]] = py.name "torch.amp.GradScaler"
 // CHECK-NEXT:     %[[NO_SCALER:[0-9]+]] = py.constant #py.none
 // CHECK-NEXT:     %[[SCALER_T:[0-9]+]] = py.binop "|" %[[GRAD_SCALER]], %[[NO_SCALER]]
@@ -136,7 +138,7 @@ builtin.module {
 // CHECK:          %[[CUDA:[0-9]+]] = py.compare ["=="] %{{[0-9]+}}, %{{[0-9]+}}
 // CHECK-NEXT:     %[[ADAMW:[0-9]+]] = py.name "torch.optim.AdamW"
 // CHECK-NEXT:     py.call %[[ADAMW]](%[[GROUPS]], lr = %[[LR]], weight_decay = %[[WD]], fused = %[[CUDA]])
-// CHECK:          py.comment "no `lr_schedule`"
+// CHECK:          py.assign %{{[0-9]+}} = %{{[0-9]+}} comment "no `lr_schedule`"
 // CHECK-NOT:      py.name "build_scheduler"
 // CHECK:          %[[SHOULD:[0-9]+]] = py.name "should_compile"
 // CHECK-NEXT:     py.call %[[SHOULD]](%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, steps = %{{[0-9]+}}, batch_loss = %{{[0-9]+}}, loader = %{{[0-9]+}}, region = %{{[0-9]+}}, announce = %{{[0-9]+}})
