@@ -51,12 +51,9 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
-    ArrayAttr,
-    FloatAttr,
     IntegerAttr,
     LocationAttr,
     ModuleOp,
-    StringAttr,
 )
 from xdsl.ir import Attribute, Operation
 from xdsl.passes import ModulePass
@@ -67,11 +64,10 @@ from tensorloom.catalogue.layers.base import py_literal
 from tensorloom.diagnostics.ir import span_of
 from tensorloom.dialects import nml, py, train
 from tensorloom.dialects import torch as t
-from tensorloom.dialects.nml.types import CfgAttr, ExprAttr, NoneValueAttr
 from tensorloom.escape import py_string
 from tensorloom.passes.convert_nml_to_torch import script_of
 from tensorloom.passes.loss_functions import Metric
-from tensorloom.passes.model_env import evaluate_kwargs, lookup_symbol, override_value
+from tensorloom.passes.model_env import evaluate_kwargs, lookup_symbol
 from tensorloom.passes.script_statements import lower_statements
 from tensorloom.passes.shape_inference import MODEL_OUTPUT
 from tensorloom.passes.train_cli import parse_args_ops
@@ -115,42 +111,6 @@ def _precision(loop: train.LoopOp) -> str:
         return "none"  # insert-amp left out: no mixed-precision code at all
     names = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}
     return names.get(autocast.dtype.data, "auto")
-
-
-def _model_args(instance: nml.InstanceOp) -> str:
-    """`hidden=128`: the instance's overrides, as text for the loop's template (the one
-    place left that writes Python from attributes; the py lowering of the loop replaces it)."""
-    return ", ".join(f"{k}={_override_text(v)}" for k, v in instance.overrides.data.items())
-
-
-def _override_text(attr: Attribute) -> str:
-    value = override_value(attr)
-    return _attr_text(attr) if value is None else py_literal(value)  # type: ignore[arg-type]
-
-
-def _attr_text(attr: Attribute) -> str:
-    if isinstance(attr, IntegerAttr):
-        width = getattr(attr.type, "width", None)
-        if width is not None and width.data == 1:
-            return "True" if attr.value.data else "False"
-        return str(attr.value.data)
-    if isinstance(attr, FloatAttr):
-        return repr(float(attr.value.data))
-    if isinstance(attr, StringAttr):
-        return py_string(attr.data)
-    if isinstance(attr, NoneValueAttr):
-        return "None"
-    if isinstance(attr, ArrayAttr):
-        items = [_attr_text(a) for a in attr.data]
-        return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
-    if isinstance(attr, ExprAttr):
-        parts = [_attr_text(a) for a in attr.operands.data]
-        parts = [f"({p})" if isinstance(a, ExprAttr) else p
-                 for p, a in zip(parts, attr.operands.data, strict=True)]  # fmt: skip
-        return f"-{parts[0]}" if attr.op.data == "neg" else f" {attr.op.data} ".join(parts)
-    if isinstance(attr, CfgAttr):
-        return attr.param.data
-    raise NotImplementedError(f"compiler bug: no Python text for the override {attr}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,7 +169,6 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
     return ScriptPlan(
         source=source,
         model_class=instance.model.root_reference.data,
-        model_args=_model_args(instance),
         dataset=data.name,
         dataset_options=data.options,
         per_token_length=data.per_token_length,

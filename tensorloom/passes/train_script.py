@@ -49,7 +49,6 @@ class ScriptPlan:
 
     source: str  # the .tl file, as the user named it
     model_class: str
-    model_args: str  # `d_model=256, n_heads=4`: the instance's overrides, as Python
     dataset: str | None  # None: synthetic
     dataset_options: str  # a Python dict literal
     per_token_length: int | None  # synthetic data for a model with [B, T, C] outputs
