@@ -842,8 +842,11 @@ class PythonPrinter:
                 self.line(text)
             return True
         self.line(opening)
+        width = self.line_length - indent - len(self._indent_unit)
+        lines = _filled(args, width) or [f"{a}," for a in args[:-1]] + args[-1:]
+        lines[-1] += ","  # black's hanging form: a comma after the last argument too
         with self.indented():
-            for text in _filled(args, self.line_length - indent - len(self._indent_unit)) or args:
+            for text in lines:
                 self.line(text)
         self.line(")")
         return True

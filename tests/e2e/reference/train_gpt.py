@@ -237,7 +237,7 @@ def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
         "off" if args.no_compile else args.compile, COMPILE_MODE, ctx.device,
         steps=total_train_steps(args.epochs, len(train_loader) // GRAD_ACCUM, args.max_steps),
         batch_loss=BatchLoss(model), loader=train_loader,
-        region=partial(autocast, plan, ctx.device)
+        region=partial(autocast, plan, ctx.device),
     )
     compiled = maybe_compile(model, compile_it, COMPILE_MODE)
     # the step's forward and loss, compiled together; evaluation runs `compiled`

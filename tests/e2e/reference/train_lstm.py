@@ -84,7 +84,7 @@ def loss_fn(output: torch.Tensor, target: torch.Tensor, reduction: str = "mean")
 # ---- command line ----
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        description="Train Seq2Seq on reverse (from lstm_seq2seq.nml)."
+        description="Train Seq2Seq on reverse (from lstm_seq2seq.nml).",
     )
     parser.add_argument("--epochs", type=int, default=EPOCHS)
     parser.add_argument("--batch-size", type=int, default=BATCH_SIZE, help="per process")
@@ -169,7 +169,7 @@ def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
         "off" if args.no_compile else args.compile, COMPILE_MODE, ctx.device,
         steps=total_train_steps(args.epochs, len(train_loader) // GRAD_ACCUM, args.max_steps),
         batch_loss=BatchLoss(model), loader=train_loader,
-        region=partial(autocast, plan, ctx.device)
+        region=partial(autocast, plan, ctx.device),
     )
     compiled = maybe_compile(model, compile_it, COMPILE_MODE)
     # the step's forward and loss, compiled together; evaluation runs `compiled`
