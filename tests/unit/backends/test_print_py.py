@@ -279,3 +279,33 @@ def test_dict_comprehension_and_displays_too_wide_for_one_line() -> None:
     assert '        **kept,\n    }\n' in source
     result = run(source)["summary"]({"a": 1, "b": None})  # type: ignore[operator]
     assert result == {**{f"entry_{i}": 4 for i in range(5)}, "k_a": 1}
+
+
+def test_hanging_call_ends_with_a_comma_and_an_argument_too_wide_gets_its_own_line() -> None:
+    f = py.DefOp("report", ["items"])
+    (items,) = f.body.block.args
+    b = Body()
+    # a keyword argument wider than a line: one argument a line, each with its comma
+    wide = b.str("w" * 120)
+    made = b.call("make_report", items, title=wide, count=b.int(3))
+    b.stmt(py.AssignOp(b.name("report"), made))
+    # too wide aligned under its bracket, fits indented: black's hanging form, with a comma
+    # after the last argument too
+    parts = [b.str(f"part {i} of the report") for i in range(3)]
+    again = b.call("make_report_for_everyone_who_asked_for_it", *parts, count=b.int(2))
+    b.stmt(py.AssignOp(b.name("the_report_every_reader_of_it_wanted"), again))
+    b.stmt(py.ReturnOp([b.name("the_report_every_reader_of_it_wanted")]))
+    f.body.block.add_ops(b.ops)
+    source = program([f])
+    assert '    report = make_report(\n        items,\n        title="www' in source
+    assert '",\n        count=3,\n    )\n' in source
+    assert (
+        "    the_report_every_reader_of_it_wanted = make_report_for_everyone_who_asked_for_it(\n"
+        '        "part 0 of the report", "part 1 of the report", "part 2 of the report", count=2,\n'
+        "    )\n"
+    ) in source
+    scope = run(source + "\n\ndef make_report_for_everyone_who_asked_for_it(*parts, **named):"
+                "\n    return parts, named\n\n\ndef make_report(*parts, **named):\n    return 0\n")  # fmt: skip
+    parts_, named = scope["report"]([1, 2])  # type: ignore[operator,misc]
+    assert parts_ == ("part 0 of the report", "part 1 of the report", "part 2 of the report")
+    assert named == {"count": 2}
