@@ -304,8 +304,11 @@ def test_hanging_call_ends_with_a_comma_and_an_argument_too_wide_gets_its_own_li
         '        "part 0 of the report", "part 1 of the report", "part 2 of the report", count=2,\n'
         "    )\n"
     ) in source
-    scope = run(source + "\n\ndef make_report_for_everyone_who_asked_for_it(*parts, **named):"
-                "\n    return parts, named\n\n\ndef make_report(*parts, **named):\n    return 0\n")  # fmt: skip
+    helpers = (
+        "\n\ndef make_report_for_everyone_who_asked_for_it(*parts, **named):\n"
+        "    return parts, named\n\n\ndef make_report(*parts, **named):\n    return 0\n"
+    )
+    scope = run(source + helpers)
     parts_, named = scope["report"]([1, 2])  # type: ignore[operator,misc]
     assert parts_ == ("part 0 of the report", "part 1 of the report", "part 2 of the report")
     assert named == {"count": 2}
