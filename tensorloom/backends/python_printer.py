@@ -1666,5 +1666,5 @@ def _integer(number: int, *, is_bool: bool) -> PyExpr:
 
 def _float(number: float) -> PyExpr:
     if number != number or number in (float("inf"), float("-inf")):
-        return PyExpr.call("float", [repr(str(number))])
+        return PyExpr.call("float", [py_string(str(number))])  # `float("inf")`
     return PyExpr(repr(number), Precedence.UNARY if number < 0 else Precedence.ATOM)

@@ -60,14 +60,13 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tensorloom.catalogue.datasets import LM_SOURCES, DatasetError, is_file_source, lookup_dataset
-from tensorloom.catalogue.layers.base import py_literal
 from tensorloom.diagnostics.ir import span_of
 from tensorloom.dialects import nml, py, train
 from tensorloom.dialects import torch as t
-from tensorloom.escape import py_string
 from tensorloom.passes.convert_nml_to_torch import script_of
 from tensorloom.passes.loss_functions import Metric
 from tensorloom.passes.model_env import evaluate_kwargs, lookup_symbol
+from tensorloom.passes.py_builder import Value
 from tensorloom.passes.script_statements import lower_statements
 from tensorloom.passes.shape_inference import MODEL_OUTPUT
 from tensorloom.passes.train_cli import parse_args_ops
@@ -98,11 +97,10 @@ def _dict(args: object) -> dict[str, object]:
     return args
 
 
-def _sources(args: object) -> list[tuple[str, str]]:
-    """A config dict of keyword arguments as (name, Python source); lists are tuples
-    (`betas`)."""
+def _keywords(args: object) -> list[tuple[str, Value]]:
+    """A config dict of keyword arguments as (name, value); lists are tuples (`betas`)."""
     assert isinstance(args, dict)
-    return [(k, py_literal(tuple(v) if isinstance(v, list) else v)) for k, v in args.items()]  # type: ignore[arg-type]
+    return [(k, tuple(v) if isinstance(v, list) else v) for k, v in args.items()]
 
 
 def _precision(loop: train.LoopOp) -> str:
@@ -116,7 +114,7 @@ def _precision(loop: train.LoopOp) -> str:
 @dataclass(frozen=True, slots=True)
 class DataPlan:
     name: str | None
-    options: str
+    options: dict[str, Value]
     per_token_length: int | None = None
 
 
@@ -130,12 +128,7 @@ def _data_plan(module: ModuleOp, loop: train.LoopOp) -> DataPlan:
     kwargs = options if isinstance(info, DatasetError) else info.runtime_kwargs()
     per_token = op.attributes.get("per_token_length")  # set by infer-synthetic-data
     length = per_token.value.data if isinstance(per_token, IntegerAttr) else None
-    return DataPlan(source, _dict_literal(kwargs), length)  # type: ignore[arg-type]
-
-
-def _dict_literal(values: dict[str, object]) -> str:
-    items = ", ".join(f"{py_string(k)}: {py_literal(v)}" for k, v in values.items())  # type: ignore[arg-type]
-    return "{" + items + "}"
+    return DataPlan(source, dict(kwargs), length)  # type: ignore[arg-type]
 
 
 def _model_classes(module: ModuleOp, loop: train.LoopOp) -> int | None:
@@ -160,7 +153,7 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
     value = config.value
     data = _data_plan(module, loop)
     functions = _functions(module)
-    optimizer_args = _sources(value("optimizer_args"))
+    optimizer_args = _keywords(value("optimizer_args"))
     schedule = value("lr_schedule")
     compiled = _marker(loop, train.CompileOp)
     blocks = _marker(loop, train.ActivationCheckpointOp)
@@ -176,7 +169,7 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
         batch_size=_int(value("batch_size"), 0) if value("batch_size_set") else None,
         optimizer=str(value("optimizer")),
         optimizer_kwargs=[(k, v) for k, v in optimizer_args if k != "lr"],
-        learning_rate=dict(optimizer_args)["lr"],
+        learning_rate=_number(dict(optimizer_args)["lr"]),
         loss=str(value("loss")),
         loss_kwargs=list(_dict(value("loss_args")).items()),
         precision=_precision(loop),
@@ -184,8 +177,8 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
         checkpoint_every=every if isinstance(every, int) else None,
         checkpoint_unit=str(value("checkpoint_unit")),
         schedule=None if schedule == "none" else str(schedule),
-        schedule_kwargs=dict(_sources(value("lr_schedule_args"))),
-        grad_clip=py_literal(float(clip)) if isinstance(clip, float) else "None",
+        schedule_kwargs=dict(_keywords(value("lr_schedule_args"))),
+        grad_clip=clip if isinstance(clip, float) else None,
         grad_accum=_int(value("grad_accum"), 1),
         compile_mode=compiled.mode.data if isinstance(compiled, train.CompileOp) else None,
         compile_auto=value("compile") == "auto",
@@ -219,17 +212,22 @@ def _int(value: object, default: int) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else default
 
 
+def _number(value: object) -> float:
+    assert isinstance(value, int | float) and not isinstance(value, bool), value
+    return value
+
+
 def _recipe(config: train.ConfigOp) -> RecipePlan:
     """The recipe fields of the config (runtime/recipe.py gives them their meaning)."""
     value = config.value
     ema, stopping, best = value("ema"), value("early_stopping"), value("keep_best")
     early = None
     if isinstance(stopping, dict):
-        metric, delta = py_string(str(stopping["metric"])), float(stopping["min_delta"])  # type: ignore[arg-type]
-        early = f"({stopping['patience']}, {metric}, {delta!r})"
+        patience, delta = _int(stopping["patience"], 1), float(stopping["min_delta"])  # type: ignore[arg-type]
+        early = (patience, str(stopping["metric"]), delta)
     return RecipePlan(
         decay_groups=value("decay_groups") is True,
-        ema=repr(ema) if isinstance(ema, float) else None,
+        ema=ema if isinstance(ema, float) else None,
         early_stopping=early,
         keep_best=best if isinstance(best, str) else None,
         eval_every=_int(value("eval_every"), 0) or None,

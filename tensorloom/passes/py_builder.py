@@ -22,6 +22,8 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from tensorloom.dialects import py
 
 Literal = int | float | str | bool | None
+# A plan's setting as a Python value: `(0.9, 0.999)`, `{"seq_len": 64, "sizes": [1, 2]}`.
+Value = Literal | tuple["Value", ...] | list["Value"] | dict[str, "Value"]
 
 
 class PyBuilder:
@@ -45,12 +47,16 @@ class PyBuilder:
     def const(self, value: Literal) -> SSAValue:
         return self.add(py.ConstantOp(literal_attr(value)))
 
-    def value(self, value: Literal | tuple[Literal, ...] | SSAValue) -> SSAValue:
-        """A literal (a tuple of them too) as a value; a value as it is."""
+    def value(self, value: Value | SSAValue) -> SSAValue:
+        """A literal (a tuple, list or str-keyed dict of them too) as a value; a value as it is."""
         if isinstance(value, SSAValue):
             return value
         if isinstance(value, tuple):
             return self.add(py.TupleOp([self.value(v) for v in value]))
+        if isinstance(value, list):
+            return self.add(py.ListOp([self.value(v) for v in value]))
+        if isinstance(value, dict):
+            return self.add(py.DictOp([(self.const(k), self.value(v)) for k, v in value.items()]))
         return self.const(value)
 
     def attr(self, value: SSAValue, name: str) -> SSAValue:

@@ -20,7 +20,6 @@ The model and the optimizer carry their lines of the `.tl` file (the source map)
 
 from __future__ import annotations
 
-from ast import literal_eval
 from collections.abc import Callable
 
 from xdsl.ir import Operation, SSAValue
@@ -184,8 +183,8 @@ def _parameters(b: PyBuilder, plan: ScriptPlan) -> SSAValue:
     spec = OPTIMIZERS.get(plan.optimizer)
     decay = dict(plan.optimizer_kwargs).get("weight_decay")
     if decay is None:
-        decay = str(spec.default_weight_decay if spec is not None else 0.0)
-    if not plan.recipe.decay_groups or decay.replace(".", "").strip("0") == "":
+        decay = spec.default_weight_decay if spec is not None else 0.0
+    if not plan.recipe.decay_groups or decay == 0:
         return b.method(b.name("model"), "parameters")
     return b.call("decay_param_groups", b.name("model"))
 
@@ -201,7 +200,7 @@ def _optimizer(b: PyBuilder, plan: ScriptPlan, modes: Modes) -> None:
     """`optimizer = torch.optim.Adam(params, lr=LEARNING_RATE, ..., fused=...)`: the
     block's keywords (`lr` is LEARNING_RATE), then the implementation this run picks."""
     params = _parameters(b, plan)
-    options = [(k, b.value(literal_eval(v))) for k, v in plan.optimizer_kwargs]
+    options = [(k, b.value(v)) for k, v in plan.optimizer_kwargs]
     arguments = [("", params), ("lr", b.name("LEARNING_RATE")), *options, *modes(b, plan)]
     b.assign("optimizer", b.call_with(f"torch.optim.{plan.optimizer}", arguments))
     if plan.optimizer_location is not None:

@@ -24,6 +24,7 @@ from xdsl.ir import Attribute, Operation
 from tensorloom.catalogue.datasets import SEQUENCE_TASKS, is_file_source
 from tensorloom.dialects.train import CUDA_GRAPH_MODES
 from tensorloom.passes.loss_functions import Metric
+from tensorloom.passes.py_builder import Value
 
 CLASSIFICATION_LOSSES = ("CrossEntropy", "NLL")
 # Optimizer keywords that choose its implementation: set by the user, they are kept.
@@ -32,11 +33,11 @@ _OPTIMIZER_MODES = frozenset({"fused", "foreach", "capturable", "differentiable"
 
 @dataclass(frozen=True, slots=True)
 class RecipePlan:
-    """The recipe keys of a train block, as Python literals (runtime/recipe.py uses them)."""
+    """The recipe keys of a train block, as Python values (runtime/recipe.py uses them)."""
 
     decay_groups: bool = True
-    ema: str | None = None  # `ema = 0.999`
-    early_stopping: str | None = None  # `(patience, metric, min_delta)`
+    ema: float | None = None  # `ema = 0.999`
+    early_stopping: tuple[int, str, float] | None = None  # `(patience, metric, min_delta)`
     keep_best: str | None = None  # a metric key: `val_loss`
     eval_every: int | None = None  # optimizer steps
     max_steps: int | None = None
@@ -50,13 +51,13 @@ class ScriptPlan:
     source: str  # the .tl file, as the user named it
     model_class: str
     dataset: str | None  # None: synthetic
-    dataset_options: str  # a Python dict literal
+    dataset_options: dict[str, Value]  # `load_dataset(...)`'s keywords at run time
     per_token_length: int | None  # synthetic data for a model with [B, T, C] outputs
     epochs: int
     batch_size: int | None  # None: not set in the block
     optimizer: str
-    optimizer_kwargs: list[tuple[str, str]]  # (name, Python source), `lr` excluded
-    learning_rate: str
+    optimizer_kwargs: list[tuple[str, Value]]  # (name, value; lists are tuples), `lr` excluded
+    learning_rate: float
     loss: str
     loss_kwargs: list[tuple[str, object]]  # the catalogue loss's arguments, as Python values
     # "auto", "fp32", "fp16", "bf16": what insert-amp's marker asks for on a GPU; "none": no
@@ -66,8 +67,8 @@ class ScriptPlan:
     checkpoint_every: int | None
     checkpoint_unit: str
     schedule: str | None  # "cosine", "step", "warmup"
-    schedule_kwargs: dict[str, str] = field(default_factory=dict[str, str])
-    grad_clip: str = "None"
+    schedule_kwargs: dict[str, Value] = field(default_factory=dict[str, Value])
+    grad_clip: float | None = None  # the global gradient norm's bound
     grad_accum: int = 1
     compile_mode: str | None = None
     compile_auto: bool = False  # no `compile` key: the script compiles only when it pays
@@ -144,7 +145,7 @@ class ScriptPlan:
             not self.distributed
             and not self.language_model_data  # windows are read per batch, not resident
             and self.grad_accum == 1
-            and self.grad_clip == "None"
+            and self.grad_clip is None
             and self.schedule is None
             and self.recipe.ema is None
             and self.recipe.eval_every is None
@@ -170,7 +171,7 @@ def data_description(plan: ScriptPlan) -> str:
 # --- command line and setup ------------------------------------------------------------------
 
 
-def _names(kwargs: list[tuple[str, str]]) -> set[str]:
+def _names(kwargs: list[tuple[str, Value]]) -> set[str]:
     return {name for name, _ in kwargs}
 
 

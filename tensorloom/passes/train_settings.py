@@ -19,8 +19,6 @@ FSDP_BLOCKS under FSDP, LR_SCHEDULE with `lr_schedule`, the recipe's keys when s
 
 from __future__ import annotations
 
-import ast
-
 from xdsl.ir import Operation, SSAValue
 
 from tensorloom.dialects import py
@@ -68,10 +66,19 @@ def header_ops(plan: ScriptPlan) -> list[Operation]:
 class _Settings(PyBuilder):
     """Appends `NAME = value  # note` assignments."""
 
-    def set(self, name: str, value: SSAValue, note: str | None = None, typed: str = "") -> None:
-        """`NAME = value  # note`; `typed` (Python source) annotates it: `int | None`."""
-        annotation = _source(self, typed) if typed else None
-        self.stmt(py.AssignOp(self.name(name), value, annotation=annotation, comment=note))
+    def set(
+        self, name: str, value: SSAValue, note: str | None = None, typed: SSAValue | None = None
+    ) -> None:
+        """`NAME = value  # note`; `typed` annotates it: `NAME: int | None = None`."""
+        self.stmt(py.AssignOp(self.name(name), value, annotation=typed, comment=note))
+
+    def optional(self, kind: str) -> SSAValue:
+        """`int | None`."""
+        return self.binop("|", self.name(kind), self.const(None))
+
+    def options(self) -> SSAValue:
+        """`dict[str, Any]`."""
+        return self.subscript(self.name("dict"), self.name("str"), self.name("Any"))
 
 
 def settings_ops(plan: ScriptPlan) -> list[Operation]:
@@ -101,23 +108,23 @@ def _run_length(b: _Settings, plan: ScriptPlan) -> None:
     if plan.recipe.epochs_set:
         b.set("EPOCHS", b.const(plan.epochs))
     else:
-        b.set("EPOCHS", b.const(None), "as many as `max_steps` takes", typed="int | None")
+        b.set("EPOCHS", b.const(None), "as many as `max_steps` takes", typed=b.optional("int"))
     if plan.batch_size is None:
         b.set("BATCH_SIZE", b.const(DEFAULT_BATCH_SIZE),
               "`batch_size` was not set in the train block")  # fmt: skip
     else:
         b.set("BATCH_SIZE", b.const(plan.batch_size), "per process")
-    b.set("LEARNING_RATE", _source(b, plan.learning_rate))
+    b.set("LEARNING_RATE", b.const(plan.learning_rate))
 
 
 def _checkpoints(b: _Settings, plan: ScriptPlan) -> None:
     """CHECKPOINT_EVERY (epochs or steps) and KEEP_CHECKPOINTS."""
     if plan.checkpoint_every is None:
         b.set("CHECKPOINT_EVERY", b.const(None),
-              "unset: saved at the end and when interrupted", typed="int | None")  # fmt: skip
+              "unset: saved at the end and when interrupted", typed=b.optional("int"))  # fmt: skip
     else:
         b.set("CHECKPOINT_EVERY", b.const(plan.checkpoint_every), plan.checkpoint_unit,
-              typed="int | None")  # fmt: skip
+              typed=b.optional("int"))  # fmt: skip
     b.set("KEEP_CHECKPOINTS", b.const(3))
 
 
@@ -125,16 +132,15 @@ def _schedule(b: _Settings, plan: ScriptPlan) -> None:
     """LR_SCHEDULE: `lr_schedule`'s name and options, its defaults filled in."""
     if plan.schedule is None:
         return
-    entries = [(b.const("name"), b.const(plan.schedule))]
-    entries += [(b.const(key), _source(b, value)) for key, value in plan.schedule_kwargs.items()]
-    b.set("LR_SCHEDULE", b.add(py.DictOp(entries)), "`lr_schedule`, runtime/recipe.py",
-          typed="dict[str, Any]")  # fmt: skip
+    schedule = b.value({"name": plan.schedule, **plan.schedule_kwargs})
+    b.set("LR_SCHEDULE", schedule, "`lr_schedule`, runtime/recipe.py",
+          typed=b.options())  # fmt: skip
 
 
 def _step(b: _Settings, plan: ScriptPlan) -> None:
     """GRAD_CLIP, GRAD_ACCUM, VAL_EVERY and METRICS."""
-    if plan.grad_clip != "None":
-        b.set("GRAD_CLIP", _source(b, plan.grad_clip), "clips the global gradient norm")
+    if plan.grad_clip is not None:
+        b.set("GRAD_CLIP", b.const(plan.grad_clip), "clips the global gradient norm")
     b.set("GRAD_ACCUM", b.const(plan.grad_accum), "micro-batches per optimizer step")
     if plan.val_every != 1:
         b.set("VAL_EVERY", b.const(plan.val_every), "epochs between validations (and the last)")
@@ -146,9 +152,9 @@ def _step(b: _Settings, plan: ScriptPlan) -> None:
 def _recipe(b: _Settings, recipe: RecipePlan, schedule: bool) -> None:
     """The recipe's keys, each only when the block sets it (runtime/recipe.py reads them)."""
     if recipe.ema is not None:
-        b.set("EMA_DECAY", _source(b, recipe.ema), "`ema`: an EMA of the weights")
+        b.set("EMA_DECAY", b.const(recipe.ema), "`ema`: an EMA of the weights")
     if recipe.early_stopping is not None:
-        b.set("EARLY_STOPPING", _source(b, recipe.early_stopping), "(patience, metric, min_delta)")
+        b.set("EARLY_STOPPING", b.value(recipe.early_stopping), "(patience, metric, min_delta)")
     if recipe.keep_best is not None:
         b.set("KEEP_BEST", b.const(recipe.keep_best),
               "saves best.pt at each new best of this metric")  # fmt: skip
@@ -156,13 +162,13 @@ def _recipe(b: _Settings, recipe: RecipePlan, schedule: bool) -> None:
         b.set("EVAL_EVERY", b.const(recipe.eval_every), "steps between validations")
     if recipe.max_steps is not None or not recipe.epochs_set or schedule:
         b.set("MAX_STEPS", b.const(recipe.max_steps), "the schedule spans them",
-              typed="int | None")  # fmt: skip
+              typed=b.optional("int"))  # fmt: skip
 
 
 def _compile(b: _Settings, plan: ScriptPlan) -> None:
     """COMPILE_MODE and COMPILE (`on`, `off`, or `auto`: only when it pays)."""
     b.set("COMPILE_MODE", b.const(plan.compile_mode or None), "torch.compile's mode on CUDA",
-          typed="str | None")  # fmt: skip
+          typed=b.optional("str"))  # fmt: skip
     choice = "off" if plan.compile_mode is None else "auto" if plan.compile_auto else "on"
     why = {"off": "`compile = false`", "auto": "the block sets no `compile`"}.get(
         choice, "`compile` in the block"
@@ -174,33 +180,5 @@ def _data(b: _Settings, plan: ScriptPlan) -> None:
     """DATASET (for a reader that takes its name) and DATASET_OPTIONS."""
     named = plan.dataset is not None and plan.dataset != "digits"  # digits: its own reader
     if named or plan.language_model_data:
-        b.set("DATASET", b.const(plan.dataset or ""), typed="str")
-    b.set("DATASET_OPTIONS", _source(b, plan.dataset_options), typed="dict[str, Any]")
-
-
-def _source(b: PyBuilder, source: str) -> SSAValue:
-    """A Python expression of the plan (a literal, `float("inf")`, `int | None`) as py ops."""
-    return _expression(b, ast.parse(source, mode="eval").body)
-
-
-def _expression(b: PyBuilder, node: ast.expr) -> SSAValue:
-    if isinstance(node, ast.Constant) and isinstance(node.value, int | float | str | bool | None):
-        return b.const(node.value)
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        return b.add(py.UnaryOp("-", _expression(b, node.operand)))
-    if isinstance(node, ast.Tuple | ast.List):
-        elements = [_expression(b, e) for e in node.elts]
-        return b.add(py.TupleOp(elements) if isinstance(node, ast.Tuple) else py.ListOp(elements))
-    if isinstance(node, ast.Dict):
-        return b.add(py.DictOp([(None if k is None else _expression(b, k), _expression(b, v))
-                                for k, v in zip(node.keys, node.values, strict=True)]))  # fmt: skip
-    if isinstance(node, ast.Name):
-        return b.name(node.id)
-    if isinstance(node, ast.Subscript):
-        indices = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-        return b.subscript(_expression(b, node.value), *(_expression(b, i) for i in indices))
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
-        return b.binop("|", _expression(b, node.left), _expression(b, node.right))
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
-        return b.call(node.func.id, *(_expression(b, a) for a in node.args))
-    raise ValueError(f"compiler bug: no py ops for the setting `{ast.unparse(node)}`")
+        b.set("DATASET", b.const(plan.dataset or ""), typed=b.name("str"))
+    b.set("DATASET_OPTIONS", b.value(plan.dataset_options), typed=b.options())

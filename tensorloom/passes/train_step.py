@@ -138,7 +138,7 @@ def begin_step_ops() -> list[Operation]:
 def optimizer_step_ops(plan: ScriptPlan) -> list[Operation]:
     """`_optimizer_step`: clip, step (through the GradScaler), zero the gradients."""
     top, body = PyBuilder(), PyBuilder()
-    clip = plan.grad_clip != "None"
+    clip = plan.grad_clip is not None
     if plan.amp:
         pair = body.add(py.TupleOp([body.name("optimizer"), body.name("scaler")]))
         values = body.add(

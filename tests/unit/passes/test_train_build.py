@@ -39,7 +39,7 @@ def _variants() -> dict[str, ScriptPlan]:
     """A plan of each kind: graphed step (mnist), DDP, a schedule, FSDP with an EMA; each
     with insert-amp's marker and without it."""
     mnist, ddp, schedule = _plan("mnist.tl"), _plan("train_ddp.tl"), _plan("digits_cnn.tl")
-    fsdp = dataclasses.replace(ddp, fsdp_blocks=(), recipe=RecipePlan(ema="0.99"))
+    fsdp = dataclasses.replace(ddp, fsdp_blocks=(), recipe=RecipePlan(ema=0.99))
     plans = {"graphed": mnist, "ddp": ddp, "schedule": schedule, "fsdp": fsdp}
     assert mnist.whole_step_graph and not ddp.whole_step_graph and schedule.schedule
     no_amp = {f"{k}-fp32": dataclasses.replace(p, precision="none") for k, p in plans.items()}
