@@ -476,7 +476,7 @@ class PythonPrinter:
         """`def __init__(self, d_model=512):`, `super().__init__()`, then the class body's
         statements that are not methods (defaults, fields, submodules)."""
         defaults = [f"{n}={self.value(d).at_least(Precedence.TERNARY)}" for n, d in op.params]
-        self.line(f"def __init__({', '.join(['self', *defaults])}):")
+        self._signature("__init__", ["self", *defaults], "")
         block = op.body.block
         scope = NameScope(self.scope)
         scope.reserve("self")
@@ -488,6 +488,8 @@ class PythonPrinter:
 
     @emit.register
     def _(self, op: t.FieldOp) -> None:
+        if self._wrapped(f"self.{op.field_name.data} = ", op.value):
+            return
         value = self.value(op.value).at_least(Precedence.LAMBDA)
         self.line(f"self.{op.field_name.data} = {value}")
 
@@ -499,6 +501,8 @@ class PythonPrinter:
 
     @emit.register
     def _(self, op: t.SubmoduleOp) -> None:
+        if self._wrapped(f"self.{op.field_name.data} = ", op.value):
+            return
         value = self.value(op.value).at_least(Precedence.LAMBDA)
         self.line(f"self.{op.field_name.data} = {value}")
 
@@ -737,12 +741,21 @@ class PythonPrinter:
         target = self._target(op.target)
         if op.annotation is not None:
             target += f": {self.value(op.annotation).at_least(Precedence.TERNARY)}"
+        before = len(self.lines)
         if op.value is None:
             self.line(target)
         elif not self._wrapped(f"{target} = ", op.value):
             self.line(f"{target} = {self._assigned(op.value)}")
-        if op.comment is not None:  # the statement's last line ends in it
-            self.lines[-1] += f"  # {py_comment(op.comment.data)}"
+        if op.comment is None:
+            return
+        comment = f"# {py_comment(op.comment.data)}"
+        if len(self.lines[-1]) + 2 + len(comment) <= self.line_length:
+            self.lines[-1] += f"  {comment}"  # the statement's last line ends in it
+            return
+        # too wide for its line: the note goes on a line of its own above the statement
+        first = next(i for i in range(before, len(self.lines)) if self.lines[i].strip())
+        indent = self.lines[first][: len(self.lines[first]) - len(self.lines[first].lstrip())]
+        self.lines.insert(first, f"{indent}{comment}")
 
     def _assigned(self, value: SSAValue) -> str:
         """An assigned value: a tuple without its parentheses (`a, b = b, a`)."""
@@ -824,8 +837,13 @@ class PythonPrinter:
         if not _wrappable(owner) or owner not in self._inline:
             return False
         assert isinstance(owner, py.CallOp)
+        return self._call_lines(prefix, owner, self.value(value).text)
+
+    def _call_lines(self, prefix: str, owner: py.CallOp, text: str) -> bool:
+        """`prefix` and the call `owner` (printed `text` on one line) over several lines when
+        one is too narrow for it; False (nothing printed) when it fits on one."""
         indent = len(self._indent_unit) * self._depth
-        if indent + len(prefix) + len(self.value(value).text) <= self.line_length:
+        if indent + len(prefix) + len(text) <= self.line_length:
             return False
         callee = self.value(owner.callee).at_least(Precedence.PRIMARY)
         texts = [self.value(a).at_least(Precedence.TERNARY) for a in owner.args]
@@ -844,7 +862,8 @@ class PythonPrinter:
         self.line(opening)
         width = self.line_length - indent - len(self._indent_unit)
         lines = _filled(args, width) or [f"{a}," for a in args[:-1]] + args[-1:]
-        lines[-1] += ","  # black's hanging form: a comma after the last argument too
+        if len(lines) > 1:  # arguments over several lines: a comma after the last one too
+            lines[-1] += ","
         with self.indented():
             for text in lines:
                 self.line(text)
@@ -1128,6 +1147,12 @@ class PythonPrinter:
             return
         name = self._name_for(result, op)
         self.scope.bind(name, result)
+        if (
+            isinstance(op, py.CallOp)
+            and _wrappable(op)
+            and self._call_lines(f"{name} = ", op, text)
+        ):
+            return
         self.line(f"{name} = {text}")
 
     def _name_for(self, value: SSAValue, op: Operation) -> str:

@@ -47,7 +47,9 @@ class Block(nn.Module):
 class GPT(nn.Module):
     """The `GPT` model from gpt.nml."""
 
-    def __init__(self, vocab_size=50257, block_size=1024, n_layer=12, n_head=12, n_embd=768, dropout=0.0):
+    def __init__(
+        self, vocab_size=50257, block_size=1024, n_layer=12, n_head=12, n_embd=768, dropout=0.0
+    ):
         super().__init__()
         self.wte = nn.Embedding(vocab_size, n_embd)
         self.wpe = nn.Embedding(block_size, n_embd)

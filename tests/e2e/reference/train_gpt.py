@@ -50,7 +50,8 @@ LEARNING_RATE = 0.002
 PRECISION = "auto"  # bf16 on a CUDA GPU with bf16 support, else fp32
 CHECKPOINT_EVERY: int | None = None  # unset: saved at the end and when interrupted
 KEEP_CHECKPOINTS = 3
-LR_SCHEDULE: dict[str, Any] = {"name": "cosine", "warmup_steps": 40, "min_lr": 0.0001}  # `lr_schedule`, runtime/recipe.py
+# `lr_schedule`, runtime/recipe.py
+LR_SCHEDULE: dict[str, Any] = {"name": "cosine", "warmup_steps": 40, "min_lr": 0.0001}
 GRAD_CLIP = 1.0  # clips the global gradient norm
 GRAD_ACCUM = 1  # micro-batches per optimizer step
 MAX_STEPS: int | None = None  # the schedule spans them
@@ -106,7 +107,9 @@ class Block(nn.Module):
 class GPT(nn.Module):
     """The `GPT` model from gpt.nml."""
 
-    def __init__(self, vocab_size=50257, block_size=1024, n_layer=12, n_head=12, n_embd=768, dropout=0.0):
+    def __init__(
+        self, vocab_size=50257, block_size=1024, n_layer=12, n_head=12, n_embd=768, dropout=0.0
+    ):
         super().__init__()
         self.wte = nn.Embedding(vocab_size, n_embd)
         self.wpe = nn.Embedding(block_size, n_embd)

@@ -84,7 +84,7 @@ def loss_fn(output: torch.Tensor, target: torch.Tensor, reduction: str = "mean")
 # ---- command line ----
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        description="Train Seq2Seq on reverse (from lstm_seq2seq.nml).",
+        description="Train Seq2Seq on reverse (from lstm_seq2seq.nml)."
     )
     parser.add_argument("--epochs", type=int, default=EPOCHS)
     parser.add_argument("--batch-size", type=int, default=BATCH_SIZE, help="per process")

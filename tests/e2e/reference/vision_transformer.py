@@ -11,7 +11,8 @@ class EncoderBlock(nn.Module):
     def __init__(self, hidden=768, n_heads=12, mlp_dim=3072, dropout=0.0):
         super().__init__()
         self.ln_1 = nn.LayerNorm(hidden, eps=1e-06)
-        self.self_attention = nn.MultiheadAttention(hidden, n_heads, dropout=dropout, batch_first=True)
+        self.self_attention = nn.MultiheadAttention(hidden, n_heads, dropout=dropout,
+                                                    batch_first=True)
         self.ln_2 = nn.LayerNorm(hidden, eps=1e-06)
         self.fc1 = nn.Linear(hidden, mlp_dim)
         self.fc2 = nn.Linear(mlp_dim, hidden)
@@ -28,13 +29,26 @@ class EncoderBlock(nn.Module):
 class VisionTransformer(nn.Module):
     """The `VisionTransformer` model from vision_transformer.nml."""
 
-    def __init__(self, n_patches=196, in_channels=3, patch=16, hidden=768, n_layers=12, n_heads=12, mlp_dim=3072, classes=1000, dropout=0.0):
+    def __init__(
+        self,
+        n_patches=196,
+        in_channels=3,
+        patch=16,
+        hidden=768,
+        n_layers=12,
+        n_heads=12,
+        mlp_dim=3072,
+        classes=1000,
+        dropout=0.0,
+    ):
         super().__init__()
         self.conv_proj = nn.Conv2d(in_channels, hidden, patch, stride=patch)
         self.class_token = nn.Parameter(torch.zeros(1, 1, hidden))
         self.pos_embedding = nn.Parameter(torch.randn(1, n_patches + 1, hidden) * 0.02)
         self.drop = nn.Dropout(dropout)
-        self.layers = nn.ModuleList([EncoderBlock(hidden, n_heads, mlp_dim, dropout) for _ in range(n_layers)])
+        self.layers = nn.ModuleList(
+            [EncoderBlock(hidden, n_heads, mlp_dim, dropout) for _ in range(n_layers)]
+        )
         self.ln = nn.LayerNorm(hidden, eps=1e-06)
         self.head = nn.Linear(hidden, classes)
 

@@ -281,7 +281,7 @@ def test_dict_comprehension_and_displays_too_wide_for_one_line() -> None:
     assert result == {**{f"entry_{i}": 4 for i in range(5)}, "k_a": 1}
 
 
-def test_hanging_call_ends_with_a_comma_and_an_argument_too_wide_gets_its_own_line() -> None:
+def test_hanging_call_and_an_argument_too_wide_for_a_line() -> None:
     f = py.DefOp("report", ["items"])
     (items,) = f.body.block.args
     b = Body()
@@ -289,8 +289,8 @@ def test_hanging_call_ends_with_a_comma_and_an_argument_too_wide_gets_its_own_li
     wide = b.str("w" * 120)
     made = b.call("make_report", items, title=wide, count=b.int(3))
     b.stmt(py.AssignOp(b.name("report"), made))
-    # too wide aligned under its bracket, fits indented: black's hanging form, with a comma
-    # after the last argument too
+    # too wide aligned under its bracket, fits on one indented line: black's hanging form,
+    # no comma after the last argument
     parts = [b.str(f"part {i} of the report") for i in range(3)]
     again = b.call("make_report_for_everyone_who_asked_for_it", *parts, count=b.int(2))
     b.stmt(py.AssignOp(b.name("the_report_every_reader_of_it_wanted"), again))
@@ -301,7 +301,7 @@ def test_hanging_call_ends_with_a_comma_and_an_argument_too_wide_gets_its_own_li
     assert '",\n        count=3,\n    )\n' in source
     assert (
         "    the_report_every_reader_of_it_wanted = make_report_for_everyone_who_asked_for_it(\n"
-        '        "part 0 of the report", "part 1 of the report", "part 2 of the report", count=2,\n'
+        '        "part 0 of the report", "part 1 of the report", "part 2 of the report", count=2\n'
         "    )\n"
     ) in source
     helpers = (
