@@ -106,6 +106,23 @@ class PyBuilder:
     def tuple_of(self, *elements: SSAValue) -> SSAValue:
         return self.add(py.TupleOp(list(elements)))
 
+    def is_set(self, value: SSAValue) -> SSAValue:
+        """`value is not None`."""
+        return self.compare(value, "is not", self.const(None))
+
+    # --- annotations: a type given as a string is a name
+
+    def type_(self, kind: str | SSAValue) -> SSAValue:
+        return self.name(kind) if isinstance(kind, str) else kind
+
+    def optional(self, kind: str | SSAValue) -> SSAValue:
+        """`kind | None`."""
+        return self.binop("|", self.type_(kind), self.const(None))
+
+    def generic(self, base: str, *params: str | SSAValue) -> SSAValue:
+        """`dict[str, Any]` of `generic("dict", "str", "Any")`."""
+        return self.subscript(self.name(base), *(self.type_(p) for p in params))
+
     # --- statements
 
     def comment(self, text: str) -> None:
@@ -127,13 +144,8 @@ class PyBuilder:
     ) -> None:
         """`def name(p: T, ...) -> R:` with `body`'s ops. A type given as a string is a name
         (`"Trainer"`; `""`: no annotation), `returns=None` is `-> None`."""
-        annotations = {
-            param: self.name(kind) if isinstance(kind, str) else kind
-            for param, kind in params
-            if not isinstance(kind, str) or kind
-        }
-        result = self.name(returns) if isinstance(returns, str) else returns
-        result = self.const(None) if result is None else result
+        annotations = {param: self.type_(kind) for param, kind in params if kind != ""}
+        result = self.const(None) if returns is None else self.type_(returns)
         self.stmt(py.DefOp(name, [p for p, _ in params], body.ops, annotations=annotations,
                            returns=result, defaults=defaults))  # fmt: skip
 

@@ -28,7 +28,7 @@ from tensorloom.catalogue.optimizers import OPTIMIZERS
 from tensorloom.dialects import py
 from tensorloom.passes.py_builder import PyBuilder
 from tensorloom.passes.train_data import loader_type
-from tensorloom.passes.train_loop import model_ops
+from tensorloom.passes.train_loop import carry_type, model_ops
 from tensorloom.passes.train_script import ScriptPlan
 
 DEFINES = ("build_scheduler", "Trainer", "build_trainer", "_whole_step_graph", "build_recipe")
@@ -60,11 +60,6 @@ def scheduler_ops(plan: ScriptPlan) -> list[Operation]:
 # --- the `Trainer` record --------------------------------------------------------------------
 
 
-def _optional(b: PyBuilder, kind: str) -> SSAValue:
-    """`kind | None`."""
-    return b.binop("|", b.name(kind), b.const(None))
-
-
 def _field(
     b: PyBuilder,
     name: str,
@@ -93,8 +88,8 @@ def trainer_ops(plan: ScriptPlan) -> list[Operation]:
     _field(b, "eval_model", b.name("nn.Module"), note="compiled, not DDP-wrapped: evaluated")
     _field(b, "optimizer", b.name("torch.optim.Optimizer"))
     if plan.amp:
-        _field(b, "scaler", _optional(b, "torch.amp.GradScaler"))
-    _field(b, "scheduler", _optional(b, "torch.optim.lr_scheduler.LRScheduler"))
+        _field(b, "scaler", b.optional("torch.amp.GradScaler"))
+    _field(b, "scheduler", b.optional("torch.optim.lr_scheduler.LRScheduler"))
     if plan.amp:
         _field(b, "plan", b.name("PrecisionPlan"))
     _field(b, "train_loader", loader_type(b, plan))
@@ -108,17 +103,16 @@ def trainer_ops(plan: ScriptPlan) -> list[Operation]:
     )
     _field(b, "step", b.name("int"), b.const(0))
     _field(b, "start_epoch", b.name("int"), b.const(0))
-    pair = b.subscript(b.name("tuple"), b.name("torch.Tensor"), b.name("int"))
     _field(
         b,
         "carry",
-        b.binop("|", pair, b.const(None)),
+        carry_type(b),
         b.const(None),
         note="resumed mid-epoch: (loss sum, batches)",
     )
     if plan.recipe.eval_every is not None:  # only `step_validation` writes between epochs
-        _field(b, "metrics", _optional(b, "MetricsWriter"), b.const(None))
-    _field(b, "checkpoint_dir", _optional(b, "str"), b.const(None))
+        _field(b, "metrics", b.optional("MetricsWriter"), b.const(None))
+    _field(b, "checkpoint_dir", b.optional("str"), b.const(None))
     _field(b, "saved_step", b.name("int"), b.const(-1), note="the step last.pt holds")
     if plan.whole_step_graph:
         _field(
@@ -131,7 +125,7 @@ def trainer_ops(plan: ScriptPlan) -> list[Operation]:
         _field(
             b,
             "graphed",
-            _optional(b, "GraphedStep"),
+            b.optional("GraphedStep"),
             b.const(None),
             note="captured at the first epoch, after any resume",
         )
@@ -415,7 +409,7 @@ def whole_step_graph_ops(plan: ScriptPlan) -> list[Operation]:
     params: list[tuple[str, str | SSAValue]] = [("model", "nn.Module"),
                                                 ("loader", loader_type(top, plan))]  # fmt: skip
     if plan.amp:
-        params.append(("scaler", _optional(top, "torch.amp.GradScaler")))
+        params.append(("scaler", top.optional("torch.amp.GradScaler")))
     params += [("args", "argparse.Namespace"), ("ctx", "DistContext")]
     top.def_("_whole_step_graph", params, body, "bool")
     return top.ops

@@ -119,7 +119,7 @@ def parse_args_ops(plan: ScriptPlan) -> list[Operation]:
     top = PyBuilder()
     top.comment("---- command line ----")
     # list[str] | None = None -> argparse.Namespace
-    argv_type = top.binop("|", top.subscript(top.name("list"), top.name("str")), top.const(None))
+    argv_type = top.optional(top.generic("list", "str"))
     default, returns = top.const(None), top.name("argparse.Namespace")
     body = PyBuilder()
     description = f"Train {plan.model_class} on {data_description(plan)} (from {plan.source})."

@@ -172,7 +172,7 @@ def _per_token_ops() -> list[Operation]:
     column = body.subscript(body.name("y"), every, body.const(None))
     spread = body.method(column, "expand", body.const(-1), body.name("length"))
     body.stmt(py.ReturnOp([body.name("x"), body.method(spread, "contiguous")]))
-    pair = top.subscript(top.name("tuple"), top.name("torch.Tensor"), top.name("torch.Tensor"))
-    returns = top.subscript(top.name("tuple"), top.name("torch.Tensor"), top.name("torch.Tensor"))
+    pair = top.generic("tuple", "torch.Tensor", "torch.Tensor")
+    returns = top.generic("tuple", "torch.Tensor", "torch.Tensor")
     top.def_("_per_token", [("pair", pair), ("length", "int")], body, returns)
     return top.ops

@@ -46,15 +46,9 @@ def _trainer_params(top: PyBuilder, *rest: tuple[str, str]) -> Params:
     return [("trainer", top.name("Trainer")), *((p, top.name(kind)) for p, kind in rest)]
 
 
-def _record_type(b: PyBuilder) -> SSAValue:
-    """`dict[str, Any]`."""
-    return b.subscript(b.name("dict"), b.name("str"), b.name("Any"))
-
-
-def _carry_type(b: PyBuilder) -> SSAValue:
+def carry_type(b: PyBuilder) -> SSAValue:
     """`tuple[torch.Tensor, int] | None`: a cut epoch's loss sum and batches."""
-    pair = b.subscript(b.name("tuple"), b.name("torch.Tensor"), b.name("int"))
-    return b.binop("|", pair, b.const(None))
+    return b.optional(b.generic("tuple", "torch.Tensor", "int"))
 
 
 def _checkpoint_state(b: PyBuilder, *carry: SSAValue) -> SSAValue:
@@ -106,11 +100,11 @@ def after_validation_ops(plan: ScriptPlan) -> list[Operation]:
     save.expr(save.call_with(writer, [("", path), ("epoch", epoch), ("**", state)]))
     if plan.sharded:
         body.comment("every rank: the record is the same on each")
-    named = body.compare(body.path("trainer", "checkpoint_dir"), "is not", body.const(None))
+    named = body.is_set(body.path("trainer", "checkpoint_dir"))
     _on_rank_zero(body, plan, named, save)
     if plan.distributed and not plan.sharded:
         body.expr(body.call("barrier"))
-    params = [*_trainer_params(top), ("record", _record_type(top))]
+    params = [*_trainer_params(top), ("record", top.generic("dict", "str", "Any"))]
     top.def_("after_validation", params, body, top.const(None))
     return top.ops
 
@@ -127,17 +121,17 @@ def checkpoint_state_ops(plan: ScriptPlan) -> list[Operation]:
                              "epoch's loss and batches."))  # fmt: skip
     recipe = body.method(body.path("trainer", "recipe"), "state_dict")
     body.stmt(py.AssignOp(body.name("extra"), body.add(py.DictOp([(body.const("recipe"), recipe)])),
-                          annotation=_record_type(body)))  # fmt: skip
+                          annotation=body.generic("dict", "str", "Any")))  # fmt: skip
     carried = PyBuilder()
     loss_sum = carried.method(carried.subscript(carried.name("carry"), carried.const(0)), "detach")
     batches = carried.subscript(carried.name("carry"), carried.const(1))
     entries = [(carried.const("loss_sum"), loss_sum), (carried.const("batches"), batches)]
     carried.assign(carried.subscript(carried.name("extra"), carried.const("carry")),
                    carried.add(py.DictOp(entries)))  # fmt: skip
-    body.if_(body.compare(body.name("carry"), "is not", body.const(None)), carried)
+    body.if_(body.is_set(body.name("carry")), carried)
     if plan.sharded:  # the average's module, sharded as the model is
         body.assign("ema", body.path("trainer", "recipe", "ema"))
-        unset = body.compare(body.name("ema"), "is not", body.const(None))
+        unset = body.is_set(body.name("ema"))
         module = body.add(py.IfExpOp(unset, body.attr(body.name("ema"), "module"),
                                      body.const(None)))  # fmt: skip
         body.assign("ema_module", module)
@@ -147,8 +141,8 @@ def checkpoint_state_ops(plan: ScriptPlan) -> list[Operation]:
     if plan.sharded:
         state.append(("ema", body.name("ema_module")))
     body.ret(body.call("dict", **dict(state)))
-    params = [*_trainer_params(top), ("carry", _carry_type(top))]
-    top.def_("checkpoint_state", params, body, _record_type(top),
+    params = [*_trainer_params(top), ("carry", carry_type(top))]
+    top.def_("checkpoint_state", params, body, top.generic("dict", "str", "Any"),
          defaults={"carry": top.const(None)})  # fmt: skip
     return top.ops
 
@@ -197,7 +191,7 @@ def save_if_due_ops(plan: ScriptPlan) -> list[Operation]:
         before = body.binop("//", body.name("start_step"), body.name("CHECKPOINT_EVERY"))
         body.assign("due", body.compare(now, ">", before))
     else:
-        every = body.compare(body.name("CHECKPOINT_EVERY"), "is not", body.const(None))
+        every = body.is_set(body.name("CHECKPOINT_EVERY"))
         multiple = body.binop("%", body.name("done"), body.name("CHECKPOINT_EVERY"))
         due = body.compare(multiple, "==", body.const(0))
         body.assign("due", body.binop("and", every, due))
@@ -243,15 +237,11 @@ def _log(b: PyBuilder, plan: ScriptPlan, text: SSAValue, *, stderr: bool = False
     b.expr(b.call(function, text, **stream))
 
 
-def _is_set(b: PyBuilder, value: SSAValue) -> SSAValue:
-    return b.compare(value, "is not", b.const(None))
-
-
 def train_ops(plan: ScriptPlan) -> list[Operation]:
     """`train(args, ctx)`: the trainer, the run, then the stop signals as they were (and,
     with DDP or FSDP, no rank leaves while another still talks to it)."""
     top, body = PyBuilder(), PyBuilder()
-    evaluating = _is_set(body, body.path("args", "evaluate"))
+    evaluating = body.is_set(body.path("args", "evaluate"))
     body.expr(body.call("check_run_length", body.path("args", "epochs"),
                         body.path("args", "max_steps"), evaluating=evaluating))  # fmt: skip
     body.assign("trainer", body.call("build_trainer", body.name("args"), body.name("ctx")))
@@ -277,7 +267,7 @@ def _warnings(b: PyBuilder, plan: ScriptPlan) -> None:
         if plan.amp:
             then = PyBuilder()
             _log(then, plan, then.path("trainer", "plan", "warning"), stderr=True)
-            b.if_(_is_set(b, b.path("trainer", "plan", "warning")), then)
+            b.if_(b.is_set(b.path("trainer", "plan", "warning")), then)
         return
     sources = [b.path("trainer", "plan", "warning")] if plan.amp else []
     sources.append(b.call("synthetic_data_warning", b.path("trainer", "info")))
@@ -285,7 +275,7 @@ def _warnings(b: PyBuilder, plan: ScriptPlan) -> None:
     (warning,) = _loop_vars(loop, "warning")
     each, then = PyBuilder(), PyBuilder()
     _log(then, plan, warning, stderr=True)
-    each.if_(_is_set(each, warning), then)
+    each.if_(each.is_set(warning), then)
     loop.body.block.add_ops(each.ops)
     b.stmt(loop)
 
@@ -298,7 +288,7 @@ def _loop_vars(loop: py.ForOp, *names: str) -> list[SSAValue]:
 
 def _stale_files(b: PyBuilder, plan: ScriptPlan) -> None:
     """The temporary files of a checkpoint write that was cut off, removed (by rank 0)."""
-    named = _is_set(b, b.path("args", "checkpoint_dir"))
+    named = b.is_set(b.path("args", "checkpoint_dir"))
     if plan.distributed:
         named = b.binop("and", named, b.path("ctx", "is_main"))
     then = PyBuilder()
@@ -317,7 +307,7 @@ def _starting_point(b: PyBuilder, plan: ScriptPlan) -> None:
     evaluate = PyBuilder()
     evaluate.ret(evaluate.call("evaluate_checkpoint", evaluate.name("trainer"),
                                evaluate.name("args")))  # fmt: skip
-    b.if_(_is_set(b, b.path("args", "evaluate")), evaluate)
+    b.if_(b.is_set(b.path("args", "evaluate")), evaluate)
     init = PyBuilder()
     weights, model = init.path("args", "init_from"), init.path("trainer", "model")
     if plan.sharded:
@@ -328,13 +318,13 @@ def _starting_point(b: PyBuilder, plan: ScriptPlan) -> None:
         init.expr(init.call("load_weights", weights, model=model, map_location=device))
     started = init.fstring("starting from the weights in {}", init.path("args", "init_from"))
     _log(init, plan, started)
-    b.if_(_is_set(b, b.path("args", "init_from")), init)
+    b.if_(b.is_set(b.path("args", "init_from")), init)
     resume = PyBuilder()
     resume.expr(resume.call("resume", resume.name("trainer"), resume.path("args", "resume")))
     resumed = resume.fstring("resumed from {} after epoch {}", resume.path("args", "resume"),
                              resume.path("trainer", "start_epoch"))  # fmt: skip
     _log(resume, plan, resumed)
-    b.if_(_is_set(b, b.path("args", "resume")), resume)
+    b.if_(b.is_set(b.path("args", "resume")), resume)
 
 
 def _max_steps(b: PyBuilder, plan: ScriptPlan) -> None:
@@ -347,7 +337,7 @@ def _max_steps(b: PyBuilder, plan: ScriptPlan) -> None:
     (n,) = given.body.block.args
     n.name_hint = "n"
     inner = PyBuilder()
-    inner.stmt(py.YieldOp([n, inner.compare(n, "is not", inner.const(None))]))
+    inner.stmt(py.YieldOp([n, inner.is_set(n)]))
     given.body.block.add_ops(inner.ops)
     b.assign("max_steps", b.call("min", b.add(given), default=b.const(None)))
 
@@ -355,7 +345,7 @@ def _max_steps(b: PyBuilder, plan: ScriptPlan) -> None:
 def _epoch(b: PyBuilder, plan: ScriptPlan, epoch: SSAValue) -> None:
     """One epoch of the loop: train it, time it, record and validate it, save if due."""
     reached = b.call("_reached", b.path("trainer", "step"), b.name("max_steps"))
-    stopped = _is_set(b, b.path("trainer", "recipe", "stop_reason"))
+    stopped = b.is_set(b.path("trainer", "recipe", "stop_reason"))
     b.if_(b.binop("or", reached, stopped), _break())
     b.assign(b.tuple_of(b.name("start"), b.name("start_step")),
              b.tuple_of(b.call("time.perf_counter"), b.path("trainer", "step")))  # fmt: skip
@@ -478,7 +468,7 @@ def evaluate_checkpoint_ops(plan: ScriptPlan) -> list[Operation]:
     heading = report.fstring("{} (epoch {}):  ", report.path("args", "evaluate"), saved_epoch)
     line = report.binop("+", heading, report.call("format_validation", report.name("record")))
     report.expr(report.call("print", line))
-    report.if_(_is_set(report, report.path("args", "metrics")), _append_metrics())
+    report.if_(report.is_set(report.path("args", "metrics")), _append_metrics())
     if plan.distributed:
         body.if_(body.path("trainer", "ctx", "is_main"), report)
     else:
@@ -496,7 +486,7 @@ def _load_evaluated(b: PyBuilder, plan: ScriptPlan) -> None:
     if plan.sharded:
         b.comment("every rank: a sharded save, or a plain .pt")
         b.assign("ema", b.path("trainer", "recipe", "ema"))
-        module = b.add(py.IfExpOp(_is_set(b, b.name("ema")), b.attr(b.name("ema"), "module"),
+        module = b.add(py.IfExpOp(b.is_set(b.name("ema")), b.attr(b.name("ema"), "module"),
                                   b.const(None)))  # fmt: skip
         b.assign("ema_module", module)
         b.assign("state", b.call("load_sharded_weights", path, model=model,
@@ -571,14 +561,14 @@ def serve_requests_ops(plan: ScriptPlan) -> list[Operation]:
     first = body.subscript(body.call("next", body.call("iter", body.path("trainer", "val_loader"))),
                            body.const(0))  # fmt: skip
     body.assign("example", body.subscript(first, body.add(py.SliceOp(upper=body.const(2)))))
-    body.if_(_is_set(body, body.path("args", "predict")), _predict(plan))
+    body.if_(body.is_set(body.path("args", "predict")), _predict(plan))
     exported = PyBuilder()
     written = exported.call("export_model", exported.name("model"), exported.name("example"),
                             exported.path("args", "export"))  # fmt: skip
     exported.expr(exported.call("print", exported.fstring("exported to {}", written)))
-    body.if_(_is_set(body, body.path("args", "export")), exported)
+    body.if_(body.is_set(body.path("args", "export")), exported)
     if plan.language_model_data:
-        body.if_(_is_set(body, body.path("args", "generate")), _generate())
+        body.if_(body.is_set(body.path("args", "generate")), _generate())
     params = [("trainer", top.name("Trainer")), ("args", top.name("argparse.Namespace"))]
     top.def_("serve_requests", params, body, None)
     return top.ops
@@ -592,7 +582,7 @@ def _return() -> PyBuilder:
 
 def _ema_or_model(b: PyBuilder) -> SSAValue:
     """`trainer.recipe.ema.module if trainer.recipe.ema is not None else trainer.model`."""
-    unset = _is_set(b, b.path("trainer", "recipe", "ema"))
+    unset = b.is_set(b.path("trainer", "recipe", "ema"))
     averaged = b.path("trainer", "recipe", "ema", "module")
     return b.add(py.IfExpOp(unset, averaged, b.path("trainer", "model")))
 
@@ -687,7 +677,7 @@ def _consolidate(b: PyBuilder, plan: ScriptPlan) -> None:
     then.expr(then.call("print", text))
     then.ret(then.const(0))
     b.comment("one process, no group: DCP reads every shard")
-    b.if_(_is_set(b, b.path("args", "consolidate")), then)
+    b.if_(b.is_set(b.path("args", "consolidate")), then)
 
 
 Fill = Callable[[PyBuilder, SSAValue], None]
@@ -731,7 +721,7 @@ def main_ops(plan: ScriptPlan) -> list[Operation]:
     if plan.distributed:
         teardown.expr(teardown.call("teardown_distributed"))
     body.stmt(py.TryOp(run.ops, [user, bug], finalbody=teardown.ops))
-    argv = top.binop("|", top.subscript(top.name("list"), top.name("str")), top.const(None))
+    argv = top.optional(top.generic("list", "str"))
     top.stmt(py.DefOp("main", ["argv"], body.ops, defaults={"argv": top.const(None)},
                       annotations={"argv": argv}, returns=top.name("int")))  # fmt: skip
     return top.ops

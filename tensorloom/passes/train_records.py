@@ -36,15 +36,6 @@ DEFINES = (
 """The top-level names these functions take in the script (mangle-names keeps them free)."""
 
 
-def _record_type(b: PyBuilder) -> SSAValue:
-    """`dict[str, Any]`."""
-    return b.subscript(b.name("dict"), b.name("str"), b.name("Any"))
-
-
-def _is_set(b: PyBuilder, value: SSAValue) -> SSAValue:
-    return b.compare(value, "is not", b.const(None))
-
-
 def _epoch_1(b: PyBuilder) -> SSAValue:
     """`epoch + 1`: the epochs done, as the records count them."""
     return b.binop("+", b.name("epoch"), b.const(1))
@@ -65,7 +56,7 @@ def validation_record_ops(plan: ScriptPlan) -> list[Operation]:
         body.expr(body.const("The validation metrics, and the EMA weights' (`ema_` keys) when "
                              "`ema` is set."))  # fmt: skip
         _ema_record(body)
-    top.def_("validation_record", [("trainer", "Trainer")], body, _record_type(top))
+    top.def_("validation_record", [("trainer", "Trainer")], body, top.generic("dict", "str", "Any"))
     if plan.recipe.ema is not None:
         top.ops += _as_record_ops()
     return top.ops
@@ -95,10 +86,10 @@ def _ema_record(b: PyBuilder) -> None:
     key.name_hint, value.name_hint = "key", "value"
     inner = PyBuilder()
     prefixed = inner.fstring("ema_{}", key)
-    inner.stmt(py.YieldOp([prefixed, value, inner.compare(value, "is not", inner.const(None))]))
+    inner.stmt(py.YieldOp([prefixed, value, inner.is_set(value)]))
     renamed.body.block.add_ops(inner.ops)
     averaged.expr(averaged.method(averaged.name("record"), "update", averaged.add(renamed)))
-    b.if_(_is_set(b, b.path("trainer", "recipe", "ema")), averaged)
+    b.if_(b.is_set(b.path("trainer", "recipe", "ema")), averaged)
     b.ret(b.name("record"))
 
 
@@ -113,9 +104,14 @@ def _as_record_ops() -> list[Operation]:
     body.ret(body.add(py.DictOp([(body.const("val_loss"), loss),
                                  (body.const("val_accuracy"), accuracy)])))  # fmt: skip
     pair = top.subscript(top.name("tuple"), top.name("float"),
-                         top.binop("|", top.name("float"), top.const(None)))  # fmt: skip
-    metrics = top.subscript(top.name("dict"), top.name("str"), top.name("float"))
-    top.def_("_as_record", [("result", top.binop("|", pair, metrics))], body, _record_type(top))
+                         top.optional("float"))  # fmt: skip
+    metrics = top.generic("dict", "str", "float")
+    top.def_(
+        "_as_record",
+        [("result", top.binop("|", pair, metrics))],
+        body,
+        top.generic("dict", "str", "Any"),
+    )
     return top.ops
 
 
@@ -151,7 +147,7 @@ def epoch_record_ops(plan: ScriptPlan) -> list[Operation]:
     body.ret(body.add(py.DictOp([(None if k is None else body.const(k), v) for k, v in entries])))
     params = [("trainer", "Trainer"), ("epoch", "int"), ("train_loss", "torch.Tensor"),
               ("batches", "int"), ("elapsed", "float"), ("args", "argparse.Namespace")]  # fmt: skip
-    top.def_("epoch_record", params, body, _record_type(top))
+    top.def_("epoch_record", params, body, top.generic("dict", "str", "Any"))
     return top.ops
 
 
@@ -182,7 +178,7 @@ def step_validation_ops(plan: ScriptPlan) -> list[Operation]:
     written = PyBuilder()
     written.expr(written.method(written.path("trainer", "metrics"), "write",
                                 written.name("record")))  # fmt: skip
-    body.if_(_is_set(body, body.path("trainer", "metrics")), written)
+    body.if_(body.is_set(body.path("trainer", "metrics")), written)
     shown = PyBuilder()
     shown.expr(shown.call("print", shown.call("format_validation", shown.name("record"))))
     if plan.distributed:
@@ -228,9 +224,9 @@ def metrics_evaluate_ops(plan: ScriptPlan, name: str) -> list[Operation]:
     _metrics_means(body, plan)
     no_grad = top.call("torch.no_grad")  # the decorator, then the signature's parts
     default = top.const(None)
-    model_type = top.binop("|", top.name("nn.Module"), top.const(None))
+    model_type = top.optional("nn.Module")
     annotations = {"trainer": top.name("Trainer"), "model": model_type}
-    returns = top.subscript(top.name("dict"), top.name("str"), top.name("float"))
+    returns = top.generic("dict", "str", "float")
     top.stmt(py.DefOp(name, ["trainer", "model"], body.ops, defaults={"model": default},
                       annotations=annotations, returns=returns, decorators=[no_grad]))  # fmt: skip
     return [*top.ops, *batch_metrics_ops(plan)]

@@ -72,14 +72,6 @@ class _Settings(PyBuilder):
         """`NAME = value  # note`; `typed` annotates it: `NAME: int | None = None`."""
         self.stmt(py.AssignOp(self.name(name), value, annotation=typed, comment=note))
 
-    def optional(self, kind: str) -> SSAValue:
-        """`int | None`."""
-        return self.binop("|", self.name(kind), self.const(None))
-
-    def options(self) -> SSAValue:
-        """`dict[str, Any]`."""
-        return self.subscript(self.name("dict"), self.name("str"), self.name("Any"))
-
 
 def settings_ops(plan: ScriptPlan) -> list[Operation]:
     """The train block's values as module-level settings, in the order the script reads them."""
@@ -134,7 +126,7 @@ def _schedule(b: _Settings, plan: ScriptPlan) -> None:
         return
     schedule = b.value({"name": plan.schedule, **plan.schedule_kwargs})
     b.set("LR_SCHEDULE", schedule, "`lr_schedule`, runtime/recipe.py",
-          typed=b.options())  # fmt: skip
+          typed=b.generic("dict", "str", "Any"))  # fmt: skip
 
 
 def _step(b: _Settings, plan: ScriptPlan) -> None:
@@ -181,4 +173,4 @@ def _data(b: _Settings, plan: ScriptPlan) -> None:
     named = plan.dataset is not None and plan.dataset != "digits"  # digits: its own reader
     if named or plan.language_model_data:
         b.set("DATASET", b.const(plan.dataset or ""), typed=b.name("str"))
-    b.set("DATASET_OPTIONS", b.value(plan.dataset_options), typed=b.options())
+    b.set("DATASET_OPTIONS", b.value(plan.dataset_options), typed=b.generic("dict", "str", "Any"))

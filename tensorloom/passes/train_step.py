@@ -36,10 +36,6 @@ DEFINES = (
 """The top-level names these functions take in the script (mangle-names keeps them free)."""
 
 
-def _scaler_is_set(b: PyBuilder, scaler: SSAValue) -> SSAValue:
-    return b.add(py.CompareOp("is not", [scaler, b.const(None)]))
-
-
 def _backward(b: PyBuilder, plan: ScriptPlan) -> None:
     """`scaled.backward()`: the loss, divided over the micro-batches, through the scaler."""
     loss = b.name("loss")
@@ -50,7 +46,7 @@ def _backward(b: PyBuilder, plan: ScriptPlan) -> None:
     b.assign("scaled", divided)
     then = PyBuilder()
     then.assign("scaled", then.method(then.path("trainer", "scaler"), "scale", then.name("scaled")))
-    b.stmt(py.IfOp(_scaler_is_set(b, b.path("trainer", "scaler")), then.ops))
+    b.stmt(py.IfOp(b.is_set(b.path("trainer", "scaler")), then.ops))
     b.expr(b.method(b.name("scaled"), "backward"))
 
 
@@ -150,7 +146,7 @@ def optimizer_step_ops(plan: ScriptPlan) -> list[Operation]:
     if plan.amp and clip:  # clip the true gradients, not the scaled ones
         then = PyBuilder()
         then.expr(then.method(then.name("scaler"), "unscale_", then.name("optimizer")))
-        body.stmt(py.IfOp(_scaler_is_set(body, body.name("scaler")), then.ops))
+        body.stmt(py.IfOp(body.is_set(body.name("scaler")), then.ops))
     if clip:
         parameters = body.method(body.path("trainer", "model"), "parameters")
         body.expr(body.call("torch.nn.utils.clip_grad_norm_", parameters, body.name("GRAD_CLIP")))
@@ -159,7 +155,7 @@ def optimizer_step_ops(plan: ScriptPlan) -> list[Operation]:
         then.expr(then.method(then.name("scaler"), "step", then.name("optimizer")))
         then.expr(then.method(then.name("scaler"), "update"))
         orelse.expr(orelse.method(orelse.name("optimizer"), "step"))
-        body.stmt(py.IfOp(_scaler_is_set(body, body.name("scaler")), then.ops, orelse.ops))
+        body.stmt(py.IfOp(body.is_set(body.name("scaler")), then.ops, orelse.ops))
     else:
         body.expr(body.method(body.name("optimizer"), "step"))
     body.expr(body.method(body.name("optimizer"), "zero_grad", set_to_none=body.const(True)))
@@ -246,13 +242,13 @@ def evaluate_ops(plan: ScriptPlan, name: str = "evaluate") -> list[Operation]:
     body.stmt(py.ReturnOp([loss_mean, second]))
     no_grad = top.call("torch.no_grad")
     returns = top.subscript(top.name("tuple"), top.name("float"),
-                            top.binop("|", top.name("float"), top.const(None)))  # fmt: skip
+                            top.optional("float"))  # fmt: skip
     if not takes_model:
         top.stmt(py.DefOp(name, ["trainer"], body.ops, annotations={"trainer": top.name("Trainer")},
                           returns=returns, decorators=[no_grad]))  # fmt: skip
         return top.ops
     default = top.const(None)
-    model_type = top.binop("|", top.name("nn.Module"), top.const(None))
+    model_type = top.optional("nn.Module")
     annotations = {"trainer": top.name("Trainer"), "model": model_type}
     top.stmt(py.DefOp(name, ["trainer", "model"], body.ops, defaults={"model": default},
                       annotations=annotations, returns=returns, decorators=[no_grad]))  # fmt: skip
@@ -341,8 +337,7 @@ def train_one_epoch_ops(plan: ScriptPlan) -> list[Operation]:
             after.stmt(py.IfOp(validate, then.ops))
         else:  # the EMA's update
             after.expr(validate)
-    stopped = after.add(py.CompareOp("is not", [after.path("trainer", "recipe", "stop_reason"),
-                                                after.const(None)]))  # fmt: skip
+    stopped = after.is_set(after.path("trainer", "recipe", "stop_reason"))  # fmt: skip
     after.stmt(py.IfOp(stopped, [py.BreakOp()]))
     if plan.grad_accum != 1:
         each.stmt(py.IfOp(each.name("last_micro_batch"), after.ops))
@@ -361,8 +356,8 @@ def train_one_epoch_ops(plan: ScriptPlan) -> list[Operation]:
     body.stmt(py.ReturnOp([mean, body.name("batches")]))
     params = [("trainer", "Trainer"), ("epoch", "int")]
     annotations = {p: top.name(kind) for p, kind in params}
-    annotations["max_steps"] = top.binop("|", top.name("int"), top.const(None))
-    returns = top.subscript(top.name("tuple"), top.name("torch.Tensor"), top.name("int"))
+    annotations["max_steps"] = top.optional("int")
+    returns = top.generic("tuple", "torch.Tensor", "int")
     top.stmt(py.DefOp("train_one_epoch", ["trainer", "epoch", "max_steps"], body.ops,
                       annotations=annotations, returns=returns))  # fmt: skip
     return top.ops
@@ -388,8 +383,7 @@ def graphed_epoch_ops(plan: ScriptPlan) -> list[Operation]:
     (idx,) = _loop_vars(loop, "idx")
     each = PyBuilder()
     reached = each.call("_reached", each.path("trainer", "step"), each.name("max_steps"))
-    stopped = each.add(py.CompareOp("is not", [each.path("trainer", "recipe", "stop_reason"),
-                                               each.const(None)]))  # fmt: skip
+    stopped = each.is_set(each.path("trainer", "recipe", "stop_reason"))  # fmt: skip
     each.stmt(py.IfOp(each.binop("or", reached, stopped), [py.BreakOp()]))
     each.expr(each.method(each.path("trainer", "graphed"), "replay", idx))
     each.stmt(py.AugAssignOp("+=", each.name("batches"), each.const(1)))
@@ -407,8 +401,8 @@ def graphed_epoch_ops(plan: ScriptPlan) -> list[Operation]:
                                                             body.const(1)))  # fmt: skip
     body.stmt(py.ReturnOp([mean, body.name("batches")]))
     annotations = {"trainer": top.name("Trainer"), "epoch": top.name("int"),
-                   "max_steps": top.binop("|", top.name("int"), top.const(None))}  # fmt: skip
-    returns = top.subscript(top.name("tuple"), top.name("torch.Tensor"), top.name("int"))
+                   "max_steps": top.optional("int")}  # fmt: skip
+    returns = top.generic("tuple", "torch.Tensor", "int")
     top.stmt(py.DefOp("_train_one_epoch_graphed", ["trainer", "epoch", "max_steps"], body.ops,
                       annotations=annotations, returns=returns))  # fmt: skip
     return top.ops
@@ -444,7 +438,7 @@ def gathered_evaluate_ops() -> list[Operation]:
     inner = PyBuilder()
     inner.ret(inner.call("_evaluate_whole", inner.name("trainer"), inner.name("model")))
     body.stmt(py.WithOp(body.call("gathered_parameters", which), inner.ops))
-    model_type = top.binop("|", top.name("nn.Module"), top.const(None))
+    model_type = top.optional("nn.Module")
     annotations = {"trainer": top.name("Trainer"), "model": model_type}
     default = top.const(None)
     top.stmt(py.DefOp("evaluate", ["trainer", "model"], body.ops, defaults={"model": default},
@@ -610,7 +604,7 @@ def _load_checkpoint(b: PyBuilder, plan: ScriptPlan) -> SSAValue:
     path = b.name("path")
     if plan.sharded:
         b.assign("ema", b.path("trainer", "recipe", "ema"))
-        unset = b.compare(b.name("ema"), "is not", b.const(None))
+        unset = b.is_set(b.name("ema"))
         module = b.add(py.IfExpOp(unset, b.attr(b.name("ema"), "module"), b.const(None)))
         b.assign("ema_module", module)
     fields = ["model", "optimizer", *(["scaler"] if plan.amp else []), "scheduler"]
@@ -646,9 +640,9 @@ def resume_extra_ops() -> list[Operation]:
     moved = then.method(loss_sum, "to", then.path("trainer", "ctx", "device"))
     batches = then.call("int", then.subscript(then.name("carry"), then.const("batches")))
     then.assign(then.path("trainer", "carry"), then.add(py.TupleOp([moved, batches])))
-    unset = body.add(py.CompareOp("is not", [body.name("carry"), body.const(None)]))
+    unset = body.is_set(body.name("carry"))
     body.stmt(py.IfOp(unset, then.ops))
-    state_type = top.subscript(top.name("dict"), top.name("str"), top.name("Any"))
+    state_type = top.generic("dict", "str", "Any")
     annotations = {"trainer": top.name("Trainer"), "state": state_type}
     top.stmt(py.DefOp("_resume_extra", ["trainer", "state"], body.ops, annotations=annotations,
                       returns=top.const(None)))  # fmt: skip
@@ -695,14 +689,14 @@ def epoch_helper_ops() -> list[Operation]:
     body.stmt(py.IfOp(body.add(py.CompareOp("is", [body.name("carry"), body.const(None)])),
                       fresh.ops))  # fmt: skip
     body.ret(body.name("carry"))
-    returns = top.subscript(top.name("tuple"), top.name("torch.Tensor"), top.name("int"))
+    returns = top.generic("tuple", "torch.Tensor", "int")
     top.stmt(py.DefOp("_carried", ["trainer"], body.ops,
                       annotations={"trainer": top.name("Trainer")}, returns=returns))  # fmt: skip
     reached = PyBuilder()
-    limited = reached.add(py.CompareOp("is not", [reached.name("max_steps"), reached.const(None)]))
+    limited = reached.is_set(reached.name("max_steps"))
     beyond = reached.add(py.CompareOp(">=", [reached.name("step"), reached.name("max_steps")]))
     reached.ret(reached.binop("and", limited, beyond))
-    limit = top.binop("|", top.name("int"), top.const(None))
+    limit = top.optional("int")
     top.stmt(py.DefOp("_reached", ["step", "max_steps"], reached.ops,
                       annotations={"step": top.name("int"), "max_steps": limit},
                       returns=top.name("bool")))  # fmt: skip
