@@ -753,9 +753,8 @@ class PythonPrinter:
             self.lines[-1] += f"  {comment}"  # the statement's last line ends in it
             return
         # too wide for its line: the note goes on a line of its own above the statement
-        first = next(i for i in range(before, len(self.lines)) if self.lines[i].strip())
-        indent = self.lines[first][: len(self.lines[first]) - len(self.lines[first].lstrip())]
-        self.lines.insert(first, f"{indent}{comment}")
+        first = next(i for i in range(before, len(self.lines)) if self.lines[i])
+        self.lines.insert(first, f"{self._indent_unit * self._depth}{comment}")
 
     def _assigned(self, value: SSAValue) -> str:
         """An assigned value: a tuple without its parentheses (`a, b = b, a`)."""
