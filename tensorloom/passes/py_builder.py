@@ -141,13 +141,15 @@ class PyBuilder:
         body: PyBuilder,
         returns: str | SSAValue | None,
         defaults: dict[str, SSAValue] | None = None,
+        decorators: Sequence[SSAValue] = (),
     ) -> None:
         """`def name(p: T, ...) -> R:` with `body`'s ops. A type given as a string is a name
         (`"Trainer"`; `""`: no annotation), `returns=None` is `-> None`."""
         annotations = {param: self.type_(kind) for param, kind in params if kind != ""}
         result = self.const(None) if returns is None else self.type_(returns)
         self.stmt(py.DefOp(name, [p for p, _ in params], body.ops, annotations=annotations,
-                           returns=result, defaults=defaults))  # fmt: skip
+                           returns=result, defaults=defaults,
+                           decorators=list(decorators)))  # fmt: skip
 
     def ret(self, value: SSAValue | None = None) -> None:
         self.stmt(py.ReturnOp([value] if value is not None else []))

@@ -27,7 +27,7 @@ from xdsl.ir import Operation, SSAValue
 from tensorloom.catalogue.optimizers import OPTIMIZERS
 from tensorloom.dialects import py
 from tensorloom.passes.py_builder import PyBuilder
-from tensorloom.passes.train_data import loader_type
+from tensorloom.passes.train_data import info_type, loader_type
 from tensorloom.passes.train_loop import carry_type, model_ops
 from tensorloom.passes.train_script import ScriptPlan
 
@@ -94,7 +94,7 @@ def trainer_ops(plan: ScriptPlan) -> list[Operation]:
         _field(b, "plan", b.name("PrecisionPlan"))
     _field(b, "train_loader", loader_type(b, plan))
     _field(b, "val_loader", loader_type(b, plan))
-    _field(b, "info", b.name("TokenInfo" if plan.language_model_data else "DataInfo"))
+    _field(b, "info", b.name(info_type(plan)))
     _field(
         b,
         "recipe",

@@ -52,6 +52,11 @@ def _reader(b: PyBuilder, plan: ScriptPlan) -> SSAValue:
     return b.call_with(name, [*first, *rest])
 
 
+def info_type(plan: ScriptPlan) -> str:
+    """What the reader says of the data: `TokenInfo` for language-model data, else `DataInfo`."""
+    return "TokenInfo" if plan.language_model_data else "DataInfo"
+
+
 def loader_type(b: PyBuilder, plan: ScriptPlan) -> SSAValue:
     """The loaders' type: `DeviceLoader`, `DeviceLoader | HostLoader` or `WindowLoader`."""
     if plan.language_model_data:
@@ -155,8 +160,7 @@ def build_loaders_ops(plan: ScriptPlan) -> list[Operation]:
     splits = [body.name(n) for n in ("train_loader", "val_loader", "info")]
     body.stmt(py.ReturnOp(splits))
     loader = loader_type(top, plan)
-    info = top.name("TokenInfo" if plan.language_model_data else "DataInfo")
-    returns = top.subscript(top.name("tuple"), loader, loader_type(top, plan), info)
+    returns = top.generic("tuple", loader, loader_type(top, plan), info_type(plan))
     params = [("args", "argparse.Namespace"), ("ctx", "DistContext")]
     top.def_("build_loaders", params, body, returns)
     if plan.per_token_length is not None:

@@ -31,6 +31,7 @@ from tensorloom.passes.convert_nml_to_torch import attr_ops
 from tensorloom.passes.model_env import override_value
 from tensorloom.passes.py_builder import PyBuilder
 from tensorloom.passes.train_script import ScriptPlan
+from tensorloom.passes.train_step import ema_module
 
 DEFINES = (
     "after_validation", "checkpoint_state", "save_last", "save_if_due", "train", "_run",
@@ -130,11 +131,7 @@ def checkpoint_state_ops(plan: ScriptPlan) -> list[Operation]:
                    carried.add(py.DictOp(entries)))  # fmt: skip
     body.if_(body.is_set(body.name("carry")), carried)
     if plan.sharded:  # the average's module, sharded as the model is
-        body.assign("ema", body.path("trainer", "recipe", "ema"))
-        unset = body.is_set(body.name("ema"))
-        module = body.add(py.IfExpOp(unset, body.attr(body.name("ema"), "module"),
-                                     body.const(None)))  # fmt: skip
-        body.assign("ema_module", module)
+        ema_module(body)
     fields = ["model", "optimizer", *(["scaler"] if plan.amp else []), "scheduler", "step"]
     state = [(f, body.path("trainer", f)) for f in fields]
     state += [("loader", body.path("trainer", "train_loader")), ("extra", body.name("extra"))]
@@ -485,10 +482,7 @@ def _load_evaluated(b: PyBuilder, plan: ScriptPlan) -> None:
     path, model = b.path("args", "evaluate"), b.path("trainer", "model")
     if plan.sharded:
         b.comment("every rank: a sharded save, or a plain .pt")
-        b.assign("ema", b.path("trainer", "recipe", "ema"))
-        module = b.add(py.IfExpOp(b.is_set(b.name("ema")), b.attr(b.name("ema"), "module"),
-                                  b.const(None)))  # fmt: skip
-        b.assign("ema_module", module)
+        ema_module(b)
         b.assign("state", b.call("load_sharded_weights", path, model=model,
                                  ema=b.name("ema_module")))  # fmt: skip
     elif plan.recipe.ema is not None:

@@ -28,7 +28,7 @@ from tensorloom.dialects import py
 from tensorloom.passes.loss_functions import Metric
 from tensorloom.passes.py_builder import PyBuilder
 from tensorloom.passes.train_script import ScriptPlan
-from tensorloom.passes.train_step import under_autocast
+from tensorloom.passes.train_step import evaluate_def, under_autocast
 
 DEFINES = (
     "validation_record", "_as_record", "epoch_record", "step_validation", "batch_metrics",
@@ -222,13 +222,7 @@ def metrics_evaluate_ops(plan: ScriptPlan, name: str) -> list[Operation]:
     body.assign("totals", body.call("torch.zeros", size, device=body.name("device")))
     _validation_loop(body, plan)
     _metrics_means(body, plan)
-    no_grad = top.call("torch.no_grad")  # the decorator, then the signature's parts
-    default = top.const(None)
-    model_type = top.optional("nn.Module")
-    annotations = {"trainer": top.name("Trainer"), "model": model_type}
-    returns = top.generic("dict", "str", "float")
-    top.stmt(py.DefOp(name, ["trainer", "model"], body.ops, defaults={"model": default},
-                      annotations=annotations, returns=returns, decorators=[no_grad]))  # fmt: skip
+    evaluate_def(top, name, body, lambda b: b.generic("dict", "str", "float"))
     return [*top.ops, *batch_metrics_ops(plan)]
 
 

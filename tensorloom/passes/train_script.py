@@ -104,9 +104,9 @@ class ScriptPlan:
         return self.precision != "none"
 
     @property
-    def loss_target(self) -> str:
+    def loss_targets(self) -> tuple[str, ...]:
         """What the step passes `loss_fn` after the output: the targets, or inputs and targets."""
-        return "xb, yb" if self.custom_loss in self.takes_inputs else "yb"
+        return ("xb", "yb") if self.custom_loss in self.takes_inputs else ("yb",)
 
     @property
     def reports_metrics(self) -> bool:
@@ -133,9 +133,8 @@ class ScriptPlan:
     def fusable_optimizer(self) -> bool:
         """Adam, AdamW or SGD with no implementation keyword the user chose: the script picks
         the fused (or capturable) one."""
-        return self.optimizer in ("Adam", "AdamW", "SGD") and not (
-            _names(self.optimizer_kwargs) & _OPTIMIZER_MODES
-        )
+        chosen = {name for name, _ in self.optimizer_kwargs}
+        return self.optimizer in ("Adam", "AdamW", "SGD") and not chosen & _OPTIMIZER_MODES
 
     @property
     def whole_step_graph(self) -> bool:
@@ -169,10 +168,6 @@ def data_description(plan: ScriptPlan) -> str:
 # --- loss ------------------------------------------------------------------------------------
 
 # --- command line and setup ------------------------------------------------------------------
-
-
-def _names(kwargs: list[tuple[str, Value]]) -> set[str]:
-    return {name for name, _ in kwargs}
 
 
 def image_dataset(plan: ScriptPlan) -> bool:

@@ -22,6 +22,8 @@ train block's `grad_clip`, `grad_accum` and `lr_schedule` (its `train.config`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from xdsl.ir import Operation, SSAValue
 
 from tensorloom.dialects import py
@@ -60,7 +62,7 @@ def _loss(b: PyBuilder, plan: ScriptPlan, model: tuple[str, ...]) -> None:
     xb, yb = inner.name("xb"), inner.name("yb")
     if plan.distributed:  # DDP wraps the model: the loss is computed beside it
         output = inner.call(module, xb)
-        targets = [inner.name(n.strip()) for n in plan.loss_target.split(",")]
+        targets = [inner.name(n) for n in plan.loss_targets]
         inner.assign("loss", inner.call("loss_fn", output, *targets))
     else:  # BatchLoss: the forward and the loss, compiled together
         inner.assign("loss", inner.call(module, xb, yb))
@@ -240,19 +242,30 @@ def evaluate_ops(plan: ScriptPlan, name: str = "evaluate") -> list[Operation]:
     loss_mean = mean(body, "loss_sum")
     second = mean(body, "correct") if classify else body.const(None)
     body.stmt(py.ReturnOp([loss_mean, second]))
-    no_grad = top.call("torch.no_grad")
-    returns = top.subscript(top.name("tuple"), top.name("float"),
-                            top.optional("float"))  # fmt: skip
-    if not takes_model:
-        top.stmt(py.DefOp(name, ["trainer"], body.ops, annotations={"trainer": top.name("Trainer")},
-                          returns=returns, decorators=[no_grad]))  # fmt: skip
-        return top.ops
-    default = top.const(None)
-    model_type = top.optional("nn.Module")
-    annotations = {"trainer": top.name("Trainer"), "model": model_type}
-    top.stmt(py.DefOp(name, ["trainer", "model"], body.ops, defaults={"model": default},
-                      annotations=annotations, returns=returns, decorators=[no_grad]))  # fmt: skip
+    evaluate_def(top, name, body, lambda b: b.generic("tuple", "float", b.optional("float")),
+                 takes_model=takes_model)  # fmt: skip
     return top.ops
+
+
+def evaluate_def(
+    top: PyBuilder,
+    name: str,
+    body: PyBuilder,
+    returns: Callable[[PyBuilder], SSAValue],
+    *,
+    takes_model: bool = True,
+    no_grad: bool = True,
+) -> None:
+    """`@torch.no_grad() def name(trainer: Trainer, model: nn.Module | None = None) -> R:`,
+    an evaluation of the trainer's model or of one given (the EMA's, the gathered one).
+    `returns` builds R after the decorator and the parameters, as Python evaluates them."""
+    decorators = [top.call("torch.no_grad")] if no_grad else []
+    params: list[tuple[str, str | SSAValue]] = [("trainer", "Trainer")]
+    defaults: dict[str, SSAValue] = {}
+    if takes_model:  # Python's order: the default, then the annotations
+        defaults["model"] = top.const(None)
+        params.append(("model", top.optional("nn.Module")))
+    top.def_(name, params, body, returns(top), defaults=defaults or None, decorators=decorators)
 
 
 def train_one_epoch_ops(plan: ScriptPlan) -> list[Operation]:
@@ -438,11 +451,7 @@ def gathered_evaluate_ops() -> list[Operation]:
     inner = PyBuilder()
     inner.ret(inner.call("_evaluate_whole", inner.name("trainer"), inner.name("model")))
     body.stmt(py.WithOp(body.call("gathered_parameters", which), inner.ops))
-    model_type = top.optional("nn.Module")
-    annotations = {"trainer": top.name("Trainer"), "model": model_type}
-    default = top.const(None)
-    top.stmt(py.DefOp("evaluate", ["trainer", "model"], body.ops, defaults={"model": default},
-                      annotations=annotations, returns=top.name("Any")))  # fmt: skip
+    evaluate_def(top, "evaluate", body, lambda b: b.name("Any"), no_grad=False)
     return top.ops
 
 
@@ -603,10 +612,7 @@ def _load_checkpoint(b: PyBuilder, plan: ScriptPlan) -> SSAValue:
     FSDP `load_sharded_checkpoint`, which restores the EMA's shards too."""
     path = b.name("path")
     if plan.sharded:
-        b.assign("ema", b.path("trainer", "recipe", "ema"))
-        unset = b.is_set(b.name("ema"))
-        module = b.add(py.IfExpOp(unset, b.attr(b.name("ema"), "module"), b.const(None)))
-        b.assign("ema_module", module)
+        ema_module(b)
     fields = ["model", "optimizer", *(["scaler"] if plan.amp else []), "scheduler"]
     state = [(f, b.path("trainer", f)) for f in fields]
     state.append(("loader", b.path("trainer", "train_loader")))
@@ -615,6 +621,15 @@ def _load_checkpoint(b: PyBuilder, plan: ScriptPlan) -> SSAValue:
         return b.call("load_sharded_checkpoint", path, **dict(state))
     state.append(("map_location", b.path("trainer", "ctx", "device")))
     return b.call("load_checkpoint", path, **dict(state))
+
+
+def ema_module(b: PyBuilder) -> None:
+    """`ema_module = ema.module if ema is not None else None` of `ema = trainer.recipe.ema`:
+    the EMA's model, which a sharded save or load takes beside the model's."""
+    b.assign("ema", b.path("trainer", "recipe", "ema"))
+    module = b.add(py.IfExpOp(b.is_set(b.name("ema")), b.attr(b.name("ema"), "module"),
+                              b.const(None)))  # fmt: skip
+    b.assign("ema_module", module)
 
 
 def resume_extra_ops() -> list[Operation]:
@@ -657,16 +672,14 @@ def batch_loss_ops(plan: ScriptPlan) -> list[Operation]:
     init.expr(init.method(init.call("super"), "__init__"))
     init.assign(init.attr(init.name("self"), "model"), init.name("model"))
     output = forward.call(forward.attr(forward.name("self"), "model"), forward.name("xb"))
-    inputs = [forward.name("xb")] if plan.custom_loss in plan.takes_inputs else []
-    forward.ret(forward.call("loss_fn", output, *inputs, forward.name("yb")))
+    targets = [forward.name(n) for n in plan.loss_targets]
+    forward.ret(forward.call("loss_fn", output, *targets))
     body = PyBuilder()
     use = ("`should_compile` times it; the step calls the DDP-wrapped model, then the loss"
            if plan.distributed else
            "`torch.compile` of this module sees the forward and the loss together")  # fmt: skip
-    body.expr(body.const(
-        f"The training loss of a batch, `loss_fn(model(xb), {plan.loss_target})`, as one "
-        f"module.\n\n{use}.\n"
-    ))  # fmt: skip
+    loss = f"loss_fn(model(xb), {', '.join(plan.loss_targets)})"
+    body.expr(body.const(f"The training loss of a batch, `{loss}`, as one module.\n\n{use}.\n"))
     tensor = "torch.Tensor"
     body.def_("__init__", [("self", ""), ("model", "nn.Module")], init, None)
     body.def_("forward", [("self", ""), ("xb", tensor), ("yb", tensor)], forward, tensor)
