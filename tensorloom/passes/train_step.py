@@ -358,22 +358,27 @@ def train_one_epoch_ops(plan: ScriptPlan) -> list[Operation]:
         each.ops += after.ops
     loop.body.block.add_ops(each.ops)
     body.stmt(loop)
-    body.comment("cut short: last.pt keeps what this epoch did so far")
-    cut = body.add(py.CompareOp("<", [body.name("batches"), body.name("batches_used")]))
-    keep = PyBuilder()
-    kept = keep.add(py.TupleOp([keep.name("loss_sum"), keep.name("batches")]))
-    keep.assign(keep.path("trainer", "carry"), kept)
-    body.stmt(py.IfOp(cut, keep.ops))
-    mean = body.binop("/", body.name("loss_sum"), body.call("max", body.name("batches"),
-                                                            body.const(1)))  # fmt: skip
-    body.stmt(py.ReturnOp([mean, body.name("batches")]))
-    params = [("trainer", "Trainer"), ("epoch", "int")]
-    annotations = {p: top.name(kind) for p, kind in params}
-    annotations["max_steps"] = top.optional("int")
-    returns = top.generic("tuple", "torch.Tensor", "int")
-    top.stmt(py.DefOp("train_one_epoch", ["trainer", "epoch", "max_steps"], body.ops,
-                      annotations=annotations, returns=returns))  # fmt: skip
+    _epoch_end(top, "train_one_epoch", body, lambda b: b.name("batches_used"))
     return top.ops
+
+
+def _epoch_end(
+    top: PyBuilder, name: str, body: PyBuilder, total: Callable[[PyBuilder], SSAValue]
+) -> None:
+    """An epoch function's end, `def name(trainer, epoch, max_steps) -> tuple[Tensor, int]`:
+    a cut epoch (fewer batches than `total` builds, after the comment) keeps its loss sum and
+    batches for last.pt, and the mean loss and the batches are returned."""
+    body.comment("cut short: last.pt keeps what this epoch did so far")
+    cut = body.compare(body.name("batches"), "<", total(body))
+    keep = PyBuilder()
+    keep.assign(keep.path("trainer", "carry"), keep.tuple_of(keep.name("loss_sum"),
+                                                              keep.name("batches")))  # fmt: skip
+    body.if_(cut, keep)
+    batches = body.call("max", body.name("batches"), body.const(1))
+    mean = body.binop("/", body.name("loss_sum"), batches)
+    body.stmt(py.ReturnOp([mean, body.name("batches")]))
+    params = [("trainer", "Trainer"), ("epoch", "int"), ("max_steps", top.optional("int"))]
+    top.def_(name, params, body, top.generic("tuple", "torch.Tensor", "int"))
 
 
 def graphed_epoch_ops(plan: ScriptPlan) -> list[Operation]:
@@ -404,20 +409,7 @@ def graphed_epoch_ops(plan: ScriptPlan) -> list[Operation]:
     loop.body.block.add_ops(each.ops)
     body.stmt(loop)
     body.assign("loss_sum", body.method(body.path("trainer", "graphed"), "take_loss_sum"))
-    body.comment("cut short: last.pt keeps what this epoch did so far")
-    cut = body.add(py.CompareOp("<", [body.name("batches"), body.call("len", body.name("loader"))]))
-    keep = PyBuilder()
-    keep.assign(keep.path("trainer", "carry"),
-                keep.add(py.TupleOp([keep.name("loss_sum"), keep.name("batches")])))  # fmt: skip
-    body.stmt(py.IfOp(cut, keep.ops))
-    mean = body.binop("/", body.name("loss_sum"), body.call("max", body.name("batches"),
-                                                            body.const(1)))  # fmt: skip
-    body.stmt(py.ReturnOp([mean, body.name("batches")]))
-    annotations = {"trainer": top.name("Trainer"), "epoch": top.name("int"),
-                   "max_steps": top.optional("int")}  # fmt: skip
-    returns = top.generic("tuple", "torch.Tensor", "int")
-    top.stmt(py.DefOp("_train_one_epoch_graphed", ["trainer", "epoch", "max_steps"], body.ops,
-                      annotations=annotations, returns=returns))  # fmt: skip
+    _epoch_end(top, "_train_one_epoch_graphed", body, lambda b: b.call("len", b.name("loader")))
     return top.ops
 
 
