@@ -187,11 +187,12 @@ def measure_scripts(folder: Path, runs: int, only: list[str] | None = None) -> s
             elapsed, first, last = run_script(command, folder)
             samples[name].append(elapsed)
             said[name] = (first, last)
-    lines = ["| run | first round (s) | min (s) | first line | last line |"]
-    lines.append("|---|---|---|---|---|")
+    lines = ["| run | first round (s) | min (s) | median (s) | first line | last line |"]
+    lines.append("|---|---|---|---|---|---|")
     for name, times in samples.items():
         first, last = said[name]
-        lines.append(f"| {name} | {times[0]:.1f} | {min(times):.1f} | {first} | {last} |")
+        lines.append(f"| {name} | {times[0]:.1f} | {min(times):.1f} "
+                     f"| {statistics.median(times):.1f} | {first} | {last} |")
     return "\n".join(lines)
 
 
