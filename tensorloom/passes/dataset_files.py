@@ -18,18 +18,13 @@ from tensorloom.catalogue.data_files import DataCheck, check_data
 from tensorloom.catalogue.datasets import DatasetError, lookup_dataset
 from tensorloom.diagnostics.ir import span_of
 from tensorloom.dialects import train
-from tensorloom.passes.model_env import CallValue, EvalError, Value, evaluate, name_help
+from tensorloom.passes.model_env import EvalError, NoValue, evaluate_kwargs, name_help
 
 
 def dataset_check(op: train.DatasetOp) -> DataCheck | DatasetError:
-    options: dict[str, Value] = {}
-    for key, attr in op.options.data.items():
-        value = evaluate(attr, {})
-        if isinstance(value, EvalError | CallValue):
-            why = value.message if isinstance(value, EvalError) else f"a call of `{value.name}`"
-            help_text = name_help(value) if isinstance(value, EvalError) else None
-            return DatasetError("TL0703", f"option `{key}` has no value: {why}", key, help_text)
-        options[key] = value
+    options = evaluate_kwargs(op.options.data, {})
+    if isinstance(options, NoValue):
+        return _no_value(options)
     source = op.source.data if op.source is not None else None
     info = lookup_dataset(source, options)  # type: ignore[arg-type]
     if isinstance(info, DatasetError):
@@ -37,3 +32,11 @@ def dataset_check(op: train.DatasetOp) -> DataCheck | DatasetError:
     span = span_of(op)
     base = Path(span.file).parent if span is not None and span.file else None
     return check_data(info, base)
+
+
+def _no_value(option: NoValue) -> DatasetError:
+    """TL0703: an option whose expression has no value, or that is a call."""
+    key, value = option.key, option.why
+    why = value.message if isinstance(value, EvalError) else f"a call of `{value.name}`"
+    help_text = name_help(value) if isinstance(value, EvalError) else None
+    return DatasetError("TL0703", f"option `{key}` has no value: {why}", key, help_text)

@@ -303,17 +303,25 @@ def model_env(model: ModelOp, overrides: Mapping[str, Value] | None = None) -> E
     return env
 
 
+@dataclass(frozen=True, slots=True)
+class NoValue:
+    """The first keyword `evaluate_kwargs` found without a plain value, and why: its
+    expression failed, or it is a call. A caller that reports it words the diagnostic
+    (`dataset_check`'s TL0703)."""
+
+    key: str
+    why: EvalError | CallValue
+
+
 def evaluate_kwargs(
     kwargs: Mapping[str, Attribute], env: Mapping[str, Value]
-) -> dict[str, Value] | EvalError:
+) -> dict[str, Value] | NoValue:
     """Plain values for a dictionary of attribute expressions (overrides, options)."""
     values: dict[str, Value] = {}
     for key, attr in kwargs.items():
         value = evaluate(attr, env)
-        if isinstance(value, EvalError):
-            return value
-        if isinstance(value, CallValue):
-            return EvalError(f"`{key}` must be a literal, got a call of `{value.name}`")
+        if isinstance(value, EvalError | CallValue):
+            return NoValue(key, value)
         values[key] = value
     return values
 

@@ -209,12 +209,23 @@ def _implementation(b: PyBuilder, plan: ScriptPlan) -> list[tuple[str, SSAValue]
     return [("fused", _on_cuda(b))]
 
 
+def _per_epoch(b: PyBuilder) -> SSAValue:
+    """`len(train_loader) // GRAD_ACCUM`: the optimizer steps of one epoch."""
+    return b.binop("//", b.call("len", b.name("train_loader")), b.name("GRAD_ACCUM"))
+
+
+def _names_steps_per_epoch(plan: ScriptPlan) -> bool:
+    """Whether `build_trainer` names `steps_per_epoch`: `_schedule` does, for a schedule or
+    `planned_epochs`; `_graph_build_trainer` never does."""
+    schedule_reads = plan.schedule is not None or not plan.recipe.epochs_set
+    return schedule_reads and not plan.whole_step_graph
+
+
 def _schedule(b: PyBuilder, plan: ScriptPlan) -> None:
     """The steps per epoch (for a schedule, or `planned_epochs`), the epochs `max_steps`
     takes when the block sets none, and `scheduler`."""
-    if plan.schedule is not None or not plan.recipe.epochs_set:
-        per_epoch = b.binop("//", b.call("len", b.name("train_loader")), b.name("GRAD_ACCUM"))
-        b.assign("steps_per_epoch", per_epoch)
+    if _names_steps_per_epoch(plan):
+        b.assign("steps_per_epoch", _per_epoch(b))
     if not plan.recipe.epochs_set:
         _planned_epochs(b, b.name("steps_per_epoch"))
     if plan.schedule is None:
@@ -245,8 +256,7 @@ def _should_compile(b: PyBuilder, plan: ScriptPlan) -> SSAValue:
     off = b.const("off")
     choice = b.add(py.IfExpOp(b.path("args", "no_compile"), off, b.path("args", "compile")))
     arguments = [("", choice), ("", b.name("COMPILE_MODE")), ("", b.path("ctx", "device"))]
-    loader = b.call("len", b.name("train_loader"))
-    per_epoch = b.binop("//", loader, b.name("GRAD_ACCUM"))
+    per_epoch = b.name("steps_per_epoch") if _names_steps_per_epoch(plan) else _per_epoch(b)
     steps = b.call("total_train_steps", b.path("args", "epochs"), per_epoch,
                    b.path("args", "max_steps"))  # fmt: skip
     arguments += [("steps", steps), ("batch_loss", b.call("BatchLoss", b.name("model"))),

@@ -222,7 +222,7 @@ def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
     scheduler = build_scheduler(optimizer, steps_per_epoch, total)
     compile_it = should_compile(
         "off" if args.no_compile else args.compile, COMPILE_MODE, ctx.device,
-        steps=total_train_steps(args.epochs, len(train_loader) // GRAD_ACCUM, args.max_steps),
+        steps=total_train_steps(args.epochs, steps_per_epoch, args.max_steps),
         batch_loss=BatchLoss(model), loader=train_loader,
         region=partial(autocast, plan, ctx.device),
     )
