@@ -131,8 +131,17 @@ class PyBuilder:
     def expr(self, value: SSAValue) -> None:
         self.stmt(py.ExprOp(value))
 
-    def assign(self, target: str | SSAValue, value: SSAValue) -> None:
-        self.stmt(py.AssignOp(self.name(target) if isinstance(target, str) else target, value))
+    def assign(
+        self,
+        target: str | SSAValue,
+        value: SSAValue | None,
+        *,
+        annotation: SSAValue | None = None,
+        comment: str | None = None,
+    ) -> None:
+        """`target: annotation = value  # comment` (each but the target optional)."""
+        target = self.name(target) if isinstance(target, str) else target
+        self.stmt(py.AssignOp(target, value, annotation=annotation, comment=comment))
 
     def def_(
         self,

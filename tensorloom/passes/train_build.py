@@ -68,7 +68,7 @@ def _field(
     note: str | None = None,
 ) -> None:
     """`name: kind = default  # note`."""
-    b.stmt(py.AssignOp(b.name(name), default, annotation=kind, comment=note))
+    b.assign(name, default, annotation=kind, comment=note)
 
 
 def trainer_ops(plan: ScriptPlan) -> list[Operation]:
@@ -214,29 +214,24 @@ def _per_epoch(b: PyBuilder) -> SSAValue:
     return b.binop("//", b.call("len", b.name("train_loader")), b.name("GRAD_ACCUM"))
 
 
-def _names_steps_per_epoch(plan: ScriptPlan) -> bool:
-    """Whether `build_trainer` names `steps_per_epoch`: `_schedule` does, for a schedule or
-    `planned_epochs`; `_graph_build_trainer` never does."""
-    schedule_reads = plan.schedule is not None or not plan.recipe.epochs_set
-    return schedule_reads and not plan.whole_step_graph
-
-
-def _schedule(b: PyBuilder, plan: ScriptPlan) -> None:
+def _schedule(b: PyBuilder, plan: ScriptPlan) -> bool:
     """The steps per epoch (for a schedule, or `planned_epochs`), the epochs `max_steps`
-    takes when the block sets none, and `scheduler`."""
-    if _names_steps_per_epoch(plan):
+    takes when the block sets none, and `scheduler`. Whether it named `steps_per_epoch`."""
+    named = plan.schedule is not None or not plan.recipe.epochs_set
+    if named:
         b.assign("steps_per_epoch", _per_epoch(b))
     if not plan.recipe.epochs_set:
         _planned_epochs(b, b.name("steps_per_epoch"))
     if plan.schedule is None:
         _no_schedule(b)
-        return
+        return named
     total = b.call("total_train_steps", b.path("args", "epochs"), b.name("steps_per_epoch"),
                    b.name("MAX_STEPS"))  # fmt: skip
     b.assign("total", total)
     scheduler = b.call("build_scheduler", b.name("optimizer"), b.name("steps_per_epoch"),
                        b.name("total"))  # fmt: skip
     b.assign("scheduler", scheduler)
+    return named
 
 
 def _planned_epochs(b: PyBuilder, steps_per_epoch: SSAValue) -> None:
@@ -250,13 +245,14 @@ def _no_schedule(b: PyBuilder) -> None:
     b.stmt(py.AssignOp(b.name("scheduler"), b.const(None), comment="no `lr_schedule`"))
 
 
-def _should_compile(b: PyBuilder, plan: ScriptPlan) -> SSAValue:
+def _should_compile(b: PyBuilder, plan: ScriptPlan, per_epoch_named: bool = False) -> SSAValue:
     """`should_compile(...)` (runtime/compiling.py): the eager step it times is `BatchLoss`,
-    under the precision plan's autocast; rank 0 says which way it went."""
+    under the precision plan's autocast; rank 0 says which way it went. Its steps read
+    `steps_per_epoch` where `_schedule` named it (`per_epoch_named`)."""
     off = b.const("off")
     choice = b.add(py.IfExpOp(b.path("args", "no_compile"), off, b.path("args", "compile")))
     arguments = [("", choice), ("", b.name("COMPILE_MODE")), ("", b.path("ctx", "device"))]
-    per_epoch = b.name("steps_per_epoch") if _names_steps_per_epoch(plan) else _per_epoch(b)
+    per_epoch = b.name("steps_per_epoch") if per_epoch_named else _per_epoch(b)
     steps = b.call("total_train_steps", b.path("args", "epochs"), per_epoch,
                    b.path("args", "max_steps"))  # fmt: skip
     arguments += [("steps", steps), ("batch_loss", b.call("BatchLoss", b.name("model"))),
@@ -332,8 +328,8 @@ def _build_trainer(b: PyBuilder, plan: ScriptPlan) -> None:
         b.comment("backward, then freed; gradients are reduce-scattered in fp32.")
         _shard(b, plan, "model")
     _optimizer(b, plan, _implementation)
-    _schedule(b, plan)
-    b.assign("compile_it", _should_compile(b, plan))
+    per_epoch_named = _schedule(b, plan)
+    b.assign("compile_it", _should_compile(b, plan, per_epoch_named))
     b.assign("compiled", _maybe_compile(b, b.name("model")))
     _train_model(b, plan)
     _scaler(b, plan)

@@ -19,7 +19,7 @@ FSDP_BLOCKS under FSDP, LR_SCHEDULE with `lr_schedule`, the recipe's keys when s
 
 from __future__ import annotations
 
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Operation
 
 from tensorloom.dialects import py
 from tensorloom.dialects.train import DEFAULT_BATCH_SIZE
@@ -63,114 +63,140 @@ def header_ops(plan: ScriptPlan) -> list[Operation]:
     return [py.CommentOp(text)]
 
 
-class _Settings(PyBuilder):
-    """Appends `NAME = value  # note` assignments."""
-
-    def set(
-        self, name: str, value: SSAValue, note: str | None = None, typed: SSAValue | None = None
-    ) -> None:
-        """`NAME = value  # note`; `typed` annotates it: `NAME: int | None = None`."""
-        self.stmt(py.AssignOp(self.name(name), value, annotation=typed, comment=note))
-
-
 def settings_ops(plan: ScriptPlan) -> list[Operation]:
     """The train block's values as module-level settings, in the order the script reads them."""
-    b = _Settings()
+    b = PyBuilder()
     b.comment("---- settings: the train block's values; the command line overrides some ----")
     _run_length(b, plan)
     if plan.amp:
-        b.set("PRECISION", b.const(plan.precision), PRECISION_NOTES[plan.precision])
+        b.assign("PRECISION", b.const(plan.precision), comment=PRECISION_NOTES[plan.precision])
     if plan.fsdp_blocks is not None:
-        blocks = b.add(py.ListOp([b.const(block) for block in plan.fsdp_blocks]))
-        b.set("FSDP_BLOCKS", blocks, "fully_shard units (then the root)")
+        b.assign(
+            "FSDP_BLOCKS",
+            b.value(list(plan.fsdp_blocks)),
+            comment="fully_shard units (then the root)",
+        )
     _checkpoints(b, plan)
     _schedule(b, plan)
     _step(b, plan)
     _recipe(b, plan.recipe, plan.schedule is not None)
     if plan.log_every is not None:
-        b.set("LOG_EVERY", b.const(plan.log_every), "optimizer steps between loss lines")
+        b.assign("LOG_EVERY", b.const(plan.log_every), comment="optimizer steps between loss lines")
     _compile(b, plan)
-    b.set("SEED", b.const(plan.seed))
+    b.assign("SEED", b.const(plan.seed))
     _data(b, plan)
     return b.ops
 
 
-def _run_length(b: _Settings, plan: ScriptPlan) -> None:
+def _run_length(b: PyBuilder, plan: ScriptPlan) -> None:
     """EPOCHS, BATCH_SIZE, LEARNING_RATE."""
     if plan.recipe.epochs_set:
-        b.set("EPOCHS", b.const(plan.epochs))
+        b.assign("EPOCHS", b.const(plan.epochs))
     else:
-        b.set("EPOCHS", b.const(None), "as many as `max_steps` takes", typed=b.optional("int"))
+        b.assign(
+            "EPOCHS",
+            b.const(None),
+            comment="as many as `max_steps` takes",
+            annotation=b.optional("int"),
+        )
     if plan.batch_size is None:
-        b.set("BATCH_SIZE", b.const(DEFAULT_BATCH_SIZE),
-              "`batch_size` was not set in the train block")  # fmt: skip
+        b.assign(
+            "BATCH_SIZE",
+            b.const(DEFAULT_BATCH_SIZE),
+            comment="`batch_size` was not set in the train block",
+        )
     else:
-        b.set("BATCH_SIZE", b.const(plan.batch_size), "per process")
-    b.set("LEARNING_RATE", b.const(plan.learning_rate))
+        b.assign("BATCH_SIZE", b.const(plan.batch_size), comment="per process")
+    b.assign("LEARNING_RATE", b.const(plan.learning_rate))
 
 
-def _checkpoints(b: _Settings, plan: ScriptPlan) -> None:
+def _checkpoints(b: PyBuilder, plan: ScriptPlan) -> None:
     """CHECKPOINT_EVERY (epochs or steps) and KEEP_CHECKPOINTS."""
-    if plan.checkpoint_every is None:
-        b.set("CHECKPOINT_EVERY", b.const(None),
-              "unset: saved at the end and when interrupted", typed=b.optional("int"))  # fmt: skip
-    else:
-        b.set("CHECKPOINT_EVERY", b.const(plan.checkpoint_every), plan.checkpoint_unit,
-              typed=b.optional("int"))  # fmt: skip
-    b.set("KEEP_CHECKPOINTS", b.const(3))
+    every = plan.checkpoint_every
+    note = "unset: saved at the end and when interrupted" if every is None else plan.checkpoint_unit
+    b.assign("CHECKPOINT_EVERY", b.const(every), comment=note, annotation=b.optional("int"))
+    b.assign("KEEP_CHECKPOINTS", b.const(3))
 
 
-def _schedule(b: _Settings, plan: ScriptPlan) -> None:
+def _schedule(b: PyBuilder, plan: ScriptPlan) -> None:
     """LR_SCHEDULE: `lr_schedule`'s name and options, its defaults filled in."""
     if plan.schedule is None:
         return
     schedule = b.value({"name": plan.schedule, **plan.schedule_kwargs})
-    b.set("LR_SCHEDULE", schedule, "`lr_schedule`, runtime/recipe.py",
-          typed=b.generic("dict", "str", "Any"))  # fmt: skip
+    b.assign(
+        "LR_SCHEDULE",
+        schedule,
+        comment="`lr_schedule`, runtime/recipe.py",
+        annotation=b.generic("dict", "str", "Any"),
+    )
 
 
-def _step(b: _Settings, plan: ScriptPlan) -> None:
+def _step(b: PyBuilder, plan: ScriptPlan) -> None:
     """GRAD_CLIP, GRAD_ACCUM, VAL_EVERY and METRICS."""
     if plan.grad_clip is not None:
-        b.set("GRAD_CLIP", b.const(plan.grad_clip), "clips the global gradient norm")
-    b.set("GRAD_ACCUM", b.const(plan.grad_accum), "micro-batches per optimizer step")
+        b.assign("GRAD_CLIP", b.const(plan.grad_clip), comment="clips the global gradient norm")
+    b.assign("GRAD_ACCUM", b.const(plan.grad_accum), comment="micro-batches per optimizer step")
     if plan.val_every != 1:
-        b.set("VAL_EVERY", b.const(plan.val_every), "epochs between validations (and the last)")
+        b.assign(
+            "VAL_EVERY",
+            b.const(plan.val_every),
+            comment="epochs between validations (and the last)",
+        )
     if plan.reports_metrics:
-        keys = b.add(py.ListOp([b.const(m.key) for m in plan.metrics]))
-        b.set("METRICS", keys, "`metrics = [...]`: reported after val_loss")
+        b.assign(
+            "METRICS",
+            b.value([m.key for m in plan.metrics]),
+            comment="`metrics = [...]`: reported after val_loss",
+        )
 
 
-def _recipe(b: _Settings, recipe: RecipePlan, schedule: bool) -> None:
+def _recipe(b: PyBuilder, recipe: RecipePlan, schedule: bool) -> None:
     """The recipe's keys, each only when the block sets it (runtime/recipe.py reads them)."""
     if recipe.ema is not None:
-        b.set("EMA_DECAY", b.const(recipe.ema), "`ema`: an EMA of the weights")
+        b.assign("EMA_DECAY", b.const(recipe.ema), comment="`ema`: an EMA of the weights")
     if recipe.early_stopping is not None:
-        b.set("EARLY_STOPPING", b.value(recipe.early_stopping), "(patience, metric, min_delta)")
+        b.assign(
+            "EARLY_STOPPING",
+            b.value(recipe.early_stopping),
+            comment="(patience, metric, min_delta)",
+        )
     if recipe.keep_best is not None:
-        b.set("KEEP_BEST", b.const(recipe.keep_best),
-              "saves best.pt at each new best of this metric")  # fmt: skip
+        b.assign(
+            "KEEP_BEST",
+            b.const(recipe.keep_best),
+            comment="saves best.pt at each new best of this metric",
+        )
     if recipe.eval_every is not None:
-        b.set("EVAL_EVERY", b.const(recipe.eval_every), "steps between validations")
+        b.assign("EVAL_EVERY", b.const(recipe.eval_every), comment="steps between validations")
     if recipe.max_steps is not None or not recipe.epochs_set or schedule:
-        b.set("MAX_STEPS", b.const(recipe.max_steps), "the schedule spans them",
-              typed=b.optional("int"))  # fmt: skip
+        b.assign(
+            "MAX_STEPS",
+            b.const(recipe.max_steps),
+            comment="the schedule spans them",
+            annotation=b.optional("int"),
+        )
 
 
-def _compile(b: _Settings, plan: ScriptPlan) -> None:
+def _compile(b: PyBuilder, plan: ScriptPlan) -> None:
     """COMPILE_MODE and COMPILE (`on`, `off`, or `auto`: only when it pays)."""
-    b.set("COMPILE_MODE", b.const(plan.compile_mode or None), "torch.compile's mode on CUDA",
-          typed=b.optional("str"))  # fmt: skip
+    b.assign(
+        "COMPILE_MODE",
+        b.const(plan.compile_mode or None),
+        comment="torch.compile's mode on CUDA",
+        annotation=b.optional("str"),
+    )
     choice = "off" if plan.compile_mode is None else "auto" if plan.compile_auto else "on"
     why = {"off": "`compile = false`", "auto": "the block sets no `compile`"}.get(
         choice, "`compile` in the block"
     )
-    b.set("COMPILE", b.const(choice), f"{why}; --compile overrides it")
+    b.assign("COMPILE", b.const(choice), comment=f"{why}; --compile overrides it")
 
 
-def _data(b: _Settings, plan: ScriptPlan) -> None:
+def _data(b: PyBuilder, plan: ScriptPlan) -> None:
     """DATASET (for a reader that takes its name) and DATASET_OPTIONS."""
     named = plan.dataset is not None and plan.dataset != "digits"  # digits: its own reader
     if named or plan.language_model_data:
-        b.set("DATASET", b.const(plan.dataset or ""), typed=b.name("str"))
-    b.set("DATASET_OPTIONS", b.value(plan.dataset_options), typed=b.generic("dict", "str", "Any"))
+        b.assign("DATASET", b.const(plan.dataset or ""), annotation=b.name("str"))
+    b.assign(
+        "DATASET_OPTIONS", b.value(plan.dataset_options), annotation=b.generic("dict", "str", "Any")
+    )

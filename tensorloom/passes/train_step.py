@@ -587,9 +587,7 @@ def resume_ops(plan: ScriptPlan) -> list[Operation]:
     body.expr(body.const(doc if plan.amp else doc.replace(" scaler,", "")))
     if plan.whole_step_graph:
         modes = body.call("optimizer_modes", body.path("trainer", "optimizer"))
-        body.stmt(
-            py.AssignOp(body.name("modes"), modes, comment="capturable or fused: this run decides")
-        )
+        body.assign("modes", modes, comment="capturable or fused: this run decides")
     body.assign("state", _load_checkpoint(body, plan))
     if plan.whole_step_graph:
         body.expr(body.call("restore_optimizer_modes", body.path("trainer", "optimizer"),
