@@ -67,8 +67,8 @@ def main() -> None:  # noqa: C901  (one A/B, read top to bottom)
 
     step_loss = compiled(model_loss)
     optimizer = torch.optim.AdamW(H.param_groups(model), lr=3e-4, fused=dev.type == "cuda")
-    hand_batches = H.cycle(H.synthetic_batches(cfg, args.batch_size, 8, dev))
     pairs = H.synthetic_batches(cfg, args.batch_size, 8, dev)
+    hand_batches = H.cycle(pairs)
     fixed = itertools.cycle([(x.contiguous(), y.contiguous()) for x, y in pairs])
 
     def hand_step() -> None:
