@@ -563,8 +563,7 @@ def serve_requests_ops(plan: ScriptPlan) -> list[Operation]:
     body.if_(body.is_set(body.path("args", "export")), exported)
     if plan.language_model_data:
         body.if_(body.is_set(body.path("args", "generate")), _generate())
-    params = [("trainer", top.name("Trainer")), ("args", top.name("argparse.Namespace"))]
-    top.def_("serve_requests", params, body, None)
+    top.def_("serve_requests", _trainer_params(top, ("args", "argparse.Namespace")), body, None)
     return top.ops
 
 
@@ -576,9 +575,9 @@ def _return() -> PyBuilder:
 
 def _ema_or_model(b: PyBuilder) -> SSAValue:
     """`trainer.recipe.ema.module if trainer.recipe.ema is not None else trainer.model`."""
-    unset = b.is_set(b.path("trainer", "recipe", "ema"))
+    averaging = b.is_set(b.path("trainer", "recipe", "ema"))
     averaged = b.path("trainer", "recipe", "ema", "module")
-    return b.add(py.IfExpOp(unset, averaged, b.path("trainer", "model")))
+    return b.add(py.IfExpOp(averaging, averaged, b.path("trainer", "model")))
 
 
 def _gathered_model(b: PyBuilder, plan: ScriptPlan) -> None:
