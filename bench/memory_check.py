@@ -93,7 +93,7 @@ def _entry(path: Path, e: dict[str, Any], cls: str, overrides: dict[str, Any]) -
 def _emitted(path: Path) -> tuple[str | None, dict[str, tuple[str, dict[str, Any]]]]:
     from tensorloom.backends.python_printer import print_python
     from tensorloom.dialects.nml import InstanceOp
-    from tensorloom.passes.model_env import evaluate_kwargs
+    from tensorloom.passes.support.model_env import evaluate_kwargs
     from tensorloom.pipeline import compile_file
 
     result = compile_file(path, until="torch")

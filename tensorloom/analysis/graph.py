@@ -34,7 +34,7 @@ from xdsl.ir import Operation, SSAValue
 
 from tensorloom.catalogue.shapes import format_shape
 from tensorloom.dialects.nml import ApplyOp, FuncOp, ModelOp, ReturnOp, TensorType
-from tensorloom.passes.model_env import forward_of, layers_of, models_of
+from tensorloom.passes.support.model_env import forward_of, layers_of, models_of
 
 SKIPPED_OPS = ("nml.constant", "nml.ref", "nml.list", "nml.dim")
 Cluster = tuple[str, ...]  # the layer names from the drawn model down to a nested one

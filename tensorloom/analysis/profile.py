@@ -30,7 +30,8 @@ from tensorloom.catalogue.layers import BoundLayer
 from tensorloom.catalogue.shapes import Shape, concrete
 from tensorloom.diagnostics.ir import reporting
 from tensorloom.dialects.nml import DropoutOp, ModelOp
-from tensorloom.passes.model_env import (
+from tensorloom.passes.shape_inference import Instantiation, instantiations, set_dim_bindings
+from tensorloom.passes.support.model_env import (
     MAX_NESTING,
     Env,
     declared_params,
@@ -41,7 +42,6 @@ from tensorloom.passes.model_env import (
     models_of,
     nested_model,
 )
-from tensorloom.passes.shape_inference import Instantiation, instantiations, set_dim_bindings
 from tensorloom.pipeline import (
     CHECK_PASSES,
     Compilation,

@@ -44,7 +44,8 @@ from tensorloom.catalogue.shapes import Shape, format_shape
 from tensorloom.diagnostics import render_json, render_text
 from tensorloom.diagnostics.ir import reporting
 from tensorloom.dialects import train
-from tensorloom.passes.model_env import (
+from tensorloom.passes.shape_inference import Instantiation
+from tensorloom.passes.support.model_env import (
     CallValue,
     evaluate,
     layer_count,
@@ -52,7 +53,6 @@ from tensorloom.passes.model_env import (
     layers_of,
     models_of,
 )
-from tensorloom.passes.shape_inference import Instantiation
 from tensorloom.pipeline import Compilation
 
 

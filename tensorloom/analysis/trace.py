@@ -48,7 +48,14 @@ from tensorloom.dialects.nml import (
     TensorType,
     YieldOp,
 )
-from tensorloom.passes.model_env import (
+from tensorloom.passes.shape_inference import (
+    FOLLOWED_BRANCHES,
+    FOLLOWED_ITERATIONS,
+    MAX_DEPTH,
+    Instantiation,
+    values_defined_in,
+)
+from tensorloom.passes.support.model_env import (
     ArgFailure,
     Env,
     bind_layer,
@@ -59,13 +66,6 @@ from tensorloom.passes.model_env import (
     model_kind,
     nested_model,
     nested_overrides,
-)
-from tensorloom.passes.shape_inference import (
-    FOLLOWED_BRANCHES,
-    FOLLOWED_ITERATIONS,
-    MAX_DEPTH,
-    Instantiation,
-    values_defined_in,
 )
 
 TensorKey = tuple[int, int]  # (call frame, id of the SSA value in that call)

@@ -8,7 +8,7 @@ A record holds the signature and a one-line summary (docs/reference.md is
 generated from them), the PyTorch it lowers to (`torch.exp`, `F.gelu`, or,
 starting with `x.`, a method of the first argument), whether `x.name(...)` is
 accepted as well as `name(x, ...)`, and `builder`: which of resolve-nml's
-builders (tensorloom/passes/resolve_builtins.py) turns a call into its nml op.
+builders (tensorloom/passes/support/resolve_builtins.py) turns a call into its nml op.
 The shape rule is that op's own `infer_shape`. The functional losses come from
 tensorloom/catalogue/losses.py.
 """

@@ -13,7 +13,7 @@ structured values (`kind`: an optimizer, a loss, a schedule from schedules.py,
 programs written before its rename. check-train builds its settings from these
 records (an unknown key is TL0401 with a did-you-mean over them), docs/reference.md
 lists them, and the editor completes them. Adding a key is one record here plus what
-the emitted script does with it (passes/train_script.py).
+the emitted script does with it (passes/train_lowering/plan.py).
 """
 
 from __future__ import annotations

@@ -20,8 +20,8 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from tensorloom.dialects import nml, train
-from tensorloom.passes.model_env import layers_of, lookup_symbol, models_of
-from tensorloom.passes.train_values import add_marker, has_marker, loops_of
+from tensorloom.passes.support.model_env import layers_of, lookup_symbol, models_of
+from tensorloom.passes.support.train_values import add_marker, has_marker, loops_of
 
 
 def checkpointed_layers(module: ModuleOp, instance_name: str) -> list[str]:

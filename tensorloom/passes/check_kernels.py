@@ -26,8 +26,8 @@ from tensorloom.diagnostics import Diagnostic
 from tensorloom.diagnostics.core import did_you_mean
 from tensorloom.diagnostics.ir import report, span_of
 from tensorloom.dialects import kernel
+from tensorloom.passes.support.tl_catalog import Catalog, Signature, installed
 from tensorloom.passes.synthesize_launchers import where
-from tensorloom.passes.tl_catalog import Catalog, Signature, installed
 from tensorloom.source import Span
 
 KERNEL_BUILTINS = (

@@ -50,9 +50,9 @@ from tensorloom.dialects.nml import (
     RefOp,
 )
 from tensorloom.dialects.train import DatasetOp, LoopOp, MainOp
-from tensorloom.passes.model_env import configs_of, layers_of, methods_of
-from tensorloom.passes.resolve_builtins import BUILTINS, MISSING, builtin_name, constant_of
-from tensorloom.passes.script_builtins import (
+from tensorloom.passes.support.model_env import configs_of, layers_of, methods_of
+from tensorloom.passes.support.resolve_builtins import BUILTINS, MISSING, builtin_name, constant_of
+from tensorloom.passes.support.script_builtins import (
     SCRIPT_BUILTINS,
     TORCH_CALLABLE,
     constructor_problem,

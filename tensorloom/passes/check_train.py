@@ -50,8 +50,9 @@ from tensorloom.dialects.nml import (
     TensorType,
 )
 from tensorloom.dialects.nml.types import PREFIX, CallAttr
-from tensorloom.passes.dataset_files import dataset_check
-from tensorloom.passes.loss_functions import (
+from tensorloom.passes.shape_inference import MODEL_OUTPUT
+from tensorloom.passes.support.dataset_files import dataset_check
+from tensorloom.passes.support.loss_functions import (
     MetricProblem,
     batch_types,
     check_function,
@@ -59,7 +60,7 @@ from tensorloom.passes.loss_functions import (
     functions_of,
     metrics_of,
 )
-from tensorloom.passes.model_env import (
+from tensorloom.passes.support.model_env import (
     CallValue,
     EvalError,
     Evaluated,
@@ -69,7 +70,6 @@ from tensorloom.passes.model_env import (
     models_of,
     name_help,
 )
-from tensorloom.passes.shape_inference import MODEL_OUTPUT
 from tensorloom.source import Span
 
 

@@ -39,7 +39,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from tensorloom.dialects import kernel, py, triton
 from tensorloom.dialects import torch as t
-from tensorloom.passes.py_builder import PyBuilder
+from tensorloom.passes.support.py_builder import PyBuilder
 
 ELEMENTWISE_LOGIC = {"and": "&", "or": "|"}
 

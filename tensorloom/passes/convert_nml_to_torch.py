@@ -87,7 +87,7 @@ from tensorloom.dialects import nml, py
 from tensorloom.dialects import torch as t
 from tensorloom.dialects.nml.types import CallAttr, CfgAttr, ExprAttr, NoneValueAttr, SliceAttr
 from tensorloom.passes.check_scopes import MODULE_ATTRIBUTES
-from tensorloom.passes.model_env import (
+from tensorloom.passes.support.model_env import (
     CONFIG_FUNCTIONS,
     bind_layer,
     configs_of,

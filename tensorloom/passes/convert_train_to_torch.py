@@ -64,17 +64,18 @@ from tensorloom.diagnostics.ir import span_of
 from tensorloom.dialects import nml, py, train
 from tensorloom.dialects import torch as t
 from tensorloom.passes.convert_nml_to_torch import script_of
-from tensorloom.passes.loss_functions import Metric
-from tensorloom.passes.model_env import evaluate_kwargs, lookup_symbol
-from tensorloom.passes.py_builder import Value
-from tensorloom.passes.script_statements import lower_statements
 from tensorloom.passes.shape_inference import MODEL_OUTPUT
-from tensorloom.passes.train_cli import parse_args_ops
-from tensorloom.passes.train_loop import guard_ops
-from tensorloom.passes.train_script import RecipePlan, ScriptPlan, loop_sources
-from tensorloom.passes.train_settings import header_ops, settings_ops
-from tensorloom.passes.train_step import loss_ops
-from tensorloom.passes.train_values import loops_of
+from tensorloom.passes.support.loss_functions import Metric
+from tensorloom.passes.support.model_env import evaluate_kwargs, lookup_symbol
+from tensorloom.passes.support.py_builder import Value
+from tensorloom.passes.support.train_values import loops_of
+from tensorloom.passes.train_lowering.plan import RecipePlan, ScriptPlan
+from tensorloom.passes.train_lowering.script_statements import lower_statements
+from tensorloom.passes.train_lowering.sections import loop_sources
+from tensorloom.passes.train_lowering.train_cli import parse_args_ops
+from tensorloom.passes.train_lowering.train_loop import guard_ops
+from tensorloom.passes.train_lowering.train_settings import header_ops, settings_ops
+from tensorloom.passes.train_lowering.train_step import loss_ops
 
 # --- step 1: the plan ------------------------------------------------------------------------
 

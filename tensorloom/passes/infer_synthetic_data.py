@@ -34,7 +34,7 @@ from xdsl.passes import ModulePass
 from tensorloom.catalogue.args import INT64_MAX
 from tensorloom.dialects import nml, train
 from tensorloom.dialects.nml import TensorType
-from tensorloom.passes.model_env import (
+from tensorloom.passes.support.model_env import (
     Env,
     bind_layer,
     forward_of,

@@ -24,7 +24,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from tensorloom.dialects import train
-from tensorloom.passes.train_values import add_marker, has_marker, loops_of
+from tensorloom.passes.support.train_values import add_marker, has_marker, loops_of
 
 AUTOCAST_DTYPE = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "auto": "auto"}
 

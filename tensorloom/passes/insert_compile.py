@@ -26,7 +26,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from tensorloom.dialects import train
-from tensorloom.passes.train_values import add_marker, has_marker, loops_of
+from tensorloom.passes.support.train_values import add_marker, has_marker, loops_of
 
 
 def insert_compile(loop: train.LoopOp) -> None:

@@ -34,7 +34,7 @@ from xdsl.passes import ModulePass
 
 from tensorloom.catalogue.layers import lookup
 from tensorloom.dialects.nml import InstanceOp, ModelOp
-from tensorloom.passes.model_env import (
+from tensorloom.passes.support.model_env import (
     INSTANCE_CONFIG,
     SPECIALIZED,
     SPECIALIZED_MODULE,

@@ -29,7 +29,7 @@ from xdsl.passes import ModulePass
 
 from tensorloom.backends import runtime
 from tensorloom.dialects import nml
-from tensorloom.passes import (
+from tensorloom.passes.train_lowering import (
     train_build,
     train_cli,
     train_data,

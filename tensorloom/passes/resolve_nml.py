@@ -56,7 +56,7 @@ from tensorloom.dialects.nml import (
     ViewOp,
 )
 from tensorloom.dialects.nml.types import TensorType
-from tensorloom.passes.model_env import (
+from tensorloom.passes.support.model_env import (
     ArgFailure,
     CallValue,
     EvalError,
@@ -70,8 +70,8 @@ from tensorloom.passes.model_env import (
     name_help,
     nested_overrides,
 )
-from tensorloom.passes.resolve_builtins import CallProblem, build_builtin
-from tensorloom.passes.script_builtins import PYTHON_BUILTINS
+from tensorloom.passes.support.resolve_builtins import CallProblem, build_builtin
+from tensorloom.passes.support.script_builtins import PYTHON_BUILTINS
 from tensorloom.source import Span
 
 # --- resolving calls ------------------------------------------------------------------------

@@ -120,8 +120,8 @@ from tensorloom.dialects.nml.shape_trait import (
 )
 from tensorloom.dialects.nml.types import Dim
 from tensorloom.passes.check_scopes import MODULE_ATTRIBUTES
-from tensorloom.passes.dataset_files import dataset_check
-from tensorloom.passes.model_env import (
+from tensorloom.passes.support.dataset_files import dataset_check
+from tensorloom.passes.support.model_env import (
     ArgFailure,
     CallValue,
     Env,

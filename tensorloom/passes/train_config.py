@@ -30,9 +30,9 @@ from tensorloom.catalogue.schedules import LENGTH_TWINS, SCHEDULES
 from tensorloom.catalogue.train_keys import CONFIG_FIELDS, EARLY_STOPPING_DEFAULTS, OLDER_NAMES
 from tensorloom.diagnostics.ir import span_of
 from tensorloom.dialects import train
-from tensorloom.passes.loss_functions import MetricProblem, functions_of, metrics_of
-from tensorloom.passes.model_env import CallValue, EvalError, Evaluated, evaluate
-from tensorloom.passes.train_values import loops_of
+from tensorloom.passes.support.loss_functions import MetricProblem, functions_of, metrics_of
+from tensorloom.passes.support.model_env import CallValue, EvalError, Evaluated, evaluate
+from tensorloom.passes.support.train_values import loops_of
 
 
 def _values(loop: train.LoopOp) -> dict[str, Evaluated]:

@@ -183,7 +183,7 @@ def _data(result: Compilation) -> list[tuple[str, str, str, str]]:
     from tensorloom.catalogue.data_files import DataCheck
     from tensorloom.catalogue.shapes import format_shape
     from tensorloom.dialects import train
-    from tensorloom.passes.dataset_files import dataset_check
+    from tensorloom.passes.support.dataset_files import dataset_check
 
     if result.module is None:
         return []

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from tensorloom.analysis.report import InfoRequest, info_json
 from tensorloom.dialects.nml import InstanceOp
-from tensorloom.passes.model_env import evaluate_kwargs
+from tensorloom.passes.support.model_env import evaluate_kwargs
 from tensorloom.pipeline import compile_file, python_source
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from tensorloom.analysis.profile import ProfileOptions, compile_for_info, profile_file
 from tensorloom.dialects.nml import TensorType
-from tensorloom.passes.model_env import forward_of, models_of
+from tensorloom.passes.support.model_env import forward_of, models_of
 
 BLOCKS = """
 @model Block:

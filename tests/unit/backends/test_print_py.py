@@ -206,7 +206,7 @@ def test_tuple_targets_slices_and_elif() -> None:
 
 
 def test_record_class_wrapped_call_and_sole_generator() -> None:
-    from tensorloom.passes.py_builder import PyBuilder
+    from tensorloom.passes.support.py_builder import PyBuilder
 
     # @dataclass class Run: a docstring, a blank line (PEP 257), then the fields together,
     # a note on a comment line above its field

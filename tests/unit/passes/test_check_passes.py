@@ -8,8 +8,8 @@ from xdsl.dialects.builtin import IntegerAttr, i64
 from tensorloom.diagnostics.ir import reporting
 from tensorloom.dialects.nml import CfgAttr, ExprAttr
 from tensorloom.passes.check_train import SETTINGS, closest
-from tensorloom.passes.model_env import EvalError, evaluate
 from tensorloom.passes.shape_inference import infer_shapes
+from tensorloom.passes.support.model_env import EvalError, evaluate
 from tensorloom.pipeline import CHECK_PASSES, compile_text, make_context, run_passes
 
 MLP = """model Classifier:

@@ -7,8 +7,8 @@ from pathlib import Path
 from xdsl.dialects.builtin import DictionaryAttr
 
 from tensorloom.dialects.nml import InstanceOp
-from tensorloom.passes.model_env import INSTANCE_CONFIG, config_attr, evaluate_kwargs
 from tensorloom.passes.shape_inference import flows_in
+from tensorloom.passes.support.model_env import INSTANCE_CONFIG, config_attr, evaluate_kwargs
 from tensorloom.pipeline import Compilation, compile_text
 
 NET = """@model Net:

@@ -103,7 +103,7 @@ def test_static_catalog_matches_the_installed_triton_language() -> None:
     # A fresh process: running kernels under TRITON_INTERPRET=1 patches triton.language.
     code = (
         "import importlib.metadata as m, triton.language as tl; "
-        "from tensorloom.passes import tl_catalog as c, tl_catalog_data as d; "
+        "from tensorloom.passes.support import tl_catalog as c, tl_catalog_data as d; "
         "print(c.static() == c.introspect(tl), d.VERSION == m.version('triton'))"
     )
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
@@ -111,7 +111,8 @@ def test_static_catalog_matches_the_installed_triton_language() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
     )
     assert out.stdout.strip() == "True True", (
-        "regenerate: python -m tensorloom.passes.tl_catalog > tensorloom/passes/tl_catalog_data.py"
+        "regenerate: python -m tensorloom.passes.support.tl_catalog"
+        " > tensorloom/passes/support/tl_catalog_data.py"
     )
 
 

@@ -6,7 +6,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from tensorloom.backends.python_printer import print_python
 from tensorloom.dialects import py
-from tensorloom.passes.py_builder import PyBuilder, Value
+from tensorloom.passes.support.py_builder import PyBuilder, Value
 
 
 def test_plan_values_print_as_python_writes_them() -> None:

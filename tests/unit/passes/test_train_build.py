@@ -1,4 +1,5 @@
-"""The script's set-up as py ops (passes/train_build.py), printed for each kind of plan: the
+"""The script's set-up as py ops (passes/train_lowering/train_build.py),
+printed for each kind of plan: the
 `Trainer` record, `build_trainer` and `build_recipe` agree with each other, and a plan
 without insert-amp's marker (or without a process group) names none of that code."""
 
@@ -15,13 +16,13 @@ from tensorloom.backends.python_printer import print_python
 from tensorloom.dialects import py
 from tensorloom.dialects import train as train_dialect
 from tensorloom.passes.convert_train_to_torch import plan_of
-from tensorloom.passes.train_build import (
+from tensorloom.passes.train_lowering.plan import RecipePlan, ScriptPlan
+from tensorloom.passes.train_lowering.train_build import (
     build_recipe_ops,
     build_trainer_ops,
     scheduler_ops,
     trainer_ops,
 )
-from tensorloom.passes.train_script import RecipePlan, ScriptPlan
 from tensorloom.pipeline import compile_file
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -1,4 +1,5 @@
-"""The script's command line as py ops (passes/train_cli.py): printed, executed, and parsed
+"""The script's command line as py ops (passes/train_lowering/train_cli.py):
+printed, executed, and parsed
 with; a call too wide for one line wraps as a careful engineer writes it; `py.comment`."""
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from tensorloom.backends.python_printer import print_python
 from tensorloom.dialects import py
 from tensorloom.dialects import train as train_dialect
 from tensorloom.passes.convert_train_to_torch import plan_of
-from tensorloom.passes.py_builder import PyBuilder
-from tensorloom.passes.train_cli import flags_of, parse_args_ops
+from tensorloom.passes.support.py_builder import PyBuilder
+from tensorloom.passes.train_lowering.train_cli import flags_of, parse_args_ops
 from tensorloom.pipeline import compile_file
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -26,10 +26,10 @@ from xdsl.ir import Operation, SSAValue
 
 from tensorloom.catalogue.optimizers import OPTIMIZERS
 from tensorloom.dialects import py
-from tensorloom.passes.py_builder import PyBuilder
-from tensorloom.passes.train_data import info_type, loader_type
-from tensorloom.passes.train_loop import carry_type, model_ops
-from tensorloom.passes.train_script import ScriptPlan
+from tensorloom.passes.support.py_builder import PyBuilder
+from tensorloom.passes.train_lowering.plan import ScriptPlan
+from tensorloom.passes.train_lowering.train_data import info_type, loader_type
+from tensorloom.passes.train_lowering.train_loop import carry_type, model_ops
 
 DEFINES = ("build_scheduler", "Trainer", "build_trainer", "_whole_step_graph", "build_recipe")
 """The top-level names these take in the script (mangle-names keeps them free)."""

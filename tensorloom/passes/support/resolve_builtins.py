@@ -72,7 +72,7 @@ from tensorloom.dialects.nml import (
 )
 from tensorloom.dialects.nml.losses import LOSSES, REDUCTIONS, LossOp
 from tensorloom.dialects.nml.types import TensorType
-from tensorloom.passes.model_env import CallValue, evaluate
+from tensorloom.passes.support.model_env import CallValue, evaluate
 
 Const = int | float | bool | str | None | list["Const"]
 NAMESPACES = ("torch.nn.functional.", "nn.functional.", "F.", "torch.")

@@ -29,8 +29,8 @@ from tensorloom.catalogue.shapes import Unifier
 from tensorloom.diagnostics.core import Diagnostic, Label, did_you_mean
 from tensorloom.diagnostics.ir import report, span_of
 from tensorloom.dialects.nml import CallOp, FuncOp, ModelOp, RefOp, ReturnOp, TensorType
-from tensorloom.passes.model_env import CallValue, EvalError, evaluate
 from tensorloom.passes.shape_inference import BATCH, Inference, ModelFlow, write_back_types
+from tensorloom.passes.support.model_env import CallValue, EvalError, evaluate
 
 PARAMETER_FORMS = ("(out, y)", "(out, x, y)")
 BUILTIN_METRICS = ("accuracy", "top_k")

@@ -27,8 +27,8 @@ from collections.abc import Callable
 from xdsl.ir import Operation, SSAValue
 
 from tensorloom.dialects import py
-from tensorloom.passes.py_builder import PyBuilder
-from tensorloom.passes.train_script import ScriptPlan
+from tensorloom.passes.support.py_builder import PyBuilder
+from tensorloom.passes.train_lowering.plan import ScriptPlan
 
 DEFINES = (
     "_forward_backward", "_begin_step", "_optimizer_step", "evaluate", "_evaluate_whole",

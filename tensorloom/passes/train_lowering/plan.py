@@ -1,4 +1,5 @@
-"""The `ScriptPlan` of a train block, and the order of its script's sections.
+"""The `ScriptPlan` of a train block: what its script does, as values (the bottom of the
+train lowering: it imports none of the section builders).
 
     plan = ScriptPlan(model_class="Classifier", dataset="digits", ...)
     loop_sources(plan)        # [[py.def @seed_everything ...], [py.class @Trainer ...], ...]
@@ -14,17 +15,16 @@ schedule, DDP's wrap, activation checkpointing, CUDA-graph step marks) is left o
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
 from xdsl.dialects.builtin import LocationAttr
-from xdsl.ir import Attribute, Operation
+from xdsl.ir import Attribute
 
 from tensorloom.catalogue.datasets import SEQUENCE_TASKS, is_file_source
 from tensorloom.dialects.train import CUDA_GRAPH_MODES
-from tensorloom.passes.loss_functions import Metric
-from tensorloom.passes.py_builder import Value
+from tensorloom.passes.support.loss_functions import Metric
+from tensorloom.passes.support.py_builder import Value
 
 CLASSIFICATION_LOSSES = ("CrossEntropy", "NLL")
 # Optimizer keywords that choose its implementation: set by the user, they are kept.
@@ -188,74 +188,3 @@ def program_name(plan: ScriptPlan) -> str:
     """The program's name, `mnist` for `examples/mnist.tl`: its checkpoints' folder."""
     name = PurePath(plan.source).stem
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "program"
-
-
-def _evaluate_sections(
-    plan: ScriptPlan,
-    evaluate_ops: Callable[[ScriptPlan, str], list[Operation]],
-    metrics_evaluate_ops: Callable[[ScriptPlan, str], list[Operation]],
-    gathered_evaluate_ops: Callable[[], list[Operation]],
-) -> list[list[Operation]]:
-    """`evaluate`; under FSDP it is `_evaluate_whole`, which `evaluate` calls with the whole
-    weights gathered."""
-    name = "_evaluate_whole" if plan.sharded else "evaluate"
-    whole = (metrics_evaluate_ops if plan.reports_metrics else evaluate_ops)(plan, name)
-    return [whole, gathered_evaluate_ops()] if plan.sharded else [whole]
-
-
-def loop_sources(plan: ScriptPlan) -> list[list[Operation]]:
-    """The sections after the models, the loss and the command line (train_cli.py), in the
-    script's order."""
-    from tensorloom.passes.train_build import (
-        build_recipe_ops,
-        build_trainer_ops,
-        scheduler_ops,
-        trainer_ops,
-    )
-    from tensorloom.passes.train_data import build_loaders_ops
-    from tensorloom.passes.train_loop import (
-        main_ops,
-        run_sections,
-        saves_ops,
-        serve_requests_ops,
-    )
-    from tensorloom.passes.train_records import metrics_evaluate_ops, records_ops
-    from tensorloom.passes.train_step import (
-        batch_loss_ops,
-        begin_step_ops,
-        epoch_helper_ops,
-        evaluate_ops,
-        forward_backward_ops,
-        gathered_evaluate_ops,
-        graphed_epoch_ops,
-        optimizer_step_ops,
-        resume_extra_ops,
-        resume_ops,
-        seed_everything_ops,
-        train_one_epoch_ops,
-    )
-
-    sections: list[list[Operation] | None] = [
-        seed_everything_ops(),
-        scheduler_ops(plan),
-        trainer_ops(plan),
-        build_loaders_ops(plan),
-        build_trainer_ops(plan),
-        batch_loss_ops(plan),
-        build_recipe_ops(plan),
-        resume_ops(plan),
-        resume_extra_ops(),
-        train_one_epoch_ops(plan),
-        epoch_helper_ops(),
-        graphed_epoch_ops(plan) if plan.whole_step_graph else None,
-        forward_backward_ops(plan),
-        begin_step_ops() if plan.cuda_graphs else None,
-        optimizer_step_ops(plan),
-        *_evaluate_sections(plan, evaluate_ops, metrics_evaluate_ops, gathered_evaluate_ops),
-        records_ops(plan),
-        saves_ops(plan),
-        run_sections(plan),
-        serve_requests_ops(plan),
-        main_ops(plan),
-    ]
-    return [s for s in sections if s]

@@ -23,8 +23,8 @@ from xdsl.ir import Operation
 
 from tensorloom.dialects import py
 from tensorloom.dialects.train import DEFAULT_BATCH_SIZE
-from tensorloom.passes.py_builder import PyBuilder
-from tensorloom.passes.train_script import RecipePlan, ScriptPlan, data_name
+from tensorloom.passes.support.py_builder import PyBuilder
+from tensorloom.passes.train_lowering.plan import RecipePlan, ScriptPlan, data_name
 
 DEFINES = (
     "EPOCHS", "BATCH_SIZE", "LEARNING_RATE", "PRECISION", "FSDP_BLOCKS", "CHECKPOINT_EVERY",

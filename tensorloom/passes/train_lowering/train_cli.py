@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from xdsl.ir import Operation, SSAValue
 
 from tensorloom.dialects import py
-from tensorloom.passes.py_builder import Literal, PyBuilder
-from tensorloom.passes.train_script import ScriptPlan, data_description, image_dataset
-from tensorloom.passes.train_script import program_name as script_program_name
+from tensorloom.passes.support.py_builder import Literal, PyBuilder
+from tensorloom.passes.train_lowering.plan import ScriptPlan, data_description, image_dataset
+from tensorloom.passes.train_lowering.plan import program_name as script_program_name
 
 DEFINES = ("parse_args",)
 """The top-level names the command line defines in the script (mangle-names keeps them free)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 from xdsl.ir import Operation
 
 from tensorloom.dialects import train
-from tensorloom.passes.model_env import EvalError, Evaluated, evaluate
+from tensorloom.passes.support.model_env import EvalError, Evaluated, evaluate
 
 
 def setting_value(loop: train.LoopOp, key: str) -> Evaluated | None:

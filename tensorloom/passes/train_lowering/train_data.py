@@ -24,8 +24,8 @@ from xdsl.ir import Operation, SSAValue
 
 from tensorloom.catalogue.datasets import SEQUENCE_TASKS, is_file_source
 from tensorloom.dialects import py
-from tensorloom.passes.py_builder import PyBuilder
-from tensorloom.passes.train_script import ScriptPlan, image_dataset
+from tensorloom.passes.support.py_builder import PyBuilder
+from tensorloom.passes.train_lowering.plan import ScriptPlan, image_dataset
 
 DEFINES = ("build_loaders", "_per_token")
 """The top-level names these functions take in the script (mangle-names keeps them free)."""

@@ -18,7 +18,7 @@ from tensorloom.catalogue.data_files import DataCheck, check_data
 from tensorloom.catalogue.datasets import DatasetError, lookup_dataset
 from tensorloom.diagnostics.ir import span_of
 from tensorloom.dialects import train
-from tensorloom.passes.model_env import EvalError, NoValue, evaluate_kwargs, name_help
+from tensorloom.passes.support.model_env import EvalError, NoValue, evaluate_kwargs, name_help
 
 
 def dataset_check(op: train.DatasetOp) -> DataCheck | DatasetError:

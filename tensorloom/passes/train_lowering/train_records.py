@@ -25,10 +25,10 @@ from __future__ import annotations
 from xdsl.ir import Operation, SSAValue
 
 from tensorloom.dialects import py
-from tensorloom.passes.loss_functions import Metric
-from tensorloom.passes.py_builder import PyBuilder
-from tensorloom.passes.train_script import ScriptPlan
-from tensorloom.passes.train_step import evaluate_def, under_autocast
+from tensorloom.passes.support.loss_functions import Metric
+from tensorloom.passes.support.py_builder import PyBuilder
+from tensorloom.passes.train_lowering.plan import ScriptPlan
+from tensorloom.passes.train_lowering.train_step import evaluate_def, under_autocast
 
 DEFINES = (
     "validation_record", "_as_record", "epoch_record", "step_validation", "batch_metrics",

@@ -35,8 +35,8 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from tensorloom.dialects import nml, py, train
 from tensorloom.dialects import torch as t
 from tensorloom.passes.convert_nml_to_torch import BODY_PATTERNS, call, script_of
-from tensorloom.passes.py_builder import PyBuilder
-from tensorloom.passes.script_builtins import (
+from tensorloom.passes.support.py_builder import PyBuilder
+from tensorloom.passes.support.script_builtins import (
     DEVICE,
     SCRIPT_BUILTINS,
     TENSOR_CONSTRUCTORS,
