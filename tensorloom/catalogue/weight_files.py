@@ -132,7 +132,9 @@ def safetensors_header(file: Path) -> dict[str, TensorHeader]:
         try:
             dtype, shape, (begin, end) = entry["dtype"], entry["shape"], entry["data_offsets"]
         except (KeyError, TypeError, ValueError):
-            raise WeightFileError(f"{file}: tensor `{name}` has no dtype, shape or offsets") from None
+            raise WeightFileError(
+                f"{file}: tensor `{name}` has no dtype, shape or offsets"
+            ) from None
         if 8 + length + int(end) > size or int(begin) > int(end):
             raise WeightFileError(f"{file}: truncated (tensor `{name}` lies past its end)")
         tensors[str(name)] = TensorHeader(str(dtype), tuple(int(d) for d in shape))
@@ -182,7 +184,8 @@ def torch_state_header(file: Path) -> dict[str, TensorHeader]:
             with archive.open(pickled) as f:
                 state = _StateUnpickler(f).load()
     except WeightFileError as exc:
-        raise WeightFileError(str(exc) if str(exc).startswith(str(file)) else f"{file}: {exc}")
+        message = str(exc) if str(exc).startswith(str(file)) else f"{file}: {exc}"
+        raise WeightFileError(message) from None
     except (zipfile.BadZipFile, OSError, EOFError, pickle.UnpicklingError) as exc:
         raise WeightFileError(f"{file}: not a torch state dict ({exc})") from None
     if isinstance(state, dict) and isinstance(state.get("state_dict"), dict):  # pyright: ignore
@@ -190,5 +193,7 @@ def torch_state_header(file: Path) -> dict[str, TensorHeader]:
     if not isinstance(state, dict):
         raise WeightFileError(f"{file}: holds no state dict")
     return {
-        str(k): v for k, v in state.items() if isinstance(v, TensorHeader)  # pyright: ignore
+        str(k): v
+        for k, v in state.items()
+        if isinstance(v, TensorHeader)  # pyright: ignore
     }

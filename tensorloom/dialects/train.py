@@ -474,7 +474,9 @@ class WeightsOp(LazyFormatOp):
         if len(self.targets.data) != n or len(self.transposed.data) != n:
             raise VerifyException("`sources`, `targets` and `transposed` must have one entry each")
         if self.rule_locs is not None and len(self.rule_locs.data) != n:
-            raise VerifyException(f"`rule_locs` has {len(self.rule_locs.data)} entries, expected {n}")
+            raise VerifyException(
+                f"`rule_locs` has {len(self.rule_locs.data)} entries, expected {n}"
+            )
 
 
 Train = Dialect(

@@ -262,7 +262,8 @@ class _ModuleBuilder:
 
     def _is_statement(self, item: ast.Stmt) -> bool:
         declarations = (
-            ast.ImportDecl, ast.ModelDecl, ast.KernelDecl, ast.TrainDecl, ast.FnDecl, ast.WeightsDecl
+            ast.ImportDecl, ast.ModelDecl, ast.KernelDecl, ast.TrainDecl, ast.FnDecl,
+            ast.WeightsDecl,
         )  # fmt: skip
         return not isinstance(item, declarations) and self._let_kind(item) is None
 

@@ -652,7 +652,7 @@ class Parser:
             return ast.WeightRule(
                 start.span.to(source.span), str(source.value or ""), source.span, None, None, False
             )
-        source = self.expect(TokenKind.STRING, "a rule such as `\"wte.weight\" -> \"wte.weight\"`")
+        source = self.expect(TokenKind.STRING, 'a rule such as `"wte.weight" -> "wte.weight"`')
         self.expect(TokenKind.ARROW)
         target = self.expect(TokenKind.STRING, "the model's name, as a string")
         end, transposed = target, False

@@ -204,13 +204,14 @@ def _shape(
     span: Span,
 ) -> None:
     got = tuple(reversed(tensor.shape)) if transposed else tensor.shape
-    stored = format_shape(list(tensor.shape))
-    as_loaded = f" ({format_shape(list(got))} transposed)" if transposed else ""
+    stored = format_shape(tensor.shape)
+    as_loaded = f" ({format_shape(got)} transposed)" if transposed else ""
     swapped = not transposed and len(want) == 2 and tuple(reversed(got)) == want
     report(
         Diagnostic.error(
             "TL0806",
-            f"`{name}` is {stored}{as_loaded}, the model's `{target}` is {format_shape(list(want))}",
+            f"`{name}` is {stored}{as_loaded}, the model's `{target}` is "
+            f"{format_shape(want)}",
             Label(span, "shapes differ"),
             help="the file stores it the other way round: end the rule with `transposed`"
             if swapped

@@ -165,8 +165,11 @@ def export_pretrained(
 
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
-    inverse = [(_pattern(target), source_name, transposed)
-               for source_name, target, transposed in rules if target is not None]
+    inverse = [
+        (_pattern(target), source_name, transposed)
+        for source_name, target, transposed in rules
+        if target is not None
+    ]
     state: dict[str, torch.Tensor] = {}
     for key, value in model.state_dict().items():
         for regex, source_name, transposed in inverse:
@@ -174,8 +177,8 @@ def export_pretrained(
             if match is not None:
                 tensor = value.detach().cpu()
                 state[source_name.format(**match.groupdict())] = (
-                    tensor.t() if transposed else tensor
-                ).contiguous().clone()
+                    (tensor.t() if transposed else tensor).contiguous().clone()
+                )
                 break
     save_file(state, str(out / "model.safetensors"), metadata={"format": "pt"})
     for extra in ("config.json", "generation_config.json"):

@@ -57,9 +57,11 @@ def _walk(
         count = layer_count(layer, env)
         if layer.count is not None and count is None:
             raise UnknownState(f"the length of `{name}`")
-        prefixes = [f"{prefix}{name}.{i}." for i in range(count)] if count is not None else [
-            f"{prefix}{name}."
-        ]
+        prefixes = (
+            [f"{prefix}{name}.{i}." for i in range(count)]
+            if count is not None
+            else [f"{prefix}{name}."]
+        )
         nested = nested_model(layer, models)
         if nested is not None:
             overrides = nested_overrides(layer, nested, env)

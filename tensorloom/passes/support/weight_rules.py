@@ -1,6 +1,7 @@
 """A `weights` block's rules applied to a file's names, as check-weights reads them.
 
-    map_names(["transformer.h.0.ln_1.weight"], [("transformer.h.{i}.{l}.{p}", "h.{i}.{l}.{p}", False)])
+    rules = [("transformer.h.{i}.{l}.{p}", "h.{i}.{l}.{p}", False)]
+    map_names(["transformer.h.0.ln_1.weight"], rules)
     # {"transformer.h.0.ln_1.weight": ("h.0.ln_1.weight", False, 0)}
 
 `{x}` stands for one dot-free part of a name; the first rule that matches a name decides it;

@@ -92,6 +92,9 @@ class ScriptPlan:
     # `distributed = "fsdp"`: the layers `fully_shard` makes units of (the root is one too)
     fsdp_blocks: tuple[str, ...] | None = None
     model_overrides: tuple[tuple[str, Attribute], ...] = ()  # the instance's, as attributes
+    # `weights model from "gpt2":`: the source as written, and its rules
+    # ((file pattern, model pattern or None to ignore, transposed), ...)
+    pretrained: tuple[str, tuple[tuple[str, str | None, bool], ...]] | None = None
 
     @property
     def sharded(self) -> bool:

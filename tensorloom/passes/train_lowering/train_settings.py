@@ -85,7 +85,20 @@ def settings_ops(plan: ScriptPlan) -> list[Operation]:
     _compile(b, plan)
     b.assign("SEED", b.const(plan.seed))
     _data(b, plan)
+    _weights(b, plan)
     return b.ops
+
+
+def _weights(b: PyBuilder, plan: ScriptPlan) -> None:
+    """WEIGHT_RULES: the `weights` block's rules: (file's name, model's name or None,
+    transposed)."""
+    if plan.pretrained is None:
+        return
+    b.assign(
+        "WEIGHT_RULES",
+        b.value(list(plan.pretrained[1])),
+        comment="`weights`: the file's names -> the model's; None: ignored",
+    )
 
 
 def _run_length(b: PyBuilder, plan: ScriptPlan) -> None:
