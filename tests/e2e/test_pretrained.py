@@ -46,7 +46,8 @@ def _program(tmp: Path, rules: str = GPT2_RULES) -> Path:
         f"""import gpt.nml as GPT
 
 let model = GPT({overrides})
-let data = load_dataset("text", path="stdlib", block_size=64, max_bytes=100000, windows_per_epoch=64)
+let data = load_dataset("text", path="stdlib", block_size=64, max_bytes=100000,
+                        windows_per_epoch=64)
 
 {rules}
 train model on data:
