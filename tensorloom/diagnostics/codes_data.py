@@ -1513,6 +1513,21 @@ warning[TL0808]: `fc1.weight` is F16: the load casts it to the model's float32
    |     ^^^^^^^^^^^^^^^^^^^^^^ F16 in the file
 """,
         ),
+        Code(
+            'TL0809',
+            "a `weights` rule that cannot be applied",
+            """\
+A rule's `{x}` must be a name, at most once in its pattern, and its target may repeat only
+the parts its pattern names. The block is not compared with the file until its rules apply.
+""",
+            """\
+error[TL0809]: this rule cannot be applied: the target's `{q}` is not in the pattern `{l}.{p}`
+  --> bad_rule.tl:13:5
+   |
+13 |     "{l}.{p}" -> "{l}.{q}"
+   |     ^^^^^^^^^^^^^^^^^^^^^^
+""",
+        ),
     )),
     Section('TL01xx: constructs IR generation cannot represent', """\
 Reported by `tensorloom/frontend/irgen.py` after parsing succeeded.

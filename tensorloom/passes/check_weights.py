@@ -13,7 +13,9 @@
    emitted script's `load_pretrained` does, and report at the rule's line: a target the
    model lacks or that two tensors fill (TL0807), a shape that differs (TL0806, both names
    and both shapes), a dtype the load casts (TL0808, a warning); at the block's header: file
-   tensors no rule covers (TL0805) and model tensors nothing fills (TL0804).
+   tensors no rule covers (TL0805) and model tensors nothing fills (TL0804). A rule that
+   cannot be applied (a `{x}` that is not a name or is repeated, a target naming a part the
+   pattern lacks) is TL0809, and the block is not compared.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from tensorloom.passes.support.model_env import (
     override_value,
 )
 from tensorloom.passes.support.state_dict import UnknownState, state_shapes
-from tensorloom.passes.support.weight_rules import map_names, unmatched_names
+from tensorloom.passes.support.weight_rules import map_names, rule_problem, unmatched_names
 from tensorloom.source import Span
 
 _MODEL_DTYPE = "F32"  # the emitted model's parameters: fp32, whatever the autocast
@@ -83,9 +85,28 @@ def _check(module: ModuleOp, op: WeightsOp) -> None:
         expected = state_shapes(model, env, models_of(module))
     except UnknownState:
         return  # resolve-nml reported the layer whose arguments have no value
+    if not _rules_valid(op, header_span):
+        return
     header = _header(op, header_span)
     if header is not None:
         _compare(op, header, expected, header_span)
+
+
+def _rules_valid(op: WeightsOp, header_span: Span) -> bool:
+    """TL0809 for each rule whose pattern or target cannot be applied."""
+    valid = True
+    for index, (source, target, _) in enumerate(op.rules()):
+        problem = rule_problem(source, target)
+        if problem is not None:
+            valid = False
+            report(
+                Diagnostic.error(
+                    "TL0809",
+                    f"this rule cannot be applied: {problem}",
+                    Label(_rule_span(op, index, header_span), ""),
+                )
+            )
+    return valid
 
 
 def _source_span(op: WeightsOp, fallback: Span) -> Span:
@@ -210,8 +231,7 @@ def _shape(
     report(
         Diagnostic.error(
             "TL0806",
-            f"`{name}` is {stored}{as_loaded}, the model's `{target}` is "
-            f"{format_shape(want)}",
+            f"`{name}` is {stored}{as_loaded}, the model's `{target}` is {format_shape(want)}",
             Label(span, "shapes differ"),
             help="the file stores it the other way round: end the rule with `transposed`"
             if swapped

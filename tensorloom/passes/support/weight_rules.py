@@ -17,6 +17,28 @@ from collections.abc import Sequence
 Rule = tuple[str, str | None, bool]
 
 
+_PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+
+
+def rule_problem(source: str, target: str | None) -> str | None:
+    """What makes a rule unusable, or None: a `{x}` that is not a name, a name twice in the
+    pattern, a target naming a part its pattern lacks, a stray brace."""
+    parts = _PLACEHOLDER.findall(source)
+    for part in parts:
+        if not part.isidentifier():
+            return f"`{{{part}}}` is not a name: write `{{i}}`, `{{layer}}`, ..."
+    twice = next((p for p in parts if parts.count(p) > 1), None)
+    if twice is not None:
+        return f"`{{{twice}}}` appears twice in the pattern"
+    for text in (source, target or ""):
+        if "{" in _PLACEHOLDER.sub("", text) or "}" in _PLACEHOLDER.sub("", text):
+            return f"a stray brace in `{text}`"
+    unknown = [p for p in _PLACEHOLDER.findall(target or "") if p not in parts]
+    if unknown:
+        return f"the target's `{{{unknown[0]}}}` is not in the pattern `{source}`"
+    return None
+
+
 def pattern(text: str) -> re.Pattern[str]:
     """`transformer.h.{i}.ln_1.weight` as a regex with one named group per `{x}`."""
     parts = re.split(r"\{(\w+)\}", text)
