@@ -1371,7 +1371,7 @@ error[TL0710]: `noxy.npz` must hold arrays named `x` and `y`; it holds `a`
 """,
         ),
     )),
-    Section('TL08xx: published weights (`check-weights`)', """\
+    Section('TL08xx: published weights and fine-tuning (`check-weights`)', """\
 `weights NAME from SOURCE:` blocks (docs/train-block.md, "Starting from published weights")
 are checked against the source's header (catalogue/weight_files.py) and the instance's
 state dict; the emitted script checks again when it loads them.
@@ -1526,6 +1526,41 @@ error[TL0809]: this rule cannot be applied: the target's `{q}` is not in the pat
    |
 13 |     "{l}.{p}" -> "{l}.{q}"
    |     ^^^^^^^^^^^^^^^^^^^^^^
+""",
+        ),
+        Code(
+            'TL0810',
+            "`freeze` names no layer of the model",
+            """\
+`freeze = [wte, wpe, h[0:6]]` lists layers (or parameters) of the trained instance:
+names, paths into nested models (`h[1].attn`), and slices of a layer list within its length.
+""",
+            """\
+error[TL0810]: `h[0:4]` reaches past `h`'s 3 layers
+  --> freeze_unknown.tl:23:14
+   |
+23 |     freeze = [inp, h[0:4], outt, h[1].fc]
+   |              ^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+   |
+   = help: write `h[0:3]`
+""",
+        ),
+        Code(
+            'TL0811',
+            "a LoRA target names no Linear layer",
+            """\
+`lora = LoRA(rank=8, targets=[c_attn, c_fc])` adds adapters to every Linear whose name is a
+target or ends in `.target`: the model's own Linear layers and the projections inside its
+attention layers (`c_attn`, `c_proj`, `out_proj`).
+""",
+            """\
+error[TL0811]: no Linear layer of the model is named `ou`
+  --> freeze_unknown.tl:24:12
+   |
+24 |     lora = LoRA(rank=2, targets=[fc, ou])
+   |            ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+   |
+   = help: did you mean `out`?
 """,
         ),
     )),

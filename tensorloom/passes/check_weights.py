@@ -1,4 +1,5 @@
-"""`check-weights`: a `weights` block against its file's header and the model's tensors.
+"""`check-weights`: a `weights` block against its file's header and the model's tensors; a
+train block's `freeze` and `lora` against the model's layers.
 
     weights model from "gpt2":                                       TL0801 absent (warning)
         "transformer.{a}.{p}" -> "{a}.{p}"                            TL0806 shape differs
@@ -16,15 +17,19 @@
    tensors no rule covers (TL0805) and model tensors nothing fills (TL0804). A rule that
    cannot be applied (a `{x}` that is not a name or is repeated, a target naming a part the
    pattern lacks) is TL0809, and the block is not compared.
+4. A train block's `freeze = [wte, h[0:6]]` names layers (or parameters) of its model, a
+   slice within the list's length (TL0810); `lora = LoRA(targets=[c_attn])` names Linear
+   layers, by their name or the end of their path (TL0811).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
 from xdsl.passes import ModulePass
 
 from tensorloom.catalogue.shapes import format_shape
@@ -34,17 +39,18 @@ from tensorloom.catalogue.weight_files import (
     WeightHeader,
     read_weight_header,
 )
-from tensorloom.diagnostics.core import Diagnostic, Label
+from tensorloom.diagnostics.core import Diagnostic, Label, did_you_mean
 from tensorloom.diagnostics.ir import report, span_of
 from tensorloom.dialects.nml import InstanceOp
-from tensorloom.dialects.train import WeightsOp
+from tensorloom.dialects.nml.types import CallAttr
+from tensorloom.dialects.train import LoopOp, SetOp, WeightsOp
 from tensorloom.passes.support.model_env import (
     lookup_symbol,
     model_env,
     models_of,
     override_value,
 )
-from tensorloom.passes.support.state_dict import UnknownState, state_shapes
+from tensorloom.passes.support.state_dict import ModelTree, UnknownState, model_tree
 from tensorloom.passes.support.weight_rules import map_names, rule_problem, unmatched_names
 from tensorloom.source import Span
 
@@ -56,9 +62,120 @@ class CheckWeightsPass(ModulePass):
     name = "check-weights"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for weights in op.walk():
-            if isinstance(weights, WeightsOp):
-                _check(op, weights)
+        for found in op.walk():
+            if isinstance(found, WeightsOp):
+                _check(op, found)
+            elif isinstance(found, LoopOp):
+                _check_fine_tuning(op, found)
+
+
+def _tree(module: ModuleOp, inst: InstanceOp) -> ModelTree | None:
+    """The instance's layers and state dict under its config, or None where unknown."""
+    model = models_of(module).get(inst.model.root_reference.data)
+    if model is None:
+        return None
+    overrides = {k: override_value(v) for k, v in inst.overrides.data.items()}
+    env = model_env(model, {k: v for k, v in overrides.items() if v is not None})
+    try:
+        return model_tree(model, env, models_of(module))
+    except UnknownState:
+        return None  # resolve-nml reported the layer whose arguments have no value
+
+
+def _check_fine_tuning(module: ModuleOp, loop: LoopOp) -> None:
+    settings = loop.settings()
+    if "freeze" not in settings and "lora" not in settings:
+        return
+    inst = lookup_symbol(module, loop.model.root_reference.data, InstanceOp)
+    tree = _tree(module, inst) if inst is not None else None
+    if tree is None:
+        return
+    if "freeze" in settings:
+        _check_freeze(settings["freeze"], tree)
+    if "lora" in settings:
+        _check_lora(settings["lora"], tree)
+
+
+def _value_span(op: SetOp) -> Span | None:
+    return (span_of(op.value_loc) if op.value_loc is not None else None) or span_of(op)
+
+
+def _check_freeze(op: SetOp, tree: ModelTree) -> None:
+    span = _value_span(op)
+    if span is None or not isinstance(op.value, ArrayAttr):
+        return  # check-train reported a value that is not a list
+    for item in op.value.data:
+        if not isinstance(item, StringAttr):
+            continue
+        problem = _freeze_problem(item.data, tree)
+        if problem is not None:
+            message, help_text = problem
+            report(Diagnostic.error("TL0810", message, Label(span, ""), help=help_text))
+
+
+def _freeze_problem(path: str, tree: ModelTree) -> tuple[str, str | None] | None:
+    sliced = re.fullmatch(r"(.+)\[(\d*):(\d*)\]", path)
+    if sliced is not None:
+        base, high = sliced.group(1), sliced.group(3)
+        if base not in tree.lists:
+            return f"`{base}` is not a layer list of the model", _layers_help(base, tree)
+        if high and int(high) > tree.lists[base]:
+            count = tree.lists[base]
+            return (f"`{path}` reaches past `{base}`'s {count} layers",
+                    f"write `{base}[{sliced.group(2)}:{count}]`")  # fmt: skip
+        return None
+    if path in tree.kinds or path in tree.shapes or path in tree.lists:
+        return None
+    return f"`{path}` is not a layer of the model", _layers_help(path, tree)
+
+
+def _layers_help(path: str, tree: ModelTree) -> str | None:
+    names = [k for k in tree.kinds if "." not in k] + list(tree.lists)
+    guess = did_you_mean(path, names)
+    return (
+        f"did you mean `{guess}`?"
+        if guess
+        else "its layers: " + ", ".join(f"`{n}`" for n in dict.fromkeys(names))
+    )
+
+
+def _linear_paths(tree: ModelTree) -> list[str]:
+    """Every Linear `named_modules()` will hold: the model's own, and the projections inside
+    its catalogue layers (attention's `c_attn`, `out_proj`): a 2-D `weight` of no layer."""
+    own = [p for p, kind in tree.kinds.items() if kind == "Linear"]
+    inner = [
+        k[: -len(".weight")] for k, shape in tree.shapes.items()
+        if k.endswith(".weight") and len(shape) == 2 and k[: -len(".weight")] not in tree.kinds
+    ]  # fmt: skip
+    return own + inner
+
+
+def _check_lora(op: SetOp, tree: ModelTree) -> None:
+    span = _value_span(op)
+    call = op.value
+    if span is None or not isinstance(call, CallAttr):
+        return
+    targets = call.kwargs.data.get("targets")
+    if not isinstance(targets, ArrayAttr):
+        return
+    linears = _linear_paths(tree)
+    for target in targets.data:
+        if not isinstance(target, StringAttr):
+            continue
+        name = target.data
+        if not any(p == name or p.endswith("." + name) for p in linears):
+            ends = sorted({p.rsplit(".", 1)[-1] for p in linears})
+            guess = did_you_mean(name, ends)
+            report(
+                Diagnostic.error(
+                    "TL0811",
+                    f"no Linear layer of the model is named `{name}`",
+                    Label(span, ""),
+                    help=f"did you mean `{guess}`?"
+                    if guess
+                    else "its Linear layers: " + ", ".join(f"`{e}`" for e in ends),
+                )
+            )
 
 
 def _check(module: ModuleOp, op: WeightsOp) -> None:
@@ -76,15 +193,10 @@ def _check(module: ModuleOp, op: WeightsOp) -> None:
                 )
             )
         return
-    model = models_of(module).get(inst.model.root_reference.data)
-    if model is None:
-        return  # resolve-nml reported the unknown model
-    overrides = {k: override_value(v) for k, v in inst.overrides.data.items()}
-    env = model_env(model, {k: v for k, v in overrides.items() if v is not None})
-    try:
-        expected = state_shapes(model, env, models_of(module))
-    except UnknownState:
-        return  # resolve-nml reported the layer whose arguments have no value
+    tree = _tree(module, inst)
+    if tree is None:
+        return
+    expected = tree.shapes
     if not _rules_valid(op, header_span):
         return
     header = _header(op, header_span)

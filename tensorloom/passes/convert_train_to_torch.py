@@ -202,7 +202,16 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
         if isinstance(shard, train.FsdpShardOp) else None,
         model_overrides=tuple(instance.overrides.data.items()),
         pretrained=_pretrained(module, instance),
+        freeze=tuple(str(p) for p in value("freeze") or ()),  # type: ignore[union-attr]
+        lora=_lora(value("lora")),
     )  # fmt: skip
+
+
+def _lora(value: object) -> dict[str, Value] | None:
+    """`LORA`'s keywords, targets a tuple."""
+    if not isinstance(value, dict):
+        return None
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in value.items()}  # type: ignore[misc]
 
 
 def _pretrained(

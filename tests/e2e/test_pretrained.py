@@ -185,3 +185,62 @@ def test_the_compiler_and_the_script_apply_rules_alike() -> None:
     compiled = {k: (t, f) for k, (t, f, _) in weight_rules.map_names(names, rules).items()}
     assert compiled == pretrained.map_names(names, rules)
     assert weight_rules.unmatched_names(names, rules) == pretrained.unmatched_names(names, rules)
+
+
+LORA_RULES = GPT2_RULES + "\n"  # the same folder, fine-tuned through adapters
+
+
+def _lora_program(tmp: Path, lora: str, freeze: str = "") -> Path:
+    program = _program(tmp)
+    text = program.read_text(encoding="utf-8").replace(
+        "    epochs = 1\n",
+        f"    epochs = 1\n    lora = {lora}\n" + (f"    freeze = {freeze}\n" if freeze else ""),
+    )
+    program.write_text(text, encoding="utf-8")
+    return program
+
+
+def test_lora_trains_what_peft_trains(tmp_path: Path) -> None:
+    """The same targets and rank: as many trainable parameters as peft's LoRA, and a model
+    that starts as the published one (B is zero)."""
+    peft = pytest.importorskip("peft")
+    reference = _hf_gpt2(tmp_path / "gpt2-tiny")
+    _lora_program(tmp_path, "LoRA(rank=4, alpha=8, targets=[c_attn, c_fc])")
+    checked = _tlc("check", "finetune.tl", cwd=tmp_path)
+    assert checked.returncode == 0, checked.stderr
+    _, script = _script(tmp_path)
+    model = script.GPT(**SIZES).eval()
+    script.add_lora(model, **script.LORA)
+    script.load_pretrained(model, tmp_path / "gpt2-tiny", script.WEIGHT_RULES)
+    ours = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    config = peft.LoraConfig(r=4, lora_alpha=8, target_modules=["c_attn", "c_fc"])
+    theirs = peft.get_peft_model(reference, config)
+    expected = sum(p.numel() for p in theirs.parameters() if p.requires_grad)
+    assert ours == expected == 2 * 4 * ((96 + 288) + (96 + 384))
+    idx = torch.randint(0, SIZES["vocab_size"], (2, 30))
+    with torch.no_grad():
+        assert (model(idx) - theirs(idx).logits).abs().max().item() < 1e-4
+
+
+def test_lora_run_exports_merged_weights_transformers_loads(tmp_path: Path) -> None:
+    _hf_gpt2(tmp_path / "gpt2-tiny")
+    _lora_program(tmp_path, "LoRA(rank=4, alpha=8, targets=[c_attn])", freeze="[wte]")
+    out, script = _script(tmp_path)
+    run = subprocess.run(
+        [sys.executable, str(out), "--device", "cpu", "--max-steps", "3", "--checkpoint-dir",
+         str(tmp_path / "ck"), "--export-weights", str(tmp_path / "tuned")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    state = torch.load(tmp_path / "ck" / "last.pt", map_location="cpu", weights_only=True)["model"]
+    model = script.GPT(**SIZES).eval()
+    script.add_lora(model, **script.LORA)
+    model.load_state_dict(state)
+    assert model.h[0].attn.c_attn.lora_B.abs().max().item() > 0  # the adapters trained
+    original = transformers.GPT2LMHeadModel.from_pretrained(tmp_path / "gpt2-tiny")
+    assert torch.equal(state["wte.weight"], original.transformer.wte.weight)  # frozen
+    assert torch.equal(state["h.0.mlp.c_fc.weight"], original.transformer.h[0].mlp.c_fc.weight.t())
+    tuned = transformers.GPT2LMHeadModel.from_pretrained(tmp_path / "tuned").eval()
+    idx = torch.randint(0, SIZES["vocab_size"], (2, 30))
+    with torch.no_grad():
+        assert (model(idx) - tuned(idx).logits).abs().max().item() < 1e-4  # merged: the same model

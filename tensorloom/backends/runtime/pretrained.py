@@ -1,4 +1,4 @@
-"""Published weights in and out: a safetensors file, a Hugging Face folder, or a torch state dict.
+"""Published weights in and out, and fine-tuning them: frozen layers, LoRA adapters.
 
     rules = (("transformer.h.{i}.attn.c_attn.weight", "h.{i}.attn.c_attn.weight", True),
              ("transformer.{a}.{p}", "{a}.{p}", False),
@@ -13,6 +13,13 @@ rules store the tensor the other way round in the file (Hugging Face GPT-2's `Co
 [in, out] where `nn.Linear` keeps [out, in]). The same rules, read backwards, write the
 model out in the file's names (`export_pretrained`), so the library that published the
 weights loads them again.
+
+`freeze_layers(model, ["wte", "h[0:6]"])` stops those layers training; `add_lora(model,
+["c_attn"], rank=8, alpha=16)` adds a trainable low-rank update `B @ A * alpha / rank` beside
+each named Linear (peft's LoRA: A Kaiming-uniform, B zero, so the model starts unchanged)
+and freezes every other weight. The adapters are parameters of the Linear itself
+(`c_attn.lora_A`, `c_attn.lora_B`), so the published names stay the state dict's; export
+merges them into the weights.
 
 `tlc check` reads only the files' headers and reports each mismatch at the rule's line; the
 script checks again when it loads (the files may have changed since), and a missing, corrupt
@@ -140,8 +147,10 @@ def load_pretrained(
 
 
 def _derived(model: torch.nn.Module, key: str) -> bool:
-    """A state-dict entry that another one fills: a weight tied to one already loaded, or a
-    non-persistent buffer."""
+    """A state-dict entry the file does not fill: a LoRA adapter, or a weight tied to one
+    already loaded."""
+    if key.endswith((".lora_A", ".lora_B")):
+        return True
     own = dict(model.named_parameters(remove_duplicate=False))
     unique = dict(model.named_parameters())
     return key in own and key not in unique
@@ -171,7 +180,7 @@ def export_pretrained(
         if target is not None
     ]
     state: dict[str, torch.Tensor] = {}
-    for key, value in model.state_dict().items():
+    for key, value in merged_state_dict(model).items():
         for regex, source_name, transposed in inverse:
             match = regex.match(key)
             if match is not None:
@@ -191,3 +200,83 @@ def source_config(path: str | os.PathLike[str]) -> dict[str, Any]:
     """A Hugging Face folder's config.json, or {} where there is none."""
     file = Path(path) / "config.json"
     return json.loads(file.read_text(encoding="utf-8")) if file.is_file() else {}
+
+
+def _layer_names(model: torch.nn.Module, path: str) -> list[str]:
+    """`h[0:6]` as `h.0` ... `h.5` (the list's own length bounds the slice); other paths as
+    they are."""
+    match = re.fullmatch(r"(.+)\[(\d*):(\d*)\]", path)
+    if match is None:
+        return [path]
+    base, low, high = match.group(1), match.group(2), match.group(3)
+    layers = model.get_submodule(base)
+    indices = range(len(layers))[int(low or 0) : int(high) if high else None]  # type: ignore[arg-type]
+    return [f"{base}.{i}" for i in indices]
+
+
+def freeze_layers(model: torch.nn.Module, paths: Sequence[str]) -> int:
+    """Stop the named layers training (`freeze = [wte, h[0:6]]`): their parameters get no
+    gradients and no optimizer state. Returns how many parameters froze."""
+    frozen = 0
+    for path in paths:
+        for name in _layer_names(model, path):
+            try:
+                layer = model.get_submodule(name)
+                params = list(layer.parameters())
+            except AttributeError:
+                params = [model.get_parameter(name)]
+            for p in params:
+                if p.requires_grad:
+                    p.requires_grad_(False)
+                    frozen += p.numel()
+    return frozen
+
+
+def add_lora(
+    model: torch.nn.Module,
+    targets: Sequence[str],
+    rank: int,
+    alpha: float,
+    dropout: float = 0.0,
+) -> list[str]:
+    """LoRA adapters on every Linear whose name is, or ends in, a target; every other weight
+    freezes. Returns the adapted layers' names."""
+    for p in model.parameters():
+        p.requires_grad_(False)
+    adapted: list[str] = []
+    for name, module in model.named_modules():
+        if not isinstance(module, torch.nn.Linear):
+            continue
+        if not any(name == t or name.endswith("." + t) for t in targets):
+            continue
+        weight = module.weight
+        a = torch.empty(rank, module.in_features, device=weight.device, dtype=weight.dtype)
+        torch.nn.init.kaiming_uniform_(a, a=5**0.5)
+        module.lora_A = torch.nn.Parameter(a)
+        module.lora_B = torch.nn.Parameter(torch.zeros_like(a.new_empty(module.out_features, rank)))
+        module.lora_dropout = torch.nn.Dropout(dropout)
+        module.lora_scale = alpha / rank
+        module.register_forward_hook(_lora_forward)
+        adapted.append(name)
+    if not adapted:
+        raise ValueError(f"no Linear layer is named {', '.join(targets)}")
+    return adapted
+
+
+def _lora_forward(module: torch.nn.Module, inputs: tuple[Any, ...], output: torch.Tensor) -> Any:
+    x = module.lora_dropout(inputs[0])
+    update = torch.nn.functional.linear(torch.nn.functional.linear(x, module.lora_A), module.lora_B)
+    return output + update * module.lora_scale
+
+
+def merged_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """The state dict with each LoRA adapter merged into its Linear's weight, adapters left
+    out: the weights as the published model's class holds them."""
+    state = {k: v.detach() for k, v in model.state_dict().items()}
+    for name, module in model.named_modules():
+        if hasattr(module, "lora_A") and isinstance(module, torch.nn.Linear):
+            prefix = f"{name}." if name else ""
+            update = (module.lora_B @ module.lora_A).detach() * module.lora_scale
+            state[prefix + "weight"] = state[prefix + "weight"] + update.to(module.weight.dtype)
+            del state[prefix + "lora_A"], state[prefix + "lora_B"]
+    return state

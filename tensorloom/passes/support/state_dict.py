@@ -12,6 +12,7 @@ compares them with a weights file's header.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from tensorloom.catalogue.layers import lookup
 from tensorloom.catalogue.layers.base import Value
@@ -28,6 +29,17 @@ from tensorloom.passes.support.model_env import (
 )
 
 
+@dataclass(slots=True)
+class ModelTree:
+    """What `named_modules()` will give: each layer's path and kind (`h.0.attn`:
+    "MultiHeadAttention", `h.0`: "Block"), each layer list's length (`h`: 12), and the
+    state dict's shapes."""
+
+    kinds: dict[str, str] = field(default_factory=dict[str, str])
+    lists: dict[str, int] = field(default_factory=dict[str, int])
+    shapes: dict[str, tuple[int, ...]] = field(default_factory=dict[str, tuple[int, ...]])
+
+
 class UnknownState(Exception):
     """A layer whose arguments do not evaluate, so its tensors are not known."""
 
@@ -38,9 +50,17 @@ def state_shapes(
     """Every state-dict entry of `model` under `env`, in registration order.
 
     Raises UnknownState where a layer's arguments have no value (resolve-nml reported why)."""
-    shapes: dict[str, tuple[int, ...]] = {}
-    _walk(model, env, models, "", shapes, 0)
-    return shapes
+    return model_tree(model, env, models).shapes
+
+
+def model_tree(
+    model: ModelOp, env: Mapping[str, Value], models: Mapping[str, ModelOp]
+) -> ModelTree:
+    """Every layer, layer list and state-dict entry of `model` under `env` (UnknownState
+    where a layer's arguments have no value)."""
+    tree = ModelTree()
+    _walk(model, env, models, "", tree, 0)
+    return tree
 
 
 def _walk(
@@ -48,7 +68,7 @@ def _walk(
     env: Mapping[str, Value],
     models: Mapping[str, ModelOp],
     prefix: str,
-    shapes: dict[str, tuple[int, ...]],
+    tree: ModelTree,
     depth: int,
 ) -> None:
     if depth > MAX_NESTING:
@@ -62,6 +82,10 @@ def _walk(
             if count is not None
             else [f"{prefix}{name}."]
         )
+        if count is not None:
+            tree.lists[prefix + name] = count
+        for p in prefixes:
+            tree.kinds[p[:-1]] = layer.kind.data
         nested = nested_model(layer, models)
         if nested is not None:
             overrides = nested_overrides(layer, nested, env)
@@ -69,7 +93,7 @@ def _walk(
                 raise UnknownState(f"the arguments of `{name}`")
             inner = model_env(nested, overrides)
             for p in prefixes:
-                _walk(nested, inner, models, p, shapes, depth + 1)
+                _walk(nested, inner, models, p, tree, depth + 1)
             continue
         bound = bind_layer(layer, env)
         spec = lookup(layer.kind.data)
@@ -78,4 +102,4 @@ def _walk(
         own = spec.param_shapes(bound) | spec.buffer_shapes(bound)
         for p in prefixes:
             for key, shape in own.items():
-                shapes[p + key if key else p[:-1]] = shape
+                tree.shapes[p + key if key else p[:-1]] = shape

@@ -95,6 +95,8 @@ class ScriptPlan:
     # `weights model from "gpt2":`: the source as written, and its rules
     # ((file pattern, model pattern or None to ignore, transposed), ...)
     pretrained: tuple[str, tuple[tuple[str, str | None, bool], ...]] | None = None
+    freeze: tuple[str, ...] = ()  # `freeze = [wte, h[0:6]]`: layer paths (`h[0:6]` as written)
+    lora: dict[str, Value] | None = None  # `lora = LoRA(...)`: rank, alpha, dropout, targets
 
     @property
     def sharded(self) -> bool:

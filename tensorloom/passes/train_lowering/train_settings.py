@@ -92,6 +92,13 @@ def settings_ops(plan: ScriptPlan) -> list[Operation]:
 def _weights(b: PyBuilder, plan: ScriptPlan) -> None:
     """WEIGHT_RULES: the `weights` block's rules: (file's name, model's name or None,
     transposed)."""
+    if plan.freeze:
+        b.assign(
+            "FREEZE", b.value(list(plan.freeze)), comment="`freeze`: these layers do not train"
+        )
+    if plan.lora is not None:
+        b.assign("LORA", b.value(dict(plan.lora)), comment="`lora`: adapters; the rest freezes",
+                 annotation=b.generic("dict", "str", "Any"))  # fmt: skip
     if plan.pretrained is None:
         return
     b.assign(
