@@ -32,6 +32,7 @@ when the program has errors. With `--keep` the script is copied beside the sourc
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import shutil
 import signal
 import subprocess
@@ -174,6 +175,13 @@ def run_file(
     keep: bool = False,
 ) -> int:
     launch = launch or Launch(nproc=nproc)
+    if importlib.util.find_spec("torch") is None:
+        sys.stderr.write(
+            "error: `tlc run` needs torch, which is not installed\n"
+            "  = help: pip install 'tensorloom[torch]' (on a GPU machine, your CUDA build of "
+            "torch first); `tlc compile` writes the script without it\n"
+        )
+        return 1
     script, status = compile_cached(file)
     if script is None:
         return status
@@ -184,8 +192,33 @@ def run_file(
         sys.stderr.write(f"kept the script as {kept}\n")
         script = kept
     if not launch.torchrun:
-        return subprocess.call([sys.executable, str(script), *args])
+        return run_script([sys.executable, str(script), *args])
     return run_torchrun(script, launch, args)
+
+
+def run_script(command: list[str]) -> int:
+    """Run the script and return its own exit status (128 + N after signal N).
+
+    Ctrl-C reaches the script too (the terminal signals the whole process group): it
+    saves last.pt, says how to resume and exits 130. This process waits for that
+    instead of raising KeyboardInterrupt and killing it; a SIGTERM sent to `tlc run`
+    alone is passed on to the script, which stops the same way.
+    """
+    started: list[subprocess.Popen[bytes]] = []
+
+    def forward(signum: int, _frame: object) -> None:
+        if signum != signal.SIGINT and started:  # the terminal sent SIGINT to the script too
+            started[0].send_signal(signum)
+
+    # Python-level handlers, not SIG_IGN: exec resets a handler, but would keep SIG_IGN.
+    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        started.append(subprocess.Popen(command))
+        status = started[0].wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 128 - status if status < 0 else status
 
 
 def run_torchrun(script: Path, launch: Launch, args: list[str]) -> int:
