@@ -155,7 +155,9 @@ def compile_command(file: Path, emit: str, output: Path | None, no_cache: bool) 
 @click.option("--master-port", type=click.IntRange(1, 65535), help="a free port on node 0")
 @click.option("--rdzv-endpoint", help="HOST:PORT of a c10d rendezvous (instead of the three above)")
 @click.option("--rdzv-id", help="the job's name at the rendezvous (default: tensorloom)")
-@click.option("--keep", is_flag=True, help="leave the compiled script beside FILE (FILE.py)")
+@click.option(
+    "--keep", is_flag=True, help="leave the compiled script beside FILE (mnist.tl -> mnist.py)"
+)
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 @compiler_command
 def run_command(file: Path, nproc: int | None, nnodes: int | None, node_rank: int | None,
@@ -186,7 +188,8 @@ def _gpu_memory(_ctx: click.Context, _param: click.Parameter, value: str | None)
 @click.option(
     "--precision",
     type=click.Choice(["fp32", "fp16", "bf16"]),
-    help="default: the train block's, else fp32",
+    help="default: the train block's; bf16 when it sets none (auto, on a bf16 GPU); "
+    "fp32 without a train block",
 )
 @click.option(
     "--optimizer",
