@@ -36,9 +36,10 @@ from torch import nn
 # Trains `DigitsCNN` on `digits`, as `digits_cnn.tl` says.
 #
 # Run it:
-#     python OUT.py --epochs 10 --metrics run/metrics.jsonl
-#     python OUT.py --device cpu
-# OUT.py --help lists the options; importing this file runs nothing.
+#     python digits_cnn.py --epochs 10 --metrics run/metrics.jsonl
+#     python digits_cnn.py --device cpu
+#     python digits_cnn.py --resume checkpoints/digits_cnn/last.pt --epochs 30
+# python digits_cnn.py --help lists the options; importing this file runs nothing.
 #
 # Precision is `auto` (the block sets none): bf16 autocast on a CUDA GPU that
 # supports bf16, fp32 on the CPU; `--precision fp32|fp16|bf16` overrides it.

@@ -36,9 +36,10 @@ from torch import nn
 # Trains `Classifier` on `digits`, as `mnist.tl` says.
 #
 # Run it:
-#     python OUT.py --epochs 10 --metrics run/metrics.jsonl
-#     python OUT.py --device cpu
-# OUT.py --help lists the options; importing this file runs nothing.
+#     python mnist.py --epochs 10 --metrics run/metrics.jsonl
+#     python mnist.py --device cpu
+#     python mnist.py --resume checkpoints/mnist/last.pt --epochs 20
+# python mnist.py --help lists the options; importing this file runs nothing.
 
 
 # ---- settings: the train block's values; the command line overrides some ----

@@ -39,9 +39,10 @@ from torch.nn.parallel import DistributedDataParallel
 # Trains `Net` on `digits`, as `train_ddp.tl` says.
 #
 # Run it:
-#     python OUT.py --epochs 10 --metrics run/metrics.jsonl
-#     torchrun --nproc_per_node=N OUT.py
-# OUT.py --help lists the options; importing this file runs nothing.
+#     python train_ddp.py --epochs 10 --metrics run/metrics.jsonl
+#     torchrun --nproc_per_node=2 train_ddp.py
+#     python train_ddp.py --resume checkpoints/train_ddp/last.pt --epochs 100
+# python train_ddp.py --help lists the options; importing this file runs nothing.
 
 
 # ---- settings: the train block's values; the command line overrides some ----

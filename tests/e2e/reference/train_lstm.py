@@ -31,12 +31,13 @@ import torch.nn.functional as F
 from torch import nn
 
 
-# Trains `Seq2Seq` on `reverse`, as `lstm_seq2seq.nml` says.
+# Trains `Seq2Seq` on `reverse`, as `train_lstm.tl` says.
 #
 # Run it:
-#     python OUT.py --epochs 10 --metrics run/metrics.jsonl
-#     python OUT.py --device cpu
-# OUT.py --help lists the options; importing this file runs nothing.
+#     python train_lstm.py --epochs 10 --metrics run/metrics.jsonl
+#     python train_lstm.py --device cpu
+#     python train_lstm.py --resume checkpoints/train_lstm/last.pt --epochs 40
+# python train_lstm.py --help lists the options; importing this file runs nothing.
 #
 # Precision is `auto` (the block sets none): bf16 autocast on a CUDA GPU that
 # supports bf16, fp32 on the CPU; `--precision fp32|fp16|bf16` overrides it.
@@ -83,9 +84,7 @@ def loss_fn(output: torch.Tensor, target: torch.Tensor, reduction: str = "mean")
 
 # ---- command line ----
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description="Train Seq2Seq on reverse (from lstm_seq2seq.nml)."
-    )
+    parser = argparse.ArgumentParser(description="Train Seq2Seq on reverse (from train_lstm.tl).")
     parser.add_argument("--epochs", type=int, default=EPOCHS)
     parser.add_argument("--batch-size", type=int, default=BATCH_SIZE, help="per process")
     parser.add_argument("--max-steps", type=int, default=None,
@@ -94,7 +93,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--metrics", default=None, help="a JSON line per epoch goes here")
     parser.add_argument("--tensorboard", default=None, help="TensorBoard logs go here")
-    parser.add_argument("--checkpoint-dir", default="checkpoints/lstm_seq2seq")
+    parser.add_argument("--checkpoint-dir", default="checkpoints/train_lstm")
     parser.add_argument("--resume", default=None, help="a checkpoint to continue from")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace the checkpoints an earlier run left in --checkpoint-dir")

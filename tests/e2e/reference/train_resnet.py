@@ -33,12 +33,13 @@ import torch.nn.functional as F
 from torch import nn
 
 
-# Trains `ResNet` on `digits`, as `resnet.nml` says.
+# Trains `ResNet` on `digits`, as `train_resnet.tl` says.
 #
 # Run it:
-#     python OUT.py --epochs 10 --metrics run/metrics.jsonl
-#     python OUT.py --device cpu
-# OUT.py --help lists the options; importing this file runs nothing.
+#     python train_resnet.py --epochs 10 --metrics run/metrics.jsonl
+#     python train_resnet.py --device cpu
+#     python train_resnet.py --resume checkpoints/train_resnet/last.pt --epochs 20
+# python train_resnet.py --help lists the options; importing this file runs nothing.
 #
 # Precision is `auto` (the block sets none): bf16 autocast on a CUDA GPU that
 # supports bf16, fp32 on the CPU; `--precision fp32|fp16|bf16` overrides it.
@@ -104,7 +105,7 @@ def loss_fn(output: torch.Tensor, target: torch.Tensor, reduction: str = "mean")
 
 # ---- command line ----
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description="Train ResNet on digits (from resnet.nml).")
+    parser = argparse.ArgumentParser(description="Train ResNet on digits (from train_resnet.tl).")
     parser.add_argument("--epochs", type=int, default=EPOCHS)
     parser.add_argument("--batch-size", type=int, default=BATCH_SIZE, help="per process")
     parser.add_argument("--max-steps", type=int, default=None,
@@ -113,7 +114,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--metrics", default=None, help="a JSON line per epoch goes here")
     parser.add_argument("--tensorboard", default=None, help="TensorBoard logs go here")
-    parser.add_argument("--checkpoint-dir", default="checkpoints/resnet")
+    parser.add_argument("--checkpoint-dir", default="checkpoints/train_resnet")
     parser.add_argument("--resume", default=None, help="a checkpoint to continue from")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace the checkpoints an earlier run left in --checkpoint-dir")

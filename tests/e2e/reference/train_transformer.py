@@ -31,12 +31,13 @@ import torch.nn.functional as F
 from torch import nn
 
 
-# Trains `Transformer` on `reverse`, as `transformer.nml` says.
+# Trains `Transformer` on `reverse`, as `train_transformer.tl` says.
 #
 # Run it:
-#     python OUT.py --epochs 10 --metrics run/metrics.jsonl
-#     python OUT.py --device cpu
-# OUT.py --help lists the options; importing this file runs nothing.
+#     python train_transformer.py --epochs 10 --metrics run/metrics.jsonl
+#     python train_transformer.py --device cpu
+#     python train_transformer.py --resume checkpoints/train_transformer/last.pt --epochs 30
+# python train_transformer.py --help lists the options; importing this file runs nothing.
 
 
 # ---- settings: the train block's values; the command line overrides some ----
@@ -102,7 +103,7 @@ def loss_fn(output: torch.Tensor, target: torch.Tensor, reduction: str = "mean")
 # ---- command line ----
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        description="Train Transformer on reverse (from transformer.nml)."
+        description="Train Transformer on reverse (from train_transformer.tl)."
     )
     parser.add_argument("--epochs", type=int, default=EPOCHS)
     parser.add_argument("--batch-size", type=int, default=BATCH_SIZE, help="per process")
@@ -112,7 +113,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--metrics", default=None, help="a JSON line per epoch goes here")
     parser.add_argument("--tensorboard", default=None, help="TensorBoard logs go here")
-    parser.add_argument("--checkpoint-dir", default="checkpoints/transformer")
+    parser.add_argument("--checkpoint-dir", default="checkpoints/train_transformer")
     parser.add_argument("--resume", default=None, help="a checkpoint to continue from")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace the checkpoints an earlier run left in --checkpoint-dir")

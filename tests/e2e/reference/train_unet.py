@@ -33,12 +33,13 @@ import torch.nn.functional as F
 from torch import nn
 
 
-# Trains `UNet` on `digits`, as `unet.nml` says.
+# Trains `UNet` on `digits`, as `train_unet.tl` says.
 #
 # Run it:
-#     python OUT.py --epochs 10 --metrics run/metrics.jsonl
-#     python OUT.py --device cpu
-# OUT.py --help lists the options; importing this file runs nothing.
+#     python train_unet.py --epochs 10 --metrics run/metrics.jsonl
+#     python train_unet.py --device cpu
+#     python train_unet.py --resume checkpoints/train_unet/last.pt --epochs 40
+# python train_unet.py --help lists the options; importing this file runs nothing.
 #
 # Precision is `auto` (the block sets none): bf16 autocast on a CUDA GPU that
 # supports bf16, fp32 on the CPU; `--precision fp32|fp16|bf16` overrides it.
@@ -101,13 +102,13 @@ def denoise(out, x, y):
 
 
 def loss_fn(output: torch.Tensor, inputs: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """`loss = denoise`: the function `denoise` of unet.nml, above."""
+    """`loss = denoise`: the function `denoise` of train_unet.tl, above."""
     return denoise(output, inputs, target)  # train_unet.tl:21
 
 
 # ---- command line ----
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description="Train UNet on digits (from unet.nml).")
+    parser = argparse.ArgumentParser(description="Train UNet on digits (from train_unet.tl).")
     parser.add_argument("--epochs", type=int, default=EPOCHS)
     parser.add_argument("--batch-size", type=int, default=BATCH_SIZE, help="per process")
     parser.add_argument("--max-steps", type=int, default=None,
@@ -116,7 +117,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--metrics", default=None, help="a JSON line per epoch goes here")
     parser.add_argument("--tensorboard", default=None, help="TensorBoard logs go here")
-    parser.add_argument("--checkpoint-dir", default="checkpoints/unet")
+    parser.add_argument("--checkpoint-dir", default="checkpoints/train_unet")
     parser.add_argument("--resume", default=None, help="a checkpoint to continue from")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace the checkpoints an earlier run left in --checkpoint-dir")

@@ -33,12 +33,13 @@ import torch.nn.functional as F
 from torch import nn
 
 
-# Trains `VAE` on `digits`, as `vae.nml` says.
+# Trains `VAE` on `digits`, as `train_vae.tl` says.
 #
 # Run it:
-#     python OUT.py --epochs 10 --metrics run/metrics.jsonl
-#     python OUT.py --device cpu
-# OUT.py --help lists the options; importing this file runs nothing.
+#     python train_vae.py --epochs 10 --metrics run/metrics.jsonl
+#     python train_vae.py --device cpu
+#     python train_vae.py --resume checkpoints/train_vae/last.pt --epochs 60
+# python train_vae.py --help lists the options; importing this file runs nothing.
 #
 # Precision is `auto` (the block sets none): bf16 autocast on a CUDA GPU that
 # supports bf16, fp32 on the CPU; `--precision fp32|fp16|bf16` overrides it.
@@ -92,13 +93,13 @@ def elbo(out, x, y):
 
 
 def loss_fn(output: torch.Tensor, inputs: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """`loss = elbo`: the function `elbo` of vae.nml, above."""
+    """`loss = elbo`: the function `elbo` of train_vae.tl, above."""
     return elbo(output, inputs, target)  # train_vae.tl:26
 
 
 # ---- command line ----
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description="Train VAE on digits (from vae.nml).")
+    parser = argparse.ArgumentParser(description="Train VAE on digits (from train_vae.tl).")
     parser.add_argument("--epochs", type=int, default=EPOCHS)
     parser.add_argument("--batch-size", type=int, default=BATCH_SIZE, help="per process")
     parser.add_argument("--max-steps", type=int, default=None,
@@ -107,7 +108,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--metrics", default=None, help="a JSON line per epoch goes here")
     parser.add_argument("--tensorboard", default=None, help="TensorBoard logs go here")
-    parser.add_argument("--checkpoint-dir", default="checkpoints/vae")
+    parser.add_argument("--checkpoint-dir", default="checkpoints/train_vae")
     parser.add_argument("--resume", default=None, help="a checkpoint to continue from")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace the checkpoints an earlier run left in --checkpoint-dir")

@@ -33,12 +33,13 @@ import torch.nn.functional as F
 from torch import nn
 
 
-# Trains `VisionTransformer` on `digits`, as `vision_transformer.nml` says.
+# Trains `VisionTransformer` on `digits`, as `train_vit.tl` says.
 #
 # Run it:
-#     python OUT.py --epochs 10 --metrics run/metrics.jsonl
-#     python OUT.py --device cpu
-# OUT.py --help lists the options; importing this file runs nothing.
+#     python train_vit.py --epochs 10 --metrics run/metrics.jsonl
+#     python train_vit.py --device cpu
+#     python train_vit.py --resume checkpoints/train_vit/last.pt --epochs 60
+# python train_vit.py --help lists the options; importing this file runs nothing.
 #
 # Precision is `auto` (the block sets none): bf16 autocast on a CUDA GPU that
 # supports bf16, fp32 on the CPU; `--precision fp32|fp16|bf16` overrides it.
@@ -126,7 +127,7 @@ def loss_fn(output: torch.Tensor, target: torch.Tensor, reduction: str = "mean")
 # ---- command line ----
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        description="Train VisionTransformer on digits (from vision_transformer.nml)."
+        description="Train VisionTransformer on digits (from train_vit.tl)."
     )
     parser.add_argument("--epochs", type=int, default=EPOCHS)
     parser.add_argument("--batch-size", type=int, default=BATCH_SIZE, help="per process")
@@ -136,7 +137,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--metrics", default=None, help="a JSON line per epoch goes here")
     parser.add_argument("--tensorboard", default=None, help="TensorBoard logs go here")
-    parser.add_argument("--checkpoint-dir", default="checkpoints/vision_transformer")
+    parser.add_argument("--checkpoint-dir", default="checkpoints/train_vit")
     parser.add_argument("--resume", default=None, help="a checkpoint to continue from")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace the checkpoints an earlier run left in --checkpoint-dir")
