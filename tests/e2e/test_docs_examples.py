@@ -101,8 +101,8 @@ def test_every_program_in_the_docs_checks(block: Block, tmp_path: Path) -> None:
 
 
 def test_the_fragments_are_few_and_marked() -> None:
-    fragments = [b.name for b in BLOCKS if b.fragment]
-    assert fragments == ["README.md:99", "docs/grammar.md:119"]
+    fragments = [(b.page.name, b.lang) for b in BLOCKS if b.fragment]
+    assert fragments == [("README.md", "nml"), ("grammar.md", "nml")]
 
 
 def _commands(block: Block) -> list[tuple[list[str], list[str]]]:
