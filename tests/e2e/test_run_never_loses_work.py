@@ -99,6 +99,14 @@ def test_a_second_run_into_a_used_folder_refuses_then_resumes_or_overwrites(
     resumed = _run(script, tmp_path, "--epochs", "3", "--resume", "checkpoints/mnist/last.pt")
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert "epoch 3/3" in resumed.stdout
+    last = folder / "last.pt"
+    kept = last.read_bytes()
+    line = _refused(script, tmp_path, "--init-from", str(last), "--overwrite")
+    assert line == (
+        f"error: --init-from {last} is one of the checkpoints in checkpoints/mnist, which this "
+        "run would replace: give another --checkpoint-dir"
+    )
+    assert last.read_bytes() == kept
     again = _run(script, tmp_path, "--epochs", "1", "--overwrite")
     assert again.returncode == 0, again.stderr[-2000:]
     # the earlier run's epoch files are gone: the folder holds one run

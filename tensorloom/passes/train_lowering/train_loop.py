@@ -264,7 +264,8 @@ def _checkpoint_folder(b: PyBuilder, plan: ScriptPlan) -> None:
     """Before anything trains: a folder the run can write, and no earlier run's checkpoints
     in it unless `--resume` continues one or `--overwrite` replaces them."""
     then = PyBuilder()
-    options = {"resume": then.path("args", "resume"), "overwrite": then.path("args", "overwrite")}
+    options = {"resume": then.path("args", "resume"), "overwrite": then.path("args", "overwrite"),
+               "init_from": then.path("args", "init_from")}  # fmt: skip
     if plan.distributed:
         options["main"] = then.path("ctx", "is_main")
     then.expr(then.call("prepare_checkpoint_dir", then.path("args", "checkpoint_dir"), **options))

@@ -431,7 +431,8 @@ def train(args: argparse.Namespace, ctx: DistContext) -> int:
     check_run_length(args.epochs, args.max_steps, evaluating=args.evaluate is not None)
     check_batch_size(args.batch_size)
     if args.checkpoint_dir is not None and args.evaluate is None:
-        prepare_checkpoint_dir(args.checkpoint_dir, resume=args.resume, overwrite=args.overwrite)
+        prepare_checkpoint_dir(args.checkpoint_dir, resume=args.resume, overwrite=args.overwrite,
+                               init_from=args.init_from)
     trainer = build_trainer(args, ctx)
     trainer.checkpoint_dir = args.checkpoint_dir
     try:
@@ -1087,19 +1088,27 @@ def check_writable_folder(
 
 
 def prepare_checkpoint_dir(
-    directory: str | os.PathLike[str], *, resume: str | None, overwrite: bool, main: bool = True
-) -> list[Path]:
+    directory: str | os.PathLike[str], *, resume: str | None, overwrite: bool,
+    init_from: str | None = None, main: bool = True,
+) -> list[Path]:  # fmt: skip
     """Check, before the first step, that this run may save in `directory`; returns what
     `--overwrite` removed.
 
     The folder must be writable. One that holds another run's checkpoints is refused
     unless the run continues one (`resume`) or replaces them (`overwrite`: rank 0, `main`,
-    removes them now, so the folder never mixes two runs' epoch files).
+    removes them now, so the folder never mixes two runs' epoch files). The weights a run
+    starts from (`init_from`) are never among what it removes.
     """
     check_writable_folder(directory)
     previous = previous_checkpoints(directory)
     if not previous or resume is not None:
         return []
+    start = Path(init_from).resolve() if init_from is not None else None
+    if start is not None and any(start.is_relative_to(p.resolve()) for p in previous):
+        raise CheckpointError(
+            f"--init-from {init_from} is one of the checkpoints in {directory}, which this "
+            "run would replace: give another --checkpoint-dir"
+        )
     if not overwrite:
         last = Path(directory) / "last.pt"
         again = f"continue it with --resume {last}, " if last.is_file() else ""

@@ -80,3 +80,16 @@ def test_a_resumed_run_must_have_something_left() -> None:
         check_resume_left("last.pt", epochs_done=2, epochs=2, step=50, max_steps=None)
     with pytest.raises(RunLengthError, match=r"a --max-steps above 50$"):
         check_resume_left("last.pt", epochs_done=2, epochs=9, step=50, max_steps=50)
+
+
+def test_the_weights_a_run_starts_from_are_never_removed(tmp_path: Path) -> None:
+    (tmp_path / "last.pt").write_text("x")
+    for overwrite in (False, True):
+        with pytest.raises(CheckpointError, match=r"^--init-from .*last.pt is one of the"):
+            prepare_checkpoint_dir(tmp_path, resume=None, overwrite=overwrite,
+                                   init_from=str(tmp_path / "last.pt"))  # fmt: skip
+    assert (tmp_path / "last.pt").is_file()
+    elsewhere = tmp_path / "other.pt"
+    elsewhere.write_text("x")
+    prepare_checkpoint_dir(tmp_path, resume=None, overwrite=True, init_from=str(elsewhere))
+    assert elsewhere.is_file() and not (tmp_path / "last.pt").exists()

@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from tensorloom_rt_0_2_0_38088c16 import (
+from tensorloom_rt_0_2_0_6e75086c import (
     BestTracker, CheckpointError, DataInfo, DatasetUnavailable, DeviceLoader, DeviceUnavailable,
     DistContext, ExportError, MetricsWriter, PrecisionPlan, PredictInputError, RunLengthError,
     RunRecipe, StopSignals, add_source_notes, all_reduce_mean, all_reduce_sum, autocast, barrier,
@@ -385,7 +385,7 @@ def train(args: argparse.Namespace, ctx: DistContext) -> int:
     check_batch_size(args.batch_size)
     if args.checkpoint_dir is not None and args.evaluate is None:
         prepare_checkpoint_dir(args.checkpoint_dir, resume=args.resume, overwrite=args.overwrite,
-                               main=ctx.is_main)
+                               init_from=args.init_from, main=ctx.is_main)
     trainer = build_trainer(args, ctx)
     trainer.checkpoint_dir = args.checkpoint_dir
     try:

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tensorloom_rt_0_2_0_09c5e7c2 import (
+from tensorloom_rt_0_2_0_ee5b7054 import (
     BestTracker, CheckpointError, DeviceUnavailable, DistContext, ExportError, MetricsWriter,
     PrecisionPlan, PredictInputError, RunLengthError, RunRecipe, StopSignals, TokenDataUnavailable,
     TokenInfo, WindowLoader, add_source_notes, autocast, check_batch_size, check_epoch_has_steps,
@@ -498,7 +498,8 @@ def train(args: argparse.Namespace, ctx: DistContext) -> int:
     check_run_length(args.epochs, args.max_steps, evaluating=args.evaluate is not None)
     check_batch_size(args.batch_size)
     if args.checkpoint_dir is not None and args.evaluate is None:
-        prepare_checkpoint_dir(args.checkpoint_dir, resume=args.resume, overwrite=args.overwrite)
+        prepare_checkpoint_dir(args.checkpoint_dir, resume=args.resume, overwrite=args.overwrite,
+                               init_from=args.init_from)
     trainer = build_trainer(args, ctx)
     trainer.checkpoint_dir = args.checkpoint_dir
     try:

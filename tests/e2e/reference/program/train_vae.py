@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tensorloom_rt_0_2_0_e87e7dde import (
+from tensorloom_rt_0_2_0_6a611248 import (
     BestTracker, CheckpointError, DataInfo, DatasetUnavailable, DeviceLoader, DeviceUnavailable,
     DistContext, ExportError, GraphedStep, MetricsWriter, PrecisionPlan, PredictInputError,
     RunLengthError, RunRecipe, SMALL_MODEL_PARAMS, StopSignals, add_source_notes, autocast,
@@ -457,7 +457,8 @@ def train(args: argparse.Namespace, ctx: DistContext) -> int:
     check_run_length(args.epochs, args.max_steps, evaluating=args.evaluate is not None)
     check_batch_size(args.batch_size)
     if args.checkpoint_dir is not None and args.evaluate is None:
-        prepare_checkpoint_dir(args.checkpoint_dir, resume=args.resume, overwrite=args.overwrite)
+        prepare_checkpoint_dir(args.checkpoint_dir, resume=args.resume, overwrite=args.overwrite,
+                               init_from=args.init_from)
     trainer = build_trainer(args, ctx)
     trainer.checkpoint_dir = args.checkpoint_dir
     try:

@@ -580,19 +580,27 @@ def check_writable_folder(
 
 
 def prepare_checkpoint_dir(
-    directory: str | os.PathLike[str], *, resume: str | None, overwrite: bool, main: bool = True
-) -> list[Path]:
+    directory: str | os.PathLike[str], *, resume: str | None, overwrite: bool,
+    init_from: str | None = None, main: bool = True,
+) -> list[Path]:  # fmt: skip
     """Check, before the first step, that this run may save in `directory`; returns what
     `--overwrite` removed.
 
     The folder must be writable. One that holds another run's checkpoints is refused
     unless the run continues one (`resume`) or replaces them (`overwrite`: rank 0, `main`,
-    removes them now, so the folder never mixes two runs' epoch files).
+    removes them now, so the folder never mixes two runs' epoch files). The weights a run
+    starts from (`init_from`) are never among what it removes.
     """
     check_writable_folder(directory)
     previous = previous_checkpoints(directory)
     if not previous or resume is not None:
         return []
+    start = Path(init_from).resolve() if init_from is not None else None
+    if start is not None and any(start.is_relative_to(p.resolve()) for p in previous):
+        raise CheckpointError(
+            f"--init-from {init_from} is one of the checkpoints in {directory}, which this "
+            "run would replace: give another --checkpoint-dir"
+        )
     if not overwrite:
         last = Path(directory) / "last.pt"
         again = f"continue it with --resume {last}, " if last.is_file() else ""
@@ -836,6 +844,45 @@ def make_lr_scheduler(
 ) -> torch.optim.lr_scheduler.LambdaLR:
     """A LambdaLR stepping `schedule.factor`; its state dict is the step count alone."""
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: schedule.factor(step))
+
+
+_NORM_LAYERS: tuple[type[torch.nn.Module], ...] = (
+    torch.nn.modules.batchnorm._NormBase,  # BatchNorm*, InstanceNorm*
+    torch.nn.LayerNorm,
+    torch.nn.GroupNorm,
+    torch.nn.LocalResponseNorm,
+    torch.nn.RMSNorm,
+)
+
+
+def no_decay_names(model: torch.nn.Module) -> list[str]:
+    """Parameters weight decay should not shrink: every bias, and every norm layer's weights."""
+    names: list[str] = []
+    for module_name, module in model.named_modules():
+        is_norm = isinstance(module, _NORM_LAYERS)
+        for name, _ in module.named_parameters(recurse=False):
+            if is_norm or name == "bias":
+                names.append(f"{module_name}.{name}" if module_name else name)
+    return names
+
+
+def decay_param_groups(model: torch.nn.Module, enabled: bool = True) -> list[dict[str, Any]]:
+    """Optimizer parameter groups: decayed weights, then biases and norm weights without decay.
+
+    The first group takes the optimizer's `weight_decay`; the second sets it to 0.
+    `enabled=False` (`decay_groups = false`) gives one group of every parameter."""
+    params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    if not enabled:
+        return [{"params": [p for _, p in params]}]
+    skip = set(no_decay_names(model))
+    decay = [p for n, p in params if n not in skip]
+    plain = [p for n, p in params if n in skip]
+    groups: list[dict[str, Any]] = []
+    if decay:
+        groups.append({"params": decay})
+    if plain:
+        groups.append({"params": plain, "weight_decay": 0.0})
+    return groups
 
 
 class BestTracker:
