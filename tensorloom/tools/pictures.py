@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 PICTURE_FORMATS = ("svg", "png", "pdf")
 # What `pip install 'tensorloom[pictures]'` brings; without one, a command says so.
-PICTURE_PACKAGES = ("networkx", "graphviz", "matplotlib")
+PICTURE_PACKAGES = ("networkx", "matplotlib")
 GRAPH_FORMATS = (*PICTURE_FORMATS, "dot")
 
 
@@ -104,7 +104,11 @@ def _draw(result: Compilation, flows: list[Any], model: str | None, fmt: str,
             "install Graphviz (`apt-get install graphviz`, `brew install graphviz`), "
             "or write the Graphviz source with `--format dot`",
         )
-    return _write(output, graph.render(source, fmt))
+    try:
+        picture = graph.render(source, fmt)
+    except graph.GraphError as problem:
+        return _error(str(problem))
+    return _write(output, picture)
 
 
 def _default_model(result: Compilation, flows: list[Any]) -> str | None:

@@ -30,7 +30,6 @@ def _tlc_without(blocked: list[str], *args: str, cwd: Path) -> subprocess.Comple
     ("blocked", "args", "package"),
     [
         (["networkx"], ["graph", str(MNIST), "--format", "dot"], "networkx"),
-        (["graphviz"], ["graph", str(MNIST), "-o", "model.dot"], "graphviz"),
         (["matplotlib"], ["plot", "metrics.jsonl", "-o", "curves.png"], "matplotlib"),
     ],
 )
@@ -55,3 +54,11 @@ def test_run_without_torch_names_the_extra(tmp_path: Path) -> None:
     assert lines[0] == "error: `tlc run` needs torch, which is not installed"
     assert lines[1].startswith("  = help: pip install 'tensorloom[torch]'")
     assert not (tmp_path / "checkpoints").exists()
+
+
+def test_graphviz_source_needs_no_graphviz_package(tmp_path: Path) -> None:
+    done = _tlc_without(["graphviz"], "graph", str(MNIST), "-o", "model.dot", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    source = (tmp_path / "model.dot").read_text()
+    assert source.startswith('digraph "Classifier" {')
+    assert '\tn1 [label="fc1: Linear(64, 256)" shape="box"' in source
