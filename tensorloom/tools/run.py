@@ -25,8 +25,11 @@ under a name keyed by the text of every source file it was compiled from and by
 the compiler's fingerprint, so an unchanged program is not compiled twice. It runs
 with the current Python in the current directory (checkpoints and metrics land
 there); imports in the program resolve relative to its own file. Nothing runs
-when the program has errors. With `--keep` the script is copied beside the source
-(`mnist.tl` -> `mnist.py`, never over a file TensorLoom did not write) and run from there.
+when the program has errors. The program file's runtime module is written beside it
+(`--single-file`: one file). With `--keep` both are copied beside the source (`mnist.tl` ->
+`mnist.py` and its `tensorloom_rt_*.py`, never over a file TensorLoom did not write) and run
+from there. The exit status is the script's own: Ctrl-C reaches the script, which saves,
+prints how to resume and exits 130, and `tlc run` waits for it and returns that.
 """
 
 from __future__ import annotations
