@@ -688,7 +688,7 @@ class Inference:
             result = self._from_placeholder(result, shape, bound)
         params = bound.spec.param_count(bound)
         name = label or layer.sym_name.data
-        flow.steps.append(self.step(name, _describe(bound), result, params))
+        flow.steps.append(self.step(name, describe(bound), result, params))
         return result
 
     def _float_ids(self, model: ModelOp, op: ApplyOp | ApplyAtOp) -> bool:
@@ -1079,7 +1079,7 @@ def _keeps_float(op: Operation) -> bool:
 _INT_RESULTS = frozenset({"arange", "dim", "where"})
 
 
-def _describe(bound: BoundLayer) -> str:
+def describe(bound: BoundLayer) -> str:
     """The constructor as TensorLoom writes it: `Conv2d(1, 16, 3, padding="same")`."""
     args = [_literal(a) for a in bound.args]
     args += [f"{k}={_literal(v)}" for k, v in bound.kwargs]
