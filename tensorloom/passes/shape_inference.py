@@ -220,6 +220,7 @@ class Inference:
     )
     _last_iteration: list[FlowStep] = field(default_factory=list[FlowStep])
     _refused_lists: set[LayerOp] = field(default_factory=set[LayerOp])
+    _params: dict[tuple[object, ...], int] = field(default_factory=dict[tuple[object, ...], int])
     # A nested model or method already followed for this config and these argument types:
     # its result and the steps it recorded (a block of two blocks of two blocks... is
     # followed once per level, not 2^depth times).
@@ -793,6 +794,8 @@ class Inference:
         inner = ModelFlow(name, model_kind(nested), [], "")
         self.depth += 1
         inner_env = model_env(nested, overrides)
+        # each declared layer once: a cell a scan applies 256 times has its weights once
+        inner.declared = declared_params(nested, inner_env, self.models, memo=self._params)
         args = self._annotated_args(layer, op, forward, inner_env)
         result = self._follow(nested, forward, inner_env, args, inner)
         self.depth -= 1
