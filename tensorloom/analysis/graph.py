@@ -49,7 +49,6 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from tensorloom.catalogue.layers import lookup
 from tensorloom.catalogue.layers.parameter import PARAMETER
-from tensorloom.catalogue.shapes import format_shape
 from tensorloom.dialects.nml import (
     ApplyAtOp,
     ApplyOp,
@@ -58,7 +57,6 @@ from tensorloom.dialects.nml import (
     FuncOp,
     GetAttrOp,
     IfOp,
-    InstanceOp,
     LayerOp,
     ListOp,
     ModelOp,
@@ -66,15 +64,20 @@ from tensorloom.dialects.nml import (
     ReturnOp,
     TensorType,
     TupleGetOp,
+    TupleType,
     YieldOp,
 )
-from tensorloom.passes.shape_inference import FOLLOWED_BRANCHES, FOLLOWED_ITERATIONS, describe
+from tensorloom.passes.shape_inference import (
+    FOLLOWED_BRANCHES,
+    FOLLOWED_ITERATIONS,
+    describe,
+    format_type,
+)
 from tensorloom.passes.support.model_env import (
     ArgFailure,
     Env,
     bind_layer,
     forward_of,
-    instance_env,
     layers_of,
     lookup_symbol,
     model_env,
@@ -324,16 +327,15 @@ def _followed(op: Operation, key: str) -> int | None:
 
 
 def _shape(value: SSAValue) -> str:
+    """The value's type as `tlc check` prints it (`[B, 256]`, `[*]`); nothing for a number."""
     kind = value.type
-    if isinstance(kind, TensorType) and kind.dims is not None:
-        return format_shape(kind.dims)
-    return ""
+    return format_type(kind) if isinstance(kind, TensorType | TupleType) else ""
 
 
 def model_graph(module: ModuleOp, name: str) -> nx.DiGraph:
     """The dataflow of an instance's model (`net`), or of a model by name, in a checked,
     specialised module (steps 1-5 above). A model named is drawn as its first instance
-    trains it, or with its defaults if nothing instantiates it."""
+    trains it; one used only as a layer of another as that first use configures it."""
     models = models_of(module)
     found = _drawn(module, models, name)
     if found is None:
@@ -347,11 +349,15 @@ def model_graph(module: ModuleOp, name: str) -> nx.DiGraph:
 
 
 def _drawn(module: ModuleOp, models: dict[str, ModelOp], name: str) -> tuple[ModelOp, Env] | None:
-    instances = [op for op in module.body.block.ops if isinstance(op, InstanceOp)]
-    for op in instances:
-        model = lookup_symbol(module, op.model, ModelOp)
-        if model is not None and name in (op.sym_name.data, model_kind(model)):
-            return model, instance_env(op, model)
+    """The model an instance (`net`) or a model's name draws, as `tlc info` profiles it:
+    an instance's (specialised) model; a model used only as a layer, its first use's copy."""
+    from tensorloom.analysis.profile import info_instantiations
+
+    found = info_instantiations(module, models)
+    inst = next((i for i in found if i.name == name), None)
+    inst = inst or next((i for i in found if model_kind(i.model) == name), None)
+    if inst is not None:
+        return inst.model, inst.env
     model = models.get(name)
     return (model, model_env(model)) if model is not None else None
 
