@@ -247,7 +247,7 @@ class Walker:
 
     def _loop_step(self, model: ModelOp, op: ForOp, count: int, walked: list[list[Step]]) -> Step:
         """`h` (a layer list's loop, named for its list and kind) or `for`."""
-        name, kind = "for", "for"
+        name, kind = "for", "loop"
         layer = layers_of(model).get(op.layers.root_reference.data) if op.layers else None
         if layer is not None:
             name, kind = layer.sym_name.data, layer.kind.data
