@@ -109,6 +109,7 @@ class _Builder:
         default_factory=dict[tuple[Cluster, str], str]
     )
     tied: dict[SSAValue, str] = field(default_factory=dict[SSAValue, str])  # `wte.weight`
+    loops: dict[Cluster, str] = field(default_factory=dict[Cluster, str])  # cluster -> its list
 
     def node(self, label: str, kind: str, cluster: Cluster) -> str:
         name = f"n{len(self.order)}"
@@ -213,7 +214,7 @@ class _Builder:
         overrides = nested_overrides(layer, nested, env)
         inner_env = model_env(nested, overrides) if not isinstance(overrides, ArgFailure) else {}
         inner = cluster  # a loop over the list draws its body in the loop's cluster
-        if not (cluster and cluster[-1] == name and isinstance(op, ApplyAtOp)):
+        if not (self.loops.get(cluster) == name and isinstance(op, ApplyAtOp)):
             inner = self.cluster(cluster, name, f"{name}: {layer.kind.data}")
         returned = self.forward(nested, inner_env, inner, op.args)
         for result, value in zip(op.results, returned, strict=False):
@@ -254,6 +255,7 @@ class _Builder:
             layer = layers_of(model).get(name)
             kind = layer.kind.data if layer is not None else name
             inner = self.cluster(cluster, name, f"{name}: {kind}{times}")
+            self.loops[inner] = name
         else:
             inner = self.cluster(cluster, "for", f"for{times}")
         body = op.body.block
@@ -278,7 +280,8 @@ class _Builder:
         for index, result in enumerate(op.results):
             values = [values[index] for values in yielded if index < len(values)]
             if len({self.sources.get(v) for v in values}) <= 1:
-                self.alias(result, values[0]) if values else None
+                if values:
+                    self.alias(result, values[0])
                 continue
             join = self.node("if", "join", cluster)
             for value in values:

@@ -97,7 +97,7 @@ class ModelProfile:
     errors: list[str] = field(default_factory=list[str])
     scratch_bytes: int = 0  # the largest scratch one layer's backward allocates and frees
     unmodelled: list[str] = field(default_factory=list[str])  # scratch left out, in words
-    config: Env = field(default_factory=dict[str, object])  # the configuration profiled
+    config: Env = field(default_factory=Env)  # the configuration profiled
 
 
 @dataclass
