@@ -62,7 +62,7 @@ def timed(root: Path, example: Path, command: str, cache: Path) -> tuple[float, 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--before", required=True, help="a directory or a git revision")
     parser.add_argument("--after", default=str(ROOT), help="a directory or a git revision")
     parser.add_argument("--command", choices=("check", "compile"), default="check")
