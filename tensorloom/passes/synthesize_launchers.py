@@ -402,17 +402,18 @@ def synthesize(func: kernel.FuncOp) -> kernel.LauncherOp:
         sorted(func.arange_constexprs() - set(tuned)),
     )
     op.location = func.location
-    _shapes_and_types(op, func, bindings)
+    _shapes_and_types(op, func, bindings, {e.size for e in facts.extents})
     if tuned:
         _tuning(op, func, facts, bindings)
     return op
 
 
 def _shapes_and_types(
-    op: kernel.LauncherOp, func: kernel.FuncOp, bindings: list[list[str]]
+    op: kernel.LauncherOp, func: kernel.FuncOp, bindings: list[list[str]], sizes: set[str]
 ) -> None:
     """The annotated shapes of the launcher's tensors, the dtypes of its outputs and the
-    types of its scalars; an output whose dims no input or size gives is an error."""
+    types of its scalars (a size left a scalar is an `int`); an output whose dims no
+    input or size gives is an error."""
     params = func.params()
     named = dict(zip(params, bindings, strict=True))
     shapes: dict[str, Attribute] = {}
@@ -421,6 +422,8 @@ def _shapes_and_types(
         dims, kind = func.shape_of(param), func.type_of(param)
         if dims is not None and binding[0] in TENSOR_BINDINGS:
             shapes[binding[1]] = string_array(dims)
+        if kind is None and binding[0] == "scalar" and param in sizes:
+            kind = "int"
         if kind is not None and binding[0] in (*TENSOR_BINDINGS, "scalar"):
             dtypes[binding[1]] = StringAttr(kind)
     known = {
