@@ -57,9 +57,7 @@ def layernorm(tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
     return compile_example("fused_layernorm.tl", tmp_path_factory.mktemp("layernorm"))
 
 
-def gradients(
-    fn: Callable[..., Any], inputs: list[Any], upstream: Any
-) -> tuple[Any, list[Any]]:
+def gradients(fn: Callable[..., Any], inputs: list[Any], upstream: Any) -> tuple[Any, list[Any]]:
     """`fn`'s output and the gradients of `inputs` for the upstream gradient."""
     leaves = [i.detach().clone().requires_grad_() for i in inputs]
     out = fn(*leaves)
@@ -67,7 +65,9 @@ def gradients(
     return out.detach(), list(grads)
 
 
-def assert_same_gradients(ours: Callable[..., Any], reference: Callable[..., Any], inputs: list[Any]) -> None:
+def assert_same_gradients(
+    ours: Callable[..., Any], reference: Callable[..., Any], inputs: list[Any]
+) -> None:
     torch.manual_seed(1)
     upstream = torch.randn_like(reference(*inputs))
     out, grads = gradients(ours, inputs, upstream)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -35,6 +36,7 @@ def compile_kernel(path: Path, tmp_path: Path) -> ModuleType:
     spec = importlib.util.spec_from_file_location(path.stem + "_gen", out)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # a script's dataclasses look their module up
     spec.loader.exec_module(module)
     return module
 
