@@ -31,6 +31,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from tensorloom.diagnostics import Diagnostic
+from tensorloom.diagnostics.core import did_you_mean
 from tensorloom.diagnostics.ir import loc_of, report
 from tensorloom.dialects import kernel
 from tensorloom.dialects.builders import string_array
@@ -135,10 +136,13 @@ def _options(func: kernel.FuncOp, options: ast.Call) -> dict[str, list[Attribute
             if values is not None:
                 tune[option.name] = values
         else:
+            guess = did_you_mean(option.name, ["backward", *kernel.TUNING_OPTIONS])
             _option_error(
                 option,
                 f"`@kernel` has no option `{option.name}`",
-                "the options are `backward=`, `num_warps=` and `num_stages=`",
+                f"did you mean `{guess}`?"
+                if guess
+                else "the options are `backward=`, `num_warps=` and `num_stages=`",
             )
     return tune
 

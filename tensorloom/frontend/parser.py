@@ -627,13 +627,13 @@ class Parser:
         )
 
     def parse_kernel_decl(self) -> ast.KernelDecl:
-        """kernel_decl = "@" "kernel" [ arguments [ NEWLINE ] ] "def" NAME params ":" block ;"""
+        """kernel_decl = "@" "kernel" [ arguments ] [ NEWLINE ] "def" NAME params ":" block ;"""
         start = self.expect(TokenKind.AT)
         word = self.expect_decorator("kernel")
         options = None
         if self.check(TokenKind.LPAREN):
             options = self.parse_call(ast.Name(word.span, word.text))
-            self.match(TokenKind.NEWLINE)
+        self.match(TokenKind.NEWLINE)
         self.expect(TokenKind.DEF)
         name = self.expect(TokenKind.NAME)
         params = self.parse_params()

@@ -51,7 +51,9 @@ class _Side:
         self.name = func.sym_name.data
         bindings = launcher.binding_list()
         self.bound = dict(zip(func.params(), bindings, strict=True))
-        self.param_of = {b[1]: p for p, b in self.bound.items() if len(b) > 1}
+        self.param_of = {
+            b[1]: p for p, b in self.bound.items() if b[0] not in ("numel", "dim", "constexpr")
+        }
 
     def named(self, *kinds: str) -> list[str]:
         return [b[1] for b in self.bound.values() if b[0] in kinds]
@@ -181,9 +183,10 @@ def _same_shape(backward: _Side, name: str, forward: _Side, of: str, what: str) 
     ours, theirs = backward.shape(name), forward.shape(of)
     if ours is None or theirs is None or ours == theirs:
         return True
+    gradient = f", {what}`{of}`," if what else ""
     _error(
-        f"`{name}` has shape [{', '.join(ours)}] in `{backward.name}`, but {what}`{of}` has "
-        f"shape [{', '.join(theirs)}] in `{forward.name}`",
+        f"`{name}`{gradient} has shape [{', '.join(ours)}] in `{backward.name}`, but `{of}` "
+        f"has shape [{', '.join(theirs)}] in `{forward.name}`",
         backward.span(name),
         help=f"annotate it as `{forward.name}` does: `Tensor[{', '.join(theirs)}]`",
     )
