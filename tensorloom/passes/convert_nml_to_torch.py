@@ -838,10 +838,13 @@ class GetAttrToTorch(RewritePattern):
 
 
 def _kernel_entry(op: nml.KernelCallOp) -> str:
-    """What a forward calls for a kernel: its launcher's `entry` (the custom op, or the
-    forward that keeps the outputs its backward saves), else the launcher itself."""
+    """What a model's forward calls for a kernel: its launcher's `entry` (the custom op,
+    or the function that keeps the outputs its backward saves); a script's own call,
+    and a kernel without one, call the launcher, as written."""
     name = op.kernel.root_reference.data
     module = op.get_toplevel_object()
+    if enclosing_model(op) is None:
+        return f"{name}_launcher"
     launcher = lookup_symbol(module, f"{name}_launcher", kernel.LauncherOp)
     if launcher is not None and launcher.entry is not None:
         return launcher.entry.data

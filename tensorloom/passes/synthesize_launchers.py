@@ -54,6 +54,7 @@ from tensorloom.diagnostics.ir import report, span_of
 from tensorloom.dialects import kernel, nml
 from tensorloom.dialects.builders import string_array
 from tensorloom.passes.support import kernel_autograd
+from tensorloom.passes.support.model_env import enclosing_model
 from tensorloom.source import Span
 
 COMPARISONS = ("<", "<=", ">", ">=")
@@ -535,7 +536,11 @@ class SynthesizeLaunchersPass(ModulePass):
         }
         for func in funcs:
             kernel_autograd.pair(func, kernels)
-        called = {c.kernel.string_value() for c in op.walk() if isinstance(c, nml.KernelCallOp)}
+        called = {
+            c.kernel.string_value()
+            for c in op.walk()
+            if isinstance(c, nml.KernelCallOp) and enclosing_model(c) is not None
+        }
         kernel_autograd.entries(kernels, called)
         for call in op.walk():
             if isinstance(call, nml.KernelCallOp):
