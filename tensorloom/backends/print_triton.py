@@ -420,7 +420,12 @@ class _CustomOp:
                 f"{'return ' if returned else ''}{text.name}({args})",
             ],
         )
-        self.block([f"@{self.name}.register_fake", f"def {self.kernel}_fake({args}):"], text.fake())
+        self.block(
+            [f"def {self.kernel}_fake({args}):"],
+            ['"""The outputs\' shapes and dtypes, for tracing."""', *text.fake()],
+        )
+        self.printer.blank_lines(2)
+        self.printer.line(f"{self.name}.register_fake({self.kernel}_fake)")
         if self.op.backward is not None:
             self._autograd()
         elif returned and not self._is_backward():

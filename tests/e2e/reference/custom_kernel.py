@@ -51,10 +51,13 @@ def fast_gelu_op(x: torch.Tensor) -> torch.Tensor:
     return fast_gelu_launcher(x)
 
 
-@fast_gelu_op.register_fake
 def fast_gelu_fake(x):
+    """The outputs' shapes and dtypes, for tracing."""
     out = torch.empty_like(x)
     return out
+
+
+fast_gelu_op.register_fake(fast_gelu_fake)
 
 
 def fast_gelu_backward(ctx, *grads):
