@@ -843,7 +843,7 @@ def _kernel_entry(op: nml.KernelCallOp) -> str:
     and a kernel without one, call the launcher, as written."""
     name = op.kernel.root_reference.data
     module = op.get_toplevel_object()
-    if enclosing_model(op) is None:
+    if enclosing_model(op) is None or not isinstance(module, Operation):
         return f"{name}_launcher"
     launcher = lookup_symbol(module, f"{name}_launcher", kernel.LauncherOp)
     if launcher is not None and launcher.entry is not None:
