@@ -15,7 +15,9 @@ checks each result against PyTorch, then times:
    GB/s counts the 5 activation tensors the op must move (x, y forward; x, dy, dx
    backward);
 4. a training step (bf16 autocast, AdamW) of a 4-layer pre-norm transformer at
-   d=1024 whose LayerNorms are the kernel or `nn.LayerNorm`, eager and compiled.
+   d=1024 whose LayerNorms are the kernel or `nn.LayerNorm`, eager and compiled;
+5. the losses of 100 steps of that training with each LayerNorm, and their largest
+   relative gap (the kernels' run should match PyTorch's to bf16 tolerance).
 
 Prints markdown tables. Times are medians from `triton.testing.do_bench` on CUDA (the
 autotuners have chosen before timing starts), wall-clock medians elsewhere.
@@ -225,6 +227,38 @@ def bench_model_step(
     return lines
 
 
+def bench_loss_agreement(
+    module: ModuleType, batch: int, length: int, d: int, layers: int, steps: int
+) -> list[str]:
+    """The same training run (seed, data, bf16 autocast, AdamW) with the kernels and
+    with `nn.LayerNorm`: the losses every few steps and their largest relative gap."""
+    KernelNorm.kernels = module
+    runs: list[list[float]] = []
+    for norm in (nn.LayerNorm, KernelNorm):
+        torch.manual_seed(0)
+        model = nn.Sequential(*[Block(d, 8, norm) for _ in range(layers)]).to(DEVICE)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)
+        generator = torch.Generator(device=DEVICE).manual_seed(1)
+        losses: list[float] = []
+        for _ in range(steps):
+            x = torch.randn(batch, length, d, device=DEVICE, generator=generator)
+            with torch.autocast(DEVICE, dtype=torch.bfloat16):
+                loss = (model(x).float() - x.flip(-1)).pow(2).mean()
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            losses.append(loss.item())
+        runs.append(losses)
+    every = max(steps // 5, 1)
+    lines = [
+        f"| {i + 1} | {a:.5f} | {b:.5f} | {abs(a - b) / abs(a):.2e} |"
+        for i, (a, b) in enumerate(zip(*runs, strict=True))
+        if (i + 1) % every == 0
+    ]
+    gap = max(abs(a - b) / abs(a) for a, b in zip(*runs, strict=True))
+    return [*lines, f"| largest relative gap | | | {gap:.2e} |"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--elements", type=int, default=2**28)
@@ -262,6 +296,12 @@ def main() -> None:
         print("| mode | LayerNorm | median ms | speed-up vs eager nn.LayerNorm |")
         print("|---|---|---|---|")
         for line in bench_model_step(layernorm, batch, length, d, layers, args.repeats):
+            print(line)
+        steps = 5 if args.smoke else 100
+        print(f"\nLoss of the same run, {steps} steps: nn.LayerNorm vs the kernels (eager)\n")
+        print("| step | nn.LayerNorm | TensorLoom kernels | relative gap |")
+        print("|---|---|---|---|")
+        for line in bench_loss_agreement(layernorm, batch, length, d, layers, steps):
             print(line)
 
 

@@ -28,11 +28,12 @@ from tensorloom.backends.python_printer import print_python  # noqa: E402
 from tensorloom.pipeline import compile_text  # noqa: E402
 
 KERNELS = Path(__file__).parents[2] / "examples" / "kernels"
+LIT_BACKENDS = Path(__file__).parents[1] / "lit" / "backends"
 F = torch.nn.functional
 
 
-def compile_example(name: str, tmp_path: Path) -> ModuleType:
-    path = KERNELS / name
+def compile_example(name: str, tmp_path: Path, folder: Path = KERNELS) -> ModuleType:
+    path = folder / name
     result = compile_text(path.read_text(), str(path), until="torch")
     assert result.module is not None and not result.sink.has_errors, [
         d.message for d in result.sink
@@ -122,6 +123,14 @@ def test_bias_gelu_model_trains_to_the_losses_of_the_unfused_model(bias_gelu: Mo
     reference = train_losses(bias_gelu, "BiasGeluMLP", data, {"bias_gelu_op": unfused})
     torch.testing.assert_close(ours, reference, rtol=1e-5, atol=1e-5)
     assert ours[-1] < ours[0]
+
+
+def test_a_row_scale_with_an_accumulated_gradient_matches_autograd(tmp_path: Path) -> None:
+    """tests/lit/backends/triton-autograd.tl: `ds` is a zeroed fp32 accumulator."""
+    module = compile_example("triton-autograd.tl", tmp_path, LIT_BACKENDS)
+    torch.manual_seed(0)
+    x, s = torch.randn(45, 30), torch.randn(45)
+    assert_same_gradients(module.scale_rows_op, lambda x, s: x * s[:, None], [x, s])
 
 
 # ------------------------------------------------------------------- LayerNorm
