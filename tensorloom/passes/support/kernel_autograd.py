@@ -88,6 +88,14 @@ def pair(func: kernel.FuncOp, kernels: Kernels) -> None:
         )
         return
     forward, backward = _Side(*kernels[func.sym_name.data]), _Side(*kernels[name])
+    written = forward.named("inout")
+    if written:
+        _error(
+            f"`{forward.name}` has a backward, so it cannot write its input `{written[0]}`",
+            forward.span(written[0]),
+            help="store the result to an output pointer the kernel only stores to",
+        )
+        return
     args = _arguments(forward, backward)
     results = _results(forward, backward)
     if args is None or results is None:
