@@ -118,6 +118,17 @@ class Unifier:
         finally:
             self.rigid = rigid
 
+    def represent(self, name: str) -> None:
+        """Make `name` its class's representative, the name shown for the class (the
+        caller's `H`, not the `H_1` a nested forward's annotation was unified as)."""
+        root = self._root(name)
+        if root == name:
+            return
+        self._parent[root] = name
+        self._parent[name] = name
+        if root in self._value:
+            self._value[name] = self._value.pop(root)
+
     def unify(self, expected: Dim, got: Dim) -> Dim | ShapeMismatch:
         """Make two dims equal, or say why they cannot be; the unifier is
         unchanged on a mismatch. The expected side's name represents a merged class."""

@@ -510,8 +510,10 @@ def _kind_of(value: object) -> str | None:
 
 
 def _unknown_config(model: ModelOp, error: EvalError, span: Span, what: str) -> Diagnostic:
+    if error.too_large:
+        return Diagnostic.error("TL0403", f"this value is {error.message}", Label(span))
     if error.config is None:
-        return Diagnostic.error("TL0306", error.message, Label(span))
+        return Diagnostic.error("TL0306", error.message, Label(span), help=error.hint)
     names = list(configs_of(model))
     guess = did_you_mean(error.config, names)
     if guess:

@@ -72,6 +72,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
+from tensorloom.catalogue import dim_expr
 from tensorloom.catalogue.args import fits_int64
 from tensorloom.catalogue.data_files import DataCheck
 from tensorloom.catalogue.datasets import DatasetInfo
@@ -220,6 +221,7 @@ class Inference:
     )
     _last_iteration: list[FlowStep] = field(default_factory=list[FlowStep])
     _refused_lists: set[LayerOp] = field(default_factory=set[LayerOp])
+    _annotation_uses: int = 0  # calls of nested forwards with annotations, for fresh names
     # A nested model or method already followed for this config and these argument types:
     # its result and the steps it recorded (a block of two blocks of two blocks... is
     # followed once per level, not 2^depth times).
@@ -822,7 +824,9 @@ class Inference:
         """What reaches a nested model's forward, merged with its annotations (`x:
         Tensor[B, d]`, `d` a config of that model); a mismatch is TL0201 at the call."""
         given = self._tensor_args(op)
-        declared = [with_config_dims(t, env) for t in forward.function_type.inputs.data]
+        shown = [with_config_dims(t, env) for t in forward.function_type.inputs.data]
+        self._annotation_uses += 1
+        declared = [own_sizes(t, self._annotation_uses) for t in shown]
         merged: list[Attribute] = []
         for i, got in enumerate(given):
             want = declared[i] if i < len(declared) else None
@@ -834,10 +838,13 @@ class Inference:
                 continue
             dims = self.unifier.unify_shapes(want.dims, got.dims)
             if isinstance(dims, ShapeMismatch):
-                self._report_annotation(layer, op, forward, i, want, got, dims)
+                self._report_annotation(layer, op, forward, i, shown[i], got, dims)  # type: ignore[arg-type]
                 merged.append(want)  # checked on its own annotation: one mistake, one error
                 continue
-            merged.append(got.with_dims(dims))
+            for dim in got.dims:
+                if isinstance(dim, str) and dim_expr.is_name(dim):
+                    self.unifier.represent(dim)
+            merged.append(got.with_dims(self.unifier.resolve_shape(got.dims)))
         return merged
 
     def _report_annotation(
@@ -1200,6 +1207,20 @@ def with_config_dims(attr: Attribute, env: Env) -> Attribute:
     if attr.prefixed:
         return TensorType.from_suffix(folded, attr.element_type)
     return attr.with_dims(folded)
+
+
+def own_sizes(attr: Attribute, use: int) -> Attribute:
+    """A nested forward's annotation with its size names made its own for one call:
+    `Tensor[B, C, H, W]` as `Tensor[B, C_1, H_1, W_1]`. The names are the nested
+    model's, not the caller's (its `C` is not the image's `C`), and each call binds
+    them anew (a block used before and after a pool); `B` stays the batch."""
+    if not isinstance(attr, TensorType) or attr.dims is None:
+        return attr
+    dims = tuple(
+        f"{d}_{use}" if isinstance(d, str) and d != BATCH and dim_expr.is_name(d) else d
+        for d in attr.dims
+    )
+    return attr.with_dims(dims)
 
 
 def _config_dim(dim: Dim, env: Env) -> Dim:

@@ -21,8 +21,9 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import TypeVar
+from dataclasses import dataclass, replace
+from fractions import Fraction
+from typing import Literal, TypeVar
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -63,6 +64,9 @@ class EvalError:
 
     message: str
     config: str | None = None  # the unknown config name, when that is the reason
+    hint: str | None = None  # a `help:` line, where a fix is obvious
+    too_large: bool = False  # a number past a float's range or MAX_POWER_BITS (TL0403)
+    keyword: str | None = None  # the call's keyword whose value it is (`lr` in `Adam(lr=...)`)
 
 
 def override_value(attr: Attribute) -> Value | None:
@@ -70,7 +74,7 @@ def override_value(attr: Attribute) -> Value | None:
     a long chain written out would pass Python's nesting limit), a list as a tuple; None
     where the script writes the attribute itself: a call (a layer given as a config) or
     `None`. resolve-nml reports an override that has no value."""
-    value = evaluate(attr, {})
+    value = evaluate_config(attr, {})
     if isinstance(value, EvalError | CallValue):
         return None
     return _as_tuples(value)
@@ -101,22 +105,181 @@ Evaluated = Value | CallValue
 
 
 def evaluate(attr: Attribute, env: Mapping[str, Value]) -> Evaluated | EvalError:
-    """The Python value of an attribute expression under a config environment."""
-    literal = _literal(attr)
-    if literal is not _NOT_LITERAL:
-        return literal  # type: ignore[return-value]
-    if isinstance(attr, CfgAttr):
-        name = attr.param.data
-        if name not in env:
-            return EvalError(f"unknown config `{name}`", name)
-        return env[name]
-    if isinstance(attr, ArrayAttr):
-        return _evaluate_list(attr, env)
-    if isinstance(attr, ExprAttr):
-        return _evaluate_expr(attr, env)
-    if isinstance(attr, CallAttr):
-        return _evaluate_call(attr, env)
-    return EvalError(f"cannot evaluate `{attr}`")
+    """The Python value of an attribute expression under a config environment, `/` as
+    Python's (a train setting's `lr = 1 / 1000` is 0.001)."""
+    return _Evaluator(env, "true").value(attr)
+
+
+def evaluate_config(attr: Attribute, env: Mapping[str, Value]) -> Evaluated | EvalError:
+    """As `evaluate`, for a model's configs and layer arguments: `/` of two integers is
+    exact (`dim / n_heads` is 128) or an error ("4096 is not a multiple of 30"), except
+    inside `ceil`/`floor`/`round`, which round the exact quotient."""
+    return _Evaluator(env, "exact").value(attr)
+
+
+Division = Literal["true", "exact", "rational"]
+
+CONFIG_FUNCTIONS: dict[str, Callable[[float], float]] = {
+    "sqrt": math.sqrt,
+    "exp": math.exp,
+    "log": math.log,
+    "ceil": math.ceil,
+    "floor": math.floor,
+}
+"""Functions of one number a config expression may call (`std=0.02 / sqrt(2 * n_layer)`,
+`hidden = multiple_of * ceil(8 * dim / 3 / multiple_of)`), emitted as Python's `math.<name>`."""
+ROUNDING_FUNCTIONS = frozenset({"ceil", "floor", "round"})
+"""Functions whose argument is evaluated exactly: an inexact `/` inside them is a fraction."""
+BUILTIN_CONFIG_FUNCTIONS: dict[str, Callable[..., object]] = {
+    "round": round,
+    "min": min,
+    "max": max,
+}
+"""Python builtins a config expression may call, emitted as themselves."""
+FLOOR_DIVISION = "floordiv"
+"""`floordiv(a, b)`: Python's `a // b` (`//` starts a comment), `#nml.expr<"//", ...>`."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Evaluator:
+    env: Mapping[str, Value]
+    division: Division
+
+    def value(self, attr: Attribute) -> Evaluated | EvalError:
+        literal = _literal(attr)
+        if literal is not _NOT_LITERAL:
+            return literal  # type: ignore[return-value]
+        if isinstance(attr, CfgAttr):
+            name = attr.param.data
+            if name not in self.env:
+                return EvalError(f"unknown config `{name}`", name)
+            return self.env[name]
+        if isinstance(attr, ArrayAttr):
+            return self.list(attr)
+        if isinstance(attr, ExprAttr):
+            return self.expr(attr)
+        if isinstance(attr, CallAttr):
+            return self.call(attr)
+        return EvalError(f"cannot evaluate `{attr}`")
+
+    def list(self, attr: ArrayAttr) -> Evaluated | EvalError:
+        items: list[Value] = []
+        for element in attr.data:
+            value = self.value(element)
+            if isinstance(value, EvalError):
+                return value
+            if isinstance(value, CallValue):
+                return EvalError("a list cannot hold a call")
+            items.append(value)
+        return items
+
+    def call(self, attr: CallAttr) -> Evaluated | EvalError:
+        name = attr.callee.data
+        if not attr.kwargs.data and (name in CONFIG_FUNCTIONS or name in BUILTIN_CONFIG_FUNCTIONS):
+            return self.math(attr)
+        args: list[Evaluated] = []
+        for element in attr.args.data:
+            value = self.value(element)
+            if isinstance(value, EvalError):
+                return value
+            args.append(value)
+        kwargs: list[tuple[str, Evaluated]] = []
+        for key, element in attr.kwargs.data.items():
+            value = self.value(element)
+            if isinstance(value, EvalError):
+                return value if value.keyword else replace(value, keyword=key)
+            kwargs.append((key, value))
+        return CallValue(name, tuple(args), tuple(kwargs))
+
+    def math(self, attr: CallAttr) -> Value | EvalError:
+        name = attr.callee.data
+        arity = len(attr.args.data)
+        if (arity != 1 and name not in ("min", "max")) or arity == 0:
+            return EvalError(f"`{name}` takes one number, got {arity} arguments")
+        inner = self
+        if name in ROUNDING_FUNCTIONS and self.division == "exact":
+            inner = _Evaluator(self.env, "rational")
+        numbers: list[int | float | Fraction] = []
+        for element in attr.args.data:
+            value = inner.value(element)
+            if isinstance(value, EvalError):
+                return value
+            if not _is_number(value):
+                return EvalError(f"`{name}` needs a number, got {_describe(value)}")
+            numbers.append(value)  # type: ignore[arg-type]
+        function = CONFIG_FUNCTIONS.get(name) or BUILTIN_CONFIG_FUNCTIONS[name]
+        try:
+            return function(*numbers)  # type: ignore[return-value]
+        except OverflowError:
+            return TOO_LARGE_FLOAT
+        except ValueError:
+            shown = ", ".join(str(n) for n in numbers)
+            return EvalError(f"`{name}({shown})` has no value")
+
+    def expr(self, attr: ExprAttr) -> Evaluated | EvalError:
+        operands: list[int | float | Fraction] = []
+        for element in attr.operands.data:
+            value = self.value(element)
+            if isinstance(value, EvalError):
+                return value
+            if not _is_number(value):
+                return EvalError(f"`{attr.op.data}` needs numbers, got {_describe(value)}")
+            operands.append(value)  # type: ignore[arg-type]
+        if attr.op.data == "neg":
+            return -operands[0]  # type: ignore[return-value]
+        a, b = operands
+        if attr.op.data == "/" and self.division != "true" and _is_int(a) and _is_int(b):
+            return self.divide(a, b)  # type: ignore[arg-type]
+        if attr.op.data == "**" and _too_large_power(a, b):
+            return TOO_LARGE_INT
+        try:
+            result = _ARITHMETIC[attr.op.data](a, b)  # type: ignore[arg-type]
+        except ZeroDivisionError:
+            return EvalError("division by zero in a config expression")
+        except OverflowError:
+            return TOO_LARGE_FLOAT
+        return _integral(result)  # type: ignore[return-value]
+
+    def divide(self, a: int | Fraction, b: int | Fraction) -> Value | EvalError:
+        if b == 0:
+            return EvalError("division by zero in a config expression")
+        quotient = Fraction(a) / Fraction(b)
+        if quotient.denominator == 1:
+            return int(quotient)
+        if self.division == "rational":
+            return quotient  # type: ignore[return-value]
+        return EvalError(
+            f"{a} is not a multiple of {b}",
+            hint="write `floordiv(a, b)` to round down, `ceil(a / b)` to round up, "
+            "or a float (`1.0 * a / b`) for a fraction",
+        )
+
+
+MAX_POWER_BITS = 1_000_000
+"""An integer power past this many bits is not computed (`2 ** 10 ** 10` would take hours)."""
+TOO_LARGE_FLOAT = EvalError("too large for a float (past 1.8e308)", too_large=True)
+TOO_LARGE_INT = EvalError(f"too large: a power past {MAX_POWER_BITS:,} bits", too_large=True)
+
+
+def _too_large_power(base: object, exponent: object) -> bool:
+    if not isinstance(base, int) or not isinstance(exponent, int) or exponent <= 1:
+        return False
+    return abs(base) > 1 and exponent * abs(base).bit_length() > MAX_POWER_BITS
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float | Fraction) and not isinstance(value, bool)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int | Fraction) and not isinstance(value, bool)
+
+
+def _integral(value: object) -> object:
+    """A fraction that came out whole is an integer again (`ceil` gives one anyway)."""
+    if isinstance(value, Fraction) and value.denominator == 1:
+        return int(value)
+    return value
 
 
 _NOT_LITERAL = object()
@@ -136,60 +299,6 @@ def _literal(attr: Attribute) -> object:
     return _NOT_LITERAL
 
 
-def _evaluate_list(attr: ArrayAttr, env: Mapping[str, Value]) -> Evaluated | EvalError:
-    items: list[Value] = []
-    for element in attr.data:
-        value = evaluate(element, env)
-        if isinstance(value, EvalError):
-            return value
-        if isinstance(value, CallValue):
-            return EvalError("a list cannot hold a call")
-        items.append(value)
-    return items
-
-
-CONFIG_FUNCTIONS: dict[str, Callable[[float], float]] = {
-    "sqrt": math.sqrt,
-    "exp": math.exp,
-    "log": math.log,
-}
-"""Functions of one number a config expression may call (`std=0.02 / sqrt(2 * n_layer)`),
-emitted as Python's `math.sqrt`, `math.exp` and `math.log`."""
-
-
-def _evaluate_call(attr: CallAttr, env: Mapping[str, Value]) -> Evaluated | EvalError:
-    if attr.callee.data in CONFIG_FUNCTIONS and not attr.kwargs.data:
-        return _evaluate_math(attr, env)
-    args: list[Evaluated] = []
-    for element in attr.args.data:
-        value = evaluate(element, env)
-        if isinstance(value, EvalError):
-            return value
-        args.append(value)
-    kwargs: list[tuple[str, Evaluated]] = []
-    for key, element in attr.kwargs.data.items():
-        value = evaluate(element, env)
-        if isinstance(value, EvalError):
-            return value
-        kwargs.append((key, value))
-    return CallValue(attr.callee.data, tuple(args), tuple(kwargs))
-
-
-def _evaluate_math(attr: CallAttr, env: Mapping[str, Value]) -> float | EvalError:
-    name = attr.callee.data
-    if len(attr.args.data) != 1:
-        return EvalError(f"`{name}` takes one number, got {len(attr.args.data)} arguments")
-    value = evaluate(attr.args.data[0], env)
-    if isinstance(value, EvalError):
-        return value
-    if not isinstance(value, int | float) or isinstance(value, bool):
-        return EvalError(f"`{name}` needs a number, got {_describe(value)}")
-    try:
-        return CONFIG_FUNCTIONS[name](value)
-    except (ValueError, OverflowError):
-        return EvalError(f"`{name}({value})` has no value")
-
-
 def _describe(value: Evaluated) -> str:
     if isinstance(value, CallValue):
         return f"a call of `{value.name}`"
@@ -205,23 +314,6 @@ _ARITHMETIC: dict[str, Callable[[float, float], float]] = {
     "%": operator.mod,
     "**": operator.pow,
 }
-
-
-def _evaluate_expr(attr: ExprAttr, env: Mapping[str, Value]) -> Evaluated | EvalError:
-    operands: list[int | float] = []
-    for element in attr.operands.data:
-        value = evaluate(element, env)
-        if isinstance(value, EvalError):
-            return value
-        if not isinstance(value, int | float) or isinstance(value, bool):
-            return EvalError(f"`{attr.op.data}` needs numbers, got {_describe(value)}")
-        operands.append(value)
-    if attr.op.data == "neg":
-        return -operands[0]
-    try:
-        return _ARITHMETIC[attr.op.data](operands[0], operands[1])
-    except ZeroDivisionError:
-        return EvalError("division by zero in a config expression")
 
 
 # --- symbols -------------------------------------------------------------------------------
@@ -297,7 +389,7 @@ def model_env(model: ModelOp, overrides: Mapping[str, Value] | None = None) -> E
         if name in given:
             env[name] = given[name]
             continue
-        value = evaluate(config.value, env)
+        value = evaluate_config(config.value, env)
         if not isinstance(value, EvalError | CallValue):
             env[name] = value
     return env
@@ -319,7 +411,7 @@ def evaluate_kwargs(
     """Plain values for a dictionary of attribute expressions (overrides, options)."""
     values: dict[str, Value] = {}
     for key, attr in kwargs.items():
-        value = evaluate(attr, env)
+        value = evaluate_config(attr, env)
         if isinstance(value, EvalError | CallValue):
             return NoValue(key, value)
         values[key] = value
@@ -344,14 +436,14 @@ def layer_arguments(
     """A layer's constructor arguments as plain values under `env`."""
     args: list[Value] = []
     for position, attr in enumerate(layer.args.data):
-        value = evaluate(attr, env)
+        value = evaluate_config(attr, env)
         container = layer.kind.data == "Sequential"  # its arguments are layer constructors
         if isinstance(value, EvalError) or (isinstance(value, CallValue) and not container):
             return ArgFailure(_as_error(value), position=position)
         args.append(value)  # type: ignore[arg-type]
     kwargs: dict[str, Value] = {}
     for keyword, attr in layer.kwargs.data.items():
-        value = evaluate(attr, env)
+        value = evaluate_config(attr, env)
         if isinstance(value, EvalError | CallValue):
             return ArgFailure(_as_error(value), keyword=keyword)
         kwargs[keyword] = value
@@ -399,7 +491,7 @@ def layer_count(layer: LayerOp, env: Mapping[str, Value]) -> int | None:
     """How many copies a layer list holds under `env` (None for a plain layer)."""
     if layer.count is None:
         return None
-    value = evaluate(layer.count, env)
+    value = evaluate_config(layer.count, env)
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
