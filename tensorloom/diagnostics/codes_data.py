@@ -536,6 +536,24 @@ error[TL0209]: `h` would hold 2,147,483,648 copies of `Block`: a layer list hold
     )),
     Section('TL03xx: names and scope (`resolve-nml`, `check-scopes`)', '', (
         Code(
+            'TL0215',
+            'a size in an annotation that is not positive',
+            """\
+An integer config used as a size in a forward's annotation (`x: Tensor[B, width]`) must be at least 1, under the defaults and under every override that reaches the model.
+""",
+            """\
+error[TL0215]: `width` is -1, but a size in an annotation must be positive
+ --> enc.nml:6:14
+  |
+6 |     @forward(x: Tensor[B, width]):
+  |              ^^^^^^^^^^^^^^^^^^^
+  |
+ ::: enc.nml:3:9
+3 |         width = -1
+  |         ---------- `width` is set here
+""",
+        ),
+        Code(
             'TL0301',
             'an undefined name',
             """\

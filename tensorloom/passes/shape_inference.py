@@ -73,7 +73,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
 from tensorloom.catalogue import dim_expr
-from tensorloom.catalogue.args import fits_int64
+from tensorloom.catalogue.args import INT64_MAX, fits_int64
 from tensorloom.catalogue.data_files import DataCheck
 from tensorloom.catalogue.datasets import DatasetInfo
 from tensorloom.catalogue.layers import BoundLayer, lookup
@@ -127,7 +127,9 @@ from tensorloom.passes.support.model_env import (
     CallValue,
     Env,
     bind_layer,
+    configs_of,
     declared_params,
+    enclosing_model,
     env_key,
     forward_of,
     instance_env,
@@ -824,6 +826,9 @@ class Inference:
         """What reaches a nested model's forward, merged with its annotations (`x:
         Tensor[B, d]`, `d` a config of that model); a mismatch is TL0201 at the call."""
         given = self._tensor_args(op)
+        nested = enclosing_model(forward)
+        if nested is not None:
+            report_config_sizes(nested, forward, env)
         shown = [with_config_dims(t, env) for t in forward.function_type.inputs.data]
         self._annotation_uses += 1
         declared = [own_sizes(t, self._annotation_uses) for t in shown]
@@ -1179,6 +1184,9 @@ def instance_of(
 
 def input_types(inst: Instantiation, func: FuncOp, inference: Inference) -> list[Attribute]:
     """Step 2: the forward's argument types, the dataset's batch merged into the first."""
+    module = inst.model.parent_op()
+    instance = lookup_symbol(module, inst.name, InstanceOp) if module is not None else None
+    report_config_sizes(inst.model, func, inst.env, instance)
     declared = [with_config_dims(t, inst.env) for t in func.function_type.inputs.data]
     for attr in declared:  # `x: Tensor[B, T]`: T is a size of each sample, never the batch
         if isinstance(attr, TensorType) and attr.suffix is not None:
@@ -1227,7 +1235,46 @@ def _config_dim(dim: Dim, env: Env) -> Dim:
     if not isinstance(dim, str):
         return dim
     value = env.get(dim)
-    return value if isinstance(value, int) and not isinstance(value, bool) else dim
+    return value if _is_size(value) else dim
+
+
+def _override_span(instance: InstanceOp | None, key: str) -> Span | None:
+    if instance is None or key not in instance.overrides.data:
+        return None
+    index = list(instance.overrides.data).index(key)
+    locs = instance.override_locs
+    return span_of(locs.data[index]) if locs is not None and index < len(locs.data) else None
+
+
+def _is_size(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 < value <= INT64_MAX
+
+
+def report_config_sizes(
+    model: ModelOp, func: FuncOp, env: Env, instance: InstanceOp | None = None
+) -> None:
+    """TL0215 at an annotation whose size is an integer config that is not positive
+    (`x: Tensor[B, width]` with `width = -1`), or at the instance's override that made
+    it so (`Encoder(width=0)`); the annotation keeps the name."""
+    configs = configs_of(model)
+    for arg, attr in zip(func.body.block.args, func.function_type.inputs.data, strict=False):
+        if not isinstance(attr, TensorType) or attr.suffix is None:
+            continue
+        for dim in dict.fromkeys(d for d in attr.suffix if isinstance(d, str)):
+            value = env.get(dim)
+            if not isinstance(value, int) or isinstance(value, bool) or _is_size(value):
+                continue
+            span = span_of(arg.location) or span_of(func)
+            config = span_of(configs[dim]) if dim in configs else None
+            override = _override_span(instance, dim)
+            if span is None:
+                continue
+            secondary = [Label(config, f"`{dim}` is set here")] if config is not None else []
+            if override is not None:
+                secondary = [Label(span, "the annotation")]
+                span = override
+            message = f"`{dim}` is {value}, but a size in an annotation must be positive"
+            report(Diagnostic.error("TL0215", message, Label(span), secondary=secondary))
 
 
 def _report_input(
