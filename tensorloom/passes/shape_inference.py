@@ -113,7 +113,7 @@ from tensorloom.dialects.nml import (
     TupleType,
     YieldOp,
 )
-from tensorloom.dialects.nml.builtins import tuple_item
+from tensorloom.dialects.nml.builtins import COMPARE_OPS, tuple_item
 from tensorloom.dialects.nml.shape_trait import (
     FromInstantiation,
     FromOperands,
@@ -440,7 +440,7 @@ class Inference:
 
     def _if(self, model: ModelOp, op: IfOp, env: Env, flow: ModelFlow) -> None:
         cond = self.static_value(op.cond, env)
-        if isinstance(self.type_of(op.cond), TensorType):
+        if cond is UNKNOWN and isinstance(self.type_of(op.cond), TensorType):
             self._tensor_condition(op)
             cond = True
         if cond is True or cond is False:
@@ -506,7 +506,20 @@ class Inference:
             return self.scalars[value]
         if isinstance(op, CallOp) and op.method is None:
             return self._static_call(op, env)
+        if isinstance(op, BinaryOp) and op.name in _STATIC_BINARY:
+            return self._static_binary(op, env)
         return UNKNOWN
+
+    def _static_binary(self, op: BinaryOp, env: Env) -> object:
+        """`stride == 1`, `inp == oup`, `stride * 2 < 4` on configs: resolve-nml made the
+        comparison a builtin op (a tensor comparison, had the operands been tensors)."""
+        a, b = self.static_value(op.lhs, env), self.static_value(op.rhs, env)
+        if a is UNKNOWN or b is UNKNOWN:
+            return UNKNOWN
+        try:
+            return _STATIC_BINARY[op.name](a, b)
+        except (TypeError, ValueError, ZeroDivisionError):
+            return UNKNOWN
 
     def _static_call(self, op: CallOp, env: Env) -> object:
         args = [self.static_value(a, env) for a in op.args]
@@ -1080,6 +1093,12 @@ _STATIC_OPERATORS: dict[tuple[str, int], Callable[..., object]] = {
     ("not", 1): operator.not_,
     ("%", 2): operator.mod,
 }
+
+_STATIC_BINARY: dict[str, Callable[[Any, Any], object]] = {
+    **_SCALAR_ARITHMETIC,
+    **{cls.name: _STATIC_OPERATORS[(symbol, 2)] for symbol, cls in COMPARE_OPS.items()},
+}
+"""Builtin ops whose value is known when checked when their operands are (configs)."""
 
 
 def _keeps_float(op: Operation) -> bool:
