@@ -271,18 +271,18 @@ error[TL0107]: unknown section `@layer`
         ),
         Code(
             'TL0108',
-            'a config value that is not a literal',
+            'a config value that is not a literal or an expression of earlier entries',
             """\
-`@config` values become constructor defaults, so they must be literals: numbers (negative too), strings, `true`, `false`, `none`, or lists/tuples of them.
+`@config` values become constructor defaults, computed in order when the model is built: literals (numbers, strings, `true`, `false`, `none`, lists/tuples of them) and arithmetic on them and on earlier entries, with `floordiv`, `ceil`, `floor`, `round`, `min`, `max`, `sqrt`, `exp` and `log`. A call of anything else, a comparison or a pipe is not one.
 """,
             """\
-error[TL0108]: a config value must be a literal
+error[TL0108]: a config value must be a literal or an expression of earlier entries
  --> cfg.nml:3:19
   |
-3 |         d_model = 256 * 2
-  |                   ^^^^^^^ not a literal
+3 |         d_model = width(256)
+  |                   ^^^^^^^^^^ not known when the model is built
   |
-  = note: config values are numbers, strings, `true`, `false`, `none`, or lists of them
+  = note: config values are numbers, strings, `true`, `false`, `none`, lists of them, and arithmetic on them and on earlier entries (`+ - * / % **`, `floordiv`, `ceil`, `floor`, `round`, `min`, `max`, `sqrt`, `exp`, `log`)
 """,
         ),
         Code(
@@ -1026,6 +1026,22 @@ error[TL0417]: `M`'s forward takes 2 inputs (`x`, `z`), but a dataset feeds one:
    |              ^^^^
    |
    = help: train a model whose forward takes one input, and compute the rest from it
+""",
+        ),
+        Code(
+            'TL0423',
+            'a config expression with no value',
+            """\
+A config entry may compute its value from earlier entries (`head_dim = dim / n_heads`); it is evaluated in order when the model is built, under each instance's overrides. Using itself or a later entry is an error, and so is a division of two integers that is not exact (round with `floordiv(a, b)` or `ceil(a / b)`, or divide a float). Under an override (`Llama(dim=100)`) the error points at the override.
+""",
+            """\
+error[TL0423]: division of sizes must be exact: 4096 is not a multiple of 30
+ --> llama.nml:5:9
+  |
+5 |         head_dim = dim / n_heads
+  |         ^^^^^^^^^^^^^^^^^^^^^^^^
+  |
+  = help: write `floordiv(a, b)` to round down, `ceil(a / b)` to round up, or a float (`1.0 * a / b`) for a fraction
 """,
         ),
         Code(

@@ -108,6 +108,7 @@ class _ModuleBuilder:
         op = nml.ModelOp(decl.name, origin=unit.path)
         body = op.body.block
         configs = AttrBuilder("config", unit.aliases)
+        _check_config_order(decl.config)
         for entry in decl.config:
             body.add_op(_at(nml.ConfigOp(entry.name, configs.build(entry.value)), entry.span))
         for layer in decl.layers:
@@ -457,6 +458,43 @@ def _dims_of(
             if isinstance(name, str) and name not in scope and name not in members:
                 dims.setdefault(name, (arg, index, dim.span))
     return dims
+
+
+def _check_config_order(entries: Sequence[ast.ConfigEntry]) -> None:
+    """TL0423 for a config entry that uses itself or a later entry (`head_dim = dim /
+    n_heads` above `n_heads = 8`): entries are evaluated in order, as the emitted
+    `__init__` computes them, so a cycle cannot be written."""
+    position = {entry.name: i for i, entry in enumerate(entries)}
+    for i, entry in enumerate(entries):
+        for name in _config_names(entry.value):
+            where = position.get(name.id)
+            if where is None or where < i:
+                continue
+            if where == i:
+                message = f"config `{entry.name}` uses itself"
+                report(Diagnostic.error("TL0423", message, Label(name.span, "itself")))
+                continue
+            later = entries[where]
+            message = f"config `{entry.name}` uses `{name.id}`, which is declared after it"
+            secondary = [Label(later.name_span, f"`{name.id}` is declared here")]
+            report(
+                Diagnostic.error(
+                    "TL0423",
+                    message,
+                    Label(name.span, "a later entry"),
+                    secondary=secondary,
+                    help=f"move `{name.id} = ...` above `{entry.name}`",
+                )
+            )
+
+
+def _config_names(expr: ast.Node) -> list[ast.Name]:
+    """The names a config expression reads (not the functions it calls)."""
+    if isinstance(expr, ast.Name):
+        return [expr]
+    if isinstance(expr, ast.Call):
+        return [n for a in expr.args for n in _config_names(a)]
+    return [n for child in expr.children() for n in _config_names(child)]
 
 
 def _mentions(expr: ast.Node, name: str) -> bool:

@@ -27,6 +27,8 @@ from tensorloom.frontend import ast
 NameMode = Literal["config", "setting"]
 
 ARITHMETIC = ("+", "-", "*", "/", "%", "**")
+FLOOR_DIVISION = "floordiv"
+"""`floordiv(a, b)` is Python's `a // b` (`#nml.expr<"//", ...>`): `//` starts a comment."""
 
 
 def dotted_name(expr: ast.Expr) -> str | None:
@@ -113,6 +115,8 @@ class AttrBuilder:
         callee = dotted_name(expr.func)
         if callee is None:
             return None
+        if callee == FLOOR_DIVISION and len(expr.args) == 2 and not expr.kwargs:
+            return ExprAttr.get("//", [self.build(a) for a in expr.args])  # `//` is a comment
         args = [self.build(a) for a in expr.args]
         kwargs = {k.name: self.build(k.value) for k in expr.kwargs}
         return CallAttr.get(self.aliases.get(callee, callee), args, kwargs)

@@ -57,7 +57,6 @@ _KIND_NAMES = {
     TokenKind.NEWLINE: "end of line",
     TokenKind.INDENT: "an indented block",
 }
-_LITERALS = (ast.IntLit, ast.FloatLit, ast.StrLit, ast.BoolLit, ast.NoneLit)
 
 
 class ParseError(Exception):
@@ -723,20 +722,22 @@ class Parser:
         return self.parse_suite(self.parse_config_entry)
 
     def parse_config_entry(self) -> ast.ConfigEntry:
-        """config_entry = NAME "=" literal NEWLINE ;"""
+        """config_entry = NAME "=" config_expr NEWLINE ;"""
         name = self.expect(TokenKind.NAME, "a config entry such as `d_model = 512`")
         self.expect(TokenKind.EQ)
         value = self.parse_expression()
         self.expect(TokenKind.NEWLINE)
-        if not _is_literal(value):
+        bad = _not_config_expr(value)
+        if bad is not None:
             self.report(
                 Diagnostic.error(
                     "TL0108",
-                    "a config value must be a literal",
-                    Label(value.span, "not a literal"),
+                    "a config value must be a literal or an expression of earlier entries",
+                    Label(bad.span, "not known when the model is built"),
                     notes=[
-                        "config values are numbers, strings, `true`, `false`, `none`, "
-                        "or lists of them"
+                        "config values are numbers, strings, `true`, `false`, `none`, lists "
+                        "of them, and arithmetic on them and on earlier entries (`+ - * / % "
+                        f"**`, {', '.join(f'`{f}`' for f in CONFIG_CALLS)})"
                     ],
                 )
             )
@@ -1142,10 +1143,29 @@ def _kind_name(kind: TokenKind) -> str:
     return _KIND_NAMES.get(kind, f"`{kind.value}`")
 
 
-def _is_literal(expr: ast.Expr) -> bool:
-    if isinstance(expr, ast.ListExpr | ast.TupleExpr):
-        return all(_is_literal(e) for e in expr.elts)
-    return isinstance(expr, _LITERALS)
+CONFIG_CALLS = ("floordiv", "ceil", "floor", "round", "min", "max", "sqrt", "exp", "log")
+"""The functions a config expression may call (model_env evaluates them)."""
+_CONFIG_OPERATORS = ("+", "-", "*", "/", "%", "**")
+
+
+def _not_config_expr(expr: ast.Expr) -> ast.Expr | None:
+    """The part of a config value that is not a literal, a name or arithmetic on them
+    (`dim / n_heads`, `floordiv(d, 3)`); None when it all is."""
+    match expr:
+        case ast.Name() | ast.IntLit() | ast.FloatLit() | ast.StrLit() | ast.BoolLit():
+            return None
+        case ast.NoneLit():
+            return None
+        case ast.Unary(op="-" | "+", operand=operand):
+            return _not_config_expr(operand)
+        case ast.Binary(op=op, left=left, right=right) if op in _CONFIG_OPERATORS:
+            return _not_config_expr(left) or _not_config_expr(right)
+        case ast.ListExpr(elts=elts) | ast.TupleExpr(elts=elts):
+            return next((b for e in elts if (b := _not_config_expr(e)) is not None), None)
+        case ast.Call(func=ast.Name(id=name), args=args, kwargs=[]) if name in CONFIG_CALLS:
+            return next((b for a in args if (b := _not_config_expr(a)) is not None), None)
+        case _:
+            return expr
 
 
 def _is_pipe_stage(expr: ast.Expr) -> bool:

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, StringAttr
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -42,6 +42,7 @@ from tensorloom.dialects import train
 from tensorloom.dialects.nml import (
     ApplyOp,
     CallOp,
+    ConfigOp,
     ConstantOp,
     DimOp,
     GetAttrOp,
@@ -62,7 +63,8 @@ from tensorloom.passes.support.model_env import (
     EvalError,
     configs_of,
     enclosing_model,
-    evaluate,
+    evaluate_config,
+    floor_exact_divisions,
     layer_arguments,
     layers_of,
     model_env,
@@ -269,19 +271,36 @@ class DeclarationChecker:
             self.check_layer(model, layer, env, _Context())
 
     def _check_configs(self, model: ModelOp) -> None:
-        env: dict[str, Value] = {}
-        for name, config in configs_of(model).items():
-            value = evaluate(config.value, env)
-            if isinstance(value, EvalError):
-                self._config_error(model, config, value)
-            elif not isinstance(value, CallValue):
-                env[name] = value
+        for config, error in config_errors(model, {}):
+            self._config_error(model, config, error)
 
     def _config_error(self, model: ModelOp, config: Operation, error: EvalError) -> None:
         span = span_of(config)
         if span is None:
             return
         self.emit(_unknown_config(model, error, span, "config"))
+
+    def _derived_config_errors(
+        self, model: ModelOp, overrides: Mapping[str, Value], primary: Span | None, given: str
+    ) -> None:
+        """A config computed from others (`head_dim = dim / n_heads`) has no value under
+        the overrides `given` at `primary` (`Llama(dim=100)`): TL0423 there."""
+        if primary is None:
+            return
+        for config, error in config_errors(model, overrides):
+            span = span_of(config)
+            name = config.sym_name.data  # type: ignore[attr-defined]
+            message = f"with {given}, config `{name}` of `{model.sym_name.data}` has no value: "
+            secondary = [Label(span, f"`{name}` is computed here")] if span else []
+            self.emit(
+                Diagnostic.error(
+                    "TL0423",
+                    message + error.message,
+                    Label(primary),
+                    secondary=secondary,
+                    help=error.hint,
+                )
+            )
 
     def check_layer(
         self, model: ModelOp, layer: LayerOp, env: Mapping[str, Value], where: _Context
@@ -384,6 +403,9 @@ class DeclarationChecker:
         for key in overrides:
             if key not in configs_of(nested):
                 self._unknown_override(nested, key, arg_span(layer, None, key))
+        if overrides and not where.nested:
+            given = ", ".join(f"`{k}={v!r}`" for k, v in overrides.items())
+            self._derived_config_errors(nested, overrides, span_of(layer), given)
         if overrides and where.depth < MAX_CHECK_DEPTH:
             # pytorch_false_negatives/mut-66016: `n_heads=0` reached MultiHeadAttention
             # through a nested model's arguments, which were never checked.
@@ -426,6 +448,9 @@ class DeclarationChecker:
         overrides = self._instance_overrides(instance, model)
         if not overrides:
             return
+        given = ", ".join(f"`{k}={v!r}`" for k, v in overrides.items())
+        primary = override_span(instance, next(iter(overrides)))
+        self._derived_config_errors(model, overrides, primary, given)
         env = model_env(model, overrides)
         where = _Context(instance, overrides)
         for layer in layers_of(model).values():
@@ -450,7 +475,7 @@ class DeclarationChecker:
             if key not in configs:
                 self._unknown_override(model, key, span)
                 continue
-            value = evaluate(attr, {})
+            value = evaluate_config(attr, {})
             if isinstance(value, EvalError):
                 why = f"has no value: {value.message}"
                 self._bad_override(model, key, why, span, name_help(value))
@@ -509,9 +534,45 @@ def _kind_of(value: object) -> str | None:
     return None
 
 
+def _floor_exact_divisions(model: ModelOp) -> None:
+    """Each `/` of integer sizes in the model's configs and layer arguments as `//`
+    (model_env.floor_exact_divisions), so the emitted `__init__` computes an `int`."""
+    env = model_env(model)
+    for config in configs_of(model).values():
+        config.properties["value"] = floor_exact_divisions(config.value, env)
+    for layer in layers_of(model).values():
+        layer.properties["args"] = floor_exact_divisions(layer.args, env)
+        kwargs = {k: floor_exact_divisions(v, env) for k, v in layer.kwargs.data.items()}
+        layer.properties["kwargs"] = DictionaryAttr(kwargs)
+        if layer.count is not None:
+            layer.properties["count"] = floor_exact_divisions(layer.count, env)
+
+
+def config_errors(
+    model: ModelOp, overrides: Mapping[str, Value]
+) -> list[tuple[ConfigOp, EvalError]]:
+    """Each config default that has no value under `overrides`, in order (those given
+    are not evaluated): an unknown name, a division that is not exact, ..."""
+    env: dict[str, Value] = {}
+    errors: list[tuple[ConfigOp, EvalError]] = []
+    for name, config in configs_of(model).items():
+        if name in overrides:
+            env[name] = overrides[name]
+            continue
+        value = evaluate_config(config.value, env)
+        if isinstance(value, EvalError):
+            errors.append((config, value))
+        elif not isinstance(value, CallValue):
+            env[name] = value
+    return errors
+
+
 def _unknown_config(model: ModelOp, error: EvalError, span: Span, what: str) -> Diagnostic:
     if error.too_large:
         return Diagnostic.error("TL0403", f"this value is {error.message}", Label(span))
+    if error.hint is not None:  # a division that is not exact
+        message = f"division of sizes must be exact: {error.message}"
+        return Diagnostic.error("TL0423", message, Label(span), help=error.hint)
     if error.config is None:
         return Diagnostic.error("TL0306", error.message, Label(span), help=error.hint)
     names = list(configs_of(model))
@@ -549,6 +610,8 @@ class ResolveNmlPass(ModulePass):
             checker.check_model(model)
         for instance in [o for o in op.walk() if isinstance(o, InstanceOp)]:
             checker.check_instance(instance)
+        for model in checker.models.values():
+            _floor_exact_divisions(model)
         layers = {m: layers_of(m) for m in checker.models.values()}
         resolve = ResolveCall(kernel_names(op), layers)
         walker = PatternRewriteWalker(resolve, apply_recursively=False)

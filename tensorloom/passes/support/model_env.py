@@ -136,8 +136,6 @@ BUILTIN_CONFIG_FUNCTIONS: dict[str, Callable[..., object]] = {
     "max": max,
 }
 """Python builtins a config expression may call, emitted as themselves."""
-FLOOR_DIVISION = "floordiv"
-"""`floordiv(a, b)`: Python's `a // b` (`//` starts a comment), `#nml.expr<"//", ...>`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,7 +227,7 @@ class _Evaluator:
             return -operands[0]  # type: ignore[return-value]
         a, b = operands
         if attr.op.data == "/" and self.division != "true" and _is_int(a) and _is_int(b):
-            return self.divide(a, b)  # type: ignore[arg-type]
+            return self.divide(a, b, attr)  # type: ignore[arg-type]
         if attr.op.data == "**" and _too_large_power(a, b):
             return TOO_LARGE_INT
         try:
@@ -240,7 +238,7 @@ class _Evaluator:
             return TOO_LARGE_FLOAT
         return _integral(result)  # type: ignore[return-value]
 
-    def divide(self, a: int | Fraction, b: int | Fraction) -> Value | EvalError:
+    def divide(self, a: int | Fraction, b: int | Fraction, attr: ExprAttr) -> Value | EvalError:
         if b == 0:
             return EvalError("division by zero in a config expression")
         quotient = Fraction(a) / Fraction(b)
@@ -248,10 +246,11 @@ class _Evaluator:
             return int(quotient)
         if self.division == "rational":
             return quotient  # type: ignore[return-value]
+        x, y = (_source(o) for o in attr.operands.data)
         return EvalError(
             f"{a} is not a multiple of {b}",
-            hint="write `floordiv(a, b)` to round down, `ceil(a / b)` to round up, "
-            "or a float (`1.0 * a / b`) for a fraction",
+            hint=f"write `floordiv({x}, {y})` to round down, `ceil({x} / {y})` to round up, "
+            f"or `1.0 * {x} / {y}` for a fraction",
         )
 
 
@@ -265,6 +264,42 @@ def _too_large_power(base: object, exponent: object) -> bool:
     if not isinstance(base, int) or not isinstance(exponent, int) or exponent <= 1:
         return False
     return abs(base) > 1 and exponent * abs(base).bit_length() > MAX_POWER_BITS
+
+
+def floor_exact_divisions(
+    attr: Attribute, env: Mapping[str, Value], rounded: bool = False
+) -> Attribute:
+    """`attr` with each `/` of two integers outside `ceil`/`floor`/`round` as `//`.
+
+    The checks made each such division exact (`dim / n_heads`), so Python's `//` gives
+    its value as an `int` where `/` would give a float (`nn.Linear(64, 16.0)` fails);
+    inside a rounding function `/` stays (`math.ceil(8 * dim / 3)`)."""
+    if isinstance(attr, ArrayAttr):
+        return ArrayAttr([floor_exact_divisions(a, env, rounded) for a in attr.data])
+    if isinstance(attr, CallAttr):
+        inner = rounded or attr.callee.data in ROUNDING_FUNCTIONS
+        args = [floor_exact_divisions(a, env, inner) for a in attr.args.data]
+        kwargs = {k: floor_exact_divisions(v, env, inner) for k, v in attr.kwargs.data.items()}
+        return CallAttr.get(attr.callee.data, args, kwargs)
+    if not isinstance(attr, ExprAttr):
+        return attr
+    operands = [floor_exact_divisions(a, env, rounded) for a in attr.operands.data]
+    op = attr.op.data
+    if op == "/" and not rounded and all(_is_int(evaluate_config(a, env)) for a in operands):
+        op = "//"
+    return ExprAttr.get(op, operands)
+
+
+def _source(attr: Attribute) -> str:
+    """An operand as the source wrote it, near enough for a `help:` line."""
+    if isinstance(attr, CfgAttr):
+        return attr.param.data
+    if isinstance(attr, IntegerAttr | FloatAttr):
+        return str(attr.value.data)
+    if isinstance(attr, ExprAttr) and attr.op.data != "neg":
+        left, right = (_source(o) for o in attr.operands.data)
+        return f"({left} {attr.op.data} {right})"
+    return "..."
 
 
 def _is_number(value: object) -> bool:
