@@ -35,6 +35,8 @@ from tensorloom.passes.support.model_env import (
     MAX_NESTING,
     Env,
     declared_params,
+    enclosing_model,
+    folded_env,
     forward_of,
     layer_params,
     layers_of,
@@ -194,7 +196,7 @@ class Costing:
         ins = [None if s is None else self.concrete(s) for s in step.inputs]
         if out is None or any(s is None for s, i in zip(ins, step.inputs, strict=True) if i):
             return LayerProfile("", step.kind, shape, 0, None, None)
-        p = step.op.p.value.data if isinstance(step.op, DropoutOp) else 0.0
+        p = dropout_rate(step.op) if isinstance(step.op, DropoutOp) else 0.0
         cost = op_cost(step.kind, ins, out, p)
         dtype = self.op_dtype(step)
         act = cost.mask_bytes
@@ -394,3 +396,13 @@ def unused_layers(
         for name, layer in layers_of(model).items()
         if name not in used
     ]
+
+
+def dropout_rate(op: DropoutOp) -> float:
+    """A dropout's probability: its number, or its config's value in the (specialised)
+    model it belongs to (`dropout(x, p)`)."""
+    if op.p is not None:
+        return op.p.value.data
+    model = enclosing_model(op)
+    rate = folded_env(model).get(op.rate.param.data) if model is not None else None  # type: ignore[union-attr]
+    return float(rate) if isinstance(rate, int | float) else 0.5

@@ -323,12 +323,20 @@ class DropoutToTorch(RewritePattern):
     def match_and_rewrite(self, op: nml.DropoutOp, rewriter: PatternRewriter) -> None:
         if not _in_body(op):
             return
-        p = _const(op.p.value.data)
+        p = _rate(op.p or op.rate)
         training = self_attr("training")
         call = _Keywords().value(op.input)
-        call.ops += [p, *training]
-        call.value(p.result, "p").value(training[-1].results[0], "training")
+        call.ops += [*p, *training]
+        call.value(p[-1].results[0], "p").value(training[-1].results[0], "training")
         _replace(rewriter, op, call.function("F.dropout"))
+
+
+def _rate(attr: Attribute | None) -> list[Operation]:
+    """A dropout probability: the number, or `self.<config>` (the config it names)."""
+    if isinstance(attr, CfgAttr):
+        return self_attr(attr.param.data)
+    assert isinstance(attr, FloatAttr), f"compiler bug: dropout rate {attr}"
+    return [_const(attr.value.data)]
 
 
 class FlattenToTorch(RewritePattern):
@@ -632,10 +640,10 @@ class AttentionToTorch(RewritePattern):
         call = _Keywords().value(op.query).value(op.key).value(op.value)
         if op.mask is not None:
             call.value(op.mask, "attn_mask")
-        if op.dropout is not None:
-            p, zero, flag = _const(op.dropout.value.data), _const(0.0), self_attr("training")
-            choice = py.IfExpOp(flag[-1].results[0], p.result, zero.result)
-            call.ops += [p, zero, *flag, choice]
+        if op.dropout is not None or op.dropout_rate is not None:
+            p, zero, flag = _rate(op.dropout or op.dropout_rate), _const(0.0), self_attr("training")
+            choice = py.IfExpOp(flag[-1].results[0], p[-1].results[0], zero.result)
+            call.ops += [*p, zero, *flag, choice]
             call.value(choice.result, "dropout_p")
         if op.causal is not None:
             call.literal(True, "is_causal")

@@ -41,10 +41,12 @@ from tensorloom.diagnostics.ir import report, span_of
 from tensorloom.dialects import train
 from tensorloom.dialects.nml import (
     ApplyOp,
+    AttentionOp,
     CallOp,
     ConfigOp,
     ConstantOp,
     DimOp,
+    DropoutOp,
     GetAttrOp,
     InstanceOp,
     KernelCallOp,
@@ -56,7 +58,7 @@ from tensorloom.dialects.nml import (
     TOp,
     ViewOp,
 )
-from tensorloom.dialects.nml.types import TensorType
+from tensorloom.dialects.nml.types import CfgAttr, TensorType
 from tensorloom.passes.support.model_env import (
     ArgFailure,
     CallValue,
@@ -64,6 +66,7 @@ from tensorloom.passes.support.model_env import (
     configs_of,
     enclosing_model,
     evaluate_config,
+    evaluate_kwargs,
     floor_exact_divisions,
     layer_arguments,
     layers_of,
@@ -279,6 +282,45 @@ class DeclarationChecker:
         if span is None:
             return
         self.emit(_unknown_config(model, error, span, "config"))
+
+    def check_config_rates(self, module: ModuleOp) -> None:
+        """After the calls are resolved: each instance's and nested layer's overrides
+        against the dropout rates that are configs."""
+        for instance in [o for o in module.walk() if isinstance(o, InstanceOp)]:
+            model = self.models.get(instance.model.root_reference.data)
+            overrides = evaluate_kwargs(instance.overrides.data, {})
+            if model is None or not isinstance(overrides, dict) or not overrides:
+                continue
+            given = ", ".join(f"`{k}={v!r}`" for k, v in overrides.items())
+            primary = override_span(instance, next(iter(overrides)))
+            self._config_rates(model, model_env(model, overrides), primary, given)
+        for model in self.models.values():
+            env = model_env(model)
+            for layer in layers_of(model).values():
+                nested = self.models.get(layer.kind.data)
+                overrides = nested_overrides(layer, nested, env) if nested else None
+                if nested is None or not isinstance(overrides, dict) or not overrides:
+                    continue
+                given = ", ".join(f"`{k}={v!r}`" for k, v in overrides.items())
+                inner = model_env(nested, overrides)
+                self._config_rates(nested, inner, span_of(layer), given)
+
+    def _config_rates(
+        self, model: ModelOp, env: Mapping[str, Value], primary: Span | None, given: str
+    ) -> None:
+        """TL0308 at the override that makes a config dropout rate (`dropout(x, p)`)
+        fall outside [0, 1); the call as a secondary label."""
+        if primary is None:
+            return
+        for op, name in _config_rate_ops(model):
+            rate = env.get(name)
+            if isinstance(rate, int | float) and not isinstance(rate, bool) and 0 <= rate < 1:
+                continue
+            message = f"with {given}, the dropout rate `{name}` is {rate!r}, not in [0, 1)"
+            secondary = [
+                Label(span, f"`{name}` is the rate here") for span in [span_of(op)] if span
+            ]
+            self.emit(Diagnostic.error("TL0308", message, Label(primary), secondary=secondary))
 
     def _derived_config_errors(
         self, model: ModelOp, overrides: Mapping[str, Value], primary: Span | None, given: str
@@ -534,6 +576,16 @@ def _kind_of(value: object) -> str | None:
     return None
 
 
+def _config_rate_ops(model: ModelOp) -> list[tuple[Operation, str]]:
+    """The dropout and attention calls whose rate is a config, with the config's name."""
+    found: list[tuple[Operation, str]] = []
+    for op in model.walk():
+        rate = op.properties.get("rate" if isinstance(op, DropoutOp) else "dropout_rate")
+        if isinstance(op, DropoutOp | AttentionOp) and isinstance(rate, CfgAttr):
+            found.append((op, rate.param.data))
+    return found
+
+
 def _floor_exact_divisions(model: ModelOp) -> None:
     """Each `/` of integer sizes in the model's configs and layer arguments as `//`
     (model_env.floor_exact_divisions), so the emitted `__init__` computes an `int`."""
@@ -616,6 +668,7 @@ class ResolveNmlPass(ModulePass):
         resolve = ResolveCall(kernel_names(op), layers)
         walker = PatternRewriteWalker(resolve, apply_recursively=False)
         walker.rewrite_module(op)
+        checker.check_config_rates(op)
         PatternRewriteWalker(ContiguousIsIdentity(), apply_recursively=False).rewrite_module(op)
         PatternRewriteWalker(TransposeAttr(), apply_recursively=False).rewrite_module(op)
         _erase_dead_constants(op)

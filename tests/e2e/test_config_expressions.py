@@ -124,3 +124,27 @@ def test_derived_sizes_are_ints_computed_in_init(tmp_path: Path) -> None:
 @pytest.mark.parametrize("index", range(len(nml_blocks())))
 def test_examples_md_blocks_compile(tmp_path: Path, index: int) -> None:
     emit(tmp_path, nml_blocks()[index], f"block{index}")
+
+
+DROPOUT_RATE = """\
+@model A:
+    @config:
+        p = 0.1
+    @forward(x: Tensor[B, T, 8]):
+        return dropout(x, p)
+"""
+
+
+def test_config_dropout_rate_follows_the_instance(tmp_path: Path) -> None:
+    """`dropout(x, p)` with `p` a config (fuzz-findings/real-models/
+    config_dropout_rate_rejected.nml) reads the instance's rate: A(p=0.75) zeroes about
+    three quarters in training and nothing in eval."""
+    module = emit(tmp_path, DROPOUT_RATE, "rate")
+    torch.manual_seed(0)
+    x = torch.ones(64, 16, 8)
+    model = module.A(p=0.75)
+    zeroed = (model(x) == 0).float().mean().item()
+    assert abs(zeroed - 0.75) < 0.02
+    model.eval()
+    torch.testing.assert_close(model(x), x)
+    assert (module.A()(x) == 0).float().mean().item() < 0.15

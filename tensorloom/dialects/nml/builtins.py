@@ -78,6 +78,7 @@ from tensorloom.dialects.nml.ops import Value
 from tensorloom.dialects.nml.shape_trait import FromOperands
 from tensorloom.dialects.nml.types import (
     AnyType,
+    CfgAttr,
     Dim,
     Dims,
     ListType,
@@ -274,26 +275,43 @@ class LogSoftmaxOp(SoftmaxLikeOp):
     name = "nml.log_softmax"
 
 
+def rate_props(p: float | CfgAttr, number: str, config: str) -> dict[str, Attribute]:
+    """A dropout probability as properties: a number (`number`), or the model's config
+    that holds it (`config`: `#nml.cfg<"p">`, read as `self.p`; resolve-nml checks its
+    range under each instantiation)."""
+    if isinstance(p, CfgAttr):
+        return {config: p}
+    return {number: FloatAttr(p, Float64Type())}
+
+
 @lazy_op_definition
 class DropoutOp(FunctionalOp):
-    """`nml.dropout %x p 0.1`; `p` must lie in [0, 1)."""
+    """`nml.dropout %x p 0.1`, or `nml.dropout %x rate #nml.cfg<"p">` for a config rate;
+    a number `p` lies in [0, 1)."""
 
     name = "nml.dropout"
 
     input = operand_def()
-    p = prop_def(FloatAttr[Float64Type])
+    p = opt_prop_def(FloatAttr[Float64Type])
+    rate = opt_prop_def(CfgAttr)
     result = result_def()
 
-    ASSEMBLY_FORMAT: ClassVar[str] = "$input `p` $p attr-dict `:` functional-type($input, $result)"
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$input (`p` $p^)? (`rate` $rate^)? attr-dict `:` functional-type($input, $result)"
+    )
 
-    def __init__(self, input: Value, p: float, result_type: Attribute):
+    def __init__(self, input: Value, p: float | CfgAttr, result_type: Attribute):
         super().__init__(
             operands=[input],
-            properties={"p": FloatAttr(p, Float64Type())},
+            properties=rate_props(p, "p", "rate"),
             result_types=[result_type],
         )
 
     def verify_(self) -> None:
+        if (self.p is None) == (self.rate is None):
+            raise VerifyException("dropout takes a number `p` or a config `rate`")
+        if self.p is None:
+            return
         p = self.p.value.data
         if not 0.0 <= p < 1.0:
             raise VerifyException(f"dropout probability must be in [0, 1), got {p}")
@@ -1378,12 +1396,14 @@ class AttentionOp(FunctionalOp):
     mask = opt_operand_def()
     causal = opt_prop_def(UnitAttr)
     dropout = opt_prop_def(FloatAttr[Float64Type])
+    dropout_rate = opt_prop_def(CfgAttr)
     scale = opt_prop_def(FloatAttr[Float64Type])
     result = result_def()
 
     ASSEMBLY_FORMAT: ClassVar[str] = (
         "$query `,` $key `,` $value (`mask` `(` $mask^ `)`)? (`causal` $causal^)? "
-        "(`dropout` $dropout^)? (`scale` $scale^)? attr-dict `:` functional-type(operands, results)"
+        "(`dropout` $dropout^)? (`dropout_rate` $dropout_rate^)? (`scale` $scale^)? attr-dict "
+        "`:` functional-type(operands, results)"
     )
 
     def __init__(
@@ -1391,7 +1411,7 @@ class AttentionOp(FunctionalOp):
         qkv: Sequence[Value],
         mask: Value | None,
         causal: bool,
-        dropout: float,
+        dropout: float | CfgAttr,
         scale: float | None,
         result_type: Attribute,
     ):
@@ -1399,7 +1419,7 @@ class AttentionOp(FunctionalOp):
             operands=[*qkv, [mask] if mask is not None else []],
             properties={
                 "causal": UnitAttr() if causal else None,
-                "dropout": FloatAttr(dropout, Float64Type()) if dropout else None,
+                **(rate_props(dropout, "dropout", "dropout_rate") if dropout else {}),
                 "scale": None if scale is None else FloatAttr(scale, Float64Type()),
             },
             result_types=[result_type],

@@ -635,6 +635,17 @@ def instance_env(op: InstanceOp, model: ModelOp) -> Env:
     return model_env(model, overrides if isinstance(overrides, dict) else {})
 
 
+def folded_env(model: ModelOp) -> Env:
+    """A model's configuration: what `instantiate` folded on a specialised copy, else
+    its defaults."""
+    folded = model.attributes.get(INSTANCE_CONFIG)
+    if isinstance(folded, DictionaryAttr):
+        env = evaluate_kwargs(folded.data, {})
+        if isinstance(env, dict):
+            return env
+    return model_env(model)
+
+
 # --- specialised copies (`instantiate{specialize=true}`) -------------------------------------
 
 SPECIALIZED = "specialized"
