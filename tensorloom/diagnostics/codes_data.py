@@ -1506,16 +1506,18 @@ error[TL0137]: the model of a train block must be a name
         ),
         Code(
             'TL0138',
-            'slice bounds that are not integer literals',
-            '',
+            'slice bounds that are not integers',
             """\
-error[TL0138]: slice bounds must be integer literals
+A slice bound is an integer: a literal, a config, a size (`x[:, :T]`), a loop counter (`w[:, i:i + 1]`) or arithmetic on them, typed with its value where the checker knows it.
+""",
+            """\
+error[TL0138]: slice bounds must be integers
  --> m.tl:3:23
   |
-3 |         return x[:, 0:n]
-  |                       ^
+3 |         return x[:, 0:1.5]
+  |                       ^^^
   |
-  = help: reshape or use `narrow(...)` for a computed range
+  = help: write an integer, a config or a size (`x[:, :T]`), or arithmetic on them
 """,
         ),
         Code(

@@ -54,7 +54,7 @@ with `BODY_PATTERNS` (they also match nml ops directly inside a `py.def`).
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 from typing import TypeVar
@@ -685,18 +685,21 @@ class IndexToTorch(RewritePattern):
             if isinstance(item, StringAttr) and item.data == nml.DYNAMIC:
                 indices.append(next(dynamic))
                 continue
-            item_ops = _index_item(item)
+            item_ops = _index_item(item, dynamic)
             new_ops += item_ops
             indices.append(item_ops[-1].results[0])
         _replace(rewriter, op, [*new_ops, py.SubscriptOp(op.input, indices)])
 
 
-def _index_item(item: Attribute) -> list[Operation]:
+def _index_item(item: Attribute, dynamic: Iterator[SSAValue]) -> list[Operation]:
     if isinstance(item, SliceAttr | StringAttr) and not _is_ellipsis(item):
         parts = item.parameters if isinstance(item, SliceAttr) else (None, None, None)
         constants = [_const(n) if (n := _int_or_none(p)) is not None else None for p in parts]
         given = [c for c in constants if c is not None]
-        bounds = [c.result if c is not None else None for c in constants]
+        bounds = [
+            next(dynamic) if _is_dynamic(p) else c.result if c is not None else None
+            for p, c in zip(parts, constants, strict=True)
+        ]
         return [*given, py.SliceOp(*bounds)]
     if _is_ellipsis(item):
         return [py.ConstantOp(py.EllipsisAttr())]
@@ -704,6 +707,11 @@ def _index_item(item: Attribute) -> list[Operation]:
         return [py.ConstantOp(py.NoneAttr())]
     assert isinstance(item, IntegerAttr)
     return [_const(item.value.data)]
+
+
+def _is_dynamic(part: Attribute | None) -> bool:
+    """A computed slice bound (`x[:, :L]`): its value is the next dynamic operand."""
+    return isinstance(part, StringAttr) and part.data == nml.DYNAMIC
 
 
 def _is_ellipsis(item: Attribute) -> bool:

@@ -148,3 +148,30 @@ def test_config_dropout_rate_follows_the_instance(tmp_path: Path) -> None:
     model.eval()
     torch.testing.assert_close(model(x), x)
     assert (module.A()(x) == 0).float().mean().item() < 0.15
+
+
+COMPUTED_SLICES = """\
+@model Crop:
+    @config:
+        L = 3
+        n = 4
+    @layers:
+        fc = Linear(1, 2)
+    @forward(x: Tensor[B, C, T], w: Tensor[B, n]):
+        let total = fc(w[:, 0:1])
+        for i in range(n):
+            total = total + fc(w[:, i:i + 1])
+        return (x[:, :, :L], x[:, :, L:2 * L], total)
+"""
+
+
+def test_computed_slice_bounds_run_as_checked(tmp_path: Path) -> None:
+    """`x[:, :, :L]`, `x[:, :, L:2 * L]` and `w[:, i:i + 1]` in a loop (they were TL0138)."""
+    torch.manual_seed(0)
+    model = emit(tmp_path, COMPUTED_SLICES, "crop").Crop(L=2, n=3)
+    x, w = torch.randn(2, 3, 8), torch.randn(2, 3)
+    a, b, total = model(x, w)
+    torch.testing.assert_close(a, x[:, :, :2])
+    torch.testing.assert_close(b, x[:, :, 2:4])
+    expected = model.fc(w[:, 0:1]) + sum(model.fc(w[:, i : i + 1]) for i in range(3))
+    torch.testing.assert_close(total, expected)

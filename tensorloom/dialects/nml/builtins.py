@@ -42,6 +42,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from tensorloom.catalogue.functions import ELEMENTWISE
 from tensorloom.catalogue.shapes import (
+    UNKNOWN_BOUND,
     Index,
     Shape,
     ShapeMismatch,
@@ -766,9 +767,23 @@ def index_entry(attr: Attribute) -> IndexEntry:
     if isinstance(attr, StringAttr):
         return _STRING_ENTRIES.get(attr.data, attr.data)
     if isinstance(attr, SliceAttr):
-        parts = [p.value.data if isinstance(p, IntegerAttr) else None for p in attr.parameters]
+        parts = [_slice_part(p) for p in attr.parameters]
         return Slice(*parts)
     return DYNAMIC
+
+
+def _slice_part(part: Attribute) -> int | str | None:
+    """A slice bound: an int, `"?"` (computed: the next dynamic operand), or None."""
+    if isinstance(part, IntegerAttr):
+        return part.value.data
+    return DYNAMIC if isinstance(part, StringAttr) and part.data == DYNAMIC else None
+
+
+def dynamic_count(entries: Sequence[IndexEntry]) -> int:
+    """How many dynamic operands an index takes: its selects and computed slice bounds."""
+    slices = [e for e in entries if isinstance(e, Slice)]
+    bounds = sum(1 for s in slices for b in (s.start, s.stop, s.step) if b == DYNAMIC)
+    return entries.count(DYNAMIC) + bounds
 
 
 @lazy_op_definition
@@ -808,16 +823,46 @@ class IndexOp(FunctionalOp):
         entries = self.entries()
         if entries.count(Ellipsis) > 1:
             raise VerifyException("an index may hold at most one `...`")
-        if entries.count(DYNAMIC) != len(self.dynamic_indices):
+        if dynamic_count(entries) != len(self.dynamic_indices):
             raise VerifyException(
-                f"index has {entries.count(DYNAMIC)} `?` items but "
+                f"index has {dynamic_count(entries)} `?` items but "
                 f"{len(self.dynamic_indices)} dynamic operands"
             )
+
+    def result_type(
+        self,
+        operand_types: Sequence[Attribute],
+        size_of: Callable[[SSAValue], Dim],
+        unifier: Unifier,
+    ) -> Attribute | ShapeMismatch:
+        """A computed slice bound is the size the forward computed (`x[:, :L]` with `L` a
+        config, `w[:, i:i + 1]` in a loop over a range), else unknown."""
+        sizes = iter(unifier.resolve(size_of(v)) for v in self.dynamic_indices)
+        operand = operand_types[0]
+        if isinstance(operand, TensorType) and operand.dims is not None:  # `T` bound to 8
+            operand = operand.with_dims(unifier.resolve_shape(operand.dims))
+        entries: list[Index] = []
+        for entry in self.entries():
+            if isinstance(entry, Slice):
+                bounds = [next(sizes) if b == DYNAMIC else b for b in entry.parts()]
+                entry = Slice(*(UNKNOWN_BOUND if b is None and p == DYNAMIC else b
+                                for b, p in zip(bounds, entry.parts(), strict=True)))  # fmt: skip
+            elif entry == DYNAMIC:
+                next(sizes)
+                entry = 0
+            entries.append(entry)  # type: ignore[arg-type]
+        return self._shape([operand, *operand_types[1:]], entries)
 
     def infer_shape(
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
     ) -> Attribute | ShapeMismatch:
         entries = [0 if isinstance(e, str) else e for e in self.entries()]
+        return self._shape(operand_types, entries)
+
+    @staticmethod
+    def _shape(
+        operand_types: Sequence[Attribute], entries: list[Index]
+    ) -> Attribute | ShapeMismatch:
         operand = operand_types[0]
         if isinstance(operand, TupleType):
             return tuple_item(operand, entries)
