@@ -1580,18 +1580,18 @@ error[TL0143]: a layer of a layer list takes its inputs by position
         ),
         Code(
             'TL0144',
-            'a layer list that is not `[Ctor(...) for _ in range(n)]`',
+            'a layer list that does not run over `range(n)` or a list',
             """\
-A layer list repeats one constructor `n` times (`nn.ModuleList`); its copies are alike, so the constructor cannot use the loop variable.
+A layer list (`nn.ModuleList`) builds one layer per position: `[Block(d) for _ in range(n)]` (copies), `[Block(d, stride=2 if i == 0 else 1) for i in range(n)]` (arguments that use the position) or `[Stage(w) for w in widths]` (one per element of a list config). `range` takes one argument, the count.
 """,
             """\
-error[TL0144]: a layer list repeats one constructor `range(n)` times
+error[TL0144]: a layer list runs over `range(n)` or a list of values
  --> layer_list_form.nml:7:36
   |
-7 |         g = [Linear(8, 8) for _ in [1, 2]]
-  |                                    ^^^^^^
+7 |         g = [Linear(8, 8) for _ in 5]
+  |                                    ^
   |
-  = help: write `h = [Block(d_model) for _ in range(n_layer)]`
+  = help: write `[Block(d) for i in range(n)]` or `[Stage(w) for w in widths]`
 """,
         ),
         Code(

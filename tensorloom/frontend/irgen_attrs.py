@@ -27,6 +27,7 @@ from tensorloom.frontend import ast
 NameMode = Literal["config", "setting"]
 
 ARITHMETIC = ("+", "-", "*", "/", "%", "**")
+CONDITIONS = ("==", "!=", "<", "<=", ">", ">=", "and", "or")
 FLOOR_DIVISION = "floordiv"
 """`floordiv(a, b)` is Python's `a // b` (`#nml.expr<"//", ...>`): `//` starts a comment."""
 
@@ -95,8 +96,14 @@ class AttrBuilder:
                 return ExprAttr.get("neg", [self.build(operand)])
             case ast.Unary(op="+", operand=operand):
                 return self.build(operand)
-            case ast.Binary(op=op, left=left, right=right) if op in ARITHMETIC:
+            case ast.Binary(op=op, left=left, right=right) if op in ARITHMETIC + CONDITIONS:
                 return ExprAttr.get(op, [self.build(left), self.build(right)])
+            case ast.Unary(op="not", operand=operand):
+                return ExprAttr.get("not", [self.build(operand)])
+            case ast.Index(value=value, indices=[index]) if not isinstance(index, ast.Slice):
+                return ExprAttr.get("[]", [self.build(value), self.build(index)])
+            case ast.IfExp(test=test, body=body, orelse=orelse):
+                return ExprAttr.get("if", [self.build(test), self.build(body), self.build(orelse)])
             case ast.Call():
                 return self.call(expr)
             case ast.ListExpr(elts=elts) | ast.TupleExpr(elts=elts):

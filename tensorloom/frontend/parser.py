@@ -865,9 +865,15 @@ class Parser:
     # ================================================================ expressions
 
     def parse_expression(self) -> ast.Expr:
-        """expression = pipe ;"""
+        """expression = pipe [ "if" pipe "else" expression ] ;"""
         with self.nested():
-            return self.parse_pipe()
+            expr = self.parse_pipe()
+            if not self.match(TokenKind.IF):
+                return expr
+            test = self.parse_pipe()
+            self.expect(TokenKind.ELSE)
+            orelse = self.parse_expression()
+            return ast.IfExp(expr.span.to(orelse.span), test, expr, orelse)
 
     def parse_pipe(self) -> ast.Expr:
         """pipe = or_expr { "|>" or_expr } ;"""
@@ -1146,6 +1152,7 @@ def _kind_name(kind: TokenKind) -> str:
 CONFIG_CALLS = ("floordiv", "ceil", "floor", "round", "min", "max", "sqrt", "exp", "log")
 """The functions a config expression may call (model_env evaluates them)."""
 _CONFIG_OPERATORS = ("+", "-", "*", "/", "%", "**")
+_CONFIG_CONDITIONS = ("==", "!=", "<", "<=", ">", ">=", "and", "or")
 
 
 def _not_config_expr(expr: ast.Expr) -> ast.Expr | None:
@@ -1162,6 +1169,14 @@ def _not_config_expr(expr: ast.Expr) -> ast.Expr | None:
             return _not_config_expr(left) or _not_config_expr(right)
         case ast.ListExpr(elts=elts) | ast.TupleExpr(elts=elts):
             return next((b for e in elts if (b := _not_config_expr(e)) is not None), None)
+        case ast.Binary(op=op, left=left, right=right) if op in _CONFIG_CONDITIONS:
+            return _not_config_expr(left) or _not_config_expr(right)
+        case ast.Unary(op="not", operand=operand):
+            return _not_config_expr(operand)
+        case ast.IfExp(test=test, body=body, orelse=orelse):
+            return _not_config_expr(test) or _not_config_expr(body) or _not_config_expr(orelse)
+        case ast.Index(value=value, indices=[index]) if not isinstance(index, ast.Slice):
+            return _not_config_expr(value) or _not_config_expr(index)
         case ast.Call(func=ast.Name(id=name), args=args, kwargs=[]) if name in CONFIG_CALLS:
             return next((b for a in args if (b := _not_config_expr(a)) is not None), None)
         case _:

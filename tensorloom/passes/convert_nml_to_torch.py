@@ -983,6 +983,12 @@ def attr_ops(attr: Attribute) -> list[Operation]:
         ops = [op for part in parts for op in part]
         if attr.op.data == "neg":
             return [*ops, py.UnaryOp("-", values[0])]
+        if attr.op.data == "not":
+            return [*ops, py.UnaryOp("not", values[0])]
+        if attr.op.data == "if":  # `a if cond else b`: operands cond, a, b
+            return [*ops, py.IfExpOp(values[0], values[1], values[2])]
+        if attr.op.data == "[]":
+            return [*ops, py.SubscriptOp(values[0], [values[1]])]
         return [*ops, binary(attr.op.data, values[0], values[1])]
     if isinstance(attr, ArrayAttr):
         parts = [attr_ops(a) for a in attr.data]
@@ -1073,7 +1079,7 @@ class ModelToClass(RewritePattern):
                 kwargs = [(k, v) for k, v in kwargs if k not in spec.init_keywords()]
                 kwargs += _forced_kwargs(kind, len(args), kwargs)
             element = _call_ops(cls_name, args, kwargs)
-            value = element if layer.count is None else _module_list(element, layer.count)
+            value = element if layer.count is None else _module_list(element, layer)
         return [
             _at(o, layer)
             for o in [*value, t.SubmoduleOp(layer.sym_name.data, value[-1].results[0])]
@@ -1195,13 +1201,25 @@ def _joined_call(callee: str, parts: Sequence[list[Operation]]) -> list[Operatio
     return [function, *(o for p in parts for o in p), py.CallOp(function.result, values)]
 
 
-def _module_list(element: list[Operation], count: Attribute) -> list[Operation]:
-    """`nn.ModuleList([Block(...) for _ in range(count)])`."""
-    counted = attr_ops(count)
-    iterable = [*counted, *call("range", [counted[-1].results[0]])]
+def _module_list(element: list[Operation], layer: nml.LayerOp) -> list[Operation]:
+    """`nn.ModuleList([Block(...) for _ in range(n)])`; a per-position list names its loop
+    variable, which its arguments read: `[Block(d, stride=2 if i == 0 else 1) for i in
+    range(n)]`, `[Stage(w) for w in widths]`."""
+    assert layer.count is not None
+    if layer.items is not None:
+        iterable = attr_ops(layer.items)
+    else:
+        counted = attr_ops(layer.count)
+        iterable = [*counted, *call("range", [counted[-1].results[0]])]
     copies = py.ComprehensionOp("list", iterable[-1].results[0])
-    copies.body.block.args[0].name_hint = "_"
+    var = copies.body.block.args[0]
+    var.name_hint = layer.var.data if layer.var is not None else "_"
     copies.body.block.add_ops([*element, py.YieldOp([element[-1].results[0]])])
+    for op in element:  # the loop variable, read as a config by name, is the block's argument
+        if layer.var is not None and isinstance(op, py.NameOp) and op.id.data == layer.var.data:
+            op.result.replace_all_uses_with(var)
+            op.detach()
+            op.erase()
     return _joined_call("nn.ModuleList", [[*iterable, copies]])
 
 

@@ -64,6 +64,8 @@ from tensorloom.passes.support.model_env import (
     CallValue,
     EvalError,
     configs_of,
+    element_env,
+    element_envs,
     enclosing_model,
     evaluate_config,
     evaluate_kwargs,
@@ -347,6 +349,11 @@ class DeclarationChecker:
     def check_layer(
         self, model: ModelOp, layer: LayerOp, env: Mapping[str, Value], where: _Context
     ) -> None:
+        if layer.var is not None and layer.var.data not in env:  # each position's arguments
+            self._check_count(model, layer, env)
+            for position in element_envs(layer, env):
+                self.check_layer(model, layer, position, where)
+            return
         kind = layer.kind.data
         spec = lookup(kind)
         if spec is not None:
@@ -355,6 +362,19 @@ class DeclarationChecker:
             self._check_nested(model, layer, env, where)
         elif not where.nested:
             self._unknown_kind(layer)
+
+    def _check_count(self, model: ModelOp, layer: LayerOp, env: Mapping[str, Value]) -> None:
+        """TL0144 for a per-position list whose items are not a list (`for w in d`);
+        TL0306 for items that name no config."""
+        assert layer.count is not None
+        count = evaluate_config(layer.count, env)
+        span = span_of(layer)
+        if not isinstance(count, EvalError) or span is None:
+            return
+        if count.config is not None:
+            self.emit(_unknown_config(model, count, span, "layer"))
+            return
+        self.emit(Diagnostic.error("TL0144", count.message, Label(span)))
 
     def _unknown_kind(self, layer: LayerOp) -> None:
         kind = layer.kind.data
@@ -589,15 +609,16 @@ def _config_rate_ops(model: ModelOp) -> list[tuple[Operation, str]]:
 def _floor_exact_divisions(model: ModelOp) -> None:
     """Each `/` of integer sizes in the model's configs and layer arguments as `//`
     (model_env.floor_exact_divisions), so the emitted `__init__` computes an `int`."""
-    env = model_env(model)
+    defaults = model_env(model)
     for config in configs_of(model).values():
-        config.properties["value"] = floor_exact_divisions(config.value, env)
+        config.properties["value"] = floor_exact_divisions(config.value, defaults)
     for layer in layers_of(model).values():
+        env = element_env(layer, defaults, 0)  # a per-position list: its loop variable's type
         layer.properties["args"] = floor_exact_divisions(layer.args, env)
         kwargs = {k: floor_exact_divisions(v, env) for k, v in layer.kwargs.data.items()}
         layer.properties["kwargs"] = DictionaryAttr(kwargs)
         if layer.count is not None:
-            layer.properties["count"] = floor_exact_divisions(layer.count, env)
+            layer.properties["count"] = floor_exact_divisions(layer.count, defaults)
 
 
 def config_errors(

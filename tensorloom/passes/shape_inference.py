@@ -129,6 +129,7 @@ from tensorloom.passes.support.model_env import (
     bind_layer,
     configs_of,
     declared_params,
+    element_env,
     enclosing_model,
     env_key,
     forward_of,
@@ -644,6 +645,8 @@ class Inference:
                 self._index_out_of_range(op, name, index, count)
             position = index % count if isinstance(index, int) and count else index
             label = f"{name}.{position}" if isinstance(position, int) else f"{name}[i]"
+            if isinstance(position, int):  # a per-position list: this element's arguments
+                env = dict(element_env(layer, env, position))
             result = self._apply_layer(model, layer, op, env, flow, label)
         self.types[op.result] = result
 

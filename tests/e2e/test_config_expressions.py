@@ -175,3 +175,88 @@ def test_computed_slice_bounds_run_as_checked(tmp_path: Path) -> None:
     torch.testing.assert_close(b, x[:, :, 2:4])
     expected = model.fc(w[:, 0:1]) + sum(model.fc(w[:, i : i + 1]) for i in range(3))
     torch.testing.assert_close(total, expected)
+
+
+PER_POSITION = """\
+@model Block:
+    @config:
+        cin = 16
+        cout = 16
+        stride = 1
+    @layers:
+        conv = Conv2d(cin, cout, 3, stride=stride, padding=1)
+        norm = BatchNorm2d(cout)
+    @forward(x):
+        let h = relu(norm(conv(x)))
+        if stride == 1 and cin == cout:
+            h = x + h
+        return h
+
+@model Net:
+    @config:
+        widths = [8, 16, 32]
+        depth = 2
+    @layers:
+        stem = Conv2d(3, 8, 3, padding=1)
+        stages = [Block(8 if k == 0 else widths[k - 1], widths[k], 1 if k == 0 else 2) for k in range(3)]
+        blocks = [Block(32, 32, stride=1) for i in range(depth)]
+        heads = [Linear(w, 10) for w in widths]
+    @forward(x: Tensor[B, 3, H, W]):
+        x = stem(x)
+        for s in stages:
+            x = s(x)
+        for b in blocks:
+            x = b(x)
+        return heads[2](x.mean(dim=[2, 3]))
+"""
+
+
+class Block(nn.Module):
+    def __init__(self, cin: int, cout: int, stride: int) -> None:
+        super().__init__()
+        self.stride, self.same = stride, cin == cout
+        self.conv = nn.Conv2d(cin, cout, 3, stride=stride, padding=1)
+        self.norm = nn.BatchNorm2d(cout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = F.relu(self.norm(self.conv(x)))
+        return x + h if self.stride == 1 and self.same else h
+
+
+class Net(nn.Module):
+    """The stages written out as torchvision writes them: the first of each different."""
+
+    def __init__(self, widths: tuple[int, ...] = (8, 16, 32), depth: int = 2) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, padding=1)
+        ins = (8, *widths[:-1])
+        self.stages = nn.ModuleList(
+            Block(c, w, 1 if k == 0 else 2) for k, (c, w) in enumerate(zip(ins, widths))
+        )
+        self.blocks = nn.ModuleList(Block(32, 32, 1) for _ in range(depth))
+        self.heads = nn.ModuleList(nn.Linear(w, 10) for w in widths)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.stem(x)
+        for layer in [*self.stages, *self.blocks]:
+            x = layer(x)
+        return self.heads[2](x.mean(dim=(2, 3)))
+
+
+@pytest.mark.parametrize("depth", [2, 3])
+def test_per_position_lists_equal_hand_written(tmp_path: Path, depth: int) -> None:
+    """Lists whose elements differ by position or by a list config (issue 31): emitted as
+    `nn.ModuleList([... for k in range(3)])` / `[... for w in widths]`, the same modules,
+    parameters and outputs as the hand-written network."""
+    torch.manual_seed(0)
+    emitted = emit(tmp_path, PER_POSITION, "stages").Net(depth=depth)
+    reference = Net(depth=depth)
+    reference.load_state_dict(emitted.state_dict(), strict=True)
+    assert sum(p.numel() for p in emitted.parameters()) == sum(
+        p.numel() for p in reference.parameters()
+    )
+    emitted.eval()
+    reference.eval()
+    x = torch.randn(2, 3, 12, 12)
+    with torch.no_grad():
+        torch.testing.assert_close(emitted(x), reference(x), rtol=0, atol=0)

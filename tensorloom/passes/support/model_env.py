@@ -173,6 +173,13 @@ class _Evaluator:
 
     def call(self, attr: CallAttr) -> Evaluated | EvalError:
         name = attr.callee.data
+        if name == "len" and len(attr.args.data) == 1 and not attr.kwargs.data:
+            items = self.value(attr.args.data[0])  # a per-position list's count
+            if isinstance(items, EvalError):
+                return items
+            if isinstance(items, list | tuple):
+                return len(items)
+            return EvalError(f"a layer list runs over a list, got {_describe(items)}")
         if not attr.kwargs.data and (name in CONFIG_FUNCTIONS or name in BUILTIN_CONFIG_FUNCTIONS):
             return self.math(attr)
         args: list[Evaluated] = []
@@ -215,6 +222,8 @@ class _Evaluator:
             return EvalError(f"`{name}({shown})` has no value")
 
     def expr(self, attr: ExprAttr) -> Evaluated | EvalError:
+        if attr.op.data in _LOGIC:
+            return self.logic(attr)
         operands: list[int | float | Fraction] = []
         for element in attr.operands.data:
             value = self.value(element)
@@ -238,6 +247,37 @@ class _Evaluator:
             return TOO_LARGE_FLOAT
         return _integral(result)  # type: ignore[return-value]
 
+    def logic(self, attr: ExprAttr) -> Evaluated | EvalError:
+        """`a if cond else b` (only the side taken is evaluated), comparisons, `and`,
+        `or`, `not`: `stride=2 if i == 0 else 1` in a layer list."""
+        op, operands = attr.op.data, attr.operands.data
+        first = self.value(operands[0])
+        if isinstance(first, EvalError):
+            return first
+        if op == "if":
+            if not isinstance(first, bool):
+                return EvalError(f"a condition must be `true` or `false`, got {_describe(first)}")
+            return self.value(operands[1] if first else operands[2])
+        if op == "not":
+            return (
+                EvalError(f"`not` needs a boolean, got {_describe(first)}")
+                if not isinstance(first, bool)
+                else not first
+            )
+        second = self.value(operands[1])
+        if isinstance(second, EvalError):
+            return second
+        if op == "[]":
+            return _element(first, second)
+        if op in ("and", "or"):
+            if not isinstance(first, bool) or not isinstance(second, bool):
+                return EvalError(f"`{op}` needs booleans")
+            return (first and second) if op == "and" else (first or second)
+        try:
+            return bool(_COMPARE[op](first, second))
+        except TypeError:
+            return EvalError(f"cannot compare {_describe(first)} with {_describe(second)}")
+
     def divide(self, a: int | Fraction, b: int | Fraction, attr: ExprAttr) -> Value | EvalError:
         if b == 0:
             return EvalError("division by zero in a config expression")
@@ -249,8 +289,8 @@ class _Evaluator:
         x, y = (_source(o) for o in attr.operands.data)
         return EvalError(
             f"{a} is not a multiple of {b}",
-            hint=f"write `floordiv({x}, {y})` to round down, `ceil({x} / {y})` to round up, "
-            f"or `1.0 * {x} / {y}` for a fraction",
+            hint=f"write `floordiv({_bare(x)}, {_bare(y)})` to round down, "
+            f"`ceil({x} / {y})` to round up, or `1.0 * {x} / {y}` for a fraction",
         )
 
 
@@ -290,6 +330,11 @@ def floor_exact_divisions(
     return ExprAttr.get(op, operands)
 
 
+def _bare(source: str) -> str:
+    """`(a * b)` as `a * b`, where it stands alone (a function's argument)."""
+    return source[1:-1] if source.startswith("(") and source.endswith(")") else source
+
+
 def _source(attr: Attribute) -> str:
     """An operand as the source wrote it, near enough for a `help:` line."""
     if isinstance(attr, CfgAttr):
@@ -316,6 +361,29 @@ def _integral(value: object) -> object:
         return int(value)
     return value
 
+
+_LOGIC = frozenset({"if", "not", "and", "or", "==", "!=", "<", "<=", ">", ">=", "[]"})
+
+
+def _element(items: Evaluated, index: Evaluated) -> Evaluated | EvalError:
+    """`widths[i]`: an element of a list config, by an integer within its range."""
+    if not isinstance(items, list | tuple):
+        return EvalError(f"only a list can be indexed, got {_describe(items)}")
+    if not isinstance(index, int) or isinstance(index, bool):
+        return EvalError(f"a list index must be an integer, got {_describe(index)}")
+    if not -len(items) <= index < len(items):
+        return EvalError(f"index {index} is out of range for a list of {len(items)}")
+    return items[index]
+
+
+_COMPARE: dict[str, Callable[[object, object], object]] = {
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
 
 _NOT_LITERAL = object()
 
@@ -465,10 +533,38 @@ class ArgFailure:
     keyword: str | None = None
 
 
+def element_env(layer: LayerOp, env: Mapping[str, Value], position: int) -> Mapping[str, Value]:
+    """The configuration one position of a per-position list sees: its loop variable bound
+    to the position (`for i in range(n)`) or to that element (`for w in widths`)."""
+    if layer.var is None:
+        return env
+    value: Value = position
+    if layer.items is not None:
+        items = evaluate_config(layer.items, env)
+        if not isinstance(items, list | tuple) or not -len(items) <= position < len(items):
+            return env
+        value = items[position]
+    return {**env, layer.var.data: value}
+
+
+def element_envs(layer: LayerOp, env: Mapping[str, Value]) -> list[Mapping[str, Value]]:
+    """Each position's configuration (`element_env`); one for a plain layer or a list of
+    copies, none for a list of no positions."""
+    count = layer_count(layer, env)
+    if layer.var is None:
+        return [env] if count is None or count > 0 else []
+    if count is None or count > MAX_POSITIONS:  # no count (resolve-nml reports it), or TL0209
+        return []
+    return [element_env(layer, env, k) for k in range(max(count, 0))]
+
+
 def layer_arguments(
     layer: LayerOp, env: Mapping[str, Value]
 ) -> tuple[list[Value], dict[str, Value]] | ArgFailure:
-    """A layer's constructor arguments as plain values under `env`."""
+    """A layer's constructor arguments as plain values under `env` (a per-position list's
+    first position, unless `env` binds its loop variable: `element_env`)."""
+    if layer.var is not None and layer.var.data not in env:
+        env = element_env(layer, env, 0)
     args: list[Value] = []
     for position, attr in enumerate(layer.args.data):
         value = evaluate_config(attr, env)
@@ -567,17 +663,35 @@ def layer_params(
     memo: dict[tuple[object, ...], int] | None = None,
 ) -> int:
     """A catalogue layer's parameters, or a nested model's under the config it is given."""
+    if layer.var is not None:  # per position: each element counted under its own values
+        return sum(_element_params(layer, e, models, path, memo) for e in element_envs(layer, env))
     copies = layer_count(layer, env)
     copies = 1 if copies is None else max(copies, 0)
+    return copies * _element_params(layer, env, models, path, memo)
+
+
+MAX_POSITIONS = 10_000
+"""The most positions a per-position list is evaluated at (shape inference's
+MAX_LIST_COPIES: TL0209 past it)."""
+
+
+def _element_params(
+    layer: LayerOp,
+    env: Mapping[str, Value],
+    models: Mapping[str, ModelOp],
+    path: tuple[str, ...],
+    memo: dict[tuple[object, ...], int] | None,
+) -> int:
+    """One element's parameters: a catalogue layer's, or a nested model's under its config."""
     nested = models.get(layer.kind.data)
     if nested is None or lookup(layer.kind.data) is not None or len(path) > MAX_NESTING:
         bound = bind_layer(layer, env)
-        return copies * bound.spec.param_count(bound) if bound is not None else 0
+        return bound.spec.param_count(bound) if bound is not None else 0
     if layer.kind.data in path:
         return 0
     overrides = nested_overrides(layer, nested, env)
     inner = model_env(nested, overrides if isinstance(overrides, dict) else {})
-    return copies * declared_params(nested, inner, models, path, memo)
+    return declared_params(nested, inner, models, path, memo)
 
 
 def env_key(env: Mapping[str, Value]) -> tuple[tuple[str, Value], ...] | None:
