@@ -231,7 +231,7 @@ class Net(nn.Module):
         self.stem = nn.Conv2d(3, 8, 3, padding=1)
         ins = (8, *widths[:-1])
         self.stages = nn.ModuleList(
-            Block(c, w, 1 if k == 0 else 2) for k, (c, w) in enumerate(zip(ins, widths, strict=True))
+            Block(c, w, min(k + 1, 2)) for k, (c, w) in enumerate(zip(ins, widths, strict=True))
         )
         self.blocks = nn.ModuleList(Block(32, 32, 1) for _ in range(depth))
         self.heads = nn.ModuleList(nn.Linear(w, 10) for w in widths)
