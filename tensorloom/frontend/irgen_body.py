@@ -495,6 +495,16 @@ class BodyBuilder:
         return StringAttr(nml.DYNAMIC)
 
     @_expr.register
+    def _if_exp(self, expr: ast.IfExp) -> SSAValue:
+        _error(
+            "TL0134",
+            "a conditional expression is allowed only in configs and layer arguments",
+            expr.span,
+            help="write an `if`/`else` statement, or `where(cond, a, b)` on tensors",
+        )
+        return self.value_of(nml.ConstantOp(nml.NoneValueAttr()), expr.span)
+
+    @_expr.register
     def _list_comp(self, expr: ast.ListComp) -> SSAValue:
         _error(
             "TL0134",
