@@ -110,6 +110,8 @@ def generate(r: random.Random) -> str:
         return _structured(r, careful=r.random() < 0.5)
     if r.random() < 0.1:
         return _config_expressions(r)
+    if r.random() < 0.1:
+        return _per_position(r, careful=r.random() < 0.5)
     if r.random() < 0.5:
         return _careful(r)
     parts: list[str] = []
@@ -255,6 +257,37 @@ def _config_expressions(r: random.Random) -> str:
             "let net = Net()",
         ]
     lines += ["let data = load_dataset()", "train net on data:", "    epochs = 1"]
+    return "\n".join(lines) + "\n"
+
+
+def _per_position(r: random.Random, careful: bool) -> str:
+    """Layer lists whose elements differ by position (`8 if i == 0 else 16`) or run over a
+    list (`for w in [8, 16]`), looped over or indexed; when not `careful` a width does not
+    chain, an index is past the list, or the list runs over a number."""
+    widths = [r.choice([4, 8, 16]) for _ in range(r.randint(1, 4))]
+    first = widths[0]
+    chained = f"{first} if i == 0 else {widths[0]}"
+    items = str(widths)
+    if not careful:
+        slip = r.choice(["chain", "index", "items", "zero"])
+        chained = f"{first + 1} if i == 0 else {first}" if slip == "chain" else chained
+        items = r.choice(["3", "widths"]) if slip == "items" else items
+        widths = [0, *widths] if slip == "zero" else widths
+    n = len(widths)
+    index = n if not careful and r.random() < 0.3 else r.randint(0, n - 1)
+    lines = [
+        "model Net:",
+        f"    layer same = [Linear({chained}, {first}) for i in range({n})]",
+        f"    layer heads = [Linear({first}, w) for w in {items}]",
+        f"    fn forward(self, x: Tensor[B, {first}]) -> Tensor:",
+        "        for layer in self.same:",
+        "            x = layer(x)",
+        f"        return self.heads[{index}](x)",
+        "let net = Net()",
+        "let data = load_dataset()",
+        "train net on data:",
+        "    epochs = 1",
+    ]
     return "\n".join(lines) + "\n"
 
 
