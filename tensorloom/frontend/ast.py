@@ -293,6 +293,7 @@ class LayerDecl(Node):
     name: str
     name_span: Span
     ctor: Expr  # normally a Call; a bare Name (`ReLU`) is allowed
+    condition: Expr | None = None  # `if downsample:` in `@layers`: built only when true
 
 
 @dataclass(slots=True)

@@ -158,6 +158,7 @@ class _ModuleBuilder:
             count=count,
             var=var,
             items=items,
+            when=attrs.build(decl.condition) if decl.condition is not None else None,
         )
         return _at(op, decl.span)
 

@@ -744,10 +744,39 @@ class Parser:
         return ast.ConfigEntry(name.span.to(value.span), name.text, name.span, value)
 
     def parse_layers_section(self) -> list[ast.LayerDecl]:
-        """layers_section = "layers" ":" NEWLINE INDENT { layer_entry } DEDENT ;"""
+        """layers_section = "layers" ":" NEWLINE INDENT { layer_item } DEDENT ;"""
         self.expect_word("layers")
         self.expect_header_colon()
-        return self.parse_suite(self.parse_layer_entry)
+        return [decl for item in self.parse_suite(self.parse_layer_item) for decl in item]
+
+    def parse_layer_item(self) -> list[ast.LayerDecl]:
+        """layer_item = layer_entry
+        | "if" expression ":" NEWLINE INDENT { layer_item } DEDENT
+          [ "else" ":" NEWLINE INDENT { layer_item } DEDENT ] ;"""
+        if not self.check(TokenKind.IF):
+            return [self.parse_layer_entry()]
+        self.expect(TokenKind.IF)
+        condition = self.parse_expression()
+        self.expect_header_colon()
+        taken = self._conditional_layers(condition)
+        if not self.match(TokenKind.ELSE):
+            return taken
+        self.expect_header_colon()
+        negated = ast.Unary(condition.span, "not", condition)
+        return taken + self._conditional_layers(negated)
+
+    def _conditional_layers(self, condition: ast.Expr) -> list[ast.LayerDecl]:
+        """The layers of one side of an `if` in `@layers`, each built when `condition` holds
+        (and the conditions of any `if` inside it)."""
+        decls = [d for item in self.parse_suite(self.parse_layer_item) for d in item]
+        for decl in decls:
+            inner = decl.condition
+            decl.condition = (
+                condition
+                if inner is None
+                else ast.Binary(condition.span, "and", condition, inner, condition.span)
+            )
+        return decls
 
     def parse_layer_entry(self) -> ast.LayerDecl:
         """layer_entry = NAME "=" expression NEWLINE ;"""

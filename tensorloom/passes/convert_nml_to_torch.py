@@ -1080,6 +1080,12 @@ class ModelToClass(RewritePattern):
                 kwargs += _forced_kwargs(kind, len(args), kwargs)
             element = _call_ops(cls_name, args, kwargs)
             value = element if layer.count is None else _module_list(element, layer)
+        if layer.when is not None:  # `if downsample:` in `@layers`: the module, or None
+            condition, none = attr_ops(layer.when), py.ConstantOp(py.NoneAttr())
+            built = [*value, py.YieldOp([value[-1].results[0]])]
+            choice = py.IfOp(condition[-1].results[0], built, [none, py.YieldOp([none.result])], 1)
+            choice.results[0].name_hint = layer.sym_name.data
+            value = [*condition, choice]
         return [
             _at(o, layer)
             for o in [*value, t.SubmoduleOp(layer.sym_name.data, value[-1].results[0])]

@@ -349,6 +349,8 @@ class DeclarationChecker:
     def check_layer(
         self, model: ModelOp, layer: LayerOp, env: Mapping[str, Value], where: _Context
     ) -> None:
+        if layer.when is not None and not self._built(model, layer, env):
+            return
         if layer.var is not None and layer.var.data not in env:  # each position's arguments
             self._check_count(model, layer, env)
             for position in element_envs(layer, env):
@@ -362,6 +364,25 @@ class DeclarationChecker:
             self._check_nested(model, layer, env, where)
         elif not where.nested:
             self._unknown_kind(layer)
+
+    def _built(self, model: ModelOp, layer: LayerOp, env: Mapping[str, Value]) -> bool:
+        """Whether a conditional layer is built under `env`; its condition must be a
+        boolean (TL0306 at the layer otherwise, and the layer is not checked)."""
+        assert layer.when is not None
+        value = evaluate_config(layer.when, env)
+        span = span_of(layer)
+        if isinstance(value, bool):
+            return value
+        if span is not None:
+            error = (
+                value
+                if isinstance(value, EvalError)
+                else EvalError(
+                    f"the condition of a layer must be `true` or `false`, got `{value!r}`"
+                )
+            )
+            self.emit(_unknown_config(model, error, span, "layer"))
+        return False
 
     def _check_count(self, model: ModelOp, layer: LayerOp, env: Mapping[str, Value]) -> None:
         """TL0144 for a per-position list whose items are not a list (`for w in d`);
@@ -398,12 +419,25 @@ class DeclarationChecker:
         if isinstance(values, ArgFailure):
             self._arg_failure(model, layer, values, where)
             return
+        self._conditional_init(layer, spec)
         bound = spec.bind(*values)
         errors = bound if isinstance(bound, list) else spec.validate(bound)
         if not errors and not isinstance(bound, list):
             errors = [e for e in (too_many_params(spec, bound),) if e is not None]
         for error in errors:
             self._arg_error(layer, error, where)
+
+    def _conditional_init(self, layer: LayerOp, spec: LayerSpec) -> None:
+        """TL0422: a conditional layer's module may be `None`, so the script cannot
+        initialise it after building every layer (`init=` on it)."""
+        inits = [k for k in layer.kwargs.data if k in spec.init_keywords()]
+        span = arg_span(layer, None, inits[0]) if inits and layer.when is not None else None
+        if span is None:
+            return
+        name = layer.sym_name.data
+        message = f"`{name}` is built under a condition, so it cannot take `{inits[0]}`"
+        help_text = "initialise it in a model of its own, or build it unconditionally"
+        self.emit(Diagnostic.error("TL0422", message, Label(span), help=help_text))
 
     def _arg_failure(
         self, model: ModelOp, layer: LayerOp, failure: ArgFailure, where: _Context

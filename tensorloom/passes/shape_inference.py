@@ -135,6 +135,7 @@ from tensorloom.passes.support.model_env import (
     forward_of,
     instance_env,
     is_specialized_copy,
+    layer_built,
     layer_count,
     layers_of,
     lookup_symbol,
@@ -629,9 +630,22 @@ class Inference:
         name = op.layer.root_reference.data
         layer = self.layers_in(model).get(name)
         result: Attribute = TensorType.unranked()
-        if layer is not None:
+        if layer is not None and not layer_built(layer, env):
+            self._not_built(layer, op)
+        elif layer is not None:
             result = self._apply_layer(model, layer, op, env, flow)
         self.types[op.result] = result
+
+    def _not_built(self, layer: LayerOp, op: ApplyOp | ApplyAtOp) -> None:
+        """TL0303: a conditional layer applied where its condition is false."""
+        span = span_of(op)
+        if span is None:
+            return
+        name = layer.sym_name.data
+        message = f"`{name}` is applied, but with this configuration it is not built"
+        declared = [Label(s, "built only when this holds") for s in [span_of(layer)] if s]
+        help_text = f"apply `{name}` under the same condition (`if ...:` in the forward)"
+        report(Diagnostic.error("TL0303", message, Label(span), secondary=declared, help=help_text))
 
     def _apply_at(self, model: ModelOp, op: ApplyAtOp, env: Env, flow: ModelFlow) -> None:
         """`h[i](x)`: every element of a layer list is the same layer, at position `i`."""

@@ -260,3 +260,74 @@ def test_per_position_lists_equal_hand_written(tmp_path: Path, depth: int) -> No
     x = torch.randn(2, 3, 12, 12)
     with torch.no_grad():
         torch.testing.assert_close(emitted(x), reference(x), rtol=0, atol=0)
+
+
+CONDITIONAL = """\
+@model BasicBlock:
+    @config:
+        cin = 8
+        cout = 8
+        stride = 1
+        downsample = false
+    @layers:
+        conv1 = Conv2d(cin, cout, 3, stride=stride, padding=1, bias=false)
+        bn1 = BatchNorm2d(cout)
+        conv2 = Conv2d(cout, cout, 3, padding=1, bias=false)
+        bn2 = BatchNorm2d(cout)
+        if downsample:
+            down = Sequential(Conv2d(cin, cout, 1, stride=stride, bias=false), BatchNorm2d(cout))
+    @forward(x):
+        let h = bn2(conv2(relu(bn1(conv1(x)))))
+        let identity = x
+        if downsample:
+            identity = down(x)
+        return relu(h + identity)
+
+@model Net:
+    @layers:
+        blocks = [BasicBlock(8 if i == 0 else 16, 16, 2 if i == 0 else 1, i == 0) for i in range(2)]
+    @forward(x: Tensor[B, 8, H, W]):
+        for b in blocks:
+            x = b(x)
+        return x
+"""
+
+
+class BasicBlock(nn.Module):
+    """torchvision's BasicBlock with its `downsample` projection."""
+
+    def __init__(self, cin: int, cout: int, stride: int, downsample: bool) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.down = None
+        if downsample:
+            self.down = nn.Sequential(
+                nn.Conv2d(cin, cout, 1, stride=stride, bias=False), nn.BatchNorm2d(cout)
+            )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.bn2(self.conv2(F.relu(self.bn1(self.conv1(x)))))
+        return F.relu(h + (self.down(x) if self.down is not None else x))
+
+
+def test_conditional_layer_equals_torchvision_block(tmp_path: Path) -> None:
+    """`if downsample:` in `@layers` (issue 31): the first block of the stage has the
+    projection, the second none; state dicts, counts and outputs as torchvision's."""
+    torch.manual_seed(0)
+    emitted = emit(tmp_path, CONDITIONAL, "basic").Net()
+    reference = nn.ModuleDict(
+        {"blocks": nn.ModuleList([BasicBlock(8, 16, 2, True), BasicBlock(16, 16, 1, False)])}
+    )
+    reference.load_state_dict(emitted.state_dict(), strict=True)
+    assert emitted.blocks[1].down is None
+    emitted.eval()
+    reference.eval()
+    x = torch.randn(2, 8, 10, 10)
+    expected = x
+    for block in reference["blocks"]:
+        expected = block(expected)
+    with torch.no_grad():
+        torch.testing.assert_close(emitted(x), expected, rtol=0, atol=0)

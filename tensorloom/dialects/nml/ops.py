@@ -144,6 +144,7 @@ class LayerOp(LazyFormatOp):
     count = opt_prop_def()
     var = opt_prop_def(StringAttr)
     items = opt_prop_def()
+    when = opt_prop_def()
     arg_locs = opt_prop_def(ArrayAttr)
     kwarg_locs = opt_prop_def(ArrayAttr)
 
@@ -160,6 +161,8 @@ class LayerOp(LazyFormatOp):
     # config: the position (`[Block(d, stride=2 if i == 0 else 1) for i in range(n)]`),
     # or the position's element of `items` (`[Stage(w) for w in widths]`, `count` then
     # `len(widths)`).
+    # A conditional layer (`if downsample:` in `@layers`) has `when`, the condition under
+    # which it is built (an attribute expression); otherwise it is `None`.
 
     def __init__(
         self,
@@ -173,6 +176,7 @@ class LayerOp(LazyFormatOp):
         count: Attribute | None = None,
         var: str | None = None,
         items: Attribute | None = None,
+        when: Attribute | None = None,
     ):
         super().__init__(
             properties={
@@ -183,6 +187,7 @@ class LayerOp(LazyFormatOp):
                 "count": count,
                 "var": StringAttr(var) if var is not None else None,
                 "items": items,
+                "when": when,
                 "arg_locs": ArrayAttr(arg_locs) if arg_locs is not None else None,
                 "kwarg_locs": ArrayAttr(kwarg_locs) if kwarg_locs is not None else None,
             }

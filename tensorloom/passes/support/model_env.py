@@ -533,6 +533,15 @@ class ArgFailure:
     keyword: str | None = None
 
 
+def layer_built(layer: LayerOp, env: Mapping[str, Value]) -> bool:
+    """Whether a conditional layer (`if downsample:` in `@layers`) is built under `env`;
+    every other layer is. A condition with no value counts as built (resolve-nml reports
+    it)."""
+    if layer.when is None:
+        return True
+    return evaluate_config(layer.when, env) is not False
+
+
 def element_env(layer: LayerOp, env: Mapping[str, Value], position: int) -> Mapping[str, Value]:
     """The configuration one position of a per-position list sees: its loop variable bound
     to the position (`for i in range(n)`) or to that element (`for w in widths`)."""
@@ -663,6 +672,8 @@ def layer_params(
     memo: dict[tuple[object, ...], int] | None = None,
 ) -> int:
     """A catalogue layer's parameters, or a nested model's under the config it is given."""
+    if not layer_built(layer, env):
+        return 0
     if layer.var is not None:  # per position: each element counted under its own values
         return sum(_element_params(layer, e, models, path, memo) for e in element_envs(layer, env))
     copies = layer_count(layer, env)
