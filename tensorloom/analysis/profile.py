@@ -38,6 +38,7 @@ from tensorloom.passes.support.model_env import (
     enclosing_model,
     folded_env,
     forward_of,
+    layer_built,
     layer_params,
     layers_of,
     model_kind,
@@ -387,14 +388,15 @@ def _checkpointed(costing: Costing, trace: Trace, layers: list[LayerProfile], to
 def unused_layers(
     model: ModelOp, env: Env, steps: Sequence[Step], models: Mapping[str, ModelOp]
 ) -> list[LayerProfile]:
-    """Layers the forward never applies: their parameters exist all the same."""
+    """Layers the forward never applies: their parameters exist all the same (a
+    conditional layer this configuration does not build is not one)."""
     used = {s.name.split(".")[0].split("[")[0] for s in steps if s.name}  # `h.0` is `h`
     return [
         LayerProfile(
             name, layer.kind.data, None, layer_params(layer, env, models), 0, 0, unused=True
         )
         for name, layer in layers_of(model).items()
-        if name not in used
+        if name not in used and layer_built(layer, env)
     ]
 
 
