@@ -119,7 +119,7 @@ from tensorloom.dialects.nml.shape_trait import (
     FromOperands,
     ShapeInferenceTrait,
 )
-from tensorloom.dialects.nml.types import Dim
+from tensorloom.dialects.nml.types import CfgAttr, Dim
 from tensorloom.passes.check_scopes import MODULE_ATTRIBUTES
 from tensorloom.passes.support.dataset_files import dataset_check
 from tensorloom.passes.support.model_env import (
@@ -226,6 +226,7 @@ class Inference:
     _last_iteration: list[FlowStep] = field(default_factory=list[FlowStep])
     _refused_lists: set[LayerOp] = field(default_factory=set[LayerOp])
     _annotation_uses: int = 0  # calls of nested forwards with annotations, for fresh names
+    instance: InstanceOp | None = None  # the `.tl` instance checked, whose overrides errors cite
     # A nested model or method already followed for this config and these argument types:
     # its result and the steps it recorded (a block of two blocks of two blocks... is
     # followed once per level, not 2^depth times).
@@ -908,6 +909,12 @@ class Inference:
             Diagnostic.error("TL0201", message, primary, secondary=secondary, help=mismatch.help)
         )
 
+    def _instance_model(self) -> ModelOp | None:
+        """The model the checked instance instantiates (its overrides are its configs)."""
+        if self.instance is None:
+            return None
+        return self.models.get(self.instance.model.root_reference.data)
+
     def _kernel_call(self, op: KernelCallOp) -> None:
         """A kernel's launcher returns `out=` if given, else an output allocated like its
         first tensor argument (`torch.empty_like(x)`, synthesize-launchers)."""
@@ -955,6 +962,14 @@ class Inference:
         primary = self._operand_label(op, mismatch.operand, span)
         secondary = [Label(s, f"`{name}` is declared here") for s in [span_of(layer)] if s]
         help_text = mismatch.help or _layer_help(name, bound, mismatch)
+        config = _features_config(layer, bound, mismatch)
+        if config is not None:  # `Conv2d(in_channels, ...)`: the fix is the config, not a literal
+            help_text = f"set `{config}` to {mismatch.got}, or add a layer that maps "
+            help_text += f"{mismatch.got} to {mismatch.expected}"
+            override = _override_span(self.instance, config)
+            if override is not None and layer.parent_op() is self._instance_model():
+                value = mismatch.expected
+                secondary.append(Label(override, f"`{config}` is set to {value} here"))
         diagnostic = Diagnostic.error(
             "TL0201", mismatch.render(name), primary, secondary=secondary, help=help_text
         )
@@ -1137,6 +1152,17 @@ def _describe(bound: BoundLayer) -> str:
 _FIRST_ARG_FEATURES = {"Linear", "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d",
                        "BatchNorm1d", "BatchNorm2d", "LayerNorm", "RMSNorm", "LSTM", "GRU",
                        "MultiHeadAttention"}  # fmt: skip
+
+
+def _features_config(layer: LayerOp, bound: BoundLayer, mismatch: ShapeMismatch) -> str | None:
+    """The config a layer's input size is (`Conv2d(in_channels, ...)`) when that size is
+    what the input contradicts, else None."""
+    first = layer.args.data[0] if layer.args.data else None
+    if bound.spec.name not in _FIRST_ARG_FEATURES or not isinstance(first, CfgAttr):
+        return None
+    if mismatch.got is None or not mismatch.got.isdigit() or mismatch.expected is None:
+        return None
+    return first.param.data
 
 
 def _layer_help(name: str, bound: BoundLayer, mismatch: ShapeMismatch) -> str | None:
@@ -1368,6 +1394,9 @@ def infer_instantiation(
     if forward is None:
         return None
     inference = Inference(models)
+    module = inst.model.parent_op()
+    if module is not None:
+        inference.instance = lookup_symbol(module, inst.name, InstanceOp)
     for name, size in dim_bindings(inst.model).items():
         inference.unifier.unify(name, size)
     args = input_types(inst, forward, inference)
