@@ -1297,7 +1297,7 @@ def _config_dim(dim: Dim, env: Env) -> Dim:
     if not isinstance(dim, str):
         return dim
     value = env.get(dim)
-    return value if _is_size(value) else dim
+    return value if isinstance(value, int) and _is_size(value) else dim
 
 
 def _override_span(instance: InstanceOp | None, key: str) -> Span | None:

@@ -23,7 +23,7 @@ import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -376,7 +376,7 @@ def _element(items: Evaluated, index: Evaluated) -> Evaluated | EvalError:
     return items[index]
 
 
-_COMPARE: dict[str, Callable[[object, object], object]] = {
+_COMPARE: dict[str, Callable[[Any, Any], object]] = {
     "==": operator.eq,
     "!=": operator.ne,
     "<": operator.lt,
