@@ -92,18 +92,12 @@ class AttrBuilder:
                 return self._name(name)
             case ast.Attribute(value=ast.Name(id="self"), attr=attr):
                 return CfgAttr.get(attr)
-            case ast.Unary(op="-", operand=operand):
-                return ExprAttr.get("neg", [self.build(operand)])
-            case ast.Unary(op="+", operand=operand):
-                return self.build(operand)
-            case ast.Binary(op=op, left=left, right=right) if op in ARITHMETIC + CONDITIONS:
-                return ExprAttr.get(op, [self.build(left), self.build(right)])
-            case ast.Unary(op="not", operand=operand):
-                return ExprAttr.get("not", [self.build(operand)])
-            case ast.Index(value=value, indices=[index]) if not isinstance(index, ast.Slice):
-                return ExprAttr.get("[]", [self.build(value), self.build(index)])
-            case ast.IfExp(test=test, body=body, orelse=orelse):
-                return ExprAttr.get("if", [self.build(test), self.build(body), self.build(orelse)])
+            case ast.Unary() | ast.Binary() | ast.IfExp():
+                return self._operator(expr)
+            case ast.Index(value=value, indices=[index]) if self.mode == "config" and not (
+                isinstance(index, ast.Slice)
+            ):
+                return ExprAttr.get("[]", [self.build(value), self.build(index)])  # widths[k]
             case ast.Call():
                 return self.call(expr)
             case ast.ListExpr(elts=elts) | ast.TupleExpr(elts=elts):
@@ -111,6 +105,22 @@ class AttrBuilder:
             case ast.Attribute() | ast.Index() if self.mode == "setting":
                 path = layer_path(expr)
                 return StringAttr(path) if path is not None else None
+            case _:
+                return None
+
+    def _operator(self, expr: ast.Unary | ast.Binary | ast.IfExp) -> Attribute | None:
+        """Arithmetic, comparisons, `and`/`or`/`not` and `a if cond else b`."""
+        match expr:
+            case ast.Unary(op="-", operand=operand):
+                return ExprAttr.get("neg", [self.build(operand)])
+            case ast.Unary(op="+", operand=operand):
+                return self.build(operand)
+            case ast.Unary(op="not", operand=operand):
+                return ExprAttr.get("not", [self.build(operand)])
+            case ast.Binary(op=op, left=left, right=right) if op in ARITHMETIC + CONDITIONS:
+                return ExprAttr.get(op, [self.build(left), self.build(right)])
+            case ast.IfExp(test=test, body=body, orelse=orelse):
+                return ExprAttr.get("if", [self.build(test), self.build(body), self.build(orelse)])
             case _:
                 return None
 
