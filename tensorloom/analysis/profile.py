@@ -36,7 +36,10 @@ from tensorloom.passes.support.model_env import (
     Env,
     copy_env,
     declared_params,
+    enclosing_model,
+    folded_env,
     forward_of,
+    layer_built,
     layer_params,
     layers_of,
     model_kind,
@@ -219,7 +222,7 @@ class Costing:
         ins = [None if s is None else self.concrete(s) for s in step.inputs]
         if out is None or any(s is None for s, i in zip(ins, step.inputs, strict=True) if i):
             return LayerProfile("", step.kind, shape, 0, None, None)
-        p = step.op.p.value.data if isinstance(step.op, DropoutOp) else 0.0
+        p = dropout_rate(step.op) if isinstance(step.op, DropoutOp) else 0.0
         cost = op_cost(step.kind, ins, out, p)
         dtype = self.op_dtype(step)
         act = cost.mask_bytes
@@ -429,12 +432,23 @@ def _in_loops(steps: Sequence[Step]) -> list[Step]:
 def unused_layers(
     model: ModelOp, env: Env, steps: Sequence[Step], models: Mapping[str, ModelOp]
 ) -> list[LayerProfile]:
-    """Layers the forward never applies: their parameters exist all the same."""
+    """Layers the forward never applies: their parameters exist all the same (a
+    conditional layer this configuration does not build is not one)."""
     used = {s.name.split(".")[0].split("[")[0] for s in _in_loops(steps) if s.name}  # `h.0`: `h`
     return [
         LayerProfile(
             name, layer.kind.data, None, layer_params(layer, env, models), 0, 0, unused=True
         )
         for name, layer in layers_of(model).items()
-        if name not in used
+        if name not in used and layer_built(layer, env)
     ]
+
+
+def dropout_rate(op: DropoutOp) -> float:
+    """A dropout's probability: its number, or its config's value in the (specialised)
+    model it belongs to (`dropout(x, p)`)."""
+    if op.p is not None:
+        return op.p.value.data
+    model = enclosing_model(op)
+    rate = folded_env(model).get(op.rate.param.data) if model is not None else None  # type: ignore[union-attr]
+    return float(rate) if isinstance(rate, int | float) else 0.5

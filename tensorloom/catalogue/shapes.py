@@ -118,6 +118,17 @@ class Unifier:
         finally:
             self.rigid = rigid
 
+    def represent(self, name: str) -> None:
+        """Make `name` its class's representative, the name shown for the class (the
+        caller's `H`, not the `H_1` a nested forward's annotation was unified as)."""
+        root = self._root(name)
+        if root == name:
+            return
+        self._parent[root] = name
+        self._parent[name] = name
+        if root in self._value:
+            self._value[name] = self._value.pop(root)
+
     def unify(self, expected: Dim, got: Dim) -> Dim | ShapeMismatch:
         """Make two dims equal, or say why they cannot be; the unifier is
         unchanged on a mismatch. The expected side's name represents a merged class."""
@@ -691,11 +702,19 @@ def _hole_value(left: tuple[int, Counter[str]] | None) -> Dim:
 
 @dataclass(frozen=True, slots=True)
 class Slice:
-    """`start:stop:step` in an index expression (None where omitted)."""
+    """`start:stop:step` in an index expression (None where omitted). A bound may be a
+    symbolic size (`x[:, :T]`) or UNKNOWN_BOUND (computed, its value not known here)."""
 
-    start: int | None = None
-    stop: int | None = None
-    step: int | None = None
+    start: Dim = None
+    stop: Dim = None
+    step: Dim = None
+
+    def parts(self) -> tuple[Dim, Dim, Dim]:
+        return (self.start, self.stop, self.step)
+
+
+UNKNOWN_BOUND = "?"
+"""A slice bound computed at run time whose value the checker does not know."""
 
 
 Index = int | Slice | EllipsisType | None
@@ -743,8 +762,9 @@ def _apply_indices(shape: tuple[Dim, ...], indices: list[Index]) -> Shape | Shap
                     dim=axis,
                 )
         elif isinstance(index, Slice):
-            if index.step is not None and index.step <= 0:
-                return mismatch("got a slice step that is not positive", got=index.step, dim=axis)
+            step = index.step
+            if isinstance(step, int) and step <= 0:
+                return mismatch("got a slice step that is not positive", got=step, dim=axis)
             out.append(_slice_length(size, index))
         axis += 1
     return tuple(out)
@@ -753,9 +773,12 @@ def _apply_indices(shape: tuple[Dim, ...], indices: list[Index]) -> Shape | Shap
 def _slice_length(size: Dim, s: Slice) -> Dim:
     if s == Slice():
         return size
-    if not isinstance(size, int):
+    whole = s.start in (None, 0) and s.step in (None, 1)
+    if whole and isinstance(s.stop, str) and s.stop == size:  # `x[:, :T]` of a [B, T]
+        return size
+    if not isinstance(size, int) or not all(isinstance(b, int | None) for b in s.parts()):
         return None
-    return len(range(*slice(s.start, s.stop, s.step).indices(size)))
+    return len(range(*slice(s.start, s.stop, s.step).indices(size)))  # type: ignore[arg-type]
 
 
 # --- more functional builtins: stacking, splitting, expanding, einsum ---------------------------

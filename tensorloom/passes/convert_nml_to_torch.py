@@ -54,7 +54,7 @@ with `BODY_PATTERNS` (they also match nml ops directly inside a `py.def`).
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 from typing import TypeVar
@@ -324,12 +324,20 @@ class DropoutToTorch(RewritePattern):
     def match_and_rewrite(self, op: nml.DropoutOp, rewriter: PatternRewriter) -> None:
         if not _in_body(op):
             return
-        p = _const(op.p.value.data)
+        p = _rate(op.p or op.rate)
         training = self_attr("training")
         call = _Keywords().value(op.input)
-        call.ops += [p, *training]
-        call.value(p.result, "p").value(training[-1].results[0], "training")
+        call.ops += [*p, *training]
+        call.value(p[-1].results[0], "p").value(training[-1].results[0], "training")
         _replace(rewriter, op, call.function("F.dropout"))
+
+
+def _rate(attr: Attribute | None) -> list[Operation]:
+    """A dropout probability: the number, or `self.<config>` (the config it names)."""
+    if isinstance(attr, CfgAttr):
+        return self_attr(attr.param.data)
+    assert isinstance(attr, FloatAttr), f"compiler bug: dropout rate {attr}"
+    return [_const(attr.value.data)]
 
 
 class FlattenToTorch(RewritePattern):
@@ -633,10 +641,10 @@ class AttentionToTorch(RewritePattern):
         call = _Keywords().value(op.query).value(op.key).value(op.value)
         if op.mask is not None:
             call.value(op.mask, "attn_mask")
-        if op.dropout is not None:
-            p, zero, flag = _const(op.dropout.value.data), _const(0.0), self_attr("training")
-            choice = py.IfExpOp(flag[-1].results[0], p.result, zero.result)
-            call.ops += [p, zero, *flag, choice]
+        if op.dropout is not None or op.dropout_rate is not None:
+            p, zero, flag = _rate(op.dropout or op.dropout_rate), _const(0.0), self_attr("training")
+            choice = py.IfExpOp(flag[-1].results[0], p[-1].results[0], zero.result)
+            call.ops += [*p, zero, *flag, choice]
             call.value(choice.result, "dropout_p")
         if op.causal is not None:
             call.literal(True, "is_causal")
@@ -678,18 +686,21 @@ class IndexToTorch(RewritePattern):
             if isinstance(item, StringAttr) and item.data == nml.DYNAMIC:
                 indices.append(next(dynamic))
                 continue
-            item_ops = _index_item(item)
+            item_ops = _index_item(item, dynamic)
             new_ops += item_ops
             indices.append(item_ops[-1].results[0])
         _replace(rewriter, op, [*new_ops, py.SubscriptOp(op.input, indices)])
 
 
-def _index_item(item: Attribute) -> list[Operation]:
+def _index_item(item: Attribute, dynamic: Iterator[SSAValue]) -> list[Operation]:
     if isinstance(item, SliceAttr | StringAttr) and not _is_ellipsis(item):
         parts = item.parameters if isinstance(item, SliceAttr) else (None, None, None)
         constants = [_const(n) if (n := _int_or_none(p)) is not None else None for p in parts]
         given = [c for c in constants if c is not None]
-        bounds = [c.result if c is not None else None for c in constants]
+        bounds = [
+            next(dynamic) if _is_dynamic(p) else c.result if c is not None else None
+            for p, c in zip(parts, constants, strict=True)
+        ]
         return [*given, py.SliceOp(*bounds)]
     if _is_ellipsis(item):
         return [py.ConstantOp(py.EllipsisAttr())]
@@ -697,6 +708,11 @@ def _index_item(item: Attribute) -> list[Operation]:
         return [py.ConstantOp(py.NoneAttr())]
     assert isinstance(item, IntegerAttr)
     return [_const(item.value.data)]
+
+
+def _is_dynamic(part: Attribute | None) -> bool:
+    """A computed slice bound (`x[:, :L]`): its value is the next dynamic operand."""
+    return isinstance(part, StringAttr) and part.data == nml.DYNAMIC
 
 
 def _is_ellipsis(item: Attribute) -> bool:
@@ -982,6 +998,12 @@ def attr_ops(attr: Attribute) -> list[Operation]:
         ops = [op for part in parts for op in part]
         if attr.op.data == "neg":
             return [*ops, py.UnaryOp("-", values[0])]
+        if attr.op.data == "not":
+            return [*ops, py.UnaryOp("not", values[0])]
+        if attr.op.data == "if":  # `a if cond else b`: operands cond, a, b
+            return [*ops, py.IfExpOp(values[0], values[1], values[2])]
+        if attr.op.data == "[]":
+            return [*ops, py.SubscriptOp(values[0], [values[1]])]
         return [*ops, binary(attr.op.data, values[0], values[1])]
     if isinstance(attr, ArrayAttr):
         parts = [attr_ops(a) for a in attr.data]
@@ -1072,7 +1094,13 @@ class ModelToClass(RewritePattern):
                 kwargs = [(k, v) for k, v in kwargs if k not in spec.init_keywords()]
                 kwargs += _forced_kwargs(kind, len(args), kwargs)
             element = _call_ops(cls_name, args, kwargs)
-            value = element if layer.count is None else _module_list(element, layer.count)
+            value = element if layer.count is None else _module_list(element, layer)
+        if layer.when is not None:  # `if downsample:` in `@layers`: the module, or None
+            condition, none = attr_ops(layer.when), py.ConstantOp(py.NoneAttr())
+            built = [*value, py.YieldOp([value[-1].results[0]])]
+            choice = py.IfOp(condition[-1].results[0], built, [none, py.YieldOp([none.result])], 1)
+            choice.results[0].name_hint = layer.sym_name.data
+            value = [*condition, choice]
         return [
             _at(o, layer)
             for o in [*value, t.SubmoduleOp(layer.sym_name.data, value[-1].results[0])]
@@ -1194,13 +1222,25 @@ def _joined_call(callee: str, parts: Sequence[list[Operation]]) -> list[Operatio
     return [function, *(o for p in parts for o in p), py.CallOp(function.result, values)]
 
 
-def _module_list(element: list[Operation], count: Attribute) -> list[Operation]:
-    """`nn.ModuleList([Block(...) for _ in range(count)])`."""
-    counted = attr_ops(count)
-    iterable = [*counted, *call("range", [counted[-1].results[0]])]
+def _module_list(element: list[Operation], layer: nml.LayerOp) -> list[Operation]:
+    """`nn.ModuleList([Block(...) for _ in range(n)])`; a per-position list names its loop
+    variable, which its arguments read: `[Block(d, stride=2 if i == 0 else 1) for i in
+    range(n)]`, `[Stage(w) for w in widths]`."""
+    assert layer.count is not None
+    if layer.items is not None:
+        iterable = attr_ops(layer.items)
+    else:
+        counted = attr_ops(layer.count)
+        iterable = [*counted, *call("range", [counted[-1].results[0]])]
     copies = py.ComprehensionOp("list", iterable[-1].results[0])
-    copies.body.block.args[0].name_hint = "_"
+    var = copies.body.block.args[0]
+    var.name_hint = layer.var.data if layer.var is not None else "_"
     copies.body.block.add_ops([*element, py.YieldOp([element[-1].results[0]])])
+    for op in element:  # the loop variable, read as a config by name, is the block's argument
+        if layer.var is not None and isinstance(op, py.NameOp) and op.id.data == layer.var.data:
+            op.result.replace_all_uses_with(var)
+            op.detach()
+            op.erase()
     return _joined_call("nn.ModuleList", [[*iterable, copies]])
 
 

@@ -116,6 +116,10 @@ def generate(r: random.Random) -> str:
     `Parameter`, typed layer tensors, dims as values, a loss fn)."""
     if r.random() < 0.3:
         return _structured(r, careful=r.random() < 0.5)
+    if r.random() < 0.1:
+        return _config_expressions(r)
+    if r.random() < 0.1:
+        return _per_position(r, careful=r.random() < 0.5)
     if r.random() < 0.5:
         return _careful(r)
     parts: list[str] = []
@@ -237,6 +241,62 @@ def _structured(r: random.Random, careful: bool) -> str:
         "    epochs = 1",
         "    loss = lm_loss",
         r.choice(["    optimizer = AdamW(lr=3e-4)", "    optimizer = Adam(lr=0.001)"]),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _config_expressions(r: random.Random) -> str:
+    """Overrides of a model whose `head_dim = dim / n_heads` is computed from them
+    (tests/lit/check/Inputs/derived_config.nml): exact or not, zero, negative, given to
+    the instance or to a layer of a `.tl` model, the computed entry overridden itself."""
+    dim = r.choice(["64", "96", "100", "0", "-8", "2 ** 70", "64.0", "8 * 8"])
+    heads = r.choice(["8", "4", "3", "0", "-2", "1"])
+    keys = r.sample([f"dim={dim}", f"n_heads={heads}", f"head_dim={r.choice(['8', '0'])}"],
+                    r.randint(0, 3))  # fmt: skip
+    overrides = ", ".join(keys)
+    lines = ["import Inputs.derived_config.nml as Attn"]
+    if r.random() < 0.5:
+        lines.append(f"let net = Attn({overrides})")
+    else:
+        width = dim if dim.isdigit() else "64"
+        lines += [
+            "model Net:",
+            f"    layer a = Attn({overrides})",
+            f"    fn forward(self, x: Tensor[B, T, {width}]) -> Tensor:",
+            "        return self.a(x)",
+            "let net = Net()",
+        ]
+    lines += ["let data = load_dataset()", "train net on data:", "    epochs = 1"]
+    return "\n".join(lines) + "\n"
+
+
+def _per_position(r: random.Random, careful: bool) -> str:
+    """Layer lists whose elements differ by position (`8 if i == 0 else 16`) or run over a
+    list (`for w in [8, 16]`), looped over or indexed; when not `careful` a width does not
+    chain, an index is past the list, or the list runs over a number."""
+    widths = [r.choice([4, 8, 16]) for _ in range(r.randint(1, 4))]
+    first = widths[0]
+    chained = f"{first} if i == 0 else {widths[0]}"
+    items = str(widths)
+    if not careful:
+        slip = r.choice(["chain", "index", "items", "zero"])
+        chained = f"{first + 1} if i == 0 else {first}" if slip == "chain" else chained
+        items = r.choice(["3", "widths"]) if slip == "items" else items
+        widths = [0, *widths] if slip == "zero" else widths
+    n = len(widths)
+    index = n if not careful and r.random() < 0.3 else r.randint(0, n - 1)
+    lines = [
+        "model Net:",
+        f"    layer same = [Linear({chained}, {first}) for i in range({n})]",
+        f"    layer heads = [Linear({first}, w) for w in {items}]",
+        f"    fn forward(self, x: Tensor[B, {first}]) -> Tensor:",
+        "        for layer in self.same:",
+        "            x = layer(x)",
+        f"        return self.heads[{index}](x)",
+        "let net = Net()",
+        "let data = load_dataset()",
+        "train net on data:",
+        "    epochs = 1",
     ]
     return "\n".join(lines) + "\n"
 

@@ -53,6 +53,7 @@ from tensorloom.dialects.nml import (
     NegOp,
     NormalizeOp,
     PermuteOp,
+    RefOp,
     RepeatOp,
     ReshapeOp,
     SoftmaxOp,
@@ -71,8 +72,14 @@ from tensorloom.dialects.nml import (
     WhereOp,
 )
 from tensorloom.dialects.nml.losses import LOSSES, REDUCTIONS, LossOp
-from tensorloom.dialects.nml.types import TensorType
-from tensorloom.passes.support.model_env import CallValue, evaluate
+from tensorloom.dialects.nml.types import CfgAttr, TensorType
+from tensorloom.passes.support.model_env import (
+    CallValue,
+    configs_of,
+    enclosing_model,
+    evaluate,
+    model_env,
+)
 
 Const = int | float | bool | str | None | list["Const"]
 NAMESPACES = ("torch.nn.functional.", "nn.functional.", "F.", "torch.")
@@ -256,17 +263,39 @@ def _softmax(args: CallArgs) -> Operation | CallProblem:
     return problem or op(x, dim, _tensor())
 
 
+def config_rate(value: SSAValue | None) -> CfgAttr | CallProblem | None:
+    """A dropout rate that is a config of the model (`dropout(x, p)`): `#nml.cfg<"p">`,
+    its default checked in [0, 1) here and each override by resolve-nml; None when
+    `value` is not a config."""
+    op = value.owner if value is not None else None
+    if not isinstance(op, RefOp):
+        return None
+    model = enclosing_model(op)
+    name = op.symbol.root_reference.data
+    if model is None or name not in configs_of(model):
+        return None
+    rate = model_env(model).get(name)
+    if not isinstance(rate, int | float) or isinstance(rate, bool):
+        return CallProblem(f"a dropout rate must be a number, got `{name}` = `{rate!r}`")
+    if not 0.0 <= rate < 1.0:
+        return CallProblem(f"a dropout rate must be in [0, 1), got `{name}` = {rate}")
+    return CfgAttr.get(name)
+
+
 def _dropout(args: CallArgs) -> Operation | CallProblem:
     x = _first(args)
     if isinstance(x, CallProblem):
         return x
-    p = args.const(1, "p", 0.5)
+    rate = config_rate(args.value(1, "p"))
+    if isinstance(rate, CallProblem):
+        return rate
+    p = args.const(1, "p", 0.5) if rate is None else 0.0
     if not isinstance(p, int | float) or isinstance(p, bool):
-        return CallProblem("`p` of `dropout` must be a constant number")
+        return CallProblem("`p` of `dropout` must be a constant number or a config")
     if not 0.0 <= p < 1.0:
         return CallProblem(f"`dropout` probability must be in [0, 1), got {p}")
     problem = args.unknown_keywords(("p", "training", "inplace"))
-    return problem or DropoutOp(x, float(p), _tensor())
+    return problem or DropoutOp(x, rate or float(p), _tensor())
 
 
 def _flatten(args: CallArgs) -> Operation | CallProblem:
@@ -659,15 +688,13 @@ def _attention(args: CallArgs) -> Operation | CallProblem:
         )
     mask = args.value(3, "attn_mask")
     causal = args.const(5, "causal", args.const(5, "is_causal", False))
-    dropout = (
-        _number(args, 4, "dropout")
-        if "dropout_p" not in args.keywords
-        else _number(args, 4, "dropout_p")
-    )
+    keyword = "dropout" if "dropout_p" not in args.keywords else "dropout_p"
+    rate = config_rate(args.value(4, keyword))
+    dropout = _number(args, 4, keyword) if rate is None else None
     scale = _number(args, 6, "scale")
     if not isinstance(causal, bool):
         return CallProblem(f"`causal` of `{args.name}` must be `true` or `false`")
-    for number in (dropout, scale):
+    for number in (rate, dropout, scale):
         if isinstance(number, CallProblem):
             return number
     if isinstance(dropout, float) and not 0.0 <= dropout < 1.0:
@@ -679,7 +706,8 @@ def _attention(args: CallArgs) -> Operation | CallProblem:
         )
     allowed = ("attn_mask", "dropout", "dropout_p", "causal", "is_causal", "scale")
     problem = args.unknown_keywords(allowed) or _too_many(args, 4)
-    return problem or AttentionOp(qkv, mask, causal, dropout or 0.0, scale, _tensor())  # type: ignore[arg-type]
+    rate = rate or dropout or 0.0
+    return problem or AttentionOp(qkv, mask, causal, rate, scale, _tensor())  # type: ignore[arg-type]
 
 
 BUILDERS: dict[str, Builder] = {
