@@ -644,6 +644,46 @@ class AttentionToTorch(RewritePattern):
         _replace(rewriter, op, call.function("F.scaled_dot_product_attention"))
 
 
+class SpelledToTorch(RewritePattern):
+    """`torch.cumsum(x, dim=1)`, `x.topk(2, dim=-1)`, `F.pad(x, (1, 1))`: the builtins that
+    list their own arguments (`nml.SpelledOp`), spelled as their catalogue record says."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.SpelledOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        call = _Keywords()
+        for name, argument in op.torch_arguments():
+            _argument(call, argument, name)
+        _replace(rewriter, op, _call(FUNCTIONS[op.FUNCTION].torch, op.tensor, call))
+
+
+def _argument(call: _Keywords, argument: nml.TorchArgument, name: str) -> None:
+    if isinstance(argument, SSAValue):
+        call.value(argument, name)
+    elif isinstance(argument, tuple):
+        items = [v if isinstance(v, SSAValue) else _const(v) for v in argument]
+        packed = py.TupleOp([v if isinstance(v, SSAValue) else v.result for v in items])
+        call.ops += [*(v for v in items if not isinstance(v, SSAValue)), packed]
+        call.value(packed.result, name)
+    else:
+        call.literal(argument, name)
+
+
+class CastToTorch(RewritePattern):
+    """`x.to(torch.int64)`: `.long()`, `.float()` and `.to(dtype)` alike."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.CastOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        dtype = py.NameOp(nml.TORCH_DTYPES[op.dtype.data])
+        call = _Keywords()
+        call.ops.append(dtype)
+        call.value(dtype.result)
+        _replace(rewriter, op, call.method(op.input, "to"))
+
+
 BINARY_OPERATORS: dict[type[Operation], str] = {
     nml.AddOp: "+",
     nml.SubOp: "-",
@@ -937,6 +977,8 @@ BODY_PATTERNS: tuple[RewritePattern, ...] = (
     EinsumToTorch(),
     SelectToTorch(),
     AttentionToTorch(),
+    SpelledToTorch(),
+    CastToTorch(),
     BinaryToTorch(),
     IndexToTorch(),
     DimToTorch(),

@@ -70,7 +70,7 @@ from tensorloom.passes.support.model_env import (
     name_help,
     nested_overrides,
 )
-from tensorloom.passes.support.resolve_builtins import CallProblem, build_builtin
+from tensorloom.passes.support.resolve_builtins import CallProblem, build_builtin, is_dtype_name
 from tensorloom.passes.support.script_builtins import PYTHON_BUILTINS
 from tensorloom.source import Span
 
@@ -184,12 +184,12 @@ def _report_call(op: CallOp, problem: CallProblem) -> None:
 
 def _erase_dead_constants(module: ModuleOp) -> None:
     """Constants and lists a builtin folded into its properties (`cat([a, b])`'s list,
-    `sum(dim=[1, 2])`'s dims), and the dims of an annotation the body never reads;
-    users first so that a list's elements die with it."""
+    `sum(dim=[1, 2])`'s dims, a cast's `torch.int64`), and the dims of an annotation the
+    body never reads; users first so that a list's elements die with it."""
     pure = [
         op
         for op in module.walk(reverse=True)
-        if isinstance(op, ConstantOp | ListOp | NegOp | DimOp)
+        if isinstance(op, ConstantOp | ListOp | NegOp | DimOp) or is_dtype_name(op)
     ]
     for op in pure:
         if op.result.uses:

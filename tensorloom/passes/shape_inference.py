@@ -72,6 +72,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
+from tensorloom.catalogue import dim_expr
 from tensorloom.catalogue.args import fits_int64
 from tensorloom.catalogue.data_files import DataCheck
 from tensorloom.catalogue.datasets import DatasetInfo
@@ -346,6 +347,10 @@ class Inference:
                 folded = _SCALAR_ARITHMETIC[op.name](a, b)
                 if isinstance(folded, int):
                     self.scalars[op.result] = folded
+            elif op.name != "nml.mul" and a is not None and b is not None:
+                # `skip.size(2) - x.size(2)` is `H2-H`: a pad that follows computed sizes
+                sign = 1 if op.name == "nml.add" else -1
+                self.scalars[op.result] = dim_expr.combine(a, b, sign)
         elif isinstance(op, IndexOp) and op.input in self.shape_tuples:
             entries = op.entries()  # `x.shape[1]`
             dims = self.shape_tuples[op.input]
