@@ -1208,25 +1208,31 @@ def gather_shape(x: Shape, index: Shape, dim: int, unifier: Unifier) -> Shape | 
 
 
 def scatter_shape(
-    x: Shape, index: Shape, source: Shape, scalar: bool, dim: int, unifier: Unifier
+    x: Shape,
+    index: Shape,
+    source: Shape,
+    scalar: bool,
+    dim: int,
+    unifier: Unifier,
+    what: str = "scatter",
 ) -> ShapeMismatch | None:
     """`x.scatter(dim, index, src)`: index has x's rank, fits in x off `dim` and in src."""
     if x is None or index is None:
         return None
-    rank_problem = _same_rank("scatter", x, index)
+    rank_problem = _same_rank(what, x, index)
     if rank_problem is not None:
         return rank_problem
     axis = normalize_dim(dim, len(x))
     if isinstance(axis, ShapeMismatch):
         return axis
     if not scalar and source is not None:
-        rank_problem = _same_rank("scatter", source, index, "src")
+        rank_problem = _same_rank(what, source, index, "src")
         if rank_problem is not None:
             return rank_problem
-        beyond = _index_fits("scatter", source, index, None, unifier, "src")
+        beyond = _index_fits(what, source, index, None, unifier, "src")
         if beyond is not None:
             return beyond
-    return _index_fits("scatter", x, index, axis, unifier)
+    return _index_fits(what, x, index, axis, unifier)
 
 
 def index_add_shape(

@@ -142,7 +142,7 @@ class ModelScope:
                 f"make it a layer (`layer block = {name}()`) and call `self.block(x)`",
             )
             return
-        if name in self.local or name in self.outside:
+        if name in self.local or name in self.outside or _dtype_of_reported_call(op):
             return
         inside = op.attributes.get("bound_inside")
         if isinstance(inside, StringAttr):
@@ -386,3 +386,18 @@ class TrainNames:
         span = span_of(loc) if loc is not None else span_of(self.loop)  # type: ignore[arg-type]
         if span is not None:
             report(Diagnostic.error("TL0301", message, Label(span), help=help_text))
+
+
+def _dtype_of_reported_call(op: RefOp) -> bool:
+    """`torch` in `x.to(torch.float64)`: a dtype of a builtin call resolve-nml reported."""
+    if op.symbol.root_reference.data != "torch" or not op.result.uses:
+        return False
+    attrs = [use.operation for use in op.result.uses]
+    return all(
+        isinstance(a, GetAttrOp)
+        and all(
+            isinstance(u.operation, CallOp) and builtin_name(u.operation.callee.data) in BUILTINS
+            for u in a.result.uses
+        )
+        for a in attrs
+    )

@@ -554,7 +554,8 @@ class Inference:
         result: Attribute | ShapeMismatch = nml_any()
         if isinstance(source, TupleType):
             result = tuple_item(source, [index])
-        elif isinstance(source, TensorType):
+        elif isinstance(source, TensorType) and source.dims is not None:
+            # (an unranked one is unknown, as after an op whose error was reported)
             result = ShapeMismatch("a tensor cannot be unpacked into names")
         if op.input in self.shape_tuples and isinstance(result, Attribute):
             dims = self.shape_tuples[op.input]

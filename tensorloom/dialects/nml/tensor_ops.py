@@ -720,7 +720,8 @@ class _ScatterOp(_ScatterLikeOp, ABC):
     ) -> ShapeMismatch | None:
         src = source.dims if isinstance(source, TensorType) else None
         scalar = not isinstance(source, TensorType)
-        return scatter_shape(x.dims, index.dims, src, scalar, self.dim.value.data, u)
+        what = self.name.removeprefix("nml.")
+        return scatter_shape(x.dims, index.dims, src, scalar, self.dim.value.data, u, what)
 
 
 @lazy_op_definition

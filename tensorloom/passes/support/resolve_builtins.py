@@ -438,7 +438,8 @@ def _matmul(args: CallArgs) -> Operation | CallProblem:
 def _pow(args: CallArgs) -> Operation | CallProblem:
     if len(args.positional) != 2:
         return CallProblem(
-            f"`pow` takes a tensor and an exponent, got {len(args.positional)} arguments",
+            f"`pow` takes a tensor and an exponent, got {len(args.positional)} positional "
+            "argument" + ("s" if len(args.positional) != 1 else ""),
             "write `pow(x, 2)` or `x ** 2`",
         )
     return args.unknown_keywords(()) or PowOp(args.positional[0], args.positional[1], _tensor())
@@ -814,7 +815,8 @@ def _cast(args: CallArgs) -> Operation | CallProblem:
     if isinstance(x, CallProblem):
         return x
     if not args.method:
-        return CallProblem(f"`{args.name}` is a tensor method", f"write `x.{args.name}(...)`")
+        example = "x.to(torch.float32)" if args.name == "to" else f"x.{args.name}()"
+        return CallProblem(f"`{args.name}` is a tensor method", f"write `{example}`")
     if args.name != "to":
         return _too_many(args, 1) or CastOp(x, DTYPES[args.name], _tensor())
     dtype = _dtype_named(args.value(1, "dtype"))
