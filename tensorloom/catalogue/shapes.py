@@ -698,7 +698,14 @@ class Slice:
     step: int | None = None
 
 
-Index = int | Slice | EllipsisType | None
+@dataclass(frozen=True, slots=True)
+class TensorIndex:
+    """`x[idx]` with an integer tensor: its dims stand where the indexed dim was."""
+
+    dims: Shape
+
+
+Index = int | Slice | EllipsisType | TensorIndex | None
 
 
 def index_shape(shape: Shape, indices: Sequence[Index]) -> Shape | ShapeMismatch:
@@ -715,6 +722,19 @@ def index_shape(shape: Shape, indices: Sequence[Index]) -> Shape | ShapeMismatch
             expected=len(shape),
             got=len(consuming),
         )
+    tensors = [i for i in indices if isinstance(i, TensorIndex)]
+    if tensors and len(consuming) > len(tensors) + sum(isinstance(i, Slice) for i in indices):
+        return mismatch(
+            "a tensor index with an integer index moves the indexed dims: not supported",
+            help="index by the integer first (`x[:, 0][idx]`), or use `gather`",
+        )
+    if len(tensors) > 1:
+        return mismatch(
+            f"indexing by {len(tensors)} tensors at once is not supported",
+            help="index by one tensor at a time, or use `gather`",
+        )
+    if tensors and tensors[0].dims is None:
+        return None
     expanded = _expand_ellipsis(list(indices), len(shape) - len(consuming))
     return _apply_indices(shape, expanded)
 
@@ -734,7 +754,9 @@ def _apply_indices(shape: tuple[Dim, ...], indices: list[Index]) -> Shape | Shap
             out.append(1)
             continue
         size = shape[axis]
-        if isinstance(index, int):
+        if isinstance(index, TensorIndex):
+            out.extend(index.dims or ())
+        elif isinstance(index, int):
             if isinstance(size, int) and not -size <= index < size:
                 return mismatch(
                     f"index {index} is out of range for a dimension of size {size}",

@@ -95,6 +95,13 @@ model Padding:
         for i in range(3):
             w = w + x.narrow(2, i, 2) * narrow(x, -1, 6, 2)
         return p + q + pad(w, [0, 9])
+
+model TensorIndex:
+    fn forward(self, x: Tensor[2, 3, 8]) -> Tensor:
+        let (v, order) = x[0, 0].topk(8)
+        let idx = x[1].argmax(dim=0)
+        let rows = x[:, idx].sum(dim=1, keepdim=true) + x[:, arange(2)].sum(dim=1, keepdim=true)
+        return x[..., order] * 2.0 + rows + x[arange(1)]
 """
 
 
@@ -167,6 +174,13 @@ def padding(x: torch.Tensor) -> torch.Tensor:
     return p + q + F.pad(w, (0, 9))
 
 
+def tensor_index(x: torch.Tensor) -> torch.Tensor:
+    order = x[0, 0].topk(8).indices
+    idx = x[1].argmax(0)
+    rows = x[:, idx].sum(1, keepdim=True) + x[:, :2].sum(1, keepdim=True)
+    return x[..., order] * 2 + rows + x[:1]
+
+
 CASES: dict[str, tuple[Callable[[torch.Tensor], torch.Tensor], tuple[int, ...]]] = {
     "Elementwise": (elementwise, (2, 3, 8)),
     "Reductions": (reductions, (2, 3, 8)),
@@ -176,6 +190,7 @@ CASES: dict[str, tuple[Callable[[torch.Tensor], torch.Tensor], tuple[int, ...]]]
     "Numerics": (numerics, (2, 3, 8)),
     "Picks": (picks, (2, 3, 8)),
     "Padding": (padding, (2, 3, 8)),
+    "TensorIndex": (tensor_index, (2, 3, 8)),
 }
 
 

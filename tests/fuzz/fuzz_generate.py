@@ -35,7 +35,19 @@ HOSTILE = ['"', "'", "\\", "\n", "\x0c", "\x0b", "\u2028", "\x00", "\ufb01", "\u
 FUNCTIONS = ["relu", "gelu", "tanh", "sigmoid", "silu", "flatten", "softmax(dim=-1)",
              "log_softmax(dim=1)", "dropout(0.1)", "mean(dim=1)", "sum(dim=-1)",
              "permute(0, 2, 1)", "transpose(1, 2)", "reshape(-1)", "view(2, -1)", "relux",
-             "softmax", "unsqueeze(1)", "squeeze"]  # fmt: skip
+             "softmax", "unsqueeze(1)", "squeeze", "softplus", "floor", "round", "ceil",
+             "cumsum(dim=-1)", "cumprod(1)", "norm(dim=-1)", "norm(p=1.0, dim=1, keepdim=true)",
+             "pad([1, 2])", "pad([0, 1, 1, 0], value=1.0)", "pad([1, 1], mode=\"reflect\")",
+             "narrow(1, 0, 2)", "narrow(-1, 1, 9)", "argmax(dim=-1)", "argmin",
+             "one_hot(num_classes=4)", "topk(2)", "pow(2)", "max(dim=1)", "min", "float",
+             "gather(1)", "scatter_add(1)", "binary_cross_entropy"]  # fmt: skip
+TENSOR_STATEMENTS = ["h = h[h > 0.0]", "h = h[arange(2)]", "h = h[:, arange(2)]",
+                     "h = h.gather(-1, h.argmax(dim=-1, keepdim=true))", "h = h.long().float()",
+                     "h = h.index_add(0, arange(2), h[:2])", "h = h.to(torch.float16).float()",
+                     "h = h.scatter(-1, h.topk(2)[1], 0.0)", "h = h + cumsum(h, dim=0)",
+                     "h = pad(h, [0, h.size(-1)])", "h = h[h.argmax(dim=-1)]",
+                     "h = one_hot(h.argmax(dim=-1), num_classes=h.size(-1)).float()"]  # fmt: skip
+"""Indexing by a tensor and the index-valued functions, as statements on `h`."""
 DATASETS = ['"digits"', '"mnist"', '"cifar10"', '"reverse"', '"tokens.npz"', '"t.csv"',
             '"a\\"b.pt"', "", '"digits", flatten=true', '"x.pt", sample_shape=[4], num_classes=2',
             'sample_shape=[8], num_classes=3', '"cls12.npz"', '"reg.npz"', '"noxy.npz"',
@@ -274,7 +286,7 @@ def _forward_body(r: random.Random, layers: list[str], kernel: str | None) -> li
     if r.random() < 0.3:
         body.append("let h = " + " |> ".join(stages))
         body.append(r.choice(["h = h + h", "h = h * 2.0", "h = relu(h)", "h = self.l0(h)",
-                              "h = h + x"]))  # fmt: skip
+                              "h = h + x", *TENSOR_STATEMENTS]))  # fmt: skip
         body.append("return h")
     else:
         body.append("return " + " |> ".join(stages))

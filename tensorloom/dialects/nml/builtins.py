@@ -46,6 +46,7 @@ from tensorloom.catalogue.shapes import (
     Shape,
     ShapeMismatch,
     Slice,
+    TensorIndex,
     Unifier,
     arange_length,
     at_least_2d,
@@ -799,11 +800,40 @@ class IndexOp(FunctionalOp):
     def infer_shape(
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
     ) -> Attribute | ShapeMismatch:
-        entries = [0 if isinstance(e, str) else e for e in self.entries()]
         operand = operand_types[0]
+        entries = self._typed_entries(operand_types[1:])
+        if isinstance(entries, ShapeMismatch):
+            return entries
         if isinstance(operand, TupleType):
             return tuple_item(operand, entries)
         return apply_rule(operand, lambda dims: index_shape(dims, entries))
+
+    def _typed_entries(self, dynamic: Sequence[Attribute]) -> list[Index] | ShapeMismatch:
+        """The entries with each `"?"` read off its operand's type: an integer (a select),
+        an i64 tensor (its dims take the indexed dim's place). A boolean mask is refused:
+        the size it gives depends on the data."""
+        types = iter(dynamic)
+        entries: list[Index] = []
+        for entry in self.entries():
+            if not isinstance(entry, str):
+                entries.append(entry)
+                continue
+            index = next(types, None)
+            if not isinstance(index, TensorType):
+                entries.append(0)
+            elif index.element_type == IntegerType(1):
+                return ShapeMismatch(
+                    "indexing by a boolean mask gives a size that depends on the data",
+                    help="keep the shape: `where(mask, x, 0.0)` or `x.masked_fill(mask, 0.0)`",
+                )
+            elif index.element_type != i64:
+                return ShapeMismatch(
+                    f"a tensor index holds integers (i64), got {index.element_type}",
+                    help="make the index with `.long()`, `argmax`, `topk` or `arange`",
+                )
+            else:
+                entries.append(TensorIndex(index.dims))
+        return entries
 
 
 def tuple_item(operand: TupleType, entries: Sequence[Index]) -> Attribute | ShapeMismatch:
