@@ -43,6 +43,10 @@ ELEMENTWISE: dict[str, str] = {
 }
 """The elementwise family (one nml op each, generated from this table): name -> what it computes."""
 
+SCALAR_MATH = frozenset({"exp", "log", "sqrt", "sin", "cos", "tanh"})
+"""Elementwise functions that also take a number (a float config, a literal): `log(theta)`
+is `math.log(self.theta)` in the script; the others take tensors only."""
+
 
 @dataclass(frozen=True, slots=True)
 class FunctionSpec:

@@ -80,7 +80,7 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tensorloom.catalogue.functions import FUNCTIONS
+from tensorloom.catalogue.functions import FUNCTIONS, SCALAR_MATH
 from tensorloom.catalogue.layers import BoundLayer, LayerSpec, lookup
 from tensorloom.catalogue.layers.parameter import PARAMETER
 from tensorloom.dialects import nml, py
@@ -277,8 +277,11 @@ class UnaryToTorch(RewritePattern):
         if isinstance(op, nml.NegOp):
             _replace(rewriter, op, [py.UnaryOp("-", op.input)])
             return
-        spec = FUNCTIONS[op.name.removeprefix("nml.")]
-        _replace(rewriter, op, _call(spec.torch, op.input, _Keywords()))
+        name = op.name.removeprefix("nml.")
+        if not isinstance(op.input.type, nml.TensorType | nml.AnyType) and name in SCALAR_MATH:
+            _replace(rewriter, op, _Keywords().value(op.input).function(f"math.{name}"))
+            return
+        _replace(rewriter, op, _call(FUNCTIONS[name].torch, op.input, _Keywords()))
 
 
 class GeluToTorch(RewritePattern):

@@ -40,7 +40,7 @@ from xdsl.irdl import (
 )
 from xdsl.utils.exceptions import VerifyException
 
-from tensorloom.catalogue.functions import ELEMENTWISE
+from tensorloom.catalogue.functions import ELEMENTWISE, SCALAR_MATH
 from tensorloom.catalogue.shapes import (
     Index,
     Shape,
@@ -154,7 +154,20 @@ class UnaryOp(FunctionalOp, ABC):
     def infer_shape(
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
     ) -> Attribute | ShapeMismatch:
-        return operand_types[0]
+        operand = operand_types[0]
+        name = self.name.removeprefix("nml.")
+        if not isinstance(operand, Float64Type | IntegerType) or name == "neg":
+            return operand
+        if name in SCALAR_MATH:
+            return Float64Type()  # `log(theta)` of a float config: `math.log`
+        return ShapeMismatch(
+            f"`{name}` takes a tensor, got a number",
+            help=f"of the elementwise functions, {_listed(SCALAR_MATH)} also take a number",
+        )
+
+
+def _listed(names: frozenset[str]) -> str:
+    return ", ".join(f"`{n}`" for n in sorted(names))
 
 
 def _elementwise(name: str, doc: str) -> type[UnaryOp]:
