@@ -93,6 +93,7 @@ from tensorloom.passes.support.model_env import (
     configs_of,
     enclosing_model,
     layers_of,
+    mentions_config,
     model_env,
 )
 
@@ -1039,19 +1040,6 @@ def _call_ops(
     return [*ops, py.CallOp(function.result, values, names)]
 
 
-def _mentions_config(attr: Attribute) -> bool:
-    if isinstance(attr, CfgAttr):
-        return True
-    children: Sequence[Attribute] = ()
-    if isinstance(attr, ExprAttr):
-        children = attr.operands.data
-    elif isinstance(attr, ArrayAttr):
-        children = attr.data
-    elif isinstance(attr, CallAttr):
-        children = [*attr.args.data, *attr.kwargs.data.values()]
-    return any(_mentions_config(c) for c in children)
-
-
 # ----------------------------------------------------------- model to class
 
 
@@ -1316,7 +1304,7 @@ def _init_params(
     params: list[tuple[str, SSAValue]] = []
     inside: list[Operation] = []
     for name, config in configs_of(model).items():
-        if not _mentions_config(config.value):
+        if not mentions_config(config.value):
             value = attr_ops(config.value)
             before += value
             params.append((name, value[-1].results[0]))

@@ -65,6 +65,7 @@ from tensorloom.passes.support.model_env import (
     evaluate,
     layer_arguments,
     layers_of,
+    mentions_config,
     model_env,
     models_of,
     name_help,
@@ -323,6 +324,23 @@ class DeclarationChecker:
             errors = [e for e in (too_many_params(spec, bound),) if e is not None]
         for error in errors:
             self._arg_error(layer, error, where)
+        if not where.nested:
+            self._literal_params(layer, spec)
+
+    def _literal_params(self, layer: LayerOp, spec: LayerSpec) -> None:
+        """`MultiHeadAttention(d, h, causal=causal)`: `causal` picks the PyTorch class
+        (fuzz-findings/real-models/miscompile_mha_causal_config.nml)."""
+        for name in spec.literal_params:
+            given = layer.kwargs.data.get(name)
+            span = arg_span(layer, None, name)
+            if given is None or not mentions_config(given) or span is None:
+                continue
+            message = (
+                f"`{layer.sym_name.data}`: `{name}` of `{spec.name}` must be written as a "
+                "literal, not a config: it picks the PyTorch module the layer becomes"
+            )
+            fix = f"write `{name}=true` or `{name}=false`"
+            self.emit(Diagnostic.error("TL0422", message, Label(span), help=fix))
 
     def _arg_failure(
         self, model: ModelOp, layer: LayerOp, failure: ArgFailure, where: _Context

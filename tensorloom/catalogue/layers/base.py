@@ -320,6 +320,9 @@ class LayerSpec:
     # The layer's init keywords and the tensors each sets (see `InitGroup`); their
     # parameters are in `params` too (`weight_init_params()`, `BIAS_INIT_PARAM`).
     init_groups: ClassVar[tuple[InitGroup, ...]] = ()
+    # Arguments that pick the emitted class or how it is called (MultiHeadAttention's
+    # `causal`): the class is emitted once per model, so a config cannot give them.
+    literal_params: ClassVar[tuple[str, ...]] = ()
 
     # --- binding -------------------------------------------------------------------------
 

@@ -237,6 +237,7 @@ class MultiHeadAttentionSpec(LayerSpec):
     call_kind = "first_of_tuple_self_attention"
     autocast = "low"
     forced_kwargs = (("batch_first", "True"),)
+    literal_params = ("causal",)
     params = (
         req("embed_dim", INT),
         req("num_heads", INT),
