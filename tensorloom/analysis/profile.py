@@ -29,7 +29,7 @@ from tensorloom.analysis.trace import Step, StepBudget, TensorKey, Trace, trace_
 from tensorloom.catalogue.layers import BoundLayer
 from tensorloom.catalogue.shapes import Shape, concrete
 from tensorloom.diagnostics.ir import reporting
-from tensorloom.dialects.nml import DropoutOp, ModelOp
+from tensorloom.dialects.nml import DropoutOp, ModelOp, RefOp
 from tensorloom.passes.shape_inference import Instantiation, instantiations, set_dim_bindings
 from tensorloom.passes.support.model_env import (
     MAX_NESTING,
@@ -72,6 +72,7 @@ class LayerProfile:
     activation_bytes: int | None
     layers: list[LayerProfile] = field(default_factory=list["LayerProfile"])
     unused: bool = False
+    read: bool = False  # a Parameter the forward reads as a value (`fc(x) * scale`)
 
 
 @dataclass(slots=True)
@@ -155,6 +156,8 @@ class Costing:
         flops = _sum([c.flops for c in children])
         act = _sum([c.activation_bytes for c in children])
         shape = self.trace.shape(step.output)
+        if params:  # its layers' own, a Parameter it only reads included (real-models/
+            params = sum(c.params for c in children)  # wrong_row_params_nested_parameter)
         return LayerProfile(step.name, step.kind, shape, params, flops, act, children)
 
     def layer(self, step: Step, bound: BoundLayer, params: int) -> LayerProfile:
@@ -385,11 +388,20 @@ def _checkpointed(costing: Costing, trace: Trace, layers: list[LayerProfile], to
 def unused_layers(
     model: ModelOp, env: Env, steps: Sequence[Step], models: Mapping[str, ModelOp]
 ) -> list[LayerProfile]:
-    """Layers the forward never applies: their parameters exist all the same."""
+    """Layers the forward never applies: their parameters exist all the same. One it reads
+    as a value (a Parameter: `fc(x) * scale`) is `read`, not unused."""
     used = {s.name.split(".")[0].split("[")[0] for s in steps if s.name}  # `h.0` is `h`
+    read = {op.symbol.root_reference.data for op in model.walk() if isinstance(op, RefOp)}
     return [
         LayerProfile(
-            name, layer.kind.data, None, layer_params(layer, env, models), 0, 0, unused=True
+            name,
+            layer.kind.data,
+            None,
+            layer_params(layer, env, models),
+            0,
+            0,
+            unused=name not in read,
+            read=name in read,
         )
         for name, layer in layers_of(model).items()
         if name not in used

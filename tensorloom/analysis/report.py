@@ -270,6 +270,8 @@ def layer_json(layer: LayerProfile) -> dict[str, Any]:
     }
     if layer.unused:
         found["unused"] = True
+    if layer.read:
+        found["read"] = True
     if layer.layers:
         found["layers"] = [layer_json(child) for child in layer.layers]
     return found
@@ -335,7 +337,9 @@ def layer_table(info: ModelInfo) -> Table:
 def _rows(layers: list[LayerProfile], indent: str) -> list[tuple[str, ...]]:
     rows: list[tuple[str, ...]] = []
     for layer in layers:
-        shape = "unused" if layer.unused else format_shape(layer.output_shape)
+        shape = (
+            "unused" if layer.unused else "read" if layer.read else format_shape(layer.output_shape)
+        )
         rows.append((indent + (layer.name or "-"), layer.kind, shape, f"{layer.params:,}",
                      _count(layer.flops), _bytes(layer.activation_bytes)))  # fmt: skip
         rows += _rows(layer.layers, indent + "  ")

@@ -802,7 +802,9 @@ class Inference:
         args = self._annotated_args(layer, op, forward, inner_env)
         result = self._follow(nested, forward, inner_env, args, inner)
         self.depth -= 1
-        flow.steps.append(self.step(name, model_kind(nested), result, inner.params))
+        # every declared layer once, its Parameters too (a `scale` multiplied in is no step)
+        params = declared_params(nested, inner_env, self.models)
+        flow.steps.append(self.step(name, model_kind(nested), result, params))
         return result
 
     def _follow(
