@@ -264,10 +264,23 @@ class DeclarationChecker:
         report(diagnostic)
 
     def check_model(self, model: ModelOp) -> None:
+        self._catalogue_name(model)
         self._check_configs(model)
         env = model_env(model)
         for layer in layers_of(model).values():
             self.check_layer(model, layer, env, _Context())
+
+    def _catalogue_name(self, model: ModelOp) -> None:
+        """A model named like a catalogue layer: `up = Upsample(8)` would be checked as the
+        catalogue's layer and compiled as the model (real-models/silent_catalogue_shadowing)."""
+        name = model.sym_name.data
+        spec = lookup(name)
+        span = span_of(model)
+        if spec is None or span is None:
+            return
+        message = f"model `{name}` has the name of the catalogue layer `{spec.name}`"
+        fix = f"rename the model (`{name}Block`): a layer `{name}(...)` means the catalogue's"
+        self.emit(Diagnostic.error("TL0309", message, Label(span), help=fix))
 
     def _check_configs(self, model: ModelOp) -> None:
         env: dict[str, Value] = {}
