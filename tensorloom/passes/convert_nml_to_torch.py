@@ -1143,7 +1143,7 @@ def _init_steps(
     """`spec.init_plan(bound)`, with the arguments the layer was given."""
     inits: list[_Init] = []
     for step in spec.init_plan(bound):
-        given = [("mean", step.mean), ("std", step.std)]
+        given = [("mean", step.mean), ("std", step.std), *step.options]
         chosen = [(k, kwargs[kw]) for k, kw in given if kw is not None]
         inits.append(_Init(field, prefix + step.tensor, step.function, chosen, each, layer))
     return inits
@@ -1223,11 +1223,46 @@ def _module_list(element: list[Operation], count: Attribute) -> list[Operation]:
 
 
 def _parameter_ops(shape: Sequence[Attribute], kwargs: DictionaryAttr) -> list[Operation]:
-    """`nn.Parameter(torch.zeros(1, 1, d))`, `torch.ones(...)`, `torch.randn(...) * std + mean`."""
+    """`nn.Parameter(torch.zeros(1, 1, d))`, `torch.ones(...)`, `torch.randn(...) * std + mean`,
+    `torch.empty(...).uniform_(a, b)`, `torch.full((...), value)`, `torch.tensor(values)`;
+    without sizes a 0-d tensor (`torch.zeros(())`)."""
     init_attr = kwargs.data.get("init")
     init = init_attr.data if isinstance(init_attr, StringAttr) else "zeros"
-    creator = {"ones": "torch.ones", "normal": "torch.randn"}.get(init, "torch.zeros")
-    value = _call_ops(creator, shape, [])
+    values = kwargs.data.get("values")
+    if values is not None and not isinstance(values, NoneValueAttr):
+        dtype = py.NameOp("torch.float32")
+        created = _call_ops("torch.tensor", [values], [])
+        call = created[-1]
+        assert isinstance(call, py.CallOp)
+        value = [
+            *created[:-1],
+            dtype,
+            py.CallOp(call.operands[0], [*call.operands[1:], dtype.result], ["", "dtype"]),
+        ]
+        return _joined_call("nn.Parameter", [value])
+    sizes: Sequence[Attribute] = shape if shape else [ArrayAttr([])]
+    if init == "constant":
+        value = _call_ops(
+            "torch.full",
+            [ArrayAttr(list(shape)), kwargs.data.get("value") or FloatAttr(0.0, 64)],
+            [],
+        )
+        return _joined_call("nn.Parameter", [value])
+    creator = {"ones": "torch.ones", "normal": "torch.randn", "uniform": "torch.empty"}.get(
+        init, "torch.zeros"
+    )
+    value = _call_ops(creator, sizes, [])
+    if init == "uniform":
+        bounds = [kwargs.data.get(k) or FloatAttr(d, 64) for k, d in (("a", 0.0), ("b", 1.0))]
+        method = py.AttributeOp(value[-1].results[0], "uniform_")
+        parts = [attr_ops(b) for b in bounds]
+        value = [
+            *value,
+            method,
+            *parts[0],
+            *parts[1],
+            py.CallOp(method.result, [parts[0][-1].results[0], parts[1][-1].results[0]], ["", ""]),
+        ]
     if init == "normal":
         for key, operator, neutral in (("std", "*", 1.0), ("mean", "+", 0.0)):
             given = kwargs.data.get(key)
