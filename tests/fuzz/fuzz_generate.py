@@ -73,7 +73,8 @@ SETTINGS = {
         "BCEWithLogits",
     ],
     "precision": ["fp32", "bf16", "fp16", "fp8", "auto"],
-    "lr_schedule": ["cosine", "step", "warmup", "cosin"],
+    "lr_schedule": ["cosine", "step", "warmup", "cosin", "plateau(factor=0.5, patience=1)",
+                    "plateau(factor=2.0)"],
     "grad_clip": ["1.0", "0", "-1.0"],
     "accumulate_steps": ["1", "2", "0"],
     "seed": ["0", "1", "-1"],
@@ -258,7 +259,13 @@ def _model(r: random.Random, name: str, kernel: str | None) -> tuple[str, str]:
              # symbolic sizes through arithmetic: H+4, (H+1)//2, 2*H, H//2 (dim_expr)
              f"Conv2d(1, {out}, 3, padding={r.choice([0, 2, 3])})",
              f"Conv2d(1, {out}, 3, stride=2, padding=1)", "AvgPool2d(2)",
-             f"ConvTranspose2d(1, {out}, 2, stride=2)"]
+             f"ConvTranspose2d(1, {out}, 2, stride=2)",
+             f"Linear({current}, {out}, init=\"kaiming_normal\", mode=\"fan_out\", "
+             "nonlinearity=\"relu\")",
+             f"Linear({current}, {out}, init=\"uniform\", a=-0.1, b={r.choice(['0.1', '-1'])})",
+             f"LayerNorm({current}, init=\"zeros\", bias_init=\"ones\")",
+             f"BatchNorm1d({current}, init=\"constant\", value=0.5)",
+             "Parameter(init=\"constant\", value=2.6592)", "Parameter(values=[1.0, 2.0])"]
         )  # fmt: skip
         layers.append(f"l{i}")
         lines.append(f"    layer l{i} = {ctor}")
