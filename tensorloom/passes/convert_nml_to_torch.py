@@ -235,6 +235,8 @@ class ApplyToTorch(RewritePattern):
         layer = layers_of(model).get(name)
         bound = bind_layer(layer, model_env(model)) if layer is not None else None
         kind = bound.spec.call_kind_of(bound) if bound is not None else "plain"
+        if bound is not None and bound.spec.stateful and len(op.args) == 2:
+            kind = "plain"  # `lstm(x, state)`: the pair (output, state), as PyTorch gives it
         names = [n.data for n in op.arg_names] if op.arg_names else [""] * len(op.args)
         _replace(rewriter, op, submodule_call(name, list(op.args), names, kind))
 

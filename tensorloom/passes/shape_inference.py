@@ -106,6 +106,7 @@ from tensorloom.dialects.nml import (
     LayerOp,
     ListOp,
     ModelOp,
+    NoneType,
     RefOp,
     ReturnOp,
     TensorType,
@@ -692,10 +693,54 @@ class Inference:
         result = self._like(op, shape)
         if suffix is not None or (inputs and inputs[0] is None):
             result = self._from_placeholder(result, shape, bound)
+        if bound.spec.stateful and len(op.args) == 2:
+            result = self._with_state(layer, op, bound, result)
         params = bound.spec.param_count(bound)
         name = label or layer.sym_name.data
         flow.steps.append(self.step(name, _describe(bound), result, params))
         return result
+
+    def _with_state(
+        self, layer: LayerOp, op: ApplyOp | ApplyAtOp, bound: BoundLayer, output: Attribute
+    ) -> Attribute:
+        """`lstm(x, state)`: `(output, state)`, the state given (`none`: zeros) checked
+        against the layer's (an LSTM's a pair `(h, c)`, a GRU's one tensor)."""
+        x = self._shape(op.args[0])
+        if x is None or not isinstance(output, TensorType):
+            return TupleType.of([output, nml_any()])
+        wanted = [output.with_dims(s) for s in bound.spec.state_shapes(bound, x)]
+        state = wanted[0] if len(wanted) == 1 else TupleType.of(wanted)
+        given = self.type_of(op.args[1])
+        problem = self._state_problem(wanted, given)
+        if problem is not None:
+            self._report_layer(layer, op, bound, problem)
+        return TupleType.of([output, state])
+
+    def _state_problem(self, wanted: list[TensorType], given: Attribute) -> ShapeMismatch | None:
+        if isinstance(given, NoneType | AnyType):
+            return None
+        tensors = list(given.elements.data) if isinstance(given, TupleType) else [given]
+        expected = ", ".join(self.format_type(t) for t in wanted)
+        what = "a pair (h, c)" if len(wanted) == 2 else "a tensor"
+        if len(tensors) != len(wanted) or not all(isinstance(t, TensorType) for t in tensors):
+            return ShapeMismatch(
+                f"takes its state as {what}: {expected}",
+                help="pass `none` for a zero state, or the state a previous call returned",
+            )
+        for want, got in zip(wanted, tensors, strict=True):
+            assert isinstance(got, TensorType)
+            if got.dims is None:
+                continue
+            if len(got.dims) != len(want.dims or ()) or isinstance(
+                self.unifier.unify_shapes(want.dims, got.dims), ShapeMismatch
+            ):
+                return ShapeMismatch(
+                    f"takes its state as {what}: {expected}, got {self.format_type(got)}",
+                    expected=expected,
+                    got=self.format_type(got),
+                    help="a state is [num_layers x directions, B, hidden_size]",
+                )
+        return None
 
     def _float_ids(self, model: ModelOp, op: ApplyOp | ApplyAtOp) -> bool:
         """Whether an `Embedding`'s ids are the output of a catalogue layer (always floats)."""

@@ -380,6 +380,9 @@ class LayerSpec:
     # Arguments that pick the emitted class or how it is called (MultiHeadAttention's
     # `causal`): the class is emitted once per model, so a config cannot give them.
     literal_params: ClassVar[tuple[str, ...]] = ()
+    # Whether `layer(x, state)` is accepted: it returns `(output, state)` (LSTM, GRU), and
+    # `state_shapes` gives the state's tensors.
+    stateful: ClassVar[bool] = False
 
     # --- binding -------------------------------------------------------------------------
 
@@ -568,6 +571,10 @@ class LayerSpec:
         self, bound: BoundLayer, shape: Shape, unifier: Unifier
     ) -> Shape | ShapeMismatch:
         return shape
+
+    def state_shapes(self, bound: BoundLayer, shape: tuple[Dim, ...]) -> tuple[Shape, ...]:
+        """A `stateful` layer's state for input `shape`: its tensors' shapes, in order."""
+        return ()
 
     def param_shapes(self, bound: BoundLayer) -> dict[str, tuple[int, ...]]:
         """Each learnable tensor's shape, by its name in `named_parameters()`
