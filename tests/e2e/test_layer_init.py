@@ -168,5 +168,5 @@ def test_inits_with_their_options(tmp_path: Path) -> None:
     assert net.logit_scale.requires_grad and net.zero.shape == ()
     assert torch.equal(net.mix, torch.tensor([[0.5, 0.25], [0.125, 1.0]]))
     assert net.mix.dtype == torch.float32 and net.mix.requires_grad
-    assert -2.0 <= net.u.min().item() and net.u.max().item() <= -1.0
+    assert net.u.min().item() >= -2.0 and net.u.max().item() <= -1.0
     assert net(torch.randn(2, 64, 8, 8)).shape == (2, 128, 6, 6)

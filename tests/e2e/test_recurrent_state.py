@@ -42,7 +42,7 @@ def test_state_goes_in_and_comes_out(tmp_path: Path) -> None:
     torch.manual_seed(0)
     seq = module.Seq()
     x = torch.randn(2, 5, 8)
-    out, state = seq.lstm(x)
+    _, state = seq.lstm(x)
     out2, (h, c) = seq.lstm(x * 0.5, state)
     g, hg = seq.gru(out2, h[:1, :, :4].contiguous())
     expected = g + hg.transpose(0, 1) + c[-1:].transpose(0, 1)[:, :, :4]

@@ -47,8 +47,9 @@ TENSOR_STATEMENTS = ["h = h[h > 0.0]", "h = h[arange(2)]", "h = h[:, arange(2)]"
                      "h = h.scatter(-1, h.topk(2)[1], 0.0)", "h = h + cumsum(h, dim=0)",
                      "h = pad(h, [0, h.size(-1)])", "h = h[h.argmax(dim=-1)]",
                      "h = one_hot(h.argmax(dim=-1), num_classes=h.size(-1)).float()",
-                     "h = self.l0(h, none)[0]", "h = self.l0(h, self.l0(h, none)[1])[0]"]  # fmt: skip
-"""Indexing by a tensor and the index-valued functions, as statements on `h`."""
+                     "h = self.l0(h, none)[0]",
+                     "h = self.l0(h, self.l0(h, none)[1])[0]"]  # fmt: skip
+"""Indexing by a tensor, the index-valued functions and a recurrent state, on `h`."""
 DATASETS = ['"digits"', '"mnist"', '"cifar10"', '"reverse"', '"tokens.npz"', '"t.csv"',
             '"a\\"b.pt"', "", '"digits", flatten=true', '"x.pt", sample_shape=[4], num_classes=2',
             'sample_shape=[8], num_classes=3', '"cls12.npz"', '"reg.npz"', '"noxy.npz"',
