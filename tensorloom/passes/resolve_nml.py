@@ -193,7 +193,7 @@ def _erase_dead_constants(module: ModuleOp) -> None:
         if isinstance(op, ConstantOp | ListOp | NegOp | DimOp) or is_dtype_name(op)
     ]
     for op in pure:
-        if op.result.uses:
+        if op.results[0].uses:
             continue
         op.detach()
         op.erase()

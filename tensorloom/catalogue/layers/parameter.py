@@ -74,7 +74,7 @@ class ParameterSpec(LayerSpec):
             return errors + bound
         if errors:
             return errors
-        shape = list(args)
+        shape: list[Value] = list(args)
         given = _values_shape(bound.values.get("values"))
         if given is not None:
             if args and tuple(shape) != given:
@@ -85,7 +85,7 @@ class ParameterSpec(LayerSpec):
                         help="leave out the sizes: `values` give the shape",
                     )
                 ]
-            shape = list(given)
+            shape = [*given]
         values: dict[str, Value] = {**bound.values, "shape": shape}
         return BoundLayer(self, values, tuple(args), bound.kwargs)
 
