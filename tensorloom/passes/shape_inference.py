@@ -672,6 +672,10 @@ class Inference:
         bound = bind_layer(layer, env)
         if bound is None:
             return TensorType.unranked()
+        if op.args and isinstance(self.type_of(op.args[0]), IntegerType | Float64Type):
+            number = ShapeMismatch("takes a tensor, got a number", help="apply it to a tensor")
+            self._report_layer(layer, op, bound, number)  # `3 |> self.fc` (a fuzz finding)
+            return TensorType.unranked()
         inputs = [self._shape(v) for v in op.args]
         if bound.spec.name == "Embedding" and op.args:
             self._check_positions(layer, op, bound)
