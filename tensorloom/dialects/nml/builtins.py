@@ -691,6 +691,13 @@ class MulOp(BinaryOp):
 class DivOp(BinaryOp):
     name = "nml.div"
 
+    def infer_shape(
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
+        """As Python's `/`: two integers give a float (`x.size(1) / 2` is 4.0)."""
+        result = super().infer_shape(operand_types, unifier)
+        return Float64Type() if result == i64 else result
+
 
 @lazy_op_definition
 class PowOp(BinaryOp):

@@ -115,6 +115,13 @@ def _element_of(operand: Attribute) -> Attribute:
     )
 
 
+def _integers(types: Sequence[Attribute], what: str) -> ShapeMismatch | None:
+    """Sizes the forward computes must be integers (`x.size(2) - 4`, a loop counter)."""
+    if all(isinstance(t, AnyType) or t == i64 for t in types):
+        return None
+    return ShapeMismatch(f"{what}, got a float", help="compute it from `x.size(d)` with `+ - *`")
+
+
 def _dim_property(dim: int | None) -> IntegerAttr | None:
     return None if dim is None else IntegerAttr(dim, i64)
 
@@ -286,6 +293,9 @@ class PadOp(SizedOp, SpelledOp):
     def infer_sized(
         self, operand_types: Sequence[Attribute], sizes: Sequence[Dim], unifier: Unifier
     ) -> Attribute | ShapeMismatch:
+        problem = _integers(operand_types[1:], "the pads must be integers")
+        if problem is not None:
+            return problem
         pads = _sized_entries(self.pads, sizes)
         return apply_rule(operand_types[0], lambda dims: pad_shape(dims, pads))
 
@@ -350,6 +360,9 @@ class NarrowOp(SizedOp, SpelledOp):
     def infer_sized(
         self, operand_types: Sequence[Attribute], sizes: Sequence[Dim], unifier: Unifier
     ) -> Attribute | ShapeMismatch:
+        problem = _integers(operand_types[1:], "the start must be an integer")
+        if problem is not None:
+            return problem
         start = sizes[0] if sizes else self.start.value.data  # type: ignore[attr-defined]
         dim, length = self.dim.value.data, self.length.value.data
         return apply_rule(operand_types[0], lambda dims: narrow_shape(dims, dim, start, length))
