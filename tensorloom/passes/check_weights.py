@@ -139,17 +139,6 @@ def _layers_help(path: str, tree: ModelTree) -> str | None:
     )
 
 
-def _linear_paths(tree: ModelTree) -> list[str]:
-    """Every Linear `named_modules()` will hold: the model's own, and the projections inside
-    its catalogue layers (attention's `c_attn`, `out_proj`): a 2-D `weight` of no layer."""
-    own = [p for p, kind in tree.kinds.items() if kind == "Linear"]
-    inner = [
-        k[: -len(".weight")] for k, shape in tree.shapes.items()
-        if k.endswith(".weight") and len(shape) == 2 and k[: -len(".weight")] not in tree.kinds
-    ]  # fmt: skip
-    return own + inner
-
-
 def _check_lora(op: SetOp, tree: ModelTree) -> None:
     span = _value_span(op)
     call = op.value
@@ -158,7 +147,7 @@ def _check_lora(op: SetOp, tree: ModelTree) -> None:
     targets = call.kwargs.data.get("targets")
     if not isinstance(targets, ArrayAttr):
         return
-    linears = _linear_paths(tree)
+    linears = tree.linear_paths()
     for target in targets.data:
         if not isinstance(target, StringAttr):
             continue

@@ -11,7 +11,8 @@ compares them with a weights file's header.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from tensorloom.catalogue.layers import lookup
@@ -38,6 +39,54 @@ class ModelTree:
     kinds: dict[str, str] = field(default_factory=dict[str, str])
     lists: dict[str, int] = field(default_factory=dict[str, int])
     shapes: dict[str, tuple[int, ...]] = field(default_factory=dict[str, tuple[int, ...]])
+    buffers: set[str] = field(default_factory=set[str])  # the shapes that are not parameters
+
+    def parameters(self) -> dict[str, tuple[int, ...]]:
+        return {k: s for k, s in self.shapes.items() if k not in self.buffers}
+
+    def linear_paths(self) -> list[str]:
+        """Every Linear `named_modules()` will hold: the model's own, and the projections
+        inside its catalogue layers (attention's `c_attn`, `out_proj`): a 2-D `weight` of no
+        layer."""
+        own = [p for p, kind in self.kinds.items() if kind == "Linear"]
+        inner = [
+            k[: -len(".weight")] for k, shape in self.shapes.items()
+            if k.endswith(".weight") and len(shape) == 2 and k[: -len(".weight")] not in self.kinds
+        ]  # fmt: skip
+        return own + inner
+
+    def layer_names(self, path: str) -> list[str]:
+        """`h[0:6]` as `h.0` ... `h.5` (within the list's length); other paths as they are."""
+        sliced = re.fullmatch(r"(.+)\[(\d*):(\d*)\]", path)
+        if sliced is None:
+            return [path]
+        base, low, high = sliced.group(1), sliced.group(2), sliced.group(3)
+        count = self.lists.get(base, 0)
+        return [f"{base}.{i}" for i in range(count)[int(low or 0) : int(high) if high else None]]
+
+    def trainable(self, freeze: Sequence[str], lora: Mapping[str, object] | None) -> int:
+        """The parameters that train under `freeze` and `lora` (every other one frozen, as
+        the emitted script's `freeze_layers` and `add_lora` freeze them)."""
+        params = self.parameters()
+        if lora is not None:
+            rank = int(lora.get("rank", 0))  # type: ignore[arg-type]
+            targets = [str(t) for t in lora.get("targets", ())]  # type: ignore[union-attr]
+            adapted = [p for p in self.linear_paths()
+                       if any(p == t or p.endswith("." + t) for t in targets)]  # fmt: skip
+            return sum(rank * (params[p + ".weight"][1] + params[p + ".weight"][0])
+                       for p in adapted if p + ".weight" in params)  # fmt: skip
+        frozen = {
+            key for path in freeze for name in self.layer_names(path) for key in params
+            if key == name or key.startswith(name + ".")
+        }  # fmt: skip
+        return sum(_numel(s) for k, s in params.items() if k not in frozen)
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
 
 
 class UnknownState(Exception):
@@ -99,7 +148,8 @@ def _walk(
         spec = lookup(layer.kind.data)
         if bound is None or spec is None:
             raise UnknownState(f"the arguments of `{name}`")
-        own = spec.param_shapes(bound) | spec.buffer_shapes(bound)
+        params, buffers = spec.param_shapes(bound), spec.buffer_shapes(bound)
         for p in prefixes:
-            for key, shape in own.items():
+            for key, shape in (params | buffers).items():
                 tree.shapes[p + key if key else p[:-1]] = shape
+            tree.buffers.update(p + key for key in buffers)
