@@ -29,7 +29,7 @@ from tensorloom.analysis.trace import Step, StepBudget, TensorKey, Trace, trace_
 from tensorloom.catalogue.layers import BoundLayer
 from tensorloom.catalogue.shapes import Shape, concrete
 from tensorloom.diagnostics.ir import reporting
-from tensorloom.dialects.nml import DropoutOp, ModelOp
+from tensorloom.dialects.nml import DropoutOp, ModelOp, RefOp
 from tensorloom.passes.shape_inference import Instantiation, instantiations, set_dim_bindings
 from tensorloom.passes.support.model_env import (
     MAX_NESTING,
@@ -76,6 +76,7 @@ class LayerProfile:
     activation_bytes: int | None
     layers: list[LayerProfile] = field(default_factory=list["LayerProfile"])
     unused: bool = False
+    read: bool = False  # a Parameter the forward reads as a value (`fc(x) * scale`)
     repeat: int = 0  # a loop: its iterations (`layers` are the first one's, the totals all's)
 
 
@@ -433,11 +434,20 @@ def unused_layers(
     model: ModelOp, env: Env, steps: Sequence[Step], models: Mapping[str, ModelOp]
 ) -> list[LayerProfile]:
     """Layers the forward never applies: their parameters exist all the same (a
-    conditional layer this configuration does not build is not one)."""
+    conditional layer this configuration does not build is not one). One it reads as a
+    value (a Parameter: `fc(x) * scale`) is `read`, not unused."""
     used = {s.name.split(".")[0].split("[")[0] for s in _in_loops(steps) if s.name}  # `h.0`: `h`
+    read = {op.symbol.root_reference.data for op in model.walk() if isinstance(op, RefOp)}
     return [
         LayerProfile(
-            name, layer.kind.data, None, layer_params(layer, env, models), 0, 0, unused=True
+            name,
+            layer.kind.data,
+            None,
+            layer_params(layer, env, models),
+            0,
+            0,
+            unused=name not in read,
+            read=name in read,
         )
         for name, layer in layers_of(model).items()
         if name not in used and layer_built(layer, env)

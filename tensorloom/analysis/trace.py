@@ -46,6 +46,7 @@ from tensorloom.dialects.nml import (
     ModelOp,
     ReturnOp,
     TensorType,
+    TupleType,
     YieldOp,
 )
 from tensorloom.passes.shape_inference import (
@@ -383,7 +384,10 @@ def _is_index(op: ApplyOp | ApplyAtOp, value: SSAValue) -> bool:
 
 
 def _shape(value: SSAValue) -> Shape:
+    """A tensor's dims; of a pair (output, state), as `lstm(x, state)` gives, the output's."""
     attr = value.type
+    if isinstance(attr, TupleType) and attr.elements.data:
+        attr = attr.elements.data[0]
     return attr.dims if isinstance(attr, TensorType) else None
 
 

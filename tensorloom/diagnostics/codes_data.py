@@ -713,7 +713,7 @@ error[TL0308]: `softmax` needs the argument `dim`
             'TL0309',
             'a name defined twice',
             """\
-Two top-level `let`s of an instance or dataset with one name, two layers or configs of one model with one name, or a model and a kernel with one name.
+Two top-level `let`s of an instance or dataset with one name, two layers or configs of one model with one name, a model and a kernel with one name, or a model named like a catalogue layer (`model Upsample`: a layer `Upsample(...)` would mean the catalogue's).
 """,
             """\
 error[TL0309]: `net` is defined twice

@@ -80,7 +80,7 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tensorloom.catalogue.functions import FUNCTIONS
+from tensorloom.catalogue.functions import FUNCTIONS, SCALAR_MATH
 from tensorloom.catalogue.layers import BoundLayer, LayerSpec, lookup
 from tensorloom.catalogue.layers.parameter import PARAMETER
 from tensorloom.dialects import kernel, nml, py
@@ -94,6 +94,7 @@ from tensorloom.passes.support.model_env import (
     enclosing_model,
     layers_of,
     lookup_symbol,
+    mentions_config,
     model_env,
 )
 
@@ -235,6 +236,8 @@ class ApplyToTorch(RewritePattern):
         layer = layers_of(model).get(name)
         bound = bind_layer(layer, model_env(model)) if layer is not None else None
         kind = bound.spec.call_kind_of(bound) if bound is not None else "plain"
+        if bound is not None and bound.spec.stateful and len(op.args) == 2:
+            kind = "plain"  # `lstm(x, state)`: the pair (output, state), as PyTorch gives it
         names = [n.data for n in op.arg_names] if op.arg_names else [""] * len(op.args)
         _replace(rewriter, op, submodule_call(name, list(op.args), names, kind))
 
@@ -278,8 +281,11 @@ class UnaryToTorch(RewritePattern):
         if isinstance(op, nml.NegOp):
             _replace(rewriter, op, [py.UnaryOp("-", op.input)])
             return
-        spec = FUNCTIONS[op.name.removeprefix("nml.")]
-        _replace(rewriter, op, _call(spec.torch, op.input, _Keywords()))
+        name = op.name.removeprefix("nml.")
+        if not isinstance(op.input.type, nml.TensorType | nml.AnyType) and name in SCALAR_MATH:
+            _replace(rewriter, op, _Keywords().value(op.input).function(f"math.{name}"))
+            return
+        _replace(rewriter, op, _call(FUNCTIONS[name].torch, op.input, _Keywords()))
 
 
 class GeluToTorch(RewritePattern):
@@ -653,6 +659,46 @@ class AttentionToTorch(RewritePattern):
         _replace(rewriter, op, call.function("F.scaled_dot_product_attention"))
 
 
+class SpelledToTorch(RewritePattern):
+    """`torch.cumsum(x, dim=1)`, `x.topk(2, dim=-1)`, `F.pad(x, (1, 1))`: the builtins that
+    list their own arguments (`nml.SpelledOp`), spelled as their catalogue record says."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.SpelledOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        call = _Keywords()
+        for name, argument in op.torch_arguments():
+            _argument(call, argument, name)
+        _replace(rewriter, op, _call(FUNCTIONS[op.FUNCTION].torch, op.tensor, call))
+
+
+def _argument(call: _Keywords, argument: nml.TorchArgument, name: str) -> None:
+    if isinstance(argument, SSAValue):
+        call.value(argument, name)
+    elif isinstance(argument, tuple):
+        items = [v if isinstance(v, SSAValue) else _const(v) for v in argument]
+        packed = py.TupleOp([v if isinstance(v, SSAValue) else v.result for v in items])
+        call.ops += [*(v for v in items if not isinstance(v, SSAValue)), packed]
+        call.value(packed.result, name)
+    else:
+        call.literal(argument, name)
+
+
+class CastToTorch(RewritePattern):
+    """`x.to(torch.int64)`: `.long()`, `.float()` and `.to(dtype)` alike."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.CastOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        dtype = py.NameOp(nml.TORCH_DTYPES[op.dtype.data])
+        call = _Keywords()
+        call.ops.append(dtype)
+        call.value(dtype.result)
+        _replace(rewriter, op, call.method(op.input, "to"))
+
+
 BINARY_OPERATORS: dict[type[Operation], str] = {
     nml.AddOp: "+",
     nml.SubOp: "-",
@@ -968,6 +1014,8 @@ BODY_PATTERNS: tuple[RewritePattern, ...] = (
     EinsumToTorch(),
     SelectToTorch(),
     AttentionToTorch(),
+    SpelledToTorch(),
+    CastToTorch(),
     BinaryToTorch(),
     IndexToTorch(),
     DimToTorch(),
@@ -1029,19 +1077,6 @@ def _call_ops(
         values.append(part[-1].results[0])
     names = [""] * len(args) + [k for k, _ in kwargs]
     return [*ops, py.CallOp(function.result, values, names)]
-
-
-def _mentions_config(attr: Attribute) -> bool:
-    if isinstance(attr, CfgAttr):
-        return True
-    children: Sequence[Attribute] = ()
-    if isinstance(attr, ExprAttr):
-        children = attr.operands.data
-    elif isinstance(attr, ArrayAttr):
-        children = attr.data
-    elif isinstance(attr, CallAttr):
-        children = [*attr.args.data, *attr.kwargs.data.values()]
-    return any(_mentions_config(c) for c in children)
 
 
 # ----------------------------------------------------------- model to class
@@ -1153,7 +1188,7 @@ def _init_steps(
     """`spec.init_plan(bound)`, with the arguments the layer was given."""
     inits: list[_Init] = []
     for step in spec.init_plan(bound):
-        given = [("mean", step.mean), ("std", step.std)]
+        given = [("mean", step.mean), ("std", step.std), *step.options]
         chosen = [(k, kwargs[kw]) for k, kw in given if kw is not None]
         inits.append(_Init(field, prefix + step.tensor, step.function, chosen, each, layer))
     return inits
@@ -1245,11 +1280,46 @@ def _module_list(element: list[Operation], layer: nml.LayerOp) -> list[Operation
 
 
 def _parameter_ops(shape: Sequence[Attribute], kwargs: DictionaryAttr) -> list[Operation]:
-    """`nn.Parameter(torch.zeros(1, 1, d))`, `torch.ones(...)`, `torch.randn(...) * std + mean`."""
+    """`nn.Parameter(torch.zeros(1, 1, d))`, `torch.ones(...)`, `torch.randn(...) * std + mean`,
+    `torch.empty(...).uniform_(a, b)`, `torch.full((...), value)`, `torch.tensor(values)`;
+    without sizes a 0-d tensor (`torch.zeros(())`)."""
     init_attr = kwargs.data.get("init")
     init = init_attr.data if isinstance(init_attr, StringAttr) else "zeros"
-    creator = {"ones": "torch.ones", "normal": "torch.randn"}.get(init, "torch.zeros")
-    value = _call_ops(creator, shape, [])
+    values = kwargs.data.get("values")
+    if values is not None and not isinstance(values, NoneValueAttr):
+        dtype = py.NameOp("torch.float32")
+        created = _call_ops("torch.tensor", [values], [])
+        call = created[-1]
+        assert isinstance(call, py.CallOp)
+        value = [
+            *created[:-1],
+            dtype,
+            py.CallOp(call.operands[0], [*call.operands[1:], dtype.result], ["", "dtype"]),
+        ]
+        return _joined_call("nn.Parameter", [value])
+    sizes: Sequence[Attribute] = shape if shape else [ArrayAttr([])]
+    if init == "constant":
+        value = _call_ops(
+            "torch.full",
+            [ArrayAttr(list(shape)), kwargs.data.get("value") or FloatAttr(0.0, 64)],
+            [],
+        )
+        return _joined_call("nn.Parameter", [value])
+    creator = {"ones": "torch.ones", "normal": "torch.randn", "uniform": "torch.empty"}.get(
+        init, "torch.zeros"
+    )
+    value = _call_ops(creator, sizes, [])
+    if init == "uniform":
+        bounds = [kwargs.data.get(k) or FloatAttr(d, 64) for k, d in (("a", 0.0), ("b", 1.0))]
+        method = py.AttributeOp(value[-1].results[0], "uniform_")
+        parts = [attr_ops(b) for b in bounds]
+        value = [
+            *value,
+            method,
+            *parts[0],
+            *parts[1],
+            py.CallOp(method.result, [parts[0][-1].results[0], parts[1][-1].results[0]], ["", ""]),
+        ]
     if init == "normal":
         for key, operator, neutral in (("std", "*", 1.0), ("mean", "+", 0.0)):
             given = kwargs.data.get(key)
@@ -1326,7 +1396,7 @@ def _init_params(
     params: list[tuple[str, SSAValue]] = []
     inside: list[Operation] = []
     for name, config in configs_of(model).items():
-        if not _mentions_config(config.value):
+        if not mentions_config(config.value):
             value = attr_ops(config.value)
             before += value
             params.append((name, value[-1].results[0]))

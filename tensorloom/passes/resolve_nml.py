@@ -72,12 +72,13 @@ from tensorloom.passes.support.model_env import (
     floor_exact_divisions,
     layer_arguments,
     layers_of,
+    mentions_config,
     model_env,
     models_of,
     name_help,
     nested_overrides,
 )
-from tensorloom.passes.support.resolve_builtins import CallProblem, build_builtin
+from tensorloom.passes.support.resolve_builtins import CallProblem, build_builtin, is_dtype_name
 from tensorloom.passes.support.script_builtins import PYTHON_BUILTINS
 from tensorloom.source import Span
 
@@ -191,15 +192,15 @@ def _report_call(op: CallOp, problem: CallProblem) -> None:
 
 def _erase_dead_constants(module: ModuleOp) -> None:
     """Constants and lists a builtin folded into its properties (`cat([a, b])`'s list,
-    `sum(dim=[1, 2])`'s dims), and the dims of an annotation the body never reads;
-    users first so that a list's elements die with it."""
+    `sum(dim=[1, 2])`'s dims, a cast's `torch.int64`), and the dims of an annotation the
+    body never reads; users first so that a list's elements die with it."""
     pure = [
         op
         for op in module.walk(reverse=True)
-        if isinstance(op, ConstantOp | ListOp | NegOp | DimOp)
+        if isinstance(op, ConstantOp | ListOp | NegOp | DimOp) or is_dtype_name(op)
     ]
     for op in pure:
-        if op.result.uses:
+        if op.results[0].uses:
             continue
         op.detach()
         op.erase()
@@ -270,10 +271,23 @@ class DeclarationChecker:
         report(diagnostic)
 
     def check_model(self, model: ModelOp) -> None:
+        self._catalogue_name(model)
         self._check_configs(model)
         env = model_env(model)
         for layer in layers_of(model).values():
             self.check_layer(model, layer, env, _Context())
+
+    def _catalogue_name(self, model: ModelOp) -> None:
+        """A model named like a catalogue layer: `up = Upsample(8)` would be checked as the
+        catalogue's layer and compiled as the model (real-models/silent_catalogue_shadowing)."""
+        name = model.sym_name.data
+        spec = lookup(name)
+        span = span_of(model)
+        if spec is None or span is None:
+            return
+        message = f"model `{name}` has the name of the catalogue layer `{spec.name}`"
+        fix = f"rename the model (`{name}Block`): a layer `{name}(...)` means the catalogue's"
+        self.emit(Diagnostic.error("TL0309", message, Label(span), help=fix))
 
     def _check_configs(self, model: ModelOp) -> None:
         for config, error in config_errors(model, {}):
@@ -426,6 +440,23 @@ class DeclarationChecker:
             errors = [e for e in (too_many_params(spec, bound),) if e is not None]
         for error in errors:
             self._arg_error(layer, error, where)
+        if not where.nested:
+            self._literal_params(layer, spec)
+
+    def _literal_params(self, layer: LayerOp, spec: LayerSpec) -> None:
+        """`MultiHeadAttention(d, h, causal=causal)`: `causal` picks the PyTorch class
+        (fuzz-findings/real-models/miscompile_mha_causal_config.nml)."""
+        for name in spec.literal_params:
+            given = layer.kwargs.data.get(name)
+            span = arg_span(layer, None, name)
+            if given is None or not mentions_config(given) or span is None:
+                continue
+            message = (
+                f"`{layer.sym_name.data}`: `{name}` of `{spec.name}` must be written as a "
+                "literal, not a config: it picks the PyTorch module the layer becomes"
+            )
+            fix = f"write `{name}=true` or `{name}=false`"
+            self.emit(Diagnostic.error("TL0422", message, Label(span), help=fix))
 
     def _conditional_init(self, layer: LayerOp, spec: LayerSpec) -> None:
         """TL0422: a conditional layer's module may be `None`, so the script cannot

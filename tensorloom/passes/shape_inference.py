@@ -106,6 +106,7 @@ from tensorloom.dialects.nml import (
     LayerOp,
     ListOp,
     ModelOp,
+    NoneType,
     RefOp,
     ReturnOp,
     TensorType,
@@ -354,6 +355,10 @@ class Inference:
                 folded = _SCALAR_ARITHMETIC[op.name](a, b)
                 if isinstance(folded, int):
                     self.scalars[op.result] = folded
+            elif op.name != "nml.mul" and a is not None and b is not None:
+                # `skip.size(2) - x.size(2)` is `H2-H`: a pad that follows computed sizes
+                sign = 1 if op.name == "nml.add" else -1
+                self.scalars[op.result] = dim_expr.combine(a, b, sign)
         elif isinstance(op, IndexOp) and op.input in self.shape_tuples:
             entries = op.entries()  # `x.shape[1]`
             dims = self.shape_tuples[op.input]
@@ -570,7 +575,8 @@ class Inference:
         result: Attribute | ShapeMismatch = nml_any()
         if isinstance(source, TupleType):
             result = tuple_item(source, [index])
-        elif isinstance(source, TensorType):
+        elif isinstance(source, TensorType) and source.dims is not None:
+            # (an unranked one is unknown, as after an op whose error was reported)
             result = ShapeMismatch("a tensor cannot be unpacked into names")
         if op.input in self.shape_tuples and isinstance(result, Attribute):
             dims = self.shape_tuples[op.input]
@@ -701,6 +707,10 @@ class Inference:
         bound = bind_layer(layer, env)
         if bound is None:
             return TensorType.unranked()
+        if op.args and isinstance(self.type_of(op.args[0]), IntegerType | Float64Type):
+            number = ShapeMismatch("takes a tensor, got a number", help="apply it to a tensor")
+            self._report_layer(layer, op, bound, number)  # `3 |> self.fc` (a fuzz finding)
+            return TensorType.unranked()
         inputs = [self._shape(v) for v in op.args]
         if bound.spec.name == "Embedding" and op.args:
             self._check_positions(layer, op, bound)
@@ -722,10 +732,54 @@ class Inference:
         result = self._like(op, shape)
         if suffix is not None or (inputs and inputs[0] is None):
             result = self._from_placeholder(result, shape, bound)
+        if bound.spec.stateful and len(op.args) == 2:
+            result = self._with_state(layer, op, bound, result)
         params = bound.spec.param_count(bound)
         name = label or layer.sym_name.data
         flow.steps.append(self.step(name, describe(bound), result, params))
         return result
+
+    def _with_state(
+        self, layer: LayerOp, op: ApplyOp | ApplyAtOp, bound: BoundLayer, output: Attribute
+    ) -> Attribute:
+        """`lstm(x, state)`: `(output, state)`, the state given (`none`: zeros) checked
+        against the layer's (an LSTM's a pair `(h, c)`, a GRU's one tensor)."""
+        x = self._shape(op.args[0])
+        if x is None or not isinstance(output, TensorType):
+            return TupleType.of([output, nml_any()])
+        wanted = [output.with_dims(s) for s in bound.spec.state_shapes(bound, x)]
+        state = wanted[0] if len(wanted) == 1 else TupleType.of(wanted)
+        given = self.type_of(op.args[1])
+        problem = self._state_problem(wanted, given)
+        if problem is not None:
+            self._report_layer(layer, op, bound, problem)
+        return TupleType.of([output, state])
+
+    def _state_problem(self, wanted: list[TensorType], given: Attribute) -> ShapeMismatch | None:
+        if isinstance(given, NoneType | AnyType):
+            return None
+        tensors = list(given.elements.data) if isinstance(given, TupleType) else [given]
+        expected = ", ".join(self.format_type(t) for t in wanted)
+        what = "a pair (h, c)" if len(wanted) == 2 else "a tensor"
+        if len(tensors) != len(wanted) or not all(isinstance(t, TensorType) for t in tensors):
+            return ShapeMismatch(
+                f"takes its state as {what}: {expected}",
+                help="pass `none` for a zero state, or the state a previous call returned",
+            )
+        for want, got in zip(wanted, tensors, strict=True):
+            assert isinstance(got, TensorType)
+            if got.dims is None:
+                continue
+            if len(got.dims) != len(want.dims or ()) or isinstance(
+                self.unifier.unify_shapes(want.dims, got.dims), ShapeMismatch
+            ):
+                return ShapeMismatch(
+                    f"takes its state as {what}: {expected}, got {self.format_type(got)}",
+                    expected=expected,
+                    got=self.format_type(got),
+                    help="a state is [num_layers x directions, B, hidden_size]",
+                )
+        return None
 
     def _float_ids(self, model: ModelOp, op: ApplyOp | ApplyAtOp) -> bool:
         """Whether an `Embedding`'s ids are the output of a catalogue layer (always floats)."""
@@ -834,7 +888,9 @@ class Inference:
         args = self._annotated_args(layer, op, forward, inner_env)
         result = self._follow(nested, forward, inner_env, args, inner)
         self.depth -= 1
-        flow.steps.append(self.step(name, model_kind(nested), result, inner.params))
+        # every declared layer once, its Parameters too (a `scale` multiplied in is no step)
+        params = declared_params(nested, inner_env, self.models)
+        flow.steps.append(self.step(name, model_kind(nested), result, params))
         return result
 
     def _follow(

@@ -40,13 +40,14 @@ from xdsl.irdl import (
 )
 from xdsl.utils.exceptions import VerifyException
 
-from tensorloom.catalogue.functions import ELEMENTWISE
+from tensorloom.catalogue.functions import ELEMENTWISE, SCALAR_MATH
 from tensorloom.catalogue.shapes import (
     UNKNOWN_BOUND,
     Index,
     Shape,
     ShapeMismatch,
     Slice,
+    TensorIndex,
     Unifier,
     arange_length,
     at_least_2d,
@@ -155,7 +156,20 @@ class UnaryOp(FunctionalOp, ABC):
     def infer_shape(
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
     ) -> Attribute | ShapeMismatch:
-        return operand_types[0]
+        operand = operand_types[0]
+        name = self.name.removeprefix("nml.")
+        if not isinstance(operand, Float64Type | IntegerType) or name == "neg":
+            return operand
+        if name in SCALAR_MATH:
+            return Float64Type()  # `log(theta)` of a float config: `math.log`
+        return ShapeMismatch(
+            f"`{name}` takes a tensor, got a number",
+            help=f"of the elementwise functions, {_listed(SCALAR_MATH)} also take a number",
+        )
+
+
+def _listed(names: frozenset[str]) -> str:
+    return ", ".join(f"`{n}`" for n in sorted(names))
 
 
 def _elementwise(name: str, doc: str) -> type[UnaryOp]:
@@ -696,6 +710,13 @@ class MulOp(BinaryOp):
 class DivOp(BinaryOp):
     name = "nml.div"
 
+    def infer_shape(
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
+        """As Python's `/`: two integers give a float (`x.size(1) / 2` is 4.0)."""
+        result = super().infer_shape(operand_types, unifier)
+        return Float64Type() if result == i64 else result
+
 
 @lazy_op_definition
 class PowOp(BinaryOp):
@@ -837,36 +858,68 @@ class IndexOp(FunctionalOp):
     ) -> Attribute | ShapeMismatch:
         """A computed slice bound is the size the forward computed (`x[:, :L]` with `L` a
         config, `w[:, i:i + 1]` in a loop over a range), else unknown."""
-        sizes = iter(unifier.resolve(size_of(v)) for v in self.dynamic_indices)
+        sizes = [unifier.resolve(size_of(v)) for v in self.dynamic_indices]
         operand = operand_types[0]
         if isinstance(operand, TensorType) and operand.dims is not None:  # `T` bound to 8
             operand = operand.with_dims(unifier.resolve_shape(operand.dims))
-        entries: list[Index] = []
-        for entry in self.entries():
-            if isinstance(entry, Slice):
-                bounds = [next(sizes) if b == DYNAMIC else b for b in entry.parts()]
-                entry = Slice(*(UNKNOWN_BOUND if b is None and p == DYNAMIC else b
-                                for b, p in zip(bounds, entry.parts(), strict=True)))  # fmt: skip
-            elif entry == DYNAMIC:
-                next(sizes)
-                entry = 0
-            entries.append(entry)  # type: ignore[arg-type]
-        return self._shape([operand, *operand_types[1:]], entries)
+        return self._shape(operand, operand_types[1:], sizes)
 
     def infer_shape(
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
     ) -> Attribute | ShapeMismatch:
-        entries = [0 if isinstance(e, str) else e for e in self.entries()]
-        return self._shape(operand_types, entries)
+        return self._shape(operand_types[0], operand_types[1:], None)
 
-    @staticmethod
     def _shape(
-        operand_types: Sequence[Attribute], entries: list[Index]
+        self, operand: Attribute, dynamic: Sequence[Attribute], sizes: Sequence[Dim] | None
     ) -> Attribute | ShapeMismatch:
-        operand = operand_types[0]
+        entries = self._typed_entries(dynamic, sizes)
+        if isinstance(entries, ShapeMismatch):
+            return entries
         if isinstance(operand, TupleType):
             return tuple_item(operand, entries)
         return apply_rule(operand, lambda dims: index_shape(dims, entries))
+
+    def _typed_entries(
+        self, dynamic: Sequence[Attribute], sizes: Sequence[Dim] | None
+    ) -> list[Index] | ShapeMismatch:
+        """The entries with each `"?"` read off its operand: a slice bound its computed size
+        (`sizes`, where the forward's values are known; else unknown), a select by its type:
+        an integer, an i64 tensor (its dims take the indexed dim's place). A boolean mask
+        is refused: the size it gives depends on the data."""
+        position = 0
+        entries: list[Index] = []
+        for entry in self.entries():
+            if isinstance(entry, Slice):
+                parts: list[Dim] = []
+                for part in entry.parts():
+                    if part == DYNAMIC:
+                        size = sizes[position] if sizes is not None else None
+                        parts.append(UNKNOWN_BOUND if size is None else size)
+                        position += 1
+                    else:
+                        parts.append(part)
+                entries.append(Slice(*parts))
+                continue
+            if not isinstance(entry, str):
+                entries.append(entry)
+                continue
+            index = dynamic[position] if position < len(dynamic) else None
+            position += 1
+            if not isinstance(index, TensorType):
+                entries.append(0)
+            elif index.element_type == IntegerType(1):
+                return ShapeMismatch(
+                    "indexing by a boolean mask gives a size that depends on the data",
+                    help="keep the shape: `where(mask, x, 0.0)` or `x.masked_fill(mask, 0.0)`",
+                )
+            elif index.element_type != i64:
+                return ShapeMismatch(
+                    f"a tensor index holds integers (i64), got {index.element_type}",
+                    help="make the index with `.long()`, `argmax`, `topk` or `arange`",
+                )
+            else:
+                entries.append(TensorIndex(index.dims))
+        return entries
 
 
 def tuple_item(operand: TupleType, entries: Sequence[Index]) -> Attribute | ShapeMismatch:

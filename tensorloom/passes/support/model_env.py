@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any, Literal, TypeVar
@@ -816,3 +816,17 @@ def model_kind(model: ModelOp) -> str:
     """The model a (maybe specialised) model is: `ResBlock` for `@"ResNet.block1"`."""
     kind = model.attributes.get(SPECIALIZES)
     return kind.data if isinstance(kind, StringAttr) else model.sym_name.data
+
+
+def mentions_config(attr: Attribute) -> bool:
+    """Whether an argument's value reads a config (`causal`, `dim * 4`)."""
+    if isinstance(attr, CfgAttr):
+        return True
+    children: Sequence[Attribute] = ()
+    if isinstance(attr, ExprAttr):
+        children = attr.operands.data
+    elif isinstance(attr, ArrayAttr):
+        children = attr.data
+    elif isinstance(attr, CallAttr):
+        children = [*attr.args.data, *attr.kwargs.data.values()]
+    return any(mentions_config(c) for c in children)
