@@ -20,15 +20,14 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 from xdsl.ir import Operation
-from xdsl.passes import ModulePass
 
 from tensorloom.diagnostics import Diagnostic
 from tensorloom.diagnostics.core import did_you_mean
-from tensorloom.diagnostics.ir import report, span_of
+from tensorloom.diagnostics.ir import report, span_at, span_of
 from tensorloom.dialects import kernel
+from tensorloom.passes.support.prerequisites import TLPass, has_kernels
 from tensorloom.passes.support.tl_catalog import Catalog, Signature, installed
 from tensorloom.passes.synthesize_launchers import where
-from tensorloom.source import Span
 
 KERNEL_BUILTINS = (
     "min",
@@ -190,7 +189,7 @@ def _check_powers_of_two(func: kernel.FuncOp) -> None:
         value = default.value.data
         if value > 0 and value & (value - 1) == 0:
             continue
-        span = span_of(locations[name]) or Span("<unknown>", 1, 1, 1, 2)
+        span = span_of(locations[name]) or span_at(func)
         lower = 1 << max(value.bit_length() - 1, 0)
         report(
             Diagnostic.error(
@@ -209,8 +208,13 @@ def check_kernel(func: kernel.FuncOp, catalog: Catalog | None = None) -> None:
 
 
 @dataclass(frozen=True)
-class CheckKernelsPass(ModulePass):
+class CheckKernelsPass(TLPass):
     name = "check-kernels"
+    requires = ("resolve-nml",)
+
+    @classmethod
+    def applies_to(cls, module: ModuleOp) -> bool:
+        return has_kernels(module)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for func in op.walk():

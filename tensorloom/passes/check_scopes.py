@@ -32,11 +32,10 @@ from dataclasses import dataclass, field
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Operation
-from xdsl.passes import ModulePass
 from xdsl.traits import SymbolOpInterface
 
 from tensorloom.diagnostics.core import Diagnostic, Label, did_you_mean
-from tensorloom.diagnostics.ir import report, span_of
+from tensorloom.diagnostics.ir import report, span_at, span_of
 from tensorloom.dialects.nml import (
     ApplyAtOp,
     ApplyOp,
@@ -51,6 +50,7 @@ from tensorloom.dialects.nml import (
 )
 from tensorloom.dialects.train import DatasetOp, LoopOp, MainOp
 from tensorloom.passes.support.model_env import configs_of, layers_of, methods_of
+from tensorloom.passes.support.prerequisites import TLPass
 from tensorloom.passes.support.resolve_builtins import BUILTINS, MISSING, builtin_name, constant_of
 from tensorloom.passes.support.script_builtins import (
     SCRIPT_BUILTINS,
@@ -207,9 +207,7 @@ class ModelScope:
                 self._unused(name, layer)
 
     def _unused(self, name: str, layer: Operation) -> None:
-        span = span_of(layer)
-        if span is None:
-            return
+        span = span_at(layer)
         message = f"layer `{name}` is declared but never used"
         help_text = f"remove it, or apply it in `forward` (`self.{name}(x)`)"
         report(Diagnostic.warning("TL0304", message, Label(span), help=help_text))
@@ -311,9 +309,7 @@ def top_level_functions(module: ModuleOp) -> dict[str, FuncOp]:
 
 
 def _error(op: Operation, code: str, message: str, help_text: str | None) -> None:
-    span = span_of(op)
-    if span is None:
-        return
+    span = span_at(op)
     report(Diagnostic.error(code, message, Label(span), help=help_text))
 
 
@@ -322,8 +318,9 @@ def _datasets(module: ModuleOp) -> set[str]:
 
 
 @dataclass(frozen=True)
-class CheckScopesPass(ModulePass):
+class CheckScopesPass(TLPass):
     name = "check-scopes"
+    requires = ("resolve-nml",)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         outside = top_level_symbols(op)
@@ -383,6 +380,6 @@ class TrainNames:
         self._error(self.loop.data_loc, f"undefined dataset `{name}`", _help(guess, fix))
 
     def _error(self, loc: object, message: str, help_text: str | None) -> None:
-        span = span_of(loc) if loc is not None else span_of(self.loop)  # type: ignore[arg-type]
-        if span is not None:
-            report(Diagnostic.error("TL0301", message, Label(span), help=help_text))
+        span = span_of(loc) if loc is not None else None  # type: ignore[arg-type]
+        span = span or span_at(self.loop)
+        report(Diagnostic.error("TL0301", message, Label(span), help=help_text))

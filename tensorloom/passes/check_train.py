@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp
 from xdsl.ir import Attribute, Operation
-from xdsl.passes import ModulePass
 
 from tensorloom.catalogue.args import INT64_MAX, Arg, past_int64
 from tensorloom.catalogue.data_files import DatasetProblem
@@ -37,7 +36,7 @@ from tensorloom.catalogue.schedules import SCHEDULES as SCHEDULE_SPECS
 from tensorloom.catalogue.settings import SETTING_SPECS, SettingSpec
 from tensorloom.catalogue.shapes import Dim, format_shape
 from tensorloom.diagnostics.core import Diagnostic, Label, did_you_mean
-from tensorloom.diagnostics.ir import report, span_of
+from tensorloom.diagnostics.ir import report, span_at, span_of
 from tensorloom.dialects import train
 from tensorloom.dialects.nml import (
     AnyType,
@@ -70,6 +69,7 @@ from tensorloom.passes.support.model_env import (
     models_of,
     name_help,
 )
+from tensorloom.passes.support.prerequisites import TLPass
 from tensorloom.source import Span
 
 
@@ -393,9 +393,7 @@ class LoopChecker:
 
     def _setting(self, op: train.SetOp, seen: dict[str, Span]) -> None:
         key = op.key.data
-        key_span = span_of(op)
-        if key_span is None:
-            return
+        key_span = span_at(op)
         if key in seen:
             earlier = Label(seen[key], "first set here")
             report(
@@ -498,10 +496,9 @@ class LoopChecker:
             f"but a dataset feeds one: the samples of `{data}`"
         )
         span = span_of(self.loop.data_loc) if self.loop.data_loc is not None else None
-        span = span or span_of(self.loop)
-        if span is not None:
-            help_text = "train a model whose forward takes one input, and compute the rest from it"
-            report(Diagnostic.error("TL0417", message, Label(span), help=help_text))
+        span = span or span_at(self.loop)
+        help_text = "train a model whose forward takes one input, and compute the rest from it"
+        report(Diagnostic.error("TL0417", message, Label(span), help=help_text))
         return False
 
     def _targets_problem(self, info: DatasetInfo, instance: InstanceOp, loss: str) -> bool:
@@ -578,10 +575,9 @@ class LoopChecker:
             return
         functions = functions_of(self.module)
         metrics = metrics_of(op.value, list(functions))
-        span = span_of(op.value_loc) if op.value_loc is not None else span_of(op)
+        span = (span_of(op.value_loc) if op.value_loc is not None else None) or span_at(op)
         if isinstance(metrics, MetricProblem):
-            if span is not None:
-                report(Diagnostic.error("TL0415", metrics.message, Label(span), help=metrics.help))
+            report(Diagnostic.error("TL0415", metrics.message, Label(span), help=metrics.help))
             return
         output = self._output_type(instance) if instance is not None else None
         checked = {function_named(self.module, self._value("loss"))}
@@ -610,10 +606,9 @@ class LoopChecker:
         `grad_accum` and its older name `accumulate_steps` are one setting."""
         settings = self.loop.settings()
         if "grad_accum" in settings and "accumulate_steps" in settings:
-            span = span_of(settings["accumulate_steps"])
-            if span is not None:
-                message = "`accumulate_steps` is `grad_accum`'s older name: set one of them"
-                report(Diagnostic.error("TL0409", message, Label(span)))
+            span = span_at(settings["accumulate_steps"])
+            message = "`accumulate_steps` is `grad_accum`'s older name: set one of them"
+            report(Diagnostic.error("TL0409", message, Label(span)))
         for key in ("keep_best", "early_stopping"):
             value = self._value(key)
             call = value if isinstance(value, CallValue) else None
@@ -624,9 +619,8 @@ class LoopChecker:
             if metric in reported:
                 continue
             op = settings[key]
-            span = span_of(op.value_loc) if op.value_loc is not None else span_of(op)
-            if span is None:
-                continue
+            span = span_of(op.value_loc) if op.value_loc is not None else None
+            span = span or span_at(op)
             guess = closest(metric, reported)
             listed = ", ".join(f"`{m}`" for m in reported)
             help_text = f"did you mean `{guess}`?" if guess else f"validation reports {listed}"
@@ -683,7 +677,8 @@ class LoopChecker:
         op = self.loop.settings().get("loss")
         if op is None:
             return None
-        return span_of(op.value_loc) if op.value_loc is not None else span_of(op)
+        value = span_of(op.value_loc) if op.value_loc is not None else None
+        return value or span_at(op)
 
     def _softmax_before(self, instance: InstanceOp, loss: str) -> None:
         model = models_of(self.module).get(instance.model.root_reference.data)
@@ -694,9 +689,7 @@ class LoopChecker:
         producer = last.values[0].owner
         if not isinstance(producer, SoftmaxOp | LogSoftmaxOp):
             return
-        span = span_of(producer)
-        if span is None:
-            return
+        span = span_at(producer)
         if isinstance(producer, SoftmaxOp):
             message = f"`softmax` before `{loss}`: the loss applies its own (log-)softmax"
             help_text = "return the logits; apply softmax only when you need probabilities"
@@ -723,8 +716,8 @@ class LoopChecker:
             return
         for call in calls:
             layers = _layers_feeding(call, forward)
-            span = span_of(call)
-            if not layers or span is None:
+            span = span_at(call)
+            if not layers:
                 continue
             kernel = call.kernel.root_reference.data
             named = ", ".join(f"`{name}`" for name in layers)
@@ -745,9 +738,7 @@ class LoopChecker:
     def _no_gradient(self, where: Operation, instance: InstanceOp) -> None:
         """pytorch_false_negatives/gen-874: `loss.backward()` raised "element 0 of tensors
         does not require grad": no layer reaches the output, or every path passes a kernel."""
-        span = span_of(where)
-        if span is None:
-            return
+        span = span_at(where)
         if isinstance(where, KernelCallOp):
             kernel = where.kernel.root_reference.data
             message = (
@@ -768,9 +759,8 @@ class LoopChecker:
         if self._value("precision") != "fp16":
             return
         op = self.loop.settings()["precision"]
-        span = span_of(op.value_loc) if op.value_loc is not None else span_of(op)
-        if span is None:
-            return
+        span = span_of(op.value_loc) if op.value_loc is not None else None
+        span = span or span_at(op)
         if self._value("distributed") == "fsdp":
             message = '`precision = fp16` is not supported with `distributed = "fsdp"`'
             note = "fp16 needs a GradScaler, and FSDP's sharded gradients need a sharded one"
@@ -783,9 +773,7 @@ class LoopChecker:
 
 
 def _synthetic_warning(op: train.DatasetOp) -> None:
-    span = span_of(op)
-    if span is None:
-        return
+    span = span_at(op)
     message = "`load_dataset()` names no data: training uses random synthetic samples"
     note = "their shape and classes are inferred from the model's input and output"
     help_text = (
@@ -796,13 +784,11 @@ def _synthetic_warning(op: train.DatasetOp) -> None:
 
 
 def _dataset_error(op: train.DatasetOp, error: DatasetError | DatasetProblem) -> None:
-    span = span_of(op)
+    span = span_at(op)
     if error.option is not None and op.option_locs is not None:
         keys = list(op.options.data)
         if error.option in keys:
             span = span_of(op.option_locs.data[keys.index(error.option)]) or span
-    if span is None:
-        return
     if isinstance(error, DatasetProblem) and error.is_warning:
         report(Diagnostic.warning(error.code, error.message, Label(span), help=error.help))
         return
@@ -839,8 +825,9 @@ def _layers_feeding(op: KernelCallOp, forward: Operation) -> list[str]:
 
 
 @dataclass(frozen=True)
-class CheckTrainPass(ModulePass):
+class CheckTrainPass(TLPass):
     name = "check-train"
+    requires = ("shape-inference",)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for loop in [o for o in op.walk() if isinstance(o, train.LoopOp)]:

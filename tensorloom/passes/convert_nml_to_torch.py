@@ -70,7 +70,6 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
-from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
     PatternRewriter,
@@ -95,6 +94,7 @@ from tensorloom.passes.support.model_env import (
     layers_of,
     model_env,
 )
+from tensorloom.passes.support.prerequisites import TLPass
 
 # ------------------------------------------------------------------ helpers
 
@@ -1358,10 +1358,16 @@ def _source(module: ModuleOp) -> str | None:
 
 
 @dataclass(frozen=True)
-class ConvertNmlToTorchPass(ModulePass):
+class ConvertNmlToTorchPass(TLPass):
     """Lowers every `nml.model` to a `torch.module_class`; see the module docstring."""
 
     name = "convert-nml-to-torch"
+    requires = ("shape-inference", "check-scopes", "mangle-names")
+
+    @classmethod
+    def pending(cls, module: ModuleOp) -> bool:
+        """A model or a function of the `.tl` file is not lowered yet."""
+        return any(isinstance(op, nml.ModelOp | nml.FuncOp) for op in module.body.block.ops)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         models = [m for m in op.walk() if isinstance(m, nml.ModelOp)]

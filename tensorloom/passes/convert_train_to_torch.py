@@ -56,7 +56,6 @@ from xdsl.dialects.builtin import (
     ModuleOp,
 )
 from xdsl.ir import Attribute, Operation
-from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tensorloom.catalogue.datasets import LM_SOURCES, DatasetError, is_file_source, lookup_dataset
@@ -67,6 +66,7 @@ from tensorloom.passes.convert_nml_to_torch import script_of
 from tensorloom.passes.shape_inference import MODEL_OUTPUT
 from tensorloom.passes.support.loss_functions import Metric
 from tensorloom.passes.support.model_env import evaluate_kwargs, lookup_symbol
+from tensorloom.passes.support.prerequisites import TLPass
 from tensorloom.passes.support.py_builder import Value
 from tensorloom.passes.support.train_values import loops_of
 from tensorloom.passes.train_lowering.plan import RecipePlan, ScriptPlan
@@ -290,10 +290,16 @@ def lower_loop(module: ModuleOp, loop: train.LoopOp) -> None:
 
 
 @dataclass(frozen=True)
-class ConvertTrainToTorchPass(ModulePass):
+class ConvertTrainToTorchPass(TLPass):
     """Lowers a module's first `train.loop` to the training script; see the module docstring."""
 
     name = "convert-train-to-torch"
+    requires = ("train-config", "infer-synthetic-data", "convert-nml-to-torch")
+
+    @classmethod
+    def pending(cls, module: ModuleOp) -> bool:
+        """A train loop or a script's statements are not lowered yet."""
+        return any(isinstance(op, train.LoopOp | train.MainOp) for op in module.body.block.ops)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         loops = loops_of(op)

@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, i64
 from xdsl.ir import Attribute, SSAValue
-from xdsl.passes import ModulePass
 
 from tensorloom.catalogue.args import INT64_MAX
 from tensorloom.dialects import nml, train
@@ -43,6 +42,7 @@ from tensorloom.passes.support.model_env import (
     model_env,
     nested_overrides,
 )
+from tensorloom.passes.support.prerequisites import TLPass
 
 SEQUENCE_LENGTH = 16
 IMAGE_SIDE = {"Conv1d": (64,), "Conv2d": (32, 32), "Conv3d": (8, 16, 16)}
@@ -146,16 +146,25 @@ def _int(value: int) -> IntegerAttr:
     return IntegerAttr(value, i64)
 
 
-def fill_synthetic(module: ModuleOp, loop: train.LoopOp) -> None:
+def _fillable(
+    module: ModuleOp, loop: train.LoopOp
+) -> tuple[train.DatasetOp, SyntheticShapes] | None:
+    """The loop's `load_dataset()` and the shapes to write on it; None if there is nothing to do."""
     data = lookup_symbol(module, loop.data, train.DatasetOp)
     instance = lookup_symbol(module, loop.model, nml.InstanceOp)
     if data is None or instance is None or data.source is not None:
-        return
+        return None
     if "sample_shape" in data.options.data or "num_classes" in data.options.data:
-        return  # the user said what the samples look like
+        return None  # the user said what the samples look like (or this pass did)
     shapes = synthetic_shapes(loop)
-    if shapes is None:
+    return None if shapes is None else (data, shapes)
+
+
+def fill_synthetic(module: ModuleOp, loop: train.LoopOp) -> None:
+    fillable = _fillable(module, loop)
+    if fillable is None:
         return
+    data, shapes = fillable
     options: dict[str, Attribute] = dict(data.options.data)
     options["sample_shape"] = ArrayAttr([_int(d) for d in shapes.sample_shape])
     options["num_classes"] = _int(shapes.num_classes)
@@ -166,8 +175,24 @@ def fill_synthetic(module: ModuleOp, loop: train.LoopOp) -> None:
 
 
 @dataclass(frozen=True)
-class InferSyntheticDataPass(ModulePass):
+class InferSyntheticDataPass(TLPass):
     name = "infer-synthetic-data"
+    requires = ("shape-inference",)
+
+    @classmethod
+    def pending(cls, module: ModuleOp) -> bool:
+        """A loop over `load_dataset()` knows its samples' shape, its dataset not yet."""
+        loops = (op for op in module.body.block.ops if isinstance(op, train.LoopOp))
+        return any(_fillable(module, loop) is not None for loop in loops)
+
+    @classmethod
+    def applies_to(cls, module: ModuleOp) -> bool:
+        """Only `load_dataset()` data, with nothing said about its samples, is inferred."""
+        datasets = (op for op in module.body.block.ops if isinstance(op, train.DatasetOp))
+        return any(
+            d.source is None and not {"sample_shape", "num_classes"} & d.options.data.keys()
+            for d in datasets
+        )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for loop in [o for o in op.walk() if isinstance(o, train.LoopOp)]:

@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr, SymbolRefAttr, UnitAttr
 from xdsl.ir import Attribute
-from xdsl.passes import ModulePass
 
 from tensorloom.catalogue.layers import lookup
 from tensorloom.dialects.nml import InstanceOp, ModelOp
@@ -49,6 +48,7 @@ from tensorloom.passes.support.model_env import (
     models_of,
     nested_overrides,
 )
+from tensorloom.passes.support.prerequisites import TLPass
 
 
 def instantiate(module: ModuleOp) -> None:
@@ -66,12 +66,23 @@ def instantiate(module: ModuleOp) -> None:
 
 
 @dataclass(frozen=True)
-class InstantiatePass(ModulePass):
+class InstantiatePass(TLPass):
     """With `specialize` (`instantiate{specialize=true}`, as `tlc info` runs it), each
     instance and each nested-model layer also gets its own copy of its model."""
 
     name = "instantiate"
+    requires = ("resolve-nml",)
     specialize: bool = False
+
+    @classmethod
+    def pending(cls, module: ModuleOp) -> bool:
+        """An instance of a known model has no `config` yet."""
+        instances = (op for op in module.body.block.ops if isinstance(op, InstanceOp))
+        return any(
+            INSTANCE_CONFIG not in op.attributes
+            and lookup_symbol(module, op.model, ModelOp) is not None
+            for op in instances
+        )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         instantiate(op)

@@ -69,7 +69,6 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
-from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
 from tensorloom.catalogue.args import fits_int64
@@ -85,7 +84,7 @@ from tensorloom.catalogue.shapes import (
     format_shape,
 )
 from tensorloom.diagnostics.core import Diagnostic, DiagnosticSink, Label
-from tensorloom.diagnostics.ir import current_sink, report, reporting, span_of
+from tensorloom.diagnostics.ir import current_sink, report, reporting, span_at, span_of
 from tensorloom.dialects import train
 from tensorloom.dialects.nml import (
     AnyType,
@@ -141,6 +140,7 @@ from tensorloom.passes.support.model_env import (
     nested_overrides,
     specialized_module,
 )
+from tensorloom.passes.support.prerequisites import TLPass
 from tensorloom.source import Span
 
 BATCH = "B"
@@ -300,9 +300,7 @@ class Inference:
             flow.steps.append(self.step("", op.name, result, 0))
 
     def _report_builtin(self, op: Operation, error: ShapeMismatch) -> None:
-        span = span_of(op)
-        if span is None:
-            return
+        span = span_at(op)
         labels = self._operand_label(op, error.operand, span)
         tensors = [self.format_type(t) for t in self._args(op) if isinstance(t, TensorType)]
         if len(tensors) == 2:
@@ -463,9 +461,7 @@ class Inference:
         return joined
 
     def _branch_mismatch(self, op: IfOp, result: SSAValue, a: Attribute, b: Attribute) -> None:
-        span = span_of(op)
-        if span is None:
-            return
+        span = span_at(op)
         name = result.name_hint or "a value"
         message = (
             f"the branches give `{name}` different shapes: "
@@ -475,9 +471,7 @@ class Inference:
         report(Diagnostic.error("TL0205", message, Label(span), help=help_text))
 
     def _tensor_condition(self, op: IfOp) -> None:
-        span = span_of(op)
-        if span is None:
-            return
+        span = span_at(op)
         message = "a branch cannot depend on a tensor's values"
         help_text = (
             "choose per element with `where(cond, a, b)`, or branch on a config value "
@@ -597,9 +591,7 @@ class Inference:
         return TensorType.unranked()
 
     def _unknown_tensor(self, layer: LayerOp, attr: str, known: list[str], op: GetAttrOp) -> None:
-        span = span_of(op)
-        if span is None:
-            return
+        span = span_at(op)
         listed = ", ".join(f"`{k}`" for k in known)
         name = layer.sym_name.data
         message = f"`{name}` ({layer.kind.data}) has no tensor `{attr}`"
@@ -631,8 +623,8 @@ class Inference:
         self.types[op.result] = result
 
     def _too_many_copies(self, layer: LayerOp, count: int) -> None:
-        span = span_of(layer)
-        if span is None or layer in self._refused_lists:
+        span = span_at(layer)
+        if layer in self._refused_lists:
             return
         self._refused_lists.add(layer)
         name, kind = layer.sym_name.data, layer.kind.data
@@ -644,9 +636,7 @@ class Inference:
         report(Diagnostic.error("TL0209", message, Label(span), help=help_text))
 
     def _index_out_of_range(self, op: ApplyAtOp, name: str, index: int, count: int) -> None:
-        span = span_of(op)
-        if span is None:
-            return
+        span = span_at(op)
         message = f"`{name}` has {count} layers; index {index} is out of range"
         report(Diagnostic.error("TL0207", message, Label(span)))
 
@@ -745,9 +735,7 @@ class Inference:
         rows = bound.get_int("num_embeddings")
         if last is None or last < rows:
             return
-        span = span_of(op)
-        if span is None:
-            return
+        span = span_at(op)
         name = layer.sym_name.data
         message = (
             f"cannot look up position {last} in `{name}`: it holds {rows} positions "
@@ -850,9 +838,7 @@ class Inference:
         got: TensorType,
         mismatch: ShapeMismatch,
     ) -> None:
-        span = span_of(op)
-        if span is None:
-            return
+        span = span_at(op)
         name, kind = layer.sym_name.data, layer.kind.data
         message = (
             f"`{name}` (`{kind}`) takes {format_shape(want.dims)} (its forward's annotation), "
@@ -887,8 +873,8 @@ class Inference:
 
     def _too_deep(self, layer: LayerOp) -> None:
         """Said once: shapes past this depth are not checked, so the program is not either."""
-        span = span_of(layer)
-        if self.depth_reported or span is None:
+        span = span_at(layer)
+        if self.depth_reported:
             return
         self.depth_reported = True
         message = f"models nest more than {MAX_DEPTH} levels deep here"
@@ -906,9 +892,7 @@ class Inference:
     def _report_layer(
         self, layer: LayerOp, op: ApplyOp | ApplyAtOp, bound: BoundLayer, mismatch: ShapeMismatch
     ) -> None:
-        span = span_of(op)
-        if span is None:
-            return
+        span = span_at(op)
         name = layer.sym_name.data
         primary = self._operand_label(op, mismatch.operand, span)
         secondary = [Label(s, f"`{name}` is declared here") for s in [span_of(layer)] if s]
@@ -1212,9 +1196,7 @@ def _config_dim(dim: Dim, env: Env) -> Dim:
 def _report_input(
     inst: Instantiation, func: FuncOp, declared: TensorType, given: TensorType, m: ShapeMismatch
 ) -> None:
-    span = inst.data_span or span_of(func)
-    if span is None:
-        return
+    span = inst.data_span or span_at(func)
     model = inst.model.sym_name.data
     message = (
         f"the data gives `{model}` inputs of shape {format_shape(given.dims)}, "
@@ -1496,8 +1478,19 @@ def _retype_func(func: FuncOp) -> None:
 
 
 @dataclass(frozen=True)
-class ShapeInferencePass(ModulePass):
+class ShapeInferencePass(TLPass):
     name = "shape-inference"
+    requires = ("instantiate",)
+
+    @classmethod
+    def pending(cls, module: ModuleOp) -> bool:
+        """A train loop over a known instance has no `model_output` yet."""
+        loops = (op for op in module.body.block.ops if isinstance(op, train.LoopOp))
+        return any(
+            MODEL_OUTPUT not in loop.attributes
+            and lookup_symbol(module, loop.model, InstanceOp) is not None
+            for loop in loops
+        )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         infer_shapes(op)

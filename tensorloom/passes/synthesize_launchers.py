@@ -40,7 +40,6 @@ from dataclasses import dataclass, field
 from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i64
 from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     PatternRewriter,
     PatternRewriteWalker,
@@ -50,9 +49,10 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 
 from tensorloom.diagnostics import Diagnostic
-from tensorloom.diagnostics.ir import report, span_of
+from tensorloom.diagnostics.ir import report, span_at
 from tensorloom.dialects import kernel, nml
 from tensorloom.dialects.builders import string_array
+from tensorloom.passes.support.prerequisites import TLPass, has_kernels
 from tensorloom.source import Span
 
 COMPARISONS = ("<", "<=", ">", ">=")
@@ -273,8 +273,8 @@ def _memory_access(op: Operation) -> tuple[SSAValue | None, tuple[str, ...]]:
 
 
 def where(op: Operation) -> Span:
-    """The op's span; IR written by hand may carry no location."""
-    return span_of(op) or Span("<unknown>", 1, 1, 1, 2)
+    """The op's span; for IR without locations, its printed form."""
+    return span_at(op)
 
 
 # ------------------------------------------------------------------ bindings
@@ -407,8 +407,22 @@ class AddLauncher(RewritePattern):
 
 
 @dataclass(frozen=True)
-class SynthesizeLaunchersPass(ModulePass):
+class SynthesizeLaunchersPass(TLPass):
     name = "synthesize-launchers"
+    requires = ("check-kernels",)
+
+    @classmethod
+    def pending(cls, module: ModuleOp) -> bool:
+        """A kernel that a model calls has no launcher yet (the call is lowered to one)."""
+        launchers = {
+            o.kernel.string_value() for o in module.walk() if isinstance(o, kernel.LauncherOp)
+        }
+        calls = (o for o in module.walk() if isinstance(o, nml.KernelCallOp))
+        return any(call.kernel.string_value() not in launchers for call in calls)
+
+    @classmethod
+    def applies_to(cls, module: ModuleOp) -> bool:
+        return has_kernels(module)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         PatternRewriteWalker(AddLauncher(), apply_recursively=False).rewrite_module(op)
@@ -427,9 +441,7 @@ def _check_call(call: nml.KernelCallOp, launcher: kernel.LauncherOp) -> None:
     it takes, and a tensor to return (a kernel that stores nothing returns nothing)."""
     bindings = [[b.data for b in binding.data] for binding in launcher.bindings.data]
     name = call.kernel.string_value()
-    span = span_of(call)
-    if span is None:
-        return
+    span = span_at(call)
     takes = [b[1] for b in bindings if b[0] in ("input", "inout", "scalar")]
     given = sum(1 for n in call.arg_names.data if not n.data)
     if given != len(takes):
