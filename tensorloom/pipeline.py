@@ -312,8 +312,11 @@ def _apply(
 def _verified(module: ModuleOp, after: str, path: str) -> bool:
     from xdsl.utils.exceptions import VerifyException
 
+    from tensorloom.dialects.module_facts import verify_module_facts
+
     try:
         module.verify()
+        verify_module_facts(module)
     except VerifyException as error:
         if os.environ.get("TENSORLOOM_DEBUG"):
             raise

@@ -27,7 +27,6 @@ from tensorloom.diagnostics.ir import report, span_at, span_of
 from tensorloom.dialects import kernel
 from tensorloom.passes.support.prerequisites import TLPass, has_kernels
 from tensorloom.passes.support.tl_catalog import Catalog, Signature, installed
-from tensorloom.passes.synthesize_launchers import where
 
 KERNEL_BUILTINS = (
     "min",
@@ -72,7 +71,7 @@ class _NameCheck:
             Diagnostic.error(
                 "TL0501",
                 f"undefined name `{name}` in kernel `{self.func.sym_name.data}`",
-                where(op),
+                span_at(op),
                 help=f"did you mean `{guess}`?" if guess else "bind it with `let` before this line",
             )
         )
@@ -85,7 +84,7 @@ class _NameCheck:
             Diagnostic.error(
                 "TL0501",
                 f"undefined function `{name}` in a kernel",
-                where(op),
+                span_at(op),
                 help="kernels can call `tl.` functions and "
                 f"{', '.join(f'`{b}`' for b in KERNEL_BUILTINS[:5])}",
             )
@@ -110,7 +109,7 @@ def _check_member(op: Operation, member: str, catalog: Catalog) -> Signature | N
         Diagnostic.error(
             "TL0502",
             f"`tl.{member}` is not a {what} of triton.language",
-            where(op),
+            span_at(op),
             help=f"did you mean `tl.{guess}`?" if guess else None,
         )
     )
@@ -141,7 +140,7 @@ def _check_arity(
         shown = ", ".join(signature.positional) + (", *args" if signature.varargs else "")
         report(
             Diagnostic.error(
-                "TL0503", f"`tl.{member}` {problem}", where(op), help=f"`tl.{member}({shown})`"
+                "TL0503", f"`tl.{member}` {problem}", span_at(op), help=f"`tl.{member}({shown})`"
             )
         )
 
@@ -173,7 +172,7 @@ def _check_mask(op: kernel.LoadOp) -> None:
         Diagnostic.warning(
             "TL0505",
             "`tl.load` without a mask reads past the end of the tensor in the last block",
-            where(op),
+            span_at(op),
             help="pass `mask=offsets < n` (and `other=` for masked lanes)",
         )
     )

@@ -49,7 +49,12 @@ from tensorloom.dialects.nml import (
     RefOp,
 )
 from tensorloom.dialects.train import DatasetOp, LoopOp, MainOp
-from tensorloom.passes.support.model_env import configs_of, layers_of, methods_of
+from tensorloom.passes.support.model_env import (
+    MODULE_ATTRIBUTES,
+    configs_of,
+    layers_of,
+    methods_of,
+)
 from tensorloom.passes.support.prerequisites import TLPass
 from tensorloom.passes.support.resolve_builtins import BUILTINS, MISSING, builtin_name, constant_of
 from tensorloom.passes.support.script_builtins import (
@@ -61,9 +66,6 @@ from tensorloom.passes.support.script_builtins import (
 
 OPERATOR_CALLS = frozenset(["==", "!=", "<", "<=", ">", ">=", "and", "or", "not", "%", "//", "+"])
 """Operators irgen writes as calls (they have no op of their own)."""
-
-MODULE_ATTRIBUTES = ("training",)
-"""Attributes every model has as an `nn.Module`: `self.training` (True while training)."""
 
 
 def top_level_symbols(module: ModuleOp) -> set[str]:

@@ -49,7 +49,6 @@ from tensorloom.dialects.nml import (
     TensorType,
 )
 from tensorloom.dialects.nml.types import PREFIX, CallAttr
-from tensorloom.passes.shape_inference import MODEL_OUTPUT
 from tensorloom.passes.support.dataset_files import dataset_check
 from tensorloom.passes.support.loss_functions import (
     MetricProblem,
@@ -630,7 +629,7 @@ class LoopChecker:
     def _output_type(self, instance: InstanceOp) -> Attribute | None:
         """The model's output type on this loop's data, symbols resolved: what
         `shape-inference` wrote on the loop (`model_output`)."""
-        return self.loop.attributes.get(MODEL_OUTPUT)
+        return self.loop.model_output
 
     def _output(self, instance: InstanceOp) -> tuple[Dim, ...] | None:
         result = self._output_type(instance)

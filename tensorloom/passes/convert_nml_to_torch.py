@@ -85,9 +85,9 @@ from tensorloom.catalogue.layers.parameter import PARAMETER
 from tensorloom.dialects import nml, py
 from tensorloom.dialects import torch as t
 from tensorloom.dialects.nml.types import CallAttr, CfgAttr, ExprAttr, NoneValueAttr, SliceAttr
-from tensorloom.passes.check_scopes import MODULE_ATTRIBUTES
 from tensorloom.passes.support.model_env import (
     CONFIG_FUNCTIONS,
+    MODULE_ATTRIBUTES,
     bind_layer,
     configs_of,
     enclosing_model,
@@ -95,6 +95,7 @@ from tensorloom.passes.support.model_env import (
     model_env,
 )
 from tensorloom.passes.support.prerequisites import TLPass
+from tensorloom.passes.support.torch_script import script_of
 
 # ------------------------------------------------------------------ helpers
 
@@ -1341,22 +1342,6 @@ def _runtime_modules(models: Sequence[nml.ModelOp]) -> list[str]:
     return names
 
 
-def script_of(module: ModuleOp) -> t.ScriptOp:
-    """The module's `torch.script`, created if absent (the printer adds the imports it needs)."""
-    for op in module.body.block.ops:
-        if isinstance(op, t.ScriptOp):
-            return op
-    script = t.ScriptOp([], _source(module))
-    Rewriter.insert_op(script, InsertPoint.at_start(module.body.block))
-    return script
-
-
-def _source(module: ModuleOp) -> str | None:
-    """The file being compiled: the origin of the last model (imported ones come first)."""
-    origins = [op.origin.data for op in module.walk() if isinstance(op, nml.ModelOp) and op.origin]
-    return PurePath(origins[-1]).name if origins else None
-
-
 @dataclass(frozen=True)
 class ConvertNmlToTorchPass(TLPass):
     """Lowers every `nml.model` to a `torch.module_class`; see the module docstring."""
@@ -1402,4 +1387,4 @@ def _function(func: nml.FuncOp) -> py.DefOp:
     return function
 
 
-__all__ = ["BODY_PATTERNS", "ConvertNmlToTorchPass", "attr_ops", "script_of"]
+__all__ = ["BODY_PATTERNS", "ConvertNmlToTorchPass", "attr_ops"]

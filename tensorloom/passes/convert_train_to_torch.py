@@ -51,7 +51,6 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
-    IntegerAttr,
     LocationAttr,
     ModuleOp,
 )
@@ -62,12 +61,11 @@ from tensorloom.catalogue.datasets import LM_SOURCES, DatasetError, is_file_sour
 from tensorloom.diagnostics.ir import span_of
 from tensorloom.dialects import nml, py, train
 from tensorloom.dialects import torch as t
-from tensorloom.passes.convert_nml_to_torch import script_of
-from tensorloom.passes.shape_inference import MODEL_OUTPUT
 from tensorloom.passes.support.loss_functions import Metric
 from tensorloom.passes.support.model_env import evaluate_kwargs, lookup_symbol
 from tensorloom.passes.support.prerequisites import TLPass
 from tensorloom.passes.support.py_builder import Value
+from tensorloom.passes.support.torch_script import script_of
 from tensorloom.passes.support.train_values import loops_of
 from tensorloom.passes.train_lowering.plan import RecipePlan, ScriptPlan
 from tensorloom.passes.train_lowering.script_statements import lower_statements
@@ -127,8 +125,8 @@ def _data_plan(module: ModuleOp, loop: train.LoopOp) -> DataPlan:
     options = options if isinstance(options, dict) else {}
     info = lookup_dataset(source, options)  # type: ignore[arg-type]
     kwargs = options if isinstance(info, DatasetError) else info.runtime_kwargs()
-    per_token = op.attributes.get("per_token_length")  # set by infer-synthetic-data
-    length = per_token.value.data if isinstance(per_token, IntegerAttr) else None
+    per_token = op.per_token_length  # set by infer-synthetic-data
+    length = per_token.value.data if per_token is not None else None
     return DataPlan(source, dict(kwargs), length)  # type: ignore[arg-type]
 
 
@@ -138,7 +136,7 @@ def _model_classes(module: ModuleOp, loop: train.LoopOp) -> int | None:
     data = _find(module, train.DatasetOp, loop.data.root_reference.data)
     if not isinstance(data, train.DatasetOp) or data.source is None:
         return None
-    output = loop.attributes.get(MODEL_OUTPUT)
+    output = loop.model_output
     if not is_file_source(data.source.data) or not isinstance(output, nml.TensorType):
         return None
     classes = output.suffix[-1] if output.suffix else None  # [B, C], [B, T, C] or [..., C]

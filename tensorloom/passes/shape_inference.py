@@ -44,7 +44,8 @@ reads the flows the pass recorded. `tlc info` reads the types from the IR: it
 compiles with `instantiate{specialize=true}`, so each instance and nested layer
 has its own copy of its model and every value one type; on such a module the
 pass also writes on each `nml.for` and `nml.if` the iterations and branches it
-followed (`tl.iterations`, `tl.branches`), for `tlc info` to follow the same.
+followed (the properties `iterations` on `nml.for`, `branches` on `nml.if`), for
+`tlc info` to follow the same.
 """
 
 from __future__ import annotations
@@ -86,6 +87,7 @@ from tensorloom.catalogue.shapes import (
 from tensorloom.diagnostics.core import Diagnostic, DiagnosticSink, Label
 from tensorloom.diagnostics.ir import current_sink, report, reporting, span_at, span_of
 from tensorloom.dialects import train
+from tensorloom.dialects.module_facts import DIM_BINDINGS, FLOWS
 from tensorloom.dialects.nml import (
     AnyType,
     ApplyAtOp,
@@ -118,9 +120,9 @@ from tensorloom.dialects.nml.shape_trait import (
     ShapeInferenceTrait,
 )
 from tensorloom.dialects.nml.types import Dim
-from tensorloom.passes.check_scopes import MODULE_ATTRIBUTES
 from tensorloom.passes.support.dataset_files import dataset_check
 from tensorloom.passes.support.model_env import (
+    MODULE_ATTRIBUTES,
     ArgFailure,
     CallValue,
     Env,
@@ -144,10 +146,6 @@ from tensorloom.passes.support.prerequisites import TLPass
 from tensorloom.source import Span
 
 BATCH = "B"
-FOLLOWED_ITERATIONS = "tl.iterations"
-"""On an `nml.for` of a specialised module: how many iterations shape inference followed."""
-FOLLOWED_BRANCHES = "tl.branches"
-"""On an `nml.if` of a specialised module: 0 the then branch, 1 the else branch, 2 both."""
 MAX_DEPTH = 32  # models nested deeper than this are TL0310 (a cycle is TL0307, in resolve-nml)
 
 
@@ -370,7 +368,7 @@ class Inference:
     def _for(self, model: ModelOp, op: ForOp, env: Env, flow: ModelFlow) -> None:
         """Follow every iteration's shapes (the carried types may change as they go)."""
         counts = self._iterations(model, op, env)
-        self._record_followed(op, FOLLOWED_ITERATIONS, len(counts))
+        self._record_followed(op, len(counts))
         carried = [self.type_of(v) for v in op.inits]
         seen: dict[SSAValue, Attribute] = {}
         for k, counter in enumerate(counts):
@@ -401,11 +399,15 @@ class Inference:
         for result, result_type in zip(op.results, carried, strict=True):
             self.types[result] = result_type
 
-    def _record_followed(self, op: ForOp | IfOp, key: str, value: int) -> None:
-        """On a specialised module (each value has one use), what the walk followed:
-        `tlc info` follows the same iterations and branches over the IR."""
-        if key not in op.attributes and specialized_module(op):
-            op.attributes[key] = IntegerAttr(value, i64)
+    def _record_followed(self, op: ForOp | IfOp, value: int) -> None:
+        """On a specialised module (each value has one use), what the walk followed (the
+        loop's `iterations`, the branch's `branches`): `tlc info` follows the same."""
+        if not specialized_module(op):
+            return
+        if isinstance(op, ForOp) and op.iterations is None:
+            op.iterations = IntegerAttr(value, i64)
+        elif isinstance(op, IfOp) and op.branches is None:
+            op.branches = IntegerAttr(value, i64)
 
     def _same_as_before(self, op: ForOp, carried: Sequence[Attribute], seen: Mapping) -> bool:
         """A fixpoint: the next iteration starts from the types the last one started from."""
@@ -441,7 +443,7 @@ class Inference:
             regions = [op.then_region] if cond else [op.else_region]
         else:  # not known when checking: both branches are followed
             regions = [op.then_region, op.else_region]
-        self._record_followed(op, FOLLOWED_BRANCHES, 2 if len(regions) == 2 else int(not cond))
+        self._record_followed(op, 2 if len(regions) == 2 else int(not cond))
         outcomes = [self.run_block(model, r.block, env, flow) for r in regions]
         results = outcomes[0]
         if len(outcomes) == 2:
@@ -1215,10 +1217,6 @@ class Inferred:
     inference: Inference
 
 
-DIM_BINDINGS = "tl.dims"
-"""The module attribute holding `-D NAME=SIZE` bindings: `{T = 2048 : i64}`."""
-
-
 def set_dim_bindings(module: ModuleOp, bindings: Mapping[str, int]) -> None:
     module.attributes[DIM_BINDINGS] = DictionaryAttr(
         {name: IntegerAttr(size, i64) for name, size in bindings.items()}
@@ -1296,16 +1294,6 @@ def infer_shapes(
     return shown
 
 
-MODEL_OUTPUT = "model_output"
-"""On a `train.loop`: the type its model's forward returns on the loop's data."""
-SYNTHETIC_SAMPLE = "synthetic_sample"
-"""On a `train.loop` over `load_dataset()`: the sample shape the model takes (`[784]`)."""
-SYNTHETIC_OUTPUT = "synthetic_output"
-"""... and the type the forward returns on a batch of such samples."""
-FLOWS = "tl.flows"
-"""On the module: each instantiation's shape flow, as `tlc check` shows it."""
-
-
 def _record_loop(
     module: ModuleOp,
     loop: train.LoopOp,
@@ -1322,7 +1310,7 @@ def _record_loop(
         inst = instance_of(instance, models, loop, module)
         done = infer_instantiation(inst, models, quiet=True) if inst is not None else None
     if done is not None:
-        loop.attributes[MODEL_OUTPUT] = done.inference.resolved_type(done.output)
+        loop.model_output = done.inference.resolved_type(done.output)  # pyright: ignore[reportAttributeAccessIssue]
     data = lookup_symbol(module, loop.data, train.DatasetOp)
     if data is not None and _synthetic(data):
         _record_synthetic(module, loop, instance, models)
@@ -1337,7 +1325,7 @@ def _synthetic(data: train.DatasetOp) -> bool:
 def _record_synthetic(
     module: ModuleOp, loop: train.LoopOp, instance: InstanceOp, models: dict[str, ModelOp]
 ) -> None:
-    from tensorloom.passes.infer_synthetic_data import synthetic_sample
+    from tensorloom.passes.support.synthetic_sample import synthetic_sample
 
     inst = instance_of(instance, models, None, module)
     if inst is None:
@@ -1351,8 +1339,8 @@ def _record_synthetic(
     _report_on_synthetic(captured, sample, derived is not None, module, loop)
     if done is None or derived is None:
         return
-    loop.attributes[SYNTHETIC_SAMPLE] = ArrayAttr([IntegerAttr(d, i64) for d in sample])
-    loop.attributes[SYNTHETIC_OUTPUT] = done.inference.resolved_type(done.output)
+    loop.synthetic_sample = ArrayAttr([IntegerAttr(d, i64) for d in sample])
+    loop.synthetic_output = done.inference.resolved_type(done.output)  # pyright: ignore[reportAttributeAccessIssue]
 
 
 RUNTIME_SYNTHETIC_SAMPLE = (784,)
@@ -1487,8 +1475,7 @@ class ShapeInferencePass(TLPass):
         """A train loop over a known instance has no `model_output` yet."""
         loops = (op for op in module.body.block.ops if isinstance(op, train.LoopOp))
         return any(
-            MODEL_OUTPUT not in loop.attributes
-            and lookup_symbol(module, loop.model, InstanceOp) is not None
+            loop.model_output is None and lookup_symbol(module, loop.model, InstanceOp) is not None
             for loop in loops
         )
 

@@ -53,7 +53,6 @@ from tensorloom.diagnostics.ir import report, span_at
 from tensorloom.dialects import kernel, nml
 from tensorloom.dialects.builders import string_array
 from tensorloom.passes.support.prerequisites import TLPass, has_kernels
-from tensorloom.source import Span
 
 COMPARISONS = ("<", "<=", ">", ">=")
 POINTER_HINTS = (
@@ -197,7 +196,7 @@ class _Analysis:
         if axis is None or axis not in (0, 1, 2):
             report(
                 Diagnostic.error(
-                    "TL0507", "`tl.program_id` needs a constant axis 0, 1 or 2", where(op)
+                    "TL0507", "`tl.program_id` needs a constant axis 0, 1 or 2", span_at(op)
                 )
             )
             return
@@ -256,7 +255,7 @@ class _Analysis:
             Diagnostic.error(
                 "TL0507",
                 f"cannot tell which parameter this address is based on (found {named})",
-                where(op),
+                span_at(op),
                 help="write the address as `<pointer parameter> + <offsets>`",
             )
         )
@@ -270,11 +269,6 @@ def _memory_access(op: Operation) -> tuple[SSAValue | None, tuple[str, ...]]:
     if isinstance(op, kernel.TlCallOp) and op.callee.data in ATOMICS:
         return op.argument("pointer", 0), ("load", "store")
     return None, ()
-
-
-def where(op: Operation) -> Span:
-    """The op's span; for IR without locations, its printed form."""
-    return span_at(op)
 
 
 # ------------------------------------------------------------------ bindings
@@ -333,7 +327,7 @@ class _Launcher:
                 Diagnostic.error(
                     "TL0507",
                     f"cannot work out the grid for axis {axis}",
-                    where(self.facts.axes[axis]),
+                    span_at(self.facts.axes[axis]),
                     help=f"compare the offsets built from `tl.program_id({axis})` with a size "
                     "parameter in a mask, as in `offsets < n`",
                 )
@@ -386,7 +380,7 @@ def _check_allocatable(func: kernel.FuncOp, bindings: list[list[str]]) -> None:
             Diagnostic.error(
                 "TL0507",
                 f"`{func.sym_name.data}` loads no tensor to allocate `{outputs[0]}` like",
-                where(func),
+                span_at(func),
                 help="load from an input pointer, so that outputs can be allocated like it",
             )
         )

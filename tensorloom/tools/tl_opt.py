@@ -181,8 +181,11 @@ class TLOptMain(xDSLOptMain):
         """Verify the IR: before any pass a failure is the input's; after one, a compiler bug."""
         from xdsl.utils.exceptions import VerifyException
 
+        from tensorloom.dialects.module_facts import verify_module_facts
+
         try:
             module.verify()
+            verify_module_facts(module)
         except VerifyException as error:
             if previous is not None or self.args.verify_diagnostics:
                 raise

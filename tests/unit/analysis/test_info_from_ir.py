@@ -115,7 +115,7 @@ def test_a_layer_list_is_followed_for_each_copy(tmp_path: Path) -> None:
     assert result.ok
     stack = next(p for p in profiles if p.name == "Stack")
     kinds = [layer.kind for layer in stack.layers if not layer.unused]
-    assert kinds == ["Linear", "relu"] * 3  # `tl.iterations`: the three copies
+    assert kinds == ["Linear", "relu"] * 3  # `iterations`: the three copies
     assert stack.layers[0].output_shape == (2, 5, 8)
     assert stack.flops is not None
 
