@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.traits import SymbolOpInterface
 
@@ -146,8 +146,8 @@ class ModelScope:
             return
         if name in self.local or name in self.outside:
             return
-        inside = op.attributes.get("bound_inside")
-        if isinstance(inside, StringAttr):
+        inside = op.bound_inside
+        if inside is not None:
             where = "the `for` loop" if inside.data == "loop" else "some branches of the `if`"
             help_text = (
                 f"bind `{name}` before the loop, so that it exists when the loop runs no times"

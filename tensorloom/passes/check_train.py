@@ -15,7 +15,7 @@ right before `CrossEntropy`, which applies its own, `fp16`, which needs CUDA, an
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -171,30 +171,6 @@ def _choice(value: str | bool) -> str:
     return _show(value)
 
 
-def closest(name: str, candidates: Iterable[str]) -> str | None:
-    """The candidate fewest edits away (a swap of neighbours counts as one), if close."""
-    best: tuple[int, str] | None = None
-    for candidate in candidates:
-        distance = _edits(name.lower(), candidate.lower())
-        if distance <= max(1, len(name) // 3) and (best is None or distance < best[0]):
-            best = (distance, candidate)
-    return best[1] if best is not None else did_you_mean(name, candidates)
-
-
-def _edits(a: str, b: str) -> int:
-    """Optimal string alignment distance."""
-    rows = [list(range(len(b) + 1))]
-    for i in range(1, len(a) + 1):
-        row = [i] + [0] * len(b)
-        for j in range(1, len(b) + 1):
-            cost = 0 if a[i - 1] == b[j - 1] else 1
-            row[j] = min(rows[-1][j] + 1, row[j - 1] + 1, rows[-1][j - 1] + cost)
-            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
-                row[j] = min(row[j], rows[-2][j - 2] + 1)
-        rows.append(row)
-    return rows[-1][-1]
-
-
 # --- optimizers, losses, schedules ---------------------------------------------------------------
 
 OPTIMIZERS: dict[str, tuple[str, ...]] = {n: s.keywords for n, s in OPTIMIZER_SPECS.items()}
@@ -243,7 +219,7 @@ def _named(key: str, what: str, table: dict[str, tuple[str, ...]]) -> Check:
         if call is None:
             return _wrong_type(key, f"{what} name", value)
         if call.name not in table:
-            guess = closest(call.name, table)
+            guess = did_you_mean(call.name, table)
             listed = ", ".join(f"`{n}`" for n in table)
             help_text = f"did you mean `{guess}`?" if guess else f"known: {listed}"
             return Problem(_UNKNOWN_CODE[key], f"unknown {what} `{call.name}`", help_text)
@@ -280,7 +256,7 @@ def _arguments(call: CallValue, accepted: Sequence[str]) -> Problem | None:
     named = list(call.kwargs) + ([("lr", call.args[0])] if call.args else [])
     for key, value in named:
         if key not in accepted:
-            guess = closest(key, accepted)
+            guess = did_you_mean(key, accepted)
             listed = ", ".join(f"`{a}`" for a in accepted) or "none"
             help_text = f"did you mean `{guess}`?" if guess else f"it accepts {listed}"
             return Problem("TL0405", f"`{call.name}` has no argument `{key}`", help_text)
@@ -320,7 +296,7 @@ def patience(key: str, value: Evaluated) -> Problem | None:
         elif name == "min_delta":
             problem = number_in(0.0, None, open_low=False)("min_delta", arg)
         else:
-            guess = closest(name, ("metric", "min_delta"))
+            guess = did_you_mean(name, ("metric", "min_delta"))
             help_text = f"did you mean `{guess}`?" if guess else "it accepts `metric`, `min_delta`"
             problem = Problem("TL0405", f"`patience` has no argument `{name}`", help_text)
     return problem
@@ -427,7 +403,7 @@ class LoopChecker:
             )
 
     def _unknown_key(self, key: str, span: Span) -> None:
-        guess = closest(key, SETTINGS)
+        guess = did_you_mean(key, SETTINGS)
         help_text = f"did you mean `{guess}`?" if guess else "see docs/train-block.md"
         report(Diagnostic.error("TL0401", f"unknown setting `{key}`", Label(span), help=help_text))
 
@@ -620,7 +596,7 @@ class LoopChecker:
             op = settings[key]
             span = span_of(op.value_loc) if op.value_loc is not None else None
             span = span or span_at(op)
-            guess = closest(metric, reported)
+            guess = did_you_mean(metric, reported)
             listed = ", ".join(f"`{m}`" for m in reported)
             help_text = f"did you mean `{guess}`?" if guess else f"validation reports {listed}"
             message = f"`{key}` names `{metric}`, which validation does not report"

@@ -723,7 +723,7 @@ class ListToTorch(RewritePattern):
     def match_and_rewrite(self, op: nml.ListOp, rewriter: PatternRewriter) -> None:
         if not _in_body(op):
             return
-        if "tuple" in op.attributes:
+        if op.tuple is not None:
             _replace(rewriter, op, [py.TupleOp(op.elements)])
             return
         _replace(rewriter, op, [py.ListOp(op.elements)])
@@ -773,8 +773,7 @@ class ForToTorch(RewritePattern):
 
 def _element_name(op: nml.ForOp) -> str:
     """The source's loop variable (`block`), kept by irgen on the counter's uses."""
-    var = op.attributes.get("var")
-    return var.data if isinstance(var, StringAttr) else "layer"
+    return op.var.data if op.var is not None else "layer"
 
 
 class IfToTorch(RewritePattern):
@@ -902,7 +901,7 @@ class ReturnToTorch(RewritePattern):
         owner = values[0].owner if len(values) == 1 else None
         unpacked = (
             isinstance(owner, nml.ListOp)
-            and "tuple" in owner.attributes
+            and owner.tuple is not None
             and len(list(owner.result.uses)) == 1
             and len(owner.elements) > 0
         )

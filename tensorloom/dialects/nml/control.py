@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from xdsl.dialects.builtin import I64, IntegerAttr, SymbolRefAttr, i64
+from xdsl.dialects.builtin import I64, IntegerAttr, StringAttr, SymbolRefAttr, i64
 from xdsl.ir import Attribute, Block, BlockArgument, Region, SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
@@ -51,6 +51,8 @@ class ForOp(LazyFormatOp):
     name = "nml.for"
 
     layers = opt_prop_def(SymbolRefAttr)
+    var = opt_prop_def(StringAttr)
+    """The source's loop variable (`block` in `for block in self.h`), for the emitted loop."""
     iterations = opt_prop_def(IntegerAttr[I64])
     """On a specialised module: how many iterations shape inference followed (`tlc info`
     follows the same)."""

@@ -543,15 +543,23 @@ class RefOp(LazyFormatOp):
     name = "nml.ref"
 
     symbol = prop_def(SymbolRefAttr)
+    bound_inside = opt_prop_def(StringAttr)
+    """A name the body binds only inside a `"loop"` or some `"branch"`es of an `if`, used after
+    it (irgen; check-scopes says so when it names nothing else)."""
     result = result_def()
 
     traits = traits_def(FromInstantiation("ref"))
+    irdl_options = (ParsePropInAttrDict(),)
     ASSEMBLY_FORMAT: ClassVar[str] = "$symbol attr-dict `:` type($result)"
 
     def __init__(self, symbol: str, result_type: Attribute | None = None):
         super().__init__(
             properties={"symbol": SymbolRefAttr(symbol)}, result_types=[result_type or AnyType()]
         )
+
+    def verify_(self) -> None:
+        if self.bound_inside is not None and self.bound_inside.data not in ("loop", "branch"):
+            raise VerifyException('`bound_inside` is "loop" or "branch"')
 
 
 @lazy_op_definition
