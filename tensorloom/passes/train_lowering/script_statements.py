@@ -34,7 +34,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from tensorloom.dialects import nml, py, train
 from tensorloom.dialects import torch as t
-from tensorloom.passes.convert_nml_to_torch import BODY_PATTERNS, call
+from tensorloom.passes.support.nml_to_py import BODY_PATTERNS, call
 from tensorloom.passes.support.py_builder import PyBuilder
 from tensorloom.passes.support.script_builtins import (
     DEVICE,
