@@ -67,6 +67,7 @@ class TLOptMain(xDSLOptMain):
         self.sink = DiagnosticSink()
         self.sources = SourceMap()
         self.timings: list[tuple[str, float]] = []
+        self._line_offset = 0
         self._started = 0.0
         super().__init__(description="TensorLoom's modular optimizer driver", args=args)
 
@@ -112,11 +113,20 @@ class TLOptMain(xDSLOptMain):
 
     # ------------------------------------------------------------- frontends
 
+    def parse_chunk(
+        self, chunk: IO[bytes], file_extension: str, start_offset: int = 0
+    ) -> ModuleOp | None:
+        self._line_offset = start_offset  # `--split-input-file`: the chunk's first line
+        return super().parse_chunk(chunk, file_extension, start_offset)
+
     def _parse_mlir(self, stream: IO[bytes]) -> ModuleOp:
         text = stream.read().decode()
         name = self.get_input_name()
-        self.sources.add(name, text)
-        return _LocatingParser(self.ctx, text, name).parse_module(not self.args.no_implicit_module)
+        offset = self._line_offset
+        whole = Path(self.args.input_file) if self.args.input_file else None
+        self.sources.add(name, whole.read_text() if offset and whole else text)
+        parser = _LocatingParser(self.ctx, text, name, offset)
+        return parser.parse_module(not self.args.no_implicit_module)
 
     def _parse_source(self, stream: IO[bytes]) -> ModuleOp:
         from tensorloom.pipeline import compile_file
@@ -302,10 +312,11 @@ class _LocatingParser(Parser):
     """xDSL's parser, locating each op written without a `loc(...)` at its first line in
     the input (its start to the end of the line), as mlir-opt does."""
 
-    def __init__(self, ctx: Context, text: str, name: str) -> None:
+    def __init__(self, ctx: Context, text: str, name: str, line_offset: int = 0) -> None:
         super().__init__(ctx, text, name)
         self._text = text
         self._name = name
+        self._line_offset = line_offset
         self._lines = text.split("\n")
         self._starts = list(itertools.accumulate((len(ln) + 1 for ln in self._lines), initial=0))
 
@@ -320,7 +331,9 @@ class _LocatingParser(Parser):
         line = bisect.bisect_right(self._starts, offset)
         col = offset - self._starts[line - 1] + 1
         text = self._lines[line - 1] if line <= len(self._lines) else ""
-        return Span(self._name, line, col, line, max(len(text.rstrip()) + 1, col + 1))
+        end = max(len(text.rstrip()) + 1, col + 1)
+        line += self._line_offset
+        return Span(self._name, line, col, line, end)
 
 
 _TRAILING_LOCATION = re.compile(r"\bloc\(.*\)$")
