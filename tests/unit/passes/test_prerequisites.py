@@ -43,3 +43,17 @@ def test_a_pass_leaves_nothing_pending(example: str) -> None:
             pass_class = registry[name]()
             assert issubclass(pass_class, TLPass)
             assert not pass_class.pending(module), f"{name} left work for itself"
+
+
+def test_the_driver_refuses_a_stage_list_out_of_order() -> None:
+    result = compile_file(ROOT / "examples" / "mnist.tl", until="irgen")
+    assert result.module is not None
+    sink = DiagnosticSink()
+    with reporting(sink):
+        assert not run_passes(make_context(), result.module, ["shape-inference"], "mnist.tl")
+    (error,) = sink.errors()
+    assert error.code == "TL0901"
+    assert error.message == (
+        "internal compiler error: the pipeline runs `shape-inference` before `desugar-pipes`, "
+        "`resolve-nml`, `instantiate`, which it needs"
+    )
