@@ -241,6 +241,12 @@ class TLOptMain(xDSLOptMain):
                 "  = help: print `-t mlir`, or lower it first with `-p ...,convert-nml-to-torch,"
                 "convert-train-to-torch`"
             )
+        if target == "python" and not _traces_to_source(prog):
+            sys.stderr.write(
+                "tl-opt: note: the IR holds no location in a .tl or .nml file, so the script "
+                "has no `# file.tl:N` comments\n"
+                "  = help: print the IR you read back with `--print-debuginfo` to keep them\n"
+            )
         return super().output_resulting_program(prog)
 
     def run(self) -> None:
@@ -351,6 +357,15 @@ def _has_emission_ops(module: ModuleOp) -> bool:
     """Whether the module holds ops the Python printer prints (after the conversion passes)."""
     emitted = ("torch", "py", "triton")
     return any(op.dialect_name() in emitted for op in module.walk())
+
+
+def _traces_to_source(module: ModuleOp) -> bool:
+    """Whether an op carries a location in TensorLoom source (what the script's comments cite)."""
+    from tensorloom.diagnostics.ir import span_of
+    from tensorloom.source import SOURCE_SUFFIXES
+
+    spans = (span_of(op) for op in module.walk())
+    return any(span is not None and span.file.endswith(SOURCE_SUFFIXES) for span in spans)
 
 
 def _missing_passes(lacking: dict[str, list[str]], spec: str) -> str:
