@@ -107,21 +107,22 @@ def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
     """The closest candidate to a misspelt name, if one is close enough: TensorLoom's one
     did-you-mean engine (names, settings, layers, passes, datasets, sections).
 
-    First the candidate fewest edits away, letter case ignored (a swap of neighbours
+    First the candidates fewest edits away, letter case ignored (a swap of neighbours
     counts as one edit: `Adma` is `Adam`), within a third of the name's length (at least
-    one edit); failing that, difflib's closest match at a 0.6 similarity ratio (`lr` is
-    far in edits from `learning_rate` but shares its letters).
+    one edit, and fewer than the name's letters: `x` is not `k`), difflib's ranking
+    breaking a tie (`fc3` is `fc2` before `fc1`); failing that, difflib's closest match at
+    a 0.6 similarity ratio (`conv_layer` is 4 edits from `conv_layers_2d` but shares its
+    letters).
     """
-    pool = list(candidates)
-    best: tuple[int, str] | None = None
-    for candidate in pool:
-        distance = _edits(name.lower(), candidate.lower())
-        if distance <= max(1, len(name) // 3) and (best is None or distance < best[0]):
-            best = (distance, candidate)
-    if best is not None:
-        return best[1]
     import difflib  # only a program with an error needs it: not at start-up
 
+    pool = list(candidates)
+    budget = min(max(1, len(name) // 3), len(name) - 1)
+    distances = {c: _edits(name.lower(), c.lower()) for c in pool}
+    fewest = min((d for d in distances.values() if d <= budget), default=None)
+    if fewest is not None:
+        tied = [c for c, d in distances.items() if d == fewest]
+        return tied[0] if len(tied) == 1 else difflib.get_close_matches(name, tied, 1, 0.0)[0]
     matches = difflib.get_close_matches(name, pool, n=1, cutoff=0.6)
     return matches[0] if matches else None
 

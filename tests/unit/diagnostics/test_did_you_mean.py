@@ -34,3 +34,12 @@ def test_past_the_edit_budget_difflib_still_finds_shared_letters() -> None:
 def test_nothing_close_is_no_guess() -> None:
     assert did_you_mean("xyz", ["epochs", "optimizer"]) is None
     assert did_you_mean("anything", []) is None
+
+
+def test_a_tie_goes_to_difflibs_ranking() -> None:
+    assert did_you_mean("fc3", ["fc1", "fc2"]) == "fc2"
+
+
+def test_a_one_letter_name_is_not_one_edit_from_every_other() -> None:
+    assert did_you_mean("x", ["k", "n"]) is None
+    assert did_you_mean("X", ["x"]) == "x"
