@@ -322,7 +322,7 @@ def lora_adapters(key: str, value: Evaluated) -> Problem | None:
     given = dict(call.kwargs)
     for name in given:
         if name not in _LORA_ARGS:
-            guess = closest(name, _LORA_ARGS)
+            guess = did_you_mean(name, _LORA_ARGS)
             help_text = (
                 f"did you mean `{guess}`?"
                 if guess
