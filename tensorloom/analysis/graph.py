@@ -165,32 +165,47 @@ SKIP_STYLE = {"style": "dashed", "color": "#d62728", "fontcolor": "#d62728"}
 
 
 def to_dot(graph: nx.DiGraph) -> str:
-    """Graphviz source: nodes by kind, edges labelled by shape, clusters for nested models."""
-    import graphviz
+    """Graphviz source: nodes by kind, edges labelled by shape, clusters for nested models.
 
-    dot = graphviz.Digraph(graph.graph.get("name", "model"), node_attr={"fontname": "Helvetica"})
-    dot.attr(rankdir="TB", fontname="Helvetica", labelloc="t", label=graph.graph.get("name", ""))
-    dot.attr("edge", fontname="Helvetica", fontsize="10")
+    Written here, not through the graphviz package, so `--format dot` needs no Graphviz."""
+    name = str(graph.graph.get("name", "model"))
+    lines = [f"digraph {_quoted(name)} {{",
+             f"\tgraph [fontname=Helvetica label={_quoted(name)} labelloc=t rankdir=TB]",
+             "\tnode [fontname=Helvetica]", "\tedge [fontname=Helvetica fontsize=10]"]  # fmt: skip
     clusters: dict[Cluster, str] = graph.graph.get("clusters", {})
-    _add_cluster(dot, graph, clusters, ())
+    lines += _cluster_lines(graph, clusters, (), "\t")
     for source, target, data in graph.edges(data=True):
         style = SKIP_STYLE if data["skip"] else {}
-        dot.edge(source, target, label=data["label"], **style)
-    return dot.source
+        lines.append(f"\t{source} -> {target} {_attributes({'label': data['label'], **style})}")
+    return "\n".join([*lines, "}"]) + "\n"
 
 
-def _add_cluster(dot: object, graph: nx.DiGraph, clusters: dict[Cluster, str],
-                 cluster: Cluster) -> None:  # fmt: skip
+def _quoted(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{escaped}"'
+
+
+def _attributes(attributes: dict[str, str]) -> str:
+    """`[label="..." shape=box]`: the label first, every value quoted."""
+    return "[" + " ".join(f"{key}={_quoted(value)}" for key, value in attributes.items()) + "]"
+
+
+def _cluster_lines(graph: nx.DiGraph, clusters: dict[Cluster, str], cluster: Cluster,
+                   indent: str) -> list[str]:  # fmt: skip
     """The nodes of one cluster, then each cluster directly inside it, as a subgraph."""
-    for node, data in graph.nodes(data=True):
-        if data["cluster"] == cluster:
-            dot.node(node, label=data["label"], **STYLES[data["kind"]])  # type: ignore[attr-defined]
+    lines = [
+        f"{indent}{node} {_attributes({'label': data['label'], **STYLES[data['kind']]})}"
+        for node, data in graph.nodes(data=True)
+        if data["cluster"] == cluster
+    ]
     for inner, label in clusters.items():
         if inner[:-1] == cluster:
-            name = "cluster_" + "_".join(inner)
-            with dot.subgraph(name=name) as sub:  # type: ignore[attr-defined]
-                sub.attr(label=label, style="rounded,dashed", color="#7f7f7f")
-                _add_cluster(sub, graph, clusters, inner)
+            lines.append(f"{indent}subgraph {'cluster_' + '_'.join(inner)} {{")
+            style = {"label": label, "style": "rounded,dashed", "color": "#7f7f7f"}
+            lines.append(f"{indent}\tgraph {_attributes(style)}")
+            lines += _cluster_lines(graph, clusters, inner, indent + "\t")
+            lines.append(f"{indent}}}")
+    return lines
 
 
 def dot_available() -> bool:
@@ -198,7 +213,11 @@ def dot_available() -> bool:
 
 
 def render(source: str, fmt: str) -> bytes:
-    """The picture (`svg`, `png`, `pdf`) that Graphviz's `dot` draws from the source."""
-    import graphviz
+    """The picture (`svg`, `png`, `pdf`) that Graphviz's `dot` program draws from the source."""
+    import subprocess
 
-    return graphviz.Source(source).pipe(format=fmt)
+    done = subprocess.run(["dot", f"-T{fmt}"], input=source.encode(), capture_output=True,
+                          check=False)  # fmt: skip
+    if done.returncode != 0:
+        raise GraphError(f"Graphviz's `dot` failed: {done.stderr.decode(errors='replace').strip()}")
+    return done.stdout

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from tensorloom.pipeline import Compilation
 
 PICTURE_FORMATS = ("svg", "png", "pdf")
+# What `pip install 'tensorloom[pictures]'` brings; without one, a command says so.
+PICTURE_PACKAGES = ("networkx", "matplotlib")
 GRAPH_FORMATS = (*PICTURE_FORMATS, "dot")
 
 
@@ -37,6 +39,16 @@ def _error(message: str, help: str | None = None) -> int:
     if help:
         sys.stderr.write(f"  = help: {help}\n")
     return EXIT_USER_ERROR
+
+
+def _missing(command: str, error: ModuleNotFoundError) -> int:
+    """A user error naming the package `command` needs and the extra that installs it;
+    any other missing module is re-raised (a bug, reported as one)."""
+    package = (error.name or "").partition(".")[0]
+    if package not in PICTURE_PACKAGES:
+        raise error
+    return _error(f"`{command}` needs `{package}`, which is not installed",
+                  "pip install 'tensorloom[pictures]'")  # fmt: skip
 
 
 def graph_format(output: Path | None, fmt: str | None) -> str | None:
@@ -64,7 +76,10 @@ def run_graph(file: Path, output: Path | None, fmt: str | None, model: str | Non
     emit_diagnostics(result.sink, result.sources)
     if not result.ok or result.module is None:
         return EXIT_USER_ERROR
-    return _draw(result, flows, model, chosen, output)
+    try:
+        return _draw(result, flows, model, chosen, output)
+    except ModuleNotFoundError as error:
+        return _missing("tlc graph", error)
 
 
 def _draw(result: Compilation, flows: list[Any], model: str | None, fmt: str,
@@ -89,7 +104,11 @@ def _draw(result: Compilation, flows: list[Any], model: str | None, fmt: str,
             "install Graphviz (`apt-get install graphviz`, `brew install graphviz`), "
             "or write the Graphviz source with `--format dot`",
         )
-    return _write(output, graph.render(source, fmt))
+    try:
+        picture = graph.render(source, fmt)
+    except graph.GraphError as problem:
+        return _error(str(problem))
+    return _write(output, picture)
 
 
 def _default_model(result: Compilation, flows: list[Any]) -> str | None:
@@ -187,7 +206,10 @@ def run_plot(metrics: Path, output: Path) -> int:
     curves = read_metrics(metrics)
     if isinstance(curves, str):
         return _error(curves, "pass the file a script wrote with `--metrics PATH`")
-    figure = plot_curves(curves)
+    try:
+        figure = plot_curves(curves)
+    except ModuleNotFoundError as error:
+        return _missing("tlc plot", error)
     try:
         figure.savefig(output, format=suffix)
     except OSError as problem:
