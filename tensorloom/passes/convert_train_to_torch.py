@@ -75,6 +75,7 @@ from tensorloom.passes.train_lowering.train_cli import parse_args_ops
 from tensorloom.passes.train_lowering.train_loop import guard_ops
 from tensorloom.passes.train_lowering.train_settings import header_ops, settings_ops
 from tensorloom.passes.train_lowering.train_step import loss_ops
+from tensorloom.source import SOURCE_SUFFIXES
 
 # --- step 1: the plan ------------------------------------------------------------------------
 
@@ -284,7 +285,7 @@ def _train_source(loop: train.LoopOp, script: t.ScriptOp) -> str:
     """The file that holds the train block (`train_gpt.tl`, not the `gpt.nml` it imports):
     the header and `--help` name it, and the checkpoint folder is named after it."""
     span = span_of(loop)
-    if span is not None and span.file:
+    if span is not None and span.file.endswith(SOURCE_SUFFIXES):  # not the .mlir tl-opt read
         return PurePath(span.file).name
     return script.source.data if script.source else "the program"
 
