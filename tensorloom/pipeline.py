@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tensorloom import REPORT_URL
 from tensorloom.diagnostics import INTERNAL_ERROR, Diagnostic, DiagnosticSink
 from tensorloom.recursion import deep
 from tensorloom.source import SourceMap, Span
@@ -218,21 +219,26 @@ def _lower(result: Compilation, until: str) -> None:
     if until == "irgen":
         return
     ctx = make_context()
+    ran: list[str] = []
     for s in stages_until(until):
-        if not run_passes(ctx, module, s.passes, result.path):
+        if not run_passes(ctx, module, s.passes, result.path, ran=ran):
             return
+        ran += s.passes
         result.completed = s.name
 
 
 @deep
 def run_passes(ctx: Context, module: ModuleOp, names: Sequence[str], path: str, *,
-               verify_each: bool = True) -> bool:  # fmt: skip
+               verify_each: bool = True, ran: Sequence[str] = ()) -> bool:  # fmt: skip
     """Run the passes `names`, in order; False once one reported an error.
 
     The IR is verified after every pass, or with `verify_each=False` only after
     the last one (`tlc check`, which prints no IR: verifying after each of its
-    passes cost about 7 ms, two thirds of the passes' own time). Must run
-    inside `reporting(sink)`; the sink is where passes report.
+    passes cost about 7 ms, two thirds of the passes' own time). `ran`: the
+    passes that already ran on `module`. A pass whose declared requirements
+    (passes/support/prerequisites.py) are neither in `ran`, nor earlier in `names`,
+    nor done as the IR shows, is an internal error: the stages are in the wrong
+    order. Must run inside `reporting(sink)`; the sink is where passes report.
     """
     from tensorloom.diagnostics.ir import current_sink
     from tensorloom.passes import get_all_passes
@@ -241,14 +247,17 @@ def run_passes(ctx: Context, module: ModuleOp, names: Sequence[str], path: str, 
     sink = current_sink()
     errors_before = len(sink.errors())
     last: str | None = None
+    earlier = set(ran)
     has_kernels = any(op.dialect_name() == "kernel" for op in module.body.block.ops)
     for spec in names:
         name = spec.partition("{")[0]  # `instantiate{specialize=true}`: a pass with options
         if name in KERNEL_PASSES and not has_kernels:
+            earlier.add(name)
             continue  # nothing to do, and importing them costs a cold `tlc check` ~10 ms
         pass_class = _load_pass(registered, name, path)
-        if pass_class is None:
+        if pass_class is None or not _requirements_met(pass_class, earlier, module, path):
             return False
+        earlier.add(name)
         if len(sink.errors()) > errors_before and name not in REPORT_TOGETHER:
             return False
         if not _apply(pass_class, ctx, module, path, spec):
@@ -275,6 +284,22 @@ def _load_pass(registered: dict[str, PassFactory], name: str, path: str) -> type
         return None
 
 
+def _requirements_met(
+    pass_class: type[ModulePass], earlier: set[str], module: ModuleOp, path: str
+) -> bool:
+    """Whether the passes `pass_class` needs have run; an internal error (a stage list out
+    of order) when not."""
+    from tensorloom.passes import get_all_passes
+    from tensorloom.passes.support.prerequisites import requirements, unmet
+
+    lacking = unmet(requirements(pass_class), earlier, module, get_all_passes())
+    name = pass_class.name
+    if lacking:
+        needed = ", ".join(f"`{p}`" for p in lacking)
+        _internal_error(f"the pipeline runs `{name}` before {needed}, which it needs", path)
+    return not lacking
+
+
 def _apply(
     pass_class: type[ModulePass], ctx: Context, module: ModuleOp, path: str, spec: str = ""
 ) -> bool:
@@ -296,8 +321,11 @@ def _apply(
 def _verified(module: ModuleOp, after: str, path: str) -> bool:
     from xdsl.utils.exceptions import VerifyException
 
+    from tensorloom.dialects.module_facts import verify_module_facts
+
     try:
         module.verify()
+        verify_module_facts(module)
     except VerifyException as error:
         if os.environ.get("TENSORLOOM_DEBUG"):
             raise
@@ -315,6 +343,7 @@ def _internal_error(message: str, path: str) -> None:
             f"internal compiler error: {message}",
             Span.point(path, 1, 1),
             notes=["this is a bug in TensorLoom, not in your program"],
-            help="please report it with this file; set TENSORLOOM_DEBUG=1 for a traceback",
+            help=f"please report it at {REPORT_URL} with this file; set TENSORLOOM_DEBUG=1 for "
+            "a traceback",
         )
     )

@@ -36,6 +36,18 @@ class Span:
 
 SOURCE_SUFFIXES = (".tl", ".nml")
 
+UNLOCATED = "<no location>"
+"""The file of a diagnostic about an IR op that has no source location: its lines are the
+printed forms of such ops (`unlocated_span`), so the diagnostic quotes the op."""
+_unlocated_lines: list[str] = []
+
+
+def unlocated_span(printed: str) -> Span:
+    """A span over `printed`, an op's printed form, as a line of the file `UNLOCATED`."""
+    _unlocated_lines.append(printed)
+    line = len(_unlocated_lines)
+    return Span(UNLOCATED, line, 1, line, len(printed) + 1)
+
 
 def split_lines(text: str) -> list[str]:
     """The lines of `text` as the lexer counts them: only `\n`, `\r\n` and `\r` end a line.
@@ -78,6 +90,8 @@ class SourceMap:
         return source
 
     def get(self, path: str) -> SourceFile | None:
+        if path == UNLOCATED:
+            return SourceFile(UNLOCATED, "\n".join(_unlocated_lines))
         source = self._files.get(path)
         # Only TensorLoom source is read back for a diagnostic: a span must never
         # make the compiler quote some other file (a link's target, say).

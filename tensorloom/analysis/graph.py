@@ -67,12 +67,7 @@ from tensorloom.dialects.nml import (
     TupleType,
     YieldOp,
 )
-from tensorloom.passes.shape_inference import (
-    FOLLOWED_BRANCHES,
-    FOLLOWED_ITERATIONS,
-    describe,
-    format_type,
-)
+from tensorloom.passes.shape_inference import describe, format_type
 from tensorloom.passes.support.model_env import (
     ArgFailure,
     Env,
@@ -248,7 +243,7 @@ class _Builder:
 
     def loop(self, model: ModelOp, env: Env, op: ForOp, cluster: Cluster) -> None:
         """Step 4: the body once, in a cluster labelled with its repeat count."""
-        count = _followed(op, FOLLOWED_ITERATIONS)
+        count = _followed(op.iterations)
         times = f" {REPEAT} {count}" if count is not None else ""
         if op.layers is not None:
             name = op.layers.root_reference.data
@@ -269,7 +264,7 @@ class _Builder:
 
     def branch(self, model: ModelOp, env: Env, op: IfOp, cluster: Cluster) -> None:
         """Step 4: the branch shape inference followed, or both joined in an `if` node."""
-        followed = _followed(op, FOLLOWED_BRANCHES)
+        followed = _followed(op.branches)
         regions = [op.then_region, op.else_region]
         chosen = regions if followed is None or followed == 2 else [regions[followed]]
         yielded: list[list[SSAValue]] = []
@@ -324,9 +319,9 @@ def _layer_text(layer: LayerOp, env: Env) -> str:
     return describe(bound) if bound is not None else layer.kind.data
 
 
-def _followed(op: Operation, key: str) -> int | None:
-    attr = op.attributes.get(key)
-    return attr.value.data if isinstance(attr, IntegerAttr) else None
+def _followed(attr: IntegerAttr | None) -> int | None:
+    """What shape inference followed (`nml.for`'s `iterations`, `nml.if`'s `branches`)."""
+    return attr.value.data if attr is not None else None
 
 
 def _shape(value: SSAValue) -> str:

@@ -50,8 +50,6 @@ from tensorloom.dialects.nml import (
     YieldOp,
 )
 from tensorloom.passes.shape_inference import (
-    FOLLOWED_BRANCHES,
-    FOLLOWED_ITERATIONS,
     MAX_DEPTH,
     Instantiation,
     values_defined_in,
@@ -148,8 +146,8 @@ class Walker:
     Shape inference ran on a module that `instantiate{specialize=true}` gave one copy
     of a model per instance and per nested layer, so each value's type is the one it
     has in this instantiation; on each `nml.for` and `nml.if` it left what it followed
-    (`tl.iterations`, `tl.branches`). Nothing is inferred here: each step's shapes are
-    its operands' and result's types."""
+    (the properties `iterations` on `nml.for`, `branches` on `nml.if`). Nothing is
+    inferred here: each step's shapes are its operands' and result's types."""
 
     def __init__(self, models: dict[str, ModelOp], budget: StepBudget) -> None:
         self.models = models
@@ -208,7 +206,7 @@ class Walker:
         if isinstance(op, ForOp):
             self.loop(model, op, env)
         elif isinstance(op, IfOp):
-            branches = _followed(op, FOLLOWED_BRANCHES, 2)
+            branches = _followed(op.branches, 2)
             regions = [op.then_region, op.else_region]
             for region in regions if branches == 2 else [regions[branches]]:
                 self.block(model, region.block, env)
@@ -226,7 +224,7 @@ class Walker:
         In the specialised IR a value has one type in every iteration, so the second
         iteration is what each later one repeats: the profile multiplies it rather than
         walking 256 steps of a scan."""
-        count = _followed(op, FOLLOWED_ITERATIONS, 1)
+        count = _followed(op.iterations, 1)
         body = op.body.block
         defined = frozenset(id(v) for v in values_defined_in(body))
         carried = [self.key(v) for v in op.inits]
@@ -374,9 +372,9 @@ def _makes_a_tensor(op: FunctionalOp) -> bool:
     return bool(op.results) and isinstance(op.results[0].type, TensorType)
 
 
-def _followed(op: Operation, key: str, default: int) -> int:
-    attr = op.attributes.get(key)
-    return attr.value.data if isinstance(attr, IntegerAttr) else default
+def _followed(attr: IntegerAttr | None, default: int) -> int:
+    """What shape inference followed (`nml.for`'s `iterations`, `nml.if`'s `branches`)."""
+    return attr.value.data if attr is not None else default
 
 
 def _is_index(op: ApplyOp | ApplyAtOp, value: SSAValue) -> bool:

@@ -2066,7 +2066,7 @@ error[TL0901]: internal compiler error: pass `shape-inference` crashed: KeyError
   | ^
   |
   = note: this is a bug in TensorLoom, not in your program
-  = help: please report it with this file; set TENSORLOOM_DEBUG=1 for a traceback
+  = help: please report it at https://github.com/techxsarwar/tensorloom/issues with this file; set TENSORLOOM_DEBUG=1 for a traceback
 """,
         ),
     )),

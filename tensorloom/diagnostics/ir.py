@@ -3,8 +3,11 @@
     op.location = loc_of(node.span)        # irgen: every op gets its token's place
     with reporting(sink):                   # the driver installs a sink
         pass_.apply(ctx, module)            # passes call report(...)
-    report(Diagnostic.error("TL0201", "...", span_of(op)))
+    report(Diagnostic.error("TL0201", "...", span_at(op)))
 
+`span_at(op)` is where a diagnostic about `op` goes: its source span, or, for an
+op without a location (built by a pass, or `loc(unknown)` in .mlir input), its
+printed form, so that the diagnostic is still reported and quotes the op.
 A one-character span is a `FileLineColLoc`; a longer one is a `FusedLoc` of the
 start and the (exclusive) end position, so `span_of(loc_of(s)) == s`.
 """
@@ -28,7 +31,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation
 
 from tensorloom.diagnostics.core import Diagnostic, DiagnosticSink
-from tensorloom.source import Span
+from tensorloom.source import Span, unlocated_span
 
 
 def _point(file: str, line: int, col: int) -> FileLineColLoc:
@@ -56,6 +59,24 @@ def span_of(target: Operation | Attribute | None) -> Span | None:
     if isinstance(loc, NameLoc):
         return span_of(loc.location)
     return None
+
+
+def span_at(op: Operation) -> Span:
+    """Where to report a diagnostic about `op`: its source span, else its printed form."""
+    span = span_of(op)
+    return span if span is not None else unlocated_span(printed_form(op))
+
+
+def printed_form(op: Operation) -> str:
+    """`op` as tl-opt prints it, on one line: regions elided, as `{...}`."""
+    from io import StringIO
+
+    from xdsl.printer import Printer
+
+    stream = StringIO()
+    Printer(stream=stream).print_op(op)
+    lines = stream.getvalue().strip().splitlines()
+    return lines[0].rstrip() + (" ...}" if len(lines) > 1 else "")
 
 
 def _fused_span(loc: FusedLoc) -> Span | None:

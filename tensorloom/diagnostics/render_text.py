@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 from tensorloom.diagnostics.core import Diagnostic, Label, Severity
-from tensorloom.source import SourceMap
+from tensorloom.source import UNLOCATED, SourceMap, Span
 
 # ANSI styles, used only when the caller asks for colour (a terminal, NO_COLOR unset).
 _STYLES = {
@@ -47,7 +47,8 @@ def render(diagnostic: Diagnostic, sources: SourceMap, *, color: bool = False) -
     labels = [diagnostic.primary, *diagnostic.secondary]
     gutter = max(len(str(label.span.line)) for label in labels)
     pad = " " * gutter
-    lines.append(f"{pad}{paint('-->', 'gutter')} {span.file}:{span.line}:{span.col}")
+    where = _where(span)
+    lines.append(f"{pad}{paint('-->', 'gutter')} {where}")
     snippets: list[str] = []
     for index, label in enumerate(labels):
         snippets.extend(_snippet(label, sources, gutter, paint, primary=index == 0))
@@ -60,6 +61,12 @@ def render(diagnostic: Diagnostic, sources: SourceMap, *, color: bool = False) -
     if diagnostic.help:
         lines.append(f"{pad} {paint('=', 'gutter')} help: {diagnostic.help}")
     return "\n".join(lines) + "\n"
+
+
+def _where(span: Span) -> str:
+    if span.file == UNLOCATED:
+        return "an op without a source location, as tl-opt prints it"
+    return f"{span.file}:{span.line}:{span.col}"
 
 
 def _snippet(

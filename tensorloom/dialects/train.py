@@ -40,7 +40,7 @@ from xdsl.dialects.builtin import (
     i1,
     i64,
 )
-from xdsl.ir import Attribute, Block, Dialect, Region
+from xdsl.ir import Attribute, Block, Dialect, Region, TypeAttribute
 from xdsl.irdl import (
     ParsePropInAttrDict,
     opt_prop_def,
@@ -90,6 +90,9 @@ class DatasetOp(LazyFormatOp):
     source = opt_prop_def(StringAttr)
     options = prop_def(DictionaryAttr)
     option_locs = opt_prop_def(ArrayAttr)
+    per_token_length = opt_prop_def(IntegerAttr[I64])
+    """On `load_dataset()` for a model with one class per token ([B, T, C] outputs): T, the
+    length of a synthetic sequence (written by infer-synthetic-data)."""
 
     traits = traits_def(SymbolOpInterface())
     irdl_options = (ParsePropInAttrDict(),)
@@ -117,6 +120,12 @@ class DatasetOp(LazyFormatOp):
                 f"`option_locs` has {len(self.option_locs)} entries, "
                 f"expected {len(self.options.data)}"
             )
+        if self.per_token_length is None:
+            return
+        if self.source is not None:
+            raise VerifyException("`per_token_length` is for synthetic data (`load_dataset()`)")
+        if self.per_token_length.value.data < 1:
+            raise VerifyException("`per_token_length` must be positive")
 
 
 @lazy_op_definition
@@ -133,11 +142,27 @@ class LoopOp(LazyFormatOp):
     data = prop_def(SymbolRefAttr)
     model_loc = opt_prop_def()
     data_loc = opt_prop_def()
+    model_output = opt_prop_def(TypeAttribute)
+    """The type the model's forward returns on the loop's data (written by shape-inference;
+    check-train checks the loss against it, the lowering sizes the script by it)."""
+    synthetic_sample = opt_prop_def(ArrayAttr[IntegerAttr[I64]])
+    """Over `load_dataset()` data: the shape of one sample the model takes, `[784]`
+    (written by shape-inference with `synthetic_output`; infer-synthetic-data reads both)."""
+    synthetic_output = opt_prop_def(TypeAttribute)
+    """... and the type the forward returns on a batch of such samples."""
     body = region_def("single_block")
 
     traits = traits_def(NoTerminator())
     irdl_options = (ParsePropInAttrDict(),)
     ASSEMBLY_FORMAT: ClassVar[str] = "$model `on` $data attr-dict-with-keyword $body"
+
+    def verify_(self) -> None:
+        if (self.synthetic_sample is None) != (self.synthetic_output is None):
+            raise VerifyException("`synthetic_sample` and `synthetic_output` go together")
+        if self.synthetic_sample is not None and any(
+            d.value.data < 1 for d in self.synthetic_sample.data
+        ):
+            raise VerifyException("`synthetic_sample` sizes must be positive")
 
     def __init__(self, model: str, data: str, body: Region | None = None):
         super().__init__(

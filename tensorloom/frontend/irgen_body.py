@@ -179,7 +179,7 @@ class BodyBuilder:
         body.add_op(_at_span(nml.YieldOp([scope[n] for n in carried]), stmt.span))
         op = nml.ForOp(inits, Region(body), layers=layers, bounds=bounds)
         if layers is not None and valid_hint(stmt.var):
-            op.attributes["var"] = StringAttr(stmt.var)
+            op.var = StringAttr(stmt.var)
         self.add(op, stmt.span)
         for name, result in zip(carried, op.results, strict=True):
             self.bind(name, result)
@@ -335,7 +335,7 @@ class BodyBuilder:
             )
         ref = nml.RefOp(expr.id)
         if expr.id in self.bound_inside:
-            ref.attributes["bound_inside"] = StringAttr(self.bound_inside[expr.id])
+            ref.bound_inside = StringAttr(self.bound_inside[expr.id])
         return self.value_of(ref, expr.span)
 
     @_expr.register
@@ -521,7 +521,7 @@ class BodyBuilder:
     @_expr.register
     def _tuple(self, expr: ast.TupleExpr) -> SSAValue:
         op = nml.ListOp([self.expr(e) for e in expr.elts])
-        op.attributes["tuple"] = UnitAttr()
+        op.tuple = UnitAttr()
         return self.value_of(op, expr.span)
 
 

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass
 
 from tensorloom.dialects import nml, train
 from tensorloom.passes.support.model_env import layers_of, lookup_symbol, models_of
+from tensorloom.passes.support.prerequisites import TLPass
 from tensorloom.passes.support.train_values import add_marker, has_marker, loops_of
 
 
@@ -51,8 +51,9 @@ def insert_activation_checkpoints(module: ModuleOp, loop: train.LoopOp) -> None:
 
 
 @dataclass(frozen=True)
-class ActivationCheckpointingPass(ModulePass):
+class ActivationCheckpointingPass(TLPass):
     name = "activation-checkpointing"
+    requires = ("train-config",)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for loop in loops_of(op):

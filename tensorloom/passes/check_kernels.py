@@ -20,15 +20,13 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 from xdsl.ir import Operation
-from xdsl.passes import ModulePass
 
 from tensorloom.diagnostics import Diagnostic
 from tensorloom.diagnostics.core import did_you_mean
-from tensorloom.diagnostics.ir import report, span_of
+from tensorloom.diagnostics.ir import report, span_at, span_of
 from tensorloom.dialects import kernel
+from tensorloom.passes.support.prerequisites import TLPass, has_kernels
 from tensorloom.passes.support.tl_catalog import Catalog, Signature, installed
-from tensorloom.passes.synthesize_launchers import where
-from tensorloom.source import Span
 
 KERNEL_BUILTINS = (
     "min",
@@ -73,7 +71,7 @@ class _NameCheck:
             Diagnostic.error(
                 "TL0501",
                 f"undefined name `{name}` in kernel `{self.func.sym_name.data}`",
-                where(op),
+                span_at(op),
                 help=f"did you mean `{guess}`?" if guess else "bind it with `let` before this line",
             )
         )
@@ -86,7 +84,7 @@ class _NameCheck:
             Diagnostic.error(
                 "TL0501",
                 f"undefined function `{name}` in a kernel",
-                where(op),
+                span_at(op),
                 help="kernels can call `tl.` functions and "
                 f"{', '.join(f'`{b}`' for b in KERNEL_BUILTINS[:5])}",
             )
@@ -111,7 +109,7 @@ def _check_member(op: Operation, member: str, catalog: Catalog) -> Signature | N
         Diagnostic.error(
             "TL0502",
             f"`tl.{member}` is not a {what} of triton.language",
-            where(op),
+            span_at(op),
             help=f"did you mean `tl.{guess}`?" if guess else None,
         )
     )
@@ -142,7 +140,7 @@ def _check_arity(
         shown = ", ".join(signature.positional) + (", *args" if signature.varargs else "")
         report(
             Diagnostic.error(
-                "TL0503", f"`tl.{member}` {problem}", where(op), help=f"`tl.{member}({shown})`"
+                "TL0503", f"`tl.{member}` {problem}", span_at(op), help=f"`tl.{member}({shown})`"
             )
         )
 
@@ -174,7 +172,7 @@ def _check_mask(op: kernel.LoadOp) -> None:
         Diagnostic.warning(
             "TL0505",
             "`tl.load` without a mask reads past the end of the tensor in the last block",
-            where(op),
+            span_at(op),
             help="pass `mask=offsets < n` (and `other=` for masked lanes)",
         )
     )
@@ -190,7 +188,7 @@ def _check_powers_of_two(func: kernel.FuncOp) -> None:
         value = default.value.data
         if value > 0 and value & (value - 1) == 0:
             continue
-        span = span_of(locations[name]) or Span("<unknown>", 1, 1, 1, 2)
+        span = span_of(locations[name]) or span_at(func)
         lower = 1 << max(value.bit_length() - 1, 0)
         report(
             Diagnostic.error(
@@ -209,8 +207,13 @@ def check_kernel(func: kernel.FuncOp, catalog: Catalog | None = None) -> None:
 
 
 @dataclass(frozen=True)
-class CheckKernelsPass(ModulePass):
+class CheckKernelsPass(TLPass):
     name = "check-kernels"
+    requires = ("resolve-nml",)
+
+    @classmethod
+    def applies_to(cls, module: ModuleOp) -> bool:
+        return has_kernels(module)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for func in op.walk():

@@ -30,14 +30,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
-from xdsl.passes import ModulePass
 from xdsl.traits import SymbolOpInterface
 
 from tensorloom.catalogue.layers.parameter import PARAMETER
 from tensorloom.diagnostics.core import Diagnostic, Label, did_you_mean
-from tensorloom.diagnostics.ir import report, span_of
+from tensorloom.diagnostics.ir import report, span_at, span_of
 from tensorloom.dialects.nml import (
     ApplyAtOp,
     ApplyOp,
@@ -51,7 +50,13 @@ from tensorloom.dialects.nml import (
     RefOp,
 )
 from tensorloom.dialects.train import DatasetOp, LoopOp, MainOp
-from tensorloom.passes.support.model_env import configs_of, layers_of, methods_of
+from tensorloom.passes.support.model_env import (
+    MODULE_ATTRIBUTES,
+    configs_of,
+    layers_of,
+    methods_of,
+)
+from tensorloom.passes.support.prerequisites import TLPass
 from tensorloom.passes.support.resolve_builtins import BUILTINS, MISSING, builtin_name, constant_of
 from tensorloom.passes.support.script_builtins import (
     SCRIPT_BUILTINS,
@@ -62,9 +67,6 @@ from tensorloom.passes.support.script_builtins import (
 
 OPERATOR_CALLS = frozenset(["==", "!=", "<", "<=", ">", ">=", "and", "or", "not", "%", "//", "+"])
 """Operators irgen writes as calls (they have no op of their own)."""
-
-MODULE_ATTRIBUTES = ("training",)
-"""Attributes every model has as an `nn.Module`: `self.training` (True while training)."""
 
 
 def top_level_symbols(module: ModuleOp) -> set[str]:
@@ -147,8 +149,8 @@ class ModelScope:
             return
         if name in self.local or name in self.outside or _dtype_of_reported_call(op):
             return
-        inside = op.attributes.get("bound_inside")
-        if isinstance(inside, StringAttr):
+        inside = op.bound_inside
+        if inside is not None:
             where = "the `for` loop" if inside.data == "loop" else "some branches of the `if`"
             help_text = (
                 f"bind `{name}` before the loop, so that it exists when the loop runs no times"
@@ -226,9 +228,7 @@ class ModelScope:
                 self._unused(name, layer)
 
     def _unused(self, name: str, layer: Operation) -> None:
-        span = span_of(layer)
-        if span is None:
-            return
+        span = span_at(layer)
         message = f"layer `{name}` is declared but never used"
         help_text = f"remove it, or apply it in `forward` (`self.{name}(x)`)"
         report(Diagnostic.warning("TL0304", message, Label(span), help=help_text))
@@ -330,9 +330,7 @@ def top_level_functions(module: ModuleOp) -> dict[str, FuncOp]:
 
 
 def _error(op: Operation, code: str, message: str, help_text: str | None) -> None:
-    span = span_of(op)
-    if span is None:
-        return
+    span = span_at(op)
     report(Diagnostic.error(code, message, Label(span), help=help_text))
 
 
@@ -341,8 +339,9 @@ def _datasets(module: ModuleOp) -> set[str]:
 
 
 @dataclass(frozen=True)
-class CheckScopesPass(ModulePass):
+class CheckScopesPass(TLPass):
     name = "check-scopes"
+    requires = ("resolve-nml",)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         outside = top_level_symbols(op)
@@ -402,9 +401,9 @@ class TrainNames:
         self._error(self.loop.data_loc, f"undefined dataset `{name}`", _help(guess, fix))
 
     def _error(self, loc: object, message: str, help_text: str | None) -> None:
-        span = span_of(loc) if loc is not None else span_of(self.loop)  # type: ignore[arg-type]
-        if span is not None:
-            report(Diagnostic.error("TL0301", message, Label(span), help=help_text))
+        span = span_of(loc) if loc is not None else None  # type: ignore[arg-type]
+        span = span or span_at(self.loop)
+        report(Diagnostic.error("TL0301", message, Label(span), help=help_text))
 
 
 def _dtype_of_reported_call(op: RefOp) -> bool:

@@ -15,13 +15,12 @@ right before `CrossEntropy`, which applies its own, `fp16`, which needs CUDA, an
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp
 from xdsl.ir import Attribute, Operation
-from xdsl.passes import ModulePass
 
 from tensorloom.catalogue.args import INT64_MAX, Arg, past_int64
 from tensorloom.catalogue.data_files import DatasetProblem
@@ -37,7 +36,7 @@ from tensorloom.catalogue.schedules import SCHEDULES as SCHEDULE_SPECS
 from tensorloom.catalogue.settings import SETTING_SPECS, SettingSpec
 from tensorloom.catalogue.shapes import Dim, format_shape
 from tensorloom.diagnostics.core import Diagnostic, Label, did_you_mean
-from tensorloom.diagnostics.ir import report, span_of
+from tensorloom.diagnostics.ir import report, span_at, span_of
 from tensorloom.dialects import kernel, train
 from tensorloom.dialects.nml import (
     AnyType,
@@ -50,7 +49,6 @@ from tensorloom.dialects.nml import (
     TensorType,
 )
 from tensorloom.dialects.nml.types import PREFIX, CallAttr
-from tensorloom.passes.shape_inference import MODEL_OUTPUT
 from tensorloom.passes.support.dataset_files import dataset_check
 from tensorloom.passes.support.loss_functions import (
     MetricProblem,
@@ -70,6 +68,7 @@ from tensorloom.passes.support.model_env import (
     models_of,
     name_help,
 )
+from tensorloom.passes.support.prerequisites import TLPass
 from tensorloom.source import Span
 
 
@@ -172,30 +171,6 @@ def _choice(value: str | bool) -> str:
     return _show(value)
 
 
-def closest(name: str, candidates: Iterable[str]) -> str | None:
-    """The candidate fewest edits away (a swap of neighbours counts as one), if close."""
-    best: tuple[int, str] | None = None
-    for candidate in candidates:
-        distance = _edits(name.lower(), candidate.lower())
-        if distance <= max(1, len(name) // 3) and (best is None or distance < best[0]):
-            best = (distance, candidate)
-    return best[1] if best is not None else did_you_mean(name, candidates)
-
-
-def _edits(a: str, b: str) -> int:
-    """Optimal string alignment distance."""
-    rows = [list(range(len(b) + 1))]
-    for i in range(1, len(a) + 1):
-        row = [i] + [0] * len(b)
-        for j in range(1, len(b) + 1):
-            cost = 0 if a[i - 1] == b[j - 1] else 1
-            row[j] = min(rows[-1][j] + 1, row[j - 1] + 1, rows[-1][j - 1] + cost)
-            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
-                row[j] = min(row[j], rows[-2][j - 2] + 1)
-        rows.append(row)
-    return rows[-1][-1]
-
-
 # --- optimizers, losses, schedules ---------------------------------------------------------------
 
 OPTIMIZERS: dict[str, tuple[str, ...]] = {n: s.keywords for n, s in OPTIMIZER_SPECS.items()}
@@ -244,7 +219,7 @@ def _named(key: str, what: str, table: dict[str, tuple[str, ...]]) -> Check:
         if call is None:
             return _wrong_type(key, f"{what} name", value)
         if call.name not in table:
-            guess = closest(call.name, table)
+            guess = did_you_mean(call.name, table)
             listed = ", ".join(f"`{n}`" for n in table)
             help_text = f"did you mean `{guess}`?" if guess else f"known: {listed}"
             return Problem(_UNKNOWN_CODE[key], f"unknown {what} `{call.name}`", help_text)
@@ -281,7 +256,7 @@ def _arguments(call: CallValue, accepted: Sequence[str]) -> Problem | None:
     named = list(call.kwargs) + ([("lr", call.args[0])] if call.args else [])
     for key, value in named:
         if key not in accepted:
-            guess = closest(key, accepted)
+            guess = did_you_mean(key, accepted)
             listed = ", ".join(f"`{a}`" for a in accepted) or "none"
             help_text = f"did you mean `{guess}`?" if guess else f"it accepts {listed}"
             return Problem("TL0405", f"`{call.name}` has no argument `{key}`", help_text)
@@ -321,7 +296,7 @@ def patience(key: str, value: Evaluated) -> Problem | None:
         elif name == "min_delta":
             problem = number_in(0.0, None, open_low=False)("min_delta", arg)
         else:
-            guess = closest(name, ("metric", "min_delta"))
+            guess = did_you_mean(name, ("metric", "min_delta"))
             help_text = f"did you mean `{guess}`?" if guess else "it accepts `metric`, `min_delta`"
             problem = Problem("TL0405", f"`patience` has no argument `{name}`", help_text)
     return problem
@@ -347,7 +322,7 @@ def lora_adapters(key: str, value: Evaluated) -> Problem | None:
     given = dict(call.kwargs)
     for name in given:
         if name not in _LORA_ARGS:
-            guess = closest(name, _LORA_ARGS)
+            guess = did_you_mean(name, _LORA_ARGS)
             help_text = (
                 f"did you mean `{guess}`?"
                 if guess
@@ -440,9 +415,7 @@ class LoopChecker:
 
     def _setting(self, op: train.SetOp, seen: dict[str, Span]) -> None:
         key = op.key.data
-        key_span = span_of(op)
-        if key_span is None:
-            return
+        key_span = span_at(op)
         if key in seen:
             earlier = Label(seen[key], "first set here")
             report(
@@ -480,7 +453,7 @@ class LoopChecker:
             )
 
     def _unknown_key(self, key: str, span: Span) -> None:
-        guess = closest(key, SETTINGS)
+        guess = did_you_mean(key, SETTINGS)
         help_text = f"did you mean `{guess}`?" if guess else "see docs/train-block.md"
         report(Diagnostic.error("TL0401", f"unknown setting `{key}`", Label(span), help=help_text))
 
@@ -548,10 +521,9 @@ class LoopChecker:
             f"but a dataset feeds one: the samples of `{data}`"
         )
         span = span_of(self.loop.data_loc) if self.loop.data_loc is not None else None
-        span = span or span_of(self.loop)
-        if span is not None:
-            help_text = "train a model whose forward takes one input, and compute the rest from it"
-            report(Diagnostic.error("TL0417", message, Label(span), help=help_text))
+        span = span or span_at(self.loop)
+        help_text = "train a model whose forward takes one input, and compute the rest from it"
+        report(Diagnostic.error("TL0417", message, Label(span), help=help_text))
         return False
 
     def _targets_problem(self, info: DatasetInfo, instance: InstanceOp, loss: str) -> bool:
@@ -628,10 +600,9 @@ class LoopChecker:
             return
         functions = functions_of(self.module)
         metrics = metrics_of(op.value, list(functions))
-        span = span_of(op.value_loc) if op.value_loc is not None else span_of(op)
+        span = (span_of(op.value_loc) if op.value_loc is not None else None) or span_at(op)
         if isinstance(metrics, MetricProblem):
-            if span is not None:
-                report(Diagnostic.error("TL0415", metrics.message, Label(span), help=metrics.help))
+            report(Diagnostic.error("TL0415", metrics.message, Label(span), help=metrics.help))
             return
         output = self._output_type(instance) if instance is not None else None
         checked = {function_named(self.module, self._value("loss"))}
@@ -660,10 +631,9 @@ class LoopChecker:
         `grad_accum` and its older name `accumulate_steps` are one setting."""
         settings = self.loop.settings()
         if "grad_accum" in settings and "accumulate_steps" in settings:
-            span = span_of(settings["accumulate_steps"])
-            if span is not None:
-                message = "`accumulate_steps` is `grad_accum`'s older name: set one of them"
-                report(Diagnostic.error("TL0409", message, Label(span)))
+            span = span_at(settings["accumulate_steps"])
+            message = "`accumulate_steps` is `grad_accum`'s older name: set one of them"
+            report(Diagnostic.error("TL0409", message, Label(span)))
         for key in ("keep_best", "early_stopping"):
             value = self._value(key)
             call = value if isinstance(value, CallValue) else None
@@ -674,10 +644,9 @@ class LoopChecker:
             if metric in reported:
                 continue
             op = settings[key]
-            span = span_of(op.value_loc) if op.value_loc is not None else span_of(op)
-            if span is None:
-                continue
-            guess = closest(metric, reported)
+            span = span_of(op.value_loc) if op.value_loc is not None else None
+            span = span or span_at(op)
+            guess = did_you_mean(metric, reported)
             listed = ", ".join(f"`{m}`" for m in reported)
             help_text = f"did you mean `{guess}`?" if guess else f"validation reports {listed}"
             message = f"`{key}` names `{metric}`, which validation does not report"
@@ -686,7 +655,7 @@ class LoopChecker:
     def _output_type(self, instance: InstanceOp) -> Attribute | None:
         """The model's output type on this loop's data, symbols resolved: what
         `shape-inference` wrote on the loop (`model_output`)."""
-        return self.loop.attributes.get(MODEL_OUTPUT)
+        return self.loop.model_output
 
     def _output(self, instance: InstanceOp) -> tuple[Dim, ...] | None:
         result = self._output_type(instance)
@@ -733,7 +702,8 @@ class LoopChecker:
         op = self.loop.settings().get("loss")
         if op is None:
             return None
-        return span_of(op.value_loc) if op.value_loc is not None else span_of(op)
+        value = span_of(op.value_loc) if op.value_loc is not None else None
+        return value or span_at(op)
 
     def _softmax_before(self, instance: InstanceOp, loss: str) -> None:
         model = models_of(self.module).get(instance.model.root_reference.data)
@@ -744,9 +714,7 @@ class LoopChecker:
         producer = last.values[0].owner
         if not isinstance(producer, SoftmaxOp | LogSoftmaxOp):
             return
-        span = span_of(producer)
-        if span is None:
-            return
+        span = span_at(producer)
         if isinstance(producer, SoftmaxOp):
             message = f"`softmax` before `{loss}`: the loss applies its own (log-)softmax"
             help_text = "return the logits; apply softmax only when you need probabilities"
@@ -777,8 +745,8 @@ class LoopChecker:
             return
         for call in calls:
             layers = _layers_feeding(call, forward)
-            span = span_of(call)
-            if not layers or span is None:
+            span = span_at(call)
+            if not layers:
                 continue
             kernel = call.kernel.root_reference.data
             named = ", ".join(f"`{name}`" for name in layers)
@@ -799,9 +767,7 @@ class LoopChecker:
     def _no_gradient(self, where: Operation, instance: InstanceOp) -> None:
         """pytorch_false_negatives/gen-874: `loss.backward()` raised "element 0 of tensors
         does not require grad": no layer reaches the output, or every path passes a kernel."""
-        span = span_of(where)
-        if span is None:
-            return
+        span = span_at(where)
         if isinstance(where, KernelCallOp):
             kernel = where.kernel.root_reference.data
             message = (
@@ -825,9 +791,8 @@ class LoopChecker:
         if self._value("precision") != "fp16":
             return
         op = self.loop.settings()["precision"]
-        span = span_of(op.value_loc) if op.value_loc is not None else span_of(op)
-        if span is None:
-            return
+        span = span_of(op.value_loc) if op.value_loc is not None else None
+        span = span or span_at(op)
         if self._value("distributed") == "fsdp":
             message = '`precision = fp16` is not supported with `distributed = "fsdp"`'
             note = "fp16 needs a GradScaler, and FSDP's sharded gradients need a sharded one"
@@ -840,9 +805,7 @@ class LoopChecker:
 
 
 def _synthetic_warning(op: train.DatasetOp) -> None:
-    span = span_of(op)
-    if span is None:
-        return
+    span = span_at(op)
     message = "`load_dataset()` names no data: training uses random synthetic samples"
     note = "their shape and classes are inferred from the model's input and output"
     help_text = (
@@ -853,13 +816,11 @@ def _synthetic_warning(op: train.DatasetOp) -> None:
 
 
 def _dataset_error(op: train.DatasetOp, error: DatasetError | DatasetProblem) -> None:
-    span = span_of(op)
+    span = span_at(op)
     if error.option is not None and op.option_locs is not None:
         keys = list(op.options.data)
         if error.option in keys:
             span = span_of(op.option_locs.data[keys.index(error.option)]) or span
-    if span is None:
-        return
     if isinstance(error, DatasetProblem) and error.is_warning:
         report(Diagnostic.warning(error.code, error.message, Label(span), help=error.help))
         return
@@ -902,8 +863,9 @@ def _layers_feeding(op: KernelCallOp, forward: Operation) -> list[str]:
 
 
 @dataclass(frozen=True)
-class CheckTrainPass(ModulePass):
+class CheckTrainPass(TLPass):
     name = "check-train"
+    requires = ("shape-inference",)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for loop in [o for o in op.walk() if isinstance(o, train.LoopOp)]:

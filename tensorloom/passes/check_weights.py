@@ -30,7 +30,6 @@ from pathlib import Path
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
-from xdsl.passes import ModulePass
 
 from tensorloom.catalogue.shapes import format_shape
 from tensorloom.catalogue.weight_files import (
@@ -40,7 +39,7 @@ from tensorloom.catalogue.weight_files import (
     read_weight_header,
 )
 from tensorloom.diagnostics.core import Diagnostic, Label, did_you_mean
-from tensorloom.diagnostics.ir import report, span_of
+from tensorloom.diagnostics.ir import report, span_at, span_of
 from tensorloom.dialects.nml import InstanceOp
 from tensorloom.dialects.nml.types import CallAttr
 from tensorloom.dialects.train import LoopOp, SetOp, WeightsOp
@@ -50,6 +49,7 @@ from tensorloom.passes.support.model_env import (
     models_of,
     override_value,
 )
+from tensorloom.passes.support.prerequisites import TLPass
 from tensorloom.passes.support.state_dict import ModelTree, UnknownState, model_tree
 from tensorloom.passes.support.weight_rules import map_names, rule_problem, unmatched_names
 from tensorloom.source import Span
@@ -58,8 +58,9 @@ _MODEL_DTYPE = "F32"  # the emitted model's parameters: fp32, whatever the autoc
 
 
 @dataclass(frozen=True)
-class CheckWeightsPass(ModulePass):
+class CheckWeightsPass(TLPass):
     name = "check-weights"
+    requires = ("resolve-nml",)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for found in op.walk():
@@ -96,13 +97,13 @@ def _check_fine_tuning(module: ModuleOp, loop: LoopOp) -> None:
         _check_lora(settings["lora"], tree)
 
 
-def _value_span(op: SetOp) -> Span | None:
-    return (span_of(op.value_loc) if op.value_loc is not None else None) or span_of(op)
+def _value_span(op: SetOp) -> Span:
+    return (span_of(op.value_loc) if op.value_loc is not None else None) or span_at(op)
 
 
 def _check_freeze(op: SetOp, tree: ModelTree) -> None:
     span = _value_span(op)
-    if span is None or not isinstance(op.value, ArrayAttr):
+    if not isinstance(op.value, ArrayAttr):
         return  # check-train reported a value that is not a list
     for item in op.value.data:
         if not isinstance(item, StringAttr):
@@ -142,7 +143,7 @@ def _layers_help(path: str, tree: ModelTree) -> str | None:
 def _check_lora(op: SetOp, tree: ModelTree) -> None:
     span = _value_span(op)
     call = op.value
-    if span is None or not isinstance(call, CallAttr):
+    if not isinstance(call, CallAttr):
         return
     targets = call.kwargs.data.get("targets")
     if not isinstance(targets, ArrayAttr):
@@ -168,19 +169,19 @@ def _check_lora(op: SetOp, tree: ModelTree) -> None:
 
 
 def _check(module: ModuleOp, op: WeightsOp) -> None:
-    header_span = span_of(op)
-    instance_span = span_of(op.instance_loc) if op.instance_loc is not None else header_span
+    header_span = span_at(op)
+    written = span_of(op.instance_loc) if op.instance_loc is not None else None
+    instance_span = written or header_span
     inst = lookup_symbol(module, op.instance.data, InstanceOp)
-    if inst is None or header_span is None or instance_span is None:
-        if instance_span is not None:
-            report(
-                Diagnostic.error(
-                    "TL0803",
-                    f"`{op.instance.data}` is not a model instance",
-                    Label(instance_span, "weights are for an instance declared with `let`"),
-                    help="declare it first: `let model = GPT(...)`",
-                )
+    if inst is None:
+        report(
+            Diagnostic.error(
+                "TL0803",
+                f"`{op.instance.data}` is not a model instance",
+                Label(instance_span, "weights are for an instance declared with `let`"),
+                help="declare it first: `let model = GPT(...)`",
             )
+        )
         return
     tree = _tree(module, inst)
     if tree is None:

@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, NoneAttr
 from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
     PatternRewriter,
@@ -39,6 +38,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from tensorloom.dialects import kernel, py, triton
 from tensorloom.dialects import torch as t
+from tensorloom.passes.support.prerequisites import TLPass, has_kernels
 from tensorloom.passes.support.py_builder import PyBuilder
 
 ELEMENTWISE_LOGIC = {"and": "&", "or": "|"}
@@ -261,8 +261,13 @@ def _after_imports(script: t.ScriptOp) -> InsertPoint:
 
 
 @dataclass(frozen=True)
-class ConvertKernelToTritonPass(ModulePass):
+class ConvertKernelToTritonPass(TLPass):
     name = "convert-kernel-to-triton"
+    requires = ("synthesize-launchers",)
+
+    @classmethod
+    def applies_to(cls, module: ModuleOp) -> bool:
+        return has_kernels(module)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         patterns = GreedyRewritePatternApplier(

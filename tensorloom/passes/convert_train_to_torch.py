@@ -52,23 +52,21 @@ from pathlib import PurePath
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
-    IntegerAttr,
     LocationAttr,
     ModuleOp,
 )
 from xdsl.ir import Attribute, Operation
-from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tensorloom.catalogue.datasets import LM_SOURCES, DatasetError, is_file_source, lookup_dataset
 from tensorloom.diagnostics.ir import span_of
 from tensorloom.dialects import nml, py, train
 from tensorloom.dialects import torch as t
-from tensorloom.passes.convert_nml_to_torch import script_of
-from tensorloom.passes.shape_inference import MODEL_OUTPUT
 from tensorloom.passes.support.loss_functions import Metric
 from tensorloom.passes.support.model_env import evaluate_kwargs, lookup_symbol
+from tensorloom.passes.support.prerequisites import TLPass
 from tensorloom.passes.support.py_builder import Value
+from tensorloom.passes.support.torch_script import script_of
 from tensorloom.passes.support.train_values import loops_of
 from tensorloom.passes.train_lowering.plan import RecipePlan, ScriptPlan
 from tensorloom.passes.train_lowering.script_statements import lower_statements
@@ -77,6 +75,7 @@ from tensorloom.passes.train_lowering.train_cli import parse_args_ops
 from tensorloom.passes.train_lowering.train_loop import guard_ops
 from tensorloom.passes.train_lowering.train_settings import header_ops, settings_ops
 from tensorloom.passes.train_lowering.train_step import loss_ops
+from tensorloom.source import SOURCE_SUFFIXES
 
 # --- step 1: the plan ------------------------------------------------------------------------
 
@@ -128,8 +127,8 @@ def _data_plan(module: ModuleOp, loop: train.LoopOp) -> DataPlan:
     options = options if isinstance(options, dict) else {}
     info = lookup_dataset(source, options)  # type: ignore[arg-type]
     kwargs = options if isinstance(info, DatasetError) else info.runtime_kwargs()
-    per_token = op.attributes.get("per_token_length")  # set by infer-synthetic-data
-    length = per_token.value.data if isinstance(per_token, IntegerAttr) else None
+    per_token = op.per_token_length  # set by infer-synthetic-data
+    length = per_token.value.data if per_token is not None else None
     return DataPlan(source, dict(kwargs), length)  # type: ignore[arg-type]
 
 
@@ -139,7 +138,7 @@ def _model_classes(module: ModuleOp, loop: train.LoopOp) -> int | None:
     data = _find(module, train.DatasetOp, loop.data.root_reference.data)
     if not isinstance(data, train.DatasetOp) or data.source is None:
         return None
-    output = loop.attributes.get(MODEL_OUTPUT)
+    output = loop.model_output
     if not is_file_source(data.source.data) or not isinstance(output, nml.TensorType):
         return None
     classes = output.suffix[-1] if output.suffix else None  # [B, C], [B, T, C] or [..., C]
@@ -286,7 +285,7 @@ def _train_source(loop: train.LoopOp, script: t.ScriptOp) -> str:
     """The file that holds the train block (`train_gpt.tl`, not the `gpt.nml` it imports):
     the header and `--help` name it, and the checkpoint folder is named after it."""
     span = span_of(loop)
-    if span is not None and span.file:
+    if span is not None and span.file.endswith(SOURCE_SUFFIXES):  # not the .mlir tl-opt read
         return PurePath(span.file).name
     return script.source.data if script.source else "the program"
 
@@ -320,10 +319,16 @@ def lower_loop(module: ModuleOp, loop: train.LoopOp) -> None:
 
 
 @dataclass(frozen=True)
-class ConvertTrainToTorchPass(ModulePass):
+class ConvertTrainToTorchPass(TLPass):
     """Lowers a module's first `train.loop` to the training script; see the module docstring."""
 
     name = "convert-train-to-torch"
+    requires = ("train-config", "infer-synthetic-data", "convert-nml-to-torch")
+
+    @classmethod
+    def pending(cls, module: ModuleOp) -> bool:
+        """A train loop or a script's statements are not lowered yet."""
+        return any(isinstance(op, train.LoopOp | train.MainOp) for op in module.body.block.ops)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         loops = loops_of(op)

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     PatternRewriter,
     PatternRewriteWalker,
@@ -32,6 +31,7 @@ from xdsl.pattern_rewriter import (
 )
 
 from tensorloom.dialects.nml import CallOp, PipeOp
+from tensorloom.passes.support.prerequisites import TLPass
 
 
 class PipeToCall(RewritePattern):
@@ -46,8 +46,12 @@ class PipeToCall(RewritePattern):
 
 
 @dataclass(frozen=True)
-class DesugarPipesPass(ModulePass):
+class DesugarPipesPass(TLPass):
     name = "desugar-pipes"
+
+    @classmethod
+    def pending(cls, module: ModuleOp) -> bool:
+        return any(isinstance(op, PipeOp) for op in module.walk())
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         walker = PatternRewriteWalker(PipeToCall(), apply_recursively=False)

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass
 
 from tensorloom.dialects import train
+from tensorloom.passes.support.prerequisites import TLPass
 from tensorloom.passes.support.train_values import add_marker, has_marker, loops_of
 
 AUTOCAST_DTYPE = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "auto": "auto"}
@@ -38,8 +38,9 @@ def insert_amp(loop: train.LoopOp) -> None:
 
 
 @dataclass(frozen=True)
-class InsertAmpPass(ModulePass):
+class InsertAmpPass(TLPass):
     name = "insert-amp"
+    requires = ("train-config",)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for loop in loops_of(op):

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass
 
 from tensorloom.dialects import train
+from tensorloom.passes.support.prerequisites import TLPass
 from tensorloom.passes.support.train_values import add_marker, has_marker, loops_of
 
 
@@ -40,8 +40,9 @@ def insert_compile(loop: train.LoopOp) -> None:
 
 
 @dataclass(frozen=True)
-class InsertCompilePass(ModulePass):
+class InsertCompilePass(TLPass):
     name = "insert-compile"
+    requires = ("train-config",)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for loop in loops_of(op):

@@ -25,10 +25,10 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass
 
 from tensorloom.dialects import nml, train
 from tensorloom.passes.support.model_env import layers_of, models_of
+from tensorloom.passes.support.prerequisites import TLPass
 from tensorloom.passes.support.train_values import add_marker, has_marker, loops_of
 
 
@@ -56,8 +56,9 @@ def insert_ddp(module: ModuleOp, loop: train.LoopOp) -> None:
 
 
 @dataclass(frozen=True)
-class InsertDdpPass(ModulePass):
+class InsertDdpPass(TLPass):
     name = "insert-ddp"
+    requires = ("train-config",)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for loop in loops_of(op):

@@ -16,7 +16,8 @@ instance's overrides, every expression evaluated. `shape-inference`,
 `check-train` and `tlc info` take an instance's configuration from `config`
 (`model_env.instance_env`) instead of evaluating the model's defaults again.
 
-A config that has no value (`resolve-nml` reported why) is left out, as it is
+`config` is a declared property of `nml.instance` (docs/ir.md). A config that has no
+value (`resolve-nml` reported why) is left out, as it is
 from `model_env`. When a value cannot be an attribute (an integer past 64 bits:
 the checks report it), the instance gets no `config` and its readers evaluate
 the model's defaults as before. The model's own ops keep their config
@@ -30,15 +31,11 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr, SymbolRefAttr, UnitAttr
 from xdsl.ir import Attribute
-from xdsl.passes import ModulePass
 
 from tensorloom.catalogue.layers import lookup
+from tensorloom.dialects.module_facts import SPECIALIZED_MODULE
 from tensorloom.dialects.nml import InstanceOp, ModelOp
 from tensorloom.passes.support.model_env import (
-    INSTANCE_CONFIG,
-    SPECIALIZED,
-    SPECIALIZED_MODULE,
-    SPECIALIZES,
     Env,
     config_attr,
     evaluate_kwargs,
@@ -49,6 +46,7 @@ from tensorloom.passes.support.model_env import (
     models_of,
     nested_overrides,
 )
+from tensorloom.passes.support.prerequisites import TLPass
 
 
 def instantiate(module: ModuleOp) -> None:
@@ -62,16 +60,26 @@ def instantiate(module: ModuleOp) -> None:
         env = model_env(model, overrides if isinstance(overrides, dict) else {})
         attr = config_attr(env)
         if attr is not None:
-            op.attributes[INSTANCE_CONFIG] = attr
+            op.config = attr
 
 
 @dataclass(frozen=True)
-class InstantiatePass(ModulePass):
+class InstantiatePass(TLPass):
     """With `specialize` (`instantiate{specialize=true}`, as `tlc info` runs it), each
     instance and each nested-model layer also gets its own copy of its model."""
 
     name = "instantiate"
+    requires = ("resolve-nml",)
     specialize: bool = False
+
+    @classmethod
+    def pending(cls, module: ModuleOp) -> bool:
+        """An instance of a known model has no `config` yet."""
+        instances = (op for op in module.body.block.ops if isinstance(op, InstanceOp))
+        return any(
+            op.config is None and lookup_symbol(module, op.model, ModelOp) is not None
+            for op in instances
+        )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         instantiate(op)
@@ -111,7 +119,7 @@ def specialize(module: ModuleOp) -> None:
         if not isinstance(op, InstanceOp):
             continue
         model = lookup_symbol(module, op.model, ModelOp)
-        if model is None or model.attributes.get(SPECIALIZES) is not None:
+        if model is None or model.specializes is not None:
             continue
         env = instance_env(op, model)
         kind = model.sym_name.data
@@ -123,10 +131,10 @@ def specialize(module: ModuleOp) -> None:
     roots += [
         (m, model_env(m))
         for m in list(models.values())
-        if m.sym_name.data not in first_instance and SPECIALIZES not in m.attributes
+        if m.sym_name.data not in first_instance and m.specializes is None
     ]
     for model, env in roots:
-        state.nested(model, env, (model.attributes.get(SPECIALIZES) or model.sym_name,))
+        state.nested(model, env, (model.specializes or model.sym_name,))
     module.attributes[SPECIALIZED_MODULE] = UnitAttr()
 
 
@@ -152,7 +160,7 @@ class _Specializer:
             inner = model_env(nested, overrides if isinstance(overrides, dict) else {})
             name = f"{model.sym_name.data}.{layer.sym_name.data}"
             copy = self.copy(nested, name, kind, inner)
-            layer.attributes[SPECIALIZED] = SymbolRefAttr(copy.sym_name.data)
+            layer.specialized = SymbolRefAttr(copy.sym_name.data)
             self.nested(copy, inner, (*chain, StringAttr(kind)))
 
     def copy(self, model: ModelOp, name: str, kind: str, env: Env) -> ModelOp:
@@ -164,10 +172,10 @@ class _Specializer:
         self.names.add(fresh)
         copy = model.clone()
         copy.properties["sym_name"] = StringAttr(fresh)
-        copy.attributes[SPECIALIZES] = StringAttr(kind)
+        copy.specializes = StringAttr(kind)
         attr = config_attr(env)
         if attr is not None:
-            copy.attributes[INSTANCE_CONFIG] = attr
+            copy.config = attr
         self.module.body.block.insert_op_after(copy, model)
         self.models[fresh] = copy
         return copy

@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr, SymbolRefAttr
 from xdsl.ir import Operation
-from xdsl.passes import ModulePass
 
 from tensorloom.backends import runtime
 from tensorloom.dialects import nml
+from tensorloom.passes.support.prerequisites import TLPass
 from tensorloom.passes.train_lowering import (
     train_build,
     train_cli,
@@ -90,8 +90,21 @@ def _symbol(op: Operation) -> str:
 
 
 @dataclass(frozen=True)
-class MangleNamesPass(ModulePass):
+class MangleNamesPass(TLPass):
     name = "mangle-names"
+    requires = ("check-scopes",)
+
+    @classmethod
+    def pending(cls, module: ModuleOp) -> bool:
+        """A model is named like something the script defines."""
+        models = [m.sym_name.data for m in module.walk() if isinstance(m, nml.ModelOp)]
+        kernels = [_symbol(k) for k in module.body.block.ops if k.name == "kernel.func"]
+        return bool(new_names(models, kernels))
+
+    @classmethod
+    def applies_to(cls, module: ModuleOp) -> bool:
+        """Only a clash of names needs this pass, and the clash is known from the start."""
+        return cls.pending(module)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         models = [m for m in op.walk() if isinstance(m, nml.ModelOp)]

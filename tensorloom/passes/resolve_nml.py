@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, StringAttr
 from xdsl.ir import Operation
-from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     PatternRewriter,
     PatternRewriteWalker,
@@ -37,7 +36,7 @@ from tensorloom.catalogue.args import fits_int64, past_int64
 from tensorloom.catalogue.layers import ArgError, LayerSpec, Value, lookup, suggest
 from tensorloom.catalogue.layers.base import too_many_params
 from tensorloom.diagnostics.core import Diagnostic, Label, did_you_mean
-from tensorloom.diagnostics.ir import report, span_of
+from tensorloom.diagnostics.ir import report, span_at, span_of
 from tensorloom.dialects import train
 from tensorloom.dialects.nml import (
     ApplyOp,
@@ -54,6 +53,7 @@ from tensorloom.dialects.nml import (
     ListOp,
     ModelOp,
     NegOp,
+    PipeOp,
     ReshapeOp,
     TOp,
     ViewOp,
@@ -78,6 +78,7 @@ from tensorloom.passes.support.model_env import (
     name_help,
     nested_overrides,
 )
+from tensorloom.passes.support.prerequisites import TLPass
 from tensorloom.passes.support.resolve_builtins import CallProblem, build_builtin, is_dtype_name
 from tensorloom.passes.support.script_builtins import PYTHON_BUILTINS
 from tensorloom.source import Span
@@ -184,9 +185,7 @@ def _view_to_reshape(view: ViewOp, rewriter: PatternRewriter) -> None:
 
 
 def _report_call(op: CallOp, problem: CallProblem) -> None:
-    span = span_of(op)
-    if span is None:
-        return
+    span = span_at(op)
     report(Diagnostic.error("TL0308", problem.message, span, help=problem.help))
 
 
@@ -209,27 +208,27 @@ def _erase_dead_constants(module: ModuleOp) -> None:
 # --- checking declarations -------------------------------------------------------------------
 
 
-def _loc_span(locs: ArrayAttr | None, index: int, fallback: Operation) -> Span | None:
+def _loc_span(locs: ArrayAttr | None, index: int, fallback: Operation) -> Span:
     if locs is not None and index < len(locs.data):
         span = span_of(locs.data[index])
         if span is not None:
             return span
-    return span_of(fallback)
+    return span_at(fallback)
 
 
-def arg_span(layer: LayerOp, position: int | None, keyword: str | None) -> Span | None:
+def arg_span(layer: LayerOp, position: int | None, keyword: str | None) -> Span:
     """Where a layer's positional argument or keyword was written."""
     if position is not None:
         return _loc_span(layer.arg_locs, position, layer)
     if keyword is not None and keyword in layer.kwargs.data:
         return _loc_span(layer.kwarg_locs, list(layer.kwargs.data).index(keyword), layer)
-    return span_of(layer)
+    return span_at(layer)
 
 
-def override_span(instance: InstanceOp, key: str) -> Span | None:
+def override_span(instance: InstanceOp, key: str) -> Span:
     keys = list(instance.overrides.data)
     if key not in keys:
-        return span_of(instance)
+        return span_at(instance)
     return _loc_span(instance.override_locs, keys.index(key), instance)
 
 
@@ -294,9 +293,7 @@ class DeclarationChecker:
             self._config_error(model, config, error)
 
     def _config_error(self, model: ModelOp, config: Operation, error: EvalError) -> None:
-        span = span_of(config)
-        if span is None:
-            return
+        span = span_at(config)
         self.emit(_unknown_config(model, error, span, "config"))
 
     def check_config_rates(self, module: ModuleOp) -> None:
@@ -413,9 +410,7 @@ class DeclarationChecker:
 
     def _unknown_kind(self, layer: LayerOp) -> None:
         kind = layer.kind.data
-        span = span_of(layer)
-        if span is None:
-            return
+        span = span_at(layer)
         guess = suggest(kind) or did_you_mean(kind, self.models)
         help_text = f"did you mean `{guess}`?" if guess else "docs/reference.md lists the layers"
         message = f"unknown layer type `{kind}`"
@@ -449,7 +444,7 @@ class DeclarationChecker:
         for name in spec.literal_params:
             given = layer.kwargs.data.get(name)
             span = arg_span(layer, None, name)
-            if given is None or not mentions_config(given) or span is None:
+            if given is None or not mentions_config(given):
                 continue
             message = (
                 f"`{layer.sym_name.data}`: `{name}` of `{spec.name}` must be written as a "
@@ -474,14 +469,12 @@ class DeclarationChecker:
         self, model: ModelOp, layer: LayerOp, failure: ArgFailure, where: _Context
     ) -> None:
         span = arg_span(layer, failure.position, failure.keyword)
-        if span is None or where.nested:
+        if where.nested:
             return
         self.emit(_unknown_config(model, failure.error, span, "layer"))
 
     def _arg_error(self, layer: LayerOp, error: ArgError, where: _Context) -> None:
         span = arg_span(layer, error.position, error.keyword)
-        if span is None:
-            return
         subject = f"`{layer.sym_name.data}`: {error.message}"
         if where.instance is None and where.via is None:
             self.emit(Diagnostic.error("TL0422", subject, Label(span), help=error.help))
@@ -542,15 +535,11 @@ class DeclarationChecker:
                 self.check_layer(nested, sub, nested_env, inner)
 
     def _self_nesting(self, layer: LayerOp) -> None:
-        span = span_of(layer)
-        if span is None:
-            return
+        span = span_at(layer)
         message = f"model `{layer.kind.data}` cannot contain itself"
         self.emit(Diagnostic.error("TL0307", message, Label(span)))
 
-    def _unknown_override(self, model: ModelOp, key: str, span: Span | None) -> None:
-        if span is None:
-            return
+    def _unknown_override(self, model: ModelOp, key: str, span: Span) -> None:
         names = list(configs_of(model))
         guess = did_you_mean(key, names)
         listed = ", ".join(f"`{n}`" for n in names)
@@ -584,9 +573,7 @@ class DeclarationChecker:
             self.check_layer(model, layer, env, where)
 
     def _unknown_model(self, instance: InstanceOp, name: str) -> None:
-        span = span_of(instance)
-        if span is None:
-            return
+        span = span_at(instance)
         guess = did_you_mean(name, self.models)
         help_text = f"did you mean `{guess}`?" if guess else None
         self.emit(
@@ -617,19 +604,17 @@ class DeclarationChecker:
         return overrides
 
     def _bad_override(
-        self, model: ModelOp, key: str, why: str, span: Span | None, help_text: str | None = None
+        self, model: ModelOp, key: str, why: str, span: Span, help_text: str | None = None
     ) -> None:
         """TL0421: `config `key` of `Model` {why}`."""
-        if span is None:
-            return
         message = f"config `{key}` of `{model.sym_name.data}` {why}"
         self.emit(Diagnostic.error("TL0421", message, Label(span), help=help_text))
 
     def _override_type_ok(
-        self, model: ModelOp, key: str, value: object, default: object, span: Span | None
+        self, model: ModelOp, key: str, value: object, default: object, span: Span
     ) -> bool:
         expected = _kind_of(default)
-        if expected is None or _kind_of(value) in _COMPATIBLE[expected] or span is None:
+        if expected is None or _kind_of(value) in _COMPATIBLE[expected]:
             return True
         why = f"is {_KIND_WORDS[expected]}, got `{value!r}`"
         self._bad_override(model, key, why, span, f"the default is `{default!r}`")
@@ -738,9 +723,38 @@ def kernel_names(module: ModuleOp) -> frozenset[str]:
     return frozenset(name.data for name in names if isinstance(name, StringAttr))
 
 
+def _resolvable(
+    call: CallOp, kernels: frozenset[str], layers: Mapping[ModelOp, Mapping[str, LayerOp]]
+) -> bool:
+    """Whether `call` names what this pass resolves: a layer, a kernel or a builtin."""
+    callee = call.callee.data
+    model = enclosing_model(call)
+    if model is not None and call.method is None and layer_name(callee, layers[model]):
+        return True
+    if call.method is None and callee in kernels:
+        return True
+    if callee.startswith("self.") or (
+        callee in PYTHON_BUILTINS and isinstance(call.parent_op(), train.MainOp)
+    ):
+        return False
+    return build_builtin(call) is not None
+
+
 @dataclass(frozen=True)
-class ResolveNmlPass(ModulePass):
+class ResolveNmlPass(TLPass):
     name = "resolve-nml"
+    requires = ("desugar-pipes",)
+
+    @classmethod
+    def pending(cls, module: ModuleOp) -> bool:
+        """A call still names a layer, a kernel or a builtin (one this pass would resolve),
+        or a pipe is left (desugar-pipes makes its stages such calls)."""
+        if any(isinstance(op, PipeOp) for op in module.walk()):
+            return True
+        kernels = kernel_names(module)
+        layers = {m: layers_of(m) for m in models_of(module).values()}
+        calls = (op for op in module.walk() if isinstance(op, CallOp))
+        return any(_resolvable(call, kernels, layers) for call in calls)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         checker = DeclarationChecker(models_of(op))

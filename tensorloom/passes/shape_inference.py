@@ -44,7 +44,8 @@ reads the flows the pass recorded. `tlc info` reads the types from the IR: it
 compiles with `instantiate{specialize=true}`, so each instance and nested layer
 has its own copy of its model and every value one type; on such a module the
 pass also writes on each `nml.for` and `nml.if` the iterations and branches it
-followed (`tl.iterations`, `tl.branches`), for `tlc info` to follow the same.
+followed (the properties `iterations` on `nml.for`, `branches` on `nml.if`), for
+`tlc info` to follow the same.
 """
 
 from __future__ import annotations
@@ -69,7 +70,6 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
-from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
 from tensorloom.catalogue import dim_expr
@@ -86,8 +86,9 @@ from tensorloom.catalogue.shapes import (
     format_shape,
 )
 from tensorloom.diagnostics.core import Diagnostic, DiagnosticSink, Label
-from tensorloom.diagnostics.ir import current_sink, report, reporting, span_of
+from tensorloom.diagnostics.ir import current_sink, report, reporting, span_at, span_of
 from tensorloom.dialects import train
+from tensorloom.dialects.module_facts import DIM_BINDINGS, FLOWS
 from tensorloom.dialects.nml import (
     AnyType,
     ApplyAtOp,
@@ -121,9 +122,9 @@ from tensorloom.dialects.nml.shape_trait import (
     ShapeInferenceTrait,
 )
 from tensorloom.dialects.nml.types import CfgAttr, Dim
-from tensorloom.passes.check_scopes import MODULE_ATTRIBUTES
 from tensorloom.passes.support.dataset_files import dataset_check
 from tensorloom.passes.support.model_env import (
+    MODULE_ATTRIBUTES,
     ArgFailure,
     CallValue,
     Env,
@@ -147,13 +148,10 @@ from tensorloom.passes.support.model_env import (
     nested_overrides,
     specialized_module,
 )
+from tensorloom.passes.support.prerequisites import TLPass
 from tensorloom.source import Span
 
 BATCH = "B"
-FOLLOWED_ITERATIONS = "tl.iterations"
-"""On an `nml.for` of a specialised module: how many iterations shape inference followed."""
-FOLLOWED_BRANCHES = "tl.branches"
-"""On an `nml.if` of a specialised module: 0 the then branch, 1 the else branch, 2 both."""
 MAX_DEPTH = 32  # models nested deeper than this are TL0310 (a cycle is TL0307, in resolve-nml)
 
 
@@ -309,9 +307,7 @@ class Inference:
             flow.steps.append(self.step("", op.name, result, 0))
 
     def _report_builtin(self, op: Operation, error: ShapeMismatch) -> None:
-        span = span_of(op)
-        if span is None:
-            return
+        span = span_at(op)
         labels = self._operand_label(op, error.operand, span)
         tensors = [self.format_type(t) for t in self._args(op) if isinstance(t, TensorType)]
         if len(tensors) == 2:
@@ -385,7 +381,7 @@ class Inference:
     def _for(self, model: ModelOp, op: ForOp, env: Env, flow: ModelFlow) -> None:
         """Follow every iteration's shapes (the carried types may change as they go)."""
         counts = self._iterations(model, op, env)
-        self._record_followed(op, FOLLOWED_ITERATIONS, len(counts))
+        self._record_followed(op, len(counts))
         carried = [self.type_of(v) for v in op.inits]
         seen: dict[SSAValue, Attribute] = {}
         for k, counter in enumerate(counts):
@@ -416,11 +412,15 @@ class Inference:
         for result, result_type in zip(op.results, carried, strict=True):
             self.types[result] = result_type
 
-    def _record_followed(self, op: ForOp | IfOp, key: str, value: int) -> None:
-        """On a specialised module (each value has one use), what the walk followed:
-        `tlc info` follows the same iterations and branches over the IR."""
-        if key not in op.attributes and specialized_module(op):
-            op.attributes[key] = IntegerAttr(value, i64)
+    def _record_followed(self, op: ForOp | IfOp, value: int) -> None:
+        """On a specialised module (each value has one use), what the walk followed (the
+        loop's `iterations`, the branch's `branches`): `tlc info` follows the same."""
+        if not specialized_module(op):
+            return
+        if isinstance(op, ForOp) and op.iterations is None:
+            op.iterations = IntegerAttr(value, i64)
+        elif isinstance(op, IfOp) and op.branches is None:
+            op.branches = IntegerAttr(value, i64)
 
     def _same_as_before(self, op: ForOp, carried: Sequence[Attribute], seen: Mapping) -> bool:
         """A fixpoint: the next iteration starts from the types the last one started from."""
@@ -456,7 +456,7 @@ class Inference:
             regions = [op.then_region] if cond else [op.else_region]
         else:  # not known when checking: both branches are followed
             regions = [op.then_region, op.else_region]
-        self._record_followed(op, FOLLOWED_BRANCHES, 2 if len(regions) == 2 else int(not cond))
+        self._record_followed(op, 2 if len(regions) == 2 else int(not cond))
         outcomes = [self.run_block(model, r.block, env, flow) for r in regions]
         results = outcomes[0]
         if len(outcomes) == 2:
@@ -476,9 +476,7 @@ class Inference:
         return joined
 
     def _branch_mismatch(self, op: IfOp, result: SSAValue, a: Attribute, b: Attribute) -> None:
-        span = span_of(op)
-        if span is None:
-            return
+        span = span_at(op)
         name = result.name_hint or "a value"
         message = (
             f"the branches give `{name}` different shapes: "
@@ -488,9 +486,7 @@ class Inference:
         report(Diagnostic.error("TL0205", message, Label(span), help=help_text))
 
     def _tensor_condition(self, op: IfOp) -> None:
-        span = span_of(op)
-        if span is None:
-            return
+        span = span_at(op)
         message = "a branch cannot depend on a tensor's values"
         help_text = (
             "choose per element with `where(cond, a, b)`, or branch on a config value "
@@ -624,9 +620,7 @@ class Inference:
         return TensorType.unranked()
 
     def _unknown_tensor(self, layer: LayerOp, attr: str, known: list[str], op: GetAttrOp) -> None:
-        span = span_of(op)
-        if span is None:
-            return
+        span = span_at(op)
         listed = ", ".join(f"`{k}`" for k in known)
         name = layer.sym_name.data
         message = f"`{name}` ({layer.kind.data}) has no tensor `{attr}`"
@@ -673,8 +667,8 @@ class Inference:
         self.types[op.result] = result
 
     def _too_many_copies(self, layer: LayerOp, count: int) -> None:
-        span = span_of(layer)
-        if span is None or layer in self._refused_lists:
+        span = span_at(layer)
+        if layer in self._refused_lists:
             return
         self._refused_lists.add(layer)
         name, kind = layer.sym_name.data, layer.kind.data
@@ -686,9 +680,7 @@ class Inference:
         report(Diagnostic.error("TL0209", message, Label(span), help=help_text))
 
     def _index_out_of_range(self, op: ApplyAtOp, name: str, index: int, count: int) -> None:
-        span = span_of(op)
-        if span is None:
-            return
+        span = span_at(op)
         message = f"`{name}` has {count} layers; index {index} is out of range"
         report(Diagnostic.error("TL0207", message, Label(span)))
 
@@ -835,9 +827,7 @@ class Inference:
         rows = bound.get_int("num_embeddings")
         if last is None or last < rows:
             return
-        span = span_of(op)
-        if span is None:
-            return
+        span = span_at(op)
         name = layer.sym_name.data
         message = (
             f"cannot look up position {last} in `{name}`: it holds {rows} positions "
@@ -952,9 +942,7 @@ class Inference:
         got: TensorType,
         mismatch: ShapeMismatch,
     ) -> None:
-        span = span_of(op)
-        if span is None:
-            return
+        span = span_at(op)
         name, kind = layer.sym_name.data, layer.kind.data
         message = (
             f"`{name}` (`{kind}`) takes {format_shape(want.dims)} (its forward's annotation), "
@@ -995,8 +983,8 @@ class Inference:
 
     def _too_deep(self, layer: LayerOp) -> None:
         """Said once: shapes past this depth are not checked, so the program is not either."""
-        span = span_of(layer)
-        if self.depth_reported or span is None:
+        span = span_at(layer)
+        if self.depth_reported:
             return
         self.depth_reported = True
         message = f"models nest more than {MAX_DEPTH} levels deep here"
@@ -1014,9 +1002,7 @@ class Inference:
     def _report_layer(
         self, layer: LayerOp, op: ApplyOp | ApplyAtOp, bound: BoundLayer, mismatch: ShapeMismatch
     ) -> None:
-        span = span_of(op)
-        if span is None:
-            return
+        span = span_at(op)
         name = layer.sym_name.data
         primary = self._operand_label(op, mismatch.operand, span)
         secondary = [Label(s, f"`{name}` is declared here") for s in [span_of(layer)] if s]
@@ -1401,9 +1387,7 @@ def report_config_sizes(
 def _report_input(
     inst: Instantiation, func: FuncOp, declared: TensorType, given: TensorType, m: ShapeMismatch
 ) -> None:
-    span = inst.data_span or span_of(func)
-    if span is None:
-        return
+    span = inst.data_span or span_at(func)
     model = inst.model.sym_name.data
     message = (
         f"the data gives `{model}` inputs of shape {format_shape(given.dims)}, "
@@ -1420,10 +1404,6 @@ class Inferred:
     flow: ModelFlow
     output: Attribute
     inference: Inference
-
-
-DIM_BINDINGS = "tl.dims"
-"""The module attribute holding `-D NAME=SIZE` bindings: `{T = 2048 : i64}`."""
 
 
 def set_dim_bindings(module: ModuleOp, bindings: Mapping[str, int]) -> None:
@@ -1506,16 +1486,6 @@ def infer_shapes(
     return shown
 
 
-MODEL_OUTPUT = "model_output"
-"""On a `train.loop`: the type its model's forward returns on the loop's data."""
-SYNTHETIC_SAMPLE = "synthetic_sample"
-"""On a `train.loop` over `load_dataset()`: the sample shape the model takes (`[784]`)."""
-SYNTHETIC_OUTPUT = "synthetic_output"
-"""... and the type the forward returns on a batch of such samples."""
-FLOWS = "tl.flows"
-"""On the module: each instantiation's shape flow, as `tlc check` shows it."""
-
-
 def _record_loop(
     module: ModuleOp,
     loop: train.LoopOp,
@@ -1532,7 +1502,7 @@ def _record_loop(
         inst = instance_of(instance, models, loop, module)
         done = infer_instantiation(inst, models, quiet=True) if inst is not None else None
     if done is not None:
-        loop.attributes[MODEL_OUTPUT] = done.inference.resolved_type(done.output)
+        loop.model_output = done.inference.resolved_type(done.output)  # pyright: ignore[reportAttributeAccessIssue]
     data = lookup_symbol(module, loop.data, train.DatasetOp)
     if data is not None and _synthetic(data):
         _record_synthetic(module, loop, instance, models)
@@ -1547,7 +1517,7 @@ def _synthetic(data: train.DatasetOp) -> bool:
 def _record_synthetic(
     module: ModuleOp, loop: train.LoopOp, instance: InstanceOp, models: dict[str, ModelOp]
 ) -> None:
-    from tensorloom.passes.infer_synthetic_data import synthetic_sample
+    from tensorloom.passes.support.synthetic_sample import synthetic_sample
 
     inst = instance_of(instance, models, None, module)
     if inst is None:
@@ -1561,8 +1531,8 @@ def _record_synthetic(
     _report_on_synthetic(captured, sample, derived is not None, module, loop)
     if done is None or derived is None:
         return
-    loop.attributes[SYNTHETIC_SAMPLE] = ArrayAttr([IntegerAttr(d, i64) for d in sample])
-    loop.attributes[SYNTHETIC_OUTPUT] = done.inference.resolved_type(done.output)
+    loop.synthetic_sample = ArrayAttr([IntegerAttr(d, i64) for d in sample])
+    loop.synthetic_output = done.inference.resolved_type(done.output)  # pyright: ignore[reportAttributeAccessIssue]
 
 
 RUNTIME_SYNTHETIC_SAMPLE = (784,)
@@ -1688,8 +1658,18 @@ def _retype_func(func: FuncOp) -> None:
 
 
 @dataclass(frozen=True)
-class ShapeInferencePass(ModulePass):
+class ShapeInferencePass(TLPass):
     name = "shape-inference"
+    requires = ("instantiate",)
+
+    @classmethod
+    def pending(cls, module: ModuleOp) -> bool:
+        """A train loop over a known instance has no `model_output` yet."""
+        loops = (op for op in module.body.block.ops if isinstance(op, train.LoopOp))
+        return any(
+            loop.model_output is None and lookup_symbol(module, loop.model, InstanceOp) is not None
+            for loop in loops
+        )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         infer_shapes(op)

@@ -40,7 +40,6 @@ from dataclasses import dataclass, field
 from xdsl.context import Context
 from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, StringAttr, i64
 from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     PatternRewriter,
     PatternRewriteWalker,
@@ -50,11 +49,12 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 
 from tensorloom.diagnostics import Diagnostic
-from tensorloom.diagnostics.ir import report, span_of
+from tensorloom.diagnostics.ir import report, span_at, span_of
 from tensorloom.dialects import kernel, nml
 from tensorloom.dialects.builders import string_array
 from tensorloom.passes.support import kernel_autograd
 from tensorloom.passes.support.model_env import enclosing_model
+from tensorloom.passes.support.prerequisites import TLPass, has_kernels
 from tensorloom.source import Span
 
 COMPARISONS = ("<", "<=", ">", ">=")
@@ -201,7 +201,7 @@ class _Analysis:
         if axis is None or axis not in (0, 1, 2):
             report(
                 Diagnostic.error(
-                    "TL0507", "`tl.program_id` needs a constant axis 0, 1 or 2", where(op)
+                    "TL0507", "`tl.program_id` needs a constant axis 0, 1 or 2", span_at(op)
                 )
             )
             return
@@ -264,7 +264,7 @@ class _Analysis:
             Diagnostic.error(
                 "TL0507",
                 f"cannot tell which parameter this address is based on (found {named})",
-                where(op),
+                span_at(op),
                 help="write the address as `<pointer parameter> + <offsets>`",
             )
         )
@@ -280,11 +280,6 @@ def _memory_access(op: Operation) -> tuple[SSAValue | None, tuple[str, ...]]:
     if isinstance(op, kernel.TlCallOp) and op.callee.data in ATOMICS:
         return op.argument("pointer", 0), ("load", "store")
     return None, ()
-
-
-def where(op: Operation) -> Span:
-    """The op's span; IR written by hand may carry no location."""
-    return span_of(op) or Span("<unknown>", 1, 1, 1, 2)
 
 
 # ------------------------------------------------------------------ bindings
@@ -359,7 +354,7 @@ class _Launcher:
                 Diagnostic.error(
                     "TL0507",
                     f"cannot work out the grid for axis {axis}",
-                    where(self.facts.axes[axis]),
+                    span_at(self.facts.axes[axis]),
                     help=f"compare the offsets built from `tl.program_id({axis})` with a size "
                     "parameter in a mask, as in `offsets < n`",
                 )
@@ -488,7 +483,7 @@ def _tuning(
 
 def _param_span(func: kernel.FuncOp, param: str) -> Span:
     locations = dict(zip(func.params(), func.param_locs.data, strict=True))
-    return span_of(locations[param]) or where(func)
+    return span_of(locations[param]) or span_at(func)
 
 
 def _check_allocatable(func: kernel.FuncOp, bindings: list[list[str]]) -> None:
@@ -499,7 +494,7 @@ def _check_allocatable(func: kernel.FuncOp, bindings: list[list[str]]) -> None:
             Diagnostic.error(
                 "TL0507",
                 f"`{func.sym_name.data}` loads no tensor to allocate `{outputs[0]}` like",
-                where(func),
+                span_at(func),
                 help="load from an input pointer, so that outputs can be allocated like it",
             )
         )
@@ -520,8 +515,22 @@ class AddLauncher(RewritePattern):
 
 
 @dataclass(frozen=True)
-class SynthesizeLaunchersPass(ModulePass):
+class SynthesizeLaunchersPass(TLPass):
     name = "synthesize-launchers"
+    requires = ("check-kernels",)
+
+    @classmethod
+    def pending(cls, module: ModuleOp) -> bool:
+        """A kernel that a model calls has no launcher yet (the call is lowered to one)."""
+        launchers = {
+            o.kernel.string_value() for o in module.walk() if isinstance(o, kernel.LauncherOp)
+        }
+        calls = (o for o in module.walk() if isinstance(o, nml.KernelCallOp))
+        return any(call.kernel.string_value() not in launchers for call in calls)
+
+    @classmethod
+    def applies_to(cls, module: ModuleOp) -> bool:
+        return has_kernels(module)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         PatternRewriteWalker(AddLauncher(), apply_recursively=False).rewrite_module(op)
@@ -554,9 +563,7 @@ def _check_call(call: nml.KernelCallOp, launcher: kernel.LauncherOp) -> None:
     it takes, and a tensor to return (a kernel that stores nothing returns nothing)."""
     bindings = [[b.data for b in binding.data] for binding in launcher.bindings.data]
     name = call.kernel.string_value()
-    span = span_of(call)
-    if span is None:
-        return
+    span = span_at(call)
     takes = [b[1] for b in bindings if b[0] in ("input", "inout", "scalar")]
     given = sum(1 for n in call.arg_names.data if not n.data)
     if given != len(takes):

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Attribute
-from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tensorloom.catalogue.optimizers import OPTIMIZERS
@@ -37,6 +36,7 @@ from tensorloom.diagnostics.ir import span_of
 from tensorloom.dialects import train
 from tensorloom.passes.support.loss_functions import MetricProblem, functions_of, metrics_of
 from tensorloom.passes.support.model_env import CallValue, EvalError, Evaluated, evaluate
+from tensorloom.passes.support.prerequisites import TLPass
 from tensorloom.passes.support.train_values import loops_of
 
 
@@ -211,10 +211,19 @@ def write_config(module: ModuleOp, loop: train.LoopOp) -> None:
 
 
 @dataclass(frozen=True)
-class TrainConfigPass(ModulePass):
+class TrainConfigPass(TLPass):
     """Writes each train block's `train.config`; see the module docstring."""
 
     name = "train-config"
+    requires = ("check-train",)
+
+    @classmethod
+    def pending(cls, module: ModuleOp) -> bool:
+        """A train loop has no `train.config` yet."""
+        return any(
+            not any(isinstance(op, train.ConfigOp) for op in loop.body.block.ops)
+            for loop in loops_of(module)
+        )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for loop in loops_of(op):

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from tensorloom import REPORT_URL
 from tensorloom.recursion import recursion_room
 
 if TYPE_CHECKING:
@@ -23,7 +24,6 @@ EXIT_OK = 0
 EXIT_USER_ERROR = 1
 EXIT_USAGE = 2
 EXIT_INTERNAL_ERROR = 3
-REPORT_URL = "https://github.com/tensorloom/tensorloom/issues"
 DEBUG_HINT = "run `tlc --debug ...` to see the traceback"
 
 

@@ -30,6 +30,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import (
+    ParsePropInAttrDict,
     operand_def,
     opt_operand_def,
     opt_prop_def,
@@ -976,7 +977,10 @@ class ListOp(FunctionalOp):
 
     elements = var_operand_def()
     result = result_def()
+    tuple = opt_prop_def(UnitAttr)
+    """`(a, b)`, a tuple (irgen); without it, `[a, b]`, a list."""
 
+    irdl_options = (ParsePropInAttrDict(),)
     ASSEMBLY_FORMAT: ClassVar[str] = (
         "($elements^)? attr-dict `:` functional-type($elements, $result)"
     )

@@ -21,10 +21,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from xdsl.dialects.builtin import IntegerAttr, SymbolRefAttr, i64
+from xdsl.dialects.builtin import I64, IntegerAttr, StringAttr, SymbolRefAttr, i64
 from xdsl.ir import Attribute, Block, BlockArgument, Region, SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
+    ParsePropInAttrDict,
     operand_def,
     opt_prop_def,
     prop_def,
@@ -50,13 +51,18 @@ class ForOp(LazyFormatOp):
     name = "nml.for"
 
     layers = opt_prop_def(SymbolRefAttr)
+    var = opt_prop_def(StringAttr)
+    """The source's loop variable (`block` in `for block in self.h`), for the emitted loop."""
+    iterations = opt_prop_def(IntegerAttr[I64])
+    """On a specialised module: how many iterations shape inference followed (`tlc info`
+    follows the same)."""
     bounds = var_operand_def()
     inits = var_operand_def()
     res = var_result_def()
     body = region_def("single_block")
 
     traits = traits_def(FromInstantiation("for"))
-    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    irdl_options = (AttrSizedOperandSegments(as_property=True), ParsePropInAttrDict())
     ASSEMBLY_FORMAT: ClassVar[str] = (
         "($layers^)? (`range` `(` $bounds^ `:` type($bounds) `)`)?"
         " (`iter_args` `(` $inits^ `:` type($inits) `)`)? (`->` type($res)^)?"
@@ -98,6 +104,8 @@ class ForOp(LazyFormatOp):
             raise VerifyException("the body takes the counter and one argument per carried value")
         if len(self.res) != len(self.inits):
             raise VerifyException("`nml.for` has one result per carried value")
+        if self.iterations is not None and self.iterations.value.data < 0:
+            raise VerifyException("`iterations` must not be negative")
 
 
 @lazy_op_definition
@@ -110,8 +118,12 @@ class IfOp(LazyFormatOp):
     res = var_result_def()
     then_region = region_def("single_block")
     else_region = region_def("single_block")
+    branches = opt_prop_def(IntegerAttr[I64])
+    """On a specialised module: the branch shape inference followed, 0 the then branch,
+    1 the else branch, 2 both (`tlc info` follows the same)."""
 
     traits = traits_def(FromInstantiation("if"))
+    irdl_options = (ParsePropInAttrDict(),)
     ASSEMBLY_FORMAT: ClassVar[str] = (
         "$cond `:` type($cond) (`->` type($res)^)? $then_region `else` $else_region attr-dict"
     )
@@ -126,6 +138,10 @@ class IfOp(LazyFormatOp):
         super().__init__(
             operands=[cond], result_types=[result_types], regions=[then_region, else_region]
         )
+
+    def verify_(self) -> None:
+        if self.branches is not None and self.branches.value.data not in (0, 1, 2):
+            raise VerifyException("`branches` is 0 (then), 1 (else) or 2 (both)")
 
 
 @lazy_op_definition

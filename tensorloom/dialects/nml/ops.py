@@ -93,9 +93,15 @@ class ModelOp(LazyFormatOp):
 
     sym_name = prop_def(SymbolNameConstraint())
     origin = opt_prop_def(StringAttr)
+    specializes = opt_prop_def(StringAttr)
+    """On a copy that `instantiate{specialize=true}` made for one instance or nested layer:
+    the model it copies (`"ResBlock"`)."""
+    config = opt_prop_def(DictionaryAttr)
+    """On such a copy: the configuration it is specialised for, folded to literals."""
     body = region_def("single_block")
 
     traits = traits_def(SymbolOpInterface(), SymbolTable(), NoTerminator())
+    irdl_options = (ParsePropInAttrDict(),)
     ASSEMBLY_FORMAT: ClassVar[str] = "$sym_name (`from` $origin^)? attr-dict-with-keyword $body"
 
     def __init__(self, sym_name: str, origin: str | None = None, body: Region | None = None):
@@ -109,6 +115,8 @@ class ModelOp(LazyFormatOp):
 
     def verify_(self) -> None:
         _check_nonempty(self.sym_name, "model name")
+        if self.config is not None and self.specializes is None:
+            raise VerifyException("only a specialised copy (`specializes`) has a `config`")
 
 
 @lazy_op_definition
@@ -147,6 +155,9 @@ class LayerOp(LazyFormatOp):
     when = opt_prop_def()
     arg_locs = opt_prop_def(ArrayAttr)
     kwarg_locs = opt_prop_def(ArrayAttr)
+    specialized = opt_prop_def(SymbolRefAttr)
+    """On a nested-model layer of a specialised module: its own copy of the model
+    (`@"ResNet.block2"`); `kind` keeps the model's name, for diagnostics and display."""
 
     traits = traits_def(SymbolOpInterface(), HasParent(ModelOp))
     irdl_options = (ParsePropInAttrDict(),)
@@ -513,6 +524,9 @@ class InstanceOp(LazyFormatOp):
     model = prop_def(SymbolRefAttr)
     overrides = prop_def(DictionaryAttr)
     override_locs = opt_prop_def(ArrayAttr)
+    config = opt_prop_def(DictionaryAttr)
+    """The instance's configuration folded to literals, the model's defaults in order and then
+    the overrides (written by instantiate; shape-inference, check-train and `tlc info` read it)."""
 
     traits = traits_def(SymbolOpInterface())
     irdl_options = (ParsePropInAttrDict(),)
@@ -549,15 +563,23 @@ class RefOp(LazyFormatOp):
     name = "nml.ref"
 
     symbol = prop_def(SymbolRefAttr)
+    bound_inside = opt_prop_def(StringAttr)
+    """A name the body binds only inside a `"loop"` or some `"branch"`es of an `if`, used after
+    it (irgen; check-scopes says so when it names nothing else)."""
     result = result_def()
 
     traits = traits_def(FromInstantiation("ref"))
+    irdl_options = (ParsePropInAttrDict(),)
     ASSEMBLY_FORMAT: ClassVar[str] = "$symbol attr-dict `:` type($result)"
 
     def __init__(self, symbol: str, result_type: Attribute | None = None):
         super().__init__(
             properties={"symbol": SymbolRefAttr(symbol)}, result_types=[result_type or AnyType()]
         )
+
+    def verify_(self) -> None:
+        if self.bound_inside is not None and self.bound_inside.data not in ("loop", "branch"):
+            raise VerifyException('`bound_inside` is "loop" or "branch"')
 
 
 @lazy_op_definition

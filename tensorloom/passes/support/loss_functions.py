@@ -27,7 +27,7 @@ from xdsl.ir import Attribute
 from tensorloom.catalogue.datasets import DatasetInfo
 from tensorloom.catalogue.shapes import Unifier
 from tensorloom.diagnostics.core import Diagnostic, Label, did_you_mean
-from tensorloom.diagnostics.ir import report, span_of
+from tensorloom.diagnostics.ir import report, span_at, span_of
 from tensorloom.dialects.nml import CallOp, FuncOp, ModelOp, RefOp, ReturnOp, TensorType
 from tensorloom.passes.shape_inference import BATCH, Inference, ModelFlow, write_back_types
 from tensorloom.passes.support.model_env import CallValue, EvalError, evaluate
@@ -93,9 +93,7 @@ def check_function(func: FuncOp, batch: BatchTypes, role: str) -> None:
 
 
 def _wrong_parameters(func: FuncOp, role: str) -> None:
-    span = span_of(func)
-    if span is None:
-        return
+    span = span_at(func)
     name = func.sym_name.data
     message = f"a {role} function takes {' or '.join(f'`{p}`' for p in PARAMETER_FORMS)}, "
     count = len(func.names)
@@ -106,9 +104,7 @@ def _wrong_parameters(func: FuncOp, role: str) -> None:
 
 def _scalar_result(func: FuncOp, result: Attribute, unifier: Unifier, role: str) -> None:
     last = func.body.block.last_op
-    span = span_of(last) if isinstance(last, ReturnOp) and last.values else span_of(func)
-    if span is None:
-        return
+    span = span_at(last) if isinstance(last, ReturnOp) and last.values else span_at(func)
     if isinstance(last, ReturnOp) and last.values:
         span = span_of(last.values[0].owner) or span  # type: ignore[arg-type]
     name = func.sym_name.data

@@ -43,6 +43,7 @@ from xdsl.traits import SymbolOpInterface, SymbolTable
 from tensorloom.catalogue.args import fits_int64
 from tensorloom.catalogue.layers import BoundLayer, lookup
 from tensorloom.catalogue.layers.base import Value
+from tensorloom.dialects.module_facts import SPECIALIZED_MODULE
 from tensorloom.dialects.nml import (
     CallAttr,
     CfgAttr,
@@ -715,10 +716,11 @@ def env_key(env: Mapping[str, Value]) -> tuple[tuple[str, Value], ...] | None:
     return key
 
 
-# --- an instance's configuration, as `instantiate` folds it -----------------------------------
+MODULE_ATTRIBUTES = ("training",)
+"""Attributes every model has as an `nn.Module`: `self.training` (True while training)."""
 
-INSTANCE_CONFIG = "config"
-"""On an `nml.instance`: its configuration folded to literals (the `instantiate` pass)."""
+
+# --- an instance's configuration, as `instantiate` folds it -----------------------------------
 
 
 def config_attr(env: Mapping[str, Value]) -> DictionaryAttr | None:
@@ -751,8 +753,8 @@ def _value_attr(value: Value) -> Attribute | None:
 
 def instance_env(op: InstanceOp, model: ModelOp) -> Env:
     """The configuration of an instance: what `instantiate` folded, else evaluated here."""
-    folded = op.attributes.get(INSTANCE_CONFIG)
-    if isinstance(folded, DictionaryAttr):
+    folded = op.config
+    if folded is not None:
         env = evaluate_kwargs(folded.data, {})
         if isinstance(env, dict):
             return env
@@ -763,28 +765,16 @@ def instance_env(op: InstanceOp, model: ModelOp) -> Env:
 def folded_env(model: ModelOp) -> Env:
     """A model's configuration: what `instantiate` folded on a specialised copy, else
     its defaults."""
-    folded = model.attributes.get(INSTANCE_CONFIG)
-    if isinstance(folded, DictionaryAttr):
-        env = evaluate_kwargs(folded.data, {})
-        if isinstance(env, dict):
-            return env
-    return model_env(model)
+    return copy_env(model)
 
 
-# --- specialised copies (`instantiate{specialize=true}`) -------------------------------------
-
-SPECIALIZED = "specialized"
-"""On an `nml.layer` whose kind is a model: the copy of that model specialised for it."""
-SPECIALIZES = "specializes"
-"""On a specialised copy of a model: the model it copies (`@ResBlock`)."""
-SPECIALIZED_MODULE = "tl.specialized"
-"""On the module: every instance and nested layer has its own copy of its model."""
+# --- specialised copies (`instantiate{specialize=true}`): dialects/module_facts.py, nml ops --
 
 
 def nested_model(layer: LayerOp, models: Mapping[str, ModelOp]) -> ModelOp | None:
     """The model a layer applies: its specialised copy if it has one, else its kind's."""
-    specialized = layer.attributes.get(SPECIALIZED)
-    if isinstance(specialized, SymbolRefAttr):
+    specialized = layer.specialized
+    if specialized is not None:
         found = models.get(specialized.root_reference.data)
         if found is not None:
             return found
@@ -794,8 +784,8 @@ def nested_model(layer: LayerOp, models: Mapping[str, ModelOp]) -> ModelOp | Non
 def copy_env(model: ModelOp) -> Env:
     """A specialised copy's configuration (`config`, which `instantiate` wrote on it), else
     the model's defaults: the config its types were inferred under."""
-    folded = model.attributes.get(INSTANCE_CONFIG)
-    if isinstance(folded, DictionaryAttr):
+    folded = model.config
+    if folded is not None:
         env = evaluate_kwargs(folded.data, {})
         if isinstance(env, dict):
             return env
@@ -809,13 +799,13 @@ def specialized_module(module: Operation | None) -> bool:
 
 
 def is_specialized_copy(model: ModelOp) -> bool:
-    return SPECIALIZES in model.attributes
+    return model.specializes is not None
 
 
 def model_kind(model: ModelOp) -> str:
     """The model a (maybe specialised) model is: `ResBlock` for `@"ResNet.block1"`."""
-    kind = model.attributes.get(SPECIALIZES)
-    return kind.data if isinstance(kind, StringAttr) else model.sym_name.data
+    kind = model.specializes
+    return kind.data if kind is not None else model.sym_name.data
 
 
 def mentions_config(attr: Attribute) -> bool:

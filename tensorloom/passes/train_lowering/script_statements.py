@@ -34,7 +34,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from tensorloom.dialects import nml, py, train
 from tensorloom.dialects import torch as t
-from tensorloom.passes.convert_nml_to_torch import BODY_PATTERNS, call, script_of
+from tensorloom.passes.support.nml_to_py import BODY_PATTERNS, call
 from tensorloom.passes.support.py_builder import PyBuilder
 from tensorloom.passes.support.script_builtins import (
     DEVICE,
@@ -42,6 +42,7 @@ from tensorloom.passes.support.script_builtins import (
     TENSOR_CONSTRUCTORS,
     python_callee,
 )
+from tensorloom.passes.support.torch_script import script_of
 
 BEFORE_TRAINING = "before_training"
 

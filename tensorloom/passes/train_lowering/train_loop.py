@@ -28,8 +28,8 @@ from xdsl.ir import Operation, Region, SSAValue
 from tensorloom.catalogue.schedules import PER_EPOCH
 from tensorloom.dialects import py
 from tensorloom.dialects import torch as t
-from tensorloom.passes.convert_nml_to_torch import attr_ops
 from tensorloom.passes.support.model_env import override_value
+from tensorloom.passes.support.nml_to_py import attr_ops
 from tensorloom.passes.support.py_builder import PyBuilder
 from tensorloom.passes.train_lowering.plan import ScriptPlan
 from tensorloom.passes.train_lowering.train_step import ema_module

@@ -118,7 +118,7 @@ def test_a_layer_list_is_one_row_of_its_iterations(tmp_path: Path) -> None:
     assert (h.name, h.kind, h.repeat, h.unused) == ("h", "Layer", 3, False)
     assert [layer.kind for layer in h.layers] == ["Linear", "relu"]  # one iteration
     assert h.output_shape == (2, 5, 8) and h.layers[0].output_shape == (2, 5, 8)
-    assert h.params == stack.params == 3 * (8 * 8 + 8)  # `tl.iterations`: the three copies
+    assert h.params == stack.params == 3 * (8 * 8 + 8)  # `iterations`: the three copies
     linear = 2 * 2 * 5 * 8 * 8 + 2 * 5 * 8  # the catalogue's Linear FLOPs: matmul and bias
     assert h.layers[0].flops == linear
     assert h.flops == stack.flops == 3 * (linear + 2 * 5 * 8)  # three Linears, three relus

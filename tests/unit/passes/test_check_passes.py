@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import pytest
 from xdsl.dialects.builtin import IntegerAttr, i64
 
 from tensorloom.diagnostics.ir import reporting
 from tensorloom.dialects.nml import CfgAttr, ExprAttr
-from tensorloom.passes.check_train import SETTINGS, closest
+from tensorloom.passes.check_train import SETTINGS
 from tensorloom.passes.shape_inference import infer_shapes
 from tensorloom.passes.support.model_env import EvalError, evaluate
 from tensorloom.pipeline import CHECK_PASSES, compile_text, make_context, run_passes
@@ -56,15 +55,6 @@ def test_flow_takes_the_input_from_the_dataset_and_counts_parameters() -> None:
 def test_every_error_in_a_file_is_reported() -> None:
     codes, _ = check(MLP.format(hidden=32, fc2_in=48, key="epoch"))
     assert codes == ["TL0201", "TL0401"]
-
-
-@pytest.mark.parametrize(
-    ("typo", "meant"),
-    [("epoch", "epochs"), ("Adma", "Adam"), ("batchsize", "batch_size"), ("sed", "seed")],
-)
-def test_closest_prefers_the_fewest_edits(typo: str, meant: str) -> None:
-    candidates = [*SETTINGS, "Adam", "AdamW", "Adamax"]
-    assert closest(typo, candidates) == meant
 
 
 def test_settings_accept_documented_values_and_reject_others() -> None:

@@ -8,7 +8,7 @@ from xdsl.dialects.builtin import DictionaryAttr
 
 from tensorloom.dialects.nml import InstanceOp
 from tensorloom.passes.shape_inference import flows_in
-from tensorloom.passes.support.model_env import INSTANCE_CONFIG, config_attr, evaluate_kwargs
+from tensorloom.passes.support.model_env import config_attr, evaluate_kwargs
 from tensorloom.pipeline import Compilation, compile_text
 
 NET = """@model Net:
@@ -43,7 +43,7 @@ def _configs(tmp_path: Path) -> dict[str, object]:
     found: dict[str, object] = {}
     for op in result.module.body.block.ops:
         if isinstance(op, InstanceOp):
-            attr = op.attributes[INSTANCE_CONFIG]
+            attr = op.config
             assert isinstance(attr, DictionaryAttr)
             found[op.sym_name.data] = evaluate_kwargs(attr.data, {})
     return found

@@ -1,0 +1,1021 @@
+"""nml body ops as `py` ops: the rewrite patterns convert-nml-to-torch lowers a model's
+methods with, and the train lowering a script's statements (`BODY_PATTERNS`).
+
+One pattern per op (see convert_nml_to_torch.py's step 1): layer applications become
+submodule calls (`self.norm(x)`), functional builtins the PyTorch call a person would
+write (`F.relu(x)`, `x.flatten(1)`, `x @ y`), config references `self.<name>`; every new
+op keeps the location of the op it replaces. `attr_ops` writes an attribute expression
+(a layer's constructor argument) as `py` ops.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    FloatAttr,
+    IntegerAttr,
+    StringAttr,
+    i64,
+)
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.rewriter import InsertPoint
+
+from tensorloom.catalogue.functions import FUNCTIONS, SCALAR_MATH
+from tensorloom.dialects import kernel, nml, py
+from tensorloom.dialects.nml.types import CallAttr, CfgAttr, ExprAttr, NoneValueAttr, SliceAttr
+from tensorloom.passes.support.model_env import (
+    CONFIG_FUNCTIONS,
+    MODULE_ATTRIBUTES,
+    bind_layer,
+    configs_of,
+    enclosing_model,
+    layers_of,
+    lookup_symbol,
+    model_env,
+)
+
+# ------------------------------------------------------------------ helpers
+
+
+def _replace(rewriter: PatternRewriter, op: Operation, new_ops: Sequence[Operation]) -> None:
+    """Replaces `op` by `new_ops` (the last one gives the result), keeping location and name."""
+    for new in new_ops:
+        new.location = op.location
+    last = new_ops[-1]
+    if op.results and last.results:
+        last.results[0].name_hint = op.results[0].name_hint
+    rewriter.replace(op, list(new_ops), list(last.results) if op.results else [])
+    for new in new_ops[:-1]:  # the rewriter gave them the old name; they are parts of it
+        for result in new.results:
+            result.name_hint = None
+
+
+def _const(value: int | float | bool | str | None) -> py.ConstantOp:
+    if value is None:
+        return py.ConstantOp(py.NoneAttr())
+    if isinstance(value, bool):
+        return py.ConstantOp(IntegerAttr(int(value), 1))
+    if isinstance(value, int):
+        return py.ConstantOp(IntegerAttr(value, i64))
+    if isinstance(value, float):
+        return py.ConstantOp(FloatAttr(value, 64))
+    return py.ConstantOp(StringAttr(value))
+
+
+def self_attr(name: str) -> list[Operation]:
+    """`self.<name>` (the last op gives it)."""
+    self_name = py.NameOp("self")
+    return [self_name, py.AttributeOp(self_name.result, name)]
+
+
+def binary(operator: str, lhs: SSAValue, rhs: SSAValue) -> Operation:
+    """`lhs <operator> rhs`: a comparison is a `py.compare`, anything else a `py.binop`."""
+    if operator in py.COMPARISON_OPERATORS:
+        return py.CompareOp(operator, [lhs, rhs])
+    return py.BinOp(operator, lhs, rhs)
+
+
+def call(
+    callee: str, args: Sequence[SSAValue] = (), names: Sequence[str] | None = None
+) -> list[Operation]:
+    """`callee(args)` for a (dotted) name."""
+    function = py.NameOp(callee)
+    return [function, py.CallOp(function.result, args, names)]
+
+
+def _in_body(op: Operation) -> bool:
+    """In a model's method, or in the `py.def` that convert-train-to-torch moved a
+    script's top-level statements into (loops and branches in between)."""
+    if enclosing_model(op) is not None:
+        return True
+    parent = op.parent_op()
+    while isinstance(parent, CONTROL_FLOW):
+        parent = parent.parent_op()
+    return isinstance(parent, py.DefOp)
+
+
+CONTROL_FLOW = (nml.ForOp, nml.IfOp, py.ForOp, py.IfOp)
+
+
+class _Keywords:
+    """Builds a call's operands: constants for literal arguments, names alongside."""
+
+    def __init__(self) -> None:
+        self.ops: list[Operation] = []
+        self.args: list[SSAValue] = []
+        self.names: list[str] = []
+
+    def value(self, value: SSAValue, name: str = "") -> _Keywords:
+        self.args.append(value)
+        self.names.append(name)
+        return self
+
+    def literal(self, value: int | float | bool | str | None, name: str = "") -> _Keywords:
+        constant = _const(value)
+        self.ops.append(constant)
+        return self.value(constant.result, name)
+
+    def function(self, callee: str) -> list[Operation]:
+        function = py.NameOp(callee)
+        return [function, *self.ops, py.CallOp(function.result, self.args, self.names)]
+
+    def method(self, receiver: SSAValue, method: str) -> list[Operation]:
+        # The attribute first: Python evaluates `x.flatten` before the arguments.
+        bound = py.AttributeOp(receiver, method)
+        return [bound, *self.ops, py.CallOp(bound.result, self.args, self.names)]
+
+
+# --------------------------------------------------------- body patterns
+
+
+class ConstantToTorch(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.ConstantOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        value = py.NoneAttr() if isinstance(op.value, NoneValueAttr) else op.value
+        _replace(rewriter, op, [py.ConstantOp(value)])
+
+
+class RefToTorch(RewritePattern):
+    """`nml.ref @d_model` (a config or layer of the model) is `self.d_model`, read where
+    each use is (as the source reads it)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.RefOp, rewriter: PatternRewriter) -> None:
+        model = enclosing_model(op)
+        name = op.symbol.root_reference.data
+        known = name in configs_of(model) or name in layers_of(model) if model else False
+        if model is None or not (known or name in MODULE_ATTRIBUTES):
+            return
+        for use in list(op.result.uses)[1:]:
+            read = self_attr(name)
+            for new in read:
+                new.location = op.location
+            user = use.operation
+            rewriter.insert(read, InsertPoint.before(user))
+            operands = list(user.operands)
+            operands[use.index] = read[-1].results[0]
+            user.operands = operands
+        _replace(rewriter, op, self_attr(name))
+
+
+class ApplyToTorch(RewritePattern):
+    """`nml.apply @attn(%x)` is a submodule call with the catalogue's call kind."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.ApplyOp, rewriter: PatternRewriter) -> None:
+        model = enclosing_model(op)
+        if model is None:
+            return
+        name = op.layer.root_reference.data
+        layer = layers_of(model).get(name)
+        bound = bind_layer(layer, model_env(model)) if layer is not None else None
+        kind = bound.spec.call_kind_of(bound) if bound is not None else "plain"
+        if bound is not None and bound.spec.stateful and len(op.args) == 2:
+            kind = "plain"  # `lstm(x, state)`: the pair (output, state), as PyTorch gives it
+        names = [n.data for n in op.arg_names] if op.arg_names else [""] * len(op.args)
+        _replace(rewriter, op, submodule_call(name, list(op.args), names, kind))
+
+
+def submodule_call(
+    name: str, args: list[SSAValue], names: list[str], kind: str = "plain"
+) -> list[Operation]:
+    """`self.fc1(x)`, `self.lstm(x)[0]` (`first_of_tuple`: LSTM/GRU's output sequence) or
+    `self.attn(x, x, x, need_weights=False)[0]` (`first_of_tuple_self_attention`:
+    nn.MultiheadAttention built with batch_first=True, used as self-attention): the
+    layer catalogue's `call_kind`."""
+    ops = self_attr(name)
+    if kind == "first_of_tuple_self_attention":
+        flag = _const(False)
+        ops += [flag, py.CallOp(ops[-1].results[0], [args[0]] * 3 + [flag.result],
+                                ["", "", "", "need_weights"])]  # fmt: skip
+    else:
+        ops.append(py.CallOp(ops[-1].results[0], args, names))
+    if kind != "plain":
+        first = _const(0)
+        ops += [first, py.SubscriptOp(ops[-1].results[0], [first.result])]
+    return ops
+
+
+def _call(callee: str, first: SSAValue, call: _Keywords) -> list[Operation]:
+    """`torch.exp(x, ...)`, or `x.detach(...)` for a catalogue spelling `x.detach`."""
+    if callee.startswith("x."):
+        return call.method(first, callee.removeprefix("x."))
+    call.args.insert(0, first)
+    call.names.insert(0, "")
+    return call.function(callee)
+
+
+class UnaryToTorch(RewritePattern):
+    """The elementwise family, spelled as the function catalogue says (`torch.exp(x)`)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.UnaryOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        if isinstance(op, nml.NegOp):
+            _replace(rewriter, op, [py.UnaryOp("-", op.input)])
+            return
+        name = op.name.removeprefix("nml.")
+        if not isinstance(op.input.type, nml.TensorType | nml.AnyType) and name in SCALAR_MATH:
+            _replace(rewriter, op, _Keywords().value(op.input).function(f"math.{name}"))
+            return
+        _replace(rewriter, op, _call(FUNCTIONS[name].torch, op.input, _Keywords()))
+
+
+class GeluToTorch(RewritePattern):
+    """`F.gelu(x)` or `F.gelu(x, approximate="tanh")`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.GeluOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        call = _Keywords()
+        if op.approximate is not None:
+            call.literal(op.approximate.data, "approximate")
+        _replace(rewriter, op, _call("F.gelu", op.input, call))
+
+
+class ClampToTorch(RewritePattern):
+    """`x.clamp(min=0.0, max=6.0)`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.ClampOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        call = _Keywords()
+        for name, bound in (("min", op.min), ("max", op.max)):
+            if bound is not None:
+                call.literal(bound.value.data, name)
+        _replace(rewriter, op, call.method(op.input, "clamp"))
+
+
+class SoftmaxToTorch(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.SoftmaxLikeOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        callee = "torch.softmax" if isinstance(op, nml.SoftmaxOp) else "torch.log_softmax"
+        call = _Keywords().value(op.input).literal(op.dim.value.data, "dim")
+        _replace(rewriter, op, call.function(callee))
+
+
+class DropoutToTorch(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.DropoutOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        p = _rate(op.p or op.rate)
+        training = self_attr("training")
+        call = _Keywords().value(op.input)
+        call.ops += [*p, *training]
+        call.value(p[-1].results[0], "p").value(training[-1].results[0], "training")
+        _replace(rewriter, op, call.function("F.dropout"))
+
+
+def _rate(attr: Attribute | None) -> list[Operation]:
+    """A dropout probability: the number, or `self.<config>` (the config it names)."""
+    if isinstance(attr, CfgAttr):
+        return self_attr(attr.param.data)
+    assert isinstance(attr, FloatAttr), f"compiler bug: dropout rate {attr}"
+    return [_const(attr.value.data)]
+
+
+class FlattenToTorch(RewritePattern):
+    """`x.flatten(1)`: trailing default arguments are left out."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.FlattenOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        start, end = op.start_dim.value.data, op.end_dim.value.data
+        call = _Keywords()
+        if (start, end) != (0, -1):
+            call.literal(start)
+        if end != -1:
+            call.literal(end)
+        _replace(rewriter, op, call.method(op.input, "flatten"))
+
+
+class ReshapeToTorch(RewritePattern):
+    """`x.reshape(x.shape[0], -1, 64)`; a symbolic size reads the input's own size."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.ReshapeLikeOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        call = _Keywords()
+        dynamic = iter(op.dynamic_sizes)
+        input_dims = _dims_of(op.input)
+        for entry in op.shape.data:
+            _reshape_size(call, op.input, entry, dynamic, input_dims)
+        method = "view" if isinstance(op, nml.ViewOp) else "reshape"
+        _replace(rewriter, op, call.method(op.input, method))
+
+
+def _dims_of(value: SSAValue) -> tuple[object, ...] | None:
+    value_type = value.type
+    return value_type.dims if isinstance(value_type, nml.TensorType) else None
+
+
+def _reshape_size(
+    call: _Keywords,
+    source: SSAValue,
+    entry: Attribute,
+    dynamic: object,
+    input_dims: tuple[object, ...] | None,
+) -> None:
+    if isinstance(entry, IntegerAttr):
+        call.literal(entry.value.data)
+        return
+    assert isinstance(entry, StringAttr)
+    if entry.data == nml.DYNAMIC:
+        call.value(next(dynamic))  # type: ignore[call-overload]
+        return
+    axis = input_dims.index(entry.data) if input_dims and entry.data in input_dims else None
+    if axis is None:
+        call.literal(-1)  # a size the checker could not place: the rest of the elements
+        return
+    size = _Keywords().literal(axis).method(source, "size")
+    call.ops += size
+    call.value(size[-1].results[0])
+
+
+class PermuteToTorch(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.PermuteOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        call = _Keywords()
+        for dim in op.dims.data:
+            call.literal(dim.value.data)
+        _replace(rewriter, op, call.method(op.input, "permute"))
+
+
+class TransposeToTorch(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.TransposeOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        call = _Keywords().literal(op.dim0.value.data).literal(op.dim1.value.data)
+        _replace(rewriter, op, call.method(op.input, "transpose"))
+
+
+class ReductionToTorch(RewritePattern):
+    """`x.mean(dim=-1, keepdim=True)`; several dims are a tuple."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.ReductionOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        call = _Keywords()
+        dims = [d.value.data for d in op.dims.data] if op.dims is not None else None
+        if dims is not None and len(dims) == 1:
+            call.literal(dims[0], "dim")
+        elif dims is not None:
+            items = [_const(d) for d in dims]
+            dims_tuple = py.TupleOp([c.result for c in items])
+            call.ops += [*items, dims_tuple]
+            call.value(dims_tuple.result, "dim")
+        if isinstance(op, nml.MomentOp) and op.correction is not None:
+            call.literal(op.correction.value.data, "correction")
+        if op.keepdim is not None:
+            call.literal(True, "keepdim")
+        _replace(rewriter, op, call.method(op.input, op.name.removeprefix("nml.")))
+
+
+class LossToTorch(RewritePattern):
+    """`F.cross_entropy(out, y, label_smoothing=0.1)`: `nml.loss` as its PyTorch function."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.LossOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        call = _Keywords().value(op.input).value(op.target)
+        if op.reduction.data != "mean":
+            call.literal(op.reduction.data, "reduction")
+        for key, value in op.options.data.items():
+            call.literal(_option_value(value), key)
+        _replace(rewriter, op, call.function(_loss_function(op)))
+
+
+def _loss_function(op: nml.LossOp) -> str:
+    """`F.cross_entropy`: every functional loss of the catalogue has its PyTorch function."""
+    function = op.spec.torch_function
+    assert function is not None, f"loss `{op.kind.data}` has no PyTorch function"
+    return function
+
+
+def _option_value(attr: Attribute) -> int | float | bool:
+    if isinstance(attr, FloatAttr):
+        return attr.value.data
+    assert isinstance(attr, IntegerAttr), "resolve-nml folds loss options to numbers"
+    width = attr.type.width.data if hasattr(attr.type, "width") else 64  # type: ignore[union-attr]
+    return bool(attr.value.data) if width == 1 else attr.value.data
+
+
+class CatToTorch(RewritePattern):
+    """`torch.cat([a, b], dim=1)`, `torch.stack([a, b], dim=0)`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.CatOp | nml.StackOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        tensors = py.ListOp(op.inputs)
+        call = _Keywords().value(tensors.result).literal(op.dim.value.data, "dim")
+        callee = "torch.stack" if isinstance(op, nml.StackOp) else "torch.cat"
+        _replace(rewriter, op, [tensors, *call.function(callee)])
+
+
+class SplitToTorch(RewritePattern):
+    """`x.split(64, dim=2)`, `x.split([64, 128], dim=-1)`, `x.chunk(3, dim=-1)`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.SplitOp | nml.ChunkOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        call = _Keywords()
+        if isinstance(op, nml.ChunkOp):
+            call.literal(op.chunks.value.data)
+        else:
+            sizes = _Keywords()
+            dynamic = iter(op.dynamic_sizes)
+            for entry in op.sizes.data:
+                if isinstance(entry, IntegerAttr):
+                    sizes.literal(entry.value.data)
+                else:
+                    sizes.value(next(dynamic))
+            if op.equal is not None:
+                call.ops += sizes.ops
+                call.value(sizes.args[0])
+            else:
+                listed = py.ListOp(sizes.args)
+                call.ops += [*sizes.ops, listed]
+                call.value(listed.result)
+        if op.dim.value.data != 0:
+            call.literal(op.dim.value.data, "dim")
+        _replace(rewriter, op, call.method(op.input, op.name.removeprefix("nml.")))
+
+
+class SizesToTorch(RewritePattern):
+    """`x.expand(B, -1, -1)`, `x.repeat(1, 4)`: sizes known at run time are operands."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.ExpandOp | nml.RepeatOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        call = _Keywords()
+        dynamic = iter(op.dynamic_sizes)
+        for entry in op.shape.data:
+            if isinstance(entry, IntegerAttr):
+                call.literal(entry.value.data)
+            else:
+                call.value(next(dynamic))
+        _replace(rewriter, op, call.method(op.input, op.name.removeprefix("nml.")))
+
+
+class ArangeToTorch(RewritePattern):
+    """`torch.arange(T, device=x.device)`: on the device of the method's first input;
+    the defaults (start 0, step 1) are left out."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.ArangeOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        call = _Keywords()
+        dynamic = iter(op.dynamic_sizes)
+        start, end, step = op.bounds.data
+        values = [b for b in (start, end, step)]
+        if _is_number(step, 1):
+            values.pop()
+            if _is_number(start, 0):
+                values.pop(0)
+        for entry in values:
+            if isinstance(entry, IntegerAttr | FloatAttr):
+                call.literal(entry.value.data)
+            else:
+                call.value(next(dynamic))
+        block = op.parent_block()
+        if block is not None and block.args and enclosing_model(op) is not None:
+            device = py.AttributeOp(block.args[0], "device")
+            call.ops.append(device)
+            call.value(device.result, "device")
+        _replace(rewriter, op, call.function("torch.arange"))
+
+
+def _is_number(attr: Attribute, value: int) -> bool:
+    return isinstance(attr, IntegerAttr) and attr.value.data == value
+
+
+class ShapeOpToTorch(RewritePattern):
+    """`x.unsqueeze(1)`, `x.squeeze(-1)`, `x.t()`, `torch.tril(x)`, `F.normalize(x, dim=-1)`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(
+        self,
+        op: nml.UnsqueezeOp | nml.SqueezeOp | nml.TOp | nml.TriangleOp | nml.NormalizeOp,
+        rewriter: PatternRewriter,
+    ) -> None:
+        if not _in_body(op):
+            return
+        call = _Keywords()
+        if isinstance(op, nml.UnsqueezeOp):
+            call.literal(op.dim.value.data)
+        elif isinstance(op, nml.SqueezeOp) and op.dims is not None:
+            dims = [d.value.data for d in op.dims.data]
+            call.literal(dims[0]) if len(dims) == 1 else _tuple_arg(call, dims)
+        elif isinstance(op, nml.TriangleOp) and op.diagonal.value.data:
+            call.literal(op.diagonal.value.data, "diagonal")
+        elif isinstance(op, nml.NormalizeOp):
+            if op.p.value.data != 2.0:
+                call.literal(op.p.value.data, "p")
+            call.literal(op.dim.value.data, "dim")
+        callee = FUNCTIONS[op.name.removeprefix("nml.")].torch
+        _replace(rewriter, op, _call(callee, op.input, call))
+
+
+def _tuple_arg(call: _Keywords, values: Sequence[int], name: str = "") -> None:
+    items = [_const(v) for v in values]
+    packed = py.TupleOp([c.result for c in items])
+    call.ops += [*items, packed]
+    call.value(packed.result, name)
+
+
+class EinsumToTorch(RewritePattern):
+    """`torch.einsum("bij,bjk->bik", a, b)`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.EinsumOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        call = _Keywords().literal(op.equation.data)
+        for value in op.inputs:
+            call.value(value)
+        _replace(rewriter, op, call.function("torch.einsum"))
+
+
+class SelectToTorch(RewritePattern):
+    """`torch.where(c, a, b)`, `x.masked_fill(mask, value)`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(
+        self, op: nml.WhereOp | nml.MaskedFillOp, rewriter: PatternRewriter
+    ) -> None:
+        if not _in_body(op):
+            return
+        if isinstance(op, nml.WhereOp):
+            call = _Keywords().value(op.condition).value(op.lhs).value(op.rhs)
+            _replace(rewriter, op, call.function("torch.where"))
+            return
+        call = _Keywords().value(op.mask).value(op.value)
+        _replace(rewriter, op, call.method(op.input, "masked_fill"))
+
+
+class AttentionToTorch(RewritePattern):
+    """`F.scaled_dot_product_attention(q, k, v, is_causal=True)`: PyTorch picks the fused
+    flash or memory-efficient kernel. Dropout applies only in training, as `F.dropout` does."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.AttentionOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        call = _Keywords().value(op.query).value(op.key).value(op.value)
+        if op.mask is not None:
+            call.value(op.mask, "attn_mask")
+        if op.dropout is not None or op.dropout_rate is not None:
+            p, zero, flag = _rate(op.dropout or op.dropout_rate), _const(0.0), self_attr("training")
+            choice = py.IfExpOp(flag[-1].results[0], p[-1].results[0], zero.result)
+            call.ops += [*p, zero, *flag, choice]
+            call.value(choice.result, "dropout_p")
+        if op.causal is not None:
+            call.literal(True, "is_causal")
+        if op.scale is not None:
+            call.literal(op.scale.value.data, "scale")
+        _replace(rewriter, op, call.function("F.scaled_dot_product_attention"))
+
+
+class SpelledToTorch(RewritePattern):
+    """`torch.cumsum(x, dim=1)`, `x.topk(2, dim=-1)`, `F.pad(x, (1, 1))`: the builtins that
+    list their own arguments (`nml.SpelledOp`), spelled as their catalogue record says."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.SpelledOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        call = _Keywords()
+        for name, argument in op.torch_arguments():
+            _argument(call, argument, name)
+        _replace(rewriter, op, _call(FUNCTIONS[op.FUNCTION].torch, op.tensor, call))
+
+
+def _argument(call: _Keywords, argument: nml.TorchArgument, name: str) -> None:
+    if isinstance(argument, SSAValue):
+        call.value(argument, name)
+    elif isinstance(argument, tuple):
+        items = [v if isinstance(v, SSAValue) else _const(v) for v in argument]
+        packed = py.TupleOp([v if isinstance(v, SSAValue) else v.result for v in items])
+        call.ops += [*(v for v in items if not isinstance(v, SSAValue)), packed]
+        call.value(packed.result, name)
+    else:
+        call.literal(argument, name)
+
+
+class CastToTorch(RewritePattern):
+    """`x.to(torch.int64)`: `.long()`, `.float()` and `.to(dtype)` alike."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.CastOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        dtype = py.NameOp(nml.TORCH_DTYPES[op.dtype.data])
+        call = _Keywords()
+        call.ops.append(dtype)
+        call.value(dtype.result)
+        _replace(rewriter, op, call.method(op.input, "to"))
+
+
+BINARY_OPERATORS: dict[type[Operation], str] = {
+    nml.AddOp: "+",
+    nml.SubOp: "-",
+    nml.MulOp: "*",
+    nml.DivOp: "/",
+    nml.PowOp: "**",
+    nml.MatmulOp: "@",
+    **{op: operator for operator, op in nml.COMPARE_OPS.items()},
+}
+
+
+class BinaryToTorch(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.BinaryOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        _replace(rewriter, op, [binary(BINARY_OPERATORS[type(op)], op.lhs, op.rhs)])
+
+
+class IndexToTorch(RewritePattern):
+    """`x[:, -1]`, `x[..., 1:]`, `x[None]`, `x[i]`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.IndexOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        new_ops: list[Operation] = []
+        indices: list[SSAValue] = []
+        dynamic = iter(op.dynamic_indices)
+        for item in op.indices.data:
+            if isinstance(item, StringAttr) and item.data == nml.DYNAMIC:
+                indices.append(next(dynamic))
+                continue
+            item_ops = _index_item(item, dynamic)
+            new_ops += item_ops
+            indices.append(item_ops[-1].results[0])
+        _replace(rewriter, op, [*new_ops, py.SubscriptOp(op.input, indices)])
+
+
+def _index_item(item: Attribute, dynamic: Iterator[SSAValue]) -> list[Operation]:
+    if isinstance(item, SliceAttr | StringAttr) and not _is_ellipsis(item):
+        parts = item.parameters if isinstance(item, SliceAttr) else (None, None, None)
+        constants = [_const(n) if (n := _int_or_none(p)) is not None else None for p in parts]
+        given = [c for c in constants if c is not None]
+        bounds = [
+            next(dynamic) if _is_dynamic(p) else c.result if c is not None else None
+            for p, c in zip(parts, constants, strict=True)
+        ]
+        return [*given, py.SliceOp(*bounds)]
+    if _is_ellipsis(item):
+        return [py.ConstantOp(py.EllipsisAttr())]
+    if isinstance(item, NoneValueAttr):
+        return [py.ConstantOp(py.NoneAttr())]
+    assert isinstance(item, IntegerAttr)
+    return [_const(item.value.data)]
+
+
+def _is_dynamic(part: Attribute | None) -> bool:
+    """A computed slice bound (`x[:, :L]`): its value is the next dynamic operand."""
+    return isinstance(part, StringAttr) and part.data == nml.DYNAMIC
+
+
+def _is_ellipsis(item: Attribute) -> bool:
+    return isinstance(item, StringAttr) and item.data == "..."
+
+
+def _int_or_none(part: Attribute | None) -> int | None:
+    return part.value.data if isinstance(part, IntegerAttr) else None
+
+
+class DimToTorch(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.DimOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        call = _Keywords().literal(op.index.value.data)
+        _replace(rewriter, op, call.method(op.input, "size"))
+
+
+class ListToTorch(RewritePattern):
+    """`[a, b]` is a list; `(a, b)` (marked `tuple` by irgen) a tuple."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.ListOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        if op.tuple is not None:
+            _replace(rewriter, op, [py.TupleOp(op.elements)])
+            return
+        _replace(rewriter, op, [py.ListOp(op.elements)])
+
+
+class TupleGetToTorch(RewritePattern):
+    """`nml.tuple_get %t 1` is `t[1]`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.TupleGetOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        index = _const(op.index.value.data)
+        _replace(rewriter, op, [index, py.SubscriptOp(op.input, [index.result])])
+
+
+class ForToTorch(RewritePattern):
+    """`nml.for @h` is `for block in self.h:`; `nml.for range(n)` is `for i in range(n):`.
+
+    The body moves as it is; its first argument becomes the element (a layer of
+    the list, or the range's value), the others stay the carried values."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.ForOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        if op.layers is not None:
+            iterable = self_attr(op.layers.root_reference.data)
+        else:
+            iterable = call("range", list(op.bounds))
+        for made in iterable:
+            made.location = op.location
+        old = op.body.block
+        new = Block(arg_types=[py.OBJECT] * len(old.args))
+        for old_arg, new_arg in zip(old.args, new.args, strict=True):
+            new_arg.name_hint = old_arg.name_hint
+        if op.layers is not None:
+            new.args[0].name_hint = _element_name(op)
+        rewriter.inline_block(old, InsertPoint.at_start(new), new.args)
+        loop = py.ForOp(iterable[-1].results[0], Region(new), list(op.inits))
+        loop.location = op.location
+        for old_result, new_result in zip(op.results, loop.results, strict=True):
+            new_result.name_hint = old_result.name_hint
+        rewriter.insert(iterable, InsertPoint.before(op))
+        rewriter.replace(op, [loop], list(loop.results))
+
+
+def _element_name(op: nml.ForOp) -> str:
+    """The source's loop variable (`block`), kept by irgen on the counter's uses."""
+    return op.var.data if op.var is not None else "layer"
+
+
+class IfToTorch(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.IfOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        regions: list[Region] = []
+        for region in (op.then_region, op.else_region):
+            block = Block()
+            rewriter.inline_block(region.block, InsertPoint.at_start(block), [])
+            regions.append(Region(block))
+        branch = py.IfOp(op.cond, regions[0], regions[1], len(op.results))
+        branch.location = op.location
+        for old_result, new_result in zip(op.results, branch.results, strict=True):
+            new_result.name_hint = old_result.name_hint
+        rewriter.replace(op, [branch], list(branch.results))
+
+
+class YieldToTorch(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.YieldOp, rewriter: PatternRewriter) -> None:
+        _replace(rewriter, op, [py.YieldOp(list(op.values))])
+
+
+class ApplyAtToTorch(RewritePattern):
+    """`nml.apply_at @h[%i](%x)`: `block(x)` inside `for block in self.h:`, else `self.h[i](x)`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.ApplyAtOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        name = op.layer.root_reference.data
+        if _is_element_of(op.index, name):
+            _replace(rewriter, op, [py.CallOp(op.index, list(op.args))])
+            return
+        layers = self_attr(name)
+        element = py.SubscriptOp(layers[-1].results[0], [op.index])
+        _replace(rewriter, op, [*layers, element, py.CallOp(element.result, list(op.args))])
+
+
+def _is_element_of(index: SSAValue, layers: str) -> bool:
+    """Whether `index` is the counter of a loop over the layer list `layers`."""
+    if not isinstance(index, BlockArgument) or index.index != 0:
+        return False
+    loop = index.block.parent_op()
+    if isinstance(loop, nml.ForOp):
+        return loop.layers is not None and loop.layers.root_reference.data == layers
+    if isinstance(loop, py.ForOp):
+        owner = loop.iterable.owner
+        return isinstance(owner, py.AttributeOp) and owner.attr.data == layers
+    return False
+
+
+class GetAttrToTorch(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.GetAttrOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        _replace(rewriter, op, [py.AttributeOp(op.input, op.attr_name.data)])
+
+
+def _kernel_entry(op: nml.KernelCallOp) -> str:
+    """What a model's forward calls for a kernel: its launcher's `entry` (the custom op,
+    or the function that keeps the outputs its backward saves); a script's own call,
+    and a kernel without one, call the launcher, as written."""
+    name = op.kernel.root_reference.data
+    module = op.get_toplevel_object()
+    if enclosing_model(op) is None or not isinstance(module, Operation):
+        return f"{name}_launcher"
+    launcher = lookup_symbol(module, f"{name}_launcher", kernel.LauncherOp)
+    if launcher is not None and launcher.entry is not None:
+        return launcher.entry.data
+    return f"{name}_launcher"
+
+
+class KernelCallToTorch(RewritePattern):
+    """`nml.kernel_call @vector_add(...)` calls the kernel's launcher, `vector_add_launcher`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.KernelCallOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        launcher = _kernel_entry(op)
+        names = [n.data for n in op.arg_names]
+        function, launch = call(launcher, list(op.args), names)
+        assert isinstance(launch, py.CallOp)
+        for made in (function, launch):
+            made.location = op.location
+        rewriter.insert([function, launch], InsertPoint.before(op))
+        results: list[SSAValue] = []
+        for index, result in enumerate(op.res):
+            if len(op.res) == 1:
+                results.append(launch.result)
+                continue
+            item = _const(index)
+            element = py.SubscriptOp(launch.result, [item.result])
+            element.result.name_hint = result.name_hint
+            rewriter.insert([item, element], InsertPoint.before(op))
+            results.append(element.result)
+        if len(op.res) == 1:
+            launch.result.name_hint = op.res[0].name_hint
+        rewriter.replace(op, [], results)
+
+
+PYTHON_UNARY = {"not": "not", "+": "+", "-": "-", "~": "~"}
+PYTHON_BINARY = py.BINARY_OPERATORS | py.COMPARISON_OPERATORS
+
+
+class CallToTorch(RewritePattern):
+    """A call `resolve-nml` left as is: an operator, a function or a method."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.CallOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        callee, args = op.callee.data, list(op.args)
+        names = [n.data for n in op.arg_names]
+        if callee in PYTHON_BINARY and len(args) == 2:
+            _replace(rewriter, op, [binary(callee, args[0], args[1])])
+        elif callee in PYTHON_UNARY and len(args) == 1:
+            _replace(rewriter, op, [py.UnaryOp(PYTHON_UNARY[callee], args[0])])
+        elif op.method is not None:
+            method = callee.rsplit(".", 1)[-1]
+            bound = py.AttributeOp(args[0], method)
+            _replace(rewriter, op, [bound, py.CallOp(bound.result, args[1:], names[1:])])
+        else:
+            _replace(rewriter, op, call(callee, args, names))
+
+
+class ReturnToTorch(RewritePattern):
+    """`return (recon, mu, logvar)` is `return recon, mu, logvar`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.ReturnOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        values = list(op.values)
+        owner = values[0].owner if len(values) == 1 else None
+        unpacked = (
+            isinstance(owner, nml.ListOp)
+            and owner.tuple is not None
+            and len(list(owner.result.uses)) == 1
+            and len(owner.elements) > 0
+        )
+        if unpacked:
+            assert isinstance(owner, nml.ListOp)
+            values = list(owner.elements)
+        _replace(rewriter, op, [py.ReturnOp(values)])
+        if unpacked:
+            assert isinstance(owner, nml.ListOp)
+            rewriter.erase(owner)
+
+
+BODY_PATTERNS: tuple[RewritePattern, ...] = (
+    ConstantToTorch(),
+    RefToTorch(),
+    ApplyToTorch(),
+    UnaryToTorch(),
+    GeluToTorch(),
+    ClampToTorch(),
+    SoftmaxToTorch(),
+    DropoutToTorch(),
+    FlattenToTorch(),
+    ReshapeToTorch(),
+    PermuteToTorch(),
+    TransposeToTorch(),
+    ReductionToTorch(),
+    LossToTorch(),
+    CatToTorch(),
+    SplitToTorch(),
+    SizesToTorch(),
+    ArangeToTorch(),
+    ShapeOpToTorch(),
+    EinsumToTorch(),
+    SelectToTorch(),
+    AttentionToTorch(),
+    SpelledToTorch(),
+    CastToTorch(),
+    BinaryToTorch(),
+    IndexToTorch(),
+    DimToTorch(),
+    ListToTorch(),
+    TupleGetToTorch(),
+    ForToTorch(),
+    IfToTorch(),
+    YieldToTorch(),
+    ApplyAtToTorch(),
+    GetAttrToTorch(),
+    KernelCallToTorch(),
+    CallToTorch(),
+    ReturnToTorch(),
+)
+
+
+# ------------------------------------------------- attribute expressions
+
+
+def attr_ops(attr: Attribute) -> list[Operation]:
+    """An attribute expression as `py` ops (the last gives its value); a config reference
+    is the `__init__` parameter of that name."""
+    if isinstance(attr, CfgAttr):
+        return [py.NameOp(attr.param.data)]
+    if isinstance(attr, ExprAttr):
+        parts = [attr_ops(a) for a in attr.operands.data]
+        values = [p[-1].results[0] for p in parts]
+        ops = [op for part in parts for op in part]
+        if attr.op.data == "neg":
+            return [*ops, py.UnaryOp("-", values[0])]
+        if attr.op.data == "not":
+            return [*ops, py.UnaryOp("not", values[0])]
+        if attr.op.data == "if":  # `a if cond else b`: operands cond, a, b
+            return [*ops, py.IfExpOp(values[0], values[1], values[2])]
+        if attr.op.data == "[]":
+            return [*ops, py.SubscriptOp(values[0], [values[1]])]
+        return [*ops, binary(attr.op.data, values[0], values[1])]
+    if isinstance(attr, ArrayAttr):
+        parts = [attr_ops(a) for a in attr.data]
+        items = [p[-1].results[0] for p in parts]
+        return [*(op for part in parts for op in part), py.TupleOp(items)]
+    if isinstance(attr, CallAttr):
+        return _call_ops(attr.callee.data, list(attr.args.data), list(attr.kwargs.data.items()))
+    if isinstance(attr, NoneValueAttr):
+        return [py.ConstantOp(py.NoneAttr())]
+    return [py.ConstantOp(attr)]
+
+
+def _call_ops(
+    callee: str, args: Sequence[Attribute], kwargs: Sequence[tuple[str, Attribute]]
+) -> list[Operation]:
+    """`callee(args, key=value)` of attribute expressions."""
+    function = py.NameOp(f"math.{callee}" if callee in CONFIG_FUNCTIONS else callee)
+    ops: list[Operation] = [function]
+    values: list[SSAValue] = []
+    for arg in [*args, *(v for _, v in kwargs)]:
+        part = attr_ops(arg)
+        ops += part
+        values.append(part[-1].results[0])
+    names = [""] * len(args) + [k for k, _ in kwargs]
+    return [*ops, py.CallOp(function.result, values, names)]
