@@ -25,7 +25,7 @@ from tensorloom.catalogue.args import Arg
 
 SettingKind = Literal[
     "value", "optimizer", "loss", "lr_schedule", "grad_clip", "patience", "metric", "metrics",
-    "compile", "ema", "distributed",
+    "compile", "ema", "distributed", "objective",
 ]  # fmt: skip
 
 
@@ -55,6 +55,7 @@ _KIND_TEXT: dict[str, str] = {
     "compile": '`true`, `false`, "default", "reduce-overhead" or "max-autotune"',
     "ema": "float in (0, 1): 1 would never move",
     "distributed": '`true`, `false`, "ddp" or "fsdp"',
+    "objective": "the name of a `fn NAME(net, x, y)` of the program",
 }
 
 
@@ -71,6 +72,11 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
     SettingSpec("batch_size", "samples per optimizer step (per process)", _int("batch_size", 1)),
     SettingSpec("optimizer", "a torch.optim class", kind="optimizer"),
     SettingSpec("loss", "a loss function", kind="loss"),
+    SettingSpec(
+        "objective",
+        "a `fn` of the program that gets the model and the batch: the scalar to minimise",
+        kind="objective",
+    ),
     SettingSpec(
         "precision",
         "training precision",

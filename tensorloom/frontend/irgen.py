@@ -20,7 +20,16 @@ import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 
-from xdsl.dialects.builtin import FunctionType, IntegerAttr, ModuleOp, f64, i1, i64
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    FunctionType,
+    IntegerAttr,
+    ModuleOp,
+    SymbolRefAttr,
+    f64,
+    i1,
+    i64,
+)
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.traits import SymbolOpInterface
 
@@ -200,6 +209,8 @@ class _ModuleBuilder:
         body = BodyBuilder(block, scope, self.kernels, layer_lists)
         body.dims = _dims_of(params, block, scope, members or set())
         body.members = members or set()
+        if syntax == "fn":
+            body.callable_params = frozenset(p.name for p in params)
         body.statements(decl.body)
         if body.returned is None:
             body.add(nml.ReturnOp([]), decl.name_span)
@@ -326,14 +337,24 @@ class _ModuleBuilder:
         self.ops.append(_kernel_builder()(decl))
 
     def _train(self, decl: ast.TrainDecl, main: BodyBuilder | None) -> None:
-        names = [_symbol(e, what) for e, what in ((decl.model, "model"), (decl.data, "dataset"))]
-        op = train.LoopOp(names[0] or "?", names[1] or "?")
-        op.properties["model_loc"] = loc_of(decl.model.span)
+        model_exprs = decl.model.elts if isinstance(decl.model, ast.TupleExpr) else [decl.model]
+        models = [_symbol(e, "model") or "?" for e in model_exprs] or ["?"]
+        data = _symbol(decl.data, "dataset")
+        op = train.LoopOp(models[0], data or "?")
+        op.properties["model_loc"] = loc_of(model_exprs[0].span if model_exprs else decl.model.span)
         op.properties["data_loc"] = loc_of(decl.data.span)
+        if isinstance(decl.model, ast.TupleExpr):
+            op.properties["models"] = ArrayAttr([SymbolRefAttr(m) for m in models])
+            op.properties["model_locs"] = ArrayAttr([loc_of(e.span) for e in model_exprs])
         settings = AttrBuilder("setting", self.program.root.aliases)
         for s in decl.settings:
             value = train.SetOp(s.key, settings.build(s.value), loc_of(s.value.span))
             op.body.block.add_op(_at(value, s.key_span))
+        for step in decl.steps:
+            step_op = train.StepOp(step.objective, settings.build(step.optimizer))
+            step_op.properties["objective_loc"] = loc_of(step.objective_span)
+            step_op.properties["optimizer_loc"] = loc_of(step.optimizer.span)
+            op.body.block.add_op(_at(step_op, step.span))
         if decl.checkpoint is not None:
             clause = decl.checkpoint
             if clause.every < 1:

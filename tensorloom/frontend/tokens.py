@@ -49,6 +49,7 @@ class TokenKind(Enum):
     NONE = "none"
     IMPORT = "import"
     AS = "as"
+    WITH = "with"  # `step d_loss with Adam(D)` in a train block
 
     # brackets and punctuation
     LPAREN = "("
@@ -99,6 +100,7 @@ _KEYWORD_KINDS = (
     TokenKind.NONE,
     TokenKind.IMPORT,
     TokenKind.AS,
+    TokenKind.WITH,
 )
 KEYWORDS: dict[str, TokenKind] = {kind.value: kind for kind in _KEYWORD_KINDS}
 

@@ -89,6 +89,7 @@ from tensorloom.dialects.nml.control import (
     ApplyAtOp,
     ForOp,
     IfOp,
+    ModelCallOp,
     TupleGetOp,
     YieldOp,
 )
@@ -184,6 +185,7 @@ __all__ = [
     "LogSoftmaxOp",
     "LossOp",
     "MaskedFillOp",
+    "ModelCallOp",
     "MatmulOp",
     "MeanOp",
     "ModelOp",
