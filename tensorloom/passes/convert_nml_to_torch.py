@@ -865,6 +865,16 @@ class KernelCallToTorch(RewritePattern):
         rewriter.replace(op, [], results)
 
 
+class ModelCallToTorch(RewritePattern):
+    """`nml.model_call %net(%x)`: the objective calls the module it was passed, `net(x)`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.ModelCallOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        _replace(rewriter, op, [py.CallOp(op.model, list(op.args), [""] * len(op.args))])
+
+
 PYTHON_UNARY = {"not": "not", "+": "+", "-": "-", "~": "~"}
 PYTHON_BINARY = py.BINARY_OPERATORS | py.COMPARISON_OPERATORS
 
@@ -948,6 +958,7 @@ BODY_PATTERNS: tuple[RewritePattern, ...] = (
     ApplyAtToTorch(),
     GetAttrToTorch(),
     KernelCallToTorch(),
+    ModelCallToTorch(),
     CallToTorch(),
     ReturnToTorch(),
 )
