@@ -60,6 +60,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tensorloom.catalogue.datasets import LM_SOURCES, DatasetError, is_file_source, lookup_dataset
+from tensorloom.catalogue.optimizers import OPTIMIZERS
 from tensorloom.diagnostics.ir import span_of
 from tensorloom.dialects import nml, py, train
 from tensorloom.dialects import torch as t
@@ -67,6 +68,7 @@ from tensorloom.passes.convert_nml_to_torch import script_of
 from tensorloom.passes.shape_inference import MODEL_OUTPUT
 from tensorloom.passes.support.loss_functions import Metric
 from tensorloom.passes.support.model_env import evaluate_kwargs, lookup_symbol
+from tensorloom.passes.support.objectives import step_of
 from tensorloom.passes.support.py_builder import Value
 from tensorloom.passes.support.train_values import loops_of
 from tensorloom.passes.train_lowering.plan import RecipePlan, ScriptPlan
@@ -76,6 +78,12 @@ from tensorloom.passes.train_lowering.train_cli import parse_args_ops
 from tensorloom.passes.train_lowering.train_loop import guard_ops
 from tensorloom.passes.train_lowering.train_settings import header_ops, settings_ops
 from tensorloom.passes.train_lowering.train_step import loss_ops
+from tensorloom.passes.train_lowering.train_steps import (
+    ModelPlan,
+    StepPlan,
+    StepsPlan,
+    steps_sources,
+)
 
 # --- step 1: the plan ------------------------------------------------------------------------
 
@@ -290,6 +298,75 @@ def lower_loop(module: ModuleOp, loop: train.LoopOp) -> None:
     loop.erase()
 
 
+def steps_plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> StepsPlan:
+    """The plan of a block of `step` lines: the one-model plan of its data and settings, its
+    models (frozen where no step names one) and its steps, `lr` defaulted from the catalogue."""
+    steps = [s for s in (step_of(op) for op in loop.steps()) if s is not None]
+    stepped = {name for s in steps for name in s.models}
+    models: list[ModelPlan] = []
+    for name in loop.model_names():
+        instance = _find(module, nml.InstanceOp, name)
+        assert isinstance(instance, nml.InstanceOp), "check-scopes resolves the models"
+        overrides = tuple(instance.overrides.data.items())
+        models.append(ModelPlan(name, instance.model.root_reference.data, overrides,
+                                name not in stepped, _location(instance.location)))  # fmt: skip
+    planned = [
+        StepPlan(s.objective, s.optimizer, s.models, _step_kwargs(s.optimizer, s.kwargs),
+                 _location(s.op.location))
+        for s in steps
+    ]  # fmt: skip
+    return StepsPlan(plan_of(module, loop, source), tuple(models), tuple(planned))
+
+
+def _step_kwargs(optimizer: str, kwargs: tuple[tuple[str, object], ...]) -> tuple:
+    named = dict(kwargs)
+    spec = OPTIMIZERS.get(optimizer)
+    lr = named.pop("lr", spec.default_lr if spec is not None else 0.001)
+    pairs = [("lr", lr), *named.items()]
+    return tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in pairs)
+
+
+def _steps_import_ops() -> list[Operation]:
+    return [
+        py.FromImportOp("__future__", ["annotations"]),
+        py.ImportOp("argparse"),
+        py.ImportOp("json"),
+        py.ImportOp("random"),
+        py.ImportOp("sys"),
+        py.ImportOp("time"),
+        py.FromImportOp("dataclasses", ["dataclass"]),
+        py.FromImportOp("functools", ["partial"]),
+        py.FromImportOp("typing", ["Any"]),
+        py.ImportOp("torch"),
+        py.ImportOp("torch.nn.functional", "F"),
+        py.FromImportOp("torch", ["nn"]),
+    ]
+
+
+def lower_steps_loop(module: ModuleOp, loop: train.LoopOp) -> None:
+    """A block of `step` lines: train_steps.py's sections around the models and objectives."""
+    script = script_of(module)
+    plan = steps_plan_of(module, loop, script.source.data if script.source else "the program")
+    block = script.body.block
+    before = [*_steps_import_ops(), *header_ops(plan.base)]
+    first = block.first_op
+    for op in before:
+        op.location = loop.location
+        if first is None:
+            block.add_op(op)
+        else:
+            Rewriter.insert_op(op, InsertPoint.before(first))
+    for old in [op for op in block.ops if isinstance(op, t.RuntimeOp)]:
+        old.detach()
+        old.erase()
+    for op in [*steps_sources(plan), t.RuntimeOp(), *guard_ops()]:
+        if op.location is None or span_of(op.location) is None:
+            op.location = loop.location
+        block.add_op(op)
+    loop.detach()
+    loop.erase()
+
+
 @dataclass(frozen=True)
 class ConvertTrainToTorchPass(ModulePass):
     """Lowers a module's first `train.loop` to the training script; see the module docstring."""
@@ -298,7 +375,9 @@ class ConvertTrainToTorchPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         loops = loops_of(op)
-        if loops:
+        if loops and loops[0].steps():
+            lower_steps_loop(op, loops[0])
+        elif loops:
             lower_loop(op, loops[0])
         lower_statements(op, has_training=bool(loops))
 

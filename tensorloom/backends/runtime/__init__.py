@@ -28,7 +28,7 @@ RUNTIME_DIR = Path(__file__).resolve().parent
 # The order definitions appear in a script.
 MODULES = (
     "distributed", "amp", "compiling", "activations", "data", "tokens", "loader", "checkpoint",
-    "metrics", "graphs", "attention", "sourcemap", "recipe", "serve", "sharded",
+    "metrics", "graphs", "attention", "sourcemap", "recipe", "serve", "sharded", "steps",
 )  # fmt: skip
 
 Import = tuple[str, str, str]
