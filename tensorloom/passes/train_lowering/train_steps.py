@@ -414,6 +414,13 @@ def _epoch(b: PyBuilder, plan: StepsPlan, epoch: SSAValue) -> None:
     b.assign("elapsed", elapsed)
     complete = b.compare(b.name("done"), "==", b.name("total"))
     b.assign("complete", complete)
+    cut = PyBuilder()
+    cut.comment("cut short: last.pt keeps the epoch's batches so far; no validation on the way out")
+    cut.assign(cut.path("trainer", "carry"), cut.tuple_of(cut.name("sums"), cut.name("done")))
+    path = cut.fstring("{}/last.pt", cut.path("args", "checkpoint_dir"))
+    cut.expr(cut.call("save", cut.name("trainer"), path, epoch))
+    cut.stmt(py.BreakOp())
+    b.if_(b.not_(b.name("complete")), cut)
     for model in plan.models:
         b.expr(b.method(b.path("trainer", model.name), "eval"))
     means = py.ComprehensionOp("dict", b.method(b.name("sums"), "items"), targets=2)
@@ -451,20 +458,9 @@ def _record(b: PyBuilder, plan: StepsPlan, epoch: SSAValue, means: py.Comprehens
         (b.const("steps"), b.path("trainer", "step")),
     ])  # fmt: skip
     b.assign("record", b.add(record))
-    partial_record = PyBuilder()
-    partial_record.assign(partial_record.subscript(partial_record.name("record"),
-                                                   partial_record.const("partial")),
-                          partial_record.const(True))  # fmt: skip
-    b.if_(b.not_(b.name("complete")), partial_record)
     b.expr(b.method(b.name("metrics"), "write", b.name("record")))
     b.expr(b.call("print", b.call("format_steps_summary", b.name("record"),
                                   epochs=b.path("args", "epochs"))))  # fmt: skip
-    cut = PyBuilder()
-    cut.assign(cut.path("trainer", "carry"), cut.tuple_of(cut.name("sums"), cut.name("done")))
-    path = cut.fstring("{}/last.pt", cut.path("args", "checkpoint_dir"))
-    cut.expr(cut.call("save", cut.name("trainer"), path, cut.name("epoch")))
-    cut.stmt(py.BreakOp())
-    b.if_(b.not_(b.name("complete")), cut)
     b.assign("epochs_done", b.binop("+", epoch, b.const(1)))
     due = b.add(py.BinOp("or", b.compare(b.name("epochs_done"), "==", b.path("args", "epochs")),
                          b.add(py.BinOp("and", b.is_set(b.name("CHECKPOINT_EVERY")), b.compare(
