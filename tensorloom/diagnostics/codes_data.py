@@ -1043,86 +1043,6 @@ error[TL0419]: the objective `d_loss` takes 3 parameters, but the train block pa
 """,
         ),
         Code(
-            'TL0420',
-            'a setting a block of objectives does not take',
-            """\
-A block of `step` lines names each step's objective and optimizer, so `loss`, `optimizer` and `objective` are not taken; the one-model loop's recipes not built for several optimizers yet (`distributed`, `compile`, `lr_schedule`, `grad_clip`, `ema`, ...) are errors rather than silently ignored. `loss` beside `objective` and `objective` on several models are errors too.
-""",
-            """\
-error[TL0420]: `optimizer` is not taken by a block of `step` lines: each step names its own
-  --> gan.tl:29:5
-   |
-29 |     optimizer = Adam(lr=0.001)
-   |     ^^^^^^^^^
-   |
-   = help: name the objective and the optimizer in a `step` line
-""",
-        ),
-        Code(
-            'TL0421',
-            'a model in two optimizers',
-            """\
-Each model's parameters belong to one step's optimizer: two optimizers stepping the same weights would each apply their own update with their own state.
-""",
-            """\
-error[TL0421]: `D` is updated by two optimizers: steps `d_loss` and `g_loss`
-  --> gan.tl:30:22
-   |
-30 |     step g_loss with Adam(D, lr=2e-4)
-   |                      ^^^^^^^^^^^^^^^^
-   |
-   = help: give each model's parameters to one optimizer
-""",
-        ),
-        Code(
-            'TL0422',
-            'an optimizer over nothing',
-            """\
-A step's optimizer names the models it updates as its positional arguments (`Adam(D, lr=2e-4)`); none, or a name that is not one of the block's models, is an error at the optimizer.
-""",
-            """\
-error[TL0422]: the optimizer of step `d_loss` updates nothing
-  --> gan.tl:29:22
-   |
-29 |     step d_loss with Adam(lr=2e-4)
-   |                      ^^^^^^^^^^^^^
-   |
-   = help: name the models it updates: `Adam(G, ...)`
-""",
-        ),
-        Code(
-            'TL0423',
-            'a step whose objective does not reach its optimizer\'s model',
-            """\
-The objective of a step never calls a model that the step's optimizer updates, so that optimizer would get no gradients.
-""",
-            """\
-error[TL0423]: the objective `g_loss` never calls `G`, so the optimizer of this step gets no gradients for `G`
-  --> gan.tl:30:22
-   |
-30 |     step g_loss with Adam(G, lr=2e-4)
-   |                      ^^^^^^^^^^^^^^^^
-   |
-   = help: call `G(...)` in `g_loss`, or optimize another model
-""",
-        ),
-        Code(
-            'TL0424',
-            'a model no step updates (warning)',
-            """\
-A model of `train (...)` that no step's optimizer names is frozen: it runs under `torch.no_grad()` in eval mode (a teacher). The warning says so, in case a step was forgotten.
-""",
-            """\
-warning[TL0424]: no step's optimizer updates `T`: it stays frozen (run under no_grad)
-  --> distill.tl:20:11
-   |
-20 | train (S, T) on data:
-   |           ^
-   |
-   = help: if it should train, add `step NAME with Adam(T, ...)`
-""",
-        ),
-        Code(
             'TL0430',
             '`fp16` with `distributed = "fsdp"`',
             """\
@@ -1137,6 +1057,86 @@ error[TL0430]: `precision = fp16` is not supported with `distributed = "fsdp"`
    |
    = note: fp16 needs a GradScaler, and FSDP's sharded gradients need a sharded one
    = help: use `precision = bf16`: FSDP all-gathers the weights in bf16
+""",
+        ),
+        Code(
+            'TL0431',
+            'a setting a block of objectives does not take',
+            """\
+A block of `step` lines names each step's objective and optimizer, so `loss`, `optimizer` and `objective` are not taken; the one-model loop's recipes not built for several optimizers yet (`distributed`, `compile`, `lr_schedule`, `grad_clip`, `ema`, ...) are errors rather than silently ignored. `loss` beside `objective` and `objective` on several models are errors too.
+""",
+            """\
+error[TL0431]: `optimizer` is not taken by a block of `step` lines: each step names its own
+  --> gan.tl:29:5
+   |
+29 |     optimizer = Adam(lr=0.001)
+   |     ^^^^^^^^^
+   |
+   = help: name the objective and the optimizer in a `step` line
+""",
+        ),
+        Code(
+            'TL0432',
+            'a model in two optimizers',
+            """\
+Each model's parameters belong to one step's optimizer: two optimizers stepping the same weights would each apply their own update with their own state.
+""",
+            """\
+error[TL0432]: `D` is updated by two optimizers: steps `d_loss` and `g_loss`
+  --> gan.tl:30:22
+   |
+30 |     step g_loss with Adam(D, lr=2e-4)
+   |                      ^^^^^^^^^^^^^^^^
+   |
+   = help: give each model's parameters to one optimizer
+""",
+        ),
+        Code(
+            'TL0433',
+            'an optimizer over nothing',
+            """\
+A step's optimizer names the models it updates as its positional arguments (`Adam(D, lr=2e-4)`); none, or a name that is not one of the block's models, is an error at the optimizer.
+""",
+            """\
+error[TL0433]: the optimizer of step `d_loss` updates nothing
+  --> gan.tl:29:22
+   |
+29 |     step d_loss with Adam(lr=2e-4)
+   |                      ^^^^^^^^^^^^^
+   |
+   = help: name the models it updates: `Adam(G, ...)`
+""",
+        ),
+        Code(
+            'TL0434',
+            'a step whose objective does not reach its optimizer\'s model',
+            """\
+The objective of a step never calls a model that the step's optimizer updates, so that optimizer would get no gradients.
+""",
+            """\
+error[TL0434]: the objective `g_loss` never calls `G`, so the optimizer of this step gets no gradients for `G`
+  --> gan.tl:30:22
+   |
+30 |     step g_loss with Adam(G, lr=2e-4)
+   |                      ^^^^^^^^^^^^^^^^
+   |
+   = help: call `G(...)` in `g_loss`, or optimize another model
+""",
+        ),
+        Code(
+            'TL0435',
+            'a model no step updates (warning)',
+            """\
+A model of `train (...)` that no step's optimizer names is frozen: it runs under `torch.no_grad()` in eval mode (a teacher). The warning says so, in case a step was forgotten.
+""",
+            """\
+warning[TL0435]: no step's optimizer updates `T`: it stays frozen (run under no_grad)
+  --> distill.tl:20:11
+   |
+20 | train (S, T) on data:
+   |           ^
+   |
+   = help: if it should train, add `step NAME with Adam(T, ...)`
 """,
         ),
         Code(

@@ -828,12 +828,12 @@ class ObjectiveChecker:
             where = span_of(self.loop.model_loc) if self.loop.model_loc is not None else None
             message = "a block of several models trains them with `step` lines"
             help_text = "write `step NAME with Adam(MODEL, ...)` for each optimizer"
-            _error_at(where, "TL0420", message, help_text)
+            _error_at(where, "TL0431", message, help_text)
             return
         if "loss" in self.loop.settings():
             loss = self.loop.settings()["loss"]
             message = "`loss` and `objective` are both set: the objective is what is minimised"
-            _error_at(span_of(loss), "TL0420", message, "remove `loss`")
+            _error_at(span_of(loss), "TL0431", message, "remove `loss`")
         value = evaluate(setting.value, {})
         call = as_call(value) if not isinstance(value, EvalError) else None
         if call is None:
@@ -874,7 +874,7 @@ class ObjectiveChecker:
         else:
             message = f"`{key}` is not supported in a block of `step` lines yet"
             help_text = "remove it; docs/train-block.md lists what several steps support"
-        _error_at(span_of(op), "TL0420", message, help_text)
+        _error_at(span_of(op), "TL0431", message, help_text)
 
     def _optimizer(self, step: Step) -> None:
         call = CallValue(step.optimizer, (), step.kwargs)  # type: ignore[arg-type]
@@ -887,14 +887,14 @@ class ObjectiveChecker:
         if not step.models:
             message = f"the optimizer of step `{step.objective}` updates nothing"
             help_text = f"name the models it updates: `{step.optimizer}({self.models[0]}, ...)`"
-            _error_at(where, "TL0422", message, help_text)
+            _error_at(where, "TL0433", message, help_text)
         for model in step.models:
             if model not in self.models:
                 guess = did_you_mean(model, self.models)
                 message = f"`{model}` is not a model of this train block"
                 listed = ", ".join(f"`{m}`" for m in self.models)
                 help_text = f"did you mean `{guess}`?" if guess else f"its models: {listed}"
-                _error_at(where, "TL0422", message, help_text)
+                _error_at(where, "TL0433", message, help_text)
             elif model in owners:
                 first = owners[model]
                 message = (
@@ -902,7 +902,7 @@ class ObjectiveChecker:
                     f"and `{step.objective}`"
                 )
                 help_text = "give each model's parameters to one optimizer"
-                _error_at(where, "TL0421", message, help_text, span_of(first.op.optimizer_loc))
+                _error_at(where, "TL0432", message, help_text, span_of(first.op.optimizer_loc))
             else:
                 owners[model] = step
 
@@ -916,7 +916,7 @@ class ObjectiveChecker:
                 )
                 _error_at(
                     span_of(step.op.optimizer_loc),
-                    "TL0423",
+                    "TL0434",
                     message,
                     f"call `{name}(...)` in `{step.objective}`, or optimize another model",
                 )
@@ -927,7 +927,7 @@ class ObjectiveChecker:
                       if m == model), None)  # fmt: skip
         message = f"no step's optimizer updates `{model}`: it stays frozen (run under no_grad)"
         help_text = f"if it should train, add `step NAME with Adam({model}, ...)`"
-        report_at = Diagnostic.warning("TL0424", message, Label(where), help=help_text)
+        report_at = Diagnostic.warning("TL0435", message, Label(where), help=help_text)
         if where is not None:
             report(report_at)
 

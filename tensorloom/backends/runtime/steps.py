@@ -24,7 +24,7 @@ from typing import Any
 import torch
 from torch import nn
 
-Batch = tuple[torch.Tensor, torch.Tensor]
+StepBatch = tuple[torch.Tensor, torch.Tensor]
 Losses = dict[str, torch.Tensor]
 
 
@@ -63,7 +63,7 @@ def step_optimizer(
 
 
 def run_epoch(
-    step: Callable[[torch.Tensor, torch.Tensor], Losses], batches: Iterable[Batch], *,
+    step: Callable[[torch.Tensor, torch.Tensor], Losses], batches: Iterable[StepBatch], *,
     sums: Losses, done: int, total: int, stop: Callable[[], bool],
 ) -> tuple[Losses, int]:  # fmt: skip
     """Run `step` on each batch after the first `done` (trained before a resume), until
@@ -84,7 +84,7 @@ def run_epoch(
 
 @torch.no_grad()
 def mean_objectives(
-    losses: Callable[[torch.Tensor, torch.Tensor], Losses], batches: Iterable[Batch]
+    losses: Callable[[torch.Tensor, torch.Tensor], Losses], batches: Iterable[StepBatch]
 ) -> dict[str, float]:
     """Each objective's mean over the samples of `batches` (a batch weighs its size)."""
     sums: dict[str, torch.Tensor] = {}
