@@ -29,6 +29,9 @@ SAVES_INPUT = frozenset({"gelu", "silu", "pow", "log", "sqrt", "rsqrt", "abs", "
 SAVES_OPERANDS = frozenset({"mul", "div", "matmul"})
 NO_SAVE = frozenset({"add", "sub", "neg", "mean", "sum", "cat"})
 FP32_UNDER_AUTOCAST = frozenset({"softmax", "log_softmax", "pow", "sum"})
+# New tensors with no gradient to keep: random samples, a linspace, drawn categories.
+SAMPLED = frozenset({"sample", "linspace", "rand_like", "randn_like", "bernoulli",
+                     "multinomial"})  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,8 +44,10 @@ class OpCost:
 def op_cost(op: str, inputs: Sequence[Concrete | None], output: Concrete, p: float = 0.0) -> OpCost:
     """The cost of builtin `op` (its nml name without `nml.`); None inputs are scalars."""
     n = math.prod(output)
-    if op in VIEWS:
+    if op in VIEWS or op in SAMPLED:
         return OpCost(0)
+    if op == "cumprod":  # one multiply per element; backward reads the input and the result
+        return OpCost(n, (0, RESULT))
     if op == "matmul":
         return OpCost(2 * n * _inner(inputs), _tensor_operands(inputs))
     if op == "dropout":

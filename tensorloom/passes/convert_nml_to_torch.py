@@ -865,6 +865,95 @@ class KernelCallToTorch(RewritePattern):
         rewriter.replace(op, [], results)
 
 
+def _input_device(op: Operation) -> list[Operation]:
+    """`x.device` of the enclosing function's first tensor input (not a model an objective
+    calls), so that a new tensor is made where the data is; nothing in a script's
+    top-level statements, which run on the CPU."""
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, nml.FuncOp | py.DefOp):
+        parent = parent.parent_op()
+    if parent is None:
+        return []
+    for arg in parent.regions[0].block.args:
+        called = any(
+            (isinstance(use.operation, nml.ModelCallOp) and use.index == 0)
+            or (isinstance(use.operation, py.CallOp) and use.operation.callee == arg)
+            for use in arg.uses
+        )  # fmt: skip
+        if not called and arg.name_hint != "self":
+            return [py.AttributeOp(arg, "device")]
+    return []
+
+
+class SampleToTorch(RewritePattern):
+    """`torch.randn(B, 16, device=x.device)`, `torch.rand(...)`, `torch.randint(0, 10, (B,), ...)`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.SampleOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        call = _Keywords()
+        dynamic = iter(op.dynamic_sizes)
+        sizes: list[SSAValue] = []
+        for entry in op.shape.data:
+            if isinstance(entry, IntegerAttr):
+                constant = _const(entry.value.data)
+                call.ops.append(constant)
+                sizes.append(constant.result)
+            else:
+                sizes.append(next(dynamic))
+        kind = op.distribution.data
+        if kind == "integers":
+            assert op.low is not None and op.high is not None
+            call.literal(op.low.value.data).literal(op.high.value.data)
+            shape = py.TupleOp(sizes)
+            call.ops.append(shape)
+            call.value(shape.result)
+        else:
+            for size in sizes:
+                call.value(size)
+        device = _input_device(op)
+        if device:
+            call.ops += device
+            call.value(device[0].results[0], "device")
+        callee = {"normal": "torch.randn", "uniform": "torch.rand", "integers": "torch.randint"}
+        _replace(rewriter, op, call.function(callee[kind]))
+
+
+class LinspaceToTorch(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.LinspaceOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        call = _Keywords().literal(op.start.value.data).literal(op.end.value.data)
+        call.literal(op.steps.value.data)
+        device = _input_device(op)
+        if device:
+            call.ops += device
+            call.value(device[0].results[0], "device")
+        _replace(rewriter, op, call.function("torch.linspace"))
+
+
+class CumprodToTorch(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.CumprodOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        call = _Keywords().value(op.input).literal(op.dim.value.data)
+        _replace(rewriter, op, call.function("torch.cumprod"))
+
+
+class MultinomialToTorch(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.MultinomialOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        call = _Keywords().value(op.input).literal(op.num_samples.value.data)
+        if op.replacement.value.data:
+            call.literal(True, "replacement")
+        _replace(rewriter, op, call.function("torch.multinomial"))
+
+
 class ModelCallToTorch(RewritePattern):
     """`nml.model_call %net(%x)`: the objective calls the module it was passed, `net(x)`."""
 
@@ -943,6 +1032,10 @@ BODY_PATTERNS: tuple[RewritePattern, ...] = (
     SplitToTorch(),
     SizesToTorch(),
     ArangeToTorch(),
+    SampleToTorch(),
+    LinspaceToTorch(),
+    CumprodToTorch(),
+    MultinomialToTorch(),
     ShapeOpToTorch(),
     EinsumToTorch(),
     SelectToTorch(),
