@@ -191,14 +191,39 @@ class _ModuleBuilder:
             )
         return attrs.build(it.args[0])
 
+    def _constants_read(self, decl: ast.FnDecl) -> list[ast.LetStmt]:
+        """The script's top-level `let`s of values (`let abar = cumprod(...)`) that the
+        function reads, and those they read, in file order: each is computed at the
+        function's entry (a schedule an objective indexes, on its inputs' device)."""
+        lets = {
+            item.name: item
+            for item in self.program.root.module.items
+            if isinstance(item, ast.LetStmt) and self._let_kind(item) is None
+        }
+        params = {p.name for p in decl.params}
+        wanted: set[str] = set()
+        pending = [n for n in lets if n not in params and any(_mentions(s, n) for s in decl.body)]
+        while pending:
+            name = pending.pop()
+            if name in wanted:
+                continue
+            wanted.add(name)
+            pending += [n for n in lets if n not in wanted and _mentions(lets[name].value, n)]
+        chosen = [let for name, let in lets.items() if name in wanted]
+        for let in chosen:
+            _check_constant(let)
+        return chosen
+
     def _method(
         self,
         decl: ast.FnDecl,
         syntax: str,
         layer_lists: frozenset[str] = frozenset(),
         members: set[str] | None = None,
+        constants: Sequence[ast.LetStmt] = (),
     ) -> Operation:
-        """A model's method, or (`syntax` "fn") a top-level function of a `.tl` file."""
+        """A model's method, or (`syntax` "fn") a top-level function of a `.tl` file, with
+        the top-level `constants` it reads computed first."""
         params = self._params(decl, syntax)
         input_types = [_param_type(p.type) for p in params]
         block = Block(arg_types=input_types)
@@ -211,6 +236,7 @@ class _ModuleBuilder:
         body.members = members or set()
         if syntax == "fn":
             body.callable_params = frozenset(p.name for p in params)
+        body.statements(list(constants))
         body.statements(decl.body)
         if body.returned is None:
             body.add(nml.ReturnOp([]), decl.name_span)
@@ -282,7 +308,7 @@ class _ModuleBuilder:
         elif isinstance(item, ast.KernelDecl):
             self._kernel(item)
         elif isinstance(item, ast.FnDecl):
-            self.ops.append(self._method(item, "fn"))
+            self.ops.append(self._method(item, "fn", constants=self._constants_read(item)))
         elif isinstance(item, ast.TrainDecl):
             self._train(item, main)
         elif isinstance(item, ast.LetStmt) and kind is not None:
@@ -478,6 +504,35 @@ def _dims_of(
             if isinstance(name, str) and name not in scope and name not in members:
                 dims.setdefault(name, (arg, index, dim.span))
     return dims
+
+
+RANDOM_FUNCTIONS = frozenset({"randn", "rand", "randint", "randn_like", "rand_like",
+                              "bernoulli", "multinomial", "dropout"})  # fmt: skip
+
+
+def _check_constant(let: ast.LetStmt) -> None:
+    """A top-level `let` a function reads is computed again at each call: a random one would
+    differ every time, so it is an error rather than a surprise."""
+    for name in sorted(RANDOM_FUNCTIONS):
+        if _calls(let.value, name):
+            _error(
+                "TL0436",
+                f"`{let.name}` is random (`{name}`), but a function reads it: a top-level "
+                "`let` a function reads is computed in it at each call",
+                let.value.span,
+                help=f"draw it inside the function, or compute `{let.name}` without `{name}`",
+            )
+            return
+
+
+def _calls(expr: ast.Node, name: str) -> bool:
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == name:
+        return True
+    for value in vars_of(expr):
+        items = value if isinstance(value, list) else [value]
+        if any(isinstance(item, ast.Node) and _calls(item, name) for item in items):
+            return True
+    return False
 
 
 def _mentions(expr: ast.Node, name: str) -> bool:
