@@ -834,6 +834,11 @@ class ObjectiveChecker:
             loss = self.loop.settings()["loss"]
             message = "`loss` and `objective` are both set: the objective is what is minimised"
             _error_at(span_of(loss), "TL0431", message, "remove `loss`")
+        if "metrics" in self.loop.settings():
+            metrics = self.loop.settings()["metrics"]
+            message = "`metrics` read the model's output, which an objective computes itself"
+            help_text = "remove `metrics`: validation reports the objective as `val_loss`"
+            _error_at(span_of(metrics), "TL0431", message, help_text)
         value = evaluate(setting.value, {})
         call = as_call(value) if not isinstance(value, EvalError) else None
         if call is None:

@@ -198,6 +198,7 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
         language_model_data=data.name in LM_SOURCES,
         custom_loss=str(value("loss")) if value("loss_fn") else None,
         objective=str(value("objective")) if value("objective") is not None else None,
+        forward_inputs=_forward_inputs(module, instance),
         takes_inputs=frozenset(n for n, count in functions.items() if count == 3),
         metrics=tuple(_metrics(value("metrics"))),
         loop_location=_location(loop.location),
@@ -211,6 +212,18 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
         if isinstance(shard, train.FsdpShardOp) else None,
         model_overrides=tuple(instance.overrides.data.items()),
     )  # fmt: skip
+
+
+def _forward_inputs(module: ModuleOp, instance: nml.InstanceOp) -> int:
+    """The inputs of the model's forward: its class's `forward` (convert-nml-to-torch made
+    it), `self` left out."""
+    name = instance.model.root_reference.data
+    for op in script_of(module).body.block.ops:
+        if isinstance(op, t.ModuleClassOp) and op.sym_name.data == name:
+            for method in op.regions[0].block.ops:
+                if isinstance(method, py.DefOp) and method.sym_name.data == "forward":
+                    return len(method.arg_names) - 1
+    return 1
 
 
 def _data_location(module: ModuleOp, loop: train.LoopOp) -> Attribute | None:

@@ -223,6 +223,8 @@ def metrics_evaluate_ops(plan: ScriptPlan, name: str) -> list[Operation]:
     _validation_loop(body, plan)
     _metrics_means(body, plan)
     evaluate_def(top, name, body, lambda b: b.generic("dict", "str", "float"))
+    if plan.objective is not None:  # the objective calls the model: no outputs to measure
+        return top.ops
     return [*top.ops, *batch_metrics_ops(plan)]
 
 
