@@ -71,7 +71,10 @@ from tensorloom.passes.support.model_env import (
     nested_overrides,
 )
 from tensorloom.passes.support.resolve_builtins import CallProblem, build_builtin
-from tensorloom.passes.support.script_builtins import PYTHON_BUILTINS, TENSOR_CONSTRUCTORS
+from tensorloom.passes.support.script_builtins import PYTHON_BUILTINS
+
+SCRIPT_SAMPLERS = frozenset({"randn", "rand"})
+"""Builtins a script's statements call as its own torch constructors (they take `device=`)."""
 from tensorloom.source import Span
 
 # --- resolving calls ------------------------------------------------------------------------
@@ -124,7 +127,7 @@ class ResolveCall(RewritePattern):
             return None
         if callee in PYTHON_BUILTINS and isinstance(op.parent_op(), train.MainOp):
             return None  # `sum(...)` in a script's statements is Python's (script_builtins.py)
-        if callee in TENSOR_CONSTRUCTORS and isinstance(op.parent_op(), train.MainOp):
+        if callee in SCRIPT_SAMPLERS and isinstance(op.parent_op(), train.MainOp):
             return None  # `randn(8, device=DEVICE)`: the script's constructor (script_builtins.py)
         return build_builtin(op)
 

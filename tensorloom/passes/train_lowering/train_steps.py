@@ -189,8 +189,9 @@ def _build_trainer_ops(plan: StepsPlan) -> list[Operation]:
         b.stmt(assign)
     precision = b.call("resolve_precision", b.path("args", "precision"), b.path("ctx", "device"))
     b.assign("plan", precision)
+    empty = b.value({})
     kind = b.generic("dict", "str", "torch.optim.Optimizer")
-    b.assign("optimizers", b.value({}), annotation=kind)
+    b.assign("optimizers", empty, annotation=kind)
     for step in plan.steps:
         b.comment(f"`step {step.objective}`: {step.optimizer} over {', '.join(step.models)}")
         params = _parameters(b, step)
@@ -370,9 +371,9 @@ def _train_ops(plan: StepsPlan) -> list[Operation]:
         loop.location = plan.base.loop_location  # type: ignore[assignment]
     b.stmt(loop)
     b.expr(b.method(b.name("metrics"), "close"))
-    seconds = b.binop("-", b.call("time.perf_counter"), b.name("started"))
+    b.assign("seconds", b.binop("-", b.call("time.perf_counter"), b.name("started")))
     b.expr(b.call("print", b.fstring("done: {} epochs, {} steps in {:.1f}s", b.name("epochs_done"),
-                                     b.path("trainer", "step"), seconds)))  # fmt: skip
+                                     b.path("trainer", "step"), b.name("seconds"))))  # fmt: skip
     b.ret(b.const(0))
     top.def_("train", [("args", "argparse.Namespace"), ("ctx", "DistContext")], b, "int")
     return top.ops
@@ -397,8 +398,8 @@ def _epoch(b: PyBuilder, plan: StepsPlan, epoch: SSAValue) -> None:
     inner.stmt(py.YieldOp([key, inner.call("torch.zeros", inner.tuple_of(),
                                            device=inner.path("trainer", "ctx", "device"))]))  # fmt: skip
     zeros.body.block.add_ops(inner.ops)
-    fresh = b.tuple_of(b.add(zeros), b.const(0))
-    carried = b.add(py.BinOp("or", b.path("trainer", "carry"), fresh))
+    b.assign("fresh", b.tuple_of(b.add(zeros), b.const(0)))
+    carried = b.add(py.BinOp("or", b.path("trainer", "carry"), b.name("fresh")))
     b.assign(b.tuple_of(b.name("sums"), b.name("done")), carried)
     b.assign(b.path("trainer", "carry"), b.const(None))
     b.assign("total", b.call("len", b.path("trainer", "train_loader")))
@@ -425,7 +426,7 @@ def _epoch(b: PyBuilder, plan: StepsPlan, epoch: SSAValue) -> None:
         b.expr(b.method(b.path("trainer", model.name), "eval"))
     means = py.ComprehensionOp("dict", b.method(b.name("sums"), "items"), targets=2)
     k, total = means.body.block.args
-    k.name_hint, total.name_hint = "key", "total"
+    k.name_hint, total.name_hint = "key", "value"
     mi = PyBuilder()
     mean = mi.binop("/", mi.method(total, "item"), mi.call("max", mi.name("done"), mi.const(1)))
     mi.stmt(py.YieldOp([k, mean]))
@@ -448,12 +449,12 @@ def _record(b: PyBuilder, plan: StepsPlan, epoch: SSAValue, means: py.Comprehens
     b.assign("validated", b.call("mean_objectives", b.call(
         "partial", b.name("objective_values"), b.name("trainer")),
         b.path("trainer", "val_loader")))  # fmt: skip
-    samples = b.binop("*", b.name("done"), b.path("args", "batch_size"))
+    b.assign("samples", b.binop("*", b.name("done"), b.path("args", "batch_size")))
     record = py.DictOp([
         (b.const("epoch"), b.binop("+", epoch, b.const(1))),
         (None, b.name("means")),
         (None, b.name("validated")),
-        (b.const("samples_per_s"), b.binop("/", samples, b.name("elapsed"))),
+        (b.const("samples_per_s"), b.binop("/", b.name("samples"), b.name("elapsed"))),
         (b.const("time"), b.name("elapsed")),
         (b.const("steps"), b.path("trainer", "step")),
     ])  # fmt: skip
@@ -462,10 +463,12 @@ def _record(b: PyBuilder, plan: StepsPlan, epoch: SSAValue, means: py.Comprehens
     b.expr(b.call("print", b.call("format_steps_summary", b.name("record"),
                                   epochs=b.path("args", "epochs"))))  # fmt: skip
     b.assign("epochs_done", b.binop("+", epoch, b.const(1)))
-    due = b.add(py.BinOp("or", b.compare(b.name("epochs_done"), "==", b.path("args", "epochs")),
-                         b.add(py.BinOp("and", b.is_set(b.name("CHECKPOINT_EVERY")), b.compare(
-                             b.binop("%", b.name("epochs_done"), b.name("CHECKPOINT_EVERY")),
-                             "==", b.const(0))))))  # fmt: skip
+    b.assign("last", b.compare(b.name("epochs_done"), "==", b.path("args", "epochs")))
+    every = b.is_set(b.name("CHECKPOINT_EVERY"))
+    periodic = b.compare(b.binop("%", b.name("epochs_done"), b.name("CHECKPOINT_EVERY")), "==",
+                         b.const(0))  # fmt: skip
+    b.assign("due", b.add(py.BinOp("and", every, periodic)))
+    due = b.add(py.BinOp("or", b.name("last"), b.name("due")))
     saving = PyBuilder()
     path2 = saving.fstring("{}/last.pt", saving.path("args", "checkpoint_dir"))
     saving.expr(saving.call("save", saving.name("trainer"), path2, saving.name("epochs_done")))
@@ -482,8 +485,9 @@ def _evaluate_checkpoint(b: PyBuilder, plan: StepsPlan) -> None:
         b.expr(b.method(b.path("trainer", model.name), "eval"))
     val = b.call("mean_objectives", b.call("partial", b.name("objective_values"),
                                            b.name("trainer")), b.path("trainer", "val_loader"))  # fmt: skip
-    record = py.DictOp([(b.const("epoch"), b.subscript(b.name("state"), b.const("epoch"))),
-                        (None, val)])  # fmt: skip
+    b.assign("validated", val)
+    epoch = b.subscript(b.name("state"), b.const("epoch"))
+    record = py.DictOp([(b.const("epoch"), epoch), (None, b.name("validated"))])
     b.assign("record", b.add(record))
     b.expr(b.call("print", b.call("json.dumps", b.name("record"))))
     b.ret(b.const(0))

@@ -151,8 +151,7 @@ def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
     G = Generator().to(ctx.device)  # train_gan.tl:43
     D = Discriminator().to(ctx.device)  # train_gan.tl:44
     plan = resolve_precision(args.precision, ctx.device)
-    h = dict[str, torch.optim.Optimizer]
-    optimizers: h = {}
+    optimizers: dict[str, torch.optim.Optimizer] = {}
     # `step d_loss`: Adam over D
     # train_gan.tl:50
     optimizers["d_loss"] = torch.optim.Adam(D.parameters(), lr=0.0002, betas=(0.5, 0.999))
@@ -226,8 +225,8 @@ def train(args: argparse.Namespace, ctx: DistContext) -> int:
                                        map_location=trainer.ctx.device)
         trainer.G.eval()
         trainer.D.eval()
-        h = mean_objectives(partial(objective_values, trainer), trainer.val_loader)
-        record = {"epoch": state["epoch"], **h}
+        validated = mean_objectives(partial(objective_values, trainer), trainer.val_loader)
+        record = {"epoch": state["epoch"], **validated}
         print(json.dumps(record))
         return 0
     if args.resume is not None:
@@ -243,8 +242,8 @@ def train(args: argparse.Namespace, ctx: DistContext) -> int:
         trainer.G.train()
         trainer.D.train()
         trainer.train_loader.set_epoch(epoch)
-        h_1 = ({name: torch.zeros((), device=trainer.ctx.device) for name in OBJECTIVES}, 0)
-        sums, done = trainer.carry or h_1
+        fresh = {name: torch.zeros((), device=trainer.ctx.device) for name in OBJECTIVES}, 0
+        sums, done = trainer.carry or fresh
         trainer.carry = None
         total = len(trainer.train_loader)
         batches = progress(trainer.train_loader, total=total, description=f"epoch {epoch + 1}")
@@ -260,26 +259,27 @@ def train(args: argparse.Namespace, ctx: DistContext) -> int:
             break
         trainer.G.eval()
         trainer.D.eval()
-        means = {key: total_1.item() / max(done, 1) for key, total_1 in sums.items()}
+        means = {key: value.item() / max(done, 1) for key, value in sums.items()}
         validated = mean_objectives(partial(objective_values, trainer), trainer.val_loader)
-        h_2 = done * args.batch_size
+        samples = done * args.batch_size
         record = {
             "epoch": epoch + 1,
             **means,
             **validated,
-            "samples_per_s": h_2 / elapsed,
+            "samples_per_s": samples / elapsed,
             "time": elapsed,
             "steps": trainer.step,
         }
         metrics.write(record)
         print(format_steps_summary(record, epochs=args.epochs))
         epochs_done = epoch + 1
-        h_3 = epochs_done == args.epochs
-        if h_3 or CHECKPOINT_EVERY is not None and epochs_done % CHECKPOINT_EVERY == 0:
+        last = epochs_done == args.epochs
+        due = CHECKPOINT_EVERY is not None and epochs_done % CHECKPOINT_EVERY == 0
+        if last or due:
             save(trainer, f"{args.checkpoint_dir}/last.pt", epochs_done)
     metrics.close()
-    h_4 = time.perf_counter() - started
-    print(f"done: {epochs_done} epochs, {trainer.step} steps in {h_4:.1f}s")
+    seconds = time.perf_counter() - started
+    print(f"done: {epochs_done} epochs, {trainer.step} steps in {seconds:.1f}s")
     return 0
 
 
