@@ -817,10 +817,24 @@ class ObjectiveChecker:
         return self.loop.model_names()
 
     def check(self) -> None:
+        if self._synthetic_data():
+            return
         if self.loop.steps():
             self._steps()
         else:
             self._one_objective()
+
+    def _synthetic_data(self) -> bool:
+        """`load_dataset()` shapes its samples from the model the data feeds; an objective
+        feeds them to functions, not to one model's forward."""
+        data = lookup_symbol(self.module, self.loop.data, train.DatasetOp)
+        if not isinstance(data, train.DatasetOp) or data.source is not None:
+            return False
+        where = span_of(self.loop.data_loc) if self.loop.data_loc is not None else None
+        message = "an objective needs data whose samples are known; synthetic data takes its shape from a model's input"
+        help_text = 'load a dataset, as in `load_dataset("digits")`, or a file'
+        _error_at(where, "TL0431", message, help_text)
+        return True
 
     def _one_objective(self) -> None:
         setting = self.loop.settings()["objective"]

@@ -866,23 +866,21 @@ class KernelCallToTorch(RewritePattern):
 
 
 def _input_device(op: Operation) -> list[Operation]:
-    """`x.device` of the enclosing function's first tensor input (not a model an objective
-    calls), so that a new tensor is made where the data is; nothing in a script's
-    top-level statements, which run on the CPU."""
+    """`x.device` of the enclosing function's input, so that a new tensor is made where the
+    data is: a model method's first input; a top-level function's batch inputs `x`, its
+    second-to-last parameter (`fn loss(out, x, y)`, `fn objective(net, x, y)`; `out` of
+    `fn loss(out, y)`). Nothing in a script's top-level statements, which run on the CPU."""
     parent = op.parent_op()
     while parent is not None and not isinstance(parent, nml.FuncOp | py.DefOp):
         parent = parent.parent_op()
     if parent is None:
         return []
-    for arg in parent.regions[0].block.args:
-        called = any(
-            (isinstance(use.operation, nml.ModelCallOp) and use.index == 0)
-            or (isinstance(use.operation, py.CallOp) and use.operation.callee == arg)
-            for use in arg.uses
-        )  # fmt: skip
-        if not called and arg.name_hint != "self":
-            return [py.AttributeOp(arg, "device")]
-    return []
+    args = [a for a in parent.regions[0].block.args if a.name_hint != "self"]
+    if not args:
+        return []
+    top_level = enclosing_model(parent) is None
+    arg = args[-2] if top_level and len(args) >= 2 else args[0]
+    return [py.AttributeOp(arg, "device")]
 
 
 class SampleToTorch(RewritePattern):

@@ -69,13 +69,13 @@ class Discriminator(nn.Module):
 
 def d_loss(G, D, x, y):
     real = D(x * 2.0 - 1.0)  # train_gan.tl:35
-    fake = D(G(torch.randn_like(x.flatten(1)[:, :16])).detach())  # train_gan.tl:36
+    fake = D(G(torch.randn(x.size(0), 16, device=x.device)).detach())  # train_gan.tl:36
     h = F.binary_cross_entropy_with_logits(real, torch.ones_like(real))  # train_gan.tl:37
     return h + F.binary_cross_entropy_with_logits(fake, torch.zeros_like(fake))
 
 
 def g_loss(G, D, x, y):
-    fake = D(G(torch.randn_like(x.flatten(1)[:, :16])))  # train_gan.tl:40
+    fake = D(G(torch.randn(x.size(0), 16, device=x.device)))  # train_gan.tl:40
     return F.binary_cross_entropy_with_logits(fake, torch.ones_like(fake))  # train_gan.tl:41
 
 
