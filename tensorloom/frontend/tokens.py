@@ -49,6 +49,7 @@ class TokenKind(Enum):
     NONE = "none"
     IMPORT = "import"
     AS = "as"
+    FROM = "from"
     WITH = "with"  # `step d_loss with Adam(D)` in a train block
 
     # brackets and punctuation
@@ -100,6 +101,7 @@ _KEYWORD_KINDS = (
     TokenKind.NONE,
     TokenKind.IMPORT,
     TokenKind.AS,
+    TokenKind.FROM,
     TokenKind.WITH,
 )
 KEYWORDS: dict[str, TokenKind] = {kind.value: kind for kind in _KEYWORD_KINDS}

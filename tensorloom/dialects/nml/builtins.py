@@ -1112,7 +1112,7 @@ class LinspaceOp(FunctionalOp):
                 "start": FloatAttr(start, f64),
                 "end": FloatAttr(end, f64),
                 "steps": IntegerAttr(steps, i64),
-            },  # fmt: skip
+            },
             result_types=[result_type],
         )
 
