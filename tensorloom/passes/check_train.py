@@ -878,7 +878,10 @@ class ObjectiveChecker:
         if not isinstance(data, train.DatasetOp) or data.source is not None:
             return False
         where = span_of(self.loop.data_loc) if self.loop.data_loc is not None else None
-        message = "an objective needs data whose samples are known; synthetic data takes its shape from a model's input"
+        message = (
+            "an objective needs data whose samples are known; synthetic data takes its shape "
+            "from a model's input"
+        )
         help_text = 'load a dataset, as in `load_dataset("digits")`, or a file'
         _error_at(where, "TL0431", message, help_text)
         return True

@@ -884,7 +884,8 @@ def _input_device(op: Operation) -> list[Operation]:
 
 
 class SampleToTorch(RewritePattern):
-    """`torch.randn(B, 16, device=x.device)`, `torch.rand(...)`, `torch.randint(0, 10, (B,), ...)`."""
+    """`torch.randn(B, 16, device=x.device)`, `torch.rand(...)`, and
+    `torch.randint(0, 10, (B,), device=x.device)`."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nml.SampleOp, rewriter: PatternRewriter) -> None:

@@ -72,10 +72,10 @@ from tensorloom.passes.support.model_env import (
 )
 from tensorloom.passes.support.resolve_builtins import CallProblem, build_builtin
 from tensorloom.passes.support.script_builtins import PYTHON_BUILTINS
+from tensorloom.source import Span
 
 SCRIPT_SAMPLERS = frozenset({"randn", "rand"})
 """Builtins a script's statements call as its own torch constructors (they take `device=`)."""
-from tensorloom.source import Span
 
 # --- resolving calls ------------------------------------------------------------------------
 

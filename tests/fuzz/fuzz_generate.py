@@ -193,8 +193,8 @@ def _objectives(r: random.Random, careful: bool) -> str:
     unknown objective or optimizer, or mix in `loss`."""
     count = r.randint(1, 3)
     names = ["A", "B", "C"][:count]
-    lines = ["model M:", "    layer fc = Linear(64, 64)",
-             "    fn forward(self, x: Tensor[B, 64]) -> Tensor:", "        return self.fc(x)", ""]  # fmt: skip
+    forward = "    fn forward(self, x: Tensor[B, 64]) -> Tensor:"
+    lines = ["model M:", "    layer fc = Linear(64, 64)", forward, "        return self.fc(x)", ""]
     if r.random() < 0.4:
         lines += ["let ramp = cumprod(1.0 - linspace(0.01, 0.1, 8), 0)", ""]
     objectives = [f"obj{i}" for i in range(r.randint(1, count))]

@@ -395,8 +395,8 @@ def _epoch(b: PyBuilder, plan: StepsPlan, epoch: SSAValue) -> None:
     key = zeros.body.block.args[0]
     key.name_hint = "name"
     inner = PyBuilder()
-    inner.stmt(py.YieldOp([key, inner.call("torch.zeros", inner.tuple_of(),
-                                           device=inner.path("trainer", "ctx", "device"))]))  # fmt: skip
+    device = inner.path("trainer", "ctx", "device")
+    inner.stmt(py.YieldOp([key, inner.call("torch.zeros", inner.tuple_of(), device=device)]))
     zeros.body.block.add_ops(inner.ops)
     b.assign("fresh", b.tuple_of(b.add(zeros), b.const(0)))
     carried = b.add(py.BinOp("or", b.path("trainer", "carry"), b.name("fresh")))
@@ -483,9 +483,8 @@ def _evaluate_checkpoint(b: PyBuilder, plan: StepsPlan) -> None:
     b.assign("state", state)
     for model in plan.models:
         b.expr(b.method(b.path("trainer", model.name), "eval"))
-    val = b.call("mean_objectives", b.call("partial", b.name("objective_values"),
-                                           b.name("trainer")), b.path("trainer", "val_loader"))  # fmt: skip
-    b.assign("validated", val)
+    each = b.call("partial", b.name("objective_values"), b.name("trainer"))
+    b.assign("validated", b.call("mean_objectives", each, b.path("trainer", "val_loader")))
     epoch = b.subscript(b.name("state"), b.const("epoch"))
     record = py.DictOp([(b.const("epoch"), epoch), (None, b.name("validated"))])
     b.assign("record", b.add(record))
