@@ -1140,6 +1140,22 @@ warning[TL0435]: no step's optimizer updates `T`: it stays frozen (run under no_
 """,
         ),
         Code(
+            'TL0436',
+            'a random top-level `let` that a function reads',
+            """\
+A top-level `let` that a function reads (a noise schedule an objective indexes) is computed at the function's entry, on its inputs' device, at each call. A random one (`randn`, `rand`, `randint`, `rand_like`, `bernoulli`, `multinomial`, `dropout`) would be drawn again every time, so it is an error at the `let`.
+""",
+            """\
+error[TL0436]: `table` is random (`randn`), but a function reads it: a top-level `let` a function reads is computed in it at each call
+  --> ddpm.tl:6:13
+   |
+ 6 | let table = randn([1000])
+   |             ^^^^^^^^^^^^^
+   |
+   = help: draw it inside the function, or compute `table` without `randn`
+""",
+        ),
+        Code(
             'TL0420',
             'an unknown config override',
             """\
