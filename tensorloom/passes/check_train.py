@@ -996,9 +996,8 @@ class ObjectiveChecker:
                       if m == model), None)  # fmt: skip
         message = f"no step's optimizer updates `{model}`: it stays frozen (run under no_grad)"
         help_text = f"if it should train, add `step NAME with Adam({model}, ...)`"
-        report_at = Diagnostic.warning("TL0435", message, Label(where), help=help_text)
         if where is not None:
-            report(report_at)
+            report(Diagnostic.warning("TL0435", message, Label(where), help=help_text))
 
 
 def _error_at(

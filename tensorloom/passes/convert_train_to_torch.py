@@ -393,7 +393,7 @@ def lower_steps_loop(module: ModuleOp, loop: train.LoopOp) -> None:
         old.detach()
         old.erase()
     for op in [*steps_sources(plan), t.RuntimeOp(), *guard_ops()]:
-        if op.location is None or span_of(op.location) is None:
+        if span_of(op.location) is None:  # a section's own line stays: `# gan.tl:29`
             op.location = loop.location
         block.add_op(op)
     loop.detach()

@@ -810,8 +810,8 @@ class IndexOp(FunctionalOp):
         if tensors:  # `abar[t]`, t an integer tensor: PyTorch's advanced indexing
             if any(t is None for t in tensors.values()):
                 return TensorType.unranked(_element(operand))
-            rule = lambda dims: _gather_shape(dims, entries, tensors, unifier or Unifier())  # noqa: E731
-            return apply_rule(operand, rule)
+            joined = unifier or Unifier()
+            return apply_rule(operand, lambda dims: _gather_shape(dims, entries, tensors, joined))
         return apply_rule(operand, lambda dims: index_shape(dims, entries))
 
     def _tensor_indices(self, index_types: Sequence[Attribute]) -> dict[int, Shape]:
@@ -841,9 +841,10 @@ def _gather_shape(
         return None
     joined: Shape = ()
     for shape in tensors.values():
-        joined = broadcast(joined, shape, unifier)
-        if isinstance(joined, ShapeMismatch):
-            return joined
+        both = broadcast(joined, shape, unifier)
+        if isinstance(both, ShapeMismatch):
+            return both
+        joined = both
     plain = index_shape(dims, entries)  # each tensor entry is an int there: its axis goes
     if plain is None or isinstance(plain, ShapeMismatch) or joined is None:
         return plain if isinstance(plain, ShapeMismatch) else None
@@ -1185,7 +1186,7 @@ class MultinomialOp(FunctionalOp):
         count = self.num_samples.value.data
         replacement = bool(self.replacement.value.data)
 
-        def rule(dims: Shape) -> Shape | ShapeMismatch:
+        def rule(dims: Dims) -> Shape | ShapeMismatch:
             if len(dims) not in (1, 2):
                 return ShapeMismatch(
                     f"`multinomial` takes weights [C] or [N, C], not {len(dims)}-D"

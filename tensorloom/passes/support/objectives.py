@@ -32,6 +32,7 @@ from tensorloom.passes.shape_inference import Inference, ModelFlow, write_back_t
 from tensorloom.passes.support.loss_functions import BatchTypes, functions_of, scalar_result
 from tensorloom.passes.support.model_env import (
     CallValue,
+    Env,
     evaluate,
     instance_env,
     models_of,
@@ -123,7 +124,7 @@ def check_objective(
     scalar_result(func, result, inference.unifier, "objective")
 
 
-def _bound(module: ModuleOp, name: str) -> tuple[str, ModelOp, dict[str, object]] | None:
+def _bound(module: ModuleOp, name: str) -> tuple[str, ModelOp, Env] | None:
     instance = next(
         (o for o in module.body.block.walk() if isinstance(o, InstanceOp)
          and o.sym_name.data == name), None,
@@ -133,7 +134,7 @@ def _bound(module: ModuleOp, name: str) -> tuple[str, ModelOp, dict[str, object]
     model = models_of(module).get(instance.model.root_reference.data)
     if model is None:
         return None
-    return name, model, instance_env(instance, model)  # type: ignore[return-value]
+    return name, model, instance_env(instance, model)
 
 
 def _wrong_arity(func: FuncOp, models: Sequence[str], where: Attribute | None) -> None:
