@@ -79,7 +79,8 @@ TRAINED: dict[str, Run] = {
 GAN = "train_gan.tl"
 CNN = "digits_cnn.tl"
 KERNELS = ["vector_add.tl", "custom_kernel.tl", "kernels/bias_gelu.tl",
-           "kernels/scaled_add.tl", "kernels/softmax_rows.tl"]  # fmt: skip
+           "kernels/fused_layernorm.tl", "kernels/scaled_add.tl",
+           "kernels/softmax_rows.tl"]  # fmt: skip
 BLUEPRINTS = ["transformer.nml", "resnet.nml", "lstm_seq2seq.nml", "vision_transformer.nml",
               "gpt.nml", "vae.nml", "unet.nml"]  # fmt: skip
 # example -> (code, line, column) of the one error `tlc check` must report
@@ -112,7 +113,10 @@ def compile_example(name: str, out: Path) -> Path:
 
 
 def import_script(path: Path) -> ModuleType:
-    """Import an emitted script under a name of its own (its dataclasses look it up)."""
+    """Import an emitted script under a name of its own (its dataclasses look it up); its
+    folder goes on the path, as `python script.py` puts it, for the runtime module beside it."""
+    if str(path.parent) not in sys.path:
+        sys.path.append(str(path.parent))
     name = f"example_{path.stem}_{abs(hash(str(path)))}"
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
