@@ -27,9 +27,10 @@ from torch import nn
 # Trains `Generator` on `digits`, as `train_gan.tl` says.
 #
 # Run it:
-#     python OUT.py --epochs 10 --metrics run/metrics.jsonl
-#     python OUT.py --device cpu
-# OUT.py --help lists the options; importing this file runs nothing.
+#     python train_gan.py --epochs 10 --metrics run/metrics.jsonl
+#     python train_gan.py --device cpu
+#     python train_gan.py --resume checkpoints/train_gan/last.pt --epochs 50
+# python train_gan.py --help lists the options; importing this file runs nothing.
 #
 # Precision is `auto` (the block sets none): bf16 autocast on a CUDA GPU that
 # supports bf16, fp32 on the CPU; `--precision fp32|fp16|bf16` overrides it.
@@ -123,6 +124,7 @@ def build_loaders(
                                 seed=args.seed, **shard)
     val_loader = DeviceLoader(*val, batch_size=args.batch_size, shuffle=False, even_shards=False,
                               **shard)
+    check_epoch_has_steps(len(train_loader), batch_size=args.batch_size, grad_accum=GRAD_ACCUM)
     return train_loader, val_loader, info
 
 
@@ -564,6 +566,23 @@ def progress(
     if tqdm is None or not enabled or not sys.stderr.isatty():
         return iter(iterable)
     return iter(tqdm(iterable, total=total, desc=description, leave=False, dynamic_ncols=True))
+
+
+# ---- runtime/recipe.py: Training recipes for TensorLoom scripts: schedules, decay groups, EMA, early stopping.
+class RunLengthError(Exception):
+    """`--epochs 0` or `--max-steps 0` would train nothing; the message says what to do."""
+
+
+def check_epoch_has_steps(batches: int, *, batch_size: int, grad_accum: int = 1) -> None:
+    """An epoch of `batches` whole batches must make at least one optimizer step (of
+    `grad_accum` batches); otherwise the run would save an untrained model and exit 0."""
+    if batches >= grad_accum:
+        return
+    need = "one whole batch" if grad_accum == 1 else f"{grad_accum} whole batches (grad_accum)"
+    raise RunLengthError(
+        f"--batch-size {batch_size} is larger than the training data allows: an epoch holds "
+        f"{batches} whole batches, and a step needs {need}; give a smaller --batch-size"
+    )
 
 
 # ---- runtime/steps.py: Several models and optimizers in one loop, for train blocks of `step` lines.
