@@ -86,6 +86,7 @@ def _settings_ops(plan: StepsPlan) -> list[Operation]:
     b.assign("PRECISION", b.const(base.precision if base.amp else "fp32"))
     every = base.checkpoint_every if base.checkpoint_unit == "epochs" else None
     b.assign("CHECKPOINT_EVERY", b.const(every), comment="epochs; unset: at the end")
+    b.assign("GRAD_ACCUM", b.const(1), comment="each batch is one step of every optimizer")
     b.assign("SEED", b.const(base.seed))
     b.assign("DATASET_OPTIONS", b.value(base.dataset_options),
              annotation=b.generic("dict", "str", "Any"))  # fmt: skip

@@ -84,6 +84,7 @@ EPOCHS = 25  # train_gan.tl:47
 BATCH_SIZE = 64
 PRECISION = "auto"
 CHECKPOINT_EVERY = None  # epochs; unset: at the end
+GRAD_ACCUM = 1  # each batch is one step of every optimizer
 SEED = 0
 DATASET_OPTIONS: dict[str, Any] = {}
 OBJECTIVES = ["d_loss", "g_loss"]  # one step each, in this order
