@@ -55,6 +55,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     LocationAttr,
     ModuleOp,
+    StringAttr,
 )
 from xdsl.ir import Attribute, Operation
 from xdsl.passes import ModulePass
@@ -386,12 +387,23 @@ def _steps_import_ops() -> list[Operation]:
     ]
 
 
+def _steps_header(plan: StepsPlan) -> list[Operation]:
+    """The one-model header, naming every model the block trains and how."""
+    models = " and ".join(f"`{m.name}` (`{m.model_class}`)" for m in plan.models)
+    ops = header_ops(plan.base)
+    for op in ops:
+        if isinstance(op, py.CommentOp):
+            text = op.text.data.replace(f"Trains `{plan.base.model_class}`", f"Trains {models}", 1)
+            op.text = StringAttr(text)
+    return ops
+
+
 def lower_steps_loop(module: ModuleOp, loop: train.LoopOp) -> None:
     """A block of `step` lines: train_steps.py's sections around the models and objectives."""
     script = script_of(module)
     plan = steps_plan_of(module, loop, script.source.data if script.source else "the program")
     block = script.body.block
-    before = [*_steps_import_ops(), *header_ops(plan.base)]
+    before = [*_steps_import_ops(), *_steps_header(plan)]
     first = block.first_op
     for op in before:
         op.location = loop.location

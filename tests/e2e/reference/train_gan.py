@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 
 
-# Trains `Generator` on `digits`, as `train_gan.tl` says.
+# Trains `G` (`Generator`) and `D` (`Discriminator`) on `digits`, as `train_gan.tl` says.
 #
 # Run it:
 #     python train_gan.py --epochs 10 --metrics run/metrics.jsonl

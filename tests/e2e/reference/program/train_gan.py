@@ -23,7 +23,7 @@ from tensorloom_rt_0_2_0_dd653b13 import (
 )
 
 
-# Trains `Generator` on `digits`, as `train_gan.tl` says.
+# Trains `G` (`Generator`) and `D` (`Discriminator`) on `digits`, as `train_gan.tl` says.
 #
 # Run it:
 #     python train_gan.py --epochs 10 --metrics run/metrics.jsonl
