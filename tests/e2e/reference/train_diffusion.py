@@ -76,7 +76,7 @@ class Denoiser(nn.Module):
 
 def ddpm(net, x, y):
     betas = torch.linspace(0.0001, 0.02, 1000, device=x.device)  # train_diffusion.tl:24
-    abar = torch.cumprod(1.0 - betas, 0)  # train_diffusion.tl:25
+    abar = torch.cumprod(1.0 - betas, dim=0)  # train_diffusion.tl:25
     x0 = x * 2.0 - 1.0  # train_diffusion.tl:28
     t = torch.randint(0, 1000, (x.size(0),), device=x.device)  # train_diffusion.tl:29
     noise = torch.randn_like(x0)  # train_diffusion.tl:30
@@ -1606,7 +1606,7 @@ DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 def before_training():
     betas = torch.linspace(0.0001, 0.02, 1000)  # train_diffusion.tl:24
-    torch.cumprod(1.0 - betas, 0)  # train_diffusion.tl:25
+    torch.cumprod(1.0 - betas, dim=0)  # train_diffusion.tl:25
 
 
 if __name__ == "__main__":
