@@ -93,7 +93,7 @@ def _new_cost(op: str, inputs: Sequence[Concrete | None], n: int) -> OpCost | No
 
 
 KNOWN = (VIEWS | SAVES_OUTPUT | SAVES_INPUT | SAVES_OPERANDS | NO_SAVE | set(PER_INPUT)
-         | PER_OUTPUT | PER_INDEX | NOT_COUNTED | {"dropout", "log_softmax"})  # fmt: skip
+         | PER_OUTPUT | PER_INDEX | NOT_COUNTED | SAMPLED | {"dropout", "log_softmax"})  # fmt: skip
 """Every builtin this module knows the cost of (tests/unit/analysis/test_op_costs.py)."""
 
 
