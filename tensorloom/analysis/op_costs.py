@@ -45,6 +45,8 @@ NOT_COUNTED = frozenset({"amax", "amin", "var", "std", "stack", "expand", "repea
 """Builtins counted as 0 FLOPs on purpose (sizes, lists, copies, comparisons), or not yet
 modelled (einsum, attention, the losses, the variance): a test (tests/unit/analysis) fails
 when a builtin is in no set here, so none counts 0 silently."""
+# New tensors with no gradient to keep: random samples, a linspace, drawn categories.
+SAMPLED = frozenset({"sample", "linspace", "rand_like", "bernoulli", "multinomial"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +59,7 @@ class OpCost:
 def op_cost(op: str, inputs: Sequence[Concrete | None], output: Concrete, p: float = 0.0) -> OpCost:
     """The cost of builtin `op` (its nml name without `nml.`); None inputs are scalars."""
     n = math.prod(output)
-    if op in VIEWS:
+    if op in VIEWS or op in SAMPLED:
         return OpCost(0)
     if op == "matmul":
         return OpCost(2 * n * _inner(inputs), _tensor_operands(inputs))
@@ -91,7 +93,7 @@ def _new_cost(op: str, inputs: Sequence[Concrete | None], n: int) -> OpCost | No
 
 
 KNOWN = (VIEWS | SAVES_OUTPUT | SAVES_INPUT | SAVES_OPERANDS | NO_SAVE | set(PER_INPUT)
-         | PER_OUTPUT | PER_INDEX | NOT_COUNTED | {"dropout", "log_softmax"})  # fmt: skip
+         | PER_OUTPUT | PER_INDEX | NOT_COUNTED | SAMPLED | {"dropout", "log_softmax"})  # fmt: skip
 """Every builtin this module knows the cost of (tests/unit/analysis/test_op_costs.py)."""
 
 

@@ -40,6 +40,8 @@ ELEMENTWISE: dict[str, str] = {
     "zeros_like": "zeros of x's shape and dtype",
     "ones_like": "ones of x's shape and dtype",
     "randn_like": "standard normal samples of x's shape and dtype",
+    "rand_like": "uniform samples in [0, 1) of x's shape and dtype",
+    "bernoulli": "1 with probability x, else 0, per element (x in [0, 1])",
 }
 """The elementwise family (one nml op each, generated from this table): name -> what it computes."""
 
@@ -68,6 +70,7 @@ _UNARY_TORCH = {
     "relu": "F.relu", "silu": "F.silu", "softplus": "F.softplus", "detach": "x.detach",
     "zeros_like": "torch.zeros_like", "ones_like": "torch.ones_like",
     "randn_like": "torch.randn_like",
+    "rand_like": "torch.rand_like", "bernoulli": "torch.bernoulli",
 }  # fmt: skip
 
 _TABLE: tuple[FunctionSpec, ...] = (
@@ -152,6 +155,27 @@ _TABLE: tuple[FunctionSpec, ...] = (
     FunctionSpec(
         "arange", "[start,] end[, step]", "the 1-D range start, start + step, ... < end",
         "torch.arange", "arange", method=False,
+    ),
+    FunctionSpec(
+        "randn", "*sizes", "standard normal samples of this shape (`randn([B, 16])`)",
+        "torch.randn", "sample", method=False,
+    ),
+    FunctionSpec(
+        "rand", "*sizes", "uniform samples in [0, 1) of this shape", "torch.rand", "sample",
+        method=False,
+    ),
+    FunctionSpec(
+        "randint", "low, high, size", "integers drawn uniformly from [low, high), int64",
+        "torch.randint", "sample", method=False,
+    ),
+    FunctionSpec(
+        "linspace", "start, end, steps", "`steps` evenly spaced values from start to end",
+        "torch.linspace", "linspace", method=False,
+    ),
+    FunctionSpec(
+        "multinomial", "p, num_samples, replacement=false",
+        "category indices drawn in proportion to the weights p ([C] or [N, C]), int64",
+        "torch.multinomial", "multinomial",
     ),
     FunctionSpec(
         "pow", "x, exponent", "x to the power `exponent` (also `x ** exponent`)", "torch.pow", "pow"

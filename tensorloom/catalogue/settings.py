@@ -25,7 +25,7 @@ from tensorloom.catalogue.args import Arg
 
 SettingKind = Literal[
     "value", "optimizer", "loss", "lr_schedule", "grad_clip", "patience", "metric", "metrics",
-    "compile", "ema", "distributed", "freeze", "lora",
+    "compile", "ema", "distributed", "freeze", "lora", "objective",
 ]  # fmt: skip
 
 
@@ -57,6 +57,7 @@ _KIND_TEXT: dict[str, str] = {
     "distributed": '`true`, `false`, "ddp" or "fsdp"',
     "freeze": "a list of layers: `[wte, wpe, h[0:6]]`",
     "lora": "`LoRA(rank=8, alpha=16, dropout=0.0, targets=[c_attn, c_fc])`",
+    "objective": "the name of a `fn NAME(net, x, y)` of the program",
 }
 
 
@@ -73,6 +74,11 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
     SettingSpec("batch_size", "samples per optimizer step (per process)", _int("batch_size", 1)),
     SettingSpec("optimizer", "a torch.optim class", kind="optimizer"),
     SettingSpec("loss", "a loss function", kind="loss"),
+    SettingSpec(
+        "objective",
+        "a `fn` of the program that gets the model and the batch: the scalar to minimise",
+        kind="objective",
+    ),
     SettingSpec(
         "precision",
         "training precision",

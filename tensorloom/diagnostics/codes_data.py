@@ -1029,6 +1029,38 @@ error[TL0417]: `M`'s forward takes 2 inputs (`x`, `z`), but a dataset feeds one:
 """,
         ),
         Code(
+            'TL0418',
+            'an objective that names no function',
+            """\
+`objective = NAME` and `step NAME with ...` name a top-level `fn` of the file that returns the scalar to minimise. Reported by `check-train` at the name, with a did-you-mean over the file's functions.
+""",
+            """\
+error[TL0418]: unknown objective `g_los`: no top-level `fn` of that name (an objective of this block)
+  --> gan.tl:30:10
+   |
+30 |     step g_los with Adam(G, lr=2e-4)
+   |          ^^^^^
+   |
+   = help: did you mean `g_loss`?
+""",
+        ),
+        Code(
+            'TL0419',
+            'an objective with the wrong parameters',
+            """\
+An objective takes the train block's models, in the order of `train (G, D) on data`, then the batch's inputs and targets: `fn d_loss(G, D, x, y)`. Reported by `check-train` at the function's name.
+""",
+            """\
+error[TL0419]: the objective `d_loss` takes 3 parameters, but the train block passes 4: its models and the batch
+  --> gan.tl:11:4
+   |
+11 | fn d_loss(G, x, y) -> Tensor:
+   |    ^^^^^^
+   |
+   = help: write `fn d_loss(G, D, x, y) -> Tensor:`
+""",
+        ),
+        Code(
             'TL0423',
             'a config expression with no value',
             """\
@@ -1059,6 +1091,102 @@ error[TL0430]: `precision = fp16` is not supported with `distributed = "fsdp"`
    |
    = note: fp16 needs a GradScaler, and FSDP's sharded gradients need a sharded one
    = help: use `precision = bf16`: FSDP all-gathers the weights in bf16
+""",
+        ),
+        Code(
+            'TL0431',
+            'a setting a block of objectives does not take',
+            """\
+A block of `step` lines names each step's objective and optimizer, so `loss`, `optimizer` and `objective` are not taken; the one-model loop's recipes not built for several optimizers yet (`distributed`, `compile`, `lr_schedule`, `grad_clip`, `ema`, ...) are errors rather than silently ignored. `loss` beside `objective` and `objective` on several models are errors too.
+""",
+            """\
+error[TL0431]: `optimizer` is not taken by a block of `step` lines: each step names its own
+  --> gan.tl:29:5
+   |
+29 |     optimizer = Adam(lr=0.001)
+   |     ^^^^^^^^^
+   |
+   = help: name the objective and the optimizer in a `step` line
+""",
+        ),
+        Code(
+            'TL0432',
+            'a model in two optimizers',
+            """\
+Each model's parameters belong to one step's optimizer: two optimizers stepping the same weights would each apply their own update with their own state.
+""",
+            """\
+error[TL0432]: `D` is updated by two optimizers: steps `d_loss` and `g_loss`
+  --> gan.tl:30:22
+   |
+30 |     step g_loss with Adam(D, lr=2e-4)
+   |                      ^^^^^^^^^^^^^^^^
+   |
+   = help: give each model's parameters to one optimizer
+""",
+        ),
+        Code(
+            'TL0433',
+            'an optimizer over nothing',
+            """\
+A step's optimizer names the models it updates as its positional arguments (`Adam(D, lr=2e-4)`); none, or a name that is not one of the block's models, is an error at the optimizer.
+""",
+            """\
+error[TL0433]: the optimizer of step `d_loss` updates nothing
+  --> gan.tl:29:22
+   |
+29 |     step d_loss with Adam(lr=2e-4)
+   |                      ^^^^^^^^^^^^^
+   |
+   = help: name the models it updates: `Adam(G, ...)`
+""",
+        ),
+        Code(
+            'TL0434',
+            'a step whose objective does not reach its optimizer\'s model',
+            """\
+The objective of a step never calls a model that the step's optimizer updates, so that optimizer would get no gradients.
+""",
+            """\
+error[TL0434]: the objective `g_loss` never calls `G`, so the optimizer of this step gets no gradients for `G`
+  --> gan.tl:30:22
+   |
+30 |     step g_loss with Adam(G, lr=2e-4)
+   |                      ^^^^^^^^^^^^^^^^
+   |
+   = help: call `G(...)` in `g_loss`, or optimize another model
+""",
+        ),
+        Code(
+            'TL0435',
+            'a model no step updates (warning)',
+            """\
+A model of `train (...)` that no step's optimizer names is frozen: it runs under `torch.no_grad()` in eval mode (a teacher). The warning says so, in case a step was forgotten.
+""",
+            """\
+warning[TL0435]: no step's optimizer updates `T`: it stays frozen (run under no_grad)
+  --> distill.tl:20:11
+   |
+20 | train (S, T) on data:
+   |           ^
+   |
+   = help: if it should train, add `step NAME with Adam(T, ...)`
+""",
+        ),
+        Code(
+            'TL0436',
+            'a random top-level `let` that a function reads',
+            """\
+A top-level `let` that a function reads (a noise schedule an objective indexes) is computed at the function's entry, on its inputs' device, at each call. A random one (`randn`, `rand`, `randint`, `rand_like`, `bernoulli`, `multinomial`, `dropout`) would be drawn again every time, so it is an error at the `let`.
+""",
+            """\
+error[TL0436]: `table` is random (`randn`), but a function reads it: a top-level `let` a function reads is computed in it at each call
+  --> ddpm.tl:6:13
+   |
+ 6 | let table = randn([1000])
+   |             ^^^^^^^^^^^^^
+   |
+   = help: draw it inside the function, or compute `table` without `randn`
 """,
         ),
         Code(

@@ -133,7 +133,9 @@ class LoopOp(LazyFormatOp):
     """`train.loop @net on @data { settings }`: a train block.
 
     `model_loc` and `data_loc` are where the two names are written, for
-    check-scopes' diagnostics when one names nothing.
+    check-scopes' diagnostics when one names nothing. A block of several models,
+    `train (G, D) on data`, lists them all in `models` (`model` is the first) and
+    their locations in `model_locs`.
     """
 
     name = "train.loop"
@@ -150,6 +152,8 @@ class LoopOp(LazyFormatOp):
     (written by shape-inference with `synthetic_output`; infer-synthetic-data reads both)."""
     synthetic_output = opt_prop_def(TypeAttribute)
     """... and the type the forward returns on a batch of such samples."""
+    models = opt_prop_def(ArrayAttr[SymbolRefAttr])
+    model_locs = opt_prop_def(ArrayAttr)
     body = region_def("single_block")
 
     traits = traits_def(NoTerminator())
@@ -177,6 +181,45 @@ class LoopOp(LazyFormatOp):
     def setting(self, key: str) -> Attribute | None:
         op = self.settings().get(key)
         return op.value if op is not None else None
+
+    def model_names(self) -> list[str]:
+        """The block's models: `[G, D]` for `train (G, D) on data`, `[net]` for one."""
+        if self.models is None:
+            return [self.model.root_reference.data]
+        return [ref.root_reference.data for ref in self.models.data]
+
+    def steps(self) -> list[StepOp]:
+        """The block's `step ... with ...` lines, in order."""
+        return [op for op in self.body.block.ops if isinstance(op, StepOp)]
+
+    def runs_objectives(self) -> bool:
+        """The block minimises `fn`s that call its models (`objective = f` or `step` lines):
+        the data feeds them, not a model's forward directly."""
+        has_objective = self.setting("objective") is not None or bool(self.steps())
+        config = next((op for op in self.body.block.ops if isinstance(op, ConfigOp)), None)
+        return has_objective or (config is not None and config.value("objective") is not None)
+
+
+@lazy_op_definition
+class StepOp(LazyFormatOp):
+    """`train.step @d_loss with #nml.call<"Adam", ["D"], {lr = 2.0e-04 : f64}>`: one step of
+    each batch, in the block's order: zero the optimizer's gradients, compute the objective
+    `fn d_loss(...)`, backward, step that optimizer. The optimizer's positional arguments name
+    the models whose parameters it updates."""
+
+    name = "train.step"
+
+    objective = prop_def(SymbolRefAttr)
+    optimizer = prop_def()
+    objective_loc = opt_prop_def()
+    optimizer_loc = opt_prop_def()
+
+    traits = traits_def(HasParent(LoopOp))
+    irdl_options = (ParsePropInAttrDict(),)
+    ASSEMBLY_FORMAT: ClassVar[str] = "$objective `with` $optimizer attr-dict"
+
+    def __init__(self, objective: str, optimizer: Attribute):
+        super().__init__(properties={"objective": SymbolRefAttr(objective), "optimizer": optimizer})
 
 
 @lazy_op_definition
@@ -510,6 +553,7 @@ Train = Dialect(
         DatasetOp,
         LoopOp,
         SetOp,
+        StepOp,
         ConfigOp,
         CheckpointOp,
         MainOp,

@@ -359,13 +359,24 @@ class CheckpointClause(Node):
 
 
 @dataclass(slots=True)
+class TrainStep(Node):
+    """`step d_loss with Adam(D, lr=2e-4)` inside a train block: one optimizer step of each
+    batch, minimising the objective `d_loss` over the parameters of the models named."""
+
+    objective: str
+    objective_span: Span
+    optimizer: Expr
+
+
+@dataclass(slots=True)
 class TrainDecl(Stmt):
-    """`train net on data:` followed by settings."""
+    """`train net on data:` (or `train (G, D) on data:`) followed by settings and steps."""
 
     model: Expr
     data: Expr
     settings: list[TrainSetting]
     checkpoint: CheckpointClause | None
+    steps: list[TrainStep] = field(default_factory=list["TrainStep"])
 
 
 @dataclass(slots=True)

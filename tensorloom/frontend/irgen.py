@@ -20,7 +20,16 @@ import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 
-from xdsl.dialects.builtin import FunctionType, IntegerAttr, ModuleOp, f64, i1, i64
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    FunctionType,
+    IntegerAttr,
+    ModuleOp,
+    SymbolRefAttr,
+    f64,
+    i1,
+    i64,
+)
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.traits import SymbolOpInterface
 
@@ -188,14 +197,39 @@ class _ModuleBuilder:
         items = attrs.build(it)
         return CallAttr.get("len", [items]), items
 
+    def _constants_read(self, decl: ast.FnDecl) -> list[ast.LetStmt]:
+        """The script's top-level `let`s of values (`let abar = cumprod(...)`) that the
+        function reads, and those they read, in file order: each is computed at the
+        function's entry (a schedule an objective indexes, on its inputs' device)."""
+        lets = {
+            item.name: item
+            for item in self.program.root.module.items
+            if isinstance(item, ast.LetStmt) and self._let_kind(item) is None
+        }
+        params = {p.name for p in decl.params}
+        wanted: set[str] = set()
+        pending = [n for n in lets if n not in params and any(_mentions(s, n) for s in decl.body)]
+        while pending:
+            name = pending.pop()
+            if name in wanted:
+                continue
+            wanted.add(name)
+            pending += [n for n in lets if n not in wanted and _mentions(lets[name].value, n)]
+        chosen = [let for name, let in lets.items() if name in wanted]
+        for let in chosen:
+            _check_constant(let)
+        return chosen
+
     def _method(
         self,
         decl: ast.FnDecl,
         syntax: str,
         layer_lists: frozenset[str] = frozenset(),
         members: set[str] | None = None,
+        constants: Sequence[ast.LetStmt] = (),
     ) -> Operation:
-        """A model's method, or (`syntax` "fn") a top-level function of a `.tl` file."""
+        """A model's method, or (`syntax` "fn") a top-level function of a `.tl` file, with
+        the top-level `constants` it reads computed first."""
         params = self._params(decl, syntax)
         input_types = [_param_type(p.type) for p in params]
         block = Block(arg_types=input_types)
@@ -206,6 +240,9 @@ class _ModuleBuilder:
         body = BodyBuilder(block, scope, self.kernels, layer_lists)
         body.dims = _dims_of(params, block, scope, members or set())
         body.members = members or set()
+        if syntax == "fn":
+            body.callable_params = frozenset(p.name for p in params)
+        body.statements(list(constants))
         body.statements(decl.body)
         if body.returned is None:
             body.add(nml.ReturnOp([]), decl.name_span)
@@ -280,7 +317,7 @@ class _ModuleBuilder:
         elif isinstance(item, ast.KernelDecl):
             self._kernel(item)
         elif isinstance(item, ast.FnDecl):
-            self.ops.append(self._method(item, "fn"))
+            self.ops.append(self._method(item, "fn", constants=self._constants_read(item)))
         elif isinstance(item, ast.TrainDecl):
             self._train(item, main)
         elif isinstance(item, ast.WeightsDecl):
@@ -337,14 +374,24 @@ class _ModuleBuilder:
         self.ops.append(_kernel_builder()(decl))
 
     def _train(self, decl: ast.TrainDecl, main: BodyBuilder | None) -> None:
-        names = [_symbol(e, what) for e, what in ((decl.model, "model"), (decl.data, "dataset"))]
-        op = train.LoopOp(names[0] or "?", names[1] or "?")
-        op.properties["model_loc"] = loc_of(decl.model.span)
+        model_exprs = decl.model.elts if isinstance(decl.model, ast.TupleExpr) else [decl.model]
+        models = [_symbol(e, "model") or "?" for e in model_exprs] or ["?"]
+        data = _symbol(decl.data, "dataset")
+        op = train.LoopOp(models[0], data or "?")
+        op.properties["model_loc"] = loc_of(model_exprs[0].span if model_exprs else decl.model.span)
         op.properties["data_loc"] = loc_of(decl.data.span)
+        if isinstance(decl.model, ast.TupleExpr):
+            op.properties["models"] = ArrayAttr([SymbolRefAttr(m) for m in models])
+            op.properties["model_locs"] = ArrayAttr([loc_of(e.span) for e in model_exprs])
         settings = AttrBuilder("setting", self.program.root.aliases)
         for s in decl.settings:
             value = train.SetOp(s.key, settings.build(s.value), loc_of(s.value.span))
             op.body.block.add_op(_at(value, s.key_span))
+        for step in decl.steps:
+            step_op = train.StepOp(step.objective, settings.build(step.optimizer))
+            step_op.properties["objective_loc"] = loc_of(step.objective_span)
+            step_op.properties["optimizer_loc"] = loc_of(step.optimizer.span)
+            op.body.block.add_op(_at(step_op, step.span))
         if decl.checkpoint is not None:
             clause = decl.checkpoint
             if clause.every < 1:
@@ -476,6 +523,35 @@ def _dims_of(
             if isinstance(name, str) and name not in scope and name not in members:
                 dims.setdefault(name, (arg, index, dim.span))
     return dims
+
+
+RANDOM_FUNCTIONS = frozenset({"randn", "rand", "randint", "randn_like", "rand_like",
+                              "bernoulli", "multinomial", "dropout"})  # fmt: skip
+
+
+def _check_constant(let: ast.LetStmt) -> None:
+    """A top-level `let` a function reads is computed again at each call: a random one would
+    differ every time, so it is an error rather than a surprise."""
+    for name in sorted(RANDOM_FUNCTIONS):
+        if _calls(let.value, name):
+            _error(
+                "TL0436",
+                f"`{let.name}` is random (`{name}`), but a function reads it: a top-level "
+                "`let` a function reads is computed in it at each call",
+                let.value.span,
+                help=f"draw it inside the function, or compute `{let.name}` without `{name}`",
+            )
+            return
+
+
+def _calls(expr: ast.Node, name: str) -> bool:
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == name:
+        return True
+    for value in vars_of(expr):
+        items = value if isinstance(value, list) else [value]
+        if any(isinstance(item, ast.Node) and _calls(item, name) for item in items):
+            return True
+    return False
 
 
 def _check_config_order(entries: Sequence[ast.ConfigEntry]) -> None:

@@ -68,6 +68,9 @@ class BodyBuilder:
         # Names bound inside a loop or in only some branches, which do not exist after
         # it: name -> "loop" or "branch", for check-scopes' TL0301 help (shared).
         self.bound_inside: dict[str, str] = {}
+        # A top-level function's parameters: calling one (`net(x)`) runs the model a train
+        # block passes an objective there (`nml.model_call`).
+        self.callable_params: frozenset[str] = frozenset()
 
     def child(self, block: Block, scope: dict[str, SSAValue]) -> BodyBuilder:
         inner = BodyBuilder(block, scope, self.kernels, self.layer_lists)
@@ -76,6 +79,7 @@ class BodyBuilder:
         inner.dims, inner.dim_values, inner.entry = self.dims, self.dim_values, self.entry
         inner.members = self.members
         inner.bound_inside = self.bound_inside
+        inner.callable_params = self.callable_params
         return inner
 
     def dim_value(self, name: str) -> SSAValue:
@@ -408,6 +412,11 @@ class BodyBuilder:
             _error("TL0136", "only a named function, layer or method can be called", func.span)
             return self.value_of(nml.ConstantOp(nml.NoneValueAttr()), expr.span)
         args, names = self.arguments(expr)
+        if callee in self.callable_params and callee in self.scope:
+            if any(names):
+                _error("TL0143", "a model takes its inputs by position", expr.span)
+            call = nml.ModelCallOp(self.scope[callee], args, UNRANKED)
+            return self.value_of(call, expr.span)
         if (kernel := self._kernel_named(callee)) is not None:
             call = nml.KernelCallOp(kernel, args, names, [nml.AnyType()])
             return self.value_of(call, expr.span)

@@ -397,7 +397,7 @@ class Parser:
             return self.parse_import_decl()
         if self.check_word("model") and self.peek(1).kind is TokenKind.NAME:
             return self.parse_model_decl()
-        if self.check_word("train") and self.peek(1).kind is TokenKind.NAME:
+        if self.check_word("train") and self.peek(1).kind in (TokenKind.NAME, TokenKind.LPAREN):
             return self.parse_train_decl()
         if self.check_word("weights") and self.peek(1).kind is TokenKind.NAME:
             return self.parse_weights_decl()
@@ -570,7 +570,9 @@ class Parser:
 
     def parse_train_decl(self) -> ast.TrainDecl:
         """train_decl = "train" expression "on" expression ":" NEWLINE INDENT
-        { train_setting | checkpoint } DEDENT ;"""
+        { train_setting | checkpoint | train_step } DEDENT ;
+
+        The expression after `train` is a model's name or a tuple of them, `(G, D)`."""
         start = self.expect_word("train")
         model = self.parse_expression()
         self.expect_word("on")
@@ -583,10 +585,12 @@ class Parser:
         return train
 
     def add_train_entry(
-        self, train: ast.TrainDecl, entry: ast.TrainSetting | ast.CheckpointClause
+        self, train: ast.TrainDecl, entry: ast.TrainSetting | ast.CheckpointClause | ast.TrainStep
     ) -> None:
         if isinstance(entry, ast.TrainSetting):
             train.settings.append(entry)
+        elif isinstance(entry, ast.TrainStep):
+            train.steps.append(entry)
         elif train.checkpoint is None:
             train.checkpoint = entry
         else:
@@ -600,10 +604,23 @@ class Parser:
                 )
             )
 
-    def parse_train_entry(self) -> ast.TrainSetting | ast.CheckpointClause:
+    def parse_train_entry(self) -> ast.TrainSetting | ast.CheckpointClause | ast.TrainStep:
         if self.check_word("checkpoint") and self.peek(1).is_word("every"):
             return self.parse_checkpoint()
+        if self.check_word("step") and self.peek(1).kind is TokenKind.NAME:
+            return self.parse_train_step()
         return self.parse_train_setting()
+
+    def parse_train_step(self) -> ast.TrainStep:
+        """train_step = "step" NAME "with" call NEWLINE ;"""
+        start = self.expect_word("step")
+        objective = self.expect(TokenKind.NAME, "the name of an objective `fn`")
+        self.expect(TokenKind.WITH)
+        optimizer = self.parse_expression()
+        self.expect(TokenKind.NEWLINE)
+        return ast.TrainStep(
+            start.span.to(optimizer.span), objective.text, objective.span, optimizer
+        )
 
     def parse_train_setting(self) -> ast.TrainSetting:
         """train_setting = NAME "=" expression NEWLINE ;"""

@@ -50,6 +50,7 @@ class TokenKind(Enum):
     IMPORT = "import"
     AS = "as"
     FROM = "from"
+    WITH = "with"  # `step d_loss with Adam(D)` in a train block
 
     # brackets and punctuation
     LPAREN = "("
@@ -101,6 +102,7 @@ _KEYWORD_KINDS = (
     TokenKind.IMPORT,
     TokenKind.AS,
     TokenKind.FROM,
+    TokenKind.WITH,
 )
 KEYWORDS: dict[str, TokenKind] = {kind.value: kind for kind in _KEYWORD_KINDS}
 

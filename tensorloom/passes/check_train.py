@@ -16,7 +16,7 @@ right before `CrossEntropy`, which applies its own, `fp16`, which needs CUDA, an
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp
@@ -41,6 +41,7 @@ from tensorloom.dialects import kernel, train
 from tensorloom.dialects.nml import (
     AnyType,
     ApplyOp,
+    FuncOp,
     InstanceOp,
     KernelCallOp,
     LogSoftmaxOp,
@@ -51,6 +52,7 @@ from tensorloom.dialects.nml import (
 from tensorloom.dialects.nml.types import PREFIX, CallAttr
 from tensorloom.passes.support.dataset_files import dataset_check
 from tensorloom.passes.support.loss_functions import (
+    BatchTypes,
     MetricProblem,
     batch_types,
     check_function,
@@ -67,6 +69,15 @@ from tensorloom.passes.support.model_env import (
     lookup_symbol,
     models_of,
     name_help,
+)
+from tensorloom.passes.support.objectives import (
+    NOT_WITH_STEPS,
+    STEP_EXCLUSIVE,
+    Step,
+    calls_model,
+    check_objective,
+    objective_named,
+    step_of,
 )
 from tensorloom.passes.support.prerequisites import TLPass
 from tensorloom.source import Span
@@ -366,6 +377,9 @@ _KIND_CHECKS: dict[str, Check] = {
     "distributed": one_of(True, False, "ddp", "fsdp"),
     "freeze": freeze_list,
     "lora": lora_adapters,
+    "objective": lambda key, value: (
+        None if as_call(value) is not None else _wrong_type(key, "the name of a `fn`", value)
+    ),
 }
 
 
@@ -403,6 +417,10 @@ class LoopChecker:
             if isinstance(op, train.SetOp):
                 self._setting(op, seen)
         info = self._dataset()
+        if self.loop.runs_objectives():
+            ObjectiveChecker(self.module, self.loop, batch_types(None, info)).check()
+            self._precision()
+            return
         instance = self._instance()
         if instance is not None and not self._inputs_fit(instance):
             return
@@ -443,6 +461,8 @@ class LoopChecker:
             return
         if key == "loss" and function_named(self.module, value) is not None:
             return  # a loss written in the file: `_loss` checks it against model and data
+        if key in NOT_WITH_STEPS and self.loop.steps():
+            return  # ObjectiveChecker says it is not taken
         problem = setting.check(key, value)
         if problem is not None:
             where = span_of(op.value_loc) if op.value_loc is not None else None
@@ -802,6 +822,167 @@ class LoopChecker:
         message = "`fp16` needs a CUDA GPU; on a CPU-only run it falls back to fp32"
         help_text = "use `precision = bf16` to get mixed precision on the CPU as well"
         report(Diagnostic.warning("TL0411", message, Label(span), help=help_text))
+
+
+@dataclass
+class ObjectiveChecker:
+    """A block whose data feeds objectives: `objective = f` (one model, the block's
+    `optimizer`), or `step f with Opt(models...)` lines (objectives.py)."""
+
+    module: ModuleOp
+    loop: train.LoopOp
+    batch: BatchTypes
+    checked: set[str] = field(default_factory=set[str])
+
+    @property
+    def models(self) -> list[str]:
+        return self.loop.model_names()
+
+    def check(self) -> None:
+        if self._synthetic_data():
+            return
+        if self.loop.steps():
+            self._steps()
+        else:
+            self._one_objective()
+
+    def _synthetic_data(self) -> bool:
+        """`load_dataset()` shapes its samples from the model the data feeds; an objective
+        feeds them to functions, not to one model's forward."""
+        data = lookup_symbol(self.module, self.loop.data, train.DatasetOp)
+        if not isinstance(data, train.DatasetOp) or data.source is not None:
+            return False
+        where = span_of(self.loop.data_loc) if self.loop.data_loc is not None else None
+        message = (
+            "an objective needs data whose samples are known; synthetic data takes its shape "
+            "from a model's input"
+        )
+        help_text = 'load a dataset, as in `load_dataset("digits")`, or a file'
+        _error_at(where, "TL0431", message, help_text)
+        return True
+
+    def _one_objective(self) -> None:
+        setting = self.loop.settings()["objective"]
+        if len(self.models) > 1:
+            where = span_of(self.loop.model_loc) if self.loop.model_loc is not None else None
+            message = "a block of several models trains them with `step` lines"
+            help_text = "write `step NAME with Adam(MODEL, ...)` for each optimizer"
+            _error_at(where, "TL0431", message, help_text)
+            return
+        if "loss" in self.loop.settings():
+            loss = self.loop.settings()["loss"]
+            message = "`loss` and `objective` are both set: the objective is what is minimised"
+            _error_at(span_of(loss), "TL0431", message, "remove `loss`")
+        if "metrics" in self.loop.settings():
+            metrics = self.loop.settings()["metrics"]
+            message = "`metrics` read the model's output, which an objective computes itself"
+            help_text = "remove `metrics`: validation reports the objective as `val_loss`"
+            _error_at(span_of(metrics), "TL0431", message, help_text)
+        value = evaluate(setting.value, {})
+        call = as_call(value) if not isinstance(value, EvalError) else None
+        if call is None:
+            return
+        self._objective(call.name, setting.value_loc)
+
+    def _objective(self, name: str, loc: Attribute | None) -> FuncOp | None:
+        func = objective_named(self.module, name, loc, "an objective of this block")
+        if func is not None and name not in self.checked:
+            self.checked.add(name)
+            check_objective(self.module, func, self.models, self.batch, loc)
+        return func
+
+    def _steps(self) -> None:
+        for key, op in self.loop.settings().items():
+            if key in STEP_EXCLUSIVE or key in NOT_WITH_STEPS:
+                self._not_taken(key, op)
+        owners: dict[str, Step] = {}
+        for op in self.loop.steps():
+            step = step_of(op)
+            if step is None:
+                message = "a step's optimizer is a call, as in `Adam(D, lr=2e-4)`"
+                _error_at(span_of(op.optimizer_loc), "TL0402", message, None)
+                continue
+            self._optimizer(step)
+            self._step_models(step, owners)
+            func = self._objective(step.objective, op.objective_loc)
+            if func is not None and len(func.names) == len(self.models) + 2:
+                self._reaches(step, func)
+        for model in self.models:
+            if model not in owners:
+                self._frozen(model)
+
+    def _not_taken(self, key: str, op: train.SetOp) -> None:
+        if key in STEP_EXCLUSIVE:
+            message = f"`{key}` is not taken by a block of `step` lines: each step names its own"
+            help_text = "name the objective and the optimizer in a `step` line"
+        else:
+            message = f"`{key}` is not supported in a block of `step` lines yet"
+            help_text = "remove it; docs/train-block.md lists what several steps support"
+        _error_at(span_of(op), "TL0431", message, help_text)
+
+    def _optimizer(self, step: Step) -> None:
+        call = CallValue(step.optimizer, (), step.kwargs)  # type: ignore[arg-type]
+        problem = _KIND_CHECKS["optimizer"]("optimizer", call)
+        if problem is not None:
+            _error_at(span_of(step.op.optimizer_loc), problem.code, problem.message, problem.help)
+
+    def _step_models(self, step: Step, owners: dict[str, Step]) -> None:
+        where = span_of(step.op.optimizer_loc)
+        if not step.models:
+            message = f"the optimizer of step `{step.objective}` updates nothing"
+            help_text = f"name the models it updates: `{step.optimizer}({self.models[0]}, ...)`"
+            _error_at(where, "TL0433", message, help_text)
+        for model in step.models:
+            if model not in self.models:
+                guess = did_you_mean(model, self.models)
+                message = f"`{model}` is not a model of this train block"
+                listed = ", ".join(f"`{m}`" for m in self.models)
+                help_text = f"did you mean `{guess}`?" if guess else f"its models: {listed}"
+                _error_at(where, "TL0433", message, help_text)
+            elif model in owners:
+                first = owners[model]
+                message = (
+                    f"`{model}` is updated by two optimizers: steps `{first.objective}` "
+                    f"and `{step.objective}`"
+                )
+                help_text = "give each model's parameters to one optimizer"
+                _error_at(where, "TL0432", message, help_text, span_of(first.op.optimizer_loc))
+            else:
+                owners[model] = step
+
+    def _reaches(self, step: Step, func: FuncOp) -> None:
+        for model in step.models:
+            if model in self.models and not calls_model(func, self.models.index(model)):
+                name = func.names[self.models.index(model)]
+                message = (
+                    f"the objective `{step.objective}` never calls `{name}`, so the optimizer "
+                    f"of this step gets no gradients for `{model}`"
+                )
+                _error_at(
+                    span_of(step.op.optimizer_loc),
+                    "TL0434",
+                    message,
+                    f"call `{name}(...)` in `{step.objective}`, or optimize another model",
+                )
+
+    def _frozen(self, model: str) -> None:
+        locs = self.loop.model_locs.data if self.loop.model_locs is not None else []
+        where = next((span_of(loc) for loc, m in zip(locs, self.models, strict=False)
+                      if m == model), None)  # fmt: skip
+        message = f"no step's optimizer updates `{model}`: it stays frozen (run under no_grad)"
+        help_text = f"if it should train, add `step NAME with Adam({model}, ...)`"
+        if where is not None:
+            report(Diagnostic.warning("TL0435", message, Label(where), help=help_text))
+
+
+def _error_at(
+    where: Span | None, code: str, message: str, help_text: str | None,
+    earlier: Span | None = None,
+) -> None:  # fmt: skip
+    if where is None:
+        return
+    secondary = [Label(earlier, "first named here")] if earlier is not None else []
+    report(Diagnostic.error(code, message, Label(where), secondary=secondary, help=help_text))
 
 
 def _synthetic_warning(op: train.DatasetOp) -> None:

@@ -54,16 +54,19 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import (
     LocationAttr,
     ModuleOp,
+    StringAttr,
 )
 from xdsl.ir import Attribute, Operation
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tensorloom.catalogue.datasets import LM_SOURCES, DatasetError, is_file_source, lookup_dataset
+from tensorloom.catalogue.optimizers import OPTIMIZERS
 from tensorloom.diagnostics.ir import span_of
 from tensorloom.dialects import nml, py, train
 from tensorloom.dialects import torch as t
 from tensorloom.passes.support.loss_functions import Metric
 from tensorloom.passes.support.model_env import evaluate_kwargs, lookup_symbol
+from tensorloom.passes.support.objectives import step_of
 from tensorloom.passes.support.prerequisites import TLPass
 from tensorloom.passes.support.py_builder import Value
 from tensorloom.passes.support.torch_script import script_of
@@ -75,6 +78,12 @@ from tensorloom.passes.train_lowering.train_cli import parse_args_ops
 from tensorloom.passes.train_lowering.train_loop import guard_ops
 from tensorloom.passes.train_lowering.train_settings import header_ops, settings_ops
 from tensorloom.passes.train_lowering.train_step import loss_ops
+from tensorloom.passes.train_lowering.train_steps import (
+    ModelPlan,
+    StepPlan,
+    StepsPlan,
+    steps_sources,
+)
 from tensorloom.source import SOURCE_SUFFIXES
 
 # --- step 1: the plan ------------------------------------------------------------------------
@@ -189,10 +198,12 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
         log_every=log_every if isinstance(log_every, int) else None,
         language_model_data=data.name in LM_SOURCES,
         custom_loss=str(value("loss")) if value("loss_fn") else None,
+        objective=str(value("objective")) if value("objective") is not None else None,
+        forward_inputs=_forward_inputs(module, instance),
         takes_inputs=frozenset(n for n, count in functions.items() if count == 3),
         metrics=tuple(_metrics(value("metrics"))),
         loop_location=_location(loop.location),
-        loss_location=_location(config.loc("loss")) or loop.location,
+        loss_location=_location(config.loc("objective") or config.loc("loss")) or loop.location,
         data_location=_location(_data_location(module, loop)),
         model_location=_location(instance.location),
         optimizer_location=_location(config.loc("optimizer")),
@@ -205,6 +216,18 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
         freeze=tuple(str(p) for p in value("freeze") or ()),  # type: ignore[union-attr]
         lora=_lora(value("lora")),
     )  # fmt: skip
+
+
+def _forward_inputs(module: ModuleOp, instance: nml.InstanceOp) -> int:
+    """The inputs of the model's forward: its class's `forward` (convert-nml-to-torch made
+    it), `self` left out."""
+    name = instance.model.root_reference.data
+    for op in script_of(module).body.block.ops:
+        if isinstance(op, t.ModuleClassOp) and op.sym_name.data == name:
+            for method in op.regions[0].block.ops:
+                if isinstance(method, py.DefOp) and method.sym_name.data == "forward":
+                    return len(method.arg_names) - 1
+    return 1
 
 
 def _lora(value: object) -> dict[str, Value] | None:
@@ -318,6 +341,86 @@ def lower_loop(module: ModuleOp, loop: train.LoopOp) -> None:
     loop.erase()
 
 
+def steps_plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> StepsPlan:
+    """The plan of a block of `step` lines: the one-model plan of its data and settings, its
+    models (frozen where no step names one) and its steps, `lr` defaulted from the catalogue."""
+    steps = [s for s in (step_of(op) for op in loop.steps()) if s is not None]
+    stepped = {name for s in steps for name in s.models}
+    models: list[ModelPlan] = []
+    for name in loop.model_names():
+        instance = _find(module, nml.InstanceOp, name)
+        assert isinstance(instance, nml.InstanceOp), "check-scopes resolves the models"
+        overrides = tuple(instance.overrides.data.items())
+        models.append(ModelPlan(name, instance.model.root_reference.data, overrides,
+                                name not in stepped, _location(instance.location)))  # fmt: skip
+    planned = [
+        StepPlan(s.objective, s.optimizer, s.models, _step_kwargs(s.optimizer, s.kwargs),
+                 _location(s.op.location))
+        for s in steps
+    ]  # fmt: skip
+    return StepsPlan(plan_of(module, loop, source), tuple(models), tuple(planned))
+
+
+def _step_kwargs(optimizer: str, kwargs: tuple[tuple[str, object], ...]) -> tuple:
+    named = dict(kwargs)
+    spec = OPTIMIZERS.get(optimizer)
+    lr = named.pop("lr", spec.default_lr if spec is not None else 0.001)
+    pairs = [("lr", lr), *named.items()]
+    return tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in pairs)
+
+
+def _steps_import_ops() -> list[Operation]:
+    return [
+        py.FromImportOp("__future__", ["annotations"]),
+        py.ImportOp("argparse"),
+        py.ImportOp("json"),
+        py.ImportOp("random"),
+        py.ImportOp("sys"),
+        py.ImportOp("time"),
+        py.FromImportOp("dataclasses", ["dataclass"]),
+        py.FromImportOp("functools", ["partial"]),
+        py.FromImportOp("typing", ["Any"]),
+        py.ImportOp("torch"),
+        py.ImportOp("torch.nn.functional", "F"),
+        py.FromImportOp("torch", ["nn"]),
+    ]
+
+
+def _steps_header(plan: StepsPlan) -> list[Operation]:
+    """The one-model header, naming every model the block trains and how."""
+    models = " and ".join(f"`{m.name}` (`{m.model_class}`)" for m in plan.models)
+    ops = header_ops(plan.base)
+    for op in ops:
+        if isinstance(op, py.CommentOp):
+            text = op.text.data.replace(f"Trains `{plan.base.model_class}`", f"Trains {models}", 1)
+            op.text = StringAttr(text)
+    return ops
+
+
+def lower_steps_loop(module: ModuleOp, loop: train.LoopOp) -> None:
+    """A block of `step` lines: train_steps.py's sections around the models and objectives."""
+    script = script_of(module)
+    plan = steps_plan_of(module, loop, script.source.data if script.source else "the program")
+    block = script.body.block
+    before = [*_steps_import_ops(), *_steps_header(plan)]
+    first = block.first_op
+    for op in before:
+        op.location = loop.location
+        if first is None:
+            block.add_op(op)
+        else:
+            Rewriter.insert_op(op, InsertPoint.before(first))
+    for old in [op for op in block.ops if isinstance(op, t.RuntimeOp)]:
+        old.detach()
+        old.erase()
+    for op in [*steps_sources(plan), t.RuntimeOp(), *guard_ops()]:
+        if span_of(op.location) is None:  # a section's own line stays: `# gan.tl:29`
+            op.location = loop.location
+        block.add_op(op)
+    loop.detach()
+    loop.erase()
+
+
 @dataclass(frozen=True)
 class ConvertTrainToTorchPass(TLPass):
     """Lowers a module's first `train.loop` to the training script; see the module docstring."""
@@ -332,7 +435,9 @@ class ConvertTrainToTorchPass(TLPass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         loops = loops_of(op)
-        if loops:
+        if loops and loops[0].steps():
+            lower_steps_loop(op, loops[0])
+        elif loops:
             lower_loop(op, loops[0])
         lower_statements(op, has_training=bool(loops))
 

@@ -83,6 +83,9 @@ from tensorloom.passes.support.resolve_builtins import CallProblem, build_builti
 from tensorloom.passes.support.script_builtins import PYTHON_BUILTINS
 from tensorloom.source import Span
 
+SCRIPT_SAMPLERS = frozenset({"randn", "rand"})
+"""Builtins a script's statements call as its own torch constructors (they take `device=`)."""
+
 # --- resolving calls ------------------------------------------------------------------------
 
 
@@ -133,6 +136,8 @@ class ResolveCall(RewritePattern):
             return None
         if callee in PYTHON_BUILTINS and isinstance(op.parent_op(), train.MainOp):
             return None  # `sum(...)` in a script's statements is Python's (script_builtins.py)
+        if callee in SCRIPT_SAMPLERS and isinstance(op.parent_op(), train.MainOp):
+            return None  # `randn(8, device=DEVICE)`: the script's constructor (script_builtins.py)
         return build_builtin(op)
 
 

@@ -106,6 +106,7 @@ from tensorloom.dialects.nml import (
     KernelCallOp,
     LayerOp,
     ListOp,
+    ModelCallOp,
     ModelOp,
     NoneType,
     RefOp,
@@ -221,6 +222,11 @@ class Inference:
     )
     shape_tuples: dict[SSAValue, tuple[Dim, ...]] = field(
         default_factory=dict[SSAValue, tuple[Dim, ...]]
+    )
+    # An objective's model parameters (`fn d_loss(G, D, x, y)`): the instance each is bound to,
+    # its model and its configuration, for `nml.model_call`.
+    bound_models: dict[SSAValue, tuple[str, ModelOp, Env]] = field(
+        default_factory=dict[SSAValue, tuple[str, ModelOp, Env]]
     )
     _last_iteration: list[FlowStep] = field(default_factory=list[FlowStep])
     _refused_lists: set[LayerOp] = field(default_factory=set[LayerOp])
@@ -956,6 +962,71 @@ class Inference:
             Diagnostic.error("TL0201", message, primary, secondary=secondary, help=mismatch.help)
         )
 
+    def _model_call(self, model: ModelOp, op: ModelCallOp, env: Env, flow: ModelFlow) -> None:
+        """`G(z)` in an objective: the forward of the instance `G` is bound to, followed for
+        these arguments (each unified with its annotation; a mismatch is TL0201 at the call)."""
+        self.types[op.result] = TensorType.unranked()
+        bound = self.bound_models.get(op.model)
+        if bound is None:
+            self._not_a_model(op)
+            return
+        name, nested, nested_env = bound
+        forward = forward_of(nested)
+        if forward is None:
+            return
+        declared = [with_config_dims(t, nested_env) for t in forward.function_type.inputs.data]
+        given = [self.type_of(a) for a in op.args]
+        if len(given) != len(declared):
+            self._model_arity(op, name, forward, len(declared), len(given))
+            return
+        args = [self._model_arg(op, name, i, want, got)
+                for i, (want, got) in enumerate(zip(declared, given, strict=True))]  # fmt: skip
+        inner = ModelFlow(name, nested.sym_name.data, [], "")
+        self.depth += 1
+        result = self._follow(nested, forward, nested_env, args, inner)
+        self.depth -= 1
+        flow.steps.append(self.step(name, nested.sym_name.data, result, inner.params))
+        self.types[op.result] = result
+
+    def _model_arg(
+        self, op: ModelCallOp, name: str, index: int, want: Attribute, got: Attribute
+    ) -> Attribute:
+        if not (isinstance(want, TensorType) and isinstance(got, TensorType)):
+            return got
+        if want.dims is None or got.dims is None:
+            return got if got.dims is not None else want
+        dims = self.unifier.unify_shapes(want.dims, got.dims)
+        if not isinstance(dims, ShapeMismatch):
+            return got.with_dims(dims)
+        span = span_of(op)
+        if span is not None:
+            message = (
+                f"`{name}` takes {format_shape(want.dims)} (its forward's annotation), "
+                f"got {self.unifier.format_shape(got.dims)}: {dims.message}"
+            )
+            label = self._operand_label(op, index + 1, span)
+            report(Diagnostic.error("TL0201", message, label, help=dims.help))
+        return want
+
+    def _model_arity(
+        self, op: ModelCallOp, name: str, forward: FuncOp, want: int, got: int
+    ) -> None:
+        span = span_of(op)
+        if span is None:
+            return
+        inputs = ", ".join(f"`{a.data}`" for a in forward.arg_names.data)
+        message = f"`{name}`'s forward takes {want} input{'s' * (want != 1)} ({inputs}), got {got}"
+        report(Diagnostic.error("TL0201", message, Label(span)))
+
+    def _not_a_model(self, op: ModelCallOp) -> None:
+        span = span_of(op)
+        name = op.model.name_hint or "this value"
+        if span is None:
+            return
+        message = f"`{name}` is not a model: only an objective's model parameters can be called"
+        help_text = "name the function in a train block's `objective =` or `step` line"
+        report(Diagnostic.error("TL0305", message, Label(span), help=help_text))
+
     def _instance_model(self) -> ModelOp | None:
         """The model the checked instance instantiates (its overrides are its configs)."""
         if self.instance is None:
@@ -1027,6 +1098,7 @@ INSTANTIATION_RULES: dict[str, InstantiationRule] = {
     "if": Inference._if,
     "apply": Inference._apply,
     "apply_at": Inference._apply_at,
+    "model_call": Inference._model_call,
     "call": Inference._call,
     "getattr": lambda self, model, op, env, flow: self._getattr(model, op, env),
     "ref": lambda self, model, op, env, flow: self._ref(model, op, env),
@@ -1257,8 +1329,10 @@ def dataset_input(info: DatasetInfo) -> TensorType | None:
 
 def instantiations(module: ModuleOp, models: Mapping[str, ModelOp]) -> list[Instantiation]:
     """Step 1-2: instances (those a train loop uses first), then uninstantiated models."""
-    loops = {
-        op.model.root_reference.data: op for op in module.walk() if isinstance(op, train.LoopOp)
+    loops = {  # a block of objectives feeds its data to them, not to a forward
+        op.model.root_reference.data: op
+        for op in module.walk()
+        if isinstance(op, train.LoopOp) and not op.runs_objectives()
     }
     found: list[Instantiation] = []
     for op in module.walk():

@@ -73,7 +73,10 @@ TRAINED: dict[str, Run] = {
     "train_gpt.tl": Run(epochs=2, batch_size=64, classes=256, fall=0.9),
     "train_vae.tl": Run(epochs=6, classes=None, fall=0.9),
     "train_unet.tl": Run(epochs=6, classes=None, fall=0.5),
+    # the DDPM objective: the noise-prediction MSE starts near 1 (the noise's variance)
+    "train_diffusion.tl": Run(epochs=4, classes=None, fall=0.6),
 }
+GAN = "train_gan.tl"
 CNN = "digits_cnn.tl"
 KERNELS = ["vector_add.tl", "custom_kernel.tl", "kernels/bias_gelu.tl",
            "kernels/fused_layernorm.tl", "kernels/scaled_add.tl",
@@ -85,7 +88,7 @@ BROKEN: dict[str, tuple[str, int, int]] = {
     "broken/broken_model.tl": ("TL0201", 15, 41),
     "broken/vit_layernorm.nml": ("TL0201", 26, 13),
 }
-VALID = [*TRAINED, CNN, *KERNELS, *BLUEPRINTS]
+VALID = [*TRAINED, CNN, GAN, *KERNELS, *BLUEPRINTS]
 
 
 @pytest.fixture(autouse=True)
@@ -222,6 +225,22 @@ def test_example_trains_and_its_loss_falls(name: str, tmp_path: Path) -> None:
         assert records[-1]["val_loss"] < 0.75 * math.log(run.classes)  # well below chance
     if run.max_steps is not None:
         assert records[-1]["steps"] == run.max_steps
+
+
+def test_gan_discriminator_learns_and_both_losses_are_reported(tmp_path: Path) -> None:
+    """Two optimizers: each epoch's record holds `d_loss` and `g_loss` (training) and their
+    validation means. The discriminator learns to tell the digits from the generator's
+    samples (its loss below 2 ln 2, a coin's), while the generator keeps it from winning
+    outright (its loss stays above a tenth of that)."""
+    run = Run(epochs=3, classes=None)
+    records = train(GAN, run, tmp_path)
+    assert [r["epoch"] for r in records] == [1, 2, 3]
+    chance = 2 * math.log(2)
+    for record in records:
+        assert {"d_loss", "g_loss", "val_d_loss", "val_g_loss", "steps"} <= set(record)
+        assert 0.1 * chance < record["d_loss"] < chance, record
+        assert math.isfinite(record["g_loss"])
+    assert records[-1]["steps"] == 3 * 25
 
 
 def test_digits_cnn_reaches_95_percent(tmp_path: Path) -> None:

@@ -46,6 +46,14 @@ model Shapes:
         let h = x.reshape(2, 24).view(2, 3, 8).permute(0, 2, 1).transpose(1, 2)
         return s.sum(dim=1) + f.repeat(1, 1, 1) + g + h + x.flatten(1).reshape(2, 3, 8)
 
+model Sampling:
+    fn forward(self, x: Tensor[2, 3, 8]) -> Tensor:
+        let n = randn(2, 3, 8) + rand([x.size(0), 3, 8]) + rand_like(x) + bernoulli(sigmoid(x))
+        let t = randint(0, 8, [2, 3])
+        let g = linspace(0.0, 1.0, 8)[t].unsqueeze(-1)
+        let k = multinomial(softmax(x[0], dim=-1), 4, replacement=true).sum(-1).unsqueeze(-1)
+        return n + cumprod(sigmoid(x), -1) + x.cumprod(1) + g + k * 1.0
+
 model Matrices:
     fn forward(self, x: Tensor[2, 3, 8]) -> Tensor:
         let m = einsum("bij,bkj->bik", x, x)
@@ -141,6 +149,15 @@ def attention(q: torch.Tensor) -> torch.Tensor:
     return a + b + torch.arange(5).unsqueeze(-1)
 
 
+def sampling(x: torch.Tensor) -> torch.Tensor:
+    n = torch.randn(2, 3, 8) + torch.rand(2, 3, 8) + torch.rand_like(x)
+    n = n + torch.bernoulli(torch.sigmoid(x))
+    t = torch.randint(0, 8, (2, 3))
+    g = torch.linspace(0.0, 1.0, 8)[t].unsqueeze(-1)
+    k = torch.multinomial(torch.softmax(x[0], dim=-1), 4, replacement=True).sum(-1).unsqueeze(-1)
+    return n + torch.cumprod(torch.sigmoid(x), -1) + x.cumprod(1) + g + k * 1.0
+
+
 def numerics(x: torch.Tensor) -> torch.Tensor:
     a = F.softplus(x) + x.floor() + x.ceil() + (x * 3).round() + x**2 + x.abs() ** 0.5
     b = x.cumsum(-1) + x.cumprod(1) + x.cumsum(0)
@@ -186,6 +203,7 @@ CASES: dict[str, tuple[Callable[[torch.Tensor], torch.Tensor], tuple[int, ...]]]
     "Reductions": (reductions, (2, 3, 8)),
     "Shapes": (shapes, (2, 3, 8)),
     "Matrices": (matrices, (2, 3, 8)),
+    "Sampling": (sampling, (2, 3, 8)),
     "Attention": (attention, (2, 4, 5, 8)),
     "Numerics": (numerics, (2, 3, 8)),
     "Picks": (picks, (2, 3, 8)),
@@ -221,7 +239,9 @@ def test_forward_equals_torch(compiled: tuple[ModuleType, dict[str, object]], mo
     reference, shape = CASES[model]
     torch.manual_seed(0)
     x = torch.randn(shape)
+    rng = torch.get_rng_state()  # the sampling functions draw the same numbers in both
     got = getattr(module, model)()(x)
+    torch.set_rng_state(rng)
     torch.testing.assert_close(got, reference(x), rtol=1e-5, atol=1e-5)
     inferred = outputs[model]
     assert isinstance(inferred, TensorType) and inferred.dims == tuple(got.shape)

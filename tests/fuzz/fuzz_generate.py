@@ -129,6 +129,8 @@ def generate(r: random.Random) -> str:
     """A whole .tl program: half of them careful (meant to pass the check), half sloppy;
     a third of each uses the structured forms (layer lists, loops, branches, tuples,
     `Parameter`, typed layer tensors, dims as values, a loss fn)."""
+    if r.random() < 0.15:
+        return _objectives(r, careful=r.random() < 0.5)
     if r.random() < 0.3:
         return _structured(r, careful=r.random() < 0.5)
     if r.random() < 0.1:
@@ -191,6 +193,57 @@ def _careful(r: random.Random) -> str:
     lines.append("train net on data:")
     for key in r.sample(sorted(SETTINGS), r.randint(1, 4)):
         lines.append(f"    {key} = {SETTINGS[key][0]}")
+    return "\n".join(lines) + "\n"
+
+
+OBJECTIVE_TERMS = ["mean(M(x))", "mse(M(x), x)", "mean(M(x + randn_like(x)))",
+                   "mse(M(detach(x)), zeros_like(x))", "mean(M(x) * rand_like(x))",
+                   "mean(M(x)[randint(0, 2, [x.size(0)])])", "mean(cumprod(sigmoid(M(x)), 1))",
+                   "mean(M(x * bernoulli(rand_like(x))))"]  # fmt: skip
+SLOPPY_TERMS = ["M(x)", "mean(M(x, x))", "mean(M(x[:, :3]))", "mean(Q(x))", "mean(M)",
+                "mean(x)", "randint(2, 1, [4])"]  # fmt: skip
+OPTIMIZERS = ["Adam", "SGD", "AdamW", "Adma"]
+
+
+def _objectives(r: random.Random, careful: bool) -> str:
+    """Objectives of one's own (`fn f(A, B, x, y)`) over one to three models, on the digits,
+    named by `objective =` or by `step f with Opt(MODEL, ...)` lines; sloppy ones call a
+    model wrongly, take the wrong parameters, put a model in two optimizers, name an
+    unknown objective or optimizer, or mix in `loss`."""
+    count = r.randint(1, 3)
+    names = ["A", "B", "C"][:count]
+    forward = "    fn forward(self, x: Tensor[B, 64]) -> Tensor:"
+    lines = ["model M:", "    layer fc = Linear(64, 64)", forward, "        return self.fc(x)", ""]
+    if r.random() < 0.4:
+        lines += ["let ramp = cumprod(1.0 - linspace(0.01, 0.1, 8), 0)", ""]
+    objectives = [f"obj{i}" for i in range(r.randint(1, count))]
+    owners = r.sample(names, len(objectives)) if careful else r.choices(names, k=len(objectives))
+    for objective, owner in zip(objectives, owners, strict=True):
+        params = [*names, "x", "y"] if careful or r.random() < 0.7 else [*names, "x"]
+        pool = OBJECTIVE_TERMS if careful else OBJECTIVE_TERMS + SLOPPY_TERMS
+        callees = [owner] + [r.choice(names) for _ in range(r.randint(0, 1))]
+        terms = [r.choice(pool).replace("M(", f"{callee}(") for callee in callees]
+        lines += [f"fn {objective}({', '.join(params)}) -> Tensor:",
+                  f"    return {' + '.join(terms)}", ""]  # fmt: skip
+    lines += [f"let {n} = M()" for n in names]
+    lines.append('let data = load_dataset("digits", flatten=true)')
+    header = names[0] if count == 1 and r.random() < 0.5 else f"({', '.join(names)})"
+    lines.append(f"train {header} on data:")
+    lines.append(f"    epochs = {r.choice(['1', '2'] if careful else NUMBERS)}")
+    if count == 1 and r.random() < 0.4:
+        named = objectives[0] if careful else r.choice([*objectives, "nope"])
+        lines.append(f"    objective = {named}")
+        lines.append(f"    optimizer = {r.choice(SETTINGS['optimizer'][:3])}")
+    else:
+        for objective, owner in zip(objectives, owners, strict=True):
+            optimizer = r.choice(OPTIMIZERS[:3] if careful else OPTIMIZERS)
+            slips = ["", "Z", f"{owner}, {owner}"]
+            models = owner if careful or r.random() < 0.8 else r.choice(slips)
+            sep = ", " if models else ""
+            lines.append(f"    step {objective} with {optimizer}({models}{sep}lr=0.01)")
+    if not careful and r.random() < 0.3:
+        extra = ["loss = MSE", "ema = 0.99", "compile = true", "grad_clip = 1.0"]
+        lines.append(f"    {r.choice(extra)}")
     return "\n".join(lines) + "\n"
 
 
@@ -344,8 +397,13 @@ def _model(r: random.Random, name: str, kernel: str | None) -> tuple[str, str]:
         if ctor.startswith("Linear") and str(out).isdigit():
             current = int(out)
     shape = r.choice(
-        [f"Tensor[B, {width}]", "Tensor", f"Tensor[B, T, {width}]", "Tensor[B, 1, 8, 8]",
-         "Tensor[B, 1, H, W]"]
+        [
+            f"Tensor[B, {width}]",
+            "Tensor",
+            f"Tensor[B, T, {width}]",
+            "Tensor[B, 1, 8, 8]",
+            "Tensor[B, 1, H, W]",
+        ]
     )
     lines.append(f"    fn forward(self, x: {shape}) -> Tensor:")
     body = _forward_body(r, layers, kernel)

@@ -29,6 +29,7 @@ RUNTIME_DIR = Path(__file__).resolve().parent
 MODULES = (
     "distributed", "amp", "compiling", "activations", "data", "tokens", "loader", "checkpoint",
     "pretrained", "metrics", "graphs", "attention", "sourcemap", "recipe", "serve", "sharded",
+    "steps",
 )  # fmt: skip
 
 Import = tuple[str, str, str]

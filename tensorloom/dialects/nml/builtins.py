@@ -26,6 +26,8 @@ from xdsl.dialects.builtin import (
     IntegerType,
     StringAttr,
     UnitAttr,
+    f64,
+    i1,
     i64,
 )
 from xdsl.ir import Attribute, SSAValue
@@ -1100,6 +1102,154 @@ class ArangeOp(SizedOp):
         return TensorType.from_dims([arange_length(*values)], element)
 
 
+SAMPLE_DISTRIBUTIONS = ("normal", "uniform", "integers")
+"""`nml.sample`'s kinds: `randn`, `rand`, and `randint` (integers in [low, high))."""
+
+
+@lazy_op_definition
+class SampleOp(SizedOp):
+    """`nml.sample "normal" [?, 16](%n)`: a new tensor of random samples of this shape:
+    standard normal (`randn`), uniform in [0, 1) (`rand`), or, with `low` and `high`,
+    integers in [low, high) as i64 (`randint`). A `"?"` size is the next dynamic operand."""
+
+    name = "nml.sample"
+
+    distribution = prop_def(StringAttr)
+    shape = prop_def(ArrayAttr)
+    low = opt_prop_def(IntegerAttr[I64])
+    high = opt_prop_def(IntegerAttr[I64])
+    dynamic_sizes = var_operand_def()  # type: ignore[assignment]
+    result = result_def()
+
+    irdl_options = (ParsePropInAttrDict(),)
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$distribution $shape (`(` $dynamic_sizes^ `)`)? attr-dict `:` "
+        "functional-type(operands, results)"
+    )
+
+    def __init__(
+        self,
+        distribution: str,
+        shape: Sequence[Attribute],
+        dynamic_sizes: Sequence[Value],
+        result_type: Attribute,
+        bounds: tuple[int, int] | None = None,
+    ):
+        properties: dict[str, Attribute | None] = {
+            "distribution": StringAttr(distribution),
+            "shape": ArrayAttr(shape),
+        }
+        if bounds is not None:
+            properties["low"] = IntegerAttr(bounds[0], i64)
+            properties["high"] = IntegerAttr(bounds[1], i64)
+        super().__init__(
+            operands=[dynamic_sizes], properties=properties, result_types=[result_type]
+        )
+
+    def verify_(self) -> None:
+        if self.distribution.data not in SAMPLE_DISTRIBUTIONS:
+            raise VerifyException(f"unknown distribution `{self.distribution.data}`")
+        integers = self.distribution.data == "integers"
+        if integers != (self.low is not None and self.high is not None):
+            raise VerifyException("`low` and `high` go with the integers distribution only")
+        if integers and self.low.value.data >= self.high.value.data:  # type: ignore[union-attr]
+            raise VerifyException("`low` must be less than `high`")
+
+    def infer_sized(
+        self, operand_types: Sequence[Attribute], sizes: Sequence[Dim], unifier: Unifier
+    ) -> Attribute | ShapeMismatch:
+        dims = _sized_entries(self.shape, sizes)
+        if any(isinstance(d, int) and d < 0 for d in dims):
+            return ShapeMismatch(f"a sample's sizes must not be negative, got {list(dims)}")
+        if self.distribution.data == "integers":
+            return TensorType.from_dims(dims, i64)
+        return TensorType.from_dims(dims)
+
+
+@lazy_op_definition
+class LinspaceOp(FunctionalOp):
+    """`nml.linspace 1.0e-04 to 2.0e-02 steps 1000`: `steps` evenly spaced f32 values from
+    `start` to `end`, both included (`torch.linspace`)."""
+
+    name = "nml.linspace"
+
+    start = prop_def(FloatAttr)
+    end = prop_def(FloatAttr)
+    steps = prop_def(IntegerAttr[I64])
+    result = result_def()
+
+    ASSEMBLY_FORMAT: ClassVar[str] = "$start `to` $end `steps` $steps attr-dict `:` type($result)"
+
+    def __init__(self, start: float, end: float, steps: int, result_type: Attribute):
+        super().__init__(
+            properties={
+                "start": FloatAttr(start, f64),
+                "end": FloatAttr(end, f64),
+                "steps": IntegerAttr(steps, i64),
+            },
+            result_types=[result_type],
+        )
+
+    def verify_(self) -> None:
+        if self.steps.value.data < 0:
+            raise VerifyException("linspace's `steps` must not be negative")
+
+    def infer_shape(
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
+        return TensorType.from_dims([self.steps.value.data])
+
+
+@lazy_op_definition
+class MultinomialOp(FunctionalOp):
+    """`nml.multinomial %p samples 4 replacement false`: `num_samples` category indices (i64)
+    per row of the non-negative weights `p` ([C] or [N, C]), drawn in proportion to them."""
+
+    name = "nml.multinomial"
+
+    input = operand_def()
+    num_samples = prop_def(IntegerAttr[I64])
+    replacement = prop_def(IntegerAttr)
+    result = result_def()
+
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$input `samples` $num_samples `replacement` $replacement attr-dict `:` "
+        "functional-type($input, $result)"
+    )
+
+    def __init__(self, input: Value, num_samples: int, replacement: bool, result_type: Attribute):
+        super().__init__(
+            operands=[input],
+            properties={
+                "num_samples": IntegerAttr(num_samples, i64),
+                "replacement": IntegerAttr(int(replacement), i1),
+            },
+            result_types=[result_type],
+        )
+
+    def infer_shape(
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
+        count = self.num_samples.value.data
+        replacement = bool(self.replacement.value.data)
+
+        def rule(dims: Dims) -> Shape | ShapeMismatch:
+            if len(dims) not in (1, 2):
+                return ShapeMismatch(
+                    f"`multinomial` takes weights [C] or [N, C], not {len(dims)}-D"
+                )
+            classes = dims[-1]
+            if not replacement and isinstance(classes, int) and count > classes:
+                return ShapeMismatch(
+                    f"`multinomial` draws {count} of {classes} categories without replacement",
+                    "pass `replacement=true`, or draw at most as many as there are categories",
+                )
+            return (*dims[:-1], count)
+
+        result = apply_rule(operand_types[0], rule)
+        return TensorType(result.shape, i64) if isinstance(result, TensorType) else result
+
+
 @lazy_op_definition
 class NormalizeOp(FunctionalOp):
     """`nml.normalize %x p 2.0 dim 1`: `F.normalize`, x / max(||x||_p, eps) along `dim`."""
@@ -1561,6 +1711,7 @@ FUNCTIONAL_OPS: tuple[type[FunctionalOp], ...] = (
     SoftmaxOp, LogSoftmaxOp, DropoutOp, FlattenOp, ReshapeOp, ViewOp, PermuteOp, TransposeOp,
     MeanOp, SumOp, AmaxOp, AminOp, VarOp, StdOp, CatOp, StackOp, SplitOp, ChunkOp,
     ExpandOp, RepeatOp, SqueezeOp, UnsqueezeOp, TOp, NormalizeOp, TrilOp, TriuOp,
-    EinsumOp, ArangeOp, WhereOp, MaskedFillOp, AttentionOp,
+    EinsumOp, ArangeOp, SampleOp, LinspaceOp, MultinomialOp, WhereOp, MaskedFillOp,
+    AttentionOp,
     *BINARY_OPS.values(), *COMPARE_OPS.values(), IndexOp, DimOp, ListOp,
 )  # fmt: skip

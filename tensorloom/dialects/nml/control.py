@@ -192,6 +192,30 @@ class ApplyAtOp(LazyFormatOp):
 
 
 @lazy_op_definition
+class ModelCallOp(LazyFormatOp):
+    """`%y = nml.model_call %net(%x)`: an objective runs a model it receives.
+
+    `%net` is a parameter of a top-level function that a train block names as an objective
+    (`fn ddpm(net, x, y)`, `objective = ddpm`); the block binds it to one of its model
+    instances, whose forward shape-inference follows for the arguments' types.
+    """
+
+    name = "nml.model_call"
+
+    model = operand_def()
+    args = var_operand_def()
+    result = result_def()
+
+    traits = traits_def(FromInstantiation("model_call"))
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$model `(` $args `)` attr-dict `:` functional-type(operands, $result)"
+    )
+
+    def __init__(self, model: Value, args: Sequence[Value], result_type: Attribute):
+        super().__init__(operands=[model, args], result_types=[result_type])
+
+
+@lazy_op_definition
 class TupleGetOp(LazyFormatOp):
     """`%mu = nml.tuple_get %out 1 : (...) -> ...`: one element of a tuple."""
 
@@ -216,4 +240,4 @@ def new_body(arg_types: Sequence[Attribute]) -> Region:
     return Region(Block(arg_types=arg_types))
 
 
-CONTROL_OPS = (ForOp, IfOp, YieldOp, ApplyAtOp, TupleGetOp)
+CONTROL_OPS = (ForOp, IfOp, YieldOp, ApplyAtOp, ModelCallOp, TupleGetOp)

@@ -89,7 +89,7 @@ def check_function(func: FuncOp, batch: BatchTypes, role: str) -> None:
     flow = ModelFlow(func.sym_name.data, func.sym_name.data, [], "")
     result = inference.run(model, func, {}, batch.arguments(func), flow)
     write_back_types(inference)
-    _scalar_result(func, result, inference.unifier, role)
+    scalar_result(func, result, inference.unifier, role)
 
 
 def _wrong_parameters(func: FuncOp, role: str) -> None:
@@ -102,7 +102,7 @@ def _wrong_parameters(func: FuncOp, role: str) -> None:
     report(Diagnostic.error("TL0413", message, Label(span), help=help_text))
 
 
-def _scalar_result(func: FuncOp, result: Attribute, unifier: Unifier, role: str) -> None:
+def scalar_result(func: FuncOp, result: Attribute, unifier: Unifier, role: str) -> None:
     last = func.body.block.last_op
     span = span_at(last) if isinstance(last, ReturnOp) and last.values else span_at(func)
     if isinstance(last, ReturnOp) and last.values:

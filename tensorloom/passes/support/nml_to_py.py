@@ -884,6 +884,95 @@ class KernelCallToTorch(RewritePattern):
         rewriter.replace(op, [], results)
 
 
+def _input_device(op: Operation) -> list[Operation]:
+    """`x.device` of the enclosing function's input, so that a new tensor is made where the
+    data is: a model method's first input; a top-level function's batch inputs `x`, its
+    second-to-last parameter (`fn loss(out, x, y)`, `fn objective(net, x, y)`; `out` of
+    `fn loss(out, y)`). Nothing in a script's top-level statements, which run on the CPU."""
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, nml.FuncOp | py.DefOp):
+        parent = parent.parent_op()
+    if parent is None:
+        return []
+    args = [a for a in parent.regions[0].block.args if a.name_hint != "self"]
+    if not args:
+        return []
+    top_level = enclosing_model(parent) is None
+    arg = args[-2] if top_level and len(args) >= 2 else args[0]
+    return [py.AttributeOp(arg, "device")]
+
+
+class SampleToTorch(RewritePattern):
+    """`torch.randn(B, 16, device=x.device)`, `torch.rand(...)`, and
+    `torch.randint(0, 10, (B,), device=x.device)`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.SampleOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        call = _Keywords()
+        dynamic = iter(op.dynamic_sizes)
+        sizes: list[SSAValue] = []
+        for entry in op.shape.data:
+            if isinstance(entry, IntegerAttr):
+                constant = _const(entry.value.data)
+                call.ops.append(constant)
+                sizes.append(constant.result)
+            else:
+                sizes.append(next(dynamic))
+        kind = op.distribution.data
+        if kind == "integers":
+            assert op.low is not None and op.high is not None
+            call.literal(op.low.value.data).literal(op.high.value.data)
+            shape = py.TupleOp(sizes)
+            call.ops.append(shape)
+            call.value(shape.result)
+        else:
+            for size in sizes:
+                call.value(size)
+        device = _input_device(op)
+        if device:
+            call.ops += device
+            call.value(device[0].results[0], "device")
+        callee = {"normal": "torch.randn", "uniform": "torch.rand", "integers": "torch.randint"}
+        _replace(rewriter, op, call.function(callee[kind]))
+
+
+class LinspaceToTorch(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.LinspaceOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        call = _Keywords().literal(op.start.value.data).literal(op.end.value.data)
+        call.literal(op.steps.value.data)
+        device = _input_device(op)
+        if device:
+            call.ops += device
+            call.value(device[0].results[0], "device")
+        _replace(rewriter, op, call.function("torch.linspace"))
+
+
+class MultinomialToTorch(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.MultinomialOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        call = _Keywords().value(op.input).literal(op.num_samples.value.data)
+        if op.replacement.value.data:
+            call.literal(True, "replacement")
+        _replace(rewriter, op, call.function("torch.multinomial"))
+
+
+class ModelCallToTorch(RewritePattern):
+    """`nml.model_call %net(%x)`: the objective calls the module it was passed, `net(x)`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.ModelCallOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        _replace(rewriter, op, [py.CallOp(op.model, list(op.args), [""] * len(op.args))])
+
+
 PYTHON_UNARY = {"not": "not", "+": "+", "-": "-", "~": "~"}
 PYTHON_BINARY = py.BINARY_OPERATORS | py.COMPARISON_OPERATORS
 
@@ -952,6 +1041,9 @@ BODY_PATTERNS: tuple[RewritePattern, ...] = (
     SplitToTorch(),
     SizesToTorch(),
     ArangeToTorch(),
+    SampleToTorch(),
+    LinspaceToTorch(),
+    MultinomialToTorch(),
     ShapeOpToTorch(),
     EinsumToTorch(),
     SelectToTorch(),
@@ -969,6 +1061,7 @@ BODY_PATTERNS: tuple[RewritePattern, ...] = (
     ApplyAtToTorch(),
     GetAttrToTorch(),
     KernelCallToTorch(),
+    ModelCallToTorch(),
     CallToTorch(),
     ReturnToTorch(),
 )

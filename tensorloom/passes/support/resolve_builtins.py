@@ -90,6 +90,7 @@ from tensorloom.dialects.nml import (
     ViewOp,
     WhereOp,
 )
+from tensorloom.dialects.nml.builtins import LinspaceOp, MultinomialOp, SampleOp
 from tensorloom.dialects.nml.losses import LOSSES, REDUCTIONS, LossOp
 from tensorloom.dialects.nml.types import CfgAttr, TensorType
 from tensorloom.passes.support.model_env import (
@@ -689,6 +690,77 @@ def _bounds(values: Sequence[SSAValue]) -> tuple[list[Attribute], list[SSAValue]
     return bounds, dynamic
 
 
+_DISTRIBUTIONS = {"randn": "normal", "rand": "uniform", "randint": "integers"}
+
+
+def _sample(args: CallArgs) -> Operation | CallProblem:
+    """`randn(B, 16)` or `randn([B, 16])`, `rand(...)`, `randint(low, high, [B])`: a new
+    tensor of samples, its sizes constants or run-time integers (`x.size(0)`)."""
+    bounds: tuple[int, int] | None = None
+    sizes = args.positional
+    if args.name == "randint":
+        found = _randint_bounds(args)
+        if isinstance(found, CallProblem):
+            return found
+        bounds, sizes = found, args.positional[2:]
+    sizes = sizes or ([args.keywords["size"]] if "size" in args.keywords else [])
+    if not sizes:
+        usage = "randint(0, 10, [B])" if args.name == "randint" else f"{args.name}([B, 16])"
+        return CallProblem(f"`{args.name}` needs the sizes of its result", f"write `{usage}`")
+    found_sizes = _sizes(args.name, sizes)
+    if isinstance(found_sizes, CallProblem):
+        return found_sizes
+    shape, dynamic = found_sizes
+    allowed = ("size", "low", "high", "device", "dtype")
+    problem = args.unknown_keywords(allowed)
+    return problem or SampleOp(_DISTRIBUTIONS[args.name], shape, dynamic, _tensor(), bounds)
+
+
+def _randint_bounds(args: CallArgs) -> tuple[int, int] | CallProblem:
+    low, high = args.const(0, "low"), args.const(1, "high")
+    if isinstance(high, _Missing) and "high" not in args.keywords:
+        return CallProblem(
+            "`randint` takes low, high and the sizes", "write `randint(0, 1000, [x.size(0)])`"
+        )
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (low, high)):
+        return CallProblem("the bounds of `randint` must be constant integers")
+    if low >= high:  # type: ignore[operator]
+        return CallProblem(f"`randint` draws from [low, high): {low} is not below {high}")
+    return low, high  # type: ignore[return-value]
+
+
+def _linspace(args: CallArgs) -> Operation | CallProblem:
+    start, end = _number(args, 0, "start"), _number(args, 1, "end")
+    steps = args.int_arg(2, "steps")
+    for value in (start, end, steps):
+        if isinstance(value, CallProblem):
+            return value
+    if start is None or end is None:
+        return CallProblem(
+            "`linspace` takes start, end and steps", "write `linspace(1e-4, 0.02, 1000)`"
+        )
+    if steps < 0:  # type: ignore[operator]
+        return CallProblem(f"`steps` of `linspace` must not be negative, got {steps}")
+    problem = args.unknown_keywords(("start", "end", "steps", "device", "dtype"))
+    return problem or _too_many(args, 3) or LinspaceOp(start, end, steps, _tensor())  # type: ignore[arg-type]
+
+
+def _multinomial(args: CallArgs) -> Operation | CallProblem:
+    x = _first(args)
+    if isinstance(x, CallProblem):
+        return x
+    count = args.int_arg(1, "num_samples")
+    if isinstance(count, CallProblem):
+        return count
+    if count < 1:
+        return CallProblem(f"`num_samples` of `multinomial` must be at least 1, got {count}")
+    replacement = args.const(2, "replacement", False)
+    if not isinstance(replacement, bool):
+        return CallProblem("`replacement` of `multinomial` must be `true` or `false`")
+    problem = args.unknown_keywords(("num_samples", "replacement")) or _too_many(args, 3)
+    return problem or MultinomialOp(x, count, replacement, _tensor())
+
+
 def _where(args: CallArgs) -> Operation | CallProblem:
     if len(args.positional) != 3:
         return CallProblem(
@@ -1003,6 +1075,9 @@ BUILDERS: dict[str, Builder] = {
     "triangle": _triangle,
     "einsum": _einsum,
     "arange": _arange,
+    "sample": _sample,
+    "linspace": _linspace,
+    "multinomial": _multinomial,
     "where": _where,
     "masked_fill": _masked_fill,
     "matmul": _matmul,

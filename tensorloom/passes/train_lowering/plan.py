@@ -78,6 +78,8 @@ class ScriptPlan:
     log_every: int | None = None
     language_model_data: bool = False  # `"text"` or `"tokens"`: windows of runtime/tokens.py
     custom_loss: str | None = None  # `loss = NAME`, a `fn NAME(out, y)` of the `.tl` file
+    objective: str | None = None  # `objective = NAME`, a `fn NAME(net, x, y)`: it calls the model
+    forward_inputs: int = 1  # the model's forward's parameters (an objective may pass several)
     # The `fn`s (loss, metrics) that take the batch's inputs too: `fn NAME(out, x, y)`.
     takes_inputs: frozenset[str] = frozenset()
     metrics: tuple[Metric, ...] = ()  # `metrics = [accuracy, top_k(5), NAME]`
@@ -115,12 +117,22 @@ class ScriptPlan:
 
     @property
     def reports_metrics(self) -> bool:
-        """Validation goes through `batch_metrics`: a loss written in the file, or `metrics`."""
-        return self.custom_loss is not None or bool(self.metrics)
+        """Validation goes through `batch_metrics`: a loss written in the file, an objective,
+        or `metrics`."""
+        return self.custom_loss is not None or self.objective is not None or bool(self.metrics)
+
+    @property
+    def serves(self) -> bool:
+        """--predict and --export: they feed the model one input, as the data's samples."""
+        return self.forward_inputs == 1
 
     @property
     def classification(self) -> bool:
-        return self.loss in CLASSIFICATION_LOSSES and self.custom_loss is None
+        return (
+            self.loss in CLASSIFICATION_LOSSES
+            and self.custom_loss is None
+            and self.objective is None
+        )
 
     @property
     def resident_data(self) -> bool:

@@ -80,7 +80,7 @@ def loop_sources(plan: ScriptPlan) -> list[list[Operation]]:
         records_ops(plan),
         saves_ops(plan),
         run_sections(plan),
-        serve_requests_ops(plan),
+        serve_requests_ops(plan) if plan.serves else None,
         main_ops(plan),
     ]
     return [s for s in sections if s]

@@ -73,12 +73,15 @@ def flags_of(plan: ScriptPlan) -> list[Flag]:
         *_pretrained_flags(plan),
         _flag("--evaluate", default=None, metavar="CHECKPOINT",
               help="report the validation metrics of a checkpoint; no training"),
-        _flag("--predict", default=None, metavar="INPUT",
-              help="outputs for a .npz, .pt, .csv or image file"),
-        _flag("--out", default=None, help="--predict writes here, not stdout"),
-        _flag("--export", default=None, metavar="FILE",
-              help="torch.export the model (.pt2; .onnx with onnx)"),
     ]  # fmt: skip
+    if plan.serves:  # a forward of several inputs (called by an objective) has no --predict
+        flags += [
+            _flag("--predict", default=None, metavar="INPUT",
+                  help="outputs for a .npz, .pt, .csv or image file"),
+            _flag("--out", default=None, help="--predict writes here, not stdout"),
+            _flag("--export", default=None, metavar="FILE",
+                  help="torch.export the model (.pt2; .onnx with onnx)"),
+        ]  # fmt: skip
     if plan.language_model_data:
         flags += [
             _flag("--generate", default=None, metavar="PROMPT",

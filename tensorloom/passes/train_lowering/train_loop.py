@@ -459,7 +459,8 @@ def _run_end(b: PyBuilder, plan: ScriptPlan) -> None:
                                     again.path("args", "checkpoint_dir")))  # fmt: skip
     again.ret(again.call("interrupted_exit_code", again.name("stopped")))
     b.if_(b.path("trainer", "recipe", "interrupted"), again)
-    b.expr(b.call("serve_requests", b.name("trainer"), b.name("args")))
+    if plan.serves:
+        b.expr(b.call("serve_requests", b.name("trainer"), b.name("args")))
     b.ret(b.const(0))
 
 
@@ -506,6 +507,8 @@ def evaluate_checkpoint_ops(plan: ScriptPlan) -> list[Operation]:
     ema = " (and of its EMA's)" if plan.recipe.ema is not None or plan.sharded else ""
     doc = (f"--evaluate CHECKPOINT: the validation metrics of its weights{ema},\n"
            "then any --predict, --export or --generate with them; no training.")  # fmt: skip
+    if not plan.serves:
+        doc = f"--evaluate CHECKPOINT: the validation metrics of its weights{ema}; no training."
     body.expr(body.const(doc))
     _load_evaluated(body, plan)
     epoch = body.method(body.name("state"), "get", body.const("epoch"))
@@ -522,7 +525,8 @@ def evaluate_checkpoint_ops(plan: ScriptPlan) -> list[Operation]:
         body.if_(body.path("trainer", "ctx", "is_main"), report)
     else:
         body.ops += report.ops
-    body.expr(body.call("serve_requests", body.name("trainer"), body.name("args")))
+    if plan.serves:
+        body.expr(body.call("serve_requests", body.name("trainer"), body.name("args")))
     body.ret(body.const(0))
     params = [("trainer", top.name("Trainer")), ("args", top.name("argparse.Namespace"))]
     top.def_("evaluate_checkpoint", params, body, top.name("int"))
@@ -701,8 +705,9 @@ def _user_errors(b: PyBuilder, plan: ScriptPlan) -> SSAValue:
     """The run-time errors that are the user's to fix (a missing dataset or device, a bad
     checkpoint or input): one line on stderr, exit 1."""
     data = "TokenDataUnavailable" if plan.language_model_data else "DatasetUnavailable"
-    names = [data, "DeviceUnavailable", "CheckpointError", "RunLengthError", "PredictInputError",
-             "ExportError", *(["ShardedCheckpointError"] if plan.sharded else [])]  # fmt: skip
+    serving = ["PredictInputError", "ExportError"] if plan.serves else []
+    names = [data, "DeviceUnavailable", "CheckpointError", "RunLengthError", *serving,
+             *(["ShardedCheckpointError"] if plan.sharded else [])]  # fmt: skip
     return b.tuple_of(*(b.name(n) for n in names))
 
 

@@ -223,6 +223,8 @@ def metrics_evaluate_ops(plan: ScriptPlan, name: str) -> list[Operation]:
     _validation_loop(body, plan)
     _metrics_means(body, plan)
     evaluate_def(top, name, body, lambda b: b.generic("dict", "str", "float"))
+    if plan.objective is not None:  # the objective calls the model: no outputs to measure
+        return top.ops
     return [*top.ops, *batch_metrics_ops(plan)]
 
 
@@ -234,6 +236,14 @@ def _validation_loop(b: PyBuilder, plan: ScriptPlan) -> None:
     each, inner = PyBuilder(), PyBuilder()
     if plan.cuda_graphs:
         each.expr(each.call("_begin_step", each.name("trainer")))
+    if plan.objective is not None:  # the objective calls the model: no output, no METRICS
+        loss = inner.method(inner.call("loss_fn", inner.name("model"), xb, yb), "float")
+        _add_to(inner, inner.const(0), inner.binop("*", loss, inner.call("len", xb)))
+        under_autocast(each, inner, plan)
+        _add_to(each, each.const(1), each.call("len", xb))
+        loop.body.block.add_ops(each.ops)
+        b.stmt(loop)
+        return
     inner.assign("output", inner.call(inner.name("model"), xb))
     targets = [xb, yb] if plan.custom_loss in plan.takes_inputs else [yb]
     loss = inner.method(inner.call("loss_fn", inner.name("output"), *targets), "float")

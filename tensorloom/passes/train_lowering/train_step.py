@@ -61,7 +61,9 @@ def _loss(b: PyBuilder, plan: ScriptPlan, model: tuple[str, ...]) -> None:
     for part in model[1:]:
         module = inner.attr(module, part)
     xb, yb = inner.name("xb"), inner.name("yb")
-    if plan.distributed:  # DDP wraps the model: the loss is computed beside it
+    if plan.distributed and plan.objective is not None:  # the objective calls the DDP model
+        inner.assign("loss", inner.call("loss_fn", module, xb, yb))
+    elif plan.distributed:  # DDP wraps the model: the loss is computed beside it
         output = inner.call(module, xb)
         targets = [inner.name(n) for n in plan.loss_targets]
         inner.assign("loss", inner.call("loss_fn", output, *targets))
@@ -469,6 +471,8 @@ def loss_ops(plan: ScriptPlan) -> list[Operation]:
     arguments, and the `.tl` line in the source map), or the `fn` of the file it names;
     regression losses get `_as_float_target` (class labels as one-hot targets)."""
     top, body = PyBuilder(), PyBuilder()
+    if plan.objective is not None:
+        return _objective_ops(plan)
     if plan.custom_loss is not None:
         return _custom_loss_ops(plan)
     written = f"`loss = {plan.loss}`"
@@ -544,6 +548,22 @@ def _custom_loss_ops(plan: ScriptPlan) -> list[Operation]:
         returned.location = plan.loss_location
     body.stmt(returned)
     top.def_("loss_fn", [(p, "torch.Tensor") for p in params], body, "torch.Tensor")
+    return top.ops
+
+
+def _objective_ops(plan: ScriptPlan) -> list[Operation]:
+    """`loss_fn(model, inputs, target)`: the objective, which calls the model itself."""
+    name = plan.objective
+    assert name is not None
+    top, body = PyBuilder(), PyBuilder()
+    body.expr(body.const(f"`objective = {name}`: the function `{name}` of {plan.source}, above."))
+    params = ["model", "inputs", "target"]
+    returned = py.ReturnOp([body.call(name, *(body.name(p) for p in params))])
+    if plan.loss_location is not None:
+        returned.location = plan.loss_location
+    body.stmt(returned)
+    types = [("model", "nn.Module"), ("inputs", "torch.Tensor"), ("target", "torch.Tensor")]
+    top.def_("loss_fn", types, body, "torch.Tensor")
     return top.ops
 
 
@@ -662,14 +682,20 @@ def batch_loss_ops(plan: ScriptPlan) -> list[Operation]:
     top, init, forward = PyBuilder(), PyBuilder(), PyBuilder()
     init.expr(init.method(init.call("super"), "__init__"))
     init.assign(init.attr(init.name("self"), "model"), init.name("model"))
-    output = forward.call(forward.attr(forward.name("self"), "model"), forward.name("xb"))
-    targets = [forward.name(n) for n in plan.loss_targets]
-    forward.ret(forward.call("loss_fn", output, *targets))
+    module = forward.attr(forward.name("self"), "model")
+    if plan.objective is not None:
+        forward.ret(forward.call("loss_fn", module, forward.name("xb"), forward.name("yb")))
+    else:
+        output = forward.call(module, forward.name("xb"))
+        targets = [forward.name(n) for n in plan.loss_targets]
+        forward.ret(forward.call("loss_fn", output, *targets))
     body = PyBuilder()
     use = ("`should_compile` times it; the step calls the DDP-wrapped model, then the loss"
            if plan.distributed else
            "`torch.compile` of this module sees the forward and the loss together")  # fmt: skip
     loss = f"loss_fn(model(xb), {', '.join(plan.loss_targets)})"
+    if plan.objective is not None:
+        loss = "loss_fn(model, xb, yb)"  # the objective calls the model
     body.expr(body.const(f"The training loss of a batch, `{loss}`, as one module.\n\n{use}.\n"))
     tensor = "torch.Tensor"
     body.def_("__init__", [("self", ""), ("model", "nn.Module")], init, None)

@@ -1,0 +1,187 @@
+"""Several models and optimizers in one loop, for train blocks of `step` lines.
+
+    train (G, D) on data:
+        step d_loss with Adam(D, lr=2e-4)
+        step g_loss with Adam(G, lr=2e-4)
+
+The script's `train_step` runs the steps of each batch in order, each through
+`step_optimizer` (backward, through the step's own GradScaler, then the optimizer's
+step); `run_epoch` feeds it the batches and sums each objective; `mean_objectives`
+validates; `save_models_checkpoint` and `load_models_checkpoint` keep every model,
+optimizer and scaler, the RNG and the loader's place for an exact resume. A model no
+step updates is wrapped in `Frozen`: no gradients, eval mode.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+StepBatch = tuple[torch.Tensor, torch.Tensor]
+Losses = dict[str, torch.Tensor]
+
+
+class StepsCheckpointError(Exception):
+    """A checkpoint this run cannot resume from; the message says why."""
+
+
+class Frozen(nn.Module):
+    """A model no optimizer updates (a teacher): called under `torch.no_grad()`, in eval mode,
+    its parameters with `requires_grad` off."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model.requires_grad_(False).eval()
+
+    def train(self, mode: bool = True) -> Frozen:
+        return self  # stays in eval mode: dropout off, norm statistics fixed
+
+    def forward(self, *inputs: torch.Tensor) -> Any:
+        with torch.no_grad():
+            return self.model(*inputs)
+
+
+def step_optimizer(
+    loss: torch.Tensor, optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler | None
+) -> None:
+    """`loss.backward()` then `optimizer.step()`, through `scaler` (fp16) when there is one.
+    One scaler per optimizer: each step's inf checks and scale are its own."""
+    if scaler is None:
+        loss.backward()
+        optimizer.step()
+        return
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+
+
+def run_epoch(
+    step: Callable[[torch.Tensor, torch.Tensor], Losses], batches: Iterable[StepBatch], *,
+    sums: Losses, done: int, total: int, stop: Callable[[], bool],
+) -> tuple[Losses, int]:  # fmt: skip
+    """Run `step` on each batch after the first `done` (trained before a resume), until
+    `total` batches or `stop()`; each objective's sum and the batches trained."""
+    skip = done
+    for xb, yb in batches:
+        if skip:
+            skip -= 1
+            continue
+        if done == total or stop():
+            break
+        losses = step(xb, yb)
+        for key, value in losses.items():
+            sums[key] = sums[key] + value
+        done += 1
+    return sums, done
+
+
+@torch.no_grad()
+def mean_objectives(
+    losses: Callable[[torch.Tensor, torch.Tensor], Losses], batches: Iterable[StepBatch]
+) -> dict[str, float]:
+    """Each objective's mean over the samples of `batches` (a batch weighs its size)."""
+    sums: dict[str, torch.Tensor] = {}
+    count = 0
+    for xb, yb in batches:
+        for key, value in losses(xb, yb).items():
+            sums[key] = sums.get(key, torch.zeros((), device=value.device)) + value.float() * len(
+                xb
+            )
+        count += len(xb)
+    return {key: float(total) / max(count, 1) for key, total in sums.items()}
+
+
+def format_steps_summary(record: dict[str, Any], *, epochs: int) -> str:
+    """`epoch  3/25  d_loss 1.2034  g_loss 0.8123  val_d_loss ...  9,120 samples/s  1.20s`:
+    each objective's training mean, then its validation mean."""
+    width = len(str(epochs))
+    parts = [f"epoch {record['epoch']:>{width}}/{epochs}"]
+    skipped = ("epoch", "samples_per_s", "time", "steps", "partial")
+    for key, value in record.items():
+        if key not in skipped and isinstance(value, float):
+            parts.append(f"{key} {value:.4f}")
+    parts.append(f"{record['samples_per_s']:,.0f} samples/s")
+    parts.append(f"{record['time']:.2f}s")
+    return "  ".join(parts)
+
+
+def save_models_checkpoint(
+    path: str | os.PathLike[str], *, models: dict[str, nn.Module],
+    optimizers: dict[str, torch.optim.Optimizer],
+    scalers: dict[str, torch.amp.GradScaler | None], epoch: int, step: int, loader: Any = None,
+    extra: dict[str, Any] | None = None,
+) -> Path:  # fmt: skip
+    """Every model, optimizer and scaler by name, the RNG states and the loader's place,
+    written atomically to `path`."""
+    rng = {"cpu": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        rng["cuda"] = torch.cuda.get_rng_state_all()  # type: ignore[assignment]
+    state = {
+        "models": {name: _plain(m).state_dict() for name, m in models.items()},
+        "optimizers": {name: o.state_dict() for name, o in optimizers.items()},
+        "scalers": {name: s.state_dict() for name, s in scalers.items() if s is not None},
+        "epoch": epoch, "step": step, "rng": rng,
+        "loader": loader.state_dict() if loader is not None else None, "extra": extra or {},
+    }  # fmt: skip
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            torch.save(state, f)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def load_models_checkpoint(
+    path: str | os.PathLike[str], *, models: dict[str, nn.Module],
+    optimizers: dict[str, torch.optim.Optimizer] | None = None,
+    scalers: dict[str, torch.amp.GradScaler | None] | None = None, loader: Any = None,
+    map_location: str | torch.device = "cpu",
+) -> dict[str, Any]:  # fmt: skip
+    """Restore what `save_models_checkpoint` wrote (only the weights without `optimizers`);
+    returns the whole state (epoch, step, extra)."""
+    file = Path(path)
+    if not file.is_file():
+        raise StepsCheckpointError(f"{file}: no such checkpoint file")
+    try:
+        state = torch.load(file, map_location=map_location, weights_only=True)
+        for name, model in models.items():
+            _plain(model).load_state_dict(state["models"][name])
+        if optimizers is None:
+            return state
+        for name, optimizer in optimizers.items():
+            optimizer.load_state_dict(state["optimizers"][name])
+        for name, scaler in (scalers or {}).items():
+            if scaler is not None and name in state["scalers"]:
+                scaler.load_state_dict(state["scalers"][name])
+        if loader is not None and state["loader"] is not None:
+            loader.load_state_dict(state["loader"])
+        _restore_rng(state["rng"])
+    except (KeyError, RuntimeError, ValueError, EOFError) as error:
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise StepsCheckpointError(f"{file} does not fit these models ({reason})") from None
+    return state
+
+
+def _plain(model: nn.Module) -> nn.Module:
+    """The model a `Frozen` or `torch.compile` wrapper holds."""
+    inner = getattr(model, "_orig_mod", model)
+    return inner.model if isinstance(inner, Frozen) else inner
+
+
+def _restore_rng(states: dict[str, Any]) -> None:
+    torch.set_rng_state(states["cpu"].cpu())
+    if "cuda" in states and torch.cuda.is_available():
+        with contextlib.suppress(RuntimeError):  # another number of GPUs
+            torch.cuda.set_rng_state_all([s.cpu() for s in states["cuda"]])

@@ -1,0 +1,517 @@
+"""The script of a train block of `step` lines: several models, one optimizer per step.
+
+    train (G, D) on data:                         def train_step(trainer, xb, yb):
+        step d_loss with Adam(D, lr=2e-4)             G, D = trainer.G, trainer.D
+        step g_loss with Adam(G, lr=2e-4)             # step d_loss with Adam(D, ...)
+                                                      optimizer = trainer.optimizers["d_loss"]
+                                                      optimizer.zero_grad(set_to_none=True)
+                                                      with autocast(trainer.plan, device):
+                                                          d_loss_value = d_loss(G, D, xb, yb)
+                                                      step_optimizer(d_loss_value, optimizer, ...)
+                                                      # step g_loss ...
+
+Each batch runs the block's steps in order (zero_grad, objective, backward, step of that
+optimizer), as pytorch/examples' dcgan/main.py does; runtime/steps.py holds what every
+such program shares (the epoch, validation, checkpoints with every model and optimizer).
+A model no step names is wrapped in `Frozen` (no_grad, eval mode). The sections reuse the
+one-model script's data loaders (train_data.py) and its settings' names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from tensorloom.dialects import py
+from tensorloom.passes.support.py_builder import PyBuilder, Value
+from tensorloom.passes.train_lowering.plan import ScriptPlan, data_description, program_name
+from tensorloom.passes.train_lowering.train_data import build_loaders_ops, info_type, loader_type
+
+DEFINES = ("Trainer", "build_trainer", "train_step", "objective_values", "train", "main",
+           "parse_args", "seed_everything", "save", "resume")  # fmt: skip
+"""The top-level names these sections take in the script."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelPlan:
+    name: str  # the instance: `G`
+    model_class: str  # `Generator`
+    overrides: tuple[tuple[str, Attribute], ...]
+    frozen: bool
+    location: Attribute | None
+
+
+@dataclass(frozen=True, slots=True)
+class StepPlan:
+    objective: str
+    optimizer: str
+    models: tuple[str, ...]
+    kwargs: tuple[tuple[str, Value], ...]  # `lr` first, defaults filled in
+    location: Attribute | None
+
+
+@dataclass(frozen=True, slots=True)
+class StepsPlan:
+    base: ScriptPlan  # the data, epochs, precision, seed, checkpoints: as one model's
+    models: tuple[ModelPlan, ...]
+    steps: tuple[StepPlan, ...]
+
+
+def steps_sources(plan: StepsPlan) -> list[Operation]:
+    """Every section after the models and objectives, in the script's order."""
+    return [
+        *_settings_ops(plan),
+        *_parse_args_ops(plan),
+        *_seed_ops(),
+        *build_loaders_ops(plan.base),
+        *_trainer_ops(plan),
+        *_build_trainer_ops(plan),
+        *_train_step_ops(plan),
+        *_objective_values_ops(plan),
+        *_save_ops(plan),
+        *_train_ops(plan),
+        *_main_ops(),
+    ]
+
+
+# --- settings and command line -------------------------------------------------------------
+
+
+def _settings_ops(plan: StepsPlan) -> list[Operation]:
+    b, base = PyBuilder(), plan.base
+    b.comment("---- settings: the train block's values; the command line overrides some ----")
+    b.assign("EPOCHS", b.const(base.epochs))
+    b.assign("BATCH_SIZE", b.const(base.batch_size or 64))
+    b.assign("PRECISION", b.const(base.precision if base.amp else "fp32"))
+    every = base.checkpoint_every if base.checkpoint_unit == "epochs" else None
+    b.assign("CHECKPOINT_EVERY", b.const(every), comment="epochs; unset: at the end")
+    b.assign("GRAD_ACCUM", b.const(1), comment="each batch is one step of every optimizer")
+    b.assign("SEED", b.const(base.seed))
+    b.assign("DATASET_OPTIONS", b.value(base.dataset_options),
+             annotation=b.generic("dict", "str", "Any"))  # fmt: skip
+    b.assign(
+        "OBJECTIVES",
+        b.value([s.objective for s in plan.steps]),
+        comment="one step each, in this order",
+    )
+    return b.ops
+
+
+def _argument(b: PyBuilder, flag: str, **kwargs: SSAValue) -> None:
+    b.expr(b.method(b.name("parser"), "add_argument", b.const(flag), **kwargs))
+
+
+def _parse_args_ops(plan: StepsPlan) -> list[Operation]:
+    top, b = PyBuilder(), PyBuilder()
+    top.comment("---- command line ----")
+    models = ", ".join(m.name for m in plan.models)
+    description = f"Train {models} on {data_description(plan.base)} (from {plan.base.source})."
+    b.assign("parser", b.call("argparse.ArgumentParser", description=b.const(description)))
+    _argument(b, "--epochs", type=b.name("int"), default=b.name("EPOCHS"))
+    _argument(b, "--batch-size", type=b.name("int"), default=b.name("BATCH_SIZE"))
+    _argument(b, "--max-steps", type=b.name("int"), default=b.const(None),
+              help=b.const("stop after this many batches"))  # fmt: skip
+    _argument(b, "--device", choices=b.value(("auto", "cpu", "cuda")), default=b.const("auto"))
+    _argument(b, "--seed", type=b.name("int"), default=b.name("SEED"))
+    _argument(b, "--metrics", default=b.const(None), help=b.const("a JSON line per epoch"))
+    _argument(b, "--checkpoint-dir", default=b.const(f"checkpoints/{program_name(plan.base)}"))
+    _argument(b, "--resume", default=b.const(None), help=b.const("a checkpoint to continue"))
+    _argument(b, "--evaluate", default=b.const(None), metavar=b.const("CHECKPOINT"),
+              help=b.const("the validation objectives of a checkpoint; no training"))  # fmt: skip
+    _argument(b, "--data-root", default=b.const(None), help=b.const("where datasets live"))
+    _argument(b, "--precision", choices=b.value(("auto", "fp32", "fp16", "bf16")),
+              default=b.name("PRECISION"))  # fmt: skip
+    b.ret(b.method(b.name("parser"), "parse_args", b.name("argv")))
+    argv = top.optional(top.generic("list", "str"))
+    namespace = top.name("argparse.Namespace")
+    top.stmt(py.DefOp("parse_args", ["argv"], b.ops, defaults={"argv": top.const(None)},
+                      annotations={"argv": argv}, returns=namespace))  # fmt: skip
+    return top.ops
+
+
+def _seed_ops() -> list[Operation]:
+    top, b = PyBuilder(), PyBuilder()
+    top.comment("---- setup ----")
+    b.expr(b.call("random.seed", b.name("seed")))
+    b.expr(b.call("torch.manual_seed", b.name("seed")))
+    top.def_("seed_everything", [("seed", "int")], b, None)
+    return top.ops
+
+
+# --- the trainer -----------------------------------------------------------------------------
+
+
+def _trainer_ops(plan: StepsPlan) -> list[Operation]:
+    top, b = PyBuilder(), PyBuilder()
+    b.expr(b.const("Every model, optimizer and scaler of the block, and where the run is."))
+    b.assign("ctx", None, annotation=b.name("DistContext"))
+    for model in plan.models:
+        note = "frozen: no step updates it" if model.frozen else None
+        b.assign(model.name, None, annotation=b.name("nn.Module"), comment=note)
+    optimizers = b.generic("dict", "str", "torch.optim.Optimizer")
+    b.assign("optimizers", None, annotation=optimizers, comment="by objective")
+    scalers = b.generic("dict", "str", b.optional("torch.amp.GradScaler"))
+    b.assign("scalers", None, annotation=scalers, comment="one per optimizer")
+    b.assign("plan", None, annotation=b.name("PrecisionPlan"))
+    b.assign("train_loader", None, annotation=loader_type(b, plan.base))
+    b.assign("val_loader", None, annotation=loader_type(b, plan.base))
+    b.assign("info", None, annotation=b.name(info_type(plan.base)))
+    b.assign("step", b.const(0), annotation=b.name("int"))
+    b.assign("start_epoch", b.const(0), annotation=b.name("int"))
+    carry = b.optional(b.generic("tuple", b.generic("dict", "str", "torch.Tensor"), "int"))
+    b.assign("carry", b.const(None), annotation=carry,
+             comment="resumed mid-epoch: (objective sums, batches)")  # fmt: skip
+    top.stmt(py.ClassOp("Trainer", [], b.ops, decorators=[top.name("dataclass")]))
+    return top.ops
+
+
+def _model_call(b: PyBuilder, model: ModelPlan) -> SSAValue:
+    from tensorloom.passes.train_lowering.train_loop import override_value
+
+    overrides: dict[str, SSAValue] = {}
+    for name, attr in model.overrides:
+        value = override_value(attr)
+        if value is not None:
+            overrides[name] = b.value(value)  # type: ignore[arg-type]
+    return b.call(model.model_class, **overrides)
+
+
+def _build_trainer_ops(plan: StepsPlan) -> list[Operation]:
+    top, b = PyBuilder(), PyBuilder()
+    b.expr(b.call("seed_everything", b.path("args", "seed")))
+    loaders = b.tuple_of(b.name("train_loader"), b.name("val_loader"), b.name("info"))
+    b.assign(loaders, b.call("build_loaders", b.name("args"), b.name("ctx")))
+    for model in plan.models:
+        made = b.method(_model_call(b, model), "to", b.path("ctx", "device"))
+        assign = py.AssignOp(b.name(model.name), made)
+        if model.location is not None:
+            assign.location = model.location  # type: ignore[assignment]
+        b.stmt(assign)
+    precision = b.call("resolve_precision", b.path("args", "precision"), b.path("ctx", "device"))
+    b.assign("plan", precision)
+    empty = b.value({})
+    kind = b.generic("dict", "str", "torch.optim.Optimizer")
+    b.assign("optimizers", empty, annotation=kind)
+    for step in plan.steps:
+        b.comment(f"`step {step.objective}`: {step.optimizer} over {', '.join(step.models)}")
+        params = _parameters(b, step)
+        kwargs = {k: b.value(v) for k, v in step.kwargs}
+        made = b.call(f"torch.optim.{step.optimizer}", params, **kwargs)
+        assign = py.AssignOp(b.subscript(b.name("optimizers"), b.const(step.objective)), made)
+        if step.location is not None:
+            assign.location = step.location  # type: ignore[assignment]
+        b.stmt(assign)
+    scalers = py.ComprehensionOp("dict", b.name("OBJECTIVES"), targets=1)
+    name = scalers.body.block.args[0]
+    name.name_hint = "name"
+    inner = PyBuilder()
+    inner.stmt(py.YieldOp([name, inner.call("make_grad_scaler", inner.name("plan"),
+                                            inner.path("ctx", "device"))]))  # fmt: skip
+    scalers.body.block.add_ops(inner.ops)
+    b.assign("scalers", b.add(scalers))
+    for model in plan.models:
+        if model.frozen:
+            b.comment(f"`{model.name}` is in no step: run under no_grad, in eval mode")
+            b.assign(model.name, b.call("Frozen", b.name(model.name)))
+    fields = [b.name("ctx"), *(b.name(m.name) for m in plan.models), b.name("optimizers"),
+              b.name("scalers"), b.name("plan"), b.name("train_loader"), b.name("val_loader"),
+              b.name("info")]  # fmt: skip
+    b.ret(b.call("Trainer", *fields))
+    params = [("args", "argparse.Namespace"), ("ctx", "DistContext")]
+    top.def_("build_trainer", params, b, "Trainer")
+    return top.ops
+
+
+def _parameters(b: PyBuilder, step: StepPlan) -> SSAValue:
+    """`D.parameters()`, or `[*G.parameters(), *E.parameters()]` for several models."""
+    if len(step.models) == 1:
+        return b.method(b.name(step.models[0]), "parameters")
+    starred = [b.add(py.UnaryOp("*", b.method(b.name(m), "parameters"))) for m in step.models]
+    return b.add(py.ListOp(starred))
+
+
+# --- one batch -------------------------------------------------------------------------------
+
+
+def _models_local(b: PyBuilder, plan: StepsPlan) -> list[SSAValue]:
+    """`G, D = trainer.G, trainer.D`: the models the objectives take, in the block's order."""
+    names = [m.name for m in plan.models]
+    if len(names) == 1:
+        b.assign(names[0], b.path("trainer", names[0]))
+    else:
+        b.assign(b.tuple_of(*(b.name(n) for n in names)),
+                 b.tuple_of(*(b.path("trainer", n) for n in names)))  # fmt: skip
+    return [b.name(n) for n in names]
+
+
+def _train_step_ops(plan: StepsPlan) -> list[Operation]:
+    top, b = PyBuilder(), PyBuilder()
+    top.comment("---- one batch: the block's steps, in order ----")
+    b.expr(b.const("Each step of the train block on one batch, in order: zero the optimizer's "
+                   "gradients,\ncompute the objective, backward, step that optimizer. Returns "
+                   "each objective, detached.\n"))  # fmt: skip
+    _models_local(b, plan)
+    b.assign("device", b.path("trainer", "ctx", "device"))
+    losses: list[tuple[str, str]] = []
+    for step in plan.steps:
+        models = ", ".join(step.models)
+        b.comment(f"step {step.objective} with {step.optimizer}({models}, ...)")
+        key = b.const(step.objective)
+        b.assign("optimizer", b.subscript(b.path("trainer", "optimizers"), key))
+        zero = py.ExprOp(b.method(b.name("optimizer"), "zero_grad", set_to_none=b.const(True)))
+        b.stmt(zero)
+        inner = PyBuilder()
+        args = [inner.name(m.name) for m in plan.models] + [inner.name("xb"), inner.name("yb")]
+        value = f"{step.objective}_value"
+        assign = py.AssignOp(inner.name(value), inner.call(step.objective, *args))
+        if step.location is not None:
+            assign.location = step.location  # type: ignore[assignment]
+        inner.stmt(assign)
+        manager = b.call("autocast", b.path("trainer", "plan"), b.name("device"))
+        b.stmt(py.WithOp(manager, inner.ops))
+        scaler = b.subscript(b.path("trainer", "scalers"), b.const(step.objective))
+        b.expr(b.call("step_optimizer", b.name(value), b.name("optimizer"), scaler))
+        losses.append((step.objective, value))
+    b.stmt(py.AugAssignOp("+=", b.path("trainer", "step"), b.const(1)))
+    entries = [(b.const(k), b.method(b.name(v), "detach")) for k, v in losses]
+    b.ret(b.add(py.DictOp(entries)))
+    params = [("trainer", "Trainer"), ("xb", "torch.Tensor"), ("yb", "torch.Tensor")]
+    top.def_("train_step", params, b, top.generic("dict", "str", "torch.Tensor"))
+    return top.ops
+
+
+def _objective_values_ops(plan: StepsPlan) -> list[Operation]:
+    top, b = PyBuilder(), PyBuilder()
+    b.expr(b.const("Each objective on one validation batch, under autocast (no gradients)."))
+    _models_local(b, plan)
+    inner = PyBuilder()
+    args = [inner.name(m.name) for m in plan.models] + [inner.name("xb"), inner.name("yb")]
+    pairs = [(inner.const(f"val_{s.objective}"), inner.call(s.objective, *args))
+             for s in plan.steps]  # fmt: skip
+    inner.ret(inner.add(py.DictOp(pairs)))
+    manager = b.call("autocast", b.path("trainer", "plan"), b.path("trainer", "ctx", "device"))
+    b.stmt(py.WithOp(manager, inner.ops))
+    params = [("trainer", "Trainer"), ("xb", "torch.Tensor"), ("yb", "torch.Tensor")]
+    top.def_("objective_values", params, b, top.generic("dict", "str", "torch.Tensor"))
+    return top.ops
+
+
+# --- checkpoints and the run -----------------------------------------------------------------
+
+
+def _parts(b: PyBuilder, plan: StepsPlan) -> SSAValue:
+    """`{"G": trainer.G, "D": trainer.D}`."""
+    return b.add(py.DictOp([(b.const(m.name), b.path("trainer", m.name)) for m in plan.models]))
+
+
+def _save_ops(plan: StepsPlan) -> list[Operation]:
+    top, save, resume = PyBuilder(), PyBuilder(), PyBuilder()
+    top.comment("---- checkpoints: every model, optimizer and scaler ----")
+    save.expr(save.const("`path` holds the run after `epoch` epochs (and a cut epoch's part)."))
+    save.assign("models", _parts(save, plan))
+    save.assign("extra", save.add(py.DictOp([(save.const("carry"),
+                                                save.path("trainer", "carry"))])))  # fmt: skip
+    save.expr(save.call(
+        "save_models_checkpoint", save.name("path"), models=save.name("models"),
+        optimizers=save.path("trainer", "optimizers"), scalers=save.path("trainer", "scalers"),
+        epoch=save.name("epoch"), step=save.path("trainer", "step"),
+        loader=save.path("trainer", "train_loader"), extra=save.name("extra"),
+    ))  # fmt: skip
+    params = [("trainer", "Trainer"), ("path", "str"), ("epoch", "int")]
+    top.def_("save", params, save, None)
+    resume.assign("models", _parts(resume, plan))
+    state = resume.call(
+        "load_models_checkpoint", resume.name("path"), models=resume.name("models"),
+        optimizers=resume.path("trainer", "optimizers"),
+        scalers=resume.path("trainer", "scalers"), loader=resume.path("trainer", "train_loader"),
+        map_location=resume.path("trainer", "ctx", "device"),
+    )  # fmt: skip
+    resume.assign("state", state)
+    resume.assign(resume.path("trainer", "start_epoch"),
+                  resume.subscript(resume.name("state"), resume.const("epoch")))  # fmt: skip
+    resume.assign(resume.path("trainer", "step"),
+                  resume.subscript(resume.name("state"), resume.const("step")))  # fmt: skip
+    extra = resume.subscript(resume.name("state"), resume.const("extra"))
+    resume.assign(resume.path("trainer", "carry"),
+                  resume.method(extra, "get", resume.const("carry")))  # fmt: skip
+    top.def_("resume", [("trainer", "Trainer"), ("path", "str")], resume, None)
+    return top.ops
+
+
+def _train_ops(plan: StepsPlan) -> list[Operation]:
+    """`train(args, ctx)`: the epochs; each one's objectives, validated, as a record."""
+    top, b = PyBuilder(), PyBuilder()
+    top.comment("---- the loop ----")
+    b.assign("trainer", b.call("build_trainer", b.name("args"), b.name("ctx")))
+    if plan.base.amp:
+        warn = PyBuilder()
+        warn.expr(warn.call("print", warn.path("trainer", "plan", "warning"),
+                            file=warn.name("sys.stderr")))  # fmt: skip
+        b.if_(b.is_set(b.path("trainer", "plan", "warning")), warn)
+    evaluate = PyBuilder()
+    _evaluate_checkpoint(evaluate, plan)
+    b.if_(b.is_set(b.path("args", "evaluate")), evaluate)
+    resumed = PyBuilder()
+    resumed.expr(resumed.call("resume", resumed.name("trainer"), resumed.path("args", "resume")))
+    resumed.expr(resumed.call("print", resumed.fstring(
+        "resumed from {} after epoch {}", resumed.path("args", "resume"),
+        resumed.path("trainer", "start_epoch"))))  # fmt: skip
+    b.if_(b.is_set(b.path("args", "resume")), resumed)
+    b.assign("metrics", b.call("MetricsWriter", b.path("args", "metrics")))
+    b.assign("epochs_done", b.path("trainer", "start_epoch"))
+    b.assign("started", b.call("time.perf_counter"))
+    epochs = b.call("range", b.path("trainer", "start_epoch"), b.path("args", "epochs"))
+    loop = py.ForOp(epochs)
+    epoch = loop.body.block.args[0]
+    epoch.name_hint = "epoch"
+    each = PyBuilder()
+    _epoch(each, plan, epoch)
+    loop.body.block.add_ops(each.ops)
+    if plan.base.loop_location is not None:
+        loop.location = plan.base.loop_location  # type: ignore[assignment]
+    b.stmt(loop)
+    b.expr(b.method(b.name("metrics"), "close"))
+    b.assign("seconds", b.binop("-", b.call("time.perf_counter"), b.name("started")))
+    b.expr(b.call("print", b.fstring("done: {} epochs, {} steps in {:.1f}s", b.name("epochs_done"),
+                                     b.path("trainer", "step"), b.name("seconds"))))  # fmt: skip
+    b.ret(b.const(0))
+    top.def_("train", [("args", "argparse.Namespace"), ("ctx", "DistContext")], b, "int")
+    return top.ops
+
+
+def _epoch(b: PyBuilder, plan: StepsPlan, epoch: SSAValue) -> None:
+    """One epoch: train (`run_epoch`), validate, record, save."""
+    max_steps = b.path("args", "max_steps")
+    reached = b.add(py.BinOp("and", b.is_set(max_steps), b.compare(
+        b.path("trainer", "step"), ">=", b.path("args", "max_steps"))))  # fmt: skip
+    stop = PyBuilder()
+    stop.stmt(py.BreakOp())
+    b.if_(reached, stop)
+    b.assign("start", b.call("time.perf_counter"))
+    for model in plan.models:
+        b.expr(b.method(b.path("trainer", model.name), "train"))
+    b.expr(b.method(b.path("trainer", "train_loader"), "set_epoch", epoch))
+    zeros = py.ComprehensionOp("dict", b.name("OBJECTIVES"), targets=1)
+    key = zeros.body.block.args[0]
+    key.name_hint = "name"
+    inner = PyBuilder()
+    device = inner.path("trainer", "ctx", "device")
+    inner.stmt(py.YieldOp([key, inner.call("torch.zeros", inner.tuple_of(), device=device)]))
+    zeros.body.block.add_ops(inner.ops)
+    b.assign("fresh", b.tuple_of(b.add(zeros), b.const(0)))
+    carried = b.add(py.BinOp("or", b.path("trainer", "carry"), b.name("fresh")))
+    b.assign(b.tuple_of(b.name("sums"), b.name("done")), carried)
+    b.assign(b.path("trainer", "carry"), b.const(None))
+    b.assign("total", b.call("len", b.path("trainer", "train_loader")))
+    bar = b.call("progress", b.path("trainer", "train_loader"), total=b.name("total"),
+                 description=b.fstring("epoch {}", b.binop("+", epoch, b.const(1))))  # fmt: skip
+    b.assign("batches", bar)
+    b.assign("stop", _stop_lambda(b))
+    step = b.call("partial", b.name("train_step"), b.name("trainer"))
+    b.assign(b.tuple_of(b.name("sums"), b.name("done")), b.call(
+        "run_epoch", step, b.name("batches"), sums=b.name("sums"), done=b.name("done"),
+        total=b.name("total"), stop=b.name("stop")))  # fmt: skip
+    elapsed = b.binop("-", b.call("time.perf_counter"), b.name("start"))
+    b.assign("elapsed", elapsed)
+    complete = b.compare(b.name("done"), "==", b.name("total"))
+    b.assign("complete", complete)
+    cut = PyBuilder()
+    cut.comment("cut short: last.pt keeps the epoch's batches so far; no validation on the way out")
+    cut.assign(cut.path("trainer", "carry"), cut.tuple_of(cut.name("sums"), cut.name("done")))
+    path = cut.fstring("{}/last.pt", cut.path("args", "checkpoint_dir"))
+    cut.expr(cut.call("save", cut.name("trainer"), path, epoch))
+    cut.stmt(py.BreakOp())
+    b.if_(b.not_(b.name("complete")), cut)
+    for model in plan.models:
+        b.expr(b.method(b.path("trainer", model.name), "eval"))
+    means = py.ComprehensionOp("dict", b.method(b.name("sums"), "items"), targets=2)
+    k, total = means.body.block.args
+    k.name_hint, total.name_hint = "key", "value"
+    mi = PyBuilder()
+    mean = mi.binop("/", mi.method(total, "item"), mi.call("max", mi.name("done"), mi.const(1)))
+    mi.stmt(py.YieldOp([k, mean]))
+    means.body.block.add_ops(mi.ops)
+    _record(b, plan, epoch, means)
+
+
+def _stop_lambda(b: PyBuilder) -> SSAValue:
+    """`lambda: args.max_steps is not None and trainer.step >= args.max_steps`."""
+    inner = PyBuilder()
+    limit = inner.path("args", "max_steps")
+    reached = inner.add(py.BinOp("and", inner.is_set(limit), inner.compare(
+        inner.path("trainer", "step"), ">=", inner.path("args", "max_steps"))))  # fmt: skip
+    inner.ret(reached)
+    return b.add(py.LambdaOp([], inner.ops))
+
+
+def _record(b: PyBuilder, plan: StepsPlan, epoch: SSAValue, means: py.ComprehensionOp) -> None:
+    b.assign("means", b.add(means))
+    b.assign("validated", b.call("mean_objectives", b.call(
+        "partial", b.name("objective_values"), b.name("trainer")),
+        b.path("trainer", "val_loader")))  # fmt: skip
+    b.assign("samples", b.binop("*", b.name("done"), b.path("args", "batch_size")))
+    record = py.DictOp([
+        (b.const("epoch"), b.binop("+", epoch, b.const(1))),
+        (None, b.name("means")),
+        (None, b.name("validated")),
+        (b.const("samples_per_s"), b.binop("/", b.name("samples"), b.name("elapsed"))),
+        (b.const("time"), b.name("elapsed")),
+        (b.const("steps"), b.path("trainer", "step")),
+    ])  # fmt: skip
+    b.assign("record", b.add(record))
+    b.expr(b.method(b.name("metrics"), "write", b.name("record")))
+    b.expr(b.call("print", b.call("format_steps_summary", b.name("record"),
+                                  epochs=b.path("args", "epochs"))))  # fmt: skip
+    b.assign("epochs_done", b.binop("+", epoch, b.const(1)))
+    b.assign("last", b.compare(b.name("epochs_done"), "==", b.path("args", "epochs")))
+    every = b.is_set(b.name("CHECKPOINT_EVERY"))
+    periodic = b.compare(b.binop("%", b.name("epochs_done"), b.name("CHECKPOINT_EVERY")), "==",
+                         b.const(0))  # fmt: skip
+    b.assign("due", b.add(py.BinOp("and", every, periodic)))
+    due = b.add(py.BinOp("or", b.name("last"), b.name("due")))
+    saving = PyBuilder()
+    path2 = saving.fstring("{}/last.pt", saving.path("args", "checkpoint_dir"))
+    saving.expr(saving.call("save", saving.name("trainer"), path2, saving.name("epochs_done")))
+    b.if_(due, saving)
+
+
+def _evaluate_checkpoint(b: PyBuilder, plan: StepsPlan) -> None:
+    """--evaluate CHECKPOINT: the validation objectives of its weights; no training."""
+    b.assign("models", _parts(b, plan))
+    state = b.call("load_models_checkpoint", b.path("args", "evaluate"), models=b.name("models"),
+                   map_location=b.path("trainer", "ctx", "device"))  # fmt: skip
+    b.assign("state", state)
+    for model in plan.models:
+        b.expr(b.method(b.path("trainer", model.name), "eval"))
+    each = b.call("partial", b.name("objective_values"), b.name("trainer"))
+    b.assign("validated", b.call("mean_objectives", each, b.path("trainer", "val_loader")))
+    epoch = b.subscript(b.name("state"), b.const("epoch"))
+    record = py.DictOp([(b.const("epoch"), epoch), (None, b.name("validated"))])
+    b.assign("record", b.add(record))
+    b.expr(b.call("print", b.call("json.dumps", b.name("record"))))
+    b.ret(b.const(0))
+
+
+def _main_ops() -> list[Operation]:
+    top, body, run = PyBuilder(), PyBuilder(), PyBuilder()
+    body.assign("args", body.call("parse_args", body.name("argv")))
+    ctx = run.call("DistContext", run.const(0), run.const(0), run.const(1),
+                   run.call("resolve_device", run.path("args", "device")))  # fmt: skip
+    run.assign("ctx", ctx)
+    run.ret(run.call("train", run.name("args"), run.name("ctx")))
+    region = py.single_block([], 1)
+    (error,) = region.block.args
+    error.name_hint = "error"
+    handler = PyBuilder()
+    handler.expr(handler.call("print", handler.fstring("error: {}", error),
+                              file=handler.name("sys.stderr")))  # fmt: skip
+    handler.ret(handler.const(1))
+    region.block.add_ops(handler.ops)
+    errors = body.tuple_of(*(body.name(n) for n in ("DatasetUnavailable", "DeviceUnavailable",
+                                                    "StepsCheckpointError")))  # fmt: skip
+    body.stmt(py.TryOp(run.ops, [(errors, region)]))
+    argv = top.optional(top.generic("list", "str"))
+    top.stmt(py.DefOp("main", ["argv"], body.ops, defaults={"argv": top.const(None)},
+                      annotations={"argv": argv}, returns=top.name("int")))  # fmt: skip
+    return top.ops
