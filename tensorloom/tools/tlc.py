@@ -272,6 +272,26 @@ def plot(metrics: Path, output: Path) -> int:
 
 
 @cli.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--check", is_flag=True, help="change nothing; exit 1 listing the files that would change"
+)
+@click.option("--diff", is_flag=True, help="change nothing; print what would change as a diff")
+@click.option(
+    "--stdin-filename",
+    default="<stdin>.tl",
+    show_default=True,
+    help="with `-`: the name diagnostics use; a .nml suffix reads the text as .nml",
+)
+@compiler_command
+def fmt(paths: tuple[Path, ...], check: bool, diff: bool, stdin_filename: str) -> int:
+    """Lay out .tl and .nml files (and the folders' ones) canonically; `-` filters stdin."""
+    from tensorloom.tools.fmt import run_fmt
+
+    return run_fmt(list(paths), check=check, diff=diff, stdin_name=stdin_filename)
+
+
+@cli.command()
 def lsp() -> None:
     """Run the language server on stdin and stdout (editors start it; see editors/)."""
     # Not a `compiler_command`: the server owns stdout and closes it at exit, and
