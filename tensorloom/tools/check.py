@@ -112,9 +112,25 @@ def render_check(result: Compilation, flows: list[ModelFlow], fmt: str) -> Repla
     status = sink_status(result.sink)
     if fmt == "json":
         return Replay(json.dumps(_json(result, flows), indent=2) + "\n", "", status)
+    if fmt in CI_FORMATS:
+        return Replay(render_ci(result, fmt), "", status)
     color = check_cache.use_color(fmt)
     diagnostics = render_text.render_all(result.sink.sorted(), result.sources, color=color)
     return Replay(_flows_text(result, flows), diagnostics, status)
+
+
+CI_FORMATS = ("github", "sarif")  # annotations for CI, on stdout (diagnostics/render_ci.py)
+
+
+def render_ci(result: Compilation, fmt: str) -> str:
+    """GitHub Actions' `::error file=...,line=...::` lines, or one SARIF 2.1.0 log."""
+    from tensorloom import __version__
+    from tensorloom.diagnostics import render_ci
+
+    diagnostics = result.sink.sorted()
+    if fmt == "github":
+        return render_ci.render_github(diagnostics)
+    return render_ci.render_sarif(diagnostics, __version__)
 
 
 def store_result(name: str, command: str, result: Compilation, replay: Replay) -> None:
@@ -230,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="tlc check")
     parser.add_argument("file", type=Path)
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--format", choices=("text", "json", *CI_FORMATS), default="text")
     parser.add_argument("--no-cache", action="store_true")
     args = parser.parse_args(argv)
     return run_check(args.file, args.format, use_cache=not args.no_cache)

@@ -117,7 +117,7 @@ BIND_OPTION = click.option(
 @BIND_OPTION
 @click.option("--no-cache", is_flag=True, help="check afresh; neither read nor write the cache")
 @compiler_command
-def check(file: Path, fmt: Format, bindings: dict[str, int], no_cache: bool) -> int:
+def check(file: Path, fmt: str, bindings: dict[str, int], no_cache: bool) -> int:
     """Check FILE (names, configs, shapes, train settings); print each model's shape flow."""
     from tensorloom.tools.check import run_check
 
