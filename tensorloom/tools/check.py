@@ -167,7 +167,7 @@ def _json(result: Compilation, flows: list[ModelFlow]) -> dict[str, Any]:
         "diagnostics": [render_json.to_dict(d) for d in result.sink.sorted()],
         "models": [flow_dict(flow) for flow in flows],
         "data": [
-            {"name": n, "samples": a, "targets": t, "from": o} for n, a, t, o in _data(result)
+            {"name": n, "samples": a, "targets": t, "from": o} for n, a, t, o in dataset_rows(result)
         ],
     }
 
@@ -189,12 +189,12 @@ def _flows_text(result: Compilation, flows: list[ModelFlow]) -> str:
     if not result.ok:
         return ""
     text = format_flows(flows) if flows else f"{result.path}: ok (no models)\n"
-    for name, samples, targets, origin in _data(result):
+    for name, samples, targets, origin in dataset_rows(result):
         text += f"data {name}: samples {samples}, targets {targets}; from {origin}\n"
     return text
 
 
-def _data(result: Compilation) -> list[tuple[str, str, str, str]]:
+def dataset_rows(result: Compilation) -> list[tuple[str, str, str, str]]:
     """Each dataset's shapes, and where they came from: (name, samples, targets, origin)."""
     from tensorloom.catalogue.data_files import DataCheck
     from tensorloom.catalogue.shapes import format_shape
