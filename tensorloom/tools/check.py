@@ -167,7 +167,8 @@ def _json(result: Compilation, flows: list[ModelFlow]) -> dict[str, Any]:
         "diagnostics": [render_json.to_dict(d) for d in result.sink.sorted()],
         "models": [flow_dict(flow) for flow in flows],
         "data": [
-            {"name": n, "samples": a, "targets": t, "from": o} for n, a, t, o in dataset_rows(result)
+            {"name": n, "samples": a, "targets": t, "from": o}
+            for n, a, t, o in dataset_rows(result)
         ],
     }
 
