@@ -6,7 +6,8 @@
           bias = false )   // out                                 bias=false)  // out
 
 What it decides: four spaces per block level; the spaces between tokens (binary
-operators and `=` spaced, keyword arguments `a=b`, none inside brackets or before
+operators and `=` spaced, keyword arguments `a=b` (an annotated parameter's default
+`n: int = 4`, as PEP 8 has it), none inside brackets or before
 `,` `:`, one after `,`, slices `x[1:, None]`, unary `-x`, decorators `@forward(x)`);
 a continuation line's indent (under the first argument when the bracket has one on its
 line, else one level in, its closer back at the statement's indent); the `=` of a run
@@ -176,6 +177,7 @@ class Layout:
     def __init__(self, text: str, tokens: list[Token], comments: list[Comment]) -> None:
         self.lines = [SourceLine(n + 1, t) for n, t in enumerate(text.split("\n"))]
         self.tokens = tokens
+        self.index = {id(token): number for number, token in enumerate(tokens)}
         self._place(comments)
         self._classify()
         self.padding = self._aligned_keys()
@@ -332,7 +334,8 @@ class Layout:
         if b.kind in (K.LPAREN, K.LBRACKET) and a.kind in CALLABLE_ENDS:
             return 0
         if K.EQ in (a.kind, b.kind):
-            return 0 if inner is K.LPAREN else 1
+            equals = b if b.kind is K.EQ else a
+            return 0 if inner is K.LPAREN and not self._annotated(equals) else 1
         if b.kind is K.COLON:
             return 0
         if a.kind is K.COLON:
@@ -357,8 +360,22 @@ class Layout:
             return line.tokens[position - 1]
         if line.starts_statement:
             return None
-        previous = self.tokens[self.tokens.index(token) - 1]
+        previous = self.tokens[self.index[id(token)] - 1]
         return None if previous.kind in LAYOUT else previous
+
+    def _annotated(self, equals: Token) -> bool:
+        """Whether `=` gives an annotated parameter's default (`BLOCK: tl.constexpr = 4`)."""
+        depth = 0
+        for token in reversed(self.tokens[: self.index[id(equals)]]):
+            if token.kind in CLOSING:
+                depth += 1
+            elif token.kind in OPENING:
+                depth -= 1
+            if depth < 0 or (depth == 0 and token.kind is K.COMMA):
+                return False  # the parameter's start: no annotation before its `=`
+            if depth == 0 and token.kind is K.COLON:
+                return True
+        return False
 
     @staticmethod
     def _inner_bracket(line: SourceLine, token: Token) -> TokenKind | None:

@@ -9,7 +9,10 @@
     $ tlc fmt - < model.nml             # stdin to stdout, for editors' format-on-save
 
 A file that does not lex or parse is left as it is, its diagnostics printed, and the
-status is 1 (gofmt refuses one too). `--diff` prints what would change, as a unified diff.
+status is 1 (gofmt refuses one too). Under `--check`, which asks only whether formatting
+would change a file, such a file is named as not checked and does not fail the run:
+`tlc check` is what reports its errors (tests/lit holds programs that are broken on
+purpose). `--diff` prints what would change, as a unified diff.
 """
 
 from __future__ import annotations
@@ -36,12 +39,15 @@ class Tally:
     changed: list[Path] = field(default_factory=list)
     unchanged: int = 0
     failed: int = 0
+    unparsed: list[Path] = field(default_factory=list)  # under --check: syntax errors
 
     def summary(self, check: bool) -> str:
         verb = "would be reformatted" if check else "reformatted"
         parts = [f"{_files(len(self.changed))} {verb}", f"{_files(self.unchanged)} left unchanged"]
         if self.failed:
             parts.append(f"{_files(self.failed)} not formatted (errors above)")
+        if self.unparsed:
+            parts.append(f"{_files(len(self.unparsed))} not checked (syntax errors)")
         return ", ".join(parts)
 
 
@@ -57,9 +63,11 @@ def run_fmt(paths: list[Path], *, check: bool = False, diff: bool = False,
     tally = Tally()
     sources, sink = SourceMap(), DiagnosticSink()
     for path in _sources(paths, sink):
-        _format_file(path, sources, sink, tally, rewrite=not (check or diff), diff=diff)
+        _format_file(path, sources, sink, tally, check=check, diff=diff)
     if sink.diagnostics:
         sys.stderr.write(render_text.render_all(sink.sorted(), sources, color=False))
+    for path in tally.unparsed:
+        print(f"{path}: not checked: it does not parse (`tlc check` says why)", file=sys.stderr)
     for path in tally.changed if check else []:
         print(f"would reformat {path}")
     if not diff:
@@ -79,12 +87,16 @@ def _sources(paths: list[Path], sink: DiagnosticSink) -> Iterator[Path]:
 
 
 def _format_file(path: Path, sources: SourceMap, sink: DiagnosticSink, tally: Tally, *,
-                 rewrite: bool, diff: bool) -> None:  # fmt: skip
+                 check: bool, diff: bool) -> None:  # fmt: skip
     text = read_source(path, sources, sink)
     if text is None:
         tally.failed += 1
         return
-    formatted = _formatted(text, str(path), sink)
+    errors = DiagnosticSink() if check else sink  # --check: noted, not printed in full
+    formatted = _formatted(text, str(path), errors)
+    if formatted is None and errors.diagnostics and check:
+        tally.unparsed.append(path)
+        return
     if formatted is None:
         tally.failed += 1
         return
@@ -98,7 +110,7 @@ def _format_file(path: Path, sources: SourceMap, sink: DiagnosticSink, tally: Ta
                 text.splitlines(True), formatted.splitlines(True), str(path), str(path)
             )
         )
-    if rewrite:
+    if not (check or diff):
         path.write_text(formatted, encoding="utf-8")
         print(f"reformatted {path}", file=sys.stderr)
 

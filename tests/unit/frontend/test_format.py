@@ -102,7 +102,7 @@ def test_the_canonical_layout() -> None:
 
 def test_tl_spacing_rules() -> None:
     source = (
-        "@kernel def k(x_ptr,N, BLOCK:tl.constexpr):\n"
+        "@kernel def k(x_ptr,N, BLOCK:tl.constexpr=4):\n"
         "    let m = (rm[:,None]<N) and (rn[None,:]<N)\n"
         "    tl.store(x_ptr+rm, -1.0*m, mask = m)\n"
         "let net=Net(d = -2)\n"
@@ -111,7 +111,7 @@ def test_tl_spacing_rules() -> None:
         "    checkpoint   every 5 epochs\n"
     )
     assert format_text(source, "k.tl") == (
-        "@kernel def k(x_ptr, N, BLOCK: tl.constexpr):\n"
+        "@kernel def k(x_ptr, N, BLOCK: tl.constexpr = 4):\n"
         "    let m = (rm[:, None] < N) and (rn[None, :] < N)\n"
         "    tl.store(x_ptr + rm, -1.0 * m, mask=m)\n"
         "let net = Net(d=-2)\n"
@@ -128,10 +128,35 @@ def test_trailing_comments_align_in_runs() -> None:
     )
 
 
-def test_a_file_with_errors_is_not_formatted() -> None:
+def test_a_file_with_errors_is_not_formatted(tmp_path: Path) -> None:
     with pytest.raises(Unformattable) as error:
         format_text("let x = (\n", "bad.tl")
     assert [d.code for d in error.value.diagnostics] == ["TL0102"]
+    bad = tmp_path / "bad.tl"
+    bad.write_text("let  x = (\n")
+    tlc = [sys.executable, "-m", "tensorloom.tools.tlc", "fmt"]
+    rewrite = subprocess.run([*tlc, str(bad)], capture_output=True, text=True, check=False)
+    assert rewrite.returncode == 1 and "error[TL0102]" in rewrite.stderr
+    assert bad.read_text() == "let  x = (\n"
+    check = subprocess.run([*tlc, "--check", str(bad)], capture_output=True, text=True, check=False)
+    assert check.returncode == 0 and "not checked: it does not parse" in check.stderr
+
+
+def test_check_lists_the_files_that_would_change(tmp_path: Path) -> None:
+    (tmp_path / "a.tl").write_text("let  x = 1\n")
+    (tmp_path / "b.nml").write_text("@model M:\n    @forward(x):\n        return x\n")
+    tlc = [sys.executable, "-m", "tensorloom.tools.tlc", "fmt"]
+    check = subprocess.run(
+        [*tlc, "--check", str(tmp_path)], capture_output=True, text=True, check=False
+    )
+    assert check.returncode == 1
+    assert check.stdout == f"would reformat {tmp_path / 'a.tl'}\n"
+    fixed = subprocess.run([*tlc, str(tmp_path)], capture_output=True, text=True, check=False)
+    assert fixed.returncode == 0 and (tmp_path / "a.tl").read_text() == "let x = 1\n"
+    piped = subprocess.run(
+        [*tlc, "-"], input="let  y=2\n", capture_output=True, text=True, check=False
+    )
+    assert (piped.returncode, piped.stdout) == (0, "let y = 2\n")
 
 
 def test_comments_are_found_outside_strings() -> None:
@@ -152,11 +177,12 @@ def test_formatting_is_idempotent(path: Path) -> None:
     assert format_text(once, str(path)) == once
 
 
-def test_examples_are_formatted() -> None:
-    """`tlc fmt --check examples` is clean (tests/lit is left as written: its CHECK lines
-    name columns)."""
+def test_examples_and_lit_programs_are_formatted() -> None:
+    """`tlc fmt --check examples tests/lit` is clean (the programs broken on purpose are named
+    as not checked, and do not fail it)."""
+    folders = [str(ROOT / "examples"), str(ROOT / "tests" / "lit")]
     result = subprocess.run(
-        [sys.executable, "-m", "tensorloom.tools.tlc", "fmt", "--check", str(ROOT / "examples")],
+        [sys.executable, "-m", "tensorloom.tools.tlc", "fmt", "--check", *folders],
         capture_output=True,
         text=True,
         check=False,
