@@ -1,4 +1,6 @@
-"""Hover: a value's shape, a layer's signature and parameter count, a model's flow.
+"""Hover: a value's shape, a layer's signature and parameter count, a model's flow, and
+every other name a user can point at (an instance, a dataset, an import, an optimizer,
+a loss, a schedule, a config keyword, a loop variable, a dim).
 
     fc1 = Linear(64, 256)
     Linear(in_features, out_features, bias=True)  ->  nn.Linear

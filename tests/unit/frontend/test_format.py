@@ -241,3 +241,24 @@ def test_formatting_is_canonical_and_never_changes_what_check_reports() -> None:
         assert _positionless(_json(after, shape_flows(after))) == expected, path
         compared += 1
     assert compared > 200
+
+
+def test_generated_and_mutated_programs_format_safely() -> None:
+    """The fuzzer's programs (tests/fuzz/fuzz_generate.py): 400 generated from the grammar and
+    400 mutations of the seed programs. Each formats (or is refused for its errors), never
+    changes its tokens (`Unchanged` would be raised), and formats once and for all."""
+    sys.path.insert(0, str(ROOT / "tests" / "fuzz"))
+    from fuzz_generate import generate, mutate, seeds
+
+    corpus = seeds()
+    formatted = 0
+    for index in range(800):
+        r = random.Random(36_000 + index)
+        text = generate(r) if index % 2 == 0 else mutate(r.choice(corpus)[1], r)
+        try:
+            once = format_text(text, "fuzz.tl")
+        except Unformattable:
+            continue
+        assert format_text(once, "fuzz.tl") == once, text
+        formatted += 1
+    assert formatted > 400
