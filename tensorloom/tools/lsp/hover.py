@@ -33,6 +33,10 @@ if TYPE_CHECKING:
 def hover(analysis: Analysis, line: int, col: int) -> tuple[str, Span] | None:
     """The hover text (markdown) for the position, and the span it describes."""
     word = analysis.word_at(line, col)
+    loop = _loop_at(analysis, line, col)
+    if loop is not None and word is not None and word[0] in ("for", "in"):
+        model = navigate.enclosing_model(analysis.root, line, col)
+        return _loop_text(analysis, model, loop), word[1]
     value = _value_at(analysis, line, col)
     if word is not None:
         name, span, owner = word
@@ -111,6 +115,14 @@ def _in_function(analysis: Analysis, root: ast.Module, model: ast.ModelDecl | No
     if local is not None:
         return _parameter(analysis, model, name, local)
     return _dim(analysis, root, model, name, line, col)
+
+
+def _loop_at(analysis: Analysis, line: int, col: int) -> ast.ForStmt | None:
+    """The `for` whose header line holds the position (hovering its `for` or `in`)."""
+    root = analysis.root
+    chain = navigate.enclosing(root, line, col) if root is not None else []
+    loops = [n for n in chain if isinstance(n, ast.ForStmt) and n.span.line == line]
+    return loops[-1] if loops else None
 
 
 def _loop(root: ast.Module, name: str, line: int, col: int) -> ast.ForStmt | None:

@@ -347,7 +347,10 @@ async def test_hover_and_definition_of_every_named_thing(client: LanguageClient)
     lines = (EXAMPLES / "gpt.nml").read_text().splitlines()
     row = next(i for i, t in enumerate(lines, 1) if t.strip() == "for block in h:")
     at_for = lines[row - 1].index("for") + 1
-    assert await _hover_text(client, uri, row, at_for) is None  # not `for ...: Tensor[...]`
+    loop = await _hover_text(client, uri, row, at_for)  # not `for block in h:: Tensor[...]`
+    assert (
+        loop is not None and loop.startswith("```tl\nfor block in h\n```") and "Tensor" not in loop
+    )
     loop_var = await _hover_text(client, uri, row + 1, lines[row].index("block") + 2)
     assert loop_var is not None and "loop variable: each layer of `h`, a `Block(" in loop_var
     target = await client.text_document_definition_async(
