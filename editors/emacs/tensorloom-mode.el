@@ -14,10 +14,12 @@
 
 (require 'prog-mode)
 
+(defvar eglot-server-programs)  ; eglot's, set once eglot loads
+
 (defgroup tensorloom nil "TensorLoom scripts and models." :group 'languages)
 
 (defcustom tensorloom-server-command '("tlc" "lsp")
-  "The command that starts TensorLoom's language server (the full path when not on PATH)."
+  "The command that starts `tlc lsp' (give the full path if not on PATH)."
   :type '(repeat string))
 
 (defvar tensorloom-mode-syntax-table
