@@ -6,7 +6,7 @@
     let model = GPT(n_layer=4)  block_size=1024, n_head=12, ...
 
 A shape hint follows the name a `let`, an assignment or a parameter without a written
-shape binds, in every function of the file (forwards, loss functions, helpers); its
+shape binds, anywhere in the file (forwards, loss functions, helpers, objectives); its
 shape is the type shape inference gave the bound value (the first instantiation's,
 as hover shows). A config hint follows an instance's call: the config entries the call
 leaves at their defaults, as `instantiate` resolved them onto the `nml.instance` op.
@@ -60,13 +60,11 @@ def shape_hints(analysis: Analysis, root: ast.Module) -> list[Hint]:
     found: list[Hint] = []
     for function in _functions(root):
         found += _parameter_hints(analysis, function)
-        for node in navigate.walk(function):
-            bound = _binding(node)
-            if bound is not None and bound[1] in shapes:
-                name_span, value = bound
-                found.append(
-                    Hint(name_span.end_line, name_span.end_col, f": {shapes[value]}", "shape")
-                )
+    for node in navigate.walk(root):  # every block a binding can be in, forms added later too
+        bound = _binding(node)
+        if bound is not None and bound[1] in shapes:
+            name_span, value = bound
+            found.append(Hint(name_span.end_line, name_span.end_col, f": {shapes[value]}", "shape"))
     return found
 
 
