@@ -2,7 +2,7 @@
 
     TL0201  help: change `fc2` to `Linear(256, 10)`, ...   the layer's constructor replaced
     TL0303  help: did you mean `fc`?                        the misspelt name replaced
-    TL0302  unknown model `GPT`                             `import gpt.nml` added, when a
+    TL0302  unknown model (or layer type) `GPT`             `import gpt.nml` added, when a
                                                             `.nml` beside the file declares it
 
 Each fix is a title and the edits, by file (a layer declared in an imported file is
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 CHANGE_LAYER = re.compile(r"change `(\w+)` to `([^`]+)`")
 DID_YOU_MEAN = re.compile(r"""did you mean [`"]([^`"]+)[`"]\?""")
-UNKNOWN_MODEL = re.compile(r"unknown model `(\w+)`")
+UNKNOWN_MODEL = re.compile(r"unknown (?:model|layer type) `(\w+)`")
 WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -106,7 +106,10 @@ def _respell(analysis: Analysis, diagnostic: Diagnostic, guess: str) -> Fix | No
 
 
 def _import_model(analysis: Analysis, diagnostic: Diagnostic, name: str) -> Fix | None:
-    """`import X.nml` for an `.nml` beside the file that declares the model."""
+    """`import X.nml` for an `.nml` beside the file that declares the model (a .tl only:
+    an .nml file imports nothing)."""
+    if analysis.path.endswith(".nml"):
+        return None
     folder = os.path.dirname(os.path.abspath(analysis.path))
     declares = re.compile(rf"^@model\s+{re.escape(name)}\s*:", re.MULTILINE)
     for entry in sorted(os.listdir(folder)):
