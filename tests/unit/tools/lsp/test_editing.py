@@ -387,3 +387,17 @@ async def test_hover_and_definition_of_every_named_thing(client: LanguageClient)
     )
     assert isinstance(definition, types.Location)
     assert definition.uri == (EXAMPLES / "gpt.nml").resolve().as_uri()
+
+
+@pytest.mark.asyncio
+async def test_rename_refuses_a_keyword_and_a_builtin(client: LanguageClient) -> None:
+    uri = await _open(client, EXAMPLES / "gpt.nml")
+    lines = (EXAMPLES / "gpt.nml").read_text().splitlines()
+    row = next(i for i, t in enumerate(lines, 1) if t.strip() == "for block in h:")
+    at = _at(uri, row, lines[row - 1].index("block") + 1)
+    with pytest.raises(Exception, match="`return` is not a valid name"):
+        await client.text_document_rename_async(types.RenameParams(**at, new_name="return"))
+    layer_norm = next(i for i, t in enumerate(lines, 1) if "LayerNorm(n_embd)" in t)
+    builtin = _at(uri, layer_norm, lines[layer_norm - 1].index("LayerNorm") + 1)
+    with pytest.raises(Exception, match="only a model, layer, config entry"):
+        await client.text_document_rename_async(types.RenameParams(**builtin, new_name="Norm"))
