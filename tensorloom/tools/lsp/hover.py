@@ -38,6 +38,9 @@ def hover(analysis: Analysis, line: int, col: int) -> tuple[str, Span] | None:
         model = navigate.enclosing_model(analysis.root, line, col)
         return _loop_text(analysis, model, loop), word[1]
     value = _value_at(analysis, line, col)
+    if word is not None and analysis.line(line)[word[1].col - 2 : word[1].col - 1] in ("'", '"'):
+        text = _dataset(word[0])  # `load_dataset("digits")`'s name
+        return (text, word[1]) if text is not None else None
     if word is not None:
         name, span, owner = word
         text = _named(analysis, name, owner, line, col)
@@ -253,6 +256,17 @@ def _catalogue(name: str) -> str | None:
     if setting is not None:
         return f"{_code(f'{name} = ...')}\n\ntrain setting: {setting.doc}"
     return _train_value(name)
+
+
+def _dataset(name: str) -> str | None:
+    """A dataset `load_dataset` knows by name: the options it accepts."""
+    from tensorloom.catalogue.datasets import DATASET_NAMES, accepted_options
+
+    if name not in DATASET_NAMES:
+        return None
+    options = accepted_options(name).values()
+    listed = "\n".join(f"- `{o.name}: {o.kind}` ({o.doc})" for o in options)
+    return _code(f'load_dataset("{name}", ...)') + "\n\ndataset; options:\n\n" + listed
 
 
 def _train_value(name: str) -> str | None:

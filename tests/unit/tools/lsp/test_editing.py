@@ -373,6 +373,8 @@ async def test_hover_and_definition_of_every_named_thing(client: LanguageClient)
     assert instance is not None and "478,272 parameters" in instance and "`dropout=0.0`" in instance
     data = await _hover_text(client, script, *where("train model", "data"))
     assert data is not None and "samples [B, 64], targets [B, 64] class labels" in data
+    dataset = await _hover_text(client, script, *where("let data", "text"))
+    assert dataset is not None and "- `block_size: int` (tokens per window: the model's T)" in dataset
     imported = await _hover_text(client, script, *where("import", "gpt"))
     assert imported is not None and "models: `MLP`, `Block`, `GPT`" in imported
     optimizer = await _hover_text(client, script, *where("optimizer", "AdamW"))
