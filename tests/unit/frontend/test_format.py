@@ -177,10 +177,10 @@ def test_formatting_is_idempotent(path: Path) -> None:
     assert format_text(once, str(path)) == once
 
 
-def test_examples_and_lit_programs_are_formatted() -> None:
-    """`tlc fmt --check examples tests/lit` is clean (the programs broken on purpose are named
+def test_examples_and_test_programs_are_formatted() -> None:
+    """`tlc fmt --check examples tests` is clean (the programs broken on purpose are named
     as not checked, and do not fail it)."""
-    folders = [str(ROOT / "examples"), str(ROOT / "tests" / "lit")]
+    folders = [str(ROOT / "examples"), str(ROOT / "tests")]
     result = subprocess.run(
         [sys.executable, "-m", "tensorloom.tools.tlc", "fmt", "--check", *folders],
         capture_output=True,
