@@ -374,7 +374,9 @@ async def test_hover_and_definition_of_every_named_thing(client: LanguageClient)
     data = await _hover_text(client, script, *where("train model", "data"))
     assert data is not None and "samples [B, 64], targets [B, 64] class labels" in data
     dataset = await _hover_text(client, script, *where("let data", "text"))
-    assert dataset is not None and "- `block_size: int` (tokens per window: the model's T)" in dataset
+    assert (
+        dataset is not None and "- `block_size: int` (tokens per window: the model's T)" in dataset
+    )
     imported = await _hover_text(client, script, *where("import", "gpt"))
     assert imported is not None and "models: `MLP`, `Block`, `GPT`" in imported
     optimizer = await _hover_text(client, script, *where("optimizer", "AdamW"))

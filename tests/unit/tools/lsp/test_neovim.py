@@ -44,6 +44,8 @@ vim.cmd("filetype plugin on")
 vim.cmd("syntax on")
 vim.cmd("edit " .. vim.fn.fnameescape(vim.env.TL_FILE))
 local report = { filetype = vim.bo.filetype, syntax = vim.b.current_syntax or "" }
+local config = dofile(vim.env.TL_RUNTIME .. "/lsp/tensorloom.lua")  -- Neovim 0.11's vim.lsp.config
+report.config = { cmd = config.cmd, filetypes = config.filetypes }
 local id = vim.lsp.start_client({
   name = "tlc",
   cmd = { vim.env.TL_PYTHON, "-m", "tensorloom.tools.tlc", "lsp" },
@@ -90,6 +92,7 @@ def test_neovim_gets_diagnostics_hover_and_inlay_hints(tmp_path: Path) -> None:
         "TL_FILE": str(program),
         "TL_OUT": str(out),
         "TL_PYTHON": sys.executable,
+        "TL_RUNTIME": str(runtime),
         "PATH": "/usr/bin:/bin",
         "HOME": str(tmp_path),
         "PYTHONPATH": str(ROOT),
@@ -99,6 +102,7 @@ def test_neovim_gets_diagnostics_hover_and_inlay_hints(tmp_path: Path) -> None:
     subprocess.run(command, env=environment, timeout=180, check=False, capture_output=True)
     report = json.loads(out.read_text())
     assert (report["filetype"], report["syntax"]) == ("tensorloom", "tensorloom")
+    assert report["config"] == {"cmd": ["tlc", "lsp"], "filetypes": ["tensorloom", "nml"]}
     assert report["diagnostics"] == [{"code": "TL0201", "line": 6, "col": 15}]
     assert "h: Tensor[B, 16]" in report["hover"]
     assert {"line": 5, "label": ": [B, 16]"} in report["hints"]
