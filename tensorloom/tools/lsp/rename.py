@@ -1,4 +1,5 @@
-"""Rename: a layer, config entry, model, dim, import alias or local, in every file that names it.
+"""Rename and references: a layer, config entry, model, dim, import alias or local, in every
+file that names it.
 
     rename(analysis, 25, 9, "fc_in", files)  # {path: [(Span of each `c_fc`, "fc_in"), ...]}
 
@@ -131,20 +132,25 @@ def rename(analysis: Analysis, line: int, col: int, new_name: str, files: list[s
     if found is None:
         raise RenameError("only a model, layer, config entry, dim, alias or local can be renamed")
     _check_alias(analysis, found.name, new_name)
-    edits: Edits = {}
+    spans = references(found, files, read)
+    return {path: [(s, new_name) for s in found_spans] for path, found_spans in spans.items()}
+
+
+def references(found: Target, files: list[str], read: ReadText) -> dict[str, list[Span]]:
+    """Every place that names `found` (its declaration included), by file."""
+    spans: dict[str, list[Span]] = {}
     own = read(found.path)
     if own is not None:
-        spans = occurrences(found, own, found.scope)
+        here = occurrences(found, own, found.scope)
         if found.kind == "config":  # the model's calls elsewhere in its own file
-            spans += [s for s in _in_importer(found, found.path, own) if s not in spans]
-        edits[found.path] = [(s, new_name) for s in spans]
+            here += [s for s in _in_importer(found, found.path, own) if s not in here]
+        spans[found.path] = here
     if found.kind in ("model", "config"):
         for path in _importers(found.path, files, read):
             text = read(path)
             if text is not None:
-                spans = _in_importer(found, path, text)
-                edits.setdefault(path, []).extend((s, new_name) for s in spans)
-    return {path: found_edits for path, found_edits in edits.items() if found_edits}
+                spans.setdefault(path, []).extend(_in_importer(found, path, text))
+    return {path: found_spans for path, found_spans in spans.items() if found_spans}
 
 
 def _check_alias(analysis: Analysis, alias: str, new_name: str) -> None:

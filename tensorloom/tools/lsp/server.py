@@ -4,7 +4,7 @@
 
 Features: diagnostics, hover, definition, completion, document symbols, inlay hints
 (shapes and instance configs), semantic tokens, formatting (`tlc fmt`'s layout),
-rename (with prepareRename) and quick fixes. Initialization options (all optional):
+rename (with prepareRename), references and quick fixes. Initialization options (all optional):
 
     {"inlayHints": {"shapes": true, "configs": true}}
 
@@ -365,6 +365,25 @@ def on_rename(ls: TensorLoomServer, params: types.RenameParams) -> types.Workspa
     except rename.RenameError as error:
         raise JsonRpcInvalidRequest(str(error)) from None
     return to_workspace_edit(found)
+
+
+@server.feature(types.TEXT_DOCUMENT_REFERENCES)
+def on_references(ls: TensorLoomServer, params: types.ReferenceParams) -> list[types.Location]:
+    """Where the name is used, by rename's rules (its declaration only when asked for)."""
+    position = params.position
+    analysis = ls.analysis(params.text_document.uri)
+    found = rename.target(analysis, position.line + 1, position.character + 1)
+    if found is None:
+        return []
+    spans = rename.references(found, ls.workspace_files(), ls.read)
+    declaration = navigate.definition(analysis, position.line + 1, position.character + 1)
+    keep = params.context.include_declaration
+    return [
+        _location(span, analysis.path, params.text_document.uri)
+        for found_spans in spans.values()
+        for span in found_spans
+        if keep or span != declaration
+    ]
 
 
 def to_workspace_edit(edits: dict[str, list[tuple[Span, str]]]) -> types.WorkspaceEdit:

@@ -405,3 +405,23 @@ async def test_rename_refuses_a_keyword_and_a_builtin(client: LanguageClient) ->
     builtin = _at(uri, layer_norm, lines[layer_norm - 1].index("LayerNorm") + 1)
     with pytest.raises(Exception, match="only a model, layer, config entry"):
         await client.text_document_rename_async(types.RenameParams(**builtin, new_name="Norm"))
+
+
+@pytest.mark.asyncio
+async def test_references_of_a_config_entry_across_files(
+    client: LanguageClient, tmp_path: Path
+) -> None:
+    (tmp_path / "block.nml").write_text(BLOCK)
+    (tmp_path / "train.tl").write_text(SCRIPT)
+    uri = await _open(client, tmp_path / "train.tl")
+    block_uri = (tmp_path / "block.nml").resolve().as_uri()
+    for declaration, expected in ((True, 4), (False, 3)):
+        found = await client.text_document_references_async(
+            types.ReferenceParams(
+                **_at(uri, 2, 18), context=types.ReferenceContext(include_declaration=declaration)
+            )
+        )
+        assert found is not None and len(found) == expected
+        places = {(f.uri, f.range.start.line + 1, f.range.start.character + 1) for f in found}
+        assert (uri, 2, 17) in places and (block_uri, 5, 21) in places
+        assert ((block_uri, 3, 9) in places) == declaration
