@@ -17,7 +17,8 @@ code (gofmt aligns both so); at most one blank line in a row, none at the start 
 end; one newline at the end.
 
 What it keeps: every token and comment, where the user broke lines, and a comment's
-block (its indent is the nearest enclosing block's). It never wraps a line.
+block (its indent is the nearest enclosing block's; the lines of a `/* */` comment move
+with its first). It never wraps a line.
 
 It knows no production of the grammar: a form added to the language later is laid out by
 the same token rules, and a pair of tokens no rule covers keeps whether it had a space.
@@ -93,7 +94,7 @@ class SourceLine:
     starts_statement: bool = False  # its first token begins a logical line
     depth: int = 0  # the block depth of that statement
     open_brackets: list[Token] = field(default_factory=list)  # open at the line's start
-    verbatim: bool = False  # inside a comment that spans lines: copied as it is
+    verbatim: bool = False  # past the first line of a comment that spans lines: copied, shifted
 
     @property
     def blank(self) -> bool:
@@ -130,7 +131,13 @@ def _token_kinds(tokens: list[Token]) -> list[tuple[TokenKind, str]]:
 
 
 def _comment_texts(comments: list[Comment]) -> list[str]:
-    return ["\n".join(line.rstrip() for line in c.text.split("\n")) for c in comments]
+    """Each comment's text, as far as layout may not change it: its lines after the first are
+    moved with the first, so their leading blanks are layout too."""
+    texts: list[str] = []
+    for comment in comments:
+        first, *rest = comment.text.split("\n")
+        texts.append("\n".join([first.rstrip(), *(line.strip() for line in rest)]))
+    return texts
 
 
 def scan_comments(text: str) -> list[Comment]:
@@ -178,6 +185,8 @@ class Layout:
         self.lines = [SourceLine(n + 1, t) for n, t in enumerate(text.split("\n"))]
         self.tokens = tokens
         self.index = {id(token): number for number, token in enumerate(tokens)}
+        self.continued: dict[int, Comment] = {}  # line -> the comment it is the rest of
+        self.moved: dict[int, int] = {}  # id(comment) -> columns its first line moved by
         self._place(comments)
         self._classify()
         self.padding = self._aligned_keys()
@@ -189,8 +198,9 @@ class Layout:
     def _place(self, comments: list[Comment]) -> None:
         for comment in comments:
             self.lines[comment.line - 1].comments.append(comment)
-            for number in range(comment.line, comment.end_line + 1):
-                self.lines[number - 1].verbatim |= comment.end_line > comment.line
+            for number in range(comment.line + 1, comment.end_line + 1):
+                self.lines[number - 1].verbatim = True
+                self.continued[number] = comment
 
     def _classify(self) -> None:
         """Each line's tokens, whether it starts a statement, its depth and open brackets."""
@@ -267,7 +277,8 @@ class Layout:
         out: list[tuple[str, str]] = []  # (code, trailing `//` comment)
         for line in self.lines:
             if line.verbatim:
-                out.append((line.text.rstrip(), ""))
+                moved = self.moved.get(id(self.continued[line.number]), 0)
+                out.append((_shifted(line.text, moved).rstrip(), ""))
                 self._note_indent(line)
             elif line.blank:
                 if out and out[-1] != ("", ""):
@@ -296,7 +307,9 @@ class Layout:
                 trailing = item.text.rstrip()
                 continue
             if isinstance(item, Comment):
-                text = (" " if index > 0 else "") + item.text
+                gap = " " if index > 0 else ""
+                self.moved[id(item)] = column + len(gap) - (item.col - 1)
+                text = gap + item.text.split("\n")[0]  # the rest: the lines after, moved alike
             else:
                 text = self._gap(line, previous, item, index)
                 if item.kind in OPENING:
@@ -446,6 +459,14 @@ def _align_comments(lines: list[tuple[str, str]]) -> list[str]:
         out += [f"{code:<{column}}{comment}" for code, comment in lines[index:end]]
         index = end
     return out
+
+
+def _shifted(text: str, columns: int) -> str:
+    """`text` moved right by `columns`, or left by as many of its leading blanks as it has."""
+    if columns >= 0:
+        return " " * columns + text if text.strip() else text
+    blanks = len(text) - len(text.lstrip(" "))
+    return text[min(blanks, -columns) :]
 
 
 def _width(text: str) -> int:

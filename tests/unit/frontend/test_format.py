@@ -262,3 +262,14 @@ def test_generated_and_mutated_programs_format_safely() -> None:
         assert format_text(once, "fuzz.tl") == once, text
         formatted += 1
     assert formatted > 400
+
+
+def test_a_block_comment_moves_with_its_first_line() -> None:
+    source = (
+        "model M:\n  /* a\n     b */\n  layer fc = Linear(4,4) /* c\n   d */\n"
+        "  layer g = Linear(4,4)\n"
+    )
+    assert format_text(source, "m.tl") == (
+        "model M:\n    /* a\n       b */\n    layer fc = Linear(4, 4) /* c\n      d */\n"
+        "    layer g = Linear(4, 4)\n"
+    )
