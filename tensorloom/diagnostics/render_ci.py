@@ -26,7 +26,8 @@ INFORMATION_URI = "https://github.com/tensorloom/tensorloom/blob/main/docs/diagn
 
 
 def full_message(diagnostic: Diagnostic) -> str:
-    """The message, the primary label, the notes and the help, one per line."""
+    """The message, the primary label, the notes and the help, one per line (as an annotation,
+    a SARIF result and an LSP diagnostic carry them)."""
     lines = [diagnostic.message]
     if diagnostic.primary.message:
         lines.append(diagnostic.primary.message)

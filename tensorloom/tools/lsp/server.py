@@ -29,6 +29,7 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from tensorloom import __version__
 from tensorloom.diagnostics import Diagnostic, Severity
+from tensorloom.diagnostics.render_ci import full_message
 from tensorloom.source import Span
 from tensorloom.tools.lsp import complete, fixes, hints, hover, navigate, rename, semantic
 from tensorloom.tools.lsp.document import Analysis, analyze
@@ -150,12 +151,6 @@ def lsp_range(span: Span) -> types.Range:
 
 def to_lsp(diagnostic: Diagnostic, path: str, uri: str) -> types.Diagnostic:
     """One TensorLoom diagnostic as LSP's: the message carries the label, notes and help."""
-    lines = [diagnostic.message]
-    if diagnostic.primary.message:
-        lines.append(diagnostic.primary.message)
-    lines += [f"note: {note}" for note in diagnostic.notes]
-    if diagnostic.help:
-        lines.append(f"help: {diagnostic.help}")
     related = [
         types.DiagnosticRelatedInformation(
             location=types.Location(
@@ -167,7 +162,7 @@ def to_lsp(diagnostic: Diagnostic, path: str, uri: str) -> types.Diagnostic:
     ]
     return types.Diagnostic(
         range=lsp_range(diagnostic.primary.span),
-        message="\n".join(lines),
+        message=full_message(diagnostic),
         severity=SEVERITIES[diagnostic.severity],
         code=diagnostic.code,
         source="tlc",
