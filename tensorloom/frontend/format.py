@@ -34,7 +34,7 @@ from pathlib import Path
 
 from tensorloom.diagnostics import Diagnostic, DiagnosticSink
 from tensorloom.frontend.lexer import TAB_WIDTH, tokenize
-from tensorloom.frontend.tokens import CLOSING, LAYOUT, OPENING, Token, TokenKind
+from tensorloom.frontend.tokens import CLOSING, KEYWORDS, LAYOUT, OPENING, Token, TokenKind
 
 INDENT = "    "
 K = TokenKind
@@ -44,10 +44,8 @@ OPERAND_ENDS = frozenset(
 )  # fmt: skip
 CALLABLE_ENDS = frozenset({K.NAME, K.RPAREN, K.RBRACKET})  # `f(x)`, `g(x)(y)`, `x[0][1]`
 PREFIX = frozenset({K.MINUS, K.PLUS, K.STAR, K.DOUBLE_STAR})  # unary after a non-operand
-KEYWORD_KINDS = frozenset(
-    {K.LET, K.FN, K.DEF, K.RETURN, K.IF, K.ELIF, K.ELSE, K.FOR, K.IN, K.AND, K.OR, K.NOT,
-     K.IMPORT, K.AS}
-)  # fmt: skip
+# Every keyword the lexer knows (one added later included), but the literals among them.
+KEYWORD_KINDS = frozenset(KEYWORDS.values()) - {K.TRUE, K.FALSE, K.NONE}
 SPACED = KEYWORD_KINDS | frozenset(
     {K.PLUS, K.MINUS, K.STAR, K.SLASH, K.PERCENT, K.DOUBLE_STAR, K.EQ_EQ, K.NOT_EQ, K.LT,
      K.LT_EQ, K.GT, K.GT_EQ, K.ARROW, K.PIPE, K.AT}
