@@ -343,7 +343,7 @@ class Layout:
         if K.DOT in (a.kind, b.kind) or self._is_prefix(line, a):
             return 0
         if b.kind in (K.LPAREN, K.LBRACKET) and a.kind in CALLABLE_ENDS:
-            return 0
+            return 1 if self._is_train_word(line, a) else 0
         if K.EQ in (a.kind, b.kind):
             equals = b if b.kind is K.EQ else a
             return 0 if inner is K.LPAREN and not self._annotated(equals) else 1
@@ -354,6 +354,14 @@ class Layout:
         if a.kind in SPACED or b.kind in SPACED or (a.kind in WORDS and b.kind in WORDS):
             return 1
         return None
+
+    def _is_train_word(self, line: SourceLine, token: Token) -> bool:
+        """`train` and `on` of a train block's header, words the parser reads as keywords
+        there: `train (G, D) on data:` is no call of `train`."""
+        first = line.tokens[0]
+        if not (line.starts_statement and first.is_word("train")):
+            return False
+        return token is first or (token.is_word("on") and self._inner_bracket(line, token) is None)
 
     def _is_prefix(self, line: SourceLine, token: Token) -> bool:
         """A unary `-x`, `*args`, or the `@` of a decorator (`@forward(x)`)."""
