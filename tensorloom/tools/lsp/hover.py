@@ -89,6 +89,9 @@ def _named(analysis: Analysis, name: str, owner: str, line: int, col: int) -> st
     declared = navigate.top_level_node(analysis, name)
     if isinstance(declared, ast.LetStmt):
         return _top_level_let(analysis, declared)
+    if isinstance(declared, ast.FnDecl):  # a loss, an objective, a helper
+        header = source_text(analysis, declared.span).rstrip().removesuffix(":")
+        return _code(header) + f"\n\ndeclared at {declared.name_span}"
     return _catalogue(name)
 
 

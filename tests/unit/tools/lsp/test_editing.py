@@ -425,3 +425,14 @@ async def test_references_of_a_config_entry_across_files(
         places = {(f.uri, f.range.start.line + 1, f.range.start.character + 1) for f in found}
         assert (uri, 2, 17) in places and (block_uri, 5, 21) in places
         assert ((block_uri, 3, 9) in places) == declaration
+
+
+@pytest.mark.asyncio
+async def test_hover_on_a_loss_function_and_its_shape_hints(client: LanguageClient) -> None:
+    uri = await _open(client, EXAMPLES / "train_vae.tl")
+    lines = (EXAMPLES / "train_vae.tl").read_text().splitlines()
+    row = next(i for i, t in enumerate(lines, 1) if t.strip() == "loss = elbo")
+    text = await _hover_text(client, uri, row, lines[row - 1].index("elbo") + 1)
+    assert text is not None and text.startswith("```tl\nfn elbo(out, x, y) -> Tensor\n```")
+    kl = next(i for i, t in enumerate(lines, 1) if t.strip().startswith("let kl ="))
+    assert (kl, lines[kl - 1].index("kl") + 3, ": []") in await _hints(client, uri)
