@@ -56,7 +56,8 @@ STAGES: tuple[Stage, ...] = (
     Stage(
         "train",
         (
-            "check-train", "train-config", "insert-amp", "insert-ddp", "insert-compile",
+            "check-train", "check-weights", "train-config", "insert-amp", "insert-ddp",
+            "insert-compile",
             "activation-checkpointing", "infer-synthetic-data",
         ),
         "IR with the train loop's AMP/DDP/compile ops",
@@ -76,7 +77,7 @@ STAGE_NAMES: tuple[str, ...] = tuple(s.name for s in STAGES)
 IR_STAGES: tuple[str, ...] = ("nml", "train", "kernel", "torch")
 CHECK_PASSES: tuple[str, ...] = (
     "desugar-pipes", "resolve-nml", "instantiate", "shape-inference", "check-scopes",
-    "check-train", "check-kernels", "synthesize-launchers",
+    "check-train", "check-weights", "check-kernels", "synthesize-launchers",
 )  # fmt: skip
 """The passes `tlc check` runs: every pass that reports diagnostics, so that
 `tlc check` finds whatever `tlc compile` would (the kernel checks TL0501-TL0507

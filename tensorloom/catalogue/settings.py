@@ -25,7 +25,7 @@ from tensorloom.catalogue.args import Arg
 
 SettingKind = Literal[
     "value", "optimizer", "loss", "lr_schedule", "grad_clip", "patience", "metric", "metrics",
-    "compile", "ema", "distributed",
+    "compile", "ema", "distributed", "freeze", "lora",
 ]  # fmt: skip
 
 
@@ -55,6 +55,8 @@ _KIND_TEXT: dict[str, str] = {
     "compile": '`true`, `false`, "default", "reduce-overhead" or "max-autotune"',
     "ema": "float in (0, 1): 1 would never move",
     "distributed": '`true`, `false`, "ddp" or "fsdp"',
+    "freeze": "a list of layers: `[wte, wpe, h[0:6]]`",
+    "lora": "`LoRA(rank=8, alpha=16, dropout=0.0, targets=[c_attn, c_fc])`",
 }
 
 
@@ -110,6 +112,14 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
     SettingSpec("val_every", "validate every N epochs", _int("val_every", 1)),
     SettingSpec("log_every", "log every N optimizer steps", _int("log_every", 1)),
     SettingSpec("metrics", "validation metrics: `accuracy`, `top_k(k)`, a `fn`", kind="metrics"),
+    SettingSpec(
+        "freeze",
+        "layers whose weights do not train (no gradients, no optimizer state)",
+        kind="freeze",
+    ),
+    SettingSpec(
+        "lora", "LoRA adapters on the named Linear layers; their weights freeze", kind="lora"
+    ),
 )
 
 SETTING_RECORDS: dict[str, SettingSpec] = {spec.name: spec for spec in SETTING_SPECS}

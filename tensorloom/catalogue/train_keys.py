@@ -74,6 +74,9 @@ CONFIG_FIELDS: tuple[ConfigField, ...] = (
     ConfigField("val_every", "int", 1, "epochs between validations (and the last)"),
     ConfigField("log_every", "int", None, "optimizer steps between loss lines", optional=True),
     ConfigField("metrics", "list", [], "validation metrics: kind, name and k of each"),
+    ConfigField("freeze", "list", [], "state-dict prefixes whose parameters do not train"),
+    ConfigField("lora", "dict", None, "LoRA adapters: rank, alpha, dropout, targets",
+                optional=True),
     ConfigField("checkpoint_every", "int", None, "`checkpoint every N ...`", optional=True,
                 key="checkpoint"),
     ConfigField("checkpoint_unit", "str", "epochs", "epochs or steps", key="checkpoint"),
@@ -87,3 +90,7 @@ OLDER_NAMES: dict[str, str] = {"accumulate_steps": "grad_accum"}
 
 EARLY_STOPPING_DEFAULTS: dict[str, object] = {"metric": "val_loss", "min_delta": 0.0}
 """`early_stopping = patience(N)`'s other arguments, when not given."""
+
+LORA_DEFAULTS: dict[str, object] = {"alpha": None, "dropout": 0.0}
+"""`lora = LoRA(rank=r, targets=[...])`'s other arguments, when not given (alpha: the rank,
+a scale of 1, as peft's `lora_alpha` defaults to 8 for its default rank 8)."""

@@ -1371,6 +1371,199 @@ error[TL0710]: `noxy.npz` must hold arrays named `x` and `y`; it holds `a`
 """,
         ),
     )),
+    Section('TL08xx: published weights and fine-tuning (`check-weights`)', """\
+`weights NAME from SOURCE:` blocks (docs/train-block.md, "Starting from published weights")
+are checked against the source's header (catalogue/weight_files.py) and the instance's
+state dict; the emitted script checks again when it loads them.
+""", (
+        Code(
+            'TL0801',
+            'warning: a weights source is not there at check time',
+            """\
+A relative path is looked up in the working directory, then beside the program. An absent
+source is a warning, not an error: the weights may live on the training machine, where the
+script reads them (`--weights PATH` points it elsewhere).
+""",
+            """\
+warning[TL0801]: `elsewhere/gpt2` is not there at check time: the names are not checked
+  --> absent.tl:12:18
+   |
+12 | weights net from "elsewhere/gpt2":
+   |                  ^^^^^^^^^^^^^^^^ no such file or folder
+   |
+   = help: if the weights live on the training machine, pass `--weights PATH` there
+""",
+        ),
+        Code(
+            'TL0802',
+            'a weights file that cannot be read',
+            """\
+The source is a safetensors file, a Hugging Face folder (model.safetensors, a sharded
+model.safetensors.index.json with its shards, or pytorch_model.bin) or a torch state dict
+(.pt, .pth, .bin). Only the header is read: a truncated file, one that is no safetensors or
+torch file, or an index naming a shard the folder lacks is this error.
+""",
+            """\
+error[TL0802]: cannot read the weights: w.safetensors: not a safetensors file (its header is not JSON)
+  --> garbage.tl:12:18
+   |
+12 | weights net from "w.safetensors":
+   |                  ^^^^^^^^^^^^^^^
+""",
+        ),
+        Code(
+            'TL0803',
+            'a `weights` block names no model instance',
+            """\
+`weights NAME from ...` fills the instance `NAME`, declared with `let NAME = Model(...)`.
+""",
+            """\
+error[TL0803]: `model` is not a model instance
+  --> unknown_instance.tl:12:9
+   |
+12 | weights model from "w.safetensors":
+   |         ^^^^^ weights are for an instance declared with `let`
+   |
+   = help: declare it first: `let model = GPT(...)`
+""",
+        ),
+        Code(
+            'TL0804',
+            'a model tensor no file tensor fills',
+            """\
+Every parameter and buffer of the instance's state dict (at its config's sizes) must be
+filled by one of the file's tensors through a rule; a weight the model ties to another
+(a head using `wte.weight`) is one tensor.
+""",
+            """\
+error[TL0804]: nothing in `w.safetensors` fills `fc2.bias`
+  --> missing_tensor.tl:12:1
+   |
+12 | weights net from "w.safetensors":
+   | ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^ 1 of the model's tensors are not filled
+   |
+   = help: add a rule whose target names them
+""",
+        ),
+        Code(
+            'TL0805',
+            'a file tensor no rule maps',
+            """\
+Each of the file's tensors is mapped by the first rule whose pattern matches it, or
+ignored by an `ignore` rule. One no rule matches is an error: a forgotten rule loses
+weights silently otherwise.
+""",
+            """\
+error[TL0805]: no rule maps `extra.attn.mask` of `w.safetensors`
+  --> unmapped.tl:12:1
+   |
+12 | weights net from "w.safetensors":
+   | ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^ 1 of the file's tensors are not mapped
+   |
+   = help: map them, or ignore them: `ignore "extra.attn.mask"`
+""",
+        ),
+        Code(
+            'TL0806',
+            "a file tensor's shape differs from the model's",
+            """\
+Reported once per rule, at the rule, with both names and both shapes. Where the file stores
+a matrix the other way round (Hugging Face GPT-2's `Conv1D` keeps [in, out] where
+`nn.Linear` keeps [out, in]), end the rule with `transposed`.
+""",
+            """\
+error[TL0806]: `fc1.weight` is [8, 4], the model's `fc1.weight` is [4, 8]
+  --> shape_transposed.tl:14:5
+   |
+14 |     "{l}.weight" -> "{l}.weight"
+   |     ^^^^^^^^^^^^^^^^^^^^^^^^^^^^ shapes differ
+   |
+   = help: the file stores it the other way round: end the rule with `transposed`
+""",
+        ),
+        Code(
+            'TL0807',
+            "a rule's target is not one tensor of the model",
+            """\
+A rule maps a file tensor to a name the model's state dict lacks, or two file tensors to
+the same model tensor.
+""",
+            """\
+error[TL0807]: `fc2.weight` maps to `out.weight`, which the model does not have
+  --> no_target.tl:14:5
+   |
+14 |     "fc2.{p}" -> "out.{p}"
+   |     ^^^^^^^^^^^^^^^^^^^^^^ no `out.weight` in the model
+   |
+   = help: the model has `fc1.weight`
+""",
+        ),
+        Code(
+            'TL0808',
+            "warning: the load casts a file tensor's dtype",
+            """\
+The emitted model keeps float32 parameters (mixed precision casts in the forward); a
+float16 or bfloat16 file is cast when it is loaded. Reported once per rule.
+""",
+            """\
+warning[TL0808]: `fc1.weight` is F16: the load casts it to the model's float32
+  --> dtype.tl:13:5
+   |
+13 |     "fc1.{p}" -> "fc1.{p}"
+   |     ^^^^^^^^^^^^^^^^^^^^^^ F16 in the file
+""",
+        ),
+        Code(
+            'TL0809',
+            "a `weights` rule that cannot be applied",
+            """\
+A rule's `{x}` must be a name, at most once in its pattern, and its target may repeat only
+the parts its pattern names. The block is not compared with the file until its rules apply.
+""",
+            """\
+error[TL0809]: this rule cannot be applied: the target's `{q}` is not in the pattern `{l}.{p}`
+  --> bad_rule.tl:13:5
+   |
+13 |     "{l}.{p}" -> "{l}.{q}"
+   |     ^^^^^^^^^^^^^^^^^^^^^^
+""",
+        ),
+        Code(
+            'TL0810',
+            "`freeze` names no layer of the model",
+            """\
+`freeze = [wte, wpe, h[0:6]]` lists layers (or parameters) of the trained instance:
+names, paths into nested models (`h[1].attn`), and slices of a layer list within its length.
+""",
+            """\
+error[TL0810]: `h[0:4]` reaches past `h`'s 3 layers
+  --> freeze_unknown.tl:23:14
+   |
+23 |     freeze = [inp, h[0:4], outt, h[1].fc]
+   |              ^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+   |
+   = help: write `h[0:3]`
+""",
+        ),
+        Code(
+            'TL0811',
+            "a LoRA target names no Linear layer",
+            """\
+`lora = LoRA(rank=8, targets=[c_attn, c_fc])` adds adapters to every Linear whose name is a
+target or ends in `.target`: the model's own Linear layers and the projections inside its
+attention layers (`c_attn`, `c_proj`, `out_proj`).
+""",
+            """\
+error[TL0811]: no Linear layer of the model is named `ou`
+  --> freeze_unknown.tl:24:12
+   |
+24 |     lora = LoRA(rank=2, targets=[fc, ou])
+   |            ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+   |
+   = help: did you mean `out`?
+""",
+        ),
+    )),
     Section('TL01xx: constructs IR generation cannot represent', """\
 Reported by `tensorloom/frontend/irgen.py` after parsing succeeded.
 """, (

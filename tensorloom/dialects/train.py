@@ -420,6 +420,65 @@ class ActivationCheckpointOp(LazyFormatOp):
             raise VerifyException("activation_checkpoint needs at least one layer")
 
 
+@lazy_op_definition
+class WeightsOp(LazyFormatOp):
+    """`train.weights @net from "gpt2" {...}`: a `weights` block, the published weights an
+    instance starts from and the rules that name the file's tensors in the model's names.
+
+    Rule i maps `sources[i]` (the file's name pattern) to `targets[i]` (the model's), `""`
+    for a tensor to ignore; `transposed[i]` is 1 where the file stores it the other way round
+    (Hugging Face GPT-2's `Conv1D`). `rule_locs[i]` is where rule i is written.
+    """
+
+    name = "train.weights"
+
+    instance = prop_def(StringAttr)
+    source = prop_def(StringAttr)
+    sources = prop_def(ArrayAttr[StringAttr])
+    targets = prop_def(ArrayAttr[StringAttr])
+    transposed = prop_def(ArrayAttr[IntegerAttr])
+    rule_locs = opt_prop_def(ArrayAttr)
+    instance_loc = opt_prop_def(Attribute)
+    source_loc = opt_prop_def(Attribute)
+
+    irdl_options = (ParsePropInAttrDict(),)
+    ASSEMBLY_FORMAT: ClassVar[str] = "$instance `from` $source attr-dict"
+
+    def __init__(
+        self,
+        instance: str,
+        source: str,
+        rules: Sequence[tuple[str, str | None, bool]],
+        rule_locs: Sequence[Attribute] | None = None,
+    ):
+        super().__init__(
+            properties={
+                "instance": StringAttr(instance),
+                "source": StringAttr(source),
+                "sources": string_array([r[0] for r in rules]),
+                "targets": string_array([r[1] or "" for r in rules]),
+                "transposed": ArrayAttr([IntegerAttr(int(r[2]), i1) for r in rules]),
+                "rule_locs": ArrayAttr(rule_locs) if rule_locs is not None else None,
+            }
+        )
+
+    def rules(self) -> list[tuple[str, str | None, bool]]:
+        """(file pattern, model pattern or None to ignore, transposed), in order."""
+        return [
+            (s.data, t.data or None, bool(f.value.data))
+            for s, t, f in zip(self.sources, self.targets, self.transposed, strict=True)
+        ]
+
+    def verify_(self) -> None:
+        n = len(self.sources.data)
+        if len(self.targets.data) != n or len(self.transposed.data) != n:
+            raise VerifyException("`sources`, `targets` and `transposed` must have one entry each")
+        if self.rule_locs is not None and len(self.rule_locs.data) != n:
+            raise VerifyException(
+                f"`rule_locs` has {len(self.rule_locs.data)} entries, expected {n}"
+            )
+
+
 Train = Dialect(
     "train",
     [
@@ -434,6 +493,7 @@ Train = Dialect(
         FsdpShardOp,
         CompileOp,
         ActivationCheckpointOp,
+        WeightsOp,
     ],
     [],
 )

@@ -357,6 +357,29 @@ class TrainDecl(Stmt):
 
 
 @dataclass(slots=True)
+class WeightRule(Node):
+    """`"transformer.h.{i}.ln_1.weight" -> "h.{i}.ln_1.weight" [transposed]`, or
+    `ignore "..."` (`target` None): one name rule of a `weights` block."""
+
+    source: str
+    source_span: Span
+    target: str | None
+    target_span: Span | None
+    transposed: bool
+
+
+@dataclass(slots=True)
+class WeightsDecl(Stmt):
+    """`weights net from "gpt2":` followed by the rules naming the file's tensors."""
+
+    instance: str
+    instance_span: Span
+    path: str
+    path_span: Span
+    rules: list[WeightRule]
+
+
+@dataclass(slots=True)
 class KernelDecl(Stmt):
     """`@kernel def name(params):` with a Triton-style body."""
 

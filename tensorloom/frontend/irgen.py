@@ -261,7 +261,10 @@ class _ModuleBuilder:
         return _Main(op, BodyBuilder(op.regions[0].block, {}, self.kernels))
 
     def _is_statement(self, item: ast.Stmt) -> bool:
-        declarations = (ast.ImportDecl, ast.ModelDecl, ast.KernelDecl, ast.TrainDecl, ast.FnDecl)
+        declarations = (
+            ast.ImportDecl, ast.ModelDecl, ast.KernelDecl, ast.TrainDecl, ast.FnDecl,
+            ast.WeightsDecl,
+        )  # fmt: skip
         return not isinstance(item, declarations) and self._let_kind(item) is None
 
     def _item(self, item: ast.Stmt, unit: SourceUnit, main: BodyBuilder | None) -> None:
@@ -274,6 +277,8 @@ class _ModuleBuilder:
             self.ops.append(self._method(item, "fn"))
         elif isinstance(item, ast.TrainDecl):
             self._train(item, main)
+        elif isinstance(item, ast.WeightsDecl):
+            self.ops.append(_weights(item))
         elif isinstance(item, ast.LetStmt) and kind is not None:
             self._declaration(item, kind, unit)
         elif isinstance(item, ast.ReturnStmt):
@@ -361,6 +366,14 @@ def _symbol(expr: ast.Expr, what: str) -> str | None:
         help="bind it first: `let name = ...`, then `train name on ...`",
     )
     return None
+
+
+def _weights(decl: ast.WeightsDecl) -> Operation:
+    rules = [(r.source, r.target, r.transposed) for r in decl.rules]
+    op = train.WeightsOp(decl.instance, decl.path, rules, [loc_of(r.span) for r in decl.rules])
+    op.properties["instance_loc"] = loc_of(decl.instance_span)
+    op.properties["source_loc"] = loc_of(decl.path_span)
+    return _at(op, decl.span)
 
 
 def _dataset(name: str, call: ast.Call) -> Operation:

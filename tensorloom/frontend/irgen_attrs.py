@@ -99,6 +99,9 @@ class AttrBuilder:
                 return self.call(expr)
             case ast.ListExpr(elts=elts) | ast.TupleExpr(elts=elts):
                 return ArrayAttr([self.build(e) for e in elts])
+            case ast.Attribute() | ast.Index() if self.mode == "setting":
+                path = layer_path(expr)
+                return StringAttr(path) if path is not None else None
             case _:
                 return None
 
@@ -116,6 +119,38 @@ class AttrBuilder:
         args = [self.build(a) for a in expr.args]
         kwargs = {k.name: self.build(k.value) for k in expr.kwargs}
         return CallAttr.get(self.aliases.get(callee, callee), args, kwargs)
+
+
+def layer_path(expr: ast.Expr) -> str | None:
+    """A train setting's layer path as text: `h.attn`, `h[3]` as `h.3`, `h[0:6]` as `h[0:6]`
+    (`freeze = [wte, h[0:6]]`); None for anything else."""
+    match expr:
+        case ast.Name(id=name):
+            return name
+        case ast.Attribute(value=value, attr=attr):
+            base = layer_path(value)
+            return None if base is None else f"{base}.{attr}"
+        case ast.Index(value=value, indices=[index]):
+            base = layer_path(value)
+            if base is None:
+                return None
+            if isinstance(index, ast.Slice) and index.step is None:
+                bounds = [_int_text(index.lower), _int_text(index.upper)]
+                return None if None in bounds else f"{base}[{bounds[0]}:{bounds[1]}]"
+            number = _int_text(index)
+            return None if not number else f"{base}.{number}"
+        case _:
+            return None
+
+
+def _int_text(expr: ast.Expr | None) -> str | None:
+    """`3` as "3", an absent bound as "", anything else None."""
+    if expr is None:
+        return ""
+    literal = literal_attr(expr)
+    if isinstance(literal, IntegerAttr) and literal.type != i1:
+        return str(literal.value.data)
+    return None
 
 
 def _not_constant(expr: ast.Expr) -> Diagnostic:

@@ -392,14 +392,16 @@ class Parser:
         )
 
     def parse_item(self) -> ast.Stmt:
-        """item = import_decl | model_decl | train_decl | kernel_decl | function_decl
-        | statement ;"""
+        """item = import_decl | model_decl | train_decl | weights_decl | kernel_decl
+        | function_decl | statement ;"""
         if self.check(TokenKind.IMPORT):
             return self.parse_import_decl()
         if self.check_word("model") and self.peek(1).kind is TokenKind.NAME:
             return self.parse_model_decl()
         if self.check_word("train") and self.peek(1).kind is TokenKind.NAME:
             return self.parse_train_decl()
+        if self.check_word("weights") and self.peek(1).kind is TokenKind.NAME:
+            return self.parse_weights_decl()
         if self.check(TokenKind.AT):
             return self.parse_kernel_decl()
         if self.check(TokenKind.FN):
@@ -625,6 +627,42 @@ class Parser:
         return ast.CheckpointClause(
             start.span.to(unit.span), int(every.value or 0), every.span, unit.text
         )
+
+    def parse_weights_decl(self) -> ast.WeightsDecl:
+        """weights_decl = "weights" NAME "from" STRING ":" NEWLINE INDENT { weight_rule }
+        DEDENT ;"""
+        start = self.expect_word("weights")
+        instance = self.expect(TokenKind.NAME, "the instance the weights are for")
+        self.expect(TokenKind.FROM)
+        path = self.expect(TokenKind.STRING, "a file or folder, as a string")
+        self.expect_header_colon()
+        rules = self.parse_suite(self.parse_weight_rule)
+        return ast.WeightsDecl(
+            self.span_from(start), instance.text, instance.span, str(path.value or ""),
+            path.span, rules,
+        )  # fmt: skip
+
+    def parse_weight_rule(self) -> ast.WeightRule:
+        """weight_rule = STRING "->" STRING [ "transposed" ] NEWLINE
+        | "ignore" STRING NEWLINE ;"""
+        if self.check_word("ignore"):
+            start = self.advance()
+            source = self.expect(TokenKind.STRING, "the file's name to ignore, as a string")
+            self.expect(TokenKind.NEWLINE)
+            return ast.WeightRule(
+                start.span.to(source.span), str(source.value or ""), source.span, None, None, False
+            )
+        source = self.expect(TokenKind.STRING, 'a rule such as `"wte.weight" -> "wte.weight"`')
+        self.expect(TokenKind.ARROW)
+        target = self.expect(TokenKind.STRING, "the model's name, as a string")
+        end, transposed = target, False
+        if self.check_word("transposed"):
+            end, transposed = self.advance(), True
+        self.expect(TokenKind.NEWLINE)
+        return ast.WeightRule(
+            source.span.to(end.span), str(source.value or ""), source.span,
+            str(target.value or ""), target.span, transposed,
+        )  # fmt: skip
 
     def parse_kernel_decl(self) -> ast.KernelDecl:
         """kernel_decl = "@" "kernel" "def" NAME params ":" block ;"""

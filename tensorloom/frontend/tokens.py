@@ -49,6 +49,7 @@ class TokenKind(Enum):
     NONE = "none"
     IMPORT = "import"
     AS = "as"
+    FROM = "from"
 
     # brackets and punctuation
     LPAREN = "("
@@ -99,6 +100,7 @@ _KEYWORD_KINDS = (
     TokenKind.NONE,
     TokenKind.IMPORT,
     TokenKind.AS,
+    TokenKind.FROM,
 )
 KEYWORDS: dict[str, TokenKind] = {kind.value: kind for kind in _KEYWORD_KINDS}
 

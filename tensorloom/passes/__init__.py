@@ -119,6 +119,12 @@ def _convert_train_to_torch() -> type[ModulePass]:
     return ConvertTrainToTorchPass
 
 
+def _check_weights() -> type[ModulePass]:
+    from tensorloom.passes.check_weights import CheckWeightsPass
+
+    return CheckWeightsPass
+
+
 def _mangle_names() -> type[ModulePass]:
     from tensorloom.passes.mangle_names import MangleNamesPass
 
@@ -134,6 +140,7 @@ def get_all_passes() -> dict[str, PassFactory]:
         "shape-inference": _shape_inference,
         "check-scopes": _check_scopes,
         "check-train": _check_train,
+        "check-weights": _check_weights,
         "train-config": _train_config,
         "insert-amp": _insert_amp,
         "insert-ddp": _insert_ddp,

@@ -327,6 +327,51 @@ def patience(key: str, value: Evaluated) -> Problem | None:
     return problem
 
 
+def freeze_list(key: str, value: Evaluated) -> Problem | None:
+    """`freeze = [wte, wpe, h[0:6]]`: layer paths (check-weights finds them in the model)."""
+    usage = "write `freeze = [wte, h[0:6]]`: layers of the model"
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+        return Problem("TL0402", f"`{key}` must be a list of the model's layers", usage)
+    return None
+
+
+_LORA_ARGS = ("rank", "alpha", "dropout", "targets")
+
+
+def lora_adapters(key: str, value: Evaluated) -> Problem | None:
+    """`lora = LoRA(rank=8, alpha=16, dropout=0.05, targets=[c_attn, c_fc])`."""
+    call = as_call(value)
+    usage = "write `lora = LoRA(rank=8, targets=[c_attn])`"
+    if call is None or call.name != "LoRA" or call.args:
+        return Problem("TL0402", f"`{key}` must be `LoRA(rank=..., targets=[...])`", usage)
+    given = dict(call.kwargs)
+    for name in given:
+        if name not in _LORA_ARGS:
+            guess = closest(name, _LORA_ARGS)
+            help_text = (
+                f"did you mean `{guess}`?"
+                if guess
+                else "it accepts " + ", ".join(f"`{a}`" for a in _LORA_ARGS)
+            )
+            return Problem("TL0405", f"`LoRA` has no argument `{name}`", help_text)
+    missing = [a for a in ("rank", "targets") if a not in given]
+    if missing:
+        return Problem("TL0405", f"`LoRA` needs `{missing[0]}`", usage)
+    targets = given["targets"]
+    if (
+        not isinstance(targets, list | tuple)
+        or not targets
+        or not all(isinstance(t, str) for t in targets)
+    ):
+        return Problem("TL0402", "`targets` must be a list of Linear layers: `[c_attn, c_fc]`")
+    problem = int_at_least(1)("rank", given["rank"])
+    if problem is None and "alpha" in given:
+        problem = number_in(0.0, None)("alpha", given["alpha"])
+    if problem is None and "dropout" in given:
+        problem = number_in(0.0, 1.0, open_low=False)("dropout", given["dropout"])
+    return problem
+
+
 @dataclass(frozen=True, slots=True)
 class Setting:
     check: Check
@@ -344,6 +389,8 @@ _KIND_CHECKS: dict[str, Check] = {
     "compile": one_of(True, False, "default", "reduce-overhead", "max-autotune"),
     "ema": number_in(0.0, 1.0),
     "distributed": one_of(True, False, "ddp", "fsdp"),
+    "freeze": freeze_list,
+    "lora": lora_adapters,
 }
 
 

@@ -201,7 +201,27 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
         fsdp_blocks=tuple(b.data for b in shard.blocks)
         if isinstance(shard, train.FsdpShardOp) else None,
         model_overrides=tuple(instance.overrides.data.items()),
+        pretrained=_pretrained(module, instance),
+        freeze=tuple(str(p) for p in value("freeze") or ()),  # type: ignore[union-attr]
+        lora=_lora(value("lora")),
     )  # fmt: skip
+
+
+def _lora(value: object) -> dict[str, Value] | None:
+    """`LORA`'s keywords, targets a tuple."""
+    if not isinstance(value, dict):
+        return None
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in value.items()}  # type: ignore[misc]
+
+
+def _pretrained(
+    module: ModuleOp, instance: nml.InstanceOp
+) -> tuple[str, tuple[tuple[str, str | None, bool], ...]] | None:
+    """The `weights` block for the trained instance: its source and rules."""
+    for op in module.body.block.ops:
+        if isinstance(op, train.WeightsOp) and op.instance.data == instance.sym_name.data:
+            return op.source.data, tuple(op.rules())
+    return None
 
 
 def _data_location(module: ModuleOp, loop: train.LoopOp) -> Attribute | None:

@@ -27,7 +27,12 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from tensorloom.catalogue.optimizers import OPTIMIZERS
 from tensorloom.catalogue.schedules import LENGTH_TWINS, SCHEDULES
-from tensorloom.catalogue.train_keys import CONFIG_FIELDS, EARLY_STOPPING_DEFAULTS, OLDER_NAMES
+from tensorloom.catalogue.train_keys import (
+    CONFIG_FIELDS,
+    EARLY_STOPPING_DEFAULTS,
+    LORA_DEFAULTS,
+    OLDER_NAMES,
+)
 from tensorloom.diagnostics.ir import span_of
 from tensorloom.dialects import train
 from tensorloom.passes.support.loss_functions import MetricProblem, functions_of, metrics_of
@@ -117,6 +122,16 @@ def _early_stopping(value: Evaluated | None) -> dict[str, object] | None:
             "min_delta": delta if delta is not None else 0.0}  # fmt: skip
 
 
+def _lora(value: Evaluated | None) -> dict[str, object] | None:
+    if not isinstance(value, CallValue) or value.name != "LoRA":
+        return None
+    options = {**LORA_DEFAULTS, **dict(value.kwargs)}
+    rank = options["rank"]
+    alpha = options["alpha"] if options["alpha"] is not None else rank
+    return {"rank": rank, "alpha": float(alpha), "dropout": float(options["dropout"]),  # type: ignore[arg-type]
+            "targets": [str(t) for t in options["targets"]]}  # type: ignore[union-attr]  # fmt: skip
+
+
 def _metrics(module: ModuleOp, loop: train.LoopOp) -> list[dict[str, object]]:
     attr = loop.setting("metrics")
     if attr is None:
@@ -160,6 +175,10 @@ def config_fields(module: ModuleOp, loop: train.LoopOp) -> dict[str, object]:
     _loss(module, values.get("loss"), fields)
     _compile(values.get("compile"), fields)
     fields["metrics"] = _metrics(module, loop)
+    freeze = values.get("freeze")
+    if isinstance(freeze, list | tuple):
+        fields["freeze"] = [str(v) for v in freeze]
+    fields["lora"] = _lora(values.get("lora"))
     policy = next((op for op in loop.body.block.ops if isinstance(op, train.CheckpointOp)), None)
     if policy is not None:
         fields["checkpoint_every"] = policy.every.value.data

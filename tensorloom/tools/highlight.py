@@ -66,6 +66,12 @@ def _rules() -> dict[str, Rules]:
                 bygroups(Keyword, Whitespace, Name, Whitespace, Keyword),
             ),
             (
+                r"(weights)(\s+)([A-Za-z_]\w*)(\s+)(from)\b",
+                bygroups(Keyword.Declaration, Whitespace, Name, Whitespace, Keyword),
+            ),
+            (r"\bignore(?=\s+[\"'])", Keyword),
+            (r"\b(transposed)(?=\s*$)", Keyword),
+            (
                 r"(checkpoint)(\s+)(every)(\s+)(\d+)(\s+)(epochs|steps)\b",
                 bygroups(
                     Keyword, Whitespace, Keyword, Whitespace, Number.Integer, Whitespace, Keyword

@@ -97,6 +97,14 @@ def _write_data_files(work: Path) -> None:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     module.main(work)
+    weights = ROOT / "tests" / "lit" / "check" / "weights" / "Inputs" / "make_weights.py"
+    spec = importlib.util.spec_from_file_location("tl_fuzz_make_weights", weights)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    tensors = ["fc0.weight=F32:16,8", "fc0.bias=F32:16", "fc1.weight=F16:4,16", "fc1.bias=F32:4"]
+    module.main([str(work / "w.safetensors"), *tensors])
+    module.main([str(work / "cut.safetensors"), *tensors, "--truncate"])
 
 
 # ------------------------------------------------------------------ generator
@@ -159,6 +167,8 @@ def _careful(r: random.Random) -> str:
     lines.append("let data = load_dataset()")
     lines += [r.choice(["print(max(1, 2))", "let s = randn(4, 4)", "manual_seed(0)"])
               for _ in range(r.randint(0, 2))]  # fmt: skip
+    if r.random() < 0.15:
+        lines.append(_weights(r))
     lines.append("train net on data:")
     for key in r.sample(sorted(SETTINGS), r.randint(1, 4)):
         lines.append(f"    {key} = {SETTINGS[key][0]}")
@@ -309,6 +319,21 @@ def _script_statement(r: random.Random) -> str:
          f"let u = ones({r.choice(WIDTHS)})", "print(data)",
          "let k = kern_launcher(randn(8), randn(8))"]
     )  # fmt: skip
+
+
+WEIGHT_RULES = [
+    '    "{l}.{p}" -> "{l}.{p}"', '    "{l}.weight" -> "{l}.weight" transposed',
+    '    "fc{i}.{p}" -> "fc{i}.{p}"', '    ignore "fc1.{p}"', '    "{a}.{b}" -> "out.{b}"',
+    '    "fc0.weight" -> "fc1.weight"', '    ignore "{x}"', '    "{l}.{p}" -> "{l}.{q}"',
+]  # fmt: skip
+
+
+def _weights(r: random.Random) -> str:
+    """A `weights` block over the work folder's small safetensors files (or an absent one)."""
+    source = r.choice(["w.safetensors", "cut.safetensors", "absent.safetensors", "."])
+    instance = r.choice(["net"] * 5 + ["data", "nothing"])
+    rules = [r.choice(WEIGHT_RULES) for _ in range(r.randint(1, 4))]
+    return "\n".join([f'weights {instance} from "{source}":', *rules])
 
 
 def _train(r: random.Random) -> str:

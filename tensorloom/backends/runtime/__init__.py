@@ -4,8 +4,8 @@
     pasted.imports   # [("torch", "", ""), ...]: what the pasted code imports
     pasted.text      # `load_digits`, `DeviceLoader` and what they reach, nothing else
 
-Each module (`data`, `tokens`, `loader`, `checkpoint`, `metrics`, `distributed`, `amp`,
-`compiling`, `activations`, `graphs`, `attention`, `sourcemap`, `recipe`, `serve`,
+Each module (`data`, `tokens`, `loader`, `checkpoint`, `pretrained`, `metrics`, `distributed`,
+`amp`, `compiling`, `activations`, `graphs`, `attention`, `sourcemap`, `recipe`, `serve`,
 `sharded`) imports only the standard library
 and torch at its top, never another runtime module, and no two define the same top-level
 name. `paste` is the one way a script gets runtime code: a function-level dependency
@@ -28,7 +28,7 @@ RUNTIME_DIR = Path(__file__).resolve().parent
 # The order definitions appear in a script.
 MODULES = (
     "distributed", "amp", "compiling", "activations", "data", "tokens", "loader", "checkpoint",
-    "metrics", "graphs", "attention", "sourcemap", "recipe", "serve", "sharded",
+    "pretrained", "metrics", "graphs", "attention", "sourcemap", "recipe", "serve", "sharded",
 )  # fmt: skip
 
 Import = tuple[str, str, str]

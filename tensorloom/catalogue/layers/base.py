@@ -505,6 +505,11 @@ class LayerSpec:
         (`"weight"`, `"out_proj.bias"`), in PyTorch's registration order."""
         return {}
 
+    def buffer_shapes(self, bound: BoundLayer) -> dict[str, tuple[int, ...]]:
+        """Each persistent buffer's shape, by its name in `state_dict()` (BatchNorm's
+        running statistics): what a published state dict holds besides the parameters."""
+        return {}
+
     def param_count(self, bound: BoundLayer) -> int:
         return sum(numel(shape) for shape in self.param_shapes(bound).values())
 

@@ -76,6 +76,12 @@ class _BatchNorm(LayerSpec):
             (bound.get_int("num_features"),), self._affine(bound), bound.get_bool("bias")
         )
 
+    def buffer_shapes(self, bound: BoundLayer) -> dict[str, tuple[int, ...]]:
+        if not bound.get_bool("track_running_stats"):
+            return {}
+        c = bound.get_int("num_features")
+        return {"running_mean": (c,), "running_var": (c,), "num_batches_tracked": ()}
+
     def flops(
         self, bound: BoundLayer, in_shape: tuple[int, ...], out_shape: tuple[int, ...]
     ) -> int:

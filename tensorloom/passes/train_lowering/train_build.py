@@ -146,6 +146,10 @@ def _model(b: PyBuilder, plan: ScriptPlan) -> None:
     b.assign("model", _on_device(b, model_ops(b, plan)))
     if plan.model_location is not None:
         b.ops[-1].location = plan.model_location  # the `# mnist.tl:31` of the source map
+    if plan.freeze:
+        b.expr(b.call("freeze_layers", b.name("model"), b.name("FREEZE")))
+    if plan.lora is not None:
+        b.expr(b.call_with("add_lora", [("", b.name("model")), ("**", b.name("LORA"))]))
     if plan.checkpointed_layers:
         layers = b.add(py.ListOp([b.const(n) for n in plan.checkpointed_layers]))
         b.expr(b.call("checkpoint_activations", b.name("model"), layers))
@@ -179,6 +183,8 @@ def _parameters(b: PyBuilder, plan: ScriptPlan) -> SSAValue:
     if decay is None:
         decay = spec.default_weight_decay if spec is not None else 0.0
     if not plan.recipe.decay_groups or decay == 0:
+        if plan.freeze or plan.lora is not None:  # only what trains: frozen weights get no state
+            return b.call("decay_param_groups", b.name("model"), b.const(False))
         return b.method(b.name("model"), "parameters")
     return b.call("decay_param_groups", b.name("model"))
 

@@ -68,6 +68,7 @@ def flags_of(plan: ScriptPlan) -> list[Flag]:
         _flag("--checkpoint-dir", default=f"checkpoints/{script_program_name(plan)}"),
         _flag("--resume", default=None, help="a checkpoint to continue from"),
         _flag("--init-from", default=None, help="start from these weights"),
+        *_pretrained_flags(plan),
         _flag("--evaluate", default=None, metavar="CHECKPOINT",
               help="report the validation metrics of a checkpoint; no training"),
         _flag("--predict", default=None, metavar="INPUT",
@@ -106,6 +107,18 @@ def flags_of(plan: ScriptPlan) -> list[Flag]:
         flags.append(_flag("--consolidate", nargs=2, metavar=("DIR", "OUT.pt"), default=None,
                            help=help_text))  # fmt: skip
     return flags
+
+
+def _pretrained_flags(plan: ScriptPlan) -> list[Flag]:
+    """--weights and --export-weights, for a model with a `weights` block."""
+    if plan.pretrained is None:
+        return []
+    return [
+        _flag("--weights", default=plan.pretrained[0],
+              help="the published weights the model starts from (a file or a folder)"),
+        _flag("--export-weights", default=None, metavar="DIR",
+              help="write the trained model in the published weights' names and format"),
+    ]  # fmt: skip
 
 
 def _option(b: PyBuilder, value: Option) -> SSAValue:

@@ -305,6 +305,8 @@ def _starting_point(b: PyBuilder, plan: ScriptPlan) -> None:
     evaluate.ret(evaluate.call("evaluate_checkpoint", evaluate.name("trainer"),
                                evaluate.name("args")))  # fmt: skip
     b.if_(b.is_set(b.path("args", "evaluate")), evaluate)
+    if plan.pretrained is not None:
+        _published_weights(b, plan)
     init = PyBuilder()
     weights, model = init.path("args", "init_from"), init.path("trainer", "model")
     if plan.sharded:
@@ -322,6 +324,23 @@ def _starting_point(b: PyBuilder, plan: ScriptPlan) -> None:
                              resume.path("trainer", "start_epoch"))  # fmt: skip
     _log(resume, plan, resumed)
     b.if_(b.is_set(b.path("args", "resume")), resume)
+
+
+def _published_weights(b: PyBuilder, plan: ScriptPlan) -> None:
+    """`weights model from ...`: load them, unless --init-from or --resume brings others."""
+    load = PyBuilder()
+    model = load.call("unwrap_model", load.path("trainer", "model"))
+    rules = load.name("WEIGHT_RULES")
+    load.expr(load.call("load_pretrained", model, load.path("args", "weights"), rules))
+    _log(load, plan, load.fstring("starting from the published weights in {}",
+                                  load.path("args", "weights")))  # fmt: skip
+    fresh = b.binop(
+        "and",
+        b.is_set(b.path("args", "weights")),
+        b.binop("and", b.not_(b.is_set(b.path("args", "init_from"))),
+                b.not_(b.is_set(b.path("args", "resume")))),
+    )  # fmt: skip
+    b.if_(fresh, load)
 
 
 def _max_steps(b: PyBuilder, plan: ScriptPlan) -> None:
@@ -561,6 +580,17 @@ def serve_requests_ops(plan: ScriptPlan) -> list[Operation]:
                             exported.path("args", "export"))  # fmt: skip
     exported.expr(exported.call("print", exported.fstring("exported to {}", written)))
     body.if_(body.is_set(body.path("args", "export")), exported)
+    if plan.pretrained is not None:
+        published = PyBuilder()
+        folder = published.call("export_pretrained", published.name("model"),
+                                published.path("args", "export_weights"),
+                                published.name("WEIGHT_RULES"),
+                                source=published.path("args", "weights"))  # fmt: skip
+        published.assign("folder", folder)
+        published.expr(
+            published.call("print", published.fstring("wrote {}", published.name("folder")))
+        )
+        body.if_(body.is_set(body.path("args", "export_weights")), published)
     if plan.language_model_data:
         body.if_(body.is_set(body.path("args", "generate")), _generate())
     top.def_("serve_requests", _trainer_params(top, ("args", "argparse.Namespace")), body, None)

@@ -85,7 +85,27 @@ def settings_ops(plan: ScriptPlan) -> list[Operation]:
     _compile(b, plan)
     b.assign("SEED", b.const(plan.seed))
     _data(b, plan)
+    _weights(b, plan)
     return b.ops
+
+
+def _weights(b: PyBuilder, plan: ScriptPlan) -> None:
+    """WEIGHT_RULES: the `weights` block's rules: (file's name, model's name or None,
+    transposed)."""
+    if plan.freeze:
+        b.assign(
+            "FREEZE", b.value(list(plan.freeze)), comment="`freeze`: these layers do not train"
+        )
+    if plan.lora is not None:
+        b.assign("LORA", b.value(dict(plan.lora)), comment="`lora`: adapters; the rest freezes",
+                 annotation=b.generic("dict", "str", "Any"))  # fmt: skip
+    if plan.pretrained is None:
+        return
+    b.assign(
+        "WEIGHT_RULES",
+        b.value(list(plan.pretrained[1])),
+        comment="`weights`: the file's names -> the model's; None: ignored",
+    )
 
 
 def _run_length(b: PyBuilder, plan: ScriptPlan) -> None:

@@ -25,7 +25,7 @@ builtin.module {
   nml.instance @net = @Classifier {}
   train.dataset @data = "digits" {flatten = true}
   train.loop @net on @data {
-    train.config {epochs = 3 : i64, batch_size = 64 : i64, batch_size_set = false, optimizer = "Adam", optimizer_args = {lr = 1.000000e-03 : f64}, loss = "CrossEntropy", loss_args = {}, loss_fn = false, precision = "auto", distributed = none, compile = "auto", compile_mode = "reduce-overhead", lr_schedule = "none", lr_schedule_args = {}, grad_clip = none, grad_accum = 1 : i64, decay_groups = true, ema = 9.900000e-01 : f64, early_stopping = none, keep_best = "val_accuracy", eval_every = 5 : i64, max_steps = none, seed = 0 : i64, activation_checkpointing = false, val_every = 2 : i64, log_every = none, metrics = [{kind = "accuracy", name = "accuracy", k = 1 : i64}, {kind = "top_k", name = "top_k", k = 3 : i64}], checkpoint_every = none, checkpoint_unit = "epochs"}
+    train.config {epochs = 3 : i64, batch_size = 64 : i64, batch_size_set = false, optimizer = "Adam", optimizer_args = {lr = 1.000000e-03 : f64}, loss = "CrossEntropy", loss_args = {}, loss_fn = false, precision = "auto", distributed = none, compile = "auto", compile_mode = "reduce-overhead", lr_schedule = "none", lr_schedule_args = {}, grad_clip = none, grad_accum = 1 : i64, decay_groups = true, ema = 9.900000e-01 : f64, early_stopping = none, keep_best = "val_accuracy", eval_every = 5 : i64, max_steps = none, seed = 0 : i64, activation_checkpointing = false, val_every = 2 : i64, log_every = none, metrics = [{kind = "accuracy", name = "accuracy", k = 1 : i64}, {kind = "top_k", name = "top_k", k = 3 : i64}], freeze = [], lora = none, checkpoint_every = none, checkpoint_unit = "epochs"}
   }
 }
 

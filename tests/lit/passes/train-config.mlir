@@ -39,7 +39,7 @@ builtin.module {
 // CHECK-SAME:     decay_groups = true, ema = none, early_stopping = none, keep_best = none,
 // CHECK-SAME:     eval_every = none, max_steps = none, seed = 0 : i64,
 // CHECK-SAME:     activation_checkpointing = false, val_every = 1 : i64, log_every = none,
-// CHECK-SAME:     metrics = [], checkpoint_every = none, checkpoint_unit = "epochs"}
+// CHECK-SAME:     metrics = [], freeze = [], lora = none, checkpoint_every = none, checkpoint_unit = "epochs"}
 // CHECK-NEXT: }
 // CHECK-NEXT: train.loop @set on @data {
 // CHECK-NEXT:   train.config {epochs = 3 : i64, batch_size = 32 : i64, batch_size_set = true,

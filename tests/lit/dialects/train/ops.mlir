@@ -8,6 +8,7 @@ builtin.module {
   nml.instance @net = @Classifier {}
   train.dataset @data = "digits" {flatten = true} {option_locs = [loc("a.tl":2:30)]}
   train.dataset @synthetic {}
+  train.weights "net" from "gpt2" {sources = ["transformer.h.{i}.attn.bias", "transformer.h.{i}.{l}.weight"], targets = ["", "h.{i}.{l}.weight"], transposed = [false, true]}
   train.loop @net on @data {
     train.set "epochs" = 10 : i64
     train.set "optimizer" = #nml.call<"Adam", [], {lr = 1.000000e-03 : f64}> {value_loc = loc("a.tl":5:17)}
@@ -30,6 +31,7 @@ builtin.module {
 // CHECK-NEXT: nml.instance @net = @Classifier {}
 // CHECK-NEXT: train.dataset @data = "digits" {flatten = true} {option_locs = [loc("a.tl":2:30)]}
 // CHECK-NEXT: train.dataset @synthetic {}
+// CHECK-NEXT: train.weights "net" from "gpt2" {sources = ["transformer.h.{i}.attn.bias", "transformer.h.{i}.{l}.weight"], targets = ["", "h.{i}.{l}.weight"], transposed = [false, true]}
 // CHECK-NEXT: train.loop @net on @data {
 // CHECK-NEXT: train.set "epochs" = 10 : i64
 // CHECK-NEXT: train.set "optimizer" = #nml.call<"Adam", [], {lr = 1.000000e-03 : f64}> {value_loc = loc("a.tl":5:17)}

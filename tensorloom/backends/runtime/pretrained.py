@@ -1,0 +1,282 @@
+"""Published weights in and out, and fine-tuning them: frozen layers, LoRA adapters.
+
+    rules = (("transformer.h.{i}.attn.c_attn.weight", "h.{i}.attn.c_attn.weight", True),
+             ("transformer.{a}.{p}", "{a}.{p}", False),
+             ("transformer.h.{i}.attn.bias", None, False))          # None: ignored
+    load_pretrained(model, "gpt2/", rules)       # every parameter filled, or WeightsError
+    export_pretrained(model, "out/", rules, source="gpt2/")   # model.safetensors (+ config.json)
+
+A rule maps a name of the file to a name of the model's state dict. `{x}` in a pattern
+stands for one dot-free part of a name (a layer list's index, a layer's name) and the target
+names the same parts; the first rule that matches a file tensor decides it. `transposed`
+rules store the tensor the other way round in the file (Hugging Face GPT-2's `Conv1D` keeps
+[in, out] where `nn.Linear` keeps [out, in]). The same rules, read backwards, write the
+model out in the file's names (`export_pretrained`), so the library that published the
+weights loads them again.
+
+`freeze_layers(model, ["wte", "h[0:6]"])` stops those layers training; `add_lora(model,
+["c_attn"], rank=8, alpha=16)` adds a trainable low-rank update `B @ A * alpha / rank` beside
+each named Linear (peft's LoRA: A Kaiming-uniform, B zero, so the model starts unchanged)
+and freezes every other weight. The adapters are parameters of the Linear itself
+(`c_attn.lora_A`, `c_attn.lora_B`), so the published names stay the state dict's; export
+merges them into the weights.
+
+`tlc check` reads only the files' headers and reports each mismatch at the rule's line; the
+script checks again when it loads (the files may have changed since), and a missing, corrupt
+or mismatched file raises `WeightsError` with a one-line message.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+WeightRule = tuple[str, "str | None", bool]
+"""(the file's name pattern, the model's name pattern or None to ignore, transposed)."""
+
+
+class WeightsError(Exception):
+    """Published weights that cannot be loaded into the model; the message says why."""
+
+
+def weight_files(path: str | os.PathLike[str]) -> list[Path]:
+    """The tensor files behind `path`: a file itself, or a folder's model.safetensors, its
+    sharded index's files, or its pytorch_model.bin."""
+    root = Path(path)
+    if root.is_file():
+        return [root]
+    if not root.is_dir():
+        raise WeightsError(f"{root}: no such file or folder of weights")
+    index = root / "model.safetensors.index.json"
+    if index.is_file():
+        try:
+            shards = json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()
+        except (ValueError, KeyError, TypeError) as exc:
+            raise WeightsError(f"{index}: not a safetensors index ({exc})") from None
+        return [root / name for name in dict.fromkeys(shards)]
+    for name in ("model.safetensors", "pytorch_model.bin"):
+        if (root / name).is_file():
+            return [root / name]
+    raise WeightsError(f"{root}: no model.safetensors, sharded index or pytorch_model.bin in it")
+
+
+def read_tensors(path: str | os.PathLike[str]) -> dict[str, torch.Tensor]:
+    """Every tensor of the weights at `path`, by the file's names, on the CPU."""
+    tensors: dict[str, torch.Tensor] = {}
+    for file in weight_files(path):
+        try:
+            if file.suffix == ".safetensors":
+                from safetensors.torch import load_file
+
+                tensors.update(load_file(str(file)))
+            else:
+                state = torch.load(file, map_location="cpu", weights_only=True)
+                tensors.update(state.get("state_dict", state) if isinstance(state, dict) else {})
+        except WeightsError:
+            raise
+        except Exception as exc:  # a truncated or foreign file: say which and why
+            raise WeightsError(f"{file}: cannot read its tensors ({exc})") from None
+    return tensors
+
+
+def _pattern(text: str) -> re.Pattern[str]:
+    parts = re.split(r"\{(\w+)\}", text)
+    regex = "".join(
+        re.escape(part) if i % 2 == 0 else f"(?P<{part}>[^.]+)" for i, part in enumerate(parts)
+    )
+    return re.compile(regex + r"\Z")
+
+
+def map_names(names: Sequence[str], rules: Sequence[WeightRule]) -> dict[str, tuple[str, bool]]:
+    """file name -> (model name, transposed) for each file tensor a rule maps; ignored and
+    unmatched names are left out (`unmatched_names` lists the latter)."""
+    compiled = [(_pattern(source), target, transposed) for source, target, transposed in rules]
+    mapped: dict[str, tuple[str, bool]] = {}
+    for name in names:
+        for regex, target, transposed in compiled:
+            match = regex.match(name)
+            if match is not None:
+                if target is not None:
+                    mapped[name] = (target.format(**match.groupdict()), transposed)
+                break
+    return mapped
+
+
+def unmatched_names(names: Sequence[str], rules: Sequence[WeightRule]) -> list[str]:
+    """The file's names no rule matches (not mapped, not ignored)."""
+    compiled = [_pattern(source) for source, _, _ in rules]
+    return [n for n in names if not any(regex.match(n) for regex in compiled)]
+
+
+def load_pretrained(
+    model: torch.nn.Module, path: str | os.PathLike[str], rules: Sequence[WeightRule]
+) -> None:
+    """Fill every parameter and buffer of `model`'s state dict from the weights at `path`.
+
+    Raises WeightsError for a file tensor no rule covers, a model tensor none fills, two
+    file tensors for one model tensor, or a shape that differs."""
+    tensors = read_tensors(path)
+    unmatched = unmatched_names(list(tensors), rules)
+    if unmatched:
+        raise WeightsError(f"{path}: no rule maps {_some(unmatched)}; map or ignore them")
+    own = model.state_dict()
+    state: dict[str, torch.Tensor] = {}
+    for name, (target, transposed) in map_names(list(tensors), rules).items():
+        tensor = tensors[name].t() if transposed else tensors[name]
+        if target not in own:
+            raise WeightsError(f"{path}: `{name}` maps to `{target}`, which the model lacks")
+        if target in state:
+            raise WeightsError(f"{path}: two tensors of the file map to `{target}`")
+        if tuple(tensor.shape) != tuple(own[target].shape):
+            raise WeightsError(
+                f"{path}: `{name}` is {list(tensor.shape)}, the model's `{target}` is "
+                f"{list(own[target].shape)}"
+            )
+        state[target] = tensor.to(own[target].dtype)
+    missing = [k for k in own if k not in state and not _derived(model, k)]
+    if missing:
+        raise WeightsError(f"{path}: nothing fills the model's {_some(missing)}")
+    model.load_state_dict(state, strict=False)
+
+
+def _derived(model: torch.nn.Module, key: str) -> bool:
+    """A state-dict entry the file does not fill: a LoRA adapter, or a weight tied to one
+    already loaded."""
+    if key.endswith((".lora_A", ".lora_B")):
+        return True
+    own = dict(model.named_parameters(remove_duplicate=False))
+    unique = dict(model.named_parameters())
+    return key in own and key not in unique
+
+
+def _some(names: Sequence[str]) -> str:
+    shown = ", ".join(f"`{n}`" for n in names[:4])
+    return shown + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+
+
+def export_pretrained(
+    model: torch.nn.Module,
+    folder: str | os.PathLike[str],
+    rules: Sequence[WeightRule],
+    source: str | os.PathLike[str] | None = None,
+) -> Path:
+    """Write `model` as `folder`/model.safetensors in the file's names (each model tensor
+    named by the first rule whose target matches it, read backwards), with the source
+    folder's config.json beside it: a folder the library that published the weights loads."""
+    from safetensors.torch import save_file
+
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    inverse = [
+        (_pattern(target), source_name, transposed)
+        for source_name, target, transposed in rules
+        if target is not None
+    ]
+    state: dict[str, torch.Tensor] = {}
+    for key, value in merged_state_dict(model).items():
+        for regex, source_name, transposed in inverse:
+            match = regex.match(key)
+            if match is not None:
+                tensor = value.detach().cpu()
+                state[source_name.format(**match.groupdict())] = (
+                    (tensor.t() if transposed else tensor).contiguous().clone()
+                )
+                break
+    save_file(state, str(out / "model.safetensors"), metadata={"format": "pt"})
+    for extra in ("config.json", "generation_config.json"):
+        if source is not None and (Path(source) / extra).is_file():
+            shutil.copyfile(Path(source) / extra, out / extra)
+    return out
+
+
+def source_config(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A Hugging Face folder's config.json, or {} where there is none."""
+    file = Path(path) / "config.json"
+    return json.loads(file.read_text(encoding="utf-8")) if file.is_file() else {}
+
+
+def _layer_names(model: torch.nn.Module, path: str) -> list[str]:
+    """`h[0:6]` as `h.0` ... `h.5` (the list's own length bounds the slice); other paths as
+    they are."""
+    match = re.fullmatch(r"(.+)\[(\d*):(\d*)\]", path)
+    if match is None:
+        return [path]
+    base, low, high = match.group(1), match.group(2), match.group(3)
+    layers = model.get_submodule(base)
+    indices = range(len(layers))[int(low or 0) : int(high) if high else None]  # type: ignore[arg-type]
+    return [f"{base}.{i}" for i in indices]
+
+
+def freeze_layers(model: torch.nn.Module, paths: Sequence[str]) -> int:
+    """Stop the named layers training (`freeze = [wte, h[0:6]]`): their parameters get no
+    gradients and no optimizer state. Returns how many parameters froze."""
+    frozen = 0
+    for path in paths:
+        for name in _layer_names(model, path):
+            try:
+                layer = model.get_submodule(name)
+                params = list(layer.parameters())
+            except AttributeError:
+                params = [model.get_parameter(name)]
+            for p in params:
+                if p.requires_grad:
+                    p.requires_grad_(False)
+                    frozen += p.numel()
+    return frozen
+
+
+def add_lora(
+    model: torch.nn.Module,
+    targets: Sequence[str],
+    rank: int,
+    alpha: float,
+    dropout: float = 0.0,
+) -> list[str]:
+    """LoRA adapters on every Linear whose name is, or ends in, a target; every other weight
+    freezes. Returns the adapted layers' names."""
+    for p in model.parameters():
+        p.requires_grad_(False)
+    adapted: list[str] = []
+    for name, module in model.named_modules():
+        if not isinstance(module, torch.nn.Linear):
+            continue
+        if not any(name == t or name.endswith("." + t) for t in targets):
+            continue
+        weight = module.weight
+        a = torch.empty(rank, module.in_features, device=weight.device, dtype=weight.dtype)
+        torch.nn.init.kaiming_uniform_(a, a=5**0.5)
+        module.lora_A = torch.nn.Parameter(a)
+        module.lora_B = torch.nn.Parameter(torch.zeros_like(a.new_empty(module.out_features, rank)))
+        module.lora_dropout = torch.nn.Dropout(dropout)
+        module.lora_scale = alpha / rank
+        module.register_forward_hook(_lora_forward)
+        adapted.append(name)
+    if not adapted:
+        raise ValueError(f"no Linear layer is named {', '.join(targets)}")
+    return adapted
+
+
+def _lora_forward(module: torch.nn.Module, inputs: tuple[Any, ...], output: torch.Tensor) -> Any:
+    x = module.lora_dropout(inputs[0])
+    update = torch.nn.functional.linear(torch.nn.functional.linear(x, module.lora_A), module.lora_B)
+    return output + update * module.lora_scale
+
+
+def merged_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """The state dict with each LoRA adapter merged into its Linear's weight, adapters left
+    out: the weights as the published model's class holds them."""
+    state = {k: v.detach() for k, v in model.state_dict().items()}
+    for name, module in model.named_modules():
+        if hasattr(module, "lora_A") and isinstance(module, torch.nn.Linear):
+            prefix = f"{name}." if name else ""
+            update = (module.lora_B @ module.lora_A).detach() * module.lora_scale
+            state[prefix + "weight"] = state[prefix + "weight"] + update.to(module.weight.dtype)
+            del state[prefix + "lora_A"], state[prefix + "lora_B"]
+    return state

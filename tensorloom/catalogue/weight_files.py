@@ -1,0 +1,199 @@
+"""What a file of published weights holds, read from its header: names, shapes and dtypes.
+
+    header = read_weight_header(Path("gpt2"))       # a folder, or a file
+    header.tensors["transformer.wte.weight"]         # TensorHeader("F32", (50257, 768))
+    header.config                                     # config.json's entries, or {}
+
+No tensor data is read: a safetensors file starts with its JSON header (an 8-byte
+little-endian length, then the JSON); a sharded folder's model.safetensors.index.json names
+the shards; a torch state dict (.pt, .pth, .bin: a zip holding a pickle) is unpickled with
+torch's rebuild functions replaced by ones that record the shape and dtype, and no other
+global allowed, so reading it runs no code of the file's. The compiler never imports torch.
+The emitted script reads the same formats with safetensors and torch
+(tensorloom/backends/runtime/pretrained.py).
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import struct
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+_MAX_HEADER = 100 * 1024 * 1024
+_STORAGE_DTYPES = {
+    "FloatStorage": "F32", "DoubleStorage": "F64", "HalfStorage": "F16",
+    "BFloat16Storage": "BF16", "LongStorage": "I64", "IntStorage": "I32",
+    "ShortStorage": "I16", "CharStorage": "I8", "ByteStorage": "U8", "BoolStorage": "BOOL",
+}  # fmt: skip
+_TORCH_DTYPES = {
+    "float32": "F32", "float": "F32", "float64": "F64", "double": "F64", "float16": "F16",
+    "half": "F16", "bfloat16": "BF16", "int64": "I64", "long": "I64", "int32": "I32",
+    "int": "I32", "int16": "I16", "int8": "I8", "uint8": "U8", "bool": "BOOL",
+}  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class TensorHeader:
+    """One tensor of a weights file: its dtype as safetensors spells it, and its shape."""
+
+    dtype: str
+    shape: tuple[int, ...]
+
+
+@dataclass(slots=True)
+class WeightHeader:
+    """Every tensor of a weights source, by the file's names, and its config.json if any."""
+
+    tensors: dict[str, TensorHeader] = field(default_factory=dict[str, TensorHeader])
+    config: dict[str, Any] = field(default_factory=dict[str, Any])
+    files: list[Path] = field(default_factory=list[Path])
+
+
+class WeightFileError(Exception):
+    """A weights source that cannot be read; the message names the file and says why."""
+
+
+def read_weight_header(path: Path) -> WeightHeader:
+    """The names, shapes and dtypes at `path` (a file or a Hugging Face folder)."""
+    header = WeightHeader()
+    if path.is_dir():
+        header.config = _config(path / "config.json")
+    for file in _files(path):
+        header.files.append(file)
+        if file.suffix == ".safetensors":
+            header.tensors.update(safetensors_header(file))
+        else:
+            header.tensors.update(torch_state_header(file))
+    return header
+
+
+def _files(path: Path) -> list[Path]:
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        raise WeightFileError(f"{path}: no such file or folder")
+    index = path / "model.safetensors.index.json"
+    if index.is_file():
+        try:
+            shards = json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise WeightFileError(f"{index}: not a safetensors index ({exc})") from None
+        files = [path / name for name in dict.fromkeys(shards)]
+        absent = [f.name for f in files if not f.is_file()]
+        if absent:
+            raise WeightFileError(f"{index}: its shard {absent[0]} is not in the folder")
+        return files
+    for name in ("model.safetensors", "pytorch_model.bin"):
+        if (path / name).is_file():
+            return [path / name]
+    raise WeightFileError(f"{path}: no model.safetensors, sharded index or pytorch_model.bin")
+
+
+def _config(file: Path) -> dict[str, Any]:
+    if not file.is_file():
+        return {}
+    try:
+        config = json.loads(file.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise WeightFileError(f"{file}: not JSON ({exc})") from None
+    return config if isinstance(config, dict) else {}
+
+
+def safetensors_header(file: Path) -> dict[str, TensorHeader]:
+    """A safetensors file's tensors, from its header alone."""
+    try:
+        with file.open("rb") as f:
+            prefix = f.read(8)
+            if len(prefix) < 8:
+                raise WeightFileError(f"{file}: too short for a safetensors file")
+            (length,) = struct.unpack("<Q", prefix)
+            if length > _MAX_HEADER:
+                raise WeightFileError(f"{file}: not a safetensors file (header of {length} bytes)")
+            raw = f.read(length)
+            size = file.stat().st_size
+    except OSError as exc:
+        raise WeightFileError(f"{file}: cannot read it ({exc.strerror})") from None
+    if len(raw) < length:
+        raise WeightFileError(f"{file}: truncated (its header is cut off)")
+    try:
+        entries = json.loads(raw)
+    except ValueError:
+        raise WeightFileError(f"{file}: not a safetensors file (its header is not JSON)") from None
+    if not isinstance(entries, dict):
+        raise WeightFileError(f"{file}: not a safetensors file")
+    tensors: dict[str, TensorHeader] = {}
+    for name, entry in entries.items():  # pyright: ignore[reportUnknownVariableType]
+        if name == "__metadata__":
+            continue
+        try:
+            dtype, shape, (begin, end) = entry["dtype"], entry["shape"], entry["data_offsets"]
+        except (KeyError, TypeError, ValueError):
+            raise WeightFileError(
+                f"{file}: tensor `{name}` has no dtype, shape or offsets"
+            ) from None
+        if 8 + length + int(end) > size or int(begin) > int(end):
+            raise WeightFileError(f"{file}: truncated (tensor `{name}` lies past its end)")
+        tensors[str(name)] = TensorHeader(str(dtype), tuple(int(d) for d in shape))
+    return tensors
+
+
+class _Storage:
+    def __init__(self, dtype: str):
+        self.dtype = dtype
+
+
+class _StateUnpickler(pickle.Unpickler):
+    """Unpickles a torch state dict's tensors as TensorHeaders; no other global loads."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module == "collections" and name == "OrderedDict":
+            import collections
+
+            return collections.OrderedDict
+        if module == "torch._utils" and name in ("_rebuild_tensor_v2", "_rebuild_tensor"):
+            return _rebuild_tensor
+        if module == "torch._utils" and name == "_rebuild_parameter":
+            return lambda data, *_: data  # pyright: ignore[reportUnknownLambdaType]
+        if module == "torch" and name in _STORAGE_DTYPES:
+            return _STORAGE_DTYPES[name]
+        if module == "torch" and name in _TORCH_DTYPES:
+            return _TORCH_DTYPES[name]
+        raise WeightFileError(f"it needs `{module}.{name}`, which a state dict does not")
+
+    def persistent_load(self, pid: Any) -> Any:
+        # ('storage', storage type, key, location, numel); the type is a dtype name here
+        kind = pid[1] if isinstance(pid, tuple) and len(pid) > 1 else None  # pyright: ignore
+        return _Storage(kind if isinstance(kind, str) else "?")
+
+
+def _rebuild_tensor(storage: _Storage, offset: int, size: Any, *_: Any) -> TensorHeader:
+    return TensorHeader(storage.dtype, tuple(int(d) for d in size))
+
+
+def torch_state_header(file: Path) -> dict[str, TensorHeader]:
+    """A torch state dict's tensors (torch.save's zip format), without loading their data."""
+    try:
+        with zipfile.ZipFile(file) as archive:
+            pickled = next((n for n in archive.namelist() if n.endswith("data.pkl")), None)
+            if pickled is None:
+                raise WeightFileError(f"{file}: not a torch state dict (no data.pkl in it)")
+            with archive.open(pickled) as f:
+                state = _StateUnpickler(f).load()
+    except WeightFileError as exc:
+        message = str(exc) if str(exc).startswith(str(file)) else f"{file}: {exc}"
+        raise WeightFileError(message) from None
+    except (zipfile.BadZipFile, OSError, EOFError, pickle.UnpicklingError) as exc:
+        raise WeightFileError(f"{file}: not a torch state dict ({exc})") from None
+    if isinstance(state, dict) and isinstance(state.get("state_dict"), dict):  # pyright: ignore
+        state = state["state_dict"]  # pyright: ignore[reportUnknownVariableType]
+    if not isinstance(state, dict):
+        raise WeightFileError(f"{file}: holds no state dict")
+    return {
+        str(k): v
+        for k, v in state.items()
+        if isinstance(v, TensorHeader)  # pyright: ignore
+    }

@@ -1,0 +1,246 @@
+"""Published weights in and out: a Hugging Face GPT-2 folder that transformers writes itself
+(random init, `save_pretrained`), loaded into examples/gpt.nml's GPT through a `weights` block,
+gives transformers' logits; `--export-weights` writes a folder transformers loads back.
+
+No network: the checkpoints are made here. transformers is a test-only dependency (the dev
+extra); the emitted script needs only torch and safetensors.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+import torch
+
+transformers = pytest.importorskip("transformers")
+pytest.importorskip("safetensors")
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+SIZES = {"vocab_size": 256, "block_size": 64, "n_layer": 2, "n_head": 4, "n_embd": 96}
+
+# GPT-2's names in a Hugging Face folder -> examples/gpt.nml's. Conv1D keeps [in, out].
+GPT2_RULES = """\
+weights model from "gpt2-tiny":
+    ignore "transformer.h.{i}.attn.bias"
+    ignore "transformer.h.{i}.attn.masked_bias"
+    ignore "lm_head.weight"
+    "transformer.h.{i}.{m}.{l}.weight" -> "h.{i}.{m}.{l}.weight" transposed
+    "transformer.h.{i}.{m}.{l}.bias" -> "h.{i}.{m}.{l}.bias"
+    "transformer.h.{i}.{l}.{p}" -> "h.{i}.{l}.{p}"
+    "transformer.{l}.{p}" -> "{l}.{p}"
+"""
+
+
+def _program(tmp: Path, rules: str = GPT2_RULES) -> Path:
+    shutil.copy(EXAMPLES / "gpt.nml", tmp / "gpt.nml")
+    overrides = ", ".join(f"{k}={v}" for k, v in SIZES.items())
+    program = tmp / "finetune.tl"
+    program.write_text(
+        f"""import gpt.nml as GPT
+
+let model = GPT({overrides})
+let data = load_dataset("text", path="stdlib", block_size=64, max_bytes=100000,
+                        windows_per_epoch=64)
+
+{rules}
+train model on data:
+    epochs = 1
+    batch_size = 8
+    optimizer = AdamW(lr=0.0003)
+    loss = CrossEntropy
+""",
+        encoding="utf-8",
+    )
+    return program
+
+
+def _hf_gpt2(folder: Path) -> torch.nn.Module:
+    """A random GPT-2 at SIZES, exact GELU as gpt.nml's, saved as transformers saves it."""
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(
+        vocab_size=SIZES["vocab_size"], n_positions=SIZES["block_size"], n_embd=SIZES["n_embd"],
+        n_layer=SIZES["n_layer"], n_head=SIZES["n_head"], activation_function="gelu",
+        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=0, eos_token_id=0,
+    )  # fmt: skip
+    model = transformers.GPT2LMHeadModel(config).eval()
+    model.save_pretrained(folder)
+    return model
+
+
+def _tlc(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tensorloom.tools.tlc", *args, "--no-cache"]
+        if args[0] == "check"
+        else [sys.executable, "-m", "tensorloom.tools.tlc", *args],
+        cwd=cwd, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+
+
+def _script(tmp: Path) -> tuple[Path, ModuleType]:
+    out = tmp / "out" / "finetune.py"
+    out.parent.mkdir()
+    result = _tlc("compile", "finetune.tl", "-o", str(out), cwd=tmp)
+    assert result.returncode == 0, result.stderr
+    spec = importlib.util.spec_from_file_location("finetune_script", out)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # the script's dataclasses look their module up
+    spec.loader.exec_module(module)
+    return out, module
+
+
+def test_gpt2_folder_checks_loads_and_gives_transformers_logits(tmp_path: Path) -> None:
+    reference = _hf_gpt2(tmp_path / "gpt2-tiny")
+    _program(tmp_path)
+    checked = _tlc("check", "finetune.tl", cwd=tmp_path)
+    assert checked.returncode == 0, checked.stderr
+    assert "TL08" not in checked.stderr
+    _, script = _script(tmp_path)
+    model = script.GPT(**SIZES).eval()
+    script.load_pretrained(model, tmp_path / "gpt2-tiny", script.WEIGHT_RULES)
+    idx = torch.randint(0, SIZES["vocab_size"], (2, 40))
+    with torch.no_grad():
+        ours, theirs = model(idx), reference(idx).logits
+    assert ours.shape == theirs.shape == (2, 40, SIZES["vocab_size"])
+    assert (ours - theirs).abs().max().item() < 1e-4
+
+
+def test_exported_folder_loads_back_into_transformers(tmp_path: Path) -> None:
+    _hf_gpt2(tmp_path / "gpt2-tiny")
+    _program(tmp_path)
+    _, script = _script(tmp_path)
+    torch.manual_seed(1)
+    model = script.GPT(**SIZES).eval()  # weights of its own, so the round trip is not trivial
+    script.export_pretrained(model, tmp_path / "exported", script.WEIGHT_RULES,
+                             source=tmp_path / "gpt2-tiny")  # fmt: skip
+    back = transformers.GPT2LMHeadModel.from_pretrained(tmp_path / "exported").eval()
+    idx = torch.randint(0, SIZES["vocab_size"], (2, 33))
+    with torch.no_grad():
+        assert (model(idx) - back(idx).logits).abs().max().item() < 1e-4
+
+
+def test_the_script_fine_tunes_from_the_folder_and_exports_it(tmp_path: Path) -> None:
+    reference = _hf_gpt2(tmp_path / "gpt2-tiny")
+    _program(tmp_path)
+    out, _ = _script(tmp_path)
+    run = subprocess.run(
+        [sys.executable, str(out), "--device", "cpu", "--max-steps", "2", "--checkpoint-dir",
+         str(tmp_path / "ck"), "--export-weights", str(tmp_path / "tuned")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert "starting from the published weights in gpt2-tiny" in run.stdout
+    tuned = transformers.GPT2LMHeadModel.from_pretrained(tmp_path / "tuned").eval()
+    first = reference.transformer.h[0].attn.c_attn.weight
+    moved = (tuned.transformer.h[0].attn.c_attn.weight - first).abs().max().item()
+    assert 0 < moved < 0.05  # two small AdamW steps from the published weights, not a new init
+
+
+def test_a_changed_file_is_a_one_line_error_at_load(tmp_path: Path) -> None:
+    _hf_gpt2(tmp_path / "gpt2-tiny")
+    _program(tmp_path)
+    out, _ = _script(tmp_path)
+    other = tmp_path / "other"
+    torch.manual_seed(0)
+    wider = transformers.GPT2Config(vocab_size=256, n_positions=64, n_embd=128, n_layer=2,
+                                    n_head=4, activation_function="gelu")  # fmt: skip
+    transformers.GPT2LMHeadModel(wider).save_pretrained(other)
+    run = subprocess.run(
+        [sys.executable, str(out), "--device", "cpu", "--max-steps", "1", "--weights", str(other),
+         "--checkpoint-dir", str(tmp_path / "ck")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert run.returncode != 0
+    assert "WeightsError" in run.stderr and "the model's `" in run.stderr
+
+
+def test_a_torch_state_dict_checks_by_its_header(tmp_path: Path) -> None:
+    """A .pt state dict (as torchvision publishes them) is read without loading its data."""
+    reference = _hf_gpt2(tmp_path / "gpt2-tiny")
+    torch.save(reference.state_dict(), tmp_path / "gpt2.pt")
+    _program(tmp_path, GPT2_RULES.replace('"gpt2-tiny"', '"gpt2.pt"'))
+    checked = _tlc("check", "finetune.tl", cwd=tmp_path)
+    assert checked.returncode == 0, checked.stderr
+    _, script = _script(tmp_path)
+    model = script.GPT(**SIZES).eval()
+    script.load_pretrained(model, tmp_path / "gpt2.pt", script.WEIGHT_RULES)
+    idx = torch.randint(0, SIZES["vocab_size"], (1, 20))
+    with torch.no_grad():
+        assert (model(idx) - reference(idx).logits).abs().max().item() < 1e-4
+
+
+def test_the_compiler_and_the_script_apply_rules_alike() -> None:
+    from tensorloom.backends.runtime import pretrained
+    from tensorloom.passes.support import weight_rules
+
+    rules = [("a.{i}.skip", None, False), ("a.{i}.{p}", "b.{i}.{p}", True), ("{x}", "{x}", False)]
+    names = ["a.0.w", "a.1.skip", "a.2.b", "c", "d.e", "a.0.w.x"]
+    compiled = {k: (t, f) for k, (t, f, _) in weight_rules.map_names(names, rules).items()}
+    assert compiled == pretrained.map_names(names, rules)
+    assert weight_rules.unmatched_names(names, rules) == pretrained.unmatched_names(names, rules)
+
+
+LORA_RULES = GPT2_RULES + "\n"  # the same folder, fine-tuned through adapters
+
+
+def _lora_program(tmp: Path, lora: str, freeze: str = "") -> Path:
+    program = _program(tmp)
+    text = program.read_text(encoding="utf-8").replace(
+        "    epochs = 1\n",
+        f"    epochs = 1\n    lora = {lora}\n" + (f"    freeze = {freeze}\n" if freeze else ""),
+    )
+    program.write_text(text, encoding="utf-8")
+    return program
+
+
+def test_lora_trains_what_peft_trains(tmp_path: Path) -> None:
+    """The same targets and rank: as many trainable parameters as peft's LoRA, and a model
+    that starts as the published one (B is zero)."""
+    peft = pytest.importorskip("peft")
+    reference = _hf_gpt2(tmp_path / "gpt2-tiny")
+    _lora_program(tmp_path, "LoRA(rank=4, alpha=8, targets=[c_attn, c_fc])")
+    checked = _tlc("check", "finetune.tl", cwd=tmp_path)
+    assert checked.returncode == 0, checked.stderr
+    _, script = _script(tmp_path)
+    model = script.GPT(**SIZES).eval()
+    script.add_lora(model, **script.LORA)
+    script.load_pretrained(model, tmp_path / "gpt2-tiny", script.WEIGHT_RULES)
+    ours = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    config = peft.LoraConfig(r=4, lora_alpha=8, target_modules=["c_attn", "c_fc"])
+    theirs = peft.get_peft_model(reference, config)
+    expected = sum(p.numel() for p in theirs.parameters() if p.requires_grad)
+    assert ours == expected == 2 * 4 * ((96 + 288) + (96 + 384))
+    idx = torch.randint(0, SIZES["vocab_size"], (2, 30))
+    with torch.no_grad():
+        assert (model(idx) - theirs(idx).logits).abs().max().item() < 1e-4
+
+
+def test_lora_run_exports_merged_weights_transformers_loads(tmp_path: Path) -> None:
+    _hf_gpt2(tmp_path / "gpt2-tiny")
+    _lora_program(tmp_path, "LoRA(rank=4, alpha=8, targets=[c_attn])", freeze="[wte]")
+    out, script = _script(tmp_path)
+    run = subprocess.run(
+        [sys.executable, str(out), "--device", "cpu", "--max-steps", "3", "--checkpoint-dir",
+         str(tmp_path / "ck"), "--export-weights", str(tmp_path / "tuned")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    state = torch.load(tmp_path / "ck" / "last.pt", map_location="cpu", weights_only=True)["model"]
+    model = script.GPT(**SIZES).eval()
+    script.add_lora(model, **script.LORA)
+    model.load_state_dict(state)
+    assert model.h[0].attn.c_attn.lora_B.abs().max().item() > 0  # the adapters trained
+    original = transformers.GPT2LMHeadModel.from_pretrained(tmp_path / "gpt2-tiny")
+    assert torch.equal(state["wte.weight"], original.transformer.wte.weight)  # frozen
+    assert torch.equal(state["h.0.mlp.c_fc.weight"], original.transformer.h[0].mlp.c_fc.weight.t())
+    tuned = transformers.GPT2LMHeadModel.from_pretrained(tmp_path / "tuned").eval()
+    idx = torch.randint(0, SIZES["vocab_size"], (2, 30))
+    with torch.no_grad():
+        assert (model(idx) - tuned(idx).logits).abs().max().item() < 1e-4  # merged: the same model
