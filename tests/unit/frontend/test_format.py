@@ -187,7 +187,8 @@ def test_examples_and_test_programs_are_formatted() -> None:
         text=True,
         check=False,
     )
-    assert result.returncode == 0, result.stdout + result.stderr
+    fix = "lay them out with `tlc fmt examples tests` (spacing only; lines do not move)"
+    assert result.returncode == 0, f"{result.stdout}{fix}"
 
 
 def _positionless(report: dict[str, Any]) -> dict[str, Any]:
