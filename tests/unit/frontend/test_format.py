@@ -187,7 +187,7 @@ def test_examples_and_test_programs_are_formatted() -> None:
         text=True,
         check=False,
     )
-    fix = "lay them out with `tlc fmt examples tests` (spacing only; lines do not move)"
+    fix = "lay them out with `tlc fmt examples tests`, then re-run their lit tests"
     assert result.returncode == 0, f"{result.stdout}{fix}"
 
 
