@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
     from xdsl.passes import ModulePass
 
+    from tensorloom.backends.python_printer import PrintedProgram
     from tensorloom.frontend import ast
     from tensorloom.frontend.imports import Program
     from tensorloom.passes import PassFactory
@@ -111,6 +112,13 @@ def python_source(module: ModuleOp, source: str | None = None) -> str:
     from tensorloom.backends.python_printer import print_python
 
     return print_python(module, source)
+
+
+def python_program(module: ModuleOp, source: str | None = None) -> PrintedProgram:
+    """The `python` stage as two files: the program, and the runtime module it imports."""
+    from tensorloom.backends.python_printer import print_program
+
+    return print_program(module, source)
 
 
 def missing_passes() -> list[str]:

@@ -34,6 +34,7 @@ from tensorloom.passes.shape_inference import Instantiation, instantiations, set
 from tensorloom.passes.support.model_env import (
     MAX_NESTING,
     Env,
+    copy_env,
     declared_params,
     forward_of,
     layer_params,
@@ -72,6 +73,7 @@ class LayerProfile:
     activation_bytes: int | None
     layers: list[LayerProfile] = field(default_factory=list["LayerProfile"])
     unused: bool = False
+    repeat: int = 0  # a loop: its iterations (`layers` are the first one's, the totals all's)
 
 
 @dataclass(slots=True)
@@ -95,6 +97,7 @@ class ModelProfile:
     errors: list[str] = field(default_factory=list[str])
     scratch_bytes: int = 0  # the largest scratch one layer's backward allocates and frees
     unmodelled: list[str] = field(default_factory=list[str])  # scratch left out, in words
+    config: Env = field(default_factory=Env)  # the configuration profiled
 
 
 @dataclass
@@ -142,6 +145,8 @@ class Costing:
         here = (*path, *step.scope, id(step.layer)) if step.layer is not None else path
         params = 0 if here in self.seen_layers else step.params
         self.seen_layers.add(here)
+        if step.repeat:
+            return self.loop(step, path)
         if step.model is not None:
             return self.nested(step, here, params)
         if step.bound is not None:
@@ -155,7 +160,27 @@ class Costing:
         flops = _sum([c.flops for c in children])
         act = _sum([c.activation_bytes for c in children])
         shape = self.trace.shape(step.output)
+        params = sum(c.params for c in children) if params else 0  # a shared weight once
         return LayerProfile(step.name, step.kind, shape, params, flops, act, children)
+
+    def loop(self, step: Step, path: tuple[int, ...]) -> LayerProfile:
+        """The first iteration, then the second, costed in order (the second's input is the
+        first's output, saved once); every later iteration costs what the second did."""
+        first = self.steps(step.children, path)
+        low = self.low_params
+        again = self.steps(step.again, path)
+        later = max(step.repeat - 2, 0)
+        self.low_params += later * (self.low_params - low)
+        params = sum(c.params for c in first) + (1 + later) * sum(c.params for c in again)
+        flops = _times(_sum([c.flops for c in first]), _sum([c.flops for c in again]), later)
+        act = _times(
+            _sum([c.activation_bytes for c in first]),
+            _sum([c.activation_bytes for c in again]),
+            later,
+        )
+        shape = self.trace.shape(step.output)
+        return LayerProfile(step.name, step.kind, shape, params, flops, act, first,
+                            repeat=step.repeat)  # fmt: skip
 
     def layer(self, step: Step, bound: BoundLayer, params: int) -> LayerProfile:
         if bound.spec.unmodelled_scratch is not None:
@@ -237,6 +262,13 @@ def _unknown_dims(shape: Shape) -> list[str]:
     return [d if isinstance(d, str) else "?" for d in shape if not isinstance(d, int)]
 
 
+def _times(first: int | None, again: int | None, later: int) -> int | None:
+    """A loop's total: its first iteration, its second, and `later` more like the second."""
+    if first is None or again is None:
+        return None
+    return first + (1 + later) * again
+
+
 def _sum(values: Sequence[int | None]) -> int | None:
     if any(v is None for v in values):
         return None
@@ -286,7 +318,7 @@ def info_instantiations(module: ModuleOp, models: Mapping[str, ModelOp]) -> list
     for inst in found:
         copy = first.get(inst.model.sym_name.data)
         if inst.name == inst.model.sym_name.data and copy is not None and forward_of(copy):
-            inst.model = copy
+            inst.model, inst.env = copy, copy_env(copy)  # its shapes and its weights: one config
     return found
 
 
@@ -326,7 +358,8 @@ def profile_instantiation(
     trace = trace_instantiation(inst, models, options.bindings, options.batch_size, budget)
     name, kind = inst.name, model_kind(inst.model)
     if trace is None:
-        return ModelProfile(name, kind, params, [], None, [], None, None, None, None, None, 0, [])
+        return ModelProfile(name, kind, params, [], None, [], None, None, None, None, None, 0, [],
+                            config=dict(inst.env))  # fmt: skip
     return _summarize(trace, Costing(trace, options.precision, models), inst, params)
 
 
@@ -349,6 +382,7 @@ def _summarize(trace: Trace, costing: Costing, inst: Instantiation, params: int)
         _checkpointed(costing, trace, layers, act) if act is not None else None,
         costing.low_params, sorted(costing.unknown), trace.input_integer,
         scratch_bytes=costing.scratch, unmodelled=list(costing.unmodelled),
+        config=dict(inst.env),
     )  # fmt: skip
 
 
@@ -382,11 +416,21 @@ def _checkpointed(costing: Costing, trace: Trace, layers: list[LayerProfile], to
 # --- declarations ---------------------------------------------------------------------------
 
 
+def _in_loops(steps: Sequence[Step]) -> list[Step]:
+    """The steps of this forward, those inside its loops too (not a nested model's)."""
+    found: list[Step] = []
+    for step in steps:
+        found.append(step)
+        if step.repeat:
+            found += _in_loops([*step.children, *step.again])
+    return found
+
+
 def unused_layers(
     model: ModelOp, env: Env, steps: Sequence[Step], models: Mapping[str, ModelOp]
 ) -> list[LayerProfile]:
     """Layers the forward never applies: their parameters exist all the same."""
-    used = {s.name.split(".")[0].split("[")[0] for s in steps if s.name}  # `h.0` is `h`
+    used = {s.name.split(".")[0].split("[")[0] for s in _in_loops(steps) if s.name}  # `h.0`: `h`
     return [
         LayerProfile(
             name, layer.kind.data, None, layer_params(layer, env, models), 0, 0, unused=True

@@ -236,6 +236,7 @@ def model_json(info: ModelInfo, request: InfoRequest) -> dict[str, Any]:
         "output_shape": shape_json(p.output_shape),
         "unknown_dims": p.unknown,
         "errors": p.errors,
+        "config": {k: v for k, v in p.config.items() if isinstance(v, int | float | str)},
         "settings": {
             "batch_size": info.batch_size,
             "precision": info.training.precision,
@@ -270,6 +271,8 @@ def layer_json(layer: LayerProfile) -> dict[str, Any]:
     }
     if layer.unused:
         found["unused"] = True
+    if layer.repeat:
+        found["repeat"] = layer.repeat  # a loop: `layers` is its first iteration
     if layer.layers:
         found["layers"] = [layer_json(child) for child in layer.layers]
     return found
@@ -332,11 +335,15 @@ def layer_table(info: ModelInfo) -> Table:
     return table
 
 
+REPEAT = "\N{MULTIPLICATION SIGN}"  # a loop's row: `h  Block` REPEAT 4, one iteration below
+
+
 def _rows(layers: list[LayerProfile], indent: str) -> list[tuple[str, ...]]:
     rows: list[tuple[str, ...]] = []
     for layer in layers:
         shape = "unused" if layer.unused else format_shape(layer.output_shape)
-        rows.append((indent + (layer.name or "-"), layer.kind, shape, f"{layer.params:,}",
+        kind = f"{layer.kind} {REPEAT} {layer.repeat}" if layer.repeat else layer.kind
+        rows.append((indent + (layer.name or "-"), kind, shape, f"{layer.params:,}",
                      _count(layer.flops), _bytes(layer.activation_bytes)))  # fmt: skip
         rows += _rows(layer.layers, indent + "  ")
     return rows

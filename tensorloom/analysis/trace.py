@@ -93,6 +93,10 @@ class Step:
     # the list elements it ran in: (id of the list layer, element reached) pairs, so that
     # the profile tells `for block in h`'s blocks apart (each has its own weights)
     scope: tuple[int, ...] = ()
+    # A loop (`kind` "for"): it runs `repeat` iterations; `children` is the first one's
+    # steps and `again` the second's (the one every later iteration repeats).
+    repeat: int = 0
+    again: list[Step] = field(default_factory=list["Step"])
 
     @property
     def is_model(self) -> bool:
@@ -210,27 +214,51 @@ class Walker:
             self.apply(model, op, env)
         elif isinstance(op, CallOp):
             self.method(model, op, env)
-        elif isinstance(op, FunctionalOp) and not isinstance(op, DimOp | ListOp):
+        elif isinstance(op, FunctionalOp) and _makes_a_tensor(op):
             self.builtin(op)
 
     def loop(self, model: ModelOp, op: ForOp, env: Env) -> None:
-        """Each iteration that shape inference followed, in a frame of its own: its
-        `iter_args` are the last iteration's yielded tensors, the loop's results the last's."""
+        """One step for the loop: the first two of the iterations shape inference followed,
+        each in a frame of its own (its `iter_args` the last iteration's yielded tensors).
+
+        In the specialised IR a value has one type in every iteration, so the second
+        iteration is what each later one repeats: the profile multiplies it rather than
+        walking 256 steps of a scan."""
+        count = _followed(op, FOLLOWED_ITERATIONS, 1)
         body = op.body.block
         defined = frozenset(id(v) for v in values_defined_in(body))
         carried = [self.key(v) for v in op.inits]
-        for _ in range(_followed(op, FOLLOWED_ITERATIONS, 1)):
+        walked: list[list[Step]] = []
+        for _ in range(min(count, 2)):
             frame = next(self.frames)
             for arg, key in zip(body.args[1:], carried, strict=False):
                 self.aliases[(frame, id(arg))] = key
             self.iterations.append((defined, frame))
+            self.stack.append([])
             self.block(model, body, env)
+            walked.append(self.stack.pop())
             last = body.last_op
             if isinstance(last, YieldOp):
                 carried = [self.key(v) for v in last.values]
             self.iterations.pop()
         for result, key in zip(op.results, carried, strict=False):
             self.aliases[self._raw(result)] = key
+        self.stack[-1].append(self._loop_step(model, op, count, walked))
+
+    def _loop_step(self, model: ModelOp, op: ForOp, count: int, walked: list[list[Step]]) -> Step:
+        """`h` (a layer list's loop, named for its list and kind) or `for`."""
+        name, kind = "for", "loop"
+        layer = layers_of(model).get(op.layers.root_reference.data) if op.layers else None
+        if layer is not None:
+            name, kind = layer.sym_name.data, layer.kind.data
+        self.budget.left -= 1
+        result = op.results[0] if op.results else None
+        output = _shape(result) if result is not None else None
+        key = self.key(result) if result is not None else (self.frame, id(op))
+        step = Step(name, kind, [], output, [], key, scope=self.scope, repeat=count)
+        step.children = walked[0] if walked else []
+        step.again = walked[1] if len(walked) > 1 else []
+        return step
 
     def builtin(self, op: FunctionalOp) -> None:
         kind = op.name.removeprefix("nml.")
@@ -331,6 +359,15 @@ class Walker:
             integer_input=bool(operands) and _is_integer(operands[0]),
             scope=self.scope,
         )
+
+
+def _makes_a_tensor(op: FunctionalOp) -> bool:
+    """A builtin that computes a tensor: not `x.size(0)`, a list, a tuple of views
+    (`qkv.split(d)`: its parts are views, each costed where it is used) or a number
+    (`sqrt(8.0)`, the attention scale), which cost nothing on the device."""
+    if isinstance(op, DimOp | ListOp):
+        return False
+    return bool(op.results) and isinstance(op.results[0].type, TensorType)
 
 
 def _followed(op: Operation, key: str, default: int) -> int:

@@ -482,19 +482,26 @@ def _with_facts(info: DatasetInfo, facts: FileFacts) -> DataCheck:
     return DataCheck(updated, facts.what)
 
 
+STDLIB_CORPUS = "stdlib"  # `load_dataset("text", path="stdlib")`: Python's own library source
+
+
 def _token_data(info: DatasetInfo, base: Path | None) -> DataCheck:
     path = info.options.get("path")
-    if info.name != "tokens" or not isinstance(path, str):
-        return DataCheck(info, f"`{info.name}`: windows of `block_size={info.block_size}` tokens")
+    windows = f"`{info.name}`: windows of `block_size={info.block_size}` tokens"
+    if not isinstance(path, str) or (info.name == "text" and path == STDLIB_CORPUS):
+        return DataCheck(info, windows)
     found = find_file(path, base)
     if found is None:
+        what = "tokens" if info.name == "tokens" else "text"
         problem = DatasetProblem(
             ABSENT,
             f"`{path}` is not there at check time: its size is not checked",
             "path",
-            "fine if the tokens live on the training machine",
+            f"fine if the {what} lives on the training machine; the run stops if it is not there",
         )
         return DataCheck(info, f"`block_size` (`{path}` not found)", (problem,))
+    if info.name == "text":
+        return DataCheck(info, windows)
     dtype = info.options.get("dtype", "uint16")
     count = token_count(found, dtype if isinstance(dtype, str) else "uint16")
     if isinstance(count, FileProblem):

@@ -393,7 +393,7 @@ error[TL0114]: keyword argument `embed_dim` repeated
             'TL0201',
             "a layer's input does not fit the layer",
             """\
-The error points at the stage or call that applies the layer, with the shape that reached it, and a second label at the declaration. For `LayerNorm` on a channels-first `[B, C, H, W]` tensor (the original README's ViT), the help says how to move channels last (see `vit_readme_nml.nml`).
+The error points at the stage or call that applies the layer, with the shape that reached it, and a second label at the declaration. For `LayerNorm` on a channels-first `[B, C, H, W]` tensor (the original README's ViT), the help says how to move channels last (`tlc check examples/broken/vit_layernorm.nml`).
 """,
             """\
 error[TL0201]: `fc2` expects 256 input features, got 128
@@ -1061,7 +1061,7 @@ error[TL0421]: config `d_model` of `TransformerBlock` is an integer, got `256.5`
             'TL0422',
             'invalid layer constructor arguments',
             """\
-Arguments are bound and validated as PyTorch would at construction, under the config defaults and again under each instance's overrides (then the error points at the override; see `override_heads.tl`).
+Arguments are bound and validated as PyTorch would at construction, under the config defaults and again under each instance's overrides (then the error points at the override).
 """,
             """\
 error[TL0422]: `attn`: `embed_dim` (250) must be divisible by `num_heads` (8)

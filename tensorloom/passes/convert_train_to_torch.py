@@ -48,6 +48,7 @@ Only the first train block of a script becomes the script's `main`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import PurePath
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
@@ -281,9 +282,18 @@ def import_ops(plan: ScriptPlan) -> list[Operation]:
     return ops
 
 
+def _train_source(loop: train.LoopOp, script: t.ScriptOp) -> str:
+    """The file that holds the train block (`train_gpt.tl`, not the `gpt.nml` it imports):
+    the header and `--help` name it, and the checkpoint folder is named after it."""
+    span = span_of(loop)
+    if span is not None and span.file:
+        return PurePath(span.file).name
+    return script.source.data if script.source else "the program"
+
+
 def lower_loop(module: ModuleOp, loop: train.LoopOp) -> None:
     script = script_of(module)
-    plan = plan_of(module, loop, script.source.data if script.source else "the program")
+    plan = plan_of(module, loop, _train_source(loop, script))
     block = script.body.block
     imports = import_ops(plan)
     for op in imports:

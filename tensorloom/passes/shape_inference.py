@@ -220,6 +220,7 @@ class Inference:
     )
     _last_iteration: list[FlowStep] = field(default_factory=list[FlowStep])
     _refused_lists: set[LayerOp] = field(default_factory=set[LayerOp])
+    _params: dict[tuple[object, ...], int] = field(default_factory=dict[tuple[object, ...], int])
     # A nested model or method already followed for this config and these argument types:
     # its result and the steps it recorded (a block of two blocks of two blocks... is
     # followed once per level, not 2^depth times).
@@ -688,7 +689,7 @@ class Inference:
             result = self._from_placeholder(result, shape, bound)
         params = bound.spec.param_count(bound)
         name = label or layer.sym_name.data
-        flow.steps.append(self.step(name, _describe(bound), result, params))
+        flow.steps.append(self.step(name, describe(bound), result, params))
         return result
 
     def _float_ids(self, model: ModelOp, op: ApplyOp | ApplyAtOp) -> bool:
@@ -793,6 +794,8 @@ class Inference:
         inner = ModelFlow(name, model_kind(nested), [], "")
         self.depth += 1
         inner_env = model_env(nested, overrides)
+        # each declared layer once: a cell a scan applies 256 times has its weights once
+        inner.declared = declared_params(nested, inner_env, self.models, memo=self._params)
         args = self._annotated_args(layer, op, forward, inner_env)
         result = self._follow(nested, forward, inner_env, args, inner)
         self.depth -= 1
@@ -1079,7 +1082,7 @@ def _keeps_float(op: Operation) -> bool:
 _INT_RESULTS = frozenset({"arange", "dim", "where"})
 
 
-def _describe(bound: BoundLayer) -> str:
+def describe(bound: BoundLayer) -> str:
     """The constructor as TensorLoom writes it: `Conv2d(1, 16, 3, padding="same")`."""
     args = [_literal(a) for a in bound.args]
     args += [f"{k}={_literal(v)}" for k, v in bound.kwargs]

@@ -26,12 +26,17 @@ if TYPE_CHECKING:
 EMIT_CHOICES = tuple(s for s in STAGE_NAMES if s != "tokens")
 
 
-def run_compile(file: Path, emit: str, output: Path | None, *, use_cache: bool = False) -> int:
+def run_compile(file: Path, emit: str, output: Path | None, *, use_cache: bool = False,
+                single_file: bool = False) -> int:  # fmt: skip
     """Compile `file` up to `emit`, write the result; the exit status.
 
-    With `use_cache`, an unchanged program's output is replayed from
-    tools/check_cache.py, and a fresh result is stored there.
+    Python written to a file is the program and, beside it, the runtime module it imports;
+    `single_file` (and Python on stdout) is one file holding both. With `use_cache`, an
+    unchanged program's output is replayed from tools/check_cache.py, and a fresh result
+    is stored there.
     """
+    if emit == "python" and output is not None and not single_file:
+        return _compile_program(file, output)
     name, command = str(file), f"compile --emit {emit}"
     replay = check_cache.lookup(name, command) if use_cache else None
     if replay is None:
@@ -70,6 +75,28 @@ def _emit_python(file: Path) -> tuple[Compilation, str | None]:
         with reporting(result.sink):
             text = python_source(result.module, str(file))
     return result, text
+
+
+def _compile_program(file: Path, output: Path) -> int:
+    """`tlc compile FILE -o OUT.py`: the program file and its runtime module beside it."""
+    from tensorloom.diagnostics.ir import reporting
+    from tensorloom.pipeline import python_program
+
+    result = compile_file(file, until="torch")
+    printed = None
+    if result.module is not None and result.ok:
+        with reporting(result.sink):
+            printed = python_program(result.module, str(file))
+    replay = _render(result, printed.program if printed is not None else None)
+    if replay.status != 0 or printed is None or printed.runtime is None:
+        return _deliver(replay, output)
+    runtime = output.with_name(printed.runtime.file_name)
+    runtime.write_text(printed.runtime.text, encoding="utf-8")
+    status = _deliver(replay, output)
+    lines = printed.runtime.text.count("\n")
+    sys.stderr.write(f"wrote {check_cache.display_path(str(runtime))} ({lines:,} lines), "
+                     "the runtime it imports\n")  # fmt: skip
+    return status
 
 
 def _ir_text(module: ModuleOp | None) -> str | None:

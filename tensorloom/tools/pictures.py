@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from tensorloom.pipeline import Compilation
 
 PICTURE_FORMATS = ("svg", "png", "pdf")
+# What `pip install 'tensorloom[pictures]'` brings; without one, a command says so.
+PICTURE_PACKAGES = ("networkx", "matplotlib")
 GRAPH_FORMATS = (*PICTURE_FORMATS, "dot")
 
 
@@ -37,6 +39,16 @@ def _error(message: str, help: str | None = None) -> int:
     if help:
         sys.stderr.write(f"  = help: {help}\n")
     return EXIT_USER_ERROR
+
+
+def _missing(command: str, error: ModuleNotFoundError) -> int:
+    """A user error naming the package `command` needs and the extra that installs it;
+    any other missing module is re-raised (a bug, reported as one)."""
+    package = (error.name or "").partition(".")[0]
+    if package not in PICTURE_PACKAGES:
+        raise error
+    return _error(f"`{command}` needs `{package}`, which is not installed",
+                  "pip install 'tensorloom[pictures]'")  # fmt: skip
 
 
 def graph_format(output: Path | None, fmt: str | None) -> str | None:
@@ -51,7 +63,7 @@ def graph_format(output: Path | None, fmt: str | None) -> str | None:
 
 def run_graph(file: Path, output: Path | None, fmt: str | None, model: str | None) -> int:
     """The `tlc graph` command; its exit status."""
-    from tensorloom.tools.check import check_file
+    from tensorloom.analysis.profile import compile_for_info
     from tensorloom.tools.common import emit_diagnostics
 
     chosen = graph_format(output, fmt)
@@ -60,25 +72,25 @@ def run_graph(file: Path, output: Path | None, fmt: str | None, model: str | Non
             f"cannot tell the picture format from `{output}`",
             "name the output `.svg`, `.png`, `.pdf` or `.dot`, or pass `--format`",
         )
-    result, flows = check_file(file)
+    result = compile_for_info(file, {})
     emit_diagnostics(result.sink, result.sources)
     if not result.ok or result.module is None:
         return EXIT_USER_ERROR
-    return _draw(result, flows, model, chosen, output)
+    try:
+        return _draw(result, model, chosen, output)
+    except ModuleNotFoundError as error:
+        return _missing("tlc graph", error)
 
 
-def _draw(result: Compilation, flows: list[Any], model: str | None, fmt: str,
-          output: Path | None) -> int:  # fmt: skip
+def _draw(result: Compilation, model: str | None, fmt: str, output: Path | None) -> int:
     from tensorloom.analysis import graph
 
     assert result.module is not None
-    name = model or _default_model(result, flows)
+    name = model or _default_model(result)
     if name is None:
         return _error(f"`{result.path}` declares no model to draw")
-    flow = next((f for f in flows if f.model == name), None)
-    labels = {s.name: s.op for s in flow.steps if s.name and s.name != "-"} if flow else {}
     try:
-        source = graph.to_dot(graph.model_graph(result.module, name, labels))
+        source = graph.to_dot(graph.model_graph(result.module, name))
     except graph.GraphError as problem:
         return _error(str(problem))
     if fmt == "dot":
@@ -89,13 +101,22 @@ def _draw(result: Compilation, flows: list[Any], model: str | None, fmt: str,
             "install Graphviz (`apt-get install graphviz`, `brew install graphviz`), "
             "or write the Graphviz source with `--format dot`",
         )
-    return _write(output, graph.render(source, fmt))
+    try:
+        picture = graph.render(source, fmt)
+    except graph.GraphError as problem:
+        return _error(str(problem))
+    return _write(output, picture)
 
 
-def _default_model(result: Compilation, flows: list[Any]) -> str | None:
-    """The first instantiated model, else the last model the file itself declares."""
+def _default_model(result: Compilation) -> str | None:
+    """The first instance (the first a train loop trains), else the last model the file
+    itself declares."""
+    from tensorloom.passes.shape_inference import flows_in
+
+    assert result.module is not None
+    flows = flows_in(result.module)
     if flows:
-        return str(flows[0].model)
+        return str(flows[0].name)
     root = result.root
     models = root.models() if root is not None else []
     return models[-1].name if models else None
@@ -187,7 +208,10 @@ def run_plot(metrics: Path, output: Path) -> int:
     curves = read_metrics(metrics)
     if isinstance(curves, str):
         return _error(curves, "pass the file a script wrote with `--metrics PATH`")
-    figure = plot_curves(curves)
+    try:
+        figure = plot_curves(curves)
+    except ModuleNotFoundError as error:
+        return _missing("tlc plot", error)
     try:
         figure.savefig(output, format=suffix)
     except OSError as problem:

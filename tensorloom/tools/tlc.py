@@ -140,10 +140,21 @@ def check(file: Path, fmt: str, bindings: dict[str, int], no_cache: bool) -> int
     help="write to this file instead of stdout",
 )
 @click.option("--no-cache", is_flag=True, help="compile afresh; neither read nor write the cache")
+@click.option(
+    "--single-file",
+    is_flag=True,
+    help="with -o: one file, the runtime inside it (default: the runtime module beside it)",
+)
 @compiler_command
-def compile_command(file: Path, emit: str, output: Path | None, no_cache: bool) -> int:
-    """Compile FILE to Python, or print it after any stage with --emit."""
-    return run_compile(file, emit, output, use_cache=not no_cache)
+def compile_command(
+    file: Path, emit: str, output: Path | None, no_cache: bool, single_file: bool
+) -> int:
+    """Compile FILE to Python, or print it after any stage with --emit.
+
+    `-o out/train.py` writes the program, and beside it the runtime module it imports
+    (`tensorloom_rt_VERSION_HASH.py`); `--single-file` writes one file with both.
+    """
+    return run_compile(file, emit, output, use_cache=not no_cache, single_file=single_file)
 
 
 @cli.command("run", context_settings={"ignore_unknown_options": True})
@@ -155,12 +166,16 @@ def compile_command(file: Path, emit: str, output: Path | None, no_cache: bool) 
 @click.option("--master-port", type=click.IntRange(1, 65535), help="a free port on node 0")
 @click.option("--rdzv-endpoint", help="HOST:PORT of a c10d rendezvous (instead of the three above)")
 @click.option("--rdzv-id", help="the job's name at the rendezvous (default: tensorloom)")
-@click.option("--keep", is_flag=True, help="leave the compiled script beside FILE (FILE.py)")
+@click.option(
+    "--keep", is_flag=True, help="leave the compiled script beside FILE (mnist.tl -> mnist.py)"
+)
+@click.option("--single-file", is_flag=True, help="run (and keep) one file, the runtime inside")
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 @compiler_command
 def run_command(file: Path, nproc: int | None, nnodes: int | None, node_rank: int | None,
                 master_addr: str | None, master_port: int | None, rdzv_endpoint: str | None,
-                rdzv_id: str | None, keep: bool, script_args: tuple[str, ...]) -> int:  # fmt: skip
+                rdzv_id: str | None, keep: bool, single_file: bool,
+                script_args: tuple[str, ...]) -> int:  # fmt: skip
     """Compile FILE to a cached script and run it; arguments after `--` go to the script."""
     from tensorloom.tools.run import Launch, run_file
 
@@ -168,7 +183,7 @@ def run_command(file: Path, nproc: int | None, nnodes: int | None, node_rank: in
     problem = launch.problem()
     if problem is not None:
         raise click.UsageError(problem)
-    return run_file(file, nproc, list(script_args), launch, keep=keep)
+    return run_file(file, nproc, list(script_args), launch, keep=keep, single_file=single_file)
 
 
 def _gpu_memory(_ctx: click.Context, _param: click.Parameter, value: str | None) -> int | None:
@@ -186,7 +201,8 @@ def _gpu_memory(_ctx: click.Context, _param: click.Parameter, value: str | None)
 @click.option(
     "--precision",
     type=click.Choice(["fp32", "fp16", "bf16"]),
-    help="default: the train block's, else fp32",
+    help="default: the train block's; bf16 when it sets none (auto, on a bf16 GPU); "
+    "fp32 without a train block",
 )
 @click.option(
     "--optimizer",

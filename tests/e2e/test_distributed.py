@@ -76,7 +76,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     source = root / "tiny_fsdp.tl"
     source.write_text(PROGRAM)
     script = root / "tiny_fsdp.py"
-    compiled = _run([*TLC, "compile", str(source), "-o", str(script)], root)
+    # one file: a test below executes it by itself
+    compiled = _run([*TLC, "compile", str(source), "-o", str(script), "--single-file"], root)
     assert compiled.returncode == 0, compiled.stderr
     two = _run([*TLC, "run", str(source), "--nproc", "2", "--", "--epochs", "2",
                 "--metrics", "two.jsonl", "--checkpoint-dir", "ckpt"], root)  # fmt: skip

@@ -109,7 +109,10 @@ def compile_example(name: str, out: Path) -> Path:
 
 
 def import_script(path: Path) -> ModuleType:
-    """Import an emitted script under a name of its own (its dataclasses look it up)."""
+    """Import an emitted script under a name of its own (its dataclasses look it up); its
+    folder goes on the path, as `python script.py` puts it, for the runtime module beside it."""
+    if str(path.parent) not in sys.path:
+        sys.path.append(str(path.parent))
     name = f"example_{path.stem}_{abs(hash(str(path)))}"
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None

@@ -7,7 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.golden import DOC, emitted, examples, golden_path, line_table, with_table
+from tests.e2e.golden import (
+    DOC,
+    PROGRAMS,
+    counts_of,
+    emitted,
+    examples,
+    golden_path,
+    line_table,
+    program_files,
+    with_table,
+)
 
 EXAMPLES = examples()
 
@@ -19,14 +29,39 @@ def test_emitted_script_equals_its_golden_copy(example: Path) -> None:
     assert emitted(example) == golden.read_text(encoding="utf-8"), "run `make golden`"
 
 
-def _unused_top_level(text: str) -> list[str]:
+@pytest.mark.parametrize("example", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_program_file_and_runtime_module_equal_their_golden_copies(example: Path) -> None:
+    for path, text in program_files(example).items():
+        assert path.is_file(), f"no {path.name}: run `make golden`"
+        assert path.read_text(encoding="utf-8") == text, f"{path.name}: run `make golden`"
+
+
+def test_the_program_folder_holds_only_what_the_examples_write() -> None:
+    wanted = {path for example in EXAMPLES for path in program_files(example)}
+    assert set(PROGRAMS.glob("*.py")) == wanted, "run `make golden`"
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_the_program_and_its_runtime_define_nothing_unused(example: Path) -> None:
+    """Read as one: the runtime module holds only what the program reaches."""
+    files = program_files(example)
+    if len(files) == 1:
+        return
+    program, runtime = files.values()
+    trees = [ast.parse(runtime), ast.parse(program)]
+    body = [node for tree in trees for node in tree.body]
+    unused = _unused_top_level(body)
+    assert unused == []
+
+
+def _unused_top_level(text: str | list[ast.stmt]) -> list[str]:
     """Top-level functions and classes no other part of the script names."""
-    tree = ast.parse(text)
+    body = ast.parse(text).body if isinstance(text, str) else text
     unused = []
-    for node in tree.body:
+    for node in body:
         if not isinstance(node, ast.FunctionDef | ast.ClassDef):
             continue
-        others = [other for other in tree.body if other is not node]
+        others = [other for other in body if other is not node]
         read = {n.id for o in others for n in ast.walk(o) if isinstance(n, ast.Name)}
         if node.name not in read:
             unused.append(node.name)
@@ -55,6 +90,6 @@ def test_digits_script_has_no_image_reader_download_or_process_group() -> None:
 
 
 def test_docs_list_each_example_s_line_count() -> None:
-    counts = {e: golden_path(e).read_text(encoding="utf-8").count("\n") for e in EXAMPLES}
+    counts = {e: counts_of(emitted(e), program_files(e)) for e in EXAMPLES}
     doc = DOC.read_text(encoding="utf-8")
     assert with_table(doc, line_table(counts)) == doc, "run `make golden`"

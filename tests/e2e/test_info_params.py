@@ -65,8 +65,8 @@ def check_program(path: Path) -> int:
     info = info_json(path, InfoRequest(batch_size=2))
     assert info["ok"], info["diagnostics"]
     module, instances = emitted(path)
-    for entry in info["models"]:
-        model, overrides = instances.get(entry["name"], (entry["model"], {}))
+    for entry in info["models"]:  # a model alone: profiled as its first use configures it
+        model, overrides = instances.get(entry["name"], (entry["model"], entry["config"]))
         assert entry["params"] == torch_params(module, model, overrides), entry["name"]
     return len(info["models"])
 

@@ -88,6 +88,8 @@ def _script(tmp: Path) -> tuple[Path, ModuleType]:
     out.parent.mkdir()
     result = _tlc("compile", "finetune.tl", "-o", str(out), cwd=tmp)
     assert result.returncode == 0, result.stderr
+    if str(out.parent) not in sys.path:  # the runtime module beside it, as `python` finds it
+        sys.path.append(str(out.parent))
     spec = importlib.util.spec_from_file_location("finetune_script", out)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -103,9 +103,18 @@ def reachable(roots: Iterable[str]) -> list[Definition]:
     return [d for d in definitions() if d in chosen]
 
 
+# Modules whose definitions are parts of a model (the attention module a `MultiHeadAttention`
+# layer builds): a program file keeps them beside its model classes, not in its runtime module.
+MODEL_MODULES = ("attention",)
+
+
 def paste(roots: Iterable[str]) -> Pasted:
     """The runtime code that `roots` (names a script reads) reach; see the module docstring."""
-    chosen = reachable(roots)
+    return paste_definitions(reachable(roots))
+
+
+def paste_definitions(chosen: list[Definition]) -> Pasted:
+    """`chosen` (in `MODULES` order) as text under module banners, with the imports it reads."""
     bound = _imports()
     read = {n for d in chosen for n in d.reads}
     imports = sorted({bound[n] for n in read if n in bound})

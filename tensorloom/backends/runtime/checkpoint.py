@@ -266,3 +266,76 @@ def save_epoch_checkpoint(
     for old in sorted(folder.glob("epoch-*.pt"))[:-keep]:
         old.unlink()
     return path
+
+
+# What a run leaves in its checkpoint folder: files here, folders under FSDP (runtime/sharded.py).
+_RUN_FILES = ("last.pt", "best.pt", "epoch-[0-9]*.pt", "last", "best", "epoch-[0-9]*")
+
+
+def previous_checkpoints(directory: str | os.PathLike[str]) -> list[Path]:
+    """The checkpoints an earlier run left in `directory` (none when it does not exist)."""
+    folder = Path(directory)
+    if not folder.is_dir():
+        return []
+    found = {path for pattern in _RUN_FILES for path in folder.glob(pattern)}
+    return sorted(found)
+
+
+def check_writable_folder(
+    directory: str | os.PathLike[str], flag: str = "--checkpoint-dir"
+) -> None:
+    """Create `directory` and write a probe file in it, so that a folder the run cannot write
+    (read-only, under a file, in /proc) is one `CheckpointError` before the first step,
+    not a traceback at the first save."""
+    folder = Path(directory)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".write-test-"):
+            pass
+    except OSError as problem:
+        reason = (problem.strerror or type(problem).__name__).lower()
+        raise CheckpointError(
+            f"cannot write checkpoints to {folder}: {reason}; give a writable {flag}"
+        ) from None
+
+
+def prepare_checkpoint_dir(
+    directory: str | os.PathLike[str], *, resume: str | None, overwrite: bool,
+    init_from: str | None = None, main: bool = True,
+) -> list[Path]:  # fmt: skip
+    """Check, before the first step, that this run may save in `directory`; returns what
+    `--overwrite` removed.
+
+    The folder must be writable. One that holds another run's checkpoints is refused
+    unless the run continues one (`resume`) or replaces them (`overwrite`: rank 0, `main`,
+    removes them now, so the folder never mixes two runs' epoch files). The weights a run
+    starts from (`init_from`) are never among what it removes.
+    """
+    check_writable_folder(directory)
+    previous = previous_checkpoints(directory)
+    if not previous or resume is not None:
+        return []
+    start = Path(init_from).resolve() if init_from is not None else None
+    if start is not None and any(start.is_relative_to(p.resolve()) for p in previous):
+        raise CheckpointError(
+            f"--init-from {init_from} is one of the checkpoints in {directory}, which this "
+            "run would replace: give another --checkpoint-dir"
+        )
+    if not overwrite:
+        last = Path(directory) / "last.pt"
+        again = f"continue it with --resume {last}, " if last.is_file() else ""
+        raise CheckpointError(
+            f"{directory} holds the checkpoints of an earlier run ({_listed(previous)}): "
+            f"{again}replace them with --overwrite, or give another --checkpoint-dir"
+        )
+    if main:
+        for path in previous:
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+    return previous
+
+
+def _listed(paths: list[Path], most: int = 3) -> str:
+    """`last.pt, epoch-0005.pt, epoch-0010.pt and 2 more`."""
+    names = [path.name for path in paths[:most]]
+    more = f" and {len(paths) - most} more" if len(paths) > most else ""
+    return ", ".join(names) + more

@@ -348,11 +348,12 @@ def _fetch(name: str, root: Path, download: bool) -> Path:
             return folder
     files = "\n".join(f"  {folder / f}" for f in _expected_files(name))
     how = "could not be downloaded" if download else "is not downloaded without --download"
+    again = "" if download else ", or rerun with --download (HTTPS, sha256-checked)"
     raise DatasetUnavailable(
         f"dataset `{name}` was not found and {how}.\n"
         f"put these files (gzipped or not) in {folder}:\n{files}\n"
         f"or point `--data-root` or $TENSORLOOM_DATA at a directory holding "
-        f"`{_folder_name(name)}/`, or rerun with --download (HTTPS, sha256-checked)"
+        f"`{_folder_name(name)}/`{again}"
     )
 
 

@@ -32,7 +32,6 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -94,7 +93,9 @@ def _pattern(text: str) -> re.Pattern[str]:
     return re.compile(regex + r"\Z")
 
 
-def map_names(names: Sequence[str], rules: Sequence[WeightRule]) -> dict[str, tuple[str, bool]]:
+def map_names(
+    names: list[str] | tuple[str, ...], rules: list[WeightRule] | tuple[WeightRule, ...]
+) -> dict[str, tuple[str, bool]]:
     """file name -> (model name, transposed) for each file tensor a rule maps; ignored and
     unmatched names are left out (`unmatched_names` lists the latter)."""
     compiled = [(_pattern(source), target, transposed) for source, target, transposed in rules]
@@ -109,14 +110,18 @@ def map_names(names: Sequence[str], rules: Sequence[WeightRule]) -> dict[str, tu
     return mapped
 
 
-def unmatched_names(names: Sequence[str], rules: Sequence[WeightRule]) -> list[str]:
+def unmatched_names(
+    names: list[str] | tuple[str, ...], rules: list[WeightRule] | tuple[WeightRule, ...]
+) -> list[str]:
     """The file's names no rule matches (not mapped, not ignored)."""
     compiled = [_pattern(source) for source, _, _ in rules]
     return [n for n in names if not any(regex.match(n) for regex in compiled)]
 
 
 def load_pretrained(
-    model: torch.nn.Module, path: str | os.PathLike[str], rules: Sequence[WeightRule]
+    model: torch.nn.Module,
+    path: str | os.PathLike[str],
+    rules: list[WeightRule] | tuple[WeightRule, ...],
 ) -> None:
     """Fill every parameter and buffer of `model`'s state dict from the weights at `path`.
 
@@ -156,7 +161,7 @@ def _derived(model: torch.nn.Module, key: str) -> bool:
     return key in own and key not in unique
 
 
-def _some(names: Sequence[str]) -> str:
+def _some(names: list[str] | tuple[str, ...]) -> str:
     shown = ", ".join(f"`{n}`" for n in names[:4])
     return shown + (f" and {len(names) - 4} more" if len(names) > 4 else "")
 
@@ -164,7 +169,7 @@ def _some(names: Sequence[str]) -> str:
 def export_pretrained(
     model: torch.nn.Module,
     folder: str | os.PathLike[str],
-    rules: Sequence[WeightRule],
+    rules: list[WeightRule] | tuple[WeightRule, ...],
     source: str | os.PathLike[str] | None = None,
 ) -> Path:
     """Write `model` as `folder`/model.safetensors in the file's names (each model tensor
@@ -214,7 +219,7 @@ def _layer_names(model: torch.nn.Module, path: str) -> list[str]:
     return [f"{base}.{i}" for i in indices]
 
 
-def freeze_layers(model: torch.nn.Module, paths: Sequence[str]) -> int:
+def freeze_layers(model: torch.nn.Module, paths: list[str] | tuple[str, ...]) -> int:
     """Stop the named layers training (`freeze = [wte, h[0:6]]`): their parameters get no
     gradients and no optimizer state. Returns how many parameters froze."""
     frozen = 0
@@ -234,7 +239,7 @@ def freeze_layers(model: torch.nn.Module, paths: Sequence[str]) -> int:
 
 def add_lora(
     model: torch.nn.Module,
-    targets: Sequence[str],
+    targets: list[str] | tuple[str, ...],
     rank: int,
     alpha: float,
     dropout: float = 0.0,

@@ -286,6 +286,42 @@ def check_run_length(epochs: int | None, max_steps: int | None, evaluating: bool
             )
 
 
+def check_batch_size(batch_size: int) -> None:
+    """`--batch-size` below 1 is a `RunLengthError` before any data is read."""
+    if batch_size < 1:
+        raise RunLengthError(f"--batch-size {batch_size} must be at least 1")
+
+
+def check_epoch_has_steps(batches: int, *, batch_size: int, grad_accum: int = 1) -> None:
+    """An epoch of `batches` whole batches must make at least one optimizer step (of
+    `grad_accum` batches); otherwise the run would save an untrained model and exit 0."""
+    if batches >= grad_accum:
+        return
+    need = "one whole batch" if grad_accum == 1 else f"{grad_accum} whole batches (grad_accum)"
+    raise RunLengthError(
+        f"--batch-size {batch_size} is larger than the training data allows: an epoch holds "
+        f"{batches} whole batches, and a step needs {need}; give a smaller --batch-size"
+    )
+
+
+def check_resume_left(
+    path: str, *, epochs_done: int, epochs: int, step: int, max_steps: int | None
+) -> None:
+    """A resumed run must have something left to train: `--epochs` beyond the epochs the
+    checkpoint finished (and `--max-steps`, if given, beyond its steps)."""
+    if max_steps is not None and step >= max_steps:
+        raise RunLengthError(
+            f"{path} has already made {step} steps, and --max-steps is {max_steps}: nothing "
+            f"is left to train; continue with --resume {path} and a --max-steps above {step}"
+        )
+    if epochs_done >= epochs:
+        raise RunLengthError(
+            f"{path} has already trained {epochs_done} epochs, and --epochs is {epochs}: "
+            f"nothing is left to train; continue with --resume {path} --epochs "
+            f"{epochs_done + max(epochs, 1)}"
+        )
+
+
 class StopSignals:
     """SIGINT and SIGTERM set `requested` instead of killing the run; a second SIGINT
     still interrupts at once. `restore()` puts the previous handlers back."""

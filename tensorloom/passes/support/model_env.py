@@ -528,6 +528,17 @@ def nested_model(layer: LayerOp, models: Mapping[str, ModelOp]) -> ModelOp | Non
     return models.get(layer.kind.data)
 
 
+def copy_env(model: ModelOp) -> Env:
+    """A specialised copy's configuration (`config`, which `instantiate` wrote on it), else
+    the model's defaults: the config its types were inferred under."""
+    folded = model.attributes.get(INSTANCE_CONFIG)
+    if isinstance(folded, DictionaryAttr):
+        env = evaluate_kwargs(folded.data, {})
+        if isinstance(env, dict):
+            return env
+    return model_env(model)
+
+
 def specialized_module(module: Operation | None) -> bool:
     while module is not None and not isinstance(module, ModuleOp):
         module = module.parent_op()

@@ -67,6 +67,8 @@ def flags_of(plan: ScriptPlan) -> list[Flag]:
         _flag("--tensorboard", default=None, help="TensorBoard logs go here"),
         _flag("--checkpoint-dir", default=f"checkpoints/{script_program_name(plan)}"),
         _flag("--resume", default=None, help="a checkpoint to continue from"),
+        _flag("--overwrite", action=STORE_TRUE,
+              help="replace the checkpoints an earlier run left in --checkpoint-dir"),
         _flag("--init-from", default=None, help="start from these weights"),
         *_pretrained_flags(plan),
         _flag("--evaluate", default=None, metavar="CHECKPOINT",

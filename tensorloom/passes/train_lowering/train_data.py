@@ -157,6 +157,9 @@ def build_loaders_ops(plan: ScriptPlan) -> list[Operation]:
     if plan.language_model_data:
         body.assign("block", body.subscript(body.name("options"), body.const("block_size")))
     _loaders(body, plan)
+    body.expr(body.call("check_epoch_has_steps", body.call("len", body.name("train_loader")),
+                        batch_size=body.path("args", "batch_size"),
+                        grad_accum=body.name("GRAD_ACCUM")))  # fmt: skip
     splits = [body.name(n) for n in ("train_loader", "val_loader", "info")]
     body.stmt(py.ReturnOp(splits))
     loader = loader_type(top, plan)

@@ -241,6 +241,8 @@ def train_ops(plan: ScriptPlan) -> list[Operation]:
     evaluating = body.is_set(body.path("args", "evaluate"))
     body.expr(body.call("check_run_length", body.path("args", "epochs"),
                         body.path("args", "max_steps"), evaluating=evaluating))  # fmt: skip
+    body.expr(body.call("check_batch_size", body.path("args", "batch_size")))
+    _checkpoint_folder(body, plan)
     body.assign("trainer", body.call("build_trainer", body.name("args"), body.name("ctx")))
     body.assign(body.path("trainer", "checkpoint_dir"), body.path("args", "checkpoint_dir"))
     run = PyBuilder()
@@ -256,6 +258,20 @@ def train_ops(plan: ScriptPlan) -> list[Operation]:
     params = [("args", top.name("argparse.Namespace")), ("ctx", top.name("DistContext"))]
     top.def_("train", params, body, top.name("int"))
     return top.ops
+
+
+def _checkpoint_folder(b: PyBuilder, plan: ScriptPlan) -> None:
+    """Before anything trains: a folder the run can write, and no earlier run's checkpoints
+    in it unless `--resume` continues one or `--overwrite` replaces them."""
+    then = PyBuilder()
+    options = {"resume": then.path("args", "resume"), "overwrite": then.path("args", "overwrite"),
+               "init_from": then.path("args", "init_from")}  # fmt: skip
+    if plan.distributed:
+        options["main"] = then.path("ctx", "is_main")
+    then.expr(then.call("prepare_checkpoint_dir", then.path("args", "checkpoint_dir"), **options))
+    named = b.is_set(b.path("args", "checkpoint_dir"))
+    training = b.compare(b.path("args", "evaluate"), "is", b.const(None))
+    b.if_(b.binop("and", named, training), then)
 
 
 def _warnings(b: PyBuilder, plan: ScriptPlan) -> None:
@@ -323,6 +339,10 @@ def _starting_point(b: PyBuilder, plan: ScriptPlan) -> None:
     resumed = resume.fstring("resumed from {} after epoch {}", resume.path("args", "resume"),
                              resume.path("trainer", "start_epoch"))  # fmt: skip
     _log(resume, plan, resumed)
+    left = {"epochs_done": resume.path("trainer", "start_epoch"),
+            "epochs": resume.path("args", "epochs"), "step": resume.path("trainer", "step"),
+            "max_steps": resume.path("args", "max_steps")}  # fmt: skip
+    resume.expr(resume.call("check_resume_left", resume.path("args", "resume"), **left))
     b.if_(b.is_set(b.path("args", "resume")), resume)
 
 

@@ -2,7 +2,7 @@
 
     # Trains `Classifier` on `digits`, as `mnist.tl` says.
     # ...
-    # OUT.py --help lists the options; importing this file runs nothing.
+    # python mnist.py --help lists the options; importing this file runs nothing.
 
 
     # ---- settings: the train block's values; the command line overrides some ----
@@ -24,7 +24,7 @@ from xdsl.ir import Operation
 from tensorloom.dialects import py
 from tensorloom.dialects.train import DEFAULT_BATCH_SIZE
 from tensorloom.passes.support.py_builder import PyBuilder
-from tensorloom.passes.train_lowering.plan import RecipePlan, ScriptPlan, data_name
+from tensorloom.passes.train_lowering.plan import RecipePlan, ScriptPlan, data_name, program_name
 
 DEFINES = (
     "EPOCHS", "BATCH_SIZE", "LEARNING_RATE", "PRECISION", "FSDP_BLOCKS", "CHECKPOINT_EVERY",
@@ -48,15 +48,20 @@ PRECISION_NOTES = {
 
 def header_ops(plan: ScriptPlan) -> list[Operation]:
     """The comment paragraph the script opens with: what it trains, and how to run it."""
+    script = f"{program_name(plan)}.py"  # as `tlc run --keep` names it
     launch = (
-        "torchrun --nproc_per_node=N OUT.py" if plan.distributed else "python OUT.py --device cpu"
+        f"torchrun --nproc_per_node=2 {script}"
+        if plan.distributed
+        else f"python {script} --device cpu"
     )
     text = (
         f"Trains `{plan.model_class}` on {data_name(plan)}, as `{plan.source}` says.\n\n"
         "Run it:\n"
-        "    python OUT.py --epochs 10 --metrics run/metrics.jsonl\n"
+        f"    python {script} --epochs 10 --metrics run/metrics.jsonl\n"
         f"    {launch}\n"
-        "OUT.py --help lists the options; importing this file runs nothing."
+        f"    python {script} --resume checkpoints/{program_name(plan)}/last.pt "
+        f"--epochs {2 * plan.epochs}\n"
+        f"python {script} --help lists the options; importing this file runs nothing."
     )
     if plan.precision == "auto":
         text += "\n" + _AUTO_PRECISION_NOTE

@@ -36,9 +36,10 @@ from torch import nn
 # Trains `DigitsCNN` on `digits`, as `digits_cnn.tl` says.
 #
 # Run it:
-#     python OUT.py --epochs 10 --metrics run/metrics.jsonl
-#     python OUT.py --device cpu
-# OUT.py --help lists the options; importing this file runs nothing.
+#     python digits_cnn.py --epochs 10 --metrics run/metrics.jsonl
+#     python digits_cnn.py --device cpu
+#     python digits_cnn.py --resume checkpoints/digits_cnn/last.pt --epochs 30
+# python digits_cnn.py --help lists the options; importing this file runs nothing.
 #
 # Precision is `auto` (the block sets none): bf16 autocast on a CUDA GPU that
 # supports bf16, fp32 on the CPU; `--precision fp32|fp16|bf16` overrides it.
@@ -97,6 +98,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--tensorboard", default=None, help="TensorBoard logs go here")
     parser.add_argument("--checkpoint-dir", default="checkpoints/digits_cnn")
     parser.add_argument("--resume", default=None, help="a checkpoint to continue from")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace the checkpoints an earlier run left in --checkpoint-dir")
     parser.add_argument("--init-from", default=None, help="start from these weights")
     parser.add_argument("--evaluate", default=None, metavar="CHECKPOINT",
                         help="report the validation metrics of a checkpoint; no training")
@@ -163,6 +166,7 @@ def build_loaders(
                                 seed=args.seed, **shard)
     val_loader = DeviceLoader(*val, batch_size=args.batch_size, shuffle=False, even_shards=False,
                               **shard)
+    check_epoch_has_steps(len(train_loader), batch_size=args.batch_size, grad_accum=GRAD_ACCUM)
     return train_loader, val_loader, info
 
 
@@ -393,6 +397,10 @@ def save_if_due(trainer: Trainer, epoch: int, start_step: int, args: argparse.Na
 
 def train(args: argparse.Namespace, ctx: DistContext) -> int:
     check_run_length(args.epochs, args.max_steps, evaluating=args.evaluate is not None)
+    check_batch_size(args.batch_size)
+    if args.checkpoint_dir is not None and args.evaluate is None:
+        prepare_checkpoint_dir(args.checkpoint_dir, resume=args.resume, overwrite=args.overwrite,
+                               init_from=args.init_from)
     trainer = build_trainer(args, ctx)
     trainer.checkpoint_dir = args.checkpoint_dir
     try:
@@ -417,6 +425,8 @@ def _run(trainer: Trainer, args: argparse.Namespace, ctx: DistContext) -> int:
     if args.resume is not None:
         resume(trainer, args.resume)
         print(f"resumed from {args.resume} after epoch {trainer.start_epoch}")
+        check_resume_left(args.resume, epochs_done=trainer.start_epoch, epochs=args.epochs,
+                          step=trainer.step, max_steps=args.max_steps)
     max_steps = args.max_steps
     metrics = MetricsWriter(args.metrics, tensorboard=args.tensorboard)
     started, epochs_done = time.perf_counter(), trainer.start_epoch
@@ -1014,6 +1024,79 @@ def save_epoch_checkpoint(
     return path
 
 
+# What a run leaves in its checkpoint folder: files here, folders under FSDP (runtime/sharded.py).
+_RUN_FILES = ("last.pt", "best.pt", "epoch-[0-9]*.pt", "last", "best", "epoch-[0-9]*")
+
+
+def previous_checkpoints(directory: str | os.PathLike[str]) -> list[Path]:
+    """The checkpoints an earlier run left in `directory` (none when it does not exist)."""
+    folder = Path(directory)
+    if not folder.is_dir():
+        return []
+    found = {path for pattern in _RUN_FILES for path in folder.glob(pattern)}
+    return sorted(found)
+
+
+def check_writable_folder(
+    directory: str | os.PathLike[str], flag: str = "--checkpoint-dir"
+) -> None:
+    """Create `directory` and write a probe file in it, so that a folder the run cannot write
+    (read-only, under a file, in /proc) is one `CheckpointError` before the first step,
+    not a traceback at the first save."""
+    folder = Path(directory)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".write-test-"):
+            pass
+    except OSError as problem:
+        reason = (problem.strerror or type(problem).__name__).lower()
+        raise CheckpointError(
+            f"cannot write checkpoints to {folder}: {reason}; give a writable {flag}"
+        ) from None
+
+
+def prepare_checkpoint_dir(
+    directory: str | os.PathLike[str], *, resume: str | None, overwrite: bool,
+    init_from: str | None = None, main: bool = True,
+) -> list[Path]:  # fmt: skip
+    """Check, before the first step, that this run may save in `directory`; returns what
+    `--overwrite` removed.
+
+    The folder must be writable. One that holds another run's checkpoints is refused
+    unless the run continues one (`resume`) or replaces them (`overwrite`: rank 0, `main`,
+    removes them now, so the folder never mixes two runs' epoch files). The weights a run
+    starts from (`init_from`) are never among what it removes.
+    """
+    check_writable_folder(directory)
+    previous = previous_checkpoints(directory)
+    if not previous or resume is not None:
+        return []
+    start = Path(init_from).resolve() if init_from is not None else None
+    if start is not None and any(start.is_relative_to(p.resolve()) for p in previous):
+        raise CheckpointError(
+            f"--init-from {init_from} is one of the checkpoints in {directory}, which this "
+            "run would replace: give another --checkpoint-dir"
+        )
+    if not overwrite:
+        last = Path(directory) / "last.pt"
+        again = f"continue it with --resume {last}, " if last.is_file() else ""
+        raise CheckpointError(
+            f"{directory} holds the checkpoints of an earlier run ({_listed(previous)}): "
+            f"{again}replace them with --overwrite, or give another --checkpoint-dir"
+        )
+    if main:
+        for path in previous:
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+    return previous
+
+
+def _listed(paths: list[Path], most: int = 3) -> str:
+    """`last.pt, epoch-0005.pt, epoch-0010.pt and 2 more`."""
+    names = [path.name for path in paths[:most]]
+    more = f" and {len(paths) - most} more" if len(paths) > most else ""
+    return ", ".join(names) + more
+
+
 # ---- runtime/metrics.py: Metrics for TensorLoom scripts: JSON lines, a one-line epoch summary, a progress bar.
 try:
     from tqdm import tqdm
@@ -1319,6 +1402,42 @@ def check_run_length(epochs: int | None, max_steps: int | None, evaluating: bool
                 f"{flag} {value} trains nothing: give at least 1, "
                 "or --evaluate CHECKPOINT to evaluate without training"
             )
+
+
+def check_batch_size(batch_size: int) -> None:
+    """`--batch-size` below 1 is a `RunLengthError` before any data is read."""
+    if batch_size < 1:
+        raise RunLengthError(f"--batch-size {batch_size} must be at least 1")
+
+
+def check_epoch_has_steps(batches: int, *, batch_size: int, grad_accum: int = 1) -> None:
+    """An epoch of `batches` whole batches must make at least one optimizer step (of
+    `grad_accum` batches); otherwise the run would save an untrained model and exit 0."""
+    if batches >= grad_accum:
+        return
+    need = "one whole batch" if grad_accum == 1 else f"{grad_accum} whole batches (grad_accum)"
+    raise RunLengthError(
+        f"--batch-size {batch_size} is larger than the training data allows: an epoch holds "
+        f"{batches} whole batches, and a step needs {need}; give a smaller --batch-size"
+    )
+
+
+def check_resume_left(
+    path: str, *, epochs_done: int, epochs: int, step: int, max_steps: int | None
+) -> None:
+    """A resumed run must have something left to train: `--epochs` beyond the epochs the
+    checkpoint finished (and `--max-steps`, if given, beyond its steps)."""
+    if max_steps is not None and step >= max_steps:
+        raise RunLengthError(
+            f"{path} has already made {step} steps, and --max-steps is {max_steps}: nothing "
+            f"is left to train; continue with --resume {path} and a --max-steps above {step}"
+        )
+    if epochs_done >= epochs:
+        raise RunLengthError(
+            f"{path} has already trained {epochs_done} epochs, and --epochs is {epochs}: "
+            f"nothing is left to train; continue with --resume {path} --epochs "
+            f"{epochs_done + max(epochs, 1)}"
+        )
 
 
 class StopSignals:

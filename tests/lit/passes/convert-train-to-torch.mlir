@@ -36,7 +36,7 @@ builtin.module {
 // CHECK:        py.from_import "torch.nn.parallel" ["DistributedDataParallel"]
 // The header is one comment paragraph; the settings are module-level assignments
 // (train_settings.py), annotated where they may be None, each note an end-of-line comment.
-// CHECK-NEXT:   py.comment "Trains `Classifier` on `digits`, as `mnist.tl` says.{{.*}}torchrun --nproc_per_node=N OUT.py{{.*}}"
+// CHECK-NEXT:   py.comment "Trains `Classifier` on `digits`, as `mnist.tl` says.{{.*}}torchrun --nproc_per_node=2 mnist.py{{.*}}"
 // CHECK-NEXT:   py.comment "---- settings: the train block's values; the command line overrides some ----"
 // CHECK-NEXT:   %[[THREE:[0-9]+]] = py.constant 3 : i64
 // CHECK-NEXT:   %[[EPOCHS:[0-9]+]] = py.name "EPOCHS"

@@ -109,15 +109,19 @@ def test_the_types_come_from_the_ir(tmp_path: Path) -> None:
     assert isinstance(x.type, TensorType) and x.type.dims == ("B", 4, 4, 4)
 
 
-def test_a_layer_list_is_followed_for_each_copy(tmp_path: Path) -> None:
+def test_a_layer_list_is_one_row_of_its_iterations(tmp_path: Path) -> None:
     path = write(tmp_path, "stack.nml", STACK)
     result, profiles = profile_file(path, ProfileOptions(batch_size=2, bindings={"T": 5}))
     assert result.ok
     stack = next(p for p in profiles if p.name == "Stack")
-    kinds = [layer.kind for layer in stack.layers if not layer.unused]
-    assert kinds == ["Linear", "relu"] * 3  # `tl.iterations`: the three copies
-    assert stack.layers[0].output_shape == (2, 5, 8)
-    assert stack.flops is not None
+    [h] = stack.layers  # the list the forward loops over is used, not listed as unused
+    assert (h.name, h.kind, h.repeat, h.unused) == ("h", "Layer", 3, False)
+    assert [layer.kind for layer in h.layers] == ["Linear", "relu"]  # one iteration
+    assert h.output_shape == (2, 5, 8) and h.layers[0].output_shape == (2, 5, 8)
+    assert h.params == stack.params == 3 * (8 * 8 + 8)  # `tl.iterations`: the three copies
+    linear = 2 * 2 * 5 * 8 * 8 + 2 * 5 * 8  # the catalogue's Linear FLOPs: matmul and bias
+    assert h.layers[0].flops == linear
+    assert h.flops == stack.flops == 3 * (linear + 2 * 5 * 8)  # three Linears, three relus
 
 
 def test_a_binding_the_program_contradicts_is_a_diagnostic_at_its_line(tmp_path: Path) -> None:
@@ -133,3 +137,153 @@ def test_a_binding_the_program_contradicts_is_a_diagnostic_at_its_line(tmp_path:
     line = lines.index("        return relu(fc(x))")
     span = error.primary.span
     assert (span.line, span.col) == (line + 1, lines[line].index("fc") + 1)
+
+
+SCAN = """
+@model Cell:
+    @config:
+        d = 16
+    @layers:
+        a = Linear(d, d)
+        b = Linear(d, d)
+        c = Linear(d, d)
+    @forward(h, x):
+        let g = sigmoid(c(x))
+        return g * tanh(a(h) + b(x)) + (1.0 - g) * h
+
+@model Mixer:
+    @config:
+        d = 16
+        steps = 256
+    @layers:
+        norm = LayerNorm(d)
+        cell = Cell(d)
+    @forward(x):
+        let u = norm(x)
+        let h = u[:, 0]
+        for t in range(steps):
+            h = cell(h, u[:, t])
+        return x + h.unsqueeze(1)
+
+@model Mamba:
+    @config:
+        d = 16
+        n_layer = 16
+    @layers:
+        layers = [Mixer(d) for _ in range(n_layer)]
+        head = Linear(d, 4)
+    @forward(x: Tensor[B, 256, 16]):
+        for layer in layers:
+            x = layer(x)
+        return head(x[:, -1])
+"""
+
+
+def test_a_long_scan_is_profiled_once_and_multiplied(tmp_path: Path) -> None:
+    """16 layers of a 256-step scan over a cell of 11 applications: 45,000 applications
+    unrolled, past TL0311's 20,000. A loop's iterations have one set of types in the IR,
+    so the trace walks two and the profile multiplies the second."""
+    path = write(tmp_path, "mamba.nml", SCAN)
+    result, profiles = profile_file(path, ProfileOptions(batch_size=8))
+    assert result.ok and not [d for d in result.sink if d.code == "TL0311"]
+    mamba = next(p for p in profiles if p.name == "Mamba")
+    [layers, _, head] = mamba.layers
+    assert (layers.name, layers.kind, layers.repeat) == ("layers", "Mixer", 16)
+    scan = next(row for row in layers.layers if row.repeat)
+    assert (scan.name, scan.repeat) == ("for", 256)
+    cell = next(row for row in scan.layers if row.kind == "Cell")
+    assert scan.params == cell.params == 3 * (16 * 16 + 16)  # one cell, applied 256 times
+    assert mamba.params == 16 * (32 + cell.params) + head.params
+    assert cell.flops is not None and scan.flops is not None
+    assert scan.flops == 256 * cell.flops  # the index ops cost nothing
+    assert mamba.activation_bytes is not None and mamba.flops is not None
+
+
+def test_a_loop_costs_what_the_same_steps_written_out_cost(tmp_path: Path) -> None:
+    """The multiplied totals equal those of the iterations written out one by one."""
+    looped = SCAN.replace("n_layer = 16", "n_layer = 1").replace("steps = 256", "steps = 5")
+    steps = "".join(f"        h = cell(h, u[:, {t}])\n" for t in range(5))
+    unrolled = looped.replace(
+        "        for t in range(steps):\n            h = cell(h, u[:, t])\n", steps
+    )
+    totals = []
+    for name, text in (("looped.nml", looped), ("unrolled.nml", unrolled)):
+        result, profiles = profile_file(write(tmp_path, name, text), ProfileOptions(8))
+        assert result.ok
+        mamba = next(p for p in profiles if p.name == "Mamba")
+        totals.append(
+            (mamba.params, mamba.flops, mamba.activation_bytes, mamba.largest_tensor_bytes)
+        )
+    assert totals[0] == totals[1]
+    assert totals[0][2] is not None
+
+
+BERT = """
+@model Layer:
+    @config:
+        d = 32
+        heads = 4
+        hd = 8
+    @layers:
+        qkv = Linear(d, 3 * d)
+        out = Linear(d, d)
+        norm = LayerNorm(d)
+    @forward(x, mask):
+        let (q, k, v) = qkv(x).split(d, dim=-1)
+        let b = x.size(0)
+        let t = x.size(1)
+        q = q.view(b, t, heads, hd).transpose(1, 2)
+        k = k.view(b, t, heads, hd).transpose(1, 2)
+        v = v.view(b, t, heads, hd).transpose(1, 2)
+        let scores = (q @ k.transpose(-2, -1)) / sqrt(8.0) + mask
+        let y = (softmax(scores, dim=-1) @ v).transpose(1, 2).reshape(b, t, d)
+        return norm(x + out(y))
+
+@model Bert:
+    @config:
+        vocab = 100
+        d = 32
+        n_layer = 2
+    @layers:
+        emb = Embedding(vocab, d)
+        layers = [Layer(d) for _ in range(n_layer)]
+        head = Linear(d, 2)
+    @forward(ids: Tensor[B, T], attention_mask: Tensor[B, T]):
+        let mask = (1.0 - attention_mask.unsqueeze(1).unsqueeze(2)) * -10000.0
+        let x = emb(ids)
+        for layer in layers:
+            x = layer(x, mask)
+        return head(x[:, 0])
+"""
+
+
+def test_a_bert_attention_mask_leaves_no_unknown_size(tmp_path: Path) -> None:
+    """`qkv(x).split(d)` (a tuple of views) and `sqrt(8.0)` (a number) are builtins whose
+    result is not a tensor: they were steps of unknown shape, so every total was `?`."""
+    from tensorloom.analysis.report import InfoRequest, info_json
+
+    path = write(tmp_path, "bert.nml", BERT)
+    found = info_json(path, InfoRequest(batch_size=8, bindings={"T": 16}))
+    assert found["ok"], found["diagnostics"]
+    bert = next(m for m in found["models"] if m["name"] == "Bert")
+    assert bert["unknown_dims"] == []
+    assert bert["memory"] is not None and bert["memory"]["activations"] > 0
+    layers = next(row for row in bert["layers"] if row["name"] == "layers")
+    kinds = [row["kind"] for row in layers["layers"]]  # one Layer's steps
+    assert "split" not in kinds and "sqrt" not in kinds
+
+
+def test_gpt_info_counts_the_weights_of_the_shapes_it_shows() -> None:
+    """examples/train_gpt.tl: the MLP alone is profiled as GPT(n_embd=96) uses it, its
+    parameters too (not the default 768's 4,722,432); `h`, looped over, is not unused."""
+    from tensorloom.analysis.report import InfoRequest, info_json
+
+    root = Path(__file__).resolve().parents[3]
+    found = info_json(root / "examples" / "train_gpt.tl", InfoRequest())
+    by_name = {m["name"]: m for m in found["models"]}
+    mlp = by_name["MLP"]
+    assert mlp["params"] == 74_208 and mlp["config"]["n_embd"] == 96
+    assert mlp["layers"][0]["output_shape"] == ["B", 64, 384]
+    rows = {row["name"]: row for row in by_name["model"]["layers"]}
+    assert "unused" not in rows["h"] and rows["h"]["repeat"] == 4
+    assert rows["h"]["params"] == 4 * by_name["Block"]["params"] == 447_360

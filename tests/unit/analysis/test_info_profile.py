@@ -162,10 +162,16 @@ def test_a_list_of_catalogue_layers_is_profiled_per_element(tmp_path: Path) -> N
     assert once["memory"]["weight_casts"] == 2 * (linear + head)
     twice = stack("x = h[0](x)\n        x = h[0](x)")
     assert twice["memory"]["weight_casts"] == 2 * (linear + head)
-    for body in ("x = h[0](x)\n        x = h[1](x)", "for block in h:\n            x = block(x)"):
-        both = stack(body)
-        assert [row["name"] for row in both["layers"]] == ["flat", "h.0", "h.1", "head"]
-        assert both["memory"]["weight_casts"] == 2 * (2 * linear + head)
+    both = stack("x = h[0](x)\n        x = h[1](x)")
+    assert [row["name"] for row in both["layers"]] == ["flat", "h.0", "h.1", "head"]
+    assert both["memory"]["weight_casts"] == 2 * (2 * linear + head)
+    looped = stack("for block in h:\n            x = block(x)")  # one row, its first iteration
+    assert [row["name"] for row in looped["layers"]] == ["flat", "h", "head"]
+    h = looped["layers"][1]
+    assert (h["repeat"], h["params"], [row["name"] for row in h["layers"]]) == (2, 2 * linear,
+                                                                               ["h.0"])  # fmt: skip
+    assert h["flops"] == 2 * h["layers"][0]["flops"]
+    assert looped["memory"]["weight_casts"] == 2 * (2 * linear + head)
 
 
 LOOP = """
@@ -189,7 +195,10 @@ def test_each_iteration_of_a_loop_saves_tensors_of_its_own(tmp_path: Path) -> No
     assert result.ok
     rows = [(layer.name, layer.kind, layer.activation_bytes) for layer in models[0].layers]
     one = 32 * 64 * 4  # a [32, 64] fp32 tensor
-    layers = [row for i in range(4) for row in ((f"h.{i}", "Linear", 0), ("", "relu", one))]
-    layers[0] = ("h.0", "Linear", one)  # it saves the input batch
-    assert rows == [*layers, ("out", "Linear", 0)]
+    # the first iteration saves the input batch and its relu's output; every later one only
+    # its relu's output (its Linear's input is the tensor the iteration before saved)
+    assert rows == [("h", "Linear", 5 * one), ("out", "Linear", 0)]
+    loop = models[0].layers[0]
+    first = [(layer.name, layer.kind, layer.activation_bytes) for layer in loop.layers]
+    assert first == [("h.0", "Linear", one), ("", "relu", one)]
     assert models[0].activation_bytes == 5 * one

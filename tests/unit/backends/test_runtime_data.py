@@ -175,8 +175,10 @@ def test_a_download_with_the_wrong_sha256_leaves_nothing(
     mirror = tmp_path / "mirror"
     _write_mnist(mirror, gz=True)
     _mirror_downloads(mirror, monkeypatch, sha="0" * 64)
-    with pytest.raises(DatasetUnavailable, match=r"train-images-idx3-ubyte\.gz"):
+    with pytest.raises(DatasetUnavailable, match=r"train-images-idx3-ubyte\.gz") as failed:
         load_dataset("mnist", data_root=tmp_path / "root", download=True)
+    assert "could not be downloaded" in str(failed.value)
+    assert "--download" not in str(failed.value)  # it was given: rerunning with it won't help
     assert "expected " + "0" * 64 + ": not saved" in capsys.readouterr().err
     assert list((tmp_path / "root" / "mnist").iterdir()) == []
 

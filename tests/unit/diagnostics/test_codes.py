@@ -56,3 +56,13 @@ def test_explain_unknown_code_exits_1() -> None:
     result = CliRunner().invoke(tlc.cli, ["explain", "TL9999"])
     assert (result.exit_code, result.stdout) == (1, "")
     assert "unknown diagnostic code `TL9999`" in result.stderr
+
+
+def test_every_file_an_explanation_names_is_in_a_clone() -> None:
+    """A `.tl`/`.nml` file an explanation points the reader at exists where it says (from the
+    repository root, as a newcomer runs `tlc explain`), not only under tests/."""
+    named = re.compile(r"`(?:tlc check )?([\w./-]+\.(?:tl|nml))`")
+    for entry in codes.all_codes():
+        for path in named.findall(entry.explanation + entry.more):
+            assert (ROOT / path).is_file(), f"{entry.code} names `{path}`"
+            assert not path.startswith("tests/"), f"{entry.code} names `{path}`"

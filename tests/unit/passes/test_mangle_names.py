@@ -7,6 +7,7 @@ fuzz-findings/manual/model_named_torch_accepted.tl: a model named `torch`, `F`,
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -65,9 +66,11 @@ def test_reserved_model_name_gets_a_new_class(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", ["torch", "Trainer"])
-def test_script_with_reserved_model_name_trains(name: str) -> None:
+def test_script_with_reserved_model_name_trains(name: str, tmp_path: Path) -> None:
     module = _load(_script(name))
-    assert module.main(["--epochs", "1", "--max-steps", "1", "--device", "cpu"]) == 0
+    folder = str(tmp_path / "checkpoints")
+    arguments = ["--epochs", "1", "--max-steps", "1", "--device", "cpu", "--checkpoint-dir", folder]
+    assert module.main(arguments) == 0
 
 
 def test_free_names_are_kept_and_new_names_are_unique() -> None:

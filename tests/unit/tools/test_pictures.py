@@ -65,13 +65,13 @@ def test_transformer_graph_shows_residuals_and_nested_blocks() -> None:
     assert 'label="block1: TransformerBlock"' in out
     block1 = out[out.index("subgraph cluster_block1") : out.index("subgraph cluster_block2")]
     assert [quoted or plain for _, quoted, plain in NODE.findall(block1)] == [
-        "norm1: LayerNorm",
-        "attention: MultiHeadAttention",
-        "dropout: Dropout",
+        "norm1: LayerNorm(256)",
+        "attention: MultiHeadAttention(256, 4)",
+        "dropout: Dropout(0.0)",
         "add",
-        "norm2: LayerNorm",
-        "ff: Linear",
-        "dropout: Dropout",
+        "norm2: LayerNorm(256)",
+        "ff: Linear(256, 256)",
+        "dropout: Dropout(0.0)",
         "add",
     ]
     skips = [(nodes[a], nodes[b], label) for a, b, label, dashed in edges if dashed]
