@@ -223,8 +223,9 @@ def emitted_job(
         init += ["--model-only-compile"]
     elif setting == GPT2_EMITTED_FP8:
         init += ["--fp8", "tensorwise"]
-    elif variant["setting"] == "bf16+compile(default)" and variant["bench"] == "lm" \
-            and plan.profile:
+    elif (
+        variant["setting"] == "bf16+compile(default)" and variant["bench"] == "lm" and plan.profile
+    ):
         # the fifth epoch is profiled; epochs 2-4 are timed
         init += ["--profile-steps", str(LM_PROFILE_STEPS)]
         epochs, extra["timed_epochs"] = 5, [2, 3, 4]
@@ -480,23 +481,41 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         help="run only jobs whose bench/implementation/setting contains this",
     )
-    parser.add_argument("--no-profile", action="store_true",
-                        help="leave the LM's compile(default) rows unprofiled")
-    parser.add_argument("--no-matmul-probe", action="store_true",
-                        help="skip the dense bf16 matmul measurement (GPT-2's MFU needs it)")
-    parser.add_argument("--skip", action="append", default=[],
-                        help="then leave out jobs whose bench/implementation/setting has this")
-    parser.add_argument("--repeat", type=int, default=1,
-                        help="run the LM's compile(default) pairs this many times, interleaved")
+    parser.add_argument(
+        "--no-profile", action="store_true", help="leave the LM's compile(default) rows unprofiled"
+    )
+    parser.add_argument(
+        "--no-matmul-probe",
+        action="store_true",
+        help="skip the dense bf16 matmul measurement (GPT-2's MFU needs it)",
+    )
+    parser.add_argument(
+        "--skip",
+        action="append",
+        default=[],
+        help="then leave out jobs whose bench/implementation/setting has this",
+    )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="run the LM's compile(default) pairs this many times, interleaved",
+    )
     args = parser.parse_args(argv)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="tl-bench-") as tmp:
         work = Path(tmp)
         train, test = (512, 128) if args.smoke else (MLP_SAMPLES, 10_000)
         write_synthetic(work / "data" / "mnist", train=train, test=test)
-        plan = Plan(args.generated, work / "data", work, args.smoke,
-                    profile=not (args.smoke or args.no_profile),
-                    matmul_probe=not args.no_matmul_probe, repeat=args.repeat)
+        plan = Plan(
+            args.generated,
+            work / "data",
+            work,
+            args.smoke,
+            profile=not (args.smoke or args.no_profile),
+            matmul_probe=not args.no_matmul_probe,
+            repeat=args.repeat,
+        )
         if needs_tokens(plan, args.only, args.skip):
             from handwritten.gpt2_train import write_stdlib_tokens
 

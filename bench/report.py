@@ -124,9 +124,15 @@ def repeats_table(records: list[Record]) -> str:
               "ratio by round", "median TL / median hand"]  # fmt: skip
     rows: list[list[str]] = []
     for setting in settings_of(records, "lm", "handwritten"):
-        runs = {impl: [field(r, "tokens_per_s") for r in records
-                       if ok(r) and (r.get("bench"), r.get("impl"), r.get("setting"))
-                       == ("lm", impl, setting)] for impl in ("handwritten", "tensorloom")}
+        runs = {
+            impl: [
+                field(r, "tokens_per_s")
+                for r in records
+                if ok(r)
+                and (r.get("bench"), r.get("impl"), r.get("setting")) == ("lm", impl, setting)
+            ]
+            for impl in ("handwritten", "tensorloom")
+        }
         hand, tl = runs["handwritten"], runs["tensorloom"]
         if max(len(hand), len(tl)) < 2:
             continue
@@ -253,8 +259,11 @@ def render(records: list[Record]) -> str:
     parts += [
         "### Transformer LM (6 blocks, d=512, 8 heads, T=256, B=32): tokens/s",
         lm_table(records),
-        *(["### LM settings run more than once (`--repeat`)", repeats_table(records)]
-          if repeats_table(records) else []),
+        *(
+            ["### LM settings run more than once (`--repeat`)", repeats_table(records)]
+            if repeats_table(records)
+            else []
+        ),
         "### Every LM run against hand-written fp32 eager",
         speedup_table(records),
         "### MNIST-sized MLP (784-256-64-10, 60,000 samples, batch 128): epoch time",

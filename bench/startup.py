@@ -191,8 +191,10 @@ def measure_scripts(folder: Path, runs: int, only: list[str] | None = None) -> s
     lines.append("|---|---|---|---|---|---|")
     for name, times in samples.items():
         first, last = said[name]
-        lines.append(f"| {name} | {times[0]:.1f} | {min(times):.1f} "
-                     f"| {statistics.median(times):.1f} | {first} | {last} |")
+        lines.append(
+            f"| {name} | {times[0]:.1f} | {min(times):.1f} "
+            f"| {statistics.median(times):.1f} | {first} | {last} |"
+        )
     return "\n".join(lines)
 
 
@@ -203,8 +205,12 @@ def main() -> None:
     parser.add_argument("--before-tlc", type=Path, default=None, help="another tree's tlc")
     parser.add_argument("--scripts", type=Path, default=None, help="time emitted scripts")
     parser.add_argument("--out", type=Path, default=None)
-    parser.add_argument("--only", action="append", default=[],
-                        help="with --scripts: only the rows whose name contains this")
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        help="with --scripts: only the rows whose name contains this",
+    )
     args = parser.parse_args()
     if args.scripts is not None:
         text = measure_scripts(args.scripts.resolve(), args.runs, args.only)

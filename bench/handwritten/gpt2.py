@@ -95,9 +95,7 @@ class GPT(nn.Module):
         self.ln_f = nn.LayerNorm(n_embd)
         init_weights(self, n_layer)
 
-    def forward(
-        self, idx: torch.Tensor, targets: torch.Tensor | None = None
-    ) -> torch.Tensor:
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None) -> torch.Tensor:
         """The logits; with `targets`, the mean cross-entropy instead (nanoGPT's loss,
         computed inside `forward` so that torch.compile sees it with the model)."""
         pos = torch.arange(idx.size(1), device=idx.device)
@@ -183,7 +181,11 @@ def _cut_cross_entropy(
 
 
 def configure_optimizer(
-    model: nn.Module, lr: float = 6e-4, weight_decay: float = 0.1, *, fused: bool = True,
+    model: nn.Module,
+    lr: float = 6e-4,
+    weight_decay: float = 0.1,
+    *,
+    fused: bool = True,
     capturable: bool = False,
 ) -> torch.optim.Optimizer:
     """nanoGPT's: decay 2-D tensors (matmuls, embeddings), not biases and norms; fused on

@@ -114,8 +114,11 @@ def write_stdlib_tokens(out_dir: Path, *, val_tokens: int = 64 * 1024 + 1,
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     p.add_argument("--data-dir", type=Path, required=True, help="holds train.bin")
-    p.add_argument("--compile", default="default",
-                   choices=("none", "default", "reduce-overhead", "max-autotune-no-cudagraphs"))
+    p.add_argument(
+        "--compile",
+        default="default",
+        choices=("none", "default", "reduce-overhead", "max-autotune-no-cudagraphs"),
+    )
     p.add_argument("--precision", choices=("bf16", "fp32"), default="bf16")
     p.add_argument("--model", choices=tuple(MODELS), default="gpt")
     p.add_argument("--device", default="cuda")
@@ -126,19 +129,41 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--timed-from", type=int, default=25, help="untimed steps (compilation)")
     p.add_argument("--log-interval", type=int, default=10)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--compile-optimizer", action="store_true",
-                   help="the clip and the AdamW step (foreach) in one torch.compile'd function")
-    p.add_argument("--fp8", choices=("none", "tensorwise", "rowwise"), default="none",
-                   help="torchao float8 training for the nn.Linear layers (needs torchao)")
-    p.add_argument("--fp8-modules", choices=tuple(FP8_MODULES), default="all",
-                   help="which linears --fp8 converts (only those whose sizes divide by 16)")
-    p.add_argument("--sdpa", choices=("auto", "cudnn", "flash"), default="auto",
-                   help="the only scaled-dot-product-attention backend left enabled")
-    p.add_argument("--whole-step-graph", action="store_true",
-                   help="forward, backward, clip and AdamW (capturable) in one CUDA graph")
-    p.add_argument("--profile-steps", type=int, default=0,
-                   help="after the timed steps, this many more under torch.profiler: the GPU "
-                        "kernels' time per step by category (matmul, attention, ...)")
+    p.add_argument(
+        "--compile-optimizer",
+        action="store_true",
+        help="the clip and the AdamW step (foreach) in one torch.compile'd function",
+    )
+    p.add_argument(
+        "--fp8",
+        choices=("none", "tensorwise", "rowwise"),
+        default="none",
+        help="torchao float8 training for the nn.Linear layers (needs torchao)",
+    )
+    p.add_argument(
+        "--fp8-modules",
+        choices=tuple(FP8_MODULES),
+        default="all",
+        help="which linears --fp8 converts (only those whose sizes divide by 16)",
+    )
+    p.add_argument(
+        "--sdpa",
+        choices=("auto", "cudnn", "flash"),
+        default="auto",
+        help="the only scaled-dot-product-attention backend left enabled",
+    )
+    p.add_argument(
+        "--whole-step-graph",
+        action="store_true",
+        help="forward, backward, clip and AdamW (capturable) in one CUDA graph",
+    )
+    p.add_argument(
+        "--profile-steps",
+        type=int,
+        default=0,
+        help="after the timed steps, this many more under torch.profiler: the GPU "
+        "kernels' time per step by category (matmul, attention, ...)",
+    )
     p.add_argument("--tiny", action="store_true", help="a 2-layer d=32 model (tests)")
     p.add_argument("--vocab", type=int, default=50257)
     return p.parse_args(argv)
@@ -182,8 +207,10 @@ def build_model(args: argparse.Namespace, device: torch.device) -> torch.nn.Modu
         chosen = fp8_filter(args.fp8_modules)
         convert_to_float8_training(model, config=config, module_filter_fn=chosen)
         if not any(type(m).__name__ == "Float8Linear" for m in model.modules()):
-            raise SystemExit(f"--fp8-modules {args.fp8_modules}: no linear of --model "
-                             f"{args.model} converted (the head needs --model linear-head)")
+            raise SystemExit(
+                f"--fp8-modules {args.fp8_modules}: no linear of --model "
+                f"{args.model} converted (the head needs --model linear-head)"
+            )
     select_sdpa(args.sdpa)
     return model
 

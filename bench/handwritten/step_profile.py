@@ -29,8 +29,19 @@ KERNEL_CATEGORIES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("optimizer", ("multi_tensor", "adam", "foreach")),
     ("triton (inductor's fused elementwise and reductions)", ("triton_",)),
     ("memcpy/memset", ("memcpy", "memset")),
-    ("aten elementwise/reduction", ("elementwise", "reduce", "vectorized", "cross_entropy",
-                                    "softmax", "layer_norm", "embedding", "index")),
+    (
+        "aten elementwise/reduction",
+        (
+            "elementwise",
+            "reduce",
+            "vectorized",
+            "cross_entropy",
+            "softmax",
+            "layer_norm",
+            "embedding",
+            "index",
+        ),
+    ),
 )
 
 
@@ -87,8 +98,11 @@ def gpu_kernels(events: Any) -> list[tuple[str, int, float]]:
     optimizer's kernels once more) has a host event of the same name, so it is left out."""
     cuda = torch.autograd.DeviceType.CUDA
     host = {e.key for e in events if e.device_type != cuda}
-    return [(e.key, e.count, e.self_device_time_total) for e in events
-            if e.device_type == cuda and e.self_device_time_total > 0 and e.key not in host]
+    return [
+        (e.key, e.count, e.self_device_time_total)
+        for e in events
+        if e.device_type == cuda and e.self_device_time_total > 0 and e.key not in host
+    ]
 
 
 def synchronize() -> None:

@@ -191,15 +191,26 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--layers", type=int, default=6)
     p.add_argument("--vocab", type=int, default=8192)
     p.add_argument("--dropout", type=float, default=0.1)
-    p.add_argument("--attention", choices=ATTENTION, default="fused",
-                   help="fused: nanoGPT's (the emitted model's); mha: nn.MultiheadAttention")
+    p.add_argument(
+        "--attention",
+        choices=ATTENTION,
+        default="fused",
+        help="fused: nanoGPT's (the emitted model's); mha: nn.MultiheadAttention",
+    )
     p.add_argument("--warmup", type=int, default=30, help="untimed steps (compilation)")
     p.add_argument("--steps", type=int, default=100, help="timed steps")
     p.add_argument("--name", default="handwritten_lm")
-    p.add_argument("--compile-loss", action="store_true",
-                   help="torch.compile the model and the loss together (the emitted BatchLoss)")
-    p.add_argument("--profile-steps", type=int, default=0,
-                   help="then profile this many more steps (step_profile.py)")
+    p.add_argument(
+        "--compile-loss",
+        action="store_true",
+        help="torch.compile the model and the loss together (the emitted BatchLoss)",
+    )
+    p.add_argument(
+        "--profile-steps",
+        type=int,
+        default=0,
+        help="then profile this many more steps (step_profile.py)",
+    )
     return p.parse_args(argv)
 
 
@@ -213,6 +224,7 @@ def main(argv: list[str] | None = None) -> None:
     )  # fmt: skip
     model = TransformerLM(cfg).to(device)
     n_params = sum(p.numel() for p in model.parameters())
+
     def model_loss(inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         logits = model(inputs)
         return F.cross_entropy(logits.reshape(-1, cfg.vocab), targets.reshape(-1))

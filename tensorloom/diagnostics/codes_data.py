@@ -911,7 +911,7 @@ warning[TL0411]: `fp16` needs a CUDA GPU; on a CPU-only run it falls back to fp3
             'TL0412',
             'a kernel in a trained forward stops the gradient (warning)',
             """\
-A `@kernel` called from a forward runs as a Triton launch, which autograd does not see: the layers whose outputs reach it get no gradient, so they would keep their initial weights. Reported when the model is trained (the train block has a `loss`) and a layer feeds the kernel. When no layer reaches the output except through a kernel (or no layer reaches it at all), `loss.backward()` would fail: that is an error, with the same code.
+A `@kernel` without a backward (`@kernel(backward=k_bwd)`, docs/kernels.md) called from a forward runs as a Triton launch that autograd does not differentiate: the layers whose outputs reach it get no gradient, so they would keep their initial weights. Reported when the model is trained (the train block has a `loss`) and a layer feeds the kernel. When no layer reaches the output except through a kernel (or no layer reaches it at all), `loss.backward()` would fail: that is an error, with the same code.
 """,
             """\
 warning[TL0412]: `fast_gelu` is a Triton kernel and has no backward: `fc1` before it will not train
@@ -920,7 +920,7 @@ warning[TL0412]: `fast_gelu` is a Triton kernel and has no backward: `fc1` befor
 15 |         return x |> self.fc1 |> fast_gelu |> self.fc2
    |                                 ^^^^^^^^^ gradients stop here
    |
-   = help: in a model you train, use a built-in op here (`gelu`, `relu`, ...); a kernel fits after the last layer with weights, or at inference
+   = help: give `fast_gelu` a backward kernel: `@kernel(backward=fast_gelu_bwd)` (docs/kernels.md), or use a built-in op here (`gelu`, `relu`, ...)
 """,
         ),
         Code(
@@ -1191,6 +1191,34 @@ error[TL0508]: `fast_gelu_launcher` takes 2 positional arguments (`x`, `out_ptr`
    |                                 ^^^^^^^^^
    |
    = help: `out_ptr` is never loaded or stored, so it is not a tensor: does the kernel miss its `tl.store`?
+""",
+        ),
+        Code(
+            'TL0509',
+            'a kernel option or tuning candidate that cannot be used',
+            """`@kernel(...)` takes `backward=<kernel>`, `num_warps=[...]` and `num_stages=[...]`; a `tl.constexpr` parameter takes a list of candidates as its default (`BLOCK: tl.constexpr = [64, 128]`), which the launcher's `triton.autotune` tries. Candidates are positive whole numbers, only `tl.constexpr`s are tuned, and a block that spans a whole size (`cols < n_cols`) is fixed by that size.
+""",
+            """error[TL0509]: `BLOCK` is tuned, so it must be a `tl.constexpr`
+ --> kernel_tuned_not_constexpr.tl:3:46
+  |
+3 | @kernel def scale(x_ptr, out_ptr, n, BLOCK = [256, 512]):
+  |                                              ^^^^^^^^^^
+  |
+  = help: annotate it: `BLOCK: tl.constexpr = [...]`
+""",
+        ),
+        Code(
+            'TL0510',
+            "a kernel's backward does not match it",
+            """`@kernel(backward=k_bwd)` pairs a kernel with the kernel of its gradients, by name: each tensor the backward loads is a tensor of the forward (which the forward saves) or `d<output>`, the upstream gradient of one of its outputs; each tensor it stores is `d<input>`, the gradient of one of the forward's tensor inputs, and every tensor input has one; each scalar is a scalar of the forward. Where both are annotated (`Tensor[M, N]`), a gradient has the shape of its tensor.
+""",
+            """error[TL0510]: `bias_act_bwd` returns 1 gradient, `bias_act` takes 2 tensors: `b` has none
+  --> kernel_backward_missing_gradient.tl:12:13
+   |
+12 | @kernel def bias_act_bwd(dout_ptr: Tensor[M, N], x_ptr: Tensor[M, N], b_ptr: Tensor[N], dx_ptr: Tensor[M, N], M, N, BLOCK: tl.constexpr):
+   |             ^^^^^^^^^^^^
+   |
+   = help: store `db` in `bias_act_bwd`: add a parameter `db_ptr`
 """,
         ),
     )),

@@ -33,6 +33,7 @@ from typing import ClassVar
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DictionaryAttr,
+    IntegerAttr,
     StringAttr,
     SymbolNameConstraint,
     SymbolRefAttr,
@@ -50,6 +51,7 @@ from xdsl.irdl import (
     ParsePropInAttrDict,
     irdl_attr_definition,
     operand_def,
+    opt_prop_def,
     prop_def,
     region_def,
     result_def,
@@ -88,7 +90,19 @@ BINARY_OPS = (
 )
 UNARY_OPS = ("-", "+", "not", "~")
 INDEX_ITEMS = ("expr", ":", "None")
-BINDING_KINDS = ("input", "inout", "output", "scalar", "numel", "dim", "constexpr")
+BINDING_KINDS = (
+    "input",
+    "inout",
+    "output",
+    "accumulator",
+    "scalar",
+    "numel",
+    "dim",
+    "constexpr",
+)
+TUNING_OPTIONS = ("num_warps", "num_stages")
+DTYPES = ("float32", "float16", "bfloat16", "int32", "int64")
+SCALAR_TYPES = ("float", "int")
 
 
 @irdl_attr_definition
@@ -103,7 +117,15 @@ class FuncOp(LazyFormatOp):
     """A kernel. Parameters are named variables of the body; `param_kinds`
     says which are pointers, runtime scalars and `tl.constexpr`s; `defaults`
     holds constexpr defaults written in the source, `param_locs` where each
-    parameter's default (or, without one, the parameter) was written."""
+    parameter's default (or, without one, the parameter) was written.
+
+    From the source's annotations and decorator, when given: `shapes` maps a
+    pointer parameter to its dims (`x_ptr: Tensor[M, N]` is `x_ptr = ["M", "N"]`),
+    `types` a parameter to its element type (`mean_ptr: float32[M]`) or a scalar to
+    `int`/`float`; `tune` maps a constexpr, `num_warps` or `num_stages` to its
+    candidate values (`BLOCK: tl.constexpr = [64, 128]`, `@kernel(num_warps=[4, 8])`);
+    `backward` names the kernel that computes this one's gradients
+    (`@kernel(backward=k_bwd)`), written at `backward_loc`."""
 
     name = "kernel.func"
     sym_name = prop_def(SymbolNameConstraint())
@@ -111,6 +133,11 @@ class FuncOp(LazyFormatOp):
     param_kinds = prop_def(ArrayAttr[StringAttr])
     defaults = prop_def(DictionaryAttr)
     param_locs = prop_def(ArrayAttr)
+    shapes = opt_prop_def(DictionaryAttr)
+    types = opt_prop_def(DictionaryAttr)
+    tune = opt_prop_def(DictionaryAttr)
+    backward = opt_prop_def(SymbolRefAttr)
+    backward_loc = opt_prop_def(Attribute)
     body = region_def("single_block")
     traits = traits_def(NoTerminator(), IsolatedFromAbove(), SymbolOpInterface())
     irdl_options = (ParsePropInAttrDict(),)
@@ -143,6 +170,26 @@ class FuncOp(LazyFormatOp):
             a.data: k.data for a, k in zip(self.arg_names.data, self.param_kinds.data, strict=True)
         }
 
+    def shape_of(self, param: str) -> list[str] | None:
+        """The dims `param` is annotated with, or None."""
+        dims = self.shapes.data.get(param) if self.shapes is not None else None
+        return [d.data for d in dims.data] if isinstance(dims, ArrayAttr) else None
+
+    def type_of(self, param: str) -> str | None:
+        """`param`'s annotated element or scalar type (`float32`, `int`), or None."""
+        kind = self.types.data.get(param) if self.types is not None else None
+        return kind.data if isinstance(kind, StringAttr) else None
+
+    def tuned(self) -> dict[str, list[int]]:
+        """Each tuned constexpr (and `num_warps`/`num_stages`) and its candidates."""
+        if self.tune is None:
+            return {}
+        return {
+            name: [v.value.data for v in values.data if isinstance(v, IntegerAttr)]
+            for name, values in self.tune.data.items()
+            if isinstance(values, ArrayAttr)
+        }
+
     def arange_constexprs(self) -> set[str]:
         """The constexpr parameters used as `tl.arange` bounds (powers of two in Triton)."""
         constexprs = {p for p, k in self.kinds().items() if k == "constexpr"}
@@ -159,6 +206,9 @@ class FuncOp(LazyFormatOp):
         for kind in self.param_kinds.data:
             if kind.data not in PARAM_KINDS:
                 raise VerifyException(f"unknown parameter kind `{kind.data}`")
+        for name in self.tuned():
+            if name not in self.params() and name not in TUNING_OPTIONS:
+                raise VerifyException(f"`tune` names `{name}`, which is no parameter")
 
 
 @lazy_op_definition
@@ -492,6 +542,20 @@ class LauncherOp(LazyFormatOp):
     parameter names). `defaults` gives constexpr defaults (an int, or the
     name of a size parameter whose next power of two is taken);
     `pow2` lists the constexprs checked to be powers of two.
+
+    Optional: `allocations` gives an output's shape as `[tensor, dim]` pairs
+    (`{mean = [["x", "0"]]}` is `torch.empty((x.shape[0],), ...)`; without an entry
+    an output is allocated like the first input), `dtypes` an output's element type
+    or a scalar's Python type; an `["accumulator", "dw"]` binding is an output that
+    the kernel only `tl.atomic_add`s into, allocated zeroed. `tune` holds the
+    candidates of the tuned constexprs and `num_warps`/`num_stages`, `tune_key` the
+    sizes the chosen configuration is keyed on. `entry` is the function a model's
+    forward calls: the launcher registered as the custom op `<kernel>_op`
+    (`torch.library`). `backward` names the kernel of the gradients:
+    `backward_args` gives its positional arguments in order (`["grad", "y"]` the
+    upstream gradient of output `y`, `["saved", "x"]` a tensor the forward saves,
+    `["scalar", "eps"]`), `backward_results` pairs each of its outputs with the
+    forward input it is the gradient of (`["dx", "x"]`).
     """
 
     name = "kernel.launcher"
@@ -501,6 +565,14 @@ class LauncherOp(LazyFormatOp):
     grid = prop_def(ArrayAttr[ArrayAttr[StringAttr]])
     defaults = prop_def(DictionaryAttr)
     pow2 = prop_def(ArrayAttr[StringAttr])
+    allocations = opt_prop_def(DictionaryAttr)
+    dtypes = opt_prop_def(DictionaryAttr)
+    tune = opt_prop_def(DictionaryAttr)
+    tune_key = opt_prop_def(ArrayAttr[StringAttr])
+    entry = opt_prop_def(StringAttr)
+    backward = opt_prop_def(SymbolRefAttr)
+    backward_args = opt_prop_def(ArrayAttr[ArrayAttr[StringAttr]])
+    backward_results = opt_prop_def(ArrayAttr[ArrayAttr[StringAttr]])
     traits = traits_def(SymbolOpInterface())
     irdl_options = (ParsePropInAttrDict(),)
     ASSEMBLY_FORMAT: ClassVar[str] = "$sym_name `for` $kernel attr-dict"
@@ -531,9 +603,18 @@ class LauncherOp(LazyFormatOp):
         return [[s.data for s in g.data] for g in self.grid.data]
 
     def verify_(self) -> None:
-        for binding in self.binding_list():
-            if not binding or binding[0] not in BINDING_KINDS:
-                raise VerifyException(f"unknown launcher binding {binding}")
+        verify_launcher(self.binding_list(), self.backward_args)
+
+
+def verify_launcher(bindings: list[list[str]], backward_args: ArrayAttr | None) -> None:
+    """The invariants `kernel.launcher` and `triton.launcher` share."""
+    for binding in bindings:
+        if not binding or binding[0] not in BINDING_KINDS:
+            raise VerifyException(f"unknown launcher binding {binding}")
+    for arg in backward_args.data if backward_args is not None else ():
+        kind = arg.data[0].data if isinstance(arg, ArrayAttr) and arg.data else None
+        if not isinstance(kind, str) or kind not in ("grad", "saved", "scalar"):
+            raise VerifyException("a backward argument is `grad`, `saved` or `scalar`")
 
 
 Kernel = Dialect(

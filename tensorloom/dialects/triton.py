@@ -30,12 +30,14 @@ from xdsl.dialects.builtin import (
     SymbolRefAttr,
 )
 from xdsl.ir import (
+    Attribute,
     Dialect,
     Region,
 )
 from xdsl.irdl import (
     ParsePropInAttrDict,
     irdl_op_definition,
+    opt_prop_def,
     prop_def,
     region_def,
     traits_def,
@@ -87,6 +89,14 @@ class LauncherOp(LazyFormatOp):
     grid = prop_def(ArrayAttr[ArrayAttr[StringAttr]])
     defaults = prop_def(DictionaryAttr)
     pow2 = prop_def(ArrayAttr[StringAttr])
+    allocations = opt_prop_def(DictionaryAttr)
+    dtypes = opt_prop_def(DictionaryAttr)
+    tune = opt_prop_def(DictionaryAttr)
+    tune_key = opt_prop_def(ArrayAttr[StringAttr])
+    entry = opt_prop_def(StringAttr)
+    backward = opt_prop_def(SymbolRefAttr)
+    backward_args = opt_prop_def(ArrayAttr[ArrayAttr[StringAttr]])
+    backward_results = opt_prop_def(ArrayAttr[ArrayAttr[StringAttr]])
     traits = traits_def(SymbolOpInterface())
     irdl_options = (ParsePropInAttrDict(),)
     ASSEMBLY_FORMAT: ClassVar[str] = "$sym_name `for` $kernel attr-dict"
@@ -96,6 +106,22 @@ class LauncherOp(LazyFormatOp):
 
     def grid_list(self) -> list[list[str]]:
         return [[s.data for s in g] for g in self.grid]
+
+    def pairs(self, name: str) -> list[list[str]]:
+        """An optional array-of-string-arrays property (`backward_args`, ...), or []."""
+        value = self.properties.get(name)
+        if not isinstance(value, ArrayAttr):
+            return []
+        return [
+            [s.data for s in p.data if isinstance(s, StringAttr)]
+            for p in value.data
+            if isinstance(p, ArrayAttr)
+        ]
+
+    def table(self, name: str) -> dict[str, Attribute]:
+        """An optional dictionary property (`allocations`, `dtypes`, `tune`), or {}."""
+        value = self.properties.get(name)
+        return dict(value.data) if isinstance(value, DictionaryAttr) else {}
 
 
 Triton = Dialect("triton", [JitFuncOp, LauncherOp], [])

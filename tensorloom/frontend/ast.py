@@ -381,12 +381,14 @@ class WeightsDecl(Stmt):
 
 @dataclass(slots=True)
 class KernelDecl(Stmt):
-    """`@kernel def name(params):` with a Triton-style body."""
+    """`@kernel def name(params):` with a Triton-style body; `options` is the decorator's
+    call, `@kernel(backward=k_bwd, num_warps=[4, 8])`, when it has one."""
 
     name: str
     name_span: Span
     params: list[Param]
     body: list[Stmt]
+    options: Call | None = None
 
 
 @dataclass(slots=True)

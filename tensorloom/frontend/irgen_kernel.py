@@ -16,12 +16,25 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, NoneAttr, StringAttr, f64, i1, i64
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    FloatAttr,
+    IntegerAttr,
+    NoneAttr,
+    StringAttr,
+    SymbolRefAttr,
+    f64,
+    i1,
+    i64,
+)
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from tensorloom.diagnostics import Diagnostic
+from tensorloom.diagnostics.core import did_you_mean
 from tensorloom.diagnostics.ir import loc_of, report
 from tensorloom.dialects import kernel
+from tensorloom.dialects.builders import string_array
 from tensorloom.frontend import ast
 from tensorloom.source import Span
 
@@ -82,11 +95,82 @@ def _literal(expr: ast.Expr) -> Attribute | None:
             return None
 
 
+def _option_error(node: ast.Node, message: str, help: str | None = None) -> None:
+    report(Diagnostic.error("TL0509", message, node.span, help=help))
+
+
+def _candidates(expr: ast.Expr) -> list[Attribute] | None:
+    """The positive whole numbers of a tuning list `[32, 64]`, or a diagnostic."""
+    elements = expr.elts if isinstance(expr, ast.ListExpr | ast.TupleExpr) else [expr]
+    values = [e.value for e in elements if isinstance(e, ast.IntLit) and e.value > 0]
+    if not elements or len(values) != len(elements):
+        _option_error(
+            expr,
+            "tuning candidates are a list of positive whole numbers",
+            "write them as `[32, 64, 128]`",
+        )
+        return None
+    return [IntegerAttr(v, i64) for v in values]
+
+
+def _options(func: kernel.FuncOp, options: ast.Call) -> dict[str, list[Attribute]]:
+    """`@kernel(backward=k_bwd, num_warps=[4, 8], num_stages=[2, 3])`: sets `backward` on
+    `func`; returns the tuned launch options."""
+    tune: dict[str, list[Attribute]] = {}
+    for arg in options.args:
+        _option_error(
+            arg,
+            "`@kernel` takes keyword options only",
+            "write `@kernel(backward=k_bwd)` or `@kernel(num_warps=[4, 8])`",
+        )
+    for option in options.kwargs:
+        if option.name == "backward" and isinstance(option.value, ast.Name):
+            func.backward = SymbolRefAttr(option.value.id)
+            func.backward_loc = loc_of(option.value.span)
+        elif option.name == "backward":
+            _option_error(
+                option.value, "`backward=` names a kernel", "write `backward=<kernel name>`"
+            )
+        elif option.name in kernel.TUNING_OPTIONS:
+            values = _candidates(option.value)
+            if values is not None:
+                tune[option.name] = values
+        else:
+            guess = did_you_mean(option.name, ["backward", *kernel.TUNING_OPTIONS])
+            _option_error(
+                option,
+                f"`@kernel` has no option `{option.name}`",
+                f"did you mean `{guess}`?"
+                if guess
+                else "the options are `backward=`, `num_warps=` and `num_stages=`",
+            )
+    return tune
+
+
+def _annotations(func: kernel.FuncOp, params: Sequence[ast.Param]) -> None:
+    """`x_ptr: Tensor[M, N]`, `mean_ptr: float32[M]`, `n: int`: into `shapes` and `types`."""
+    shapes: dict[str, Attribute] = {}
+    types: dict[str, Attribute] = {}
+    for param in params:
+        annotation = param.type
+        if annotation is None or annotation.name in CONSTEXPR_TYPES:
+            continue
+        if annotation.dims is not None and annotation.name in ("Tensor", *kernel.DTYPES):
+            shapes[param.name] = string_array([str(d.value) for d in annotation.dims])
+        if annotation.name in (*kernel.DTYPES, *kernel.SCALAR_TYPES):
+            types[param.name] = StringAttr(annotation.name)
+    if shapes:
+        func.shapes = DictionaryAttr(shapes)
+    if types:
+        func.types = DictionaryAttr(types)
+
+
 class _KernelBuilder:
     """Appends ops for statements to the current block."""
 
     def __init__(self) -> None:
         self.block = Block()
+        self.tuned: dict[str, list[Attribute]] = {}
 
     def build(self, decl: ast.KernelDecl) -> kernel.FuncOp:
         params = [(p.name, self._kind(p)) for p in decl.params]
@@ -95,6 +179,12 @@ class _KernelBuilder:
         locs = [loc_of((p.default or p).span) for p in decl.params]
         func = kernel.FuncOp.make(decl.name, params, defaults, locs, self.block)
         func.location = loc_of(decl.name_span)
+        _annotations(func, decl.params)
+        tune = {p.name: self.tuned[p.name] for p in decl.params if p.name in self.tuned}
+        if decl.options is not None:
+            tune |= _options(func, decl.options)
+        if tune:
+            func.tune = DictionaryAttr({k: ArrayAttr(v) for k, v in tune.items()})
         return func
 
     @staticmethod
@@ -108,6 +198,9 @@ class _KernelBuilder:
         for param in params:
             if param.default is None:
                 continue
+            if isinstance(param.default, ast.ListExpr):
+                self._tuned(param, param.default)
+                continue
             value = _literal(param.default)
             if value is None or self._kind(param) != "constexpr":
                 _unsupported(
@@ -118,6 +211,19 @@ class _KernelBuilder:
                 continue
             defaults[param.name] = value
         return defaults
+
+    def _tuned(self, param: ast.Param, candidates: ast.ListExpr) -> None:
+        """`BLOCK: tl.constexpr = [64, 128]`: the values the autotuner tries."""
+        if self._kind(param) != "constexpr":
+            _option_error(
+                param.default or param,
+                f"`{param.name}` is tuned, so it must be a `tl.constexpr`",
+                f"annotate it: `{param.name}: tl.constexpr = [...]`",
+            )
+            return
+        values = _candidates(candidates)
+        if values is not None:
+            self.tuned[param.name] = values
 
     # ------------------------------------------------------------ statements
 

@@ -665,15 +665,19 @@ class Parser:
         )  # fmt: skip
 
     def parse_kernel_decl(self) -> ast.KernelDecl:
-        """kernel_decl = "@" "kernel" "def" NAME params ":" block ;"""
+        """kernel_decl = "@" "kernel" [ arguments ] [ NEWLINE ] "def" NAME params ":" block ;"""
         start = self.expect(TokenKind.AT)
-        self.expect_decorator("kernel")
+        word = self.expect_decorator("kernel")
+        options = None
+        if self.check(TokenKind.LPAREN):
+            options = self.parse_call(ast.Name(word.span, word.text))
+        self.match(TokenKind.NEWLINE)
         self.expect(TokenKind.DEF)
         name = self.expect(TokenKind.NAME)
         params = self.parse_params()
         self.expect_header_colon()
         body = self.parse_block()
-        return ast.KernelDecl(self.span_from(start), name.text, name.span, params, body)
+        return ast.KernelDecl(self.span_from(start), name.text, name.span, params, body, options)
 
     def expect_decorator(self, word: str) -> Token:
         """The word after `@` in a .tl file; `@model` gets a pointer to `model Name:`."""

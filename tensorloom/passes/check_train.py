@@ -38,7 +38,7 @@ from tensorloom.catalogue.settings import SETTING_SPECS, SettingSpec
 from tensorloom.catalogue.shapes import Dim, format_shape
 from tensorloom.diagnostics.core import Diagnostic, Label, did_you_mean
 from tensorloom.diagnostics.ir import report, span_of
-from tensorloom.dialects import train
+from tensorloom.dialects import kernel, train
 from tensorloom.dialects.nml import (
     AnyType,
     ApplyOp,
@@ -764,8 +764,12 @@ class LoopChecker:
         forward = forward_of(model) if model is not None else None
         if forward is None:
             return
-        calls = [op for op in forward.walk() if isinstance(op, KernelCallOp)]
-        if not _trains_anything(forward):
+        calls = [
+            op
+            for op in forward.walk()
+            if isinstance(op, KernelCallOp) and not _has_backward(self.module, op)
+        ]
+        if not _trains_anything(forward, calls):
             self._no_gradient(calls[-1] if calls else forward, instance)
             return
         for call in calls:
@@ -780,8 +784,8 @@ class LoopChecker:
                 f"{named} before it will not train"
             )
             help_text = (
-                "in a model you train, use a built-in op here (`gelu`, `relu`, ...); "
-                "a kernel fits after the last layer with weights, or at inference"
+                f"give `{kernel}` a backward kernel: `@kernel(backward={kernel}_bwd)` "
+                "(docs/kernels.md), or use a built-in op here (`gelu`, `relu`, ...)"
             )
             report(
                 Diagnostic.warning(
@@ -800,7 +804,10 @@ class LoopChecker:
             message = (
                 f"nothing the loss depends on can train: every layer's output passes `{kernel}`"
             )
-            help_text = "a Triton kernel has no backward; use a built-in op here to train the model"
+            help_text = (
+                f"give `{kernel}` a backward kernel, `@kernel(backward={kernel}_bwd)`, "
+                "or use a built-in op here"
+            )
             label = Label(span, "gradients stop here")
         else:
             model = instance.model.root_reference.data
@@ -856,14 +863,20 @@ def _dataset_error(op: train.DatasetOp, error: DatasetError | DatasetProblem) ->
     report(Diagnostic.error(error.code, error.message, Label(span), help=error.help))
 
 
-def _trains_anything(forward: Operation) -> bool:
-    """Whether a layer reaches the forward's return value without passing a kernel."""
+def _has_backward(module: ModuleOp, call: KernelCallOp) -> bool:
+    """Whether the called kernel was given a backward (`@kernel(backward=...)`)."""
+    func = lookup_symbol(module, call.kernel.root_reference.data, kernel.FuncOp)
+    return func is not None and func.backward is not None
+
+
+def _trains_anything(forward: Operation, stops: list[KernelCallOp]) -> bool:
+    """Whether a layer reaches the forward's return value without passing a kernel in `stops`."""
     returns = [o for o in forward.walk() if isinstance(o, ReturnOp)]
     seen: set[Operation] = set()
     pending = [v.owner for r in returns for v in r.operands]
     while pending:
         owner = pending.pop()
-        if not isinstance(owner, Operation) or owner in seen or isinstance(owner, KernelCallOp):
+        if not isinstance(owner, Operation) or owner in seen or owner in stops:
             continue
         if isinstance(owner, ApplyOp):
             return True

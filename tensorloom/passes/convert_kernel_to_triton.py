@@ -208,15 +208,28 @@ def _interpreter_fallback() -> list[Operation]:
 
     `@triton.jit` reads TRITON_INTERPRET when a kernel is defined, so this runs before
     the kernels: on a machine without a GPU they run in Triton's interpreter instead
-    of failing to find a driver.
+    of failing to find a driver. Triton's own jitted functions (`tl.sum`, `tl.max`)
+    were defined when `triton` was imported, above, so a script run as a program starts
+    itself again with the variable set (`os.execv`); a module imported by other code
+    keeps them compiled, and the importer sets TRITON_INTERPRET before it imports.
     """
-    b, then = PyBuilder(), PyBuilder()
+    b, then, restart = PyBuilder(), PyBuilder(), PyBuilder()
     no_gpu = b.not_(b.call(b.path("torch", "cuda", "is_available")))
     variable = b.const("TRITON_INTERPRET")
     unset = b.compare(variable, "not in", b.path("os", "environ"))
     then.comment("No CUDA GPU: run the kernels in Triton's interpreter, on the CPU (slowly).")
     then.assign(then.subscript(then.path("os", "environ"), then.const("TRITON_INTERPRET")),
                 then.const("1"))  # fmt: skip
+    restart.comment("Triton reads it at import: start again with it set.")
+    restart.expr(
+        restart.call(
+            restart.path("os", "execv"),
+            restart.path("sys", "executable"),
+            restart.path("sys", "orig_argv"),
+        )
+    )
+    main = then.compare(then.name("__name__"), "==", then.const("__main__"))
+    then.if_(main, restart)
     b.if_(b.binop("and", no_gpu, unset), then)
     return b.ops
 
@@ -232,7 +245,7 @@ def _hoist_into_script(module: ModuleOp) -> None:
     if not emitted:
         return
     anchor = _after_imports(script)
-    setup = [py.ImportOp("os"), py.ImportOp("torch"), *_interpreter_fallback()]
+    setup = [py.ImportOp("os"), py.ImportOp("sys"), py.ImportOp("torch"), *_interpreter_fallback()]
     Rewriter.insert_op(setup, anchor)
     anchor = InsertPoint.after(setup[-1])
     for op in emitted:

@@ -83,7 +83,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from tensorloom.catalogue.functions import FUNCTIONS
 from tensorloom.catalogue.layers import BoundLayer, LayerSpec, lookup
 from tensorloom.catalogue.layers.parameter import PARAMETER
-from tensorloom.dialects import nml, py
+from tensorloom.dialects import kernel, nml, py
 from tensorloom.dialects import torch as t
 from tensorloom.dialects.nml.types import CallAttr, CfgAttr, ExprAttr, NoneValueAttr, SliceAttr
 from tensorloom.passes.check_scopes import MODULE_ATTRIBUTES
@@ -93,6 +93,7 @@ from tensorloom.passes.support.model_env import (
     configs_of,
     enclosing_model,
     layers_of,
+    lookup_symbol,
     model_env,
 )
 
@@ -836,6 +837,20 @@ class GetAttrToTorch(RewritePattern):
         _replace(rewriter, op, [py.AttributeOp(op.input, op.attr_name.data)])
 
 
+def _kernel_entry(op: nml.KernelCallOp) -> str:
+    """What a model's forward calls for a kernel: its launcher's `entry` (the custom op,
+    or the function that keeps the outputs its backward saves); a script's own call,
+    and a kernel without one, call the launcher, as written."""
+    name = op.kernel.root_reference.data
+    module = op.get_toplevel_object()
+    if enclosing_model(op) is None or not isinstance(module, Operation):
+        return f"{name}_launcher"
+    launcher = lookup_symbol(module, f"{name}_launcher", kernel.LauncherOp)
+    if launcher is not None and launcher.entry is not None:
+        return launcher.entry.data
+    return f"{name}_launcher"
+
+
 class KernelCallToTorch(RewritePattern):
     """`nml.kernel_call @vector_add(...)` calls the kernel's launcher, `vector_add_launcher`."""
 
@@ -843,7 +858,7 @@ class KernelCallToTorch(RewritePattern):
     def match_and_rewrite(self, op: nml.KernelCallOp, rewriter: PatternRewriter) -> None:
         if not _in_body(op):
             return
-        launcher = f"{op.kernel.root_reference.data}_launcher"
+        launcher = _kernel_entry(op)
         names = [n.data for n in op.arg_names]
         function, launch = call(launcher, list(op.args), names)
         assert isinstance(launch, py.CallOp)

@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i64
+from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, StringAttr, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -53,6 +53,8 @@ from tensorloom.diagnostics import Diagnostic
 from tensorloom.diagnostics.ir import report, span_of
 from tensorloom.dialects import kernel, nml
 from tensorloom.dialects.builders import string_array
+from tensorloom.passes.support import kernel_autograd
+from tensorloom.passes.support.model_env import enclosing_model
 from tensorloom.source import Span
 
 COMPARISONS = ("<", "<=", ">", ">=")
@@ -75,7 +77,8 @@ ATOMICS = (
     "atomic_xchg",
     "atomic_xor",
 )
-LAUNCHER_NAMES = ("torch", "triton", "tl", "grid")
+LAUNCHER_NAMES = ("torch", "triton", "tl", "grid", "meta")
+TENSOR_BINDINGS = ("input", "inout", "output", "accumulator")
 
 Follow = Callable[[Operation], Sequence[SSAValue]]
 
@@ -168,6 +171,7 @@ class Extent:
 class Facts:
     loaded: list[str] = field(default_factory=list)
     stored: list[str] = field(default_factory=list)
+    accumulated: list[str] = field(default_factory=list)  # only ever `tl.atomic_add`ed
     extents: list[Extent] = field(default_factory=list)
     whole_blocks: dict[str, str] = field(default_factory=dict)  # block -> size it spans
     axes: dict[int, kernel.TlCallOp] = field(default_factory=dict)
@@ -246,7 +250,11 @@ class _Analysis:
                 self._ambiguous(op, roots)
                 continue
             for effect in effects:
-                target = self.facts.loaded if effect == "load" else self.facts.stored
+                target = {
+                    "load": self.facts.loaded,
+                    "store": self.facts.stored,
+                    "accumulate": self.facts.accumulated,
+                }[effect]
                 if roots[0] not in target:
                     target.append(roots[0])
 
@@ -267,6 +275,8 @@ def _memory_access(op: Operation) -> tuple[SSAValue | None, tuple[str, ...]]:
         return op.pointer(), ("load",)
     if isinstance(op, kernel.StoreOp):
         return op.pointer(), ("store",)
+    if isinstance(op, kernel.TlCallOp) and op.callee.data == "atomic_add":
+        return op.argument("pointer", 0), ("accumulate",)
     if isinstance(op, kernel.TlCallOp) and op.callee.data in ATOMICS:
         return op.argument("pointer", 0), ("load", "store")
     return None, ()
@@ -305,17 +315,33 @@ class _Launcher:
 
     def bindings(self) -> list[list[str]]:
         sizes, first = self.sizes(), self.first_input()
-        size_bindings: dict[str, list[str]] = {}
-        if first is not None and len(sizes) == 1:
+        size_bindings = self._annotated_sizes(sizes)
+        if size_bindings or first is None:
+            pass
+        elif len(sizes) == 1:
             size_bindings = {sizes[0]: ["numel", first]}
-        elif first is not None and len(sizes) == 2:
+        elif len(sizes) == 2:
             size_bindings = {s: ["dim", first, str(i)] for i, s in enumerate(sizes)}
         return [size_bindings.get(p) or self._binding(p) for p in self.params]
+
+    def _annotated_sizes(self, sizes: list[str]) -> dict[str, list[str]]:
+        """A size named as a dim of a loaded tensor's annotation (`x_ptr: Tensor[M, N]`)
+        is that tensor's `shape[i]`, for the first such tensor."""
+        bound: dict[str, list[str]] = {}
+        for param in (p for p in self.params if p in self.facts.loaded):
+            for index, dim in enumerate(self.func.shape_of(param) or []):
+                if dim in sizes and dim not in bound:
+                    bound[dim] = ["dim", tensor_name(param, self.params), str(index)]
+        return bound
 
     def _binding(self, param: str) -> list[str]:
         if self.kinds[param] == "constexpr":
             return ["constexpr", param]
         loaded, stored = param in self.facts.loaded, param in self.facts.stored
+        if param in self.facts.accumulated and not loaded and not stored:
+            return ["accumulator", tensor_name(param, self.params)]
+        loaded |= param in self.facts.accumulated
+        stored |= param in self.facts.accumulated
         kind = {(True, True): "inout", (True, False): "input", (False, True): "output"}.get(
             (loaded, stored)
         )
@@ -352,7 +378,8 @@ class _Launcher:
             if name in self.facts.whole_blocks:
                 defaults[name] = StringAttr(self.facts.whole_blocks[name])
         source = {k: v for k, v in self.func.defaults.data.items()}
-        return defaults | source
+        tuned = self.func.tuned()
+        return {k: v for k, v in (defaults | source).items() if k not in tuned}
 
 
 def synthesize(func: kernel.FuncOp) -> kernel.LauncherOp:
@@ -360,22 +387,108 @@ def synthesize(func: kernel.FuncOp) -> kernel.LauncherOp:
     analysis = _Analysis(func)
     facts = analysis.run()
     analysis.pointers()
-    pointers = set(facts.loaded) | set(facts.stored)
+    pointers = set(facts.loaded) | set(facts.stored) | set(facts.accumulated)
     func.param_kinds = string_array(
         ["ptr" if p in pointers else k for p, k in func.kinds().items()]
     )
     launcher = _Launcher(func, facts)
     bindings, grid = launcher.bindings(), launcher.grid()
     _check_allocatable(func, bindings)
+    tuned = func.tuned()
     op = kernel.LauncherOp.make(
         func.sym_name.data,
         bindings,
         grid,
         launcher.defaults(grid),
-        sorted(func.arange_constexprs()),
+        sorted(func.arange_constexprs() - set(tuned)),
     )
     op.location = func.location
+    _shapes_and_types(op, func, bindings, {e.size for e in facts.extents})
+    if tuned:
+        _tuning(op, func, facts, bindings)
     return op
+
+
+def _shapes_and_types(
+    op: kernel.LauncherOp, func: kernel.FuncOp, bindings: list[list[str]], sizes: set[str]
+) -> None:
+    """The annotated shapes of the launcher's tensors, the dtypes of its outputs and the
+    types of its scalars (a size left a scalar is an `int`); an output whose dims no
+    input or size gives is an error."""
+    params = func.params()
+    named = dict(zip(params, bindings, strict=True))
+    shapes: dict[str, Attribute] = {}
+    dtypes: dict[str, Attribute] = {}
+    for param, binding in named.items():
+        dims, kind = func.shape_of(param), func.type_of(param)
+        if dims is not None and binding[0] in TENSOR_BINDINGS:
+            shapes[binding[1]] = string_array(dims)
+        if kind is None and binding[0] == "scalar" and param in sizes:
+            kind = "int"
+        if kind is not None and binding[0] in (*TENSOR_BINDINGS, "scalar"):
+            dtypes[binding[1]] = StringAttr(kind)
+    known = {
+        d for p, b in named.items() if b[0] in ("input", "inout") for d in func.shape_of(p) or []
+    }
+    known |= {p for p, b in named.items() if b[0] in ("numel", "dim", "scalar")}
+    for param, binding in named.items():
+        unknown = [d for d in func.shape_of(param) or [] if d not in known and not d.isdigit()]
+        if binding[0] in ("output", "accumulator") and unknown:
+            report(
+                Diagnostic.error(
+                    "TL0507",
+                    f"cannot allocate `{binding[1]}`: its dim `{unknown[0]}` is no dim of an input",
+                    _param_span(func, param),
+                    help=f"name `{unknown[0]}` in an input's annotation, "
+                    f"as in `x_ptr: Tensor[{unknown[0]}]`",
+                )
+            )
+    if shapes:
+        op.allocations = DictionaryAttr(shapes)
+    if dtypes:
+        op.dtypes = DictionaryAttr(dtypes)
+
+
+def _tuning(
+    op: kernel.LauncherOp, func: kernel.FuncOp, facts: Facts, bindings: list[list[str]]
+) -> None:
+    """`tune` and `tune_key` on the launcher: the candidates, keyed on the sizes."""
+    tuned = func.tuned()
+    for name in tuned:
+        if name in facts.whole_blocks:
+            report(
+                Diagnostic.error(
+                    "TL0509",
+                    f"`{name}` spans `{facts.whole_blocks[name]}`, so its value is fixed by "
+                    "the size and cannot be tuned",
+                    _param_span(func, name),
+                    help="drop its candidates; tune `num_warps` instead",
+                )
+            )
+    arange = func.arange_constexprs()
+    for name, values in tuned.items():
+        bad = [v for v in values if name in arange and v & (v - 1) != 0]
+        if bad:
+            lower = 1 << max(bad[0].bit_length() - 1, 0)
+            report(
+                Diagnostic.error(
+                    "TL0504",
+                    f"`{name}` is a `tl.arange` bound, so each candidate must be a power "
+                    f"of two, not {bad[0]}",
+                    _param_span(func, name),
+                    help=f"use {lower} or {lower * 2}",
+                )
+            )
+    sizes = [p for p, b in zip(func.params(), bindings, strict=True) if b[0] in ("numel", "dim")]
+    op.tune = func.tune
+    op.tune_key = string_array(
+        sizes or [p for p, b in zip(func.params(), bindings, strict=True) if b[0] == "scalar"]
+    )
+
+
+def _param_span(func: kernel.FuncOp, param: str) -> Span:
+    locations = dict(zip(func.params(), func.param_locs.data, strict=True))
+    return span_of(locations[param]) or where(func)
 
 
 def _check_allocatable(func: kernel.FuncOp, bindings: list[list[str]]) -> None:
@@ -415,6 +528,20 @@ class SynthesizeLaunchersPass(ModulePass):
         launchers = {
             o.kernel.string_value(): o for o in op.walk() if isinstance(o, kernel.LauncherOp)
         }
+        funcs = [o for o in op.walk() if isinstance(o, kernel.FuncOp)]
+        kernels = {
+            f.sym_name.data: (f, launchers[f.sym_name.data])
+            for f in funcs
+            if f.sym_name.data in launchers
+        }
+        for func in funcs:
+            kernel_autograd.pair(func, kernels)
+        called = {
+            c.kernel.string_value()
+            for c in op.walk()
+            if isinstance(c, nml.KernelCallOp) and enclosing_model(c) is not None
+        }
+        kernel_autograd.entries(kernels, called)
         for call in op.walk():
             if isinstance(call, nml.KernelCallOp):
                 launcher = launchers.get(call.kernel.string_value())

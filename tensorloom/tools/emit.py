@@ -91,12 +91,30 @@ def _compile_program(file: Path, output: Path) -> int:
     if replay.status != 0 or printed is None or printed.runtime is None:
         return _deliver(replay, output)
     runtime = output.with_name(printed.runtime.file_name)
+    problem = _folder_problem(output)
+    if problem is not None:
+        return problem
     runtime.write_text(printed.runtime.text, encoding="utf-8")
     status = _deliver(replay, output)
     lines = printed.runtime.text.count("\n")
     sys.stderr.write(f"wrote {check_cache.display_path(str(runtime))} ({lines:,} lines), "
                      "the runtime it imports\n")  # fmt: skip
     return status
+
+
+def _folder_problem(output: Path) -> int | None:
+    """Make `-o`'s folder (`out/train.py` with no `out/` yet); a path that cannot be written
+    is a one-line error (exit 1), never a traceback."""
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        if output.is_dir():
+            raise IsADirectoryError(21, "it is a folder", str(output))
+    except OSError as exc:
+        blocking = next((p for p in output.parents if p.is_file()), None)
+        why = f"`{blocking}` is a file, not a folder" if blocking else (exc.strerror or str(exc))
+        sys.stderr.write(f"error: cannot write `{output}`: {why[0].lower() + why[1:]}\n")
+        return 1
+    return None
 
 
 def _ir_text(module: ModuleOp | None) -> str | None:
@@ -129,6 +147,9 @@ def _deliver(replay: Replay, output: Path | None) -> int:
     if output is None:
         sys.stdout.write(replay.stdout)
     else:
+        problem = _folder_problem(output)
+        if problem is not None:
+            return problem
         output.write_text(replay.stdout, encoding="utf-8")
         lines = replay.stdout.count("\n")
         sys.stderr.write(f"wrote {check_cache.display_path(str(output))} ({lines:,} lines)\n")

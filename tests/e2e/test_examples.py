@@ -76,7 +76,8 @@ TRAINED: dict[str, Run] = {
 }
 CNN = "digits_cnn.tl"
 KERNELS = ["vector_add.tl", "custom_kernel.tl", "kernels/bias_gelu.tl",
-           "kernels/scaled_add.tl", "kernels/softmax_rows.tl"]  # fmt: skip
+           "kernels/fused_layernorm.tl", "kernels/scaled_add.tl",
+           "kernels/softmax_rows.tl"]  # fmt: skip
 BLUEPRINTS = ["transformer.nml", "resnet.nml", "lstm_seq2seq.nml", "vision_transformer.nml",
               "gpt.nml", "vae.nml", "unet.nml"]  # fmt: skip
 # example -> (code, line, column) of the one error `tlc check` must report

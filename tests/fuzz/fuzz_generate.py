@@ -294,15 +294,36 @@ def _forward_body(r: random.Random, layers: list[str], kernel: str | None) -> li
 def _kernel(r: random.Random) -> tuple[str, str]:
     op = r.choice(["x * x", "x + 1.0", "tl.maximum(x, 0.0)", "x * scale", "tl.exp(x)", "x @ x"])
     masked = ", mask=mask" if r.random() < 0.85 else ""
-    default = r.choice(["", " = 128", " = 1000"])
-    text = f"""@kernel def kern(x_ptr, out_ptr, n, BLOCK: tl.constexpr{default}):
+    default = r.choice(["", " = 128", " = 1000", " = [128, 256]", " = [96]"])
+    options = r.choice(["", "", "(num_warps=[2, 4])", "(backward=kern_bwd)",
+                        "(backward=kern_bwd, num_stages=[2, 3])", "(backward=kern_bak)",
+                        "(num_wraps=[4])"])  # fmt: skip
+    text = f"""@kernel{options} def kern(x_ptr, out_ptr, n, BLOCK: tl.constexpr{default}):
     let pid = tl.program_id(axis={r.choice(["0", "0", "1", "3"])})
     let offs = pid * BLOCK + tl.arange(0, BLOCK)
     let mask = offs < n
     let x = tl.load(x_ptr + offs{masked})
     tl.store(out_ptr + offs, {op}{masked})
 """
+    if "backward" in options:
+        text += _backward_kernel(r)
     return "kern", text
+
+
+def _backward_kernel(r: random.Random) -> str:
+    """`kern`'s backward, now and then with a slip: a gradient named for no output, a
+    missing or extra gradient, a shape annotation that disagrees."""
+    grad = r.choice(["dout_ptr", "dout_ptr", "grad_ptr"])
+    extra = r.choice(["", "", ", dy_ptr"])
+    shape = r.choice(["", "", ": Tensor[n]", ": Tensor[n, n]"])
+    store = "" if r.random() < 0.15 else "    tl.store(dx_ptr + offs, g * x, mask=mask)\n"
+    return f"""
+@kernel def kern_bwd({grad}, x_ptr, dx_ptr{shape}{extra}, n, BLOCK: tl.constexpr = 128):
+    let offs = tl.program_id(axis=0) * BLOCK + tl.arange(0, BLOCK)
+    let mask = offs < n
+    let x = tl.load(x_ptr + offs, mask=mask)
+    let g = tl.load({grad} + offs, mask=mask)
+{store}"""
 
 
 def _overrides(r: random.Random) -> str:

@@ -21,6 +21,7 @@ builtin.module {
 // CHECK:      torch.script from "copy.tl" {
 // CHECK-NEXT:   py.import "torch"
 // CHECK-NEXT:   py.import "os"
+// CHECK-NEXT:   py.import "sys"
 // CHECK-NEXT:   py.import "torch"
 // CHECK-NEXT:   %[[TORCH:.+]] = py.name "torch"
 // CHECK-NEXT:   %[[CUDA:.+]] = py.attribute %[[TORCH]], "cuda"
@@ -40,18 +41,30 @@ builtin.module {
 // CHECK-NEXT:     %[[SLOT:.+]] = py.subscript %[[ENVIRON2]][%[[KEY]]]
 // CHECK-NEXT:     %[[ONE:.+]] = py.constant "1"
 // CHECK-NEXT:     py.assign %[[SLOT]] = %[[ONE]]
-// CHECK-NEXT:   } else {
+// CHECK-NEXT:     %[[NAME:.+]] = py.name "__name__"
+// CHECK-NEXT:     %[[MAIN:.+]] = py.constant "__main__"
+// CHECK-NEXT:     %[[IS_MAIN:.+]] = py.compare ["=="] %[[NAME]], %[[MAIN]]
+// CHECK-NEXT:     py.if %[[IS_MAIN]] {
+// CHECK-NEXT:       py.comment "Triton reads it at import: start again with it set."
+// CHECK:            %[[EXECV:.+]] = py.call %{{.+}}(%{{.+}}, %{{.+}})
+// CHECK-NEXT:       py.expr %[[EXECV]]
+// CHECK:          } else {
+// CHECK:        } else {
 // CHECK:        }
 // CHECK-NEXT:   triton.jit_func @copy
 // CHECK:        torch.main {
 // CHECK-NOT:  torch.raw
 
 // PY:      import os
+// PY-NEXT: import sys
 // PY-EMPTY:
 // PY-NEXT: import torch
 // PY:      if not torch.cuda.is_available() and "TRITON_INTERPRET" not in os.environ:
 // PY-NEXT:     # No CUDA GPU: run the kernels in Triton's interpreter, on the CPU (slowly).
 // PY-NEXT:     os.environ["TRITON_INTERPRET"] = "1"
+// PY-NEXT:     if __name__ == "__main__":
+// PY-NEXT:         # Triton reads it at import: start again with it set.
+// PY-NEXT:         os.execv(sys.executable, sys.orig_argv)
 // PY-EMPTY:
 // PY-EMPTY:
 // PY-NEXT: @triton.jit
