@@ -28,7 +28,23 @@ SAVES_INPUT = frozenset({"gelu", "silu", "pow", "log", "sqrt", "rsqrt", "abs", "
                          "clamp", "normalize"})  # fmt: skip
 SAVES_OPERANDS = frozenset({"mul", "div", "matmul"})
 NO_SAVE = frozenset({"add", "sub", "neg", "mean", "sum", "cat"})
-FP32_UNDER_AUTOCAST = frozenset({"softmax", "log_softmax", "pow", "sum"})
+FP32_UNDER_AUTOCAST = frozenset({"softmax", "log_softmax", "pow", "sum", "cumsum", "cumprod",
+                                 "norm"})  # fmt: skip
+PER_INPUT = {"norm": 2, "argmax": 1, "argmin": 1, "max": 1, "min": 1, "topk": 1}
+"""Ops costing FLOPs per element of their input (a norm squares and adds; a max compares)."""
+PER_OUTPUT = frozenset({"cumsum", "cumprod", "softplus", "floor", "ceil", "round", "one_hot",
+                        "gather", "cast", "pad"})  # fmt: skip
+"""Ops costing one FLOP (or one copy) per element of their result."""
+PER_INDEX = frozenset({"scatter", "scatter_add", "index_add"})
+"""Ops costing one FLOP per element written: the source's (operand 2)."""
+SAVES_OUTPUT_TOO = frozenset({"cumprod"})
+NOT_COUNTED = frozenset({"amax", "amin", "var", "std", "stack", "expand", "repeat", "tril",
+                         "triu", "einsum", "arange", "where", "masked_fill", "attention", "eq",
+                         "ne", "lt", "le", "gt", "ge", "dim", "list", "zeros_like", "ones_like",
+                         "randn_like", "loss", "narrow"})  # fmt: skip
+"""Builtins counted as 0 FLOPs on purpose (sizes, lists, copies, comparisons), or not yet
+modelled (einsum, attention, the losses, the variance): a test (tests/unit/analysis) fails
+when a builtin is in no set here, so none counts 0 silently."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +73,26 @@ def op_cost(op: str, inputs: Sequence[Concrete | None], output: Concrete, p: flo
         return OpCost(n, _tensor_operands(inputs) if _both_tensors(inputs) else ())
     if op in ("mean", "sum"):
         return OpCost(max((math.prod(s) for s in inputs if s is not None), default=0))
-    return OpCost(n if op in NO_SAVE else 0)
+    return _new_cost(op, inputs, n) or OpCost(n if op in NO_SAVE else 0)
+
+
+def _new_cost(op: str, inputs: Sequence[Concrete | None], n: int) -> OpCost | None:
+    """The costs of norm, cumsum, topk, gather, scatter, ... (issue 31's functions)."""
+    first = inputs[0] if inputs else None
+    if op in PER_INPUT and first is not None:
+        saves = (0,) if op == "norm" else ()
+        return OpCost(PER_INPUT[op] * math.prod(first), saves)
+    if op in PER_OUTPUT:
+        saves: tuple[int, ...] = (0, RESULT) if op in SAVES_OUTPUT_TOO else ()
+        return OpCost(n, (0,) if op in ("cumsum", "softplus") else saves)
+    if op in PER_INDEX and len(inputs) > 2 and inputs[2] is not None:
+        return OpCost(math.prod(inputs[2]))
+    return None
+
+
+KNOWN = (VIEWS | SAVES_OUTPUT | SAVES_INPUT | SAVES_OPERANDS | NO_SAVE | set(PER_INPUT)
+         | PER_OUTPUT | PER_INDEX | NOT_COUNTED | {"dropout", "log_softmax"})  # fmt: skip
+"""Every builtin this module knows the cost of (tests/unit/analysis/test_op_costs.py)."""
 
 
 def _inner(inputs: Sequence[Concrete | None]) -> int:

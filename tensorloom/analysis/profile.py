@@ -29,14 +29,17 @@ from tensorloom.analysis.trace import Step, StepBudget, TensorKey, Trace, trace_
 from tensorloom.catalogue.layers import BoundLayer
 from tensorloom.catalogue.shapes import Shape, concrete
 from tensorloom.diagnostics.ir import reporting
-from tensorloom.dialects.nml import DropoutOp, ModelOp
+from tensorloom.dialects.nml import DropoutOp, ModelOp, RefOp
 from tensorloom.passes.shape_inference import Instantiation, instantiations, set_dim_bindings
 from tensorloom.passes.support.model_env import (
     MAX_NESTING,
     Env,
     copy_env,
     declared_params,
+    enclosing_model,
+    folded_env,
     forward_of,
+    layer_built,
     layer_params,
     layers_of,
     model_kind,
@@ -73,6 +76,7 @@ class LayerProfile:
     activation_bytes: int | None
     layers: list[LayerProfile] = field(default_factory=list["LayerProfile"])
     unused: bool = False
+    read: bool = False  # a Parameter the forward reads as a value (`fc(x) * scale`)
     repeat: int = 0  # a loop: its iterations (`layers` are the first one's, the totals all's)
 
 
@@ -219,7 +223,7 @@ class Costing:
         ins = [None if s is None else self.concrete(s) for s in step.inputs]
         if out is None or any(s is None for s, i in zip(ins, step.inputs, strict=True) if i):
             return LayerProfile("", step.kind, shape, 0, None, None)
-        p = step.op.p.value.data if isinstance(step.op, DropoutOp) else 0.0
+        p = dropout_rate(step.op) if isinstance(step.op, DropoutOp) else 0.0
         cost = op_cost(step.kind, ins, out, p)
         dtype = self.op_dtype(step)
         act = cost.mask_bytes
@@ -429,12 +433,32 @@ def _in_loops(steps: Sequence[Step]) -> list[Step]:
 def unused_layers(
     model: ModelOp, env: Env, steps: Sequence[Step], models: Mapping[str, ModelOp]
 ) -> list[LayerProfile]:
-    """Layers the forward never applies: their parameters exist all the same."""
+    """Layers the forward never applies: their parameters exist all the same (a
+    conditional layer this configuration does not build is not one). One it reads as a
+    value (a Parameter: `fc(x) * scale`) is `read`, not unused."""
     used = {s.name.split(".")[0].split("[")[0] for s in _in_loops(steps) if s.name}  # `h.0`: `h`
+    read = {op.symbol.root_reference.data for op in model.walk() if isinstance(op, RefOp)}
     return [
         LayerProfile(
-            name, layer.kind.data, None, layer_params(layer, env, models), 0, 0, unused=True
+            name,
+            layer.kind.data,
+            None,
+            layer_params(layer, env, models),
+            0,
+            0,
+            unused=name not in read,
+            read=name in read,
         )
         for name, layer in layers_of(model).items()
-        if name not in used
+        if name not in used and layer_built(layer, env)
     ]
+
+
+def dropout_rate(op: DropoutOp) -> float:
+    """A dropout's probability: its number, or its config's value in the (specialised)
+    model it belongs to (`dropout(x, p)`)."""
+    if op.p is not None:
+        return op.p.value.data
+    model = enclosing_model(op)
+    rate = folded_env(model).get(op.rate.param.data) if model is not None else None  # type: ignore[union-attr]
+    return float(rate) if isinstance(rate, int | float) else 0.5

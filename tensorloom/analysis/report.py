@@ -271,6 +271,8 @@ def layer_json(layer: LayerProfile) -> dict[str, Any]:
     }
     if layer.unused:
         found["unused"] = True
+    if layer.read:
+        found["read"] = True
     if layer.repeat:
         found["repeat"] = layer.repeat  # a loop: `layers` is its first iteration
     if layer.layers:
@@ -341,7 +343,9 @@ REPEAT = "\N{MULTIPLICATION SIGN}"  # a loop's row: `h  Block` REPEAT 4, one ite
 def _rows(layers: list[LayerProfile], indent: str) -> list[tuple[str, ...]]:
     rows: list[tuple[str, ...]] = []
     for layer in layers:
-        shape = "unused" if layer.unused else format_shape(layer.output_shape)
+        shape = (
+            "unused" if layer.unused else "read" if layer.read else format_shape(layer.output_shape)
+        )
         kind = f"{layer.kind} {REPEAT} {layer.repeat}" if layer.repeat else layer.kind
         rows.append((indent + (layer.name or "-"), kind, shape, f"{layer.params:,}",
                      _count(layer.flops), _bytes(layer.activation_bytes)))  # fmt: skip

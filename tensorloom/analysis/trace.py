@@ -46,6 +46,7 @@ from tensorloom.dialects.nml import (
     ModelOp,
     ReturnOp,
     TensorType,
+    TupleType,
     YieldOp,
 )
 from tensorloom.passes.shape_inference import (
@@ -59,6 +60,7 @@ from tensorloom.passes.support.model_env import (
     ArgFailure,
     Env,
     bind_layer,
+    element_env,
     forward_of,
     layers_of,
     lookup_symbol,
@@ -285,12 +287,13 @@ class Walker:
             self._nested(op, layer, nested, env)
             return
         name = layer.sym_name.data
-        bound = bind_layer(layer, env)
         if isinstance(op, ApplyAtOp):  # an element of a list of catalogue layers: `h.0`
             element = self._element(op, layer)
+            bound = bind_layer(layer, element_env(layer, env, element))  # its own arguments
             step = self._step(f"{name}.{element}", layer.kind.data, op, op.args)
             step.scope = (*self.scope, id(layer), element)
         else:
+            bound = bind_layer(layer, env)
             step = self._step(name, layer.kind.data, op)
         step.bound, step.layer = bound, layer
         step.params = bound.spec.param_count(bound) if bound is not None else 0
@@ -304,14 +307,15 @@ class Walker:
         forward's steps as children; an element of a list (`nml.apply_at`) adds its
         steps to the caller's."""
         forward = forward_of(nested)
-        overrides = nested_overrides(layer, nested, env)
+        element = self._element(op, layer) if isinstance(op, ApplyAtOp) else 0
+        overrides = nested_overrides(layer, nested, element_env(layer, env, element))
         if forward is None or isinstance(overrides, ArgFailure) or self.depth > MAX_DEPTH:
             return
         inner = model_env(nested, overrides)
         keys = [self.key(v) for v in op.operands if not _is_index(op, v)]
         if isinstance(op, ApplyAtOp):
             outer = self.scope
-            self.scope = (*outer, id(layer), self._element(op, layer))
+            self.scope = (*outer, id(layer), element)
             self._alias_result(op, self.call(nested, forward, inner, keys))
             self.scope = outer
             return
@@ -380,7 +384,10 @@ def _is_index(op: ApplyOp | ApplyAtOp, value: SSAValue) -> bool:
 
 
 def _shape(value: SSAValue) -> Shape:
+    """A tensor's dims; of a pair (output, state), as `lstm(x, state)` gives, the output's."""
     attr = value.type
+    if isinstance(attr, TupleType) and attr.elements.data:
+        attr = attr.elements.data[0]
     return attr.dims if isinstance(attr, TensorType) else None
 
 

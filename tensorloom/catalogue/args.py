@@ -10,6 +10,7 @@ reference page prints `describe()`, and the editor completes the names.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -23,7 +24,8 @@ def fits_int64(value: int) -> bool:
 
 def past_int64(value: int) -> str:
     """What a diagnostic says of an integer that does not fit: `must fit in 64 bits ...`."""
-    return f"must fit in 64 bits (at most {INT64_MAX:,}), got {len(str(abs(value)))} digits"
+    digits = math.floor(math.log10(abs(value))) + 1  # str() refuses past 4,300 digits
+    return f"must fit in 64 bits (at most {INT64_MAX:,}), got {digits:,} digits"
 
 
 ArgType = str  # "float", "int", "bool", "str", "floats" (a tuple of floats), "any"

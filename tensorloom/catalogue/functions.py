@@ -32,12 +32,20 @@ ELEMENTWISE: dict[str, str] = {
     "abs": "the absolute value",
     "sin": "the sine",
     "cos": "the cosine",
+    "softplus": "log(1 + exp(x)), a smooth relu",
+    "floor": "rounded down to an integer (still a float)",
+    "ceil": "rounded up to an integer (still a float)",
+    "round": "rounded to the nearest integer, half to even",
     "detach": "x, cut from the autograd graph",
     "zeros_like": "zeros of x's shape and dtype",
     "ones_like": "ones of x's shape and dtype",
     "randn_like": "standard normal samples of x's shape and dtype",
 }
 """The elementwise family (one nml op each, generated from this table): name -> what it computes."""
+
+SCALAR_MATH = frozenset({"exp", "log", "sqrt", "sin", "cos", "tanh"})
+"""Elementwise functions that also take a number (a float config, a literal): `log(theta)`
+is `math.log(self.theta)` in the script; the others take tensors only."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,8 +65,9 @@ class FunctionSpec:
 
 
 _UNARY_TORCH = {
-    "relu": "F.relu", "silu": "F.silu", "detach": "x.detach", "zeros_like": "torch.zeros_like",
-    "ones_like": "torch.ones_like", "randn_like": "torch.randn_like",
+    "relu": "F.relu", "silu": "F.silu", "softplus": "F.softplus", "detach": "x.detach",
+    "zeros_like": "torch.zeros_like", "ones_like": "torch.ones_like",
+    "randn_like": "torch.randn_like",
 }  # fmt: skip
 
 _TABLE: tuple[FunctionSpec, ...] = (
@@ -143,6 +152,75 @@ _TABLE: tuple[FunctionSpec, ...] = (
     FunctionSpec(
         "arange", "[start,] end[, step]", "the 1-D range start, start + step, ... < end",
         "torch.arange", "arange", method=False,
+    ),
+    FunctionSpec(
+        "pow", "x, exponent", "x to the power `exponent` (also `x ** exponent`)", "torch.pow", "pow"
+    ),
+    FunctionSpec(
+        "norm", "x, p=2.0, dim=none, keepdim=false",
+        "the vector p-norm over `dim` (every dim if none)", "torch.linalg.vector_norm", "norm",
+    ),
+    FunctionSpec(
+        "linalg.vector_norm", "x, ord=2.0, dim=none, keepdim=false", "the same as `norm`",
+        "torch.linalg.vector_norm", "norm", method=False,
+    ),
+    FunctionSpec(
+        "pad", 'x, pads, mode="constant", value=0.0',
+        "the last dims grown by (left, right) pairs, the last dim's first; pads may be computed",
+        "F.pad", "pad", method=False,
+    ),
+    FunctionSpec(
+        "narrow", "x, dim, start, length", "`length` elements of `dim` from `start` (computed)",
+        "x.narrow", "narrow",
+    ),
+    FunctionSpec("cumsum", "x, dim", "running sums along `dim`", "torch.cumsum", "cumulative"),
+    FunctionSpec(
+        "cumprod", "x, dim", "running products along `dim`", "torch.cumprod", "cumulative"
+    ),
+    *(
+        FunctionSpec(name, "x", f"x as {dtype} (a method only: `x.{name}()`)", "x.to", "cast")
+        for name, dtype in (
+            ("float", "float32"), ("half", "float16"), ("bfloat16", "bfloat16"),
+            ("long", "int64 (`i64`)"), ("bool", "bool (`i1`)"),
+        )
+    ),
+    FunctionSpec(
+        "to", "x, dtype", "x as `dtype`: `torch.float32`, `torch.int64`, ... (a method only)",
+        "x.to", "cast",
+    ),
+    *(
+        FunctionSpec(name, "x, dim=none, keepdim=false", doc, f"x.{name}", "extremum")
+        for name, doc in (
+            ("max", "the largest element; with `dim`, (values, indices) along it"),
+            ("min", "the smallest element; with `dim`, (values, indices) along it"),
+        )
+    ),
+    *(
+        FunctionSpec(name, "x, dim=none, keepdim=false", doc, f"torch.{name}", "arg_reduce")
+        for name, doc in (
+            ("argmax", "the index of the largest element along `dim` (of all if none)"),
+            ("argmin", "the index of the smallest element along `dim` (of all if none)"),
+        )
+    ),
+    FunctionSpec(
+        "topk", "x, k, dim=-1, largest=true",
+        "(values, indices) of the k largest (smallest) along `dim`, sorted", "x.topk", "topk",
+    ),
+    FunctionSpec(
+        "one_hot", "ids, num_classes", "class indices as rows of 0 and 1 (a new last dim)",
+        "F.one_hot", "one_hot", method=False,
+    ),
+    FunctionSpec(
+        "gather", "x, dim, index", "x's elements at `index` along `dim` (index's shape)",
+        "torch.gather", "gather",
+    ),
+    *(
+        FunctionSpec(name, f"x, dim, index, {src}", doc, f"x.{name}", "scatter")
+        for name, src, doc in (
+            ("scatter", "src", "x with `src` (a tensor or number) written at `index` along `dim`"),
+            ("scatter_add", "src", "x with `src` added at `index` along `dim`"),
+            ("index_add", "source", "x with `source`'s slices added at the 1-D `index` on `dim`"),
+        )
     ),
     FunctionSpec(
         "where", "condition, a, b", "a where condition holds, else b", "torch.where", "where",

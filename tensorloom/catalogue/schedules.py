@@ -2,9 +2,11 @@
 
     lr_schedule = cosine(warmup_epochs=2, min_lr=1e-5)
     lr_schedule = onecycle(pct_start=0.25)
+    lr_schedule = plateau(factor=0.5, patience=2)
 
 Each schedule's learning rate per optimizer step is `LrSchedule.factor` in
-backends/runtime/recipe.py (unit-tested against torch's OneCycleLR for `onecycle`).
+backends/runtime/recipe.py (unit-tested against torch's OneCycleLR for `onecycle`);
+`plateau` (`PER_EPOCH`) is torch's ReduceLROnPlateau, stepped on each validation loss.
 
 A record holds the arguments check-train accepts (types and ranges) and a one-line
 summary for the reference page. The emitted script's schedule code reads the same
@@ -74,7 +76,22 @@ SCHEDULE_SPECS: tuple[ScheduleSpec, ...] = (
             Arg("gamma", "float", low=0.0),
         ),
     ),
+    ScheduleSpec(
+        "plateau",
+        "torch's ReduceLROnPlateau: times `factor` once the validation loss has not improved "
+        "(by a relative `threshold`) for `patience` epochs, then `cooldown` epochs of rest, "
+        "never below `min_lr`; stepped after each validation, not each optimizer step",
+        (
+            Arg("factor", "float", low=0.0, high=1.0),
+            Arg("patience", "int", low=0, open_low=False),
+            Arg("threshold", "float", low=0.0, open_low=False),
+            Arg("cooldown", "int", low=0, open_low=False),
+            MIN_LR,
+        ),
+    ),
 )
+PER_EPOCH = frozenset({"plateau"})
+"""Schedules stepped after each validation, on the validation loss, rather than per step."""
 
 LENGTH_TWINS: tuple[tuple[str, str], ...] = (
     ("warmup_steps", "warmup_epochs"),

@@ -118,6 +118,17 @@ class Unifier:
         finally:
             self.rigid = rigid
 
+    def represent(self, name: str) -> None:
+        """Make `name` its class's representative, the name shown for the class (the
+        caller's `H`, not the `H_1` a nested forward's annotation was unified as)."""
+        root = self._root(name)
+        if root == name:
+            return
+        self._parent[root] = name
+        self._parent[name] = name
+        if root in self._value:
+            self._value[name] = self._value.pop(root)
+
     def unify(self, expected: Dim, got: Dim) -> Dim | ShapeMismatch:
         """Make two dims equal, or say why they cannot be; the unifier is
         unchanged on a mismatch. The expected side's name represents a merged class."""
@@ -691,14 +702,29 @@ def _hole_value(left: tuple[int, Counter[str]] | None) -> Dim:
 
 @dataclass(frozen=True, slots=True)
 class Slice:
-    """`start:stop:step` in an index expression (None where omitted)."""
+    """`start:stop:step` in an index expression (None where omitted). A bound may be a
+    symbolic size (`x[:, :T]`) or UNKNOWN_BOUND (computed, its value not known here)."""
 
-    start: int | None = None
-    stop: int | None = None
-    step: int | None = None
+    start: Dim = None
+    stop: Dim = None
+    step: Dim = None
+
+    def parts(self) -> tuple[Dim, Dim, Dim]:
+        return (self.start, self.stop, self.step)
 
 
-Index = int | Slice | EllipsisType | None
+UNKNOWN_BOUND = "?"
+"""A slice bound computed at run time whose value the checker does not know."""
+
+
+@dataclass(frozen=True, slots=True)
+class TensorIndex:
+    """`x[idx]` with an integer tensor: its dims stand where the indexed dim was."""
+
+    dims: Shape
+
+
+Index = int | Slice | EllipsisType | TensorIndex | None
 
 
 def index_shape(shape: Shape, indices: Sequence[Index]) -> Shape | ShapeMismatch:
@@ -715,6 +741,19 @@ def index_shape(shape: Shape, indices: Sequence[Index]) -> Shape | ShapeMismatch
             expected=len(shape),
             got=len(consuming),
         )
+    tensors = [i for i in indices if isinstance(i, TensorIndex)]
+    if tensors and len(consuming) > len(tensors) + sum(isinstance(i, Slice) for i in indices):
+        return mismatch(
+            "a tensor index with an integer index moves the indexed dims: not supported",
+            help="index by the integer first (`x[:, 0][idx]`), or use `gather`",
+        )
+    if len(tensors) > 1:
+        return mismatch(
+            f"indexing by {len(tensors)} tensors at once is not supported",
+            help="index by one tensor at a time, or use `gather`",
+        )
+    if tensors and tensors[0].dims is None:
+        return None
     expanded = _expand_ellipsis(list(indices), len(shape) - len(consuming))
     return _apply_indices(shape, expanded)
 
@@ -734,7 +773,9 @@ def _apply_indices(shape: tuple[Dim, ...], indices: list[Index]) -> Shape | Shap
             out.append(1)
             continue
         size = shape[axis]
-        if isinstance(index, int):
+        if isinstance(index, TensorIndex):
+            out.extend(index.dims or ())
+        elif isinstance(index, int):
             if isinstance(size, int) and not -size <= index < size:
                 return mismatch(
                     f"index {index} is out of range for a dimension of size {size}",
@@ -743,8 +784,9 @@ def _apply_indices(shape: tuple[Dim, ...], indices: list[Index]) -> Shape | Shap
                     dim=axis,
                 )
         elif isinstance(index, Slice):
-            if index.step is not None and index.step <= 0:
-                return mismatch("got a slice step that is not positive", got=index.step, dim=axis)
+            step = index.step
+            if isinstance(step, int) and step <= 0:
+                return mismatch("got a slice step that is not positive", got=step, dim=axis)
             out.append(_slice_length(size, index))
         axis += 1
     return tuple(out)
@@ -753,9 +795,12 @@ def _apply_indices(shape: tuple[Dim, ...], indices: list[Index]) -> Shape | Shap
 def _slice_length(size: Dim, s: Slice) -> Dim:
     if s == Slice():
         return size
-    if not isinstance(size, int):
+    whole = s.start in (None, 0) and s.step in (None, 1)
+    if whole and isinstance(s.stop, str) and s.stop == size:  # `x[:, :T]` of a [B, T]
+        return size
+    if not isinstance(size, int) or not all(isinstance(b, int | None) for b in s.parts()):
         return None
-    return len(range(*slice(s.start, s.stop, s.step).indices(size)))
+    return len(range(*slice(s.start, s.stop, s.step).indices(size)))  # type: ignore[arg-type]
 
 
 # --- more functional builtins: stacking, splitting, expanding, einsum ---------------------------
@@ -1121,3 +1166,178 @@ def resolve_sizes(shape: Shape, sizes: Mapping[str, int]) -> Shape:
         return None
     return tuple(dim_expr.evaluate(d, sizes) if isinstance(d, str) and d != "..." else d
                  for d in shape)  # fmt: skip
+
+
+# --- pad, narrow, topk, one_hot, gather, scatter ----------------------------------------------
+
+
+def pad_shape(shape: Shape, pads: Sequence[Dim | str]) -> Shape | ShapeMismatch:
+    """`F.pad(x, (left, right, top, bottom))`: pairs from the last dim backwards, each dim
+    grown by its pair (a negative pad crops); an unknown pad leaves that dim unknown."""
+    if shape is None:
+        return None
+    if len(pads) // 2 > len(shape):
+        return mismatch(
+            f"{len(pads)} pads are {len(pads) // 2} (left, right) pairs, for a tensor of rank "
+            f"{len(shape)}",
+            help="give two pads per padded dim, the last dim's first",
+        )
+    out = list(shape)
+    for pair in range(len(pads) // 2):
+        axis = len(shape) - 1 - pair
+        left, right = pads[2 * pair], pads[2 * pair + 1]
+        if not isinstance(left, int | str) or not isinstance(right, int | str):
+            out[axis] = None
+            continue
+        grown = dim_expr.combine(dim_expr.combine(shape[axis], left), right)
+        if isinstance(grown, int) and grown < 0:
+            return mismatch(f"padding makes dim {axis} negative ({grown})", dim=axis)
+        out[axis] = grown
+    return tuple(out)
+
+
+def narrow_shape(shape: Shape, dim: int, start: Dim, length: int) -> Shape | ShapeMismatch:
+    """`x.narrow(dim, start, length)`: `length` elements of `dim` from `start`."""
+    if shape is None:
+        return None
+    axis = normalize_dim(dim, len(shape))
+    if isinstance(axis, ShapeMismatch):
+        return axis
+    size = shape[axis]
+    if isinstance(size, int) and length > size:
+        return mismatch(f"a length of {length} does not fit in dim {dim} of size {size}", dim=axis)
+    if isinstance(size, int) and isinstance(start, int) and not -size <= start <= size - length:
+        return mismatch(
+            f"start {start} and length {length} run past dim {dim} of size {size}", dim=axis
+        )
+    return replace_at(shape, axis, length)
+
+
+def topk_shape(shape: Shape, k: int, dim: int) -> Shape | ShapeMismatch:
+    """`x.topk(k, dim)`: `dim` becomes k long (and k must fit in it)."""
+    if shape is None:
+        return None
+    axis = normalize_dim(dim, len(shape)) if shape else 0
+    if isinstance(axis, ShapeMismatch):
+        return axis
+    if not shape:
+        return () if k <= 1 else mismatch(f"k={k} is more than the 1 element of a 0-d tensor")
+    size = shape[axis]
+    if isinstance(size, int) and k > size:
+        return mismatch(
+            f"k={k} is more than the {size} elements of dim {dim}",
+            expected=f"k <= {size}",
+            got=k,
+            dim=axis,
+        )
+    return replace_at(shape, axis, k)
+
+
+def one_hot_shape(shape: Shape, classes: int) -> Shape | ShapeMismatch:
+    """`F.one_hot(ids, C)`: a new last dim of C."""
+    return None if shape is None else (*shape, classes)
+
+
+def gather_shape(x: Shape, index: Shape, dim: int, unifier: Unifier) -> Shape | ShapeMismatch:
+    """`x.gather(dim, index)`: index has x's rank and is no larger than x in the other dims;
+    the result has the index's shape."""
+    if x is None or index is None:
+        return index
+    rank_problem = _same_rank("gather", x, index)
+    if rank_problem is not None:
+        return rank_problem
+    axis = normalize_dim(dim, len(x))
+    if isinstance(axis, ShapeMismatch):
+        return axis
+    return _index_fits("gather", x, index, axis, unifier) or index
+
+
+def scatter_shape(
+    x: Shape,
+    index: Shape,
+    source: Shape,
+    scalar: bool,
+    dim: int,
+    unifier: Unifier,
+    what: str = "scatter",
+) -> ShapeMismatch | None:
+    """`x.scatter(dim, index, src)`: index has x's rank, fits in x off `dim` and in src."""
+    if x is None or index is None:
+        return None
+    rank_problem = _same_rank(what, x, index)
+    if rank_problem is not None:
+        return rank_problem
+    axis = normalize_dim(dim, len(x))
+    if isinstance(axis, ShapeMismatch):
+        return axis
+    if not scalar and source is not None:
+        rank_problem = _same_rank(what, source, index, "src")
+        if rank_problem is not None:
+            return rank_problem
+        beyond = _index_fits(what, source, index, None, unifier, "src")
+        if beyond is not None:
+            return beyond
+    return _index_fits(what, x, index, axis, unifier)
+
+
+def index_add_shape(
+    x: Shape, index: Shape, source: Shape, dim: int, unifier: Unifier
+) -> ShapeMismatch | None:
+    """`x.index_add(dim, index, source)`: a 1-D index; source is x with `dim` as long as
+    the index."""
+    if x is None or index is None or source is None:
+        return None
+    if len(index) != 1:
+        return mismatch(
+            f"`index_add` takes a 1-D index, got rank {len(index)}", expected=1, got=len(index)
+        )
+    axis = normalize_dim(dim, len(x))
+    if isinstance(axis, ShapeMismatch):
+        return axis
+    want = replace_at(x, axis, index[0])
+    found = unifier.unify_shapes(want, source) if len(want) == len(source) else None
+    if found is None or isinstance(found, ShapeMismatch):
+        return mismatch(
+            f"`index_add`: source {unifier.format_shape(source)} is not the input with dim "
+            f"{dim} as long as the index ({unifier.format_shape(want)})",
+            expected=want,
+            got=source,
+            operand=2,
+        )
+    return None
+
+
+def _same_rank(
+    what: str, x: tuple[Dim, ...], index: tuple[Dim, ...], name: str = "input"
+) -> ShapeMismatch | None:
+    if len(x) == len(index):
+        return None
+    return mismatch(
+        f"`{what}`: the index has rank {len(index)}, the {name} rank {len(x)}",
+        expected=len(x),
+        got=len(index),
+        operand=1,
+        help="the index has one dim for each dim of the tensor it reads from",
+    )
+
+
+def _index_fits(
+    what: str,
+    x: tuple[Dim, ...],
+    index: tuple[Dim, ...],
+    axis: int | None,
+    unifier: Unifier,
+    name: str = "input",
+) -> ShapeMismatch | None:
+    """Each dim of the index (but `axis`) no larger than the tensor's."""
+    for d, (have, want) in enumerate(zip(x, index, strict=True)):
+        if d == axis:
+            continue
+        have, want = unifier.resolve(have), unifier.resolve(want)
+        if isinstance(have, int) and isinstance(want, int) and want > have:
+            return mismatch(
+                f"`{what}`: dim {d} of the index is {want}, more than the {name}'s {have}",
+                dim=d,
+                operand=1,
+            )
+    return None

@@ -271,18 +271,18 @@ error[TL0107]: unknown section `@layer`
         ),
         Code(
             'TL0108',
-            'a config value that is not a literal',
+            'a config value that is not a literal or an expression of earlier entries',
             """\
-`@config` values become constructor defaults, so they must be literals: numbers (negative too), strings, `true`, `false`, `none`, or lists/tuples of them.
+`@config` values become constructor defaults, computed in order when the model is built: literals (numbers, strings, `true`, `false`, `none`, lists/tuples of them) and arithmetic on them and on earlier entries, with `floordiv`, `ceil`, `floor`, `round`, `min`, `max`, `sqrt`, `exp` and `log`. A call of anything else, a comparison or a pipe is not one.
 """,
             """\
-error[TL0108]: a config value must be a literal
+error[TL0108]: a config value must be a literal or an expression of earlier entries
  --> cfg.nml:3:19
   |
-3 |         d_model = 256 * 2
-  |                   ^^^^^^^ not a literal
+3 |         d_model = width(256)
+  |                   ^^^^^^^^^^ not known when the model is built
   |
-  = note: config values are numbers, strings, `true`, `false`, `none`, or lists of them
+  = note: config values are numbers, strings, `true`, `false`, `none`, lists of them, and arithmetic on them and on earlier entries (`+ - * / % **`, `floordiv`, `ceil`, `floor`, `round`, `min`, `max`, `sqrt`, `exp`, `log`)
 """,
         ),
         Code(
@@ -536,6 +536,24 @@ error[TL0209]: `h` would hold 2,147,483,648 copies of `Block`: a layer list hold
     )),
     Section('TL03xx: names and scope (`resolve-nml`, `check-scopes`)', '', (
         Code(
+            'TL0215',
+            'a size in an annotation that is not positive',
+            """\
+An integer config used as a size in a forward's annotation (`x: Tensor[B, width]`) must be at least 1, under the defaults and under every override that reaches the model.
+""",
+            """\
+error[TL0215]: `width` is -1, but a size in an annotation must be positive
+ --> enc.nml:6:14
+  |
+6 |     @forward(x: Tensor[B, width]):
+  |              ^^^^^^^^^^^^^^^^^^^
+  |
+ ::: enc.nml:3:9
+3 |         width = -1
+  |         ---------- `width` is set here
+""",
+        ),
+        Code(
             'TL0301',
             'an undefined name',
             """\
@@ -695,7 +713,7 @@ error[TL0308]: `softmax` needs the argument `dim`
             'TL0309',
             'a name defined twice',
             """\
-Two top-level `let`s of an instance or dataset with one name, two layers or configs of one model with one name, or a model and a kernel with one name.
+Two top-level `let`s of an instance or dataset with one name, two layers or configs of one model with one name, a model and a kernel with one name, or a model named like a catalogue layer (`model Upsample`: a layer `Upsample(...)` would mean the catalogue's).
 """,
             """\
 error[TL0309]: `net` is defined twice
@@ -1008,6 +1026,22 @@ error[TL0417]: `M`'s forward takes 2 inputs (`x`, `z`), but a dataset feeds one:
    |              ^^^^
    |
    = help: train a model whose forward takes one input, and compute the rest from it
+""",
+        ),
+        Code(
+            'TL0423',
+            'a config expression with no value',
+            """\
+A config entry may compute its value from earlier entries (`head_dim = dim / n_heads`); it is evaluated in order when the model is built, under each instance's overrides. Using itself or a later entry is an error, and so is a division of two integers that is not exact (round with `floordiv(a, b)` or `ceil(a / b)`, or divide a float). Under an override (`Llama(dim=100)`) the error points at the override.
+""",
+            """\
+error[TL0423]: division of sizes must be exact: 4096 is not a multiple of 30
+ --> llama.nml:5:9
+  |
+5 |         head_dim = dim / n_heads
+  |         ^^^^^^^^^^^^^^^^^^^^^^^^
+  |
+  = help: write `floordiv(a, b)` to round down, `ceil(a / b)` to round up, or a float (`1.0 * a / b`) for a fraction
 """,
         ),
         Code(
@@ -1693,16 +1727,18 @@ error[TL0137]: the model of a train block must be a name
         ),
         Code(
             'TL0138',
-            'slice bounds that are not integer literals',
-            '',
+            'slice bounds that are not integers',
             """\
-error[TL0138]: slice bounds must be integer literals
+A slice bound is an integer: a literal, a config, a size (`x[:, :T]`), a loop counter (`w[:, i:i + 1]`) or arithmetic on them, typed with its value where the checker knows it.
+""",
+            """\
+error[TL0138]: slice bounds must be integers
  --> m.tl:3:23
   |
-3 |         return x[:, 0:n]
-  |                       ^
+3 |         return x[:, 0:1.5]
+  |                       ^^^
   |
-  = help: reshape or use `narrow(...)` for a computed range
+  = help: write an integer, a config or a size (`x[:, :T]`), or arithmetic on them
 """,
         ),
         Code(
@@ -1765,18 +1801,18 @@ error[TL0143]: a layer of a layer list takes its inputs by position
         ),
         Code(
             'TL0144',
-            'a layer list that is not `[Ctor(...) for _ in range(n)]`',
+            'a layer list that does not run over `range(n)` or a list',
             """\
-A layer list repeats one constructor `n` times (`nn.ModuleList`); its copies are alike, so the constructor cannot use the loop variable.
+A layer list (`nn.ModuleList`) builds one layer per position: `[Block(d) for _ in range(n)]` (copies), `[Block(d, stride=2 if i == 0 else 1) for i in range(n)]` (arguments that use the position) or `[Stage(w) for w in widths]` (one per element of a list config). `range` takes one argument, the count.
 """,
             """\
-error[TL0144]: a layer list repeats one constructor `range(n)` times
+error[TL0144]: a layer list runs over `range(n)` or a list of values
  --> layer_list_form.nml:7:36
   |
-7 |         g = [Linear(8, 8) for _ in [1, 2]]
-  |                                    ^^^^^^
+7 |         g = [Linear(8, 8) for _ in 5]
+  |                                    ^
   |
-  = help: write `h = [Block(d_model) for _ in range(n_layer)]`
+  = help: write `[Block(d) for i in range(n)]` or `[Stage(w) for w in widths]`
 """,
         ),
         Code(

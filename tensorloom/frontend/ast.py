@@ -169,8 +169,19 @@ class TupleExpr(Expr):
 
 
 @dataclass(slots=True)
+class IfExp(Expr):
+    """`2 if i == 0 else 1`: a value chosen by a condition known when the model is built
+    (a layer argument or a config)."""
+
+    test: Expr
+    body: Expr
+    orelse: Expr
+
+
+@dataclass(slots=True)
 class ListComp(Expr):
-    """`[Block(d_model) for _ in range(n_layer)]`: a list built by a loop."""
+    """`[Block(d, stride=2 if i == 0 else 1) for i in range(n)]`, `[Stage(w) for w in
+    widths]`: a list built by a loop."""
 
     elt: Expr
     var: str
@@ -282,6 +293,7 @@ class LayerDecl(Node):
     name: str
     name_span: Span
     ctor: Expr  # normally a Call; a bare Name (`ReLU`) is allowed
+    condition: Expr | None = None  # `if downsample:` in `@layers`: built only when true
 
 
 @dataclass(slots=True)

@@ -27,6 +27,7 @@ from xdsl.traits import SymbolOpInterface
 from tensorloom.diagnostics import Diagnostic, Label
 from tensorloom.diagnostics.ir import loc_of, report, span_of
 from tensorloom.dialects import nml, train
+from tensorloom.dialects.nml import CallAttr
 from tensorloom.frontend import ast
 from tensorloom.frontend.imports import Program, SourceUnit
 from tensorloom.frontend.irgen_attrs import AttrBuilder, dotted_name
@@ -108,6 +109,7 @@ class _ModuleBuilder:
         op = nml.ModelOp(decl.name, origin=unit.path)
         body = op.body.block
         configs = AttrBuilder("config", unit.aliases)
+        _check_config_order(decl.config)
         for entry in decl.config:
             body.add_op(_at(nml.ConfigOp(entry.name, configs.build(entry.value)), entry.span))
         for layer in decl.layers:
@@ -123,8 +125,12 @@ class _ModuleBuilder:
     def _layer(self, decl: ast.LayerDecl, attrs: AttrBuilder) -> Operation:
         ctor = decl.ctor
         count: Attribute | None = None
+        var: str | None = None
+        items: Attribute | None = None
         if isinstance(ctor, ast.ListComp):
-            count = self._layer_count(ctor, attrs)
+            count, items = self._layer_count(ctor, attrs)
+            if ctor.var != "_" and (items is not None or _mentions(ctor.elt, ctor.var)):
+                var = ctor.var
             ctor = ctor.elt
         call = ctor if isinstance(ctor, ast.Call) else None
         kind = dotted_name(call.func if call is not None else ctor)
@@ -150,37 +156,37 @@ class _ModuleBuilder:
             arg_locs=[loc_of(a.span) for a in args],
             kwarg_locs=[loc_of(k.span) for k in kwargs],
             count=count,
+            var=var,
+            items=items,
+            when=attrs.build(decl.condition) if decl.condition is not None else None,
         )
         return _at(op, decl.span)
 
     @staticmethod
-    def _layer_count(comp: ast.ListComp, attrs: AttrBuilder) -> Attribute:
-        """`[Block(d) for _ in range(n)]`: the attribute expression `n`."""
+    def _layer_count(comp: ast.ListComp, attrs: AttrBuilder) -> tuple[Attribute, Attribute | None]:
+        """`[Block(d) for i in range(n)]`: the count `n`; `[Stage(w) for w in widths]`:
+        `len(widths)` and the items `widths` (a list config or a list of values)."""
         it = comp.iter
-        is_range = (
-            isinstance(it, ast.Call)
-            and isinstance(it.func, ast.Name)
-            and it.func.id == "range"
-            and len(it.args) == 1
-            and not it.kwargs
-        )
-        if not is_range:
+        if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range":
+            if len(it.args) != 1 or it.kwargs:
+                _error(
+                    "TL0144",
+                    "a layer list counts its positions with `range(n)`",
+                    it.span,
+                    help="write `h = [Block(d_model) for i in range(n_layer)]`",
+                )
+                return IntegerAttr(1, i64), None
+            return attrs.build(it.args[0]), None
+        if not isinstance(it, ast.Name | ast.ListExpr | ast.TupleExpr):
             _error(
                 "TL0144",
-                "a layer list repeats one constructor `range(n)` times",
+                "a layer list runs over `range(n)` or a list of values",
                 it.span,
-                help="write `h = [Block(d_model) for _ in range(n_layer)]`",
+                help="write `[Block(d) for i in range(n)]` or `[Stage(w) for w in widths]`",
             )
-            return IntegerAttr(1, i64)
-        assert isinstance(it, ast.Call)
-        if comp.var != "_" and _mentions(comp.elt, comp.var):
-            _error(
-                "TL0144",
-                f"the layers of a list are copies: the constructor cannot use `{comp.var}`",
-                comp.var_span,
-                help="write `for _ in range(n)`; declare layers that differ one by one",
-            )
-        return attrs.build(it.args[0])
+            return IntegerAttr(1, i64), None
+        items = attrs.build(it)
+        return CallAttr.get("len", [items]), items
 
     def _method(
         self,
@@ -470,6 +476,43 @@ def _dims_of(
             if isinstance(name, str) and name not in scope and name not in members:
                 dims.setdefault(name, (arg, index, dim.span))
     return dims
+
+
+def _check_config_order(entries: Sequence[ast.ConfigEntry]) -> None:
+    """TL0423 for a config entry that uses itself or a later entry (`head_dim = dim /
+    n_heads` above `n_heads = 8`): entries are evaluated in order, as the emitted
+    `__init__` computes them, so a cycle cannot be written."""
+    position = {entry.name: i for i, entry in enumerate(entries)}
+    for i, entry in enumerate(entries):
+        for name in _config_names(entry.value):
+            where = position.get(name.id)
+            if where is None or where < i:
+                continue
+            if where == i:
+                message = f"config `{entry.name}` uses itself"
+                report(Diagnostic.error("TL0423", message, Label(name.span, "itself")))
+                continue
+            later = entries[where]
+            message = f"config `{entry.name}` uses `{name.id}`, which is declared after it"
+            secondary = [Label(later.name_span, f"`{name.id}` is declared here")]
+            report(
+                Diagnostic.error(
+                    "TL0423",
+                    message,
+                    Label(name.span, "a later entry"),
+                    secondary=secondary,
+                    help=f"move `{name.id} = ...` above `{entry.name}`",
+                )
+            )
+
+
+def _config_names(expr: ast.Node) -> list[ast.Name]:
+    """The names a config expression reads (not the functions it calls)."""
+    if isinstance(expr, ast.Name):
+        return [expr]
+    if isinstance(expr, ast.Call):
+        return [n for a in expr.args for n in _config_names(a)]
+    return [n for child in expr.children() for n in _config_names(child)]
 
 
 def _mentions(expr: ast.Node, name: str) -> bool:

@@ -27,6 +27,9 @@ from tensorloom.frontend import ast
 NameMode = Literal["config", "setting"]
 
 ARITHMETIC = ("+", "-", "*", "/", "%", "**")
+CONDITIONS = ("==", "!=", "<", "<=", ">", ">=", "and", "or")
+FLOOR_DIVISION = "floordiv"
+"""`floordiv(a, b)` is Python's `a // b` (`#nml.expr<"//", ...>`): `//` starts a comment."""
 
 
 def dotted_name(expr: ast.Expr) -> str | None:
@@ -89,12 +92,12 @@ class AttrBuilder:
                 return self._name(name)
             case ast.Attribute(value=ast.Name(id="self"), attr=attr):
                 return CfgAttr.get(attr)
-            case ast.Unary(op="-", operand=operand):
-                return ExprAttr.get("neg", [self.build(operand)])
-            case ast.Unary(op="+", operand=operand):
-                return self.build(operand)
-            case ast.Binary(op=op, left=left, right=right) if op in ARITHMETIC:
-                return ExprAttr.get(op, [self.build(left), self.build(right)])
+            case ast.Unary() | ast.Binary() | ast.IfExp():
+                return self._operator(expr)
+            case ast.Index(value=value, indices=[index]) if self.mode == "config" and not (
+                isinstance(index, ast.Slice)
+            ):
+                return ExprAttr.get("[]", [self.build(value), self.build(index)])  # widths[k]
             case ast.Call():
                 return self.call(expr)
             case ast.ListExpr(elts=elts) | ast.TupleExpr(elts=elts):
@@ -102,6 +105,22 @@ class AttrBuilder:
             case ast.Attribute() | ast.Index() if self.mode == "setting":
                 path = layer_path(expr)
                 return StringAttr(path) if path is not None else None
+            case _:
+                return None
+
+    def _operator(self, expr: ast.Unary | ast.Binary | ast.IfExp) -> Attribute | None:
+        """Arithmetic, comparisons, `and`/`or`/`not` and `a if cond else b`."""
+        match expr:
+            case ast.Unary(op="-", operand=operand):
+                return ExprAttr.get("neg", [self.build(operand)])
+            case ast.Unary(op="+", operand=operand):
+                return self.build(operand)
+            case ast.Unary(op="not", operand=operand):
+                return ExprAttr.get("not", [self.build(operand)])
+            case ast.Binary(op=op, left=left, right=right) if op in ARITHMETIC + CONDITIONS:
+                return ExprAttr.get(op, [self.build(left), self.build(right)])
+            case ast.IfExp(test=test, body=body, orelse=orelse):
+                return ExprAttr.get("if", [self.build(test), self.build(body), self.build(orelse)])
             case _:
                 return None
 
@@ -116,6 +135,8 @@ class AttrBuilder:
         callee = dotted_name(expr.func)
         if callee is None:
             return None
+        if callee == FLOOR_DIVISION and len(expr.args) == 2 and not expr.kwargs:
+            return ExprAttr.get("//", [self.build(a) for a in expr.args])  # `//` is a comment
         args = [self.build(a) for a in expr.args]
         kwargs = {k.name: self.build(k.value) for k in expr.kwargs}
         return CallAttr.get(self.aliases.get(callee, callee), args, kwargs)

@@ -462,32 +462,47 @@ class BodyBuilder:
         if isinstance(item, ast.NoneLit):
             return nml.NoneValueAttr()
         if isinstance(item, ast.Slice):
-            return self._slice(item)
+            return self._slice(item, dynamic)
         literal = literal_attr(item)
         if isinstance(literal, IntegerAttr) and literal.type == i64:
             return literal
         dynamic.append(self.expr(item))
         return StringAttr(nml.DYNAMIC)
 
-    def _slice(self, item: ast.Slice) -> Attribute:
+    def _slice(self, item: ast.Slice, dynamic: list[SSAValue]) -> Attribute:
         if item.lower is None and item.upper is None and item.step is None:
             return StringAttr(":")
-        parts = [self._slice_bound(p) for p in (item.lower, item.upper, item.step)]
+        parts = [self._slice_bound(p, dynamic) for p in (item.lower, item.upper, item.step)]
         return nml.SliceAttr(*parts)
 
-    def _slice_bound(self, part: ast.Expr | None) -> Attribute:
+    def _slice_bound(self, part: ast.Expr | None, dynamic: list[SSAValue]) -> Attribute:
+        """An integer literal, or `"?"` with the bound computed as a value (`x[:, :L]`,
+        `w[:, i:i + 1]`): shape inference reads its value where it is known."""
         if part is None:
             return nml.NoneValueAttr()
         literal = literal_attr(part)
         if isinstance(literal, IntegerAttr) and literal.type == i64:
             return literal
+        if literal is not None:
+            _error(
+                "TL0138",
+                "slice bounds must be integers",
+                part.span,
+                help="write an integer, a config or a size (`x[:, :T]`), or arithmetic on them",
+            )
+            return nml.NoneValueAttr()
+        dynamic.append(self.expr(part))
+        return StringAttr(nml.DYNAMIC)
+
+    @_expr.register
+    def _if_exp(self, expr: ast.IfExp) -> SSAValue:
         _error(
-            "TL0138",
-            "slice bounds must be integer literals",
-            part.span,
-            help="reshape or use `narrow(...)` for a computed range",
+            "TL0134",
+            "a conditional expression is allowed only in configs and layer arguments",
+            expr.span,
+            help="write an `if`/`else` statement, or `where(cond, a, b)` on tensors",
         )
-        return nml.NoneValueAttr()
+        return self.value_of(nml.ConstantOp(nml.NoneValueAttr()), expr.span)
 
     @_expr.register
     def _list_comp(self, expr: ast.ListComp) -> SSAValue:

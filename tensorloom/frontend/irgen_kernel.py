@@ -14,6 +14,7 @@ assignment to an attribute, a pipe) is reported as TL0506 and skipped.
 from __future__ import annotations
 
 import functools
+import keyword
 from collections.abc import Callable, Sequence
 
 from xdsl.dialects.builtin import (
@@ -49,6 +50,20 @@ def build_kernel(decl: ast.KernelDecl) -> Operation:
 
 def _unsupported(span: Span, what: str, help: str | None = None) -> None:
     report(Diagnostic.error("TL0506", f"{what} is not supported in a kernel", span, help=help))
+
+
+def _check_name(name: str, span: Span, what: str) -> None:
+    """A Python keyword as a name, attribute or method (`x.None(...)`, `let True = 1`):
+    the Triton source cannot spell it (fuzz-findings/30)."""
+    if keyword.iskeyword(name):
+        report(
+            Diagnostic.error(
+                "TL0009",
+                f"`{name}` is a Python keyword, so it cannot be {what}",
+                span,
+                help="the compiled script is Python: choose another name",
+            )
+        )
 
 
 def _dotted(expr: ast.Expr) -> str | None:
@@ -245,6 +260,7 @@ class _KernelBuilder:
 
     @_statement.register
     def _let(self, stmt: ast.LetStmt) -> None:
+        _check_name(stmt.name, stmt.name_span, "a name")
         self._add(kernel.LetOp(stmt.name, self._expr(stmt.value)), stmt.span)
 
     @_statement.register
@@ -256,6 +272,7 @@ class _KernelBuilder:
                 help="write memory with `tl.store(pointer, value, mask=mask)`",
             )
             return
+        _check_name(stmt.target.id, stmt.target.span, "a name")
         self._add(kernel.LetOp(stmt.target.id, self._expr(stmt.value)), stmt.span)
 
     @_statement.register
@@ -316,6 +333,7 @@ class _KernelBuilder:
             return
         args = [self._expr(a) for a in stmt.iter.args]
         body = self._in_block(stmt.body)
+        _check_name(stmt.var, stmt.var_span, "a loop variable")
         self._add(kernel.ForOp(stmt.var, iterator, args, body), stmt.span)
 
     # ----------------------------------------------------------- expressions
@@ -357,6 +375,7 @@ class _KernelBuilder:
         if member is not None:
             return self._value(kernel.TlAttrOp(member), expr.span)
         value = self._expr(expr.value)
+        _check_name(expr.attr, expr.attr_span, "an attribute")
         return self._value(kernel.GetAttrOp(value, expr.attr), expr.attr_span)
 
     @_expr_node.register
@@ -410,6 +429,8 @@ class _KernelBuilder:
         )
         args = [self._expr(a) for a in expr.args] + [self._expr(k.value) for k in expr.kwargs]
         names = [""] * len(expr.args) + [k.name for k in expr.kwargs]
+        for k in expr.kwargs:
+            _check_name(k.name, k.span, "a keyword argument")
         if member == "load":
             return kernel.LoadOp(args, names)
         if member == "store":
@@ -417,6 +438,7 @@ class _KernelBuilder:
         if member is not None:
             return kernel.TlCallOp(member, args, names)
         if isinstance(func, ast.Attribute) and receiver is not None:
+            _check_name(func.attr, func.attr_span, "a method")
             return kernel.MethodOp(receiver, func.attr, args, names)
         if isinstance(func, ast.Name):
             return kernel.CallOp(func.id, args, names)

@@ -309,10 +309,10 @@ class Lexer:
                 help="the compiled script is Python: choose another name",
             )
         elif not name.isidentifier():
-            bad = next(ch for ch in text if not ("a" + normalize_name(ch)).isidentifier())
+            bad, where = _bad_name_char(text)
             self.error(
                 "TL0009",
-                f"`{text}` is not a valid name: `{bad}` (U+{ord(bad):04X}) cannot be part of one",
+                f"`{text}` is not a valid name: `{bad}` (U+{ord(bad):04X}) cannot {where}",
                 self.here(len(text)),
                 "",
                 help="names are letters, digits and `_`, as in Python",
@@ -480,3 +480,14 @@ class Lexer:
         self.sink.emit(
             Diagnostic.error(code, message, Label(span, label), help=help, notes=notes or [])
         )
+
+
+def _bad_name_char(text: str) -> tuple[str, str]:
+    """The character that makes `text` no name, and what it cannot do: a superscript `²`
+    is a digit once normalised (NFKC), so it cannot start one, though it may follow."""
+    if not normalize_name(text[0]).isidentifier():
+        return text[0], "start one"
+    for ch in text[1:]:
+        if not ("a" + normalize_name(ch)).isidentifier():
+            return ch, "be part of one"
+    return text[0], "start one"  # each piece is valid alone: their normal form is not

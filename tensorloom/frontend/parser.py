@@ -57,7 +57,6 @@ _KIND_NAMES = {
     TokenKind.NEWLINE: "end of line",
     TokenKind.INDENT: "an indented block",
 }
-_LITERALS = (ast.IntLit, ast.FloatLit, ast.StrLit, ast.BoolLit, ast.NoneLit)
 
 
 class ParseError(Exception):
@@ -765,30 +764,61 @@ class Parser:
         return self.parse_suite(self.parse_config_entry)
 
     def parse_config_entry(self) -> ast.ConfigEntry:
-        """config_entry = NAME "=" literal NEWLINE ;"""
+        """config_entry = NAME "=" config_expr NEWLINE ;"""
         name = self.expect(TokenKind.NAME, "a config entry such as `d_model = 512`")
         self.expect(TokenKind.EQ)
         value = self.parse_expression()
         self.expect(TokenKind.NEWLINE)
-        if not _is_literal(value):
+        bad = _not_config_expr(value)
+        if bad is not None:
             self.report(
                 Diagnostic.error(
                     "TL0108",
-                    "a config value must be a literal",
-                    Label(value.span, "not a literal"),
+                    "a config value must be a literal or an expression of earlier entries",
+                    Label(bad.span, "not known when the model is built"),
                     notes=[
-                        "config values are numbers, strings, `true`, `false`, `none`, "
-                        "or lists of them"
+                        "config values are numbers, strings, `true`, `false`, `none`, lists "
+                        "of them, and arithmetic on them and on earlier entries (`+ - * / % "
+                        f"**`, {', '.join(f'`{f}`' for f in CONFIG_CALLS)})"
                     ],
                 )
             )
         return ast.ConfigEntry(name.span.to(value.span), name.text, name.span, value)
 
     def parse_layers_section(self) -> list[ast.LayerDecl]:
-        """layers_section = "layers" ":" NEWLINE INDENT { layer_entry } DEDENT ;"""
+        """layers_section = "layers" ":" NEWLINE INDENT { layer_item } DEDENT ;"""
         self.expect_word("layers")
         self.expect_header_colon()
-        return self.parse_suite(self.parse_layer_entry)
+        return [decl for item in self.parse_suite(self.parse_layer_item) for decl in item]
+
+    def parse_layer_item(self) -> list[ast.LayerDecl]:
+        """layer_item = layer_entry
+        | "if" expression ":" NEWLINE INDENT { layer_item } DEDENT
+          [ "else" ":" NEWLINE INDENT { layer_item } DEDENT ] ;"""
+        if not self.check(TokenKind.IF):
+            return [self.parse_layer_entry()]
+        self.expect(TokenKind.IF)
+        condition = self.parse_expression()
+        self.expect_header_colon()
+        taken = self._conditional_layers(condition)
+        if not self.match(TokenKind.ELSE):
+            return taken
+        self.expect_header_colon()
+        negated = ast.Unary(condition.span, "not", condition)
+        return taken + self._conditional_layers(negated)
+
+    def _conditional_layers(self, condition: ast.Expr) -> list[ast.LayerDecl]:
+        """The layers of one side of an `if` in `@layers`, each built when `condition` holds
+        (and the conditions of any `if` inside it)."""
+        decls = [d for item in self.parse_suite(self.parse_layer_item) for d in item]
+        for decl in decls:
+            inner = decl.condition
+            decl.condition = (
+                condition
+                if inner is None
+                else ast.Binary(condition.span, "and", condition, inner, condition.span)
+            )
+        return decls
 
     def parse_layer_entry(self) -> ast.LayerDecl:
         """layer_entry = NAME "=" expression NEWLINE ;"""
@@ -906,9 +936,15 @@ class Parser:
     # ================================================================ expressions
 
     def parse_expression(self) -> ast.Expr:
-        """expression = pipe ;"""
+        """expression = pipe [ "if" pipe "else" expression ] ;"""
         with self.nested():
-            return self.parse_pipe()
+            expr = self.parse_pipe()
+            if not self.match(TokenKind.IF):
+                return expr
+            test = self.parse_pipe()
+            self.expect(TokenKind.ELSE)
+            orelse = self.parse_expression()
+            return ast.IfExp(expr.span.to(orelse.span), test, expr, orelse)
 
     def parse_pipe(self) -> ast.Expr:
         """pipe = or_expr { "|>" or_expr } ;"""
@@ -1184,10 +1220,38 @@ def _kind_name(kind: TokenKind) -> str:
     return _KIND_NAMES.get(kind, f"`{kind.value}`")
 
 
-def _is_literal(expr: ast.Expr) -> bool:
-    if isinstance(expr, ast.ListExpr | ast.TupleExpr):
-        return all(_is_literal(e) for e in expr.elts)
-    return isinstance(expr, _LITERALS)
+CONFIG_CALLS = ("floordiv", "ceil", "floor", "round", "min", "max", "sqrt", "exp", "log")
+"""The functions a config expression may call (model_env evaluates them)."""
+_CONFIG_OPERATORS = ("+", "-", "*", "/", "%", "**")
+_CONFIG_CONDITIONS = ("==", "!=", "<", "<=", ">", ">=", "and", "or")
+
+
+def _not_config_expr(expr: ast.Expr) -> ast.Expr | None:
+    """The part of a config value that is not a literal, a name or arithmetic on them
+    (`dim / n_heads`, `floordiv(d, 3)`); None when it all is."""
+    match expr:
+        case ast.Name() | ast.IntLit() | ast.FloatLit() | ast.StrLit() | ast.BoolLit():
+            return None
+        case ast.NoneLit():
+            return None
+        case ast.Unary(op="-" | "+", operand=operand):
+            return _not_config_expr(operand)
+        case ast.Binary(op=op, left=left, right=right) if op in _CONFIG_OPERATORS:
+            return _not_config_expr(left) or _not_config_expr(right)
+        case ast.ListExpr(elts=elts) | ast.TupleExpr(elts=elts):
+            return next((b for e in elts if (b := _not_config_expr(e)) is not None), None)
+        case ast.Binary(op=op, left=left, right=right) if op in _CONFIG_CONDITIONS:
+            return _not_config_expr(left) or _not_config_expr(right)
+        case ast.Unary(op="not", operand=operand):
+            return _not_config_expr(operand)
+        case ast.IfExp(test=test, body=body, orelse=orelse):
+            return _not_config_expr(test) or _not_config_expr(body) or _not_config_expr(orelse)
+        case ast.Index(value=value, indices=[index]) if not isinstance(index, ast.Slice):
+            return _not_config_expr(value) or _not_config_expr(index)
+        case ast.Call(func=ast.Name(id=name), args=args, kwargs=[]) if name in CONFIG_CALLS:
+            return next((b for a in args if (b := _not_config_expr(a)) is not None), None)
+        case _:
+            return expr
 
 
 def _is_pipe_stage(expr: ast.Expr) -> bool:

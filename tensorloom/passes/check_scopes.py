@@ -35,6 +35,7 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.traits import SymbolOpInterface
 
+from tensorloom.catalogue.layers.parameter import PARAMETER
 from tensorloom.diagnostics.core import Diagnostic, Label, did_you_mean
 from tensorloom.diagnostics.ir import report, span_of
 from tensorloom.dialects.nml import (
@@ -142,7 +143,9 @@ class ModelScope:
                 f"make it a layer (`layer block = {name}()`) and call `self.block(x)`",
             )
             return
-        if name in self.local or name in self.outside:
+        if name in self.layers and self._layer_as_value(op, name):
+            return
+        if name in self.local or name in self.outside or _dtype_of_reported_call(op):
             return
         inside = op.attributes.get("bound_inside")
         if isinstance(inside, StringAttr):
@@ -156,6 +159,22 @@ class ModelScope:
             return
         guess = did_you_mean(name, self.local)
         _error(op, "TL0301", f"undefined name `{name}`", _help(guess))
+
+    def _layer_as_value(self, op: RefOp, name: str) -> bool:
+        """`self.a(a)`: a layer given where a tensor goes (a fuzz finding: PyTorch's linear()
+        refused the module). Its tensors (`a.weight`) and a `Parameter` are values."""
+        layer = self.layers[name]
+        if layer.kind.data == PARAMETER or name in self.local - set(self.layers):
+            return False
+        if all(isinstance(use.operation, GetAttrOp) for use in op.result.uses):
+            return False
+        _error(
+            op,
+            "TL0301",
+            f"`{name}` is a layer, not a value a method can compute with",
+            f"apply it, as in `self.{name}(x)`; its tensors are `self.{name}.weight`, ...",
+        )
+        return True
 
     def _call(self, op: CallOp) -> None:
         callee = op.callee.data
@@ -386,3 +405,18 @@ class TrainNames:
         span = span_of(loc) if loc is not None else span_of(self.loop)  # type: ignore[arg-type]
         if span is not None:
             report(Diagnostic.error("TL0301", message, Label(span), help=help_text))
+
+
+def _dtype_of_reported_call(op: RefOp) -> bool:
+    """`torch` in `x.to(torch.float64)`: a dtype of a builtin call resolve-nml reported."""
+    if op.symbol.root_reference.data != "torch" or not op.result.uses:
+        return False
+    attrs = [use.operation for use in op.result.uses]
+    return all(
+        isinstance(a, GetAttrOp)
+        and all(
+            isinstance(u.operation, CallOp) and builtin_name(u.operation.callee.data) in BUILTINS
+            for u in a.result.uses
+        )
+        for a in attrs
+    )

@@ -462,8 +462,11 @@ class LoopChecker:
         if isinstance(value, EvalError):
             where = span_of(op.value_loc) if op.value_loc is not None else None
             message = f"`{key}` has no value: {value.message}"
+            code = "TL0403" if value.too_large else "TL0402"
+            if value.too_large:
+                message = f"`{value.keyword or key}` is {value.message}"
             help_text = name_help(value)
-            report(Diagnostic.error("TL0402", message, Label(where or key_span), help=help_text))
+            report(Diagnostic.error(code, message, Label(where or key_span), help=help_text))
             return
         if key == "loss" and function_named(self.module, value) is not None:
             return  # a loss written in the file: `_loss` checks it against model and data

@@ -54,7 +54,7 @@ with `BODY_PATTERNS` (they also match nml ops directly inside a `py.def`).
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 from typing import TypeVar
@@ -80,7 +80,7 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tensorloom.catalogue.functions import FUNCTIONS
+from tensorloom.catalogue.functions import FUNCTIONS, SCALAR_MATH
 from tensorloom.catalogue.layers import BoundLayer, LayerSpec, lookup
 from tensorloom.catalogue.layers.parameter import PARAMETER
 from tensorloom.dialects import kernel, nml, py
@@ -94,6 +94,7 @@ from tensorloom.passes.support.model_env import (
     enclosing_model,
     layers_of,
     lookup_symbol,
+    mentions_config,
     model_env,
 )
 
@@ -235,6 +236,8 @@ class ApplyToTorch(RewritePattern):
         layer = layers_of(model).get(name)
         bound = bind_layer(layer, model_env(model)) if layer is not None else None
         kind = bound.spec.call_kind_of(bound) if bound is not None else "plain"
+        if bound is not None and bound.spec.stateful and len(op.args) == 2:
+            kind = "plain"  # `lstm(x, state)`: the pair (output, state), as PyTorch gives it
         names = [n.data for n in op.arg_names] if op.arg_names else [""] * len(op.args)
         _replace(rewriter, op, submodule_call(name, list(op.args), names, kind))
 
@@ -278,8 +281,11 @@ class UnaryToTorch(RewritePattern):
         if isinstance(op, nml.NegOp):
             _replace(rewriter, op, [py.UnaryOp("-", op.input)])
             return
-        spec = FUNCTIONS[op.name.removeprefix("nml.")]
-        _replace(rewriter, op, _call(spec.torch, op.input, _Keywords()))
+        name = op.name.removeprefix("nml.")
+        if not isinstance(op.input.type, nml.TensorType | nml.AnyType) and name in SCALAR_MATH:
+            _replace(rewriter, op, _Keywords().value(op.input).function(f"math.{name}"))
+            return
+        _replace(rewriter, op, _call(FUNCTIONS[name].torch, op.input, _Keywords()))
 
 
 class GeluToTorch(RewritePattern):
@@ -324,12 +330,20 @@ class DropoutToTorch(RewritePattern):
     def match_and_rewrite(self, op: nml.DropoutOp, rewriter: PatternRewriter) -> None:
         if not _in_body(op):
             return
-        p = _const(op.p.value.data)
+        p = _rate(op.p or op.rate)
         training = self_attr("training")
         call = _Keywords().value(op.input)
-        call.ops += [p, *training]
-        call.value(p.result, "p").value(training[-1].results[0], "training")
+        call.ops += [*p, *training]
+        call.value(p[-1].results[0], "p").value(training[-1].results[0], "training")
         _replace(rewriter, op, call.function("F.dropout"))
+
+
+def _rate(attr: Attribute | None) -> list[Operation]:
+    """A dropout probability: the number, or `self.<config>` (the config it names)."""
+    if isinstance(attr, CfgAttr):
+        return self_attr(attr.param.data)
+    assert isinstance(attr, FloatAttr), f"compiler bug: dropout rate {attr}"
+    return [_const(attr.value.data)]
 
 
 class FlattenToTorch(RewritePattern):
@@ -633,16 +647,56 @@ class AttentionToTorch(RewritePattern):
         call = _Keywords().value(op.query).value(op.key).value(op.value)
         if op.mask is not None:
             call.value(op.mask, "attn_mask")
-        if op.dropout is not None:
-            p, zero, flag = _const(op.dropout.value.data), _const(0.0), self_attr("training")
-            choice = py.IfExpOp(flag[-1].results[0], p.result, zero.result)
-            call.ops += [p, zero, *flag, choice]
+        if op.dropout is not None or op.dropout_rate is not None:
+            p, zero, flag = _rate(op.dropout or op.dropout_rate), _const(0.0), self_attr("training")
+            choice = py.IfExpOp(flag[-1].results[0], p[-1].results[0], zero.result)
+            call.ops += [*p, zero, *flag, choice]
             call.value(choice.result, "dropout_p")
         if op.causal is not None:
             call.literal(True, "is_causal")
         if op.scale is not None:
             call.literal(op.scale.value.data, "scale")
         _replace(rewriter, op, call.function("F.scaled_dot_product_attention"))
+
+
+class SpelledToTorch(RewritePattern):
+    """`torch.cumsum(x, dim=1)`, `x.topk(2, dim=-1)`, `F.pad(x, (1, 1))`: the builtins that
+    list their own arguments (`nml.SpelledOp`), spelled as their catalogue record says."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.SpelledOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        call = _Keywords()
+        for name, argument in op.torch_arguments():
+            _argument(call, argument, name)
+        _replace(rewriter, op, _call(FUNCTIONS[op.FUNCTION].torch, op.tensor, call))
+
+
+def _argument(call: _Keywords, argument: nml.TorchArgument, name: str) -> None:
+    if isinstance(argument, SSAValue):
+        call.value(argument, name)
+    elif isinstance(argument, tuple):
+        items = [v if isinstance(v, SSAValue) else _const(v) for v in argument]
+        packed = py.TupleOp([v if isinstance(v, SSAValue) else v.result for v in items])
+        call.ops += [*(v for v in items if not isinstance(v, SSAValue)), packed]
+        call.value(packed.result, name)
+    else:
+        call.literal(argument, name)
+
+
+class CastToTorch(RewritePattern):
+    """`x.to(torch.int64)`: `.long()`, `.float()` and `.to(dtype)` alike."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.CastOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        dtype = py.NameOp(nml.TORCH_DTYPES[op.dtype.data])
+        call = _Keywords()
+        call.ops.append(dtype)
+        call.value(dtype.result)
+        _replace(rewriter, op, call.method(op.input, "to"))
 
 
 BINARY_OPERATORS: dict[type[Operation], str] = {
@@ -678,18 +732,21 @@ class IndexToTorch(RewritePattern):
             if isinstance(item, StringAttr) and item.data == nml.DYNAMIC:
                 indices.append(next(dynamic))
                 continue
-            item_ops = _index_item(item)
+            item_ops = _index_item(item, dynamic)
             new_ops += item_ops
             indices.append(item_ops[-1].results[0])
         _replace(rewriter, op, [*new_ops, py.SubscriptOp(op.input, indices)])
 
 
-def _index_item(item: Attribute) -> list[Operation]:
+def _index_item(item: Attribute, dynamic: Iterator[SSAValue]) -> list[Operation]:
     if isinstance(item, SliceAttr | StringAttr) and not _is_ellipsis(item):
         parts = item.parameters if isinstance(item, SliceAttr) else (None, None, None)
         constants = [_const(n) if (n := _int_or_none(p)) is not None else None for p in parts]
         given = [c for c in constants if c is not None]
-        bounds = [c.result if c is not None else None for c in constants]
+        bounds = [
+            next(dynamic) if _is_dynamic(p) else c.result if c is not None else None
+            for p, c in zip(parts, constants, strict=True)
+        ]
         return [*given, py.SliceOp(*bounds)]
     if _is_ellipsis(item):
         return [py.ConstantOp(py.EllipsisAttr())]
@@ -697,6 +754,11 @@ def _index_item(item: Attribute) -> list[Operation]:
         return [py.ConstantOp(py.NoneAttr())]
     assert isinstance(item, IntegerAttr)
     return [_const(item.value.data)]
+
+
+def _is_dynamic(part: Attribute | None) -> bool:
+    """A computed slice bound (`x[:, :L]`): its value is the next dynamic operand."""
+    return isinstance(part, StringAttr) and part.data == nml.DYNAMIC
 
 
 def _is_ellipsis(item: Attribute) -> bool:
@@ -952,6 +1014,8 @@ BODY_PATTERNS: tuple[RewritePattern, ...] = (
     EinsumToTorch(),
     SelectToTorch(),
     AttentionToTorch(),
+    SpelledToTorch(),
+    CastToTorch(),
     BinaryToTorch(),
     IndexToTorch(),
     DimToTorch(),
@@ -982,6 +1046,12 @@ def attr_ops(attr: Attribute) -> list[Operation]:
         ops = [op for part in parts for op in part]
         if attr.op.data == "neg":
             return [*ops, py.UnaryOp("-", values[0])]
+        if attr.op.data == "not":
+            return [*ops, py.UnaryOp("not", values[0])]
+        if attr.op.data == "if":  # `a if cond else b`: operands cond, a, b
+            return [*ops, py.IfExpOp(values[0], values[1], values[2])]
+        if attr.op.data == "[]":
+            return [*ops, py.SubscriptOp(values[0], [values[1]])]
         return [*ops, binary(attr.op.data, values[0], values[1])]
     if isinstance(attr, ArrayAttr):
         parts = [attr_ops(a) for a in attr.data]
@@ -1007,19 +1077,6 @@ def _call_ops(
         values.append(part[-1].results[0])
     names = [""] * len(args) + [k for k, _ in kwargs]
     return [*ops, py.CallOp(function.result, values, names)]
-
-
-def _mentions_config(attr: Attribute) -> bool:
-    if isinstance(attr, CfgAttr):
-        return True
-    children: Sequence[Attribute] = ()
-    if isinstance(attr, ExprAttr):
-        children = attr.operands.data
-    elif isinstance(attr, ArrayAttr):
-        children = attr.data
-    elif isinstance(attr, CallAttr):
-        children = [*attr.args.data, *attr.kwargs.data.values()]
-    return any(_mentions_config(c) for c in children)
 
 
 # ----------------------------------------------------------- model to class
@@ -1072,7 +1129,13 @@ class ModelToClass(RewritePattern):
                 kwargs = [(k, v) for k, v in kwargs if k not in spec.init_keywords()]
                 kwargs += _forced_kwargs(kind, len(args), kwargs)
             element = _call_ops(cls_name, args, kwargs)
-            value = element if layer.count is None else _module_list(element, layer.count)
+            value = element if layer.count is None else _module_list(element, layer)
+        if layer.when is not None:  # `if downsample:` in `@layers`: the module, or None
+            condition, none = attr_ops(layer.when), py.ConstantOp(py.NoneAttr())
+            built = [*value, py.YieldOp([value[-1].results[0]])]
+            choice = py.IfOp(condition[-1].results[0], built, [none, py.YieldOp([none.result])], 1)
+            choice.results[0].name_hint = layer.sym_name.data
+            value = [*condition, choice]
         return [
             _at(o, layer)
             for o in [*value, t.SubmoduleOp(layer.sym_name.data, value[-1].results[0])]
@@ -1125,7 +1188,7 @@ def _init_steps(
     """`spec.init_plan(bound)`, with the arguments the layer was given."""
     inits: list[_Init] = []
     for step in spec.init_plan(bound):
-        given = [("mean", step.mean), ("std", step.std)]
+        given = [("mean", step.mean), ("std", step.std), *step.options]
         chosen = [(k, kwargs[kw]) for k, kw in given if kw is not None]
         inits.append(_Init(field, prefix + step.tensor, step.function, chosen, each, layer))
     return inits
@@ -1194,22 +1257,69 @@ def _joined_call(callee: str, parts: Sequence[list[Operation]]) -> list[Operatio
     return [function, *(o for p in parts for o in p), py.CallOp(function.result, values)]
 
 
-def _module_list(element: list[Operation], count: Attribute) -> list[Operation]:
-    """`nn.ModuleList([Block(...) for _ in range(count)])`."""
-    counted = attr_ops(count)
-    iterable = [*counted, *call("range", [counted[-1].results[0]])]
+def _module_list(element: list[Operation], layer: nml.LayerOp) -> list[Operation]:
+    """`nn.ModuleList([Block(...) for _ in range(n)])`; a per-position list names its loop
+    variable, which its arguments read: `[Block(d, stride=2 if i == 0 else 1) for i in
+    range(n)]`, `[Stage(w) for w in widths]`."""
+    assert layer.count is not None
+    if layer.items is not None:
+        iterable = attr_ops(layer.items)
+    else:
+        counted = attr_ops(layer.count)
+        iterable = [*counted, *call("range", [counted[-1].results[0]])]
     copies = py.ComprehensionOp("list", iterable[-1].results[0])
-    copies.body.block.args[0].name_hint = "_"
+    var = copies.body.block.args[0]
+    var.name_hint = layer.var.data if layer.var is not None else "_"
     copies.body.block.add_ops([*element, py.YieldOp([element[-1].results[0]])])
+    for op in element:  # the loop variable, read as a config by name, is the block's argument
+        if layer.var is not None and isinstance(op, py.NameOp) and op.id.data == layer.var.data:
+            op.result.replace_all_uses_with(var)
+            op.detach()
+            op.erase()
     return _joined_call("nn.ModuleList", [[*iterable, copies]])
 
 
 def _parameter_ops(shape: Sequence[Attribute], kwargs: DictionaryAttr) -> list[Operation]:
-    """`nn.Parameter(torch.zeros(1, 1, d))`, `torch.ones(...)`, `torch.randn(...) * std + mean`."""
+    """`nn.Parameter(torch.zeros(1, 1, d))`, `torch.ones(...)`, `torch.randn(...) * std + mean`,
+    `torch.empty(...).uniform_(a, b)`, `torch.full((...), value)`, `torch.tensor(values)`;
+    without sizes a 0-d tensor (`torch.zeros(())`)."""
     init_attr = kwargs.data.get("init")
     init = init_attr.data if isinstance(init_attr, StringAttr) else "zeros"
-    creator = {"ones": "torch.ones", "normal": "torch.randn"}.get(init, "torch.zeros")
-    value = _call_ops(creator, shape, [])
+    values = kwargs.data.get("values")
+    if values is not None and not isinstance(values, NoneValueAttr):
+        dtype = py.NameOp("torch.float32")
+        created = _call_ops("torch.tensor", [values], [])
+        call = created[-1]
+        assert isinstance(call, py.CallOp)
+        value = [
+            *created[:-1],
+            dtype,
+            py.CallOp(call.operands[0], [*call.operands[1:], dtype.result], ["", "dtype"]),
+        ]
+        return _joined_call("nn.Parameter", [value])
+    sizes: Sequence[Attribute] = shape if shape else [ArrayAttr([])]
+    if init == "constant":
+        value = _call_ops(
+            "torch.full",
+            [ArrayAttr(list(shape)), kwargs.data.get("value") or FloatAttr(0.0, 64)],
+            [],
+        )
+        return _joined_call("nn.Parameter", [value])
+    creator = {"ones": "torch.ones", "normal": "torch.randn", "uniform": "torch.empty"}.get(
+        init, "torch.zeros"
+    )
+    value = _call_ops(creator, sizes, [])
+    if init == "uniform":
+        bounds = [kwargs.data.get(k) or FloatAttr(d, 64) for k, d in (("a", 0.0), ("b", 1.0))]
+        method = py.AttributeOp(value[-1].results[0], "uniform_")
+        parts = [attr_ops(b) for b in bounds]
+        value = [
+            *value,
+            method,
+            *parts[0],
+            *parts[1],
+            py.CallOp(method.result, [parts[0][-1].results[0], parts[1][-1].results[0]], ["", ""]),
+        ]
     if init == "normal":
         for key, operator, neutral in (("std", "*", 1.0), ("mean", "+", 0.0)):
             given = kwargs.data.get(key)
@@ -1286,7 +1396,7 @@ def _init_params(
     params: list[tuple[str, SSAValue]] = []
     inside: list[Operation] = []
     for name, config in configs_of(model).items():
-        if not _mentions_config(config.value):
+        if not mentions_config(config.value):
             value = attr_ops(config.value)
             before += value
             params.append((name, value[-1].results[0]))

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, StringAttr
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -41,9 +41,12 @@ from tensorloom.diagnostics.ir import report, span_of
 from tensorloom.dialects import train
 from tensorloom.dialects.nml import (
     ApplyOp,
+    AttentionOp,
     CallOp,
+    ConfigOp,
     ConstantOp,
     DimOp,
+    DropoutOp,
     GetAttrOp,
     InstanceOp,
     KernelCallOp,
@@ -55,22 +58,27 @@ from tensorloom.dialects.nml import (
     TOp,
     ViewOp,
 )
-from tensorloom.dialects.nml.types import TensorType
+from tensorloom.dialects.nml.types import CfgAttr, TensorType
 from tensorloom.passes.support.model_env import (
     ArgFailure,
     CallValue,
     EvalError,
     configs_of,
+    element_env,
+    element_envs,
     enclosing_model,
-    evaluate,
+    evaluate_config,
+    evaluate_kwargs,
+    floor_exact_divisions,
     layer_arguments,
     layers_of,
+    mentions_config,
     model_env,
     models_of,
     name_help,
     nested_overrides,
 )
-from tensorloom.passes.support.resolve_builtins import CallProblem, build_builtin
+from tensorloom.passes.support.resolve_builtins import CallProblem, build_builtin, is_dtype_name
 from tensorloom.passes.support.script_builtins import PYTHON_BUILTINS
 from tensorloom.source import Span
 
@@ -184,15 +192,15 @@ def _report_call(op: CallOp, problem: CallProblem) -> None:
 
 def _erase_dead_constants(module: ModuleOp) -> None:
     """Constants and lists a builtin folded into its properties (`cat([a, b])`'s list,
-    `sum(dim=[1, 2])`'s dims), and the dims of an annotation the body never reads;
-    users first so that a list's elements die with it."""
+    `sum(dim=[1, 2])`'s dims, a cast's `torch.int64`), and the dims of an annotation the
+    body never reads; users first so that a list's elements die with it."""
     pure = [
         op
         for op in module.walk(reverse=True)
-        if isinstance(op, ConstantOp | ListOp | NegOp | DimOp)
+        if isinstance(op, ConstantOp | ListOp | NegOp | DimOp) or is_dtype_name(op)
     ]
     for op in pure:
-        if op.result.uses:
+        if op.results[0].uses:
             continue
         op.detach()
         op.erase()
@@ -263,19 +271,27 @@ class DeclarationChecker:
         report(diagnostic)
 
     def check_model(self, model: ModelOp) -> None:
+        self._catalogue_name(model)
         self._check_configs(model)
         env = model_env(model)
         for layer in layers_of(model).values():
             self.check_layer(model, layer, env, _Context())
 
+    def _catalogue_name(self, model: ModelOp) -> None:
+        """A model named like a catalogue layer: `up = Upsample(8)` would be checked as the
+        catalogue's layer and compiled as the model (real-models/silent_catalogue_shadowing)."""
+        name = model.sym_name.data
+        spec = lookup(name)
+        span = span_of(model)
+        if spec is None or span is None:
+            return
+        message = f"model `{name}` has the name of the catalogue layer `{spec.name}`"
+        fix = f"rename the model (`{name}Block`): a layer `{name}(...)` means the catalogue's"
+        self.emit(Diagnostic.error("TL0309", message, Label(span), help=fix))
+
     def _check_configs(self, model: ModelOp) -> None:
-        env: dict[str, Value] = {}
-        for name, config in configs_of(model).items():
-            value = evaluate(config.value, env)
-            if isinstance(value, EvalError):
-                self._config_error(model, config, value)
-            elif not isinstance(value, CallValue):
-                env[name] = value
+        for config, error in config_errors(model, {}):
+            self._config_error(model, config, error)
 
     def _config_error(self, model: ModelOp, config: Operation, error: EvalError) -> None:
         span = span_of(config)
@@ -283,9 +299,77 @@ class DeclarationChecker:
             return
         self.emit(_unknown_config(model, error, span, "config"))
 
+    def check_config_rates(self, module: ModuleOp) -> None:
+        """After the calls are resolved: each instance's and nested layer's overrides
+        against the dropout rates that are configs."""
+        for instance in [o for o in module.walk() if isinstance(o, InstanceOp)]:
+            model = self.models.get(instance.model.root_reference.data)
+            overrides = evaluate_kwargs(instance.overrides.data, {})
+            if model is None or not isinstance(overrides, dict) or not overrides:
+                continue
+            given = ", ".join(f"`{k}={v!r}`" for k, v in overrides.items())
+            primary = override_span(instance, next(iter(overrides)))
+            self._config_rates(model, model_env(model, overrides), primary, given)
+        for model in self.models.values():
+            env = model_env(model)
+            for layer in layers_of(model).values():
+                nested = self.models.get(layer.kind.data)
+                overrides = nested_overrides(layer, nested, env) if nested else None
+                if nested is None or not isinstance(overrides, dict) or not overrides:
+                    continue
+                given = ", ".join(f"`{k}={v!r}`" for k, v in overrides.items())
+                inner = model_env(nested, overrides)
+                self._config_rates(nested, inner, span_of(layer), given)
+
+    def _config_rates(
+        self, model: ModelOp, env: Mapping[str, Value], primary: Span | None, given: str
+    ) -> None:
+        """TL0308 at the override that makes a config dropout rate (`dropout(x, p)`)
+        fall outside [0, 1); the call as a secondary label."""
+        if primary is None:
+            return
+        for op, name in _config_rate_ops(model):
+            rate = env.get(name)
+            if isinstance(rate, int | float) and not isinstance(rate, bool) and 0 <= rate < 1:
+                continue
+            message = f"with {given}, the dropout rate `{name}` is {rate!r}, not in [0, 1)"
+            secondary = [
+                Label(span, f"`{name}` is the rate here") for span in [span_of(op)] if span
+            ]
+            self.emit(Diagnostic.error("TL0308", message, Label(primary), secondary=secondary))
+
+    def _derived_config_errors(
+        self, model: ModelOp, overrides: Mapping[str, Value], primary: Span | None, given: str
+    ) -> None:
+        """A config computed from others (`head_dim = dim / n_heads`) has no value under
+        the overrides `given` at `primary` (`Llama(dim=100)`): TL0423 there."""
+        if primary is None:
+            return
+        for config, error in config_errors(model, overrides):
+            span = span_of(config)
+            name = config.sym_name.data  # type: ignore[attr-defined]
+            message = f"with {given}, config `{name}` of `{model.sym_name.data}` has no value: "
+            secondary = [Label(span, f"`{name}` is computed here")] if span else []
+            self.emit(
+                Diagnostic.error(
+                    "TL0423",
+                    message + error.message,
+                    Label(primary),
+                    secondary=secondary,
+                    help=error.hint,
+                )
+            )
+
     def check_layer(
         self, model: ModelOp, layer: LayerOp, env: Mapping[str, Value], where: _Context
     ) -> None:
+        if layer.when is not None and not self._built(model, layer, env):
+            return
+        if layer.var is not None and layer.var.data not in env:  # each position's arguments
+            self._check_count(model, layer, env)
+            for position in element_envs(layer, env):
+                self.check_layer(model, layer, position, where)
+            return
         kind = layer.kind.data
         spec = lookup(kind)
         if spec is not None:
@@ -294,6 +378,38 @@ class DeclarationChecker:
             self._check_nested(model, layer, env, where)
         elif not where.nested:
             self._unknown_kind(layer)
+
+    def _built(self, model: ModelOp, layer: LayerOp, env: Mapping[str, Value]) -> bool:
+        """Whether a conditional layer is built under `env`; its condition must be a
+        boolean (TL0306 at the layer otherwise, and the layer is not checked)."""
+        assert layer.when is not None
+        value = evaluate_config(layer.when, env)
+        span = span_of(layer)
+        if isinstance(value, bool):
+            return value
+        if span is not None:
+            error = (
+                value
+                if isinstance(value, EvalError)
+                else EvalError(
+                    f"the condition of a layer must be `true` or `false`, got `{value!r}`"
+                )
+            )
+            self.emit(_unknown_config(model, error, span, "layer"))
+        return False
+
+    def _check_count(self, model: ModelOp, layer: LayerOp, env: Mapping[str, Value]) -> None:
+        """TL0144 for a per-position list whose items are not a list (`for w in d`);
+        TL0306 for items that name no config."""
+        assert layer.count is not None
+        count = evaluate_config(layer.count, env)
+        span = span_of(layer)
+        if not isinstance(count, EvalError) or span is None:
+            return
+        if count.config is not None:
+            self.emit(_unknown_config(model, count, span, "layer"))
+            return
+        self.emit(Diagnostic.error("TL0144", count.message, Label(span)))
 
     def _unknown_kind(self, layer: LayerOp) -> None:
         kind = layer.kind.data
@@ -317,12 +433,42 @@ class DeclarationChecker:
         if isinstance(values, ArgFailure):
             self._arg_failure(model, layer, values, where)
             return
+        self._conditional_init(layer, spec)
         bound = spec.bind(*values)
         errors = bound if isinstance(bound, list) else spec.validate(bound)
         if not errors and not isinstance(bound, list):
             errors = [e for e in (too_many_params(spec, bound),) if e is not None]
         for error in errors:
             self._arg_error(layer, error, where)
+        if not where.nested:
+            self._literal_params(layer, spec)
+
+    def _literal_params(self, layer: LayerOp, spec: LayerSpec) -> None:
+        """`MultiHeadAttention(d, h, causal=causal)`: `causal` picks the PyTorch class
+        (fuzz-findings/real-models/miscompile_mha_causal_config.nml)."""
+        for name in spec.literal_params:
+            given = layer.kwargs.data.get(name)
+            span = arg_span(layer, None, name)
+            if given is None or not mentions_config(given) or span is None:
+                continue
+            message = (
+                f"`{layer.sym_name.data}`: `{name}` of `{spec.name}` must be written as a "
+                "literal, not a config: it picks the PyTorch module the layer becomes"
+            )
+            fix = f"write `{name}=true` or `{name}=false`"
+            self.emit(Diagnostic.error("TL0422", message, Label(span), help=fix))
+
+    def _conditional_init(self, layer: LayerOp, spec: LayerSpec) -> None:
+        """TL0422: a conditional layer's module may be `None`, so the script cannot
+        initialise it after building every layer (`init=` on it)."""
+        inits = [k for k in layer.kwargs.data if k in spec.init_keywords()]
+        span = arg_span(layer, None, inits[0]) if inits and layer.when is not None else None
+        if span is None:
+            return
+        name = layer.sym_name.data
+        message = f"`{name}` is built under a condition, so it cannot take `{inits[0]}`"
+        help_text = "initialise it in a model of its own, or build it unconditionally"
+        self.emit(Diagnostic.error("TL0422", message, Label(span), help=help_text))
 
     def _arg_failure(
         self, model: ModelOp, layer: LayerOp, failure: ArgFailure, where: _Context
@@ -384,6 +530,9 @@ class DeclarationChecker:
         for key in overrides:
             if key not in configs_of(nested):
                 self._unknown_override(nested, key, arg_span(layer, None, key))
+        if overrides and not where.nested:
+            given = ", ".join(f"`{k}={v!r}`" for k, v in overrides.items())
+            self._derived_config_errors(nested, overrides, span_of(layer), given)
         if overrides and where.depth < MAX_CHECK_DEPTH:
             # pytorch_false_negatives/mut-66016: `n_heads=0` reached MultiHeadAttention
             # through a nested model's arguments, which were never checked.
@@ -426,6 +575,9 @@ class DeclarationChecker:
         overrides = self._instance_overrides(instance, model)
         if not overrides:
             return
+        given = ", ".join(f"`{k}={v!r}`" for k, v in overrides.items())
+        primary = override_span(instance, next(iter(overrides)))
+        self._derived_config_errors(model, overrides, primary, given)
         env = model_env(model, overrides)
         where = _Context(instance, overrides)
         for layer in layers_of(model).values():
@@ -450,7 +602,7 @@ class DeclarationChecker:
             if key not in configs:
                 self._unknown_override(model, key, span)
                 continue
-            value = evaluate(attr, {})
+            value = evaluate_config(attr, {})
             if isinstance(value, EvalError):
                 why = f"has no value: {value.message}"
                 self._bad_override(model, key, why, span, name_help(value))
@@ -509,9 +661,58 @@ def _kind_of(value: object) -> str | None:
     return None
 
 
+def _config_rate_ops(model: ModelOp) -> list[tuple[Operation, str]]:
+    """The dropout and attention calls whose rate is a config, with the config's name."""
+    found: list[tuple[Operation, str]] = []
+    for op in model.walk():
+        rate = op.properties.get("rate" if isinstance(op, DropoutOp) else "dropout_rate")
+        if isinstance(op, DropoutOp | AttentionOp) and isinstance(rate, CfgAttr):
+            found.append((op, rate.param.data))
+    return found
+
+
+def _floor_exact_divisions(model: ModelOp) -> None:
+    """Each `/` of integer sizes in the model's configs and layer arguments as `//`
+    (model_env.floor_exact_divisions), so the emitted `__init__` computes an `int`."""
+    defaults = model_env(model)
+    for config in configs_of(model).values():
+        config.properties["value"] = floor_exact_divisions(config.value, defaults)
+    for layer in layers_of(model).values():
+        env = element_env(layer, defaults, 0)  # a per-position list: its loop variable's type
+        layer.properties["args"] = floor_exact_divisions(layer.args, env)
+        kwargs = {k: floor_exact_divisions(v, env) for k, v in layer.kwargs.data.items()}
+        layer.properties["kwargs"] = DictionaryAttr(kwargs)
+        if layer.count is not None:
+            layer.properties["count"] = floor_exact_divisions(layer.count, defaults)
+
+
+def config_errors(
+    model: ModelOp, overrides: Mapping[str, Value]
+) -> list[tuple[ConfigOp, EvalError]]:
+    """Each config default that has no value under `overrides`, in order (those given
+    are not evaluated): an unknown name, a division that is not exact, ..."""
+    env: dict[str, Value] = {}
+    errors: list[tuple[ConfigOp, EvalError]] = []
+    for name, config in configs_of(model).items():
+        if name in overrides:
+            env[name] = overrides[name]
+            continue
+        value = evaluate_config(config.value, env)
+        if isinstance(value, EvalError):
+            errors.append((config, value))
+        elif not isinstance(value, CallValue):
+            env[name] = value
+    return errors
+
+
 def _unknown_config(model: ModelOp, error: EvalError, span: Span, what: str) -> Diagnostic:
+    if error.too_large:
+        return Diagnostic.error("TL0403", f"this value is {error.message}", Label(span))
+    if error.hint is not None:  # a division that is not exact
+        message = f"division of sizes must be exact: {error.message}"
+        return Diagnostic.error("TL0423", message, Label(span), help=error.hint)
     if error.config is None:
-        return Diagnostic.error("TL0306", error.message, Label(span))
+        return Diagnostic.error("TL0306", error.message, Label(span), help=error.hint)
     names = list(configs_of(model))
     guess = did_you_mean(error.config, names)
     if guess:
@@ -547,10 +748,13 @@ class ResolveNmlPass(ModulePass):
             checker.check_model(model)
         for instance in [o for o in op.walk() if isinstance(o, InstanceOp)]:
             checker.check_instance(instance)
+        for model in checker.models.values():
+            _floor_exact_divisions(model)
         layers = {m: layers_of(m) for m in checker.models.values()}
         resolve = ResolveCall(kernel_names(op), layers)
         walker = PatternRewriteWalker(resolve, apply_recursively=False)
         walker.rewrite_module(op)
+        checker.check_config_rates(op)
         PatternRewriteWalker(ContiguousIsIdentity(), apply_recursively=False).rewrite_module(op)
         PatternRewriteWalker(TransposeAttr(), apply_recursively=False).rewrite_module(op)
         _erase_dead_constants(op)

@@ -72,7 +72,8 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
-from tensorloom.catalogue.args import fits_int64
+from tensorloom.catalogue import dim_expr
+from tensorloom.catalogue.args import INT64_MAX, fits_int64
 from tensorloom.catalogue.data_files import DataCheck
 from tensorloom.catalogue.datasets import DatasetInfo
 from tensorloom.catalogue.layers import BoundLayer, lookup
@@ -105,6 +106,7 @@ from tensorloom.dialects.nml import (
     LayerOp,
     ListOp,
     ModelOp,
+    NoneType,
     RefOp,
     ReturnOp,
     TensorType,
@@ -112,13 +114,13 @@ from tensorloom.dialects.nml import (
     TupleType,
     YieldOp,
 )
-from tensorloom.dialects.nml.builtins import tuple_item
+from tensorloom.dialects.nml.builtins import COMPARE_OPS, tuple_item
 from tensorloom.dialects.nml.shape_trait import (
     FromInstantiation,
     FromOperands,
     ShapeInferenceTrait,
 )
-from tensorloom.dialects.nml.types import Dim
+from tensorloom.dialects.nml.types import CfgAttr, Dim
 from tensorloom.passes.check_scopes import MODULE_ATTRIBUTES
 from tensorloom.passes.support.dataset_files import dataset_check
 from tensorloom.passes.support.model_env import (
@@ -126,11 +128,15 @@ from tensorloom.passes.support.model_env import (
     CallValue,
     Env,
     bind_layer,
+    configs_of,
     declared_params,
+    element_env,
+    enclosing_model,
     env_key,
     forward_of,
     instance_env,
     is_specialized_copy,
+    layer_built,
     layer_count,
     layers_of,
     lookup_symbol,
@@ -221,6 +227,8 @@ class Inference:
     _last_iteration: list[FlowStep] = field(default_factory=list[FlowStep])
     _refused_lists: set[LayerOp] = field(default_factory=set[LayerOp])
     _params: dict[tuple[object, ...], int] = field(default_factory=dict[tuple[object, ...], int])
+    _annotation_uses: int = 0  # calls of nested forwards with annotations, for fresh names
+    instance: InstanceOp | None = None  # the `.tl` instance checked, whose overrides errors cite
     # A nested model or method already followed for this config and these argument types:
     # its result and the steps it recorded (a block of two blocks of two blocks... is
     # followed once per level, not 2^depth times).
@@ -347,6 +355,10 @@ class Inference:
                 folded = _SCALAR_ARITHMETIC[op.name](a, b)
                 if isinstance(folded, int):
                     self.scalars[op.result] = folded
+            elif op.name != "nml.mul" and a is not None and b is not None:
+                # `skip.size(2) - x.size(2)` is `H2-H`: a pad that follows computed sizes
+                sign = 1 if op.name == "nml.add" else -1
+                self.scalars[op.result] = dim_expr.combine(a, b, sign)
         elif isinstance(op, IndexOp) and op.input in self.shape_tuples:
             entries = op.entries()  # `x.shape[1]`
             dims = self.shape_tuples[op.input]
@@ -437,7 +449,7 @@ class Inference:
 
     def _if(self, model: ModelOp, op: IfOp, env: Env, flow: ModelFlow) -> None:
         cond = self.static_value(op.cond, env)
-        if isinstance(self.type_of(op.cond), TensorType):
+        if cond is UNKNOWN and isinstance(self.type_of(op.cond), TensorType):
             self._tensor_condition(op)
             cond = True
         if cond is True or cond is False:
@@ -503,7 +515,20 @@ class Inference:
             return self.scalars[value]
         if isinstance(op, CallOp) and op.method is None:
             return self._static_call(op, env)
+        if isinstance(op, BinaryOp) and op.name in _STATIC_BINARY:
+            return self._static_binary(op, env)
         return UNKNOWN
+
+    def _static_binary(self, op: BinaryOp, env: Env) -> object:
+        """`stride == 1`, `inp == oup`, `stride * 2 < 4` on configs: resolve-nml made the
+        comparison a builtin op (a tensor comparison, had the operands been tensors)."""
+        a, b = self.static_value(op.lhs, env), self.static_value(op.rhs, env)
+        if a is UNKNOWN or b is UNKNOWN:
+            return UNKNOWN
+        try:
+            return _STATIC_BINARY[op.name](a, b)
+        except (TypeError, ValueError, ZeroDivisionError):
+            return UNKNOWN
 
     def _static_call(self, op: CallOp, env: Env) -> object:
         args = [self.static_value(a, env) for a in op.args]
@@ -550,7 +575,8 @@ class Inference:
         result: Attribute | ShapeMismatch = nml_any()
         if isinstance(source, TupleType):
             result = tuple_item(source, [index])
-        elif isinstance(source, TensorType):
+        elif isinstance(source, TensorType) and source.dims is not None:
+            # (an unranked one is unknown, as after an op whose error was reported)
             result = ShapeMismatch("a tensor cannot be unpacked into names")
         if op.input in self.shape_tuples and isinstance(result, Attribute):
             dims = self.shape_tuples[op.input]
@@ -612,9 +638,22 @@ class Inference:
         name = op.layer.root_reference.data
         layer = self.layers_in(model).get(name)
         result: Attribute = TensorType.unranked()
-        if layer is not None:
+        if layer is not None and not layer_built(layer, env):
+            self._not_built(layer, op)
+        elif layer is not None:
             result = self._apply_layer(model, layer, op, env, flow)
         self.types[op.result] = result
+
+    def _not_built(self, layer: LayerOp, op: ApplyOp | ApplyAtOp) -> None:
+        """TL0303: a conditional layer applied where its condition is false."""
+        span = span_of(op)
+        if span is None:
+            return
+        name = layer.sym_name.data
+        message = f"`{name}` is applied, but with this configuration it is not built"
+        declared = [Label(s, "built only when this holds") for s in [span_of(layer)] if s]
+        help_text = f"apply `{name}` under the same condition (`if ...:` in the forward)"
+        report(Diagnostic.error("TL0303", message, Label(span), secondary=declared, help=help_text))
 
     def _apply_at(self, model: ModelOp, op: ApplyAtOp, env: Env, flow: ModelFlow) -> None:
         """`h[i](x)`: every element of a layer list is the same layer, at position `i`."""
@@ -628,6 +667,8 @@ class Inference:
                 self._index_out_of_range(op, name, index, count)
             position = index % count if isinstance(index, int) and count else index
             label = f"{name}.{position}" if isinstance(position, int) else f"{name}[i]"
+            if isinstance(position, int):  # a per-position list: this element's arguments
+                env = dict(element_env(layer, env, position))
             result = self._apply_layer(model, layer, op, env, flow, label)
         self.types[op.result] = result
 
@@ -666,6 +707,10 @@ class Inference:
         bound = bind_layer(layer, env)
         if bound is None:
             return TensorType.unranked()
+        if op.args and isinstance(self.type_of(op.args[0]), IntegerType | Float64Type):
+            number = ShapeMismatch("takes a tensor, got a number", help="apply it to a tensor")
+            self._report_layer(layer, op, bound, number)  # `3 |> self.fc` (a fuzz finding)
+            return TensorType.unranked()
         inputs = [self._shape(v) for v in op.args]
         if bound.spec.name == "Embedding" and op.args:
             self._check_positions(layer, op, bound)
@@ -687,10 +732,54 @@ class Inference:
         result = self._like(op, shape)
         if suffix is not None or (inputs and inputs[0] is None):
             result = self._from_placeholder(result, shape, bound)
+        if bound.spec.stateful and len(op.args) == 2:
+            result = self._with_state(layer, op, bound, result)
         params = bound.spec.param_count(bound)
         name = label or layer.sym_name.data
         flow.steps.append(self.step(name, describe(bound), result, params))
         return result
+
+    def _with_state(
+        self, layer: LayerOp, op: ApplyOp | ApplyAtOp, bound: BoundLayer, output: Attribute
+    ) -> Attribute:
+        """`lstm(x, state)`: `(output, state)`, the state given (`none`: zeros) checked
+        against the layer's (an LSTM's a pair `(h, c)`, a GRU's one tensor)."""
+        x = self._shape(op.args[0])
+        if x is None or not isinstance(output, TensorType):
+            return TupleType.of([output, nml_any()])
+        wanted = [output.with_dims(s) for s in bound.spec.state_shapes(bound, x)]
+        state = wanted[0] if len(wanted) == 1 else TupleType.of(wanted)
+        given = self.type_of(op.args[1])
+        problem = self._state_problem(wanted, given)
+        if problem is not None:
+            self._report_layer(layer, op, bound, problem)
+        return TupleType.of([output, state])
+
+    def _state_problem(self, wanted: list[TensorType], given: Attribute) -> ShapeMismatch | None:
+        if isinstance(given, NoneType | AnyType):
+            return None
+        tensors = list(given.elements.data) if isinstance(given, TupleType) else [given]
+        expected = ", ".join(self.format_type(t) for t in wanted)
+        what = "a pair (h, c)" if len(wanted) == 2 else "a tensor"
+        if len(tensors) != len(wanted) or not all(isinstance(t, TensorType) for t in tensors):
+            return ShapeMismatch(
+                f"takes its state as {what}: {expected}",
+                help="pass `none` for a zero state, or the state a previous call returned",
+            )
+        for want, got in zip(wanted, tensors, strict=True):
+            assert isinstance(got, TensorType)
+            if got.dims is None:
+                continue
+            if len(got.dims) != len(want.dims or ()) or isinstance(
+                self.unifier.unify_shapes(want.dims, got.dims), ShapeMismatch
+            ):
+                return ShapeMismatch(
+                    f"takes its state as {what}: {expected}, got {self.format_type(got)}",
+                    expected=expected,
+                    got=self.format_type(got),
+                    help="a state is [num_layers x directions, B, hidden_size]",
+                )
+        return None
 
     def _float_ids(self, model: ModelOp, op: ApplyOp | ApplyAtOp) -> bool:
         """Whether an `Embedding`'s ids are the output of a catalogue layer (always floats)."""
@@ -799,7 +888,9 @@ class Inference:
         args = self._annotated_args(layer, op, forward, inner_env)
         result = self._follow(nested, forward, inner_env, args, inner)
         self.depth -= 1
-        flow.steps.append(self.step(name, model_kind(nested), result, inner.params))
+        # every declared layer once, its Parameters too (a `scale` multiplied in is no step)
+        params = declared_params(nested, inner_env, self.models)
+        flow.steps.append(self.step(name, model_kind(nested), result, params))
         return result
 
     def _follow(
@@ -825,7 +916,12 @@ class Inference:
         """What reaches a nested model's forward, merged with its annotations (`x:
         Tensor[B, d]`, `d` a config of that model); a mismatch is TL0201 at the call."""
         given = self._tensor_args(op)
-        declared = [with_config_dims(t, env) for t in forward.function_type.inputs.data]
+        nested = enclosing_model(forward)
+        if nested is not None:
+            report_config_sizes(nested, forward, env)
+        shown = [with_config_dims(t, env) for t in forward.function_type.inputs.data]
+        self._annotation_uses += 1
+        declared = [own_sizes(t, self._annotation_uses) for t in shown]
         merged: list[Attribute] = []
         for i, got in enumerate(given):
             want = declared[i] if i < len(declared) else None
@@ -837,10 +933,13 @@ class Inference:
                 continue
             dims = self.unifier.unify_shapes(want.dims, got.dims)
             if isinstance(dims, ShapeMismatch):
-                self._report_annotation(layer, op, forward, i, want, got, dims)
+                self._report_annotation(layer, op, forward, i, shown[i], got, dims)  # type: ignore[arg-type]
                 merged.append(want)  # checked on its own annotation: one mistake, one error
                 continue
-            merged.append(got.with_dims(dims))
+            for dim in got.dims:
+                if isinstance(dim, str) and dim_expr.is_name(dim):
+                    self.unifier.represent(dim)
+            merged.append(got.with_dims(self.unifier.resolve_shape(got.dims)))
         return merged
 
     def _report_annotation(
@@ -868,6 +967,12 @@ class Inference:
         report(
             Diagnostic.error("TL0201", message, primary, secondary=secondary, help=mismatch.help)
         )
+
+    def _instance_model(self) -> ModelOp | None:
+        """The model the checked instance instantiates (its overrides are its configs)."""
+        if self.instance is None:
+            return None
+        return self.models.get(self.instance.model.root_reference.data)
 
     def _kernel_call(self, op: KernelCallOp) -> None:
         """A kernel's launcher returns `out=` if given, else an output allocated like its
@@ -916,6 +1021,14 @@ class Inference:
         primary = self._operand_label(op, mismatch.operand, span)
         secondary = [Label(s, f"`{name}` is declared here") for s in [span_of(layer)] if s]
         help_text = mismatch.help or _layer_help(name, bound, mismatch)
+        config = _features_config(layer, bound, mismatch)
+        if config is not None:  # `Conv2d(in_channels, ...)`: the fix is the config, not a literal
+            help_text = f"set `{config}` to {mismatch.got}, or add a layer that maps "
+            help_text += f"{mismatch.got} to {mismatch.expected}"
+            override = _override_span(self.instance, config)
+            if override is not None and layer.parent_op() is self._instance_model():
+                value = mismatch.expected
+                secondary.append(Label(override, f"`{config}` is set to {value} here"))
         diagnostic = Diagnostic.error(
             "TL0201", mismatch.render(name), primary, secondary=secondary, help=help_text
         )
@@ -1072,6 +1185,12 @@ _STATIC_OPERATORS: dict[tuple[str, int], Callable[..., object]] = {
     ("%", 2): operator.mod,
 }
 
+_STATIC_BINARY: dict[str, Callable[[Any, Any], object]] = {
+    **_SCALAR_ARITHMETIC,
+    **{cls.name: _STATIC_OPERATORS[(symbol, 2)] for symbol, cls in COMPARE_OPS.items()},
+}
+"""Builtin ops whose value is known when checked when their operands are (configs)."""
+
 
 def _keeps_float(op: Operation) -> bool:
     """A builtin whose result is a float whenever its tensor input is (not `arange`)."""
@@ -1092,6 +1211,17 @@ def describe(bound: BoundLayer) -> str:
 _FIRST_ARG_FEATURES = {"Linear", "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d",
                        "BatchNorm1d", "BatchNorm2d", "LayerNorm", "RMSNorm", "LSTM", "GRU",
                        "MultiHeadAttention"}  # fmt: skip
+
+
+def _features_config(layer: LayerOp, bound: BoundLayer, mismatch: ShapeMismatch) -> str | None:
+    """The config a layer's input size is (`Conv2d(in_channels, ...)`) when that size is
+    what the input contradicts, else None."""
+    first = layer.args.data[0] if layer.args.data else None
+    if bound.spec.name not in _FIRST_ARG_FEATURES or not isinstance(first, CfgAttr):
+        return None
+    if mismatch.got is None or not mismatch.got.isdigit() or mismatch.expected is None:
+        return None
+    return first.param.data
 
 
 def _layer_help(name: str, bound: BoundLayer, mismatch: ShapeMismatch) -> str | None:
@@ -1175,6 +1305,9 @@ def instance_of(
 
 def input_types(inst: Instantiation, func: FuncOp, inference: Inference) -> list[Attribute]:
     """Step 2: the forward's argument types, the dataset's batch merged into the first."""
+    module = inst.model.parent_op()
+    instance = lookup_symbol(module, inst.name, InstanceOp) if module is not None else None
+    report_config_sizes(inst.model, func, inst.env, instance)
     declared = [with_config_dims(t, inst.env) for t in func.function_type.inputs.data]
     for attr in declared:  # `x: Tensor[B, T]`: T is a size of each sample, never the batch
         if isinstance(attr, TensorType) and attr.suffix is not None:
@@ -1205,11 +1338,64 @@ def with_config_dims(attr: Attribute, env: Env) -> Attribute:
     return attr.with_dims(folded)
 
 
+def own_sizes(attr: Attribute, use: int) -> Attribute:
+    """A nested forward's annotation with its size names made its own for one call:
+    `Tensor[B, C, H, W]` as `Tensor[B, C_1, H_1, W_1]`. The names are the nested
+    model's, not the caller's (its `C` is not the image's `C`), and each call binds
+    them anew (a block used before and after a pool); `B` stays the batch."""
+    if not isinstance(attr, TensorType) or attr.dims is None:
+        return attr
+    dims = tuple(
+        f"{d}_{use}" if isinstance(d, str) and d != BATCH and dim_expr.is_name(d) else d
+        for d in attr.dims
+    )
+    return attr.with_dims(dims)
+
+
 def _config_dim(dim: Dim, env: Env) -> Dim:
     if not isinstance(dim, str):
         return dim
     value = env.get(dim)
-    return value if isinstance(value, int) and not isinstance(value, bool) else dim
+    return value if isinstance(value, int) and _is_size(value) else dim
+
+
+def _override_span(instance: InstanceOp | None, key: str) -> Span | None:
+    if instance is None or key not in instance.overrides.data:
+        return None
+    index = list(instance.overrides.data).index(key)
+    locs = instance.override_locs
+    return span_of(locs.data[index]) if locs is not None and index < len(locs.data) else None
+
+
+def _is_size(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 < value <= INT64_MAX
+
+
+def report_config_sizes(
+    model: ModelOp, func: FuncOp, env: Env, instance: InstanceOp | None = None
+) -> None:
+    """TL0215 at an annotation whose size is an integer config that is not positive
+    (`x: Tensor[B, width]` with `width = -1`), or at the instance's override that made
+    it so (`Encoder(width=0)`); the annotation keeps the name."""
+    configs = configs_of(model)
+    for arg, attr in zip(func.body.block.args, func.function_type.inputs.data, strict=False):
+        if not isinstance(attr, TensorType) or attr.suffix is None:
+            continue
+        for dim in dict.fromkeys(d for d in attr.suffix if isinstance(d, str)):
+            value = env.get(dim)
+            if not isinstance(value, int) or isinstance(value, bool) or value > 0:
+                continue  # past 64 bits: resolve-nml reported it (TL0421)
+            span = span_of(arg.location) or span_of(func)
+            config = span_of(configs[dim]) if dim in configs else None
+            override = _override_span(instance, dim)
+            if span is None:
+                continue
+            secondary = [Label(config, f"`{dim}` is set here")] if config is not None else []
+            if override is not None:
+                secondary = [Label(span, "the annotation")]
+                span = override
+            message = f"`{dim}` is {value}, but a size in an annotation must be positive"
+            report(Diagnostic.error("TL0215", message, Label(span), secondary=secondary))
 
 
 def _report_input(
@@ -1267,6 +1453,9 @@ def infer_instantiation(
     if forward is None:
         return None
     inference = Inference(models)
+    module = inst.model.parent_op()
+    if module is not None:
+        inference.instance = lookup_symbol(module, inst.name, InstanceOp)
     for name, size in dim_bindings(inst.model).items():
         inference.unifier.unify(name, size)
     args = input_types(inst, forward, inference)

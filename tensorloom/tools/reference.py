@@ -68,13 +68,20 @@ def layers() -> list[str]:
     lines = ["## Layers", "", "`layer NAME = Kind(args)` in a model; applied as `NAME(x)`.", ""]
     lines += [
         "Initialisation: a layer with an `init` keyword (Linear, Embedding, the",
-        "convolutions, MultiHeadAttention) keeps PyTorch's own initialisation unless",
+        "convolutions, MultiHeadAttention, the norms) keeps PyTorch's own initialisation unless",
         'given one: `init="normal", std=0.02` (and `mean`) or another `torch.nn.init`',
         'function by name, `bias_init="zeros"` for its biases. The emitted `__init__`',
         "builds the layer, then calls `nn.init.normal_(self.NAME.weight, std=0.02)`.",
         '`std` and `mean` apply to `"normal"` and `"trunc_normal"` only (`trunc_normal` is',
         "PyTorch's `trunc_normal_`, cut at -2 and 2 as in timm), and may use the model's",
         "configs: `std=0.02 / sqrt(2 * n_layer)` (`sqrt`, `exp` and `log` are allowed).",
+        'The other inits read their own keywords: `init="kaiming_normal", mode="fan_out",',
+        'nonlinearity="relu"` (and `a`, the leaky slope), `init="uniform", a=-0.1, b=0.1`,',
+        '`init="constant", value=1.0`, `gain=` for `xavier_*` and `orthogonal`. A norm\'s',
+        '`init` sets its scale (`BatchNorm2d(c, init="zeros")`, the last norm of a residual',
+        "branch) and `bias_init` its shift. `Parameter()` without sizes is a 0-d scalar",
+        '(`Parameter(init="constant", value=2.6592)`, CLIP\'s `logit_scale`);',
+        "`Parameter(values=[[1.0, 0.0], [0.0, 1.0]])` starts from the values given.",
         "",
     ]
     for name in sorted(LAYERS):

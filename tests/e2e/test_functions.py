@@ -59,6 +59,49 @@ model Attention:
         let a = scaled_dot_product_attention(q, q * 0.5, q + 1.0, causal=true)
         let b = scaled_dot_product_attention(q, q, q, scale=0.25)
         return a + b + arange(q.size(2)).unsqueeze(-1)
+
+model Numerics:
+    fn forward(self, x: Tensor[2, 3, 8]) -> Tensor:
+        let a = softplus(x) + floor(x) + x.ceil() + round(x * 3.0) + pow(x, 2) + x.abs().pow(0.5)
+        let b = cumsum(x, dim=-1) + x.cumprod(1) + x.cumsum(0)
+        let n = norm(x, dim=-1, keepdim=true) + x.norm(p=1.0, dim=[1, 2], keepdim=true) + norm(x)
+        let v = torch.linalg.vector_norm(x, ord=3.0, dim=1, keepdim=true)
+        let c = x.long().float() + x.half().float() + (x > 0.0).float() + x.bool().float()
+        let d = x.bfloat16().to(torch.float32) + x.to(torch.int64).to(torch.float32)
+        let h = one_hot(x.argmax(dim=-1), num_classes=8).float().unsqueeze(1)
+        let bce = binary_cross_entropy(sigmoid(x), sigmoid(x * 2.0), reduction="none")
+        return a + b + n + v + c + d + h + bce + binary_cross_entropy(sigmoid(x), sigmoid(x))
+
+model Picks:
+    fn forward(self, x: Tensor[2, 3, 8]) -> Tensor:
+        let (v, i) = x.max(dim=-1)
+        let (m, j) = min(x, dim=1, keepdim=true)
+        let (tv, ti) = topk(x, 3, dim=-1)
+        let (bv, bi) = x.topk(2, dim=1, largest=false)
+        let g = x.gather(-1, ti) + gather(x, 2, ti)
+        let s = x.scatter(2, ti, 0.0) + x.scatter_add(-1, ti, tv) + scatter(x, 2, ti, tv * 2.0)
+        let ia = x.index_add(1, argmin(x[0, :, 0:2], dim=1), x * 3.0)
+        let a = v.unsqueeze(-1) + m + i.unsqueeze(-1).float() + j.float() + x.max() + x.min()
+        let b = tv.sum(dim=-1, keepdim=true) + bv.sum(dim=1, keepdim=true) + bi.float()[:, :1]
+        let e = g.sum(dim=-1, keepdim=true) + argmax(x).float() + x.argmin(-1, keepdim=true).float()
+        return a + b + e + s + ia
+
+model Padding:
+    fn forward(self, x: Tensor[2, 3, 8]) -> Tensor:
+        let d = 12 - x.size(2)
+        let p = pad(x, [1, 2]) + pad(x, [0, 3, 1, 0], value=1.5)[:, 1:]
+        let q = pad(x, [2, 1], mode="reflect") + pad(x, [0, d], mode="replicate")[:, :, :11]
+        let w = zeros_like(x[:, :, :2])
+        for i in range(3):
+            w = w + x.narrow(2, i, 2) * narrow(x, -1, 6, 2)
+        return p + q + pad(w, [0, 9])
+
+model TensorIndex:
+    fn forward(self, x: Tensor[2, 3, 8]) -> Tensor:
+        let (v, order) = x[0, 0].topk(8)
+        let idx = x[1].argmax(dim=0)
+        let rows = x[:, idx].sum(dim=1, keepdim=true) + x[:, arange(2)].sum(dim=1, keepdim=true)
+        return x[..., order] * 2.0 + rows + x[arange(1)]
 """
 
 
@@ -98,12 +141,56 @@ def attention(q: torch.Tensor) -> torch.Tensor:
     return a + b + torch.arange(5).unsqueeze(-1)
 
 
+def numerics(x: torch.Tensor) -> torch.Tensor:
+    a = F.softplus(x) + x.floor() + x.ceil() + (x * 3).round() + x**2 + x.abs() ** 0.5
+    b = x.cumsum(-1) + x.cumprod(1) + x.cumsum(0)
+    n = x.norm(dim=-1, keepdim=True) + x.abs().sum(dim=(1, 2), keepdim=True) + x.norm()
+    v = torch.linalg.vector_norm(x, ord=3, dim=1, keepdim=True)
+    c = x.long().float() + x.half().float() + (x > 0).float() + (x != 0).float()
+    d = x.bfloat16().float() + x.long().float()
+    h = F.one_hot(x.argmax(-1), 8).float().unsqueeze(1)
+    bce = F.binary_cross_entropy(x.sigmoid(), (2 * x).sigmoid(), reduction="none")
+    return a + b + n + v + c + d + h + bce + F.binary_cross_entropy(x.sigmoid(), x.sigmoid())
+
+
+def picks(x: torch.Tensor) -> torch.Tensor:
+    v, i = x.max(-1)
+    m, j = x.min(1, keepdim=True)
+    tv, ti = x.topk(3, dim=-1)
+    bv, bi = x.topk(2, dim=1, largest=False)
+    g = 2 * x.gather(-1, ti)
+    s = x.scatter(2, ti, 0.0) + x.scatter_add(-1, ti, tv) + x.scatter(2, ti, tv * 2)
+    ia = x.index_add(1, x[0, :, 0:2].argmin(1), x * 3)
+    a = v.unsqueeze(-1) + m + i.unsqueeze(-1).float() + j.float() + x.max() + x.min()
+    b = tv.sum(-1, keepdim=True) + bv.sum(1, keepdim=True) + bi.float()[:, :1]
+    e = g.sum(-1, keepdim=True) + x.argmax().float() + x.argmin(-1, keepdim=True).float()
+    return a + b + e + s + ia
+
+
+def padding(x: torch.Tensor) -> torch.Tensor:
+    p = F.pad(x, (1, 2)) + F.pad(x, (0, 3, 1, 0), value=1.5)[:, 1:]
+    q = F.pad(x, (2, 1), mode="reflect") + F.pad(x, (0, 4), mode="replicate")[:, :, :11]
+    w = sum(x[:, :, i : i + 2] * x[:, :, 6:8] for i in range(3))
+    return p + q + F.pad(w, (0, 9))
+
+
+def tensor_index(x: torch.Tensor) -> torch.Tensor:
+    order = x[0, 0].topk(8).indices
+    idx = x[1].argmax(0)
+    rows = x[:, idx].sum(1, keepdim=True) + x[:, :2].sum(1, keepdim=True)
+    return x[..., order] * 2 + rows + x[:1]
+
+
 CASES: dict[str, tuple[Callable[[torch.Tensor], torch.Tensor], tuple[int, ...]]] = {
     "Elementwise": (elementwise, (2, 3, 8)),
     "Reductions": (reductions, (2, 3, 8)),
     "Shapes": (shapes, (2, 3, 8)),
     "Matrices": (matrices, (2, 3, 8)),
     "Attention": (attention, (2, 4, 5, 8)),
+    "Numerics": (numerics, (2, 3, 8)),
+    "Picks": (picks, (2, 3, 8)),
+    "Padding": (padding, (2, 3, 8)),
+    "TensorIndex": (tensor_index, (2, 3, 8)),
 }
 
 
@@ -144,5 +231,6 @@ def test_every_function_is_called() -> None:
     """Each catalogue function but `dropout` (random; tests/e2e/test_examples.py trains with
     it) and the alias `concat` is called by the program above."""
     called = {name for name in FUNCTIONS if f"{name}(" in PROGRAM}
+    called |= {name for name in FUNCTIONS if f".{name}()" in PROGRAM}  # `.float()`
     losses = set(LOSSES)  # the functional losses: tests/e2e/test_loss_functions.py runs them
     assert set(FUNCTIONS) - called - losses == {"dropout", "concat"}

@@ -124,3 +124,49 @@ def test_the_example_gpt_is_initialised_as_nanogpt() -> None:
         logits = model.eval()(idx)
     loss = F.cross_entropy(logits.reshape(-1, 256), idx.roll(-1, dims=1).reshape(-1)).item()
     assert abs(loss - math.log(256)) < 0.15
+
+
+MORE_INITS = """
+@model Net:
+    @layers:
+        conv = Conv2d(64, 128, 3, bias=false, init="kaiming_normal", mode="fan_out",
+                      nonlinearity="relu")
+        unif = Linear(256, 256, init="uniform", a=-0.1, b=0.3, bias_init="zeros")
+        cons = Linear(16, 16, init="constant", value=0.5)
+        kai  = Linear(512, 512, init="kaiming_uniform", a=2.0)
+        bn   = BatchNorm2d(128, init="zeros")
+        ln   = LayerNorm(4096, init="normal", std=0.5, mean=1.0, bias_init="ones")
+        gn   = GroupNorm(4, 128, init="constant", value=2.0)
+        logit_scale = Parameter(init="constant", value=2.6592)
+        mix  = Parameter(values=[[0.5, 0.25], [0.125, 1.0]])
+        u    = Parameter(256, 256, init="uniform", a=-2.0, b=-1.0)
+        zero = Parameter()
+    @forward(x: Tensor[B, 64, 8, 8]):
+        return gn(bn(conv(x))) * logit_scale.exp() + zero + mix.sum() + u.mean()
+"""
+
+
+def test_inits_with_their_options(tmp_path: Path) -> None:
+    """kaiming with `mode`/`nonlinearity`/`a`, `uniform(a, b)`, `constant`, the norms' scale
+    and shift, a 0-d Parameter (CLIP's `logit_scale`) and one from given values (issue 31)."""
+    torch.manual_seed(0)
+    net = build(tmp_path, "more_inits.nml", MORE_INITS).Net()
+    fan_out = 128 * 3 * 3
+    assert close(net.conv.weight.std().item(), math.sqrt(2 / fan_out))
+    w = net.unif.weight
+    assert w.min().item() >= -0.1 and w.max().item() <= 0.3
+    assert close(w.mean().item(), 0.1, rel=0.05) and torch.count_nonzero(net.unif.bias) == 0
+    assert torch.equal(net.cons.weight, torch.full((16, 16), 0.5))
+    bound = math.sqrt(2 / (1 + 2.0**2)) * math.sqrt(3 / 512)  # leaky_relu's gain, slope a
+    assert close(net.kai.weight.abs().max().item(), bound, rel=0.01)
+    assert torch.count_nonzero(net.bn.weight) == 0 and torch.count_nonzero(net.bn.bias) == 0
+    assert close(net.ln.weight.std().item(), 0.5, rel=0.05)
+    assert close(net.ln.weight.mean().item(), 1.0, rel=0.05)
+    assert torch.equal(net.ln.bias, torch.ones(4096))
+    assert torch.equal(net.gn.weight, torch.full((128,), 2.0))
+    assert net.logit_scale.shape == () and abs(net.logit_scale.item() - 2.6592) < 1e-6
+    assert net.logit_scale.requires_grad and net.zero.shape == ()
+    assert torch.equal(net.mix, torch.tensor([[0.5, 0.25], [0.125, 1.0]]))
+    assert net.mix.dtype == torch.float32 and net.mix.requires_grad
+    assert net.u.min().item() >= -2.0 and net.u.max().item() <= -1.0
+    assert net(torch.randn(2, 64, 8, 8)).shape == (2, 128, 6, 6)

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from tensorloom.pipeline import compile_file
 
@@ -191,3 +192,23 @@ def test_tlc_compile_emits_nothing_for_a_program_with_errors(tmp_path: Path) -> 
     assert done.returncode == 1
     assert "error[TL02" in done.stderr
     assert not out.exists()
+
+
+def test_plateau_schedule_steps_on_the_validation_loss(tmp_path: Path) -> None:
+    """`lr_schedule = plateau(...)` is torch's ReduceLROnPlateau, stepped after each epoch on
+    its validation loss: replaying the recorded losses through one gives the recorded lrs."""
+    settings = "epochs = 4\noptimizer = SGD(lr=0.1)\nloss = CrossEntropy\n"
+    settings += "lr_schedule = plateau(factor=0.5, patience=0, threshold=0.5, min_lr=0.02)"
+    script = compile_program(tmp_path, program(settings))
+    run(script, "--metrics", "m.jsonl")
+    rows = records(tmp_path / "m.jsonl")
+    weight = torch.nn.Parameter(torch.zeros(1))
+    replay = torch.optim.lr_scheduler.ReduceLROnPlateau(
+        torch.optim.SGD([weight], lr=0.1), factor=0.5, patience=0, threshold=0.5, min_lr=0.02
+    )
+    expected = []
+    for row in rows:
+        expected.append(replay.get_last_lr()[0])
+        replay.step(row["val_loss"])
+    assert [row["lr"] for row in rows] == pytest.approx(expected)
+    assert expected[-1] < 0.1  # it did reduce

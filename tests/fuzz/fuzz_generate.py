@@ -35,7 +35,21 @@ HOSTILE = ['"', "'", "\\", "\n", "\x0c", "\x0b", "\u2028", "\x00", "\ufb01", "\u
 FUNCTIONS = ["relu", "gelu", "tanh", "sigmoid", "silu", "flatten", "softmax(dim=-1)",
              "log_softmax(dim=1)", "dropout(0.1)", "mean(dim=1)", "sum(dim=-1)",
              "permute(0, 2, 1)", "transpose(1, 2)", "reshape(-1)", "view(2, -1)", "relux",
-             "softmax", "unsqueeze(1)", "squeeze"]  # fmt: skip
+             "softmax", "unsqueeze(1)", "squeeze", "softplus", "floor", "round", "ceil",
+             "cumsum(dim=-1)", "cumprod(1)", "norm(dim=-1)", "norm(p=1.0, dim=1, keepdim=true)",
+             "pad([1, 2])", "pad([0, 1, 1, 0], value=1.0)", "pad([1, 1], mode=\"reflect\")",
+             "narrow(1, 0, 2)", "narrow(-1, 1, 9)", "argmax(dim=-1)", "argmin",
+             "one_hot(num_classes=4)", "topk(2)", "pow(2)", "max(dim=1)", "min", "float",
+             "gather(1)", "scatter_add(1)", "binary_cross_entropy"]  # fmt: skip
+TENSOR_STATEMENTS = ["h = h[h > 0.0]", "h = h[arange(2)]", "h = h[:, arange(2)]",
+                     "h = h.gather(-1, h.argmax(dim=-1, keepdim=true))", "h = h.long().float()",
+                     "h = h.index_add(0, arange(2), h[:2])", "h = h.to(torch.float16).float()",
+                     "h = h.scatter(-1, h.topk(2)[1], 0.0)", "h = h + cumsum(h, dim=0)",
+                     "h = pad(h, [0, h.size(-1)])", "h = h[h.argmax(dim=-1)]",
+                     "h = one_hot(h.argmax(dim=-1), num_classes=h.size(-1)).float()",
+                     "h = self.l0(h, none)[0]",
+                     "h = self.l0(h, self.l0(h, none)[1])[0]"]  # fmt: skip
+"""Indexing by a tensor, the index-valued functions and a recurrent state, on `h`."""
 DATASETS = ['"digits"', '"mnist"', '"cifar10"', '"reverse"', '"tokens.npz"', '"t.csv"',
             '"a\\"b.pt"', "", '"digits", flatten=true', '"x.pt", sample_shape=[4], num_classes=2',
             'sample_shape=[8], num_classes=3', '"cls12.npz"', '"reg.npz"', '"noxy.npz"',
@@ -61,7 +75,8 @@ SETTINGS = {
         "BCEWithLogits",
     ],
     "precision": ["fp32", "bf16", "fp16", "fp8", "auto"],
-    "lr_schedule": ["cosine", "step", "warmup", "cosin"],
+    "lr_schedule": ["cosine", "step", "warmup", "cosin", "plateau(factor=0.5, patience=1)",
+                    "plateau(factor=2.0)"],
     "grad_clip": ["1.0", "0", "-1.0"],
     "accumulate_steps": ["1", "2", "0"],
     "seed": ["0", "1", "-1"],
@@ -116,6 +131,10 @@ def generate(r: random.Random) -> str:
     `Parameter`, typed layer tensors, dims as values, a loss fn)."""
     if r.random() < 0.3:
         return _structured(r, careful=r.random() < 0.5)
+    if r.random() < 0.1:
+        return _config_expressions(r)
+    if r.random() < 0.1:
+        return _per_position(r, careful=r.random() < 0.5)
     if r.random() < 0.5:
         return _careful(r)
     parts: list[str] = []
@@ -241,6 +260,62 @@ def _structured(r: random.Random, careful: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _config_expressions(r: random.Random) -> str:
+    """Overrides of a model whose `head_dim = dim / n_heads` is computed from them
+    (tests/lit/check/Inputs/derived_config.nml): exact or not, zero, negative, given to
+    the instance or to a layer of a `.tl` model, the computed entry overridden itself."""
+    dim = r.choice(["64", "96", "100", "0", "-8", "2 ** 70", "64.0", "8 * 8"])
+    heads = r.choice(["8", "4", "3", "0", "-2", "1"])
+    keys = r.sample([f"dim={dim}", f"n_heads={heads}", f"head_dim={r.choice(['8', '0'])}"],
+                    r.randint(0, 3))  # fmt: skip
+    overrides = ", ".join(keys)
+    lines = ["import Inputs.derived_config.nml as Attn"]
+    if r.random() < 0.5:
+        lines.append(f"let net = Attn({overrides})")
+    else:
+        width = dim if dim.isdigit() else "64"
+        lines += [
+            "model Net:",
+            f"    layer a = Attn({overrides})",
+            f"    fn forward(self, x: Tensor[B, T, {width}]) -> Tensor:",
+            "        return self.a(x)",
+            "let net = Net()",
+        ]
+    lines += ["let data = load_dataset()", "train net on data:", "    epochs = 1"]
+    return "\n".join(lines) + "\n"
+
+
+def _per_position(r: random.Random, careful: bool) -> str:
+    """Layer lists whose elements differ by position (`8 if i == 0 else 16`) or run over a
+    list (`for w in [8, 16]`), looped over or indexed; when not `careful` a width does not
+    chain, an index is past the list, or the list runs over a number."""
+    widths = [r.choice([4, 8, 16]) for _ in range(r.randint(1, 4))]
+    first = widths[0]
+    chained = f"{first} if i == 0 else {widths[0]}"
+    items = str(widths)
+    if not careful:
+        slip = r.choice(["chain", "index", "items", "zero"])
+        chained = f"{first + 1} if i == 0 else {first}" if slip == "chain" else chained
+        items = r.choice(["3", "widths"]) if slip == "items" else items
+        widths = [0, *widths] if slip == "zero" else widths
+    n = len(widths)
+    index = n if not careful and r.random() < 0.3 else r.randint(0, n - 1)
+    lines = [
+        "model Net:",
+        f"    layer same = [Linear({chained}, {first}) for i in range({n})]",
+        f"    layer heads = [Linear({first}, w) for w in {items}]",
+        f"    fn forward(self, x: Tensor[B, {first}]) -> Tensor:",
+        "        for layer in self.same:",
+        "            x = layer(x)",
+        f"        return self.heads[{index}](x)",
+        "let net = Net()",
+        "let data = load_dataset()",
+        "train net on data:",
+        "    epochs = 1",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def _model(r: random.Random, name: str, kernel: str | None) -> tuple[str, str]:
     width = r.choice(WIDTHS)
     lines = [f"model {name}:"]
@@ -256,7 +331,13 @@ def _model(r: random.Random, name: str, kernel: str | None) -> tuple[str, str]:
              # symbolic sizes through arithmetic: H+4, (H+1)//2, 2*H, H//2 (dim_expr)
              f"Conv2d(1, {out}, 3, padding={r.choice([0, 2, 3])})",
              f"Conv2d(1, {out}, 3, stride=2, padding=1)", "AvgPool2d(2)",
-             f"ConvTranspose2d(1, {out}, 2, stride=2)"]
+             f"ConvTranspose2d(1, {out}, 2, stride=2)",
+             f"Linear({current}, {out}, init=\"kaiming_normal\", mode=\"fan_out\", "
+             "nonlinearity=\"relu\")",
+             f"Linear({current}, {out}, init=\"uniform\", a=-0.1, b={r.choice(['0.1', '-1'])})",
+             f"LayerNorm({current}, init=\"zeros\", bias_init=\"ones\")",
+             f"BatchNorm1d({current}, init=\"constant\", value=0.5)",
+             "Parameter(init=\"constant\", value=2.6592)", "Parameter(values=[1.0, 2.0])"]
         )  # fmt: skip
         layers.append(f"l{i}")
         lines.append(f"    layer l{i} = {ctor}")
@@ -284,7 +365,7 @@ def _forward_body(r: random.Random, layers: list[str], kernel: str | None) -> li
     if r.random() < 0.3:
         body.append("let h = " + " |> ".join(stages))
         body.append(r.choice(["h = h + h", "h = h * 2.0", "h = relu(h)", "h = self.l0(h)",
-                              "h = h + x"]))  # fmt: skip
+                              "h = h + x", *TENSOR_STATEMENTS]))  # fmt: skip
         body.append("return h")
     else:
         body.append("return " + " |> ".join(stages))

@@ -139,12 +139,32 @@ INIT_FUNCTIONS: dict[str, str] = {
     "kaiming_uniform": "kaiming_uniform_",
     "kaiming_normal": "kaiming_normal_",
     "orthogonal": "orthogonal_",
+    "uniform": "uniform_",
+    "constant": "constant_",
 }
 """The names `init=` accepts, each a function of `torch.nn.init`; `"default"` (the
 default) keeps the layer's own PyTorch initialisation."""
 DEFAULT_INIT = "default"
 WEIGHT_INITS = (DEFAULT_INIT, *INIT_FUNCTIONS)
 BIAS_INITS = (DEFAULT_INIT, "zeros", "ones")
+
+_KAIMING = (("a", "a"), ("mode", "mode"), ("nonlinearity", "nonlinearity"))
+INIT_OPTIONS: dict[str, tuple[tuple[str, str], ...]] = {
+    "uniform": (("a", "a"), ("b", "b")),
+    "constant": (("val", "value"),),
+    "kaiming_uniform": _KAIMING,
+    "kaiming_normal": _KAIMING,
+    "xavier_uniform": (("gain", "gain"),),
+    "xavier_normal": (("gain", "gain"),),
+    "orthogonal": (("gain", "gain"),),
+}
+"""Besides `std`/`mean`, the keywords each weight init reads: `nn.init`'s keyword, the
+layer's (`init="kaiming_normal", mode="fan_out", nonlinearity="relu"`,
+`init="uniform", a=-0.1, b=0.1`, `init="constant", value=1.0`)."""
+NONLINEARITIES = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
+                  "conv_transpose2d", "conv_transpose3d", "sigmoid", "tanh", "relu",
+                  "leaky_relu", "selu")  # fmt: skip
+"""What `nn.init.calculate_gain` (and so `kaiming_*`'s `nonlinearity`) accepts."""
 NORMAL_INITS = ("normal", "trunc_normal")
 """The inits that take `std` and `mean`."""
 
@@ -189,16 +209,53 @@ class InitStep:
     function: str
     std: str | None = None
     mean: str | None = None
+    options: tuple[tuple[str, str], ...] = ()  # (nn.init keyword, the layer's keyword)
+
+
+INIT_OPTION_PARAMS = (
+    Param("a", optional(FLOAT), None, kw_only=True),
+    Param("b", optional(FLOAT), None, kw_only=True),
+    Param("value", optional(FLOAT), None, kw_only=True),
+    Param("gain", optional(FLOAT), None, kw_only=True),
+    Param("mode", choice("fan_in", "fan_out"), "fan_in", kw_only=True),
+    Param("nonlinearity", choice(*NONLINEARITIES), "leaky_relu", kw_only=True),
+)
+"""The keywords of `INIT_OPTIONS`, each a parameter of a layer with `init=`."""
+
+
+def _option_errors(bound: BoundLayer, init: str, given: set[str]) -> list[ArgError]:
+    """An init keyword the chosen init does not read (`mode` without a kaiming init), and
+    `uniform`'s `a` not below `b`."""
+    read = {kw for _, kw in INIT_OPTIONS.get(init, ())}
+    errors: list[ArgError] = []
+    for param in INIT_OPTION_PARAMS:
+        if param.name not in given or param.name in read:
+            continue
+        takers = [
+            f'`init="{i}"`' for i, kws in INIT_OPTIONS.items() if param.name in dict(kws).values()
+        ]
+        errors.append(
+            bound.error(
+                param.name,
+                f"`{param.name}` applies to {' or '.join(takers)}",
+                help=f"add {takers[0]}",
+            )
+        )
+    a, b = bound.values.get("a"), bound.values.get("b")
+    if init == "uniform" and isinstance(a, int | float) and isinstance(b, int | float) and a >= b:
+        errors.append(bound.error("b", f"`uniform` needs `a` < `b`, got a={a} and b={b}"))
+    return errors
 
 
 def weight_init_params(*extra_std: str) -> tuple[Param, ...]:
     """`init="default", std=1.0, mean=0.0` (keyword-only), plus optional spreads such
-    as `out_std` (default: `std`)."""
+    as `out_std` (default: `std`), and the other inits' keywords (`INIT_OPTIONS`)."""
     return (
         Param("init", WEIGHT_INIT_NAME, DEFAULT_INIT, kw_only=True),
         Param("std", FLOAT, 1.0, kw_only=True),
         Param("mean", FLOAT, 0.0, kw_only=True),
         *(Param(name, optional(FLOAT), None, kw_only=True) for name in extra_std),
+        *INIT_OPTION_PARAMS,
     )
 
 
@@ -320,6 +377,12 @@ class LayerSpec:
     # The layer's init keywords and the tensors each sets (see `InitGroup`); their
     # parameters are in `params` too (`weight_init_params()`, `BIAS_INIT_PARAM`).
     init_groups: ClassVar[tuple[InitGroup, ...]] = ()
+    # Arguments that pick the emitted class or how it is called (MultiHeadAttention's
+    # `causal`): the class is emitted once per model, so a config cannot give them.
+    literal_params: ClassVar[tuple[str, ...]] = ()
+    # Whether `layer(x, state)` is accepted: it returns `(output, state)` (LSTM, GRU), and
+    # `state_shapes` gives the state's tensors.
+    stateful: ClassVar[bool] = False
 
     # --- binding -------------------------------------------------------------------------
 
@@ -423,6 +486,8 @@ class LayerSpec:
         names = {g.keyword for g in self.init_groups}
         names |= {k for g in self.init_groups for k in g.std}
         names |= {g.mean for g in self.init_groups if g.mean is not None}
+        if any(g.choices == WEIGHT_INITS for g in self.init_groups):
+            names |= {p.name for p in INIT_OPTION_PARAMS}
         return frozenset(names)
 
     def init_errors(self, bound: BoundLayer) -> list[ArgError]:
@@ -441,6 +506,8 @@ class LayerSpec:
             for group in groups:
                 for name in (*group.std, *([group.mean] if group.mean else [])):
                     spreads[name] = spreads.get(name, False) or normal
+            if groups[0].choices == WEIGHT_INITS:
+                errors += _option_errors(bound, str(value), given)
             absent = [g.needs for g in groups if g.needs and bound.values.get(g.needs) is False]
             if keyword in given and value != DEFAULT_INIT and absent:
                 message = f"`{keyword}` is given but the layer has no {absent[0]}"
@@ -475,8 +542,13 @@ class LayerSpec:
             normal = value in NORMAL_INITS
             std = next((k for k in group.std if k in given), None) if normal else None
             mean = group.mean if normal and group.mean in given else None
+            options = tuple(
+                (torch_kw, kw) for torch_kw, kw in INIT_OPTIONS.get(value, ()) if kw in given
+            )
             steps += [
-                InitStep(t, INIT_FUNCTIONS[value], std, mean) for t in group.tensors if t in present
+                InitStep(t, INIT_FUNCTIONS[value], std, mean, options)
+                for t in group.tensors
+                if t in present
             ]
         return steps
 
@@ -499,6 +571,10 @@ class LayerSpec:
         self, bound: BoundLayer, shape: Shape, unifier: Unifier
     ) -> Shape | ShapeMismatch:
         return shape
+
+    def state_shapes(self, bound: BoundLayer, shape: tuple[Dim, ...]) -> tuple[Shape, ...]:
+        """A `stateful` layer's state for input `shape`: its tensors' shapes, in order."""
+        return ()
 
     def param_shapes(self, bound: BoundLayer) -> dict[str, tuple[int, ...]]:
         """Each learnable tensor's shape, by its name in `named_parameters()`

@@ -9,12 +9,15 @@ from __future__ import annotations
 from typing import ClassVar
 
 from tensorloom.catalogue.layers.base import (
+    BIAS_INIT_PARAM,
+    BIAS_INITS,
     BOOL,
     FLOAT,
     INT,
     INT_OR_INT_LIST,
     ArgError,
     BoundLayer,
+    InitGroup,
     LayerSpec,
     Param,
     SavedTensors,
@@ -24,6 +27,7 @@ from tensorloom.catalogue.layers.base import (
     rank_error,
     req,
     unify_feature,
+    weight_init_params,
 )
 from tensorloom.catalogue.shapes import Dim, Shape, ShapeMismatch, Unifier, format_shape, mismatch
 
@@ -35,6 +39,18 @@ def _affine_shapes(shape: tuple[int, ...], affine: bool, bias: bool) -> dict[str
     if not affine:
         return {}
     return {"weight": shape} | ({"bias": shape} if bias else {})
+
+
+def _affine_inits(affine: str) -> tuple[InitGroup, ...]:
+    """`init="zeros"` for the scale (a residual branch's last BatchNorm), `bias_init=` for
+    the shift: both exist only with `affine` (`elementwise_affine`)."""
+    return (
+        InitGroup("init", ("weight",), std=("std",), mean="mean", needs=affine),
+        InitGroup("bias_init", ("bias",), BIAS_INITS, needs=affine),
+    )
+
+
+INIT_PARAMS = (*weight_init_params(), BIAS_INIT_PARAM)
 
 
 def _norm_flops(elements: int, affine: bool) -> int:
@@ -53,7 +69,9 @@ class _BatchNorm(LayerSpec):
         Param("affine", BOOL, True),
         Param("track_running_stats", BOOL, True),
         Param("bias", BOOL, True, kw_only=True),
+        *INIT_PARAMS,
     )
+    init_groups = _affine_inits("affine")
 
     def validate(self, bound: BoundLayer) -> list[ArgError]:
         return positive(bound, "num_features")
@@ -141,7 +159,9 @@ class LayerNormSpec(LayerSpec):
         Param("eps", FLOAT, 1e-5),
         Param("elementwise_affine", BOOL, True),
         Param("bias", BOOL, True),
+        *INIT_PARAMS,
     )
+    init_groups = _affine_inits("elementwise_affine")
 
     def unknown_rank_suffix(self, bound: BoundLayer) -> tuple[int, ...]:
         return self.normalized(bound)
@@ -234,7 +254,9 @@ class RMSNormSpec(LayerNormSpec):
         req("normalized_shape", INT_OR_INT_LIST),
         Param("eps", optional(FLOAT)),
         Param("elementwise_affine", BOOL, True),
+        *weight_init_params(),
     )
+    init_groups = _affine_inits("elementwise_affine")[:1]
 
     def param_shapes(self, bound: BoundLayer) -> dict[str, tuple[int, ...]]:
         return _affine_shapes(self.normalized(bound), bound.get_bool("elementwise_affine"), False)
@@ -264,7 +286,9 @@ class GroupNormSpec(LayerSpec):
         Param("eps", FLOAT, 1e-5),
         Param("affine", BOOL, True),
         Param("bias", BOOL, True, kw_only=True),
+        *INIT_PARAMS,
     )
+    init_groups = _affine_inits("affine")
 
     def validate(self, bound: BoundLayer) -> list[ArgError]:
         errors = positive(bound, "num_groups", "num_channels")

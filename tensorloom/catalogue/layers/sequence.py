@@ -13,6 +13,7 @@ count, `F.scaled_dot_product_attention(..., is_causal=True)` inside), applied as
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar
 
 from tensorloom.catalogue.layers.base import (
@@ -38,7 +39,7 @@ from tensorloom.catalogue.layers.base import (
     unify_feature,
     weight_init_params,
 )
-from tensorloom.catalogue.shapes import Shape, ShapeMismatch, Unifier
+from tensorloom.catalogue.shapes import Dim, Shape, ShapeMismatch, Unifier, mismatch
 
 _CUDNN_RESERVE_PAD = 256
 _MiB = 1 << 20
@@ -75,6 +76,7 @@ class _Recurrent(LayerSpec):
     """(largest hidden size, elements per batch row x time step x hidden unit)"""
     states: ClassVar[int] = 2
     call_kind = "first_of_tuple"
+    stateful = True
     autocast = "low"
     forced_kwargs = (("batch_first", "True"),)
 
@@ -115,6 +117,28 @@ class _Recurrent(LayerSpec):
             if isinstance(got, ShapeMismatch)
             else replace_dim(shape, -1, self._out_features(bound))
         )
+
+    def infer_shape(
+        self, bound: BoundLayer, inputs: Sequence[Shape], unifier: Unifier
+    ) -> Shape | ShapeMismatch:
+        """`lstm(x)`, or `lstm(x, state)` (the state is checked by `state_shapes`)."""
+        if len(inputs) not in (1, 2):
+            return mismatch(
+                f"takes the input and, maybe, a state: got {len(inputs)} inputs",
+                help="write `lstm(x)`, or `lstm(x, state)` for the pair (output, state)",
+            )
+        return self.shape_rule(bound, inputs[0], unifier)
+
+    def state_shapes(self, bound: BoundLayer, shape: tuple[Dim, ...]) -> tuple[Shape, ...]:
+        """[layers x directions, B, H] each (without B for an unbatched input); an LSTM's
+        h is `proj_size` wide when it projects, its c `hidden_size`."""
+        stacks = bound.get_int("num_layers") * self._dirs(bound)
+        batch: tuple[Dim, ...] = ()
+        if len(shape) == 3:
+            batch = (shape[0] if bound.get_bool("batch_first") else shape[1],)
+        h = bound.get_int("hidden_size")
+        widths = (self._proj(bound) or h, h)[: self.states]
+        return tuple((stacks, *batch, width) for width in widths)
 
     def _layer_inputs(self, bound: BoundLayer) -> list[int]:
         """The input width of each layer (inner layers read all directions)."""
@@ -198,6 +222,10 @@ def _rnn_params(lstm: bool) -> tuple[Param, ...]:
 
 
 class LSTMSpec(_Recurrent):
+    """`lstm(x)` is the output sequence; `let (out, state) = lstm(x, state)` starts from a
+    state (`none`: zeros) and returns the pair (output, (h, c)), h and c each
+    [num_layers x directions, B, hidden_size] (h `proj_size` wide when it projects)."""
+
     name = "LSTM"
     torch_class = "nn.LSTM"
     gates = 4
@@ -205,6 +233,10 @@ class LSTMSpec(_Recurrent):
 
 
 class GRUSpec(_Recurrent):
+    """`gru(x)` is the output sequence; `let (out, h) = gru(x, h)` starts from a state
+    (`none`: zeros) and returns the pair (output, h), h [num_layers x directions, B,
+    hidden_size]."""
+
     name = "GRU"
     torch_class = "nn.GRU"
     gates = 3
@@ -237,6 +269,7 @@ class MultiHeadAttentionSpec(LayerSpec):
     call_kind = "first_of_tuple_self_attention"
     autocast = "low"
     forced_kwargs = (("batch_first", "True"),)
+    literal_params = ("causal",)
     params = (
         req("embed_dim", INT),
         req("num_heads", INT),

@@ -40,12 +40,14 @@ from xdsl.irdl import (
 )
 from xdsl.utils.exceptions import VerifyException
 
-from tensorloom.catalogue.functions import ELEMENTWISE
+from tensorloom.catalogue.functions import ELEMENTWISE, SCALAR_MATH
 from tensorloom.catalogue.shapes import (
+    UNKNOWN_BOUND,
     Index,
     Shape,
     ShapeMismatch,
     Slice,
+    TensorIndex,
     Unifier,
     arange_length,
     at_least_2d,
@@ -78,6 +80,7 @@ from tensorloom.dialects.nml.ops import Value
 from tensorloom.dialects.nml.shape_trait import FromOperands
 from tensorloom.dialects.nml.types import (
     AnyType,
+    CfgAttr,
     Dim,
     Dims,
     ListType,
@@ -153,7 +156,20 @@ class UnaryOp(FunctionalOp, ABC):
     def infer_shape(
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
     ) -> Attribute | ShapeMismatch:
-        return operand_types[0]
+        operand = operand_types[0]
+        name = self.name.removeprefix("nml.")
+        if not isinstance(operand, Float64Type | IntegerType) or name == "neg":
+            return operand
+        if name in SCALAR_MATH:
+            return Float64Type()  # `log(theta)` of a float config: `math.log`
+        return ShapeMismatch(
+            f"`{name}` takes a tensor, got a number",
+            help=f"of the elementwise functions, {_listed(SCALAR_MATH)} also take a number",
+        )
+
+
+def _listed(names: frozenset[str]) -> str:
+    return ", ".join(f"`{n}`" for n in sorted(names))
 
 
 def _elementwise(name: str, doc: str) -> type[UnaryOp]:
@@ -274,26 +290,43 @@ class LogSoftmaxOp(SoftmaxLikeOp):
     name = "nml.log_softmax"
 
 
+def rate_props(p: float | CfgAttr, number: str, config: str) -> dict[str, Attribute]:
+    """A dropout probability as properties: a number (`number`), or the model's config
+    that holds it (`config`: `#nml.cfg<"p">`, read as `self.p`; resolve-nml checks its
+    range under each instantiation)."""
+    if isinstance(p, CfgAttr):
+        return {config: p}
+    return {number: FloatAttr(p, Float64Type())}
+
+
 @lazy_op_definition
 class DropoutOp(FunctionalOp):
-    """`nml.dropout %x p 0.1`; `p` must lie in [0, 1)."""
+    """`nml.dropout %x p 0.1`, or `nml.dropout %x rate #nml.cfg<"p">` for a config rate;
+    a number `p` lies in [0, 1)."""
 
     name = "nml.dropout"
 
     input = operand_def()
-    p = prop_def(FloatAttr[Float64Type])
+    p = opt_prop_def(FloatAttr[Float64Type])
+    rate = opt_prop_def(CfgAttr)
     result = result_def()
 
-    ASSEMBLY_FORMAT: ClassVar[str] = "$input `p` $p attr-dict `:` functional-type($input, $result)"
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$input (`p` $p^)? (`rate` $rate^)? attr-dict `:` functional-type($input, $result)"
+    )
 
-    def __init__(self, input: Value, p: float, result_type: Attribute):
+    def __init__(self, input: Value, p: float | CfgAttr, result_type: Attribute):
         super().__init__(
             operands=[input],
-            properties={"p": FloatAttr(p, Float64Type())},
+            properties=rate_props(p, "p", "rate"),
             result_types=[result_type],
         )
 
     def verify_(self) -> None:
+        if (self.p is None) == (self.rate is None):
+            raise VerifyException("dropout takes a number `p` or a config `rate`")
+        if self.p is None:
+            return
         p = self.p.value.data
         if not 0.0 <= p < 1.0:
             raise VerifyException(f"dropout probability must be in [0, 1), got {p}")
@@ -677,6 +710,13 @@ class MulOp(BinaryOp):
 class DivOp(BinaryOp):
     name = "nml.div"
 
+    def infer_shape(
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
+        """As Python's `/`: two integers give a float (`x.size(1) / 2` is 4.0)."""
+        result = super().infer_shape(operand_types, unifier)
+        return Float64Type() if result == i64 else result
+
 
 @lazy_op_definition
 class PowOp(BinaryOp):
@@ -748,9 +788,23 @@ def index_entry(attr: Attribute) -> IndexEntry:
     if isinstance(attr, StringAttr):
         return _STRING_ENTRIES.get(attr.data, attr.data)
     if isinstance(attr, SliceAttr):
-        parts = [p.value.data if isinstance(p, IntegerAttr) else None for p in attr.parameters]
+        parts = [_slice_part(p) for p in attr.parameters]
         return Slice(*parts)
     return DYNAMIC
+
+
+def _slice_part(part: Attribute) -> int | str | None:
+    """A slice bound: an int, `"?"` (computed: the next dynamic operand), or None."""
+    if isinstance(part, IntegerAttr):
+        return part.value.data
+    return DYNAMIC if isinstance(part, StringAttr) and part.data == DYNAMIC else None
+
+
+def dynamic_count(entries: Sequence[IndexEntry]) -> int:
+    """How many dynamic operands an index takes: its selects and computed slice bounds."""
+    slices = [e for e in entries if isinstance(e, Slice)]
+    bounds = sum(1 for s in slices for b in (s.start, s.stop, s.step) if b == DYNAMIC)
+    return entries.count(DYNAMIC) + bounds
 
 
 @lazy_op_definition
@@ -790,20 +844,82 @@ class IndexOp(FunctionalOp):
         entries = self.entries()
         if entries.count(Ellipsis) > 1:
             raise VerifyException("an index may hold at most one `...`")
-        if entries.count(DYNAMIC) != len(self.dynamic_indices):
+        if dynamic_count(entries) != len(self.dynamic_indices):
             raise VerifyException(
-                f"index has {entries.count(DYNAMIC)} `?` items but "
+                f"index has {dynamic_count(entries)} `?` items but "
                 f"{len(self.dynamic_indices)} dynamic operands"
             )
+
+    def result_type(
+        self,
+        operand_types: Sequence[Attribute],
+        size_of: Callable[[SSAValue], Dim],
+        unifier: Unifier,
+    ) -> Attribute | ShapeMismatch:
+        """A computed slice bound is the size the forward computed (`x[:, :L]` with `L` a
+        config, `w[:, i:i + 1]` in a loop over a range), else unknown."""
+        sizes = [unifier.resolve(size_of(v)) for v in self.dynamic_indices]
+        operand = operand_types[0]
+        if isinstance(operand, TensorType) and operand.dims is not None:  # `T` bound to 8
+            operand = operand.with_dims(unifier.resolve_shape(operand.dims))
+        return self._shape(operand, operand_types[1:], sizes)
 
     def infer_shape(
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
     ) -> Attribute | ShapeMismatch:
-        entries = [0 if isinstance(e, str) else e for e in self.entries()]
-        operand = operand_types[0]
+        return self._shape(operand_types[0], operand_types[1:], None)
+
+    def _shape(
+        self, operand: Attribute, dynamic: Sequence[Attribute], sizes: Sequence[Dim] | None
+    ) -> Attribute | ShapeMismatch:
+        entries = self._typed_entries(dynamic, sizes)
+        if isinstance(entries, ShapeMismatch):
+            return entries
         if isinstance(operand, TupleType):
             return tuple_item(operand, entries)
         return apply_rule(operand, lambda dims: index_shape(dims, entries))
+
+    def _typed_entries(
+        self, dynamic: Sequence[Attribute], sizes: Sequence[Dim] | None
+    ) -> list[Index] | ShapeMismatch:
+        """The entries with each `"?"` read off its operand: a slice bound its computed size
+        (`sizes`, where the forward's values are known; else unknown), a select by its type:
+        an integer, an i64 tensor (its dims take the indexed dim's place). A boolean mask
+        is refused: the size it gives depends on the data."""
+        position = 0
+        entries: list[Index] = []
+        for entry in self.entries():
+            if isinstance(entry, Slice):
+                parts: list[Dim] = []
+                for part in entry.parts():
+                    if part == DYNAMIC:
+                        size = sizes[position] if sizes is not None else None
+                        parts.append(UNKNOWN_BOUND if size is None else size)
+                        position += 1
+                    else:
+                        parts.append(part)
+                entries.append(Slice(*parts))
+                continue
+            if not isinstance(entry, str):
+                entries.append(entry)
+                continue
+            index = dynamic[position] if position < len(dynamic) else None
+            position += 1
+            if not isinstance(index, TensorType):
+                entries.append(0)
+            elif index.element_type == IntegerType(1):
+                return ShapeMismatch(
+                    "indexing by a boolean mask gives a size that depends on the data",
+                    help="keep the shape: `where(mask, x, 0.0)` or `x.masked_fill(mask, 0.0)`",
+                )
+            elif index.element_type != i64:
+                return ShapeMismatch(
+                    f"a tensor index holds integers (i64), got {index.element_type}",
+                    help="make the index with `.long()`, `argmax`, `topk` or `arange`",
+                )
+            else:
+                entries.append(TensorIndex(index.dims))
+        return entries
 
 
 def tuple_item(operand: TupleType, entries: Sequence[Index]) -> Attribute | ShapeMismatch:
@@ -1378,12 +1494,14 @@ class AttentionOp(FunctionalOp):
     mask = opt_operand_def()
     causal = opt_prop_def(UnitAttr)
     dropout = opt_prop_def(FloatAttr[Float64Type])
+    dropout_rate = opt_prop_def(CfgAttr)
     scale = opt_prop_def(FloatAttr[Float64Type])
     result = result_def()
 
     ASSEMBLY_FORMAT: ClassVar[str] = (
         "$query `,` $key `,` $value (`mask` `(` $mask^ `)`)? (`causal` $causal^)? "
-        "(`dropout` $dropout^)? (`scale` $scale^)? attr-dict `:` functional-type(operands, results)"
+        "(`dropout` $dropout^)? (`dropout_rate` $dropout_rate^)? (`scale` $scale^)? attr-dict "
+        "`:` functional-type(operands, results)"
     )
 
     def __init__(
@@ -1391,7 +1509,7 @@ class AttentionOp(FunctionalOp):
         qkv: Sequence[Value],
         mask: Value | None,
         causal: bool,
-        dropout: float,
+        dropout: float | CfgAttr,
         scale: float | None,
         result_type: Attribute,
     ):
@@ -1399,7 +1517,7 @@ class AttentionOp(FunctionalOp):
             operands=[*qkv, [mask] if mask is not None else []],
             properties={
                 "causal": UnitAttr() if causal else None,
-                "dropout": FloatAttr(dropout, Float64Type()) if dropout else None,
+                **(rate_props(dropout, "dropout", "dropout_rate") if dropout else {}),
                 "scale": None if scale is None else FloatAttr(scale, Float64Type()),
             },
             result_types=[result_type],

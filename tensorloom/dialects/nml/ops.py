@@ -142,6 +142,9 @@ class LayerOp(LazyFormatOp):
     args = prop_def(ArrayAttr)
     kwargs = prop_def(DictionaryAttr)
     count = opt_prop_def()
+    var = opt_prop_def(StringAttr)
+    items = opt_prop_def()
+    when = opt_prop_def()
     arg_locs = opt_prop_def(ArrayAttr)
     kwarg_locs = opt_prop_def(ArrayAttr)
 
@@ -154,6 +157,13 @@ class LayerOp(LazyFormatOp):
         """A layer list, `h = [Block(d) for _ in range(n)]`: `count` copies."""
         return self.count is not None
 
+    # A per-position list names its loop variable `var`, which its arguments read as a
+    # config: the position (`[Block(d, stride=2 if i == 0 else 1) for i in range(n)]`),
+    # or the position's element of `items` (`[Stage(w) for w in widths]`, `count` then
+    # `len(widths)`).
+    # A conditional layer (`if downsample:` in `@layers`) has `when`, the condition under
+    # which it is built (an attribute expression); otherwise it is `None`.
+
     def __init__(
         self,
         sym_name: str,
@@ -164,6 +174,9 @@ class LayerOp(LazyFormatOp):
         arg_locs: Sequence[Attribute] | None = None,
         kwarg_locs: Sequence[Attribute] | None = None,
         count: Attribute | None = None,
+        var: str | None = None,
+        items: Attribute | None = None,
+        when: Attribute | None = None,
     ):
         super().__init__(
             properties={
@@ -172,6 +185,9 @@ class LayerOp(LazyFormatOp):
                 "args": ArrayAttr(args),
                 "kwargs": DictionaryAttr(kwargs or {}),
                 "count": count,
+                "var": StringAttr(var) if var is not None else None,
+                "items": items,
+                "when": when,
                 "arg_locs": ArrayAttr(arg_locs) if arg_locs is not None else None,
                 "kwarg_locs": ArrayAttr(kwarg_locs) if kwarg_locs is not None else None,
             }
@@ -181,6 +197,10 @@ class LayerOp(LazyFormatOp):
         _check_nonempty(self.kind, "layer kind")
         _check_locs(self.arg_locs, len(self.args.data), "arg_locs")
         _check_locs(self.kwarg_locs, len(self.kwargs.data), "kwarg_locs")
+        if (self.var is not None or self.items is not None) and self.count is None:
+            raise VerifyException("only a layer list has a loop variable or items")
+        if self.items is not None and self.var is None:
+            raise VerifyException("a layer list over items needs its loop variable")
 
 
 @lazy_op_definition

@@ -277,7 +277,13 @@ class CfgAttr(ParametrizedAttribute):
         return CfgAttr(StringAttr(name))
 
 
-EXPR_OPERATORS = ("+", "-", "*", "/", "//", "%", "**", "neg")
+EXPR_OPERATORS = (
+    "+", "-", "*", "/", "//", "%", "**", "neg",
+    "==", "!=", "<", "<=", ">", ">=", "and", "or", "not", "if", "[]",
+)  # fmt: skip
+"""`if` is `a if cond else b` (operands cond, a, b); `neg` and `not` take one operand;
+`[]` is `items[i]`, an element of a list config."""
+EXPR_ARITY = {"neg": 1, "not": 1, "if": 3}
 
 
 @irdl_attr_definition
@@ -296,7 +302,7 @@ class ExprAttr(ParametrizedAttribute):
     def verify(self) -> None:
         if self.op.data not in EXPR_OPERATORS:
             raise VerifyException(f"unknown expression operator {self.op.data!r}")
-        arity = 1 if self.op.data == "neg" else 2
+        arity = EXPR_ARITY.get(self.op.data, 2)
         if len(self.operands.data) != arity:
             raise VerifyException(f"operator {self.op.data!r} takes {arity} operand(s)")
 

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from fractions import Fraction
+from typing import Any, Literal, TypeVar
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -63,6 +64,9 @@ class EvalError:
 
     message: str
     config: str | None = None  # the unknown config name, when that is the reason
+    hint: str | None = None  # a `help:` line, where a fix is obvious
+    too_large: bool = False  # a number past a float's range or MAX_POWER_BITS (TL0403)
+    keyword: str | None = None  # the call's keyword whose value it is (`lr` in `Adam(lr=...)`)
 
 
 def override_value(attr: Attribute) -> Value | None:
@@ -70,7 +74,7 @@ def override_value(attr: Attribute) -> Value | None:
     a long chain written out would pass Python's nesting limit), a list as a tuple; None
     where the script writes the attribute itself: a call (a layer given as a config) or
     `None`. resolve-nml reports an override that has no value."""
-    value = evaluate(attr, {})
+    value = evaluate_config(attr, {})
     if isinstance(value, EvalError | CallValue):
         return None
     return _as_tuples(value)
@@ -101,23 +105,285 @@ Evaluated = Value | CallValue
 
 
 def evaluate(attr: Attribute, env: Mapping[str, Value]) -> Evaluated | EvalError:
-    """The Python value of an attribute expression under a config environment."""
-    literal = _literal(attr)
-    if literal is not _NOT_LITERAL:
-        return literal  # type: ignore[return-value]
-    if isinstance(attr, CfgAttr):
-        name = attr.param.data
-        if name not in env:
-            return EvalError(f"unknown config `{name}`", name)
-        return env[name]
-    if isinstance(attr, ArrayAttr):
-        return _evaluate_list(attr, env)
-    if isinstance(attr, ExprAttr):
-        return _evaluate_expr(attr, env)
-    if isinstance(attr, CallAttr):
-        return _evaluate_call(attr, env)
-    return EvalError(f"cannot evaluate `{attr}`")
+    """The Python value of an attribute expression under a config environment, `/` as
+    Python's (a train setting's `lr = 1 / 1000` is 0.001)."""
+    return _Evaluator(env, "true").value(attr)
 
+
+def evaluate_config(attr: Attribute, env: Mapping[str, Value]) -> Evaluated | EvalError:
+    """As `evaluate`, for a model's configs and layer arguments: `/` of two integers is
+    exact (`dim / n_heads` is 128) or an error ("4096 is not a multiple of 30"), except
+    inside `ceil`/`floor`/`round`, which round the exact quotient."""
+    return _Evaluator(env, "exact").value(attr)
+
+
+Division = Literal["true", "exact", "rational"]
+
+CONFIG_FUNCTIONS: dict[str, Callable[[float], float]] = {
+    "sqrt": math.sqrt,
+    "exp": math.exp,
+    "log": math.log,
+    "ceil": math.ceil,
+    "floor": math.floor,
+}
+"""Functions of one number a config expression may call (`std=0.02 / sqrt(2 * n_layer)`,
+`hidden = multiple_of * ceil(8 * dim / 3 / multiple_of)`), emitted as Python's `math.<name>`."""
+ROUNDING_FUNCTIONS = frozenset({"ceil", "floor", "round"})
+"""Functions whose argument is evaluated exactly: an inexact `/` inside them is a fraction."""
+BUILTIN_CONFIG_FUNCTIONS: dict[str, Callable[..., object]] = {
+    "round": round,
+    "min": min,
+    "max": max,
+}
+"""Python builtins a config expression may call, emitted as themselves."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Evaluator:
+    env: Mapping[str, Value]
+    division: Division
+
+    def value(self, attr: Attribute) -> Evaluated | EvalError:
+        literal = _literal(attr)
+        if literal is not _NOT_LITERAL:
+            return literal  # type: ignore[return-value]
+        if isinstance(attr, CfgAttr):
+            name = attr.param.data
+            if name not in self.env:
+                return EvalError(f"unknown config `{name}`", name)
+            return self.env[name]
+        if isinstance(attr, ArrayAttr):
+            return self.list(attr)
+        if isinstance(attr, ExprAttr):
+            return self.expr(attr)
+        if isinstance(attr, CallAttr):
+            return self.call(attr)
+        return EvalError(f"cannot evaluate `{attr}`")
+
+    def list(self, attr: ArrayAttr) -> Evaluated | EvalError:
+        items: list[Value] = []
+        for element in attr.data:
+            value = self.value(element)
+            if isinstance(value, EvalError):
+                return value
+            if isinstance(value, CallValue):
+                return EvalError("a list cannot hold a call")
+            items.append(value)
+        return items
+
+    def call(self, attr: CallAttr) -> Evaluated | EvalError:
+        name = attr.callee.data
+        if name == "len" and len(attr.args.data) == 1 and not attr.kwargs.data:
+            items = self.value(attr.args.data[0])  # a per-position list's count
+            if isinstance(items, EvalError):
+                return items
+            if isinstance(items, list | tuple):
+                return len(items)
+            return EvalError(f"a layer list runs over a list, got {_describe(items)}")
+        if not attr.kwargs.data and (name in CONFIG_FUNCTIONS or name in BUILTIN_CONFIG_FUNCTIONS):
+            return self.math(attr)
+        args: list[Evaluated] = []
+        for element in attr.args.data:
+            value = self.value(element)
+            if isinstance(value, EvalError):
+                return value
+            args.append(value)
+        kwargs: list[tuple[str, Evaluated]] = []
+        for key, element in attr.kwargs.data.items():
+            value = self.value(element)
+            if isinstance(value, EvalError):
+                return value if value.keyword else replace(value, keyword=key)
+            kwargs.append((key, value))
+        return CallValue(name, tuple(args), tuple(kwargs))
+
+    def math(self, attr: CallAttr) -> Value | EvalError:
+        name = attr.callee.data
+        arity = len(attr.args.data)
+        if (arity != 1 and name not in ("min", "max")) or arity == 0:
+            return EvalError(f"`{name}` takes one number, got {arity} arguments")
+        inner = self
+        if name in ROUNDING_FUNCTIONS and self.division == "exact":
+            inner = _Evaluator(self.env, "rational")
+        numbers: list[int | float | Fraction] = []
+        for element in attr.args.data:
+            value = inner.value(element)
+            if isinstance(value, EvalError):
+                return value
+            if not _is_number(value):
+                return EvalError(f"`{name}` needs a number, got {_describe(value)}")
+            numbers.append(value)  # type: ignore[arg-type]
+        function = CONFIG_FUNCTIONS.get(name) or BUILTIN_CONFIG_FUNCTIONS[name]
+        try:
+            return function(*numbers)  # type: ignore[return-value]
+        except OverflowError:
+            return TOO_LARGE_FLOAT
+        except ValueError:
+            shown = ", ".join(str(n) for n in numbers)
+            return EvalError(f"`{name}({shown})` has no value")
+
+    def expr(self, attr: ExprAttr) -> Evaluated | EvalError:
+        if attr.op.data in _LOGIC:
+            return self.logic(attr)
+        operands: list[int | float | Fraction] = []
+        for element in attr.operands.data:
+            value = self.value(element)
+            if isinstance(value, EvalError):
+                return value
+            if not _is_number(value):
+                return EvalError(f"`{attr.op.data}` needs numbers, got {_describe(value)}")
+            operands.append(value)  # type: ignore[arg-type]
+        if attr.op.data == "neg":
+            return -operands[0]  # type: ignore[return-value]
+        a, b = operands
+        if attr.op.data == "/" and self.division != "true" and _is_int(a) and _is_int(b):
+            return self.divide(a, b, attr)  # type: ignore[arg-type]
+        if attr.op.data == "**" and _too_large_power(a, b):
+            return TOO_LARGE_INT
+        try:
+            result = _ARITHMETIC[attr.op.data](a, b)  # type: ignore[arg-type]
+        except ZeroDivisionError:
+            return EvalError("division by zero in a config expression")
+        except OverflowError:
+            return TOO_LARGE_FLOAT
+        return _integral(result)  # type: ignore[return-value]
+
+    def logic(self, attr: ExprAttr) -> Evaluated | EvalError:
+        """`a if cond else b` (only the side taken is evaluated), comparisons, `and`,
+        `or`, `not`: `stride=2 if i == 0 else 1` in a layer list."""
+        op, operands = attr.op.data, attr.operands.data
+        first = self.value(operands[0])
+        if isinstance(first, EvalError):
+            return first
+        if op == "if":
+            if not isinstance(first, bool):
+                return EvalError(f"a condition must be `true` or `false`, got {_describe(first)}")
+            return self.value(operands[1] if first else operands[2])
+        if op == "not":
+            return (
+                EvalError(f"`not` needs a boolean, got {_describe(first)}")
+                if not isinstance(first, bool)
+                else not first
+            )
+        second = self.value(operands[1])
+        if isinstance(second, EvalError):
+            return second
+        if op == "[]":
+            return _element(first, second)
+        if op in ("and", "or"):
+            if not isinstance(first, bool) or not isinstance(second, bool):
+                return EvalError(f"`{op}` needs booleans")
+            return (first and second) if op == "and" else (first or second)
+        try:
+            return bool(_COMPARE[op](first, second))
+        except TypeError:
+            return EvalError(f"cannot compare {_describe(first)} with {_describe(second)}")
+
+    def divide(self, a: int | Fraction, b: int | Fraction, attr: ExprAttr) -> Value | EvalError:
+        if b == 0:
+            return EvalError("division by zero in a config expression")
+        quotient = Fraction(a) / Fraction(b)
+        if quotient.denominator == 1:
+            return int(quotient)
+        if self.division == "rational":
+            return quotient  # type: ignore[return-value]
+        x, y = (_source(o) for o in attr.operands.data)
+        return EvalError(
+            f"{a} is not a multiple of {b}",
+            hint=f"write `floordiv({_bare(x)}, {_bare(y)})` to round down, "
+            f"`ceil({x} / {y})` to round up, or `1.0 * {x} / {y}` for a fraction",
+        )
+
+
+MAX_POWER_BITS = 1_000_000
+"""An integer power past this many bits is not computed (`2 ** 10 ** 10` would take hours)."""
+TOO_LARGE_FLOAT = EvalError("too large for a float (past 1.8e308)", too_large=True)
+TOO_LARGE_INT = EvalError(f"too large: a power past {MAX_POWER_BITS:,} bits", too_large=True)
+
+
+def _too_large_power(base: object, exponent: object) -> bool:
+    if not isinstance(base, int) or not isinstance(exponent, int) or exponent <= 1:
+        return False
+    return abs(base) > 1 and exponent * abs(base).bit_length() > MAX_POWER_BITS
+
+
+def floor_exact_divisions(
+    attr: Attribute, env: Mapping[str, Value], rounded: bool = False
+) -> Attribute:
+    """`attr` with each `/` of two integers outside `ceil`/`floor`/`round` as `//`.
+
+    The checks made each such division exact (`dim / n_heads`), so Python's `//` gives
+    its value as an `int` where `/` would give a float (`nn.Linear(64, 16.0)` fails);
+    inside a rounding function `/` stays (`math.ceil(8 * dim / 3)`)."""
+    if isinstance(attr, ArrayAttr):
+        return ArrayAttr([floor_exact_divisions(a, env, rounded) for a in attr.data])
+    if isinstance(attr, CallAttr):
+        inner = rounded or attr.callee.data in ROUNDING_FUNCTIONS
+        args = [floor_exact_divisions(a, env, inner) for a in attr.args.data]
+        kwargs = {k: floor_exact_divisions(v, env, inner) for k, v in attr.kwargs.data.items()}
+        return CallAttr.get(attr.callee.data, args, kwargs)
+    if not isinstance(attr, ExprAttr):
+        return attr
+    operands = [floor_exact_divisions(a, env, rounded) for a in attr.operands.data]
+    op = attr.op.data
+    if op == "/" and not rounded and all(_is_int(evaluate_config(a, env)) for a in operands):
+        op = "//"
+    return ExprAttr.get(op, operands)
+
+
+def _bare(source: str) -> str:
+    """`(a * b)` as `a * b`, where it stands alone (a function's argument)."""
+    return source[1:-1] if source.startswith("(") and source.endswith(")") else source
+
+
+def _source(attr: Attribute) -> str:
+    """An operand as the source wrote it, near enough for a `help:` line."""
+    if isinstance(attr, CfgAttr):
+        return attr.param.data
+    if isinstance(attr, IntegerAttr | FloatAttr):
+        return str(attr.value.data)
+    if isinstance(attr, ExprAttr) and attr.op.data != "neg":
+        left, right = (_source(o) for o in attr.operands.data)
+        return f"({left} {attr.op.data} {right})"
+    return "..."
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float | Fraction) and not isinstance(value, bool)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int | Fraction) and not isinstance(value, bool)
+
+
+def _integral(value: object) -> object:
+    """A fraction that came out whole is an integer again (`ceil` gives one anyway)."""
+    if isinstance(value, Fraction) and value.denominator == 1:
+        return int(value)
+    return value
+
+
+_LOGIC = frozenset({"if", "not", "and", "or", "==", "!=", "<", "<=", ">", ">=", "[]"})
+
+
+def _element(items: Evaluated, index: Evaluated) -> Evaluated | EvalError:
+    """`widths[i]`: an element of a list config, by an integer within its range."""
+    if not isinstance(items, list | tuple):
+        return EvalError(f"only a list can be indexed, got {_describe(items)}")
+    if not isinstance(index, int) or isinstance(index, bool):
+        return EvalError(f"a list index must be an integer, got {_describe(index)}")
+    if not -len(items) <= index < len(items):
+        return EvalError(f"index {index} is out of range for a list of {len(items)}")
+    return items[index]
+
+
+_COMPARE: dict[str, Callable[[Any, Any], object]] = {
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
 
 _NOT_LITERAL = object()
 
@@ -136,60 +402,6 @@ def _literal(attr: Attribute) -> object:
     return _NOT_LITERAL
 
 
-def _evaluate_list(attr: ArrayAttr, env: Mapping[str, Value]) -> Evaluated | EvalError:
-    items: list[Value] = []
-    for element in attr.data:
-        value = evaluate(element, env)
-        if isinstance(value, EvalError):
-            return value
-        if isinstance(value, CallValue):
-            return EvalError("a list cannot hold a call")
-        items.append(value)
-    return items
-
-
-CONFIG_FUNCTIONS: dict[str, Callable[[float], float]] = {
-    "sqrt": math.sqrt,
-    "exp": math.exp,
-    "log": math.log,
-}
-"""Functions of one number a config expression may call (`std=0.02 / sqrt(2 * n_layer)`),
-emitted as Python's `math.sqrt`, `math.exp` and `math.log`."""
-
-
-def _evaluate_call(attr: CallAttr, env: Mapping[str, Value]) -> Evaluated | EvalError:
-    if attr.callee.data in CONFIG_FUNCTIONS and not attr.kwargs.data:
-        return _evaluate_math(attr, env)
-    args: list[Evaluated] = []
-    for element in attr.args.data:
-        value = evaluate(element, env)
-        if isinstance(value, EvalError):
-            return value
-        args.append(value)
-    kwargs: list[tuple[str, Evaluated]] = []
-    for key, element in attr.kwargs.data.items():
-        value = evaluate(element, env)
-        if isinstance(value, EvalError):
-            return value
-        kwargs.append((key, value))
-    return CallValue(attr.callee.data, tuple(args), tuple(kwargs))
-
-
-def _evaluate_math(attr: CallAttr, env: Mapping[str, Value]) -> float | EvalError:
-    name = attr.callee.data
-    if len(attr.args.data) != 1:
-        return EvalError(f"`{name}` takes one number, got {len(attr.args.data)} arguments")
-    value = evaluate(attr.args.data[0], env)
-    if isinstance(value, EvalError):
-        return value
-    if not isinstance(value, int | float) or isinstance(value, bool):
-        return EvalError(f"`{name}` needs a number, got {_describe(value)}")
-    try:
-        return CONFIG_FUNCTIONS[name](value)
-    except (ValueError, OverflowError):
-        return EvalError(f"`{name}({value})` has no value")
-
-
 def _describe(value: Evaluated) -> str:
     if isinstance(value, CallValue):
         return f"a call of `{value.name}`"
@@ -205,23 +417,6 @@ _ARITHMETIC: dict[str, Callable[[float, float], float]] = {
     "%": operator.mod,
     "**": operator.pow,
 }
-
-
-def _evaluate_expr(attr: ExprAttr, env: Mapping[str, Value]) -> Evaluated | EvalError:
-    operands: list[int | float] = []
-    for element in attr.operands.data:
-        value = evaluate(element, env)
-        if isinstance(value, EvalError):
-            return value
-        if not isinstance(value, int | float) or isinstance(value, bool):
-            return EvalError(f"`{attr.op.data}` needs numbers, got {_describe(value)}")
-        operands.append(value)
-    if attr.op.data == "neg":
-        return -operands[0]
-    try:
-        return _ARITHMETIC[attr.op.data](operands[0], operands[1])
-    except ZeroDivisionError:
-        return EvalError("division by zero in a config expression")
 
 
 # --- symbols -------------------------------------------------------------------------------
@@ -297,7 +492,7 @@ def model_env(model: ModelOp, overrides: Mapping[str, Value] | None = None) -> E
         if name in given:
             env[name] = given[name]
             continue
-        value = evaluate(config.value, env)
+        value = evaluate_config(config.value, env)
         if not isinstance(value, EvalError | CallValue):
             env[name] = value
     return env
@@ -319,7 +514,7 @@ def evaluate_kwargs(
     """Plain values for a dictionary of attribute expressions (overrides, options)."""
     values: dict[str, Value] = {}
     for key, attr in kwargs.items():
-        value = evaluate(attr, env)
+        value = evaluate_config(attr, env)
         if isinstance(value, EvalError | CallValue):
             return NoValue(key, value)
         values[key] = value
@@ -338,20 +533,57 @@ class ArgFailure:
     keyword: str | None = None
 
 
+def layer_built(layer: LayerOp, env: Mapping[str, Value]) -> bool:
+    """Whether a conditional layer (`if downsample:` in `@layers`) is built under `env`;
+    every other layer is. A condition with no value counts as built (resolve-nml reports
+    it)."""
+    if layer.when is None:
+        return True
+    return evaluate_config(layer.when, env) is not False
+
+
+def element_env(layer: LayerOp, env: Mapping[str, Value], position: int) -> Mapping[str, Value]:
+    """The configuration one position of a per-position list sees: its loop variable bound
+    to the position (`for i in range(n)`) or to that element (`for w in widths`)."""
+    if layer.var is None:
+        return env
+    value: Value = position
+    if layer.items is not None:
+        items = evaluate_config(layer.items, env)
+        if not isinstance(items, list | tuple) or not -len(items) <= position < len(items):
+            return env
+        value = items[position]
+    return {**env, layer.var.data: value}
+
+
+def element_envs(layer: LayerOp, env: Mapping[str, Value]) -> list[Mapping[str, Value]]:
+    """Each position's configuration (`element_env`); one for a plain layer or a list of
+    copies, none for a list of no positions."""
+    count = layer_count(layer, env)
+    if layer.var is None:
+        return [env] if count is None or count > 0 else []
+    if count is None or count > MAX_POSITIONS:  # no count (resolve-nml reports it), or TL0209
+        return []
+    return [element_env(layer, env, k) for k in range(max(count, 0))]
+
+
 def layer_arguments(
     layer: LayerOp, env: Mapping[str, Value]
 ) -> tuple[list[Value], dict[str, Value]] | ArgFailure:
-    """A layer's constructor arguments as plain values under `env`."""
+    """A layer's constructor arguments as plain values under `env` (a per-position list's
+    first position, unless `env` binds its loop variable: `element_env`)."""
+    if layer.var is not None and layer.var.data not in env:
+        env = element_env(layer, env, 0)
     args: list[Value] = []
     for position, attr in enumerate(layer.args.data):
-        value = evaluate(attr, env)
+        value = evaluate_config(attr, env)
         container = layer.kind.data == "Sequential"  # its arguments are layer constructors
         if isinstance(value, EvalError) or (isinstance(value, CallValue) and not container):
             return ArgFailure(_as_error(value), position=position)
         args.append(value)  # type: ignore[arg-type]
     kwargs: dict[str, Value] = {}
     for keyword, attr in layer.kwargs.data.items():
-        value = evaluate(attr, env)
+        value = evaluate_config(attr, env)
         if isinstance(value, EvalError | CallValue):
             return ArgFailure(_as_error(value), keyword=keyword)
         kwargs[keyword] = value
@@ -399,7 +631,7 @@ def layer_count(layer: LayerOp, env: Mapping[str, Value]) -> int | None:
     """How many copies a layer list holds under `env` (None for a plain layer)."""
     if layer.count is None:
         return None
-    value = evaluate(layer.count, env)
+    value = evaluate_config(layer.count, env)
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
@@ -440,17 +672,37 @@ def layer_params(
     memo: dict[tuple[object, ...], int] | None = None,
 ) -> int:
     """A catalogue layer's parameters, or a nested model's under the config it is given."""
+    if not layer_built(layer, env):
+        return 0
+    if layer.var is not None:  # per position: each element counted under its own values
+        return sum(_element_params(layer, e, models, path, memo) for e in element_envs(layer, env))
     copies = layer_count(layer, env)
     copies = 1 if copies is None else max(copies, 0)
+    return copies * _element_params(layer, env, models, path, memo)
+
+
+MAX_POSITIONS = 10_000
+"""The most positions a per-position list is evaluated at (shape inference's
+MAX_LIST_COPIES: TL0209 past it)."""
+
+
+def _element_params(
+    layer: LayerOp,
+    env: Mapping[str, Value],
+    models: Mapping[str, ModelOp],
+    path: tuple[str, ...],
+    memo: dict[tuple[object, ...], int] | None,
+) -> int:
+    """One element's parameters: a catalogue layer's, or a nested model's under its config."""
     nested = models.get(layer.kind.data)
     if nested is None or lookup(layer.kind.data) is not None or len(path) > MAX_NESTING:
         bound = bind_layer(layer, env)
-        return copies * bound.spec.param_count(bound) if bound is not None else 0
+        return bound.spec.param_count(bound) if bound is not None else 0
     if layer.kind.data in path:
         return 0
     overrides = nested_overrides(layer, nested, env)
     inner = model_env(nested, overrides if isinstance(overrides, dict) else {})
-    return copies * declared_params(nested, inner, models, path, memo)
+    return declared_params(nested, inner, models, path, memo)
 
 
 def env_key(env: Mapping[str, Value]) -> tuple[tuple[str, Value], ...] | None:
@@ -508,6 +760,17 @@ def instance_env(op: InstanceOp, model: ModelOp) -> Env:
     return model_env(model, overrides if isinstance(overrides, dict) else {})
 
 
+def folded_env(model: ModelOp) -> Env:
+    """A model's configuration: what `instantiate` folded on a specialised copy, else
+    its defaults."""
+    folded = model.attributes.get(INSTANCE_CONFIG)
+    if isinstance(folded, DictionaryAttr):
+        env = evaluate_kwargs(folded.data, {})
+        if isinstance(env, dict):
+            return env
+    return model_env(model)
+
+
 # --- specialised copies (`instantiate{specialize=true}`) -------------------------------------
 
 SPECIALIZED = "specialized"
@@ -553,3 +816,17 @@ def model_kind(model: ModelOp) -> str:
     """The model a (maybe specialised) model is: `ResBlock` for `@"ResNet.block1"`."""
     kind = model.attributes.get(SPECIALIZES)
     return kind.data if isinstance(kind, StringAttr) else model.sym_name.data
+
+
+def mentions_config(attr: Attribute) -> bool:
+    """Whether an argument's value reads a config (`causal`, `dim * 4`)."""
+    if isinstance(attr, CfgAttr):
+        return True
+    children: Sequence[Attribute] = ()
+    if isinstance(attr, ExprAttr):
+        children = attr.operands.data
+    elif isinstance(attr, ArrayAttr):
+        children = attr.data
+    elif isinstance(attr, CallAttr):
+        children = [*attr.args.data, *attr.kwargs.data.values()]
+    return any(mentions_config(c) for c in children)

@@ -27,34 +27,53 @@ from tensorloom.catalogue.args import Arg
 from tensorloom.catalogue.functions import FUNCTIONS
 from tensorloom.dialects.nml import (
     COMPARE_OPS,
+    DTYPES,
     DYNAMIC,
     UNARY_OPS,
     AmaxOp,
     AminOp,
     AnyType,
     ArangeOp,
+    ArgmaxOp,
+    ArgminOp,
     AttentionOp,
     CallOp,
+    CastOp,
     CatOp,
     ChunkOp,
     ClampOp,
     ConstantOp,
+    CumprodOp,
+    CumsumOp,
     DimOp,
     DropoutOp,
     EinsumOp,
     ExpandOp,
     FlattenOp,
+    GatherOp,
     GeluOp,
+    GetAttrOp,
+    IndexAddOp,
     ListOp,
     LogSoftmaxOp,
     MaskedFillOp,
     MatmulOp,
+    MaxOp,
     MeanOp,
+    MinOp,
+    NarrowOp,
     NegOp,
     NormalizeOp,
+    NormOp,
+    OneHotOp,
+    PadOp,
     PermuteOp,
+    PowOp,
+    RefOp,
     RepeatOp,
     ReshapeOp,
+    ScatterAddOp,
+    ScatterOp,
     SoftmaxOp,
     SplitOp,
     SqueezeOp,
@@ -62,6 +81,7 @@ from tensorloom.dialects.nml import (
     StdOp,
     SumOp,
     TOp,
+    TopkOp,
     TransposeOp,
     TrilOp,
     TriuOp,
@@ -71,8 +91,14 @@ from tensorloom.dialects.nml import (
     WhereOp,
 )
 from tensorloom.dialects.nml.losses import LOSSES, REDUCTIONS, LossOp
-from tensorloom.dialects.nml.types import TensorType
-from tensorloom.passes.support.model_env import CallValue, evaluate
+from tensorloom.dialects.nml.types import CfgAttr, TensorType
+from tensorloom.passes.support.model_env import (
+    CallValue,
+    configs_of,
+    enclosing_model,
+    evaluate,
+    model_env,
+)
 
 Const = int | float | bool | str | None | list["Const"]
 NAMESPACES = ("torch.nn.functional.", "nn.functional.", "F.", "torch.")
@@ -256,17 +282,39 @@ def _softmax(args: CallArgs) -> Operation | CallProblem:
     return problem or op(x, dim, _tensor())
 
 
+def config_rate(value: SSAValue | None) -> CfgAttr | CallProblem | None:
+    """A dropout rate that is a config of the model (`dropout(x, p)`): `#nml.cfg<"p">`,
+    its default checked in [0, 1) here and each override by resolve-nml; None when
+    `value` is not a config."""
+    op = value.owner if value is not None else None
+    if not isinstance(op, RefOp):
+        return None
+    model = enclosing_model(op)
+    name = op.symbol.root_reference.data
+    if model is None or name not in configs_of(model):
+        return None
+    rate = model_env(model).get(name)
+    if not isinstance(rate, int | float) or isinstance(rate, bool):
+        return CallProblem(f"a dropout rate must be a number, got `{name}` = `{rate!r}`")
+    if not 0.0 <= rate < 1.0:
+        return CallProblem(f"a dropout rate must be in [0, 1), got `{name}` = {rate}")
+    return CfgAttr.get(name)
+
+
 def _dropout(args: CallArgs) -> Operation | CallProblem:
     x = _first(args)
     if isinstance(x, CallProblem):
         return x
-    p = args.const(1, "p", 0.5)
+    rate = config_rate(args.value(1, "p"))
+    if isinstance(rate, CallProblem):
+        return rate
+    p = args.const(1, "p", 0.5) if rate is None else 0.0
     if not isinstance(p, int | float) or isinstance(p, bool):
-        return CallProblem("`p` of `dropout` must be a constant number")
+        return CallProblem("`p` of `dropout` must be a constant number or a config")
     if not 0.0 <= p < 1.0:
         return CallProblem(f"`dropout` probability must be in [0, 1), got {p}")
     problem = args.unknown_keywords(("p", "training", "inplace"))
-    return problem or DropoutOp(x, float(p), _tensor())
+    return problem or DropoutOp(x, rate or float(p), _tensor())
 
 
 def _flatten(args: CallArgs) -> Operation | CallProblem:
@@ -413,6 +461,16 @@ def _matmul(args: CallArgs) -> Operation | CallProblem:
     if len(args.positional) != 2:
         return CallProblem(f"`matmul` takes 2 tensors, got {len(args.positional)}")
     return MatmulOp(args.positional[0], args.positional[1], _tensor())
+
+
+def _pow(args: CallArgs) -> Operation | CallProblem:
+    if len(args.positional) != 2:
+        return CallProblem(
+            f"`pow` takes a tensor and an exponent, got {len(args.positional)} positional "
+            "argument" + ("s" if len(args.positional) != 1 else ""),
+            "write `pow(x, 2)` or `x ** 2`",
+        )
+    return args.unknown_keywords(()) or PowOp(args.positional[0], args.positional[1], _tensor())
 
 
 def _size(args: CallArgs) -> Operation | CallProblem:
@@ -659,15 +717,13 @@ def _attention(args: CallArgs) -> Operation | CallProblem:
         )
     mask = args.value(3, "attn_mask")
     causal = args.const(5, "causal", args.const(5, "is_causal", False))
-    dropout = (
-        _number(args, 4, "dropout")
-        if "dropout_p" not in args.keywords
-        else _number(args, 4, "dropout_p")
-    )
+    keyword = "dropout" if "dropout_p" not in args.keywords else "dropout_p"
+    rate = config_rate(args.value(4, keyword))
+    dropout = _number(args, 4, keyword) if rate is None else None
     scale = _number(args, 6, "scale")
     if not isinstance(causal, bool):
         return CallProblem(f"`causal` of `{args.name}` must be `true` or `false`")
-    for number in (dropout, scale):
+    for number in (rate, dropout, scale):
         if isinstance(number, CallProblem):
             return number
     if isinstance(dropout, float) and not 0.0 <= dropout < 1.0:
@@ -679,7 +735,251 @@ def _attention(args: CallArgs) -> Operation | CallProblem:
         )
     allowed = ("attn_mask", "dropout", "dropout_p", "causal", "is_causal", "scale")
     problem = args.unknown_keywords(allowed) or _too_many(args, 4)
-    return problem or AttentionOp(qkv, mask, causal, dropout or 0.0, scale, _tensor())  # type: ignore[arg-type]
+    rate = rate or dropout or 0.0
+    return problem or AttentionOp(qkv, mask, causal, rate, scale, _tensor())  # type: ignore[arg-type]
+
+
+# --- norm, pad, narrow, cumsum, casts, max/min, argmax, topk, one_hot, gather, scatter ---------
+
+
+def _dims_arg(args: CallArgs, index: int) -> list[int] | CallProblem | None:
+    """A `dim` that is none, a constant integer or a list of them."""
+    dim = args.const(index, "dim", None)
+    if isinstance(dim, int) and not isinstance(dim, bool):
+        return [dim]
+    if dim is None or (isinstance(dim, list) and all(_is_int(d) for d in dim)):
+        return dim  # type: ignore[return-value]
+    return CallProblem(f"`dim` of `{args.name}` must be a constant integer or list of them")
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _flag(args: CallArgs, index: int, keyword: str, default: bool) -> bool | CallProblem:
+    value = args.const(index, keyword, default)
+    if isinstance(value, bool):
+        return value
+    return CallProblem(f"`{keyword}` of `{args.name}` must be `true` or `false`")
+
+
+def _norm(args: CallArgs) -> Operation | CallProblem:
+    x = _first(args)
+    if isinstance(x, CallProblem):
+        return x
+    order = _number(args, 1, "ord" if "ord" in args.keywords else "p")
+    dims, keepdim = _dims_arg(args, 2), _flag(args, 3, "keepdim", False)
+    for found in (order, dims, keepdim):
+        if isinstance(found, CallProblem):
+            return found
+    problem = args.unknown_keywords(("p", "ord", "dim", "keepdim")) or _too_many(args, 4)
+    p = 2.0 if order is None else order
+    return problem or NormOp(x, p, dims, keepdim, _tensor())  # type: ignore[arg-type]
+
+
+def _pad(args: CallArgs) -> Operation | CallProblem:
+    x, pads = _first(args), args.value(1, "pad")
+    if isinstance(x, CallProblem):
+        return x
+    if pads is None or not isinstance(pads.owner, ListOp) or not pads.owner.elements:
+        return CallProblem(
+            "`pad` needs the pads as a list of (left, right) pairs, the last dim's first",
+            "write `pad(x, [1, 1, 2, 2])` to pad the last dim by 1 and the one before by 2",
+        )
+    found = _sizes("pad", [pads])
+    if isinstance(found, CallProblem):
+        return found
+    shape, dynamic = found
+    if len(shape) % 2:
+        return CallProblem(
+            f"`pad` takes (left, right) pairs, got {len(shape)} pads",
+            "give two pads per padded dim, the last dim's first",
+        )
+    mode, value = args.const(2, "mode", "constant"), _number(args, 3, "value")
+    if mode not in PadOp.MODES:
+        choices = ", ".join(f'`"{m}"`' for m in PadOp.MODES)
+        return CallProblem(f"`mode` of `pad` must be one of {choices}")
+    if isinstance(value, CallProblem):
+        return value
+    problem = args.unknown_keywords(("pad", "mode", "value")) or _too_many(args, 4)
+    return problem or PadOp(x, shape, dynamic, str(mode), value, _tensor())
+
+
+def _narrow(args: CallArgs) -> Operation | CallProblem:
+    x = _first(args)
+    if isinstance(x, CallProblem):
+        return x
+    dim, start, length = args.int_arg(1, "dim"), args.value(2, "start"), args.int_arg(3, "length")
+    if isinstance(dim, CallProblem):
+        return dim
+    if isinstance(length, CallProblem) or start is None:
+        return CallProblem(
+            "`narrow` needs a dim, a start (it may be computed) and a constant length",
+            "write `x.narrow(1, i, 4)`",
+        )
+    if length < 0:
+        return CallProblem(f"the length of `narrow` must not be negative, got {length}")
+    known = constant_of(start)
+    first: int | SSAValue = known if _is_int(known) else start  # type: ignore[assignment]
+    problem = args.unknown_keywords(("dim", "start", "length")) or _too_many(args, 4)
+    return problem or NarrowOp(x, dim, first, length, _tensor())
+
+
+def _cumulative(args: CallArgs) -> Operation | CallProblem:
+    x = _first(args)
+    if isinstance(x, CallProblem):
+        return x
+    dim = args.int_arg(1, "dim")
+    if isinstance(dim, CallProblem):
+        return dim
+    op = CumsumOp if args.name == "cumsum" else CumprodOp
+    return args.unknown_keywords(("dim",)) or _too_many(args, 2) or op(x, dim, _tensor())
+
+
+def _cast(args: CallArgs) -> Operation | CallProblem:
+    """`x.long()`, `x.float()`, `x.to(torch.int64)`: the element type is the op's."""
+    x = _first(args)
+    if isinstance(x, CallProblem):
+        return x
+    if not args.method:
+        example = "x.to(torch.float32)" if args.name == "to" else f"x.{args.name}()"
+        return CallProblem(f"`{args.name}` is a tensor method", f"write `{example}`")
+    if args.name != "to":
+        return _too_many(args, 1) or CastOp(x, DTYPES[args.name], _tensor())
+    dtype = _dtype_named(args.value(1, "dtype"))
+    if dtype is None:
+        return CallProblem(
+            "`to` takes a dtype: one of "
+            + ", ".join(f"`torch.{d}`" for d in DTYPES if d not in ("float", "half", "long")),
+            "write `x.to(torch.float32)`",
+        )
+    return args.unknown_keywords(("dtype",)) or _too_many(args, 2) or CastOp(x, dtype, _tensor())
+
+
+def _dtype_named(value: SSAValue | None) -> str | None:
+    """`torch.int64` as the element type it names (`i64`), else None."""
+    if value is None or not isinstance(value.owner, GetAttrOp):
+        return None
+    base = value.owner.input.owner
+    if not isinstance(base, RefOp) or base.symbol.root_reference.data != "torch":
+        return None
+    return DTYPES.get(value.owner.attr_name.data)
+
+
+def is_dtype_name(op: Operation) -> bool:
+    """`torch.float32` (a getattr of the name `torch`), which a cast folded away."""
+    if isinstance(op, RefOp):
+        return op.symbol.root_reference.data == "torch" and all(
+            isinstance(use.operation, GetAttrOp) for use in op.result.uses
+        )
+    return isinstance(op, GetAttrOp) and _dtype_named(op.result) is not None
+
+
+def _extremum(args: CallArgs) -> Operation | CallProblem:
+    """`x.max()` is the largest element; `x.max(dim=1)` the pair (values, indices)."""
+    x = _first(args)
+    if isinstance(x, CallProblem):
+        return x
+    dim, keepdim = args.const(1, "dim", None), _flag(args, 2, "keepdim", False)
+    if isinstance(keepdim, CallProblem):
+        return keepdim
+    problem = args.unknown_keywords(("dim", "keepdim")) or _too_many(args, 3)
+    if problem is not None:
+        return problem
+    if dim is None:
+        op = AmaxOp if args.name == "max" else AminOp
+        return op(x, None, False, _tensor())
+    if not _is_int(dim):
+        other = "maximum" if args.name == "max" else "minimum"
+        return CallProblem(
+            f"`dim` of `{args.name}` must be a constant integer",
+            f"for the elementwise {other} of two tensors write `where(a > b, a, b)`"
+            if args.name == "max"
+            else f"for the elementwise {other} of two tensors write `where(a < b, a, b)`",
+        )
+    op = MaxOp if args.name == "max" else MinOp
+    return op(x, dim, keepdim, _tensor())  # type: ignore[arg-type]
+
+
+def _arg_reduce(args: CallArgs) -> Operation | CallProblem:
+    x = _first(args)
+    if isinstance(x, CallProblem):
+        return x
+    dim, keepdim = args.const(1, "dim", None), _flag(args, 2, "keepdim", False)
+    if dim is not None and not _is_int(dim):
+        return CallProblem(f"`dim` of `{args.name}` must be a constant integer")
+    if isinstance(keepdim, CallProblem):
+        return keepdim
+    op = ArgmaxOp if args.name == "argmax" else ArgminOp
+    problem = args.unknown_keywords(("dim", "keepdim")) or _too_many(args, 3)
+    return problem or op(x, dim, keepdim, _tensor())  # type: ignore[arg-type]
+
+
+def _topk(args: CallArgs) -> Operation | CallProblem:
+    x = _first(args)
+    if isinstance(x, CallProblem):
+        return x
+    k, dim = args.int_arg(1, "k"), args.int_arg(2, "dim", -1)
+    largest, ordered = _flag(args, 3, "largest", True), _flag(args, 4, "sorted", True)
+    for found in (k, dim, largest, ordered):
+        if isinstance(found, CallProblem):
+            return found
+    if isinstance(k, int) and k < 0:
+        return CallProblem(f"`k` of `topk` must not be negative, got {k}")
+    if ordered is False:
+        return CallProblem(
+            "`topk` gives its values sorted", "leave out `sorted=false`: the order is then defined"
+        )
+    problem = args.unknown_keywords(("k", "dim", "largest", "sorted")) or _too_many(args, 5)
+    return problem or TopkOp(x, k, dim, not largest, _tensor())  # type: ignore[arg-type]
+
+
+def _one_hot(args: CallArgs) -> Operation | CallProblem:
+    x = _first(args)
+    if isinstance(x, CallProblem):
+        return x
+    classes = args.int_arg(1, "num_classes")
+    if isinstance(classes, CallProblem) or classes <= 0:
+        return CallProblem(
+            "`one_hot` needs `num_classes`, a positive constant: the number of classes is the "
+            "size of the new dim",
+            "write `one_hot(ids, num_classes=10)`",
+        )
+    problem = args.unknown_keywords(("num_classes",)) or _too_many(args, 2)
+    return problem or OneHotOp(x, classes, _tensor())
+
+
+def _gather(args: CallArgs) -> Operation | CallProblem:
+    x, dim, index = _first(args), args.int_arg(1, "dim"), args.value(2, "index")
+    if isinstance(x, CallProblem):
+        return x
+    if isinstance(dim, CallProblem):
+        return dim
+    if index is None:
+        return CallProblem("`gather` needs the index", "write `x.gather(1, index)`")
+    problem = args.unknown_keywords(("dim", "index")) or _too_many(args, 3)
+    return problem or GatherOp(x, index, dim, _tensor())
+
+
+def _scatter(args: CallArgs) -> Operation | CallProblem:
+    x, dim, index = _first(args), args.int_arg(1, "dim"), args.value(2, "index")
+    source_name = "source" if args.name == "index_add" else "src"
+    source = args.value(3, source_name)
+    if args.name == "scatter" and source is None:
+        source = args.keywords.get("value")
+    if isinstance(x, CallProblem):
+        return x
+    if isinstance(dim, CallProblem):
+        return dim
+    if index is None or source is None:
+        return CallProblem(
+            f"`{args.name}` needs a dim, an index and a `{source_name}`",
+            f"write `x.{args.name}(1, index, {source_name})`",
+        )
+    allowed = ("dim", "index", source_name, *(("value",) if args.name == "scatter" else ()))
+    problem = args.unknown_keywords(allowed) or _too_many(args, 4)
+    op = {"scatter": ScatterOp, "scatter_add": ScatterAddOp, "index_add": IndexAddOp}[args.name]
+    return problem or op(x, index, source, dim, _tensor())
 
 
 BUILDERS: dict[str, Builder] = {
@@ -709,6 +1009,18 @@ BUILDERS: dict[str, Builder] = {
     "size": _size,
     "attention": _attention,
     "loss": _loss,
+    "pow": _pow,
+    "norm": _norm,
+    "pad": _pad,
+    "narrow": _narrow,
+    "cumulative": _cumulative,
+    "cast": _cast,
+    "extremum": _extremum,
+    "arg_reduce": _arg_reduce,
+    "topk": _topk,
+    "one_hot": _one_hot,
+    "gather": _gather,
+    "scatter": _scatter,
 }
 """resolve-nml's builders, by the name a catalogue record's `builder` gives."""
 

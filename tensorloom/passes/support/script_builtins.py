@@ -20,7 +20,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 PYTHON_BUILTINS = frozenset(
-    ["print", "len", "range", "min", "max", "abs", "sum", "float", "int", "str"]
+    [
+        "print",
+        "len",
+        "range",
+        "min",
+        "max",
+        "abs",
+        "sum",
+        "float",
+        "int",
+        "str",
+        "round",
+        "pow",
+        "bool",
+    ]
 )
 TENSOR_CONSTRUCTORS = frozenset(["randn", "rand", "zeros", "ones", "arange", "full", "tensor"])
 TORCH_FUNCTIONS = frozenset(["manual_seed"])

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from xdsl.ir import Operation, SSAValue
 
 from tensorloom.catalogue.optimizers import OPTIMIZERS
+from tensorloom.catalogue.schedules import PER_EPOCH
 from tensorloom.dialects import py
 from tensorloom.passes.support.py_builder import PyBuilder
 from tensorloom.passes.train_lowering.plan import ScriptPlan
@@ -43,6 +44,12 @@ def scheduler_ops(plan: ScriptPlan) -> list[Operation]:
     if plan.schedule is None:
         return []
     top, body = PyBuilder(), PyBuilder()
+    params = [("optimizer", "torch.optim.Optimizer"), ("steps_per_epoch", "int"),
+              ("total_steps", "int")]  # fmt: skip
+    if plan.schedule in PER_EPOCH:
+        _plateau(body, plan)
+        top.def_("build_scheduler", params, body, "torch.optim.lr_scheduler.ReduceLROnPlateau")
+        return top.ops
     body.expr(body.const("`lr_schedule`: runtime/recipe.py's LrSchedule, stepped once per "
                          "optimizer step."))  # fmt: skip
     schedule = body.call("lr_schedule_from", body.name("LR_SCHEDULE"),
@@ -51,10 +58,19 @@ def scheduler_ops(plan: ScriptPlan) -> list[Operation]:
                          base_lr=body.name("LEARNING_RATE"))  # fmt: skip
     body.assign("schedule", schedule)
     body.ret(body.call("make_lr_scheduler", body.name("optimizer"), body.name("schedule")))
-    params = [("optimizer", "torch.optim.Optimizer"), ("steps_per_epoch", "int"),
-              ("total_steps", "int")]  # fmt: skip
     top.def_("build_scheduler", params, body, "torch.optim.lr_scheduler.LRScheduler")
     return top.ops
+
+
+def _plateau(body: PyBuilder, plan: ScriptPlan) -> None:
+    """`ReduceLROnPlateau(optimizer, mode="min", factor=LR_SCHEDULE["factor"], ...)`."""
+    body.expr(body.const("`lr_schedule = plateau`: torch's ReduceLROnPlateau on the validation "
+                         "loss, stepped after each validation."))  # fmt: skip
+    for key in plan.schedule_kwargs:
+        body.assign(key, body.subscript(body.name("LR_SCHEDULE"), body.const(key)))
+    arguments = [("", body.name("optimizer")), ("mode", body.const("min"))]
+    arguments += [(key, body.name(key)) for key in plan.schedule_kwargs]
+    body.ret(body.call_with("torch.optim.lr_scheduler.ReduceLROnPlateau", arguments))
 
 
 # --- the `Trainer` record --------------------------------------------------------------------

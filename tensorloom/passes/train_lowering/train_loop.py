@@ -25,6 +25,7 @@ from collections.abc import Callable
 
 from xdsl.ir import Operation, Region, SSAValue
 
+from tensorloom.catalogue.schedules import PER_EPOCH
 from tensorloom.dialects import py
 from tensorloom.dialects import torch as t
 from tensorloom.passes.convert_nml_to_torch import attr_ops
@@ -409,6 +410,8 @@ def _epoch(b: PyBuilder, plan: ScriptPlan, epoch: SSAValue) -> None:
     b.expr(b.method(b.name("metrics"), "write", written))
     summary = b.call("format_epoch_summary", b.name("record"), epochs=b.path("args", "epochs"))
     _log(b, plan, summary)
+    if plan.schedule in PER_EPOCH:
+        _plateau_step(b)
     if plan.recipe.keep_best is not None:
         b.expr(b.call("after_validation", b.name("trainer"), b.name("record")))
     else:
@@ -419,6 +422,16 @@ def _epoch(b: PyBuilder, plan: ScriptPlan, epoch: SSAValue) -> None:
     done.expr(done.call("save_if_due", *(done.name(n) for n in ("trainer", "epoch", "start_step",
                                                                  "args"))))  # fmt: skip
     b.if_(b.name("complete"), done)
+
+
+def _plateau_step(b: PyBuilder) -> None:
+    """`lr_schedule = plateau`: ReduceLROnPlateau steps on the epoch's validation loss (an
+    epoch that did not validate, with `val_every`, leaves it be)."""
+    step = PyBuilder()
+    method = step.attr(step.path("trainer", "scheduler"), "step")
+    step.expr(step.call(method, step.subscript(step.name("record"), step.const("val_loss"))))
+    b.comment("`lr_schedule = plateau`: stepped on the validation loss")
+    b.if_(b.is_set(b.subscript(b.name("record"), b.const("val_loss"))), step)
 
 
 def _break() -> PyBuilder:

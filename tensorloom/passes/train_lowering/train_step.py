@@ -26,6 +26,7 @@ from collections.abc import Callable
 
 from xdsl.ir import Operation, SSAValue
 
+from tensorloom.catalogue.schedules import PER_EPOCH
 from tensorloom.dialects import py
 from tensorloom.passes.support.py_builder import PyBuilder
 from tensorloom.passes.train_lowering.plan import ScriptPlan
@@ -161,7 +162,7 @@ def optimizer_step_ops(plan: ScriptPlan) -> list[Operation]:
     else:
         body.expr(body.method(body.name("optimizer"), "step"))
     body.expr(body.method(body.name("optimizer"), "zero_grad", set_to_none=body.const(True)))
-    if plan.schedule is not None:
+    if plan.schedule is not None and plan.schedule not in PER_EPOCH:
         body.expr(body.method(body.path("trainer", "scheduler"), "step"))
     body.stmt(py.AugAssignOp("+=", body.path("trainer", "step"), body.const(1)))
     top.def_("_optimizer_step", [("trainer", "Trainer")], body, None)

@@ -145,7 +145,7 @@ def test_positional_model_arguments_are_reported() -> None:
 @pytest.mark.parametrize(
     ("text", "code", "where"),
     [
-        ("model M:\n    layer fc = Linear(x[0], 2)\n", "TL0134", (2, 23)),
+        ("model M:\n    layer fc = Linear(x[0:1], 2)\n", "TL0134", (2, 23)),
         ("model M:\n    fn f(self, x=1):\n        return x\n", "TL0133", (2, 18)),
         ("model M:\n    fn f(self, x):\n        x.y = 1\n        return x\n", "TL0132", (3, 9)),
         ("model M:\n    fn f(self, x):\n        return x\n        x\n", "TL0135", (4, 9)),

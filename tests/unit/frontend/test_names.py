@@ -8,6 +8,7 @@ Python name), and names a Python identifier cannot be.
 from __future__ import annotations
 
 import sys
+import unicodedata
 from types import ModuleType
 
 import pytest
@@ -67,3 +68,37 @@ def test_nfkc_twins_are_one_model() -> None:
     text += "    fn forward(self, x):\n        return x\n"
     result = compile_text(text, "t.tl", until="nml")
     assert [d.code for d in result.sink.errors()] == ["TL0615"]
+
+
+def _name_like_characters() -> list[str]:
+    """Characters Python's `str.isidentifier` and Unicode's categories disagree about:
+    digits of other scripts and superscripts (No, Nl, Nd), marks (Mn, Mc), modifier
+    letters (Lm), letters NFKC changes, every one below U+3100."""
+    categories = {"No", "Nl", "Nd", "Mn", "Mc", "Me", "Lm", "Lo", "Pc", "Sk"}
+    return [
+        ch
+        for ch in map(chr, range(0xA0, 0x3100))
+        if unicodedata.category(ch) in categories or normalize_name(ch) != ch
+    ]
+
+
+def test_name_like_characters_are_diagnostics_not_crashes() -> None:
+    """fuzz-findings/32: a superscript two at the start of a line raised StopIteration
+    from the lexer. Each such character, where a name starts and inside one, is a token
+    or a TL0009 at its column."""
+    for ch in _name_like_characters():
+        for text in (f"{ch} = 1\n", f"a{ch} = 1\n", f"  {ch}a\n"):
+            sink = DiagnosticSink()
+            tokenize(text, "u.tl", sink)
+            codes = {d.code for d in sink.diagnostics}
+            assert all(c.startswith(("TL00", "TL01")) for c in codes), (hex(ord(ch)), codes)
+            assert all(d.primary.span.line == 1 for d in sink.diagnostics)
+
+
+def test_superscript_cannot_start_a_name() -> None:
+    sink = DiagnosticSink()
+    tokenize("let \u00b2x = 1\n", "u.tl", sink)
+    [diagnostic] = sink.diagnostics
+    assert diagnostic.code == "TL0009"
+    assert "`²` (U+00B2) cannot start one" in diagnostic.message
+    assert diagnostic.primary.span.col == 5

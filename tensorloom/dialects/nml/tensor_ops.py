@@ -1,0 +1,779 @@
+"""nml builtins that index, gather, pad, cast and pick: cumsum, topk, gather, pad, ...
+
+    %v = nml.cumsum %x dim 1 : (!nml.tensor<[B, 8], f32>) -> !nml.tensor<[B, 8], f32>
+    %t = nml.topk %x k 2 dim -1 : (!nml.tensor<[B, 8], f32>)
+           -> !nml.tuple<[!nml.tensor<[B, 2], f32>, !nml.tensor<[B, 2], i64>]>
+    %p = nml.pad %x pads [1 : i64, "?"](%n) : (...) -> ...
+    %c = nml.cast %x to "i64" : (!nml.tensor<[B, 8], f32>) -> !nml.tensor<[B, 8], i64>
+
+Every op here is a `SpelledOp`: its catalogue record (tensorloom/catalogue/functions.py)
+gives the PyTorch it lowers to, and `torch_arguments` lists the arguments that call
+takes after the tensor, so convert-nml-to-torch has one pattern for all of them. The
+shape rules are the helpers of tensorloom/catalogue/shapes.py.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    I64,
+    ArrayAttr,
+    Float64Type,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    StringAttr,
+    UnitAttr,
+    bf16,
+    f16,
+    f32,
+    i64,
+)
+from xdsl.ir import Attribute, SSAValue
+from xdsl.irdl import operand_def, opt_prop_def, prop_def, result_def, var_operand_def
+from xdsl.utils.exceptions import VerifyException
+
+from tensorloom.catalogue.shapes import (
+    ShapeMismatch,
+    Unifier,
+    gather_shape,
+    index_add_shape,
+    narrow_shape,
+    one_hot_shape,
+    pad_shape,
+    reduce_shape,
+    same_shape,
+    scatter_shape,
+    topk_shape,
+)
+from tensorloom.dialects.lazy_definition import lazy_op_definition
+from tensorloom.dialects.nml.builtins import (
+    DYNAMIC,
+    FunctionalOp,
+    SizedOp,
+    _int_array,
+    _ints,
+    _sized_entries,
+    apply_rule,
+)
+from tensorloom.dialects.nml.ops import Value
+from tensorloom.dialects.nml.types import (
+    AnyType,
+    Dim,
+    TensorType,
+    TupleType,
+    element_type_name,
+)
+
+Literal = int | float | bool | str | None
+TorchArgument = SSAValue | Literal | tuple[SSAValue | int, ...]
+"""One argument of the PyTorch call: a value, a constant, or a tuple of ints and values."""
+
+INDICES = IntegerType(64)
+
+ELEMENT_TYPES: dict[str, Attribute] = {
+    "f32": f32, "f16": f16, "bf16": bf16, "i64": i64, "i1": IntegerType(1),
+}  # fmt: skip
+"""The element types a cast may give, by the name a tensor type prints."""
+
+DTYPES: dict[str, str] = {
+    "float32": "f32", "float": "f32", "float16": "f16", "half": "f16", "bfloat16": "bf16",
+    "int64": "i64", "long": "i64", "bool": "i1",
+}  # fmt: skip
+"""`torch.<dtype>` names (and the cast methods: `.float()`, `.long()`) -> element type."""
+
+TORCH_DTYPES: dict[str, str] = {
+    "f32": "torch.float32", "f16": "torch.float16", "bf16": "torch.bfloat16",
+    "i64": "torch.int64", "i1": "torch.bool",
+}  # fmt: skip
+"""How a cast's element type is spelled in the emitted script."""
+
+
+class SpelledOp(FunctionalOp, ABC):
+    """A builtin whose lowering is its catalogue record's PyTorch spelling, called on
+    its first operand with `torch_arguments` (name "" for a positional one)."""
+
+    FUNCTION: ClassVar[str]
+    """The catalogue record (tensorloom/catalogue/functions.py) that spells it."""
+
+    @property
+    @abstractmethod
+    def tensor(self) -> SSAValue: ...
+
+    @abstractmethod
+    def torch_arguments(self) -> list[tuple[str, TorchArgument]]: ...
+
+
+def _element_of(operand: Attribute) -> Attribute:
+    return (
+        operand.element_type
+        if isinstance(operand, TensorType)
+        else TensorType.unranked().element_type
+    )
+
+
+def _integers(types: Sequence[Attribute], what: str) -> ShapeMismatch | None:
+    """Sizes the forward computes must be integers (`x.size(2) - 4`, a loop counter)."""
+    if all(isinstance(t, AnyType) or t == i64 for t in types):
+        return None
+    return ShapeMismatch(f"{what}, got a float", help="compute it from `x.size(d)` with `+ - *`")
+
+
+def _dim_property(dim: int | None) -> IntegerAttr | None:
+    return None if dim is None else IntegerAttr(dim, i64)
+
+
+class _AlongDimOp(SpelledOp, ABC):
+    """`nml.cumsum %x dim 1`: the same shape, computed along one dim."""
+
+    input = operand_def()
+    dim = prop_def(IntegerAttr[I64])
+    result = result_def()
+
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$input `dim` $dim attr-dict `:` functional-type($input, $result)"
+    )
+
+    def __init__(self, input: Value, dim: int, result_type: Attribute):
+        super().__init__(
+            operands=[input], properties={"dim": IntegerAttr(dim, i64)}, result_types=[result_type]
+        )
+
+    @property
+    def tensor(self) -> SSAValue:
+        return self.input
+
+    def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
+        return [("dim", self.dim.value.data)]
+
+    def infer_shape(
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
+        axis = self.dim.value.data
+        return apply_rule(operand_types[0], lambda dims: same_shape(dims, axis))
+
+
+@lazy_op_definition
+class CumsumOp(_AlongDimOp):
+    name = "nml.cumsum"
+    FUNCTION: ClassVar[str] = "cumsum"
+
+
+@lazy_op_definition
+class CumprodOp(_AlongDimOp):
+    name = "nml.cumprod"
+    FUNCTION: ClassVar[str] = "cumprod"
+
+
+@lazy_op_definition
+class NormOp(SpelledOp):
+    """`nml.norm %x p 2.0 dims [-1] keepdim`: the vector p-norm over `dims` (every dim
+    without), `torch.linalg.vector_norm`."""
+
+    name = "nml.norm"
+    FUNCTION: ClassVar[str] = "linalg.vector_norm"
+
+    input = operand_def()
+    p = prop_def(FloatAttr[Float64Type])
+    dims = opt_prop_def(ArrayAttr[IntegerAttr[I64]])
+    keepdim = opt_prop_def(UnitAttr)
+    result = result_def()
+
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$input `p` $p (`dims` $dims^)? (`keepdim` $keepdim^)? attr-dict `:` "
+        "functional-type($input, $result)"
+    )
+
+    def __init__(
+        self,
+        input: Value,
+        p: float,
+        dims: Sequence[int] | None,
+        keepdim: bool,
+        result_type: Attribute,
+    ):
+        super().__init__(
+            operands=[input],
+            properties={
+                "p": FloatAttr(p, Float64Type()),
+                "dims": _int_array(dims) if dims is not None else None,
+                "keepdim": UnitAttr() if keepdim else None,
+            },
+            result_types=[result_type],
+        )
+
+    @property
+    def tensor(self) -> SSAValue:
+        return self.input
+
+    def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
+        arguments: list[tuple[str, TorchArgument]] = [("ord", self.p.value.data)]
+        dims = _ints(self.dims)
+        if dims is not None:
+            arguments.append(("dim", dims[0] if len(dims) == 1 else tuple(dims)))
+        if self.keepdim is not None:
+            arguments.append(("keepdim", True))
+        return arguments
+
+    def infer_shape(
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
+        axes, keep = _ints(self.dims), self.keepdim is not None
+        return apply_rule(operand_types[0], lambda dims: reduce_shape(dims, axes, keep))
+
+
+@lazy_op_definition
+class PadOp(SizedOp, SpelledOp):
+    """`nml.pad %x pads [1 : i64, 1 : i64, "?", "?"](%a, %b) mode "constant" value 0.0`:
+    `F.pad`, the last dims grown by (left, right) pairs, the last dim's first. A pad may
+    be `"?"`, a size the forward computes (the next dynamic operand)."""
+
+    name = "nml.pad"
+    FUNCTION: ClassVar[str] = "pad"
+
+    input = operand_def()
+    pads = prop_def(ArrayAttr)
+    mode = prop_def(StringAttr)
+    value = opt_prop_def(FloatAttr[Float64Type])
+    dynamic_sizes = var_operand_def()  # type: ignore[assignment]
+    result = result_def()
+
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$input `pads` $pads (`(` $dynamic_sizes^ `)`)? `mode` $mode (`value` $value^)? "
+        "attr-dict `:` functional-type(operands, results)"
+    )
+
+    MODES: ClassVar[tuple[str, ...]] = ("constant", "reflect", "replicate", "circular")
+
+    def __init__(
+        self,
+        input: Value,
+        pads: Sequence[Attribute],
+        dynamic_sizes: Sequence[Value],
+        mode: str,
+        value: float | None,
+        result_type: Attribute,
+    ):
+        super().__init__(
+            operands=[input, dynamic_sizes],
+            properties={
+                "pads": ArrayAttr(pads),
+                "mode": StringAttr(mode),
+                "value": None if value is None else FloatAttr(value, Float64Type()),
+            },
+            result_types=[result_type],
+        )
+
+    def verify_(self) -> None:
+        if len(self.pads.data) % 2:
+            raise VerifyException("pad takes (left, right) pairs: an even number of pads")
+        if self.mode.data not in self.MODES:
+            raise VerifyException(f"pad mode must be one of {', '.join(self.MODES)}")
+
+    @property
+    def tensor(self) -> SSAValue:
+        return self.input
+
+    def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
+        dynamic = iter(self.dynamic_sizes)
+        pads = tuple(
+            next(dynamic) if isinstance(a, StringAttr) else a.value.data  # type: ignore[union-attr]
+            for a in self.pads.data
+        )
+        arguments: list[tuple[str, TorchArgument]] = [("", pads)]
+        if self.mode.data != "constant":
+            arguments.append(("mode", self.mode.data))
+        if self.value is not None:
+            arguments.append(("value", self.value.value.data))
+        return arguments
+
+    def infer_sized(
+        self, operand_types: Sequence[Attribute], sizes: Sequence[Dim], unifier: Unifier
+    ) -> Attribute | ShapeMismatch:
+        problem = _integers(operand_types[1:], "the pads must be integers")
+        if problem is not None:
+            return problem
+        pads = _sized_entries(self.pads, sizes)
+        return apply_rule(operand_types[0], lambda dims: pad_shape(dims, pads))
+
+
+@lazy_op_definition
+class NarrowOp(SizedOp, SpelledOp):
+    """`nml.narrow %x dim 1 start "?" length 4 (%i)`: `x.narrow(dim, start, length)`; the
+    start may be a size the forward computes (a loop counter), the length must be known."""
+
+    name = "nml.narrow"
+    FUNCTION: ClassVar[str] = "narrow"
+
+    input = operand_def()
+    dim = prop_def(IntegerAttr[I64])
+    start = prop_def(Attribute)
+    length = prop_def(IntegerAttr[I64])
+    dynamic_sizes = var_operand_def()  # type: ignore[assignment]
+    result = result_def()
+
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$input `dim` $dim `start` $start `length` $length (`(` $dynamic_sizes^ `)`)? "
+        "attr-dict `:` functional-type(operands, results)"
+    )
+
+    def __init__(
+        self,
+        input: Value,
+        dim: int,
+        start: int | SSAValue,
+        length: int,
+        result_type: Attribute,
+    ):
+        dynamic = isinstance(start, SSAValue)
+        super().__init__(
+            operands=[input, [start] if dynamic else []],
+            properties={
+                "dim": IntegerAttr(dim, i64),
+                "start": StringAttr(DYNAMIC) if dynamic else IntegerAttr(start, i64),
+                "length": IntegerAttr(length, i64),
+            },
+            result_types=[result_type],
+        )
+
+    def verify_(self) -> None:
+        if self.length.value.data < 0:
+            raise VerifyException("narrow's length must not be negative")
+        dynamic = isinstance(self.start, StringAttr)
+        if dynamic != bool(self.dynamic_sizes):
+            raise VerifyException('narrow takes a dynamic operand exactly when start is "?"')
+
+    @property
+    def tensor(self) -> SSAValue:
+        return self.input
+
+    def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
+        start = self.start
+        first: TorchArgument = (
+            self.dynamic_sizes[0] if isinstance(start, StringAttr) else start.value.data  # type: ignore[attr-defined]
+        )
+        return [("", self.dim.value.data), ("", first), ("", self.length.value.data)]
+
+    def infer_sized(
+        self, operand_types: Sequence[Attribute], sizes: Sequence[Dim], unifier: Unifier
+    ) -> Attribute | ShapeMismatch:
+        problem = _integers(operand_types[1:], "the start must be an integer")
+        if problem is not None:
+            return problem
+        start = sizes[0] if sizes else self.start.value.data  # type: ignore[attr-defined]
+        dim, length = self.dim.value.data, self.length.value.data
+        return apply_rule(operand_types[0], lambda dims: narrow_shape(dims, dim, start, length))
+
+
+@lazy_op_definition
+class CastOp(FunctionalOp):
+    """`nml.cast %x to "i64"`: `x.to(torch.int64)` (`.long()`, `.float()`, ...); the element
+    type is one of the types a tensor type names (f32, f16, bf16, i64, i1)."""
+
+    name = "nml.cast"
+
+    input = operand_def()
+    dtype = prop_def(StringAttr)
+    result = result_def()
+
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$input `to` $dtype attr-dict `:` functional-type($input, $result)"
+    )
+
+    def __init__(self, input: Value, dtype: str, result_type: Attribute):
+        super().__init__(
+            operands=[input], properties={"dtype": StringAttr(dtype)}, result_types=[result_type]
+        )
+
+    def verify_(self) -> None:
+        if self.dtype.data not in ELEMENT_TYPES:
+            raise VerifyException(f"cast to an unknown element type `{self.dtype.data}`")
+
+    def element_type(self) -> Attribute:
+        return ELEMENT_TYPES[self.dtype.data]
+
+    def infer_shape(
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
+        operand = operand_types[0]
+        if isinstance(operand, AnyType):
+            return TensorType.unranked(self.element_type())
+        if not isinstance(operand, TensorType):
+            return ShapeMismatch(f"expected a tensor, got {operand}")
+        return TensorType(operand.shape, self.element_type())
+
+
+class _ArgReduceOp(SpelledOp, ABC):
+    """`nml.argmax %x dim 1 keepdim`: the index of the largest (smallest) element along
+    `dim` (of the flattened tensor without), as i64."""
+
+    input = operand_def()
+    dim = opt_prop_def(IntegerAttr[I64])
+    keepdim = opt_prop_def(UnitAttr)
+    result = result_def()
+
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$input (`dim` $dim^)? (`keepdim` $keepdim^)? attr-dict `:` "
+        "functional-type($input, $result)"
+    )
+
+    def __init__(self, input: Value, dim: int | None, keepdim: bool, result_type: Attribute):
+        super().__init__(
+            operands=[input],
+            properties={"dim": _dim_property(dim), "keepdim": UnitAttr() if keepdim else None},
+            result_types=[result_type],
+        )
+
+    @property
+    def tensor(self) -> SSAValue:
+        return self.input
+
+    def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
+        arguments: list[tuple[str, TorchArgument]] = []
+        if self.dim is not None:
+            arguments.append(("dim", self.dim.value.data))
+        if self.keepdim is not None:
+            arguments.append(("keepdim", True))
+        return arguments
+
+    def infer_shape(
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
+        axis = None if self.dim is None else self.dim.value.data
+        keep = self.keepdim is not None and axis is not None
+        found = apply_rule(operand_types[0], lambda dims: reduce_shape(dims, axis, keep))
+        if isinstance(found, TensorType):
+            return TensorType(found.shape, INDICES)
+        return found
+
+
+@lazy_op_definition
+class ArgmaxOp(_ArgReduceOp):
+    name = "nml.argmax"
+    FUNCTION: ClassVar[str] = "argmax"
+
+
+@lazy_op_definition
+class ArgminOp(_ArgReduceOp):
+    name = "nml.argmin"
+    FUNCTION: ClassVar[str] = "argmin"
+
+
+class _ValuesIndicesOp(SpelledOp, ABC):
+    """An op whose result is the pair (values, i64 indices), as PyTorch's named tuple."""
+
+    def pair(self, operand: Attribute, dims: Sequence[Dim] | None) -> Attribute:
+        element = _element_of(operand)
+        return TupleType.of(
+            [TensorType.from_dims(dims, element), TensorType.from_dims(dims, INDICES)]
+        )
+
+
+class _ExtremumOp(_ValuesIndicesOp, ABC):
+    """`nml.max %x dim 1 keepdim`: the largest values along `dim` and where they are."""
+
+    input = operand_def()
+    dim = prop_def(IntegerAttr[I64])
+    keepdim = opt_prop_def(UnitAttr)
+    result = result_def()
+
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$input `dim` $dim (`keepdim` $keepdim^)? attr-dict `:` functional-type($input, $result)"
+    )
+
+    def __init__(self, input: Value, dim: int, keepdim: bool, result_type: Attribute):
+        super().__init__(
+            operands=[input],
+            properties={"dim": IntegerAttr(dim, i64), "keepdim": UnitAttr() if keepdim else None},
+            result_types=[result_type],
+        )
+
+    @property
+    def tensor(self) -> SSAValue:
+        return self.input
+
+    def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
+        arguments: list[tuple[str, TorchArgument]] = [("dim", self.dim.value.data)]
+        return arguments + ([("keepdim", True)] if self.keepdim is not None else [])
+
+    def infer_shape(
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
+        operand = operand_types[0]
+        axis, keep = self.dim.value.data, self.keepdim is not None
+        found = apply_rule(operand, lambda dims: reduce_shape(dims, axis, keep))
+        if not isinstance(found, TensorType):
+            return found
+        return self.pair(operand, found.dims)
+
+
+@lazy_op_definition
+class MaxOp(_ExtremumOp):
+    name = "nml.max"
+    FUNCTION: ClassVar[str] = "max"
+
+
+@lazy_op_definition
+class MinOp(_ExtremumOp):
+    name = "nml.min"
+    FUNCTION: ClassVar[str] = "min"
+
+
+@lazy_op_definition
+class TopkOp(_ValuesIndicesOp):
+    """`nml.topk %x k 2 dim -1 smallest`: the k largest (smallest) values along `dim`,
+    sorted, and their indices."""
+
+    name = "nml.topk"
+    FUNCTION: ClassVar[str] = "topk"
+
+    input = operand_def()
+    k = prop_def(IntegerAttr[I64])
+    dim = prop_def(IntegerAttr[I64])
+    smallest = opt_prop_def(UnitAttr)
+    result = result_def()
+
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$input `k` $k `dim` $dim (`smallest` $smallest^)? attr-dict `:` "
+        "functional-type($input, $result)"
+    )
+
+    def __init__(self, input: Value, k: int, dim: int, smallest: bool, result_type: Attribute):
+        super().__init__(
+            operands=[input],
+            properties={
+                "k": IntegerAttr(k, i64),
+                "dim": IntegerAttr(dim, i64),
+                "smallest": UnitAttr() if smallest else None,
+            },
+            result_types=[result_type],
+        )
+
+    def verify_(self) -> None:
+        if self.k.value.data < 0:
+            raise VerifyException("topk's k must not be negative")
+
+    @property
+    def tensor(self) -> SSAValue:
+        return self.input
+
+    def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
+        arguments: list[tuple[str, TorchArgument]] = [
+            ("", self.k.value.data),
+            ("dim", self.dim.value.data),
+        ]
+        return arguments + ([("largest", False)] if self.smallest is not None else [])
+
+    def infer_shape(
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
+        operand = operand_types[0]
+        k, axis = self.k.value.data, self.dim.value.data
+        found = apply_rule(operand, lambda dims: topk_shape(dims, k, axis))
+        if not isinstance(found, TensorType):
+            return found
+        return self.pair(operand, found.dims)
+
+
+@lazy_op_definition
+class OneHotOp(SpelledOp):
+    """`nml.one_hot %ids classes 10`: [..] class indices -> [.., 10] of 0 and 1 (i64)."""
+
+    name = "nml.one_hot"
+    FUNCTION: ClassVar[str] = "one_hot"
+
+    input = operand_def()
+    num_classes = prop_def(IntegerAttr[I64])
+    result = result_def()
+
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$input `classes` $num_classes attr-dict `:` functional-type($input, $result)"
+    )
+
+    def __init__(self, input: Value, num_classes: int, result_type: Attribute):
+        super().__init__(
+            operands=[input],
+            properties={"num_classes": IntegerAttr(num_classes, i64)},
+            result_types=[result_type],
+        )
+
+    def verify_(self) -> None:
+        if self.num_classes.value.data <= 0:
+            raise VerifyException("one_hot needs a positive number of classes")
+
+    @property
+    def tensor(self) -> SSAValue:
+        return self.input
+
+    def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
+        return [("num_classes", self.num_classes.value.data)]
+
+    def infer_shape(
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
+        operand = operand_types[0]
+        if isinstance(operand, TensorType) and operand.element_type != INDICES:
+            element = element_type_name(operand.element_type)
+            return ShapeMismatch(
+                f"`one_hot` takes class indices (i64), got {element}",
+                help="cast the indices first: `ids.long()`",
+            )
+        classes = self.num_classes.value.data
+        found = apply_rule(operand, lambda dims: one_hot_shape(dims, classes))
+        return TensorType(found.shape, INDICES) if isinstance(found, TensorType) else found
+
+
+def _index_type(index: Attribute, what: str) -> ShapeMismatch | None:
+    if isinstance(index, TensorType) and index.element_type != INDICES:
+        return ShapeMismatch(
+            f"`{what}` takes an i64 index tensor, got {element_type_name(index.element_type)}",
+            help="make the index with `.long()` or from `argmax`, `topk` or `arange`",
+        )
+    return None
+
+
+@lazy_op_definition
+class GatherOp(SpelledOp):
+    """`nml.gather %x, %index dim 1`: out[i][j] = x[i][index[i][j]] (for dim 1); the result
+    has the index's shape and x's element type."""
+
+    name = "nml.gather"
+    FUNCTION: ClassVar[str] = "gather"
+
+    input = operand_def()
+    index = operand_def()
+    dim = prop_def(IntegerAttr[I64])
+    result = result_def()
+
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$input `,` $index `dim` $dim attr-dict `:` functional-type(operands, results)"
+    )
+
+    def __init__(self, input: Value, index: Value, dim: int, result_type: Attribute):
+        super().__init__(
+            operands=[input, index],
+            properties={"dim": IntegerAttr(dim, i64)},
+            result_types=[result_type],
+        )
+
+    @property
+    def tensor(self) -> SSAValue:
+        return self.input
+
+    def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
+        return [("", self.dim.value.data), ("", self.index)]
+
+    def infer_shape(
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
+        x, index = operand_types
+        problem = _index_type(index, "gather")
+        if problem is not None:
+            return problem
+        if not isinstance(x, TensorType) or not isinstance(index, TensorType):
+            return TensorType.unranked(_element_of(x))
+        found = gather_shape(x.dims, index.dims, self.dim.value.data, unifier or Unifier())
+        if isinstance(found, ShapeMismatch):
+            return found
+        return TensorType.from_dims(found, x.element_type)
+
+
+class _ScatterLikeOp(SpelledOp, ABC):
+    """`nml.scatter_add %x, %index, %src dim 1`: x with src's values written (added) at
+    the index along `dim`; the result has x's type."""
+
+    input = operand_def()
+    index = operand_def()
+    source = operand_def()
+    dim = prop_def(IntegerAttr[I64])
+    result = result_def()
+
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$input `,` $index `,` $source `dim` $dim attr-dict `:` functional-type(operands, results)"
+    )
+
+    def __init__(self, input: Value, index: Value, source: Value, dim: int, result_type: Attribute):
+        super().__init__(
+            operands=[input, index, source],
+            properties={"dim": IntegerAttr(dim, i64)},
+            result_types=[result_type],
+        )
+
+    @property
+    def tensor(self) -> SSAValue:
+        return self.input
+
+    def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
+        return [("", self.dim.value.data), ("", self.index), ("", self.source)]
+
+    @abstractmethod
+    def check(
+        self, x: TensorType, index: TensorType, source: Attribute, u: Unifier
+    ) -> ShapeMismatch | None: ...
+
+    def infer_shape(
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
+        x, index, source = operand_types
+        what = self.name.removeprefix("nml.")
+        problem = _index_type(index, what)
+        if problem is not None:
+            return problem
+        if not isinstance(x, TensorType) or not isinstance(index, TensorType):
+            return x if isinstance(x, TensorType) else TensorType.unranked()
+        return self.check(x, index, source, unifier or Unifier()) or x
+
+
+class _ScatterOp(_ScatterLikeOp, ABC):
+    def check(
+        self, x: TensorType, index: TensorType, source: Attribute, u: Unifier
+    ) -> ShapeMismatch | None:
+        src = source.dims if isinstance(source, TensorType) else None
+        scalar = not isinstance(source, TensorType)
+        what = self.name.removeprefix("nml.")
+        return scatter_shape(x.dims, index.dims, src, scalar, self.dim.value.data, u, what)
+
+
+@lazy_op_definition
+class ScatterOp(_ScatterOp):
+    name = "nml.scatter"
+    FUNCTION: ClassVar[str] = "scatter"
+
+
+@lazy_op_definition
+class ScatterAddOp(_ScatterOp):
+    name = "nml.scatter_add"
+    FUNCTION: ClassVar[str] = "scatter_add"
+
+    def check(
+        self, x: TensorType, index: TensorType, source: Attribute, u: Unifier
+    ) -> ShapeMismatch | None:
+        if not isinstance(source, TensorType):
+            return ShapeMismatch("`scatter_add` adds a tensor `src`, not a number")
+        return super().check(x, index, source, u)
+
+
+@lazy_op_definition
+class IndexAddOp(_ScatterLikeOp):
+    """`nml.index_add %x, %index, %source dim 0`: x with source's slices added at the
+    1-D index along `dim` (a token's output added to its row, in a sparse MoE)."""
+
+    name = "nml.index_add"
+    FUNCTION: ClassVar[str] = "index_add"
+
+    def check(
+        self, x: TensorType, index: TensorType, source: Attribute, u: Unifier
+    ) -> ShapeMismatch | None:
+        if not isinstance(source, TensorType):
+            return ShapeMismatch("`index_add` adds a tensor `source`, not a number")
+        return index_add_shape(x.dims, index.dims, source.dims, self.dim.value.data, u)
+
+
+TENSOR_OPS: tuple[type[FunctionalOp], ...] = (
+    CumsumOp, CumprodOp, NormOp, PadOp, NarrowOp, CastOp, ArgmaxOp, ArgminOp, MaxOp, MinOp,
+    TopkOp, OneHotOp, GatherOp, ScatterOp, ScatterAddOp, IndexAddOp,
+)  # fmt: skip
+"""The ops of this file, registered with the dialect beside builtins.py's."""
