@@ -224,7 +224,7 @@ def test_emitted_lm_is_the_handwritten_baseline(
     script = tmp_path / "emitted_lm.py"
     tlc = Path(sys.executable).with_name("tlc")
     subprocess.run([str(tlc), "compile", str(BENCH / "programs" / "transformer_lm.tl"), "-o",
-                    str(script)], check=True, capture_output=True)  # fmt: skip
+                    str(script), "--single-file"], check=True, capture_output=True)  # fmt: skip
     emitted = load(script, "bench_emitted_lm").TransformerLM().eval()
     cfg = lm.LMConfig(dropout=0.0, attention=attention)
     hand = lm.TransformerLM(cfg).eval()
@@ -382,8 +382,8 @@ def test_emitted_gpt2_trains_as_the_handwritten_loop(tmp_path: Path, gpt2_train)
     (tmp_path / "tiny.tl").write_text(TINY_GPT2)
     script = tmp_path / "tiny.py"
     tlc = Path(sys.executable).with_name("tlc")
-    subprocess.run([str(tlc), "compile", str(tmp_path / "tiny.tl"), "-o", str(script)],
-                   check=True, capture_output=True)  # fmt: skip
+    subprocess.run([str(tlc), "compile", str(tmp_path / "tiny.tl"), "-o", str(script),
+                    "--single-file"], check=True, capture_output=True)  # fmt: skip
     gpt2_train.write_stdlib_tokens(tmp_path, val_tokens=16 * 4 + 1, max_bytes=40_000)
     metrics = tmp_path / "m.jsonl"
     torch.manual_seed(0)  # as gpt2_train.py seeds before it builds its model

@@ -61,4 +61,4 @@ def test_graphviz_source_needs_no_graphviz_package(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     source = (tmp_path / "model.dot").read_text()
     assert source.startswith('digraph "Classifier" {')
-    assert '\tn1 [label="fc1: Linear(64, 256)" shape="box"' in source
+    assert '\tn1 [label="fc1: Linear(64, 256)" shape=box' in source
