@@ -112,9 +112,25 @@ def render_check(result: Compilation, flows: list[ModelFlow], fmt: str) -> Repla
     status = sink_status(result.sink)
     if fmt == "json":
         return Replay(json.dumps(_json(result, flows), indent=2) + "\n", "", status)
+    if fmt in CI_FORMATS:
+        return Replay(render_ci(result, fmt), "", status)
     color = check_cache.use_color(fmt)
     diagnostics = render_text.render_all(result.sink.sorted(), result.sources, color=color)
     return Replay(_flows_text(result, flows), diagnostics, status)
+
+
+CI_FORMATS = ("github", "sarif")  # annotations for CI, on stdout (diagnostics/render_ci.py)
+
+
+def render_ci(result: Compilation, fmt: str) -> str:
+    """GitHub Actions' `::error file=...,line=...::` lines, or one SARIF 2.1.0 log."""
+    from tensorloom import __version__
+    from tensorloom.diagnostics import render_ci
+
+    diagnostics = result.sink.sorted()
+    if fmt == "github":
+        return render_ci.render_github(diagnostics)
+    return render_ci.render_sarif(diagnostics, __version__)
 
 
 def store_result(name: str, command: str, result: Compilation, replay: Replay) -> None:
@@ -151,7 +167,8 @@ def _json(result: Compilation, flows: list[ModelFlow]) -> dict[str, Any]:
         "diagnostics": [render_json.to_dict(d) for d in result.sink.sorted()],
         "models": [flow_dict(flow) for flow in flows],
         "data": [
-            {"name": n, "samples": a, "targets": t, "from": o} for n, a, t, o in _data(result)
+            {"name": n, "samples": a, "targets": t, "from": o}
+            for n, a, t, o in dataset_rows(result)
         ],
     }
 
@@ -173,12 +190,12 @@ def _flows_text(result: Compilation, flows: list[ModelFlow]) -> str:
     if not result.ok:
         return ""
     text = format_flows(flows) if flows else f"{result.path}: ok (no models)\n"
-    for name, samples, targets, origin in _data(result):
+    for name, samples, targets, origin in dataset_rows(result):
         text += f"data {name}: samples {samples}, targets {targets}; from {origin}\n"
     return text
 
 
-def _data(result: Compilation) -> list[tuple[str, str, str, str]]:
+def dataset_rows(result: Compilation) -> list[tuple[str, str, str, str]]:
     """Each dataset's shapes, and where they came from: (name, samples, targets, origin)."""
     from tensorloom.catalogue.data_files import DataCheck
     from tensorloom.catalogue.shapes import format_shape
@@ -230,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="tlc check")
     parser.add_argument("file", type=Path)
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--format", choices=("text", "json", *CI_FORMATS), default="text")
     parser.add_argument("--no-cache", action="store_true")
     args = parser.parse_args(argv)
     return run_check(args.file, args.format, use_cache=not args.no_cache)

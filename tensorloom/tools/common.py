@@ -37,11 +37,13 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-def format_option(what: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
+def format_option(
+    what: str, extra: tuple[str, ...] = ()
+) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """`--format text|json` (how to print `what`), with `--json` kept as its alias.
 
     Every command with JSON output takes both, so `tlc check --json` and
-    `tlc info --format json` work alike.
+    `tlc info --format json` work alike; `extra` adds formats of one command's own.
     """
 
     def decorate(command: Callable[P, R]) -> Callable[P, R]:
@@ -49,7 +51,7 @@ def format_option(what: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
         choice = click.option(
             "--format",
             "fmt",
-            type=click.Choice(["text", "json"]),
+            type=click.Choice(["text", "json", *extra]),
             default="text",
             show_default=True,
             help=f"how to print {what}",
@@ -59,7 +61,8 @@ def format_option(what: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
     return decorate
 
 
-FORMAT_OPTION = format_option("diagnostics")
+# `tlc check`'s: also GitHub Actions annotations and SARIF, for CI (tools/check.py)
+FORMAT_OPTION = format_option("diagnostics", ("github", "sarif"))
 # click's own ways out of a command: usage errors, --help, Ctrl-C
 CLICK_EXITS = (click.exceptions.ClickException, click.exceptions.Exit, click.Abort)
 

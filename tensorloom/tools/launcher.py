@@ -96,7 +96,7 @@ def _plain_check(arguments: list[str]) -> tuple[str, str, bool] | None:
     line = _command_line(arguments)
     if line is None or line.command != "check":
         return None
-    if line.value not in ("text", "json") or not os.path.isfile(line.file):
+    if line.value not in ("text", "json", "github", "sarif") or not os.path.isfile(line.file):
         return None  # click's to report: an unknown format or a folder is a usage error
     return line.file, line.value, not line.no_cache
 

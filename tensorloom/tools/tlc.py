@@ -117,7 +117,7 @@ BIND_OPTION = click.option(
 @BIND_OPTION
 @click.option("--no-cache", is_flag=True, help="check afresh; neither read nor write the cache")
 @compiler_command
-def check(file: Path, fmt: Format, bindings: dict[str, int], no_cache: bool) -> int:
+def check(file: Path, fmt: str, bindings: dict[str, int], no_cache: bool) -> int:
     """Check FILE (names, configs, shapes, train settings); print each model's shape flow."""
     from tensorloom.tools.check import run_check
 
@@ -285,6 +285,26 @@ def plot(metrics: Path, output: Path) -> int:
     from tensorloom.tools.pictures import run_plot
 
     return run_plot(metrics, output)
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--check", is_flag=True, help="change nothing; exit 1 listing the files that would change"
+)
+@click.option("--diff", is_flag=True, help="change nothing; print what would change as a diff")
+@click.option(
+    "--stdin-filename",
+    default="<stdin>.tl",
+    show_default=True,
+    help="with `-`: the name diagnostics use; a .nml suffix reads the text as .nml",
+)
+@compiler_command
+def fmt(paths: tuple[Path, ...], check: bool, diff: bool, stdin_filename: str) -> int:
+    """Lay out .tl and .nml files (and the folders' ones) canonically; `-` filters stdin."""
+    from tensorloom.tools.fmt import run_fmt
+
+    return run_fmt(list(paths), check=check, diff=diff, stdin_name=stdin_filename)
 
 
 @cli.command()

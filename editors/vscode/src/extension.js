@@ -9,15 +9,23 @@ const { LanguageClient, TransportKind } = require("vscode-languageclient/node");
 let client;
 
 function activate(context) {
-  const [command, ...args] = vscode.workspace
-    .getConfiguration("tensorloom")
-    .get("server.command", ["tlc", "lsp"]);
+  const settings = vscode.workspace.getConfiguration("tensorloom");
+  const [command, ...args] = settings.get("server.command", ["tlc", "lsp"]);
   const server = { command, args, transport: TransportKind.stdio };
   const options = {
     documentSelector: [
       { scheme: "file", language: "tensorloom" },
       { scheme: "file", language: "tensorloom-nml" },
     ],
+    // `tlc lsp` reads {"inlayHints": {"shapes", "configs"}} at start-up, and the
+    // `tensorloom` section again whenever the settings change.
+    initializationOptions: {
+      inlayHints: {
+        shapes: settings.get("inlayHints.shapes", true),
+        configs: settings.get("inlayHints.configs", true),
+      },
+    },
+    synchronize: { configurationSection: "tensorloom" },
   };
   client = new LanguageClient("tensorloom", "TensorLoom", server, options);
   context.subscriptions.push(client);

@@ -1,4 +1,6 @@
-"""Hover: a value's shape, a layer's signature and parameter count, a model's flow.
+"""Hover: a value's shape, a layer's signature and parameter count, a model's flow, and
+every other name a user can point at (an instance, a dataset, an import, an optimizer,
+a loss, a schedule, a config keyword, a loop variable, a dim).
 
     fc1 = Linear(64, 256)
     Linear(in_features, out_features, bias=True)  ->  nn.Linear
@@ -31,7 +33,14 @@ if TYPE_CHECKING:
 def hover(analysis: Analysis, line: int, col: int) -> tuple[str, Span] | None:
     """The hover text (markdown) for the position, and the span it describes."""
     word = analysis.word_at(line, col)
+    loop = _loop_at(analysis, line, col)
+    if loop is not None and word is not None and word[0] in ("for", "in"):
+        model = navigate.enclosing_model(analysis.root, line, col)
+        return _loop_text(analysis, model, loop), word[1]
     value = _value_at(analysis, line, col)
+    if word is not None and analysis.line(line)[word[1].col - 2 : word[1].col - 1] in ("'", '"'):
+        text = _dataset(word[0])  # `load_dataset("digits")`'s name
+        return (text, word[1]) if text is not None else None
     if word is not None:
         name, span, owner = word
         text = _named(analysis, name, owner, line, col)
@@ -65,16 +74,144 @@ def _named(analysis: Analysis, name: str, owner: str, line: int, col: int) -> st
     if owner:
         return None
     if root is not None:
-        binding = _binding(root, name, line, col)
-        if binding is not None:
-            return _bound_value(analysis, root, name, binding, model)
-        local = navigate.local(root, name, line, col)
-        if local is not None:
-            return _parameter(analysis, model, name, local)
+        entry = navigate.config_keyword(analysis, root, line, col)
+        if entry is not None:
+            return _config_entry(analysis, entry)
+        text = _in_function(analysis, root, model, name, line, col)
+        if text is not None:
+            return text
+        for item in root.imports():
+            if contains(item.span, line, col):
+                return _import(analysis, item)
     models = navigate.models_in_scope(analysis)
     if name in models:
         return _model(analysis, models[name])
+    declared = navigate.top_level_node(analysis, name)
+    if isinstance(declared, ast.LetStmt):
+        return _top_level_let(analysis, declared)
+    if isinstance(declared, ast.FnDecl):  # a loss, an objective, a helper
+        header = source_text(analysis, declared.span).rstrip().removesuffix(":")
+        return _code(header) + f"\n\ndeclared at {declared.name_span}"
     return _catalogue(name)
+
+
+def _config_entry(analysis: Analysis, entry: Span) -> str | None:
+    """`GPT(n_layer=4)`'s `n_layer`: the config entry it overrides, and its default."""
+    for model in navigate.models_in_scope(analysis).values():
+        for config in model.config:
+            if config.name_span == entry:
+                default = source_text(analysis, config.value.span)
+                return (
+                    _code(f"{config.name} = {default}")
+                    + f"\n\nconfig of `{model.name}`, default `{default}`"
+                )
+    return None
+
+
+def _in_function(analysis: Analysis, root: ast.Module, model: ast.ModelDecl | None, name: str,
+                 line: int, col: int) -> str | None:  # fmt: skip
+    """A name a function binds: a value's shape, a loop variable, a parameter, or a dim."""
+    loop = _loop(root, name, line, col)
+    if loop is not None:
+        return _loop_text(analysis, model, loop)
+    binding = _binding(root, name, line, col)
+    if binding is not None:
+        return _bound_value(analysis, root, name, binding, model)
+    local = navigate.local(root, name, line, col)
+    if local is not None:
+        return _parameter(analysis, model, name, local)
+    return _dim(analysis, root, model, name, line, col)
+
+
+def _loop_at(analysis: Analysis, line: int, col: int) -> ast.ForStmt | None:
+    """The `for` whose header line holds the position (hovering its `for` or `in`)."""
+    root = analysis.root
+    chain = navigate.enclosing(root, line, col) if root is not None else []
+    loops = [n for n in chain if isinstance(n, ast.ForStmt) and n.span.line == line]
+    return loops[-1] if loops else None
+
+
+def _loop(root: ast.Module, name: str, line: int, col: int) -> ast.ForStmt | None:
+    """The `for` of the function around the position that binds `name`."""
+    function = navigate.enclosing_function(root, line, col)
+    loops = [] if function is None else navigate.walk(function)
+    return next((n for n in loops if isinstance(n, ast.ForStmt) and n.var == name), None)
+
+
+def _loop_text(analysis: Analysis, model: ast.ModelDecl | None, loop: ast.ForStmt) -> str:
+    """`for block in h`: each of what `h` holds (a layer list's entries, or a range's ints)."""
+    header = _code(f"for {loop.var} in {source_text(analysis, loop.iter.span)}")
+    layer = None
+    if model is not None and isinstance(loop.iter, ast.Name):
+        layer = next((d for d in model.layers if d.name == loop.iter.id), None)
+    if model is None or layer is None:
+        return f"{header}\n\nloop variable"
+    element = layer.ctor.elt if isinstance(layer.ctor, ast.ListComp) else layer.ctor
+    each = source_text(analysis, element.span)
+    text = f"{header}\n\nloop variable: each layer of `{layer.name}`, a `{each}`"
+    flows = [f for f in analysis.flows() if f.model == model.name]
+    steps = [s for f in flows for s in f.steps if s.name == layer.name]
+    return text + (f" ({steps[0].params:,} parameters in all)" if steps else "")
+
+
+def _dim(analysis: Analysis, root: ast.Module, model: ast.ModelDecl | None, name: str,
+         line: int, col: int) -> str | None:  # fmt: skip
+    """A named dim of the function's shapes, with its size in each instantiation that fixes it."""
+    function = navigate.enclosing_function(root, line, col)
+    if not isinstance(function, ast.FnDecl):
+        return None
+    where = [(i, p) for p in function.params if p.type is not None and p.type.dims
+             for i, d in enumerate(p.type.dims) if d.value == name]  # fmt: skip
+    if not where:
+        return None
+    index, param = where[0]
+    text = _code(f"{name}: dim") + f"\n\na dim of `{param.name}`'s shape"
+    flows = [f for f in analysis.flows() if model is not None and f.model == model.name]
+    for flow in flows:
+        sizes = _shape_items(flow.inputs[0]) if flow.inputs else []
+        if index < len(sizes) and sizes[index] != name:
+            text += f"\n\n`{flow.name}`: `{name}` = {sizes[index]}"
+    return text
+
+
+def _shape_items(shape: str) -> list[str]:
+    return [item.strip() for item in shape.strip("[]").split(",")]
+
+
+def _import(analysis: Analysis, item: ast.ImportDecl) -> str:
+    """`import gpt.nml as GPT`: the file's models, and the one the alias names."""
+    from tensorloom.frontend.imports import import_path
+
+    program = analysis.program
+    units = [] if program is None else program.imported
+    target = import_path(analysis.path, item.path)
+    unit = next((u for u in units if u.path == target or u.path.endswith(item.path)), None)
+    text = _code(source_text(analysis, item.span))
+    if unit is None:
+        return text
+    names = [m.name for m in unit.module.models()]
+    text += "\n\nmodels: " + ", ".join(f"`{n}`" for n in names)
+    aliased = program.root.aliases.get(item.alias or "") if program is not None else None
+    return text + (f"; `{item.alias}` is `{aliased}`" if aliased else "")
+
+
+def _top_level_let(analysis: Analysis, let: ast.LetStmt) -> str:
+    """An instance (its model's flow and resolved config) or a dataset (its samples and targets)."""
+    from tensorloom.tools.check import dataset_rows
+    from tensorloom.tools.lsp.hints import instance_configs
+
+    parts = [_code(f"let {let.name} = {source_text(analysis, let.value.span)}")]
+    config = instance_configs(analysis).get(let.name)
+    if config is not None:
+        parts.append("config: " + ", ".join(f"`{k}={v}`" for k, v in config.items()))
+    for flow in analysis.flows():
+        if flow.name == let.name:
+            inputs = ", ".join(flow.inputs) or "-"
+            parts.append(f"input {inputs}, output {flow.output}, {flow.params:,} parameters")
+    for name, samples, targets, origin in dataset_rows(analysis.result):
+        if name == let.name:
+            parts.append(f"samples {samples}, targets {targets}; from {origin}")
+    return "\n\n".join(parts)
 
 
 def _layer(analysis: Analysis, model: ast.ModelDecl, layer: ast.LayerDecl) -> str:
@@ -121,7 +258,38 @@ def _catalogue(name: str) -> str | None:
     setting = SETTINGS.get(name)
     if setting is not None:
         return f"{_code(f'{name} = ...')}\n\ntrain setting: {setting.doc}"
-    return None
+    return _train_value(name)
+
+
+def _dataset(name: str) -> str | None:
+    """A dataset `load_dataset` knows by name: the options it accepts."""
+    from tensorloom.catalogue.datasets import DATASET_NAMES, accepted_options
+
+    if name not in DATASET_NAMES:
+        return None
+    options = accepted_options(name).values()
+    listed = "\n".join(f"- `{o.name}: {o.kind}` ({o.doc})" for o in options)
+    return _code(f'load_dataset("{name}", ...)') + "\n\ndataset; options:\n\n" + listed
+
+
+def _train_value(name: str) -> str | None:
+    """An optimizer, a loss or a schedule a train block names: its summary and arguments."""
+    from tensorloom.catalogue.losses import TRAIN_LOSSES
+    from tensorloom.catalogue.optimizers import OPTIMIZERS
+    from tensorloom.catalogue.schedules import SCHEDULES
+
+    optimizer, loss, schedule = OPTIMIZERS.get(name), TRAIN_LOSSES.get(name), SCHEDULES.get(name)
+    if optimizer is not None:
+        kind, summary, args = "optimizer", optimizer.summary, optimizer.args
+    elif loss is not None:
+        kind, summary, args = "loss", f"{loss.summary}; targets: {loss.targets}", loss.args
+    elif schedule is not None:
+        kind, summary, args = "learning-rate schedule", schedule.summary, schedule.args
+    else:
+        return None
+    signature = f"{name}({', '.join(a.name for a in args)})"
+    listed = "\n".join(f"- `{a.describe()}`" for a in args)
+    return f"{_code(signature)}\n\n{kind}: {summary}" + (f"\n\n{listed}" if listed else "")
 
 
 def signature(spec: LayerSpec) -> str:
@@ -163,7 +331,7 @@ def _bound_value(analysis: Analysis, root: ast.Module, name: str, value: ast.Exp
                  model: ast.ModelDecl | None) -> str | None:  # fmt: skip
     """The shape of the value a `let` or an assignment bound (`let r = x`: x's)."""
     for _ in range(MAX_ALIASES):
-        shape = next((shape for span, shape in _typed_spans(analysis) if span == value.span), None)
+        shape = next((shape for span, shape in typed_spans(analysis) if span == value.span), None)
         if shape is not None:
             return _code(f"{name}: Tensor{shape}")
         if not isinstance(value, ast.Name):
@@ -180,6 +348,13 @@ def _bound_value(analysis: Analysis, root: ast.Module, name: str, value: ast.Exp
 
 def _parameter(analysis: Analysis, model: ast.ModelDecl | None, name: str,
                where: Span) -> str | None:  # fmt: skip
+    """A method parameter's shape, as hover text."""
+    shape = parameter_shape(analysis, model, name, where)
+    return None if shape is None else _code(f"{name}: Tensor{shape}")
+
+
+def parameter_shape(analysis: Analysis, model: ast.ModelDecl | None, name: str,
+                    where: Span) -> str | None:  # fmt: skip
     """A method parameter's shape: the type of its block argument in the model's IR."""
     from tensorloom.catalogue.shapes import format_shape
     from tensorloom.dialects.nml import TensorType
@@ -194,7 +369,7 @@ def _parameter(analysis: Analysis, model: ast.ModelDecl | None, name: str,
     kind = func.body.block.args[names.index(name)].type
     if not isinstance(kind, TensorType) or kind.dims is None:
         return None
-    return _code(f"{name}: Tensor{format_shape(kind.dims)}")
+    return format_shape(kind.dims)
 
 
 def _func(analysis: Analysis, model: str, method: str) -> FuncOp | None:
@@ -213,13 +388,13 @@ def _func(analysis: Analysis, model: str, method: str) -> FuncOp | None:
 
 def _value_at(analysis: Analysis, line: int, col: int) -> tuple[Span, str] | None:
     """The smallest expression around the position whose value has a known shape."""
-    hits = [(span, shape) for span, shape in _typed_spans(analysis) if contains(span, line, col)]
+    hits = [(span, shape) for span, shape in typed_spans(analysis) if contains(span, line, col)]
     if not hits:
         return None
     return min(hits, key=lambda hit: (hit[0].end_line - hit[0].line, hit[0].end_col - hit[0].col))
 
 
-def _typed_spans(analysis: Analysis) -> list[tuple[Span, str]]:
+def typed_spans(analysis: Analysis) -> list[tuple[Span, str]]:
     """(span, shape) of every op in the document's file whose result is a ranked tensor."""
     module = analysis.result.module
     if module is None:
@@ -235,10 +410,12 @@ def _typed_spans(analysis: Analysis) -> list[tuple[Span, str]]:
 def _typed(op: Operation, path: str) -> tuple[Span, str] | None:
     from tensorloom.catalogue.shapes import format_shape
     from tensorloom.diagnostics.ir import span_of
-    from tensorloom.dialects.nml import TensorType
+    from tensorloom.dialects.nml import ForOp, IfOp, TensorType
 
     if len(op.results) != 1 or not isinstance(op.results[0].type, TensorType):
         return None
+    if isinstance(op, ForOp | IfOp):
+        return None  # the value a loop or branch carries out: its span is the whole statement
     span = span_of(op)
     dims = op.results[0].type.dims
     if span is None or span.file != path or dims is None:

@@ -2,6 +2,12 @@
 
     $ tlc lsp            # speaks LSP on stdin/stdout (editors/vscode starts it)
 
+Features: diagnostics, hover, definition, completion, document symbols, inlay hints
+(shapes and instance configs), semantic tokens, formatting (`tlc fmt`'s layout),
+rename (with prepareRename), references and quick fixes. Initialization options (all optional):
+
+    {"inlayHints": {"shapes": true, "configs": true}}
+
 On open and change a document is checked again (`document.analyze`, the
 same pipeline and diagnostics as `tlc check`), on save only if its text changed
 since, and saving a file re-checks the open files that import it. Its
@@ -17,13 +23,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidRequest
 from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
 from tensorloom import __version__
 from tensorloom.diagnostics import Diagnostic, Severity
+from tensorloom.diagnostics.render_ci import full_message
 from tensorloom.source import Span
-from tensorloom.tools.lsp import complete, hover, navigate
+from tensorloom.tools.lsp import complete, fixes, hints, hover, navigate, rename, semantic
 from tensorloom.tools.lsp.document import Analysis, analyze
 
 SEVERITIES = {
@@ -66,6 +74,35 @@ class TensorLoomServer(LanguageServer):
         super().__init__("tlc", __version__)
         self.analyses: dict[str, Analysis] = {}
         self.published: dict[str, set[str]] = {}  # document uri -> uris it published on
+        self.hint_kinds = {"shapes": True, "configs": True}  # initializationOptions.inlayHints
+
+    def configure(self, options: object) -> None:
+        """Read `{"inlayHints": {"shapes": bool, "configs": bool}}` from the client."""
+        chosen = options.get("inlayHints") if isinstance(options, dict) else None
+        if isinstance(chosen, dict):
+            for kind in self.hint_kinds:
+                value = chosen.get(kind)  # type: ignore[union-attr]
+                if isinstance(value, bool):
+                    self.hint_kinds[kind] = value
+
+    def read(self, path: str) -> str | None:
+        """A file's text: the editor's when it is open, else the disk's."""
+        uri = from_fs_path(str(Path(path).resolve())) or path
+        document = self.workspace.text_documents.get(uri)
+        if document is not None:
+            return document.source
+        try:
+            return Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
+
+    def workspace_files(self) -> list[str]:
+        """The workspace's .tl and .nml files and the open documents, as paths."""
+        folders = [to_fs_path(f.uri) for f in self.workspace.folders.values()]
+        root = self.workspace.root_path
+        paths = rename.workspace_files([f for f in [*folders, root] if f])
+        opened = [to_fs_path(uri) for uri in self.workspace.text_documents]
+        return list(dict.fromkeys([*(p for p in opened if p), *paths]))
 
     def check(self, uri: str, *, force: bool = False) -> None:
         """Analyze the document's current text and publish its diagnostics.
@@ -114,12 +151,6 @@ def lsp_range(span: Span) -> types.Range:
 
 def to_lsp(diagnostic: Diagnostic, path: str, uri: str) -> types.Diagnostic:
     """One TensorLoom diagnostic as LSP's: the message carries the label, notes and help."""
-    lines = [diagnostic.message]
-    if diagnostic.primary.message:
-        lines.append(diagnostic.primary.message)
-    lines += [f"note: {note}" for note in diagnostic.notes]
-    if diagnostic.help:
-        lines.append(f"help: {diagnostic.help}")
     related = [
         types.DiagnosticRelatedInformation(
             location=types.Location(
@@ -131,7 +162,7 @@ def to_lsp(diagnostic: Diagnostic, path: str, uri: str) -> types.Diagnostic:
     ]
     return types.Diagnostic(
         range=lsp_range(diagnostic.primary.span),
-        message="\n".join(lines),
+        message=full_message(diagnostic),
         severity=SEVERITIES[diagnostic.severity],
         code=diagnostic.code,
         source="tlc",
@@ -238,6 +269,148 @@ def on_symbols(
 ) -> list[types.DocumentSymbol]:
     root = ls.analysis(params.text_document.uri).root
     return [] if root is None else [to_symbol(s) for s in navigate.symbols(root)]
+
+
+@server.feature(types.INITIALIZE)
+def on_initialize(ls: TensorLoomServer, params: types.InitializeParams) -> None:
+    ls.configure(params.initialization_options)
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+def on_configuration(ls: TensorLoomServer, params: types.DidChangeConfigurationParams) -> None:
+    """The same options, as `{"tensorloom": {...}}` or bare, for clients that push settings."""
+    settings = params.settings
+    if isinstance(settings, dict) and "tensorloom" in settings:
+        settings = settings["tensorloom"]
+    ls.configure(settings)
+
+
+@server.feature(types.TEXT_DOCUMENT_INLAY_HINT)
+def on_inlay_hints(ls: TensorLoomServer, params: types.InlayHintParams) -> list[types.InlayHint]:
+    analysis = ls.analysis(params.text_document.uri)
+    span = params.range
+    found = hints.inlay_hints(
+        analysis,
+        span.start.line + 1,
+        span.end.line + 1,
+        shapes=ls.hint_kinds["shapes"],
+        configs=ls.hint_kinds["configs"],
+    )
+    return [to_hint(hint) for hint in found]
+
+
+def to_hint(hint: hints.Hint) -> types.InlayHint:
+    shape = hint.kind == "shape"
+    return types.InlayHint(
+        position=types.Position(line=hint.line - 1, character=hint.col - 1),
+        label=hint.label,
+        kind=types.InlayHintKind.Type if shape else types.InlayHintKind.Parameter,
+        padding_left=not shape,
+    )
+
+
+@server.feature(
+    types.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL,
+    types.SemanticTokensLegend(token_types=semantic.LEGEND, token_modifiers=[]),
+)
+def on_semantic_tokens(
+    ls: TensorLoomServer, params: types.SemanticTokensParams
+) -> types.SemanticTokens:
+    analysis = ls.analysis(params.text_document.uri)
+    return types.SemanticTokens(data=semantic.encode(semantic.classify(analysis)))
+
+
+@server.feature(types.TEXT_DOCUMENT_FORMATTING)
+def on_formatting(
+    ls: TensorLoomServer, params: types.DocumentFormattingParams
+) -> list[types.TextEdit] | None:
+    """The whole document in `tlc fmt`'s layout; nothing while it has syntax errors."""
+    from tensorloom.frontend.format import Unchanged, Unformattable, format_text
+
+    uri = params.text_document.uri
+    document = ls.workspace.get_text_document(uri)
+    try:
+        formatted = format_text(document.source, to_fs_path(uri) or uri)
+    except (Unformattable, Unchanged):
+        return None
+    if formatted == document.source:
+        return []
+    end = types.Position(line=len(document.lines), character=0)
+    whole = types.Range(start=types.Position(line=0, character=0), end=end)
+    return [types.TextEdit(range=whole, new_text=formatted)]
+
+
+@server.feature(types.TEXT_DOCUMENT_PREPARE_RENAME)
+def on_prepare_rename(
+    ls: TensorLoomServer, params: types.PrepareRenameParams
+) -> types.Range | None:
+    position = params.position
+    analysis = ls.analysis(params.text_document.uri)
+    span = rename.prepare(analysis, position.line + 1, position.character + 1)
+    return None if span is None else lsp_range(span)
+
+
+@server.feature(types.TEXT_DOCUMENT_RENAME)
+def on_rename(ls: TensorLoomServer, params: types.RenameParams) -> types.WorkspaceEdit:
+    position = params.position
+    analysis = ls.analysis(params.text_document.uri)
+    try:
+        found = rename.rename(analysis, position.line + 1, position.character + 1,
+                              params.new_name, ls.workspace_files(), ls.read)  # fmt: skip
+    except rename.RenameError as error:
+        raise JsonRpcInvalidRequest(str(error)) from None
+    return to_workspace_edit(found)
+
+
+@server.feature(types.TEXT_DOCUMENT_REFERENCES)
+def on_references(ls: TensorLoomServer, params: types.ReferenceParams) -> list[types.Location]:
+    """Where the name is used, by rename's rules (its declaration only when asked for)."""
+    position = params.position
+    analysis = ls.analysis(params.text_document.uri)
+    found = rename.target(analysis, position.line + 1, position.character + 1)
+    if found is None:
+        return []
+    spans = rename.references(found, ls.workspace_files(), ls.read)
+    declaration = navigate.definition(analysis, position.line + 1, position.character + 1)
+    keep = params.context.include_declaration
+    return [
+        _location(span, analysis.path, params.text_document.uri)
+        for found_spans in spans.values()
+        for span in found_spans
+        if keep or span != declaration
+    ]
+
+
+def to_workspace_edit(edits: dict[str, list[tuple[Span, str]]]) -> types.WorkspaceEdit:
+    changes = {
+        from_fs_path(str(Path(path).resolve())) or path: [
+            types.TextEdit(range=lsp_range(span), new_text=text) for span, text in found
+        ]
+        for path, found in edits.items()
+    }
+    return types.WorkspaceEdit(changes=changes)
+
+
+@server.feature(
+    types.TEXT_DOCUMENT_CODE_ACTION,
+    types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix]),
+)
+def on_code_action(ls: TensorLoomServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+    uri = params.text_document.uri
+    analysis = ls.analysis(uri)
+    span = params.range
+    actions = []
+    for fix in fixes.fixes(analysis, span.start.line + 1, span.end.line + 1):
+        actions.append(
+            types.CodeAction(
+                title=fix.title,
+                kind=types.CodeActionKind.QuickFix,
+                diagnostics=[to_lsp(fix.diagnostic, analysis.path, uri)],
+                edit=to_workspace_edit(fix.edits),
+                is_preferred=True,
+            )
+        )
+    return actions
 
 
 def main() -> None:
