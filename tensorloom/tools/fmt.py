@@ -77,13 +77,26 @@ def run_fmt(paths: list[Path], *, check: bool = False, diff: bool = False,
 
 
 def _sources(paths: list[Path], sink: DiagnosticSink) -> Iterator[Path]:
-    """The files named and the .tl/.nml files under the folders named, in a stable order."""
+    """The files named and the .tl/.nml files under the folders named, in a stable order;
+    under a folder, not what tools write there (lit's `Output/`, hidden and cache folders)."""
     for path in paths:
         if path.is_dir():
-            found = (p for p in path.rglob("*") if p.suffix in SOURCE_SUFFIXES and p.is_file())
+            found = (
+                p for p in path.rglob("*")
+                if p.suffix in SOURCE_SUFFIXES and p.is_file() and not _generated(p, path)
+            )  # fmt: skip
             yield from sorted(found)
         else:
             yield path  # read_source reports a missing file or a wrong suffix
+
+
+_GENERATED = frozenset({"Output", "__pycache__", "node_modules"})
+
+
+def _generated(path: Path, root: Path) -> bool:
+    """Under a folder that tools write (lit's `Output/`) or a hidden one (`.venv`)."""
+    parts = path.relative_to(root).parts[:-1]
+    return any(part in _GENERATED or part.startswith(".") for part in parts)
 
 
 def _format_file(path: Path, sources: SourceMap, sink: DiagnosticSink, tally: Tally, *,
