@@ -738,10 +738,11 @@ def _resolvable(
         return True
     if call.method is None and callee in kernels:
         return True
+    in_script = isinstance(call.parent_op(), train.MainOp)
     if callee.startswith("self.") or (
-        callee in PYTHON_BUILTINS and isinstance(call.parent_op(), train.MainOp)
+        in_script and (callee in PYTHON_BUILTINS or callee in SCRIPT_SAMPLERS)
     ):
-        return False
+        return False  # the script's own (`sum`, `randn(8, device=DEVICE)`): left as calls
     return build_builtin(call) is not None
 
 

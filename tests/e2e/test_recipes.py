@@ -223,8 +223,9 @@ def test_resume_mid_epoch_is_exact_with_ema_step_schedule_and_grad_accum(tmp_pat
 
 
 def test_sigterm_saves_and_the_resumed_run_ends_where_the_whole_one_does(tmp_path: Path) -> None:
-    # 6 epochs: the signal comes in epoch 3, with 4 epochs (about a second) still to run
-    settings = f"epochs = 6\n{ADAM}\nema = 0.9\nlr_schedule = cosine(warmup_steps=20)"
+    # 40 epochs: the signal comes in epoch 3, with 38 epochs still to run (an epoch of this
+    # small MLP takes a few milliseconds now: with 6 the run ended before the signal came)
+    settings = f"epochs = 40\n{ADAM}\nema = 0.9\nlr_schedule = cosine(warmup_steps=20)"
     script = compile_program(tmp_path, program(settings))
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
     command = [sys.executable, str(script), "--device", "cpu", "--checkpoint-dir", "part",
@@ -233,7 +234,7 @@ def test_sigterm_saves_and_the_resumed_run_ends_where_the_whole_one_does(tmp_pat
                             stderr=subprocess.PIPE, text=True)  # fmt: skip
     assert proc.stdout is not None
     for line in proc.stdout:
-        if line.startswith("epoch 2/6"):
+        if line.split()[:2] == ["epoch", "2/40"]:  # `epoch  2/40`: the count is padded
             time.sleep(0.05)  # somewhere in epoch 3
             proc.send_signal(signal.SIGTERM)
             break

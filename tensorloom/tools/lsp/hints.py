@@ -128,7 +128,7 @@ def instance_configs(analysis: Analysis) -> dict[str, dict[str, str]]:
     module = analysis.result.module
     found: dict[str, dict[str, str]] = {}
     for op in module.walk() if module is not None else ():
-        config = op.attributes.get("config") if isinstance(op, InstanceOp) else None
+        config = op.config if isinstance(op, InstanceOp) else None
         if isinstance(op, InstanceOp) and isinstance(config, DictionaryAttr):
             found[op.sym_name.data] = {k: source_literal(v) for k, v in config.data.items()}
     return found
