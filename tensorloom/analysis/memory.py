@@ -105,6 +105,7 @@ class Training:
     loss: str | None = None
     checkpointing: bool = False
     parallel: Parallelism = Parallelism()
+    trainable: int | None = None  # `freeze`/`lora`: the parameters that train (None: all)
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,6 +195,11 @@ def training_budget(profile: ModelProfile, training: Training) -> MemoryBudget |
     # FSDP2 pads each parameter's dim 0 to a multiple of N; the padding is left out.
     shard = math.ceil(profile.params / parallel.world_size) if sharded else profile.params
     weights = shard * FP32
+    # frozen weights (`freeze`, `lora`'s base) get no gradients and no optimizer state
+    trained = weights if training.trainable is None else min(
+        weights, math.ceil(training.trainable / parallel.world_size) * FP32 if sharded
+        else training.trainable * FP32
+    )  # fmt: skip
     optimizer = OPTIMIZERS.get(training.optimizer, OPTIMIZERS["Adam"])
     out_elems = _elements(profile)
     loss = LOSS_SAVES.get(training.loss or "", 0) * out_elems * FP32
@@ -202,15 +208,15 @@ def training_budget(profile: ModelProfile, training: Training) -> MemoryBudget |
     gathered, comm = _communication(profile, parallel, 2 if amp else FP32)
     return MemoryBudget(
         weights=weights,
-        gradients=weights,
-        optimizer_state=optimizer.state * weights,
+        gradients=trained,
+        optimizer_state=optimizer.state * trained,
         activations=act,
         activations_checkpointed=profile.checkpointed_activation_bytes or act,
         weight_casts=profile.low_precision_params * 2 if amp and not sharded else 0,
         loss=loss,
         backward_working=2 * largest,
         scratch=profile.scratch_bytes,
-        step_temporaries=optimizer.temporaries * weights,
+        step_temporaries=optimizer.temporaries * trained,
         output=profile.output_bytes,
         output_in_backward=0 if amp and training.loss else profile.output_bytes,
         workspace=WORKSPACE_BYTES,

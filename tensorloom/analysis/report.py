@@ -53,6 +53,7 @@ from tensorloom.passes.support.model_env import (
     layers_of,
     models_of,
 )
+from tensorloom.passes.support.state_dict import UnknownState, model_tree
 from tensorloom.pipeline import Compilation
 
 
@@ -115,6 +116,20 @@ def _precision(settings: dict[str, Any]) -> str:
     return name or "fp32"
 
 
+def _trainable(inst: Instantiation, module: ModuleOp, settings: dict[str, Any]) -> int | None:
+    """The parameters that train under the block's `freeze` and `lora` (None: every one)."""
+    freeze, lora = settings.get("freeze"), settings.get("lora")
+    if freeze is None and lora is None:
+        return None
+    try:
+        tree = model_tree(inst.model, inst.env, models_of(module))
+    except UnknownState:
+        return None
+    paths = [str(p) for p in freeze] if isinstance(freeze, list | tuple) else []
+    adapters = dict(lora.kwargs) if isinstance(lora, CallValue) else None
+    return tree.trainable(paths, adapters)
+
+
 def model_info(
     inst: Instantiation, module: ModuleOp, request: InfoRequest, budget: StepBudget | None = None
 ) -> ModelInfo | None:
@@ -124,7 +139,8 @@ def model_info(
     optimizer = request.optimizer or _optimizer(settings.get("optimizer")) or "Adam"
     parallel = _parallelism(inst, module, request, settings.get("distributed"))
     loss = _name(settings.get("loss"))
-    training = Training(precision, optimizer, loss, request.checkpointing, parallel)
+    trainable = _trainable(inst, module, settings)
+    training = Training(precision, optimizer, loss, request.checkpointing, parallel, trainable)
     options = ProfileOptions(batch, precision, request.bindings)
     profile = profile_instantiation(inst, models_of(module), options, budget)
     if profile is None:
@@ -359,6 +375,11 @@ def summary_lines(info: ModelInfo, request: InfoRequest) -> list[str]:
         f"batch {info.batch_size or '?'}, {t.precision}, {t.optimizer}, loss {t.loss or 'none'}"
     ]
     lines += [f"error: {e}" for e in p.errors]
+    if t.trainable is not None:
+        lines.append(
+            f"trainable parameters: {t.trainable:,} of {p.params:,} (frozen: "
+            f"{p.params - t.trainable:,}): no gradients or optimizer state for the rest"
+        )
     if p.unknown:
         dims = ", ".join(f"`{d}`" for d in p.unknown)
         lines.append(

@@ -219,6 +219,13 @@ def test_lora_trains_what_peft_trains(tmp_path: Path) -> None:
     theirs = peft.get_peft_model(reference, config)
     expected = sum(p.numel() for p in theirs.parameters() if p.requires_grad)
     assert ours == expected == 2 * 4 * ((96 + 288) + (96 + 384))
+    info = subprocess.run(
+        [sys.executable, "-m", "tensorloom.tools.tlc", "info", "finetune.tl"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert info.returncode == 0, info.stderr
+    assert f"trainable parameters: {expected:,} of 254,592" in info.stdout
+    assert f"gradients          {expected * 4 / 1024:.2f} KiB" in info.stdout  # fp32, trained only
     idx = torch.randint(0, SIZES["vocab_size"], (2, 30))
     with torch.no_grad():
         assert (model(idx) - theirs(idx).logits).abs().max().item() < 1e-4
