@@ -145,20 +145,22 @@ def load_pretrained(
                 f"{list(own[target].shape)}"
             )
         state[target] = tensor.to(own[target].dtype)
-    missing = [k for k in own if k not in state and not _derived(model, k)]
+    derived = _derived_keys(model)
+    missing = [k for k in own if k not in state and k not in derived]
     if missing:
         raise WeightsError(f"{path}: nothing fills the model's {_some(missing)}")
     model.load_state_dict(state, strict=False)
 
 
-def _derived(model: torch.nn.Module, key: str) -> bool:
-    """A state-dict entry the file does not fill: a LoRA adapter, or a weight tied to one
-    already loaded."""
-    if key.endswith((".lora_A", ".lora_B")):
-        return True
-    own = dict(model.named_parameters(remove_duplicate=False))
+def _derived_keys(model: torch.nn.Module) -> set[str]:
+    """The state-dict entries the file does not fill: LoRA adapters, and the second name of
+    a weight tied to one already loaded."""
     unique = dict(model.named_parameters())
-    return key in own and key not in unique
+    return {
+        key
+        for key, _ in model.named_parameters(remove_duplicate=False)
+        if key not in unique or key.endswith((".lora_A", ".lora_B"))
+    }
 
 
 def _some(names: list[str] | tuple[str, ...]) -> str:
@@ -199,12 +201,6 @@ def export_pretrained(
         if source is not None and (Path(source) / extra).is_file():
             shutil.copyfile(Path(source) / extra, out / extra)
     return out
-
-
-def source_config(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """A Hugging Face folder's config.json, or {} where there is none."""
-    file = Path(path) / "config.json"
-    return json.loads(file.read_text(encoding="utf-8")) if file.is_file() else {}
 
 
 def _layer_names(model: torch.nn.Module, path: str) -> list[str]:
