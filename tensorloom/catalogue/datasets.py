@@ -51,6 +51,15 @@ class OptionSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class DataField:
+    """One named tensor each sample of a dataset holds: `image` [1, 8, 8] f32."""
+
+    name: str
+    shape: tuple[int, ...]  # one sample's, without the batch dimension
+    dtype: str  # "f32" or "i64", as in `!nml.tensor`
+
+
+@dataclass(frozen=True, slots=True)
 class DatasetInfo:
     """A dataset's samples as the compiler sees them; None where unknown until run time."""
 
@@ -64,6 +73,12 @@ class DatasetInfo:
     default_split: str
     synthetic: bool = False
     options: dict[str, OptionValue] = field(default_factory=dict[str, OptionValue])
+    # Data of named tensors (a .npz's arrays, `digits-captions`): each field, in the file's
+    # order; None for (x, y) data, whose fields are the samples and the targets.
+    fields: tuple[DataField, ...] | None = None
+
+    def field_named(self, name: str) -> DataField | None:
+        return next((f for f in self.fields or () if f.name == name), None)
 
     @property
     def block_size(self) -> int | None:
@@ -162,10 +177,14 @@ _NAMED: dict[str, _Source] = {
         (3, 32, 32), "f32", 10, CLASSIFICATION, "the official test batch", _IMAGE_OPTIONS
     ),
 }
+PAIRED_SOURCES = ("digits-captions",)
+"""Named-field data built in: scikit-learn's digits, each with a caption (runtime/data.py)."""
+CAPTION_LENGTH = 4  # digit, ink, horizontal place, vertical place
+CAPTION_VOCAB = 19  # 10 digit words and three words for each of the three properties
 SEQUENCE_TASKS = ("reverse", "sort", "copy")
 LM_SOURCES = ("text", "tokens")
 """Language-model data (runtime/tokens.py): windows of `block_size` tokens, next-token targets."""
-DATASET_NAMES = (*_NAMED, *SEQUENCE_TASKS, *LM_SOURCES)
+DATASET_NAMES = (*_NAMED, *PAIRED_SOURCES, *SEQUENCE_TASKS, *LM_SOURCES)
 TEXT_VOCAB = 256  # one token per byte
 TOKEN_DTYPES = ("uint16", "uint32")
 
@@ -175,6 +194,8 @@ def _options_of(name: str | None) -> dict[str, OptionSpec]:
         specs = _SYNTHETIC_OPTIONS
     elif name in _NAMED:
         specs = _NAMED[name].options
+    elif name in PAIRED_SOURCES:
+        specs = (_FLATTEN, *_HOLD_OUT_OPTIONS)
     elif name in SEQUENCE_TASKS:
         specs = _SEQUENCE_OPTIONS
     elif name == "text":
@@ -212,6 +233,8 @@ def lookup_dataset(
         return _lm_info(name, values)
     if name in _NAMED:
         return _named_info(name, values)
+    if name in PAIRED_SOURCES:
+        return _captions_info(name, values)
     return _file_info(name, values)
 
 
@@ -304,6 +327,21 @@ def _named_info(name: str, options: dict[str, OptionValue]) -> DatasetInfo:
     return DatasetInfo(
         name, shape, source.dtype, source.num_classes, (), "i64", source.task,
         source.default_split, options=options,
+    )  # fmt: skip
+
+
+def _captions_info(name: str, options: dict[str, OptionValue]) -> DatasetInfo:
+    """`digits-captions`: `image` [1, 8, 8] (flattened [64]), `text` [4] caption tokens over
+    `CAPTION_VOCAB` words, `label` [] the digit."""
+    image = (64,) if options.get("flatten", False) else (1, 8, 8)
+    fields = (
+        DataField("image", image, "f32"),
+        DataField("text", (CAPTION_LENGTH,), "i64"),
+        DataField("label", (), "i64"),
+    )
+    return DatasetInfo(
+        name, None, "f32", None, None, "i64", UNKNOWN_TASK, _HOLD_OUT, options=options,
+        fields=fields,
     )  # fmt: skip
 
 
