@@ -224,11 +224,15 @@ def _build_trainer_ops(plan: StepsPlan) -> list[Operation]:
 
 
 def _parameters(b: PyBuilder, step: StepPlan) -> SSAValue:
-    """`D.parameters()`, or `[*G.parameters(), *E.parameters()]` for several models."""
+    """`D.parameters()`, or `list(G.parameters()) + list(E.parameters())` for several models
+    (py has no starred list element)."""
     if len(step.models) == 1:
         return b.method(b.name(step.models[0]), "parameters")
-    starred = [b.add(py.UnaryOp("*", b.method(b.name(m), "parameters"))) for m in step.models]
-    return b.add(py.ListOp(starred))
+    lists = [b.call("list", b.method(b.name(m), "parameters")) for m in step.models]
+    joined = lists[0]
+    for more in lists[1:]:
+        joined = b.binop("+", joined, more)
+    return joined
 
 
 # --- one batch -------------------------------------------------------------------------------
@@ -262,7 +266,7 @@ def _train_step_ops(plan: StepsPlan) -> list[Operation]:
         zero = py.ExprOp(b.method(b.name("optimizer"), "zero_grad", set_to_none=b.const(True)))
         b.stmt(zero)
         inner = PyBuilder()
-        args = [inner.name(m.name) for m in plan.models] + [inner.name("xb"), inner.name("yb")]
+        args = _arguments(inner, plan, step.objective)
         value = f"{step.objective}_value"
         assign = py.AssignOp(inner.name(value), inner.call(step.objective, *args))
         if step.location is not None:
@@ -276,9 +280,19 @@ def _train_step_ops(plan: StepsPlan) -> list[Operation]:
     b.stmt(py.AugAssignOp("+=", b.path("trainer", "step"), b.const(1)))
     entries = [(b.const(k), b.method(b.name(v), "detach")) for k, v in losses]
     b.ret(b.add(py.DictOp(entries)))
-    params = [("trainer", "Trainer"), ("xb", "torch.Tensor"), ("yb", "torch.Tensor")]
-    top.def_("train_step", params, b, top.generic("dict", "str", "torch.Tensor"))
+    top.def_("train_step", _batch_params(plan), b, top.generic("dict", "str", "torch.Tensor"))
     return top.ops
+
+
+def _arguments(b: PyBuilder, plan: StepsPlan, objective: str) -> list[SSAValue]:
+    """`G, D, xb, yb`: the models, then the batch (the fields the objective names)."""
+    batch = plan.base.batch_arguments(objective, len(plan.models))
+    return [b.name(m.name) for m in plan.models] + [b.name(n) for n in batch]
+
+
+def _batch_params(plan: StepsPlan) -> list[tuple[str, str]]:
+    """`trainer`, then a batch: `xb, yb`, or its fields."""
+    return [("trainer", "Trainer"), *((n, "torch.Tensor") for n in plan.base.batch_names)]
 
 
 def _objective_values_ops(plan: StepsPlan) -> list[Operation]:
@@ -286,14 +300,13 @@ def _objective_values_ops(plan: StepsPlan) -> list[Operation]:
     b.expr(b.const("Each objective on one validation batch, under autocast (no gradients)."))
     _models_local(b, plan)
     inner = PyBuilder()
-    args = [inner.name(m.name) for m in plan.models] + [inner.name("xb"), inner.name("yb")]
-    pairs = [(inner.const(f"val_{s.objective}"), inner.call(s.objective, *args))
+    pairs = [(inner.const(f"val_{s.objective}"),
+              inner.call(s.objective, *_arguments(inner, plan, s.objective)))
              for s in plan.steps]  # fmt: skip
     inner.ret(inner.add(py.DictOp(pairs)))
     manager = b.call("autocast", b.path("trainer", "plan"), b.path("trainer", "ctx", "device"))
     b.stmt(py.WithOp(manager, inner.ops))
-    params = [("trainer", "Trainer"), ("xb", "torch.Tensor"), ("yb", "torch.Tensor")]
-    top.def_("objective_values", params, b, top.generic("dict", "str", "torch.Tensor"))
+    top.def_("objective_values", _batch_params(plan), b, top.generic("dict", "str", "torch.Tensor"))
     return top.ops
 
 
