@@ -549,7 +549,10 @@ class LoopChecker:
         )
         span = span_of(self.loop.data_loc) if self.loop.data_loc is not None else None
         span = span or span_at(self.loop)
-        help_text = "train a model whose forward takes one input, and compute the rest from it"
+        help_text = (
+            "call the model from an objective, which receives the data's fields: "
+            "`objective = f` with `fn f(net, x, y) -> Tensor`"
+        )
         report(Diagnostic.error("TL0417", message, Label(span), help=help_text))
         return False
 
