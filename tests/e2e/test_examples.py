@@ -88,7 +88,9 @@ BROKEN: dict[str, tuple[str, int, int]] = {
     "broken/broken_model.tl": ("TL0201", 15, 41),
     "broken/vit_layernorm.nml": ("TL0201", 26, 13),
 }
-VALID = [*TRAINED, CNN, GAN, *KERNELS, *BLUEPRINTS]
+# trained and compared with CLIP's loss in PyTorch by tests/e2e/test_paired_data.py
+PAIRED = ["train_clip.tl", "clip.nml"]
+VALID = [*TRAINED, CNN, GAN, *PAIRED, *KERNELS, *BLUEPRINTS]
 
 
 @pytest.fixture(autouse=True)
