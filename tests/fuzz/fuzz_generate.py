@@ -272,10 +272,12 @@ def _paired(r: random.Random, careful: bool) -> str:
     two towers; sloppy ones name a field the data lacks, annotate the wrong shape, train a
     `loss` on fields, or load a broken .npz."""
     image = "Tensor[B, 1, 8, 8]" if careful or r.random() < 0.7 else "Tensor[B, 64]"
-    lines = ["model Pairs:", "    layer img = Linear(64, 16)", "    layer words = Embedding(19, 16)",
+    lines = ["model Pairs:", "    layer img = Linear(64, 16)",
+             "    layer words = Embedding(19, 16)",
              f"    fn forward(self, image: {image}, text: Tensor[B, 4]) -> Tensor:",
              "        let i = normalize(self.img(image.flatten(1)), dim=1)",
-             "        return i @ t(normalize(mean(self.words(text), dim=1), dim=1))", ""]  # fmt: skip
+             "        return i @ t(normalize(mean(self.words(text), dim=1), dim=1))",
+             ""]  # fmt: skip
     fields = ["image", "text"] if careful else r.choice([["image", "text"], ["text", "image"],
                                                           ["image", "txt"], ["image"]])  # fmt: skip
     functions = [f"f{i}" for i in range(r.randint(1, 2))]
