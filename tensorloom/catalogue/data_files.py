@@ -444,7 +444,7 @@ class DataCheck:
 
 @dataclass(frozen=True, slots=True)
 class DatasetProblem:
-    code: str  # TL0708 (a warning: the file is absent), TL0709, TL0710, TL0711, TL0712
+    code: str  # TL0708 (a warning: the file is absent), TL0709 to TL0712, TL0714
     message: str
     option: str | None = None  # the keyword at fault; None: the dataset's source
     help: str | None = None
@@ -457,6 +457,7 @@ class DatasetProblem:
 ABSENT = "TL0708"  # the file is not there at check time: a warning
 CONTRADICTS = "TL0709"  # the file contradicts a declaration, or cannot feed the program
 UNREADABLE = "TL0710"  # the file is not in the format its suffix says
+MISSING_FIELD = "TL0714"  # `fields=` names an array the file does not hold
 
 _CACHE: dict[tuple[str, int, int, str | None], FileFacts | FileProblem] = {}
 
@@ -525,7 +526,28 @@ def _named_arrays(info: DatasetInfo, facts: FileFacts) -> DataCheck:
     return DataCheck(updated, facts.what, layout=layout)
 
 
+def _declared_fields(info: DatasetInfo, facts: FileFacts) -> DataCheck | None:
+    """`fields=["image", "text"]` against the file's arrays: those, with the file's shapes,
+    or TL0714 for a name the file lacks."""
+    declared = info.options.get("fields")
+    if not isinstance(declared, list) or facts.fields is None:
+        return None
+    held = {f.name: f for f in facts.fields}
+    missing = [str(n) for n in declared if n not in held]
+    if missing:
+        listed = ", ".join(f"`{n}`" for n in held)
+        message = f"`{info.name}` has no array `{missing[0]}`: it holds {listed}"
+        problem = DatasetProblem(MISSING_FIELD, message, "fields", "name arrays the file holds")
+        return DataCheck(info, facts.what, (problem,))
+    chosen = tuple(held[str(n)] for n in declared)
+    fields = _data_fields(replace(facts, fields=chosen))
+    return DataCheck(replace(info, fields=fields), facts.what)
+
+
 def _with_facts(info: DatasetInfo, facts: FileFacts) -> DataCheck:
+    declared = _declared_fields(info, facts)
+    if declared is not None:
+        return declared
     if facts.layout is not None:
         return _named_arrays(info, facts)
     problems: list[DatasetProblem] = []

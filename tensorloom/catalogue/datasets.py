@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from tensorloom.diagnostics.core import did_you_mean
 
 # An option's value as the compiler sees it: a literal from the `.tl` source.
-OptionValue = bool | int | float | str | list[int]
+OptionValue = bool | int | float | str | list[int] | list[str]
 
 CLASSIFICATION = "classification"
 SEQUENCE = "sequence"
@@ -44,7 +44,7 @@ class OptionSpec:
     """One keyword `load_dataset` accepts for a source: its type, default, meaning."""
 
     name: str
-    kind: str  # "bool", "int", "float", "str" or "shape" (a list of positive ints)
+    kind: str  # "bool", "int", "float", "str", "shape" (positive ints) or "names" (strings)
     default: OptionValue | None
     doc: str
     runtime: bool = True  # False: a compile-time annotation the script never receives
@@ -55,7 +55,7 @@ class DataField:
     """One named tensor each sample of a dataset holds: `image` [1, 8, 8] f32."""
 
     name: str
-    shape: tuple[int, ...]  # one sample's, without the batch dimension
+    shape: tuple[int, ...] | None  # one sample's, without the batch dimension; None: unknown
     dtype: str  # "f32" or "i64", as in `!nml.tensor`
 
 
@@ -123,6 +123,7 @@ _SEQUENCE_OPTIONS = (
 )
 _FILE_OPTIONS = (
     OptionSpec("target", "str", None, "the label column of a .csv file"),
+    OptionSpec("fields", "names", None, "the arrays of a .npz or .pt to load, by name"),
     OptionSpec("sample_shape", "shape", None, "the shape of one sample", runtime=False),
     OptionSpec("num_classes", "int", None, "the number of classes", runtime=False),
     *_HOLD_OUT_OPTIONS,
@@ -283,6 +284,7 @@ _KIND_WORDS = {
     "float": "a number",
     "str": "a string",
     "shape": "a list of positive integers",
+    "names": 'a list of names, as in `["image", "text"]`',
 }
 
 
@@ -295,7 +297,13 @@ def _has_kind(value: OptionValue, kind: str) -> bool:
         return isinstance(value, int | float) and not isinstance(value, bool)
     if kind == "str":
         return isinstance(value, str)
+    if kind == "names":
+        return isinstance(value, list) and bool(value) and all(_is_name(v) for v in value)
     return isinstance(value, list) and all(_is_positive_int(v) for v in value)
+
+
+def _is_name(value: object) -> bool:
+    return isinstance(value, str) and value.isidentifier()
 
 
 def _is_positive_int(value: object) -> bool:
@@ -389,11 +397,21 @@ def _file_info(path: str, options: dict[str, OptionValue]) -> DatasetInfo | Data
     if not path.endswith(FILE_SUFFIXES):
         message = f"cannot load `{path}`: expected a .npz, .pt or .csv file"
         return DatasetError("TL0705", message, None, "convert the data to one of those formats")
+    if "fields" in options and not path.endswith((".npz", ".pt")):
+        message = f"`fields=` names arrays of a .npz or .pt file, and `{path}` is neither"
+        return DatasetError("TL0713", message, "fields", "remove `fields=`")
     if path.endswith(".csv") and "target" not in options:
         message = f"a .csv dataset needs the label column: `target=` is missing for `{path}`"
         return DatasetError("TL0706", message, None, 'add `target="label"` naming the column')
     shape = options.get("sample_shape")
     num_classes = options.get("num_classes")
+    declared = options.get("fields")
+    if isinstance(declared, list):  # `fields=["image", "text"]`: their shapes from the file
+        fields = tuple(DataField(str(name), None, "f32") for name in declared)
+        return DatasetInfo(
+            path, None, "f32", None, None, "i64", UNKNOWN_TASK, _HOLD_OUT, options=options,
+            fields=fields,
+        )  # fmt: skip
     return DatasetInfo(
         path,
         tuple(shape) if isinstance(shape, list) else None,

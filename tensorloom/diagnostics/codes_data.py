@@ -1639,6 +1639,43 @@ error[TL0712]: `scalar.npz`'s `scale` is a scalar, not an array of samples
    = help: save one row per sample: an array of shape [N, ...]
 """,
         ),
+        Code(
+            'TL0713',
+            '`fields=` on a file that has no named arrays',
+            """\
+`load_dataset(path, fields=[...])` names the arrays of a .npz (or the tensors of a .pt
+dict) to load; a .csv has columns, a label and features, not named arrays. Reported by
+`check-train` at the option.
+""",
+            """\
+error[TL0713]: `fields=` names arrays of a .npz or .pt file, and `table.csv` is neither
+  --> fields_on_csv.tl:12:55
+   |
+12 | let pairs = load_dataset("table.csv", target="label", fields=["image"])
+   |                                                       ^^^^^^^^^^^^^^^^
+   |
+   = help: remove `fields=`
+""",
+        ),
+        Code(
+            'TL0714',
+            '`fields=` names an array the file does not hold',
+            """\
+Where the .npz is there at check time, each name of `fields=` must be one of its arrays
+(read from the archive's headers); the loader would fail on the first that is not.
+Reported by `check-train` at the option. (A .npz that is not there is warning TL0708: its
+fields are taken as declared, their shapes unknown until run time.)
+""",
+            """\
+error[TL0714]: `pairs.npz` has no array `caption`: it holds `image`, `text`
+  --> fields_missing_array.tl:12:39
+   |
+12 | let pairs = load_dataset("pairs.npz", fields=["image", "caption"])
+   |                                       ^^^^^^^^^^^^^^^^^^^^^^^^^^^
+   |
+   = help: name arrays the file holds
+""",
+        ),
     )),
     Section('TL08xx: published weights and fine-tuning (`check-weights`)', """\
 `weights NAME from SOURCE:` blocks (docs/train-block.md, "Starting from published weights")

@@ -231,7 +231,8 @@ def _fields_text(info: DatasetInfo) -> str:
     from tensorloom.catalogue.shapes import format_shape
 
     return ", ".join(
-        f"{f.name} {format_shape(('B', *f.shape))}{' int64' if f.dtype == 'i64' else ''}"
+        f"{f.name} {'[*]' if f.shape is None else format_shape(('B', *f.shape))}"
+        f"{' int64' if f.dtype == 'i64' and f.shape is not None else ''}"
         for f in info.fields or ()
     )
 

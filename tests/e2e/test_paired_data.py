@@ -162,3 +162,18 @@ def test_a_npz_of_named_arrays_trains_on_the_fields_its_objective_names(tmp_path
     assert rows[-1]["train_loss"] < rows[0]["train_loss"]  # type: ignore[operator]
     evaluated = run(script, "--evaluate", "ckpt/last.pt")
     assert "val_loss" in evaluated.stdout
+
+
+def test_fields_declared_for_a_npz_absent_at_check_time_load_by_name(tmp_path: Path) -> None:
+    """`fields=` says which arrays an absent .npz holds: the objective binds them by name
+    (typed when the file is there), and the script trains once the file exists."""
+    declared = NPZ.replace('load_dataset("pairs.npz")',
+                           'load_dataset("later.npz", fields=["caption", "image"])')  # fmt: skip
+    script = compile_program(tmp_path, declared, name="npz_later")
+    assert '"fields": ("caption", "image")' in script.read_text()
+    rng = np.random.default_rng(1)
+    caption = rng.integers(0, 5, size=(64, 3))
+    image = np.eye(5)[caption].reshape(64, 15)[:, :12].astype(np.float32)
+    np.savez(tmp_path / "later.npz", image=image, caption=caption)
+    run(script, "--epochs", "1", "--metrics", "m.jsonl", "--checkpoint-dir", "ckpt")
+    assert records(tmp_path / "m.jsonl")[0]["epoch"] == 1

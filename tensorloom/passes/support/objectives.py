@@ -159,7 +159,10 @@ def _bound(module: ModuleOp, name: str) -> tuple[str, ModelOp, Env] | None:
 
 
 def tensor_type(field: DataField) -> TensorType:
-    """One batch of `field`: `[B, *shape]`, int64 or float."""
+    """One batch of `field`: `[B, *shape]`, int64 or float; unranked where the shape is not
+    known at check time (`fields=` of a file that is not there, or a .pt)."""
+    if field.shape is None:
+        return TensorType.unranked()
     element = i64 if field.dtype == "i64" else TensorType.unranked().element_type
     return TensorType.from_dims((BATCH, *field.shape), element)
 

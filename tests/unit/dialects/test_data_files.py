@@ -214,3 +214,19 @@ def test_absent_file_is_a_warning_and_a_relative_path_is_found_beside_the_progra
     checked = check_data(info, tmp_path)
     assert checked.problems == () and checked.info.sample_shape == (5,)
     assert checked.info.num_classes == 2
+
+
+def test_declared_fields_take_the_files_shapes_or_name_the_missing_array(tmp_path: Path) -> None:
+    path = tmp_path / "pairs.npz"
+    np.savez(path, image=np.zeros((8, 64), np.float32), text=np.zeros((8, 4), np.int64))
+    info = lookup_dataset(str(path), {"fields": ["text", "image"]})
+    assert isinstance(info, DatasetInfo)
+    checked = check_data(info, None)
+    assert checked.problems == () and checked.info.fields is not None
+    assert [(f.name, f.shape, f.dtype) for f in checked.info.fields] == [
+        ("text", (4,), "i64"), ("image", (64,), "f32")]  # fmt: skip
+    info = lookup_dataset(str(path), {"fields": ["image", "caption"]})
+    assert isinstance(info, DatasetInfo)
+    [problem] = check_data(info, None).problems
+    assert problem.code == "TL0714" and problem.option == "fields"
+    assert "has no array `caption`: it holds `image`, `text`" in problem.message

@@ -133,3 +133,15 @@ def test_a_digit_caption_names_the_digit_and_thirds_of_its_ink_and_place() -> No
     assert text[:, 1].tolist() == [11, 10, 12]  # ink: 8, 4, 16 pixels: regular, thin, bold
     assert text[:, 2].tolist() == [13, 14, 15]  # across: column 0, 3.5, 5.5
     assert text[:, 3].tolist() == [16, 16, 18]  # down: row 3.5, 3.5, 5.5
+
+
+def test_declared_fields_of_a_file() -> None:
+    info = _info("pairs.npz", fields=["image", "text"])
+    assert info.fields is not None and [(f.name, f.shape) for f in info.fields] == [
+        ("image", None),
+        ("text", None),
+    ]
+    assert info.runtime_kwargs() == {"fields": ["image", "text"]}
+    assert _error("pairs.npz", fields=["two words"]).code == "TL0703"
+    assert _error("pairs.npz", fields=[]).code == "TL0703"
+    assert _error("t.csv", target="y", fields=["a"]).code == "TL0713"
