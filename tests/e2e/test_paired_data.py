@@ -36,7 +36,7 @@ def _chance(text: torch.Tensor, batch_size: int) -> float:
 def test_clip_example_learns_and_retrieves_far_above_chance(tmp_path: Path) -> None:
     records_ = train(CLIP, Run(epochs=6, classes=None), tmp_path)
     assert [r["epoch"] for r in records_] == list(range(1, 7))
-    assert {"train_loss", "val_loss", "val_retrieval"} <= set(records_[-1])
+    assert {"train_loss", "val_loss", "val_retrieval_accuracy"} <= set(records_[-1])
     assert records_[-1]["train_loss"] < 0.6 * records_[0]["train_loss"]
     assert records_[-1]["val_loss"] < records_[0]["val_loss"]
     # ln 64: the symmetric loss of a model that cannot tell the pairs of a batch apart
@@ -46,7 +46,7 @@ def test_clip_example_learns_and_retrieves_far_above_chance(tmp_path: Path) -> N
     _, val, _ = load_digit_captions(fields=("text",))
     chance = _chance(val[0], 64)
     assert chance < 0.05
-    assert records_[-1]["val_retrieval"] > 10 * chance, (records_[-1], chance)
+    assert records_[-1]["val_retrieval_accuracy"] > 10 * chance, (records_[-1], chance)
 
 
 def test_emitted_clip_loss_equals_clip_written_in_pytorch(tmp_path: Path) -> None:
@@ -77,7 +77,7 @@ def test_emitted_clip_loss_equals_clip_written_in_pytorch(tmp_path: Path) -> Non
             torch.testing.assert_close(ours, theirs, rtol=1e-5, atol=1e-7)
     assert scale.item() == 100.0  # clamped, as CLIP clamps it
     hits = (text[logits.argmax(1)] == text).all(1).float().mean()
-    torch.testing.assert_close(m.retrieval(model, image, text), hits)
+    torch.testing.assert_close(m.retrieval_accuracy(model, image, text), hits)
 
 
 TOWERS = """

@@ -47,7 +47,7 @@ PRECISION = "auto"  # bf16 on a CUDA GPU with bf16 support, else fp32
 CHECKPOINT_EVERY: int | None = None  # unset: saved at the end and when interrupted
 KEEP_CHECKPOINTS = 3
 GRAD_ACCUM = 1  # micro-batches per optimizer step
-METRICS = ["val_retrieval"]  # `metrics = [...]`: reported after val_loss
+METRICS = ["val_retrieval_accuracy"]  # `metrics = [...]`: reported after val_loss
 COMPILE_MODE: str | None = "reduce-overhead"  # torch.compile's mode on CUDA
 COMPILE = "auto"  # the block sets no `compile`; --compile overrides it
 SEED = 0
@@ -82,7 +82,7 @@ def clip_loss(net, image, text):
     return (F.cross_entropy(logits, labels) + F.cross_entropy(logits.t(), labels)) / 2.0
 
 
-def retrieval(net, image, text):
+def retrieval_accuracy(net, image, text):
     best = torch.argmax(net(image, text), dim=1)  # train_clip.tl:25
     return (text[best] == text).to(torch.float32).amin(dim=1).mean()  # train_clip.tl:26
 
@@ -331,8 +331,8 @@ def evaluate(trainer: Trainer, model: nn.Module | None = None) -> dict[str, floa
 
 
 def batch_metrics(model: nn.Module, image: torch.Tensor, text: torch.Tensor) -> torch.Tensor:
-    """`metrics = [retrieval]`: each one's mean over the batch."""
-    means = [retrieval(model, image, text).float()]
+    """`metrics = [retrieval_accuracy]`: each one's mean over the batch."""
+    means = [retrieval_accuracy(model, image, text).float()]
     return torch.stack(means)
 
 
