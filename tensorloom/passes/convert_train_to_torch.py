@@ -66,7 +66,7 @@ from tensorloom.dialects import nml, py, train
 from tensorloom.dialects import torch as t
 from tensorloom.passes.support.loss_functions import Metric
 from tensorloom.passes.support.model_env import evaluate_kwargs, lookup_symbol
-from tensorloom.passes.support.objectives import step_of
+from tensorloom.passes.support.objectives import Step, step_of
 from tensorloom.passes.support.prerequisites import TLPass
 from tensorloom.passes.support.py_builder import Value
 from tensorloom.passes.support.torch_script import script_of
@@ -80,6 +80,7 @@ from tensorloom.passes.train_lowering.train_settings import header_ops, settings
 from tensorloom.passes.train_lowering.train_step import loss_ops
 from tensorloom.passes.train_lowering.train_steps import (
     ModelPlan,
+    OptimizerPlan,
     StepPlan,
     StepsPlan,
     steps_sources,
@@ -343,8 +344,10 @@ def lower_loop(module: ModuleOp, loop: train.LoopOp) -> None:
 
 def steps_plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> StepsPlan:
     """The plan of a block of `step` lines: the one-model plan of its data and settings, its
-    models (frozen where no step names one) and its steps, `lr` defaulted from the catalogue."""
-    steps = [s for s in (step_of(op) for op in loop.steps()) if s is not None]
+    models (frozen where no step names one), its parameter groups and its steps, `lr`
+    defaulted from the catalogue."""
+    groups = {name: op.value for name, op in loop.groups().items()}
+    steps = [s for s in (step_of(op, groups) for op in loop.steps()) if s is not None]
     stepped = {name for s in steps for name in s.models}
     models: list[ModelPlan] = []
     for name in loop.model_names():
@@ -353,12 +356,24 @@ def steps_plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> StepsPla
         overrides = tuple(instance.overrides.data.items())
         models.append(ModelPlan(name, instance.model.root_reference.data, overrides,
                                 name not in stepped, _location(instance.location)))  # fmt: skip
-    planned = [
-        StepPlan(s.objective, s.optimizer, s.models, _step_kwargs(s.optimizer, s.kwargs),
-                 _location(s.op.location))
-        for s in steps
-    ]  # fmt: skip
-    return StepsPlan(plan_of(module, loop, source), tuple(models), tuple(planned))
+    planned = tuple(_step_plan(s) for s in steps)
+    base = plan_of(module, loop, source)
+    return StepsPlan(base, tuple(models), planned, tuple(groups.items()))
+
+
+def _step_plan(step: Step) -> StepPlan:
+    """A step's optimizers, each keyed by its objective (`d_loss`), or with several by the
+    objective and its class (`ce.Muon`, `ce.AdamW`)."""
+    several = len(step.optimizers) > 1
+    keys: list[str] = []
+    optimizers: list[OptimizerPlan] = []
+    for o in step.optimizers:
+        key = f"{step.objective}.{o.name}" if several else step.objective
+        key = key if key not in keys else f"{key}_{keys.count(key) + 1}"
+        keys.append(key)
+        kwargs = _step_kwargs(o.name, o.kwargs)
+        optimizers.append(OptimizerPlan(key, o.name, o.args, kwargs, _location(o.loc)))
+    return StepPlan(step.objective, tuple(optimizers), step.models, _location(step.op.location))
 
 
 def _step_kwargs(optimizer: str, kwargs: tuple[tuple[str, object], ...]) -> tuple:

@@ -15,9 +15,11 @@ step updates is wrapped in `Frozen`: no gradients, eval mode.
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import os
+import re
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,17 +50,62 @@ class Frozen(nn.Module):
             return self.model(*inputs)
 
 
+class ParamGroup(list[nn.Parameter]):
+    """Parameters a `group` line selects, in the model's order; `a + b` is their union and
+    `a - b` what `a` has that `b` has not (by identity, as tlc check resolved them by name)."""
+
+    def __add__(self, other: Iterable[nn.Parameter]) -> ParamGroup:  # type: ignore[override]
+        seen = {id(p) for p in self}
+        return ParamGroup([*self, *(p for p in other if id(p) not in seen)])
+
+    def __sub__(self, other: Iterable[nn.Parameter]) -> ParamGroup:
+        dropped = {id(p) for p in other}
+        return ParamGroup(p for p in self if id(p) not in dropped)
+
+
+def parameter_group(
+    model: nn.Module, path: str = "", *, match: str | Sequence[str] | None = None,
+    ndim: int | None = None,
+) -> ParamGroup:  # fmt: skip
+    """`params(net.blocks, match="*.weight", ndim=2)`: the parameters under the layer path
+    (`blocks`, `blocks[0:2]`, `head.weight`; all of them for ""), whose name in the model
+    matches a glob of `match` and that have `ndim` dimensions."""
+    globs = [match] if isinstance(match, str) else list(match or ())
+    sliced = re.fullmatch(r"(.+)\[(\d*):(\d*)\]", path)
+    if sliced is None:
+        prefixes = [path] if path else []
+    else:
+        count = len(model.get_submodule(sliced.group(1)))  # type: ignore[arg-type]
+        low, high = int(sliced.group(2) or 0), int(sliced.group(3) or count)
+        prefixes = [f"{sliced.group(1)}.{i}" for i in range(count)[low:high]]
+    selected = ParamGroup()
+    for name, param in _plain(model).named_parameters():
+        if prefixes and not any(name == p or name.startswith(p + ".") for p in prefixes):
+            continue
+        if globs and not any(fnmatch.fnmatchcase(name, g) for g in globs):
+            continue
+        if ndim is None or param.ndim == ndim:
+            selected.append(param)
+    return selected
+
+
 def step_optimizer(
-    loss: torch.Tensor, optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler | None
-) -> None:
-    """`loss.backward()` then `optimizer.step()`, through `scaler` (fp16) when there is one.
-    One scaler per optimizer: each step's inf checks and scale are its own."""
+    loss: torch.Tensor, optimizer: torch.optim.Optimizer | Sequence[torch.optim.Optimizer],
+    scaler: torch.amp.GradScaler | None,
+) -> None:  # fmt: skip
+    """`loss.backward()` then each optimizer's `step()` (a step of several optimizers, as
+    Muon beside AdamW, has one backward), through `scaler` (fp16) when there is one. One
+    scaler per step: its inf checks cover the step's optimizers, updated once after them,
+    as torch's AMP recipe for several optimizers does."""
+    optimizers = [optimizer] if isinstance(optimizer, torch.optim.Optimizer) else optimizer
     if scaler is None:
         loss.backward()
-        optimizer.step()
+        for each in optimizers:
+            each.step()
         return
     scaler.scale(loss).backward()
-    scaler.step(optimizer)
+    for each in optimizers:
+        scaler.step(each)
     scaler.update()
 
 

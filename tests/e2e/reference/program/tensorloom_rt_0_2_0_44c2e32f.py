@@ -15,7 +15,7 @@ import math
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -342,16 +342,22 @@ class Frozen(nn.Module):
 
 
 def step_optimizer(
-    loss: torch.Tensor, optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler | None
-) -> None:
-    """`loss.backward()` then `optimizer.step()`, through `scaler` (fp16) when there is one.
-    One scaler per optimizer: each step's inf checks and scale are its own."""
+    loss: torch.Tensor, optimizer: torch.optim.Optimizer | Sequence[torch.optim.Optimizer],
+    scaler: torch.amp.GradScaler | None,
+) -> None:  # fmt: skip
+    """`loss.backward()` then each optimizer's `step()` (a step of several optimizers, as
+    Muon beside AdamW, has one backward), through `scaler` (fp16) when there is one. One
+    scaler per step: its inf checks cover the step's optimizers, updated once after them,
+    as torch's AMP recipe for several optimizers does."""
+    optimizers = [optimizer] if isinstance(optimizer, torch.optim.Optimizer) else optimizer
     if scaler is None:
         loss.backward()
-        optimizer.step()
+        for each in optimizers:
+            each.step()
         return
     scaler.scale(loss).backward()
-    scaler.step(optimizer)
+    for each in optimizers:
+        scaler.step(each)
     scaler.update()
 
 
