@@ -1289,6 +1289,22 @@ error[TL0455]: `params` takes no keyword `dims`
 """,
         ),
         Code(
+            'TL0456',
+            'a per-epoch schedule in a block of `step` lines',
+            """\
+In a block of `step` lines each optimizer has its own `lr_schedule` (its own keyword, or the block's for every optimizer that sets none), stepped after each of its optimizer steps. `plateau` steps on the validation loss after each epoch instead, which is not taken there.
+""",
+            """\
+error[TL0456]: `plateau` steps on the validation loss after each epoch; the optimizers of `step` lines take schedules of their optimizer steps
+  --> gpt.tl:26:19
+   |
+26 |     lr_schedule = plateau(patience=2)
+   |                   ^^^^^^^^^^^^^^^^^^^
+   |
+   = help: use a per-step schedule: `cosine(...)`, `linear(...)` or `step(...)`
+""",
+        ),
+        Code(
             'TL0420',
             'an unknown config override',
             """\

@@ -619,13 +619,18 @@ class Parser:
         return self.parse_train_setting()
 
     def parse_train_step(self) -> ast.TrainStep:
-        """train_step = "step" NAME "with" call { "," call } NEWLINE ;"""
+        """train_step = "step" NAME "with" ( call { "," call } | "(" call { "," call } ")" )
+        NEWLINE ;
+
+        In parentheses the optimizers may span lines."""
         start = self.expect_word("step")
         objective = self.expect(TokenKind.NAME, "the name of an objective `fn`")
         self.expect(TokenKind.WITH)
         optimizers = [self.parse_expression()]
         while self.match(TokenKind.COMMA):
             optimizers.append(self.parse_expression())
+        if len(optimizers) == 1 and isinstance(optimizers[0], ast.TupleExpr):
+            optimizers = list(optimizers[0].elts) or optimizers
         self.expect(TokenKind.NEWLINE)
         return ast.TrainStep(
             start.span.to(optimizers[-1].span), objective.text, objective.span, optimizers

@@ -32,6 +32,7 @@ from tensorloom.catalogue.datasets import (
 )
 from tensorloom.catalogue.losses import FLOATS, INDICES, TRAIN_LOSSES
 from tensorloom.catalogue.optimizers import OPTIMIZERS as OPTIMIZER_SPECS
+from tensorloom.catalogue.schedules import PER_EPOCH
 from tensorloom.catalogue.schedules import SCHEDULES as SCHEDULE_SPECS
 from tensorloom.catalogue.settings import SETTING_SPECS, SettingSpec
 from tensorloom.catalogue.shapes import Dim, format_shape
@@ -72,6 +73,7 @@ from tensorloom.passes.support.model_env import (
 )
 from tensorloom.passes.support.objectives import (
     NOT_WITH_STEPS,
+    PER_OPTIMIZER,
     STEP_EXCLUSIVE,
     Step,
     StepOptimizer,
@@ -897,6 +899,11 @@ class ObjectiveChecker:
         for key, op in self.loop.settings().items():
             if key in STEP_EXCLUSIVE or key in NOT_WITH_STEPS:
                 self._not_taken(key, op)
+        schedule = self.loop.settings().get("lr_schedule")
+        if schedule is not None:
+            call = as_call(evaluate(schedule.value, {}))  # type: ignore[arg-type]
+            if call is not None and call.name in PER_EPOCH:
+                self._per_optimizer("lr_schedule", call, span_of(schedule.value_loc))
         groups = {name: op.value for name, op in self.loop.groups().items()}
         owners: dict[str, Step] = {}
         steps: list[Step] = []
@@ -929,10 +936,31 @@ class ObjectiveChecker:
         _error_at(span_of(op), "TL0431", message, help_text)
 
     def _optimizer(self, optimizer: StepOptimizer) -> None:
-        call = CallValue(optimizer.name, (), optimizer.kwargs)  # type: ignore[arg-type]
+        """The optimizer's arguments against the catalogue; its own `lr_schedule` and
+        `grad_clip` (objectives.PER_OPTIMIZER) as the block-level keys are checked."""
+        where = span_of(optimizer.loc)
+        for key, value in optimizer.kwargs:
+            if key in PER_OPTIMIZER:
+                self._per_optimizer(key, value, where)  # type: ignore[arg-type]
+        kwargs = tuple((k, v) for k, v in optimizer.kwargs if k not in PER_OPTIMIZER)
+        call = CallValue(optimizer.name, (), kwargs)  # type: ignore[arg-type]
         problem = _KIND_CHECKS["optimizer"]("optimizer", call)
         if problem is not None:
-            _error_at(span_of(optimizer.loc), problem.code, problem.message, problem.help)
+            _error_at(where, problem.code, problem.message, problem.help)
+
+    def _per_optimizer(self, key: str, value: Evaluated, where: Span | None) -> None:
+        problem = SETTINGS[key].check(key, value)
+        if problem is not None:
+            _error_at(where, problem.code, problem.message, problem.help)
+            return
+        call = as_call(value) if key == "lr_schedule" else None
+        if call is not None and call.name in PER_EPOCH:
+            message = (
+                f"`{call.name}` steps on the validation loss after each epoch; the optimizers "
+                "of `step` lines take schedules of their optimizer steps"
+            )
+            help_text = "use a per-step schedule: `cosine(...)`, `linear(...)` or `step(...)`"
+            _error_at(where, "TL0456", message, help_text)
 
     def _step_models(
         self, step: Step, optimizer: StepOptimizer, owners: dict[str, Step],

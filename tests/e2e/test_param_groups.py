@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -52,7 +53,8 @@ train net on data:
     group hidden = params(net.blocks, ndim=2)
     group gains = params(net, ndim=1)
     group rest = params(net) - hidden - gains
-    step ce with Muon(hidden, lr=0.02, momentum=0.95), AdamW(rest, gains(weight_decay=0.0), lr=3e-3, weight_decay=0.1)
+    step ce with Muon(hidden, lr=0.02, momentum=0.95), AdamW(rest, gains(weight_decay=0.0),
+                                                             lr=3e-3, weight_decay=0.1)
 """
 )
 
@@ -127,3 +129,79 @@ def test_muon_adamw_run_resumes_exactly_mid_epoch(tmp_path: Path) -> None:
     last_whole, last_cut = records(tmp_path / "w.jsonl")[-1], records(tmp_path / "c.jsonl")[-1]
     assert last_whole["ce"] == last_cut["ce"] and last_whole["val_ce"] == last_cut["val_ce"]
     assert records(tmp_path / "w.jsonl")[-1]["val_ce"] < 1.0  # it learns
+
+
+SCHEDULED = (
+    MODELS
+    + """
+train net on data:
+    epochs = 2
+    batch_size = 64
+    grad_clip = 1.0
+    group hidden = params(net.blocks, ndim=2)
+    step ce with (Muon(hidden, lr=0.02, lr_schedule=cosine(warmup_steps=5)),
+                  AdamW(params(net) - hidden, lr=3e-3, grad_clip=0.5,
+                        lr_schedule=linear(min_lr=1e-4)))
+"""
+)
+
+
+def test_each_optimizer_has_its_schedule_and_clip_as_torch_schedulers(tmp_path: Path) -> None:
+    """Muon warms up over 5 steps, then a cosine to 0 (torch's LinearLR then
+    CosineAnnealingLR); AdamW falls linearly to 1e-4 (LinearLR); the block's clip bounds
+    Muon's gradients, AdamW's own bound its."""
+    script = compile_program(tmp_path, SCHEDULED, name="groups_schedules")
+    m = _load(script)
+    args = m.parse_args(["--device", "cpu", "--precision", "fp32"])
+    trainer = m.build_trainer(args, m.DistContext(0, 0, 1, torch.device("cpu")))
+    total = 2 * len(trainer.train_loader)
+    net = m.Net()
+    net.load_state_dict(trainer.net.state_dict())
+    named = dict(net.named_parameters())
+    hidden = [p for n, p in named.items() if n.startswith("blocks.") and p.ndim == 2]
+    rest = [p for n, p in named.items() if not (n.startswith("blocks.") and p.ndim == 2)]
+    muon, adamw = torch.optim.Muon(hidden, lr=0.02), torch.optim.AdamW(rest, lr=3e-3)
+    lr_sched = torch.optim.lr_scheduler
+    warm = lr_sched.LinearLR(muon, start_factor=1 / 5, end_factor=1.0, total_iters=4)
+    cosine = lr_sched.CosineAnnealingLR(muon, T_max=total - 5, eta_min=0.0)
+    muon_schedule = lr_sched.SequentialLR(muon, [warm, cosine], milestones=[5])
+    adamw_schedule = lr_sched.LinearLR(adamw, start_factor=1.0, end_factor=1e-4 / 3e-3,
+                                       total_iters=total)  # fmt: skip
+    ours = trainer.optimizers["ce.Muon"], trainer.optimizers["ce.AdamW"]
+    batches = [batch for _ in range(2) for batch in trainer.train_loader]
+    for xb, yb in batches:
+        for mine, theirs in zip(ours, (muon, adamw), strict=True):
+            assert mine.param_groups[0]["lr"] == pytest.approx(theirs.param_groups[0]["lr"])
+        emitted = m.train_step(trainer, xb, yb)
+        muon.zero_grad(set_to_none=True)
+        adamw.zero_grad(set_to_none=True)
+        loss = F.cross_entropy(net(xb), yb)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(hidden, 1.0)
+        muon.step()
+        torch.nn.utils.clip_grad_norm_(rest, 0.5)
+        adamw.step()
+        muon_schedule.step()
+        adamw_schedule.step()
+        torch.testing.assert_close(emitted["ce"], loss.detach(), rtol=1e-4, atol=1e-5)
+    assert ours[0].param_groups[0]["lr"] == pytest.approx(0.0, abs=1e-12)
+    assert ours[1].param_groups[0]["lr"] == pytest.approx(1e-4)
+    for key, tensor in net.state_dict().items():
+        torch.testing.assert_close(trainer.net.state_dict()[key], tensor, rtol=1e-3, atol=1e-4)
+
+
+def test_scheduled_run_resumes_exactly_mid_epoch(tmp_path: Path) -> None:
+    script = compile_program(tmp_path, SCHEDULED, name="groups_sched_resume")
+    common = ["--epochs", "2", "--batch-size", "128", "--precision", "fp32"]
+    whole, cut = tmp_path / "whole", tmp_path / "cut"
+    run(script, *common, "--checkpoint-dir", str(whole))
+    run(script, *common, "--max-steps", "17", "--checkpoint-dir", str(cut))
+    assert set(torch.load(cut / "last.pt", weights_only=True)["schedulers"]) == {
+        "ce.Muon", "ce.AdamW"
+    }  # fmt: skip
+    run(script, *common, "--checkpoint-dir", str(cut), "--resume", str(cut / "last.pt"))
+    a = torch.load(whole / "last.pt", weights_only=True)
+    b = torch.load(cut / "last.pt", weights_only=True)
+    assert a["schedulers"] == b["schedulers"]
+    for key, tensor in a["models"]["net"].items():
+        assert torch.equal(tensor, b["models"]["net"][key]), key

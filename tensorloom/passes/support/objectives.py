@@ -51,10 +51,16 @@ from tensorloom.passes.support.param_groups import ParamArg, param_arg, selectio
 # objective, and these parts of the one-model loop are not built for several optimizers.
 STEP_EXCLUSIVE = ("optimizer", "loss", "objective")
 NOT_WITH_STEPS = (
-    "distributed", "compile", "lr_schedule", "grad_clip", "grad_accum", "accumulate_steps",
+    "distributed", "compile", "grad_accum", "accumulate_steps",
     "ema", "early_stopping", "keep_best", "eval_every", "metrics", "activation_checkpointing",
     "log_every", "val_every", "decay_groups",
 )  # fmt: skip
+
+
+PER_OPTIMIZER = ("lr_schedule", "grad_clip")
+"""Keys an optimizer of a step takes besides torch's arguments, as the block-level keys
+(`AdamW(rest, lr=3e-3, lr_schedule=cosine(warmup_steps=100), grad_clip=1.0)`); the block's
+own, when set, hold for every optimizer that sets none."""
 
 
 @dataclass(frozen=True, slots=True)

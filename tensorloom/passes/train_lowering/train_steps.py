@@ -58,6 +58,8 @@ class OptimizerPlan:
     args: tuple[ParamArg, ...]  # what it updates: models, groups, selections
     kwargs: tuple[tuple[str, Value], ...]  # `lr` first, defaults filled in
     location: Attribute | None
+    schedule: dict[str, Value] | None = None  # `{"name": "cosine", "warmup_steps": 100}`
+    clip: float | None = None  # the bound of its parameters' gradient norm
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +76,11 @@ class StepsPlan:
     models: tuple[ModelPlan, ...]
     steps: tuple[StepPlan, ...]
     groups: tuple[tuple[str, Attribute], ...] = ()  # `group NAME = selection`, as written
+
+    @property
+    def scheduled(self) -> list[OptimizerPlan]:
+        """The optimizers with an `lr_schedule`, in the block's order."""
+        return [o for s in self.steps for o in s.optimizers if o.schedule is not None]
 
 
 def steps_sources(plan: StepsPlan) -> list[Operation]:
@@ -113,6 +120,10 @@ def _settings_ops(plan: StepsPlan) -> list[Operation]:
         b.value([s.objective for s in plan.steps]),
         comment="one step each, in this order",
     )
+    if plan.scheduled:
+        schedules = b.value({o.key: o.schedule for o in plan.scheduled})  # type: ignore[misc]
+        b.assign("OPTIMIZER_SCHEDULES", schedules, comment="each optimizer's `lr_schedule`",
+                 annotation=b.generic("dict", "str", b.generic("dict", "str", "Any")))  # fmt: skip
     return b.ops
 
 
@@ -170,7 +181,10 @@ def _trainer_ops(plan: StepsPlan) -> list[Operation]:
     optimizers = b.generic("dict", "str", "torch.optim.Optimizer")
     b.assign("optimizers", None, annotation=optimizers, comment="by objective")
     scalers = b.generic("dict", "str", b.optional("torch.amp.GradScaler"))
-    b.assign("scalers", None, annotation=scalers, comment="one per optimizer")
+    b.assign("scalers", None, annotation=scalers, comment="one per step")
+    if plan.scheduled:
+        kind = b.generic("dict", "str", "torch.optim.lr_scheduler.LRScheduler")
+        b.assign("schedulers", None, annotation=kind, comment="each `lr_schedule`, by optimizer")
     b.assign("plan", None, annotation=b.name("PrecisionPlan"))
     b.assign("train_loader", None, annotation=loader_type(b, plan.base))
     b.assign("val_loader", None, annotation=loader_type(b, plan.base))
@@ -223,13 +237,15 @@ def _build_trainer_ops(plan: StepsPlan) -> list[Operation]:
                                             inner.path("ctx", "device"))]))  # fmt: skip
     scalers.body.block.add_ops(inner.ops)
     b.assign("scalers", b.add(scalers))
+    _schedulers(b, plan)
     for model in plan.models:
         if model.frozen:
             b.comment(f"`{model.name}` is in no step: run under no_grad, in eval mode")
             b.assign(model.name, b.call("Frozen", b.name(model.name)))
+    scheduled = [b.name("schedulers")] if plan.scheduled else []
     fields = [b.name("ctx"), *(b.name(m.name) for m in plan.models), b.name("optimizers"),
-              b.name("scalers"), b.name("plan"), b.name("train_loader"), b.name("val_loader"),
-              b.name("info")]  # fmt: skip
+              b.name("scalers"), *scheduled, b.name("plan"), b.name("train_loader"),
+              b.name("val_loader"), b.name("info")]  # fmt: skip
     b.ret(b.call("Trainer", *fields))
     params = [("args", "argparse.Namespace"), ("ctx", "DistContext")]
     top.def_("build_trainer", params, b, "Trainer")
@@ -247,6 +263,38 @@ def _optimizer(b: PyBuilder, plan: StepsPlan, step: StepPlan, optimizer: Optimiz
     if optimizer.location is not None:
         assign.location = optimizer.location  # type: ignore[assignment]
     b.stmt(assign)
+
+
+def _schedulers(b: PyBuilder, plan: StepsPlan) -> None:
+    """`schedulers[name] = make_lr_scheduler(...)` for each of OPTIMIZER_SCHEDULES:
+    runtime/recipe.py's LrSchedule as a LambdaLR of that optimizer, its decays spanning the
+    run."""
+    if not plan.scheduled:
+        return
+    b.comment(
+        "each optimizer's `lr_schedule` (OPTIMIZER_SCHEDULES), stepped after each of its steps"
+    )
+    b.assign("steps_per_epoch", b.call("len", b.name("train_loader")))
+    total = b.call("total_train_steps", b.path("args", "epochs"), b.name("steps_per_epoch"),
+                   b.const(plan.base.recipe.max_steps))  # fmt: skip
+    b.assign("total", total)
+    empty = b.value({})
+    kind = b.generic("dict", "str", "torch.optim.lr_scheduler.LRScheduler")
+    b.assign("schedulers", empty, annotation=kind)
+    loop = py.ForOp(b.method(b.name("OPTIMIZER_SCHEDULES"), "items"), targets=2)
+    name, settings = loop.body.block.args
+    name.name_hint, settings.name_hint = "name", "settings"
+    each = PyBuilder()
+    optimizer = each.subscript(each.name("optimizers"), name)
+    each.assign("lr", each.subscript(each.attr(optimizer, "defaults"), each.const("lr")))
+    each.assign("schedule", each.call(
+        "lr_schedule_from", settings, steps_per_epoch=each.name("steps_per_epoch"),
+        total_steps=each.name("total"), base_lr=each.name("lr")))  # fmt: skip
+    made = each.call("make_lr_scheduler", each.subscript(each.name("optimizers"), name),
+                     each.name("schedule"))  # fmt: skip
+    each.assign(each.subscript(each.name("schedulers"), name), made)
+    loop.body.block.add_ops(each.ops)
+    b.stmt(loop)
 
 
 def _spelled(b: PyBuilder, plan: StepsPlan, selection: Attribute) -> str:
@@ -412,7 +460,15 @@ def _step(b: PyBuilder, plan: StepsPlan, step: StepPlan) -> None:
     b.stmt(py.WithOp(manager, inner.ops))
     scaler = b.subscript(b.path("trainer", "scalers"), b.const(step.objective))
     stepped = b.name("optimizer" if len(keys) == 1 else "optimizers")
-    b.expr(b.call("step_optimizer", b.name(value), stepped, scaler))
+    clips = [o.clip for o in step.optimizers]
+    clip = {}
+    if any(c is not None for c in clips):
+        clip = {"clip": b.value(clips[0] if len(clips) == 1 else tuple(clips))}
+    b.expr(b.call("step_optimizer", b.name(value), stepped, scaler, **clip))
+    for optimizer in step.optimizers:
+        if optimizer.schedule is not None:
+            scheduler = b.subscript(b.path("trainer", "schedulers"), b.const(optimizer.key))
+            b.expr(b.method(scheduler, "step"))
 
 
 def _objective_values_ops(plan: StepsPlan) -> list[Operation]:
@@ -451,6 +507,7 @@ def _save_ops(plan: StepsPlan) -> list[Operation]:
         optimizers=save.path("trainer", "optimizers"), scalers=save.path("trainer", "scalers"),
         epoch=save.name("epoch"), step=save.path("trainer", "step"),
         loader=save.path("trainer", "train_loader"), extra=save.name("extra"),
+        **_scheduler_states(save, plan),
     ))  # fmt: skip
     params = [("trainer", "Trainer"), ("path", "str"), ("epoch", "int")]
     top.def_("save", params, save, None)
@@ -459,7 +516,7 @@ def _save_ops(plan: StepsPlan) -> list[Operation]:
         "load_models_checkpoint", resume.name("path"), models=resume.name("models"),
         optimizers=resume.path("trainer", "optimizers"),
         scalers=resume.path("trainer", "scalers"), loader=resume.path("trainer", "train_loader"),
-        map_location=resume.path("trainer", "ctx", "device"),
+        map_location=resume.path("trainer", "ctx", "device"), **_scheduler_states(resume, plan),
     )  # fmt: skip
     resume.assign("state", state)
     resume.assign(resume.path("trainer", "start_epoch"),
@@ -471,6 +528,11 @@ def _save_ops(plan: StepsPlan) -> list[Operation]:
                   resume.method(extra, "get", resume.const("carry")))  # fmt: skip
     top.def_("resume", [("trainer", "Trainer"), ("path", "str")], resume, None)
     return top.ops
+
+
+def _scheduler_states(b: PyBuilder, plan: StepsPlan) -> dict[str, SSAValue]:
+    """`schedulers=trainer.schedulers` where the block has `lr_schedule`s."""
+    return {"schedulers": b.path("trainer", "schedulers")} if plan.scheduled else {}
 
 
 def _train_ops(plan: StepsPlan) -> list[Operation]:
