@@ -949,6 +949,8 @@ class ObjectiveChecker:
             _error_at(where, problem.code, problem.message, problem.help)
 
     def _per_optimizer(self, key: str, value: Evaluated, where: Span | None) -> None:
+        if value is None:
+            return  # `lr_schedule=none`: this optimizer opts out of the block's
         problem = SETTINGS[key].check(key, value)
         if problem is not None:
             _error_at(where, problem.code, problem.message, problem.help)
