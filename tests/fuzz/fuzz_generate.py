@@ -274,7 +274,7 @@ def _param_groups(r: random.Random, careful: bool) -> str:
              f"    layer embed = Linear(64, {width})",
              f"    layer blocks = [Block() for _ in range({depth})]",
              f"    layer head = Linear({width}, 10)",
-             f"    fn forward(self, x: Tensor[B, 64]) -> Tensor[B, 10]:",
+             "    fn forward(self, x: Tensor[B, 64]) -> Tensor[B, 10]:",
              "        let h = self.embed(x)", "        for blk in self.blocks:",
              "            h = blk(h)", "        return self.head(h)", "",
              "fn ce(net, x, y) -> Tensor:", "    return cross_entropy(net(x), y)", "",
