@@ -131,6 +131,8 @@ def generate(r: random.Random) -> str:
     `Parameter`, typed layer tensors, dims as values, a loss fn)."""
     if r.random() < 0.15:
         return _objectives(r, careful=r.random() < 0.5)
+    if r.random() < 0.08:
+        return _param_groups(r, careful=r.random() < 0.5)
     if r.random() < 0.3:
         return _structured(r, careful=r.random() < 0.5)
     if r.random() < 0.1:
@@ -244,6 +246,60 @@ def _objectives(r: random.Random, careful: bool) -> str:
     if not careful and r.random() < 0.3:
         extra = ["loss = MSE", "ema = 0.99", "compile = true", "grad_clip = 1.0"]
         lines.append(f"    {r.choice(extra)}")
+    return "\n".join(lines) + "\n"
+
+
+GROUP_SELECTIONS = ["params(net.blocks, ndim=2)", "params(net, ndim=1)", "net.head",
+                    "params(net.blocks[0:1], ndim=2)", 'params(net, match="*.bias")',
+                    'params(net, match=["*.ln.weight", "*.bias"])', "net.embed.weight"]  # fmt: skip
+SLOPPY_SELECTIONS = ["params(net.blokcs)", "params(net, dims=2)", "params(net, ndim=5)",
+                     "params(nte)", "params()", "params(net, match=3)", "hidden - net",
+                     "rest", "net.blocks[0:9]", "params(hidden)", "1 + 2"]  # fmt: skip
+SCHEDULE_OPTIONS = ["", ", lr_schedule=cosine(warmup_steps=3)", ", grad_clip=1.0",
+                    ", lr_schedule=linear(min_lr=1e-4), grad_clip=0.5", ", lr_schedule=none"]
+SLOPPY_OPTIONS = [", lr_schedule=plateau", ", grad_clip=-1.0", ", lr_schedule=cosinus",
+                  ", ns_steps=0", ", betas=(0.9, 0.95)", ", momentum=2"]  # fmt: skip
+
+
+def _param_groups(r: random.Random, careful: bool) -> str:
+    """Parameter groups (`group hidden = params(net.blocks, ndim=2)`) and a step of several
+    optimizers: careful ones give Muon the blocks' matrices and AdamW the complement (with
+    per-group options, own schedules and clips); sloppy ones select an unknown layer, nothing,
+    a parameter twice, a vector for Muon, a group through itself, or a bad option."""
+    depth, width = r.randint(1, 3), r.choice([8, 16])
+    lines = ["model Block:", f"    layer ln = LayerNorm({width})",
+             f"    layer fc = Linear({width}, {width})",
+             f"    fn forward(self, x: Tensor[B, {width}]) -> Tensor[B, {width}]:",
+             "        return x + relu(self.fc(self.ln(x)))", "", "model Net:",
+             f"    layer embed = Linear(64, {width})",
+             f"    layer blocks = [Block() for _ in range({depth})]",
+             f"    layer head = Linear({width}, 10)",
+             "    fn forward(self, x: Tensor[B, 64]) -> Tensor[B, 10]:",
+             "        let h = self.embed(x)", "        for blk in self.blocks:",
+             "            h = blk(h)", "        return self.head(h)", "",
+             "fn ce(net, x, y) -> Tensor:", "    return cross_entropy(net(x), y)", "",
+             "let net = Net()", 'let data = load_dataset("digits", flatten=true)', "",
+             "train net on data:", "    epochs = 1"]  # fmt: skip
+    if r.random() < 0.3:
+        lines.append(f"    {r.choice(['lr_schedule = cosine(warmup_steps=2)', 'grad_clip = 1.0'])}")
+    pool = GROUP_SELECTIONS if careful else GROUP_SELECTIONS + SLOPPY_SELECTIONS
+    hidden = "params(net.blocks, ndim=2)" if careful else r.choice(pool)
+    lines.append(f"    group hidden = {hidden}")
+    vectors = r.random() < 0.5
+    if vectors:
+        lines.append(f"    group gains = {'params(net, ndim=1)' if careful else r.choice(pool)}")
+    rest = "params(net) - hidden" + (" - gains" if vectors else "")
+    lines.append(f"    group rest = {rest if careful or r.random() < 0.6 else r.choice(pool)}")
+    options = SCHEDULE_OPTIONS if careful else SCHEDULE_OPTIONS + SLOPPY_OPTIONS
+    muon = f"Muon(hidden, lr=0.02{r.choice(options)})"
+    extra = ", gains(weight_decay=0.0)" if vectors else ""
+    adamw = f"AdamW(rest{extra}, lr=3e-3{r.choice(options)})"
+    if not careful and r.random() < 0.3:
+        adamw = r.choice(["AdamW(net, lr=3e-3)", "Muon(rest)", "AdamW()", "SGD(hidden, rest)"])
+    if r.random() < 0.5:
+        lines.append(f"    step ce with {muon}, {adamw}")
+    else:
+        lines += [f"    step ce with ({muon},", f"                  {adamw})"]
     return "\n".join(lines) + "\n"
 
 
