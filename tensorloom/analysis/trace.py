@@ -64,6 +64,7 @@ from tensorloom.passes.support.model_env import (
     lookup_symbol,
     model_env,
     model_kind,
+    layer_kind,
     nested_model,
     nested_overrides,
 )
@@ -250,7 +251,7 @@ class Walker:
         name, kind = "for", "loop"
         layer = layers_of(model).get(op.layers.root_reference.data) if op.layers else None
         if layer is not None:
-            name, kind = layer.sym_name.data, layer.kind.data
+            name, kind = layer.sym_name.data, layer_kind(layer)
         self.budget.left -= 1
         result = op.results[0] if op.results else None
         output = _shape(result) if result is not None else None
@@ -321,7 +322,7 @@ class Walker:
         returned = self.call(nested, forward, inner, keys)
         children = self.stack.pop()
         self._alias_result(op, returned)
-        step = self._step(layer.sym_name.data, layer.kind.data, op)
+        step = self._step(layer.sym_name.data, layer_kind(layer), op)
         step.params = sum(c.params for c in children)
         step.children = children
         step.layer, step.model, step.env = layer, nested, inner

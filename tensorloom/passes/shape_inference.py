@@ -145,6 +145,7 @@ from tensorloom.passes.support.model_env import (
     model_env,
     model_kind,
     models_of,
+    layer_label,
     nested_model,
     nested_overrides,
     specialized_module,
@@ -949,7 +950,7 @@ class Inference:
         mismatch: ShapeMismatch,
     ) -> None:
         span = span_at(op)
-        name, kind = layer.sym_name.data, layer.kind.data
+        name, kind = layer_label(layer), layer.kind.data
         message = (
             f"`{name}` (`{kind}`) takes {format_shape(want.dims)} (its forward's annotation), "
             f"got {self.unifier.format_shape(got.dims)}: {mismatch.message}"
@@ -1074,7 +1075,7 @@ class Inference:
         self, layer: LayerOp, op: ApplyOp | ApplyAtOp, bound: BoundLayer, mismatch: ShapeMismatch
     ) -> None:
         span = span_at(op)
-        name = layer.sym_name.data
+        name = layer_label(layer)
         primary = self._operand_label(op, mismatch.operand, span)
         secondary = [Label(s, f"`{name}` is declared here") for s in [span_of(layer)] if s]
         help_text = mismatch.help or _layer_help(name, bound, mismatch)
@@ -1342,7 +1343,11 @@ def instantiations(module: ModuleOp, models: Mapping[str, ModelOp]) -> list[Inst
     found.sort(key=lambda i: i.inputs is None)
     instantiated = {i.model for i in found}
     nested = {layer.kind.data for m in models.values() for layer in layers_of(m).values()}
-    rest = [m for m in models.values() if m not in instantiated and not is_specialized_copy(m)]
+    rest = [  # a `Sequential`'s hidden model is checked only in the model that holds it
+        m
+        for m in models.values()
+        if m not in instantiated and not is_specialized_copy(m) and m.sequential is None
+    ]
     rest.sort(key=lambda m: m.sym_name.data in nested)  # a nested model is typed in its parent
     return found + [Instantiation(m.sym_name.data, m, model_env(m)) for m in rest]
 
