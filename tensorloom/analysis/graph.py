@@ -73,12 +73,12 @@ from tensorloom.passes.support.model_env import (
     Env,
     bind_layer,
     forward_of,
+    layer_kind,
     layers_of,
     lookup_symbol,
     model_env,
     model_kind,
     models_of,
-    layer_kind,
     nested_model,
     nested_overrides,
 )

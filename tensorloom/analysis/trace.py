@@ -60,11 +60,11 @@ from tensorloom.passes.support.model_env import (
     bind_layer,
     element_env,
     forward_of,
+    layer_kind,
     layers_of,
     lookup_symbol,
     model_env,
     model_kind,
-    layer_kind,
     nested_model,
     nested_overrides,
 )

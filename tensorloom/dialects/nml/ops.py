@@ -100,9 +100,10 @@ class ModelOp(LazyFormatOp):
     """On such a copy: the configuration it is specialised for, folded to literals."""
     sequential = opt_prop_def(StringAttr)
     """On the model irgen makes of a `Sequential(...)` that holds a model of the program:
-    the name of the model that holds it (`"ResNet"`). Its layers are the elements, named `0`, `1`, ... as `nn.Sequential` names them, and
-    its forward applies each in turn. The script builds no class for it: the layer that
-    holds it is `nn.Sequential(...)` of the elements."""
+    the name of the model that holds it (`"ResNet"`). Its layers are the elements, named
+    `0`, `1`, ... as `nn.Sequential` names them, and its forward applies each in turn.
+    The script builds no class for it: the layer that holds it is `nn.Sequential(...)`
+    of the elements."""
     body = region_def("single_block")
 
     traits = traits_def(SymbolOpInterface(), SymbolTable(), NoTerminator())

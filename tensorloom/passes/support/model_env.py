@@ -796,9 +796,9 @@ def nested_model(layer: LayerOp, models: Mapping[str, ModelOp]) -> ModelOp | Non
     None for the model that holds the `Sequential` the layer is an element of (a model
     inside itself: TL0307 from resolve-nml)."""
     holder = layer.parent_op()
-    if isinstance(holder, ModelOp) and holder.sequential is not None:
-        if holder.sequential.data == layer.kind.data:
-            return None
+    sequential = holder.sequential if isinstance(holder, ModelOp) else None
+    if sequential is not None and sequential.data == layer.kind.data:
+        return None
     specialized = layer.specialized
     if specialized is not None:
         found = models.get(specialized.root_reference.data)
