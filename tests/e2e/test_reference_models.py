@@ -151,3 +151,56 @@ def test_resnet50_equals_torchvision_structure(tmp_path: Path, spelling: str) ->
     x = torch.randn(2, 3, 64, 48)
     with torch.no_grad():
         torch.testing.assert_close(emitted(x), reference(x), rtol=0, atol=1e-5)
+
+
+# ------------------------------------------------------------------------ sparse MoE
+
+
+def mixtral_config(**overrides: int) -> object:
+    from transformers import MixtralConfig
+
+    sizes = dict(
+        hidden_size=32, intermediate_size=64, num_local_experts=8, num_experts_per_tok=2,
+        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, vocab_size=101,
+        max_position_embeddings=64, rms_norm_eps=1e-5, rope_theta=10000.0,
+    )  # fmt: skip
+    return MixtralConfig(**(sizes | overrides), router_jitter_noise=0.0)
+
+
+def moe_state(block: nn.Module, prefix: str = "") -> dict[str, torch.Tensor]:
+    """transformers' MixtralSparseMoeBlock weights under the example's names: the router
+    is `gate`; each expert's fused `gate_up_proj` rows are `w1` (gate) then `w3` (up)."""
+    experts = block.experts
+    hidden = experts.intermediate_dim
+    state = {f"{prefix}gate.weight": block.gate.weight}
+    for e in range(experts.num_experts):
+        gate_up = experts.gate_up_proj[e]
+        state[f"{prefix}experts.{e}.w1.weight"] = gate_up[:hidden]
+        state[f"{prefix}experts.{e}.w3.weight"] = gate_up[hidden:]
+        state[f"{prefix}experts.{e}.w2.weight"] = experts.down_proj[e]
+    return state
+
+
+def test_sparse_moe_equals_transformers_block(tmp_path: Path) -> None:
+    """docs/examples.md's `MoeLayer` against transformers' MixtralSparseMoeBlock on the same
+    weights: equal outputs and parameter counts; only the chosen experts run."""
+    from transformers.models.mixtral.modeling_mixtral import MixtralSparseMoeBlock
+
+    torch.manual_seed(0)
+    reference = MixtralSparseMoeBlock(mixtral_config()).eval()
+    for weight in reference.parameters():
+        nn.init.normal_(weight, std=0.2)
+    emitted = emit(tmp_path, example("MoeLayer"), "moe").MoeLayer().eval()
+    emitted.load_state_dict(moe_state(reference), strict=True)
+    assert count(emitted) == count(reference) == 8 * 3 * 32 * 64 + 8 * 32
+    x = torch.randn(2, 5, 32)
+    with torch.no_grad():
+        expected = reference(x)
+        expected = expected[0] if isinstance(expected, tuple) else expected
+        torch.testing.assert_close(emitted(x), expected, rtol=0, atol=1e-5)
+    calls: list[int] = []  # each expert runs on its tokens only: 2 x 5 tokens x top-2 rows
+    for expert in emitted.experts:
+        expert.register_forward_hook(lambda m, inputs, out: calls.append(inputs[0].shape[0]))
+    with torch.no_grad():
+        emitted(x)
+    assert sum(calls) == 2 * 5 * 2
