@@ -204,3 +204,88 @@ def test_sparse_moe_equals_transformers_block(tmp_path: Path) -> None:
     with torch.no_grad():
         emitted(x)
     assert sum(calls) == 2 * 5 * 2
+
+
+# ----------------------------------------------------------------------------- Llama
+
+LLAMA_NAMES = {  # transformers' LlamaForCausalLM -> the example's (llama2.c's) names
+    r"model\.embed_tokens\.": "tok_embeddings.",
+    r"model\.layers\.(\d+)\.self_attn\.([qkvo])_proj\.": r"layers.\1.attention.w\2.",
+    r"model\.layers\.(\d+)\.mlp\.gate_proj\.": r"layers.\1.feed_forward.w1.",
+    r"model\.layers\.(\d+)\.mlp\.down_proj\.": r"layers.\1.feed_forward.w2.",
+    r"model\.layers\.(\d+)\.mlp\.up_proj\.": r"layers.\1.feed_forward.w3.",
+    r"model\.layers\.(\d+)\.input_layernorm\.": r"layers.\1.attention_norm.",
+    r"model\.layers\.(\d+)\.post_attention_layernorm\.": r"layers.\1.ffn_norm.",
+    r"model\.norm\.": "norm.",
+    r"lm_head\.": "output.",
+}
+
+
+def renamed(state: dict[str, torch.Tensor], names: dict[str, str]) -> dict[str, torch.Tensor]:
+    """`state` under the example's names: each key through the first rule it matches."""
+    out: dict[str, torch.Tensor] = {}
+    for key, value in state.items():
+        rule = next(r for r in names if re.match(r, key))
+        out[re.sub(rule, names[rule], key, count=1)] = value
+    return out
+
+
+def test_llama_equals_transformers(tmp_path: Path) -> None:
+    """docs/examples.md's Llama (head_dim and the feed-forward width derived from configs,
+    RoPE, grouped-query attention) against transformers' LlamaForCausalLM, random-
+    initialised at a small config, weights mapped by name: equal counts and logits."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=128, hidden_size=64, intermediate_size=192, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, rms_norm_eps=1e-5, rope_theta=10000.0,
+        max_position_embeddings=64, tie_word_embeddings=False, attn_implementation="eager",
+    )  # fmt: skip
+    reference = LlamaForCausalLM(config).eval()
+    for weight in reference.parameters():  # RMSNorm weights away from 1 too
+        nn.init.normal_(weight, std=0.1)
+    emitted = emit(tmp_path, example("Llama"), "llama").Llama().eval()
+    emitted.load_state_dict(renamed(reference.state_dict(), LLAMA_NAMES), strict=True)
+    assert count(emitted) == count(reference) == 115_008
+    tokens = torch.randint(0, 128, (2, 11))
+    with torch.no_grad():
+        expected = reference(tokens).logits
+        torch.testing.assert_close(emitted(tokens), expected, rtol=0, atol=1e-5)
+
+
+# --------------------------------------------------------------------------- Mixtral
+
+MIXTRAL_NAMES = {
+    **{k: v for k, v in LLAMA_NAMES.items() if "mlp" not in k},
+    r"model\.layers\.(\d+)\.mlp\.": r"layers.\1.feed_forward.",
+}
+
+
+def mixtral_state(reference: nn.Module) -> dict[str, torch.Tensor]:
+    """MixtralForCausalLM's weights under the example's (mistral-src's) names."""
+    state = {k: v for k, v in reference.state_dict().items() if ".mlp." not in k}
+    out = renamed(state, MIXTRAL_NAMES)
+    for i, layer in enumerate(reference.model.layers):
+        out |= moe_state(layer.mlp, f"layers.{i}.feed_forward.")
+    return out
+
+
+def test_mixtral_equals_transformers(tmp_path: Path) -> None:
+    """docs/examples.md's Mixtral (the Llama attention, the sparse MoeLayer as the
+    feed-forward) against transformers' MixtralForCausalLM on the same weights."""
+    from transformers import MixtralForCausalLM
+
+    torch.manual_seed(0)
+    config = mixtral_config(vocab_size=128)
+    config._attn_implementation = "eager"  # type: ignore[attr-defined]
+    reference = MixtralForCausalLM(config).eval()
+    for weight in reference.parameters():
+        nn.init.normal_(weight, std=0.2)
+    emitted = emit(tmp_path, example("Mixtral"), "mixtral").Mixtral().eval()
+    emitted.load_state_dict(mixtral_state(reference), strict=True)
+    assert count(emitted) == count(reference) == 113_312
+    tokens = torch.randint(0, 128, (2, 9))
+    with torch.no_grad():
+        expected = reference(tokens).logits
+        torch.testing.assert_close(emitted(tokens), expected, rtol=0, atol=1e-5)
