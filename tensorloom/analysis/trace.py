@@ -20,7 +20,8 @@ profile count a tensor saved by two layers once.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.dialects.builtin import IntegerAttr, IntegerType
@@ -44,8 +45,11 @@ from tensorloom.dialects.nml import (
     LayerOp,
     ListOp,
     ModelOp,
+    NonzeroOp,
     ReturnOp,
     TensorType,
+    TopkOp,
+    TupleGetOp,
     TupleType,
     YieldOp,
 )
@@ -414,6 +418,7 @@ def trace_instantiation(
     dims = first.dims if isinstance(first, TensorType) else None
     if batch is not None and dims and isinstance(dims[0], str) and dims[0] not in sizes:
         sizes[dims[0]] = batch
+    sizes |= routed_counts(models.values(), sizes)
     budget = StepBudget() if budget is None else budget
     walker = Walker(models, budget)
     try:
@@ -432,6 +437,49 @@ def trace_instantiation(
     integer = integer or input_key(0) in walker.indices
     name, model = inst.name, model_kind(inst.model)
     return Trace(name, model, inputs, output, walker.stack[0], sizes, returned, integer)
+
+
+def routed_counts(models: Iterable[ModelOp], sizes: Mapping[str, int]) -> dict[str, int]:
+    """The length `tlc info` counts for each `where(chosen == i)` over the indices of a
+    `topk(k)` among E choices (a sparse MoE's router): N·k/E, each expert given an equal
+    share of the routed tokens, as a load-balancing loss aims at. Other data-dependent
+    lengths stay unknown (bind them with `-D nnz_<line>_<column>=N`)."""
+    found: dict[str, int] = {}
+    for model in models:
+        for op in model.walk():
+            if not isinstance(op, NonzeroOp) or op.count_name() in sizes:
+                continue
+            share = _routed_share(op, sizes)
+            if share is not None:
+                found[op.count_name()] = share
+    return found
+
+
+def _routed_share(op: NonzeroOp, sizes: Mapping[str, int]) -> int | None:
+    compare = op.input.owner
+    if not isinstance(compare, Operation) or compare.name != "nml.eq":
+        return None
+    for operand in compare.operands:
+        picked = operand.owner
+        topk = picked.input.owner if isinstance(picked, TupleGetOp) else None
+        if not isinstance(topk, TopkOp) or picked.index.value.data != 1:  # type: ignore[union-attr]
+            continue
+        chosen, scores = (_dims(v, sizes) for v in (operand, topk.input))
+        if chosen is None or scores is None or not scores:
+            return None
+        choices = scores[topk.dim.value.data % len(scores)]
+        if not isinstance(choices, int) or choices < 1:
+            return None
+        return math.prod(chosen) // choices  # type: ignore[arg-type]
+    return None
+
+
+def _dims(value: SSAValue, sizes: Mapping[str, int]) -> tuple[int, ...] | None:
+    kind = value.type
+    dims = resolve_sizes(kind.dims, sizes) if isinstance(kind, TensorType) else None
+    if dims is None or not all(isinstance(d, int) for d in dims):
+        return None
+    return dims  # type: ignore[return-value]
 
 
 def _too_large(inst: Instantiation) -> None:

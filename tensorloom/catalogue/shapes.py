@@ -21,6 +21,7 @@ the shape-inference pass shows after the op's name when it does not start with i
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -1188,8 +1189,21 @@ def resolve_sizes(shape: Shape, sizes: Mapping[str, int]) -> Shape:
     `-D T=512` and batch size, on the types the IR holds)."""
     if shape is None:
         return None
-    return tuple(dim_expr.evaluate(d, sizes) if isinstance(d, str) and d != "..." else d
+    return tuple(_resolved(d, sizes) if isinstance(d, str) and d != "..." else d
                  for d in shape)  # fmt: skip
+
+
+def _resolved(dim: str, sizes: Mapping[str, int]) -> Dim:
+    """One symbolic size under `sizes`; a batch hole (`B_T_x8`, `_batch_hole`) is the
+    product of its symbols' sizes and its factor."""
+    value = dim_expr.evaluate(dim, sizes)
+    if not isinstance(value, str) or dim in sizes or not dim_expr.is_name(dim):
+        return value
+    parts = dim.split("_")
+    factor = int(parts.pop()[1:]) if len(parts) > 1 and re.fullmatch(r"x\d+", parts[-1]) else 1
+    if not parts or not all(isinstance(sizes.get(p), int) for p in parts):
+        return value
+    return factor * math.prod(sizes[p] for p in parts)
 
 
 # --- pad, narrow, topk, one_hot, gather, scatter ----------------------------------------------

@@ -289,3 +289,24 @@ def test_mixtral_equals_transformers(tmp_path: Path) -> None:
     with torch.no_grad():
         expected = reference(tokens).logits
         torch.testing.assert_close(emitted(tokens), expected, rtol=0, atol=1e-5)
+
+
+def test_info_counts_the_selected_experts_only(tmp_path: Path) -> None:
+    """`tlc info` on the MoeLayer: each expert is counted for the N·k/E tokens a balanced
+    router sends it (`where(selected_experts == i)` after a top-k of E), so the experts'
+    FLOPs are those of N·k token-expert pairs, a quarter of running all 8 on every token."""
+    from tensorloom.analysis.report import InfoRequest, info_json
+
+    path = tmp_path / "moe.nml"
+    path.write_text(example("MoeLayer"))
+    info = info_json(path, InfoRequest(batch_size=2, bindings={"T": 16}))
+    assert info["ok"], info["diagnostics"]
+    moe = next(m for m in info["models"] if m["name"] == "MoeLayer")
+    assert moe["unknown_dims"] == []
+    [loop] = [layer for layer in moe["layers"] if layer["kind"] == "loop"]
+    assert loop["repeat"] == 8
+    rows = {layer["output_shape"][0] for layer in loop["layers"] if layer["kind"] == "Linear"}
+    assert rows == {2 * 16 * 2 // 8}  # N·k/E tokens per expert
+    linear = sum(layer["flops"] for layer in loop["layers"] if layer["kind"] == "Linear")
+    tokens, k, dim, hidden = 2 * 16, 2, 32, 64
+    assert linear * loop["repeat"] == 2 * tokens * k * 3 * dim * hidden
