@@ -234,7 +234,9 @@ class Walker:
         defined = frozenset(id(v) for v in values_defined_in(body))
         carried = [self.key(v) for v in op.inits]
         walked: list[list[Step]] = []
-        for _ in range(min(count, 2)):
+        layer = layers_of(model).get(op.layers.root_reference.data) if op.layers else None
+        positions = layer is not None and layer.var is not None  # each element its own
+        for _ in range(count if positions else min(count, 2)):
             frame = next(self.frames)
             for arg, key in zip(body.args[1:], carried, strict=False):
                 self.aliases[(frame, id(arg))] = key
@@ -248,6 +250,8 @@ class Walker:
             self.iterations.pop()
         for result, key in zip(op.results, carried, strict=False):
             self.aliases[self._raw(result)] = key
+        if positions:  # no iteration repeats another: all of them, none multiplied
+            walked = [[step for steps in walked for step in steps]]
         self.stack[-1].append(self._loop_step(model, op, count, walked))
 
     def _loop_step(self, model: ModelOp, op: ForOp, count: int, walked: list[list[Step]]) -> Step:
@@ -285,13 +289,13 @@ class Walker:
         layer = layers_of(model).get(op.layer.root_reference.data)
         if layer is None:
             return
-        nested = nested_model(layer, self.models)
+        element = self._element(op, layer) if isinstance(op, ApplyAtOp) else 0
+        nested = nested_model(layer, self.models, element if layer.var is not None else None)
         if nested is not None and nested is not model and lookup(layer.kind.data) is None:
-            self._nested(op, layer, nested, env)
+            self._nested(op, layer, nested, env, element)
             return
         name = layer.sym_name.data
         if isinstance(op, ApplyAtOp):  # an element of a list of catalogue layers: `h.0`
-            element = self._element(op, layer)
             bound = bind_layer(layer, element_env(layer, env, element))  # its own arguments
             step = self._step(f"{name}.{element}", layer.kind.data, op, op.args)
             step.scope = (*self.scope, id(layer), element)
@@ -305,20 +309,23 @@ class Walker:
             self.indices.add(step.input_keys[0])
         self.stack[-1].append(step)
 
-    def _nested(self, op: ApplyOp | ApplyAtOp, layer: LayerOp, nested: ModelOp, env: Env) -> None:
-        """A nested model's forward, in its own frame: for `nml.apply` a step with the
-        forward's steps as children; an element of a list (`nml.apply_at`) adds its
-        steps to the caller's."""
+    def _nested(
+        self, op: ApplyOp | ApplyAtOp, layer: LayerOp, nested: ModelOp, env: Env, element: int
+    ) -> None:
+        """A nested model's forward, in its own frame: for `nml.apply`, and an element of a
+        per-position list (`stages.1`, its own copy and arguments), a step with the
+        forward's steps as children; an element of a list of copies (`nml.apply_at`) adds
+        its steps to the caller's."""
         forward = forward_of(nested)
-        element = self._element(op, layer) if isinstance(op, ApplyAtOp) else 0
         overrides = nested_overrides(layer, nested, element_env(layer, env, element))
         if forward is None or isinstance(overrides, ArgFailure) or self.depth > MAX_DEPTH:
             return
         inner = model_env(nested, overrides)
         keys = [self.key(v) for v in op.operands if not _is_index(op, v)]
+        outer = self.scope
         if isinstance(op, ApplyAtOp):
-            outer = self.scope
             self.scope = (*outer, id(layer), element)
+        if isinstance(op, ApplyAtOp) and layer.var is None:
             self._alias_result(op, self.call(nested, forward, inner, keys))
             self.scope = outer
             return
@@ -326,7 +333,14 @@ class Walker:
         returned = self.call(nested, forward, inner, keys)
         children = self.stack.pop()
         self._alias_result(op, returned)
-        step = self._step(layer.sym_name.data, layer_kind(layer), op)
+        name = layer.sym_name.data
+        if isinstance(op, ApplyAtOp):
+            name = f"{name}.{element}"
+        step = self._step(name, layer_kind(layer), op, list(op.args))
+        self.scope = outer  # the step keeps the scope it was made in (`_step`)
+        typed = forward.function_type.outputs.data  # the element's own copy's output
+        if isinstance(op, ApplyAtOp) and typed and isinstance(typed[0], TensorType):
+            step.output = typed[0].dims
         step.params = sum(c.params for c in children)
         step.children = children
         step.layer, step.model, step.env = layer, nested, inner

@@ -668,9 +668,10 @@ class Inference:
                 self._index_out_of_range(op, name, index, count)
             position = index % count if isinstance(index, int) and count else index
             label = f"{name}.{position}" if isinstance(position, int) else f"{name}[i]"
-            if isinstance(position, int):  # a per-position list: this element's arguments
-                env = dict(element_env(layer, env, position))
-            result = self._apply_layer(model, layer, op, env, flow, label)
+            at = position if isinstance(position, int) else None
+            if at is not None:  # a per-position list: this element's arguments
+                env = dict(element_env(layer, env, at))
+            result = self._apply_layer(model, layer, op, env, flow, label, at)
         self.types[op.result] = result
 
     def _too_many_copies(self, layer: LayerOp, count: int) -> None:
@@ -699,8 +700,9 @@ class Inference:
         env: Env,
         flow: ModelFlow,
         label: str | None = None,
+        position: int | None = None,
     ) -> Attribute:
-        nested = nested_model(layer, self.models)
+        nested = nested_model(layer, self.models, position)
         if nested is not None and nested is not model and lookup(layer.kind.data) is None:
             return self._apply_model(layer, nested, op, env, flow, label)
         bound = bind_layer(layer, env)

@@ -164,6 +164,10 @@ class LayerOp(LazyFormatOp):
     specialized = opt_prop_def(SymbolRefAttr)
     """On a nested-model layer of a specialised module: its own copy of the model
     (`@"ResNet.block2"`); `kind` keeps the model's name, for diagnostics and display."""
+    positions = opt_prop_def(ArrayAttr[SymbolRefAttr])
+    """On a per-position list of a nested model in a specialised module: each position's
+    own copy, under that position's arguments (`[@"Net.stages.0", @"Net.stages.1"]`);
+    `specialized` is the first."""
 
     traits = traits_def(SymbolOpInterface(), HasParent(ModelOp))
     irdl_options = (ParsePropInAttrDict(),)
@@ -218,6 +222,8 @@ class LayerOp(LazyFormatOp):
             raise VerifyException("only a layer list has a loop variable or items")
         if self.items is not None and self.var is None:
             raise VerifyException("a layer list over items needs its loop variable")
+        if self.positions is not None and self.var is None:
+            raise VerifyException("only a per-position list has a copy per position")
 
 
 @lazy_op_definition

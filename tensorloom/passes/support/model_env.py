@@ -791,14 +791,22 @@ def layer_label(layer: LayerOp) -> str:
     return f"{field}.{name}"
 
 
-def nested_model(layer: LayerOp, models: Mapping[str, ModelOp]) -> ModelOp | None:
-    """The model a layer applies: its specialised copy if it has one, else its kind's;
+def nested_model(
+    layer: LayerOp, models: Mapping[str, ModelOp], position: int | None = None
+) -> ModelOp | None:
+    """The model a layer applies: its specialised copy if it has one (a per-position
+    list's at `position`), else its kind's;
     None for the model that holds the `Sequential` the layer is an element of (a model
     inside itself: TL0307 from resolve-nml)."""
     holder = layer.parent_op()
     sequential = holder.sequential if isinstance(holder, ModelOp) else None
     if sequential is not None and sequential.data == layer.kind.data:
         return None
+    copies = layer.positions
+    if position is not None and copies is not None and 0 <= position < len(copies.data):
+        found = models.get(copies.data[position].root_reference.data)
+        if found is not None:
+            return found  # a per-position list's element: the copy for its arguments
     specialized = layer.specialized
     if specialized is not None:
         found = models.get(specialized.root_reference.data)
