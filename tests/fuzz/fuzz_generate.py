@@ -51,7 +51,8 @@ TENSOR_STATEMENTS = ["h = h[h > 0.0]", "h = h[arange(2)]", "h = h[:, arange(2)]"
                      "h = self.l0(h, self.l0(h, none)[1])[0]",
                      "h = h[where(h > 0.0)[0]]", "h = h[arange(2), arange(2)]",
                      "h = h[arange(2), :, arange(2)]", "h = h.topk(h.size(-1))[0]",
-                     "h = h[nonzero(h > 0.0, as_tuple=true)[0]]"]  # fmt: skip
+                     "h = h[nonzero(h > 0.0, as_tuple=true)[0]]",
+                     "let (h, (hs, cs)) = self.l0(h, none)"]  # fmt: skip
 """Indexing by a tensor, the index-valued functions and a recurrent state, on `h`."""
 DATASETS = ['"digits"', '"mnist"', '"cifar10"', '"reverse"', '"tokens.npz"', '"t.csv"',
             '"a\\"b.pt"', "", '"digits", flatten=true', '"x.pt", sample_shape=[4], num_classes=2',
