@@ -152,8 +152,8 @@ class BodyBuilder:
                     taken[path[:depth]] = self.value_of(inner, span)
             self.bind(name, taken[path])
         for prefix, value in taken.items():  # `h_c = out_h_c[1]`: a tuple named for its names
-            inside = [n for n, p in zip(stmt.names, paths, strict=True) if p[: len(prefix)] == prefix]
-            hint = "_".join(inside)
+            names = zip(stmt.names, paths, strict=True)
+            hint = "_".join(n for n, p in names if p[: len(prefix)] == prefix)
             if stmt.paths is not None and value.name_hint is None and valid_hint(hint):
                 value.name_hint = hint
 
