@@ -233,6 +233,12 @@ class LetTupleStmt(Stmt):
     names: list[str]
     name_spans: list[Span]
     value: Expr
+    paths: list[tuple[int, ...]] | None = None
+    """Where each name sits in a nested pattern: `let (out, (h, c)) = lstm(x, state)` has
+    `names` out, h, c at (0,), (1, 0), (1, 1); None for a flat one (name i at (i,))."""
+
+    def path_of(self, index: int) -> tuple[int, ...]:
+        return self.paths[index] if self.paths is not None else (index,)
 
 
 @dataclass(slots=True)

@@ -896,27 +896,46 @@ class Parser:
         return self.parse_simple_stmt()
 
     def parse_let_stmt(self) -> ast.LetStmt | ast.LetTupleStmt:
-        """let_stmt = "let" ( NAME | "(" NAME { "," NAME } [ "," ] ")" ) "=" expression NEWLINE ;"""
+        """let_stmt = "let" ( NAME | let_pattern ) "=" expression NEWLINE ;"""
         start = self.expect(TokenKind.LET)
         if self.check(TokenKind.LPAREN):
-            opener = self.open_bracket(TokenKind.LPAREN)
-            names: list[Token] = []
-            while not self.check(TokenKind.RPAREN):
-                names.append(self.expect(TokenKind.NAME, "a name"))
-                if not self.match(TokenKind.COMMA):
-                    break
-            self.expect_close(opener, TokenKind.RPAREN, "`,` or ")
+            targets = self.parse_let_pattern(())
             self.expect(TokenKind.EQ)
             value = self.parse_expression()
             self.expect(TokenKind.NEWLINE)
+            names = [name for name, _ in targets]
+            paths = [path for _, path in targets]
+            nested = any(len(path) > 1 for path in paths)
             return ast.LetTupleStmt(
-                start.span.to(value.span), [n.text for n in names], [n.span for n in names], value
+                start.span.to(value.span),
+                [n.text for n in names],
+                [n.span for n in names],
+                value,
+                paths if nested else None,
             )
         name = self.expect(TokenKind.NAME)
         self.expect(TokenKind.EQ)
         value = self.parse_expression()
         self.expect(TokenKind.NEWLINE)
         return ast.LetStmt(start.span.to(value.span), name.text, name.span, value)
+
+    def parse_let_pattern(self, at: tuple[int, ...]) -> list[tuple[Token, tuple[int, ...]]]:
+        """let_pattern = "(" ( NAME | let_pattern ) { "," ( NAME | let_pattern ) } [ "," ] ")" ;
+
+        Each name with its place in the value: `(out, (h, c))` is out (0,), h (1, 0), c (1, 1)."""
+        opener = self.open_bracket(TokenKind.LPAREN)
+        targets: list[tuple[Token, tuple[int, ...]]] = []
+        index = 0
+        while not self.check(TokenKind.RPAREN):
+            if self.check(TokenKind.LPAREN):
+                targets += self.parse_let_pattern((*at, index))
+            else:
+                targets.append((self.expect(TokenKind.NAME, "a name"), (*at, index)))
+            index += 1
+            if not self.match(TokenKind.COMMA):
+                break
+        self.expect_close(opener, TokenKind.RPAREN, "`,` or ")
+        return targets
 
     def parse_return_stmt(self) -> ast.ReturnStmt:
         """return_stmt = "return" [ expression ] NEWLINE ;"""

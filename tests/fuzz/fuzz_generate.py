@@ -48,7 +48,11 @@ TENSOR_STATEMENTS = ["h = h[h > 0.0]", "h = h[arange(2)]", "h = h[:, arange(2)]"
                      "h = pad(h, [0, h.size(-1)])", "h = h[h.argmax(dim=-1)]",
                      "h = one_hot(h.argmax(dim=-1), num_classes=h.size(-1)).float()",
                      "h = self.l0(h, none)[0]",
-                     "h = self.l0(h, self.l0(h, none)[1])[0]"]  # fmt: skip
+                     "h = self.l0(h, self.l0(h, none)[1])[0]",
+                     "h = h[where(h > 0.0)[0]]", "h = h[arange(2), arange(2)]",
+                     "h = h[arange(2), :, arange(2)]", "h = h.topk(h.size(-1))[0]",
+                     "h = h[nonzero(h > 0.0, as_tuple=true)[0]]",
+                     "let (h, (hs, cs)) = self.l0(h, none)"]  # fmt: skip
 """Indexing by a tensor, the index-valued functions and a recurrent state, on `h`."""
 DATASETS = ['"digits"', '"mnist"', '"cifar10"', '"reverse"', '"tokens.npz"', '"t.csv"',
             '"a\\"b.pt"', "", '"digits", flatten=true', '"x.pt", sample_shape=[4], num_classes=2',
@@ -75,8 +79,14 @@ SETTINGS = {
         "BCEWithLogits",
     ],
     "precision": ["fp32", "bf16", "fp16", "fp8", "auto"],
-    "lr_schedule": ["cosine", "step", "warmup", "cosin", "plateau(factor=0.5, patience=1)",
-                    "plateau(factor=2.0)"],
+    "lr_schedule": [
+        "cosine",
+        "step",
+        "warmup",
+        "cosin",
+        "plateau(factor=0.5, patience=1)",
+        "plateau(factor=2.0)",
+    ],
     "grad_clip": ["1.0", "0", "-1.0"],
     "accumulate_steps": ["1", "2", "0"],
     "seed": ["0", "1", "-1"],
@@ -139,6 +149,8 @@ def generate(r: random.Random) -> str:
         return _config_expressions(r)
     if r.random() < 0.1:
         return _per_position(r, careful=r.random() < 0.5)
+    if r.random() < 0.1:
+        return _sequential_models(r, careful=r.random() < 0.5)
     if r.random() < 0.5:
         return _careful(r)
     parts: list[str] = []
@@ -417,6 +429,40 @@ def _per_position(r: random.Random, careful: bool) -> str:
         "        for layer in self.same:",
         "            x = layer(x)",
         f"        return self.heads[{index}](x)",
+        "let net = Net()",
+        "let data = load_dataset()",
+        "train net on data:",
+        "    epochs = 1",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _sequential_models(r: random.Random, careful: bool) -> str:
+    """A `Sequential` that holds models of the program beside catalogue layers, as a layer
+    or as each element of a per-position list; when not `careful` a width does not chain,
+    an element is unknown, a `Parameter`, or the holder itself."""
+    w = r.choice([4, 8, 16])
+    elements = [r.choice([f"Block{w}()", f"Block{w}", f"Linear({w}, {w})", "GELU"])
+                for _ in range(r.randint(1, 4))]  # fmt: skip
+    if not careful:
+        slip = r.choice([f"Linear({w + 1}, {w})", "Blok()", "Parameter(2)", "Net()",
+                         f"Block{w}(3)", f"Sequential(Block{w}())"])  # fmt: skip
+        elements.insert(r.randint(0, len(elements)), slip)
+    body = f"Sequential({', '.join(elements)})"
+    if r.random() < 0.5:
+        body = f"[{body} for i in range({r.randint(0, 3)})]"
+        use = ["        for s in self.body:", "            x = s(x)", "        return x"]
+    else:
+        use = ["        return self.body(x)"]
+    lines = [
+        f"model Block{w}:",
+        f"    layer fc = Linear({w}, {w})",
+        f"    fn forward(self, x: Tensor[B, {w}]) -> Tensor:",
+        "        return x + relu(self.fc(x))",
+        "model Net:",
+        f"    layer body = {body}",
+        f"    fn forward(self, x: Tensor[B, {w}]) -> Tensor:",
+        *use,
         "let net = Net()",
         "let data = load_dataset()",
         "train net on data:",
