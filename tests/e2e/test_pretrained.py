@@ -182,11 +182,19 @@ def test_the_compiler_and_the_script_apply_rules_alike() -> None:
     from tensorloom.backends.runtime import pretrained
     from tensorloom.passes.support import weight_rules
 
-    rules = [("a.{i}.skip", None, False), ("a.{i}.{p}", "b.{i}.{p}", True), ("{x}", "{x}", False)]
-    names = ["a.0.w", "a.1.skip", "a.2.b", "c", "d.e", "a.0.w.x"]
-    compiled = {k: (t, f) for k, (t, f, _) in weight_rules.map_names(names, rules).items()}
-    assert compiled == pretrained.map_names(names, rules)
-    assert weight_rules.unmatched_names(names, rules) == pretrained.unmatched_names(names, rules)
+    rules = [
+        ("a.{i}.skip", None, False), ("a.{i}.{p}", "b.{i}.{p}", True), ("{x}", "{x}", False),
+        (("q.{i}.w", "k.{i}.w"), "qk.{i}", False, 0), ("qkv.{i}", ("q{i}", "k{i}", "v{i}"), True, 1),
+    ]  # fmt: skip
+    names = ["a.0.w", "a.1.skip", "a.2.b", "c", "d.e", "a.0.w.x", "q.0.w", "k.0.w", "q.1.w",
+             "qkv.3"]  # fmt: skip
+    matched = weight_rules.match_names(names, [weight_rules.Rule.of(r) for r in rules])
+    mapped, unmatched, partial = pretrained.match_names(names, rules)
+    assert [(m.sources, m.targets, m.rule) for m in matched.mappings] == mapped
+    assert matched.unmatched == unmatched == ["d.e", "a.0.w.x"]
+    assert [absent for _, _, absent in matched.partial] == partial == [["k.1.w"]]
+    assert (("q.0.w", "k.0.w"), ("qk.0",), 3) in mapped
+    assert (("qkv.3",), ("q3", "k3", "v3"), 4) in mapped
 
 
 LORA_RULES = GPT2_RULES + "\n"  # the same folder, fine-tuned through adapters
