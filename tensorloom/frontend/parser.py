@@ -660,19 +660,19 @@ class Parser:
         )  # fmt: skip
 
     def parse_weights_entry(self) -> ast.WeightRule | ast.ConfigRule:
-        if self.check_word("config") and self.peek(1).kind is TokenKind.STRING:
+        if self.check_word("config"):
             return self.parse_config_rule()
         return self.parse_weight_rule()
 
     def parse_config_rule(self) -> ast.ConfigRule:
         """config_rule = "config" STRING "->" NAME NEWLINE ;"""
-        self.expect_word("config")
+        start = self.expect_word("config")
         key = self.expect(TokenKind.STRING, "config.json's entry, as a string")
         self.expect(TokenKind.ARROW)
         name = self.expect(TokenKind.NAME, "the model's config entry")
         self.expect(TokenKind.NEWLINE)
         return ast.ConfigRule(
-            key.span.to(name.span), str(key.value or ""), key.span, name.text, name.span
+            start.span.to(name.span), str(key.value or ""), key.span, name.text, name.span
         )
 
     def parse_weight_rule(self) -> ast.WeightRule:

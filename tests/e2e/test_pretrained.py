@@ -184,7 +184,8 @@ def test_the_compiler_and_the_script_apply_rules_alike() -> None:
 
     rules = [
         ("a.{i}.skip", None, False), ("a.{i}.{p}", "b.{i}.{p}", True), ("{x}", "{x}", False),
-        (("q.{i}.w", "k.{i}.w"), "qk.{i}", False, 0), ("qkv.{i}", ("q{i}", "k{i}", "v{i}"), True, 1),
+        (("q.{i}.w", "k.{i}.w"), "qk.{i}", False, 0),
+        ("qkv.{i}", ("q{i}", "k{i}", "v{i}"), True, 1),
     ]  # fmt: skip
     names = ["a.0.w", "a.1.skip", "a.2.b", "c", "d.e", "a.0.w.x", "q.0.w", "k.0.w", "q.1.w",
              "qkv.3"]  # fmt: skip
