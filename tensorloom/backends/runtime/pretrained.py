@@ -109,7 +109,8 @@ def _names(names: Any) -> tuple[str, ...]:
 
 def _rule(rule: WeightRule) -> tuple[tuple[str, ...], tuple[str, ...], bool, int]:
     """(file patterns, model patterns, transposed, along) of a rule as WEIGHT_RULES writes it."""
-    return _names(rule[0]), _names(rule[1]), bool(rule[2]), int(rule[3]) if len(rule) > 3 else 0
+    along = rule[3] if len(rule) > 3 and rule[3] is not None else 0
+    return _names(rule[0]), _names(rule[1]), bool(rule[2]), int(along)
 
 
 def match_names(
