@@ -138,3 +138,64 @@ def test_bert_loads_through_the_shipped_map_and_exports_back(tmp_path: Path) -> 
     back = transformers.BertModel.from_pretrained(tmp_path / "out", add_pooling_layer=False)
     with torch.no_grad():
         assert close(other(ids), back.eval()(ids).last_hidden_state) < 1e-4
+
+
+# --- ViT -----------------------------------------------------------------------------------------
+
+VIT = {"n_patches": 16, "in_channels": 1, "patch": 2, "hidden": 32, "n_layers": 2, "n_heads": 4,
+       "mlp_dim": 64, "classes": 10, "eps": 1e-12}  # fmt: skip
+DIGITS = """
+let data = load_dataset("digits")
+
+train model on data:
+    epochs = 1
+    batch_size = 16
+    optimizer = AdamW(lr=0.001)
+    loss = CrossEntropy
+"""
+
+
+def _hf_vit(folder: Path) -> Any:
+    """A random ViT for 8x8 grey digits (LayerNorm eps at transformers' 1e-12)."""
+    torch.manual_seed(0)
+    config = transformers.ViTConfig(
+        image_size=8, patch_size=2, num_channels=1, hidden_size=32, num_hidden_layers=2,
+        num_attention_heads=4, intermediate_size=64, num_labels=10, hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+    )  # fmt: skip
+    model = transformers.ViTForImageClassification(config).eval()
+    model.save_pretrained(folder)
+    return model
+
+
+def test_vit_fine_tunes_from_transformers_weights_through_the_script(tmp_path: Path) -> None:
+    """The emitted script itself: WEIGHT_RULES with its joins, the load at start-up, two
+    steps on the digits, and `--export-weights` into a folder transformers loads."""
+    reference = _hf_vit(tmp_path / "vit")
+    sizes = ", ".join(f"{k}={v}" for k, v in VIT.items())
+    path = program(tmp_path, "vit-base-patch16-224", f"ViT({sizes})", tmp_path / "vit", DIGITS)
+    checked(path)
+    script = tmp_path / "out" / "program.py"
+    done = tlc("compile", path.name, "-o", str(script), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    emitted = load_module(script, f"tl_vit_{tmp_path.name}")
+    model = emitted.VisionTransformer(**VIT).eval()
+    emitted.load_pretrained(model, tmp_path / "vit", emitted.WEIGHT_RULES)
+    images = torch.rand(3, 1, 8, 8)
+    with torch.no_grad():
+        assert close(model(images), reference(pixel_values=images).logits) < 1e-4
+    run = subprocess.run(
+        [sys.executable, str(script), "--device", "cpu", "--max-steps", "2", "--checkpoint-dir",
+         str(tmp_path / "ck"), "--export-weights", str(tmp_path / "tuned")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert "starting from the published weights" in run.stdout
+    state = torch.load(tmp_path / "ck" / "last.pt", map_location="cpu", weights_only=True)
+    trained = emitted.VisionTransformer(**VIT).eval()
+    trained.load_state_dict(state["model"])
+    moved = close(trained.head.weight, model.head.weight)
+    assert 0 < moved < 0.05  # two AdamW steps from the published weights, not a new init
+    tuned = transformers.ViTForImageClassification.from_pretrained(tmp_path / "tuned").eval()
+    with torch.no_grad():
+        assert close(trained(images), tuned(pixel_values=images).logits) < 1e-4

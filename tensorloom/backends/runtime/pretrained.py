@@ -101,16 +101,16 @@ def _pattern(text: str) -> re.Pattern[str]:
     return re.compile(regex + r"\Z")
 
 
-def _names(names: Any) -> tuple[str, ...]:
+def _rule_names(names: Any) -> tuple[str, ...]:
     if not names:
         return ()
     return (names,) if isinstance(names, str) else tuple(names)
 
 
-def _rule(rule: WeightRule) -> tuple[tuple[str, ...], tuple[str, ...], bool, int]:
+def _rule_parts(rule: WeightRule) -> tuple[tuple[str, ...], tuple[str, ...], bool, int]:
     """(file patterns, model patterns, transposed, along) of a rule as WEIGHT_RULES writes it."""
     along = rule[3] if len(rule) > 3 and rule[3] is not None else 0
-    return _names(rule[0]), _names(rule[1]), bool(rule[2]), int(along)
+    return _rule_names(rule[0]), _rule_names(rule[1]), bool(rule[2]), int(along)
 
 
 def match_names(
@@ -118,19 +118,19 @@ def match_names(
 ) -> tuple[list[tuple[tuple[str, ...], tuple[str, ...], int]], list[str], list[list[str]]]:
     """(file names, model names, rule) for each group of file tensors a rule maps; the
     names no rule matches; for each join missing a tensor, the names it lacks."""
-    compiled = [[_pattern(s) for s in _rule(rule)[0]] for rule in rules]
+    compiled = [[_pattern(s) for s in _rule_parts(rule)[0]] for rule in rules]
     unmatched: list[str] = []
     groups: dict[tuple[int, tuple[tuple[str, str], ...]], dict[int, str]] = {}
     for name in names:
         found = _first_match(name, compiled)
         if found is None:
             unmatched.append(name)
-        elif _rule(rules[found[0]])[1]:
+        elif _rule_parts(rules[found[0]])[1]:
             groups.setdefault((found[0], found[2]), {})[found[1]] = name
     mapped: list[tuple[tuple[str, ...], tuple[str, ...], int]] = []
     partial: list[list[str]] = []
     for (index, parts), pieces in groups.items():
-        sources, targets, _, _ = _rule(rules[index])
+        sources, targets, _, _ = _rule_parts(rules[index])
         values = dict(parts)
         if len(pieces) < len(sources):
             partial.append([s.format(**values) for k, s in enumerate(sources) if k not in pieces])
@@ -166,7 +166,7 @@ def load_pretrained(model: torch.nn.Module, path: str | os.PathLike[str], rules:
     own = model.state_dict()
     state: dict[str, torch.Tensor] = {}
     for files, targets, index in mapped:
-        _, _, transposed, along = _rule(rules[index])
+        _, _, transposed, along = _rule_parts(rules[index])
         for target in targets:
             if target not in own:
                 raise WeightsError(
@@ -257,12 +257,12 @@ def export_pretrained(
         if found is None:
             continue
         index, values = found
-        files, targets, transposed, along = _rule(rules[index])
+        files, targets, transposed, along = _rule_parts(rules[index])
         names = [t.format(**values) for t in targets]
         if any(n not in state for n in names):
             raise WeightsError(f"`{key}` is split from a tensor the model has not all of")
         done.update(names)
-        for name, tensor in _exported(
+        for name, tensor in _file_tensors(
             [state[n].detach().cpu() for n in names],
             [f.format(**values) for f in files], transposed, along, sizes,
         ):  # fmt: skip
@@ -277,14 +277,14 @@ def export_pretrained(
 def _inverse_match(key: str, rules: Rules) -> tuple[int, dict[str, str]] | None:
     """The first rule with a target pattern matching the model's `key`, and its parts."""
     for index, rule in enumerate(rules):
-        for target in _rule(rule)[1]:
+        for target in _rule_parts(rule)[1]:
             match = _pattern(target).match(key)
             if match is not None:
                 return index, match.groupdict()
     return None
 
 
-def _exported(
+def _file_tensors(
     tensors: list[torch.Tensor],
     names: list[str],
     transposed: bool,
