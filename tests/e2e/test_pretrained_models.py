@@ -199,3 +199,45 @@ def test_vit_fine_tunes_from_transformers_weights_through_the_script(tmp_path: P
     tuned = transformers.ViTForImageClassification.from_pretrained(tmp_path / "tuned").eval()
     with torch.no_grad():
         assert close(trained(images), tuned(pixel_values=images).logits) < 1e-4
+
+
+# --- Llama ---------------------------------------------------------------------------------------
+
+LLAMA = {"vocab_size": 96, "dim": 48, "n_layers": 2, "n_heads": 6, "n_kv_heads": 2,
+         "hidden": 80, "eps": 1e-6}  # fmt: skip
+
+
+def _hf_llama(folder: Path) -> Any:
+    """A random grouped-query Llama (6 query heads, 2 key/value heads of 8)."""
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(
+        vocab_size=96, hidden_size=48, num_hidden_layers=2, num_attention_heads=6,
+        num_key_value_heads=2, intermediate_size=80, rms_norm_eps=1e-6,
+        max_position_embeddings=64, tie_word_embeddings=False,
+    )  # fmt: skip
+    model = transformers.LlamaForCausalLM(config).eval()
+    model.save_pretrained(folder)
+    return model
+
+
+def test_llama_loads_through_the_shipped_map_and_exports_back(tmp_path: Path) -> None:
+    """q_proj [48, 48], k_proj and v_proj [16, 48] joined into one qkv_proj [80, 48]; the
+    export splits it back by the source's sizes (equal parts would be wrong)."""
+    reference = _hf_llama(tmp_path / "llama")
+    sizes = ", ".join(f"{k}={v}" for k, v in LLAMA.items())
+    path = program(tmp_path, "TinyLlama_v1.1", f"Llama({sizes})", tmp_path / "llama")
+    checked(path)
+    classes = models("llama.nml", tmp_path)
+    model = classes.Llama(**LLAMA).eval()
+    table = rules(path)
+    runtime().load_pretrained(model, tmp_path / "llama", table)
+    ids = torch.randint(0, 96, (2, 21))
+    with torch.no_grad():
+        assert close(model(ids), reference(ids).logits) < 1e-4
+    torch.manual_seed(5)
+    other = classes.Llama(**LLAMA).eval()
+    runtime().export_pretrained(other, tmp_path / "out", table, source=tmp_path / "llama")
+    back = transformers.LlamaForCausalLM.from_pretrained(tmp_path / "out").eval()
+    assert back.model.layers[1].self_attn.k_proj.weight.shape == (16, 48)
+    with torch.no_grad():
+        assert close(other(ids), back(ids).logits) < 1e-4

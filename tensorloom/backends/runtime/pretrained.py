@@ -60,7 +60,11 @@ def weight_files(path: str | os.PathLike[str]) -> list[Path]:
     if root.is_file():
         return [root]
     if not root.is_dir():
-        raise WeightsError(f"{root}: no such file or folder of weights")
+        raise WeightsError(
+            f"the published weights `{root}` are not here (relative to {Path.cwd()}): fetch "
+            f"them (a Hugging Face model: `huggingface-cli download NAME --local-dir {root}`), "
+            "or pass --weights PATH"
+        )
     index = root / "model.safetensors.index.json"
     if index.is_file():
         try:
