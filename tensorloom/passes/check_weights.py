@@ -61,6 +61,7 @@ from tensorloom.passes.support.weight_rules import (
 from tensorloom.source import Span
 
 _MODEL_DTYPE = "F32"  # the emitted model's parameters: fp32, whatever the autocast
+_INTEGER_DTYPE = "I64"  # its integer buffers (BatchNorm's `num_batches_tracked`)
 
 
 @dataclass(frozen=True)
@@ -199,7 +200,7 @@ def _check(module: ModuleOp, op: WeightsOp) -> None:
     if header is None:
         return
     _check_config(op, header, _config_values(module, inst), instance_span)
-    _compare(op, rules, header, tree.shapes, header_span)
+    _compare(op, rules, header, tree, header_span)
 
 
 def _rules_valid(op: WeightsOp, rules: list[Rule], header_span: Span) -> bool:
@@ -325,9 +326,10 @@ def _compare(
     op: WeightsOp,
     rules: list[Rule],
     header: WeightHeader,
-    expected: dict[str, tuple[int, ...]],
+    tree: ModelTree,
     span: Span,
 ) -> None:
+    expected = tree.shapes
     names = list(header.tensors)
     matched = match_names(names, rules)
     filled: dict[str, str] = {}
@@ -343,14 +345,16 @@ def _compare(
             mapping, rule, tensors, expected, rule_span
         ):
             reported.add(mapping.rule)
-        odd = next((t for t in tensors if t.dtype != _MODEL_DTYPE), None)
+        own = _INTEGER_DTYPE if mapping.targets[0] in tree.integers else _MODEL_DTYPE
+        odd = next((t for t in tensors if t.dtype != own), None)
         if odd is not None and mapping.rule not in cast:
             cast.add(mapping.rule)
             name = mapping.sources[tensors.index(odd)]
             report(
                 Diagnostic.warning(
                     "TL0808",
-                    f"`{name}` is {odd.dtype}: the load casts it to the model's float32",
+                    f"`{name}` is {odd.dtype}: the load casts it to the model's "
+                    f"{'int64' if own == _INTEGER_DTYPE else 'float32'}",
                     Label(rule_span, f"{odd.dtype} in the file"),
                 )
             )

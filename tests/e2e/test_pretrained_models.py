@@ -241,3 +241,84 @@ def test_llama_loads_through_the_shipped_map_and_exports_back(tmp_path: Path) ->
     assert back.model.layers[1].self_attn.k_proj.weight.shape == (16, 48)
     with torch.no_grad():
         assert close(other(ids), back(ids).logits) < 1e-4
+
+
+# --- ResNet-50 -----------------------------------------------------------------------------------
+
+
+class _Bottleneck(torch.nn.Module):
+    """torchvision.models.resnet.Bottleneck's structure and names (v1.5: the 3x3 strides)."""
+
+    def __init__(self, in_ch: int, width: int, stride: int) -> None:
+        super().__init__()
+        nn = torch.nn
+        self.conv1, self.bn1 = nn.Conv2d(in_ch, width, 1, bias=False), nn.BatchNorm2d(width)
+        self.conv2 = nn.Conv2d(width, width, 3, stride=stride, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(width)
+        self.conv3, self.bn3 = nn.Conv2d(width, width * 4, 1, bias=False), nn.BatchNorm2d(width * 4)
+        self.relu = nn.ReLU(inplace=True)
+        self.downsample = None
+        if stride != 1 or in_ch != width * 4:
+            self.downsample = nn.Sequential(
+                nn.Conv2d(in_ch, width * 4, 1, stride=stride, bias=False), nn.BatchNorm2d(width * 4)
+            )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.relu(self.bn2(self.conv2(out)))
+        out = self.bn3(self.conv3(out))
+        return self.relu(out + (x if self.downsample is None else self.downsample(x)))
+
+
+class _ResNet50(torch.nn.Module):
+    """torchvision.models.resnet50's structure and state-dict names."""
+
+    def __init__(self, classes: int) -> None:
+        super().__init__()
+        nn = torch.nn
+        self.conv1 = nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False)
+        self.bn1, self.relu = nn.BatchNorm2d(64), nn.ReLU(inplace=True)
+        self.maxpool = nn.MaxPool2d(3, stride=2, padding=1)
+        in_ch = 64
+        for index, (width, blocks) in enumerate(((64, 3), (128, 4), (256, 6), (512, 3))):
+            stage = []
+            for i in range(blocks):
+                stride = 2 if i == 0 and index > 0 else 1
+                stage.append(_Bottleneck(in_ch, width, stride))
+                in_ch = width * 4
+            setattr(self, f"layer{index + 1}", nn.Sequential(*stage))
+        self.avgpool, self.fc = nn.AdaptiveAvgPool2d(1), nn.Linear(2048, classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
+        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
+        return self.fc(torch.flatten(self.avgpool(x), 1))
+
+
+def test_resnet50_loads_a_torchvision_named_state_dict(tmp_path: Path) -> None:
+    """torchvision cannot be installed beside CPU torch 2.13, so the state dict comes from a
+    ResNet-50 with torchvision's structure and names, its batch-norm statistics random."""
+    torch.manual_seed(0)
+    reference = _ResNet50(classes=10)
+    for module in reference.modules():
+        if isinstance(module, torch.nn.BatchNorm2d):
+            module.running_mean.uniform_(-0.2, 0.2)
+            module.running_var.uniform_(0.5, 1.5)
+            module.weight.data.uniform_(0.5, 1.5)
+            module.bias.data.uniform_(-0.2, 0.2)
+    reference.eval()
+    torch.save(reference.state_dict(), tmp_path / "resnet50.pth")
+    path = program(tmp_path, "resnet50.pth", "ResNet50(classes=10)", tmp_path / "resnet50.pth")
+    checked(path)
+    classes = models("resnet50.nml", tmp_path)
+    model = classes.ResNet50(classes=10).eval()
+    table = rules(path)
+    runtime().load_pretrained(model, tmp_path / "resnet50.pth", table)
+    images = torch.randn(2, 3, 64, 64)
+    with torch.no_grad():
+        assert close(model(images), reference(images)) < 1e-4
+    runtime().export_pretrained(model, tmp_path / "out", table)
+    back = runtime().read_tensors(tmp_path / "out")
+    state = reference.state_dict()
+    assert back.keys() == state.keys()
+    assert all(torch.equal(back[k], v) for k, v in state.items())
