@@ -442,11 +442,23 @@ def _symbol(expr: ast.Expr, what: str) -> str | None:
 
 
 def _weights(decl: ast.WeightsDecl) -> Operation:
-    rules = [(r.source, r.target, r.transposed) for r in decl.rules]
-    op = train.WeightsOp(decl.instance, decl.path, rules, [loc_of(r.span) for r in decl.rules])
+    rules = [
+        (_one_or_all(r.sources), _one_or_all(r.targets) or None, r.transposed, r.along)
+        for r in decl.rules
+    ]
+    configs = [(c.key, c.name) for c in decl.configs]
+    op = train.WeightsOp(
+        decl.instance, decl.path, rules, [loc_of(r.span) for r in decl.rules],
+        configs, [loc_of(c.span) for c in decl.configs],
+    )  # fmt: skip
     op.properties["instance_loc"] = loc_of(decl.instance_span)
     op.properties["source_loc"] = loc_of(decl.path_span)
     return _at(op, decl.span)
+
+
+def _one_or_all(names: list[str]) -> str | tuple[str, ...]:
+    """A rule's one name as itself, several as a tuple (`[]`, an `ignore`'s targets: "")."""
+    return names[0] if len(names) == 1 else tuple(names) if names else ""
 
 
 def _dataset(name: str, call: ast.Call) -> Operation:

@@ -130,6 +130,9 @@ def _write_data_files(work: Path) -> None:
     tensors = ["fc0.weight=F32:16,8", "fc0.bias=F32:16", "fc1.weight=F16:4,16", "fc1.bias=F32:4"]
     module.main([str(work / "w.safetensors"), *tensors])
     module.main([str(work / "cut.safetensors"), *tensors, "--truncate"])
+    (work / "hf").mkdir(exist_ok=True)  # a Hugging Face folder: its config.json is compared too
+    module.main([str(work / "hf" / "model.safetensors"), *tensors, "qkv.weight=F32:48,8"])
+    (work / "hf" / "config.json").write_text('{"width": 16, "hidden": 8, "n_layer": 3}\n')
 
 
 # ------------------------------------------------------------------ generator
@@ -587,12 +590,18 @@ WEIGHT_RULES = [
     '    "{l}.{p}" -> "{l}.{p}"', '    "{l}.weight" -> "{l}.weight" transposed',
     '    "fc{i}.{p}" -> "fc{i}.{p}"', '    ignore "fc1.{p}"', '    "{a}.{b}" -> "out.{b}"',
     '    "fc0.weight" -> "fc1.weight"', '    ignore "{x}"', '    "{l}.{p}" -> "{l}.{q}"',
+    '    ["fc0.weight", "fc1.weight"] -> "fc0.weight" along 0',
+    '    "qkv.weight" -> ["fc0.weight", "fc1.weight"] along 1 transposed',
+    '    ["fc{i}.weight", "fc{i}.bias"] -> "fc{i}.weight"',
+    '    "{l}.{p}" -> ["{l}.{p}", "{l}.{p}"]',
+    '    "fc0.bias" -> "fc0.bias" along 2', '    ["{a}.{p}", "{b}.{p}"] -> "{a}.{p}"',
+    '    config "width" -> width', '    config "hidden" -> nothing', '    config "n_layer" -> n',
 ]  # fmt: skip
 
 
 def _weights(r: random.Random) -> str:
     """A `weights` block over the work folder's small safetensors files (or an absent one)."""
-    source = r.choice(["w.safetensors", "cut.safetensors", "absent.safetensors", "."])
+    source = r.choice(["w.safetensors", "cut.safetensors", "absent.safetensors", ".", "hf"])
     instance = r.choice(["net"] * 5 + ["data", "nothing"])
     rules = [r.choice(WEIGHT_RULES) for _ in range(r.randint(1, 4))]
     return "\n".join([f'weights {instance} from "{source}":', *rules])
