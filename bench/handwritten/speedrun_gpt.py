@@ -219,7 +219,7 @@ def lr_factor(o: Options, step: int, total: int, warmup: int) -> float:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--elements", default=",".join(ELEMENTS),
-                   help="comma-separated elements that are on (all by default; '' = none)")  # fmt: skip
+                   help="the elements that are on, comma-separated ('' = none)")  # fmt: skip
     p.add_argument("--budget-s", type=float, default=300.0)
     p.add_argument("--steps", type=int, default=None)
     p.add_argument("--device", default="auto")

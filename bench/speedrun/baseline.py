@@ -1,4 +1,4 @@
-"""The speedrun's baseline: GPT-2 small trained as nanoGPT's train.py trains it, for a wall-clock budget.
+"""The speedrun's baseline: GPT-2 small trained as nanoGPT's train.py does, for a wall-clock budget.
 
     python bench/speedrun/baseline.py --budget-s 300 --curve out/speedrun/baseline.jsonl
     python bench/speedrun/baseline.py --device cpu --budget-s 20 --tiny      # a CPU smoke run

@@ -1,4 +1,4 @@
-"""The speedrun's fixed offline corpus: this Python's standard library, as byte tokens in .bin files.
+"""The speedrun's fixed offline corpus: this Python's standard library as byte tokens in .bin files.
 
     python bench/speedrun/prepare.py                         # -> bench/speedrun/data/
     python bench/speedrun/prepare.py --out DIR --max-bytes 400000   # a small corpus (smoke tests)

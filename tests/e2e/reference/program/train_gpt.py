@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tensorloom_rt_0_2_0_ee5b7054 import (
+from tensorloom_rt_0_2_0_a7f5fbb5 import (
     BestTracker, CheckpointError, DeviceUnavailable, DistContext, ExportError, MetricsWriter,
     PrecisionPlan, PredictInputError, RunLengthError, RunRecipe, StopSignals, TokenDataUnavailable,
     TokenInfo, WindowLoader, add_source_notes, autocast, check_batch_size, check_epoch_has_steps,
