@@ -117,8 +117,9 @@ def baseline(args: argparse.Namespace, cwd: Path, data: Path) -> Path:
 
 def tensorloom(args: argparse.Namespace, program: Path, cwd: Path, extra: list[str]) -> Path:
     curve = args.out / "tensorloom.jsonl"
+    budget = 1e9 if args.tiny else args.budget_s  # a tiny run stops at TINY_STEPS
     command = [sys.executable, str(HERE / "run_emitted.py"), str(program.resolve()),
-               "--budget-s", str(args.budget_s), "--curve", str(curve)]  # fmt: skip
+               "--budget-s", str(budget), "--curve", str(curve)]  # fmt: skip
     flags = ["--checkpoint-dir", str(args.out / "checkpoints"), "--overwrite", *extra]
     if args.device != "auto":
         flags += ["--device", args.device]
