@@ -365,7 +365,21 @@ class TrainStep(Node):
 
     objective: str
     objective_span: Span
-    optimizer: Expr
+    optimizers: list[Expr]  # `step f with Muon(hidden), AdamW(rest)`: one backward, both step
+
+    @property
+    def optimizer(self) -> Expr:
+        return self.optimizers[0]
+
+
+@dataclass(slots=True)
+class TrainGroup(Node):
+    """`group hidden = params(net.blocks, ndim=2)` inside a train block: a named selection of
+    a model's parameters, for the optimizers of its `step` lines."""
+
+    name: str
+    name_span: Span
+    value: Expr
 
 
 @dataclass(slots=True)
@@ -377,6 +391,7 @@ class TrainDecl(Stmt):
     settings: list[TrainSetting]
     checkpoint: CheckpointClause | None
     steps: list[TrainStep] = field(default_factory=list["TrainStep"])
+    groups: list[TrainGroup] = field(default_factory=list["TrainGroup"])
 
 
 @dataclass(slots=True)
