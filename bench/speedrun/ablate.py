@@ -6,8 +6,9 @@
 
 Every run is bench/handwritten/speedrun_gpt.py for the same wall-clock budget, with no element
 on (`none`: nanoGPT's recipe on the hand-written model; bench/speedrun/baseline.py is the
-same recipe) or with one element on (`--elements NAME`), or with all of them (`all`, the
-modern recipe). Each run's curve is `OUT/NAME.jsonl`; `OUT/ablation.json` and the printed
+same recipe) or with one element on (`--elements NAME`), both at the baseline's batch
+(160 x 3 windows of 1,024), or with all of them (`all`: examples/gpt_speedrun.tl's recipe,
+64 windows a step). Each run's curve is `OUT/NAME.jsonl`; `OUT/ablation.json` and the printed
 markdown table give, per run, the validation loss at the end of the budget and the time to
 reach `none`'s final loss (L) when it does. Runs already in OUT are read, not repeated, so
 the table can be assembled over several device calls (`--only`).
@@ -59,6 +60,8 @@ def run_one(args: argparse.Namespace, run: str, data: Path) -> None:
     command = [sys.executable, str(ROOT / "bench" / "handwritten" / "speedrun_gpt.py"),
                "--elements", elements(run), "--budget-s", str(args.budget_s),
                "--curve", str(curve), "--device", args.device, "--data", str(data)]  # fmt: skip
+    if run != "all":  # one element on the baseline's batch: nanoGPT's 491,520 tokens a step
+        command += ["--micro-batch", "160", "--grad-accum", "3"]
     if args.tiny:
         command += ["--tiny", "--evals", "3"]
     runner.run_json(command, ROOT)

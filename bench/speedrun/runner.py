@@ -120,7 +120,9 @@ def tensorloom(args: argparse.Namespace, program: Path, cwd: Path, extra: list[s
     budget = 1e9 if args.tiny else args.budget_s  # a tiny run stops at TINY_STEPS
     command = [sys.executable, str(HERE / "run_emitted.py"), str(program.resolve()),
                "--budget-s", str(budget), "--curve", str(curve)]  # fmt: skip
-    flags = ["--checkpoint-dir", str(args.out / "checkpoints"), "--overwrite", *extra]
+    checkpoints = args.out / "checkpoints"
+    shutil.rmtree(checkpoints, ignore_errors=True)  # a fresh run, never a resumed one
+    flags = ["--checkpoint-dir", str(checkpoints), *extra]
     if args.device != "auto":
         flags += ["--device", args.device]
     if args.tiny:

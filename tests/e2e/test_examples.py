@@ -89,7 +89,7 @@ BROKEN: dict[str, tuple[str, int, int]] = {
     "broken/vit_layernorm.nml": ("TL0201", 26, 13),
 }
 # GPT-2 small's size: checked and compiled here; tests/e2e/test_speedrun.py trains it tiny
-SPEEDRUN = ["gpt_speedrun.tl", "gpt_speedrun.nml"]
+SPEEDRUN = ["gpt_speedrun.tl", "modern_gpt.nml"]
 VALID = [*TRAINED, CNN, GAN, *KERNELS, *BLUEPRINTS, *SPEEDRUN]
 
 

@@ -3,7 +3,7 @@
 The reference is written independently of the runtime's `Rotary`: each head's vector as
 complex numbers x1 + i x2 (its two halves), multiplied by exp(-i t theta_j) with
 theta_j = base^(-2j / dim), which is modded-nanogpt's (x1 cos + x2 sin, x2 cos - x1 sin).
-The model below is the speedrun's attention (examples/gpt_speedrun.nml) at a small size:
+The model below is the speedrun's attention (examples/modern_gpt.nml) at a small size:
 its output is compared with the same attention written directly in torch.
 """
 

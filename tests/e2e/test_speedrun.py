@@ -61,8 +61,13 @@ def test_runner_smoke_baseline_then_tensorloom(tmp_path: Path) -> None:
     assert base[0]["step"] == 0 and len(base) >= 2
     assert base[-1]["val_loss"] < base[0]["val_loss"]  # type: ignore[operator]
     assert [r["wall_s"] for r in base] == sorted(r["wall_s"] for r in base)  # type: ignore[misc]
-    assert tl and tl[-1]["step"] == 12 and tl[-1]["tokens"] == 12 * 4 * 8 * 64
+    # the emitted program's step block validates after each epoch of 32 / 8 = 4 steps
+    assert [r["step"] for r in tl] == [4, 8, 12] and tl[-1]["tokens"] == 12 * 8 * 64
+    assert tl[-1]["val_loss"] < tl[0]["val_loss"]  # type: ignore[operator]
     assert summary["tensorloom_final_val_loss"] == tl[-1]["val_loss"]
+    program = (out / "gpt_speedrun.py").read_text()  # `compile = true` with `step` lines
+    assert 'COMPILE_MODE = "default"' in program
+    assert 'compiled = {"model": maybe_compile(model, on_cuda, COMPILE_MODE)}' in program
     picture = tmp_path / "curves.png"
     plot = subprocess.run(
         [sys.executable, "-m", "tensorloom.tools.tlc", "plot", str(out / "baseline.jsonl"),
