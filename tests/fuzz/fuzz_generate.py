@@ -79,14 +79,8 @@ SETTINGS = {
         "BCEWithLogits",
     ],
     "precision": ["fp32", "bf16", "fp16", "fp8", "auto"],
-    "lr_schedule": [
-        "cosine",
-        "step",
-        "warmup",
-        "cosin",
-        "plateau(factor=0.5, patience=1)",
-        "plateau(factor=2.0)",
-    ],
+    "lr_schedule": ["cosine", "step", "warmup", "cosin", "plateau(factor=0.5, patience=1)",
+                    "plateau(factor=2.0)", "wsd(warmup_steps=2)", "wsd(decay_fraction=1.5)"],
     "grad_clip": ["1.0", "0", "-1.0"],
     "accumulate_steps": ["1", "2", "0"],
     "seed": ["0", "1", "-1"],
@@ -330,7 +324,8 @@ def _structured(r: random.Random, careful: bool) -> str:
         None
         if careful
         else r.choice(
-            ["table", "tie", "tensor_if", "for_tensor", "loss", "einsum", "param", "unbound"]
+            ["table", "tie", "tensor_if", "for_tensor", "loss", "einsum", "param", "unbound",
+             "rotary"]
         )
     )
     if careful:
@@ -341,8 +336,10 @@ def _structured(r: random.Random, careful: bool) -> str:
         f"    layer ln = LayerNorm({d})",
         f"    layer attn = MultiHeadAttention({d}, 2, causal=true)",
         f"    layer mlp = Linear({d}, {d})",
+        f"    layer rot = Rotary({d // 2 if slip != 'rotary' else d // 2 + 1})",
         f"    fn forward(self, x: Tensor[B, T, {d}]) -> Tensor:",
         "        x = x + self.attn(self.ln(x))",
+        f"        x = x + self.rot(x.view(B, T, 2, {d // 2})).reshape(B, T, {d})",
         "        return x + (self.mlp(x) |> gelu)",
         "model Net:",
         f"    layer wte = Embedding({vocab}, {d})",
