@@ -90,7 +90,9 @@ BROKEN: dict[str, tuple[str, int, int]] = {
 }
 # trained and compared with CLIP's loss in PyTorch by tests/e2e/test_paired_data.py
 PAIRED = ["train_clip.tl", "clip.nml"]
-VALID = [*TRAINED, CNN, GAN, *PAIRED, *KERNELS, *BLUEPRINTS]
+# GPT-2 small's size: checked and compiled here; tests/e2e/test_speedrun.py trains it tiny
+SPEEDRUN = ["gpt_speedrun.tl", "modern_gpt.nml"]
+VALID = [*TRAINED, CNN, GAN, *PAIRED, *KERNELS, *BLUEPRINTS, *SPEEDRUN]
 
 
 @pytest.fixture(autouse=True)
