@@ -1161,7 +1161,7 @@ error[TL0434]: the objective `g_loss` never calls `G`, so the optimizer of this 
             'TL0435',
             'a model no step updates (warning)',
             """\
-A model of `train (...)` that no step's optimizer names is frozen: it runs under `torch.no_grad()` in eval mode (a teacher). The warning says so, in case a step was forgotten.
+A model of `train (...)` that no step's optimizer names is frozen: it runs under `torch.no_grad()` in eval mode (a teacher). The warning says so, in case a step was forgotten; `freeze = [T]` declares a model frozen on purpose and silences it.
 """,
             """\
 warning[TL0435]: no step's optimizer updates `T`: it stays frozen (run under no_grad)
@@ -1170,7 +1170,7 @@ warning[TL0435]: no step's optimizer updates `T`: it stays frozen (run under no_
 20 | train (S, T) on data:
    |           ^
    |
-   = help: if it should train, add `step NAME with Adam(T, ...)`
+   = help: if it should train, add `step NAME with Adam(T, ...)`; if it is frozen on purpose (a teacher), say so: `freeze = [T]`
 """,
         ),
         Code(
@@ -1187,6 +1187,40 @@ error[TL0436]: `table` is random (`randn`), but a function reads it: a top-level
    |             ^^^^^^^^^^^^^
    |
    = help: draw it inside the function, or compute `table` without `randn`
+""",
+        ),
+        Code(
+            'TL0457',
+            '`freeze` names something that is not a model of a block of `step` lines',
+            """\
+In a train block of `step` lines, `freeze = [T]` names the models frozen on purpose (a teacher): whole models of `train (...)`, not layers. A name that is not one of the block's models is an error at the list.
+""",
+            """\
+error[TL0457]: `Teacher` is not a model of this train block: with `step` lines, `freeze` names whole models
+  --> distill.tl:21:14
+   |
+21 |     freeze = [Teacher]
+   |              ^^^^^^^^^
+   |
+   = help: its models: `T`, `S`
+""",
+        ),
+        Code(
+            'TL0458',
+            'a model both frozen and updated by a step',
+            """\
+A model listed in `freeze` is run under `torch.no_grad()` and never updated, so a step's optimizer that names it would get no gradients. The error is at the `freeze` list, the step's optimizer marked.
+""",
+            """\
+error[TL0458]: `T` is frozen, but step `distil` updates it
+  --> distill.tl:21:14
+   |
+21 |     freeze = [T]
+   |              ^^^
+22 |     step distil with Adam(S, T, lr=1e-3)
+   |                      ------------------- updated here
+   |
+   = help: remove `T` from `freeze` or from the optimizer of that step
 """,
         ),
         Code(

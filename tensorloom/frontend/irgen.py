@@ -391,6 +391,8 @@ class _ModuleBuilder:
             step_op = train.StepOp(step.objective, settings.build(step.optimizer))
             step_op.properties["objective_loc"] = loc_of(step.objective_span)
             step_op.properties["optimizer_loc"] = loc_of(step.optimizer.span)
+            if _window_fits(step):
+                _set_window(step_op, step)
             op.body.block.add_op(_at(step_op, step.span))
         if decl.checkpoint is not None:
             clause = decl.checkpoint
@@ -609,3 +611,29 @@ def vars_of(node: ast.Node) -> list[object]:
 
 
 __all__ = ["generate"]
+
+
+def _window_fits(step: ast.TrainStep) -> bool:
+    """`from epoch A until epoch B` counts epochs from 1 and needs A <= B; TL0459 otherwise."""
+    first, last = step.first_epoch, step.last_epoch
+    if step.window_span is None:
+        return False
+    if (first is not None and first < 1) or (last is not None and last < 1):
+        message = "epochs are counted from 1 in a step's `from epoch`/`until epoch`"
+        _error("TL0459", message, Label(step.window_span, ""), help="write `from epoch 1` or later")
+        return False
+    if first is not None and last is not None and first > last:
+        message = f"step `{step.objective}` runs from epoch {first} until epoch {last}: no epoch"
+        help_text = f"write `until epoch {first}` or later"
+        _error("TL0459", message, Label(step.window_span, ""), help=help_text)
+        return False
+    return True
+
+
+def _set_window(op: train.StepOp, step: ast.TrainStep) -> None:
+    if step.first_epoch is not None:
+        op.properties["first_epoch"] = IntegerAttr(step.first_epoch, i64)
+    if step.last_epoch is not None:
+        op.properties["last_epoch"] = IntegerAttr(step.last_epoch, i64)
+    assert step.window_span is not None
+    op.properties["window_loc"] = loc_of(step.window_span)

@@ -612,15 +612,32 @@ class Parser:
         return self.parse_train_setting()
 
     def parse_train_step(self) -> ast.TrainStep:
-        """train_step = "step" NAME "with" call NEWLINE ;"""
+        """train_step = "step" NAME "with" call [ "from" "epoch" INT ] [ "until" "epoch" INT ]
+        NEWLINE ;"""
         start = self.expect_word("step")
         objective = self.expect(TokenKind.NAME, "the name of an objective `fn`")
         self.expect(TokenKind.WITH)
         optimizer = self.parse_expression()
-        self.expect(TokenKind.NEWLINE)
-        return ast.TrainStep(
+        step = ast.TrainStep(
             start.span.to(optimizer.span), objective.text, objective.span, optimizer
         )
+        if self.match(TokenKind.FROM) is not None:
+            step.first_epoch, span = self.parse_step_epoch()
+            step.window_span = span
+        if self.check_word("until"):
+            self.advance()
+            step.last_epoch, span = self.parse_step_epoch()
+            step.window_span = span if step.window_span is None else step.window_span.to(span)
+        if step.window_span is not None:
+            step.span = step.span.to(step.window_span)
+        self.expect(TokenKind.NEWLINE)
+        return step
+
+    def parse_step_epoch(self) -> tuple[int, Span]:
+        """step_epoch = "epoch" INT ; (after `from` or `until` in a step line)"""
+        word = self.expect_word("epoch")
+        number = self.expect(TokenKind.INT, "an epoch number, counted from 1")
+        return int(number.text), word.span.to(number.span)
 
     def parse_train_setting(self) -> ast.TrainSetting:
         """train_setting = NAME "=" expression NEWLINE ;"""

@@ -76,6 +76,8 @@ from tensorloom.passes.support.objectives import (
     Step,
     calls_model,
     check_objective,
+    check_sampler,
+    frozen_names,
     objective_named,
     step_of,
 )
@@ -380,6 +382,9 @@ _KIND_CHECKS: dict[str, Check] = {
     "objective": lambda key, value: (
         None if as_call(value) is not None else _wrong_type(key, "the name of a `fn`", value)
     ),
+    "samples": lambda key, value: (
+        None if as_call(value) is not None else _wrong_type(key, "the name of a `fn`", value)
+    ),
 }
 
 
@@ -417,6 +422,7 @@ class LoopChecker:
             if isinstance(op, train.SetOp):
                 self._setting(op, seen)
         info = self._dataset()
+        self._samples()
         if self.loop.runs_objectives():
             ObjectiveChecker(self.module, self.loop, batch_types(None, info)).check()
             self._precision()
@@ -471,6 +477,25 @@ class LoopChecker:
                     problem.code, problem.message, Label(where or key_span), help=problem.help
                 )
             )
+
+    def _samples(self) -> None:
+        """`samples = sample`: a `fn` of the block's models that returns images."""
+        op = self.loop.settings().get("samples")
+        value = evaluate(op.value, {}) if op is not None else None
+        call = as_call(value) if value is not None and not isinstance(value, EvalError) else None
+        if op is None or call is None:
+            return
+        func = functions_of(self.module).get(call.name)
+        if func is not None:
+            check_sampler(self.module, func, self.loop.model_names(), op.value_loc)
+            return
+        guess = did_you_mean(call.name, list(functions_of(self.module)))
+        models = ", ".join(self.loop.model_names())
+        message = f"unknown function `{call.name}`: `samples` names a top-level `fn`"
+        write = f"write `fn {call.name}({models}) -> Tensor:` returning images [N, C, H, W]"
+        help_text = f"did you mean `{guess}`?" if guess else write
+        span = (span_of(op.value_loc) if op.value_loc is not None else None) or span_at(op)
+        report(Diagnostic.error("TL0418", message, Label(span), help=help_text))
 
     def _unknown_key(self, key: str, span: Span) -> None:
         guess = did_you_mean(key, SETTINGS)
@@ -907,9 +932,40 @@ class ObjectiveChecker:
             func = self._objective(step.objective, op.objective_loc)
             if func is not None and len(func.names) == len(self.models) + 2:
                 self._reaches(step, func)
+        frozen = self._declared_frozen(owners)
         for model in self.models:
-            if model not in owners:
+            if model not in owners and model not in frozen:
                 self._frozen(model)
+
+    def _declared_frozen(self, owners: dict[str, Step]) -> set[str]:
+        """`freeze = [T]`: the models frozen on purpose (a teacher); TL0457 for a name that is
+        not a model of the block, TL0458 for one a step's optimizer updates."""
+        op = self.loop.settings().get("freeze")
+        if op is None:
+            return set()
+        where = (span_of(op.value_loc) if op.value_loc is not None else None) or span_at(op)
+        frozen: set[str] = set()
+        for name in frozen_names(op):
+            if name not in self.models:
+                guess = did_you_mean(name, self.models)
+                listed = ", ".join(f"`{m}`" for m in self.models)
+                message = (
+                    f"`{name}` is not a model of this train block: with `step` lines, "
+                    "`freeze` names whole models"
+                )
+                help_text = f"did you mean `{guess}`?" if guess else f"its models: {listed}"
+                _error_at(where, "TL0457", message, help_text)
+            elif name in owners:
+                step = owners[name]
+                message = f"`{name}` is frozen, but step `{step.objective}` updates it"
+                help_text = f"remove `{name}` from `freeze` or from the optimizer of that step"
+                updated = span_of(step.op.optimizer_loc)
+                secondary = [Label(updated, "updated here")] if updated is not None else []
+                report(Diagnostic.error("TL0458", message, Label(where), secondary=secondary,
+                                        help=help_text))  # fmt: skip
+            else:
+                frozen.add(name)
+        return frozen
 
     def _not_taken(self, key: str, op: train.SetOp) -> None:
         if key in STEP_EXCLUSIVE:
@@ -970,7 +1026,10 @@ class ObjectiveChecker:
         where = next((span_of(loc) for loc, m in zip(locs, self.models, strict=False)
                       if m == model), None)  # fmt: skip
         message = f"no step's optimizer updates `{model}`: it stays frozen (run under no_grad)"
-        help_text = f"if it should train, add `step NAME with Adam({model}, ...)`"
+        help_text = (
+            f"if it should train, add `step NAME with Adam({model}, ...)`; if it is frozen on "
+            f"purpose (a teacher), say so: `freeze = [{model}]`"
+        )
         if where is not None:
             report(Diagnostic.warning("TL0435", message, Label(where), help=help_text))
 

@@ -199,6 +199,7 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
         language_model_data=data.name in LM_SOURCES,
         custom_loss=str(value("loss")) if value("loss_fn") else None,
         objective=str(value("objective")) if value("objective") is not None else None,
+        samples=str(value("samples")) if value("samples") is not None else None,
         forward_inputs=_forward_inputs(module, instance),
         takes_inputs=frozenset(n for n, count in functions.items() if count == 3),
         metrics=tuple(_metrics(value("metrics"))),
@@ -355,7 +356,7 @@ def steps_plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> StepsPla
                                 name not in stepped, _location(instance.location)))  # fmt: skip
     planned = [
         StepPlan(s.objective, s.optimizer, s.models, _step_kwargs(s.optimizer, s.kwargs),
-                 _location(s.op.location))
+                 _location(s.op.location), s.op.epochs())
         for s in steps
     ]  # fmt: skip
     return StepsPlan(plan_of(module, loop, source), tuple(models), tuple(planned))

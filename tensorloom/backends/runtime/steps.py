@@ -62,6 +62,22 @@ def step_optimizer(
     scaler.update()
 
 
+Window = tuple[int | None, int | None]
+
+
+def runs_in(epoch: int, window: Window) -> bool:
+    """Whether a step of `from epoch A until epoch B` (from 1, both ends in; None where
+    unbounded) runs in `epoch`, counted from 0 as the loop counts it."""
+    first, last = window
+    number = epoch + 1
+    return (first is None or number >= first) and (last is None or number <= last)
+
+
+def steps_in(windows: dict[str, Window], epoch: int) -> list[str]:
+    """The objectives whose steps run in `epoch` (from 0), in the block's order."""
+    return [name for name, window in windows.items() if runs_in(epoch, window)]
+
+
 def run_epoch(
     step: Callable[[torch.Tensor, torch.Tensor], Losses], batches: Iterable[StepBatch], *,
     sums: Losses, done: int, total: int, stop: Callable[[], bool],

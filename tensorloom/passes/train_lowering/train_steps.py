@@ -49,6 +49,7 @@ class StepPlan:
     models: tuple[str, ...]
     kwargs: tuple[tuple[str, Value], ...]  # `lr` first, defaults filled in
     location: Attribute | None
+    epochs: tuple[int | None, int | None] = (None, None)  # `from epoch 4 until epoch 9`
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +57,11 @@ class StepsPlan:
     base: ScriptPlan  # the data, epochs, precision, seed, checkpoints: as one model's
     models: tuple[ModelPlan, ...]
     steps: tuple[StepPlan, ...]
+
+    @property
+    def windowed(self) -> bool:
+        """Whether some step runs in some epochs only (`from epoch`, `until epoch`)."""
+        return any(s.epochs != (None, None) for s in self.steps)
 
 
 def steps_sources(plan: StepsPlan) -> list[Operation]:
@@ -95,6 +101,10 @@ def _settings_ops(plan: StepsPlan) -> list[Operation]:
         b.value([s.objective for s in plan.steps]),
         comment="one step each, in this order",
     )
+    if plan.windowed:
+        windows = {s.objective: s.epochs for s in plan.steps}
+        note = "the epochs (from 1, both ends in) each step runs in; None: no bound"
+        b.assign("EPOCHS_OF", b.value(windows), comment=note)  # type: ignore[arg-type]
     return b.ops
 
 
@@ -120,6 +130,10 @@ def _parse_args_ops(plan: StepsPlan) -> list[Operation]:
     _argument(b, "--evaluate", default=b.const(None), metavar=b.const("CHECKPOINT"),
               help=b.const("the validation objectives of a checkpoint; no training"))  # fmt: skip
     _argument(b, "--data-root", default=b.const(None), help=b.const("where datasets live"))
+    if plan.base.samples is not None:
+        where = b.const(f"samples/{program_name(plan.base)}.png")
+        drawn = b.const(f"the PNG grid `{plan.base.samples}` draws after each epoch")
+        _argument(b, "--samples", default=where, help=drawn)
     _argument(b, "--precision", choices=b.value(("auto", "fp32", "fp16", "bf16")),
               default=b.name("PRECISION"))  # fmt: skip
     b.ret(b.method(b.name("parser"), "parse_args", b.name("argv")))
@@ -159,6 +173,8 @@ def _trainer_ops(plan: StepsPlan) -> list[Operation]:
     b.assign("info", None, annotation=b.name(info_type(plan.base)))
     b.assign("step", b.const(0), annotation=b.name("int"))
     b.assign("start_epoch", b.const(0), annotation=b.name("int"))
+    if plan.windowed:
+        b.assign("epoch", b.const(0), annotation=b.name("int"), comment="the running one, from 0")
     carry = b.optional(b.generic("tuple", b.generic("dict", "str", "torch.Tensor"), "int"))
     b.assign("carry", b.const(None), annotation=carry,
              comment="resumed mid-epoch: (objective sums, batches)")  # fmt: skip
@@ -253,32 +269,63 @@ def _train_step_ops(plan: StepsPlan) -> list[Operation]:
                    "each objective, detached.\n"))  # fmt: skip
     _models_local(b, plan)
     b.assign("device", b.path("trainer", "ctx", "device"))
+    if plan.windowed:
+        b.assign("losses", b.value({}), annotation=b.generic("dict", "str", "torch.Tensor"))
     losses: list[tuple[str, str]] = []
     for step in plan.steps:
         models = ", ".join(step.models)
-        b.comment(f"step {step.objective} with {step.optimizer}({models}, ...)")
-        key = b.const(step.objective)
-        b.assign("optimizer", b.subscript(b.path("trainer", "optimizers"), key))
-        zero = py.ExprOp(b.method(b.name("optimizer"), "zero_grad", set_to_none=b.const(True)))
-        b.stmt(zero)
+        b.comment(f"step {step.objective} with {step.optimizer}({models}, ...){_window(step)}")
+        if step.epochs == (None, None):
+            _one_step(b, plan, step)
+            if plan.windowed:
+                _keep_loss(b, step)
+            losses.append((step.objective, f"{step.objective}_value"))
+            continue
         inner = PyBuilder()
-        args = [inner.name(m.name) for m in plan.models] + [inner.name("xb"), inner.name("yb")]
-        value = f"{step.objective}_value"
-        assign = py.AssignOp(inner.name(value), inner.call(step.objective, *args))
-        if step.location is not None:
-            assign.location = step.location  # type: ignore[assignment]
-        inner.stmt(assign)
-        manager = b.call("autocast", b.path("trainer", "plan"), b.name("device"))
-        b.stmt(py.WithOp(manager, inner.ops))
-        scaler = b.subscript(b.path("trainer", "scalers"), b.const(step.objective))
-        b.expr(b.call("step_optimizer", b.name(value), b.name("optimizer"), scaler))
-        losses.append((step.objective, value))
+        _one_step(inner, plan, step)
+        _keep_loss(inner, step)
+        window = b.subscript(b.name("EPOCHS_OF"), b.const(step.objective))
+        b.if_(b.call("runs_in", b.path("trainer", "epoch"), window), inner)
     b.stmt(py.AugAssignOp("+=", b.path("trainer", "step"), b.const(1)))
-    entries = [(b.const(k), b.method(b.name(v), "detach")) for k, v in losses]
-    b.ret(b.add(py.DictOp(entries)))
+    if plan.windowed:
+        b.ret(b.name("losses"))
+    else:
+        entries = [(b.const(k), b.method(b.name(v), "detach")) for k, v in losses]
+        b.ret(b.add(py.DictOp(entries)))
     params = [("trainer", "Trainer"), ("xb", "torch.Tensor"), ("yb", "torch.Tensor")]
     top.def_("train_step", params, b, top.generic("dict", "str", "torch.Tensor"))
     return top.ops
+
+
+def _window(step: StepPlan) -> str:
+    first, last = step.epochs
+    return (f" from epoch {first}" if first is not None else "") + (
+        f" until epoch {last}" if last is not None else "")  # fmt: skip
+
+
+def _one_step(b: PyBuilder, plan: StepsPlan, step: StepPlan) -> None:
+    """zero_grad, the objective under autocast, backward and step: one line's work."""
+    key = b.const(step.objective)
+    b.assign("optimizer", b.subscript(b.path("trainer", "optimizers"), key))
+    zero = py.ExprOp(b.method(b.name("optimizer"), "zero_grad", set_to_none=b.const(True)))
+    b.stmt(zero)
+    inner = PyBuilder()
+    args = [inner.name(m.name) for m in plan.models] + [inner.name("xb"), inner.name("yb")]
+    value = f"{step.objective}_value"
+    assign = py.AssignOp(inner.name(value), inner.call(step.objective, *args))
+    if step.location is not None:
+        assign.location = step.location  # type: ignore[assignment]
+    inner.stmt(assign)
+    manager = b.call("autocast", b.path("trainer", "plan"), b.name("device"))
+    b.stmt(py.WithOp(manager, inner.ops))
+    scaler = b.subscript(b.path("trainer", "scalers"), b.const(step.objective))
+    b.expr(b.call("step_optimizer", b.name(value), b.name("optimizer"), scaler))
+
+
+def _keep_loss(b: PyBuilder, step: StepPlan) -> None:
+    """`losses["teach"] = teach_value.detach()`."""
+    target = b.subscript(b.name("losses"), b.const(step.objective))
+    b.stmt(py.AssignOp(target, b.method(b.name(f"{step.objective}_value"), "detach")))
 
 
 def _objective_values_ops(plan: StepsPlan) -> list[Operation]:
@@ -392,7 +439,11 @@ def _epoch(b: PyBuilder, plan: StepsPlan, epoch: SSAValue) -> None:
     for model in plan.models:
         b.expr(b.method(b.path("trainer", model.name), "train"))
     b.expr(b.method(b.path("trainer", "train_loader"), "set_epoch", epoch))
-    zeros = py.ComprehensionOp("dict", b.name("OBJECTIVES"), targets=1)
+    objectives = b.name("OBJECTIVES")
+    if plan.windowed:
+        b.assign(b.path("trainer", "epoch"), epoch)
+        objectives = b.call("steps_in", b.name("EPOCHS_OF"), epoch)
+    zeros = py.ComprehensionOp("dict", objectives, targets=1)
     key = zeros.body.block.args[0]
     key.name_hint = "name"
     inner = PyBuilder()
@@ -463,6 +514,8 @@ def _record(b: PyBuilder, plan: StepsPlan, epoch: SSAValue, means: py.Comprehens
     b.expr(b.method(b.name("metrics"), "write", b.name("record")))
     b.expr(b.call("print", b.call("format_steps_summary", b.name("record"),
                                   epochs=b.path("args", "epochs"))))  # fmt: skip
+    if plan.base.samples is not None:
+        _samples(b, plan)
     b.assign("epochs_done", b.binop("+", epoch, b.const(1)))
     b.assign("last", b.compare(b.name("epochs_done"), "==", b.path("args", "epochs")))
     every = b.is_set(b.name("CHECKPOINT_EVERY"))
@@ -474,6 +527,14 @@ def _record(b: PyBuilder, plan: StepsPlan, epoch: SSAValue, means: py.Comprehens
     path2 = saving.fstring("{}/last.pt", saving.path("args", "checkpoint_dir"))
     saving.expr(saving.call("save", saving.name("trainer"), path2, saving.name("epochs_done")))
     b.if_(due, saving)
+
+
+def _samples(b: PyBuilder, plan: StepsPlan) -> None:
+    """`samples = sample`: the grid of `sample(G, D)`, the same noise each epoch."""
+    models = [b.path("trainer", m.name) for m in plan.models]
+    each = b.call("partial", b.name(plan.base.samples or ""), *models)
+    b.assign("images", b.call("draw_samples", each, seed=b.path("args", "seed")))
+    b.expr(b.call("write_sample_grid", b.name("images"), b.path("args", "samples")))
 
 
 def _evaluate_checkpoint(b: PyBuilder, plan: StepsPlan) -> None:
