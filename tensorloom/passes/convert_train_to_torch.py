@@ -294,7 +294,7 @@ def import_ops(plan: ScriptPlan) -> list[Operation]:
         py.ImportOp("sys"),
         py.ImportOp("time"),
         py.FromImportOp("dataclasses", ["dataclass"]),
-        *([py.FromImportOp("functools", ["partial"])] if plan.amp else []),
+        *([py.FromImportOp("functools", ["partial"])] if plan.amp or plan.samples else []),
         py.FromImportOp("typing", ["Any"]),
         py.ImportOp("torch"),
         py.ImportOp("torch.nn.functional", "F"),

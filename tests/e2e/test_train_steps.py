@@ -10,13 +10,16 @@ state: equal losses and weights for 20 steps. A run cut in the middle of an epoc
 from __future__ import annotations
 
 import importlib.util
+import struct
 import sys
+import zlib
 from pathlib import Path
 from types import ModuleType
 
 import torch
 import torch.nn.functional as F
 
+from tensorloom.tools.check import check_file
 from tests.e2e.test_train_pipeline import compile_program, records, run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -96,3 +99,88 @@ def test_gan_resumes_exactly_mid_epoch(tmp_path: Path) -> None:
     for key in ("d_loss", "g_loss", "val_d_loss", "val_g_loss"):
         assert last_whole[key] == last_cut[key], key
     assert set(records(tmp_path / "w.jsonl")[0]) >= {"d_loss", "g_loss", "val_d_loss"}
+
+
+TEACHER = """
+model M:
+    layer fc1 = Linear(64, 32)
+    layer fc2 = Linear(32, 10)
+    fn forward(self, x: Tensor[B, 64]) -> Tensor:
+        return x |> self.fc1 |> relu |> self.fc2
+
+fn teach(T, S, x, y) -> Tensor:
+    return cross_entropy(T(x), y)
+
+fn distil(T, S, x, y) -> Tensor:
+    let soft = softmax(T(x) / 2.0, dim=-1)
+    return kl_div(log_softmax(S(x) / 2.0, dim=-1), soft, reduction="batchmean")
+
+let T = M()
+let S = M()
+let data = load_dataset("digits", flatten=true)
+
+train (T, S) on data:
+    epochs = 4
+    batch_size = 128
+"""
+
+
+def test_steps_run_in_their_epochs_only(tmp_path: Path) -> None:
+    """`until epoch 2` / `from epoch 3`: each epoch's record holds the objectives whose steps
+    ran in it (their means over its batches); once its step has ended the teacher is left
+    as it was, so its validation objective stays put while the student's falls."""
+    text = TEACHER + (
+        "    step teach with Adam(T, lr=0.003) until epoch 2\n"
+        "    step distil with Adam(S, lr=0.003) from epoch 3\n"
+    )
+    script = compile_program(tmp_path, text, name="phases")
+    run(script, "--metrics", "m.jsonl")
+    rows = records(tmp_path / "m.jsonl")
+    ran = [("teach" in r, "distil" in r) for r in rows]
+    assert ran == [(True, False), (True, False), (False, True), (False, True)]
+    assert rows[1]["teach"] < rows[0]["teach"]  # type: ignore[operator]
+    assert rows[1]["val_teach"] == rows[2]["val_teach"] == rows[3]["val_teach"]
+    assert rows[3]["val_distil"] < rows[2]["val_distil"]  # type: ignore[operator]
+    assert rows[-1]["steps"] == 4 * 12  # 1,617 training digits, 12 whole batches of 128
+
+
+def test_a_model_frozen_on_purpose_keeps_its_weights_and_no_warning(tmp_path: Path) -> None:
+    """`freeze = [T]`: no TL0435 (an accidental frozen model still gets one), and the teacher
+    runs under no_grad in eval mode: its weights after training are its initial ones."""
+    text = TEACHER + "    freeze = [T]\n    step distil with Adam(S, lr=0.003)\n"
+    warned = TEACHER + "    step distil with Adam(S, lr=0.003)\n"
+    assert "TL0435" not in _codes(tmp_path, text)
+    assert "TL0435" in _codes(tmp_path, warned)
+    script = compile_program(tmp_path, text, name="frozen")
+    run(script, "--epochs", "2", "--checkpoint-dir", "ck")
+    m = _load(script)
+    args = m.parse_args(["--device", "cpu"])
+    fresh = m.build_trainer(args, m.DistContext(0, 0, 1, torch.device("cpu")))
+    saved = torch.load(tmp_path / "ck" / "last.pt", weights_only=True)["models"]
+    for key, tensor in fresh.T.model.state_dict().items():
+        assert torch.equal(saved["T"][key], tensor), key
+    assert not torch.equal(saved["S"]["fc1.weight"], fresh.S.state_dict()["fc1.weight"])
+
+
+def test_gan_sample_grid_is_a_png_of_its_digits(tmp_path: Path) -> None:
+    """`samples = sample`: after each epoch the script writes the generator's 64 digits as a
+    PNG grid (8 by 8, each enlarged to 32 pixels, 2 pixels apart) at `--samples`."""
+    script = compile_program(tmp_path, GAN, name="gan_samples")
+    run(script, "--epochs", "1", "--batch-size", "512", "--samples", "out/grid.png")
+    data = (tmp_path / "out" / "grid.png").read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height, depth, colour = struct.unpack(">IIBB", data[16:26])
+    assert (width, height, depth, colour) == (274, 274, 8, 0)
+    (length,) = struct.unpack(">I", data[33:37])
+    assert data[37:41] == b"IDAT"
+    rows = zlib.decompress(data[41:41 + length])
+    assert len(rows) == 274 * (274 + 1)
+    assert len(set(rows)) > 16  # not a blank image
+
+
+def _codes(tmp_path: Path, text: str) -> set[str]:
+    """The codes `tlc check` reports for `text`."""
+    source = tmp_path / "checked.tl"
+    source.write_text(text, encoding="utf-8")
+    result, _ = check_file(source)
+    return {d.code for d in result.sink.diagnostics}
