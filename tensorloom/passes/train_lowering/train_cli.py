@@ -92,8 +92,9 @@ def flags_of(plan: ScriptPlan) -> list[Flag]:
         ]  # fmt: skip
     flags.append(_flag("--data-root", default=None, help="where datasets live"))
     if plan.samples is not None:
-        flags.append(_flag("--samples", default=f"samples/{script_program_name(plan)}.png",
-                           help=f"the PNG grid `{plan.samples}` draws after each epoch"))  # fmt: skip
+        where = f"samples/{script_program_name(plan)}.png"
+        drawn = f"the PNG grid `{plan.samples}` draws after each epoch"
+        flags.append(_flag("--samples", default=where, help=drawn))
     if image_dataset(plan):
         flags.append(_flag("--download", action=STORE_TRUE,
                            help="fetch a missing dataset (HTTPS, sha256-checked)"))  # fmt: skip
