@@ -1217,10 +1217,62 @@ error[TL0458]: `T` is frozen, but step `distil` updates it
    |
 21 |     freeze = [T]
    |              ^^^
+  ::: distill.tl:22:22
 22 |     step distil with Adam(S, T, lr=1e-3)
    |                      ------------------- updated here
    |
    = help: remove `T` from `freeze` or from the optimizer of that step
+""",
+        ),
+        Code(
+            'TL0459',
+            'a step\'s epochs that hold no epoch',
+            """\
+`step NAME with Opt(...) from epoch A until epoch B` runs the step in epochs A to B only (counted from 1, both included): a teacher trained first, then frozen while a student distils from it. An epoch below 1, or `from` after `until`, is an error at the clause.
+""",
+            """\
+error[TL0459]: step `distil` runs from epoch 16 until epoch 15: no epoch
+  --> distill.tl:44:44
+   |
+44 |     step distil with Adam(S, lr=3e-3) from epoch 16 until epoch 15
+   |                                            ^^^^^^^^^^^^^^^^^^^^^^^^^^
+   |
+   = help: write `until epoch 16` or later
+""",
+        ),
+        Code(
+            'TL0460',
+            'a `samples` function that does not take the block\'s models',
+            """\
+`samples = sample` names a top-level `fn` that the script calls after each epoch with the block's models, in the order `train (...)` lists them, and nothing else (it draws its own noise).
+""",
+            """\
+error[TL0460]: `sample` takes 2 parameters, but `samples` passes 1: the block's model
+  --> ddpm.tl:30:4
+   |
+30 | fn sample(net, x) -> Tensor:
+   |    ^^^^^^
+  ::: ddpm.tl:44:15
+44 |     samples = sample
+   |               ------ named here
+   |
+   = help: write `fn sample(net) -> Tensor:`
+""",
+        ),
+        Code(
+            'TL0461',
+            'a `samples` function that does not return images',
+            """\
+The script writes what `samples` returns as a PNG grid, so it must be a batch of images `[N, C, H, W]` with 1 (grey) or 3 (RGB) channels, in [0, 1] (values outside are clamped). A flat `[N, 64]` needs a `.view(N, 1, 8, 8)`.
+""",
+            """\
+error[TL0461]: the samples of `sample` must be images [N, C, H, W], got a tensor of shape [64, 64]
+  --> ddpm.tl:37:12
+   |
+37 |     return (x + 1.0) * 0.5
+   |            ^^^^^^^^^^^^^^^
+   |
+   = help: return `[N, 1, H, W]` or `[N, 3, H, W]`, as in `x.view(64, 1, 8, 8)`
 """,
         ),
         Code(

@@ -359,7 +359,12 @@ def steps_plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> StepsPla
                  _location(s.op.location), s.op.epochs())
         for s in steps
     ]  # fmt: skip
-    return StepsPlan(plan_of(module, loop, source), tuple(models), tuple(planned))
+    value = train.config_of(loop).value
+    # No CUDA graphs between several models' steps: `reduce-overhead` (what `true` means for
+    # one model) compiles in torch.compile's default mode; `max-autotune` is kept.
+    mode = value("compile_mode") if value("compile_mode") == "max-autotune" else None
+    return StepsPlan(plan_of(module, loop, source), tuple(models), tuple(planned),
+                     compile_mode=mode, compiled=value("compile") == "on")  # fmt: skip
 
 
 def _step_kwargs(optimizer: str, kwargs: tuple[tuple[str, object], ...]) -> tuple:
@@ -370,7 +375,8 @@ def _step_kwargs(optimizer: str, kwargs: tuple[tuple[str, object], ...]) -> tupl
     return tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in pairs)
 
 
-def _steps_import_ops() -> list[Operation]:
+def _steps_import_ops(plan: StepsPlan) -> list[Operation]:
+    ddp = [py.FromImportOp("torch.nn.parallel", ["DistributedDataParallel"])]
     return [
         py.FromImportOp("__future__", ["annotations"]),
         py.ImportOp("argparse"),
@@ -384,6 +390,7 @@ def _steps_import_ops() -> list[Operation]:
         py.ImportOp("torch"),
         py.ImportOp("torch.nn.functional", "F"),
         py.FromImportOp("torch", ["nn"]),
+        *(ddp if plan.distributed else []),
     ]
 
 
@@ -403,7 +410,7 @@ def lower_steps_loop(module: ModuleOp, loop: train.LoopOp) -> None:
     script = script_of(module)
     plan = steps_plan_of(module, loop, script.source.data if script.source else "the program")
     block = script.body.block
-    before = [*_steps_import_ops(), *_steps_header(plan)]
+    before = [*_steps_import_ops(plan), *_steps_header(plan)]
     first = block.first_op
     for op in before:
         op.location = loop.location

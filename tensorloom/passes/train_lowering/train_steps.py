@@ -57,6 +57,18 @@ class StepsPlan:
     base: ScriptPlan  # the data, epochs, precision, seed, checkpoints: as one model's
     models: tuple[ModelPlan, ...]
     steps: tuple[StepPlan, ...]
+    # `compile = true` (None: torch.compile's default mode) or a mode; unset: no compile
+    compile_mode: str | None = None
+    compiled: bool = False
+
+    @property
+    def distributed(self) -> bool:
+        """`distributed = true`: one DistributedDataParallel wrap per trained model."""
+        return self.base.distributed
+
+    @property
+    def trained(self) -> tuple[ModelPlan, ...]:
+        return tuple(m for m in self.models if not m.frozen)
 
     @property
     def windowed(self) -> bool:
@@ -77,7 +89,7 @@ def steps_sources(plan: StepsPlan) -> list[Operation]:
         *_objective_values_ops(plan),
         *_save_ops(plan),
         *_train_ops(plan),
-        *_main_ops(),
+        *_main_ops(plan.distributed),
     ]
 
 
@@ -94,6 +106,9 @@ def _settings_ops(plan: StepsPlan) -> list[Operation]:
     b.assign("CHECKPOINT_EVERY", b.const(every), comment="epochs; unset: at the end")
     b.assign("GRAD_ACCUM", b.const(1), comment="each batch is one step of every optimizer")
     b.assign("SEED", b.const(base.seed))
+    if plan.compiled:
+        b.assign("COMPILE_MODE", b.const(plan.compile_mode),
+                 comment="torch.compile's mode on CUDA; None: its default")  # fmt: skip
     b.assign("DATASET_OPTIONS", b.value(base.dataset_options),
              annotation=b.generic("dict", "str", "Any"))  # fmt: skip
     b.assign(
@@ -134,6 +149,9 @@ def _parse_args_ops(plan: StepsPlan) -> list[Operation]:
         where = b.const(f"samples/{program_name(plan.base)}.png")
         drawn = b.const(f"the PNG grid `{plan.base.samples}` draws after each epoch")
         _argument(b, "--samples", default=where, help=drawn)
+    if plan.compiled:
+        _argument(b, "--compile", choices=b.value(("on", "off")), default=b.const("on"),
+                  help=b.const("torch.compile each model"))  # fmt: skip
     _argument(b, "--precision", choices=b.value(("auto", "fp32", "fp16", "bf16")),
               default=b.name("PRECISION"))  # fmt: skip
     b.ret(b.method(b.name("parser"), "parse_args", b.name("argv")))
@@ -163,6 +181,10 @@ def _trainer_ops(plan: StepsPlan) -> list[Operation]:
     for model in plan.models:
         note = "frozen: no step updates it" if model.frozen else None
         b.assign(model.name, None, annotation=b.name("nn.Module"), comment=note)
+    if plan.distributed:
+        wrapped = b.generic("dict", "str", "nn.Module")
+        b.assign("ddp", None, annotation=wrapped,
+                 comment="each trained model's DistributedDataParallel wrap")  # fmt: skip
     optimizers = b.generic("dict", "str", "torch.optim.Optimizer")
     b.assign("optimizers", None, annotation=optimizers, comment="by objective")
     scalers = b.generic("dict", "str", b.optional("torch.amp.GradScaler"))
@@ -230,13 +252,42 @@ def _build_trainer_ops(plan: StepsPlan) -> list[Operation]:
         if model.frozen:
             b.comment(f"`{model.name}` is in no step: run under no_grad, in eval mode")
             b.assign(model.name, b.call("Frozen", b.name(model.name)))
-    fields = [b.name("ctx"), *(b.name(m.name) for m in plan.models), b.name("optimizers"),
-              b.name("scalers"), b.name("plan"), b.name("train_loader"), b.name("val_loader"),
-              b.name("info")]  # fmt: skip
+    if plan.compiled:
+        _compile_models(b, plan)
+    if plan.distributed:
+        _ddp_wraps(b, plan)
+    wraps = [b.name("ddp")] if plan.distributed else []
+    fields = [b.name("ctx"), *(b.name(m.name) for m in plan.models), *wraps,
+              b.name("optimizers"), b.name("scalers"), b.name("plan"), b.name("train_loader"),
+              b.name("val_loader"), b.name("info")]  # fmt: skip
     b.ret(b.call("Trainer", *fields))
     params = [("args", "argparse.Namespace"), ("ctx", "DistContext")]
     top.def_("build_trainer", params, b, "Trainer")
     return top.ops
+
+
+def _compile_models(b: PyBuilder, plan: StepsPlan) -> None:
+    """`G = maybe_compile(G, args.compile == "on", mode)`: each model, frozen ones too."""
+    cuda = b.compare(b.path("ctx", "device", "type"), "==", b.const("cuda"))
+    mode = b.add(py.IfExpOp(cuda, b.name("COMPILE_MODE"), b.const(None)))
+    b.assign("mode", mode, comment="CUDA graphs (reduce-overhead) need a GPU")
+    wanted = b.compare(b.path("args", "compile"), "==", b.const("on"))
+    b.assign("compile_it", wanted)
+    for model in plan.models:
+        compiled = b.call("maybe_compile", b.name(model.name), b.name("compile_it"), b.name("mode"))
+        b.assign(model.name, compiled)
+
+
+def _ddp_wraps(b: PyBuilder, plan: StepsPlan) -> None:
+    """`ddp = {"G": DistributedDataParallel(G, ...), ...}`: one wrap per trained model; a
+    step calls the wraps of the models it updates and the plain modules of the others."""
+    cuda = b.compare(b.path("ctx", "device", "type"), "==", b.const("cuda"))
+    ids = b.add(py.IfExpOp(cuda, b.add(py.ListOp([b.path("ctx", "local_rank")])), b.const(None)))
+    b.assign("device_ids", ids)
+    entries = [(b.const(m.name), b.call("DistributedDataParallel", b.name(m.name),
+                                          device_ids=b.name("device_ids")))
+               for m in plan.trained]  # fmt: skip
+    b.assign("ddp", b.add(py.DictOp(entries)))
 
 
 def _parameters(b: PyBuilder, step: StepPlan) -> SSAValue:
@@ -310,7 +361,8 @@ def _one_step(b: PyBuilder, plan: StepsPlan, step: StepPlan) -> None:
     zero = py.ExprOp(b.method(b.name("optimizer"), "zero_grad", set_to_none=b.const(True)))
     b.stmt(zero)
     inner = PyBuilder()
-    args = [inner.name(m.name) for m in plan.models] + [inner.name("xb"), inner.name("yb")]
+    args = [_step_model(inner, plan, step, m) for m in plan.models]
+    args += [inner.name("xb"), inner.name("yb")]
     value = f"{step.objective}_value"
     assign = py.AssignOp(inner.name(value), inner.call(step.objective, *args))
     if step.location is not None:
@@ -320,6 +372,14 @@ def _one_step(b: PyBuilder, plan: StepsPlan, step: StepPlan) -> None:
     b.stmt(py.WithOp(manager, inner.ops))
     scaler = b.subscript(b.path("trainer", "scalers"), b.const(step.objective))
     b.expr(b.call("step_optimizer", b.name(value), b.name("optimizer"), scaler))
+
+
+def _step_model(b: PyBuilder, plan: StepsPlan, step: StepPlan, model: ModelPlan) -> SSAValue:
+    """`trainer.ddp["D"]` for a model the step's optimizer updates under DDP (its gradients
+    are averaged over the ranks), else the model itself (no reduction waits on it)."""
+    if plan.distributed and model.name in step.models:
+        return b.subscript(b.path("trainer", "ddp"), b.const(model.name))
+    return b.name(model.name)
 
 
 def _keep_loss(b: PyBuilder, step: StepPlan) -> None:
@@ -405,7 +465,10 @@ def _train_ops(plan: StepsPlan) -> list[Operation]:
         "resumed from {} after epoch {}", resumed.path("args", "resume"),
         resumed.path("trainer", "start_epoch"))))  # fmt: skip
     b.if_(b.is_set(b.path("args", "resume")), resumed)
-    b.assign("metrics", b.call("MetricsWriter", b.path("args", "metrics")))
+    where = b.path("args", "metrics")
+    if plan.distributed:
+        where = b.add(py.IfExpOp(b.path("ctx", "is_main"), where, b.const(None)))
+    b.assign("metrics", b.call("MetricsWriter", where))
     b.assign("epochs_done", b.path("trainer", "start_epoch"))
     b.assign("started", b.call("time.perf_counter"))
     epochs = b.call("range", b.path("trainer", "start_epoch"), b.path("args", "epochs"))
@@ -420,8 +483,11 @@ def _train_ops(plan: StepsPlan) -> list[Operation]:
     b.stmt(loop)
     b.expr(b.method(b.name("metrics"), "close"))
     b.assign("seconds", b.binop("-", b.call("time.perf_counter"), b.name("started")))
-    b.expr(b.call("print", b.fstring("done: {} epochs, {} steps in {:.1f}s", b.name("epochs_done"),
-                                     b.path("trainer", "step"), b.name("seconds"))))  # fmt: skip
+    done = PyBuilder()
+    done.expr(done.call("print", done.fstring(
+        "done: {} epochs, {} steps in {:.1f}s", done.name("epochs_done"),
+        done.path("trainer", "step"), done.name("seconds"))))  # fmt: skip
+    _on_main(b, plan, done)
     b.ret(b.const(0))
     top.def_("train", [("args", "argparse.Namespace"), ("ctx", "DistContext")], b, "int")
     return top.ops
@@ -470,8 +536,10 @@ def _epoch(b: PyBuilder, plan: StepsPlan, epoch: SSAValue) -> None:
     cut = PyBuilder()
     cut.comment("cut short: last.pt keeps the epoch's batches so far; no validation on the way out")
     cut.assign(cut.path("trainer", "carry"), cut.tuple_of(cut.name("sums"), cut.name("done")))
-    path = cut.fstring("{}/last.pt", cut.path("args", "checkpoint_dir"))
-    cut.expr(cut.call("save", cut.name("trainer"), path, epoch))
+    saving = PyBuilder()
+    path = saving.fstring("{}/last.pt", saving.path("args", "checkpoint_dir"))
+    saving.expr(saving.call("save", saving.name("trainer"), path, epoch))
+    _on_main(cut, plan, saving)
     cut.stmt(py.BreakOp())
     b.if_(b.not_(b.name("complete")), cut)
     for model in plan.models:
@@ -480,7 +548,8 @@ def _epoch(b: PyBuilder, plan: StepsPlan, epoch: SSAValue) -> None:
     k, total = means.body.block.args
     k.name_hint, total.name_hint = "key", "value"
     mi = PyBuilder()
-    mean = mi.binop("/", mi.method(total, "item"), mi.call("max", mi.name("done"), mi.const(1)))
+    summed = mi.call("all_reduce_mean", total) if plan.distributed else total
+    mean = mi.binop("/", mi.method(summed, "item"), mi.call("max", mi.name("done"), mi.const(1)))
     mi.stmt(py.YieldOp([k, mean]))
     means.body.block.add_ops(mi.ops)
     _record(b, plan, epoch, means)
@@ -501,7 +570,10 @@ def _record(b: PyBuilder, plan: StepsPlan, epoch: SSAValue, means: py.Comprehens
     b.assign("validated", b.call("mean_objectives", b.call(
         "partial", b.name("objective_values"), b.name("trainer")),
         b.path("trainer", "val_loader")))  # fmt: skip
-    b.assign("samples", b.binop("*", b.name("done"), b.path("args", "batch_size")))
+    samples = b.binop("*", b.name("done"), b.path("args", "batch_size"))
+    if plan.distributed:
+        samples = b.binop("*", samples, b.path("trainer", "ctx", "world_size"))
+    b.assign("samples", samples)
     record = py.DictOp([
         (b.const("epoch"), b.binop("+", epoch, b.const(1))),
         (None, b.name("means")),
@@ -511,11 +583,14 @@ def _record(b: PyBuilder, plan: StepsPlan, epoch: SSAValue, means: py.Comprehens
         (b.const("steps"), b.path("trainer", "step")),
     ])  # fmt: skip
     b.assign("record", b.add(record))
-    b.expr(b.method(b.name("metrics"), "write", b.name("record")))
-    b.expr(b.call("print", b.call("format_steps_summary", b.name("record"),
-                                  epochs=b.path("args", "epochs"))))  # fmt: skip
+    report = PyBuilder()
+    report.expr(report.method(report.name("metrics"), "write", report.name("record")))
+    line = report.call("format_steps_summary", report.name("record"),
+                       epochs=report.path("args", "epochs"))  # fmt: skip
+    report.expr(report.call("print", line))
     if plan.base.samples is not None:
-        _samples(b, plan)
+        _samples(report, plan)
+    _on_main(b, plan, report)
     b.assign("epochs_done", b.binop("+", epoch, b.const(1)))
     b.assign("last", b.compare(b.name("epochs_done"), "==", b.path("args", "epochs")))
     every = b.is_set(b.name("CHECKPOINT_EVERY"))
@@ -523,10 +598,20 @@ def _record(b: PyBuilder, plan: StepsPlan, epoch: SSAValue, means: py.Comprehens
                          b.const(0))  # fmt: skip
     b.assign("due", b.add(py.BinOp("and", every, periodic)))
     due = b.add(py.BinOp("or", b.name("last"), b.name("due")))
+    if plan.distributed:
+        due = b.binop("and", b.path("trainer", "ctx", "is_main"), due)
     saving = PyBuilder()
     path2 = saving.fstring("{}/last.pt", saving.path("args", "checkpoint_dir"))
     saving.expr(saving.call("save", saving.name("trainer"), path2, saving.name("epochs_done")))
     b.if_(due, saving)
+
+
+def _on_main(b: PyBuilder, plan: StepsPlan, then: PyBuilder) -> None:
+    """`then` on rank 0 only under DDP (it logs and saves for all), else as it is."""
+    if plan.distributed:
+        b.if_(b.path("trainer", "ctx", "is_main"), then)
+    else:
+        b.ops += then.ops
 
 
 def _samples(b: PyBuilder, plan: StepsPlan) -> None:
@@ -554,11 +639,15 @@ def _evaluate_checkpoint(b: PyBuilder, plan: StepsPlan) -> None:
     b.ret(b.const(0))
 
 
-def _main_ops() -> list[Operation]:
+def _main_ops(distributed: bool) -> list[Operation]:
     top, body, run = PyBuilder(), PyBuilder(), PyBuilder()
     body.assign("args", body.call("parse_args", body.name("argv")))
-    ctx = run.call("DistContext", run.const(0), run.const(0), run.const(1),
-                   run.call("resolve_device", run.path("args", "device")))  # fmt: skip
+    if distributed:
+        device = run.path("args", "device")
+        ctx = run.call("setup_distributed", device, group_of_one=run.const(True))
+    else:
+        ctx = run.call("DistContext", run.const(0), run.const(0), run.const(1),
+                       run.call("resolve_device", run.path("args", "device")))  # fmt: skip
     run.assign("ctx", ctx)
     run.ret(run.call("train", run.name("args"), run.name("ctx")))
     region = py.single_block([], 1)
@@ -571,7 +660,10 @@ def _main_ops() -> list[Operation]:
     region.block.add_ops(handler.ops)
     errors = body.tuple_of(*(body.name(n) for n in ("DatasetUnavailable", "DeviceUnavailable",
                                                     "StepsCheckpointError")))  # fmt: skip
-    body.stmt(py.TryOp(run.ops, [(errors, region)]))
+    final = PyBuilder()
+    if distributed:
+        final.expr(final.call("teardown_distributed"))
+    body.stmt(py.TryOp(run.ops, [(errors, region)], finalbody=final.ops))
     argv = top.optional(top.generic("list", "str"))
     top.stmt(py.DefOp("main", ["argv"], body.ops, defaults={"argv": top.const(None)},
                       annotations={"argv": argv}, returns=top.name("int")))  # fmt: skip
