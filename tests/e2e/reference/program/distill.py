@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tensorloom_rt_0_2_0_a411c1fe import (
+from tensorloom_rt_0_2_0_4adcccaa import (
     DataInfo, DatasetUnavailable, DeviceLoader, DeviceUnavailable, DistContext, MetricsWriter,
     PrecisionPlan, StepsCheckpointError, autocast, check_epoch_has_steps, format_steps_summary,
     load_digits, load_models_checkpoint, make_grad_scaler, mean_objectives, progress,
@@ -131,7 +131,7 @@ class Trainer:
     T: nn.Module
     S: nn.Module
     optimizers: dict[str, torch.optim.Optimizer]  # by objective
-    scalers: dict[str, torch.amp.GradScaler | None]  # one per optimizer
+    scalers: dict[str, torch.amp.GradScaler | None]  # one per step
     plan: PrecisionPlan
     train_loader: DeviceLoader
     val_loader: DeviceLoader
@@ -166,16 +166,16 @@ def train_step(trainer: Trainer, xb: torch.Tensor, yb: torch.Tensor) -> dict[str
     T, S = trainer.T, trainer.S
     device = trainer.ctx.device
     losses: dict[str, torch.Tensor] = {}
-    # step teach with Adam(T, ...) until epoch 15
     if runs_in(trainer.epoch, EPOCHS_OF["teach"]):
+        # step teach with Adam(T, ...) until epoch 15
         optimizer = trainer.optimizers["teach"]
         optimizer.zero_grad(set_to_none=True)
         with autocast(trainer.plan, device):
             teach_value = teach(T, S, xb, yb)  # distill.tl:46
         step_optimizer(teach_value, optimizer, trainer.scalers["teach"])
         losses["teach"] = teach_value.detach()
-    # step distil with Adam(S, ...) from epoch 16
     if runs_in(trainer.epoch, EPOCHS_OF["distil"]):
+        # step distil with Adam(S, ...) from epoch 16
         optimizer = trainer.optimizers["distil"]
         optimizer.zero_grad(set_to_none=True)
         with autocast(trainer.plan, device):
