@@ -243,10 +243,10 @@ def test_two_ddp_ranks_give_one_process_objectives(tmp_path: Path) -> None:
 
 
 def test_compiled_steps_equal_eager_ones_on_the_cpu(tmp_path: Path) -> None:
-    """`compile = true`: each model goes through torch.compile (inductor on the CPU); a few
-    steps give the eager steps' objectives."""
+    """`compile = true` with `--compile on`: each model goes through torch.compile (inductor
+    on the CPU); a few steps give the eager steps' objectives."""
     script = compile_program(tmp_path, PAIR + "    compile = true\n", name="compiled")
     common = ["--epochs", "1", "--batch-size", "512"]
-    run(script, *common, "--metrics", "on.jsonl", "--checkpoint-dir", "on")
+    run(script, *common, "--compile", "on", "--metrics", "on.jsonl", "--checkpoint-dir", "on")
     run(script, *common, "--compile", "off", "--metrics", "off.jsonl", "--checkpoint-dir", "off")
     _close_records(records(tmp_path / "on.jsonl"), records(tmp_path / "off.jsonl"), 1e-4)
