@@ -250,3 +250,21 @@ def test_compiled_steps_equal_eager_ones_on_the_cpu(tmp_path: Path) -> None:
     run(script, *common, "--compile", "on", "--metrics", "on.jsonl", "--checkpoint-dir", "on")
     run(script, *common, "--compile", "off", "--metrics", "off.jsonl", "--checkpoint-dir", "off")
     _close_records(records(tmp_path / "on.jsonl"), records(tmp_path / "off.jsonl"), 1e-4)
+
+
+def test_ema_of_the_trained_models_is_validated_and_resumes_exactly(tmp_path: Path) -> None:
+    """`ema = 0.9`: an average of each trained model's weights, updated after each step of
+    its optimizer, validated as `ema_val_<objective>` and kept in the checkpoint: a run cut
+    mid-epoch and resumed reports the uncut run's averages, to the last bit."""
+    script = compile_program(tmp_path, PAIR + "    ema = 0.9\n", name="averaged")
+    common = ["--epochs", "2", "--batch-size", "128"]
+    run(script, *common, "--checkpoint-dir", "whole", "--metrics", "w.jsonl")
+    run(script, *common, "--max-steps", "17", "--checkpoint-dir", "cut")
+    run(script, *common, "--checkpoint-dir", "cut", "--resume", "cut/last.pt",
+        "--metrics", "c.jsonl")  # fmt: skip
+    whole, cut = records(tmp_path / "w.jsonl")[-1], records(tmp_path / "c.jsonl")[-1]
+    for key in ("first", "second", "ema_val_first", "ema_val_second"):
+        assert whole[key] == cut[key], key
+    assert whole["ema_val_first"] != whole["val_first"]
+    saved = torch.load(tmp_path / "whole" / "last.pt", weights_only=True)
+    assert set(saved["extra"]["emas"]) == {"A", "B"}

@@ -54,7 +54,7 @@ from tensorloom.passes.support.param_groups import ParamArg, param_arg, selectio
 STEP_EXCLUSIVE = ("optimizer", "loss", "objective")
 NOT_WITH_STEPS = (
     "grad_accum", "accumulate_steps",
-    "ema", "early_stopping", "keep_best", "eval_every", "metrics", "activation_checkpointing",
+    "early_stopping", "keep_best", "eval_every", "metrics", "activation_checkpointing",
     "log_every", "val_every", "decay_groups",
 )  # fmt: skip
 

@@ -104,6 +104,11 @@ class StepsPlan:
         return tuple(m for m in self.models if not m.frozen)
 
     @property
+    def ema(self) -> float | None:
+        """`ema = 0.999`: the decay of an average of each trained model's weights."""
+        return self.base.recipe.ema
+
+    @property
     def windowed(self) -> bool:
         """Whether some step runs in some epochs only (`from epoch`, `until epoch`)."""
         return any(s.epochs != (None, None) for s in self.steps)
@@ -152,6 +157,8 @@ def _settings_ops(plan: StepsPlan) -> list[Operation]:
         b.value([s.objective for s in plan.steps]),
         comment="one step each, in this order",
     )
+    if plan.ema is not None:
+        b.assign("EMA_DECAY", b.const(plan.ema), comment="`ema`: each trained model's average")
     if plan.windowed:
         windows = {s.objective: s.epochs for s in plan.steps}
         note = "the epochs (from 1, both ends in) each step runs in; None: no bound"
@@ -227,6 +234,9 @@ def _trainer_ops(plan: StepsPlan) -> list[Operation]:
                  comment="each trained model's DistributedDataParallel wrap")  # fmt: skip
     optimizers = b.generic("dict", "str", "torch.optim.Optimizer")
     b.assign("optimizers", None, annotation=optimizers, comment="by objective")
+    if plan.ema is not None:
+        b.assign("emas", None, annotation=b.generic("dict", "str", "ModelEMA"),
+                 comment="an average of each trained model's weights, by model")  # fmt: skip
     scalers = b.generic("dict", "str", b.optional("torch.amp.GradScaler"))
     b.assign("scalers", None, annotation=scalers, comment="one per step")
     if plan.scheduled:
@@ -299,14 +309,23 @@ def _build_trainer_ops(plan: StepsPlan) -> list[Operation]:
         _ddp_wraps(b, plan)
     wraps = [b.name("ddp")] if plan.distributed else []
     scheduled = [b.name("schedulers")] if plan.scheduled else []
+    emas = [_emas(b, plan)] if plan.ema is not None else []
     fields = [b.name("ctx"), *(b.name(m.name) for m in plan.models), *wraps,
-              b.name("optimizers"), b.name("scalers"), *scheduled, b.name("plan"),
+              b.name("optimizers"), *emas, b.name("scalers"), *scheduled, b.name("plan"),
               b.name("train_loader"), b.name("val_loader"), b.name("info"),
               *compiled]  # fmt: skip
     b.ret(b.call("Trainer", *fields))
     params = [("args", "argparse.Namespace"), ("ctx", "DistContext")]
     top.def_("build_trainer", params, b, "Trainer")
     return top.ops
+
+
+def _emas(b: PyBuilder, plan: StepsPlan) -> SSAValue:
+    """`emas = {"G": ModelEMA(G, EMA_DECAY), ...}`: the trained models' averages."""
+    entries = [(b.const(m.name), b.call("ModelEMA", b.name(m.name), b.name("EMA_DECAY")))
+               for m in plan.trained]  # fmt: skip
+    b.assign("emas", b.add(py.DictOp(entries)))
+    return b.name("emas")
 
 
 def _ddp_wraps(b: PyBuilder, plan: StepsPlan) -> None:
@@ -587,6 +606,10 @@ def _step(b: PyBuilder, plan: StepsPlan, step: StepPlan) -> None:
         if optimizer.schedule is not None:
             scheduler = b.subscript(b.path("trainer", "schedulers"), b.const(optimizer.key))
             b.expr(b.method(scheduler, "step"))
+    if plan.ema is not None:
+        for model in step.models:
+            average = b.subscript(b.path("trainer", "emas"), b.const(model))
+            b.expr(b.method(average, "update", b.path("trainer", model)))
 
 
 def _step_model(b: PyBuilder, plan: StepsPlan, step: StepPlan, model: ModelPlan) -> SSAValue:
@@ -607,16 +630,36 @@ def _objective_values_ops(plan: StepsPlan) -> list[Operation]:
     top, b = PyBuilder(), PyBuilder()
     b.expr(b.const("Each objective on one validation batch, under autocast (no gradients)."))
     _models_local(b, plan)
+    _values(b, plan, "val_")
+    params = [("trainer", "Trainer"), ("xb", "torch.Tensor"), ("yb", "torch.Tensor")]
+    top.def_("objective_values", params, b, top.generic("dict", "str", "torch.Tensor"))
+    if plan.ema is None:
+        return top.ops
+    averaged = PyBuilder()
+    averaged.expr(averaged.const("Each objective on one validation batch with the trained "
+                                 "models' averages (`ema`)."))  # fmt: skip
+    for model in plan.models:
+        kept = averaged.path("trainer", model.name)
+        if not model.frozen:
+            average = averaged.subscript(averaged.path("trainer", "emas"),
+                                         averaged.const(model.name))  # fmt: skip
+            kept = averaged.attr(average, "module")
+        averaged.assign(model.name, kept)
+    _values(averaged, plan, "ema_val_")
+    top.def_("ema_objective_values", params, averaged,
+             top.generic("dict", "str", "torch.Tensor"))  # fmt: skip
+    return top.ops
+
+
+def _values(b: PyBuilder, plan: StepsPlan, prefix: str) -> None:
+    """`with autocast(...): return {"val_d_loss": d_loss(G, D, xb, yb), ...}`."""
     inner = PyBuilder()
     args = [inner.name(m.name) for m in plan.models] + [inner.name("xb"), inner.name("yb")]
-    pairs = [(inner.const(f"val_{s.objective}"), inner.call(s.objective, *args))
+    pairs = [(inner.const(f"{prefix}{s.objective}"), inner.call(s.objective, *args))
              for s in plan.steps]  # fmt: skip
     inner.ret(inner.add(py.DictOp(pairs)))
     manager = b.call("autocast", b.path("trainer", "plan"), b.path("trainer", "ctx", "device"))
     b.stmt(py.WithOp(manager, inner.ops))
-    params = [("trainer", "Trainer"), ("xb", "torch.Tensor"), ("yb", "torch.Tensor")]
-    top.def_("objective_values", params, b, top.generic("dict", "str", "torch.Tensor"))
-    return top.ops
 
 
 # --- checkpoints and the run -----------------------------------------------------------------
@@ -632,8 +675,17 @@ def _save_ops(plan: StepsPlan) -> list[Operation]:
     top.comment("---- checkpoints: every model, optimizer and scaler ----")
     save.expr(save.const("`path` holds the run after `epoch` epochs (and a cut epoch's part)."))
     save.assign("models", _parts(save, plan))
-    save.assign("extra", save.add(py.DictOp([(save.const("carry"),
-                                                save.path("trainer", "carry"))])))  # fmt: skip
+    entries = [(save.const("carry"), save.path("trainer", "carry"))]
+    if plan.ema is not None:
+        states = py.ComprehensionOp("dict", save.method(save.path("trainer", "emas"), "items"),
+                                    targets=2)  # fmt: skip
+        key, average = states.body.block.args
+        key.name_hint, average.name_hint = "name", "average"
+        each = PyBuilder()
+        each.stmt(py.YieldOp([key, each.method(average, "state_dict")]))
+        states.body.block.add_ops(each.ops)
+        entries.append((save.const("emas"), save.add(states)))
+    save.assign("extra", save.add(py.DictOp(entries)))
     save.expr(save.call(
         "save_models_checkpoint", save.name("path"), models=save.name("models"),
         optimizers=save.path("trainer", "optimizers"), scalers=save.path("trainer", "scalers"),
@@ -658,6 +710,15 @@ def _save_ops(plan: StepsPlan) -> list[Operation]:
     extra = resume.subscript(resume.name("state"), resume.const("extra"))
     resume.assign(resume.path("trainer", "carry"),
                   resume.method(extra, "get", resume.const("carry")))  # fmt: skip
+    if plan.ema is not None:
+        loop = py.ForOp(resume.method(resume.path("trainer", "emas"), "items"), targets=2)
+        key, average = loop.body.block.args
+        key.name_hint, average.name_hint = "name", "average"
+        each = PyBuilder()
+        saved = each.subscript(each.subscript(extra, each.const("emas")), key)
+        each.expr(each.method(average, "load_state_dict", saved))
+        loop.body.block.add_ops(each.ops)
+        resume.stmt(loop)
     top.def_("resume", [("trainer", "Trainer"), ("path", "str")], resume, None)
     return top.ops
 
@@ -791,6 +852,18 @@ def _record(b: PyBuilder, plan: StepsPlan, epoch: SSAValue, means: py.Comprehens
     b.assign("validated", b.call("mean_objectives", b.call(
         "partial", b.name("objective_values"), b.name("trainer")),
         b.path("trainer", "val_loader")))  # fmt: skip
+    if plan.ema is not None:
+        loop = py.ForOp(b.method(b.path("trainer", "emas"), "values"))
+        average = loop.body.block.args[0]
+        average.name_hint = "average"
+        each = PyBuilder()
+        each.expr(each.method(each.attr(average, "module"), "eval"))
+        loop.body.block.add_ops(each.ops)
+        b.stmt(loop)
+        averaged = b.call("mean_objectives", b.call(
+            "partial", b.name("ema_objective_values"), b.name("trainer")),
+            b.path("trainer", "val_loader"))  # fmt: skip
+        b.expr(b.method(b.name("validated"), "update", averaged))
     samples = b.binop("*", b.name("done"), b.path("args", "batch_size"))
     if plan.distributed:
         samples = b.binop("*", samples, b.path("trainer", "ctx", "world_size"))
