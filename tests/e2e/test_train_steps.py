@@ -10,6 +10,7 @@ state: equal losses and weights for 20 steps. A run cut in the middle of an epoc
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import struct
 import subprocess
@@ -149,13 +150,17 @@ def test_steps_run_in_their_epochs_only(tmp_path: Path) -> None:
 
 def test_a_model_frozen_on_purpose_keeps_its_weights_and_no_warning(tmp_path: Path) -> None:
     """`freeze = [T]`: no TL0435 (an accidental frozen model still gets one), and the teacher
-    runs under no_grad in eval mode: its weights after training are its initial ones."""
+    runs under no_grad in eval mode: its weights after training are its initial ones.
+    `--evaluate` of the checkpoint prints the last epoch's validation objective."""
     text = TEACHER + "    freeze = [T]\n    step distil with Adam(S, lr=0.003)\n"
     warned = TEACHER + "    step distil with Adam(S, lr=0.003)\n"
     assert "TL0435" not in _codes(tmp_path, text)
     assert "TL0435" in _codes(tmp_path, warned)
     script = compile_program(tmp_path, text, name="frozen")
-    run(script, "--epochs", "2", "--checkpoint-dir", "ck")
+    run(script, "--epochs", "2", "--checkpoint-dir", "ck", "--metrics", "m.jsonl")
+    evaluated = run(script, "--evaluate", "ck/last.pt").stdout.strip().splitlines()[-1]
+    last = records(tmp_path / "m.jsonl")[-1]
+    assert json.loads(evaluated) == {"epoch": 2, "val_distil": last["val_distil"]}
     m = _load(script)
     args = m.parse_args(["--device", "cpu"])
     fresh = m.build_trainer(args, m.DistContext(0, 0, 1, torch.device("cpu")))
