@@ -236,6 +236,11 @@ class StepOp(LazyFormatOp):
     optimizer = prop_def()
     objective_loc = opt_prop_def()
     optimizer_loc = opt_prop_def()
+    # `from epoch 11 until epoch 20`: the epochs, from 1 and both included, the step runs in
+    # (every epoch where absent); `window_loc` is the clause's
+    first_epoch = opt_prop_def(IntegerAttr)
+    last_epoch = opt_prop_def(IntegerAttr)
+    window_loc = opt_prop_def()
 
     traits = traits_def(HasParent(LoopOp))
     irdl_options = (ParsePropInAttrDict(),)
@@ -243,6 +248,12 @@ class StepOp(LazyFormatOp):
 
     def __init__(self, objective: str, optimizer: Attribute):
         super().__init__(properties={"objective": SymbolRefAttr(objective), "optimizer": optimizer})
+
+    def epochs(self) -> tuple[int | None, int | None]:
+        """`(11, None)` for `from epoch 11`: the first and last epoch it runs in, if bounded."""
+        first, last = self.first_epoch, self.last_epoch
+        return (first.value.data if first is not None else None,
+                last.value.data if last is not None else None)  # fmt: skip
 
     def optimizer_calls(self) -> list[Attribute]:
         """Each optimizer of the step: one, or (`with Muon(hidden), AdamW(rest)`) an array

@@ -80,6 +80,8 @@ from tensorloom.passes.support.objectives import (
     StepOptimizer,
     calls_model,
     check_objective,
+    check_sampler,
+    frozen_names,
     objective_named,
     step_of,
 )
@@ -385,6 +387,9 @@ _KIND_CHECKS: dict[str, Check] = {
     "objective": lambda key, value: (
         None if as_call(value) is not None else _wrong_type(key, "the name of a `fn`", value)
     ),
+    "samples": lambda key, value: (
+        None if as_call(value) is not None else _wrong_type(key, "the name of a `fn`", value)
+    ),
 }
 
 
@@ -422,6 +427,7 @@ class LoopChecker:
             if isinstance(op, train.SetOp):
                 self._setting(op, seen)
         info = self._dataset()
+        self._samples()
         if self.loop.runs_objectives():
             ObjectiveChecker(self.module, self.loop, batch_types(None, info), info).check()
             self._precision()
@@ -476,6 +482,25 @@ class LoopChecker:
                     problem.code, problem.message, Label(where or key_span), help=problem.help
                 )
             )
+
+    def _samples(self) -> None:
+        """`samples = sample`: a `fn` of the block's models that returns images."""
+        op = self.loop.settings().get("samples")
+        value = evaluate(op.value, {}) if op is not None else None
+        call = as_call(value) if value is not None and not isinstance(value, EvalError) else None
+        if op is None or call is None:
+            return
+        func = functions_of(self.module).get(call.name)
+        if func is not None:
+            check_sampler(self.module, func, self.loop.model_names(), op.value_loc)
+            return
+        guess = did_you_mean(call.name, list(functions_of(self.module)))
+        models = ", ".join(self.loop.model_names())
+        message = f"unknown function `{call.name}`: `samples` names a top-level `fn`"
+        write = f"write `fn {call.name}({models}) -> Tensor:` returning images [N, C, H, W]"
+        help_text = f"did you mean `{guess}`?" if guess else write
+        span = (span_of(op.value_loc) if op.value_loc is not None else None) or span_at(op)
+        report(Diagnostic.error("TL0418", message, Label(span), help=help_text))
 
     def _unknown_key(self, key: str, span: Span) -> None:
         guess = did_you_mean(key, SETTINGS)
@@ -936,6 +961,7 @@ class ObjectiveChecker:
         for key, op in self.loop.settings().items():
             if key in STEP_EXCLUSIVE or key in NOT_WITH_STEPS:
                 self._not_taken(key, op)
+        self._sharded()
         schedule = self.loop.settings().get("lr_schedule")
         if schedule is not None:
             call = as_call(evaluate(schedule.value, {}))  # type: ignore[arg-type]
@@ -959,9 +985,51 @@ class ObjectiveChecker:
                 self._reaches(step, func)
         GroupChecker(self.module, self.loop, steps, _options_problem).check()
         stepped = {model for step in steps for model in step.models}
+        frozen = self._declared_frozen(steps)
         for model in self.models:
-            if model not in stepped and model not in owners:
+            if model not in stepped and model not in owners and model not in frozen:
                 self._frozen(model)
+
+    def _declared_frozen(self, steps: list[Step]) -> set[str]:
+        """`freeze = [T]`: the models frozen on purpose (a teacher); TL0457 for a name that is
+        not a model of the block, TL0458 for one a step's optimizer updates."""
+        op = self.loop.settings().get("freeze")
+        if op is None:
+            return set()
+        where = (span_of(op.value_loc) if op.value_loc is not None else None) or span_at(op)
+        frozen: set[str] = set()
+        for name in frozen_names(op):
+            if name not in self.models:
+                guess = did_you_mean(name, self.models)
+                listed = ", ".join(f"`{m}`" for m in self.models)
+                message = (
+                    f"`{name}` is not a model of this train block: with `step` lines, "
+                    "`freeze` names whole models"
+                )
+                help_text = f"did you mean `{guess}`?" if guess else f"its models: {listed}"
+                _error_at(where, "TL0457", message, help_text)
+            elif any(name in o.models for s in steps for o in s.optimizers):
+                step, optimizer = next((s, o) for s in steps for o in s.optimizers
+                                       if name in o.models)  # fmt: skip
+                message = f"`{name}` is frozen, but step `{step.objective}` updates it"
+                help_text = f"remove `{name}` from `freeze` or from the optimizer of that step"
+                updated = span_of(optimizer.loc) if optimizer.loc is not None else None
+                secondary = [Label(updated, "updated here")] if updated is not None else []
+                report(Diagnostic.error("TL0458", message, Label(where), secondary=secondary,
+                                        help=help_text))  # fmt: skip
+            else:
+                frozen.add(name)
+        return frozen
+
+    def _sharded(self) -> None:
+        """FSDP with `step` lines is not built: one wrap per model and DCP saves of each."""
+        op = self.loop.settings().get("distributed")
+        if op is None or evaluate(op.value, {}) != "fsdp":
+            return
+        message = "`distributed = fsdp` is not supported in a block of `step` lines yet"
+        help_text = "use `distributed = ddp`: one DistributedDataParallel wrap per trained model"
+        _error_at(span_of(op.value_loc) if op.value_loc else span_at(op), "TL0431", message,
+                  help_text)  # fmt: skip
 
     def _not_taken(self, key: str, op: train.SetOp) -> None:
         if key in STEP_EXCLUSIVE:
@@ -1052,7 +1120,10 @@ class ObjectiveChecker:
         where = next((span_of(loc) for loc, m in zip(locs, self.models, strict=False)
                       if m == model), None)  # fmt: skip
         message = f"no step's optimizer updates `{model}`: it stays frozen (run under no_grad)"
-        help_text = f"if it should train, add `step NAME with Adam({model}, ...)`"
+        help_text = (
+            f"if it should train, add `step NAME with Adam({model}, ...)`; if it is frozen on "
+            f"purpose (a teacher), say so: `freeze = [{model}]`"
+        )
         if where is not None:
             report(Diagnostic.warning("TL0435", message, Label(where), help=help_text))
 

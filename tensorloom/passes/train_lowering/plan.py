@@ -81,6 +81,7 @@ class ScriptPlan:
     language_model_data: bool = False  # `"text"` or `"tokens"`: windows of runtime/tokens.py
     custom_loss: str | None = None  # `loss = NAME`, a `fn NAME(out, y)` of the `.tl` file
     objective: str | None = None  # `objective = NAME`, a `fn NAME(net, x, y)`: it calls the model
+    samples: str | None = None  # `samples = NAME`, a `fn NAME(net)` returning images: a PNG grid
     forward_inputs: int = 1  # the model's forward's parameters (an objective may pass several)
     # The `fn`s (loss, metrics) that take the batch's inputs too: `fn NAME(out, x, y)`.
     takes_inputs: frozenset[str] = frozenset()
