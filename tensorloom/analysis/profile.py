@@ -24,7 +24,12 @@ from pathlib import Path
 
 from xdsl.dialects.builtin import ModuleOp
 
-from tensorloom.analysis.op_costs import FP32_UNDER_AUTOCAST, RESULT, op_cost
+from tensorloom.analysis.op_costs import (
+    FP32_UNDER_AUTOCAST,
+    LOW_UNDER_AUTOCAST,
+    RESULT,
+    op_cost,
+)
 from tensorloom.analysis.trace import Step, StepBudget, TensorKey, Trace, trace_instantiation
 from tensorloom.catalogue.layers import BoundLayer
 from tensorloom.catalogue.shapes import Shape, concrete
@@ -226,7 +231,7 @@ class Costing:
         p = dropout_rate(step.op) if isinstance(step.op, DropoutOp) else 0.0
         cost = op_cost(step.kind, ins, out, p)
         dtype = self.op_dtype(step)
-        act = cost.mask_bytes
+        act = cost.extra_bytes
         for index in cost.saved:
             act += self.saved_operand(step, index, ins, out, dtype)
         self.produced(step.output_key, out, dtype)
@@ -235,7 +240,7 @@ class Costing:
     def op_dtype(self, step: Step) -> int:
         if self.amp and step.kind in FP32_UNDER_AUTOCAST:
             return 4
-        if self.amp and step.kind == "matmul":
+        if self.amp and step.kind in LOW_UNDER_AUTOCAST:
             return PRECISION_BYTES[self.precision]
         floats = [
             self.dtype(k)
@@ -256,7 +261,7 @@ class Costing:
             return self.once(step.output_key, math.prod(out) * dtype)
         shape = ins[index]
         key = step.input_keys[index]
-        own = dtype if step.kind == "matmul" else self.dtype(key)
+        own = dtype if step.kind in LOW_UNDER_AUTOCAST else self.dtype(key)
         return self.once(key, math.prod(shape or ()) * own)
 
 

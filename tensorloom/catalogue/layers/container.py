@@ -119,6 +119,21 @@ class SequentialSpec(LayerSpec):
                 shapes[f"{index}.{name}"] = shape
         return shapes
 
+    def buffer_shapes(self, bound: BoundLayer) -> dict[str, tuple[int, ...]]:
+        """Its elements' buffers under their positions (`1.running_mean`)."""
+        shapes: dict[str, tuple[int, ...]] = {}
+        for index, element in enumerate(self.elements(bound)):
+            for name, shape in element.spec.buffer_shapes(element).items():
+                shapes[f"{index}.{name}"] = shape
+        return shapes
+
+    def integer_buffers(self, bound: BoundLayer) -> frozenset[str]:
+        return frozenset(
+            f"{index}.{name}"
+            for index, element in enumerate(self.elements(bound))
+            for name in element.spec.integer_buffers(element)
+        )
+
     def _shapes(self, bound: BoundLayer, in_shape: tuple[int, ...]) -> list[tuple[int, ...]]:
         """The concrete shape before each element, and after the last."""
         shapes = [in_shape]
