@@ -31,7 +31,7 @@ PROGRAM = """\
         n = 3
     @layers:
         body = Sequential(Linear(d, d, init="zeros", bias_init="ones"), Block(d, 32), LayerNorm(d))
-        stages = [Sequential(Block(d, 4 * i + 4), Linear(d, d, init="ones"), GELU) for i in range(n)]
+        stages = [Sequential(Block(d, 4 * i + 4), Linear(d, d, init="ones"), ReLU) for i in range(n)]
     @forward(x: Tensor[B, 8]):
         for s in stages:
             x = s(x)
