@@ -31,9 +31,9 @@ PROGRAM = """\
         n = 3
     @layers:
         body = Sequential(Linear(d, d, init="zeros", bias_init="ones"), Block(d, 32), LayerNorm(d))
-        stages = [Sequential(Block(d, 4 * i + 4), Linear(d, d, init="ones"), ReLU) for i in range(n)]
+        parts = [Sequential(Block(d, 4 * i + 4), Linear(d, d, init="ones"), ReLU) for i in range(n)]
     @forward(x: Tensor[B, 8]):
-        for s in stages:
+        for s in parts:
             x = s(x)
         return body(x)
 """
@@ -63,11 +63,11 @@ def test_sequential_of_models_runs_and_counts(tmp_path: Path) -> None:
         and "stages.2.0.fc2.bias" in keys
         and "stages.1.1.weight" in keys
     )
-    assert isinstance(net.body, torch.nn.Sequential) and isinstance(net.stages[0][0], module.Block)
+    assert isinstance(net.body, torch.nn.Sequential) and isinstance(net.parts[0][0], module.Block)
     x = torch.randn(4, 8)
     with torch.no_grad():
         expected_out = x
-        for stage in net.stages:
+        for stage in net.parts:
             expected_out = stage[2](stage[1](stage[0](expected_out)))
         expected_out = net.body[2](net.body[1](net.body[0](expected_out)))
         torch.testing.assert_close(net(x), expected_out, rtol=0, atol=0)
@@ -80,5 +80,5 @@ def test_an_element_init_reaches_its_tensor(tmp_path: Path) -> None:
     net = module.Net()
     assert torch.equal(net.body[0].weight, torch.zeros(8, 8))
     assert torch.equal(net.body[0].bias, torch.ones(8))
-    for stage in net.stages:
+    for stage in net.parts:
         assert torch.equal(stage[1].weight, torch.ones(8, 8))
