@@ -59,9 +59,7 @@ def test_sequential_of_models_runs_and_counts(tmp_path: Path) -> None:
     assert next(m for m in info["models"] if m["name"] == "Net")["params"] == expected
     keys = list(net.state_dict())
     assert (
-        "body.1.fc1.weight" in keys
-        and "stages.2.0.fc2.bias" in keys
-        and "stages.1.1.weight" in keys
+        "body.1.fc1.weight" in keys and "parts.2.0.fc2.bias" in keys and "parts.1.1.weight" in keys
     )
     assert isinstance(net.body, torch.nn.Sequential) and isinstance(net.parts[0][0], module.Block)
     x = torch.randn(4, 8)
