@@ -192,6 +192,15 @@ class LoopOp(LazyFormatOp):
         """The block's `step ... with ...` lines, in order."""
         return [op for op in self.body.block.ops if isinstance(op, StepOp)]
 
+    def groups(self) -> dict[str, GroupOp]:
+        """The block's `group NAME = ...` lines by name, in order (the first of a name that
+        repeats: check-train reports the second)."""
+        groups: dict[str, GroupOp] = {}
+        for op in self.body.block.ops:
+            if isinstance(op, GroupOp):
+                groups.setdefault(op.group.root_reference.data, op)
+        return groups
+
     def runs_objectives(self) -> bool:
         """The block minimises `fn`s that call its models (`objective = f` or `step` lines):
         the data feeds them, not a model's forward directly."""
@@ -220,6 +229,43 @@ class StepOp(LazyFormatOp):
 
     def __init__(self, objective: str, optimizer: Attribute):
         super().__init__(properties={"objective": SymbolRefAttr(objective), "optimizer": optimizer})
+
+    def optimizer_calls(self) -> list[Attribute]:
+        """Each optimizer of the step: one, or (`with Muon(hidden), AdamW(rest)`) an array
+        of them that one backward feeds."""
+        if isinstance(self.optimizer, ArrayAttr):
+            return list(self.optimizer.data)
+        return [self.optimizer]
+
+    def optimizer_locs(self) -> list[Attribute | None]:
+        """Where each optimizer is written, in `optimizer_calls`' order."""
+        locs = self.optimizer_loc
+        if isinstance(locs, ArrayAttr):
+            return list(locs.data)
+        return [locs]
+
+
+@lazy_op_definition
+class GroupOp(LazyFormatOp):
+    """`train.group @hidden = #nml.call<"params", ["net.blocks"], {ndim = 2 : i64}>`: a named
+    selection of a model's parameters (`group hidden = params(net.blocks, ndim=2)`), which
+    the block's optimizers name in place of a model. check-train resolves it against the
+    specialised model: `params(PATH, "glob", ndim=N)`, and `a - b`, `a + b` of selections."""
+
+    name = "train.group"
+
+    group = prop_def(SymbolRefAttr)
+    value = prop_def()
+    value_loc = opt_prop_def()
+
+    traits = traits_def(HasParent(LoopOp))
+    irdl_options = (ParsePropInAttrDict(),)
+    ASSEMBLY_FORMAT: ClassVar[str] = "$group `=` $value attr-dict"
+
+    def __init__(self, name: str, value: Attribute, value_loc: Attribute | None = None):
+        super().__init__(
+            properties={"group": SymbolRefAttr(name), "value": value, "value_loc": value_loc}
+        )
 
 
 @lazy_op_definition
@@ -608,6 +654,7 @@ Train = Dialect(
         LoopOp,
         SetOp,
         StepOp,
+        GroupOp,
         ConfigOp,
         CheckpointOp,
         MainOp,

@@ -29,6 +29,7 @@ from tensorloom.source import SourceMap, Span
 
 T = TypeVar("T")
 Language = Literal["tl", "nml"]
+TrainEntry = ast.TrainSetting | ast.CheckpointClause | ast.TrainStep | ast.TrainGroup
 
 MAX_NESTING = 200
 SUFFIXES: dict[str, Language] = {".tl": "tl", ".nml": "nml"}
@@ -570,7 +571,7 @@ class Parser:
 
     def parse_train_decl(self) -> ast.TrainDecl:
         """train_decl = "train" expression "on" expression ":" NEWLINE INDENT
-        { train_setting | checkpoint | train_step } DEDENT ;
+        { train_setting | checkpoint | train_step | train_group } DEDENT ;
 
         The expression after `train` is a model's name or a tuple of them, `(G, D)`."""
         start = self.expect_word("train")
@@ -584,13 +585,13 @@ class Parser:
         train.span = self.span_from(start)
         return train
 
-    def add_train_entry(
-        self, train: ast.TrainDecl, entry: ast.TrainSetting | ast.CheckpointClause | ast.TrainStep
-    ) -> None:
+    def add_train_entry(self, train: ast.TrainDecl, entry: TrainEntry) -> None:
         if isinstance(entry, ast.TrainSetting):
             train.settings.append(entry)
         elif isinstance(entry, ast.TrainStep):
             train.steps.append(entry)
+        elif isinstance(entry, ast.TrainGroup):
+            train.groups.append(entry)
         elif train.checkpoint is None:
             train.checkpoint = entry
         else:
@@ -604,23 +605,45 @@ class Parser:
                 )
             )
 
-    def parse_train_entry(self) -> ast.TrainSetting | ast.CheckpointClause | ast.TrainStep:
+    def parse_train_entry(self) -> TrainEntry:
         if self.check_word("checkpoint") and self.peek(1).is_word("every"):
             return self.parse_checkpoint()
         if self.check_word("step") and self.peek(1).kind is TokenKind.NAME:
             return self.parse_train_step()
+        if (
+            self.check_word("group")
+            and self.peek(1).kind is TokenKind.NAME
+            and self.peek(2).kind is TokenKind.EQ
+        ):
+            return self.parse_train_group()
         return self.parse_train_setting()
 
     def parse_train_step(self) -> ast.TrainStep:
-        """train_step = "step" NAME "with" call NEWLINE ;"""
+        """train_step = "step" NAME "with" ( call { "," call } | "(" call { "," call } ")" )
+        NEWLINE ;
+
+        In parentheses the optimizers may span lines."""
         start = self.expect_word("step")
         objective = self.expect(TokenKind.NAME, "the name of an objective `fn`")
         self.expect(TokenKind.WITH)
-        optimizer = self.parse_expression()
+        optimizers = [self.parse_expression()]
+        while self.match(TokenKind.COMMA):
+            optimizers.append(self.parse_expression())
+        if len(optimizers) == 1 and isinstance(optimizers[0], ast.TupleExpr):
+            optimizers = list(optimizers[0].elts) or optimizers
         self.expect(TokenKind.NEWLINE)
         return ast.TrainStep(
-            start.span.to(optimizer.span), objective.text, objective.span, optimizer
+            start.span.to(optimizers[-1].span), objective.text, objective.span, optimizers
         )
+
+    def parse_train_group(self) -> ast.TrainGroup:
+        """train_group = "group" NAME "=" expression NEWLINE ;"""
+        start = self.expect_word("group")
+        name = self.expect(TokenKind.NAME, "the group's name")
+        self.expect(TokenKind.EQ)
+        value = self.parse_expression()
+        self.expect(TokenKind.NEWLINE)
+        return ast.TrainGroup(start.span.to(value.span), name.text, name.span, value)
 
     def parse_train_setting(self) -> ast.TrainSetting:
         """train_setting = NAME "=" expression NEWLINE ;"""
@@ -908,27 +931,46 @@ class Parser:
         return self.parse_simple_stmt()
 
     def parse_let_stmt(self) -> ast.LetStmt | ast.LetTupleStmt:
-        """let_stmt = "let" ( NAME | "(" NAME { "," NAME } [ "," ] ")" ) "=" expression NEWLINE ;"""
+        """let_stmt = "let" ( NAME | let_pattern ) "=" expression NEWLINE ;"""
         start = self.expect(TokenKind.LET)
         if self.check(TokenKind.LPAREN):
-            opener = self.open_bracket(TokenKind.LPAREN)
-            names: list[Token] = []
-            while not self.check(TokenKind.RPAREN):
-                names.append(self.expect(TokenKind.NAME, "a name"))
-                if not self.match(TokenKind.COMMA):
-                    break
-            self.expect_close(opener, TokenKind.RPAREN, "`,` or ")
+            targets = self.parse_let_pattern(())
             self.expect(TokenKind.EQ)
             value = self.parse_expression()
             self.expect(TokenKind.NEWLINE)
+            names = [name for name, _ in targets]
+            paths = [path for _, path in targets]
+            nested = any(len(path) > 1 for path in paths)
             return ast.LetTupleStmt(
-                start.span.to(value.span), [n.text for n in names], [n.span for n in names], value
+                start.span.to(value.span),
+                [n.text for n in names],
+                [n.span for n in names],
+                value,
+                paths if nested else None,
             )
         name = self.expect(TokenKind.NAME)
         self.expect(TokenKind.EQ)
         value = self.parse_expression()
         self.expect(TokenKind.NEWLINE)
         return ast.LetStmt(start.span.to(value.span), name.text, name.span, value)
+
+    def parse_let_pattern(self, at: tuple[int, ...]) -> list[tuple[Token, tuple[int, ...]]]:
+        """let_pattern = "(" ( NAME | let_pattern ) { "," ( NAME | let_pattern ) } [ "," ] ")" ;
+
+        Each name with its place in the value: `(out, (h, c))` is out (0,), h (1, 0), c (1, 1)."""
+        opener = self.open_bracket(TokenKind.LPAREN)
+        targets: list[tuple[Token, tuple[int, ...]]] = []
+        index = 0
+        while not self.check(TokenKind.RPAREN):
+            if self.check(TokenKind.LPAREN):
+                targets += self.parse_let_pattern((*at, index))
+            else:
+                targets.append((self.expect(TokenKind.NAME, "a name"), (*at, index)))
+            index += 1
+            if not self.match(TokenKind.COMMA):
+                break
+        self.expect_close(opener, TokenKind.RPAREN, "`,` or ")
+        return targets
 
     def parse_return_stmt(self) -> ast.ReturnStmt:
         """return_stmt = "return" [ expression ] NEWLINE ;"""

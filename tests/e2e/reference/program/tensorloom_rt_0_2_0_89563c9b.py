@@ -766,7 +766,9 @@ def _describe(where: tuple[str, int], lines: list[str], script: Path) -> str:
 
 
 # ---- runtime/recipe.py: Training recipes for TensorLoom scripts: schedules, decay groups, EMA, early stopping.
-LR_SCHEDULES = ("none", "cosine", "linear", "constant_with_warmup", "warmup", "onecycle", "step")
+LR_SCHEDULES = (
+    "none", "cosine", "linear", "constant_with_warmup", "warmup", "onecycle", "step", "wsd",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -779,6 +781,9 @@ class LrSchedule:
     `onecycle`: torch's OneCycleLR curve (cosine up from 1/`div_factor` over the first
     `pct_start` of the run, then cosine down to 1/(`div_factor` * `final_div_factor`)).
     `step`: times `gamma` every `step_interval` steps. `none`: 1 throughout.
+    `wsd` (warmup-stable-decay): the warm-up, then 1, then over the last `decay_fraction`
+    of `total_steps` (rounded) a straight line from 1 down towards `min_ratio`, which the
+    step after the last would reach (torch's LinearLR from 1 to `min_ratio` over them).
     """
 
     name: str
@@ -790,6 +795,7 @@ class LrSchedule:
     pct_start: float = 0.3
     div_factor: float = 25.0
     final_div_factor: float = 1e4
+    decay_fraction: float = 0.2
 
     def __post_init__(self) -> None:
         if self.name not in LR_SCHEDULES:
@@ -807,11 +813,20 @@ class LrSchedule:
             return (step + 1) / self.warmup_steps
         if self.name in ("constant_with_warmup", "warmup"):
             return 1.0
+        if self.name == "wsd":
+            return self._wsd(step)
         span = max(self.total_steps - self.warmup_steps, 1)
         progress = min((step - self.warmup_steps) / span, 1.0)
         if self.name == "linear":
             return 1.0 - (1.0 - self.min_ratio) * progress
         return self.min_ratio + (1.0 - self.min_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+    def _wsd(self, step: int) -> float:
+        decay = max(round(self.decay_fraction * self.total_steps), 1)
+        left = self.total_steps - step
+        if left >= decay:
+            return 1.0
+        return self.min_ratio + (1.0 - self.min_ratio) * max(left, 0) / decay
 
     def _onecycle(self, step: int) -> float:
         # torch.optim.lr_scheduler.OneCycleLR's two phases, as factors of the peak lr.
@@ -844,45 +859,6 @@ def make_lr_scheduler(
 ) -> torch.optim.lr_scheduler.LambdaLR:
     """A LambdaLR stepping `schedule.factor`; its state dict is the step count alone."""
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: schedule.factor(step))
-
-
-_NORM_LAYERS: tuple[type[torch.nn.Module], ...] = (
-    torch.nn.modules.batchnorm._NormBase,  # BatchNorm*, InstanceNorm*
-    torch.nn.LayerNorm,
-    torch.nn.GroupNorm,
-    torch.nn.LocalResponseNorm,
-    torch.nn.RMSNorm,
-)
-
-
-def no_decay_names(model: torch.nn.Module) -> list[str]:
-    """Parameters weight decay should not shrink: every bias, and every norm layer's weights."""
-    names: list[str] = []
-    for module_name, module in model.named_modules():
-        is_norm = isinstance(module, _NORM_LAYERS)
-        for name, _ in module.named_parameters(recurse=False):
-            if is_norm or name == "bias":
-                names.append(f"{module_name}.{name}" if module_name else name)
-    return names
-
-
-def decay_param_groups(model: torch.nn.Module, enabled: bool = True) -> list[dict[str, Any]]:
-    """Optimizer parameter groups: decayed weights, then biases and norm weights without decay.
-
-    The first group takes the optimizer's `weight_decay`; the second sets it to 0.
-    `enabled=False` (`decay_groups = false`) gives one group of every parameter."""
-    params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
-    if not enabled:
-        return [{"params": [p for _, p in params]}]
-    skip = set(no_decay_names(model))
-    decay = [p for n, p in params if n not in skip]
-    plain = [p for n, p in params if n in skip]
-    groups: list[dict[str, Any]] = []
-    if decay:
-        groups.append({"params": decay})
-    if plain:
-        groups.append({"params": plain, "weight_decay": 0.0})
-    return groups
 
 
 class BestTracker:
