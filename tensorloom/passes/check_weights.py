@@ -465,21 +465,21 @@ def _shapes_differ(
         if _joined(got, rule.dim) == _joined(want, rule.dim):
             return False
         problem = _joined_text(mapping, tensors, rule, want)
-    flipped = [tuple(reversed(t.shape)) for t in tensors] if not rule.transposed else None
-    fixes = (
-        flipped is not None and all(len(s) == 2 for s in flipped) and _fits(flipped, want, rule.dim)
-    )
+    fixes = _transposing_fits(tensors, rule, want)
+    help_text = "the file stores them the other way round: end the rule with `transposed`"
     report(
         Diagnostic.error(
-            "TL0812",
-            problem,
-            Label(span, "shapes differ"),
-            help="the file stores them the other way round: end the rule with `transposed`"
-            if fixes
-            else None,
+            "TL0812", problem, Label(span, "shapes differ"), help=help_text if fixes else None
         )
     )
     return True
+
+
+def _transposing_fits(tensors: list[TensorHeader], rule: Rule, want: list[tuple[int, ...]]) -> bool:
+    """Whether the file's matrices, transposed, would join or split into the model's."""
+    if rule.transposed or any(len(t.shape) != 2 for t in tensors):
+        return False
+    return _fits([tuple(reversed(t.shape)) for t in tensors], want, rule.dim)
 
 
 def _fits(got: list[tuple[int, ...]], want: list[tuple[int, ...]], dim: int) -> bool:
