@@ -102,6 +102,8 @@ def _check_fine_tuning(module: ModuleOp, loop: LoopOp) -> None:
     settings = loop.settings()
     if "freeze" not in settings and "lora" not in settings:
         return
+    if loop.steps():
+        return  # with `step` lines `freeze` names whole models (check-train)
     inst = lookup_symbol(module, loop.model.root_reference.data, InstanceOp)
     tree = _tree(module, inst) if inst is not None else None
     if tree is None:
