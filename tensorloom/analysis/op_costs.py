@@ -43,7 +43,7 @@ SAVES_OUTPUT_TOO = frozenset({"cumprod"})
 NOT_COUNTED = frozenset({"amax", "amin", "var", "std", "stack", "expand", "repeat", "tril",
                          "triu", "einsum", "arange", "where", "masked_fill", "eq",
                          "ne", "lt", "le", "gt", "ge", "dim", "list", "zeros_like", "ones_like",
-                         "randn_like", "loss", "narrow"})  # fmt: skip
+                         "randn_like", "loss", "narrow", "nonzero"})  # fmt: skip
 """Builtins counted as 0 FLOPs on purpose (sizes, lists, copies, comparisons), or not yet
 modelled (einsum, the losses, the variance): a test (tests/unit/analysis) fails
 when a builtin is in no set here, so none counts 0 silently."""

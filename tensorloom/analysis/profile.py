@@ -34,7 +34,7 @@ from tensorloom.analysis.trace import Step, StepBudget, TensorKey, Trace, trace_
 from tensorloom.catalogue.layers import BoundLayer
 from tensorloom.catalogue.shapes import Shape, concrete
 from tensorloom.diagnostics.ir import reporting
-from tensorloom.dialects.nml import DropoutOp, ModelOp, RefOp
+from tensorloom.dialects.nml import ApplyAtOp, DropoutOp, ModelOp, RefOp
 from tensorloom.passes.shape_inference import Instantiation, instantiations, set_dim_bindings
 from tensorloom.passes.support.model_env import (
     MAX_NESTING,
@@ -442,6 +442,8 @@ def unused_layers(
     conditional layer this configuration does not build is not one). One it reads as a
     value (a Parameter: `fc(x) * scale`) is `read`, not unused."""
     used = {s.name.split(".")[0].split("[")[0] for s in _in_loops(steps) if s.name}  # `h.0`: `h`
+    # `experts[i](x)` in a loop over a range: the element's steps are the caller's
+    used |= {op.layer.root_reference.data for op in model.walk() if isinstance(op, ApplyAtOp)}
     read = {op.symbol.root_reference.data for op in model.walk() if isinstance(op, RefOp)}
     return [
         LayerProfile(

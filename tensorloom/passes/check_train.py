@@ -698,6 +698,9 @@ class LoopChecker:
         if classes is None:
             self._rank_problem(output, target, loss, span)
             return
+        wider = isinstance(classes, int) and classes > (info.num_classes or classes)
+        if is_language_model_data(info) and wider:
+            return  # a vocabulary wider than the data's (GPT-2's 50257 over bytes), not narrower
         if isinstance(classes, int) and classes != info.num_classes:
             message = (
                 f"`{loss}` needs one output per class: the model gives {classes}, "
@@ -949,6 +952,8 @@ class ObjectiveChecker:
             _error_at(where, problem.code, problem.message, problem.help)
 
     def _per_optimizer(self, key: str, value: Evaluated, where: Span | None) -> None:
+        if value is None:
+            return  # `lr_schedule=none`: this optimizer opts out of the block's
         problem = SETTINGS[key].check(key, value)
         if problem is not None:
             _error_at(where, problem.code, problem.message, problem.help)

@@ -205,3 +205,30 @@ def test_scheduled_run_resumes_exactly_mid_epoch(tmp_path: Path) -> None:
     assert a["schedulers"] == b["schedulers"]
     for key, tensor in a["models"]["net"].items():
         assert torch.equal(tensor, b["models"]["net"][key]), key
+
+
+def test_info_budgets_each_optimizers_state_as_the_run_holds_it(tmp_path: Path) -> None:
+    """`tlc info`'s optimizer state of Muon (a momentum buffer) and AdamW (two moments) over
+    their groups equals the bytes the emitted optimizers hold after a step."""
+    from tensorloom.analysis.report import InfoRequest, info_json
+
+    source = tmp_path / "groups_info.tl"
+    source.write_text(PROGRAM, encoding="utf-8")
+    found = info_json(source, InfoRequest())
+    net = next(model for model in found["models"] if model["name"] == "net")
+    shares = {o["name"]: o for o in net["settings"]["optimizers"]}
+    script = compile_program(tmp_path, PROGRAM, name="groups_info_run")
+    m = _load(script)
+    args = m.parse_args(["--device", "cpu", "--precision", "fp32"])
+    trainer = m.build_trainer(args, m.DistContext(0, 0, 1, torch.device("cpu")))
+    xb, yb = next(iter(trainer.train_loader))
+    m.train_step(trainer, xb, yb)
+    for name in ("Muon", "AdamW"):
+        optimizer = trainer.optimizers[f"ce.{name}"]
+        params = sum(p.numel() for g in optimizer.param_groups for p in g["params"])
+        held = sum(t.numel() * t.element_size() for s in optimizer.state.values()
+                   for t in s.values() if isinstance(t, torch.Tensor) and t.dim() > 0)  # fmt: skip
+        assert shares[name]["params"] == params
+        assert shares[name]["state_bytes"] == held, name
+    assert net["memory"]["optimizer_state"] == sum(o["state_bytes"] for o in shares.values())
+    assert net["settings"]["optimizer"] == "Muon + AdamW"
