@@ -154,6 +154,10 @@ class LoopOp(LazyFormatOp):
     """... and the type the forward returns on a batch of such samples."""
     models = opt_prop_def(ArrayAttr[SymbolRefAttr])
     model_locs = opt_prop_def(ArrayAttr)
+    batch_fields = opt_prop_def(ArrayAttr[StringAttr])
+    """Over data of named fields: the fields each batch carries, in the data's order, those
+    the block's objectives (and metric functions) name (written by shape-inference; the
+    lowering loads and passes them by name). Absent: batches of (x, y)."""
     body = region_def("single_block")
 
     traits = traits_def(NoTerminator())
@@ -167,6 +171,12 @@ class LoopOp(LazyFormatOp):
             d.value.data < 1 for d in self.synthetic_sample.data
         ):
             raise VerifyException("`synthetic_sample` sizes must be positive")
+        if self.batch_fields is not None:
+            names = [f.data for f in self.batch_fields.data]
+            if not names or len(set(names)) != len(names):
+                raise VerifyException("`batch_fields` lists one or more fields, each once")
+            if not all(n.isidentifier() for n in names):
+                raise VerifyException("`batch_fields` are identifiers: an objective's parameters")
 
     def __init__(self, model: str, data: str, body: Region | None = None):
         super().__init__(
@@ -187,6 +197,10 @@ class LoopOp(LazyFormatOp):
         if self.models is None:
             return [self.model.root_reference.data]
         return [ref.root_reference.data for ref in self.models.data]
+
+    def field_names(self) -> list[str]:
+        """The fields each batch carries (`batch_fields`); [] for batches of (x, y)."""
+        return [f.data for f in self.batch_fields.data] if self.batch_fields is not None else []
 
     def steps(self) -> list[StepOp]:
         """The block's `step ... with ...` lines, in order."""

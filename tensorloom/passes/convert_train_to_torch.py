@@ -140,6 +140,9 @@ def _data_plan(module: ModuleOp, loop: train.LoopOp) -> DataPlan:
     kwargs = options if isinstance(info, DatasetError) else info.runtime_kwargs()
     per_token = op.per_token_length  # set by infer-synthetic-data
     length = per_token.value.data if per_token is not None else None
+    fields = loop.field_names()
+    if fields:  # the reader loads these arrays, in this order
+        kwargs = {**kwargs, "fields": tuple(fields)}
     return DataPlan(source, dict(kwargs), length)  # type: ignore[arg-type]
 
 
@@ -217,6 +220,8 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
         pretrained=_pretrained(module, instance),
         freeze=tuple(str(p) for p in value("freeze") or ()),  # type: ignore[union-attr]
         lora=_lora(value("lora")),
+        batch_fields=tuple(loop.field_names()),
+        function_params=tuple(_function_params(module).items()),
     )  # fmt: skip
 
 
@@ -497,6 +502,13 @@ def _functions(module: ModuleOp) -> dict[str, int]:
     `py.def`s that convert-nml-to-torch made of them."""
     script = script_of(module)
     return {op.sym_name.data: len(op.arg_names) for op in script.body.block.ops
+            if isinstance(op, py.DefOp)}  # fmt: skip
+
+
+def _function_params(module: ModuleOp) -> dict[str, tuple[str, ...]]:
+    """The parameters of each top-level `fn` (objectives, metrics), by name."""
+    script = script_of(module)
+    return {op.sym_name.data: tuple(a.data for a in op.arg_names) for op in script.body.block.ops
             if isinstance(op, py.DefOp)}  # fmt: skip
 
 

@@ -1574,6 +1574,8 @@ def _record_loop(
     by_loop: Mapping[train.LoopOp, Inferred | None],
 ) -> None:
     """What the train passes need of the loop's model, as attributes on the loop."""
+    if loop.runs_objectives():
+        _record_fields(module, loop)
     instance = lookup_symbol(module, loop.model, InstanceOp)
     if instance is None:
         return
@@ -1587,6 +1589,15 @@ def _record_loop(
     data = lookup_symbol(module, loop.data, train.DatasetOp)
     if data is not None and _synthetic(data):
         _record_synthetic(module, loop, instance, models)
+
+
+def _record_fields(module: ModuleOp, loop: train.LoopOp) -> None:
+    """`batch_fields`: the data's fields its objectives take by name (none for (x, y))."""
+    from tensorloom.passes.support.batch_fields import loop_fields
+
+    fields = loop_fields(module, loop, _dataset_inputs(loop, module))
+    if fields:
+        loop.batch_fields = ArrayAttr([StringAttr(f) for f in fields])
 
 
 def _synthetic(data: train.DatasetOp) -> bool:

@@ -88,9 +88,11 @@ BROKEN: dict[str, tuple[str, int, int]] = {
     "broken/broken_model.tl": ("TL0201", 15, 41),
     "broken/vit_layernorm.nml": ("TL0201", 26, 13),
 }
+# trained and compared with CLIP's loss in PyTorch by tests/e2e/test_paired_data.py
+PAIRED = ["train_clip.tl", "clip.nml"]
 # GPT-2 small's size: checked and compiled here; tests/e2e/test_speedrun.py trains it tiny
 SPEEDRUN = ["gpt_speedrun.tl", "modern_gpt.nml"]
-VALID = [*TRAINED, CNN, GAN, *KERNELS, *BLUEPRINTS, *SPEEDRUN]
+VALID = [*TRAINED, CNN, GAN, *PAIRED, *KERNELS, *BLUEPRINTS, *SPEEDRUN]
 
 
 @pytest.fixture(autouse=True)

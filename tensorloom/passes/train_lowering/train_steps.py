@@ -338,7 +338,7 @@ def _spelled(b: PyBuilder, plan: StepsPlan, selection: Attribute) -> str:
 
 
 def _parameters(b: PyBuilder, plan: StepsPlan, optimizer: OptimizerPlan) -> SSAValue:
-    """`D.parameters()`, `[*G.parameters(), *E.parameters()]` for several models, a group's
+    """`D.parameters()`, `list(G.parameters()) + list(E.parameters())` for several models, a group's
     `ParamGroup`, or torch's param groups where an argument has options of its own:
     `[{"params": groups["rest"]}, {"params": groups["gains"], "weight_decay": 0.0}]`."""
     models = {m.name for m in plan.models}
@@ -347,13 +347,11 @@ def _parameters(b: PyBuilder, plan: StepsPlan, optimizer: OptimizerPlan) -> SSAV
         names = [a.selection.data for a in args]  # type: ignore[attr-defined]
         if len(names) == 1:
             return b.method(b.name(names[0]), "parameters")
-        starred = [b.add(py.UnaryOp("*", b.method(b.name(m), "parameters"))) for m in names]
-        return b.add(py.ListOp(starred))
+        return _joined(b, [b.method(b.name(m), "parameters") for m in names])
     if not any(a.options for a in args):
         if len(args) == 1:
             return _selection(b, plan, args[0].selection)
-        starred = [b.add(py.UnaryOp("*", _selection(b, plan, a.selection))) for a in args]
-        return b.add(py.ListOp(starred))
+        return _joined(b, [_selection(b, plan, a.selection) for a in args])
     entries: list[SSAValue] = []
     for arg in args:
         pairs = [(b.const("params"), _selection(b, plan, arg.selection))]
@@ -361,6 +359,16 @@ def _parameters(b: PyBuilder, plan: StepsPlan, optimizer: OptimizerPlan) -> SSAV
         entries.append(b.add(py.DictOp(pairs)))
     b.assign("param_groups", b.add(py.ListOp(entries)), comment="torch's per-group options")
     return b.name("param_groups")
+
+
+def _joined(b: PyBuilder, parts: list[SSAValue]) -> SSAValue:
+    """`list(a) + list(b)`: several models' (or groups') parameters as one list (py has no
+    starred list element)."""
+    lists = [b.call("list", part) for part in parts]
+    joined = lists[0]
+    for more in lists[1:]:
+        joined = b.binop("+", joined, more)
+    return joined
 
 
 def _is_model(selection: Attribute, models: set[str]) -> bool:
@@ -464,9 +472,19 @@ def _train_step_ops(plan: StepsPlan) -> list[Operation]:
     b.stmt(py.AugAssignOp("+=", b.path("trainer", "step"), b.const(1)))
     entries = [(b.const(k), b.method(b.name(v), "detach")) for k, v in losses]
     b.ret(b.add(py.DictOp(entries)))
-    params = [("trainer", "Trainer"), ("xb", "torch.Tensor"), ("yb", "torch.Tensor")]
-    top.def_("train_step", params, b, top.generic("dict", "str", "torch.Tensor"))
+    top.def_("train_step", _batch_params(plan), b, top.generic("dict", "str", "torch.Tensor"))
     return top.ops
+
+
+def _arguments(b: PyBuilder, plan: StepsPlan, objective: str) -> list[SSAValue]:
+    """`G, D, xb, yb`: the models, then the batch (the fields the objective names)."""
+    batch = plan.base.batch_arguments(objective, len(plan.models))
+    return [b.name(m.name) for m in plan.models] + [b.name(n) for n in batch]
+
+
+def _batch_params(plan: StepsPlan) -> list[tuple[str, str]]:
+    """`trainer`, then a batch: `xb, yb`, or its fields."""
+    return [("trainer", "Trainer"), *((n, "torch.Tensor") for n in plan.base.batch_names)]
 
 
 def _step(b: PyBuilder, plan: StepsPlan, step: StepPlan) -> None:
@@ -490,7 +508,7 @@ def _step(b: PyBuilder, plan: StepsPlan, step: StepPlan) -> None:
         loop.body.block.add_ops(zero.ops)
         b.stmt(loop)
     inner = PyBuilder()
-    args = [inner.name(m.name) for m in plan.models] + [inner.name("xb"), inner.name("yb")]
+    args = _arguments(inner, plan, step.objective)
     value = f"{step.objective}_value"
     assign = py.AssignOp(inner.name(value), inner.call(step.objective, *args))
     if step.location is not None:
@@ -516,14 +534,13 @@ def _objective_values_ops(plan: StepsPlan) -> list[Operation]:
     b.expr(b.const("Each objective on one validation batch, under autocast (no gradients)."))
     _models_local(b, plan)
     inner = PyBuilder()
-    args = [inner.name(m.name) for m in plan.models] + [inner.name("xb"), inner.name("yb")]
-    pairs = [(inner.const(f"val_{s.objective}"), inner.call(s.objective, *args))
+    pairs = [(inner.const(f"val_{s.objective}"),
+              inner.call(s.objective, *_arguments(inner, plan, s.objective)))
              for s in plan.steps]  # fmt: skip
     inner.ret(inner.add(py.DictOp(pairs)))
     manager = b.call("autocast", b.path("trainer", "plan"), b.path("trainer", "ctx", "device"))
     b.stmt(py.WithOp(manager, inner.ops))
-    params = [("trainer", "Trainer"), ("xb", "torch.Tensor"), ("yb", "torch.Tensor")]
-    top.def_("objective_values", params, b, top.generic("dict", "str", "torch.Tensor"))
+    top.def_("objective_values", _batch_params(plan), b, top.generic("dict", "str", "torch.Tensor"))
     return top.ops
 
 

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tensorloom_rt_0_2_0_3332ee3e import (
+from tensorloom_rt_0_2_0_d54ab8dc import (
     BestTracker, CheckpointError, DataInfo, DatasetUnavailable, DeviceLoader, DeviceUnavailable,
     DistContext, GraphedStep, MetricsWriter, PrecisionPlan, RunLengthError, RunRecipe,
     SMALL_MODEL_PARAMS, StopSignals, add_source_notes, autocast, check_batch_size,
