@@ -42,6 +42,10 @@ CONFIG_FIELDS: tuple[ConfigField, ...] = (
     ConfigField("optimizer", "str", "Adam", "the torch.optim class"),
     ConfigField("optimizer_args", "dict", {}, "its keyword arguments, `lr` always among them",
                 key="optimizer"),
+    ConfigField("optimizer_set", "list", None,
+                "`optimizer = (Muon(hidden), AdamW(rest))`: each optimizer's name, selections "
+                "and keywords (none: one optimizer over the model)", optional=True,
+                key="optimizer"),
     ConfigField("loss", "str", "CrossEntropy", "a catalogue loss, or a `fn` of the file"),
     ConfigField("loss_args", "dict", {}, "the catalogue loss's keyword arguments", key="loss"),
     ConfigField("loss_fn", "bool", False, "whether `loss` names a `fn` of the file", key="loss"),

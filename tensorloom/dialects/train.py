@@ -320,7 +320,7 @@ class ConfigOp(LazyFormatOp):
 
     def verify_(self) -> None:
         values = self.fields.data
-        missing = [f.name for f in CONFIG_FIELDS if f.name not in values]
+        missing = [f.name for f in CONFIG_FIELDS if f.name not in values and not f.optional]
         if missing:
             raise VerifyException(f"train.config lacks {', '.join(missing)}")
         for name, value in values.items():
@@ -333,8 +333,10 @@ class ConfigOp(LazyFormatOp):
                 raise VerifyException(f"train.config field `{name}` must be {field.kind}")
 
     def value(self, name: str) -> object:
-        """A field as a Python value: int, float, bool, str, dict, list, or None when off."""
-        return _python(self.fields.data[name])
+        """A field as a Python value: int, float, bool, str, dict, list, or None when off (an
+        optional field may be left out)."""
+        value = self.fields.data.get(name)
+        return None if value is None else _python(value)
 
 
 def _is_kind(value: Attribute, kind: str) -> bool:

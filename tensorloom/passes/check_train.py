@@ -80,6 +80,8 @@ from tensorloom.passes.support.objectives import (
     calls_model,
     check_objective,
     objective_named,
+    optimizer_of,
+    optimizer_set,
     step_of,
 )
 from tensorloom.passes.support.prerequisites import TLPass
@@ -451,6 +453,9 @@ class LoopChecker:
         if setting is None:
             self._unknown_key(key, key_span)
             return
+        if key == "optimizer" and optimizer_set(op.value) is not None:
+            self._optimizer_set(op)
+            return
         value = evaluate(op.value, {})
         if isinstance(value, EvalError) and _holds_calls(op.value):
             return  # `metrics = [accuracy, top_k(5)]`: `_metrics` reads the calls
@@ -475,6 +480,30 @@ class LoopChecker:
                     problem.code, problem.message, Label(where or key_span), help=problem.help
                 )
             )
+
+    def _optimizer_set(self, op: train.SetOp) -> None:
+        """`optimizer = (Muon(hidden, lr=0.02), AdamW(rest, lr=3e-3))`: each optimizer's
+        arguments against the catalogue, the groups against the model (step_groups.py)."""
+        groups = {name: g.value for name, g in self.loop.groups().items()}
+        where = span_of(op.value_loc) if op.value_loc is not None else span_at(op)
+        optimizers: list[StepOptimizer] = []
+        for call in optimizer_set(op.value) or ():
+            optimizer = optimizer_of(call, op.value_loc, groups)
+            if optimizer is None:
+                _error_at(where, "TL0402", "each optimizer is a call, as in `AdamW(rest)`", None)
+                continue
+            optimizers.append(optimizer)
+            if not optimizer.args:
+                message = f"`{optimizer.name}` of `optimizer` updates nothing"
+                help_text = f"name what it updates: `{optimizer.name}(hidden, ...)`"
+                _error_at(where, "TL0433", message, help_text)
+            kwargs = tuple(optimizer.kwargs)
+            problem = _KIND_CHECKS["optimizer"]("optimizer", CallValue(optimizer.name, (), kwargs))  # type: ignore[arg-type]
+            if problem is not None:
+                _error_at(where, problem.code, problem.message, problem.help)
+        checker = GroupChecker(self.module, self.loop, [("`optimizer`", optimizers)],
+                               _options_problem, names_checked=False)  # fmt: skip
+        checker.check()
 
     def _unknown_key(self, key: str, span: Span) -> None:
         guess = did_you_mean(key, SETTINGS)
@@ -920,7 +949,8 @@ class ObjectiveChecker:
             func = self._objective(step.objective, op.objective_loc)
             if func is not None and len(func.names) == len(self.models) + 2:
                 self._reaches(step, func)
-        GroupChecker(self.module, self.loop, steps, _options_problem).check()
+        users = [(f"step `{s.objective}`", s.optimizers) for s in steps]
+        GroupChecker(self.module, self.loop, users, _options_problem).check()
         stepped = {model for step in steps for model in step.models}
         for model in self.models:
             if model not in stepped and model not in owners:

@@ -21,19 +21,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from tensorloom.dialects import py
-from tensorloom.dialects.nml import CallAttr, ExprAttr
-from tensorloom.passes.support.model_env import evaluate
-from tensorloom.passes.support.param_groups import (
-    SELECT,
-    ParamArg,
-    selection_groups,
-    split_path,
-)
+from tensorloom.passes.support.param_groups import ParamArg
 from tensorloom.passes.support.py_builder import PyBuilder, Value
+from tensorloom.passes.train_lowering.optimizer_groups import GroupEmitter
 from tensorloom.passes.train_lowering.plan import ScriptPlan, data_description, program_name
 from tensorloom.passes.train_lowering.train_data import build_loaders_ops, info_type, loader_type
 
@@ -225,10 +218,11 @@ def _build_trainer_ops(plan: StepsPlan) -> list[Operation]:
     empty = b.value({})
     kind = b.generic("dict", "str", "torch.optim.Optimizer")
     b.assign("optimizers", empty, annotation=kind)
-    _groups(b, plan)
+    emitter = _emitter(plan)
+    emitter.emit_groups(b)
     for step in plan.steps:
         for optimizer in step.optimizers:
-            _optimizer(b, plan, step, optimizer)
+            _optimizer(b, emitter, step, optimizer)
     scalers = py.ComprehensionOp("dict", b.name("OBJECTIVES"), targets=1)
     name = scalers.body.block.args[0]
     name.name_hint = "name"
@@ -252,11 +246,17 @@ def _build_trainer_ops(plan: StepsPlan) -> list[Operation]:
     return top.ops
 
 
-def _optimizer(b: PyBuilder, plan: StepsPlan, step: StepPlan, optimizer: OptimizerPlan) -> None:
+def _emitter(plan: StepsPlan) -> GroupEmitter:
+    return GroupEmitter(dict(plan.groups), {m.name: m.name for m in plan.models})
+
+
+def _optimizer(
+    b: PyBuilder, emitter: GroupEmitter, step: StepPlan, optimizer: OptimizerPlan
+) -> None:
     """`optimizers["ce.Muon"] = torch.optim.Muon(groups["hidden"], lr=0.02)`."""
-    models = [_spelled(b, plan, a.selection) for a in optimizer.args]
-    b.comment(f"`step {step.objective}`: {optimizer.optimizer} over {', '.join(models)}")
-    params = _parameters(b, plan, optimizer)
+    spelled = ", ".join(emitter.spelled(a.selection) for a in optimizer.args)
+    b.comment(f"`step {step.objective}`: {optimizer.optimizer} over {spelled}")
+    params = emitter.parameters(b, optimizer.args)
     kwargs = {k: b.value(v) for k, v in optimizer.kwargs}
     made = b.call(f"torch.optim.{optimizer.optimizer}", params, **kwargs)
     assign = py.AssignOp(b.subscript(b.name("optimizers"), b.const(optimizer.key)), made)
@@ -295,104 +295,6 @@ def _schedulers(b: PyBuilder, plan: StepsPlan) -> None:
     each.assign(each.subscript(each.name("schedulers"), name), made)
     loop.body.block.add_ops(each.ops)
     b.stmt(loop)
-
-
-def _spelled(b: PyBuilder, plan: StepsPlan, selection: Attribute) -> str:
-    """An optimizer's argument as the block writes it, for the comment above it."""
-    if isinstance(selection, StringAttr):
-        return selection.data
-    return "a selection"
-
-
-def _parameters(b: PyBuilder, plan: StepsPlan, optimizer: OptimizerPlan) -> SSAValue:
-    """`D.parameters()`, `[*G.parameters(), *E.parameters()]` for several models, a group's
-    `ParamGroup`, or torch's param groups where an argument has options of its own:
-    `[{"params": groups["rest"]}, {"params": groups["gains"], "weight_decay": 0.0}]`."""
-    models = {m.name for m in plan.models}
-    args = optimizer.args
-    if all(_is_model(a.selection, models) and not a.options for a in args):
-        names = [a.selection.data for a in args]  # type: ignore[attr-defined]
-        if len(names) == 1:
-            return b.method(b.name(names[0]), "parameters")
-        starred = [b.add(py.UnaryOp("*", b.method(b.name(m), "parameters"))) for m in names]
-        return b.add(py.ListOp(starred))
-    if not any(a.options for a in args):
-        if len(args) == 1:
-            return _selection(b, plan, args[0].selection)
-        starred = [b.add(py.UnaryOp("*", _selection(b, plan, a.selection))) for a in args]
-        return b.add(py.ListOp(starred))
-    entries: list[SSAValue] = []
-    for arg in args:
-        pairs = [(b.const("params"), _selection(b, plan, arg.selection))]
-        pairs += [(b.const(k), b.value(v)) for k, v in arg.options]  # type: ignore[arg-type]
-        entries.append(b.add(py.DictOp(pairs)))
-    b.assign("param_groups", b.add(py.ListOp(entries)), comment="torch's per-group options")
-    return b.name("param_groups")
-
-
-def _is_model(selection: Attribute, models: set[str]) -> bool:
-    return isinstance(selection, StringAttr) and selection.data in models
-
-
-def _groups(b: PyBuilder, plan: StepsPlan) -> None:
-    """`groups["hidden"] = parameter_group(net, "blocks", ndim=2)`: each `group` line, after
-    the groups it names, selecting what `tlc check` resolved."""
-    if not plan.groups:
-        return
-    b.comment("the parameter groups: each `group` line, as `tlc check` resolved it")
-    empty = b.value({})
-    b.assign("groups", empty, annotation=b.generic("dict", "str", "ParamGroup"))
-    values = dict(plan.groups)
-    done: list[str] = []
-    for name, _ in plan.groups:
-        _group(b, plan, name, values, done)
-
-
-def _group(
-    b: PyBuilder, plan: StepsPlan, name: str, values: dict[str, Attribute], done: list[str]
-) -> None:
-    if name in done:
-        return
-    done.append(name)
-    for needed in selection_groups(values[name], values):
-        _group(b, plan, needed, values, done)
-    b.assign(b.subscript(b.name("groups"), b.const(name)), _selection(b, plan, values[name]))
-
-
-def _selection(b: PyBuilder, plan: StepsPlan, selection: Attribute) -> SSAValue:
-    """A selection as a `ParamGroup` expression: `groups["hidden"]`, `parameter_group(net)`,
-    `parameter_group(net, "blocks", ndim=2)`, `a - b`."""
-    groups = dict(plan.groups)
-    match selection:
-        case StringAttr(data=name) if name in groups:
-            return b.subscript(b.name("groups"), b.const(name))
-        case StringAttr(data=path):
-            return _select(b, path, {})
-        case CallAttr() if selection.callee.data == SELECT:
-            options = {k: _plain(v) for k, v in selection.kwargs.data.items()}
-            paths = [a.data for a in selection.args.data if isinstance(a, StringAttr)]
-            parts = [_select(b, p, options) for p in paths]
-            result = parts[0]
-            for part in parts[1:]:
-                result = b.binop("+", result, part)
-            return result
-        case ExprAttr():
-            left, right = (_selection(b, plan, a) for a in selection.operands.data)
-            return b.binop(selection.op.data, left, right)
-        case _:
-            raise AssertionError("check-train reports a selection it cannot resolve")
-
-
-def _select(b: PyBuilder, path: str, options: dict[str, object]) -> SSAValue:
-    model, rest = split_path(path)
-    args = [b.name(model)] + ([b.const(rest)] if rest else [])
-    kwargs = {k: b.value(v) for k, v in options.items() if v is not None}  # type: ignore[arg-type]
-    return b.call("parameter_group", *args, **kwargs)
-
-
-def _plain(attr: Attribute) -> object:
-    value = evaluate(attr, {})
-    return tuple(value) if isinstance(value, list) else value
 
 
 # --- one batch -------------------------------------------------------------------------------
