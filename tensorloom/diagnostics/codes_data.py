@@ -1868,6 +1868,78 @@ error[TL0811]: no Linear layer of the model is named `ou`
    = help: did you mean `out`?
 """,
         ),
+        Code(
+            'TL0812',
+            "a `weights` rule's tensors cannot be joined or split into the model's",
+            """\
+A rule with several names on a side joins the file's tensors (`torch.cat` along its `along`
+dim, 0 unless it says, after any `transposed`) or splits one into the model's tensors, each
+as large along that dim as the model's. The joined tensors must agree in every other dim,
+and the two sides must have the same shape once joined.
+""",
+            """\
+error[TL0812]: `attn.c_attn.weight` is [8, 20] ([20, 8] transposed), the model's `q.weight` [8, 8], `k.weight` [8, 8] and `v.weight` [8, 8] joined along dim 0 are [24, 8]
+  --> split_sizes.tl:15:5
+   |
+15 |     "attn.c_attn.weight" -> ["q.weight", "k.weight", "v.weight"] along 0 transposed
+   |     ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^ shapes differ
+""",
+        ),
+        Code(
+            'TL0813',
+            "a `weights` rule joins tensors the file does not all have",
+            """\
+The patterns of a join (`["layer.{i}.query.weight", "layer.{i}.key.weight", ...] -> ...`)
+are matched with the same parts: for each tensor one pattern finds, the others must find
+their partner (the same layer's `key`, `value`).
+""",
+            """\
+error[TL0813]: `layer.0.query.weight` is joined with `layer.0.value.weight`, which `w.safetensors` lacks
+  --> fuse_missing.tl:13:5
+   |
+13 |     ["layer.{i}.query.weight", "layer.{i}.key.weight", "layer.{i}.value.weight"] -> "attn.{i}.in_proj_weight"
+   |     ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^ this rule joins tensors the file has not
+   |
+   = help: each pattern of a join must match a tensor for the same parts
+""",
+        ),
+        Code(
+            'TL0814',
+            "config.json disagrees with the instance's config",
+            """\
+When the source is a Hugging Face folder, its config.json is compared with the instance's
+config values: each `config "num_attention_heads" -> n_head` line of the `weights` block,
+and every integer config of the model named as a config.json entry (`n_embd`, `vocab_size`).
+Weights of another size would fail later, tensor by tensor; this names the cause.
+""",
+            """\
+error[TL0814]: config.json has `num_labels` 2, the model's `classes` is 3
+  --> config.tl:11:5
+   |
+11 |     config "num_labels" -> classes
+   |     ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^ `net` has `classes` 3
+   |
+   = help: build `net` with `classes=2`, or load weights of its size
+""",
+        ),
+        Code(
+            'TL0815',
+            "a `config` line names an entry that is not there",
+            """\
+`config "KEY" -> name` compares config.json's `KEY` with the instance's config `name`: the
+source must have a config.json (a Hugging Face folder), with that key, and the model that
+config.
+""",
+            """\
+error[TL0815]: config.json has no `num_label`
+  --> config_unknown.tl:11:5
+   |
+11 |     config "num_label" -> classes
+   |     ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+   |
+   = help: did you mean `num_labels`?
+""",
+        ),
     )),
     Section('TL01xx: constructs IR generation cannot represent', """\
 Reported by `tensorloom/frontend/irgen.py` after parsing succeeded.

@@ -244,11 +244,19 @@ def _lora(value: object) -> dict[str, Value] | None:
 
 def _pretrained(
     module: ModuleOp, instance: nml.InstanceOp
-) -> tuple[str, tuple[tuple[str, str | None, bool], ...]] | None:
-    """The `weights` block for the trained instance: its source and rules."""
+) -> tuple[str, tuple[tuple[object, ...], ...]] | None:
+    """The `weights` block for the trained instance: its source and rules, each as the
+    script's WEIGHT_RULES writes it: (file, model or None, transposed), with `along` after
+    them where the rule joins or splits."""
     for op in module.body.block.ops:
         if isinstance(op, train.WeightsOp) and op.instance.data == instance.sym_name.data:
-            return op.source.data, tuple(op.rules())
+            rules = tuple(
+                (source, target, transposed, along or 0)
+                if isinstance(source, tuple) or isinstance(target, tuple)
+                else (source, target, transposed)
+                for source, target, transposed, along in op.rules()
+            )
+            return op.source.data, rules
     return None
 
 

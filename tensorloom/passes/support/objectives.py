@@ -51,7 +51,7 @@ from tensorloom.passes.support.param_groups import ParamArg, param_arg, selectio
 # objective, and these parts of the one-model loop are not built for several optimizers.
 STEP_EXCLUSIVE = ("optimizer", "loss", "objective")
 NOT_WITH_STEPS = (
-    "distributed", "compile", "grad_accum", "accumulate_steps",
+    "distributed", "grad_accum", "accumulate_steps",
     "ema", "early_stopping", "keep_best", "eval_every", "metrics", "activation_checkpointing",
     "log_every", "val_every", "decay_groups",
 )  # fmt: skip

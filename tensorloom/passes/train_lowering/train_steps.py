@@ -71,6 +71,17 @@ class StepsPlan:
     groups: tuple[tuple[str, Attribute], ...] = ()  # `group NAME = selection`, as written
 
     @property
+    def compile_mode(self) -> str | None:
+        """`compile` in the block: torch.compile's mode for the models the steps run (CUDA
+        graphs left out: the optimizers step outside the compiled forward); no key: None."""
+        mode = self.base.compile_mode
+        if mode is None or self.base.compile_auto:
+            return None
+        return {"reduce-overhead": "default", "max-autotune": "max-autotune-no-cudagraphs"}.get(
+            mode, mode
+        )
+
+    @property
     def scheduled(self) -> list[OptimizerPlan]:
         """The optimizers with an `lr_schedule`, in the block's order."""
         return [o for s in self.steps for o in s.optimizers if o.schedule is not None]
@@ -106,6 +117,12 @@ def _settings_ops(plan: StepsPlan) -> list[Operation]:
     b.assign("CHECKPOINT_EVERY", b.const(every), comment="epochs; unset: at the end")
     b.assign("GRAD_ACCUM", b.const(1), comment="each batch is one step of every optimizer")
     b.assign("SEED", b.const(base.seed))
+    if plan.compile_mode is not None:
+        b.assign("COMPILE_MODE", b.const(plan.compile_mode),
+                 comment="`compile`: torch.compile's mode for the models, on CUDA")  # fmt: skip
+    if base.dataset not in (None, "digits") or base.language_model_data:
+        # the reader of a named dataset (`tokens`, `mnist`) takes its name
+        b.assign("DATASET", b.const(base.dataset or ""), annotation=b.name("str"))
     b.assign("DATASET_OPTIONS", b.value(base.dataset_options),
              annotation=b.generic("dict", "str", "Any"))  # fmt: skip
     b.assign(
@@ -182,6 +199,9 @@ def _trainer_ops(plan: StepsPlan) -> list[Operation]:
     b.assign("train_loader", None, annotation=loader_type(b, plan.base))
     b.assign("val_loader", None, annotation=loader_type(b, plan.base))
     b.assign("info", None, annotation=b.name(info_type(plan.base)))
+    if plan.compile_mode is not None:
+        b.assign("compiled", None, annotation=b.generic("dict", "str", "nn.Module"),
+                 comment="the models as the steps run them: compiled on CUDA")  # fmt: skip
     b.assign("step", b.const(0), annotation=b.name("int"))
     b.assign("start_epoch", b.const(0), annotation=b.name("int"))
     carry = b.optional(b.generic("tuple", b.generic("dict", "str", "torch.Tensor"), "int"))
@@ -236,14 +256,27 @@ def _build_trainer_ops(plan: StepsPlan) -> list[Operation]:
         if model.frozen:
             b.comment(f"`{model.name}` is in no step: run under no_grad, in eval mode")
             b.assign(model.name, b.call("Frozen", b.name(model.name)))
+    compiled = [_compiled_models(b, plan)] if plan.compile_mode is not None else []
     scheduled = [b.name("schedulers")] if plan.scheduled else []
     fields = [b.name("ctx"), *(b.name(m.name) for m in plan.models), b.name("optimizers"),
               b.name("scalers"), *scheduled, b.name("plan"), b.name("train_loader"),
-              b.name("val_loader"), b.name("info")]  # fmt: skip
+              b.name("val_loader"), b.name("info"), *compiled]  # fmt: skip
     b.ret(b.call("Trainer", *fields))
     params = [("args", "argparse.Namespace"), ("ctx", "DistContext")]
     top.def_("build_trainer", params, b, "Trainer")
     return top.ops
+
+
+def _compiled_models(b: PyBuilder, plan: StepsPlan) -> SSAValue:
+    """`{"net": maybe_compile(net, on_cuda, COMPILE_MODE)}`: what the steps and validation
+    call; the trainer keeps the models themselves for the optimizers and checkpoints."""
+    b.comment("`compile`: the steps and validation run the compiled models (on CUDA)")
+    on_cuda = b.compare(b.path("ctx", "device", "type"), "==", b.const("cuda"))
+    b.assign("on_cuda", on_cuda)
+    entries = [(b.const(m.name), b.call("maybe_compile", b.name(m.name), b.name("on_cuda"),
+                                        b.name("COMPILE_MODE"))) for m in plan.models]  # fmt: skip
+    b.assign("compiled", b.add(py.DictOp(entries)))
+    return b.name("compiled")
 
 
 def _emitter(plan: StepsPlan) -> GroupEmitter:
@@ -301,13 +334,20 @@ def _schedulers(b: PyBuilder, plan: StepsPlan) -> None:
 
 
 def _models_local(b: PyBuilder, plan: StepsPlan) -> list[SSAValue]:
-    """`G, D = trainer.G, trainer.D`: the models the objectives take, in the block's order."""
+    """`G, D = trainer.G, trainer.D`: the models the objectives take, in the block's order
+    (`trainer.compiled["G"]`, ... under `compile`)."""
     names = [m.name for m in plan.models]
+    compiled = plan.compile_mode is not None
+
+    def model(n: str) -> SSAValue:
+        if compiled:
+            return b.subscript(b.path("trainer", "compiled"), b.const(n))
+        return b.path("trainer", n)
+
     if len(names) == 1:
-        b.assign(names[0], b.path("trainer", names[0]))
+        b.assign(names[0], model(names[0]))
     else:
-        b.assign(b.tuple_of(*(b.name(n) for n in names)),
-                 b.tuple_of(*(b.path("trainer", n) for n in names)))  # fmt: skip
+        b.assign(b.tuple_of(*(b.name(n) for n in names)), b.tuple_of(*(model(n) for n in names)))
     return [b.name(n) for n in names]
 
 
