@@ -291,3 +291,43 @@ def test_one_model_block_resumes_both_optimizers_exactly(tmp_path: Path) -> None
     assert set(b["optimizer"]) == {"Muon", "AdamW"}
     for key, tensor in a["model"].items():
         assert torch.equal(tensor, b["model"][key]), key
+
+
+SELECTIONS = {  # each form, and the runtime call the script makes of it
+    "params(net.blocks, ndim=2)": lambda pg, n: pg(n, "blocks", ndim=2),
+    "params(net.blocks[1:2])": lambda pg, n: pg(n, "blocks[1:2]"),
+    'params(net, match="*.bias")': lambda pg, n: pg(n, match="*.bias"),
+    'params(net.blocks, match=["*.ln.*", "*.fc.bias"])':
+        lambda pg, n: pg(n, "blocks", match=("*.ln.*", "*.fc.bias")),
+    "net.head": lambda pg, n: pg(n, "head"),
+    "net.embed.weight": lambda pg, n: pg(n, "embed.weight"),
+    "params(net) - params(net, ndim=1)": lambda pg, n: pg(n) - pg(n, ndim=1),
+    "params(net.head, net.embed) + net.blocks[0]":
+        lambda pg, n: pg(n, "head") + pg(n, "embed") + pg(n, "blocks.0"),
+}  # fmt: skip
+
+
+def test_runtime_selects_what_the_check_resolved(tmp_path: Path) -> None:
+    """`parameter_group` (runtime/steps.py) and check-train's Resolver agree on every form
+    of selection: paths, slices, globs, `ndim`, union and complement."""
+    from tensorloom.analysis.profile import compile_for_info
+    from tensorloom.dialects import train
+    from tensorloom.passes.support.param_groups import Resolver
+    from tensorloom.passes.support.step_groups import model_trees
+
+    lines = [f"    group g{i} = {text}" for i, text in enumerate(SELECTIONS)]
+    text = PROGRAM.replace("    group hidden", "\n".join(lines) + "\n    group hidden", 1)
+    source = tmp_path / "selections.tl"
+    source.write_text(text, encoding="utf-8")
+    result = compile_for_info(source, {})
+    assert result.ok and result.module is not None
+    loop = next(op for op in result.module.walk() if isinstance(op, train.LoopOp))
+    groups = {name: op.value for name, op in loop.groups().items()}
+    resolver = Resolver(["net"], model_trees(result.module, ["net"]), groups)
+    m = _load(compile_program(tmp_path, text, name="selections"))
+    net = m.Net()
+    names = {id(p): n for n, p in net.named_parameters()}
+    for i, (written, select) in enumerate(SELECTIONS.items()):
+        static = [name for _, name in resolver.group(f"g{i}") or []]
+        selected = [names[id(p)] for p in select(m.parameter_group, net)]
+        assert static and sorted(static) == sorted(selected), written
