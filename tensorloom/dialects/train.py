@@ -270,13 +270,15 @@ class GroupOp(LazyFormatOp):
 
 @lazy_op_definition
 class SetOp(LazyFormatOp):
-    """`train.set "epochs" = 10 : i64`: one `key = value` line; `value_loc` is the value's."""
+    """`train.set "epochs" = 10 : i64`: one `key = value` line; `value_loc` is the value's,
+    `element_locs` each element's of a tuple or list value (`optimizer = (Muon(...), ...)`)."""
 
     name = "train.set"
 
     key = prop_def(StringAttr)
     value = prop_def()
     value_loc = opt_prop_def()
+    element_locs = opt_prop_def(ArrayAttr)
 
     traits = traits_def(HasParent(LoopOp))
     irdl_options = (ParsePropInAttrDict(),)

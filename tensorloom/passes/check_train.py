@@ -485,10 +485,12 @@ class LoopChecker:
         """`optimizer = (Muon(hidden, lr=0.02), AdamW(rest, lr=3e-3))`: each optimizer's
         arguments against the catalogue, the groups against the model (step_groups.py)."""
         groups = {name: g.value for name, g in self.loop.groups().items()}
-        where = span_of(op.value_loc) if op.value_loc is not None else span_at(op)
+        calls = optimizer_set(op.value) or []
+        locs = op.element_locs.data if op.element_locs is not None else [op.value_loc] * len(calls)
         optimizers: list[StepOptimizer] = []
-        for call in optimizer_set(op.value) or ():
-            optimizer = optimizer_of(call, op.value_loc, groups)
+        for call, loc in zip(calls, locs, strict=False):
+            where = span_of(loc) if loc is not None else span_at(op)
+            optimizer = optimizer_of(call, loc, groups)
             if optimizer is None:
                 _error_at(where, "TL0402", "each optimizer is a call, as in `AdamW(rest)`", None)
                 continue
