@@ -189,7 +189,12 @@ def _trainer_ops(plan: StepsPlan) -> list[Operation]:
         note = "frozen: no step updates it" if model.frozen else None
         b.assign(model.name, None, annotation=b.name("nn.Module"), comment=note)
     optimizers = b.generic("dict", "str", "torch.optim.Optimizer")
-    b.assign("optimizers", None, annotation=optimizers, comment="by objective")
+    b.assign(
+        "optimizers",
+        None,
+        annotation=optimizers,
+        comment="by objective (`ce.Muon` of a step of several)",
+    )
     scalers = b.generic("dict", "str", b.optional("torch.amp.GradScaler"))
     b.assign("scalers", None, annotation=scalers, comment="one per step")
     if plan.scheduled:
