@@ -33,6 +33,17 @@ class GroupEmitter:
     groups: dict[str, Attribute]  # `group NAME = selection`, in the block's order
     models: dict[str, str]  # instance -> its variable in the script (`net` -> `model`)
 
+    def _free(self, name: str) -> str:
+        """`name`, or `name_` where a model's variable has it (a model called `groups`)."""
+        while name in self.models.values():
+            name += "_"
+        return name
+
+    @property
+    def table(self) -> str:
+        """The script's dict of groups: `groups`."""
+        return self._free("groups")
+
     def spelled(self, selection: Attribute) -> str:
         """An optimizer's argument as the block writes it, for the comment above it."""
         return selection.data if isinstance(selection, StringAttr) else "a selection"
@@ -44,7 +55,7 @@ class GroupEmitter:
             return
         b.comment("the parameter groups: each `group` line, as `tlc check` resolved it")
         empty = b.value({})
-        b.assign("groups", empty, annotation=b.generic("dict", "str", "ParamGroup"))
+        b.assign(self.table, empty, annotation=b.generic("dict", "str", "ParamGroup"))
         done: list[str] = []
         for name in self.groups:
             self._group(b, name, done)
@@ -55,7 +66,7 @@ class GroupEmitter:
         done.append(name)
         for needed in selection_groups(self.groups[name], self.groups):
             self._group(b, needed, done)
-        target = b.subscript(b.name("groups"), b.const(name))
+        target = b.subscript(b.name(self.table), b.const(name))
         b.assign(target, self.selection(b, self.groups[name]))
 
     def parameters(self, b: PyBuilder, args: Sequence[ParamArg]) -> SSAValue:
@@ -78,8 +89,9 @@ class GroupEmitter:
             pairs = [(b.const("params"), self.selection(b, arg.selection))]
             pairs += [(b.const(k), b.value(v)) for k, v in arg.options]  # type: ignore[arg-type]
             entries.append(b.add(py.DictOp(pairs)))
-        b.assign("param_groups", b.add(py.ListOp(entries)), comment="torch's per-group options")
-        return b.name("param_groups")
+        listed = self._free("param_groups")
+        b.assign(listed, b.add(py.ListOp(entries)), comment="torch's per-group options")
+        return b.name(listed)
 
     def _is_model(self, selection: Attribute) -> bool:
         return isinstance(selection, StringAttr) and selection.data in self.models
@@ -89,7 +101,7 @@ class GroupEmitter:
         `parameter_group(net)`, `parameter_group(net, "blocks", ndim=2)`, `a - b`."""
         match selection:
             case StringAttr(data=name) if name in self.groups:
-                return b.subscript(b.name("groups"), b.const(name))
+                return b.subscript(b.name(self.table), b.const(name))
             case StringAttr(data=path):
                 return self._select(b, path, {})
             case CallAttr() if selection.callee.data == SELECT:
