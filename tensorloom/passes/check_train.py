@@ -506,6 +506,14 @@ class LoopChecker:
         checker = GroupChecker(self.module, self.loop, [("`optimizer`", optimizers)],
                                _options_problem, names_checked=False)  # fmt: skip
         checker.check()
+        sharded = self.loop.settings().get("distributed")
+        if sharded is not None and evaluate(sharded.value, {}) == "fsdp":
+            message = (
+                '`distributed = "fsdp"` checkpoints one optimizer over the sharded model; '
+                "several over parameter groups are not sharded yet"
+            )
+            help_text = 'use `distributed = "ddp"`, or one optimizer'
+            _error_at(span_of(sharded.value_loc), "TL0456", message, help_text)
 
     def _unknown_key(self, key: str, span: Span) -> None:
         guess = did_you_mean(key, SETTINGS)
