@@ -5,11 +5,14 @@
         step g_loss with Adam(G, lr=2e-4)
 
 The script's `train_step` runs the steps of each batch in order, each through
-`step_optimizer` (backward, through the step's own GradScaler, then the optimizer's
-step); `run_epoch` feeds it the batches and sums each objective; `mean_objectives`
-validates; `save_models_checkpoint` and `load_models_checkpoint` keep every model,
-optimizer and scaler, the RNG and the loader's place for an exact resume. A model no
-step updates is wrapped in `Frozen`: no gradients, eval mode.
+`step_optimizer` (backward, through the step's own GradScaler, then each of its
+optimizers' step, each clipped apart); `run_epoch` feeds it the batches and sums each
+objective; `mean_objectives` validates; `save_models_checkpoint` and
+`load_models_checkpoint` keep every model, optimizer, scaler and lr scheduler, the RNG
+and the loader's place for an exact resume. A model no step updates is wrapped in
+`Frozen`: no gradients, eval mode. `parameter_group` selects a `group` line's parameters
+(`ParamGroup`: `a + b`, `a - b`); `OptimizerSet` is a one-model loop's several optimizers
+stepped as one (`optimizer = (Muon(hidden), AdamW(rest))`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The script of a train block of `step` lines: several models, one optimizer per step.
+"""The script of a train block of `step` lines: several models, one or more optimizers a step.
 
     train (G, D) on data:                         def train_step(trainer, xb, yb):
         step d_loss with Adam(D, lr=2e-4)             G, D = trainer.G, trainer.D
@@ -13,8 +13,12 @@
 Each batch runs the block's steps in order (zero_grad, objective, backward, step of that
 optimizer), as pytorch/examples' dcgan/main.py does; runtime/steps.py holds what every
 such program shares (the epoch, validation, checkpoints with every model and optimizer).
-A model no step names is wrapped in `Frozen` (no_grad, eval mode). The sections reuse the
-one-model script's data loaders (train_data.py) and its settings' names.
+A step of several optimizers over parameter groups (`step ce with Muon(hidden),
+AdamW(rest)`: optimizer_groups.py selects them) zeroes them all, runs one backward and
+steps each (`optimizers["ce.Muon"]`, `optimizers["ce.AdamW"]`), each with its own
+`lr_schedule` (a LambdaLR in `trainer.schedulers`) and `grad_clip`. A model no step names
+is wrapped in `Frozen` (no_grad, eval mode). The sections reuse the one-model script's
+data loaders (train_data.py) and its settings' names.
 """
 
 from __future__ import annotations
