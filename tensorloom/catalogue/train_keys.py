@@ -31,6 +31,7 @@ class ConfigField:
     summary: str
     optional: bool = False
     key: str | None = None  # the train block key it comes from, when not `name`
+    left_out_when_off: bool = False  # absent, not `none`, from a block that does not use it
 
 
 CONFIG_FIELDS: tuple[ConfigField, ...] = (
@@ -44,8 +45,8 @@ CONFIG_FIELDS: tuple[ConfigField, ...] = (
                 key="optimizer"),
     ConfigField("optimizer_set", "list", None,
                 "`optimizer = (Muon(hidden), AdamW(rest))`: each optimizer's name, selections "
-                "and keywords (none: one optimizer over the model)", optional=True,
-                key="optimizer"),
+                "and keywords (absent: one optimizer over the model)", optional=True,
+                key="optimizer", left_out_when_off=True),
     ConfigField("loss", "str", "CrossEntropy", "a catalogue loss, or a `fn` of the file"),
     ConfigField("loss_args", "dict", {}, "the catalogue loss's keyword arguments", key="loss"),
     ConfigField("loss_fn", "bool", False, "whether `loss` names a `fn` of the file", key="loss"),

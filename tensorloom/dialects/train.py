@@ -322,7 +322,9 @@ class ConfigOp(LazyFormatOp):
 
     def verify_(self) -> None:
         values = self.fields.data
-        missing = [f.name for f in CONFIG_FIELDS if f.name not in values and not f.optional]
+        missing = [
+            f.name for f in CONFIG_FIELDS if f.name not in values and not f.left_out_when_off
+        ]
         if missing:
             raise VerifyException(f"train.config lacks {', '.join(missing)}")
         for name, value in values.items():
@@ -335,8 +337,8 @@ class ConfigOp(LazyFormatOp):
                 raise VerifyException(f"train.config field `{name}` must be {field.kind}")
 
     def value(self, name: str) -> object:
-        """A field as a Python value: int, float, bool, str, dict, list, or None when off (an
-        optional field may be left out)."""
+        """A field as a Python value: int, float, bool, str, dict, list, or None when off (or
+        left out: `ConfigField.left_out_when_off`)."""
         value = self.fields.data.get(name)
         return None if value is None else _python(value)
 
