@@ -1419,9 +1419,9 @@ error[TL0455]: `params` takes no keyword `dims`
         ),
         Code(
             'TL0456',
-            'a per-epoch schedule in a block of `step` lines',
+            'what several optimizers do not take yet',
             """\
-In a block of `step` lines each optimizer has its own `lr_schedule` (its own keyword, or the block's for every optimizer that sets none), stepped after each of its optimizer steps. `plateau` steps on the validation loss after each epoch instead, which is not taken there.
+In a block of `step` lines each optimizer has its own `lr_schedule` (its own keyword, or the block's for every optimizer that sets none), stepped after each of its optimizer steps. `plateau` steps on the validation loss after each epoch instead, which is not taken there. A one-model block's `optimizer = (A(...), B(...))` does not go with `distributed = "fsdp"` yet (its sharded checkpoints hold one optimizer); `ddp` takes it.
 """,
             """\
 error[TL0456]: `plateau` steps on the validation loss after each epoch; the optimizers of `step` lines take schedules of their optimizer steps

@@ -83,6 +83,8 @@ from tensorloom.passes.support.objectives import (
     check_sampler,
     frozen_names,
     objective_named,
+    optimizer_of,
+    optimizer_set,
     step_of,
 )
 from tensorloom.passes.support.prerequisites import TLPass
@@ -458,6 +460,9 @@ class LoopChecker:
         if setting is None:
             self._unknown_key(key, key_span)
             return
+        if key == "optimizer" and optimizer_set(op.value) is not None:
+            self._optimizer_set(op)
+            return
         value = evaluate(op.value, {})
         if isinstance(value, EvalError) and _holds_calls(op.value):
             return  # `metrics = [accuracy, top_k(5)]`: `_metrics` reads the calls
@@ -501,6 +506,40 @@ class LoopChecker:
         help_text = f"did you mean `{guess}`?" if guess else write
         span = (span_of(op.value_loc) if op.value_loc is not None else None) or span_at(op)
         report(Diagnostic.error("TL0418", message, Label(span), help=help_text))
+
+    def _optimizer_set(self, op: train.SetOp) -> None:
+        """`optimizer = (Muon(hidden, lr=0.02), AdamW(rest, lr=3e-3))`: each optimizer's
+        arguments against the catalogue, the groups against the model (step_groups.py)."""
+        groups = {name: g.value for name, g in self.loop.groups().items()}
+        calls = optimizer_set(op.value) or []
+        locs = op.element_locs.data if op.element_locs is not None else [op.value_loc] * len(calls)
+        optimizers: list[StepOptimizer] = []
+        for call, loc in zip(calls, locs, strict=False):
+            where = span_of(loc) if loc is not None else span_at(op)
+            optimizer = optimizer_of(call, loc, groups)
+            if optimizer is None:
+                _error_at(where, "TL0402", "each optimizer is a call, as in `AdamW(rest)`", None)
+                continue
+            optimizers.append(optimizer)
+            if not optimizer.args:
+                message = f"`{optimizer.name}` of `optimizer` updates nothing"
+                help_text = f"name what it updates: `{optimizer.name}(hidden, ...)`"
+                _error_at(where, "TL0433", message, help_text)
+            kwargs = tuple(optimizer.kwargs)
+            problem = _KIND_CHECKS["optimizer"]("optimizer", CallValue(optimizer.name, (), kwargs))  # type: ignore[arg-type]
+            if problem is not None:
+                _error_at(where, problem.code, problem.message, problem.help)
+        checker = GroupChecker(self.module, self.loop, [("`optimizer`", optimizers)],
+                               _options_problem, names_checked=False)  # fmt: skip
+        checker.check()
+        sharded = self.loop.settings().get("distributed")
+        if sharded is not None and evaluate(sharded.value, {}) == "fsdp":
+            message = (
+                '`distributed = "fsdp"` checkpoints one optimizer over the sharded model; '
+                "several over parameter groups are not sharded yet"
+            )
+            help_text = 'use `distributed = "ddp"`, or one optimizer'
+            _error_at(span_of(sharded.value_loc), "TL0456", message, help_text)
 
     def _unknown_key(self, key: str, span: Span) -> None:
         guess = did_you_mean(key, SETTINGS)
@@ -983,7 +1022,8 @@ class ObjectiveChecker:
             func = self._objective(step.objective, op.objective_loc)
             if func is not None and len(func.names) == len(self.models) + 2:
                 self._reaches(step, func)
-        GroupChecker(self.module, self.loop, steps, _options_problem).check()
+        users = [(f"step `{s.objective}`", s.optimizers) for s in steps]
+        GroupChecker(self.module, self.loop, users, _options_problem).check()
         stepped = {model for step in steps for model in step.models}
         frozen = self._declared_frozen(steps)
         for model in self.models:

@@ -213,6 +213,9 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
         data_location=_location(_data_location(module, loop)),
         model_location=_location(instance.location),
         optimizer_location=_location(config.loc("optimizer")),
+        optimizer_set=tuple(value("optimizer_set") or ()),  # type: ignore[arg-type]
+        groups=tuple((name, op.value) for name, op in loop.groups().items()),
+        instance=loop.model.root_reference.data,
         label_classes=_model_classes(module, loop),
         recipe=_recipe(config),
         fsdp_blocks=tuple(b.data for b in shard.blocks)

@@ -385,7 +385,12 @@ def _param_groups(r: random.Random, careful: bool) -> str:
     adamw = f"AdamW(rest{extra}, lr=3e-3{r.choice(options)})"
     if not careful and r.random() < 0.3:
         adamw = r.choice(["AdamW(net, lr=3e-3)", "Muon(rest)", "AdamW()", "SGD(hidden, rest)"])
-    if r.random() < 0.5:
+    if r.random() < 0.3:  # a plain one-model block: its schedule and clip are the block's
+        lines.append("    loss = CrossEntropy")
+        if careful:
+            muon, adamw = "Muon(hidden, lr=0.02)", f"AdamW(rest{extra}, lr=3e-3)"
+        lines.append(f"    optimizer = ({muon}, {adamw})")
+    elif r.random() < 0.5:
         lines.append(f"    step ce with {muon}, {adamw}")
     else:
         lines += [f"    step ce with ({muon},", f"                  {adamw})"]

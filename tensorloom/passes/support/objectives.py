@@ -112,16 +112,33 @@ def step_of(op: train.StepOp, groups: Mapping[str, Attribute] | None = None) -> 
     groups = groups or {}
     optimizers: list[StepOptimizer] = []
     for call, loc in zip(op.optimizer_calls(), op.optimizer_locs(), strict=False):
-        optimizer = _optimizer_of(call, loc, groups)
+        optimizer = optimizer_of(call, loc, groups)
         if optimizer is None:
             return None
         optimizers.append(optimizer)
     return Step(op, op.objective.root_reference.data, tuple(optimizers))
 
 
-def _optimizer_of(
+def optimizer_set(attr: Attribute | None) -> list[Attribute] | None:
+    """A one-model block's `optimizer` over parameter groups: `(Muon(hidden, lr=0.02),
+    AdamW(rest, lr=3e-3))`, or one optimizer whose positional arguments are selections
+    (`Muon(hidden)`); None for a plain `Adam(lr=1e-3)` (or `Adam(1e-3)`, `lr` by position)."""
+    if isinstance(attr, ArrayAttr) and attr.data:
+        return list(attr.data) if all(isinstance(a, CallAttr) for a in attr.data) else None
+    if isinstance(attr, CallAttr) and any(_selects(a) for a in attr.args.data):
+        return [attr]
+    return None
+
+
+def _selects(arg: Attribute) -> bool:
+    value = evaluate(arg, {})
+    return not isinstance(value, int | float) or isinstance(value, bool)
+
+
+def optimizer_of(
     call: Attribute, loc: Attribute | None, groups: Mapping[str, Attribute]
 ) -> StepOptimizer | None:
+    """One optimizer call, its positional arguments read as selections."""
     if isinstance(call, StringAttr):  # `with Adam`: no arguments
         return StepOptimizer(call.data, (), (), loc, ())
     if not isinstance(call, CallAttr):

@@ -221,7 +221,7 @@ class Trainer:
 
     ctx: DistContext
     model: nn.Module
-    optimizers: dict[str, torch.optim.Optimizer]  # by objective
+    optimizers: dict[str, torch.optim.Optimizer]  # by objective (`ce.Muon` of a step of several)
     scalers: dict[str, torch.amp.GradScaler | None]  # one per step
     schedulers: dict[str, torch.optim.lr_scheduler.LRScheduler]  # each `lr_schedule`, by optimizer
     plan: PrecisionPlan
