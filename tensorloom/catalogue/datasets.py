@@ -414,7 +414,7 @@ def _file_info(path: str, options: dict[str, OptionValue]) -> DatasetInfo | Data
         )  # fmt: skip
     return DatasetInfo(
         path,
-        tuple(shape) if isinstance(shape, list) else None,
+        tuple(d for d in shape if isinstance(d, int)) if isinstance(shape, list) else None,
         "f32",
         num_classes if isinstance(num_classes, int) else None,
         () if num_classes is not None else None,

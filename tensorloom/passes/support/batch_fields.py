@@ -65,11 +65,11 @@ def loop_fields(module: ModuleOp, loop: train.LoopOp, info: DatasetInfo | None) 
     if info is None or info.fields is None:
         return []
     models = len(loop.model_names())
-    named: set[str] = set()
-    for func in loop_functions(module, loop):
-        binding = bind_fields(func.names[models:], info)
-        if binding.by_name and binding.unknown is None:
-            named.update(binding.fields)
+    bindings = [bind_fields(f.names[models:], info) for f in loop_functions(module, loop)]
+    if not any(b.by_name and b.unknown is None for b in bindings):
+        return []
+    # a function that takes (x, y) in order beside one that names fields: x and y go too
+    named = {name for b in bindings if b.unknown is None for name in b.fields}
     return [f.name for f in info.fields if f.name in named]
 
 

@@ -124,6 +124,8 @@ class ScriptPlan:
         if not self.batch_fields:
             return ("xb", "yb")
         params = dict(self.function_params)[function][models:]
+        if not all(p in self.batch_fields for p in params):  # (x, y) data, taken in order
+            params = ("x", "y")
         return tuple(field_variable(p) for p in params)
 
     @property

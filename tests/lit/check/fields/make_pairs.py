@@ -3,7 +3,8 @@
     python make_pairs.py DIR
 
 pairs.npz: image [40, 1, 8, 8] float32, text [40, 4] int64; uneven.npz: image [40, 64],
-text [30, 4]; scalar.npz: image [40, 64], scale a 0-d float32.
+text [30, 4]; scalar.npz: image [40, 64], scale a 0-d float32; xyw.npz: x [40, 3] float32,
+y [40] int64 labels 0..1, w [40, 1] float32.
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ def main(folder: Path) -> None:
     flat = npy("<f4", (40, 64), floats(40 * 64))
     npz(folder / "uneven.npz", {"image": flat, "text": npy("<i8", (30, 4), ints(120))})
     npz(folder / "scalar.npz", {"image": flat, "scale": npy("<f4", (), floats(1))})
+    labels = struct.pack("<40q", *(i % 2 for i in range(40)))
+    npz(folder / "xyw.npz", {"x": npy("<f4", (40, 3), floats(120)), "y": npy("<i8", (40,), labels),
+                             "w": npy("<f4", (40, 1), floats(40))})
 
 
 if __name__ == "__main__":
