@@ -25,7 +25,7 @@ from tensorloom.catalogue.args import Arg
 
 SettingKind = Literal[
     "value", "optimizer", "loss", "lr_schedule", "grad_clip", "patience", "metric", "metrics",
-    "compile", "ema", "distributed", "freeze", "lora", "objective",
+    "compile", "ema", "distributed", "freeze", "lora", "objective", "samples",
 ]  # fmt: skip
 
 
@@ -58,6 +58,7 @@ _KIND_TEXT: dict[str, str] = {
     "freeze": "a list of layers: `[wte, wpe, h[0:6]]`",
     "lora": "`LoRA(rank=8, alpha=16, dropout=0.0, targets=[c_attn, c_fc])`",
     "objective": "the name of a `fn NAME(net, x, y)` of the program",
+    "samples": "the name of a `fn NAME(net) -> Tensor` of the program: images [N, C, H, W]",
 }
 
 
@@ -82,6 +83,12 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         "objective",
         "a `fn` of the program that gets the model and the batch: the scalar to minimise",
         kind="objective",
+    ),
+    SettingSpec(
+        "samples",
+        "a `fn` of the program that gets the models and returns images in [0, 1]: written "
+        "as a PNG grid after each epoch",
+        kind="samples",
     ),
     SettingSpec(
         "precision",

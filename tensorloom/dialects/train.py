@@ -155,6 +155,10 @@ class LoopOp(LazyFormatOp):
     """... and the type the forward returns on a batch of such samples."""
     models = opt_prop_def(ArrayAttr[SymbolRefAttr])
     model_locs = opt_prop_def(ArrayAttr)
+    batch_fields = opt_prop_def(ArrayAttr[StringAttr])
+    """Over data of named fields: the fields each batch carries, in the data's order, those
+    the block's objectives (and metric functions) name (written by shape-inference; the
+    lowering loads and passes them by name). Absent: batches of (x, y)."""
     body = region_def("single_block")
 
     traits = traits_def(NoTerminator())
@@ -168,6 +172,12 @@ class LoopOp(LazyFormatOp):
             d.value.data < 1 for d in self.synthetic_sample.data
         ):
             raise VerifyException("`synthetic_sample` sizes must be positive")
+        if self.batch_fields is not None:
+            names = [f.data for f in self.batch_fields.data]
+            if not names or len(set(names)) != len(names):
+                raise VerifyException("`batch_fields` lists one or more fields, each once")
+            if not all(n.isidentifier() for n in names):
+                raise VerifyException("`batch_fields` are identifiers: an objective's parameters")
 
     def __init__(self, model: str, data: str, body: Region | None = None):
         super().__init__(
@@ -188,6 +198,10 @@ class LoopOp(LazyFormatOp):
         if self.models is None:
             return [self.model.root_reference.data]
         return [ref.root_reference.data for ref in self.models.data]
+
+    def field_names(self) -> list[str]:
+        """The fields each batch carries (`batch_fields`); [] for batches of (x, y)."""
+        return [f.data for f in self.batch_fields.data] if self.batch_fields is not None else []
 
     def steps(self) -> list[StepOp]:
         """The block's `step ... with ...` lines, in order."""
@@ -223,6 +237,11 @@ class StepOp(LazyFormatOp):
     optimizer = prop_def()
     objective_loc = opt_prop_def()
     optimizer_loc = opt_prop_def()
+    # `from epoch 11 until epoch 20`: the epochs, from 1 and both included, the step runs in
+    # (every epoch where absent); `window_loc` is the clause's
+    first_epoch = opt_prop_def(IntegerAttr)
+    last_epoch = opt_prop_def(IntegerAttr)
+    window_loc = opt_prop_def()
 
     traits = traits_def(HasParent(LoopOp))
     irdl_options = (ParsePropInAttrDict(),)
@@ -230,6 +249,12 @@ class StepOp(LazyFormatOp):
 
     def __init__(self, objective: str, optimizer: Attribute):
         super().__init__(properties={"objective": SymbolRefAttr(objective), "optimizer": optimizer})
+
+    def epochs(self) -> tuple[int | None, int | None]:
+        """`(11, None)` for `from epoch 11`: the first and last epoch it runs in, if bounded."""
+        first, last = self.first_epoch, self.last_epoch
+        return (first.value.data if first is not None else None,
+                last.value.data if last is not None else None)  # fmt: skip
 
     def optimizer_calls(self) -> list[Attribute]:
         """Each optimizer of the step: one, or (`with Muon(hidden), AdamW(rest)`) an array

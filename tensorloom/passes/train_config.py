@@ -181,7 +181,7 @@ def config_fields(module: ModuleOp, loop: train.LoopOp) -> dict[str, object]:
     """Every config field of `loop`, as Python values."""
     values = _values(loop)
     fields: dict[str, object] = {f.name: f.default for f in CONFIG_FIELDS}
-    simple = ("precision", "keep_best", "objective")
+    simple = ("precision", "keep_best", "objective", "samples")
     for key in simple:
         if isinstance(values.get(key), str):
             fields[key] = values[key]

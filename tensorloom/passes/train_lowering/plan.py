@@ -15,13 +15,15 @@ schedule, DDP's wrap, activation checkpointing, CUDA-graph step marks) is left o
 
 from __future__ import annotations
 
+import builtins
+import keyword
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
 from xdsl.dialects.builtin import LocationAttr
 from xdsl.ir import Attribute
 
-from tensorloom.catalogue.datasets import SEQUENCE_TASKS, is_file_source
+from tensorloom.catalogue.datasets import PAIRED_SOURCES, SEQUENCE_TASKS, is_file_source
 from tensorloom.dialects.train import CUDA_GRAPH_MODES
 from tensorloom.passes.support.loss_functions import Metric
 from tensorloom.passes.support.py_builder import Value
@@ -79,6 +81,7 @@ class ScriptPlan:
     language_model_data: bool = False  # `"text"` or `"tokens"`: windows of runtime/tokens.py
     custom_loss: str | None = None  # `loss = NAME`, a `fn NAME(out, y)` of the `.tl` file
     objective: str | None = None  # `objective = NAME`, a `fn NAME(net, x, y)`: it calls the model
+    samples: str | None = None  # `samples = NAME`, a `fn NAME(net)` returning images: a PNG grid
     forward_inputs: int = 1  # the model's forward's parameters (an objective may pass several)
     # The `fn`s (loss, metrics) that take the batch's inputs too: `fn NAME(out, x, y)`.
     takes_inputs: frozenset[str] = frozenset()
@@ -104,6 +107,24 @@ class ScriptPlan:
     pretrained: tuple[str, tuple[tuple[object, ...], ...]] | None = None
     freeze: tuple[str, ...] = ()  # `freeze = [wte, h[0:6]]`: layer paths (`h[0:6]` as written)
     lora: dict[str, Value] | None = None  # `lora = LoRA(...)`: rank, alpha, dropout, targets
+    # Data of named fields: the fields each batch carries (the loop's `batch_fields`), and
+    # the parameters of each `fn` the script calls with a batch; () for batches of (x, y).
+    batch_fields: tuple[str, ...] = ()
+    function_params: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    @property
+    def batch_names(self) -> tuple[str, ...]:
+        """A batch's tensors as the script names them: `xb, yb`, or its fields."""
+        if not self.batch_fields:
+            return ("xb", "yb")
+        return tuple(field_variable(f) for f in self.batch_fields)
+
+    def batch_arguments(self, function: str, models: int = 1) -> tuple[str, ...]:
+        """What the `fn` `function` receives after its models: `xb, yb`, or its fields."""
+        if not self.batch_fields:
+            return ("xb", "yb")
+        params = dict(self.function_params)[function][models:]
+        return tuple(field_variable(p) for p in params)
 
     @property
     def sharded(self) -> bool:
@@ -171,10 +192,27 @@ class ScriptPlan:
             and self.recipe.ema is None
             and self.recipe.eval_every is None
             and self.fusable_optimizer
+            and not self.batch_fields  # the captured step copies into static (x, y) buffers
         )
 
 
 # --- what the script trains on ----------------------------------------------------------------
+
+# Names a field's variable would shadow in the script's loop and step functions.
+_SCRIPT_NAMES = frozenset({
+    "args", "bar", "batch", "batches", "batches_used", "ctx", "description", "device", "epoch",
+    "F", "info", "inputs", "logits", "loss", "loss_sum", "max_steps", "model", "models", "nn",
+    "optimizer", "output", "plan", "record", "scaled", "skip", "state", "step", "sums", "sync",
+    "target", "torch", "totals", "train", "trainer", "val", "values",
+})  # fmt: skip
+
+
+def field_variable(field: str) -> str:
+    """The script's variable for a batch's field: its name, or `NAME_b` where the name is
+    Python's (a keyword, a builtin) or the loop's own."""
+    if keyword.iskeyword(field) or field in dir(builtins) or field in _SCRIPT_NAMES:
+        return f"{field}_b"
+    return field
 
 
 def data_name(plan: ScriptPlan) -> str:
@@ -197,7 +235,7 @@ def image_dataset(plan: ScriptPlan) -> bool:
     return not (
         plan.language_model_data
         or plan.dataset is None
-        or plan.dataset == "digits"
+        or plan.dataset in ("digits", *PAIRED_SOURCES)
         or plan.dataset in SEQUENCE_TASKS
         or is_file_source(plan.dataset)
     )

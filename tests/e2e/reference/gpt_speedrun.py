@@ -161,6 +161,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--evaluate", default=None, metavar="CHECKPOINT",
                         help="the validation objectives of a checkpoint; no training")
     parser.add_argument("--data-root", default=None, help="where datasets live")
+    parser.add_argument("--compile", choices=("auto", "on", "off"), default="auto",
+                        help="torch.compile each model; auto: on CUDA")
     parser.add_argument("--precision", choices=("auto", "fp32", "fp16", "bf16"), default=PRECISION)
     return parser.parse_args(argv)
 
@@ -240,9 +242,11 @@ def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
         schedule = lr_schedule_from(settings, steps_per_epoch=steps_per_epoch, total_steps=total,
                                     base_lr=lr)
         schedulers[name] = make_lr_scheduler(optimizers[name], schedule)
-    # `compile`: the steps and validation run the compiled models (on CUDA)
-    on_cuda = ctx.device.type == "cuda"
-    compiled = {"model": maybe_compile(model, on_cuda, COMPILE_MODE)}
+    # `compile`: the steps and validation run the compiled models (on CUDA; anywhere with --compile on)
+    h = ctx.device.type == "cuda"
+    h = args.compile == "auto" and h
+    compile_it = args.compile == "on" or h
+    compiled = {"model": maybe_compile(model, compile_it, COMPILE_MODE)}
     return Trainer(ctx, model, optimizers, scalers, schedulers, plan, train_loader, val_loader,
                    info, compiled)
 
@@ -928,7 +932,7 @@ def lr_schedule_from(
 
 
 # ---- runtime/steps.py: Several models and optimizers in one loop, for train blocks of `step` lines.
-StepBatch = tuple[torch.Tensor, torch.Tensor]
+StepBatch = tuple[torch.Tensor, ...]  # (x, y), or the named fields a loader yields
 
 
 Losses = dict[str, torch.Tensor]
@@ -1023,19 +1027,19 @@ def step_optimizer(
 
 
 def run_epoch(
-    step: Callable[[torch.Tensor, torch.Tensor], Losses], batches: Iterable[StepBatch], *,
+    step: Callable[..., Losses], batches: Iterable[StepBatch], *,
     sums: Losses, done: int, total: int, stop: Callable[[], bool],
 ) -> tuple[Losses, int]:  # fmt: skip
     """Run `step` on each batch after the first `done` (trained before a resume), until
     `total` batches or `stop()`; each objective's sum and the batches trained."""
     skip = done
-    for xb, yb in batches:
+    for batch in batches:
         if skip:
             skip -= 1
             continue
         if done == total or stop():
             break
-        losses = step(xb, yb)
+        losses = step(*batch)
         for key, value in losses.items():
             sums[key] = sums[key] + value
         done += 1
@@ -1044,17 +1048,25 @@ def run_epoch(
 
 @torch.no_grad()
 def mean_objectives(
-    losses: Callable[[torch.Tensor, torch.Tensor], Losses], batches: Iterable[StepBatch]
+    losses: Callable[..., Losses], batches: Iterable[StepBatch]
 ) -> dict[str, float]:
     """Each objective's mean over the samples of `batches` (a batch weighs its size)."""
     sums: dict[str, torch.Tensor] = {}
     count = 0
-    for xb, yb in batches:
-        for key, value in losses(xb, yb).items():
-            sums[key] = sums.get(key, torch.zeros((), device=value.device)) + value.float() * len(
-                xb
-            )
-        count += len(xb)
+    for batch in batches:
+        size = len(batch[0])
+        for key, value in losses(*batch).items():
+            zero = torch.zeros((), device=value.device)
+            sums[key] = sums.get(key, zero) + value.float() * size
+        count += size
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        # each rank validated its shard: the sums and the count over all of them
+        for total in sums.values():
+            torch.distributed.all_reduce(total)
+        counted = torch.tensor(float(count), device=next(iter(sums.values())).device if sums
+                               else "cpu")  # fmt: skip
+        torch.distributed.all_reduce(counted)
+        count = int(counted.item())
     return {key: float(total) / max(count, 1) for key, total in sums.items()}
 
 
