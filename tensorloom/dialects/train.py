@@ -55,6 +55,7 @@ from tensorloom.catalogue.train_keys import CONFIG_FIELDS, FIELDS
 from tensorloom.dialects.builders import string_array
 from tensorloom.dialects.lazy_definition import lazy_op_definition
 from tensorloom.dialects.lazy_format import LazyFormatOp
+from tensorloom.dialects.nml.types import CallAttr, ExprAttr
 
 CHECKPOINT_UNITS = ("epochs", "steps")
 # The batch size of a train block that sets no `batch_size` (the emitted script's default).
@@ -268,6 +269,21 @@ class StepOp(LazyFormatOp):
         if isinstance(locs, ArrayAttr):
             return list(locs.data)
         return [locs]
+
+
+def named(selection: Attribute) -> Attribute:
+    """A parameter selection with each capitalised model name as a name: the attribute
+    builder reads `G` as a call of no arguments (`params(G) - G.fc`)."""
+    match selection:
+        case CallAttr() if selection.callee.data == "params":
+            args = [named(a) for a in selection.args.data]
+            return CallAttr.get("params", args, dict(selection.kwargs.data))
+        case CallAttr() if not selection.args.data and not selection.kwargs.data:
+            return StringAttr(selection.callee.data)
+        case ExprAttr():
+            return ExprAttr.get(selection.op.data, [named(a) for a in selection.operands.data])
+        case _:
+            return selection
 
 
 @lazy_op_definition

@@ -397,7 +397,7 @@ class _ModuleBuilder:
                 value.properties["element_locs"] = ArrayAttr([loc_of(e.span) for e in s.value.elts])
             op.body.block.add_op(_at(value, s.key_span))
         for group in decl.groups:
-            value = settings.build(group.value)
+            value = train.named(settings.build(group.value))
             group_op = train.GroupOp(group.name, value, loc_of(group.value.span))
             op.body.block.add_op(_at(group_op, group.name_span))
         for step in decl.steps:

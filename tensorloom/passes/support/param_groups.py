@@ -28,6 +28,7 @@ from xdsl.ir import Attribute
 
 from tensorloom.diagnostics.core import did_you_mean
 from tensorloom.dialects.nml import CallAttr, ExprAttr
+from tensorloom.dialects.train import named
 from tensorloom.passes.support.model_env import CallValue, EvalError, evaluate
 from tensorloom.passes.support.state_dict import ModelTree
 
@@ -63,7 +64,7 @@ def param_arg(attr: Attribute) -> ParamArg:
     if isinstance(attr, CallAttr) and not attr.args.data and attr.callee.data != SELECT:
         options = tuple((k, _plain(v)) for k, v in attr.kwargs.data.items())
         return ParamArg(StringAttr(attr.callee.data), options)
-    return ParamArg(attr)
+    return ParamArg(named(attr))
 
 
 def _plain(attr: Attribute) -> object:

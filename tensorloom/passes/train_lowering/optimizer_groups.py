@@ -70,18 +70,20 @@ class GroupEmitter:
         b.assign(target, self.selection(b, self.groups[name]))
 
     def parameters(self, b: PyBuilder, args: Sequence[ParamArg]) -> SSAValue:
-        """`D.parameters()`, `list(G.parameters()) + list(E.parameters())` for several models, a
-        group's `ParamGroup`, or torch's param groups where an argument has options:
+        """`D.parameters()`, `list(G.parameters()) + list(E.parameters())` for several
+        models, a group's `ParamGroup` (`a + b` of several), or torch's param groups where an
+        argument has options:
         `[{"params": groups["rest"]}, {"params": groups["gains"], "weight_decay": 0.0}]`."""
         if all(self._is_model(a.selection) and not a.options for a in args):
             names = [self.models[a.selection.data] for a in args]  # type: ignore[attr-defined]
             if len(names) == 1:
                 return b.method(b.name(names[0]), "parameters")
-            return _joined(b, [b.method(b.name(m), "parameters") for m in names])
+            lists = [b.call("list", b.method(b.name(m), "parameters")) for m in names]
+            return self._named(b, _joined(b, lists))
         if not any(a.options for a in args):
             if len(args) == 1:
                 return self.selection(b, args[0].selection)
-            return _joined(b, [self.selection(b, a.selection) for a in args])
+            return self._named(b, _joined(b, [self._group_of(b, a.selection) for a in args]))
         entries: list[SSAValue] = []
         for arg in args:
             pairs = [(b.const("params"), self.selection(b, arg.selection))]
@@ -90,6 +92,18 @@ class GroupEmitter:
         listed = self._free("param_groups")
         b.assign(listed, b.add(py.ListOp(entries)), comment="torch's per-group options")
         return b.name(listed)
+
+    def _named(self, b: PyBuilder, value: SSAValue) -> SSAValue:
+        """`params = a + b`: several arguments' parameters, named before the optimizer."""
+        name = self._free("params")
+        b.assign(name, value)
+        return b.name(name)
+
+    def _group_of(self, b: PyBuilder, selection: Attribute) -> SSAValue:
+        """A selection as a `ParamGroup`, a whole model's too (`parameter_group(G)`)."""
+        if self._is_model(selection):
+            return b.call("parameter_group", b.name(self.models[selection.data]))  # type: ignore[attr-defined]
+        return self.selection(b, selection)
 
     def _is_model(self, selection: Attribute) -> bool:
         return isinstance(selection, StringAttr) and selection.data in self.models
@@ -123,16 +137,14 @@ class GroupEmitter:
         return b.call("parameter_group", *args, **kwargs)
 
 
+def _joined(b: PyBuilder, parts: Sequence[SSAValue]) -> SSAValue:
+    """`a + b + c`: the parameters of several arguments, one list."""
+    result = parts[0]
+    for part in parts[1:]:
+        result = b.binop("+", result, part)
+    return result
+
+
 def _plain(attr: Attribute) -> object:
     value = evaluate(attr, {})
     return tuple(value) if isinstance(value, list) else value
-
-
-def _joined(b: PyBuilder, parts: list[SSAValue]) -> SSAValue:
-    """`list(a) + list(b)`: several models' (or groups') parameters as one list (py has no
-    starred list element)."""
-    lists = [b.call("list", part) for part in parts]
-    joined = lists[0]
-    for more in lists[1:]:
-        joined = b.binop("+", joined, more)
-    return joined
