@@ -543,8 +543,9 @@ def _train_step_ops(plan: StepsPlan) -> list[Operation]:
                 _keep_loss(b, step)
             losses.append((step.objective, f"{step.objective}_value"))
             continue
+        b.comment(_written(step))
         inner = PyBuilder()
-        _step(inner, plan, step)
+        _step(inner, plan, step, comment=False)
         _keep_loss(inner, step)
         window = b.subscript(b.name("EPOCHS_OF"), b.const(step.objective))
         b.if_(b.call("runs_in", b.path("trainer", "epoch"), window), inner)
@@ -559,19 +560,25 @@ def _train_step_ops(plan: StepsPlan) -> list[Operation]:
     return top.ops
 
 
+def _written(step: StepPlan) -> str:
+    """`step d_loss with Adam(D, ...) from epoch 2`: the line, for the comment above it."""
+    written = ", ".join(f"{o.optimizer}(...)" for o in step.optimizers)
+    if len(step.optimizers) == 1:
+        written = f"{step.optimizers[0].optimizer}({', '.join(step.models)}, ...)"
+    return f"step {step.objective} with {written}{_window(step)}"
+
+
 def _window(step: StepPlan) -> str:
     first, last = step.epochs
     return (f" from epoch {first}" if first is not None else "") + (
         f" until epoch {last}" if last is not None else "")  # fmt: skip
 
 
-def _step(b: PyBuilder, plan: StepsPlan, step: StepPlan) -> None:
+def _step(b: PyBuilder, plan: StepsPlan, step: StepPlan, *, comment: bool = True) -> None:
     """Zero the step's optimizers' gradients, the objective under autocast, backward and
     each optimizer's step (`step_optimizer`)."""
-    written = ", ".join(f"{o.optimizer}(...)" for o in step.optimizers)
-    if len(step.optimizers) == 1:
-        written = f"{step.optimizers[0].optimizer}({', '.join(step.models)}, ...)"
-    b.comment(f"step {step.objective} with {written}{_window(step)}")
+    if comment:
+        b.comment(_written(step))
     keys = [b.subscript(b.path("trainer", "optimizers"), b.const(o.key)) for o in step.optimizers]
     if len(keys) == 1:
         b.assign("optimizer", keys[0])
@@ -790,7 +797,9 @@ def _epoch(b: PyBuilder, plan: StepsPlan, epoch: SSAValue) -> None:
     objectives = b.name("OBJECTIVES")
     if plan.windowed:
         b.assign(b.path("trainer", "epoch"), epoch)
-        objectives = b.call("steps_in", b.name("EPOCHS_OF"), epoch)
+        b.assign("running", b.call("steps_in", b.name("EPOCHS_OF"), epoch),
+                 comment="the objectives whose steps run this epoch")  # fmt: skip
+        objectives = b.name("running")
     zeros = py.ComprehensionOp("dict", objectives, targets=1)
     key = zeros.body.block.args[0]
     key.name_hint = "name"
