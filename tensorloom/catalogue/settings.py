@@ -73,7 +73,11 @@ def _bool(name: str) -> Arg:
 SETTING_SPECS: tuple[SettingSpec, ...] = (
     SettingSpec("epochs", "number of passes over the training data", _int("epochs", 1)),
     SettingSpec("batch_size", "samples per optimizer step (per process)", _int("batch_size", 1)),
-    SettingSpec("optimizer", "a torch.optim class", kind="optimizer"),
+    SettingSpec(
+        "optimizer",
+        "a torch.optim class, or a tuple of them over parameter groups",
+        kind="optimizer",
+    ),
     SettingSpec("loss", "a loss function", kind="loss"),
     SettingSpec(
         "objective",

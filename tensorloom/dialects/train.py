@@ -154,6 +154,10 @@ class LoopOp(LazyFormatOp):
     """... and the type the forward returns on a batch of such samples."""
     models = opt_prop_def(ArrayAttr[SymbolRefAttr])
     model_locs = opt_prop_def(ArrayAttr)
+    batch_fields = opt_prop_def(ArrayAttr[StringAttr])
+    """Over data of named fields: the fields each batch carries, in the data's order, those
+    the block's objectives (and metric functions) name (written by shape-inference; the
+    lowering loads and passes them by name). Absent: batches of (x, y)."""
     body = region_def("single_block")
 
     traits = traits_def(NoTerminator())
@@ -167,6 +171,12 @@ class LoopOp(LazyFormatOp):
             d.value.data < 1 for d in self.synthetic_sample.data
         ):
             raise VerifyException("`synthetic_sample` sizes must be positive")
+        if self.batch_fields is not None:
+            names = [f.data for f in self.batch_fields.data]
+            if not names or len(set(names)) != len(names):
+                raise VerifyException("`batch_fields` lists one or more fields, each once")
+            if not all(n.isidentifier() for n in names):
+                raise VerifyException("`batch_fields` are identifiers: an objective's parameters")
 
     def __init__(self, model: str, data: str, body: Region | None = None):
         super().__init__(
@@ -187,6 +197,10 @@ class LoopOp(LazyFormatOp):
         if self.models is None:
             return [self.model.root_reference.data]
         return [ref.root_reference.data for ref in self.models.data]
+
+    def field_names(self) -> list[str]:
+        """The fields each batch carries (`batch_fields`); [] for batches of (x, y)."""
+        return [f.data for f in self.batch_fields.data] if self.batch_fields is not None else []
 
     def steps(self) -> list[StepOp]:
         """The block's `step ... with ...` lines, in order."""
@@ -281,13 +295,15 @@ class GroupOp(LazyFormatOp):
 
 @lazy_op_definition
 class SetOp(LazyFormatOp):
-    """`train.set "epochs" = 10 : i64`: one `key = value` line; `value_loc` is the value's."""
+    """`train.set "epochs" = 10 : i64`: one `key = value` line; `value_loc` is the value's,
+    `element_locs` each element's of a tuple or list value (`optimizer = (Muon(...), ...)`)."""
 
     name = "train.set"
 
     key = prop_def(StringAttr)
     value = prop_def()
     value_loc = opt_prop_def()
+    element_locs = opt_prop_def(ArrayAttr)
 
     traits = traits_def(HasParent(LoopOp))
     irdl_options = (ParsePropInAttrDict(),)
@@ -331,7 +347,9 @@ class ConfigOp(LazyFormatOp):
 
     def verify_(self) -> None:
         values = self.fields.data
-        missing = [f.name for f in CONFIG_FIELDS if f.name not in values]
+        missing = [
+            f.name for f in CONFIG_FIELDS if f.name not in values and not f.left_out_when_off
+        ]
         if missing:
             raise VerifyException(f"train.config lacks {', '.join(missing)}")
         for name, value in values.items():
@@ -344,8 +362,10 @@ class ConfigOp(LazyFormatOp):
                 raise VerifyException(f"train.config field `{name}` must be {field.kind}")
 
     def value(self, name: str) -> object:
-        """A field as a Python value: int, float, bool, str, dict, list, or None when off."""
-        return _python(self.fields.data[name])
+        """A field as a Python value: int, float, bool, str, dict, list, or None when off (or
+        left out: `ConfigField.left_out_when_off`)."""
+        value = self.fields.data.get(name)
+        return None if value is None else _python(value)
 
 
 def _is_kind(value: Attribute, kind: str) -> bool:

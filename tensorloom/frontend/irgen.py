@@ -393,6 +393,8 @@ class _ModuleBuilder:
         settings = AttrBuilder("setting", self.program.root.aliases)
         for s in decl.settings:
             value = train.SetOp(s.key, settings.build(s.value), loc_of(s.value.span))
+            if s.key == "optimizer" and isinstance(s.value, ast.TupleExpr | ast.ListExpr):
+                value.properties["element_locs"] = ArrayAttr([loc_of(e.span) for e in s.value.elts])
             op.body.block.add_op(_at(value, s.key_span))
         for group in decl.groups:
             value = settings.build(group.value)

@@ -140,6 +140,9 @@ def _data_plan(module: ModuleOp, loop: train.LoopOp) -> DataPlan:
     kwargs = options if isinstance(info, DatasetError) else info.runtime_kwargs()
     per_token = op.per_token_length  # set by infer-synthetic-data
     length = per_token.value.data if per_token is not None else None
+    fields = loop.field_names()
+    if fields:  # the reader loads these arrays, in this order
+        kwargs = {**kwargs, "fields": tuple(fields)}
     return DataPlan(source, dict(kwargs), length)  # type: ignore[arg-type]
 
 
@@ -210,6 +213,9 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
         data_location=_location(_data_location(module, loop)),
         model_location=_location(instance.location),
         optimizer_location=_location(config.loc("optimizer")),
+        optimizer_set=tuple(value("optimizer_set") or ()),  # type: ignore[arg-type]
+        groups=tuple((name, op.value) for name, op in loop.groups().items()),
+        instance=loop.model.root_reference.data,
         label_classes=_model_classes(module, loop),
         recipe=_recipe(config),
         fsdp_blocks=tuple(b.data for b in shard.blocks)
@@ -218,6 +224,8 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
         pretrained=_pretrained(module, instance),
         freeze=tuple(str(p) for p in value("freeze") or ()),  # type: ignore[union-attr]
         lora=_lora(value("lora")),
+        batch_fields=tuple(loop.field_names()),
+        function_params=tuple(_function_params(module).items()),
     )  # fmt: skip
 
 
@@ -506,6 +514,13 @@ def _functions(module: ModuleOp) -> dict[str, int]:
     `py.def`s that convert-nml-to-torch made of them."""
     script = script_of(module)
     return {op.sym_name.data: len(op.arg_names) for op in script.body.block.ops
+            if isinstance(op, py.DefOp)}  # fmt: skip
+
+
+def _function_params(module: ModuleOp) -> dict[str, tuple[str, ...]]:
+    """The parameters of each top-level `fn` (objectives, metrics), by name."""
+    script = script_of(module)
+    return {op.sym_name.data: tuple(a.data for a in op.arg_names) for op in script.body.block.ops
             if isinstance(op, py.DefOp)}  # fmt: skip
 
 

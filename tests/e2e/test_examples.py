@@ -86,15 +86,20 @@ KERNELS = ["vector_add.tl", "custom_kernel.tl", "kernels/bias_gelu.tl",
            "kernels/fused_layernorm.tl", "kernels/scaled_add.tl",
            "kernels/softmax_rows.tl"]  # fmt: skip
 BLUEPRINTS = ["transformer.nml", "resnet.nml", "lstm_seq2seq.nml", "vision_transformer.nml",
-              "gpt.nml", "vae.nml", "unet.nml"]  # fmt: skip
+              "gpt.nml", "vae.nml", "unet.nml", "llama.nml", "bert.nml", "resnet50.nml"]  # fmt: skip
+# start from published weights that a clone does not hold: tests/e2e/test_pretrained.py runs
+# them from a folder transformers writes; here they check (TL0801 warns of the absent folder)
+PRETRAINED = ["finetune_gpt2.tl"]
 # example -> (code, line, column) of the one error `tlc check` must report
 BROKEN: dict[str, tuple[str, int, int]] = {
     "broken/broken_model.tl": ("TL0201", 15, 41),
     "broken/vit_layernorm.nml": ("TL0201", 26, 13),
 }
+# trained and compared with CLIP's loss in PyTorch by tests/e2e/test_paired_data.py
+PAIRED = ["train_clip.tl", "clip.nml"]
 # GPT-2 small's size: checked and compiled here; tests/e2e/test_speedrun.py trains it tiny
 SPEEDRUN = ["gpt_speedrun.tl", "modern_gpt.nml"]
-VALID = [*TRAINED, CNN, GAN, DISTILL, *KERNELS, *BLUEPRINTS, *SPEEDRUN]
+VALID = [*TRAINED, CNN, GAN, DISTILL, *PAIRED, *KERNELS, *BLUEPRINTS, *SPEEDRUN, *PRETRAINED]
 
 
 @pytest.fixture(autouse=True)
@@ -204,6 +209,9 @@ FORWARD: dict[str, tuple[str, Callable[[], torch.Tensor], tuple[int, ...]]] = {
     "gpt.nml": ("GPT", tokens, (2, 12, 50257)),  # GPT-2 small
     "vae.nml": ("VAE", flat_digits, (2, 64)),  # the reconstruction of (recon, mu, logvar)
     "unet.nml": ("UNet", digits, (2, 1, 8, 8)),
+    "llama.nml": ("Llama", tokens, (2, 12, 32000)),
+    "bert.nml": ("Bert", tokens, (2, 12, 768)),  # bert-base: every token's final state
+    "resnet50.nml": ("ResNet50", image, (1, 1000)),
 }
 
 

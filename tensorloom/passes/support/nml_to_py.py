@@ -508,6 +508,9 @@ class ArangeToTorch(RewritePattern):
             device = py.AttributeOp(block.args[0], "device")
             call.ops.append(device)
             call.value(device.result, "device")
+        elif device_ops := _input_device(op):  # a top-level function's: where its batch is
+            call.ops += device_ops
+            call.value(device_ops[0].results[0], "device")
         _replace(rewriter, op, call.function("torch.arange"))
 
 
@@ -902,6 +905,8 @@ def _input_device(op: Operation) -> list[Operation]:
     if top_level and models and all(a in models or not a.uses for a in args):
         return _model_device(models[0])  # `fn sample(G, D)`: where the model's weights are
     arg = args[-2] if top_level and len(args) >= 2 else args[0]
+    if top_level and not isinstance(arg.type, nml.TensorType):  # `fn f(net, image)`: a model
+        arg = next((a for a in args if isinstance(a.type, nml.TensorType)), arg)
     return [py.AttributeOp(arg, "device")]
 
 

@@ -1,4 +1,4 @@
-"""The script of a train block of `step` lines: several models, one optimizer per step.
+"""The script of a train block of `step` lines: several models, one or more optimizers a step.
 
     train (G, D) on data:                         def train_step(trainer, xb, yb):
         step d_loss with Adam(D, lr=2e-4)             G, D = trainer.G, trainer.D
@@ -13,27 +13,24 @@
 Each batch runs the block's steps in order (zero_grad, objective, backward, step of that
 optimizer), as pytorch/examples' dcgan/main.py does; runtime/steps.py holds what every
 such program shares (the epoch, validation, checkpoints with every model and optimizer).
-A model no step names is wrapped in `Frozen` (no_grad, eval mode). The sections reuse the
-one-model script's data loaders (train_data.py) and its settings' names.
+A step of several optimizers over parameter groups (`step ce with Muon(hidden),
+AdamW(rest)`: optimizer_groups.py selects them) zeroes them all, runs one backward and
+steps each (`optimizers["ce.Muon"]`, `optimizers["ce.AdamW"]`), each with its own
+`lr_schedule` (a LambdaLR in `trainer.schedulers`) and `grad_clip`. A model no step names
+is wrapped in `Frozen` (no_grad, eval mode). The sections reuse the one-model script's
+data loaders (train_data.py) and its settings' names.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from tensorloom.dialects import py
-from tensorloom.dialects.nml import CallAttr, ExprAttr
-from tensorloom.passes.support.model_env import evaluate
-from tensorloom.passes.support.param_groups import (
-    SELECT,
-    ParamArg,
-    selection_groups,
-    split_path,
-)
+from tensorloom.passes.support.param_groups import ParamArg
 from tensorloom.passes.support.py_builder import PyBuilder, Value
+from tensorloom.passes.train_lowering.optimizer_groups import GroupEmitter
 from tensorloom.passes.train_lowering.plan import ScriptPlan, data_description, program_name
 from tensorloom.passes.train_lowering.train_data import build_loaders_ops, info_type, loader_type
 
@@ -233,7 +230,12 @@ def _trainer_ops(plan: StepsPlan) -> list[Operation]:
         b.assign("ddp", None, annotation=wrapped,
                  comment="each trained model's DistributedDataParallel wrap")  # fmt: skip
     optimizers = b.generic("dict", "str", "torch.optim.Optimizer")
-    b.assign("optimizers", None, annotation=optimizers, comment="by objective")
+    b.assign(
+        "optimizers",
+        None,
+        annotation=optimizers,
+        comment="by objective (`ce.Muon` of a step of several)",
+    )
     if plan.ema is not None:
         b.assign("emas", None, annotation=b.generic("dict", "str", "ModelEMA"),
                  comment="an average of each trained model's weights, by model")  # fmt: skip
@@ -287,10 +289,11 @@ def _build_trainer_ops(plan: StepsPlan) -> list[Operation]:
     empty = b.value({})
     kind = b.generic("dict", "str", "torch.optim.Optimizer")
     b.assign("optimizers", empty, annotation=kind)
-    _groups(b, plan)
+    emitter = _emitter(plan)
+    emitter.emit_groups(b)
     for step in plan.steps:
         for optimizer in step.optimizers:
-            _optimizer(b, plan, step, optimizer)
+            _optimizer(b, emitter, step, optimizer)
     scalers = py.ComprehensionOp("dict", b.name("OBJECTIVES"), targets=1)
     name = scalers.body.block.args[0]
     name.name_hint = "name"
@@ -361,11 +364,17 @@ def _compiled_models(b: PyBuilder, plan: StepsPlan) -> SSAValue:
     return b.name("compiled")
 
 
-def _optimizer(b: PyBuilder, plan: StepsPlan, step: StepPlan, optimizer: OptimizerPlan) -> None:
+def _emitter(plan: StepsPlan) -> GroupEmitter:
+    return GroupEmitter(dict(plan.groups), {m.name: m.name for m in plan.models})
+
+
+def _optimizer(
+    b: PyBuilder, emitter: GroupEmitter, step: StepPlan, optimizer: OptimizerPlan
+) -> None:
     """`optimizers["ce.Muon"] = torch.optim.Muon(groups["hidden"], lr=0.02)`."""
-    models = [_spelled(b, plan, a.selection) for a in optimizer.args]
-    b.comment(f"`step {step.objective}`: {optimizer.optimizer} over {', '.join(models)}")
-    params = _parameters(b, plan, optimizer)
+    spelled = ", ".join(emitter.spelled(a.selection) for a in optimizer.args)
+    b.comment(f"`step {step.objective}`: {optimizer.optimizer} over {spelled}")
+    params = emitter.parameters(b, optimizer.args)
     kwargs = {k: b.value(v) for k, v in optimizer.kwargs}
     made = b.call(f"torch.optim.{optimizer.optimizer}", params, **kwargs)
     assign = py.AssignOp(b.subscript(b.name("optimizers"), b.const(optimizer.key)), made)
@@ -404,104 +413,6 @@ def _schedulers(b: PyBuilder, plan: StepsPlan) -> None:
     each.assign(each.subscript(each.name("schedulers"), name), made)
     loop.body.block.add_ops(each.ops)
     b.stmt(loop)
-
-
-def _spelled(b: PyBuilder, plan: StepsPlan, selection: Attribute) -> str:
-    """An optimizer's argument as the block writes it, for the comment above it."""
-    if isinstance(selection, StringAttr):
-        return selection.data
-    return "a selection"
-
-
-def _parameters(b: PyBuilder, plan: StepsPlan, optimizer: OptimizerPlan) -> SSAValue:
-    """`D.parameters()`, `[*G.parameters(), *E.parameters()]` for several models, a group's
-    `ParamGroup`, or torch's param groups where an argument has options of its own:
-    `[{"params": groups["rest"]}, {"params": groups["gains"], "weight_decay": 0.0}]`."""
-    models = {m.name for m in plan.models}
-    args = optimizer.args
-    if all(_is_model(a.selection, models) and not a.options for a in args):
-        names = [a.selection.data for a in args]  # type: ignore[attr-defined]
-        if len(names) == 1:
-            return b.method(b.name(names[0]), "parameters")
-        starred = [b.add(py.UnaryOp("*", b.method(b.name(m), "parameters"))) for m in names]
-        return b.add(py.ListOp(starred))
-    if not any(a.options for a in args):
-        if len(args) == 1:
-            return _selection(b, plan, args[0].selection)
-        starred = [b.add(py.UnaryOp("*", _selection(b, plan, a.selection))) for a in args]
-        return b.add(py.ListOp(starred))
-    entries: list[SSAValue] = []
-    for arg in args:
-        pairs = [(b.const("params"), _selection(b, plan, arg.selection))]
-        pairs += [(b.const(k), b.value(v)) for k, v in arg.options]  # type: ignore[arg-type]
-        entries.append(b.add(py.DictOp(pairs)))
-    b.assign("param_groups", b.add(py.ListOp(entries)), comment="torch's per-group options")
-    return b.name("param_groups")
-
-
-def _is_model(selection: Attribute, models: set[str]) -> bool:
-    return isinstance(selection, StringAttr) and selection.data in models
-
-
-def _groups(b: PyBuilder, plan: StepsPlan) -> None:
-    """`groups["hidden"] = parameter_group(net, "blocks", ndim=2)`: each `group` line, after
-    the groups it names, selecting what `tlc check` resolved."""
-    if not plan.groups:
-        return
-    b.comment("the parameter groups: each `group` line, as `tlc check` resolved it")
-    empty = b.value({})
-    b.assign("groups", empty, annotation=b.generic("dict", "str", "ParamGroup"))
-    values = dict(plan.groups)
-    done: list[str] = []
-    for name, _ in plan.groups:
-        _group(b, plan, name, values, done)
-
-
-def _group(
-    b: PyBuilder, plan: StepsPlan, name: str, values: dict[str, Attribute], done: list[str]
-) -> None:
-    if name in done:
-        return
-    done.append(name)
-    for needed in selection_groups(values[name], values):
-        _group(b, plan, needed, values, done)
-    b.assign(b.subscript(b.name("groups"), b.const(name)), _selection(b, plan, values[name]))
-
-
-def _selection(b: PyBuilder, plan: StepsPlan, selection: Attribute) -> SSAValue:
-    """A selection as a `ParamGroup` expression: `groups["hidden"]`, `parameter_group(net)`,
-    `parameter_group(net, "blocks", ndim=2)`, `a - b`."""
-    groups = dict(plan.groups)
-    match selection:
-        case StringAttr(data=name) if name in groups:
-            return b.subscript(b.name("groups"), b.const(name))
-        case StringAttr(data=path):
-            return _select(b, path, {})
-        case CallAttr() if selection.callee.data == SELECT:
-            options = {k: _plain(v) for k, v in selection.kwargs.data.items()}
-            paths = [a.data for a in selection.args.data if isinstance(a, StringAttr)]
-            parts = [_select(b, p, options) for p in paths]
-            result = parts[0]
-            for part in parts[1:]:
-                result = b.binop("+", result, part)
-            return result
-        case ExprAttr():
-            left, right = (_selection(b, plan, a) for a in selection.operands.data)
-            return b.binop(selection.op.data, left, right)
-        case _:
-            raise AssertionError("check-train reports a selection it cannot resolve")
-
-
-def _select(b: PyBuilder, path: str, options: dict[str, object]) -> SSAValue:
-    model, rest = split_path(path)
-    args = [b.name(model)] + ([b.const(rest)] if rest else [])
-    kwargs = {k: b.value(v) for k, v in options.items() if v is not None}  # type: ignore[arg-type]
-    return b.call("parameter_group", *args, **kwargs)
-
-
-def _plain(attr: Attribute) -> object:
-    value = evaluate(attr, {})
-    return tuple(value) if isinstance(value, list) else value
 
 
 # --- one batch -------------------------------------------------------------------------------
@@ -555,8 +466,7 @@ def _train_step_ops(plan: StepsPlan) -> list[Operation]:
     else:
         entries = [(b.const(k), b.method(b.name(v), "detach")) for k, v in losses]
         b.ret(b.add(py.DictOp(entries)))
-    params = [("trainer", "Trainer"), ("xb", "torch.Tensor"), ("yb", "torch.Tensor")]
-    top.def_("train_step", params, b, top.generic("dict", "str", "torch.Tensor"))
+    top.def_("train_step", _batch_params(plan), b, top.generic("dict", "str", "torch.Tensor"))
     return top.ops
 
 
@@ -566,6 +476,17 @@ def _written(step: StepPlan) -> str:
     if len(step.optimizers) == 1:
         written = f"{step.optimizers[0].optimizer}({', '.join(step.models)}, ...)"
     return f"step {step.objective} with {written}{_window(step)}"
+
+
+def _arguments(b: PyBuilder, plan: StepsPlan, objective: str) -> list[SSAValue]:
+    """`G, D, xb, yb`: the models, then the batch (the fields the objective names)."""
+    batch = plan.base.batch_arguments(objective, len(plan.models))
+    return [b.name(m.name) for m in plan.models] + [b.name(n) for n in batch]
+
+
+def _batch_params(plan: StepsPlan) -> list[tuple[str, str]]:
+    """`trainer`, then a batch: `xb, yb`, or its fields."""
+    return [("trainer", "Trainer"), *((n, "torch.Tensor") for n in plan.base.batch_names)]
 
 
 def _window(step: StepPlan) -> str:
@@ -593,8 +514,9 @@ def _step(b: PyBuilder, plan: StepsPlan, step: StepPlan, *, comment: bool = True
         loop.body.block.add_ops(zero.ops)
         b.stmt(loop)
     inner = PyBuilder()
+    batch = plan.base.batch_arguments(step.objective, len(plan.models))
     args = [_step_model(inner, plan, step, m) for m in plan.models]
-    args += [inner.name("xb"), inner.name("yb")]
+    args += [inner.name(n) for n in batch]
     value = f"{step.objective}_value"
     assign = py.AssignOp(inner.name(value), inner.call(step.objective, *args))
     if step.location is not None:
@@ -638,7 +560,7 @@ def _objective_values_ops(plan: StepsPlan) -> list[Operation]:
     b.expr(b.const("Each objective on one validation batch, under autocast (no gradients)."))
     _models_local(b, plan)
     _values(b, plan, "val_")
-    params = [("trainer", "Trainer"), ("xb", "torch.Tensor"), ("yb", "torch.Tensor")]
+    params = _batch_params(plan)
     top.def_("objective_values", params, b, top.generic("dict", "str", "torch.Tensor"))
     if plan.ema is None:
         return top.ops
@@ -661,8 +583,8 @@ def _objective_values_ops(plan: StepsPlan) -> list[Operation]:
 def _values(b: PyBuilder, plan: StepsPlan, prefix: str) -> None:
     """`with autocast(...): return {"val_d_loss": d_loss(G, D, xb, yb), ...}`."""
     inner = PyBuilder()
-    args = [inner.name(m.name) for m in plan.models] + [inner.name("xb"), inner.name("yb")]
-    pairs = [(inner.const(f"{prefix}{s.objective}"), inner.call(s.objective, *args))
+    pairs = [(inner.const(f"{prefix}{s.objective}"),
+              inner.call(s.objective, *_arguments(inner, plan, s.objective)))
              for s in plan.steps]  # fmt: skip
     inner.ret(inner.add(py.DictOp(pairs)))
     manager = b.call("autocast", b.path("trainer", "plan"), b.path("trainer", "ctx", "device"))

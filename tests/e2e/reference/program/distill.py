@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tensorloom_rt_0_2_0_4adcccaa import (
+from tensorloom_rt_0_2_0_9c5b4e2a import (
     DataInfo, DatasetUnavailable, DeviceLoader, DeviceUnavailable, DistContext, MetricsWriter,
     PrecisionPlan, StepsCheckpointError, autocast, check_epoch_has_steps, format_steps_summary,
     load_digits, load_models_checkpoint, make_grad_scaler, mean_objectives, progress,
@@ -130,7 +130,7 @@ class Trainer:
     ctx: DistContext
     T: nn.Module
     S: nn.Module
-    optimizers: dict[str, torch.optim.Optimizer]  # by objective
+    optimizers: dict[str, torch.optim.Optimizer]  # by objective (`ce.Muon` of a step of several)
     scalers: dict[str, torch.amp.GradScaler | None]  # one per step
     plan: PrecisionPlan
     train_loader: DeviceLoader

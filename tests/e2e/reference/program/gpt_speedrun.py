@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tensorloom_rt_0_2_0_5ce0a6ea import (
+from tensorloom_rt_0_2_0_e9302eb1 import (
     DatasetUnavailable, DeviceUnavailable, DistContext, MetricsWriter, ParamGroup, PrecisionPlan,
     StepsCheckpointError, TokenInfo, WindowLoader, autocast, check_epoch_has_steps,
     format_steps_summary, load_models_checkpoint, load_token_dataset, lr_schedule_from,
@@ -221,7 +221,7 @@ class Trainer:
 
     ctx: DistContext
     model: nn.Module
-    optimizers: dict[str, torch.optim.Optimizer]  # by objective
+    optimizers: dict[str, torch.optim.Optimizer]  # by objective (`ce.Muon` of a step of several)
     scalers: dict[str, torch.amp.GradScaler | None]  # one per step
     schedulers: dict[str, torch.optim.lr_scheduler.LRScheduler]  # each `lr_schedule`, by optimizer
     plan: PrecisionPlan

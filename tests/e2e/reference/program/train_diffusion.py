@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tensorloom_rt_0_2_0_092187b0 import (
+from tensorloom_rt_0_2_0_dfe8cfc5 import (
     BestTracker, CheckpointError, DataInfo, DatasetUnavailable, DeviceLoader, DeviceUnavailable,
     DistContext, GraphedStep, MetricsWriter, PrecisionPlan, RunLengthError, RunRecipe,
     SMALL_MODEL_PARAMS, StopSignals, add_source_notes, autocast, check_batch_size,

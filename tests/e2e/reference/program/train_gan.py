@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tensorloom_rt_0_2_0_c381b2ff import (
+from tensorloom_rt_0_2_0_2cf72852 import (
     DataInfo, DatasetUnavailable, DeviceLoader, DeviceUnavailable, DistContext, MetricsWriter,
     PrecisionPlan, StepsCheckpointError, autocast, check_epoch_has_steps, draw_samples,
     format_steps_summary, load_digits, load_models_checkpoint, make_grad_scaler, mean_objectives,
@@ -143,7 +143,7 @@ class Trainer:
     ctx: DistContext
     G: nn.Module
     D: nn.Module
-    optimizers: dict[str, torch.optim.Optimizer]  # by objective
+    optimizers: dict[str, torch.optim.Optimizer]  # by objective (`ce.Muon` of a step of several)
     scalers: dict[str, torch.amp.GradScaler | None]  # one per step
     plan: PrecisionPlan
     train_loader: DeviceLoader

@@ -556,7 +556,7 @@ def lr_schedule_from(
 
 
 # ---- runtime/steps.py: Several models and optimizers in one loop, for train blocks of `step` lines.
-StepBatch = tuple[torch.Tensor, torch.Tensor]
+StepBatch = tuple[torch.Tensor, ...]  # (x, y), or the named fields a loader yields
 
 
 Losses = dict[str, torch.Tensor]
@@ -651,19 +651,19 @@ def step_optimizer(
 
 
 def run_epoch(
-    step: Callable[[torch.Tensor, torch.Tensor], Losses], batches: Iterable[StepBatch], *,
+    step: Callable[..., Losses], batches: Iterable[StepBatch], *,
     sums: Losses, done: int, total: int, stop: Callable[[], bool],
 ) -> tuple[Losses, int]:  # fmt: skip
     """Run `step` on each batch after the first `done` (trained before a resume), until
     `total` batches or `stop()`; each objective's sum and the batches trained."""
     skip = done
-    for xb, yb in batches:
+    for batch in batches:
         if skip:
             skip -= 1
             continue
         if done == total or stop():
             break
-        losses = step(xb, yb)
+        losses = step(*batch)
         for key, value in losses.items():
             sums[key] = sums[key] + value
         done += 1
@@ -672,17 +672,17 @@ def run_epoch(
 
 @torch.no_grad()
 def mean_objectives(
-    losses: Callable[[torch.Tensor, torch.Tensor], Losses], batches: Iterable[StepBatch]
+    losses: Callable[..., Losses], batches: Iterable[StepBatch]
 ) -> dict[str, float]:
     """Each objective's mean over the samples of `batches` (a batch weighs its size)."""
     sums: dict[str, torch.Tensor] = {}
     count = 0
-    for xb, yb in batches:
-        for key, value in losses(xb, yb).items():
-            sums[key] = sums.get(key, torch.zeros((), device=value.device)) + value.float() * len(
-                xb
-            )
-        count += len(xb)
+    for batch in batches:
+        size = len(batch[0])
+        for key, value in losses(*batch).items():
+            zero = torch.zeros((), device=value.device)
+            sums[key] = sums.get(key, zero) + value.float() * size
+        count += size
     if torch.distributed.is_available() and torch.distributed.is_initialized():
         # each rank validated its shard: the sums and the count over all of them
         for total in sums.values():
