@@ -693,6 +693,9 @@ def _train_ops(plan: StepsPlan) -> list[Operation]:
         loop.location = plan.base.loop_location  # type: ignore[assignment]
     b.stmt(loop)
     b.expr(b.method(b.name("metrics"), "close"))
+    if plan.distributed:
+        b.comment("every rank waits for rank 0's last save before leaving the process group")
+        b.expr(b.call("barrier"))
     b.assign("seconds", b.binop("-", b.call("time.perf_counter"), b.name("started")))
     done = PyBuilder()
     done.expr(done.call("print", done.fstring(
