@@ -454,8 +454,9 @@ def _train_step_ops(plan: StepsPlan) -> list[Operation]:
                 _keep_loss(b, step)
             losses.append((step.objective, f"{step.objective}_value"))
             continue
+        b.comment(_written(step))
         inner = PyBuilder()
-        _step(inner, plan, step)
+        _step(inner, plan, step, comment=False)
         _keep_loss(inner, step)
         window = b.subscript(b.name("EPOCHS_OF"), b.const(step.objective))
         b.if_(b.call("runs_in", b.path("trainer", "epoch"), window), inner)
@@ -467,6 +468,14 @@ def _train_step_ops(plan: StepsPlan) -> list[Operation]:
         b.ret(b.add(py.DictOp(entries)))
     top.def_("train_step", _batch_params(plan), b, top.generic("dict", "str", "torch.Tensor"))
     return top.ops
+
+
+def _written(step: StepPlan) -> str:
+    """`step d_loss with Adam(D, ...) from epoch 2`: the line, for the comment above it."""
+    written = ", ".join(f"{o.optimizer}(...)" for o in step.optimizers)
+    if len(step.optimizers) == 1:
+        written = f"{step.optimizers[0].optimizer}({', '.join(step.models)}, ...)"
+    return f"step {step.objective} with {written}{_window(step)}"
 
 
 def _arguments(b: PyBuilder, plan: StepsPlan, objective: str) -> list[SSAValue]:
@@ -486,13 +495,11 @@ def _window(step: StepPlan) -> str:
         f" until epoch {last}" if last is not None else "")  # fmt: skip
 
 
-def _step(b: PyBuilder, plan: StepsPlan, step: StepPlan) -> None:
+def _step(b: PyBuilder, plan: StepsPlan, step: StepPlan, *, comment: bool = True) -> None:
     """Zero the step's optimizers' gradients, the objective under autocast, backward and
     each optimizer's step (`step_optimizer`)."""
-    written = ", ".join(f"{o.optimizer}(...)" for o in step.optimizers)
-    if len(step.optimizers) == 1:
-        written = f"{step.optimizers[0].optimizer}({', '.join(step.models)}, ...)"
-    b.comment(f"step {step.objective} with {written}{_window(step)}")
+    if comment:
+        b.comment(_written(step))
     keys = [b.subscript(b.path("trainer", "optimizers"), b.const(o.key)) for o in step.optimizers]
     if len(keys) == 1:
         b.assign("optimizer", keys[0])
@@ -686,6 +693,9 @@ def _train_ops(plan: StepsPlan) -> list[Operation]:
         loop.location = plan.base.loop_location  # type: ignore[assignment]
     b.stmt(loop)
     b.expr(b.method(b.name("metrics"), "close"))
+    if plan.distributed:
+        b.comment("every rank waits for rank 0's last save before leaving the process group")
+        b.expr(b.call("barrier"))
     b.assign("seconds", b.binop("-", b.call("time.perf_counter"), b.name("started")))
     done = PyBuilder()
     done.expr(done.call("print", done.fstring(
@@ -712,7 +722,9 @@ def _epoch(b: PyBuilder, plan: StepsPlan, epoch: SSAValue) -> None:
     objectives = b.name("OBJECTIVES")
     if plan.windowed:
         b.assign(b.path("trainer", "epoch"), epoch)
-        objectives = b.call("steps_in", b.name("EPOCHS_OF"), epoch)
+        b.assign("running", b.call("steps_in", b.name("EPOCHS_OF"), epoch),
+                 comment="the objectives whose steps run this epoch")  # fmt: skip
+        objectives = b.name("running")
     zeros = py.ComprehensionOp("dict", objectives, targets=1)
     key = zeros.body.block.args[0]
     key.name_hint = "name"

@@ -166,16 +166,16 @@ def train_step(trainer: Trainer, xb: torch.Tensor, yb: torch.Tensor) -> dict[str
     T, S = trainer.T, trainer.S
     device = trainer.ctx.device
     losses: dict[str, torch.Tensor] = {}
+    # step teach with Adam(T, ...) until epoch 15
     if runs_in(trainer.epoch, EPOCHS_OF["teach"]):
-        # step teach with Adam(T, ...) until epoch 15
         optimizer = trainer.optimizers["teach"]
         optimizer.zero_grad(set_to_none=True)
         with autocast(trainer.plan, device):
             teach_value = teach(T, S, xb, yb)  # distill.tl:46
         step_optimizer(teach_value, optimizer, trainer.scalers["teach"])
         losses["teach"] = teach_value.detach()
+    # step distil with Adam(S, ...) from epoch 16
     if runs_in(trainer.epoch, EPOCHS_OF["distil"]):
-        # step distil with Adam(S, ...) from epoch 16
         optimizer = trainer.optimizers["distil"]
         optimizer.zero_grad(set_to_none=True)
         with autocast(trainer.plan, device):
@@ -244,8 +244,8 @@ def train(args: argparse.Namespace, ctx: DistContext) -> int:
         trainer.S.train()
         trainer.train_loader.set_epoch(epoch)
         trainer.epoch = epoch
-        h = {name: torch.zeros((), device=trainer.ctx.device) for name in steps_in(EPOCHS_OF, epoch)}
-        fresh = h, 0
+        running = steps_in(EPOCHS_OF, epoch)  # the objectives whose steps run this epoch
+        fresh = {name: torch.zeros((), device=trainer.ctx.device) for name in running}, 0
         sums, done = trainer.carry or fresh
         trainer.carry = None
         total = len(trainer.train_loader)
