@@ -86,7 +86,8 @@ KERNELS = ["vector_add.tl", "custom_kernel.tl", "kernels/bias_gelu.tl",
            "kernels/fused_layernorm.tl", "kernels/scaled_add.tl",
            "kernels/softmax_rows.tl"]  # fmt: skip
 BLUEPRINTS = ["transformer.nml", "resnet.nml", "lstm_seq2seq.nml", "vision_transformer.nml",
-              "gpt.nml", "vae.nml", "unet.nml", "llama.nml", "bert.nml", "resnet50.nml"]  # fmt: skip
+              "gpt.nml", "vae.nml", "unet.nml", "llama.nml", "bert.nml",
+              "resnet50.nml"]  # fmt: skip
 # start from published weights that a clone does not hold: tests/e2e/test_pretrained.py runs
 # them from a folder transformers writes; here they check (TL0801 warns of the absent folder)
 PRETRAINED = ["finetune_gpt2.tl"]
