@@ -82,8 +82,6 @@ class Instrument:
         self.program, self.curve, self.budget_s = program, curve, budget_s
         self.eval_total_s = 0.0
         self.last_step = -1
-        self.peak: int | None = None
-        self.trainer: Any = None
         if all(hasattr(program, n) for n in STEPS_HOOKS):
             self._objectives = program.mean_objectives
             self._step = program.train_step
@@ -120,8 +118,6 @@ class Instrument:
 
     def timed(self, trainer: Any, validate: Callable[[], Any], loss: Callable[[Any], float]) -> Any:
         """Run one validation; write its curve record."""
-        import torch
-
         device = trainer.ctx.device
         sync = common.synchronizer(device)
         sync()
@@ -140,8 +136,6 @@ class Instrument:
                               "eval_s": took, "tokens": tokens, "lr": lr})  # fmt: skip
         self.eval_total_s += took
         self.last_step = trainer.step
-        if device.type == "cuda":
-            self.peak = torch.cuda.max_memory_allocated()
         return result
 
     def check_budget(self, trainer: Any, validate: Callable[[], Any]) -> None:
@@ -187,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         shrink(program)
     curve = common.Curve(args.curve, T0, recipe="TensorLoom", program=str(args.program),
                          tiny=args.tiny, argv=program_args, **common.versions())  # fmt: skip
-    instrument = Instrument(program, curve, args.budget_s)
+    Instrument(program, curve, args.budget_s)  # wraps the program's validation and step
     try:
         code = program.main(program_args)
     except BudgetSpent as stop:
@@ -195,8 +189,9 @@ def main(argv: list[str] | None = None) -> int:
         code = 0
     result: dict[str, Any] = dict(curve.records[-1]) if len(curve.records) > 1 else {}
     result["exit"] = code
-    if instrument.peak is not None:
-        result["peak_memory_bytes"] = instrument.peak
+    torch = sys.modules.get("torch")  # imported by the program
+    if torch is not None and torch.cuda.is_available():
+        result["peak_memory_bytes"] = torch.cuda.max_memory_allocated()
     print(json.dumps({"result": result}))
     return code
 
