@@ -44,16 +44,16 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "handwritten"))
 
-import common  # noqa: E402
-import gpt2  # noqa: E402
-import prepare  # noqa: E402
+import common  # noqa: E402  # pyright: ignore[reportMissingImports]
+import gpt2  # noqa: E402  # pyright: ignore[reportMissingImports]
+import prepare  # noqa: E402  # pyright: ignore[reportMissingImports]
 
 GPT2_SMALL = {"n_layer": 12, "n_head": 12, "n_embd": 768, "block_size": 1024}
 TINY = {"n_layer": 2, "n_head": 2, "n_embd": 64, "block_size": 64}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     p.add_argument("--budget-s", type=float, default=300.0, help="wall-clock budget, seconds")
     p.add_argument("--steps", type=int, default=None, help="a fixed step count (no calibration)")
     p.add_argument("--device", default="auto")
@@ -99,6 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         lr = common.cosine_lr(i, total, args.lr, min_lr, args.warmup)
         for group in optimizer.param_groups:
             group["lr"] = lr
+        loss = torch.zeros(())
         for _ in range(args.grad_accum):
             x, y = next(batches)
             with autocast:

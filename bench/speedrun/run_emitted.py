@@ -43,7 +43,7 @@ from typing import Any  # noqa: E402
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-import common  # noqa: E402
+import common  # noqa: E402  # pyright: ignore[reportMissingImports]
 
 TINY_MODEL = {"n_layer": 2, "n_head": 2, "n_embd": 64}
 TINY_BLOCK = 64
@@ -85,13 +85,13 @@ class Instrument:
         if all(hasattr(program, n) for n in STEPS_HOOKS):
             self._objectives = program.mean_objectives
             self._step = program.train_step
-            program.mean_objectives = self.mean_objectives
-            program.train_step = self.train_step
+            setattr(program, "mean_objectives", self.mean_objectives)  # noqa: B010
+            setattr(program, "train_step", self.train_step)  # noqa: B010
         else:
             self._validation = program.validation_record
             self._optimizer_step = program._optimizer_step
-            program.validation_record = self.validation_record
-            program._optimizer_step = self.optimizer_step
+            setattr(program, "validation_record", self.validation_record)  # noqa: B010
+            setattr(program, "_optimizer_step", self.optimizer_step)  # noqa: B010
 
     # a block of `step` lines
     def mean_objectives(self, losses: Any, batches: Any) -> dict[str, float]:
@@ -160,7 +160,7 @@ def shrink(program: ModuleType) -> None:
     def tiny(*args: Any, **kwargs: Any) -> Any:
         return build(*args, **{**kwargs, **TINY_MODEL})
 
-    program.GPT = tiny
+    setattr(program, "GPT", tiny)  # noqa: B010
     program.DATASET_OPTIONS["block_size"] = TINY_BLOCK
     if "windows_per_epoch" in program.DATASET_OPTIONS:
         program.DATASET_OPTIONS["windows_per_epoch"] = TINY_WINDOWS
@@ -169,7 +169,7 @@ def shrink(program: ModuleType) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     split = argv.index("--") if "--" in argv else len(argv)
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     p.add_argument("program", type=Path, help="the emitted program (tlc compile ... -o)")
     p.add_argument("--curve", default=None)
     p.add_argument("--budget-s", type=float, default=300.0)

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SPEEDRUN = ROOT / "bench" / "speedrun"
 sys.path.insert(0, str(SPEEDRUN))
 
-import prepare  # noqa: E402
+import prepare  # noqa: E402  # pyright: ignore[reportMissingImports]
 
 
 def _python(script: Path, *args: str) -> str:
@@ -111,5 +111,5 @@ def test_run_emitted_times_a_one_optimizer_program(tmp_path: Path) -> None:
                       "--batch-size", "8", "--checkpoint-dir", str(tmp_path / "ckpt"))  # fmt: skip
     records = _curve(curve)
     assert [r["step"] for r in records] == [4, 6]
-    assert records[-1]["tokens"] == 6 * 8 * 64 and records[1]["eval_total_s"] > 0
+    assert records[-1]["tokens"] == 6 * 8 * 64 and records[1]["eval_total_s"] != 0
     assert json.loads(printed.splitlines()[-1])["result"]["exit"] == 0
