@@ -12,7 +12,7 @@ tensors only, fused on CUDA), linear warm-up then cosine decay to min_lr = lr / 
 gradient norm clipped to 1.0, bf16 autocast, TF32 matmuls, `torch.compile(model)`, and
 491,520 tokens per optimizer step (nanoGPT: 12 sequences x 40 micro-steps of 1024 on one
 GPU; here 160 x 3, the largest micro-batch of that total that fits one H200 with room,
-`tlc info` predicting about 55 GB).
+`tlc info` predicting 52.8 GiB compiled, 54.7 GiB eager).
 
 One departure, because the run has a budget rather than nanoGPT's 600,000 steps: the
 cosine spans the steps that fit in the budget. After the first `calibrate_after` steps
