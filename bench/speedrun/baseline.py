@@ -11,8 +11,8 @@ config/train_gpt2.py: AdamW (lr 6e-4, betas (0.9, 0.95), weight decay 0.1 on the
 tensors only, fused on CUDA), linear warm-up then cosine decay to min_lr = lr / 10,
 gradient norm clipped to 1.0, bf16 autocast, TF32 matmuls, `torch.compile(model)`, and
 491,520 tokens per optimizer step (nanoGPT: 12 sequences x 40 micro-steps of 1024 on one
-GPU; here 160 x 3, the largest micro-batch of that total that fits one H200 with room,
-`tlc info` predicting 52.8 GiB compiled, 54.7 GiB eager).
+GPU; here 160 x 3: of the micro-batches that divide 480, the largest that leaves over half
+of an H200's memory free, `tlc info` predicting 52.8 GiB compiled, 54.7 GiB eager).
 
 One departure, because the run has a budget rather than nanoGPT's 600,000 steps: the
 cosine spans the steps that fit in the budget. After the first `calibrate_after` steps
