@@ -1161,7 +1161,7 @@ error[TL0434]: the objective `g_loss` never calls `G`, so the optimizer of this 
             'TL0435',
             'a model no step updates (warning)',
             """\
-A model of `train (...)` that no step's optimizer names is frozen: it runs under `torch.no_grad()` in eval mode (a teacher). The warning says so, in case a step was forgotten.
+A model of `train (...)` that no step's optimizer names is frozen: it runs under `torch.no_grad()` in eval mode (a teacher). The warning says so, in case a step was forgotten; `freeze = [T]` declares a model frozen on purpose and silences it.
 """,
             """\
 warning[TL0435]: no step's optimizer updates `T`: it stays frozen (run under no_grad)
@@ -1170,7 +1170,7 @@ warning[TL0435]: no step's optimizer updates `T`: it stays frozen (run under no_
 20 | train (S, T) on data:
    |           ^
    |
-   = help: if it should train, add `step NAME with Adam(T, ...)`
+   = help: if it should train, add `step NAME with Adam(T, ...)`; if it is frozen on purpose (a teacher), say so: `freeze = [T]`
 """,
         ),
         Code(
@@ -1230,6 +1230,92 @@ error[TL0441]: `digits-captions` yields the fields `image`, `text`, `label`, not
   |             ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
   |
   = help: train on the fields by name: `objective = f` with `fn f(net, image, text) -> Tensor`
+""",
+        ),
+        Code(
+            'TL0457',
+            '`freeze` names something that is not a model of a block of `step` lines',
+            """\
+In a train block of `step` lines, `freeze = [T]` names the models frozen on purpose (a teacher): whole models of `train (...)`, not layers. A name that is not one of the block's models is an error at the list.
+""",
+            """\
+error[TL0457]: `Teacher` is not a model of this train block: with `step` lines, `freeze` names whole models
+  --> distill.tl:21:14
+   |
+21 |     freeze = [Teacher]
+   |              ^^^^^^^^^
+   |
+   = help: its models: `T`, `S`
+""",
+        ),
+        Code(
+            'TL0458',
+            'a model both frozen and updated by a step',
+            """\
+A model listed in `freeze` is run under `torch.no_grad()` and never updated, so a step's optimizer that names it would get no gradients. The error is at the `freeze` list, the step's optimizer marked.
+""",
+            """\
+error[TL0458]: `T` is frozen, but step `distil` updates it
+  --> distill.tl:21:14
+   |
+21 |     freeze = [T]
+   |              ^^^
+  ::: distill.tl:22:22
+22 |     step distil with Adam(S, T, lr=1e-3)
+   |                      ------------------- updated here
+   |
+   = help: remove `T` from `freeze` or from the optimizer of that step
+""",
+        ),
+        Code(
+            'TL0459',
+            'a step\'s epochs that hold no epoch',
+            """\
+`step NAME with Opt(...) from epoch A until epoch B` runs the step in epochs A to B only (counted from 1, both included): a teacher trained first, then frozen while a student distils from it. An epoch below 1, or `from` after `until`, is an error at the clause.
+""",
+            """\
+error[TL0459]: step `distil` runs from epoch 16 until epoch 15: no epoch
+  --> distill.tl:44:44
+   |
+44 |     step distil with Adam(S, lr=3e-3) from epoch 16 until epoch 15
+   |                                            ^^^^^^^^^^^^^^^^^^^^^^^^^^
+   |
+   = help: write `until epoch 16` or later
+""",
+        ),
+        Code(
+            'TL0460',
+            'a `samples` function that does not take the block\'s models',
+            """\
+`samples = sample` names a top-level `fn` that the script calls after each epoch with the block's models, in the order `train (...)` lists them, and nothing else (it draws its own noise).
+""",
+            """\
+error[TL0460]: `sample` takes 2 parameters, but `samples` passes 1: the block's model
+  --> ddpm.tl:30:4
+   |
+30 | fn sample(net, x) -> Tensor:
+   |    ^^^^^^
+  ::: ddpm.tl:44:15
+44 |     samples = sample
+   |               ------ named here
+   |
+   = help: write `fn sample(net) -> Tensor:`
+""",
+        ),
+        Code(
+            'TL0461',
+            'a `samples` function that does not return images',
+            """\
+The script writes what `samples` returns as a PNG grid, so it must be a batch of images `[N, C, H, W]` with 1 (grey) or 3 (RGB) channels, in [0, 1] (values outside are clamped). A flat `[N, 64]` needs a `.view(N, 1, 8, 8)`.
+""",
+            """\
+error[TL0461]: the samples of `sample` must be images [N, C, H, W], got a tensor of shape [64, 64]
+  --> ddpm.tl:37:12
+   |
+37 |     return (x + 1.0) * 0.5
+   |            ^^^^^^^^^^^^^^^
+   |
+   = help: return `[N, 1, H, W]` or `[N, 3, H, W]`, as in `x.view(64, 1, 8, 8)`
 """,
         ),
         Code(
@@ -1333,9 +1419,9 @@ error[TL0455]: `params` takes no keyword `dims`
         ),
         Code(
             'TL0456',
-            'a per-epoch schedule in a block of `step` lines',
+            'what several optimizers do not take yet',
             """\
-In a block of `step` lines each optimizer has its own `lr_schedule` (its own keyword, or the block's for every optimizer that sets none), stepped after each of its optimizer steps. `plateau` steps on the validation loss after each epoch instead, which is not taken there.
+In a block of `step` lines each optimizer has its own `lr_schedule` (its own keyword, or the block's for every optimizer that sets none), stepped after each of its optimizer steps. `plateau` steps on the validation loss after each epoch instead, which is not taken there. A one-model block's `optimizer = (A(...), B(...))` does not go with `distributed = "fsdp"` yet (its sharded checkpoints hold one optimizer); `ddp` takes it.
 """,
             """\
 error[TL0456]: `plateau` steps on the validation loss after each epoch; the optimizers of `step` lines take schedules of their optimizer steps

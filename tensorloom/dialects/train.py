@@ -236,6 +236,11 @@ class StepOp(LazyFormatOp):
     optimizer = prop_def()
     objective_loc = opt_prop_def()
     optimizer_loc = opt_prop_def()
+    # `from epoch 11 until epoch 20`: the epochs, from 1 and both included, the step runs in
+    # (every epoch where absent); `window_loc` is the clause's
+    first_epoch = opt_prop_def(IntegerAttr)
+    last_epoch = opt_prop_def(IntegerAttr)
+    window_loc = opt_prop_def()
 
     traits = traits_def(HasParent(LoopOp))
     irdl_options = (ParsePropInAttrDict(),)
@@ -243,6 +248,12 @@ class StepOp(LazyFormatOp):
 
     def __init__(self, objective: str, optimizer: Attribute):
         super().__init__(properties={"objective": SymbolRefAttr(objective), "optimizer": optimizer})
+
+    def epochs(self) -> tuple[int | None, int | None]:
+        """`(11, None)` for `from epoch 11`: the first and last epoch it runs in, if bounded."""
+        first, last = self.first_epoch, self.last_epoch
+        return (first.value.data if first is not None else None,
+                last.value.data if last is not None else None)  # fmt: skip
 
     def optimizer_calls(self) -> list[Attribute]:
         """Each optimizer of the step: one, or (`with Muon(hidden), AdamW(rest)`) an array
@@ -284,13 +295,15 @@ class GroupOp(LazyFormatOp):
 
 @lazy_op_definition
 class SetOp(LazyFormatOp):
-    """`train.set "epochs" = 10 : i64`: one `key = value` line; `value_loc` is the value's."""
+    """`train.set "epochs" = 10 : i64`: one `key = value` line; `value_loc` is the value's,
+    `element_locs` each element's of a tuple or list value (`optimizer = (Muon(...), ...)`)."""
 
     name = "train.set"
 
     key = prop_def(StringAttr)
     value = prop_def()
     value_loc = opt_prop_def()
+    element_locs = opt_prop_def(ArrayAttr)
 
     traits = traits_def(HasParent(LoopOp))
     irdl_options = (ParsePropInAttrDict(),)
@@ -334,7 +347,9 @@ class ConfigOp(LazyFormatOp):
 
     def verify_(self) -> None:
         values = self.fields.data
-        missing = [f.name for f in CONFIG_FIELDS if f.name not in values]
+        missing = [
+            f.name for f in CONFIG_FIELDS if f.name not in values and not f.left_out_when_off
+        ]
         if missing:
             raise VerifyException(f"train.config lacks {', '.join(missing)}")
         for name, value in values.items():
@@ -347,8 +362,10 @@ class ConfigOp(LazyFormatOp):
                 raise VerifyException(f"train.config field `{name}` must be {field.kind}")
 
     def value(self, name: str) -> object:
-        """A field as a Python value: int, float, bool, str, dict, list, or None when off."""
-        return _python(self.fields.data[name])
+        """A field as a Python value: int, float, bool, str, dict, list, or None when off (or
+        left out: `ConfigField.left_out_when_off`)."""
+        value = self.fields.data.get(name)
+        return None if value is None else _python(value)
 
 
 def _is_kind(value: Attribute, kind: str) -> bool:

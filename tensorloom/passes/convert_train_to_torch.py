@@ -204,6 +204,7 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
         language_model_data=data.name in LM_SOURCES,
         custom_loss=str(value("loss")) if value("loss_fn") else None,
         objective=str(value("objective")) if value("objective") is not None else None,
+        samples=str(value("samples")) if value("samples") is not None else None,
         forward_inputs=_forward_inputs(module, instance),
         takes_inputs=frozenset(n for n, count in functions.items() if count == 3),
         metrics=tuple(_metrics(value("metrics"))),
@@ -212,6 +213,9 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
         data_location=_location(_data_location(module, loop)),
         model_location=_location(instance.location),
         optimizer_location=_location(config.loc("optimizer")),
+        optimizer_set=tuple(value("optimizer_set") or ()),  # type: ignore[arg-type]
+        groups=tuple((name, op.value) for name, op in loop.groups().items()),
+        instance=loop.model.root_reference.data,
         label_classes=_model_classes(module, loop),
         recipe=_recipe(config),
         fsdp_blocks=tuple(b.data for b in shard.blocks)
@@ -308,7 +312,7 @@ def import_ops(plan: ScriptPlan) -> list[Operation]:
         py.ImportOp("sys"),
         py.ImportOp("time"),
         py.FromImportOp("dataclasses", ["dataclass"]),
-        *([py.FromImportOp("functools", ["partial"])] if plan.amp else []),
+        *([py.FromImportOp("functools", ["partial"])] if plan.amp or plan.samples else []),
         py.FromImportOp("typing", ["Any"]),
         py.ImportOp("torch"),
         py.ImportOp("torch.nn.functional", "F"),
@@ -392,7 +396,13 @@ def _step_plan(step: Step, base: ScriptPlan) -> StepPlan:
         plan = OptimizerPlan(key, o.name, o.args, kwargs, _location(o.loc),
                              _own_schedule(own, base), _own_clip(own, base))  # fmt: skip
         optimizers.append(plan)
-    return StepPlan(step.objective, tuple(optimizers), step.models, _location(step.op.location))
+    return StepPlan(
+        step.objective,
+        tuple(optimizers),
+        step.models,
+        _location(step.op.location),
+        step.op.epochs(),
+    )
 
 
 def _own_schedule(own: dict[str, object], base: ScriptPlan) -> dict[str, Value] | None:
@@ -421,7 +431,8 @@ def _step_kwargs(optimizer: str, kwargs: tuple[tuple[str, object], ...]) -> tupl
     return tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in pairs)
 
 
-def _steps_import_ops() -> list[Operation]:
+def _steps_import_ops(plan: StepsPlan) -> list[Operation]:
+    ddp = [py.FromImportOp("torch.nn.parallel", ["DistributedDataParallel"])]
     return [
         py.FromImportOp("__future__", ["annotations"]),
         py.ImportOp("argparse"),
@@ -435,6 +446,7 @@ def _steps_import_ops() -> list[Operation]:
         py.ImportOp("torch"),
         py.ImportOp("torch.nn.functional", "F"),
         py.FromImportOp("torch", ["nn"]),
+        *(ddp if plan.distributed else []),
     ]
 
 
@@ -454,7 +466,7 @@ def lower_steps_loop(module: ModuleOp, loop: train.LoopOp) -> None:
     script = script_of(module)
     plan = steps_plan_of(module, loop, script.source.data if script.source else "the program")
     block = script.body.block
-    before = [*_steps_import_ops(), *_steps_header(plan)]
+    before = [*_steps_import_ops(plan), *_steps_header(plan)]
     first = block.first_op
     for op in before:
         op.location = loop.location

@@ -260,7 +260,15 @@ def _objectives(r: random.Random, careful: bool) -> str:
             slips = ["", "Z", f"{owner}, {owner}"]
             models = owner if careful or r.random() < 0.8 else r.choice(slips)
             sep = ", " if models else ""
-            lines.append(f"    step {objective} with {optimizer}({models}{sep}lr=0.01)")
+            window = _step_window(r, careful) if r.random() < 0.3 else ""
+            lines.append(f"    step {objective} with {optimizer}({models}{sep}lr=0.01){window}")
+        idle = [n for n in names if n not in owners]
+        if idle and r.random() < 0.5:  # `freeze = [C]`: frozen on purpose; sloppy: a stepped one
+            frozen = idle if careful else [r.choice([*names, "Q"])]
+            lines.append(f"    freeze = [{', '.join(frozen)}]")
+    if r.random() < 0.3:
+        lines[lines.index(f"train {header} on data:"):0] = _sampler(names, careful, r)
+        lines.append(f"    samples = {'sample' if careful else r.choice(['sample', 'smaple'])}")
     if not careful and r.random() < 0.3:
         extra = ["loss = MSE", "ema = 0.99", "compile = true", "grad_clip = 1.0"]
         lines.append(f"    {r.choice(extra)}")
@@ -312,6 +320,24 @@ def _paired(r: random.Random, careful: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _step_window(r: random.Random, careful: bool) -> str:
+    """` from epoch 2`, ` until epoch 1`, both; sloppy: epoch 0 or an empty window."""
+    low = 1 if careful else 0
+    first, last = r.randint(low, 2), r.randint(2 if careful else 0, 3)
+    return r.choice([f" from epoch {first}", f" until epoch {last}",
+                     f" from epoch {first} until epoch {last}"])  # fmt: skip
+
+
+def _sampler(names: list[str], careful: bool, r: random.Random) -> list[str]:
+    """`fn sample(A, B) -> Tensor` returning 8 grey 8x8 images; sloppy: flat, 4 channels, or
+    a parameter too many."""
+    params = names if careful or r.random() < 0.7 else [*names, "x"]
+    shapes = [".view(8, 1, 8, 8)"] + ([] if careful else ["", ".view(8, 4, 4, 4)"])
+    image = r.choice(shapes)
+    return [f"fn sample({', '.join(params)}) -> Tensor:",
+            f"    return sigmoid({names[0]}(randn([8, 64]))){image}", ""]  # fmt: skip
+
+
 GROUP_SELECTIONS = ["params(net.blocks, ndim=2)", "params(net, ndim=1)", "net.head",
                     "params(net.blocks[0:1], ndim=2)", 'params(net, match="*.bias")',
                     'params(net, match=["*.ln.weight", "*.bias"])', "net.embed.weight"]  # fmt: skip
@@ -359,7 +385,12 @@ def _param_groups(r: random.Random, careful: bool) -> str:
     adamw = f"AdamW(rest{extra}, lr=3e-3{r.choice(options)})"
     if not careful and r.random() < 0.3:
         adamw = r.choice(["AdamW(net, lr=3e-3)", "Muon(rest)", "AdamW()", "SGD(hidden, rest)"])
-    if r.random() < 0.5:
+    if r.random() < 0.3:  # a plain one-model block: its schedule and clip are the block's
+        lines.append("    loss = CrossEntropy")
+        if careful:
+            muon, adamw = "Muon(hidden, lr=0.02)", f"AdamW(rest{extra}, lr=3e-3)"
+        lines.append(f"    optimizer = ({muon}, {adamw})")
+    elif r.random() < 0.5:
         lines.append(f"    step ce with {muon}, {adamw}")
     else:
         lines += [f"    step ce with ({muon},", f"                  {adamw})"]

@@ -248,6 +248,43 @@ def _combine(op: str, left: list[Param] | None, right: list[Param] | None) -> li
     return list(dict.fromkeys([*left, *right]))
 
 
+def encode(selection: Attribute) -> object:
+    """A selection as plain data, for `train.config` (which holds no calls): a path
+    `"net.blocks"`, `{"params": [...], "match": ..., "ndim": ...}`, `{"op": "-", "of": [a, b]}`."""
+    match selection:
+        case StringAttr(data=path):
+            return path
+        case CallAttr() if selection.callee.data == SELECT:
+            paths = [a.data for a in selection.args.data if isinstance(a, StringAttr)]
+            options = {k: _plain(v) for k, v in selection.kwargs.data.items()}
+            return {"params": paths, "match": options.get("match"), "ndim": options.get("ndim")}
+        case ExprAttr():
+            return {"op": selection.op.data, "of": [encode(a) for a in selection.operands.data]}
+        case _:
+            return str(selection)
+
+
+def decode(data: object) -> Attribute:
+    """`encode`'s inverse."""
+    if isinstance(data, str):
+        return StringAttr(data)
+    assert isinstance(data, dict), data
+    if "op" in data:
+        return ExprAttr.get(str(data["op"]), [decode(d) for d in data["of"]])  # type: ignore[union-attr]
+    kwargs = {k: _attr(data[k]) for k in SELECT_KEYWORDS if data.get(k) is not None}
+    return CallAttr.get(SELECT, [StringAttr(str(p)) for p in data["params"]], kwargs)  # type: ignore[union-attr]
+
+
+def _attr(value: object) -> Attribute:
+    from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, i64
+
+    if isinstance(value, int):
+        return IntegerAttr(value, i64)
+    if isinstance(value, list | tuple):
+        return ArrayAttr([StringAttr(str(v)) for v in value])  # type: ignore[union-attr]
+    return StringAttr(str(value))
+
+
 def describe(params: Sequence[Param], limit: int = 3) -> str:
     """`` `net.head.bias`, `net.ln.weight` and 3 more ``."""
     named = [f"`{m}.{n}`" for m, n in params[:limit]]

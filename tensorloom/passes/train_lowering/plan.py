@@ -30,7 +30,7 @@ from tensorloom.passes.support.py_builder import Value
 
 CLASSIFICATION_LOSSES = ("CrossEntropy", "NLL")
 # Optimizer keywords that choose its implementation: set by the user, they are kept.
-_OPTIMIZER_MODES = frozenset({"fused", "foreach", "capturable", "differentiable"})
+OPTIMIZER_MODES = frozenset({"fused", "foreach", "capturable", "differentiable"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +81,7 @@ class ScriptPlan:
     language_model_data: bool = False  # `"text"` or `"tokens"`: windows of runtime/tokens.py
     custom_loss: str | None = None  # `loss = NAME`, a `fn NAME(out, y)` of the `.tl` file
     objective: str | None = None  # `objective = NAME`, a `fn NAME(net, x, y)`: it calls the model
+    samples: str | None = None  # `samples = NAME`, a `fn NAME(net)` returning images: a PNG grid
     forward_inputs: int = 1  # the model's forward's parameters (an objective may pass several)
     # The `fn`s (loss, metrics) that take the batch's inputs too: `fn NAME(out, x, y)`.
     takes_inputs: frozenset[str] = frozenset()
@@ -92,6 +93,11 @@ class ScriptPlan:
     data_location: LocationAttr | None = None
     model_location: LocationAttr | None = None  # the instance's `let net = Classifier()`
     optimizer_location: LocationAttr | None = None  # where `optimizer` is set
+    # `optimizer = (Muon(hidden), AdamW(rest))`: each optimizer as train.config holds it
+    # (name, args: selections as plain data with per-group options, kwargs with `lr`)
+    optimizer_set: tuple[dict[str, object], ...] = ()
+    groups: tuple[tuple[str, Attribute], ...] = ()  # the block's `group` lines
+    instance: str = "net"  # the model's name in the `.tl` file, which the groups' paths start with
     recipe: RecipePlan = RecipePlan()
     # `distributed = "fsdp"`: the layers `fully_shard` makes units of (the root is one too)
     fsdp_blocks: tuple[str, ...] | None = None
@@ -171,7 +177,7 @@ class ScriptPlan:
         """Adam, AdamW or SGD with no implementation keyword the user chose: the script picks
         the fused (or capturable) one."""
         chosen = {name for name, _ in self.optimizer_kwargs}
-        return self.optimizer in ("Adam", "AdamW", "SGD") and not chosen & _OPTIMIZER_MODES
+        return self.optimizer in ("Adam", "AdamW", "SGD") and not chosen & OPTIMIZER_MODES
 
     @property
     def whole_step_graph(self) -> bool:

@@ -373,6 +373,22 @@ def step_optimizer(
         scaler.update()
 
 
+Window = tuple[int | None, int | None]
+
+
+def runs_in(epoch: int, window: Window) -> bool:
+    """Whether a step of `from epoch A until epoch B` (from 1, both ends in; None where
+    unbounded) runs in `epoch`, counted from 0 as the loop counts it."""
+    first, last = window
+    number = epoch + 1
+    return (first is None or number >= first) and (last is None or number <= last)
+
+
+def steps_in(windows: dict[str, Window], epoch: int) -> list[str]:
+    """The objectives whose steps run in `epoch` (from 0), in the block's order."""
+    return [name for name, window in windows.items() if runs_in(epoch, window)]
+
+
 def run_epoch(
     step: Callable[..., Losses], batches: Iterable[StepBatch], *,
     sums: Losses, done: int, total: int, stop: Callable[[], bool],
@@ -406,6 +422,14 @@ def mean_objectives(
             zero = torch.zeros((), device=value.device)
             sums[key] = sums.get(key, zero) + value.float() * size
         count += size
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        # each rank validated its shard: the sums and the count over all of them
+        for total in sums.values():
+            torch.distributed.all_reduce(total)
+        counted = torch.tensor(float(count), device=next(iter(sums.values())).device if sums
+                               else "cpu")  # fmt: skip
+        torch.distributed.all_reduce(counted)
+        count = int(counted.item())
     return {key: float(total) / max(count, 1) for key, total in sums.items()}
 
 
