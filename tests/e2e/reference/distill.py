@@ -13,7 +13,7 @@ import random
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -617,8 +617,8 @@ class Frozen(nn.Module):
 
 
 def step_optimizer(
-    loss: torch.Tensor, optimizer: torch.optim.Optimizer | Sequence[torch.optim.Optimizer],
-    scaler: torch.amp.GradScaler | None, clip: float | Sequence[float | None] | None = None,
+    loss: torch.Tensor, optimizer: torch.optim.Optimizer | list[torch.optim.Optimizer],
+    scaler: torch.amp.GradScaler | None, clip: float | list[float | None] | None = None,
 ) -> None:  # fmt: skip
     """`loss.backward()` then each optimizer's `step()` (a step of several optimizers, as
     Muon beside AdamW, has one backward), through `scaler` (fp16) when there is one. One
@@ -626,7 +626,7 @@ def step_optimizer(
     as torch's AMP recipe for several optimizers does. `clip` bounds the gradient norm of
     each optimizer's parameters (one bound each, None for none), unscaled first."""
     optimizers = [optimizer] if isinstance(optimizer, torch.optim.Optimizer) else optimizer
-    clips = list(clip) if isinstance(clip, Sequence) else [clip] * len(optimizers)
+    clips = list(clip) if isinstance(clip, (list, tuple)) else [clip] * len(optimizers)
     if scaler is None:
         loss.backward()
     else:

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tensorloom_rt_0_2_0_e9302eb1 import (
+from tensorloom_rt_0_2_0_369a5551 import (
     DatasetUnavailable, DeviceUnavailable, DistContext, MetricsWriter, ParamGroup, PrecisionPlan,
     StepsCheckpointError, TokenInfo, WindowLoader, autocast, check_epoch_has_steps,
     format_steps_summary, load_models_checkpoint, load_token_dataset, lr_schedule_from,

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tensorloom_rt_0_2_0_2cf72852 import (
+from tensorloom_rt_0_2_0_d79ca555 import (
     DataInfo, DatasetUnavailable, DeviceLoader, DeviceUnavailable, DistContext, MetricsWriter,
     PrecisionPlan, StepsCheckpointError, autocast, check_epoch_has_steps, draw_samples,
     format_steps_summary, load_digits, load_models_checkpoint, make_grad_scaler, mean_objectives,
