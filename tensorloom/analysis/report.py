@@ -529,8 +529,8 @@ def budget_lines(budget: MemoryBudget, request: InfoRequest) -> list[str]:
 
 def program_lines(program: ProgramBudget, request: InfoRequest) -> list[str]:
     """`train (G, D)`: each step's optimizers and the budget of one batch of every step."""
-    lines = [f"train ({', '.join(program.models)}): {len(program.steps)} steps, one after "
-             "another in each batch"]  # fmt: skip
+    count = f"{len(program.steps)} step{'s' if len(program.steps) != 1 else ''}"
+    lines = [f"train ({', '.join(program.models)}): {count}, in order within each batch"]
     for o in program.optimizers:
         lines.append(f"  step {o.step}: {o.optimizer} over {', '.join(o.models)}, "
                      f"{o.params:,} parameters, state {_bytes(o.state_bytes)}")  # fmt: skip

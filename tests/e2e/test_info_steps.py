@@ -46,6 +46,7 @@ let data = load_dataset("digits", flatten=true)
 train (T, S) on data:
     epochs = 1
     batch_size = 32
+    freeze = [T]
     step distil with SGD(S, lr=0.1, momentum=0.9)
 """
 
