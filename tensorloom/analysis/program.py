@@ -140,27 +140,30 @@ class ProgramBudget:
 
 
 def program_budgets(
-    module: ModuleOp, budgets: Mapping[str, MemoryBudget | None]
+    module: ModuleOp, budgets: Mapping[str, MemoryBudget | None], params: Mapping[str, int]
 ) -> list[ProgramBudget]:
     """A budget for each block of `step` lines whose models all have one (`budgets`: each
-    instance's own, by name)."""
+    instance's own, by name; `params`: each instance's parameters)."""
     found = []
     for loop in (op for op in module.walk() if isinstance(op, train.LoopOp)):
-        budget = program_budget(module, loop, budgets) if loop.steps() else None
+        budget = program_budget(module, loop, budgets, params) if loop.steps() else None
         if budget is not None:
             found.append(budget)
     return found
 
 
 def program_budget(
-    module: ModuleOp, loop: train.LoopOp, budgets: Mapping[str, MemoryBudget | None]
+    module: ModuleOp,
+    loop: train.LoopOp,
+    budgets: Mapping[str, MemoryBudget | None],
+    params: Mapping[str, int],
 ) -> ProgramBudget | None:
     models = tuple(loop.model_names())
     own = {name: budgets.get(name) for name in models}
     groups = {name: op.value for name, op in loop.groups().items()}
     steps = [step_of(op, groups) for op in loop.steps()]
     trees = model_trees(module, list(models))
-    if any(b is None for b in own.values()) or any(s is None for s in steps):
+    if any(own[m] is None or m not in params for m in models) or None in steps:
         return None
     if any(trees.get(m) is None for m in models):
         return None
@@ -183,7 +186,7 @@ def program_budget(
         calls = _kept_calls(func, models, frozen) if func is not None else []
         mine = [o for o in shares if o.step == step.objective]
         activations.append(_step_activations(step.objective, calls, own, mine))  # type: ignore[arg-type]
-    weights = {m: own[m].weights for m in models}  # type: ignore[union-attr]
+    weights = {m: params[m] * FP32 for m in models}
     gradients = sum(o.params for o in shares) * FP32
     return ProgramBudget(models, frozen, weights, gradients, tuple(shares), tuple(activations))
 

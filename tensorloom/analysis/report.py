@@ -268,11 +268,17 @@ def info_file(path: Path, request: InfoRequest) -> tuple[Compilation, list[Model
         return result, info_models(result.module, request)
 
 
-def info_programs(result: Compilation, infos: list[ModelInfo]) -> list[ProgramBudget]:
-    """The budget of each block of `step` lines, over every model it trains or holds."""
-    if result.module is None or not result.ok:
+def info_programs(
+    result: Compilation, infos: list[ModelInfo], request: InfoRequest
+) -> list[ProgramBudget]:
+    """The budget of each block of `step` lines, over every model it trains or holds; one
+    process's (none under `--nproc N`: the ranks' share of it is not modelled)."""
+    if result.module is None or not result.ok or (request.nproc or 1) > 1:
         return []
-    return program_budgets(result.module, {i.profile.name: i.budget for i in infos})
+    budgets = {i.profile.name: i.budget for i in infos}
+    return program_budgets(
+        result.module, budgets, {i.profile.name: i.profile.params for i in infos}
+    )
 
 
 def info_json(path: Path, request: InfoRequest) -> dict[str, Any]:
@@ -293,7 +299,7 @@ def run_info(path: Path, request: InfoRequest, as_json: bool = False) -> int:
     if result.ok:
         console = Console(highlight=False, width=120)
         render(infos, request, console)
-        for program in info_programs(result, infos):
+        for program in info_programs(result, infos, request):
             for line in program_lines(program, request):
                 console.print(line)
     return 0 if result.ok else 1
@@ -307,7 +313,7 @@ def to_json(result: Compilation, infos: list[ModelInfo], request: InfoRequest) -
         "ok": result.ok,
         "diagnostics": [render_json.to_dict(d) for d in result.sink.sorted()],
         "models": [model_json(i, request) for i in infos],
-        "programs": [program_json(p, request) for p in info_programs(result, infos)],
+        "programs": [program_json(p, request) for p in info_programs(result, infos, request)],
     }
 
 
