@@ -40,14 +40,14 @@ ROOT = HERE.parents[1]
 EXAMPLE = ROOT / "examples" / "gpt_speedrun.tl"
 sys.path.insert(0, str(HERE))
 
-import prepare  # noqa: E402
+import prepare  # noqa: E402  # pyright: ignore[reportMissingImports]
 
 TINY_BYTES = 400_000
 TINY_STEPS = 12
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     p.add_argument("--out", type=Path, default=ROOT / "out" / "speedrun")
     p.add_argument("--budget-s", type=float, default=210.0, help="each run's wall-clock budget")
     p.add_argument("--program", type=Path, default=None, help="gpt_speedrun.tl compiled already")
