@@ -415,6 +415,7 @@ def test_unet_equals_milesial_on_sizes_not_multiples_of_16(tmp_path: Path) -> No
     assert count(emitted) == count(reference) == 486_418
     for module in reference.modules():
         if isinstance(module, nn.BatchNorm2d):
+            assert module.running_mean is not None and module.running_var is not None
             module.running_mean.uniform_(-0.1, 0.1)
             module.running_var.uniform_(0.5, 1.5)
             nn.init.normal_(module.weight, 1.0, 0.1)
