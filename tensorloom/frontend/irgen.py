@@ -392,6 +392,11 @@ class _ModuleBuilder:
             step_op.properties["objective_loc"] = loc_of(step.objective_span)
             step_op.properties["optimizer_loc"] = loc_of(step.optimizer.span)
             op.body.block.add_op(_at(step_op, step.span))
+        for carry in decl.carries:
+            init = settings.build(carry.init) if carry.init is not None else None
+            carry_op = train.CarryOp(carry.name, init, loc_of(carry.init.span) if carry.init
+                                     else None)  # fmt: skip
+            op.body.block.add_op(_at(carry_op, carry.name_span))
         if decl.checkpoint is not None:
             clause = decl.checkpoint
             if clause.every < 1:

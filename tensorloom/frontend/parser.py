@@ -42,6 +42,7 @@ _COMPARISONS: dict[TokenKind, ast.BinaryOp] = {
     TokenKind.GT: ">",
     TokenKind.GT_EQ: ">=",
 }
+_TrainEntry = ast.TrainSetting | ast.CheckpointClause | ast.TrainStep | ast.TrainCarry
 _SUM_OPS: dict[TokenKind, ast.BinaryOp] = {TokenKind.PLUS: "+", TokenKind.MINUS: "-"}
 _TERM_OPS: dict[TokenKind, ast.BinaryOp] = {
     TokenKind.STAR: "*",
@@ -570,7 +571,7 @@ class Parser:
 
     def parse_train_decl(self) -> ast.TrainDecl:
         """train_decl = "train" expression "on" expression ":" NEWLINE INDENT
-        { train_setting | checkpoint | train_step } DEDENT ;
+        { train_setting | checkpoint | train_step | train_carry } DEDENT ;
 
         The expression after `train` is a model's name or a tuple of them, `(G, D)`."""
         start = self.expect_word("train")
@@ -584,13 +585,13 @@ class Parser:
         train.span = self.span_from(start)
         return train
 
-    def add_train_entry(
-        self, train: ast.TrainDecl, entry: ast.TrainSetting | ast.CheckpointClause | ast.TrainStep
-    ) -> None:
+    def add_train_entry(self, train: ast.TrainDecl, entry: _TrainEntry) -> None:
         if isinstance(entry, ast.TrainSetting):
             train.settings.append(entry)
         elif isinstance(entry, ast.TrainStep):
             train.steps.append(entry)
+        elif isinstance(entry, ast.TrainCarry):
+            train.carries.append(entry)
         elif train.checkpoint is None:
             train.checkpoint = entry
         else:
@@ -604,12 +605,25 @@ class Parser:
                 )
             )
 
-    def parse_train_entry(self) -> ast.TrainSetting | ast.CheckpointClause | ast.TrainStep:
+    def parse_train_entry(self) -> _TrainEntry:
         if self.check_word("checkpoint") and self.peek(1).is_word("every"):
             return self.parse_checkpoint()
         if self.check_word("step") and self.peek(1).kind is TokenKind.NAME:
             return self.parse_train_step()
+        if self.check_word("carry") and self.peek(1).kind is TokenKind.NAME:
+            return self.parse_train_carry()
         return self.parse_train_setting()
+
+    def parse_train_carry(self) -> ast.TrainCarry:
+        """train_carry = "carry" NAME [ "=" expression ] NEWLINE ;
+
+        Without `= value` the line parses; check-train reports the missing initial value."""
+        start = self.expect_word("carry")
+        name = self.expect(TokenKind.NAME, "the name of the carried value")
+        init = self.parse_expression() if self.match(TokenKind.EQ) else None
+        self.expect(TokenKind.NEWLINE)
+        end = init.span if init is not None else name.span
+        return ast.TrainCarry(start.span.to(end), name.text, name.span, init)
 
     def parse_train_step(self) -> ast.TrainStep:
         """train_step = "step" NAME "with" call NEWLINE ;"""

@@ -25,6 +25,7 @@ from xdsl.ir import Attribute, Operation
 from tensorloom.catalogue.args import INT64_MAX, Arg, past_int64
 from tensorloom.catalogue.data_files import DatasetProblem
 from tensorloom.catalogue.datasets import (
+    ORDERED_SOURCES,
     UNKNOWN_TASK,
     DatasetError,
     DatasetInfo,
@@ -45,6 +46,7 @@ from tensorloom.dialects.nml import (
     InstanceOp,
     KernelCallOp,
     LogSoftmaxOp,
+    NoneValueAttr,
     ReturnOp,
     SoftmaxOp,
     TensorType,
@@ -417,8 +419,12 @@ class LoopChecker:
             if isinstance(op, train.SetOp):
                 self._setting(op, seen)
         info = self._dataset()
+        carries = self.loop.carries()
+        if carries and not CarryChecker(self.module, self.loop).check():
+            carries = []  # reported: the objective is checked as if it carried nothing
         if self.loop.runs_objectives():
-            ObjectiveChecker(self.module, self.loop, batch_types(None, info)).check()
+            checker = ObjectiveChecker(self.module, self.loop, batch_types(None, info), carries)
+            checker.check()
             self._precision()
             return
         instance = self._instance()
@@ -832,6 +838,7 @@ class ObjectiveChecker:
     module: ModuleOp
     loop: train.LoopOp
     batch: BatchTypes
+    carries: list[train.CarryOp] = field(default_factory=list[train.CarryOp])
     checked: set[str] = field(default_factory=set[str])
 
     @property
@@ -888,7 +895,8 @@ class ObjectiveChecker:
         func = objective_named(self.module, name, loc, "an objective of this block")
         if func is not None and name not in self.checked:
             self.checked.add(name)
-            check_objective(self.module, func, self.models, self.batch, loc)
+            carries = self.carries if not self.loop.steps() else []
+            check_objective(self.module, func, self.models, self.batch, loc, carries)
         return func
 
     def _steps(self) -> None:
@@ -975,13 +983,108 @@ class ObjectiveChecker:
             report(Diagnostic.warning("TL0435", message, Label(where), help=help_text))
 
 
+@dataclass
+class CarryChecker:
+    """A block's `carry NAME = none` lines: each needs its initial value, the block an
+    objective (which takes and returns it: objectives.py checks that) and data whose batches
+    continue one another."""
+
+    module: ModuleOp
+    loop: train.LoopOp
+
+    def check(self) -> bool:
+        """Whether the carried values can be checked against the objective."""
+        carries = self.loop.carries()
+        fine = all([self._initial(op) for op in carries])
+        fine = self._unique(carries) and fine
+        fine = self._objective(carries[0]) and fine
+        fine = self._supported(carries[0]) and fine
+        self._ordered_data(carries[0])
+        return fine
+
+    def _initial(self, op: train.CarryOp) -> bool:
+        var = op.var.data
+        if op.init is None:
+            message = f"the carried value `{var}` has no initial value"
+            help_text = f"write `carry {var} = none`: a recurrent layer starts from zeros"
+            _error_at(span_of(op), "TL0445", message, help_text)
+            return False
+        if isinstance(op.init, NoneValueAttr):
+            return True
+        message = f"the carried value `{var}` starts from `none`, the zero state, for now"
+        help_text = f"write `carry {var} = none`: the recurrent layers it feeds start from zeros"
+        _error_at(span_of(op.init_loc) or span_of(op), "TL0445", message, help_text)
+        return False
+
+    def _unique(self, carries: list[train.CarryOp]) -> bool:
+        seen: dict[str, train.CarryOp] = {}
+        for op in carries:
+            first = seen.setdefault(op.var.data, op)
+            if first is not op:
+                message = f"`{op.var.data}` is carried twice"
+                _error_at(span_of(op), "TL0449", message, "keep one `carry` line for it",
+                          span_of(first), "first carried here")  # fmt: skip
+                return False
+        return True
+
+    def _objective(self, op: train.CarryOp) -> bool:
+        if self.loop.runs_objectives():
+            return True
+        var = op.var.data
+        message = (
+            f"the carried value `{var}` needs an objective that takes and returns it; "
+            "`loss` computes a batch's loss from one output"
+        )
+        help_text = (
+            f"write `fn NAME(net, x, y, {var})` returning `(loss, {var})` and set "
+            "`objective = NAME`"
+        )
+        _error_at(span_of(op), "TL0446", message, help_text)
+        return False
+
+    def _supported(self, op: train.CarryOp) -> bool:
+        """Several steps and several processes do not carry values yet."""
+        where = span_of(op)
+        if self.loop.steps():
+            message = "`carry` is not supported in a block of `step` lines yet"
+            help_text = "train one model with `objective = NAME` to carry a value"
+            _error_at(where, "TL0449", message, help_text)
+            return False
+        distributed = self.loop.setting("distributed")
+        if distributed is not None and evaluate(distributed, {}) not in (False, "false"):
+            message = "`carry` is not supported with `distributed` yet: each rank's streams differ"
+            _error_at(where, "TL0449", message, "remove `distributed`")
+            return False
+        return True
+
+    def _ordered_data(self, op: train.CarryOp) -> None:
+        """The carried value continues the previous batch: each batch must continue it too."""
+        data = lookup_symbol(self.module, self.loop.data, train.DatasetOp)
+        if not isinstance(data, train.DatasetOp) or data.source is None:
+            return
+        source = data.source.data
+        if source in ORDERED_SOURCES:
+            return
+        var = op.var.data
+        message = (
+            f"the carried value `{var}` needs batches that continue one another, but "
+            f"`{source}` data are shuffled"
+        )
+        help_text = (
+            'load the text as streams: `load_dataset("words", path="stdlib", block_size=35)` '
+            "takes its windows in order"
+        )
+        where = span_of(self.loop.data_loc) if self.loop.data_loc is not None else None
+        _error_at(where or span_of(op), "TL0448", message, help_text, span_of(op), "carried here")
+
+
 def _error_at(
     where: Span | None, code: str, message: str, help_text: str | None,
-    earlier: Span | None = None,
+    earlier: Span | None = None, earlier_label: str = "first named here",
 ) -> None:  # fmt: skip
     if where is None:
         return
-    secondary = [Label(earlier, "first named here")] if earlier is not None else []
+    secondary = [Label(earlier, earlier_label)] if earlier is not None else []
     report(Diagnostic.error(code, message, Label(where), secondary=secondary, help=help_text))
 
 

@@ -22,12 +22,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Attribute, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 
-from tensorloom.diagnostics.core import Diagnostic, Label, did_you_mean
-from tensorloom.diagnostics.ir import report, span_of
+from tensorloom.diagnostics.core import Diagnostic, DiagnosticSink, Label, did_you_mean
+from tensorloom.diagnostics.ir import report, reporting, span_at, span_of
 from tensorloom.dialects import train
-from tensorloom.dialects.nml import CallOp, FuncOp, InstanceOp, ModelCallOp, ModelOp, RefOp
+from tensorloom.dialects.nml import (
+    CallOp,
+    FuncOp,
+    InstanceOp,
+    ModelCallOp,
+    ModelOp,
+    NoneType,
+    RefOp,
+    ReturnOp,
+    TensorType,
+    TupleType,
+)
 from tensorloom.passes.shape_inference import Inference, ModelFlow, write_back_types
 from tensorloom.passes.support.loss_functions import BatchTypes, functions_of, scalar_result
 from tensorloom.passes.support.model_env import (
@@ -101,14 +112,29 @@ def check_objective(
     models: Sequence[str],
     batch: BatchTypes,
     where: Attribute | None,
+    carries: Sequence[train.CarryOp] = (),
 ) -> None:
-    """Infer `func` with its model parameters bound to `models` and the batch's types after
-    them; it must take len(models) + 2 parameters and return a scalar."""
-    if len(func.names) != len(models) + 2:
-        _wrong_arity(func, models, where)
+    """Infer `func` with its model parameters bound to `models`, the batch's types after
+    them and then the carried values'; it must take len(models) + 2 + len(carries)
+    parameters and return a scalar, or `(scalar, *carried)` when the block carries values."""
+    if len(func.names) != len(models) + 2 + len(carries):
+        _wrong_arity(func, models, where, carries)
         return
     if any(isinstance(op, RefOp | CallOp) for op in func.walk()):
         return  # an undefined name or function: check-scopes reported it
+    given = [batch.inputs, batch.targets]
+    if carries:
+        _check_carrying(module, func, models, given, carries)
+        return
+    inference, result = _infer(module, func, models, given)
+    write_back_types(inference)
+    scalar_result(func, result, inference.unifier, "objective")
+
+
+def _infer(
+    module: ModuleOp, func: FuncOp, models: Sequence[str], given: Sequence[Attribute]
+) -> tuple[Inference, Attribute]:
+    """One inference of `func`: its models bound, `given` as the types after them."""
     inference = Inference({})
     args = func.body.block.args
     for arg, name in zip(args, models, strict=False):
@@ -117,11 +143,148 @@ def check_objective(
             inference.bound_models[arg] = bound
     model = ModelOp(f"<objective {func.sym_name.data}>")
     flow = ModelFlow(func.sym_name.data, func.sym_name.data, [], "")
-    arg_types = [args[i].type for i in range(len(models))] + [batch.inputs, batch.targets]
+    arg_types = [args[i].type for i in range(len(models))] + list(given)
     result = inference.run(model, func, {}, arg_types, flow)
     inference.inferred = {func: inference.inferred.get(func, {})}  # the models keep theirs
-    write_back_types(inference)
-    scalar_result(func, result, inference.unifier, "objective")
+    return inference, result
+
+
+# --- carried values ---------------------------------------------------------------------------
+
+
+def _check_carrying(
+    module: ModuleOp,
+    func: FuncOp,
+    models: Sequence[str],
+    batch: Sequence[Attribute],
+    carries: Sequence[train.CarryOp],
+) -> None:
+    """The objective of a block that carries values, inferred twice: at an epoch's first batch
+    (each carried parameter its initial value, `none`), then at the next (each the type the
+    first returned for it), which must return the same types: the carried values' types are
+    then fixed, and written on their `train.carry` ops."""
+    first = [NoneType() for _ in carries]
+    inference, result = _infer(module, func, models, [*batch, *first])
+    returned = _returned(func, result, inference, carries)
+    if returned is None:
+        return
+    settled = [inference.resolved_type(t) for t in returned]
+    sink = DiagnosticSink()
+    with reporting(sink):  # the next batch's problems are said as one, at the return
+        again, result = _infer(module, func, models, [*batch, *settled])
+    if sink.has_errors:
+        _not_taken_back(func, carries, settled, inference, sink)
+        return
+    write_back_types(again)
+    later = _returned(func, result, again, carries)
+    for op, before, after in zip(carries, settled, later or (), strict=False):
+        if inference.format_type(before) != again.format_type(after):
+            _changes_type(func, op, before, after, inference, again)
+            return
+    for op, carried in zip(carries, settled, strict=True):
+        op.carried = carried
+
+
+def _returned(
+    func: FuncOp, result: Attribute, inference: Inference, carries: Sequence[train.CarryOp]
+) -> list[Attribute] | None:
+    """The carried values' types in `(loss, *carried)`, the loss checked as a scalar; TL0446
+    when the objective returns something else."""
+    wanted = len(carries) + 1
+    elements = result.types if isinstance(result, TupleType) else (result,)
+    if len(elements) != wanted:
+        _not_returned(func, carries, len(elements))
+        return None
+    scalar_result(func, elements[0], inference.unifier, "objective")
+    carried = list(elements[1:])
+    for op, kind in zip(carries, carried, strict=True):
+        if isinstance(kind, NoneType):
+            _stays_none(func, op)
+            return None
+    return carried
+
+
+def _return_span(func: FuncOp, index: int | None = None) -> Label:
+    """The objective's `return` value (its `index`-th element), else the function."""
+    last = func.body.block.last_op
+    if not isinstance(last, ReturnOp) or not last.values:
+        return Label(span_at(func))
+    value = last.values[0]
+    owner = value.owner
+    if index is not None and isinstance(owner, Operation) and len(owner.operands) > index:
+        element = span_of(owner.operands[index].owner)  # type: ignore[arg-type]
+        if element is not None:
+            return Label(element)
+    return Label(span_of(owner) or span_at(last))  # type: ignore[arg-type]
+
+
+def _carried_names(carries: Sequence[train.CarryOp]) -> str:
+    return ", ".join(op.var.data for op in carries)
+
+
+def _not_returned(func: FuncOp, carries: Sequence[train.CarryOp], count: int) -> None:
+    name = func.sym_name.data
+    names = _carried_names(carries)
+    plural = "s" * (len(carries) != 1)
+    message = (
+        f"the objective `{name}` never returns the carried value{plural} `{names}`: it returns "
+        f"{count} value{'s' * (count != 1)}, not the loss and {len(carries)} carried"
+    )
+    help_text = f"return the loss, then the value{plural} for the next batch: `return (loss, {names})`"
+    secondary = [Label(s, "carried here") for s in [span_of(carries[0])] if s]
+    report(Diagnostic.error("TL0446", message, _return_span(func), secondary=secondary,
+                            help=help_text))  # fmt: skip
+
+
+def _stays_none(func: FuncOp, op: train.CarryOp) -> None:
+    var = op.var.data
+    message = (
+        f"the objective `{func.sym_name.data}` returns `none` for the carried value `{var}`: "
+        "the next batch would start from `none` again"
+    )
+    help_text = f"return the state a recurrent layer gives, as in `let (out, {var}) = lstm(x, {var})`"
+    report(Diagnostic.error("TL0446", message, _return_span(func), help=help_text))
+
+
+def _not_taken_back(
+    func: FuncOp,
+    carries: Sequence[train.CarryOp],
+    settled: Sequence[Attribute],
+    inference: Inference,
+    sink: DiagnosticSink,
+) -> None:
+    """The next batch cannot take what the first returned: TL0447 at the return, the problem
+    the next batch's inference found as a note."""
+    shown = ", ".join(f"`{op.var.data}`: {inference.format_type(t)}"
+                      for op, t in zip(carries, settled, strict=True))  # fmt: skip
+    problem = sink.errors()[0]
+    where = problem.primary.span
+    message = (
+        f"the objective `{func.sym_name.data}` returns a carried value its next batch cannot take "
+        f"({shown})"
+    )
+    note = f"with it, line {where.line}: {problem.message}"
+    help_text = "return the value in the form the objective takes it, as the layer returned it"
+    report(Diagnostic.error("TL0447", message, _return_span(func), notes=[note],
+                            help=help_text))  # fmt: skip
+
+
+def _changes_type(
+    func: FuncOp,
+    op: train.CarryOp,
+    before: Attribute,
+    after: Attribute,
+    first: Inference,
+    then: Inference,
+) -> None:
+    var = op.var.data
+    was, became = first.format_type(before), then.format_type(after)
+    message = (
+        f"the carried value `{var}` changes type from one batch to the next: "
+        f"{was}, then {became}"
+    )
+    help_text = "a carried value keeps one type: return it as the objective received it"
+    report(Diagnostic.error("TL0447", message, _return_span(func), help=help_text))
 
 
 def _bound(module: ModuleOp, name: str) -> tuple[str, ModelOp, Env] | None:
@@ -137,16 +300,24 @@ def _bound(module: ModuleOp, name: str) -> tuple[str, ModelOp, Env] | None:
     return name, model, instance_env(instance, model)
 
 
-def _wrong_arity(func: FuncOp, models: Sequence[str], where: Attribute | None) -> None:
+def _wrong_arity(
+    func: FuncOp,
+    models: Sequence[str],
+    where: Attribute | None,
+    carries: Sequence[train.CarryOp] = (),
+) -> None:
     span = span_of(func)
     if span is None:
         return
     name = func.sym_name.data
-    wanted = ", ".join([*models, "x", "y"])
+    carried = [op.var.data for op in carries]
+    wanted = ", ".join([*models, "x", "y", *carried])
     count = len(func.names)
+    passed = len(models) + 2 + len(carried)
+    also = f" and the carried {', '.join(f'`{c}`' for c in carried)}" if carried else ""
     message = (
         f"the objective `{name}` takes {count} parameter{'s' * (count != 1)}, but the train "
-        f"block passes {len(models) + 2}: its model{'s' * (len(models) != 1)} and the batch"
+        f"block passes {passed}: its model{'s' * (len(models) != 1)}, the batch{also}"
     )
     secondary = [Label(s, "named here") for s in [span_of(where)] if s] if where else []
     help_text = f"write `fn {name}({wanted}) -> Tensor:`"
