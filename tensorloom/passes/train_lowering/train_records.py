@@ -28,7 +28,7 @@ from tensorloom.dialects import py
 from tensorloom.passes.support.loss_functions import Metric
 from tensorloom.passes.support.py_builder import PyBuilder
 from tensorloom.passes.train_lowering.plan import ScriptPlan
-from tensorloom.passes.train_lowering.train_step import evaluate_def, under_autocast
+from tensorloom.passes.train_lowering.train_step import evaluate_def, reset_carried, under_autocast
 
 DEFINES = (
     "validation_record", "_as_record", "epoch_record", "step_validation", "batch_metrics",
@@ -236,6 +236,22 @@ def _validation_loop(b: PyBuilder, plan: ScriptPlan) -> None:
     each, inner = PyBuilder(), PyBuilder()
     if plan.cuda_graphs:
         each.expr(each.call("_begin_step", each.name("trainer")))
+    if plan.carries:  # each batch continues the last: validation starts from `none` too
+        b.comment("`carry`: validation starts from the initial values, and carries them on")
+        reset_carried(b, plan, b.name("carried"))
+    if plan.objective is not None and plan.carries:
+        given = [inner.subscript(inner.name("carried"), inner.const(c)) for c in plan.carries]
+        results = inner.tuple_of(inner.name("loss"), *(inner.name(c) for c in plan.carries))
+        inner.assign(results, inner.call("loss_fn", inner.name("model"), xb, yb, *given))
+        for c in plan.carries:
+            inner.assign(inner.subscript(inner.name("carried"), inner.const(c)), inner.name(c))
+        loss = inner.method(inner.name("loss"), "float")
+        _add_to(inner, inner.const(0), inner.binop("*", loss, inner.call("len", xb)))
+        under_autocast(each, inner, plan)
+        _add_to(each, each.const(1), each.call("len", xb))
+        loop.body.block.add_ops(each.ops)
+        b.stmt(loop)
+        return
     if plan.objective is not None:  # the objective calls the model: no output, no METRICS
         loss = inner.method(inner.call("loss_fn", inner.name("model"), xb, yb), "float")
         _add_to(inner, inner.const(0), inner.binop("*", loss, inner.call("len", xb)))
