@@ -420,8 +420,9 @@ class LoopChecker:
                 self._setting(op, seen)
         info = self._dataset()
         carries = self.loop.carries()
-        if carries and not CarryChecker(self.module, self.loop).check():
-            carries = []  # reported: the objective is checked as if it carried nothing
+        if carries:  # each problem reported; the objective still takes one parameter for each
+            CarryChecker(self.module, self.loop).check()
+            carries = list({op.var.data: op for op in reversed(carries)}.values())[::-1]
         if self.loop.runs_objectives():
             checker = ObjectiveChecker(self.module, self.loop, batch_types(None, info), carries)
             checker.check()
@@ -880,10 +881,13 @@ class ObjectiveChecker:
             loss = self.loop.settings()["loss"]
             message = "`loss` and `objective` are both set: the objective is what is minimised"
             _error_at(span_of(loss), "TL0431", message, "remove `loss`")
-        if "metrics" in self.loop.settings():
+        if "metrics" in self.loop.settings() and not self._loss_metrics_only():
             metrics = self.loop.settings()["metrics"]
             message = "`metrics` read the model's output, which an objective computes itself"
-            help_text = "remove `metrics`: validation reports the objective as `val_loss`"
+            help_text = (
+                "remove `metrics`: validation reports the objective as `val_loss` (and "
+                "`perplexity`, its exp)"
+            )
             _error_at(span_of(metrics), "TL0431", message, help_text)
         value = evaluate(setting.value, {})
         call = as_call(value) if not isinstance(value, EvalError) else None
@@ -891,12 +895,17 @@ class ObjectiveChecker:
             return
         self._objective(call.name, setting.value_loc)
 
+    def _loss_metrics_only(self) -> bool:
+        """`metrics = [perplexity]`: what it reports follows from `val_loss`, not the output."""
+        op = self.loop.settings()["metrics"]
+        listed = metrics_of(op.value, list(functions_of(self.module)))
+        return isinstance(listed, list) and all(m.kind == "perplexity" for m in listed)
+
     def _objective(self, name: str, loc: Attribute | None) -> FuncOp | None:
         func = objective_named(self.module, name, loc, "an objective of this block")
         if func is not None and name not in self.checked:
             self.checked.add(name)
-            carries = self.carries if not self.loop.steps() else []
-            check_objective(self.module, func, self.models, self.batch, loc, carries)
+            check_objective(self.module, func, self.models, self.batch, loc, self.carries)
         return func
 
     def _steps(self) -> None:
@@ -992,31 +1001,27 @@ class CarryChecker:
     module: ModuleOp
     loop: train.LoopOp
 
-    def check(self) -> bool:
-        """Whether the carried values can be checked against the objective."""
+    def check(self) -> None:
         carries = self.loop.carries()
-        fine = all([self._initial(op) for op in carries])
-        fine = self._unique(carries) and fine
-        fine = self._objective(carries[0]) and fine
-        fine = self._supported(carries[0]) and fine
+        for op in carries:
+            self._initial(op)
+        self._unique(carries)
+        if self._objective(carries[0]):
+            self._supported(carries[0])
         self._ordered_data(carries[0])
-        return fine
 
-    def _initial(self, op: train.CarryOp) -> bool:
+    def _initial(self, op: train.CarryOp) -> None:
         var = op.var.data
         if op.init is None:
             message = f"the carried value `{var}` has no initial value"
             help_text = f"write `carry {var} = none`: a recurrent layer starts from zeros"
             _error_at(span_of(op), "TL0445", message, help_text)
-            return False
-        if isinstance(op.init, NoneValueAttr):
-            return True
-        message = f"the carried value `{var}` starts from `none`, the zero state, for now"
-        help_text = f"write `carry {var} = none`: the recurrent layers it feeds start from zeros"
-        _error_at(span_of(op.init_loc) or span_of(op), "TL0445", message, help_text)
-        return False
+        elif not isinstance(op.init, NoneValueAttr):
+            message = f"the carried value `{var}` must start from `none`, the zero state"
+            help_text = f"write `carry {var} = none`: the recurrent layers it feeds start from zeros"
+            _error_at(span_of(op.init_loc) or span_of(op), "TL0445", message, help_text)
 
-    def _unique(self, carries: list[train.CarryOp]) -> bool:
+    def _unique(self, carries: list[train.CarryOp]) -> None:
         seen: dict[str, train.CarryOp] = {}
         for op in carries:
             first = seen.setdefault(op.var.data, op)
@@ -1024,8 +1029,6 @@ class CarryChecker:
                 message = f"`{op.var.data}` is carried twice"
                 _error_at(span_of(op), "TL0449", message, "keep one `carry` line for it",
                           span_of(first), "first carried here")  # fmt: skip
-                return False
-        return True
 
     def _objective(self, op: train.CarryOp) -> bool:
         if self.loop.runs_objectives():
@@ -1042,20 +1045,18 @@ class CarryChecker:
         _error_at(span_of(op), "TL0446", message, help_text)
         return False
 
-    def _supported(self, op: train.CarryOp) -> bool:
+    def _supported(self, op: train.CarryOp) -> None:
         """Several steps and several processes do not carry values yet."""
         where = span_of(op)
         if self.loop.steps():
             message = "`carry` is not supported in a block of `step` lines yet"
             help_text = "train one model with `objective = NAME` to carry a value"
             _error_at(where, "TL0449", message, help_text)
-            return False
+            return
         distributed = self.loop.setting("distributed")
         if distributed is not None and evaluate(distributed, {}) not in (False, "false"):
-            message = "`carry` is not supported with `distributed` yet: each rank's streams differ"
+            message = "`carry` is not supported with `distributed` yet"
             _error_at(where, "TL0449", message, "remove `distributed`")
-            return False
-        return True
 
     def _ordered_data(self, op: train.CarryOp) -> None:
         """The carried value continues the previous batch: each batch must continue it too."""

@@ -100,6 +100,7 @@ def format_epoch_summary(record: dict[str, Any], *, epochs: int) -> str:
         shown_key = key.startswith(("val_", "ema_val_")) and key not in _SHOWN
         if shown_key and value is not None:
             shown = f"{100 * value:.2f}%" if key.endswith("_accuracy") else f"{value:.4f}"
+            shown = f"{value:.2f}" if key.endswith("_perplexity") else shown
             parts.append(f"{key} {shown}")
     parts.append(f"{record['samples_per_s']:,.0f} samples/s")
     if record.get("lr") is not None:
@@ -126,3 +127,8 @@ def batch_top_k_accuracy(output: torch.Tensor, target: torch.Tensor, k: int) -> 
     """`top_k(k)`: the share of targets among the k largest outputs (per token for [B, T, C])."""
     top = output.flatten(0, -2).topk(k, dim=-1).indices
     return (top == target.flatten()[:, None]).any(dim=-1).float().mean()
+
+
+def perplexity(loss: float) -> float:
+    """`metrics = [perplexity]`: exp of a mean cross-entropy in nats (inf past a float's range)."""
+    return math.exp(loss) if loss < 709.0 else math.inf

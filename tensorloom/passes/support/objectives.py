@@ -177,12 +177,13 @@ def _check_carrying(
         return
     write_back_types(again)
     later = _returned(func, result, again, carries)
-    for op, before, after in zip(carries, settled, later or (), strict=False):
+    for i, (op, before, after) in enumerate(zip(carries, settled, later or (), strict=False)):
         if inference.format_type(before) != again.format_type(after):
-            _changes_type(func, op, before, after, inference, again)
+            _changes_type(func, op, 1 + i, (before, after), (inference, again))
             return
     for op, carried in zip(carries, settled, strict=True):
-        op.carried = carried
+        if op.init is not None:  # without one, check-train reported it
+            op.carried = carried
 
 
 def _returned(
@@ -197,9 +198,9 @@ def _returned(
         return None
     scalar_result(func, elements[0], inference.unifier, "objective")
     carried = list(elements[1:])
-    for op, kind in zip(carries, carried, strict=True):
+    for i, (op, kind) in enumerate(zip(carries, carried, strict=True)):
         if isinstance(kind, NoneType):
-            _stays_none(func, op)
+            _stays_none(func, op, 1 + i)
             return None
     return carried
 
@@ -209,13 +210,15 @@ def _return_span(func: FuncOp, index: int | None = None) -> Label:
     last = func.body.block.last_op
     if not isinstance(last, ReturnOp) or not last.values:
         return Label(span_at(func))
-    value = last.values[0]
-    owner = value.owner
-    if index is not None and isinstance(owner, Operation) and len(owner.operands) > index:
-        element = span_of(owner.operands[index].owner)  # type: ignore[arg-type]
-        if element is not None:
-            return Label(element)
-    return Label(span_of(owner) or span_at(last))  # type: ignore[arg-type]
+    owner = last.values[0].owner
+    whole = (span_of(owner) if isinstance(owner, Operation) else None) or span_at(last)
+    if index is None or not isinstance(owner, Operation) or len(owner.operands) <= index:
+        return Label(whole)
+    element = owner.operands[index].owner
+    part = span_of(element) if isinstance(element, Operation) else None
+    inside = part is not None and (part.line, part.col) >= (whole.line, whole.col) and (
+        part.end_line, part.end_col) <= (whole.end_line, whole.end_col)  # fmt: skip
+    return Label(part if inside and part is not None else whole)
 
 
 def _carried_names(carries: Sequence[train.CarryOp]) -> str:
@@ -236,14 +239,14 @@ def _not_returned(func: FuncOp, carries: Sequence[train.CarryOp], count: int) ->
                             help=help_text))  # fmt: skip
 
 
-def _stays_none(func: FuncOp, op: train.CarryOp) -> None:
+def _stays_none(func: FuncOp, op: train.CarryOp, index: int) -> None:
     var = op.var.data
     message = (
         f"the objective `{func.sym_name.data}` returns `none` for the carried value `{var}`: "
         "the next batch would start from `none` again"
     )
     help_text = f"return the state a recurrent layer gives, as in `let (out, {var}) = lstm(x, {var})`"
-    report(Diagnostic.error("TL0446", message, _return_span(func), help=help_text))
+    report(Diagnostic.error("TL0446", message, _return_span(func, index), help=help_text))
 
 
 def _not_taken_back(
@@ -265,26 +268,25 @@ def _not_taken_back(
     )
     note = f"with it, line {where.line}: {problem.message}"
     help_text = "return the value in the form the objective takes it, as the layer returned it"
-    report(Diagnostic.error("TL0447", message, _return_span(func), notes=[note],
-                            help=help_text))  # fmt: skip
+    where = _return_span(func, 1 if len(carries) == 1 else None)
+    report(Diagnostic.error("TL0447", message, where, notes=[note], help=help_text))
 
 
 def _changes_type(
     func: FuncOp,
     op: train.CarryOp,
-    before: Attribute,
-    after: Attribute,
-    first: Inference,
-    then: Inference,
+    index: int,
+    types: tuple[Attribute, Attribute],
+    inferences: tuple[Inference, Inference],
 ) -> None:
     var = op.var.data
-    was, became = first.format_type(before), then.format_type(after)
+    was, became = inferences[0].format_type(types[0]), inferences[1].format_type(types[1])
     message = (
         f"the carried value `{var}` changes type from one batch to the next: "
         f"{was}, then {became}"
     )
     help_text = "a carried value keeps one type: return it as the objective received it"
-    report(Diagnostic.error("TL0447", message, _return_span(func), help=help_text))
+    report(Diagnostic.error("TL0447", message, _return_span(func, index), help=help_text))
 
 
 def _bound(module: ModuleOp, name: str) -> tuple[str, ModelOp, Env] | None:
@@ -314,13 +316,16 @@ def _wrong_arity(
     wanted = ", ".join([*models, "x", "y", *carried])
     count = len(func.names)
     passed = len(models) + 2 + len(carried)
-    also = f" and the carried {', '.join(f'`{c}`' for c in carried)}" if carried else ""
+    parts = f"its model{'s' * (len(models) != 1)} and the batch"
+    if carried:
+        listed = ", ".join(f"`{c}`" for c in carried)
+        parts = f"its model{'s' * (len(models) != 1)}, the batch and the carried {listed}"
     message = (
         f"the objective `{name}` takes {count} parameter{'s' * (count != 1)}, but the train "
-        f"block passes {passed}: its model{'s' * (len(models) != 1)}, the batch{also}"
+        f"block passes {passed}: {parts}"
     )
     secondary = [Label(s, "named here") for s in [span_of(where)] if s] if where else []
-    help_text = f"write `fn {name}({wanted}) -> Tensor:`"
+    help_text = f"write `fn {name}({wanted}):`" if carried else f"write `fn {name}({wanted}) -> Tensor:`"
     report(Diagnostic.error("TL0419", message, Label(span), secondary=secondary, help=help_text))
 
 

@@ -130,6 +130,16 @@ class ScriptPlan:
         return self.forward_inputs == 1
 
     @property
+    def batch_metrics(self) -> tuple[Metric, ...]:
+        """The metrics measured on each validation batch (`perplexity` follows `val_loss`)."""
+        return tuple(m for m in self.metrics if m.kind != "perplexity")
+
+    @property
+    def perplexity(self) -> bool:
+        """`metrics = [perplexity]`: the record's `val_perplexity`, exp of `val_loss`."""
+        return any(m.kind == "perplexity" for m in self.metrics)
+
+    @property
     def generates(self) -> bool:
         """--generate: language-model data, and a forward of one input to sample from."""
         return self.language_model_data and self.serves

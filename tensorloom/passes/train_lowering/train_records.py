@@ -244,7 +244,8 @@ def _validation_loop(b: PyBuilder, plan: ScriptPlan) -> None:
         results = inner.tuple_of(inner.name("loss"), *(inner.name(c) for c in plan.carries))
         inner.assign(results, inner.call("loss_fn", inner.name("model"), xb, yb, *given))
         for c in plan.carries:
-            inner.assign(inner.subscript(inner.name("carried"), inner.const(c)), inner.name(c))
+            kept = inner.call("detached", inner.name(c))
+            inner.assign(inner.subscript(inner.name("carried"), inner.const(c)), kept)
         loss = inner.method(inner.name("loss"), "float")
         _add_to(inner, inner.const(0), inner.binop("*", loss, inner.call("len", xb)))
         under_autocast(each, inner, plan)
@@ -295,7 +296,14 @@ def _metrics_means(b: PyBuilder, plan: ScriptPlan) -> None:
     means.body.block.add_ops(inner.ops)
     b.assign("values", b.add(means))
     loss = b.binop("/", b.subscript(b.name("sums"), b.const(0)), b.name("count"))
-    b.ret(b.add(py.DictOp([(b.const("val_loss"), loss), (None, b.name("values"))])))
+    if not plan.perplexity:
+        b.ret(b.add(py.DictOp([(b.const("val_loss"), loss), (None, b.name("values"))])))
+        return
+    b.assign("loss", loss)
+    entries = [(b.const("val_loss"), b.name("loss")),
+               (b.const("val_perplexity"), b.call("perplexity", b.name("loss"))),
+               (None, b.name("values"))]  # fmt: skip
+    b.ret(b.add(py.DictOp(entries)))
 
 
 def batch_metrics_ops(plan: ScriptPlan) -> list[Operation]:
@@ -303,8 +311,8 @@ def batch_metrics_ops(plan: ScriptPlan) -> list[Operation]:
     top, body = PyBuilder(), PyBuilder()
     names = ", ".join(m.name if m.kind != "top_k" else f"top_k({m.k})" for m in plan.metrics)
     body.expr(body.const(f"`metrics = [{names}]`: each one's mean over the batch."))
-    if plan.metrics:
-        values = [_metric_call(body, plan, m) for m in plan.metrics]
+    if plan.batch_metrics:
+        values = [_metric_call(body, plan, m) for m in plan.batch_metrics]
         body.assign("means", body.add(py.ListOp(values)))
         body.ret(body.call("torch.stack", body.name("means")))
     else:  # the output may be a tuple: the target gives the device

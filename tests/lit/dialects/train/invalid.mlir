@@ -74,3 +74,22 @@ train.loop @net on @data {
 
 train.weights "net" from "gpt2" {sources = ["a", "b"], targets = ["x"], transposed = [false, false]}
 // CHECK: `sources`, `targets` and `transposed` must have one entry each
+
+// -----
+
+train.loop @net on @data {
+  train.carry ""
+}
+// CHECK: carried value's name must not be empty
+
+// -----
+
+train.loop @net on @data {
+  train.carry "state" {carried = !nml.tensor<[2, B, 64], f32>}
+}
+// CHECK: a carried value with a type needs its initial value
+
+// -----
+
+train.carry "state" = #nml.none
+// CHECK: 'train.carry' expects parent op 'train.loop'
