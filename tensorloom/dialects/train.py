@@ -251,9 +251,7 @@ class CarryOp(LazyFormatOp):
     ASSEMBLY_FORMAT: ClassVar[str] = "$var (`=` $init^)? attr-dict"
 
     def __init__(self, var: str, init: Attribute | None, init_loc: Attribute | None = None):
-        super().__init__(
-            properties={"var": StringAttr(var), "init": init, "init_loc": init_loc}
-        )
+        super().__init__(properties={"var": StringAttr(var), "init": init, "init_loc": init_loc})
 
     def verify_(self) -> None:
         _check_nonempty(self.var, "carried value's name")

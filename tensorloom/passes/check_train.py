@@ -1018,7 +1018,9 @@ class CarryChecker:
             _error_at(span_of(op), "TL0445", message, help_text)
         elif not isinstance(op.init, NoneValueAttr):
             message = f"the carried value `{var}` must start from `none`, the zero state"
-            help_text = f"write `carry {var} = none`: the recurrent layers it feeds start from zeros"
+            help_text = (
+                f"write `carry {var} = none`: the recurrent layers it feeds start from zeros"
+            )
             _error_at(span_of(op.init_loc) or span_of(op), "TL0445", message, help_text)
 
     def _unique(self, carries: list[train.CarryOp]) -> None:

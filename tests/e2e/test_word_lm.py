@@ -173,7 +173,7 @@ def test_emitted_loop_equals_main_py_tbptt_loop(tmp_path: Path) -> None:
     argv = ["--device", "cpu", "--precision", "fp32", "--data-root", str(tmp_path),
             "--checkpoint-dir", str(tmp_path / "ck"), "--metrics", str(tmp_path / "m.jsonl")]
     assert m.main(argv) == 0
-    train, val, _ = m.load_token_dataset("words", path=str(tmp_path / "corpus.txt"),
+    train, _, _ = m.load_word_dataset("words", path=str(tmp_path / "corpus.txt"),
                                          block_size=BPTT, vocab=VOCAB, max_bytes=6000)
     model = m.LM()
     model.load_state_dict(initial)

@@ -100,7 +100,6 @@ def format_epoch_summary(record: dict[str, Any], *, epochs: int) -> str:
         shown_key = key.startswith(("val_", "ema_val_")) and key not in _SHOWN
         if shown_key and value is not None:
             shown = f"{100 * value:.2f}%" if key.endswith("_accuracy") else f"{value:.4f}"
-            shown = f"{value:.2f}" if key.endswith("_perplexity") else shown
             parts.append(f"{key} {shown}")
     parts.append(f"{record['samples_per_s']:,.0f} samples/s")
     if record.get("lr") is not None:

@@ -133,9 +133,6 @@ def load_token_dataset(
     if source == "text":
         train, val = _text_streams(path, val_fraction, max_bytes, data_root)
         vocab = 256
-    elif source == "words":
-        vocab = vocab if vocab is not None else WORDS_VOCAB
-        train, val = _word_streams(path, vocab, val_fraction, max_bytes, data_root)
     elif source == "tokens":
         train, val = _token_streams(_resolve(path, data_root), dtype)
     else:
@@ -147,8 +144,6 @@ def load_token_dataset(
                 f"fewer than one window of block_size + 1 = {block_size + 1}"
             )
     name = Path(path).name if path != STDLIB_CORPUS else "the Python standard library"
-    if source == "words":
-        name = f"{name}, as words"
     info = TokenInfo(name, (block_size,), (block_size,), vocab or 0)
     return train, val, info
 
@@ -185,6 +180,30 @@ def word_vocabulary(words: list[str], size: int) -> list[str]:
     counts.pop(UNKNOWN_WORD, None)
     ranked = sorted(counts, key=lambda w: (-counts[w], w))
     return [UNKNOWN_WORD, *ranked[: size - 1]]
+
+
+def load_word_dataset(
+    source: str,
+    *,
+    path: str,
+    block_size: int,
+    vocab: int = WORDS_VOCAB,
+    val_fraction: float = 0.1,
+    max_bytes: int | None = None,
+    data_root: str | os.PathLike[str] | None = None,
+) -> tuple[TokenStream, TokenStream, TokenInfo]:
+    """The training and validation streams of `"words"` data (see the module doc)."""
+    if source != "words":
+        raise TokenDataUnavailable(f"unknown word source `{source}`")
+    train, val = _word_streams(path, vocab, val_fraction, max_bytes, data_root)
+    for split, stream in (("training", train), ("validation", val)):
+        if len(stream) <= block_size:
+            raise TokenDataUnavailable(
+                f"the {split} split of `{path}` has {len(stream)} words, "
+                f"fewer than one window of block_size + 1 = {block_size + 1}"
+            )
+    name = Path(path).name if path != STDLIB_CORPUS else "the Python standard library"
+    return train, val, TokenInfo(f"{name}, as words", (block_size,), (block_size,), vocab)
 
 
 def _word_streams(

@@ -36,7 +36,6 @@ from tensorloom.dialects.nml import (
     NoneType,
     RefOp,
     ReturnOp,
-    TensorType,
     TupleType,
 )
 from tensorloom.passes.shape_inference import Inference, ModelFlow, write_back_types
@@ -233,7 +232,9 @@ def _not_returned(func: FuncOp, carries: Sequence[train.CarryOp], count: int) ->
         f"the objective `{name}` never returns the carried value{plural} `{names}`: it returns "
         f"{count} value{'s' * (count != 1)}, not the loss and {len(carries)} carried"
     )
-    help_text = f"return the loss, then the value{plural} for the next batch: `return (loss, {names})`"
+    help_text = (
+        f"return the loss, then the value{plural} for the next batch: `return (loss, {names})`"
+    )
     secondary = [Label(s, "carried here") for s in [span_of(carries[0])] if s]
     report(Diagnostic.error("TL0446", message, _return_span(func), secondary=secondary,
                             help=help_text))  # fmt: skip
@@ -245,7 +246,9 @@ def _stays_none(func: FuncOp, op: train.CarryOp, index: int) -> None:
         f"the objective `{func.sym_name.data}` returns `none` for the carried value `{var}`: "
         "the next batch would start from `none` again"
     )
-    help_text = f"return the state a recurrent layer gives, as in `let (out, {var}) = lstm(x, {var})`"
+    help_text = (
+        f"return the state a recurrent layer gives, as in `let (out, {var}) = lstm(x, {var})`"
+    )
     report(Diagnostic.error("TL0446", message, _return_span(func, index), help=help_text))
 
 
@@ -282,8 +285,7 @@ def _changes_type(
     var = op.var.data
     was, became = inferences[0].format_type(types[0]), inferences[1].format_type(types[1])
     message = (
-        f"the carried value `{var}` changes type from one batch to the next: "
-        f"{was}, then {became}"
+        f"the carried value `{var}` changes type from one batch to the next: {was}, then {became}"
     )
     help_text = "a carried value keeps one type: return it as the objective received it"
     report(Diagnostic.error("TL0447", message, _return_span(func, index), help=help_text))
@@ -325,7 +327,9 @@ def _wrong_arity(
         f"block passes {passed}: {parts}"
     )
     secondary = [Label(s, "named here") for s in [span_of(where)] if s] if where else []
-    help_text = f"write `fn {name}({wanted}):`" if carried else f"write `fn {name}({wanted}) -> Tensor:`"
+    help_text = (
+        f"write `fn {name}({wanted}):`" if carried else f"write `fn {name}({wanted}) -> Tensor:`"
+    )
     report(Diagnostic.error("TL0419", message, Label(span), secondary=secondary, help=help_text))
 
 

@@ -33,7 +33,9 @@ DEFINES = ("build_loaders", "_per_token")
 
 def _reader(b: PyBuilder, plan: ScriptPlan) -> SSAValue:
     """`load_digits(data_root=args.data_root, **options)`: the dataset's reader."""
-    if plan.language_model_data:
+    if plan.streams:
+        name, named = "load_word_dataset", True
+    elif plan.language_model_data:
         name, named = "load_token_dataset", True
     elif plan.dataset is None:
         name, named = "load_synthetic", False

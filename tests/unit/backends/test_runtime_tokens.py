@@ -15,6 +15,7 @@ from tensorloom.backends.runtime.tokens import (
     WindowLoader,
     detached,
     load_token_dataset,
+    load_word_dataset,
     stdlib_corpus,
     stdlib_files,
     word_vocabulary,
@@ -144,7 +145,7 @@ def test_the_vocabulary_is_unk_then_the_most_frequent_ties_sorted() -> None:
 def test_words_dataset_ids_follow_the_training_vocabulary(tmp_path: Path) -> None:
     text = "a b a\n" * 45 + "c d\n" * 5  # the held-out tenth has words training never saw
     (tmp_path / "corpus.txt").write_text(text)
-    train, val, info = load_token_dataset(
+    train, val, info = load_word_dataset(
         "words", path=str(tmp_path / "corpus.txt"), block_size=4, vocab=4
     )
     assert (info.num_classes, info.sample_shape) == (4, (4,))
