@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue, TypeAttribute
 
 from tensorloom.diagnostics.core import Diagnostic, DiagnosticSink, Label, did_you_mean
 from tensorloom.diagnostics.ir import report, reporting, span_at, span_of
@@ -181,7 +181,7 @@ def _check_carrying(
             _changes_type(func, op, 1 + i, (before, after), (inference, again))
             return
     for op, carried in zip(carries, settled, strict=True):
-        if op.init is not None:  # without one, check-train reported it
+        if op.init is not None and isinstance(carried, TypeAttribute):  # else reported
             op.carried = carried
 
 
