@@ -141,8 +141,9 @@ class ScriptPlan:
 
     @property
     def generates(self) -> bool:
-        """--generate: language-model data, and a forward of one input to sample from."""
-        return self.language_model_data and self.serves
+        """--generate: byte or token data (not `words`: the script keeps no vocabulary to
+        decode), and a forward of one input to sample from."""
+        return self.language_model_data and self.serves and not self.streams
 
     @property
     def streams(self) -> bool:
