@@ -25,7 +25,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Attribute, Operation, SSAValue, TypeAttribute
 
 from tensorloom.diagnostics.core import Diagnostic, DiagnosticSink, Label, did_you_mean
-from tensorloom.diagnostics.ir import report, reporting, span_at, span_of
+from tensorloom.diagnostics.ir import current_sink, report, reporting, span_at, span_of
 from tensorloom.dialects import train
 from tensorloom.dialects.nml import (
     CallOp,
@@ -163,9 +163,14 @@ def _check_carrying(
     first returned for it), which must return the same types: the carried values' types are
     then fixed, and written on their `train.carry` ops."""
     first = [NoneType() for _ in carries]
+    errors = len(current_sink().errors())
     inference, result = _infer(module, func, models, [*batch, *first])
+    if len(current_sink().errors()) > errors:  # the first batch's errors, reported: stop there
+        write_back_types(inference)
+        return
     returned = _returned(func, result, inference, carries)
     if returned is None:
+        write_back_types(inference)
         return
     settled = [inference.resolved_type(t) for t in returned]
     sink = DiagnosticSink()
