@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tensorloom_rt_0_2_0_ee5b7054 import (
+from tensorloom_rt_0_2_0_a7f5fbb5 import (
     BestTracker, CheckpointError, DeviceUnavailable, DistContext, ExportError, MetricsWriter,
     PrecisionPlan, PredictInputError, RunLengthError, RunRecipe, StopSignals, TokenDataUnavailable,
     TokenInfo, WindowLoader, add_source_notes, autocast, check_batch_size, check_epoch_has_steps,
@@ -65,7 +65,7 @@ DATASET_OPTIONS: dict[str, Any] = {
 }
 
 
-# ---- runtime/attention.py: Causal self-attention as nanoGPT writes it: one fused q/k/v projection, SDPA inside.
+# ---- runtime/attention.py: Causal self-attention as nanoGPT writes it, and rotary positions as modded-nanogpt does.
 class SelfAttention(nn.Module):
     """[B, T, D] (or [T, D]) -> the same shape; position t attends to positions <= t."""
 
