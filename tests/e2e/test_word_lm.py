@@ -4,9 +4,9 @@ The emitted loop is compared with pytorch/examples' word_language_model/main.py 
 written by hand (`batchify`, `get_batch`, `repackage_hidden` before each batch, a fresh
 hidden state each epoch and for evaluation, clip 0.25, plain SGD at lr 20, the lr divided
 by 4 when validation does not improve) on the same weights and text: the same loss, to the
-bit, at every step of three epochs, and the same validation losses (to float32 rounding). A run cut in the middle of an epoch and
-resumed continues from the carried state the checkpoint holds and ends where an uncut run
-ends, bit for bit.
+bit, at every step of three epochs, and the same validation losses (to float32 rounding).
+A run cut in the middle of an epoch and resumed continues from the carried state the
+checkpoint holds and ends where an uncut run ends, bit for bit.
 """
 
 from __future__ import annotations
