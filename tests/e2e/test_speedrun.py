@@ -87,3 +87,29 @@ def test_ablation_smoke_runs_an_element_alone(tmp_path: Path) -> None:
     assert "| relu2 |" in printed
     header = json.loads((tmp_path / "relu2.jsonl").read_text().splitlines()[0])
     assert header["run"]["elements"] == ["relu2"]
+
+
+@pytest.mark.slow
+def test_tokens_check_compares_emitted_and_hand_written(tmp_path: Path) -> None:
+    _python(SPEEDRUN / "runner.py", "--device", "cpu", "--tiny", "--tokens-check", "--steps", "8",
+            "--out", str(tmp_path))  # fmt: skip
+    check = json.loads((tmp_path / "tokens_check.json").read_text())
+    assert check["emitted_tokens_per_s"] > 0 and check["handwritten_tokens_per_s"] > 0
+    assert check["ratio"] == check["emitted_tokens_per_s"] / check["handwritten_tokens_per_s"]
+
+
+def test_run_emitted_times_a_one_optimizer_program(tmp_path: Path) -> None:
+    """examples/train_gpt.tl (one optimizer): a validation per epoch of 32 / 8 = 4 steps, and
+    one for the epoch `--max-steps` cuts."""
+    program = tmp_path / "train_gpt.py"
+    subprocess.run([sys.executable, "-m", "tensorloom.tools.tlc", "compile",
+                    str(ROOT / "examples" / "train_gpt.tl"), "-o", str(program)],
+                   cwd=ROOT, check=True, capture_output=True)  # fmt: skip
+    curve = tmp_path / "curve.jsonl"
+    printed = _python(SPEEDRUN / "run_emitted.py", str(program), "--tiny", "--curve", str(curve),
+                      "--", "--device", "cpu", "--epochs", "2", "--max-steps", "6",
+                      "--batch-size", "8", "--checkpoint-dir", str(tmp_path / "ckpt"))  # fmt: skip
+    records = _curve(curve)
+    assert [r["step"] for r in records] == [4, 6]
+    assert records[-1]["tokens"] == 6 * 8 * 64 and records[1]["eval_total_s"] > 0
+    assert json.loads(printed.splitlines()[-1])["result"]["exit"] == 0

@@ -6,7 +6,7 @@
 
 Each module (`data`, `tokens`, `loader`, `checkpoint`, `pretrained`, `metrics`, `distributed`,
 `amp`, `compiling`, `activations`, `graphs`, `attention`, `sourcemap`, `recipe`, `serve`,
-`sharded`) imports only the standard library
+`sharded`, `steps`, `samples`) imports only the standard library
 and torch at its top, never another runtime module, and no two define the same top-level
 name. `paste` is the one way a script gets runtime code: a function-level dependency
 analysis (`ast`) finds each top-level definition's references, and the script receives
@@ -29,7 +29,7 @@ RUNTIME_DIR = Path(__file__).resolve().parent
 MODULES = (
     "distributed", "amp", "compiling", "activations", "data", "tokens", "loader", "checkpoint",
     "pretrained", "metrics", "graphs", "attention", "sourcemap", "recipe", "serve", "sharded",
-    "steps",
+    "steps", "samples",
 )  # fmt: skip
 
 Import = tuple[str, str, str]

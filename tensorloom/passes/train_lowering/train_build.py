@@ -27,7 +27,10 @@ from xdsl.ir import Operation, SSAValue
 from tensorloom.catalogue.optimizers import OPTIMIZERS
 from tensorloom.catalogue.schedules import PER_EPOCH
 from tensorloom.dialects import py
-from tensorloom.passes.support.py_builder import PyBuilder
+from tensorloom.passes.support.param_groups import ParamArg, decode
+from tensorloom.passes.support.py_builder import PyBuilder, Value
+from tensorloom.passes.train_lowering.optimizer_groups import GroupEmitter
+from tensorloom.passes.train_lowering.plan import OPTIMIZER_MODES as MODES
 from tensorloom.passes.train_lowering.plan import ScriptPlan
 from tensorloom.passes.train_lowering.train_data import info_type, loader_type
 from tensorloom.passes.train_lowering.train_loop import carry_type, model_ops
@@ -220,10 +223,40 @@ Modes = Callable[[PyBuilder, ScriptPlan], list[tuple[str, SSAValue]]]
 def _optimizer(b: PyBuilder, plan: ScriptPlan, modes: Modes) -> None:
     """`optimizer = torch.optim.Adam(params, lr=LEARNING_RATE, ..., fused=...)`: the
     block's keywords (`lr` is LEARNING_RATE), then the implementation this run picks."""
+    if plan.optimizer_set:
+        _optimizer_set(b, plan)
+        return
     params = _parameters(b, plan)
     options = [(k, b.value(v)) for k, v in plan.optimizer_kwargs]
     arguments = [("", params), ("lr", b.name("LEARNING_RATE")), *options, *modes(b, plan)]
     b.assign("optimizer", b.call_with(f"torch.optim.{plan.optimizer}", arguments))
+    if plan.optimizer_location is not None:
+        b.ops[-1].location = plan.optimizer_location
+
+
+def _optimizer_set(b: PyBuilder, plan: ScriptPlan) -> None:
+    """`optimizer = (Muon(hidden), AdamW(rest))`: the groups, each optimizer over its own
+    (fused on CUDA where torch has it and the block chose no implementation), and one
+    `OptimizerSet` the loop steps, schedules, clips and checkpoints as it would one."""
+    emitter = GroupEmitter(dict(plan.groups), {plan.instance: "model"})
+    emitter.emit_groups(b)
+    empty = b.value({})
+    b.assign("optimizers", empty, annotation=b.generic("dict", "str", "torch.optim.Optimizer"))
+    keys: list[str] = []
+    for entry in plan.optimizer_set:
+        name = str(entry["name"])
+        key = name if name not in keys else f"{name}_{keys.count(name) + 1}"
+        keys.append(name)
+        args = [ParamArg(decode(a["select"]), tuple(a["options"].items()))  # type: ignore[index,union-attr]
+                for a in entry["args"]]  # type: ignore[union-attr]  # fmt: skip
+        kwargs: dict[str, Value] = dict(entry["kwargs"])  # type: ignore[call-overload]
+        arguments = [("", emitter.parameters(b, args))]
+        arguments += [(k, b.value(v)) for k, v in kwargs.items()]
+        if name in ("Adam", "AdamW", "SGD") and not plan.sharded and not set(kwargs) & MODES:
+            arguments.append(("fused", _on_cuda(b)))
+        made = b.call_with(f"torch.optim.{name}", arguments)
+        b.assign(b.subscript(b.name("optimizers"), b.const(key)), made)
+    b.assign("optimizer", b.call("OptimizerSet", b.name("optimizers")))
     if plan.optimizer_location is not None:
         b.ops[-1].location = plan.optimizer_location
 

@@ -91,6 +91,10 @@ def flags_of(plan: ScriptPlan) -> list[Flag]:
             _flag("--top-k", type=INT, default=40, help="sample among the k likeliest"),
         ]  # fmt: skip
     flags.append(_flag("--data-root", default=None, help="where datasets live"))
+    if plan.samples is not None:
+        where = f"samples/{script_program_name(plan)}.png"
+        drawn = f"the PNG grid `{plan.samples}` draws after each epoch"
+        flags.append(_flag("--samples", default=where, help=drawn))
     if image_dataset(plan):
         flags.append(_flag("--download", action=STORE_TRUE,
                            help="fetch a missing dataset (HTTPS, sha256-checked)"))  # fmt: skip

@@ -60,19 +60,19 @@ def _loss(b: PyBuilder, plan: ScriptPlan, model: tuple[str, ...]) -> None:
     module = inner.name(model[0])
     for part in model[1:]:
         module = inner.attr(module, part)
-    xb, yb = inner.name("xb"), inner.name("yb")
+    batch = [inner.name(n) for n in plan.batch_names]  # xb, yb; or the batch's fields
     if plan.distributed and plan.objective is not None:  # the objective calls the DDP model
-        inner.assign("loss", inner.call("loss_fn", module, xb, yb))
+        inner.assign("loss", inner.call("loss_fn", module, *batch))
     elif plan.distributed:  # DDP wraps the model: the loss is computed beside it
-        output = inner.call(module, xb)
+        output = inner.call(module, batch[0])
         targets = [inner.name(n) for n in plan.loss_targets]
         inner.assign("loss", inner.call("loss_fn", output, *targets))
     elif plan.carries:  # BatchLoss returns the loss and the values carried to the next batch
         carried = [inner.name(c) for c in plan.carries]
         results = inner.tuple_of(inner.name("loss"), *(inner.name(c) for c in plan.carries))
-        inner.assign(results, inner.call(module, xb, yb, *carried))
+        inner.assign(results, inner.call(module, *batch, *carried))
     else:  # BatchLoss: the forward and the loss, compiled together
-        inner.assign("loss", inner.call(module, xb, yb))
+        inner.assign("loss", inner.call(module, *batch))
     if not plan.amp:
         b.ops += inner.ops
         return
@@ -117,8 +117,8 @@ def forward_backward_ops(plan: ScriptPlan) -> list[Operation]:
         _keep_carried(body, plan)
         _backward(body, plan)
     body.ret(body.method(body.name("loss"), "detach"))
-    params = [("trainer", "Trainer"), ("xb", "torch.Tensor"), ("yb", "torch.Tensor"),
-              ("sync", "bool")]  # fmt: skip
+    tensors = [(n, "torch.Tensor") for n in plan.batch_names]
+    params = [("trainer", "Trainer"), *tensors, ("sync", "bool")]
     top.def_("_forward_backward", params, body, "torch.Tensor")
     return top.ops
 
@@ -346,8 +346,8 @@ def train_one_epoch_ops(plan: ScriptPlan) -> list[Operation]:
     main = body.path("trainer", "ctx", "is_main")
     bar = body.call("progress", loader, total=total, description=description, enabled=main)
     body.assign("bar", bar)
-    loop = py.ForOp(body.name("bar"), targets=2)
-    xb, yb = _loop_vars(loop, "xb", "yb")
+    loop = py.ForOp(body.name("bar"), targets=len(plan.batch_names))
+    batch = _loop_vars(loop, *plan.batch_names)
     each = PyBuilder()
     skipping = PyBuilder()
     skipping.stmt(py.AugAssignOp("-=", skipping.name("skip"), skipping.const(1)))
@@ -365,7 +365,7 @@ def train_one_epoch_ops(plan: ScriptPlan) -> list[Operation]:
         sync = each.name("last_micro_batch")
     else:
         sync = each.const(True)
-    step_loss = each.call("_forward_backward", each.name("trainer"), xb, yb, sync=sync)
+    step_loss = each.call("_forward_backward", each.name("trainer"), *batch, sync=sync)
     each.stmt(py.AugAssignOp("+=", each.name("loss_sum"), step_loss))
     each.stmt(py.AugAssignOp("+=", each.name("batches"), each.const(1)))
     after = PyBuilder()
@@ -590,17 +590,22 @@ def _custom_loss_ops(plan: ScriptPlan) -> list[Operation]:
 
 
 def _objective_ops(plan: ScriptPlan) -> list[Operation]:
-    """`loss_fn(model, inputs, target)`: the objective, which calls the model itself."""
+    """`loss_fn(model, inputs, target)`: the objective, which calls the model itself; over
+    named fields, `loss_fn(model, image, text)`, each batch's fields (`objective` takes its
+    own, by name)."""
     name = plan.objective
     assert name is not None
     top, body = PyBuilder(), PyBuilder()
     body.expr(body.const(f"`objective = {name}`: the function `{name}` of {plan.source}, above."))
-    params = ["model", "inputs", "target", *plan.carries]
-    returned = py.ReturnOp([body.call(name, *(body.name(p) for p in params))])
+    batch = list(plan.batch_names) if plan.batch_fields else ["inputs", "target"]
+    taken = plan.batch_arguments(name) if plan.batch_fields else batch
+    carried = [body.name(c) for c in plan.carries]
+    returned = py.ReturnOp([body.call(name, body.name("model"), *(body.name(p) for p in taken),
+                                      *carried)])  # fmt: skip
     if plan.loss_location is not None:
         returned.location = plan.loss_location
     body.stmt(returned)
-    types = [("model", "nn.Module"), ("inputs", "torch.Tensor"), ("target", "torch.Tensor"),
+    types = [("model", "nn.Module"), *((p, "torch.Tensor") for p in batch),
              *((c, "Any") for c in plan.carries)]  # fmt: skip
     result = top.generic("tuple", "torch.Tensor", "Any") if plan.carries else "torch.Tensor"
     top.def_("loss_fn", types, body, result)
@@ -730,10 +735,10 @@ def batch_loss_ops(plan: ScriptPlan) -> list[Operation]:
     init.expr(init.method(init.call("super"), "__init__"))
     init.assign(init.attr(init.name("self"), "model"), init.name("model"))
     module = forward.attr(forward.name("self"), "model")
+    batch = plan.batch_names
     if plan.objective is not None:
         carried = [forward.name(c) for c in plan.carries]
-        forward.ret(forward.call("loss_fn", module, forward.name("xb"), forward.name("yb"),
-                                 *carried))  # fmt: skip
+        forward.ret(forward.call("loss_fn", module, *(forward.name(n) for n in batch), *carried))
     else:
         output = forward.call(module, forward.name("xb"))
         targets = [forward.name(n) for n in plan.loss_targets]
@@ -744,15 +749,13 @@ def batch_loss_ops(plan: ScriptPlan) -> list[Operation]:
            "`torch.compile` of this module sees the forward and the loss together")  # fmt: skip
     loss = f"loss_fn(model(xb), {', '.join(plan.loss_targets)})"
     if plan.objective is not None:
-        loss = "loss_fn(model, xb, yb)"  # the objective calls the model
-    if plan.carries:
-        loss = f"loss_fn(model, xb, yb, {', '.join(plan.carries)})"
+        loss = f"loss_fn(model, {', '.join([*batch, *plan.carries])})"  # it calls the model
     body.expr(body.const(f"The training loss of a batch, `{loss}`, as one module.\n\n{use}.\n"))
     tensor = "torch.Tensor"
     body.def_("__init__", [("self", ""), ("model", "nn.Module")], init, None)
     carried = [(c, "Any") for c in plan.carries]
     returns = body.generic("tuple", tensor, "Any") if plan.carries else tensor
-    body.def_("forward", [("self", ""), ("xb", tensor), ("yb", tensor), *carried], forward,
+    body.def_("forward", [("self", ""), *((n, tensor) for n in batch), *carried], forward,
               returns)  # fmt: skip
     top.stmt(py.ClassOp("BatchLoss", [top.name("nn.Module")], body.ops))
     return top.ops

@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from tensorloom_rt_0_2_0_6e75086c import (
+from tensorloom_rt_0_2_0_849509aa import (
     BestTracker, CheckpointError, DataInfo, DatasetUnavailable, DeviceLoader, DeviceUnavailable,
     DistContext, ExportError, MetricsWriter, PrecisionPlan, PredictInputError, RunLengthError,
     RunRecipe, StopSignals, add_source_notes, all_reduce_mean, all_reduce_sum, autocast, barrier,

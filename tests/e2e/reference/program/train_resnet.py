@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tensorloom_rt_0_2_0_89563c9b import (
+from tensorloom_rt_0_2_0_d5bd9382 import (
     BestTracker, CheckpointError, DataInfo, DatasetUnavailable, DeviceLoader, DeviceUnavailable,
     DistContext, ExportError, MetricsWriter, PrecisionPlan, PredictInputError, RunLengthError,
     RunRecipe, StopSignals, add_source_notes, autocast, check_batch_size, check_epoch_has_steps,

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tensorloom_rt_0_2_0_6a611248 import (
+from tensorloom_rt_0_2_0_1bc777cb import (
     BestTracker, CheckpointError, DataInfo, DatasetUnavailable, DeviceLoader, DeviceUnavailable,
     DistContext, ExportError, GraphedStep, MetricsWriter, PrecisionPlan, PredictInputError,
     RunLengthError, RunRecipe, SMALL_MODEL_PARAMS, StopSignals, add_source_notes, autocast,

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import gzip
 import hashlib
-import importlib.util
 import io
 import json
 import math
@@ -213,60 +211,65 @@ class DataInfo:
     sample_shape: tuple[int, ...]
     target_shape: tuple[int, ...]
     num_classes: int | None
-    task: str  # "classification", "sequence" or "regression"
+    task: str  # "classification", "sequence", "regression" or "fields"
     synthetic: bool = False
     # An image dataset's per-channel (mean, std), which --predict applies to image files.
     normalisation: tuple[tuple[float, ...], tuple[float, ...]] | None = None
 
 
-def load_digits(
+def load_sequence_task(
+    name: str,
     *,
     data_root: str | os.PathLike[str] | None = None,
-    flatten: bool = False,
     split_seed: int = 0,
     val_fraction: float = 0.1,
+    **task_kwargs: int,
 ) -> tuple[TensorPair, TensorPair, DataInfo]:
-    """scikit-learn's 8x8 digits, a seeded hold-out for validation (`data_root` is unused)."""
-    x, y = _digits()
-    x = x.flatten(1) if flatten else x
-    info = DataInfo("digits", tuple(x.shape[1:]), (), 10, "classification")
-    return (*_split((x, y), val_fraction, split_seed), info)
+    """`reverse`, `sort` or `copy`: random token sequences, a seeded hold-out."""
+    pair, info = _sequence_task(name, **task_kwargs)
+    return (*_split(pair, val_fraction, split_seed), info)
 
 
-def _split(pair: TensorPair, val_fraction: float, seed: int) -> tuple[TensorPair, TensorPair]:
-    x, y = pair
-    n_val = round(len(x) * val_fraction)
+def _split(tensors: Any, val_fraction: float, seed: int) -> tuple[Any, Any]:
+    """The same seeded rows of every tensor held out: (train, val), each a tuple like `tensors`."""
+    n = len(tensors[0])
+    n_val = round(n * val_fraction)
     generator = torch.Generator().manual_seed(seed)
-    order = torch.randperm(len(x), generator=generator)
+    order = torch.randperm(n, generator=generator)
     val_idx, train_idx = order[:n_val], order[n_val:]
-    return (x[train_idx], y[train_idx]), (x[val_idx], y[val_idx])
+    return tuple(t[train_idx] for t in tensors), tuple(t[val_idx] for t in tensors)
 
 
-def _digits() -> TensorPair:
-    """scikit-learn's digits file, read as `load_digits()` reads it (64 pixels 0-16 and the
-    class per row) but without importing scikit-learn: most of a second of start-up."""
-    spec = importlib.util.find_spec("sklearn")
-    if spec is None or not spec.submodule_search_locations:
-        raise DatasetUnavailable("`digits` comes with scikit-learn: pip install scikit-learn")
-    folder = Path(next(iter(spec.submodule_search_locations)))
-    with gzip.open(folder / "datasets" / "data" / "digits.csv.gz", "rt", encoding="utf-8") as f:
-        table = torch.tensor([[float(v) for v in line.split(",")] for line in f if line.strip()])
-    return table[:, :-1].reshape(-1, 1, 8, 8) / 16.0, table[:, -1].to(torch.int64)
+def _sequence_task(
+    name: str, *, vocab: int = 16, length: int = 12, size: int = 4096, seed: int = 0
+) -> tuple[TensorPair, DataInfo]:
+    """`size` random token sequences [length] over 0..vocab-1 and their reversal/sort/copy."""
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.randint(0, vocab, (size, length), generator=generator)
+    if name == "reverse":
+        y = x.flip(1)
+    elif name == "sort":
+        y = x.sort(dim=1).values
+    else:
+        y = x.clone()
+    return (x, y), DataInfo(name, (length,), (length,), vocab, "sequence")
 
 
 # ---- runtime/loader.py: Batching for TensorLoom scripts: a dataset kept on the device, or a DataLoader.
-Batch = tuple[torch.Tensor, torch.Tensor]
+Batch = tuple[torch.Tensor, ...]
 
 
 class DeviceLoader:
-    """Batches of a device-resident (x, y), shuffled on the device, sharded across ranks."""
+    """Batches of device-resident tensors (x, y, or a dataset's fields), shuffled on the
+    device, sharded across ranks."""
 
     def __init__(
-        self, x: torch.Tensor, y: torch.Tensor, *, batch_size: int, device: torch.device,
+        self, *tensors: torch.Tensor, batch_size: int, device: torch.device,
         shuffle: bool = True, drop_last: bool = False, seed: int = 0, rank: int = 0,
         world_size: int = 1, even_shards: bool = True,
     ) -> None:  # fmt: skip
-        self.x, self.y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        self.tensors = tuple(t.to(device, non_blocking=True) for t in tensors)
+        self.x, self.y = self.tensors[0], self.tensors[-1]
         self.batch_size, self.device, self.shuffle = batch_size, device, shuffle
         self.drop_last, self.seed, self.rank = drop_last, seed, rank
         self.world_size, self.even_shards, self.epoch = world_size, even_shards, 0
@@ -309,7 +312,7 @@ class DeviceLoader:
 
     def __iter__(self) -> Iterator[Batch]:
         for idx in self.batch_indices():
-            yield self.x[idx], self.y[idx]
+            yield tuple(t[idx] for t in self.tensors)
 
     def state_dict(self) -> dict[str, int]:
         # The order of an epoch is a function of (seed, epoch): nothing else to save.

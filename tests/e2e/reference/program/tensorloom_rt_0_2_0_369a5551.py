@@ -16,7 +16,7 @@ import re
 import sys
 import sysconfig
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -556,7 +556,7 @@ def lr_schedule_from(
 
 
 # ---- runtime/steps.py: Several models and optimizers in one loop, for train blocks of `step` lines.
-StepBatch = tuple[torch.Tensor, torch.Tensor]
+StepBatch = tuple[torch.Tensor, ...]  # (x, y), or the named fields a loader yields
 
 
 Losses = dict[str, torch.Tensor]
@@ -596,7 +596,7 @@ class ParamGroup(list[nn.Parameter]):
 
 
 def parameter_group(
-    model: nn.Module, path: str = "", *, match: str | Sequence[str] | None = None,
+    model: nn.Module, path: str = "", *, match: str | list[str] | tuple[str, ...] | None = None,
     ndim: int | None = None,
 ) -> ParamGroup:  # fmt: skip
     """`params(net.blocks, match="*.weight", ndim=2)`: the parameters under the layer path
@@ -622,8 +622,8 @@ def parameter_group(
 
 
 def step_optimizer(
-    loss: torch.Tensor, optimizer: torch.optim.Optimizer | Sequence[torch.optim.Optimizer],
-    scaler: torch.amp.GradScaler | None, clip: float | Sequence[float | None] | None = None,
+    loss: torch.Tensor, optimizer: torch.optim.Optimizer | list[torch.optim.Optimizer],
+    scaler: torch.amp.GradScaler | None, clip: float | list[float | None] | None = None,
 ) -> None:  # fmt: skip
     """`loss.backward()` then each optimizer's `step()` (a step of several optimizers, as
     Muon beside AdamW, has one backward), through `scaler` (fp16) when there is one. One
@@ -631,7 +631,7 @@ def step_optimizer(
     as torch's AMP recipe for several optimizers does. `clip` bounds the gradient norm of
     each optimizer's parameters (one bound each, None for none), unscaled first."""
     optimizers = [optimizer] if isinstance(optimizer, torch.optim.Optimizer) else optimizer
-    clips = list(clip) if isinstance(clip, Sequence) else [clip] * len(optimizers)
+    clips = list(clip) if isinstance(clip, (list, tuple)) else [clip] * len(optimizers)
     if scaler is None:
         loss.backward()
     else:
@@ -651,19 +651,19 @@ def step_optimizer(
 
 
 def run_epoch(
-    step: Callable[[torch.Tensor, torch.Tensor], Losses], batches: Iterable[StepBatch], *,
+    step: Callable[..., Losses], batches: Iterable[StepBatch], *,
     sums: Losses, done: int, total: int, stop: Callable[[], bool],
 ) -> tuple[Losses, int]:  # fmt: skip
     """Run `step` on each batch after the first `done` (trained before a resume), until
     `total` batches or `stop()`; each objective's sum and the batches trained."""
     skip = done
-    for xb, yb in batches:
+    for batch in batches:
         if skip:
             skip -= 1
             continue
         if done == total or stop():
             break
-        losses = step(xb, yb)
+        losses = step(*batch)
         for key, value in losses.items():
             sums[key] = sums[key] + value
         done += 1
@@ -672,17 +672,25 @@ def run_epoch(
 
 @torch.no_grad()
 def mean_objectives(
-    losses: Callable[[torch.Tensor, torch.Tensor], Losses], batches: Iterable[StepBatch]
+    losses: Callable[..., Losses], batches: Iterable[StepBatch]
 ) -> dict[str, float]:
     """Each objective's mean over the samples of `batches` (a batch weighs its size)."""
     sums: dict[str, torch.Tensor] = {}
     count = 0
-    for xb, yb in batches:
-        for key, value in losses(xb, yb).items():
-            sums[key] = sums.get(key, torch.zeros((), device=value.device)) + value.float() * len(
-                xb
-            )
-        count += len(xb)
+    for batch in batches:
+        size = len(batch[0])
+        for key, value in losses(*batch).items():
+            zero = torch.zeros((), device=value.device)
+            sums[key] = sums.get(key, zero) + value.float() * size
+        count += size
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        # each rank validated its shard: the sums and the count over all of them
+        for total in sums.values():
+            torch.distributed.all_reduce(total)
+        counted = torch.tensor(float(count), device=next(iter(sums.values())).device if sums
+                               else "cpu")  # fmt: skip
+        torch.distributed.all_reduce(counted)
+        count = int(counted.item())
     return {key: float(total) / max(count, 1) for key, total in sums.items()}
 
 

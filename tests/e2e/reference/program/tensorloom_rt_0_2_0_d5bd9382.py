@@ -213,7 +213,7 @@ class DataInfo:
     sample_shape: tuple[int, ...]
     target_shape: tuple[int, ...]
     num_classes: int | None
-    task: str  # "classification", "sequence" or "regression"
+    task: str  # "classification", "sequence", "regression" or "fields"
     synthetic: bool = False
     # An image dataset's per-channel (mean, std), which --predict applies to image files.
     normalisation: tuple[tuple[float, ...], tuple[float, ...]] | None = None
@@ -233,13 +233,14 @@ def load_digits(
     return (*_split((x, y), val_fraction, split_seed), info)
 
 
-def _split(pair: TensorPair, val_fraction: float, seed: int) -> tuple[TensorPair, TensorPair]:
-    x, y = pair
-    n_val = round(len(x) * val_fraction)
+def _split(tensors: Any, val_fraction: float, seed: int) -> tuple[Any, Any]:
+    """The same seeded rows of every tensor held out: (train, val), each a tuple like `tensors`."""
+    n = len(tensors[0])
+    n_val = round(n * val_fraction)
     generator = torch.Generator().manual_seed(seed)
-    order = torch.randperm(len(x), generator=generator)
+    order = torch.randperm(n, generator=generator)
     val_idx, train_idx = order[:n_val], order[n_val:]
-    return (x[train_idx], y[train_idx]), (x[val_idx], y[val_idx])
+    return tuple(t[train_idx] for t in tensors), tuple(t[val_idx] for t in tensors)
 
 
 def _digits() -> TensorPair:
@@ -255,18 +256,20 @@ def _digits() -> TensorPair:
 
 
 # ---- runtime/loader.py: Batching for TensorLoom scripts: a dataset kept on the device, or a DataLoader.
-Batch = tuple[torch.Tensor, torch.Tensor]
+Batch = tuple[torch.Tensor, ...]
 
 
 class DeviceLoader:
-    """Batches of a device-resident (x, y), shuffled on the device, sharded across ranks."""
+    """Batches of device-resident tensors (x, y, or a dataset's fields), shuffled on the
+    device, sharded across ranks."""
 
     def __init__(
-        self, x: torch.Tensor, y: torch.Tensor, *, batch_size: int, device: torch.device,
+        self, *tensors: torch.Tensor, batch_size: int, device: torch.device,
         shuffle: bool = True, drop_last: bool = False, seed: int = 0, rank: int = 0,
         world_size: int = 1, even_shards: bool = True,
     ) -> None:  # fmt: skip
-        self.x, self.y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        self.tensors = tuple(t.to(device, non_blocking=True) for t in tensors)
+        self.x, self.y = self.tensors[0], self.tensors[-1]
         self.batch_size, self.device, self.shuffle = batch_size, device, shuffle
         self.drop_last, self.seed, self.rank = drop_last, seed, rank
         self.world_size, self.even_shards, self.epoch = world_size, even_shards, 0
@@ -309,7 +312,7 @@ class DeviceLoader:
 
     def __iter__(self) -> Iterator[Batch]:
         for idx in self.batch_indices():
-            yield self.x[idx], self.y[idx]
+            yield tuple(t[idx] for t in self.tensors)
 
     def state_dict(self) -> dict[str, int]:
         # The order of an epoch is a function of (seed, epoch): nothing else to save.
@@ -859,45 +862,6 @@ def make_lr_scheduler(
 ) -> torch.optim.lr_scheduler.LambdaLR:
     """A LambdaLR stepping `schedule.factor`; its state dict is the step count alone."""
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: schedule.factor(step))
-
-
-_NORM_LAYERS: tuple[type[torch.nn.Module], ...] = (
-    torch.nn.modules.batchnorm._NormBase,  # BatchNorm*, InstanceNorm*
-    torch.nn.LayerNorm,
-    torch.nn.GroupNorm,
-    torch.nn.LocalResponseNorm,
-    torch.nn.RMSNorm,
-)
-
-
-def no_decay_names(model: torch.nn.Module) -> list[str]:
-    """Parameters weight decay should not shrink: every bias, and every norm layer's weights."""
-    names: list[str] = []
-    for module_name, module in model.named_modules():
-        is_norm = isinstance(module, _NORM_LAYERS)
-        for name, _ in module.named_parameters(recurse=False):
-            if is_norm or name == "bias":
-                names.append(f"{module_name}.{name}" if module_name else name)
-    return names
-
-
-def decay_param_groups(model: torch.nn.Module, enabled: bool = True) -> list[dict[str, Any]]:
-    """Optimizer parameter groups: decayed weights, then biases and norm weights without decay.
-
-    The first group takes the optimizer's `weight_decay`; the second sets it to 0.
-    `enabled=False` (`decay_groups = false`) gives one group of every parameter."""
-    params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
-    if not enabled:
-        return [{"params": [p for _, p in params]}]
-    skip = set(no_decay_names(model))
-    decay = [p for n, p in params if n not in skip]
-    plain = [p for n, p in params if n in skip]
-    groups: list[dict[str, Any]] = []
-    if decay:
-        groups.append({"params": decay})
-    if plain:
-        groups.append({"params": plain, "weight_decay": 0.0})
-    return groups
 
 
 class BestTracker:
