@@ -607,7 +607,10 @@ STDLIB_CORPUS = "stdlib"  # `load_dataset("text", path="stdlib")`: Python's own 
 def _token_data(info: DatasetInfo, base: Path | None) -> DataCheck:
     path = info.options.get("path")
     windows = f"`{info.name}`: windows of `block_size={info.block_size}` tokens"
-    if not isinstance(path, str) or (info.name == "text" and path == STDLIB_CORPUS):
+    if info.name == "words":
+        windows = (f"`words`: `batch_size` streams of words, windows of "
+                   f"`block_size={info.block_size}` in order")  # fmt: skip
+    if not isinstance(path, str) or (info.name != "tokens" and path == STDLIB_CORPUS):
         return DataCheck(info, windows)
     found = find_file(path, base)
     if found is None:
@@ -619,7 +622,7 @@ def _token_data(info: DatasetInfo, base: Path | None) -> DataCheck:
             f"fine if the {what} lives on the training machine; the run stops if it is not there",
         )
         return DataCheck(info, f"`block_size` (`{path}` not found)", (problem,))
-    if info.name == "text":
+    if info.name != "tokens":
         return DataCheck(info, windows)
     dtype = info.options.get("dtype", "uint16")
     count = token_count(found, dtype if isinstance(dtype, str) else "uint16")

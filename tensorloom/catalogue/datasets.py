@@ -146,6 +146,13 @@ _TOKEN_OPTIONS = (
     OptionSpec("vocab", "int", None, "number of distinct tokens (50257 for GPT-2's BPE)"),
     _WINDOWS,
 )
+_WORD_OPTIONS = (
+    OptionSpec("path", "str", None, 'a text file, or "stdlib": the Python standard library'),
+    _BLOCK_SIZE,
+    OptionSpec("vocab", "int", 10000, "words kept: the most frequent, `<unk>` for the rest"),
+    OptionSpec("val_fraction", "float", 0.1, "share of the words, at the end, held out"),
+    OptionSpec("max_bytes", "int", None, "read at most this many bytes (stdlib: 16,000,000)"),
+)
 _SYNTHETIC_OPTIONS = (
     OptionSpec("size", "int", 2048, "number of samples generated"),
     _SEED,
@@ -183,8 +190,12 @@ PAIRED_SOURCES = ("digits-captions",)
 CAPTION_LENGTH = 4  # digit, ink, horizontal place, vertical place
 CAPTION_VOCAB = 19  # 10 digit words and three words for each of the three properties
 SEQUENCE_TASKS = ("reverse", "sort", "copy")
-LM_SOURCES = ("text", "tokens")
+LM_SOURCES = ("text", "tokens", "words")
 """Language-model data (runtime/tokens.py): windows of `block_size` tokens, next-token targets."""
+ORDERED_SOURCES = ("words",)
+"""Data whose batches continue one another (`batch_size` streams, windows in order), which a
+train block's `carry` needs."""
+WORDS_VOCAB = 10000  # the `words` dataset's default vocabulary, `<unk>` included
 DATASET_NAMES = (*_NAMED, *PAIRED_SOURCES, *SEQUENCE_TASKS, *LM_SOURCES)
 TEXT_VOCAB = 256  # one token per byte
 TOKEN_DTYPES = ("uint16", "uint32")
@@ -203,6 +214,8 @@ def _options_of(name: str | None) -> dict[str, OptionSpec]:
         specs = _TEXT_OPTIONS
     elif name == "tokens":
         specs = _TOKEN_OPTIONS
+    elif name == "words":
+        specs = _WORD_OPTIONS
     else:
         specs = _FILE_OPTIONS
     return {spec.name: spec for spec in specs}
@@ -370,15 +383,17 @@ def _lm_info(name: str, options: dict[str, OptionValue]) -> DatasetInfo | Datase
     if missing:
         return _lm_missing(name, missing)
     block = int(options["block_size"])  # type: ignore[arg-type]
-    vocab = TEXT_VOCAB if name == "text" else int(options["vocab"])  # type: ignore[arg-type]
-    split = "the last `val_fraction` of the file" if name == "text" else "`val.bin` beside it"
+    vocab = TEXT_VOCAB if name == "text" else int(options.get("vocab", WORDS_VOCAB))  # type: ignore[arg-type]
+    split = {"text": "the last `val_fraction` of the file", "tokens": "`val.bin` beside it",
+             "words": "the last `val_fraction` of the words, in order"}[name]  # fmt: skip
     return DatasetInfo(
         name, (block,), "i64", vocab, (block,), "i64", SEQUENCE, split, options=options
     )
 
 
 _LM_EXAMPLES = {"text": 'path="corpus.txt", block_size=256',
-                "tokens": 'path="train.bin", block_size=1024, vocab=50257'}  # fmt: skip
+                "tokens": 'path="train.bin", block_size=1024, vocab=50257',
+                "words": 'path="stdlib", block_size=35, vocab=10000'}  # fmt: skip
 
 
 def _lm_missing(name: str, missing: list[str]) -> DatasetError:

@@ -1190,6 +1190,93 @@ error[TL0436]: `table` is random (`randn`), but a function reads it: a top-level
 """,
         ),
         Code(
+            'TL0445',
+            'a carried value without its initial value',
+            """\
+`carry NAME = none` starts the value at each epoch's start and for validation. A `carry` line without `= value`, or with a value other than `none` (the zero state PyTorch's recurrent layers start from), is an error at the line.
+""",
+            """\
+error[TL0445]: the carried value `state` has no initial value
+  --> lm.tl:21:11
+   |
+21 |     carry state
+   |           ^^^^^
+   |
+   = help: write `carry state = none`: a recurrent layer starts from zeros
+""",
+        ),
+        Code(
+            'TL0446',
+            'a carried value the objective does not return',
+            """\
+A block's carried values are the objective's parameters after the batch, and it returns them after its loss: `fn lm_loss(net, x, y, state)` returning `(loss, state)`. An objective that returns the loss alone, or hands back `none` (the next batch would start from zeros again), or a block that carries a value but computes its loss with `loss =` (no objective to take it) is an error.
+""",
+            """\
+error[TL0446]: the objective `lm_loss` never returns the carried value `state`: it returns 1 value, not the loss and 1 carried
+  --> lm.tl:14:12
+   |
+14 |     return cross_entropy(logits.flatten(0, 1), y.flatten())
+   |            ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  ::: lm.tl:21:11
+21 |     carry state = none
+   |           ----- carried here
+   |
+   = help: return the loss, then the value for the next batch: `return (loss, state)`
+""",
+        ),
+        Code(
+            'TL0447',
+            'a carried value whose type changes between batches',
+            """\
+check-train infers the objective at an epoch's first batch (the carried value `none`) and at the next (the value the first returned): the second must take what the first returned and return the same type. An LSTM's state is the pair (h, c); returning `h` alone is an error at the `return`, with what the next batch found as a note.
+""",
+            """\
+error[TL0447]: the objective `lm_loss` returns a carried value its next batch cannot take (`state`: [1, B, 16])
+  --> lm.tl:15:12
+   |
+15 |     return (cross_entropy(logits.flatten(0, 1), y.flatten()), h)
+   |            ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+   |
+   = note: with it, line 9: `rnn` takes its state as a pair (h, c): [1, B, 16], [1, B, 16]
+   = help: return the value in the form the objective takes it, as the layer returned it
+""",
+        ),
+        Code(
+            'TL0448',
+            'a carried value over shuffled data',
+            """\
+A carried value continues the previous batch, so each batch must continue it too: row i of batch k + 1 the text after row i of batch k. `words` data is read that way (`batch_size` streams, windows in order, as pytorch/examples' `batchify`); `text` and `tokens` data are random windows, an error at the block's data.
+""",
+            """\
+error[TL0448]: the carried value `state` needs batches that continue one another, but `text` data are shuffled
+  --> lm.tl:19:14
+   |
+19 | train net on data:
+   |              ^^^^
+  ::: lm.tl:21:11
+21 |     carry state = none
+   |           ----- carried here
+   |
+   = help: load the text as streams: `load_dataset("words", path="stdlib", block_size=35)` takes its windows in order
+""",
+        ),
+        Code(
+            'TL0449',
+            'a `carry` the block cannot take',
+            """\
+A value carried twice, or `carry` in a block of `step` lines, with `distributed`, or beside a metric `fn` (which would call the model without the state), which do not carry values yet; `metrics = [perplexity]` is fine.
+""",
+            """\
+error[TL0449]: `carry` is not supported in a block of `step` lines yet
+  --> gan.tl:21:11
+   |
+21 |     carry state = none
+   |           ^^^^^
+   |
+   = help: train one model with `objective = NAME` to carry a value
+""",
+        ),
+        Code(
             'TL0440',
             "an objective's parameter that names no field of the data",
             """\

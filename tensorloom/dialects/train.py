@@ -207,6 +207,11 @@ class LoopOp(LazyFormatOp):
         """The block's `step ... with ...` lines, in order."""
         return [op for op in self.body.block.ops if isinstance(op, StepOp)]
 
+    def carries(self) -> list[CarryOp]:
+        """The block's `carry NAME = value` lines, in order: the objective's parameters after
+        the batch, and what it returns after its loss."""
+        return [op for op in self.body.block.ops if isinstance(op, CarryOp)]
+
     def groups(self) -> dict[str, GroupOp]:
         """The block's `group NAME = ...` lines by name, in order (the first of a name that
         repeats: check-train reports the second)."""
@@ -307,6 +312,38 @@ class GroupOp(LazyFormatOp):
         super().__init__(
             properties={"group": SymbolRefAttr(name), "value": value, "value_loc": value_loc}
         )
+
+
+@lazy_op_definition
+class CarryOp(LazyFormatOp):
+    """`train.carry "state" = none`: a value kept from one batch to the next (truncated
+    backpropagation through time, as pytorch/examples' word_language_model trains).
+
+    The block's objective takes it after the batch and returns it after its loss,
+    `fn lm_loss(net, x, y, state)` returning `(loss, state)`; between batches it is detached
+    (the gradient stops at the batch's start), and at each epoch's start and for validation
+    it is `init` again (`none`: the recurrent layers' zero state). `carried` is the type the
+    objective returns for it (written by check-train); the lowering keeps it in the trainer
+    and in checkpoints, so a run resumed mid-epoch continues from the same value."""
+
+    name = "train.carry"
+
+    var = prop_def(StringAttr)
+    init = opt_prop_def()
+    init_loc = opt_prop_def()
+    carried = opt_prop_def(TypeAttribute)
+
+    traits = traits_def(HasParent(LoopOp))
+    irdl_options = (ParsePropInAttrDict(),)
+    ASSEMBLY_FORMAT: ClassVar[str] = "$var (`=` $init^)? attr-dict"
+
+    def __init__(self, var: str, init: Attribute | None, init_loc: Attribute | None = None):
+        super().__init__(properties={"var": StringAttr(var), "init": init, "init_loc": init_loc})
+
+    def verify_(self) -> None:
+        _check_nonempty(self.var, "carried value's name")
+        if self.carried is not None and self.init is None:
+            raise VerifyException("a carried value with a type needs its initial value")
 
 
 @lazy_op_definition
@@ -702,6 +739,7 @@ Train = Dialect(
         SetOp,
         StepOp,
         GroupOp,
+        CarryOp,
         ConfigOp,
         CheckpointOp,
         MainOp,

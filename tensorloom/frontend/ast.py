@@ -393,6 +393,18 @@ class TrainGroup(Node):
 
 
 @dataclass(slots=True)
+class TrainCarry(Node):
+    """`carry state = none` inside a train block: a value the objective takes after the batch
+    and returns after its loss, kept from one batch to the next (detached between them) and
+    set back to `init` at each epoch's start and for validation. `init` is None when the line
+    gives no value (check-train reports it)."""
+
+    name: str
+    name_span: Span
+    init: Expr | None
+
+
+@dataclass(slots=True)
 class TrainDecl(Stmt):
     """`train net on data:` (or `train (G, D) on data:`) followed by settings and steps."""
 
@@ -402,6 +414,7 @@ class TrainDecl(Stmt):
     checkpoint: CheckpointClause | None
     steps: list[TrainStep] = field(default_factory=list["TrainStep"])
     groups: list[TrainGroup] = field(default_factory=list["TrainGroup"])
+    carries: list[TrainCarry] = field(default_factory=list["TrainCarry"])
 
 
 @dataclass(slots=True)

@@ -405,6 +405,11 @@ class _ModuleBuilder:
             if _window_fits(step):
                 _set_window(step_op, step)
             op.body.block.add_op(step_op)
+        for carry in decl.carries:
+            init = settings.build(carry.init) if carry.init is not None else None
+            carry_op = train.CarryOp(carry.name, init, loc_of(carry.init.span) if carry.init
+                                     else None)  # fmt: skip
+            op.body.block.add_op(_at(carry_op, carry.name_span))
         if decl.checkpoint is not None:
             clause = decl.checkpoint
             if clause.every < 1:

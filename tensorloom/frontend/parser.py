@@ -29,7 +29,9 @@ from tensorloom.source import SourceMap, Span
 
 T = TypeVar("T")
 Language = Literal["tl", "nml"]
-TrainEntry = ast.TrainSetting | ast.CheckpointClause | ast.TrainStep | ast.TrainGroup
+TrainEntry = (
+    ast.TrainSetting | ast.CheckpointClause | ast.TrainStep | ast.TrainGroup | ast.TrainCarry
+)
 
 MAX_NESTING = 200
 SUFFIXES: dict[str, Language] = {".tl": "tl", ".nml": "nml"}
@@ -571,7 +573,7 @@ class Parser:
 
     def parse_train_decl(self) -> ast.TrainDecl:
         """train_decl = "train" expression "on" expression ":" NEWLINE INDENT
-        { train_setting | checkpoint | train_step | train_group } DEDENT ;
+        { train_setting | checkpoint | train_step | train_group | train_carry } DEDENT ;
 
         The expression after `train` is a model's name or a tuple of them, `(G, D)`."""
         start = self.expect_word("train")
@@ -592,6 +594,8 @@ class Parser:
             train.steps.append(entry)
         elif isinstance(entry, ast.TrainGroup):
             train.groups.append(entry)
+        elif isinstance(entry, ast.TrainCarry):
+            train.carries.append(entry)
         elif train.checkpoint is None:
             train.checkpoint = entry
         else:
@@ -616,7 +620,20 @@ class Parser:
             and self.peek(2).kind is TokenKind.EQ
         ):
             return self.parse_train_group()
+        if self.check_word("carry") and self.peek(1).kind is TokenKind.NAME:
+            return self.parse_train_carry()
         return self.parse_train_setting()
+
+    def parse_train_carry(self) -> ast.TrainCarry:
+        """train_carry = "carry" NAME [ "=" expression ] NEWLINE ;
+
+        Without `= value` the line parses; check-train reports the missing initial value."""
+        start = self.expect_word("carry")
+        name = self.expect(TokenKind.NAME, "the name of the carried value")
+        init = self.parse_expression() if self.match(TokenKind.EQ) else None
+        self.expect(TokenKind.NEWLINE)
+        end = init.span if init is not None else name.span
+        return ast.TrainCarry(start.span.to(end), name.text, name.span, init)
 
     def parse_train_step(self) -> ast.TrainStep:
         """train_step = "step" NAME "with" ( call { "," call } | "(" call { "," call } ")" )

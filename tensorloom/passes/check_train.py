@@ -25,6 +25,7 @@ from xdsl.ir import Attribute, Operation
 from tensorloom.catalogue.args import INT64_MAX, Arg, past_int64
 from tensorloom.catalogue.data_files import DatasetProblem
 from tensorloom.catalogue.datasets import (
+    ORDERED_SOURCES,
     UNKNOWN_TASK,
     DatasetError,
     DatasetInfo,
@@ -46,6 +47,7 @@ from tensorloom.dialects.nml import (
     InstanceOp,
     KernelCallOp,
     LogSoftmaxOp,
+    NoneValueAttr,
     ReturnOp,
     SoftmaxOp,
     TensorType,
@@ -430,8 +432,13 @@ class LoopChecker:
                 self._setting(op, seen)
         info = self._dataset()
         self._samples()
+        carries = self.loop.carries()
+        if carries:  # each problem reported; the objective still takes one parameter for each
+            CarryChecker(self.module, self.loop).check()
+            carries = list({op.var.data: op for op in reversed(carries)}.values())[::-1]
         if self.loop.runs_objectives():
-            ObjectiveChecker(self.module, self.loop, batch_types(None, info), info).check()
+            batch = batch_types(None, info)
+            ObjectiveChecker(self.module, self.loop, batch, info, carries).check()
             self._precision()
             return
         instance = self._instance()
@@ -914,6 +921,7 @@ class ObjectiveChecker:
     loop: train.LoopOp
     batch: BatchTypes
     info: DatasetInfo | None = None
+    carries: list[train.CarryOp] = field(default_factory=list[train.CarryOp])
     checked: set[str] = field(default_factory=set[str])
 
     @property
@@ -972,6 +980,13 @@ class ObjectiveChecker:
             _error_at(span_of(op.value_loc or op), "TL0415", metrics.message, metrics.help)
             return
         for metric in metrics:
+            if metric.kind == "perplexity":  # exp of `val_loss`: it reads no output
+                continue
+            if self.carries:
+                message = "a metric `fn` beside `carry` is not supported yet: it takes no state"
+                help_text = "report `perplexity`, or compute the metric in the objective's loss"
+                _error_at(span_of(op.value_loc or op), "TL0449", message, help_text)
+                continue
             if metric.kind != "function":
                 message = (
                     f"`{metric.name if metric.kind == 'accuracy' else 'top_k'}` reads the "
@@ -993,7 +1008,8 @@ class ObjectiveChecker:
         func = objective_named(self.module, name, loc, "an objective of this block")
         if func is not None and name not in self.checked:
             self.checked.add(name)
-            check_objective(self.module, func, self.models, self.batch, loc, self.info)
+            check_objective(self.module, func, self.models, self.batch, loc, self.info,
+                            carries=self.carries)  # fmt: skip
         return func
 
     def _steps(self) -> None:
@@ -1168,6 +1184,95 @@ class ObjectiveChecker:
             report(Diagnostic.warning("TL0435", message, Label(where), help=help_text))
 
 
+@dataclass
+class CarryChecker:
+    """A block's `carry NAME = none` lines: each needs its initial value, the block an
+    objective (which takes and returns it: objectives.py checks that) and data whose batches
+    continue one another."""
+
+    module: ModuleOp
+    loop: train.LoopOp
+
+    def check(self) -> None:
+        carries = self.loop.carries()
+        for op in carries:
+            self._initial(op)
+        self._unique(carries)
+        if self._objective(carries[0]):
+            self._supported(carries[0])
+        self._ordered_data(carries[0])
+
+    def _initial(self, op: train.CarryOp) -> None:
+        var = op.var.data
+        if op.init is None:
+            message = f"the carried value `{var}` has no initial value"
+            help_text = f"write `carry {var} = none`: a recurrent layer starts from zeros"
+            _error_at(span_of(op), "TL0445", message, help_text)
+        elif not isinstance(op.init, NoneValueAttr):
+            message = f"the carried value `{var}` must start from `none`, the zero state"
+            help_text = (
+                f"write `carry {var} = none`: the recurrent layers it feeds start from zeros"
+            )
+            _error_at(span_of(op.init_loc) or span_of(op), "TL0445", message, help_text)
+
+    def _unique(self, carries: list[train.CarryOp]) -> None:
+        seen: dict[str, train.CarryOp] = {}
+        for op in carries:
+            first = seen.setdefault(op.var.data, op)
+            if first is not op:
+                message = f"`{op.var.data}` is carried twice"
+                _error_at(span_of(op), "TL0449", message, "keep one `carry` line for it",
+                          span_of(first), "first carried here")  # fmt: skip
+
+    def _objective(self, op: train.CarryOp) -> bool:
+        if self.loop.runs_objectives():
+            return True
+        var = op.var.data
+        message = (
+            f"the carried value `{var}` needs an objective that takes and returns it; "
+            "`loss` computes a batch's loss from one output"
+        )
+        help_text = (
+            f"write `fn NAME(net, x, y, {var})` returning `(loss, {var})` and set "
+            "`objective = NAME`"
+        )
+        _error_at(span_of(op), "TL0446", message, help_text)
+        return False
+
+    def _supported(self, op: train.CarryOp) -> None:
+        """Several steps and several processes do not carry values yet."""
+        where = span_of(op)
+        if self.loop.steps():
+            message = "`carry` is not supported in a block of `step` lines yet"
+            help_text = "train one model with `objective = NAME` to carry a value"
+            _error_at(where, "TL0449", message, help_text)
+            return
+        distributed = self.loop.setting("distributed")
+        if distributed is not None and evaluate(distributed, {}) not in (False, "false"):
+            message = "`carry` is not supported with `distributed` yet"
+            _error_at(where, "TL0449", message, "remove `distributed`")
+
+    def _ordered_data(self, op: train.CarryOp) -> None:
+        """The carried value continues the previous batch: each batch must continue it too."""
+        data = lookup_symbol(self.module, self.loop.data, train.DatasetOp)
+        if not isinstance(data, train.DatasetOp) or data.source is None:
+            return
+        source = data.source.data
+        if source in ORDERED_SOURCES:
+            return
+        var = op.var.data
+        message = (
+            f"the carried value `{var}` needs batches that continue one another, but "
+            f"`{source}` data are shuffled"
+        )
+        help_text = (
+            'load the text as streams: `load_dataset("words", path="stdlib", block_size=35)` '
+            "takes its windows in order"
+        )
+        where = span_of(self.loop.data_loc) if self.loop.data_loc is not None else None
+        _error_at(where or span_of(op), "TL0448", message, help_text, span_of(op), "carried here")
+
+
 def _options_problem(
     optimizer: str, options: tuple[tuple[str, object], ...]
 ) -> tuple[str, str, str | None] | None:
@@ -1179,11 +1284,11 @@ def _options_problem(
 
 def _error_at(
     where: Span | None, code: str, message: str, help_text: str | None,
-    earlier: Span | None = None,
+    earlier: Span | None = None, earlier_label: str = "first named here",
 ) -> None:  # fmt: skip
     if where is None:
         return
-    secondary = [Label(earlier, "first named here")] if earlier is not None else []
+    secondary = [Label(earlier, earlier_label)] if earlier is not None else []
     report(Diagnostic.error(code, message, Label(where), secondary=secondary, help=help_text))
 
 

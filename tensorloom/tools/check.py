@@ -171,6 +171,7 @@ def _json(result: Compilation, flows: list[ModelFlow]) -> dict[str, Any]:
             {"name": n, "samples": a, "targets": t, "from": o}
             for n, a, t, o in dataset_rows(result)
         ],
+        "carried": [{"name": n, "type": t} for n, t in carried_rows(result)],
     }
 
 
@@ -193,7 +194,23 @@ def _flows_text(result: Compilation, flows: list[ModelFlow]) -> str:
     text = format_flows(flows) if flows else f"{result.path}: ok (no models)\n"
     for name, samples, targets, origin in dataset_rows(result):
         text += f"data {name}: {data_summary(samples, targets)}; from {origin}\n"
+    for name, carried in carried_rows(result):
+        text += f"carry {name}: {carried}, from `none` each epoch, detached between batches\n"
     return text
+
+
+def carried_rows(result: Compilation) -> list[tuple[str, str]]:
+    """Each value a train block carries between batches, and the type check-train gave it."""
+    from tensorloom.dialects import train
+    from tensorloom.passes.shape_inference import format_type
+
+    if result.module is None:
+        return []
+    return [
+        (op.var.data, format_type(op.carried))
+        for op in result.module.walk()
+        if isinstance(op, train.CarryOp) and op.carried is not None
+    ]
 
 
 def dataset_rows(result: Compilation) -> list[tuple[str, str, str, str]]:

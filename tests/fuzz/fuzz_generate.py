@@ -46,6 +46,8 @@ TENSOR_STATEMENTS = ["h = h[h > 0.0]", "h = h[arange(2)]", "h = h[:, arange(2)]"
                      "h = h.index_add(0, arange(2), h[:2])", "h = h.to(torch.float16).float()",
                      "h = h.scatter(-1, h.topk(2)[1], 0.0)", "h = h + cumsum(h, dim=0)",
                      "h = pad(h, [0, h.size(-1)])", "h = h[h.argmax(dim=-1)]",
+                     "h = pad(h, [floordiv(h.size()[-1], 2), floordiv(h.shape[0] - 1, 3)])",
+                     "h = pad(h, [0, floordiv(h.size(-1) / 2, 2)])",
                      "h = one_hot(h.argmax(dim=-1), num_classes=h.size(-1)).float()",
                      "h = self.l0(h, none)[0]",
                      "h = self.l0(h, self.l0(h, none)[1])[0]",
@@ -143,12 +145,10 @@ def generate(r: random.Random) -> str:
     """A whole .tl program: half of them careful (meant to pass the check), half sloppy;
     a third of each uses the structured forms (layer lists, loops, branches, tuples,
     `Parameter`, typed layer tensors, dims as values, a loss fn)."""
-    if r.random() < 0.15:
-        return _objectives(r, careful=r.random() < 0.5)
-    if r.random() < 0.08:
-        return _paired(r, careful=r.random() < 0.5)
-    if r.random() < 0.08:
-        return _param_groups(r, careful=r.random() < 0.5)
+    train_forms = ((0.15, _objectives), (0.08, _paired), (0.08, _param_groups), (0.08, _carried))
+    for chance, form in train_forms:
+        if r.random() < chance:
+            return form(r, careful=r.random() < 0.5)
     if r.random() < 0.3:
         return _structured(r, careful=r.random() < 0.5)
     if r.random() < 0.1:
@@ -272,6 +272,54 @@ def _objectives(r: random.Random, careful: bool) -> str:
     if not careful and r.random() < 0.3:
         extra = ["loss = MSE", "ema = 0.99", "compile = true", "grad_clip = 1.0"]
         lines.append(f"    {r.choice(extra)}")
+    return "\n".join(lines) + "\n"
+
+
+CARRY_SLIPS = ["carry state", "carry state = 0.0", "carry state = none\n    carry state = none",
+               "carry state = state", "carry h = none"]  # fmt: skip
+CARRY_RETURNS = ["(loss, next)", "loss", "(loss, state)", "(loss, h)", "(loss, next, next)",
+                 "(loss, c)"]  # fmt: skip
+CARRY_DATA = ['"words", path="stdlib", block_size=8, vocab=64',
+              '"text", path="stdlib", block_size=8', '"digits"',
+              '"words", path="stdlib", block_size=8, vocab=32',
+              '"words", path="absent.txt", block_size=8, vocab=64']  # fmt: skip
+
+
+def _carried(r: random.Random, careful: bool) -> str:
+    """A recurrent language model whose block carries its state between batches
+    (`carry state = none`, the objective `fn f(net, x, y, state)` returning `(loss, state)`),
+    an LSTM's pair or a GRU's tensor; sloppy ones leave out the initial value, return the
+    loss alone or half the pair, carry over shuffled data, carry twice, or carry beside
+    `loss` or `step` lines."""
+    lstm = r.random() < 0.5
+    layers = r.choice([1, 2])
+    kind = f"LSTM(16, 16, num_layers={layers})" if lstm else f"GRU(16, 16, num_layers={layers})"
+    state_type = "(Tensor, Tensor)" if lstm else "Tensor"
+    lines = ["model LM:", "    layer encoder = Embedding(64, 16)", f"    layer rnn = {kind}",
+             "    layer decoder = Linear(16, 64)", "",
+             f"    fn forward(self, x: Tensor[B, T], state: {state_type}):",
+             "        let (out, next) = self.rnn(self.encoder(x), state)",
+             "        return (self.decoder(out), next)", ""]  # fmt: skip
+    returned = "(loss, next)" if careful else r.choice(CARRY_RETURNS)
+    lines += ["fn lm_loss(net, x, y, state):", "    let (logits, next) = net(x, state)",
+              "    let loss = cross_entropy(logits.flatten(0, 1), y.flatten())"]  # fmt: skip
+    if "h" in returned or "c)" in returned:
+        lines.append("    let (h, c) = next" if lstm else "    let h = next\n    let c = next")
+    lines += [f"    return {returned}", "", "let net = LM()"]
+    data = CARRY_DATA[0] if careful else r.choice(CARRY_DATA)
+    lines += [f"let data = load_dataset({data})", "", "train net on data:"]
+    lines += [f"    epochs = {r.choice(['1', '2'])}", f"    batch_size = {r.choice(['4', '8'])}"]
+    if careful or r.random() < 0.7:
+        lines.append("    objective = lm_loss")
+    elif r.random() < 0.5:
+        lines.append("    loss = CrossEntropy")
+    else:
+        lines.append("    step lm_loss with SGD(net, lr=1.0)")
+    lines.append(f"    {'carry state = none' if careful else r.choice(CARRY_SLIPS)}")
+    if careful and r.random() < 0.5:
+        lines += ["    optimizer = SGD(lr=20.0)", "    grad_clip = 0.25"]
+    if r.random() < 0.5:
+        lines.append("    metrics = [perplexity]")
     return "\n".join(lines) + "\n"
 
 

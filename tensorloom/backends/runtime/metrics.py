@@ -126,3 +126,8 @@ def batch_top_k_accuracy(output: torch.Tensor, target: torch.Tensor, k: int) -> 
     """`top_k(k)`: the share of targets among the k largest outputs (per token for [B, T, C])."""
     top = output.flatten(0, -2).topk(k, dim=-1).indices
     return (top == target.flatten()[:, None]).any(dim=-1).float().mean()
+
+
+def perplexity(loss: float) -> float:
+    """`metrics = [perplexity]`: exp of a mean cross-entropy in nats (inf past a float's range)."""
+    return math.exp(loss) if loss < 709.0 else math.inf

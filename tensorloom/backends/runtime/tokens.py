@@ -14,6 +14,12 @@ Two sources, both giving a training and a validation `TokenStream`:
   library, concatenated in sorted order of their paths (no `site-packages`),
   capped at `max_bytes` (default 16,000,000). It is Python source, so a model
   trained on it writes Python-looking text; it differs between Python versions.
+- `"words"`: a text file (or `"stdlib"`, as above) as words, as pytorch/examples'
+  word_language_model reads a corpus: each line's words, then `<eos>`. A word is an
+  identifier, a number, or one other non-space character (the text is Python source, where
+  `print(x)` is four words). The vocabulary is the `vocab - 1` most frequent words of the
+  training split (ties in sorted order) and `<unk>` (id 0) for every other word, so it is
+  the same on every run. `StreamLoader` takes its windows in order (`batchify`).
 - `"tokens"`: nanoGPT's format: `train.bin` and `val.bin` beside it, flat
   arrays of `uint16` (or `uint32`) token ids. They are read through a
   `numpy.memmap` opened for each batch and dropped after it (as nanoGPT does),
@@ -30,6 +36,7 @@ the split's non-overlapping windows in order, sharded across ranks.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import sysconfig
 from collections.abc import Iterator
@@ -150,6 +157,79 @@ def _resolve(path: str, data_root: str | os.PathLike[str] | None) -> Path:
     return candidate
 
 
+WORDS_VOCAB = 10000
+UNKNOWN_WORD = "<unk>"
+END_OF_LINE = "<eos>"
+_WORD = re.compile(r"[A-Za-z_][A-Za-z_0-9]*|[0-9]+|\S")
+
+
+def words_of(text: str) -> list[str]:
+    """Each line's words, then `<eos>` (identifiers, numbers, single other characters)."""
+    words: list[str] = []
+    for line in text.splitlines():
+        words += _WORD.findall(line)
+        words.append(END_OF_LINE)
+    return words
+
+
+def word_vocabulary(words: list[str], size: int) -> list[str]:
+    """`<unk>`, then the `size - 1` most frequent of `words` (ties in sorted order)."""
+    counts: dict[str, int] = {}
+    for word in words:
+        counts[word] = counts.get(word, 0) + 1
+    counts.pop(UNKNOWN_WORD, None)
+    ranked = sorted(counts, key=lambda w: (-counts[w], w))
+    return [UNKNOWN_WORD, *ranked[: size - 1]]
+
+
+def load_word_dataset(
+    source: str,
+    *,
+    path: str,
+    block_size: int,
+    vocab: int = WORDS_VOCAB,
+    val_fraction: float = 0.1,
+    max_bytes: int | None = None,
+    data_root: str | os.PathLike[str] | None = None,
+) -> tuple[TokenStream, TokenStream, TokenInfo]:
+    """The training and validation streams of `"words"` data (see the module doc)."""
+    if source != "words":
+        raise TokenDataUnavailable(f"unknown word source `{source}`")
+    train, val = _word_streams(path, vocab, val_fraction, max_bytes, data_root)
+    for split, stream in (("training", train), ("validation", val)):
+        if len(stream) <= block_size:
+            raise TokenDataUnavailable(
+                f"the {split} split of `{path}` has {len(stream)} words, "
+                f"fewer than one window of block_size + 1 = {block_size + 1}"
+            )
+    name = Path(path).name if path != STDLIB_CORPUS else "the Python standard library"
+    return train, val, TokenInfo(f"{name}, as words", (block_size,), (block_size,), vocab)
+
+
+def _word_streams(
+    path: str,
+    vocab: int,
+    val_fraction: float,
+    max_bytes: int | None,
+    data_root: str | os.PathLike[str] | None,
+) -> tuple[TokenStream, TokenStream]:
+    """The words of the text as ids: the first `1 - val_fraction` for training, the rest for
+    validation; the vocabulary is the training part's."""
+    if path == STDLIB_CORPUS:
+        data = stdlib_corpus(max_bytes if max_bytes is not None else STDLIB_MAX_BYTES)
+    else:
+        with _resolve(path, data_root).open("rb") as f:
+            data = f.read() if max_bytes is None else f.read(max_bytes)
+    words = words_of(data.decode("utf-8", errors="replace"))
+    n_train = len(words) - round(len(words) * val_fraction)
+    ids = {word: i for i, word in enumerate(word_vocabulary(words[:n_train], vocab))}
+    tokens = torch.tensor([ids.get(word, 0) for word in words], dtype=torch.int64)
+    return (
+        TokenStream(tokens=tokens, length=n_train),
+        TokenStream(tokens=tokens, start=n_train),
+    )
+
+
 def _text_streams(
     path: str, val_fraction: float, max_bytes: int | None, data_root: str | os.PathLike[str] | None
 ) -> tuple[TokenStream, TokenStream]:
@@ -263,3 +343,68 @@ class WindowLoader:
     def load_state_dict(self, state: dict[str, int]) -> None:
         self.seed = state["seed"]
         self.epoch = state["epoch"]
+
+
+class StreamLoader:
+    """Batches of `batch_size` parallel streams, windows in order: pytorch/examples'
+    word_language_model's `batchify` and `get_batch`, batch-first.
+
+    The split's tokens are cut into `batch_size` contiguous streams of n tokens (the rest
+    dropped, as `batchify` drops it): row i holds tokens [i n, (i + 1) n). Under DDP there
+    are `batch_size` streams per rank, and each rank takes its own rows. Batch k is the
+    window [k T, (k + 1) T) of every row and its targets one token later, so each row of
+    batch k + 1 continues that row of batch k, which a carried state needs. Every batch is
+    whole: a last window shorter than T is dropped (main.py trains on it).
+    """
+
+    def __init__(
+        self,
+        stream: TokenStream,
+        *,
+        block_size: int,
+        batch_size: int,
+        device: torch.device,
+        rank: int = 0,
+        world_size: int = 1,
+    ) -> None:
+        if stream.tokens is None:
+            raise TokenDataUnavailable("streams in order are read from text, not token files")
+        self.block_size, self.batch_size, self.device = block_size, batch_size, device
+        tokens = stream.tokens[stream.start : stream.start + len(stream)].long()
+        rows = batch_size * world_size
+        n = len(tokens) // rows
+        mine = tokens[: n * rows].view(rows, n)[rank * batch_size : (rank + 1) * batch_size]
+        self.data = mine.to(device)
+        self.windows = max(n - 1, 0) // block_size
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return self.windows
+
+    def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        size = self.block_size
+        for k in range(self.windows):
+            i = k * size
+            yield self.data[:, i : i + size], self.data[:, i + 1 : i + 1 + size]
+
+    def state_dict(self) -> dict[str, int]:
+        # The batches are the same every epoch: nothing else to save.
+        return {"epoch": self.epoch}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        self.epoch = state["epoch"]
+
+
+def detached(value: object) -> object:
+    """A carried value cut from the graph of the batch that made it (main.py's
+    `repackage_hidden`): tensors detached, tuples and lists of them element by element.
+
+    Each is a copy, too: a step replayed as a CUDA graph writes its outputs over the last's."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if isinstance(value, tuple | list):
+        return type(value)(detached(v) for v in value)
+    return value

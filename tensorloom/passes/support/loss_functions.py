@@ -33,7 +33,7 @@ from tensorloom.passes.shape_inference import BATCH, Inference, ModelFlow, write
 from tensorloom.passes.support.model_env import CallValue, EvalError, evaluate
 
 PARAMETER_FORMS = ("(out, y)", "(out, x, y)")
-BUILTIN_METRICS = ("accuracy", "top_k")
+BUILTIN_METRICS = ("accuracy", "top_k", "perplexity")
 
 
 def functions_of(module: ModuleOp) -> dict[str, FuncOp]:
@@ -129,7 +129,7 @@ def _is_number(attr: Attribute) -> bool:
 class Metric:
     """One entry of `metrics = [...]`: `accuracy`, `top_k(5)` or a function's name."""
 
-    kind: str  # "accuracy", "top_k" or "function"
+    kind: str  # "accuracy", "top_k", "perplexity" (exp of `val_loss`) or "function"
     name: str  # the key in the record: `val_<name>`
     k: int = 1
 
@@ -161,9 +161,13 @@ def _metric(value: object, functions: Sequence[str]) -> Metric | MetricProblem:
     call = value if isinstance(value, CallValue) else None
     name = call.name if call is not None else value
     if isinstance(value, EvalError) or not isinstance(name, str):
-        return MetricProblem("a metric is `accuracy`, `top_k(k)` or the name of a `fn`")
+        return MetricProblem(
+            "a metric is `accuracy`, `top_k(k)`, `perplexity` or the name of a `fn`"
+        )
     if name == "accuracy" and (call is None or not call.args):
         return Metric("accuracy", "accuracy")
+    if name == "perplexity" and (call is None or not call.args):
+        return Metric("perplexity", "perplexity")
     if name == "top_k":
         k = call.args[0] if call is not None and len(call.args) == 1 else None
         if not isinstance(k, int) or isinstance(k, bool) or k < 1:
@@ -172,7 +176,7 @@ def _metric(value: object, functions: Sequence[str]) -> Metric | MetricProblem:
     if name in functions and call is None:
         return Metric("function", name)
     guess = did_you_mean(name, [*BUILTIN_METRICS, *functions])
-    listed = "`accuracy`, `top_k(k)` or a `fn` of this file"
+    listed = "`accuracy`, `top_k(k)`, `perplexity` or a `fn` of this file"
     return MetricProblem(
         f"unknown metric `{name}`", f"did you mean `{guess}`?" if guess else f"use {listed}"
     )

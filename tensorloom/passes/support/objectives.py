@@ -22,11 +22,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, i64
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue, TypeAttribute
 
 from tensorloom.catalogue.datasets import DataField, DatasetInfo
-from tensorloom.diagnostics.core import Diagnostic, Label, did_you_mean
-from tensorloom.diagnostics.ir import report, span_at, span_of
+from tensorloom.diagnostics.core import Diagnostic, DiagnosticSink, Label, did_you_mean
+from tensorloom.diagnostics.ir import current_sink, report, reporting, span_at, span_of
 from tensorloom.dialects import train
 from tensorloom.dialects.nml import (
     CallAttr,
@@ -35,9 +35,11 @@ from tensorloom.dialects.nml import (
     InstanceOp,
     ModelCallOp,
     ModelOp,
+    NoneType,
     RefOp,
     ReturnOp,
     TensorType,
+    TupleType,
 )
 from tensorloom.passes.shape_inference import BATCH, Inference, ModelFlow, write_back_types
 from tensorloom.passes.support.batch_fields import bind_fields, field_listing, parameter_span
@@ -191,12 +193,15 @@ def check_objective(
     where: Attribute | None,
     info: DatasetInfo | None = None,
     role: str = "objective",
+    carries: Sequence[train.CarryOp] = (),
 ) -> None:
-    """Infer `func` with its model parameters bound to `models` and the batch's types after
-    them (x, y; or the fields of `info` its parameters name); it must return a scalar."""
-    binding = bind_fields(func.names[len(models) :], info)
-    if not binding.by_name and len(func.names) != len(models) + 2:
-        _wrong_arity(func, models, where, role)
+    """Infer `func` with its model parameters bound to `models`, the batch's types after
+    them (x, y; or the fields of `info` its parameters name) and then the carried values';
+    it must return a scalar, or `(scalar, *carried)` when the block carries values."""
+    batch_names = func.names[len(models) : len(func.names) - len(carries)]
+    binding = bind_fields(batch_names, info)
+    if not binding.by_name and len(func.names) != len(models) + 2 + len(carries):
+        _wrong_arity(func, models, where, role, carries)
         return
     if binding.unknown is not None:
         assert info is not None
@@ -204,10 +209,22 @@ def check_objective(
         return
     if any(isinstance(op, RefOp | CallOp) for op in func.walk()):
         return  # an undefined name or function: check-scopes reported it
-    batch_args = [batch.inputs, batch.targets]
+    batch_args: list[Attribute] = [batch.inputs, batch.targets]
     if binding.by_name and info is not None:
         fields = [info.field_named(name) for name in binding.fields]
         batch_args = [tensor_type(f) for f in fields if f is not None]
+    if carries:
+        _check_carrying(module, func, models, batch_args, carries)
+        return
+    inference, result = _infer(module, func, models, batch_args)
+    write_back_types(inference)
+    scalar_result(func, result, inference.unifier, role)
+
+
+def _infer(
+    module: ModuleOp, func: FuncOp, models: Sequence[str], given: Sequence[Attribute]
+) -> tuple[Inference, Attribute]:
+    """One inference of `func`: its models bound, `given` as the types after them."""
     inference = Inference({})
     args = func.body.block.args
     for arg, name in zip(args, models, strict=False):
@@ -216,11 +233,158 @@ def check_objective(
             inference.bound_models[arg] = bound
     model = ModelOp(f"<objective {func.sym_name.data}>")
     flow = ModelFlow(func.sym_name.data, func.sym_name.data, [], "")
-    arg_types = [args[i].type for i in range(len(models))] + batch_args
+    arg_types = [args[i].type for i in range(len(models))] + list(given)
     result = inference.run(model, func, {}, arg_types, flow)
     inference.inferred = {func: inference.inferred.get(func, {})}  # the models keep theirs
-    write_back_types(inference)
-    scalar_result(func, result, inference.unifier, role)
+    return inference, result
+
+
+# --- carried values ---------------------------------------------------------------------------
+
+
+def _check_carrying(
+    module: ModuleOp,
+    func: FuncOp,
+    models: Sequence[str],
+    batch: Sequence[Attribute],
+    carries: Sequence[train.CarryOp],
+) -> None:
+    """The objective of a block that carries values, inferred twice: at an epoch's first batch
+    (each carried parameter its initial value, `none`), then at the next (each the type the
+    first returned for it), which must return the same types: the carried values' types are
+    then fixed, and written on their `train.carry` ops."""
+    first = [NoneType() for _ in carries]
+    errors = len(current_sink().errors())
+    inference, result = _infer(module, func, models, [*batch, *first])
+    if len(current_sink().errors()) > errors:  # the first batch's errors, reported: stop there
+        write_back_types(inference)
+        return
+    returned = _returned(func, result, inference, carries)
+    if returned is None:
+        write_back_types(inference)
+        return
+    settled = [inference.resolved_type(t) for t in returned]
+    sink = DiagnosticSink()
+    with reporting(sink):  # the next batch's problems are said as one, at the return
+        again, result = _infer(module, func, models, [*batch, *settled])
+    if sink.has_errors:
+        _not_taken_back(func, carries, settled, inference, sink)
+        return
+    write_back_types(again)
+    later = _returned(func, result, again, carries)
+    for i, (op, before, after) in enumerate(zip(carries, settled, later or (), strict=False)):
+        if inference.format_type(before) != again.format_type(after):
+            _changes_type(func, op, 1 + i, (before, after), (inference, again))
+            return
+    for op, carried in zip(carries, settled, strict=True):
+        if op.init is not None and isinstance(carried, TypeAttribute):  # else reported
+            op.carried = carried
+
+
+def _returned(
+    func: FuncOp, result: Attribute, inference: Inference, carries: Sequence[train.CarryOp]
+) -> list[Attribute] | None:
+    """The carried values' types in `(loss, *carried)`, the loss checked as a scalar; TL0446
+    when the objective returns something else."""
+    wanted = len(carries) + 1
+    elements = result.types if isinstance(result, TupleType) else (result,)
+    if len(elements) != wanted:
+        _not_returned(func, carries, len(elements))
+        return None
+    scalar_result(func, elements[0], inference.unifier, "objective")
+    carried = list(elements[1:])
+    for i, (op, kind) in enumerate(zip(carries, carried, strict=True)):
+        if isinstance(kind, NoneType):
+            _stays_none(func, op, 1 + i)
+            return None
+    return carried
+
+
+def _return_span(func: FuncOp, index: int | None = None) -> Label:
+    """The objective's `return` value (its `index`-th element), else the function."""
+    last = func.body.block.last_op
+    if not isinstance(last, ReturnOp) or not last.values:
+        return Label(span_at(func))
+    owner = last.values[0].owner
+    whole = (span_of(owner) if isinstance(owner, Operation) else None) or span_at(last)
+    if index is None or not isinstance(owner, Operation) or len(owner.operands) <= index:
+        return Label(whole)
+    element = owner.operands[index].owner
+    part = span_of(element) if isinstance(element, Operation) else None
+    inside = part is not None and (part.line, part.col) >= (whole.line, whole.col) and (
+        part.end_line, part.end_col) <= (whole.end_line, whole.end_col)  # fmt: skip
+    return Label(part if inside and part is not None else whole)
+
+
+def _carried_names(carries: Sequence[train.CarryOp]) -> str:
+    return ", ".join(op.var.data for op in carries)
+
+
+def _not_returned(func: FuncOp, carries: Sequence[train.CarryOp], count: int) -> None:
+    name = func.sym_name.data
+    names = _carried_names(carries)
+    plural = "s" * (len(carries) != 1)
+    message = (
+        f"the objective `{name}` never returns the carried value{plural} `{names}`: it returns "
+        f"{count} value{'s' * (count != 1)}, not the loss and {len(carries)} carried"
+    )
+    help_text = (
+        f"return the loss, then the value{plural} for the next batch: `return (loss, {names})`"
+    )
+    secondary = [Label(s, "carried here") for s in [span_of(carries[0])] if s]
+    report(Diagnostic.error("TL0446", message, _return_span(func), secondary=secondary,
+                            help=help_text))  # fmt: skip
+
+
+def _stays_none(func: FuncOp, op: train.CarryOp, index: int) -> None:
+    var = op.var.data
+    message = (
+        f"the objective `{func.sym_name.data}` returns `none` for the carried value `{var}`: "
+        "the next batch would start from `none` again"
+    )
+    help_text = (
+        f"return the state a recurrent layer gives, as in `let (out, {var}) = lstm(x, {var})`"
+    )
+    report(Diagnostic.error("TL0446", message, _return_span(func, index), help=help_text))
+
+
+def _not_taken_back(
+    func: FuncOp,
+    carries: Sequence[train.CarryOp],
+    settled: Sequence[Attribute],
+    inference: Inference,
+    sink: DiagnosticSink,
+) -> None:
+    """The next batch cannot take what the first returned: TL0447 at the return, the problem
+    the next batch's inference found as a note."""
+    shown = ", ".join(f"`{op.var.data}`: {inference.format_type(t)}"
+                      for op, t in zip(carries, settled, strict=True))  # fmt: skip
+    problem = sink.errors()[0]
+    where = problem.primary.span
+    message = (
+        f"the objective `{func.sym_name.data}` returns a carried value its next batch cannot take "
+        f"({shown})"
+    )
+    note = f"with it, line {where.line}: {problem.message}"
+    help_text = "return the value in the form the objective takes it, as the layer returned it"
+    where = _return_span(func, 1 if len(carries) == 1 else None)
+    report(Diagnostic.error("TL0447", message, where, notes=[note], help=help_text))
+
+
+def _changes_type(
+    func: FuncOp,
+    op: train.CarryOp,
+    index: int,
+    types: tuple[Attribute, Attribute],
+    inferences: tuple[Inference, Inference],
+) -> None:
+    var = op.var.data
+    was, became = inferences[0].format_type(types[0]), inferences[1].format_type(types[1])
+    message = (
+        f"the carried value `{var}` changes type from one batch to the next: {was}, then {became}"
+    )
+    help_text = "a carried value keeps one type: return it as the objective received it"
+    report(Diagnostic.error("TL0447", message, _return_span(func, index), help=help_text))
 
 
 def check_sampler(module: ModuleOp, func: FuncOp, models: Sequence[str],
@@ -257,7 +421,7 @@ def _image_problem(result: Attribute, inference: Inference) -> str | None:
     shape = inference.unifier.format_shape(result.dims)
     if len(result.dims) != 4:
         return f"got a tensor of shape {shape}"
-    channels = (inference.unifier.resolve_shape(result.dims) or (None, None))[1]
+    channels = inference.unifier.resolve_shape(result.dims)[1]
     if isinstance(channels, int) and channels not in (1, 3):
         return f"got {channels} channels ({shape}): a PNG holds 1 (grey) or 3 (RGB)"
     return None
@@ -267,10 +431,7 @@ def _sampler_result(func: FuncOp, problem: str) -> None:
     last = func.body.block.last_op
     span = span_of(func)
     if isinstance(last, ReturnOp) and last.values:
-        owner = last.values[0].owner
-        span = (span_of(owner) if isinstance(owner, Operation) else None) or span_at(last)
-    if span is None:
-        return
+        span = span_of(last.values[0].owner) or span_at(last)
     name = func.sym_name.data
     message = f"the samples of `{name}` must be images [N, C, H, W], {problem}"
     help_text = "return `[N, 1, H, W]` or `[N, 3, H, W]`, as in `x.view(64, 1, 8, 8)`"
@@ -334,20 +495,31 @@ def _unknown_field(
 
 
 def _wrong_arity(
-    func: FuncOp, models: Sequence[str], where: Attribute | None, role: str = "objective"
+    func: FuncOp,
+    models: Sequence[str],
+    where: Attribute | None,
+    role: str = "objective",
+    carries: Sequence[train.CarryOp] = (),
 ) -> None:
     span = span_of(func)
     if span is None:
         return
     name = func.sym_name.data
-    wanted = ", ".join([*models, "x", "y"])
+    carried = [op.var.data for op in carries]
+    wanted = ", ".join([*models, "x", "y", *carried])
     count = len(func.names)
+    passed = len(models) + 2 + len(carried)
+    parts = f"its model{'s' * (len(models) != 1)} and the batch"
+    if carried:
+        listed = ", ".join(f"`{c}`" for c in carried)
+        parts = f"its model{'s' * (len(models) != 1)}, the batch and the carried {listed}"
     message = (
         f"the {role} `{name}` takes {count} parameter{'s' * (count != 1)}, but the train "
-        f"block passes {len(models) + 2}: its model{'s' * (len(models) != 1)} and the batch"
+        f"block passes {passed}: {parts}"
     )
     secondary = [Label(s, "named here") for s in [span_of(where)] if s] if where else []
-    help_text = f"write `fn {name}({wanted}) -> Tensor:`"
+    returns = " -> Tensor" if not carried else ""
+    help_text = f"write `fn {name}({wanted}){returns}:`"
     report(Diagnostic.error("TL0419", message, Label(span), secondary=secondary, help=help_text))
 
 

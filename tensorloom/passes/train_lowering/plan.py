@@ -23,7 +23,12 @@ from pathlib import PurePath
 from xdsl.dialects.builtin import LocationAttr
 from xdsl.ir import Attribute
 
-from tensorloom.catalogue.datasets import PAIRED_SOURCES, SEQUENCE_TASKS, is_file_source
+from tensorloom.catalogue.datasets import (
+    ORDERED_SOURCES,
+    PAIRED_SOURCES,
+    SEQUENCE_TASKS,
+    is_file_source,
+)
 from tensorloom.dialects.train import CUDA_GRAPH_MODES
 from tensorloom.passes.support.loss_functions import Metric
 from tensorloom.passes.support.py_builder import Value
@@ -83,6 +88,9 @@ class ScriptPlan:
     objective: str | None = None  # `objective = NAME`, a `fn NAME(net, x, y)`: it calls the model
     samples: str | None = None  # `samples = NAME`, a `fn NAME(net)` returning images: a PNG grid
     forward_inputs: int = 1  # the model's forward's parameters (an objective may pass several)
+    # `carry state = none`: the values the objective takes after the batch and returns after
+    # its loss, kept (detached) from one batch to the next, `None` again at each epoch's start
+    carries: tuple[str, ...] = ()
     # The `fn`s (loss, metrics) that take the batch's inputs too: `fn NAME(out, x, y)`.
     takes_inputs: frozenset[str] = frozenset()
     metrics: tuple[Metric, ...] = ()  # `metrics = [accuracy, top_k(5), NAME]`
@@ -155,6 +163,28 @@ class ScriptPlan:
         return self.forward_inputs == 1
 
     @property
+    def batch_metrics(self) -> tuple[Metric, ...]:
+        """The metrics measured on each validation batch (`perplexity` follows `val_loss`)."""
+        return tuple(m for m in self.metrics if m.kind != "perplexity")
+
+    @property
+    def perplexity(self) -> bool:
+        """`metrics = [perplexity]`: the record's `val_perplexity`, exp of `val_loss`."""
+        return any(m.kind == "perplexity" for m in self.metrics)
+
+    @property
+    def generates(self) -> bool:
+        """--generate: byte or token data (not `words`: the script keeps no vocabulary to
+        decode), and a forward of one input to sample from."""
+        return self.language_model_data and self.serves and not self.streams
+
+    @property
+    def streams(self) -> bool:
+        """`words` data: `batch_size` streams, windows in order (runtime/tokens.py's
+        `StreamLoader`), which a carried value needs."""
+        return self.dataset in ORDERED_SOURCES
+
+    @property
     def classification(self) -> bool:
         return (
             self.loss in CLASSIFICATION_LOSSES
@@ -189,6 +219,7 @@ class ScriptPlan:
             not self.distributed
             and not self.language_model_data  # windows are read per batch, not resident
             and self.grad_accum == 1
+            and not self.carries
             and self.grad_clip is None
             and self.schedule is None
             and self.recipe.ema is None

@@ -69,7 +69,7 @@ def loop_sources(plan: ScriptPlan) -> list[list[Operation]]:
         batch_loss_ops(plan),
         build_recipe_ops(plan),
         resume_ops(plan),
-        resume_extra_ops(),
+        resume_extra_ops(plan),
         train_one_epoch_ops(plan),
         epoch_helper_ops(),
         graphed_epoch_ops(plan) if plan.whole_step_graph else None,

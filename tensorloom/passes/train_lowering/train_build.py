@@ -129,6 +129,11 @@ def trainer_ops(plan: ScriptPlan) -> list[Operation]:
         b.const(None),
         note="resumed mid-epoch: (loss sum, batches)",
     )
+    if plan.carries:
+        names = ", ".join(plan.carries)
+        made = b.call("field", default_factory=b.name("dict"))  # Python evaluates it first
+        _field(b, "carried", b.generic("dict", "str", "Any"), made,
+               note=f"`carry {names}`: the last batch's, detached")  # fmt: skip
     if plan.recipe.eval_every is not None:  # only `step_validation` writes between epochs
         _field(b, "metrics", b.optional("MetricsWriter"), b.const(None))
     _field(b, "checkpoint_dir", b.optional("str"), b.const(None))

@@ -82,7 +82,7 @@ def flags_of(plan: ScriptPlan) -> list[Flag]:
             _flag("--export", default=None, metavar="FILE",
                   help="torch.export the model (.pt2; .onnx with onnx)"),
         ]  # fmt: skip
-    if plan.language_model_data:
+    if plan.generates:
         flags += [
             _flag("--generate", default=None, metavar="PROMPT",
                   help="print text the model writes after PROMPT"),

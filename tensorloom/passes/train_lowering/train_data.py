@@ -33,7 +33,9 @@ DEFINES = ("build_loaders", "_per_token")
 
 def _reader(b: PyBuilder, plan: ScriptPlan) -> SSAValue:
     """`load_digits(data_root=args.data_root, **options)`: the dataset's reader."""
-    if plan.language_model_data:
+    if plan.streams:
+        name, named = "load_word_dataset", True
+    elif plan.language_model_data:
         name, named = "load_token_dataset", True
     elif plan.dataset is None:
         name, named = "load_synthetic", False
@@ -60,7 +62,10 @@ def info_type(plan: ScriptPlan) -> str:
 
 
 def loader_type(b: PyBuilder, plan: ScriptPlan) -> SSAValue:
-    """The loaders' type: `DeviceLoader`, `DeviceLoader | HostLoader` or `WindowLoader`."""
+    """The loaders' type: `DeviceLoader`, `DeviceLoader | HostLoader`, `WindowLoader` or
+    `StreamLoader`."""
+    if plan.streams:
+        return b.name("StreamLoader")
     if plan.language_model_data:
         return b.name("WindowLoader")
     if plan.resident_data:
@@ -88,6 +93,11 @@ def _loaders(b: PyBuilder, plan: ScriptPlan) -> None:
     in order, for validation."""
     args, shard = b.name("args"), ("**", b.name("shard"))
     batch = ("batch_size", b.attr(args, "batch_size"))
+    if plan.streams:  # main.py's batchify: `batch_size` streams, windows in order
+        for split in ("train", "val"):
+            streams = [("", b.name(split)), ("block_size", b.name("block")), batch, shard]
+            b.assign(f"{split}_loader", b.call_with("StreamLoader", streams))
+        return
     if plan.language_model_data:
         block = ("block_size", b.name("block"))
         train = [
@@ -146,7 +156,7 @@ def _after_reading(b: PyBuilder, plan: ScriptPlan) -> None:
 def build_loaders_ops(plan: ScriptPlan) -> list[Operation]:
     """`build_loaders(args, ctx)` (and `_per_token` for per-token outputs)."""
     top, body = PyBuilder(), PyBuilder()
-    if plan.language_model_data:
+    if plan.language_model_data and not plan.streams:
         body.assign("options", body.call("dict", body.name("DATASET_OPTIONS")))
         windows = body.method(body.name("options"), "pop", body.const("windows_per_epoch"),
                               body.const(None))  # fmt: skip

@@ -141,6 +141,9 @@ def checkpoint_state_ops(plan: ScriptPlan) -> list[Operation]:
     carried.assign(carried.subscript(carried.name("extra"), carried.const("carry")),
                    carried.add(py.DictOp(entries)))  # fmt: skip
     body.if_(body.is_set(body.name("carry")), carried)
+    if plan.carries:  # a run resumed mid-epoch continues from them
+        kept = body.subscript(body.name("extra"), body.const("carried"))
+        body.assign(kept, body.path("trainer", "carried"), comment="`carry`: the values carried")
     if plan.sharded:  # the average's module, sharded as the model is
         ema_module(body)
     fields = ["model", "optimizer", *(["scaler"] if plan.amp else []), "scheduler", "step"]
@@ -610,7 +613,7 @@ def serve_requests_ops(plan: ScriptPlan) -> list[Operation]:
     the trained weights, the EMA's with `ema`; rank 0 serves, under FSDP with the weights
     every rank gathered for it."""
     top, body = PyBuilder(), PyBuilder()
-    generate = ", --generate" if plan.language_model_data else ""
+    generate = ", --generate" if plan.generates else ""
     ema = " (the EMA's with `ema`)" if plan.recipe.ema is not None else ""
     body.expr(body.const(f"--predict, --export{generate} with the trained weights{ema}."))
     if plan.sharded:
@@ -640,7 +643,7 @@ def serve_requests_ops(plan: ScriptPlan) -> list[Operation]:
             published.call("print", published.fstring("wrote {}", published.name("folder")))
         )
         body.if_(body.is_set(body.path("args", "export_weights")), published)
-    if plan.language_model_data:
+    if plan.generates:
         body.if_(body.is_set(body.path("args", "generate")), _generate())
     top.def_("serve_requests", _trainer_params(top, ("args", "argparse.Namespace")), body, None)
     return top.ops
@@ -661,7 +664,7 @@ def _ema_or_model(b: PyBuilder) -> SSAValue:
 
 def _gathered_model(b: PyBuilder, plan: ScriptPlan) -> None:
     """FSDP: every rank gives its shards to rank 0's unsharded copy, which serves alone."""
-    flags = ["predict", "export", *(["generate"] if plan.language_model_data else [])]
+    flags = ["predict", "export", *(["generate"] if plan.generates else [])]
     unasked = b.compare(b.path("args", flags[0]), "is", b.const(None))
     for flag in flags[1:]:
         unasked = b.binop("and", unasked, b.compare(b.path("args", flag), "is", b.const(None)))

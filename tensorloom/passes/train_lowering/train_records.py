@@ -28,7 +28,7 @@ from tensorloom.dialects import py
 from tensorloom.passes.support.loss_functions import Metric
 from tensorloom.passes.support.py_builder import PyBuilder
 from tensorloom.passes.train_lowering.plan import ScriptPlan
-from tensorloom.passes.train_lowering.train_step import evaluate_def, under_autocast
+from tensorloom.passes.train_lowering.train_step import evaluate_def, reset_carried, under_autocast
 
 DEFINES = (
     "validation_record", "_as_record", "epoch_record", "step_validation", "batch_metrics",
@@ -224,7 +224,7 @@ def metrics_evaluate_ops(plan: ScriptPlan, name: str) -> list[Operation]:
     _metrics_means(body, plan)
     evaluate_def(top, name, body, lambda b: b.generic("dict", "str", "float"))
     if plan.objective is not None:  # the objective calls the model: metrics do too
-        return [*top.ops, *objective_metrics_ops(plan)] if plan.metrics else top.ops
+        return [*top.ops, *objective_metrics_ops(plan)] if plan.batch_metrics else top.ops
     return [*top.ops, *batch_metrics_ops(plan)]
 
 
@@ -232,11 +232,11 @@ def objective_metrics_ops(plan: ScriptPlan) -> list[Operation]:
     """`batch_metrics(model, inputs, target)` beside an objective: each metric `fn`, which
     calls the model as the objective does, on one batch (its fields, by name)."""
     top, body = PyBuilder(), PyBuilder()
-    names = ", ".join(m.name for m in plan.metrics)
+    names = ", ".join(m.name for m in plan.batch_metrics)
     body.expr(body.const(f"`metrics = [{names}]`: each one's mean over the batch."))
     batch = list(plan.batch_names) if plan.batch_fields else ["inputs", "target"]
     values = []
-    for metric in plan.metrics:
+    for metric in plan.batch_metrics:
         taken = plan.batch_arguments(metric.name) if plan.batch_fields else batch
         call = body.call(metric.name, body.name("model"), *(body.name(p) for p in taken))
         values.append(body.method(call, "float"))
@@ -258,10 +258,27 @@ def _validation_loop(b: PyBuilder, plan: ScriptPlan) -> None:
     each, inner = PyBuilder(), PyBuilder()
     if plan.cuda_graphs:
         each.expr(each.call("_begin_step", each.name("trainer")))
+    if plan.carries:  # each batch continues the last: validation starts from `none` too
+        b.comment("`carry`: validation starts from the initial values, and carries them on")
+        reset_carried(b, plan, b.name("carried"))
+    if plan.objective is not None and plan.carries:
+        given = [inner.subscript(inner.name("carried"), inner.const(c)) for c in plan.carries]
+        results = inner.tuple_of(inner.name("loss"), *(inner.name(c) for c in plan.carries))
+        inner.assign(results, inner.call("loss_fn", inner.name("model"), *batch, *given))
+        for c in plan.carries:
+            kept = inner.call("detached", inner.name(c))
+            inner.assign(inner.subscript(inner.name("carried"), inner.const(c)), kept)
+        loss = inner.method(inner.name("loss"), "float")
+        _add_to(inner, inner.const(0), inner.binop("*", loss, inner.call("len", xb)))
+        under_autocast(each, inner, plan)
+        _add_to(each, each.const(1), each.call("len", xb))
+        loop.body.block.add_ops(each.ops)
+        b.stmt(loop)
+        return
     if plan.objective is not None:  # the objective calls the model, as its metrics do
         loss = inner.method(inner.call("loss_fn", inner.name("model"), *batch), "float")
         _add_to(inner, inner.const(0), inner.binop("*", loss, inner.call("len", xb)))
-        if plan.metrics:
+        if plan.batch_metrics:
             rest = inner.add(py.SliceOp(lower=inner.const(2)))
             metrics = inner.call("batch_metrics", inner.name("model"), *batch)
             _add_to(inner, rest, inner.binop("*", metrics, inner.call("len", xb)))
@@ -305,7 +322,14 @@ def _metrics_means(b: PyBuilder, plan: ScriptPlan) -> None:
     means.body.block.add_ops(inner.ops)
     b.assign("values", b.add(means))
     loss = b.binop("/", b.subscript(b.name("sums"), b.const(0)), b.name("count"))
-    b.ret(b.add(py.DictOp([(b.const("val_loss"), loss), (None, b.name("values"))])))
+    if not plan.perplexity:
+        b.ret(b.add(py.DictOp([(b.const("val_loss"), loss), (None, b.name("values"))])))
+        return
+    b.assign("loss", loss)
+    entries = [(b.const("val_loss"), b.name("loss")),
+               (b.const("val_perplexity"), b.call("perplexity", b.name("loss"))),
+               (None, b.name("values"))]  # fmt: skip
+    b.ret(b.add(py.DictOp(entries)))
 
 
 def batch_metrics_ops(plan: ScriptPlan) -> list[Operation]:
@@ -313,8 +337,8 @@ def batch_metrics_ops(plan: ScriptPlan) -> list[Operation]:
     top, body = PyBuilder(), PyBuilder()
     names = ", ".join(m.name if m.kind != "top_k" else f"top_k({m.k})" for m in plan.metrics)
     body.expr(body.const(f"`metrics = [{names}]`: each one's mean over the batch."))
-    if plan.metrics:
-        values = [_metric_call(body, plan, m) for m in plan.metrics]
+    if plan.batch_metrics:
+        values = [_metric_call(body, plan, m) for m in plan.batch_metrics]
         body.assign("means", body.add(py.ListOp(values)))
         body.ret(body.call("torch.stack", body.name("means")))
     else:  # the output may be a tuple: the target gives the device

@@ -172,7 +172,7 @@ def _step(b: PyBuilder, plan: ScriptPlan) -> None:
     if plan.reports_metrics:
         b.assign(
             "METRICS",
-            b.value([m.key for m in plan.metrics]),
+            b.value([m.key for m in plan.batch_metrics]),
             comment="`metrics = [...]`: reported after val_loss",
         )
 

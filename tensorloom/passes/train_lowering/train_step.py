@@ -67,6 +67,10 @@ def _loss(b: PyBuilder, plan: ScriptPlan, model: tuple[str, ...]) -> None:
         output = inner.call(module, batch[0])
         targets = [inner.name(n) for n in plan.loss_targets]
         inner.assign("loss", inner.call("loss_fn", output, *targets))
+    elif plan.carries:  # BatchLoss returns the loss and the values carried to the next batch
+        carried = [inner.name(c) for c in plan.carries]
+        results = inner.tuple_of(inner.name("loss"), *(inner.name(c) for c in plan.carries))
+        inner.assign(results, inner.call(module, *batch, *carried))
     else:  # BatchLoss: the forward and the loss, compiled together
         inner.assign("loss", inner.call(module, *batch))
     if not plan.amp:
@@ -108,13 +112,42 @@ def forward_backward_ops(plan: ScriptPlan) -> list[Operation]:
         manager = body.call("gradient_sync", body.name("model"), body.name("sync"))
         body.stmt(py.WithOp(manager, scope.ops))
     else:
+        _take_carried(body, plan)
         _loss(body, plan, ("trainer", "train_model"))
+        _keep_carried(body, plan)
         _backward(body, plan)
     body.ret(body.method(body.name("loss"), "detach"))
     tensors = [(n, "torch.Tensor") for n in plan.batch_names]
     params = [("trainer", "Trainer"), *tensors, ("sync", "bool")]
     top.def_("_forward_backward", params, body, "torch.Tensor")
     return top.ops
+
+
+def _carried_entry(b: PyBuilder, name: str) -> SSAValue:
+    """`trainer.carried["state"]`."""
+    return b.subscript(b.path("trainer", "carried"), b.const(name))
+
+
+def _take_carried(b: PyBuilder, plan: ScriptPlan) -> None:
+    """`state = trainer.carried["state"]`: what the previous batch left (`carry state`)."""
+    for name in plan.carries:
+        b.assign(name, _carried_entry(b, name))
+
+
+def _keep_carried(b: PyBuilder, plan: ScriptPlan) -> None:
+    """`trainer.carried["state"] = detached(state)`: kept for the next batch without this
+    batch's graph, so its backward stops at its first token (main.py's `repackage_hidden`)."""
+    if not plan.carries:
+        return
+    b.comment("the next batch starts from these, detached: backpropagation stops here")
+    for name in plan.carries:
+        b.assign(_carried_entry(b, name), b.call("detached", b.name(name)))
+
+
+def reset_carried(b: PyBuilder, plan: ScriptPlan, target: SSAValue) -> None:
+    """`target = {"state": None}`: each carried value's initial value (`none`)."""
+    entries = [(b.const(name), b.const(None)) for name in plan.carries]
+    b.assign(target, b.add(py.DictOp(entries)))
 
 
 def begin_step_ops() -> list[Operation]:
@@ -296,6 +329,11 @@ def train_one_epoch_ops(plan: ScriptPlan) -> list[Operation]:
     body.assign(pair, body.call("_carried", body.name("trainer")))
     body.comment("resumed mid-epoch: these were trained before the interruption")
     body.assign("skip", body.name("batches"))
+    if plan.carries:
+        fresh = PyBuilder()
+        reset_carried(fresh, plan, fresh.path("trainer", "carried"))
+        body.comment("a new epoch starts the carried values over; a resumed one keeps its own")
+        body.if_(body.not_(body.name("batches")), fresh)
     size = body.call("len", body.path("trainer", "train_loader"))
     if plan.grad_accum != 1:
         accum = body.name("GRAD_ACCUM")
@@ -561,12 +599,16 @@ def _objective_ops(plan: ScriptPlan) -> list[Operation]:
     body.expr(body.const(f"`objective = {name}`: the function `{name}` of {plan.source}, above."))
     batch = list(plan.batch_names) if plan.batch_fields else ["inputs", "target"]
     taken = plan.batch_arguments(name) if plan.batch_fields else batch
-    returned = py.ReturnOp([body.call(name, body.name("model"), *(body.name(p) for p in taken))])
+    carried = [body.name(c) for c in plan.carries]
+    returned = py.ReturnOp([body.call(name, body.name("model"), *(body.name(p) for p in taken),
+                                      *carried)])  # fmt: skip
     if plan.loss_location is not None:
         returned.location = plan.loss_location
     body.stmt(returned)
-    types = [("model", "nn.Module"), *((p, "torch.Tensor") for p in batch)]
-    top.def_("loss_fn", types, body, "torch.Tensor")
+    types = [("model", "nn.Module"), *((p, "torch.Tensor") for p in batch),
+             *((c, "Any") for c in plan.carries)]  # fmt: skip
+    result = top.generic("tuple", "torch.Tensor", "Any") if plan.carries else "torch.Tensor"
+    top.def_("loss_fn", types, body, result)
     return top.ops
 
 
@@ -646,7 +688,7 @@ def ema_module(b: PyBuilder) -> None:
     b.assign("ema_module", module)
 
 
-def resume_extra_ops() -> list[Operation]:
+def resume_extra_ops(plan: ScriptPlan) -> list[Operation]:
     """`_resume_extra(trainer, state)`: the position, the recipe's state and a cut epoch's
     carry, which every `resume` reads from its checkpoint."""
     top, body = PyBuilder(), PyBuilder()
@@ -671,6 +713,13 @@ def resume_extra_ops() -> list[Operation]:
     then.assign(then.path("trainer", "carry"), then.add(py.TupleOp([moved, batches])))
     unset = body.is_set(body.name("carry"))
     body.stmt(py.IfOp(unset, then.ops))
+    if plan.carries:
+        body.comment("the carried values (`carry`) where the interrupted epoch left them")
+        saved = body.method(body.name("extra"), "get", body.const("carried"))
+        body.assign("carried", saved, comment="loaded onto the device")
+        kept = PyBuilder()
+        kept.assign(kept.path("trainer", "carried"), kept.name("carried"))
+        body.if_(body.is_set(body.name("carried")), kept)
     state_type = top.generic("dict", "str", "Any")
     annotations = {"trainer": top.name("Trainer"), "state": state_type}
     top.stmt(py.DefOp("_resume_extra", ["trainer", "state"], body.ops, annotations=annotations,
@@ -688,7 +737,8 @@ def batch_loss_ops(plan: ScriptPlan) -> list[Operation]:
     module = forward.attr(forward.name("self"), "model")
     batch = plan.batch_names
     if plan.objective is not None:
-        forward.ret(forward.call("loss_fn", module, *(forward.name(n) for n in batch)))
+        carried = [forward.name(c) for c in plan.carries]
+        forward.ret(forward.call("loss_fn", module, *(forward.name(n) for n in batch), *carried))
     else:
         output = forward.call(module, forward.name("xb"))
         targets = [forward.name(n) for n in plan.loss_targets]
@@ -699,11 +749,14 @@ def batch_loss_ops(plan: ScriptPlan) -> list[Operation]:
            "`torch.compile` of this module sees the forward and the loss together")  # fmt: skip
     loss = f"loss_fn(model(xb), {', '.join(plan.loss_targets)})"
     if plan.objective is not None:
-        loss = f"loss_fn(model, {', '.join(batch)})"  # the objective calls the model
+        loss = f"loss_fn(model, {', '.join([*batch, *plan.carries])})"  # it calls the model
     body.expr(body.const(f"The training loss of a batch, `{loss}`, as one module.\n\n{use}.\n"))
     tensor = "torch.Tensor"
     body.def_("__init__", [("self", ""), ("model", "nn.Module")], init, None)
-    body.def_("forward", [("self", ""), *((n, tensor) for n in batch)], forward, tensor)
+    carried = [(c, "Any") for c in plan.carries]
+    returns = body.generic("tuple", tensor, "Any") if plan.carries else tensor
+    body.def_("forward", [("self", ""), *((n, tensor) for n in batch), *carried], forward,
+              returns)  # fmt: skip
     top.stmt(py.ClassOp("BatchLoss", [top.name("nn.Module")], body.ops))
     return top.ops
 

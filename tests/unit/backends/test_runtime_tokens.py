@@ -9,11 +9,17 @@ import pytest
 import torch
 
 from tensorloom.backends.runtime.tokens import (
+    StreamLoader,
     TokenDataUnavailable,
+    TokenStream,
     WindowLoader,
+    detached,
     load_token_dataset,
+    load_word_dataset,
     stdlib_corpus,
     stdlib_files,
+    word_vocabulary,
+    words_of,
 )
 
 CPU = torch.device("cpu")
@@ -117,3 +123,63 @@ def test_stdlib_corpus_is_this_pythons_source_in_a_fixed_order() -> None:
     assert corpus.startswith(files[0].read_bytes()[:1000])
     train, val, info = load_token_dataset("text", path="stdlib", block_size=64, max_bytes=100_000)
     assert (len(train), len(val), info.name) == (90_000, 10_000, "the Python standard library")
+
+
+# --- words, read in order ----------------------------------------------------------------------
+
+
+def test_words_are_identifiers_numbers_and_single_characters_then_eos() -> None:
+    assert words_of("print(x_1, 42)\n\nif a>=b: pass") == [
+        "print", "(", "x_1", ",", "42", ")", "<eos>", "<eos>",
+        "if", "a", ">", "=", "b", ":", "pass", "<eos>",
+    ]  # fmt: skip
+
+
+def test_the_vocabulary_is_unk_then_the_most_frequent_ties_sorted() -> None:
+    words = ["b", "a", "c", "a", "b", "d", "a"]
+    assert word_vocabulary(words, 3) == ["<unk>", "a", "b"]
+    assert word_vocabulary(words, 4) == ["<unk>", "a", "b", "c"]  # c and d tie: c first
+    assert word_vocabulary(words, 99) == ["<unk>", "a", "b", "c", "d"]
+
+
+def test_words_dataset_ids_follow_the_training_vocabulary(tmp_path: Path) -> None:
+    text = "a b a\n" * 45 + "c d\n" * 5  # the held-out tenth has words training never saw
+    (tmp_path / "corpus.txt").write_text(text)
+    train, val, info = load_word_dataset(
+        "words", path=str(tmp_path / "corpus.txt"), block_size=4, vocab=4
+    )
+    assert (info.num_classes, info.sample_shape) == (4, (4,))
+    assert train.tokens is not None and train.tokens.dtype == torch.int64
+    # the first 175 of 195 words: <unk>, then a (88), b (44), <eos> (43)
+    assert train.tokens[:8].tolist() == [1, 2, 1, 3, 1, 2, 1, 3]
+    assert train.tokens[-15:].tolist() == [0, 0, 3] * 5  # c d <eos>: c and d unknown
+    assert len(train) + len(val) == 45 * 4 + 5 * 3
+
+
+def test_stream_loader_batchifies_as_main_py_and_rows_continue() -> None:
+    tokens = torch.arange(103)
+    loader = StreamLoader(TokenStream(tokens=tokens), block_size=5, batch_size=4, device=CPU)
+    streams = tokens[:100].view(4, -1)  # main.py's batchify, batch-first
+    assert len(loader) == (25 - 1) // 5
+    batches = list(loader)
+    for k, (x, y) in enumerate(batches):
+        assert torch.equal(x, streams[:, 5 * k : 5 * k + 5])
+        assert torch.equal(y, streams[:, 5 * k + 1 : 5 * k + 6])
+    assert torch.equal(batches[1][0][:, 0], batches[0][0][:, -1] + 1)  # each row continues
+
+
+def test_stream_loader_gives_each_rank_its_own_rows() -> None:
+    tokens = torch.arange(48)
+    ranks = [StreamLoader(TokenStream(tokens=tokens), block_size=2, batch_size=2, device=CPU,
+                          rank=r, world_size=2) for r in (0, 1)]  # fmt: skip
+    first = [next(iter(loader))[0] for loader in ranks]
+    assert first[0][:, 0].tolist() == [0, 12] and first[1][:, 0].tolist() == [24, 36]
+
+
+def test_detached_cuts_every_tensor_of_a_state() -> None:
+    h = torch.ones(2, requires_grad=True) * 2
+    state = (h, [h, None])
+    cut = detached(state)
+    assert isinstance(cut, tuple) and isinstance(cut[1], list) and cut[1][1] is None
+    assert not cut[0].requires_grad and torch.equal(cut[0], h.detach())
+    assert cut[0].data_ptr() != h.data_ptr()  # a copy: a replayed CUDA graph may overwrite h

@@ -89,3 +89,22 @@ train.weights "net" from "gpt2" {sources = ["a"], targets = ["x"], transposed = 
 
 train.weights "net" from "gpt2" {sources = ["a"], targets = ["x"], transposed = [false], config_keys = ["n"]}
 // CHECK: `config_keys` and `config_names` must have one entry each
+
+// -----
+
+train.loop @net on @data {
+  train.carry ""
+}
+// CHECK: carried value's name must not be empty
+
+// -----
+
+train.loop @net on @data {
+  train.carry "state" {carried = !nml.tensor<[2, B, 64], f32>}
+}
+// CHECK: a carried value with a type needs its initial value
+
+// -----
+
+train.carry "state" = #nml.none
+// CHECK: 'train.carry' expects parent op 'train.loop'

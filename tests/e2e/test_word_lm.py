@@ -1,0 +1,219 @@
+"""A train block that carries the LSTM's state between batches, end to end.
+
+The emitted loop is compared with pytorch/examples' word_language_model/main.py loop
+written by hand (`batchify`, `get_batch`, `repackage_hidden` before each batch, a fresh
+hidden state each epoch and for evaluation, clip 0.25, plain SGD at lr 20, the lr divided
+by 4 when validation does not improve) on the same weights and text: the same loss, to the
+bit, at every step of three epochs, and the same validation losses (to float32 rounding).
+A run cut in the middle of an epoch and resumed continues from the carried state the
+checkpoint holds and ends where an uncut run ends, bit for bit.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import math
+import sys
+import sysconfig
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from tests.e2e.test_train_pipeline import compile_program, records, run
+
+VOCAB, BPTT, BATCH = 200, 10, 4
+CORPUS = Path(sysconfig.get_paths()["stdlib"]) / "textwrap.py"  # real text, offline
+
+PROGRAM = f"""
+model LM:
+    layer encoder = Embedding({VOCAB}, 16)
+    layer rnn = LSTM(16, 32, num_layers=2)
+    layer decoder = Linear(32, {VOCAB})
+
+    fn forward(self, x: Tensor[B, T], state: (Tensor, Tensor)):
+        let (out, next) = self.rnn(self.encoder(x), state)
+        return (self.decoder(out), next)
+
+fn lm_loss(net, x, y, state):
+    let (logits, next) = net(x, state)
+    return (cross_entropy(logits.flatten(0, 1), y.flatten()), next)
+
+let net = LM()
+let data = load_dataset("words", path="corpus.txt", block_size={BPTT}, vocab={VOCAB},
+                        max_bytes=6000)
+
+train net on data:
+    epochs = 3
+    batch_size = {BATCH}
+    optimizer = SGD(lr=20.0)
+    grad_clip = 0.25
+    lr_schedule = plateau(factor=0.25, patience=0, threshold=0.0)
+    objective = lm_loss
+    carry state = none
+    metrics = [perplexity]
+"""
+
+
+def _load(script: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(script.stem, script)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[script.stem] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _compile(tmp_path: Path, name: str) -> Path:
+    (tmp_path / "corpus.txt").write_bytes(CORPUS.read_bytes())
+    return compile_program(tmp_path, PROGRAM, name=name)
+
+
+# --- main.py's loop, by hand ------------------------------------------------------------------
+
+
+def batchify(data: torch.Tensor, bsz: int) -> torch.Tensor:
+    nbatch = data.size(0) // bsz
+    data = data.narrow(0, 0, nbatch * bsz)
+    return data.view(bsz, -1).t().contiguous()
+
+
+def get_batch(source: torch.Tensor, i: int) -> tuple[torch.Tensor, torch.Tensor]:
+    seq_len = min(BPTT, len(source) - 1 - i)
+    return source[i : i + seq_len], source[i + 1 : i + 1 + seq_len].reshape(-1)
+
+
+def repackage_hidden(h: Any) -> Any:
+    if h is None:
+        return None
+    if isinstance(h, torch.Tensor):
+        return h.detach()
+    return tuple(repackage_hidden(v) for v in h)
+
+
+def windows(source: torch.Tensor) -> list[int]:
+    """main.py's `range(0, source.size(0) - 1, bptt)`, less a last window shorter than bptt
+    (the emitted loader keeps every batch whole)."""
+    return [i for i in range(0, source.size(0) - 1, BPTT) if i + BPTT <= source.size(0) - 1]
+
+
+def criterion_of(output: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """main.py's criterion on the batch-first model's output: its seq-first targets put in
+    the output's (batch, position) order, so that the mean sums in the same order."""
+    by_row = targets.view(-1, BATCH).t().reshape(-1)
+    return F.cross_entropy(output.reshape(-1, VOCAB), by_row)
+
+
+def evaluate(model: torch.nn.Module, source: torch.Tensor) -> float:
+    model.eval()
+    losses, hidden = [], None
+    with torch.no_grad():
+        for i in windows(source):
+            data, targets = get_batch(source, i)
+            output, hidden = model(data.t(), hidden)
+            hidden = repackage_hidden(hidden)
+            losses.append(criterion_of(output, targets).item())
+    return sum(losses) / len(losses)  # main.py's mean: every window is BPTT long here
+
+
+def main_py(model: torch.nn.Module, train: torch.Tensor, val: torch.Tensor, epochs: int
+            ) -> tuple[list[float], list[float]]:  # fmt: skip
+    lr, best, losses, validated = 20.0, None, [], []
+    train_data, val_data = batchify(train, BATCH), batchify(val, BATCH)
+    for _ in range(epochs):
+        model.train()
+        hidden = None  # model.init_hidden(args.batch_size): zeros
+        for i in windows(train_data):
+            data, targets = get_batch(train_data, i)
+            hidden = repackage_hidden(hidden)
+            model.zero_grad()
+            output, hidden = model(data.t(), hidden)
+            loss = criterion_of(output, targets)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
+            for p in model.parameters():
+                assert p.grad is not None
+                p.data.add_(p.grad, alpha=-lr)
+            losses.append(loss.item())
+        val_loss = evaluate(model, val_data)
+        validated.append(val_loss)
+        if best is None or val_loss < best:
+            best = val_loss
+        else:
+            lr /= 4.0
+    return losses, validated
+
+
+def test_emitted_loop_equals_main_py_tbptt_loop(tmp_path: Path) -> None:
+    m = _load(_compile(tmp_path, "word_lm_equal"))
+    losses: list[float] = []
+    validated: list[float] = []
+    initial: dict[str, torch.Tensor] = {}
+    build, step, evaluate_emitted = m.build_trainer, m._forward_backward, m.evaluate
+
+    def built(args: Any, ctx: Any) -> Any:
+        trainer = build(args, ctx)
+        initial.update(copy.deepcopy(trainer.model.state_dict()))
+        return trainer
+
+    def stepped(*args: Any, **kwargs: Any) -> torch.Tensor:
+        loss = step(*args, **kwargs)
+        losses.append(loss.item())
+        return loss
+
+    def evaluated(*args: Any, **kwargs: Any) -> dict[str, float]:
+        record = evaluate_emitted(*args, **kwargs)
+        validated.append(record["val_loss"])
+        return record
+
+    for name, wrapper in (("build_trainer", built), ("_forward_backward", stepped),
+                          ("evaluate", evaluated)):  # fmt: skip
+        setattr(m, name, wrapper)  # the emitted functions look these up when they run
+    argv = ["--device", "cpu", "--precision", "fp32", "--data-root", str(tmp_path),
+            "--checkpoint-dir", str(tmp_path / "ck"), "--metrics", str(tmp_path / "m.jsonl")]
+    assert m.main(argv) == 0
+    train, _, _ = m.load_word_dataset("words", path=str(tmp_path / "corpus.txt"),
+                                         block_size=BPTT, vocab=VOCAB, max_bytes=6000)
+    model = m.LM()
+    model.load_state_dict(initial)
+    tokens = train.tokens
+    assert tokens is not None
+    expected, expected_val = main_py(model, tokens[: len(train)], tokens[len(train) :], 3)
+    assert len(losses) == len(expected) > 3 * 20
+    assert losses == expected  # the same operations in the same order: equal to the bit
+    # validation sums batch losses times rows in float32 on the device: equal to rounding
+    assert validated == pytest.approx(expected_val, rel=1e-6)
+    rows = records(tmp_path / "m.jsonl")
+    for row, val_loss in zip(rows, expected_val, strict=True):
+        assert row["val_perplexity"] == pytest.approx(math.exp(val_loss), rel=1e-4)
+    assert rows[-1]["val_loss"] < rows[0]["val_loss"]  # type: ignore[operator]
+
+
+def test_carried_state_resumes_exactly_mid_epoch(tmp_path: Path) -> None:
+    script = _compile(tmp_path, "word_lm_resume")
+    common = ["--epochs", "2", "--precision", "fp32", "--data-root", str(tmp_path)]
+    whole, cut = tmp_path / "whole", tmp_path / "cut"
+    run(script, *common, "--checkpoint-dir", str(whole), "--metrics", str(tmp_path / "w.jsonl"))
+    per_epoch = int(records(tmp_path / "w.jsonl")[0]["steps"])  # type: ignore[arg-type]
+    stop = per_epoch + per_epoch // 2  # in the middle of the second epoch
+    run(script, *common, "--max-steps", str(stop), "--checkpoint-dir", str(cut))
+    saved = torch.load(cut / "last.pt", weights_only=True)
+    h, c = saved["extra"]["carried"]["state"]
+    assert h.shape == c.shape == (2, BATCH, 32) and not h.requires_grad
+    assert saved["extra"]["carry"]["batches"] == per_epoch // 2
+    run(script, *common, "--checkpoint-dir", str(cut), "--resume", str(cut / "last.pt"),
+        "--metrics", str(tmp_path / "c.jsonl"))  # fmt: skip
+    a = torch.load(whole / "last.pt", weights_only=True)
+    b = torch.load(cut / "last.pt", weights_only=True)
+    assert a["step"] == b["step"] == 2 * per_epoch
+    for key, tensor in a["model"].items():
+        assert torch.equal(tensor, b["model"][key]), key
+    for x, y in zip(a["extra"]["carried"]["state"], b["extra"]["carried"]["state"], strict=True):
+        assert torch.equal(x, y)
+    last_whole, last_cut = records(tmp_path / "w.jsonl")[-1], records(tmp_path / "c.jsonl")[-1]
+    for key in ("train_loss", "val_loss", "val_perplexity"):
+        assert last_whole[key] == last_cut[key], key
