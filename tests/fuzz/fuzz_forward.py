@@ -94,11 +94,20 @@ def _shape(text: str, given: dict[str, int] | None = None) -> list[int] | None:
 def _forward(model: object, shapes: list[list[int]]) -> str | None:
     import torch
 
+    # Each input is floats or integer ids (an image and a caption's tokens take one of
+    # each): all floats first, then all ids, then, up to four inputs, every mix.
+    count = len(shapes)
+    every = (1 << count) - 1
+    masks = [0, every, *(range(1, every) if count <= 4 else ())]
     first: str | None = None
-    for make in (lambda s: torch.randn(*s), lambda s: torch.randint(0, 2, s)):
+    for mask in dict.fromkeys(masks):
+        made = [
+            torch.randint(0, 2, s) if mask >> i & 1 else torch.randn(*s)
+            for i, s in enumerate(shapes)
+        ]
         try:
             with torch.no_grad():
-                model(*[make(s) for s in shapes])  # type: ignore[operator]
+                model(*made)  # type: ignore[operator]
             return None
         except Exception as error:
             first = first or f"{type(error).__name__}: {str(error)[:200]}"

@@ -86,3 +86,21 @@ def test_the_forward_check_picks_sizes_that_keep_every_step_non_empty(workdir: P
     assert sizes_for(inputs, steps) == {"B": 2, "T": 4}
     assert run_forward(outcome.python, outcome.flows) is None
     assert info_problem(workdir / "__fz__.tl") is None
+
+
+PAIRS = """model Pairs:
+    layer img = Linear(64, 16)
+    layer words = Embedding(19, 16)
+    fn forward(self, image: Tensor[B, 1, 8, 8], text: Tensor[B, 4]) -> Tensor:
+        let i = normalize(self.img(image.flatten(1)), dim=1)
+        return i @ t(normalize(mean(self.words(text), dim=1), dim=1))
+let net = Pairs()
+"""
+
+
+def test_the_forward_check_gives_each_input_floats_or_ids(workdir: Path) -> None:
+    """Seed 7311 input 0, seed 90417 input 50: an image and a caption's token ids are
+    neither all floats nor all ids; the harness tries the mixes, and the forward runs."""
+    outcome = classify(workdir / "__fz__.tl", PAIRS)
+    assert outcome.kind == "ok" and outcome.python is not None
+    assert run_forward(outcome.python, outcome.flows) is None
