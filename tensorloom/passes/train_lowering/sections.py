@@ -18,7 +18,6 @@ from tensorloom.passes.train_lowering.train_build import (
     build_recipe_ops,
     build_trainer_ops,
     scheduler_ops,
-    trainer_ops,
 )
 from tensorloom.passes.train_lowering.train_data import build_loaders_ops
 from tensorloom.passes.train_lowering.train_loop import (
@@ -63,13 +62,11 @@ def loop_sources(plan: ScriptPlan) -> list[list[Operation]]:
     sections: list[list[Operation] | None] = [
         seed_everything_ops(),
         scheduler_ops(plan),
-        trainer_ops(plan),
         build_loaders_ops(plan),
         build_trainer_ops(plan),
         batch_loss_ops(plan),
         build_recipe_ops(plan),
-        resume_ops(plan),
-        resume_extra_ops(),
+        *((resume_ops(plan), resume_extra_ops()) if plan.sharded else ()),
         train_one_epoch_ops(plan),
         epoch_helper_ops(),
         graphed_epoch_ops(plan) if plan.whole_step_graph else None,

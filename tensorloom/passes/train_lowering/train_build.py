@@ -29,8 +29,8 @@ from tensorloom.catalogue.schedules import PER_EPOCH
 from tensorloom.dialects import py
 from tensorloom.passes.support.py_builder import PyBuilder
 from tensorloom.passes.train_lowering.plan import ScriptPlan
-from tensorloom.passes.train_lowering.train_data import info_type, loader_type
-from tensorloom.passes.train_lowering.train_loop import carry_type, model_ops
+from tensorloom.passes.train_lowering.train_data import loader_type
+from tensorloom.passes.train_lowering.train_loop import model_ops
 
 DEFINES = ("build_scheduler", "Trainer", "build_trainer", "_whole_step_graph", "build_recipe")
 """The top-level names these take in the script (mangle-names keeps them free)."""
@@ -71,82 +71,6 @@ def _plateau(body: PyBuilder, plan: ScriptPlan) -> None:
     arguments = [("", body.name("optimizer")), ("mode", body.const("min"))]
     arguments += [(key, body.name(key)) for key in plan.schedule_kwargs]
     body.ret(body.call_with("torch.optim.lr_scheduler.ReduceLROnPlateau", arguments))
-
-
-# --- the `Trainer` record --------------------------------------------------------------------
-
-
-def _field(
-    b: PyBuilder,
-    name: str,
-    kind: SSAValue,
-    default: SSAValue | None = None,
-    note: str | None = None,
-) -> None:
-    """`name: kind = default  # note`."""
-    b.assign(name, default, annotation=kind, comment=note)
-
-
-def trainer_ops(plan: ScriptPlan) -> list[Operation]:
-    """`@dataclass class Trainer`: everything the loop touches, built once by
-    `build_trainer`; the precision plan and scaler only with insert-amp, `metrics` only
-    with `eval_every`, the captured step's fields only when the step may be captured."""
-    top, b = PyBuilder(), PyBuilder()
-    b.expr(b.const("Everything the loop touches, built once by `build_trainer`."))
-    _field(b, "ctx", b.name("DistContext"))
-    _field(b, "model", b.name("nn.Module"), note="the user's module: saved, loaded")
-    _field(
-        b,
-        "train_model",
-        b.name("nn.Module"),
-        note="trained: BatchLoss (one process) or the DDP-wrapped model",
-    )
-    _field(b, "eval_model", b.name("nn.Module"), note="compiled, not DDP-wrapped: evaluated")
-    _field(b, "optimizer", b.name("torch.optim.Optimizer"))
-    if plan.amp:
-        _field(b, "scaler", b.optional("torch.amp.GradScaler"))
-    _field(b, "scheduler", b.optional("torch.optim.lr_scheduler.LRScheduler"))
-    if plan.amp:
-        _field(b, "plan", b.name("PrecisionPlan"))
-    _field(b, "train_loader", loader_type(b, plan))
-    _field(b, "val_loader", loader_type(b, plan))
-    _field(b, "info", b.name(info_type(plan)))
-    _field(
-        b,
-        "recipe",
-        b.name("RunRecipe"),
-        note="EMA, early stopping, keep-best, eval_every, stop signals",
-    )
-    _field(b, "step", b.name("int"), b.const(0))
-    _field(b, "start_epoch", b.name("int"), b.const(0))
-    _field(
-        b,
-        "carry",
-        carry_type(b),
-        b.const(None),
-        note="resumed mid-epoch: (loss sum, batches)",
-    )
-    if plan.recipe.eval_every is not None:  # only `step_validation` writes between epochs
-        _field(b, "metrics", b.optional("MetricsWriter"), b.const(None))
-    _field(b, "checkpoint_dir", b.optional("str"), b.const(None))
-    _field(b, "saved_step", b.name("int"), b.const(-1), note="the step last.pt holds")
-    if plan.whole_step_graph:
-        _field(
-            b,
-            "whole_step",
-            b.name("bool"),
-            b.const(False),
-            note="the step is captured in one CUDA graph (runtime/graphs.py)",
-        )
-        _field(
-            b,
-            "graphed",
-            b.optional("GraphedStep"),
-            b.const(None),
-            note="captured at the first epoch, after any resume",
-        )
-    top.stmt(py.ClassOp("Trainer", body=b.ops, decorators=[top.name("dataclass")]))
-    return top.ops
 
 
 # --- `build_trainer` -------------------------------------------------------------------------
@@ -318,13 +242,14 @@ def _train_model(b: PyBuilder, plan: ScriptPlan) -> None:
 
 
 def _trainer(b: PyBuilder, plan: ScriptPlan, *extra: tuple[str, SSAValue]) -> None:
-    """`return Trainer(ctx, model, ..., build_recipe(model, ctx))`."""
-    fields = ["ctx", "model", "train_model", "compiled", "optimizer",
-              *(["scaler"] if plan.amp else []), "scheduler", *(["plan"] if plan.amp else []),
+    """`return Trainer(ctx, model, ..., build_recipe(model, ctx), scaler=scaler, plan=plan)`
+    (runtime/trainer.py's record; the scaler and precision plan with insert-amp)."""
+    fields = ["ctx", "model", "train_model", "compiled", "optimizer", "scheduler",
               "train_loader", "val_loader", "info"]  # fmt: skip
     arguments = [("", b.name(f)) for f in fields]
     recipe = b.call("build_recipe", b.name("model"), b.name("ctx"), *_recipe_plan(b, plan))
-    b.ret(b.call_with("Trainer", [*arguments, ("", recipe), *extra]))
+    amp = [(f, b.name(f)) for f in ("scaler", "plan")] if plan.amp else []
+    b.ret(b.call_with("Trainer", [*arguments, ("", recipe), *amp, *extra]))
 
 
 def _recipe_plan(b: PyBuilder, plan: ScriptPlan) -> list[SSAValue]:

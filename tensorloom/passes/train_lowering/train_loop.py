@@ -219,9 +219,12 @@ def save_if_due_ops(plan: ScriptPlan) -> list[Operation]:
 
 
 def saves_ops(plan: ScriptPlan) -> list[Operation]:
-    """The saves, in the script's order: `after_validation` (with `keep_best`),
-    `checkpoint_state`, `save_last`, `save_if_due`."""
+    """The saves, in the script's order: `after_validation` (with `keep_best`), and under
+    FSDP (whose saves are folders every rank writes) `checkpoint_state`, `save_last` and
+    `save_if_due`; the other programs call runtime/trainer.py's."""
     ops = after_validation_ops(plan) if plan.recipe.keep_best is not None else []
+    if not plan.sharded:
+        return ops
     return [*ops, *checkpoint_state_ops(plan), *save_last_ops(plan), *save_if_due_ops(plan)]
 
 
@@ -324,6 +327,10 @@ def _starting_point(b: PyBuilder, plan: ScriptPlan) -> None:
     b.if_(b.is_set(b.path("args", "evaluate")), evaluate)
     if plan.pretrained is not None:
         _published_weights(b, plan)
+    if not plan.sharded:
+        b.comment("stale temporary files of a cut save, then --init-from or --resume")
+        b.expr(b.call("start_run", b.name("trainer"), b.name("args")))
+        return
     init = PyBuilder()
     weights, model = init.path("args", "init_from"), init.path("trainer", "model")
     if plan.sharded:
@@ -419,9 +426,25 @@ def _epoch(b: PyBuilder, plan: ScriptPlan, epoch: SSAValue) -> None:
         b.expr(b.method(b.path("trainer", "recipe"), "after_validation", b.name("record")))
     done = PyBuilder()
     done.assign("epochs_done", done.binop("+", done.name("epoch"), done.const(1)))
-    done.expr(done.call("save_if_due", *(done.name(n) for n in ("trainer", "epoch", "start_step",
-                                                                 "args"))))  # fmt: skip
+    if plan.sharded:
+        names = ("trainer", "epoch", "start_step", "args")
+        done.expr(done.call("save_if_due", *(done.name(n) for n in names)))
+    else:
+        _save_if_due(done, plan)
     b.if_(b.name("complete"), done)
+
+
+def _save_if_due(b: PyBuilder, plan: ScriptPlan) -> None:
+    """`save_if_due(trainer, epochs_done, start_step, every=CHECKPOINT_EVERY, ...)`
+    (runtime/trainer.py; rank 0 writes, and under DDP the others wait at a `barrier()`)."""
+    options = {"every": b.name("CHECKPOINT_EVERY"), "keep": b.name("KEEP_CHECKPOINTS"),
+               "last": b.path("args", "epochs")}  # fmt: skip
+    if plan.checkpoint_unit == "steps":
+        options["unit"] = b.const("steps")
+    b.expr(b.call("save_if_due", b.name("trainer"), b.name("epochs_done"), b.name("start_step"),
+                  **options))  # fmt: skip
+    if plan.distributed:
+        b.expr(b.call("barrier"))
 
 
 def _plateau_step(b: PyBuilder) -> None:
@@ -442,6 +465,9 @@ def _break() -> PyBuilder:
 
 def _run_end(b: PyBuilder, plan: ScriptPlan) -> None:
     """After the loop: last.pt, the run's summary, and an interrupted run's way back."""
+    if not plan.sharded:
+        _finish_run(b, plan)
+        return
     b.assign("stopped", b.path("trainer", "recipe", "stop_reason"))
     b.expr(b.call("save_last", b.name("trainer"), b.name("epochs_done")))
     b.expr(b.method(b.name("metrics"), "close"))
@@ -464,6 +490,20 @@ def _run_end(b: PyBuilder, plan: ScriptPlan) -> None:
     b.ret(b.const(0))
 
 
+def _finish_run(b: PyBuilder, plan: ScriptPlan) -> None:
+    """`finish_run(...)` (runtime/trainer.py: last.pt, the summary, an interrupted run's exit
+    code), then the requests with the trained weights."""
+    finished = b.call("finish_run", b.name("trainer"), epochs_done=b.name("epochs_done"),
+                      started=b.name("started"), metrics=b.name("metrics"))  # fmt: skip
+    b.assign("interrupted", finished)
+    stop = PyBuilder()
+    stop.ret(stop.name("interrupted"))
+    b.if_(b.is_set(b.name("interrupted")), stop)
+    if plan.serves:
+        b.expr(b.call("serve_requests", b.name("trainer"), b.name("args")))
+    b.ret(b.const(0))
+
+
 def run_ops(plan: ScriptPlan) -> list[Operation]:
     """`_run`: the warnings, the starting point, then the epochs (the train block's line)."""
     top, body = PyBuilder(), PyBuilder()
@@ -472,7 +512,8 @@ def run_ops(plan: ScriptPlan) -> list[Operation]:
                                      body.name("_silent")))  # fmt: skip
         body.assign("log", chosen)
     _warnings(body, plan)
-    _stale_files(body, plan)
+    if plan.sharded:
+        _stale_files(body, plan)
     _starting_point(body, plan)
     _max_steps(body, plan)
     options = {"enabled": body.path("ctx", "is_main")} if plan.distributed else {}
@@ -516,11 +557,8 @@ def evaluate_checkpoint_ops(plan: ScriptPlan) -> list[Operation]:
     record = body.add(py.DictOp([(body.const("epoch"), epoch), (None, validation)]))
     body.assign("record", record)
     report = PyBuilder()
-    saved_epoch = report.subscript(report.name("record"), report.const("epoch"))
-    heading = report.fstring("{} (epoch {}):  ", report.path("args", "evaluate"), saved_epoch)
-    line = report.binop("+", heading, report.call("format_validation", report.name("record")))
-    report.expr(report.call("print", line))
-    report.if_(report.is_set(report.path("args", "metrics")), _append_metrics())
+    report.expr(report.call("report_evaluation", report.path("args", "evaluate"),
+                            report.name("record"), report.path("args", "metrics")))  # fmt: skip
     if plan.distributed:
         body.if_(body.path("trainer", "ctx", "is_main"), report)
     else:
@@ -554,23 +592,6 @@ def _load_evaluated(b: PyBuilder, plan: ScriptPlan) -> None:
     none.assign(none.path("trainer", "recipe", "ema"), none.const(None))
     unsaved = b.compare(b.call("saved_ema_state", b.name("state")), "is", b.const(None))
     b.if_(unsaved, none)
-
-
-def _append_metrics() -> PyBuilder:
-    """`with open(args.metrics, "a") as f: f.write(...)`: the record as a JSON line."""
-    b = PyBuilder()
-    opened = b.call("open", b.path("args", "metrics"), b.const("a"), encoding=b.const("utf-8"))
-    with_op = py.WithOp(opened, binds=True)
-    (f,) = with_op.body.block.args
-    f.name_hint = "f"
-    inner = PyBuilder()
-    entry = inner.add(py.DictOp([(inner.const("evaluated"), inner.path("args", "evaluate")),
-                                 (None, inner.name("record"))]))  # fmt: skip
-    line = inner.binop("+", inner.call("json.dumps", entry), inner.const("\n"))
-    inner.expr(inner.method(f, "write", line))
-    with_op.body.block.add_ops(inner.ops)
-    b.stmt(with_op)
-    return b
 
 
 def silent_ops() -> list[Operation]:
@@ -608,15 +629,11 @@ def serve_requests_ops(plan: ScriptPlan) -> list[Operation]:
             body.if_(body.not_(body.path("trainer", "ctx", "is_main")), _return())
         body.assign("model", _ema_or_model(body) if plan.recipe.ema is not None
                     else body.path("trainer", "model"))  # fmt: skip
-    first = body.subscript(body.call("next", body.call("iter", body.path("trainer", "val_loader"))),
-                           body.const(0))  # fmt: skip
-    body.assign("example", body.subscript(first, body.add(py.SliceOp(upper=body.const(2)))))
-    body.if_(body.is_set(body.path("args", "predict")), _predict(plan))
-    exported = PyBuilder()
-    written = exported.call("export_model", exported.name("model"), exported.name("example"),
-                            exported.path("args", "export"))  # fmt: skip
-    exported.expr(exported.call("print", exported.fstring("exported to {}", written)))
-    body.if_(body.is_set(body.path("args", "export")), exported)
+    served = body.call("predict_and_export", body.name("model"), body.name("args"),
+                       loader=body.path("trainer", "val_loader"), info=body.path("trainer", "info"),
+                       device=body.path("trainer", "ctx", "device"),
+                       classes=body.const(plan.classification))  # fmt: skip
+    body.expr(served)
     if plan.pretrained is not None:
         published = PyBuilder()
         folder = published.call("export_pretrained", published.name("model"),
@@ -662,27 +679,6 @@ def _gathered_model(b: PyBuilder, plan: ScriptPlan) -> None:
     b.comment("not rank 0")
     b.if_(b.compare(b.name("whole"), "is", b.const(None)), _return())
     b.assign("model", b.name("whole"))
-
-
-def _predict(plan: ScriptPlan) -> PyBuilder:
-    """--predict FILE: the model's outputs for the file's samples (of the example's shape)."""
-    b = PyBuilder()
-    dims = b.subscript(b.path("example", "shape"), b.add(py.SliceOp(lower=b.const(1))))
-    b.assign("shape", b.call("tuple", dims))
-    b.assign("normalisation", b.call("getattr", b.path("trainer", "info"),
-                                     b.const("normalisation"), b.const(None)))  # fmt: skip
-    b.assign("integer", b.not_(b.method(b.name("example"), "is_floating_point")))
-    inputs = b.call("read_predict_inputs", b.path("args", "predict"),
-                    sample_shape=b.name("shape"), normalisation=b.name("normalisation"),
-                    integer=b.name("integer"))  # fmt: skip
-    b.assign("x", inputs)
-    outputs = b.call("predict", b.name("model"), b.name("x"),
-                     batch_size=b.path("args", "batch_size"),
-                     device=b.path("trainer", "ctx", "device"))  # fmt: skip
-    b.assign("outputs", outputs)
-    b.expr(b.call("write_predictions", b.name("outputs"), b.path("args", "out"),
-                  classes=b.const(plan.classification)))  # fmt: skip
-    return b
 
 
 def _generate() -> PyBuilder:

@@ -33,15 +33,8 @@ builtin.module {
 }
 
 // CHECK:      py.def @parse_args(argv : %{{.*}} = %{{.*}}) -> %{{.*}} {
-// CHECK:        %[[FLAG:.*]] = py.constant "--consolidate"
-// CHECK-NEXT:   %[[TWO:.*]] = py.constant 2 : i64
-// CHECK-NEXT:   %[[DIR:.*]] = py.constant "DIR"
-// CHECK-NEXT:   %[[OUT:.*]] = py.constant "OUT.pt"
-// CHECK-NEXT:   %[[META:.*]] = py.tuple[%[[DIR]], %[[OUT]]]
-// CHECK-NEXT:   %[[NONE:.*]] = py.constant #py.none
-// CHECK-NEXT:   %[[HELP:.*]] = py.constant "write a sharded save's weights as one state dict, then exit"
-// CHECK-NEXT:   %[[CALL:.*]] = py.call %{{.*}}(%[[FLAG]], nargs = %[[TWO]], metavar = %[[META]], default = %[[NONE]], help = %[[HELP]])
-// CHECK-NEXT:   py.expr %[[CALL]]
+// CHECK:        py.name "training_arguments"
+// CHECK:        py.call %{{.*}}(%{{.*}}, epochs = {{.*}}, serve = %{{.*}}, consolidate = %{{.*}})
 
 // `build_trainer` shards the model (gathered in the precision plan's dtype) before the optimizer
 // steps its shards, with no fused kernels; the model trains sharded in place, not DDP-wrapped.

@@ -7,12 +7,10 @@ library, as the program does.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import csv
-import faulthandler
-import gzip
 import hashlib
-import importlib.util
 import io
 import json
 import math
@@ -27,23 +25,18 @@ import tempfile
 import time
 import traceback
 import zipfile
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 import torch
-import torch.distributed as dist
 from torch import nn
 
 
 # ---- runtime/distributed.py: Process groups for TensorLoom scripts: one script, run alone or under torchrun.
 class DeviceUnavailable(Exception):
     """`--device cuda` on a machine without a GPU; the script prints this and exits 1."""
-
-
-class LaunchError(DeviceUnavailable):
-    """torchrun's variables are missing or inconsistent; the script prints this and exits 1."""
 
 
 @dataclass(frozen=True)
@@ -72,86 +65,6 @@ def resolve_device(choice: str, local_rank: int = 0) -> torch.device:
     if not torch.cuda.is_available():
         raise DeviceUnavailable("`--device cuda` was given but no CUDA device is available")
     return torch.device("cuda", local_rank % torch.cuda.device_count())
-
-
-def launch_environment(environ: Mapping[str, str] | None = None) -> tuple[int, int, int]:
-    """(rank, local rank, world size) from torchrun's variables; (0, 0, 1) without them."""
-    env = os.environ if environ is None else environ
-    values: dict[str, int] = {}
-    for name, default in (("RANK", 0), ("LOCAL_RANK", 0), ("WORLD_SIZE", 1)):
-        text = env.get(name)
-        try:
-            values[name] = default if text is None else int(text)
-        except ValueError:
-            raise LaunchError(f"{name}={text!r} is not a number (torchrun sets it)") from None
-    rank, local_rank, world_size = values["RANK"], values["LOCAL_RANK"], values["WORLD_SIZE"]
-    if world_size < 1 or not 0 <= rank < world_size or local_rank < 0 or local_rank > rank:
-        raise LaunchError(
-            f"RANK={rank}, LOCAL_RANK={local_rank}, WORLD_SIZE={world_size} do not fit together: "
-            "start the script with torchrun (or `tlc run --nproc N`)"
-        )
-    return rank, local_rank, world_size
-
-
-def setup_distributed(device_choice: str = "auto", *, group_of_one: bool = False) -> DistContext:
-    """Join the torchrun process group if there is one; pick this process's device.
-
-    `group_of_one`: a process started without torchrun still gets a process group
-    (of one, on an in-process store), as `fully_shard` needs one."""
-    rank, local_rank, world_size = launch_environment()
-    device = resolve_device(device_choice, local_rank)
-    if device.type == "cuda":
-        torch.cuda.set_device(device)
-    if world_size > 1 and not faulthandler.is_enabled():
-        # A rank that aborts in native code (SIGABRT, SIGSEGV) prints its Python stack.
-        faulthandler.enable(all_threads=True)
-    if (world_size > 1 or group_of_one) and not dist.is_initialized():
-        backend = "nccl" if device.type == "cuda" else "gloo"
-        if world_size == 1 and "MASTER_ADDR" not in os.environ:  # `python script.py`
-            dist.init_process_group(backend=backend, store=dist.HashStore(), rank=0, world_size=1)
-        else:  # torchrun's rendezvous: MASTER_ADDR and MASTER_PORT are set
-            dist.init_process_group(backend=backend, rank=rank, world_size=world_size)
-    return DistContext(rank, local_rank, world_size, device)
-
-
-def gradient_sync(model: torch.nn.Module, sync: bool) -> contextlib.AbstractContextManager[None]:
-    """Reduce gradients across ranks in this backward only if `sync` (the last micro-batch).
-
-    DDP skips its all-reduce inside `no_sync()`; an FSDP2 module is told with
-    `set_requires_gradient_sync`, and keeps unsharded gradients until it syncs."""
-    if hasattr(model, "set_requires_gradient_sync"):  # an FSDPModule
-        model.set_requires_gradient_sync(sync)
-        return contextlib.nullcontext()
-    if isinstance(model, torch.nn.parallel.DistributedDataParallel) and not sync:
-        return model.no_sync()  # type: ignore[return-value]
-    return contextlib.nullcontext()
-
-
-def all_reduce_sum(tensor: torch.Tensor) -> torch.Tensor:
-    """The sum of `tensor` over all ranks (a copy; the input is left alone)."""
-    if not (dist.is_available() and dist.is_initialized()):
-        return tensor
-    total = tensor.detach().clone()
-    dist.all_reduce(total, op=dist.ReduceOp.SUM)
-    return total
-
-
-def all_reduce_mean(tensor: torch.Tensor) -> torch.Tensor:
-    """The mean of `tensor` over all ranks (a copy; the input is left alone)."""
-    if not (dist.is_available() and dist.is_initialized()):
-        return tensor
-    return all_reduce_sum(tensor) / dist.get_world_size()
-
-
-def barrier() -> None:
-    if dist.is_available() and dist.is_initialized():
-        dist.barrier()
-
-
-def teardown_distributed() -> None:
-    """Leave the process group; call it in a `finally` so a failed run still exits cleanly."""
-    if dist.is_available() and dist.is_initialized():
-        dist.destroy_process_group()
 
 
 # ---- runtime/amp.py: Mixed precision for TensorLoom scripts: what `precision = ...` means on this device.
@@ -305,18 +218,17 @@ class DataInfo:
     normalisation: tuple[tuple[float, ...], tuple[float, ...]] | None = None
 
 
-def load_digits(
+def load_sequence_task(
+    name: str,
     *,
     data_root: str | os.PathLike[str] | None = None,
-    flatten: bool = False,
     split_seed: int = 0,
     val_fraction: float = 0.1,
+    **task_kwargs: int,
 ) -> tuple[TensorPair, TensorPair, DataInfo]:
-    """scikit-learn's 8x8 digits, a seeded hold-out for validation (`data_root` is unused)."""
-    x, y = _digits()
-    x = x.flatten(1) if flatten else x
-    info = DataInfo("digits", tuple(x.shape[1:]), (), 10, "classification")
-    return (*_split((x, y), val_fraction, split_seed), info)
+    """`reverse`, `sort` or `copy`: random token sequences, a seeded hold-out."""
+    pair, info = _sequence_task(name, **task_kwargs)
+    return (*_split(pair, val_fraction, split_seed), info)
 
 
 def _split(pair: TensorPair, val_fraction: float, seed: int) -> tuple[TensorPair, TensorPair]:
@@ -328,16 +240,19 @@ def _split(pair: TensorPair, val_fraction: float, seed: int) -> tuple[TensorPair
     return (x[train_idx], y[train_idx]), (x[val_idx], y[val_idx])
 
 
-def _digits() -> TensorPair:
-    """scikit-learn's digits file, read as `load_digits()` reads it (64 pixels 0-16 and the
-    class per row) but without importing scikit-learn: most of a second of start-up."""
-    spec = importlib.util.find_spec("sklearn")
-    if spec is None or not spec.submodule_search_locations:
-        raise DatasetUnavailable("`digits` comes with scikit-learn: pip install scikit-learn")
-    folder = Path(next(iter(spec.submodule_search_locations)))
-    with gzip.open(folder / "datasets" / "data" / "digits.csv.gz", "rt", encoding="utf-8") as f:
-        table = torch.tensor([[float(v) for v in line.split(",")] for line in f if line.strip()])
-    return table[:, :-1].reshape(-1, 1, 8, 8) / 16.0, table[:, -1].to(torch.int64)
+def _sequence_task(
+    name: str, *, vocab: int = 16, length: int = 12, size: int = 4096, seed: int = 0
+) -> tuple[TensorPair, DataInfo]:
+    """`size` random token sequences [length] over 0..vocab-1 and their reversal/sort/copy."""
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.randint(0, vocab, (size, length), generator=generator)
+    if name == "reverse":
+        y = x.flip(1)
+    elif name == "sort":
+        y = x.sort(dim=1).values
+    else:
+        y = x.clone()
+    return (x, y), DataInfo(name, (length,), (length,), vocab, "sequence")
 
 
 # ---- runtime/loader.py: Batching for TensorLoom scripts: a dataset kept on the device, or a DataLoader.
@@ -799,6 +714,142 @@ def progress(
     return iter(tqdm(iterable, total=total, desc=description, leave=False, dynamic_ncols=True))
 
 
+# ---- runtime/graphs.py: Whole-step CUDA graphs for TensorLoom scripts: forward, backward and step in one replay.
+# Models up to this many parameters take the whole-step graph instead of torch.compile:
+# a rule of thumb (compile's fusion pays off on larger models, its start-up on none).
+SMALL_MODEL_PARAMS = 5_000_000
+
+
+WARMUP_STEPS = 3
+
+
+StepFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+class GraphedStep:
+    """One training step over `x[idx], y[idx]`, captured once and replayed per batch."""
+
+    def __init__(
+        self,
+        step: StepFn,
+        x: torch.Tensor,
+        y: torch.Tensor,
+        *,
+        batch_size: int,
+        model: torch.nn.Module,
+        optimizer: torch.optim.Optimizer,
+    ) -> None:
+        self.step, self.x, self.y = step, x, y
+        self.idx = torch.zeros(batch_size, dtype=torch.long, device=x.device)
+        self.loss_sum = torch.zeros((), device=x.device)
+        saved = _snapshot(model, optimizer)
+        self._warm_up(optimizer)
+        self.graph = torch.cuda.CUDAGraph()
+        optimizer.zero_grad(set_to_none=True)  # backward allocates grads from the graph's pool
+        with torch.cuda.graph(self.graph):
+            self._body()
+        _restore(saved, model, optimizer)
+        self.loss_sum.zero_()
+
+    def _body(self) -> None:
+        loss = self.step(self.x[self.idx], self.y[self.idx])
+        self.loss_sum += loss.detach()
+
+    def _warm_up(self, optimizer: torch.optim.Optimizer) -> None:
+        """Real steps on a side stream, so lazily made state (Adam's moments) exists."""
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(WARMUP_STEPS):
+                optimizer.zero_grad(set_to_none=True)
+                self._body()
+        torch.cuda.current_stream().wait_stream(side)
+
+    def replay(self, idx: torch.Tensor) -> None:
+        """One step on the samples `idx` (a batch_size long tensor on the device)."""
+        self.idx.copy_(idx)
+        self.graph.replay()
+
+    def take_loss_sum(self) -> torch.Tensor:
+        """The losses summed since the last call (a new tensor, on the device), and reset."""
+        total = self.loss_sum.clone()
+        self.loss_sum.zero_()
+        return total
+
+
+def training_step(
+    batch_loss: torch.nn.Module, optimizer: torch.optim.Optimizer,
+    region: Callable[[], contextlib.AbstractContextManager[object]] = contextlib.nullcontext,
+) -> StepFn:  # fmt: skip
+    """The step a `GraphedStep` captures: forward and loss (`batch_loss(xb, yb)`, in
+    `region()`: the precision plan's autocast, without its cache), backward, `optimizer.step()`."""
+
+    def step(xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+        with region():
+            loss = batch_loss(xb, yb)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    return step
+
+
+Snapshot = tuple[list[torch.Tensor], dict[int, dict[str, torch.Tensor]]]
+
+
+def _snapshot(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> Snapshot:
+    weights = [t.detach().clone() for t in _model_tensors(model)]
+    state = {
+        id(p): {k: v.clone() for k, v in s.items() if isinstance(v, torch.Tensor)}
+        for p, s in optimizer.state.items()
+    }
+    return weights, state
+
+
+def _restore(saved: Snapshot, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> None:
+    """Undo the warm-up in place; state the warm-up created goes back to zeros, its start."""
+    weights, state = saved
+    with torch.no_grad():
+        for tensor, value in zip(_model_tensors(model), weights, strict=True):
+            tensor.copy_(value)
+        for p, s in optimizer.state.items():
+            before = state.get(id(p), {})
+            for key, value in s.items():
+                if isinstance(value, torch.Tensor):
+                    value.copy_(before[key]) if key in before else value.zero_()
+
+
+def _model_tensors(model: torch.nn.Module) -> list[torch.Tensor]:
+    return [*model.parameters(), *model.buffers()]
+
+
+OptimizerModes = list[dict[str, object]]
+
+
+_MODE_KEYS = ("fused", "foreach", "capturable")
+
+
+def optimizer_modes(optimizer: torch.optim.Optimizer) -> OptimizerModes:
+    """The implementation flags this run built its optimizer with."""
+    return [{k: g[k] for k in _MODE_KEYS if k in g} for g in optimizer.param_groups]
+
+
+def restore_optimizer_modes(optimizer: torch.optim.Optimizer, modes: OptimizerModes) -> None:
+    """After loading a checkpoint: this run's flags, not the saving run's, and steps to match.
+
+    A capturable or fused Adam keeps its step counts on the parameters' device, others
+    on the CPU; a checkpoint from a run that captured (or did not) may hold either.
+    """
+    for group, mode in zip(optimizer.param_groups, modes, strict=True):
+        group.update(mode)
+        on_device = bool(group.get("capturable")) or bool(group.get("fused"))
+        for p in group["params"]:
+            state = optimizer.state.get(p, {})
+            step = state.get("step")
+            if isinstance(step, torch.Tensor):
+                state["step"] = step.to(p.device if on_device else "cpu", torch.float32)
+
+
 # ---- runtime/sourcemap.py: Source locations for TensorLoom scripts: a run-time error names the .tl/.nml line behind it.
 _SOURCE_COMMENT = re.compile(r"#\s*([\w.-]+\.(?:tl|nml)):(\d+)\s*$")
 
@@ -856,45 +907,6 @@ def total_train_steps(epochs: int, steps_per_epoch: int, max_steps: int | None) 
     """The run's optimizer steps: `max_steps` when it cuts the run short, else every epoch's."""
     planned = epochs * steps_per_epoch
     return planned if max_steps is None else min(planned, max_steps)
-
-
-_NORM_LAYERS: tuple[type[torch.nn.Module], ...] = (
-    torch.nn.modules.batchnorm._NormBase,  # BatchNorm*, InstanceNorm*
-    torch.nn.LayerNorm,
-    torch.nn.GroupNorm,
-    torch.nn.LocalResponseNorm,
-    torch.nn.RMSNorm,
-)
-
-
-def no_decay_names(model: torch.nn.Module) -> list[str]:
-    """Parameters weight decay should not shrink: every bias, and every norm layer's weights."""
-    names: list[str] = []
-    for module_name, module in model.named_modules():
-        is_norm = isinstance(module, _NORM_LAYERS)
-        for name, _ in module.named_parameters(recurse=False):
-            if is_norm or name == "bias":
-                names.append(f"{module_name}.{name}" if module_name else name)
-    return names
-
-
-def decay_param_groups(model: torch.nn.Module, enabled: bool = True) -> list[dict[str, Any]]:
-    """Optimizer parameter groups: decayed weights, then biases and norm weights without decay.
-
-    The first group takes the optimizer's `weight_decay`; the second sets it to 0.
-    `enabled=False` (`decay_groups = false`) gives one group of every parameter."""
-    params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
-    if not enabled:
-        return [{"params": [p for _, p in params]}]
-    skip = set(no_decay_names(model))
-    decay = [p for n, p in params if n not in skip]
-    plain = [p for n, p in params if n in skip]
-    groups: list[dict[str, Any]] = []
-    if decay:
-        groups.append({"params": decay})
-    if plain:
-        groups.append({"params": plain, "weight_decay": 0.0})
-    return groups
 
 
 class BestTracker:
@@ -1272,3 +1284,257 @@ def _exported(model: torch.nn.Module, example: torch.Tensor) -> torch.export.Exp
         except Exception as error:
             first = str(error).strip().splitlines()[0] if str(error).strip() else ""
             raise ExportError(f"torch.export could not trace the model: {first}") from None
+
+
+# ---- runtime/trainer.py: The trainer plumbing every program file shares: its record, flags, saves, resume and run.
+Carry = tuple[torch.Tensor, int]
+
+
+# The optional parts' types are strings: a name read only in a string is not a reference
+# (runtime.paste), so a program without AMP or a captured step is not given their code.
+@dataclass
+class Trainer:
+    """Everything a program's loop touches, built once by its `build_trainer`."""
+
+    ctx: DistContext
+    model: nn.Module  # the user's module: saved, loaded
+    train_model: nn.Module  # trained: BatchLoss (one process) or the DDP-wrapped model
+    eval_model: nn.Module  # compiled, not DDP-wrapped: evaluated
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler | Any | None
+    train_loader: Any
+    val_loader: Any
+    info: Any  # the dataset's DataInfo or TokenInfo
+    recipe: RunRecipe  # EMA, early stopping, keep-best, eval_every, stop signals
+    scaler: torch.amp.GradScaler | None = None
+    plan: "PrecisionPlan | None" = None  # noqa: UP037 (see above)
+    step: int = 0
+    start_epoch: int = 0
+    carry: Carry | None = None  # resumed mid-epoch: (loss sum, batches)
+    metrics: MetricsWriter | None = None  # `eval_every` writes between epochs
+    checkpoint_dir: str | None = None
+    saved_step: int = -1  # the step last.pt holds
+    whole_step: bool = False  # the step is captured in one CUDA graph (runtime/graphs.py)
+    graphed: "GraphedStep | None" = None  # noqa: UP037 (captured at the first epoch, after any resume)
+
+
+def training_arguments(
+    description: str, *, epochs: int, batch_size: int, seed: int, checkpoint_dir: str,
+    compile: str = "auto", precision: str | None = None, serve: bool = False,
+    generate: bool = False, download: bool = False, cuda_graph: bool = False,
+    weights: str | None = None, consolidate: bool = False,
+) -> argparse.ArgumentParser:  # fmt: skip
+    """A program's flags: the ones every program has, then those its block asks for
+    (`precision` when it has AMP, `serve` for --predict/--export, `generate` for language
+    models, `download` for named image datasets, `cuda_graph` where the whole step may be
+    captured, `weights` for a published-weights block, `consolidate` under FSDP)."""
+    parser = argparse.ArgumentParser(description=description)
+    add = parser.add_argument
+    add("--epochs", type=int, default=epochs)
+    add("--batch-size", type=int, default=batch_size, help="per process")
+    add("--max-steps", type=int, default=None,
+        help="stop after this many steps (the schedule is unchanged)")  # fmt: skip
+    add("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    add("--seed", type=int, default=seed)
+    add("--metrics", default=None, help="a JSON line per epoch goes here")
+    add("--tensorboard", default=None, help="TensorBoard logs go here")
+    add("--checkpoint-dir", default=checkpoint_dir)
+    add("--resume", default=None, help="a checkpoint to continue from")
+    add("--overwrite", action="store_true",
+        help="replace the checkpoints an earlier run left in --checkpoint-dir")  # fmt: skip
+    add("--init-from", default=None, help="start from these weights")
+    if weights is not None:
+        add(
+            "--weights",
+            default=weights,
+            help="the published weights the model starts from (a file or a folder)",
+        )
+        add(
+            "--export-weights",
+            default=None,
+            metavar="DIR",
+            help="write the trained model in the published weights' names and format",
+        )
+    add("--evaluate", default=None, metavar="CHECKPOINT",
+        help="report the validation metrics of a checkpoint; no training")  # fmt: skip
+    if serve:
+        add(
+            "--predict",
+            default=None,
+            metavar="INPUT",
+            help="outputs for a .npz, .pt, .csv or image file",
+        )
+        add("--out", default=None, help="--predict writes here, not stdout")
+        add(
+            "--export",
+            default=None,
+            metavar="FILE",
+            help="torch.export the model (.pt2; .onnx with onnx)",
+        )
+    if generate:
+        add(
+            "--generate",
+            default=None,
+            metavar="PROMPT",
+            help="print text the model writes after PROMPT",
+        )
+        add("--tokens", type=int, default=200, help="bytes --generate samples")
+        add("--temperature", type=float, default=0.8, help="0: always the likeliest")
+        add("--top-k", type=int, default=40, help="sample among the k likeliest")
+    add("--data-root", default=None, help="where datasets live")
+    if download:
+        add("--download", action="store_true",
+            help="fetch a missing dataset (HTTPS, sha256-checked)")  # fmt: skip
+    add("--compile", choices=("auto", "on", "off"), default=compile,
+        help="torch.compile on CUDA; auto: when the run repays it")  # fmt: skip
+    add("--no-compile", action="store_true", help="as --compile off")
+    if precision is not None:
+        add("--precision", choices=("auto", "fp32", "fp16", "bf16"), default=precision,
+            help="auto: bf16 on a bf16 GPU, else fp32")  # fmt: skip
+    if cuda_graph:
+        add("--no-cuda-graph", action="store_true",
+            help="no whole-step CUDA graph for small resident datasets")  # fmt: skip
+    if consolidate:
+        add("--consolidate", nargs=2, metavar=("DIR", "OUT.pt"), default=None,
+            help="write a sharded save's weights as one state dict, then exit")  # fmt: skip
+    return parser
+
+
+def checkpoint_state(trainer: Trainer, carry: Carry | None = None) -> dict[str, Any]:
+    """What a checkpoint holds besides its epoch: `carry` is a cut epoch's loss and batches."""
+    extra: dict[str, Any] = {"recipe": trainer.recipe.state_dict()}
+    if carry is not None:
+        extra["carry"] = {"loss_sum": carry[0].detach(), "batches": carry[1]}
+    return dict(model=trainer.model, optimizer=trainer.optimizer, scaler=trainer.scaler,
+                scheduler=trainer.scheduler, step=trainer.step, loader=trainer.train_loader,
+                extra=extra)  # fmt: skip
+
+
+def save_last(trainer: Trainer, epochs_done: int) -> None:
+    """At the end of the run, and when it is interrupted: last.pt holds where it stopped
+    (unless the newest save already holds this step). Rank 0 writes."""
+    if trainer.checkpoint_dir is None or trainer.saved_step == trainer.step:
+        return
+    if trainer.ctx.is_main:
+        path = f"{trainer.checkpoint_dir}/last.pt"
+        save_checkpoint(path, epoch=epochs_done, **checkpoint_state(trainer, trainer.carry))
+    trainer.saved_step = trainer.step
+
+
+def save_if_due(
+    trainer: Trainer, done: int, start_step: int, *, every: int | None, keep: int, last: int,
+    unit: str = "epochs",
+) -> None:  # fmt: skip
+    """After the complete epoch `done` (1-based): `epoch-NNNN.pt` and last.pt when a save is
+    due, every `every` epochs (or, with `unit="steps"`, when the epoch passed a multiple of
+    `every` steps), and after the `last` epoch. Rank 0 writes."""
+    if unit == "steps":
+        due = every is not None and trainer.step // every > start_step // every
+    else:
+        due = every is not None and done % every == 0
+    if trainer.checkpoint_dir is None or not (due or done == last):
+        return
+    if trainer.ctx.is_main:
+        state = checkpoint_state(trainer)
+        save_epoch_checkpoint(trainer.checkpoint_dir, keep=keep, epoch=done, **state)
+    trainer.saved_step = trainer.step
+
+
+def resume(trainer: Trainer, path: str) -> None:
+    """Continue where a checkpoint left off: weights, optimizer, scaler, schedule, RNG, the
+    loader's place, the recipe's state and a cut epoch's loss. A captured step's optimizer
+    keeps this run's modes (capturable or fused)."""
+    modes = optimizer_modes(trainer.optimizer) if trainer.whole_step else None
+    state = load_checkpoint(
+        path, model=trainer.model, optimizer=trainer.optimizer, scaler=trainer.scaler,
+        scheduler=trainer.scheduler, loader=trainer.train_loader, map_location=trainer.ctx.device,
+    )  # fmt: skip
+    if modes is not None:
+        restore_optimizer_modes(trainer.optimizer, modes)
+    resume_position(trainer, state)
+
+
+def resume_position(trainer: Trainer, state: dict[str, Any]) -> None:
+    """The epoch and step a checkpoint reached, its recipe's state and a cut epoch's carry."""
+    trainer.start_epoch, trainer.step = state["epoch"], state["step"]
+    trainer.saved_step = trainer.step
+    extra = state["extra"]
+    trainer.recipe.load_state_dict(extra.get("recipe", {}))
+    carry = extra.get("carry")
+    if carry is not None:
+        trainer.carry = carry["loss_sum"].to(trainer.ctx.device), int(carry["batches"])
+
+
+def print_main(ctx: DistContext, *parts: object, error: bool = False) -> None:
+    """Print on rank 0 (stderr when `error`); the other ranks stay quiet."""
+    if ctx.is_main:
+        print(*parts, file=sys.stderr if error else sys.stdout)
+
+
+def start_run(trainer: Trainer, args: argparse.Namespace) -> None:
+    """Before the first epoch: the temporary files of a checkpoint write that was cut off
+    removed, then --init-from's weights or --resume's whole state (which must leave
+    something to train)."""
+    ctx = trainer.ctx
+    if trainer.checkpoint_dir is not None and ctx.is_main:
+        for stale in clean_stale_temp_files(trainer.checkpoint_dir):
+            print_main(
+                ctx, f"removed {stale}, left by a checkpoint write that was cut off", error=True
+            )
+    if args.init_from is not None:
+        load_weights(args.init_from, model=trainer.model, map_location=ctx.device)
+        print_main(ctx, f"starting from the weights in {args.init_from}")
+    if args.resume is not None:
+        resume(trainer, args.resume)
+        print_main(ctx, f"resumed from {args.resume} after epoch {trainer.start_epoch}")
+        check_resume_left(args.resume, epochs_done=trainer.start_epoch, epochs=args.epochs,
+                          step=trainer.step, max_steps=args.max_steps)  # fmt: skip
+
+
+def finish_run(
+    trainer: Trainer, *, epochs_done: int, started: float, metrics: MetricsWriter
+) -> int | None:
+    """After the epochs: last.pt, the metrics closed and the run's summary. An interrupted
+    run says how to continue and returns its exit code (128 + the signal); else None."""
+    stopped = trainer.recipe.stop_reason
+    save_last(trainer, epochs_done)
+    metrics.close()
+    summary = format_run_summary(epochs_done=epochs_done, steps=trainer.step,
+                                 seconds=time.perf_counter() - started,
+                                 best=trainer.recipe.best, checkpoint_dir=trainer.checkpoint_dir,
+                                 stopped=stopped)  # fmt: skip
+    print_main(trainer.ctx, summary)
+    if not trainer.recipe.interrupted:
+        return None
+    print_main(trainer.ctx, f"continue with --resume {trainer.checkpoint_dir}/last.pt")
+    return interrupted_exit_code(stopped)
+
+
+def report_evaluation(path: str, record: dict[str, Any], metrics: str | None) -> None:
+    """--evaluate's line (`last.pt (epoch 10):  val_loss 0.0912  val_accuracy 0.9733`), and
+    the record as a JSON line appended to --metrics."""
+    print(f"{path} (epoch {record['epoch']}):  " + format_validation(record))
+    if metrics is not None:
+        with open(metrics, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"evaluated": path, **record}) + "\n")
+
+
+def predict_and_export(
+    model: nn.Module, args: argparse.Namespace, *, loader: Any, info: Any,
+    device: torch.device, classes: bool,
+) -> None:  # fmt: skip
+    """--predict INPUT (the outputs for samples shaped as `loader`'s, normalised as the
+    training data; `classes`: class indices) and --export FILE (torch.export, traced on two
+    of `loader`'s samples), with `model`'s weights."""
+    if args.predict is None and args.export is None:
+        return
+    example = next(iter(loader))[0][:2]
+    if args.predict is not None:
+        normalisation = getattr(info, "normalisation", None)
+        x = read_predict_inputs(args.predict, sample_shape=tuple(example.shape[1:]),
+                                normalisation=normalisation,
+                                integer=not example.is_floating_point())  # fmt: skip
+        outputs = predict(model, x, batch_size=args.batch_size, device=device)
+        write_predictions(outputs, args.out, classes=classes)
+    if args.export is not None:
+        print(f"exported to {export_model(model, example, args.export)}")

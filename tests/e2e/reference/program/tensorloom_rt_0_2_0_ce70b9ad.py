@@ -7,9 +7,12 @@ library, as the program does.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import csv
+import gzip
 import hashlib
+import importlib.util
 import io
 import json
 import math
@@ -217,17 +220,18 @@ class DataInfo:
     normalisation: tuple[tuple[float, ...], tuple[float, ...]] | None = None
 
 
-def load_sequence_task(
-    name: str,
+def load_digits(
     *,
     data_root: str | os.PathLike[str] | None = None,
+    flatten: bool = False,
     split_seed: int = 0,
     val_fraction: float = 0.1,
-    **task_kwargs: int,
 ) -> tuple[TensorPair, TensorPair, DataInfo]:
-    """`reverse`, `sort` or `copy`: random token sequences, a seeded hold-out."""
-    pair, info = _sequence_task(name, **task_kwargs)
-    return (*_split(pair, val_fraction, split_seed), info)
+    """scikit-learn's 8x8 digits, a seeded hold-out for validation (`data_root` is unused)."""
+    x, y = _digits()
+    x = x.flatten(1) if flatten else x
+    info = DataInfo("digits", tuple(x.shape[1:]), (), 10, "classification")
+    return (*_split((x, y), val_fraction, split_seed), info)
 
 
 def _split(pair: TensorPair, val_fraction: float, seed: int) -> tuple[TensorPair, TensorPair]:
@@ -239,19 +243,16 @@ def _split(pair: TensorPair, val_fraction: float, seed: int) -> tuple[TensorPair
     return (x[train_idx], y[train_idx]), (x[val_idx], y[val_idx])
 
 
-def _sequence_task(
-    name: str, *, vocab: int = 16, length: int = 12, size: int = 4096, seed: int = 0
-) -> tuple[TensorPair, DataInfo]:
-    """`size` random token sequences [length] over 0..vocab-1 and their reversal/sort/copy."""
-    generator = torch.Generator().manual_seed(seed)
-    x = torch.randint(0, vocab, (size, length), generator=generator)
-    if name == "reverse":
-        y = x.flip(1)
-    elif name == "sort":
-        y = x.sort(dim=1).values
-    else:
-        y = x.clone()
-    return (x, y), DataInfo(name, (length,), (length,), vocab, "sequence")
+def _digits() -> TensorPair:
+    """scikit-learn's digits file, read as `load_digits()` reads it (64 pixels 0-16 and the
+    class per row) but without importing scikit-learn: most of a second of start-up."""
+    spec = importlib.util.find_spec("sklearn")
+    if spec is None or not spec.submodule_search_locations:
+        raise DatasetUnavailable("`digits` comes with scikit-learn: pip install scikit-learn")
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    with gzip.open(folder / "datasets" / "data" / "digits.csv.gz", "rt", encoding="utf-8") as f:
+        table = torch.tensor([[float(v) for v in line.split(",")] for line in f if line.strip()])
+    return table[:, :-1].reshape(-1, 1, 8, 8) / 16.0, table[:, -1].to(torch.int64)
 
 
 # ---- runtime/loader.py: Batching for TensorLoom scripts: a dataset kept on the device, or a DataLoader.
@@ -1283,3 +1284,257 @@ def _exported(model: torch.nn.Module, example: torch.Tensor) -> torch.export.Exp
         except Exception as error:
             first = str(error).strip().splitlines()[0] if str(error).strip() else ""
             raise ExportError(f"torch.export could not trace the model: {first}") from None
+
+
+# ---- runtime/trainer.py: The trainer plumbing every program file shares: its record, flags, saves, resume and run.
+Carry = tuple[torch.Tensor, int]
+
+
+# The optional parts' types are strings: a name read only in a string is not a reference
+# (runtime.paste), so a program without AMP or a captured step is not given their code.
+@dataclass
+class Trainer:
+    """Everything a program's loop touches, built once by its `build_trainer`."""
+
+    ctx: DistContext
+    model: nn.Module  # the user's module: saved, loaded
+    train_model: nn.Module  # trained: BatchLoss (one process) or the DDP-wrapped model
+    eval_model: nn.Module  # compiled, not DDP-wrapped: evaluated
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler | Any | None
+    train_loader: Any
+    val_loader: Any
+    info: Any  # the dataset's DataInfo or TokenInfo
+    recipe: RunRecipe  # EMA, early stopping, keep-best, eval_every, stop signals
+    scaler: torch.amp.GradScaler | None = None
+    plan: "PrecisionPlan | None" = None  # noqa: UP037 (see above)
+    step: int = 0
+    start_epoch: int = 0
+    carry: Carry | None = None  # resumed mid-epoch: (loss sum, batches)
+    metrics: MetricsWriter | None = None  # `eval_every` writes between epochs
+    checkpoint_dir: str | None = None
+    saved_step: int = -1  # the step last.pt holds
+    whole_step: bool = False  # the step is captured in one CUDA graph (runtime/graphs.py)
+    graphed: "GraphedStep | None" = None  # noqa: UP037 (captured at the first epoch, after any resume)
+
+
+def training_arguments(
+    description: str, *, epochs: int, batch_size: int, seed: int, checkpoint_dir: str,
+    compile: str = "auto", precision: str | None = None, serve: bool = False,
+    generate: bool = False, download: bool = False, cuda_graph: bool = False,
+    weights: str | None = None, consolidate: bool = False,
+) -> argparse.ArgumentParser:  # fmt: skip
+    """A program's flags: the ones every program has, then those its block asks for
+    (`precision` when it has AMP, `serve` for --predict/--export, `generate` for language
+    models, `download` for named image datasets, `cuda_graph` where the whole step may be
+    captured, `weights` for a published-weights block, `consolidate` under FSDP)."""
+    parser = argparse.ArgumentParser(description=description)
+    add = parser.add_argument
+    add("--epochs", type=int, default=epochs)
+    add("--batch-size", type=int, default=batch_size, help="per process")
+    add("--max-steps", type=int, default=None,
+        help="stop after this many steps (the schedule is unchanged)")  # fmt: skip
+    add("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    add("--seed", type=int, default=seed)
+    add("--metrics", default=None, help="a JSON line per epoch goes here")
+    add("--tensorboard", default=None, help="TensorBoard logs go here")
+    add("--checkpoint-dir", default=checkpoint_dir)
+    add("--resume", default=None, help="a checkpoint to continue from")
+    add("--overwrite", action="store_true",
+        help="replace the checkpoints an earlier run left in --checkpoint-dir")  # fmt: skip
+    add("--init-from", default=None, help="start from these weights")
+    if weights is not None:
+        add(
+            "--weights",
+            default=weights,
+            help="the published weights the model starts from (a file or a folder)",
+        )
+        add(
+            "--export-weights",
+            default=None,
+            metavar="DIR",
+            help="write the trained model in the published weights' names and format",
+        )
+    add("--evaluate", default=None, metavar="CHECKPOINT",
+        help="report the validation metrics of a checkpoint; no training")  # fmt: skip
+    if serve:
+        add(
+            "--predict",
+            default=None,
+            metavar="INPUT",
+            help="outputs for a .npz, .pt, .csv or image file",
+        )
+        add("--out", default=None, help="--predict writes here, not stdout")
+        add(
+            "--export",
+            default=None,
+            metavar="FILE",
+            help="torch.export the model (.pt2; .onnx with onnx)",
+        )
+    if generate:
+        add(
+            "--generate",
+            default=None,
+            metavar="PROMPT",
+            help="print text the model writes after PROMPT",
+        )
+        add("--tokens", type=int, default=200, help="bytes --generate samples")
+        add("--temperature", type=float, default=0.8, help="0: always the likeliest")
+        add("--top-k", type=int, default=40, help="sample among the k likeliest")
+    add("--data-root", default=None, help="where datasets live")
+    if download:
+        add("--download", action="store_true",
+            help="fetch a missing dataset (HTTPS, sha256-checked)")  # fmt: skip
+    add("--compile", choices=("auto", "on", "off"), default=compile,
+        help="torch.compile on CUDA; auto: when the run repays it")  # fmt: skip
+    add("--no-compile", action="store_true", help="as --compile off")
+    if precision is not None:
+        add("--precision", choices=("auto", "fp32", "fp16", "bf16"), default=precision,
+            help="auto: bf16 on a bf16 GPU, else fp32")  # fmt: skip
+    if cuda_graph:
+        add("--no-cuda-graph", action="store_true",
+            help="no whole-step CUDA graph for small resident datasets")  # fmt: skip
+    if consolidate:
+        add("--consolidate", nargs=2, metavar=("DIR", "OUT.pt"), default=None,
+            help="write a sharded save's weights as one state dict, then exit")  # fmt: skip
+    return parser
+
+
+def checkpoint_state(trainer: Trainer, carry: Carry | None = None) -> dict[str, Any]:
+    """What a checkpoint holds besides its epoch: `carry` is a cut epoch's loss and batches."""
+    extra: dict[str, Any] = {"recipe": trainer.recipe.state_dict()}
+    if carry is not None:
+        extra["carry"] = {"loss_sum": carry[0].detach(), "batches": carry[1]}
+    return dict(model=trainer.model, optimizer=trainer.optimizer, scaler=trainer.scaler,
+                scheduler=trainer.scheduler, step=trainer.step, loader=trainer.train_loader,
+                extra=extra)  # fmt: skip
+
+
+def save_last(trainer: Trainer, epochs_done: int) -> None:
+    """At the end of the run, and when it is interrupted: last.pt holds where it stopped
+    (unless the newest save already holds this step). Rank 0 writes."""
+    if trainer.checkpoint_dir is None or trainer.saved_step == trainer.step:
+        return
+    if trainer.ctx.is_main:
+        path = f"{trainer.checkpoint_dir}/last.pt"
+        save_checkpoint(path, epoch=epochs_done, **checkpoint_state(trainer, trainer.carry))
+    trainer.saved_step = trainer.step
+
+
+def save_if_due(
+    trainer: Trainer, done: int, start_step: int, *, every: int | None, keep: int, last: int,
+    unit: str = "epochs",
+) -> None:  # fmt: skip
+    """After the complete epoch `done` (1-based): `epoch-NNNN.pt` and last.pt when a save is
+    due, every `every` epochs (or, with `unit="steps"`, when the epoch passed a multiple of
+    `every` steps), and after the `last` epoch. Rank 0 writes."""
+    if unit == "steps":
+        due = every is not None and trainer.step // every > start_step // every
+    else:
+        due = every is not None and done % every == 0
+    if trainer.checkpoint_dir is None or not (due or done == last):
+        return
+    if trainer.ctx.is_main:
+        state = checkpoint_state(trainer)
+        save_epoch_checkpoint(trainer.checkpoint_dir, keep=keep, epoch=done, **state)
+    trainer.saved_step = trainer.step
+
+
+def resume(trainer: Trainer, path: str) -> None:
+    """Continue where a checkpoint left off: weights, optimizer, scaler, schedule, RNG, the
+    loader's place, the recipe's state and a cut epoch's loss. A captured step's optimizer
+    keeps this run's modes (capturable or fused)."""
+    modes = optimizer_modes(trainer.optimizer) if trainer.whole_step else None
+    state = load_checkpoint(
+        path, model=trainer.model, optimizer=trainer.optimizer, scaler=trainer.scaler,
+        scheduler=trainer.scheduler, loader=trainer.train_loader, map_location=trainer.ctx.device,
+    )  # fmt: skip
+    if modes is not None:
+        restore_optimizer_modes(trainer.optimizer, modes)
+    resume_position(trainer, state)
+
+
+def resume_position(trainer: Trainer, state: dict[str, Any]) -> None:
+    """The epoch and step a checkpoint reached, its recipe's state and a cut epoch's carry."""
+    trainer.start_epoch, trainer.step = state["epoch"], state["step"]
+    trainer.saved_step = trainer.step
+    extra = state["extra"]
+    trainer.recipe.load_state_dict(extra.get("recipe", {}))
+    carry = extra.get("carry")
+    if carry is not None:
+        trainer.carry = carry["loss_sum"].to(trainer.ctx.device), int(carry["batches"])
+
+
+def print_main(ctx: DistContext, *parts: object, error: bool = False) -> None:
+    """Print on rank 0 (stderr when `error`); the other ranks stay quiet."""
+    if ctx.is_main:
+        print(*parts, file=sys.stderr if error else sys.stdout)
+
+
+def start_run(trainer: Trainer, args: argparse.Namespace) -> None:
+    """Before the first epoch: the temporary files of a checkpoint write that was cut off
+    removed, then --init-from's weights or --resume's whole state (which must leave
+    something to train)."""
+    ctx = trainer.ctx
+    if trainer.checkpoint_dir is not None and ctx.is_main:
+        for stale in clean_stale_temp_files(trainer.checkpoint_dir):
+            print_main(
+                ctx, f"removed {stale}, left by a checkpoint write that was cut off", error=True
+            )
+    if args.init_from is not None:
+        load_weights(args.init_from, model=trainer.model, map_location=ctx.device)
+        print_main(ctx, f"starting from the weights in {args.init_from}")
+    if args.resume is not None:
+        resume(trainer, args.resume)
+        print_main(ctx, f"resumed from {args.resume} after epoch {trainer.start_epoch}")
+        check_resume_left(args.resume, epochs_done=trainer.start_epoch, epochs=args.epochs,
+                          step=trainer.step, max_steps=args.max_steps)  # fmt: skip
+
+
+def finish_run(
+    trainer: Trainer, *, epochs_done: int, started: float, metrics: MetricsWriter
+) -> int | None:
+    """After the epochs: last.pt, the metrics closed and the run's summary. An interrupted
+    run says how to continue and returns its exit code (128 + the signal); else None."""
+    stopped = trainer.recipe.stop_reason
+    save_last(trainer, epochs_done)
+    metrics.close()
+    summary = format_run_summary(epochs_done=epochs_done, steps=trainer.step,
+                                 seconds=time.perf_counter() - started,
+                                 best=trainer.recipe.best, checkpoint_dir=trainer.checkpoint_dir,
+                                 stopped=stopped)  # fmt: skip
+    print_main(trainer.ctx, summary)
+    if not trainer.recipe.interrupted:
+        return None
+    print_main(trainer.ctx, f"continue with --resume {trainer.checkpoint_dir}/last.pt")
+    return interrupted_exit_code(stopped)
+
+
+def report_evaluation(path: str, record: dict[str, Any], metrics: str | None) -> None:
+    """--evaluate's line (`last.pt (epoch 10):  val_loss 0.0912  val_accuracy 0.9733`), and
+    the record as a JSON line appended to --metrics."""
+    print(f"{path} (epoch {record['epoch']}):  " + format_validation(record))
+    if metrics is not None:
+        with open(metrics, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"evaluated": path, **record}) + "\n")
+
+
+def predict_and_export(
+    model: nn.Module, args: argparse.Namespace, *, loader: Any, info: Any,
+    device: torch.device, classes: bool,
+) -> None:  # fmt: skip
+    """--predict INPUT (the outputs for samples shaped as `loader`'s, normalised as the
+    training data; `classes`: class indices) and --export FILE (torch.export, traced on two
+    of `loader`'s samples), with `model`'s weights."""
+    if args.predict is None and args.export is None:
+        return
+    example = next(iter(loader))[0][:2]
+    if args.predict is not None:
+        normalisation = getattr(info, "normalisation", None)
+        x = read_predict_inputs(args.predict, sample_shape=tuple(example.shape[1:]),
+                                normalisation=normalisation,
+                                integer=not example.is_floating_point())  # fmt: skip
+        outputs = predict(model, x, batch_size=args.batch_size, device=device)
+        write_predictions(outputs, args.out, classes=classes)
+    if args.export is not None:
+        print(f"exported to {export_model(model, example, args.export)}")

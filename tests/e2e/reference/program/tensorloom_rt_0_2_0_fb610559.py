@@ -7,9 +7,12 @@ library, as the program does.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import csv
+import gzip
 import hashlib
+import importlib.util
 import io
 import json
 import math
@@ -20,7 +23,6 @@ import re
 import shutil
 import signal
 import sys
-import sysconfig
 import tempfile
 import time
 import traceback
@@ -196,236 +198,126 @@ def _synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-# ---- runtime/tokens.py: Language-model data for TensorLoom scripts: a stream of token ids cut into random windows.
-STDLIB_CORPUS = "stdlib"
+# ---- runtime/data.py: Datasets for TensorLoom scripts: `load_dataset(...)` returns tensors, ready to batch.
+TensorPair = tuple[torch.Tensor, torch.Tensor]
 
 
-STDLIB_MAX_BYTES = 16_000_000
-
-
-TOKEN_DTYPES = {"uint16": 2, "uint32": 4}
-
-
-class TokenDataUnavailable(Exception):
-    """A token or text file is missing or malformed; the message says which and why."""
+class DatasetUnavailable(Exception):
+    """The data a script needs is not on this machine; the message says what to fetch."""
 
 
 @dataclass(frozen=True)
-class TokenInfo:
-    """What one window of a language-model dataset looks like."""
+class DataInfo:
+    """What one sample of a loaded dataset looks like."""
 
     name: str
-    sample_shape: tuple[int, ...]  # (T,)
-    target_shape: tuple[int, ...]  # (T,): the next token at every position
-    num_classes: int  # the vocabulary
-    task: str = "sequence"
+    sample_shape: tuple[int, ...]
+    target_shape: tuple[int, ...]
+    num_classes: int | None
+    task: str  # "classification", "sequence" or "regression"
     synthetic: bool = False
+    # An image dataset's per-channel (mean, std), which --predict applies to image files.
+    normalisation: tuple[tuple[float, ...], tuple[float, ...]] | None = None
 
 
-class TokenStream:
-    """A flat run of token ids: bytes held in memory, or a `.bin` file read per batch."""
-
-    def __init__(
-        self,
-        *,
-        tokens: torch.Tensor | None = None,
-        path: Path | None = None,
-        dtype: str = "uint16",
-        start: int = 0,
-        length: int | None = None,
-    ) -> None:
-        if (tokens is None) == (path is None):
-            raise ValueError("a TokenStream holds tokens or reads a file, not both")
-        self.tokens, self.path, self.dtype, self.start = tokens, path, dtype, start
-        total = len(tokens) if tokens is not None else _file_tokens(path, dtype)  # type: ignore[arg-type]
-        self.length = total - start if length is None else length
-
-    def __len__(self) -> int:
-        return self.length
-
-    def windows(self, starts: torch.Tensor, block_size: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Inputs [N, T] and next-token targets [N, T] (int64) for windows at `starts`."""
-        offsets = torch.arange(block_size + 1)
-        if self.tokens is not None:
-            rows = self.tokens[self.start + starts[:, None] + offsets].long()
-        else:
-            rows = self._read_rows(starts.tolist(), block_size + 1)
-        return rows[:, :-1], rows[:, 1:]
-
-    def _read_rows(self, starts: list[int], width: int) -> torch.Tensor:
-        import numpy as np  # only `.bin` token files need numpy
-
-        # A fresh memmap per batch, dropped after it: pages it touched leave the
-        # process's resident set with it (nanoGPT's remedy for a growing RSS).
-        data = np.memmap(self.path, dtype=np.dtype(self.dtype), mode="r")  # type: ignore[arg-type]
-        base = self.start
-        rows = np.stack([data[base + s : base + s + width].astype(np.int64) for s in starts])
-        del data
-        return torch.from_numpy(rows)
-
-
-def _file_tokens(path: Path, dtype: str) -> int:
-    itemsize = TOKEN_DTYPES[dtype]
-    size = path.stat().st_size
-    if size % itemsize:
-        raise TokenDataUnavailable(
-            f"{path} has {size} bytes, not a whole number of {dtype} tokens ({itemsize} bytes each)"
-        )
-    return size // itemsize
-
-
-def load_token_dataset(
-    source: str,
+def load_digits(
     *,
-    path: str,
-    block_size: int,
-    dtype: str = "uint16",
-    vocab: int | None = None,
-    val_fraction: float = 0.1,
-    max_bytes: int | None = None,
     data_root: str | os.PathLike[str] | None = None,
-) -> tuple[TokenStream, TokenStream, TokenInfo]:
-    """The training and validation streams of `"text"` or `"tokens"` data (see the module doc)."""
-    if source == "text":
-        train, val = _text_streams(path, val_fraction, max_bytes, data_root)
-        vocab = 256
-    elif source == "tokens":
-        train, val = _token_streams(_resolve(path, data_root), dtype)
-    else:
-        raise TokenDataUnavailable(f"unknown language-model source `{source}`")
-    for split, stream in (("training", train), ("validation", val)):
-        if len(stream) <= block_size:
-            raise TokenDataUnavailable(
-                f"the {split} split of `{path}` has {len(stream)} tokens, "
-                f"fewer than one window of block_size + 1 = {block_size + 1}"
-            )
-    name = Path(path).name if path != STDLIB_CORPUS else "the Python standard library"
-    info = TokenInfo(name, (block_size,), (block_size,), vocab or 0)
-    return train, val, info
+    flatten: bool = False,
+    split_seed: int = 0,
+    val_fraction: float = 0.1,
+) -> tuple[TensorPair, TensorPair, DataInfo]:
+    """scikit-learn's 8x8 digits, a seeded hold-out for validation (`data_root` is unused)."""
+    x, y = _digits()
+    x = x.flatten(1) if flatten else x
+    info = DataInfo("digits", tuple(x.shape[1:]), (), 10, "classification")
+    return (*_split((x, y), val_fraction, split_seed), info)
 
 
-def _resolve(path: str, data_root: str | os.PathLike[str] | None) -> Path:
-    candidate = Path(path)
-    if not candidate.is_absolute() and data_root is not None and not candidate.is_file():
-        candidate = Path(data_root) / candidate
-    if not candidate.is_file():
-        raise TokenDataUnavailable(f"data file {path} does not exist")
-    return candidate
+def _split(pair: TensorPair, val_fraction: float, seed: int) -> tuple[TensorPair, TensorPair]:
+    x, y = pair
+    n_val = round(len(x) * val_fraction)
+    generator = torch.Generator().manual_seed(seed)
+    order = torch.randperm(len(x), generator=generator)
+    val_idx, train_idx = order[:n_val], order[n_val:]
+    return (x[train_idx], y[train_idx]), (x[val_idx], y[val_idx])
 
 
-def _text_streams(
-    path: str, val_fraction: float, max_bytes: int | None, data_root: str | os.PathLike[str] | None
-) -> tuple[TokenStream, TokenStream]:
-    if path == STDLIB_CORPUS:
-        data = stdlib_corpus(max_bytes if max_bytes is not None else STDLIB_MAX_BYTES)
-    else:
-        with _resolve(path, data_root).open("rb") as f:
-            data = f.read() if max_bytes is None else f.read(max_bytes)
-    tokens = torch.frombuffer(bytearray(data), dtype=torch.uint8) if data else torch.empty(0)
-    n_val = round(len(tokens) * val_fraction)
-    n_train = len(tokens) - n_val
-    return (
-        TokenStream(tokens=tokens, length=n_train),
-        TokenStream(tokens=tokens, start=n_train),
-    )
+def _digits() -> TensorPair:
+    """scikit-learn's digits file, read as `load_digits()` reads it (64 pixels 0-16 and the
+    class per row) but without importing scikit-learn: most of a second of start-up."""
+    spec = importlib.util.find_spec("sklearn")
+    if spec is None or not spec.submodule_search_locations:
+        raise DatasetUnavailable("`digits` comes with scikit-learn: pip install scikit-learn")
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    with gzip.open(folder / "datasets" / "data" / "digits.csv.gz", "rt", encoding="utf-8") as f:
+        table = torch.tensor([[float(v) for v in line.split(",")] for line in f if line.strip()])
+    return table[:, :-1].reshape(-1, 1, 8, 8) / 16.0, table[:, -1].to(torch.int64)
 
 
-def _token_streams(train_path: Path, dtype: str) -> tuple[TokenStream, TokenStream]:
-    if dtype not in TOKEN_DTYPES:
-        raise TokenDataUnavailable(f"token dtype must be one of {', '.join(TOKEN_DTYPES)}")
-    val_path = train_path.with_name("val.bin")
-    if not val_path.is_file():
-        raise TokenDataUnavailable(f"no validation tokens: {val_path} does not exist")
-    return TokenStream(path=train_path, dtype=dtype), TokenStream(path=val_path, dtype=dtype)
+# ---- runtime/loader.py: Batching for TensorLoom scripts: a dataset kept on the device, or a DataLoader.
+Batch = tuple[torch.Tensor, torch.Tensor]
 
 
-def stdlib_files() -> list[Path]:
-    """This Python's standard-library `.py` files, in sorted order of their relative paths."""
-    root = Path(sysconfig.get_paths()["stdlib"])
-    skipped = {"site-packages", "dist-packages", "__pycache__"}
-    files = [
-        p
-        for p in root.rglob("*.py")
-        if not skipped & set(p.relative_to(root).parts) and p.is_file()
-    ]
-    return sorted(files, key=lambda p: p.relative_to(root).as_posix())
-
-
-def stdlib_corpus(max_bytes: int = STDLIB_MAX_BYTES) -> bytes:
-    """The standard library's source concatenated (a blank line between files), capped."""
-    chunks: list[bytes] = []
-    size = 0
-    for path in stdlib_files():
-        if size >= max_bytes:
-            break
-        text = path.read_bytes() + b"\n\n"
-        chunks.append(text)
-        size += len(text)
-    if not chunks:
-        print(f"warning: no standard-library sources under {sys.prefix}", file=sys.stderr)
-    return b"".join(chunks)[:max_bytes]
-
-
-class WindowLoader:
-    """Batches of random (train) or consecutive (validation) windows of a `TokenStream`."""
+class DeviceLoader:
+    """Batches of a device-resident (x, y), shuffled on the device, sharded across ranks."""
 
     def __init__(
-        self,
-        stream: TokenStream,
-        *,
-        block_size: int,
-        batch_size: int,
-        device: torch.device,
-        shuffle: bool = True,
-        windows_per_epoch: int | None = None,
-        seed: int = 0,
-        rank: int = 0,
-        world_size: int = 1,
-    ) -> None:
-        self.stream, self.block_size, self.batch_size = stream, block_size, batch_size
-        self.device, self.shuffle, self.seed = device, shuffle, seed
-        self.rank, self.world_size = rank, world_size
-        whole = (len(stream) - 1) // block_size
-        self.windows_per_epoch = windows_per_epoch if windows_per_epoch is not None else whole
-        self.epoch = 0
-        self._generator = torch.Generator()
+        self, x: torch.Tensor, y: torch.Tensor, *, batch_size: int, device: torch.device,
+        shuffle: bool = True, drop_last: bool = False, seed: int = 0, rank: int = 0,
+        world_size: int = 1, even_shards: bool = True,
+    ) -> None:  # fmt: skip
+        self.x, self.y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        self.batch_size, self.device, self.shuffle = batch_size, device, shuffle
+        self.drop_last, self.seed, self.rank = drop_last, seed, rank
+        self.world_size, self.even_shards, self.epoch = world_size, even_shards, 0
+        self._generator = torch.Generator(device=device)
 
     def set_epoch(self, epoch: int) -> None:
+        """Choose the epoch whose order the next iteration follows."""
         self.epoch = epoch
 
+    def shard_size(self) -> int:
+        """How many samples this rank sees per epoch."""
+        n, world = len(self.x), self.world_size
+        if self.even_shards:
+            return n // world
+        return len(range(self.rank, n, world))
+
     def __len__(self) -> int:
+        size = self.shard_size()
+        if self.drop_last:
+            return size // self.batch_size
+        return -(-size // self.batch_size)
+
+    def indices(self) -> torch.Tensor:
+        """This rank's sample indices for the current epoch, on the device."""
+        n = len(self.x)
         if self.shuffle:
-            return self.windows_per_epoch // self.world_size // self.batch_size
-        mine = len(range(self.rank, self.windows_per_epoch, self.world_size))
-        return -(-mine // self.batch_size)
+            self._generator.manual_seed(self.seed + self.epoch)
+            order = torch.randperm(n, generator=self._generator, device=self.device)
+        else:
+            order = torch.arange(n, device=self.device)
+        if self.even_shards:
+            order = order[: n // self.world_size * self.world_size]
+        return order[self.rank :: self.world_size]
 
-    def starts(self) -> torch.Tensor:
-        """This rank's window starts for the current epoch."""
-        if not self.shuffle:
-            every = torch.arange(self.windows_per_epoch) * self.block_size
-            return every[self.rank :: self.world_size]
-        # The last start leaves room for the window and its one-token-later targets.
-        high = len(self.stream) - self.block_size
-        self._generator.manual_seed((self.seed + self.epoch) * self.world_size + self.rank)
-        count = len(self) * self.batch_size
-        return torch.randint(0, high, (count,), generator=self._generator)
+    def batch_indices(self) -> Iterator[torch.Tensor]:
+        """Each batch's sample indices for the current epoch (views on the device)."""
+        order = self.indices()
+        for i in range(len(self)):
+            yield order[i * self.batch_size : (i + 1) * self.batch_size]
 
-    def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        starts = self.starts()
-        pin = self.device.type == "cuda"
-        for i in range(0, len(starts), self.batch_size):
-            xb, yb = self.stream.windows(starts[i : i + self.batch_size], self.block_size)
-            if pin:
-                xb, yb = xb.pin_memory(), yb.pin_memory()
-            yield xb.to(self.device, non_blocking=True), yb.to(self.device, non_blocking=True)
+    def __iter__(self) -> Iterator[Batch]:
+        for idx in self.batch_indices():
+            yield self.x[idx], self.y[idx]
 
     def state_dict(self) -> dict[str, int]:
-        # An epoch's windows are a function of (seed, epoch, rank): nothing else to save.
+        # The order of an epoch is a function of (seed, epoch): nothing else to save.
         return {"seed": self.seed, "epoch": self.epoch}
 
     def load_state_dict(self, state: dict[str, int]) -> None:
-        self.seed = state["seed"]
-        self.epoch = state["epoch"]
+        self.seed, self.epoch = state["seed"], state["epoch"]
 
 
 # ---- runtime/checkpoint.py: Checkpoints for TensorLoom scripts: atomic, complete, and free of wrapper prefixes.
@@ -822,6 +714,34 @@ def progress(
     return iter(tqdm(iterable, total=total, desc=description, leave=False, dynamic_ncols=True))
 
 
+# ---- runtime/graphs.py: Whole-step CUDA graphs for TensorLoom scripts: forward, backward and step in one replay.
+OptimizerModes = list[dict[str, object]]
+
+
+_MODE_KEYS = ("fused", "foreach", "capturable")
+
+
+def optimizer_modes(optimizer: torch.optim.Optimizer) -> OptimizerModes:
+    """The implementation flags this run built its optimizer with."""
+    return [{k: g[k] for k in _MODE_KEYS if k in g} for g in optimizer.param_groups]
+
+
+def restore_optimizer_modes(optimizer: torch.optim.Optimizer, modes: OptimizerModes) -> None:
+    """After loading a checkpoint: this run's flags, not the saving run's, and steps to match.
+
+    A capturable or fused Adam keeps its step counts on the parameters' device, others
+    on the CPU; a checkpoint from a run that captured (or did not) may hold either.
+    """
+    for group, mode in zip(optimizer.param_groups, modes, strict=True):
+        group.update(mode)
+        on_device = bool(group.get("capturable")) or bool(group.get("fused"))
+        for p in group["params"]:
+            state = optimizer.state.get(p, {})
+            step = state.get("step")
+            if isinstance(step, torch.Tensor):
+                state["step"] = step.to(p.device if on_device else "cpu", torch.float32)
+
+
 # ---- runtime/sourcemap.py: Source locations for TensorLoom scripts: a run-time error names the .tl/.nml line behind it.
 _SOURCE_COMMENT = re.compile(r"#\s*([\w.-]+\.(?:tl|nml)):(\d+)\s*$")
 
@@ -953,45 +873,6 @@ def make_lr_scheduler(
 ) -> torch.optim.lr_scheduler.LambdaLR:
     """A LambdaLR stepping `schedule.factor`; its state dict is the step count alone."""
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: schedule.factor(step))
-
-
-_NORM_LAYERS: tuple[type[torch.nn.Module], ...] = (
-    torch.nn.modules.batchnorm._NormBase,  # BatchNorm*, InstanceNorm*
-    torch.nn.LayerNorm,
-    torch.nn.GroupNorm,
-    torch.nn.LocalResponseNorm,
-    torch.nn.RMSNorm,
-)
-
-
-def no_decay_names(model: torch.nn.Module) -> list[str]:
-    """Parameters weight decay should not shrink: every bias, and every norm layer's weights."""
-    names: list[str] = []
-    for module_name, module in model.named_modules():
-        is_norm = isinstance(module, _NORM_LAYERS)
-        for name, _ in module.named_parameters(recurse=False):
-            if is_norm or name == "bias":
-                names.append(f"{module_name}.{name}" if module_name else name)
-    return names
-
-
-def decay_param_groups(model: torch.nn.Module, enabled: bool = True) -> list[dict[str, Any]]:
-    """Optimizer parameter groups: decayed weights, then biases and norm weights without decay.
-
-    The first group takes the optimizer's `weight_decay`; the second sets it to 0.
-    `enabled=False` (`decay_groups = false`) gives one group of every parameter."""
-    params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
-    if not enabled:
-        return [{"params": [p for _, p in params]}]
-    skip = set(no_decay_names(model))
-    decay = [p for n, p in params if n not in skip]
-    plain = [p for n, p in params if n in skip]
-    groups: list[dict[str, Any]] = []
-    if decay:
-        groups.append({"params": decay})
-    if plain:
-        groups.append({"params": plain, "weight_decay": 0.0})
-    return groups
 
 
 class BestTracker:
@@ -1394,37 +1275,255 @@ def _exported(model: torch.nn.Module, example: torch.Tensor) -> torch.export.Exp
             raise ExportError(f"torch.export could not trace the model: {first}") from None
 
 
-@torch.no_grad()
-def generate_text(
-    model: torch.nn.Module,
-    prompt: str,
-    *,
-    tokens: int,
-    block_size: int,
-    temperature: float = 1.0,
-    top_k: int | None = None,
-    seed: int | None = None,
-) -> str:
-    """The prompt followed by `tokens` sampled bytes; temperature 0 takes the argmax."""
-    model.eval()
-    device = next(model.parameters()).device
-    ids = torch.tensor([list(prompt.encode("utf-8")) or [10]], dtype=torch.long, device=device)
-    generator = torch.Generator(device=device)
-    if seed is not None:
-        generator.manual_seed(seed)
-    for _ in range(tokens):
-        logits = model(ids[:, -block_size:])[:, -1, :].float()
-        ids = torch.cat([ids, _sample(logits, temperature, top_k, generator)], dim=1)
-    return bytes(ids[0].tolist()).decode("utf-8", errors="replace")
+# ---- runtime/trainer.py: The trainer plumbing every program file shares: its record, flags, saves, resume and run.
+Carry = tuple[torch.Tensor, int]
 
 
-def _sample(
-    logits: torch.Tensor, temperature: float, top_k: int | None, generator: torch.Generator
-) -> torch.Tensor:
-    if temperature <= 0:
-        return logits.argmax(dim=-1, keepdim=True)
-    logits = logits / temperature
-    if top_k is not None and top_k < logits.shape[-1]:
-        kth = torch.topk(logits, top_k).values[:, -1:]
-        logits = logits.masked_fill(logits < kth, float("-inf"))
-    return torch.multinomial(logits.softmax(dim=-1), 1, generator=generator)
+# The optional parts' types are strings: a name read only in a string is not a reference
+# (runtime.paste), so a program without AMP or a captured step is not given their code.
+@dataclass
+class Trainer:
+    """Everything a program's loop touches, built once by its `build_trainer`."""
+
+    ctx: DistContext
+    model: nn.Module  # the user's module: saved, loaded
+    train_model: nn.Module  # trained: BatchLoss (one process) or the DDP-wrapped model
+    eval_model: nn.Module  # compiled, not DDP-wrapped: evaluated
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler | Any | None
+    train_loader: Any
+    val_loader: Any
+    info: Any  # the dataset's DataInfo or TokenInfo
+    recipe: RunRecipe  # EMA, early stopping, keep-best, eval_every, stop signals
+    scaler: torch.amp.GradScaler | None = None
+    plan: "PrecisionPlan | None" = None  # noqa: UP037 (see above)
+    step: int = 0
+    start_epoch: int = 0
+    carry: Carry | None = None  # resumed mid-epoch: (loss sum, batches)
+    metrics: MetricsWriter | None = None  # `eval_every` writes between epochs
+    checkpoint_dir: str | None = None
+    saved_step: int = -1  # the step last.pt holds
+    whole_step: bool = False  # the step is captured in one CUDA graph (runtime/graphs.py)
+    graphed: "GraphedStep | None" = None  # noqa: UP037 (captured at the first epoch, after any resume)
+
+
+def training_arguments(
+    description: str, *, epochs: int, batch_size: int, seed: int, checkpoint_dir: str,
+    compile: str = "auto", precision: str | None = None, serve: bool = False,
+    generate: bool = False, download: bool = False, cuda_graph: bool = False,
+    weights: str | None = None, consolidate: bool = False,
+) -> argparse.ArgumentParser:  # fmt: skip
+    """A program's flags: the ones every program has, then those its block asks for
+    (`precision` when it has AMP, `serve` for --predict/--export, `generate` for language
+    models, `download` for named image datasets, `cuda_graph` where the whole step may be
+    captured, `weights` for a published-weights block, `consolidate` under FSDP)."""
+    parser = argparse.ArgumentParser(description=description)
+    add = parser.add_argument
+    add("--epochs", type=int, default=epochs)
+    add("--batch-size", type=int, default=batch_size, help="per process")
+    add("--max-steps", type=int, default=None,
+        help="stop after this many steps (the schedule is unchanged)")  # fmt: skip
+    add("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    add("--seed", type=int, default=seed)
+    add("--metrics", default=None, help="a JSON line per epoch goes here")
+    add("--tensorboard", default=None, help="TensorBoard logs go here")
+    add("--checkpoint-dir", default=checkpoint_dir)
+    add("--resume", default=None, help="a checkpoint to continue from")
+    add("--overwrite", action="store_true",
+        help="replace the checkpoints an earlier run left in --checkpoint-dir")  # fmt: skip
+    add("--init-from", default=None, help="start from these weights")
+    if weights is not None:
+        add(
+            "--weights",
+            default=weights,
+            help="the published weights the model starts from (a file or a folder)",
+        )
+        add(
+            "--export-weights",
+            default=None,
+            metavar="DIR",
+            help="write the trained model in the published weights' names and format",
+        )
+    add("--evaluate", default=None, metavar="CHECKPOINT",
+        help="report the validation metrics of a checkpoint; no training")  # fmt: skip
+    if serve:
+        add(
+            "--predict",
+            default=None,
+            metavar="INPUT",
+            help="outputs for a .npz, .pt, .csv or image file",
+        )
+        add("--out", default=None, help="--predict writes here, not stdout")
+        add(
+            "--export",
+            default=None,
+            metavar="FILE",
+            help="torch.export the model (.pt2; .onnx with onnx)",
+        )
+    if generate:
+        add(
+            "--generate",
+            default=None,
+            metavar="PROMPT",
+            help="print text the model writes after PROMPT",
+        )
+        add("--tokens", type=int, default=200, help="bytes --generate samples")
+        add("--temperature", type=float, default=0.8, help="0: always the likeliest")
+        add("--top-k", type=int, default=40, help="sample among the k likeliest")
+    add("--data-root", default=None, help="where datasets live")
+    if download:
+        add("--download", action="store_true",
+            help="fetch a missing dataset (HTTPS, sha256-checked)")  # fmt: skip
+    add("--compile", choices=("auto", "on", "off"), default=compile,
+        help="torch.compile on CUDA; auto: when the run repays it")  # fmt: skip
+    add("--no-compile", action="store_true", help="as --compile off")
+    if precision is not None:
+        add("--precision", choices=("auto", "fp32", "fp16", "bf16"), default=precision,
+            help="auto: bf16 on a bf16 GPU, else fp32")  # fmt: skip
+    if cuda_graph:
+        add("--no-cuda-graph", action="store_true",
+            help="no whole-step CUDA graph for small resident datasets")  # fmt: skip
+    if consolidate:
+        add("--consolidate", nargs=2, metavar=("DIR", "OUT.pt"), default=None,
+            help="write a sharded save's weights as one state dict, then exit")  # fmt: skip
+    return parser
+
+
+def checkpoint_state(trainer: Trainer, carry: Carry | None = None) -> dict[str, Any]:
+    """What a checkpoint holds besides its epoch: `carry` is a cut epoch's loss and batches."""
+    extra: dict[str, Any] = {"recipe": trainer.recipe.state_dict()}
+    if carry is not None:
+        extra["carry"] = {"loss_sum": carry[0].detach(), "batches": carry[1]}
+    return dict(model=trainer.model, optimizer=trainer.optimizer, scaler=trainer.scaler,
+                scheduler=trainer.scheduler, step=trainer.step, loader=trainer.train_loader,
+                extra=extra)  # fmt: skip
+
+
+def save_last(trainer: Trainer, epochs_done: int) -> None:
+    """At the end of the run, and when it is interrupted: last.pt holds where it stopped
+    (unless the newest save already holds this step). Rank 0 writes."""
+    if trainer.checkpoint_dir is None or trainer.saved_step == trainer.step:
+        return
+    if trainer.ctx.is_main:
+        path = f"{trainer.checkpoint_dir}/last.pt"
+        save_checkpoint(path, epoch=epochs_done, **checkpoint_state(trainer, trainer.carry))
+    trainer.saved_step = trainer.step
+
+
+def save_if_due(
+    trainer: Trainer, done: int, start_step: int, *, every: int | None, keep: int, last: int,
+    unit: str = "epochs",
+) -> None:  # fmt: skip
+    """After the complete epoch `done` (1-based): `epoch-NNNN.pt` and last.pt when a save is
+    due, every `every` epochs (or, with `unit="steps"`, when the epoch passed a multiple of
+    `every` steps), and after the `last` epoch. Rank 0 writes."""
+    if unit == "steps":
+        due = every is not None and trainer.step // every > start_step // every
+    else:
+        due = every is not None and done % every == 0
+    if trainer.checkpoint_dir is None or not (due or done == last):
+        return
+    if trainer.ctx.is_main:
+        state = checkpoint_state(trainer)
+        save_epoch_checkpoint(trainer.checkpoint_dir, keep=keep, epoch=done, **state)
+    trainer.saved_step = trainer.step
+
+
+def resume(trainer: Trainer, path: str) -> None:
+    """Continue where a checkpoint left off: weights, optimizer, scaler, schedule, RNG, the
+    loader's place, the recipe's state and a cut epoch's loss. A captured step's optimizer
+    keeps this run's modes (capturable or fused)."""
+    modes = optimizer_modes(trainer.optimizer) if trainer.whole_step else None
+    state = load_checkpoint(
+        path, model=trainer.model, optimizer=trainer.optimizer, scaler=trainer.scaler,
+        scheduler=trainer.scheduler, loader=trainer.train_loader, map_location=trainer.ctx.device,
+    )  # fmt: skip
+    if modes is not None:
+        restore_optimizer_modes(trainer.optimizer, modes)
+    resume_position(trainer, state)
+
+
+def resume_position(trainer: Trainer, state: dict[str, Any]) -> None:
+    """The epoch and step a checkpoint reached, its recipe's state and a cut epoch's carry."""
+    trainer.start_epoch, trainer.step = state["epoch"], state["step"]
+    trainer.saved_step = trainer.step
+    extra = state["extra"]
+    trainer.recipe.load_state_dict(extra.get("recipe", {}))
+    carry = extra.get("carry")
+    if carry is not None:
+        trainer.carry = carry["loss_sum"].to(trainer.ctx.device), int(carry["batches"])
+
+
+def print_main(ctx: DistContext, *parts: object, error: bool = False) -> None:
+    """Print on rank 0 (stderr when `error`); the other ranks stay quiet."""
+    if ctx.is_main:
+        print(*parts, file=sys.stderr if error else sys.stdout)
+
+
+def start_run(trainer: Trainer, args: argparse.Namespace) -> None:
+    """Before the first epoch: the temporary files of a checkpoint write that was cut off
+    removed, then --init-from's weights or --resume's whole state (which must leave
+    something to train)."""
+    ctx = trainer.ctx
+    if trainer.checkpoint_dir is not None and ctx.is_main:
+        for stale in clean_stale_temp_files(trainer.checkpoint_dir):
+            print_main(
+                ctx, f"removed {stale}, left by a checkpoint write that was cut off", error=True
+            )
+    if args.init_from is not None:
+        load_weights(args.init_from, model=trainer.model, map_location=ctx.device)
+        print_main(ctx, f"starting from the weights in {args.init_from}")
+    if args.resume is not None:
+        resume(trainer, args.resume)
+        print_main(ctx, f"resumed from {args.resume} after epoch {trainer.start_epoch}")
+        check_resume_left(args.resume, epochs_done=trainer.start_epoch, epochs=args.epochs,
+                          step=trainer.step, max_steps=args.max_steps)  # fmt: skip
+
+
+def finish_run(
+    trainer: Trainer, *, epochs_done: int, started: float, metrics: MetricsWriter
+) -> int | None:
+    """After the epochs: last.pt, the metrics closed and the run's summary. An interrupted
+    run says how to continue and returns its exit code (128 + the signal); else None."""
+    stopped = trainer.recipe.stop_reason
+    save_last(trainer, epochs_done)
+    metrics.close()
+    summary = format_run_summary(epochs_done=epochs_done, steps=trainer.step,
+                                 seconds=time.perf_counter() - started,
+                                 best=trainer.recipe.best, checkpoint_dir=trainer.checkpoint_dir,
+                                 stopped=stopped)  # fmt: skip
+    print_main(trainer.ctx, summary)
+    if not trainer.recipe.interrupted:
+        return None
+    print_main(trainer.ctx, f"continue with --resume {trainer.checkpoint_dir}/last.pt")
+    return interrupted_exit_code(stopped)
+
+
+def report_evaluation(path: str, record: dict[str, Any], metrics: str | None) -> None:
+    """--evaluate's line (`last.pt (epoch 10):  val_loss 0.0912  val_accuracy 0.9733`), and
+    the record as a JSON line appended to --metrics."""
+    print(f"{path} (epoch {record['epoch']}):  " + format_validation(record))
+    if metrics is not None:
+        with open(metrics, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"evaluated": path, **record}) + "\n")
+
+
+def predict_and_export(
+    model: nn.Module, args: argparse.Namespace, *, loader: Any, info: Any,
+    device: torch.device, classes: bool,
+) -> None:  # fmt: skip
+    """--predict INPUT (the outputs for samples shaped as `loader`'s, normalised as the
+    training data; `classes`: class indices) and --export FILE (torch.export, traced on two
+    of `loader`'s samples), with `model`'s weights."""
+    if args.predict is None and args.export is None:
+        return
+    example = next(iter(loader))[0][:2]
+    if args.predict is not None:
+        normalisation = getattr(info, "normalisation", None)
+        x = read_predict_inputs(args.predict, sample_shape=tuple(example.shape[1:]),
+                                normalisation=normalisation,
+                                integer=not example.is_floating_point())  # fmt: skip
+        outputs = predict(model, x, batch_size=args.batch_size, device=device)
+        write_predictions(outputs, args.out, classes=classes)
+    if args.export is not None:
+        print(f"exported to {export_model(model, example, args.export)}")
