@@ -130,7 +130,7 @@ def test_a_resume_with_nothing_left_is_an_error(tmp_path: Path) -> None:
     first = _trainer(tmp_path)
     _step(first)
     save_last(first, epochs_done=4)
-    with pytest.raises(RunLengthError, match="--resume .* --epochs 8"):
+    with pytest.raises(RunLengthError, match=r"--resume .* --epochs 8"):
         start_run(_trainer(tmp_path), _args(resume=str(tmp_path / "last.pt"), epochs=4))
 
 
