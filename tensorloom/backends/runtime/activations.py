@@ -19,10 +19,20 @@ from torch.utils.checkpoint import checkpoint
 
 
 def checkpoint_activations(model: nn.Module, names: list[str]) -> None:
-    """Recompute in backward the activations of `model`'s submodules `names` (dotted paths)."""
+    """Recompute in backward the activations of `model`'s submodules `names` (dotted paths).
+
+    A name that holds a layer list (`nn.ModuleList`) or dict checkpoints each element: the
+    model's forward loops over the elements and never calls the container's own forward.
+    """
     for name in names:
-        block = model.get_submodule(name)
-        block.forward = _checkpointed(block, block.forward)
+        container = model.get_submodule(name)
+        blocks = (
+            list(container.children())
+            if isinstance(container, (nn.ModuleList, nn.ModuleDict))
+            else [container]
+        )
+        for block in blocks:
+            block.forward = _checkpointed(block, block.forward)
 
 
 def _checkpointed(block: nn.Module, forward: Callable[..., Any]) -> Callable[..., Any]:

@@ -50,3 +50,28 @@ def test_evaluation_and_no_grad_run_the_plain_forward() -> None:
     model.eval()
     model(torch.randn(2, 4)).sum().backward()
     assert model[0].calls == 2  # once each: nothing recomputed
+
+
+class _Looped(nn.Module):
+    """A model whose forward loops over a layer list, as GPT's blocks do."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.h = nn.ModuleList([_Counted(), _Counted()])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for block in self.h:
+            x = block(x)
+        return x
+
+
+def test_a_layer_list_name_checkpoints_each_of_its_blocks() -> None:
+    torch.manual_seed(0)
+    plain = _Looped()
+    torch.manual_seed(0)
+    checkpointed = _Looped()
+    checkpoint_activations(checkpointed, ["h"])
+    x = torch.randn(8, 4)
+    expected, got = _gradients(plain, x), _gradients(checkpointed, x)
+    assert all(torch.allclose(a, b) for a, b in zip(expected, got, strict=True))
+    assert [b.calls for b in checkpointed.h] == [2, 2]  # each block recomputed in backward
