@@ -22,7 +22,9 @@ import json
 import random
 import sys
 import time
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -33,19 +35,25 @@ from tensorloom.backends.runtime.checkpoint import (
     clean_stale_temp_files,
     load_checkpoint,
     load_weights,
+    prepare_checkpoint_dir,
     save_checkpoint,
     save_epoch_checkpoint,
 )
 from tensorloom.backends.runtime.distributed import DistContext
 from tensorloom.backends.runtime.graphs import (
+    SMALL_MODEL_PARAMS,
     GraphedStep,
     optimizer_modes,
     restore_optimizer_modes,
+    training_step,
 )
-from tensorloom.backends.runtime.metrics import MetricsWriter
+from tensorloom.backends.runtime.loader import DeviceLoader
+from tensorloom.backends.runtime.metrics import MetricsWriter, progress
 from tensorloom.backends.runtime.recipe import (
     RunRecipe,
+    check_batch_size,
     check_resume_left,
+    check_run_length,
     format_run_summary,
     format_validation,
     interrupted_exit_code,
@@ -82,6 +90,7 @@ class Trainer:
     step: int = 0
     start_epoch: int = 0
     carry: Carry | None = None  # resumed mid-epoch: (loss sum, batches)
+    carried: dict[str, Any] = field(default_factory=dict)  # `carry x`: the last batch's
     metrics: MetricsWriter | None = None  # `eval_every` writes between epochs
     checkpoint_dir: str | None = None
     saved_step: int = -1  # the step last.pt holds
@@ -183,6 +192,107 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+class ModelLoss(nn.Module):
+    """The training loss of a batch, `loss_fn(model(xb), yb)`, as one module: `torch.compile`
+    of it sees the forward and the loss together (and `should_compile` times it)."""
+
+    def __init__(self, model: nn.Module, loss_fn: Callable[..., torch.Tensor]) -> None:
+        super().__init__()
+        self.model, self.loss_fn = model, loss_fn
+
+    def forward(self, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+        return self.loss_fn(self.model(xb), yb)
+
+
+def captures_whole_step(
+    model: nn.Module, loader: Any, scaler: torch.amp.GradScaler | None, device: torch.device,
+    *, allowed: bool = True,
+) -> bool:  # fmt: skip
+    """Whether this run captures its whole step in one CUDA graph (runtime/graphs.py): on
+    CUDA, data on the device, no GradScaler, at most SMALL_MODEL_PARAMS parameters, and
+    `allowed` (not --no-cuda-graph)."""
+    small = sum(p.numel() for p in model.parameters()) <= SMALL_MODEL_PARAMS
+    resident = isinstance(loader, DeviceLoader)
+    return allowed and device.type == "cuda" and resident and scaler is None and small
+
+
+def mark_step_begin(trainer: Trainer) -> None:
+    """CUDA graphs (compile modes "reduce-overhead", "max-autotune") reuse output memory:
+    mark each step. Only a compiled model's: the call imports the compiler's machinery
+    (seconds at start-up)."""
+    if trainer.eval_model is not trainer.model:
+        torch.compiler.cudagraph_mark_step_begin()
+
+
+# --- an epoch's batches ---------------------------------------------------------------------
+
+
+def epoch_batches(
+    trainer: Trainer, epoch: int, max_steps: int | None, *, skip: int = 0, grad_accum: int = 1
+) -> Iterator[Any]:
+    """The batches `epoch` trains on, behind a progress bar on a terminal: the first `skip`
+    left out (a resumed epoch trained them), a last part of fewer than `grad_accum` batches
+    too, and none after --max-steps or a stop (a signal, early stopping) at a step's end."""
+    loader = trainer.train_loader
+    loader.set_epoch(epoch)
+    used = len(loader) // grad_accum * grad_accum
+    bar = progress(loader, total=used, description=f"epoch {epoch + 1}",
+                   enabled=trainer.ctx.is_main)  # fmt: skip
+    for index, batch in enumerate(bar):
+        if index < skip:
+            continue
+        at_step_end = index % grad_accum == 0
+        if index == used or (at_step_end and epoch_stops(trainer, max_steps)):
+            break
+        yield batch
+
+
+def seconds_since(start: float, device: torch.device) -> float:
+    """Seconds since `time.perf_counter()` was `start`, the steps still queued on a CUDA
+    `device` included (it waits for them)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return time.perf_counter() - start
+
+
+def epoch_stops(trainer: Trainer, max_steps: int | None) -> bool:
+    """Whether the run stops here: --max-steps reached, or a signal or early stopping."""
+    return reached(trainer.step, max_steps) or trainer.recipe.stop_reason is not None
+
+
+def end_epoch(
+    trainer: Trainer, loss_sum: torch.Tensor, batches: int, *, grad_accum: int = 1
+) -> tuple[torch.Tensor, int]:
+    """The epoch's mean loss (on the device, not synced) and batches; an epoch cut short
+    (fewer batches than `epoch_batches` gives) keeps its loss sum and batches for last.pt."""
+    if batches < len(trainer.train_loader) // grad_accum * grad_accum:
+        trainer.carry = loss_sum, batches
+    return loss_sum / max(batches, 1), batches
+
+
+def train_epoch_graphed(
+    trainer: Trainer, epoch: int, max_steps: int | None,
+    region: Callable[[], AbstractContextManager[object]] = nullcontext,
+) -> tuple[torch.Tensor, int]:  # fmt: skip
+    """An epoch whose every step is one replay of the captured step (runtime/graphs.py): no
+    host syncs. The capture, at the first epoch, runs the forward in `region()` (autocast)."""
+    loader = trainer.train_loader  # a DeviceLoader: `captures_whole_step` asked for one
+    trainer.train_model.train()
+    loader.set_epoch(epoch)
+    if trainer.graphed is None:
+        step = training_step(trainer.train_model, trainer.optimizer, region)
+        trainer.graphed = GraphedStep(step, loader.x, loader.y, batch_size=loader.batch_size,
+                                      model=trainer.model, optimizer=trainer.optimizer)  # fmt: skip
+    batches = 0
+    for idx in loader.batch_indices():
+        if epoch_stops(trainer, max_steps):
+            break
+        trainer.graphed.replay(idx)
+        batches += 1
+        trainer.step += 1
+    return end_epoch(trainer, trainer.graphed.take_loss_sum(), batches)
+
+
 # --- checkpoints and resume -----------------------------------------------------------------
 
 
@@ -191,6 +301,8 @@ def checkpoint_state(trainer: Trainer, carry: Carry | None = None) -> dict[str, 
     extra: dict[str, Any] = {"recipe": trainer.recipe.state_dict()}
     if carry is not None:
         extra["carry"] = {"loss_sum": carry[0].detach(), "batches": carry[1]}
+    if trainer.carried:  # a run resumed mid-epoch continues from them
+        extra["carried"] = trainer.carried
     return dict(model=trainer.model, optimizer=trainer.optimizer, scaler=trainer.scaler,
                 scheduler=trainer.scheduler, step=trainer.step, loader=trainer.train_loader,
                 extra=extra)  # fmt: skip
@@ -249,6 +361,8 @@ def resume_position(trainer: Trainer, state: dict[str, Any]) -> None:
     carry = extra.get("carry")
     if carry is not None:
         trainer.carry = carry["loss_sum"].to(trainer.ctx.device), int(carry["batches"])
+    if extra.get("carried") is not None:  # where the interrupted epoch left them
+        trainer.carried = extra["carried"]
 
 
 def carried(trainer: Trainer) -> Carry:
@@ -267,10 +381,32 @@ def reached(step: int, max_steps: int | None) -> bool:
 # --- the run's start and end ----------------------------------------------------------------
 
 
+def check_run(args: argparse.Namespace, *, main: bool = True) -> str | None:
+    """What would fail later, checked before step 1: the run's length, the batch size, and a
+    checkpoint folder it can write (runtime/checkpoint.py's `prepare_checkpoint_dir`, which
+    may give the run a `run-N` folder of its own). Returns the folder the run saves in."""
+    check_run_length(args.epochs, args.max_steps, evaluating=args.evaluate is not None)
+    check_batch_size(args.batch_size)
+    if args.checkpoint_dir is None or args.evaluate is not None:
+        return args.checkpoint_dir
+    folder = prepare_checkpoint_dir(
+        args.checkpoint_dir, resume=args.resume, overwrite=args.overwrite,
+        init_from=args.init_from, main=main,
+    )  # fmt: skip
+    return str(folder)
+
+
 def print_main(ctx: DistContext, *parts: object, error: bool = False) -> None:
     """Print on rank 0 (stderr when `error`); the other ranks stay quiet."""
     if ctx.is_main:
         print(*parts, file=sys.stderr if error else sys.stdout)
+
+
+def warn(ctx: DistContext, *warnings: str | None) -> None:
+    """Each warning that is there (not None), on stderr, by rank 0."""
+    for warning in warnings:
+        if warning is not None:
+            print_main(ctx, warning, error=True)
 
 
 def start_run(trainer: Trainer, args: argparse.Namespace) -> None:
@@ -310,6 +446,29 @@ def finish_run(
         return None
     print_main(trainer.ctx, f"continue with --resume {trainer.checkpoint_dir}/last.pt")
     return interrupted_exit_code(stopped)
+
+
+def epoch_record(
+    trainer: Trainer, done: int, train_loss: float, validation: dict[str, Any], *,
+    batches: int, batch_size: int, elapsed: float,
+) -> dict[str, Any]:  # fmt: skip
+    """What the run writes after epoch `done` (1-based), and prints: the mean train loss, the
+    validation metrics, samples per second over every rank, the lr, the time and the steps."""
+    samples = batches * batch_size * trainer.ctx.world_size
+    lr = float(trainer.optimizer.param_groups[0]["lr"])
+    speed = samples / elapsed
+    return {"epoch": done, "train_loss": train_loss, **validation, "samples_per_s": speed,
+            "lr": lr, "time": elapsed, "steps": trainer.step}  # fmt: skip
+
+
+def evaluate_saved(
+    trainer: Trainer, path: str, validate: Callable[[Trainer], dict[str, Any]],
+    metrics: str | None,
+) -> None:  # fmt: skip
+    """--evaluate CHECKPOINT: its weights into the model, then `validate(trainer)`'s metrics
+    reported (`report_evaluation`) with the epoch the checkpoint reached."""
+    state = load_weights(path, model=trainer.model, map_location=trainer.ctx.device)
+    report_evaluation(path, {"epoch": state.get("epoch"), **validate(trainer)}, metrics)
 
 
 def report_evaluation(path: str, record: dict[str, Any], metrics: str | None) -> None:

@@ -29,7 +29,6 @@ from tensorloom.catalogue.schedules import PER_EPOCH
 from tensorloom.dialects import py
 from tensorloom.passes.support.py_builder import PyBuilder
 from tensorloom.passes.train_lowering.plan import ScriptPlan
-from tensorloom.passes.train_lowering.train_data import loader_type
 from tensorloom.passes.train_lowering.train_loop import model_ops
 
 DEFINES = ("build_scheduler", "Trainer", "build_trainer", "_whole_step_graph", "build_recipe")
@@ -191,7 +190,9 @@ def _no_schedule(b: PyBuilder) -> None:
     b.stmt(py.AssignOp(b.name("scheduler"), b.const(None), comment="no `lr_schedule`"))
 
 
-def _should_compile(b: PyBuilder, plan: ScriptPlan, per_epoch_named: bool = False) -> SSAValue:
+def _should_compile(
+    b: PyBuilder, plan: ScriptPlan, per_epoch_named: bool = False, captured: bool = False
+) -> SSAValue:
     """`should_compile(...)` (runtime/compiling.py): the eager step it times is `BatchLoss`,
     under the precision plan's autocast; rank 0 says which way it went. Its steps read
     `steps_per_epoch` where `_schedule` named it (`per_epoch_named`)."""
@@ -201,14 +202,24 @@ def _should_compile(b: PyBuilder, plan: ScriptPlan, per_epoch_named: bool = Fals
     per_epoch = b.name("steps_per_epoch") if per_epoch_named else _per_epoch(b)
     steps = b.call("total_train_steps", b.path("args", "epochs"), per_epoch,
                    b.path("args", "max_steps"))  # fmt: skip
-    arguments += [("steps", steps), ("batch_loss", b.call("BatchLoss", b.name("model"))),
+    arguments += [("steps", steps), ("batch_loss", batch_loss(b, plan)),
                   ("loader", b.name("train_loader"))]  # fmt: skip
     if plan.amp:
         region = b.call("partial", b.name("autocast"), b.name("plan"), b.path("ctx", "device"))
         arguments.append(("region", region))
     if plan.distributed:
         arguments.append(("announce", b.path("ctx", "is_main")))
+    if captured:  # a captured step is not compiled
+        arguments.append(("captured", b.name("whole_step")))
     return b.call_with("should_compile", arguments)
+
+
+def batch_loss(b: PyBuilder, plan: ScriptPlan) -> SSAValue:
+    """`ModelLoss(model, loss_fn)` (runtime/trainer.py), or the program's `BatchLoss(model)`
+    for an objective or a loss that takes the inputs."""
+    if plan.model_loss:
+        return b.call("ModelLoss", b.name("model"), b.name("loss_fn"))
+    return b.call("BatchLoss", b.name("model"))
 
 
 def _maybe_compile(b: PyBuilder, module: SSAValue) -> SSAValue:
@@ -227,7 +238,7 @@ def _train_model(b: PyBuilder, plan: ScriptPlan) -> None:
         return
     if not plan.distributed:
         b.comment("the step's forward and loss, compiled together; evaluation runs `compiled`")
-        b.assign("train_model", _maybe_compile(b, b.call("BatchLoss", b.name("model"))))
+        b.assign("train_model", _maybe_compile(b, batch_loss(b, plan)))
         return
     b.stmt(py.AssignOp(b.name("train_model"), b.name("compiled"), annotation=annotation))
     wrap = PyBuilder()
@@ -247,7 +258,13 @@ def _trainer(b: PyBuilder, plan: ScriptPlan, *extra: tuple[str, SSAValue]) -> No
     fields = ["ctx", "model", "train_model", "compiled", "optimizer", "scheduler",
               "train_loader", "val_loader", "info"]  # fmt: skip
     arguments = [("", b.name(f)) for f in fields]
-    recipe = b.call("build_recipe", b.name("model"), b.name("ctx"), *_recipe_plan(b, plan))
+    if plan.distributed:
+        recipe = b.call("build_recipe", b.name("model"), b.name("ctx"), *_recipe_plan(b, plan))
+    else:  # one process: the recipe's parts and the stop signals, here
+        b.assign("recipe", b.call_with("RunRecipe", [*_recipe_parts(b, plan),
+                                                      ("signals", _signals(b, plan))]),
+                 comment="the block's recipe keys (runtime/recipe.py)")  # fmt: skip
+        recipe = b.name("recipe")
     amp = [(f, b.name(f)) for f in ("scaler", "plan")] if plan.amp else []
     b.ret(b.call_with("Trainer", [*arguments, ("", recipe), *amp, *extra]))
 
@@ -293,7 +310,7 @@ def build_trainer_ops(plan: ScriptPlan) -> list[Operation]:
         _build_trainer(body, plan)
     params = [("args", "argparse.Namespace"), ("ctx", "DistContext")]
     top.def_("build_trainer", params, body, "Trainer")
-    return [*top.ops, *whole_step_graph_ops(plan)] if plan.whole_step_graph else top.ops
+    return top.ops
 
 
 def _graph_build_trainer(b: PyBuilder, plan: ScriptPlan) -> None:
@@ -301,31 +318,19 @@ def _graph_build_trainer(b: PyBuilder, plan: ScriptPlan) -> None:
     runtime/graphs.py): the run decides, and the optimizer and torch.compile follow."""
     _start(b, plan)
     _scaler(b, plan)
-    scaler = [b.name("scaler")] if plan.amp else []
-    decided = b.call("_whole_step_graph", b.name("model"), b.name("train_loader"), *scaler,
-                     b.name("args"), b.name("ctx"))  # fmt: skip
+    scaler = b.name("scaler") if plan.amp else b.const(None)
+    allowed = b.not_(b.path("args", "no_cuda_graph"))
+    decided = b.call("captures_whole_step", b.name("model"), b.name("train_loader"), scaler,
+                     b.path("ctx", "device"), allowed=allowed)  # fmt: skip
     b.assign("whole_step", decided)
     if not plan.recipe.epochs_set:
         _planned_epochs(b, b.call("len", b.name("train_loader")))
     _optimizer(b, plan, _capturable)
     _no_schedule(b)
-    _compile_unless_graphed(b, plan)
+    b.assign("compile_it", _should_compile(b, plan, captured=True))
     b.assign("compiled", _maybe_compile(b, b.name("model")))
-    b.assign("train_model", _maybe_compile(b, b.call("BatchLoss", b.name("model"))))
+    b.assign("train_model", _maybe_compile(b, batch_loss(b, plan)))
     _trainer(b, plan, ("whole_step", b.name("whole_step")))
-
-
-def _compile_unless_graphed(b: PyBuilder, plan: ScriptPlan) -> None:
-    """`compile_it`: False for a captured step, else what `should_compile` decides (which
-    times eager steps: it runs only when the step is not captured)."""
-    graphed = PyBuilder()
-    message = graphed.const("compile: off (the whole step is one CUDA graph)")
-    graphed.expr(graphed.call("print", message, flush=graphed.const(True)))
-    graphed.assign("compile_it", graphed.const(False))
-    eager = PyBuilder()
-    eager.assign("compile_it", _should_compile(eager, plan))
-    b.comment("The captured step replaces torch.compile: it already runs as one graph launch.")
-    b.if_(b.name("whole_step"), graphed, eager)
 
 
 def _capturable(b: PyBuilder, plan: ScriptPlan) -> list[tuple[str, SSAValue]]:
@@ -334,38 +339,6 @@ def _capturable(b: PyBuilder, plan: ScriptPlan) -> list[tuple[str, SSAValue]]:
     if plan.optimizer == "SGD":
         return [("fused", b.binop("and", _on_cuda(b), b.not_(b.name("whole_step"))))]
     return [("fused", _on_cuda(b)), ("capturable", b.name("whole_step"))]
-
-
-def whole_step_graph_ops(plan: ScriptPlan) -> list[Operation]:
-    """`_whole_step_graph`: whether this run captures its whole step in one CUDA graph."""
-    top, body = PyBuilder(), PyBuilder()
-    scaler = "no GradScaler, " if plan.amp else ""
-    body.expr(body.const("Whether this run captures its whole step in one CUDA graph "
-                         f"(runtime/graphs.py):\non CUDA, data on the device, {scaler}at most "
-                         "SMALL_MODEL_PARAMS parameters."))  # fmt: skip
-    sizes = py.ComprehensionOp("generator", body.method(body.name("model"), "parameters"))
-    (p,) = sizes.body.block.args
-    p.name_hint = "p"
-    each = PyBuilder()
-    each.stmt(py.YieldOp([each.method(p, "numel")]))
-    sizes.body.block.add_ops(each.ops)
-    count = body.call("sum", body.add(sizes))
-    body.assign("small", body.compare(count, "<=", body.name("SMALL_MODEL_PARAMS")))
-    body.assign("resident", body.call("isinstance", body.name("loader"), body.name("DeviceLoader")))
-    cuda = body.binop("and", _on_cuda(body), body.not_(body.path("args", "no_cuda_graph")))
-    body.assign("cuda", cuda)
-    chosen = body.binop("and", body.name("cuda"), body.name("resident"))
-    if plan.amp:
-        no_scaler = body.compare(body.name("scaler"), "is", body.const(None))
-        chosen = body.binop("and", chosen, no_scaler)
-    body.ret(body.binop("and", chosen, body.name("small")))
-    params: list[tuple[str, str | SSAValue]] = [("model", "nn.Module"),
-                                                ("loader", loader_type(top, plan))]  # fmt: skip
-    if plan.amp:
-        params.append(("scaler", top.optional("torch.amp.GradScaler")))
-    params += [("args", "argparse.Namespace"), ("ctx", "DistContext")]
-    top.def_("_whole_step_graph", params, body, "bool")
-    return top.ops
 
 
 # --- `build_recipe` --------------------------------------------------------------------------
@@ -413,9 +386,12 @@ def _signals(b: PyBuilder, plan: ScriptPlan) -> SSAValue:
 
 
 def build_recipe_ops(plan: ScriptPlan) -> list[Operation]:
-    """`build_recipe`: a `RunRecipe` of only the parts the block uses (runtime/recipe.py):
-    the best epoch (by `keep_best`'s metric, else val_loss) for the run's summary, the
-    EMA, early stopping, `eval_every`, and SIGINT/SIGTERM handling in one process."""
+    """`build_recipe` (DDP, FSDP): a `RunRecipe` of only the parts the block uses
+    (runtime/recipe.py): the best epoch (by `keep_best`'s metric, else val_loss) for the run's
+    summary, the EMA, early stopping, `eval_every`; one process builds it in `build_trainer`,
+    with SIGINT/SIGTERM handling."""
+    if not plan.distributed:
+        return []
     top, body = PyBuilder(), PyBuilder()
     body.expr(body.const("The block's recipe keys as runtime/recipe.py objects."))
     if plan.sharded and plan.recipe.ema is not None:

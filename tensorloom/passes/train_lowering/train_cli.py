@@ -70,7 +70,7 @@ def _option(b: PyBuilder, value: Option) -> SSAValue:
 def parse_args_ops(plan: ScriptPlan) -> list[Operation]:
     """`# ---- command line ----` and `def parse_args(argv=None)`, as `py` ops."""
     top = PyBuilder()
-    top.comment("---- command line ----")
+    top.comment("---- the command line, the set-up and the run ----")
     # list[str] | None = None -> argparse.Namespace
     argv_type = top.optional(top.generic("list", "str"))
     default, returns = top.const(None), top.name("argparse.Namespace")

@@ -21,9 +21,10 @@ import sys
 import tempfile
 import time
 import traceback
+import warnings
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
@@ -85,20 +86,74 @@ def loss_fn(output: torch.Tensor, target: torch.Tensor, reduction: str = "mean")
     return F.cross_entropy(output, target, reduction=reduction)  # digits_cnn.tl:37
 
 
-# ---- command line ----
+# ---- the training step ----
+def _forward_backward(trainer: Trainer, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+    """Accumulate one micro-batch's gradients."""
+    mark_step_begin(trainer)
+    with autocast(trainer.plan, trainer.ctx.device):
+        loss = trainer.train_model(xb, yb)
+    scaled = loss
+    if trainer.scaler is not None:
+        scaled = trainer.scaler.scale(scaled)
+    scaled.backward()
+    return loss.detach()
+
+
+def _optimizer_step(trainer: Trainer) -> None:
+    optimizer, scaler = trainer.optimizer, trainer.scaler
+    if scaler is not None:
+        scaler.step(optimizer)
+        scaler.update()
+    else:
+        optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    trainer.scheduler.step()
+    trainer.step += 1
+
+
+# ---- the epoch ----
+def train_one_epoch(
+    trainer: Trainer, epoch: int, max_steps: int | None
+) -> tuple[torch.Tensor, int]:
+    """The epoch's mean loss (on the device, not yet synced) and its number of batches."""
+    trainer.train_model.train()
+    loss_sum, batches = carried(trainer)  # a resumed epoch's, else nothing yet
+    for xb, yb in epoch_batches(trainer, epoch, max_steps, skip=batches):
+        loss_sum += _forward_backward(trainer, xb, yb)
+        batches += 1
+        _optimizer_step(trainer)
+    return end_epoch(trainer, loss_sum, batches)
+
+
+# ---- evaluation ----
+@torch.no_grad()
+def evaluate(trainer: Trainer) -> dict[str, float | None]:
+    """Validation loss and accuracy over the whole split, summed across ranks."""
+    model = trainer.eval_model
+    device = trainer.ctx.device
+    model.eval()
+    # loss sum, correct predictions, targets
+    totals = torch.zeros(3, device=device)
+    for xb, yb in trainer.val_loader:
+        mark_step_begin(trainer)
+        # the loss runs in fp32 under autocast
+        with autocast(trainer.plan, device):
+            logits = model(xb)
+            totals[0] += loss_fn(logits, yb, reduction="sum")
+        flat_y = yb.flatten()
+        totals[1] += (logits.flatten(0, -2).argmax(dim=-1) == flat_y).sum()
+        totals[2] += flat_y.numel()
+    loss_sum, correct, count = totals.tolist()
+    return {"val_loss": loss_sum / max(count, 1), "val_accuracy": correct / max(count, 1)}
+
+
+# ---- the command line, the set-up and the run ----
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = training_arguments("Train DigitsCNN on digits (from digits_cnn.tl).", epochs=EPOCHS,
                                 batch_size=BATCH_SIZE, seed=SEED,
                                 checkpoint_dir="checkpoints/digits_cnn", compile=COMPILE,
                                 precision=PRECISION, serve=True)
     return parser.parse_args(argv)
-
-
-# ---- setup ----
-def seed_everything(seed: int) -> None:
-    random.seed(seed)
-    # seeds every CUDA device too
-    torch.manual_seed(seed)
 
 
 def build_scheduler(
@@ -138,206 +193,53 @@ def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
     compile_it = should_compile(
         "off" if args.no_compile else args.compile, COMPILE_MODE, ctx.device,
         steps=total_train_steps(args.epochs, steps_per_epoch, args.max_steps),
-        batch_loss=BatchLoss(model), loader=train_loader,
+        batch_loss=ModelLoss(model, loss_fn), loader=train_loader,
         region=partial(autocast, plan, ctx.device),
     )
     compiled = maybe_compile(model, compile_it, COMPILE_MODE)
     # the step's forward and loss, compiled together; evaluation runs `compiled`
-    train_model = maybe_compile(BatchLoss(model), compile_it, COMPILE_MODE)
+    train_model = maybe_compile(ModelLoss(model, loss_fn), compile_it, COMPILE_MODE)
     scaler = make_grad_scaler(plan, ctx.device)
+    # the block's recipe keys (runtime/recipe.py)
+    recipe = RunRecipe(best=BestTracker("val_loss"), signals=StopSignals().install())
     return Trainer(ctx, model, train_model, compiled, optimizer, scheduler, train_loader,
-                   val_loader, info, build_recipe(model, ctx), scaler=scaler, plan=plan)
-
-
-class BatchLoss(nn.Module):
-    """The training loss of a batch, `loss_fn(model(xb), yb)`, as one module.
-
-    `torch.compile` of this module sees the forward and the loss together.
-    """
-
-    def __init__(self, model: nn.Module) -> None:
-        super().__init__()
-        self.model = model
-
-    def forward(self, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
-        return loss_fn(self.model(xb), yb)
-
-
-def build_recipe(model: nn.Module, ctx: DistContext) -> RunRecipe:
-    """The block's recipe keys as runtime/recipe.py objects."""
-    return RunRecipe(best=BestTracker("val_loss"), signals=StopSignals().install())
-
-
-# ---- one epoch of training, one of validation ----
-def train_one_epoch(
-    trainer: Trainer, epoch: int, max_steps: int | None
-) -> tuple[torch.Tensor, int]:
-    """The epoch's mean loss (on the device, not yet synced) and its number of batches."""
-    model = trainer.train_model
-    model.train()
-    trainer.train_loader.set_epoch(epoch)
-    loss_sum, batches = _carried(trainer)
-    # resumed mid-epoch: these were trained before the interruption
-    skip = batches
-    batches_used = len(trainer.train_loader)
-    description = f"epoch {epoch + 1}"
-    bar = progress(trainer.train_loader, total=batches_used, description=description,
-                   enabled=trainer.ctx.is_main)
-    for xb, yb in bar:
-        if skip:
-            skip -= 1
-            continue
-        if batches == batches_used:
-            break
-        if _reached(trainer.step, max_steps):
-            break
-        loss_sum += _forward_backward(trainer, xb, yb, sync=True)
-        batches += 1
-        _optimizer_step(trainer)
-        if trainer.recipe.stop_reason is not None:
-            break
-    # cut short: last.pt keeps what this epoch did so far
-    if batches < batches_used:
-        trainer.carry = loss_sum, batches
-    return loss_sum / max(batches, 1), batches
-
-
-def _carried(trainer: Trainer) -> tuple[torch.Tensor, int]:
-    """The loss sum and batches of an epoch resumed in its middle, else nothing yet."""
-    carry, trainer.carry = trainer.carry, None
-    if carry is None:
-        return torch.zeros((), device=trainer.ctx.device), 0
-    return carry
-
-
-def _reached(step: int, max_steps: int | None) -> bool:
-    return max_steps is not None and step >= max_steps
-
-
-def _forward_backward(
-    trainer: Trainer, xb: torch.Tensor, yb: torch.Tensor, sync: bool
-) -> torch.Tensor:
-    """Accumulate one micro-batch's gradients."""
-    _begin_step(trainer)
-    with autocast(trainer.plan, trainer.ctx.device):
-        loss = trainer.train_model(xb, yb)
-    scaled = loss
-    if trainer.scaler is not None:
-        scaled = trainer.scaler.scale(scaled)
-    scaled.backward()
-    return loss.detach()
-
-
-def _begin_step(trainer: Trainer) -> None:
-    """CUDA graphs (compile mode COMPILE_MODE) reuse output memory: mark each step.
-
-    Only a compiled model's: the call imports the compiler's machinery (seconds at start-up).
-    """
-    if trainer.eval_model is not trainer.model:
-        torch.compiler.cudagraph_mark_step_begin()
-
-
-def _optimizer_step(trainer: Trainer) -> None:
-    optimizer, scaler = trainer.optimizer, trainer.scaler
-    if scaler is not None:
-        scaler.step(optimizer)
-        scaler.update()
-    else:
-        optimizer.step()
-    optimizer.zero_grad(set_to_none=True)
-    trainer.scheduler.step()
-    trainer.step += 1
-
-
-@torch.no_grad()
-def evaluate(trainer: Trainer) -> tuple[float, float | None]:
-    """Validation loss and accuracy over the whole split, summed across ranks."""
-    model = trainer.eval_model
-    device = trainer.ctx.device
-    model.eval()
-    # loss sum, correct predictions, targets
-    totals = torch.zeros(3, device=device)
-    for xb, yb in trainer.val_loader:
-        _begin_step(trainer)
-        # the loss runs in fp32 under autocast
-        with autocast(trainer.plan, device):
-            logits = model(xb)
-            totals[0] += loss_fn(logits, yb, reduction="sum")
-        flat_y = yb.flatten()
-        totals[1] += (logits.flatten(0, -2).argmax(dim=-1) == flat_y).sum()
-        totals[2] += flat_y.numel()
-    loss_sum, correct, count = totals.tolist()
-    return loss_sum / max(count, 1), correct / max(count, 1)
-
-
-# ---- the loop ----
-def validation_record(trainer: Trainer) -> dict[str, Any]:
-    """The validation metrics."""
-    loss, accuracy = evaluate(trainer)
-    return {"val_loss": loss, "val_accuracy": accuracy}
-
-
-def epoch_record(
-    trainer: Trainer,
-    epoch: int,
-    train_loss: torch.Tensor,
-    batches: int,
-    elapsed: float,
-    args: argparse.Namespace,
-) -> dict[str, Any]:
-    samples = batches * args.batch_size * trainer.ctx.world_size
-    # the epoch's one host sync: `train_loss.item()`
-    return {
-        "epoch": epoch + 1,
-        "train_loss": train_loss.item(),
-        **validation_record(trainer),
-        "samples_per_s": samples / elapsed,
-        "lr": float(trainer.optimizer.param_groups[0]["lr"]),
-        "time": elapsed,
-        "steps": trainer.step,
-    }
+                   val_loader, info, recipe, scaler=scaler, plan=plan)
 
 
 def train(args: argparse.Namespace, ctx: DistContext) -> int:
-    check_run_length(args.epochs, args.max_steps, evaluating=args.evaluate is not None)
-    check_batch_size(args.batch_size)
-    if args.checkpoint_dir is not None and args.evaluate is None:
-        prepare_checkpoint_dir(args.checkpoint_dir, resume=args.resume, overwrite=args.overwrite,
-                               init_from=args.init_from)
+    checkpoint_dir = check_run(args)  # before step 1: what could fail later
     trainer = build_trainer(args, ctx)
-    trainer.checkpoint_dir = args.checkpoint_dir
-    try:
-        code = _run(trainer, args, ctx)
-    finally:
-        # SIGINT and SIGTERM as they were
-        trainer.recipe.close()
-    return code
+    trainer.checkpoint_dir = checkpoint_dir
+    # SIGINT and SIGTERM stop the run at a step's end, then are as they were
+    with trainer.recipe:
+        return _run(trainer, args, ctx)
 
 
 def _run(trainer: Trainer, args: argparse.Namespace, ctx: DistContext) -> int:
-    if trainer.plan.warning is not None:
-        print(trainer.plan.warning, file=sys.stderr)
+    warn(ctx, trainer.plan.warning)
+    # --evaluate: a checkpoint's validation metrics; no training
     if args.evaluate is not None:
-        return evaluate_checkpoint(trainer, args)
+        evaluate_saved(trainer, args.evaluate, evaluate, args.metrics)
+        predict_and_export(trainer.model, args, loader=trainer.val_loader, info=trainer.info,
+                           device=trainer.ctx.device, classes=True)
+        return 0
     # stale temporary files of a cut save, then --init-from or --resume
     start_run(trainer, args)
-    max_steps = args.max_steps
     metrics = MetricsWriter(args.metrics, tensorboard=args.tensorboard)
     started, epochs_done = time.perf_counter(), trainer.start_epoch
     for epoch in range(trainer.start_epoch, args.epochs):  # digits_cnn.tl:33
-        if _reached(trainer.step, max_steps) or trainer.recipe.stop_reason is not None:
+        if epoch_stops(trainer, args.max_steps):
             break
         start, start_step = time.perf_counter(), trainer.step
-        train_loss, batches = train_one_epoch(trainer, epoch, max_steps)
-        if trainer.ctx.device.type == "cuda":
-            # the epoch's time includes the steps still queued
-            torch.cuda.synchronize()
-        elapsed = time.perf_counter() - start
+        train_loss, batches = train_one_epoch(trainer, epoch, args.max_steps)
+        elapsed = seconds_since(start, trainer.ctx.device)  # queued GPU steps included
         complete = batches == len(trainer.train_loader) // GRAD_ACCUM * GRAD_ACCUM
         if not complete and trainer.recipe.interrupted:
             # last.pt keeps the epoch's batches so far; no validation on the way out
             break
-        record = epoch_record(trainer, epoch, train_loss, batches, elapsed, args)
+        # the epoch's one host sync: `train_loss.item()`
+        record = epoch_record(trainer, epoch + 1, train_loss.item(), evaluate(trainer),
+                              batches=batches, batch_size=args.batch_size, elapsed=elapsed)
         metrics.write(record if complete else {**record, "partial": True})
         print(format_epoch_summary(record, epochs=args.epochs))
         # the best epoch; early stopping
@@ -349,32 +251,15 @@ def _run(trainer: Trainer, args: argparse.Namespace, ctx: DistContext) -> int:
     interrupted = finish_run(trainer, epochs_done=epochs_done, started=started, metrics=metrics)
     if interrupted is not None:
         return interrupted
-    serve_requests(trainer, args)
-    return 0
-
-
-def evaluate_checkpoint(trainer: Trainer, args: argparse.Namespace) -> int:
-    """--evaluate CHECKPOINT: the validation metrics of its weights,
-    then any --predict, --export or --generate with them; no training."""
-    state = load_weights(args.evaluate, model=trainer.model, map_location=trainer.ctx.device)
-    record = {"epoch": state.get("epoch"), **validation_record(trainer)}
-    report_evaluation(args.evaluate, record, args.metrics)
-    serve_requests(trainer, args)
-    return 0
-
-
-def serve_requests(trainer: Trainer, args: argparse.Namespace) -> None:
-    """--predict, --export with the trained weights."""
-    model = trainer.model
-    predict_and_export(model, args, loader=trainer.val_loader, info=trainer.info,
+    predict_and_export(trainer.model, args, loader=trainer.val_loader, info=trainer.info,
                        device=trainer.ctx.device, classes=True)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
-        # one process
-        ctx = DistContext(0, 0, 1, resolve_device(args.device))
+        ctx = DistContext(0, 0, 1, resolve_device(args.device))  # one process
         return train(args, ctx)
     except (DatasetUnavailable, DeviceUnavailable, CheckpointError, RunLengthError,
             PredictInputError, ExportError) as error:
@@ -481,12 +366,15 @@ Region = Callable[[], contextlib.AbstractContextManager[object]]
 def should_compile(
     choice: str, mode: str | None, device: torch.device, *, steps: int, batch_loss: nn.Module,
     loader: Iterable[tuple[torch.Tensor, torch.Tensor]], region: Region = contextlib.nullcontext,
-    announce: bool = True,
+    announce: bool = True, captured: bool = False,
 ) -> bool:  # fmt: skip
     """Whether to `torch.compile` on CUDA, as `--compile` (`choice`) asks; `mode` None is
     `compile = false`. `auto` compiles when `steps` would save more than COMPILE_SECONDS,
     timing `batch_loss` (`forward(xb, yb)` is the batch's loss) in `region()`. Says which
-    way it went and why when `announce` (rank 0)."""
+    way it went and why when `announce` (rank 0). A step `captured` whole in one CUDA graph
+    (runtime/graphs.py) is not compiled: it already runs as one graph launch."""
+    if captured:
+        return _said(False, "the whole step is one CUDA graph", announce)
     if mode is None or choice == "off" or device.type != "cuda":
         why = "no CUDA device" if device.type != "cuda" else f"--compile {choice}"
         return _said(False, "`compile = false`" if mode is None else why, announce)
@@ -933,36 +821,54 @@ def check_writable_folder(
 def prepare_checkpoint_dir(
     directory: str | os.PathLike[str], *, resume: str | None, overwrite: bool,
     init_from: str | None = None, main: bool = True,
-) -> list[Path]:  # fmt: skip
-    """Check, before the first step, that this run may save in `directory`; returns what
-    `--overwrite` removed.
+) -> Path:  # fmt: skip
+    """The folder this run saves in, checked before the first step: writable, and never one
+    that holds another run's checkpoints, whose work would be lost.
 
-    The folder must be writable. One that holds another run's checkpoints is refused
-    unless the run continues one (`resume`) or replaces them (`overwrite`: rank 0, `main`,
-    removes them now, so the folder never mixes two runs' epoch files). The weights a run
-    starts from (`init_from`) are never among what it removes.
+    `directory` itself when it holds no checkpoints, or when `overwrite` replaces them (rank 0,
+    `main`, removes them now, so the folder never mixes two runs' epoch files; the weights a
+    run starts from, `init_from`, are never among them). A run that continues a checkpoint
+    (`resume`) saves beside it: in `directory` if the checkpoint is there or `directory`
+    holds no other run, else in the checkpoint's own folder. Any other run into a used
+    folder saves in a new `run-N` folder inside it (the first that holds no checkpoints), and
+    rank 0 says so.
     """
     check_writable_folder(directory)
-    previous = previous_checkpoints(directory)
-    if not previous or resume is not None:
-        return []
+    folder = Path(directory)
+    previous = previous_checkpoints(folder)
+    if not previous:
+        return folder
+    if resume is not None:
+        continued = Path(resume).resolve().parent
+        return folder if continued == folder.resolve() else continued
+    if overwrite:
+        _remove_previous(folder, previous, init_from, main)
+        return folder
+    number = 2
+    while previous_checkpoints(folder / f"run-{number}"):
+        number += 1
+    own = folder / f"run-{number}"
+    check_writable_folder(own)
+    if main:
+        last = folder / "last.pt"
+        again = f"--resume {last} continues it, " if last.is_file() else ""
+        print(f"{folder} holds an earlier run's checkpoints ({_listed(previous)}): this run saves "
+              f"in {own} ({again}--overwrite replaces it)", file=sys.stderr)  # fmt: skip
+    return own
+
+
+def _remove_previous(folder: Path, previous: list[Path], init_from: str | None, main: bool) -> None:
+    """--overwrite: remove an earlier run's checkpoints (rank 0), never the weights this run
+    starts from."""
     start = Path(init_from).resolve() if init_from is not None else None
     if start is not None and any(start.is_relative_to(p.resolve()) for p in previous):
         raise CheckpointError(
-            f"--init-from {init_from} is one of the checkpoints in {directory}, which this "
+            f"--init-from {init_from} is one of the checkpoints in {folder}, which this "
             "run would replace: give another --checkpoint-dir"
-        )
-    if not overwrite:
-        last = Path(directory) / "last.pt"
-        again = f"continue it with --resume {last}, " if last.is_file() else ""
-        raise CheckpointError(
-            f"{directory} holds the checkpoints of an earlier run ({_listed(previous)}): "
-            f"{again}replace them with --overwrite, or give another --checkpoint-dir"
         )
     if main:
         for path in previous:
             shutil.rmtree(path) if path.is_dir() else path.unlink()
-    return previous
 
 
 def _listed(paths: list[Path], most: int = 3) -> str:
@@ -1445,6 +1351,13 @@ class RunRecipe:
         if self.signals is not None:
             self.signals.restore()
 
+    def __enter__(self) -> RunRecipe:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        """`with recipe:` closes it however the run ends."""
+        self.close()
+
     @property
     def interrupted(self) -> bool:
         return self.signals is not None and self.signals.requested is not None
@@ -1689,6 +1602,7 @@ class Trainer:
     step: int = 0
     start_epoch: int = 0
     carry: Carry | None = None  # resumed mid-epoch: (loss sum, batches)
+    carried: dict[str, Any] = field(default_factory=dict)  # `carry x`: the last batch's
     metrics: MetricsWriter | None = None  # `eval_every` writes between epochs
     checkpoint_dir: str | None = None
     saved_step: int = -1  # the step last.pt holds
@@ -1778,11 +1692,82 @@ def training_arguments(
     return parser
 
 
+def seed_everything(seed: int) -> None:
+    """Seed Python's and torch's generators (every CUDA device's too)."""
+    random.seed(seed)
+    torch.manual_seed(seed)
+
+
+class ModelLoss(nn.Module):
+    """The training loss of a batch, `loss_fn(model(xb), yb)`, as one module: `torch.compile`
+    of it sees the forward and the loss together (and `should_compile` times it)."""
+
+    def __init__(self, model: nn.Module, loss_fn: Callable[..., torch.Tensor]) -> None:
+        super().__init__()
+        self.model, self.loss_fn = model, loss_fn
+
+    def forward(self, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+        return self.loss_fn(self.model(xb), yb)
+
+
+def mark_step_begin(trainer: Trainer) -> None:
+    """CUDA graphs (compile modes "reduce-overhead", "max-autotune") reuse output memory:
+    mark each step. Only a compiled model's: the call imports the compiler's machinery
+    (seconds at start-up)."""
+    if trainer.eval_model is not trainer.model:
+        torch.compiler.cudagraph_mark_step_begin()
+
+
+def epoch_batches(
+    trainer: Trainer, epoch: int, max_steps: int | None, *, skip: int = 0, grad_accum: int = 1
+) -> Iterator[Any]:
+    """The batches `epoch` trains on, behind a progress bar on a terminal: the first `skip`
+    left out (a resumed epoch trained them), a last part of fewer than `grad_accum` batches
+    too, and none after --max-steps or a stop (a signal, early stopping) at a step's end."""
+    loader = trainer.train_loader
+    loader.set_epoch(epoch)
+    used = len(loader) // grad_accum * grad_accum
+    bar = progress(loader, total=used, description=f"epoch {epoch + 1}",
+                   enabled=trainer.ctx.is_main)  # fmt: skip
+    for index, batch in enumerate(bar):
+        if index < skip:
+            continue
+        at_step_end = index % grad_accum == 0
+        if index == used or (at_step_end and epoch_stops(trainer, max_steps)):
+            break
+        yield batch
+
+
+def seconds_since(start: float, device: torch.device) -> float:
+    """Seconds since `time.perf_counter()` was `start`, the steps still queued on a CUDA
+    `device` included (it waits for them)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return time.perf_counter() - start
+
+
+def epoch_stops(trainer: Trainer, max_steps: int | None) -> bool:
+    """Whether the run stops here: --max-steps reached, or a signal or early stopping."""
+    return reached(trainer.step, max_steps) or trainer.recipe.stop_reason is not None
+
+
+def end_epoch(
+    trainer: Trainer, loss_sum: torch.Tensor, batches: int, *, grad_accum: int = 1
+) -> tuple[torch.Tensor, int]:
+    """The epoch's mean loss (on the device, not synced) and batches; an epoch cut short
+    (fewer batches than `epoch_batches` gives) keeps its loss sum and batches for last.pt."""
+    if batches < len(trainer.train_loader) // grad_accum * grad_accum:
+        trainer.carry = loss_sum, batches
+    return loss_sum / max(batches, 1), batches
+
+
 def checkpoint_state(trainer: Trainer, carry: Carry | None = None) -> dict[str, Any]:
     """What a checkpoint holds besides its epoch: `carry` is a cut epoch's loss and batches."""
     extra: dict[str, Any] = {"recipe": trainer.recipe.state_dict()}
     if carry is not None:
         extra["carry"] = {"loss_sum": carry[0].detach(), "batches": carry[1]}
+    if trainer.carried:  # a run resumed mid-epoch continues from them
+        extra["carried"] = trainer.carried
     return dict(model=trainer.model, optimizer=trainer.optimizer, scaler=trainer.scaler,
                 scheduler=trainer.scheduler, step=trainer.step, loader=trainer.train_loader,
                 extra=extra)  # fmt: skip
@@ -1841,12 +1826,49 @@ def resume_position(trainer: Trainer, state: dict[str, Any]) -> None:
     carry = extra.get("carry")
     if carry is not None:
         trainer.carry = carry["loss_sum"].to(trainer.ctx.device), int(carry["batches"])
+    if extra.get("carried") is not None:  # where the interrupted epoch left them
+        trainer.carried = extra["carried"]
+
+
+def carried(trainer: Trainer) -> Carry:
+    """The loss sum and batches of an epoch resumed in its middle, else nothing yet."""
+    carry, trainer.carry = trainer.carry, None
+    if carry is None:
+        return torch.zeros((), device=trainer.ctx.device), 0
+    return carry
+
+
+def reached(step: int, max_steps: int | None) -> bool:
+    """Whether `--max-steps` (if given) is reached."""
+    return max_steps is not None and step >= max_steps
+
+
+def check_run(args: argparse.Namespace, *, main: bool = True) -> str | None:
+    """What would fail later, checked before step 1: the run's length, the batch size, and a
+    checkpoint folder it can write (runtime/checkpoint.py's `prepare_checkpoint_dir`, which
+    may give the run a `run-N` folder of its own). Returns the folder the run saves in."""
+    check_run_length(args.epochs, args.max_steps, evaluating=args.evaluate is not None)
+    check_batch_size(args.batch_size)
+    if args.checkpoint_dir is None or args.evaluate is not None:
+        return args.checkpoint_dir
+    folder = prepare_checkpoint_dir(
+        args.checkpoint_dir, resume=args.resume, overwrite=args.overwrite,
+        init_from=args.init_from, main=main,
+    )  # fmt: skip
+    return str(folder)
 
 
 def print_main(ctx: DistContext, *parts: object, error: bool = False) -> None:
     """Print on rank 0 (stderr when `error`); the other ranks stay quiet."""
     if ctx.is_main:
         print(*parts, file=sys.stderr if error else sys.stdout)
+
+
+def warn(ctx: DistContext, *warnings: str | None) -> None:
+    """Each warning that is there (not None), on stderr, by rank 0."""
+    for warning in warnings:
+        if warning is not None:
+            print_main(ctx, warning, error=True)
 
 
 def start_run(trainer: Trainer, args: argparse.Namespace) -> None:
@@ -1886,6 +1908,29 @@ def finish_run(
         return None
     print_main(trainer.ctx, f"continue with --resume {trainer.checkpoint_dir}/last.pt")
     return interrupted_exit_code(stopped)
+
+
+def epoch_record(
+    trainer: Trainer, done: int, train_loss: float, validation: dict[str, Any], *,
+    batches: int, batch_size: int, elapsed: float,
+) -> dict[str, Any]:  # fmt: skip
+    """What the run writes after epoch `done` (1-based), and prints: the mean train loss, the
+    validation metrics, samples per second over every rank, the lr, the time and the steps."""
+    samples = batches * batch_size * trainer.ctx.world_size
+    lr = float(trainer.optimizer.param_groups[0]["lr"])
+    speed = samples / elapsed
+    return {"epoch": done, "train_loss": train_loss, **validation, "samples_per_s": speed,
+            "lr": lr, "time": elapsed, "steps": trainer.step}  # fmt: skip
+
+
+def evaluate_saved(
+    trainer: Trainer, path: str, validate: Callable[[Trainer], dict[str, Any]],
+    metrics: str | None,
+) -> None:  # fmt: skip
+    """--evaluate CHECKPOINT: its weights into the model, then `validate(trainer)`'s metrics
+    reported (`report_evaluation`) with the epoch the checkpoint reached."""
+    state = load_weights(path, model=trainer.model, map_location=trainer.ctx.device)
+    report_evaluation(path, {"epoch": state.get("epoch"), **validate(trainer)}, metrics)
 
 
 def report_evaluation(path: str, record: dict[str, Any], metrics: str | None) -> None:

@@ -32,6 +32,23 @@ builtin.module {
   }
 }
 
+// The evaluation (before the set-up): `evaluate` gathers the whole weights for `_evaluate_whole`.
+// CHECK:      py.def @_evaluate_whole(trainer : %{{.*}}, model : %{{.*}} = %{{.*}}) -> %{{.*}} decorators [%{{.*}}] {
+// CHECK:      py.def @evaluate(trainer : %{{.*}}, model : %{{.*}} = %{{.*}}) -> %{{.*}} {
+// CHECK:        %[[UNSET:.*]] = py.compare ["is"] %{{.*}}, %{{.*}}
+// CHECK-NEXT:   %[[T:.*]] = py.name "trainer"
+// CHECK-NEXT:   %[[TM:.*]] = py.attribute %[[T]], "model"
+// CHECK-NEXT:   %[[M:.*]] = py.name "model"
+// CHECK-NEXT:   %[[WHICH:.*]] = py.ifexp %[[TM]] if %[[UNSET]] else %[[M]]
+// CHECK-NEXT:   %[[GATHER:.*]] = py.name "gathered_parameters"
+// CHECK-NEXT:   %[[CM:.*]] = py.call %[[GATHER]](%[[WHICH]])
+// CHECK-NEXT:   py.with %[[CM]] {
+// CHECK:          %[[WHOLE:.*]] = py.name "_evaluate_whole"
+// CHECK-NEXT:     %[[R:.*]] = py.call %[[WHOLE]](%{{.*}}, %{{.*}})
+// CHECK-NEXT:     py.return %[[R]]
+// CHECK-NEXT:   }
+// CHECK-NEXT: }
+
 // CHECK:      py.def @parse_args(argv : %{{.*}} = %{{.*}}) -> %{{.*}} {
 // CHECK:        py.name "training_arguments"
 // CHECK:        py.call %{{.*}}(%{{.*}}, epochs = {{.*}}, serve = %{{.*}}, consolidate = %{{.*}})
@@ -62,22 +79,6 @@ builtin.module {
 // CHECK-NEXT:   py.assign %[[EMA_NAME]] = %[[EMA]]
 // CHECK:        %[[SHARDED:.*]] = py.name "load_sharded_checkpoint"
 // CHECK-NEXT:   py.call %[[SHARDED]](%{{.*}}, model = %{{.*}}, optimizer = %{{.*}}, scaler = %{{.*}}, scheduler = %{{.*}}, loader = %{{.*}}, ema = %{{.*}})
-
-// CHECK:      py.def @_evaluate_whole(trainer : %{{.*}}, model : %{{.*}} = %{{.*}}) -> %{{.*}} decorators [%{{.*}}] {
-// CHECK:      py.def @evaluate(trainer : %{{.*}}, model : %{{.*}} = %{{.*}}) -> %{{.*}} {
-// CHECK:        %[[UNSET:.*]] = py.compare ["is"] %{{.*}}, %{{.*}}
-// CHECK-NEXT:   %[[T:.*]] = py.name "trainer"
-// CHECK-NEXT:   %[[TM:.*]] = py.attribute %[[T]], "model"
-// CHECK-NEXT:   %[[M:.*]] = py.name "model"
-// CHECK-NEXT:   %[[WHICH:.*]] = py.ifexp %[[TM]] if %[[UNSET]] else %[[M]]
-// CHECK-NEXT:   %[[GATHER:.*]] = py.name "gathered_parameters"
-// CHECK-NEXT:   %[[CM:.*]] = py.call %[[GATHER]](%[[WHICH]])
-// CHECK-NEXT:   py.with %[[CM]] {
-// CHECK:          %[[WHOLE:.*]] = py.name "_evaluate_whole"
-// CHECK-NEXT:     %[[R:.*]] = py.call %[[WHOLE]](%{{.*}}, %{{.*}})
-// CHECK-NEXT:     py.return %[[R]]
-// CHECK-NEXT:   }
-// CHECK-NEXT: }
 
 // `serve_requests`: every rank gives its shards to rank 0's unsharded copy, which serves.
 // CHECK:      py.def @serve_requests(trainer : %{{.*}}, args : %{{.*}}) -> %{{.*}} {

@@ -72,10 +72,45 @@ builtin.module {
 // CHECK-NEXT:     %[[LOSS:[0-9]+]] = py.call %[[CE]](%[[OUT]], %[[TGT]], label_smoothing = %[[SMOOTH]], reduction = %[[RED]])
 // CHECK-NEXT:     py.return %[[LOSS]]
 // CHECK-NEXT:   }
+// The batch's loss is runtime/trainer.py's `ModelLoss(model, loss_fn)`: no `BatchLoss` class.
+// CHECK-NOT:    py.class @BatchLoss
+// The step and evaluation are py ops (train_step.py): DDP's no_sync through `gradient_sync`
+// (insert-ddp's marker), autocast inside it (insert-amp's), the loss beside the DDP model; the
+// step mark for compile mode "reduce-overhead"; evaluation all-reduces its sums.
+// CHECK:        py.comment "---- the training step ----"
+// CHECK:        py.def @_forward_backward(trainer : %{{[0-9]+}}, xb : %{{[0-9]+}}, yb : %{{[0-9]+}}, sync : %{{[0-9]+}}) -> %{{[0-9]+}} {
+// CHECK:          %[[MARK:[0-9]+]] = py.name "mark_step_begin"
+// CHECK:          %[[SYNC:[0-9]+]] = py.name "gradient_sync"
+// CHECK-NEXT:     %[[CTX:[0-9]+]] = py.call %[[SYNC]](%{{[0-9]+}}, %{{[0-9]+}})
+// CHECK-NEXT:     py.with %[[CTX]] {
+// CHECK:            %[[AUTOCAST:[0-9]+]] = py.name "autocast"
+// CHECK-NEXT:       %[[AMP:[0-9]+]] = py.call %[[AUTOCAST]](%{{[0-9]+}}, %{{[0-9]+}})
+// CHECK-NEXT:       py.with %[[AMP]] {
+// CHECK:              py.name "loss_fn"
+// CHECK:        py.def @_optimizer_step(trainer : %{{[0-9]+}}) -> %{{[0-9]+}} {
+// CHECK-NOT:      "clip_grad_norm_"
+// CHECK:          py.attribute %{{[0-9]+}}, "update"
+// The epoch loops over runtime/trainer.py's `epoch_batches`, and `end_epoch` ends it.
+// CHECK:        py.comment "---- the epoch ----"
+// CHECK:        py.def @train_one_epoch(
+// CHECK:          %[[BATCHES:[0-9]+]] = py.name "epoch_batches"
+// CHECK:          py.for %{{[0-9]+}}
+// CHECK:            py.name "_forward_backward"
+// CHECK:          py.name "end_epoch"
+// The evaluation returns the record itself (one model, a catalogue loss): no
+// `validation_record`; its sums are all-reduced.
+// CHECK:        py.comment "---- evaluation ----"
+// CHECK:        py.def @evaluate(trainer : %{{[0-9]+}}) -> %{{[0-9]+}} decorators [%{{[0-9]+}}] {
+// CHECK:            py.name "autocast"
+// CHECK:          %[[REDUCE:[0-9]+]] = py.name "all_reduce_sum"
+// CHECK-NEXT:     py.call %[[REDUCE]](%{{[0-9]+}})
+// CHECK:          py.dict {%{{[0-9]+}} : %{{[0-9]+}}, %{{[0-9]+}} : %{{[0-9]+}}}
+// CHECK-NOT:    py.def @validation_record
+// CHECK-NOT:    py.def @step_validation
 // The command line is py ops: parse_args calls runtime/trainer.py's `training_arguments` with
 // the block's defaults and the flag groups of the plan (train_cli.py): `precision` because
 // insert-amp's marker is there, `serve`, no `download` for the digits.
-// CHECK-NEXT:   py.comment "---- command line ----"
+// CHECK:        py.comment "---- the command line, the set-up and the run ----"
 // CHECK:        py.def @parse_args(argv : %{{[0-9]+}} = %{{[0-9]+}}) -> %{{[0-9]+}} {
 // CHECK:          %[[ARGUMENTS:[0-9]+]] = py.name "training_arguments"
 // CHECK:          %[[PARSER:[0-9]+]] = py.call %[[ARGUMENTS]](%{{[0-9]+}}, epochs = %{{[0-9]+}}, batch_size = %{{[0-9]+}}, seed = %{{[0-9]+}}, checkpoint_dir = %{{[0-9]+}}, compile = %{{[0-9]+}}, precision = %{{[0-9]+}}, serve = %{{[0-9]+}})
@@ -114,6 +149,7 @@ builtin.module {
 // CHECK-NEXT:     py.call %[[ADAMW]](%[[GROUPS]], lr = %[[LR]], weight_decay = %[[WD]], fused = %[[CUDA]])
 // CHECK:          py.assign %{{[0-9]+}} = %{{[0-9]+}} comment "no `lr_schedule`"
 // CHECK-NOT:      py.name "build_scheduler"
+// CHECK:          %[[MODEL_LOSS:[0-9]+]] = py.name "ModelLoss"
 // CHECK:          %[[SHOULD:[0-9]+]] = py.name "should_compile"
 // CHECK-NEXT:     py.call %[[SHOULD]](%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, steps = %{{[0-9]+}}, batch_loss = %{{[0-9]+}}, loader = %{{[0-9]+}}, region = %{{[0-9]+}}, announce = %{{[0-9]+}})
 // CHECK:          %[[MODULE:[0-9]+]] = py.name "nn.Module"
@@ -133,9 +169,6 @@ builtin.module {
 // CHECK-NEXT:     %[[BUILT:[0-9]+]] = py.call %[[TRAINER]]({{(%[0-9]+, )+}}%[[RECIPE_MADE]], scaler = %{{[0-9]+}}, plan = %{{[0-9]+}})
 // CHECK-NEXT:     py.return %[[BUILT]]
 // CHECK-NEXT:   }
-// `BatchLoss` under DDP too: runtime/compiling.py's `should_compile` times it.
-// CHECK-NEXT:   py.name "nn.Module"
-// CHECK-NEXT:   py.class @BatchLoss(%{{[0-9]+}}) {
 // `build_recipe`: the best epoch by val_loss; a process group installs no signal handlers.
 // CHECK:        py.def @build_recipe(model : %{{[0-9]+}}, ctx : %{{[0-9]+}}) -> %{{[0-9]+}} {
 // CHECK:          py.comment "several processes must stop at one step: no handlers"
@@ -153,49 +186,22 @@ builtin.module {
 // CHECK-NEXT:     %[[RUN_RECIPE:[0-9]+]] = py.name "RunRecipe"
 // CHECK-NEXT:     %[[MADE_RECIPE:[0-9]+]] = py.call %[[RUN_RECIPE]](best = %[[TRACKER]], signals = %[[SIGNALS]])
 // CHECK-NEXT:     py.return %[[MADE_RECIPE]]
-// `resume` is runtime/trainer.py's, which `start_run` calls.
+// `resume` and the saves are runtime/trainer.py's (rank 0 writes): no `after_validation`
+// without `keep_best`.
 // CHECK-NOT:    py.def @resume(
-// The step and evaluation are py ops (train_step.py): DDP's no_sync through `gradient_sync`
-// (insert-ddp's marker), autocast inside it (insert-amp's), the loss beside the DDP model; the
-// step mark for compile mode "reduce-overhead"; evaluation all-reduces its sums.
-// CHECK:        py.def @_forward_backward(trainer : %{{[0-9]+}}, xb : %{{[0-9]+}}, yb : %{{[0-9]+}}, sync : %{{[0-9]+}}) -> %{{[0-9]+}} {
-// CHECK:          %[[SYNC:[0-9]+]] = py.name "gradient_sync"
-// CHECK-NEXT:     %[[CTX:[0-9]+]] = py.call %[[SYNC]](%{{[0-9]+}}, %{{[0-9]+}})
-// CHECK-NEXT:     py.with %[[CTX]] {
-// CHECK:            %[[AUTOCAST:[0-9]+]] = py.name "autocast"
-// CHECK-NEXT:       %[[AMP:[0-9]+]] = py.call %[[AUTOCAST]](%{{[0-9]+}}, %{{[0-9]+}})
-// CHECK-NEXT:       py.with %[[AMP]] {
-// CHECK:              py.name "loss_fn"
-// CHECK:        py.def @_begin_step(trainer : %{{[0-9]+}}) -> %{{[0-9]+}} {
-// CHECK:          py.name "torch.compiler.cudagraph_mark_step_begin"
-// CHECK:        py.def @_optimizer_step(trainer : %{{[0-9]+}}) -> %{{[0-9]+}} {
-// CHECK-NOT:      "clip_grad_norm_"
-// CHECK:          py.attribute %{{[0-9]+}}, "update"
-// CHECK:        py.def @evaluate(trainer : %{{[0-9]+}}) -> %{{[0-9]+}} decorators [%{{[0-9]+}}] {
-// CHECK:            py.name "autocast"
-// CHECK:          %[[REDUCE:[0-9]+]] = py.name "all_reduce_sum"
-// CHECK-NEXT:     py.call %[[REDUCE]](%{{[0-9]+}})
-// The records are py ops (train_records.py): under DDP the epoch's mean loss is all-reduced.
-// CHECK:        py.def @validation_record(trainer : %{{[0-9]+}}) -> %{{[0-9]+}} {
-// CHECK:        py.def @epoch_record(
-// CHECK:          %[[MEAN_LOSS:[0-9]+]] = py.name "all_reduce_mean"
-// CHECK-NEXT:     %[[REDUCED:[0-9]+]] = py.call %[[MEAN_LOSS]](%{{[0-9]+}})
-// CHECK-NEXT:     py.attribute %[[REDUCED]], "item"
-// CHECK-NOT:    py.def @step_validation
-// The saves are runtime/trainer.py's (rank 0 writes): no `after_validation` without `keep_best`.
 // CHECK-NOT:    py.def @after_validation
 // CHECK-NOT:    py.def @save_if_due
-// The run and the entry point are py ops too (train_loop.py): `train` closes the recipe in a
-// `finally` and, under DDP, waits at a barrier; `_run` logs through rank 0's `log`, and its
-// epoch loop is a py.for over the epochs; `main`'s handlers are a user's error (one line,
-// exit 1) and a bug (source notes, re-raised), then the process group's teardown.
+// The run and the entry point are py ops too (train_loop.py): `train` checks the run before
+// step 1 (`check_run`, rank 0 speaking), runs it inside its recipe and, under DDP, waits at a
+// barrier; `_run` logs through rank 0's `log`, and its epoch loop is a py.for over the epochs;
+// `main`'s handlers are a user's error (one line, exit 1) and a bug (source notes, re-raised),
+// then the process group's teardown.
 // CHECK:        py.def @train(args : %{{[0-9]+}}, ctx : %{{[0-9]+}}) -> %{{[0-9]+}} {
-// CHECK:          py.try {
+// CHECK:          %[[CHECK:[0-9]+]] = py.name "check_run"
+// CHECK-NEXT:     py.call %[[CHECK]](%{{[0-9]+}}, main = %{{[0-9]+}})
+// CHECK:          py.with %{{[0-9]+}} {
 // CHECK:            %[[RUNS:[0-9]+]] = py.name "_run"
 // CHECK-NEXT:       py.call %[[RUNS]](%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}})
-// CHECK:          } finally {
-// CHECK-NEXT:       py.comment "SIGINT and SIGTERM as they were"
-// CHECK:            py.attribute %{{[0-9]+}}, "close"
 // CHECK:          py.name "barrier"
 // CHECK:        py.def @_run(trainer : %{{[0-9]+}}, args : %{{[0-9]+}}, ctx : %{{[0-9]+}}) -> %{{[0-9]+}} {
 // CHECK:          %[[PRINT:[0-9]+]] = py.name "print"
@@ -209,6 +215,11 @@ builtin.module {
 // CHECK-NEXT:     ^bb0(%[[EPOCH:epoch[_0-9]*]]: !py.object):
 // CHECK:            %[[TRAIN:[0-9]+]] = py.name "train_one_epoch"
 // CHECK-NEXT:       py.call %[[TRAIN]](%{{[0-9]+}}, %[[EPOCH]], %{{[0-9]+}})
+// Under DDP the epoch's mean loss is all-reduced before its one `.item()`.
+// CHECK:            %[[MEAN_LOSS:[0-9]+]] = py.name "all_reduce_mean"
+// CHECK-NEXT:       %[[REDUCED:[0-9]+]] = py.call %[[MEAN_LOSS]](%{{[0-9]+}})
+// CHECK-NEXT:       py.attribute %[[REDUCED]], "item"
+// CHECK:            py.name "epoch_record"
 // `checkpoint every 2 epochs`: `save_if_due` (runtime/trainer.py) after a complete epoch, then
 // every rank waits at `barrier()`; `finish_run` saves last.pt and prints the summary.
 // CHECK:            %[[DUE:[0-9]+]] = py.name "save_if_due"

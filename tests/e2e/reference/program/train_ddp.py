@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
-import random
 import sys
 import time
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -16,15 +13,16 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from tensorloom_rt_0_2_0_92f16bbd import (
+from tensorloom_rt_0_2_0_770ead7c import (
     BestTracker, CheckpointError, DataInfo, DatasetUnavailable, DeviceLoader, DeviceUnavailable,
-    DistContext, ExportError, MetricsWriter, PredictInputError, RunLengthError, RunRecipe,
-    StopSignals, Trainer, add_source_notes, all_reduce_mean, all_reduce_sum, autocast, barrier,
-    check_batch_size, check_epoch_has_steps, check_run_length, decay_param_groups, finish_run,
-    format_epoch_summary, gradient_sync, load_digits, load_weights, make_grad_scaler, maybe_compile,
-    predict_and_export, prepare_checkpoint_dir, progress, report_evaluation, resolve_precision,
-    save_if_due, setup_distributed, should_compile, start_run, teardown_distributed,
-    total_train_steps, training_arguments,
+    DistContext, ExportError, MetricsWriter, ModelLoss, PredictInputError, RunLengthError,
+    RunRecipe, StopSignals, Trainer, add_source_notes, all_reduce_mean, all_reduce_sum, autocast,
+    barrier, carried, check_epoch_has_steps, check_run, decay_param_groups, end_epoch,
+    epoch_batches, epoch_record, epoch_stops, finish_run, format_epoch_summary, gradient_sync,
+    load_digits, load_weights, make_grad_scaler, mark_step_begin, maybe_compile, predict_and_export,
+    report_evaluation, resolve_precision, save_if_due, seconds_since, seed_everything,
+    setup_distributed, should_compile, start_run, teardown_distributed, total_train_steps,
+    training_arguments, warn,
 )
 
 
@@ -70,20 +68,77 @@ def loss_fn(output: torch.Tensor, target: torch.Tensor, reduction: str = "mean")
     return F.cross_entropy(output, target, reduction=reduction)  # train_ddp.tl:29
 
 
-# ---- command line ----
+# ---- the training step ----
+def _forward_backward(
+    trainer: Trainer, xb: torch.Tensor, yb: torch.Tensor, sync: bool
+) -> torch.Tensor:
+    """Accumulate one micro-batch's gradients; DDP all-reduces only on the last one."""
+    model = trainer.train_model
+    mark_step_begin(trainer)
+    with gradient_sync(model, sync):
+        with autocast(trainer.plan, trainer.ctx.device):
+            loss = loss_fn(model(xb), yb)
+        scaled = loss
+        if trainer.scaler is not None:
+            scaled = trainer.scaler.scale(scaled)
+        scaled.backward()
+    return loss.detach()
+
+
+def _optimizer_step(trainer: Trainer) -> None:
+    optimizer, scaler = trainer.optimizer, trainer.scaler
+    if scaler is not None:
+        scaler.step(optimizer)
+        scaler.update()
+    else:
+        optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    trainer.step += 1
+
+
+# ---- the epoch ----
+def train_one_epoch(
+    trainer: Trainer, epoch: int, max_steps: int | None
+) -> tuple[torch.Tensor, int]:
+    """The epoch's mean loss (on the device, not yet synced) and its number of batches."""
+    trainer.train_model.train()
+    loss_sum, batches = carried(trainer)  # a resumed epoch's, else nothing yet
+    for xb, yb in epoch_batches(trainer, epoch, max_steps, skip=batches):
+        loss_sum += _forward_backward(trainer, xb, yb, sync=True)
+        batches += 1
+        _optimizer_step(trainer)
+    return end_epoch(trainer, loss_sum, batches)
+
+
+# ---- evaluation ----
+@torch.no_grad()
+def evaluate(trainer: Trainer) -> dict[str, float | None]:
+    """Validation loss and accuracy over the whole split, summed across ranks."""
+    model = trainer.eval_model
+    device = trainer.ctx.device
+    model.eval()
+    # loss sum, correct predictions, targets
+    totals = torch.zeros(3, device=device)
+    for xb, yb in trainer.val_loader:
+        mark_step_begin(trainer)
+        # the loss runs in fp32 under autocast
+        with autocast(trainer.plan, device):
+            logits = model(xb)
+            totals[0] += loss_fn(logits, yb, reduction="sum")
+        flat_y = yb.flatten()
+        totals[1] += (logits.flatten(0, -2).argmax(dim=-1) == flat_y).sum()
+        totals[2] += flat_y.numel()
+    loss_sum, correct, count = all_reduce_sum(totals).tolist()
+    return {"val_loss": loss_sum / max(count, 1), "val_accuracy": correct / max(count, 1)}
+
+
+# ---- the command line, the set-up and the run ----
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = training_arguments("Train Net on digits (from train_ddp.tl).", epochs=EPOCHS,
                                 batch_size=BATCH_SIZE, seed=SEED,
                                 checkpoint_dir="checkpoints/train_ddp", compile=COMPILE,
                                 precision=PRECISION, serve=True)
     return parser.parse_args(argv)
-
-
-# ---- setup ----
-def seed_everything(seed: int) -> None:
-    random.seed(seed)
-    # seeds every CUDA device too
-    torch.manual_seed(seed)
 
 
 def build_loaders(
@@ -111,7 +166,7 @@ def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
     compile_it = should_compile(
         "off" if args.no_compile else args.compile, COMPILE_MODE, ctx.device,
         steps=total_train_steps(args.epochs, len(train_loader) // GRAD_ACCUM, args.max_steps),
-        batch_loss=BatchLoss(model), loader=train_loader,
+        batch_loss=ModelLoss(model, loss_fn), loader=train_loader,
         region=partial(autocast, plan, ctx.device), announce=ctx.is_main,
     )
     compiled = maybe_compile(model, compile_it, COMPILE_MODE)
@@ -124,20 +179,6 @@ def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
                    val_loader, info, build_recipe(model, ctx), scaler=scaler, plan=plan)
 
 
-class BatchLoss(nn.Module):
-    """The training loss of a batch, `loss_fn(model(xb), yb)`, as one module.
-
-    `should_compile` times it; the step calls the DDP-wrapped model, then the loss.
-    """
-
-    def __init__(self, model: nn.Module) -> None:
-        super().__init__()
-        self.model = model
-
-    def forward(self, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
-        return loss_fn(self.model(xb), yb)
-
-
 def build_recipe(model: nn.Module, ctx: DistContext) -> RunRecipe:
     """The block's recipe keys as runtime/recipe.py objects."""
     # several processes must stop at one step: no handlers
@@ -147,150 +188,13 @@ def build_recipe(model: nn.Module, ctx: DistContext) -> RunRecipe:
     return RunRecipe(best=BestTracker("val_loss"), signals=signals)
 
 
-# ---- one epoch of training, one of validation ----
-def train_one_epoch(
-    trainer: Trainer, epoch: int, max_steps: int | None
-) -> tuple[torch.Tensor, int]:
-    """The epoch's mean loss (on the device, not yet synced) and its number of batches."""
-    model = trainer.train_model
-    model.train()
-    trainer.train_loader.set_epoch(epoch)
-    loss_sum, batches = _carried(trainer)
-    # resumed mid-epoch: these were trained before the interruption
-    skip = batches
-    batches_used = len(trainer.train_loader)
-    description = f"epoch {epoch + 1}"
-    bar = progress(trainer.train_loader, total=batches_used, description=description,
-                   enabled=trainer.ctx.is_main)
-    for xb, yb in bar:
-        if skip:
-            skip -= 1
-            continue
-        if batches == batches_used:
-            break
-        if _reached(trainer.step, max_steps):
-            break
-        loss_sum += _forward_backward(trainer, xb, yb, sync=True)
-        batches += 1
-        _optimizer_step(trainer)
-        if trainer.recipe.stop_reason is not None:
-            break
-    # cut short: last.pt keeps what this epoch did so far
-    if batches < batches_used:
-        trainer.carry = loss_sum, batches
-    return loss_sum / max(batches, 1), batches
-
-
-def _carried(trainer: Trainer) -> tuple[torch.Tensor, int]:
-    """The loss sum and batches of an epoch resumed in its middle, else nothing yet."""
-    carry, trainer.carry = trainer.carry, None
-    if carry is None:
-        return torch.zeros((), device=trainer.ctx.device), 0
-    return carry
-
-
-def _reached(step: int, max_steps: int | None) -> bool:
-    return max_steps is not None and step >= max_steps
-
-
-def _forward_backward(
-    trainer: Trainer, xb: torch.Tensor, yb: torch.Tensor, sync: bool
-) -> torch.Tensor:
-    """Accumulate one micro-batch's gradients; DDP all-reduces only on the last one."""
-    model = trainer.train_model
-    _begin_step(trainer)
-    with gradient_sync(model, sync):
-        with autocast(trainer.plan, trainer.ctx.device):
-            loss = loss_fn(model(xb), yb)
-        scaled = loss
-        if trainer.scaler is not None:
-            scaled = trainer.scaler.scale(scaled)
-        scaled.backward()
-    return loss.detach()
-
-
-def _begin_step(trainer: Trainer) -> None:
-    """CUDA graphs (compile mode COMPILE_MODE) reuse output memory: mark each step.
-
-    Only a compiled model's: the call imports the compiler's machinery (seconds at start-up).
-    """
-    if trainer.eval_model is not trainer.model:
-        torch.compiler.cudagraph_mark_step_begin()
-
-
-def _optimizer_step(trainer: Trainer) -> None:
-    optimizer, scaler = trainer.optimizer, trainer.scaler
-    if scaler is not None:
-        scaler.step(optimizer)
-        scaler.update()
-    else:
-        optimizer.step()
-    optimizer.zero_grad(set_to_none=True)
-    trainer.step += 1
-
-
-@torch.no_grad()
-def evaluate(trainer: Trainer) -> tuple[float, float | None]:
-    """Validation loss and accuracy over the whole split, summed across ranks."""
-    model = trainer.eval_model
-    device = trainer.ctx.device
-    model.eval()
-    # loss sum, correct predictions, targets
-    totals = torch.zeros(3, device=device)
-    for xb, yb in trainer.val_loader:
-        _begin_step(trainer)
-        # the loss runs in fp32 under autocast
-        with autocast(trainer.plan, device):
-            logits = model(xb)
-            totals[0] += loss_fn(logits, yb, reduction="sum")
-        flat_y = yb.flatten()
-        totals[1] += (logits.flatten(0, -2).argmax(dim=-1) == flat_y).sum()
-        totals[2] += flat_y.numel()
-    loss_sum, correct, count = all_reduce_sum(totals).tolist()
-    return loss_sum / max(count, 1), correct / max(count, 1)
-
-
-# ---- the loop ----
-def validation_record(trainer: Trainer) -> dict[str, Any]:
-    """The validation metrics."""
-    loss, accuracy = evaluate(trainer)
-    return {"val_loss": loss, "val_accuracy": accuracy}
-
-
-def epoch_record(
-    trainer: Trainer,
-    epoch: int,
-    train_loss: torch.Tensor,
-    batches: int,
-    elapsed: float,
-    args: argparse.Namespace,
-) -> dict[str, Any]:
-    samples = batches * args.batch_size * trainer.ctx.world_size
-    # the epoch's one host sync: `train_loss.item()`
-    return {
-        "epoch": epoch + 1,
-        "train_loss": all_reduce_mean(train_loss).item(),
-        **validation_record(trainer),
-        "samples_per_s": samples / elapsed,
-        "lr": float(trainer.optimizer.param_groups[0]["lr"]),
-        "time": elapsed,
-        "steps": trainer.step,
-    }
-
-
 def train(args: argparse.Namespace, ctx: DistContext) -> int:
-    check_run_length(args.epochs, args.max_steps, evaluating=args.evaluate is not None)
-    check_batch_size(args.batch_size)
-    if args.checkpoint_dir is not None and args.evaluate is None:
-        prepare_checkpoint_dir(args.checkpoint_dir, resume=args.resume, overwrite=args.overwrite,
-                               init_from=args.init_from, main=ctx.is_main)
+    checkpoint_dir = check_run(args, main=ctx.is_main)  # before step 1: what could fail later
     trainer = build_trainer(args, ctx)
-    trainer.checkpoint_dir = args.checkpoint_dir
-    try:
+    trainer.checkpoint_dir = checkpoint_dir
+    # SIGINT and SIGTERM stop the run at a step's end, then are as they were
+    with trainer.recipe:
         code = _run(trainer, args, ctx)
-    finally:
-        # SIGINT and SIGTERM as they were
-        trainer.recipe.close()
     # no rank closes its connections while another still uses them
     barrier()
     return code
@@ -298,29 +202,27 @@ def train(args: argparse.Namespace, ctx: DistContext) -> int:
 
 def _run(trainer: Trainer, args: argparse.Namespace, ctx: DistContext) -> int:
     log = print if ctx.is_main else _silent
-    if trainer.plan.warning is not None:
-        log(trainer.plan.warning, file=sys.stderr)
+    warn(ctx, trainer.plan.warning)
     if args.evaluate is not None:
         return evaluate_checkpoint(trainer, args)
     # stale temporary files of a cut save, then --init-from or --resume
     start_run(trainer, args)
-    max_steps = args.max_steps
     metrics = MetricsWriter(args.metrics, enabled=ctx.is_main, tensorboard=args.tensorboard)
     started, epochs_done = time.perf_counter(), trainer.start_epoch
     for epoch in range(trainer.start_epoch, args.epochs):  # train_ddp.tl:26
-        if _reached(trainer.step, max_steps) or trainer.recipe.stop_reason is not None:
+        if epoch_stops(trainer, args.max_steps):
             break
         start, start_step = time.perf_counter(), trainer.step
-        train_loss, batches = train_one_epoch(trainer, epoch, max_steps)
-        if trainer.ctx.device.type == "cuda":
-            # the epoch's time includes the steps still queued
-            torch.cuda.synchronize()
-        elapsed = time.perf_counter() - start
+        train_loss, batches = train_one_epoch(trainer, epoch, args.max_steps)
+        elapsed = seconds_since(start, trainer.ctx.device)  # queued GPU steps included
         complete = batches == len(trainer.train_loader) // GRAD_ACCUM * GRAD_ACCUM
         if not complete and trainer.recipe.interrupted:
             # last.pt keeps the epoch's batches so far; no validation on the way out
             break
-        record = epoch_record(trainer, epoch, train_loss, batches, elapsed, args)
+        # the epoch's one host sync: `train_loss.item()`
+        record = epoch_record(trainer, epoch + 1, all_reduce_mean(train_loss).item(),
+                              evaluate(trainer), batches=batches, batch_size=args.batch_size,
+                              elapsed=elapsed)
         metrics.write(record if complete else {**record, "partial": True})
         log(format_epoch_summary(record, epochs=args.epochs))
         # the best epoch; early stopping
@@ -341,7 +243,7 @@ def evaluate_checkpoint(trainer: Trainer, args: argparse.Namespace) -> int:
     """--evaluate CHECKPOINT: the validation metrics of its weights,
     then any --predict, --export or --generate with them; no training."""
     state = load_weights(args.evaluate, model=trainer.model, map_location=trainer.ctx.device)
-    record = {"epoch": state.get("epoch"), **validation_record(trainer)}
+    record = {"epoch": state.get("epoch"), **evaluate(trainer)}
     if trainer.ctx.is_main:
         report_evaluation(args.evaluate, record, args.metrics)
     serve_requests(trainer, args)
