@@ -73,6 +73,7 @@ from tensorloom.passes.support.model_env import (
     Env,
     bind_layer,
     forward_of,
+    layer_kind,
     layers_of,
     lookup_symbol,
     model_env,
@@ -210,7 +211,7 @@ class _Builder:
         inner_env = model_env(nested, overrides) if not isinstance(overrides, ArgFailure) else {}
         inner = cluster  # a loop over the list draws its body in the loop's cluster
         if not (self.loops.get(cluster) == name and isinstance(op, ApplyAtOp)):
-            inner = self.cluster(cluster, name, f"{name}: {layer.kind.data}")
+            inner = self.cluster(cluster, name, f"{name}: {layer_kind(layer)}")
         returned = self.forward(nested, inner_env, inner, op.args)
         for result, value in zip(op.results, returned, strict=False):
             self.alias(result, value)
@@ -248,7 +249,7 @@ class _Builder:
         if op.layers is not None:
             name = op.layers.root_reference.data
             layer = layers_of(model).get(name)
-            kind = layer.kind.data if layer is not None else name
+            kind = layer_kind(layer) if layer is not None else name
             inner = self.cluster(cluster, name, f"{name}: {kind}{times}")
             self.loops[inner] = name
         else:

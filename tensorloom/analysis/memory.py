@@ -99,6 +99,18 @@ class Parallelism:
 
 
 @dataclass(frozen=True, slots=True)
+class OptimizerShare:
+    """One optimizer of a block of `step` lines and the model's parameters it updates."""
+
+    name: str  # an OPTIMIZERS key: `Muon`, `AdamW`, `SGD+momentum`
+    params: int
+
+    @property
+    def state_bytes(self) -> int:
+        return OPTIMIZERS.get(self.name, OPTIMIZERS["Adam"]).state * self.params * FP32
+
+
+@dataclass(frozen=True, slots=True)
 class Training:
     precision: str = "fp32"
     optimizer: str = "Adam"
@@ -106,6 +118,9 @@ class Training:
     checkpointing: bool = False
     parallel: Parallelism = Parallelism()
     trainable: int | None = None  # `freeze`/`lora`: the parameters that train (None: all)
+    # a block of `step` lines: each optimizer's share of the model (Muon's blocks, AdamW's
+    # rest), each with its own state; `optimizer` is then their names joined
+    optimizers: tuple[OptimizerShare, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,7 +215,7 @@ def training_budget(profile: ModelProfile, training: Training) -> MemoryBudget |
         weights, math.ceil(training.trainable / parallel.world_size) * FP32 if sharded
         else training.trainable * FP32
     )  # fmt: skip
-    optimizer = OPTIMIZERS.get(training.optimizer, OPTIMIZERS["Adam"])
+    state, temporaries = _optimizer_bytes(training, trained, parallel.world_size if sharded else 1)
     out_elems = _elements(profile)
     loss = LOSS_SAVES.get(training.loss or "", 0) * out_elems * FP32
     largest = max(profile.largest_tensor_bytes, out_elems * FP32 if training.loss else 0)
@@ -209,14 +224,14 @@ def training_budget(profile: ModelProfile, training: Training) -> MemoryBudget |
     return MemoryBudget(
         weights=weights,
         gradients=trained,
-        optimizer_state=optimizer.state * trained,
+        optimizer_state=state,
         activations=act,
         activations_checkpointed=profile.checkpointed_activation_bytes or act,
         weight_casts=profile.low_precision_params * 2 if amp and not sharded else 0,
         loss=loss,
         backward_working=2 * largest,
         scratch=profile.scratch_bytes,
-        step_temporaries=optimizer.temporaries * trained,
+        step_temporaries=temporaries,
         output=profile.output_bytes,
         output_in_backward=0 if amp and training.loss else profile.output_bytes,
         workspace=WORKSPACE_BYTES,
@@ -227,6 +242,22 @@ def training_budget(profile: ModelProfile, training: Training) -> MemoryBudget |
         strategy=parallel.strategy,
         world_size=parallel.world_size,
     )
+
+
+def _optimizer_bytes(training: Training, trained: int, shards: int) -> tuple[int, int]:
+    """(optimizer state, step temporaries) in bytes: the block's optimizer over the trained
+    weights, or, with several, each over its share (Adam 2x, Muon 1x, SGD+momentum 1x); their
+    steps run one after another, so the largest one's temporaries."""
+    if not training.optimizers:
+        optimizer = OPTIMIZERS.get(training.optimizer, OPTIMIZERS["Adam"])
+        return optimizer.state * trained, optimizer.temporaries * trained
+    state = temporaries = 0
+    for share in training.optimizers:
+        model = OPTIMIZERS.get(share.name, OPTIMIZERS["Adam"])
+        weights = math.ceil(share.params / shards) * FP32
+        state += model.state * weights
+        temporaries = max(temporaries, model.temporaries * weights)
+    return state, temporaries
 
 
 def _communication(profile: ModelProfile, parallel: Parallelism, low: int) -> tuple[int, int]:

@@ -30,6 +30,8 @@ SAVES_OPERANDS = frozenset({"mul", "div", "matmul"})
 NO_SAVE = frozenset({"add", "sub", "neg", "mean", "sum", "cat"})
 FP32_UNDER_AUTOCAST = frozenset({"softmax", "log_softmax", "pow", "sum", "cumsum", "cumprod",
                                  "norm"})  # fmt: skip
+LOW_UNDER_AUTOCAST = frozenset({"matmul", "attention"})
+"""Ops autocast runs in fp16/bf16: they save their operands' low-precision copies."""
 PER_INPUT = {"norm": 2, "argmax": 1, "argmin": 1, "max": 1, "min": 1, "topk": 1}
 """Ops costing FLOPs per element of their input (a norm squares and adds; a max compares)."""
 PER_OUTPUT = frozenset({"cumsum", "cumprod", "softplus", "floor", "ceil", "round", "one_hot",
@@ -39,11 +41,11 @@ PER_INDEX = frozenset({"scatter", "scatter_add", "index_add"})
 """Ops costing one FLOP per element written: the source's (operand 2)."""
 SAVES_OUTPUT_TOO = frozenset({"cumprod"})
 NOT_COUNTED = frozenset({"amax", "amin", "var", "std", "stack", "expand", "repeat", "tril",
-                         "triu", "einsum", "arange", "where", "masked_fill", "attention", "eq",
+                         "triu", "einsum", "arange", "where", "masked_fill", "eq",
                          "ne", "lt", "le", "gt", "ge", "dim", "list", "zeros_like", "ones_like",
-                         "randn_like", "loss", "narrow"})  # fmt: skip
+                         "randn_like", "loss", "narrow", "nonzero"})  # fmt: skip
 """Builtins counted as 0 FLOPs on purpose (sizes, lists, copies, comparisons), or not yet
-modelled (einsum, attention, the losses, the variance): a test (tests/unit/analysis) fails
+modelled (einsum, the losses, the variance): a test (tests/unit/analysis) fails
 when a builtin is in no set here, so none counts 0 silently."""
 # New tensors with no gradient to keep: random samples, a linspace, drawn categories.
 SAMPLED = frozenset({"sample", "linspace", "rand_like", "bernoulli", "multinomial"})
@@ -53,7 +55,7 @@ SAMPLED = frozenset({"sample", "linspace", "rand_like", "bernoulli", "multinomia
 class OpCost:
     flops: int
     saved: tuple[int, ...] = ()  # operand indices, or RESULT
-    mask_bytes: int = 0  # a dropout mask: one byte per element
+    extra_bytes: int = 0  # saved beside the tensors: a dropout mask, attention's log-sum-exp
 
 
 def op_cost(op: str, inputs: Sequence[Concrete | None], output: Concrete, p: float = 0.0) -> OpCost:
@@ -64,7 +66,9 @@ def op_cost(op: str, inputs: Sequence[Concrete | None], output: Concrete, p: flo
     if op == "matmul":
         return OpCost(2 * n * _inner(inputs), _tensor_operands(inputs))
     if op == "dropout":
-        return OpCost(n, (), n if 0.0 < p < 1.0 else 0)
+        return OpCost(n, (), n if 0.0 < p < 1.0 else 0)  # one byte of mask per element
+    if op == "attention":
+        return _attention_cost(inputs, output)
     if op in ("softmax", "log_softmax"):
         return OpCost(5 * n, (RESULT,))
     if op in SAVES_OUTPUT:
@@ -92,8 +96,21 @@ def _new_cost(op: str, inputs: Sequence[Concrete | None], n: int) -> OpCost | No
     return None
 
 
+def _attention_cost(inputs: Sequence[Concrete | None], output: Concrete) -> OpCost:
+    """`scaled_dot_product_attention(q, k, v)`: q k^T and the weights times v, 2 FLOPs per
+    multiply-add each (the whole square, as `MultiHeadAttention` counts it, causal or not);
+    the fused kernels save q, k, v, the output and one fp32 log-sum-exp per query."""
+    q, k = inputs[0], inputs[1] if len(inputs) > 1 else None
+    if q is None or k is None or len(q) < 2:
+        return OpCost(0)
+    rows, keys = math.prod(q[:-1]), k[-2]
+    flops = 2 * rows * keys * q[-1] + 2 * rows * keys * output[-1]
+    return OpCost(flops, (0, 1, 2, RESULT), extra_bytes=4 * rows)
+
+
 KNOWN = (VIEWS | SAVES_OUTPUT | SAVES_INPUT | SAVES_OPERANDS | NO_SAVE | set(PER_INPUT)
-         | PER_OUTPUT | PER_INDEX | NOT_COUNTED | SAMPLED | {"dropout", "log_softmax"})  # fmt: skip
+         | PER_OUTPUT | PER_INDEX | NOT_COUNTED | SAMPLED
+         | {"dropout", "log_softmax", "attention"})  # fmt: skip
 """Every builtin this module knows the cost of (tests/unit/analysis/test_op_costs.py)."""
 
 

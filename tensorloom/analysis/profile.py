@@ -24,12 +24,17 @@ from pathlib import Path
 
 from xdsl.dialects.builtin import ModuleOp
 
-from tensorloom.analysis.op_costs import FP32_UNDER_AUTOCAST, RESULT, op_cost
+from tensorloom.analysis.op_costs import (
+    FP32_UNDER_AUTOCAST,
+    LOW_UNDER_AUTOCAST,
+    RESULT,
+    op_cost,
+)
 from tensorloom.analysis.trace import Step, StepBudget, TensorKey, Trace, trace_instantiation
 from tensorloom.catalogue.layers import BoundLayer
 from tensorloom.catalogue.shapes import Shape, concrete
 from tensorloom.diagnostics.ir import reporting
-from tensorloom.dialects.nml import DropoutOp, ModelOp, RefOp
+from tensorloom.dialects.nml import ApplyAtOp, DropoutOp, ModelOp, RefOp
 from tensorloom.passes.shape_inference import Instantiation, instantiations, set_dim_bindings
 from tensorloom.passes.support.model_env import (
     MAX_NESTING,
@@ -226,7 +231,7 @@ class Costing:
         p = dropout_rate(step.op) if isinstance(step.op, DropoutOp) else 0.0
         cost = op_cost(step.kind, ins, out, p)
         dtype = self.op_dtype(step)
-        act = cost.mask_bytes
+        act = cost.extra_bytes
         for index in cost.saved:
             act += self.saved_operand(step, index, ins, out, dtype)
         self.produced(step.output_key, out, dtype)
@@ -235,7 +240,7 @@ class Costing:
     def op_dtype(self, step: Step) -> int:
         if self.amp and step.kind in FP32_UNDER_AUTOCAST:
             return 4
-        if self.amp and step.kind == "matmul":
+        if self.amp and step.kind in LOW_UNDER_AUTOCAST:
             return PRECISION_BYTES[self.precision]
         floats = [
             self.dtype(k)
@@ -256,7 +261,7 @@ class Costing:
             return self.once(step.output_key, math.prod(out) * dtype)
         shape = ins[index]
         key = step.input_keys[index]
-        own = dtype if step.kind == "matmul" else self.dtype(key)
+        own = dtype if step.kind in LOW_UNDER_AUTOCAST else self.dtype(key)
         return self.once(key, math.prod(shape or ()) * own)
 
 
@@ -437,6 +442,8 @@ def unused_layers(
     conditional layer this configuration does not build is not one). One it reads as a
     value (a Parameter: `fc(x) * scale`) is `read`, not unused."""
     used = {s.name.split(".")[0].split("[")[0] for s in _in_loops(steps) if s.name}  # `h.0`: `h`
+    # `experts[i](x)` in a loop over a range: the element's steps are the caller's
+    used |= {op.layer.root_reference.data for op in model.walk() if isinstance(op, ApplyAtOp)}
     read = {op.symbol.root_reference.data for op in model.walk() if isinstance(op, RefOp)}
     return [
         LayerProfile(

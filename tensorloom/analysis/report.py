@@ -13,6 +13,7 @@ to the train block's `distributed`, else DDP), at the per-rank batch.
 from __future__ import annotations
 
 import json
+import math
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from xdsl.dialects.builtin import ModuleOp
 from tensorloom.analysis.memory import (
     OPTIMIZERS,
     MemoryBudget,
+    OptimizerShare,
     Parallelism,
     Training,
     optimizer_key,
@@ -53,7 +55,10 @@ from tensorloom.passes.support.model_env import (
     layers_of,
     models_of,
 )
+from tensorloom.passes.support.objectives import step_of
+from tensorloom.passes.support.param_groups import GroupProblem, ParamArg, Resolver
 from tensorloom.passes.support.state_dict import UnknownState, model_tree
+from tensorloom.passes.support.step_groups import model_trees
 from tensorloom.pipeline import Compilation
 
 
@@ -84,10 +89,56 @@ class ModelInfo:
 
 def train_settings(module: ModuleOp, instance: str) -> dict[str, Any]:
     """The train block's `batch_size`, `precision`, `optimizer` and `loss` for an instance."""
-    for op in module.walk():
-        if isinstance(op, train.LoopOp) and op.model.root_reference.data == instance:
-            return {key: evaluate(s.value, {}) for key, s in op.settings().items()}
-    return {}
+    loop = _loop_of(module, instance)
+    if loop is None:
+        return {}
+    return {key: evaluate(s.value, {}) for key, s in loop.settings().items()}
+
+
+def _loop_of(module: ModuleOp, instance: str) -> train.LoopOp | None:
+    """The train block that trains `instance`: `train net on ...` or `train (G, D) on ...`."""
+    loops = [op for op in module.walk() if isinstance(op, train.LoopOp)]
+    return next((op for op in loops if instance in op.model_names()), None)
+
+
+def step_optimizers(module: ModuleOp, instance: str) -> tuple[OptimizerShare, ...] | None:
+    """A block of `step` lines: each optimizer that updates `instance` and how many of its
+    parameters (groups resolved as check-train resolves them); () for a frozen model; None
+    for a block without steps, or groups that do not resolve."""
+    loop = _loop_of(module, instance)
+    if loop is None or not loop.steps():
+        return None
+    groups = {name: op.value for name, op in loop.groups().items()}
+    trees = model_trees(module, loop.model_names())
+    tree = trees.get(instance)
+    if tree is None:
+        return None
+    resolver = Resolver(loop.model_names(), trees, groups)
+    shares: list[OptimizerShare] = []
+    for step in (step_of(op, groups) for op in loop.steps()):
+        for optimizer in step.optimizers if step is not None else ():
+            params = _share(resolver, optimizer.args, instance)
+            if params is None:
+                return None
+            if params:
+                key = _optimizer(CallValue(optimizer.name, (), optimizer.kwargs))  # type: ignore[arg-type]
+                shares.append(OptimizerShare(key or optimizer.name, params))
+    return tuple(shares)
+
+
+def _share(resolver: Resolver, args: tuple[ParamArg, ...], instance: str) -> int | None:
+    """The parameters of `instance` the arguments select (None: unresolved)."""
+    shapes = resolver.trees[instance].parameters()
+    total = 0
+    for arg in args:
+        try:
+            selected = resolver.select(arg.selection)
+        except GroupProblem:
+            return None
+        if selected is None:
+            return None
+        total += sum(math.prod(shapes[name]) for model, name in selected if model == instance)
+    return total
 
 
 def _optimizer(value: object) -> str | None:
@@ -140,7 +191,12 @@ def model_info(
     parallel = _parallelism(inst, module, request, settings.get("distributed"))
     loss = _name(settings.get("loss"))
     trainable = _trainable(inst, module, settings)
-    training = Training(precision, optimizer, loss, request.checkpointing, parallel, trainable)
+    shares = () if request.optimizer else step_optimizers(module, inst.name) or ()
+    if shares or step_optimizers(module, inst.name) == ():
+        optimizer = " + ".join(dict.fromkeys(s.name for s in shares)) or "frozen"
+        trainable = sum(s.params for s in shares)
+    training = Training(precision, optimizer, loss, request.checkpointing, parallel, trainable,
+                        shares)  # fmt: skip
     options = ProfileOptions(batch, precision, request.bindings)
     profile = profile_instantiation(inst, models_of(module), options, budget)
     if profile is None:
@@ -258,6 +314,10 @@ def model_json(info: ModelInfo, request: InfoRequest) -> dict[str, Any]:
             "precision": info.training.precision,
             "optimizer": info.training.optimizer,
             "loss": info.training.loss,
+            "optimizers": [
+                {"name": o.name, "params": o.params, "state_bytes": o.state_bytes}
+                for o in info.training.optimizers
+            ],
             "bindings": dict(request.bindings),
         },
         "memory": budget_json(info.budget, request),
@@ -375,7 +435,10 @@ def summary_lines(info: ModelInfo, request: InfoRequest) -> list[str]:
         f"batch {info.batch_size or '?'}, {t.precision}, {t.optimizer}, loss {t.loss or 'none'}"
     ]
     lines += [f"error: {e}" for e in p.errors]
-    if t.trainable is not None:
+    for share in t.optimizers:
+        lines.append(f"optimizer {share.name}: {share.params:,} parameters, state "
+                     f"{_bytes(share.state_bytes)}")  # fmt: skip
+    if t.trainable is not None and not t.optimizers:
         lines.append(
             f"trainable parameters: {t.trainable:,} of {p.params:,} (frozen: "
             f"{p.params - t.trainable:,}): no gradients or optimizer state for the rest"

@@ -20,7 +20,8 @@ profile count a tensor saved by two layers once.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.dialects.builtin import IntegerAttr, IntegerType
@@ -44,8 +45,11 @@ from tensorloom.dialects.nml import (
     LayerOp,
     ListOp,
     ModelOp,
+    NonzeroOp,
     ReturnOp,
     TensorType,
+    TopkOp,
+    TupleGetOp,
     TupleType,
     YieldOp,
 )
@@ -60,6 +64,7 @@ from tensorloom.passes.support.model_env import (
     bind_layer,
     element_env,
     forward_of,
+    layer_kind,
     layers_of,
     lookup_symbol,
     model_env,
@@ -229,7 +234,9 @@ class Walker:
         defined = frozenset(id(v) for v in values_defined_in(body))
         carried = [self.key(v) for v in op.inits]
         walked: list[list[Step]] = []
-        for _ in range(min(count, 2)):
+        layer = layers_of(model).get(op.layers.root_reference.data) if op.layers else None
+        positions = layer is not None and layer.var is not None  # each element its own
+        for _ in range(count if positions else min(count, 2)):
             frame = next(self.frames)
             for arg, key in zip(body.args[1:], carried, strict=False):
                 self.aliases[(frame, id(arg))] = key
@@ -243,6 +250,8 @@ class Walker:
             self.iterations.pop()
         for result, key in zip(op.results, carried, strict=False):
             self.aliases[self._raw(result)] = key
+        if positions:  # no iteration repeats another: all of them, none multiplied
+            walked = [[step for steps in walked for step in steps]]
         self.stack[-1].append(self._loop_step(model, op, count, walked))
 
     def _loop_step(self, model: ModelOp, op: ForOp, count: int, walked: list[list[Step]]) -> Step:
@@ -250,7 +259,7 @@ class Walker:
         name, kind = "for", "loop"
         layer = layers_of(model).get(op.layers.root_reference.data) if op.layers else None
         if layer is not None:
-            name, kind = layer.sym_name.data, layer.kind.data
+            name, kind = layer.sym_name.data, layer_kind(layer)
         self.budget.left -= 1
         result = op.results[0] if op.results else None
         output = _shape(result) if result is not None else None
@@ -280,13 +289,13 @@ class Walker:
         layer = layers_of(model).get(op.layer.root_reference.data)
         if layer is None:
             return
-        nested = nested_model(layer, self.models)
+        element = self._element(op, layer) if isinstance(op, ApplyAtOp) else 0
+        nested = nested_model(layer, self.models, element if layer.var is not None else None)
         if nested is not None and nested is not model and lookup(layer.kind.data) is None:
-            self._nested(op, layer, nested, env)
+            self._nested(op, layer, nested, env, element)
             return
         name = layer.sym_name.data
         if isinstance(op, ApplyAtOp):  # an element of a list of catalogue layers: `h.0`
-            element = self._element(op, layer)
             bound = bind_layer(layer, element_env(layer, env, element))  # its own arguments
             step = self._step(f"{name}.{element}", layer.kind.data, op, op.args)
             step.scope = (*self.scope, id(layer), element)
@@ -300,20 +309,23 @@ class Walker:
             self.indices.add(step.input_keys[0])
         self.stack[-1].append(step)
 
-    def _nested(self, op: ApplyOp | ApplyAtOp, layer: LayerOp, nested: ModelOp, env: Env) -> None:
-        """A nested model's forward, in its own frame: for `nml.apply` a step with the
-        forward's steps as children; an element of a list (`nml.apply_at`) adds its
-        steps to the caller's."""
+    def _nested(
+        self, op: ApplyOp | ApplyAtOp, layer: LayerOp, nested: ModelOp, env: Env, element: int
+    ) -> None:
+        """A nested model's forward, in its own frame: for `nml.apply`, and an element of a
+        per-position list (`stages.1`, its own copy and arguments), a step with the
+        forward's steps as children; an element of a list of copies (`nml.apply_at`) adds
+        its steps to the caller's."""
         forward = forward_of(nested)
-        element = self._element(op, layer) if isinstance(op, ApplyAtOp) else 0
         overrides = nested_overrides(layer, nested, element_env(layer, env, element))
         if forward is None or isinstance(overrides, ArgFailure) or self.depth > MAX_DEPTH:
             return
         inner = model_env(nested, overrides)
         keys = [self.key(v) for v in op.operands if not _is_index(op, v)]
+        outer = self.scope
         if isinstance(op, ApplyAtOp):
-            outer = self.scope
             self.scope = (*outer, id(layer), element)
+        if isinstance(op, ApplyAtOp) and layer.var is None:
             self._alias_result(op, self.call(nested, forward, inner, keys))
             self.scope = outer
             return
@@ -321,7 +333,14 @@ class Walker:
         returned = self.call(nested, forward, inner, keys)
         children = self.stack.pop()
         self._alias_result(op, returned)
-        step = self._step(layer.sym_name.data, layer.kind.data, op)
+        name = layer.sym_name.data
+        if isinstance(op, ApplyAtOp):
+            name = f"{name}.{element}"
+        step = self._step(name, layer_kind(layer), op, list(op.args))
+        self.scope = outer  # the step keeps the scope it was made in (`_step`)
+        typed = forward.function_type.outputs.data  # the element's own copy's output
+        if isinstance(op, ApplyAtOp) and typed and isinstance(typed[0], TensorType):
+            step.output = typed[0].dims
         step.params = sum(c.params for c in children)
         step.children = children
         step.layer, step.model, step.env = layer, nested, inner
@@ -413,6 +432,7 @@ def trace_instantiation(
     dims = first.dims if isinstance(first, TensorType) else None
     if batch is not None and dims and isinstance(dims[0], str) and dims[0] not in sizes:
         sizes[dims[0]] = batch
+    sizes |= routed_counts(models.values(), sizes)
     budget = StepBudget() if budget is None else budget
     walker = Walker(models, budget)
     try:
@@ -431,6 +451,49 @@ def trace_instantiation(
     integer = integer or input_key(0) in walker.indices
     name, model = inst.name, model_kind(inst.model)
     return Trace(name, model, inputs, output, walker.stack[0], sizes, returned, integer)
+
+
+def routed_counts(models: Iterable[ModelOp], sizes: Mapping[str, int]) -> dict[str, int]:
+    """The length `tlc info` counts for each `where(chosen == i)` over the indices of a
+    `topk(k)` among E choices (a sparse MoE's router): N·k/E, each expert given an equal
+    share of the routed tokens, as a load-balancing loss aims at. Other data-dependent
+    lengths stay unknown (bind them with `-D nnz_<line>_<column>=N`)."""
+    found: dict[str, int] = {}
+    for model in models:
+        for op in model.walk():
+            if not isinstance(op, NonzeroOp) or op.count_name() in sizes:
+                continue
+            share = _routed_share(op, sizes)
+            if share is not None:
+                found[op.count_name()] = share
+    return found
+
+
+def _routed_share(op: NonzeroOp, sizes: Mapping[str, int]) -> int | None:
+    compare = op.input.owner
+    if not isinstance(compare, Operation) or compare.name != "nml.eq":
+        return None
+    for operand in compare.operands:
+        picked = operand.owner
+        topk = picked.input.owner if isinstance(picked, TupleGetOp) else None
+        if not isinstance(topk, TopkOp) or picked.index.value.data != 1:  # type: ignore[union-attr]
+            continue
+        chosen, scores = (_dims(v, sizes) for v in (operand, topk.input))
+        if chosen is None or scores is None or not scores:
+            return None
+        choices = scores[topk.dim.value.data % len(scores)]
+        if not isinstance(choices, int) or choices < 1:
+            return None
+        return math.prod(chosen) // choices  # type: ignore[arg-type]
+    return None
+
+
+def _dims(value: SSAValue, sizes: Mapping[str, int]) -> tuple[int, ...] | None:
+    kind = value.type
+    dims = resolve_sizes(kind.dims, sizes) if isinstance(kind, TensorType) else None
+    if dims is None or not all(isinstance(d, int) for d in dims):
+        return None
+    return dims  # type: ignore[return-value]
 
 
 def _too_large(inst: Instantiation) -> None:

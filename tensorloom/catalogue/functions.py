@@ -247,8 +247,15 @@ _TABLE: tuple[FunctionSpec, ...] = (
         )
     ),
     FunctionSpec(
-        "where", "condition, a, b", "a where condition holds, else b", "torch.where", "where",
-        method=False,
+        "where", "condition[, a, b]",
+        "a where condition holds, else b; with the condition alone, the indices where it "
+        "holds, one i64 tensor per dim, of a length that depends on the data",
+        "torch.where", "where", method=False,
+    ),
+    FunctionSpec(
+        "nonzero", "x, as_tuple=true",
+        "the indices where x holds, one i64 tensor per dim (as `where(x)`)",
+        "torch.nonzero", "nonzero",
     ),
     FunctionSpec(
         "masked_fill", "x, mask, value", "x with `value` where mask holds", "x.masked_fill",

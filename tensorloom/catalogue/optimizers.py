@@ -88,6 +88,13 @@ OPTIMIZER_SPECS: tuple[OptimizerSpec, ...] = (
         2, 1, default_lr=0.002,
     ),
     OptimizerSpec(
+        "Muon", "momentum orthogonalised by Newton-Schulz; 2-D parameters only (torch 2.9+)",
+        (LR, WEIGHT_DECAY, MOMENTUM, Arg("nesterov", "bool"), Arg("ns_coefficients", "floats"),
+         EPS, Arg("ns_steps", "int", low=1, open_low=False),
+         Arg("adjust_lr_fn", "str", choices=("original", "match_rms_adamw"))),
+        1, 1, default_weight_decay=0.1,
+    ),
+    OptimizerSpec(
         "RAdam", "Adam with a rectified warm-up of the variance",
         (LR, BETAS, EPS, WEIGHT_DECAY, Arg("decoupled_weight_decay", "bool"),
          *_flags("foreach", "maximize", "capturable", "differentiable")),

@@ -59,6 +59,13 @@ SCHEDULE_SPECS: tuple[ScheduleSpec, ...] = (
     ),
     ScheduleSpec("warmup", "`constant_with_warmup`'s older name", WARMUP, (("warmup_steps", 100),)),
     ScheduleSpec(
+        "wsd",
+        "warmup-stable-decay: linear warm-up, `lr` held, then a straight line down to `min_lr` "
+        "over the last `decay_fraction` of the run (0.2 unless given)",
+        (*WARMUP, Arg("decay_fraction", "float", low=0.0, high=1.0), MIN_LR),
+        (("decay_fraction", 0.2),),
+    ),
+    ScheduleSpec(
         "onecycle",
         "torch's OneCycleLR curve, `lr` the peak: up over `pct_start` of the run, then down",
         (

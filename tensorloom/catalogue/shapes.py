@@ -21,6 +21,7 @@ the shape-inference pass shows after the op's name when it does not start with i
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -748,14 +749,34 @@ def index_shape(shape: Shape, indices: Sequence[Index]) -> Shape | ShapeMismatch
             help="index by the integer first (`x[:, 0][idx]`), or use `gather`",
         )
     if len(tensors) > 1:
-        return mismatch(
-            f"indexing by {len(tensors)} tensors at once is not supported",
-            help="index by one tensor at a time, or use `gather`",
-        )
-    if tensors and tensors[0].dims is None:
+        problem = _paired_tensors(indices, tensors)
+        if problem is not None:
+            return problem
+    if tensors and any(t.dims is None for t in tensors):
         return None
     expanded = _expand_ellipsis(list(indices), len(shape) - len(consuming))
     return _apply_indices(shape, expanded)
+
+
+def _paired_tensors(indices: Sequence[Index], tensors: list[TensorIndex]) -> ShapeMismatch | None:
+    """`w[rows, nth]` (Mixtral's `weights[batch_idx, nth_expert, None]`): tensor indices
+    side by side, of one shape, pick one element per position, their shape in place of
+    the dims they index. Apart, or of different shapes, they are refused."""
+    at = [i for i, index in enumerate(indices) if isinstance(index, TensorIndex)]
+    if at != list(range(at[0], at[0] + len(at))):
+        return mismatch(
+            "tensor indices with a slice between them move the indexed dims: not supported",
+            help="put the tensor indices side by side, or index by one at a time",
+        )
+    first = tensors[0].dims
+    for other in tensors[1:]:
+        if first is not None and other.dims is not None and tuple(other.dims) != tuple(first):
+            return mismatch(
+                f"tensor indices of different shapes, {format_shape(first)} and "
+                f"{format_shape(other.dims)}",
+                help="index by tensors of one shape: each picks one element per position",
+            )
+    return None
 
 
 def _expand_ellipsis(indices: list[Index], fill: int) -> list[Index]:
@@ -768,13 +789,17 @@ def _expand_ellipsis(indices: list[Index], fill: int) -> list[Index]:
 def _apply_indices(shape: tuple[Dim, ...], indices: list[Index]) -> Shape | ShapeMismatch:
     out: list[Dim] = []
     axis = 0
+    out_tensor = False
     for index in indices:
         if index is None:
             out.append(1)
             continue
         size = shape[axis]
         if isinstance(index, TensorIndex):
-            out.extend(index.dims or ())
+            paired = out_tensor
+            out_tensor = True
+            if not paired:  # the later indices of a pair share the first one's dims
+                out.extend(index.dims or ())
         elif isinstance(index, int):
             if isinstance(size, int) and not -size <= index < size:
                 return mismatch(
@@ -1164,8 +1189,21 @@ def resolve_sizes(shape: Shape, sizes: Mapping[str, int]) -> Shape:
     `-D T=512` and batch size, on the types the IR holds)."""
     if shape is None:
         return None
-    return tuple(dim_expr.evaluate(d, sizes) if isinstance(d, str) and d != "..." else d
+    return tuple(_resolved(d, sizes) if isinstance(d, str) and d != "..." else d
                  for d in shape)  # fmt: skip
+
+
+def _resolved(dim: str, sizes: Mapping[str, int]) -> Dim:
+    """One symbolic size under `sizes`; a batch hole (`B_T_x8`, `_batch_hole`) is the
+    product of its symbols' sizes and its factor."""
+    value = dim_expr.evaluate(dim, sizes)
+    if not isinstance(value, str) or dim in sizes or not dim_expr.is_name(dim):
+        return value
+    parts = dim.split("_")
+    factor = int(parts.pop()[1:]) if len(parts) > 1 and re.fullmatch(r"x\d+", parts[-1]) else 1
+    if not parts or not all(isinstance(sizes.get(p), int) for p in parts):
+        return value
+    return factor * math.prod(sizes[p] for p in parts)
 
 
 # --- pad, narrow, topk, one_hot, gather, scatter ----------------------------------------------

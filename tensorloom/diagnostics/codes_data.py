@@ -1190,6 +1190,121 @@ error[TL0436]: `table` is random (`randn`), but a function reads it: a top-level
 """,
         ),
         Code(
+            'TL0450',
+            'a parameter selection names no model, group or layer',
+            """\
+A `group` line or an optimizer's argument selects parameters from the block's models: a model (`net`), a layer path of one (`net.blocks`, `net.blocks[0:2]`, `net.head.weight`), a group, or `params(...)` of paths. A name that is none of them, or a path that is not a layer or parameter of the model, is an error, with the nearest name as help.
+""",
+            """\
+error[TL0450]: `net.blokcs` is not a layer or parameter of `net`
+  --> gpt.tl:26:20
+   |
+26 |     group hidden = params(net.blokcs, ndim=2)
+   |                    ^^^^^^^^^^^^^^^^^^^^^^^^^^
+   |
+   = help: did you mean `net.blocks`?
+""",
+        ),
+        Code(
+            'TL0451',
+            'a parameter group that selects nothing',
+            """\
+A `group` line, or an optimizer's argument, that resolves to no parameter of the specialised model (a `match` glob or an `ndim` no parameter has, a complement that removes everything) would give an optimizer nothing to update.
+""",
+            """\
+error[TL0451]: the group `hidden` selects no parameters
+  --> gpt.tl:26:20
+   |
+26 |     group hidden = params(net.blocks, ndim=3)
+   |                    ^^^^^^^^^^^^^^^^^^^^^^^^^^
+   |
+   = help: check its layer paths, `match` and `ndim`
+""",
+        ),
+        Code(
+            'TL0452',
+            'a parameter in two optimizers',
+            """\
+Each parameter is updated by at most one optimizer: two would each apply their own update to it at every step. The message names the parameters two optimizers share; subtract one group from the other (`params(net) - hidden`).
+""",
+            """\
+error[TL0452]: `net.blocks.0.fc.weight` and `net.blocks.1.fc.weight` are updated by two optimizers: `Muon` of step `ce` and `AdamW` of step `ce`
+  --> gpt.tl:27:41
+   |
+27 |     step ce with Muon(hidden, lr=0.02), AdamW(net, lr=3e-3)
+   |                                         ^^^^^^^^^^^^^^^^^^^
+  ::: gpt.tl:27:18
+27 |     step ce with Muon(hidden, lr=0.02), AdamW(net, lr=3e-3)
+   |                  --------------------- first here
+   |
+   = help: give each parameter to one optimizer: subtract one group from the other
+""",
+        ),
+        Code(
+            'TL0453',
+            'trainable parameters no optimizer updates (warning)',
+            """\
+A model whose parameters the block's optimizers update only in part: the rest get gradients at every backward but never change. Usually a group was meant to take them (the complement, `params(net) - hidden`). A model no optimizer names at all is frozen instead (TL0435).
+""",
+            """\
+warning[TL0453]: 10 parameters of `net` are in no optimizer: `net.embed.weight`, `net.embed.bias`, `net.blocks.0.ln.weight` and 7 more (they get gradients but never change)
+  --> gpt.tl:25:7
+   |
+25 | train net on data:
+   |       ^^^
+   |
+   = help: add them to an optimizer, e.g. a group `params(...) - ...` for the rest
+""",
+        ),
+        Code(
+            'TL0454',
+            'Muon on a parameter that is not 2-D',
+            """\
+torch.optim.Muon orthogonalises each parameter's update as a matrix, so it takes 2-D parameters only: the blocks' hidden weights. Embeddings, the head, biases and norm gains go to AdamW, as torch.optim.Muon's documentation prescribes. The message names the first parameter that is not 2-D.
+""",
+            """\
+error[TL0454]: `Muon` updates 2-D parameters only, but `net.blocks.0.ln.weight` has 1 dimension ([16])
+  --> gpt.tl:28:18
+   |
+28 |     step ce with Muon(hidden, lr=0.02), AdamW(rest, lr=3e-3)
+   |                  ^^^^^^^^^^^^^^^^^^^^^
+   |
+   = help: select the matrices (`params(..., ndim=2)`); give the rest to AdamW
+""",
+        ),
+        Code(
+            'TL0455',
+            'a malformed parameter group',
+            """\
+`params(PATH, ..., match="GLOB", ndim=N)` takes layer paths and those two keywords; a selection is a model, a path, a group, `params(...)`, or `a + b` / `a - b` of them. A group may not take a model's name, be defined twice, or be defined through itself.
+""",
+            """\
+error[TL0455]: `params` takes no keyword `dims`
+  --> gpt.tl:26:20
+   |
+26 |     group hidden = params(net.blocks, dims=2)
+   |                    ^^^^^^^^^^^^^^^^^^^^^^^^^^
+   |
+   = help: did you mean `ndim`?
+""",
+        ),
+        Code(
+            'TL0456',
+            'a per-epoch schedule in a block of `step` lines',
+            """\
+In a block of `step` lines each optimizer has its own `lr_schedule` (its own keyword, or the block's for every optimizer that sets none), stepped after each of its optimizer steps. `plateau` steps on the validation loss after each epoch instead, which is not taken there.
+""",
+            """\
+error[TL0456]: `plateau` steps on the validation loss after each epoch; the optimizers of `step` lines take schedules of their optimizer steps
+  --> gpt.tl:26:19
+   |
+26 |     lr_schedule = plateau(patience=2)
+   |                   ^^^^^^^^^^^^^^^^^^^
+   |
+   = help: use a per-step schedule: `cosine(...)`, `linear(...)` or `step(...)`
+""",
+        ),
+        Code(
             'TL0420',
             'an unknown config override',
             """\
@@ -1751,6 +1866,78 @@ error[TL0811]: no Linear layer of the model is named `ou`
    |            ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
    |
    = help: did you mean `out`?
+""",
+        ),
+        Code(
+            'TL0812',
+            "a `weights` rule's tensors cannot be joined or split into the model's",
+            """\
+A rule with several names on a side joins the file's tensors (`torch.cat` along its `along`
+dim, 0 unless it says, after any `transposed`) or splits one into the model's tensors, each
+as large along that dim as the model's. The joined tensors must agree in every other dim,
+and the two sides must have the same shape once joined.
+""",
+            """\
+error[TL0812]: `attn.c_attn.weight` is [8, 20] ([20, 8] transposed), the model's `q.weight` [8, 8], `k.weight` [8, 8] and `v.weight` [8, 8] joined along dim 0 are [24, 8]
+  --> split_sizes.tl:15:5
+   |
+15 |     "attn.c_attn.weight" -> ["q.weight", "k.weight", "v.weight"] along 0 transposed
+   |     ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^ shapes differ
+""",
+        ),
+        Code(
+            'TL0813',
+            "a `weights` rule joins tensors the file does not all have",
+            """\
+The patterns of a join (`["layer.{i}.query.weight", "layer.{i}.key.weight", ...] -> ...`)
+are matched with the same parts: for each tensor one pattern finds, the others must find
+their partner (the same layer's `key`, `value`).
+""",
+            """\
+error[TL0813]: `layer.0.query.weight` is joined with `layer.0.value.weight`, which `w.safetensors` lacks
+  --> fuse_missing.tl:13:5
+   |
+13 |     ["layer.{i}.query.weight", "layer.{i}.key.weight", "layer.{i}.value.weight"] -> "attn.{i}.in_proj_weight"
+   |     ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^ this rule joins tensors the file has not
+   |
+   = help: each pattern of a join must match a tensor for the same parts
+""",
+        ),
+        Code(
+            'TL0814',
+            "config.json disagrees with the instance's config",
+            """\
+When the source is a Hugging Face folder, its config.json is compared with the instance's
+config values: each `config "num_attention_heads" -> n_head` line of the `weights` block,
+and every integer config of the model named as a config.json entry (`n_embd`, `vocab_size`).
+Weights of another size would fail later, tensor by tensor; this names the cause.
+""",
+            """\
+error[TL0814]: config.json has `num_labels` 2, the model's `classes` is 3
+  --> config.tl:11:5
+   |
+11 |     config "num_labels" -> classes
+   |     ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^ `net` has `classes` 3
+   |
+   = help: build `net` with `classes=2`, or load weights of its size
+""",
+        ),
+        Code(
+            'TL0815',
+            "a `config` line names an entry that is not there",
+            """\
+`config "KEY" -> name` compares config.json's `KEY` with the instance's config `name`: the
+source must have a config.json (a Hugging Face folder), with that key, and the model that
+config.
+""",
+            """\
+error[TL0815]: config.json has no `num_label`
+  --> config_unknown.tl:11:5
+   |
+11 |     config "num_label" -> classes
+   |     ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+   |
+   = help: did you mean `num_labels`?
 """,
         ),
     )),

@@ -192,6 +192,15 @@ class LoopOp(LazyFormatOp):
         """The block's `step ... with ...` lines, in order."""
         return [op for op in self.body.block.ops if isinstance(op, StepOp)]
 
+    def groups(self) -> dict[str, GroupOp]:
+        """The block's `group NAME = ...` lines by name, in order (the first of a name that
+        repeats: check-train reports the second)."""
+        groups: dict[str, GroupOp] = {}
+        for op in self.body.block.ops:
+            if isinstance(op, GroupOp):
+                groups.setdefault(op.group.root_reference.data, op)
+        return groups
+
     def runs_objectives(self) -> bool:
         """The block minimises `fn`s that call its models (`objective = f` or `step` lines):
         the data feeds them, not a model's forward directly."""
@@ -220,6 +229,43 @@ class StepOp(LazyFormatOp):
 
     def __init__(self, objective: str, optimizer: Attribute):
         super().__init__(properties={"objective": SymbolRefAttr(objective), "optimizer": optimizer})
+
+    def optimizer_calls(self) -> list[Attribute]:
+        """Each optimizer of the step: one, or (`with Muon(hidden), AdamW(rest)`) an array
+        of them that one backward feeds."""
+        if isinstance(self.optimizer, ArrayAttr):
+            return list(self.optimizer.data)
+        return [self.optimizer]
+
+    def optimizer_locs(self) -> list[Attribute | None]:
+        """Where each optimizer is written, in `optimizer_calls`' order."""
+        locs = self.optimizer_loc
+        if isinstance(locs, ArrayAttr):
+            return list(locs.data)
+        return [locs]
+
+
+@lazy_op_definition
+class GroupOp(LazyFormatOp):
+    """`train.group @hidden = #nml.call<"params", ["net.blocks"], {ndim = 2 : i64}>`: a named
+    selection of a model's parameters (`group hidden = params(net.blocks, ndim=2)`), which
+    the block's optimizers name in place of a model. check-train resolves it against the
+    specialised model: `params(PATH, "glob", ndim=N)`, and `a - b`, `a + b` of selections."""
+
+    name = "train.group"
+
+    group = prop_def(SymbolRefAttr)
+    value = prop_def()
+    value_loc = opt_prop_def()
+
+    traits = traits_def(HasParent(LoopOp))
+    irdl_options = (ParsePropInAttrDict(),)
+    ASSEMBLY_FORMAT: ClassVar[str] = "$group `=` $value attr-dict"
+
+    def __init__(self, name: str, value: Attribute, value_loc: Attribute | None = None):
+        super().__init__(
+            properties={"group": SymbolRefAttr(name), "value": value, "value_loc": value_loc}
+        )
 
 
 @lazy_op_definition
@@ -488,24 +534,49 @@ class ActivationCheckpointOp(LazyFormatOp):
             raise VerifyException("activation_checkpoint needs at least one layer")
 
 
+WeightRuleTuple = tuple["str | tuple[str, ...]", "str | tuple[str, ...] | None", bool, "int | None"]
+"""(the file's name or names, the model's name or names or None to ignore, transposed, the
+dim several names are split or joined along or None)."""
+
+
+def _names(attr: Attribute) -> str | tuple[str, ...]:
+    if isinstance(attr, ArrayAttr):
+        return tuple(s.data for s in attr.data if isinstance(s, StringAttr))
+    return attr.data if isinstance(attr, StringAttr) else ""
+
+
+def _names_attr(names: str | Sequence[str] | None) -> Attribute:
+    if names is None or isinstance(names, str):
+        return StringAttr(names or "")
+    return string_array(list(names))
+
+
 @lazy_op_definition
 class WeightsOp(LazyFormatOp):
     """`train.weights @net from "gpt2" {...}`: a `weights` block, the published weights an
     instance starts from and the rules that name the file's tensors in the model's names.
 
-    Rule i maps `sources[i]` (the file's name pattern) to `targets[i]` (the model's), `""`
-    for a tensor to ignore; `transposed[i]` is 1 where the file stores it the other way round
-    (Hugging Face GPT-2's `Conv1D`). `rule_locs[i]` is where rule i is written.
+    Rule i maps `sources[i]` (the file's name pattern, or an array of them joined into one
+    tensor) to `targets[i]` (the model's, or an array the tensor is split into), `""` for a
+    tensor to ignore; `transposed[i]` is 1 where the file stores it the other way round
+    (Hugging Face GPT-2's `Conv1D`); `along[i]` is the dim a rule of several names joins or
+    splits along, -1 where the rule does not say. `rule_locs[i]` is where rule i is written.
+    `config_keys[j]` is a config.json entry that must equal the instance's config
+    `config_names[j]` (written at `config_locs[j]`).
     """
 
     name = "train.weights"
 
     instance = prop_def(StringAttr)
     source = prop_def(StringAttr)
-    sources = prop_def(ArrayAttr[StringAttr])
-    targets = prop_def(ArrayAttr[StringAttr])
+    sources = prop_def(ArrayAttr[Attribute])
+    targets = prop_def(ArrayAttr[Attribute])
     transposed = prop_def(ArrayAttr[IntegerAttr])
+    along = opt_prop_def(ArrayAttr[IntegerAttr])
     rule_locs = opt_prop_def(ArrayAttr)
+    config_keys = opt_prop_def(ArrayAttr[StringAttr])
+    config_names = opt_prop_def(ArrayAttr[StringAttr])
+    config_locs = opt_prop_def(ArrayAttr)
     instance_loc = opt_prop_def(Attribute)
     source_loc = opt_prop_def(Attribute)
 
@@ -516,35 +587,64 @@ class WeightsOp(LazyFormatOp):
         self,
         instance: str,
         source: str,
-        rules: Sequence[tuple[str, str | None, bool]],
+        rules: Sequence[WeightRuleTuple | tuple[str, str | None, bool]],
         rule_locs: Sequence[Attribute] | None = None,
+        configs: Sequence[tuple[str, str]] = (),
+        config_locs: Sequence[Attribute] | None = None,
     ):
+        alongs = [r[3] if len(r) > 3 else None for r in rules]
         super().__init__(
             properties={
                 "instance": StringAttr(instance),
                 "source": StringAttr(source),
-                "sources": string_array([r[0] for r in rules]),
-                "targets": string_array([r[1] or "" for r in rules]),
+                "sources": ArrayAttr([_names_attr(r[0]) for r in rules]),
+                "targets": ArrayAttr([_names_attr(r[1]) for r in rules]),
                 "transposed": ArrayAttr([IntegerAttr(int(r[2]), i1) for r in rules]),
+                "along": ArrayAttr([IntegerAttr(-1 if a is None else a, i64) for a in alongs])
+                if any(a is not None for a in alongs)
+                else None,
                 "rule_locs": ArrayAttr(rule_locs) if rule_locs is not None else None,
+                "config_keys": string_array([k for k, _ in configs]) if configs else None,
+                "config_names": string_array([n for _, n in configs]) if configs else None,
+                "config_locs": ArrayAttr(config_locs) if configs and config_locs else None,
             }
         )
 
-    def rules(self) -> list[tuple[str, str | None, bool]]:
-        """(file pattern, model pattern or None to ignore, transposed), in order."""
+    def rules(self) -> list[WeightRuleTuple]:
+        """(file pattern(s), model pattern(s) or None to ignore, transposed, along), in order."""
+        n = len(self.sources.data)
+        alongs = [a.value.data for a in self.along.data] if self.along is not None else [-1] * n
         return [
-            (s.data, t.data or None, bool(f.value.data))
-            for s, t, f in zip(self.sources, self.targets, self.transposed, strict=True)
+            (_names(s), _names(t) or None, bool(f.value.data), a if a >= 0 else None)
+            for s, t, f, a in zip(self.sources, self.targets, self.transposed, alongs, strict=True)
+        ]
+
+    def configs(self) -> list[tuple[str, str]]:
+        """(config.json's entry, the instance's config name), in order."""
+        if self.config_keys is None or self.config_names is None:
+            return []
+        return [
+            (k.data, n.data)
+            for k, n in zip(self.config_keys.data, self.config_names.data, strict=True)
         ]
 
     def verify_(self) -> None:
         n = len(self.sources.data)
         if len(self.targets.data) != n or len(self.transposed.data) != n:
             raise VerifyException("`sources`, `targets` and `transposed` must have one entry each")
-        if self.rule_locs is not None and len(self.rule_locs.data) != n:
-            raise VerifyException(
-                f"`rule_locs` has {len(self.rule_locs.data)} entries, expected {n}"
-            )
+        for names in (*self.sources.data, *self.targets.data):
+            if not isinstance(names, StringAttr) and not (
+                isinstance(names, ArrayAttr) and all(isinstance(s, StringAttr) for s in names)
+            ):
+                raise VerifyException("a rule's names are a string or an array of strings")
+        for what, array in (("along", self.along), ("rule_locs", self.rule_locs)):
+            if array is not None and len(array.data) != n:
+                raise VerifyException(f"`{what}` has {len(array.data)} entries, expected {n}")
+        keys, names = self.config_keys, self.config_names
+        if (keys is None) != (names is None) or (
+            keys is not None and names is not None and len(keys.data) != len(names.data)
+        ):
+            raise VerifyException("`config_keys` and `config_names` must have one entry each")
 
 
 Train = Dialect(
@@ -554,6 +654,7 @@ Train = Dialect(
         LoopOp,
         SetOp,
         StepOp,
+        GroupOp,
         ConfigOp,
         CheckpointOp,
         MainOp,

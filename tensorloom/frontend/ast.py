@@ -233,6 +233,12 @@ class LetTupleStmt(Stmt):
     names: list[str]
     name_spans: list[Span]
     value: Expr
+    paths: list[tuple[int, ...]] | None = None
+    """Where each name sits in a nested pattern: `let (out, (h, c)) = lstm(x, state)` has
+    `names` out, h, c at (0,), (1, 0), (1, 1); None for a flat one (name i at (i,))."""
+
+    def path_of(self, index: int) -> tuple[int, ...]:
+        return self.paths[index] if self.paths is not None else (index,)
 
 
 @dataclass(slots=True)
@@ -365,7 +371,21 @@ class TrainStep(Node):
 
     objective: str
     objective_span: Span
-    optimizer: Expr
+    optimizers: list[Expr]  # `step f with Muon(hidden), AdamW(rest)`: one backward, both step
+
+    @property
+    def optimizer(self) -> Expr:
+        return self.optimizers[0]
+
+
+@dataclass(slots=True)
+class TrainGroup(Node):
+    """`group hidden = params(net.blocks, ndim=2)` inside a train block: a named selection of
+    a model's parameters, for the optimizers of its `step` lines."""
+
+    name: str
+    name_span: Span
+    value: Expr
 
 
 @dataclass(slots=True)
@@ -377,18 +397,33 @@ class TrainDecl(Stmt):
     settings: list[TrainSetting]
     checkpoint: CheckpointClause | None
     steps: list[TrainStep] = field(default_factory=list["TrainStep"])
+    groups: list[TrainGroup] = field(default_factory=list["TrainGroup"])
 
 
 @dataclass(slots=True)
 class WeightRule(Node):
     """`"transformer.h.{i}.ln_1.weight" -> "h.{i}.ln_1.weight" [transposed]`, or
-    `ignore "..."` (`target` None): one name rule of a `weights` block."""
+    `ignore "..."` (`targets` empty): one name rule of a `weights` block. Several sources
+    are joined into one tensor and several targets split from one, along `along`:
+    `"c_attn.weight" -> ["q.weight", "k.weight", "v.weight"] along 0 transposed`."""
 
-    source: str
+    sources: list[str]
     source_span: Span
-    target: str | None
+    targets: list[str]
     target_span: Span | None
     transposed: bool
+    along: int | None = None
+
+
+@dataclass(slots=True)
+class ConfigRule(Node):
+    """`config "num_attention_heads" -> n_head`: config.json's entry that must equal one of
+    the instance's config values."""
+
+    key: str
+    key_span: Span
+    name: str
+    name_span: Span
 
 
 @dataclass(slots=True)
@@ -400,6 +435,7 @@ class WeightsDecl(Stmt):
     path: str
     path_span: Span
     rules: list[WeightRule]
+    configs: list[ConfigRule] = field(default_factory=list["ConfigRule"])
 
 
 @dataclass(slots=True)

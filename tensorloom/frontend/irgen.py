@@ -25,6 +25,7 @@ from xdsl.dialects.builtin import (
     FunctionType,
     IntegerAttr,
     ModuleOp,
+    StringAttr,
     SymbolRefAttr,
     f64,
     i1,
@@ -42,6 +43,7 @@ from tensorloom.frontend.imports import Program, SourceUnit
 from tensorloom.frontend.irgen_attrs import AttrBuilder, dotted_name
 from tensorloom.frontend.irgen_body import BodyBuilder, valid_hint
 from tensorloom.frontend.lexer import CONSTANT_NAMES
+from tensorloom.frontend.sequential import hoist_sequentials
 from tensorloom.source import Span
 
 SCALAR_TYPES: dict[str, Attribute] = {
@@ -106,16 +108,21 @@ class _ModuleBuilder:
 
     # ---------------------------------------------------------------- models
 
-    def _model(self, decl: ast.ModelDecl, unit: SourceUnit) -> None:
+    def _model(self, decl: ast.ModelDecl, unit: SourceUnit, holder: str | None = None) -> None:
         first = self.models.get(decl.name)
         if first is not None:
             _duplicate_model(decl, first)
             return
         self.models[decl.name] = decl
+        decl, hidden = hoist_sequentials(decl, unit.aliases)
+        for inner in hidden:  # `Sequential(Block(d), ...)`: a model of its own
+            self._model(inner, unit, holder=decl.name)
         _check_declared(decl.name, decl.name_span)
         for named in [*decl.config, *decl.layers]:
             _check_declared(named.name, named.name_span)
         op = nml.ModelOp(decl.name, origin=unit.path)
+        if holder is not None:
+            op.properties["sequential"] = StringAttr(holder)
         body = op.body.block
         configs = AttrBuilder("config", unit.aliases)
         _check_config_order(decl.config)
@@ -387,11 +394,12 @@ class _ModuleBuilder:
         for s in decl.settings:
             value = train.SetOp(s.key, settings.build(s.value), loc_of(s.value.span))
             op.body.block.add_op(_at(value, s.key_span))
+        for group in decl.groups:
+            value = settings.build(group.value)
+            group_op = train.GroupOp(group.name, value, loc_of(group.value.span))
+            op.body.block.add_op(_at(group_op, group.name_span))
         for step in decl.steps:
-            step_op = train.StepOp(step.objective, settings.build(step.optimizer))
-            step_op.properties["objective_loc"] = loc_of(step.objective_span)
-            step_op.properties["optimizer_loc"] = loc_of(step.optimizer.span)
-            op.body.block.add_op(_at(step_op, step.span))
+            op.body.block.add_op(_step_op(step, settings))
         if decl.checkpoint is not None:
             clause = decl.checkpoint
             if clause.every < 1:
@@ -409,6 +417,18 @@ class _ModuleBuilder:
             self.ops.append(op)
 
 
+def _step_op(step: ast.TrainStep, settings: AttrBuilder) -> train.StepOp:
+    """`train.step @f with CALL`, or with an array of calls for several optimizers."""
+    calls = [settings.build(o) for o in step.optimizers]
+    locs = [loc_of(o.span) for o in step.optimizers]
+    several = len(calls) > 1
+    step_op = train.StepOp(step.objective, ArrayAttr(calls) if several else calls[0])
+    step_op.properties["objective_loc"] = loc_of(step.objective_span)
+    step_op.properties["optimizer_loc"] = ArrayAttr(locs) if several else locs[0]
+    step_op.location = loc_of(step.span)
+    return step_op
+
+
 def _symbol(expr: ast.Expr, what: str) -> str | None:
     if isinstance(expr, ast.Name):
         return expr.id
@@ -422,11 +442,23 @@ def _symbol(expr: ast.Expr, what: str) -> str | None:
 
 
 def _weights(decl: ast.WeightsDecl) -> Operation:
-    rules = [(r.source, r.target, r.transposed) for r in decl.rules]
-    op = train.WeightsOp(decl.instance, decl.path, rules, [loc_of(r.span) for r in decl.rules])
+    rules = [
+        (_one_or_all(r.sources), _one_or_all(r.targets) or None, r.transposed, r.along)
+        for r in decl.rules
+    ]
+    configs = [(c.key, c.name) for c in decl.configs]
+    op = train.WeightsOp(
+        decl.instance, decl.path, rules, [loc_of(r.span) for r in decl.rules],
+        configs, [loc_of(c.span) for c in decl.configs],
+    )  # fmt: skip
     op.properties["instance_loc"] = loc_of(decl.instance_span)
     op.properties["source_loc"] = loc_of(decl.path_span)
     return _at(op, decl.span)
+
+
+def _one_or_all(names: list[str]) -> str | tuple[str, ...]:
+    """A rule's one name as itself, several as a tuple (`[]`, an `ignore`'s targets: "")."""
+    return names[0] if len(names) == 1 else tuple(names) if names else ""
 
 
 def _dataset(name: str, call: ast.Call) -> Operation:

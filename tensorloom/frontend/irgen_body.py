@@ -141,10 +141,21 @@ class BodyBuilder:
 
     @statement.register
     def _let_tuple(self, stmt: ast.LetTupleStmt) -> None:
-        value = self.expr(stmt.value)
-        for index, (name, span) in enumerate(zip(stmt.names, stmt.name_spans, strict=True)):
-            element = self.value_of(nml.TupleGetOp(value, index, nml.AnyType()), span)
-            self.bind(name, element)
+        """`let (a, b) = t`; nested, `let (out, (h, c)) = lstm(x, state)`: each inner tuple
+        taken once, then its elements."""
+        taken: dict[tuple[int, ...], SSAValue] = {(): self.expr(stmt.value)}
+        paths = [stmt.path_of(i) for i in range(len(stmt.names))]
+        for name, span, path in zip(stmt.names, stmt.name_spans, paths, strict=True):
+            for depth in range(1, len(path) + 1):
+                if path[:depth] not in taken:
+                    inner = nml.TupleGetOp(taken[path[: depth - 1]], path[depth - 1], nml.AnyType())
+                    taken[path[:depth]] = self.value_of(inner, span)
+            self.bind(name, taken[path])
+        for prefix, value in taken.items():  # `h_c = out_h_c[1]`: a tuple named for its names
+            names = zip(stmt.names, paths, strict=True)
+            hint = "_".join(n for n, p in names if p[: len(prefix)] == prefix)
+            if stmt.paths is not None and value.name_hint is None and valid_hint(hint):
+                value.name_hint = hint
 
     # ------------------------------------------------------------ control flow
 

@@ -29,6 +29,7 @@ from tensorloom.source import SourceMap, Span
 
 T = TypeVar("T")
 Language = Literal["tl", "nml"]
+TrainEntry = ast.TrainSetting | ast.CheckpointClause | ast.TrainStep | ast.TrainGroup
 
 MAX_NESTING = 200
 SUFFIXES: dict[str, Language] = {".tl": "tl", ".nml": "nml"}
@@ -570,7 +571,7 @@ class Parser:
 
     def parse_train_decl(self) -> ast.TrainDecl:
         """train_decl = "train" expression "on" expression ":" NEWLINE INDENT
-        { train_setting | checkpoint | train_step } DEDENT ;
+        { train_setting | checkpoint | train_step | train_group } DEDENT ;
 
         The expression after `train` is a model's name or a tuple of them, `(G, D)`."""
         start = self.expect_word("train")
@@ -584,13 +585,13 @@ class Parser:
         train.span = self.span_from(start)
         return train
 
-    def add_train_entry(
-        self, train: ast.TrainDecl, entry: ast.TrainSetting | ast.CheckpointClause | ast.TrainStep
-    ) -> None:
+    def add_train_entry(self, train: ast.TrainDecl, entry: TrainEntry) -> None:
         if isinstance(entry, ast.TrainSetting):
             train.settings.append(entry)
         elif isinstance(entry, ast.TrainStep):
             train.steps.append(entry)
+        elif isinstance(entry, ast.TrainGroup):
+            train.groups.append(entry)
         elif train.checkpoint is None:
             train.checkpoint = entry
         else:
@@ -604,23 +605,45 @@ class Parser:
                 )
             )
 
-    def parse_train_entry(self) -> ast.TrainSetting | ast.CheckpointClause | ast.TrainStep:
+    def parse_train_entry(self) -> TrainEntry:
         if self.check_word("checkpoint") and self.peek(1).is_word("every"):
             return self.parse_checkpoint()
         if self.check_word("step") and self.peek(1).kind is TokenKind.NAME:
             return self.parse_train_step()
+        if (
+            self.check_word("group")
+            and self.peek(1).kind is TokenKind.NAME
+            and self.peek(2).kind is TokenKind.EQ
+        ):
+            return self.parse_train_group()
         return self.parse_train_setting()
 
     def parse_train_step(self) -> ast.TrainStep:
-        """train_step = "step" NAME "with" call NEWLINE ;"""
+        """train_step = "step" NAME "with" ( call { "," call } | "(" call { "," call } ")" )
+        NEWLINE ;
+
+        In parentheses the optimizers may span lines."""
         start = self.expect_word("step")
         objective = self.expect(TokenKind.NAME, "the name of an objective `fn`")
         self.expect(TokenKind.WITH)
-        optimizer = self.parse_expression()
+        optimizers = [self.parse_expression()]
+        while self.match(TokenKind.COMMA):
+            optimizers.append(self.parse_expression())
+        if len(optimizers) == 1 and isinstance(optimizers[0], ast.TupleExpr):
+            optimizers = list(optimizers[0].elts) or optimizers
         self.expect(TokenKind.NEWLINE)
         return ast.TrainStep(
-            start.span.to(optimizer.span), objective.text, objective.span, optimizer
+            start.span.to(optimizers[-1].span), objective.text, objective.span, optimizers
         )
+
+    def parse_train_group(self) -> ast.TrainGroup:
+        """train_group = "group" NAME "=" expression NEWLINE ;"""
+        start = self.expect_word("group")
+        name = self.expect(TokenKind.NAME, "the group's name")
+        self.expect(TokenKind.EQ)
+        value = self.parse_expression()
+        self.expect(TokenKind.NEWLINE)
+        return ast.TrainGroup(start.span.to(value.span), name.text, name.span, value)
 
     def parse_train_setting(self) -> ast.TrainSetting:
         """train_setting = NAME "=" expression NEWLINE ;"""
@@ -645,40 +668,75 @@ class Parser:
         )
 
     def parse_weights_decl(self) -> ast.WeightsDecl:
-        """weights_decl = "weights" NAME "from" STRING ":" NEWLINE INDENT { weight_rule }
-        DEDENT ;"""
+        """weights_decl = "weights" NAME "from" STRING ":" NEWLINE INDENT
+        { weight_rule | config_rule } DEDENT ;"""
         start = self.expect_word("weights")
         instance = self.expect(TokenKind.NAME, "the instance the weights are for")
         self.expect(TokenKind.FROM)
         path = self.expect(TokenKind.STRING, "a file or folder, as a string")
         self.expect_header_colon()
-        rules = self.parse_suite(self.parse_weight_rule)
+        entries = self.parse_suite(self.parse_weights_entry)
         return ast.WeightsDecl(
             self.span_from(start), instance.text, instance.span, str(path.value or ""),
-            path.span, rules,
+            path.span, [e for e in entries if isinstance(e, ast.WeightRule)],
+            [e for e in entries if isinstance(e, ast.ConfigRule)],
         )  # fmt: skip
 
+    def parse_weights_entry(self) -> ast.WeightRule | ast.ConfigRule:
+        if self.check_word("config"):
+            return self.parse_config_rule()
+        return self.parse_weight_rule()
+
+    def parse_config_rule(self) -> ast.ConfigRule:
+        """config_rule = "config" STRING "->" NAME NEWLINE ;"""
+        start = self.expect_word("config")
+        key = self.expect(TokenKind.STRING, "config.json's entry, as a string")
+        self.expect(TokenKind.ARROW)
+        name = self.expect(TokenKind.NAME, "the model's config entry")
+        self.expect(TokenKind.NEWLINE)
+        return ast.ConfigRule(
+            start.span.to(name.span), str(key.value or ""), key.span, name.text, name.span
+        )
+
     def parse_weight_rule(self) -> ast.WeightRule:
-        """weight_rule = STRING "->" STRING [ "transposed" ] NEWLINE
-        | "ignore" STRING NEWLINE ;"""
+        """weight_rule = names "->" names [ "along" INT ] [ "transposed" ] NEWLINE
+        | "ignore" STRING NEWLINE ;
+        names = STRING | "[" STRING { "," STRING } [ "," ] "]" ;"""
         if self.check_word("ignore"):
             start = self.advance()
             source = self.expect(TokenKind.STRING, "the file's name to ignore, as a string")
             self.expect(TokenKind.NEWLINE)
             return ast.WeightRule(
-                start.span.to(source.span), str(source.value or ""), source.span, None, None, False
-            )
-        source = self.expect(TokenKind.STRING, 'a rule such as `"wte.weight" -> "wte.weight"`')
+                start.span.to(source.span), [str(source.value or "")], source.span, [], None,
+                False,
+            )  # fmt: skip
+        example = 'a rule such as `"wte.weight" -> "wte.weight"`'
+        sources, source_span = self.parse_weight_names(example)
         self.expect(TokenKind.ARROW)
-        target = self.expect(TokenKind.STRING, "the model's name, as a string")
-        end, transposed = target, False
+        targets, target_span = self.parse_weight_names("the model's name, as a string")
+        end, along, transposed = target_span, None, False
+        if self.check_word("along"):
+            self.advance()
+            dim = self.expect(TokenKind.INT, "the dim the tensors are split or joined along")
+            end, along = dim.span, int(dim.value or 0)
         if self.check_word("transposed"):
-            end, transposed = self.advance(), True
+            end, transposed = self.advance().span, True
         self.expect(TokenKind.NEWLINE)
         return ast.WeightRule(
-            source.span.to(end.span), str(source.value or ""), source.span,
-            str(target.value or ""), target.span, transposed,
-        )  # fmt: skip
+            source_span.to(end), sources, source_span, targets, target_span, transposed, along
+        )
+
+    def parse_weight_names(self, what: str) -> tuple[list[str], Span]:
+        """names = STRING | "[" STRING { "," STRING } [ "," ] "]" ;"""
+        if not self.check(TokenKind.LBRACKET):
+            name = self.expect(TokenKind.STRING, what)
+            return [str(name.value or "")], name.span
+        opener = self.open_bracket(TokenKind.LBRACKET)
+        names = [str(self.expect(TokenKind.STRING, "a name, as a string").value or "")]
+        while self.match(TokenKind.COMMA) and not self.check(TokenKind.RBRACKET):
+            names.append(str(self.expect(TokenKind.STRING, "a name, as a string").value or ""))
+        close = self.expect_close(opener, TokenKind.RBRACKET, "`,` or ")
+        return names, opener.span.to(close.span)
 
     def parse_kernel_decl(self) -> ast.KernelDecl:
         """kernel_decl = "@" "kernel" [ arguments ] [ NEWLINE ] "def" NAME params ":" block ;"""
@@ -873,27 +931,46 @@ class Parser:
         return self.parse_simple_stmt()
 
     def parse_let_stmt(self) -> ast.LetStmt | ast.LetTupleStmt:
-        """let_stmt = "let" ( NAME | "(" NAME { "," NAME } [ "," ] ")" ) "=" expression NEWLINE ;"""
+        """let_stmt = "let" ( NAME | let_pattern ) "=" expression NEWLINE ;"""
         start = self.expect(TokenKind.LET)
         if self.check(TokenKind.LPAREN):
-            opener = self.open_bracket(TokenKind.LPAREN)
-            names: list[Token] = []
-            while not self.check(TokenKind.RPAREN):
-                names.append(self.expect(TokenKind.NAME, "a name"))
-                if not self.match(TokenKind.COMMA):
-                    break
-            self.expect_close(opener, TokenKind.RPAREN, "`,` or ")
+            targets = self.parse_let_pattern(())
             self.expect(TokenKind.EQ)
             value = self.parse_expression()
             self.expect(TokenKind.NEWLINE)
+            names = [name for name, _ in targets]
+            paths = [path for _, path in targets]
+            nested = any(len(path) > 1 for path in paths)
             return ast.LetTupleStmt(
-                start.span.to(value.span), [n.text for n in names], [n.span for n in names], value
+                start.span.to(value.span),
+                [n.text for n in names],
+                [n.span for n in names],
+                value,
+                paths if nested else None,
             )
         name = self.expect(TokenKind.NAME)
         self.expect(TokenKind.EQ)
         value = self.parse_expression()
         self.expect(TokenKind.NEWLINE)
         return ast.LetStmt(start.span.to(value.span), name.text, name.span, value)
+
+    def parse_let_pattern(self, at: tuple[int, ...]) -> list[tuple[Token, tuple[int, ...]]]:
+        """let_pattern = "(" ( NAME | let_pattern ) { "," ( NAME | let_pattern ) } [ "," ] ")" ;
+
+        Each name with its place in the value: `(out, (h, c))` is out (0,), h (1, 0), c (1, 1)."""
+        opener = self.open_bracket(TokenKind.LPAREN)
+        targets: list[tuple[Token, tuple[int, ...]]] = []
+        index = 0
+        while not self.check(TokenKind.RPAREN):
+            if self.check(TokenKind.LPAREN):
+                targets += self.parse_let_pattern((*at, index))
+            else:
+                targets.append((self.expect(TokenKind.NAME, "a name"), (*at, index)))
+            index += 1
+            if not self.match(TokenKind.COMMA):
+                break
+        self.expect_close(opener, TokenKind.RPAREN, "`,` or ")
+        return targets
 
     def parse_return_stmt(self) -> ast.ReturnStmt:
         """return_stmt = "return" [ expression ] NEWLINE ;"""

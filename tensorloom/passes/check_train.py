@@ -32,6 +32,7 @@ from tensorloom.catalogue.datasets import (
 )
 from tensorloom.catalogue.losses import FLOATS, INDICES, TRAIN_LOSSES
 from tensorloom.catalogue.optimizers import OPTIMIZERS as OPTIMIZER_SPECS
+from tensorloom.catalogue.schedules import PER_EPOCH
 from tensorloom.catalogue.schedules import SCHEDULES as SCHEDULE_SPECS
 from tensorloom.catalogue.settings import SETTING_SPECS, SettingSpec
 from tensorloom.catalogue.shapes import Dim, format_shape
@@ -72,14 +73,17 @@ from tensorloom.passes.support.model_env import (
 )
 from tensorloom.passes.support.objectives import (
     NOT_WITH_STEPS,
+    PER_OPTIMIZER,
     STEP_EXCLUSIVE,
     Step,
+    StepOptimizer,
     calls_model,
     check_objective,
     objective_named,
     step_of,
 )
 from tensorloom.passes.support.prerequisites import TLPass
+from tensorloom.passes.support.step_groups import GroupChecker
 from tensorloom.source import Span
 
 
@@ -694,6 +698,9 @@ class LoopChecker:
         if classes is None:
             self._rank_problem(output, target, loss, span)
             return
+        wider = isinstance(classes, int) and classes > (info.num_classes or classes)
+        if is_language_model_data(info) and wider:
+            return  # a vocabulary wider than the data's (GPT-2's 50257 over bytes), not narrower
         if isinstance(classes, int) and classes != info.num_classes:
             message = (
                 f"`{loss}` needs one output per class: the model gives {classes}, "
@@ -895,20 +902,31 @@ class ObjectiveChecker:
         for key, op in self.loop.settings().items():
             if key in STEP_EXCLUSIVE or key in NOT_WITH_STEPS:
                 self._not_taken(key, op)
+        schedule = self.loop.settings().get("lr_schedule")
+        if schedule is not None:
+            call = as_call(evaluate(schedule.value, {}))  # type: ignore[arg-type]
+            if call is not None and call.name in PER_EPOCH:
+                self._per_optimizer("lr_schedule", call, span_of(schedule.value_loc))
+        groups = {name: op.value for name, op in self.loop.groups().items()}
         owners: dict[str, Step] = {}
+        steps: list[Step] = []
         for op in self.loop.steps():
-            step = step_of(op)
+            step = step_of(op, groups)
             if step is None:
                 message = "a step's optimizer is a call, as in `Adam(D, lr=2e-4)`"
-                _error_at(span_of(op.optimizer_loc), "TL0402", message, None)
+                _error_at(span_of(op.optimizer_locs()[0]), "TL0402", message, None)
                 continue
-            self._optimizer(step)
-            self._step_models(step, owners)
+            steps.append(step)
+            for optimizer in step.optimizers:
+                self._optimizer(optimizer)
+                self._step_models(step, optimizer, owners, groups)
             func = self._objective(step.objective, op.objective_loc)
             if func is not None and len(func.names) == len(self.models) + 2:
                 self._reaches(step, func)
+        GroupChecker(self.module, self.loop, steps, _options_problem).check()
+        stepped = {model for step in steps for model in step.models}
         for model in self.models:
-            if model not in owners:
+            if model not in stepped and model not in owners:
                 self._frozen(model)
 
     def _not_taken(self, key: str, op: train.SetOp) -> None:
@@ -920,21 +938,51 @@ class ObjectiveChecker:
             help_text = "remove it; docs/train-block.md lists what several steps support"
         _error_at(span_of(op), "TL0431", message, help_text)
 
-    def _optimizer(self, step: Step) -> None:
-        call = CallValue(step.optimizer, (), step.kwargs)  # type: ignore[arg-type]
+    def _optimizer(self, optimizer: StepOptimizer) -> None:
+        """The optimizer's arguments against the catalogue; its own `lr_schedule` and
+        `grad_clip` (objectives.PER_OPTIMIZER) as the block-level keys are checked."""
+        where = span_of(optimizer.loc)
+        for key, value in optimizer.kwargs:
+            if key in PER_OPTIMIZER:
+                self._per_optimizer(key, value, where)  # type: ignore[arg-type]
+        kwargs = tuple((k, v) for k, v in optimizer.kwargs if k not in PER_OPTIMIZER)
+        call = CallValue(optimizer.name, (), kwargs)  # type: ignore[arg-type]
         problem = _KIND_CHECKS["optimizer"]("optimizer", call)
         if problem is not None:
-            _error_at(span_of(step.op.optimizer_loc), problem.code, problem.message, problem.help)
+            _error_at(where, problem.code, problem.message, problem.help)
 
-    def _step_models(self, step: Step, owners: dict[str, Step]) -> None:
-        where = span_of(step.op.optimizer_loc)
-        if not step.models:
+    def _per_optimizer(self, key: str, value: Evaluated, where: Span | None) -> None:
+        if value is None:
+            return  # `lr_schedule=none`: this optimizer opts out of the block's
+        problem = SETTINGS[key].check(key, value)
+        if problem is not None:
+            _error_at(where, problem.code, problem.message, problem.help)
+            return
+        call = as_call(value) if key == "lr_schedule" else None
+        if call is not None and call.name in PER_EPOCH:
+            message = (
+                f"`{call.name}` steps on the validation loss after each epoch; the optimizers "
+                "of `step` lines take schedules of their optimizer steps"
+            )
+            help_text = "use a per-step schedule: `cosine(...)`, `linear(...)` or `step(...)`"
+            _error_at(where, "TL0456", message, help_text)
+
+    def _step_models(
+        self, step: Step, optimizer: StepOptimizer, owners: dict[str, Step],
+        groups: dict[str, Attribute],
+    ) -> None:  # fmt: skip
+        """TL0433 for an optimizer over nothing or over a name that is no model or group;
+        TL0432 for a whole model in two optimizers (step_groups.py checks groups' parameters)."""
+        where = span_of(optimizer.loc)
+        if not optimizer.args:
             message = f"the optimizer of step `{step.objective}` updates nothing"
-            help_text = f"name the models it updates: `{step.optimizer}({self.models[0]}, ...)`"
+            help_text = f"name the models it updates: `{optimizer.name}({self.models[0]}, ...)`"
             _error_at(where, "TL0433", message, help_text)
-        for model in step.models:
+        for model in optimizer.whole_models():
+            if model in groups:
+                continue
             if model not in self.models:
-                guess = did_you_mean(model, self.models)
+                guess = did_you_mean(model, [*self.models, *groups])
                 message = f"`{model}` is not a model of this train block"
                 listed = ", ".join(f"`{m}`" for m in self.models)
                 help_text = f"did you mean `{guess}`?" if guess else f"its models: {listed}"
@@ -946,24 +994,24 @@ class ObjectiveChecker:
                     f"and `{step.objective}`"
                 )
                 help_text = "give each model's parameters to one optimizer"
-                _error_at(where, "TL0432", message, help_text, span_of(first.op.optimizer_loc))
+                earlier = next(o.loc for o in first.optimizers if model in o.whole_models())
+                _error_at(where, "TL0432", message, help_text, span_of(earlier))
             else:
                 owners[model] = step
 
     def _reaches(self, step: Step, func: FuncOp) -> None:
-        for model in step.models:
-            if model in self.models and not calls_model(func, self.models.index(model)):
-                name = func.names[self.models.index(model)]
-                message = (
-                    f"the objective `{step.objective}` never calls `{name}`, so the optimizer "
-                    f"of this step gets no gradients for `{model}`"
-                )
-                _error_at(
-                    span_of(step.op.optimizer_loc),
-                    "TL0434",
-                    message,
-                    f"call `{name}(...)` in `{step.objective}`, or optimize another model",
-                )
+        for optimizer in step.optimizers:
+            for model in optimizer.models:
+                if model in self.models and not calls_model(func, self.models.index(model)):
+                    name = func.names[self.models.index(model)]
+                    message = (
+                        f"the objective `{step.objective}` never calls `{name}`, so the "
+                        f"optimizer of this step gets no gradients for `{model}`"
+                    )
+                    help_text = (
+                        f"call `{name}(...)` in `{step.objective}`, or optimize another model"
+                    )
+                    _error_at(span_of(optimizer.loc), "TL0434", message, help_text)
 
     def _frozen(self, model: str) -> None:
         locs = self.loop.model_locs.data if self.loop.model_locs is not None else []
@@ -973,6 +1021,15 @@ class ObjectiveChecker:
         help_text = f"if it should train, add `step NAME with Adam({model}, ...)`"
         if where is not None:
             report(Diagnostic.warning("TL0435", message, Label(where), help=help_text))
+
+
+def _options_problem(
+    optimizer: str, options: tuple[tuple[str, object], ...]
+) -> tuple[str, str, str | None] | None:
+    """What is wrong with per-group options (`gains(weight_decay=0.0)`) for `optimizer`."""
+    call = CallValue(optimizer, (), options)  # type: ignore[arg-type]
+    problem = _KIND_CHECKS["optimizer"]("optimizer", call)
+    return (problem.code, problem.message, problem.help) if problem is not None else None
 
 
 def _error_at(

@@ -51,10 +51,17 @@ from tensorloom.passes.support.model_env import (
 )
 from tensorloom.passes.support.prerequisites import TLPass
 from tensorloom.passes.support.state_dict import ModelTree, UnknownState, model_tree
-from tensorloom.passes.support.weight_rules import map_names, rule_problem, unmatched_names
+from tensorloom.passes.support.weight_rules import (
+    Mapping,
+    Matched,
+    Rule,
+    match_names,
+    rule_problem,
+)
 from tensorloom.source import Span
 
 _MODEL_DTYPE = "F32"  # the emitted model's parameters: fp32, whatever the autocast
+_INTEGER_DTYPE = "I64"  # its integer buffers (BatchNorm's `num_batches_tracked`)
 
 
 @dataclass(frozen=True)
@@ -186,19 +193,21 @@ def _check(module: ModuleOp, op: WeightsOp) -> None:
     tree = _tree(module, inst)
     if tree is None:
         return
-    expected = tree.shapes
-    if not _rules_valid(op, header_span):
+    rules = [Rule.of(r) for r in op.rules()]
+    if not _rules_valid(op, rules, header_span):
         return
     header = _header(op, header_span)
-    if header is not None:
-        _compare(op, header, expected, header_span)
+    if header is None:
+        return
+    _check_config(op, header, _config_values(module, inst), instance_span)
+    _compare(op, rules, header, tree, header_span)
 
 
-def _rules_valid(op: WeightsOp, header_span: Span) -> bool:
+def _rules_valid(op: WeightsOp, rules: list[Rule], header_span: Span) -> bool:
     """TL0809 for each rule whose pattern or target cannot be applied."""
     valid = True
-    for index, (source, target, _) in enumerate(op.rules()):
-        problem = rule_problem(source, target)
+    for index, rule in enumerate(rules):
+        problem = rule_problem(rule)
         if problem is not None:
             valid = False
             report(
@@ -243,43 +252,151 @@ def _rule_span(op: WeightsOp, index: int, fallback: Span) -> Span:
     return found or fallback
 
 
-def _compare(
-    op: WeightsOp, header: WeightHeader, expected: dict[str, tuple[int, ...]], span: Span
+def _config_values(module: ModuleOp, inst: InstanceOp) -> dict[str, object]:
+    """The instance's config values: its model's defaults under its overrides."""
+    model = models_of(module).get(inst.model.root_reference.data)
+    if model is None:
+        return {}
+    overrides = {k: override_value(v) for k, v in inst.overrides.data.items()}
+    return dict(model_env(model, {k: v for k, v in overrides.items() if v is not None}))
+
+
+def _check_config(
+    op: WeightsOp, header: WeightHeader, values: dict[str, object], instance_span: Span
 ) -> None:
-    rules = op.rules()
+    """`config "num_attention_heads" -> n_head` lines, then the model's config entries named
+    as config.json's (`n_embd`, `vocab_size`): equal, or TL0814 at the line (TL0815 for a
+    line naming an entry neither side has)."""
+    written = op.configs()
+    locs = op.config_locs.data if op.config_locs is not None else ()
+    for index, (key, name) in enumerate(written):
+        span = (span_of(locs[index]) if index < len(locs) else None) or instance_span
+        if not header.config:
+            _no_config_entry(f"`{op.source.data}` has no config.json to read `{key}` from",
+                             "a Hugging Face folder has one; remove the line", span)  # fmt: skip
+        elif key not in header.config:
+            guess = did_you_mean(key, [str(k) for k in header.config])
+            _no_config_entry(f"config.json has no `{key}`",
+                             f"did you mean `{guess}`?" if guess else None, span)  # fmt: skip
+        elif name not in values:
+            guess = did_you_mean(name, list(values))
+            _no_config_entry(f"the model has no config `{name}`",
+                             f"did you mean `{guess}`?" if guess else None, span)  # fmt: skip
+        else:
+            _config_agrees(op, key, header.config[key], name, values[name], span)
+    declared = {name for _, name in written}
+    for name, value in values.items():
+        stated = header.config.get(name)
+        if name in declared or not _is_int(stated) or not _is_int(value):
+            continue
+        _config_agrees(op, name, stated, name, value, instance_span)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _no_config_entry(message: str, help_text: str | None, span: Span) -> None:
+    report(Diagnostic.error("TL0815", message, Label(span, ""), help=help_text))
+
+
+def _config_agrees(
+    op: WeightsOp, key: str, stated: object, name: str, value: object, span: Span
+) -> None:
+    if stated == value:  # 1e-12 in config.json and the model's 1e-12 compare equal as floats
+        return
+    report(
+        Diagnostic.error(
+            "TL0814",
+            f"config.json has `{key}` {stated!r}, the model's `{name}` is {value!r}",
+            Label(span, f"`{op.instance.data}` has `{name}` {value!r}"),
+            help=f"build `{op.instance.data}` with `{name}={stated!r}`, or load weights of "
+            f"its size",
+        )
+    )
+
+
+def _compare(
+    op: WeightsOp,
+    rules: list[Rule],
+    header: WeightHeader,
+    tree: ModelTree,
+    span: Span,
+) -> None:
+    expected = tree.shapes
     names = list(header.tensors)
+    matched = match_names(names, rules)
     filled: dict[str, str] = {}
     cast: set[int] = set()
-    misshapen: dict[int, int] = {}  # rule index -> tensors of a shape that differs
-    for name, (target, transposed, index) in map_names(names, rules).items():
-        tensor, rule_span = header.tensors[name], _rule_span(op, index, span)
+    reported: set[int] = set()  # rules whose shapes were reported once
+    for mapping in matched.mappings:
+        rule, rule_span = rules[mapping.rule], _rule_span(op, mapping.rule, span)
+        if not _targets_known(mapping, expected, filled, rule_span):
+            continue
+        filled.update(dict.fromkeys(mapping.targets, mapping.sources[0]))
+        tensors = [header.tensors[n] for n in mapping.sources]
+        if mapping.rule not in reported and _shapes_differ(
+            mapping, rule, tensors, expected, rule_span
+        ):
+            reported.add(mapping.rule)
+        own = _INTEGER_DTYPE if mapping.targets[0] in tree.integers else _MODEL_DTYPE
+        odd = next((t for t in tensors if t.dtype != own), None)
+        if odd is not None and mapping.rule not in cast:
+            cast.add(mapping.rule)
+            name = mapping.sources[tensors.index(odd)]
+            report(
+                Diagnostic.warning(
+                    "TL0808",
+                    f"`{name}` is {odd.dtype}: the load casts it to the model's "
+                    f"{'int64' if own == _INTEGER_DTYPE else 'float32'}",
+                    Label(rule_span, f"{odd.dtype} in the file"),
+                )
+            )
+    _partial(op, matched, span)
+    _unmatched_and_missing(op, matched.unmatched, [k for k in expected if k not in filled], span)
+
+
+def _targets_known(
+    mapping: Mapping, expected: dict[str, tuple[int, ...]], filled: dict[str, str], span: Span
+) -> bool:
+    """TL0807 for a target the model lacks or one that another tensor already fills."""
+    for target in mapping.targets:
         if target not in expected:
-            _no_target(name, target, expected, rule_span)
-        elif target in filled:
+            _no_target(mapping.sources[0], target, expected, span)
+            return False
+        if target in filled:
             report(
                 Diagnostic.error(
                     "TL0807",
-                    f"`{filled[target]}` and `{name}` both fill `{target}`",
-                    Label(rule_span, "this rule maps two of the file's tensors to one"),
+                    f"`{filled[target]}` and `{mapping.sources[0]}` both fill `{target}`",
+                    Label(span, "this rule maps two of the file's tensors to one"),
                     help="make the patterns tell them apart, or `ignore` one",
                 )
             )
-        else:
-            filled[target] = name
-            if _shape_differs(tensor, expected[target], transposed):
-                if index not in misshapen:
-                    _shape(name, tensor, target, expected[target], transposed, rule_span)
-                misshapen[index] = misshapen.get(index, 0) + 1
-            if tensor.dtype != _MODEL_DTYPE and expected[target] and index not in cast:
-                cast.add(index)
-                report(
-                    Diagnostic.warning(
-                        "TL0808",
-                        f"`{name}` is {tensor.dtype}: the load casts it to the model's float32",
-                        Label(rule_span, f"{tensor.dtype} in the file"),
-                    )
-                )
-    unmatched = unmatched_names(names, rules)
+            return False
+    return True
+
+
+def _partial(op: WeightsOp, matched: Matched, span: Span) -> None:
+    """TL0813 once per rule whose join finds some of its tensors and not the others."""
+    seen: set[int] = set()
+    for index, found, absent in matched.partial:
+        if index in seen:
+            continue
+        seen.add(index)
+        report(
+            Diagnostic.error(
+                "TL0813",
+                f"`{found[0]}` is joined with {_some(absent)}, which `{op.source.data}` lacks",
+                Label(_rule_span(op, index, span), "this rule joins tensors the file has not"),
+                help="each pattern of a join must match a tensor for the same parts",
+            )
+        )
+
+
+def _unmatched_and_missing(
+    op: WeightsOp, unmatched: list[str], missing: list[str], span: Span
+) -> None:
     if unmatched:
         first = unmatched[0]
         report(
@@ -290,7 +407,6 @@ def _compare(
                 help=f'map them, or ignore them: `ignore "{first}"`',
             )
         )
-    missing = [k for k in expected if k not in filled]
     if missing:
         report(
             Diagnostic.error(
@@ -314,8 +430,110 @@ def _no_target(name: str, target: str, expected: dict[str, tuple[int, ...]], spa
     )
 
 
-def _shape_differs(tensor: TensorHeader, want: tuple[int, ...], transposed: bool) -> bool:
-    return (tuple(reversed(tensor.shape)) if transposed else tensor.shape) != want
+def _loaded(tensor: TensorHeader, transposed: bool) -> tuple[int, ...]:
+    return tuple(reversed(tensor.shape)) if transposed else tensor.shape
+
+
+def _shapes_differ(
+    mapping: Mapping,
+    rule: Rule,
+    tensors: list[TensorHeader],
+    expected: dict[str, tuple[int, ...]],
+    span: Span,
+) -> bool:
+    """Report (TL0806 one to one, TL0812 a join or split) a shape that differs; True if so."""
+    if not rule.several:
+        tensor, want = tensors[0], expected[mapping.targets[0]]
+        if _loaded(tensor, rule.transposed) == want:
+            return False
+        _shape(mapping.sources[0], tensor, mapping.targets[0], want, rule.transposed, span)
+        return True
+    got = [_loaded(t, rule.transposed) for t in tensors]
+    want = [expected[t] for t in mapping.targets]
+    problem = _join_problem(mapping.sources, got, rule.dim, "the file's") or _join_problem(
+        mapping.targets, want, rule.dim, "the model's"
+    )
+    if problem is None:
+        if _joined(got, rule.dim) == _joined(want, rule.dim):
+            return False
+        problem = _joined_text(mapping, tensors, rule, want)
+    flipped = [tuple(reversed(t.shape)) for t in tensors] if not rule.transposed else None
+    fixes = (
+        flipped is not None and all(len(s) == 2 for s in flipped) and _fits(flipped, want, rule.dim)
+    )
+    report(
+        Diagnostic.error(
+            "TL0812",
+            problem,
+            Label(span, "shapes differ"),
+            help="the file stores them the other way round: end the rule with `transposed`"
+            if fixes
+            else None,
+        )
+    )
+    return True
+
+
+def _fits(got: list[tuple[int, ...]], want: list[tuple[int, ...]], dim: int) -> bool:
+    ok = _join_problem((), got, dim, "") is None and _join_problem((), want, dim, "") is None
+    return ok and _joined(got, dim) == _joined(want, dim)
+
+
+def _join_problem(
+    names: tuple[str, ...], shapes: list[tuple[int, ...]], dim: int, side: str
+) -> str | None:
+    """Why tensors of these shapes cannot be joined along `dim`, or None."""
+    if len(shapes) < 2 and all(dim < len(s) for s in shapes):
+        return None
+    for name, shape in zip(names or ("",) * len(shapes), shapes, strict=True):
+        if dim >= len(shape):
+            return f"{side} `{name}` is {format_shape(shape)}: it has no dim {dim} to join along"
+    first = shapes[0]
+    for name, shape in zip(names or ("",) * len(shapes), shapes, strict=True):
+        rest = [d for d in range(max(len(shape), len(first))) if d != dim]
+        if len(shape) != len(first) or any(shape[d] != first[d] for d in rest):
+            return (
+                f"{side} `{names[0] if names else ''}` {format_shape(first)} and `{name}` "
+                f"{format_shape(shape)} cannot be joined along dim {dim}: they differ elsewhere"
+            )
+    return None
+
+
+def _joined(shapes: list[tuple[int, ...]], dim: int) -> tuple[int, ...]:
+    first = list(shapes[0])
+    first[dim] = sum(s[dim] for s in shapes)
+    return tuple(first)
+
+
+def _joined_text(
+    mapping: Mapping, tensors: list[TensorHeader], rule: Rule, want: list[tuple[int, ...]]
+) -> str:
+    """`a` [96, 96], `b` [96, 96] joined along dim 0 are [192, 96], the model's `c` is ..."""
+    dim = rule.dim
+    if len(tensors) == 1:
+        loaded = _loaded(tensors[0], rule.transposed)
+        turned = f" ({format_shape(loaded)} transposed)" if rule.transposed else ""
+        file_side = f"`{mapping.sources[0]}` is {format_shape(tensors[0].shape)}{turned}"
+    else:
+        got = [_loaded(t, rule.transposed) for t in tensors]
+        turned = " transposed and" if rule.transposed else ""
+        file_side = (
+            f"{_listed(mapping.sources, got)}{turned} joined along dim {dim} are "
+            f"{format_shape(_joined(got, dim))}"
+        )
+    if len(want) == 1:
+        model_side = f"the model's `{mapping.targets[0]}` is {format_shape(want[0])}"
+    else:
+        model_side = (
+            f"the model's {_listed(mapping.targets, want)} joined along dim {dim} are "
+            f"{format_shape(_joined(want, dim))}"
+        )
+    return f"{file_side}, {model_side}"
+
+
+def _listed(names: tuple[str, ...], shapes: list[tuple[int, ...]]) -> str:
+    parts = [f"`{n}` {format_shape(s)}" for n, s in zip(names, shapes, strict=True)]
+    return ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]
 
 
 def _shape(
@@ -326,7 +544,7 @@ def _shape(
     transposed: bool,
     span: Span,
 ) -> None:
-    got = tuple(reversed(tensor.shape)) if transposed else tensor.shape
+    got = _loaded(tensor, transposed)
     stored = format_shape(tensor.shape)
     as_loaded = f" ({format_shape(got)} transposed)" if transposed else ""
     swapped = not transposed and len(want) == 2 and tuple(reversed(got)) == want

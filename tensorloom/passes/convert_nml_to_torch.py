@@ -109,9 +109,14 @@ class ModelToClass(RewritePattern):
 
     script: t.ScriptOp
     models: frozenset[str]
+    sequentials: Mapping[str, nml.ModelOp]
+    """The models `Sequential(Block(d), ...)` became (frontend/sequential.py), by name:
+    no class each, but `nn.Sequential(...)` of their layers where a layer holds one."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nml.ModelOp, rewriter: PatternRewriter) -> None:
+        if op.sequential is not None:
+            return  # read by the layers that hold it; erased after every class is built
         defaults_ops, params, param_defaults = _init_params(op)
         methods = [_method(func, rewriter) for func in _funcs(op)]
         fields = _fields(op, methods)
@@ -133,24 +138,9 @@ class ModelToClass(RewritePattern):
 
     def _submodule(self, model: nml.ModelOp, layer: nml.LayerOp) -> list[Operation]:
         """The ops computing the layer's module, then `torch.submodule` storing it."""
-        kind = layer.kind.data
-        args = list(layer.args.data)
-        kwargs = _items(layer.kwargs)
-        if kind == PARAMETER:
-            value = _parameter_ops(args, layer.kwargs)
-        elif kind == "Sequential":
-            parts = [_layer_ops(a) for a in args]
-            value = _joined_call("nn.Sequential", parts)
-        else:
-            spec = lookup(kind)
-            cls_name = kind
-            if kind not in self.models and spec is not None:
-                bound = bind_layer(layer, model_env(model))
-                cls_name = spec.torch_class_of(bound) if bound is not None else spec.torch_class
-                kwargs = [(k, v) for k, v in kwargs if k not in spec.init_keywords()]
-                kwargs += _forced_kwargs(kind, len(args), kwargs)
-            element = _call_ops(cls_name, args, kwargs)
-            value = element if layer.count is None else _module_list(element, layer)
+        value = self._module_ops(model, layer)
+        if layer.kind.data != PARAMETER and layer.count is not None:
+            value = _module_list(value, layer)
         if layer.when is not None:  # `if downsample:` in `@layers`: the module, or None
             condition, none = attr_ops(layer.when), py.ConstantOp(py.NoneAttr())
             built = [*value, py.YieldOp([value[-1].results[0]])]
@@ -162,16 +152,52 @@ class ModelToClass(RewritePattern):
             for o in [*value, t.SubmoduleOp(layer.sym_name.data, value[-1].results[0])]
         ]
 
-    def _inits(self, model: nml.ModelOp, layer: nml.LayerOp) -> list[_Init]:
-        """The layer's `nn.init` calls (`init="normal", std=0.02`), after every submodule."""
+    def _module_ops(self, model: nml.ModelOp, layer: nml.LayerOp) -> list[Operation]:
+        """The ops computing one module of the layer (one element of a layer list)."""
         kind = layer.kind.data
+        args = list(layer.args.data)
+        kwargs = _items(layer.kwargs)
+        if kind == PARAMETER:
+            return _parameter_ops(args, layer.kwargs)
+        if kind == "Sequential":
+            return _joined_call("nn.Sequential", [_layer_ops(a) for a in args])
+        hidden = self.sequentials.get(kind)
+        if hidden is not None:  # `Sequential(Block(d), LayerNorm(d))`: its layers, in order
+            parts = [self._module_ops(hidden, e) for e in layers_of(hidden).values()]
+            return _joined_call("nn.Sequential", parts)
+        spec = lookup(kind)
+        cls_name = kind
+        if kind not in self.models and spec is not None:
+            bound = bind_layer(layer, model_env(model))
+            cls_name = spec.torch_class_of(bound) if bound is not None else spec.torch_class
+            kwargs = [(k, v) for k, v in kwargs if k not in spec.init_keywords()]
+            kwargs += _forced_kwargs(kind, len(args), kwargs)
+        return _call_ops(cls_name, args, kwargs)
+
+    def _inits(
+        self, model: nml.ModelOp, layer: nml.LayerOp, prefix: str = "", field: str = ""
+    ) -> list[_Init]:
+        """The layer's `nn.init` calls (`init="normal", std=0.02`), after every submodule;
+        an element of a `Sequential` that holds models, those of `field`'s `prefix`."""
+        kind = layer.kind.data
+        name, each = field or layer.sym_name.data, layer.count is not None
+        hidden = self.sequentials.get(kind)
+        if hidden is not None:
+            return [
+                init
+                for position, element in enumerate(layers_of(hidden).values())
+                for init in self._inits(hidden, element, f"{prefix}{position}.", name)
+            ]
         spec = lookup(kind)
         if kind in self.models or spec is None or kind == PARAMETER:
             return []
         bound = bind_layer(layer, model_env(model))
         if bound is None:
             return []
-        name, each = layer.sym_name.data, layer.count is not None
+        if prefix:  # inside a held `Sequential`: the list's loop, if any, is the holder's
+            each = False
+        if prefix and kind != "Sequential":
+            return _init_steps(name, prefix, spec, bound, layer.kwargs.data, each, layer)
         if kind != "Sequential":
             return _init_steps(name, "", spec, bound, layer.kwargs.data, each, layer)
         elements = bound["layers"]
@@ -180,7 +206,8 @@ class ModelToClass(RewritePattern):
         for i, (attr, element) in enumerate(zip(layer.args.data, elements, strict=True)):
             if isinstance(attr, CallAttr) and isinstance(element, BoundLayer):
                 kwargs = attr.kwargs.data
-                inits += _init_steps(name, f"{i}.", element.spec, element, kwargs, each, layer)
+                at = f"{prefix}{i}."
+                inits += _init_steps(name, at, element.spec, element, kwargs, each, layer)
         return inits
 
 
@@ -509,8 +536,12 @@ class ConvertNmlToTorchPass(TLPass):
         # Users before producers, so that a pattern still sees its operands' nml types.
         body = GreedyRewritePatternApplier(list(BODY_PATTERNS))
         PatternRewriteWalker(body, walk_reverse=True).rewrite_module(op)
-        to_class = ModelToClass(script, frozenset(m.sym_name.data for m in models))
+        sequentials = {m.sym_name.data: m for m in models if m.sequential is not None}
+        to_class = ModelToClass(script, frozenset(m.sym_name.data for m in models), sequentials)
         PatternRewriteWalker(to_class, apply_recursively=False).rewrite_module(op)
+        for hidden in sequentials.values():
+            hidden.detach()
+            hidden.erase(safe_erase=False)
         for function in defs:
             function.detach()
             script.body.block.add_op(function)

@@ -66,11 +66,12 @@ from tensorloom.dialects import nml, py, train
 from tensorloom.dialects import torch as t
 from tensorloom.passes.support.loss_functions import Metric
 from tensorloom.passes.support.model_env import evaluate_kwargs, lookup_symbol
-from tensorloom.passes.support.objectives import step_of
+from tensorloom.passes.support.objectives import PER_OPTIMIZER, Step, step_of
 from tensorloom.passes.support.prerequisites import TLPass
 from tensorloom.passes.support.py_builder import Value
 from tensorloom.passes.support.torch_script import script_of
 from tensorloom.passes.support.train_values import loops_of
+from tensorloom.passes.train_config import schedule_of
 from tensorloom.passes.train_lowering.plan import RecipePlan, ScriptPlan
 from tensorloom.passes.train_lowering.script_statements import lower_statements
 from tensorloom.passes.train_lowering.sections import loop_sources
@@ -79,6 +80,7 @@ from tensorloom.passes.train_lowering.train_settings import header_ops, settings
 from tensorloom.passes.train_lowering.train_step import loss_ops
 from tensorloom.passes.train_lowering.train_steps import (
     ModelPlan,
+    OptimizerPlan,
     StepPlan,
     StepsPlan,
     steps_sources,
@@ -238,11 +240,19 @@ def _lora(value: object) -> dict[str, Value] | None:
 
 def _pretrained(
     module: ModuleOp, instance: nml.InstanceOp
-) -> tuple[str, tuple[tuple[str, str | None, bool], ...]] | None:
-    """The `weights` block for the trained instance: its source and rules."""
+) -> tuple[str, tuple[tuple[object, ...], ...]] | None:
+    """The `weights` block for the trained instance: its source and rules, each as the
+    script's WEIGHT_RULES writes it: (file, model or None, transposed), with `along` after
+    them where the rule joins or splits."""
     for op in module.body.block.ops:
         if isinstance(op, train.WeightsOp) and op.instance.data == instance.sym_name.data:
-            return op.source.data, tuple(op.rules())
+            rules = tuple(
+                (source, target, transposed, along or 0)
+                if isinstance(source, tuple) or isinstance(target, tuple)
+                else (source, target, transposed)
+                for source, target, transposed, along in op.rules()
+            )
+            return op.source.data, rules
     return None
 
 
@@ -342,8 +352,10 @@ def lower_loop(module: ModuleOp, loop: train.LoopOp) -> None:
 
 def steps_plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> StepsPlan:
     """The plan of a block of `step` lines: the one-model plan of its data and settings, its
-    models (frozen where no step names one) and its steps, `lr` defaulted from the catalogue."""
-    steps = [s for s in (step_of(op) for op in loop.steps()) if s is not None]
+    models (frozen where no step names one), its parameter groups and its steps, `lr`
+    defaulted from the catalogue."""
+    groups = {name: op.value for name, op in loop.groups().items()}
+    steps = [s for s in (step_of(op, groups) for op in loop.steps()) if s is not None]
     stepped = {name for s in steps for name in s.models}
     models: list[ModelPlan] = []
     for name in loop.model_names():
@@ -352,12 +364,47 @@ def steps_plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> StepsPla
         overrides = tuple(instance.overrides.data.items())
         models.append(ModelPlan(name, instance.model.root_reference.data, overrides,
                                 name not in stepped, _location(instance.location)))  # fmt: skip
-    planned = [
-        StepPlan(s.objective, s.optimizer, s.models, _step_kwargs(s.optimizer, s.kwargs),
-                 _location(s.op.location))
-        for s in steps
-    ]  # fmt: skip
-    return StepsPlan(plan_of(module, loop, source), tuple(models), tuple(planned))
+    base = plan_of(module, loop, source)
+    planned = tuple(_step_plan(s, base) for s in steps)
+    return StepsPlan(base, tuple(models), planned, tuple(groups.items()))
+
+
+def _step_plan(step: Step, base: ScriptPlan) -> StepPlan:
+    """A step's optimizers, each keyed by its objective (`d_loss`), or with several by the
+    objective and its class (`ce.Muon`, `ce.AdamW`); each one's `lr_schedule` and
+    `grad_clip`, its own or else the block's."""
+    several = len(step.optimizers) > 1
+    keys: list[str] = []
+    optimizers: list[OptimizerPlan] = []
+    for o in step.optimizers:
+        key = f"{step.objective}.{o.name}" if several else step.objective
+        key = key if key not in keys else f"{key}_{keys.count(key) + 1}"
+        keys.append(key)
+        own = dict(o.kwargs)
+        torch_kwargs = tuple((k, v) for k, v in o.kwargs if k not in PER_OPTIMIZER)
+        kwargs = _step_kwargs(o.name, torch_kwargs)
+        plan = OptimizerPlan(key, o.name, o.args, kwargs, _location(o.loc),
+                             _own_schedule(own, base), _own_clip(own, base))  # fmt: skip
+        optimizers.append(plan)
+    return StepPlan(step.objective, tuple(optimizers), step.models, _location(step.op.location))
+
+
+def _own_schedule(own: dict[str, object], base: ScriptPlan) -> dict[str, Value] | None:
+    """`{"name": "cosine", "warmup_steps": 100, ...}`: the optimizer's `lr_schedule`, else
+    the block's; None for neither (or `none`)."""
+    if "lr_schedule" in own:
+        found = schedule_of(own["lr_schedule"])  # type: ignore[arg-type]
+        if found is None or found[0] == "none":
+            return None
+        return {"name": found[0], **found[1]}  # type: ignore[dict-item]
+    if base.schedule is None:
+        return None
+    return {"name": base.schedule, **base.schedule_kwargs}
+
+
+def _own_clip(own: dict[str, object], base: ScriptPlan) -> float | None:
+    clip = own.get("grad_clip", base.grad_clip)
+    return float(clip) if isinstance(clip, int | float) and not isinstance(clip, bool) else None
 
 
 def _step_kwargs(optimizer: str, kwargs: tuple[tuple[str, object], ...]) -> tuple:

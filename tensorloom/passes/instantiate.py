@@ -29,15 +29,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, StringAttr, SymbolRefAttr, UnitAttr
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, SymbolRefAttr, UnitAttr
 from xdsl.ir import Attribute
 
 from tensorloom.catalogue.layers import lookup
 from tensorloom.dialects.module_facts import SPECIALIZED_MODULE
-from tensorloom.dialects.nml import InstanceOp, ModelOp
+from tensorloom.dialects.nml import InstanceOp, LayerOp, ModelOp
 from tensorloom.passes.support.model_env import (
     Env,
     config_attr,
+    element_envs,
     evaluate_kwargs,
     instance_env,
     layers_of,
@@ -156,12 +157,33 @@ class _Specializer:
                 continue  # a catalogue layer, or a cycle (resolve-nml reports it)
             if self.copies >= MAX_COPIES:
                 return
+            name = f"{model.sym_name.data}.{layer.sym_name.data}"
+            if layer.var is not None:  # a per-position list: a copy for each position
+                self.positions(layer, nested, env, name, (*chain, StringAttr(kind)))
+                continue
             overrides = nested_overrides(layer, nested, env)
             inner = model_env(nested, overrides if isinstance(overrides, dict) else {})
-            name = f"{model.sym_name.data}.{layer.sym_name.data}"
             copy = self.copy(nested, name, kind, inner)
             layer.specialized = SymbolRefAttr(copy.sym_name.data)
             self.nested(copy, inner, (*chain, StringAttr(kind)))
+
+    def positions(
+        self, layer: LayerOp, nested: ModelOp, env: Env, name: str, chain: tuple[Attribute, ...]
+    ) -> None:
+        """`[Block(8 if i == 0 else 16) for i in range(n)]`: each position's copy, under its
+        own arguments, in `positions` (the first also in `specialized`)."""
+        copies: list[SymbolRefAttr] = []
+        for position, position_env in enumerate(element_envs(layer, env)):
+            if self.copies >= MAX_COPIES:
+                return
+            overrides = nested_overrides(layer, nested, position_env)
+            inner = model_env(nested, overrides if isinstance(overrides, dict) else {})
+            copy = self.copy(nested, f"{name}.{position}", layer.kind.data, inner)
+            copies.append(SymbolRefAttr(copy.sym_name.data))
+            self.nested(copy, inner, chain)
+        if copies:
+            layer.specialized = copies[0]
+            layer.positions = ArrayAttr(copies)
 
     def copy(self, model: ModelOp, name: str, kind: str, env: Env) -> ModelOp:
         self.copies += 1

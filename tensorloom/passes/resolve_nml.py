@@ -71,6 +71,7 @@ from tensorloom.passes.support.model_env import (
     evaluate_kwargs,
     floor_exact_divisions,
     layer_arguments,
+    layer_label,
     layers_of,
     mentions_config,
     model_env,
@@ -491,8 +492,8 @@ class DeclarationChecker:
 
     def _nested_arg_error(self, layer: LayerOp, error: ArgError, span: Span, via: LayerOp) -> None:
         primary = span_of(via) or span
-        message = f"`{via.sym_name.data}.{layer.sym_name.data}`: {error.message}"
-        declared = Label(span, f"with the arguments of `{via.sym_name.data}`, this is invalid")
+        message = f"`{layer_label(via)}.{layer.sym_name.data}`: {error.message}"
+        declared = Label(span, f"with the arguments of `{layer_label(via)}`, this is invalid")
         self.emit(
             Diagnostic.error(
                 "TL0422", message, Label(primary), secondary=[declared], help=error.help
@@ -518,8 +519,8 @@ class DeclarationChecker:
         self, model: ModelOp, layer: LayerOp, env: Mapping[str, Value], where: _Context
     ) -> None:
         nested = self.models[layer.kind.data]
-        if nested is model:
-            self._self_nesting(layer)
+        if nested is model or nested.sym_name == model.sequential:
+            self._self_nesting(layer)  # `Sequential(Net(d))` in `Net` too
             return
         overrides = nested_overrides(layer, nested, env)
         if isinstance(overrides, ArgFailure):
@@ -534,7 +535,10 @@ class DeclarationChecker:
         if overrides and where.depth < MAX_CHECK_DEPTH:
             # pytorch_false_negatives/mut-66016: `n_heads=0` reached MultiHeadAttention
             # through a nested model's arguments, which were never checked.
-            inner = _Context(where.instance, where.overrides, where.via or layer, where.depth + 1)
+            via = where.via or layer
+            if nested.sequential is not None and where.via is None:
+                via = None  # a `Sequential`'s element: reported at the element itself
+            inner = _Context(where.instance, where.overrides, via, where.depth + 1)
             nested_env = model_env(nested, overrides)
             for sub in layers_of(nested).values():
                 self.check_layer(nested, sub, nested_env, inner)

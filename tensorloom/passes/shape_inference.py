@@ -140,6 +140,7 @@ from tensorloom.passes.support.model_env import (
     is_specialized_copy,
     layer_built,
     layer_count,
+    layer_label,
     layers_of,
     lookup_symbol,
     model_env,
@@ -667,9 +668,10 @@ class Inference:
                 self._index_out_of_range(op, name, index, count)
             position = index % count if isinstance(index, int) and count else index
             label = f"{name}.{position}" if isinstance(position, int) else f"{name}[i]"
-            if isinstance(position, int):  # a per-position list: this element's arguments
-                env = dict(element_env(layer, env, position))
-            result = self._apply_layer(model, layer, op, env, flow, label)
+            at = position if isinstance(position, int) else None
+            if at is not None:  # a per-position list: this element's arguments
+                env = dict(element_env(layer, env, at))
+            result = self._apply_layer(model, layer, op, env, flow, label, at)
         self.types[op.result] = result
 
     def _too_many_copies(self, layer: LayerOp, count: int) -> None:
@@ -698,8 +700,9 @@ class Inference:
         env: Env,
         flow: ModelFlow,
         label: str | None = None,
+        position: int | None = None,
     ) -> Attribute:
-        nested = nested_model(layer, self.models)
+        nested = nested_model(layer, self.models, position)
         if nested is not None and nested is not model and lookup(layer.kind.data) is None:
             return self._apply_model(layer, nested, op, env, flow, label)
         bound = bind_layer(layer, env)
@@ -949,7 +952,7 @@ class Inference:
         mismatch: ShapeMismatch,
     ) -> None:
         span = span_at(op)
-        name, kind = layer.sym_name.data, layer.kind.data
+        name, kind = layer_label(layer), layer.kind.data
         message = (
             f"`{name}` (`{kind}`) takes {format_shape(want.dims)} (its forward's annotation), "
             f"got {self.unifier.format_shape(got.dims)}: {mismatch.message}"
@@ -1074,7 +1077,7 @@ class Inference:
         self, layer: LayerOp, op: ApplyOp | ApplyAtOp, bound: BoundLayer, mismatch: ShapeMismatch
     ) -> None:
         span = span_at(op)
-        name = layer.sym_name.data
+        name = layer_label(layer)
         primary = self._operand_label(op, mismatch.operand, span)
         secondary = [Label(s, f"`{name}` is declared here") for s in [span_of(layer)] if s]
         help_text = mismatch.help or _layer_help(name, bound, mismatch)
@@ -1342,7 +1345,11 @@ def instantiations(module: ModuleOp, models: Mapping[str, ModelOp]) -> list[Inst
     found.sort(key=lambda i: i.inputs is None)
     instantiated = {i.model for i in found}
     nested = {layer.kind.data for m in models.values() for layer in layers_of(m).values()}
-    rest = [m for m in models.values() if m not in instantiated and not is_specialized_copy(m)]
+    rest = [  # a `Sequential`'s hidden model is checked only in the model that holds it
+        m
+        for m in models.values()
+        if m not in instantiated and not is_specialized_copy(m) and m.sequential is None
+    ]
     rest.sort(key=lambda m: m.sym_name.data in nested)  # a nested model is typed in its parent
     return found + [Instantiation(m.sym_name.data, m, model_env(m)) for m in rest]
 

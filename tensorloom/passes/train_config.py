@@ -79,16 +79,24 @@ def _optimizer(value: Evaluated | None, fields: dict[str, object]) -> None:
 
 
 def _schedule(value: Evaluated | None, fields: dict[str, object]) -> None:
+    schedule = schedule_of(value)
+    if schedule is not None:
+        fields["lr_schedule"], fields["lr_schedule_args"] = schedule
+
+
+def schedule_of(value: Evaluated | None) -> tuple[str, dict[str, object]] | None:
+    """`cosine(warmup_steps=200)` as its name and arguments, the catalogue's defaults filled in
+    (a step's optimizer's own `lr_schedule` too)."""
     call = _call(value)
     if call is None:
-        return
+        return None
     args = _kwargs(call)
     spec = SCHEDULES.get(call.name)
     twins = {a: b for pair in LENGTH_TWINS for a, b in (pair, pair[::-1])}
     for name, default in spec.defaults if spec is not None else ():
         if name not in args and twins.get(name) not in args:
             args[name] = default
-    fields["lr_schedule"], fields["lr_schedule_args"] = call.name, args
+    return call.name, args
 
 
 def _loss(module: ModuleOp, value: Evaluated | None, fields: dict[str, object]) -> None:

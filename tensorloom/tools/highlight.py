@@ -69,8 +69,9 @@ def _rules() -> dict[str, Rules]:
                 r"(weights)(\s+)([A-Za-z_]\w*)(\s+)(from)\b",
                 bygroups(Keyword.Declaration, Whitespace, Name, Whitespace, Keyword),
             ),
-            (r"\bignore(?=\s+[\"'])", Keyword),
-            (r"\b(transposed)(?=\s*$)", Keyword),
+            (r"\b(ignore|config)(?=\s+[\"'])", Keyword),
+            (r"\b(transposed)(?=\s*(//.*)?$)", Keyword),
+            (r"(along)(\s+)(\d+)\b", bygroups(Keyword, Whitespace, Number.Integer)),
             (
                 r"(checkpoint)(\s+)(every)(\s+)(\d+)(\s+)(epochs|steps)\b",
                 bygroups(

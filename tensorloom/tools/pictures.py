@@ -3,6 +3,7 @@
     $ tlc graph examples/train_transformer.tl -o model.svg     # or .png, .pdf
     $ tlc graph examples/mnist.tl --format dot                 # Graphviz source on stdout
     $ tlc plot run/metrics.jsonl -o curves.png
+    $ tlc plot baseline.jsonl tensorloom.jsonl --x wall_s -o curves.png   # two runs, one picture
 
 `tlc graph` checks the file (errors are reported as `tlc check` reports them,
 exit 1), builds the model's dataflow graph (analysis/graph.py, networkx) and
@@ -17,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -139,38 +141,55 @@ def _write(output: Path | None, data: bytes) -> int:
 
 @dataclass
 class Curves:
-    """The series of a metrics file: epoch numbers and each metric's values."""
+    """The series of a metrics file: the x values (epoch numbers, or another key's values)
+    and each metric's values."""
 
-    epochs: list[int] = field(default_factory=list)
+    epochs: list[float] = field(default_factory=list)
     series: dict[str, list[float]] = field(default_factory=dict)
+    positions: dict[str, list[float]] = field(default_factory=dict)  # each series' x values
+    label: str = ""
 
 
 LOSS_KEYS = ("train_loss", "val_loss")
 ACCURACY_KEYS = ("train_accuracy", "val_accuracy")
+EPOCH = "epoch"
 
 
-def read_metrics(path: Path) -> Curves | str:
-    """The curves of a `--metrics` JSONL file, or what is wrong with it."""
+def read_metrics(path: Path, x: str = EPOCH) -> Curves | str:
+    """The curves of a `--metrics` JSONL file, or what is wrong with it.
+
+    Against `epoch` every line must be an epoch's record; against another key (`--x
+    wall_s`, `--x step`) the lines without that number are skipped (a run's header, a
+    plan), so a curve that bench/speedrun writes plots as it is."""
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as problem:
         reason = getattr(problem, "strerror", None) or str(problem)
         return f"cannot read `{path}`: {reason.lower()}"
-    curves = Curves()
+    curves = Curves(label=path.stem)
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         record = _record(line)
-        if record is None or not isinstance(record.get("epoch"), int):
+        if x == EPOCH and (record is None or not isinstance(record.get(EPOCH), int)):
             return f"{path}:{number}: not a metrics record (a JSON object with an `epoch`)"
-        curves.epochs.append(record["epoch"])
+        if record is None:
+            return f"{path}:{number}: not a JSON object"
+        if not _is_number(record.get(x)):
+            continue
+        curves.epochs.append(record[x])
         for key in (*LOSS_KEYS, *ACCURACY_KEYS):
             if key in record:
                 value = record[key]
                 curves.series.setdefault(key, []).append(math.nan if value is None else value)
+                curves.positions.setdefault(key, []).append(record[x])
     if not curves.epochs:
-        return f"`{path}` holds no epochs"
+        return f"`{path}` holds no epochs" if x == EPOCH else f"`{path}` holds no `{x}` values"
     return curves
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _record(line: str) -> dict[str, Any] | None:
@@ -181,40 +200,58 @@ def _record(line: str) -> dict[str, Any] | None:
     return record if isinstance(record, dict) else None
 
 
-def plot_curves(curves: Curves) -> Figure:
-    """Loss per epoch (train and validation) and, when recorded, accuracy per epoch."""
+def plot_curves(curves: Curves | Sequence[Curves], x: str = EPOCH) -> Figure:
+    """Loss (train and validation) and, when recorded, accuracy against `x`; several files'
+    curves share the panels, each labelled with its file's name."""
     from matplotlib.figure import Figure
 
-    panels = [keys for keys in (LOSS_KEYS, ACCURACY_KEYS) if any(k in curves.series for k in keys)]
+    runs = [curves] if isinstance(curves, Curves) else list(curves)
+    recorded = {key for run in runs for key in run.series}
+    panels = [keys for keys in (LOSS_KEYS, ACCURACY_KEYS) if recorded & set(keys)]
     figure = Figure(figsize=(6.4, 3.2 * len(panels)), layout="constrained")
     axes = figure.subplots(len(panels), 1, squeeze=False)[:, 0]
     for ax, keys in zip(axes, panels, strict=True):
-        for key in keys:
-            if key in curves.series:
-                ax.plot(curves.epochs, curves.series[key], marker="o", label=key.replace("_", " "))
+        for run in runs:
+            for key in (k for k in keys if k in run.series):
+                name = key.replace("_", " ")
+                label = f"{run.label}: {name}" if len(runs) > 1 else name
+                ax.plot(run.positions[key], run.series[key], marker="o", label=label)
         ax.set_ylabel("loss" if keys is LOSS_KEYS else "accuracy")
         ax.grid(alpha=0.3)
         ax.legend()
-    axes[-1].set_xlabel("epoch")
+    axes[-1].set_xlabel(AXIS_NAMES.get(x, x))
     return figure
 
 
-def run_plot(metrics: Path, output: Path) -> int:
+def _points(n: int) -> str:
+    return f"{n} point" if n == 1 else f"{n} points"
+
+
+AXIS_NAMES = {"wall_s": "wall-clock seconds", "step": "step", "tokens": "tokens"}
+
+
+def run_plot(metrics: Path | Sequence[Path], output: Path, x: str = EPOCH) -> int:
     """The `tlc plot` command; its exit status."""
     suffix = output.suffix.lstrip(".").lower()
     if suffix not in PICTURE_FORMATS:
         return _error(f"cannot tell the picture format from `{output}`",
                       "name the output `.png`, `.svg` or `.pdf`")  # fmt: skip
-    curves = read_metrics(metrics)
-    if isinstance(curves, str):
-        return _error(curves, "pass the file a script wrote with `--metrics PATH`")
+    runs: list[Curves] = []
+    for path in [metrics] if isinstance(metrics, Path) else metrics:
+        curves = read_metrics(path, x)
+        if isinstance(curves, str):
+            return _error(curves, "pass the file a script wrote with `--metrics PATH`")
+        runs.append(curves)
     try:
-        figure = plot_curves(curves)
+        figure = plot_curves(runs, x)
     except ModuleNotFoundError as error:
         return _missing("tlc plot", error)
     try:
         figure.savefig(output, format=suffix)
     except OSError as problem:
         return _error(f"cannot write `{output}`: {(problem.strerror or str(problem)).lower()}")
-    sys.stderr.write(f"wrote {output}: {len(curves.epochs)} epochs\n")
+    what = f"{len(runs[0].epochs)} epochs" if x == EPOCH and len(runs) == 1 else (
+        ", ".join(f"{run.label} ({_points(len(run.epochs))})" for run in runs)
+    )  # fmt: skip
+    sys.stderr.write(f"wrote {output}: {what}\n")
     return EXIT_OK

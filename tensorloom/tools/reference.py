@@ -86,12 +86,19 @@ def layers() -> list[str]:
     ]
     for name in sorted(LAYERS):
         spec = LAYERS[name]
-        lines += [f"### {name}", "", f"`{_signature(spec)}`: PyTorch `{spec.torch_class}`.", ""]
+        lines += [f"### {name}", "", f"`{_signature(spec)}`: {_emitted_as(spec)}.", ""]
         doc = " ".join((type(spec).__doc__ or "").split())
         if doc and not doc.startswith(f"`{name}("):
             lines += [doc, ""]
         lines += [f"- {_parameter(p)}" for p in spec.params] + ([""] if spec.params else [])
     return lines
+
+
+def _emitted_as(spec: LayerSpec) -> str:
+    """PyTorch's class, or the runtime's (a module the emitted script carries)."""
+    if spec.torch_class.startswith("nn."):
+        return f"PyTorch `{spec.torch_class}`"
+    return f"the runtime's `{spec.torch_class}` (an `nn.Module` the emitted script carries)"
 
 
 def functions() -> list[str]:

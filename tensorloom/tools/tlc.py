@@ -271,7 +271,7 @@ def graph(file: Path, output: Path | None, fmt: str | None, model: str | None) -
 
 
 @cli.command()
-@click.argument("metrics", type=click.Path(path_type=Path))
+@click.argument("metrics", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
     "-o",
     "--output",
@@ -279,12 +279,20 @@ def graph(file: Path, output: Path | None, fmt: str | None, model: str | None) -
     required=True,
     help="the picture: .png, .svg or .pdf",
 )
+@click.option(
+    "--x",
+    "x",
+    default="epoch",
+    show_default=True,
+    help="the key on the x axis: `wall_s`, `step`, `tokens`, ... (records without it are skipped)",
+)
 @compiler_command
-def plot(metrics: Path, output: Path) -> int:
-    """Plot loss and accuracy per epoch from a script's `--metrics` JSON lines."""
+def plot(metrics: tuple[Path, ...], output: Path, x: str) -> int:
+    """Plot loss and accuracy from `--metrics` JSON lines: one file, or several runs in one
+    picture (`tlc plot a.jsonl b.jsonl --x wall_s -o curves.png`)."""
     from tensorloom.tools.pictures import run_plot
 
-    return run_plot(metrics, output)
+    return run_plot(list(metrics), output, x)
 
 
 @cli.command()

@@ -88,7 +88,9 @@ BROKEN: dict[str, tuple[str, int, int]] = {
     "broken/broken_model.tl": ("TL0201", 15, 41),
     "broken/vit_layernorm.nml": ("TL0201", 26, 13),
 }
-VALID = [*TRAINED, CNN, GAN, *KERNELS, *BLUEPRINTS]
+# GPT-2 small's size: checked and compiled here; tests/e2e/test_speedrun.py trains it tiny
+SPEEDRUN = ["gpt_speedrun.tl", "modern_gpt.nml"]
+VALID = [*TRAINED, CNN, GAN, *KERNELS, *BLUEPRINTS, *SPEEDRUN]
 
 
 @pytest.fixture(autouse=True)

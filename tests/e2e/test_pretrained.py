@@ -160,7 +160,8 @@ def test_a_changed_file_is_a_one_line_error_at_load(tmp_path: Path) -> None:
         cwd=tmp_path, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert run.returncode != 0
-    assert "WeightsError" in run.stderr and "the model's `" in run.stderr
+    assert "Traceback" not in run.stderr  # the user's to fix: one line, exit 1
+    assert run.stderr.startswith("error: ") and "the model's `" in run.stderr
 
 
 def test_a_torch_state_dict_checks_by_its_header(tmp_path: Path) -> None:
@@ -182,11 +183,20 @@ def test_the_compiler_and_the_script_apply_rules_alike() -> None:
     from tensorloom.backends.runtime import pretrained
     from tensorloom.passes.support import weight_rules
 
-    rules = [("a.{i}.skip", None, False), ("a.{i}.{p}", "b.{i}.{p}", True), ("{x}", "{x}", False)]
-    names = ["a.0.w", "a.1.skip", "a.2.b", "c", "d.e", "a.0.w.x"]
-    compiled = {k: (t, f) for k, (t, f, _) in weight_rules.map_names(names, rules).items()}
-    assert compiled == pretrained.map_names(names, rules)
-    assert weight_rules.unmatched_names(names, rules) == pretrained.unmatched_names(names, rules)
+    rules = [
+        ("a.{i}.skip", None, False), ("a.{i}.{p}", "b.{i}.{p}", True), ("{x}", "{x}", False),
+        (("q.{i}.w", "k.{i}.w"), "qk.{i}", False, 0),
+        ("qkv.{i}", ("q{i}", "k{i}", "v{i}"), True, 1),
+    ]  # fmt: skip
+    names = ["a.0.w", "a.1.skip", "a.2.b", "c", "d.e", "a.0.w.x", "q.0.w", "k.0.w", "q.1.w",
+             "qkv.3"]  # fmt: skip
+    matched = weight_rules.match_names(names, [weight_rules.Rule.of(r) for r in rules])
+    mapped, unmatched, partial = pretrained.match_names(names, rules)
+    assert [(m.sources, m.targets, m.rule) for m in matched.mappings] == mapped
+    assert matched.unmatched == unmatched == ["d.e", "a.0.w.x"]
+    assert [absent for _, _, absent in matched.partial] == partial == [["k.1.w"]]
+    assert (("q.0.w", "k.0.w"), ("qk.0",), 3) in mapped
+    assert (("qkv.3",), ("q3", "k3", "v3"), 4) in mapped
 
 
 LORA_RULES = GPT2_RULES + "\n"  # the same folder, fine-tuned through adapters
@@ -253,3 +263,64 @@ def test_lora_run_exports_merged_weights_transformers_loads(tmp_path: Path) -> N
     idx = torch.randint(0, SIZES["vocab_size"], (2, 30))
     with torch.no_grad():
         assert (model(idx) - tuned(idx).logits).abs().max().item() < 1e-4  # merged: the same model
+
+
+def _finetune_example(tmp: Path) -> Path:
+    """examples/finetune_gpt2.tl as written, at SIZES: the instance's sizes and the data's
+    block size (the `config` line compares it with the folder's n_positions) changed."""
+    shutil.copy(EXAMPLES / "gpt.nml", tmp / "gpt.nml")
+    text = (EXAMPLES / "finetune_gpt2.tl").read_text(encoding="utf-8")
+    overrides = ", ".join(f"{k}={v}" for k, v in SIZES.items())
+    assert "let model = GPT()\n" in text and "block_size=128" in text
+    text = text.replace("let model = GPT()\n", f"let model = GPT({overrides})\n")
+    program = tmp / "finetune_gpt2.tl"
+    program.write_text(text.replace("block_size=128", "block_size=64"), encoding="utf-8")
+    return program
+
+
+def test_the_finetune_example_tunes_gpt2_and_transformers_generates(tmp_path: Path) -> None:
+    """examples/finetune_gpt2.tl: checked against the folder, LoRA-tuned for three steps on
+    the stdlib text, exported; transformers loads the folder, gives the tuned model's
+    logits and generates from it; tlc info's trainable count is peft's."""
+    reference = _hf_gpt2(tmp_path / "gpt2")
+    _finetune_example(tmp_path)
+    checked = _tlc("check", "finetune_gpt2.tl", cwd=tmp_path)
+    assert checked.returncode == 0 and "TL08" not in checked.stderr, checked.stderr
+    out = tmp_path / "out" / "finetune_gpt2.py"
+    assert _tlc("compile", "finetune_gpt2.tl", "-o", str(out), cwd=tmp_path).returncode == 0
+    run = subprocess.run(
+        [sys.executable, str(out), "--device", "cpu", "--max-steps", "3", "--checkpoint-dir",
+         str(tmp_path / "ck"), "--export-weights", str(tmp_path / "tuned")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    tuned = transformers.GPT2LMHeadModel.from_pretrained(tmp_path / "tuned").eval()
+    idx = torch.randint(0, SIZES["vocab_size"], (1, 12))
+    with torch.no_grad():
+        before, after = reference(idx).logits, tuned(idx).logits
+        generated = tuned.generate(idx, max_new_tokens=8, do_sample=False, pad_token_id=0)
+    assert 0 < (after - before).abs().max().item() < 1.0  # tuned from the published weights
+    assert generated.shape == (1, 20) and torch.equal(generated[:, :12], idx)
+    peft = pytest.importorskip("peft")
+    config = peft.LoraConfig(r=8, lora_alpha=16, target_modules=["c_attn", "c_fc"])
+    trainable = peft.get_peft_model(reference, config).get_nb_trainable_parameters()[0]
+    info = _tlc("info", "finetune_gpt2.tl", cwd=tmp_path)
+    assert f"trainable parameters: {trainable:,} of 254,592" in info.stdout, info.stdout
+
+
+def test_the_finetune_example_without_its_folder(tmp_path: Path) -> None:
+    """A clean clone has no weights: `tlc check` warns and checks the rest; the script stops
+    before training with one line saying where it looked and how to fetch them."""
+    _finetune_example(tmp_path)
+    checked = _tlc("check", "finetune_gpt2.tl", cwd=tmp_path)
+    assert checked.returncode == 0 and "warning[TL0801]" in checked.stderr, checked.stderr
+    out = tmp_path / "out" / "finetune_gpt2.py"
+    assert _tlc("compile", "finetune_gpt2.tl", "-o", str(out), cwd=tmp_path).returncode == 0
+    run = subprocess.run(
+        [sys.executable, str(out), "--device", "cpu", "--max-steps", "1", "--checkpoint-dir",
+         str(tmp_path / "ck")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert run.returncode == 1 and "Traceback" not in run.stderr
+    assert run.stderr.startswith("error: the published weights `gpt2` are not here")
+    assert "huggingface-cli download NAME --local-dir gpt2" in run.stderr

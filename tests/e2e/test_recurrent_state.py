@@ -66,3 +66,37 @@ def test_the_state_is_typed_as_pytorch_returns_it(tmp_path: Path) -> None:
     gru_state = lstm_types[-1].elements.data[1]
     assert isinstance(gru_state, TensorType) and gru_state.dims == (1, 2, 4)
     assert any(isinstance(op, FuncOp) for op in checked.module.walk())
+
+
+NESTED = """
+@model Seq:
+    @layers:
+        lstm = LSTM(8, 16, num_layers=2)
+    @forward(x: Tensor[2, 5, 8]):
+        let (out, (h, c)) = lstm(x, none)
+        let (out2, (h2, c2)) = lstm(x * 0.5, (h, c))
+        return out2 + h2[-1].unsqueeze(1) + c2[0].unsqueeze(1) + out
+"""
+
+
+def test_a_nested_pattern_takes_the_state_apart(tmp_path: Path) -> None:
+    """`let (out, (h, c)) = lstm(x, none)`, PyTorch's `out, (h, c) = lstm(x)`: each name
+    the element at its place, typed as PyTorch returns it and computed as it does."""
+    path = tmp_path / "nested.nml"
+    path.write_text(NESTED)
+    result = compile_file(path, until="torch")
+    assert result.ok and result.module is not None, [d.message for d in result.sink]
+    module = ModuleType("emitted_nested")
+    sys.modules[module.__name__] = module
+    exec(compile(python_source(result.module), "<emitted nested.nml>", "exec"), module.__dict__)
+    torch.manual_seed(0)
+    seq = module.Seq()
+    x = torch.randn(2, 5, 8)
+    out, (h, c) = seq.lstm(x)
+    out2, (h2, c2) = seq.lstm(x * 0.5, (h, c))
+    expected = out2 + h2[-1].unsqueeze(1) + c2[0].unsqueeze(1) + out
+    torch.testing.assert_close(seq(x), expected)
+    checked = compile_file(path, until="nml")
+    assert checked.module is not None
+    returned = [op for op in checked.module.walk() if op.name == "nml.return"]
+    assert [str(op.operands[0].type) for op in returned] == ["!nml.tensor<[2, 5, 16], f32>"]

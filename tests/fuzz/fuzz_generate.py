@@ -48,7 +48,11 @@ TENSOR_STATEMENTS = ["h = h[h > 0.0]", "h = h[arange(2)]", "h = h[:, arange(2)]"
                      "h = pad(h, [0, h.size(-1)])", "h = h[h.argmax(dim=-1)]",
                      "h = one_hot(h.argmax(dim=-1), num_classes=h.size(-1)).float()",
                      "h = self.l0(h, none)[0]",
-                     "h = self.l0(h, self.l0(h, none)[1])[0]"]  # fmt: skip
+                     "h = self.l0(h, self.l0(h, none)[1])[0]",
+                     "h = h[where(h > 0.0)[0]]", "h = h[arange(2), arange(2)]",
+                     "h = h[arange(2), :, arange(2)]", "h = h.topk(h.size(-1))[0]",
+                     "h = h[nonzero(h > 0.0, as_tuple=true)[0]]",
+                     "let (h, (hs, cs)) = self.l0(h, none)"]  # fmt: skip
 """Indexing by a tensor, the index-valued functions and a recurrent state, on `h`."""
 DATASETS = ['"digits"', '"mnist"', '"cifar10"', '"reverse"', '"tokens.npz"', '"t.csv"',
             '"a\\"b.pt"', "", '"digits", flatten=true', '"x.pt", sample_shape=[4], num_classes=2',
@@ -76,7 +80,7 @@ SETTINGS = {
     ],
     "precision": ["fp32", "bf16", "fp16", "fp8", "auto"],
     "lr_schedule": ["cosine", "step", "warmup", "cosin", "plateau(factor=0.5, patience=1)",
-                    "plateau(factor=2.0)"],
+                    "plateau(factor=2.0)", "wsd(warmup_steps=2)", "wsd(decay_fraction=1.5)"],
     "grad_clip": ["1.0", "0", "-1.0"],
     "accumulate_steps": ["1", "2", "0"],
     "seed": ["0", "1", "-1"],
@@ -120,6 +124,9 @@ def _write_data_files(work: Path) -> None:
     tensors = ["fc0.weight=F32:16,8", "fc0.bias=F32:16", "fc1.weight=F16:4,16", "fc1.bias=F32:4"]
     module.main([str(work / "w.safetensors"), *tensors])
     module.main([str(work / "cut.safetensors"), *tensors, "--truncate"])
+    (work / "hf").mkdir(exist_ok=True)  # a Hugging Face folder: its config.json is compared too
+    module.main([str(work / "hf" / "model.safetensors"), *tensors, "qkv.weight=F32:48,8"])
+    (work / "hf" / "config.json").write_text('{"width": 16, "hidden": 8, "n_layer": 3}\n')
 
 
 # ------------------------------------------------------------------ generator
@@ -131,12 +138,16 @@ def generate(r: random.Random) -> str:
     `Parameter`, typed layer tensors, dims as values, a loss fn)."""
     if r.random() < 0.15:
         return _objectives(r, careful=r.random() < 0.5)
+    if r.random() < 0.08:
+        return _param_groups(r, careful=r.random() < 0.5)
     if r.random() < 0.3:
         return _structured(r, careful=r.random() < 0.5)
     if r.random() < 0.1:
         return _config_expressions(r)
     if r.random() < 0.1:
         return _per_position(r, careful=r.random() < 0.5)
+    if r.random() < 0.1:
+        return _sequential_models(r, careful=r.random() < 0.5)
     if r.random() < 0.5:
         return _careful(r)
     parts: list[str] = []
@@ -247,6 +258,60 @@ def _objectives(r: random.Random, careful: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
+GROUP_SELECTIONS = ["params(net.blocks, ndim=2)", "params(net, ndim=1)", "net.head",
+                    "params(net.blocks[0:1], ndim=2)", 'params(net, match="*.bias")',
+                    'params(net, match=["*.ln.weight", "*.bias"])', "net.embed.weight"]  # fmt: skip
+SLOPPY_SELECTIONS = ["params(net.blokcs)", "params(net, dims=2)", "params(net, ndim=5)",
+                     "params(nte)", "params()", "params(net, match=3)", "hidden - net",
+                     "rest", "net.blocks[0:9]", "params(hidden)", "1 + 2"]  # fmt: skip
+SCHEDULE_OPTIONS = ["", ", lr_schedule=cosine(warmup_steps=3)", ", grad_clip=1.0",
+                    ", lr_schedule=linear(min_lr=1e-4), grad_clip=0.5", ", lr_schedule=none"]
+SLOPPY_OPTIONS = [", lr_schedule=plateau", ", grad_clip=-1.0", ", lr_schedule=cosinus",
+                  ", ns_steps=0", ", betas=(0.9, 0.95)", ", momentum=2"]  # fmt: skip
+
+
+def _param_groups(r: random.Random, careful: bool) -> str:
+    """Parameter groups (`group hidden = params(net.blocks, ndim=2)`) and a step of several
+    optimizers: careful ones give Muon the blocks' matrices and AdamW the complement (with
+    per-group options, own schedules and clips); sloppy ones select an unknown layer, nothing,
+    a parameter twice, a vector for Muon, a group through itself, or a bad option."""
+    depth, width = r.randint(1, 3), r.choice([8, 16])
+    lines = ["model Block:", f"    layer ln = LayerNorm({width})",
+             f"    layer fc = Linear({width}, {width})",
+             f"    fn forward(self, x: Tensor[B, {width}]) -> Tensor[B, {width}]:",
+             "        return x + relu(self.fc(self.ln(x)))", "", "model Net:",
+             f"    layer embed = Linear(64, {width})",
+             f"    layer blocks = [Block() for _ in range({depth})]",
+             f"    layer head = Linear({width}, 10)",
+             "    fn forward(self, x: Tensor[B, 64]) -> Tensor[B, 10]:",
+             "        let h = self.embed(x)", "        for blk in self.blocks:",
+             "            h = blk(h)", "        return self.head(h)", "",
+             "fn ce(net, x, y) -> Tensor:", "    return cross_entropy(net(x), y)", "",
+             "let net = Net()", 'let data = load_dataset("digits", flatten=true)', "",
+             "train net on data:", "    epochs = 1"]  # fmt: skip
+    if r.random() < 0.3:
+        lines.append(f"    {r.choice(['lr_schedule = cosine(warmup_steps=2)', 'grad_clip = 1.0'])}")
+    pool = GROUP_SELECTIONS if careful else GROUP_SELECTIONS + SLOPPY_SELECTIONS
+    hidden = "params(net.blocks, ndim=2)" if careful else r.choice(pool)
+    lines.append(f"    group hidden = {hidden}")
+    vectors = r.random() < 0.5
+    if vectors:
+        lines.append(f"    group gains = {'params(net, ndim=1)' if careful else r.choice(pool)}")
+    rest = "params(net) - hidden" + (" - gains" if vectors else "")
+    lines.append(f"    group rest = {rest if careful or r.random() < 0.6 else r.choice(pool)}")
+    options = SCHEDULE_OPTIONS if careful else SCHEDULE_OPTIONS + SLOPPY_OPTIONS
+    muon = f"Muon(hidden, lr=0.02{r.choice(options)})"
+    extra = ", gains(weight_decay=0.0)" if vectors else ""
+    adamw = f"AdamW(rest{extra}, lr=3e-3{r.choice(options)})"
+    if not careful and r.random() < 0.3:
+        adamw = r.choice(["AdamW(net, lr=3e-3)", "Muon(rest)", "AdamW()", "SGD(hidden, rest)"])
+    if r.random() < 0.5:
+        lines.append(f"    step ce with {muon}, {adamw}")
+    else:
+        lines += [f"    step ce with ({muon},", f"                  {adamw})"]
+    return "\n".join(lines) + "\n"
+
+
 def _structured(r: random.Random, careful: bool) -> str:
     """A small GPT-like program: a block list looped over, a position table indexed by
     `arange(T)`, a learned Parameter, a tied head, a branch, a tuple, a loss fn. When
@@ -259,7 +324,8 @@ def _structured(r: random.Random, careful: bool) -> str:
         None
         if careful
         else r.choice(
-            ["table", "tie", "tensor_if", "for_tensor", "loss", "einsum", "param", "unbound"]
+            ["table", "tie", "tensor_if", "for_tensor", "loss", "einsum", "param", "unbound",
+             "rotary"]
         )
     )
     if careful:
@@ -270,8 +336,10 @@ def _structured(r: random.Random, careful: bool) -> str:
         f"    layer ln = LayerNorm({d})",
         f"    layer attn = MultiHeadAttention({d}, 2, causal=true)",
         f"    layer mlp = Linear({d}, {d})",
+        f"    layer rot = Rotary({d // 2 if slip != 'rotary' else d // 2 + 1})",
         f"    fn forward(self, x: Tensor[B, T, {d}]) -> Tensor:",
         "        x = x + self.attn(self.ln(x))",
+        f"        x = x + self.rot(x.view(B, T, 2, {d // 2})).reshape(B, T, {d})",
         "        return x + (self.mlp(x) |> gelu)",
         "model Net:",
         f"    layer wte = Embedding({vocab}, {d})",
@@ -361,6 +429,40 @@ def _per_position(r: random.Random, careful: bool) -> str:
         "        for layer in self.same:",
         "            x = layer(x)",
         f"        return self.heads[{index}](x)",
+        "let net = Net()",
+        "let data = load_dataset()",
+        "train net on data:",
+        "    epochs = 1",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _sequential_models(r: random.Random, careful: bool) -> str:
+    """A `Sequential` that holds models of the program beside catalogue layers, as a layer
+    or as each element of a per-position list; when not `careful` a width does not chain,
+    an element is unknown, a `Parameter`, or the holder itself."""
+    w = r.choice([4, 8, 16])
+    elements = [r.choice([f"Block{w}()", f"Block{w}", f"Linear({w}, {w})", "GELU"])
+                for _ in range(r.randint(1, 4))]  # fmt: skip
+    if not careful:
+        slip = r.choice([f"Linear({w + 1}, {w})", "Blok()", "Parameter(2)", "Net()",
+                         f"Block{w}(3)", f"Sequential(Block{w}())"])  # fmt: skip
+        elements.insert(r.randint(0, len(elements)), slip)
+    body = f"Sequential({', '.join(elements)})"
+    if r.random() < 0.5:
+        body = f"[{body} for i in range({r.randint(0, 3)})]"
+        use = ["        for s in self.body:", "            x = s(x)", "        return x"]
+    else:
+        use = ["        return self.body(x)"]
+    lines = [
+        f"model Block{w}:",
+        f"    layer fc = Linear({w}, {w})",
+        f"    fn forward(self, x: Tensor[B, {w}]) -> Tensor:",
+        "        return x + relu(self.fc(x))",
+        "model Net:",
+        f"    layer body = {body}",
+        f"    fn forward(self, x: Tensor[B, {w}]) -> Tensor:",
+        *use,
         "let net = Net()",
         "let data = load_dataset()",
         "train net on data:",
@@ -485,12 +587,18 @@ WEIGHT_RULES = [
     '    "{l}.{p}" -> "{l}.{p}"', '    "{l}.weight" -> "{l}.weight" transposed',
     '    "fc{i}.{p}" -> "fc{i}.{p}"', '    ignore "fc1.{p}"', '    "{a}.{b}" -> "out.{b}"',
     '    "fc0.weight" -> "fc1.weight"', '    ignore "{x}"', '    "{l}.{p}" -> "{l}.{q}"',
+    '    ["fc0.weight", "fc1.weight"] -> "fc0.weight" along 0',
+    '    "qkv.weight" -> ["fc0.weight", "fc1.weight"] along 1 transposed',
+    '    ["fc{i}.weight", "fc{i}.bias"] -> "fc{i}.weight"',
+    '    "{l}.{p}" -> ["{l}.{p}", "{l}.{p}"]',
+    '    "fc0.bias" -> "fc0.bias" along 2', '    ["{a}.{p}", "{b}.{p}"] -> "{a}.{p}"',
+    '    config "width" -> width', '    config "hidden" -> nothing', '    config "n_layer" -> n',
 ]  # fmt: skip
 
 
 def _weights(r: random.Random) -> str:
     """A `weights` block over the work folder's small safetensors files (or an absent one)."""
-    source = r.choice(["w.safetensors", "cut.safetensors", "absent.safetensors", "."])
+    source = r.choice(["w.safetensors", "cut.safetensors", "absent.safetensors", ".", "hf"])
     instance = r.choice(["net"] * 5 + ["data", "nothing"])
     rules = [r.choice(WEIGHT_RULES) for _ in range(r.randint(1, 4))]
     return "\n".join([f'weights {instance} from "{source}":', *rules])

@@ -1,4 +1,4 @@
-"""Causal self-attention as nanoGPT writes it: one fused q/k/v projection, SDPA inside.
+"""Causal self-attention as nanoGPT writes it, and rotary positions as modded-nanogpt does.
 
 `MultiHeadAttention(d, h, causal=true)` is emitted as this module rather than
 `nn.MultiheadAttention`: the same parameters (4 d^2 + 4 d with biases), named
@@ -6,6 +6,9 @@
 which runs the fused flash kernel on a GPU. Its constructor takes the catalogue's
 arguments in the same order; the options `nn.MultiheadAttention` has and a causal
 block does not (`add_bias_kv`, `add_zero_attn`, other `kdim`/`vdim`) are refused.
+
+`Rotary(dim, base)` is the catalogue's `Rotary` layer: rotary position embeddings (RoPE)
+on queries or keys laid out [B, T, heads, dim], as modded-nanogpt's `Rotary` applies them.
 """
 
 from __future__ import annotations
@@ -52,3 +55,27 @@ class SelfAttention(nn.Module):
         p = self.dropout if self.training else 0.0
         y = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=self.causal)
         return self.c_proj(y.transpose(-3, -2).reshape(*batch, t, d))
+
+
+class Rotary(nn.Module):
+    """[B, T, H, dim] -> the same shape: each head's vector, as two halves (x1, x2), rotated
+    by the angle t * base^(-2i / dim) of its position t and frequency i:
+    (x1 cos + x2 sin, x2 cos - x1 sin). No parameters; the frequencies are a buffer that a
+    state dict does not hold."""
+
+    inv_freq: torch.Tensor
+
+    def __init__(self, dim: int, base: float = 10000.0) -> None:
+        super().__init__()
+        if dim % 2:
+            raise ValueError(f"Rotary needs an even dim, got {dim}")
+        exponents = torch.arange(0, dim, 2, dtype=torch.float32) / dim
+        self.register_buffer("inv_freq", base**-exponents, persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        positions = torch.arange(x.size(1), device=x.device, dtype=torch.float32)
+        angles = torch.outer(positions, self.inv_freq.to(x.device))
+        cos = angles.cos()[None, :, None, :].to(x.dtype)
+        sin = angles.sin()[None, :, None, :].to(x.dtype)
+        x1, x2 = x.chunk(2, dim=-1)
+        return torch.cat([x1 * cos + x2 * sin, x2 * cos - x1 * sin], dim=-1)

@@ -10,9 +10,15 @@ A rule maps a name of the file to a name of the model's state dict. `{x}` in a p
 stands for one dot-free part of a name (a layer list's index, a layer's name) and the target
 names the same parts; the first rule that matches a file tensor decides it. `transposed`
 rules store the tensor the other way round in the file (Hugging Face GPT-2's `Conv1D` keeps
-[in, out] where `nn.Linear` keeps [out, in]). The same rules, read backwards, write the
-model out in the file's names (`export_pretrained`), so the library that published the
-weights loads them again.
+[in, out] where `nn.Linear` keeps [out, in]). A rule with several file names joins their
+tensors (`torch.cat` along its `along` dim, after any transpose), one with several model
+names splits the tensor into them, each as large along that dim as the model's:
+
+    ("transformer.h.{i}.attn.c_attn.weight", ("h.{i}.q.weight", "h.{i}.k.weight",
+     "h.{i}.v.weight"), True, 0)                 # GPT-2's fused q/k/v, split
+
+The same rules, read backwards, write the model out in the file's names
+(`export_pretrained`), so the library that published the weights loads them again.
 
 `freeze_layers(model, ["wte", "h[0:6]"])` stops those layers training; `add_lora(model,
 ["c_attn"], rank=8, alpha=16)` adds a trainable low-rank update `B @ A * alpha / rank` beside
@@ -37,8 +43,10 @@ from typing import Any
 
 import torch
 
-WeightRule = tuple[str, "str | None", bool]
-"""(the file's name pattern, the model's name pattern or None to ignore, transposed)."""
+WeightRule = tuple[Any, ...]
+"""(the file's name pattern(s), the model's name pattern(s) or None to ignore, transposed),
+and the dim several names are joined or split along after them (0 if not given)."""
+Rules = list[WeightRule] | tuple[WeightRule, ...]
 
 
 class WeightsError(Exception):
@@ -52,7 +60,11 @@ def weight_files(path: str | os.PathLike[str]) -> list[Path]:
     if root.is_file():
         return [root]
     if not root.is_dir():
-        raise WeightsError(f"{root}: no such file or folder of weights")
+        raise WeightsError(
+            f"the published weights `{root}` are not here (relative to {Path.cwd()}): fetch "
+            f"them (a Hugging Face model: `huggingface-cli download NAME --local-dir {root}`), "
+            "or pass --weights PATH"
+        )
     index = root / "model.safetensors.index.json"
     if index.is_file():
         try:
@@ -93,63 +105,117 @@ def _pattern(text: str) -> re.Pattern[str]:
     return re.compile(regex + r"\Z")
 
 
-def map_names(
-    names: list[str] | tuple[str, ...], rules: list[WeightRule] | tuple[WeightRule, ...]
-) -> dict[str, tuple[str, bool]]:
-    """file name -> (model name, transposed) for each file tensor a rule maps; ignored and
-    unmatched names are left out (`unmatched_names` lists the latter)."""
-    compiled = [(_pattern(source), target, transposed) for source, target, transposed in rules]
-    mapped: dict[str, tuple[str, bool]] = {}
+def _rule_names(names: Any) -> tuple[str, ...]:
+    if not names:
+        return ()
+    return (names,) if isinstance(names, str) else tuple(names)
+
+
+def _rule_parts(rule: WeightRule) -> tuple[tuple[str, ...], tuple[str, ...], bool, int]:
+    """(file patterns, model patterns, transposed, along) of a rule as WEIGHT_RULES writes it."""
+    along = rule[3] if len(rule) > 3 and rule[3] is not None else 0
+    return _rule_names(rule[0]), _rule_names(rule[1]), bool(rule[2]), int(along)
+
+
+def match_names(
+    names: list[str] | tuple[str, ...], rules: Rules
+) -> tuple[list[tuple[tuple[str, ...], tuple[str, ...], int]], list[str], list[list[str]]]:
+    """(file names, model names, rule) for each group of file tensors a rule maps; the
+    names no rule matches; for each join missing a tensor, the names it lacks."""
+    compiled = [[_pattern(s) for s in _rule_parts(rule)[0]] for rule in rules]
+    unmatched: list[str] = []
+    groups: dict[tuple[int, tuple[tuple[str, str], ...]], dict[int, str]] = {}
     for name in names:
-        for regex, target, transposed in compiled:
+        found = _first_match(name, compiled)
+        if found is None:
+            unmatched.append(name)
+        elif _rule_parts(rules[found[0]])[1]:
+            groups.setdefault((found[0], found[2]), {})[found[1]] = name
+    mapped: list[tuple[tuple[str, ...], tuple[str, ...], int]] = []
+    partial: list[list[str]] = []
+    for (index, parts), pieces in groups.items():
+        sources, targets, _, _ = _rule_parts(rules[index])
+        values = dict(parts)
+        if len(pieces) < len(sources):
+            partial.append([s.format(**values) for k, s in enumerate(sources) if k not in pieces])
+            continue
+        files = tuple(pieces[k] for k in range(len(sources)))
+        mapped.append((files, tuple(t.format(**values) for t in targets), index))
+    return mapped, unmatched, partial
+
+
+def _first_match(
+    name: str, compiled: list[list[re.Pattern[str]]]
+) -> tuple[int, int, tuple[tuple[str, str], ...]] | None:
+    for index, regexes in enumerate(compiled):
+        for piece, regex in enumerate(regexes):
             match = regex.match(name)
             if match is not None:
-                if target is not None:
-                    mapped[name] = (target.format(**match.groupdict()), transposed)
-                break
-    return mapped
+                return index, piece, tuple(sorted(match.groupdict().items()))
+    return None
 
 
-def unmatched_names(
-    names: list[str] | tuple[str, ...], rules: list[WeightRule] | tuple[WeightRule, ...]
-) -> list[str]:
-    """The file's names no rule matches (not mapped, not ignored)."""
-    compiled = [_pattern(source) for source, _, _ in rules]
-    return [n for n in names if not any(regex.match(n) for regex in compiled)]
-
-
-def load_pretrained(
-    model: torch.nn.Module,
-    path: str | os.PathLike[str],
-    rules: list[WeightRule] | tuple[WeightRule, ...],
-) -> None:
+def load_pretrained(model: torch.nn.Module, path: str | os.PathLike[str], rules: Rules) -> None:
     """Fill every parameter and buffer of `model`'s state dict from the weights at `path`.
 
-    Raises WeightsError for a file tensor no rule covers, a model tensor none fills, two
-    file tensors for one model tensor, or a shape that differs."""
+    Raises WeightsError for a file tensor no rule covers, a join missing one of its tensors,
+    a model tensor none fills, two file tensors for one model tensor, or a shape that
+    differs."""
     tensors = read_tensors(path)
-    unmatched = unmatched_names(list(tensors), rules)
+    mapped, unmatched, partial = match_names(list(tensors), rules)
     if unmatched:
         raise WeightsError(f"{path}: no rule maps {_some(unmatched)}; map or ignore them")
+    if partial:
+        raise WeightsError(f"{path}: a rule joins {_some(partial[0])}, which it lacks")
     own = model.state_dict()
     state: dict[str, torch.Tensor] = {}
-    for name, (target, transposed) in map_names(list(tensors), rules).items():
-        tensor = tensors[name].t() if transposed else tensors[name]
-        if target not in own:
-            raise WeightsError(f"{path}: `{name}` maps to `{target}`, which the model lacks")
-        if target in state:
-            raise WeightsError(f"{path}: two tensors of the file map to `{target}`")
-        if tuple(tensor.shape) != tuple(own[target].shape):
-            raise WeightsError(
-                f"{path}: `{name}` is {list(tensor.shape)}, the model's `{target}` is "
-                f"{list(own[target].shape)}"
-            )
-        state[target] = tensor.to(own[target].dtype)
+    for files, targets, index in mapped:
+        _, _, transposed, along = _rule_parts(rules[index])
+        for target in targets:
+            if target not in own:
+                raise WeightsError(
+                    f"{path}: `{files[0]}` maps to `{target}`, which the model lacks"
+                )
+            if target in state:
+                raise WeightsError(f"{path}: two tensors of the file map to `{target}`")
+        pieces = [tensors[f].t() if transposed else tensors[f] for f in files]
+        for target, tensor in zip(
+            targets, _regroup(pieces, [own[t] for t in targets], along, path, files), strict=True
+        ):
+            if tuple(tensor.shape) != tuple(own[target].shape):
+                raise WeightsError(
+                    f"{path}: `{', '.join(files)}` give {list(tensor.shape)} for the model's "
+                    f"`{target}`, which is {list(own[target].shape)}"
+                )
+            state[target] = tensor.to(own[target].dtype)
     derived = _derived_keys(model)
     missing = [k for k in own if k not in state and k not in derived]
     if missing:
         raise WeightsError(f"{path}: nothing fills the model's {_some(missing)}")
     model.load_state_dict(state, strict=False)
+
+
+def _regroup(
+    pieces: list[torch.Tensor],
+    wanted: list[torch.Tensor],
+    along: int,
+    path: object,
+    names: tuple[str, ...],
+) -> list[torch.Tensor]:
+    """`pieces` joined along `along` and split into tensors as large as `wanted`'s there."""
+    if len(pieces) == 1 and len(wanted) == 1:
+        return pieces
+    try:
+        whole = pieces[0] if len(pieces) == 1 else torch.cat(pieces, dim=along)
+        sizes = [w.shape[along] for w in wanted]
+        if whole.shape[along] != sum(sizes):
+            raise WeightsError(
+                f"{path}: `{', '.join(names)}` give {whole.shape[along]} along dim {along}, "
+                f"the model's tensors take {' + '.join(map(str, sizes))}"
+            )
+        return list(whole.split(sizes, dim=along))
+    except (RuntimeError, IndexError) as exc:
+        raise WeightsError(f"{path}: cannot join or split `{', '.join(names)}` ({exc})") from None
 
 
 def _derived_keys(model: torch.nn.Module) -> set[str]:
@@ -171,36 +237,102 @@ def _some(names: list[str] | tuple[str, ...]) -> str:
 def export_pretrained(
     model: torch.nn.Module,
     folder: str | os.PathLike[str],
-    rules: list[WeightRule] | tuple[WeightRule, ...],
+    rules: Rules,
     source: str | os.PathLike[str] | None = None,
 ) -> Path:
     """Write `model` as `folder`/model.safetensors in the file's names (each model tensor
     named by the first rule whose target matches it, read backwards), with the source
-    folder's config.json beside it: a folder the library that published the weights loads."""
+    folder's config.json beside it: a folder the library that published the weights loads.
+
+    A join is split back into the source's tensors, as large as the source's where it is
+    at hand and in equal parts otherwise; a split is joined back."""
     from safetensors.torch import save_file
 
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
-    inverse = [
-        (_pattern(target), source_name, transposed)
-        for source_name, target, transposed in rules
-        if target is not None
-    ]
-    state: dict[str, torch.Tensor] = {}
-    for key, value in merged_state_dict(model).items():
-        for regex, source_name, transposed in inverse:
-            match = regex.match(key)
-            if match is not None:
-                tensor = value.detach().cpu()
-                state[source_name.format(**match.groupdict())] = (
-                    (tensor.t() if transposed else tensor).contiguous().clone()
-                )
-                break
-    save_file(state, str(out / "model.safetensors"), metadata={"format": "pt"})
+    state = merged_state_dict(model)
+    sizes = _source_shapes(source)
+    written: dict[str, torch.Tensor] = {}
+    done: set[str] = set()
+    for key in state:
+        if key in done:
+            continue
+        found = _inverse_match(key, rules)
+        if found is None:
+            continue
+        index, values = found
+        files, targets, transposed, along = _rule_parts(rules[index])
+        names = [t.format(**values) for t in targets]
+        if any(n not in state for n in names):
+            raise WeightsError(f"`{key}` is split from a tensor the model has not all of")
+        done.update(names)
+        for name, tensor in _file_tensors(
+            [state[n].detach().cpu() for n in names],
+            [f.format(**values) for f in files], transposed, along, sizes,
+        ):  # fmt: skip
+            written[name] = tensor.contiguous().clone()
+    save_file(written, str(out / "model.safetensors"), metadata={"format": "pt"})
     for extra in ("config.json", "generation_config.json"):
         if source is not None and (Path(source) / extra).is_file():
             shutil.copyfile(Path(source) / extra, out / extra)
     return out
+
+
+def _inverse_match(key: str, rules: Rules) -> tuple[int, dict[str, str]] | None:
+    """The first rule with a target pattern matching the model's `key`, and its parts."""
+    for index, rule in enumerate(rules):
+        for target in _rule_parts(rule)[1]:
+            match = _pattern(target).match(key)
+            if match is not None:
+                return index, match.groupdict()
+    return None
+
+
+def _file_tensors(
+    tensors: list[torch.Tensor],
+    names: list[str],
+    transposed: bool,
+    along: int,
+    sizes: dict[str, tuple[int, ...]],
+) -> list[tuple[str, torch.Tensor]]:
+    """The model's tensors as the file names them: joined, split back, transposed back."""
+    whole = tensors[0] if len(tensors) == 1 else torch.cat(tensors, dim=along)
+    if len(names) == 1:
+        pieces = [whole]
+    else:
+        known = [sizes.get(n) for n in names]
+        if all(k is not None for k in known):
+            split = [k[-1 - along] if transposed else k[along] for k in known if k is not None]
+        elif whole.shape[along] % len(names) == 0:
+            split = [whole.shape[along] // len(names)] * len(names)
+        else:
+            raise WeightsError(
+                f"cannot tell the sizes of {_some(names)} (their source is not at hand, and "
+                f"{whole.shape[along]} does not split evenly): pass the source with --weights"
+            )
+        pieces = list(whole.split(split, dim=along))
+    return [(n, p.t() if transposed else p) for n, p in zip(names, pieces, strict=True)]
+
+
+def _source_shapes(source: str | os.PathLike[str] | None) -> dict[str, tuple[int, ...]]:
+    """The source's tensor shapes by name, read from safetensors headers (no data), for
+    splitting a join back into tensors of the sizes it was made of; {} if not at hand."""
+    if source is None:
+        return {}
+    try:
+        files = weight_files(source)
+    except WeightsError:
+        return {}
+    shapes: dict[str, tuple[int, ...]] = {}
+    for file in files:
+        if file.suffix != ".safetensors":
+            continue
+        from safetensors import safe_open
+
+        with safe_open(str(file), framework="pt") as f:
+            for name in f.keys():  # noqa: SIM118 (safe_open is not iterable)
+                shapes[name] = tuple(f.get_slice(name).get_shape())
+    return shapes
 
 
 def _layer_names(model: torch.nn.Module, path: str) -> list[str]:

@@ -25,7 +25,9 @@ import torch
 
 # --- learning-rate schedules -------------------------------------------------------------------
 
-LR_SCHEDULES = ("none", "cosine", "linear", "constant_with_warmup", "warmup", "onecycle", "step")
+LR_SCHEDULES = (
+    "none", "cosine", "linear", "constant_with_warmup", "warmup", "onecycle", "step", "wsd",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,9 @@ class LrSchedule:
     `onecycle`: torch's OneCycleLR curve (cosine up from 1/`div_factor` over the first
     `pct_start` of the run, then cosine down to 1/(`div_factor` * `final_div_factor`)).
     `step`: times `gamma` every `step_interval` steps. `none`: 1 throughout.
+    `wsd` (warmup-stable-decay): the warm-up, then 1, then over the last `decay_fraction`
+    of `total_steps` (rounded) a straight line from 1 down towards `min_ratio`, which the
+    step after the last would reach (torch's LinearLR from 1 to `min_ratio` over them).
     """
 
     name: str
@@ -49,6 +54,7 @@ class LrSchedule:
     pct_start: float = 0.3
     div_factor: float = 25.0
     final_div_factor: float = 1e4
+    decay_fraction: float = 0.2
 
     def __post_init__(self) -> None:
         if self.name not in LR_SCHEDULES:
@@ -66,11 +72,20 @@ class LrSchedule:
             return (step + 1) / self.warmup_steps
         if self.name in ("constant_with_warmup", "warmup"):
             return 1.0
+        if self.name == "wsd":
+            return self._wsd(step)
         span = max(self.total_steps - self.warmup_steps, 1)
         progress = min((step - self.warmup_steps) / span, 1.0)
         if self.name == "linear":
             return 1.0 - (1.0 - self.min_ratio) * progress
         return self.min_ratio + (1.0 - self.min_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+    def _wsd(self, step: int) -> float:
+        decay = max(round(self.decay_fraction * self.total_steps), 1)
+        left = self.total_steps - step
+        if left >= decay:
+            return 1.0
+        return self.min_ratio + (1.0 - self.min_ratio) * max(left, 0) / decay
 
     def _onecycle(self, step: int) -> float:
         # torch.optim.lr_scheduler.OneCycleLR's two phases, as factors of the peak lr.

@@ -15,9 +15,11 @@ step updates is wrapped in `Frozen`: no gradients, eval mode.
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import os
+import re
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,18 +50,72 @@ class Frozen(nn.Module):
             return self.model(*inputs)
 
 
+class ParamGroup(list[nn.Parameter]):
+    """Parameters a `group` line selects, in the model's order; `a + b` is their union and
+    `a - b` what `a` has that `b` has not (by identity, as tlc check resolved them by name)."""
+
+    def __add__(self, other: Iterable[nn.Parameter]) -> ParamGroup:  # type: ignore[override]
+        seen = {id(p) for p in self}
+        return ParamGroup([*self, *(p for p in other if id(p) not in seen)])
+
+    def __sub__(self, other: Iterable[nn.Parameter]) -> ParamGroup:
+        dropped = {id(p) for p in other}
+        return ParamGroup(p for p in self if id(p) not in dropped)
+
+
+def parameter_group(
+    model: nn.Module, path: str = "", *, match: str | Sequence[str] | None = None,
+    ndim: int | None = None,
+) -> ParamGroup:  # fmt: skip
+    """`params(net.blocks, match="*.weight", ndim=2)`: the parameters under the layer path
+    (`blocks`, `blocks[0:2]`, `head.weight`; all of them for ""), whose name in the model
+    matches a glob of `match` and that have `ndim` dimensions."""
+    globs = [match] if isinstance(match, str) else list(match or ())
+    sliced = re.fullmatch(r"(.+)\[(\d*):(\d*)\]", path)
+    if sliced is None:
+        prefixes = [path] if path else []
+    else:
+        count = len(model.get_submodule(sliced.group(1)))  # type: ignore[arg-type]
+        low, high = int(sliced.group(2) or 0), int(sliced.group(3) or count)
+        prefixes = [f"{sliced.group(1)}.{i}" for i in range(count)[low:high]]
+    selected = ParamGroup()
+    for name, param in _plain(model).named_parameters():
+        if prefixes and not any(name == p or name.startswith(p + ".") for p in prefixes):
+            continue
+        if globs and not any(fnmatch.fnmatchcase(name, g) for g in globs):
+            continue
+        if ndim is None or param.ndim == ndim:
+            selected.append(param)
+    return selected
+
+
 def step_optimizer(
-    loss: torch.Tensor, optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler | None
-) -> None:
-    """`loss.backward()` then `optimizer.step()`, through `scaler` (fp16) when there is one.
-    One scaler per optimizer: each step's inf checks and scale are its own."""
+    loss: torch.Tensor, optimizer: torch.optim.Optimizer | Sequence[torch.optim.Optimizer],
+    scaler: torch.amp.GradScaler | None, clip: float | Sequence[float | None] | None = None,
+) -> None:  # fmt: skip
+    """`loss.backward()` then each optimizer's `step()` (a step of several optimizers, as
+    Muon beside AdamW, has one backward), through `scaler` (fp16) when there is one. One
+    scaler per step: its inf checks cover the step's optimizers, updated once after them,
+    as torch's AMP recipe for several optimizers does. `clip` bounds the gradient norm of
+    each optimizer's parameters (one bound each, None for none), unscaled first."""
+    optimizers = [optimizer] if isinstance(optimizer, torch.optim.Optimizer) else optimizer
+    clips = list(clip) if isinstance(clip, Sequence) else [clip] * len(optimizers)
     if scaler is None:
         loss.backward()
-        optimizer.step()
-        return
-    scaler.scale(loss).backward()
-    scaler.step(optimizer)
-    scaler.update()
+    else:
+        scaler.scale(loss).backward()
+    for each, bound in zip(optimizers, clips, strict=True):
+        if bound is not None:
+            if scaler is not None:
+                scaler.unscale_(each)
+            params = [p for group in each.param_groups for p in group["params"]]
+            torch.nn.utils.clip_grad_norm_(params, bound)
+        if scaler is None:
+            each.step()
+        else:
+            scaler.step(each)
+    if scaler is not None:
+        scaler.update()
 
 
 def run_epoch(
@@ -116,10 +172,10 @@ def save_models_checkpoint(
     path: str | os.PathLike[str], *, models: dict[str, nn.Module],
     optimizers: dict[str, torch.optim.Optimizer],
     scalers: dict[str, torch.amp.GradScaler | None], epoch: int, step: int, loader: Any = None,
-    extra: dict[str, Any] | None = None,
+    extra: dict[str, Any] | None = None, schedulers: dict[str, Any] | None = None,
 ) -> Path:  # fmt: skip
-    """Every model, optimizer and scaler by name, the RNG states and the loader's place,
-    written atomically to `path`."""
+    """Every model, optimizer, scaler and lr scheduler by name, the RNG states and the
+    loader's place, written atomically to `path`."""
     rng = {"cpu": torch.get_rng_state()}
     if torch.cuda.is_available():
         rng["cuda"] = torch.cuda.get_rng_state_all()  # type: ignore[assignment]
@@ -127,6 +183,7 @@ def save_models_checkpoint(
         "models": {name: _plain(m).state_dict() for name, m in models.items()},
         "optimizers": {name: o.state_dict() for name, o in optimizers.items()},
         "scalers": {name: s.state_dict() for name, s in scalers.items() if s is not None},
+        "schedulers": {name: s.state_dict() for name, s in (schedulers or {}).items()},
         "epoch": epoch, "step": step, "rng": rng,
         "loader": loader.state_dict() if loader is not None else None, "extra": extra or {},
     }  # fmt: skip
@@ -147,7 +204,7 @@ def load_models_checkpoint(
     path: str | os.PathLike[str], *, models: dict[str, nn.Module],
     optimizers: dict[str, torch.optim.Optimizer] | None = None,
     scalers: dict[str, torch.amp.GradScaler | None] | None = None, loader: Any = None,
-    map_location: str | torch.device = "cpu",
+    map_location: str | torch.device = "cpu", schedulers: dict[str, Any] | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """Restore what `save_models_checkpoint` wrote (only the weights without `optimizers`);
     returns the whole state (epoch, step, extra)."""
@@ -165,6 +222,8 @@ def load_models_checkpoint(
         for name, scaler in (scalers or {}).items():
             if scaler is not None and name in state["scalers"]:
                 scaler.load_state_dict(state["scalers"][name])
+        for name, scheduler in (schedulers or {}).items():
+            scheduler.load_state_dict(state["schedulers"][name])
         if loader is not None and state["loader"] is not None:
             loader.load_state_dict(state["loader"])
         _restore_rng(state["rng"])

@@ -586,6 +586,11 @@ class LayerSpec:
         running statistics): what a published state dict holds besides the parameters."""
         return {}
 
+    def integer_buffers(self, bound: BoundLayer) -> frozenset[str]:
+        """The buffers of `buffer_shapes` that hold int64, not float32 (BatchNorm's
+        `num_batches_tracked`): a file holding them as I64 is not cast."""
+        return frozenset()
+
     def param_count(self, bound: BoundLayer) -> int:
         return sum(numel(shape) for shape in self.param_shapes(bound).values())
 

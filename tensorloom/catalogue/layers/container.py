@@ -6,8 +6,8 @@
 Each argument is a catalogue layer's constructor (a bare name such as `GELU` is one
 called with no arguments). The shape rule follows every element in order; the
 parameters are theirs, named `0.weight`, `2.bias`, ... as in `nn.Sequential`.
-A model of the program is not an element: apply it in the forward, or declare a
-layer list (`h = [Block(d) for _ in range(n)]`).
+A `Sequential` that holds a model of the program never reaches this record: the
+front end makes it a hidden nested model (frontend/sequential.py).
 """
 
 from __future__ import annotations
@@ -27,6 +27,13 @@ from tensorloom.catalogue.layers.base import (
 from tensorloom.catalogue.shapes import Shape, ShapeMismatch, Unifier, concrete
 
 SEQUENTIAL = "Sequential"
+
+
+_ELEMENT_HELP = {
+    "Parameter": "a `Parameter` is a tensor, not a layer: use it in the forward",
+    SEQUENTIAL: "write one `Sequential` of all the layers",
+    "": "each element is a layer (`Linear(d, d)`, `GELU`) or a model of the program",
+}
 
 
 class CallLike(Protocol):
@@ -73,9 +80,9 @@ class SequentialSpec(LayerSpec):
         if call is None or spec is None or spec.name in (SEQUENTIAL, "Parameter"):
             what = call.name if call is not None else py_literal(arg)  # type: ignore[arg-type]
             return ArgError(
-                f"`Sequential` holds catalogue layers, got `{what}`",
+                f"`Sequential` holds layers, got `{what}`",
                 position=position,
-                help="apply a model of your own in the forward, or make a layer list",
+                help=_ELEMENT_HELP.get(what, _ELEMENT_HELP[""]),
             )
         bound = spec.bind(list(call.args), dict(call.kwargs))  # type: ignore[arg-type]
         if isinstance(bound, list):
@@ -111,6 +118,21 @@ class SequentialSpec(LayerSpec):
             for name, shape in element.spec.param_shapes(element).items():
                 shapes[f"{index}.{name}"] = shape
         return shapes
+
+    def buffer_shapes(self, bound: BoundLayer) -> dict[str, tuple[int, ...]]:
+        """Its elements' buffers under their positions (`1.running_mean`)."""
+        shapes: dict[str, tuple[int, ...]] = {}
+        for index, element in enumerate(self.elements(bound)):
+            for name, shape in element.spec.buffer_shapes(element).items():
+                shapes[f"{index}.{name}"] = shape
+        return shapes
+
+    def integer_buffers(self, bound: BoundLayer) -> frozenset[str]:
+        return frozenset(
+            f"{index}.{name}"
+            for index, element in enumerate(self.elements(bound))
+            for name in element.spec.integer_buffers(element)
+        )
 
     def _shapes(self, bound: BoundLayer, in_shape: tuple[int, ...]) -> list[tuple[int, ...]]:
         """The concrete shape before each element, and after the last."""

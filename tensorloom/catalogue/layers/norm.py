@@ -100,6 +100,9 @@ class _BatchNorm(LayerSpec):
         c = bound.get_int("num_features")
         return {"running_mean": (c,), "running_var": (c,), "num_batches_tracked": ()}
 
+    def integer_buffers(self, bound: BoundLayer) -> frozenset[str]:
+        return frozenset({"num_batches_tracked"})
+
     def flops(
         self, bound: BoundLayer, in_shape: tuple[int, ...], out_shape: tuple[int, ...]
     ) -> int:

@@ -392,4 +392,53 @@ class MultiHeadAttentionSpec(LayerSpec):
         return SavedTensors(extra_bytes=copies * batch * t * e * dtype_bytes + lse + 16)
 
 
-SPECS: tuple[LayerSpec, ...] = (LSTMSpec(), GRUSpec(), MultiHeadAttentionSpec())
+class RotarySpec(LayerSpec):
+    """Rotary positions (RoPE) on queries or keys laid out [B, T, heads, dim], the position
+    along dim 1, as modded-nanogpt applies them: each head's halves (x1, x2) become
+    (x1 cos + x2 sin, x2 cos - x1 sin) at angle t * base^(-2i / dim). No parameters; the
+    output has the input's shape.
+
+    Three FLOPs per element (two products and a sum); autograd keeps the cosines and sines
+    ([T, dim / 2] each, in the input's dtype) and neither the input nor the output."""
+
+    name = "Rotary"
+    torch_class = "Rotary"
+    params = (req("dim", INT), Param("base", FLOAT, 10000.0))
+
+    def validate(self, bound: BoundLayer) -> list[ArgError]:
+        errors = positive(bound, "dim")
+        if not errors and bound.get_int("dim") % 2:
+            errors.append(bound.error("dim", f"`dim` must be even, got {bound.get_int('dim')}"))
+        if bound.get_float("base") <= 0:
+            errors.append(bound.error("base", f"`base` must be positive, got {bound['base']}"))
+        return errors
+
+    def shape_rule(
+        self, bound: BoundLayer, shape: Shape, unifier: Unifier
+    ) -> Shape | ShapeMismatch:
+        if shape is None:
+            return None
+        if len(shape) != 4:
+            return rank_error("a 4-D [B, T, heads, dim]", shape)
+        got = unify_feature(shape, -1, bound.get_int("dim"), "features per head (`dim`)", unifier)
+        return got if isinstance(got, ShapeMismatch) else replace_dim(shape, -1, got)
+
+    def runtime_module(self, bound: BoundLayer) -> str | None:
+        return "attention"
+
+    def flops(
+        self, bound: BoundLayer, in_shape: tuple[int, ...], out_shape: tuple[int, ...]
+    ) -> int:
+        return 3 * numel(out_shape)
+
+    def saved_tensors(
+        self,
+        bound: BoundLayer,
+        in_shape: tuple[int, ...],
+        out_shape: tuple[int, ...],
+        dtype_bytes: int,
+    ) -> SavedTensors:
+        return SavedTensors(extra_bytes=in_shape[1] * bound.get_int("dim") * dtype_bytes)
+
+
+SPECS: tuple[LayerSpec, ...] = (LSTMSpec(), GRUSpec(), MultiHeadAttentionSpec(), RotarySpec())

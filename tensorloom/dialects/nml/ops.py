@@ -98,6 +98,12 @@ class ModelOp(LazyFormatOp):
     the model it copies (`"ResBlock"`)."""
     config = opt_prop_def(DictionaryAttr)
     """On such a copy: the configuration it is specialised for, folded to literals."""
+    sequential = opt_prop_def(StringAttr)
+    """On the model irgen makes of a `Sequential(...)` that holds a model of the program:
+    the name of the model that holds it (`"ResNet"`). Its layers are the elements, named
+    `0`, `1`, ... as `nn.Sequential` names them, and its forward applies each in turn.
+    The script builds no class for it: the layer that holds it is `nn.Sequential(...)`
+    of the elements."""
     body = region_def("single_block")
 
     traits = traits_def(SymbolOpInterface(), SymbolTable(), NoTerminator())
@@ -158,6 +164,10 @@ class LayerOp(LazyFormatOp):
     specialized = opt_prop_def(SymbolRefAttr)
     """On a nested-model layer of a specialised module: its own copy of the model
     (`@"ResNet.block2"`); `kind` keeps the model's name, for diagnostics and display."""
+    positions = opt_prop_def(ArrayAttr[SymbolRefAttr])
+    """On a per-position list of a nested model in a specialised module: each position's
+    own copy, under that position's arguments (`[@"Net.stages.0", @"Net.stages.1"]`);
+    `specialized` is the first."""
 
     traits = traits_def(SymbolOpInterface(), HasParent(ModelOp))
     irdl_options = (ParsePropInAttrDict(),)
@@ -212,6 +222,8 @@ class LayerOp(LazyFormatOp):
             raise VerifyException("only a layer list has a loop variable or items")
         if self.items is not None and self.var is None:
             raise VerifyException("a layer list over items needs its loop variable")
+        if self.positions is not None and self.var is None:
+            raise VerifyException("only a per-position list has a copy per position")
 
 
 @lazy_op_definition

@@ -523,29 +523,34 @@ class MinOp(_ExtremumOp):
 
 
 @lazy_op_definition
-class TopkOp(_ValuesIndicesOp):
+class TopkOp(SizedOp, _ValuesIndicesOp):
     """`nml.topk %x k 2 dim -1 smallest`: the k largest (smallest) values along `dim`,
-    sorted, and their indices."""
+    sorted, and their indices; `k "?" (%k)`: a k the forward computes (a config, Mixtral's
+    `num_experts_per_tok`), its value read where the checker knows it."""
 
     name = "nml.topk"
     FUNCTION: ClassVar[str] = "topk"
 
     input = operand_def()
-    k = prop_def(IntegerAttr[I64])
+    k = prop_def(Attribute)
     dim = prop_def(IntegerAttr[I64])
     smallest = opt_prop_def(UnitAttr)
+    dynamic_sizes = var_operand_def()  # type: ignore[assignment]
     result = result_def()
 
     ASSEMBLY_FORMAT: ClassVar[str] = (
-        "$input `k` $k `dim` $dim (`smallest` $smallest^)? attr-dict `:` "
-        "functional-type($input, $result)"
+        "$input `k` $k `dim` $dim (`smallest` $smallest^)? (`(` $dynamic_sizes^ `)`)? "
+        "attr-dict `:` functional-type(operands, results)"
     )
 
-    def __init__(self, input: Value, k: int, dim: int, smallest: bool, result_type: Attribute):
+    def __init__(
+        self, input: Value, k: int | SSAValue, dim: int, smallest: bool, result_type: Attribute
+    ):
+        dynamic = isinstance(k, SSAValue)
         super().__init__(
-            operands=[input],
+            operands=[input, [k] if dynamic else []],
             properties={
-                "k": IntegerAttr(k, i64),
+                "k": StringAttr(DYNAMIC) if dynamic else IntegerAttr(k, i64),
                 "dim": IntegerAttr(dim, i64),
                 "smallest": UnitAttr() if smallest else None,
             },
@@ -553,7 +558,11 @@ class TopkOp(_ValuesIndicesOp):
         )
 
     def verify_(self) -> None:
-        if self.k.value.data < 0:
+        k = self.k
+        dynamic = isinstance(k, StringAttr)
+        if dynamic != bool(self.dynamic_sizes):
+            raise VerifyException('topk takes a dynamic operand exactly when k is "?"')
+        if isinstance(k, IntegerAttr) and k.value.data < 0:
             raise VerifyException("topk's k must not be negative")
 
     @property
@@ -561,17 +570,31 @@ class TopkOp(_ValuesIndicesOp):
         return self.input
 
     def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
-        arguments: list[tuple[str, TorchArgument]] = [
-            ("", self.k.value.data),
-            ("dim", self.dim.value.data),
-        ]
+        k = self.k
+        first: TorchArgument = (
+            self.dynamic_sizes[0] if isinstance(k, StringAttr) else k.value.data  # type: ignore[attr-defined]
+        )
+        arguments: list[tuple[str, TorchArgument]] = [("", first), ("dim", self.dim.value.data)]
         return arguments + ([("largest", False)] if self.smallest is not None else [])
 
-    def infer_shape(
-        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    def infer_sized(
+        self, operand_types: Sequence[Attribute], sizes: Sequence[Dim], unifier: Unifier
     ) -> Attribute | ShapeMismatch:
+        problem = _integers(operand_types[1:], "k must be an integer")
+        if problem is not None:
+            return problem
         operand = operand_types[0]
-        k, axis = self.k.value.data, self.dim.value.data
+        k = sizes[0] if sizes else self.k.value.data  # type: ignore[attr-defined]
+        if isinstance(k, int) and k < 0:
+            return ShapeMismatch(f"k of `topk` must not be negative, got {k}")
+        axis = self.dim.value.data
+        if not isinstance(k, int):  # not known when checked: the size is unknown
+            found = apply_rule(operand, lambda dims: topk_shape(dims, 0, axis))
+            if isinstance(found, TensorType) and found.dims is not None:
+                dims: list[Dim] = list(found.dims)
+                dims[axis] = None
+                return self.pair(operand, tuple(dims))
+            return found if isinstance(found, ShapeMismatch) else self.pair(operand, None)
         found = apply_rule(operand, lambda dims: topk_shape(dims, k, axis))
         if not isinstance(found, TensorType):
             return found
@@ -772,8 +795,64 @@ class IndexAddOp(_ScatterLikeOp):
         return index_add_shape(x.dims, index.dims, source.dims, self.dim.value.data, u)
 
 
+@lazy_op_definition
+class NonzeroOp(SpelledOp):
+    """`nml.nonzero %mask`: `where(mask)`, the indices where `mask` holds, one i64 tensor
+    per dim of the mask. Their length depends on the data: a size of its own, named for
+    the call (`nnz_12_24` at line 12, column 24), which no rule binds to a number, so that
+    two calls' lengths never pass for one another.
+
+        %t = nml.nonzero %m : (!nml.tensor<[N, 2], i1>)
+               -> !nml.tuple<[!nml.tensor<["nnz_12_24"], i64>, !nml.tensor<["nnz_12_24"], i64>]>
+    """
+
+    name = "nml.nonzero"
+    FUNCTION: ClassVar[str] = "nonzero"
+
+    input = operand_def()
+    result = result_def()
+
+    ASSEMBLY_FORMAT: ClassVar[str] = "$input attr-dict `:` functional-type($input, $result)"
+
+    def __init__(self, input: Value, result_type: Attribute):
+        super().__init__(operands=[input], result_types=[result_type])
+
+    @property
+    def tensor(self) -> SSAValue:
+        return self.input
+
+    def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
+        return [("as_tuple", True)]
+
+    def count_name(self) -> str:
+        """The name of the data-dependent length: `nnz_<line>_<column>` of the call."""
+        location = self.location
+        inner = getattr(location, "locations", None)  # a FusedLoc: its start
+        start = inner.data[0] if inner else location
+        line, column = getattr(start, "line", None), getattr(start, "column", None)
+        if line is None or column is None:
+            return "nnz"
+        return f"nnz_{line.data}_{column.data}"
+
+    def infer_shape(
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
+        mask = operand_types[0]
+        if not isinstance(mask, TensorType):
+            return ShapeMismatch("`where(condition)` takes a boolean tensor")
+        if mask.element_type != IntegerType(1):
+            return ShapeMismatch(
+                "`where(condition)` takes a boolean tensor",
+                help="compare to make one: `where(chosen == i)`",
+            )
+        if mask.dims is None:
+            return AnyType()
+        found = TensorType.from_dims((self.count_name(),), INDICES)
+        return TupleType.of([found] * max(len(mask.dims), 1))
+
+
 TENSOR_OPS: tuple[type[FunctionalOp], ...] = (
     CumsumOp, CumprodOp, NormOp, PadOp, NarrowOp, CastOp, ArgmaxOp, ArgminOp, MaxOp, MinOp,
-    TopkOp, OneHotOp, GatherOp, ScatterOp, ScatterAddOp, IndexAddOp,
+    TopkOp, OneHotOp, GatherOp, ScatterOp, ScatterAddOp, IndexAddOp, NonzeroOp,
 )  # fmt: skip
 """The ops of this file, registered with the dialect beside builtins.py's."""

@@ -771,8 +771,42 @@ def folded_env(model: ModelOp) -> Env:
 # --- specialised copies (`instantiate{specialize=true}`): dialects/module_facts.py, nml ops --
 
 
-def nested_model(layer: LayerOp, models: Mapping[str, ModelOp]) -> ModelOp | None:
-    """The model a layer applies: its specialised copy if it has one, else its kind's."""
+def layer_kind(layer: LayerOp) -> str:
+    """A layer's kind as a report shows it: `Sequential` for one that holds models (its
+    kind is the hidden model's name, frontend/sequential.py)."""
+    kind = layer.kind.data
+    return "Sequential" if kind.endswith(":Sequential") else kind
+
+
+def layer_label(layer: LayerOp) -> str:
+    """A layer's name in a message: `layer1.0` for the first element of a `Sequential`
+    that holds models (its hidden model's layer `0`, frontend/sequential.py)."""
+    name = layer.sym_name.data
+    model = layer.parent_op()
+    if not isinstance(model, ModelOp) or model.sequential is None:
+        return name
+    hidden = (model.specializes or model.sym_name).data
+    holder = model.sequential.data
+    field = hidden.removeprefix(f"{holder}.").removesuffix(":Sequential")
+    return f"{field}.{name}"
+
+
+def nested_model(
+    layer: LayerOp, models: Mapping[str, ModelOp], position: int | None = None
+) -> ModelOp | None:
+    """The model a layer applies: its specialised copy if it has one (a per-position
+    list's at `position`), else its kind's;
+    None for the model that holds the `Sequential` the layer is an element of (a model
+    inside itself: TL0307 from resolve-nml)."""
+    holder = layer.parent_op()
+    sequential = holder.sequential if isinstance(holder, ModelOp) else None
+    if sequential is not None and sequential.data == layer.kind.data:
+        return None
+    copies = layer.positions
+    if position is not None and copies is not None and 0 <= position < len(copies.data):
+        found = models.get(copies.data[position].root_reference.data)
+        if found is not None:
+            return found  # a per-position list's element: the copy for its arguments
     specialized = layer.specialized
     if specialized is not None:
         found = models.get(specialized.root_reference.data)
@@ -803,7 +837,10 @@ def is_specialized_copy(model: ModelOp) -> bool:
 
 
 def model_kind(model: ModelOp) -> str:
-    """The model a (maybe specialised) model is: `ResBlock` for `@"ResNet.block1"`."""
+    """The model a (maybe specialised) model is: `ResBlock` for `@"ResNet.block1"`;
+    `Sequential` for the model a `Sequential(Block(d), ...)` became (frontend/sequential.py)."""
+    if model.sequential is not None:
+        return "Sequential"
     kind = model.specializes
     return kind.data if kind is not None else model.sym_name.data
 

@@ -18,16 +18,24 @@ function only.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Attribute, SSAValue
 
 from tensorloom.diagnostics.core import Diagnostic, Label, did_you_mean
 from tensorloom.diagnostics.ir import report, span_of
 from tensorloom.dialects import train
-from tensorloom.dialects.nml import CallOp, FuncOp, InstanceOp, ModelCallOp, ModelOp, RefOp
+from tensorloom.dialects.nml import (
+    CallAttr,
+    CallOp,
+    FuncOp,
+    InstanceOp,
+    ModelCallOp,
+    ModelOp,
+    RefOp,
+)
 from tensorloom.passes.shape_inference import Inference, ModelFlow, write_back_types
 from tensorloom.passes.support.loss_functions import BatchTypes, functions_of, scalar_result
 from tensorloom.passes.support.model_env import (
@@ -37,44 +45,89 @@ from tensorloom.passes.support.model_env import (
     instance_env,
     models_of,
 )
+from tensorloom.passes.support.param_groups import ParamArg, param_arg, selection_models
 
 # Settings a block of `step` lines does not take: each step names its own optimizer and
 # objective, and these parts of the one-model loop are not built for several optimizers.
 STEP_EXCLUSIVE = ("optimizer", "loss", "objective")
 NOT_WITH_STEPS = (
-    "distributed", "compile", "lr_schedule", "grad_clip", "grad_accum", "accumulate_steps",
+    "distributed", "grad_accum", "accumulate_steps",
     "ema", "early_stopping", "keep_best", "eval_every", "metrics", "activation_checkpointing",
     "log_every", "val_every", "decay_groups",
 )  # fmt: skip
 
 
+PER_OPTIMIZER = ("lr_schedule", "grad_clip")
+"""Keys an optimizer of a step takes besides torch's arguments, as the block-level keys
+(`AdamW(rest, lr=3e-3, lr_schedule=cosine(warmup_steps=100), grad_clip=1.0)`); the block's
+own, when set, hold for every optimizer that sets none."""
+
+
+@dataclass(frozen=True, slots=True)
+class StepOptimizer:
+    """One optimizer of a step: `Muon(hidden, lr=0.02)`, evaluated."""
+
+    name: str
+    args: tuple[ParamArg, ...]  # what it updates: models, groups, selections
+    kwargs: tuple[tuple[str, object], ...]
+    loc: Attribute | None
+    models: tuple[str, ...]  # the models its parameters belong to
+
+    def whole_models(self) -> list[str]:
+        """The arguments that are a whole model (`Adam(D)`), not a group of one."""
+        return [a.selection.data for a in self.args if isinstance(a.selection, StringAttr)
+                and "." not in a.selection.data and "[" not in a.selection.data]  # fmt: skip
+
+
 @dataclass(frozen=True, slots=True)
 class Step:
-    """One `step NAME with Opt(M1, M2, k=v)` line, evaluated."""
+    """One `step NAME with Opt(M1, k=v), Opt2(group, ...)` line, evaluated."""
 
     op: train.StepOp
     objective: str
-    optimizer: str
-    models: tuple[str, ...]  # the positional arguments: models whose parameters it updates
-    kwargs: tuple[tuple[str, object], ...]
+    optimizers: tuple[StepOptimizer, ...]
+
+    @property
+    def optimizer(self) -> str:
+        """The first optimizer's name (`Adam`)."""
+        return self.optimizers[0].name
+
+    @property
+    def kwargs(self) -> tuple[tuple[str, object], ...]:
+        return self.optimizers[0].kwargs
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        """The models whose parameters the step updates, in order of mention."""
+        return tuple(dict.fromkeys(m for o in self.optimizers for m in o.models))
 
 
-def step_of(op: train.StepOp) -> Step | None:
-    """The step's parts, or None when its optimizer is not a call (reported by the caller)."""
-    value = evaluate(op.optimizer, {})
-    if isinstance(value, str):
-        value = CallValue(value)
-    if not isinstance(value, CallValue):
+def step_of(op: train.StepOp, groups: Mapping[str, Attribute] | None = None) -> Step | None:
+    """The step's parts, or None when an optimizer is not a call (reported by the caller).
+    `groups` are the block's `group` lines' values, by name."""
+    groups = groups or {}
+    optimizers: list[StepOptimizer] = []
+    for call, loc in zip(op.optimizer_calls(), op.optimizer_locs(), strict=False):
+        optimizer = _optimizer_of(call, loc, groups)
+        if optimizer is None:
+            return None
+        optimizers.append(optimizer)
+    return Step(op, op.objective.root_reference.data, tuple(optimizers))
+
+
+def _optimizer_of(
+    call: Attribute, loc: Attribute | None, groups: Mapping[str, Attribute]
+) -> StepOptimizer | None:
+    if isinstance(call, StringAttr):  # `with Adam`: no arguments
+        return StepOptimizer(call.data, (), (), loc, ())
+    if not isinstance(call, CallAttr):
         return None
-    models = tuple(_model_name(a) for a in value.args)
-    return Step(op, op.objective.root_reference.data, value.name, models, tuple(value.kwargs))
-
-
-def _model_name(arg: object) -> str:
-    """`Adam(D)`: a capitalised name is read as a call with no arguments."""
-    if isinstance(arg, CallValue) and not arg.args and not arg.kwargs:
-        return arg.name
-    return arg if isinstance(arg, str) else repr(arg)
+    kwargs = evaluate(CallAttr.get("_", [], dict(call.kwargs.data)), {})
+    if not isinstance(kwargs, CallValue):
+        return None
+    args = tuple(param_arg(a) for a in call.args.data)
+    models = tuple(dict.fromkeys(m for a in args for m in selection_models(a.selection, groups)))
+    return StepOptimizer(call.callee.data, args, tuple(kwargs.kwargs), loc, models)
 
 
 def objective_named(module: ModuleOp, name: str, loc: Attribute | None, role: str) -> FuncOp | None:

@@ -63,6 +63,7 @@ from tensorloom.dialects.nml import (
     MinOp,
     NarrowOp,
     NegOp,
+    NonzeroOp,
     NormalizeOp,
     NormOp,
     OneHotOp,
@@ -762,13 +763,29 @@ def _multinomial(args: CallArgs) -> Operation | CallProblem:
 
 
 def _where(args: CallArgs) -> Operation | CallProblem:
+    if len(args.positional) == 1:  # `where(chosen == i)`: the indices where it holds
+        return args.unknown_keywords(()) or NonzeroOp(args.positional[0], _tensor())
     if len(args.positional) != 3:
         return CallProblem(
             f"`where` takes a condition and two values, got {len(args.positional)} arguments",
-            "write `where(mask, a, b)`",
+            "write `where(mask, a, b)`, or `where(mask)` for the indices where it holds",
         )
     cond, a, b = args.positional
     return args.unknown_keywords(()) or WhereOp(cond, a, b, _tensor())
+
+
+def _nonzero(args: CallArgs) -> Operation | CallProblem:
+    """`x.nonzero(as_tuple=true)`: `where(x)`; the `[n, ndim]` form is not typed."""
+    x = args.value(0, "input")
+    if x is None:
+        return CallProblem("`nonzero` needs a tensor", "write `mask.nonzero(as_tuple=true)`")
+    if args.const(1, "as_tuple", False) is not True:
+        return CallProblem(
+            "`nonzero` is typed in its tuple form only",
+            "write `nonzero(mask, as_tuple=true)`, or `where(mask)`",
+        )
+    problem = args.unknown_keywords(("as_tuple",)) or _too_many(args, 2)
+    return problem or NonzeroOp(x, _tensor())
 
 
 def _masked_fill(args: CallArgs) -> Operation | CallProblem:
@@ -991,7 +1008,13 @@ def _topk(args: CallArgs) -> Operation | CallProblem:
     x = _first(args)
     if isinstance(x, CallProblem):
         return x
-    k, dim = args.int_arg(1, "k"), args.int_arg(2, "dim", -1)
+    given, dim = args.value(1, "k"), args.int_arg(2, "dim", -1)
+    if given is None:
+        return CallProblem("`topk` needs the argument `k`", "write `x.topk(2, dim=-1)`")
+    known = constant_of(given)  # else computed: a config, `x.size(1) // 2`
+    k: int | SSAValue | CallProblem = known if _is_int(known) else given  # type: ignore[assignment]
+    if not isinstance(known, _Missing) and not _is_int(known):
+        k = CallProblem("`k` of `topk` must be an integer")
     largest, ordered = _flag(args, 3, "largest", True), _flag(args, 4, "sorted", True)
     for found in (k, dim, largest, ordered):
         if isinstance(found, CallProblem):
@@ -1079,6 +1102,7 @@ BUILDERS: dict[str, Builder] = {
     "linspace": _linspace,
     "multinomial": _multinomial,
     "where": _where,
+    "nonzero": _nonzero,
     "masked_fill": _masked_fill,
     "matmul": _matmul,
     "size": _size,

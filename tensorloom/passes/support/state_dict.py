@@ -17,11 +17,13 @@ from dataclasses import dataclass, field
 
 from tensorloom.catalogue.layers import lookup
 from tensorloom.catalogue.layers.base import Value
-from tensorloom.dialects.nml import ModelOp
+from tensorloom.dialects.nml import LayerOp, ModelOp
 from tensorloom.passes.support.model_env import (
     MAX_NESTING,
     ArgFailure,
     bind_layer,
+    element_env,
+    layer_built,
     layer_count,
     layers_of,
     model_env,
@@ -40,6 +42,7 @@ class ModelTree:
     lists: dict[str, int] = field(default_factory=dict[str, int])
     shapes: dict[str, tuple[int, ...]] = field(default_factory=dict[str, tuple[int, ...]])
     buffers: set[str] = field(default_factory=set[str])  # the shapes that are not parameters
+    integers: set[str] = field(default_factory=set[str])  # the int64 buffers (BatchNorm's count)
 
     def parameters(self) -> dict[str, tuple[int, ...]]:
         return {k: s for k, s in self.shapes.items() if k not in self.buffers}
@@ -123,33 +126,44 @@ def _walk(
     if depth > MAX_NESTING:
         raise UnknownState(f"models nest deeper than {MAX_NESTING}")
     for name, layer in layers_of(model).items():
+        if not layer_built(layer, env):
+            continue  # `if project:` in `@layers`, false here: the script stores None
         count = layer_count(layer, env)
         if layer.count is not None and count is None:
             raise UnknownState(f"the length of `{name}`")
-        prefixes = (
-            [f"{prefix}{name}.{i}." for i in range(count)]
-            if count is not None
-            else [f"{prefix}{name}."]
-        )
         if count is not None:
             tree.lists[prefix + name] = count
-        for p in prefixes:
+        positions = range(count) if count is not None else [None]
+        for position in positions:
+            p = f"{prefix}{name}." if position is None else f"{prefix}{name}.{position}."
+            here = element_env(layer, env, position) if position is not None else env
             tree.kinds[p[:-1]] = layer.kind.data
-        nested = nested_model(layer, models)
-        if nested is not None:
-            overrides = nested_overrides(layer, nested, env)
-            if isinstance(overrides, ArgFailure):
-                raise UnknownState(f"the arguments of `{name}`")
-            inner = model_env(nested, overrides)
-            for p in prefixes:
-                _walk(nested, inner, models, p, tree, depth + 1)
-            continue
-        bound = bind_layer(layer, env)
-        spec = lookup(layer.kind.data)
-        if bound is None or spec is None:
+            _element(layer, name, here, models, p, tree, depth)
+
+
+def _element(
+    layer: LayerOp,
+    name: str,
+    env: Mapping[str, Value],
+    models: Mapping[str, ModelOp],
+    prefix: str,
+    tree: ModelTree,
+    depth: int,
+) -> None:
+    """One layer (or one position of a layer list, under its own loop variable) at `prefix`."""
+    nested = nested_model(layer, models)
+    if nested is not None:
+        overrides = nested_overrides(layer, nested, env)
+        if isinstance(overrides, ArgFailure):
             raise UnknownState(f"the arguments of `{name}`")
-        params, buffers = spec.param_shapes(bound), spec.buffer_shapes(bound)
-        for p in prefixes:
-            for key, shape in (params | buffers).items():
-                tree.shapes[p + key if key else p[:-1]] = shape
-            tree.buffers.update(p + key for key in buffers)
+        _walk(nested, model_env(nested, overrides), models, prefix, tree, depth + 1)
+        return
+    bound = bind_layer(layer, env)
+    spec = lookup(layer.kind.data)
+    if bound is None or spec is None:
+        raise UnknownState(f"the arguments of `{name}`")
+    params, buffers = spec.param_shapes(bound), spec.buffer_shapes(bound)
+    for key, shape in (params | buffers).items():
+        tree.shapes[prefix + key if key else prefix[:-1]] = shape
+    tree.buffers.update(prefix + key for key in buffers)
+    tree.integers.update(prefix + key for key in spec.integer_buffers(bound))

@@ -95,8 +95,8 @@ class ScriptPlan:
     fsdp_blocks: tuple[str, ...] | None = None
     model_overrides: tuple[tuple[str, Attribute], ...] = ()  # the instance's, as attributes
     # `weights model from "gpt2":`: the source as written, and its rules
-    # ((file pattern, model pattern or None to ignore, transposed), ...)
-    pretrained: tuple[str, tuple[tuple[str, str | None, bool], ...]] | None = None
+    # ((file pattern(s), model pattern(s) or None to ignore, transposed[, along]), ...)
+    pretrained: tuple[str, tuple[tuple[object, ...], ...]] | None = None
     freeze: tuple[str, ...] = ()  # `freeze = [wte, h[0:6]]`: layer paths (`h[0:6]` as written)
     lora: dict[str, Value] | None = None  # `lora = LoRA(...)`: rank, alpha, dropout, targets
 

@@ -727,11 +727,13 @@ def _generate() -> PyBuilder:
 
 def _user_errors(b: PyBuilder, plan: ScriptPlan) -> SSAValue:
     """The run-time errors that are the user's to fix (a missing dataset or device, a bad
-    checkpoint or input): one line on stderr, exit 1."""
+    checkpoint or input, published weights absent or unlike the model): one line on
+    stderr, exit 1."""
     data = "TokenDataUnavailable" if plan.language_model_data else "DatasetUnavailable"
     serving = ["PredictInputError", "ExportError"] if plan.serves else []
     names = [data, "DeviceUnavailable", "CheckpointError", "RunLengthError", *serving,
-             *(["ShardedCheckpointError"] if plan.sharded else [])]  # fmt: skip
+             *(["ShardedCheckpointError"] if plan.sharded else []),
+             *(["WeightsError"] if plan.pretrained is not None else [])]  # fmt: skip
     return b.tuple_of(*(b.name(n) for n in names))
 
 

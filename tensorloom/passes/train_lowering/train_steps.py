@@ -21,9 +21,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from tensorloom.dialects import py
+from tensorloom.dialects.nml import CallAttr, ExprAttr
+from tensorloom.passes.support.model_env import evaluate
+from tensorloom.passes.support.param_groups import (
+    SELECT,
+    ParamArg,
+    selection_groups,
+    split_path,
+)
 from tensorloom.passes.support.py_builder import PyBuilder, Value
 from tensorloom.passes.train_lowering.plan import ScriptPlan, data_description, program_name
 from tensorloom.passes.train_lowering.train_data import build_loaders_ops, info_type, loader_type
@@ -43,11 +52,21 @@ class ModelPlan:
 
 
 @dataclass(frozen=True, slots=True)
+class OptimizerPlan:
+    key: str  # in `trainer.optimizers` and the checkpoint: `d_loss`, or `ce.Muon` of several
+    optimizer: str  # the torch.optim class
+    args: tuple[ParamArg, ...]  # what it updates: models, groups, selections
+    kwargs: tuple[tuple[str, Value], ...]  # `lr` first, defaults filled in
+    location: Attribute | None
+    schedule: dict[str, Value] | None = None  # `{"name": "cosine", "warmup_steps": 100}`
+    clip: float | None = None  # the bound of its parameters' gradient norm
+
+
+@dataclass(frozen=True, slots=True)
 class StepPlan:
     objective: str
-    optimizer: str
-    models: tuple[str, ...]
-    kwargs: tuple[tuple[str, Value], ...]  # `lr` first, defaults filled in
+    optimizers: tuple[OptimizerPlan, ...]  # one backward, then each steps
+    models: tuple[str, ...]  # whose parameters the step updates
     location: Attribute | None
 
 
@@ -56,6 +75,23 @@ class StepsPlan:
     base: ScriptPlan  # the data, epochs, precision, seed, checkpoints: as one model's
     models: tuple[ModelPlan, ...]
     steps: tuple[StepPlan, ...]
+    groups: tuple[tuple[str, Attribute], ...] = ()  # `group NAME = selection`, as written
+
+    @property
+    def compile_mode(self) -> str | None:
+        """`compile` in the block: torch.compile's mode for the models the steps run (CUDA
+        graphs left out: the optimizers step outside the compiled forward); no key: None."""
+        mode = self.base.compile_mode
+        if mode is None or self.base.compile_auto:
+            return None
+        return {"reduce-overhead": "default", "max-autotune": "max-autotune-no-cudagraphs"}.get(
+            mode, mode
+        )
+
+    @property
+    def scheduled(self) -> list[OptimizerPlan]:
+        """The optimizers with an `lr_schedule`, in the block's order."""
+        return [o for s in self.steps for o in s.optimizers if o.schedule is not None]
 
 
 def steps_sources(plan: StepsPlan) -> list[Operation]:
@@ -88,6 +124,12 @@ def _settings_ops(plan: StepsPlan) -> list[Operation]:
     b.assign("CHECKPOINT_EVERY", b.const(every), comment="epochs; unset: at the end")
     b.assign("GRAD_ACCUM", b.const(1), comment="each batch is one step of every optimizer")
     b.assign("SEED", b.const(base.seed))
+    if plan.compile_mode is not None:
+        b.assign("COMPILE_MODE", b.const(plan.compile_mode),
+                 comment="`compile`: torch.compile's mode for the models, on CUDA")  # fmt: skip
+    if base.dataset not in (None, "digits") or base.language_model_data:
+        # the reader of a named dataset (`tokens`, `mnist`) takes its name
+        b.assign("DATASET", b.const(base.dataset or ""), annotation=b.name("str"))
     b.assign("DATASET_OPTIONS", b.value(base.dataset_options),
              annotation=b.generic("dict", "str", "Any"))  # fmt: skip
     b.assign(
@@ -95,6 +137,10 @@ def _settings_ops(plan: StepsPlan) -> list[Operation]:
         b.value([s.objective for s in plan.steps]),
         comment="one step each, in this order",
     )
+    if plan.scheduled:
+        schedules = b.value({o.key: o.schedule for o in plan.scheduled})  # type: ignore[misc]
+        b.assign("OPTIMIZER_SCHEDULES", schedules, comment="each optimizer's `lr_schedule`",
+                 annotation=b.generic("dict", "str", b.generic("dict", "str", "Any")))  # fmt: skip
     return b.ops
 
 
@@ -152,11 +198,17 @@ def _trainer_ops(plan: StepsPlan) -> list[Operation]:
     optimizers = b.generic("dict", "str", "torch.optim.Optimizer")
     b.assign("optimizers", None, annotation=optimizers, comment="by objective")
     scalers = b.generic("dict", "str", b.optional("torch.amp.GradScaler"))
-    b.assign("scalers", None, annotation=scalers, comment="one per optimizer")
+    b.assign("scalers", None, annotation=scalers, comment="one per step")
+    if plan.scheduled:
+        kind = b.generic("dict", "str", "torch.optim.lr_scheduler.LRScheduler")
+        b.assign("schedulers", None, annotation=kind, comment="each `lr_schedule`, by optimizer")
     b.assign("plan", None, annotation=b.name("PrecisionPlan"))
     b.assign("train_loader", None, annotation=loader_type(b, plan.base))
     b.assign("val_loader", None, annotation=loader_type(b, plan.base))
     b.assign("info", None, annotation=b.name(info_type(plan.base)))
+    if plan.compile_mode is not None:
+        b.assign("compiled", None, annotation=b.generic("dict", "str", "nn.Module"),
+                 comment="the models as the steps run them: compiled on CUDA")  # fmt: skip
     b.assign("step", b.const(0), annotation=b.name("int"))
     b.assign("start_epoch", b.const(0), annotation=b.name("int"))
     carry = b.optional(b.generic("tuple", b.generic("dict", "str", "torch.Tensor"), "int"))
@@ -193,15 +245,10 @@ def _build_trainer_ops(plan: StepsPlan) -> list[Operation]:
     empty = b.value({})
     kind = b.generic("dict", "str", "torch.optim.Optimizer")
     b.assign("optimizers", empty, annotation=kind)
+    _groups(b, plan)
     for step in plan.steps:
-        b.comment(f"`step {step.objective}`: {step.optimizer} over {', '.join(step.models)}")
-        params = _parameters(b, step)
-        kwargs = {k: b.value(v) for k, v in step.kwargs}
-        made = b.call(f"torch.optim.{step.optimizer}", params, **kwargs)
-        assign = py.AssignOp(b.subscript(b.name("optimizers"), b.const(step.objective)), made)
-        if step.location is not None:
-            assign.location = step.location  # type: ignore[assignment]
-        b.stmt(assign)
+        for optimizer in step.optimizers:
+            _optimizer(b, plan, step, optimizer)
     scalers = py.ComprehensionOp("dict", b.name("OBJECTIVES"), targets=1)
     name = scalers.body.block.args[0]
     name.name_hint = "name"
@@ -210,38 +257,195 @@ def _build_trainer_ops(plan: StepsPlan) -> list[Operation]:
                                             inner.path("ctx", "device"))]))  # fmt: skip
     scalers.body.block.add_ops(inner.ops)
     b.assign("scalers", b.add(scalers))
+    _schedulers(b, plan)
     for model in plan.models:
         if model.frozen:
             b.comment(f"`{model.name}` is in no step: run under no_grad, in eval mode")
             b.assign(model.name, b.call("Frozen", b.name(model.name)))
+    compiled = [_compiled_models(b, plan)] if plan.compile_mode is not None else []
+    scheduled = [b.name("schedulers")] if plan.scheduled else []
     fields = [b.name("ctx"), *(b.name(m.name) for m in plan.models), b.name("optimizers"),
-              b.name("scalers"), b.name("plan"), b.name("train_loader"), b.name("val_loader"),
-              b.name("info")]  # fmt: skip
+              b.name("scalers"), *scheduled, b.name("plan"), b.name("train_loader"),
+              b.name("val_loader"), b.name("info"), *compiled]  # fmt: skip
     b.ret(b.call("Trainer", *fields))
     params = [("args", "argparse.Namespace"), ("ctx", "DistContext")]
     top.def_("build_trainer", params, b, "Trainer")
     return top.ops
 
 
-def _parameters(b: PyBuilder, step: StepPlan) -> SSAValue:
-    """`D.parameters()`, or `[*G.parameters(), *E.parameters()]` for several models."""
-    if len(step.models) == 1:
-        return b.method(b.name(step.models[0]), "parameters")
-    starred = [b.add(py.UnaryOp("*", b.method(b.name(m), "parameters"))) for m in step.models]
-    return b.add(py.ListOp(starred))
+def _compiled_models(b: PyBuilder, plan: StepsPlan) -> SSAValue:
+    """`{"net": maybe_compile(net, on_cuda, COMPILE_MODE)}`: what the steps and validation
+    call; the trainer keeps the models themselves for the optimizers and checkpoints."""
+    b.comment("`compile`: the steps and validation run the compiled models (on CUDA)")
+    on_cuda = b.compare(b.path("ctx", "device", "type"), "==", b.const("cuda"))
+    b.assign("on_cuda", on_cuda)
+    entries = [(b.const(m.name), b.call("maybe_compile", b.name(m.name), b.name("on_cuda"),
+                                        b.name("COMPILE_MODE"))) for m in plan.models]  # fmt: skip
+    b.assign("compiled", b.add(py.DictOp(entries)))
+    return b.name("compiled")
+
+
+def _optimizer(b: PyBuilder, plan: StepsPlan, step: StepPlan, optimizer: OptimizerPlan) -> None:
+    """`optimizers["ce.Muon"] = torch.optim.Muon(groups["hidden"], lr=0.02)`."""
+    models = [_spelled(b, plan, a.selection) for a in optimizer.args]
+    b.comment(f"`step {step.objective}`: {optimizer.optimizer} over {', '.join(models)}")
+    params = _parameters(b, plan, optimizer)
+    kwargs = {k: b.value(v) for k, v in optimizer.kwargs}
+    made = b.call(f"torch.optim.{optimizer.optimizer}", params, **kwargs)
+    assign = py.AssignOp(b.subscript(b.name("optimizers"), b.const(optimizer.key)), made)
+    if optimizer.location is not None:
+        assign.location = optimizer.location  # type: ignore[assignment]
+    b.stmt(assign)
+
+
+def _schedulers(b: PyBuilder, plan: StepsPlan) -> None:
+    """`schedulers[name] = make_lr_scheduler(...)` for each of OPTIMIZER_SCHEDULES:
+    runtime/recipe.py's LrSchedule as a LambdaLR of that optimizer, its decays spanning the
+    run."""
+    if not plan.scheduled:
+        return
+    b.comment(
+        "each optimizer's `lr_schedule` (OPTIMIZER_SCHEDULES), stepped after each of its steps"
+    )
+    b.assign("steps_per_epoch", b.call("len", b.name("train_loader")))
+    total = b.call("total_train_steps", b.path("args", "epochs"), b.name("steps_per_epoch"),
+                   b.const(plan.base.recipe.max_steps))  # fmt: skip
+    b.assign("total", total)
+    empty = b.value({})
+    kind = b.generic("dict", "str", "torch.optim.lr_scheduler.LRScheduler")
+    b.assign("schedulers", empty, annotation=kind)
+    loop = py.ForOp(b.method(b.name("OPTIMIZER_SCHEDULES"), "items"), targets=2)
+    name, settings = loop.body.block.args
+    name.name_hint, settings.name_hint = "name", "settings"
+    each = PyBuilder()
+    optimizer = each.subscript(each.name("optimizers"), name)
+    each.assign("lr", each.subscript(each.attr(optimizer, "defaults"), each.const("lr")))
+    each.assign("schedule", each.call(
+        "lr_schedule_from", settings, steps_per_epoch=each.name("steps_per_epoch"),
+        total_steps=each.name("total"), base_lr=each.name("lr")))  # fmt: skip
+    made = each.call("make_lr_scheduler", each.subscript(each.name("optimizers"), name),
+                     each.name("schedule"))  # fmt: skip
+    each.assign(each.subscript(each.name("schedulers"), name), made)
+    loop.body.block.add_ops(each.ops)
+    b.stmt(loop)
+
+
+def _spelled(b: PyBuilder, plan: StepsPlan, selection: Attribute) -> str:
+    """An optimizer's argument as the block writes it, for the comment above it."""
+    if isinstance(selection, StringAttr):
+        return selection.data
+    return "a selection"
+
+
+def _parameters(b: PyBuilder, plan: StepsPlan, optimizer: OptimizerPlan) -> SSAValue:
+    """`D.parameters()`, `[*G.parameters(), *E.parameters()]` for several models, a group's
+    `ParamGroup`, or torch's param groups where an argument has options of its own:
+    `[{"params": groups["rest"]}, {"params": groups["gains"], "weight_decay": 0.0}]`."""
+    models = {m.name for m in plan.models}
+    args = optimizer.args
+    if all(_is_model(a.selection, models) and not a.options for a in args):
+        names = [a.selection.data for a in args]  # type: ignore[attr-defined]
+        if len(names) == 1:
+            return b.method(b.name(names[0]), "parameters")
+        starred = [b.add(py.UnaryOp("*", b.method(b.name(m), "parameters"))) for m in names]
+        return b.add(py.ListOp(starred))
+    if not any(a.options for a in args):
+        if len(args) == 1:
+            return _selection(b, plan, args[0].selection)
+        starred = [b.add(py.UnaryOp("*", _selection(b, plan, a.selection))) for a in args]
+        return b.add(py.ListOp(starred))
+    entries: list[SSAValue] = []
+    for arg in args:
+        pairs = [(b.const("params"), _selection(b, plan, arg.selection))]
+        pairs += [(b.const(k), b.value(v)) for k, v in arg.options]  # type: ignore[arg-type]
+        entries.append(b.add(py.DictOp(pairs)))
+    b.assign("param_groups", b.add(py.ListOp(entries)), comment="torch's per-group options")
+    return b.name("param_groups")
+
+
+def _is_model(selection: Attribute, models: set[str]) -> bool:
+    return isinstance(selection, StringAttr) and selection.data in models
+
+
+def _groups(b: PyBuilder, plan: StepsPlan) -> None:
+    """`groups["hidden"] = parameter_group(net, "blocks", ndim=2)`: each `group` line, after
+    the groups it names, selecting what `tlc check` resolved."""
+    if not plan.groups:
+        return
+    b.comment("the parameter groups: each `group` line, as `tlc check` resolved it")
+    empty = b.value({})
+    b.assign("groups", empty, annotation=b.generic("dict", "str", "ParamGroup"))
+    values = dict(plan.groups)
+    done: list[str] = []
+    for name, _ in plan.groups:
+        _group(b, plan, name, values, done)
+
+
+def _group(
+    b: PyBuilder, plan: StepsPlan, name: str, values: dict[str, Attribute], done: list[str]
+) -> None:
+    if name in done:
+        return
+    done.append(name)
+    for needed in selection_groups(values[name], values):
+        _group(b, plan, needed, values, done)
+    b.assign(b.subscript(b.name("groups"), b.const(name)), _selection(b, plan, values[name]))
+
+
+def _selection(b: PyBuilder, plan: StepsPlan, selection: Attribute) -> SSAValue:
+    """A selection as a `ParamGroup` expression: `groups["hidden"]`, `parameter_group(net)`,
+    `parameter_group(net, "blocks", ndim=2)`, `a - b`."""
+    groups = dict(plan.groups)
+    match selection:
+        case StringAttr(data=name) if name in groups:
+            return b.subscript(b.name("groups"), b.const(name))
+        case StringAttr(data=path):
+            return _select(b, path, {})
+        case CallAttr() if selection.callee.data == SELECT:
+            options = {k: _plain(v) for k, v in selection.kwargs.data.items()}
+            paths = [a.data for a in selection.args.data if isinstance(a, StringAttr)]
+            parts = [_select(b, p, options) for p in paths]
+            result = parts[0]
+            for part in parts[1:]:
+                result = b.binop("+", result, part)
+            return result
+        case ExprAttr():
+            left, right = (_selection(b, plan, a) for a in selection.operands.data)
+            return b.binop(selection.op.data, left, right)
+        case _:
+            raise AssertionError("check-train reports a selection it cannot resolve")
+
+
+def _select(b: PyBuilder, path: str, options: dict[str, object]) -> SSAValue:
+    model, rest = split_path(path)
+    args = [b.name(model)] + ([b.const(rest)] if rest else [])
+    kwargs = {k: b.value(v) for k, v in options.items() if v is not None}  # type: ignore[arg-type]
+    return b.call("parameter_group", *args, **kwargs)
+
+
+def _plain(attr: Attribute) -> object:
+    value = evaluate(attr, {})
+    return tuple(value) if isinstance(value, list) else value
 
 
 # --- one batch -------------------------------------------------------------------------------
 
 
 def _models_local(b: PyBuilder, plan: StepsPlan) -> list[SSAValue]:
-    """`G, D = trainer.G, trainer.D`: the models the objectives take, in the block's order."""
+    """`G, D = trainer.G, trainer.D`: the models the objectives take, in the block's order
+    (`trainer.compiled["G"]`, ... under `compile`)."""
     names = [m.name for m in plan.models]
+    compiled = plan.compile_mode is not None
+
+    def model(n: str) -> SSAValue:
+        if compiled:
+            return b.subscript(b.path("trainer", "compiled"), b.const(n))
+        return b.path("trainer", n)
+
     if len(names) == 1:
-        b.assign(names[0], b.path("trainer", names[0]))
+        b.assign(names[0], model(names[0]))
     else:
-        b.assign(b.tuple_of(*(b.name(n) for n in names)),
-                 b.tuple_of(*(b.path("trainer", n) for n in names)))  # fmt: skip
+        b.assign(b.tuple_of(*(b.name(n) for n in names)), b.tuple_of(*(model(n) for n in names)))
     return [b.name(n) for n in names]
 
 
@@ -255,30 +459,56 @@ def _train_step_ops(plan: StepsPlan) -> list[Operation]:
     b.assign("device", b.path("trainer", "ctx", "device"))
     losses: list[tuple[str, str]] = []
     for step in plan.steps:
-        models = ", ".join(step.models)
-        b.comment(f"step {step.objective} with {step.optimizer}({models}, ...)")
-        key = b.const(step.objective)
-        b.assign("optimizer", b.subscript(b.path("trainer", "optimizers"), key))
-        zero = py.ExprOp(b.method(b.name("optimizer"), "zero_grad", set_to_none=b.const(True)))
-        b.stmt(zero)
-        inner = PyBuilder()
-        args = [inner.name(m.name) for m in plan.models] + [inner.name("xb"), inner.name("yb")]
-        value = f"{step.objective}_value"
-        assign = py.AssignOp(inner.name(value), inner.call(step.objective, *args))
-        if step.location is not None:
-            assign.location = step.location  # type: ignore[assignment]
-        inner.stmt(assign)
-        manager = b.call("autocast", b.path("trainer", "plan"), b.name("device"))
-        b.stmt(py.WithOp(manager, inner.ops))
-        scaler = b.subscript(b.path("trainer", "scalers"), b.const(step.objective))
-        b.expr(b.call("step_optimizer", b.name(value), b.name("optimizer"), scaler))
-        losses.append((step.objective, value))
+        _step(b, plan, step)
+        losses.append((step.objective, f"{step.objective}_value"))
     b.stmt(py.AugAssignOp("+=", b.path("trainer", "step"), b.const(1)))
     entries = [(b.const(k), b.method(b.name(v), "detach")) for k, v in losses]
     b.ret(b.add(py.DictOp(entries)))
     params = [("trainer", "Trainer"), ("xb", "torch.Tensor"), ("yb", "torch.Tensor")]
     top.def_("train_step", params, b, top.generic("dict", "str", "torch.Tensor"))
     return top.ops
+
+
+def _step(b: PyBuilder, plan: StepsPlan, step: StepPlan) -> None:
+    """Zero the step's optimizers' gradients, the objective under autocast, backward and
+    each optimizer's step (`step_optimizer`)."""
+    written = ", ".join(f"{o.optimizer}(...)" for o in step.optimizers)
+    if len(step.optimizers) == 1:
+        written = f"{step.optimizers[0].optimizer}({', '.join(step.models)}, ...)"
+    b.comment(f"step {step.objective} with {written}")
+    keys = [b.subscript(b.path("trainer", "optimizers"), b.const(o.key)) for o in step.optimizers]
+    if len(keys) == 1:
+        b.assign("optimizer", keys[0])
+        b.stmt(py.ExprOp(b.method(b.name("optimizer"), "zero_grad", set_to_none=b.const(True))))
+    else:
+        b.assign("optimizers", b.tuple_of(*keys))
+        loop = py.ForOp(b.name("optimizers"))
+        each = loop.body.block.args[0]
+        each.name_hint = "optimizer"
+        zero = PyBuilder()
+        zero.stmt(py.ExprOp(zero.method(each, "zero_grad", set_to_none=zero.const(True))))
+        loop.body.block.add_ops(zero.ops)
+        b.stmt(loop)
+    inner = PyBuilder()
+    args = [inner.name(m.name) for m in plan.models] + [inner.name("xb"), inner.name("yb")]
+    value = f"{step.objective}_value"
+    assign = py.AssignOp(inner.name(value), inner.call(step.objective, *args))
+    if step.location is not None:
+        assign.location = step.location  # type: ignore[assignment]
+    inner.stmt(assign)
+    manager = b.call("autocast", b.path("trainer", "plan"), b.name("device"))
+    b.stmt(py.WithOp(manager, inner.ops))
+    scaler = b.subscript(b.path("trainer", "scalers"), b.const(step.objective))
+    stepped = b.name("optimizer" if len(keys) == 1 else "optimizers")
+    clips = [o.clip for o in step.optimizers]
+    clip = {}
+    if any(c is not None for c in clips):
+        clip = {"clip": b.value(clips[0] if len(clips) == 1 else tuple(clips))}
+    b.expr(b.call("step_optimizer", b.name(value), stepped, scaler, **clip))
+    for optimizer in step.optimizers:
+        if optimizer.schedule is not None:
+            scheduler = b.subscript(b.path("trainer", "schedulers"), b.const(optimizer.key))
+            b.expr(b.method(scheduler, "step"))
 
 
 def _objective_values_ops(plan: StepsPlan) -> list[Operation]:
@@ -317,6 +547,7 @@ def _save_ops(plan: StepsPlan) -> list[Operation]:
         optimizers=save.path("trainer", "optimizers"), scalers=save.path("trainer", "scalers"),
         epoch=save.name("epoch"), step=save.path("trainer", "step"),
         loader=save.path("trainer", "train_loader"), extra=save.name("extra"),
+        **_scheduler_states(save, plan),
     ))  # fmt: skip
     params = [("trainer", "Trainer"), ("path", "str"), ("epoch", "int")]
     top.def_("save", params, save, None)
@@ -325,7 +556,7 @@ def _save_ops(plan: StepsPlan) -> list[Operation]:
         "load_models_checkpoint", resume.name("path"), models=resume.name("models"),
         optimizers=resume.path("trainer", "optimizers"),
         scalers=resume.path("trainer", "scalers"), loader=resume.path("trainer", "train_loader"),
-        map_location=resume.path("trainer", "ctx", "device"),
+        map_location=resume.path("trainer", "ctx", "device"), **_scheduler_states(resume, plan),
     )  # fmt: skip
     resume.assign("state", state)
     resume.assign(resume.path("trainer", "start_epoch"),
@@ -337,6 +568,11 @@ def _save_ops(plan: StepsPlan) -> list[Operation]:
                   resume.method(extra, "get", resume.const("carry")))  # fmt: skip
     top.def_("resume", [("trainer", "Trainer"), ("path", "str")], resume, None)
     return top.ops
+
+
+def _scheduler_states(b: PyBuilder, plan: StepsPlan) -> dict[str, SSAValue]:
+    """`schedulers=trainer.schedulers` where the block has `lr_schedule`s."""
+    return {"schedulers": b.path("trainer", "schedulers")} if plan.scheduled else {}
 
 
 def _train_ops(plan: StepsPlan) -> list[Operation]:

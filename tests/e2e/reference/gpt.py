@@ -68,7 +68,7 @@ class GPT(nn.Module):
         return self.ln_f(x) @ self.wte.weight.t()  # gpt.nml:74
 
 
-# ---- runtime/attention.py: Causal self-attention as nanoGPT writes it: one fused q/k/v projection, SDPA inside.
+# ---- runtime/attention.py: Causal self-attention as nanoGPT writes it, and rotary positions as modded-nanogpt does.
 class SelfAttention(nn.Module):
     """[B, T, D] (or [T, D]) -> the same shape; position t attends to positions <= t."""
 

@@ -822,8 +822,7 @@ def prepare_checkpoint_dir(
     if not previous:
         return folder
     if resume is not None:
-        continued = Path(resume).resolve().parent
-        return folder if continued == folder.resolve() else continued
+        return _resumed_folder(folder, Path(resume), main)
     if overwrite:
         _remove_previous(folder, previous, init_from, main)
         return folder
@@ -838,6 +837,20 @@ def prepare_checkpoint_dir(
         print(f"{folder} holds an earlier run's checkpoints ({_listed(previous)}): this run saves "
               f"in {own} ({again}--overwrite replaces it)", file=sys.stderr)  # fmt: skip
     return own
+
+
+def _resumed_folder(folder: Path, resume: Path, main: bool) -> Path:
+    """Where a resumed run saves when `folder` holds checkpoints: `folder` if it resumes one
+    of them, else the folder of the checkpoint it resumes (a save's own folder, under FSDP
+    `--resume DIR` of a run's folder itself), which rank 0 names."""
+    saved = resume.resolve()
+    continued = saved if saved.is_dir() and previous_checkpoints(saved) else saved.parent
+    if continued == folder.resolve():
+        return folder
+    if main:
+        print(f"{folder} holds another run's checkpoints: this run continues {resume} in "
+              f"{continued}", file=sys.stderr)  # fmt: skip
+    return continued
 
 
 def _remove_previous(folder: Path, previous: list[Path], init_from: str | None, main: bool) -> None:

@@ -857,8 +857,7 @@ def prepare_checkpoint_dir(
     if not previous:
         return folder
     if resume is not None:
-        continued = Path(resume).resolve().parent
-        return folder if continued == folder.resolve() else continued
+        return _resumed_folder(folder, Path(resume), main)
     if overwrite:
         _remove_previous(folder, previous, init_from, main)
         return folder
@@ -873,6 +872,20 @@ def prepare_checkpoint_dir(
         print(f"{folder} holds an earlier run's checkpoints ({_listed(previous)}): this run saves "
               f"in {own} ({again}--overwrite replaces it)", file=sys.stderr)  # fmt: skip
     return own
+
+
+def _resumed_folder(folder: Path, resume: Path, main: bool) -> Path:
+    """Where a resumed run saves when `folder` holds checkpoints: `folder` if it resumes one
+    of them, else the folder of the checkpoint it resumes (a save's own folder, under FSDP
+    `--resume DIR` of a run's folder itself), which rank 0 names."""
+    saved = resume.resolve()
+    continued = saved if saved.is_dir() and previous_checkpoints(saved) else saved.parent
+    if continued == folder.resolve():
+        return folder
+    if main:
+        print(f"{folder} holds another run's checkpoints: this run continues {resume} in "
+              f"{continued}", file=sys.stderr)  # fmt: skip
+    return continued
 
 
 def _remove_previous(folder: Path, previous: list[Path], init_from: str | None, main: bool) -> None:
@@ -1069,7 +1082,9 @@ def _describe(where: tuple[str, int], lines: list[str], script: Path) -> str:
 
 
 # ---- runtime/recipe.py: Training recipes for TensorLoom scripts: schedules, decay groups, EMA, early stopping.
-LR_SCHEDULES = ("none", "cosine", "linear", "constant_with_warmup", "warmup", "onecycle", "step")
+LR_SCHEDULES = (
+    "none", "cosine", "linear", "constant_with_warmup", "warmup", "onecycle", "step", "wsd",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -1082,6 +1097,9 @@ class LrSchedule:
     `onecycle`: torch's OneCycleLR curve (cosine up from 1/`div_factor` over the first
     `pct_start` of the run, then cosine down to 1/(`div_factor` * `final_div_factor`)).
     `step`: times `gamma` every `step_interval` steps. `none`: 1 throughout.
+    `wsd` (warmup-stable-decay): the warm-up, then 1, then over the last `decay_fraction`
+    of `total_steps` (rounded) a straight line from 1 down towards `min_ratio`, which the
+    step after the last would reach (torch's LinearLR from 1 to `min_ratio` over them).
     """
 
     name: str
@@ -1093,6 +1111,7 @@ class LrSchedule:
     pct_start: float = 0.3
     div_factor: float = 25.0
     final_div_factor: float = 1e4
+    decay_fraction: float = 0.2
 
     def __post_init__(self) -> None:
         if self.name not in LR_SCHEDULES:
@@ -1110,11 +1129,20 @@ class LrSchedule:
             return (step + 1) / self.warmup_steps
         if self.name in ("constant_with_warmup", "warmup"):
             return 1.0
+        if self.name == "wsd":
+            return self._wsd(step)
         span = max(self.total_steps - self.warmup_steps, 1)
         progress = min((step - self.warmup_steps) / span, 1.0)
         if self.name == "linear":
             return 1.0 - (1.0 - self.min_ratio) * progress
         return self.min_ratio + (1.0 - self.min_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+    def _wsd(self, step: int) -> float:
+        decay = max(round(self.decay_fraction * self.total_steps), 1)
+        left = self.total_steps - step
+        if left >= decay:
+            return 1.0
+        return self.min_ratio + (1.0 - self.min_ratio) * max(left, 0) / decay
 
     def _onecycle(self, step: int) -> float:
         # torch.optim.lr_scheduler.OneCycleLR's two phases, as factors of the peak lr.

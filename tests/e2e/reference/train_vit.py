@@ -65,22 +65,22 @@ DATASET_OPTIONS: dict[str, Any] = {}
 class EncoderBlock(nn.Module):
     """The `EncoderBlock` model from vision_transformer.nml."""
 
-    def __init__(self, hidden=768, n_heads=12, mlp_dim=3072, dropout=0.0):
+    def __init__(self, hidden=768, n_heads=12, mlp_dim=3072, dropout=0.0, eps=1e-06):
         super().__init__()
-        self.ln_1 = nn.LayerNorm(hidden, eps=1e-06)
+        self.ln_1 = nn.LayerNorm(hidden, eps=eps)
         self.self_attention = nn.MultiheadAttention(hidden, n_heads, dropout=dropout,
                                                     batch_first=True)
-        self.ln_2 = nn.LayerNorm(hidden, eps=1e-06)
+        self.ln_2 = nn.LayerNorm(hidden, eps=eps)
         self.fc1 = nn.Linear(hidden, mlp_dim)
         self.fc2 = nn.Linear(mlp_dim, hidden)
         self.drop = nn.Dropout(dropout)
 
     def forward(self, x):
-        h = self.ln_1(x)  # vision_transformer.nml:33
+        h = self.ln_1(x)  # vision_transformer.nml:34
         x = x + self.drop(self.self_attention(h, h, h, need_weights=False)[0])
-        # vision_transformer.nml:34
+        # vision_transformer.nml:35
         x = x + self.drop(self.fc2(self.drop(F.gelu(self.fc1(self.ln_2(x))))))
-        return x  # vision_transformer.nml:35
+        return x  # vision_transformer.nml:36
 
 
 class VisionTransformer(nn.Module):
@@ -97,6 +97,7 @@ class VisionTransformer(nn.Module):
         mlp_dim=3072,
         classes=1000,
         dropout=0.0,
+        eps=1e-06,
     ):
         super().__init__()
         self.conv_proj = nn.Conv2d(in_channels, hidden, patch, stride=patch)
@@ -104,19 +105,19 @@ class VisionTransformer(nn.Module):
         self.pos_embedding = nn.Parameter(torch.randn(1, n_patches + 1, hidden) * 0.02)
         self.drop = nn.Dropout(dropout)
         self.layers = nn.ModuleList(
-            [EncoderBlock(hidden, n_heads, mlp_dim, dropout) for _ in range(n_layers)]
+            [EncoderBlock(hidden, n_heads, mlp_dim, dropout, eps) for _ in range(n_layers)]
         )
-        self.ln = nn.LayerNorm(hidden, eps=1e-06)
+        self.ln = nn.LayerNorm(hidden, eps=eps)
         self.head = nn.Linear(hidden, classes)
 
     def forward(self, x):
-        B = x.size(0)  # vision_transformer.nml:58
-        x = self.conv_proj(x).flatten(2).transpose(1, 2)  # vision_transformer.nml:59
-        x = torch.cat([self.class_token.expand(B, -1, -1), x], dim=1)  # vision_transformer.nml:60
-        x = self.drop(x + self.pos_embedding)  # vision_transformer.nml:61
-        for layer in self.layers:  # vision_transformer.nml:62
-            x = layer(x)  # vision_transformer.nml:63
-        return self.head(self.ln(x)[:, 0])  # vision_transformer.nml:64
+        B = x.size(0)  # vision_transformer.nml:60
+        x = self.conv_proj(x).flatten(2).transpose(1, 2)  # vision_transformer.nml:61
+        x = torch.cat([self.class_token.expand(B, -1, -1), x], dim=1)  # vision_transformer.nml:62
+        x = self.drop(x + self.pos_embedding)  # vision_transformer.nml:63
+        for layer in self.layers:  # vision_transformer.nml:64
+            x = layer(x)  # vision_transformer.nml:65
+        return self.head(self.ln(x)[:, 0])  # vision_transformer.nml:66
 
 
 def loss_fn(output: torch.Tensor, target: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
@@ -880,8 +881,7 @@ def prepare_checkpoint_dir(
     if not previous:
         return folder
     if resume is not None:
-        continued = Path(resume).resolve().parent
-        return folder if continued == folder.resolve() else continued
+        return _resumed_folder(folder, Path(resume), main)
     if overwrite:
         _remove_previous(folder, previous, init_from, main)
         return folder
@@ -896,6 +896,20 @@ def prepare_checkpoint_dir(
         print(f"{folder} holds an earlier run's checkpoints ({_listed(previous)}): this run saves "
               f"in {own} ({again}--overwrite replaces it)", file=sys.stderr)  # fmt: skip
     return own
+
+
+def _resumed_folder(folder: Path, resume: Path, main: bool) -> Path:
+    """Where a resumed run saves when `folder` holds checkpoints: `folder` if it resumes one
+    of them, else the folder of the checkpoint it resumes (a save's own folder, under FSDP
+    `--resume DIR` of a run's folder itself), which rank 0 names."""
+    saved = resume.resolve()
+    continued = saved if saved.is_dir() and previous_checkpoints(saved) else saved.parent
+    if continued == folder.resolve():
+        return folder
+    if main:
+        print(f"{folder} holds another run's checkpoints: this run continues {resume} in "
+              f"{continued}", file=sys.stderr)  # fmt: skip
+    return continued
 
 
 def _remove_previous(folder: Path, previous: list[Path], init_from: str | None, main: bool) -> None:
@@ -1092,7 +1106,9 @@ def _describe(where: tuple[str, int], lines: list[str], script: Path) -> str:
 
 
 # ---- runtime/recipe.py: Training recipes for TensorLoom scripts: schedules, decay groups, EMA, early stopping.
-LR_SCHEDULES = ("none", "cosine", "linear", "constant_with_warmup", "warmup", "onecycle", "step")
+LR_SCHEDULES = (
+    "none", "cosine", "linear", "constant_with_warmup", "warmup", "onecycle", "step", "wsd",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -1105,6 +1121,9 @@ class LrSchedule:
     `onecycle`: torch's OneCycleLR curve (cosine up from 1/`div_factor` over the first
     `pct_start` of the run, then cosine down to 1/(`div_factor` * `final_div_factor`)).
     `step`: times `gamma` every `step_interval` steps. `none`: 1 throughout.
+    `wsd` (warmup-stable-decay): the warm-up, then 1, then over the last `decay_fraction`
+    of `total_steps` (rounded) a straight line from 1 down towards `min_ratio`, which the
+    step after the last would reach (torch's LinearLR from 1 to `min_ratio` over them).
     """
 
     name: str
@@ -1116,6 +1135,7 @@ class LrSchedule:
     pct_start: float = 0.3
     div_factor: float = 25.0
     final_div_factor: float = 1e4
+    decay_fraction: float = 0.2
 
     def __post_init__(self) -> None:
         if self.name not in LR_SCHEDULES:
@@ -1133,11 +1153,20 @@ class LrSchedule:
             return (step + 1) / self.warmup_steps
         if self.name in ("constant_with_warmup", "warmup"):
             return 1.0
+        if self.name == "wsd":
+            return self._wsd(step)
         span = max(self.total_steps - self.warmup_steps, 1)
         progress = min((step - self.warmup_steps) / span, 1.0)
         if self.name == "linear":
             return 1.0 - (1.0 - self.min_ratio) * progress
         return self.min_ratio + (1.0 - self.min_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+    def _wsd(self, step: int) -> float:
+        decay = max(round(self.decay_fraction * self.total_steps), 1)
+        left = self.total_steps - step
+        if left >= decay:
+            return 1.0
+        return self.min_ratio + (1.0 - self.min_ratio) * max(left, 0) / decay
 
     def _onecycle(self, step: int) -> float:
         # torch.optim.lr_scheduler.OneCycleLR's two phases, as factors of the peak lr.

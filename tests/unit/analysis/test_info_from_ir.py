@@ -287,3 +287,52 @@ def test_gpt_info_counts_the_weights_of_the_shapes_it_shows() -> None:
     rows = {row["name"]: row for row in by_name["model"]["layers"]}
     assert "unused" not in rows["h"] and rows["h"]["repeat"] == 4
     assert rows["h"]["params"] == 4 * by_name["Block"]["params"] == 447_360
+
+
+STAGES = """\
+@model Block:
+    @config:
+        cin = 8
+        cout = 8
+        stride = 1
+    @layers:
+        conv = Conv2d(cin, cout, 3, stride=stride, padding=1)
+    @forward(x):
+        return relu(conv(x))
+
+@model Net:
+    @config:
+        widths = [8, 16, 32]
+    @layers:
+        stages = [Block(widths[k - 1] if k > 0 else 3, widths[k], min(k + 1, 2)) for k in range(3)]
+        body = Sequential(Block(32, 32), Block(32, 8))
+    @forward(x: Tensor[B, 3, 12, 12]):
+        for s in stages:
+            x = s(x)
+        return body(x)
+"""
+
+
+def test_each_position_of_a_list_is_profiled_with_its_own_arguments(tmp_path: Path) -> None:
+    """A per-position list's elements differ (issue 31): each is a row of its own, with
+    its own copy's shapes, parameters and FLOPs (they were element 0's, or the second's
+    for every later one); a `Sequential` of models is a nested row with its elements."""
+    from tensorloom.analysis.report import InfoRequest, info_json
+
+    found = info_json(write(tmp_path, "stages.nml", STAGES), InfoRequest(batch_size=2))
+    assert found["ok"], found["diagnostics"]
+    net = next(m for m in found["models"] if m["name"] == "Net")
+    rows = {row["name"]: row for row in net["layers"]}
+    stages = rows["stages"]
+    elements = {row["name"]: row for row in stages["layers"]}
+    convs = [(c * 9 + 1) * o for c, o in ((3, 8), (8, 16), (16, 32))]
+    assert [elements[f"stages.{k}"]["params"] for k in range(3)] == convs
+    assert [elements[f"stages.{k}"]["output_shape"] for k in range(3)] == [
+        [2, 8, 12, 12], [2, 16, 6, 6], [2, 32, 3, 3],
+    ]  # fmt: skip
+    flops = [elements[f"stages.{k}"]["flops"] for k in range(3)]
+    assert len(set(flops)) == 3 and stages["flops"] == sum(flops)
+    assert stages["params"] == sum(convs)
+    body = [row["name"] for row in rows["body"]["layers"]]
+    assert body == ["0", "1"] and rows["body"]["params"] == (32 * 9 + 1) * 32 + (32 * 9 + 1) * 8
+    assert net["params"] == stages["params"] + rows["body"]["params"]

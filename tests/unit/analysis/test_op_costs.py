@@ -21,3 +21,11 @@ def test_new_functions_count_their_work() -> None:
     assert op_cost("index_add", [x, (3,), (3, 8)], x).flops == 24
     assert op_cost("pad", [x], (4, 10)).flops == 40
     assert op_cost("argmax", [x], (4,)).flops == 32
+
+
+def test_attention_counts_both_products_and_saves_what_flash_attention_keeps() -> None:
+    q = (2, 4, 16, 8)  # [B, heads, T, head size]
+    cost = op_cost("attention", [q, q, q], q)
+    assert cost.flops == 2 * (2 * 2 * 4 * 16 * 16 * 8)
+    assert cost.saved == (0, 1, 2, RESULT)
+    assert cost.extra_bytes == 4 * 2 * 4 * 16  # the fp32 log-sum-exp of each query

@@ -72,6 +72,35 @@ def test_onecycle_follows_torchs_onecycle_lr() -> None:
     assert max(ours) == pytest.approx(0.1, rel=1e-3)
 
 
+@pytest.mark.parametrize(("warmup", "fraction", "min_ratio"), [(5, 0.4, 0.0), (0, 0.25, 0.1)])
+def test_wsd_follows_torchs_linear_constant_linear(
+    warmup: int, fraction: float, min_ratio: float
+) -> None:
+    """`wsd` equals torch's SequentialLR of LinearLR (warm-up), ConstantLR and LinearLR (decay)."""
+    total = 40
+    schedule = LrSchedule("wsd", total_steps=total, warmup_steps=warmup,
+                          decay_fraction=fraction, min_ratio=min_ratio)  # fmt: skip
+    ours = _lrs(schedule, base=0.1)
+    optimizer = torch.optim.SGD([nn.Parameter(torch.zeros(1))], lr=0.1)
+    decay = round(fraction * total)
+    lr_s = torch.optim.lr_scheduler
+    phases: list[lr_s.LRScheduler] = []
+    if warmup:
+        phases.append(lr_s.LinearLR(optimizer, 1 / warmup, 1.0, total_iters=warmup - 1))
+    phases.append(lr_s.ConstantLR(optimizer, factor=1.0, total_iters=0))
+    phases.append(lr_s.LinearLR(optimizer, 1.0, min_ratio, total_iters=decay))
+    milestones = ([warmup] if warmup else []) + [total - decay]
+    reference = lr_s.SequentialLR(optimizer, phases, milestones=milestones)
+    theirs = []
+    for _ in range(total):
+        theirs.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        reference.step()
+    assert ours == pytest.approx(theirs, rel=1e-9)
+    assert ours[total - decay - 1] == pytest.approx(0.1)
+    assert ours[-1] == pytest.approx(0.1 * (min_ratio + (1 - min_ratio) / decay))
+
+
 def test_step_schedule_and_lengths_in_epochs_or_steps() -> None:
     lrs = _lrs(LrSchedule("step", total_steps=7, step_interval=3, gamma=0.5))
     assert lrs == pytest.approx([1, 1, 1, 0.5, 0.5, 0.5, 0.25])

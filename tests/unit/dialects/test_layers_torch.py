@@ -50,6 +50,8 @@ FIXED: list[tuple[str, list[Value], dict[str, Value], tuple[int, ...]]] = [
     ("MultiHeadAttention", [8, 2, 0.1, True, False, True], {}, (5, 8)),
     ("MultiHeadAttention", [64, 4], {"causal": True}, (2, 7, 64)),
     ("MultiHeadAttention", [12, 3], {"causal": True, "bias": False, "dropout": 0.1}, (5, 12)),
+    ("Rotary", [8], {}, (2, 5, 3, 8)),
+    ("Rotary", [16], {"base": 500.0}, (1, 4, 2, 16)),
     ("MaxPool2d", [2], {}, (2, 3, 8, 8)),
     ("MaxPool2d", [3, 2, 1], {"ceil_mode": True, "dilation": 1}, (1, 2, 7, 9)),
     ("AvgPool2d", [(2, 3)], {"stride": 1, "padding": 1}, (2, 6, 6)),

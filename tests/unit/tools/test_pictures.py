@@ -182,6 +182,31 @@ def test_plot_of_regression_metrics_has_only_the_loss_panel(tmp_path: Path) -> N
     assert len(pictures.plot_curves(curves).axes) == 1
 
 
+def test_plot_of_two_runs_against_wall_clock(tmp_path: Path) -> None:
+    """bench/speedrun's curves: a header line, records with `wall_s`, one run's first record
+    without a train loss; both runs in one picture, each series labelled with its file."""
+    for name, offset in (("baseline", 0.0), ("tensorloom", 5.0)):
+        lines = [{"run": {"recipe": name}}, {"step": 0, "wall_s": 1.0 + offset, "val_loss": 5.5}]
+        lines += [{"step": 10, "wall_s": 9.0 + offset, "val_loss": 3.0, "train_loss": 3.2}]
+        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    names = ("baseline", "tensorloom")
+    runs = [pictures.read_metrics(tmp_path / f"{n}.jsonl", "wall_s") for n in names]
+    assert all(not isinstance(r, str) for r in runs)
+    figure = pictures.plot_curves([r for r in runs if not isinstance(r, str)], "wall_s")
+    series = {line.get_label(): (list(line.get_xdata()), list(line.get_ydata()))
+              for line in figure.axes[0].get_lines()}  # fmt: skip
+    assert series["baseline: val loss"] == ([1.0, 9.0], [5.5, 3.0])
+    assert series["baseline: train loss"] == ([9.0], [3.2])
+    assert series["tensorloom: val loss"] == ([6.0, 14.0], [5.5, 3.0])
+    assert figure.axes[0].get_xlabel() == "wall-clock seconds"
+    out = tmp_path / "curves.png"
+    code, _, err = run("plot", str(tmp_path / "baseline.jsonl"), str(tmp_path / "tensorloom.jsonl"),
+                       "--x", "wall_s", "-o", str(out))  # fmt: skip
+    assert code == 0 and err == f"wrote {out}: baseline (2 points), tensorloom (2 points)\n"
+    code, _, err = run("plot", str(tmp_path / "baseline.jsonl"), "--x", "time", "-o", str(out))
+    assert code == 1 and "holds no `time` values" in err
+
+
 def test_plot_bad_input(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"epoch": 1, "train_loss": 1.0}\nnot json\n')

@@ -7,7 +7,7 @@ import torch.nn.functional as F
 from torch import nn
 
 
-# ---- runtime/attention.py: Causal self-attention as nanoGPT writes it: one fused q/k/v projection, SDPA inside.
+# ---- runtime/attention.py: Causal self-attention as nanoGPT writes it, and rotary positions as modded-nanogpt does.
 class SelfAttention(nn.Module):
     """[B, T, D] (or [T, D]) -> the same shape; position t attends to positions <= t."""
 

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tensorloom_rt_0_2_0_dd653b13 import (
+from tensorloom_rt_0_2_0_df5dbe26 import (
     DataInfo, DatasetUnavailable, DeviceLoader, DeviceUnavailable, DistContext, MetricsWriter,
     PrecisionPlan, StepsCheckpointError, autocast, check_epoch_has_steps, format_steps_summary,
     load_digits, load_models_checkpoint, make_grad_scaler, mean_objectives, progress,
@@ -136,7 +136,7 @@ class Trainer:
     G: nn.Module
     D: nn.Module
     optimizers: dict[str, torch.optim.Optimizer]  # by objective
-    scalers: dict[str, torch.amp.GradScaler | None]  # one per optimizer
+    scalers: dict[str, torch.amp.GradScaler | None]  # one per step
     plan: PrecisionPlan
     train_loader: DeviceLoader
     val_loader: DeviceLoader

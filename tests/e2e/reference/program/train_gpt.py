@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tensorloom_rt_0_2_0_1deed5b7 import (
+from tensorloom_rt_0_2_0_e6ccc538 import (
     BestTracker, CheckpointError, DeviceUnavailable, DistContext, ExportError, MetricsWriter,
     ModelLoss, PredictInputError, RunLengthError, RunRecipe, StopSignals, TokenDataUnavailable,
     TokenInfo, Trainer, WindowLoader, add_source_notes, autocast, carried, check_epoch_has_steps,
@@ -61,7 +61,7 @@ DATASET_OPTIONS: dict[str, Any] = {
 }
 
 
-# ---- runtime/attention.py: Causal self-attention as nanoGPT writes it: one fused q/k/v projection, SDPA inside.
+# ---- runtime/attention.py: Causal self-attention as nanoGPT writes it, and rotary positions as modded-nanogpt does.
 class SelfAttention(nn.Module):
     """[B, T, D] (or [T, D]) -> the same shape; position t attends to positions <= t."""
 

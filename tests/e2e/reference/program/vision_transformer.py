@@ -8,22 +8,22 @@ from torch import nn
 class EncoderBlock(nn.Module):
     """The `EncoderBlock` model from vision_transformer.nml."""
 
-    def __init__(self, hidden=768, n_heads=12, mlp_dim=3072, dropout=0.0):
+    def __init__(self, hidden=768, n_heads=12, mlp_dim=3072, dropout=0.0, eps=1e-06):
         super().__init__()
-        self.ln_1 = nn.LayerNorm(hidden, eps=1e-06)
+        self.ln_1 = nn.LayerNorm(hidden, eps=eps)
         self.self_attention = nn.MultiheadAttention(hidden, n_heads, dropout=dropout,
                                                     batch_first=True)
-        self.ln_2 = nn.LayerNorm(hidden, eps=1e-06)
+        self.ln_2 = nn.LayerNorm(hidden, eps=eps)
         self.fc1 = nn.Linear(hidden, mlp_dim)
         self.fc2 = nn.Linear(mlp_dim, hidden)
         self.drop = nn.Dropout(dropout)
 
     def forward(self, x):
-        h = self.ln_1(x)  # vision_transformer.nml:33
+        h = self.ln_1(x)  # vision_transformer.nml:34
         x = x + self.drop(self.self_attention(h, h, h, need_weights=False)[0])
-        # vision_transformer.nml:34
+        # vision_transformer.nml:35
         x = x + self.drop(self.fc2(self.drop(F.gelu(self.fc1(self.ln_2(x))))))
-        return x  # vision_transformer.nml:35
+        return x  # vision_transformer.nml:36
 
 
 class VisionTransformer(nn.Module):
@@ -40,6 +40,7 @@ class VisionTransformer(nn.Module):
         mlp_dim=3072,
         classes=1000,
         dropout=0.0,
+        eps=1e-06,
     ):
         super().__init__()
         self.conv_proj = nn.Conv2d(in_channels, hidden, patch, stride=patch)
@@ -47,16 +48,16 @@ class VisionTransformer(nn.Module):
         self.pos_embedding = nn.Parameter(torch.randn(1, n_patches + 1, hidden) * 0.02)
         self.drop = nn.Dropout(dropout)
         self.layers = nn.ModuleList(
-            [EncoderBlock(hidden, n_heads, mlp_dim, dropout) for _ in range(n_layers)]
+            [EncoderBlock(hidden, n_heads, mlp_dim, dropout, eps) for _ in range(n_layers)]
         )
-        self.ln = nn.LayerNorm(hidden, eps=1e-06)
+        self.ln = nn.LayerNorm(hidden, eps=eps)
         self.head = nn.Linear(hidden, classes)
 
     def forward(self, x):
-        B = x.size(0)  # vision_transformer.nml:58
-        x = self.conv_proj(x).flatten(2).transpose(1, 2)  # vision_transformer.nml:59
-        x = torch.cat([self.class_token.expand(B, -1, -1), x], dim=1)  # vision_transformer.nml:60
-        x = self.drop(x + self.pos_embedding)  # vision_transformer.nml:61
-        for layer in self.layers:  # vision_transformer.nml:62
-            x = layer(x)  # vision_transformer.nml:63
-        return self.head(self.ln(x)[:, 0])  # vision_transformer.nml:64
+        B = x.size(0)  # vision_transformer.nml:60
+        x = self.conv_proj(x).flatten(2).transpose(1, 2)  # vision_transformer.nml:61
+        x = torch.cat([self.class_token.expand(B, -1, -1), x], dim=1)  # vision_transformer.nml:62
+        x = self.drop(x + self.pos_embedding)  # vision_transformer.nml:63
+        for layer in self.layers:  # vision_transformer.nml:64
+            x = layer(x)  # vision_transformer.nml:65
+        return self.head(self.ln(x)[:, 0])  # vision_transformer.nml:66

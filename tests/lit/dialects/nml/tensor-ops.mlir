@@ -1,5 +1,6 @@
 // The ops of tensorloom/dialects/nml/tensor_ops.py (cumsum, norm, pad, narrow, cast, argmax,
-// max/min, topk, one_hot, gather, scatter, index_add) in their custom form, as
+// max/min, topk (k a constant or computed), one_hot, gather, scatter, index_add, nonzero) in
+// their custom form, as
 // `tlc compile --emit nml` prints them: print, re-parse, and print again generic and back.
 // RUN: tl-opt %s | tl-opt | filecheck %s
 // RUN: tl-opt %s --print-op-generic | tl-opt | filecheck %s
@@ -26,7 +27,7 @@ builtin.module {
       %9 = nml.min %x dim 0 : (!nml.tensor<[B, 8], f32>) -> !nml.tuple<[!nml.tensor<[8], f32>, !nml.tensor<[8], i64>]>
       %mv = nml.tuple_get %9 0 : i64 : (!nml.tuple<[!nml.tensor<[8], f32>, !nml.tensor<[8], i64>]>) -> !nml.tensor<[8], f32>
       %mi = nml.tuple_get %9 1 : i64 : (!nml.tuple<[!nml.tensor<[8], f32>, !nml.tensor<[8], i64>]>) -> !nml.tensor<[8], i64>
-      %10 = nml.topk %x k 2 dim -1 smallest : (!nml.tensor<[B, 8], f32>) -> !nml.tuple<[!nml.tensor<[B, 2], f32>, !nml.tensor<[B, 2], i64>]>
+      %10 = nml.topk %x k 2 : i64 dim -1 smallest : (!nml.tensor<[B, 8], f32>) -> !nml.tuple<[!nml.tensor<[B, 2], f32>, !nml.tensor<[B, 2], i64>]>
       %tv = nml.tuple_get %10 0 : i64 : (!nml.tuple<[!nml.tensor<[B, 2], f32>, !nml.tensor<[B, 2], i64>]>) -> !nml.tensor<[B, 2], f32>
       %ti = nml.tuple_get %10 1 : i64 : (!nml.tuple<[!nml.tensor<[B, 2], f32>, !nml.tensor<[B, 2], i64>]>) -> !nml.tensor<[B, 2], i64>
       %g = nml.gather %x, %ti dim 1 : (!nml.tensor<[B, 8], f32>, !nml.tensor<[B, 2], i64>) -> !nml.tensor<[B, 2], f32>
@@ -49,6 +50,8 @@ builtin.module {
       %25 = nml.cast %24 to "bf16" : (!nml.tensor<[B, 8], f16>) -> !nml.tensor<[B, 8], bf16>
       %26 = nml.cast %25 to "i1" : (!nml.tensor<[B, 8], bf16>) -> !nml.tensor<[B, 8], i1>
       %l = nml.cast %26 to "f32" : (!nml.tensor<[B, 8], i1>) -> !nml.tensor<[B, 8], f32>
+      %nz = nml.nonzero %26 : (!nml.tensor<[B, 8], i1>) -> !nml.tuple<[!nml.tensor<[nnz_3_9], i64>, !nml.tensor<[nnz_3_9], i64>]>
+      %tk = nml.topk %x k "?" dim 1 (%3) : (!nml.tensor<[B, 8], f32>, i64) -> !nml.tuple<[!nml.tensor<[B, 7], f32>, !nml.tensor<[B, 7], i64>]>
       %27 = nml.add %a, %n : (!nml.tensor<[B, 8], f32>, !nml.tensor<[B, 1], f32>) -> !nml.tensor<[B, 8], f32>
       %28 = nml.index %p [":", #nml.slice<1 : i64, 9 : i64, #nml.none>] : (!nml.tensor<[B, 10], f32>) -> !nml.tensor<[B, 8], f32>
       %29 = nml.add %27, %28 : (!nml.tensor<[B, 8], f32>, !nml.tensor<[B, 8], f32>) -> !nml.tensor<[B, 8], f32>
@@ -68,7 +71,7 @@ builtin.module {
 // CHECK: %q = nml.narrow %x dim 1 start "?" length 4(%7) : (!nml.tensor<[B, 8], f32>, i64) -> !nml.tensor<[B, 4], f32>
 // CHECK: %8 = nml.max %x dim 1 keepdim : (!nml.tensor<[B, 8], f32>) -> !nml.tuple<[!nml.tensor<[B, 1], f32>, !nml.tensor<[B, 1], i64>]>
 // CHECK: %9 = nml.min %x dim 0 : (!nml.tensor<[B, 8], f32>) -> !nml.tuple<[!nml.tensor<[8], f32>, !nml.tensor<[8], i64>]>
-// CHECK: %10 = nml.topk %x k 2 dim -1 smallest : (!nml.tensor<[B, 8], f32>) -> !nml.tuple<[!nml.tensor<[B, 2], f32>, !nml.tensor<[B, 2], i64>]>
+// CHECK: %10 = nml.topk %x k 2 : i64 dim -1 smallest : (!nml.tensor<[B, 8], f32>) -> !nml.tuple<[!nml.tensor<[B, 2], f32>, !nml.tensor<[B, 2], i64>]>
 // CHECK: %g = nml.gather %x, %ti dim 1 : (!nml.tensor<[B, 8], f32>, !nml.tensor<[B, 2], i64>) -> !nml.tensor<[B, 2], f32>
 // CHECK: %11 = nml.argmax %x dim 1 : (!nml.tensor<[B, 8], f32>) -> !nml.tensor<[B], i64>
 // CHECK: %12 = nml.one_hot %11 classes 8 : (!nml.tensor<[B], i64>) -> !nml.tensor<[B, 8], i64>
@@ -84,3 +87,5 @@ builtin.module {
 // CHECK: %25 = nml.cast %24 to "bf16" : (!nml.tensor<[B, 8], f16>) -> !nml.tensor<[B, 8], bf16>
 // CHECK: %26 = nml.cast %25 to "i1" : (!nml.tensor<[B, 8], bf16>) -> !nml.tensor<[B, 8], i1>
 // CHECK: %l = nml.cast %26 to "f32" : (!nml.tensor<[B, 8], i1>) -> !nml.tensor<[B, 8], f32>
+// CHECK: %nz = nml.nonzero %26 : (!nml.tensor<[B, 8], i1>) -> !nml.tuple<[!nml.tensor<[nnz_3_9], i64>, !nml.tensor<[nnz_3_9], i64>]>
+// CHECK: %tk = nml.topk %x k "?" dim 1(%3) : (!nml.tensor<[B, 8], f32>, i64) -> !nml.tuple<[!nml.tensor<[B, 7], f32>, !nml.tensor<[B, 7], i64>]>

@@ -74,3 +74,18 @@ train.loop @net on @data {
 
 train.weights "net" from "gpt2" {sources = ["a", "b"], targets = ["x"], transposed = [false, false]}
 // CHECK: `sources`, `targets` and `transposed` must have one entry each
+
+// -----
+
+train.weights "net" from "gpt2" {sources = ["a", ["b", 3]], targets = ["x", "y"], transposed = [false, false]}
+// CHECK: a rule's names are a string or an array of strings
+
+// -----
+
+train.weights "net" from "gpt2" {sources = ["a"], targets = ["x"], transposed = [false], along = [0 : i64, 1 : i64]}
+// CHECK: `along` has 2 entries, expected 1
+
+// -----
+
+train.weights "net" from "gpt2" {sources = ["a"], targets = ["x"], transposed = [false], config_keys = ["n"]}
+// CHECK: `config_keys` and `config_names` must have one entry each

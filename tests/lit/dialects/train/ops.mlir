@@ -9,6 +9,7 @@ builtin.module {
   train.dataset @data = "digits" {flatten = true} {option_locs = [loc("a.tl":2:30)]}
   train.dataset @synthetic {}
   train.weights "net" from "gpt2" {sources = ["transformer.h.{i}.attn.bias", "transformer.h.{i}.{l}.weight"], targets = ["", "h.{i}.{l}.weight"], transposed = [false, true]}
+  train.weights "bert" from "bert-tiny" {sources = [["l.{i}.query.weight", "l.{i}.key.weight", "l.{i}.value.weight"], "c.weight"], targets = ["a.{i}.in_proj_weight", ["q.weight", "k.weight"]], transposed = [false, true], along = [0 : i64, -1 : i64], config_keys = ["num_attention_heads"], config_names = ["n_head"]}
   train.loop @net on @data {
     train.set "epochs" = 10 : i64
     train.set "optimizer" = #nml.call<"Adam", [], {lr = 1.000000e-03 : f64}> {value_loc = loc("a.tl":5:17)}
@@ -32,6 +33,7 @@ builtin.module {
 // CHECK-NEXT: train.dataset @data = "digits" {flatten = true} {option_locs = [loc("a.tl":2:30)]}
 // CHECK-NEXT: train.dataset @synthetic {}
 // CHECK-NEXT: train.weights "net" from "gpt2" {sources = ["transformer.h.{i}.attn.bias", "transformer.h.{i}.{l}.weight"], targets = ["", "h.{i}.{l}.weight"], transposed = [false, true]}
+// CHECK-NEXT: train.weights "bert" from "bert-tiny" {sources = [["l.{i}.query.weight", "l.{i}.key.weight", "l.{i}.value.weight"], "c.weight"], targets = ["a.{i}.in_proj_weight", ["q.weight", "k.weight"]], transposed = [false, true], along = [0 : i64, -1 : i64], config_keys = ["num_attention_heads"], config_names = ["n_head"]}
 // CHECK-NEXT: train.loop @net on @data {
 // CHECK-NEXT: train.set "epochs" = 10 : i64
 // CHECK-NEXT: train.set "optimizer" = #nml.call<"Adam", [], {lr = 1.000000e-03 : f64}> {value_loc = loc("a.tl":5:17)}

@@ -15,7 +15,7 @@ import math
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -342,17 +342,32 @@ class Frozen(nn.Module):
 
 
 def step_optimizer(
-    loss: torch.Tensor, optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler | None
-) -> None:
-    """`loss.backward()` then `optimizer.step()`, through `scaler` (fp16) when there is one.
-    One scaler per optimizer: each step's inf checks and scale are its own."""
+    loss: torch.Tensor, optimizer: torch.optim.Optimizer | Sequence[torch.optim.Optimizer],
+    scaler: torch.amp.GradScaler | None, clip: float | Sequence[float | None] | None = None,
+) -> None:  # fmt: skip
+    """`loss.backward()` then each optimizer's `step()` (a step of several optimizers, as
+    Muon beside AdamW, has one backward), through `scaler` (fp16) when there is one. One
+    scaler per step: its inf checks cover the step's optimizers, updated once after them,
+    as torch's AMP recipe for several optimizers does. `clip` bounds the gradient norm of
+    each optimizer's parameters (one bound each, None for none), unscaled first."""
+    optimizers = [optimizer] if isinstance(optimizer, torch.optim.Optimizer) else optimizer
+    clips = list(clip) if isinstance(clip, Sequence) else [clip] * len(optimizers)
     if scaler is None:
         loss.backward()
-        optimizer.step()
-        return
-    scaler.scale(loss).backward()
-    scaler.step(optimizer)
-    scaler.update()
+    else:
+        scaler.scale(loss).backward()
+    for each, bound in zip(optimizers, clips, strict=True):
+        if bound is not None:
+            if scaler is not None:
+                scaler.unscale_(each)
+            params = [p for group in each.param_groups for p in group["params"]]
+            torch.nn.utils.clip_grad_norm_(params, bound)
+        if scaler is None:
+            each.step()
+        else:
+            scaler.step(each)
+    if scaler is not None:
+        scaler.update()
 
 
 def run_epoch(
@@ -409,10 +424,10 @@ def save_models_checkpoint(
     path: str | os.PathLike[str], *, models: dict[str, nn.Module],
     optimizers: dict[str, torch.optim.Optimizer],
     scalers: dict[str, torch.amp.GradScaler | None], epoch: int, step: int, loader: Any = None,
-    extra: dict[str, Any] | None = None,
+    extra: dict[str, Any] | None = None, schedulers: dict[str, Any] | None = None,
 ) -> Path:  # fmt: skip
-    """Every model, optimizer and scaler by name, the RNG states and the loader's place,
-    written atomically to `path`."""
+    """Every model, optimizer, scaler and lr scheduler by name, the RNG states and the
+    loader's place, written atomically to `path`."""
     rng = {"cpu": torch.get_rng_state()}
     if torch.cuda.is_available():
         rng["cuda"] = torch.cuda.get_rng_state_all()  # type: ignore[assignment]
@@ -420,6 +435,7 @@ def save_models_checkpoint(
         "models": {name: _plain(m).state_dict() for name, m in models.items()},
         "optimizers": {name: o.state_dict() for name, o in optimizers.items()},
         "scalers": {name: s.state_dict() for name, s in scalers.items() if s is not None},
+        "schedulers": {name: s.state_dict() for name, s in (schedulers or {}).items()},
         "epoch": epoch, "step": step, "rng": rng,
         "loader": loader.state_dict() if loader is not None else None, "extra": extra or {},
     }  # fmt: skip
@@ -440,7 +456,7 @@ def load_models_checkpoint(
     path: str | os.PathLike[str], *, models: dict[str, nn.Module],
     optimizers: dict[str, torch.optim.Optimizer] | None = None,
     scalers: dict[str, torch.amp.GradScaler | None] | None = None, loader: Any = None,
-    map_location: str | torch.device = "cpu",
+    map_location: str | torch.device = "cpu", schedulers: dict[str, Any] | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """Restore what `save_models_checkpoint` wrote (only the weights without `optimizers`);
     returns the whole state (epoch, step, extra)."""
@@ -458,6 +474,8 @@ def load_models_checkpoint(
         for name, scaler in (scalers or {}).items():
             if scaler is not None and name in state["scalers"]:
                 scaler.load_state_dict(state["scalers"][name])
+        for name, scheduler in (schedulers or {}).items():
+            scheduler.load_state_dict(state["schedulers"][name])
         if loader is not None and state["loader"] is not None:
             loader.load_state_dict(state["loader"])
         _restore_rng(state["rng"])
