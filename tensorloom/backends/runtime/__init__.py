@@ -152,9 +152,27 @@ def _module_definitions(name: str) -> list[Definition]:
         first = _first_line(node) - 1
         first -= len(_leading_comments(lines, first))
         source = "".join(lines[first : node.end_lineno]).rstrip()
-        reads = frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name))
-        found.append(Definition(name, _binds(node), reads, source))
+        found.append(Definition(name, _binds(node), _reads(node), source))
     return found
+
+
+def _reads(node: ast.stmt) -> frozenset[str]:
+    """The names a definition reads from the module: every name it loads, less the locals of
+    its functions (their parameters and the names they assign). A parameter `resume` of one
+    function does not make it need the function `resume`."""
+    names = [n for n in ast.walk(node) if isinstance(n, ast.Name)]
+    loaded = {n.id for n in names if isinstance(n.ctx, ast.Load)}
+    local: set[str] = set()
+    for function in ast.walk(node):
+        if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            continue
+        arguments = function.args
+        every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+        every += [a for a in (arguments.vararg, arguments.kwarg) if a is not None]
+        local |= {a.arg for a in every}
+        stored = (n for n in ast.walk(function) if isinstance(n, ast.Name))
+        local |= {n.id for n in stored if isinstance(n.ctx, ast.Store)}
+    return frozenset(loaded - local)
 
 
 def _binds(node: ast.stmt) -> frozenset[str]:

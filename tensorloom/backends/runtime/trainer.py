@@ -1,14 +1,18 @@
-"""The trainer plumbing every program file shares: its record, flags, saves, resume and run.
+"""The trainer plumbing every program file shares: its record, flags, epochs, saves and run.
 
     parser = training_arguments("Train Net on digits (from mnist.tl).", epochs=EPOCHS,
                                 batch_size=64, seed=0, checkpoint_dir="checkpoints/mnist")
-    trainer = Trainer(ctx, model, train_model, eval_model, optimizer, None, train_loader,
-                      val_loader, info, recipe)
-    start_run(trainer, args)                   # stale temporary files, --init-from, --resume
+    checkpoint_dir = check_run(args)          # before step 1: length, batch size, the folder
+    trainer = Trainer(ctx, model, ModelLoss(model, loss_fn), model, optimizer, None,
+                      train_loader, val_loader, info, recipe)  # None: no scheduler
+    start_run(trainer, args)                  # stale temporary files, --init-from, --resume
     for epoch in range(trainer.start_epoch, args.epochs):
-        ...the program's epoch, its record...
-        save_if_due(trainer, epoch + 1, start_step, every=5, keep=3, last=args.epochs)
-    return finish_run(trainer, args, epochs_done=..., started=..., metrics=metrics)
+        loss_sum, batches = carried(trainer)
+        for xb, yb in epoch_batches(trainer, epoch, args.max_steps, skip=batches):
+            ...the program's step...
+        train_loss, batches = end_epoch(trainer, loss_sum, batches)
+        ...its record, then save_if_due(trainer, epoch + 1, start_step, every=5, ...)
+    interrupted = finish_run(trainer, epochs_done=..., started=..., metrics=metrics)
 
 The program file keeps what is its own (the model, the loss, the step, the epoch loop, the
 evaluation); these functions read only the `Trainer` fields every program fills. Under DDP

@@ -1,15 +1,8 @@
 """The loop's records as `py` ops: validation, the epoch's record, and the metrics' evaluation.
 
-    def epoch_record(trainer: Trainer, epoch: int, train_loss: torch.Tensor, batches: int,
-                     elapsed: float, args: argparse.Namespace) -> dict[str, Any]:
-        samples = batches * args.batch_size * trainer.ctx.world_size
         # the epoch's one host sync: `train_loss.item()`
-        return {
-            "epoch": epoch + 1,
-            "train_loss": train_loss.item(),
-            **validation_record(trainer),
-            ...
-        }
+        record = epoch_record(trainer, epoch + 1, train_loss.item(), evaluate(trainer),
+                              batches=batches, batch_size=args.batch_size, elapsed=elapsed)
 
 What the plan decides: validation only every VAL_EVERY epochs (and after the last)
 with `val_every`; the EMA's metrics (`ema_` keys) with `ema`; `step_validation`
@@ -17,7 +10,7 @@ between epochs with `eval_every`, its best.pt through `after_validation` with
 `keep_best`; the mean train loss all-reduced and rank 0 printing only under
 insert-ddp's marker. A loss written in the file or `metrics = [...]` evaluates through
 `batch_metrics` (a record of METRICS), else `evaluate` returns the loss and accuracy
-(train_step.evaluate_ops).
+(train_step.evaluate_ops), as the record itself where no `validation_record` is needed.
 """
 
 from __future__ import annotations

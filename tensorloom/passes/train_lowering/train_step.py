@@ -225,13 +225,17 @@ def evaluate_ops(plan: ScriptPlan, name: str = "evaluate") -> list[Operation]:
 
     loss_mean = mean(body, "loss_sum")
     second = mean(body, "correct") if classify else body.const(None)
-    if plan.evaluate_records:  # the record itself: no `validation_record` in the program
+    record = plan.evaluate_records  # the record itself: no `validation_record` in the program
+    if record:
         entries = [(body.const("val_loss"), loss_mean), (body.const("val_accuracy"), second)]
         body.ret(body.add(py.DictOp(entries)))
-        returns = lambda b: b.generic("dict", "str", b.optional("float"))  # noqa: E731
     else:
         body.stmt(py.ReturnOp([loss_mean, second]))
-        returns = lambda b: b.generic("tuple", "float", b.optional("float"))  # noqa: E731
+
+    def returns(b: PyBuilder) -> SSAValue:
+        return b.generic("dict" if record else "tuple", "str" if record else "float",
+                         b.optional("float"))  # fmt: skip
+
     evaluate_def(top, name, body, returns, takes_model=takes_model)
     return top.ops
 

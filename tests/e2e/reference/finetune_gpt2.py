@@ -20,7 +20,6 @@ import sysconfig
 import tempfile
 import time
 import traceback
-import warnings
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -2088,7 +2087,7 @@ def _sample(
     return torch.multinomial(logits.softmax(dim=-1), 1, generator=generator)
 
 
-# ---- runtime/trainer.py: The trainer plumbing every program file shares: its record, flags, saves, resume and run.
+# ---- runtime/trainer.py: The trainer plumbing every program file shares: its record, flags, epochs, saves and run.
 Carry = tuple[torch.Tensor, int]
 
 

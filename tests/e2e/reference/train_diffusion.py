@@ -19,7 +19,6 @@ import sys
 import tempfile
 import time
 import traceback
-import warnings
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, nullcontext
@@ -1391,7 +1390,7 @@ def format_validation(record: dict[str, Any]) -> str:
     return "  ".join(parts)
 
 
-# ---- runtime/trainer.py: The trainer plumbing every program file shares: its record, flags, saves, resume and run.
+# ---- runtime/trainer.py: The trainer plumbing every program file shares: its record, flags, epochs, saves and run.
 Carry = tuple[torch.Tensor, int]
 
 

@@ -19,7 +19,6 @@ import sys
 import tempfile
 import time
 import traceback
-import warnings
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -1444,7 +1443,7 @@ def _exported(model: torch.nn.Module, example: torch.Tensor) -> torch.export.Exp
             raise ExportError(f"torch.export could not trace the model: {first}") from None
 
 
-# ---- runtime/trainer.py: The trainer plumbing every program file shares: its record, flags, saves, resume and run.
+# ---- runtime/trainer.py: The trainer plumbing every program file shares: its record, flags, epochs, saves and run.
 Carry = tuple[torch.Tensor, int]
 
 

@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tensorloom_rt_0_2_0_6e3798d2 import (
+from tensorloom_rt_0_2_0_7e0f2acf import (
     BestTracker, CheckpointError, DataInfo, DatasetUnavailable, DeviceLoader, DeviceUnavailable,
     DistContext, MetricsWriter, RunLengthError, RunRecipe, StopSignals, Trainer, add_source_notes,
     autocast, captures_whole_step, carried, check_epoch_has_steps, check_run, end_epoch,
