@@ -199,3 +199,21 @@ def test_tlc_run_returns_the_scripts_error_status(tmp_path: Path) -> None:
                           timeout=240)  # fmt: skip
     assert done.returncode == 1
     assert done.stderr.splitlines()[-1] == "error: --batch-size 0 must be at least 1"
+
+
+def test_a_step_lines_program_never_replaces_another_runs_checkpoints(tmp_path: Path) -> None:
+    """train_gan.tl (two models, `step` lines): a second run saves in run-2, --overwrite
+    replaces the first's checkpoint."""
+    source = (ROOT / "examples" / "train_gan.tl").read_text(encoding="utf-8")
+    gan = compile_program(tmp_path, source, "train_gan")
+    first = _run(gan, tmp_path, "--max-steps", "2", "--checkpoint-dir", "ck")
+    assert first.returncode == 0, first.stderr[-2000:]
+    kept = (tmp_path / "ck" / "last.pt").read_bytes()
+    second = _run(gan, tmp_path, "--max-steps", "2", "--checkpoint-dir", "ck")
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert "this run saves in ck/run-2" in second.stderr
+    assert (tmp_path / "ck" / "last.pt").read_bytes() == kept
+    assert (tmp_path / "ck" / "run-2" / "last.pt").is_file()
+    third = _run(gan, tmp_path, "--max-steps", "2", "--checkpoint-dir", "ck", "--overwrite")
+    assert third.returncode == 0, third.stderr[-2000:]
+    assert "saves in" not in third.stderr and not (tmp_path / "ck" / "run-3").exists()
