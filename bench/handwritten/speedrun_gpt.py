@@ -50,8 +50,8 @@ from torch import nn  # noqa: E402
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "speedrun"))
 
-import common  # noqa: E402
-import prepare  # noqa: E402
+import common  # noqa: E402  # pyright: ignore[reportMissingImports]
+import prepare  # noqa: E402  # pyright: ignore[reportMissingImports]
 
 ELEMENTS = ("muon", "rotary", "qk_norm", "relu2", "zero_init", "untied", "rmsnorm", "wsd")
 GPT2_SMALL = {"n_layer": 12, "n_head": 12, "n_embd": 768, "block_size": 1024}
@@ -155,7 +155,7 @@ class GPT(nn.Module):
         for module in self.modules():
             if isinstance(module, nn.Linear | nn.Embedding):
                 nn.init.normal_(module.weight, mean=0.0, std=0.02)
-            if isinstance(module, nn.Linear) and module.bias is not None:
+            if isinstance(module, nn.Linear) and module.bias is not None:  # pyright: ignore[reportUnnecessaryComparison]
                 nn.init.zeros_(module.bias)
         for name, p in self.named_parameters():
             if name.endswith("c_proj.weight"):
@@ -223,7 +223,7 @@ def lr_factor(o: Options, step: int, total: int, warmup: int) -> float:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     p.add_argument("--elements", default=",".join(ELEMENTS),
                    help="the elements that are on, comma-separated ('' = none)")  # fmt: skip
     p.add_argument("--budget-s", type=float, default=300.0)
@@ -281,6 +281,7 @@ def main(argv: list[str] | None = None) -> int:
         for (opt, _), group_peaks in zip(opts, peaks, strict=True):
             for group, peak in zip(opt.param_groups, group_peaks, strict=True):
                 group["lr"] = peak * factor
+        loss = torch.zeros(())
         for _ in range(args.grad_accum):
             x, y = next(batches)
             with autocast:

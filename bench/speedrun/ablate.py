@@ -27,15 +27,15 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT / "bench" / "handwritten"))
 
-import prepare  # noqa: E402
-import runner  # noqa: E402
-import speedrun_gpt  # noqa: E402
+import prepare  # noqa: E402  # pyright: ignore[reportMissingImports]
+import runner  # noqa: E402  # pyright: ignore[reportMissingImports]
+import speedrun_gpt  # noqa: E402  # pyright: ignore[reportMissingImports]
 
 RUNS = ("none", *speedrun_gpt.ELEMENTS, "all")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     p.add_argument("--out", type=Path, default=ROOT / "out" / "speedrun" / "ablation")
     p.add_argument("--budget-s", type=float, default=150.0)
     p.add_argument(

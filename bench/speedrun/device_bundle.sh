@@ -7,8 +7,9 @@
 #     run: ONLY=none,muon,rotary,qk_norm sh .devrun/speedrun/go_ablate.sh  carry [...]  # calls 3-5
 #
 # The device has torch but no xDSL, so examples/gpt_speedrun.tl is compiled here (its program
-# and runtime module travel), with `tlc info`'s predicted peak (bytes, under torch.compile) for
-# the run to set beside the measured one. This commit's bench/ travels too (git archive). On the
+# and runtime module travel), with `tlc info`'s predicted peak (bytes) for the run to set
+# beside the measured one: the eager `peak`, since a block of `step` lines compiles the model
+# and computes the loss outside it (docs/info.md: such a script's compiled peak is eager's). This commit's bench/ travels too (git archive). On the
 # device the corpus is prepared from that machine's Python standard library (meta.json records
 # its version and hashes). Everything the runs write is under $OUT:
 #   go.sh         baseline.jsonl, tensorloom.jsonl, summary.json (L, times to L, ratio, peak)
@@ -23,8 +24,8 @@ git archive HEAD bench | tar -x -C "$dest"
 git rev-parse HEAD > "$dest/COMMIT"
 python -m tensorloom.tools.tlc compile examples/gpt_speedrun.tl -o "$dest/program/gpt_speedrun.py"
 python -m tensorloom.tools.tlc info examples/gpt_speedrun.tl -D T=1024 --json 2>/dev/null \
-    | python -c 'import json, sys; print(json.load(sys.stdin)["models"][0]["memory"]["compiled_peak"])' \
-    > "$dest/PREDICTED_PEAK"
+    | python -c 'import json, sys; m = json.load(sys.stdin)["models"][0]["memory"]; print(m["peak"], m["compiled_peak"])' \
+    > "$dest/PREDICTED_PEAK"   # eager, then with the loss fused: the run compares the first
 cat > "$dest/go.sh" <<'GO'
 #!/bin/sh
 # On the device, from the repository root: sh .devrun/NAME/go.sh  (BUDGET_S: each run's seconds)
@@ -33,7 +34,8 @@ export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv > "$OUT/gpu.txt" 2>&1
 cp COMMIT "$OUT/"
 python3 bench/speedrun/runner.py --program program/gpt_speedrun.py --out "$OUT" \
-    --budget-s "${BUDGET_S:-210}" --predicted "$(cat PREDICTED_PEAK)"
+    --budget-s "${BUDGET_S:-210}" --predicted "$(cut -d' ' -f1 PREDICTED_PEAK)"
+cp PREDICTED_PEAK "$OUT/"
 GO
 cat > "$dest/go_check.sh" <<'GO'
 #!/bin/sh

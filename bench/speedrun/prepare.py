@@ -108,7 +108,7 @@ def ensure(out: Path, max_bytes: int | None = None) -> dict[str, object]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--out", type=Path, default=DATA, help="folder for train.bin, val.bin")
     parser.add_argument("--max-bytes", type=int, default=None, help="cap the training split")
     args = parser.parse_args(argv)

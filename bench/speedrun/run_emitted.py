@@ -43,7 +43,7 @@ from typing import Any  # noqa: E402
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-import common  # noqa: E402
+import common  # noqa: E402  # pyright: ignore[reportMissingImports]
 
 TINY_MODEL = {"n_layer": 2, "n_head": 2, "n_embd": 64}
 TINY_BLOCK = 64
@@ -82,18 +82,16 @@ class Instrument:
         self.program, self.curve, self.budget_s = program, curve, budget_s
         self.eval_total_s = 0.0
         self.last_step = -1
-        self.peak: int | None = None
-        self.trainer: Any = None
         if all(hasattr(program, n) for n in STEPS_HOOKS):
             self._objectives = program.mean_objectives
             self._step = program.train_step
-            program.mean_objectives = self.mean_objectives
-            program.train_step = self.train_step
+            setattr(program, "mean_objectives", self.mean_objectives)  # noqa: B010
+            setattr(program, "train_step", self.train_step)  # noqa: B010
         else:
             self._validation = program.validation_record
             self._optimizer_step = program._optimizer_step
-            program.validation_record = self.validation_record
-            program._optimizer_step = self.optimizer_step
+            setattr(program, "validation_record", self.validation_record)  # noqa: B010
+            setattr(program, "_optimizer_step", self.optimizer_step)  # noqa: B010
 
     # a block of `step` lines
     def mean_objectives(self, losses: Any, batches: Any) -> dict[str, float]:
@@ -120,8 +118,6 @@ class Instrument:
 
     def timed(self, trainer: Any, validate: Callable[[], Any], loss: Callable[[Any], float]) -> Any:
         """Run one validation; write its curve record."""
-        import torch
-
         device = trainer.ctx.device
         sync = common.synchronizer(device)
         sync()
@@ -140,8 +136,6 @@ class Instrument:
                               "eval_s": took, "tokens": tokens, "lr": lr})  # fmt: skip
         self.eval_total_s += took
         self.last_step = trainer.step
-        if device.type == "cuda":
-            self.peak = torch.cuda.max_memory_allocated()
         return result
 
     def check_budget(self, trainer: Any, validate: Callable[[], Any]) -> None:
@@ -166,7 +160,7 @@ def shrink(program: ModuleType) -> None:
     def tiny(*args: Any, **kwargs: Any) -> Any:
         return build(*args, **{**kwargs, **TINY_MODEL})
 
-    program.GPT = tiny
+    setattr(program, "GPT", tiny)  # noqa: B010
     program.DATASET_OPTIONS["block_size"] = TINY_BLOCK
     if "windows_per_epoch" in program.DATASET_OPTIONS:
         program.DATASET_OPTIONS["windows_per_epoch"] = TINY_WINDOWS
@@ -175,7 +169,7 @@ def shrink(program: ModuleType) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     split = argv.index("--") if "--" in argv else len(argv)
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     p.add_argument("program", type=Path, help="the emitted program (tlc compile ... -o)")
     p.add_argument("--curve", default=None)
     p.add_argument("--budget-s", type=float, default=300.0)
@@ -187,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         shrink(program)
     curve = common.Curve(args.curve, T0, recipe="TensorLoom", program=str(args.program),
                          tiny=args.tiny, argv=program_args, **common.versions())  # fmt: skip
-    instrument = Instrument(program, curve, args.budget_s)
+    Instrument(program, curve, args.budget_s)  # wraps the program's validation and step
     try:
         code = program.main(program_args)
     except BudgetSpent as stop:
@@ -195,8 +189,9 @@ def main(argv: list[str] | None = None) -> int:
         code = 0
     result: dict[str, Any] = dict(curve.records[-1]) if len(curve.records) > 1 else {}
     result["exit"] = code
-    if instrument.peak is not None:
-        result["peak_memory_bytes"] = instrument.peak
+    torch = sys.modules.get("torch")  # imported by the program
+    if torch is not None and torch.cuda.is_available():
+        result["peak_memory_bytes"] = torch.cuda.max_memory_allocated()
     print(json.dumps({"result": result}))
     return code
 

@@ -40,14 +40,14 @@ ROOT = HERE.parents[1]
 EXAMPLE = ROOT / "examples" / "gpt_speedrun.tl"
 sys.path.insert(0, str(HERE))
 
-import prepare  # noqa: E402
+import prepare  # noqa: E402  # pyright: ignore[reportMissingImports]
 
 TINY_BYTES = 400_000
 TINY_STEPS = 12
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     p.add_argument("--out", type=Path, default=ROOT / "out" / "speedrun")
     p.add_argument("--budget-s", type=float, default=210.0, help="each run's wall-clock budget")
     p.add_argument("--program", type=Path, default=None, help="gpt_speedrun.tl compiled already")
@@ -152,9 +152,12 @@ def summary(args: argparse.Namespace, base_curve: Path, tl_curve: Path) -> dict[
 
 
 def tokens_per_s(curve: Path) -> float:
-    """Tokens per second of training between the first and the last validation."""
-    records = read_curve(curve)
-    first, last = records[1], records[-1]
+    """Tokens per second of training between the first validation after a step (compilation
+    is before it) and the last one, validations left out."""
+    records = [r for r in read_curve(curve) if r["step"] > 0]
+    if len(records) < 2:
+        raise SystemExit(f"{curve} has {len(records)} validations after training: need 2")
+    first, last = records[0], records[-1]
     seconds = (last["wall_s"] - last["eval_total_s"]) - (first["wall_s"] - first["eval_total_s"])
     return (last["tokens"] - first["tokens"]) / seconds
 

@@ -32,7 +32,7 @@ FP32_UNDER_AUTOCAST = frozenset({"softmax", "log_softmax", "pow", "sum", "cumsum
                                  "norm"})  # fmt: skip
 LOW_UNDER_AUTOCAST = frozenset({"matmul", "attention"})
 """Ops autocast runs in fp16/bf16: they save their operands' low-precision copies."""
-PER_INPUT = {"norm": 2, "argmax": 1, "argmin": 1, "max": 1, "min": 1, "topk": 1}
+PER_INPUT = {"norm": 2, "argmax": 1, "argmin": 1, "max": 1, "min": 1, "topk": 1, "nonzero": 1}
 """Ops costing FLOPs per element of their input (a norm squares and adds; a max compares)."""
 PER_OUTPUT = frozenset({"cumsum", "cumprod", "softplus", "floor", "ceil", "round", "one_hot",
                         "gather", "cast", "pad"})  # fmt: skip
@@ -43,7 +43,7 @@ SAVES_OUTPUT_TOO = frozenset({"cumprod"})
 NOT_COUNTED = frozenset({"amax", "amin", "var", "std", "stack", "expand", "repeat", "tril",
                          "triu", "einsum", "arange", "where", "masked_fill", "eq",
                          "ne", "lt", "le", "gt", "ge", "dim", "list", "zeros_like", "ones_like",
-                         "randn_like", "loss", "narrow", "nonzero"})  # fmt: skip
+                         "randn_like", "loss", "narrow"})  # fmt: skip
 """Builtins counted as 0 FLOPs on purpose (sizes, lists, copies, comparisons), or not yet
 modelled (einsum, the losses, the variance): a test (tests/unit/analysis) fails
 when a builtin is in no set here, so none counts 0 silently."""

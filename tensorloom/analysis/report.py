@@ -23,6 +23,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Attribute
 
 from tensorloom.analysis.memory import (
     OPTIMIZERS,
@@ -55,7 +56,12 @@ from tensorloom.passes.support.model_env import (
     layers_of,
     models_of,
 )
-from tensorloom.passes.support.objectives import step_of
+from tensorloom.passes.support.objectives import (
+    StepOptimizer,
+    optimizer_of,
+    optimizer_set,
+    step_of,
+)
 from tensorloom.passes.support.param_groups import GroupProblem, ParamArg, Resolver
 from tensorloom.passes.support.state_dict import UnknownState, model_tree
 from tensorloom.passes.support.step_groups import model_trees
@@ -102,28 +108,41 @@ def _loop_of(module: ModuleOp, instance: str) -> train.LoopOp | None:
 
 
 def step_optimizers(module: ModuleOp, instance: str) -> tuple[OptimizerShare, ...] | None:
-    """A block of `step` lines: each optimizer that updates `instance` and how many of its
-    parameters (groups resolved as check-train resolves them); () for a frozen model; None
-    for a block without steps, or groups that do not resolve."""
+    """A block of `step` lines, or of `optimizer = (Muon(hidden), AdamW(rest))`: each
+    optimizer that updates `instance` and how many of its parameters (groups resolved as
+    check-train resolves them); () for a frozen model; None for a block of one optimizer
+    over the model, or groups that do not resolve."""
     loop = _loop_of(module, instance)
-    if loop is None or not loop.steps():
+    if loop is None:
         return None
     groups = {name: op.value for name, op in loop.groups().items()}
+    optimizers = _optimizers_of(loop, groups)
     trees = model_trees(module, loop.model_names())
-    tree = trees.get(instance)
-    if tree is None:
+    if optimizers is None or trees.get(instance) is None:
         return None
     resolver = Resolver(loop.model_names(), trees, groups)
     shares: list[OptimizerShare] = []
-    for step in (step_of(op, groups) for op in loop.steps()):
-        for optimizer in step.optimizers if step is not None else ():
-            params = _share(resolver, optimizer.args, instance)
-            if params is None:
-                return None
-            if params:
-                key = _optimizer(CallValue(optimizer.name, (), optimizer.kwargs))  # type: ignore[arg-type]
-                shares.append(OptimizerShare(key or optimizer.name, params))
+    for optimizer in optimizers:
+        params = _share(resolver, optimizer.args, instance)
+        if params is None:
+            return None
+        if params:
+            call = CallValue(optimizer.name, (), optimizer.kwargs)  # type: ignore[arg-type]
+            shares.append(OptimizerShare(_optimizer(call) or optimizer.name, params))
     return tuple(shares)
+
+
+def _optimizers_of(loop: train.LoopOp, groups: dict[str, Attribute]) -> list[StepOptimizer] | None:
+    """Every optimizer of the block's `step` lines, or of its `optimizer = (A(...), B(...))`."""
+    if loop.steps():
+        steps = [step_of(op, groups) for op in loop.steps()]
+        return [o for step in steps if step is not None for o in step.optimizers]
+    setting = loop.settings().get("optimizer")
+    calls = optimizer_set(setting.value) if setting is not None else None
+    if calls is None:
+        return None
+    found = [optimizer_of(call, None, groups) for call in calls]
+    return [o for o in found if o is not None]
 
 
 def _share(resolver: Resolver, args: tuple[ParamArg, ...], instance: str) -> int | None:

@@ -28,13 +28,18 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from zipfile import ZipFile
 
 from tensorloom.catalogue.datasets import (
     CLASSIFICATION,
     LM_SOURCES,
     REGRESSION,
     SEQUENCE,
+    UNKNOWN_TASK,
+    DataField,
     DatasetInfo,
     is_file_source,
 )
@@ -84,6 +89,18 @@ class FileFacts:
     target_shape: tuple[int, ...] | None
     num_classes: int | None  # integer labels: the largest + 1 (words: how many)
     tokens: int | None = None  # a token file: how many
+    fields: tuple[FileField, ...] | None = None  # a .npz: every array, in the archive's order
+    layout: FileProblem | None = None  # why the file cannot feed (x, y) to a `loss` block
+
+
+@dataclass(frozen=True, slots=True)
+class FileField:
+    """One array of a .npz: its name, one sample's shape, its numpy dtype, its rows."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str  # "float32", "int64", ...
+    count: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +109,11 @@ class FileProblem:
 
     message: str
     help: str | None = None
+    code: str | None = None  # TL0711, TL0712; None: TL0710, the file is not what it claims
+
+
+COUNTS_DISAGREE = "TL0711"  # a .npz's arrays have different numbers of rows
+SCALAR_FIELD = "TL0712"  # a .npz array without a sample axis
 
 
 def find_file(path: str, base: Path | None) -> Path | None:
@@ -171,6 +193,7 @@ def _header_dict(text: str) -> tuple[str, tuple[int, ...], bool] | FileProblem:
 
 
 def _npz_facts(path: Path) -> FileFacts | FileProblem:
+    """Every array's header; with arrays `x` and `y`, the (x, y) facts too (labels read)."""
     import zipfile  # here, not at the top: a check without data files does not pay for it
 
     try:
@@ -180,28 +203,80 @@ def _npz_facts(path: Path) -> FileFacts | FileProblem:
             f"`{path}` is not a .npz archive", "save it with `np.savez(path, x=x, y=y)`"
         )
     with archive:
-        names = set(archive.namelist())
-        missing = [n for n in ("x.npy", "y.npy") if n not in names]
-        if missing:
-            held = ", ".join(f"`{n.removesuffix('.npy')}`" for n in sorted(names)) or "nothing"
-            return FileProblem(
-                f"`{path}` must hold arrays named `x` and `y`; it holds {held}",
-                "save it with `np.savez(path, x=samples, y=targets)`",
-            )
         try:
-            with archive.open("x.npy") as member:
-                x = read_npy_header(member)
-            if isinstance(x, FileProblem):
-                return FileProblem(f"`{path}`'s `x`: {x.message}", x.help)
+            headers = _npz_headers(path, archive)
+            if isinstance(headers, FileProblem):
+                return headers
+            if "x" not in headers or "y" not in headers:
+                fields = _fields(path, headers)
+                return fields if isinstance(fields, FileProblem) else _named_facts(path, fields)
             y_info = archive.getinfo("y.npy")
             with archive.open("y.npy") as member:
                 y = read_npy_header(member)
-                if isinstance(y, FileProblem):
-                    return FileProblem(f"`{path}`'s `y`: {y.message}", y.help)
+                assert not isinstance(y, FileProblem), "read once already"
                 labels = _labels(member, y[0], y_info.file_size - y[1])
         except (zipfile.BadZipFile, EOFError, ValueError, NotImplementedError) as error:
             return FileProblem(f"`{path}` is a damaged .npz archive: {error}")
-    return _array_facts(path, x[0], y[0], labels)
+    facts = _array_facts(path, headers["x"], headers["y"], labels)
+    if isinstance(facts, FileProblem):
+        return facts
+    fields = _fields(path, headers)
+    return fields if isinstance(fields, FileProblem) else replace(facts, fields=fields)
+
+
+def _npz_headers(path: Path, archive: ZipFile) -> dict[str, ArrayHeader] | FileProblem:
+    """Each `NAME.npy` member's header, by NAME, in the archive's order."""
+    headers: dict[str, ArrayHeader] = {}
+    for name in archive.namelist():
+        if not name.endswith(".npy"):
+            continue
+        with archive.open(name) as member:
+            header = read_npy_header(member)
+        field = name.removesuffix(".npy")
+        if isinstance(header, FileProblem):
+            return FileProblem(f"`{path}`'s `{field}`: {header.message}", header.help)
+        headers[field] = header[0]
+    return headers
+
+
+def _fields(path: Path, headers: dict[str, ArrayHeader]) -> tuple[FileField, ...] | FileProblem:
+    """The arrays as fields: one row per sample each, every array the same number of rows."""
+    if not headers:
+        return FileProblem(f"`{path}` holds no arrays", "save it with `np.savez(path, x=x, y=y)`")
+    fields: list[FileField] = []
+    for name, header in headers.items():
+        if not header.shape:
+            return FileProblem(
+                f"`{path}`'s `{name}` is a scalar, not an array of samples",
+                "save one row per sample: an array of shape [N, ...]",
+                SCALAR_FIELD,
+            )
+        fields.append(FileField(name, header.shape[1:], header.dtype, header.shape[0]))
+    first = fields[0]
+    for other in fields[1:]:
+        if other.count != first.count:
+            return FileProblem(
+                f"`{path}` holds {first.count:,} samples of `{first.name}` but {other.count:,} "
+                f"of `{other.name}`",
+                "every array of a dataset needs one row per sample",
+                COUNTS_DISAGREE,
+            )
+    return tuple(fields)
+
+
+def _named_facts(path: Path, fields: tuple[FileField, ...]) -> FileFacts:
+    """A .npz of named arrays, without `x` and `y`: its fields and their count only."""
+    listed = ", ".join(f"{f.name} {list(f.shape)} {f.dtype}" for f in fields)
+    what = f"the header of `{path}`: {listed}"
+    layout = FileProblem(
+        f"`{path}` must hold arrays named `x` and `y`; it holds "
+        + ", ".join(f"`{f.name}`" for f in fields),
+        "save it with `np.savez(path, x=samples, y=targets)`",
+    )
+    return FileFacts(
+        str(path), what, fields[0].count, None, None, None, None, None, fields=fields,
+        layout=layout,
+    )  # fmt: skip
 
 
 def _labels(stream: IO[bytes], header: ArrayHeader, size: int) -> int | FileProblem | None:
@@ -362,11 +437,14 @@ class DataCheck:
     info: DatasetInfo
     origin: str
     problems: tuple[DatasetProblem, ...] = ()
+    # A .npz of named arrays without `x` and `y`: a problem only for a `loss` block, which
+    # feeds the model `x` (TL0710); a block of objectives takes the arrays by name.
+    layout: DatasetProblem | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class DatasetProblem:
-    code: str  # TL0708 (a warning: the file is absent), TL0709, TL0710
+    code: str  # TL0708 (a warning: the file is absent), TL0709 to TL0712, TL0714
     message: str
     option: str | None = None  # the keyword at fault; None: the dataset's source
     help: str | None = None
@@ -379,6 +457,7 @@ class DatasetProblem:
 ABSENT = "TL0708"  # the file is not there at check time: a warning
 CONTRADICTS = "TL0709"  # the file contradicts a declaration, or cannot feed the program
 UNREADABLE = "TL0710"  # the file is not in the format its suffix says
+MISSING_FIELD = "TL0714"  # `fields=` names an array the file does not hold
 
 _CACHE: dict[tuple[str, int, int, str | None], FileFacts | FileProblem] = {}
 
@@ -419,9 +498,8 @@ def check_data(info: DatasetInfo, base: Path | None) -> DataCheck:
     target = info.options.get("target")
     facts = _cached_facts(found, target if isinstance(target, str) else None)
     if isinstance(facts, FileProblem):
-        return DataCheck(
-            info, declared, (DatasetProblem(UNREADABLE, facts.message, None, facts.help),)
-        )
+        code = facts.code or UNREADABLE
+        return DataCheck(info, declared, (DatasetProblem(code, facts.message, None, facts.help),))
     return _with_facts(info, facts)
 
 
@@ -431,7 +509,47 @@ def _declared(info: DatasetInfo) -> str:
     return f"declared `sample_shape={list(info.sample_shape)}`"
 
 
+def _data_fields(facts: FileFacts) -> tuple[DataField, ...] | None:
+    """A .npz's arrays as the fields a batch carries: integer arrays are int64, others f32."""
+    if facts.fields is None:
+        return None
+    return tuple(
+        DataField(f.name, f.shape, "i64" if "int" in f.dtype else "f32") for f in facts.fields
+    )
+
+
+def _named_arrays(info: DatasetInfo, facts: FileFacts) -> DataCheck:
+    """A .npz without `x` and `y`: its arrays are its fields, by name."""
+    assert facts.layout is not None
+    layout = DatasetProblem(UNREADABLE, facts.layout.message, None, facts.layout.help)
+    updated = replace(info, fields=_data_fields(facts), task=UNKNOWN_TASK)
+    return DataCheck(updated, facts.what, layout=layout)
+
+
+def _declared_fields(info: DatasetInfo, facts: FileFacts) -> DataCheck | None:
+    """`fields=["image", "text"]` against the file's arrays: those, with the file's shapes,
+    or TL0714 for a name the file lacks."""
+    declared = info.options.get("fields")
+    if not isinstance(declared, list) or facts.fields is None:
+        return None
+    held = {f.name: f for f in facts.fields}
+    missing = [str(n) for n in declared if n not in held]
+    if missing:
+        listed = ", ".join(f"`{n}`" for n in held)
+        message = f"`{info.name}` has no array `{missing[0]}`: it holds {listed}"
+        problem = DatasetProblem(MISSING_FIELD, message, "fields", "name arrays the file holds")
+        return DataCheck(info, facts.what, (problem,))
+    chosen = tuple(held[str(n)] for n in declared)
+    fields = _data_fields(replace(facts, fields=chosen))
+    return DataCheck(replace(info, fields=fields), facts.what)
+
+
 def _with_facts(info: DatasetInfo, facts: FileFacts) -> DataCheck:
+    declared = _declared_fields(info, facts)
+    if declared is not None:
+        return declared
+    if facts.layout is not None:
+        return _named_arrays(info, facts)
     problems: list[DatasetProblem] = []
     declared_shape = info.options.get("sample_shape")
     shape = facts.sample_shape
@@ -478,6 +596,7 @@ def _with_facts(info: DatasetInfo, facts: FileFacts) -> DataCheck:
         target_shape=target_shape,
         target_dtype="f32" if floats else "i64",
         task=task,
+        fields=_data_fields(facts),
     )
     return DataCheck(updated, facts.what)
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from tensorloom.diagnostics.core import did_you_mean
 
 # An option's value as the compiler sees it: a literal from the `.tl` source.
-OptionValue = bool | int | float | str | list[int]
+OptionValue = bool | int | float | str | list[int] | list[str]
 
 CLASSIFICATION = "classification"
 SEQUENCE = "sequence"
@@ -44,10 +44,19 @@ class OptionSpec:
     """One keyword `load_dataset` accepts for a source: its type, default, meaning."""
 
     name: str
-    kind: str  # "bool", "int", "float", "str" or "shape" (a list of positive ints)
+    kind: str  # "bool", "int", "float", "str", "shape" (positive ints) or "names" (strings)
     default: OptionValue | None
     doc: str
     runtime: bool = True  # False: a compile-time annotation the script never receives
+
+
+@dataclass(frozen=True, slots=True)
+class DataField:
+    """One named tensor each sample of a dataset holds: `image` [1, 8, 8] f32."""
+
+    name: str
+    shape: tuple[int, ...] | None  # one sample's, without the batch dimension; None: unknown
+    dtype: str  # "f32" or "i64", as in `!nml.tensor`
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +73,12 @@ class DatasetInfo:
     default_split: str
     synthetic: bool = False
     options: dict[str, OptionValue] = field(default_factory=dict[str, OptionValue])
+    # Data of named tensors (a .npz's arrays, `digits-captions`): each field, in the file's
+    # order; None for (x, y) data, whose fields are the samples and the targets.
+    fields: tuple[DataField, ...] | None = None
+
+    def field_named(self, name: str) -> DataField | None:
+        return next((f for f in self.fields or () if f.name == name), None)
 
     @property
     def block_size(self) -> int | None:
@@ -108,6 +123,7 @@ _SEQUENCE_OPTIONS = (
 )
 _FILE_OPTIONS = (
     OptionSpec("target", "str", None, "the label column of a .csv file"),
+    OptionSpec("fields", "names", None, "the arrays of a .npz or .pt to load, by name"),
     OptionSpec("sample_shape", "shape", None, "the shape of one sample", runtime=False),
     OptionSpec("num_classes", "int", None, "the number of classes", runtime=False),
     *_HOLD_OUT_OPTIONS,
@@ -162,10 +178,14 @@ _NAMED: dict[str, _Source] = {
         (3, 32, 32), "f32", 10, CLASSIFICATION, "the official test batch", _IMAGE_OPTIONS
     ),
 }
+PAIRED_SOURCES = ("digits-captions",)
+"""Named-field data built in: scikit-learn's digits, each with a caption (runtime/data.py)."""
+CAPTION_LENGTH = 4  # digit, ink, horizontal place, vertical place
+CAPTION_VOCAB = 19  # 10 digit words and three words for each of the three properties
 SEQUENCE_TASKS = ("reverse", "sort", "copy")
 LM_SOURCES = ("text", "tokens")
 """Language-model data (runtime/tokens.py): windows of `block_size` tokens, next-token targets."""
-DATASET_NAMES = (*_NAMED, *SEQUENCE_TASKS, *LM_SOURCES)
+DATASET_NAMES = (*_NAMED, *PAIRED_SOURCES, *SEQUENCE_TASKS, *LM_SOURCES)
 TEXT_VOCAB = 256  # one token per byte
 TOKEN_DTYPES = ("uint16", "uint32")
 
@@ -175,6 +195,8 @@ def _options_of(name: str | None) -> dict[str, OptionSpec]:
         specs = _SYNTHETIC_OPTIONS
     elif name in _NAMED:
         specs = _NAMED[name].options
+    elif name in PAIRED_SOURCES:
+        specs = (_FLATTEN, *_HOLD_OUT_OPTIONS)
     elif name in SEQUENCE_TASKS:
         specs = _SEQUENCE_OPTIONS
     elif name == "text":
@@ -212,6 +234,8 @@ def lookup_dataset(
         return _lm_info(name, values)
     if name in _NAMED:
         return _named_info(name, values)
+    if name in PAIRED_SOURCES:
+        return _captions_info(name, values)
     return _file_info(name, values)
 
 
@@ -260,6 +284,7 @@ _KIND_WORDS = {
     "float": "a number",
     "str": "a string",
     "shape": "a list of positive integers",
+    "names": 'a list of names, as in `["image", "text"]`',
 }
 
 
@@ -272,7 +297,13 @@ def _has_kind(value: OptionValue, kind: str) -> bool:
         return isinstance(value, int | float) and not isinstance(value, bool)
     if kind == "str":
         return isinstance(value, str)
+    if kind == "names":
+        return isinstance(value, list) and bool(value) and all(_is_name(v) for v in value)
     return isinstance(value, list) and all(_is_positive_int(v) for v in value)
+
+
+def _is_name(value: object) -> bool:
+    return isinstance(value, str) and value.isidentifier()
 
 
 def _is_positive_int(value: object) -> bool:
@@ -304,6 +335,21 @@ def _named_info(name: str, options: dict[str, OptionValue]) -> DatasetInfo:
     return DatasetInfo(
         name, shape, source.dtype, source.num_classes, (), "i64", source.task,
         source.default_split, options=options,
+    )  # fmt: skip
+
+
+def _captions_info(name: str, options: dict[str, OptionValue]) -> DatasetInfo:
+    """`digits-captions`: `image` [1, 8, 8] (flattened [64]), `text` [4] caption tokens over
+    `CAPTION_VOCAB` words, `label` [] the digit."""
+    image = (64,) if options.get("flatten", False) else (1, 8, 8)
+    fields = (
+        DataField("image", image, "f32"),
+        DataField("text", (CAPTION_LENGTH,), "i64"),
+        DataField("label", (), "i64"),
+    )
+    return DatasetInfo(
+        name, None, "f32", None, None, "i64", UNKNOWN_TASK, _HOLD_OUT, options=options,
+        fields=fields,
     )  # fmt: skip
 
 
@@ -351,14 +397,24 @@ def _file_info(path: str, options: dict[str, OptionValue]) -> DatasetInfo | Data
     if not path.endswith(FILE_SUFFIXES):
         message = f"cannot load `{path}`: expected a .npz, .pt or .csv file"
         return DatasetError("TL0705", message, None, "convert the data to one of those formats")
+    if "fields" in options and not path.endswith((".npz", ".pt")):
+        message = f"`fields=` names arrays of a .npz or .pt file, and `{path}` is neither"
+        return DatasetError("TL0713", message, "fields", "remove `fields=`")
     if path.endswith(".csv") and "target" not in options:
         message = f"a .csv dataset needs the label column: `target=` is missing for `{path}`"
         return DatasetError("TL0706", message, None, 'add `target="label"` naming the column')
     shape = options.get("sample_shape")
     num_classes = options.get("num_classes")
+    declared = options.get("fields")
+    if isinstance(declared, list):  # `fields=["image", "text"]`: their shapes from the file
+        fields = tuple(DataField(str(name), None, "f32") for name in declared)
+        return DatasetInfo(
+            path, None, "f32", None, None, "i64", UNKNOWN_TASK, _HOLD_OUT, options=options,
+            fields=fields,
+        )  # fmt: skip
     return DatasetInfo(
         path,
-        tuple(shape) if isinstance(shape, list) else None,
+        tuple(d for d in shape if isinstance(d, int)) if isinstance(shape, list) else None,
         "f32",
         num_classes if isinstance(num_classes, int) else None,
         () if num_classes is not None else None,

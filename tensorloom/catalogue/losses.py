@@ -35,6 +35,9 @@ class LossRecord:
     # What the functional form (`cross_entropy(out, y, ...)`) takes besides `reduction`;
     # the module's `weight` is not one of them.
     function_args: tuple[Arg, ...] = ()
+    # `kl_div` also takes "batchmean", the sum over a batch divided by its size (the KL
+    # divergence's true value, which distillation scales by T²).
+    reductions: tuple[str, ...] = ("mean", "sum", "none")
 
     @property
     def torch_module(self) -> str:
@@ -73,7 +76,8 @@ LOSS_RECORDS: tuple[LossRecord, ...] = (
                (WEIGHT, REDUCTION, Arg("pos_weight", "any")), 2,
                "F.binary_cross_entropy_with_logits"),
     LossRecord("KLDiv", "kl_div", "KL divergence; the input is log-probabilities", FLOATS,
-               (REDUCTION, LOG_TARGET), 2, "F.kl_div", (LOG_TARGET,)),
+               (REDUCTION, LOG_TARGET), 2, "F.kl_div", (LOG_TARGET,),
+               ("mean", "sum", "none", "batchmean")),
 )  # fmt: skip
 
 TRAIN_LOSSES: dict[str, LossRecord] = {r.module: r for r in LOSS_RECORDS}

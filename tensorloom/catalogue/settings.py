@@ -25,7 +25,7 @@ from tensorloom.catalogue.args import Arg
 
 SettingKind = Literal[
     "value", "optimizer", "loss", "lr_schedule", "grad_clip", "patience", "metric", "metrics",
-    "compile", "ema", "distributed", "freeze", "lora", "objective",
+    "compile", "ema", "distributed", "freeze", "lora", "objective", "samples",
 ]  # fmt: skip
 
 
@@ -58,6 +58,7 @@ _KIND_TEXT: dict[str, str] = {
     "freeze": "a list of layers: `[wte, wpe, h[0:6]]`",
     "lora": "`LoRA(rank=8, alpha=16, dropout=0.0, targets=[c_attn, c_fc])`",
     "objective": "the name of a `fn NAME(net, x, y)` of the program",
+    "samples": "the name of a `fn NAME(net) -> Tensor` of the program: images [N, C, H, W]",
 }
 
 
@@ -72,12 +73,22 @@ def _bool(name: str) -> Arg:
 SETTING_SPECS: tuple[SettingSpec, ...] = (
     SettingSpec("epochs", "number of passes over the training data", _int("epochs", 1)),
     SettingSpec("batch_size", "samples per optimizer step (per process)", _int("batch_size", 1)),
-    SettingSpec("optimizer", "a torch.optim class", kind="optimizer"),
+    SettingSpec(
+        "optimizer",
+        "a torch.optim class, or a tuple of them over parameter groups",
+        kind="optimizer",
+    ),
     SettingSpec("loss", "a loss function", kind="loss"),
     SettingSpec(
         "objective",
         "a `fn` of the program that gets the model and the batch: the scalar to minimise",
         kind="objective",
+    ),
+    SettingSpec(
+        "samples",
+        "a `fn` of the program that gets the models and returns images in [0, 1]: written "
+        "as a PNG grid after each epoch",
+        kind="samples",
     ),
     SettingSpec(
         "precision",

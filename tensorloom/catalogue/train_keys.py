@@ -31,6 +31,7 @@ class ConfigField:
     summary: str
     optional: bool = False
     key: str | None = None  # the train block key it comes from, when not `name`
+    left_out_when_off: bool = False  # absent, not `none`, from a block that does not use it
 
 
 CONFIG_FIELDS: tuple[ConfigField, ...] = (
@@ -42,11 +43,18 @@ CONFIG_FIELDS: tuple[ConfigField, ...] = (
     ConfigField("optimizer", "str", "Adam", "the torch.optim class"),
     ConfigField("optimizer_args", "dict", {}, "its keyword arguments, `lr` always among them",
                 key="optimizer"),
+    ConfigField("optimizer_set", "list", None,
+                "`optimizer = (Muon(hidden), AdamW(rest))`: each optimizer's name, selections "
+                "and keywords (absent: one optimizer over the model)", optional=True,
+                key="optimizer", left_out_when_off=True),
     ConfigField("loss", "str", "CrossEntropy", "a catalogue loss, or a `fn` of the file"),
     ConfigField("loss_args", "dict", {}, "the catalogue loss's keyword arguments", key="loss"),
     ConfigField("loss_fn", "bool", False, "whether `loss` names a `fn` of the file", key="loss"),
     ConfigField("objective", "str", None,
                 "a `fn NAME(net, x, y)` of the file: the scalar the step minimises (none: `loss`)",
+                optional=True),
+    ConfigField("samples", "str", None,
+                "a `fn NAME(net)` of the file returning images: a PNG grid after each epoch",
                 optional=True),
     ConfigField("precision", "str", "auto", "fp32, fp16, bf16 or auto (bf16 on a bf16 GPU)"),
     ConfigField("distributed", "str", None,

@@ -1025,7 +1025,7 @@ error[TL0417]: `M`'s forward takes 2 inputs (`x`, `z`), but a dataset feeds one:
 11 | train net on data:
    |              ^^^^
    |
-   = help: train a model whose forward takes one input, and compute the rest from it
+   = help: call the model from an objective, which receives the data's fields: `objective = f` with `fn f(net, x, y) -> Tensor`
 """,
         ),
         Code(
@@ -1161,7 +1161,7 @@ error[TL0434]: the objective `g_loss` never calls `G`, so the optimizer of this 
             'TL0435',
             'a model no step updates (warning)',
             """\
-A model of `train (...)` that no step's optimizer names is frozen: it runs under `torch.no_grad()` in eval mode (a teacher). The warning says so, in case a step was forgotten.
+A model of `train (...)` that no step's optimizer names is frozen: it runs under `torch.no_grad()` in eval mode (a teacher). The warning says so, in case a step was forgotten; `freeze = [T]` declares a model frozen on purpose and silences it.
 """,
             """\
 warning[TL0435]: no step's optimizer updates `T`: it stays frozen (run under no_grad)
@@ -1170,7 +1170,7 @@ warning[TL0435]: no step's optimizer updates `T`: it stays frozen (run under no_
 20 | train (S, T) on data:
    |           ^
    |
-   = help: if it should train, add `step NAME with Adam(T, ...)`
+   = help: if it should train, add `step NAME with Adam(T, ...)`; if it is frozen on purpose (a teacher), say so: `freeze = [T]`
 """,
         ),
         Code(
@@ -1187,6 +1187,135 @@ error[TL0436]: `table` is random (`randn`), but a function reads it: a top-level
    |             ^^^^^^^^^^^^^
    |
    = help: draw it inside the function, or compute `table` without `randn`
+""",
+        ),
+        Code(
+            'TL0440',
+            "an objective's parameter that names no field of the data",
+            """\
+Over data of named fields (a .npz of named arrays, `digits-captions`), the parameters of
+an objective (and of a metric `fn` beside it) after its models name the fields each batch
+gives it: `fn clip_loss(net, image, text)` receives `image` and `text`. A name that is no
+field would be a `KeyError` at the first batch. Reported by `check-train` at the
+parameter, with the train block's line that names the function. Data of `x` and `y` gives
+two parameters the samples and the targets in order, whatever their names.
+""",
+            """\
+error[TL0440]: `txt` is not a field of `digits-captions`: the objective `pairs_loss` receives the batch's fields by name
+  --> unknown_field.tl:8:27
+   |
+ 8 | fn pairs_loss(net, image, txt) -> Tensor:
+   |                           ^^^
+  ::: unknown_field.tl:15:17
+15 |     objective = pairs_loss
+   |                 ---------- named here
+   |
+   = help: did you mean `text`?
+""",
+        ),
+        Code(
+            'TL0441',
+            'a `loss` block on data of named fields',
+            """\
+A `loss = ...` block feeds each batch's samples `x` to the model and its targets `y` to the
+loss. Data of named fields without `x` and `y` (`digits-captions`) has neither: its fields
+reach the model through an objective that names them. Reported by `check-train` at the
+`load_dataset`. (A .npz of named arrays without `x` and `y` is TL0710 there.)
+""",
+            """\
+error[TL0441]: `digits-captions` yields the fields `image`, `text`, `label`, not samples and targets: a `loss` block feeds the model `x` and the loss `y`
+ --> loss_on_fields.tl:8:13
+  |
+8 | let pairs = load_dataset("digits-captions")
+  |             ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  |
+  = help: train on the fields by name: `objective = f` with `fn f(net, image, text) -> Tensor`
+""",
+        ),
+        Code(
+            'TL0457',
+            '`freeze` names something that is not a model of a block of `step` lines',
+            """\
+In a train block of `step` lines, `freeze = [T]` names the models frozen on purpose (a teacher): whole models of `train (...)`, not layers. A name that is not one of the block's models is an error at the list.
+""",
+            """\
+error[TL0457]: `Teacher` is not a model of this train block: with `step` lines, `freeze` names whole models
+  --> distill.tl:21:14
+   |
+21 |     freeze = [Teacher]
+   |              ^^^^^^^^^
+   |
+   = help: its models: `T`, `S`
+""",
+        ),
+        Code(
+            'TL0458',
+            'a model both frozen and updated by a step',
+            """\
+A model listed in `freeze` is run under `torch.no_grad()` and never updated, so a step's optimizer that names it would get no gradients. The error is at the `freeze` list, the step's optimizer marked.
+""",
+            """\
+error[TL0458]: `T` is frozen, but step `distil` updates it
+  --> distill.tl:21:14
+   |
+21 |     freeze = [T]
+   |              ^^^
+  ::: distill.tl:22:22
+22 |     step distil with Adam(S, T, lr=1e-3)
+   |                      ------------------- updated here
+   |
+   = help: remove `T` from `freeze` or from the optimizer of that step
+""",
+        ),
+        Code(
+            'TL0459',
+            'a step\'s epochs that hold no epoch',
+            """\
+`step NAME with Opt(...) from epoch A until epoch B` runs the step in epochs A to B only (counted from 1, both included): a teacher trained first, then frozen while a student distils from it. An epoch below 1, or `from` after `until`, is an error at the clause.
+""",
+            """\
+error[TL0459]: step `distil` runs from epoch 16 until epoch 15: no epoch
+  --> distill.tl:44:44
+   |
+44 |     step distil with Adam(S, lr=3e-3) from epoch 16 until epoch 15
+   |                                            ^^^^^^^^^^^^^^^^^^^^^^^^^^
+   |
+   = help: write `until epoch 16` or later
+""",
+        ),
+        Code(
+            'TL0460',
+            'a `samples` function that does not take the block\'s models',
+            """\
+`samples = sample` names a top-level `fn` that the script calls after each epoch with the block's models, in the order `train (...)` lists them, and nothing else (it draws its own noise).
+""",
+            """\
+error[TL0460]: `sample` takes 2 parameters, but `samples` passes 1: the block's model
+  --> ddpm.tl:30:4
+   |
+30 | fn sample(net, x) -> Tensor:
+   |    ^^^^^^
+  ::: ddpm.tl:44:15
+44 |     samples = sample
+   |               ------ named here
+   |
+   = help: write `fn sample(net) -> Tensor:`
+""",
+        ),
+        Code(
+            'TL0461',
+            'a `samples` function that does not return images',
+            """\
+The script writes what `samples` returns as a PNG grid, so it must be a batch of images `[N, C, H, W]` with 1 (grey) or 3 (RGB) channels, in [0, 1] (values outside are clamped). A flat `[N, 64]` needs a `.view(N, 1, 8, 8)`.
+""",
+            """\
+error[TL0461]: the samples of `sample` must be images [N, C, H, W], got a tensor of shape [64, 64]
+  --> ddpm.tl:37:12
+   |
+37 |     return (x + 1.0) * 0.5
+   |            ^^^^^^^^^^^^^^^
+   |
+   = help: return `[N, 1, H, W]` or `[N, 3, H, W]`, as in `x.view(64, 1, 8, 8)`
 """,
         ),
         Code(
@@ -1290,9 +1419,9 @@ error[TL0455]: `params` takes no keyword `dims`
         ),
         Code(
             'TL0456',
-            'a per-epoch schedule in a block of `step` lines',
+            'what several optimizers do not take yet',
             """\
-In a block of `step` lines each optimizer has its own `lr_schedule` (its own keyword, or the block's for every optimizer that sets none), stepped after each of its optimizer steps. `plateau` steps on the validation loss after each epoch instead, which is not taken there.
+In a block of `step` lines each optimizer has its own `lr_schedule` (its own keyword, or the block's for every optimizer that sets none), stepped after each of its optimizer steps. `plateau` steps on the validation loss after each epoch instead, which is not taken there. A one-model block's `optimizer = (A(...), B(...))` does not go with `distributed = "fsdp"` yet (its sharded checkpoints hold one optimizer); `ddp` takes it.
 """,
             """\
 error[TL0456]: `plateau` steps on the validation loss after each epoch; the optimizers of `step` lines take schedules of their optimizer steps
@@ -1660,10 +1789,11 @@ error[TL0709]: `sample_shape=[16]` contradicts `cls12.npz`, whose samples are [2
             'TL0710',
             'a data file is not in the format its name says',
             """\
-A .npz without arrays `x` and `y` (or one whose arrays are not plain numeric C-order
-.npy arrays, or whose `x` and `y` disagree on the number of samples, or whose labels
-are negative), a .csv without the `target=` column, a token file whose size is not
-whole tokens of its `dtype`: the run would fail on loading it.
+A .npz without arrays `x` and `y` that a `loss` block trains on (a block of objectives
+takes named arrays by name), or one whose arrays are not plain numeric C-order .npy
+arrays, or whose `x` and `y` disagree on the number of samples, or whose labels are
+negative; a .csv without the `target=` column, a token file whose size is not whole tokens
+of its `dtype`: the run would fail on loading it.
 """,
             """\
 error[TL0710]: `noxy.npz` must hold arrays named `x` and `y`; it holds `a`
@@ -1673,6 +1803,78 @@ error[TL0710]: `noxy.npz` must hold arrays named `x` and `y`; it holds `a`
   |            ^^^^^^^^^^^^^^^^^^^^^^^^
   |
   = help: save it with `np.savez(path, x=samples, y=targets)`
+""",
+        ),
+        Code(
+            'TL0711',
+            "a .npz's arrays disagree on the number of samples",
+            """\
+Every array of a .npz dataset is one field with one row per sample, so their first sizes
+agree: the loader takes the same rows of each. Reported by `check-train` at the
+`load_dataset`, from the arrays' headers (their data is not read).
+""",
+            """\
+error[TL0711]: `uneven.npz` holds 40 samples of `image` but 30 of `text`
+  --> npz_uneven.tl:11:13
+   |
+11 | let pairs = load_dataset("uneven.npz")
+   |             ^^^^^^^^^^^^^^^^^^^^^^^^^^
+   |
+   = help: every array of a dataset needs one row per sample
+""",
+        ),
+        Code(
+            'TL0712',
+            'a .npz array without a sample axis',
+            """\
+A 0-d array (`np.savez(path, scale=np.float32(2))`) has no rows to batch. Reported by
+`check-train` at the `load_dataset`, from the array's header.
+""",
+            """\
+error[TL0712]: `scalar.npz`'s `scale` is a scalar, not an array of samples
+  --> npz_scalar.tl:11:12
+   |
+11 | let data = load_dataset("scalar.npz")
+   |            ^^^^^^^^^^^^^^^^^^^^^^^^^^
+   |
+   = help: save one row per sample: an array of shape [N, ...]
+""",
+        ),
+        Code(
+            'TL0713',
+            '`fields=` on a file that has no named arrays',
+            """\
+`load_dataset(path, fields=[...])` names the arrays of a .npz (or the tensors of a .pt
+dict) to load; a .csv has columns, a label and features, not named arrays. Reported by
+`check-train` at the option.
+""",
+            """\
+error[TL0713]: `fields=` names arrays of a .npz or .pt file, and `table.csv` is neither
+  --> fields_on_csv.tl:12:55
+   |
+12 | let pairs = load_dataset("table.csv", target="label", fields=["image"])
+   |                                                       ^^^^^^^^^^^^^^^^
+   |
+   = help: remove `fields=`
+""",
+        ),
+        Code(
+            'TL0714',
+            '`fields=` names an array the file does not hold',
+            """\
+Where the .npz is there at check time, each name of `fields=` must be one of its arrays
+(read from the archive's headers); the loader would fail on the first that is not.
+Reported by `check-train` at the option. (A .npz that is not there is warning TL0708: its
+fields are taken as declared, their shapes unknown until run time.)
+""",
+            """\
+error[TL0714]: `pairs.npz` has no array `caption`: it holds `image`, `text`
+  --> fields_missing_array.tl:12:39
+   |
+12 | let pairs = load_dataset("pairs.npz", fields=["image", "caption"])
+   |                                       ^^^^^^^^^^^^^^^^^^^^^^^^^^^
+   |
+   = help: name arrays the file holds
 """,
         ),
     )),

@@ -55,6 +55,7 @@ from tensorloom.catalogue.train_keys import CONFIG_FIELDS, FIELDS
 from tensorloom.dialects.builders import string_array
 from tensorloom.dialects.lazy_definition import lazy_op_definition
 from tensorloom.dialects.lazy_format import LazyFormatOp
+from tensorloom.dialects.nml.types import CallAttr, ExprAttr
 
 CHECKPOINT_UNITS = ("epochs", "steps")
 # The batch size of a train block that sets no `batch_size` (the emitted script's default).
@@ -154,6 +155,10 @@ class LoopOp(LazyFormatOp):
     """... and the type the forward returns on a batch of such samples."""
     models = opt_prop_def(ArrayAttr[SymbolRefAttr])
     model_locs = opt_prop_def(ArrayAttr)
+    batch_fields = opt_prop_def(ArrayAttr[StringAttr])
+    """Over data of named fields: the fields each batch carries, in the data's order, those
+    the block's objectives (and metric functions) name (written by shape-inference; the
+    lowering loads and passes them by name). Absent: batches of (x, y)."""
     body = region_def("single_block")
 
     traits = traits_def(NoTerminator())
@@ -167,6 +172,12 @@ class LoopOp(LazyFormatOp):
             d.value.data < 1 for d in self.synthetic_sample.data
         ):
             raise VerifyException("`synthetic_sample` sizes must be positive")
+        if self.batch_fields is not None:
+            names = [f.data for f in self.batch_fields.data]
+            if not names or len(set(names)) != len(names):
+                raise VerifyException("`batch_fields` lists one or more fields, each once")
+            if not all(n.isidentifier() for n in names):
+                raise VerifyException("`batch_fields` are identifiers: an objective's parameters")
 
     def __init__(self, model: str, data: str, body: Region | None = None):
         super().__init__(
@@ -187,6 +198,10 @@ class LoopOp(LazyFormatOp):
         if self.models is None:
             return [self.model.root_reference.data]
         return [ref.root_reference.data for ref in self.models.data]
+
+    def field_names(self) -> list[str]:
+        """The fields each batch carries (`batch_fields`); [] for batches of (x, y)."""
+        return [f.data for f in self.batch_fields.data] if self.batch_fields is not None else []
 
     def steps(self) -> list[StepOp]:
         """The block's `step ... with ...` lines, in order."""
@@ -222,6 +237,11 @@ class StepOp(LazyFormatOp):
     optimizer = prop_def()
     objective_loc = opt_prop_def()
     optimizer_loc = opt_prop_def()
+    # `from epoch 11 until epoch 20`: the epochs, from 1 and both included, the step runs in
+    # (every epoch where absent); `window_loc` is the clause's
+    first_epoch = opt_prop_def(IntegerAttr)
+    last_epoch = opt_prop_def(IntegerAttr)
+    window_loc = opt_prop_def()
 
     traits = traits_def(HasParent(LoopOp))
     irdl_options = (ParsePropInAttrDict(),)
@@ -229,6 +249,12 @@ class StepOp(LazyFormatOp):
 
     def __init__(self, objective: str, optimizer: Attribute):
         super().__init__(properties={"objective": SymbolRefAttr(objective), "optimizer": optimizer})
+
+    def epochs(self) -> tuple[int | None, int | None]:
+        """`(11, None)` for `from epoch 11`: the first and last epoch it runs in, if bounded."""
+        first, last = self.first_epoch, self.last_epoch
+        return (first.value.data if first is not None else None,
+                last.value.data if last is not None else None)  # fmt: skip
 
     def optimizer_calls(self) -> list[Attribute]:
         """Each optimizer of the step: one, or (`with Muon(hidden), AdamW(rest)`) an array
@@ -243,6 +269,21 @@ class StepOp(LazyFormatOp):
         if isinstance(locs, ArrayAttr):
             return list(locs.data)
         return [locs]
+
+
+def named(selection: Attribute) -> Attribute:
+    """A parameter selection with each capitalised model name as a name: the attribute
+    builder reads `G` as a call of no arguments (`params(G) - G.fc`)."""
+    match selection:
+        case CallAttr() if selection.callee.data == "params":
+            args = [named(a) for a in selection.args.data]
+            return CallAttr.get("params", args, dict(selection.kwargs.data))
+        case CallAttr() if not selection.args.data and not selection.kwargs.data:
+            return StringAttr(selection.callee.data)
+        case ExprAttr():
+            return ExprAttr.get(selection.op.data, [named(a) for a in selection.operands.data])
+        case _:
+            return selection
 
 
 @lazy_op_definition
@@ -270,13 +311,15 @@ class GroupOp(LazyFormatOp):
 
 @lazy_op_definition
 class SetOp(LazyFormatOp):
-    """`train.set "epochs" = 10 : i64`: one `key = value` line; `value_loc` is the value's."""
+    """`train.set "epochs" = 10 : i64`: one `key = value` line; `value_loc` is the value's,
+    `element_locs` each element's of a tuple or list value (`optimizer = (Muon(...), ...)`)."""
 
     name = "train.set"
 
     key = prop_def(StringAttr)
     value = prop_def()
     value_loc = opt_prop_def()
+    element_locs = opt_prop_def(ArrayAttr)
 
     traits = traits_def(HasParent(LoopOp))
     irdl_options = (ParsePropInAttrDict(),)
@@ -320,7 +363,9 @@ class ConfigOp(LazyFormatOp):
 
     def verify_(self) -> None:
         values = self.fields.data
-        missing = [f.name for f in CONFIG_FIELDS if f.name not in values]
+        missing = [
+            f.name for f in CONFIG_FIELDS if f.name not in values and not f.left_out_when_off
+        ]
         if missing:
             raise VerifyException(f"train.config lacks {', '.join(missing)}")
         for name, value in values.items():
@@ -333,8 +378,10 @@ class ConfigOp(LazyFormatOp):
                 raise VerifyException(f"train.config field `{name}` must be {field.kind}")
 
     def value(self, name: str) -> object:
-        """A field as a Python value: int, float, bool, str, dict, list, or None when off."""
-        return _python(self.fields.data[name])
+        """A field as a Python value: int, float, bool, str, dict, list, or None when off (or
+        left out: `ConfigField.left_out_when_off`)."""
+        value = self.fields.data.get(name)
+        return None if value is None else _python(value)
 
 
 def _is_kind(value: Attribute, kind: str) -> bool:

@@ -372,6 +372,10 @@ class TrainStep(Node):
     objective: str
     objective_span: Span
     optimizers: list[Expr]  # `step f with Muon(hidden), AdamW(rest)`: one backward, both step
+    # `from epoch 11` / `until epoch 10`: the epochs (from 1, both ends included) it runs in
+    first_epoch: int | None = None
+    last_epoch: int | None = None
+    window_span: Span | None = None
 
     @property
     def optimizer(self) -> Expr:

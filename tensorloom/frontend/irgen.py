@@ -393,13 +393,18 @@ class _ModuleBuilder:
         settings = AttrBuilder("setting", self.program.root.aliases)
         for s in decl.settings:
             value = train.SetOp(s.key, settings.build(s.value), loc_of(s.value.span))
+            if s.key == "optimizer" and isinstance(s.value, ast.TupleExpr | ast.ListExpr):
+                value.properties["element_locs"] = ArrayAttr([loc_of(e.span) for e in s.value.elts])
             op.body.block.add_op(_at(value, s.key_span))
         for group in decl.groups:
-            value = settings.build(group.value)
+            value = train.named(settings.build(group.value))
             group_op = train.GroupOp(group.name, value, loc_of(group.value.span))
             op.body.block.add_op(_at(group_op, group.name_span))
         for step in decl.steps:
-            op.body.block.add_op(_step_op(step, settings))
+            step_op = _step_op(step, settings)
+            if _window_fits(step):
+                _set_window(step_op, step)
+            op.body.block.add_op(step_op)
         if decl.checkpoint is not None:
             clause = decl.checkpoint
             if clause.every < 1:
@@ -641,3 +646,29 @@ def vars_of(node: ast.Node) -> list[object]:
 
 
 __all__ = ["generate"]
+
+
+def _window_fits(step: ast.TrainStep) -> bool:
+    """`from epoch A until epoch B` counts epochs from 1 and needs A <= B; TL0459 otherwise."""
+    first, last = step.first_epoch, step.last_epoch
+    if step.window_span is None:
+        return False
+    if (first is not None and first < 1) or (last is not None and last < 1):
+        message = "epochs are counted from 1 in a step's `from epoch`/`until epoch`"
+        _error("TL0459", message, Label(step.window_span, ""), help="write `from epoch 1` or later")
+        return False
+    if first is not None and last is not None and first > last:
+        message = f"step `{step.objective}` runs from epoch {first} until epoch {last}: no epoch"
+        help_text = f"write `until epoch {first}` or later"
+        _error("TL0459", message, Label(step.window_span, ""), help=help_text)
+        return False
+    return True
+
+
+def _set_window(op: train.StepOp, step: ast.TrainStep) -> None:
+    if step.first_epoch is not None:
+        op.properties["first_epoch"] = IntegerAttr(step.first_epoch, i64)
+    if step.last_epoch is not None:
+        op.properties["last_epoch"] = IntegerAttr(step.last_epoch, i64)
+    assert step.window_span is not None
+    op.properties["window_loc"] = loc_of(step.window_span)

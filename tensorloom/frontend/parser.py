@@ -620,7 +620,7 @@ class Parser:
 
     def parse_train_step(self) -> ast.TrainStep:
         """train_step = "step" NAME "with" ( call { "," call } | "(" call { "," call } ")" )
-        NEWLINE ;
+        [ "from" "epoch" INT ] [ "until" "epoch" INT ] NEWLINE ;
 
         In parentheses the optimizers may span lines."""
         start = self.expect_word("step")
@@ -631,10 +631,26 @@ class Parser:
             optimizers.append(self.parse_expression())
         if len(optimizers) == 1 and isinstance(optimizers[0], ast.TupleExpr):
             optimizers = list(optimizers[0].elts) or optimizers
-        self.expect(TokenKind.NEWLINE)
-        return ast.TrainStep(
+        step = ast.TrainStep(
             start.span.to(optimizers[-1].span), objective.text, objective.span, optimizers
         )
+        if self.match(TokenKind.FROM) is not None:
+            step.first_epoch, span = self.parse_step_epoch()
+            step.window_span = span
+        if self.check_word("until"):
+            self.advance()
+            step.last_epoch, span = self.parse_step_epoch()
+            step.window_span = span if step.window_span is None else step.window_span.to(span)
+        if step.window_span is not None:
+            step.span = step.span.to(step.window_span)
+        self.expect(TokenKind.NEWLINE)
+        return step
+
+    def parse_step_epoch(self) -> tuple[int, Span]:
+        """step_epoch = "epoch" INT ; (after `from` or `until` in a step line)"""
+        word = self.expect_word("epoch")
+        number = self.expect(TokenKind.INT, "an epoch number, counted from 1")
+        return int(number.text), word.span.to(number.span)
 
     def parse_train_group(self) -> ast.TrainGroup:
         """train_group = "group" NAME "=" expression NEWLINE ;"""

@@ -51,6 +51,7 @@ from tensorloom.dialects.nml import (
     TensorType,
 )
 from tensorloom.dialects.nml.types import PREFIX, CallAttr
+from tensorloom.passes.support.batch_fields import field_listing, is_xy
 from tensorloom.passes.support.dataset_files import dataset_check
 from tensorloom.passes.support.loss_functions import (
     BatchTypes,
@@ -79,7 +80,11 @@ from tensorloom.passes.support.objectives import (
     StepOptimizer,
     calls_model,
     check_objective,
+    check_sampler,
+    frozen_names,
     objective_named,
+    optimizer_of,
+    optimizer_set,
     step_of,
 )
 from tensorloom.passes.support.prerequisites import TLPass
@@ -384,6 +389,9 @@ _KIND_CHECKS: dict[str, Check] = {
     "objective": lambda key, value: (
         None if as_call(value) is not None else _wrong_type(key, "the name of a `fn`", value)
     ),
+    "samples": lambda key, value: (
+        None if as_call(value) is not None else _wrong_type(key, "the name of a `fn`", value)
+    ),
 }
 
 
@@ -421,8 +429,9 @@ class LoopChecker:
             if isinstance(op, train.SetOp):
                 self._setting(op, seen)
         info = self._dataset()
+        self._samples()
         if self.loop.runs_objectives():
-            ObjectiveChecker(self.module, self.loop, batch_types(None, info)).check()
+            ObjectiveChecker(self.module, self.loop, batch_types(None, info), info).check()
             self._precision()
             return
         instance = self._instance()
@@ -451,6 +460,9 @@ class LoopChecker:
         if setting is None:
             self._unknown_key(key, key_span)
             return
+        if key == "optimizer" and optimizer_set(op.value) is not None:
+            self._optimizer_set(op)
+            return
         value = evaluate(op.value, {})
         if isinstance(value, EvalError) and _holds_calls(op.value):
             return  # `metrics = [accuracy, top_k(5)]`: `_metrics` reads the calls
@@ -475,6 +487,59 @@ class LoopChecker:
                     problem.code, problem.message, Label(where or key_span), help=problem.help
                 )
             )
+
+    def _samples(self) -> None:
+        """`samples = sample`: a `fn` of the block's models that returns images."""
+        op = self.loop.settings().get("samples")
+        value = evaluate(op.value, {}) if op is not None else None
+        call = as_call(value) if value is not None and not isinstance(value, EvalError) else None
+        if op is None or call is None:
+            return
+        func = functions_of(self.module).get(call.name)
+        if func is not None:
+            check_sampler(self.module, func, self.loop.model_names(), op.value_loc)
+            return
+        guess = did_you_mean(call.name, list(functions_of(self.module)))
+        models = ", ".join(self.loop.model_names())
+        message = f"unknown function `{call.name}`: `samples` names a top-level `fn`"
+        write = f"write `fn {call.name}({models}) -> Tensor:` returning images [N, C, H, W]"
+        help_text = f"did you mean `{guess}`?" if guess else write
+        span = (span_of(op.value_loc) if op.value_loc is not None else None) or span_at(op)
+        report(Diagnostic.error("TL0418", message, Label(span), help=help_text))
+
+    def _optimizer_set(self, op: train.SetOp) -> None:
+        """`optimizer = (Muon(hidden, lr=0.02), AdamW(rest, lr=3e-3))`: each optimizer's
+        arguments against the catalogue, the groups against the model (step_groups.py)."""
+        groups = {name: g.value for name, g in self.loop.groups().items()}
+        calls = optimizer_set(op.value) or []
+        locs = op.element_locs.data if op.element_locs is not None else [op.value_loc] * len(calls)
+        optimizers: list[StepOptimizer] = []
+        for call, loc in zip(calls, locs, strict=False):
+            where = span_of(loc) if loc is not None else span_at(op)
+            optimizer = optimizer_of(call, loc, groups)
+            if optimizer is None:
+                _error_at(where, "TL0402", "each optimizer is a call, as in `AdamW(rest)`", None)
+                continue
+            optimizers.append(optimizer)
+            if not optimizer.args:
+                message = f"`{optimizer.name}` of `optimizer` updates nothing"
+                help_text = f"name what it updates: `{optimizer.name}(hidden, ...)`"
+                _error_at(where, "TL0433", message, help_text)
+            kwargs = tuple(optimizer.kwargs)
+            problem = _KIND_CHECKS["optimizer"]("optimizer", CallValue(optimizer.name, (), kwargs))  # type: ignore[arg-type]
+            if problem is not None:
+                _error_at(where, problem.code, problem.message, problem.help)
+        checker = GroupChecker(self.module, self.loop, [("`optimizer`", optimizers)],
+                               _options_problem, names_checked=False)  # fmt: skip
+        checker.check()
+        sharded = self.loop.settings().get("distributed")
+        if sharded is not None and evaluate(sharded.value, {}) == "fsdp":
+            message = (
+                '`distributed = "fsdp"` checkpoints one optimizer over the sharded model; '
+                "several over parameter groups are not sharded yet"
+            )
+            help_text = 'use `distributed = "ddp"`, or one optimizer'
+            _error_at(span_of(sharded.value_loc), "TL0456", message, help_text)
 
     def _unknown_key(self, key: str, span: Span) -> None:
         guess = did_you_mean(key, SETTINGS)
@@ -504,6 +569,12 @@ class LoopChecker:
             return None
         if op.source is None:
             _synthetic_warning(op)
+        if not self.loop.runs_objectives() and checked.layout is not None:
+            _dataset_error(op, checked.layout)
+            return None
+        if not self.loop.runs_objectives() and not is_xy(checked.info):
+            _named_fields_to_a_loss(op, checked.info)
+            return None
         return checked.info
 
     # --- loss -------------------------------------------------------------------------
@@ -546,7 +617,10 @@ class LoopChecker:
         )
         span = span_of(self.loop.data_loc) if self.loop.data_loc is not None else None
         span = span or span_at(self.loop)
-        help_text = "train a model whose forward takes one input, and compute the rest from it"
+        help_text = (
+            "call the model from an objective, which receives the data's fields: "
+            "`objective = f` with `fn f(net, x, y) -> Tensor`"
+        )
         report(Diagnostic.error("TL0417", message, Label(span), help=help_text))
         return False
 
@@ -839,6 +913,7 @@ class ObjectiveChecker:
     module: ModuleOp
     loop: train.LoopOp
     batch: BatchTypes
+    info: DatasetInfo | None = None
     checked: set[str] = field(default_factory=set[str])
 
     @property
@@ -881,27 +956,51 @@ class ObjectiveChecker:
             message = "`loss` and `objective` are both set: the objective is what is minimised"
             _error_at(span_of(loss), "TL0431", message, "remove `loss`")
         if "metrics" in self.loop.settings():
-            metrics = self.loop.settings()["metrics"]
-            message = "`metrics` read the model's output, which an objective computes itself"
-            help_text = "remove `metrics`: validation reports the objective as `val_loss`"
-            _error_at(span_of(metrics), "TL0431", message, help_text)
+            self._objective_metrics(self.loop.settings()["metrics"])
         value = evaluate(setting.value, {})
         call = as_call(value) if not isinstance(value, EvalError) else None
         if call is None:
             return
         self._objective(call.name, setting.value_loc)
 
+    def _objective_metrics(self, op: train.SetOp) -> None:
+        """`metrics = [f]` beside an objective: functions of the models and the batch, as
+        the objective is; `accuracy` and `top_k` read a model's output, which it has not."""
+        functions = list(functions_of(self.module))
+        metrics = metrics_of(op.value, functions)
+        if isinstance(metrics, MetricProblem):
+            _error_at(span_of(op.value_loc or op), "TL0415", metrics.message, metrics.help)
+            return
+        for metric in metrics:
+            if metric.kind != "function":
+                message = (
+                    f"`{metric.name if metric.kind == 'accuracy' else 'top_k'}` reads the "
+                    "model's output, which an objective computes itself"
+                )
+                help_text = (
+                    "write the metric as a `fn` of the models and the batch, as the objective "
+                    "is: `fn acc(net, x, y) -> Tensor`"
+                )
+                _error_at(span_of(op.value_loc or op), "TL0431", message, help_text)
+                continue
+            func = functions_of(self.module)[metric.name]
+            if metric.name not in self.checked:
+                self.checked.add(metric.name)
+                check_objective(self.module, func, self.models, self.batch, op.value_loc,
+                                self.info, role="metric")  # fmt: skip
+
     def _objective(self, name: str, loc: Attribute | None) -> FuncOp | None:
         func = objective_named(self.module, name, loc, "an objective of this block")
         if func is not None and name not in self.checked:
             self.checked.add(name)
-            check_objective(self.module, func, self.models, self.batch, loc)
+            check_objective(self.module, func, self.models, self.batch, loc, self.info)
         return func
 
     def _steps(self) -> None:
         for key, op in self.loop.settings().items():
             if key in STEP_EXCLUSIVE or key in NOT_WITH_STEPS:
                 self._not_taken(key, op)
+        self._sharded()
         schedule = self.loop.settings().get("lr_schedule")
         if schedule is not None:
             call = as_call(evaluate(schedule.value, {}))  # type: ignore[arg-type]
@@ -923,11 +1022,54 @@ class ObjectiveChecker:
             func = self._objective(step.objective, op.objective_loc)
             if func is not None and len(func.names) == len(self.models) + 2:
                 self._reaches(step, func)
-        GroupChecker(self.module, self.loop, steps, _options_problem).check()
+        users = [(f"step `{s.objective}`", s.optimizers) for s in steps]
+        GroupChecker(self.module, self.loop, users, _options_problem).check()
         stepped = {model for step in steps for model in step.models}
+        frozen = self._declared_frozen(steps)
         for model in self.models:
-            if model not in stepped and model not in owners:
+            if model not in stepped and model not in owners and model not in frozen:
                 self._frozen(model)
+
+    def _declared_frozen(self, steps: list[Step]) -> set[str]:
+        """`freeze = [T]`: the models frozen on purpose (a teacher); TL0457 for a name that is
+        not a model of the block, TL0458 for one a step's optimizer updates."""
+        op = self.loop.settings().get("freeze")
+        if op is None:
+            return set()
+        where = (span_of(op.value_loc) if op.value_loc is not None else None) or span_at(op)
+        frozen: set[str] = set()
+        for name in frozen_names(op):
+            if name not in self.models:
+                guess = did_you_mean(name, self.models)
+                listed = ", ".join(f"`{m}`" for m in self.models)
+                message = (
+                    f"`{name}` is not a model of this train block: with `step` lines, "
+                    "`freeze` names whole models"
+                )
+                help_text = f"did you mean `{guess}`?" if guess else f"its models: {listed}"
+                _error_at(where, "TL0457", message, help_text)
+            elif any(name in o.models for s in steps for o in s.optimizers):
+                step, optimizer = next((s, o) for s in steps for o in s.optimizers
+                                       if name in o.models)  # fmt: skip
+                message = f"`{name}` is frozen, but step `{step.objective}` updates it"
+                help_text = f"remove `{name}` from `freeze` or from the optimizer of that step"
+                updated = span_of(optimizer.loc) if optimizer.loc is not None else None
+                secondary = [Label(updated, "updated here")] if updated is not None else []
+                report(Diagnostic.error("TL0458", message, Label(where), secondary=secondary,
+                                        help=help_text))  # fmt: skip
+            else:
+                frozen.add(name)
+        return frozen
+
+    def _sharded(self) -> None:
+        """FSDP with `step` lines is not built: one wrap per model and DCP saves of each."""
+        op = self.loop.settings().get("distributed")
+        if op is None or evaluate(op.value, {}) != "fsdp":
+            return
+        message = "`distributed = fsdp` is not supported in a block of `step` lines yet"
+        help_text = "use `distributed = ddp`: one DistributedDataParallel wrap per trained model"
+        _error_at(span_of(op.value_loc) if op.value_loc else span_at(op), "TL0431", message,
+                  help_text)  # fmt: skip
 
     def _not_taken(self, key: str, op: train.SetOp) -> None:
         if key in STEP_EXCLUSIVE:
@@ -1018,7 +1160,10 @@ class ObjectiveChecker:
         where = next((span_of(loc) for loc, m in zip(locs, self.models, strict=False)
                       if m == model), None)  # fmt: skip
         message = f"no step's optimizer updates `{model}`: it stays frozen (run under no_grad)"
-        help_text = f"if it should train, add `step NAME with Adam({model}, ...)`"
+        help_text = (
+            f"if it should train, add `step NAME with Adam({model}, ...)`; if it is frozen on "
+            f"purpose (a teacher), say so: `freeze = [{model}]`"
+        )
         if where is not None:
             report(Diagnostic.warning("TL0435", message, Label(where), help=help_text))
 
@@ -1051,6 +1196,21 @@ def _synthetic_warning(op: train.DatasetOp) -> None:
         '`load_dataset("data/train.npz")`'
     )
     report(Diagnostic.warning("TL0707", message, Label(span), notes=[note], help=help_text))
+
+
+def _named_fields_to_a_loss(op: train.DatasetOp, info: DatasetInfo) -> None:
+    """TL0441: a `loss` block feeds the model `x` and the loss `y`; this data has neither."""
+    fields = field_listing(info)
+    message = (
+        f"`{info.name}` yields the fields {fields}, not samples and targets: a `loss` block "
+        "feeds the model `x` and the loss `y`"
+    )
+    first = [f.name for f in info.fields or ()][:2]
+    help_text = (
+        f"train on the fields by name: `objective = f` with "
+        f"`fn f(net, {', '.join(first)}) -> Tensor`"
+    )
+    report(Diagnostic.error("TL0441", message, Label(span_at(op)), help=help_text))
 
 
 def _dataset_error(op: train.DatasetOp, error: DatasetError | DatasetProblem) -> None:

@@ -1,23 +1,31 @@
-"""`check-weights`: a `weights` block against its file's header and the model's tensors; a
-train block's `freeze` and `lora` against the model's layers.
+"""`check-weights`: a `weights` block against its file's header, config.json and the model's
+tensors; a train block's `freeze` and `lora` against the model's layers.
 
     weights model from "gpt2":                                       TL0801 absent (warning)
+        config "n_positions" -> block_size                            TL0814 sizes differ
         "transformer.{a}.{p}" -> "{a}.{p}"                            TL0806 shape differs
-        "transformer.h.{i}.{m}.{l}.weight" -> "h.{i}.{m}.{l}.weight" transposed
+        "transformer.h.{i}.attn.c_attn.weight" -> ["h.{i}.q.weight", "h.{i}.k.weight",
+            "h.{i}.v.weight"] along 0 transposed                      TL0812 pieces differ
 
 1. Find the instance the block names (TL0803) and its model's state dict: every parameter
    and buffer with its shape under the instance's config (support/state_dict.py).
 2. Read the source's header (catalogue/weight_files.py: a safetensors file, a Hugging Face
    folder, sharded or not, or a torch state dict), no tensor data: an absent source is a
    warning (the weights may live on the training machine), an unreadable one an error.
-3. Apply the rules, in order, to every file name (the first that matches decides), as the
-   emitted script's `load_pretrained` does, and report at the rule's line: a target the
-   model lacks or that two tensors fill (TL0807), a shape that differs (TL0806, both names
-   and both shapes), a dtype the load casts (TL0808, a warning); at the block's header: file
-   tensors no rule covers (TL0805) and model tensors nothing fills (TL0804). A rule that
-   cannot be applied (a `{x}` that is not a name or is repeated, a target naming a part the
-   pattern lacks) is TL0809, and the block is not compared.
-4. A train block's `freeze = [wte, h[0:6]]` names layers (or parameters) of its model, a
+3. Compare config.json with the instance's config: each `config "KEY" -> name` line, and
+   every integer config named as a config.json entry (TL0814; TL0815 for a line naming an
+   entry neither side has).
+4. Apply the rules, in order, to every file name (the first that matches decides; a join's
+   patterns group the names whose parts agree), as the emitted script's `load_pretrained`
+   does, and report at the rule's line: a target the model lacks or that two tensors fill
+   (TL0807), a shape that differs (TL0806, both names and both shapes), a join or split
+   whose pieces do not fit (TL0812), a join whose partner the file lacks (TL0813), a dtype
+   the load casts (TL0808, a warning); at the block's header: file tensors no rule covers
+   (TL0805) and model tensors nothing fills (TL0804). A rule that cannot be applied (a
+   `{x}` that is not a name or is repeated, joined patterns naming different parts, a
+   target naming a part the pattern lacks, `along` on a one-to-one rule) is TL0809, and the
+   block is not compared.
+5. A train block's `freeze = [wte, h[0:6]]` names layers (or parameters) of its model, a
    slice within the list's length (TL0810); `lora = LoRA(targets=[c_attn])` names Linear
    layers, by their name or the end of their path (TL0811).
 """
@@ -94,6 +102,8 @@ def _check_fine_tuning(module: ModuleOp, loop: LoopOp) -> None:
     settings = loop.settings()
     if "freeze" not in settings and "lora" not in settings:
         return
+    if loop.steps():
+        return  # with `step` lines `freeze` names whole models (check-train)
     inst = lookup_symbol(module, loop.model.root_reference.data, InstanceOp)
     tree = _tree(module, inst) if inst is not None else None
     if tree is None:
@@ -457,21 +467,21 @@ def _shapes_differ(
         if _joined(got, rule.dim) == _joined(want, rule.dim):
             return False
         problem = _joined_text(mapping, tensors, rule, want)
-    flipped = [tuple(reversed(t.shape)) for t in tensors] if not rule.transposed else None
-    fixes = (
-        flipped is not None and all(len(s) == 2 for s in flipped) and _fits(flipped, want, rule.dim)
-    )
+    fixes = _transposing_fits(tensors, rule, want)
+    help_text = "the file stores them the other way round: end the rule with `transposed`"
     report(
         Diagnostic.error(
-            "TL0812",
-            problem,
-            Label(span, "shapes differ"),
-            help="the file stores them the other way round: end the rule with `transposed`"
-            if fixes
-            else None,
+            "TL0812", problem, Label(span, "shapes differ"), help=help_text if fixes else None
         )
     )
     return True
+
+
+def _transposing_fits(tensors: list[TensorHeader], rule: Rule, want: list[tuple[int, ...]]) -> bool:
+    """Whether the file's matrices, transposed, would join or split into the model's."""
+    if rule.transposed or any(len(t.shape) != 2 for t in tensors):
+        return False
+    return _fits([tuple(reversed(t.shape)) for t in tensors], want, rule.dim)
 
 
 def _fits(got: list[tuple[int, ...]], want: list[tuple[int, ...]], dim: int) -> bool:

@@ -175,18 +175,22 @@ class ModelToClass(RewritePattern):
         return _call_ops(cls_name, args, kwargs)
 
     def _inits(
-        self, model: nml.ModelOp, layer: nml.LayerOp, prefix: str = "", field: str = ""
+        self,
+        model: nml.ModelOp,
+        layer: nml.LayerOp,
+        holder: tuple[str, str, bool] | None = None,
     ) -> list[_Init]:
         """The layer's `nn.init` calls (`init="normal", std=0.02`), after every submodule;
-        an element of a `Sequential` that holds models, those of `field`'s `prefix`."""
+        for an element of a `Sequential` that holds models, `holder` is the field that
+        holds it, the element's prefix (`1.`) and whether the field is a layer list."""
         kind = layer.kind.data
-        name, each = field or layer.sym_name.data, layer.count is not None
+        name, prefix, each = holder or (layer.sym_name.data, "", layer.count is not None)
         hidden = self.sequentials.get(kind)
         if hidden is not None:
             return [
                 init
                 for position, element in enumerate(layers_of(hidden).values())
-                for init in self._inits(hidden, element, f"{prefix}{position}.", name)
+                for init in self._inits(hidden, element, (name, f"{prefix}{position}.", each))
             ]
         spec = lookup(kind)
         if kind in self.models or spec is None or kind == PARAMETER:
@@ -194,8 +198,6 @@ class ModelToClass(RewritePattern):
         bound = bind_layer(layer, model_env(model))
         if bound is None:
             return []
-        if prefix:  # inside a held `Sequential`: the list's loop, if any, is the holder's
-            each = False
         if prefix and kind != "Sequential":
             return _init_steps(name, prefix, spec, bound, layer.kwargs.data, each, layer)
         if kind != "Sequential":

@@ -139,6 +139,9 @@ def _data_plan(module: ModuleOp, loop: train.LoopOp) -> DataPlan:
     kwargs = options if isinstance(info, DatasetError) else info.runtime_kwargs()
     per_token = op.per_token_length  # set by infer-synthetic-data
     length = per_token.value.data if per_token is not None else None
+    fields = loop.field_names()
+    if fields:  # the reader loads these arrays, in this order
+        kwargs = {**kwargs, "fields": tuple(fields)}
     return DataPlan(source, dict(kwargs), length)  # type: ignore[arg-type]
 
 
@@ -200,6 +203,7 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
         language_model_data=data.name in LM_SOURCES,
         custom_loss=str(value("loss")) if value("loss_fn") else None,
         objective=str(value("objective")) if value("objective") is not None else None,
+        samples=str(value("samples")) if value("samples") is not None else None,
         forward_inputs=_forward_inputs(module, instance),
         takes_inputs=frozenset(n for n, count in functions.items() if count == 3),
         metrics=tuple(_metrics(value("metrics"))),
@@ -208,6 +212,9 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
         data_location=_location(_data_location(module, loop)),
         model_location=_location(instance.location),
         optimizer_location=_location(config.loc("optimizer")),
+        optimizer_set=tuple(value("optimizer_set") or ()),  # type: ignore[arg-type]
+        groups=tuple((name, op.value) for name, op in loop.groups().items()),
+        instance=loop.model.root_reference.data,
         label_classes=_model_classes(module, loop),
         recipe=_recipe(config),
         fsdp_blocks=tuple(b.data for b in shard.blocks)
@@ -216,6 +223,8 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
         pretrained=_pretrained(module, instance),
         freeze=tuple(str(p) for p in value("freeze") or ()),  # type: ignore[union-attr]
         lora=_lora(value("lora")),
+        batch_fields=tuple(loop.field_names()),
+        function_params=tuple(_function_params(module).items()),
     )  # fmt: skip
 
 
@@ -302,7 +311,7 @@ def import_ops(plan: ScriptPlan) -> list[Operation]:
         py.ImportOp("sys"),
         py.ImportOp("time"),
         py.FromImportOp("dataclasses", ["dataclass"]),
-        *([py.FromImportOp("functools", ["partial"])] if plan.amp else []),
+        *([py.FromImportOp("functools", ["partial"])] if plan.amp or plan.samples else []),
         py.FromImportOp("typing", ["Any"]),
         py.ImportOp("torch"),
         py.ImportOp("torch.nn.functional", "F"),
@@ -386,7 +395,13 @@ def _step_plan(step: Step, base: ScriptPlan) -> StepPlan:
         plan = OptimizerPlan(key, o.name, o.args, kwargs, _location(o.loc),
                              _own_schedule(own, base), _own_clip(own, base))  # fmt: skip
         optimizers.append(plan)
-    return StepPlan(step.objective, tuple(optimizers), step.models, _location(step.op.location))
+    return StepPlan(
+        step.objective,
+        tuple(optimizers),
+        step.models,
+        _location(step.op.location),
+        step.op.epochs(),
+    )
 
 
 def _own_schedule(own: dict[str, object], base: ScriptPlan) -> dict[str, Value] | None:
@@ -415,7 +430,8 @@ def _step_kwargs(optimizer: str, kwargs: tuple[tuple[str, object], ...]) -> tupl
     return tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in pairs)
 
 
-def _steps_import_ops() -> list[Operation]:
+def _steps_import_ops(plan: StepsPlan) -> list[Operation]:
+    ddp = [py.FromImportOp("torch.nn.parallel", ["DistributedDataParallel"])]
     return [
         py.FromImportOp("__future__", ["annotations"]),
         py.ImportOp("argparse"),
@@ -429,6 +445,7 @@ def _steps_import_ops() -> list[Operation]:
         py.ImportOp("torch"),
         py.ImportOp("torch.nn.functional", "F"),
         py.FromImportOp("torch", ["nn"]),
+        *(ddp if plan.distributed else []),
     ]
 
 
@@ -448,7 +465,7 @@ def lower_steps_loop(module: ModuleOp, loop: train.LoopOp) -> None:
     script = script_of(module)
     plan = steps_plan_of(module, loop, script.source.data if script.source else "the program")
     block = script.body.block
-    before = [*_steps_import_ops(), *_steps_header(plan)]
+    before = [*_steps_import_ops(plan), *_steps_header(plan)]
     first = block.first_op
     for op in before:
         op.location = loop.location
@@ -496,6 +513,13 @@ def _functions(module: ModuleOp) -> dict[str, int]:
     `py.def`s that convert-nml-to-torch made of them."""
     script = script_of(module)
     return {op.sym_name.data: len(op.arg_names) for op in script.body.block.ops
+            if isinstance(op, py.DefOp)}  # fmt: skip
+
+
+def _function_params(module: ModuleOp) -> dict[str, tuple[str, ...]]:
+    """The parameters of each top-level `fn` (objectives, metrics), by name."""
+    script = script_of(module)
+    return {op.sym_name.data: tuple(a.data for a in op.arg_names) for op in script.body.block.ops
             if isinstance(op, py.DefOp)}  # fmt: skip
 
 

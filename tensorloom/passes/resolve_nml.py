@@ -524,7 +524,8 @@ class DeclarationChecker:
             return
         overrides = nested_overrides(layer, nested, env)
         if isinstance(overrides, ArgFailure):
-            self._arg_failure(model, layer, overrides, where)
+            if nested.sequential is None:  # a `Sequential`'s: its element reports it
+                self._arg_failure(model, layer, overrides, where)
             return
         for key in overrides:
             if key not in configs_of(nested):

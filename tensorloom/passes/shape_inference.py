@@ -1448,6 +1448,11 @@ def report_config_sizes(
     for arg, attr in zip(func.body.block.args, func.function_type.inputs.data, strict=False):
         if not isinstance(attr, TensorType) or attr.suffix is None:
             continue
+        literal = next((d for d in attr.suffix if isinstance(d, int) and d <= 0), None)
+        span = span_of(arg.location) or span_of(func)
+        if literal is not None and span is not None:  # `x: Tensor[B, 0]` (a fuzz finding)
+            message = f"a size in an annotation must be positive, got {literal}"
+            report(Diagnostic.error("TL0215", message, Label(span)))
         for dim in dict.fromkeys(d for d in attr.suffix if isinstance(d, str)):
             value = env.get(dim)
             if not isinstance(value, int) or isinstance(value, bool) or value > 0:
@@ -1574,6 +1579,8 @@ def _record_loop(
     by_loop: Mapping[train.LoopOp, Inferred | None],
 ) -> None:
     """What the train passes need of the loop's model, as attributes on the loop."""
+    if loop.runs_objectives():
+        _record_fields(module, loop)
     instance = lookup_symbol(module, loop.model, InstanceOp)
     if instance is None:
         return
@@ -1587,6 +1594,15 @@ def _record_loop(
     data = lookup_symbol(module, loop.data, train.DatasetOp)
     if data is not None and _synthetic(data):
         _record_synthetic(module, loop, instance, models)
+
+
+def _record_fields(module: ModuleOp, loop: train.LoopOp) -> None:
+    """`batch_fields`: the data's fields its objectives take by name (none for (x, y))."""
+    from tensorloom.passes.support.batch_fields import loop_fields
+
+    fields = loop_fields(module, loop, _dataset_inputs(loop, module))
+    if fields:
+        loop.batch_fields = ArrayAttr([StringAttr(f) for f in fields])
 
 
 def _synthetic(data: train.DatasetOp) -> bool:
@@ -1604,6 +1620,8 @@ def _record_synthetic(
     if inst is None:
         return
     derived = synthetic_sample(inst.model, inst.env, models)
+    if derived is not None and any(d <= 0 for d in derived):
+        return  # `x: Tensor[B, 0]`: TL0215 at the annotation, no sample to make
     sample = derived or RUNTIME_SYNTHETIC_SAMPLE
     inst.inputs = [TensorType.from_dims([BATCH, *sample])]
     captured = DiagnosticSink()

@@ -36,6 +36,8 @@ from tensorloom.diagnostics.ir import span_of
 from tensorloom.dialects import train
 from tensorloom.passes.support.loss_functions import MetricProblem, functions_of, metrics_of
 from tensorloom.passes.support.model_env import CallValue, EvalError, Evaluated, evaluate
+from tensorloom.passes.support.objectives import optimizer_of, optimizer_set
+from tensorloom.passes.support.param_groups import encode
 from tensorloom.passes.support.prerequisites import TLPass
 from tensorloom.passes.support.train_values import loops_of
 
@@ -76,6 +78,31 @@ def _optimizer(value: Evaluated | None, fields: dict[str, object]) -> None:
     args = _kwargs(call)
     args.setdefault("lr", spec.default_lr if spec is not None else 0.001)
     fields["optimizer"], fields["optimizer_args"] = call.name, args
+
+
+def _optimizer_set(loop: train.LoopOp, fields: dict[str, object]) -> None:
+    """`optimizer = (Muon(hidden, lr=0.02), AdamW(rest, lr=3e-3))`: each optimizer, its
+    selections as plain data; `optimizer` names them all (`Muon+AdamW`), and `lr` is the
+    first one's (what a schedule's `min_lr` is read against)."""
+    op = loop.settings().get("optimizer")
+    calls = optimizer_set(op.value) if op is not None else None
+    if not calls:
+        return
+    groups = {name: g.value for name, g in loop.groups().items()}
+    entries: list[dict[str, object]] = []
+    for call in calls:
+        optimizer = optimizer_of(call, None, groups)
+        if optimizer is None:
+            continue
+        spec = OPTIMIZERS.get(optimizer.name)
+        kwargs = {k: tuple(v) if isinstance(v, list) else v for k, v in optimizer.kwargs}  # type: ignore[misc]
+        kwargs.setdefault("lr", spec.default_lr if spec is not None else 0.001)
+        args = [{"select": encode(a.selection), "options": dict(a.options)}
+                for a in optimizer.args]  # fmt: skip
+        entries.append({"name": optimizer.name, "args": args, "kwargs": kwargs})
+    fields["optimizer_set"] = entries
+    fields["optimizer"] = "+".join(str(e["name"]) for e in entries)
+    fields["optimizer_args"] = {"lr": entries[0]["kwargs"]["lr"]}  # type: ignore[index]
 
 
 def _schedule(value: Evaluated | None, fields: dict[str, object]) -> None:
@@ -154,7 +181,7 @@ def config_fields(module: ModuleOp, loop: train.LoopOp) -> dict[str, object]:
     """Every config field of `loop`, as Python values."""
     values = _values(loop)
     fields: dict[str, object] = {f.name: f.default for f in CONFIG_FIELDS}
-    simple = ("precision", "keep_best", "objective")
+    simple = ("precision", "keep_best", "objective", "samples")
     for key in simple:
         if isinstance(values.get(key), str):
             fields[key] = values[key]
@@ -179,6 +206,8 @@ def config_fields(module: ModuleOp, loop: train.LoopOp) -> dict[str, object]:
     fields["ema"] = _number(values.get("ema"))
     fields["early_stopping"] = _early_stopping(values.get("early_stopping"))
     _optimizer(values.get("optimizer"), fields)
+    fields.pop("optimizer_set")  # left out unless the block has one: train.config's only such
+    _optimizer_set(loop, fields)
     _schedule(values.get("lr_schedule"), fields)
     _loss(module, values.get("loss"), fields)
     _compile(values.get("compile"), fields)

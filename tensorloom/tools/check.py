@@ -28,6 +28,7 @@ from tensorloom.tools.guard import sink_status
 # A cache hit replays the output without the compiler: xDSL and the passes load
 # only when a file is really checked.
 if TYPE_CHECKING:
+    from tensorloom.catalogue.datasets import DatasetInfo
     from tensorloom.passes.shape_inference import ModelFlow
     from tensorloom.pipeline import Compilation
 
@@ -191,7 +192,7 @@ def _flows_text(result: Compilation, flows: list[ModelFlow]) -> str:
         return ""
     text = format_flows(flows) if flows else f"{result.path}: ok (no models)\n"
     for name, samples, targets, origin in dataset_rows(result):
-        text += f"data {name}: samples {samples}, targets {targets}; from {origin}\n"
+        text += f"data {name}: {data_summary(samples, targets)}; from {origin}\n"
     return text
 
 
@@ -212,6 +213,9 @@ def dataset_rows(result: Compilation) -> list[tuple[str, str, str, str]]:
         if not isinstance(checked, DataCheck):
             continue
         info = checked.info
+        if info.fields is not None and (info.sample_shape is None or len(info.fields) > 2):
+            rows.append((op.sym_name.data, _fields_text(info), "", checked.origin))
+            continue
         samples = "[*]" if info.sample_shape is None else format_shape(("B", *info.sample_shape))
         targets = "unknown"
         if info.target_shape is not None:
@@ -220,6 +224,22 @@ def dataset_rows(result: Compilation) -> list[tuple[str, str, str, str]]:
             targets = f"{format_shape(('B', *info.target_shape))} {kind}{classes}"
         rows.append((op.sym_name.data, samples, targets, checked.origin))
     return rows
+
+
+def _fields_text(info: DatasetInfo) -> str:
+    """`image [B, 1, 8, 8], text [B, 4] int64, ...`: a dataset's named fields."""
+    from tensorloom.catalogue.shapes import format_shape
+
+    return ", ".join(
+        f"{f.name} {'[*]' if f.shape is None else format_shape(('B', *f.shape))}"
+        f"{' int64' if f.dtype == 'i64' and f.shape is not None else ''}"
+        for f in info.fields or ()
+    )
+
+
+def data_summary(samples: str, targets: str) -> str:
+    """`samples [B, 64], targets [B] class labels`, or `fields image [B, 1, 8, 8], ...`."""
+    return f"fields {samples}" if not targets else f"samples {samples}, targets {targets}"
 
 
 def format_flows(flows: list[ModelFlow]) -> str:

@@ -110,6 +110,17 @@ model TensorIndex:
         let idx = x[1].argmax(dim=0)
         let rows = x[:, idx].sum(dim=1, keepdim=true) + x[:, arange(2)].sum(dim=1, keepdim=true)
         return x[..., order] * 2.0 + rows + x[arange(1)]
+
+model Routing:
+    fn forward(self, x: Tensor[2, 3, 8]) -> Tensor:
+        let flat = x.reshape(6, 8)
+        let (top, chosen) = flat.topk(2, dim=-1)
+        out = zeros_like(flat)
+        for e in range(8):
+            let (rows, nth) = where(chosen == e)
+            out = out.index_add(0, rows, flat[rows] * top[rows, nth, none])
+        let (positive,) = nonzero(x[0, 0] > 0.0, as_tuple=true)
+        return out.reshape(2, 3, 8) + x[0, 0][positive].sum()
 """
 
 
@@ -198,6 +209,17 @@ def tensor_index(x: torch.Tensor) -> torch.Tensor:
     return x[..., order] * 2 + rows + x[:1]
 
 
+def routing(x: torch.Tensor) -> torch.Tensor:
+    flat = x.reshape(6, 8)
+    top, chosen = flat.topk(2, dim=-1)
+    out = torch.zeros_like(flat)
+    for e in range(8):
+        rows, nth = torch.where(chosen == e)
+        out = out.index_add(0, rows, flat[rows] * top[rows, nth, None])
+    (positive,) = torch.nonzero(x[0, 0] > 0, as_tuple=True)
+    return out.reshape(2, 3, 8) + x[0, 0][positive].sum()
+
+
 CASES: dict[str, tuple[Callable[[torch.Tensor], torch.Tensor], tuple[int, ...]]] = {
     "Elementwise": (elementwise, (2, 3, 8)),
     "Reductions": (reductions, (2, 3, 8)),
@@ -209,6 +231,7 @@ CASES: dict[str, tuple[Callable[[torch.Tensor], torch.Tensor], tuple[int, ...]]]
     "Picks": (picks, (2, 3, 8)),
     "Padding": (padding, (2, 3, 8)),
     "TensorIndex": (tensor_index, (2, 3, 8)),
+    "Routing": (routing, (2, 3, 8)),
 }
 
 

@@ -232,3 +232,102 @@ def test_info_budgets_each_optimizers_state_as_the_run_holds_it(tmp_path: Path) 
         assert shares[name]["state_bytes"] == held, name
     assert net["memory"]["optimizer_state"] == sum(o["state_bytes"] for o in shares.values())
     assert net["settings"]["optimizer"] == "Muon + AdamW"
+
+
+ONE_MODEL = (
+    MODELS.replace("fn ce(net, x, y) -> Tensor:\n    return cross_entropy(net(x), y)\n", "")
+    + """
+train net on data:
+    epochs = 2
+    batch_size = 64
+    loss = CrossEntropy
+    compile = false
+    grad_clip = 1.0
+    group hidden = params(net.blocks, ndim=2)
+    group gains = params(net, ndim=1)
+    optimizer = (Muon(hidden, lr=0.02), AdamW(params(net) - hidden - gains,
+                                              gains(weight_decay=0.0), lr=3e-3))
+"""
+)
+
+
+def test_one_model_block_steps_muon_and_adamw_as_torch_by_hand(tmp_path: Path) -> None:
+    """A plain one-model block (`loss`, `optimizer = (Muon(hidden), AdamW(rest))`): the
+    loop's `OptimizerSet` steps, clips and checkpoints both as one; its step equals torch's
+    Muon and AdamW over the same groups, clipped together, by hand."""
+    script = compile_program(tmp_path, ONE_MODEL, name="groups_one_model")
+    m = _load(script)
+    args = m.parse_args(["--device", "cpu", "--precision", "fp32"])
+    trainer = m.build_trainer(args, m.DistContext(0, 0, 1, torch.device("cpu")))
+    assert set(trainer.optimizer.optimizers) == {"Muon", "AdamW"}
+    net = m.Net()
+    net.load_state_dict(trainer.model.state_dict())
+    muon, adamw = _by_hand(net)
+    adamw.param_groups[0]["weight_decay"] = 0.01  # the block leaves AdamW's default
+    batches = iter(trainer.train_loader)
+    for _ in range(15):
+        xb, yb = next(batches)
+        m._forward_backward(trainer, xb, yb, True)
+        m._optimizer_step(trainer)
+        muon.zero_grad(set_to_none=True)
+        adamw.zero_grad(set_to_none=True)
+        F.cross_entropy(net(xb), yb).backward()
+        torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+        muon.step()
+        adamw.step()
+    for key, tensor in net.state_dict().items():
+        assert torch.equal(trainer.model.state_dict()[key], tensor), key
+
+
+def test_one_model_block_resumes_both_optimizers_exactly(tmp_path: Path) -> None:
+    script = compile_program(tmp_path, ONE_MODEL, name="groups_one_resume")
+    common = ["--epochs", "2", "--batch-size", "128", "--precision", "fp32"]
+    whole, cut = tmp_path / "whole", tmp_path / "cut"
+    run(script, *common, "--checkpoint-dir", str(whole))
+    run(script, *common, "--max-steps", "17", "--checkpoint-dir", str(cut))
+    run(script, *common, "--checkpoint-dir", str(cut), "--resume", str(cut / "last.pt"))
+    a = torch.load(whole / "last.pt", weights_only=True)
+    b = torch.load(cut / "last.pt", weights_only=True)
+    assert set(b["optimizer"]) == {"Muon", "AdamW"}
+    for key, tensor in a["model"].items():
+        assert torch.equal(tensor, b["model"][key]), key
+
+
+SELECTIONS = {  # each form, and the runtime call the script makes of it
+    "params(net.blocks, ndim=2)": lambda pg, n: pg(n, "blocks", ndim=2),
+    "params(net.blocks[1:2])": lambda pg, n: pg(n, "blocks[1:2]"),
+    'params(net, match="*.bias")': lambda pg, n: pg(n, match="*.bias"),
+    'params(net.blocks, match=["*.ln.*", "*.fc.bias"])':
+        lambda pg, n: pg(n, "blocks", match=("*.ln.*", "*.fc.bias")),
+    "net.head": lambda pg, n: pg(n, "head"),
+    "net.embed.weight": lambda pg, n: pg(n, "embed.weight"),
+    "params(net) - params(net, ndim=1)": lambda pg, n: pg(n) - pg(n, ndim=1),
+    "params(net.head, net.embed) + net.blocks[0]":
+        lambda pg, n: pg(n, "head") + pg(n, "embed") + pg(n, "blocks.0"),
+}  # fmt: skip
+
+
+def test_runtime_selects_what_the_check_resolved(tmp_path: Path) -> None:
+    """`parameter_group` (runtime/steps.py) and check-train's Resolver agree on every form
+    of selection: paths, slices, globs, `ndim`, union and complement."""
+    from tensorloom.analysis.profile import compile_for_info
+    from tensorloom.dialects import train
+    from tensorloom.passes.support.param_groups import Resolver
+    from tensorloom.passes.support.step_groups import model_trees
+
+    lines = [f"    group g{i} = {text}" for i, text in enumerate(SELECTIONS)]
+    text = PROGRAM.replace("    group hidden", "\n".join(lines) + "\n    group hidden", 1)
+    source = tmp_path / "selections.tl"
+    source.write_text(text, encoding="utf-8")
+    result = compile_for_info(source, {})
+    assert result.ok and result.module is not None
+    loop = next(op for op in result.module.walk() if isinstance(op, train.LoopOp))
+    groups = {name: op.value for name, op in loop.groups().items()}
+    resolver = Resolver(["net"], model_trees(result.module, ["net"]), groups)
+    m = _load(compile_program(tmp_path, text, name="selections"))
+    net = m.Net()
+    names = {id(p): n for n, p in net.named_parameters()}
+    for i, (written, select) in enumerate(SELECTIONS.items()):
+        static = [name for _, name in resolver.group(f"g{i}") or []]
+        selected = [names[id(p)] for p in select(m.parameter_group, net)]
+        assert static and sorted(static) == sorted(selected), written

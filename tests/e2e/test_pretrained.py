@@ -9,6 +9,7 @@ extra); the emitted script needs only torch and safetensors.
 from __future__ import annotations
 
 import importlib.util
+import re
 import shutil
 import subprocess
 import sys
@@ -324,3 +325,66 @@ def test_the_finetune_example_without_its_folder(tmp_path: Path) -> None:
     assert run.returncode == 1 and "Traceback" not in run.stderr
     assert run.stderr.startswith("error: the published weights `gpt2` are not here")
     assert "huggingface-cli download NAME --local-dir gpt2" in run.stderr
+
+
+SPLIT_ATTENTION = """@model SplitAttention:
+    @config:
+        n_embd = 768
+        n_head = 12
+        head = n_embd / n_head
+
+    @layers:
+        q      = Linear(n_embd, n_embd)
+        k      = Linear(n_embd, n_embd)
+        v      = Linear(n_embd, n_embd)
+        c_proj = Linear(n_embd, n_embd)
+
+    @forward(x: Tensor[B, T, n_embd]):
+        let qh = q(x).view(B, T, n_head, head).transpose(1, 2)
+        let kh = k(x).view(B, T, n_head, head).transpose(1, 2)
+        let vh = v(x).view(B, T, n_head, head).transpose(1, 2)
+        let y = scaled_dot_product_attention(qh, kh, vh, causal=true)
+        return c_proj(y.transpose(1, 2).reshape(B, T, n_embd))
+
+"""
+SPLIT_RULES = """\
+weights model from "gpt2-tiny":
+    ignore "transformer.h.{i}.attn.bias"
+    ignore "transformer.h.{i}.attn.masked_bias"
+    ignore "lm_head.weight"
+    "transformer.h.{i}.attn.c_attn.weight" -> ["h.{i}.attn.q.weight", "h.{i}.attn.k.weight",
+                                               "h.{i}.attn.v.weight"] along 0 transposed
+    "transformer.h.{i}.attn.c_attn.bias" -> ["h.{i}.attn.q.bias", "h.{i}.attn.k.bias",
+                                             "h.{i}.attn.v.bias"]
+    "transformer.h.{i}.{m}.{l}.weight" -> "h.{i}.{m}.{l}.weight" transposed
+    "transformer.h.{i}.{m}.{l}.bias" -> "h.{i}.{m}.{l}.bias"
+    "transformer.h.{i}.{l}.{p}" -> "h.{i}.{l}.{p}"
+    "transformer.{l}.{p}" -> "{l}.{p}"
+"""
+
+
+def test_gpt2s_fused_qkv_splits_into_separate_projections(tmp_path: Path) -> None:
+    """gpt.nml with attention written as three Linears: GPT-2's fused `c_attn` ([in, 3 out],
+    Conv1D) is transposed and cut into q, k and v; the logits are transformers', and the
+    export joins them back into a `c_attn` transformers loads."""
+    reference = _hf_gpt2(tmp_path / "gpt2-tiny")
+    _program(tmp_path, SPLIT_RULES)
+    text = (EXAMPLES / "gpt.nml").read_text(encoding="utf-8")
+    fused = re.search(r"attn = MultiHeadAttention\(.*?\)\n", text, re.S)
+    assert fused is not None
+    text = text.replace(fused.group(0), "attn = SplitAttention(n_embd, n_head)\n")
+    (tmp_path / "gpt.nml").write_text(SPLIT_ATTENTION + text, encoding="utf-8")
+    checked = _tlc("check", "finetune.tl", cwd=tmp_path)
+    assert checked.returncode == 0 and "TL08" not in checked.stderr, checked.stderr
+    _, script = _script(tmp_path)
+    model = script.GPT(**SIZES).eval()
+    script.load_pretrained(model, tmp_path / "gpt2-tiny", script.WEIGHT_RULES)
+    fused_weight = reference.transformer.h[1].attn.c_attn.weight  # [96, 288]
+    assert torch.equal(model.h[1].attn.k.weight, fused_weight[:, 96:192].t())
+    idx = torch.randint(0, SIZES["vocab_size"], (2, 30))
+    with torch.no_grad():
+        assert (model(idx) - reference(idx).logits).abs().max().item() < 1e-4
+    script.export_pretrained(model, tmp_path / "out", script.WEIGHT_RULES,
+                             source=tmp_path / "gpt2-tiny")  # fmt: skip
+    back = transformers.GPT2LMHeadModel.from_pretrained(tmp_path / "out").eval()
+    assert torch.equal(back.transformer.h[1].attn.c_attn.weight, fused_weight)

@@ -10,6 +10,7 @@ picture, and the ablation driver runs an element alone.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import os
@@ -23,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SPEEDRUN = ROOT / "bench" / "speedrun"
 sys.path.insert(0, str(SPEEDRUN))
 
-import prepare  # noqa: E402
+import prepare  # noqa: E402  # pyright: ignore[reportMissingImports]
 
 
 def _python(script: Path, *args: str) -> str:
@@ -65,9 +66,14 @@ def test_runner_smoke_baseline_then_tensorloom(tmp_path: Path) -> None:
     assert [r["step"] for r in tl] == [4, 8, 12] and tl[-1]["tokens"] == 12 * 8 * 64
     assert tl[-1]["val_loss"] < tl[0]["val_loss"]  # type: ignore[operator]
     assert summary["tensorloom_final_val_loss"] == tl[-1]["val_loss"]
-    program = (out / "gpt_speedrun.py").read_text()  # `compile = true` with `step` lines
-    assert 'COMPILE_MODE = "default"' in program
-    assert 'compiled = {"model": maybe_compile(model, on_cuda, COMPILE_MODE)}' in program
+    # `compile = true` with `step` lines: torch.compile's default mode (no CUDA graphs)
+    sys.path.insert(0, str(out))
+    spec = importlib.util.spec_from_file_location("speedrun_program", out / "gpt_speedrun.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)  # importing an emitted program runs nothing
+    assert module.COMPILE_MODE == "default"
     picture = tmp_path / "curves.png"
     plot = subprocess.run(
         [sys.executable, "-m", "tensorloom.tools.tlc", "plot", str(out / "baseline.jsonl"),
@@ -87,3 +93,29 @@ def test_ablation_smoke_runs_an_element_alone(tmp_path: Path) -> None:
     assert "| relu2 |" in printed
     header = json.loads((tmp_path / "relu2.jsonl").read_text().splitlines()[0])
     assert header["run"]["elements"] == ["relu2"]
+
+
+@pytest.mark.slow
+def test_tokens_check_compares_emitted_and_hand_written(tmp_path: Path) -> None:
+    _python(SPEEDRUN / "runner.py", "--device", "cpu", "--tiny", "--tokens-check", "--steps", "8",
+            "--out", str(tmp_path))  # fmt: skip
+    check = json.loads((tmp_path / "tokens_check.json").read_text())
+    assert check["emitted_tokens_per_s"] > 0 and check["handwritten_tokens_per_s"] > 0
+    assert check["ratio"] == check["emitted_tokens_per_s"] / check["handwritten_tokens_per_s"]
+
+
+def test_run_emitted_times_a_one_optimizer_program(tmp_path: Path) -> None:
+    """examples/train_gpt.tl (one optimizer): a validation per epoch of 32 / 8 = 4 steps, and
+    one for the epoch `--max-steps` cuts."""
+    program = tmp_path / "train_gpt.py"
+    subprocess.run([sys.executable, "-m", "tensorloom.tools.tlc", "compile",
+                    str(ROOT / "examples" / "train_gpt.tl"), "-o", str(program)],
+                   cwd=ROOT, check=True, capture_output=True)  # fmt: skip
+    curve = tmp_path / "curve.jsonl"
+    printed = _python(SPEEDRUN / "run_emitted.py", str(program), "--tiny", "--curve", str(curve),
+                      "--", "--device", "cpu", "--epochs", "2", "--max-steps", "6",
+                      "--batch-size", "8", "--checkpoint-dir", str(tmp_path / "ckpt"))  # fmt: skip
+    records = _curve(curve)
+    assert [r["step"] for r in records] == [4, 6]
+    assert records[-1]["tokens"] == 6 * 8 * 64 and records[1]["eval_total_s"] != 0
+    assert json.loads(printed.splitlines()[-1])["result"]["exit"] == 0

@@ -107,11 +107,18 @@ def make_workdir() -> Path:
 
 
 def _write_data_files(work: Path) -> None:
-    """The .npz, .csv and token files the generator's datasets and tests/lit/check/data name."""
+    """The .npz, .csv and token files the generator's datasets and tests/lit/check/data (and
+    fields) name."""
     import importlib.util
 
     path = ROOT / "tests" / "lit" / "check" / "data" / "make_data.py"
     spec = importlib.util.spec_from_file_location("tl_fuzz_make_data", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.main(work)
+    pairs = ROOT / "tests" / "lit" / "check" / "fields" / "make_pairs.py"
+    spec = importlib.util.spec_from_file_location("tl_fuzz_make_pairs", pairs)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -138,6 +145,8 @@ def generate(r: random.Random) -> str:
     `Parameter`, typed layer tensors, dims as values, a loss fn)."""
     if r.random() < 0.15:
         return _objectives(r, careful=r.random() < 0.5)
+    if r.random() < 0.08:
+        return _paired(r, careful=r.random() < 0.5)
     if r.random() < 0.08:
         return _param_groups(r, careful=r.random() < 0.5)
     if r.random() < 0.3:
@@ -251,11 +260,82 @@ def _objectives(r: random.Random, careful: bool) -> str:
             slips = ["", "Z", f"{owner}, {owner}"]
             models = owner if careful or r.random() < 0.8 else r.choice(slips)
             sep = ", " if models else ""
-            lines.append(f"    step {objective} with {optimizer}({models}{sep}lr=0.01)")
+            window = _step_window(r, careful) if r.random() < 0.3 else ""
+            lines.append(f"    step {objective} with {optimizer}({models}{sep}lr=0.01){window}")
+        idle = [n for n in names if n not in owners]
+        if idle and r.random() < 0.5:  # `freeze = [C]`: frozen on purpose; sloppy: a stepped one
+            frozen = idle if careful else [r.choice([*names, "Q"])]
+            lines.append(f"    freeze = [{', '.join(frozen)}]")
+    if r.random() < 0.3:
+        lines[lines.index(f"train {header} on data:"):0] = _sampler(names, careful, r)
+        lines.append(f"    samples = {'sample' if careful else r.choice(['sample', 'smaple'])}")
     if not careful and r.random() < 0.3:
         extra = ["loss = MSE", "ema = 0.99", "compile = true", "grad_clip = 1.0"]
         lines.append(f"    {r.choice(extra)}")
     return "\n".join(lines) + "\n"
+
+
+# Data of named fields: the catalogue's pairs, and the .npz files tests/lit/check/fields'
+# make_pairs.py writes (pairs.npz: image [1, 8, 8], text [4]; uneven and scalar are broken).
+PAIRED_DATA = ['"digits-captions"', '"pairs.npz"']
+SLOPPY_PAIRED_DATA = ['"digits-captions", flatten=true', '"uneven.npz"', '"scalar.npz"',
+                      '"absent_pairs.npz"', '"digits"', '"cls12.npz"']  # fmt: skip
+PAIR_TERMS = ["cross_entropy(L, arange(image.size(0)))",
+              "cross_entropy(t(L), arange(text.size(0)))", "mean(amin(L, dim=1))",
+              "mean((argmax(L, dim=1) == arange(image.size(0))).float())"]  # fmt: skip
+
+
+def _paired(r: random.Random, careful: bool) -> str:
+    """Objectives (and metric `fn`s) that take named fields, `fn f(net, image, text)`, over
+    `digits-captions` or a .npz of named arrays, by `objective =` or by `step` lines over
+    two towers; sloppy ones name a field the data lacks, annotate the wrong shape, train a
+    `loss` on fields, or load a broken .npz."""
+    image = "Tensor[B, 1, 8, 8]" if careful or r.random() < 0.7 else "Tensor[B, 64]"
+    lines = ["model Pairs:", "    layer img = Linear(64, 16)",
+             "    layer words = Embedding(19, 16)",
+             f"    fn forward(self, image: {image}, text: Tensor[B, 4]) -> Tensor:",
+             "        let i = normalize(self.img(image.flatten(1)), dim=1)",
+             "        return i @ t(normalize(mean(self.words(text), dim=1), dim=1))",
+             ""]  # fmt: skip
+    fields = ["image", "text"] if careful else r.choice([["image", "text"], ["text", "image"],
+                                                          ["image", "txt"], ["image"]])  # fmt: skip
+    functions = [f"f{i}" for i in range(r.randint(1, 2))]
+    for name in functions:
+        terms = r.sample(PAIR_TERMS, r.randint(1, 2))
+        call = "net(image, text)" if {"image", "text"} <= set(fields) else "net(image, image)"
+        lines += [f"fn {name}(net, {', '.join(r.sample(fields, len(fields)))}) -> Tensor:",
+                  f"    let L = {call}", f"    return {' + '.join(terms)}", ""]  # fmt: skip
+    data = r.choice(PAIRED_DATA if careful else PAIRED_DATA + SLOPPY_PAIRED_DATA)
+    lines += ["let net = Pairs()", f"let pairs = load_dataset({data})", "train net on pairs:",
+              "    epochs = 1", "    batch_size = 16"]  # fmt: skip
+    if not careful and r.random() < 0.2:
+        lines.append(f"    loss = {r.choice(['CrossEntropy', 'MSE'])}")
+    elif r.random() < 0.3:
+        lines.append(f"    step {functions[0]} with {r.choice(OPTIMIZERS[:3])}(net, lr=0.01)")
+    else:
+        lines += ["    optimizer = Adam(lr=0.01)", f"    objective = {functions[0]}"]
+        if len(functions) > 1 or (not careful and r.random() < 0.3):
+            metric = functions[-1] if careful else r.choice([functions[-1], "accuracy"])
+            lines.append(f"    metrics = [{metric}]")
+    return "\n".join(lines) + "\n"
+
+
+def _step_window(r: random.Random, careful: bool) -> str:
+    """` from epoch 2`, ` until epoch 1`, both; sloppy: epoch 0 or an empty window."""
+    low = 1 if careful else 0
+    first, last = r.randint(low, 2), r.randint(2 if careful else 0, 3)
+    return r.choice([f" from epoch {first}", f" until epoch {last}",
+                     f" from epoch {first} until epoch {last}"])  # fmt: skip
+
+
+def _sampler(names: list[str], careful: bool, r: random.Random) -> list[str]:
+    """`fn sample(A, B) -> Tensor` returning 8 grey 8x8 images; sloppy: flat, 4 channels, or
+    a parameter too many."""
+    params = names if careful or r.random() < 0.7 else [*names, "x"]
+    shapes = [".view(8, 1, 8, 8)"] + ([] if careful else ["", ".view(8, 4, 4, 4)"])
+    image = r.choice(shapes)
+    return [f"fn sample({', '.join(params)}) -> Tensor:",
+            f"    return sigmoid({names[0]}(randn([8, 64]))){image}", ""]  # fmt: skip
 
 
 GROUP_SELECTIONS = ["params(net.blocks, ndim=2)", "params(net, ndim=1)", "net.head",
@@ -305,7 +385,12 @@ def _param_groups(r: random.Random, careful: bool) -> str:
     adamw = f"AdamW(rest{extra}, lr=3e-3{r.choice(options)})"
     if not careful and r.random() < 0.3:
         adamw = r.choice(["AdamW(net, lr=3e-3)", "Muon(rest)", "AdamW()", "SGD(hidden, rest)"])
-    if r.random() < 0.5:
+    if r.random() < 0.3:  # a plain one-model block: its schedule and clip are the block's
+        lines.append("    loss = CrossEntropy")
+        if careful:
+            muon, adamw = "Muon(hidden, lr=0.02)", f"AdamW(rest{extra}, lr=3e-3)"
+        lines.append(f"    optimizer = ({muon}, {adamw})")
+    elif r.random() < 0.5:
         lines.append(f"    step ce with {muon}, {adamw}")
     else:
         lines += [f"    step ce with ({muon},", f"                  {adamw})"]

@@ -16,7 +16,10 @@ Every source gives `(x, y)` tensor pairs for training and validation and a
   x [T] int64 tokens in 0..vocab-1, y [T] int64 tokens (the reversed, sorted or
   copied sequence); validation is a seeded hold-out.
 - `*.npz` (arrays `x`, `y`), `*.pt` (a dict of tensors `x`, `y`), `*.csv` (the
-  label column named by `target=`, numeric features): shapes as stored.
+  label column named by `target=`, numeric features): shapes as stored. With
+  `fields=("image", "text")`, a .npz or .pt gives those arrays, by name, instead.
+- `"digits-captions"`: the digits, each with a caption of four words (`load_digit_captions`);
+  fields `image` [1, 8, 8], `text` [4] word ids, `label` the digit.
 - nothing (`load_dataset(sample_shape=..., num_classes=...)`): N(0, 1) inputs of
   the given shape labelled by a fixed random linear map (`DataInfo.synthetic`).
 
@@ -51,6 +54,7 @@ from typing import Any
 import torch
 
 TensorPair = tuple[torch.Tensor, torch.Tensor]
+Tensors = tuple[torch.Tensor, ...]  # one row per sample each: (x, y) or a dataset's fields
 
 
 class DatasetUnavailable(Exception):
@@ -65,7 +69,7 @@ class DataInfo:
     sample_shape: tuple[int, ...]
     target_shape: tuple[int, ...]
     num_classes: int | None
-    task: str  # "classification", "sequence" or "regression"
+    task: str  # "classification", "sequence", "regression" or "fields"
     synthetic: bool = False
     # An image dataset's per-channel (mean, std), which --predict applies to image files.
     normalisation: tuple[tuple[float, ...], tuple[float, ...]] | None = None
@@ -105,9 +109,11 @@ def load_dataset(
         return load_sequence_task(name, **split, **task_kwargs)  # type: ignore[arg-type]
     if name == "digits":
         return load_digits(flatten=flatten, **split)
+    if name == "digits-captions":
+        return load_digit_captions(flatten=flatten, **split, **task_kwargs)  # type: ignore[arg-type]
     if name in _IMAGE_DATASETS:
         return load_image_dataset(name, data_root=data_root, flatten=flatten, download=download)
-    return load_file_dataset(name, target=target, **split)
+    return load_file_dataset(name, target=target, **split, **task_kwargs)  # type: ignore[arg-type]
 
 
 def load_digits(
@@ -141,12 +147,39 @@ def load_file_dataset(
     *,
     data_root: str | os.PathLike[str] | None = None,
     target: str | None = None,
+    fields: tuple[str, ...] | None = None,
     split_seed: int = 0,
     val_fraction: float = 0.1,
-) -> tuple[TensorPair, TensorPair, DataInfo]:
-    """A .npz, .pt or .csv file, a seeded hold-out for validation."""
+) -> tuple[Tensors, Tensors, DataInfo]:
+    """A .npz, .pt or .csv file, a seeded hold-out for validation; with `fields`, those
+    arrays of a .npz or .pt, in that order."""
+    if fields is not None:
+        tensors, info = _field_dataset(Path(path), fields)
+        return (*_split(tensors, val_fraction, split_seed), info)
     pair, info = _file_dataset(Path(path), target)
     return (*_split(pair, val_fraction, split_seed), info)
+
+
+def load_digit_captions(
+    *,
+    data_root: str | os.PathLike[str] | None = None,
+    fields: tuple[str, ...] = ("image", "text", "label"),
+    flatten: bool = False,
+    split_seed: int = 0,
+    val_fraction: float = 0.1,
+) -> tuple[Tensors, Tensors, DataInfo]:
+    """The digits, each paired with its caption (`digit_captions`); `fields` chooses among
+    `image`, `text` and `label`, in that order. A seeded hold-out for validation."""
+    x, y = _digits()
+    named = {"image": x.flatten(1) if flatten else x, "text": digit_captions(x, y), "label": y}
+    missing = [f for f in fields if f not in named]
+    if missing:
+        raise DatasetUnavailable(
+            f"digits-captions has no field {missing[0]!r}: it has {list(named)}"
+        )
+    tensors = tuple(named[f] for f in fields)
+    info = DataInfo("digits-captions", tuple(named["image"].shape[1:]), (), None, "fields")
+    return (*_split(tensors, val_fraction, split_seed), info)
 
 
 def load_sequence_task(
@@ -197,13 +230,14 @@ def split_train_val(
     return _split(pair, val_fraction, seed)
 
 
-def _split(pair: TensorPair, val_fraction: float, seed: int) -> tuple[TensorPair, TensorPair]:
-    x, y = pair
-    n_val = round(len(x) * val_fraction)
+def _split(tensors: Any, val_fraction: float, seed: int) -> tuple[Any, Any]:
+    """The same seeded rows of every tensor held out: (train, val), each a tuple like `tensors`."""
+    n = len(tensors[0])
+    n_val = round(n * val_fraction)
     generator = torch.Generator().manual_seed(seed)
-    order = torch.randperm(len(x), generator=generator)
+    order = torch.randperm(n, generator=generator)
     val_idx, train_idx = order[:n_val], order[n_val:]
-    return (x[train_idx], y[train_idx]), (x[val_idx], y[val_idx])
+    return tuple(t[train_idx] for t in tensors), tuple(t[val_idx] for t in tensors)
 
 
 def _flatten_pair(pair: TensorPair, flatten: bool) -> TensorPair:
@@ -234,6 +268,34 @@ def _digits() -> TensorPair:
     with gzip.open(folder / "datasets" / "data" / "digits.csv.gz", "rt", encoding="utf-8") as f:
         table = torch.tensor([[float(v) for v in line.split(",")] for line in f if line.strip()])
     return table[:, :-1].reshape(-1, 1, 8, 8) / 16.0, table[:, -1].to(torch.int64)
+
+
+# The caption words: a digit's name, then its ink, horizontal place and vertical place.
+CAPTION_WORDS = (
+    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
+    "thin", "regular", "bold", "left", "centred", "right", "high", "middle", "low",
+)  # fmt: skip
+
+
+def digit_captions(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Each digit's caption as 4 word ids of `CAPTION_WORDS`: its name, then how much ink
+    it has, where its ink's centre lies across and down, each in thirds of the whole set
+    ("seven bold left high"). The words are computed from the image and its label by this
+    rule: they are made, not written by people."""
+    pixels = x.flatten(1)
+    ink = pixels.sum(1)
+    grid = torch.arange(8, dtype=x.dtype)
+    image = x.reshape(-1, 8, 8)
+    across = (image.sum(1) * grid).sum(1) / ink.clamp_min(1e-6)
+    down = (image.sum(2) * grid).sum(1) / ink.clamp_min(1e-6)
+    words = [y, 10 + _thirds(ink), 13 + _thirds(across), 16 + _thirds(down)]
+    return torch.stack(words, dim=1).to(torch.int64)
+
+
+def _thirds(values: torch.Tensor) -> torch.Tensor:
+    """0, 1 or 2: which third of `values`' sorted order each value lies in."""
+    cuts = torch.quantile(values, torch.tensor([1 / 3, 2 / 3], dtype=values.dtype))
+    return torch.bucketize(values, cuts)
 
 
 # --- MNIST, Fashion-MNIST (IDX files) and CIFAR-10 (python batches) -----------------
@@ -500,6 +562,31 @@ def _file_dataset(path: Path, target: str | None) -> tuple[TensorPair, DataInfo]
     else:
         raise DatasetUnavailable(f"cannot read {path}: expected a .npz, .pt or .csv file")
     return (x, y), _file_info(path, x, y)
+
+
+def _field_dataset(path: Path, fields: tuple[str, ...]) -> tuple[Tensors, DataInfo]:
+    """The arrays `fields` of a .npz (or tensors of a .pt dict), in that order."""
+    if not path.is_file():
+        raise DatasetUnavailable(f"data file {path} does not exist")
+    if path.suffix == ".npz":
+        with zipfile.ZipFile(path) as archive:
+            held = [n.removesuffix(".npy") for n in archive.namelist()]
+            arrays = {f: read_npy(archive.read(f"{f}.npy")) for f in fields if f in held}
+    elif path.suffix == ".pt":
+        payload = torch.load(path, map_location="cpu", weights_only=True)
+        held = list(payload) if isinstance(payload, dict) else []
+        arrays = {f: payload[f] for f in fields if f in held}
+    else:
+        raise DatasetUnavailable(f"cannot read fields from {path}: expected a .npz or .pt file")
+    missing = [f for f in fields if f not in arrays]
+    if missing:
+        raise DatasetUnavailable(f"{path} has no array `{missing[0]}`: it holds {held}")
+    tensors = tuple(_as_features(arrays[f]) for f in fields)
+    counts = {len(t) for t in tensors}
+    if len(counts) > 1:
+        raise DatasetUnavailable(f"the arrays {list(fields)} of {path} differ in length")
+    info = DataInfo(path.name, tuple(tensors[0].shape[1:]), (), None, "fields")
+    return tensors, info
 
 
 def _file_info(path: Path, x: torch.Tensor, y: torch.Tensor) -> DataInfo:

@@ -6,6 +6,9 @@
         for xb, yb in loader:   # index-sliced on the device: no host copy, no sync
             ...
 
+A loader batches any number of tensors with one row per sample: `(x, y)`, or the
+named fields of a dataset (`DeviceLoader(image, text, ...)` yields `image, text`).
+
 A small dataset lives on the device for the whole run. Each epoch's order is a
 `torch.randperm` drawn from a generator on the device seeded with `seed + epoch`,
 so an epoch's batches depend only on (seed, epoch): resuming at epoch k replays
@@ -27,21 +30,23 @@ from collections.abc import Iterator
 import torch
 from torch.utils.data import DataLoader, DistributedSampler, RandomSampler, TensorDataset
 
-Batch = tuple[torch.Tensor, torch.Tensor]
+Batch = tuple[torch.Tensor, ...]
 
 # Datasets up to this size (inputs and targets together) are kept on the device.
 RESIDENT_LIMIT_BYTES = 2 * 1024**3
 
 
 class DeviceLoader:
-    """Batches of a device-resident (x, y), shuffled on the device, sharded across ranks."""
+    """Batches of device-resident tensors (x, y, or a dataset's fields), shuffled on the
+    device, sharded across ranks."""
 
     def __init__(
-        self, x: torch.Tensor, y: torch.Tensor, *, batch_size: int, device: torch.device,
+        self, *tensors: torch.Tensor, batch_size: int, device: torch.device,
         shuffle: bool = True, drop_last: bool = False, seed: int = 0, rank: int = 0,
         world_size: int = 1, even_shards: bool = True,
     ) -> None:  # fmt: skip
-        self.x, self.y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        self.tensors = tuple(t.to(device, non_blocking=True) for t in tensors)
+        self.x, self.y = self.tensors[0], self.tensors[-1]
         self.batch_size, self.device, self.shuffle = batch_size, device, shuffle
         self.drop_last, self.seed, self.rank = drop_last, seed, rank
         self.world_size, self.even_shards, self.epoch = world_size, even_shards, 0
@@ -84,7 +89,7 @@ class DeviceLoader:
 
     def __iter__(self) -> Iterator[Batch]:
         for idx in self.batch_indices():
-            yield self.x[idx], self.y[idx]
+            yield tuple(t[idx] for t in self.tensors)
 
     def state_dict(self) -> dict[str, int]:
         # The order of an epoch is a function of (seed, epoch): nothing else to save.
@@ -99,9 +104,7 @@ class HostLoader:
 
     def __init__(
         self,
-        x: torch.Tensor,
-        y: torch.Tensor,
-        *,
+        *tensors: torch.Tensor,
         batch_size: int,
         device: torch.device,
         shuffle: bool = True,
@@ -111,7 +114,7 @@ class HostLoader:
         world_size: int = 1,
         num_workers: int = 2,
     ) -> None:
-        dataset = TensorDataset(x, y)
+        dataset = TensorDataset(*tensors)
         self.device = device
         self.seed = seed
         self.epoch = 0
@@ -139,8 +142,8 @@ class HostLoader:
         return len(self.loader)
 
     def __iter__(self) -> Iterator[Batch]:
-        for xb, yb in self.loader:
-            yield xb.to(self.device, non_blocking=True), yb.to(self.device, non_blocking=True)
+        for batch in self.loader:
+            yield tuple(t.to(self.device, non_blocking=True) for t in batch)
 
     def state_dict(self) -> dict[str, int]:
         return {"seed": self.seed, "epoch": self.epoch}
@@ -173,10 +176,10 @@ def _host_sampler(
     return None
 
 
-def make_loader(x: torch.Tensor, y: torch.Tensor, **options: object) -> DeviceLoader | HostLoader:
-    """A `DeviceLoader` when (x, y) fits in `RESIDENT_LIMIT_BYTES`, else a `HostLoader`."""
-    size = x.numel() * x.element_size() + y.numel() * y.element_size()
+def make_loader(*tensors: torch.Tensor, **options: object) -> DeviceLoader | HostLoader:
+    """A `DeviceLoader` when the tensors fit in `RESIDENT_LIMIT_BYTES`, else a `HostLoader`."""
+    size = sum(t.numel() * t.element_size() for t in tensors)
     if size <= RESIDENT_LIMIT_BYTES:
-        return DeviceLoader(x, y, **options)  # type: ignore[arg-type]
+        return DeviceLoader(*tensors, **options)  # type: ignore[arg-type]
     options.pop("even_shards", None)
-    return HostLoader(x, y, **options)  # type: ignore[arg-type]
+    return HostLoader(*tensors, **options)  # type: ignore[arg-type]

@@ -5,11 +5,14 @@
         step g_loss with Adam(G, lr=2e-4)
 
 The script's `train_step` runs the steps of each batch in order, each through
-`step_optimizer` (backward, through the step's own GradScaler, then the optimizer's
-step); `run_epoch` feeds it the batches and sums each objective; `mean_objectives`
-validates; `save_models_checkpoint` and `load_models_checkpoint` keep every model,
-optimizer and scaler, the RNG and the loader's place for an exact resume. A model no
-step updates is wrapped in `Frozen`: no gradients, eval mode.
+`step_optimizer` (backward, through the step's own GradScaler, then each of its
+optimizers' step, each clipped apart); `run_epoch` feeds it the batches and sums each
+objective; `mean_objectives` validates; `save_models_checkpoint` and
+`load_models_checkpoint` keep every model, optimizer, scaler and lr scheduler, the RNG
+and the loader's place for an exact resume. A model no step updates is wrapped in
+`Frozen`: no gradients, eval mode. `parameter_group` selects a `group` line's parameters
+(`ParamGroup`: `a + b`, `a - b`); `OptimizerSet` is a one-model loop's several optimizers
+stepped as one (`optimizer = (Muon(hidden), AdamW(rest))`).
 """
 
 from __future__ import annotations
@@ -19,14 +22,14 @@ import fnmatch
 import os
 import re
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 import torch
 from torch import nn
 
-StepBatch = tuple[torch.Tensor, torch.Tensor]
+StepBatch = tuple[torch.Tensor, ...]  # (x, y), or the named fields a loader yields
 Losses = dict[str, torch.Tensor]
 
 
@@ -63,8 +66,36 @@ class ParamGroup(list[nn.Parameter]):
         return ParamGroup(p for p in self if id(p) not in dropped)
 
 
+class OptimizerSet(torch.optim.Optimizer):
+    """Several optimizers a one-model loop steps as one (`optimizer = (Muon(hidden),
+    AdamW(rest))`): `param_groups` are theirs (so an lr scheduler and a GradScaler reach
+    every group), `step` and `zero_grad` go to each, and the state dict holds each one's."""
+
+    def __init__(self, optimizers: dict[str, torch.optim.Optimizer]) -> None:
+        params = [p for o in optimizers.values() for g in o.param_groups for p in g["params"]]
+        super().__init__(params, {})
+        self.optimizers = optimizers
+        self.param_groups = [g for o in optimizers.values() for g in o.param_groups]
+
+    @torch.no_grad()
+    def step(self, closure: Callable[[], float] | None = None) -> None:  # type: ignore[override]
+        for optimizer in self.optimizers.values():
+            optimizer.step()
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for optimizer in self.optimizers.values():
+            optimizer.zero_grad(set_to_none=set_to_none)
+
+    def state_dict(self) -> dict[str, Any]:  # type: ignore[override]
+        return {name: o.state_dict() for name, o in self.optimizers.items()}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:  # type: ignore[override]
+        for name, optimizer in self.optimizers.items():
+            optimizer.load_state_dict(state_dict[name])
+
+
 def parameter_group(
-    model: nn.Module, path: str = "", *, match: str | Sequence[str] | None = None,
+    model: nn.Module, path: str = "", *, match: str | list[str] | tuple[str, ...] | None = None,
     ndim: int | None = None,
 ) -> ParamGroup:  # fmt: skip
     """`params(net.blocks, match="*.weight", ndim=2)`: the parameters under the layer path
@@ -90,8 +121,8 @@ def parameter_group(
 
 
 def step_optimizer(
-    loss: torch.Tensor, optimizer: torch.optim.Optimizer | Sequence[torch.optim.Optimizer],
-    scaler: torch.amp.GradScaler | None, clip: float | Sequence[float | None] | None = None,
+    loss: torch.Tensor, optimizer: torch.optim.Optimizer | list[torch.optim.Optimizer],
+    scaler: torch.amp.GradScaler | None, clip: float | list[float | None] | None = None,
 ) -> None:  # fmt: skip
     """`loss.backward()` then each optimizer's `step()` (a step of several optimizers, as
     Muon beside AdamW, has one backward), through `scaler` (fp16) when there is one. One
@@ -99,7 +130,7 @@ def step_optimizer(
     as torch's AMP recipe for several optimizers does. `clip` bounds the gradient norm of
     each optimizer's parameters (one bound each, None for none), unscaled first."""
     optimizers = [optimizer] if isinstance(optimizer, torch.optim.Optimizer) else optimizer
-    clips = list(clip) if isinstance(clip, Sequence) else [clip] * len(optimizers)
+    clips = list(clip) if isinstance(clip, (list, tuple)) else [clip] * len(optimizers)
     if scaler is None:
         loss.backward()
     else:
@@ -118,20 +149,36 @@ def step_optimizer(
         scaler.update()
 
 
+Window = tuple[int | None, int | None]
+
+
+def runs_in(epoch: int, window: Window) -> bool:
+    """Whether a step of `from epoch A until epoch B` (from 1, both ends in; None where
+    unbounded) runs in `epoch`, counted from 0 as the loop counts it."""
+    first, last = window
+    number = epoch + 1
+    return (first is None or number >= first) and (last is None or number <= last)
+
+
+def steps_in(windows: dict[str, Window], epoch: int) -> list[str]:
+    """The objectives whose steps run in `epoch` (from 0), in the block's order."""
+    return [name for name, window in windows.items() if runs_in(epoch, window)]
+
+
 def run_epoch(
-    step: Callable[[torch.Tensor, torch.Tensor], Losses], batches: Iterable[StepBatch], *,
+    step: Callable[..., Losses], batches: Iterable[StepBatch], *,
     sums: Losses, done: int, total: int, stop: Callable[[], bool],
 ) -> tuple[Losses, int]:  # fmt: skip
     """Run `step` on each batch after the first `done` (trained before a resume), until
     `total` batches or `stop()`; each objective's sum and the batches trained."""
     skip = done
-    for xb, yb in batches:
+    for batch in batches:
         if skip:
             skip -= 1
             continue
         if done == total or stop():
             break
-        losses = step(xb, yb)
+        losses = step(*batch)
         for key, value in losses.items():
             sums[key] = sums[key] + value
         done += 1
@@ -140,17 +187,25 @@ def run_epoch(
 
 @torch.no_grad()
 def mean_objectives(
-    losses: Callable[[torch.Tensor, torch.Tensor], Losses], batches: Iterable[StepBatch]
+    losses: Callable[..., Losses], batches: Iterable[StepBatch]
 ) -> dict[str, float]:
     """Each objective's mean over the samples of `batches` (a batch weighs its size)."""
     sums: dict[str, torch.Tensor] = {}
     count = 0
-    for xb, yb in batches:
-        for key, value in losses(xb, yb).items():
-            sums[key] = sums.get(key, torch.zeros((), device=value.device)) + value.float() * len(
-                xb
-            )
-        count += len(xb)
+    for batch in batches:
+        size = len(batch[0])
+        for key, value in losses(*batch).items():
+            zero = torch.zeros((), device=value.device)
+            sums[key] = sums.get(key, zero) + value.float() * size
+        count += size
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        # each rank validated its shard: the sums and the count over all of them
+        for total in sums.values():
+            torch.distributed.all_reduce(total)
+        counted = torch.tensor(float(count), device=next(iter(sums.values())).device if sums
+                               else "cpu")  # fmt: skip
+        torch.distributed.all_reduce(counted)
+        count = int(counted.item())
     return {key: float(total) / max(count, 1) for key, total in sums.items()}
 
 

@@ -109,12 +109,13 @@ def training_arguments(
     description: str, *, epochs: int, batch_size: int, seed: int, checkpoint_dir: str,
     compile: str = "auto", precision: str | None = None, serve: bool = False,
     generate: bool = False, download: bool = False, cuda_graph: bool = False,
-    weights: str | None = None, consolidate: bool = False,
+    weights: str | None = None, consolidate: bool = False, samples: str | None = None,
 ) -> argparse.ArgumentParser:  # fmt: skip
     """A program's flags: the ones every program has, then those its block asks for
     (`precision` when it has AMP, `serve` for --predict/--export, `generate` for language
     models, `download` for named image datasets, `cuda_graph` where the whole step may be
-    captured, `weights` for a published-weights block, `consolidate` under FSDP)."""
+    captured, `weights` for a published-weights block, `consolidate` under FSDP, `samples`
+    (the default path of --samples) for a block with `samples`)."""
     parser = argparse.ArgumentParser(description=description)
     add = parser.add_argument
     add("--epochs", type=int, default=epochs)
@@ -169,6 +170,8 @@ def training_arguments(
         add("--temperature", type=float, default=0.8, help="0: always the likeliest")
         add("--top-k", type=int, default=40, help="sample among the k likeliest")
     add("--data-root", default=None, help="where datasets live")
+    if samples is not None:
+        add("--samples", default=samples, help="the PNG grid of samples drawn after each epoch")
     if download:
         add("--download", action="store_true",
             help="fetch a missing dataset (HTTPS, sha256-checked)")  # fmt: skip

@@ -27,7 +27,6 @@ from xdsl.ir import Attribute
 from xdsl.irdl import operand_def, prop_def, result_def
 from xdsl.utils.exceptions import VerifyException
 
-from tensorloom.catalogue.args import REDUCTION
 from tensorloom.catalogue.losses import (
     FLOATS,
     FUNCTIONAL_LOSSES,
@@ -40,9 +39,6 @@ from tensorloom.dialects.lazy_definition import lazy_op_definition
 from tensorloom.dialects.nml.builtins import FunctionalOp
 from tensorloom.dialects.nml.ops import Value
 from tensorloom.dialects.nml.types import TensorType
-
-REDUCTIONS = REDUCTION.choices
-
 
 LOSSES: dict[str, LossRecord] = FUNCTIONAL_LOSSES
 """Every functional loss a `.tl` function may call, by function name."""
@@ -92,8 +88,8 @@ class LossOp(FunctionalOp):
     def verify_(self) -> None:
         if self.kind.data not in LOSSES:
             raise VerifyException(f"unknown loss kind `{self.kind.data}`")
-        if self.reduction.data not in REDUCTIONS:
-            raise VerifyException(f"reduction must be one of {REDUCTIONS}")
+        if self.reduction.data not in self.spec.reductions:
+            raise VerifyException(f"reduction must be one of {self.spec.reductions}")
         extra = set(self.options.data) - set(self.spec.function_keywords)
         if extra:
             raise VerifyException(f"`{self.kind.data}` takes no option {sorted(extra)}")

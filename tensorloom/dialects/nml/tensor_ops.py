@@ -580,9 +580,11 @@ class TopkOp(SizedOp, _ValuesIndicesOp):
     def infer_sized(
         self, operand_types: Sequence[Attribute], sizes: Sequence[Dim], unifier: Unifier
     ) -> Attribute | ShapeMismatch:
-        problem = _integers(operand_types[1:], "k must be an integer")
-        if problem is not None:
-            return problem
+        if _integers(operand_types[1:], "k") is not None:
+            return ShapeMismatch(
+                "k of `topk` must be an integer, got a float",
+                help="give it an integer: a config such as `num_experts_per_tok = 2`",
+            )
         operand = operand_types[0]
         k = sizes[0] if sizes else self.k.value.data  # type: ignore[attr-defined]
         if isinstance(k, int) and k < 0:
@@ -842,7 +844,7 @@ class NonzeroOp(SpelledOp):
             return ShapeMismatch("`where(condition)` takes a boolean tensor")
         if mask.element_type != IntegerType(1):
             return ShapeMismatch(
-                "`where(condition)` takes a boolean tensor",
+                f"`where(condition)` takes a boolean tensor, got {mask.element_type}",
                 help="compare to make one: `where(chosen == i)`",
             )
         if mask.dims is None:

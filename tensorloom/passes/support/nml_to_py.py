@@ -508,6 +508,9 @@ class ArangeToTorch(RewritePattern):
             device = py.AttributeOp(block.args[0], "device")
             call.ops.append(device)
             call.value(device.result, "device")
+        elif device_ops := _input_device(op):  # a top-level function's: where its batch is
+            call.ops += device_ops
+            call.value(device_ops[0].results[0], "device")
         _replace(rewriter, op, call.function("torch.arange"))
 
 
@@ -898,8 +901,33 @@ def _input_device(op: Operation) -> list[Operation]:
     if not args:
         return []
     top_level = enclosing_model(parent) is None
+    models = [a for a in args if _is_model(a)]
+    if top_level and models and all(a in models or not a.uses for a in args):
+        return _model_device(models[0])  # `fn sample(G, D)`: where the model's weights are
     arg = args[-2] if top_level and len(args) >= 2 else args[0]
+    if top_level and not isinstance(arg.type, nml.TensorType):  # `fn f(net, image)`: a model
+        arg = next((a for a in args if isinstance(a.type, nml.TensorType)), arg)
     return [py.AttributeOp(arg, "device")]
+
+
+def _is_model(arg: SSAValue) -> bool:
+    """A top-level function's parameter that it calls: a model (`G(z)`)."""
+    for use in arg.uses:
+        owner = use.operation
+        if isinstance(owner, nml.ModelCallOp) and owner.model == arg:
+            return True
+        if isinstance(owner, py.CallOp) and owner.callee == arg:
+            return True
+    return False
+
+
+def _model_device(model: SSAValue) -> list[Operation]:
+    """`next(G.parameters()).device`."""
+    parameters = py.AttributeOp(model, "parameters")
+    listed = py.CallOp(parameters.result, [])
+    next_ = py.NameOp("next")
+    first = py.CallOp(next_.result, [listed.result])
+    return [parameters, listed, next_, first, py.AttributeOp(first.result, "device")]
 
 
 class SampleToTorch(RewritePattern):
@@ -933,7 +961,7 @@ class SampleToTorch(RewritePattern):
         device = _input_device(op)
         if device:
             call.ops += device
-            call.value(device[0].results[0], "device")
+            call.value(device[-1].results[0], "device")
         callee = {"normal": "torch.randn", "uniform": "torch.rand", "integers": "torch.randint"}
         _replace(rewriter, op, call.function(callee[kind]))
 
@@ -948,7 +976,7 @@ class LinspaceToTorch(RewritePattern):
         device = _input_device(op)
         if device:
             call.ops += device
-            call.value(device[0].results[0], "device")
+            call.value(device[-1].results[0], "device")
         _replace(rewriter, op, call.function("torch.linspace"))
 
 

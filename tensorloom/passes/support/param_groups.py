@@ -28,6 +28,7 @@ from xdsl.ir import Attribute
 
 from tensorloom.diagnostics.core import did_you_mean
 from tensorloom.dialects.nml import CallAttr, ExprAttr
+from tensorloom.dialects.train import named
 from tensorloom.passes.support.model_env import CallValue, EvalError, evaluate
 from tensorloom.passes.support.state_dict import ModelTree
 
@@ -63,7 +64,7 @@ def param_arg(attr: Attribute) -> ParamArg:
     if isinstance(attr, CallAttr) and not attr.args.data and attr.callee.data != SELECT:
         options = tuple((k, _plain(v)) for k, v in attr.kwargs.data.items())
         return ParamArg(StringAttr(attr.callee.data), options)
-    return ParamArg(attr)
+    return ParamArg(named(attr))
 
 
 def _plain(attr: Attribute) -> object:
@@ -246,6 +247,43 @@ def _combine(op: str, left: list[Param] | None, right: list[Param] | None) -> li
         dropped = set(right)
         return [p for p in left if p not in dropped]
     return list(dict.fromkeys([*left, *right]))
+
+
+def encode(selection: Attribute) -> object:
+    """A selection as plain data, for `train.config` (which holds no calls): a path
+    `"net.blocks"`, `{"params": [...], "match": ..., "ndim": ...}`, `{"op": "-", "of": [a, b]}`."""
+    match selection:
+        case StringAttr(data=path):
+            return path
+        case CallAttr() if selection.callee.data == SELECT:
+            paths = [a.data for a in selection.args.data if isinstance(a, StringAttr)]
+            options = {k: _plain(v) for k, v in selection.kwargs.data.items()}
+            return {"params": paths, "match": options.get("match"), "ndim": options.get("ndim")}
+        case ExprAttr():
+            return {"op": selection.op.data, "of": [encode(a) for a in selection.operands.data]}
+        case _:
+            return str(selection)
+
+
+def decode(data: object) -> Attribute:
+    """`encode`'s inverse."""
+    if isinstance(data, str):
+        return StringAttr(data)
+    assert isinstance(data, dict), data
+    if "op" in data:
+        return ExprAttr.get(str(data["op"]), [decode(d) for d in data["of"]])  # type: ignore[union-attr]
+    kwargs = {k: _attr(data[k]) for k in SELECT_KEYWORDS if data.get(k) is not None}
+    return CallAttr.get(SELECT, [StringAttr(str(p)) for p in data["params"]], kwargs)  # type: ignore[union-attr]
+
+
+def _attr(value: object) -> Attribute:
+    from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, i64
+
+    if isinstance(value, int):
+        return IntegerAttr(value, i64)
+    if isinstance(value, list | tuple):
+        return ArrayAttr([StringAttr(str(v)) for v in value])  # type: ignore[union-attr]
+    return StringAttr(str(value))
 
 
 def describe(params: Sequence[Param], limit: int = 3) -> str:

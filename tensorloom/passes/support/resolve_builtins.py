@@ -92,7 +92,7 @@ from tensorloom.dialects.nml import (
     WhereOp,
 )
 from tensorloom.dialects.nml.builtins import LinspaceOp, MultinomialOp, SampleOp
-from tensorloom.dialects.nml.losses import LOSSES, REDUCTIONS, LossOp
+from tensorloom.dialects.nml.losses import LOSSES, LossOp
 from tensorloom.dialects.nml.types import CfgAttr, TensorType
 from tensorloom.passes.support.model_env import (
     CallValue,
@@ -574,8 +574,8 @@ def _loss(args: CallArgs) -> Operation | CallProblem:
     if problem is not None:
         return problem
     reduction = args.const(2, "reduction", "mean")
-    if reduction not in REDUCTIONS:
-        choices = ", ".join(f'`"{r}"`' for r in REDUCTIONS)
+    if reduction not in spec.reductions:
+        choices = ", ".join(f'`"{r}"`' for r in spec.reductions)
         return CallProblem(f"`reduction` of `{spec.function}` must be one of {choices}")
     options: dict[str, Attribute] = {}
     for arg in spec.function_args:

@@ -26,7 +26,7 @@ from tensorloom.diagnostics.ir import report, span_at, span_of
 from tensorloom.dialects import train
 from tensorloom.dialects.nml import InstanceOp
 from tensorloom.passes.support.model_env import instance_env, lookup_symbol, models_of
-from tensorloom.passes.support.objectives import Step, StepOptimizer
+from tensorloom.passes.support.objectives import StepOptimizer
 from tensorloom.passes.support.param_groups import (
     GroupProblem,
     Param,
@@ -40,8 +40,8 @@ from tensorloom.source import Span
 MATRIX_ONLY = ("Muon",)
 """Optimizers that take 2-D parameters only (torch.optim.Muon orthogonalises a matrix)."""
 
-Owner = tuple[Step, StepOptimizer]
-"""The step and the optimizer that update a parameter."""
+Owner = tuple[str, StepOptimizer]
+"""Where the optimizer that updates a parameter is (`step `ce``, `` `optimizer` ``), and it."""
 
 OptionsCheck = Callable[[str, tuple[tuple[str, object], ...]], tuple[str, str, str | None] | None]
 """(optimizer, per-group options) -> (code, message, help) of what is wrong, or None."""
@@ -69,13 +69,14 @@ def model_trees(module: ModuleOp, names: Sequence[str]) -> dict[str, ModelTree]:
 class GroupChecker:
     module: ModuleOp
     loop: train.LoopOp
-    steps: Sequence[Step]
+    users: Sequence[tuple[str, Sequence[StepOptimizer]]]  # ("step `ce`", its optimizers)
     options_check: OptionsCheck
     owners: dict[Param, Owner] = field(default_factory=dict[Param, "Owner"])
     twice: dict[tuple[int, int], tuple[Owner, Owner, Span | None, list[Param]]] = field(
         default_factory=dict[tuple[int, int], "tuple[Owner, Owner, Span | None, list[Param]]"]
     )
     failed: bool = False  # a selection was reported: no warning about what it left out
+    names_checked: bool = True  # the caller reported a bare name that is no model or group
 
     def check(self) -> None:
         models = self.loop.model_names()
@@ -84,9 +85,9 @@ class GroupChecker:
         resolver = Resolver(models, model_trees(self.module, models), groups)
         for name, op in ops.items():
             self._group(resolver, name, op)
-        for step in self.steps:
-            for optimizer in step.optimizers:
-                self._optimizer(resolver, step, optimizer)
+        for label, optimizers in self.users:
+            for optimizer in optimizers:
+                self._optimizer(resolver, label, optimizer)
         self._report_twice()
         if not self.failed:
             self._uncovered(resolver)
@@ -122,7 +123,7 @@ class GroupChecker:
             message = f"the group `{name}` selects no parameters"
             _error(where, "TL0451", message, "check its layer paths, `match` and `ndim`")
 
-    def _optimizer(self, resolver: Resolver, step: Step, optimizer: StepOptimizer) -> None:
+    def _optimizer(self, resolver: Resolver, label: str, optimizer: StepOptimizer) -> None:
         where = span_of(optimizer.loc) if optimizer.loc is not None else None
         for arg in optimizer.args:
             params = self._arg(resolver, optimizer, arg, where)
@@ -131,7 +132,7 @@ class GroupChecker:
             if optimizer.name in MATRIX_ONLY:
                 self._matrices(resolver, optimizer, params, where)
             for param in params:
-                self._own(param, step, optimizer, where)
+                self._own(param, label, optimizer, where)
 
     def _arg(
         self, resolver: Resolver, optimizer: StepOptimizer, arg: ParamArg, where: Span | None
@@ -141,7 +142,7 @@ class GroupChecker:
             if problem is not None:
                 _error(where, *problem)
                 self.failed = True
-        if _is_unknown_model(arg, resolver):
+        if self.names_checked and _is_unknown_model(arg, resolver):
             return None  # check-train's TL0433: not a model of this block
         try:
             params = resolver.select(arg.selection)
@@ -169,27 +170,27 @@ class GroupChecker:
                 _error(where, "TL0454", message, help_text)
                 return
 
-    def _own(self, param: Param, step: Step, optimizer: StepOptimizer, where: Span | None) -> None:
+    def _own(self, param: Param, label: str, optimizer: StepOptimizer, where: Span | None) -> None:
         first = self.owners.get(param)
         if first is None:
-            self.owners[param] = (step, optimizer)
+            self.owners[param] = (label, optimizer)
             return
         if param[0] in first[1].whole_models() and param[0] in optimizer.whole_models():
             return  # TL0432: the whole model is in two optimizers
         key = (id(first[1]), id(optimizer))
-        self.twice.setdefault(key, (first, (step, optimizer), where, []))[3].append(param)
+        self.twice.setdefault(key, (first, (label, optimizer), where, []))[3].append(param)
 
     def _report_twice(self) -> None:
         """TL0452 once per pair of optimizers, naming the parameters they share."""
-        for (first_step, first), (step, optimizer), where, params in self.twice.values():
+        for (first_label, first), (label, optimizer), where, params in self.twice.values():
             shared = describe(params)
             verb = "is" if len(params) == 1 else "are"
             if first is optimizer:
                 message = f"{shared} {verb} selected twice by `{optimizer.name}`"
             else:
                 message = (
-                    f"{shared} {verb} updated by two optimizers: `{first.name}` of step "
-                    f"`{first_step.objective}` and `{optimizer.name}` of step `{step.objective}`"
+                    f"{shared} {verb} updated by two optimizers: `{first.name}` of "
+                    f"{first_label} and `{optimizer.name}` of {label}"
                 )
             help_text = "give each parameter to one optimizer: subtract one group from the other"
             earlier = span_of(first.loc) if first.loc is not None else None

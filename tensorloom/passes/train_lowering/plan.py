@@ -15,20 +15,22 @@ schedule, DDP's wrap, activation checkpointing, CUDA-graph step marks) is left o
 
 from __future__ import annotations
 
+import builtins
+import keyword
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
 from xdsl.dialects.builtin import LocationAttr
 from xdsl.ir import Attribute
 
-from tensorloom.catalogue.datasets import SEQUENCE_TASKS, is_file_source
+from tensorloom.catalogue.datasets import PAIRED_SOURCES, SEQUENCE_TASKS, is_file_source
 from tensorloom.dialects.train import CUDA_GRAPH_MODES
 from tensorloom.passes.support.loss_functions import Metric
 from tensorloom.passes.support.py_builder import Value
 
 CLASSIFICATION_LOSSES = ("CrossEntropy", "NLL")
 # Optimizer keywords that choose its implementation: set by the user, they are kept.
-_OPTIMIZER_MODES = frozenset({"fused", "foreach", "capturable", "differentiable"})
+OPTIMIZER_MODES = frozenset({"fused", "foreach", "capturable", "differentiable"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +81,7 @@ class ScriptPlan:
     language_model_data: bool = False  # `"text"` or `"tokens"`: windows of runtime/tokens.py
     custom_loss: str | None = None  # `loss = NAME`, a `fn NAME(out, y)` of the `.tl` file
     objective: str | None = None  # `objective = NAME`, a `fn NAME(net, x, y)`: it calls the model
+    samples: str | None = None  # `samples = NAME`, a `fn NAME(net)` returning images: a PNG grid
     forward_inputs: int = 1  # the model's forward's parameters (an objective may pass several)
     # The `fn`s (loss, metrics) that take the batch's inputs too: `fn NAME(out, x, y)`.
     takes_inputs: frozenset[str] = frozenset()
@@ -90,6 +93,11 @@ class ScriptPlan:
     data_location: LocationAttr | None = None
     model_location: LocationAttr | None = None  # the instance's `let net = Classifier()`
     optimizer_location: LocationAttr | None = None  # where `optimizer` is set
+    # `optimizer = (Muon(hidden), AdamW(rest))`: each optimizer as train.config holds it
+    # (name, args: selections as plain data with per-group options, kwargs with `lr`)
+    optimizer_set: tuple[dict[str, object], ...] = ()
+    groups: tuple[tuple[str, Attribute], ...] = ()  # the block's `group` lines
+    instance: str = "net"  # the model's name in the `.tl` file, which the groups' paths start with
     recipe: RecipePlan = RecipePlan()
     # `distributed = "fsdp"`: the layers `fully_shard` makes units of (the root is one too)
     fsdp_blocks: tuple[str, ...] | None = None
@@ -99,6 +107,26 @@ class ScriptPlan:
     pretrained: tuple[str, tuple[tuple[object, ...], ...]] | None = None
     freeze: tuple[str, ...] = ()  # `freeze = [wte, h[0:6]]`: layer paths (`h[0:6]` as written)
     lora: dict[str, Value] | None = None  # `lora = LoRA(...)`: rank, alpha, dropout, targets
+    # Data of named fields: the fields each batch carries (the loop's `batch_fields`), and
+    # the parameters of each `fn` the script calls with a batch; () for batches of (x, y).
+    batch_fields: tuple[str, ...] = ()
+    function_params: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    @property
+    def batch_names(self) -> tuple[str, ...]:
+        """A batch's tensors as the script names them: `xb, yb`, or its fields."""
+        if not self.batch_fields:
+            return ("xb", "yb")
+        return tuple(field_variable(f) for f in self.batch_fields)
+
+    def batch_arguments(self, function: str, models: int = 1) -> tuple[str, ...]:
+        """What the `fn` `function` receives after its models: `xb, yb`, or its fields."""
+        if not self.batch_fields:
+            return ("xb", "yb")
+        params = dict(self.function_params)[function][models:]
+        if not all(p in self.batch_fields for p in params):  # (x, y) data, taken in order
+            params = ("x", "y")
+        return tuple(field_variable(p) for p in params)
 
     @property
     def sharded(self) -> bool:
@@ -168,7 +196,7 @@ class ScriptPlan:
         """Adam, AdamW or SGD with no implementation keyword the user chose: the script picks
         the fused (or capturable) one."""
         chosen = {name for name, _ in self.optimizer_kwargs}
-        return self.optimizer in ("Adam", "AdamW", "SGD") and not chosen & _OPTIMIZER_MODES
+        return self.optimizer in ("Adam", "AdamW", "SGD") and not chosen & OPTIMIZER_MODES
 
     @property
     def whole_step_graph(self) -> bool:
@@ -183,10 +211,27 @@ class ScriptPlan:
             and self.recipe.ema is None
             and self.recipe.eval_every is None
             and self.fusable_optimizer
+            and not self.batch_fields  # the captured step copies into static (x, y) buffers
         )
 
 
 # --- what the script trains on ----------------------------------------------------------------
+
+# Names a field's variable would shadow in the script's loop and step functions.
+_SCRIPT_NAMES = frozenset({
+    "args", "bar", "batch", "batches", "batches_used", "ctx", "description", "device", "epoch",
+    "F", "info", "inputs", "logits", "loss", "loss_sum", "max_steps", "model", "models", "nn",
+    "optimizer", "output", "plan", "record", "scaled", "skip", "state", "step", "sums", "sync",
+    "target", "torch", "totals", "train", "trainer", "val", "values",
+})  # fmt: skip
+
+
+def field_variable(field: str) -> str:
+    """The script's variable for a batch's field: its name, or `NAME_b` where the name is
+    Python's (a keyword, a builtin) or the loop's own."""
+    if keyword.iskeyword(field) or field in dir(builtins) or field in _SCRIPT_NAMES:
+        return f"{field}_b"
+    return field
 
 
 def data_name(plan: ScriptPlan) -> str:
@@ -209,7 +254,7 @@ def image_dataset(plan: ScriptPlan) -> bool:
     return not (
         plan.language_model_data
         or plan.dataset is None
-        or plan.dataset == "digits"
+        or plan.dataset in ("digits", *PAIRED_SOURCES)
         or plan.dataset in SEQUENCE_TASKS
         or is_file_source(plan.dataset)
     )

@@ -1,5 +1,5 @@
-"""The script's set-up as `py` ops: `build_scheduler`, the `Trainer` record, `build_trainer`
-(and `_whole_step_graph`) and `build_recipe`.
+"""The script's set-up as `py` ops: `build_scheduler`, `build_trainer` (which fills
+runtime/trainer.py's `Trainer` record) and `build_recipe` (DDP, FSDP).
 
     def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
         seed_everything(args.seed)
@@ -7,7 +7,7 @@
         model = Classifier().to(ctx.device)  # mnist.tl:31
         plan = resolve_precision(args.precision, ctx.device)
         ...
-        return Trainer(ctx, model, train_model, compiled, optimizer, scaler, scheduler, plan, ...)
+        return Trainer(ctx, model, train_model, compiled, optimizer, scheduler, ..., scaler=scaler)
 
 What the plan decides: the precision plan and the GradScaler (fields, arguments, their
 `Trainer` slots) only under insert-amp's marker; DDP's wrap or FSDP's sharding under
@@ -27,11 +27,14 @@ from xdsl.ir import Operation, SSAValue
 from tensorloom.catalogue.optimizers import OPTIMIZERS
 from tensorloom.catalogue.schedules import PER_EPOCH
 from tensorloom.dialects import py
-from tensorloom.passes.support.py_builder import PyBuilder
+from tensorloom.passes.support.param_groups import ParamArg, decode
+from tensorloom.passes.support.py_builder import PyBuilder, Value
+from tensorloom.passes.train_lowering.optimizer_groups import GroupEmitter
+from tensorloom.passes.train_lowering.plan import OPTIMIZER_MODES as MODES
 from tensorloom.passes.train_lowering.plan import ScriptPlan
 from tensorloom.passes.train_lowering.train_loop import model_ops
 
-DEFINES = ("build_scheduler", "Trainer", "build_trainer", "_whole_step_graph", "build_recipe")
+DEFINES = ("build_scheduler", "build_trainer", "build_recipe")
 """The top-level names these take in the script (mangle-names keeps them free)."""
 
 
@@ -138,10 +141,40 @@ Modes = Callable[[PyBuilder, ScriptPlan], list[tuple[str, SSAValue]]]
 def _optimizer(b: PyBuilder, plan: ScriptPlan, modes: Modes) -> None:
     """`optimizer = torch.optim.Adam(params, lr=LEARNING_RATE, ..., fused=...)`: the
     block's keywords (`lr` is LEARNING_RATE), then the implementation this run picks."""
+    if plan.optimizer_set:
+        _optimizer_set(b, plan)
+        return
     params = _parameters(b, plan)
     options = [(k, b.value(v)) for k, v in plan.optimizer_kwargs]
     arguments = [("", params), ("lr", b.name("LEARNING_RATE")), *options, *modes(b, plan)]
     b.assign("optimizer", b.call_with(f"torch.optim.{plan.optimizer}", arguments))
+    if plan.optimizer_location is not None:
+        b.ops[-1].location = plan.optimizer_location
+
+
+def _optimizer_set(b: PyBuilder, plan: ScriptPlan) -> None:
+    """`optimizer = (Muon(hidden), AdamW(rest))`: the groups, each optimizer over its own
+    (fused on CUDA where torch has it and the block chose no implementation), and one
+    `OptimizerSet` the loop steps, schedules, clips and checkpoints as it would one."""
+    emitter = GroupEmitter(dict(plan.groups), {plan.instance: "model"})
+    emitter.emit_groups(b)
+    empty = b.value({})
+    b.assign("optimizers", empty, annotation=b.generic("dict", "str", "torch.optim.Optimizer"))
+    keys: list[str] = []
+    for entry in plan.optimizer_set:
+        name = str(entry["name"])
+        key = name if name not in keys else f"{name}_{keys.count(name) + 1}"
+        keys.append(name)
+        args = [ParamArg(decode(a["select"]), tuple(a["options"].items()))  # type: ignore[index,union-attr]
+                for a in entry["args"]]  # type: ignore[union-attr]  # fmt: skip
+        kwargs: dict[str, Value] = dict(entry["kwargs"])  # type: ignore[call-overload]
+        arguments = [("", emitter.parameters(b, args))]
+        arguments += [(k, b.value(v)) for k, v in kwargs.items()]
+        if name in ("Adam", "AdamW", "SGD") and not plan.sharded and not set(kwargs) & MODES:
+            arguments.append(("fused", _on_cuda(b)))
+        made = b.call_with(f"torch.optim.{name}", arguments)
+        b.assign(b.subscript(b.name("optimizers"), b.const(key)), made)
+    b.assign("optimizer", b.call("OptimizerSet", b.name("optimizers")))
     if plan.optimizer_location is not None:
         b.ops[-1].location = plan.optimizer_location
 

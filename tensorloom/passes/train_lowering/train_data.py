@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from xdsl.ir import Operation, SSAValue
 
-from tensorloom.catalogue.datasets import SEQUENCE_TASKS, is_file_source
+from tensorloom.catalogue.datasets import PAIRED_SOURCES, SEQUENCE_TASKS, is_file_source
 from tensorloom.dialects import py
 from tensorloom.passes.support.py_builder import PyBuilder
 from tensorloom.passes.train_lowering.plan import ScriptPlan, image_dataset
@@ -39,6 +39,8 @@ def _reader(b: PyBuilder, plan: ScriptPlan) -> SSAValue:
         name, named = "load_synthetic", False
     elif plan.dataset == "digits":
         name, named = "load_digits", False
+    elif plan.dataset in PAIRED_SOURCES:
+        name, named = "load_digit_captions", False
     elif plan.dataset in SEQUENCE_TASKS:
         name, named = "load_sequence_task", True
     elif is_file_source(plan.dataset):

@@ -84,6 +84,16 @@ def _on_rank_zero(
         b.if_(condition, then)
 
 
+def _samples(b: PyBuilder, plan: ScriptPlan) -> None:
+    """`samples = sample`: every rank draws `sample(model)` (a sharded model's forward needs
+    them all), the same noise each epoch; rank 0 writes the grid."""
+    each = b.call("partial", b.name(plan.samples or ""), b.path("trainer", "model"))
+    b.assign("images", b.call("draw_samples", each, seed=b.path("args", "seed")))
+    write = PyBuilder()
+    write.expr(write.call("write_sample_grid", write.name("images"), write.path("args", "samples")))
+    _on_rank_zero(b, plan, None, write)
+
+
 def after_validation_ops(plan: ScriptPlan) -> list[Operation]:
     """`after_validation`: the recipe counts the record (early stopping, the best); a new
     best of `keep_best`'s metric saves best.pt (best/, sharded, under FSDP)."""
@@ -419,6 +429,8 @@ def _epoch(b: PyBuilder, plan: ScriptPlan, epoch: SSAValue) -> None:
     b.expr(b.method(b.name("metrics"), "write", written))
     summary = b.call("format_epoch_summary", b.name("record"), epochs=b.path("args", "epochs"))
     _log(b, plan, summary)
+    if plan.samples is not None:
+        _samples(b, plan)
     if plan.schedule in PER_EPOCH:
         _plateau_step(b)
     if plan.recipe.keep_best is not None:

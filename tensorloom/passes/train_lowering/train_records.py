@@ -206,22 +206,48 @@ def metrics_evaluate_ops(plan: ScriptPlan, name: str) -> list[Operation]:
     _validation_loop(body, plan)
     _metrics_means(body, plan)
     evaluate_def(top, name, body, lambda b: b.generic("dict", "str", "float"))
-    if plan.objective is not None:  # the objective calls the model: no outputs to measure
-        return top.ops
+    if plan.objective is not None:  # the objective calls the model: metrics do too
+        return [*top.ops, *objective_metrics_ops(plan)] if plan.metrics else top.ops
     return [*top.ops, *batch_metrics_ops(plan)]
 
 
+def objective_metrics_ops(plan: ScriptPlan) -> list[Operation]:
+    """`batch_metrics(model, inputs, target)` beside an objective: each metric `fn`, which
+    calls the model as the objective does, on one batch (its fields, by name)."""
+    top, body = PyBuilder(), PyBuilder()
+    names = ", ".join(m.name for m in plan.metrics)
+    body.expr(body.const(f"`metrics = [{names}]`: each one's mean over the batch."))
+    batch = list(plan.batch_names) if plan.batch_fields else ["inputs", "target"]
+    values = []
+    for metric in plan.metrics:
+        taken = plan.batch_arguments(metric.name) if plan.batch_fields else batch
+        call = body.call(metric.name, body.name("model"), *(body.name(p) for p in taken))
+        values.append(body.method(call, "float"))
+    body.assign("means", body.add(py.ListOp(values)))
+    body.ret(body.call("torch.stack", body.name("means")))
+    params = [("model", "nn.Module"), *((p, "torch.Tensor") for p in batch)]
+    top.def_("batch_metrics", params, body, "torch.Tensor")
+    return top.ops
+
+
 def _validation_loop(b: PyBuilder, plan: ScriptPlan) -> None:
-    """`for xb, yb in trainer.val_loader:` each batch's loss and metrics, times its size."""
-    loop = py.ForOp(b.path("trainer", "val_loader"), targets=2)
-    xb, yb = loop.body.block.args
-    xb.name_hint, yb.name_hint = "xb", "yb"
+    """`for xb, yb in trainer.val_loader:` each batch's loss and metrics, times its size
+    (over named fields, `for image, text in ...`)."""
+    loop = py.ForOp(b.path("trainer", "val_loader"), targets=len(plan.batch_names))
+    for arg, name in zip(loop.body.block.args, plan.batch_names, strict=True):
+        arg.name_hint = name
+    batch = list(loop.body.block.args)
+    xb, yb = batch[0], batch[-1]
     each, inner = PyBuilder(), PyBuilder()
     if plan.cuda_graphs:
         each.expr(each.call("mark_step_begin", each.name("trainer")))
-    if plan.objective is not None:  # the objective calls the model: no output, no METRICS
-        loss = inner.method(inner.call("loss_fn", inner.name("model"), xb, yb), "float")
+    if plan.objective is not None:  # the objective calls the model, as its metrics do
+        loss = inner.method(inner.call("loss_fn", inner.name("model"), *batch), "float")
         _add_to(inner, inner.const(0), inner.binop("*", loss, inner.call("len", xb)))
+        if plan.metrics:
+            rest = inner.add(py.SliceOp(lower=inner.const(2)))
+            metrics = inner.call("batch_metrics", inner.name("model"), *batch)
+            _add_to(inner, rest, inner.binop("*", metrics, inner.call("len", xb)))
         under_autocast(each, inner, plan)
         _add_to(each, each.const(1), each.call("len", xb))
         loop.body.block.add_ops(each.ops)

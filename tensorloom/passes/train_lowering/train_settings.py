@@ -132,7 +132,9 @@ def _run_length(b: PyBuilder, plan: ScriptPlan) -> None:
         )
     else:
         b.assign("BATCH_SIZE", b.const(plan.batch_size), comment="per process")
-    b.assign("LEARNING_RATE", b.const(plan.learning_rate))
+    note = "the first optimizer's: a schedule's `min_lr` is read against it"
+    b.assign("LEARNING_RATE", b.const(plan.learning_rate),
+             comment=note if plan.optimizer_set else None)  # fmt: skip
 
 
 def _checkpoints(b: PyBuilder, plan: ScriptPlan) -> None:

@@ -59,15 +59,15 @@ def _loss(b: PyBuilder, plan: ScriptPlan, model: tuple[str, ...]) -> None:
     module = inner.name(model[0])
     for part in model[1:]:
         module = inner.attr(module, part)
-    xb, yb = inner.name("xb"), inner.name("yb")
+    batch = [inner.name(n) for n in plan.batch_names]  # xb, yb; or the batch's fields
     if plan.distributed and plan.objective is not None:  # the objective calls the DDP model
-        inner.assign("loss", inner.call("loss_fn", module, xb, yb))
+        inner.assign("loss", inner.call("loss_fn", module, *batch))
     elif plan.distributed:  # DDP wraps the model: the loss is computed beside it
-        output = inner.call(module, xb)
+        output = inner.call(module, batch[0])
         targets = [inner.name(n) for n in plan.loss_targets]
         inner.assign("loss", inner.call("loss_fn", output, *targets))
     else:  # BatchLoss: the forward and the loss, compiled together
-        inner.assign("loss", inner.call(module, xb, yb))
+        inner.assign("loss", inner.call(module, *batch))
     if not plan.amp:
         b.ops += inner.ops
         return
@@ -110,7 +110,8 @@ def forward_backward_ops(plan: ScriptPlan) -> list[Operation]:
         _loss(body, plan, ("trainer", "train_model"))
         _backward(body, plan)
     body.ret(body.method(body.name("loss"), "detach"))
-    params = [("trainer", "Trainer"), ("xb", "torch.Tensor"), ("yb", "torch.Tensor")]
+    tensors = [(n, "torch.Tensor") for n in plan.batch_names]
+    params = [("trainer", "Trainer"), *tensors]
     if plan.distributed:  # whether DDP all-reduces this micro-batch's gradients
         params.append(("sync", "bool"))
     top.def_("_forward_backward", params, body, "torch.Tensor")
@@ -279,8 +280,8 @@ def train_one_epoch_ops(plan: ScriptPlan) -> list[Operation]:
     accum = {"grad_accum": body.name("GRAD_ACCUM")} if plan.grad_accum != 1 else {}
     batches = body.call("epoch_batches", body.name("trainer"), body.name("epoch"),
                         body.name("max_steps"), skip=body.name("batches"), **accum)  # fmt: skip
-    loop = py.ForOp(batches, targets=2)
-    xb, yb = _loop_vars(loop, "xb", "yb")
+    loop = py.ForOp(batches, targets=len(plan.batch_names))
+    batch = _loop_vars(loop, *plan.batch_names)
     each = PyBuilder()
     if plan.grad_accum != 1:
         following = each.binop("+", each.name("batches"), each.const(1))
@@ -291,7 +292,7 @@ def train_one_epoch_ops(plan: ScriptPlan) -> list[Operation]:
     else:
         sync = each.const(True)
     synced = {"sync": sync} if plan.distributed else {}
-    step_loss = each.call("_forward_backward", each.name("trainer"), xb, yb, **synced)
+    step_loss = each.call("_forward_backward", each.name("trainer"), *batch, **synced)
     each.stmt(py.AugAssignOp("+=", each.name("loss_sum"), step_loss))
     each.stmt(py.AugAssignOp("+=", each.name("batches"), each.const(1)))
     after = PyBuilder()
@@ -474,17 +475,20 @@ def _custom_loss_ops(plan: ScriptPlan) -> list[Operation]:
 
 
 def _objective_ops(plan: ScriptPlan) -> list[Operation]:
-    """`loss_fn(model, inputs, target)`: the objective, which calls the model itself."""
+    """`loss_fn(model, inputs, target)`: the objective, which calls the model itself; over
+    named fields, `loss_fn(model, image, text)`, each batch's fields (`objective` takes its
+    own, by name)."""
     name = plan.objective
     assert name is not None
     top, body = PyBuilder(), PyBuilder()
     body.expr(body.const(f"`objective = {name}`: the function `{name}` of {plan.source}, above."))
-    params = ["model", "inputs", "target"]
-    returned = py.ReturnOp([body.call(name, *(body.name(p) for p in params))])
+    batch = list(plan.batch_names) if plan.batch_fields else ["inputs", "target"]
+    taken = plan.batch_arguments(name) if plan.batch_fields else batch
+    returned = py.ReturnOp([body.call(name, body.name("model"), *(body.name(p) for p in taken))])
     if plan.loss_location is not None:
         returned.location = plan.loss_location
     body.stmt(returned)
-    types = [("model", "nn.Module"), ("inputs", "torch.Tensor"), ("target", "torch.Tensor")]
+    types = [("model", "nn.Module"), *((p, "torch.Tensor") for p in batch)]
     top.def_("loss_fn", types, body, "torch.Tensor")
     return top.ops
 
@@ -596,8 +600,9 @@ def batch_loss_ops(plan: ScriptPlan) -> list[Operation]:
     init.expr(init.method(init.call("super"), "__init__"))
     init.assign(init.attr(init.name("self"), "model"), init.name("model"))
     module = forward.attr(forward.name("self"), "model")
+    batch = plan.batch_names
     if plan.objective is not None:
-        forward.ret(forward.call("loss_fn", module, forward.name("xb"), forward.name("yb")))
+        forward.ret(forward.call("loss_fn", module, *(forward.name(n) for n in batch)))
     else:
         output = forward.call(module, forward.name("xb"))
         targets = [forward.name(n) for n in plan.loss_targets]
@@ -608,10 +613,10 @@ def batch_loss_ops(plan: ScriptPlan) -> list[Operation]:
            "`torch.compile` of this module sees the forward and the loss together")  # fmt: skip
     loss = f"loss_fn(model(xb), {', '.join(plan.loss_targets)})"
     if plan.objective is not None:
-        loss = "loss_fn(model, xb, yb)"  # the objective calls the model
+        loss = f"loss_fn(model, {', '.join(batch)})"  # the objective calls the model
     body.expr(body.const(f"The training loss of a batch, `{loss}`, as one module.\n\n{use}.\n"))
     tensor = "torch.Tensor"
     body.def_("__init__", [("self", ""), ("model", "nn.Module")], init, None)
-    body.def_("forward", [("self", ""), ("xb", tensor), ("yb", tensor)], forward, tensor)
+    body.def_("forward", [("self", ""), *((n, tensor) for n in batch)], forward, tensor)
     top.stmt(py.ClassOp("BatchLoss", [top.name("nn.Module")], body.ops))
     return top.ops

@@ -1,4 +1,4 @@
-"""The script of a train block of `step` lines: several models, one optimizer per step.
+"""The script of a train block of `step` lines: several models, one or more optimizers a step.
 
     train (G, D) on data:                         def train_step(trainer, xb, yb):
         step d_loss with Adam(D, lr=2e-4)             G, D = trainer.G, trainer.D
@@ -13,27 +13,24 @@
 Each batch runs the block's steps in order (zero_grad, objective, backward, step of that
 optimizer), as pytorch/examples' dcgan/main.py does; runtime/steps.py holds what every
 such program shares (the epoch, validation, checkpoints with every model and optimizer).
-A model no step names is wrapped in `Frozen` (no_grad, eval mode). The sections reuse the
-one-model script's data loaders (train_data.py) and its settings' names.
+A step of several optimizers over parameter groups (`step ce with Muon(hidden),
+AdamW(rest)`: optimizer_groups.py selects them) zeroes them all, runs one backward and
+steps each (`optimizers["ce.Muon"]`, `optimizers["ce.AdamW"]`), each with its own
+`lr_schedule` (a LambdaLR in `trainer.schedulers`) and `grad_clip`. A model no step names
+is wrapped in `Frozen` (no_grad, eval mode). The sections reuse the one-model script's
+data loaders (train_data.py) and its settings' names.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from tensorloom.dialects import py
-from tensorloom.dialects.nml import CallAttr, ExprAttr
-from tensorloom.passes.support.model_env import evaluate
-from tensorloom.passes.support.param_groups import (
-    SELECT,
-    ParamArg,
-    selection_groups,
-    split_path,
-)
+from tensorloom.passes.support.param_groups import ParamArg
 from tensorloom.passes.support.py_builder import PyBuilder, Value
+from tensorloom.passes.train_lowering.optimizer_groups import GroupEmitter
 from tensorloom.passes.train_lowering.plan import ScriptPlan, data_description, program_name
 from tensorloom.passes.train_lowering.train_data import build_loaders_ops, info_type, loader_type
 
@@ -68,6 +65,7 @@ class StepPlan:
     optimizers: tuple[OptimizerPlan, ...]  # one backward, then each steps
     models: tuple[str, ...]  # whose parameters the step updates
     location: Attribute | None
+    epochs: tuple[int | None, int | None] = (None, None)  # `from epoch 4 until epoch 9`
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +91,25 @@ class StepsPlan:
         """The optimizers with an `lr_schedule`, in the block's order."""
         return [o for s in self.steps for o in s.optimizers if o.schedule is not None]
 
+    @property
+    def distributed(self) -> bool:
+        """`distributed = true`: one DistributedDataParallel wrap per trained model."""
+        return self.base.distributed
+
+    @property
+    def trained(self) -> tuple[ModelPlan, ...]:
+        return tuple(m for m in self.models if not m.frozen)
+
+    @property
+    def ema(self) -> float | None:
+        """`ema = 0.999`: the decay of an average of each trained model's weights."""
+        return self.base.recipe.ema
+
+    @property
+    def windowed(self) -> bool:
+        """Whether some step runs in some epochs only (`from epoch`, `until epoch`)."""
+        return any(s.epochs != (None, None) for s in self.steps)
+
 
 def steps_sources(plan: StepsPlan) -> list[Operation]:
     """Every section after the models and objectives, in the script's order."""
@@ -107,7 +124,7 @@ def steps_sources(plan: StepsPlan) -> list[Operation]:
         *_objective_values_ops(plan),
         *_save_ops(plan),
         *_train_ops(plan),
-        *_main_ops(),
+        *_main_ops(plan.distributed),
     ]
 
 
@@ -137,6 +154,12 @@ def _settings_ops(plan: StepsPlan) -> list[Operation]:
         b.value([s.objective for s in plan.steps]),
         comment="one step each, in this order",
     )
+    if plan.ema is not None:
+        b.assign("EMA_DECAY", b.const(plan.ema), comment="`ema`: each trained model's average")
+    if plan.windowed:
+        windows = {s.objective: s.epochs for s in plan.steps}
+        note = "the epochs (from 1, both ends in) each step runs in; None: no bound"
+        b.assign("EPOCHS_OF", b.value(windows), comment=note)  # type: ignore[arg-type]
     if plan.scheduled:
         schedules = b.value({o.key: o.schedule for o in plan.scheduled})  # type: ignore[misc]
         b.assign("OPTIMIZER_SCHEDULES", schedules, comment="each optimizer's `lr_schedule`",
@@ -168,6 +191,13 @@ def _parse_args_ops(plan: StepsPlan) -> list[Operation]:
     _argument(b, "--evaluate", default=b.const(None), metavar=b.const("CHECKPOINT"),
               help=b.const("the validation objectives of a checkpoint; no training"))  # fmt: skip
     _argument(b, "--data-root", default=b.const(None), help=b.const("where datasets live"))
+    if plan.base.samples is not None:
+        where = b.const(f"samples/{program_name(plan.base)}.png")
+        drawn = b.const(f"the PNG grid `{plan.base.samples}` draws after each epoch")
+        _argument(b, "--samples", default=where, help=drawn)
+    if plan.compile_mode is not None:
+        _argument(b, "--compile", choices=b.value(("auto", "on", "off")), default=b.const("auto"),
+                  help=b.const("torch.compile each model; auto: on CUDA"))  # fmt: skip
     _argument(b, "--precision", choices=b.value(("auto", "fp32", "fp16", "bf16")),
               default=b.name("PRECISION"))  # fmt: skip
     b.ret(b.method(b.name("parser"), "parse_args", b.name("argv")))
@@ -197,8 +227,20 @@ def _trainer_ops(plan: StepsPlan) -> list[Operation]:
     for model in plan.models:
         note = "frozen: no step updates it" if model.frozen else None
         b.assign(model.name, None, annotation=b.name("nn.Module"), comment=note)
+    if plan.distributed:
+        wrapped = b.generic("dict", "str", "nn.Module")
+        b.assign("ddp", None, annotation=wrapped,
+                 comment="each trained model's DistributedDataParallel wrap")  # fmt: skip
     optimizers = b.generic("dict", "str", "torch.optim.Optimizer")
-    b.assign("optimizers", None, annotation=optimizers, comment="by objective")
+    b.assign(
+        "optimizers",
+        None,
+        annotation=optimizers,
+        comment="by objective (`ce.Muon` of a step of several)",
+    )
+    if plan.ema is not None:
+        b.assign("emas", None, annotation=b.generic("dict", "str", "ModelEMA"),
+                 comment="an average of each trained model's weights, by model")  # fmt: skip
     scalers = b.generic("dict", "str", b.optional("torch.amp.GradScaler"))
     b.assign("scalers", None, annotation=scalers, comment="one per step")
     if plan.scheduled:
@@ -213,6 +255,8 @@ def _trainer_ops(plan: StepsPlan) -> list[Operation]:
                  comment="the models as the steps run them: compiled on CUDA")  # fmt: skip
     b.assign("step", b.const(0), annotation=b.name("int"))
     b.assign("start_epoch", b.const(0), annotation=b.name("int"))
+    if plan.windowed:
+        b.assign("epoch", b.const(0), annotation=b.name("int"), comment="the running one, from 0")
     carry = b.optional(b.generic("tuple", b.generic("dict", "str", "torch.Tensor"), "int"))
     b.assign("carry", b.const(None), annotation=carry,
              comment="resumed mid-epoch: (objective sums, batches)")  # fmt: skip
@@ -247,10 +291,11 @@ def _build_trainer_ops(plan: StepsPlan) -> list[Operation]:
     empty = b.value({})
     kind = b.generic("dict", "str", "torch.optim.Optimizer")
     b.assign("optimizers", empty, annotation=kind)
-    _groups(b, plan)
+    emitter = _emitter(plan)
+    emitter.emit_groups(b)
     for step in plan.steps:
         for optimizer in step.optimizers:
-            _optimizer(b, plan, step, optimizer)
+            _optimizer(b, emitter, step, optimizer)
     scalers = py.ComprehensionOp("dict", b.name("OBJECTIVES"), targets=1)
     name = scalers.body.block.args[0]
     name.name_hint = "name"
@@ -265,33 +310,73 @@ def _build_trainer_ops(plan: StepsPlan) -> list[Operation]:
             b.comment(f"`{model.name}` is in no step: run under no_grad, in eval mode")
             b.assign(model.name, b.call("Frozen", b.name(model.name)))
     compiled = [_compiled_models(b, plan)] if plan.compile_mode is not None else []
+    if plan.distributed:
+        _ddp_wraps(b, plan)
+    wraps = [b.name("ddp")] if plan.distributed else []
     scheduled = [b.name("schedulers")] if plan.scheduled else []
-    fields = [b.name("ctx"), *(b.name(m.name) for m in plan.models), b.name("optimizers"),
-              b.name("scalers"), *scheduled, b.name("plan"), b.name("train_loader"),
-              b.name("val_loader"), b.name("info"), *compiled]  # fmt: skip
+    emas = [_emas(b, plan)] if plan.ema is not None else []
+    fields = [b.name("ctx"), *(b.name(m.name) for m in plan.models), *wraps,
+              b.name("optimizers"), *emas, b.name("scalers"), *scheduled, b.name("plan"),
+              b.name("train_loader"), b.name("val_loader"), b.name("info"),
+              *compiled]  # fmt: skip
     b.ret(b.call("Trainer", *fields))
     params = [("args", "argparse.Namespace"), ("ctx", "DistContext")]
     top.def_("build_trainer", params, b, "Trainer")
     return top.ops
 
 
+def _emas(b: PyBuilder, plan: StepsPlan) -> SSAValue:
+    """`emas = {"G": ModelEMA(G, EMA_DECAY), ...}`: the trained models' averages."""
+    entries = [(b.const(m.name), b.call("ModelEMA", b.name(m.name), b.name("EMA_DECAY")))
+               for m in plan.trained]  # fmt: skip
+    b.assign("emas", b.add(py.DictOp(entries)))
+    return b.name("emas")
+
+
+def _ddp_wraps(b: PyBuilder, plan: StepsPlan) -> None:
+    """`ddp = {"G": DistributedDataParallel(G, ...), ...}`: one wrap per trained model (of
+    its compiled form under `compile`); a step calls the wraps of the models it updates and
+    the plain modules of the others."""
+    cuda = b.compare(b.path("ctx", "device", "type"), "==", b.const("cuda"))
+    ids = b.add(py.IfExpOp(cuda, b.add(py.ListOp([b.path("ctx", "local_rank")])), b.const(None)))
+    b.assign("device_ids", ids)
+    compiled = plan.compile_mode is not None
+
+    def run(name: str) -> SSAValue:
+        return b.subscript(b.name("compiled"), b.const(name)) if compiled else b.name(name)
+
+    entries = [(b.const(m.name), b.call("DistributedDataParallel", run(m.name),
+                                          device_ids=b.name("device_ids")))
+               for m in plan.trained]  # fmt: skip
+    b.assign("ddp", b.add(py.DictOp(entries)))
+
+
 def _compiled_models(b: PyBuilder, plan: StepsPlan) -> SSAValue:
     """`{"net": maybe_compile(net, on_cuda, COMPILE_MODE)}`: what the steps and validation
     call; the trainer keeps the models themselves for the optimizers and checkpoints."""
-    b.comment("`compile`: the steps and validation run the compiled models (on CUDA)")
+    b.comment("`compile`: the steps and validation run the compiled models (on CUDA; anywhere "
+              "with --compile on)")  # fmt: skip
     on_cuda = b.compare(b.path("ctx", "device", "type"), "==", b.const("cuda"))
-    b.assign("on_cuda", on_cuda)
-    entries = [(b.const(m.name), b.call("maybe_compile", b.name(m.name), b.name("on_cuda"),
+    choice = b.path("args", "compile")
+    auto = b.binop("and", b.compare(choice, "==", b.const("auto")), on_cuda)
+    b.assign("compile_it", b.binop("or", b.compare(choice, "==", b.const("on")), auto))
+    entries = [(b.const(m.name), b.call("maybe_compile", b.name(m.name), b.name("compile_it"),
                                         b.name("COMPILE_MODE"))) for m in plan.models]  # fmt: skip
     b.assign("compiled", b.add(py.DictOp(entries)))
     return b.name("compiled")
 
 
-def _optimizer(b: PyBuilder, plan: StepsPlan, step: StepPlan, optimizer: OptimizerPlan) -> None:
+def _emitter(plan: StepsPlan) -> GroupEmitter:
+    return GroupEmitter(dict(plan.groups), {m.name: m.name for m in plan.models})
+
+
+def _optimizer(
+    b: PyBuilder, emitter: GroupEmitter, step: StepPlan, optimizer: OptimizerPlan
+) -> None:
     """`optimizers["ce.Muon"] = torch.optim.Muon(groups["hidden"], lr=0.02)`."""
-    models = [_spelled(b, plan, a.selection) for a in optimizer.args]
-    b.comment(f"`step {step.objective}`: {optimizer.optimizer} over {', '.join(models)}")
-    params = _parameters(b, plan, optimizer)
+    spelled = ", ".join(emitter.spelled(a.selection) for a in optimizer.args)
+    b.comment(f"`step {step.objective}`: {optimizer.optimizer} over {spelled}")
+    params = emitter.parameters(b, optimizer.args)
     kwargs = {k: b.value(v) for k, v in optimizer.kwargs}
     made = b.call(f"torch.optim.{optimizer.optimizer}", params, **kwargs)
     assign = py.AssignOp(b.subscript(b.name("optimizers"), b.const(optimizer.key)), made)
@@ -332,104 +417,6 @@ def _schedulers(b: PyBuilder, plan: StepsPlan) -> None:
     b.stmt(loop)
 
 
-def _spelled(b: PyBuilder, plan: StepsPlan, selection: Attribute) -> str:
-    """An optimizer's argument as the block writes it, for the comment above it."""
-    if isinstance(selection, StringAttr):
-        return selection.data
-    return "a selection"
-
-
-def _parameters(b: PyBuilder, plan: StepsPlan, optimizer: OptimizerPlan) -> SSAValue:
-    """`D.parameters()`, `[*G.parameters(), *E.parameters()]` for several models, a group's
-    `ParamGroup`, or torch's param groups where an argument has options of its own:
-    `[{"params": groups["rest"]}, {"params": groups["gains"], "weight_decay": 0.0}]`."""
-    models = {m.name for m in plan.models}
-    args = optimizer.args
-    if all(_is_model(a.selection, models) and not a.options for a in args):
-        names = [a.selection.data for a in args]  # type: ignore[attr-defined]
-        if len(names) == 1:
-            return b.method(b.name(names[0]), "parameters")
-        starred = [b.add(py.UnaryOp("*", b.method(b.name(m), "parameters"))) for m in names]
-        return b.add(py.ListOp(starred))
-    if not any(a.options for a in args):
-        if len(args) == 1:
-            return _selection(b, plan, args[0].selection)
-        starred = [b.add(py.UnaryOp("*", _selection(b, plan, a.selection))) for a in args]
-        return b.add(py.ListOp(starred))
-    entries: list[SSAValue] = []
-    for arg in args:
-        pairs = [(b.const("params"), _selection(b, plan, arg.selection))]
-        pairs += [(b.const(k), b.value(v)) for k, v in arg.options]  # type: ignore[arg-type]
-        entries.append(b.add(py.DictOp(pairs)))
-    b.assign("param_groups", b.add(py.ListOp(entries)), comment="torch's per-group options")
-    return b.name("param_groups")
-
-
-def _is_model(selection: Attribute, models: set[str]) -> bool:
-    return isinstance(selection, StringAttr) and selection.data in models
-
-
-def _groups(b: PyBuilder, plan: StepsPlan) -> None:
-    """`groups["hidden"] = parameter_group(net, "blocks", ndim=2)`: each `group` line, after
-    the groups it names, selecting what `tlc check` resolved."""
-    if not plan.groups:
-        return
-    b.comment("the parameter groups: each `group` line, as `tlc check` resolved it")
-    empty = b.value({})
-    b.assign("groups", empty, annotation=b.generic("dict", "str", "ParamGroup"))
-    values = dict(plan.groups)
-    done: list[str] = []
-    for name, _ in plan.groups:
-        _group(b, plan, name, values, done)
-
-
-def _group(
-    b: PyBuilder, plan: StepsPlan, name: str, values: dict[str, Attribute], done: list[str]
-) -> None:
-    if name in done:
-        return
-    done.append(name)
-    for needed in selection_groups(values[name], values):
-        _group(b, plan, needed, values, done)
-    b.assign(b.subscript(b.name("groups"), b.const(name)), _selection(b, plan, values[name]))
-
-
-def _selection(b: PyBuilder, plan: StepsPlan, selection: Attribute) -> SSAValue:
-    """A selection as a `ParamGroup` expression: `groups["hidden"]`, `parameter_group(net)`,
-    `parameter_group(net, "blocks", ndim=2)`, `a - b`."""
-    groups = dict(plan.groups)
-    match selection:
-        case StringAttr(data=name) if name in groups:
-            return b.subscript(b.name("groups"), b.const(name))
-        case StringAttr(data=path):
-            return _select(b, path, {})
-        case CallAttr() if selection.callee.data == SELECT:
-            options = {k: _plain(v) for k, v in selection.kwargs.data.items()}
-            paths = [a.data for a in selection.args.data if isinstance(a, StringAttr)]
-            parts = [_select(b, p, options) for p in paths]
-            result = parts[0]
-            for part in parts[1:]:
-                result = b.binop("+", result, part)
-            return result
-        case ExprAttr():
-            left, right = (_selection(b, plan, a) for a in selection.operands.data)
-            return b.binop(selection.op.data, left, right)
-        case _:
-            raise AssertionError("check-train reports a selection it cannot resolve")
-
-
-def _select(b: PyBuilder, path: str, options: dict[str, object]) -> SSAValue:
-    model, rest = split_path(path)
-    args = [b.name(model)] + ([b.const(rest)] if rest else [])
-    kwargs = {k: b.value(v) for k, v in options.items() if v is not None}  # type: ignore[arg-type]
-    return b.call("parameter_group", *args, **kwargs)
-
-
-def _plain(attr: Attribute) -> object:
-    value = evaluate(attr, {})
-    return tuple(value) if isinstance(value, list) else value
-
-
 # --- one batch -------------------------------------------------------------------------------
 
 
@@ -459,25 +446,62 @@ def _train_step_ops(plan: StepsPlan) -> list[Operation]:
                    "each objective, detached.\n"))  # fmt: skip
     _models_local(b, plan)
     b.assign("device", b.path("trainer", "ctx", "device"))
+    if plan.windowed:
+        b.assign("losses", b.value({}), annotation=b.generic("dict", "str", "torch.Tensor"))
     losses: list[tuple[str, str]] = []
     for step in plan.steps:
-        _step(b, plan, step)
-        losses.append((step.objective, f"{step.objective}_value"))
+        if step.epochs == (None, None):
+            _step(b, plan, step)
+            if plan.windowed:
+                _keep_loss(b, step)
+            losses.append((step.objective, f"{step.objective}_value"))
+            continue
+        b.comment(_written(step))
+        inner = PyBuilder()
+        _step(inner, plan, step, comment=False)
+        _keep_loss(inner, step)
+        window = b.subscript(b.name("EPOCHS_OF"), b.const(step.objective))
+        b.if_(b.call("runs_in", b.path("trainer", "epoch"), window), inner)
     b.stmt(py.AugAssignOp("+=", b.path("trainer", "step"), b.const(1)))
-    entries = [(b.const(k), b.method(b.name(v), "detach")) for k, v in losses]
-    b.ret(b.add(py.DictOp(entries)))
-    params = [("trainer", "Trainer"), ("xb", "torch.Tensor"), ("yb", "torch.Tensor")]
-    top.def_("train_step", params, b, top.generic("dict", "str", "torch.Tensor"))
+    if plan.windowed:
+        b.ret(b.name("losses"))
+    else:
+        entries = [(b.const(k), b.method(b.name(v), "detach")) for k, v in losses]
+        b.ret(b.add(py.DictOp(entries)))
+    top.def_("train_step", _batch_params(plan), b, top.generic("dict", "str", "torch.Tensor"))
     return top.ops
 
 
-def _step(b: PyBuilder, plan: StepsPlan, step: StepPlan) -> None:
-    """Zero the step's optimizers' gradients, the objective under autocast, backward and
-    each optimizer's step (`step_optimizer`)."""
+def _written(step: StepPlan) -> str:
+    """`step d_loss with Adam(D, ...) from epoch 2`: the line, for the comment above it."""
     written = ", ".join(f"{o.optimizer}(...)" for o in step.optimizers)
     if len(step.optimizers) == 1:
         written = f"{step.optimizers[0].optimizer}({', '.join(step.models)}, ...)"
-    b.comment(f"step {step.objective} with {written}")
+    return f"step {step.objective} with {written}{_window(step)}"
+
+
+def _arguments(b: PyBuilder, plan: StepsPlan, objective: str) -> list[SSAValue]:
+    """`G, D, xb, yb`: the models, then the batch (the fields the objective names)."""
+    batch = plan.base.batch_arguments(objective, len(plan.models))
+    return [b.name(m.name) for m in plan.models] + [b.name(n) for n in batch]
+
+
+def _batch_params(plan: StepsPlan) -> list[tuple[str, str]]:
+    """`trainer`, then a batch: `xb, yb`, or its fields."""
+    return [("trainer", "Trainer"), *((n, "torch.Tensor") for n in plan.base.batch_names)]
+
+
+def _window(step: StepPlan) -> str:
+    first, last = step.epochs
+    return (f" from epoch {first}" if first is not None else "") + (
+        f" until epoch {last}" if last is not None else "")  # fmt: skip
+
+
+def _step(b: PyBuilder, plan: StepsPlan, step: StepPlan, *, comment: bool = True) -> None:
+    """Zero the step's optimizers' gradients, the objective under autocast, backward and
+    each optimizer's step (`step_optimizer`)."""
+    if comment:
+        b.comment(_written(step))
     keys = [b.subscript(b.path("trainer", "optimizers"), b.const(o.key)) for o in step.optimizers]
     if len(keys) == 1:
         b.assign("optimizer", keys[0])
@@ -492,7 +516,9 @@ def _step(b: PyBuilder, plan: StepsPlan, step: StepPlan) -> None:
         loop.body.block.add_ops(zero.ops)
         b.stmt(loop)
     inner = PyBuilder()
-    args = [inner.name(m.name) for m in plan.models] + [inner.name("xb"), inner.name("yb")]
+    batch = plan.base.batch_arguments(step.objective, len(plan.models))
+    args = [_step_model(inner, plan, step, m) for m in plan.models]
+    args += [inner.name(n) for n in batch]
     value = f"{step.objective}_value"
     assign = py.AssignOp(inner.name(value), inner.call(step.objective, *args))
     if step.location is not None:
@@ -511,22 +537,60 @@ def _step(b: PyBuilder, plan: StepsPlan, step: StepPlan) -> None:
         if optimizer.schedule is not None:
             scheduler = b.subscript(b.path("trainer", "schedulers"), b.const(optimizer.key))
             b.expr(b.method(scheduler, "step"))
+    if plan.ema is not None:
+        for model in step.models:
+            average = b.subscript(b.path("trainer", "emas"), b.const(model))
+            b.expr(b.method(average, "update", b.path("trainer", model)))
+
+
+def _step_model(b: PyBuilder, plan: StepsPlan, step: StepPlan, model: ModelPlan) -> SSAValue:
+    """`trainer.ddp["D"]` for a model the step's optimizer updates under DDP (its gradients
+    are averaged over the ranks), else the model itself (no reduction waits on it)."""
+    if plan.distributed and model.name in step.models:
+        return b.subscript(b.path("trainer", "ddp"), b.const(model.name))
+    return b.name(model.name)
+
+
+def _keep_loss(b: PyBuilder, step: StepPlan) -> None:
+    """`losses["teach"] = teach_value.detach()`."""
+    target = b.subscript(b.name("losses"), b.const(step.objective))
+    b.stmt(py.AssignOp(target, b.method(b.name(f"{step.objective}_value"), "detach")))
 
 
 def _objective_values_ops(plan: StepsPlan) -> list[Operation]:
     top, b = PyBuilder(), PyBuilder()
     b.expr(b.const("Each objective on one validation batch, under autocast (no gradients)."))
     _models_local(b, plan)
+    _values(b, plan, "val_")
+    params = _batch_params(plan)
+    top.def_("objective_values", params, b, top.generic("dict", "str", "torch.Tensor"))
+    if plan.ema is None:
+        return top.ops
+    averaged = PyBuilder()
+    averaged.expr(averaged.const("Each objective on one validation batch with the trained "
+                                 "models' averages (`ema`)."))  # fmt: skip
+    for model in plan.models:
+        kept = averaged.path("trainer", model.name)
+        if not model.frozen:
+            average = averaged.subscript(averaged.path("trainer", "emas"),
+                                         averaged.const(model.name))  # fmt: skip
+            kept = averaged.attr(average, "module")
+        averaged.assign(model.name, kept)
+    _values(averaged, plan, "ema_val_")
+    top.def_("ema_objective_values", params, averaged,
+             top.generic("dict", "str", "torch.Tensor"))  # fmt: skip
+    return top.ops
+
+
+def _values(b: PyBuilder, plan: StepsPlan, prefix: str) -> None:
+    """`with autocast(...): return {"val_d_loss": d_loss(G, D, xb, yb), ...}`."""
     inner = PyBuilder()
-    args = [inner.name(m.name) for m in plan.models] + [inner.name("xb"), inner.name("yb")]
-    pairs = [(inner.const(f"val_{s.objective}"), inner.call(s.objective, *args))
+    pairs = [(inner.const(f"{prefix}{s.objective}"),
+              inner.call(s.objective, *_arguments(inner, plan, s.objective)))
              for s in plan.steps]  # fmt: skip
     inner.ret(inner.add(py.DictOp(pairs)))
     manager = b.call("autocast", b.path("trainer", "plan"), b.path("trainer", "ctx", "device"))
     b.stmt(py.WithOp(manager, inner.ops))
-    params = [("trainer", "Trainer"), ("xb", "torch.Tensor"), ("yb", "torch.Tensor")]
-    top.def_("objective_values", params, b, top.generic("dict", "str", "torch.Tensor"))
-    return top.ops
 
 
 # --- checkpoints and the run -----------------------------------------------------------------
@@ -542,8 +606,17 @@ def _save_ops(plan: StepsPlan) -> list[Operation]:
     top.comment("---- checkpoints: every model, optimizer and scaler ----")
     save.expr(save.const("`path` holds the run after `epoch` epochs (and a cut epoch's part)."))
     save.assign("models", _parts(save, plan))
-    save.assign("extra", save.add(py.DictOp([(save.const("carry"),
-                                                save.path("trainer", "carry"))])))  # fmt: skip
+    entries = [(save.const("carry"), save.path("trainer", "carry"))]
+    if plan.ema is not None:
+        states = py.ComprehensionOp("dict", save.method(save.path("trainer", "emas"), "items"),
+                                    targets=2)  # fmt: skip
+        key, average = states.body.block.args
+        key.name_hint, average.name_hint = "name", "average"
+        each = PyBuilder()
+        each.stmt(py.YieldOp([key, each.method(average, "state_dict")]))
+        states.body.block.add_ops(each.ops)
+        entries.append((save.const("emas"), save.add(states)))
+    save.assign("extra", save.add(py.DictOp(entries)))
     save.expr(save.call(
         "save_models_checkpoint", save.name("path"), models=save.name("models"),
         optimizers=save.path("trainer", "optimizers"), scalers=save.path("trainer", "scalers"),
@@ -568,6 +641,15 @@ def _save_ops(plan: StepsPlan) -> list[Operation]:
     extra = resume.subscript(resume.name("state"), resume.const("extra"))
     resume.assign(resume.path("trainer", "carry"),
                   resume.method(extra, "get", resume.const("carry")))  # fmt: skip
+    if plan.ema is not None:
+        loop = py.ForOp(resume.method(resume.path("trainer", "emas"), "items"), targets=2)
+        key, average = loop.body.block.args
+        key.name_hint, average.name_hint = "name", "average"
+        each = PyBuilder()
+        saved = each.subscript(each.subscript(extra, each.const("emas")), key)
+        each.expr(each.method(average, "load_state_dict", saved))
+        loop.body.block.add_ops(each.ops)
+        resume.stmt(loop)
     top.def_("resume", [("trainer", "Trainer"), ("path", "str")], resume, None)
     return top.ops
 
@@ -597,7 +679,10 @@ def _train_ops(plan: StepsPlan) -> list[Operation]:
         "resumed from {} after epoch {}", resumed.path("args", "resume"),
         resumed.path("trainer", "start_epoch"))))  # fmt: skip
     b.if_(b.is_set(b.path("args", "resume")), resumed)
-    b.assign("metrics", b.call("MetricsWriter", b.path("args", "metrics")))
+    where = b.path("args", "metrics")
+    if plan.distributed:
+        where = b.add(py.IfExpOp(b.path("ctx", "is_main"), where, b.const(None)))
+    b.assign("metrics", b.call("MetricsWriter", where))
     b.assign("epochs_done", b.path("trainer", "start_epoch"))
     b.assign("started", b.call("time.perf_counter"))
     epochs = b.call("range", b.path("trainer", "start_epoch"), b.path("args", "epochs"))
@@ -611,9 +696,15 @@ def _train_ops(plan: StepsPlan) -> list[Operation]:
         loop.location = plan.base.loop_location  # type: ignore[assignment]
     b.stmt(loop)
     b.expr(b.method(b.name("metrics"), "close"))
+    if plan.distributed:
+        b.comment("every rank waits for rank 0's last save before leaving the process group")
+        b.expr(b.call("barrier"))
     b.assign("seconds", b.binop("-", b.call("time.perf_counter"), b.name("started")))
-    b.expr(b.call("print", b.fstring("done: {} epochs, {} steps in {:.1f}s", b.name("epochs_done"),
-                                     b.path("trainer", "step"), b.name("seconds"))))  # fmt: skip
+    done = PyBuilder()
+    done.expr(done.call("print", done.fstring(
+        "done: {} epochs, {} steps in {:.1f}s", done.name("epochs_done"),
+        done.path("trainer", "step"), done.name("seconds"))))  # fmt: skip
+    _on_main(b, plan, done)
     b.ret(b.const(0))
     top.def_("train", [("args", "argparse.Namespace"), ("ctx", "DistContext")], b, "int")
     return top.ops
@@ -645,7 +736,13 @@ def _epoch(b: PyBuilder, plan: StepsPlan, epoch: SSAValue) -> None:
     for model in plan.models:
         b.expr(b.method(b.path("trainer", model.name), "train"))
     b.expr(b.method(b.path("trainer", "train_loader"), "set_epoch", epoch))
-    zeros = py.ComprehensionOp("dict", b.name("OBJECTIVES"), targets=1)
+    objectives = b.name("OBJECTIVES")
+    if plan.windowed:
+        b.assign(b.path("trainer", "epoch"), epoch)
+        b.assign("running", b.call("steps_in", b.name("EPOCHS_OF"), epoch),
+                 comment="the objectives whose steps run this epoch")  # fmt: skip
+        objectives = b.name("running")
+    zeros = py.ComprehensionOp("dict", objectives, targets=1)
     key = zeros.body.block.args[0]
     key.name_hint = "name"
     inner = PyBuilder()
@@ -672,8 +769,10 @@ def _epoch(b: PyBuilder, plan: StepsPlan, epoch: SSAValue) -> None:
     cut = PyBuilder()
     cut.comment("cut short: last.pt keeps the epoch's batches so far; no validation on the way out")
     cut.assign(cut.path("trainer", "carry"), cut.tuple_of(cut.name("sums"), cut.name("done")))
-    path = cut.fstring("{}/last.pt", cut.path("args", "checkpoint_dir"))
-    cut.expr(cut.call("save", cut.name("trainer"), path, epoch))
+    saving = PyBuilder()
+    path = saving.fstring("{}/last.pt", saving.path("args", "checkpoint_dir"))
+    saving.expr(saving.call("save", saving.name("trainer"), path, epoch))
+    _on_main(cut, plan, saving)
     cut.stmt(py.BreakOp())
     b.if_(b.not_(b.name("complete")), cut)
     for model in plan.models:
@@ -682,7 +781,8 @@ def _epoch(b: PyBuilder, plan: StepsPlan, epoch: SSAValue) -> None:
     k, total = means.body.block.args
     k.name_hint, total.name_hint = "key", "value"
     mi = PyBuilder()
-    mean = mi.binop("/", mi.method(total, "item"), mi.call("max", mi.name("done"), mi.const(1)))
+    summed = mi.call("all_reduce_mean", total) if plan.distributed else total
+    mean = mi.binop("/", mi.method(summed, "item"), mi.call("max", mi.name("done"), mi.const(1)))
     mi.stmt(py.YieldOp([k, mean]))
     means.body.block.add_ops(mi.ops)
     _record(b, plan, epoch, means)
@@ -703,7 +803,22 @@ def _record(b: PyBuilder, plan: StepsPlan, epoch: SSAValue, means: py.Comprehens
     b.assign("validated", b.call("mean_objectives", b.call(
         "partial", b.name("objective_values"), b.name("trainer")),
         b.path("trainer", "val_loader")))  # fmt: skip
-    b.assign("samples", b.binop("*", b.name("done"), b.path("args", "batch_size")))
+    if plan.ema is not None:
+        loop = py.ForOp(b.method(b.path("trainer", "emas"), "values"))
+        average = loop.body.block.args[0]
+        average.name_hint = "average"
+        each = PyBuilder()
+        each.expr(each.method(each.attr(average, "module"), "eval"))
+        loop.body.block.add_ops(each.ops)
+        b.stmt(loop)
+        averaged = b.call("mean_objectives", b.call(
+            "partial", b.name("ema_objective_values"), b.name("trainer")),
+            b.path("trainer", "val_loader"))  # fmt: skip
+        b.expr(b.method(b.name("validated"), "update", averaged))
+    samples = b.binop("*", b.name("done"), b.path("args", "batch_size"))
+    if plan.distributed:
+        samples = b.binop("*", samples, b.path("trainer", "ctx", "world_size"))
+    b.assign("samples", samples)
     record = py.DictOp([
         (b.const("epoch"), b.binop("+", epoch, b.const(1))),
         (None, b.name("means")),
@@ -713,9 +828,14 @@ def _record(b: PyBuilder, plan: StepsPlan, epoch: SSAValue, means: py.Comprehens
         (b.const("steps"), b.path("trainer", "step")),
     ])  # fmt: skip
     b.assign("record", b.add(record))
-    b.expr(b.method(b.name("metrics"), "write", b.name("record")))
-    b.expr(b.call("print", b.call("format_steps_summary", b.name("record"),
-                                  epochs=b.path("args", "epochs"))))  # fmt: skip
+    report = PyBuilder()
+    report.expr(report.method(report.name("metrics"), "write", report.name("record")))
+    line = report.call("format_steps_summary", report.name("record"),
+                       epochs=report.path("args", "epochs"))  # fmt: skip
+    report.expr(report.call("print", line))
+    if plan.base.samples is not None:
+        _samples(report, plan)
+    _on_main(b, plan, report)
     b.assign("epochs_done", b.binop("+", epoch, b.const(1)))
     b.assign("last", b.compare(b.name("epochs_done"), "==", b.path("args", "epochs")))
     every = b.is_set(b.name("CHECKPOINT_EVERY"))
@@ -723,10 +843,28 @@ def _record(b: PyBuilder, plan: StepsPlan, epoch: SSAValue, means: py.Comprehens
                          b.const(0))  # fmt: skip
     b.assign("due", b.add(py.BinOp("and", every, periodic)))
     due = b.add(py.BinOp("or", b.name("last"), b.name("due")))
+    if plan.distributed:
+        due = b.binop("and", b.path("trainer", "ctx", "is_main"), due)
     saving = PyBuilder()
     path2 = saving.fstring("{}/last.pt", saving.path("args", "checkpoint_dir"))
     saving.expr(saving.call("save", saving.name("trainer"), path2, saving.name("epochs_done")))
     b.if_(due, saving)
+
+
+def _on_main(b: PyBuilder, plan: StepsPlan, then: PyBuilder) -> None:
+    """`then` on rank 0 only under DDP (it logs and saves for all), else as it is."""
+    if plan.distributed:
+        b.if_(b.path("trainer", "ctx", "is_main"), then)
+    else:
+        b.ops += then.ops
+
+
+def _samples(b: PyBuilder, plan: StepsPlan) -> None:
+    """`samples = sample`: the grid of `sample(G, D)`, the same noise each epoch."""
+    models = [b.path("trainer", m.name) for m in plan.models]
+    each = b.call("partial", b.name(plan.base.samples or ""), *models)
+    b.assign("images", b.call("draw_samples", each, seed=b.path("args", "seed")))
+    b.expr(b.call("write_sample_grid", b.name("images"), b.path("args", "samples")))
 
 
 def _evaluate_checkpoint(b: PyBuilder, plan: StepsPlan) -> None:
@@ -746,11 +884,15 @@ def _evaluate_checkpoint(b: PyBuilder, plan: StepsPlan) -> None:
     b.ret(b.const(0))
 
 
-def _main_ops() -> list[Operation]:
+def _main_ops(distributed: bool) -> list[Operation]:
     top, body, run = PyBuilder(), PyBuilder(), PyBuilder()
     body.assign("args", body.call("parse_args", body.name("argv")))
-    ctx = run.call("DistContext", run.const(0), run.const(0), run.const(1),
-                   run.call("resolve_device", run.path("args", "device")))  # fmt: skip
+    if distributed:
+        device = run.path("args", "device")
+        ctx = run.call("setup_distributed", device, group_of_one=run.const(True))
+    else:
+        ctx = run.call("DistContext", run.const(0), run.const(0), run.const(1),
+                       run.call("resolve_device", run.path("args", "device")))  # fmt: skip
     run.assign("ctx", ctx)
     run.ret(run.call("train", run.name("args"), run.name("ctx")))
     region = py.single_block([], 1)
@@ -763,7 +905,10 @@ def _main_ops() -> list[Operation]:
     region.block.add_ops(handler.ops)
     names = ("DatasetUnavailable", "DeviceUnavailable", "StepsCheckpointError", "CheckpointError")
     errors = body.tuple_of(*(body.name(n) for n in names))
-    body.stmt(py.TryOp(run.ops, [(errors, region)]))
+    final = PyBuilder()
+    if distributed:
+        final.expr(final.call("teardown_distributed"))
+    body.stmt(py.TryOp(run.ops, [(errors, region)], finalbody=final.ops))
     argv = top.optional(top.generic("list", "str"))
     top.stmt(py.DefOp("main", ["argv"], body.ops, defaults={"argv": top.const(None)},
                       annotations={"argv": argv}, returns=top.name("int")))  # fmt: skip

@@ -30,7 +30,7 @@ SETTING_VALUE = re.compile(r"\s+(\w+)\s*=\s*(\w*)$")
 CALL_OPEN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\($")
 # Words the parser reads as keywords only where a declaration starts (parser.py's
 # `check_word`), so they are not in the lexer's KEYWORDS.
-CONTEXTUAL_KEYWORDS = ("model", "layer", "train", "on", "checkpoint", "every")
+CONTEXTUAL_KEYWORDS = ("model", "layer", "train", "on", "checkpoint", "every", "step", "group")
 
 
 @dataclass(frozen=True, slots=True)

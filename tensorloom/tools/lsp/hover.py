@@ -197,7 +197,7 @@ def _import(analysis: Analysis, item: ast.ImportDecl) -> str:
 
 def _top_level_let(analysis: Analysis, let: ast.LetStmt) -> str:
     """An instance (its model's flow and resolved config) or a dataset (its samples and targets)."""
-    from tensorloom.tools.check import dataset_rows
+    from tensorloom.tools.check import data_summary, dataset_rows
     from tensorloom.tools.lsp.hints import instance_configs
 
     parts = [_code(f"let {let.name} = {source_text(analysis, let.value.span)}")]
@@ -210,7 +210,7 @@ def _top_level_let(analysis: Analysis, let: ast.LetStmt) -> str:
             parts.append(f"input {inputs}, output {flow.output}, {flow.params:,} parameters")
     for name, samples, targets, origin in dataset_rows(analysis.result):
         if name == let.name:
-            parts.append(f"samples {samples}, targets {targets}; from {origin}")
+            parts.append(f"{data_summary(samples, targets)}; from {origin}")
     return "\n\n".join(parts)
 
 

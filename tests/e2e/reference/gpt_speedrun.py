@@ -15,7 +15,7 @@ import sys
 import sysconfig
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -164,6 +164,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--evaluate", default=None, metavar="CHECKPOINT",
                         help="the validation objectives of a checkpoint; no training")
     parser.add_argument("--data-root", default=None, help="where datasets live")
+    parser.add_argument("--compile", choices=("auto", "on", "off"), default="auto",
+                        help="torch.compile each model; auto: on CUDA")
     parser.add_argument("--precision", choices=("auto", "fp32", "fp16", "bf16"), default=PRECISION)
     return parser.parse_args(argv)
 
@@ -197,7 +199,7 @@ class Trainer:
 
     ctx: DistContext
     model: nn.Module
-    optimizers: dict[str, torch.optim.Optimizer]  # by objective
+    optimizers: dict[str, torch.optim.Optimizer]  # by objective (`ce.Muon` of a step of several)
     scalers: dict[str, torch.amp.GradScaler | None]  # one per step
     schedulers: dict[str, torch.optim.lr_scheduler.LRScheduler]  # each `lr_schedule`, by optimizer
     plan: PrecisionPlan
@@ -243,9 +245,11 @@ def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
         schedule = lr_schedule_from(settings, steps_per_epoch=steps_per_epoch, total_steps=total,
                                     base_lr=lr)
         schedulers[name] = make_lr_scheduler(optimizers[name], schedule)
-    # `compile`: the steps and validation run the compiled models (on CUDA)
-    on_cuda = ctx.device.type == "cuda"
-    compiled = {"model": maybe_compile(model, on_cuda, COMPILE_MODE)}
+    # `compile`: the steps and validation run the compiled models (on CUDA; anywhere with --compile on)
+    h = ctx.device.type == "cuda"
+    h = args.compile == "auto" and h
+    compile_it = args.compile == "on" or h
+    compiled = {"model": maybe_compile(model, compile_it, COMPILE_MODE)}
     return Trainer(ctx, model, optimizers, scalers, schedulers, plan, train_loader, val_loader,
                    info, compiled)
 
@@ -1045,7 +1049,7 @@ def lr_schedule_from(
 
 
 # ---- runtime/steps.py: Several models and optimizers in one loop, for train blocks of `step` lines.
-StepBatch = tuple[torch.Tensor, torch.Tensor]
+StepBatch = tuple[torch.Tensor, ...]  # (x, y), or the named fields a loader yields
 
 
 Losses = dict[str, torch.Tensor]
@@ -1085,7 +1089,7 @@ class ParamGroup(list[nn.Parameter]):
 
 
 def parameter_group(
-    model: nn.Module, path: str = "", *, match: str | Sequence[str] | None = None,
+    model: nn.Module, path: str = "", *, match: str | list[str] | tuple[str, ...] | None = None,
     ndim: int | None = None,
 ) -> ParamGroup:  # fmt: skip
     """`params(net.blocks, match="*.weight", ndim=2)`: the parameters under the layer path
@@ -1111,8 +1115,8 @@ def parameter_group(
 
 
 def step_optimizer(
-    loss: torch.Tensor, optimizer: torch.optim.Optimizer | Sequence[torch.optim.Optimizer],
-    scaler: torch.amp.GradScaler | None, clip: float | Sequence[float | None] | None = None,
+    loss: torch.Tensor, optimizer: torch.optim.Optimizer | list[torch.optim.Optimizer],
+    scaler: torch.amp.GradScaler | None, clip: float | list[float | None] | None = None,
 ) -> None:  # fmt: skip
     """`loss.backward()` then each optimizer's `step()` (a step of several optimizers, as
     Muon beside AdamW, has one backward), through `scaler` (fp16) when there is one. One
@@ -1120,7 +1124,7 @@ def step_optimizer(
     as torch's AMP recipe for several optimizers does. `clip` bounds the gradient norm of
     each optimizer's parameters (one bound each, None for none), unscaled first."""
     optimizers = [optimizer] if isinstance(optimizer, torch.optim.Optimizer) else optimizer
-    clips = list(clip) if isinstance(clip, Sequence) else [clip] * len(optimizers)
+    clips = list(clip) if isinstance(clip, (list, tuple)) else [clip] * len(optimizers)
     if scaler is None:
         loss.backward()
     else:
@@ -1140,19 +1144,19 @@ def step_optimizer(
 
 
 def run_epoch(
-    step: Callable[[torch.Tensor, torch.Tensor], Losses], batches: Iterable[StepBatch], *,
+    step: Callable[..., Losses], batches: Iterable[StepBatch], *,
     sums: Losses, done: int, total: int, stop: Callable[[], bool],
 ) -> tuple[Losses, int]:  # fmt: skip
     """Run `step` on each batch after the first `done` (trained before a resume), until
     `total` batches or `stop()`; each objective's sum and the batches trained."""
     skip = done
-    for xb, yb in batches:
+    for batch in batches:
         if skip:
             skip -= 1
             continue
         if done == total or stop():
             break
-        losses = step(xb, yb)
+        losses = step(*batch)
         for key, value in losses.items():
             sums[key] = sums[key] + value
         done += 1
@@ -1161,17 +1165,25 @@ def run_epoch(
 
 @torch.no_grad()
 def mean_objectives(
-    losses: Callable[[torch.Tensor, torch.Tensor], Losses], batches: Iterable[StepBatch]
+    losses: Callable[..., Losses], batches: Iterable[StepBatch]
 ) -> dict[str, float]:
     """Each objective's mean over the samples of `batches` (a batch weighs its size)."""
     sums: dict[str, torch.Tensor] = {}
     count = 0
-    for xb, yb in batches:
-        for key, value in losses(xb, yb).items():
-            sums[key] = sums.get(key, torch.zeros((), device=value.device)) + value.float() * len(
-                xb
-            )
-        count += len(xb)
+    for batch in batches:
+        size = len(batch[0])
+        for key, value in losses(*batch).items():
+            zero = torch.zeros((), device=value.device)
+            sums[key] = sums.get(key, zero) + value.float() * size
+        count += size
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        # each rank validated its shard: the sums and the count over all of them
+        for total in sums.values():
+            torch.distributed.all_reduce(total)
+        counted = torch.tensor(float(count), device=next(iter(sums.values())).device if sums
+                               else "cpu")  # fmt: skip
+        torch.distributed.all_reduce(counted)
+        count = int(counted.item())
     return {key: float(total) / max(count, 1) for key, total in sums.items()}
 
 

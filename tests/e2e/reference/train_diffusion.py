@@ -15,11 +15,13 @@ import random
 import re
 import shutil
 import signal
+import struct
 import sys
 import tempfile
 import time
 import traceback
 import zipfile
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
@@ -69,26 +71,42 @@ class Denoiser(nn.Module):
         self.fc3 = nn.Linear(256, 64)
 
     def forward(self, x, t):
-        # train_diffusion.tl:20
+        # train_diffusion.tl:22
         f = t.unsqueeze(-1) / 1000.0 * torch.linspace(1.0, 60.0, 8, device=x.device)
-        h = torch.cat([x, torch.sin(f), torch.cos(f)], dim=-1)  # train_diffusion.tl:21
-        return self.fc3(F.silu(self.fc2(F.silu(self.fc1(h)))))  # train_diffusion.tl:22
+        h = torch.cat([x, torch.sin(f), torch.cos(f)], dim=-1)  # train_diffusion.tl:23
+        return self.fc3(F.silu(self.fc2(F.silu(self.fc1(h)))))  # train_diffusion.tl:24
 
 
 def ddpm(net, x, y):
-    betas = torch.linspace(0.0001, 0.02, 1000, device=x.device)  # train_diffusion.tl:24
-    abar = torch.cumprod(1.0 - betas, dim=0)  # train_diffusion.tl:25
-    x0 = x * 2.0 - 1.0  # train_diffusion.tl:28
-    t = torch.randint(0, 1000, (x.size(0),), device=x.device)  # train_diffusion.tl:29
-    noise = torch.randn_like(x0)  # train_diffusion.tl:30
-    a = abar[t].view(-1, 1)  # train_diffusion.tl:31
-    # train_diffusion.tl:32
+    betas = torch.linspace(0.0001, 0.02, 1000, device=x.device)  # train_diffusion.tl:26
+    abar = torch.cumprod(1.0 - betas, dim=0)  # train_diffusion.tl:27
+    x0 = x * 2.0 - 1.0  # train_diffusion.tl:30
+    t = torch.randint(0, 1000, (x.size(0),), device=x.device)  # train_diffusion.tl:31
+    noise = torch.randn_like(x0)  # train_diffusion.tl:32
+    a = abar[t].view(-1, 1)  # train_diffusion.tl:33
+    # train_diffusion.tl:34
     return F.mse_loss(net(torch.sqrt(a) * x0 + torch.sqrt(1.0 - a) * noise, t), noise)
+
+
+def sample(net):
+    # train_diffusion.tl:26
+    betas = torch.linspace(0.0001, 0.02, 1000, device=next(net.parameters()).device)
+    abar = torch.cumprod(1.0 - betas, dim=0)  # train_diffusion.tl:27
+    h = torch.sqrt(betas)  # train_diffusion.tl:38
+    sigma = h * (torch.linspace(0.0, 999.0, 1000, device=next(net.parameters()).device) > 0.5)
+    x = torch.randn(64, 64, device=next(net.parameters()).device)  # train_diffusion.tl:41
+    for i in range(1000):  # train_diffusion.tl:42
+        t = 999 - i  # train_diffusion.tl:43
+        eps = net(x, torch.ones_like(x[:, 0]) * t)  # train_diffusion.tl:44
+        # train_diffusion.tl:45
+        x = (x - betas[t] / torch.sqrt(1.0 - abar[t]) * eps) / torch.sqrt(1.0 - betas[t])
+        x = x + sigma[t] * torch.randn_like(x)  # train_diffusion.tl:46
+    return ((x + 1.0) * 0.5).view(64, 1, 8, 8)  # train_diffusion.tl:47
 
 
 def loss_fn(model: nn.Module, inputs: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """`objective = ddpm`: the function `ddpm` of train_diffusion.tl, above."""
-    return ddpm(model, inputs, target)  # train_diffusion.tl:41
+    return ddpm(model, inputs, target)  # train_diffusion.tl:56
 
 
 class BatchLoss(nn.Module):
@@ -181,7 +199,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = training_arguments("Train Denoiser on digits (from train_diffusion.tl).",
                                 epochs=EPOCHS, batch_size=BATCH_SIZE, seed=SEED,
                                 checkpoint_dir="checkpoints/train_diffusion", compile=COMPILE,
-                                precision=PRECISION, cuda_graph=True)
+                                precision=PRECISION, cuda_graph=True,
+                                samples="samples/train_diffusion.png")
     return parser.parse_args(argv)
 
 
@@ -189,7 +208,7 @@ def build_loaders(
     args: argparse.Namespace, ctx: DistContext
 ) -> tuple[DeviceLoader, DeviceLoader, DataInfo]:
     options = DATASET_OPTIONS
-    train, val, info = load_digits(data_root=args.data_root, **options)  # train_diffusion.tl:35
+    train, val, info = load_digits(data_root=args.data_root, **options)  # train_diffusion.tl:50
     shard = {"rank": ctx.rank, "world_size": ctx.world_size, "device": ctx.device}
     train_loader = DeviceLoader(*train, batch_size=args.batch_size, shuffle=True, drop_last=True,
                                 seed=args.seed, **shard)
@@ -202,12 +221,12 @@ def build_loaders(
 def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
     seed_everything(args.seed)
     train_loader, val_loader, info = build_loaders(args, ctx)
-    model = Denoiser().to(ctx.device)  # train_diffusion.tl:34
+    model = Denoiser().to(ctx.device)  # train_diffusion.tl:49
     plan = resolve_precision(args.precision, ctx.device)
     scaler = make_grad_scaler(plan, ctx.device)
     whole_step = captures_whole_step(model, train_loader, scaler, ctx.device,
                                      allowed=not args.no_cuda_graph)
-    optimizer = torch.optim.Adam(model.parameters(), lr=LEARNING_RATE,  # train_diffusion.tl:40
+    optimizer = torch.optim.Adam(model.parameters(), lr=LEARNING_RATE,  # train_diffusion.tl:55
                                  fused=ctx.device.type == "cuda", capturable=whole_step)
     scheduler = None  # no `lr_schedule`
     compile_it = should_compile(
@@ -243,7 +262,7 @@ def _run(trainer: Trainer, args: argparse.Namespace, ctx: DistContext) -> int:
     start_run(trainer, args)
     metrics = MetricsWriter(args.metrics, tensorboard=args.tensorboard)
     started, epochs_done = time.perf_counter(), trainer.start_epoch
-    for epoch in range(trainer.start_epoch, args.epochs):  # train_diffusion.tl:37
+    for epoch in range(trainer.start_epoch, args.epochs):  # train_diffusion.tl:52
         if epoch_stops(trainer, args.max_steps):
             break
         start, start_step = time.perf_counter(), trainer.step
@@ -258,6 +277,8 @@ def _run(trainer: Trainer, args: argparse.Namespace, ctx: DistContext) -> int:
                               batches=batches, batch_size=args.batch_size, elapsed=elapsed)
         metrics.write(record if complete else {**record, "partial": True})
         print(format_epoch_summary(record, epochs=args.epochs))
+        images = draw_samples(partial(sample, trainer.model), seed=args.seed)
+        write_sample_grid(images, args.samples)
         # the best epoch; early stopping
         trainer.recipe.after_validation(record)
         if complete:
@@ -465,7 +486,7 @@ class DataInfo:
     sample_shape: tuple[int, ...]
     target_shape: tuple[int, ...]
     num_classes: int | None
-    task: str  # "classification", "sequence" or "regression"
+    task: str  # "classification", "sequence", "regression" or "fields"
     synthetic: bool = False
     # An image dataset's per-channel (mean, std), which --predict applies to image files.
     normalisation: tuple[tuple[float, ...], tuple[float, ...]] | None = None
@@ -485,13 +506,14 @@ def load_digits(
     return (*_split((x, y), val_fraction, split_seed), info)
 
 
-def _split(pair: TensorPair, val_fraction: float, seed: int) -> tuple[TensorPair, TensorPair]:
-    x, y = pair
-    n_val = round(len(x) * val_fraction)
+def _split(tensors: Any, val_fraction: float, seed: int) -> tuple[Any, Any]:
+    """The same seeded rows of every tensor held out: (train, val), each a tuple like `tensors`."""
+    n = len(tensors[0])
+    n_val = round(n * val_fraction)
     generator = torch.Generator().manual_seed(seed)
-    order = torch.randperm(len(x), generator=generator)
+    order = torch.randperm(n, generator=generator)
     val_idx, train_idx = order[:n_val], order[n_val:]
-    return (x[train_idx], y[train_idx]), (x[val_idx], y[val_idx])
+    return tuple(t[train_idx] for t in tensors), tuple(t[val_idx] for t in tensors)
 
 
 def _digits() -> TensorPair:
@@ -507,18 +529,20 @@ def _digits() -> TensorPair:
 
 
 # ---- runtime/loader.py: Batching for TensorLoom scripts: a dataset kept on the device, or a DataLoader.
-Batch = tuple[torch.Tensor, torch.Tensor]
+Batch = tuple[torch.Tensor, ...]
 
 
 class DeviceLoader:
-    """Batches of a device-resident (x, y), shuffled on the device, sharded across ranks."""
+    """Batches of device-resident tensors (x, y, or a dataset's fields), shuffled on the
+    device, sharded across ranks."""
 
     def __init__(
-        self, x: torch.Tensor, y: torch.Tensor, *, batch_size: int, device: torch.device,
+        self, *tensors: torch.Tensor, batch_size: int, device: torch.device,
         shuffle: bool = True, drop_last: bool = False, seed: int = 0, rank: int = 0,
         world_size: int = 1, even_shards: bool = True,
     ) -> None:  # fmt: skip
-        self.x, self.y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        self.tensors = tuple(t.to(device, non_blocking=True) for t in tensors)
+        self.x, self.y = self.tensors[0], self.tensors[-1]
         self.batch_size, self.device, self.shuffle = batch_size, device, shuffle
         self.drop_last, self.seed, self.rank = drop_last, seed, rank
         self.world_size, self.even_shards, self.epoch = world_size, even_shards, 0
@@ -561,7 +585,7 @@ class DeviceLoader:
 
     def __iter__(self) -> Iterator[Batch]:
         for idx in self.batch_indices():
-            yield self.x[idx], self.y[idx]
+            yield tuple(t[idx] for t in self.tensors)
 
     def state_dict(self) -> dict[str, int]:
         # The order of an epoch is a function of (seed, epoch): nothing else to save.
@@ -1427,12 +1451,13 @@ def training_arguments(
     description: str, *, epochs: int, batch_size: int, seed: int, checkpoint_dir: str,
     compile: str = "auto", precision: str | None = None, serve: bool = False,
     generate: bool = False, download: bool = False, cuda_graph: bool = False,
-    weights: str | None = None, consolidate: bool = False,
+    weights: str | None = None, consolidate: bool = False, samples: str | None = None,
 ) -> argparse.ArgumentParser:  # fmt: skip
     """A program's flags: the ones every program has, then those its block asks for
     (`precision` when it has AMP, `serve` for --predict/--export, `generate` for language
     models, `download` for named image datasets, `cuda_graph` where the whole step may be
-    captured, `weights` for a published-weights block, `consolidate` under FSDP)."""
+    captured, `weights` for a published-weights block, `consolidate` under FSDP, `samples`
+    (the default path of --samples) for a block with `samples`)."""
     parser = argparse.ArgumentParser(description=description)
     add = parser.add_argument
     add("--epochs", type=int, default=epochs)
@@ -1487,6 +1512,8 @@ def training_arguments(
         add("--temperature", type=float, default=0.8, help="0: always the likeliest")
         add("--top-k", type=int, default=40, help="sample among the k likeliest")
     add("--data-root", default=None, help="where datasets live")
+    if samples is not None:
+        add("--samples", default=samples, help="the PNG grid of samples drawn after each epoch")
     if download:
         add("--download", action="store_true",
             help="fetch a missing dataset (HTTPS, sha256-checked)")  # fmt: skip
@@ -1778,15 +1805,77 @@ def report_evaluation(path: str, record: dict[str, Any], metrics: str | None) ->
             f.write(json.dumps({"evaluated": path, **record}) + "\n")
 
 
+# ---- runtime/samples.py: Sample grids: the images a program's `samples` function draws, written as one PNG.
+def draw_samples(sample: Callable[[], torch.Tensor], *, seed: int) -> torch.Tensor:
+    """`sample()` under `torch.no_grad()` on an RNG seeded with `seed`, the global RNG
+    state restored afterwards; the images on the CPU as float32."""
+    devices = [torch.cuda.current_device()] if torch.cuda.is_available() else []
+    with torch.random.fork_rng(devices=devices), torch.no_grad():
+        torch.manual_seed(seed)
+        images = sample()
+    return images.detach().float().cpu()
+
+
+def image_grid(
+    images: torch.Tensor, *, columns: int | None = None, padding: int = 2
+) -> torch.Tensor:
+    """`[N, C, H, W]` images in [0, 1] (C 1 or 3) as one `[rows, cols, C]` uint8 grid: up to
+    `columns` (default about √N) per row, `padding` black pixels between them, each image
+    enlarged by a whole factor to at least 32 pixels a side."""
+    if images.dim() != 4 or images.size(1) not in (1, 3):
+        raise ValueError(f"sample images must be [N, 1 or 3, H, W], got {list(images.shape)}")
+    count, channels, height, width = images.shape
+    scale = max(1, 32 // max(height, width))
+    tiles = images.clamp(0.0, 1.0).repeat_interleave(scale, 2).repeat_interleave(scale, 3)
+    height, width = height * scale, width * scale
+    across = columns or max(1, math.ceil(math.sqrt(count)))
+    down = math.ceil(count / across)
+    grid = torch.zeros(channels, padding + down * (height + padding),
+                       padding + across * (width + padding))  # fmt: skip
+    for index in range(count):
+        top = padding + (index // across) * (height + padding)
+        left = padding + (index % across) * (width + padding)
+        grid[:, top : top + height, left : left + width] = tiles[index]
+    return (grid * 255.0).round().to(torch.uint8).permute(1, 2, 0).contiguous()
+
+
+def write_png(pixels: torch.Tensor, path: str | Path) -> Path:
+    """An 8-bit grey (`[H, W, 1]`) or RGB (`[H, W, 3]`) PNG of `pixels`, uint8."""
+    height, width, channels = pixels.shape
+    colour = {1: 0, 3: 2}[channels]
+    rows = pixels.reshape(height, width * channels).numpy().tobytes()
+    stride = width * channels
+    raw = b"".join(b"\x00" + rows[r * stride : (r + 1) * stride] for r in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, colour, 0, 0, 0)
+    data = b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", header)
+    data += _chunk(b"IDAT", zlib.compress(raw, 9)) + _chunk(b"IEND", b"")
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(data)
+    return target
+
+
+def _chunk(kind: bytes, body: bytes) -> bytes:
+    """A PNG chunk: length, type, body, and the CRC-32 of type and body."""
+    crc = zlib.crc32(kind + body) & 0xFFFFFFFF
+    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", crc)
+
+
+def write_sample_grid(images: torch.Tensor, path: str | Path) -> Path:
+    """`images` `[N, C, H, W]` in [0, 1] as a PNG grid at `path` (folders made)."""
+    return write_png(image_grid(images), path)
+
+
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def before_training():
-    betas = torch.linspace(0.0001, 0.02, 1000)  # train_diffusion.tl:24
-    torch.cumprod(1.0 - betas, dim=0)  # train_diffusion.tl:25
+    betas = torch.linspace(0.0001, 0.02, 1000)  # train_diffusion.tl:26
+    torch.cumprod(1.0 - betas, dim=0)  # train_diffusion.tl:27
+    torch.sqrt(betas) * (torch.linspace(0.0, 999.0, 1000) > 0.5)  # train_diffusion.tl:38
 
 
 if __name__ == "__main__":
     parse_args(sys.argv[1:])
-    before_training()  # train_diffusion.tl:24
+    before_training()  # train_diffusion.tl:26
     sys.exit(main())

@@ -11,10 +11,12 @@ import math
 import os
 import random
 import shutil
+import struct
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+import zlib
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -48,9 +50,9 @@ class Generator(nn.Module):
         self.up2 = nn.ConvTranspose2d(32, 1, 4, stride=2, padding=1)
 
     def forward(self, z):
-        h = F.relu(self.fc(z)).view(-1, 64, 2, 2)  # train_gan.tl:19
-        h2 = F.relu(self.bn1(self.up1(h)))  # train_gan.tl:20
-        return torch.tanh(self.up2(h2))  # train_gan.tl:21
+        h = F.relu(self.fc(z)).view(-1, 64, 2, 2)  # train_gan.tl:20
+        h2 = F.relu(self.bn1(self.up1(h)))  # train_gan.tl:21
+        return torch.tanh(self.up2(h2))  # train_gan.tl:22
 
 
 class Discriminator(nn.Module):
@@ -65,24 +67,29 @@ class Discriminator(nn.Module):
         self.fc = nn.Linear(256, 1)
 
     def forward(self, x):
-        h = self.act2(self.conv2(self.act1(self.conv1(x))))  # train_gan.tl:31
-        return self.fc(h.flatten(1))  # train_gan.tl:32
+        h = self.act2(self.conv2(self.act1(self.conv1(x))))  # train_gan.tl:32
+        return self.fc(h.flatten(1))  # train_gan.tl:33
 
 
 def d_loss(G, D, x, y):
-    real = D(x * 2.0 - 1.0)  # train_gan.tl:35
-    fake = D(G(torch.randn(x.size(0), 16, device=x.device)).detach())  # train_gan.tl:36
-    h = F.binary_cross_entropy_with_logits(real, torch.ones_like(real))  # train_gan.tl:37
+    real = D(x * 2.0 - 1.0)  # train_gan.tl:36
+    fake = D(G(torch.randn(x.size(0), 16, device=x.device)).detach())  # train_gan.tl:37
+    h = F.binary_cross_entropy_with_logits(real, torch.ones_like(real))  # train_gan.tl:38
     return h + F.binary_cross_entropy_with_logits(fake, torch.zeros_like(fake))
 
 
 def g_loss(G, D, x, y):
-    fake = D(G(torch.randn(x.size(0), 16, device=x.device)))  # train_gan.tl:40
-    return F.binary_cross_entropy_with_logits(fake, torch.ones_like(fake))  # train_gan.tl:41
+    fake = D(G(torch.randn(x.size(0), 16, device=x.device)))  # train_gan.tl:41
+    return F.binary_cross_entropy_with_logits(fake, torch.ones_like(fake))  # train_gan.tl:42
+
+
+def sample(G, D):
+    # train_gan.tl:47
+    return (G(torch.randn(64, 16, device=next(G.parameters()).device)) + 1.0) * 0.5
 
 
 # ---- settings: the train block's values; the command line overrides some ----
-EPOCHS = 25  # train_gan.tl:47
+EPOCHS = 25  # train_gan.tl:53
 BATCH_SIZE = 64
 PRECISION = "auto"
 CHECKPOINT_EVERY = None  # epochs; unset: at the end
@@ -108,6 +115,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--evaluate", default=None, metavar="CHECKPOINT",
                         help="the validation objectives of a checkpoint; no training")
     parser.add_argument("--data-root", default=None, help="where datasets live")
+    parser.add_argument("--samples", default="samples/train_gan.png",
+                        help="the PNG grid `sample` draws after each epoch")
     parser.add_argument("--precision", choices=("auto", "fp32", "fp16", "bf16"), default=PRECISION)
     return parser.parse_args(argv)
 
@@ -122,7 +131,7 @@ def build_loaders(
     args: argparse.Namespace, ctx: DistContext
 ) -> tuple[DeviceLoader, DeviceLoader, DataInfo]:
     options = DATASET_OPTIONS
-    train, val, info = load_digits(data_root=args.data_root, **options)  # train_gan.tl:45
+    train, val, info = load_digits(data_root=args.data_root, **options)  # train_gan.tl:51
     shard = {"rank": ctx.rank, "world_size": ctx.world_size, "device": ctx.device}
     train_loader = DeviceLoader(*train, batch_size=args.batch_size, shuffle=True, drop_last=True,
                                 seed=args.seed, **shard)
@@ -139,7 +148,7 @@ class Trainer:
     ctx: DistContext
     G: nn.Module
     D: nn.Module
-    optimizers: dict[str, torch.optim.Optimizer]  # by objective
+    optimizers: dict[str, torch.optim.Optimizer]  # by objective (`ce.Muon` of a step of several)
     scalers: dict[str, torch.amp.GradScaler | None]  # one per step
     plan: PrecisionPlan
     train_loader: DeviceLoader
@@ -154,15 +163,15 @@ class Trainer:
 def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
     seed_everything(args.seed)
     train_loader, val_loader, info = build_loaders(args, ctx)
-    G = Generator().to(ctx.device)  # train_gan.tl:43
-    D = Discriminator().to(ctx.device)  # train_gan.tl:44
+    G = Generator().to(ctx.device)  # train_gan.tl:49
+    D = Discriminator().to(ctx.device)  # train_gan.tl:50
     plan = resolve_precision(args.precision, ctx.device)
     optimizers: dict[str, torch.optim.Optimizer] = {}
     # `step d_loss`: Adam over D
-    # train_gan.tl:50
+    # train_gan.tl:57
     optimizers["d_loss"] = torch.optim.Adam(D.parameters(), lr=0.0002, betas=(0.5, 0.999))
     # `step g_loss`: Adam over G
-    # train_gan.tl:51
+    # train_gan.tl:58
     optimizers["g_loss"] = torch.optim.Adam(G.parameters(), lr=0.0002, betas=(0.5, 0.999))
     scalers = {name: make_grad_scaler(plan, ctx.device) for name in OBJECTIVES}
     return Trainer(ctx, G, D, optimizers, scalers, plan, train_loader, val_loader, info)
@@ -179,13 +188,13 @@ def train_step(trainer: Trainer, xb: torch.Tensor, yb: torch.Tensor) -> dict[str
     optimizer = trainer.optimizers["d_loss"]
     optimizer.zero_grad(set_to_none=True)
     with autocast(trainer.plan, device):
-        d_loss_value = d_loss(G, D, xb, yb)  # train_gan.tl:50
+        d_loss_value = d_loss(G, D, xb, yb)  # train_gan.tl:57
     step_optimizer(d_loss_value, optimizer, trainer.scalers["d_loss"])
     # step g_loss with Adam(G, ...)
     optimizer = trainer.optimizers["g_loss"]
     optimizer.zero_grad(set_to_none=True)
     with autocast(trainer.plan, device):
-        g_loss_value = g_loss(G, D, xb, yb)  # train_gan.tl:51
+        g_loss_value = g_loss(G, D, xb, yb)  # train_gan.tl:58
     step_optimizer(g_loss_value, optimizer, trainer.scalers["g_loss"])
     trainer.step += 1
     return {"d_loss": d_loss_value.detach(), "g_loss": g_loss_value.detach()}
@@ -246,7 +255,7 @@ def train(args: argparse.Namespace, ctx: DistContext) -> int:
     metrics = MetricsWriter(args.metrics)
     epochs_done = trainer.start_epoch
     started = time.perf_counter()
-    for epoch in range(trainer.start_epoch, args.epochs):  # train_gan.tl:47
+    for epoch in range(trainer.start_epoch, args.epochs):  # train_gan.tl:53
         if args.max_steps is not None and trainer.step >= args.max_steps:
             break
         start = time.perf_counter()
@@ -283,6 +292,8 @@ def train(args: argparse.Namespace, ctx: DistContext) -> int:
         }
         metrics.write(record)
         print(format_steps_summary(record, epochs=args.epochs))
+        images = draw_samples(partial(sample, trainer.G, trainer.D), seed=args.seed)
+        write_sample_grid(images, args.samples)
         epochs_done = epoch + 1
         last = epochs_done == args.epochs
         due = CHECKPOINT_EVERY is not None and epochs_done % CHECKPOINT_EVERY == 0
@@ -402,7 +413,7 @@ class DataInfo:
     sample_shape: tuple[int, ...]
     target_shape: tuple[int, ...]
     num_classes: int | None
-    task: str  # "classification", "sequence" or "regression"
+    task: str  # "classification", "sequence", "regression" or "fields"
     synthetic: bool = False
     # An image dataset's per-channel (mean, std), which --predict applies to image files.
     normalisation: tuple[tuple[float, ...], tuple[float, ...]] | None = None
@@ -422,13 +433,14 @@ def load_digits(
     return (*_split((x, y), val_fraction, split_seed), info)
 
 
-def _split(pair: TensorPair, val_fraction: float, seed: int) -> tuple[TensorPair, TensorPair]:
-    x, y = pair
-    n_val = round(len(x) * val_fraction)
+def _split(tensors: Any, val_fraction: float, seed: int) -> tuple[Any, Any]:
+    """The same seeded rows of every tensor held out: (train, val), each a tuple like `tensors`."""
+    n = len(tensors[0])
+    n_val = round(n * val_fraction)
     generator = torch.Generator().manual_seed(seed)
-    order = torch.randperm(len(x), generator=generator)
+    order = torch.randperm(n, generator=generator)
     val_idx, train_idx = order[:n_val], order[n_val:]
-    return (x[train_idx], y[train_idx]), (x[val_idx], y[val_idx])
+    return tuple(t[train_idx] for t in tensors), tuple(t[val_idx] for t in tensors)
 
 
 def _digits() -> TensorPair:
@@ -444,18 +456,20 @@ def _digits() -> TensorPair:
 
 
 # ---- runtime/loader.py: Batching for TensorLoom scripts: a dataset kept on the device, or a DataLoader.
-Batch = tuple[torch.Tensor, torch.Tensor]
+Batch = tuple[torch.Tensor, ...]
 
 
 class DeviceLoader:
-    """Batches of a device-resident (x, y), shuffled on the device, sharded across ranks."""
+    """Batches of device-resident tensors (x, y, or a dataset's fields), shuffled on the
+    device, sharded across ranks."""
 
     def __init__(
-        self, x: torch.Tensor, y: torch.Tensor, *, batch_size: int, device: torch.device,
+        self, *tensors: torch.Tensor, batch_size: int, device: torch.device,
         shuffle: bool = True, drop_last: bool = False, seed: int = 0, rank: int = 0,
         world_size: int = 1, even_shards: bool = True,
     ) -> None:  # fmt: skip
-        self.x, self.y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        self.tensors = tuple(t.to(device, non_blocking=True) for t in tensors)
+        self.x, self.y = self.tensors[0], self.tensors[-1]
         self.batch_size, self.device, self.shuffle = batch_size, device, shuffle
         self.drop_last, self.seed, self.rank = drop_last, seed, rank
         self.world_size, self.even_shards, self.epoch = world_size, even_shards, 0
@@ -498,7 +512,7 @@ class DeviceLoader:
 
     def __iter__(self) -> Iterator[Batch]:
         for idx in self.batch_indices():
-            yield self.x[idx], self.y[idx]
+            yield tuple(t[idx] for t in self.tensors)
 
     def state_dict(self) -> dict[str, int]:
         # The order of an epoch is a function of (seed, epoch): nothing else to save.
@@ -704,7 +718,7 @@ def check_epoch_has_steps(batches: int, *, batch_size: int, grad_accum: int = 1)
 
 
 # ---- runtime/steps.py: Several models and optimizers in one loop, for train blocks of `step` lines.
-StepBatch = tuple[torch.Tensor, torch.Tensor]
+StepBatch = tuple[torch.Tensor, ...]  # (x, y), or the named fields a loader yields
 
 
 Losses = dict[str, torch.Tensor]
@@ -731,8 +745,8 @@ class Frozen(nn.Module):
 
 
 def step_optimizer(
-    loss: torch.Tensor, optimizer: torch.optim.Optimizer | Sequence[torch.optim.Optimizer],
-    scaler: torch.amp.GradScaler | None, clip: float | Sequence[float | None] | None = None,
+    loss: torch.Tensor, optimizer: torch.optim.Optimizer | list[torch.optim.Optimizer],
+    scaler: torch.amp.GradScaler | None, clip: float | list[float | None] | None = None,
 ) -> None:  # fmt: skip
     """`loss.backward()` then each optimizer's `step()` (a step of several optimizers, as
     Muon beside AdamW, has one backward), through `scaler` (fp16) when there is one. One
@@ -740,7 +754,7 @@ def step_optimizer(
     as torch's AMP recipe for several optimizers does. `clip` bounds the gradient norm of
     each optimizer's parameters (one bound each, None for none), unscaled first."""
     optimizers = [optimizer] if isinstance(optimizer, torch.optim.Optimizer) else optimizer
-    clips = list(clip) if isinstance(clip, Sequence) else [clip] * len(optimizers)
+    clips = list(clip) if isinstance(clip, (list, tuple)) else [clip] * len(optimizers)
     if scaler is None:
         loss.backward()
     else:
@@ -760,19 +774,19 @@ def step_optimizer(
 
 
 def run_epoch(
-    step: Callable[[torch.Tensor, torch.Tensor], Losses], batches: Iterable[StepBatch], *,
+    step: Callable[..., Losses], batches: Iterable[StepBatch], *,
     sums: Losses, done: int, total: int, stop: Callable[[], bool],
 ) -> tuple[Losses, int]:  # fmt: skip
     """Run `step` on each batch after the first `done` (trained before a resume), until
     `total` batches or `stop()`; each objective's sum and the batches trained."""
     skip = done
-    for xb, yb in batches:
+    for batch in batches:
         if skip:
             skip -= 1
             continue
         if done == total or stop():
             break
-        losses = step(xb, yb)
+        losses = step(*batch)
         for key, value in losses.items():
             sums[key] = sums[key] + value
         done += 1
@@ -781,17 +795,25 @@ def run_epoch(
 
 @torch.no_grad()
 def mean_objectives(
-    losses: Callable[[torch.Tensor, torch.Tensor], Losses], batches: Iterable[StepBatch]
+    losses: Callable[..., Losses], batches: Iterable[StepBatch]
 ) -> dict[str, float]:
     """Each objective's mean over the samples of `batches` (a batch weighs its size)."""
     sums: dict[str, torch.Tensor] = {}
     count = 0
-    for xb, yb in batches:
-        for key, value in losses(xb, yb).items():
-            sums[key] = sums.get(key, torch.zeros((), device=value.device)) + value.float() * len(
-                xb
-            )
-        count += len(xb)
+    for batch in batches:
+        size = len(batch[0])
+        for key, value in losses(*batch).items():
+            zero = torch.zeros((), device=value.device)
+            sums[key] = sums.get(key, zero) + value.float() * size
+        count += size
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        # each rank validated its shard: the sums and the count over all of them
+        for total in sums.values():
+            torch.distributed.all_reduce(total)
+        counted = torch.tensor(float(count), device=next(iter(sums.values())).device if sums
+                               else "cpu")  # fmt: skip
+        torch.distributed.all_reduce(counted)
+        count = int(counted.item())
     return {key: float(total) / max(count, 1) for key, total in sums.items()}
 
 
@@ -885,6 +907,67 @@ def _restore_rng(states: dict[str, Any]) -> None:
     if "cuda" in states and torch.cuda.is_available():
         with contextlib.suppress(RuntimeError):  # another number of GPUs
             torch.cuda.set_rng_state_all([s.cpu() for s in states["cuda"]])
+
+
+# ---- runtime/samples.py: Sample grids: the images a program's `samples` function draws, written as one PNG.
+def draw_samples(sample: Callable[[], torch.Tensor], *, seed: int) -> torch.Tensor:
+    """`sample()` under `torch.no_grad()` on an RNG seeded with `seed`, the global RNG
+    state restored afterwards; the images on the CPU as float32."""
+    devices = [torch.cuda.current_device()] if torch.cuda.is_available() else []
+    with torch.random.fork_rng(devices=devices), torch.no_grad():
+        torch.manual_seed(seed)
+        images = sample()
+    return images.detach().float().cpu()
+
+
+def image_grid(
+    images: torch.Tensor, *, columns: int | None = None, padding: int = 2
+) -> torch.Tensor:
+    """`[N, C, H, W]` images in [0, 1] (C 1 or 3) as one `[rows, cols, C]` uint8 grid: up to
+    `columns` (default about √N) per row, `padding` black pixels between them, each image
+    enlarged by a whole factor to at least 32 pixels a side."""
+    if images.dim() != 4 or images.size(1) not in (1, 3):
+        raise ValueError(f"sample images must be [N, 1 or 3, H, W], got {list(images.shape)}")
+    count, channels, height, width = images.shape
+    scale = max(1, 32 // max(height, width))
+    tiles = images.clamp(0.0, 1.0).repeat_interleave(scale, 2).repeat_interleave(scale, 3)
+    height, width = height * scale, width * scale
+    across = columns or max(1, math.ceil(math.sqrt(count)))
+    down = math.ceil(count / across)
+    grid = torch.zeros(channels, padding + down * (height + padding),
+                       padding + across * (width + padding))  # fmt: skip
+    for index in range(count):
+        top = padding + (index // across) * (height + padding)
+        left = padding + (index % across) * (width + padding)
+        grid[:, top : top + height, left : left + width] = tiles[index]
+    return (grid * 255.0).round().to(torch.uint8).permute(1, 2, 0).contiguous()
+
+
+def write_png(pixels: torch.Tensor, path: str | Path) -> Path:
+    """An 8-bit grey (`[H, W, 1]`) or RGB (`[H, W, 3]`) PNG of `pixels`, uint8."""
+    height, width, channels = pixels.shape
+    colour = {1: 0, 3: 2}[channels]
+    rows = pixels.reshape(height, width * channels).numpy().tobytes()
+    stride = width * channels
+    raw = b"".join(b"\x00" + rows[r * stride : (r + 1) * stride] for r in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, colour, 0, 0, 0)
+    data = b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", header)
+    data += _chunk(b"IDAT", zlib.compress(raw, 9)) + _chunk(b"IEND", b"")
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(data)
+    return target
+
+
+def _chunk(kind: bytes, body: bytes) -> bytes:
+    """A PNG chunk: length, type, body, and the CRC-32 of type and body."""
+    crc = zlib.crc32(kind + body) & 0xFFFFFFFF
+    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", crc)
+
+
+def write_sample_grid(images: torch.Tensor, path: str | Path) -> Path:
+    """`images` `[N, C, H, W]` in [0, 1] as a PNG grid at `path` (folders made)."""
+    return write_png(image_grid(images), path)
 
 
 if __name__ == "__main__":

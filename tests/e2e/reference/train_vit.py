@@ -493,7 +493,7 @@ class DataInfo:
     sample_shape: tuple[int, ...]
     target_shape: tuple[int, ...]
     num_classes: int | None
-    task: str  # "classification", "sequence" or "regression"
+    task: str  # "classification", "sequence", "regression" or "fields"
     synthetic: bool = False
     # An image dataset's per-channel (mean, std), which --predict applies to image files.
     normalisation: tuple[tuple[float, ...], tuple[float, ...]] | None = None
@@ -513,13 +513,14 @@ def load_digits(
     return (*_split((x, y), val_fraction, split_seed), info)
 
 
-def _split(pair: TensorPair, val_fraction: float, seed: int) -> tuple[TensorPair, TensorPair]:
-    x, y = pair
-    n_val = round(len(x) * val_fraction)
+def _split(tensors: Any, val_fraction: float, seed: int) -> tuple[Any, Any]:
+    """The same seeded rows of every tensor held out: (train, val), each a tuple like `tensors`."""
+    n = len(tensors[0])
+    n_val = round(n * val_fraction)
     generator = torch.Generator().manual_seed(seed)
-    order = torch.randperm(len(x), generator=generator)
+    order = torch.randperm(n, generator=generator)
     val_idx, train_idx = order[:n_val], order[n_val:]
-    return (x[train_idx], y[train_idx]), (x[val_idx], y[val_idx])
+    return tuple(t[train_idx] for t in tensors), tuple(t[val_idx] for t in tensors)
 
 
 def _digits() -> TensorPair:
@@ -535,18 +536,20 @@ def _digits() -> TensorPair:
 
 
 # ---- runtime/loader.py: Batching for TensorLoom scripts: a dataset kept on the device, or a DataLoader.
-Batch = tuple[torch.Tensor, torch.Tensor]
+Batch = tuple[torch.Tensor, ...]
 
 
 class DeviceLoader:
-    """Batches of a device-resident (x, y), shuffled on the device, sharded across ranks."""
+    """Batches of device-resident tensors (x, y, or a dataset's fields), shuffled on the
+    device, sharded across ranks."""
 
     def __init__(
-        self, x: torch.Tensor, y: torch.Tensor, *, batch_size: int, device: torch.device,
+        self, *tensors: torch.Tensor, batch_size: int, device: torch.device,
         shuffle: bool = True, drop_last: bool = False, seed: int = 0, rank: int = 0,
         world_size: int = 1, even_shards: bool = True,
     ) -> None:  # fmt: skip
-        self.x, self.y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        self.tensors = tuple(t.to(device, non_blocking=True) for t in tensors)
+        self.x, self.y = self.tensors[0], self.tensors[-1]
         self.batch_size, self.device, self.shuffle = batch_size, device, shuffle
         self.drop_last, self.seed, self.rank = drop_last, seed, rank
         self.world_size, self.even_shards, self.epoch = world_size, even_shards, 0
@@ -589,7 +592,7 @@ class DeviceLoader:
 
     def __iter__(self) -> Iterator[Batch]:
         for idx in self.batch_indices():
-            yield self.x[idx], self.y[idx]
+            yield tuple(t[idx] for t in self.tensors)
 
     def state_dict(self) -> dict[str, int]:
         # The order of an epoch is a function of (seed, epoch): nothing else to save.
@@ -1683,12 +1686,13 @@ def training_arguments(
     description: str, *, epochs: int, batch_size: int, seed: int, checkpoint_dir: str,
     compile: str = "auto", precision: str | None = None, serve: bool = False,
     generate: bool = False, download: bool = False, cuda_graph: bool = False,
-    weights: str | None = None, consolidate: bool = False,
+    weights: str | None = None, consolidate: bool = False, samples: str | None = None,
 ) -> argparse.ArgumentParser:  # fmt: skip
     """A program's flags: the ones every program has, then those its block asks for
     (`precision` when it has AMP, `serve` for --predict/--export, `generate` for language
     models, `download` for named image datasets, `cuda_graph` where the whole step may be
-    captured, `weights` for a published-weights block, `consolidate` under FSDP)."""
+    captured, `weights` for a published-weights block, `consolidate` under FSDP, `samples`
+    (the default path of --samples) for a block with `samples`)."""
     parser = argparse.ArgumentParser(description=description)
     add = parser.add_argument
     add("--epochs", type=int, default=epochs)
@@ -1743,6 +1747,8 @@ def training_arguments(
         add("--temperature", type=float, default=0.8, help="0: always the likeliest")
         add("--top-k", type=int, default=40, help="sample among the k likeliest")
     add("--data-root", default=None, help="where datasets live")
+    if samples is not None:
+        add("--samples", default=samples, help="the PNG grid of samples drawn after each epoch")
     if download:
         add("--download", action="store_true",
             help="fetch a missing dataset (HTTPS, sha256-checked)")  # fmt: skip

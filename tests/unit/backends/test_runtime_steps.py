@@ -87,3 +87,61 @@ def test_summary_line_shows_each_objective() -> None:
     line = format_steps_summary(record, epochs=25)
     assert line == ("epoch  3/25  d_loss 1.2000  g_loss 0.8000  val_d_loss 1.2500  "
                     "9,120 samples/s  1.20s")  # fmt: skip
+
+
+def _two_optimizers(net: nn.Module) -> tuple[torch.optim.Optimizer, torch.optim.Optimizer]:
+    matrices = [p for p in net.parameters() if p.ndim == 2]
+    vectors = [p for p in net.parameters() if p.ndim != 2]
+    return torch.optim.Muon(matrices, lr=0.05), torch.optim.AdamW(vectors, lr=0.01)
+
+
+def test_step_optimizer_steps_several_through_one_scaler_each_clipped_apart() -> None:
+    """One backward, each optimizer unscaled, clipped over its own parameters and stepped
+    through the step's GradScaler, one update after them: torch's AMP recipe for several
+    optimizers, written out by hand on a copy."""
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(4, 8), nn.LayerNorm(8), nn.Linear(8, 2))
+    copy = nn.Sequential(nn.Linear(4, 8), nn.LayerNorm(8), nn.Linear(8, 2))
+    copy.load_state_dict(net.state_dict())
+    ours, theirs = _two_optimizers(net), _two_optimizers(copy)
+    scaler = torch.amp.GradScaler("cpu", init_scale=1024.0)
+    reference = torch.amp.GradScaler("cpu", init_scale=1024.0)
+    for _ in range(4):
+        x = torch.randn(3, 4)
+        step_optimizer(net(x).pow(2).mean(), ours, scaler, clip=(0.5, None))
+        reference.scale(copy(x).pow(2).mean()).backward()
+        reference.unscale_(theirs[0])
+        torch.nn.utils.clip_grad_norm_(theirs[0].param_groups[0]["params"], 0.5)
+        reference.step(theirs[0])
+        reference.step(theirs[1])
+        reference.update()
+        for o in (*ours, *theirs):
+            o.zero_grad(set_to_none=True)
+    for a, b in zip(net.state_dict().values(), copy.state_dict().values(), strict=True):
+        assert torch.equal(a, b)
+    assert scaler.get_scale() == reference.get_scale()
+
+
+def test_optimizer_set_is_stepped_scheduled_and_saved_as_one() -> None:
+    """`OptimizerSet`: the loop's one optimizer over several; a LambdaLR reaches every group,
+    the state dict holds each one's and loads back."""
+    from tensorloom.backends.runtime.steps import OptimizerSet
+
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(4, 8), nn.LayerNorm(8), nn.Linear(8, 2))
+    muon, adamw = _two_optimizers(net)
+    both = OptimizerSet({"Muon": muon, "AdamW": adamw})
+    schedule = torch.optim.lr_scheduler.LambdaLR(both, lambda step: 0.5**step)
+    before = [p.detach().clone() for p in net.parameters()]
+    net(torch.randn(3, 4)).pow(2).mean().backward()
+    both.step()
+    schedule.step()
+    both.zero_grad(set_to_none=True)
+    assert all(not torch.equal(a, p) for a, p in zip(before, net.parameters(), strict=True))
+    assert all(p.grad is None for p in net.parameters())
+    assert muon.param_groups[0]["lr"] == 0.025 and adamw.param_groups[0]["lr"] == 0.005
+    state = both.state_dict()
+    assert set(state) == {"Muon", "AdamW"} and state["AdamW"]["state"]
+    fresh = OptimizerSet(dict(zip(("Muon", "AdamW"), _two_optimizers(net), strict=True)))
+    fresh.load_state_dict(state)
+    assert fresh.optimizers["AdamW"].state_dict()["state"].keys() == state["AdamW"]["state"].keys()

@@ -90,7 +90,6 @@ def test_npz_float_targets_are_regression(tmp_path: Path) -> None:
     [
         ({"x": np.zeros((3, 2)), "y": np.zeros(4, np.int64)}, "3 samples (`x`) but 4 targets"),
         ({"x": np.zeros((3, 2)), "y": np.array([0, -1, 2])}, "negative class label (-1)"),
-        ({"x": np.zeros((3, 2))}, "must hold arrays named `x` and `y`"),
     ],
 )
 def test_npz_problems(tmp_path: Path, arrays: dict[str, np.ndarray], words: str) -> None:
@@ -98,6 +97,73 @@ def test_npz_problems(tmp_path: Path, arrays: dict[str, np.ndarray], words: str)
     np.savez(path, **arrays)  # type: ignore[arg-type]
     found = read_facts(path)
     assert isinstance(found, FileProblem) and words in found.message
+
+
+# --- a .npz of named arrays: fields (issue 30) ------------------------------------------------
+
+
+def test_npz_of_named_arrays_gives_each_field(tmp_path: Path) -> None:
+    path = tmp_path / "pairs.npz"
+    image = np.zeros((50, 1, 8, 8), np.float32)
+    text = np.zeros((50, 4), np.int32)
+    np.savez_compressed(path, image=image, text=text, weight=np.ones(50, np.float64))
+    facts = read_facts(path)
+    assert isinstance(facts, FileFacts) and facts.fields is not None
+    found = [(f.name, f.shape, f.dtype, f.count) for f in facts.fields]
+    assert found == [("image", (1, 8, 8), "float32", 50), ("text", (4,), "int32", 50),
+                     ("weight", (), "float64", 50)]  # fmt: skip
+    assert facts.layout is not None and "must hold arrays named `x` and `y`" in facts.layout.message
+    info = lookup_dataset(str(path), {})
+    assert isinstance(info, DatasetInfo)
+    checked = check_data(info, None)
+    assert checked.problems == () and checked.layout is not None  # a problem for a `loss` only
+    assert checked.info.fields is not None
+    fields = [(f.name, f.shape, f.dtype) for f in checked.info.fields]
+    assert fields == [("image", (1, 8, 8), "f32"), ("text", (4,), "i64"), ("weight", (), "f32")]
+
+
+def test_npz_with_x_and_y_keeps_its_facts_and_lists_every_field(tmp_path: Path) -> None:
+    path = tmp_path / "xyz.npz"
+    np.savez(path, x=np.zeros((6, 3), np.float32), y=np.arange(6), z=np.zeros((6, 2, 2)))
+    facts = read_facts(path)
+    assert isinstance(facts, FileFacts) and facts.layout is None
+    assert facts.sample_shape == (3,) and facts.num_classes == 6
+    assert facts.fields is not None and [f.name for f in facts.fields] == ["x", "y", "z"]
+
+
+@pytest.mark.parametrize(
+    ("arrays", "code", "words"),
+    [
+        ({"image": np.zeros((5, 2)), "text": np.zeros((4, 3))}, "TL0711",
+         "holds 5 samples of `image` but 4 of `text`"),
+        ({"image": np.zeros((5, 2)), "scale": np.float32(2.0)}, "TL0712",
+         "`scale` is a scalar, not an array of samples"),
+        ({"x": np.zeros((3, 2))}, None, None),
+    ],
+)  # fmt: skip
+def test_npz_field_problems(
+    tmp_path: Path, arrays: dict[str, np.ndarray], code: str | None, words: str | None
+) -> None:
+    path = tmp_path / "f.npz"
+    np.savez(path, **arrays)  # type: ignore[arg-type]
+    found = read_facts(path)
+    if code is None:  # `x` alone: named arrays, which a `loss` block cannot take
+        assert isinstance(found, FileFacts) and found.layout is not None
+        assert "must hold arrays named `x` and `y`; it holds `x`" in found.layout.message
+        return
+    assert isinstance(found, FileProblem) and found.code == code
+    assert words is not None and words in found.message
+    info = lookup_dataset(str(path), {})
+    assert isinstance(info, DatasetInfo)
+    checked = check_data(info, None)
+    assert [p.code for p in checked.problems] == [code]
+
+
+def test_an_unsupported_array_names_its_field(tmp_path: Path) -> None:
+    path = tmp_path / "s.npz"
+    np.savez(path, image=np.zeros((2, 3)), caption=np.array(["a", "b"]))
+    found = read_facts(path)
+    assert isinstance(found, FileProblem) and "`caption`: unsupported array type" in found.message
 
 
 def test_a_damaged_archive_is_a_problem_not_a_crash(tmp_path: Path) -> None:
@@ -148,3 +214,19 @@ def test_absent_file_is_a_warning_and_a_relative_path_is_found_beside_the_progra
     checked = check_data(info, tmp_path)
     assert checked.problems == () and checked.info.sample_shape == (5,)
     assert checked.info.num_classes == 2
+
+
+def test_declared_fields_take_the_files_shapes_or_name_the_missing_array(tmp_path: Path) -> None:
+    path = tmp_path / "pairs.npz"
+    np.savez(path, image=np.zeros((8, 64), np.float32), text=np.zeros((8, 4), np.int64))
+    info = lookup_dataset(str(path), {"fields": ["text", "image"]})
+    assert isinstance(info, DatasetInfo)
+    checked = check_data(info, None)
+    assert checked.problems == () and checked.info.fields is not None
+    assert [(f.name, f.shape, f.dtype) for f in checked.info.fields] == [
+        ("text", (4,), "i64"), ("image", (64,), "f32")]  # fmt: skip
+    info = lookup_dataset(str(path), {"fields": ["image", "caption"]})
+    assert isinstance(info, DatasetInfo)
+    [problem] = check_data(info, None).problems
+    assert problem.code == "TL0714" and problem.option == "fields"
+    assert "has no array `caption`: it holds `image`, `text`" in problem.message

@@ -100,3 +100,48 @@ def test_language_model_data_needs_its_options() -> None:
     assert _error("tokens", path="t.bin", block_size=8, vocab=9, dtype="int8").code == "TL0704"
     assert _error("text", path="c.txt", block_size=0).option == "block_size"
     assert _error("text", path="c.txt", block_size=8, vocab=9).code == "TL0702"
+
+
+@pytest.mark.parametrize("flatten", [False, True])
+def test_digit_captions_fields_match_what_the_runtime_loads(flatten: bool) -> None:
+    pytest.importorskip("sklearn")
+    from tensorloom.backends.runtime.data import CAPTION_WORDS, load_digit_captions
+    from tensorloom.catalogue.datasets import CAPTION_VOCAB
+
+    info = _info("digits-captions", flatten=flatten)
+    assert info.fields is not None and info.sample_shape is None
+    names = tuple(f.name for f in info.fields)
+    train, val, _ = load_digit_captions(flatten=flatten, fields=names)
+    for field, tensor in zip(info.fields, (*train,), strict=True):
+        assert tuple(tensor.shape[1:]) == field.shape
+        assert str(tensor.dtype) == ("torch.int64" if field.dtype == "i64" else "torch.float32")
+    assert len(val[0]) == 180 and len(CAPTION_WORDS) == CAPTION_VOCAB
+
+
+def test_a_digit_caption_names_the_digit_and_thirds_of_its_ink_and_place() -> None:
+    pytest.importorskip("sklearn")
+    import torch
+
+    from tensorloom.backends.runtime.data import digit_captions
+
+    x = torch.zeros(3, 1, 8, 8)
+    x[0, 0, :, 0] = 1.0  # a thin stroke at the left
+    x[1, 0, 3:5, 3:5] = 1.0  # a middling blob in the middle
+    x[2, 0, 4:, 4:] = 1.0  # a bold square at the bottom right
+    text = digit_captions(x, torch.tensor([1, 0, 7]))
+    assert text[:, 0].tolist() == [1, 0, 7]  # the digit's name
+    assert text[:, 1].tolist() == [11, 10, 12]  # ink: 8, 4, 16 pixels: regular, thin, bold
+    assert text[:, 2].tolist() == [13, 14, 15]  # across: column 0, 3.5, 5.5
+    assert text[:, 3].tolist() == [16, 16, 18]  # down: row 3.5, 3.5, 5.5
+
+
+def test_declared_fields_of_a_file() -> None:
+    info = _info("pairs.npz", fields=["image", "text"])
+    assert info.fields is not None and [(f.name, f.shape) for f in info.fields] == [
+        ("image", None),
+        ("text", None),
+    ]
+    assert info.runtime_kwargs() == {"fields": ["image", "text"]}
+    assert _error("pairs.npz", fields=["two words"]).code == "TL0703"
+    assert _error("pairs.npz", fields=[]).code == "TL0703"
+    assert _error("t.csv", target="y", fields=["a"]).code == "TL0713"

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tensorloom_rt_0_2_0_9c621b3c import (
+from tensorloom_rt_0_2_0_86ad2cbd import (
     CheckpointError, DatasetUnavailable, DeviceUnavailable, DistContext, MetricsWriter, ParamGroup,
     PrecisionPlan, StepsCheckpointError, TokenInfo, WindowLoader, autocast, check_epoch_has_steps,
     format_steps_summary, load_models_checkpoint, load_token_dataset, lr_schedule_from,
@@ -188,6 +188,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--evaluate", default=None, metavar="CHECKPOINT",
                         help="the validation objectives of a checkpoint; no training")
     parser.add_argument("--data-root", default=None, help="where datasets live")
+    parser.add_argument("--compile", choices=("auto", "on", "off"), default="auto",
+                        help="torch.compile each model; auto: on CUDA")
     parser.add_argument("--precision", choices=("auto", "fp32", "fp16", "bf16"), default=PRECISION)
     return parser.parse_args(argv)
 
@@ -221,7 +223,7 @@ class Trainer:
 
     ctx: DistContext
     model: nn.Module
-    optimizers: dict[str, torch.optim.Optimizer]  # by objective
+    optimizers: dict[str, torch.optim.Optimizer]  # by objective (`ce.Muon` of a step of several)
     scalers: dict[str, torch.amp.GradScaler | None]  # one per step
     schedulers: dict[str, torch.optim.lr_scheduler.LRScheduler]  # each `lr_schedule`, by optimizer
     plan: PrecisionPlan
@@ -267,9 +269,11 @@ def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
         schedule = lr_schedule_from(settings, steps_per_epoch=steps_per_epoch, total_steps=total,
                                     base_lr=lr)
         schedulers[name] = make_lr_scheduler(optimizers[name], schedule)
-    # `compile`: the steps and validation run the compiled models (on CUDA)
-    on_cuda = ctx.device.type == "cuda"
-    compiled = {"model": maybe_compile(model, on_cuda, COMPILE_MODE)}
+    # `compile`: the steps and validation run the compiled models (on CUDA; anywhere with --compile on)
+    h = ctx.device.type == "cuda"
+    h = args.compile == "auto" and h
+    compile_it = args.compile == "on" or h
+    compiled = {"model": maybe_compile(model, compile_it, COMPILE_MODE)}
     return Trainer(ctx, model, optimizers, scalers, schedulers, plan, train_loader, val_loader,
                    info, compiled)
 

@@ -10,9 +10,9 @@ class LlamaAttention(nn.Module):
 
     def __init__(
         self,
-        dim=2048,
-        n_heads=32,
-        n_kv_heads=4,
+        dim=256,
+        n_heads=8,
+        n_kv_heads=2,
         rope_theta=10000.0,
         head_dim=None,
         kv_dim=None,
@@ -40,56 +40,54 @@ class LlamaAttention(nn.Module):
         self.o_proj = nn.Linear(dim, dim, bias=False)
 
     def forward(self, x):
-        B = x.size(0)  # llama.nml:33
+        B = x.size(0)  # llama.nml:35
         T = x.size(1)
-        qkv = self.qkv_proj(x)  # llama.nml:34
-        # llama.nml:35
+        qkv = self.qkv_proj(x)  # llama.nml:36
+        # llama.nml:37
         q = qkv[:, :, :self.dim].view(B, T, self.n_heads, self.head_dim).transpose(1, 2)
-        h = self.dim + self.kv_dim  # llama.nml:36
+        h = self.dim + self.kv_dim  # llama.nml:38
         k = qkv[:, :, self.dim:h].view(B, T, self.n_kv_heads, self.head_dim).transpose(1, 2)
-        h = self.dim + self.kv_dim  # llama.nml:37
+        h = self.dim + self.kv_dim  # llama.nml:39
         v = qkv[:, :, h:].view(B, T, self.n_kv_heads, self.head_dim).transpose(1, 2)
-        # llama.nml:38
+        # llama.nml:40
         h = torch.arange(0, self.head_dim, 2, device=x.device).to(torch.float32) / self.head_dim
         inv_freq = 1.0 / self.rope_theta ** h
-        h = torch.arange(T, device=x.device).to(torch.float32).unsqueeze(1)  # llama.nml:39
+        h = torch.arange(T, device=x.device).to(torch.float32).unsqueeze(1)  # llama.nml:41
         angles = h * inv_freq.unsqueeze(0)
-        cos_t = torch.cos(torch.cat([angles, angles], dim=-1))  # llama.nml:40
-        sin_t = torch.sin(torch.cat([angles, angles], dim=-1))  # llama.nml:41
-        # llama.nml:42
+        cos_t = torch.cos(torch.cat([angles, angles], dim=-1))  # llama.nml:42
+        sin_t = torch.sin(torch.cat([angles, angles], dim=-1))  # llama.nml:43
+        # llama.nml:44
         q_turned = torch.cat([-q[:, :, :, self.half:], q[:, :, :, :self.half]], dim=-1)
-        # llama.nml:43
+        # llama.nml:45
         k_turned = torch.cat([-k[:, :, :, self.half:], k[:, :, :, :self.half]], dim=-1)
-        queries = q * cos_t + q_turned * sin_t  # llama.nml:44
-        k_rope = k * cos_t + k_turned * sin_t  # llama.nml:45
-        # llama.nml:46
+        queries = q * cos_t + q_turned * sin_t  # llama.nml:46
+        k_rope = k * cos_t + k_turned * sin_t  # llama.nml:47
+        # llama.nml:48
         h = k_rope.unsqueeze(2).expand(B, self.n_kv_heads, self.n_rep, T, self.head_dim)
         keys = h.reshape(B, self.n_heads, T, self.head_dim)
-        h = v.unsqueeze(2).expand(B, self.n_kv_heads, self.n_rep, T, self.head_dim)  # llama.nml:47
+        h = v.unsqueeze(2).expand(B, self.n_kv_heads, self.n_rep, T, self.head_dim)  # llama.nml:49
         values = h.reshape(B, self.n_heads, T, self.head_dim)
-        out = F.scaled_dot_product_attention(queries, keys, values, is_causal=True)  # llama.nml:48
-        return self.o_proj(out.transpose(1, 2).reshape(B, T, self.dim))  # llama.nml:49
+        out = F.scaled_dot_product_attention(queries, keys, values, is_causal=True)  # llama.nml:50
+        return self.o_proj(out.transpose(1, 2).reshape(B, T, self.dim))  # llama.nml:51
 
 
 class LlamaMLP(nn.Module):
     """The `LlamaMLP` model from llama.nml."""
 
-    def __init__(self, dim=2048, hidden=5632):
+    def __init__(self, dim=256, hidden=688):
         super().__init__()
         self.gate_proj = nn.Linear(dim, hidden, bias=False)
         self.up_proj = nn.Linear(dim, hidden, bias=False)
         self.down_proj = nn.Linear(hidden, dim, bias=False)
 
     def forward(self, x):
-        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))  # llama.nml:62
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))  # llama.nml:64
 
 
 class LlamaBlock(nn.Module):
     """The `LlamaBlock` model from llama.nml."""
 
-    def __init__(
-        self, dim=2048, n_heads=32, n_kv_heads=4, hidden=5632, eps=1e-05, rope_theta=10000.0
-    ):
+    def __init__(self, dim=256, n_heads=8, n_kv_heads=2, hidden=688, eps=1e-05, rope_theta=10000.0):
         super().__init__()
         self.input_layernorm = nn.RMSNorm(dim, eps=eps)
         self.self_attn = LlamaAttention(dim, n_heads, n_kv_heads, rope_theta)
@@ -97,8 +95,8 @@ class LlamaBlock(nn.Module):
         self.mlp = LlamaMLP(dim, hidden)
 
     def forward(self, x):
-        x = x + self.self_attn(self.input_layernorm(x))  # llama.nml:80
-        return x + self.mlp(self.post_attention_layernorm(x))  # llama.nml:81
+        x = x + self.self_attn(self.input_layernorm(x))  # llama.nml:82
+        return x + self.mlp(self.post_attention_layernorm(x))  # llama.nml:83
 
 
 class Llama(nn.Module):
@@ -107,11 +105,11 @@ class Llama(nn.Module):
     def __init__(
         self,
         vocab_size=32000,
-        dim=2048,
-        n_layers=22,
-        n_heads=32,
-        n_kv_heads=4,
-        hidden=5632,
+        dim=256,
+        n_layers=4,
+        n_heads=8,
+        n_kv_heads=2,
+        hidden=688,
         eps=1e-05,
         rope_theta=10000.0,
     ):
@@ -124,7 +122,7 @@ class Llama(nn.Module):
         self.lm_head = nn.Linear(dim, vocab_size, bias=False)
 
     def forward(self, idx):
-        x = self.embed_tokens(idx)  # llama.nml:101
-        for layer in self.layers:  # llama.nml:102
-            x = layer(x)  # llama.nml:103
-        return self.lm_head(self.norm(x))  # llama.nml:104
+        x = self.embed_tokens(idx)  # llama.nml:103
+        for layer in self.layers:  # llama.nml:104
+            x = layer(x)  # llama.nml:105
+        return self.lm_head(self.norm(x))  # llama.nml:106

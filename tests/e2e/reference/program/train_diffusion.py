@@ -12,14 +12,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tensorloom_rt_0_2_0_7e0f2acf import (
+from tensorloom_rt_0_2_0_6721f64d import (
     BestTracker, CheckpointError, DataInfo, DatasetUnavailable, DeviceLoader, DeviceUnavailable,
     DistContext, MetricsWriter, RunLengthError, RunRecipe, StopSignals, Trainer, add_source_notes,
-    autocast, captures_whole_step, carried, check_epoch_has_steps, check_run, end_epoch,
-    epoch_batches, epoch_record, epoch_stops, evaluate_saved, finish_run, format_epoch_summary,
-    load_digits, make_grad_scaler, mark_step_begin, maybe_compile, resolve_device,
-    resolve_precision, save_if_due, seconds_since, seed_everything, should_compile, start_run,
-    total_train_steps, train_epoch_graphed, training_arguments, warn,
+    autocast, captures_whole_step, carried, check_epoch_has_steps, check_run, draw_samples,
+    end_epoch, epoch_batches, epoch_record, epoch_stops, evaluate_saved, finish_run,
+    format_epoch_summary, load_digits, make_grad_scaler, mark_step_begin, maybe_compile,
+    resolve_device, resolve_precision, save_if_due, seconds_since, seed_everything, should_compile,
+    start_run, total_train_steps, train_epoch_graphed, training_arguments, warn, write_sample_grid,
 )
 
 
@@ -60,26 +60,42 @@ class Denoiser(nn.Module):
         self.fc3 = nn.Linear(256, 64)
 
     def forward(self, x, t):
-        # train_diffusion.tl:20
+        # train_diffusion.tl:22
         f = t.unsqueeze(-1) / 1000.0 * torch.linspace(1.0, 60.0, 8, device=x.device)
-        h = torch.cat([x, torch.sin(f), torch.cos(f)], dim=-1)  # train_diffusion.tl:21
-        return self.fc3(F.silu(self.fc2(F.silu(self.fc1(h)))))  # train_diffusion.tl:22
+        h = torch.cat([x, torch.sin(f), torch.cos(f)], dim=-1)  # train_diffusion.tl:23
+        return self.fc3(F.silu(self.fc2(F.silu(self.fc1(h)))))  # train_diffusion.tl:24
 
 
 def ddpm(net, x, y):
-    betas = torch.linspace(0.0001, 0.02, 1000, device=x.device)  # train_diffusion.tl:24
-    abar = torch.cumprod(1.0 - betas, dim=0)  # train_diffusion.tl:25
-    x0 = x * 2.0 - 1.0  # train_diffusion.tl:28
-    t = torch.randint(0, 1000, (x.size(0),), device=x.device)  # train_diffusion.tl:29
-    noise = torch.randn_like(x0)  # train_diffusion.tl:30
-    a = abar[t].view(-1, 1)  # train_diffusion.tl:31
-    # train_diffusion.tl:32
+    betas = torch.linspace(0.0001, 0.02, 1000, device=x.device)  # train_diffusion.tl:26
+    abar = torch.cumprod(1.0 - betas, dim=0)  # train_diffusion.tl:27
+    x0 = x * 2.0 - 1.0  # train_diffusion.tl:30
+    t = torch.randint(0, 1000, (x.size(0),), device=x.device)  # train_diffusion.tl:31
+    noise = torch.randn_like(x0)  # train_diffusion.tl:32
+    a = abar[t].view(-1, 1)  # train_diffusion.tl:33
+    # train_diffusion.tl:34
     return F.mse_loss(net(torch.sqrt(a) * x0 + torch.sqrt(1.0 - a) * noise, t), noise)
+
+
+def sample(net):
+    # train_diffusion.tl:26
+    betas = torch.linspace(0.0001, 0.02, 1000, device=next(net.parameters()).device)
+    abar = torch.cumprod(1.0 - betas, dim=0)  # train_diffusion.tl:27
+    h = torch.sqrt(betas)  # train_diffusion.tl:38
+    sigma = h * (torch.linspace(0.0, 999.0, 1000, device=next(net.parameters()).device) > 0.5)
+    x = torch.randn(64, 64, device=next(net.parameters()).device)  # train_diffusion.tl:41
+    for i in range(1000):  # train_diffusion.tl:42
+        t = 999 - i  # train_diffusion.tl:43
+        eps = net(x, torch.ones_like(x[:, 0]) * t)  # train_diffusion.tl:44
+        # train_diffusion.tl:45
+        x = (x - betas[t] / torch.sqrt(1.0 - abar[t]) * eps) / torch.sqrt(1.0 - betas[t])
+        x = x + sigma[t] * torch.randn_like(x)  # train_diffusion.tl:46
+    return ((x + 1.0) * 0.5).view(64, 1, 8, 8)  # train_diffusion.tl:47
 
 
 def loss_fn(model: nn.Module, inputs: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """`objective = ddpm`: the function `ddpm` of train_diffusion.tl, above."""
-    return ddpm(model, inputs, target)  # train_diffusion.tl:41
+    return ddpm(model, inputs, target)  # train_diffusion.tl:56
 
 
 class BatchLoss(nn.Module):
@@ -172,7 +188,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = training_arguments("Train Denoiser on digits (from train_diffusion.tl).",
                                 epochs=EPOCHS, batch_size=BATCH_SIZE, seed=SEED,
                                 checkpoint_dir="checkpoints/train_diffusion", compile=COMPILE,
-                                precision=PRECISION, cuda_graph=True)
+                                precision=PRECISION, cuda_graph=True,
+                                samples="samples/train_diffusion.png")
     return parser.parse_args(argv)
 
 
@@ -180,7 +197,7 @@ def build_loaders(
     args: argparse.Namespace, ctx: DistContext
 ) -> tuple[DeviceLoader, DeviceLoader, DataInfo]:
     options = DATASET_OPTIONS
-    train, val, info = load_digits(data_root=args.data_root, **options)  # train_diffusion.tl:35
+    train, val, info = load_digits(data_root=args.data_root, **options)  # train_diffusion.tl:50
     shard = {"rank": ctx.rank, "world_size": ctx.world_size, "device": ctx.device}
     train_loader = DeviceLoader(*train, batch_size=args.batch_size, shuffle=True, drop_last=True,
                                 seed=args.seed, **shard)
@@ -193,12 +210,12 @@ def build_loaders(
 def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
     seed_everything(args.seed)
     train_loader, val_loader, info = build_loaders(args, ctx)
-    model = Denoiser().to(ctx.device)  # train_diffusion.tl:34
+    model = Denoiser().to(ctx.device)  # train_diffusion.tl:49
     plan = resolve_precision(args.precision, ctx.device)
     scaler = make_grad_scaler(plan, ctx.device)
     whole_step = captures_whole_step(model, train_loader, scaler, ctx.device,
                                      allowed=not args.no_cuda_graph)
-    optimizer = torch.optim.Adam(model.parameters(), lr=LEARNING_RATE,  # train_diffusion.tl:40
+    optimizer = torch.optim.Adam(model.parameters(), lr=LEARNING_RATE,  # train_diffusion.tl:55
                                  fused=ctx.device.type == "cuda", capturable=whole_step)
     scheduler = None  # no `lr_schedule`
     compile_it = should_compile(
@@ -234,7 +251,7 @@ def _run(trainer: Trainer, args: argparse.Namespace, ctx: DistContext) -> int:
     start_run(trainer, args)
     metrics = MetricsWriter(args.metrics, tensorboard=args.tensorboard)
     started, epochs_done = time.perf_counter(), trainer.start_epoch
-    for epoch in range(trainer.start_epoch, args.epochs):  # train_diffusion.tl:37
+    for epoch in range(trainer.start_epoch, args.epochs):  # train_diffusion.tl:52
         if epoch_stops(trainer, args.max_steps):
             break
         start, start_step = time.perf_counter(), trainer.step
@@ -249,6 +266,8 @@ def _run(trainer: Trainer, args: argparse.Namespace, ctx: DistContext) -> int:
                               batches=batches, batch_size=args.batch_size, elapsed=elapsed)
         metrics.write(record if complete else {**record, "partial": True})
         print(format_epoch_summary(record, epochs=args.epochs))
+        images = draw_samples(partial(sample, trainer.model), seed=args.seed)
+        write_sample_grid(images, args.samples)
         # the best epoch; early stopping
         trainer.recipe.after_validation(record)
         if complete:
@@ -279,11 +298,12 @@ DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def before_training():
-    betas = torch.linspace(0.0001, 0.02, 1000)  # train_diffusion.tl:24
-    torch.cumprod(1.0 - betas, dim=0)  # train_diffusion.tl:25
+    betas = torch.linspace(0.0001, 0.02, 1000)  # train_diffusion.tl:26
+    torch.cumprod(1.0 - betas, dim=0)  # train_diffusion.tl:27
+    torch.sqrt(betas) * (torch.linspace(0.0, 999.0, 1000) > 0.5)  # train_diffusion.tl:38
 
 
 if __name__ == "__main__":
     parse_args(sys.argv[1:])
-    before_training()  # train_diffusion.tl:24
+    before_training()  # train_diffusion.tl:26
     sys.exit(main())

@@ -15,12 +15,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tensorloom_rt_0_2_0_9f624d34 import (
+from tensorloom_rt_0_2_0_309c45ff import (
     CheckpointError, DataInfo, DatasetUnavailable, DeviceLoader, DeviceUnavailable, DistContext,
     MetricsWriter, PrecisionPlan, StepsCheckpointError, autocast, check_epoch_has_steps,
-    format_steps_summary, load_digits, load_models_checkpoint, make_grad_scaler, mean_objectives,
-    prepare_checkpoint_dir, progress, resolve_device, resolve_precision, run_epoch,
-    save_models_checkpoint, step_optimizer,
+    draw_samples, format_steps_summary, load_digits, load_models_checkpoint, make_grad_scaler,
+    mean_objectives, prepare_checkpoint_dir, progress, resolve_device, resolve_precision, run_epoch,
+    save_models_checkpoint, step_optimizer, write_sample_grid,
 )
 
 
@@ -47,9 +47,9 @@ class Generator(nn.Module):
         self.up2 = nn.ConvTranspose2d(32, 1, 4, stride=2, padding=1)
 
     def forward(self, z):
-        h = F.relu(self.fc(z)).view(-1, 64, 2, 2)  # train_gan.tl:19
-        h2 = F.relu(self.bn1(self.up1(h)))  # train_gan.tl:20
-        return torch.tanh(self.up2(h2))  # train_gan.tl:21
+        h = F.relu(self.fc(z)).view(-1, 64, 2, 2)  # train_gan.tl:20
+        h2 = F.relu(self.bn1(self.up1(h)))  # train_gan.tl:21
+        return torch.tanh(self.up2(h2))  # train_gan.tl:22
 
 
 class Discriminator(nn.Module):
@@ -64,24 +64,29 @@ class Discriminator(nn.Module):
         self.fc = nn.Linear(256, 1)
 
     def forward(self, x):
-        h = self.act2(self.conv2(self.act1(self.conv1(x))))  # train_gan.tl:31
-        return self.fc(h.flatten(1))  # train_gan.tl:32
+        h = self.act2(self.conv2(self.act1(self.conv1(x))))  # train_gan.tl:32
+        return self.fc(h.flatten(1))  # train_gan.tl:33
 
 
 def d_loss(G, D, x, y):
-    real = D(x * 2.0 - 1.0)  # train_gan.tl:35
-    fake = D(G(torch.randn(x.size(0), 16, device=x.device)).detach())  # train_gan.tl:36
-    h = F.binary_cross_entropy_with_logits(real, torch.ones_like(real))  # train_gan.tl:37
+    real = D(x * 2.0 - 1.0)  # train_gan.tl:36
+    fake = D(G(torch.randn(x.size(0), 16, device=x.device)).detach())  # train_gan.tl:37
+    h = F.binary_cross_entropy_with_logits(real, torch.ones_like(real))  # train_gan.tl:38
     return h + F.binary_cross_entropy_with_logits(fake, torch.zeros_like(fake))
 
 
 def g_loss(G, D, x, y):
-    fake = D(G(torch.randn(x.size(0), 16, device=x.device)))  # train_gan.tl:40
-    return F.binary_cross_entropy_with_logits(fake, torch.ones_like(fake))  # train_gan.tl:41
+    fake = D(G(torch.randn(x.size(0), 16, device=x.device)))  # train_gan.tl:41
+    return F.binary_cross_entropy_with_logits(fake, torch.ones_like(fake))  # train_gan.tl:42
+
+
+def sample(G, D):
+    # train_gan.tl:47
+    return (G(torch.randn(64, 16, device=next(G.parameters()).device)) + 1.0) * 0.5
 
 
 # ---- settings: the train block's values; the command line overrides some ----
-EPOCHS = 25  # train_gan.tl:47
+EPOCHS = 25  # train_gan.tl:53
 BATCH_SIZE = 64
 PRECISION = "auto"
 CHECKPOINT_EVERY = None  # epochs; unset: at the end
@@ -107,6 +112,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--evaluate", default=None, metavar="CHECKPOINT",
                         help="the validation objectives of a checkpoint; no training")
     parser.add_argument("--data-root", default=None, help="where datasets live")
+    parser.add_argument("--samples", default="samples/train_gan.png",
+                        help="the PNG grid `sample` draws after each epoch")
     parser.add_argument("--precision", choices=("auto", "fp32", "fp16", "bf16"), default=PRECISION)
     return parser.parse_args(argv)
 
@@ -121,7 +128,7 @@ def build_loaders(
     args: argparse.Namespace, ctx: DistContext
 ) -> tuple[DeviceLoader, DeviceLoader, DataInfo]:
     options = DATASET_OPTIONS
-    train, val, info = load_digits(data_root=args.data_root, **options)  # train_gan.tl:45
+    train, val, info = load_digits(data_root=args.data_root, **options)  # train_gan.tl:51
     shard = {"rank": ctx.rank, "world_size": ctx.world_size, "device": ctx.device}
     train_loader = DeviceLoader(*train, batch_size=args.batch_size, shuffle=True, drop_last=True,
                                 seed=args.seed, **shard)
@@ -138,7 +145,7 @@ class Trainer:
     ctx: DistContext
     G: nn.Module
     D: nn.Module
-    optimizers: dict[str, torch.optim.Optimizer]  # by objective
+    optimizers: dict[str, torch.optim.Optimizer]  # by objective (`ce.Muon` of a step of several)
     scalers: dict[str, torch.amp.GradScaler | None]  # one per step
     plan: PrecisionPlan
     train_loader: DeviceLoader
@@ -153,15 +160,15 @@ class Trainer:
 def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
     seed_everything(args.seed)
     train_loader, val_loader, info = build_loaders(args, ctx)
-    G = Generator().to(ctx.device)  # train_gan.tl:43
-    D = Discriminator().to(ctx.device)  # train_gan.tl:44
+    G = Generator().to(ctx.device)  # train_gan.tl:49
+    D = Discriminator().to(ctx.device)  # train_gan.tl:50
     plan = resolve_precision(args.precision, ctx.device)
     optimizers: dict[str, torch.optim.Optimizer] = {}
     # `step d_loss`: Adam over D
-    # train_gan.tl:50
+    # train_gan.tl:57
     optimizers["d_loss"] = torch.optim.Adam(D.parameters(), lr=0.0002, betas=(0.5, 0.999))
     # `step g_loss`: Adam over G
-    # train_gan.tl:51
+    # train_gan.tl:58
     optimizers["g_loss"] = torch.optim.Adam(G.parameters(), lr=0.0002, betas=(0.5, 0.999))
     scalers = {name: make_grad_scaler(plan, ctx.device) for name in OBJECTIVES}
     return Trainer(ctx, G, D, optimizers, scalers, plan, train_loader, val_loader, info)
@@ -178,13 +185,13 @@ def train_step(trainer: Trainer, xb: torch.Tensor, yb: torch.Tensor) -> dict[str
     optimizer = trainer.optimizers["d_loss"]
     optimizer.zero_grad(set_to_none=True)
     with autocast(trainer.plan, device):
-        d_loss_value = d_loss(G, D, xb, yb)  # train_gan.tl:50
+        d_loss_value = d_loss(G, D, xb, yb)  # train_gan.tl:57
     step_optimizer(d_loss_value, optimizer, trainer.scalers["d_loss"])
     # step g_loss with Adam(G, ...)
     optimizer = trainer.optimizers["g_loss"]
     optimizer.zero_grad(set_to_none=True)
     with autocast(trainer.plan, device):
-        g_loss_value = g_loss(G, D, xb, yb)  # train_gan.tl:51
+        g_loss_value = g_loss(G, D, xb, yb)  # train_gan.tl:58
     step_optimizer(g_loss_value, optimizer, trainer.scalers["g_loss"])
     trainer.step += 1
     return {"d_loss": d_loss_value.detach(), "g_loss": g_loss_value.detach()}
@@ -245,7 +252,7 @@ def train(args: argparse.Namespace, ctx: DistContext) -> int:
     metrics = MetricsWriter(args.metrics)
     epochs_done = trainer.start_epoch
     started = time.perf_counter()
-    for epoch in range(trainer.start_epoch, args.epochs):  # train_gan.tl:47
+    for epoch in range(trainer.start_epoch, args.epochs):  # train_gan.tl:53
         if args.max_steps is not None and trainer.step >= args.max_steps:
             break
         start = time.perf_counter()
@@ -282,6 +289,8 @@ def train(args: argparse.Namespace, ctx: DistContext) -> int:
         }
         metrics.write(record)
         print(format_steps_summary(record, epochs=args.epochs))
+        images = draw_samples(partial(sample, trainer.G, trainer.D), seed=args.seed)
+        write_sample_grid(images, args.samples)
         epochs_done = epoch + 1
         last = epochs_done == args.epochs
         due = CHECKPOINT_EVERY is not None and epochs_done % CHECKPOINT_EVERY == 0

@@ -10,9 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
-import gzip
 import hashlib
-import importlib.util
 import io
 import json
 import math
@@ -28,7 +26,6 @@ import time
 import traceback
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -218,60 +215,65 @@ class DataInfo:
     sample_shape: tuple[int, ...]
     target_shape: tuple[int, ...]
     num_classes: int | None
-    task: str  # "classification", "sequence" or "regression"
+    task: str  # "classification", "sequence", "regression" or "fields"
     synthetic: bool = False
     # An image dataset's per-channel (mean, std), which --predict applies to image files.
     normalisation: tuple[tuple[float, ...], tuple[float, ...]] | None = None
 
 
-def load_digits(
+def load_sequence_task(
+    name: str,
     *,
     data_root: str | os.PathLike[str] | None = None,
-    flatten: bool = False,
     split_seed: int = 0,
     val_fraction: float = 0.1,
+    **task_kwargs: int,
 ) -> tuple[TensorPair, TensorPair, DataInfo]:
-    """scikit-learn's 8x8 digits, a seeded hold-out for validation (`data_root` is unused)."""
-    x, y = _digits()
-    x = x.flatten(1) if flatten else x
-    info = DataInfo("digits", tuple(x.shape[1:]), (), 10, "classification")
-    return (*_split((x, y), val_fraction, split_seed), info)
+    """`reverse`, `sort` or `copy`: random token sequences, a seeded hold-out."""
+    pair, info = _sequence_task(name, **task_kwargs)
+    return (*_split(pair, val_fraction, split_seed), info)
 
 
-def _split(pair: TensorPair, val_fraction: float, seed: int) -> tuple[TensorPair, TensorPair]:
-    x, y = pair
-    n_val = round(len(x) * val_fraction)
+def _split(tensors: Any, val_fraction: float, seed: int) -> tuple[Any, Any]:
+    """The same seeded rows of every tensor held out: (train, val), each a tuple like `tensors`."""
+    n = len(tensors[0])
+    n_val = round(n * val_fraction)
     generator = torch.Generator().manual_seed(seed)
-    order = torch.randperm(len(x), generator=generator)
+    order = torch.randperm(n, generator=generator)
     val_idx, train_idx = order[:n_val], order[n_val:]
-    return (x[train_idx], y[train_idx]), (x[val_idx], y[val_idx])
+    return tuple(t[train_idx] for t in tensors), tuple(t[val_idx] for t in tensors)
 
 
-def _digits() -> TensorPair:
-    """scikit-learn's digits file, read as `load_digits()` reads it (64 pixels 0-16 and the
-    class per row) but without importing scikit-learn: most of a second of start-up."""
-    spec = importlib.util.find_spec("sklearn")
-    if spec is None or not spec.submodule_search_locations:
-        raise DatasetUnavailable("`digits` comes with scikit-learn: pip install scikit-learn")
-    folder = Path(next(iter(spec.submodule_search_locations)))
-    with gzip.open(folder / "datasets" / "data" / "digits.csv.gz", "rt", encoding="utf-8") as f:
-        table = torch.tensor([[float(v) for v in line.split(",")] for line in f if line.strip()])
-    return table[:, :-1].reshape(-1, 1, 8, 8) / 16.0, table[:, -1].to(torch.int64)
+def _sequence_task(
+    name: str, *, vocab: int = 16, length: int = 12, size: int = 4096, seed: int = 0
+) -> tuple[TensorPair, DataInfo]:
+    """`size` random token sequences [length] over 0..vocab-1 and their reversal/sort/copy."""
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.randint(0, vocab, (size, length), generator=generator)
+    if name == "reverse":
+        y = x.flip(1)
+    elif name == "sort":
+        y = x.sort(dim=1).values
+    else:
+        y = x.clone()
+    return (x, y), DataInfo(name, (length,), (length,), vocab, "sequence")
 
 
 # ---- runtime/loader.py: Batching for TensorLoom scripts: a dataset kept on the device, or a DataLoader.
-Batch = tuple[torch.Tensor, torch.Tensor]
+Batch = tuple[torch.Tensor, ...]
 
 
 class DeviceLoader:
-    """Batches of a device-resident (x, y), shuffled on the device, sharded across ranks."""
+    """Batches of device-resident tensors (x, y, or a dataset's fields), shuffled on the
+    device, sharded across ranks."""
 
     def __init__(
-        self, x: torch.Tensor, y: torch.Tensor, *, batch_size: int, device: torch.device,
+        self, *tensors: torch.Tensor, batch_size: int, device: torch.device,
         shuffle: bool = True, drop_last: bool = False, seed: int = 0, rank: int = 0,
         world_size: int = 1, even_shards: bool = True,
     ) -> None:  # fmt: skip
-        self.x, self.y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        self.tensors = tuple(t.to(device, non_blocking=True) for t in tensors)
+        self.x, self.y = self.tensors[0], self.tensors[-1]
         self.batch_size, self.device, self.shuffle = batch_size, device, shuffle
         self.drop_last, self.seed, self.rank = drop_last, seed, rank
         self.world_size, self.even_shards, self.epoch = world_size, even_shards, 0
@@ -314,7 +316,7 @@ class DeviceLoader:
 
     def __iter__(self) -> Iterator[Batch]:
         for idx in self.batch_indices():
-            yield self.x[idx], self.y[idx]
+            yield tuple(t[idx] for t in self.tensors)
 
     def state_dict(self) -> dict[str, int]:
         # The order of an epoch is a function of (seed, epoch): nothing else to save.
@@ -750,114 +752,6 @@ def progress(
 
 
 # ---- runtime/graphs.py: Whole-step CUDA graphs for TensorLoom scripts: forward, backward and step in one replay.
-# Models up to this many parameters take the whole-step graph instead of torch.compile:
-# a rule of thumb (compile's fusion pays off on larger models, its start-up on none).
-SMALL_MODEL_PARAMS = 5_000_000
-
-
-WARMUP_STEPS = 3
-
-
-StepFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
-
-
-class GraphedStep:
-    """One training step over `x[idx], y[idx]`, captured once and replayed per batch."""
-
-    def __init__(
-        self,
-        step: StepFn,
-        x: torch.Tensor,
-        y: torch.Tensor,
-        *,
-        batch_size: int,
-        model: torch.nn.Module,
-        optimizer: torch.optim.Optimizer,
-    ) -> None:
-        self.step, self.x, self.y = step, x, y
-        self.idx = torch.zeros(batch_size, dtype=torch.long, device=x.device)
-        self.loss_sum = torch.zeros((), device=x.device)
-        saved = _snapshot(model, optimizer)
-        self._warm_up(optimizer)
-        self.graph = torch.cuda.CUDAGraph()
-        optimizer.zero_grad(set_to_none=True)  # backward allocates grads from the graph's pool
-        with torch.cuda.graph(self.graph):
-            self._body()
-        _restore(saved, model, optimizer)
-        self.loss_sum.zero_()
-
-    def _body(self) -> None:
-        loss = self.step(self.x[self.idx], self.y[self.idx])
-        self.loss_sum += loss.detach()
-
-    def _warm_up(self, optimizer: torch.optim.Optimizer) -> None:
-        """Real steps on a side stream, so lazily made state (Adam's moments) exists."""
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(WARMUP_STEPS):
-                optimizer.zero_grad(set_to_none=True)
-                self._body()
-        torch.cuda.current_stream().wait_stream(side)
-
-    def replay(self, idx: torch.Tensor) -> None:
-        """One step on the samples `idx` (a batch_size long tensor on the device)."""
-        self.idx.copy_(idx)
-        self.graph.replay()
-
-    def take_loss_sum(self) -> torch.Tensor:
-        """The losses summed since the last call (a new tensor, on the device), and reset."""
-        total = self.loss_sum.clone()
-        self.loss_sum.zero_()
-        return total
-
-
-def training_step(
-    batch_loss: torch.nn.Module, optimizer: torch.optim.Optimizer,
-    region: Callable[[], contextlib.AbstractContextManager[object]] = contextlib.nullcontext,
-) -> StepFn:  # fmt: skip
-    """The step a `GraphedStep` captures: forward and loss (`batch_loss(xb, yb)`, in
-    `region()`: the precision plan's autocast, without its cache), backward, `optimizer.step()`."""
-
-    def step(xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
-        with region():
-            loss = batch_loss(xb, yb)
-        loss.backward()
-        optimizer.step()
-        return loss
-
-    return step
-
-
-Snapshot = tuple[list[torch.Tensor], dict[int, dict[str, torch.Tensor]]]
-
-
-def _snapshot(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> Snapshot:
-    weights = [t.detach().clone() for t in _model_tensors(model)]
-    state = {
-        id(p): {k: v.clone() for k, v in s.items() if isinstance(v, torch.Tensor)}
-        for p, s in optimizer.state.items()
-    }
-    return weights, state
-
-
-def _restore(saved: Snapshot, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> None:
-    """Undo the warm-up in place; state the warm-up created goes back to zeros, its start."""
-    weights, state = saved
-    with torch.no_grad():
-        for tensor, value in zip(_model_tensors(model), weights, strict=True):
-            tensor.copy_(value)
-        for p, s in optimizer.state.items():
-            before = state.get(id(p), {})
-            for key, value in s.items():
-                if isinstance(value, torch.Tensor):
-                    value.copy_(before[key]) if key in before else value.zero_()
-
-
-def _model_tensors(model: torch.nn.Module) -> list[torch.Tensor]:
-    return [*model.parameters(), *model.buffers()]
-
-
 OptimizerModes = list[dict[str, object]]
 
 
@@ -1365,12 +1259,13 @@ def training_arguments(
     description: str, *, epochs: int, batch_size: int, seed: int, checkpoint_dir: str,
     compile: str = "auto", precision: str | None = None, serve: bool = False,
     generate: bool = False, download: bool = False, cuda_graph: bool = False,
-    weights: str | None = None, consolidate: bool = False,
+    weights: str | None = None, consolidate: bool = False, samples: str | None = None,
 ) -> argparse.ArgumentParser:  # fmt: skip
     """A program's flags: the ones every program has, then those its block asks for
     (`precision` when it has AMP, `serve` for --predict/--export, `generate` for language
     models, `download` for named image datasets, `cuda_graph` where the whole step may be
-    captured, `weights` for a published-weights block, `consolidate` under FSDP)."""
+    captured, `weights` for a published-weights block, `consolidate` under FSDP, `samples`
+    (the default path of --samples) for a block with `samples`)."""
     parser = argparse.ArgumentParser(description=description)
     add = parser.add_argument
     add("--epochs", type=int, default=epochs)
@@ -1425,6 +1320,8 @@ def training_arguments(
         add("--temperature", type=float, default=0.8, help="0: always the likeliest")
         add("--top-k", type=int, default=40, help="sample among the k likeliest")
     add("--data-root", default=None, help="where datasets live")
+    if samples is not None:
+        add("--samples", default=samples, help="the PNG grid of samples drawn after each epoch")
     if download:
         add("--download", action="store_true",
             help="fetch a missing dataset (HTTPS, sha256-checked)")  # fmt: skip
@@ -1449,16 +1346,16 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def captures_whole_step(
-    model: nn.Module, loader: Any, scaler: torch.amp.GradScaler | None, device: torch.device,
-    *, allowed: bool = True,
-) -> bool:  # fmt: skip
-    """Whether this run captures its whole step in one CUDA graph (runtime/graphs.py): on
-    CUDA, data on the device, no GradScaler, at most SMALL_MODEL_PARAMS parameters, and
-    `allowed` (not --no-cuda-graph)."""
-    small = sum(p.numel() for p in model.parameters()) <= SMALL_MODEL_PARAMS
-    resident = isinstance(loader, DeviceLoader)
-    return allowed and device.type == "cuda" and resident and scaler is None and small
+class ModelLoss(nn.Module):
+    """The training loss of a batch, `loss_fn(model(xb), yb)`, as one module: `torch.compile`
+    of it sees the forward and the loss together (and `should_compile` times it)."""
+
+    def __init__(self, model: nn.Module, loss_fn: Callable[..., torch.Tensor]) -> None:
+        super().__init__()
+        self.model, self.loss_fn = model, loss_fn
+
+    def forward(self, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+        return self.loss_fn(self.model(xb), yb)
 
 
 def mark_step_begin(trainer: Trainer) -> None:
@@ -1510,29 +1407,6 @@ def end_epoch(
     if batches < len(trainer.train_loader) // grad_accum * grad_accum:
         trainer.carry = loss_sum, batches
     return loss_sum / max(batches, 1), batches
-
-
-def train_epoch_graphed(
-    trainer: Trainer, epoch: int, max_steps: int | None,
-    region: Callable[[], AbstractContextManager[object]] = nullcontext,
-) -> tuple[torch.Tensor, int]:  # fmt: skip
-    """An epoch whose every step is one replay of the captured step (runtime/graphs.py): no
-    host syncs. The capture, at the first epoch, runs the forward in `region()` (autocast)."""
-    loader = trainer.train_loader  # a DeviceLoader: `captures_whole_step` asked for one
-    trainer.train_model.train()
-    loader.set_epoch(epoch)
-    if trainer.graphed is None:
-        step = training_step(trainer.train_model, trainer.optimizer, region)
-        trainer.graphed = GraphedStep(step, loader.x, loader.y, batch_size=loader.batch_size,
-                                      model=trainer.model, optimizer=trainer.optimizer)  # fmt: skip
-    batches = 0
-    for idx in loader.batch_indices():
-        if epoch_stops(trainer, max_steps):
-            break
-        trainer.graphed.replay(idx)
-        batches += 1
-        trainer.step += 1
-    return end_epoch(trainer, trainer.graphed.take_loss_sum(), batches)
 
 
 def checkpoint_state(trainer: Trainer, carry: Carry | None = None) -> dict[str, Any]:

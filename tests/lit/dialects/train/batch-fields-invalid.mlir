@@ -1,0 +1,21 @@
+// `batch_fields`' verifier: one or more fields, each once, each an identifier.
+// RUN: tl-opt %s --split-input-file --verify-diagnostics --parsing-diagnostics | filecheck %s
+
+train.loop @net on @pairs attributes {batch_fields = []} {
+  train.set "epochs" = 1 : i64
+}
+// CHECK: `batch_fields` lists one or more fields, each once
+
+// -----
+
+train.loop @net on @pairs attributes {batch_fields = ["image", "image"]} {
+  train.set "epochs" = 1 : i64
+}
+// CHECK: `batch_fields` lists one or more fields, each once
+
+// -----
+
+train.loop @net on @pairs attributes {batch_fields = ["image", "two words"]} {
+  train.set "epochs" = 1 : i64
+}
+// CHECK: `batch_fields` are identifiers: an objective's parameters
