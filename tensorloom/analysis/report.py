@@ -13,7 +13,6 @@ to the train block's `distributed`, else DDP), at the per-rank batch.
 from __future__ import annotations
 
 import json
-import math
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -42,6 +41,7 @@ from tensorloom.analysis.profile import (
     info_instantiations,
     profile_instantiation,
 )
+from tensorloom.analysis.program import ProgramBudget, program_budgets, share_of
 from tensorloom.analysis.trace import StepBudget
 from tensorloom.catalogue.shapes import Shape, format_shape
 from tensorloom.diagnostics import render_json, render_text
@@ -62,7 +62,7 @@ from tensorloom.passes.support.objectives import (
     optimizer_set,
     step_of,
 )
-from tensorloom.passes.support.param_groups import GroupProblem, ParamArg, Resolver
+from tensorloom.passes.support.param_groups import Resolver
 from tensorloom.passes.support.state_dict import UnknownState, model_tree
 from tensorloom.passes.support.step_groups import model_trees
 from tensorloom.pipeline import Compilation
@@ -123,7 +123,7 @@ def step_optimizers(module: ModuleOp, instance: str) -> tuple[OptimizerShare, ..
     resolver = Resolver(loop.model_names(), trees, groups)
     shares: list[OptimizerShare] = []
     for optimizer in optimizers:
-        params = _share(resolver, optimizer.args, instance)
+        params = share_of(resolver, optimizer.args, instance)
         if params is None:
             return None
         if params:
@@ -143,21 +143,6 @@ def _optimizers_of(loop: train.LoopOp, groups: dict[str, Attribute]) -> list[Ste
         return None
     found = [optimizer_of(call, None, groups) for call in calls]
     return [o for o in found if o is not None]
-
-
-def _share(resolver: Resolver, args: tuple[ParamArg, ...], instance: str) -> int | None:
-    """The parameters of `instance` the arguments select (None: unresolved)."""
-    shapes = resolver.trees[instance].parameters()
-    total = 0
-    for arg in args:
-        try:
-            selected = resolver.select(arg.selection)
-        except GroupProblem:
-            return None
-        if selected is None:
-            return None
-        total += sum(math.prod(shapes[name]) for model, name in selected if model == instance)
-    return total
 
 
 def _optimizer(value: object) -> str | None:
@@ -283,6 +268,19 @@ def info_file(path: Path, request: InfoRequest) -> tuple[Compilation, list[Model
         return result, info_models(result.module, request)
 
 
+def info_programs(
+    result: Compilation, infos: list[ModelInfo], request: InfoRequest
+) -> list[ProgramBudget]:
+    """The budget of each block of `step` lines, over every model it trains or holds; one
+    process's (none under `--nproc N`: the ranks' share of it is not modelled)."""
+    if result.module is None or not result.ok or (request.nproc or 1) > 1:
+        return []
+    budgets = {i.profile.name: i.budget for i in infos}
+    return program_budgets(
+        result.module, budgets, {i.profile.name: i.profile.params for i in infos}
+    )
+
+
 def info_json(path: Path, request: InfoRequest) -> dict[str, Any]:
     """What `tlc info --json` prints."""
     result, infos = info_file(path, request)
@@ -299,7 +297,11 @@ def run_info(path: Path, request: InfoRequest, as_json: bool = False) -> int:
     if diagnostics:
         sys.stderr.write(render_text.render_all(diagnostics, result.sources))
     if result.ok:
-        render(infos, request, Console(highlight=False, width=120))
+        console = Console(highlight=False, width=120)
+        render(infos, request, console)
+        for program in info_programs(result, infos, request):
+            for line in program_lines(program, request):
+                console.print(line)
     return 0 if result.ok else 1
 
 
@@ -311,6 +313,41 @@ def to_json(result: Compilation, infos: list[ModelInfo], request: InfoRequest) -
         "ok": result.ok,
         "diagnostics": [render_json.to_dict(d) for d in result.sink.sorted()],
         "models": [model_json(i, request) for i in infos],
+        "programs": [program_json(p, request) for p in info_programs(result, infos, request)],
+    }
+
+
+def program_json(program: ProgramBudget, request: InfoRequest) -> dict[str, Any]:
+    return {
+        "models": list(program.models),
+        "frozen": list(program.frozen),
+        "weights": sum(program.weights.values()),
+        "weights_by_model": dict(program.weights),
+        "gradients": program.gradients,
+        "optimizer_state": program.optimizer_state,
+        "optimizers": [
+            {
+                "step": o.step,
+                "name": o.optimizer,
+                "models": list(o.models),
+                "params": o.params,
+                "state_bytes": o.state_bytes,
+            }
+            for o in program.optimizers
+        ],
+        "steps": [
+            {"step": s.step, "calls": list(s.calls), "activations": s.activations}
+            for s in program.steps
+        ],
+        "largest_step": program.largest.step if program.steps else None,
+        "activations": program.activations,
+        "workspace": program.terms()["workspace"],
+        "cuda_context": program.cuda_context,
+        "backward_peak": program.backward_peak + program.workspace,
+        "step_peak": program.step_peak + program.workspace,
+        "peak": program.peak,
+        "total": program.total,
+        "fits": None if request.gpu_memory is None else program.total <= request.gpu_memory,
     }
 
 
@@ -493,6 +530,35 @@ def budget_lines(budget: MemoryBudget, request: InfoRequest) -> list[str]:
             f"warning: the budget {_bytes(budget.total)} exceeds the GPU's "
             f"{_bytes(request.gpu_memory)}; the largest term is {budget.dominant()}"
         )
+    return lines
+
+
+def program_lines(program: ProgramBudget, request: InfoRequest) -> list[str]:
+    """`train (G, D)`: each step's optimizers and the budget of one batch of every step."""
+    count = f"{len(program.steps)} step{'s' if len(program.steps) != 1 else ''}"
+    lines = [f"train ({', '.join(program.models)}): {count}, in order within each batch"]
+    for o in program.optimizers:
+        lines.append(f"  step {o.step}: {o.optimizer} over {', '.join(o.models)}, "
+                     f"{o.params:,} parameters, state {_bytes(o.state_bytes)}")  # fmt: skip
+    if program.frozen:
+        lines.append(f"  frozen: {', '.join(program.frozen)} (no gradients, no optimizer state; "
+                     "run under no_grad, no activations kept)")  # fmt: skip
+    if program.steps:
+        each = ", ".join(f"{s.step} {_bytes(s.activations)} ({', '.join(s.calls) or 'none'})"
+                         for s in program.steps)  # fmt: skip
+        lines.append(f"  activations kept per step: {each}")
+    lines.append("training memory, one batch of every step:")
+    weights = " + ".join(f"{m} {_bytes(w)}" for m, w in program.weights.items())
+    for key, value in program.terms().items():
+        note = f"  ({weights})" if key == "weights" else ""
+        if key == "activations" and program.steps:
+            note = f"  (the largest step, {program.largest.step})"
+        lines.append(f"  {key:<16}{_bytes(value):>12}{note}")
+    lines.append(f"  predicted peak (allocator) {_bytes(program.peak)}, with the CUDA context "
+                 f"{_bytes(program.total)}")  # fmt: skip
+    if request.gpu_memory is not None and program.total > request.gpu_memory:
+        lines.append(f"warning: the budget {_bytes(program.total)} exceeds the GPU's "
+                     f"{_bytes(request.gpu_memory)}")  # fmt: skip
     return lines
 
 

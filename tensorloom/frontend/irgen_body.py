@@ -431,6 +431,8 @@ class BodyBuilder:
         if (kernel := self._kernel_named(callee)) is not None:
             call = nml.KernelCallOp(kernel, args, names, [nml.AnyType()])
             return self.value_of(call, expr.span)
+        if callee == "floordiv" and len(args) == 2 and not any(names):
+            return self.value_of(nml.CallOp("//", args), expr.span)  # `//` is a comment
         return self.value_of(nml.CallOp(callee, args, names), expr.span)
 
     def _layer_element(self, func: ast.Expr) -> tuple[str, SSAValue] | None:

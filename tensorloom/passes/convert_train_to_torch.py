@@ -249,13 +249,13 @@ def _lora(value: object) -> dict[str, Value] | None:
 
 def _pretrained(
     module: ModuleOp, instance: nml.InstanceOp
-) -> tuple[str, tuple[tuple[object, ...], ...]] | None:
+) -> tuple[str, tuple[tuple[Value, ...], ...]] | None:
     """The `weights` block for the trained instance: its source and rules, each as the
     script's WEIGHT_RULES writes it: (file, model or None, transposed), with `along` after
     them where the rule joins or splits."""
     for op in module.body.block.ops:
         if isinstance(op, train.WeightsOp) and op.instance.data == instance.sym_name.data:
-            rules = tuple(
+            rules: tuple[tuple[Value, ...], ...] = tuple(
                 (source, target, transposed, along or 0)
                 if isinstance(source, tuple) or isinstance(target, tuple)
                 else (source, target, transposed)

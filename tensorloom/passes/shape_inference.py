@@ -224,6 +224,8 @@ class Inference:
     shape_tuples: dict[SSAValue, tuple[Dim, ...]] = field(
         default_factory=dict[SSAValue, tuple[Dim, ...]]
     )
+    unranked_shapes: set[SSAValue] = field(default_factory=set[SSAValue])
+    """`x.shape` or `x.size()` of an unranked `x`: its items are integers not yet known."""
     # An objective's model parameters (`fn d_loss(G, D, x, y)`): the instance each is bound to,
     # its model and its configuration, for `nml.model_call`.
     bound_models: dict[SSAValue, tuple[str, ModelOp, Env]] = field(
@@ -302,6 +304,10 @@ class Inference:
         """A comparison (`x > 0`), else a call of another method of the model."""
         if op.callee.data in COMPARISONS:
             self._comparison(op)
+        elif op.callee.data == "//" and len(op.args) == 2:
+            self._floor_division(op)
+        elif op.callee.data == "size" and op.method is not None and len(op.args) == 1:
+            self._shape_tuple(op, self.type_of(op.args[0]))  # `x.size()[2]`, as `x.shape[2]`
         else:
             self._method_call(model, op, env, flow)
 
@@ -362,6 +368,8 @@ class Inference:
                 # `skip.size(2) - x.size(2)` is `H2-H`: a pad that follows computed sizes
                 sign = 1 if op.name == "nml.add" else -1
                 self.scalars[op.result] = dim_expr.combine(a, b, sign)
+        elif isinstance(op, IndexOp) and op.input in self.unranked_shapes:
+            self.types[op.result] = nml_any()  # an integer, as yet unknown
         elif isinstance(op, IndexOp) and op.input in self.shape_tuples:
             entries = op.entries()  # `x.shape[1]`
             dims = self.shape_tuples[op.input]
@@ -545,6 +553,21 @@ class Inference:
         except (TypeError, ValueError, ZeroDivisionError):
             return UNKNOWN
 
+    def _floor_division(self, op: CallOp) -> None:
+        """`floordiv(diff, 2)` on sizes the forward computes (a U-Net's pad): an integer,
+        followed as `(H2-H)//2` where the divisor is a positive integer."""
+        types = [self.type_of(v) for v in op.args]
+        if any(isinstance(t, Float64Type) for t in types) and all(
+            isinstance(t, Float64Type) or t == i64 for t in types
+        ):
+            self.types[op.result] = Float64Type()  # `4.0 // 2` is 2.0, as in Python
+        if any(t != i64 for t in types):
+            return
+        self.types[op.result] = i64
+        a, b = (self.scalars.get(v) for v in op.args)
+        if isinstance(b, int) and b > 0 and a is not None:
+            self.scalars[op.result] = a // b if isinstance(a, int) else dim_expr.floordiv(a, b)
+
     def _comparison(self, op: CallOp) -> None:
         """`x > 0` on a tensor is a tensor of booleans, broadcast as arithmetic is."""
         shapes = [self.type_of(v) for v in op.args]
@@ -590,6 +613,15 @@ class Inference:
             result = nml_any()
         self.types[op.result] = result
 
+    def _shape_tuple(self, op: Operation, source: Attribute) -> None:
+        """`x.shape` or `x.size()`: a tuple of integers whose items shapes may use."""
+        if isinstance(source, TensorType) and source.dims is not None:
+            resolved = tuple(self.unifier.resolve(d) for d in source.dims)
+            self.shape_tuples[op.results[0]] = resolved
+            self.types[op.results[0]] = TupleType.of([i64] * len(source.dims))
+        elif isinstance(source, TensorType):
+            self.unranked_shapes.add(op.results[0])
+
     def _getattr(self, model: ModelOp, op: GetAttrOp, env: Env) -> None:
         """`wte.weight` (a layer's tensor), `x.T`, `x.mT`, `x.shape`, `x.ndim`."""
         attr = op.attr_name.data
@@ -603,10 +635,8 @@ class Inference:
         if not isinstance(source, TensorType):
             return
         dims = source.dims
-        if attr == "shape" and dims is not None:
-            resolved = tuple(self.unifier.resolve(d) for d in dims)
-            self.shape_tuples[op.result] = resolved
-            self.types[op.result] = TupleType.of([i64] * len(dims))
+        if attr == "shape":
+            self._shape_tuple(op, source)
         elif attr == "ndim" and dims is not None:
             self.scalars[op.result] = len(dims)
             self.types[op.result] = i64

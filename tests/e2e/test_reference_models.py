@@ -310,3 +310,137 @@ def test_info_counts_the_selected_experts_only(tmp_path: Path) -> None:
     linear = sum(layer["flops"] for layer in loop["layers"] if layer["kind"] == "Linear")
     tokens, k, dim, hidden = 2 * 16, 2, 32, 64
     assert linear * loop["repeat"] == 2 * tokens * k * 3 * dim * hidden
+
+
+# ----------------------------------------------------------------------------- U-Net
+
+
+class DoubleConv(nn.Module):
+    """(convolution => [BN] => ReLU) * 2, after milesial/Pytorch-UNet's unet_parts.py."""
+
+    def __init__(self, in_channels: int, out_channels: int, mid_channels: int | None = None):
+        super().__init__()
+        if not mid_channels:
+            mid_channels = out_channels
+        self.double_conv = nn.Sequential(
+            nn.Conv2d(in_channels, mid_channels, kernel_size=3, padding=1, bias=False),
+            nn.BatchNorm2d(mid_channels),
+            nn.ReLU(inplace=True),
+            nn.Conv2d(mid_channels, out_channels, kernel_size=3, padding=1, bias=False),
+            nn.BatchNorm2d(out_channels),
+            nn.ReLU(inplace=True),
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.double_conv(x)
+
+
+class Down(nn.Module):
+    """Downscaling with maxpool then double conv (unet_parts.py)."""
+
+    def __init__(self, in_channels: int, out_channels: int) -> None:
+        super().__init__()
+        self.maxpool_conv = nn.Sequential(nn.MaxPool2d(2), DoubleConv(in_channels, out_channels))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.maxpool_conv(x)
+
+
+class Up(nn.Module):
+    """Upscaling then double conv (unet_parts.py, `bilinear=False`): the transposed
+    convolution's map padded to the skip's size, then concatenated after it."""
+
+    def __init__(self, in_channels: int, out_channels: int) -> None:
+        super().__init__()
+        self.up = nn.ConvTranspose2d(in_channels, in_channels // 2, kernel_size=2, stride=2)
+        self.conv = DoubleConv(in_channels, out_channels)
+
+    def forward(self, x1: torch.Tensor, x2: torch.Tensor) -> torch.Tensor:
+        x1 = self.up(x1)
+        diffY = x2.size()[2] - x1.size()[2]
+        diffX = x2.size()[3] - x1.size()[3]
+        x1 = nn.functional.pad(x1, [diffX // 2, diffX - diffX // 2, diffY // 2, diffY - diffY // 2])
+        x = torch.cat([x2, x1], dim=1)
+        return self.conv(x)
+
+
+class OutConv(nn.Module):
+    def __init__(self, in_channels: int, out_channels: int) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, kernel_size=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.conv(x)
+
+
+class MilesialUNet(nn.Module):
+    """milesial/Pytorch-UNet's UNet (unet_model.py, `bilinear=False`), HAND-WRITTEN IN THIS
+    TEST after that source, at a base width `width` (the source's 64)."""
+
+    def __init__(self, n_channels: int, n_classes: int, width: int = 64) -> None:
+        super().__init__()
+        self.inc = DoubleConv(n_channels, width)
+        self.down1 = Down(width, width * 2)
+        self.down2 = Down(width * 2, width * 4)
+        self.down3 = Down(width * 4, width * 8)
+        self.down4 = Down(width * 8, width * 16)
+        self.up1 = Up(width * 16, width * 8)
+        self.up2 = Up(width * 8, width * 4)
+        self.up3 = Up(width * 4, width * 2)
+        self.up4 = Up(width * 2, width)
+        self.outc = OutConv(width, n_classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x1 = self.inc(x)
+        x2 = self.down1(x1)
+        x3 = self.down2(x2)
+        x4 = self.down3(x3)
+        x5 = self.down4(x4)
+        x = self.up1(x5, x4)
+        x = self.up2(x, x3)
+        x = self.up3(x, x2)
+        x = self.up4(x, x1)
+        return self.outc(x)
+
+
+def test_unet_equals_milesial_on_sizes_not_multiples_of_16(tmp_path: Path) -> None:
+    """docs/examples.md's UNet (the pad to the skip's size computed in the forward with
+    `floordiv`) against milesial's, hand-written above, on the same weights: the same
+    state-dict keys and counts, outputs within 1e-5 on 57x75 inputs, where every `Up`
+    pads (57 -> 28 -> 14 -> 7 -> 3 comes back as 6, 14, 28, 56)."""
+    torch.manual_seed(0)
+    reference = MilesialUNet(n_channels=1, n_classes=2, width=8).eval()
+    emitted = emit(tmp_path, example("UNet"), "unet").UNet().eval()
+    assert list(emitted.state_dict()) == list(reference.state_dict())
+    assert count(emitted) == count(reference) == 486_418
+    for module in reference.modules():
+        if isinstance(module, nn.BatchNorm2d):
+            assert module.running_mean is not None and module.running_var is not None
+            module.running_mean.uniform_(-0.1, 0.1)
+            module.running_var.uniform_(0.5, 1.5)
+            nn.init.normal_(module.weight, 1.0, 0.1)
+            nn.init.normal_(module.bias, 0.0, 0.1)
+    emitted.load_state_dict(reference.state_dict(), strict=True)
+    for shape in [(2, 1, 57, 75), (1, 1, 33, 40)]:
+        x = torch.randn(*shape)
+        with torch.no_grad():
+            out = emitted(x)
+            torch.testing.assert_close(out, reference(x), rtol=0, atol=1e-5)
+        assert out.shape == (shape[0], 2, *shape[2:])
+
+
+def test_info_gives_the_unet_shapes(tmp_path: Path) -> None:
+    """`tlc info` follows the pads: every layer's shape is known, the output is the input's
+    size for H=57, W=75."""
+    from tensorloom.analysis.report import InfoRequest, info_json
+
+    path = tmp_path / "unet.nml"
+    path.write_text(example("UNet"))
+    info = info_json(path, InfoRequest(batch_size=2, bindings={"H": 57, "W": 75}))
+    assert info["ok"], info["diagnostics"]
+    unet = next(m for m in info["models"] if m["name"] == "UNet")
+    assert unet["unknown_dims"] == []
+    shapes = {layer["name"]: layer["output_shape"] for layer in unet["layers"]}
+    assert shapes["down4"] == [2, 128, 3, 4]
+    assert shapes["up1"] == [2, 64, 7, 9]
+    assert shapes["outc"] == [2, 2, 57, 75]

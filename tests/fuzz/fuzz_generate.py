@@ -46,6 +46,8 @@ TENSOR_STATEMENTS = ["h = h[h > 0.0]", "h = h[arange(2)]", "h = h[:, arange(2)]"
                      "h = h.index_add(0, arange(2), h[:2])", "h = h.to(torch.float16).float()",
                      "h = h.scatter(-1, h.topk(2)[1], 0.0)", "h = h + cumsum(h, dim=0)",
                      "h = pad(h, [0, h.size(-1)])", "h = h[h.argmax(dim=-1)]",
+                     "h = pad(h, [floordiv(h.size()[-1], 2), floordiv(h.shape[0] - 1, 3)])",
+                     "h = pad(h, [0, floordiv(h.size(-1) / 2, 2)])",
                      "h = one_hot(h.argmax(dim=-1), num_classes=h.size(-1)).float()",
                      "h = self.l0(h, none)[0]",
                      "h = self.l0(h, self.l0(h, none)[1])[0]",

@@ -119,7 +119,9 @@ def _integers(types: Sequence[Attribute], what: str) -> ShapeMismatch | None:
     """Sizes the forward computes must be integers (`x.size(2) - 4`, a loop counter)."""
     if all(isinstance(t, AnyType) or t == i64 for t in types):
         return None
-    return ShapeMismatch(f"{what}, got a float", help="compute it from `x.size(d)` with `+ - *`")
+    return ShapeMismatch(
+        f"{what}, got a float", help="compute it from `x.size(d)` with `+ - *` and `floordiv`"
+    )
 
 
 def _dim_property(dim: int | None) -> IntegerAttr | None:

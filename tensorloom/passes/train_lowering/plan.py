@@ -104,7 +104,7 @@ class ScriptPlan:
     model_overrides: tuple[tuple[str, Attribute], ...] = ()  # the instance's, as attributes
     # `weights model from "gpt2":`: the source as written, and its rules
     # ((file pattern(s), model pattern(s) or None to ignore, transposed[, along]), ...)
-    pretrained: tuple[str, tuple[tuple[object, ...], ...]] | None = None
+    pretrained: tuple[str, tuple[tuple[Value, ...], ...]] | None = None
     freeze: tuple[str, ...] = ()  # `freeze = [wte, h[0:6]]`: layer paths (`h[0:6]` as written)
     lora: dict[str, Value] | None = None  # `lora = LoRA(...)`: rank, alpha, dropout, targets
     # Data of named fields: the fields each batch carries (the loop's `batch_fields`), and

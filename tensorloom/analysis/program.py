@@ -1,0 +1,252 @@
+"""The memory of a train block of `step` lines: every model, every optimizer, one batch.
+
+    train (G, D) on data:
+        step d_loss with Adam(D, lr=2e-4)
+        step g_loss with Adam(G, lr=2e-4)
+
+Each model's own budget (`memory.training_budget`) is for that model trained alone; the
+block's budget is what one batch of its steps needs at once:
+- weights of every model of the block, trained or frozen (fp32);
+- gradients of the parameters some optimizer updates, and nothing for a frozen model;
+- each step's optimizers' state over the parameters each owns (Adam 2x, Muon 1x, ...);
+- the activations of the largest step: the steps run one after another within a batch,
+  each freeing its graph at its backward. A step keeps each model call's activations
+  (the model's `activations` term, once per call) unless the call's result is only
+  detached (`detach(G(z))` frees G's graph at once) or the model is frozen (run under
+  no_grad);
+- the predicted peak: the larger of a step's backward start (weights, every optimizer's
+  state, the gradients other steps left, this step's activations and the backward's
+  largest tensor twice) and an optimizer step (weights, every gradient and state, the
+  largest step's temporaries), plus cuBLAS's workspace; the CUDA context is added in
+  `total`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation, SSAValue
+
+from tensorloom.analysis.memory import (
+    CUDA_CONTEXT_BYTES,
+    FP32,
+    OPTIMIZERS,
+    WORKSPACE_BYTES,
+    MemoryBudget,
+    OptimizerModel,
+    optimizer_key,
+)
+from tensorloom.dialects import train
+from tensorloom.dialects.nml.control import ModelCallOp
+from tensorloom.passes.support.loss_functions import functions_of
+from tensorloom.passes.support.objectives import StepOptimizer, step_of
+from tensorloom.passes.support.param_groups import GroupProblem, ParamArg, Resolver
+from tensorloom.passes.support.step_groups import model_trees
+
+
+@dataclass(frozen=True, slots=True)
+class StepOptimizerBudget:
+    """One optimizer of one step: `step d_loss: Adam over D, 33,633 parameters`."""
+
+    step: str
+    optimizer: str  # an OPTIMIZERS key
+    models: tuple[str, ...]
+    params: int
+
+    @property
+    def state_bytes(self) -> int:
+        return self._model().state * self.params * FP32
+
+    @property
+    def temporaries(self) -> int:
+        return self._model().temporaries * self.params * FP32
+
+    def _model(self) -> OptimizerModel:
+        return OPTIMIZERS.get(self.optimizer, OPTIMIZERS["Adam"])
+
+
+@dataclass(frozen=True, slots=True)
+class StepActivations:
+    """What one step's forward keeps for its backward."""
+
+    step: str
+    calls: tuple[str, ...]  # the model calls whose activations it keeps, one per call
+    activations: int
+    backward_working: int  # twice the largest tensor of the models it runs
+    scratch: int  # cuDNN's LSTM/GRU scratch of the models it runs
+    gradients: int  # the bytes of the gradients its optimizers update
+
+
+@dataclass(frozen=True, slots=True)
+class ProgramBudget:
+    """The budget of one batch of a block of `step` lines, in bytes."""
+
+    models: tuple[str, ...]
+    frozen: tuple[str, ...]
+    weights: dict[str, int]  # by model
+    gradients: int
+    optimizers: tuple[StepOptimizerBudget, ...]
+    steps: tuple[StepActivations, ...]
+    workspace: int = WORKSPACE_BYTES
+    cuda_context: int = CUDA_CONTEXT_BYTES
+
+    @property
+    def optimizer_state(self) -> int:
+        return sum(o.state_bytes for o in self.optimizers)
+
+    @property
+    def largest(self) -> StepActivations:
+        return max(self.steps, key=lambda s: s.activations)
+
+    @property
+    def activations(self) -> int:
+        return self.largest.activations if self.steps else 0
+
+    def terms(self) -> dict[str, int]:
+        return {
+            "weights": sum(self.weights.values()),
+            "gradients": self.gradients,
+            "optimizer state": self.optimizer_state,
+            "activations": self.activations,
+            "workspace": self.workspace + max((s.scratch for s in self.steps), default=0),
+            "cuda context": self.cuda_context,
+        }
+
+    @property
+    def backward_peak(self) -> int:
+        """The largest of the steps' backward starts."""
+        held = sum(self.weights.values()) + self.optimizer_state
+        return max(
+            (held + self.gradients - s.gradients + s.activations + s.backward_working + s.scratch
+             for s in self.steps),
+            default=held,
+        )  # fmt: skip
+
+    @property
+    def step_peak(self) -> int:
+        temporaries = max((o.temporaries for o in self.optimizers), default=0)
+        return sum(self.weights.values()) + self.gradients + self.optimizer_state + temporaries
+
+    @property
+    def peak(self) -> int:
+        return max(self.backward_peak, self.step_peak) + self.workspace
+
+    @property
+    def total(self) -> int:
+        return self.peak + self.cuda_context
+
+
+def program_budgets(
+    module: ModuleOp, budgets: Mapping[str, MemoryBudget | None], params: Mapping[str, int]
+) -> list[ProgramBudget]:
+    """A budget for each block of `step` lines whose models all have one (`budgets`: each
+    instance's own, by name; `params`: each instance's parameters)."""
+    found = []
+    for loop in (op for op in module.walk() if isinstance(op, train.LoopOp)):
+        budget = program_budget(module, loop, budgets, params) if loop.steps() else None
+        if budget is not None:
+            found.append(budget)
+    return found
+
+
+def program_budget(
+    module: ModuleOp,
+    loop: train.LoopOp,
+    budgets: Mapping[str, MemoryBudget | None],
+    params: Mapping[str, int],
+) -> ProgramBudget | None:
+    models = tuple(loop.model_names())
+    own = {name: budgets.get(name) for name in models}
+    groups = {name: op.value for name, op in loop.groups().items()}
+    steps = [step_of(op, groups) for op in loop.steps()]
+    trees = model_trees(module, list(models))
+    if any(own[m] is None or m not in params for m in models) or None in steps:
+        return None
+    if any(trees.get(m) is None for m in models):
+        return None
+    resolver = Resolver(list(models), trees, groups)
+    shares: list[StepOptimizerBudget] = []
+    for step in steps:
+        assert step is not None
+        for optimizer in step.optimizers:
+            share = _share(resolver, optimizer, step.objective)
+            if share is None:
+                return None
+            shares.append(share)
+    trained = {m for o in shares for m in o.models}
+    frozen = tuple(m for m in models if m not in trained)
+    functions = functions_of(module)
+    activations = []
+    for step in steps:
+        assert step is not None
+        func = functions.get(step.objective)
+        calls = _kept_calls(func, models, frozen) if func is not None else []
+        mine = [o for o in shares if o.step == step.objective]
+        activations.append(_step_activations(step.objective, calls, own, mine))  # type: ignore[arg-type]
+    weights = {m: params[m] * FP32 for m in models}
+    gradients = sum(o.params for o in shares) * FP32
+    return ProgramBudget(models, frozen, weights, gradients, tuple(shares), tuple(activations))
+
+
+def _share(resolver: Resolver, optimizer: StepOptimizer, step: str) -> StepOptimizerBudget | None:
+    """The optimizer's parameters, over every model it selects from (None: unresolved)."""
+    total, models = 0, []
+    for model in optimizer.models:
+        params = share_of(resolver, optimizer.args, model)
+        if params is None:
+            return None
+        total += params
+        models.append(model)
+    momentum = dict(optimizer.kwargs).get("momentum")
+    name = optimizer_key(optimizer.name, momentum if isinstance(momentum, int | float) else None)
+    return StepOptimizerBudget(step, name, tuple(models), total)
+
+
+def share_of(resolver: Resolver, args: tuple[ParamArg, ...], instance: str) -> int | None:
+    """The parameters of `instance` the arguments select (None: unresolved)."""
+    shapes = resolver.trees[instance].parameters()
+    total = 0
+    for arg in args:
+        try:
+            selected = resolver.select(arg.selection)
+        except GroupProblem:
+            return None
+        if selected is None:
+            return None
+        total += sum(math.prod(shapes[name]) for model, name in selected if model == instance)
+    return total
+
+
+def _kept_calls(func: Operation, models: Sequence[str], frozen: Sequence[str]) -> list[str]:
+    """The models whose call in the objective keeps its graph for the step's backward: not a
+    frozen model (no_grad), nor a call whose every use is `detach`."""
+    args: list[SSAValue] = list(func.regions[0].block.args)
+    kept = []
+    for op in func.walk():
+        if not isinstance(op, ModelCallOp) or op.model not in args:
+            continue
+        index = args.index(op.model)
+        name = models[index] if index < len(models) else None
+        if name is None or name in frozen:
+            continue
+        uses = [use.operation for result in op.results for use in result.uses]
+        if uses and all(use.name == "nml.detach" for use in uses):
+            continue
+        kept.append(name)
+    return kept
+
+
+def _step_activations(
+    step: str,
+    calls: list[str],
+    budgets: Mapping[str, MemoryBudget],
+    optimizers: list[StepOptimizerBudget],
+) -> StepActivations:
+    activations = sum(budgets[m].terms()["activations"] for m in calls)
+    working = max((budgets[m].backward_working for m in calls), default=0)
+    scratch = max((budgets[m].scratch for m in calls), default=0)
+    gradients = sum(o.params for o in optimizers) * FP32
+    return StepActivations(step, tuple(calls), activations, working, scratch, gradients)
