@@ -18,6 +18,7 @@ of the same sizes).
 from __future__ import annotations
 
 import argparse
+import inspect
 import itertools
 import json
 import runpy
@@ -79,9 +80,12 @@ def main() -> None:  # noqa: C901  (one A/B, read top to bottom)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
 
+    forward_backward = g["_forward_backward"]
+    synced = {"sync": True} if "sync" in inspect.signature(forward_backward).parameters else {}
+
     def emitted_fixed_step() -> None:
         xb, yb = next(fixed)
-        g["_forward_backward"](trainer, xb, yb, sync=True)
+        forward_backward(trainer, xb, yb, **synced)  # `sync`: a DDP script's
         g["_optimizer_step"](trainer)
 
     def sync() -> None:

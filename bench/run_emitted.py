@@ -31,15 +31,28 @@ def exit_code(error: SystemExit) -> int:
     return error.code if isinstance(error.code, int) else 1
 
 
+def batch_loss_class(script_globals: dict[str, Any]) -> Any:
+    """The module of a batch's loss the script compiles: its own `BatchLoss(model)`, or the
+    runtime's `ModelLoss(model, loss_fn)`."""
+    return script_globals.get("BatchLoss") or script_globals["ModelLoss"]
+
+
+def rewrapped(module: Any, model: Any) -> Any:
+    """`module` (a BatchLoss or ModelLoss) around another model."""
+    if hasattr(module, "loss_fn"):
+        return type(module)(model, module.loss_fn)
+    return type(module)(model)
+
+
 def with_model_only_compile(script_globals: dict[str, Any]) -> None:
-    """`BatchLoss(model)` compiled becomes `BatchLoss(compiled model)`: the loss runs
-    eagerly outside the compiled graph."""
+    """`BatchLoss(model)` compiled becomes `BatchLoss(compiled model)` (`ModelLoss` alike):
+    the loss runs eagerly outside the compiled graph."""
     plain = script_globals["maybe_compile"]
-    batch_loss = script_globals["BatchLoss"]
+    batch_loss = batch_loss_class(script_globals)
 
     def maybe_compile(model: Any, *args: Any) -> Any:
         if isinstance(model, batch_loss):
-            return batch_loss(plain(model.model, *args))
+            return rewrapped(model, plain(model.model, *args))
         return plain(model, *args)
 
     script_globals["maybe_compile"] = maybe_compile
@@ -52,7 +65,7 @@ def with_fp8(script_globals: dict[str, Any], recipe: str) -> None:
     from torchao.float8 import Float8LinearConfig, convert_to_float8_training
 
     plain = script_globals["maybe_compile"]
-    batch_loss = script_globals["BatchLoss"]
+    batch_loss = batch_loss_class(script_globals)
     config = Float8LinearConfig.from_recipe_name(recipe)
     done: set[int] = set()
 

@@ -75,7 +75,6 @@ from tensorloom.passes.train_config import schedule_of
 from tensorloom.passes.train_lowering.plan import RecipePlan, ScriptPlan
 from tensorloom.passes.train_lowering.script_statements import lower_statements
 from tensorloom.passes.train_lowering.sections import loop_sources
-from tensorloom.passes.train_lowering.train_cli import parse_args_ops
 from tensorloom.passes.train_lowering.train_loop import guard_ops
 from tensorloom.passes.train_lowering.train_settings import header_ops, settings_ops
 from tensorloom.passes.train_lowering.train_step import loss_ops
@@ -350,7 +349,7 @@ def lower_loop(module: ModuleOp, loop: train.LoopOp) -> None:
     for old in [op for op in block.ops if isinstance(op, t.RuntimeOp)]:
         old.detach()  # one per script: the layers' helpers join the loop's, below
         old.erase()
-    after: list[Operation] = [*loss_ops(plan), *parse_args_ops(plan)]
+    after: list[Operation] = list(loss_ops(plan))
     for section in loop_sources(plan):
         after += section
     after += [t.RuntimeOp(), *guard_ops()]

@@ -2,12 +2,12 @@
 run as the user runs it (`python mnist.py ...`), checked by exit status and message.
 
     $ python mnist.py --checkpoint-dir /proc/x     -> error: cannot write checkpoints to ...
-    $ python mnist.py --epochs 1                   -> error: ... holds the checkpoints of an
-                                                      earlier run ...  (after a finished run)
+    $ python mnist.py --epochs 1                   -> ... holds an earlier run's checkpoints
+                                                      ...: this run saves in .../run-2
     $ python mnist.py --batch-size 0               -> error: --batch-size 0 must be at least 1
 
 Each error is one line on stderr, exit status 1, and nothing trained: no epoch line on
-stdout, no checkpoint written.
+stdout, no checkpoint written. A second run into a used folder trains, in a folder of its own.
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def test_an_unwritable_checkpoint_dir_is_an_error_before_step_one(
     )
 
 
-def test_a_second_run_into_a_used_folder_refuses_then_resumes_or_overwrites(
+def test_a_second_run_into_a_used_folder_saves_in_its_own_then_resumes_or_overwrites(
     script: Path, tmp_path: Path
 ) -> None:
     first = _run(script, tmp_path, "--epochs", "2")
@@ -89,13 +89,25 @@ def test_a_second_run_into_a_used_folder_refuses_then_resumes_or_overwrites(
     folder = tmp_path / "checkpoints" / "mnist"
     before = {p.name: p.read_bytes() for p in folder.iterdir()}
     assert sorted(before) == ["epoch-0001.pt", "epoch-0002.pt", "last.pt"]
-    line = _refused(script, tmp_path, "--epochs", "1")
-    assert line == (
-        "error: checkpoints/mnist holds the checkpoints of an earlier run (epoch-0001.pt, "
-        "epoch-0002.pt, last.pt): continue it with --resume checkpoints/mnist/last.pt, "
-        "replace them with --overwrite, or give another --checkpoint-dir"
-    )
-    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before  # untouched
+    # a second run keeps the first's checkpoints and says where its own go
+    second = _run(script, tmp_path, "--epochs", "1")
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert (
+        "checkpoints/mnist holds an earlier run's checkpoints (epoch-0001.pt, epoch-0002.pt, "
+        "last.pt): this run saves in checkpoints/mnist/run-2 (--resume checkpoints/mnist/last.pt "
+        "continues it, --overwrite replaces it)"
+    ) in second.stderr
+    assert "checkpoints: checkpoints/mnist/run-2/" in second.stdout
+    assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == before
+    assert sorted(p.name for p in (folder / "run-2").iterdir()) == ["epoch-0001.pt", "last.pt"]
+    # a third run takes the next folder; resuming the second continues in its folder
+    third = _run(script, tmp_path, "--epochs", "1")
+    assert "checkpoints: checkpoints/mnist/run-3/" in third.stdout, third.stderr[-2000:]
+    again = _run(script, tmp_path, "--epochs", "2", "--resume", "checkpoints/mnist/run-2/last.pt")
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "epoch 2/2" in again.stdout and "checkpoints/mnist/run-2/" in again.stdout
+    assert (folder / "run-2" / "epoch-0002.pt").is_file()
+    assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == before
     resumed = _run(script, tmp_path, "--epochs", "3", "--resume", "checkpoints/mnist/last.pt")
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert "epoch 3/3" in resumed.stdout
@@ -107,10 +119,11 @@ def test_a_second_run_into_a_used_folder_refuses_then_resumes_or_overwrites(
         "run would replace: give another --checkpoint-dir"
     )
     assert last.read_bytes() == kept
-    again = _run(script, tmp_path, "--epochs", "1", "--overwrite")
-    assert again.returncode == 0, again.stderr[-2000:]
-    # the earlier run's epoch files are gone: the folder holds one run
-    assert sorted(p.name for p in folder.iterdir()) == ["epoch-0001.pt", "last.pt"]
+    overwritten = _run(script, tmp_path, "--epochs", "1", "--overwrite")
+    assert overwritten.returncode == 0, overwritten.stderr[-2000:]
+    # the earlier run's epoch files are gone: the folder holds one run (and the runs beside)
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "epoch-0001.pt", "last.pt", "run-2", "run-3"]  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -186,3 +199,21 @@ def test_tlc_run_returns_the_scripts_error_status(tmp_path: Path) -> None:
                           timeout=240)  # fmt: skip
     assert done.returncode == 1
     assert done.stderr.splitlines()[-1] == "error: --batch-size 0 must be at least 1"
+
+
+def test_a_step_lines_program_never_replaces_another_runs_checkpoints(tmp_path: Path) -> None:
+    """train_gan.tl (two models, `step` lines): a second run saves in run-2, --overwrite
+    replaces the first's checkpoint."""
+    source = (ROOT / "examples" / "train_gan.tl").read_text(encoding="utf-8")
+    gan = compile_program(tmp_path, source, "train_gan")
+    first = _run(gan, tmp_path, "--max-steps", "2", "--checkpoint-dir", "ck")
+    assert first.returncode == 0, first.stderr[-2000:]
+    kept = (tmp_path / "ck" / "last.pt").read_bytes()
+    second = _run(gan, tmp_path, "--max-steps", "2", "--checkpoint-dir", "ck")
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert "this run saves in ck/run-2" in second.stderr
+    assert (tmp_path / "ck" / "last.pt").read_bytes() == kept
+    assert (tmp_path / "ck" / "run-2" / "last.pt").is_file()
+    third = _run(gan, tmp_path, "--max-steps", "2", "--checkpoint-dir", "ck", "--overwrite")
+    assert third.returncode == 0, third.stderr[-2000:]
+    assert "saves in" not in third.stderr and not (tmp_path / "ck" / "run-3").exists()

@@ -6,12 +6,14 @@
 
 Each module (`data`, `tokens`, `loader`, `checkpoint`, `pretrained`, `metrics`, `distributed`,
 `amp`, `compiling`, `activations`, `graphs`, `attention`, `sourcemap`, `recipe`, `serve`,
-`sharded`, `steps`, `samples`) imports only the standard library
-and torch at its top, never another runtime module, and no two define the same top-level
-name. `paste` is the one way a script gets runtime code: a function-level dependency
-analysis (`ast`) finds each top-level definition's references, and the script receives
-the definitions its own code reaches, in their modules' order, with the imports those
-need. The script must start with `from __future__ import annotations`, as every module does.
+`trainer`, `sharded`, `steps`, `samples`) imports the standard library and torch at its top,
+and no two define the same top-level name. A module may import another runtime module's names
+(`trainer` builds on `checkpoint` and `recipe`): a pasted script holds those definitions
+themselves, so `paste` drops such imports. `paste` is the one way a script gets runtime
+code: a function-level dependency analysis (`ast`) finds each top-level definition's
+references, and the script receives the definitions its own code reaches, in their modules'
+order, with the imports those need. The script must start with
+`from __future__ import annotations`, as every module does.
 
 This package itself never imports torch: the compiler reads these files as text.
 """
@@ -28,8 +30,8 @@ RUNTIME_DIR = Path(__file__).resolve().parent
 # The order definitions appear in a script.
 MODULES = (
     "distributed", "amp", "compiling", "activations", "data", "tokens", "loader", "checkpoint",
-    "pretrained", "metrics", "graphs", "attention", "sourcemap", "recipe", "serve", "sharded",
-    "steps", "samples",
+    "pretrained", "metrics", "graphs", "attention", "sourcemap", "recipe", "serve", "trainer",
+    "sharded", "steps", "samples",
 )  # fmt: skip
 
 Import = tuple[str, str, str]
@@ -129,8 +131,12 @@ def paste_definitions(chosen: list[Definition]) -> Pasted:
 
 
 def names_read(source: str) -> frozenset[str]:
-    """Every name `source` mentions (loads, annotations, decorators)."""
-    return frozenset(n.id for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name))
+    """Every name `source` mentions (loads, annotations, decorators), less those it defines at
+    its top level: a script's own `Trainer` (a `step` lines block's) is not the runtime's."""
+    tree = ast.parse(source)
+    read = frozenset(n.id for n in ast.walk(tree) if isinstance(n, ast.Name))
+    defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef)}
+    return read - defined
 
 
 # ------------------------------------------------------------------------ parsing
@@ -146,9 +152,27 @@ def _module_definitions(name: str) -> list[Definition]:
         first = _first_line(node) - 1
         first -= len(_leading_comments(lines, first))
         source = "".join(lines[first : node.end_lineno]).rstrip()
-        reads = frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name))
-        found.append(Definition(name, _binds(node), reads, source))
+        found.append(Definition(name, _binds(node), _reads(node), source))
     return found
+
+
+def _reads(node: ast.stmt) -> frozenset[str]:
+    """The names a definition reads from the module: every name it loads, less the locals of
+    its functions (their parameters and the names they assign). A parameter `resume` of one
+    function does not make it need the function `resume`."""
+    names = [n for n in ast.walk(node) if isinstance(n, ast.Name)]
+    loaded = {n.id for n in names if isinstance(n.ctx, ast.Load)}
+    local: set[str] = set()
+    for function in ast.walk(node):
+        if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            continue
+        arguments = function.args
+        every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+        every += [a for a in (arguments.vararg, arguments.kwarg) if a is not None]
+        local |= {a.arg for a in every}
+        stored = (n for n in ast.walk(function) if isinstance(n, ast.Name))
+        local |= {n.id for n in stored if isinstance(n.ctx, ast.Store)}
+    return frozenset(loaded - local)
 
 
 def _binds(node: ast.stmt) -> frozenset[str]:
@@ -165,8 +189,14 @@ def _binds(node: ast.stmt) -> frozenset[str]:
     return frozenset(names)
 
 
+RUNTIME_PACKAGE = "tensorloom.backends.runtime"
+
+
 def _import_aliases(node: ast.AST) -> list[tuple[str, Import]]:
-    """(bound name, import) for each name an import statement binds."""
+    """(bound name, import) for each name an import statement binds; none for an import of
+    another runtime module, whose definitions are pasted instead."""
+    if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(RUNTIME_PACKAGE):
+        return []
     if isinstance(node, ast.ImportFrom) and node.module != "__future__":
         return [(a.asname or a.name, (node.module or "", "", a.name)) for a in node.names]
     if isinstance(node, ast.Import):

@@ -33,6 +33,7 @@ import pickle
 import random
 import re
 import shutil
+import sys
 import tempfile
 import zipfile
 from pathlib import Path
@@ -302,36 +303,67 @@ def check_writable_folder(
 def prepare_checkpoint_dir(
     directory: str | os.PathLike[str], *, resume: str | None, overwrite: bool,
     init_from: str | None = None, main: bool = True,
-) -> list[Path]:  # fmt: skip
-    """Check, before the first step, that this run may save in `directory`; returns what
-    `--overwrite` removed.
+) -> Path:  # fmt: skip
+    """The folder this run saves in, checked before the first step: writable, and never one
+    that holds another run's checkpoints, whose work would be lost.
 
-    The folder must be writable. One that holds another run's checkpoints is refused
-    unless the run continues one (`resume`) or replaces them (`overwrite`: rank 0, `main`,
-    removes them now, so the folder never mixes two runs' epoch files). The weights a run
-    starts from (`init_from`) are never among what it removes.
+    `directory` itself when it holds no checkpoints, or when `overwrite` replaces them (rank 0,
+    `main`, removes them now, so the folder never mixes two runs' epoch files; the weights a
+    run starts from, `init_from`, are never among them). A run that continues a checkpoint
+    (`resume`) saves beside it: in `directory` if the checkpoint is there or `directory`
+    holds no other run, else in the checkpoint's own folder. Any other run into a used
+    folder saves in a new `run-N` folder inside it (the first that holds no checkpoints), and
+    rank 0 says so.
     """
     check_writable_folder(directory)
-    previous = previous_checkpoints(directory)
-    if not previous or resume is not None:
-        return []
+    folder = Path(directory)
+    previous = previous_checkpoints(folder)
+    if not previous:
+        return folder
+    if resume is not None:
+        return _resumed_folder(folder, Path(resume), main)
+    if overwrite:
+        _remove_previous(folder, previous, init_from, main)
+        return folder
+    number = 2
+    while previous_checkpoints(folder / f"run-{number}"):
+        number += 1
+    own = folder / f"run-{number}"
+    check_writable_folder(own)
+    if main:
+        last = folder / "last.pt"
+        again = f"--resume {last} continues it, " if last.is_file() else ""
+        print(f"{folder} holds an earlier run's checkpoints ({_listed(previous)}): this run saves "
+              f"in {own} ({again}--overwrite replaces it)", file=sys.stderr)  # fmt: skip
+    return own
+
+
+def _resumed_folder(folder: Path, resume: Path, main: bool) -> Path:
+    """Where a resumed run saves when `folder` holds checkpoints: `folder` if it resumes one
+    of them, else the folder of the checkpoint it resumes (a save's own folder, under FSDP
+    `--resume DIR` of a run's folder itself), which rank 0 names."""
+    saved = resume.resolve()
+    continued = saved if saved.is_dir() and previous_checkpoints(saved) else saved.parent
+    if continued == folder.resolve():
+        return folder
+    if main:
+        print(f"{folder} holds another run's checkpoints: this run continues {resume} in "
+              f"{continued}", file=sys.stderr)  # fmt: skip
+    return continued
+
+
+def _remove_previous(folder: Path, previous: list[Path], init_from: str | None, main: bool) -> None:
+    """--overwrite: remove an earlier run's checkpoints (rank 0), never the weights this run
+    starts from."""
     start = Path(init_from).resolve() if init_from is not None else None
     if start is not None and any(start.is_relative_to(p.resolve()) for p in previous):
         raise CheckpointError(
-            f"--init-from {init_from} is one of the checkpoints in {directory}, which this "
+            f"--init-from {init_from} is one of the checkpoints in {folder}, which this "
             "run would replace: give another --checkpoint-dir"
-        )
-    if not overwrite:
-        last = Path(directory) / "last.pt"
-        again = f"continue it with --resume {last}, " if last.is_file() else ""
-        raise CheckpointError(
-            f"{directory} holds the checkpoints of an earlier run ({_listed(previous)}): "
-            f"{again}replace them with --overwrite, or give another --checkpoint-dir"
         )
     if main:
         for path in previous:
             shutil.rmtree(path) if path.is_dir() else path.unlink()
-    return previous
 
 
 def _listed(paths: list[Path], most: int = 3) -> str:

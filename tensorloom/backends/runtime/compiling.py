@@ -33,12 +33,15 @@ Region = Callable[[], contextlib.AbstractContextManager[object]]
 def should_compile(
     choice: str, mode: str | None, device: torch.device, *, steps: int, batch_loss: nn.Module,
     loader: Iterable[tuple[torch.Tensor, torch.Tensor]], region: Region = contextlib.nullcontext,
-    announce: bool = True,
+    announce: bool = True, captured: bool = False,
 ) -> bool:  # fmt: skip
     """Whether to `torch.compile` on CUDA, as `--compile` (`choice`) asks; `mode` None is
     `compile = false`. `auto` compiles when `steps` would save more than COMPILE_SECONDS,
     timing `batch_loss` (`forward(xb, yb)` is the batch's loss) in `region()`. Says which
-    way it went and why when `announce` (rank 0)."""
+    way it went and why when `announce` (rank 0). A step `captured` whole in one CUDA graph
+    (runtime/graphs.py) is not compiled: it already runs as one graph launch."""
+    if captured:
+        return _said(False, "the whole step is one CUDA graph", announce)
     if mode is None or choice == "off" or device.type != "cuda":
         why = "no CUDA device" if device.type != "cuda" else f"--compile {choice}"
         return _said(False, "`compile = false`" if mode is None else why, announce)

@@ -448,6 +448,13 @@ class RunRecipe:
         if self.signals is not None:
             self.signals.restore()
 
+    def __enter__(self) -> RunRecipe:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        """`with recipe:` closes it however the run ends."""
+        self.close()
+
     @property
     def interrupted(self) -> bool:
         return self.signals is not None and self.signals.requested is not None

@@ -147,6 +147,23 @@ class ScriptPlan:
         return self.precision != "none"
 
     @property
+    def evaluate_records(self) -> bool:
+        """`evaluate` returns the validation record itself (loss and accuracy of a catalogue
+        loss, one model, whole weights): the program needs no `validation_record`."""
+        return not self.reports_metrics and self.recipe.ema is None and not self.sharded
+
+    @property
+    def validation(self) -> str:
+        """The function that gives the validation record: `evaluate` or `validation_record`."""
+        return "evaluate" if self.evaluate_records else "validation_record"
+
+    @property
+    def model_loss(self) -> bool:
+        """The batch's loss is `loss_fn(model(xb), yb)`: runtime/trainer.py's `ModelLoss`, not
+        a `BatchLoss` of the program's own."""
+        return self.objective is None and self.loss_targets == ("yb",)
+
+    @property
     def loss_targets(self) -> tuple[str, ...]:
         """What the step passes `loss_fn` after the output: the targets, or inputs and targets."""
         return ("xb", "yb") if self.custom_loss in self.takes_inputs else ("yb",)

@@ -1,5 +1,5 @@
-"""The script's set-up as `py` ops: `build_scheduler`, the `Trainer` record, `build_trainer`
-(and `_whole_step_graph`) and `build_recipe`.
+"""The script's set-up as `py` ops: `build_scheduler`, `build_trainer` (which fills
+runtime/trainer.py's `Trainer` record) and `build_recipe` (DDP, FSDP).
 
     def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
         seed_everything(args.seed)
@@ -7,7 +7,7 @@
         model = Classifier().to(ctx.device)  # mnist.tl:31
         plan = resolve_precision(args.precision, ctx.device)
         ...
-        return Trainer(ctx, model, train_model, compiled, optimizer, scaler, scheduler, plan, ...)
+        return Trainer(ctx, model, train_model, compiled, optimizer, scheduler, ..., scaler=scaler)
 
 What the plan decides: the precision plan and the GradScaler (fields, arguments, their
 `Trainer` slots) only under insert-amp's marker; DDP's wrap or FSDP's sharding under
@@ -32,10 +32,9 @@ from tensorloom.passes.support.py_builder import PyBuilder, Value
 from tensorloom.passes.train_lowering.optimizer_groups import GroupEmitter
 from tensorloom.passes.train_lowering.plan import OPTIMIZER_MODES as MODES
 from tensorloom.passes.train_lowering.plan import ScriptPlan
-from tensorloom.passes.train_lowering.train_data import info_type, loader_type
-from tensorloom.passes.train_lowering.train_loop import carry_type, model_ops
+from tensorloom.passes.train_lowering.train_loop import model_ops
 
-DEFINES = ("build_scheduler", "Trainer", "build_trainer", "_whole_step_graph", "build_recipe")
+DEFINES = ("build_scheduler", "build_trainer", "build_recipe")
 """The top-level names these take in the script (mangle-names keeps them free)."""
 
 
@@ -74,87 +73,6 @@ def _plateau(body: PyBuilder, plan: ScriptPlan) -> None:
     arguments = [("", body.name("optimizer")), ("mode", body.const("min"))]
     arguments += [(key, body.name(key)) for key in plan.schedule_kwargs]
     body.ret(body.call_with("torch.optim.lr_scheduler.ReduceLROnPlateau", arguments))
-
-
-# --- the `Trainer` record --------------------------------------------------------------------
-
-
-def _field(
-    b: PyBuilder,
-    name: str,
-    kind: SSAValue,
-    default: SSAValue | None = None,
-    note: str | None = None,
-) -> None:
-    """`name: kind = default  # note`."""
-    b.assign(name, default, annotation=kind, comment=note)
-
-
-def trainer_ops(plan: ScriptPlan) -> list[Operation]:
-    """`@dataclass class Trainer`: everything the loop touches, built once by
-    `build_trainer`; the precision plan and scaler only with insert-amp, `metrics` only
-    with `eval_every`, the captured step's fields only when the step may be captured."""
-    top, b = PyBuilder(), PyBuilder()
-    b.expr(b.const("Everything the loop touches, built once by `build_trainer`."))
-    _field(b, "ctx", b.name("DistContext"))
-    _field(b, "model", b.name("nn.Module"), note="the user's module: saved, loaded")
-    _field(
-        b,
-        "train_model",
-        b.name("nn.Module"),
-        note="trained: BatchLoss (one process) or the DDP-wrapped model",
-    )
-    _field(b, "eval_model", b.name("nn.Module"), note="compiled, not DDP-wrapped: evaluated")
-    _field(b, "optimizer", b.name("torch.optim.Optimizer"))
-    if plan.amp:
-        _field(b, "scaler", b.optional("torch.amp.GradScaler"))
-    _field(b, "scheduler", b.optional("torch.optim.lr_scheduler.LRScheduler"))
-    if plan.amp:
-        _field(b, "plan", b.name("PrecisionPlan"))
-    _field(b, "train_loader", loader_type(b, plan))
-    _field(b, "val_loader", loader_type(b, plan))
-    _field(b, "info", b.name(info_type(plan)))
-    _field(
-        b,
-        "recipe",
-        b.name("RunRecipe"),
-        note="EMA, early stopping, keep-best, eval_every, stop signals",
-    )
-    _field(b, "step", b.name("int"), b.const(0))
-    _field(b, "start_epoch", b.name("int"), b.const(0))
-    _field(
-        b,
-        "carry",
-        carry_type(b),
-        b.const(None),
-        note="resumed mid-epoch: (loss sum, batches)",
-    )
-    if plan.carries:
-        names = ", ".join(plan.carries)
-        made = b.call("field", default_factory=b.name("dict"))  # Python evaluates it first
-        _field(b, "carried", b.generic("dict", "str", "Any"), made,
-               note=f"`carry {names}`: the last batch's, detached")  # fmt: skip
-    if plan.recipe.eval_every is not None:  # only `step_validation` writes between epochs
-        _field(b, "metrics", b.optional("MetricsWriter"), b.const(None))
-    _field(b, "checkpoint_dir", b.optional("str"), b.const(None))
-    _field(b, "saved_step", b.name("int"), b.const(-1), note="the step last.pt holds")
-    if plan.whole_step_graph:
-        _field(
-            b,
-            "whole_step",
-            b.name("bool"),
-            b.const(False),
-            note="the step is captured in one CUDA graph (runtime/graphs.py)",
-        )
-        _field(
-            b,
-            "graphed",
-            b.optional("GraphedStep"),
-            b.const(None),
-            note="captured at the first epoch, after any resume",
-        )
-    top.stmt(py.ClassOp("Trainer", body=b.ops, decorators=[top.name("dataclass")]))
-    return top.ops
 
 
 # --- `build_trainer` -------------------------------------------------------------------------
@@ -305,7 +223,9 @@ def _no_schedule(b: PyBuilder) -> None:
     b.stmt(py.AssignOp(b.name("scheduler"), b.const(None), comment="no `lr_schedule`"))
 
 
-def _should_compile(b: PyBuilder, plan: ScriptPlan, per_epoch_named: bool = False) -> SSAValue:
+def _should_compile(
+    b: PyBuilder, plan: ScriptPlan, per_epoch_named: bool = False, captured: bool = False
+) -> SSAValue:
     """`should_compile(...)` (runtime/compiling.py): the eager step it times is `BatchLoss`,
     under the precision plan's autocast; rank 0 says which way it went. Its steps read
     `steps_per_epoch` where `_schedule` named it (`per_epoch_named`)."""
@@ -315,14 +235,24 @@ def _should_compile(b: PyBuilder, plan: ScriptPlan, per_epoch_named: bool = Fals
     per_epoch = b.name("steps_per_epoch") if per_epoch_named else _per_epoch(b)
     steps = b.call("total_train_steps", b.path("args", "epochs"), per_epoch,
                    b.path("args", "max_steps"))  # fmt: skip
-    arguments += [("steps", steps), ("batch_loss", b.call("BatchLoss", b.name("model"))),
+    arguments += [("steps", steps), ("batch_loss", batch_loss(b, plan)),
                   ("loader", b.name("train_loader"))]  # fmt: skip
     if plan.amp:
         region = b.call("partial", b.name("autocast"), b.name("plan"), b.path("ctx", "device"))
         arguments.append(("region", region))
     if plan.distributed:
         arguments.append(("announce", b.path("ctx", "is_main")))
+    if captured:  # a captured step is not compiled
+        arguments.append(("captured", b.name("whole_step")))
     return b.call_with("should_compile", arguments)
+
+
+def batch_loss(b: PyBuilder, plan: ScriptPlan) -> SSAValue:
+    """`ModelLoss(model, loss_fn)` (runtime/trainer.py), or the program's `BatchLoss(model)`
+    for an objective or a loss that takes the inputs."""
+    if plan.model_loss:
+        return b.call("ModelLoss", b.name("model"), b.name("loss_fn"))
+    return b.call("BatchLoss", b.name("model"))
 
 
 def _maybe_compile(b: PyBuilder, module: SSAValue) -> SSAValue:
@@ -341,7 +271,7 @@ def _train_model(b: PyBuilder, plan: ScriptPlan) -> None:
         return
     if not plan.distributed:
         b.comment("the step's forward and loss, compiled together; evaluation runs `compiled`")
-        b.assign("train_model", _maybe_compile(b, b.call("BatchLoss", b.name("model"))))
+        b.assign("train_model", _maybe_compile(b, batch_loss(b, plan)))
         return
     b.stmt(py.AssignOp(b.name("train_model"), b.name("compiled"), annotation=annotation))
     wrap = PyBuilder()
@@ -356,13 +286,20 @@ def _train_model(b: PyBuilder, plan: ScriptPlan) -> None:
 
 
 def _trainer(b: PyBuilder, plan: ScriptPlan, *extra: tuple[str, SSAValue]) -> None:
-    """`return Trainer(ctx, model, ..., build_recipe(model, ctx))`."""
-    fields = ["ctx", "model", "train_model", "compiled", "optimizer",
-              *(["scaler"] if plan.amp else []), "scheduler", *(["plan"] if plan.amp else []),
+    """`return Trainer(ctx, model, ..., build_recipe(model, ctx), scaler=scaler, plan=plan)`
+    (runtime/trainer.py's record; the scaler and precision plan with insert-amp)."""
+    fields = ["ctx", "model", "train_model", "compiled", "optimizer", "scheduler",
               "train_loader", "val_loader", "info"]  # fmt: skip
     arguments = [("", b.name(f)) for f in fields]
-    recipe = b.call("build_recipe", b.name("model"), b.name("ctx"), *_recipe_plan(b, plan))
-    b.ret(b.call_with("Trainer", [*arguments, ("", recipe), *extra]))
+    if plan.distributed:
+        recipe = b.call("build_recipe", b.name("model"), b.name("ctx"), *_recipe_plan(b, plan))
+    else:  # one process: the recipe's parts and the stop signals, here
+        b.assign("recipe", b.call_with("RunRecipe", [*_recipe_parts(b, plan),
+                                                      ("signals", _signals(b, plan))]),
+                 comment="the block's recipe keys (runtime/recipe.py)")  # fmt: skip
+        recipe = b.name("recipe")
+    amp = [(f, b.name(f)) for f in ("scaler", "plan")] if plan.amp else []
+    b.ret(b.call_with("Trainer", [*arguments, ("", recipe), *amp, *extra]))
 
 
 def _recipe_plan(b: PyBuilder, plan: ScriptPlan) -> list[SSAValue]:
@@ -406,7 +343,7 @@ def build_trainer_ops(plan: ScriptPlan) -> list[Operation]:
         _build_trainer(body, plan)
     params = [("args", "argparse.Namespace"), ("ctx", "DistContext")]
     top.def_("build_trainer", params, body, "Trainer")
-    return [*top.ops, *whole_step_graph_ops(plan)] if plan.whole_step_graph else top.ops
+    return top.ops
 
 
 def _graph_build_trainer(b: PyBuilder, plan: ScriptPlan) -> None:
@@ -414,31 +351,19 @@ def _graph_build_trainer(b: PyBuilder, plan: ScriptPlan) -> None:
     runtime/graphs.py): the run decides, and the optimizer and torch.compile follow."""
     _start(b, plan)
     _scaler(b, plan)
-    scaler = [b.name("scaler")] if plan.amp else []
-    decided = b.call("_whole_step_graph", b.name("model"), b.name("train_loader"), *scaler,
-                     b.name("args"), b.name("ctx"))  # fmt: skip
+    scaler = b.name("scaler") if plan.amp else b.const(None)
+    allowed = b.not_(b.path("args", "no_cuda_graph"))
+    decided = b.call("captures_whole_step", b.name("model"), b.name("train_loader"), scaler,
+                     b.path("ctx", "device"), allowed=allowed)  # fmt: skip
     b.assign("whole_step", decided)
     if not plan.recipe.epochs_set:
         _planned_epochs(b, b.call("len", b.name("train_loader")))
     _optimizer(b, plan, _capturable)
     _no_schedule(b)
-    _compile_unless_graphed(b, plan)
+    b.assign("compile_it", _should_compile(b, plan, captured=True))
     b.assign("compiled", _maybe_compile(b, b.name("model")))
-    b.assign("train_model", _maybe_compile(b, b.call("BatchLoss", b.name("model"))))
+    b.assign("train_model", _maybe_compile(b, batch_loss(b, plan)))
     _trainer(b, plan, ("whole_step", b.name("whole_step")))
-
-
-def _compile_unless_graphed(b: PyBuilder, plan: ScriptPlan) -> None:
-    """`compile_it`: False for a captured step, else what `should_compile` decides (which
-    times eager steps: it runs only when the step is not captured)."""
-    graphed = PyBuilder()
-    message = graphed.const("compile: off (the whole step is one CUDA graph)")
-    graphed.expr(graphed.call("print", message, flush=graphed.const(True)))
-    graphed.assign("compile_it", graphed.const(False))
-    eager = PyBuilder()
-    eager.assign("compile_it", _should_compile(eager, plan))
-    b.comment("The captured step replaces torch.compile: it already runs as one graph launch.")
-    b.if_(b.name("whole_step"), graphed, eager)
 
 
 def _capturable(b: PyBuilder, plan: ScriptPlan) -> list[tuple[str, SSAValue]]:
@@ -447,38 +372,6 @@ def _capturable(b: PyBuilder, plan: ScriptPlan) -> list[tuple[str, SSAValue]]:
     if plan.optimizer == "SGD":
         return [("fused", b.binop("and", _on_cuda(b), b.not_(b.name("whole_step"))))]
     return [("fused", _on_cuda(b)), ("capturable", b.name("whole_step"))]
-
-
-def whole_step_graph_ops(plan: ScriptPlan) -> list[Operation]:
-    """`_whole_step_graph`: whether this run captures its whole step in one CUDA graph."""
-    top, body = PyBuilder(), PyBuilder()
-    scaler = "no GradScaler, " if plan.amp else ""
-    body.expr(body.const("Whether this run captures its whole step in one CUDA graph "
-                         f"(runtime/graphs.py):\non CUDA, data on the device, {scaler}at most "
-                         "SMALL_MODEL_PARAMS parameters."))  # fmt: skip
-    sizes = py.ComprehensionOp("generator", body.method(body.name("model"), "parameters"))
-    (p,) = sizes.body.block.args
-    p.name_hint = "p"
-    each = PyBuilder()
-    each.stmt(py.YieldOp([each.method(p, "numel")]))
-    sizes.body.block.add_ops(each.ops)
-    count = body.call("sum", body.add(sizes))
-    body.assign("small", body.compare(count, "<=", body.name("SMALL_MODEL_PARAMS")))
-    body.assign("resident", body.call("isinstance", body.name("loader"), body.name("DeviceLoader")))
-    cuda = body.binop("and", _on_cuda(body), body.not_(body.path("args", "no_cuda_graph")))
-    body.assign("cuda", cuda)
-    chosen = body.binop("and", body.name("cuda"), body.name("resident"))
-    if plan.amp:
-        no_scaler = body.compare(body.name("scaler"), "is", body.const(None))
-        chosen = body.binop("and", chosen, no_scaler)
-    body.ret(body.binop("and", chosen, body.name("small")))
-    params: list[tuple[str, str | SSAValue]] = [("model", "nn.Module"),
-                                                ("loader", loader_type(top, plan))]  # fmt: skip
-    if plan.amp:
-        params.append(("scaler", top.optional("torch.amp.GradScaler")))
-    params += [("args", "argparse.Namespace"), ("ctx", "DistContext")]
-    top.def_("_whole_step_graph", params, body, "bool")
-    return top.ops
 
 
 # --- `build_recipe` --------------------------------------------------------------------------
@@ -526,9 +419,12 @@ def _signals(b: PyBuilder, plan: ScriptPlan) -> SSAValue:
 
 
 def build_recipe_ops(plan: ScriptPlan) -> list[Operation]:
-    """`build_recipe`: a `RunRecipe` of only the parts the block uses (runtime/recipe.py):
-    the best epoch (by `keep_best`'s metric, else val_loss) for the run's summary, the
-    EMA, early stopping, `eval_every`, and SIGINT/SIGTERM handling in one process."""
+    """`build_recipe` (DDP, FSDP): a `RunRecipe` of only the parts the block uses
+    (runtime/recipe.py): the best epoch (by `keep_best`'s metric, else val_loss) for the run's
+    summary, the EMA, early stopping, `eval_every`; one process builds it in `build_trainer`,
+    with SIGINT/SIGTERM handling."""
+    if not plan.distributed:
+        return []
     top, body = PyBuilder(), PyBuilder()
     body.expr(body.const("The block's recipe keys as runtime/recipe.py objects."))
     if plan.sharded and plan.recipe.ema is not None:

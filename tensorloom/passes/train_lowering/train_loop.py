@@ -32,6 +32,7 @@ from tensorloom.passes.support.model_env import override_value
 from tensorloom.passes.support.nml_to_py import attr_ops
 from tensorloom.passes.support.py_builder import PyBuilder
 from tensorloom.passes.train_lowering.plan import ScriptPlan
+from tensorloom.passes.train_lowering.train_records import epoch_record_ops
 from tensorloom.passes.train_lowering.train_step import ema_module
 
 DEFINES = (
@@ -206,7 +207,7 @@ def save_if_due_ops(plan: ScriptPlan) -> list[Operation]:
         multiple = body.binop("%", body.name("done"), body.name("CHECKPOINT_EVERY"))
         due = body.compare(multiple, "==", body.const(0))
         body.assign("due", body.binop("and", every, due))
-    unnamed = body.compare(body.path("args", "checkpoint_dir"), "is", body.const(None))
+    unnamed = body.compare(body.path("trainer", "checkpoint_dir"), "is", body.const(None))
     last = body.compare(body.name("done"), "==", body.path("args", "epochs"))
     skip = body.binop("or", unnamed, body.not_(body.binop("or", body.name("due"), last)))
     stop = PyBuilder()
@@ -218,7 +219,8 @@ def save_if_due_ops(plan: ScriptPlan) -> list[Operation]:
     writer = "save_sharded_checkpoint" if plan.sharded else "save_epoch_checkpoint"
     state = _checkpoint_state(save)
     state.name_hint = "state"  # too wide for one line with the save
-    arguments = [("", save.path("args", "checkpoint_dir")), ("keep", save.name("KEEP_CHECKPOINTS")),
+    folder = save.path("trainer", "checkpoint_dir")
+    arguments = [("", folder), ("keep", save.name("KEEP_CHECKPOINTS")),
                  ("epoch", save.name("done")), ("**", state)]  # fmt: skip
     save.expr(save.call_with(writer, arguments))
     _on_rank_zero(body, plan, None, save)
@@ -232,9 +234,12 @@ def save_if_due_ops(plan: ScriptPlan) -> list[Operation]:
 
 
 def saves_ops(plan: ScriptPlan) -> list[Operation]:
-    """The saves, in the script's order: `after_validation` (with `keep_best`),
-    `checkpoint_state`, `save_last`, `save_if_due`."""
+    """The saves, in the script's order: `after_validation` (with `keep_best`), and under
+    FSDP (whose saves are folders every rank writes) `checkpoint_state`, `save_last` and
+    `save_if_due`; the other programs call runtime/trainer.py's."""
     ops = after_validation_ops(plan) if plan.recipe.keep_best is not None else []
+    if not plan.sharded:
+        return ops
     return [*ops, *checkpoint_state_ops(plan), *save_last_ops(plan), *save_if_due_ops(plan)]
 
 
@@ -249,62 +254,45 @@ def _log(b: PyBuilder, plan: ScriptPlan, text: SSAValue, *, stderr: bool = False
 
 
 def train_ops(plan: ScriptPlan) -> list[Operation]:
-    """`train(args, ctx)`: the trainer, the run, then the stop signals as they were (and,
-    with DDP or FSDP, no rank leaves while another still talks to it)."""
+    """`train(args, ctx)`: the checks before step 1 and the folder the run saves in
+    (runtime/trainer.py's `check_run`), the trainer, the run inside its recipe (the stop
+    signals as they were afterwards); with DDP or FSDP no rank leaves while another still
+    talks to it."""
     top, body = PyBuilder(), PyBuilder()
-    evaluating = body.is_set(body.path("args", "evaluate"))
-    body.expr(body.call("check_run_length", body.path("args", "epochs"),
-                        body.path("args", "max_steps"), evaluating=evaluating))  # fmt: skip
-    body.expr(body.call("check_batch_size", body.path("args", "batch_size")))
-    _checkpoint_folder(body, plan)
+    main = {"main": body.path("ctx", "is_main")} if plan.distributed else {}
+    checked = body.call("check_run", body.name("args"), **main)
+    body.assign("checkpoint_dir", checked, comment="before step 1: what could fail later")
     body.assign("trainer", body.call("build_trainer", body.name("args"), body.name("ctx")))
-    body.assign(body.path("trainer", "checkpoint_dir"), body.path("args", "checkpoint_dir"))
+    body.assign(body.path("trainer", "checkpoint_dir"), body.name("checkpoint_dir"))
     run = PyBuilder()
-    run.assign("code", run.call("_run", run.name("trainer"), run.name("args"), run.name("ctx")))
-    close = PyBuilder()
-    close.comment("SIGINT and SIGTERM as they were")
-    close.expr(close.method(close.path("trainer", "recipe"), "close"))
-    body.stmt(py.TryOp(run.ops, finalbody=close.ops))
-    if plan.distributed:
-        body.comment("no rank closes its connections while another still uses them")
-        body.expr(body.call("barrier"))
+    code = run.call("_run", run.name("trainer"), run.name("args"), run.name("ctx"))
+    body.comment("SIGINT and SIGTERM stop the run at a step's end, then are as they were")
+    if not plan.distributed:
+        run.ret(code)
+        body.stmt(py.WithOp(body.path("trainer", "recipe"), run.ops))
+        return _def_train(top, body)
+    run.assign("code", code)
+    body.stmt(py.WithOp(body.path("trainer", "recipe"), run.ops))
+    body.comment("no rank closes its connections while another still uses them")
+    body.expr(body.call("barrier"))
     body.ret(body.name("code"))
+    return _def_train(top, body)
+
+
+def _def_train(top: PyBuilder, body: PyBuilder) -> list[Operation]:
     params = [("args", top.name("argparse.Namespace")), ("ctx", top.name("DistContext"))]
     top.def_("train", params, body, top.name("int"))
     return top.ops
 
 
-def _checkpoint_folder(b: PyBuilder, plan: ScriptPlan) -> None:
-    """Before anything trains: a folder the run can write, and no earlier run's checkpoints
-    in it unless `--resume` continues one or `--overwrite` replaces them."""
-    then = PyBuilder()
-    options = {"resume": then.path("args", "resume"), "overwrite": then.path("args", "overwrite"),
-               "init_from": then.path("args", "init_from")}  # fmt: skip
-    if plan.distributed:
-        options["main"] = then.path("ctx", "is_main")
-    then.expr(then.call("prepare_checkpoint_dir", then.path("args", "checkpoint_dir"), **options))
-    named = b.is_set(b.path("args", "checkpoint_dir"))
-    training = b.compare(b.path("args", "evaluate"), "is", b.const(None))
-    b.if_(b.binop("and", named, training), then)
-
-
 def _warnings(b: PyBuilder, plan: ScriptPlan) -> None:
-    """The precision plan's warning (insert-amp) and synthetic data's, on stderr."""
-    if plan.dataset is not None:  # real data: only the precision plan may warn
-        if plan.amp:
-            then = PyBuilder()
-            _log(then, plan, then.path("trainer", "plan", "warning"), stderr=True)
-            b.if_(b.is_set(b.path("trainer", "plan", "warning")), then)
-        return
+    """`warn(ctx, ...)` (runtime/trainer.py): the precision plan's warning (insert-amp) and
+    synthetic data's, on stderr, by rank 0."""
     sources = [b.path("trainer", "plan", "warning")] if plan.amp else []
-    sources.append(b.call("synthetic_data_warning", b.path("trainer", "info")))
-    loop = py.ForOp(b.tuple_of(*sources))
-    (warning,) = _loop_vars(loop, "warning")
-    each, then = PyBuilder(), PyBuilder()
-    _log(then, plan, warning, stderr=True)
-    each.if_(each.is_set(warning), then)
-    loop.body.block.add_ops(each.ops)
-    b.stmt(loop)
+    if plan.dataset is None:
+        sources.append(b.call("synthetic_data_warning", b.path("trainer", "info")))
+    if sources:
+        b.expr(b.call("warn", b.name("ctx"), *sources))
 
 
 def _loop_vars(loop: py.ForOp, *names: str) -> list[SSAValue]:
@@ -315,11 +303,11 @@ def _loop_vars(loop: py.ForOp, *names: str) -> list[SSAValue]:
 
 def _stale_files(b: PyBuilder, plan: ScriptPlan) -> None:
     """The temporary files of a checkpoint write that was cut off, removed (by rank 0)."""
-    named = b.is_set(b.path("args", "checkpoint_dir"))
+    named = b.is_set(b.path("trainer", "checkpoint_dir"))
     if plan.distributed:
         named = b.binop("and", named, b.path("ctx", "is_main"))
     then = PyBuilder()
-    loop = py.ForOp(then.call("clean_stale_temp_files", then.path("args", "checkpoint_dir")))
+    loop = py.ForOp(then.call("clean_stale_temp_files", then.path("trainer", "checkpoint_dir")))
     (stale,) = _loop_vars(loop, "stale")
     each = PyBuilder()
     text = each.fstring("removed {}, left by a checkpoint write that was cut off", stale)
@@ -329,14 +317,35 @@ def _stale_files(b: PyBuilder, plan: ScriptPlan) -> None:
     b.if_(named, then)
 
 
+def _plain_evaluation(plan: ScriptPlan) -> bool:
+    """--evaluate needs no function of the program's: one process, no EMA (runtime/trainer.py's
+    `evaluate_saved` loads the weights and reports)."""
+    return not plan.distributed and plan.recipe.ema is None
+
+
 def _starting_point(b: PyBuilder, plan: ScriptPlan) -> None:
     """--evaluate (and no training), --init-from, --resume."""
     evaluate = PyBuilder()
-    evaluate.ret(evaluate.call("evaluate_checkpoint", evaluate.name("trainer"),
-                               evaluate.name("args")))  # fmt: skip
+    if _plain_evaluation(plan):
+        evaluated = evaluate.call("evaluate_saved", evaluate.name("trainer"),
+                                  evaluate.path("args", "evaluate"),
+                                  evaluate.name(plan.validation),
+                                  evaluate.path("args", "metrics"))  # fmt: skip
+        evaluate.expr(evaluated)
+        if plan.serves:
+            _serve(evaluate, plan)
+        evaluate.ret(evaluate.const(0))
+        b.comment("--evaluate: a checkpoint's validation metrics; no training")
+    else:
+        evaluate.ret(evaluate.call("evaluate_checkpoint", evaluate.name("trainer"),
+                                   evaluate.name("args")))  # fmt: skip
     b.if_(b.is_set(b.path("args", "evaluate")), evaluate)
     if plan.pretrained is not None:
         _published_weights(b, plan)
+    if not plan.sharded:
+        b.comment("stale temporary files of a cut save, then --init-from or --resume")
+        b.expr(b.call("start_run", b.name("trainer"), b.name("args")))
+        return
     init = PyBuilder()
     weights, model = init.path("args", "init_from"), init.path("trainer", "model")
     if plan.sharded:
@@ -378,9 +387,9 @@ def _published_weights(b: PyBuilder, plan: ScriptPlan) -> None:
 
 
 def _max_steps(b: PyBuilder, plan: ScriptPlan) -> None:
-    """`max_steps`: the flag's, and the block's when it sets `max_steps` (the fewer)."""
+    """`max_steps`: the flag's and the block's when it sets `max_steps` (the fewer); else the
+    loop reads `args.max_steps`."""
     if plan.recipe.max_steps is None:
-        b.assign("max_steps", b.path("args", "max_steps"))
         return
     limits = b.tuple_of(b.path("args", "max_steps"), b.name("MAX_STEPS"))
     given = py.ComprehensionOp("generator", limits)
@@ -392,20 +401,22 @@ def _max_steps(b: PyBuilder, plan: ScriptPlan) -> None:
     b.assign("max_steps", b.call("min", b.add(given), default=b.const(None)))
 
 
+def _steps_limit(b: PyBuilder, plan: ScriptPlan) -> SSAValue:
+    """`max_steps` where `_max_steps` named it, else `args.max_steps`."""
+    if plan.recipe.max_steps is None:
+        return b.path("args", "max_steps")
+    return b.name("max_steps")
+
+
 def _epoch(b: PyBuilder, plan: ScriptPlan, epoch: SSAValue) -> None:
     """One epoch of the loop: train it, time it, record and validate it, save if due."""
-    reached = b.call("_reached", b.path("trainer", "step"), b.name("max_steps"))
-    stopped = b.is_set(b.path("trainer", "recipe", "stop_reason"))
-    b.if_(b.binop("or", reached, stopped), _break())
+    b.if_(b.call("epoch_stops", b.name("trainer"), _steps_limit(b, plan)), _break())
     b.assign(b.tuple_of(b.name("start"), b.name("start_step")),
              b.tuple_of(b.call("time.perf_counter"), b.path("trainer", "step")))  # fmt: skip
-    result = b.call("train_one_epoch", b.name("trainer"), epoch, b.name("max_steps"))
+    result = b.call("train_one_epoch", b.name("trainer"), epoch, _steps_limit(b, plan))
     b.assign(b.tuple_of(b.name("train_loss"), b.name("batches")), result)
-    sync = PyBuilder()
-    sync.comment("the epoch's time includes the steps still queued")
-    sync.expr(sync.call("torch.cuda.synchronize"))
-    b.if_(b.compare(b.path("trainer", "ctx", "device", "type"), "==", b.const("cuda")), sync)
-    b.assign("elapsed", b.binop("-", b.call("time.perf_counter"), b.name("start")))
+    elapsed = b.call("seconds_since", b.name("start"), b.path("trainer", "ctx", "device"))
+    b.assign("elapsed", elapsed, comment="queued GPU steps included")
     batches = b.call("len", b.path("trainer", "train_loader"))
     whole = b.binop("*", b.binop("//", batches, b.name("GRAD_ACCUM")), b.name("GRAD_ACCUM"))
     b.assign("complete", b.compare(b.name("batches"), "==", whole))
@@ -415,9 +426,7 @@ def _epoch(b: PyBuilder, plan: ScriptPlan, epoch: SSAValue) -> None:
     cut.stmt(py.BreakOp())
     interrupted = b.path("trainer", "recipe", "interrupted")
     b.if_(b.binop("and", b.not_(b.name("complete")), interrupted), cut)
-    arguments = [b.name(n) for n in ("trainer", "epoch", "train_loss", "batches", "elapsed",
-                                     "args")]  # fmt: skip
-    b.assign("record", b.call("epoch_record", *arguments))
+    b.assign("record", epoch_record_ops(b, plan))
     partial = b.add(py.DictOp([(None, b.name("record")), (b.const("partial"), b.const(True))]))
     written = b.add(py.IfExpOp(b.name("complete"), b.name("record"), partial))
     b.expr(b.method(b.name("metrics"), "write", written))
@@ -434,9 +443,25 @@ def _epoch(b: PyBuilder, plan: ScriptPlan, epoch: SSAValue) -> None:
         b.expr(b.method(b.path("trainer", "recipe"), "after_validation", b.name("record")))
     done = PyBuilder()
     done.assign("epochs_done", done.binop("+", done.name("epoch"), done.const(1)))
-    done.expr(done.call("save_if_due", *(done.name(n) for n in ("trainer", "epoch", "start_step",
-                                                                 "args"))))  # fmt: skip
+    if plan.sharded:
+        names = ("trainer", "epoch", "start_step", "args")
+        done.expr(done.call("save_if_due", *(done.name(n) for n in names)))
+    else:
+        _save_if_due(done, plan)
     b.if_(b.name("complete"), done)
+
+
+def _save_if_due(b: PyBuilder, plan: ScriptPlan) -> None:
+    """`save_if_due(trainer, epochs_done, start_step, every=CHECKPOINT_EVERY, ...)`
+    (runtime/trainer.py; rank 0 writes, and under DDP the others wait at a `barrier()`)."""
+    options = {"every": b.name("CHECKPOINT_EVERY"), "keep": b.name("KEEP_CHECKPOINTS"),
+               "last": b.path("args", "epochs")}  # fmt: skip
+    if plan.checkpoint_unit == "steps":
+        options["unit"] = b.const("steps")
+    b.expr(b.call("save_if_due", b.name("trainer"), b.name("epochs_done"), b.name("start_step"),
+                  **options))  # fmt: skip
+    if plan.distributed:
+        b.expr(b.call("barrier"))
 
 
 def _plateau_step(b: PyBuilder) -> None:
@@ -457,6 +482,9 @@ def _break() -> PyBuilder:
 
 def _run_end(b: PyBuilder, plan: ScriptPlan) -> None:
     """After the loop: last.pt, the run's summary, and an interrupted run's way back."""
+    if not plan.sharded:
+        _finish_run(b, plan)
+        return
     b.assign("stopped", b.path("trainer", "recipe", "stop_reason"))
     b.expr(b.call("save_last", b.name("trainer"), b.name("epochs_done")))
     b.expr(b.method(b.name("metrics"), "close"))
@@ -464,18 +492,32 @@ def _run_end(b: PyBuilder, plan: ScriptPlan) -> None:
     summary = b.call("format_run_summary", epochs_done=b.name("epochs_done"),
                      steps=b.path("trainer", "step"), seconds=b.name("seconds"),
                      best=b.path("trainer", "recipe", "best"),
-                     checkpoint_dir=b.path("args", "checkpoint_dir"),
+                     checkpoint_dir=b.path("trainer", "checkpoint_dir"),
                      stopped=b.name("stopped"))  # fmt: skip
     b.assign("summary", summary)
     _log(b, plan, b.name("summary"))
     again = PyBuilder()
     where = "{}" if plan.sharded else "{}/last.pt"
     _log(again, plan, again.fstring(f"continue with --resume {where}",
-                                    again.path("args", "checkpoint_dir")))  # fmt: skip
+                                    again.path("trainer", "checkpoint_dir")))  # fmt: skip
     again.ret(again.call("interrupted_exit_code", again.name("stopped")))
     b.if_(b.path("trainer", "recipe", "interrupted"), again)
     if plan.serves:
-        b.expr(b.call("serve_requests", b.name("trainer"), b.name("args")))
+        _serve(b, plan)
+    b.ret(b.const(0))
+
+
+def _finish_run(b: PyBuilder, plan: ScriptPlan) -> None:
+    """`finish_run(...)` (runtime/trainer.py: last.pt, the summary, an interrupted run's exit
+    code), then the requests with the trained weights."""
+    finished = b.call("finish_run", b.name("trainer"), epochs_done=b.name("epochs_done"),
+                      started=b.name("started"), metrics=b.name("metrics"))  # fmt: skip
+    b.assign("interrupted", finished)
+    stop = PyBuilder()
+    stop.ret(stop.name("interrupted"))
+    b.if_(b.is_set(b.name("interrupted")), stop)
+    if plan.serves:
+        _serve(b, plan)
     b.ret(b.const(0))
 
 
@@ -487,7 +529,8 @@ def run_ops(plan: ScriptPlan) -> list[Operation]:
                                      body.name("_silent")))  # fmt: skip
         body.assign("log", chosen)
     _warnings(body, plan)
-    _stale_files(body, plan)
+    if plan.sharded:
+        _stale_files(body, plan)
     _starting_point(body, plan)
     _max_steps(body, plan)
     options = {"enabled": body.path("ctx", "is_main")} if plan.distributed else {}
@@ -517,7 +560,10 @@ def run_ops(plan: ScriptPlan) -> list[Operation]:
 
 def evaluate_checkpoint_ops(plan: ScriptPlan) -> list[Operation]:
     """`evaluate_checkpoint`: --evaluate CHECKPOINT's validation metrics (and its EMA's),
-    written to --metrics, then any --predict, --export or --generate; no training."""
+    written to --metrics, then any --predict, --export or --generate; no training. None
+    where runtime/trainer.py's does it (`_plain_evaluation`)."""
+    if _plain_evaluation(plan):
+        return []
     top, body = PyBuilder(), PyBuilder()
     ema = " (and of its EMA's)" if plan.recipe.ema is not None or plan.sharded else ""
     doc = (f"--evaluate CHECKPOINT: the validation metrics of its weights{ema},\n"
@@ -527,21 +573,18 @@ def evaluate_checkpoint_ops(plan: ScriptPlan) -> list[Operation]:
     body.expr(body.const(doc))
     _load_evaluated(body, plan)
     epoch = body.method(body.name("state"), "get", body.const("epoch"))
-    validation = body.call("validation_record", body.name("trainer"))
+    validation = body.call(plan.validation, body.name("trainer"))
     record = body.add(py.DictOp([(body.const("epoch"), epoch), (None, validation)]))
     body.assign("record", record)
     report = PyBuilder()
-    saved_epoch = report.subscript(report.name("record"), report.const("epoch"))
-    heading = report.fstring("{} (epoch {}):  ", report.path("args", "evaluate"), saved_epoch)
-    line = report.binop("+", heading, report.call("format_validation", report.name("record")))
-    report.expr(report.call("print", line))
-    report.if_(report.is_set(report.path("args", "metrics")), _append_metrics())
+    report.expr(report.call("report_evaluation", report.path("args", "evaluate"),
+                            report.name("record"), report.path("args", "metrics")))  # fmt: skip
     if plan.distributed:
         body.if_(body.path("trainer", "ctx", "is_main"), report)
     else:
         body.ops += report.ops
     if plan.serves:
-        body.expr(body.call("serve_requests", body.name("trainer"), body.name("args")))
+        _serve(body, plan)
     body.ret(body.const(0))
     params = [("trainer", top.name("Trainer")), ("args", top.name("argparse.Namespace"))]
     top.def_("evaluate_checkpoint", params, body, top.name("int"))
@@ -571,23 +614,6 @@ def _load_evaluated(b: PyBuilder, plan: ScriptPlan) -> None:
     b.if_(unsaved, none)
 
 
-def _append_metrics() -> PyBuilder:
-    """`with open(args.metrics, "a") as f: f.write(...)`: the record as a JSON line."""
-    b = PyBuilder()
-    opened = b.call("open", b.path("args", "metrics"), b.const("a"), encoding=b.const("utf-8"))
-    with_op = py.WithOp(opened, binds=True)
-    (f,) = with_op.body.block.args
-    f.name_hint = "f"
-    inner = PyBuilder()
-    entry = inner.add(py.DictOp([(inner.const("evaluated"), inner.path("args", "evaluate")),
-                                 (None, inner.name("record"))]))  # fmt: skip
-    line = inner.binop("+", inner.call("json.dumps", entry), inner.const("\n"))
-    inner.expr(inner.method(f, "write", line))
-    with_op.body.block.add_ops(inner.ops)
-    b.stmt(with_op)
-    return b
-
-
 def silent_ops() -> list[Operation]:
     """`_silent`: `log` on the ranks other than 0."""
     top, body = PyBuilder(), PyBuilder()
@@ -608,10 +634,37 @@ def run_sections(plan: ScriptPlan) -> list[Operation]:
 # --- after the run: --predict, --export, --generate ---------------------------------------------
 
 
+def _plain_serving(plan: ScriptPlan) -> bool:
+    """Whether --predict and --export are all the program serves, with the trained model
+    itself (no EMA, one process, no published weights or --generate)."""
+    special = plan.recipe.ema is not None or plan.distributed or plan.pretrained is not None
+    return not (special or plan.language_model_data)
+
+
+def _predict_and_export(b: PyBuilder, plan: ScriptPlan, model: SSAValue) -> None:
+    """`predict_and_export(model, args, loader=trainer.val_loader, ...)` (runtime/trainer.py)."""
+    served = b.call("predict_and_export", model, b.name("args"),
+                    loader=b.path("trainer", "val_loader"), info=b.path("trainer", "info"),
+                    device=b.path("trainer", "ctx", "device"),
+                    classes=b.const(plan.classification))  # fmt: skip
+    b.expr(served)
+
+
+def _serve(b: PyBuilder, plan: ScriptPlan) -> None:
+    """The requests with the model: `serve_requests(trainer, args)`, or for plain serving
+    runtime/trainer.py's `predict_and_export` itself."""
+    if _plain_serving(plan):
+        _predict_and_export(b, plan, b.path("trainer", "model"))
+    else:
+        b.expr(b.call("serve_requests", b.name("trainer"), b.name("args")))
+
+
 def serve_requests_ops(plan: ScriptPlan) -> list[Operation]:
     """`serve_requests`: --predict, --export (and --generate for language-model data) with
     the trained weights, the EMA's with `ema`; rank 0 serves, under FSDP with the weights
-    every rank gathered for it."""
+    every rank gathered for it. None for plain serving (`_serve`)."""
+    if _plain_serving(plan):
+        return []
     top, body = PyBuilder(), PyBuilder()
     generate = ", --generate" if plan.generates else ""
     ema = " (the EMA's with `ema`)" if plan.recipe.ema is not None else ""
@@ -623,15 +676,7 @@ def serve_requests_ops(plan: ScriptPlan) -> list[Operation]:
             body.if_(body.not_(body.path("trainer", "ctx", "is_main")), _return())
         body.assign("model", _ema_or_model(body) if plan.recipe.ema is not None
                     else body.path("trainer", "model"))  # fmt: skip
-    first = body.subscript(body.call("next", body.call("iter", body.path("trainer", "val_loader"))),
-                           body.const(0))  # fmt: skip
-    body.assign("example", body.subscript(first, body.add(py.SliceOp(upper=body.const(2)))))
-    body.if_(body.is_set(body.path("args", "predict")), _predict(plan))
-    exported = PyBuilder()
-    written = exported.call("export_model", exported.name("model"), exported.name("example"),
-                            exported.path("args", "export"))  # fmt: skip
-    exported.expr(exported.call("print", exported.fstring("exported to {}", written)))
-    body.if_(body.is_set(body.path("args", "export")), exported)
+    _predict_and_export(body, plan, body.name("model"))
     if plan.pretrained is not None:
         published = PyBuilder()
         folder = published.call("export_pretrained", published.name("model"),
@@ -679,27 +724,6 @@ def _gathered_model(b: PyBuilder, plan: ScriptPlan) -> None:
     b.assign("model", b.name("whole"))
 
 
-def _predict(plan: ScriptPlan) -> PyBuilder:
-    """--predict FILE: the model's outputs for the file's samples (of the example's shape)."""
-    b = PyBuilder()
-    dims = b.subscript(b.path("example", "shape"), b.add(py.SliceOp(lower=b.const(1))))
-    b.assign("shape", b.call("tuple", dims))
-    b.assign("normalisation", b.call("getattr", b.path("trainer", "info"),
-                                     b.const("normalisation"), b.const(None)))  # fmt: skip
-    b.assign("integer", b.not_(b.method(b.name("example"), "is_floating_point")))
-    inputs = b.call("read_predict_inputs", b.path("args", "predict"),
-                    sample_shape=b.name("shape"), normalisation=b.name("normalisation"),
-                    integer=b.name("integer"))  # fmt: skip
-    b.assign("x", inputs)
-    outputs = b.call("predict", b.name("model"), b.name("x"),
-                     batch_size=b.path("args", "batch_size"),
-                     device=b.path("trainer", "ctx", "device"))  # fmt: skip
-    b.assign("outputs", outputs)
-    b.expr(b.call("write_predictions", b.name("outputs"), b.path("args", "out"),
-                  classes=b.const(plan.classification)))  # fmt: skip
-    return b
-
-
 def _generate() -> PyBuilder:
     """--generate PROMPT: text sampled from the language model."""
     b = PyBuilder()
@@ -737,9 +761,8 @@ def _context(b: PyBuilder, plan: ScriptPlan) -> None:
     elif plan.distributed:
         b.assign("ctx", b.call("setup_distributed", device))
     else:
-        b.comment("one process")
         process = [b.const(0), b.const(0), b.const(1), b.call("resolve_device", device)]
-        b.assign("ctx", b.call("DistContext", *process))
+        b.assign("ctx", b.call("DistContext", *process), comment="one process")
 
 
 def _consolidate(b: PyBuilder, plan: ScriptPlan) -> None:

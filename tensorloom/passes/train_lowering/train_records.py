@@ -1,15 +1,8 @@
 """The loop's records as `py` ops: validation, the epoch's record, and the metrics' evaluation.
 
-    def epoch_record(trainer: Trainer, epoch: int, train_loss: torch.Tensor, batches: int,
-                     elapsed: float, args: argparse.Namespace) -> dict[str, Any]:
-        samples = batches * args.batch_size * trainer.ctx.world_size
         # the epoch's one host sync: `train_loss.item()`
-        return {
-            "epoch": epoch + 1,
-            "train_loss": train_loss.item(),
-            **validation_record(trainer),
-            ...
-        }
+        record = epoch_record(trainer, epoch + 1, train_loss.item(), evaluate(trainer),
+                              batches=batches, batch_size=args.batch_size, elapsed=elapsed)
 
 What the plan decides: validation only every VAL_EVERY epochs (and after the last)
 with `val_every`; the EMA's metrics (`ema_` keys) with `ema`; `step_validation`
@@ -17,7 +10,7 @@ between epochs with `eval_every`, its best.pt through `after_validation` with
 `keep_best`; the mean train loss all-reduced and rank 0 printing only under
 insert-ddp's marker. A loss written in the file or `metrics = [...]` evaluates through
 `batch_metrics` (a record of METRICS), else `evaluate` returns the loss and accuracy
-(train_step.evaluate_ops).
+(train_step.evaluate_ops), as the record itself where no `validation_record` is needed.
 """
 
 from __future__ import annotations
@@ -31,7 +24,7 @@ from tensorloom.passes.train_lowering.plan import ScriptPlan
 from tensorloom.passes.train_lowering.train_step import evaluate_def, reset_carried, under_autocast
 
 DEFINES = (
-    "validation_record", "_as_record", "epoch_record", "step_validation", "batch_metrics",
+    "validation_record", "_as_record", "step_validation", "batch_metrics",
 )  # fmt: skip
 """The top-level names these functions take in the script (mangle-names keeps them free)."""
 
@@ -46,9 +39,11 @@ def _epoch_1(b: PyBuilder) -> SSAValue:
 
 def validation_record_ops(plan: ScriptPlan) -> list[Operation]:
     """`validation_record(trainer)`: the validation metrics, the EMA's too (`ema_` keys)
-    with `ema` (then through `_as_record`, whatever `evaluate` returns)."""
+    with `ema` (then through `_as_record`, whatever `evaluate` returns); none where
+    `evaluate` returns the record itself (`plan.evaluate_records`)."""
+    if plan.evaluate_records:
+        return []
     top, body = PyBuilder(), PyBuilder()
-    top.comment("---- the loop ----")
     if plan.recipe.ema is None:
         body.expr(body.const("The validation metrics."))
         _plain_record(body, plan)
@@ -118,47 +113,35 @@ def _as_record_ops() -> list[Operation]:
 # --- the epoch's record -----------------------------------------------------------------------
 
 
-def epoch_record_ops(plan: ScriptPlan) -> list[Operation]:
-    """`epoch_record`: what the run writes after an epoch (the mean train loss, all-reduced
-    under DDP, is the epoch's one host sync); validation every VAL_EVERY epochs."""
-    top, body = PyBuilder(), PyBuilder()
-    validation: SSAValue | None = None
+def epoch_record_ops(b: PyBuilder, plan: ScriptPlan) -> SSAValue:
+    """`epoch_record(trainer, epoch + 1, train_loss.item(), ...)` (runtime/trainer.py): what
+    the run writes after an epoch; the mean train loss (all-reduced under DDP) is the epoch's
+    one host sync; validation every VAL_EVERY epochs (and after the last) with `val_every`."""
     if plan.val_every != 1:
-        _due_validation(body)
-        validation = body.name("validation")
-    world = body.path("trainer", "ctx", "world_size")
-    size = body.binop("*", body.name("batches"), body.path("args", "batch_size"))
-    body.assign("samples", body.binop("*", size, world))
-    body.comment("the epoch's one host sync: `train_loss.item()`")
-    epoch = _epoch_1(body)
-    loss = body.name("train_loss")
+        _due_validation(b, plan)
+    b.comment("the epoch's one host sync: `train_loss.item()`")
+    done = _epoch_1(b)
+    loss = b.name("train_loss")
     if plan.distributed:
-        loss = body.call("all_reduce_mean", loss)
-    mean = body.method(loss, "item")
-    if validation is None:  # every epoch validates
-        validation = body.call("validation_record", body.name("trainer"))
-    speed = body.binop("/", body.name("samples"), body.name("elapsed"))
-    groups = body.path("trainer", "optimizer", "param_groups")
-    lr = body.call("float", body.subscript(body.subscript(groups, body.const(0)),
-                                           body.const("lr")))  # fmt: skip
-    entries = [("epoch", epoch), ("train_loss", mean), (None, validation),
-               ("samples_per_s", speed), ("lr", lr), ("time", body.name("elapsed")),
-               ("steps", body.path("trainer", "step"))]  # fmt: skip
-    body.ret(body.add(py.DictOp([(None if k is None else body.const(k), v) for k, v in entries])))
-    params = [("trainer", "Trainer"), ("epoch", "int"), ("train_loss", "torch.Tensor"),
-              ("batches", "int"), ("elapsed", "float"), ("args", "argparse.Namespace")]  # fmt: skip
-    top.def_("epoch_record", params, body, top.generic("dict", "str", "Any"))
-    return top.ops
+        loss = b.call("all_reduce_mean", loss)
+    mean = b.method(loss, "item")
+    if plan.val_every != 1:
+        validation = b.name("validation")
+    else:  # every epoch validates
+        validation = b.call(plan.validation, b.name("trainer"))
+    return b.call("epoch_record", b.name("trainer"), done, mean, validation,
+                  batches=b.name("batches"), batch_size=b.path("args", "batch_size"),
+                  elapsed=b.name("elapsed"))  # fmt: skip
 
 
-def _due_validation(b: PyBuilder) -> None:
+def _due_validation(b: PyBuilder, plan: ScriptPlan) -> None:
     """`val_every`: `validation` is the record every VAL_EVERY epochs and after the last."""
     every = b.binop("%", _epoch_1(b), b.name("VAL_EVERY"))
     multiple = b.compare(every, "==", b.const(0))
     last = b.compare(_epoch_1(b), "==", b.path("args", "epochs"))
     b.assign("due", b.binop("or", multiple, last))
     validate, skip = PyBuilder(), PyBuilder()
-    validate.assign("validation", validate.call("validation_record", validate.name("trainer")))
+    validate.assign("validation", validate.call(plan.validation, validate.name("trainer")))
     skip.assign("validation", skip.add(py.DictOp([(skip.const("val_loss"), skip.const(None))])))
     b.if_(b.name("due"), validate, skip)
 
@@ -172,7 +155,7 @@ def step_validation_ops(plan: ScriptPlan) -> list[Operation]:
                          "with its step."))  # fmt: skip
     record = [(body.const("epoch"), _epoch_1(body)), (body.const("steps"),
               body.path("trainer", "step")),
-              (None, body.call("validation_record", body.name("trainer")))]  # fmt: skip
+              (None, body.call(plan.validation, body.name("trainer")))]  # fmt: skip
     body.assign("record", body.add(py.DictOp(record)))
     body.expr(body.method(body.path("trainer", "train_model"), "train"))
     written = PyBuilder()
@@ -195,9 +178,9 @@ def step_validation_ops(plan: ScriptPlan) -> list[Operation]:
 
 
 def records_ops(plan: ScriptPlan) -> list[Operation]:
-    """`validation_record` (and `_as_record`), `epoch_record`, and `step_validation` with
-    `eval_every`, in the script's order."""
-    ops = [*validation_record_ops(plan), *epoch_record_ops(plan)]
+    """`validation_record` (and `_as_record`), and `step_validation` with `eval_every`, in
+    the script's order."""
+    ops = validation_record_ops(plan)
     return [*ops, *step_validation_ops(plan)] if plan.recipe.eval_every is not None else ops
 
 
@@ -257,7 +240,7 @@ def _validation_loop(b: PyBuilder, plan: ScriptPlan) -> None:
     xb, yb = batch[0], batch[-1]
     each, inner = PyBuilder(), PyBuilder()
     if plan.cuda_graphs:
-        each.expr(each.call("_begin_step", each.name("trainer")))
+        each.expr(each.call("mark_step_begin", each.name("trainer")))
     if plan.carries:  # each batch continues the last: validation starts from `none` too
         b.comment("`carry`: validation starts from the initial values, and carries them on")
         reset_carried(b, plan, b.name("carried"))

@@ -32,9 +32,8 @@ from tensorloom.passes.support.py_builder import PyBuilder
 from tensorloom.passes.train_lowering.plan import ScriptPlan
 
 DEFINES = (
-    "_forward_backward", "_begin_step", "_optimizer_step", "evaluate", "_evaluate_whole",
-    "train_one_epoch", "loss_fn", "_as_float_target", "seed_everything", "_resume_extra",
-    "BatchLoss", "_carried", "_reached", "_train_one_epoch_graphed", "resume",
+    "_forward_backward", "_optimizer_step", "evaluate", "_evaluate_whole", "train_one_epoch",
+    "loss_fn", "_as_float_target", "_resume_extra", "BatchLoss", "resume",
 )  # fmt: skip
 """The top-level names these functions take in the script (mangle-names keeps them free)."""
 
@@ -104,7 +103,7 @@ def forward_backward_ops(plan: ScriptPlan) -> list[Operation]:
     else:
         body.expr(body.const("Accumulate one micro-batch's gradients."))
     if plan.cuda_graphs:
-        body.expr(body.call("_begin_step", body.name("trainer")))
+        body.expr(body.call("mark_step_begin", body.name("trainer")))
     if plan.distributed:
         scope = PyBuilder()
         _loss(scope, plan, ("model",))
@@ -118,7 +117,9 @@ def forward_backward_ops(plan: ScriptPlan) -> list[Operation]:
         _backward(body, plan)
     body.ret(body.method(body.name("loss"), "detach"))
     tensors = [(n, "torch.Tensor") for n in plan.batch_names]
-    params = [("trainer", "Trainer"), *tensors, ("sync", "bool")]
+    params = [("trainer", "Trainer"), *tensors]
+    if plan.distributed:  # whether DDP all-reduces this micro-batch's gradients
+        params.append(("sync", "bool"))
     top.def_("_forward_backward", params, body, "torch.Tensor")
     return top.ops
 
@@ -148,25 +149,6 @@ def reset_carried(b: PyBuilder, plan: ScriptPlan, target: SSAValue) -> None:
     """`target = {"state": None}`: each carried value's initial value (`none`)."""
     entries = [(b.const(name), b.const(None)) for name in plan.carries]
     b.assign(target, b.add(py.DictOp(entries)))
-
-
-def begin_step_ops() -> list[Operation]:
-    """`_begin_step`: compile modes "reduce-overhead" and "max-autotune" replay CUDA graphs;
-    mark each step."""
-    top, body = PyBuilder(), PyBuilder()
-    body.expr(body.const(
-        "CUDA graphs (compile mode COMPILE_MODE) reuse output memory: mark each step.\n\n"
-        "Only a compiled model's: the call imports the compiler's machinery (seconds at "
-        "start-up).\n"
-    ))  # fmt: skip
-    # (the script has this function only for a COMPILE_MODE in CUDA_GRAPH_MODES)
-    eval_model = body.path("trainer", "eval_model")
-    compiled = body.add(py.CompareOp("is not", [eval_model, body.path("trainer", "model")]))
-    then = PyBuilder()
-    then.expr(then.call("torch.compiler.cudagraph_mark_step_begin"))
-    body.stmt(py.IfOp(compiled, then.ops))
-    top.def_("_begin_step", [("trainer", "Trainer")], body, None)
-    return top.ops
 
 
 def optimizer_step_ops(plan: ScriptPlan) -> list[Operation]:
@@ -242,7 +224,7 @@ def evaluate_ops(plan: ScriptPlan, name: str = "evaluate") -> list[Operation]:
     xb, yb = _loop_vars(loop, "xb", "yb")
     each = PyBuilder()
     if plan.cuda_graphs:
-        each.expr(each.call("_begin_step", each.name("trainer")))
+        each.expr(each.call("mark_step_begin", each.name("trainer")))
     inner = PyBuilder()
     output = "logits" if classify else "output"
     inner.assign(output, inner.call(inner.name("model"), xb))
@@ -277,9 +259,18 @@ def evaluate_ops(plan: ScriptPlan, name: str = "evaluate") -> list[Operation]:
 
     loss_mean = mean(body, "loss_sum")
     second = mean(body, "correct") if classify else body.const(None)
-    body.stmt(py.ReturnOp([loss_mean, second]))
-    evaluate_def(top, name, body, lambda b: b.generic("tuple", "float", b.optional("float")),
-                 takes_model=takes_model)  # fmt: skip
+    record = plan.evaluate_records  # the record itself: no `validation_record` in the program
+    if record:
+        entries = [(body.const("val_loss"), loss_mean), (body.const("val_accuracy"), second)]
+        body.ret(body.add(py.DictOp(entries)))
+    else:
+        body.stmt(py.ReturnOp([loss_mean, second]))
+
+    def returns(b: PyBuilder) -> SSAValue:
+        return b.generic("dict" if record else "tuple", "str" if record else "float",
+                         b.optional("float"))  # fmt: skip
+
+    evaluate_def(top, name, body, returns, takes_model=takes_model)
     return top.ops
 
 
@@ -305,58 +296,31 @@ def evaluate_def(
 
 
 def train_one_epoch_ops(plan: ScriptPlan) -> list[Operation]:
-    """`train_one_epoch`: the epoch's micro-batches, an optimizer step after each
-    GRAD_ACCUM of them; a resumed epoch skips the batches it had trained, and a cut one
-    (max steps, early stopping, a signal) keeps its loss sum and batch count."""
+    """`train_one_epoch`: the loop over runtime/trainer.py's `epoch_batches` (a resumed epoch
+    skips the batches it had trained; --max-steps, early stopping or a signal end it at a
+    step's end), an optimizer step after each GRAD_ACCUM micro-batches; `end_epoch` keeps a
+    cut epoch's loss sum and batch count."""
     top, body = PyBuilder(), PyBuilder()
-    top.comment("---- one epoch of training, one of validation ----")
+    top.comment("---- the epoch ----")
     body.expr(body.const("The epoch's mean loss (on the device, not yet synced) and its "
                          "number of batches."))  # fmt: skip
     if plan.whole_step_graph:
-        body.comment("a resumed cut epoch runs uncaptured")
-        whole_step = body.path("trainer", "whole_step")
-        uncut = body.add(py.CompareOp("is", [body.path("trainer", "carry"), body.const(None)]))
-        captured = body.binop("and", whole_step, uncut)
-        then = PyBuilder()
-        graphed = then.call("_train_one_epoch_graphed", then.name("trainer"), then.name("epoch"),
-                            then.name("max_steps"))  # fmt: skip
-        then.ret(graphed)
-        body.stmt(py.IfOp(captured, then.ops))
-    body.assign("model", body.path("trainer", "train_model"))
-    body.expr(body.method(body.name("model"), "train"))
-    body.expr(body.method(body.path("trainer", "train_loader"), "set_epoch", body.name("epoch")))
+        _graphed_epoch(body, plan)
+    body.expr(body.method(body.path("trainer", "train_model"), "train"))
     pair = body.add(py.TupleOp([body.name("loss_sum"), body.name("batches")]))
-    body.assign(pair, body.call("_carried", body.name("trainer")))
-    body.comment("resumed mid-epoch: these were trained before the interruption")
-    body.assign("skip", body.name("batches"))
+    body.assign(pair, body.call("carried", body.name("trainer")),
+                comment="a resumed epoch's, else nothing yet")  # fmt: skip
+    accum = {"grad_accum": body.name("GRAD_ACCUM")} if plan.grad_accum != 1 else {}
+    batches = body.call("epoch_batches", body.name("trainer"), body.name("epoch"),
+                        body.name("max_steps"), skip=body.name("batches"), **accum)  # fmt: skip
+    loop = py.ForOp(batches, targets=len(plan.batch_names))
     if plan.carries:
         fresh = PyBuilder()
         reset_carried(fresh, plan, fresh.path("trainer", "carried"))
         body.comment("a new epoch starts the carried values over; a resumed one keeps its own")
         body.if_(body.not_(body.name("batches")), fresh)
-    size = body.call("len", body.path("trainer", "train_loader"))
-    if plan.grad_accum != 1:
-        accum = body.name("GRAD_ACCUM")
-        size = body.binop("*", body.binop("//", size, accum), body.name("GRAD_ACCUM"))
-    body.assign("batches_used", size)
-    epoch_1 = body.binop("+", body.name("epoch"), body.const(1))
-    body.assign("description", body.add(py.FStringOp("epoch {}", [epoch_1])))
-    loader = body.path("trainer", "train_loader")
-    total, description = body.name("batches_used"), body.name("description")
-    main = body.path("trainer", "ctx", "is_main")
-    bar = body.call("progress", loader, total=total, description=description, enabled=main)
-    body.assign("bar", bar)
-    loop = py.ForOp(body.name("bar"), targets=len(plan.batch_names))
     batch = _loop_vars(loop, *plan.batch_names)
     each = PyBuilder()
-    skipping = PyBuilder()
-    skipping.stmt(py.AugAssignOp("-=", skipping.name("skip"), skipping.const(1)))
-    skipping.stmt(py.ContinueOp())
-    each.stmt(py.IfOp(each.name("skip"), skipping.ops))
-    full = each.add(py.CompareOp("==", [each.name("batches"), each.name("batches_used")]))
-    each.stmt(py.IfOp(full, [py.BreakOp()]))
-    reached = each.call("_reached", each.path("trainer", "step"), each.name("max_steps"))
-    each.stmt(py.IfOp(reached, [py.BreakOp()]))
     if plan.grad_accum != 1:
         following = each.binop("+", each.name("batches"), each.const(1))
         remainder = each.binop("%", following, each.name("GRAD_ACCUM"))
@@ -365,11 +329,30 @@ def train_one_epoch_ops(plan: ScriptPlan) -> list[Operation]:
         sync = each.name("last_micro_batch")
     else:
         sync = each.const(True)
-    step_loss = each.call("_forward_backward", each.name("trainer"), *batch, sync=sync)
+    synced = {"sync": sync} if plan.distributed else {}
+    step_loss = each.call("_forward_backward", each.name("trainer"), *batch, **synced)
     each.stmt(py.AugAssignOp("+=", each.name("loss_sum"), step_loss))
     each.stmt(py.AugAssignOp("+=", each.name("batches"), each.const(1)))
     after = PyBuilder()
     after.expr(after.call("_optimizer_step", after.name("trainer")))
+    _after_step(after, plan)
+    if plan.grad_accum != 1:
+        each.stmt(py.IfOp(each.name("last_micro_batch"), after.ops))
+    else:
+        each.ops += after.ops
+    loop.body.block.add_ops(each.ops)
+    body.stmt(loop)
+    ended = body.call("end_epoch", body.name("trainer"), body.name("loss_sum"),
+                      body.name("batches"), **accum)  # fmt: skip
+    body.ret(ended)
+    params = [("trainer", "Trainer"), ("epoch", "int"), ("max_steps", top.optional("int"))]
+    top.def_("train_one_epoch", params, body, top.generic("tuple", "torch.Tensor", "int"))
+    return top.ops
+
+
+def _after_step(after: PyBuilder, plan: ScriptPlan) -> None:
+    """After an optimizer step: `log_every`'s line, the EMA's update and `eval_every`'s
+    validation, when the block sets them."""
     if plan.log_every is not None:
         due = after.binop("%", after.path("trainer", "step"), after.name("LOG_EVERY"))
         due = after.add(py.CompareOp("==", [due, after.const(0)]))
@@ -380,94 +363,34 @@ def train_one_epoch_ops(plan: ScriptPlan) -> list[Operation]:
                                      [line.path("trainer", "step"), mean]))  # fmt: skip
         line.expr(line.call("print", text))
         after.stmt(py.IfOp(due, line.ops))
-    if plan.recipe.ema is not None or plan.recipe.eval_every is not None:
-        after_step = after.attr(after.path("trainer", "recipe"), "after_step")
-        validate = after.call(
-            after_step, after.path("trainer", "model"), after.path("trainer", "step")
-        )
-        if plan.recipe.eval_every is not None:  # the EMA's update, then whether to validate
-            then = PyBuilder()
-            then.expr(then.call("step_validation", then.name("trainer"), then.name("epoch")))
-            after.stmt(py.IfOp(validate, then.ops))
-        else:  # the EMA's update
-            after.expr(validate)
-    stopped = after.is_set(after.path("trainer", "recipe", "stop_reason"))  # fmt: skip
-    after.stmt(py.IfOp(stopped, [py.BreakOp()]))
-    if plan.grad_accum != 1:
-        each.stmt(py.IfOp(each.name("last_micro_batch"), after.ops))
-    else:
-        each.ops += after.ops
-    loop.body.block.add_ops(each.ops)
-    body.stmt(loop)
-    _epoch_end(top, "train_one_epoch", body, lambda b: b.name("batches_used"))
-    return top.ops
+    if plan.recipe.ema is None and plan.recipe.eval_every is None:
+        return
+    after_step = after.attr(after.path("trainer", "recipe"), "after_step")
+    validate = after.call(after_step, after.path("trainer", "model"), after.path("trainer", "step"))
+    if plan.recipe.eval_every is not None:  # the EMA's update, then whether to validate
+        then = PyBuilder()
+        then.expr(then.call("step_validation", then.name("trainer"), then.name("epoch")))
+        after.stmt(py.IfOp(validate, then.ops))
+    else:  # the EMA's update
+        after.expr(validate)
 
 
-def _epoch_end(
-    top: PyBuilder, name: str, body: PyBuilder, total: Callable[[PyBuilder], SSAValue]
-) -> None:
-    """An epoch function's end, `def name(trainer, epoch, max_steps) -> tuple[Tensor, int]`:
-    a cut epoch (fewer batches than `total` builds, after the comment) keeps its loss sum and
-    batches for last.pt, and the mean loss and the batches are returned."""
-    body.comment("cut short: last.pt keeps what this epoch did so far")
-    cut = body.compare(body.name("batches"), "<", total(body))
-    keep = PyBuilder()
-    keep.assign(keep.path("trainer", "carry"), keep.tuple_of(keep.name("loss_sum"),
-                                                              keep.name("batches")))  # fmt: skip
-    body.if_(cut, keep)
-    batches = body.call("max", body.name("batches"), body.const(1))
-    mean = body.binop("/", body.name("loss_sum"), batches)
-    body.stmt(py.ReturnOp([mean, body.name("batches")]))
-    params = [("trainer", "Trainer"), ("epoch", "int"), ("max_steps", top.optional("int"))]
-    top.def_(name, params, body, top.generic("tuple", "torch.Tensor", "int"))
-
-
-def graphed_epoch_ops(plan: ScriptPlan) -> list[Operation]:
-    """`_train_one_epoch_graphed`: the epoch of a step captured whole (runtime/graphs.py),
-    each step one replay; the capture at its first call, under the precision plan's autocast
-    (without its cache) with insert-amp's marker."""
-    top, body = PyBuilder(), PyBuilder()
-    body.expr(body.const("The same epoch, each step one replay of the captured graph: no "
-                         "host syncs."))  # fmt: skip
-    body.comment("a DeviceLoader: `_whole_step_graph` asked for resident data")
-    body.assign("loader", body.path("trainer", "train_loader"))
-    body.expr(body.method(body.path("trainer", "train_model"), "train"))
-    body.expr(body.method(body.name("loader"), "set_epoch", body.name("epoch")))
-    uncaptured = body.add(py.CompareOp("is", [body.path("trainer", "graphed"), body.const(None)]))
-    capture = PyBuilder()
-    capture.assign(capture.path("trainer", "graphed"), _capture(capture, plan))
-    body.stmt(py.IfOp(uncaptured, capture.ops))
-    body.assign("batches", body.const(0))
-    loop = py.ForOp(body.method(body.name("loader"), "batch_indices"), targets=1)
-    (idx,) = _loop_vars(loop, "idx")
-    each = PyBuilder()
-    reached = each.call("_reached", each.path("trainer", "step"), each.name("max_steps"))
-    stopped = each.is_set(each.path("trainer", "recipe", "stop_reason"))  # fmt: skip
-    each.stmt(py.IfOp(each.binop("or", reached, stopped), [py.BreakOp()]))
-    each.expr(each.method(each.path("trainer", "graphed"), "replay", idx))
-    each.stmt(py.AugAssignOp("+=", each.name("batches"), each.const(1)))
-    each.stmt(py.AugAssignOp("+=", each.path("trainer", "step"), each.const(1)))
-    loop.body.block.add_ops(each.ops)
-    body.stmt(loop)
-    body.assign("loss_sum", body.method(body.path("trainer", "graphed"), "take_loss_sum"))
-    _epoch_end(top, "_train_one_epoch_graphed", body, lambda b: b.call("len", b.name("loader")))
-    return top.ops
-
-
-def _capture(b: PyBuilder, plan: ScriptPlan) -> SSAValue:
-    """`GraphedStep(training_step(...), ...)` of the trainer's BatchLoss, optimizer and the
-    loader's resident data."""
-    step = [b.path("trainer", "train_model"), b.path("trainer", "optimizer")]
+def _graphed_epoch(b: PyBuilder, plan: ScriptPlan) -> None:
+    """`return train_epoch_graphed(...)` (runtime/trainer.py) when the step is captured whole
+    and the epoch is not a resumed cut one; the capture's forward under the precision plan's
+    autocast (without its cache) with insert-amp's marker."""
+    b.comment("a resumed cut epoch runs uncaptured")
+    uncut = b.add(py.CompareOp("is", [b.path("trainer", "carry"), b.const(None)]))
+    captured = b.binop("and", b.path("trainer", "whole_step"), uncut)
+    then = PyBuilder()
+    arguments = [then.name("trainer"), then.name("epoch"), then.name("max_steps")]
     if plan.amp:
-        region = b.call("partial", b.name("autocast"), b.path("trainer", "plan"),
-                        b.path("trainer", "ctx", "device"), cache=b.const(False))  # fmt: skip
-        b.assign("region", region)
-        step.append(b.name("region"))
-    b.assign("step", b.call("training_step", *step))
-    x, y, size = (b.attr(b.name("loader"), field) for field in ("x", "y", "batch_size"))
-    return b.call("GraphedStep", b.name("step"), x, y, batch_size=size,
-                  model=b.path("trainer", "model"),
-                  optimizer=b.path("trainer", "optimizer"))  # fmt: skip
+        device = then.path("trainer", "ctx", "device")
+        region = then.call("partial", then.name("autocast"), then.path("trainer", "plan"), device,
+                           cache=then.const(False))  # fmt: skip
+        arguments.append(region)
+    then.ret(then.call("train_epoch_graphed", *arguments))
+    b.stmt(py.IfOp(captured, then.ops))
 
 
 def gathered_evaluate_ops() -> list[Operation]:
@@ -623,17 +546,6 @@ def _literal(b: PyBuilder, value: object) -> SSAValue:
 # --- small helpers of the loop --------------------------------------------------------------
 
 
-def seed_everything_ops() -> list[Operation]:
-    """`# ---- setup ----` and `seed_everything(seed)`: Python's and torch's generators."""
-    top, body = PyBuilder(), PyBuilder()
-    top.comment("---- setup ----")
-    body.expr(body.call("random.seed", body.name("seed")))
-    body.comment("seeds every CUDA device too")
-    body.expr(body.call("torch.manual_seed", body.name("seed")))
-    top.def_("seed_everything", [("seed", "int")], body, None)
-    return top.ops
-
-
 _RESUME_DOCS = {
     "plain": "Continue where a checkpoint left off: weights, optimizer, scaler, schedule, RNG,\n"
              "the recipe's state (EMA, early stopping, best) and, mid-epoch, the epoch's batches.",
@@ -730,7 +642,9 @@ def resume_extra_ops(plan: ScriptPlan) -> list[Operation]:
 def batch_loss_ops(plan: ScriptPlan) -> list[Operation]:
     """`BatchLoss`: a batch's training loss as one module, which the one-process step calls
     and compiles, and `should_compile` times (under DDP the step calls the wrapped model,
-    and the loss beside it)."""
+    and the loss beside it); none where runtime/trainer.py's `ModelLoss` is the loss."""
+    if plan.model_loss:
+        return []
     top, init, forward = PyBuilder(), PyBuilder(), PyBuilder()
     init.expr(init.method(init.call("super"), "__init__"))
     init.assign(init.attr(init.name("self"), "model"), init.name("model"))
@@ -758,33 +672,4 @@ def batch_loss_ops(plan: ScriptPlan) -> list[Operation]:
     body.def_("forward", [("self", ""), *((n, tensor) for n in batch), *carried], forward,
               returns)  # fmt: skip
     top.stmt(py.ClassOp("BatchLoss", [top.name("nn.Module")], body.ops))
-    return top.ops
-
-
-def epoch_helper_ops() -> list[Operation]:
-    """`_carried` (a resumed cut epoch's loss sum and batches) and `_reached` (max steps),
-    which the epoch calls."""
-    top, body = PyBuilder(), PyBuilder()
-    body.expr(body.const("The loss sum and batches of an epoch resumed in its middle, else "
-                         "nothing yet."))  # fmt: skip
-    pair = body.add(py.TupleOp([body.name("carry"), body.path("trainer", "carry")]))
-    body.assign(pair, body.add(py.TupleOp([body.path("trainer", "carry"), body.const(None)])))
-    fresh = PyBuilder()
-    zero = fresh.call("torch.zeros", fresh.add(py.TupleOp([])),
-                      device=fresh.path("trainer", "ctx", "device"))  # fmt: skip
-    fresh.stmt(py.ReturnOp([zero, fresh.const(0)]))
-    body.stmt(py.IfOp(body.add(py.CompareOp("is", [body.name("carry"), body.const(None)])),
-                      fresh.ops))  # fmt: skip
-    body.ret(body.name("carry"))
-    returns = top.generic("tuple", "torch.Tensor", "int")
-    top.stmt(py.DefOp("_carried", ["trainer"], body.ops,
-                      annotations={"trainer": top.name("Trainer")}, returns=returns))  # fmt: skip
-    reached = PyBuilder()
-    limited = reached.is_set(reached.name("max_steps"))
-    beyond = reached.add(py.CompareOp(">=", [reached.name("step"), reached.name("max_steps")]))
-    reached.ret(reached.binop("and", limited, beyond))
-    limit = top.optional("int")
-    top.stmt(py.DefOp("_reached", ["step", "max_steps"], reached.ops,
-                      annotations={"step": top.name("int"), "max_steps": limit},
-                      returns=top.name("bool")))  # fmt: skip
     return top.ops

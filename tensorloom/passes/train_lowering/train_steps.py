@@ -186,6 +186,8 @@ def _parse_args_ops(plan: StepsPlan) -> list[Operation]:
     _argument(b, "--metrics", default=b.const(None), help=b.const("a JSON line per epoch"))
     _argument(b, "--checkpoint-dir", default=b.const(f"checkpoints/{program_name(plan.base)}"))
     _argument(b, "--resume", default=b.const(None), help=b.const("a checkpoint to continue"))
+    replace = "replace the checkpoints an earlier run left in --checkpoint-dir"
+    _argument(b, "--overwrite", action=b.const("store_true"), help=b.const(replace))
     _argument(b, "--evaluate", default=b.const(None), metavar=b.const("CHECKPOINT"),
               help=b.const("the validation objectives of a checkpoint; no training"))  # fmt: skip
     _argument(b, "--data-root", default=b.const(None), help=b.const("where datasets live"))
@@ -661,6 +663,7 @@ def _train_ops(plan: StepsPlan) -> list[Operation]:
     """`train(args, ctx)`: the epochs; each one's objectives, validated, as a record."""
     top, b = PyBuilder(), PyBuilder()
     top.comment("---- the loop ----")
+    _checkpoint_folder(b)
     b.assign("trainer", b.call("build_trainer", b.name("args"), b.name("ctx")))
     if plan.base.amp:
         warn = PyBuilder()
@@ -705,6 +708,20 @@ def _train_ops(plan: StepsPlan) -> list[Operation]:
     b.ret(b.const(0))
     top.def_("train", [("args", "argparse.Namespace"), ("ctx", "DistContext")], b, "int")
     return top.ops
+
+
+def _checkpoint_folder(b: PyBuilder) -> None:
+    """Before step 1, the folder the run saves in (runtime/checkpoint.py): writable, and never
+    one that holds another run's checkpoints (a `run-N` folder inside it instead)."""
+    then = PyBuilder()
+    options = {"resume": then.path("args", "resume"), "overwrite": then.path("args", "overwrite")}
+    folder = then.call("prepare_checkpoint_dir", then.path("args", "checkpoint_dir"), **options)
+    folder.name_hint = "folder"  # too wide for one line with the assignment
+    then.assign(then.path("args", "checkpoint_dir"), then.call("str", folder))
+    b.comment("a run never loses another's work: a folder of its own if this one is used")
+    named = b.is_set(b.path("args", "checkpoint_dir"))
+    training = b.compare(b.path("args", "evaluate"), "is", b.const(None))
+    b.if_(b.binop("and", named, training), then)
 
 
 def _epoch(b: PyBuilder, plan: StepsPlan, epoch: SSAValue) -> None:
@@ -886,8 +903,8 @@ def _main_ops(distributed: bool) -> list[Operation]:
                               file=handler.name("sys.stderr")))  # fmt: skip
     handler.ret(handler.const(1))
     region.block.add_ops(handler.ops)
-    errors = body.tuple_of(*(body.name(n) for n in ("DatasetUnavailable", "DeviceUnavailable",
-                                                    "StepsCheckpointError")))  # fmt: skip
+    names = ("DatasetUnavailable", "DeviceUnavailable", "StepsCheckpointError", "CheckpointError")
+    errors = body.tuple_of(*(body.name(n) for n in names))
     final = PyBuilder()
     if distributed:
         final.expr(final.call("teardown_distributed"))

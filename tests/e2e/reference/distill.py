@@ -10,6 +10,7 @@ import json
 import math
 import os
 import random
+import shutil
 import sys
 import tempfile
 import time
@@ -96,6 +97,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--metrics", default=None, help="a JSON line per epoch")
     parser.add_argument("--checkpoint-dir", default="checkpoints/distill")
     parser.add_argument("--resume", default=None, help="a checkpoint to continue")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace the checkpoints an earlier run left in --checkpoint-dir")
     parser.add_argument("--evaluate", default=None, metavar="CHECKPOINT",
                         help="the validation objectives of a checkpoint; no training")
     parser.add_argument("--data-root", default=None, help="where datasets live")
@@ -217,6 +220,11 @@ def resume(trainer: Trainer, path: str) -> None:
 
 # ---- the loop ----
 def train(args: argparse.Namespace, ctx: DistContext) -> int:
+    # a run never loses another's work: a folder of its own if this one is used
+    if args.checkpoint_dir is not None and args.evaluate is None:
+        folder = prepare_checkpoint_dir(args.checkpoint_dir, resume=args.resume,
+                                        overwrite=args.overwrite)
+        args.checkpoint_dir = str(folder)
     trainer = build_trainer(args, ctx)
     if trainer.plan.warning is not None:
         print(trainer.plan.warning, file=sys.stderr)
@@ -291,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         ctx = DistContext(0, 0, 1, resolve_device(args.device))
         return train(args, ctx)
-    except (DatasetUnavailable, DeviceUnavailable, StepsCheckpointError) as error:
+    except (DatasetUnavailable, DeviceUnavailable, StepsCheckpointError, CheckpointError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
 
@@ -501,6 +509,115 @@ class DeviceLoader:
 
     def load_state_dict(self, state: dict[str, int]) -> None:
         self.seed, self.epoch = state["seed"], state["epoch"]
+
+
+# ---- runtime/checkpoint.py: Checkpoints for TensorLoom scripts: atomic, complete, and free of wrapper prefixes.
+class CheckpointError(Exception):
+    """A checkpoint that cannot be loaded; the message names the file and says why."""
+
+
+# What a run leaves in its checkpoint folder: files here, folders under FSDP (runtime/sharded.py).
+_RUN_FILES = ("last.pt", "best.pt", "epoch-[0-9]*.pt", "last", "best", "epoch-[0-9]*")
+
+
+def previous_checkpoints(directory: str | os.PathLike[str]) -> list[Path]:
+    """The checkpoints an earlier run left in `directory` (none when it does not exist)."""
+    folder = Path(directory)
+    if not folder.is_dir():
+        return []
+    found = {path for pattern in _RUN_FILES for path in folder.glob(pattern)}
+    return sorted(found)
+
+
+def check_writable_folder(
+    directory: str | os.PathLike[str], flag: str = "--checkpoint-dir"
+) -> None:
+    """Create `directory` and write a probe file in it, so that a folder the run cannot write
+    (read-only, under a file, in /proc) is one `CheckpointError` before the first step,
+    not a traceback at the first save."""
+    folder = Path(directory)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".write-test-"):
+            pass
+    except OSError as problem:
+        reason = (problem.strerror or type(problem).__name__).lower()
+        raise CheckpointError(
+            f"cannot write checkpoints to {folder}: {reason}; give a writable {flag}"
+        ) from None
+
+
+def prepare_checkpoint_dir(
+    directory: str | os.PathLike[str], *, resume: str | None, overwrite: bool,
+    init_from: str | None = None, main: bool = True,
+) -> Path:  # fmt: skip
+    """The folder this run saves in, checked before the first step: writable, and never one
+    that holds another run's checkpoints, whose work would be lost.
+
+    `directory` itself when it holds no checkpoints, or when `overwrite` replaces them (rank 0,
+    `main`, removes them now, so the folder never mixes two runs' epoch files; the weights a
+    run starts from, `init_from`, are never among them). A run that continues a checkpoint
+    (`resume`) saves beside it: in `directory` if the checkpoint is there or `directory`
+    holds no other run, else in the checkpoint's own folder. Any other run into a used
+    folder saves in a new `run-N` folder inside it (the first that holds no checkpoints), and
+    rank 0 says so.
+    """
+    check_writable_folder(directory)
+    folder = Path(directory)
+    previous = previous_checkpoints(folder)
+    if not previous:
+        return folder
+    if resume is not None:
+        return _resumed_folder(folder, Path(resume), main)
+    if overwrite:
+        _remove_previous(folder, previous, init_from, main)
+        return folder
+    number = 2
+    while previous_checkpoints(folder / f"run-{number}"):
+        number += 1
+    own = folder / f"run-{number}"
+    check_writable_folder(own)
+    if main:
+        last = folder / "last.pt"
+        again = f"--resume {last} continues it, " if last.is_file() else ""
+        print(f"{folder} holds an earlier run's checkpoints ({_listed(previous)}): this run saves "
+              f"in {own} ({again}--overwrite replaces it)", file=sys.stderr)  # fmt: skip
+    return own
+
+
+def _resumed_folder(folder: Path, resume: Path, main: bool) -> Path:
+    """Where a resumed run saves when `folder` holds checkpoints: `folder` if it resumes one
+    of them, else the folder of the checkpoint it resumes (a save's own folder, under FSDP
+    `--resume DIR` of a run's folder itself), which rank 0 names."""
+    saved = resume.resolve()
+    continued = saved if saved.is_dir() and previous_checkpoints(saved) else saved.parent
+    if continued == folder.resolve():
+        return folder
+    if main:
+        print(f"{folder} holds another run's checkpoints: this run continues {resume} in "
+              f"{continued}", file=sys.stderr)  # fmt: skip
+    return continued
+
+
+def _remove_previous(folder: Path, previous: list[Path], init_from: str | None, main: bool) -> None:
+    """--overwrite: remove an earlier run's checkpoints (rank 0), never the weights this run
+    starts from."""
+    start = Path(init_from).resolve() if init_from is not None else None
+    if start is not None and any(start.is_relative_to(p.resolve()) for p in previous):
+        raise CheckpointError(
+            f"--init-from {init_from} is one of the checkpoints in {folder}, which this "
+            "run would replace: give another --checkpoint-dir"
+        )
+    if main:
+        for path in previous:
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+
+
+def _listed(paths: list[Path], most: int = 3) -> str:
+    """`last.pt, epoch-0005.pt, epoch-0010.pt and 2 more`."""
+    names = [path.name for path in paths[:most]]
+    more = f" and {len(paths) - most} more" if len(paths) > most else ""
+    return ", ".join(names) + more
 
 
 # ---- runtime/metrics.py: Metrics for TensorLoom scripts: JSON lines, a one-line epoch summary, a progress bar.

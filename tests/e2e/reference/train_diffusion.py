@@ -23,7 +23,8 @@ import traceback
 import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
@@ -108,69 +109,99 @@ def loss_fn(model: nn.Module, inputs: torch.Tensor, target: torch.Tensor) -> tor
     return ddpm(model, inputs, target)  # train_diffusion.tl:56
 
 
-# ---- command line ----
+class BatchLoss(nn.Module):
+    """The training loss of a batch, `loss_fn(model, xb, yb)`, as one module.
+
+    `torch.compile` of this module sees the forward and the loss together.
+    """
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+        return loss_fn(self.model, xb, yb)
+
+
+# ---- the training step ----
+def _forward_backward(trainer: Trainer, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+    """Accumulate one micro-batch's gradients."""
+    mark_step_begin(trainer)
+    with autocast(trainer.plan, trainer.ctx.device):
+        loss = trainer.train_model(xb, yb)
+    scaled = loss
+    if trainer.scaler is not None:
+        scaled = trainer.scaler.scale(scaled)
+    scaled.backward()
+    return loss.detach()
+
+
+def _optimizer_step(trainer: Trainer) -> None:
+    optimizer, scaler = trainer.optimizer, trainer.scaler
+    if scaler is not None:
+        scaler.step(optimizer)
+        scaler.update()
+    else:
+        optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    trainer.step += 1
+
+
+# ---- the epoch ----
+def train_one_epoch(
+    trainer: Trainer, epoch: int, max_steps: int | None
+) -> tuple[torch.Tensor, int]:
+    """The epoch's mean loss (on the device, not yet synced) and its number of batches."""
+    # a resumed cut epoch runs uncaptured
+    if trainer.whole_step and trainer.carry is None:
+        return train_epoch_graphed(trainer, epoch, max_steps,
+                                   partial(autocast, trainer.plan, trainer.ctx.device, cache=False))
+    trainer.train_model.train()
+    loss_sum, batches = carried(trainer)  # a resumed epoch's, else nothing yet
+    for xb, yb in epoch_batches(trainer, epoch, max_steps, skip=batches):
+        loss_sum += _forward_backward(trainer, xb, yb)
+        batches += 1
+        _optimizer_step(trainer)
+    return end_epoch(trainer, loss_sum, batches)
+
+
+# ---- evaluation ----
+@torch.no_grad()
+def evaluate(trainer: Trainer, model: nn.Module | None = None) -> dict[str, float]:
+    """Validation loss and METRICS over the whole split, summed across ranks.
+
+    Each batch adds its mean times its size, so the result is the mean over samples.
+    """
+    model = trainer.eval_model if model is None else model
+    device = trainer.ctx.device
+    model.eval()
+    # loss, samples, then METRICS
+    totals = torch.zeros(2 + len(METRICS), device=device)
+    for xb, yb in trainer.val_loader:
+        mark_step_begin(trainer)
+        # the loss runs in fp32 under autocast
+        with autocast(trainer.plan, device):
+            totals[0] += loss_fn(model, xb, yb).float() * len(xb)
+        totals[1] += len(xb)
+    sums = totals.tolist()
+    count = max(sums[1], 1)
+    values = {key: total / count for key, total in zip(METRICS, sums[2:], strict=True)}
+    return {"val_loss": sums[0] / count, **values}
+
+
+def validation_record(trainer: Trainer) -> dict[str, Any]:
+    """The validation metrics."""
+    return evaluate(trainer)
+
+
+# ---- the command line, the set-up and the run ----
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description="Train Denoiser on digits (from train_diffusion.tl)."
-    )
-    parser.add_argument("--epochs", type=int, default=EPOCHS)
-    parser.add_argument("--batch-size", type=int, default=BATCH_SIZE, help="per process")
-    parser.add_argument("--max-steps", type=int, default=None,
-                        help="stop after this many steps (the schedule is unchanged)")
-    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
-    parser.add_argument("--seed", type=int, default=SEED)
-    parser.add_argument("--metrics", default=None, help="a JSON line per epoch goes here")
-    parser.add_argument("--tensorboard", default=None, help="TensorBoard logs go here")
-    parser.add_argument("--checkpoint-dir", default="checkpoints/train_diffusion")
-    parser.add_argument("--resume", default=None, help="a checkpoint to continue from")
-    parser.add_argument("--overwrite", action="store_true",
-                        help="replace the checkpoints an earlier run left in --checkpoint-dir")
-    parser.add_argument("--init-from", default=None, help="start from these weights")
-    parser.add_argument("--evaluate", default=None, metavar="CHECKPOINT",
-                        help="report the validation metrics of a checkpoint; no training")
-    parser.add_argument("--data-root", default=None, help="where datasets live")
-    parser.add_argument("--samples", default="samples/train_diffusion.png",
-                        help="the PNG grid `sample` draws after each epoch")
-    parser.add_argument("--compile", choices=("auto", "on", "off"), default=COMPILE,
-                        help="torch.compile on CUDA; auto: when the run repays it")
-    parser.add_argument("--no-compile", action="store_true", help="as --compile off")
-    parser.add_argument("--precision", choices=("auto", "fp32", "fp16", "bf16"), default=PRECISION,
-                        help="auto: bf16 on a bf16 GPU, else fp32")
-    parser.add_argument("--no-cuda-graph", action="store_true",
-                        help="no whole-step CUDA graph for small resident datasets")
+    parser = training_arguments("Train Denoiser on digits (from train_diffusion.tl).",
+                                epochs=EPOCHS, batch_size=BATCH_SIZE, seed=SEED,
+                                checkpoint_dir="checkpoints/train_diffusion", compile=COMPILE,
+                                precision=PRECISION, cuda_graph=True,
+                                samples="samples/train_diffusion.png")
     return parser.parse_args(argv)
-
-
-# ---- setup ----
-def seed_everything(seed: int) -> None:
-    random.seed(seed)
-    # seeds every CUDA device too
-    torch.manual_seed(seed)
-
-
-@dataclass
-class Trainer:
-    """Everything the loop touches, built once by `build_trainer`."""
-
-    ctx: DistContext
-    model: nn.Module  # the user's module: saved, loaded
-    train_model: nn.Module  # trained: BatchLoss (one process) or the DDP-wrapped model
-    eval_model: nn.Module  # compiled, not DDP-wrapped: evaluated
-    optimizer: torch.optim.Optimizer
-    scaler: torch.amp.GradScaler | None
-    scheduler: torch.optim.lr_scheduler.LRScheduler | None
-    plan: PrecisionPlan
-    train_loader: DeviceLoader
-    val_loader: DeviceLoader
-    info: DataInfo
-    recipe: RunRecipe  # EMA, early stopping, keep-best, eval_every, stop signals
-    step: int = 0
-    start_epoch: int = 0
-    carry: tuple[torch.Tensor, int] | None = None  # resumed mid-epoch: (loss sum, batches)
-    checkpoint_dir: str | None = None
-    saved_step: int = -1  # the step last.pt holds
-    whole_step: bool = False  # the step is captured in one CUDA graph (runtime/graphs.py)
-    graphed: GraphedStep | None = None  # captured at the first epoch, after any resume
 
 
 def build_loaders(
@@ -193,322 +224,57 @@ def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
     model = Denoiser().to(ctx.device)  # train_diffusion.tl:49
     plan = resolve_precision(args.precision, ctx.device)
     scaler = make_grad_scaler(plan, ctx.device)
-    whole_step = _whole_step_graph(model, train_loader, scaler, args, ctx)
+    whole_step = captures_whole_step(model, train_loader, scaler, ctx.device,
+                                     allowed=not args.no_cuda_graph)
     optimizer = torch.optim.Adam(model.parameters(), lr=LEARNING_RATE,  # train_diffusion.tl:55
                                  fused=ctx.device.type == "cuda", capturable=whole_step)
     scheduler = None  # no `lr_schedule`
-    # The captured step replaces torch.compile: it already runs as one graph launch.
-    if whole_step:
-        print("compile: off (the whole step is one CUDA graph)", flush=True)
-        compile_it = False
-    else:
-        compile_it = should_compile(
-            "off" if args.no_compile else args.compile, COMPILE_MODE, ctx.device,
-            steps=total_train_steps(args.epochs, len(train_loader) // GRAD_ACCUM, args.max_steps),
-            batch_loss=BatchLoss(model), loader=train_loader,
-            region=partial(autocast, plan, ctx.device),
-        )
+    compile_it = should_compile(
+        "off" if args.no_compile else args.compile, COMPILE_MODE, ctx.device,
+        steps=total_train_steps(args.epochs, len(train_loader) // GRAD_ACCUM, args.max_steps),
+        batch_loss=BatchLoss(model), loader=train_loader,
+        region=partial(autocast, plan, ctx.device), captured=whole_step,
+    )
     compiled = maybe_compile(model, compile_it, COMPILE_MODE)
     train_model = maybe_compile(BatchLoss(model), compile_it, COMPILE_MODE)
-    return Trainer(ctx, model, train_model, compiled, optimizer, scaler, scheduler, plan,
-                   train_loader, val_loader, info, build_recipe(model, ctx), whole_step=whole_step)
-
-
-def _whole_step_graph(
-    model: nn.Module,
-    loader: DeviceLoader,
-    scaler: torch.amp.GradScaler | None,
-    args: argparse.Namespace,
-    ctx: DistContext,
-) -> bool:
-    """Whether this run captures its whole step in one CUDA graph (runtime/graphs.py):
-    on CUDA, data on the device, no GradScaler, at most SMALL_MODEL_PARAMS parameters."""
-    small = sum(p.numel() for p in model.parameters()) <= SMALL_MODEL_PARAMS
-    resident = isinstance(loader, DeviceLoader)
-    cuda = ctx.device.type == "cuda" and not args.no_cuda_graph
-    return cuda and resident and scaler is None and small
-
-
-class BatchLoss(nn.Module):
-    """The training loss of a batch, `loss_fn(model, xb, yb)`, as one module.
-
-    `torch.compile` of this module sees the forward and the loss together.
-    """
-
-    def __init__(self, model: nn.Module) -> None:
-        super().__init__()
-        self.model = model
-
-    def forward(self, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
-        return loss_fn(self.model, xb, yb)
-
-
-def build_recipe(model: nn.Module, ctx: DistContext) -> RunRecipe:
-    """The block's recipe keys as runtime/recipe.py objects."""
-    return RunRecipe(best=BestTracker("val_loss"), signals=StopSignals().install())
-
-
-def resume(trainer: Trainer, path: str) -> None:
-    """Continue where a checkpoint left off: weights, optimizer, scaler, schedule, RNG."""
-    modes = optimizer_modes(trainer.optimizer)  # capturable or fused: this run decides
-    state = load_checkpoint(path, model=trainer.model, optimizer=trainer.optimizer,
-                            scaler=trainer.scaler, scheduler=trainer.scheduler,
-                            loader=trainer.train_loader, map_location=trainer.ctx.device)
-    restore_optimizer_modes(trainer.optimizer, modes)
-    _resume_extra(trainer, state)
-
-
-def _resume_extra(trainer: Trainer, state: dict[str, Any]) -> None:
-    trainer.start_epoch, trainer.step = state["epoch"], state["step"]
-    trainer.saved_step = trainer.step
-    extra = state["extra"]
-    trainer.recipe.load_state_dict(extra.get("recipe", {}))
-    carry = extra.get("carry")
-    if carry is not None:
-        trainer.carry = carry["loss_sum"].to(trainer.ctx.device), int(carry["batches"])
-
-
-# ---- one epoch of training, one of validation ----
-def train_one_epoch(
-    trainer: Trainer, epoch: int, max_steps: int | None
-) -> tuple[torch.Tensor, int]:
-    """The epoch's mean loss (on the device, not yet synced) and its number of batches."""
-    # a resumed cut epoch runs uncaptured
-    if trainer.whole_step and trainer.carry is None:
-        return _train_one_epoch_graphed(trainer, epoch, max_steps)
-    model = trainer.train_model
-    model.train()
-    trainer.train_loader.set_epoch(epoch)
-    loss_sum, batches = _carried(trainer)
-    # resumed mid-epoch: these were trained before the interruption
-    skip = batches
-    batches_used = len(trainer.train_loader)
-    description = f"epoch {epoch + 1}"
-    bar = progress(trainer.train_loader, total=batches_used, description=description,
-                   enabled=trainer.ctx.is_main)
-    for xb, yb in bar:
-        if skip:
-            skip -= 1
-            continue
-        if batches == batches_used:
-            break
-        if _reached(trainer.step, max_steps):
-            break
-        loss_sum += _forward_backward(trainer, xb, yb, sync=True)
-        batches += 1
-        _optimizer_step(trainer)
-        if trainer.recipe.stop_reason is not None:
-            break
-    # cut short: last.pt keeps what this epoch did so far
-    if batches < batches_used:
-        trainer.carry = loss_sum, batches
-    return loss_sum / max(batches, 1), batches
-
-
-def _carried(trainer: Trainer) -> tuple[torch.Tensor, int]:
-    """The loss sum and batches of an epoch resumed in its middle, else nothing yet."""
-    carry, trainer.carry = trainer.carry, None
-    if carry is None:
-        return torch.zeros((), device=trainer.ctx.device), 0
-    return carry
-
-
-def _reached(step: int, max_steps: int | None) -> bool:
-    return max_steps is not None and step >= max_steps
-
-
-def _train_one_epoch_graphed(
-    trainer: Trainer, epoch: int, max_steps: int | None
-) -> tuple[torch.Tensor, int]:
-    """The same epoch, each step one replay of the captured graph: no host syncs."""
-    # a DeviceLoader: `_whole_step_graph` asked for resident data
-    loader = trainer.train_loader
-    trainer.train_model.train()
-    loader.set_epoch(epoch)
-    if trainer.graphed is None:
-        region = partial(autocast, trainer.plan, trainer.ctx.device, cache=False)
-        step = training_step(trainer.train_model, trainer.optimizer, region)
-        trainer.graphed = GraphedStep(step, loader.x, loader.y, batch_size=loader.batch_size,
-                                      model=trainer.model, optimizer=trainer.optimizer)
-    batches = 0
-    for idx in loader.batch_indices():
-        if _reached(trainer.step, max_steps) or trainer.recipe.stop_reason is not None:
-            break
-        trainer.graphed.replay(idx)
-        batches += 1
-        trainer.step += 1
-    loss_sum = trainer.graphed.take_loss_sum()
-    # cut short: last.pt keeps what this epoch did so far
-    if batches < len(loader):
-        trainer.carry = loss_sum, batches
-    return loss_sum / max(batches, 1), batches
-
-
-def _forward_backward(
-    trainer: Trainer, xb: torch.Tensor, yb: torch.Tensor, sync: bool
-) -> torch.Tensor:
-    """Accumulate one micro-batch's gradients."""
-    _begin_step(trainer)
-    with autocast(trainer.plan, trainer.ctx.device):
-        loss = trainer.train_model(xb, yb)
-    scaled = loss
-    if trainer.scaler is not None:
-        scaled = trainer.scaler.scale(scaled)
-    scaled.backward()
-    return loss.detach()
-
-
-def _begin_step(trainer: Trainer) -> None:
-    """CUDA graphs (compile mode COMPILE_MODE) reuse output memory: mark each step.
-
-    Only a compiled model's: the call imports the compiler's machinery (seconds at start-up).
-    """
-    if trainer.eval_model is not trainer.model:
-        torch.compiler.cudagraph_mark_step_begin()
-
-
-def _optimizer_step(trainer: Trainer) -> None:
-    optimizer, scaler = trainer.optimizer, trainer.scaler
-    if scaler is not None:
-        scaler.step(optimizer)
-        scaler.update()
-    else:
-        optimizer.step()
-    optimizer.zero_grad(set_to_none=True)
-    trainer.step += 1
-
-
-@torch.no_grad()
-def evaluate(trainer: Trainer, model: nn.Module | None = None) -> dict[str, float]:
-    """Validation loss and METRICS over the whole split, summed across ranks.
-
-    Each batch adds its mean times its size, so the result is the mean over samples.
-    """
-    model = trainer.eval_model if model is None else model
-    device = trainer.ctx.device
-    model.eval()
-    # loss, samples, then METRICS
-    totals = torch.zeros(2 + len(METRICS), device=device)
-    for xb, yb in trainer.val_loader:
-        _begin_step(trainer)
-        # the loss runs in fp32 under autocast
-        with autocast(trainer.plan, device):
-            totals[0] += loss_fn(model, xb, yb).float() * len(xb)
-        totals[1] += len(xb)
-    sums = totals.tolist()
-    count = max(sums[1], 1)
-    values = {key: total / count for key, total in zip(METRICS, sums[2:], strict=True)}
-    return {"val_loss": sums[0] / count, **values}
-
-
-# ---- the loop ----
-def validation_record(trainer: Trainer) -> dict[str, Any]:
-    """The validation metrics."""
-    return evaluate(trainer)
-
-
-def epoch_record(
-    trainer: Trainer,
-    epoch: int,
-    train_loss: torch.Tensor,
-    batches: int,
-    elapsed: float,
-    args: argparse.Namespace,
-) -> dict[str, Any]:
-    samples = batches * args.batch_size * trainer.ctx.world_size
-    # the epoch's one host sync: `train_loss.item()`
-    return {
-        "epoch": epoch + 1,
-        "train_loss": train_loss.item(),
-        **validation_record(trainer),
-        "samples_per_s": samples / elapsed,
-        "lr": float(trainer.optimizer.param_groups[0]["lr"]),
-        "time": elapsed,
-        "steps": trainer.step,
-    }
-
-
-def checkpoint_state(
-    trainer: Trainer, carry: tuple[torch.Tensor, int] | None = None
-) -> dict[str, Any]:
-    """What a checkpoint holds besides its epoch: `carry` is a cut epoch's loss and batches."""
-    extra: dict[str, Any] = {"recipe": trainer.recipe.state_dict()}
-    if carry is not None:
-        extra["carry"] = {"loss_sum": carry[0].detach(), "batches": carry[1]}
-    return dict(model=trainer.model, optimizer=trainer.optimizer, scaler=trainer.scaler,
-                scheduler=trainer.scheduler, step=trainer.step, loader=trainer.train_loader,
-                extra=extra)
-
-
-def save_last(trainer: Trainer, epochs_done: int) -> None:
-    """At the end of the run, and when it is interrupted: last.pt holds where it stopped."""
-    if trainer.checkpoint_dir is None or trainer.saved_step == trainer.step:
-        return
-    path = f"{trainer.checkpoint_dir}/last.pt"
-    save_checkpoint(path, epoch=epochs_done, **checkpoint_state(trainer, trainer.carry))
-    trainer.saved_step = trainer.step
-
-
-def save_if_due(trainer: Trainer, epoch: int, start_step: int, args: argparse.Namespace) -> None:
-    """`checkpoint every N epochs`, and after the last epoch."""
-    done = epoch + 1
-    due = CHECKPOINT_EVERY is not None and done % CHECKPOINT_EVERY == 0
-    if args.checkpoint_dir is None or not (due or done == args.epochs):
-        return
-    state = checkpoint_state(trainer)
-    save_epoch_checkpoint(args.checkpoint_dir, keep=KEEP_CHECKPOINTS, epoch=done, **state)
-    trainer.saved_step = trainer.step
+    # the block's recipe keys (runtime/recipe.py)
+    recipe = RunRecipe(best=BestTracker("val_loss"), signals=StopSignals().install())
+    return Trainer(ctx, model, train_model, compiled, optimizer, scheduler, train_loader,
+                   val_loader, info, recipe, scaler=scaler, plan=plan, whole_step=whole_step)
 
 
 def train(args: argparse.Namespace, ctx: DistContext) -> int:
-    check_run_length(args.epochs, args.max_steps, evaluating=args.evaluate is not None)
-    check_batch_size(args.batch_size)
-    if args.checkpoint_dir is not None and args.evaluate is None:
-        prepare_checkpoint_dir(args.checkpoint_dir, resume=args.resume, overwrite=args.overwrite,
-                               init_from=args.init_from)
+    checkpoint_dir = check_run(args)  # before step 1: what could fail later
     trainer = build_trainer(args, ctx)
-    trainer.checkpoint_dir = args.checkpoint_dir
-    try:
-        code = _run(trainer, args, ctx)
-    finally:
-        # SIGINT and SIGTERM as they were
-        trainer.recipe.close()
-    return code
+    trainer.checkpoint_dir = checkpoint_dir
+    # SIGINT and SIGTERM stop the run at a step's end, then are as they were
+    with trainer.recipe:
+        return _run(trainer, args, ctx)
 
 
 def _run(trainer: Trainer, args: argparse.Namespace, ctx: DistContext) -> int:
-    if trainer.plan.warning is not None:
-        print(trainer.plan.warning, file=sys.stderr)
-    if args.checkpoint_dir is not None:
-        for stale in clean_stale_temp_files(args.checkpoint_dir):
-            print(f"removed {stale}, left by a checkpoint write that was cut off", file=sys.stderr)
+    warn(ctx, trainer.plan.warning)
+    # --evaluate: a checkpoint's validation metrics; no training
     if args.evaluate is not None:
-        return evaluate_checkpoint(trainer, args)
-    if args.init_from is not None:
-        load_weights(args.init_from, model=trainer.model, map_location=ctx.device)
-        print(f"starting from the weights in {args.init_from}")
-    if args.resume is not None:
-        resume(trainer, args.resume)
-        print(f"resumed from {args.resume} after epoch {trainer.start_epoch}")
-        check_resume_left(args.resume, epochs_done=trainer.start_epoch, epochs=args.epochs,
-                          step=trainer.step, max_steps=args.max_steps)
-    max_steps = args.max_steps
+        evaluate_saved(trainer, args.evaluate, validation_record, args.metrics)
+        return 0
+    # stale temporary files of a cut save, then --init-from or --resume
+    start_run(trainer, args)
     metrics = MetricsWriter(args.metrics, tensorboard=args.tensorboard)
     started, epochs_done = time.perf_counter(), trainer.start_epoch
     for epoch in range(trainer.start_epoch, args.epochs):  # train_diffusion.tl:52
-        if _reached(trainer.step, max_steps) or trainer.recipe.stop_reason is not None:
+        if epoch_stops(trainer, args.max_steps):
             break
         start, start_step = time.perf_counter(), trainer.step
-        train_loss, batches = train_one_epoch(trainer, epoch, max_steps)
-        if trainer.ctx.device.type == "cuda":
-            # the epoch's time includes the steps still queued
-            torch.cuda.synchronize()
-        elapsed = time.perf_counter() - start
+        train_loss, batches = train_one_epoch(trainer, epoch, args.max_steps)
+        elapsed = seconds_since(start, trainer.ctx.device)  # queued GPU steps included
         complete = batches == len(trainer.train_loader) // GRAD_ACCUM * GRAD_ACCUM
         if not complete and trainer.recipe.interrupted:
             # last.pt keeps the epoch's batches so far; no validation on the way out
             break
-        record = epoch_record(trainer, epoch, train_loss, batches, elapsed, args)
+        # the epoch's one host sync: `train_loss.item()`
+        record = epoch_record(trainer, epoch + 1, train_loss.item(), validation_record(trainer),
+                              batches=batches, batch_size=args.batch_size, elapsed=elapsed)
         metrics.write(record if complete else {**record, "partial": True})
         print(format_epoch_summary(record, epochs=args.epochs))
         images = draw_samples(partial(sample, trainer.model), seed=args.seed)
@@ -517,37 +283,18 @@ def _run(trainer: Trainer, args: argparse.Namespace, ctx: DistContext) -> int:
         trainer.recipe.after_validation(record)
         if complete:
             epochs_done = epoch + 1
-            save_if_due(trainer, epoch, start_step, args)
-    stopped = trainer.recipe.stop_reason
-    save_last(trainer, epochs_done)
-    metrics.close()
-    seconds = time.perf_counter() - started
-    summary = format_run_summary(epochs_done=epochs_done, steps=trainer.step, seconds=seconds,
-                                 best=trainer.recipe.best, checkpoint_dir=args.checkpoint_dir,
-                                 stopped=stopped)
-    print(summary)
-    if trainer.recipe.interrupted:
-        print(f"continue with --resume {args.checkpoint_dir}/last.pt")
-        return interrupted_exit_code(stopped)
-    return 0
-
-
-def evaluate_checkpoint(trainer: Trainer, args: argparse.Namespace) -> int:
-    """--evaluate CHECKPOINT: the validation metrics of its weights; no training."""
-    state = load_weights(args.evaluate, model=trainer.model, map_location=trainer.ctx.device)
-    record = {"epoch": state.get("epoch"), **validation_record(trainer)}
-    print(f'{args.evaluate} (epoch {record["epoch"]}):  ' + format_validation(record))
-    if args.metrics is not None:
-        with open(args.metrics, "a", encoding="utf-8") as f:
-            f.write(json.dumps({"evaluated": args.evaluate, **record}) + "\n")
+            save_if_due(trainer, epochs_done, start_step, every=CHECKPOINT_EVERY,
+                        keep=KEEP_CHECKPOINTS, last=args.epochs)
+    interrupted = finish_run(trainer, epochs_done=epochs_done, started=started, metrics=metrics)
+    if interrupted is not None:
+        return interrupted
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
-        # one process
-        ctx = DistContext(0, 0, 1, resolve_device(args.device))
+        ctx = DistContext(0, 0, 1, resolve_device(args.device))  # one process
         return train(args, ctx)
     except (DatasetUnavailable, DeviceUnavailable, CheckpointError, RunLengthError) as error:
         print(f"error: {error}", file=sys.stderr)
@@ -653,12 +400,15 @@ Region = Callable[[], contextlib.AbstractContextManager[object]]
 def should_compile(
     choice: str, mode: str | None, device: torch.device, *, steps: int, batch_loss: nn.Module,
     loader: Iterable[tuple[torch.Tensor, torch.Tensor]], region: Region = contextlib.nullcontext,
-    announce: bool = True,
+    announce: bool = True, captured: bool = False,
 ) -> bool:  # fmt: skip
     """Whether to `torch.compile` on CUDA, as `--compile` (`choice`) asks; `mode` None is
     `compile = false`. `auto` compiles when `steps` would save more than COMPILE_SECONDS,
     timing `batch_loss` (`forward(xb, yb)` is the batch's loss) in `region()`. Says which
-    way it went and why when `announce` (rank 0)."""
+    way it went and why when `announce` (rank 0). A step `captured` whole in one CUDA graph
+    (runtime/graphs.py) is not compiled: it already runs as one graph launch."""
+    if captured:
+        return _said(False, "the whole step is one CUDA graph", announce)
     if mode is None or choice == "off" or device.type != "cuda":
         why = "no CUDA device" if device.type != "cuda" else f"--compile {choice}"
         return _said(False, "`compile = false`" if mode is None else why, announce)
@@ -1108,36 +858,67 @@ def check_writable_folder(
 def prepare_checkpoint_dir(
     directory: str | os.PathLike[str], *, resume: str | None, overwrite: bool,
     init_from: str | None = None, main: bool = True,
-) -> list[Path]:  # fmt: skip
-    """Check, before the first step, that this run may save in `directory`; returns what
-    `--overwrite` removed.
+) -> Path:  # fmt: skip
+    """The folder this run saves in, checked before the first step: writable, and never one
+    that holds another run's checkpoints, whose work would be lost.
 
-    The folder must be writable. One that holds another run's checkpoints is refused
-    unless the run continues one (`resume`) or replaces them (`overwrite`: rank 0, `main`,
-    removes them now, so the folder never mixes two runs' epoch files). The weights a run
-    starts from (`init_from`) are never among what it removes.
+    `directory` itself when it holds no checkpoints, or when `overwrite` replaces them (rank 0,
+    `main`, removes them now, so the folder never mixes two runs' epoch files; the weights a
+    run starts from, `init_from`, are never among them). A run that continues a checkpoint
+    (`resume`) saves beside it: in `directory` if the checkpoint is there or `directory`
+    holds no other run, else in the checkpoint's own folder. Any other run into a used
+    folder saves in a new `run-N` folder inside it (the first that holds no checkpoints), and
+    rank 0 says so.
     """
     check_writable_folder(directory)
-    previous = previous_checkpoints(directory)
-    if not previous or resume is not None:
-        return []
+    folder = Path(directory)
+    previous = previous_checkpoints(folder)
+    if not previous:
+        return folder
+    if resume is not None:
+        return _resumed_folder(folder, Path(resume), main)
+    if overwrite:
+        _remove_previous(folder, previous, init_from, main)
+        return folder
+    number = 2
+    while previous_checkpoints(folder / f"run-{number}"):
+        number += 1
+    own = folder / f"run-{number}"
+    check_writable_folder(own)
+    if main:
+        last = folder / "last.pt"
+        again = f"--resume {last} continues it, " if last.is_file() else ""
+        print(f"{folder} holds an earlier run's checkpoints ({_listed(previous)}): this run saves "
+              f"in {own} ({again}--overwrite replaces it)", file=sys.stderr)  # fmt: skip
+    return own
+
+
+def _resumed_folder(folder: Path, resume: Path, main: bool) -> Path:
+    """Where a resumed run saves when `folder` holds checkpoints: `folder` if it resumes one
+    of them, else the folder of the checkpoint it resumes (a save's own folder, under FSDP
+    `--resume DIR` of a run's folder itself), which rank 0 names."""
+    saved = resume.resolve()
+    continued = saved if saved.is_dir() and previous_checkpoints(saved) else saved.parent
+    if continued == folder.resolve():
+        return folder
+    if main:
+        print(f"{folder} holds another run's checkpoints: this run continues {resume} in "
+              f"{continued}", file=sys.stderr)  # fmt: skip
+    return continued
+
+
+def _remove_previous(folder: Path, previous: list[Path], init_from: str | None, main: bool) -> None:
+    """--overwrite: remove an earlier run's checkpoints (rank 0), never the weights this run
+    starts from."""
     start = Path(init_from).resolve() if init_from is not None else None
     if start is not None and any(start.is_relative_to(p.resolve()) for p in previous):
         raise CheckpointError(
-            f"--init-from {init_from} is one of the checkpoints in {directory}, which this "
+            f"--init-from {init_from} is one of the checkpoints in {folder}, which this "
             "run would replace: give another --checkpoint-dir"
-        )
-    if not overwrite:
-        last = Path(directory) / "last.pt"
-        again = f"continue it with --resume {last}, " if last.is_file() else ""
-        raise CheckpointError(
-            f"{directory} holds the checkpoints of an earlier run ({_listed(previous)}): "
-            f"{again}replace them with --overwrite, or give another --checkpoint-dir"
         )
     if main:
         for path in previous:
             shutil.rmtree(path) if path.is_dir() else path.unlink()
-    return previous
 
 
 def _listed(paths: list[Path], most: int = 3) -> str:
@@ -1592,6 +1373,13 @@ class RunRecipe:
         if self.signals is not None:
             self.signals.restore()
 
+    def __enter__(self) -> RunRecipe:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        """`with recipe:` closes it however the run ends."""
+        self.close()
+
     @property
     def interrupted(self) -> bool:
         return self.signals is not None and self.signals.requested is not None
@@ -1624,6 +1412,397 @@ def format_validation(record: dict[str, Any]) -> str:
             shown = f"{100 * value:.2f}%" if key.endswith("accuracy") else f"{value:.4f}"
             parts.append(f"{key} {shown}")
     return "  ".join(parts)
+
+
+# ---- runtime/trainer.py: The trainer plumbing every program file shares: its record, flags, epochs, saves and run.
+Carry = tuple[torch.Tensor, int]
+
+
+# The optional parts' types are strings: a name read only in a string is not a reference
+# (runtime.paste), so a program without AMP or a captured step is not given their code.
+@dataclass
+class Trainer:
+    """Everything a program's loop touches, built once by its `build_trainer`."""
+
+    ctx: DistContext
+    model: nn.Module  # the user's module: saved, loaded
+    train_model: nn.Module  # trained: BatchLoss (one process) or the DDP-wrapped model
+    eval_model: nn.Module  # compiled, not DDP-wrapped: evaluated
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler | Any | None
+    train_loader: Any
+    val_loader: Any
+    info: Any  # the dataset's DataInfo or TokenInfo
+    recipe: RunRecipe  # EMA, early stopping, keep-best, eval_every, stop signals
+    scaler: torch.amp.GradScaler | None = None
+    plan: "PrecisionPlan | None" = None  # noqa: UP037 (see above)
+    step: int = 0
+    start_epoch: int = 0
+    carry: Carry | None = None  # resumed mid-epoch: (loss sum, batches)
+    carried: dict[str, Any] = field(default_factory=dict)  # `carry x`: the last batch's
+    metrics: MetricsWriter | None = None  # `eval_every` writes between epochs
+    checkpoint_dir: str | None = None
+    saved_step: int = -1  # the step last.pt holds
+    whole_step: bool = False  # the step is captured in one CUDA graph (runtime/graphs.py)
+    graphed: "GraphedStep | None" = None  # noqa: UP037 (captured at the first epoch, after any resume)
+
+
+def training_arguments(
+    description: str, *, epochs: int, batch_size: int, seed: int, checkpoint_dir: str,
+    compile: str = "auto", precision: str | None = None, serve: bool = False,
+    generate: bool = False, download: bool = False, cuda_graph: bool = False,
+    weights: str | None = None, consolidate: bool = False, samples: str | None = None,
+) -> argparse.ArgumentParser:  # fmt: skip
+    """A program's flags: the ones every program has, then those its block asks for
+    (`precision` when it has AMP, `serve` for --predict/--export, `generate` for language
+    models, `download` for named image datasets, `cuda_graph` where the whole step may be
+    captured, `weights` for a published-weights block, `consolidate` under FSDP, `samples`
+    (the default path of --samples) for a block with `samples`)."""
+    parser = argparse.ArgumentParser(description=description)
+    add = parser.add_argument
+    add("--epochs", type=int, default=epochs)
+    add("--batch-size", type=int, default=batch_size, help="per process")
+    add("--max-steps", type=int, default=None,
+        help="stop after this many steps (the schedule is unchanged)")  # fmt: skip
+    add("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    add("--seed", type=int, default=seed)
+    add("--metrics", default=None, help="a JSON line per epoch goes here")
+    add("--tensorboard", default=None, help="TensorBoard logs go here")
+    add("--checkpoint-dir", default=checkpoint_dir)
+    add("--resume", default=None, help="a checkpoint to continue from")
+    add("--overwrite", action="store_true",
+        help="replace the checkpoints an earlier run left in --checkpoint-dir")  # fmt: skip
+    add("--init-from", default=None, help="start from these weights")
+    if weights is not None:
+        add(
+            "--weights",
+            default=weights,
+            help="the published weights the model starts from (a file or a folder)",
+        )
+        add(
+            "--export-weights",
+            default=None,
+            metavar="DIR",
+            help="write the trained model in the published weights' names and format",
+        )
+    add("--evaluate", default=None, metavar="CHECKPOINT",
+        help="report the validation metrics of a checkpoint; no training")  # fmt: skip
+    if serve:
+        add(
+            "--predict",
+            default=None,
+            metavar="INPUT",
+            help="outputs for a .npz, .pt, .csv or image file",
+        )
+        add("--out", default=None, help="--predict writes here, not stdout")
+        add(
+            "--export",
+            default=None,
+            metavar="FILE",
+            help="torch.export the model (.pt2; .onnx with onnx)",
+        )
+    if generate:
+        add(
+            "--generate",
+            default=None,
+            metavar="PROMPT",
+            help="print text the model writes after PROMPT",
+        )
+        add("--tokens", type=int, default=200, help="bytes --generate samples")
+        add("--temperature", type=float, default=0.8, help="0: always the likeliest")
+        add("--top-k", type=int, default=40, help="sample among the k likeliest")
+    add("--data-root", default=None, help="where datasets live")
+    if samples is not None:
+        add("--samples", default=samples, help="the PNG grid of samples drawn after each epoch")
+    if download:
+        add("--download", action="store_true",
+            help="fetch a missing dataset (HTTPS, sha256-checked)")  # fmt: skip
+    add("--compile", choices=("auto", "on", "off"), default=compile,
+        help="torch.compile on CUDA; auto: when the run repays it")  # fmt: skip
+    add("--no-compile", action="store_true", help="as --compile off")
+    if precision is not None:
+        add("--precision", choices=("auto", "fp32", "fp16", "bf16"), default=precision,
+            help="auto: bf16 on a bf16 GPU, else fp32")  # fmt: skip
+    if cuda_graph:
+        add("--no-cuda-graph", action="store_true",
+            help="no whole-step CUDA graph for small resident datasets")  # fmt: skip
+    if consolidate:
+        add("--consolidate", nargs=2, metavar=("DIR", "OUT.pt"), default=None,
+            help="write a sharded save's weights as one state dict, then exit")  # fmt: skip
+    return parser
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python's and torch's generators (every CUDA device's too)."""
+    random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def captures_whole_step(
+    model: nn.Module, loader: Any, scaler: torch.amp.GradScaler | None, device: torch.device,
+    *, allowed: bool = True,
+) -> bool:  # fmt: skip
+    """Whether this run captures its whole step in one CUDA graph (runtime/graphs.py): on
+    CUDA, data on the device, no GradScaler, at most SMALL_MODEL_PARAMS parameters, and
+    `allowed` (not --no-cuda-graph)."""
+    small = sum(p.numel() for p in model.parameters()) <= SMALL_MODEL_PARAMS
+    resident = isinstance(loader, DeviceLoader)
+    return allowed and device.type == "cuda" and resident and scaler is None and small
+
+
+def mark_step_begin(trainer: Trainer) -> None:
+    """CUDA graphs (compile modes "reduce-overhead", "max-autotune") reuse output memory:
+    mark each step. Only a compiled model's: the call imports the compiler's machinery
+    (seconds at start-up)."""
+    if trainer.eval_model is not trainer.model:
+        torch.compiler.cudagraph_mark_step_begin()
+
+
+def epoch_batches(
+    trainer: Trainer, epoch: int, max_steps: int | None, *, skip: int = 0, grad_accum: int = 1
+) -> Iterator[Any]:
+    """The batches `epoch` trains on, behind a progress bar on a terminal: the first `skip`
+    left out (a resumed epoch trained them), a last part of fewer than `grad_accum` batches
+    too, and none after --max-steps or a stop (a signal, early stopping) at a step's end."""
+    loader = trainer.train_loader
+    loader.set_epoch(epoch)
+    used = len(loader) // grad_accum * grad_accum
+    bar = progress(loader, total=used, description=f"epoch {epoch + 1}",
+                   enabled=trainer.ctx.is_main)  # fmt: skip
+    for index, batch in enumerate(bar):
+        if index < skip:
+            continue
+        at_step_end = index % grad_accum == 0
+        if index == used or (at_step_end and epoch_stops(trainer, max_steps)):
+            break
+        yield batch
+
+
+def seconds_since(start: float, device: torch.device) -> float:
+    """Seconds since `time.perf_counter()` was `start`, the steps still queued on a CUDA
+    `device` included (it waits for them)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return time.perf_counter() - start
+
+
+def epoch_stops(trainer: Trainer, max_steps: int | None) -> bool:
+    """Whether the run stops here: --max-steps reached, or a signal or early stopping."""
+    return reached(trainer.step, max_steps) or trainer.recipe.stop_reason is not None
+
+
+def end_epoch(
+    trainer: Trainer, loss_sum: torch.Tensor, batches: int, *, grad_accum: int = 1
+) -> tuple[torch.Tensor, int]:
+    """The epoch's mean loss (on the device, not synced) and batches; an epoch cut short
+    (fewer batches than `epoch_batches` gives) keeps its loss sum and batches for last.pt."""
+    if batches < len(trainer.train_loader) // grad_accum * grad_accum:
+        trainer.carry = loss_sum, batches
+    return loss_sum / max(batches, 1), batches
+
+
+def train_epoch_graphed(
+    trainer: Trainer, epoch: int, max_steps: int | None,
+    region: Callable[[], AbstractContextManager[object]] = nullcontext,
+) -> tuple[torch.Tensor, int]:  # fmt: skip
+    """An epoch whose every step is one replay of the captured step (runtime/graphs.py): no
+    host syncs. The capture, at the first epoch, runs the forward in `region()` (autocast)."""
+    loader = trainer.train_loader  # a DeviceLoader: `captures_whole_step` asked for one
+    trainer.train_model.train()
+    loader.set_epoch(epoch)
+    if trainer.graphed is None:
+        step = training_step(trainer.train_model, trainer.optimizer, region)
+        trainer.graphed = GraphedStep(step, loader.x, loader.y, batch_size=loader.batch_size,
+                                      model=trainer.model, optimizer=trainer.optimizer)  # fmt: skip
+    batches = 0
+    for idx in loader.batch_indices():
+        if epoch_stops(trainer, max_steps):
+            break
+        trainer.graphed.replay(idx)
+        batches += 1
+        trainer.step += 1
+    return end_epoch(trainer, trainer.graphed.take_loss_sum(), batches)
+
+
+def checkpoint_state(trainer: Trainer, carry: Carry | None = None) -> dict[str, Any]:
+    """What a checkpoint holds besides its epoch: `carry` is a cut epoch's loss and batches."""
+    extra: dict[str, Any] = {"recipe": trainer.recipe.state_dict()}
+    if carry is not None:
+        extra["carry"] = {"loss_sum": carry[0].detach(), "batches": carry[1]}
+    if trainer.carried:  # a run resumed mid-epoch continues from them
+        extra["carried"] = trainer.carried
+    return dict(model=trainer.model, optimizer=trainer.optimizer, scaler=trainer.scaler,
+                scheduler=trainer.scheduler, step=trainer.step, loader=trainer.train_loader,
+                extra=extra)  # fmt: skip
+
+
+def save_last(trainer: Trainer, epochs_done: int) -> None:
+    """At the end of the run, and when it is interrupted: last.pt holds where it stopped
+    (unless the newest save already holds this step). Rank 0 writes."""
+    if trainer.checkpoint_dir is None or trainer.saved_step == trainer.step:
+        return
+    if trainer.ctx.is_main:
+        path = f"{trainer.checkpoint_dir}/last.pt"
+        save_checkpoint(path, epoch=epochs_done, **checkpoint_state(trainer, trainer.carry))
+    trainer.saved_step = trainer.step
+
+
+def save_if_due(
+    trainer: Trainer, done: int, start_step: int, *, every: int | None, keep: int, last: int,
+    unit: str = "epochs",
+) -> None:  # fmt: skip
+    """After the complete epoch `done` (1-based): `epoch-NNNN.pt` and last.pt when a save is
+    due, every `every` epochs (or, with `unit="steps"`, when the epoch passed a multiple of
+    `every` steps), and after the `last` epoch. Rank 0 writes."""
+    if unit == "steps":
+        due = every is not None and trainer.step // every > start_step // every
+    else:
+        due = every is not None and done % every == 0
+    if trainer.checkpoint_dir is None or not (due or done == last):
+        return
+    if trainer.ctx.is_main:
+        state = checkpoint_state(trainer)
+        save_epoch_checkpoint(trainer.checkpoint_dir, keep=keep, epoch=done, **state)
+    trainer.saved_step = trainer.step
+
+
+def resume(trainer: Trainer, path: str) -> None:
+    """Continue where a checkpoint left off: weights, optimizer, scaler, schedule, RNG, the
+    loader's place, the recipe's state and a cut epoch's loss. A captured step's optimizer
+    keeps this run's modes (capturable or fused)."""
+    modes = optimizer_modes(trainer.optimizer) if trainer.whole_step else None
+    state = load_checkpoint(
+        path, model=trainer.model, optimizer=trainer.optimizer, scaler=trainer.scaler,
+        scheduler=trainer.scheduler, loader=trainer.train_loader, map_location=trainer.ctx.device,
+    )  # fmt: skip
+    if modes is not None:
+        restore_optimizer_modes(trainer.optimizer, modes)
+    resume_position(trainer, state)
+
+
+def resume_position(trainer: Trainer, state: dict[str, Any]) -> None:
+    """The epoch and step a checkpoint reached, its recipe's state and a cut epoch's carry."""
+    trainer.start_epoch, trainer.step = state["epoch"], state["step"]
+    trainer.saved_step = trainer.step
+    extra = state["extra"]
+    trainer.recipe.load_state_dict(extra.get("recipe", {}))
+    carry = extra.get("carry")
+    if carry is not None:
+        trainer.carry = carry["loss_sum"].to(trainer.ctx.device), int(carry["batches"])
+    if extra.get("carried") is not None:  # where the interrupted epoch left them
+        trainer.carried = extra["carried"]
+
+
+def carried(trainer: Trainer) -> Carry:
+    """The loss sum and batches of an epoch resumed in its middle, else nothing yet."""
+    carry, trainer.carry = trainer.carry, None
+    if carry is None:
+        return torch.zeros((), device=trainer.ctx.device), 0
+    return carry
+
+
+def reached(step: int, max_steps: int | None) -> bool:
+    """Whether `--max-steps` (if given) is reached."""
+    return max_steps is not None and step >= max_steps
+
+
+def check_run(args: argparse.Namespace, *, main: bool = True) -> str | None:
+    """What would fail later, checked before step 1: the run's length, the batch size, and a
+    checkpoint folder it can write (runtime/checkpoint.py's `prepare_checkpoint_dir`, which
+    may give the run a `run-N` folder of its own). Returns the folder the run saves in."""
+    check_run_length(args.epochs, args.max_steps, evaluating=args.evaluate is not None)
+    check_batch_size(args.batch_size)
+    if args.checkpoint_dir is None or args.evaluate is not None:
+        return args.checkpoint_dir
+    folder = prepare_checkpoint_dir(
+        args.checkpoint_dir, resume=args.resume, overwrite=args.overwrite,
+        init_from=args.init_from, main=main,
+    )  # fmt: skip
+    return str(folder)
+
+
+def print_main(ctx: DistContext, *parts: object, error: bool = False) -> None:
+    """Print on rank 0 (stderr when `error`); the other ranks stay quiet."""
+    if ctx.is_main:
+        print(*parts, file=sys.stderr if error else sys.stdout)
+
+
+def warn(ctx: DistContext, *warnings: str | None) -> None:
+    """Each warning that is there (not None), on stderr, by rank 0."""
+    for warning in warnings:
+        if warning is not None:
+            print_main(ctx, warning, error=True)
+
+
+def start_run(trainer: Trainer, args: argparse.Namespace) -> None:
+    """Before the first epoch: the temporary files of a checkpoint write that was cut off
+    removed, then --init-from's weights or --resume's whole state (which must leave
+    something to train)."""
+    ctx = trainer.ctx
+    if trainer.checkpoint_dir is not None and ctx.is_main:
+        for stale in clean_stale_temp_files(trainer.checkpoint_dir):
+            print_main(
+                ctx, f"removed {stale}, left by a checkpoint write that was cut off", error=True
+            )
+    if args.init_from is not None:
+        load_weights(args.init_from, model=trainer.model, map_location=ctx.device)
+        print_main(ctx, f"starting from the weights in {args.init_from}")
+    if args.resume is not None:
+        resume(trainer, args.resume)
+        print_main(ctx, f"resumed from {args.resume} after epoch {trainer.start_epoch}")
+        check_resume_left(args.resume, epochs_done=trainer.start_epoch, epochs=args.epochs,
+                          step=trainer.step, max_steps=args.max_steps)  # fmt: skip
+
+
+def finish_run(
+    trainer: Trainer, *, epochs_done: int, started: float, metrics: MetricsWriter
+) -> int | None:
+    """After the epochs: last.pt, the metrics closed and the run's summary. An interrupted
+    run says how to continue and returns its exit code (128 + the signal); else None."""
+    stopped = trainer.recipe.stop_reason
+    save_last(trainer, epochs_done)
+    metrics.close()
+    summary = format_run_summary(epochs_done=epochs_done, steps=trainer.step,
+                                 seconds=time.perf_counter() - started,
+                                 best=trainer.recipe.best, checkpoint_dir=trainer.checkpoint_dir,
+                                 stopped=stopped)  # fmt: skip
+    print_main(trainer.ctx, summary)
+    if not trainer.recipe.interrupted:
+        return None
+    print_main(trainer.ctx, f"continue with --resume {trainer.checkpoint_dir}/last.pt")
+    return interrupted_exit_code(stopped)
+
+
+def epoch_record(
+    trainer: Trainer, done: int, train_loss: float, validation: dict[str, Any], *,
+    batches: int, batch_size: int, elapsed: float,
+) -> dict[str, Any]:  # fmt: skip
+    """What the run writes after epoch `done` (1-based), and prints: the mean train loss, the
+    validation metrics, samples per second over every rank, the lr, the time and the steps."""
+    samples = batches * batch_size * trainer.ctx.world_size
+    lr = float(trainer.optimizer.param_groups[0]["lr"])
+    speed = samples / elapsed
+    return {"epoch": done, "train_loss": train_loss, **validation, "samples_per_s": speed,
+            "lr": lr, "time": elapsed, "steps": trainer.step}  # fmt: skip
+
+
+def evaluate_saved(
+    trainer: Trainer, path: str, validate: Callable[[Trainer], dict[str, Any]],
+    metrics: str | None,
+) -> None:  # fmt: skip
+    """--evaluate CHECKPOINT: its weights into the model, then `validate(trainer)`'s metrics
+    reported (`report_evaluation`) with the epoch the checkpoint reached."""
+    state = load_weights(path, model=trainer.model, map_location=trainer.ctx.device)
+    report_evaluation(path, {"epoch": state.get("epoch"), **validate(trainer)}, metrics)
+
+
+def report_evaluation(path: str, record: dict[str, Any], metrics: str | None) -> None:
+    """--evaluate's line (`last.pt (epoch 10):  val_loss 0.0912  val_accuracy 0.9733`), and
+    the record as a JSON line appended to --metrics."""
+    print(f"{path} (epoch {record['epoch']}):  " + format_validation(record))
+    if metrics is not None:
+        with open(metrics, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"evaluated": path, **record}) + "\n")
 
 
 # ---- runtime/samples.py: Sample grids: the images a program's `samples` function draws, written as one PNG.

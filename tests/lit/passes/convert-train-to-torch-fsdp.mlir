@@ -32,16 +32,26 @@ builtin.module {
   }
 }
 
+// The evaluation (before the set-up): `evaluate` gathers the whole weights for `_evaluate_whole`.
+// CHECK:      py.def @_evaluate_whole(trainer : %{{.*}}, model : %{{.*}} = %{{.*}}) -> %{{.*}} decorators [%{{.*}}] {
+// CHECK:      py.def @evaluate(trainer : %{{.*}}, model : %{{.*}} = %{{.*}}) -> %{{.*}} {
+// CHECK:        %[[UNSET:.*]] = py.compare ["is"] %{{.*}}, %{{.*}}
+// CHECK-NEXT:   %[[T:.*]] = py.name "trainer"
+// CHECK-NEXT:   %[[TM:.*]] = py.attribute %[[T]], "model"
+// CHECK-NEXT:   %[[M:.*]] = py.name "model"
+// CHECK-NEXT:   %[[WHICH:.*]] = py.ifexp %[[TM]] if %[[UNSET]] else %[[M]]
+// CHECK-NEXT:   %[[GATHER:.*]] = py.name "gathered_parameters"
+// CHECK-NEXT:   %[[CM:.*]] = py.call %[[GATHER]](%[[WHICH]])
+// CHECK-NEXT:   py.with %[[CM]] {
+// CHECK:          %[[WHOLE:.*]] = py.name "_evaluate_whole"
+// CHECK-NEXT:     %[[R:.*]] = py.call %[[WHOLE]](%{{.*}}, %{{.*}})
+// CHECK-NEXT:     py.return %[[R]]
+// CHECK-NEXT:   }
+// CHECK-NEXT: }
+
 // CHECK:      py.def @parse_args(argv : %{{.*}} = %{{.*}}) -> %{{.*}} {
-// CHECK:        %[[FLAG:.*]] = py.constant "--consolidate"
-// CHECK-NEXT:   %[[TWO:.*]] = py.constant 2 : i64
-// CHECK-NEXT:   %[[DIR:.*]] = py.constant "DIR"
-// CHECK-NEXT:   %[[OUT:.*]] = py.constant "OUT.pt"
-// CHECK-NEXT:   %[[META:.*]] = py.tuple[%[[DIR]], %[[OUT]]]
-// CHECK-NEXT:   %[[NONE:.*]] = py.constant #py.none
-// CHECK-NEXT:   %[[HELP:.*]] = py.constant "write a sharded save's weights as one state dict, then exit"
-// CHECK-NEXT:   %[[CALL:.*]] = py.call %{{.*}}(%[[FLAG]], nargs = %[[TWO]], metavar = %[[META]], default = %[[NONE]], help = %[[HELP]])
-// CHECK-NEXT:   py.expr %[[CALL]]
+// CHECK:        py.name "training_arguments"
+// CHECK:        py.call %{{.*}}(%{{.*}}, epochs = {{.*}}, serve = %{{.*}}, consolidate = %{{.*}})
 
 // `build_trainer` shards the model (gathered in the precision plan's dtype) before the optimizer
 // steps its shards, with no fused kernels; the model trains sharded in place, not DDP-wrapped.
@@ -69,22 +79,6 @@ builtin.module {
 // CHECK-NEXT:   py.assign %[[EMA_NAME]] = %[[EMA]]
 // CHECK:        %[[SHARDED:.*]] = py.name "load_sharded_checkpoint"
 // CHECK-NEXT:   py.call %[[SHARDED]](%{{.*}}, model = %{{.*}}, optimizer = %{{.*}}, scaler = %{{.*}}, scheduler = %{{.*}}, loader = %{{.*}}, ema = %{{.*}})
-
-// CHECK:      py.def @_evaluate_whole(trainer : %{{.*}}, model : %{{.*}} = %{{.*}}) -> %{{.*}} decorators [%{{.*}}] {
-// CHECK:      py.def @evaluate(trainer : %{{.*}}, model : %{{.*}} = %{{.*}}) -> %{{.*}} {
-// CHECK:        %[[UNSET:.*]] = py.compare ["is"] %{{.*}}, %{{.*}}
-// CHECK-NEXT:   %[[T:.*]] = py.name "trainer"
-// CHECK-NEXT:   %[[TM:.*]] = py.attribute %[[T]], "model"
-// CHECK-NEXT:   %[[M:.*]] = py.name "model"
-// CHECK-NEXT:   %[[WHICH:.*]] = py.ifexp %[[TM]] if %[[UNSET]] else %[[M]]
-// CHECK-NEXT:   %[[GATHER:.*]] = py.name "gathered_parameters"
-// CHECK-NEXT:   %[[CM:.*]] = py.call %[[GATHER]](%[[WHICH]])
-// CHECK-NEXT:   py.with %[[CM]] {
-// CHECK:          %[[WHOLE:.*]] = py.name "_evaluate_whole"
-// CHECK-NEXT:     %[[R:.*]] = py.call %[[WHOLE]](%{{.*}}, %{{.*}})
-// CHECK-NEXT:     py.return %[[R]]
-// CHECK-NEXT:   }
-// CHECK-NEXT: }
 
 // `serve_requests`: every rank gives its shards to rank 0's unsharded copy, which serves.
 // CHECK:      py.def @serve_requests(trainer : %{{.*}}, args : %{{.*}}) -> %{{.*}} {

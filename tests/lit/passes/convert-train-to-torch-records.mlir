@@ -49,7 +49,6 @@ builtin.module {
 // CHECK-NEXT:   %[[SECOND:.*]] = py.call %[[TOP_K]](%{{.*}}, %{{.*}}, %{{.*}})
 // CHECK-NEXT:   %[[LIST:.*]] = py.list[%[[FIRST]], %[[SECOND]]]
 
-// CHECK:      py.comment "---- the loop ----"
 // CHECK:      py.def @validation_record(trainer : %{{.*}}) -> %{{.*}} {
 // CHECK:        py.if %{{.*}} {
 // CHECK:          %[[RENAMED:.*]] = py.comprehension "dict" %{{.*}} attributes {targets = 2 : i64} {
@@ -60,7 +59,15 @@ builtin.module {
 // CHECK-NEXT:       py.yield %[[EMA_KEY]], %[[V]], %[[KEPT]]
 // CHECK:      py.def @_as_record(result : %{{.*}}) -> %{{.*}} {
 
-// CHECK:      py.def @epoch_record(trainer : %{{.*}}, epoch : %{{.*}}, train_loss : %{{.*}}, batches : %{{.*}}, elapsed : %{{.*}}, args : %{{.*}}) -> %{{.*}} {
+// CHECK:      py.def @step_validation(trainer : %{{.*}}, epoch : %{{.*}}) -> %{{.*}} {
+// CHECK-NOT:    "is_main"
+// CHECK:        %[[AFTER:.*]] = py.name "after_validation"
+// CHECK-NEXT:   py.call %[[AFTER]](%{{.*}}, %{{.*}})
+// CHECK:      py.def @after_validation(
+
+// The epoch's record is runtime/trainer.py's `epoch_record`, in `_run`'s loop: validation every
+// VAL_EVERY epochs (else a record without it), the mean loss's one `.item()`, no all-reduce.
+// CHECK:      py.def @_run(
 // CHECK:        %[[EVERY:.*]] = py.name "VAL_EVERY"
 // CHECK:        %[[DUE:.*]] = py.name "due"
 // CHECK-NEXT:   py.assign %[[DUE]] = %{{.*}}
@@ -71,10 +78,4 @@ builtin.module {
 // CHECK:          py.dict {%{{.*}} : %{{.*}}}
 // CHECK-NOT:    py.name "all_reduce_mean"
 // CHECK:        %[[ITEM:.*]] = py.attribute %{{.*}}, "item"
-// CHECK:        py.return %{{.*}}
-
-// CHECK:      py.def @step_validation(trainer : %{{.*}}, epoch : %{{.*}}) -> %{{.*}} {
-// CHECK-NOT:    "is_main"
-// CHECK:        %[[AFTER:.*]] = py.name "after_validation"
-// CHECK-NEXT:   py.call %[[AFTER]](%{{.*}}, %{{.*}})
-// CHECK:      py.def @after_validation(
+// CHECK:        %[[RECORD:.*]] = py.name "epoch_record"

@@ -72,49 +72,58 @@ builtin.module {
 // CHECK-NEXT:     %[[LOSS:[0-9]+]] = py.call %[[CE]](%[[OUT]], %[[TGT]], label_smoothing = %[[SMOOTH]], reduction = %[[RED]])
 // CHECK-NEXT:     py.return %[[LOSS]]
 // CHECK-NEXT:   }
-// The command line is py ops: parse_args and one add_argument call per flag (train_cli.py);
-// `--precision` because insert-amp's marker is there, no `--download` for the digits.
-// CHECK-NEXT:   py.comment "---- command line ----"
+// The batch's loss is runtime/trainer.py's `ModelLoss(model, loss_fn)`: no `BatchLoss` class.
+// CHECK-NOT:    py.class @BatchLoss
+// The step and evaluation are py ops (train_step.py): DDP's no_sync through `gradient_sync`
+// (insert-ddp's marker), autocast inside it (insert-amp's), the loss beside the DDP model; the
+// step mark for compile mode "reduce-overhead"; evaluation all-reduces its sums.
+// CHECK:        py.comment "---- the training step ----"
+// CHECK:        py.def @_forward_backward(trainer : %{{[0-9]+}}, xb : %{{[0-9]+}}, yb : %{{[0-9]+}}, sync : %{{[0-9]+}}) -> %{{[0-9]+}} {
+// CHECK:          %[[MARK:[0-9]+]] = py.name "mark_step_begin"
+// CHECK:          %[[SYNC:[0-9]+]] = py.name "gradient_sync"
+// CHECK-NEXT:     %[[CTX:[0-9]+]] = py.call %[[SYNC]](%{{[0-9]+}}, %{{[0-9]+}})
+// CHECK-NEXT:     py.with %[[CTX]] {
+// CHECK:            %[[AUTOCAST:[0-9]+]] = py.name "autocast"
+// CHECK-NEXT:       %[[AMP:[0-9]+]] = py.call %[[AUTOCAST]](%{{[0-9]+}}, %{{[0-9]+}})
+// CHECK-NEXT:       py.with %[[AMP]] {
+// CHECK:              py.name "loss_fn"
+// CHECK:        py.def @_optimizer_step(trainer : %{{[0-9]+}}) -> %{{[0-9]+}} {
+// CHECK-NOT:      "clip_grad_norm_"
+// CHECK:          py.attribute %{{[0-9]+}}, "update"
+// The epoch loops over runtime/trainer.py's `epoch_batches`, and `end_epoch` ends it.
+// CHECK:        py.comment "---- the epoch ----"
+// CHECK:        py.def @train_one_epoch(
+// CHECK:          %[[BATCHES:[0-9]+]] = py.name "epoch_batches"
+// CHECK:          py.for %{{[0-9]+}}
+// CHECK:            py.name "_forward_backward"
+// CHECK:          py.name "end_epoch"
+// The evaluation returns the record itself (one model, a catalogue loss): no
+// `validation_record`; its sums are all-reduced.
+// CHECK:        py.comment "---- evaluation ----"
+// CHECK:        py.def @evaluate(trainer : %{{[0-9]+}}) -> %{{[0-9]+}} decorators [%{{[0-9]+}}] {
+// CHECK:            py.name "autocast"
+// CHECK:          %[[REDUCE:[0-9]+]] = py.name "all_reduce_sum"
+// CHECK-NEXT:     py.call %[[REDUCE]](%{{[0-9]+}})
+// CHECK:          py.dict {%{{[0-9]+}} : %{{[0-9]+}}, %{{[0-9]+}} : %{{[0-9]+}}}
+// CHECK-NOT:    py.def @validation_record
+// CHECK-NOT:    py.def @step_validation
+// The command line is py ops: parse_args calls runtime/trainer.py's `training_arguments` with
+// the block's defaults and the flag groups of the plan (train_cli.py): `precision` because
+// insert-amp's marker is there, `serve`, no `download` for the digits.
+// CHECK:        py.comment "---- the command line, the set-up and the run ----"
 // CHECK:        py.def @parse_args(argv : %{{[0-9]+}} = %{{[0-9]+}}) -> %{{[0-9]+}} {
-// CHECK:          %[[PARSER:[0-9]+]] = py.call %{{[0-9]+}}(description = %{{[0-9]+}})
+// CHECK:          %[[ARGUMENTS:[0-9]+]] = py.name "training_arguments"
+// CHECK:          %[[PARSER:[0-9]+]] = py.call %[[ARGUMENTS]](%{{[0-9]+}}, epochs = %{{[0-9]+}}, batch_size = %{{[0-9]+}}, seed = %{{[0-9]+}}, checkpoint_dir = %{{[0-9]+}}, compile = %{{[0-9]+}}, precision = %{{[0-9]+}}, serve = %{{[0-9]+}})
 // CHECK-NEXT:     %[[NAME:[0-9]+]] = py.name "parser"
 // CHECK-NEXT:     py.assign %[[NAME]] = %[[PARSER]]
-// CHECK:          %[[ADD:[0-9]+]] = py.attribute %{{[0-9]+}}, "add_argument"
-// CHECK-NEXT:     %[[FLAG:[0-9]+]] = py.constant "--epochs"
-// CHECK-NEXT:     %[[INT:[0-9]+]] = py.name "int"
-// CHECK-NEXT:     %[[EPOCHS:[0-9]+]] = py.name "EPOCHS"
-// CHECK-NEXT:     %[[CALL:[0-9]+]] = py.call %[[ADD]](%[[FLAG]], type = %[[INT]], default = %[[EPOCHS]])
-// CHECK-NEXT:     py.expr %[[CALL]]
-// CHECK-NOT:      py.constant "--download"
-// CHECK:          py.constant "--precision"
-// CHECK:          %[[PARSE:[0-9]+]] = py.attribute %{{[0-9]+}}, "parse_args"
+// CHECK-NEXT:     %[[PARSER_AGAIN:[0-9]+]] = py.name "parser"
+// CHECK-NEXT:     %[[PARSE:[0-9]+]] = py.attribute %[[PARSER_AGAIN]], "parse_args"
 // CHECK-NEXT:     %[[ARGV:[0-9]+]] = py.name "argv"
 // CHECK-NEXT:     %[[ARGS:[0-9]+]] = py.call %[[PARSE]](%[[ARGV]])
 // CHECK-NEXT:     py.return %[[ARGS]]
 // CHECK-NEXT:   }
-// The set-up is py ops (train_build.py). `Trainer` is a dataclass of annotated fields, the
-// GradScaler's among them (insert-amp's marker), the counters with their defaults.
-// CHECK:        %[[DATACLASS:[0-9]+]] = py.name "dataclass"
-// CHECK-NEXT:   py.class @Trainer() decorators [%[[DATACLASS]]] {
-// CHECK-NEXT:     %[[DOC:[0-9]+]] = py.constant "Everything the loop touches, built once by `build_trainer`."
-// CHECK-NEXT:     py.expr %[[DOC]]
-// CHECK-NEXT:     %[[CTX_T:[0-9]+]] = py.name "DistContext"
-// CHECK-NEXT:     %[[CTX:[0-9]+]] = py.name "ctx"
-// CHECK-NEXT:     py.assign %[[CTX]] : %[[CTX_T]]
-// CHECK-NEXT:     %[[MODULE_T:[0-9]+]] = py.name "nn.Module"
-// CHECK-NEXT:     %[[MODEL:[0-9]+]] = py.name "model"
-// CHECK-NEXT:     py.assign %[[MODEL]] : %[[MODULE_T]] comment "the user's module: saved, loaded"
-// CHECK:          %[[GRAD_SCALER:[0-9]+]] = py.name "torch.amp.GradScaler"
-// CHECK-NEXT:     %[[NO_SCALER:[0-9]+]] = py.constant #py.none
-// CHECK-NEXT:     %[[SCALER_T:[0-9]+]] = py.binop "|" %[[GRAD_SCALER]], %[[NO_SCALER]]
-// CHECK-NEXT:     %[[SCALER:[0-9]+]] = py.name "scaler"
-// CHECK-NEXT:     py.assign %[[SCALER]] : %[[SCALER_T]]
-// CHECK:          %[[INT:[0-9]+]] = py.name "int"
-// CHECK-NEXT:     %[[ZERO:[0-9]+]] = py.constant 0 : i64
-// CHECK-NEXT:     %[[STEP:[0-9]+]] = py.name "step"
-// CHECK-NEXT:     py.assign %[[STEP]] : %[[INT]] = %[[ZERO]]
-// CHECK-NOT:      py.name "whole_step"
-// CHECK:        }
+// The set-up is py ops (train_build.py); the `Trainer` record is runtime/trainer.py's.
+// CHECK-NOT:    py.class @Trainer
 // The loaders are py ops (train_data.py): `digits` is a built-in dataset, read by
 // `load_digits` and resident on the device.
 // CHECK:        py.def @build_loaders(args : %{{[0-9]+}}, ctx : %{{[0-9]+}}) -> %{{[0-9]+}} {
@@ -140,6 +149,7 @@ builtin.module {
 // CHECK-NEXT:     py.call %[[ADAMW]](%[[GROUPS]], lr = %[[LR]], weight_decay = %[[WD]], fused = %[[CUDA]])
 // CHECK:          py.assign %{{[0-9]+}} = %{{[0-9]+}} comment "no `lr_schedule`"
 // CHECK-NOT:      py.name "build_scheduler"
+// CHECK:          %[[MODEL_LOSS:[0-9]+]] = py.name "ModelLoss"
 // CHECK:          %[[SHOULD:[0-9]+]] = py.name "should_compile"
 // CHECK-NEXT:     py.call %[[SHOULD]](%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, steps = %{{[0-9]+}}, batch_loss = %{{[0-9]+}}, loader = %{{[0-9]+}}, region = %{{[0-9]+}}, announce = %{{[0-9]+}})
 // CHECK:          %[[MODULE:[0-9]+]] = py.name "nn.Module"
@@ -153,13 +163,12 @@ builtin.module {
 // CHECK:          py.name "make_grad_scaler"
 // CHECK:          %[[RECIPE:[0-9]+]] = py.name "build_recipe"
 // CHECK-NEXT:     %[[RECIPE_MADE:[0-9]+]] = py.call %[[RECIPE]](%{{[0-9]+}}, %{{[0-9]+}})
+// CHECK-NEXT:     %{{[0-9]+}} = py.name "scaler"
+// CHECK-NEXT:     %{{[0-9]+}} = py.name "plan"
 // CHECK-NEXT:     %[[TRAINER:[0-9]+]] = py.name "Trainer"
-// CHECK-NEXT:     %[[BUILT:[0-9]+]] = py.call %[[TRAINER]]({{(%[0-9]+, )+}}%[[RECIPE_MADE]])
+// CHECK-NEXT:     %[[BUILT:[0-9]+]] = py.call %[[TRAINER]]({{(%[0-9]+, )+}}%[[RECIPE_MADE]], scaler = %{{[0-9]+}}, plan = %{{[0-9]+}})
 // CHECK-NEXT:     py.return %[[BUILT]]
 // CHECK-NEXT:   }
-// `BatchLoss` under DDP too: runtime/compiling.py's `should_compile` times it.
-// CHECK-NEXT:   py.name "nn.Module"
-// CHECK-NEXT:   py.class @BatchLoss(%{{[0-9]+}}) {
 // `build_recipe`: the best epoch by val_loss; a process group installs no signal handlers.
 // CHECK:        py.def @build_recipe(model : %{{[0-9]+}}, ctx : %{{[0-9]+}}) -> %{{[0-9]+}} {
 // CHECK:          py.comment "several processes must stop at one step: no handlers"
@@ -177,90 +186,22 @@ builtin.module {
 // CHECK-NEXT:     %[[RUN_RECIPE:[0-9]+]] = py.name "RunRecipe"
 // CHECK-NEXT:     %[[MADE_RECIPE:[0-9]+]] = py.call %[[RUN_RECIPE]](best = %[[TRACKER]], signals = %[[SIGNALS]])
 // CHECK-NEXT:     py.return %[[MADE_RECIPE]]
-// `resume` is py ops (train_step.resume_ops): the scaler's state too (insert-amp's marker).
-// CHECK:        py.def @resume(trainer : %{{[0-9]+}}, path : %{{[0-9]+}}) -> %{{[0-9]+}} {
-// CHECK:          %[[LOAD:[0-9]+]] = py.name "load_checkpoint"
-// CHECK-NEXT:     %[[RESUMED:[0-9]+]] = py.call %[[LOAD]](%{{[0-9]+}}, model = %{{[0-9]+}}, optimizer = %{{[0-9]+}}, scaler = %{{[0-9]+}}, scheduler = %{{[0-9]+}}, loader = %{{[0-9]+}}, map_location = %{{[0-9]+}})
-// CHECK-NEXT:     %[[STATE_NAME:[0-9]+]] = py.name "state"
-// CHECK-NEXT:     py.assign %[[STATE_NAME]] = %[[RESUMED]]
-// CHECK:          py.name "_resume_extra"
-// CHECK:        py.def @_resume_extra(
-// The step and evaluation are py ops (train_step.py): DDP's no_sync through `gradient_sync`
-// (insert-ddp's marker), autocast inside it (insert-amp's), the loss beside the DDP model; the
-// step mark for compile mode "reduce-overhead"; evaluation all-reduces its sums.
-// CHECK:        py.def @_forward_backward(trainer : %{{[0-9]+}}, xb : %{{[0-9]+}}, yb : %{{[0-9]+}}, sync : %{{[0-9]+}}) -> %{{[0-9]+}} {
-// CHECK:          %[[SYNC:[0-9]+]] = py.name "gradient_sync"
-// CHECK-NEXT:     %[[CTX:[0-9]+]] = py.call %[[SYNC]](%{{[0-9]+}}, %{{[0-9]+}})
-// CHECK-NEXT:     py.with %[[CTX]] {
-// CHECK:            %[[AUTOCAST:[0-9]+]] = py.name "autocast"
-// CHECK-NEXT:       %[[AMP:[0-9]+]] = py.call %[[AUTOCAST]](%{{[0-9]+}}, %{{[0-9]+}})
-// CHECK-NEXT:       py.with %[[AMP]] {
-// CHECK:              py.name "loss_fn"
-// CHECK:        py.def @_begin_step(trainer : %{{[0-9]+}}) -> %{{[0-9]+}} {
-// CHECK:          py.name "torch.compiler.cudagraph_mark_step_begin"
-// CHECK:        py.def @_optimizer_step(trainer : %{{[0-9]+}}) -> %{{[0-9]+}} {
-// CHECK-NOT:      "clip_grad_norm_"
-// CHECK:          py.attribute %{{[0-9]+}}, "update"
-// CHECK:        py.def @evaluate(trainer : %{{[0-9]+}}) -> %{{[0-9]+}} decorators [%{{[0-9]+}}] {
-// CHECK:            py.name "autocast"
-// CHECK:          %[[REDUCE:[0-9]+]] = py.name "all_reduce_sum"
-// CHECK-NEXT:     py.call %[[REDUCE]](%{{[0-9]+}})
-// The records are py ops (train_records.py): under DDP the epoch's mean loss is all-reduced.
-// CHECK:        py.def @validation_record(trainer : %{{[0-9]+}}) -> %{{[0-9]+}} {
-// CHECK:        py.def @epoch_record(
-// CHECK:          %[[MEAN_LOSS:[0-9]+]] = py.name "all_reduce_mean"
-// CHECK-NEXT:     %[[REDUCED:[0-9]+]] = py.call %[[MEAN_LOSS]](%{{[0-9]+}})
-// CHECK-NEXT:     py.attribute %[[REDUCED]], "item"
-// CHECK-NOT:    py.def @step_validation
-// The saves are py ops (train_loop.py): no `after_validation` without `keep_best`; the scaler
-// is saved (insert-amp's marker); under DDP rank 0 writes and every rank waits at `barrier()`;
-// `checkpoint every 2 epochs` is due when the epoch count is a multiple of CHECKPOINT_EVERY.
+// `resume` and the saves are runtime/trainer.py's (rank 0 writes): no `after_validation`
+// without `keep_best`.
+// CHECK-NOT:    py.def @resume(
 // CHECK-NOT:    py.def @after_validation
-// CHECK:        py.def @checkpoint_state(trainer : %{{[0-9]+}}, carry : %{{[0-9]+}} = %{{[0-9]+}}) -> %{{[0-9]+}} {
-// CHECK:          %[[STATE:[0-9]+]] = py.call %{{[0-9]+}}(model = %{{[0-9]+}}, optimizer = %{{[0-9]+}}, scaler = %{{[0-9]+}}, scheduler = %{{[0-9]+}}, step = %{{[0-9]+}}, loader = %{{[0-9]+}}, extra = %{{[0-9]+}})
-// CHECK-NEXT:     py.return %[[STATE]]
-// CHECK:        py.def @save_last(trainer : %{{[0-9]+}}, epochs_done : %{{[0-9]+}}) -> %{{[0-9]+}} {
-// CHECK:          py.fstring "{}/last.pt"(%{{[0-9]+}})
-// CHECK:          py.name "save_checkpoint"
-// CHECK:        py.def @save_if_due(trainer : %{{[0-9]+}}, epoch : %{{[0-9]+}}, start_step : %{{[0-9]+}}, args : %{{[0-9]+}}) -> %{{[0-9]+}} {
-// CHECK:          %[[EVERY:[0-9]+]] = py.name "CHECKPOINT_EVERY"
-// CHECK-NEXT:     %[[NONE:[0-9]+]] = py.constant #py.none
-// CHECK-NEXT:     %[[SET:[0-9]+]] = py.compare ["is not"] %[[EVERY]], %[[NONE]]
-// CHECK-NEXT:     %[[DONE:[0-9]+]] = py.name "done"
-// CHECK-NEXT:     %[[EVERY_AGAIN:[0-9]+]] = py.name "CHECKPOINT_EVERY"
-// CHECK-NEXT:     %[[MULTIPLE:[0-9]+]] = py.binop "%" %[[DONE]], %[[EVERY_AGAIN]]
-// CHECK-NEXT:     %[[ZERO:[0-9]+]] = py.constant 0 : i64
-// CHECK-NEXT:     %[[DUE:[0-9]+]] = py.compare ["=="] %[[MULTIPLE]], %[[ZERO]]
-// CHECK-NEXT:     %{{[0-9]+}} = py.binop "and" %[[SET]], %[[DUE]]
-// CHECK:          %[[DIR:[0-9]+]] = py.attribute %{{[0-9]+}}, "checkpoint_dir"
-// CHECK:          %[[UNNAMED:[0-9]+]] = py.compare ["is"] %[[DIR]], %{{[0-9]+}}
-// CHECK:          %[[SKIP:[0-9]+]] = py.binop "or" %[[UNNAMED]], %{{[0-9]+}}
-// CHECK-NEXT:     py.if %[[SKIP]] {
-// CHECK-NEXT:       py.return
-// CHECK-NEXT:     } else {
-// CHECK:          %[[MAIN:[0-9]+]] = py.attribute %{{[0-9]+}}, "is_main"
-// CHECK-NEXT:     py.if %[[MAIN]] {
-// CHECK:            %[[CKPT:[0-9]+]] = py.name "checkpoint_state"
-// CHECK-NEXT:       %[[SAVED:[a-z_0-9]+]] = py.call %[[CKPT]](%{{[0-9]+}})
-// CHECK:            %[[WRITE:[0-9]+]] = py.name "save_epoch_checkpoint"
-// CHECK-NEXT:       %[[CALL:[0-9]+]] = py.call %[[WRITE]](%{{[0-9]+}}, keep = %{{[0-9]+}}, epoch = %{{[0-9]+}}, **%[[SAVED]])
-// CHECK-NEXT:       py.expr %[[CALL]]
-// CHECK:          py.assign
-// CHECK-NEXT:     %[[BARRIER:[0-9]+]] = py.name "barrier"
-// CHECK-NEXT:     %[[WAIT:[0-9]+]] = py.call %[[BARRIER]]()
-// CHECK-NEXT:     py.expr %[[WAIT]]
-// CHECK-NEXT:   }
-// The run and the entry point are py ops too (train_loop.py): `train` closes the recipe in a
-// `finally` and, under DDP, waits at a barrier; `_run` logs through rank 0's `log`, and its
-// epoch loop is a py.for over the epochs; `main`'s handlers are a user's error (one line,
-// exit 1) and a bug (source notes, re-raised), then the process group's teardown.
+// CHECK-NOT:    py.def @save_if_due
+// The run and the entry point are py ops too (train_loop.py): `train` checks the run before
+// step 1 (`check_run`, rank 0 speaking), runs it inside its recipe and, under DDP, waits at a
+// barrier; `_run` logs through rank 0's `log`, and its epoch loop is a py.for over the epochs;
+// `main`'s handlers are a user's error (one line, exit 1) and a bug (source notes, re-raised),
+// then the process group's teardown.
 // CHECK:        py.def @train(args : %{{[0-9]+}}, ctx : %{{[0-9]+}}) -> %{{[0-9]+}} {
-// CHECK:          py.try {
+// CHECK:          %[[CHECK:[0-9]+]] = py.name "check_run"
+// CHECK-NEXT:     py.call %[[CHECK]](%{{[0-9]+}}, main = %{{[0-9]+}})
+// CHECK:          py.with %{{[0-9]+}} {
 // CHECK:            %[[RUNS:[0-9]+]] = py.name "_run"
 // CHECK-NEXT:       py.call %[[RUNS]](%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}})
-// CHECK:          } finally {
-// CHECK-NEXT:       py.comment "SIGINT and SIGTERM as they were"
-// CHECK:            py.attribute %{{[0-9]+}}, "close"
 // CHECK:          py.name "barrier"
 // CHECK:        py.def @_run(trainer : %{{[0-9]+}}, args : %{{[0-9]+}}, ctx : %{{[0-9]+}}) -> %{{[0-9]+}} {
 // CHECK:          %[[PRINT:[0-9]+]] = py.name "print"
@@ -274,8 +215,20 @@ builtin.module {
 // CHECK-NEXT:     ^bb0(%[[EPOCH:epoch[_0-9]*]]: !py.object):
 // CHECK:            %[[TRAIN:[0-9]+]] = py.name "train_one_epoch"
 // CHECK-NEXT:       py.call %[[TRAIN]](%{{[0-9]+}}, %[[EPOCH]], %{{[0-9]+}})
-// CHECK:            py.name "save_if_due"
-// CHECK:          py.name "save_last"
+// Under DDP the epoch's mean loss is all-reduced before its one `.item()`.
+// CHECK:            %[[MEAN_LOSS:[0-9]+]] = py.name "all_reduce_mean"
+// CHECK-NEXT:       %[[REDUCED:[0-9]+]] = py.call %[[MEAN_LOSS]](%{{[0-9]+}})
+// CHECK-NEXT:       py.attribute %[[REDUCED]], "item"
+// CHECK:            py.name "epoch_record"
+// `checkpoint every 2 epochs`: `save_if_due` (runtime/trainer.py) after a complete epoch, then
+// every rank waits at `barrier()`; `finish_run` saves last.pt and prints the summary.
+// CHECK:            %[[DUE:[0-9]+]] = py.name "save_if_due"
+// CHECK-NEXT:       %[[CALL:[0-9]+]] = py.call %[[DUE]](%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, every = %{{[0-9]+}}, keep = %{{[0-9]+}}, last = %{{[0-9]+}})
+// CHECK-NEXT:       py.expr %[[CALL]]
+// CHECK-NEXT:       %[[BARRIER:[0-9]+]] = py.name "barrier"
+// CHECK-NEXT:       %[[WAIT:[0-9]+]] = py.call %[[BARRIER]]()
+// CHECK-NEXT:       py.expr %[[WAIT]]
+// CHECK:          py.name "finish_run"
 // CHECK:        py.def @evaluate_checkpoint(trainer : %{{[0-9]+}}, args : %{{[0-9]+}}) -> %{{[0-9]+}} {
 // CHECK:        py.def @_silent(*_args : %{{[0-9]+}}, **_kwargs : %{{[0-9]+}}) -> %{{[0-9]+}} {
 // `serve_requests` (train_loop.py): under DDP only rank 0 serves, with the trained weights.
@@ -284,8 +237,7 @@ builtin.module {
 // CHECK-NEXT:     %[[OTHER_RANK:[0-9]+]] = py.unop "not" %[[IS_MAIN]]
 // CHECK-NEXT:     py.if %[[OTHER_RANK]] {
 // CHECK-NEXT:       py.return
-// CHECK:          py.name "read_predict_inputs"
-// CHECK:          py.name "export_model"
+// CHECK:          py.name "predict_and_export"
 // CHECK-NOT:      py.name "generate_text"
 // CHECK:        py.def @main(argv : %{{[0-9]+}} = %{{[0-9]+}}) -> %{{[0-9]+}} {
 // CHECK:          %[[USER:[0-9]+]] = py.tuple[%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}]

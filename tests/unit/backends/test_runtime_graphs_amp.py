@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import sys
 from functools import partial
@@ -86,9 +85,9 @@ def test_a_small_resident_cuda_run_without_a_scaler_captures_its_step(
     x, y = torch.zeros(4, 1), torch.zeros(4, dtype=torch.long)
     loader = script.DeviceLoader(x, y, batch_size=2, device=CPU) if options["resident"] else None
     scaler = object() if options["scaler"] else None
-    args = argparse.Namespace(no_cuda_graph=options["no_cuda_graph"])
-    ctx = script.DistContext(0, 0, 1, options["device"])
-    assert script._whole_step_graph(model, loader, scaler, args, ctx) is captured
+    allowed = not options["no_cuda_graph"]
+    decided = script.captures_whole_step(model, loader, scaler, options["device"], allowed=allowed)
+    assert decided is captured
 
 
 def test_resume_keeps_this_runs_optimizer_flags_and_moves_steps() -> None:

@@ -65,3 +65,18 @@ def test_each_pasted_import_is_read() -> None:
     read = {n for d in pasted.definitions for n in d.reads}
     for module, alias, name in pasted.imports:
         assert (name or alias or module.split(".")[0]) in read
+
+
+def test_a_local_named_like_a_definition_does_not_bring_it() -> None:
+    """`prepare_checkpoint_dir(..., resume=...)` names its parameter `resume`; it does not need
+    the runtime's `resume`, which a program of its own `resume` (FSDP's) must not be given."""
+    pasted = {n for d in runtime.paste(["prepare_checkpoint_dir"]).definitions for n in d.binds}
+    assert "prepare_checkpoint_dir" in pasted and "resume" not in pasted
+    # a dataclass's field is no reference either: `Trainer.carried` is not `carried()`
+    record = {n for d in runtime.paste(["Trainer"]).definitions for n in d.binds}
+    assert "carried" not in record and "DistContext" in record
+
+
+def test_a_name_the_script_defines_is_not_a_root() -> None:
+    source = "def resume(trainer, path):\n    pass\n\nresume(1, 2)\nsave_last(1, 2)\n"
+    assert runtime.names_read(source) == {"save_last"}

@@ -305,6 +305,14 @@ def test_run_emitted_compiles_the_model_alone_on_request() -> None:
     wrapped = script_globals["maybe_compile"](BatchLoss(net), None, None)
     assert isinstance(wrapped, BatchLoss) and wrapped.model is net and compiled == [net]
     assert script_globals["maybe_compile"](net, None, None) is net and compiled == [net, net]
+    # the runtime's `ModelLoss(model, loss_fn)` keeps its loss around the compiled model
+    from tensorloom.backends.runtime.trainer import ModelLoss as model_loss
+    loss_globals = {"maybe_compile": maybe_compile, "ModelLoss": model_loss}
+    run_emitted.with_model_only_compile(loss_globals)
+    loss = torch.nn.functional.mse_loss
+    rewrapped = loss_globals["maybe_compile"](model_loss(net, loss), None, None)
+    assert isinstance(rewrapped, model_loss) and rewrapped.loss_fn is loss
+    assert rewrapped.model is net
 
 
 def test_run_emitted_reports_exit_code_and_peak(tmp_path: Path) -> None:

@@ -1,7 +1,7 @@
 """The script's set-up as py ops (passes/train_lowering/train_build.py),
-printed for each kind of plan: the
-`Trainer` record, `build_trainer` and `build_recipe` agree with each other, and a plan
-without insert-amp's marker (or without a process group) names none of that code."""
+printed for each kind of plan: `build_trainer` makes runtime/trainer.py's `Trainer` record as
+it is declared, `build_recipe` (DDP, FSDP) agrees with its call, and a plan without
+insert-amp's marker (or without a process group) names none of that code."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from xdsl.dialects.builtin import ModuleOp
 
+from tensorloom.backends import runtime
 from tensorloom.backends.python_printer import print_python
 from tensorloom.dialects import py
 from tensorloom.dialects import train as train_dialect
@@ -21,7 +22,6 @@ from tensorloom.passes.train_lowering.train_build import (
     build_recipe_ops,
     build_trainer_ops,
     scheduler_ops,
-    trainer_ops,
 )
 from tensorloom.pipeline import compile_file
 
@@ -51,10 +51,17 @@ VARIANTS = _variants()
 
 
 def _setup(plan: ScriptPlan) -> dict[str, ast.FunctionDef | ast.ClassDef]:
-    ops = [*scheduler_ops(plan), *trainer_ops(plan), *build_trainer_ops(plan)]
+    ops = [*scheduler_ops(plan), *build_trainer_ops(plan)]
     text = print_python(ModuleOp([py.ModuleOp([*ops, *build_recipe_ops(plan)])]))
     tree = ast.parse(text)
     return {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef)}
+
+
+def _record() -> ast.ClassDef:
+    """runtime/trainer.py's `Trainer`."""
+    (text,) = [d.text for d in runtime.definitions() if "Trainer" in d.binds]
+    (record,) = [n for n in ast.parse(text).body if isinstance(n, ast.ClassDef)]
+    return record
 
 
 def _calls(node: ast.AST, name: str) -> list[ast.Call]:
@@ -73,15 +80,17 @@ def _names(node: ast.AST) -> set[str]:
 def test_build_trainer_makes_the_trainer_its_record_declares(kind: str) -> None:
     plan = VARIANTS[kind]
     setup = _setup(plan)
-    record = setup["Trainer"]
-    fields = [f for f in record.body if isinstance(f, ast.AnnAssign)]
+    fields = [f for f in _record().body if isinstance(f, ast.AnnAssign)]
     required = [f.target.id for f in fields if f.value is None]  # type: ignore[union-attr]
     (made,) = _calls(setup["build_trainer"], "Trainer")
     assert len(made.args) == len(required)
     assert {k.arg for k in made.keywords} <= {f.target.id for f in fields}  # type: ignore[union-attr]
-    (recipe,) = _calls(setup["build_trainer"], "build_recipe")
-    assert len(recipe.args) == len(setup["build_recipe"].args.args)  # type: ignore[union-attr]
-    assert ("_whole_step_graph" in setup) == plan.whole_step_graph
+    if plan.distributed:
+        (recipe,) = _calls(setup["build_trainer"], "build_recipe")
+        assert len(recipe.args) == len(setup["build_recipe"].args.args)  # type: ignore[union-attr]
+    else:  # one process builds it in place
+        assert "build_recipe" not in setup and _calls(setup["build_trainer"], "RunRecipe")
+    assert bool(_calls(setup["build_trainer"], "captures_whole_step")) == plan.whole_step_graph
     assert ("build_scheduler" in setup) == (plan.schedule is not None)
 
 
@@ -89,13 +98,15 @@ def test_build_trainer_makes_the_trainer_its_record_declares(kind: str) -> None:
 def test_without_insert_amp_the_setup_names_no_precision_plan(kind: str) -> None:
     for name, node in _setup(VARIANTS[kind]).items():
         assert not _names(node) & AMP_NAMES, name
-        fields = [f.target.id for f in node.body if isinstance(f, ast.AnnAssign)]  # type: ignore[union-attr]
-        assert "scaler" not in fields and "plan" not in fields
+        for made in _calls(node, "Trainer"):
+            assert not {k.arg for k in made.keywords} & {"scaler", "plan"}
 
 
 def test_a_process_group_installs_no_signal_handlers_and_fsdp_shards_the_ema() -> None:
-    one = _setup(VARIANTS["graphed"])["build_recipe"]
+    one = _setup(VARIANTS["graphed"])["build_trainer"]
     assert "signals" not in _names(one) and _calls(one, "StopSignals")
+    several = _setup(VARIANTS["ddp"])["build_recipe"]
+    assert "signals" in _names(several)
     fsdp = _setup(VARIANTS["fsdp"])
     recipe = fsdp["build_recipe"]
     assert [a.arg for a in recipe.args.args] == ["model", "ctx", "plan"]  # type: ignore[union-attr]

@@ -10,12 +10,13 @@ from pathlib import Path
 
 from xdsl.dialects.builtin import ModuleOp
 
+from tensorloom.backends import runtime
 from tensorloom.backends.python_printer import print_python
 from tensorloom.dialects import py
 from tensorloom.dialects import train as train_dialect
 from tensorloom.passes.convert_train_to_torch import plan_of
 from tensorloom.passes.support.py_builder import PyBuilder
-from tensorloom.passes.train_lowering.train_cli import flags_of, parse_args_ops
+from tensorloom.passes.train_lowering.train_cli import argument_options, parse_args_ops
 from tensorloom.pipeline import compile_file
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -31,7 +32,8 @@ def _plan(example: str):  # type: ignore[no-untyped-def]
 def _parse_args(plan, argv: list[str]) -> argparse.Namespace:  # type: ignore[no-untyped-def]
     text = print_python(ModuleOp([py.ModuleOp(parse_args_ops(plan))]))
     scope = {"EPOCHS": 10, "BATCH_SIZE": 64, "SEED": 0, "COMPILE": "auto", "PRECISION": "fp16"}
-    exec(compile("import argparse\n" + text, "<cli>", "exec"), scope)
+    pasted = runtime.paste(["training_arguments"]).text
+    exec(compile("import argparse\n" + pasted + "\n" + text, "<cli>", "exec"), scope)
     return scope["parse_args"](argv)  # type: ignore[operator,no-any-return]
 
 
@@ -44,12 +46,13 @@ def test_the_printed_command_line_parses_the_flags() -> None:
 
 def test_which_flags_follow_from_the_plan() -> None:
     plan = _plan("mnist.tl")
-    names = [f.flag for f in flags_of(plan)]
-    assert "--precision" in names and "--generate" not in names and "--download" not in names
+    options = argument_options(plan)
+    assert "precision" in options and "generate" not in options and "download" not in options
     no_amp = dataclasses.replace(plan, precision="none")  # insert-amp left out
-    assert "--precision" not in [f.flag for f in flags_of(no_amp)]
-    lm = [f.flag for f in flags_of(_plan("train_gpt.tl"))]
-    assert {"--generate", "--tokens", "--temperature", "--top-k"} <= set(lm)
+    assert "precision" not in argument_options(no_amp)
+    assert argument_options(_plan("train_gpt.tl"))["generate"] is True
+    lm = vars(_parse_args(_plan("train_gpt.tl"), ["--generate", "hi", "--top-k", "5"]))
+    assert (lm["generate"], lm["tokens"], lm["temperature"], lm["top_k"]) == ("hi", 200, 0.8, 5)
 
 
 def test_a_wide_call_of_literals_wraps_aligned_and_a_comment_sits_on_its_statement() -> None:

@@ -15,13 +15,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tensorloom_rt_0_2_0_369a5551 import (
-    DatasetUnavailable, DeviceUnavailable, DistContext, MetricsWriter, ParamGroup, PrecisionPlan,
-    StepsCheckpointError, TokenInfo, WindowLoader, autocast, check_epoch_has_steps,
+from tensorloom_rt_0_2_0_86ad2cbd import (
+    CheckpointError, DatasetUnavailable, DeviceUnavailable, DistContext, MetricsWriter, ParamGroup,
+    PrecisionPlan, StepsCheckpointError, TokenInfo, WindowLoader, autocast, check_epoch_has_steps,
     format_steps_summary, load_models_checkpoint, load_token_dataset, lr_schedule_from,
-    make_grad_scaler, make_lr_scheduler, maybe_compile, mean_objectives, parameter_group, progress,
-    resolve_device, resolve_precision, run_epoch, save_models_checkpoint, step_optimizer,
-    total_train_steps,
+    make_grad_scaler, make_lr_scheduler, maybe_compile, mean_objectives, parameter_group,
+    prepare_checkpoint_dir, progress, resolve_device, resolve_precision, run_epoch,
+    save_models_checkpoint, step_optimizer, total_train_steps,
 )
 
 
@@ -183,6 +183,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--metrics", default=None, help="a JSON line per epoch")
     parser.add_argument("--checkpoint-dir", default="checkpoints/modern_gpt")
     parser.add_argument("--resume", default=None, help="a checkpoint to continue")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace the checkpoints an earlier run left in --checkpoint-dir")
     parser.add_argument("--evaluate", default=None, metavar="CHECKPOINT",
                         help="the validation objectives of a checkpoint; no training")
     parser.add_argument("--data-root", default=None, help="where datasets live")
@@ -327,6 +329,11 @@ def resume(trainer: Trainer, path: str) -> None:
 
 # ---- the loop ----
 def train(args: argparse.Namespace, ctx: DistContext) -> int:
+    # a run never loses another's work: a folder of its own if this one is used
+    if args.checkpoint_dir is not None and args.evaluate is None:
+        folder = prepare_checkpoint_dir(args.checkpoint_dir, resume=args.resume,
+                                        overwrite=args.overwrite)
+        args.checkpoint_dir = str(folder)
     trainer = build_trainer(args, ctx)
     if trainer.plan.warning is not None:
         print(trainer.plan.warning, file=sys.stderr)
@@ -396,7 +403,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         ctx = DistContext(0, 0, 1, resolve_device(args.device))
         return train(args, ctx)
-    except (DatasetUnavailable, DeviceUnavailable, StepsCheckpointError) as error:
+    except (DatasetUnavailable, DeviceUnavailable, StepsCheckpointError, CheckpointError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
 

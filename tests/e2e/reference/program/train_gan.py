@@ -15,12 +15,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tensorloom_rt_0_2_0_d79ca555 import (
-    DataInfo, DatasetUnavailable, DeviceLoader, DeviceUnavailable, DistContext, MetricsWriter,
-    PrecisionPlan, StepsCheckpointError, autocast, check_epoch_has_steps, draw_samples,
-    format_steps_summary, load_digits, load_models_checkpoint, make_grad_scaler, mean_objectives,
-    progress, resolve_device, resolve_precision, run_epoch, save_models_checkpoint, step_optimizer,
-    write_sample_grid,
+from tensorloom_rt_0_2_0_309c45ff import (
+    CheckpointError, DataInfo, DatasetUnavailable, DeviceLoader, DeviceUnavailable, DistContext,
+    MetricsWriter, PrecisionPlan, StepsCheckpointError, autocast, check_epoch_has_steps,
+    draw_samples, format_steps_summary, load_digits, load_models_checkpoint, make_grad_scaler,
+    mean_objectives, prepare_checkpoint_dir, progress, resolve_device, resolve_precision, run_epoch,
+    save_models_checkpoint, step_optimizer, write_sample_grid,
 )
 
 
@@ -107,6 +107,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--metrics", default=None, help="a JSON line per epoch")
     parser.add_argument("--checkpoint-dir", default="checkpoints/train_gan")
     parser.add_argument("--resume", default=None, help="a checkpoint to continue")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace the checkpoints an earlier run left in --checkpoint-dir")
     parser.add_argument("--evaluate", default=None, metavar="CHECKPOINT",
                         help="the validation objectives of a checkpoint; no training")
     parser.add_argument("--data-root", default=None, help="where datasets live")
@@ -226,6 +228,11 @@ def resume(trainer: Trainer, path: str) -> None:
 
 # ---- the loop ----
 def train(args: argparse.Namespace, ctx: DistContext) -> int:
+    # a run never loses another's work: a folder of its own if this one is used
+    if args.checkpoint_dir is not None and args.evaluate is None:
+        folder = prepare_checkpoint_dir(args.checkpoint_dir, resume=args.resume,
+                                        overwrite=args.overwrite)
+        args.checkpoint_dir = str(folder)
     trainer = build_trainer(args, ctx)
     if trainer.plan.warning is not None:
         print(trainer.plan.warning, file=sys.stderr)
@@ -300,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         ctx = DistContext(0, 0, 1, resolve_device(args.device))
         return train(args, ctx)
-    except (DatasetUnavailable, DeviceUnavailable, StepsCheckpointError) as error:
+    except (DatasetUnavailable, DeviceUnavailable, StepsCheckpointError, CheckpointError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
 

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import random
 import sys
 import time
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -16,16 +13,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tensorloom_rt_0_2_0_a7f5fbb5 import (
+from tensorloom_rt_0_2_0_a5adadae import (
     BestTracker, CheckpointError, DeviceUnavailable, DistContext, ExportError, MetricsWriter,
-    PrecisionPlan, PredictInputError, RunLengthError, RunRecipe, StopSignals, TokenDataUnavailable,
-    TokenInfo, WindowLoader, add_source_notes, autocast, check_batch_size, check_epoch_has_steps,
-    check_resume_left, check_run_length, clean_stale_temp_files, decay_param_groups, export_model,
-    format_epoch_summary, format_run_summary, format_validation, generate_text,
-    interrupted_exit_code, load_checkpoint, load_token_dataset, load_weights, lr_schedule_from,
-    make_grad_scaler, make_lr_scheduler, maybe_compile, predict, prepare_checkpoint_dir, progress,
-    read_predict_inputs, resolve_device, resolve_precision, save_checkpoint, save_epoch_checkpoint,
-    should_compile, total_train_steps, write_predictions,
+    ModelLoss, PredictInputError, RunLengthError, RunRecipe, StopSignals, TokenDataUnavailable,
+    TokenInfo, Trainer, WindowLoader, add_source_notes, autocast, carried, check_epoch_has_steps,
+    check_run, decay_param_groups, end_epoch, epoch_batches, epoch_record, epoch_stops,
+    evaluate_saved, finish_run, format_epoch_summary, generate_text, load_token_dataset,
+    lr_schedule_from, make_grad_scaler, make_lr_scheduler, mark_step_begin, maybe_compile,
+    predict_and_export, resolve_device, resolve_precision, save_if_due, seconds_since,
+    seed_everything, should_compile, start_run, total_train_steps, training_arguments, warn,
 )
 
 
@@ -172,48 +168,77 @@ def loss_fn(output: torch.Tensor, target: torch.Tensor, reduction: str = "mean")
     return F.cross_entropy(output, target, reduction=reduction)  # train_gpt.tl:24
 
 
-# ---- command line ----
+# ---- the training step ----
+def _forward_backward(trainer: Trainer, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+    """Accumulate one micro-batch's gradients."""
+    mark_step_begin(trainer)
+    with autocast(trainer.plan, trainer.ctx.device):
+        loss = trainer.train_model(xb, yb)
+    scaled = loss
+    if trainer.scaler is not None:
+        scaled = trainer.scaler.scale(scaled)
+    scaled.backward()
+    return loss.detach()
+
+
+def _optimizer_step(trainer: Trainer) -> None:
+    optimizer, scaler = trainer.optimizer, trainer.scaler
+    if scaler is not None:
+        scaler.unscale_(optimizer)
+    torch.nn.utils.clip_grad_norm_(trainer.model.parameters(), GRAD_CLIP)
+    if scaler is not None:
+        scaler.step(optimizer)
+        scaler.update()
+    else:
+        optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    trainer.scheduler.step()
+    trainer.step += 1
+
+
+# ---- the epoch ----
+def train_one_epoch(
+    trainer: Trainer, epoch: int, max_steps: int | None
+) -> tuple[torch.Tensor, int]:
+    """The epoch's mean loss (on the device, not yet synced) and its number of batches."""
+    trainer.train_model.train()
+    loss_sum, batches = carried(trainer)  # a resumed epoch's, else nothing yet
+    for xb, yb in epoch_batches(trainer, epoch, max_steps, skip=batches):
+        loss_sum += _forward_backward(trainer, xb, yb)
+        batches += 1
+        _optimizer_step(trainer)
+    return end_epoch(trainer, loss_sum, batches)
+
+
+# ---- evaluation ----
+@torch.no_grad()
+def evaluate(trainer: Trainer) -> dict[str, float | None]:
+    """Validation loss and accuracy over the whole split, summed across ranks."""
+    model = trainer.eval_model
+    device = trainer.ctx.device
+    model.eval()
+    # loss sum, correct predictions, targets
+    totals = torch.zeros(3, device=device)
+    for xb, yb in trainer.val_loader:
+        mark_step_begin(trainer)
+        # the loss runs in fp32 under autocast
+        with autocast(trainer.plan, device):
+            logits = model(xb)
+            totals[0] += loss_fn(logits, yb, reduction="sum")
+        flat_y = yb.flatten()
+        totals[1] += (logits.flatten(0, -2).argmax(dim=-1) == flat_y).sum()
+        totals[2] += flat_y.numel()
+    loss_sum, correct, count = totals.tolist()
+    return {"val_loss": loss_sum / max(count, 1), "val_accuracy": correct / max(count, 1)}
+
+
+# ---- the command line, the set-up and the run ----
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description="Train GPT on text (from train_gpt.tl).")
-    parser.add_argument("--epochs", type=int, default=EPOCHS)
-    parser.add_argument("--batch-size", type=int, default=BATCH_SIZE, help="per process")
-    parser.add_argument("--max-steps", type=int, default=None,
-                        help="stop after this many steps (the schedule is unchanged)")
-    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
-    parser.add_argument("--seed", type=int, default=SEED)
-    parser.add_argument("--metrics", default=None, help="a JSON line per epoch goes here")
-    parser.add_argument("--tensorboard", default=None, help="TensorBoard logs go here")
-    parser.add_argument("--checkpoint-dir", default="checkpoints/train_gpt")
-    parser.add_argument("--resume", default=None, help="a checkpoint to continue from")
-    parser.add_argument("--overwrite", action="store_true",
-                        help="replace the checkpoints an earlier run left in --checkpoint-dir")
-    parser.add_argument("--init-from", default=None, help="start from these weights")
-    parser.add_argument("--evaluate", default=None, metavar="CHECKPOINT",
-                        help="report the validation metrics of a checkpoint; no training")
-    parser.add_argument("--predict", default=None, metavar="INPUT",
-                        help="outputs for a .npz, .pt, .csv or image file")
-    parser.add_argument("--out", default=None, help="--predict writes here, not stdout")
-    parser.add_argument("--export", default=None, metavar="FILE",
-                        help="torch.export the model (.pt2; .onnx with onnx)")
-    parser.add_argument("--generate", default=None, metavar="PROMPT",
-                        help="print text the model writes after PROMPT")
-    parser.add_argument("--tokens", type=int, default=200, help="bytes --generate samples")
-    parser.add_argument("--temperature", type=float, default=0.8, help="0: always the likeliest")
-    parser.add_argument("--top-k", type=int, default=40, help="sample among the k likeliest")
-    parser.add_argument("--data-root", default=None, help="where datasets live")
-    parser.add_argument("--compile", choices=("auto", "on", "off"), default=COMPILE,
-                        help="torch.compile on CUDA; auto: when the run repays it")
-    parser.add_argument("--no-compile", action="store_true", help="as --compile off")
-    parser.add_argument("--precision", choices=("auto", "fp32", "fp16", "bf16"), default=PRECISION,
-                        help="auto: bf16 on a bf16 GPU, else fp32")
+    parser = training_arguments("Train GPT on text (from train_gpt.tl).", epochs=EPOCHS,
+                                batch_size=BATCH_SIZE, seed=SEED,
+                                checkpoint_dir="checkpoints/train_gpt", compile=COMPILE,
+                                precision=PRECISION, serve=True, generate=True)
     return parser.parse_args(argv)
-
-
-# ---- setup ----
-def seed_everything(seed: int) -> None:
-    random.seed(seed)
-    # seeds every CUDA device too
-    torch.manual_seed(seed)
 
 
 def build_scheduler(
@@ -223,29 +248,6 @@ def build_scheduler(
     schedule = lr_schedule_from(LR_SCHEDULE, steps_per_epoch=steps_per_epoch,
                                 total_steps=total_steps, base_lr=LEARNING_RATE)
     return make_lr_scheduler(optimizer, schedule)
-
-
-@dataclass
-class Trainer:
-    """Everything the loop touches, built once by `build_trainer`."""
-
-    ctx: DistContext
-    model: nn.Module  # the user's module: saved, loaded
-    train_model: nn.Module  # trained: BatchLoss (one process) or the DDP-wrapped model
-    eval_model: nn.Module  # compiled, not DDP-wrapped: evaluated
-    optimizer: torch.optim.Optimizer
-    scaler: torch.amp.GradScaler | None
-    scheduler: torch.optim.lr_scheduler.LRScheduler | None
-    plan: PrecisionPlan
-    train_loader: WindowLoader
-    val_loader: WindowLoader
-    info: TokenInfo
-    recipe: RunRecipe  # EMA, early stopping, keep-best, eval_every, stop signals
-    step: int = 0
-    start_epoch: int = 0
-    carry: tuple[torch.Tensor, int] | None = None  # resumed mid-epoch: (loss sum, batches)
-    checkpoint_dir: str | None = None
-    saved_step: int = -1  # the step last.pt holds
 
 
 def build_loaders(
@@ -280,300 +282,63 @@ def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
     compile_it = should_compile(
         "off" if args.no_compile else args.compile, COMPILE_MODE, ctx.device,
         steps=total_train_steps(args.epochs, steps_per_epoch, args.max_steps),
-        batch_loss=BatchLoss(model), loader=train_loader,
+        batch_loss=ModelLoss(model, loss_fn), loader=train_loader,
         region=partial(autocast, plan, ctx.device),
     )
     compiled = maybe_compile(model, compile_it, COMPILE_MODE)
     # the step's forward and loss, compiled together; evaluation runs `compiled`
-    train_model = maybe_compile(BatchLoss(model), compile_it, COMPILE_MODE)
+    train_model = maybe_compile(ModelLoss(model, loss_fn), compile_it, COMPILE_MODE)
     scaler = make_grad_scaler(plan, ctx.device)
-    return Trainer(ctx, model, train_model, compiled, optimizer, scaler, scheduler, plan,
-                   train_loader, val_loader, info, build_recipe(model, ctx))
-
-
-class BatchLoss(nn.Module):
-    """The training loss of a batch, `loss_fn(model(xb), yb)`, as one module.
-
-    `torch.compile` of this module sees the forward and the loss together.
-    """
-
-    def __init__(self, model: nn.Module) -> None:
-        super().__init__()
-        self.model = model
-
-    def forward(self, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
-        return loss_fn(self.model(xb), yb)
-
-
-def build_recipe(model: nn.Module, ctx: DistContext) -> RunRecipe:
-    """The block's recipe keys as runtime/recipe.py objects."""
-    return RunRecipe(best=BestTracker("val_loss"), signals=StopSignals().install())
-
-
-def resume(trainer: Trainer, path: str) -> None:
-    """Continue where a checkpoint left off: weights, optimizer, scaler, schedule, RNG,
-    the recipe's state (EMA, early stopping, best) and, mid-epoch, the epoch's batches."""
-    state = load_checkpoint(path, model=trainer.model, optimizer=trainer.optimizer,
-                            scaler=trainer.scaler, scheduler=trainer.scheduler,
-                            loader=trainer.train_loader, map_location=trainer.ctx.device)
-    _resume_extra(trainer, state)
-
-
-def _resume_extra(trainer: Trainer, state: dict[str, Any]) -> None:
-    trainer.start_epoch, trainer.step = state["epoch"], state["step"]
-    trainer.saved_step = trainer.step
-    extra = state["extra"]
-    trainer.recipe.load_state_dict(extra.get("recipe", {}))
-    carry = extra.get("carry")
-    if carry is not None:
-        trainer.carry = carry["loss_sum"].to(trainer.ctx.device), int(carry["batches"])
-
-
-# ---- one epoch of training, one of validation ----
-def train_one_epoch(
-    trainer: Trainer, epoch: int, max_steps: int | None
-) -> tuple[torch.Tensor, int]:
-    """The epoch's mean loss (on the device, not yet synced) and its number of batches."""
-    model = trainer.train_model
-    model.train()
-    trainer.train_loader.set_epoch(epoch)
-    loss_sum, batches = _carried(trainer)
-    # resumed mid-epoch: these were trained before the interruption
-    skip = batches
-    batches_used = len(trainer.train_loader)
-    description = f"epoch {epoch + 1}"
-    bar = progress(trainer.train_loader, total=batches_used, description=description,
-                   enabled=trainer.ctx.is_main)
-    for xb, yb in bar:
-        if skip:
-            skip -= 1
-            continue
-        if batches == batches_used:
-            break
-        if _reached(trainer.step, max_steps):
-            break
-        loss_sum += _forward_backward(trainer, xb, yb, sync=True)
-        batches += 1
-        _optimizer_step(trainer)
-        if trainer.recipe.stop_reason is not None:
-            break
-    # cut short: last.pt keeps what this epoch did so far
-    if batches < batches_used:
-        trainer.carry = loss_sum, batches
-    return loss_sum / max(batches, 1), batches
-
-
-def _carried(trainer: Trainer) -> tuple[torch.Tensor, int]:
-    """The loss sum and batches of an epoch resumed in its middle, else nothing yet."""
-    carry, trainer.carry = trainer.carry, None
-    if carry is None:
-        return torch.zeros((), device=trainer.ctx.device), 0
-    return carry
-
-
-def _reached(step: int, max_steps: int | None) -> bool:
-    return max_steps is not None and step >= max_steps
-
-
-def _forward_backward(
-    trainer: Trainer, xb: torch.Tensor, yb: torch.Tensor, sync: bool
-) -> torch.Tensor:
-    """Accumulate one micro-batch's gradients."""
-    _begin_step(trainer)
-    with autocast(trainer.plan, trainer.ctx.device):
-        loss = trainer.train_model(xb, yb)
-    scaled = loss
-    if trainer.scaler is not None:
-        scaled = trainer.scaler.scale(scaled)
-    scaled.backward()
-    return loss.detach()
-
-
-def _begin_step(trainer: Trainer) -> None:
-    """CUDA graphs (compile mode COMPILE_MODE) reuse output memory: mark each step.
-
-    Only a compiled model's: the call imports the compiler's machinery (seconds at start-up).
-    """
-    if trainer.eval_model is not trainer.model:
-        torch.compiler.cudagraph_mark_step_begin()
-
-
-def _optimizer_step(trainer: Trainer) -> None:
-    optimizer, scaler = trainer.optimizer, trainer.scaler
-    if scaler is not None:
-        scaler.unscale_(optimizer)
-    torch.nn.utils.clip_grad_norm_(trainer.model.parameters(), GRAD_CLIP)
-    if scaler is not None:
-        scaler.step(optimizer)
-        scaler.update()
-    else:
-        optimizer.step()
-    optimizer.zero_grad(set_to_none=True)
-    trainer.scheduler.step()
-    trainer.step += 1
-
-
-@torch.no_grad()
-def evaluate(trainer: Trainer) -> tuple[float, float | None]:
-    """Validation loss and accuracy over the whole split, summed across ranks."""
-    model = trainer.eval_model
-    device = trainer.ctx.device
-    model.eval()
-    # loss sum, correct predictions, targets
-    totals = torch.zeros(3, device=device)
-    for xb, yb in trainer.val_loader:
-        _begin_step(trainer)
-        # the loss runs in fp32 under autocast
-        with autocast(trainer.plan, device):
-            logits = model(xb)
-            totals[0] += loss_fn(logits, yb, reduction="sum")
-        flat_y = yb.flatten()
-        totals[1] += (logits.flatten(0, -2).argmax(dim=-1) == flat_y).sum()
-        totals[2] += flat_y.numel()
-    loss_sum, correct, count = totals.tolist()
-    return loss_sum / max(count, 1), correct / max(count, 1)
-
-
-# ---- the loop ----
-def validation_record(trainer: Trainer) -> dict[str, Any]:
-    """The validation metrics."""
-    loss, accuracy = evaluate(trainer)
-    return {"val_loss": loss, "val_accuracy": accuracy}
-
-
-def epoch_record(
-    trainer: Trainer,
-    epoch: int,
-    train_loss: torch.Tensor,
-    batches: int,
-    elapsed: float,
-    args: argparse.Namespace,
-) -> dict[str, Any]:
-    samples = batches * args.batch_size * trainer.ctx.world_size
-    # the epoch's one host sync: `train_loss.item()`
-    return {
-        "epoch": epoch + 1,
-        "train_loss": train_loss.item(),
-        **validation_record(trainer),
-        "samples_per_s": samples / elapsed,
-        "lr": float(trainer.optimizer.param_groups[0]["lr"]),
-        "time": elapsed,
-        "steps": trainer.step,
-    }
-
-
-def checkpoint_state(
-    trainer: Trainer, carry: tuple[torch.Tensor, int] | None = None
-) -> dict[str, Any]:
-    """What a checkpoint holds besides its epoch: `carry` is a cut epoch's loss and batches."""
-    extra: dict[str, Any] = {"recipe": trainer.recipe.state_dict()}
-    if carry is not None:
-        extra["carry"] = {"loss_sum": carry[0].detach(), "batches": carry[1]}
-    return dict(model=trainer.model, optimizer=trainer.optimizer, scaler=trainer.scaler,
-                scheduler=trainer.scheduler, step=trainer.step, loader=trainer.train_loader,
-                extra=extra)
-
-
-def save_last(trainer: Trainer, epochs_done: int) -> None:
-    """At the end of the run, and when it is interrupted: last.pt holds where it stopped."""
-    if trainer.checkpoint_dir is None or trainer.saved_step == trainer.step:
-        return
-    path = f"{trainer.checkpoint_dir}/last.pt"
-    save_checkpoint(path, epoch=epochs_done, **checkpoint_state(trainer, trainer.carry))
-    trainer.saved_step = trainer.step
-
-
-def save_if_due(trainer: Trainer, epoch: int, start_step: int, args: argparse.Namespace) -> None:
-    """`checkpoint every N epochs`, and after the last epoch."""
-    done = epoch + 1
-    due = CHECKPOINT_EVERY is not None and done % CHECKPOINT_EVERY == 0
-    if args.checkpoint_dir is None or not (due or done == args.epochs):
-        return
-    state = checkpoint_state(trainer)
-    save_epoch_checkpoint(args.checkpoint_dir, keep=KEEP_CHECKPOINTS, epoch=done, **state)
-    trainer.saved_step = trainer.step
+    # the block's recipe keys (runtime/recipe.py)
+    recipe = RunRecipe(best=BestTracker("val_loss"), signals=StopSignals().install())
+    return Trainer(ctx, model, train_model, compiled, optimizer, scheduler, train_loader,
+                   val_loader, info, recipe, scaler=scaler, plan=plan)
 
 
 def train(args: argparse.Namespace, ctx: DistContext) -> int:
-    check_run_length(args.epochs, args.max_steps, evaluating=args.evaluate is not None)
-    check_batch_size(args.batch_size)
-    if args.checkpoint_dir is not None and args.evaluate is None:
-        prepare_checkpoint_dir(args.checkpoint_dir, resume=args.resume, overwrite=args.overwrite,
-                               init_from=args.init_from)
+    checkpoint_dir = check_run(args)  # before step 1: what could fail later
     trainer = build_trainer(args, ctx)
-    trainer.checkpoint_dir = args.checkpoint_dir
-    try:
-        code = _run(trainer, args, ctx)
-    finally:
-        # SIGINT and SIGTERM as they were
-        trainer.recipe.close()
-    return code
+    trainer.checkpoint_dir = checkpoint_dir
+    # SIGINT and SIGTERM stop the run at a step's end, then are as they were
+    with trainer.recipe:
+        return _run(trainer, args, ctx)
 
 
 def _run(trainer: Trainer, args: argparse.Namespace, ctx: DistContext) -> int:
-    if trainer.plan.warning is not None:
-        print(trainer.plan.warning, file=sys.stderr)
-    if args.checkpoint_dir is not None:
-        for stale in clean_stale_temp_files(args.checkpoint_dir):
-            print(f"removed {stale}, left by a checkpoint write that was cut off", file=sys.stderr)
+    warn(ctx, trainer.plan.warning)
+    # --evaluate: a checkpoint's validation metrics; no training
     if args.evaluate is not None:
-        return evaluate_checkpoint(trainer, args)
-    if args.init_from is not None:
-        load_weights(args.init_from, model=trainer.model, map_location=ctx.device)
-        print(f"starting from the weights in {args.init_from}")
-    if args.resume is not None:
-        resume(trainer, args.resume)
-        print(f"resumed from {args.resume} after epoch {trainer.start_epoch}")
-        check_resume_left(args.resume, epochs_done=trainer.start_epoch, epochs=args.epochs,
-                          step=trainer.step, max_steps=args.max_steps)
-    max_steps = args.max_steps
+        evaluate_saved(trainer, args.evaluate, evaluate, args.metrics)
+        serve_requests(trainer, args)
+        return 0
+    # stale temporary files of a cut save, then --init-from or --resume
+    start_run(trainer, args)
     metrics = MetricsWriter(args.metrics, tensorboard=args.tensorboard)
     started, epochs_done = time.perf_counter(), trainer.start_epoch
     for epoch in range(trainer.start_epoch, args.epochs):  # train_gpt.tl:18
-        if _reached(trainer.step, max_steps) or trainer.recipe.stop_reason is not None:
+        if epoch_stops(trainer, args.max_steps):
             break
         start, start_step = time.perf_counter(), trainer.step
-        train_loss, batches = train_one_epoch(trainer, epoch, max_steps)
-        if trainer.ctx.device.type == "cuda":
-            # the epoch's time includes the steps still queued
-            torch.cuda.synchronize()
-        elapsed = time.perf_counter() - start
+        train_loss, batches = train_one_epoch(trainer, epoch, args.max_steps)
+        elapsed = seconds_since(start, trainer.ctx.device)  # queued GPU steps included
         complete = batches == len(trainer.train_loader) // GRAD_ACCUM * GRAD_ACCUM
         if not complete and trainer.recipe.interrupted:
             # last.pt keeps the epoch's batches so far; no validation on the way out
             break
-        record = epoch_record(trainer, epoch, train_loss, batches, elapsed, args)
+        # the epoch's one host sync: `train_loss.item()`
+        record = epoch_record(trainer, epoch + 1, train_loss.item(), evaluate(trainer),
+                              batches=batches, batch_size=args.batch_size, elapsed=elapsed)
         metrics.write(record if complete else {**record, "partial": True})
         print(format_epoch_summary(record, epochs=args.epochs))
         # the best epoch; early stopping
         trainer.recipe.after_validation(record)
         if complete:
             epochs_done = epoch + 1
-            save_if_due(trainer, epoch, start_step, args)
-    stopped = trainer.recipe.stop_reason
-    save_last(trainer, epochs_done)
-    metrics.close()
-    seconds = time.perf_counter() - started
-    summary = format_run_summary(epochs_done=epochs_done, steps=trainer.step, seconds=seconds,
-                                 best=trainer.recipe.best, checkpoint_dir=args.checkpoint_dir,
-                                 stopped=stopped)
-    print(summary)
-    if trainer.recipe.interrupted:
-        print(f"continue with --resume {args.checkpoint_dir}/last.pt")
-        return interrupted_exit_code(stopped)
-    serve_requests(trainer, args)
-    return 0
-
-
-def evaluate_checkpoint(trainer: Trainer, args: argparse.Namespace) -> int:
-    """--evaluate CHECKPOINT: the validation metrics of its weights,
-    then any --predict, --export or --generate with them; no training."""
-    state = load_weights(args.evaluate, model=trainer.model, map_location=trainer.ctx.device)
-    record = {"epoch": state.get("epoch"), **validation_record(trainer)}
-    print(f'{args.evaluate} (epoch {record["epoch"]}):  ' + format_validation(record))
-    if args.metrics is not None:
-        with open(args.metrics, "a", encoding="utf-8") as f:
-            f.write(json.dumps({"evaluated": args.evaluate, **record}) + "\n")
+            save_if_due(trainer, epochs_done, start_step, every=CHECKPOINT_EVERY,
+                        keep=KEEP_CHECKPOINTS, last=args.epochs)
+    interrupted = finish_run(trainer, epochs_done=epochs_done, started=started, metrics=metrics)
+    if interrupted is not None:
+        return interrupted
     serve_requests(trainer, args)
     return 0
 
@@ -581,17 +346,8 @@ def evaluate_checkpoint(trainer: Trainer, args: argparse.Namespace) -> int:
 def serve_requests(trainer: Trainer, args: argparse.Namespace) -> None:
     """--predict, --export, --generate with the trained weights."""
     model = trainer.model
-    example = next(iter(trainer.val_loader))[0][:2]
-    if args.predict is not None:
-        shape = tuple(example.shape[1:])
-        normalisation = getattr(trainer.info, "normalisation", None)
-        integer = not example.is_floating_point()
-        x = read_predict_inputs(args.predict, sample_shape=shape, normalisation=normalisation,
-                                integer=integer)
-        outputs = predict(model, x, batch_size=args.batch_size, device=trainer.ctx.device)
-        write_predictions(outputs, args.out, classes=True)
-    if args.export is not None:
-        print(f"exported to {export_model(model, example, args.export)}")
+    predict_and_export(model, args, loader=trainer.val_loader, info=trainer.info,
+                       device=trainer.ctx.device, classes=True)
     if args.generate is not None:
         block_size = DATASET_OPTIONS["block_size"]
         text = generate_text(model, args.generate, tokens=args.tokens, block_size=block_size,
@@ -602,8 +358,7 @@ def serve_requests(trainer: Trainer, args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
-        # one process
-        ctx = DistContext(0, 0, 1, resolve_device(args.device))
+        ctx = DistContext(0, 0, 1, resolve_device(args.device))  # one process
         return train(args, ctx)
     except (TokenDataUnavailable, DeviceUnavailable, CheckpointError, RunLengthError,
             PredictInputError, ExportError) as error:

@@ -13,8 +13,11 @@ import importlib.util
 import json
 import math
 import os
+import shutil
+import struct
 import sys
 import tempfile
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -231,6 +234,115 @@ class DeviceLoader:
         self.seed, self.epoch = state["seed"], state["epoch"]
 
 
+# ---- runtime/checkpoint.py: Checkpoints for TensorLoom scripts: atomic, complete, and free of wrapper prefixes.
+class CheckpointError(Exception):
+    """A checkpoint that cannot be loaded; the message names the file and says why."""
+
+
+# What a run leaves in its checkpoint folder: files here, folders under FSDP (runtime/sharded.py).
+_RUN_FILES = ("last.pt", "best.pt", "epoch-[0-9]*.pt", "last", "best", "epoch-[0-9]*")
+
+
+def previous_checkpoints(directory: str | os.PathLike[str]) -> list[Path]:
+    """The checkpoints an earlier run left in `directory` (none when it does not exist)."""
+    folder = Path(directory)
+    if not folder.is_dir():
+        return []
+    found = {path for pattern in _RUN_FILES for path in folder.glob(pattern)}
+    return sorted(found)
+
+
+def check_writable_folder(
+    directory: str | os.PathLike[str], flag: str = "--checkpoint-dir"
+) -> None:
+    """Create `directory` and write a probe file in it, so that a folder the run cannot write
+    (read-only, under a file, in /proc) is one `CheckpointError` before the first step,
+    not a traceback at the first save."""
+    folder = Path(directory)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".write-test-"):
+            pass
+    except OSError as problem:
+        reason = (problem.strerror or type(problem).__name__).lower()
+        raise CheckpointError(
+            f"cannot write checkpoints to {folder}: {reason}; give a writable {flag}"
+        ) from None
+
+
+def prepare_checkpoint_dir(
+    directory: str | os.PathLike[str], *, resume: str | None, overwrite: bool,
+    init_from: str | None = None, main: bool = True,
+) -> Path:  # fmt: skip
+    """The folder this run saves in, checked before the first step: writable, and never one
+    that holds another run's checkpoints, whose work would be lost.
+
+    `directory` itself when it holds no checkpoints, or when `overwrite` replaces them (rank 0,
+    `main`, removes them now, so the folder never mixes two runs' epoch files; the weights a
+    run starts from, `init_from`, are never among them). A run that continues a checkpoint
+    (`resume`) saves beside it: in `directory` if the checkpoint is there or `directory`
+    holds no other run, else in the checkpoint's own folder. Any other run into a used
+    folder saves in a new `run-N` folder inside it (the first that holds no checkpoints), and
+    rank 0 says so.
+    """
+    check_writable_folder(directory)
+    folder = Path(directory)
+    previous = previous_checkpoints(folder)
+    if not previous:
+        return folder
+    if resume is not None:
+        return _resumed_folder(folder, Path(resume), main)
+    if overwrite:
+        _remove_previous(folder, previous, init_from, main)
+        return folder
+    number = 2
+    while previous_checkpoints(folder / f"run-{number}"):
+        number += 1
+    own = folder / f"run-{number}"
+    check_writable_folder(own)
+    if main:
+        last = folder / "last.pt"
+        again = f"--resume {last} continues it, " if last.is_file() else ""
+        print(f"{folder} holds an earlier run's checkpoints ({_listed(previous)}): this run saves "
+              f"in {own} ({again}--overwrite replaces it)", file=sys.stderr)  # fmt: skip
+    return own
+
+
+def _resumed_folder(folder: Path, resume: Path, main: bool) -> Path:
+    """Where a resumed run saves when `folder` holds checkpoints: `folder` if it resumes one
+    of them, else the folder of the checkpoint it resumes (a save's own folder, under FSDP
+    `--resume DIR` of a run's folder itself), which rank 0 names."""
+    saved = resume.resolve()
+    continued = saved if saved.is_dir() and previous_checkpoints(saved) else saved.parent
+    if continued == folder.resolve():
+        return folder
+    if main:
+        print(f"{folder} holds another run's checkpoints: this run continues {resume} in "
+              f"{continued}", file=sys.stderr)  # fmt: skip
+    return continued
+
+
+def _remove_previous(folder: Path, previous: list[Path], init_from: str | None, main: bool) -> None:
+    """--overwrite: remove an earlier run's checkpoints (rank 0), never the weights this run
+    starts from."""
+    start = Path(init_from).resolve() if init_from is not None else None
+    if start is not None and any(start.is_relative_to(p.resolve()) for p in previous):
+        raise CheckpointError(
+            f"--init-from {init_from} is one of the checkpoints in {folder}, which this "
+            "run would replace: give another --checkpoint-dir"
+        )
+    if main:
+        for path in previous:
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+
+
+def _listed(paths: list[Path], most: int = 3) -> str:
+    """`last.pt, epoch-0005.pt, epoch-0010.pt and 2 more`."""
+    names = [path.name for path in paths[:most]]
+    more = f" and {len(paths) - most} more" if len(paths) > most else ""
+    return ", ".join(names) + more
+
+
 # ---- runtime/metrics.py: Metrics for TensorLoom scripts: JSON lines, a one-line epoch summary, a progress bar.
 try:
     from tqdm import tqdm
@@ -373,22 +485,6 @@ def step_optimizer(
         scaler.update()
 
 
-Window = tuple[int | None, int | None]
-
-
-def runs_in(epoch: int, window: Window) -> bool:
-    """Whether a step of `from epoch A until epoch B` (from 1, both ends in; None where
-    unbounded) runs in `epoch`, counted from 0 as the loop counts it."""
-    first, last = window
-    number = epoch + 1
-    return (first is None or number >= first) and (last is None or number <= last)
-
-
-def steps_in(windows: dict[str, Window], epoch: int) -> list[str]:
-    """The objectives whose steps run in `epoch` (from 0), in the block's order."""
-    return [name for name, window in windows.items() if runs_in(epoch, window)]
-
-
 def run_epoch(
     step: Callable[..., Losses], batches: Iterable[StepBatch], *,
     sums: Losses, done: int, total: int, stop: Callable[[], bool],
@@ -523,3 +619,64 @@ def _restore_rng(states: dict[str, Any]) -> None:
     if "cuda" in states and torch.cuda.is_available():
         with contextlib.suppress(RuntimeError):  # another number of GPUs
             torch.cuda.set_rng_state_all([s.cpu() for s in states["cuda"]])
+
+
+# ---- runtime/samples.py: Sample grids: the images a program's `samples` function draws, written as one PNG.
+def draw_samples(sample: Callable[[], torch.Tensor], *, seed: int) -> torch.Tensor:
+    """`sample()` under `torch.no_grad()` on an RNG seeded with `seed`, the global RNG
+    state restored afterwards; the images on the CPU as float32."""
+    devices = [torch.cuda.current_device()] if torch.cuda.is_available() else []
+    with torch.random.fork_rng(devices=devices), torch.no_grad():
+        torch.manual_seed(seed)
+        images = sample()
+    return images.detach().float().cpu()
+
+
+def image_grid(
+    images: torch.Tensor, *, columns: int | None = None, padding: int = 2
+) -> torch.Tensor:
+    """`[N, C, H, W]` images in [0, 1] (C 1 or 3) as one `[rows, cols, C]` uint8 grid: up to
+    `columns` (default about √N) per row, `padding` black pixels between them, each image
+    enlarged by a whole factor to at least 32 pixels a side."""
+    if images.dim() != 4 or images.size(1) not in (1, 3):
+        raise ValueError(f"sample images must be [N, 1 or 3, H, W], got {list(images.shape)}")
+    count, channels, height, width = images.shape
+    scale = max(1, 32 // max(height, width))
+    tiles = images.clamp(0.0, 1.0).repeat_interleave(scale, 2).repeat_interleave(scale, 3)
+    height, width = height * scale, width * scale
+    across = columns or max(1, math.ceil(math.sqrt(count)))
+    down = math.ceil(count / across)
+    grid = torch.zeros(channels, padding + down * (height + padding),
+                       padding + across * (width + padding))  # fmt: skip
+    for index in range(count):
+        top = padding + (index // across) * (height + padding)
+        left = padding + (index % across) * (width + padding)
+        grid[:, top : top + height, left : left + width] = tiles[index]
+    return (grid * 255.0).round().to(torch.uint8).permute(1, 2, 0).contiguous()
+
+
+def write_png(pixels: torch.Tensor, path: str | Path) -> Path:
+    """An 8-bit grey (`[H, W, 1]`) or RGB (`[H, W, 3]`) PNG of `pixels`, uint8."""
+    height, width, channels = pixels.shape
+    colour = {1: 0, 3: 2}[channels]
+    rows = pixels.reshape(height, width * channels).numpy().tobytes()
+    stride = width * channels
+    raw = b"".join(b"\x00" + rows[r * stride : (r + 1) * stride] for r in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, colour, 0, 0, 0)
+    data = b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", header)
+    data += _chunk(b"IDAT", zlib.compress(raw, 9)) + _chunk(b"IEND", b"")
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(data)
+    return target
+
+
+def _chunk(kind: bytes, body: bytes) -> bytes:
+    """A PNG chunk: length, type, body, and the CRC-32 of type and body."""
+    crc = zlib.crc32(kind + body) & 0xFFFFFFFF
+    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", crc)
+
+
+def write_sample_grid(images: torch.Tensor, path: str | Path) -> Path:
+    """`images` `[N, C, H, W]` in [0, 1] as a PNG grid at `path` (folders made)."""
+    return write_png(image_grid(images), path)

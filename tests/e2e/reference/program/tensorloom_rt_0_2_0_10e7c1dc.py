@@ -7,6 +7,7 @@ library, as the program does.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import csv
 import gzip
@@ -27,7 +28,7 @@ import time
 import traceback
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -130,12 +131,15 @@ Region = Callable[[], contextlib.AbstractContextManager[object]]
 def should_compile(
     choice: str, mode: str | None, device: torch.device, *, steps: int, batch_loss: nn.Module,
     loader: Iterable[tuple[torch.Tensor, torch.Tensor]], region: Region = contextlib.nullcontext,
-    announce: bool = True,
+    announce: bool = True, captured: bool = False,
 ) -> bool:  # fmt: skip
     """Whether to `torch.compile` on CUDA, as `--compile` (`choice`) asks; `mode` None is
     `compile = false`. `auto` compiles when `steps` would save more than COMPILE_SECONDS,
     timing `batch_loss` (`forward(xb, yb)` is the batch's loss) in `region()`. Says which
-    way it went and why when `announce` (rank 0)."""
+    way it went and why when `announce` (rank 0). A step `captured` whole in one CUDA graph
+    (runtime/graphs.py) is not compiled: it already runs as one graph launch."""
+    if captured:
+        return _said(False, "the whole step is one CUDA graph", announce)
     if mode is None or choice == "off" or device.type != "cuda":
         why = "no CUDA device" if device.type != "cuda" else f"--compile {choice}"
         return _said(False, "`compile = false`" if mode is None else why, announce)
@@ -585,36 +589,67 @@ def check_writable_folder(
 def prepare_checkpoint_dir(
     directory: str | os.PathLike[str], *, resume: str | None, overwrite: bool,
     init_from: str | None = None, main: bool = True,
-) -> list[Path]:  # fmt: skip
-    """Check, before the first step, that this run may save in `directory`; returns what
-    `--overwrite` removed.
+) -> Path:  # fmt: skip
+    """The folder this run saves in, checked before the first step: writable, and never one
+    that holds another run's checkpoints, whose work would be lost.
 
-    The folder must be writable. One that holds another run's checkpoints is refused
-    unless the run continues one (`resume`) or replaces them (`overwrite`: rank 0, `main`,
-    removes them now, so the folder never mixes two runs' epoch files). The weights a run
-    starts from (`init_from`) are never among what it removes.
+    `directory` itself when it holds no checkpoints, or when `overwrite` replaces them (rank 0,
+    `main`, removes them now, so the folder never mixes two runs' epoch files; the weights a
+    run starts from, `init_from`, are never among them). A run that continues a checkpoint
+    (`resume`) saves beside it: in `directory` if the checkpoint is there or `directory`
+    holds no other run, else in the checkpoint's own folder. Any other run into a used
+    folder saves in a new `run-N` folder inside it (the first that holds no checkpoints), and
+    rank 0 says so.
     """
     check_writable_folder(directory)
-    previous = previous_checkpoints(directory)
-    if not previous or resume is not None:
-        return []
+    folder = Path(directory)
+    previous = previous_checkpoints(folder)
+    if not previous:
+        return folder
+    if resume is not None:
+        return _resumed_folder(folder, Path(resume), main)
+    if overwrite:
+        _remove_previous(folder, previous, init_from, main)
+        return folder
+    number = 2
+    while previous_checkpoints(folder / f"run-{number}"):
+        number += 1
+    own = folder / f"run-{number}"
+    check_writable_folder(own)
+    if main:
+        last = folder / "last.pt"
+        again = f"--resume {last} continues it, " if last.is_file() else ""
+        print(f"{folder} holds an earlier run's checkpoints ({_listed(previous)}): this run saves "
+              f"in {own} ({again}--overwrite replaces it)", file=sys.stderr)  # fmt: skip
+    return own
+
+
+def _resumed_folder(folder: Path, resume: Path, main: bool) -> Path:
+    """Where a resumed run saves when `folder` holds checkpoints: `folder` if it resumes one
+    of them, else the folder of the checkpoint it resumes (a save's own folder, under FSDP
+    `--resume DIR` of a run's folder itself), which rank 0 names."""
+    saved = resume.resolve()
+    continued = saved if saved.is_dir() and previous_checkpoints(saved) else saved.parent
+    if continued == folder.resolve():
+        return folder
+    if main:
+        print(f"{folder} holds another run's checkpoints: this run continues {resume} in "
+              f"{continued}", file=sys.stderr)  # fmt: skip
+    return continued
+
+
+def _remove_previous(folder: Path, previous: list[Path], init_from: str | None, main: bool) -> None:
+    """--overwrite: remove an earlier run's checkpoints (rank 0), never the weights this run
+    starts from."""
     start = Path(init_from).resolve() if init_from is not None else None
     if start is not None and any(start.is_relative_to(p.resolve()) for p in previous):
         raise CheckpointError(
-            f"--init-from {init_from} is one of the checkpoints in {directory}, which this "
+            f"--init-from {init_from} is one of the checkpoints in {folder}, which this "
             "run would replace: give another --checkpoint-dir"
-        )
-    if not overwrite:
-        last = Path(directory) / "last.pt"
-        again = f"continue it with --resume {last}, " if last.is_file() else ""
-        raise CheckpointError(
-            f"{directory} holds the checkpoints of an earlier run ({_listed(previous)}): "
-            f"{again}replace them with --overwrite, or give another --checkpoint-dir"
         )
     if main:
         for path in previous:
             shutil.rmtree(path) if path.is_dir() else path.unlink()
-    return previous
 
 
 def _listed(paths: list[Path], most: int = 3) -> str:
@@ -714,6 +749,34 @@ def progress(
     if tqdm is None or not enabled or not sys.stderr.isatty():
         return iter(iterable)
     return iter(tqdm(iterable, total=total, desc=description, leave=False, dynamic_ncols=True))
+
+
+# ---- runtime/graphs.py: Whole-step CUDA graphs for TensorLoom scripts: forward, backward and step in one replay.
+OptimizerModes = list[dict[str, object]]
+
+
+_MODE_KEYS = ("fused", "foreach", "capturable")
+
+
+def optimizer_modes(optimizer: torch.optim.Optimizer) -> OptimizerModes:
+    """The implementation flags this run built its optimizer with."""
+    return [{k: g[k] for k in _MODE_KEYS if k in g} for g in optimizer.param_groups]
+
+
+def restore_optimizer_modes(optimizer: torch.optim.Optimizer, modes: OptimizerModes) -> None:
+    """After loading a checkpoint: this run's flags, not the saving run's, and steps to match.
+
+    A capturable or fused Adam keeps its step counts on the parameters' device, others
+    on the CPU; a checkpoint from a run that captured (or did not) may hold either.
+    """
+    for group, mode in zip(optimizer.param_groups, modes, strict=True):
+        group.update(mode)
+        on_device = bool(group.get("capturable")) or bool(group.get("fused"))
+        for p in group["params"]:
+            state = optimizer.state.get(p, {})
+            step = state.get("step")
+            if isinstance(step, torch.Tensor):
+                state["step"] = step.to(p.device if on_device else "cpu", torch.float32)
 
 
 # ---- runtime/sourcemap.py: Source locations for TensorLoom scripts: a run-time error names the .tl/.nml line behind it.
@@ -862,6 +925,45 @@ def make_lr_scheduler(
 ) -> torch.optim.lr_scheduler.LambdaLR:
     """A LambdaLR stepping `schedule.factor`; its state dict is the step count alone."""
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: schedule.factor(step))
+
+
+_NORM_LAYERS: tuple[type[torch.nn.Module], ...] = (
+    torch.nn.modules.batchnorm._NormBase,  # BatchNorm*, InstanceNorm*
+    torch.nn.LayerNorm,
+    torch.nn.GroupNorm,
+    torch.nn.LocalResponseNorm,
+    torch.nn.RMSNorm,
+)
+
+
+def no_decay_names(model: torch.nn.Module) -> list[str]:
+    """Parameters weight decay should not shrink: every bias, and every norm layer's weights."""
+    names: list[str] = []
+    for module_name, module in model.named_modules():
+        is_norm = isinstance(module, _NORM_LAYERS)
+        for name, _ in module.named_parameters(recurse=False):
+            if is_norm or name == "bias":
+                names.append(f"{module_name}.{name}" if module_name else name)
+    return names
+
+
+def decay_param_groups(model: torch.nn.Module, enabled: bool = True) -> list[dict[str, Any]]:
+    """Optimizer parameter groups: decayed weights, then biases and norm weights without decay.
+
+    The first group takes the optimizer's `weight_decay`; the second sets it to 0.
+    `enabled=False` (`decay_groups = false`) gives one group of every parameter."""
+    params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    if not enabled:
+        return [{"params": [p for _, p in params]}]
+    skip = set(no_decay_names(model))
+    decay = [p for n, p in params if n not in skip]
+    plain = [p for n, p in params if n in skip]
+    groups: list[dict[str, Any]] = []
+    if decay:
+        groups.append({"params": decay})
+    if plain:
+        groups.append({"params": plain, "weight_decay": 0.0})
+    return groups
 
 
 class BestTracker:
@@ -1044,6 +1146,13 @@ class RunRecipe:
         """Put SIGINT and SIGTERM's handlers back as they were."""
         if self.signals is not None:
             self.signals.restore()
+
+    def __enter__(self) -> RunRecipe:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        """`with recipe:` closes it however the run ends."""
+        self.close()
 
     @property
     def interrupted(self) -> bool:
@@ -1262,3 +1371,392 @@ def _exported(model: torch.nn.Module, example: torch.Tensor) -> torch.export.Exp
         except Exception as error:
             first = str(error).strip().splitlines()[0] if str(error).strip() else ""
             raise ExportError(f"torch.export could not trace the model: {first}") from None
+
+
+# ---- runtime/trainer.py: The trainer plumbing every program file shares: its record, flags, epochs, saves and run.
+Carry = tuple[torch.Tensor, int]
+
+
+# The optional parts' types are strings: a name read only in a string is not a reference
+# (runtime.paste), so a program without AMP or a captured step is not given their code.
+@dataclass
+class Trainer:
+    """Everything a program's loop touches, built once by its `build_trainer`."""
+
+    ctx: DistContext
+    model: nn.Module  # the user's module: saved, loaded
+    train_model: nn.Module  # trained: BatchLoss (one process) or the DDP-wrapped model
+    eval_model: nn.Module  # compiled, not DDP-wrapped: evaluated
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler | Any | None
+    train_loader: Any
+    val_loader: Any
+    info: Any  # the dataset's DataInfo or TokenInfo
+    recipe: RunRecipe  # EMA, early stopping, keep-best, eval_every, stop signals
+    scaler: torch.amp.GradScaler | None = None
+    plan: "PrecisionPlan | None" = None  # noqa: UP037 (see above)
+    step: int = 0
+    start_epoch: int = 0
+    carry: Carry | None = None  # resumed mid-epoch: (loss sum, batches)
+    carried: dict[str, Any] = field(default_factory=dict)  # `carry x`: the last batch's
+    metrics: MetricsWriter | None = None  # `eval_every` writes between epochs
+    checkpoint_dir: str | None = None
+    saved_step: int = -1  # the step last.pt holds
+    whole_step: bool = False  # the step is captured in one CUDA graph (runtime/graphs.py)
+    graphed: "GraphedStep | None" = None  # noqa: UP037 (captured at the first epoch, after any resume)
+
+
+def training_arguments(
+    description: str, *, epochs: int, batch_size: int, seed: int, checkpoint_dir: str,
+    compile: str = "auto", precision: str | None = None, serve: bool = False,
+    generate: bool = False, download: bool = False, cuda_graph: bool = False,
+    weights: str | None = None, consolidate: bool = False, samples: str | None = None,
+) -> argparse.ArgumentParser:  # fmt: skip
+    """A program's flags: the ones every program has, then those its block asks for
+    (`precision` when it has AMP, `serve` for --predict/--export, `generate` for language
+    models, `download` for named image datasets, `cuda_graph` where the whole step may be
+    captured, `weights` for a published-weights block, `consolidate` under FSDP, `samples`
+    (the default path of --samples) for a block with `samples`)."""
+    parser = argparse.ArgumentParser(description=description)
+    add = parser.add_argument
+    add("--epochs", type=int, default=epochs)
+    add("--batch-size", type=int, default=batch_size, help="per process")
+    add("--max-steps", type=int, default=None,
+        help="stop after this many steps (the schedule is unchanged)")  # fmt: skip
+    add("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    add("--seed", type=int, default=seed)
+    add("--metrics", default=None, help="a JSON line per epoch goes here")
+    add("--tensorboard", default=None, help="TensorBoard logs go here")
+    add("--checkpoint-dir", default=checkpoint_dir)
+    add("--resume", default=None, help="a checkpoint to continue from")
+    add("--overwrite", action="store_true",
+        help="replace the checkpoints an earlier run left in --checkpoint-dir")  # fmt: skip
+    add("--init-from", default=None, help="start from these weights")
+    if weights is not None:
+        add(
+            "--weights",
+            default=weights,
+            help="the published weights the model starts from (a file or a folder)",
+        )
+        add(
+            "--export-weights",
+            default=None,
+            metavar="DIR",
+            help="write the trained model in the published weights' names and format",
+        )
+    add("--evaluate", default=None, metavar="CHECKPOINT",
+        help="report the validation metrics of a checkpoint; no training")  # fmt: skip
+    if serve:
+        add(
+            "--predict",
+            default=None,
+            metavar="INPUT",
+            help="outputs for a .npz, .pt, .csv or image file",
+        )
+        add("--out", default=None, help="--predict writes here, not stdout")
+        add(
+            "--export",
+            default=None,
+            metavar="FILE",
+            help="torch.export the model (.pt2; .onnx with onnx)",
+        )
+    if generate:
+        add(
+            "--generate",
+            default=None,
+            metavar="PROMPT",
+            help="print text the model writes after PROMPT",
+        )
+        add("--tokens", type=int, default=200, help="bytes --generate samples")
+        add("--temperature", type=float, default=0.8, help="0: always the likeliest")
+        add("--top-k", type=int, default=40, help="sample among the k likeliest")
+    add("--data-root", default=None, help="where datasets live")
+    if samples is not None:
+        add("--samples", default=samples, help="the PNG grid of samples drawn after each epoch")
+    if download:
+        add("--download", action="store_true",
+            help="fetch a missing dataset (HTTPS, sha256-checked)")  # fmt: skip
+    add("--compile", choices=("auto", "on", "off"), default=compile,
+        help="torch.compile on CUDA; auto: when the run repays it")  # fmt: skip
+    add("--no-compile", action="store_true", help="as --compile off")
+    if precision is not None:
+        add("--precision", choices=("auto", "fp32", "fp16", "bf16"), default=precision,
+            help="auto: bf16 on a bf16 GPU, else fp32")  # fmt: skip
+    if cuda_graph:
+        add("--no-cuda-graph", action="store_true",
+            help="no whole-step CUDA graph for small resident datasets")  # fmt: skip
+    if consolidate:
+        add("--consolidate", nargs=2, metavar=("DIR", "OUT.pt"), default=None,
+            help="write a sharded save's weights as one state dict, then exit")  # fmt: skip
+    return parser
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python's and torch's generators (every CUDA device's too)."""
+    random.seed(seed)
+    torch.manual_seed(seed)
+
+
+class ModelLoss(nn.Module):
+    """The training loss of a batch, `loss_fn(model(xb), yb)`, as one module: `torch.compile`
+    of it sees the forward and the loss together (and `should_compile` times it)."""
+
+    def __init__(self, model: nn.Module, loss_fn: Callable[..., torch.Tensor]) -> None:
+        super().__init__()
+        self.model, self.loss_fn = model, loss_fn
+
+    def forward(self, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+        return self.loss_fn(self.model(xb), yb)
+
+
+def mark_step_begin(trainer: Trainer) -> None:
+    """CUDA graphs (compile modes "reduce-overhead", "max-autotune") reuse output memory:
+    mark each step. Only a compiled model's: the call imports the compiler's machinery
+    (seconds at start-up)."""
+    if trainer.eval_model is not trainer.model:
+        torch.compiler.cudagraph_mark_step_begin()
+
+
+def epoch_batches(
+    trainer: Trainer, epoch: int, max_steps: int | None, *, skip: int = 0, grad_accum: int = 1
+) -> Iterator[Any]:
+    """The batches `epoch` trains on, behind a progress bar on a terminal: the first `skip`
+    left out (a resumed epoch trained them), a last part of fewer than `grad_accum` batches
+    too, and none after --max-steps or a stop (a signal, early stopping) at a step's end."""
+    loader = trainer.train_loader
+    loader.set_epoch(epoch)
+    used = len(loader) // grad_accum * grad_accum
+    bar = progress(loader, total=used, description=f"epoch {epoch + 1}",
+                   enabled=trainer.ctx.is_main)  # fmt: skip
+    for index, batch in enumerate(bar):
+        if index < skip:
+            continue
+        at_step_end = index % grad_accum == 0
+        if index == used or (at_step_end and epoch_stops(trainer, max_steps)):
+            break
+        yield batch
+
+
+def seconds_since(start: float, device: torch.device) -> float:
+    """Seconds since `time.perf_counter()` was `start`, the steps still queued on a CUDA
+    `device` included (it waits for them)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return time.perf_counter() - start
+
+
+def epoch_stops(trainer: Trainer, max_steps: int | None) -> bool:
+    """Whether the run stops here: --max-steps reached, or a signal or early stopping."""
+    return reached(trainer.step, max_steps) or trainer.recipe.stop_reason is not None
+
+
+def end_epoch(
+    trainer: Trainer, loss_sum: torch.Tensor, batches: int, *, grad_accum: int = 1
+) -> tuple[torch.Tensor, int]:
+    """The epoch's mean loss (on the device, not synced) and batches; an epoch cut short
+    (fewer batches than `epoch_batches` gives) keeps its loss sum and batches for last.pt."""
+    if batches < len(trainer.train_loader) // grad_accum * grad_accum:
+        trainer.carry = loss_sum, batches
+    return loss_sum / max(batches, 1), batches
+
+
+def checkpoint_state(trainer: Trainer, carry: Carry | None = None) -> dict[str, Any]:
+    """What a checkpoint holds besides its epoch: `carry` is a cut epoch's loss and batches."""
+    extra: dict[str, Any] = {"recipe": trainer.recipe.state_dict()}
+    if carry is not None:
+        extra["carry"] = {"loss_sum": carry[0].detach(), "batches": carry[1]}
+    if trainer.carried:  # a run resumed mid-epoch continues from them
+        extra["carried"] = trainer.carried
+    return dict(model=trainer.model, optimizer=trainer.optimizer, scaler=trainer.scaler,
+                scheduler=trainer.scheduler, step=trainer.step, loader=trainer.train_loader,
+                extra=extra)  # fmt: skip
+
+
+def save_last(trainer: Trainer, epochs_done: int) -> None:
+    """At the end of the run, and when it is interrupted: last.pt holds where it stopped
+    (unless the newest save already holds this step). Rank 0 writes."""
+    if trainer.checkpoint_dir is None or trainer.saved_step == trainer.step:
+        return
+    if trainer.ctx.is_main:
+        path = f"{trainer.checkpoint_dir}/last.pt"
+        save_checkpoint(path, epoch=epochs_done, **checkpoint_state(trainer, trainer.carry))
+    trainer.saved_step = trainer.step
+
+
+def save_if_due(
+    trainer: Trainer, done: int, start_step: int, *, every: int | None, keep: int, last: int,
+    unit: str = "epochs",
+) -> None:  # fmt: skip
+    """After the complete epoch `done` (1-based): `epoch-NNNN.pt` and last.pt when a save is
+    due, every `every` epochs (or, with `unit="steps"`, when the epoch passed a multiple of
+    `every` steps), and after the `last` epoch. Rank 0 writes."""
+    if unit == "steps":
+        due = every is not None and trainer.step // every > start_step // every
+    else:
+        due = every is not None and done % every == 0
+    if trainer.checkpoint_dir is None or not (due or done == last):
+        return
+    if trainer.ctx.is_main:
+        state = checkpoint_state(trainer)
+        save_epoch_checkpoint(trainer.checkpoint_dir, keep=keep, epoch=done, **state)
+    trainer.saved_step = trainer.step
+
+
+def resume(trainer: Trainer, path: str) -> None:
+    """Continue where a checkpoint left off: weights, optimizer, scaler, schedule, RNG, the
+    loader's place, the recipe's state and a cut epoch's loss. A captured step's optimizer
+    keeps this run's modes (capturable or fused)."""
+    modes = optimizer_modes(trainer.optimizer) if trainer.whole_step else None
+    state = load_checkpoint(
+        path, model=trainer.model, optimizer=trainer.optimizer, scaler=trainer.scaler,
+        scheduler=trainer.scheduler, loader=trainer.train_loader, map_location=trainer.ctx.device,
+    )  # fmt: skip
+    if modes is not None:
+        restore_optimizer_modes(trainer.optimizer, modes)
+    resume_position(trainer, state)
+
+
+def resume_position(trainer: Trainer, state: dict[str, Any]) -> None:
+    """The epoch and step a checkpoint reached, its recipe's state and a cut epoch's carry."""
+    trainer.start_epoch, trainer.step = state["epoch"], state["step"]
+    trainer.saved_step = trainer.step
+    extra = state["extra"]
+    trainer.recipe.load_state_dict(extra.get("recipe", {}))
+    carry = extra.get("carry")
+    if carry is not None:
+        trainer.carry = carry["loss_sum"].to(trainer.ctx.device), int(carry["batches"])
+    if extra.get("carried") is not None:  # where the interrupted epoch left them
+        trainer.carried = extra["carried"]
+
+
+def carried(trainer: Trainer) -> Carry:
+    """The loss sum and batches of an epoch resumed in its middle, else nothing yet."""
+    carry, trainer.carry = trainer.carry, None
+    if carry is None:
+        return torch.zeros((), device=trainer.ctx.device), 0
+    return carry
+
+
+def reached(step: int, max_steps: int | None) -> bool:
+    """Whether `--max-steps` (if given) is reached."""
+    return max_steps is not None and step >= max_steps
+
+
+def check_run(args: argparse.Namespace, *, main: bool = True) -> str | None:
+    """What would fail later, checked before step 1: the run's length, the batch size, and a
+    checkpoint folder it can write (runtime/checkpoint.py's `prepare_checkpoint_dir`, which
+    may give the run a `run-N` folder of its own). Returns the folder the run saves in."""
+    check_run_length(args.epochs, args.max_steps, evaluating=args.evaluate is not None)
+    check_batch_size(args.batch_size)
+    if args.checkpoint_dir is None or args.evaluate is not None:
+        return args.checkpoint_dir
+    folder = prepare_checkpoint_dir(
+        args.checkpoint_dir, resume=args.resume, overwrite=args.overwrite,
+        init_from=args.init_from, main=main,
+    )  # fmt: skip
+    return str(folder)
+
+
+def print_main(ctx: DistContext, *parts: object, error: bool = False) -> None:
+    """Print on rank 0 (stderr when `error`); the other ranks stay quiet."""
+    if ctx.is_main:
+        print(*parts, file=sys.stderr if error else sys.stdout)
+
+
+def warn(ctx: DistContext, *warnings: str | None) -> None:
+    """Each warning that is there (not None), on stderr, by rank 0."""
+    for warning in warnings:
+        if warning is not None:
+            print_main(ctx, warning, error=True)
+
+
+def start_run(trainer: Trainer, args: argparse.Namespace) -> None:
+    """Before the first epoch: the temporary files of a checkpoint write that was cut off
+    removed, then --init-from's weights or --resume's whole state (which must leave
+    something to train)."""
+    ctx = trainer.ctx
+    if trainer.checkpoint_dir is not None and ctx.is_main:
+        for stale in clean_stale_temp_files(trainer.checkpoint_dir):
+            print_main(
+                ctx, f"removed {stale}, left by a checkpoint write that was cut off", error=True
+            )
+    if args.init_from is not None:
+        load_weights(args.init_from, model=trainer.model, map_location=ctx.device)
+        print_main(ctx, f"starting from the weights in {args.init_from}")
+    if args.resume is not None:
+        resume(trainer, args.resume)
+        print_main(ctx, f"resumed from {args.resume} after epoch {trainer.start_epoch}")
+        check_resume_left(args.resume, epochs_done=trainer.start_epoch, epochs=args.epochs,
+                          step=trainer.step, max_steps=args.max_steps)  # fmt: skip
+
+
+def finish_run(
+    trainer: Trainer, *, epochs_done: int, started: float, metrics: MetricsWriter
+) -> int | None:
+    """After the epochs: last.pt, the metrics closed and the run's summary. An interrupted
+    run says how to continue and returns its exit code (128 + the signal); else None."""
+    stopped = trainer.recipe.stop_reason
+    save_last(trainer, epochs_done)
+    metrics.close()
+    summary = format_run_summary(epochs_done=epochs_done, steps=trainer.step,
+                                 seconds=time.perf_counter() - started,
+                                 best=trainer.recipe.best, checkpoint_dir=trainer.checkpoint_dir,
+                                 stopped=stopped)  # fmt: skip
+    print_main(trainer.ctx, summary)
+    if not trainer.recipe.interrupted:
+        return None
+    print_main(trainer.ctx, f"continue with --resume {trainer.checkpoint_dir}/last.pt")
+    return interrupted_exit_code(stopped)
+
+
+def epoch_record(
+    trainer: Trainer, done: int, train_loss: float, validation: dict[str, Any], *,
+    batches: int, batch_size: int, elapsed: float,
+) -> dict[str, Any]:  # fmt: skip
+    """What the run writes after epoch `done` (1-based), and prints: the mean train loss, the
+    validation metrics, samples per second over every rank, the lr, the time and the steps."""
+    samples = batches * batch_size * trainer.ctx.world_size
+    lr = float(trainer.optimizer.param_groups[0]["lr"])
+    speed = samples / elapsed
+    return {"epoch": done, "train_loss": train_loss, **validation, "samples_per_s": speed,
+            "lr": lr, "time": elapsed, "steps": trainer.step}  # fmt: skip
+
+
+def evaluate_saved(
+    trainer: Trainer, path: str, validate: Callable[[Trainer], dict[str, Any]],
+    metrics: str | None,
+) -> None:  # fmt: skip
+    """--evaluate CHECKPOINT: its weights into the model, then `validate(trainer)`'s metrics
+    reported (`report_evaluation`) with the epoch the checkpoint reached."""
+    state = load_weights(path, model=trainer.model, map_location=trainer.ctx.device)
+    report_evaluation(path, {"epoch": state.get("epoch"), **validate(trainer)}, metrics)
+
+
+def report_evaluation(path: str, record: dict[str, Any], metrics: str | None) -> None:
+    """--evaluate's line (`last.pt (epoch 10):  val_loss 0.0912  val_accuracy 0.9733`), and
+    the record as a JSON line appended to --metrics."""
+    print(f"{path} (epoch {record['epoch']}):  " + format_validation(record))
+    if metrics is not None:
+        with open(metrics, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"evaluated": path, **record}) + "\n")
+
+
+def predict_and_export(
+    model: nn.Module, args: argparse.Namespace, *, loader: Any, info: Any,
+    device: torch.device, classes: bool,
+) -> None:  # fmt: skip
+    """--predict INPUT (the outputs for samples shaped as `loader`'s, normalised as the
+    training data; `classes`: class indices) and --export FILE (torch.export, traced on two
+    of `loader`'s samples), with `model`'s weights."""
+    if args.predict is None and args.export is None:
+        return
+    example = next(iter(loader))[0][:2]
+    if args.predict is not None:
+        normalisation = getattr(info, "normalisation", None)
+        x = read_predict_inputs(args.predict, sample_shape=tuple(example.shape[1:]),
+                                normalisation=normalisation,
+                                integer=not example.is_floating_point())  # fmt: skip
+        outputs = predict(model, x, batch_size=args.batch_size, device=device)
+        write_predictions(outputs, args.out, classes=classes)
+    if args.export is not None:
+        print(f"exported to {export_model(model, example, args.export)}")
