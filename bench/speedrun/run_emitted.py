@@ -66,13 +66,17 @@ def load_program(path: Path) -> ModuleType:
     for name in ("main", "DATASET_OPTIONS"):
         if not hasattr(module, name):
             raise SystemExit(f"{path} has no `{name}`: bench/speedrun/run_emitted.py needs one")
-    if not any(all(hasattr(module, n) for n in names) for names in (STEPS_HOOKS, ONE_HOOKS)):
-        raise SystemExit(f"{path} has neither {STEPS_HOOKS} nor {ONE_HOOKS} to time")
+    hooks = (STEPS_HOOKS, ONE_HOOKS, PLAIN_HOOKS)
+    if not any(all(hasattr(module, n) for n in names) for names in hooks):
+        raise SystemExit(f"{path} has none of {hooks} to time")
     return module
 
 
 STEPS_HOOKS = ("mean_objectives", "train_step")
 ONE_HOOKS = ("validation_record", "_optimizer_step")
+# a program whose validation is the metrics alone calls `evaluate(trainer)` (runtime/trainer.py
+# builds the record around it)
+PLAIN_HOOKS = ("evaluate", "_optimizer_step")
 
 
 class Instrument:
@@ -88,9 +92,12 @@ class Instrument:
             setattr(program, "mean_objectives", self.mean_objectives)  # noqa: B010
             setattr(program, "train_step", self.train_step)  # noqa: B010
         else:
-            self._validation = program.validation_record
+            self.validation = (
+                "validation_record" if hasattr(program, "validation_record") else "evaluate"
+            )
+            self._validation = getattr(program, self.validation)
             self._optimizer_step = program._optimizer_step
-            setattr(program, "validation_record", self.validation_record)  # noqa: B010
+            setattr(program, self.validation, self.validation_record)
             setattr(program, "_optimizer_step", self.optimizer_step)  # noqa: B010
 
     # a block of `step` lines
@@ -114,7 +121,7 @@ class Instrument:
 
     def optimizer_step(self, trainer: Any) -> None:
         self._optimizer_step(trainer)
-        self.check_budget(trainer, lambda: self.program.validation_record(trainer))
+        self.check_budget(trainer, lambda: getattr(self.program, self.validation)(trainer))
 
     def timed(self, trainer: Any, validate: Callable[[], Any], loss: Callable[[Any], float]) -> Any:
         """Run one validation; write its curve record."""

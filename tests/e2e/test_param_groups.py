@@ -267,7 +267,7 @@ def test_one_model_block_steps_muon_and_adamw_as_torch_by_hand(tmp_path: Path) -
     batches = iter(trainer.train_loader)
     for _ in range(15):
         xb, yb = next(batches)
-        m._forward_backward(trainer, xb, yb, True)
+        m._forward_backward(trainer, xb, yb)
         m._optimizer_step(trainer)
         muon.zero_grad(set_to_none=True)
         adamw.zero_grad(set_to_none=True)

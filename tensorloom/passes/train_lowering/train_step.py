@@ -310,15 +310,15 @@ def train_one_epoch_ops(plan: ScriptPlan) -> list[Operation]:
     pair = body.add(py.TupleOp([body.name("loss_sum"), body.name("batches")]))
     body.assign(pair, body.call("carried", body.name("trainer")),
                 comment="a resumed epoch's, else nothing yet")  # fmt: skip
-    accum = {"grad_accum": body.name("GRAD_ACCUM")} if plan.grad_accum != 1 else {}
-    batches = body.call("epoch_batches", body.name("trainer"), body.name("epoch"),
-                        body.name("max_steps"), skip=body.name("batches"), **accum)  # fmt: skip
-    loop = py.ForOp(batches, targets=len(plan.batch_names))
     if plan.carries:
         fresh = PyBuilder()
         reset_carried(fresh, plan, fresh.path("trainer", "carried"))
         body.comment("a new epoch starts the carried values over; a resumed one keeps its own")
         body.if_(body.not_(body.name("batches")), fresh)
+    accum = {"grad_accum": body.name("GRAD_ACCUM")} if plan.grad_accum != 1 else {}
+    batches = body.call("epoch_batches", body.name("trainer"), body.name("epoch"),
+                        body.name("max_steps"), skip=body.name("batches"), **accum)  # fmt: skip
+    loop = py.ForOp(batches, targets=len(plan.batch_names))
     batch = _loop_vars(loop, *plan.batch_names)
     each = PyBuilder()
     if plan.grad_accum != 1:

@@ -146,11 +146,10 @@ def train_one_epoch(
     """The epoch's mean loss (on the device, not yet synced) and its number of batches."""
     trainer.train_model.train()
     loss_sum, batches = carried(trainer)  # a resumed epoch's, else nothing yet
-    h = epoch_batches(trainer, epoch, max_steps, skip=batches)
     # a new epoch starts the carried values over; a resumed one keeps its own
     if not batches:
         trainer.carried = {"state": None}
-    for xb, yb in h:
+    for xb, yb in epoch_batches(trainer, epoch, max_steps, skip=batches):
         loss_sum += _forward_backward(trainer, xb, yb)
         batches += 1
         _optimizer_step(trainer)
