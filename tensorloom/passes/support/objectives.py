@@ -421,7 +421,7 @@ def _image_problem(result: Attribute, inference: Inference) -> str | None:
     shape = inference.unifier.format_shape(result.dims)
     if len(result.dims) != 4:
         return f"got a tensor of shape {shape}"
-    channels = inference.unifier.resolve_shape(result.dims)[1]
+    channels = (inference.unifier.resolve_shape(result.dims) or (None, None))[1]
     if isinstance(channels, int) and channels not in (1, 3):
         return f"got {channels} channels ({shape}): a PNG holds 1 (grey) or 3 (RGB)"
     return None
@@ -431,7 +431,10 @@ def _sampler_result(func: FuncOp, problem: str) -> None:
     last = func.body.block.last_op
     span = span_of(func)
     if isinstance(last, ReturnOp) and last.values:
-        span = span_of(last.values[0].owner) or span_at(last)
+        owner = last.values[0].owner
+        span = (span_of(owner) if isinstance(owner, Operation) else None) or span_at(last)
+    if span is None:
+        return
     name = func.sym_name.data
     message = f"the samples of `{name}` must be images [N, C, H, W], {problem}"
     help_text = "return `[N, 1, H, W]` or `[N, 3, H, W]`, as in `x.view(64, 1, 8, 8)`"
