@@ -196,6 +196,11 @@ class ScriptPlan:
         return self.language_model_data and self.serves and not self.streams
 
     @property
+    def data_error(self) -> str:
+        """The runtime's exception for data that is not there (a user error: one line, exit 1)."""
+        return "TokenDataUnavailable" if self.language_model_data else "DatasetUnavailable"
+
+    @property
     def streams(self) -> bool:
         """`words` data: `batch_size` streams, windows in order (runtime/tokens.py's
         `StreamLoader`), which a carried value needs."""

@@ -744,7 +744,7 @@ def _user_errors(b: PyBuilder, plan: ScriptPlan) -> SSAValue:
     """The run-time errors that are the user's to fix (a missing dataset or device, a bad
     checkpoint or input, published weights absent or unlike the model): one line on
     stderr, exit 1."""
-    data = "TokenDataUnavailable" if plan.language_model_data else "DatasetUnavailable"
+    data = plan.data_error
     serving = ["PredictInputError", "ExportError"] if plan.serves else []
     names = [data, "DeviceUnavailable", "CheckpointError", "RunLengthError", *serving,
              *(["ShardedCheckpointError"] if plan.sharded else []),

@@ -124,7 +124,7 @@ def steps_sources(plan: StepsPlan) -> list[Operation]:
         *_objective_values_ops(plan),
         *_save_ops(plan),
         *_train_ops(plan),
-        *_main_ops(plan.distributed),
+        *_main_ops(plan.distributed, plan.base.data_error),
     ]
 
 
@@ -884,7 +884,7 @@ def _evaluate_checkpoint(b: PyBuilder, plan: StepsPlan) -> None:
     b.ret(b.const(0))
 
 
-def _main_ops(distributed: bool) -> list[Operation]:
+def _main_ops(distributed: bool, data_error: str) -> list[Operation]:
     top, body, run = PyBuilder(), PyBuilder(), PyBuilder()
     body.assign("args", body.call("parse_args", body.name("argv")))
     if distributed:
@@ -903,7 +903,7 @@ def _main_ops(distributed: bool) -> list[Operation]:
                               file=handler.name("sys.stderr")))  # fmt: skip
     handler.ret(handler.const(1))
     region.block.add_ops(handler.ops)
-    names = ("DatasetUnavailable", "DeviceUnavailable", "StepsCheckpointError", "CheckpointError")
+    names = (data_error, "DeviceUnavailable", "StepsCheckpointError", "CheckpointError")
     errors = body.tuple_of(*(body.name(n) for n in names))
     final = PyBuilder()
     if distributed:

@@ -379,7 +379,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         ctx = DistContext(0, 0, 1, resolve_device(args.device))
         return train(args, ctx)
-    except (DatasetUnavailable, DeviceUnavailable, StepsCheckpointError, CheckpointError) as error:
+    except (TokenDataUnavailable, DeviceUnavailable, StepsCheckpointError,
+            CheckpointError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
 
@@ -471,11 +472,6 @@ def maybe_compile(module: nn.Module, compile_it: bool, mode: str | None) -> nn.M
     if not compile_it:
         return module
     return torch.compile(module, mode=mode)  # type: ignore[return-value]
-
-
-# ---- runtime/data.py: Datasets for TensorLoom scripts: `load_dataset(...)` returns tensors, ready to batch.
-class DatasetUnavailable(Exception):
-    """The data a script needs is not on this machine; the message says what to fetch."""
 
 
 # ---- runtime/tokens.py: Language-model data for TensorLoom scripts: a stream of token ids cut into random windows.

@@ -15,12 +15,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tensorloom_rt_0_2_0_86ad2cbd import (
-    CheckpointError, DatasetUnavailable, DeviceUnavailable, DistContext, MetricsWriter, ParamGroup,
-    PrecisionPlan, StepsCheckpointError, TokenInfo, WindowLoader, autocast, check_epoch_has_steps,
-    format_steps_summary, load_models_checkpoint, load_token_dataset, lr_schedule_from,
-    make_grad_scaler, make_lr_scheduler, maybe_compile, mean_objectives, parameter_group,
-    prepare_checkpoint_dir, progress, resolve_device, resolve_precision, run_epoch,
+from tensorloom_rt_0_2_0_29d23e97 import (
+    CheckpointError, DeviceUnavailable, DistContext, MetricsWriter, ParamGroup, PrecisionPlan,
+    StepsCheckpointError, TokenDataUnavailable, TokenInfo, WindowLoader, autocast,
+    check_epoch_has_steps, format_steps_summary, load_models_checkpoint, load_token_dataset,
+    lr_schedule_from, make_grad_scaler, make_lr_scheduler, maybe_compile, mean_objectives,
+    parameter_group, prepare_checkpoint_dir, progress, resolve_device, resolve_precision, run_epoch,
     save_models_checkpoint, step_optimizer, total_train_steps,
 )
 
@@ -403,7 +403,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         ctx = DistContext(0, 0, 1, resolve_device(args.device))
         return train(args, ctx)
-    except (DatasetUnavailable, DeviceUnavailable, StepsCheckpointError, CheckpointError) as error:
+    except (TokenDataUnavailable, DeviceUnavailable, StepsCheckpointError,
+            CheckpointError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
 

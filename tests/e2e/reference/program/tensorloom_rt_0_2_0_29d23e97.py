@@ -115,11 +115,6 @@ def maybe_compile(module: nn.Module, compile_it: bool, mode: str | None) -> nn.M
     return torch.compile(module, mode=mode)  # type: ignore[return-value]
 
 
-# ---- runtime/data.py: Datasets for TensorLoom scripts: `load_dataset(...)` returns tensors, ready to batch.
-class DatasetUnavailable(Exception):
-    """The data a script needs is not on this machine; the message says what to fetch."""
-
-
 # ---- runtime/tokens.py: Language-model data for TensorLoom scripts: a stream of token ids cut into random windows.
 STDLIB_CORPUS = "stdlib"
 
