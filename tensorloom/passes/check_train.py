@@ -1016,7 +1016,6 @@ class ObjectiveChecker:
         for key, op in self.loop.settings().items():
             if key in STEP_EXCLUSIVE or key in NOT_WITH_STEPS:
                 self._not_taken(key, op)
-        self._sharded()
         schedule = self.loop.settings().get("lr_schedule")
         if schedule is not None:
             call = as_call(evaluate(schedule.value, {}))  # type: ignore[arg-type]
@@ -1076,16 +1075,6 @@ class ObjectiveChecker:
             else:
                 frozen.add(name)
         return frozen
-
-    def _sharded(self) -> None:
-        """FSDP with `step` lines is not built: one wrap per model and DCP saves of each."""
-        op = self.loop.settings().get("distributed")
-        if op is None or evaluate(op.value, {}) != "fsdp":
-            return
-        message = "`distributed = fsdp` is not supported in a block of `step` lines yet"
-        help_text = "use `distributed = ddp`: one DistributedDataParallel wrap per trained model"
-        _error_at(span_of(op.value_loc) if op.value_loc else span_at(op), "TL0431", message,
-                  help_text)  # fmt: skip
 
     def _not_taken(self, key: str, op: train.SetOp) -> None:
         if key in STEP_EXCLUSIVE:

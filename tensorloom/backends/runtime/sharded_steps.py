@@ -1,7 +1,7 @@
 """FSDP2 for blocks of `step` lines: every model sharded, one sharded save of them all.
 
     shard_model(G, FSDP_BLOCKS["G"])                 # runtime/sharded.py, once per model
-    with gathered_models(G, D):                      # validation: no collectives per batch
+    with gathered_models(G, D, emas=emas):           # validation: no collectives per batch
         ...
     save_sharded_models("ckpt/last", models={"G": G, "D": D}, optimizers=optimizers,
                         scalers=scalers, epoch=2, step=50, emas=emas, loader=train_loader)
@@ -52,10 +52,12 @@ from tensorloom.backends.runtime.steps import _plain
 
 
 @contextlib.contextmanager
-def gathered_models(*models: nn.Module) -> Iterator[None]:
-    """`gathered_parameters` of each model at once: a block's validation, on every rank."""
+def gathered_models(*models: nn.Module, emas: dict[str, ModelEMA] | None = None) -> Iterator[None]:
+    """`gathered_parameters` of each model (and each `ema` average) at once: a block's
+    validation, on every rank."""
+    averages = [e.module for e in (emas or {}).values()]
     with contextlib.ExitStack() as stack:
-        for model in models:
+        for model in [*models, *averages]:
             stack.enter_context(gathered_parameters(model))
         yield
 
