@@ -376,7 +376,7 @@ def steps_plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> StepsPla
         overrides = tuple(instance.overrides.data.items())
         models.append(ModelPlan(name, instance.model.root_reference.data, overrides,
                                 name not in stepped, _location(instance.location),
-                                shards.get(name, ())))  # fmt: skip
+                                shards.get(name, ()), _pretrained(module, instance)))  # fmt: skip
     base = plan_of(module, loop, source)
     planned = tuple(_step_plan(s, base) for s in steps)
     return StepsPlan(base, tuple(models), planned, tuple(groups.items()))

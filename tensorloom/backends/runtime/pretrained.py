@@ -27,6 +27,10 @@ and freezes every other weight. The adapters are parameters of the Linear itself
 (`c_attn.lora_A`, `c_attn.lora_B`), so the published names stay the state dict's; export
 merges them into the weights.
 
+Under FSDP every rank reads the file and keeps its shard of each tensor (`_place`): the
+model is sharded before the load, so no rank's accelerator ever holds more than its shards
+and one whole tensor.
+
 `tlc check` reads only the files' headers and reports each mismatch at the rule's line; the
 script checks again when it loads (the files may have changed since), and a missing, corrupt
 or mismatched file raises `WeightsError` with a one-line message.
@@ -192,7 +196,24 @@ def load_pretrained(model: torch.nn.Module, path: str | os.PathLike[str], rules:
     missing = [k for k in own if k not in state and k not in derived]
     if missing:
         raise WeightsError(f"{path}: nothing fills the model's {_some(missing)}")
-    model.load_state_dict(state, strict=False)
+    _place(model, state, own)
+
+
+def _place(
+    model: torch.nn.Module, state: dict[str, torch.Tensor], own: dict[str, torch.Tensor]
+) -> None:
+    """Copy the whole tensors of `state` into `model`, in place (an optimizer built over its
+    parameters keeps them). A model FSDP2 sharded (its tensors DTensors) keeps only this
+    rank's shard of each: every rank read the whole file, and torch's `set_model_state_dict`
+    cuts each tensor along the model's placements (on the parameters' device, one whole
+    tensor at a time)."""
+    if not any(hasattr(t, "device_mesh") for t in own.values()):  # no DTensor: one process
+        model.load_state_dict(state, strict=False)
+        return
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
+
+    whole = StateDictOptions(full_state_dict=True, strict=False)
+    set_model_state_dict(model, state, options=whole)
 
 
 def _regroup(

@@ -47,6 +47,8 @@ class ModelPlan:
     frozen: bool
     location: Attribute | None
     blocks: tuple[str, ...] = ()  # under FSDP: the layers `fully_shard` makes units of
+    # `weights G from "g.safetensors":`: the source as written and its rules (plan.py's form)
+    pretrained: tuple[str, tuple[tuple[Value, ...], ...]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +120,11 @@ class StepsPlan:
         return self.base.recipe.ema
 
     @property
+    def published(self) -> tuple[ModelPlan, ...]:
+        """The models a `weights` block fills at start-up."""
+        return tuple(m for m in self.models if m.pretrained is not None)
+
+    @property
     def windowed(self) -> bool:
         """Whether some step runs in some epochs only (`from epoch`, `until epoch`)."""
         return any(s.epochs != (None, None) for s in self.steps)
@@ -168,6 +175,13 @@ def _settings_ops(plan: StepsPlan) -> list[Operation]:
     )
     if plan.ema is not None:
         b.assign("EMA_DECAY", b.const(plan.ema), comment="`ema`: each trained model's average")
+    if plan.published:
+        sources = {m.name: m.pretrained[0] for m in plan.published if m.pretrained is not None}
+        b.assign("PUBLISHED_WEIGHTS", b.value(sources),  # type: ignore[arg-type]
+                 comment="`weights`: the file each model starts from")  # fmt: skip
+        rules = {m.name: list(m.pretrained[1]) for m in plan.published if m.pretrained}
+        b.assign("WEIGHT_RULES", b.value(rules),  # type: ignore[arg-type]
+                 comment="each one's names in the file -> the model's; None: ignored")  # fmt: skip
     if plan.sharded:
         blocks = b.value({m.name: list(m.blocks) for m in plan.models})  # type: ignore[misc]
         b.assign("FSDP_BLOCKS", blocks, comment="each model's FSDP units, the model itself last")
@@ -778,6 +792,7 @@ def _train_ops(plan: StepsPlan) -> list[Operation]:
     evaluate = PyBuilder()
     _evaluate_checkpoint(evaluate, plan)
     b.if_(b.is_set(b.path("args", "evaluate")), evaluate)
+    _published_weights(b, plan)
     resumed = PyBuilder()
     resumed.expr(resumed.call("resume", resumed.name("trainer"), resumed.path("args", "resume")))
     resumed.expr(resumed.call("print", resumed.fstring(
@@ -813,6 +828,29 @@ def _train_ops(plan: StepsPlan) -> list[Operation]:
     b.ret(b.const(0))
     top.def_("train", [("args", "argparse.Namespace"), ("ctx", "DistContext")], b, "int")
     return top.ops
+
+
+def _published_weights(b: PyBuilder, plan: StepsPlan) -> None:
+    """`weights G from ...`: each such model's published weights at start-up, on every rank
+    (under FSDP each keeps its shard of every tensor), unless --resume brings the run's."""
+    if not plan.published:
+        return
+    load = PyBuilder()
+    for model in plan.published:
+        module = load.path("trainer", model.name)
+        if model.frozen:
+            module = load.attr(module, "model")  # inside its `Frozen` wrapper
+        source = load.subscript(load.name("PUBLISHED_WEIGHTS"), load.const(model.name))
+        rules = load.subscript(load.name("WEIGHT_RULES"), load.const(model.name))
+        load.expr(load.call("load_pretrained", module, source, rules))
+    told = PyBuilder()
+    files = told.method(
+        told.const(", "), "join", told.method(told.name("PUBLISHED_WEIGHTS"), "values")
+    )
+    told.expr(told.call("print", told.fstring("starting from the published weights in {}", files)))
+    _on_main(load, plan, told)
+    b.comment("`weights`: each model's published weights (every rank), unless resumed")
+    b.if_(b.compare(b.path("args", "resume"), "is", b.const(None)), load)
 
 
 def _checkpoint_folder(b: PyBuilder) -> None:
@@ -1080,6 +1118,7 @@ def _main_ops(plan: StepsPlan) -> list[Operation]:
         "StepsCheckpointError",
         "CheckpointError",
         *(["ShardedCheckpointError"] if plan.sharded else []),
+        *(["WeightsError"] if plan.published else []),
     )
     errors = body.tuple_of(*(body.name(n) for n in names))
     final = PyBuilder()
