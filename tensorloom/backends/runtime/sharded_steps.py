@@ -118,8 +118,8 @@ def load_sharded_models(
     if not isinstance(saved, dict):
         raise ShardedCheckpointError(f"{folder} is a one-model save; this script trains several")
     if saved != _classes(models):
-        raise ShardedCheckpointError(f"{folder} holds {_listed(saved)}; this script trains "
-                                     f"{_listed(_classes(models))}")  # fmt: skip
+        raise ShardedCheckpointError(f"{folder} holds {_models_named(saved)}; this script trains "
+                                     f"{_models_named(_classes(models))}")  # fmt: skip
     whole = _together(models)
     state: dict[str, Any] = {"models": get_model_state_dict(whole)}
     if optimizers is not None:
@@ -156,5 +156,5 @@ def _restore_train_state(
     _restore_rng_states(state["rng"])
 
 
-def _listed(classes: dict[str, str]) -> str:
+def _models_named(classes: dict[str, str]) -> str:
     return ", ".join(f"`{name}` (`{kind}`)" for name, kind in classes.items())
