@@ -210,10 +210,11 @@ def _place(
     if not any(hasattr(t, "device_mesh") for t in own.values()):  # no DTensor: one process
         model.load_state_dict(state, strict=False)
         return
-    from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
+    # imported here, as a module: a script without FSDP does not pay for torch.distributed
+    from torch.distributed.checkpoint import state_dict as distributed_state
 
-    whole = StateDictOptions(full_state_dict=True, strict=False)
-    set_model_state_dict(model, state, options=whole)
+    whole = distributed_state.StateDictOptions(full_state_dict=True, strict=False)
+    distributed_state.set_model_state_dict(model, state, options=whole)
 
 
 def _regroup(
