@@ -3,7 +3,8 @@
 - A one-model block: after `load_pretrained` each rank holds only its shard of every
   parameter (a DTensor), and the gathered parameters are the file's tensors through the
   map (a transposed one included); trained for an epoch, 2 ranks of 8 samples give one
-  process of 16 (a group of one, the same sharded load) to 1e-5.
+  process of 16 (a group of one, the same sharded load) to 1e-5, and `--export-weights`
+  writes the gathered weights in the file's names (it was skipped under FSDP).
 - A block of `step` lines whose frozen teacher starts from the file: 2 ranks give one
   process to 1e-5, and the teacher in the sharded save is the file's tensors.
 """
@@ -142,13 +143,22 @@ def test_published_weights_train_on_two_ranks_as_on_one(tmp_path: Path) -> None:
     _file(tmp_path)
     script = _compile(tmp_path, ONE, "one")
     common = ["--device", "cpu", "--checkpoint-dir"]
-    _two(tmp_path, script.name, *common, "two", "--metrics", "two.jsonl")
+    _two(tmp_path, script.name, *common, "two", "--metrics", "two.jsonl",
+         "--export-weights", "two_out")  # fmt: skip
     _run([sys.executable, script.name, *common, "one", "--batch-size", "16", "--metrics",
-          "one.jsonl"], tmp_path)  # fmt: skip
+          "one.jsonl", "--export-weights", "one_out"], tmp_path)  # fmt: skip
     (two,), (one,) = _records(tmp_path / "two.jsonl"), _records(tmp_path / "one.jsonl")
     for key in ("train_loss", "val_loss", "val_accuracy"):
         assert two[key] == pytest.approx(one[key], abs=1e-5), (key, two, one)
     assert two["val_loss"] < 2.31  # it learned from the published start (chance: ln 10)
+    # --export-weights: rank 0 writes the gathered weights in the file's names and layout
+    from safetensors.torch import load_file
+
+    ours, theirs = (load_file(tmp_path / f / "model.safetensors") for f in ("two_out", "one_out"))
+    assert set(ours) == {"first.weight", "first.bias", "second.weight", "second.bias"}
+    assert ours["second.weight"].shape == (16, 10)  # stored [in, out] again
+    for key, tensor in ours.items():
+        assert torch.allclose(tensor, theirs[key], atol=1e-5), key
 
 
 def test_a_frozen_teacher_starts_from_the_file_under_fsdp(tmp_path: Path) -> None:

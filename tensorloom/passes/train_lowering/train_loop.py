@@ -709,7 +709,8 @@ def _ema_or_model(b: PyBuilder) -> SSAValue:
 
 def _gathered_model(b: PyBuilder, plan: ScriptPlan) -> None:
     """FSDP: every rank gives its shards to rank 0's unsharded copy, which serves alone."""
-    flags = ["predict", "export", *(["generate"] if plan.generates else [])]
+    flags = ["predict", "export", *(["generate"] if plan.generates else []),
+             *(["export_weights"] if plan.pretrained is not None else [])]  # fmt: skip
     unasked = b.compare(b.path("args", flags[0]), "is", b.const(None))
     for flag in flags[1:]:
         unasked = b.binop("and", unasked, b.compare(b.path("args", flag), "is", b.const(None)))
