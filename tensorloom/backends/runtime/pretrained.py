@@ -82,6 +82,19 @@ def weight_files(path: str | os.PathLike[str]) -> list[Path]:
     raise WeightsError(f"{root}: no model.safetensors, sharded index or pytorch_model.bin in it")
 
 
+def weight_sources(defaults: dict[str, str], given: list[str]) -> dict[str, str]:
+    """Each model's source: `defaults` (the `weights` blocks'), each `MODEL=PATH` of `given`
+    (a block of several models' --weights) in place of its model's."""
+    sources = dict(defaults)
+    for entry in given:
+        name, sep, path = entry.partition("=")
+        if not sep or name not in defaults:
+            models = ", ".join(defaults)
+            raise WeightsError(f"--weights {entry}: give MODEL=PATH, MODEL one of {models}")
+        sources[name] = path
+    return sources
+
+
 def read_tensors(path: str | os.PathLike[str]) -> dict[str, torch.Tensor]:
     """Every tensor of the weights at `path`, by the file's names, on the CPU."""
     tensors: dict[str, torch.Tensor] = {}

@@ -220,6 +220,11 @@ def _parse_args_ops(plan: StepsPlan) -> list[Operation]:
     _argument(b, "--evaluate", default=b.const(None), metavar=b.const("CHECKPOINT"),
               help=b.const("the validation objectives of a checkpoint; no training"))  # fmt: skip
     _argument(b, "--data-root", default=b.const(None), help=b.const("where datasets live"))
+    if plan.published:
+        _argument(b, "--weights", action=b.const("append"), default=b.value([]),
+                  metavar=b.const("MODEL=PATH"),
+                  help=b.const("start MODEL from the published weights at PATH (default: "
+                               "PUBLISHED_WEIGHTS)"))  # fmt: skip
     if plan.base.samples is not None:
         where = b.const(f"samples/{program_name(plan.base)}.png")
         drawn = b.const(f"the PNG grid `{plan.base.samples}` draws after each epoch")
@@ -836,17 +841,19 @@ def _published_weights(b: PyBuilder, plan: StepsPlan) -> None:
     if not plan.published:
         return
     load = PyBuilder()
+    chosen = load.call(
+        "weight_sources", load.name("PUBLISHED_WEIGHTS"), load.path("args", "weights")
+    )
+    load.assign("sources", chosen, comment="--weights MODEL=PATH reads another")
     for model in plan.published:
         module = load.path("trainer", model.name)
         if model.frozen:
             module = load.attr(module, "model")  # inside its `Frozen` wrapper
-        source = load.subscript(load.name("PUBLISHED_WEIGHTS"), load.const(model.name))
+        source = load.subscript(load.name("sources"), load.const(model.name))
         rules = load.subscript(load.name("WEIGHT_RULES"), load.const(model.name))
         load.expr(load.call("load_pretrained", module, source, rules))
     told = PyBuilder()
-    files = told.method(
-        told.const(", "), "join", told.method(told.name("PUBLISHED_WEIGHTS"), "values")
-    )
+    files = told.method(told.const(", "), "join", told.method(told.name("sources"), "values"))
     told.expr(told.call("print", told.fstring("starting from the published weights in {}", files)))
     _on_main(load, plan, told)
     b.comment("`weights`: each model's published weights (every rank), unless resumed")
