@@ -7,6 +7,8 @@
 - a student and a helper trained beside a frozen teacher (deterministic objectives, no
   BatchNorm) on 2 ranks of 8 samples give one process of 16: the same objectives to 1e-5,
   and the teacher's weights come back from the save as they were built;
+- the GAN's models and steps with a deterministic generator input (its digits, not noise)
+  and no BatchNorm, on 2 ranks of 8, give one process of 16 to 1e-5;
 - the GAN cut mid-epoch (`--max-steps`) and resumed on 2 ranks ends where the uncut run
   ends, to the last bit (every model, optimizer and average sharded in `last/`); the save
   resumes on one process too (DCP reshards it), and `--evaluate` reads it.
@@ -195,3 +197,29 @@ def _built_teacher(script: Path) -> dict[str, torch.Tensor]:
     random.seed(0)
     torch.manual_seed(0)
     return namespace["Net"]().state_dict()
+
+
+def test_gan_steps_on_two_fsdp_ranks_give_one_process(tmp_path: Path) -> None:
+    """train_gan.tl's G and D, its two Adam steps and `detach`, with what keeps 2 ranks of
+    8 equal to one process of 16: G maps the digits themselves (not noise each rank draws
+    alike), and no BatchNorm (which normalises each rank's batch)."""
+    text = GAN.replace("Linear(16, 256)", "Linear(64, 256)").replace(
+        "Tensor[B, 16]", "Tensor[B, 64]"
+    )
+    text = text.replace("    layer bn1 = BatchNorm2d(32)\n", "").replace(
+        "self.bn1(self.up1(h))", "self.up1(h)"
+    )
+    text = text.replace("randn([x.size(0), 16])", "x.flatten(1) * 2.0 - 1.0")
+    text = text.replace("randn([64, 16])", "randn([64, 64])")
+    text = text.replace("    epochs = 25\n", '    epochs = 25\n    distributed = "fsdp"\n')
+    text = text.replace("    batch_size = 64\n", "    batch_size = 8\n")
+    assert text.count("x.flatten(1) * 2.0 - 1.0") == 2 and "bn1" not in text
+    script = _compile(tmp_path, text, "gan_pairs")
+    _ranks(script, "--epochs", "1", "--metrics", "two.jsonl", "--checkpoint-dir", "two",
+           "--samples", "t.png")  # fmt: skip
+    one = ["--epochs", "1", "--batch-size", "16", "--metrics", "one.jsonl"]
+    _run([sys.executable, str(script), *COMMON, *one, "--checkpoint-dir", "one", "--samples",
+          "o.png"], tmp_path)  # fmt: skip
+    (two,), (one,) = _records(tmp_path / "two.jsonl"), _records(tmp_path / "one.jsonl")
+    for key in ("d_loss", "g_loss", "val_d_loss", "val_g_loss"):
+        assert two[key] == pytest.approx(one[key], abs=1e-5), (key, two, one)
