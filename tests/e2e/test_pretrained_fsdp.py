@@ -3,8 +3,9 @@
 - A one-model block: after `load_pretrained` each rank holds only its shard of every
   parameter (a DTensor), and the gathered parameters are the file's tensors through the
   map (a transposed one included); trained for an epoch, 2 ranks of 8 samples give one
-  process of 16 (a group of one, the same sharded load) to 1e-5, and `--export-weights`
-  writes the gathered weights in the file's names (it was skipped under FSDP).
+  process of 16 (a group of one, the same sharded load) to 1e-5, with LoRA adapters too,
+  and `--export-weights` writes the gathered (merged) weights in the file's names (it was
+  skipped under FSDP, and failed with LoRA).
 - A block of `step` lines whose frozen teacher starts from the file: 2 ranks give one
   process to 1e-5, and the teacher in the sharded save is the file's tensors.
 """
@@ -139,9 +140,12 @@ def test_each_rank_keeps_its_shard_of_the_published_weights(tmp_path: Path) -> N
         assert torch.equal(held["local"]["fc1.weight"], mapped["fc1.weight"][rank * 8 :][:8])
 
 
-def test_published_weights_train_on_two_ranks_as_on_one(tmp_path: Path) -> None:
+@pytest.mark.parametrize("adapters", ["", "    lora = LoRA(rank=2, alpha=4, targets=[fc1])\n"])
+def test_published_weights_train_on_two_ranks_as_on_one(tmp_path: Path, adapters: str) -> None:
+    """Fine-tuned whole, or through LoRA adapters on `fc1` (export merges them: rank 0's
+    unsharded copy takes the adapters too)."""
     _file(tmp_path)
-    script = _compile(tmp_path, ONE, "one")
+    script = _compile(tmp_path, ONE + adapters, "one")
     common = ["--device", "cpu", "--checkpoint-dir"]
     _two(tmp_path, script.name, *common, "two", "--metrics", "two.jsonl",
          "--export-weights", "two_out")  # fmt: skip

@@ -718,6 +718,8 @@ def _gathered_model(b: PyBuilder, plan: ScriptPlan) -> None:
     b.assign("sharded", _ema_or_model(b))
     b.comment("every rank: rank 0's copy gathers the shards")
     b.assign("unsharded", model_ops(b, plan))
+    if plan.lora is not None:  # the copy takes the adapters' weights too
+        b.expr(b.call_with("add_lora", [("", b.name("unsharded")), ("**", b.name("LORA"))]))
     copy = b.method(b.name("unsharded"), "to", b.path("trainer", "ctx", "device"))
     b.assign("whole", b.call("whole_model", b.name("sharded"), copy))
     b.comment("not rank 0")
