@@ -92,8 +92,17 @@ def shard_model(
     Each block's parameters are all-gathered (in `param_dtype`, None: as stored)
     just before its forward and freed after it; gradients are reduce-scattered in
     `reduce_dtype`. The root's output is cast back to fp32 for the loss. Build the
-    optimizer after this: its parameters are now the shards (DTensors)."""
+    optimizer after this: its parameters are now the shards (DTensors).
+
+    A BatchNorm layer is a unit of its own whose weights are gathered in fp32: its
+    running statistics stay fp32 buffers, and batch norm takes its weight in their
+    dtype (a bf16 weight beside them is an error), as it does under autocast alone."""
     policy = MixedPrecisionPolicy(param_dtype=param_dtype, reduce_dtype=reduce_dtype)
+    if param_dtype is not None and param_dtype != torch.float32:
+        whole = MixedPrecisionPolicy(param_dtype=torch.float32, reduce_dtype=reduce_dtype)
+        for norm in model.modules():
+            if isinstance(norm, torch.nn.modules.batchnorm._BatchNorm) and norm.affine:
+                fully_shard(norm, mp_policy=whole)
     for unit in fsdp_units(model, blocks):
         fully_shard(unit, mp_policy=policy)
     root = MixedPrecisionPolicy(param_dtype, reduce_dtype, output_dtype=torch.float32)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 from torch import nn
+from torch.distributed.fsdp import FSDPModule
 
 from tensorloom.backends.runtime.distributed import setup_distributed, teardown_distributed
 from tensorloom.backends.runtime.recipe import ModelEMA
@@ -104,3 +105,18 @@ def test_a_save_of_other_models_is_refused_by_name(tmp_path: Path) -> None:
                        step=1)  # fmt: skip
     with pytest.raises(ShardedCheckpointError, match="is a one-model save"):
         load_sharded_models(one, models=models)
+
+
+@pytest.mark.usefixtures("group")
+def test_batch_norm_is_gathered_in_fp32_beside_bf16_weights() -> None:
+    """`shard_model(..., param_dtype=bf16)`: a BatchNorm is a unit of its own gathered in
+    fp32, as its running statistics are (batch norm refuses a bf16 weight beside them)."""
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Conv2d(1, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(),
+                        nn.Linear(144, 2))  # fmt: skip
+    shard_model(net, [], param_dtype=torch.bfloat16)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = net(torch.randn(4, 1, 8, 8))
+    out.sum().backward()
+    assert out.dtype == torch.float32 and net[1].weight.grad is not None
+    assert isinstance(net[1], FSDPModule) and not isinstance(net[0], FSDPModule)
