@@ -121,3 +121,18 @@ def test_a_process_group_installs_no_signal_handlers_and_fsdp_shards_the_ema() -
     assert [k.arg for k in shard.keywords] == ["param_dtype"]
     (ddp,) = _calls(_setup(VARIANTS["ddp"])["build_trainer"], "DistributedDataParallel")
     assert not _calls(fsdp["build_trainer"], "DistributedDataParallel") and ddp.args
+
+
+def test_the_plan_reads_train_config_with_each_fields_declared_type() -> None:
+    """The plan copies no key: it reads the loop's `train.config` by name, asserting the type
+    the key's record declares (catalogue/train_keys.py), and the record holds the default."""
+    plan = VARIANTS["graphed"]
+    assert plan.setting("epochs", int) == plan.config.value("epochs")
+    assert plan.setting("grad_accum", int) == 1 == plan.default("grad_accum", int)
+    assert plan.setting_or_none("grad_clip", float) is None and not plan.has("grad_clip")
+    with pytest.raises(AssertionError, match="`epochs` is int, not float"):
+        plan.setting("epochs", float)
+    with pytest.raises(AssertionError, match="is none"):
+        plan.setting("grad_clip", float)
+    fsdp = VARIANTS["fsdp"]
+    assert fsdp.has("ema") and fsdp.setting("ema", float) == 0.99
