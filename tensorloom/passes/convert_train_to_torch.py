@@ -64,7 +64,6 @@ from tensorloom.catalogue.optimizers import OPTIMIZERS
 from tensorloom.diagnostics.ir import span_of
 from tensorloom.dialects import nml, py, train
 from tensorloom.dialects import torch as t
-from tensorloom.passes.support.loss_functions import Metric
 from tensorloom.passes.support.model_env import evaluate_kwargs, lookup_symbol
 from tensorloom.passes.support.objectives import PER_OPTIMIZER, Step, step_of
 from tensorloom.passes.support.prerequisites import TLPass
@@ -101,17 +100,6 @@ def _marker(loop: train.LoopOp, kind: type[Operation]) -> Operation | None:
 def _location(attr: Attribute | None) -> LocationAttr | None:
     """A location that names a source line, else None."""
     return attr if isinstance(attr, LocationAttr) and span_of(attr) is not None else None
-
-
-def _dict(args: object) -> dict[str, object]:
-    assert isinstance(args, dict)
-    return args
-
-
-def _keywords(args: object) -> list[tuple[str, Value]]:
-    """A config dict of keyword arguments as (name, value); lists are tuples (`betas`)."""
-    assert isinstance(args, dict)
-    return [(k, tuple(v) if isinstance(v, list) else v) for k, v in args.items()]
 
 
 def _precision(loop: train.LoopOp) -> str:
@@ -164,11 +152,8 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
     instance = _find(module, nml.InstanceOp, loop.model.root_reference.data)
     assert isinstance(instance, nml.InstanceOp), "check-scopes resolves the model"
     config = train.config_of(loop)
-    value = config.value
     data = _data_plan(module, loop)
     functions = _functions(module)
-    optimizer_args = _keywords(value("optimizer_args"))
-    schedule = value("lr_schedule")
     compiled = _marker(loop, train.CompileOp)
     blocks = _marker(loop, train.ActivationCheckpointOp)
     shard = _marker(loop, train.FsdpShardOp)
@@ -179,27 +164,19 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
         dataset=data.name,
         dataset_options=data.options,
         per_token_length=data.per_token_length,
-        optimizer_kwargs=[(k, v) for k, v in optimizer_args if k != "lr"],
-        learning_rate=_number(dict(optimizer_args)["lr"]),
-        loss_kwargs=list(_dict(value("loss_args")).items()),
         precision=_precision(loop),
         distributed=_marker(loop, train.DdpWrapOp) is not None or shard is not None,
-        schedule=None if schedule == "none" else str(schedule),
-        schedule_kwargs=dict(_keywords(value("lr_schedule_args"))),
         compile_mode=compiled.mode.data if isinstance(compiled, train.CompileOp) else None,
         checkpointed_layers=_checkpointed_layers(blocks),
         language_model_data=data.name in LM_SOURCES,
-        custom_loss=str(value("loss")) if value("loss_fn") else None,
         forward_inputs=_forward_inputs(module, instance),
         carries=tuple(op.var.data for op in loop.carries()),
         takes_inputs=frozenset(n for n, count in functions.items() if count == 3),
-        metrics=tuple(_metrics(value("metrics"))),
         loop_location=_location(loop.location),
         loss_location=_location(config.loc("objective") or config.loc("loss")) or loop.location,
         data_location=_location(_data_location(module, loop)),
         model_location=_location(instance.location),
         optimizer_location=_location(config.loc("optimizer")),
-        optimizer_set=tuple(value("optimizer_set") or ()),  # type: ignore[arg-type]
         groups=tuple((name, op.value) for name, op in loop.groups().items()),
         instance=loop.model.root_reference.data,
         label_classes=_model_classes(module, loop),
@@ -207,7 +184,6 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
         if isinstance(shard, train.FsdpShardOp) else None,
         model_overrides=tuple(instance.overrides.data.items()),
         pretrained=_pretrained(module, instance),
-        lora=_lora(value("lora")),
         batch_fields=tuple(loop.field_names()),
         function_params=tuple(_function_params(module).items()),
     )  # fmt: skip
@@ -223,13 +199,6 @@ def _forward_inputs(module: ModuleOp, instance: nml.InstanceOp) -> int:
                 if isinstance(method, py.DefOp) and method.sym_name.data == "forward":
                     return len(method.arg_names) - 1
     return 1
-
-
-def _lora(value: object) -> dict[str, Value] | None:
-    """`LORA`'s keywords, targets a tuple."""
-    if not isinstance(value, dict):
-        return None
-    return {k: tuple(v) if isinstance(v, list) else v for k, v in value.items()}  # type: ignore[misc]
 
 
 def _pretrained(
@@ -253,11 +222,6 @@ def _pretrained(
 def _data_location(module: ModuleOp, loop: train.LoopOp) -> Attribute | None:
     data = _find(module, train.DatasetOp, loop.data.root_reference.data)
     return data.location if data is not None else None
-
-
-def _number(value: object) -> float:
-    assert isinstance(value, int | float) and not isinstance(value, bool), value
-    return value
 
 
 # --- step 2: the ops -------------------------------------------------------------------------
@@ -483,12 +447,6 @@ def _function_params(module: ModuleOp) -> dict[str, tuple[str, ...]]:
     script = script_of(module)
     return {op.sym_name.data: tuple(a.data for a in op.arg_names) for op in script.body.block.ops
             if isinstance(op, py.DefOp)}  # fmt: skip
-
-
-def _metrics(entries: object) -> list[Metric]:
-    """`metrics = [...]`, as train-config recorded it (check-train reported any problem)."""
-    assert isinstance(entries, list)
-    return [Metric(str(e["kind"]), str(e["name"]), int(e["k"])) for e in entries]
 
 
 def _checkpointed_layers(blocks: Operation | None) -> list[str]:

@@ -50,6 +50,12 @@ _KINDS: dict[str, type] = {"int": int, "float": float, "bool": bool, "str": str,
                            "list": list}  # fmt: skip
 """A `train.config` field's declared kind, as the Python type `ScriptPlan.setting` gives."""
 
+
+def _tupled(value: object) -> Value:
+    """A config value as the script writes it: lists as tuples (`betas=(0.9, 0.95)`)."""
+    return tuple(value) if isinstance(value, list) else value  # type: ignore[return-value]
+
+
 CLASSIFICATION_LOSSES = ("CrossEntropy", "NLL")
 # Optimizer keywords that choose its implementation: set by the user, they are kept.
 OPTIMIZER_MODES = frozenset({"fused", "foreach", "capturable", "differentiable"})
@@ -67,26 +73,19 @@ class ScriptPlan:
     dataset: str | None  # None: synthetic
     dataset_options: dict[str, Value]  # `load_dataset(...)`'s keywords at run time
     per_token_length: int | None  # synthetic data for a model with [B, T, C] outputs
-    optimizer_kwargs: list[tuple[str, Value]]  # (name, value; lists are tuples), `lr` excluded
-    learning_rate: float
-    loss_kwargs: list[tuple[str, object]]  # the catalogue loss's arguments, as Python values
     # "auto", "fp32", "fp16", "bf16": what insert-amp's marker asks for on a GPU; "none": no
     # marker (the pass left out), so the script has no autocast, GradScaler or --precision
     precision: str
     distributed: bool
-    schedule: str | None  # "cosine", "step", "warmup"
-    schedule_kwargs: dict[str, Value] = field(default_factory=dict[str, Value])
     compile_mode: str | None = None
     checkpointed_layers: list[str] = field(default_factory=list[str])
     language_model_data: bool = False  # `"text"` or `"tokens"`: windows of runtime/tokens.py
-    custom_loss: str | None = None  # `loss = NAME`, a `fn NAME(out, y)` of the `.tl` file
     forward_inputs: int = 1  # the model's forward's parameters (an objective may pass several)
     # `carry state = none`: the values the objective takes after the batch and returns after
     # its loss, kept (detached) from one batch to the next, `None` again at each epoch's start
     carries: tuple[str, ...] = ()
     # The `fn`s (loss, metrics) that take the batch's inputs too: `fn NAME(out, x, y)`.
     takes_inputs: frozenset[str] = frozenset()
-    metrics: tuple[Metric, ...] = ()  # `metrics = [accuracy, top_k(5), NAME]`
     # where the train block (its epoch loop), its `loss` and its dataset are (the source map)
     loop_location: LocationAttr | None = None
     label_classes: int | None = None  # a data file's labels are checked against this at load
@@ -94,9 +93,6 @@ class ScriptPlan:
     data_location: LocationAttr | None = None
     model_location: LocationAttr | None = None  # the instance's `let net = Classifier()`
     optimizer_location: LocationAttr | None = None  # where `optimizer` is set
-    # `optimizer = (Muon(hidden), AdamW(rest))`: each optimizer as train.config holds it
-    # (name, args: selections as plain data with per-group options, kwargs with `lr`)
-    optimizer_set: tuple[dict[str, object], ...] = ()
     groups: tuple[tuple[str, Attribute], ...] = ()  # the block's `group` lines
     instance: str = "net"  # the model's name in the `.tl` file, which the groups' paths start with
     # `distributed = "fsdp"`: the layers `fully_shard` makes units of (the root is one too)
@@ -105,7 +101,6 @@ class ScriptPlan:
     # `weights model from "gpt2":`: the source as written, and its rules
     # ((file pattern(s), model pattern(s) or None to ignore, transposed[, along]), ...)
     pretrained: tuple[str, tuple[tuple[Value, ...], ...]] | None = None
-    lora: dict[str, Value] | None = None  # `lora = LoRA(...)`: rank, alpha, dropout, targets
     # Data of named fields: the fields each batch carries (the loop's `batch_fields`), and
     # the parameters of each `fn` the script calls with a batch; () for batches of (x, y).
     batch_fields: tuple[str, ...] = ()
@@ -136,6 +131,63 @@ class ScriptPlan:
         """Whether the optional field `name` is on: `plan.has("ema")`."""
         assert FIELDS[name].optional, f"`{name}` is never none"
         return self.config.value(name) is not None
+
+    # --- what follows from several fields of train.config ---
+
+    @property
+    def optimizer_kwargs(self) -> list[tuple[str, Value]]:
+        """The optimizer's keywords but `lr` (lists as tuples: `betas`)."""
+        args = self.setting("optimizer_args", dict).items()
+        return [(k, _tupled(v)) for k, v in args if k != "lr"]
+
+    @property
+    def learning_rate(self) -> float:
+        """The optimizer's `lr` (train-config filled in the class's default)."""
+        lr = self.setting("optimizer_args", dict)["lr"]
+        assert isinstance(lr, int | float) and not isinstance(lr, bool), lr
+        return lr
+
+    @property
+    def loss_kwargs(self) -> list[tuple[str, object]]:
+        """The catalogue loss's arguments, as Python values."""
+        return list(self.setting("loss_args", dict).items())
+
+    @property
+    def custom_loss(self) -> str | None:
+        """`loss = NAME`: a `fn NAME(out, y)` of the `.tl` file, else None."""
+        return self.setting("loss", str) if self.setting("loss_fn", bool) else None
+
+    @property
+    def schedule(self) -> str | None:
+        """`lr_schedule`'s name (`cosine`), None for `none`."""
+        name = self.setting("lr_schedule", str)
+        return None if name == "none" else name
+
+    @property
+    def schedule_kwargs(self) -> dict[str, Value]:
+        """The schedule's arguments, its record's defaults filled in."""
+        return {k: _tupled(v) for k, v in self.setting("lr_schedule_args", dict).items()}
+
+    @property
+    def metrics(self) -> tuple[Metric, ...]:
+        """`metrics = [accuracy, top_k(5), NAME]`, as train-config recorded them."""
+        entries = self.setting("metrics", list)
+        return tuple(Metric(str(e["kind"]), str(e["name"]), int(e["k"])) for e in entries)
+
+    @property
+    def optimizer_set(self) -> tuple[dict[str, object], ...]:
+        """`optimizer = (Muon(hidden), AdamW(rest))`: each optimizer as train.config holds it
+        (name, args: selections as plain data with per-group options, kwargs with `lr`); ()
+        for one optimizer over the model."""
+        return tuple(self.setting_or_none("optimizer_set", list) or ())
+
+    @property
+    def lora(self) -> dict[str, Value] | None:
+        """`lora = LoRA(...)`: rank, alpha, dropout, targets (a tuple)."""
+        adapters = self.setting_or_none("lora", dict)
+        return None if adapters is None else {k: _tupled(v) for k, v in adapters.items()}
+
+    # --- what the script does ---
 
     @property
     def batch_names(self) -> tuple[str, ...]:
