@@ -19,6 +19,8 @@ A record says everything about its key:
 - the `train.config` field it becomes: the field's type (the value's, or `type`), its
   default when the block leaves the key out (`default`; None with `optional`: off), and
   the further fields it fills (`more`: `optimizer_args`, `batch_size_set`, ...).
+- what a block of `step` lines does with it (`steps`): a new key is refused there
+  (TL0431) until the steps lowering reads it.
 - how the value reaches the field: by default (`reaches="value"`) the value itself, when
   it is of the field's type and in range; otherwise the named rule train-config keeps
   (passes/train_config.py: `Adam(lr=0.1)` becomes `optimizer` and `optimizer_args`).
@@ -41,6 +43,12 @@ from typing import Literal
 from tensorloom.catalogue.args import Arg
 
 FieldKind = str  # "int", "float", "bool", "str", "dict" (keyword arguments), "list" (of dicts)
+
+StepsUse = Literal["taken", "per_optimizer", "named_by_steps", "not_yet"]
+"""What a block of `step` lines does with a key: reads it (`taken`), reads it for the block and
+takes it on each step's optimizer too (`per_optimizer`: `AdamW(rest, grad_clip=1.0)`), has
+each step name it instead (`named_by_steps`: TL0431 "not taken"), or does not support it
+yet (`not_yet`: TL0431, never silently dropped; a new key's default)."""
 
 KeyKind = Literal[
     "value", "optimizer", "loss", "lr_schedule", "patience", "metric", "metrics", "freeze",
@@ -78,6 +86,7 @@ class TrainKey:
     more: tuple[ConfigField, ...] = ()  # further fields the key fills
     reaches: str = "value"  # how the value becomes the field: itself, or train-config's rule
     older_name_of: str | None = None  # a key kept under its older name: it writes no field
+    steps: StepsUse = "not_yet"  # what a block of `step` lines does with it
 
     @property
     def fields(self) -> tuple[ConfigField, ...]:
@@ -140,14 +149,14 @@ def _bool(name: str) -> Arg:
 TRAIN_KEYS: tuple[TrainKey, ...] = (
     TrainKey("epochs", "number of passes over the training data", _int("epochs", 1),
              default=10, optional=True, reaches="epochs",
-             field="passes over the training data (none: as `max_steps` takes)"),
+             field="passes over the training data (none: as `max_steps` takes)", steps="taken"),
     TrainKey("batch_size", "samples per optimizer step (per process)", _int("batch_size", 1),
-             default=64, reaches="batch_size",
+             default=64, reaches="batch_size", steps="taken",
              more=(ConfigField("batch_size_set", "bool", False,
                                "whether the block sets `batch_size`"),)),
     TrainKey("optimizer", "a torch.optim class, or a tuple of them over parameter groups",
              kind="optimizer", type="str", default="Adam", reaches="optimizer",
-             field="the torch.optim class",
+             field="the torch.optim class", steps="named_by_steps",
              more=(ConfigField("optimizer_args", "dict", {},
                                "its keyword arguments, `lr` always among them"),
                    ConfigField("optimizer_set", "list", None,
@@ -156,40 +165,42 @@ TRAIN_KEYS: tuple[TrainKey, ...] = (
                                "model)", optional=True, left_out_when_off=True))),
     TrainKey("loss", "a loss function", kind="loss", type="str", default="CrossEntropy",
              reaches="loss", field="a catalogue loss, or a `fn` of the file",
+             steps="named_by_steps",
              more=(ConfigField("loss_args", "dict", {},
                                "the catalogue loss's keyword arguments"),
                    ConfigField("loss_fn", "bool", False,
                                "whether `loss` names a `fn` of the file"))),
     TrainKey("objective",
              "a `fn` of the program that gets the model and the batch: the scalar to minimise",
-             kind="objective", type="str", optional=True,
+             kind="objective", type="str", optional=True, steps="named_by_steps",
              field="a `fn NAME(net, x, y)` of the file: the scalar the step minimises "
                    "(none: `loss`)"),
     TrainKey("samples",
              "a `fn` of the program that gets the models and returns images in [0, 1]: "
              "written as a PNG grid after each epoch",
-             kind="samples", type="str", optional=True,
+             kind="samples", type="str", optional=True, steps="taken",
              field="a `fn NAME(net)` of the file returning images: a PNG grid after each epoch"),
     TrainKey("precision", "training precision",
              Arg("precision", "str", choices=("auto", "fp32", "fp16", "bf16")),
-             default="auto", field="fp32, fp16, bf16 or auto (bf16 on a bf16 GPU)"),
+             default="auto", field="fp32, fp16, bf16 or auto (bf16 on a bf16 GPU)", steps="taken"),
     TrainKey("distributed",
              "`ddp` (or `true`): DistributedDataParallel; `fsdp`: FSDP2, sharded over the ranks",
              Arg("distributed", "str", choices=("ddp", "fsdp")), switch=True, optional=True,
-             reaches="distributed"),
+             reaches="distributed", steps="taken"),
     TrainKey("compile", "torch.compile mode",
              Arg("compile", "str", choices=("default", "reduce-overhead", "max-autotune")),
-             switch=True, default="auto", reaches="compile",
+             switch=True, default="auto", reaches="compile", steps="taken",
              field="torch.compile: a mode, `off`, or `auto` (when the run repays it)",
              more=(ConfigField("compile_mode", "str", "reduce-overhead",
                                "the mode `on` and `auto` compile with"),)),
     TrainKey("lr_schedule", "learning-rate schedule", kind="lr_schedule", type="str",
              default="none", reaches="lr_schedule", field="the learning-rate schedule",
+             steps="per_optimizer",
              more=(ConfigField("lr_schedule_args", "dict", {},
                                "its arguments, defaults filled in"),)),
     TrainKey("grad_clip", "clip the gradient norm to this value",
              Arg("grad_clip", "float", low=0.0), off=True, optional=True,
-             field="clip the global gradient norm"),
+             field="clip the global gradient norm", steps="per_optimizer"),
     TrainKey("grad_accum", "micro-batches per optimizer step", _int("grad_accum", 1), default=1),
     TrainKey("accumulate_steps", "`grad_accum`'s older name", _int("accumulate_steps", 1),
              older_name_of="grad_accum"),
@@ -197,7 +208,8 @@ TRAIN_KEYS: tuple[TrainKey, ...] = (
              _bool("decay_groups"), default=True),
     TrainKey("ema", "decay of an EMA of the weights, validated too",
              Arg("ema", "float", low=0.0, high=1.0), optional=True,
-             shown="float in (0, 1): 1 would never move", field="decay of an EMA of the weights"),
+             shown="float in (0, 1): 1 would never move", field="decay of an EMA of the weights",
+             steps="taken"),
     TrainKey("early_stopping", "stop after N validations without a new best", kind="patience",
              type="dict", optional=True, reaches="early_stopping",
              field="patience, metric and min_delta"),
@@ -206,8 +218,8 @@ TRAIN_KEYS: tuple[TrainKey, ...] = (
     TrainKey("eval_every", "also validate every N optimizer steps", _int("eval_every", 1),
              optional=True),
     TrainKey("max_steps", "optimizer steps in all; the schedule spans them",
-             _int("max_steps", 1), optional=True),
-    TrainKey("seed", "random seed of the run", _int("seed", 0), default=0),
+             _int("max_steps", 1), optional=True, steps="taken"),
+    TrainKey("seed", "random seed of the run", _int("seed", 0), default=0, steps="taken"),
     TrainKey("activation_checkpointing", "recompute block activations in backward",
              _bool("activation_checkpointing"), default=False),
     TrainKey("val_every", "validate every N epochs", _int("val_every", 1), default=1,
@@ -219,10 +231,10 @@ TRAIN_KEYS: tuple[TrainKey, ...] = (
              field="validation metrics: kind, name and k of each"),
     TrainKey("freeze", "layers whose weights do not train (no gradients, no optimizer state)",
              kind="freeze", type="list", default=[], reaches="freeze",
-             field="state-dict prefixes whose parameters do not train"),
+             field="state-dict prefixes whose parameters do not train", steps="taken"),
     TrainKey("lora", "LoRA adapters on the named Linear layers; their weights freeze",
              kind="lora", type="dict", optional=True, reaches="lora",
-             field="LoRA adapters: rank, alpha, dropout, targets"),
+             field="LoRA adapters: rank, alpha, dropout, targets", steps="taken"),
 )  # fmt: skip
 
 KEYS: dict[str, TrainKey] = {key.name: key for key in TRAIN_KEYS}

@@ -90,3 +90,15 @@ def test_grad_clip_is_off_with_false() -> None:
 
 def problem_code(problem: object) -> str | None:
     return getattr(problem, "code", None)
+
+
+def test_a_new_key_is_refused_by_a_block_of_steps_until_its_record_takes_it() -> None:
+    """A key the steps lowering does not read is TL0431 there, never silently dropped."""
+    from tensorloom.catalogue.args import Arg
+    from tensorloom.passes.support.objectives import NOT_WITH_STEPS, PER_OPTIMIZER, STEP_EXCLUSIVE
+
+    assert TrainKey("new_key", "a new key", Arg("new_key", "bool")).steps == "not_yet"
+    assert STEP_EXCLUSIVE == ("optimizer", "loss", "objective")
+    assert PER_OPTIMIZER == ("lr_schedule", "grad_clip")
+    assert {"grad_accum", "accumulate_steps", "metrics", "log_every"} <= set(NOT_WITH_STEPS)
+    assert "epochs" not in NOT_WITH_STEPS and "seed" not in NOT_WITH_STEPS
