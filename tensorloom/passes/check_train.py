@@ -37,7 +37,7 @@ from tensorloom.catalogue.optimizers import OPTIMIZERS as OPTIMIZER_SPECS
 from tensorloom.catalogue.schedules import PER_EPOCH
 from tensorloom.catalogue.schedules import SCHEDULES as SCHEDULE_SPECS
 from tensorloom.catalogue.shapes import Dim, format_shape
-from tensorloom.catalogue.train_keys import TRAIN_KEYS, TrainKey
+from tensorloom.catalogue.train_keys import OLDER_NAMES, TRAIN_KEYS, TrainKey
 from tensorloom.diagnostics.core import Diagnostic, Label, did_you_mean
 from tensorloom.diagnostics.ir import report, span_at, span_of
 from tensorloom.dialects import kernel, train
@@ -735,12 +735,12 @@ class LoopChecker:
 
     def _recipe_metrics(self) -> None:
         """`keep_best = M` and `early_stopping = patience(N, metric=M)` name a reported metric;
-        `grad_accum` and its older name `accumulate_steps` are one setting."""
+        a key and its older name (`grad_accum`, `accumulate_steps`) are one setting."""
         settings = self.loop.settings()
-        if "grad_accum" in settings and "accumulate_steps" in settings:
-            span = span_at(settings["accumulate_steps"])
-            message = "`accumulate_steps` is `grad_accum`'s older name: set one of them"
-            report(Diagnostic.error("TL0409", message, Label(span)))
+        for older, newer in OLDER_NAMES.items():
+            if newer in settings and older in settings:
+                message = f"`{older}` is `{newer}`'s older name: set one of them"
+                report(Diagnostic.error("TL0409", message, Label(span_at(settings[older]))))
         for key in ("keep_best", "early_stopping"):
             value = self._value(key)
             call = value if isinstance(value, CallValue) else None
