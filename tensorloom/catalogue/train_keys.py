@@ -78,7 +78,7 @@ class TrainKey:
     kind: KeyKind = "value"  # else: the rule check-train keeps for a structured value
     switch: bool = False  # `true` and `false` are choices too (`compile = true`)
     off: bool = False  # `false` turns the key off (`grad_clip = false`)
-    shown: str | None = None  # what the value may be, where `describe` cannot say it
+    shown: str | None = None  # what the value may be (reference page), where its Arg cannot say
     default: object = None  # the field's value when the block leaves the key out
     optional: bool = False  # the field may hold `none` (off)
     type: FieldKind | None = None  # the field's type, when not the plain value's
@@ -115,27 +115,13 @@ class TrainKey:
         if self.value is not None:
             text = self.value.describe().split(": ", 1)[1]
             return text + (", or `false`" if self.off else "")
-        return _KIND_TEXT[self.kind]
+        raise AssertionError(f"{self.name}: a structured key says what its value may be (`shown`)")
 
 
 def _said(choice: str | bool) -> str:
     if isinstance(choice, bool):
         return "`true`" if choice else "`false`"
     return f'"{choice}"'
-
-
-_KIND_TEXT: dict[str, str] = {
-    "optimizer": "an optimizer: `AdamW(lr=0.001)`",
-    "loss": "a loss: `CrossEntropy`, or a `fn` of the program",
-    "lr_schedule": "a schedule: `cosine(warmup_steps=200, min_lr=3e-5)`",
-    "patience": "`patience(N, metric=M, min_delta=D)`",
-    "metric": "a validation metric's name: `val_loss`, `val_accuracy`, `ema_val_loss`, ...",
-    "metrics": "a list: `accuracy`, `top_k(k)`, a `fn` of the program",
-    "freeze": "a list of layers: `[wte, wpe, h[0:6]]`",
-    "lora": "`LoRA(rank=8, alpha=16, dropout=0.0, targets=[c_attn, c_fc])`",
-    "objective": "the name of a `fn NAME(net, x, y)` of the program",
-    "samples": "the name of a `fn NAME(net) -> Tensor` of the program: images [N, C, H, W]",
-}
 
 
 def _int(name: str, low: int) -> Arg:
@@ -148,93 +134,114 @@ def _bool(name: str) -> Arg:
 
 TRAIN_KEYS: tuple[TrainKey, ...] = (
     TrainKey("epochs", "number of passes over the training data", _int("epochs", 1),
-             default=10, optional=True, reaches="epochs",
-             field="passes over the training data (none: as `max_steps` takes)", steps="taken"),
+             default=10, optional=True, reaches="epochs", steps="taken",
+             field="passes over the training data (none: as `max_steps` takes)"),
     TrainKey("batch_size", "samples per optimizer step (per process)", _int("batch_size", 1),
              default=64, reaches="batch_size", steps="taken",
              more=(ConfigField("batch_size_set", "bool", False,
                                "whether the block sets `batch_size`"),)),
     TrainKey("optimizer", "a torch.optim class, or a tuple of them over parameter groups",
-             kind="optimizer", type="str", default="Adam", reaches="optimizer",
-             field="the torch.optim class", steps="named_by_steps",
+             kind="optimizer", shown="an optimizer: `AdamW(lr=0.001)`",
+             type="str", default="Adam", reaches="optimizer", steps="named_by_steps",
+             field="the torch.optim class",
              more=(ConfigField("optimizer_args", "dict", {},
                                "its keyword arguments, `lr` always among them"),
                    ConfigField("optimizer_set", "list", None,
                                "`optimizer = (Muon(hidden), AdamW(rest))`: each optimizer's "
                                "name, selections and keywords (absent: one optimizer over the "
                                "model)", optional=True, left_out_when_off=True))),
-    TrainKey("loss", "a loss function", kind="loss", type="str", default="CrossEntropy",
-             reaches="loss", field="a catalogue loss, or a `fn` of the file",
-             steps="named_by_steps",
+    TrainKey("loss", "a loss function",
+             kind="loss", shown="a loss: `CrossEntropy`, or a `fn` of the program",
+             type="str", default="CrossEntropy", reaches="loss", steps="named_by_steps",
+             field="a catalogue loss, or a `fn` of the file",
              more=(ConfigField("loss_args", "dict", {},
                                "the catalogue loss's keyword arguments"),
                    ConfigField("loss_fn", "bool", False,
                                "whether `loss` names a `fn` of the file"))),
     TrainKey("objective",
              "a `fn` of the program that gets the model and the batch: the scalar to minimise",
-             kind="objective", type="str", optional=True, steps="named_by_steps",
+             kind="objective", shown="the name of a `fn NAME(net, x, y)` of the program",
+             type="str", optional=True, steps="named_by_steps",
              field="a `fn NAME(net, x, y)` of the file: the scalar the step minimises "
                    "(none: `loss`)"),
     TrainKey("samples",
              "a `fn` of the program that gets the models and returns images in [0, 1]: "
              "written as a PNG grid after each epoch",
-             kind="samples", type="str", optional=True, steps="taken",
+             kind="samples",
+             shown="the name of a `fn NAME(net) -> Tensor` of the program: images [N, C, H, W]",
+             type="str", optional=True, steps="taken",
              field="a `fn NAME(net)` of the file returning images: a PNG grid after each epoch"),
     TrainKey("precision", "training precision",
              Arg("precision", "str", choices=("auto", "fp32", "fp16", "bf16")),
-             default="auto", field="fp32, fp16, bf16 or auto (bf16 on a bf16 GPU)", steps="taken"),
+             default="auto", steps="taken",
+             field="fp32, fp16, bf16 or auto (bf16 on a bf16 GPU)"),
     TrainKey("distributed",
              "`ddp` (or `true`): DistributedDataParallel; `fsdp`: FSDP2, sharded over the ranks",
-             Arg("distributed", "str", choices=("ddp", "fsdp")), switch=True, optional=True,
-             reaches="distributed", steps="taken"),
+             Arg("distributed", "str", choices=("ddp", "fsdp")), switch=True,
+             optional=True, reaches="distributed", steps="taken"),
     TrainKey("compile", "torch.compile mode",
              Arg("compile", "str", choices=("default", "reduce-overhead", "max-autotune")),
              switch=True, default="auto", reaches="compile", steps="taken",
              field="torch.compile: a mode, `off`, or `auto` (when the run repays it)",
              more=(ConfigField("compile_mode", "str", "reduce-overhead",
                                "the mode `on` and `auto` compile with"),)),
-    TrainKey("lr_schedule", "learning-rate schedule", kind="lr_schedule", type="str",
-             default="none", reaches="lr_schedule", field="the learning-rate schedule",
-             steps="per_optimizer",
+    TrainKey("lr_schedule", "learning-rate schedule",
+             kind="lr_schedule", shown="a schedule: `cosine(warmup_steps=200, min_lr=3e-5)`",
+             type="str", default="none", reaches="lr_schedule", steps="per_optimizer",
+             field="the learning-rate schedule",
              more=(ConfigField("lr_schedule_args", "dict", {},
                                "its arguments, defaults filled in"),)),
     TrainKey("grad_clip", "clip the gradient norm to this value",
-             Arg("grad_clip", "float", low=0.0), off=True, optional=True,
-             field="clip the global gradient norm", steps="per_optimizer"),
-    TrainKey("grad_accum", "micro-batches per optimizer step", _int("grad_accum", 1), default=1),
+             Arg("grad_clip", "float", low=0.0), off=True,
+             optional=True, steps="per_optimizer",
+             field="clip the global gradient norm"),
+    TrainKey("grad_accum", "micro-batches per optimizer step", _int("grad_accum", 1),
+             default=1),
     TrainKey("accumulate_steps", "`grad_accum`'s older name", _int("accumulate_steps", 1),
              older_name_of="grad_accum"),
     TrainKey("decay_groups", "no weight decay for biases and norm weights",
-             _bool("decay_groups"), default=True),
+             _bool("decay_groups"),
+             default=True),
     TrainKey("ema", "decay of an EMA of the weights, validated too",
-             Arg("ema", "float", low=0.0, high=1.0), optional=True,
-             shown="float in (0, 1): 1 would never move", field="decay of an EMA of the weights",
-             steps="taken"),
-    TrainKey("early_stopping", "stop after N validations without a new best", kind="patience",
+             Arg("ema", "float", low=0.0, high=1.0), shown="float in (0, 1): 1 would never move",
+             optional=True, steps="taken",
+             field="decay of an EMA of the weights"),
+    TrainKey("early_stopping", "stop after N validations without a new best",
+             kind="patience", shown="`patience(N, metric=M, min_delta=D)`",
              type="dict", optional=True, reaches="early_stopping",
              field="patience, metric and min_delta"),
-    TrainKey("keep_best", "save `best.pt` at each new best of this metric", kind="metric",
+    TrainKey("keep_best", "save `best.pt` at each new best of this metric",
+             kind="metric",
+             shown="a validation metric's name: `val_loss`, `val_accuracy`, `ema_val_loss`, ...",
              type="str", optional=True),
     TrainKey("eval_every", "also validate every N optimizer steps", _int("eval_every", 1),
              optional=True),
     TrainKey("max_steps", "optimizer steps in all; the schedule spans them",
-             _int("max_steps", 1), optional=True, steps="taken"),
-    TrainKey("seed", "random seed of the run", _int("seed", 0), default=0, steps="taken"),
+             _int("max_steps", 1),
+             optional=True, steps="taken"),
+    TrainKey("seed", "random seed of the run", _int("seed", 0),
+             default=0, steps="taken"),
     TrainKey("activation_checkpointing", "recompute block activations in backward",
-             _bool("activation_checkpointing"), default=False),
-    TrainKey("val_every", "validate every N epochs", _int("val_every", 1), default=1,
+             _bool("activation_checkpointing"),
+             default=False),
+    TrainKey("val_every", "validate every N epochs", _int("val_every", 1),
+             default=1,
              field="epochs between validations (and the last)"),
-    TrainKey("log_every", "log every N optimizer steps", _int("log_every", 1), optional=True,
+    TrainKey("log_every", "log every N optimizer steps", _int("log_every", 1),
+             optional=True,
              field="optimizer steps between loss lines"),
-    TrainKey("metrics", "validation metrics: `accuracy`, `top_k(k)`, a `fn`", kind="metrics",
+    TrainKey("metrics", "validation metrics: `accuracy`, `top_k(k)`, a `fn`",
+             kind="metrics", shown="a list: `accuracy`, `top_k(k)`, a `fn` of the program",
              type="list", default=[], reaches="metrics",
              field="validation metrics: kind, name and k of each"),
     TrainKey("freeze", "layers whose weights do not train (no gradients, no optimizer state)",
-             kind="freeze", type="list", default=[], reaches="freeze",
-             field="state-dict prefixes whose parameters do not train", steps="taken"),
+             kind="freeze", shown="a list of layers: `[wte, wpe, h[0:6]]`",
+             type="list", default=[], reaches="freeze", steps="taken",
+             field="state-dict prefixes whose parameters do not train"),
     TrainKey("lora", "LoRA adapters on the named Linear layers; their weights freeze",
-             kind="lora", type="dict", optional=True, reaches="lora",
-             field="LoRA adapters: rank, alpha, dropout, targets", steps="taken"),
+             kind="lora", shown="`LoRA(rank=8, alpha=16, dropout=0.0, targets=[c_attn, c_fc])`",
+             type="dict", optional=True, reaches="lora", steps="taken",
+             field="LoRA adapters: rank, alpha, dropout, targets"),
 )  # fmt: skip
 
 KEYS: dict[str, TrainKey] = {key.name: key for key in TRAIN_KEYS}
