@@ -6,7 +6,8 @@ it reaches `train.config`.
         grad_clip = 1.0
 
     TrainKey("grad_clip", "clip the gradient norm to this value",
-             Arg("grad_clip", "float", low=0.0), off=True, optional=True,
+             Arg("grad_clip", "float", low=0.0), off=True,
+             optional=True, steps="per_optimizer",
              field="clip the global gradient norm")
 
 A record says everything about its key:
@@ -15,7 +16,7 @@ A record says everything about its key:
   check-train: its type (TL0402), its range (TL0403), its choices (TL0407; `switch`:
   `true` and `false` too; `off`: `false` turns the key off). A structured value names
   the rule check-train keeps for it (`kind`: an optimizer, a loss, a schedule,
-  `patience(...)`, a validation metric's name, ...).
+  `patience(...)`, a validation metric's name, ...), and says in `shown` what it may be.
 - the `train.config` field it becomes: the field's type (the value's, or `type`), its
   default when the block leaves the key out (`default`; None with `optional`: off), and
   the further fields it fills (`more`: `optimizer_args`, `batch_size_set`, ...).
@@ -29,7 +30,8 @@ check-train builds its checks from these records (an unknown key is TL0401 with 
 did-you-mean over them), train-config writes the fields, the `train.config` verifier
 checks each field's type, the lowering reads the fields by name with their declared type
 (`ScriptPlan.setting`), docs/reference.md lists them and the editor completes them.
-Adding a plain key is one record here plus the script section that uses it.
+Adding a plain key is one record here, the script section that uses it, and its row in
+docs/train-block.md (docs/architecture.md, "Adding a concept", counts it).
 
 Optimizer learning rates: `lr` defaults to torch.optim's own default
 (`OptimizerSpec.default_lr`); schedule arguments to `ScheduleSpec.defaults`.
