@@ -1248,9 +1248,13 @@ class CarryChecker:
             _error_at(where, "TL0449", message, help_text)
             return
         distributed = self.loop.setting("distributed")
-        if distributed is not None and evaluate(distributed, {}) not in (False, "false"):
-            message = "`carry` is not supported with `distributed` yet"
-            _error_at(where, "TL0449", message, "remove `distributed`")
+        if distributed is not None and evaluate(distributed, {}) == "fsdp":
+            message = (
+                '`carry` is not supported with `distributed = "fsdp"`: its sharded checkpoints '
+                "hold no rank's own carried values"
+            )
+            help_text = "`distributed = ddp` carries each rank's state over its own streams"
+            _error_at(where, "TL0449", message, help_text)
 
     def _ordered_data(self, op: train.CarryOp) -> None:
         """The carried value continues the previous batch: each batch must continue it too."""

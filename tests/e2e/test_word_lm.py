@@ -6,7 +6,9 @@ hidden state each epoch and for evaluation, clip 0.25, plain SGD at lr 20, the l
 by 4 when validation does not improve) on the same weights and text: the same loss, to the
 bit, at every step of three epochs, and the same validation losses (to float32 rounding).
 A run cut in the middle of an epoch and resumed continues from the carried state the
-checkpoint holds and ends where an uncut run ends, bit for bit.
+checkpoint holds and ends where an uncut run ends, bit for bit. Under DDP (two gloo ranks)
+each rank carries its own streams' state, as the per-rank loop by hand does, and resumes
+from its own.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from __future__ import annotations
 import copy
 import importlib.util
 import math
+import os
+import subprocess
 import sys
 import sysconfig
 from pathlib import Path
@@ -104,7 +108,7 @@ def windows(source: torch.Tensor) -> list[int]:
 def criterion_of(output: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """main.py's criterion on the batch-first model's output: its seq-first targets put in
     the output's (batch, position) order, so that the mean sums in the same order."""
-    by_row = targets.view(-1, BATCH).t().reshape(-1)
+    by_row = targets.reshape(-1, output.size(0)).t().reshape(-1)
     return F.cross_entropy(output.reshape(-1, VOCAB), by_row)
 
 
@@ -217,3 +221,118 @@ def test_carried_state_resumes_exactly_mid_epoch(tmp_path: Path) -> None:
     last_whole, last_cut = records(tmp_path / "w.jsonl")[-1], records(tmp_path / "c.jsonl")[-1]
     for key in ("train_loss", "val_loss", "val_perplexity"):
         assert last_whole[key] == last_cut[key], key
+
+
+# --- DDP: each rank carries its own streams' state ------------------------------------------
+
+TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--standalone"]
+
+
+def ddp_by_hand(model: torch.nn.Module, train: torch.Tensor, val: torch.Tensor, epochs: int,
+                ranks: int = 2) -> tuple[list[list[float]], list[float]]:  # fmt: skip
+    """main.py's loop as DDP runs it on `ranks` processes: the text batchified into
+    `ranks * BATCH` streams, each rank its own BATCH of them and its own hidden state,
+    the gradients averaged across ranks (the mean of the ranks' losses), then clipped."""
+    lr, best, losses, validated = 20.0, None, [[] for _ in range(ranks)], []  # type: ignore[var-annotated]
+    train_data, val_data = batchify(train, BATCH * ranks), batchify(val, BATCH * ranks)
+
+    def shards(source: torch.Tensor) -> list[torch.Tensor]:
+        return [source[:, r * BATCH : (r + 1) * BATCH].contiguous() for r in range(ranks)]
+
+    for _ in range(epochs):
+        model.train()
+        hidden: list[Any] = [None] * ranks
+        for i in windows(train_data):
+            model.zero_grad()
+            total = torch.zeros(())
+            for r, shard in enumerate(shards(train_data)):
+                data, targets = get_batch(shard, i)
+                hidden[r] = repackage_hidden(hidden[r])
+                output, hidden[r] = model(data.t(), hidden[r])
+                loss = criterion_of(output, targets)
+                losses[r].append(loss.item())
+                total = total + loss / ranks  # DDP's all-reduce averages the gradients
+            total.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
+            for p in model.parameters():
+                assert p.grad is not None
+                p.data.add_(p.grad, alpha=-lr)
+        val_loss = sum(evaluate(model, shard) for shard in shards(val_data)) / ranks
+        validated.append(val_loss)
+        if best is None or val_loss < best:
+            best = val_loss
+        else:
+            lr /= 4.0
+    return losses, validated
+
+
+def _torchrun(script: Path, *args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
+    command = [*TORCHRUN, str(script), "--device", "cpu", "--precision", "fp32", *args]
+    done = subprocess.run(command, cwd=script.parent, env=env, capture_output=True, text=True,
+                          timeout=300, check=False)  # fmt: skip
+    assert (done.returncode == 0) == ok, done.stderr[-3000:]
+    return done
+
+
+@pytest.mark.distributed
+def test_two_ddp_ranks_carry_their_own_streams_and_resume_exactly(tmp_path: Path) -> None:
+    """`distributed = true` with `carry`: two gloo ranks, each over its own BATCH streams
+    of the 2 * BATCH that main.py's `batchify` cuts, each carrying its own LSTM state, train
+    as the hand-written per-rank loop does; cut mid-epoch, the run resumes on two ranks from
+    each rank's own saved state and ends where the uncut run ends, bit for bit."""
+    (tmp_path / "corpus.txt").write_bytes(CORPUS.read_bytes())
+    program = PROGRAM.replace("epochs = 3", "epochs = 2") + "    distributed = true\n"
+    script = compile_program(tmp_path, program, name="word_lm_ddp")
+    common = ["--data-root", str(tmp_path)]
+    whole, cut = tmp_path / "whole", tmp_path / "cut"
+    _torchrun(script, *common, "--checkpoint-dir", str(whole), "--metrics", "w.jsonl")
+
+    m = _load(script)
+    m.seed_everything(0)  # as build_trainer does before it builds the model
+    model = m.LM()
+    train, _, _ = m.load_word_dataset("words", path=str(tmp_path / "corpus.txt"),
+                                      block_size=BPTT, vocab=VOCAB, max_bytes=6000)  # fmt: skip
+    tokens = train.tokens
+    assert tokens is not None
+    losses, validated = ddp_by_hand(model, tokens[: len(train)], tokens[len(train) :], 2)
+    rows = records(tmp_path / "w.jsonl")
+    per_epoch = int(rows[0]["steps"])  # type: ignore[arg-type]
+    assert per_epoch == len(losses[0]) // 2 > 10
+    for epoch, row in enumerate(rows):  # the epoch's mean over both ranks' streams
+        span = slice(epoch * per_epoch, (epoch + 1) * per_epoch)
+        mean = (sum(losses[0][span]) + sum(losses[1][span])) / (2 * per_epoch)
+        assert row["train_loss"] == pytest.approx(mean, rel=1e-5)
+    assert [r["val_loss"] for r in rows] == pytest.approx(validated, rel=1e-5)
+    saved = torch.load(whole / "last.pt", weights_only=True)
+    for key, tensor in model.state_dict().items():
+        assert torch.allclose(saved["model"][key], tensor, atol=1e-5), key
+    by_rank = saved["extra"]["carried_by_rank"]
+    assert len(by_rank) == 2 and not torch.equal(by_rank[0]["state"][0], by_rank[1]["state"][0])
+
+    stop = per_epoch + per_epoch // 2  # in the middle of the second epoch
+    _torchrun(script, *common, "--max-steps", str(stop), "--checkpoint-dir", str(cut))
+    last = cut / "last.pt"
+    refused = run_refused(script, *common, "--resume", str(last), "--checkpoint-dir", str(cut))
+    assert "resume it at world size 2, not 1" in refused
+    _torchrun(script, *common, "--resume", str(last), "--checkpoint-dir", str(cut),
+              "--metrics", "c.jsonl")  # fmt: skip
+    a, b = saved, torch.load(last, weights_only=True)
+    assert a["step"] == b["step"] == 2 * per_epoch
+    for key, tensor in a["model"].items():
+        assert torch.equal(tensor, b["model"][key]), key
+    for mine, theirs in zip(a["extra"]["carried_by_rank"], b["extra"]["carried_by_rank"],
+                            strict=True):  # fmt: skip
+        for x, y in zip(mine["state"], theirs["state"], strict=True):
+            assert torch.equal(x, y)
+    assert records(tmp_path / "c.jsonl")[-1]["val_loss"] == rows[-1]["val_loss"]
+
+
+def run_refused(script: Path, *args: str) -> str:
+    """A one-process run that exits 1 with a one-line error; its stderr."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, str(script), "--device", "cpu", *args],
+                          cwd=script.parent, env=env, capture_output=True, text=True,
+                          timeout=240, check=False)  # fmt: skip
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    return done.stderr

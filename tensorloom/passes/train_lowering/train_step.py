@@ -60,14 +60,17 @@ def _loss(b: PyBuilder, plan: ScriptPlan, model: tuple[str, ...]) -> None:
     for part in model[1:]:
         module = inner.attr(module, part)
     batch = [inner.name(n) for n in plan.batch_names]  # xb, yb; or the batch's fields
-    if plan.distributed and plan.objective is not None:  # the objective calls the DDP model
+    carried = [inner.name(c) for c in plan.carries]
+    if plan.distributed and plan.carries:  # each rank carries its own streams' values
+        results = inner.tuple_of(inner.name("loss"), *(inner.name(c) for c in plan.carries))
+        inner.assign(results, inner.call("loss_fn", module, *batch, *carried))
+    elif plan.distributed and plan.objective is not None:  # the objective calls the DDP model
         inner.assign("loss", inner.call("loss_fn", module, *batch))
     elif plan.distributed:  # DDP wraps the model: the loss is computed beside it
         output = inner.call(module, batch[0])
         targets = [inner.name(n) for n in plan.loss_targets]
         inner.assign("loss", inner.call("loss_fn", output, *targets))
     elif plan.carries:  # BatchLoss returns the loss and the values carried to the next batch
-        carried = [inner.name(c) for c in plan.carries]
         results = inner.tuple_of(inner.name("loss"), *(inner.name(c) for c in plan.carries))
         inner.assign(results, inner.call(module, *batch, *carried))
     else:  # BatchLoss: the forward and the loss, compiled together
@@ -105,8 +108,10 @@ def forward_backward_ops(plan: ScriptPlan) -> list[Operation]:
     if plan.cuda_graphs:
         body.expr(body.call("mark_step_begin", body.name("trainer")))
     if plan.distributed:
+        _take_carried(body, plan)
         scope = PyBuilder()
         _loss(scope, plan, ("model",))
+        _keep_carried(scope, plan)
         _backward(scope, plan)
         manager = body.call("gradient_sync", body.name("model"), body.name("sync"))
         body.stmt(py.WithOp(manager, scope.ops))
