@@ -88,6 +88,7 @@ from tensorloom.passes.support.objectives import (
     optimizer_of,
     optimizer_set,
     step_of,
+    takes_carried,
 )
 from tensorloom.passes.support.prerequisites import TLPass
 from tensorloom.passes.support.step_groups import GroupChecker
@@ -963,13 +964,12 @@ class ObjectiveChecker:
             loss = self.loop.settings()["loss"]
             message = "`loss` and `objective` are both set: the objective is what is minimised"
             _error_at(span_of(loss), "TL0431", message, "remove `loss`")
-        if "metrics" in self.loop.settings():
-            self._objective_metrics(self.loop.settings()["metrics"])
         value = evaluate(setting.value, {})
         call = as_call(value) if not isinstance(value, EvalError) else None
-        if call is None:
-            return
-        self._objective(call.name, setting.value_loc)
+        if call is not None:  # first: it fixes the carried values' types, which metrics take
+            self._objective(call.name, setting.value_loc)
+        if "metrics" in self.loop.settings():
+            self._objective_metrics(self.loop.settings()["metrics"])
 
     def _objective_metrics(self, op: train.SetOp) -> None:
         """`metrics = [f]` beside an objective: functions of the models and the batch, as
@@ -981,11 +981,6 @@ class ObjectiveChecker:
             return
         for metric in metrics:
             if metric.kind == "perplexity":  # exp of `val_loss`: it reads no output
-                continue
-            if self.carries:
-                message = "a metric `fn` beside `carry` is not supported yet: it takes no state"
-                help_text = "report `perplexity`, or compute the metric in the objective's loss"
-                _error_at(span_of(op.value_loc or op), "TL0449", message, help_text)
                 continue
             if metric.kind != "function":
                 message = (
@@ -1001,8 +996,10 @@ class ObjectiveChecker:
             func = functions_of(self.module)[metric.name]
             if metric.name not in self.checked:
                 self.checked.add(metric.name)
+                carries = self.carries if takes_carried(func, self.models, self.carries) else ()
                 check_objective(self.module, func, self.models, self.batch, op.value_loc,
-                                self.info, role="metric")  # fmt: skip
+                                self.info, role="metric", carries=carries,
+                                offered=self.carries)  # fmt: skip
 
     def _objective(self, name: str, loc: Attribute | None) -> FuncOp | None:
         func = objective_named(self.module, name, loc, "an objective of this block")

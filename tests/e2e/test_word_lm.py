@@ -47,6 +47,11 @@ fn lm_loss(net, x, y, state):
     let (logits, next) = net(x, state)
     return (cross_entropy(logits.flatten(0, 1), y.flatten()), next)
 
+// The share of next words guessed right, from the state the window starts from.
+fn acc(net, x, y, state) -> Tensor:
+    let (logits, next) = net(x, state)
+    return mean((argmax(logits, -1) == y).float())
+
 let net = LM()
 let data = load_dataset("words", path="corpus.txt", block_size={BPTT}, vocab={VOCAB},
                         max_bytes=6000)
@@ -59,7 +64,7 @@ train net on data:
     lr_schedule = plateau(factor=0.25, patience=0, threshold=0.0)
     objective = lm_loss
     carry state = none
-    metrics = [perplexity]
+    metrics = [perplexity, acc]
 """
 
 
@@ -112,20 +117,26 @@ def criterion_of(output: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(output.reshape(-1, VOCAB), by_row)
 
 
-def evaluate(model: torch.nn.Module, source: torch.Tensor) -> float:
+def evaluate(model: torch.nn.Module, source: torch.Tensor, accuracy: list[float] | None = None
+             ) -> float:  # fmt: skip
+    """main.py's `evaluate`; `accuracy` gets the mean share of next words guessed right."""
     model.eval()
-    losses, hidden = [], None
+    losses, hits, hidden = [], [], None
     with torch.no_grad():
         for i in windows(source):
             data, targets = get_batch(source, i)
             output, hidden = model(data.t(), hidden)
             hidden = repackage_hidden(hidden)
             losses.append(criterion_of(output, targets).item())
+            by_row = targets.reshape(-1, output.size(0)).t()
+            hits.append((output.argmax(-1) == by_row).float().mean().item())
+    if accuracy is not None:
+        accuracy.append(sum(hits) / len(hits))
     return sum(losses) / len(losses)  # main.py's mean: every window is BPTT long here
 
 
-def main_py(model: torch.nn.Module, train: torch.Tensor, val: torch.Tensor, epochs: int
-            ) -> tuple[list[float], list[float]]:  # fmt: skip
+def main_py(model: torch.nn.Module, train: torch.Tensor, val: torch.Tensor, epochs: int,
+            accuracy: list[float] | None = None) -> tuple[list[float], list[float]]:  # fmt: skip
     lr, best, losses, validated = 20.0, None, [], []
     train_data, val_data = batchify(train, BATCH), batchify(val, BATCH)
     for _ in range(epochs):
@@ -143,7 +154,7 @@ def main_py(model: torch.nn.Module, train: torch.Tensor, val: torch.Tensor, epoc
                 assert p.grad is not None
                 p.data.add_(p.grad, alpha=-lr)
             losses.append(loss.item())
-        val_loss = evaluate(model, val_data)
+        val_loss = evaluate(model, val_data, accuracy)
         validated.append(val_loss)
         if best is None or val_loss < best:
             best = val_loss
@@ -186,14 +197,18 @@ def test_emitted_loop_equals_main_py_tbptt_loop(tmp_path: Path) -> None:
     model.load_state_dict(initial)
     tokens = train.tokens
     assert tokens is not None
-    expected, expected_val = main_py(model, tokens[: len(train)], tokens[len(train) :], 3)
+    accuracy: list[float] = []
+    expected, expected_val = main_py(model, tokens[: len(train)], tokens[len(train) :], 3,
+                                     accuracy)  # fmt: skip
     assert len(losses) == len(expected) > 3 * 20
     assert losses == expected  # the same operations in the same order: equal to the bit
     # validation sums batch losses times rows in float32 on the device: equal to rounding
     assert validated == pytest.approx(expected_val, rel=1e-6)
     rows = records(tmp_path / "m.jsonl")
-    for row, val_loss in zip(rows, expected_val, strict=True):
+    for row, val_loss, acc in zip(rows, expected_val, accuracy, strict=True):
         assert row["val_perplexity"] == pytest.approx(math.exp(val_loss), rel=1e-4)
+        # `acc` takes the state each window starts from, as the loss does
+        assert row["val_acc"] == pytest.approx(acc, rel=1e-6)
     assert rows[-1]["val_loss"] < rows[0]["val_loss"]  # type: ignore[operator]
 
 

@@ -194,14 +194,16 @@ def check_objective(
     info: DatasetInfo | None = None,
     role: str = "objective",
     carries: Sequence[train.CarryOp] = (),
+    offered: Sequence[train.CarryOp] = (),
 ) -> None:
     """Infer `func` with its model parameters bound to `models`, the batch's types after
     them (x, y; or the fields of `info` its parameters name) and then the carried values';
-    it must return a scalar, or `(scalar, *carried)` when the block carries values."""
+    it must return a scalar, or `(scalar, *carried)` when the block carries values (a
+    metric: a scalar; `offered`, the values a metric that takes the batch alone could take)."""
     batch_names = func.names[len(models) : len(func.names) - len(carries)]
     binding = bind_fields(batch_names, info)
     if not binding.by_name and len(func.names) != len(models) + 2 + len(carries):
-        _wrong_arity(func, models, where, role, carries)
+        _wrong_arity(func, models, where, role, carries, offered)
         return
     if binding.unknown is not None:
         assert info is not None
@@ -213,6 +215,9 @@ def check_objective(
     if binding.by_name and info is not None:
         fields = [info.field_named(name) for name in binding.fields]
         batch_args = [tensor_type(f) for f in fields if f is not None]
+    if carries and role == "metric":
+        _check_carried_metric(module, func, models, batch_args, carries)
+        return
     if carries:
         _check_carrying(module, func, models, batch_args, carries)
         return
@@ -279,6 +284,37 @@ def _check_carrying(
     for op, carried in zip(carries, settled, strict=True):
         if op.init is not None and isinstance(carried, TypeAttribute):  # else reported
             op.carried = carried
+
+
+def _check_carried_metric(
+    module: ModuleOp,
+    func: FuncOp,
+    models: Sequence[str],
+    batch: Sequence[Attribute],
+    carries: Sequence[train.CarryOp],
+) -> None:
+    """A metric `fn` that takes the carried values after the batch, as the objective does:
+    at an epoch's first batch their initial values, then the types the objective returns
+    for them (its check wrote them on the `train.carry` ops); a scalar for each."""
+    given: list[Attribute] = [
+        op.carried if op.carried is not None else NoneType() for op in carries
+    ]
+    firsts: list[Attribute] = [NoneType() for _ in carries]
+    errors = len(current_sink().errors())
+    for carried in (firsts, given) if given != firsts else (firsts,):
+        inference, result = _infer(module, func, models, [*batch, *carried])
+        write_back_types(inference)
+        if len(current_sink().errors()) > errors:  # said once, at the first batch's form
+            return
+        scalar_result(func, result, inference.unifier, "metric")
+        if len(current_sink().errors()) > errors:
+            return
+
+
+def takes_carried(func: FuncOp, models: Sequence[str], carries: Sequence[object]) -> bool:
+    """Whether a metric `fn` takes the block's carried values after its models and the
+    batch, as the objective does (`fn acc(net, x, y, state)`), rather than the batch alone."""
+    return bool(carries) and len(func.names) == len(models) + 2 + len(carries)
 
 
 def _returned(
@@ -503,6 +539,7 @@ def _wrong_arity(
     where: Attribute | None,
     role: str = "objective",
     carries: Sequence[train.CarryOp] = (),
+    offered: Sequence[train.CarryOp] = (),
 ) -> None:
     span = span_of(func)
     if span is None:
@@ -523,6 +560,17 @@ def _wrong_arity(
     secondary = [Label(s, "named here") for s in [span_of(where)] if s] if where else []
     returns = " -> Tensor" if not carried else ""
     help_text = f"write `fn {name}({wanted}){returns}:`"
+    if role == "metric" and offered:  # it may take the carried values, or the batch alone
+        listed = ", ".join(op.var.data for op in offered)
+        message = (
+            f"the metric `{name}` takes {count} parameter{'s' * (count != 1)}, but the train "
+            f"block passes {passed} or {passed + len(offered)}: {parts}, then the carried "
+            f"`{listed}` if it takes {'it' if len(offered) == 1 else 'them'}"
+        )
+        help_text = (
+            f"write `fn {name}({wanted}) -> Tensor:`, or `fn {name}({wanted}, {listed}) -> "
+            "Tensor:` to take the values the batch starts from"
+        )
     report(Diagnostic.error("TL0419", message, Label(span), secondary=secondary, help=help_text))
 
 

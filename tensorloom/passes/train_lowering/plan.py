@@ -136,6 +136,12 @@ class ScriptPlan:
             params = ("x", "y")
         return tuple(field_variable(p) for p in params)
 
+    def takes_carried(self, function: str, models: int = 1) -> bool:
+        """Whether the metric `fn` `function` takes the carried values after the batch, as
+        the objective does (`fn acc(net, x, y, state)`)."""
+        params = dict(self.function_params).get(function, ())
+        return bool(self.carries) and len(params) == models + 2 + len(self.carries)
+
     @property
     def sharded(self) -> bool:
         """FSDP2 (runtime/sharded.py) rather than DDP: sharded weights, DCP checkpoints."""
