@@ -10,7 +10,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
+import faulthandler
+import gzip
 import hashlib
+import importlib.util
 import io
 import json
 import math
@@ -25,19 +28,23 @@ import tempfile
 import time
 import traceback
 import zipfile
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 import torch
+import torch.distributed as dist
 from torch import nn
 
 
 # ---- runtime/distributed.py: Process groups for TensorLoom scripts: one script, run alone or under torchrun.
 class DeviceUnavailable(Exception):
     """`--device cuda` on a machine without a GPU; the script prints this and exits 1."""
+
+
+class LaunchError(DeviceUnavailable):
+    """torchrun's variables are missing or inconsistent; the script prints this and exits 1."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +73,86 @@ def resolve_device(choice: str, local_rank: int = 0) -> torch.device:
     if not torch.cuda.is_available():
         raise DeviceUnavailable("`--device cuda` was given but no CUDA device is available")
     return torch.device("cuda", local_rank % torch.cuda.device_count())
+
+
+def launch_environment(environ: Mapping[str, str] | None = None) -> tuple[int, int, int]:
+    """(rank, local rank, world size) from torchrun's variables; (0, 0, 1) without them."""
+    env = os.environ if environ is None else environ
+    values: dict[str, int] = {}
+    for name, default in (("RANK", 0), ("LOCAL_RANK", 0), ("WORLD_SIZE", 1)):
+        text = env.get(name)
+        try:
+            values[name] = default if text is None else int(text)
+        except ValueError:
+            raise LaunchError(f"{name}={text!r} is not a number (torchrun sets it)") from None
+    rank, local_rank, world_size = values["RANK"], values["LOCAL_RANK"], values["WORLD_SIZE"]
+    if world_size < 1 or not 0 <= rank < world_size or local_rank < 0 or local_rank > rank:
+        raise LaunchError(
+            f"RANK={rank}, LOCAL_RANK={local_rank}, WORLD_SIZE={world_size} do not fit together: "
+            "start the script with torchrun (or `tlc run --nproc N`)"
+        )
+    return rank, local_rank, world_size
+
+
+def setup_distributed(device_choice: str = "auto", *, group_of_one: bool = False) -> DistContext:
+    """Join the torchrun process group if there is one; pick this process's device.
+
+    `group_of_one`: a process started without torchrun still gets a process group
+    (of one, on an in-process store), as `fully_shard` needs one."""
+    rank, local_rank, world_size = launch_environment()
+    device = resolve_device(device_choice, local_rank)
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    if world_size > 1 and not faulthandler.is_enabled():
+        # A rank that aborts in native code (SIGABRT, SIGSEGV) prints its Python stack.
+        faulthandler.enable(all_threads=True)
+    if (world_size > 1 or group_of_one) and not dist.is_initialized():
+        backend = "nccl" if device.type == "cuda" else "gloo"
+        if world_size == 1 and "MASTER_ADDR" not in os.environ:  # `python script.py`
+            dist.init_process_group(backend=backend, store=dist.HashStore(), rank=0, world_size=1)
+        else:  # torchrun's rendezvous: MASTER_ADDR and MASTER_PORT are set
+            dist.init_process_group(backend=backend, rank=rank, world_size=world_size)
+    return DistContext(rank, local_rank, world_size, device)
+
+
+def gradient_sync(model: torch.nn.Module, sync: bool) -> contextlib.AbstractContextManager[None]:
+    """Reduce gradients across ranks in this backward only if `sync` (the last micro-batch).
+
+    DDP skips its all-reduce inside `no_sync()`; an FSDP2 module is told with
+    `set_requires_gradient_sync`, and keeps unsharded gradients until it syncs."""
+    if hasattr(model, "set_requires_gradient_sync"):  # an FSDPModule
+        model.set_requires_gradient_sync(sync)
+        return contextlib.nullcontext()
+    if isinstance(model, torch.nn.parallel.DistributedDataParallel) and not sync:
+        return model.no_sync()  # type: ignore[return-value]
+    return contextlib.nullcontext()
+
+
+def all_reduce_sum(tensor: torch.Tensor) -> torch.Tensor:
+    """The sum of `tensor` over all ranks (a copy; the input is left alone)."""
+    if not (dist.is_available() and dist.is_initialized()):
+        return tensor
+    total = tensor.detach().clone()
+    dist.all_reduce(total, op=dist.ReduceOp.SUM)
+    return total
+
+
+def all_reduce_mean(tensor: torch.Tensor) -> torch.Tensor:
+    """The mean of `tensor` over all ranks (a copy; the input is left alone)."""
+    if not (dist.is_available() and dist.is_initialized()):
+        return tensor
+    return all_reduce_sum(tensor) / dist.get_world_size()
+
+
+def barrier() -> None:
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+
+
+def teardown_distributed() -> None:
+    """Leave the process group; call it in a `finally` so a failed run still exits cleanly."""
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
 
 
 # ---- runtime/amp.py: Mixed precision for TensorLoom scripts: what `precision = ...` means on this device.
@@ -222,17 +309,18 @@ class DataInfo:
     normalisation: tuple[tuple[float, ...], tuple[float, ...]] | None = None
 
 
-def load_sequence_task(
-    name: str,
+def load_digits(
     *,
     data_root: str | os.PathLike[str] | None = None,
+    flatten: bool = False,
     split_seed: int = 0,
     val_fraction: float = 0.1,
-    **task_kwargs: int,
 ) -> tuple[TensorPair, TensorPair, DataInfo]:
-    """`reverse`, `sort` or `copy`: random token sequences, a seeded hold-out."""
-    pair, info = _sequence_task(name, **task_kwargs)
-    return (*_split(pair, val_fraction, split_seed), info)
+    """scikit-learn's 8x8 digits, a seeded hold-out for validation (`data_root` is unused)."""
+    x, y = _digits()
+    x = x.flatten(1) if flatten else x
+    info = DataInfo("digits", tuple(x.shape[1:]), (), 10, "classification")
+    return (*_split((x, y), val_fraction, split_seed), info)
 
 
 def _split(tensors: Any, val_fraction: float, seed: int) -> tuple[Any, Any]:
@@ -245,19 +333,16 @@ def _split(tensors: Any, val_fraction: float, seed: int) -> tuple[Any, Any]:
     return tuple(t[train_idx] for t in tensors), tuple(t[val_idx] for t in tensors)
 
 
-def _sequence_task(
-    name: str, *, vocab: int = 16, length: int = 12, size: int = 4096, seed: int = 0
-) -> tuple[TensorPair, DataInfo]:
-    """`size` random token sequences [length] over 0..vocab-1 and their reversal/sort/copy."""
-    generator = torch.Generator().manual_seed(seed)
-    x = torch.randint(0, vocab, (size, length), generator=generator)
-    if name == "reverse":
-        y = x.flip(1)
-    elif name == "sort":
-        y = x.sort(dim=1).values
-    else:
-        y = x.clone()
-    return (x, y), DataInfo(name, (length,), (length,), vocab, "sequence")
+def _digits() -> TensorPair:
+    """scikit-learn's digits file, read as `load_digits()` reads it (64 pixels 0-16 and the
+    class per row) but without importing scikit-learn: most of a second of start-up."""
+    spec = importlib.util.find_spec("sklearn")
+    if spec is None or not spec.submodule_search_locations:
+        raise DatasetUnavailable("`digits` comes with scikit-learn: pip install scikit-learn")
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    with gzip.open(folder / "datasets" / "data" / "digits.csv.gz", "rt", encoding="utf-8") as f:
+        table = torch.tensor([[float(v) for v in line.split(",")] for line in f if line.strip()])
+    return table[:, :-1].reshape(-1, 1, 8, 8) / 16.0, table[:, -1].to(torch.int64)
 
 
 # ---- runtime/loader.py: Batching for TensorLoom scripts: a dataset kept on the device, or a DataLoader.
@@ -753,114 +838,6 @@ def progress(
 
 
 # ---- runtime/graphs.py: Whole-step CUDA graphs for TensorLoom scripts: forward, backward and step in one replay.
-# Models up to this many parameters take the whole-step graph instead of torch.compile:
-# a rule of thumb (compile's fusion pays off on larger models, its start-up on none).
-SMALL_MODEL_PARAMS = 5_000_000
-
-
-WARMUP_STEPS = 3
-
-
-StepFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
-
-
-class GraphedStep:
-    """One training step over `x[idx], y[idx]`, captured once and replayed per batch."""
-
-    def __init__(
-        self,
-        step: StepFn,
-        x: torch.Tensor,
-        y: torch.Tensor,
-        *,
-        batch_size: int,
-        model: torch.nn.Module,
-        optimizer: torch.optim.Optimizer,
-    ) -> None:
-        self.step, self.x, self.y = step, x, y
-        self.idx = torch.zeros(batch_size, dtype=torch.long, device=x.device)
-        self.loss_sum = torch.zeros((), device=x.device)
-        saved = _snapshot(model, optimizer)
-        self._warm_up(optimizer)
-        self.graph = torch.cuda.CUDAGraph()
-        optimizer.zero_grad(set_to_none=True)  # backward allocates grads from the graph's pool
-        with torch.cuda.graph(self.graph):
-            self._body()
-        _restore(saved, model, optimizer)
-        self.loss_sum.zero_()
-
-    def _body(self) -> None:
-        loss = self.step(self.x[self.idx], self.y[self.idx])
-        self.loss_sum += loss.detach()
-
-    def _warm_up(self, optimizer: torch.optim.Optimizer) -> None:
-        """Real steps on a side stream, so lazily made state (Adam's moments) exists."""
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(WARMUP_STEPS):
-                optimizer.zero_grad(set_to_none=True)
-                self._body()
-        torch.cuda.current_stream().wait_stream(side)
-
-    def replay(self, idx: torch.Tensor) -> None:
-        """One step on the samples `idx` (a batch_size long tensor on the device)."""
-        self.idx.copy_(idx)
-        self.graph.replay()
-
-    def take_loss_sum(self) -> torch.Tensor:
-        """The losses summed since the last call (a new tensor, on the device), and reset."""
-        total = self.loss_sum.clone()
-        self.loss_sum.zero_()
-        return total
-
-
-def training_step(
-    batch_loss: torch.nn.Module, optimizer: torch.optim.Optimizer,
-    region: Callable[[], contextlib.AbstractContextManager[object]] = contextlib.nullcontext,
-) -> StepFn:  # fmt: skip
-    """The step a `GraphedStep` captures: forward and loss (`batch_loss(xb, yb)`, in
-    `region()`: the precision plan's autocast, without its cache), backward, `optimizer.step()`."""
-
-    def step(xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
-        with region():
-            loss = batch_loss(xb, yb)
-        loss.backward()
-        optimizer.step()
-        return loss
-
-    return step
-
-
-Snapshot = tuple[list[torch.Tensor], dict[int, dict[str, torch.Tensor]]]
-
-
-def _snapshot(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> Snapshot:
-    weights = [t.detach().clone() for t in _model_tensors(model)]
-    state = {
-        id(p): {k: v.clone() for k, v in s.items() if isinstance(v, torch.Tensor)}
-        for p, s in optimizer.state.items()
-    }
-    return weights, state
-
-
-def _restore(saved: Snapshot, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> None:
-    """Undo the warm-up in place; state the warm-up created goes back to zeros, its start."""
-    weights, state = saved
-    with torch.no_grad():
-        for tensor, value in zip(_model_tensors(model), weights, strict=True):
-            tensor.copy_(value)
-        for p, s in optimizer.state.items():
-            before = state.get(id(p), {})
-            for key, value in s.items():
-                if isinstance(value, torch.Tensor):
-                    value.copy_(before[key]) if key in before else value.zero_()
-
-
-def _model_tensors(model: torch.nn.Module) -> list[torch.Tensor]:
-    return [*model.parameters(), *model.buffers()]
-
-
 OptimizerModes = list[dict[str, object]]
 
 
@@ -945,6 +922,45 @@ def total_train_steps(epochs: int, steps_per_epoch: int, max_steps: int | None) 
     """The run's optimizer steps: `max_steps` when it cuts the run short, else every epoch's."""
     planned = epochs * steps_per_epoch
     return planned if max_steps is None else min(planned, max_steps)
+
+
+_NORM_LAYERS: tuple[type[torch.nn.Module], ...] = (
+    torch.nn.modules.batchnorm._NormBase,  # BatchNorm*, InstanceNorm*
+    torch.nn.LayerNorm,
+    torch.nn.GroupNorm,
+    torch.nn.LocalResponseNorm,
+    torch.nn.RMSNorm,
+)
+
+
+def no_decay_names(model: torch.nn.Module) -> list[str]:
+    """Parameters weight decay should not shrink: every bias, and every norm layer's weights."""
+    names: list[str] = []
+    for module_name, module in model.named_modules():
+        is_norm = isinstance(module, _NORM_LAYERS)
+        for name, _ in module.named_parameters(recurse=False):
+            if is_norm or name == "bias":
+                names.append(f"{module_name}.{name}" if module_name else name)
+    return names
+
+
+def decay_param_groups(model: torch.nn.Module, enabled: bool = True) -> list[dict[str, Any]]:
+    """Optimizer parameter groups: decayed weights, then biases and norm weights without decay.
+
+    The first group takes the optimizer's `weight_decay`; the second sets it to 0.
+    `enabled=False` (`decay_groups = false`) gives one group of every parameter."""
+    params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    if not enabled:
+        return [{"params": [p for _, p in params]}]
+    skip = set(no_decay_names(model))
+    decay = [p for n, p in params if n not in skip]
+    plain = [p for n, p in params if n in skip]
+    groups: list[dict[str, Any]] = []
+    if decay:
+        groups.append({"params": decay})
+    if plain:
+        groups.append({"params": plain, "weight_decay": 0.0})
+    return groups
 
 
 class BestTracker:
@@ -1467,18 +1483,6 @@ class ModelLoss(nn.Module):
         return self.loss_fn(self.model(xb), yb)
 
 
-def captures_whole_step(
-    model: nn.Module, loader: Any, scaler: torch.amp.GradScaler | None, device: torch.device,
-    *, allowed: bool = True,
-) -> bool:  # fmt: skip
-    """Whether this run captures its whole step in one CUDA graph (runtime/graphs.py): on
-    CUDA, data on the device, no GradScaler, at most SMALL_MODEL_PARAMS parameters, and
-    `allowed` (not --no-cuda-graph)."""
-    small = sum(p.numel() for p in model.parameters()) <= SMALL_MODEL_PARAMS
-    resident = isinstance(loader, DeviceLoader)
-    return allowed and device.type == "cuda" and resident and scaler is None and small
-
-
 def mark_step_begin(trainer: Trainer) -> None:
     """CUDA graphs (compile modes "reduce-overhead", "max-autotune") reuse output memory:
     mark each step. Only a compiled model's: the call imports the compiler's machinery
@@ -1530,39 +1534,31 @@ def end_epoch(
     return loss_sum / max(batches, 1), batches
 
 
-def train_epoch_graphed(
-    trainer: Trainer, epoch: int, max_steps: int | None,
-    region: Callable[[], AbstractContextManager[object]] = nullcontext,
-) -> tuple[torch.Tensor, int]:  # fmt: skip
-    """An epoch whose every step is one replay of the captured step (runtime/graphs.py): no
-    host syncs. The capture, at the first epoch, runs the forward in `region()` (autocast)."""
-    loader = trainer.train_loader  # a DeviceLoader: `captures_whole_step` asked for one
-    trainer.train_model.train()
-    loader.set_epoch(epoch)
-    if trainer.graphed is None:
-        step = training_step(trainer.train_model, trainer.optimizer, region)
-        trainer.graphed = GraphedStep(step, loader.x, loader.y, batch_size=loader.batch_size,
-                                      model=trainer.model, optimizer=trainer.optimizer)  # fmt: skip
-    batches = 0
-    for idx in loader.batch_indices():
-        if epoch_stops(trainer, max_steps):
-            break
-        trainer.graphed.replay(idx)
-        batches += 1
-        trainer.step += 1
-    return end_epoch(trainer, trainer.graphed.take_loss_sum(), batches)
-
-
-def checkpoint_state(trainer: Trainer, carry: Carry | None = None) -> dict[str, Any]:
-    """What a checkpoint holds besides its epoch: `carry` is a cut epoch's loss and batches."""
+def checkpoint_state(
+    trainer: Trainer, carry: Carry | None = None, ranks: list[Any] | None = None
+) -> dict[str, Any]:
+    """What a checkpoint holds besides its epoch: `carry` is a cut epoch's loss and batches;
+    `ranks`, under DDP, every rank's carried values (`carried_by_rank`)."""
     extra: dict[str, Any] = {"recipe": trainer.recipe.state_dict()}
     if carry is not None:
         extra["carry"] = {"loss_sum": carry[0].detach(), "batches": carry[1]}
     if trainer.carried:  # a run resumed mid-epoch continues from them
         extra["carried"] = trainer.carried
+    if ranks is not None:  # each rank's own, rank 0's above
+        extra["carried_by_rank"] = ranks
     return dict(model=trainer.model, optimizer=trainer.optimizer, scaler=trainer.scaler,
                 scheduler=trainer.scheduler, step=trainer.step, loader=trainer.train_loader,
                 extra=extra)  # fmt: skip
+
+
+def carried_by_rank(trainer: Trainer) -> list[Any] | None:
+    """Under DDP each rank carries its own values, the state of its own streams: every
+    rank's, in rank order, for rank 0 to save (a collective: every rank calls it)."""
+    if not trainer.ctx.is_distributed or not trainer.carried:
+        return None
+    ranks: list[Any] = [None] * trainer.ctx.world_size
+    torch.distributed.all_gather_object(ranks, trainer.carried)
+    return ranks
 
 
 def save_last(trainer: Trainer, epochs_done: int) -> None:
@@ -1570,9 +1566,11 @@ def save_last(trainer: Trainer, epochs_done: int) -> None:
     (unless the newest save already holds this step). Rank 0 writes."""
     if trainer.checkpoint_dir is None or trainer.saved_step == trainer.step:
         return
+    ranks = carried_by_rank(trainer)
     if trainer.ctx.is_main:
         path = f"{trainer.checkpoint_dir}/last.pt"
-        save_checkpoint(path, epoch=epochs_done, **checkpoint_state(trainer, trainer.carry))
+        state = checkpoint_state(trainer, trainer.carry, ranks)
+        save_checkpoint(path, epoch=epochs_done, **state)
     trainer.saved_step = trainer.step
 
 
@@ -1589,8 +1587,9 @@ def save_if_due(
         due = every is not None and done % every == 0
     if trainer.checkpoint_dir is None or not (due or done == last):
         return
+    ranks = carried_by_rank(trainer)
     if trainer.ctx.is_main:
-        state = checkpoint_state(trainer)
+        state = checkpoint_state(trainer, ranks=ranks)
         save_epoch_checkpoint(trainer.checkpoint_dir, keep=keep, epoch=done, **state)
     trainer.saved_step = trainer.step
 
@@ -1619,7 +1618,15 @@ def resume_position(trainer: Trainer, state: dict[str, Any]) -> None:
     if carry is not None:
         trainer.carry = carry["loss_sum"].to(trainer.ctx.device), int(carry["batches"])
     if extra.get("carried") is not None:  # where the interrupted epoch left them
-        trainer.carried = extra["carried"]
+        ranks = extra.get("carried_by_rank") or [extra["carried"]]
+        if len(ranks) == trainer.ctx.world_size:  # under DDP each rank its own streams'
+            trainer.carried = ranks[trainer.ctx.rank]
+        elif carry is not None:  # a new epoch starts them over: only a cut one needs them
+            raise CheckpointError(
+                f"the checkpoint was cut in the middle of an epoch at world size "
+                f"{len(ranks)}, each rank carrying the state of its own streams; resume it "
+                f"at world size {len(ranks)}, not {trainer.ctx.world_size}"
+            )
 
 
 def carried(trainer: Trainer) -> Carry:
@@ -1713,16 +1720,6 @@ def epoch_record(
     speed = samples / elapsed
     return {"epoch": done, "train_loss": train_loss, **validation, "samples_per_s": speed,
             "lr": lr, "time": elapsed, "steps": trainer.step}  # fmt: skip
-
-
-def evaluate_saved(
-    trainer: Trainer, path: str, validate: Callable[[Trainer], dict[str, Any]],
-    metrics: str | None,
-) -> None:  # fmt: skip
-    """--evaluate CHECKPOINT: its weights into the model, then `validate(trainer)`'s metrics
-    reported (`report_evaluation`) with the epoch the checkpoint reached."""
-    state = load_weights(path, model=trainer.model, map_location=trainer.ctx.device)
-    report_evaluation(path, {"epoch": state.get("epoch"), **validate(trainer)}, metrics)
 
 
 def report_evaluation(path: str, record: dict[str, Any], metrics: str | None) -> None:
