@@ -923,6 +923,7 @@ class ObjectiveChecker:
     batch: BatchTypes
     info: DatasetInfo | None = None
     carries: list[train.CarryOp] = field(default_factory=list[train.CarryOp])
+    carrying: list[FuncOp] = field(default_factory=list[FuncOp])  # objectives taking them
     checked: set[str] = field(default_factory=set[str])
 
     @property
@@ -934,6 +935,7 @@ class ObjectiveChecker:
             return
         if self.loop.steps():
             self._steps()
+            self._carried_by_a_step()
         else:
             self._one_objective()
 
@@ -1001,13 +1003,51 @@ class ObjectiveChecker:
                                 self.info, role="metric", carries=carries,
                                 offered=self.carries)  # fmt: skip
 
-    def _objective(self, name: str, loc: Attribute | None) -> FuncOp | None:
+    def _objective(self, name: str, loc: Attribute | None, step: bool = False) -> FuncOp | None:
+        """The objective `name`, checked once; a step's takes the carried values only if it
+        has parameters for them (the others run beside them)."""
         func = objective_named(self.module, name, loc, "an objective of this block")
         if func is not None and name not in self.checked:
             self.checked.add(name)
+            carries = self.carries
+            if step and not takes_carried(func, self.models, carries):
+                carries = []
+            before = [op.carried for op in carries]
             check_objective(self.module, func, self.models, self.batch, loc, self.info,
-                            carries=self.carries)  # fmt: skip
+                            carries=carries)  # fmt: skip
+            if carries:
+                self._same_carried(func, before)
+                self.carrying.append(func)
         return func
+
+    def _same_carried(self, func: FuncOp, before: list[Attribute | None]) -> None:
+        """Steps that take the carried values pass them on to one another: one type each."""
+        for op, was in zip(self.carries, before, strict=True):
+            if was is None or op.carried is None or was == op.carried:
+                continue
+            first = self.carrying[0].sym_name.data
+            message = (
+                f"the steps `{first}` and `{func.sym_name.data}` carry `{op.var.data}` as "
+                f"different types: {was}, then {op.carried}"
+            )
+            help_text = "the steps pass the carried value on to one another: return one type"
+            where = span_of(func) or span_of(op)
+            _error_at(where, "TL0447", message, help_text, span_of(op), "carried here")
+            op.carried = was
+
+    def _carried_by_a_step(self) -> None:
+        """In a block of `step` lines some step's objective takes the carried values (and
+        returns them); TL0446 at the `carry` line when none does."""
+        if not self.carries or self.carrying:
+            return
+        var = self.carries[0].var.data
+        models = ", ".join(self.models)
+        message = f"no step's objective takes the carried value `{var}`"
+        help_text = (
+            f"give the step that feeds it a parameter for it, after the batch: "
+            f"`fn NAME({models}, x, y, {var})` returning `(loss, {var})`"
+        )
+        _error_at(span_of(self.carries[0]), "TL0446", message, help_text)
 
     def _steps(self) -> None:
         for key, op in self.loop.settings().items():
@@ -1032,8 +1072,9 @@ class ObjectiveChecker:
             for optimizer in step.optimizers:
                 self._optimizer(optimizer)
                 self._step_models(step, optimizer, owners, groups)
-            func = self._objective(step.objective, op.objective_loc)
-            if func is not None and len(func.names) == len(self.models) + 2:
+            func = self._objective(step.objective, op.objective_loc, step=True)
+            carried = len(self.carries) if func in self.carrying else 0
+            if func is not None and len(func.names) == len(self.models) + 2 + carried:
                 self._reaches(step, func)
         users = [(f"step `{s.objective}`", s.optimizers) for s in steps]
         GroupChecker(self.module, self.loop, users, _options_problem).check()
@@ -1239,11 +1280,6 @@ class CarryChecker:
     def _supported(self, op: train.CarryOp) -> None:
         """Several steps and several processes do not carry values yet."""
         where = span_of(op)
-        if self.loop.steps():
-            message = "`carry` is not supported in a block of `step` lines yet"
-            help_text = "train one model with `objective = NAME` to carry a value"
-            _error_at(where, "TL0449", message, help_text)
-            return
         distributed = self.loop.setting("distributed")
         if distributed is not None and evaluate(distributed, {}) == "fsdp":
             message = (

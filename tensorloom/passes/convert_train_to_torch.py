@@ -440,7 +440,7 @@ def _steps_import_ops(plan: StepsPlan) -> list[Operation]:
         py.ImportOp("random"),
         py.ImportOp("sys"),
         py.ImportOp("time"),
-        py.FromImportOp("dataclasses", ["dataclass"]),
+        py.FromImportOp("dataclasses", ["dataclass", *(["field"] if plan.base.carries else [])]),
         py.FromImportOp("functools", ["partial"]),
         py.FromImportOp("typing", ["Any"]),
         py.ImportOp("torch"),

@@ -260,6 +260,10 @@ def _trainer_ops(plan: StepsPlan) -> list[Operation]:
     carry = b.optional(b.generic("tuple", b.generic("dict", "str", "torch.Tensor"), "int"))
     b.assign("carry", b.const(None), annotation=carry,
              comment="resumed mid-epoch: (objective sums, batches)")  # fmt: skip
+    if plan.base.carries:
+        b.assign("carried", b.call("field", default_factory=b.name("dict")),
+                 annotation=b.generic("dict", "str", "Any"),
+                 comment="`carry`: what the last batch's steps left")  # fmt: skip
     top.stmt(py.ClassOp("Trainer", [], b.ops, decorators=[top.name("dataclass")]))
     return top.ops
 
@@ -446,6 +450,8 @@ def _train_step_ops(plan: StepsPlan) -> list[Operation]:
                    "each objective, detached.\n"))  # fmt: skip
     _models_local(b, plan)
     b.assign("device", b.path("trainer", "ctx", "device"))
+    for name in plan.base.carries:  # what the previous batch left (`carry`)
+        b.assign(name, b.subscript(b.path("trainer", "carried"), b.const(name)))
     if plan.windowed:
         b.assign("losses", b.value({}), annotation=b.generic("dict", "str", "torch.Tensor"))
     losses: list[tuple[str, str]] = []
@@ -462,6 +468,8 @@ def _train_step_ops(plan: StepsPlan) -> list[Operation]:
         _keep_loss(inner, step)
         window = b.subscript(b.name("EPOCHS_OF"), b.const(step.objective))
         b.if_(b.call("runs_in", b.path("trainer", "epoch"), window), inner)
+    for name in plan.base.carries:  # the next batch starts from them
+        b.assign(b.subscript(b.path("trainer", "carried"), b.const(name)), b.name(name))
     b.stmt(py.AugAssignOp("+=", b.path("trainer", "step"), b.const(1)))
     if plan.windowed:
         b.ret(b.name("losses"))
@@ -489,6 +497,21 @@ def _arguments(b: PyBuilder, plan: StepsPlan, objective: str) -> list[SSAValue]:
 def _batch_params(plan: StepsPlan) -> list[tuple[str, str]]:
     """`trainer`, then a batch: `xb, yb`, or its fields."""
     return [("trainer", "Trainer"), *((n, "torch.Tensor") for n in plan.base.batch_names)]
+
+
+def _validation_params(top: PyBuilder, plan: StepsPlan) -> list[tuple[str, str | SSAValue]]:
+    """`_batch_params`, with `carry` the validation's carried values after `trainer`."""
+    params: list[tuple[str, str | SSAValue]] = list(_batch_params(plan))
+    if plan.base.carries:
+        params.insert(1, ("val_carried", top.generic("dict", "str", "Any")))
+    return params
+
+
+def _validating(b: PyBuilder, plan: StepsPlan, function: str) -> SSAValue:
+    """`partial(objective_values, trainer)`; with `carry`, from the initial values on."""
+    if not plan.base.carries:
+        return b.call("partial", b.name(function), b.name("trainer"))
+    return b.call("partial", b.name(function), b.name("trainer"), _fresh_carried(b, plan))
 
 
 def _window(step: StepPlan) -> str:
@@ -520,12 +543,21 @@ def _step(b: PyBuilder, plan: StepsPlan, step: StepPlan, *, comment: bool = True
     args = [_step_model(inner, plan, step, m) for m in plan.models]
     args += [inner.name(n) for n in batch]
     value = f"{step.objective}_value"
-    assign = py.AssignOp(inner.name(value), inner.call(step.objective, *args))
+    carried = _takes_carried(plan, step.objective)
+    target = inner.name(value)
+    if carried:  # the values the previous step or batch left, and the ones it leaves
+        args += [inner.name(c) for c in carried]
+        target = inner.tuple_of(target, *(inner.name(c) for c in carried))
+    assign = py.AssignOp(target, inner.call(step.objective, *args))
     if step.location is not None:
         assign.location = step.location  # type: ignore[assignment]
     inner.stmt(assign)
     manager = b.call("autocast", b.path("trainer", "plan"), b.name("device"))
     b.stmt(py.WithOp(manager, inner.ops))
+    if carried:
+        b.comment("the next step and batch start from these, detached: backpropagation stops")
+        for name in carried:
+            b.assign(name, b.call("detached", b.name(name)))
     scaler = b.subscript(b.path("trainer", "scalers"), b.const(step.objective))
     stepped = b.name("optimizer" if len(keys) == 1 else "optimizers")
     clips = [o.clip for o in step.optimizers]
@@ -541,6 +573,17 @@ def _step(b: PyBuilder, plan: StepsPlan, step: StepPlan, *, comment: bool = True
         for model in step.models:
             average = b.subscript(b.path("trainer", "emas"), b.const(model))
             b.expr(b.method(average, "update", b.path("trainer", model)))
+
+
+def _takes_carried(plan: StepsPlan, objective: str) -> tuple[str, ...]:
+    """The carried values `objective` takes after the batch and returns after its loss (the
+    block's `carry` names, when it has parameters for them), else ()."""
+    return plan.base.carries if plan.base.takes_carried(objective, len(plan.models)) else ()
+
+
+def _fresh_carried(b: PyBuilder, plan: StepsPlan) -> SSAValue:
+    """`{"state": None}`: each carried value's initial value."""
+    return b.add(py.DictOp([(b.const(c), b.const(None)) for c in plan.base.carries]))
 
 
 def _step_model(b: PyBuilder, plan: StepsPlan, step: StepPlan, model: ModelPlan) -> SSAValue:
@@ -562,7 +605,7 @@ def _objective_values_ops(plan: StepsPlan) -> list[Operation]:
     b.expr(b.const("Each objective on one validation batch, under autocast (no gradients)."))
     _models_local(b, plan)
     _values(b, plan, "val_")
-    params = _batch_params(plan)
+    params = _validation_params(top, plan)
     top.def_("objective_values", params, b, top.generic("dict", "str", "torch.Tensor"))
     if plan.ema is None:
         return top.ops
@@ -583,11 +626,24 @@ def _objective_values_ops(plan: StepsPlan) -> list[Operation]:
 
 
 def _values(b: PyBuilder, plan: StepsPlan, prefix: str) -> None:
-    """`with autocast(...): return {"val_d_loss": d_loss(G, D, xb, yb), ...}`."""
+    """`with autocast(...): return {"val_d_loss": d_loss(G, D, xb, yb), ...}`; with `carry`,
+    each objective that takes the carried values from `val_carried`, which it updates."""
     inner = PyBuilder()
-    pairs = [(inner.const(f"{prefix}{s.objective}"),
-              inner.call(s.objective, *_arguments(inner, plan, s.objective)))
-             for s in plan.steps]  # fmt: skip
+    pairs = []
+    for s in plan.steps:
+        carried = _takes_carried(plan, s.objective)
+        if not carried:
+            call = inner.call(s.objective, *_arguments(inner, plan, s.objective))
+            pairs.append((inner.const(f"{prefix}{s.objective}"), call))
+            continue
+        given = [inner.subscript(inner.name("val_carried"), inner.const(c)) for c in carried]
+        call = inner.call(s.objective, *_arguments(inner, plan, s.objective), *given)
+        value = inner.name(f"{s.objective}_value")
+        inner.assign(inner.tuple_of(value, *(inner.name(c) for c in carried)), call)
+        for c in carried:
+            inner.assign(inner.subscript(inner.name("val_carried"), inner.const(c)),
+                         inner.name(c))  # fmt: skip
+        pairs.append((inner.const(f"{prefix}{s.objective}"), inner.name(f"{s.objective}_value")))
     inner.ret(inner.add(py.DictOp(pairs)))
     manager = b.call("autocast", b.path("trainer", "plan"), b.path("trainer", "ctx", "device"))
     b.stmt(py.WithOp(manager, inner.ops))
@@ -607,6 +663,8 @@ def _save_ops(plan: StepsPlan) -> list[Operation]:
     save.expr(save.const("`path` holds the run after `epoch` epochs (and a cut epoch's part)."))
     save.assign("models", _parts(save, plan))
     entries = [(save.const("carry"), save.path("trainer", "carry"))]
+    if plan.base.carries:  # a run resumed mid-epoch continues from them
+        entries.append((save.const("carried"), save.path("trainer", "carried")))
     if plan.ema is not None:
         states = py.ComprehensionOp("dict", save.method(save.path("trainer", "emas"), "items"),
                                     targets=2)  # fmt: skip
@@ -641,6 +699,10 @@ def _save_ops(plan: StepsPlan) -> list[Operation]:
     extra = resume.subscript(resume.name("state"), resume.const("extra"))
     resume.assign(resume.path("trainer", "carry"),
                   resume.method(extra, "get", resume.const("carry")))  # fmt: skip
+    if plan.base.carries:
+        resume.comment("the carried values (`carry`) where the interrupted epoch left them")
+        resume.assign(resume.path("trainer", "carried"),
+                      resume.method(extra, "get", resume.const("carried"), resume.value({})))  # fmt: skip
     if plan.ema is not None:
         loop = py.ForOp(resume.method(resume.path("trainer", "emas"), "items"), targets=2)
         key, average = loop.body.block.args
@@ -753,6 +815,11 @@ def _epoch(b: PyBuilder, plan: StepsPlan, epoch: SSAValue) -> None:
     carried = b.add(py.BinOp("or", b.path("trainer", "carry"), b.name("fresh")))
     b.assign(b.tuple_of(b.name("sums"), b.name("done")), carried)
     b.assign(b.path("trainer", "carry"), b.const(None))
+    if plan.base.carries:
+        fresh = PyBuilder()
+        fresh.assign(fresh.path("trainer", "carried"), _fresh_carried(fresh, plan))
+        b.comment("a new epoch starts the carried values over; a resumed one keeps its own")
+        b.if_(b.not_(b.name("done")), fresh)
     b.assign("total", b.call("len", b.path("trainer", "train_loader")))
     bar = b.call("progress", b.path("trainer", "train_loader"), total=b.name("total"),
                  description=b.fstring("epoch {}", b.binop("+", epoch, b.const(1))))  # fmt: skip
@@ -800,9 +867,10 @@ def _stop_lambda(b: PyBuilder) -> SSAValue:
 
 def _record(b: PyBuilder, plan: StepsPlan, epoch: SSAValue, means: py.ComprehensionOp) -> None:
     b.assign("means", b.add(means))
-    b.assign("validated", b.call("mean_objectives", b.call(
-        "partial", b.name("objective_values"), b.name("trainer")),
-        b.path("trainer", "val_loader")))  # fmt: skip
+    if plan.base.carries:
+        b.comment("`carry`: validation starts from the initial values, and carries them on")
+    b.assign("validated", b.call("mean_objectives", _validating(b, plan, "objective_values"),
+                                 b.path("trainer", "val_loader")))  # fmt: skip
     if plan.ema is not None:
         loop = py.ForOp(b.method(b.path("trainer", "emas"), "values"))
         average = loop.body.block.args[0]
@@ -811,9 +879,8 @@ def _record(b: PyBuilder, plan: StepsPlan, epoch: SSAValue, means: py.Comprehens
         each.expr(each.method(each.attr(average, "module"), "eval"))
         loop.body.block.add_ops(each.ops)
         b.stmt(loop)
-        averaged = b.call("mean_objectives", b.call(
-            "partial", b.name("ema_objective_values"), b.name("trainer")),
-            b.path("trainer", "val_loader"))  # fmt: skip
+        averaged = b.call("mean_objectives", _validating(b, plan, "ema_objective_values"),
+                          b.path("trainer", "val_loader"))  # fmt: skip
         b.expr(b.method(b.name("validated"), "update", averaged))
     samples = b.binop("*", b.name("done"), b.path("args", "batch_size"))
     if plan.distributed:
@@ -875,7 +942,7 @@ def _evaluate_checkpoint(b: PyBuilder, plan: StepsPlan) -> None:
     b.assign("state", state)
     for model in plan.models:
         b.expr(b.method(b.path("trainer", model.name), "eval"))
-    each = b.call("partial", b.name("objective_values"), b.name("trainer"))
+    each = _validating(b, plan, "objective_values")
     b.assign("validated", b.call("mean_objectives", each, b.path("trainer", "val_loader")))
     epoch = b.subscript(b.name("state"), b.const("epoch"))
     record = py.DictOp([(b.const("epoch"), epoch), (None, b.name("validated"))])
