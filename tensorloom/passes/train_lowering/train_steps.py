@@ -701,8 +701,8 @@ def _save_ops(plan: StepsPlan) -> list[Operation]:
                   resume.method(extra, "get", resume.const("carry")))  # fmt: skip
     if plan.base.carries:
         resume.comment("the carried values (`carry`) where the interrupted epoch left them")
-        resume.assign(resume.path("trainer", "carried"),
-                      resume.method(extra, "get", resume.const("carried"), resume.value({})))  # fmt: skip
+        saved = resume.method(extra, "get", resume.const("carried"), resume.value({}))
+        resume.assign(resume.path("trainer", "carried"), saved)
     if plan.ema is not None:
         loop = py.ForOp(resume.method(resume.path("trainer", "emas"), "items"), targets=2)
         key, average = loop.body.block.args
