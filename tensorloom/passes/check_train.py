@@ -1013,8 +1013,11 @@ class ObjectiveChecker:
             if step and not takes_carried(func, self.models, carries):
                 carries = []
             before = [op.carried for op in carries]
+            start = [b for b in before if b is not None] if step and self.carrying else None
+            if start is not None and len(start) != len(carries):
+                start = None
             check_objective(self.module, func, self.models, self.batch, loc, self.info,
-                            carries=carries)  # fmt: skip
+                            carries=carries, start=start)  # fmt: skip
             if carries:
                 self._same_carried(func, before)
                 self.carrying.append(func)
@@ -1278,9 +1281,21 @@ class CarryChecker:
         return False
 
     def _supported(self, op: train.CarryOp) -> None:
-        """Several steps and several processes do not carry values yet."""
+        """What cannot carry values yet: FSDP, and `step` lines under `distributed`."""
         where = span_of(op)
         distributed = self.loop.setting("distributed")
+        how = evaluate(distributed, {}) if distributed is not None else False
+        if self.loop.steps() and how not in (False, "false"):
+            message = (
+                "`carry` in a block of `step` lines is not supported with `distributed` yet: "
+                "its checkpoints hold one rank's carried values"
+            )
+            help_text = (
+                "train it in one process, or as one model (`objective = NAME`), which "
+                "carries each rank's state under `distributed = ddp`"
+            )
+            _error_at(where, "TL0449", message, help_text)
+            return
         if distributed is not None and evaluate(distributed, {}) == "fsdp":
             message = (
                 '`carry` is not supported with `distributed = "fsdp"`: its sharded checkpoints '

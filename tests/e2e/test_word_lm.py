@@ -20,6 +20,7 @@ import os
 import subprocess
 import sys
 import sysconfig
+from functools import partial
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -351,3 +352,133 @@ def run_refused(script: Path, *args: str) -> str:
                           timeout=240, check=False)  # fmt: skip
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
     return done.stderr
+
+
+# --- `carry` in a block of `step` lines ------------------------------------------------------
+
+STEPS = f"""
+model LM:
+    layer encoder = Embedding({VOCAB}, 16)
+    layer rnn = LSTM(16, 32, num_layers=2)
+    layer decoder = Linear(32, {VOCAB})
+
+    fn forward(self, x: Tensor[B, T], state: (Tensor, Tensor)):
+        let (out, next) = self.rnn(self.encoder(x), state)
+        return (self.decoder(out), next)
+
+model Probe:
+    layer fc = Linear(32, 32)
+
+    fn forward(self, h: Tensor[L, B, 32]) -> Tensor[L, B, 32]:
+        return self.fc(h)
+
+fn lm_loss(net, probe, x, y, state):
+    let (logits, next) = net(x, state)
+    return (cross_entropy(logits.flatten(0, 1), y.flatten()), next)
+
+// A probe of the carried state: the LSTM's cells from its hidden state.
+fn probe_loss(net, probe, x, y, state):
+    let (h, c) = state
+    return (mse(probe(h), c), state)
+
+let net = LM()
+let probe = Probe()
+let data = load_dataset("words", path="corpus.txt", block_size={BPTT}, vocab={VOCAB},
+                        max_bytes=6000)
+
+train (net, probe) on data:
+    epochs = 2
+    batch_size = {BATCH}
+    step lm_loss with SGD(net, lr=20.0, grad_clip=0.25)
+    step probe_loss with Adam(probe, lr=0.01)
+    carry state = none
+"""
+
+
+def _steps_by_hand(net: torch.nn.Module, probe: torch.nn.Module, batches: list[Any],
+                   ) -> tuple[list[float], list[float]]:  # fmt: skip
+    """One epoch as main.py would write two optimizers over one carried state: the LM's
+    step, then the probe's on the state it left, detached before each."""
+    opt_lm = torch.optim.SGD(net.parameters(), lr=20.0)
+    opt_probe = torch.optim.Adam(probe.parameters(), lr=0.01)
+    lm, probed, hidden = [], [], None
+    for xb, yb in batches:
+        hidden = repackage_hidden(hidden)
+        opt_lm.zero_grad(set_to_none=True)
+        output, hidden = net(xb, hidden)
+        loss = F.cross_entropy(output.flatten(0, 1), yb.flatten())
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(list(net.parameters()), 0.25)
+        opt_lm.step()
+        hidden = repackage_hidden(hidden)
+        opt_probe.zero_grad(set_to_none=True)
+        h, c = hidden
+        probe_loss = F.mse_loss(probe(h), c)
+        probe_loss.backward()
+        opt_probe.step()
+        lm.append(loss.item())
+        probed.append(probe_loss.item())
+    return lm, probed
+
+
+def test_steps_thread_the_carried_state_as_a_loop_by_hand(tmp_path: Path) -> None:
+    """`carry` with `step` lines: the LM's step takes the state the last batch left and
+    returns its own; the probe's step takes that one. The emitted `train_step` equals the
+    loop by hand over an epoch, to the bit, and validation threads the state too."""
+    (tmp_path / "corpus.txt").write_bytes(CORPUS.read_bytes())
+    m = _load(compile_program(tmp_path, STEPS, name="word_lm_steps"))
+    args = m.parse_args(["--device", "cpu", "--precision", "fp32", "--data-root",
+                         str(tmp_path)])  # fmt: skip
+    trainer = m.build_trainer(args, m.DistContext(0, 0, 1, torch.device("cpu")))
+    net, probe = m.LM(), m.Probe()
+    net.load_state_dict(trainer.net.state_dict())
+    probe.load_state_dict(trainer.probe.state_dict())
+    batches = list(trainer.train_loader)
+    assert len(batches) > 20
+    lm, probed = _steps_by_hand(net, probe, batches)
+    trainer.carried = {"state": None}  # as each epoch starts
+    for i, (xb, yb) in enumerate(batches):
+        emitted = m.train_step(trainer, xb, yb)
+        assert emitted["lm_loss"].item() == lm[i], i
+        assert emitted["probe_loss"].item() == probed[i], i
+    h, c = trainer.carried["state"]
+    assert h.shape == c.shape == (2, BATCH, 32) and not h.requires_grad
+    for mine, theirs in ((trainer.net, net), (trainer.probe, probe)):
+        for (key, a), b in zip(mine.state_dict().items(), theirs.state_dict().values(),
+                               strict=True):  # fmt: skip
+            assert torch.equal(a, b), key
+
+    for model in (trainer.net, trainer.probe, net, probe):
+        model.eval()
+    validated = m.mean_objectives(partial(m.objective_values, trainer, {"state": None}),
+                                  trainer.val_loader)  # fmt: skip
+    losses, hidden = [], None
+    with torch.no_grad():
+        for xb, yb in trainer.val_loader:
+            output, hidden = net(xb, hidden)
+            losses.append(F.cross_entropy(output.flatten(0, 1), yb.flatten()).item())
+    assert validated["val_lm_loss"] == pytest.approx(sum(losses) / len(losses), rel=1e-6)
+
+
+def test_steps_resume_the_carried_state_exactly_mid_epoch(tmp_path: Path) -> None:
+    (tmp_path / "corpus.txt").write_bytes(CORPUS.read_bytes())
+    script = compile_program(tmp_path, STEPS, name="word_lm_steps_resume")
+    common = ["--precision", "fp32", "--data-root", str(tmp_path)]
+    whole, cut = tmp_path / "whole", tmp_path / "cut"
+    run(script, *common, "--checkpoint-dir", str(whole), "--metrics", str(tmp_path / "w.jsonl"))
+    per_epoch = int(records(tmp_path / "w.jsonl")[0]["steps"])  # type: ignore[arg-type]
+    stop = per_epoch + per_epoch // 2
+    run(script, *common, "--max-steps", str(stop), "--checkpoint-dir", str(cut))
+    saved = torch.load(cut / "last.pt", weights_only=True)
+    assert saved["extra"]["carried"]["state"][0].shape == (2, BATCH, 32)
+    run(script, *common, "--checkpoint-dir", str(cut), "--resume", str(cut / "last.pt"),
+        "--metrics", str(tmp_path / "c.jsonl"))  # fmt: skip
+    a = torch.load(whole / "last.pt", weights_only=True)
+    b = torch.load(cut / "last.pt", weights_only=True)
+    assert a["step"] == b["step"] == 2 * per_epoch
+    for name in ("net", "probe"):
+        for key, tensor in a["models"][name].items():
+            assert torch.equal(tensor, b["models"][name][key]), (name, key)
+    last_whole, last_cut = records(tmp_path / "w.jsonl")[-1], records(tmp_path / "c.jsonl")[-1]
+    for key in ("lm_loss", "probe_loss", "val_lm_loss", "val_probe_loss"):
+        assert last_whole[key] == last_cut[key], key

@@ -195,11 +195,13 @@ def check_objective(
     role: str = "objective",
     carries: Sequence[train.CarryOp] = (),
     offered: Sequence[train.CarryOp] = (),
+    start: Sequence[Attribute] | None = None,
 ) -> None:
     """Infer `func` with its model parameters bound to `models`, the batch's types after
     them (x, y; or the fields of `info` its parameters name) and then the carried values';
     it must return a scalar, or `(scalar, *carried)` when the block carries values (a
-    metric: a scalar; `offered`, the values a metric that takes the batch alone could take)."""
+    metric: a scalar; `offered`, the values a metric that takes the batch alone could take;
+    `start`, what a later step receives from the step before it, else their initial values)."""
     batch_names = func.names[len(models) : len(func.names) - len(carries)]
     binding = bind_fields(batch_names, info)
     if not binding.by_name and len(func.names) != len(models) + 2 + len(carries):
@@ -219,7 +221,7 @@ def check_objective(
         _check_carried_metric(module, func, models, batch_args, carries)
         return
     if carries:
-        _check_carrying(module, func, models, batch_args, carries)
+        _check_carrying(module, func, models, batch_args, carries, start)
         return
     inference, result = _infer(module, func, models, batch_args)
     write_back_types(inference)
@@ -253,12 +255,14 @@ def _check_carrying(
     models: Sequence[str],
     batch: Sequence[Attribute],
     carries: Sequence[train.CarryOp],
+    start: Sequence[Attribute] | None = None,
 ) -> None:
     """The objective of a block that carries values, inferred twice: at an epoch's first batch
-    (each carried parameter its initial value, `none`), then at the next (each the type the
-    first returned for it), which must return the same types: the carried values' types are
-    then fixed, and written on their `train.carry` ops."""
-    first = [NoneType() for _ in carries]
+    (each carried parameter its initial value, `none`, or `start`: what an earlier step of
+    the batch returned), then at the next (each the type the first returned for it), which
+    must return the same types: the carried values' types are then fixed, and written on
+    their `train.carry` ops."""
+    first = list(start) if start is not None else [NoneType() for _ in carries]
     errors = len(current_sink().errors())
     inference, result = _infer(module, func, models, [*batch, *first])
     if len(current_sink().errors()) > errors:  # the first batch's errors, reported: stop there
