@@ -84,9 +84,12 @@ from tensorloom.passes.support.objectives import (
     check_objective,
     check_sampler,
     frozen_names,
+    initial_paths,
+    layer_kind,
     objective_named,
     optimizer_of,
     optimizer_set,
+    parameter_type,
     step_of,
     takes_carried,
 )
@@ -1249,12 +1252,46 @@ class CarryChecker:
             message = f"the carried value `{var}` has no initial value"
             help_text = f"write `carry {var} = none`: a recurrent layer starts from zeros"
             _error_at(span_of(op), "TL0445", message, help_text)
+        elif initial_paths(op.init) is not None:
+            self._learned(op, initial_paths(op.init) or [])
         elif not isinstance(op.init, NoneValueAttr):
-            message = f"the carried value `{var}` must start from `none`, the zero state"
+            message = (
+                f"the carried value `{var}` must start from `none` (the zero state) or from "
+                "parameters of a model"
+            )
             help_text = (
-                f"write `carry {var} = none`: the recurrent layers it feeds start from zeros"
+                f"write `carry {var} = none`: the recurrent layers it feeds start from zeros; "
+                f"or a learned start, `carry {var} = net.h0` with `layer h0 = Parameter(...)`"
             )
             _error_at(span_of(op.init_loc) or span_of(op), "TL0445", message, help_text)
+
+    def _learned(self, op: train.CarryOp, paths: list[str]) -> None:
+        """`carry state = (net.h0, net.c0)`: each a `Parameter` of a model of the block
+        (TL0465), which the epoch's first batch starts from."""
+        models = self.loop.model_names()
+        where = span_of(op.init_loc) or span_of(op)
+        for path in paths:
+            if parameter_type(self.module, path) is not None and path.split(".")[0] in models:
+                continue
+            instance, _, name = path.partition(".")
+            listed = ", ".join(f"`{m}`" for m in models)
+            if instance not in models:
+                message = f"`{instance}` in `{path}` is not a model of this train block"
+                help_text = f"a learned start is a `Parameter` of one of its models: {listed}"
+            else:
+                message = f"`{path}` is not a `Parameter` of `{instance}`"
+                declared = layer_kind(self.module, instance, name)
+                help_text = (
+                    f"declare it in `{instance}`'s model, as `layer {name or 'h0'} = "
+                    "Parameter(num_layers, 1, hidden)`, and expand it to the batch in the "
+                    "objective"
+                )
+                if declared is not None:
+                    help_text = (
+                        f"`{name}` is a `{declared}` layer; a learned start is a `Parameter` "
+                        "of the model, as `layer h0 = Parameter(num_layers, 1, hidden)`"
+                    )
+            _error_at(where, "TL0465", message, help_text)
 
     def _unique(self, carries: list[train.CarryOp]) -> None:
         seen: dict[str, train.CarryOp] = {}

@@ -482,3 +482,77 @@ def test_steps_resume_the_carried_state_exactly_mid_epoch(tmp_path: Path) -> Non
     last_whole, last_cut = records(tmp_path / "w.jsonl")[-1], records(tmp_path / "c.jsonl")[-1]
     for key in ("lm_loss", "probe_loss", "val_lm_loss", "val_probe_loss"):
         assert last_whole[key] == last_cut[key], key
+
+
+# --- a learned initial state ------------------------------------------------------------------
+
+LEARNED = f"""
+model LM:
+    layer encoder = Embedding({VOCAB}, 16)
+    layer rnn = GRU(16, 32)
+    layer decoder = Linear(32, {VOCAB})
+    layer h0 = Parameter(1, 1, 32, init="normal", std=0.1)
+
+    fn forward(self, x: Tensor[B, T], h: Tensor):
+        let (out, next) = self.rnn(self.encoder(x), h)
+        return (self.decoder(out), next)
+
+// The first window of an epoch starts from the learned h0, one row for every stream.
+fn lm_loss(net, x, y, h):
+    let (logits, next) = net(x, h.expand(1, x.size(0), 32))
+    return (cross_entropy(logits.flatten(0, 1), y.flatten()), next)
+
+let net = LM()
+let data = load_dataset("words", path="corpus.txt", block_size={BPTT}, vocab={VOCAB},
+                        max_bytes=6000)
+
+train net on data:
+    epochs = 2
+    batch_size = {BATCH}
+    optimizer = SGD(lr=1.0)
+    grad_clip = 0.25
+    objective = lm_loss
+    carry h = net.h0
+"""
+
+
+def test_learned_initial_state_trains_as_a_loop_by_hand(tmp_path: Path) -> None:
+    """`carry h = net.h0`: each epoch's first window starts from the model's parameter `h0`
+    (not detached: the first batch's backward reaches it, and SGD learns it with the rest),
+    later windows from the last one's state, detached; validation starts from it too. Two
+    epochs of the emitted step equal the loop by hand to the bit."""
+    (tmp_path / "corpus.txt").write_bytes(CORPUS.read_bytes())
+    m = _load(compile_program(tmp_path, LEARNED, name="word_lm_learned"))
+    args = m.parse_args(["--device", "cpu", "--precision", "fp32", "--data-root",
+                         str(tmp_path)])  # fmt: skip
+    trainer = m.build_trainer(args, m.DistContext(0, 0, 1, torch.device("cpu")))
+    model = m.LM()
+    model.load_state_dict(trainer.model.state_dict())
+    optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
+    start = model.h0.detach().clone()
+    emitted, by_hand = [], []
+    for _ in range(2):
+        trainer.carried = {"h": trainer.model.h0}  # as train_one_epoch starts an epoch
+        hidden: Any = model.h0
+        for xb, yb in trainer.train_loader:
+            emitted.append(m._forward_backward(trainer, xb, yb).item())
+            m._optimizer_step(trainer)
+            optimizer.zero_grad(set_to_none=True)
+            output, hidden = model(xb, hidden.expand(1, xb.size(0), 32))
+            loss = F.cross_entropy(output.flatten(0, 1), yb.flatten())
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(list(model.parameters()), 0.25)
+            optimizer.step()
+            hidden = hidden.detach()
+            by_hand.append(loss.item())
+    assert len(emitted) > 20 and emitted == by_hand
+    assert torch.equal(trainer.model.h0, model.h0) and not torch.equal(model.h0, start)
+
+    model.eval()
+    losses, hidden = [], model.h0
+    with torch.no_grad():
+        for xb, yb in trainer.val_loader:
+            output, hidden = model(xb, hidden.expand(1, xb.size(0), 32))
+            losses.append(F.cross_entropy(output.flatten(0, 1), yb.flatten()).item())
+    record = m.evaluate(trainer)
+    assert record["val_loss"] == pytest.approx(sum(losses) / len(losses), rel=1e-6)

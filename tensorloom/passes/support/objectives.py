@@ -25,6 +25,7 @@ from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, i64
 from xdsl.ir import Attribute, Operation, SSAValue, TypeAttribute
 
 from tensorloom.catalogue.datasets import DataField, DatasetInfo
+from tensorloom.catalogue.layers.parameter import PARAMETER
 from tensorloom.diagnostics.core import Diagnostic, DiagnosticSink, Label, did_you_mean
 from tensorloom.diagnostics.ir import current_sink, report, reporting, span_at, span_of
 from tensorloom.dialects import train
@@ -41,14 +42,22 @@ from tensorloom.dialects.nml import (
     TensorType,
     TupleType,
 )
-from tensorloom.passes.shape_inference import BATCH, Inference, ModelFlow, write_back_types
+from tensorloom.passes.shape_inference import (
+    BATCH,
+    Inference,
+    ModelFlow,
+    nml_any,
+    write_back_types,
+)
 from tensorloom.passes.support.batch_fields import bind_fields, field_listing, parameter_span
 from tensorloom.passes.support.loss_functions import BatchTypes, functions_of, scalar_result
 from tensorloom.passes.support.model_env import (
     CallValue,
     Env,
+    bind_layer,
     evaluate,
     instance_env,
+    layers_of,
     models_of,
 )
 from tensorloom.passes.support.param_groups import ParamArg, param_arg, selection_models
@@ -262,7 +271,7 @@ def _check_carrying(
     the batch returned), then at the next (each the type the first returned for it), which
     must return the same types: the carried values' types are then fixed, and written on
     their `train.carry` ops."""
-    first = list(start) if start is not None else [NoneType() for _ in carries]
+    first = list(start) if start is not None else [initial_type(module, op) for op in carries]
     errors = len(current_sink().errors())
     inference, result = _infer(module, func, models, [*batch, *first])
     if len(current_sink().errors()) > errors:  # the first batch's errors, reported: stop there
@@ -303,7 +312,7 @@ def _check_carried_metric(
     given: list[Attribute] = [
         op.carried if op.carried is not None else NoneType() for op in carries
     ]
-    firsts: list[Attribute] = [NoneType() for _ in carries]
+    firsts: list[Attribute] = [initial_type(module, op) for op in carries]
     errors = len(current_sink().errors())
     for carried in (firsts, given) if given != firsts else (firsts,):
         inference, result = _infer(module, func, models, [*batch, *carried])
@@ -319,6 +328,54 @@ def takes_carried(func: FuncOp, models: Sequence[str], carries: Sequence[object]
     """Whether a metric `fn` takes the block's carried values after its models and the
     batch, as the objective does (`fn acc(net, x, y, state)`), rather than the batch alone."""
     return bool(carries) and len(func.names) == len(models) + 2 + len(carries)
+
+
+def initial_paths(init: Attribute | None) -> list[str] | None:
+    """A learned initial value's parameters as written, `net.h0` or `(net.h0, net.c0)`:
+    their paths; None for `none` or anything else."""
+    if isinstance(init, StringAttr):
+        return [init.data]
+    if (
+        isinstance(init, ArrayAttr)
+        and init.data
+        and all(isinstance(e, StringAttr) for e in init.data)
+    ):
+        return [e.data for e in init.data]  # type: ignore[union-attr]
+    return None
+
+
+def parameter_type(module: ModuleOp, path: str) -> TensorType | None:
+    """The type of the `Parameter` that `path` (`net.h0`) names: a layer of the instance's
+    model class; None when it names no such parameter."""
+    instance, _, name = path.partition(".")
+    bound = _bound(module, instance)
+    if bound is None or not name or "." in name:
+        return None
+    _, model, env = bound
+    layer = layers_of(model).get(name)
+    if layer is None or layer.kind.data != PARAMETER:
+        return None
+    spec = bind_layer(layer, env)
+    if spec is None:
+        return None
+    return TensorType.from_dims(spec.spec.param_shapes(spec)[""])
+
+
+def layer_kind(module: ModuleOp, instance: str, name: str) -> str | None:
+    """The kind of the layer `name` of the instance's model (`LSTM`), None if none."""
+    bound = _bound(module, instance)
+    layer = layers_of(bound[1]).get(name) if bound is not None else None
+    return layer.kind.data if layer is not None else None
+
+
+def initial_type(module: ModuleOp, op: train.CarryOp) -> Attribute:
+    """What an epoch's first batch receives for `op`: `none`, or its parameters' types (a
+    tuple of them for `(net.h0, net.c0)`)."""
+    paths = initial_paths(op.init)
+    if paths is None:
+        return NoneType()
+    types = [parameter_type(module, p) or nml_any() for p in paths]  # else TL0465
+    return types[0] if isinstance(op.init, StringAttr) else TupleType.of(types)
 
 
 def _returned(

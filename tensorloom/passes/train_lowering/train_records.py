@@ -246,7 +246,7 @@ def _validation_loop(b: PyBuilder, plan: ScriptPlan) -> None:
         each.expr(each.call("mark_step_begin", each.name("trainer")))
     if plan.carries:  # each batch continues the last: validation starts from `none` too
         b.comment("`carry`: validation starts from the initial values, and carries them on")
-        reset_carried(b, plan, b.name("carried"))
+        reset_carried(b, plan, b.name("carried"), lambda: b.name("model"))
     if plan.objective is not None and plan.carries:
         given = [inner.subscript(inner.name("carried"), inner.const(c)) for c in plan.carries]
         results = inner.tuple_of(inner.name("loss"), *(inner.name(c) for c in plan.carries))

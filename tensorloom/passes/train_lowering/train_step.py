@@ -150,10 +150,35 @@ def _keep_carried(b: PyBuilder, plan: ScriptPlan) -> None:
         b.assign(_carried_entry(b, name), b.call("detached", b.name(name)))
 
 
-def reset_carried(b: PyBuilder, plan: ScriptPlan, target: SSAValue) -> None:
-    """`target = {"state": None}`: each carried value's initial value (`none`)."""
-    entries = [(b.const(name), b.const(None)) for name in plan.carries]
+def reset_carried(
+    b: PyBuilder, plan: ScriptPlan, target: SSAValue, model: Callable[[], SSAValue] | None = None
+) -> None:
+    """`target = {"state": None}`: each carried value's initial value: `none`, or a learned
+    one, the parameters of `model()` (`trainer.model` unless given) it names, as they are
+    (the epoch's first batch backpropagates into them)."""
+    entries = [(b.const(name), carry_start(b, plan, name, model)) for name in plan.carries]
     b.assign(target, b.add(py.DictOp(entries)))
+
+
+def carry_start(
+    b: PyBuilder, plan: ScriptPlan, name: str, model: Callable[[], SSAValue] | None = None,
+    owner: Callable[[str], SSAValue] | None = None,
+) -> SSAValue:  # fmt: skip
+    """`None`, or `trainer.model.h0`, or `(trainer.model.h0, trainer.model.c0)`: what the
+    carried value `name` starts from. `owner(instance)` gives a block model of `step` lines."""
+    start = plan.carry_start(name)
+    if start is None:
+        return b.const(None)
+
+    def parameter(path: str) -> SSAValue:
+        instance, _, attr = path.partition(".")
+        if owner is not None:
+            return b.attr(owner(instance), attr)
+        return b.attr(model() if model is not None else b.path("trainer", "model"), attr)
+
+    if isinstance(start, str):
+        return parameter(start)
+    return b.add(py.TupleOp([parameter(p) for p in start]))
 
 
 def optimizer_step_ops(plan: ScriptPlan) -> list[Operation]:

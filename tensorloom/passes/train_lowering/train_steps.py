@@ -33,6 +33,7 @@ from tensorloom.passes.support.py_builder import PyBuilder, Value
 from tensorloom.passes.train_lowering.optimizer_groups import GroupEmitter
 from tensorloom.passes.train_lowering.plan import ScriptPlan, data_description, program_name
 from tensorloom.passes.train_lowering.train_data import build_loaders_ops, info_type, loader_type
+from tensorloom.passes.train_lowering.train_step import carry_start
 
 DEFINES = ("Trainer", "build_trainer", "train_step", "objective_values", "train", "main",
            "parse_args", "seed_everything", "save", "resume")  # fmt: skip
@@ -582,8 +583,14 @@ def _takes_carried(plan: StepsPlan, objective: str) -> tuple[str, ...]:
 
 
 def _fresh_carried(b: PyBuilder, plan: StepsPlan) -> SSAValue:
-    """`{"state": None}`: each carried value's initial value."""
-    return b.add(py.DictOp([(b.const(c), b.const(None)) for c in plan.base.carries]))
+    """`{"state": None}`: each carried value's initial value (`trainer.net.h0` where the
+    block learns it)."""
+
+    def owner(instance: str) -> SSAValue:
+        return b.path("trainer", instance)
+
+    entries = [(b.const(c), carry_start(b, plan.base, c, owner=owner)) for c in plan.base.carries]
+    return b.add(py.DictOp(entries))
 
 
 def _step_model(b: PyBuilder, plan: StepsPlan, step: StepPlan, model: ModelPlan) -> SSAValue:
