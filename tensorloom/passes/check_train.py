@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp
-from xdsl.ir import Attribute, Operation
+from xdsl.ir import Attribute, Operation, TypeAttribute
 
 from tensorloom.catalogue.args import INT64_MAX, Arg, past_int64
 from tensorloom.catalogue.data_files import DatasetProblem
@@ -1026,7 +1026,7 @@ class ObjectiveChecker:
                 self.carrying.append(func)
         return func
 
-    def _same_carried(self, func: FuncOp, before: list[Attribute | None]) -> None:
+    def _same_carried(self, func: FuncOp, before: Sequence[TypeAttribute | None]) -> None:
         """Steps that take the carried values pass them on to one another: one type each."""
         for op, was in zip(self.carries, before, strict=True):
             if was is None or op.carried is None or was == op.carried:
