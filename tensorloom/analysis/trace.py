@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from xdsl.dialects.builtin import IntegerAttr, IntegerType
 from xdsl.ir import Block, Operation, SSAValue
 
-from tensorloom.analysis.op_costs import VIEWS
+from tensorloom.catalogue.costs import Cost
 from tensorloom.catalogue.layers import BoundLayer, lookup
 from tensorloom.catalogue.shapes import Shape, resolve_sizes
 from tensorloom.diagnostics.core import Diagnostic, Label
@@ -274,7 +274,7 @@ class Walker:
         step = self._step("", kind, op)
         step.op = op
         self.stack[-1].append(step)
-        if kind in VIEWS and op.operands:
+        if builtin_cost(step).view and op.operands:
             self.aliases[self._raw(op.results[0])] = self.key(op.operands[0])
 
     def method(self, model: ModelOp, op: CallOp, env: Env) -> None:
@@ -380,6 +380,15 @@ class Walker:
             integer_input=bool(operands) and _is_integer(operands[0]),
             scope=self.scope,
         )
+
+
+def builtin_cost(step: Step) -> Cost:
+    """The cost rule a builtin step's op declares (`COST`); one without is a compiler bug,
+    never 0 FLOPs."""
+    cost = getattr(type(step.op), "COST", None)
+    if not isinstance(cost, Cost):
+        raise AssertionError(f"compiler bug: builtin `{step.kind}` declares no `COST`")
+    return cost
 
 
 def _makes_a_tensor(op: FunctionalOp) -> bool:

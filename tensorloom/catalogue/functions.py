@@ -16,34 +16,45 @@ tensorloom/catalogue/losses.py.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
+from tensorloom.catalogue.costs import FREE, INPUT, OUTPUT, VIEW, Cost, per_element
 from tensorloom.catalogue.losses import FUNCTIONAL_LOSSES
 
-ELEMENTWISE: dict[str, str] = {
-    "relu": "max(x, 0)",
-    "silu": "x * sigmoid(x)",
-    "tanh": "the hyperbolic tangent",
-    "sigmoid": "1 / (1 + exp(-x))",
-    "neg": "-x",
-    "exp": "e to the x",
-    "log": "the natural logarithm",
-    "sqrt": "the square root",
-    "rsqrt": "1 / sqrt(x)",
-    "abs": "the absolute value",
-    "sin": "the sine",
-    "cos": "the cosine",
-    "softplus": "log(1 + exp(x)), a smooth relu",
-    "floor": "rounded down to an integer (still a float)",
-    "ceil": "rounded up to an integer (still a float)",
-    "round": "rounded to the nearest integer, half to even",
-    "detach": "x, cut from the autograd graph",
-    "zeros_like": "zeros of x's shape and dtype",
-    "ones_like": "ones of x's shape and dtype",
-    "randn_like": "standard normal samples of x's shape and dtype",
-    "rand_like": "uniform samples in [0, 1) of x's shape and dtype",
-    "bernoulli": "1 with probability x, else 0, per element (x in [0, 1])",
+
+class Elementwise(NamedTuple):
+    """One function of the elementwise family: what it computes, and what it costs."""
+
+    summary: str
+    cost: Cost
+
+
+ELEMENTWISE: dict[str, Elementwise] = {
+    "relu": Elementwise("max(x, 0)", per_element(saves=OUTPUT)),
+    "silu": Elementwise("x * sigmoid(x)", per_element(saves=INPUT)),
+    "tanh": Elementwise("the hyperbolic tangent", per_element(saves=OUTPUT)),
+    "sigmoid": Elementwise("1 / (1 + exp(-x))", per_element(saves=OUTPUT)),
+    "neg": Elementwise("-x", per_element()),
+    "exp": Elementwise("e to the x", per_element(saves=OUTPUT)),
+    "log": Elementwise("the natural logarithm", per_element(saves=INPUT)),
+    "sqrt": Elementwise("the square root", per_element(saves=INPUT)),
+    "rsqrt": Elementwise("1 / sqrt(x)", per_element(saves=INPUT)),
+    "abs": Elementwise("the absolute value", per_element(saves=INPUT)),
+    "sin": Elementwise("the sine", per_element(saves=INPUT)),
+    "cos": Elementwise("the cosine", per_element(saves=INPUT)),
+    "softplus": Elementwise("log(1 + exp(x)), a smooth relu", per_element(saves=INPUT)),
+    "floor": Elementwise("rounded down to an integer (still a float)", per_element()),
+    "ceil": Elementwise("rounded up to an integer (still a float)", per_element()),
+    "round": Elementwise("rounded to the nearest integer, half to even", per_element()),
+    "detach": Elementwise("x, cut from the autograd graph", VIEW),
+    "zeros_like": Elementwise("zeros of x's shape and dtype", FREE),
+    "ones_like": Elementwise("ones of x's shape and dtype", FREE),
+    "randn_like": Elementwise("standard normal samples of x's shape and dtype", FREE),
+    "rand_like": Elementwise("uniform samples in [0, 1) of x's shape and dtype", FREE),
+    "bernoulli": Elementwise("1 with probability x, else 0, per element (x in [0, 1])", FREE),
 }
-"""The elementwise family (one nml op each, generated from this table): name -> what it computes."""
+"""The elementwise family (one nml op each, generated from this table): name -> what it
+computes and its cost in `tlc info` (tensorloom/catalogue/costs.py)."""
 
 SCALAR_MATH = frozenset({"exp", "log", "sqrt", "sin", "cos", "tanh"})
 """Elementwise functions that also take a number (a float config, a literal): `log(theta)`
@@ -75,8 +86,8 @@ _UNARY_TORCH = {
 
 _TABLE: tuple[FunctionSpec, ...] = (
     *(
-        FunctionSpec(name, "x", doc, _UNARY_TORCH.get(name, f"torch.{name}"), "unary")
-        for name, doc in ELEMENTWISE.items()
+        FunctionSpec(name, "x", e.summary, _UNARY_TORCH.get(name, f"torch.{name}"), "unary")
+        for name, e in ELEMENTWISE.items()
         if name != "neg"
     ),
     FunctionSpec("gelu", 'x, approximate="none"', 'GELU, exact or `"tanh"`', "F.gelu", "gelu"),

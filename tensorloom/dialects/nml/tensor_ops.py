@@ -36,6 +36,15 @@ from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import operand_def, opt_prop_def, prop_def, result_def, var_operand_def
 from xdsl.utils.exceptions import VerifyException
 
+from tensorloom.catalogue.costs import (
+    FREE,
+    INPUT,
+    PER_SOURCE_ELEMENT,
+    RESULT,
+    Cost,
+    per_element,
+    per_input_element,
+)
 from tensorloom.catalogue.shapes import (
     ShapeMismatch,
     Unifier,
@@ -161,12 +170,14 @@ class _AlongDimOp(SpelledOp, ABC):
 @lazy_op_definition
 class CumsumOp(_AlongDimOp):
     name = "nml.cumsum"
+    COST: ClassVar[Cost] = per_element(saves=INPUT, autocast="fp32")
     FUNCTION: ClassVar[str] = "cumsum"
 
 
 @lazy_op_definition
 class CumprodOp(_AlongDimOp):
     name = "nml.cumprod"
+    COST: ClassVar[Cost] = per_element(saves=(0, RESULT), autocast="fp32")
     FUNCTION: ClassVar[str] = "cumprod"
 
 
@@ -176,6 +187,7 @@ class NormOp(SpelledOp):
     without), `torch.linalg.vector_norm`."""
 
     name = "nml.norm"
+    COST: ClassVar[Cost] = per_input_element(2, saves=INPUT, autocast="fp32")
     FUNCTION: ClassVar[str] = "linalg.vector_norm"
 
     input = operand_def()
@@ -234,6 +246,7 @@ class PadOp(SizedOp, SpelledOp):
     be `"?"`, a size the forward computes (the next dynamic operand)."""
 
     name = "nml.pad"
+    COST: ClassVar[Cost] = per_element()
     FUNCTION: ClassVar[str] = "pad"
 
     input = operand_def()
@@ -308,6 +321,7 @@ class NarrowOp(SizedOp, SpelledOp):
     start may be a size the forward computes (a loop counter), the length must be known."""
 
     name = "nml.narrow"
+    COST: ClassVar[Cost] = FREE
     FUNCTION: ClassVar[str] = "narrow"
 
     input = operand_def()
@@ -376,6 +390,7 @@ class CastOp(FunctionalOp):
     type is one of the types a tensor type names (f32, f16, bf16, i64, i1)."""
 
     name = "nml.cast"
+    COST: ClassVar[Cost] = per_element()
 
     input = operand_def()
     dtype = prop_def(StringAttr)
@@ -455,12 +470,14 @@ class _ArgReduceOp(SpelledOp, ABC):
 @lazy_op_definition
 class ArgmaxOp(_ArgReduceOp):
     name = "nml.argmax"
+    COST: ClassVar[Cost] = per_input_element()
     FUNCTION: ClassVar[str] = "argmax"
 
 
 @lazy_op_definition
 class ArgminOp(_ArgReduceOp):
     name = "nml.argmin"
+    COST: ClassVar[Cost] = per_input_element()
     FUNCTION: ClassVar[str] = "argmin"
 
 
@@ -515,12 +532,14 @@ class _ExtremumOp(_ValuesIndicesOp, ABC):
 @lazy_op_definition
 class MaxOp(_ExtremumOp):
     name = "nml.max"
+    COST: ClassVar[Cost] = per_input_element()
     FUNCTION: ClassVar[str] = "max"
 
 
 @lazy_op_definition
 class MinOp(_ExtremumOp):
     name = "nml.min"
+    COST: ClassVar[Cost] = per_input_element()
     FUNCTION: ClassVar[str] = "min"
 
 
@@ -531,6 +550,7 @@ class TopkOp(SizedOp, _ValuesIndicesOp):
     `num_experts_per_tok`), its value read where the checker knows it."""
 
     name = "nml.topk"
+    COST: ClassVar[Cost] = per_input_element()
     FUNCTION: ClassVar[str] = "topk"
 
     input = operand_def()
@@ -610,6 +630,7 @@ class OneHotOp(SpelledOp):
     """`nml.one_hot %ids classes 10`: [..] class indices -> [.., 10] of 0 and 1 (i64)."""
 
     name = "nml.one_hot"
+    COST: ClassVar[Cost] = per_element()
     FUNCTION: ClassVar[str] = "one_hot"
 
     input = operand_def()
@@ -668,6 +689,7 @@ class GatherOp(SpelledOp):
     has the index's shape and x's element type."""
 
     name = "nml.gather"
+    COST: ClassVar[Cost] = per_element()
     FUNCTION: ClassVar[str] = "gather"
 
     input = operand_def()
@@ -767,12 +789,14 @@ class _ScatterOp(_ScatterLikeOp, ABC):
 @lazy_op_definition
 class ScatterOp(_ScatterOp):
     name = "nml.scatter"
+    COST: ClassVar[Cost] = PER_SOURCE_ELEMENT
     FUNCTION: ClassVar[str] = "scatter"
 
 
 @lazy_op_definition
 class ScatterAddOp(_ScatterOp):
     name = "nml.scatter_add"
+    COST: ClassVar[Cost] = PER_SOURCE_ELEMENT
     FUNCTION: ClassVar[str] = "scatter_add"
 
     def check(
@@ -789,6 +813,7 @@ class IndexAddOp(_ScatterLikeOp):
     1-D index along `dim` (a token's output added to its row, in a sparse MoE)."""
 
     name = "nml.index_add"
+    COST: ClassVar[Cost] = PER_SOURCE_ELEMENT
     FUNCTION: ClassVar[str] = "index_add"
 
     def check(
@@ -811,6 +836,7 @@ class NonzeroOp(SpelledOp):
     """
 
     name = "nml.nonzero"
+    COST: ClassVar[Cost] = per_input_element()
     FUNCTION: ClassVar[str] = "nonzero"
 
     input = operand_def()

@@ -1,0 +1,56 @@
+"""Every builtin declares its cost in `tlc info`: none counts 0 FLOPs because it was forgotten."""
+
+from __future__ import annotations
+
+from inspect import isabstract
+
+from tensorloom.catalogue.costs import RESULT, Cost
+from tensorloom.dialects.nml import (
+    FUNCTIONAL_OPS,
+    TENSOR_OPS,
+    AttentionOp,
+    FunctionalOp,
+    LossOp,
+    Nml,
+)
+from tensorloom.dialects.nml.builtins import NormalizeOp
+from tensorloom.dialects.nml.tensor_ops import (
+    ArgmaxOp,
+    CumprodOp,
+    CumsumOp,
+    GatherOp,
+    IndexAddOp,
+    NormOp,
+    PadOp,
+)
+
+
+def test_every_builtin_op_declares_a_cost() -> None:
+    builtins = [op for op in Nml.operations if issubclass(op, FunctionalOp)]
+    assert {*FUNCTIONAL_OPS, *TENSOR_OPS, LossOp} <= set(builtins)
+    missing = [op.name for op in builtins if not isinstance(getattr(op, "COST", None), Cost)]
+    assert missing == [], "give each builtin op a `COST` (tensorloom/catalogue/costs.py)"
+    assert not any(isabstract(op) for op in builtins)
+
+
+def test_new_functions_count_their_work() -> None:
+    x = (4, 8)
+    assert NormOp.COST([x], (4,)).flops == 64
+    assert NormOp.COST([x], (4,)).saved == (0,)
+    assert NormOp.COST.autocast == "fp32"
+    assert CumsumOp.COST([x], x).flops == 32
+    assert CumprodOp.COST([x], x).saved == (0, RESULT)
+    assert GatherOp.COST([x, (4, 2)], (4, 2)).flops == 8
+    assert IndexAddOp.COST([x, (3,), (3, 8)], x).flops == 24
+    assert PadOp.COST([x], (4, 10)).flops == 40
+    assert ArgmaxOp.COST([x], (4,)).flops == 32
+    assert NormalizeOp.COST([x], x).saved == (0,)
+
+
+def test_attention_counts_both_products_and_saves_what_flash_attention_keeps() -> None:
+    q = (2, 4, 16, 8)  # [B, heads, T, head size]
+    cost = AttentionOp.COST([q, q, q], q)
+    assert cost.flops == 2 * (2 * 2 * 4 * 16 * 16 * 8)
+    assert cost.saved == (0, 1, 2, RESULT)
+    assert cost.extra_bytes == 4 * 2 * 4 * 16  # the fp32 log-sum-exp of each query
+    assert AttentionOp.COST.autocast == "low"
