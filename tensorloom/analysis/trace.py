@@ -74,7 +74,6 @@ from tensorloom.passes.support.model_env import (
 )
 
 TensorKey = tuple[int, int]  # (call frame, id of the SSA value in that call)
-INDEX_LAYERS = frozenset({"Embedding"})  # their input holds int64 indices, however annotated
 
 
 @dataclass(slots=True)
@@ -304,7 +303,7 @@ class Walker:
             step = self._step(name, layer.kind.data, op)
         step.bound, step.layer = bound, layer
         step.params = bound.spec.param_count(bound) if bound is not None else 0
-        if layer.kind.data in INDEX_LAYERS and step.input_keys:
+        if bound is not None and bound.spec.takes_indices and step.input_keys:
             step.integer_input = True
             self.indices.add(step.input_keys[0])
         self.stack[-1].append(step)
