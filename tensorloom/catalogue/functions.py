@@ -9,6 +9,9 @@ generated from them), the PyTorch it lowers to (`torch.exp`, `F.gelu`, or,
 starting with `x.`, a method of the first argument), whether `x.name(...)` is
 accepted as well as `name(x, ...)`, and `builder`: which of resolve-nml's
 builders (tensorloom/passes/support/resolve_builtins.py) turns a call into its nml op.
+A plain builtin (one tensor, then constant arguments) has the `plain` builder: its op
+(an `nml.PlainOp`) takes each argument the signature names as the property of that
+name, so such a builtin is this record and its op, nothing else.
 The shape rule is that op's own `infer_shape`. The functional losses come from
 tensorloom/catalogue/losses.py.
 """
@@ -61,6 +64,17 @@ SCALAR_MATH = frozenset({"exp", "log", "sqrt", "sin", "cos", "tanh"})
 is `math.log(self.theta)` in the script; the others take tensors only."""
 
 
+Literal = int | float | bool | str | None
+
+
+class Parameter(NamedTuple):
+    """One parameter of a plain signature (`dim=1`): its name, and its default unless required."""
+
+    name: str
+    default: Literal
+    required: bool
+
+
 @dataclass(frozen=True, slots=True)
 class FunctionSpec:
     """One builtin function: how it is called, what it computes, what PyTorch it becomes."""
@@ -75,6 +89,27 @@ class FunctionSpec:
     @property
     def signature(self) -> str:
         return f"{self.name}({self.params})"
+
+    @property
+    def parameters(self) -> tuple[Parameter, ...]:
+        """A plain signature's parameters (`x, p=2.0, dim=1`), with their defaults: the
+        `plain` builder's arguments (tensorloom/passes/support/resolve_builtins.py)."""
+        return tuple(_parameter(part) for part in self.params.split(", "))
+
+
+def _parameter(text: str) -> Parameter:
+    name, _, default = text.partition("=")
+    return Parameter(name, _literal(default), False) if default else Parameter(name, None, True)
+
+
+def _literal(text: str) -> Literal:
+    """A default as the signature writes it: `2.0`, `-1`, `true`, `none`, `"tanh"`."""
+    words: dict[str, Literal] = {"true": True, "false": False, "none": None}
+    if text in words:
+        return words[text]
+    if text.startswith('"'):
+        return text.strip('"')
+    return float(text) if "." in text else int(text)
 
 
 _UNARY_TORCH = {
@@ -155,7 +190,7 @@ _TABLE: tuple[FunctionSpec, ...] = (
     ),
     FunctionSpec(
         "normalize", "x, p=2.0, dim=1", "x divided by its p-norm along `dim`", "F.normalize",
-        "normalize",
+        "plain",
     ),
     FunctionSpec("tril", "x, diagonal=0", "the lower triangle, 0 above", "torch.tril", "triangle"),
     FunctionSpec("triu", "x, diagonal=0", "the upper triangle, 0 below", "torch.triu", "triangle"),
@@ -208,10 +243,8 @@ _TABLE: tuple[FunctionSpec, ...] = (
         "narrow", "x, dim, start, length", "`length` elements of `dim` from `start` (computed)",
         "x.narrow", "narrow",
     ),
-    FunctionSpec("cumsum", "x, dim", "running sums along `dim`", "torch.cumsum", "cumulative"),
-    FunctionSpec(
-        "cumprod", "x, dim", "running products along `dim`", "torch.cumprod", "cumulative"
-    ),
+    FunctionSpec("cumsum", "x, dim", "running sums along `dim`", "torch.cumsum", "plain"),
+    FunctionSpec("cumprod", "x, dim", "running products along `dim`", "torch.cumprod", "plain"),
     *(
         FunctionSpec(name, "x", f"x as {dtype} (a method only: `x.{name}()`)", "x.to", "cast")
         for name, dtype in (

@@ -1305,36 +1305,6 @@ class MultinomialOp(FunctionalOp):
         return TensorType(result.shape, i64) if isinstance(result, TensorType) else result
 
 
-@lazy_op_definition
-class NormalizeOp(FunctionalOp):
-    """`nml.normalize %x p 2.0 dim 1`: `F.normalize`, x / max(||x||_p, eps) along `dim`."""
-
-    name = "nml.normalize"
-    COST: ClassVar[Cost] = per_element(saves=INPUT)
-
-    input = operand_def()
-    p = prop_def(FloatAttr[Float64Type])
-    dim = prop_def(IntegerAttr[I64])
-    result = result_def()
-
-    ASSEMBLY_FORMAT: ClassVar[str] = (
-        "$input `p` $p `dim` $dim attr-dict `:` functional-type($input, $result)"
-    )
-
-    def __init__(self, input: Value, p: float, dim: int, result_type: Attribute):
-        super().__init__(
-            operands=[input],
-            properties={"p": FloatAttr(p, Float64Type()), "dim": IntegerAttr(dim, i64)},
-            result_types=[result_type],
-        )
-
-    def infer_shape(
-        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
-    ) -> Attribute | ShapeMismatch:
-        axis = self.dim.value.data
-        return apply_rule(operand_types[0], lambda dims: same_shape(dims, axis))
-
-
 class TriangleOp(FunctionalOp, ABC):
     """`nml.tril %x diagonal 0`: a matrix (or a batch of them) with one triangle zeroed."""
 
@@ -1778,7 +1748,7 @@ FUNCTIONAL_OPS: tuple[type[FunctionalOp], ...] = (
     *UNARY_OPS.values(), GeluOp, ClampOp,
     SoftmaxOp, LogSoftmaxOp, DropoutOp, FlattenOp, ReshapeOp, ViewOp, PermuteOp, TransposeOp,
     MeanOp, SumOp, AmaxOp, AminOp, VarOp, StdOp, CatOp, StackOp, SplitOp, ChunkOp,
-    ExpandOp, RepeatOp, SqueezeOp, UnsqueezeOp, TOp, NormalizeOp, TrilOp, TriuOp,
+    ExpandOp, RepeatOp, SqueezeOp, UnsqueezeOp, TOp, TrilOp, TriuOp,
     EinsumOp, ArangeOp, SampleOp, LinspaceOp, MultinomialOp, WhereOp, MaskedFillOp,
     AttentionOp,
     *BINARY_OPS.values(), *COMPARE_OPS.values(), IndexOp, DimOp, ListOp,

@@ -8,14 +8,15 @@
 
 Every op here is a `SpelledOp`: its catalogue record (tensorloom/catalogue/functions.py)
 gives the PyTorch it lowers to, and `torch_arguments` lists the arguments that call
-takes after the tensor, so convert-nml-to-torch has one pattern for all of them. The
+takes after the tensor, so convert-nml-to-torch has one pattern for all of them. A
+`PlainOp` (one tensor, then constants: cumsum, normalize) is built from its record too. The
 shape rules are the helpers of tensorloom/catalogue/shapes.py.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
@@ -45,6 +46,7 @@ from tensorloom.catalogue.costs import (
     per_element,
     per_input_element,
 )
+from tensorloom.catalogue.functions import FUNCTIONS
 from tensorloom.catalogue.shapes import (
     ShapeMismatch,
     Unifier,
@@ -116,6 +118,52 @@ class SpelledOp(FunctionalOp, ABC):
     def torch_arguments(self) -> list[tuple[str, TorchArgument]]: ...
 
 
+class PlainOp(SpelledOp, ABC):
+    """A builtin of one tensor and constant arguments, `nml.cumsum %x dim 1`: each argument
+    its catalogue record's signature names after the tensor (`cumsum(x, dim)`) is the
+    property of that name, an i64, f64, i1 or string.
+
+    resolve-nml builds it from the record (the `plain` builder) and convert-nml-to-torch
+    spells it with the set arguments as keywords, in the signature's order
+    (`torch.cumsum(x, dim=1)`); an op overrides `torch_arguments` to spell them otherwise.
+    So a new plain builtin is its record (tensorloom/catalogue/functions.py) and its op:
+    the properties, the assembly format, the shape rule and the `COST`."""
+
+    input = operand_def()
+    result = result_def()
+
+    def __init__(self, input: Value, constants: Mapping[str, Literal], result_type: Attribute):
+        properties = {k: _constant_attr(v) for k, v in constants.items() if v is not None}
+        super().__init__(operands=[input], properties=properties, result_types=[result_type])
+
+    @property
+    def tensor(self) -> SSAValue:
+        return self.input
+
+    def constant(self, name: str) -> Literal:
+        """The argument `name`'s value; None when it is not set."""
+        attr = self.properties.get(name)
+        if isinstance(attr, StringAttr):
+            return attr.data
+        if isinstance(attr, IntegerAttr) and attr.type == IntegerType(1):
+            return bool(attr.value.data)
+        return attr.value.data if isinstance(attr, IntegerAttr | FloatAttr) else None
+
+    def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
+        parameters = FUNCTIONS[self.FUNCTION].parameters[1:]
+        return [(p.name, self.constant(p.name)) for p in parameters if p.name in self.properties]
+
+
+def _constant_attr(value: int | float | bool | str) -> Attribute:
+    if isinstance(value, bool):
+        return IntegerAttr(int(value), IntegerType(1))
+    if isinstance(value, int):
+        return IntegerAttr(value, i64)
+    if isinstance(value, float):
+        return FloatAttr(value, Float64Type())
+    return StringAttr(value)
+
+
 def _element_of(operand: Attribute) -> Attribute:
     return (
         operand.element_type
@@ -137,28 +185,14 @@ def _dim_property(dim: int | None) -> IntegerAttr | None:
     return None if dim is None else IntegerAttr(dim, i64)
 
 
-class _AlongDimOp(SpelledOp, ABC):
+class _AlongDimOp(PlainOp, ABC):
     """`nml.cumsum %x dim 1`: the same shape, computed along one dim."""
 
-    input = operand_def()
     dim = prop_def(IntegerAttr[I64])
-    result = result_def()
 
     ASSEMBLY_FORMAT: ClassVar[str] = (
         "$input `dim` $dim attr-dict `:` functional-type($input, $result)"
     )
-
-    def __init__(self, input: Value, dim: int, result_type: Attribute):
-        super().__init__(
-            operands=[input], properties={"dim": IntegerAttr(dim, i64)}, result_types=[result_type]
-        )
-
-    @property
-    def tensor(self) -> SSAValue:
-        return self.input
-
-    def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
-        return [("dim", self.dim.value.data)]
 
     def infer_shape(
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
@@ -179,6 +213,33 @@ class CumprodOp(_AlongDimOp):
     name = "nml.cumprod"
     COST: ClassVar[Cost] = per_element(saves=(0, RESULT), autocast="fp32")
     FUNCTION: ClassVar[str] = "cumprod"
+
+
+@lazy_op_definition
+class NormalizeOp(PlainOp):
+    """`nml.normalize %x p 2.0 dim 1`: `F.normalize`, x / max(||x||_p, eps) along `dim`."""
+
+    name = "nml.normalize"
+    FUNCTION: ClassVar[str] = "normalize"
+    COST: ClassVar[Cost] = per_element(saves=INPUT)
+
+    p = prop_def(FloatAttr[Float64Type])
+    dim = prop_def(IntegerAttr[I64])
+
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$input `p` $p `dim` $dim attr-dict `:` functional-type($input, $result)"
+    )
+
+    def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
+        """`F.normalize(x, dim=1)`: `p` only when it is not 2."""
+        p = self.p.value.data
+        return [*([("p", p)] if p != 2.0 else []), ("dim", self.dim.value.data)]
+
+    def infer_shape(
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
+        axis = self.dim.value.data
+        return apply_rule(operand_types[0], lambda dims: same_shape(dims, axis))
 
 
 @lazy_op_definition
@@ -882,7 +943,12 @@ class NonzeroOp(SpelledOp):
 
 
 TENSOR_OPS: tuple[type[FunctionalOp], ...] = (
-    CumsumOp, CumprodOp, NormOp, PadOp, NarrowOp, CastOp, ArgmaxOp, ArgminOp, MaxOp, MinOp,
-    TopkOp, OneHotOp, GatherOp, ScatterOp, ScatterAddOp, IndexAddOp, NonzeroOp,
+    CumsumOp, CumprodOp, NormalizeOp, NormOp, PadOp, NarrowOp, CastOp, ArgmaxOp, ArgminOp,
+    MaxOp, MinOp, TopkOp, OneHotOp, GatherOp, ScatterOp, ScatterAddOp, IndexAddOp, NonzeroOp,
 )  # fmt: skip
 """The ops of this file, registered with the dialect beside builtins.py's."""
+
+PLAIN_OPS: dict[str, type[PlainOp]] = {
+    op.FUNCTION: op for op in TENSOR_OPS if issubclass(op, PlainOp)
+}
+"""The plain builtins' ops, by the name of their catalogue record (the `plain` builder's)."""

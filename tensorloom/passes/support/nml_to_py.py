@@ -519,12 +519,12 @@ def _is_number(attr: Attribute, value: int) -> bool:
 
 
 class ShapeOpToTorch(RewritePattern):
-    """`x.unsqueeze(1)`, `x.squeeze(-1)`, `x.t()`, `torch.tril(x)`, `F.normalize(x, dim=-1)`."""
+    """`x.unsqueeze(1)`, `x.squeeze(-1)`, `x.t()`, `torch.tril(x)`."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(
         self,
-        op: nml.UnsqueezeOp | nml.SqueezeOp | nml.TOp | nml.TriangleOp | nml.NormalizeOp,
+        op: nml.UnsqueezeOp | nml.SqueezeOp | nml.TOp | nml.TriangleOp,
         rewriter: PatternRewriter,
     ) -> None:
         if not _in_body(op):
@@ -537,10 +537,6 @@ class ShapeOpToTorch(RewritePattern):
             call.literal(dims[0]) if len(dims) == 1 else _tuple_arg(call, dims)
         elif isinstance(op, nml.TriangleOp) and op.diagonal.value.data:
             call.literal(op.diagonal.value.data, "diagonal")
-        elif isinstance(op, nml.NormalizeOp):
-            if op.p.value.data != 2.0:
-                call.literal(op.p.value.data, "p")
-            call.literal(op.dim.value.data, "dim")
         callee = FUNCTIONS[op.name.removeprefix("nml.")].torch
         _replace(rewriter, op, _call(callee, op.input, call))
 

@@ -1,25 +1,28 @@
-"""Every builtin declares its cost in `tlc info`: none counts 0 FLOPs because it was forgotten."""
+"""Every builtin declares its cost in `tlc info` (none counts 0 FLOPs because it was
+forgotten), and every plain builtin is its catalogue record and its op."""
 
 from __future__ import annotations
 
 from inspect import isabstract
 
 from tensorloom.catalogue.costs import RESULT, Cost
+from tensorloom.catalogue.functions import FUNCTIONS
 from tensorloom.dialects.nml import (
     FUNCTIONAL_OPS,
+    PLAIN_OPS,
     TENSOR_OPS,
     AttentionOp,
     FunctionalOp,
     LossOp,
     Nml,
 )
-from tensorloom.dialects.nml.builtins import NormalizeOp
 from tensorloom.dialects.nml.tensor_ops import (
     ArgmaxOp,
     CumprodOp,
     CumsumOp,
     GatherOp,
     IndexAddOp,
+    NormalizeOp,
     NormOp,
     PadOp,
 )
@@ -54,3 +57,12 @@ def test_attention_counts_both_products_and_saves_what_flash_attention_keeps() -
     assert cost.saved == (0, 1, 2, RESULT)
     assert cost.extra_bytes == 4 * 2 * 4 * 16  # the fp32 log-sum-exp of each query
     assert AttentionOp.COST.autocast == "low"
+
+
+def test_every_plain_builtin_has_its_op_and_a_parsed_signature() -> None:
+    plain = {name for name, spec in FUNCTIONS.items() if spec.builder == "plain"}
+    assert plain == set(PLAIN_OPS), "a `plain` record needs an nml.PlainOp with its FUNCTION"
+    for name in plain:
+        tensor, *constants = FUNCTIONS[name].parameters
+        assert tensor.required and all(p.name.isidentifier() for p in constants), name
+    assert FUNCTIONS["normalize"].parameters[1:] == (("p", 2.0, False), ("dim", 1, False))
