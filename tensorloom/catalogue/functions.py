@@ -145,7 +145,7 @@ _TABLE: tuple[FunctionSpec, ...] = (
     FunctionSpec("view", "x, *shape", "a view in a new shape", "x.view", "reshape"),
     FunctionSpec("permute", "x, *dims", "the dims in a new order", "x.permute", "permute"),
     FunctionSpec("transpose", "x, dim0, dim1", "two dims swapped", "x.transpose", "transpose"),
-    FunctionSpec("t", "x", "a matrix transposed (also `x.T`)", "x.t", "transpose_2d"),
+    FunctionSpec("t", "x", "a matrix transposed (also `x.T`)", "x.t", "plain"),
     *(
         FunctionSpec(name, "x, dim=none, keepdim=false", doc, f"x.{name}", "reduce")
         for name, doc in (
@@ -183,7 +183,7 @@ _TABLE: tuple[FunctionSpec, ...] = (
         "sized",
     ),
     FunctionSpec("repeat", "x, *counts", "x tiled `counts` times per dim", "x.repeat", "sized"),
-    FunctionSpec("unsqueeze", "x, dim", "a new dim of size 1 at `dim`", "x.unsqueeze", "unsqueeze"),
+    FunctionSpec("unsqueeze", "x, dim", "a new dim of size 1 at `dim`", "x.unsqueeze", "plain"),
     FunctionSpec(
         "squeeze", "x, dim=none", "dims of size 1 removed (only `dim` if given)", "x.squeeze",
         "squeeze",
@@ -192,8 +192,8 @@ _TABLE: tuple[FunctionSpec, ...] = (
         "normalize", "x, p=2.0, dim=1", "x divided by its p-norm along `dim`", "F.normalize",
         "plain",
     ),
-    FunctionSpec("tril", "x, diagonal=0", "the lower triangle, 0 above", "torch.tril", "triangle"),
-    FunctionSpec("triu", "x, diagonal=0", "the upper triangle, 0 below", "torch.triu", "triangle"),
+    FunctionSpec("tril", "x, diagonal=0", "the lower triangle, 0 above", "torch.tril", "plain"),
+    FunctionSpec("triu", "x, diagonal=0", "the upper triangle, 0 below", "torch.triu", "plain"),
     FunctionSpec(
         "einsum", '"equation", *tensors', "a sum of products named by the equation",
         "torch.einsum", "einsum", method=False,

@@ -12,7 +12,10 @@
 
 Types and attribute expressions are in `types.py`, structural ops in `ops.py`,
 the functional builtins in `builtins.py` (their shape rules are the helpers of
-`tensorloom/catalogue/shapes.py`). See docs/ir.md.
+`tensorloom/catalogue/shapes.py`). See docs/ir.md. The dialect registers the op lists
+the modules build (`FUNCTIONAL_OPS`, `TENSOR_OPS`, `CONTROL_OPS`); a plain builtin
+(`PLAIN_OPS`: normalize, cumsum, ...) is reached through its catalogue record's name, so
+it is not exported here one by one.
 """
 
 from xdsl.ir import Dialect
@@ -73,13 +76,8 @@ from tensorloom.dialects.nml.builtins import (
     SubOp,
     SumOp,
     TanhOp,
-    TOp,
     TransposeOp,
-    TriangleOp,
-    TrilOp,
-    TriuOp,
     UnaryOp,
-    UnsqueezeOp,
     VarOp,
     ViewOp,
     WhereOp,
@@ -121,15 +119,12 @@ from tensorloom.dialects.nml.tensor_ops import (
     ArgmaxOp,
     ArgminOp,
     CastOp,
-    CumprodOp,
-    CumsumOp,
     GatherOp,
     IndexAddOp,
     MaxOp,
     MinOp,
     NarrowOp,
     NonzeroOp,
-    NormalizeOp,
     NormOp,
     OneHotOp,
     PadOp,
@@ -137,6 +132,7 @@ from tensorloom.dialects.nml.tensor_ops import (
     ScatterAddOp,
     ScatterOp,
     SpelledOp,
+    TOp,
     TopkOp,
     TorchArgument,
 )
@@ -197,8 +193,6 @@ __all__ = [
     "CompareOp",
     "ConfigOp",
     "ConstantOp",
-    "CumprodOp",
-    "CumsumOp",
     "Dim",
     "DimOp",
     "Dims",
@@ -242,7 +236,6 @@ __all__ = [
     "NoneValueAttr",
     "NonzeroOp",
     "NormOp",
-    "NormalizeOp",
     "OneHotOp",
     "PadOp",
     "PermuteOp",
@@ -279,13 +272,9 @@ __all__ = [
     "TopkOp",
     "TorchArgument",
     "TransposeOp",
-    "TriangleOp",
-    "TrilOp",
-    "TriuOp",
     "TupleGetOp",
     "TupleType",
     "UnaryOp",
-    "UnsqueezeOp",
     "Value",
     "VarOp",
     "ViewOp",

@@ -66,7 +66,6 @@ from tensorloom.catalogue.shapes import (
     TensorIndex,
     Unifier,
     arange_length,
-    at_least_2d,
     attention_shape,
     broadcast,
     broadcast_into,
@@ -86,9 +85,7 @@ from tensorloom.catalogue.shapes import (
     split_shapes,
     squeeze_shape,
     stack_shape,
-    t_shape,
     transpose_shape,
-    unsqueeze_shape,
 )
 from tensorloom.dialects.lazy_definition import lazy_op_definition
 from tensorloom.dialects.lazy_format import LazyFormatOp
@@ -1305,64 +1302,6 @@ class MultinomialOp(FunctionalOp):
         return TensorType(result.shape, i64) if isinstance(result, TensorType) else result
 
 
-class TriangleOp(FunctionalOp, ABC):
-    """`nml.tril %x diagonal 0`: a matrix (or a batch of them) with one triangle zeroed."""
-
-    input = operand_def()
-    diagonal = prop_def(IntegerAttr[I64])
-    result = result_def()
-
-    ASSEMBLY_FORMAT: ClassVar[str] = (
-        "$input `diagonal` $diagonal attr-dict `:` functional-type($input, $result)"
-    )
-
-    def __init__(self, input: Value, diagonal: int, result_type: Attribute):
-        super().__init__(
-            operands=[input],
-            properties={"diagonal": IntegerAttr(diagonal, i64)},
-            result_types=[result_type],
-        )
-
-    def infer_shape(
-        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
-    ) -> Attribute | ShapeMismatch:
-        name = self.name.removeprefix("nml.")
-        return apply_rule(operand_types[0], lambda dims: at_least_2d(dims, name))
-
-
-@lazy_op_definition
-class TrilOp(TriangleOp):
-    name = "nml.tril"
-    COST: ClassVar[Cost] = FREE
-
-
-@lazy_op_definition
-class TriuOp(TriangleOp):
-    name = "nml.triu"
-    COST: ClassVar[Cost] = FREE
-
-
-@lazy_op_definition
-class TOp(FunctionalOp):
-    """`nml.t %x`: `x.T` / `x.t()`, a matrix transposed."""
-
-    name = "nml.t"
-    COST: ClassVar[Cost] = VIEW
-
-    input = operand_def()
-    result = result_def()
-
-    ASSEMBLY_FORMAT: ClassVar[str] = "$input attr-dict `:` functional-type($input, $result)"
-
-    def __init__(self, input: Value, result_type: Attribute):
-        super().__init__(operands=[input], result_types=[result_type])
-
-    def infer_shape(
-        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
-    ) -> Attribute | ShapeMismatch:
-        return apply_rule(operand_types[0], t_shape)
-
-
 @lazy_op_definition
 class SqueezeOp(FunctionalOp):
     """`nml.squeeze %x dims [1]`: without `dims`, every dim of size 1."""
@@ -1390,31 +1329,6 @@ class SqueezeOp(FunctionalOp):
     ) -> Attribute | ShapeMismatch:
         axes, u = _ints(self.dims), unifier or Unifier()
         return apply_rule(operand_types[0], lambda dims: squeeze_shape(dims, axes, u))
-
-
-@lazy_op_definition
-class UnsqueezeOp(FunctionalOp):
-    name = "nml.unsqueeze"
-    COST: ClassVar[Cost] = VIEW
-
-    input = operand_def()
-    dim = prop_def(IntegerAttr[I64])
-    result = result_def()
-
-    ASSEMBLY_FORMAT: ClassVar[str] = (
-        "$input `dim` $dim attr-dict `:` functional-type($input, $result)"
-    )
-
-    def __init__(self, input: Value, dim: int, result_type: Attribute):
-        super().__init__(
-            operands=[input], properties={"dim": IntegerAttr(dim, i64)}, result_types=[result_type]
-        )
-
-    def infer_shape(
-        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
-    ) -> Attribute | ShapeMismatch:
-        axis = self.dim.value.data
-        return apply_rule(operand_types[0], lambda dims: unsqueeze_shape(dims, axis))
 
 
 def _tensors(operand_types: Sequence[Attribute], what: str) -> list[TensorType] | ShapeMismatch:
@@ -1748,8 +1662,7 @@ FUNCTIONAL_OPS: tuple[type[FunctionalOp], ...] = (
     *UNARY_OPS.values(), GeluOp, ClampOp,
     SoftmaxOp, LogSoftmaxOp, DropoutOp, FlattenOp, ReshapeOp, ViewOp, PermuteOp, TransposeOp,
     MeanOp, SumOp, AmaxOp, AminOp, VarOp, StdOp, CatOp, StackOp, SplitOp, ChunkOp,
-    ExpandOp, RepeatOp, SqueezeOp, UnsqueezeOp, TOp, TrilOp, TriuOp,
-    EinsumOp, ArangeOp, SampleOp, LinspaceOp, MultinomialOp, WhereOp, MaskedFillOp,
-    AttentionOp,
+    ExpandOp, RepeatOp, SqueezeOp, EinsumOp, ArangeOp, SampleOp, LinspaceOp, MultinomialOp,
+    WhereOp, MaskedFillOp, AttentionOp,
     *BINARY_OPS.values(), *COMPARE_OPS.values(), IndexOp, DimOp, ListOp,
 )  # fmt: skip

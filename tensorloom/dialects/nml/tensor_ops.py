@@ -42,6 +42,7 @@ from tensorloom.catalogue.costs import (
     INPUT,
     PER_SOURCE_ELEMENT,
     RESULT,
+    VIEW,
     Cost,
     per_element,
     per_input_element,
@@ -50,6 +51,7 @@ from tensorloom.catalogue.functions import FUNCTIONS
 from tensorloom.catalogue.shapes import (
     ShapeMismatch,
     Unifier,
+    at_least_2d,
     gather_shape,
     index_add_shape,
     narrow_shape,
@@ -58,7 +60,9 @@ from tensorloom.catalogue.shapes import (
     reduce_shape,
     same_shape,
     scatter_shape,
+    t_shape,
     topk_shape,
+    unsqueeze_shape,
 )
 from tensorloom.dialects.lazy_definition import lazy_op_definition
 from tensorloom.dialects.nml.builtins import (
@@ -240,6 +244,81 @@ class NormalizeOp(PlainOp):
     ) -> Attribute | ShapeMismatch:
         axis = self.dim.value.data
         return apply_rule(operand_types[0], lambda dims: same_shape(dims, axis))
+
+
+class TriangleOp(PlainOp, ABC):
+    """`nml.tril %x diagonal 0`: a matrix (or a batch of them) with one triangle zeroed."""
+
+    diagonal = prop_def(IntegerAttr[I64])
+
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$input `diagonal` $diagonal attr-dict `:` functional-type($input, $result)"
+    )
+
+    def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
+        """`torch.tril(x)`, `torch.tril(x, diagonal=1)`: the diagonal when it is not 0."""
+        diagonal = self.diagonal.value.data
+        return [("diagonal", diagonal)] if diagonal else []
+
+    def infer_shape(
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
+        name = self.name.removeprefix("nml.")
+        return apply_rule(operand_types[0], lambda dims: at_least_2d(dims, name))
+
+
+@lazy_op_definition
+class TrilOp(TriangleOp):
+    name = "nml.tril"
+    FUNCTION: ClassVar[str] = "tril"
+    COST: ClassVar[Cost] = FREE
+
+
+@lazy_op_definition
+class TriuOp(TriangleOp):
+    name = "nml.triu"
+    FUNCTION: ClassVar[str] = "triu"
+    COST: ClassVar[Cost] = FREE
+
+
+@lazy_op_definition
+class TOp(PlainOp):
+    """`nml.t %x`: `x.T` / `x.t()`, a matrix transposed."""
+
+    name = "nml.t"
+    FUNCTION: ClassVar[str] = "t"
+    COST: ClassVar[Cost] = VIEW
+
+    ASSEMBLY_FORMAT: ClassVar[str] = "$input attr-dict `:` functional-type($input, $result)"
+
+    def infer_shape(
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
+        return apply_rule(operand_types[0], t_shape)
+
+
+@lazy_op_definition
+class UnsqueezeOp(PlainOp):
+    """`nml.unsqueeze %x dim 0`: `x.unsqueeze(0)`, a new dim of size 1."""
+
+    name = "nml.unsqueeze"
+    FUNCTION: ClassVar[str] = "unsqueeze"
+    COST: ClassVar[Cost] = VIEW
+
+    dim = prop_def(IntegerAttr[I64])
+
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$input `dim` $dim attr-dict `:` functional-type($input, $result)"
+    )
+
+    def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
+        return [("", self.dim.value.data)]
+
+    def infer_shape(
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
+        axis = self.dim.value.data
+        return apply_rule(operand_types[0], lambda dims: unsqueeze_shape(dims, axis))
 
 
 @lazy_op_definition
@@ -943,8 +1022,9 @@ class NonzeroOp(SpelledOp):
 
 
 TENSOR_OPS: tuple[type[FunctionalOp], ...] = (
-    CumsumOp, CumprodOp, NormalizeOp, NormOp, PadOp, NarrowOp, CastOp, ArgmaxOp, ArgminOp,
-    MaxOp, MinOp, TopkOp, OneHotOp, GatherOp, ScatterOp, ScatterAddOp, IndexAddOp, NonzeroOp,
+    CumsumOp, CumprodOp, NormalizeOp, TrilOp, TriuOp, TOp, UnsqueezeOp, NormOp, PadOp,
+    NarrowOp, CastOp, ArgmaxOp, ArgminOp, MaxOp, MinOp, TopkOp, OneHotOp, GatherOp, ScatterOp,
+    ScatterAddOp, IndexAddOp, NonzeroOp,
 )  # fmt: skip
 """The ops of this file, registered with the dialect beside builtins.py's."""
 

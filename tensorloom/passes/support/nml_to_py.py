@@ -518,27 +518,18 @@ def _is_number(attr: Attribute, value: int) -> bool:
     return isinstance(attr, IntegerAttr) and attr.value.data == value
 
 
-class ShapeOpToTorch(RewritePattern):
-    """`x.unsqueeze(1)`, `x.squeeze(-1)`, `x.t()`, `torch.tril(x)`."""
+class SqueezeToTorch(RewritePattern):
+    """`x.squeeze()`, `x.squeeze(-1)`, `x.squeeze((1, 2))`."""
 
     @op_type_rewrite_pattern
-    def match_and_rewrite(
-        self,
-        op: nml.UnsqueezeOp | nml.SqueezeOp | nml.TOp | nml.TriangleOp,
-        rewriter: PatternRewriter,
-    ) -> None:
+    def match_and_rewrite(self, op: nml.SqueezeOp, rewriter: PatternRewriter) -> None:
         if not _in_body(op):
             return
         call = _Keywords()
-        if isinstance(op, nml.UnsqueezeOp):
-            call.literal(op.dim.value.data)
-        elif isinstance(op, nml.SqueezeOp) and op.dims is not None:
+        if op.dims is not None:
             dims = [d.value.data for d in op.dims.data]
             call.literal(dims[0]) if len(dims) == 1 else _tuple_arg(call, dims)
-        elif isinstance(op, nml.TriangleOp) and op.diagonal.value.data:
-            call.literal(op.diagonal.value.data, "diagonal")
-        callee = FUNCTIONS[op.name.removeprefix("nml.")].torch
-        _replace(rewriter, op, _call(callee, op.input, call))
+        _replace(rewriter, op, _call(FUNCTIONS["squeeze"].torch, op.input, call))
 
 
 def _tuple_arg(call: _Keywords, values: Sequence[int], name: str = "") -> None:
@@ -1068,7 +1059,7 @@ BODY_PATTERNS: tuple[RewritePattern, ...] = (
     SampleToTorch(),
     LinspaceToTorch(),
     MultinomialToTorch(),
-    ShapeOpToTorch(),
+    SqueezeToTorch(),
     EinsumToTorch(),
     SelectToTorch(),
     AttentionToTorch(),

@@ -79,12 +79,8 @@ from tensorloom.dialects.nml import (
     StackOp,
     StdOp,
     SumOp,
-    TOp,
     TopkOp,
     TransposeOp,
-    TrilOp,
-    TriuOp,
-    UnsqueezeOp,
     VarOp,
     ViewOp,
     WhereOp,
@@ -481,14 +477,6 @@ def _size(args: CallArgs) -> Operation | CallProblem:
     return dim if isinstance(dim, CallProblem) else DimOp(x, dim)
 
 
-def _unsqueeze(args: CallArgs) -> Operation | CallProblem:
-    x = _first(args)
-    if isinstance(x, CallProblem):
-        return x
-    dim = args.int_arg(1, "dim")
-    return dim if isinstance(dim, CallProblem) else UnsqueezeOp(x, dim, _tensor())
-
-
 def _squeeze(args: CallArgs) -> Operation | CallProblem:
     x = _first(args)
     if isinstance(x, CallProblem):
@@ -500,11 +488,6 @@ def _squeeze(args: CallArgs) -> Operation | CallProblem:
         return CallProblem("`dim` of `squeeze` must be a constant integer or list of them")
     dims = None if dim is None else [d for d in dim if isinstance(d, int)]
     return args.unknown_keywords(("dim",)) or SqueezeOp(x, dims, _tensor())
-
-
-def _transpose_2d(args: CallArgs) -> Operation | CallProblem:
-    x = _first(args)
-    return x if isinstance(x, CallProblem) else _too_many(args, 1) or TOp(x, _tensor())
 
 
 def _sized(args: CallArgs) -> Operation | CallProblem:
@@ -637,17 +620,6 @@ def _plain_argument(args: CallArgs, index: int, parameter: Parameter) -> Literal
     if isinstance(value, str) or value is None:
         return value
     return CallProblem(f"`{name}` of `{args.name}` must be a constant string")
-
-
-def _triangle(args: CallArgs) -> Operation | CallProblem:
-    x = _first(args)
-    if isinstance(x, CallProblem):
-        return x
-    diagonal = args.int_arg(1, "diagonal", 0)
-    if isinstance(diagonal, CallProblem):
-        return diagonal
-    op = TrilOp if args.name == "tril" else TriuOp
-    return args.unknown_keywords(("diagonal",)) or op(x, diagonal, _tensor())
 
 
 def _einsum(args: CallArgs) -> Operation | CallProblem:
@@ -1095,16 +1067,13 @@ BUILDERS: dict[str, Builder] = {
     "flatten": _flatten,
     "reshape": _reshape,
     "permute": _permute,
-    "transpose_2d": _transpose_2d,
     "transpose": _transpose,
     "reduce": _reduce,
     "cat": _cat,
     "split": _split,
     "sized": _sized,
-    "unsqueeze": _unsqueeze,
     "squeeze": _squeeze,
     "plain": _plain,
-    "triangle": _triangle,
     "einsum": _einsum,
     "arange": _arange,
     "sample": _sample,
