@@ -989,6 +989,7 @@ class DimOp(FunctionalOp):
     """`%n = nml.dim %x 0 : (...) -> i64`: one size of a tensor (`x.size(0)`, `x.shape[0]`)."""
 
     name = "nml.dim"
+    FUNCTION: ClassVar[str] = "size"
     COST: ClassVar[Cost] = FREE
 
     input = operand_def()
@@ -1592,6 +1593,7 @@ class AttentionOp(FunctionalOp):
     -> [..., L, Ev]."""
 
     name = "nml.attention"
+    FUNCTION: ClassVar[str] = "scaled_dot_product_attention"
     COST: ClassVar[Cost] = ATTENTION
 
     query = operand_def()

@@ -530,6 +530,7 @@ class CastOp(FunctionalOp):
     type is one of the types a tensor type names (f32, f16, bf16, i64, i1)."""
 
     name = "nml.cast"
+    FUNCTION: ClassVar[str] = "to"
     COST: ClassVar[Cost] = per_element()
 
     input = operand_def()
