@@ -109,7 +109,10 @@ def _literal(text: str) -> Literal:
         return words[text]
     if text.startswith('"'):
         return text.strip('"')
-    return float(text) if "." in text else int(text)
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
 
 
 _UNARY_TORCH = {

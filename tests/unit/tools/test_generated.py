@@ -30,10 +30,3 @@ def test_weight_decay_skips_a_norm_layers_weights_and_every_bias() -> None:
     model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.LayerNorm(4), torch.nn.RMSNorm(4))
     assert recipe.no_decay_names(model) == ["0.bias", "1.weight", "1.bias", "2.weight"]
 
-
-def test_the_layers_the_catalogue_marks() -> None:
-    first = {n for n, s in LAYERS.items() if s.input_size_first}
-    assert first == {"Linear", "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d",
-                     "BatchNorm1d", "BatchNorm2d", "LayerNorm", "RMSNorm", "LSTM", "GRU",
-                     "MultiHeadAttention"}  # fmt: skip
-    assert {n for n, s in LAYERS.items() if s.takes_indices} == {"Embedding"}
