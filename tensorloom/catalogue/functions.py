@@ -147,7 +147,7 @@ _TABLE: tuple[FunctionSpec, ...] = (
     ),
     FunctionSpec("view", "x, *shape", "a view in a new shape", "x.view", "reshape"),
     FunctionSpec("permute", "x, *dims", "the dims in a new order", "x.permute", "permute"),
-    FunctionSpec("transpose", "x, dim0, dim1", "two dims swapped", "x.transpose", "transpose"),
+    FunctionSpec("transpose", "x, dim0, dim1", "two dims swapped", "x.transpose", "plain"),
     FunctionSpec("t", "x", "a matrix transposed (also `x.T`)", "x.t", "plain"),
     *(
         FunctionSpec(name, "x, dim=none, keepdim=false", doc, f"x.{name}", "reduce")

@@ -85,7 +85,6 @@ from tensorloom.catalogue.shapes import (
     split_shapes,
     squeeze_shape,
     stack_shape,
-    transpose_shape,
 )
 from tensorloom.dialects.lazy_definition import lazy_op_definition
 from tensorloom.dialects.lazy_format import LazyFormatOp
@@ -534,34 +533,6 @@ class PermuteOp(FunctionalOp):
     ) -> Attribute | ShapeMismatch:
         order = _ints(self.dims) or []
         return apply_rule(operand_types[0], lambda dims: permute_shape(dims, order))
-
-
-@lazy_op_definition
-class TransposeOp(FunctionalOp):
-    name = "nml.transpose"
-    COST: ClassVar[Cost] = VIEW
-
-    input = operand_def()
-    dim0 = prop_def(IntegerAttr[I64])
-    dim1 = prop_def(IntegerAttr[I64])
-    result = result_def()
-
-    ASSEMBLY_FORMAT: ClassVar[str] = (
-        "$input $dim0 `,` $dim1 attr-dict `:` functional-type($input, $result)"
-    )
-
-    def __init__(self, input: Value, dim0: int, dim1: int, result_type: Attribute):
-        super().__init__(
-            operands=[input],
-            properties={"dim0": IntegerAttr(dim0, i64), "dim1": IntegerAttr(dim1, i64)},
-            result_types=[result_type],
-        )
-
-    def infer_shape(
-        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
-    ) -> Attribute | ShapeMismatch:
-        a, b = self.dim0.value.data, self.dim1.value.data
-        return apply_rule(operand_types[0], lambda dims: transpose_shape(dims, a, b))
 
 
 class ReductionOp(FunctionalOp, ABC):
@@ -1662,7 +1633,7 @@ BINARY_OPS: dict[str, type[BinaryOp]] = {
 
 FUNCTIONAL_OPS: tuple[type[FunctionalOp], ...] = (
     *UNARY_OPS.values(), GeluOp, ClampOp,
-    SoftmaxOp, LogSoftmaxOp, DropoutOp, FlattenOp, ReshapeOp, ViewOp, PermuteOp, TransposeOp,
+    SoftmaxOp, LogSoftmaxOp, DropoutOp, FlattenOp, ReshapeOp, ViewOp, PermuteOp,
     MeanOp, SumOp, AmaxOp, AminOp, VarOp, StdOp, CatOp, StackOp, SplitOp, ChunkOp,
     ExpandOp, RepeatOp, SqueezeOp, EinsumOp, ArangeOp, SampleOp, LinspaceOp, MultinomialOp,
     WhereOp, MaskedFillOp, AttentionOp,

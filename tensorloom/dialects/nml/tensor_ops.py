@@ -62,6 +62,7 @@ from tensorloom.catalogue.shapes import (
     scatter_shape,
     t_shape,
     topk_shape,
+    transpose_shape,
     unsqueeze_shape,
 )
 from tensorloom.dialects.lazy_definition import lazy_op_definition
@@ -128,13 +129,16 @@ class PlainOp(SpelledOp, ABC):
     property of that name, an i64, f64, i1 or string.
 
     resolve-nml builds it from the record (the `plain` builder) and convert-nml-to-torch
-    spells it with the set arguments as keywords, in the signature's order
-    (`torch.cumsum(x, dim=1)`); an op overrides `torch_arguments` to spell them otherwise.
+    spells it with the set arguments in the signature's order, as keywords
+    (`torch.cumsum(x, dim=1)`) or, with `POSITIONAL`, without their names
+    (`x.transpose(1, 2)`); an op overrides `torch_arguments` to spell them otherwise.
     So a new plain builtin is its record (tensorloom/catalogue/functions.py) and its op:
     the properties, the assembly format, the shape rule and the `COST`."""
 
     input = operand_def()
     result = result_def()
+
+    POSITIONAL: ClassVar[bool] = False
 
     def __init__(self, input: Value, constants: Mapping[str, Literal], result_type: Attribute):
         properties = {k: _constant_attr(v) for k, v in constants.items() if v is not None}
@@ -155,7 +159,8 @@ class PlainOp(SpelledOp, ABC):
 
     def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
         parameters = FUNCTIONS[self.FUNCTION].parameters[1:]
-        return [(p.name, self.constant(p.name)) for p in parameters if p.name in self.properties]
+        named = [p.name for p in parameters if p.name in self.properties]
+        return [("" if self.POSITIONAL else n, self.constant(n)) for n in named]
 
 
 def _constant_attr(value: int | float | bool | str) -> Attribute:
@@ -304,6 +309,7 @@ class UnsqueezeOp(PlainOp):
     name = "nml.unsqueeze"
     FUNCTION: ClassVar[str] = "unsqueeze"
     COST: ClassVar[Cost] = VIEW
+    POSITIONAL: ClassVar[bool] = True
 
     dim = prop_def(IntegerAttr[I64])
 
@@ -311,14 +317,34 @@ class UnsqueezeOp(PlainOp):
         "$input `dim` $dim attr-dict `:` functional-type($input, $result)"
     )
 
-    def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
-        return [("", self.dim.value.data)]
-
     def infer_shape(
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
     ) -> Attribute | ShapeMismatch:
         axis = self.dim.value.data
         return apply_rule(operand_types[0], lambda dims: unsqueeze_shape(dims, axis))
+
+
+@lazy_op_definition
+class TransposeOp(PlainOp):
+    """`nml.transpose %x 1, 2`: `x.transpose(1, 2)`, two dims swapped."""
+
+    name = "nml.transpose"
+    FUNCTION: ClassVar[str] = "transpose"
+    COST: ClassVar[Cost] = VIEW
+    POSITIONAL: ClassVar[bool] = True
+
+    dim0 = prop_def(IntegerAttr[I64])
+    dim1 = prop_def(IntegerAttr[I64])
+
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$input $dim0 `,` $dim1 attr-dict `:` functional-type($input, $result)"
+    )
+
+    def infer_shape(
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
+        a, b = self.dim0.value.data, self.dim1.value.data
+        return apply_rule(operand_types[0], lambda dims: transpose_shape(dims, a, b))
 
 
 @lazy_op_definition
@@ -1023,7 +1049,7 @@ class NonzeroOp(SpelledOp):
 
 
 TENSOR_OPS: tuple[type[FunctionalOp], ...] = (
-    CumsumOp, CumprodOp, NormalizeOp, TrilOp, TriuOp, TOp, UnsqueezeOp, NormOp, PadOp,
+    CumsumOp, CumprodOp, NormalizeOp, TrilOp, TriuOp, TOp, UnsqueezeOp, TransposeOp, NormOp, PadOp,
     NarrowOp, CastOp, ArgmaxOp, ArgminOp, MaxOp, MinOp, TopkOp, OneHotOp, GatherOp, ScatterOp,
     ScatterAddOp, IndexAddOp, NonzeroOp,
 )  # fmt: skip

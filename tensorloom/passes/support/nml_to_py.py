@@ -364,15 +364,6 @@ class PermuteToTorch(RewritePattern):
         _replace(rewriter, op, _call(spelling(op), op.input, call))
 
 
-class TransposeToTorch(RewritePattern):
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: nml.TransposeOp, rewriter: PatternRewriter) -> None:
-        if not _in_body(op):
-            return
-        call = _Keywords().literal(op.dim0.value.data).literal(op.dim1.value.data)
-        _replace(rewriter, op, _call(spelling(op), op.input, call))
-
-
 class ReductionToTorch(RewritePattern):
     """`x.mean(dim=-1, keepdim=True)`; several dims are a tuple."""
 
@@ -1055,7 +1046,6 @@ BODY_PATTERNS: tuple[RewritePattern, ...] = (
     FlattenToTorch(),
     ReshapeToTorch(),
     PermuteToTorch(),
-    TransposeToTorch(),
     ReductionToTorch(),
     LossToTorch(),
     CatToTorch(),

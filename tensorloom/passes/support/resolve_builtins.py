@@ -80,7 +80,6 @@ from tensorloom.dialects.nml import (
     StdOp,
     SumOp,
     TopkOp,
-    TransposeOp,
     VarOp,
     ViewOp,
     WhereOp,
@@ -389,18 +388,6 @@ def _permute(args: CallArgs) -> Operation | CallProblem:
         shown = ", ".join(str(d) for d in order)
         return CallProblem(f"`permute` dims ({shown}) are not a permutation of 0..{len(order) - 1}")
     return PermuteOp(x, order, _tensor())
-
-
-def _transpose(args: CallArgs) -> Operation | CallProblem:
-    x = _first(args)
-    if isinstance(x, CallProblem):
-        return x
-    dim0, dim1 = args.int_arg(1, "dim0"), args.int_arg(2, "dim1")
-    if isinstance(dim0, CallProblem):
-        return dim0
-    if isinstance(dim1, CallProblem):
-        return dim1
-    return TransposeOp(x, dim0, dim1, _tensor())
 
 
 def _reduce(args: CallArgs) -> Operation | CallProblem:
@@ -1067,7 +1054,6 @@ BUILDERS: dict[str, Builder] = {
     "flatten": _flatten,
     "reshape": _reshape,
     "permute": _permute,
-    "transpose": _transpose,
     "reduce": _reduce,
     "cat": _cat,
     "split": _split,
