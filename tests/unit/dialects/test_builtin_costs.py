@@ -26,6 +26,7 @@ from tensorloom.dialects.nml.tensor_ops import (
     NormOp,
     PadOp,
 )
+from tensorloom.passes.support.resolve_builtins import BUILDERS
 
 
 def test_every_builtin_op_declares_a_cost() -> None:
@@ -66,3 +67,8 @@ def test_every_plain_builtin_has_its_op_and_a_parsed_signature() -> None:
         tensor, *constants = FUNCTIONS[name].parameters
         assert tensor.required and all(p.name.isidentifier() for p in constants), name
     assert FUNCTIONS["normalize"].parameters[1:] == (("p", 2.0, False), ("dim", 1, False))
+
+
+def test_every_record_names_a_builder() -> None:
+    missing = {n: s.builder for n, s in FUNCTIONS.items() if s.builder not in BUILDERS}
+    assert missing == {}
