@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import csv
 import gzip
 import hashlib
 import importlib.util
-import io
 import json
 import math
 import os
@@ -205,6 +203,9 @@ def _synchronize(device: torch.device) -> None:
 TensorPair = tuple[torch.Tensor, torch.Tensor]
 
 
+Tensors = tuple[torch.Tensor, ...]  # one row per sample each: (x, y) or a dataset's fields
+
+
 class DatasetUnavailable(Exception):
     """The data a script needs is not on this machine; the message says what to fetch."""
 
@@ -223,18 +224,26 @@ class DataInfo:
     normalisation: tuple[tuple[float, ...], tuple[float, ...]] | None = None
 
 
-def load_digits(
+def load_digit_captions(
     *,
     data_root: str | os.PathLike[str] | None = None,
+    fields: tuple[str, ...] = ("image", "text", "label"),
     flatten: bool = False,
     split_seed: int = 0,
     val_fraction: float = 0.1,
-) -> tuple[TensorPair, TensorPair, DataInfo]:
-    """scikit-learn's 8x8 digits, a seeded hold-out for validation (`data_root` is unused)."""
+) -> tuple[Tensors, Tensors, DataInfo]:
+    """The digits, each paired with its caption (`digit_captions`); `fields` chooses among
+    `image`, `text` and `label`, in that order. A seeded hold-out for validation."""
     x, y = _digits()
-    x = x.flatten(1) if flatten else x
-    info = DataInfo("digits", tuple(x.shape[1:]), (), 10, "classification")
-    return (*_split((x, y), val_fraction, split_seed), info)
+    named = {"image": x.flatten(1) if flatten else x, "text": digit_captions(x, y), "label": y}
+    missing = [f for f in fields if f not in named]
+    if missing:
+        raise DatasetUnavailable(
+            f"digits-captions has no field {missing[0]!r}: it has {list(named)}"
+        )
+    tensors = tuple(named[f] for f in fields)
+    info = DataInfo("digits-captions", tuple(named["image"].shape[1:]), (), None, "fields")
+    return (*_split(tensors, val_fraction, split_seed), info)
 
 
 def _split(tensors: Any, val_fraction: float, seed: int) -> tuple[Any, Any]:
@@ -257,6 +266,27 @@ def _digits() -> TensorPair:
     with gzip.open(folder / "datasets" / "data" / "digits.csv.gz", "rt", encoding="utf-8") as f:
         table = torch.tensor([[float(v) for v in line.split(",")] for line in f if line.strip()])
     return table[:, :-1].reshape(-1, 1, 8, 8) / 16.0, table[:, -1].to(torch.int64)
+
+
+def digit_captions(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Each digit's caption as 4 word ids of `CAPTION_WORDS`: its name, then how much ink
+    it has, where its ink's centre lies across and down, each in thirds of the whole set
+    ("seven bold left high"). The words are computed from the image and its label by this
+    rule: they are made, not written by people."""
+    pixels = x.flatten(1)
+    ink = pixels.sum(1)
+    grid = torch.arange(8, dtype=x.dtype)
+    image = x.reshape(-1, 8, 8)
+    across = (image.sum(1) * grid).sum(1) / ink.clamp_min(1e-6)
+    down = (image.sum(2) * grid).sum(1) / ink.clamp_min(1e-6)
+    words = [y, 10 + _thirds(ink), 13 + _thirds(across), 16 + _thirds(down)]
+    return torch.stack(words, dim=1).to(torch.int64)
+
+
+def _thirds(values: torch.Tensor) -> torch.Tensor:
+    """0, 1 or 2: which third of `values`' sorted order each value lies in."""
+    cuts = torch.quantile(values, torch.tensor([1 / 3, 2 / 3], dtype=values.dtype))
+    return torch.bucketize(values, cuts)
 
 
 # ---- runtime/loader.py: Batching for TensorLoom scripts: a dataset kept on the device, or a DataLoader.
@@ -832,106 +862,17 @@ def _describe(where: tuple[str, int], lines: list[str], script: Path) -> str:
 
 
 # ---- runtime/recipe.py: Training recipes for TensorLoom scripts: schedules, decay groups, EMA, early stopping.
-LR_SCHEDULES = (
-    "none", "cosine", "linear", "constant_with_warmup", "warmup", "onecycle", "step", "wsd",
-)  # fmt: skip
-
-
-@dataclass(frozen=True)
-class LrSchedule:
-    """The learning rate as a factor of the optimizer's base lr, per optimizer step.
-
-    `cosine`: linear warm-up over `warmup_steps`, then a cosine from 1 down to
-    `min_ratio` at `total_steps`. `linear`: the same warm-up, then a straight line
-    down to `min_ratio`. `constant_with_warmup` (alias `warmup`): the warm-up, then 1.
-    `onecycle`: torch's OneCycleLR curve (cosine up from 1/`div_factor` over the first
-    `pct_start` of the run, then cosine down to 1/(`div_factor` * `final_div_factor`)).
-    `step`: times `gamma` every `step_interval` steps. `none`: 1 throughout.
-    `wsd` (warmup-stable-decay): the warm-up, then 1, then over the last `decay_fraction`
-    of `total_steps` (rounded) a straight line from 1 down towards `min_ratio`, which the
-    step after the last would reach (torch's LinearLR from 1 to `min_ratio` over them).
-    """
-
-    name: str
-    total_steps: int
-    warmup_steps: int = 0
-    min_ratio: float = 0.0
-    step_interval: int = 1
-    gamma: float = 0.1
-    pct_start: float = 0.3
-    div_factor: float = 25.0
-    final_div_factor: float = 1e4
-    decay_fraction: float = 0.2
-
-    def __post_init__(self) -> None:
-        if self.name not in LR_SCHEDULES:
-            raise ValueError(f"unknown lr schedule `{self.name}`; known: {LR_SCHEDULES}")
-
-    def factor(self, step: int) -> float:
-        """The factor for the optimizer step `step` (0-based)."""
-        if self.name == "none":
-            return 1.0
-        if self.name == "step":
-            return self.gamma ** (step // max(self.step_interval, 1))
-        if self.name == "onecycle":
-            return self._onecycle(step)
-        if step < self.warmup_steps:
-            return (step + 1) / self.warmup_steps
-        if self.name in ("constant_with_warmup", "warmup"):
-            return 1.0
-        if self.name == "wsd":
-            return self._wsd(step)
-        span = max(self.total_steps - self.warmup_steps, 1)
-        progress = min((step - self.warmup_steps) / span, 1.0)
-        if self.name == "linear":
-            return 1.0 - (1.0 - self.min_ratio) * progress
-        return self.min_ratio + (1.0 - self.min_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
-
-    def _wsd(self, step: int) -> float:
-        decay = max(round(self.decay_fraction * self.total_steps), 1)
-        left = self.total_steps - step
-        if left >= decay:
-            return 1.0
-        return self.min_ratio + (1.0 - self.min_ratio) * max(left, 0) / decay
-
-    def _onecycle(self, step: int) -> float:
-        # torch.optim.lr_scheduler.OneCycleLR's two phases, as factors of the peak lr.
-        start, peak = 1.0 / self.div_factor, 1.0
-        end = start / self.final_div_factor
-        rise_end = float(self.pct_start * self.total_steps) - 1
-        if step <= rise_end:
-            return _cos_between(start, peak, step / rise_end if rise_end > 0 else 1.0)
-        fall = float(self.total_steps - 1) - rise_end
-        return _cos_between(peak, end, min((step - rise_end) / fall, 1.0) if fall > 0 else 1.0)
-
-
-def _cos_between(start: float, end: float, pct: float) -> float:
-    return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
-
-
-def schedule_steps(epochs_or_steps: int, unit: str, steps_per_epoch: int) -> int:
-    """A length the block gave in `unit` ("epochs" or "steps"), in optimizer steps."""
-    return epochs_or_steps * steps_per_epoch if unit == "epochs" else epochs_or_steps
-
-
 def total_train_steps(epochs: int, steps_per_epoch: int, max_steps: int | None) -> int:
     """The run's optimizer steps: `max_steps` when it cuts the run short, else every epoch's."""
     planned = epochs * steps_per_epoch
     return planned if max_steps is None else min(planned, max_steps)
 
 
-def make_lr_scheduler(
-    optimizer: torch.optim.Optimizer, schedule: LrSchedule
-) -> torch.optim.lr_scheduler.LambdaLR:
-    """A LambdaLR stepping `schedule.factor`; its state dict is the step count alone."""
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: schedule.factor(step))
-
-
 _NORM_LAYERS: tuple[type[torch.nn.Module], ...] = (
-    torch.nn.modules.batchnorm._NormBase,  # BatchNorm*, InstanceNorm*
-    torch.nn.LayerNorm,
+    torch.nn.BatchNorm1d,
+    torch.nn.BatchNorm2d,
     torch.nn.GroupNorm,
-    torch.nn.LocalResponseNorm,
+    torch.nn.LayerNorm,
     torch.nn.RMSNorm,
 )
 
@@ -1086,29 +1027,6 @@ def format_run_summary(
     return "\n".join(lines)
 
 
-def lr_schedule_from(
-    settings: dict[str, Any], *, steps_per_epoch: int, total_steps: int, base_lr: float
-) -> LrSchedule:
-    """The `LrSchedule` for a train block's `lr_schedule = name(...)`, lengths in steps:
-    `warmup_epochs` and `step_size` count epochs, `warmup_steps` and `step_size_steps`
-    optimizer steps; `min_lr` becomes a factor of the base lr."""
-    options = dict(settings)
-    name = options.pop("name")
-    warmup = int(options.pop("warmup_steps", 0))
-    warmup += schedule_steps(int(options.pop("warmup_epochs", 0)), "epochs", steps_per_epoch)
-    interval = int(options.pop("step_size_steps", 0))
-    interval += schedule_steps(int(options.pop("step_size", 0)), "epochs", steps_per_epoch)
-    min_lr = float(options.pop("min_lr", 0.0))
-    return LrSchedule(
-        name,
-        total_steps=total_steps,
-        warmup_steps=warmup,
-        min_ratio=min_lr / base_lr if base_lr > 0 else 0.0,
-        step_interval=interval or steps_per_epoch * 30,
-        **{key: float(value) for key, value in options.items()},
-    )
-
-
 class RunRecipe:
     """What a train block's recipe keys add to the loop, in one object the loop calls:
     `after_step` (the EMA update; whether `eval_every` is due), `after_validation`
@@ -1186,191 +1104,6 @@ def format_validation(record: dict[str, Any]) -> str:
             shown = f"{100 * value:.2f}%" if key.endswith("accuracy") else f"{value:.4f}"
             parts.append(f"{key} {shown}")
     return "  ".join(parts)
-
-
-# ---- runtime/serve.py: Using a trained model from its script: predictions, an exported program, generated text.
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")
-
-
-class PredictInputError(Exception):
-    """An input file for --predict that cannot be read as the model's input."""
-
-
-def read_predict_inputs(
-    path: str | Path,
-    *,
-    sample_shape: tuple[int, ...],
-    normalisation: tuple[tuple[float, ...], tuple[float, ...]] | None = None,
-    integer: bool = False,
-) -> torch.Tensor:
-    """A batch of inputs [N, *sample_shape] from a .npz, .pt, .csv or image file."""
-    file = Path(path)
-    if not file.is_file():
-        raise PredictInputError(f"{file}: no such input file")
-    suffix = file.suffix.lower()
-    if suffix in IMAGE_SUFFIXES:
-        return _read_image(file, sample_shape, normalisation)
-    readers = {".npz": _npz_inputs, ".pt": _pt_inputs, ".csv": _csv_inputs}
-    if suffix not in readers:
-        raise PredictInputError(
-            f"{file}: --predict reads .npz, .pt, .csv or an image ({', '.join(IMAGE_SUFFIXES)})"
-        )
-    x = readers[suffix](file)
-    x = x.long() if integer else x.float()
-    if tuple(x.shape[1:]) != tuple(sample_shape):
-        if x.numel() == 0 or x[0].numel() != math.prod(sample_shape):
-            raise PredictInputError(
-                f"{file}: samples of shape {list(x.shape[1:])}, the model takes "
-                f"{list(sample_shape)}"
-            )
-        x = x.reshape(len(x), *sample_shape)
-    return x
-
-
-def _npz_inputs(file: Path) -> torch.Tensor:
-    import numpy as np
-
-    with np.load(file, allow_pickle=False) as arrays:
-        key = "x" if "x" in arrays.files else (arrays.files[0] if arrays.files else None)
-        if key is None:
-            raise PredictInputError(f"{file} holds no arrays")
-        return torch.from_numpy(np.ascontiguousarray(arrays[key]))
-
-
-def _pt_inputs(file: Path) -> torch.Tensor:
-    try:
-        payload = torch.load(file, map_location="cpu", weights_only=True)
-    except Exception as error:
-        raise PredictInputError(f"{file} is not a readable torch file ({error})") from None
-    if isinstance(payload, dict) and isinstance(payload.get("x"), torch.Tensor):
-        return payload["x"]
-    if isinstance(payload, torch.Tensor):
-        return payload
-    raise PredictInputError(f"{file} must hold a tensor, or a dict with a tensor `x`")
-
-
-def _csv_inputs(file: Path) -> torch.Tensor:
-    rows = [row for row in csv.reader(io.StringIO(file.read_text(encoding="utf-8"))) if row]
-    with contextlib.suppress(ValueError):
-        return torch.tensor([[float(v) for v in row] for row in rows])
-    try:  # a header line
-        return torch.tensor([[float(v) for v in row] for row in rows[1:]])
-    except ValueError as error:
-        raise PredictInputError(f"{file}: every value must be a number ({error})") from None
-
-
-def _read_image(
-    file: Path,
-    sample_shape: tuple[int, ...],
-    normalisation: tuple[tuple[float, ...], tuple[float, ...]] | None,
-) -> torch.Tensor:
-    from PIL import Image
-
-    flat = len(sample_shape) == 1
-    shape = sample_shape if not flat else _square(sample_shape[0])
-    if len(shape) != 3 or shape[0] not in (1, 3):
-        raise PredictInputError(
-            f"{file}: an image needs a model input of [C, H, W] with C 1 or 3, "
-            f"not {list(sample_shape)}"
-        )
-    channels, height, width = shape
-    with Image.open(file) as image:
-        image = image.convert("L" if channels == 1 else "RGB").resize((width, height))
-        data = torch.frombuffer(bytearray(image.tobytes()), dtype=torch.uint8)
-    x = data.reshape(height, width, channels).permute(2, 0, 1).float() / 255.0
-    if normalisation is not None:
-        mean, std = (torch.tensor(v).reshape(-1, 1, 1) for v in normalisation)
-        x = (x - mean) / std
-    return x.reshape(1, *sample_shape)
-
-
-def _square(size: int) -> tuple[int, ...]:
-    side = round(size**0.5)
-    return (1, side, side) if side * side == size else (size,)
-
-
-@torch.no_grad()
-def predict(
-    model: torch.nn.Module, x: torch.Tensor, *, batch_size: int, device: torch.device | None = None
-) -> torch.Tensor:
-    """The model's outputs for every row of `x`, in eval mode, on the CPU."""
-    model.eval()
-    device = device or next(model.parameters()).device
-    outputs = [model(x[i : i + batch_size].to(device)).float().cpu()
-               for i in range(0, len(x), batch_size)]  # fmt: skip
-    return torch.cat(outputs) if outputs else torch.empty(0)
-
-
-def write_predictions(outputs: torch.Tensor, out: str | Path | None, *, classes: bool) -> None:
-    """To `out` (.npz, .pt or .csv by its suffix) or, with None, to stdout: one line per
-    sample (the predicted class and its probability for a classifier, else the values)."""
-    if out is None:
-        _print_predictions(outputs, classes)
-        return
-    target = Path(out)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    suffix = target.suffix.lower()
-    if suffix == ".pt":
-        torch.save({"outputs": outputs}, target)
-    elif suffix == ".npz":
-        import numpy as np
-
-        np.savez(target, outputs=outputs.numpy())
-    elif suffix == ".csv":
-        with target.open("w", newline="") as f:
-            writer = csv.writer(f)
-            for row in outputs.reshape(len(outputs), -1).tolist():
-                writer.writerow([f"{v:.6g}" for v in row])
-    else:
-        raise PredictInputError(f"{target}: --out writes .npz, .pt or .csv")
-
-
-def _print_predictions(outputs: torch.Tensor, classes: bool) -> None:
-    if classes and outputs.dim() == 2:
-        probabilities = outputs.softmax(dim=-1)
-        best = probabilities.max(dim=-1)
-        for i, (p, c) in enumerate(zip(best.values.tolist(), best.indices.tolist(), strict=True)):
-            print(f"{i}\tclass {c}\tp={p:.4f}")
-        return
-    for i, row in enumerate(outputs.reshape(len(outputs), -1).tolist()):
-        print(f"{i}\t" + " ".join(f"{v:.6g}" for v in row))
-
-
-class ExportError(Exception):
-    """An export the model or the environment cannot make; the message says why."""
-
-
-def export_model(model: torch.nn.Module, example: torch.Tensor, path: str | Path) -> Path:
-    """torch.export the model (eval mode) for inputs like `example`, batch size dynamic where
-    the model allows; `.onnx` goes through torch.onnx (needs the onnx package)."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    model.eval()
-    if target.suffix.lower() == ".onnx":
-        try:
-            import onnx  # noqa: F401  (torch.onnx's dynamo exporter needs it)
-        except ImportError:
-            raise ExportError(
-                f"{target}: ONNX export needs the onnx package (pip install onnx onnxscript); "
-                "a .pt2 file (torch.export) needs nothing more"
-            ) from None
-        torch.onnx.export(model, (example,), str(target), dynamo=True)
-        return target
-    program = _exported(model, example)
-    torch.export.save(program, target)
-    return target
-
-
-def _exported(model: torch.nn.Module, example: torch.Tensor) -> torch.export.ExportedProgram:
-    batch = torch.export.Dim("batch", min=1)
-    try:
-        return torch.export.export(model, (example,), dynamic_shapes=({0: batch},))
-    except Exception:
-        try:
-            return torch.export.export(model, (example,))
-        except Exception as error:
-            first = str(error).strip().splitlines()[0] if str(error).strip() else ""
-            raise ExportError(f"torch.export could not trace the model: {first}") from None
 
 
 # ---- runtime/trainer.py: The trainer plumbing every program file shares: its record, flags, epochs, saves and run.
@@ -1495,18 +1228,6 @@ def seed_everything(seed: int) -> None:
     """Seed Python's and torch's generators (every CUDA device's too)."""
     random.seed(seed)
     torch.manual_seed(seed)
-
-
-class ModelLoss(nn.Module):
-    """The training loss of a batch, `loss_fn(model(xb), yb)`, as one module: `torch.compile`
-    of it sees the forward and the loss together (and `should_compile` times it)."""
-
-    def __init__(self, model: nn.Module, loss_fn: Callable[..., torch.Tensor]) -> None:
-        super().__init__()
-        self.model, self.loss_fn = model, loss_fn
-
-    def forward(self, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
-        return self.loss_fn(self.model(xb), yb)
 
 
 def mark_step_begin(trainer: Trainer) -> None:
@@ -1765,24 +1486,3 @@ def report_evaluation(path: str, record: dict[str, Any], metrics: str | None) ->
     if metrics is not None:
         with open(metrics, "a", encoding="utf-8") as f:
             f.write(json.dumps({"evaluated": path, **record}) + "\n")
-
-
-def predict_and_export(
-    model: nn.Module, args: argparse.Namespace, *, loader: Any, info: Any,
-    device: torch.device, classes: bool,
-) -> None:  # fmt: skip
-    """--predict INPUT (the outputs for samples shaped as `loader`'s, normalised as the
-    training data; `classes`: class indices) and --export FILE (torch.export, traced on two
-    of `loader`'s samples), with `model`'s weights."""
-    if args.predict is None and args.export is None:
-        return
-    example = next(iter(loader))[0][:2]
-    if args.predict is not None:
-        normalisation = getattr(info, "normalisation", None)
-        x = read_predict_inputs(args.predict, sample_shape=tuple(example.shape[1:]),
-                                normalisation=normalisation,
-                                integer=not example.is_floating_point())  # fmt: skip
-        outputs = predict(model, x, batch_size=args.batch_size, device=device)
-        write_predictions(outputs, args.out, classes=classes)
-    if args.export is not None:
-        print(f"exported to {export_model(model, example, args.export)}")
