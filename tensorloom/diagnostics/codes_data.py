@@ -1264,7 +1264,7 @@ error[TL0448]: the carried value `state` needs batches that continue one another
             'TL0449',
             'a `carry` the block cannot take',
             """\
-A value carried twice; `carry` with `distributed = fsdp` (its sharded checkpoints hold no rank's own values), or in a block of `step` lines under `distributed` (its checkpoints hold one rank's). One model under `distributed = ddp` carries each rank's state over its own streams.
+A value carried twice, or `carry` with `distributed = fsdp` (its sharded checkpoints hold no rank's own values). Under `distributed = ddp` (one model or `step` lines) each rank carries its own state over its own streams.
 """,
             """\
 error[TL0449]: `carry` is not supported with `distributed = "fsdp"`: its sharded checkpoints hold no rank's own carried values

@@ -1320,21 +1320,9 @@ class CarryChecker:
         return False
 
     def _supported(self, op: train.CarryOp) -> None:
-        """What cannot carry values yet: FSDP, and `step` lines under `distributed`."""
+        """What cannot carry values yet: FSDP (a block of `step` lines has its own check)."""
         where = span_of(op)
         distributed = self.loop.setting("distributed")
-        how = evaluate(distributed, {}) if distributed is not None else False
-        if self.loop.steps() and how not in (False, "false"):
-            message = (
-                "`carry` in a block of `step` lines is not supported with `distributed` yet: "
-                "its checkpoints hold one rank's carried values"
-            )
-            help_text = (
-                "train it in one process, or as one model (`objective = NAME`), which "
-                "carries each rank's state under `distributed = ddp`"
-            )
-            _error_at(where, "TL0449", message, help_text)
-            return
         if distributed is not None and evaluate(distributed, {}) == "fsdp":
             message = (
                 '`carry` is not supported with `distributed = "fsdp"`: its sharded checkpoints '

@@ -556,3 +556,39 @@ def test_learned_initial_state_trains_as_a_loop_by_hand(tmp_path: Path) -> None:
             losses.append(F.cross_entropy(output.flatten(0, 1), yb.flatten()).item())
     record = m.evaluate(trainer)
     assert record["val_loss"] == pytest.approx(sum(losses) / len(losses), rel=1e-6)
+
+
+@pytest.mark.distributed
+def test_steps_under_ddp_carry_each_ranks_state_and_resume_exactly(tmp_path: Path) -> None:
+    """`step` lines with `carry` under `distributed = true`: two gloo ranks, each threading
+    its own streams' state through both steps, train as one process over the same streams
+    (batch 2 x BATCH): the same objectives per epoch (to 1e-5); cut mid-epoch, the run
+    resumes on two ranks from each rank's saved state and ends bit for bit where the uncut
+    run ends, and refuses to resume on one."""
+    (tmp_path / "corpus.txt").write_bytes(CORPUS.read_bytes())
+    script = compile_program(tmp_path, STEPS + "    distributed = true\n", name="steps_ddp")
+    common = ["--data-root", str(tmp_path)]
+    whole, cut = tmp_path / "whole", tmp_path / "cut"
+    _torchrun(script, *common, "--checkpoint-dir", str(whole), "--metrics", "two.jsonl")
+    one_process = ["--checkpoint-dir", str(tmp_path / "one"), "--metrics", "one.jsonl"]
+    run(script, *common, "--precision", "fp32", "--batch-size", str(2 * BATCH), *one_process)
+    two, one = records(tmp_path / "two.jsonl"), records(tmp_path / "one.jsonl")
+    assert len(two) == len(one) == 2
+    for a, b in zip(two, one, strict=True):
+        for key in ("lm_loss", "probe_loss", "val_lm_loss", "val_probe_loss"):
+            assert a[key] == pytest.approx(b[key], abs=1e-5), key
+    saved = torch.load(whole / "last.pt", weights_only=True)
+    assert len(saved["extra"]["carried_by_rank"]) == 2
+
+    per_epoch = int(two[0]["steps"])  # type: ignore[arg-type]
+    stop = per_epoch + per_epoch // 2
+    _torchrun(script, *common, "--max-steps", str(stop), "--checkpoint-dir", str(cut))
+    last = cut / "last.pt"
+    refused = run_refused(script, *common, "--resume", str(last), "--checkpoint-dir", str(cut))
+    assert "resume it at world size 2, not 1" in refused
+    _torchrun(script, *common, "--resume", str(last), "--checkpoint-dir", str(cut))
+    b = torch.load(last, weights_only=True)
+    assert saved["step"] == b["step"] == 2 * per_epoch
+    for name in ("net", "probe"):
+        for key, tensor in saved["models"][name].items():
+            assert torch.equal(tensor, b["models"][name][key]), (name, key)

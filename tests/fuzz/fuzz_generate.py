@@ -302,8 +302,8 @@ def _carried(r: random.Random, careful: bool) -> str:
     """A recurrent language model whose block carries its state between batches
     (`carry state = none`, the objective `fn f(net, x, y, state)` returning `(loss, state)`),
     an LSTM's pair or a GRU's tensor, from `none` or learned (`net.h0`, `(net.h0, net.c0)`),
-    with a metric that takes the state, as one model (under DDP too) or in `step` lines
-    beside a probe's step that takes it in turn; sloppy ones leave out the initial value,
+    with a metric that takes the state, as one model or in `step` lines beside a probe's
+    step that takes it in turn (under DDP too); sloppy ones leave out the initial value,
     return the loss alone or half the pair, start from what is no parameter, carry over
     shuffled data, carry twice, or carry beside `loss` or FSDP."""
     lstm = r.random() < 0.5
@@ -380,7 +380,7 @@ def _carrying_block(
     lines.append(f"    {carry if careful else r.choice([*CARRY_SLIPS, carry])}")
     if careful and r.random() < 0.5 and not steps:
         lines += ["    optimizer = SGD(lr=20.0)", "    grad_clip = 0.25"]
-    if not steps and r.random() < (0.2 if careful else 0.3):
+    if r.random() < (0.2 if careful else 0.3):
         how = "ddp" if careful else r.choice(CARRY_DISTRIBUTED)
         lines.append(f"    distributed = {how}")
     if metric:

@@ -675,6 +675,8 @@ def _save_ops(plan: StepsPlan) -> list[Operation]:
     entries = [(save.const("carry"), save.path("trainer", "carry"))]
     if plan.base.carries:  # a run resumed mid-epoch continues from them
         entries.append((save.const("carried"), save.path("trainer", "carried")))
+    if _gathers(plan):  # under DDP every rank's (`gather_carried`), rank 0's above
+        entries.append((save.const("carried_by_rank"), save.name("ranks")))
     if plan.ema is not None:
         states = py.ComprehensionOp("dict", save.method(save.path("trainer", "emas"), "items"),
                                     targets=2)  # fmt: skip
@@ -692,8 +694,13 @@ def _save_ops(plan: StepsPlan) -> list[Operation]:
         loader=save.path("trainer", "train_loader"), extra=save.name("extra"),
         **_scheduler_states(save, plan),
     ))  # fmt: skip
-    params = [("trainer", "Trainer"), ("path", "str"), ("epoch", "int")]
-    top.def_("save", params, save, None)
+    params: list[tuple[str, str | SSAValue]] = [("trainer", "Trainer"), ("path", "str"),
+                                                ("epoch", "int")]  # fmt: skip
+    defaults = None
+    if _gathers(plan):
+        params.append(("ranks", top.optional(top.generic("list", "Any"))))
+        defaults = {"ranks": top.const(None)}
+    top.def_("save", params, save, None, defaults=defaults)
     resume.assign("models", _parts(resume, plan))
     state = resume.call(
         "load_models_checkpoint", resume.name("path"), models=resume.name("models"),
@@ -710,9 +717,13 @@ def _save_ops(plan: StepsPlan) -> list[Operation]:
     resume.assign(resume.path("trainer", "carry"),
                   resume.method(extra, "get", resume.const("carry")))  # fmt: skip
     if plan.base.carries:
-        resume.comment("the carried values (`carry`) where the interrupted epoch left them")
-        saved = resume.method(extra, "get", resume.const("carried"), resume.value({}))
-        resume.assign(resume.path("trainer", "carried"), saved)
+        resume.comment("the carried values (`carry`) where the interrupted epoch left them; "
+                       "this rank's under DDP")  # fmt: skip
+        ctx = resume.path("trainer", "ctx")
+        mid = resume.is_set(resume.path("trainer", "carry"))
+        own = resume.call("own_carried", extra, resume.attr(ctx, "rank"),
+                          resume.attr(ctx, "world_size"), mid_epoch=mid)  # fmt: skip
+        resume.assign(resume.path("trainer", "carried"), own)
     if plan.ema is not None:
         loop = py.ForOp(resume.method(resume.path("trainer", "emas"), "items"), targets=2)
         key, average = loop.body.block.args
@@ -724,6 +735,27 @@ def _save_ops(plan: StepsPlan) -> list[Operation]:
         resume.stmt(loop)
     top.def_("resume", [("trainer", "Trainer"), ("path", "str")], resume, None)
     return top.ops
+
+
+def _gathers(plan: StepsPlan) -> bool:
+    """Under DDP with `carry`: a save holds every rank's carried values, which every rank
+    gathers (`gather_carried`) before rank 0 writes."""
+    return plan.distributed and bool(plan.base.carries)
+
+
+def _saving(b: PyBuilder, plan: StepsPlan, path: SSAValue, epoch: SSAValue) -> PyBuilder:
+    """`save(trainer, path, epoch)` (rank 0's, under DDP); with `carry` under DDP every
+    rank's carried values gathered first: `ranks = gather_carried(trainer.carried)`."""
+    saving = PyBuilder()
+    if not _gathers(plan):
+        saving.expr(saving.call("save", saving.name("trainer"), path, epoch))
+        _on_main(b, plan, saving)
+        return b
+    b.assign("ranks", b.call("gather_carried", b.path("trainer", "carried")),
+             comment="every rank's, gathered by all")  # fmt: skip
+    saving.expr(saving.call("save", saving.name("trainer"), path, epoch, saving.name("ranks")))
+    _on_main(b, plan, saving)
+    return b
 
 
 def _scheduler_states(b: PyBuilder, plan: StepsPlan) -> dict[str, SSAValue]:
@@ -846,10 +878,14 @@ def _epoch(b: PyBuilder, plan: StepsPlan, epoch: SSAValue) -> None:
     cut = PyBuilder()
     cut.comment("cut short: last.pt keeps the epoch's batches so far; no validation on the way out")
     cut.assign(cut.path("trainer", "carry"), cut.tuple_of(cut.name("sums"), cut.name("done")))
-    saving = PyBuilder()
-    path = saving.fstring("{}/last.pt", saving.path("args", "checkpoint_dir"))
-    saving.expr(saving.call("save", saving.name("trainer"), path, epoch))
-    _on_main(cut, plan, saving)
+    if _gathers(plan):
+        cut.assign("path", cut.fstring("{}/last.pt", cut.path("args", "checkpoint_dir")))
+        _saving(cut, plan, cut.name("path"), epoch)
+    else:
+        saving = PyBuilder()
+        path = saving.fstring("{}/last.pt", saving.path("args", "checkpoint_dir"))
+        saving.expr(saving.call("save", saving.name("trainer"), path, epoch))
+        _on_main(cut, plan, saving)
     cut.stmt(py.BreakOp())
     b.if_(b.not_(b.name("complete")), cut)
     for model in plan.models:
@@ -920,6 +956,11 @@ def _record(b: PyBuilder, plan: StepsPlan, epoch: SSAValue, means: py.Comprehens
                          b.const(0))  # fmt: skip
     b.assign("due", b.add(py.BinOp("and", every, periodic)))
     due = b.add(py.BinOp("or", b.name("last"), b.name("due")))
+    if _gathers(plan):  # every rank gathers the carried values; rank 0 writes
+        saving = PyBuilder()
+        saving.assign("path", saving.fstring("{}/last.pt", saving.path("args", "checkpoint_dir")))
+        b.if_(due, _saving(saving, plan, saving.name("path"), saving.name("epochs_done")))
+        return
     if plan.distributed:
         due = b.binop("and", b.path("trainer", "ctx", "is_main"), due)
     saving = PyBuilder()
