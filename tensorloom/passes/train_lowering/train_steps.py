@@ -720,9 +720,9 @@ def _save_ops(plan: StepsPlan) -> list[Operation]:
         resume.comment("the carried values (`carry`) where the interrupted epoch left them; "
                        "this rank's under DDP")  # fmt: skip
         ctx = resume.path("trainer", "ctx")
-        mid = resume.is_set(resume.path("trainer", "carry"))
+        resume.assign("cut", resume.is_set(resume.path("trainer", "carry")))
         own = resume.call("own_carried", extra, resume.attr(ctx, "rank"),
-                          resume.attr(ctx, "world_size"), mid_epoch=mid)  # fmt: skip
+                          resume.attr(ctx, "world_size"), mid_epoch=resume.name("cut"))  # fmt: skip
         resume.assign(resume.path("trainer", "carried"), own)
     if plan.ema is not None:
         loop = py.ForOp(resume.method(resume.path("trainer", "emas"), "items"), targets=2)
