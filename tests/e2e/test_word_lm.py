@@ -592,3 +592,24 @@ def test_steps_under_ddp_carry_each_ranks_state_and_resume_exactly(tmp_path: Pat
     for name in ("net", "probe"):
         for key, tensor in saved["models"][name].items():
             assert torch.equal(tensor, b["models"][name][key]), (name, key)
+
+
+@pytest.mark.distributed
+def test_learned_initial_state_under_ddp_trains_as_one_process(tmp_path: Path) -> None:
+    """`carry h = net.h0` under DDP: h0 has a gradient at each epoch's first batch only
+    (DDP is told: `find_unused_parameters=True`); two gloo ranks train as one process over
+    the same streams, to 1e-5, and learn the same h0."""
+    (tmp_path / "corpus.txt").write_bytes(CORPUS.read_bytes())
+    script = compile_program(tmp_path, LEARNED + "    distributed = true\n", name="learned_ddp")
+    assert "find_unused_parameters=True" in script.read_text()
+    common = ["--data-root", str(tmp_path)]
+    _torchrun(script, *common, "--checkpoint-dir", str(tmp_path / "two"), "--metrics", "two.jsonl")
+    one_process = ["--checkpoint-dir", str(tmp_path / "one"), "--metrics", "one.jsonl"]
+    run(script, *common, "--precision", "fp32", "--batch-size", str(2 * BATCH), *one_process)
+    two, one = records(tmp_path / "two.jsonl"), records(tmp_path / "one.jsonl")
+    for a, b in zip(two, one, strict=True):
+        for key in ("train_loss", "val_loss"):
+            assert a[key] == pytest.approx(b[key], abs=1e-5), key
+    h0 = [torch.load(tmp_path / d / "last.pt", weights_only=True)["model"]["h0"]
+          for d in ("two", "one")]  # fmt: skip
+    assert torch.allclose(h0[0], h0[1], atol=1e-5)

@@ -213,6 +213,15 @@ class ScriptPlan:
         starts = dict(zip(self.carries, self.carry_starts, strict=False))
         return starts.get(name)
 
+    def learns_carry_start(self, model: str | None = None) -> bool:
+        """Whether a carried value starts from parameters (of `model`, or of any model):
+        they have a gradient at an epoch's first batch only, which DDP must be told of."""
+        for start in self.carry_starts:
+            paths = (start,) if isinstance(start, str) else start or ()
+            if any(model is None or p.split(".")[0] == model for p in paths):
+                return True
+        return False
+
     def takes_carried(self, function: str, models: int = 1) -> bool:
         """Whether the metric `fn` `function` takes the carried values after the batch, as
         the objective does (`fn acc(net, x, y, state)`)."""

@@ -353,8 +353,13 @@ def _ddp_wraps(b: PyBuilder, plan: StepsPlan) -> None:
     def run(name: str) -> SSAValue:
         return b.subscript(b.name("compiled"), b.const(name)) if compiled else b.name(name)
 
+    def unused(name: str) -> dict[str, SSAValue]:
+        """`carry h = net.h0`: h0 has a gradient at an epoch's first batch only."""
+        learns = plan.base.learns_carry_start(name)
+        return {"find_unused_parameters": b.const(True)} if learns else {}
+
     entries = [(b.const(m.name), b.call("DistributedDataParallel", run(m.name),
-                                          device_ids=b.name("device_ids")))
+                                          device_ids=b.name("device_ids"), **unused(m.name)))
                for m in plan.trained]  # fmt: skip
     b.assign("ddp", b.add(py.DictOp(entries)))
 
