@@ -322,9 +322,13 @@ class CarryOp(LazyFormatOp):
     The block's objective takes it after the batch and returns it after its loss,
     `fn lm_loss(net, x, y, state)` returning `(loss, state)`; between batches it is detached
     (the gradient stops at the batch's start), and at each epoch's start and for validation
-    it is `init` again (`none`: the recurrent layers' zero state). `carried` is the type the
-    objective returns for it (written by check-train); the lowering keeps it in the trainer
-    and in checkpoints, so a run resumed mid-epoch continues from the same value."""
+    it is `init` again: `none` (the recurrent layers' zero state), or a learned start, the
+    path of a model's `Parameter` (`"net.h0"`) or an array of them (`["net.h0", "net.c0"]`,
+    an LSTM's pair), which the epoch's first batch backpropagates into. In a block of `step`
+    lines each step whose objective has parameters for the values takes and returns them in
+    turn. `carried` is the type the objective returns for it (written by check-train); the
+    lowering keeps it in the trainer and in checkpoints (each rank's under DDP), so a run
+    resumed mid-epoch continues from the same value."""
 
     name = "train.carry"
 
