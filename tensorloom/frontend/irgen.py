@@ -459,7 +459,12 @@ class _ModuleBuilder:
             help_text = f"write `using {next(iter(maps))}` after the source"
         else:
             message = f"the block has no rules, and `{model}` has no weights map"
-            help_text = f"write the rules here, or `@weights hf for {model}:` beside the model"
+            declared = self.models.get(model)
+            help_text = (
+                f"write the rules here, or `@weights hf for {model}:` beside the model"
+                if declared is None or declared.syntax == "nml"
+                else 'write the rules here, after a `:`: `"{l}.{p}" -> "{l}.{p}"`'
+            )
         _error("TL0821", message, Label(decl.path_span, "which names map to which?"), help_text)
         return None
 
