@@ -103,6 +103,18 @@ def test_symbols_outline_an_nml_weights_map(tmp_path: Path) -> None:
     ]  # fmt: skip
 
 
+def test_definition_of_the_map_a_weights_line_uses(tmp_path: Path) -> None:
+    (tmp_path / "net.nml").write_text(
+        "@model Net:\n    @layers:\n        fc = Linear(8, 2)\n\n"
+        '@weights hf for Net:\n    "{l}.{p}" -> "{l}.{p}"\n'
+    )
+    text = 'import net.nml as Net\n\nlet net = Net()\n\nweights net from "w" using hf\n'
+    analysis = _analysis(tmp_path, text)
+    found = navigate.definition(analysis, 5, 27)
+    assert found is not None
+    assert (Path(found.file).name, found.line, found.col) == ("net.nml", 5, 10)
+
+
 def test_completion_while_the_file_does_not_parse(tmp_path: Path) -> None:
     text = SCRIPT.replace("        return h + 0 * r.sum()", "        return self.")
     analysis = _analysis(tmp_path, text)
