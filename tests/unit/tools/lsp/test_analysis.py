@@ -110,7 +110,7 @@ def test_definition_of_the_map_a_weights_line_uses(tmp_path: Path) -> None:
     )
     text = 'import net.nml as Net\n\nlet net = Net()\n\nweights net from "w" using hf\n'
     analysis = _analysis(tmp_path, text)
-    found = navigate.definition(analysis, 5, 27)
+    found = navigate.definition(analysis, 5, 29)
     assert found is not None
     assert (Path(found.file).name, found.line, found.col) == ("net.nml", 5, 10)
 
