@@ -263,6 +263,7 @@ def _random_statistics(model: torch.nn.Module) -> None:
     """Batch norms with random statistics and affine weights, so that eval mode tests them."""
     for module in model.modules():
         if isinstance(module, torch.nn.BatchNorm2d):
+            assert module.running_mean is not None and module.running_var is not None
             module.running_mean.uniform_(-0.2, 0.2)
             module.running_var.uniform_(0.5, 1.5)
             module.weight.data.uniform_(0.5, 1.5)
