@@ -112,6 +112,8 @@ def make_workdir() -> Path:
     for nml in (ROOT / "examples").glob("*.nml"):
         shutil.copy(nml, work / nml.name)
     shutil.copytree(ROOT / "tests" / "lit" / "check" / "Inputs", work / "Inputs")
+    # models with `@weights` maps beside them, for `_weights_maps`
+    shutil.copytree(ROOT / "tests" / "lit" / "check" / "weights_nml" / "Inputs", work / "maps")
     _write_data_files(work)
     return work
 
@@ -144,6 +146,9 @@ def _write_data_files(work: Path) -> None:
     (work / "hf").mkdir(exist_ok=True)  # a Hugging Face folder: its config.json is compared too
     module.main([str(work / "hf" / "model.safetensors"), *tensors, "qkv.weight=F32:48,8"])
     (work / "hf" / "config.json").write_text('{"width": 16, "hidden": 8, "n_layer": 3}\n')
+    mapped = ["model.fc1.weight=F32:4,8", "model.fc1.bias=F32:4", "model.fc2.weight=F32:2,4",
+              "model.fc2.bias=F32:2"]  # fmt: skip
+    module.main([str(work / "maps" / "one.safetensors"), *mapped])  # maps/one.nml's `hf` fits
 
 
 # ------------------------------------------------------------------ generator
@@ -157,6 +162,8 @@ def generate(r: random.Random) -> str:
     for chance, form in train_forms:
         if r.random() < chance:
             return form(r, careful=r.random() < 0.5)
+    if r.random() < 0.05:
+        return _weights_maps(r, careful=r.random() < 0.5)
     if r.random() < 0.3:
         return _structured(r, careful=r.random() < 0.5)
     if r.random() < 0.1:
@@ -816,6 +823,31 @@ def _weights(r: random.Random) -> str:
     instance = r.choice(["net"] * 5 + ["data", "nothing"])
     rules = [r.choice(WEIGHT_RULES) for _ in range(r.randint(1, 4))]
     return "\n".join([f'weights {instance} from "{source}":', *rules])
+
+
+MAP_FILES = ["maps/one.nml", "maps/maps.nml", "maps/stray.nml", "maps/confnet.nml"]
+MAP_NAMES = ["hf", "plain", "fused", "split", "bad", "twice", "renamed", "torchvision", "Hf"]
+MAP_SOURCES = ["maps/one.safetensors", "w.safetensors", "cut.safetensors", "hf",
+               "absent.safetensors"]  # fmt: skip
+
+
+def _weights_maps(r: random.Random, careful: bool) -> str:
+    """A model whose .nml file declares `@weights` maps (tests/lit/check/weights_nml/Inputs),
+    filled by a `weights` line that applies its only map, names one with `using`, or adds
+    rules of its own before it; sloppy ones name a map the model lacks, a model with
+    several maps or none, another file's tensors, a map of a misdeclared file."""
+    nml = "maps/one.nml" if careful else r.choice(MAP_FILES)
+    source = "maps/one.safetensors" if careful else r.choice(MAP_SOURCES)
+    head = f'weights net from "{source}"'
+    if careful:
+        head += r.choice(["", " using hf"])
+    elif r.random() < 0.7:
+        head += f" using {r.choice(MAP_NAMES)}"
+    own = [] if careful else [r.choice(WEIGHT_RULES) for _ in range(r.randint(0, 2))]
+    if careful and r.random() < 0.3:  # rules of its own apply a map only with `using`
+        head, own = f'weights net from "{source}" using hf', ['    ignore "model.mask"']
+    block = [head + ":", *own] if own else [head]
+    return "\n".join([f'import "{nml}" as Net', "", "let net = Net()", "", *block]) + "\n"
 
 
 def _train(r: random.Random) -> str:
