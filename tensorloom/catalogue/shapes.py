@@ -725,7 +725,16 @@ class TensorIndex:
     dims: Shape
 
 
-Index = int | Slice | EllipsisType | TensorIndex | None
+@dataclass(frozen=True, slots=True)
+class MaskIndex:
+    """`x[mask] = v` with a boolean tensor: it takes the place of as many dims as it has
+    (which must be the tensor's there) and selects a number of elements that depends on
+    the data. Only an assignment takes one: a read's size would be the data's."""
+
+    dims: Shape
+
+
+Index = int | Slice | EllipsisType | TensorIndex | MaskIndex | None
 
 
 def index_shape(shape: Shape, indices: Sequence[Index]) -> Shape | ShapeMismatch:
@@ -756,6 +765,88 @@ def index_shape(shape: Shape, indices: Sequence[Index]) -> Shape | ShapeMismatch
         return None
     expanded = _expand_ellipsis(list(indices), len(shape) - len(consuming))
     return _apply_indices(shape, expanded)
+
+
+def assigned_region(
+    shape: Shape, indices: Sequence[Index], count: str, unifier: Unifier
+) -> Shape | ShapeMismatch:
+    """`x[indices] = v`: the shape of the region `v` must broadcast to, as `x[indices]`
+    reads it; a boolean mask's dims become one of `count` elements (a size of its own)."""
+    masks = [i for i in indices if isinstance(i, MaskIndex)]
+    if not masks or shape is None:
+        return index_shape(shape, indices)
+    if len(masks) > 1 or any(isinstance(i, TensorIndex) for i in indices):
+        return mismatch(
+            "a boolean mask beside another tensor index is not supported",
+            help="assign through one mask, or through integer indices (`where(mask)`)",
+        )
+    mask = masks[0]
+    at = next(i for i, index in enumerate(indices) if isinstance(index, MaskIndex))
+    width = len(mask.dims) if mask.dims is not None else 0
+    spread = [*indices[:at], *[Slice()] * width, *indices[at + 1 :]]
+    region = index_shape(shape, spread)
+    if mask.dims is None or region is None or isinstance(region, ShapeMismatch):
+        return region
+    start = _dims_before(shape, spread, at)
+    covered = region[start : start + width]
+    if any(
+        isinstance(unifier.unify(r, m), ShapeMismatch)
+        for r, m in zip(covered, mask.dims, strict=False)
+    ):
+        return mismatch(
+            f"the mask {unifier.format_shape(mask.dims)} does not match the dims "
+            f"{unifier.format_shape(covered)} it selects from",
+            expected=unifier.format_shape(covered),
+            got=unifier.format_shape(mask.dims),
+            help="a mask has the shape of the dims it indexes: compare the tensor itself, "
+            "or index the leading dims",
+        )
+    return (*region[:start], count, *region[start + width :])
+
+
+def _dims_before(shape: tuple[Dim, ...], spread: Sequence[Index], at: int) -> int:
+    """How many dims of `x[spread]` the items before position `at` give."""
+    consuming = sum(1 for i in spread if i is not None and i is not Ellipsis)
+    dims = 0
+    for index in spread[:at]:
+        if index is Ellipsis:
+            dims += len(shape) - consuming
+        elif not isinstance(index, int):
+            dims += 1
+    return dims
+
+
+def value_into_region(
+    region: Shape, value: Shape, count: str | None, unifier: Unifier
+) -> ShapeMismatch | None:
+    """`x[...] = v`: `v` broadcasts to the region, as PyTorch's assignment copies it
+    (leading dims of size 1 are dropped first). A mask's `count` takes a 1 or itself."""
+    if region is None or value is None:
+        return None
+    extra = len(value) - len(region)
+    if extra > 0 and all(d == 1 for d in value[:extra]):
+        value, extra = value[extra:], 0
+    fits = extra <= 0
+    for r, v in zip(reversed(region), reversed(value), strict=False):
+        if not fits:
+            break
+        if v == 1:
+            continue
+        if unifier.resolve(r) == count:
+            fits = unifier.resolve(v) == count
+            continue
+        fits = not isinstance(unifier.unify(r, v), ShapeMismatch)
+    if fits:
+        return None
+    return mismatch(
+        f"the value {unifier.format_shape(value)} does not broadcast to the assigned region "
+        f"{unifier.format_shape(region)}",
+        expected=unifier.format_shape(region),
+        got=unifier.format_shape(value),
+        operand=1,
+        help="each dim of the value must be 1 or the region's size there; "
+        "a number fills the whole region",
+    )
 
 
 def _paired_tensors(indices: Sequence[Index], tensors: list[TensorIndex]) -> ShapeMismatch | None:

@@ -672,16 +672,54 @@ class IndexToTorch(RewritePattern):
         if not _in_body(op):
             return
         new_ops: list[Operation] = []
-        indices: list[SSAValue] = []
-        dynamic = iter(op.dynamic_indices)
-        for item in op.indices.data:
-            if isinstance(item, StringAttr) and item.data == nml.DYNAMIC:
-                indices.append(next(dynamic))
-                continue
-            item_ops = _index_item(item, dynamic)
-            new_ops += item_ops
-            indices.append(item_ops[-1].results[0])
+        indices = _index_values(op.indices.data, iter(op.dynamic_indices), new_ops)
         _replace(rewriter, op, [*new_ops, py.SubscriptOp(op.input, indices)])
+
+
+class IndexPutToTorch(RewritePattern):
+    """`x[:, 0] = y`, `results[idx] += v`: PyTorch's assignment into the tensor, or into
+    its copy (`x = x.clone()` first) where the op is not `in_place`
+    (passes/support/in_place.py); later reads of the new value read that tensor."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.IndexPutOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        new_ops: list[Operation] = []
+        target = op.input
+        if op.in_place is None:
+            new_ops += _Keywords().method(op.input, "clone")
+            target = new_ops[-1].results[0]
+            target.name_hint = op.result.name_hint
+        indices = _index_values(op.indices.data, iter(op.dynamic_indices), new_ops)
+        region = py.SubscriptOp(target, indices)
+        operator = op.operator.data
+        store = (
+            py.AssignOp(region.result, op.value)
+            if operator == "="
+            else py.AugAssignOp(operator, region.result, op.value)
+        )
+        new_ops += [region, store]
+        for new in new_ops:
+            new.location = op.location
+        rewriter.insert_op(new_ops, InsertPoint.before(op))
+        rewriter.replace_all_uses_with(op.result, target)
+        rewriter.erase_op(op)
+
+
+def _index_values(
+    items: Sequence[Attribute], dynamic: Iterator[SSAValue], new_ops: list[Operation]
+) -> list[SSAValue]:
+    """The subscript's items, their constant and slice ops appended to `new_ops`."""
+    indices: list[SSAValue] = []
+    for item in items:
+        if isinstance(item, StringAttr) and item.data == nml.DYNAMIC:
+            indices.append(next(dynamic))
+            continue
+        item_ops = _index_item(item, dynamic)
+        new_ops += item_ops
+        indices.append(item_ops[-1].results[0])
+    return indices
 
 
 def _index_item(item: Attribute, dynamic: Iterator[SSAValue]) -> list[Operation]:
@@ -1080,6 +1118,7 @@ BODY_PATTERNS: tuple[RewritePattern, ...] = (
     CastToTorch(),
     BinaryToTorch(),
     IndexToTorch(),
+    IndexPutToTorch(),
     DimToTorch(),
     ListToTorch(),
     TupleGetToTorch(),
