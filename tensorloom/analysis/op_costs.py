@@ -39,6 +39,9 @@ PER_OUTPUT = frozenset({"cumsum", "cumprod", "softplus", "floor", "ceil", "round
 """Ops costing one FLOP (or one copy) per element of their result."""
 PER_INDEX = frozenset({"scatter", "scatter_add", "index_add"})
 """Ops costing one FLOP per element written: the source's (operand 2)."""
+WRITES = frozenset({"index_put"})
+"""`x[idx] = v`, `x[idx] += v`: one FLOP (or one copy) per element of the value (operand
+1); a number assigned into a region counts none, its size being the data's for a mask."""
 SAVES_OUTPUT_TOO = frozenset({"cumprod"})
 NOT_COUNTED = frozenset({"amax", "amin", "var", "std", "stack", "expand", "repeat", "tril",
                          "triu", "einsum", "arange", "where", "masked_fill", "eq",
@@ -93,6 +96,8 @@ def _new_cost(op: str, inputs: Sequence[Concrete | None], n: int) -> OpCost | No
         return OpCost(n, (0,) if op in ("cumsum", "softplus") else saves)
     if op in PER_INDEX and len(inputs) > 2 and inputs[2] is not None:
         return OpCost(math.prod(inputs[2]))
+    if op in WRITES:
+        return OpCost(math.prod(inputs[1]) if len(inputs) > 1 and inputs[1] is not None else 0)
     return None
 
 
@@ -109,7 +114,7 @@ def _attention_cost(inputs: Sequence[Concrete | None], output: Concrete) -> OpCo
 
 
 KNOWN = (VIEWS | SAVES_OUTPUT | SAVES_INPUT | SAVES_OPERANDS | NO_SAVE | set(PER_INPUT)
-         | PER_OUTPUT | PER_INDEX | NOT_COUNTED | SAMPLED
+         | PER_OUTPUT | PER_INDEX | WRITES | NOT_COUNTED | SAMPLED
          | {"dropout", "log_softmax", "attention"})  # fmt: skip
 """Every builtin this module knows the cost of (tests/unit/analysis/test_op_costs.py)."""
 

@@ -56,6 +56,21 @@ TENSOR_STATEMENTS = ["h = h[h > 0.0]", "h = h[arange(2)]", "h = h[:, arange(2)]"
                      "h = h[nonzero(h > 0.0, as_tuple=true)[0]]",
                      "let (h, (hs, cs)) = self.l0(h, none)"]  # fmt: skip
 """Indexing by a tensor, the index-valued functions and a recurrent state, on `h`."""
+INDEX_ASSIGNMENTS = ["h[:, 0] = 0.0", "h[0] = h[1]", "h[h > 0.0] = 0.0", "h[h < 0.0] += 1.0",
+                     "h[:, :2] *= 2.0", "h[arange(2)] = h[:2]", "h[..., -1] /= 2.0",
+                     "h[h.argmax(dim=-1)] = h[0]", "h += h", "h -= 1.0", "h[:, 0] += x[:, 0]",
+                     "h[0, 0, 0, 0] = 1.0", "h[:, 0] = h", "h[h > 0.5] = x",
+                     "h[arange(2)] = h[:2].long()", "h[where(h > 0.0)] = 1.0",
+                     "h[where(h > 0.0)[0]] += h[where(h > 0.0)[0]]", "h[1.5] = 0.0",
+                     "let c = h.long()\nc[:, 0] += 0.5\nh = c.float()",
+                     "let c = h.long()\nc[c > 0] /= 2\nh = c.float()",
+                     "let z = zeros_like(h)\nz[h > 0.0] = h[0, 0]\nh = z",
+                     "let z = zeros_like(h)\nfor i in range(2):\n    z[i] += h[i] * i\nh = z + h",
+                     "let z = zeros_like(h)\nlet i = h.argmax(dim=0)\nz[i] = h[i]\nh = z",
+                     "let keep = h\nh[0] = 0.0\nh = h + keep", "self.l0.weight[0] = 0.0",
+                     "h[0][0] = 1.0", "width[0] = 1", "h[0] = none",
+                     "h[:, 0] = (h, h)"]  # fmt: skip
+"""Assignments into a tensor (careful and sloppy), on `h`: lines split at `\\n`."""
 DATASETS = ['"digits"', '"mnist"', '"cifar10"', '"reverse"', '"tokens.npz"', '"t.csv"',
             '"a\\"b.pt"', "", '"digits", flatten=true', '"x.pt", sample_shape=[4], num_classes=2',
             'sample_shape=[8], num_classes=3', '"cls12.npz"', '"reg.npz"', '"noxy.npz"',
@@ -655,10 +670,12 @@ def _forward_body(r: random.Random, layers: list[str], kernel: str | None) -> li
     if kernel is not None and r.random() < 0.5:
         stages.insert(r.randint(1, len(stages)), kernel)
     body: list[str] = []
-    if r.random() < 0.3:
+    if r.random() < 0.5:
         body.append("let h = " + " |> ".join(stages))
         body.append(r.choice(["h = h + h", "h = h * 2.0", "h = relu(h)", "h = self.l0(h)",
                               "h = h + x", *TENSOR_STATEMENTS]))  # fmt: skip
+        for _ in range(r.choice([0, 1, 1, 2])):
+            body += r.choice(INDEX_ASSIGNMENTS).split("\n")
         body.append("return h")
     else:
         body.append("return " + " |> ".join(stages))

@@ -90,6 +90,7 @@ from tensorloom.dialects.nml.types import (
     Dim,
     Dims,
     ListType,
+    NoneType,
     NoneValueAttr,
     SliceAttr,
     TensorType,
@@ -927,6 +928,13 @@ def typed_entries(
 
 def _select(index: Attribute | None, masks: bool) -> Index | ShapeMismatch:
     """What a runtime index selects: one element (an integer), or a tensor's worth."""
+    if isinstance(index, TupleType | ListType):
+        return ShapeMismatch(
+            "a tuple or a list as one index is not supported",
+            help="index by its elements side by side: `x[rows, cols]`, `x[where(m)[0]]`",
+        )
+    if isinstance(index, Float64Type):
+        return ShapeMismatch("an index is an integer or a tensor, got a float")
     if not isinstance(index, TensorType):
         return 0
     if index.element_type == IntegerType(1):
@@ -975,6 +983,11 @@ def count_name(op: Operation) -> str:
     if line is None or column is None:
         return "nnz"
     return f"nnz_{line.data}_{column.data}"
+
+
+def _a(name: str) -> str:
+    """`an i64`, `a f32`: the article as the name is read aloud."""
+    return f"an {name}" if name.startswith("i") else f"a {name}"
 
 
 @lazy_op_definition
@@ -1054,6 +1067,20 @@ class IndexPutOp(FunctionalOp):
         target, value, *dynamic = operand_types
         if not isinstance(target, TensorType):
             return ShapeMismatch(f"only a tensor can be assigned into, got {target}")
+        problem = self._problem(target, value, dynamic, sizes, unifier)
+        if problem is None:
+            return target
+        subject = f"`{self.input.name_hint or 'x'}[...] {self.operator.data}`"
+        return ShapeMismatch(f"{subject}: {problem.message}", help=problem.help)
+
+    def _problem(
+        self,
+        target: TensorType,
+        value: Attribute,
+        dynamic: Sequence[Attribute],
+        sizes: Sequence[Dim] | None,
+        unifier: Unifier,
+    ) -> ShapeMismatch | None:
         entries = typed_entries(self.entries(), dynamic, sizes, masks=True)
         if isinstance(entries, ShapeMismatch):
             return entries
@@ -1067,9 +1094,15 @@ class IndexPutOp(FunctionalOp):
             if problem is not None:
                 return problem
         elif not isinstance(value, IntegerType | Float64Type | AnyType):
-            return ShapeMismatch(f"assigns a tensor or a number, got {value}")
+            names: dict[type[Attribute], str] = {
+                TupleType: "a tuple",
+                ListType: "a list",
+                NoneType: "`none`",
+            }
+            what = names.get(type(value), str(value))
+            return ShapeMismatch(f"assigns a tensor or a number, got {what}")
         advanced = any(isinstance(e, TensorIndex | MaskIndex) for e in entries)
-        return self._dtype_problem(target, value, advanced) or target
+        return self._dtype_problem(target, value, advanced)
 
     def _dtype_problem(
         self, target: TensorType, value: Attribute, advanced: bool
@@ -1084,21 +1117,24 @@ class IndexPutOp(FunctionalOp):
             if not advanced or given is None or given == held:
                 return None
             return ShapeMismatch(
-                f"assigns a {given} tensor into a {held} tensor through a tensor index",
+                f"assigns {_a(given)} tensor into {_a(held)} tensor through a tensor index",
                 help=f"PyTorch's index_put does not cast: make the value {held} "
                 "(`.float()`, `.long()`, `.to(...)`)",
             )
         if given is None:  # a number: an int or a bool fits any tensor, a float a float one
             given = "f64" if isinstance(value, Float64Type) else "i64"
             given = "i1" if value == i1 else given
+        if self.operator.data == "/=" and _KINDS.get(held, 2) < 2:
+            return ShapeMismatch(
+                f"a division gives floats, which {_a(held)} tensor cannot hold",
+                help="make the tensor a float one first (`.float()`)",
+            )
         kind = max(_KINDS.get(held, 2), _KINDS.get(given, 2))
-        if self.operator.data == "/=":
-            kind = 2
         if kind <= _KINDS.get(held, 2):
             return None
         return ShapeMismatch(
-            f"`{self.operator.data}` of a {given} value gives "
-            f"{'floats' if kind == 2 else 'integers'}, which a {held} tensor cannot hold",
+            f"{given} values give {'floats' if kind == 2 else 'integers'} here, "
+            f"which {_a(held)} tensor cannot hold",
             help="make the tensor a float one first (`.float()`), or the value "
             f"{held} (`.to(...)`)",
         )

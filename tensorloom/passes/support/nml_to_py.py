@@ -702,9 +702,9 @@ class IndexPutToTorch(RewritePattern):
         new_ops += [region, store]
         for new in new_ops:
             new.location = op.location
-        rewriter.insert_op(new_ops, InsertPoint.before(op))
+        rewriter.insert(new_ops, InsertPoint.before(op))
         rewriter.replace_all_uses_with(op.result, target)
-        rewriter.erase_op(op)
+        rewriter.erase(op)
 
 
 def _index_values(
