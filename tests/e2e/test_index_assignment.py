@@ -216,3 +216,19 @@ def test_in_place_only_where_nothing_else_sees_the_tensor(emitted: ModuleType) -
         "Column": 1, "Masked": 1, "RowMask": 1, "Routed": 0, "Experts": 0, "Aliases": 1,
         "Columns": 1,
     }  # fmt: skip
+
+
+def test_assignment_through_indices_runs_under_autocast(emitted: ModuleType) -> None:
+    """Under autocast a layer's output is bf16 while `zeros_like(x)` is f32: PyTorch's
+    index_put does not cast, so the script casts the value (`v.to(out.dtype)`); `+=`
+    needs no cast (the region is read, added to in its own dtype, written back)."""
+    torch.manual_seed(0)
+    for name in ("Routed", "Experts", "RowMask"):
+        model: nn.Module = getattr(emitted, name)()
+        inputs = CASES[name][1]()
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            out = model(*inputs)
+            expected = CASES[name][0](model, *inputs) if name != "Routed" else None
+        assert out.dtype == torch.float32, name
+        if expected is not None:
+            torch.testing.assert_close(out, expected.float(), rtol=0, atol=1e-6)

@@ -17,6 +17,9 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IntegerAttr,
     StringAttr,
+    bf16,
+    f16,
+    f32,
     i64,
 )
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
@@ -691,13 +694,18 @@ class IndexPutToTorch(RewritePattern):
             new_ops += _Keywords().method(op.input, "clone")
             target = new_ops[-1].results[0]
             target.name_hint = op.result.name_hint
+        value = op.value
+        if _casts_for_index_put(op):
+            dtype = py.AttributeOp(target, "dtype")
+            new_ops += [dtype, *_Keywords().value(dtype.result).method(value, "to")]
+            value = new_ops[-1].results[0]
         indices = _index_values(op.indices.data, iter(op.dynamic_indices), new_ops)
         region = py.SubscriptOp(target, indices)
         operator = op.operator.data
         store = (
-            py.AssignOp(region.result, op.value)
+            py.AssignOp(region.result, value)
             if operator == "="
-            else py.AugAssignOp(operator, region.result, op.value)
+            else py.AugAssignOp(operator, region.result, value)
         )
         new_ops += [region, store]
         for new in new_ops:
@@ -705,6 +713,21 @@ class IndexPutToTorch(RewritePattern):
         rewriter.insert(new_ops, InsertPoint.before(op))
         rewriter.replace_all_uses_with(op.result, target)
         rewriter.erase(op)
+
+
+def _casts_for_index_put(op: nml.IndexPutOp) -> bool:
+    """`out[idx] = v.to(out.dtype)`: PyTorch's index_put (a tensor index or a mask) does
+    not cast, and under autocast a layer's output is f16/bf16 where `out` is f32; the
+    checker saw equal dtypes, so the cast is free when there is no autocast."""
+    target, value = op.result.type, op.value.type
+    if op.operator.data != "=" or not isinstance(value, nml.TensorType):
+        return False
+    if not isinstance(target, nml.TensorType) or target.element_type not in FLOATS:
+        return False
+    return any(isinstance(v.type, nml.TensorType) for v in op.dynamic_indices)
+
+
+FLOATS = (f32, f16, bf16)
 
 
 def _index_values(
