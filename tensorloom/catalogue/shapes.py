@@ -65,6 +65,15 @@ def format_shape(shape: Shape) -> str:
 
 
 BATCH_NAMES = frozenset({"B"})
+_DATA_DEPENDENT = re.compile(r"nnz(_\d+_\d+)?")
+
+
+def is_data_dependent(dim: Dim) -> bool:
+    """`nnz_12_24`: the number of elements `where(mask)` at 12:24 (or a mask assigned
+    through there) finds, which only the data decides."""
+    return isinstance(dim, str) and _DATA_DEPENDENT.fullmatch(dim) is not None
+
+
 _MAX_RESOLVE_DEPTH = 64
 SOLVE_LIMIT = 4096
 """An equation in one symbol that arithmetic does not solve is tried at sizes up to this."""
@@ -82,6 +91,7 @@ class Unifier:
         # Symbols the program names as sizes of their own (the checked forward's
         # annotation, `x: Tensor[B, T]`): none of them may turn out to be the batch dim.
         self.distinct: set[str] = set()
+        self._binding = False  # `bind` may fix even a data-dependent length
 
     def _root(self, name: str) -> str:
         parent = self._parent.setdefault(name, name)
@@ -112,12 +122,14 @@ class Unifier:
         return format_shape(self.resolve_shape(shape))
 
     def bind(self, name: str, value: int) -> Dim | ShapeMismatch:
-        """Bind a symbol to a concrete size (`-D T=512`)."""
+        """Bind a symbol to a concrete size (`-D T=512`, `-D nnz_12_24=16`)."""
         rigid, self.rigid = self.rigid, set()
+        self._binding = True
         try:
             return self.unify(name, value)
         finally:
             self.rigid = rigid
+            self._binding = False
 
     def represent(self, name: str) -> None:
         """Make `name` its class's representative, the name shown for the class (the
@@ -138,6 +150,8 @@ class Unifier:
             return b if a is None else a
         if isinstance(a, int) and isinstance(b, int):
             return a if a == b else _dim_mismatch(a, b)
+        if a != b and not self._binding and (is_data_dependent(a) or is_data_dependent(b)):
+            return self._data_dependent(a, b)
         if isinstance(a, str) and isinstance(b, str):
             if a == b:
                 return a
@@ -167,6 +181,30 @@ class Unifier:
             )
         self._value[name] = value
         return value
+
+    def _data_dependent(self, a: Dim, b: Dim) -> Dim | ShapeMismatch:
+        """`where(mask)`'s length (`nnz_12_24`) is a size of its own: a free name (a nested
+        forward's `N`) may stand for it, no number, other such length or named size may."""
+        count, other = (a, b) if isinstance(a, str) and is_data_dependent(a) else (b, a)
+        assert isinstance(count, str)
+        free = (
+            isinstance(other, str)
+            and not is_data_dependent(other)
+            and not dim_expr.is_expression(other)
+            and not self._is_rigid(other)
+            and not any(self._root(n) == other for n in self.distinct)
+        )
+        if free:
+            assert isinstance(other, str)
+            self._parent[other] = count
+            return count
+        return ShapeMismatch(
+            f"`{count}` is a number of elements that depends on the data, and {other} is not it",
+            expected=str(a),
+            got=str(b),
+            help="sizes of the same `where(mask)` (or of the same assignment's mask) agree; "
+            "any other size needs the data to match it",
+        )
 
     def _unify_expressions(self, a: str, b: str) -> Dim | ShapeMismatch:
         """`H+4` against `H` (never equal), `W` (W is H+4), `W+4` (W is H)."""

@@ -172,6 +172,8 @@ def generate(r: random.Random) -> str:
         return _per_position(r, careful=r.random() < 0.5)
     if r.random() < 0.1:
         return _sequential_models(r, careful=r.random() < 0.5)
+    if r.random() < 0.12:
+        return _assignments(r, careful=r.random() < 0.5)
     if r.random() < 0.5:
         return _careful(r)
     parts: list[str] = []
@@ -577,6 +579,47 @@ def _per_position(r: random.Random, careful: bool) -> str:
         "        for layer in self.same:",
         "            x = layer(x)",
         f"        return self.heads[{index}](x)",
+        "let net = Net()",
+        "let data = load_dataset()",
+        "train net on data:",
+        "    epochs = 1",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _assignments(r: random.Random, careful: bool) -> str:
+    """Assignments into tensors (`x[:, 0] = y`, `out[idx] += v`, `h[h > 0] = 0.0`) of random
+    regions, values and operators, on a layer's output, an input, a `zeros_like` (in a loop
+    too); when not `careful` a value's width, a mask's dims or a dtype is off."""
+    d, n = r.choice([4, 8]), r.choice([2, 3])
+    region = r.choice(["[:, 0]", "[0]", "[:, 1:3]", "[..., -1]", "[h > 0.0]", "[idx]",
+                       "[:, idx]", "[rows]", "[0, 0]", "[-1, :]"])  # fmt: skip
+    value = {"[:, 0]": "x[:, 1]", "[0]": "h[1]", "[:, 1:3]": "x[:, :2]", "[..., -1]": "0.5",
+             "[h > 0.0]": r.choice(["0.0", "h[0, 0]", "x[0, :1]"]), "[idx]": "h[idx] * 2.0",
+             "[:, idx]": "x[:, idx]", "[rows]": "self.fc(x[rows])", "[0, 0]": "1.0",
+             "[-1, :]": "x[0]"}[region]  # fmt: skip
+    if not careful:
+        value = r.choice([f"x[:, :{d - 1}]", "h.long()", "h", "x.sum(dim=1)", "(h, h)",
+                          "h[idx].long()", "randn(3, 3)"])  # fmt: skip
+        region = r.choice([region, "[h[0] > 0.0]", "[idx, h > 0.0]", "[0, 0, 0]", "[2.5]"])
+    operator = r.choice(["=", "=", "+=", "-=", "*=", "/="])
+    base = r.choice(["h", "h", "x", "out"])
+    lines = [
+        "model Net:",
+        f"    layer fc = Linear({d}, {d})",
+        f"    fn forward(self, x: Tensor[B, {d}]) -> Tensor:",
+        "        let h = self.fc(x)",
+        "        let out = zeros_like(h)",
+        f"        let idx = arange({n})",
+        "        let rows = where(x[:, 0] > 0.0)[0]",
+    ]
+    statement = f"{base}{region} {operator} {value.replace('h', base) if base == 'out' else value}"
+    if r.random() < 0.3:
+        lines += [f"        for i in range({n}):", f"            {statement}"]
+    else:
+        lines.append(f"        {statement}")
+    lines += [
+        f"        return {base} + h",
         "let net = Net()",
         "let data = load_dataset()",
         "train net on data:",
