@@ -2337,16 +2337,16 @@ error[TL0130]: `for` is not supported here
         ),
         Code(
             'TL0132',
-            'assignment to something other than a name',
+            'assignment to something other than a name or an index of one',
             '',
             """\
-error[TL0132]: only a plain name can be assigned to
+error[TL0132]: only a plain name or an index of one can be assigned to
  --> m.tl:3:9
   |
 3 |         x.data = 1
   |         ^^^^^^
   |
-  = help: bind a new name with `let`
+  = help: bind a new name with `let`, or assign into a tensor the forward named (`x[:, 0] = y`)
 """,
         ),
         Code(

@@ -95,6 +95,8 @@ UnaryOp = Literal["-", "+", "not"]
 BinaryOp = Literal[
     "+", "-", "*", "/", "%", "**", "@", "==", "!=", "<", "<=", ">", ">=", "and", "or"
 ]
+AUGMENTED_OPERATORS: dict[str, BinaryOp] = {"+=": "+", "-=": "-", "*=": "*", "/=": "/"}
+"""`x += v` is `x = x + v` for a name; `x[i] += v` updates the region in place."""
 
 
 @dataclass(slots=True)
@@ -243,8 +245,20 @@ class LetTupleStmt(Stmt):
 
 @dataclass(slots=True)
 class AssignStmt(Stmt):
+    """`x = v`, `x[:, 0] = v`, `results[idx] += v`: `operator` is `=` or an augmented one
+    (`+=`, `-=`, `*=`, `/=`)."""
+
     target: Expr  # Name, Attribute or Index
     value: Expr
+    operator: str = "="
+
+    def combined_value(self) -> Expr:
+        """What a name is bound to: `v` for `x = v`, `x + v` for `x += v`."""
+        if self.operator == "=":
+            return self.value
+        return Binary(
+            self.span, AUGMENTED_OPERATORS[self.operator], self.target, self.value, self.span
+        )
 
 
 @dataclass(slots=True)

@@ -24,7 +24,7 @@ from tensorloom.diagnostics import Diagnostic, DiagnosticSink, Label
 from tensorloom.diagnostics.core import did_you_mean
 from tensorloom.frontend import ast
 from tensorloom.frontend.lexer import tokenize
-from tensorloom.frontend.tokens import LAYOUT, Token, TokenKind
+from tensorloom.frontend.tokens import AUGMENTED, LAYOUT, Token, TokenKind
 from tensorloom.source import SourceMap, Span
 
 T = TypeVar("T")
@@ -1071,9 +1071,10 @@ class Parser:
         return ast.ForStmt(self.span_from(start), var.text, var.span, iterable, body)
 
     def parse_simple_stmt(self) -> ast.Stmt:
-        """simple_stmt = expression [ "=" expression ] NEWLINE ;"""
+        """simple_stmt = expression [ ( "=" | "+=" | "-=" | "*=" | "/=" ) expression ] NEWLINE ;"""
         target = self.parse_expression()
-        if not self.match(TokenKind.EQ):
+        assign = self.match(TokenKind.EQ, *AUGMENTED)
+        if assign is None:
             self.expect(TokenKind.NEWLINE, "end of line")
             return ast.ExprStmt(target.span, target)
         value = self.parse_expression()
@@ -1088,7 +1089,7 @@ class Parser:
                     "write `let name = ...` for a new variable",
                 )
             )
-        return ast.AssignStmt(target.span.to(value.span), target, value)
+        return ast.AssignStmt(target.span.to(value.span), target, value, assign.text)
 
     # ================================================================ expressions
 
