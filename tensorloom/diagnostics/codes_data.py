@@ -2245,6 +2245,78 @@ error[TL0815]: config.json has no `num_label`
    = help: did you mean `num_labels`?
 """,
         ),
+        Code(
+            'TL0818',
+            "a `@weights` map names a model its file does not declare",
+            """\
+`@weights NAME for Model:` in an .nml file declares a map of a model of the same file, so
+that the map sits beside the model whose names it targets.
+""",
+            """\
+error[TL0818]: `Nett` is not a model of this file
+ --> stray.nml:9:17
+  |
+9 | @weights hf for Nett:
+  |                 ^^^^ a map is declared beside its model
+  |
+  = help: did you mean `Net`?
+""",
+        ),
+        Code(
+            'TL0819',
+            "two `@weights` maps of one model share a name",
+            """\
+A `weights` block picks a model's map by its name (`using hf`), so each map of a model
+needs its own.
+""",
+            """\
+error[TL0819]: `Net` has two weights maps named `hf`
+  --> stray.nml:15:10
+   |
+15 | @weights hf for Net:
+   |          ^^ second map
+  ::: stray.nml:12:10
+12 | @weights hf for Net:
+   |          -- first map
+   |
+   = help: rename one
+""",
+        ),
+        Code(
+            'TL0820',
+            "`using` names a map the model does not have",
+            """\
+`weights net from "gpt2" using hf` applies the `@weights hf for Model:` map declared in
+the .nml file of `net`'s model; that model has no map of that name.
+""",
+            """\
+error[TL0820]: `Net` has no weights map `plane`
+ --> unknown_map.tl:8:40
+  |
+8 | weights net from "w.safetensors" using plane
+  |                                        ^^^^^ `net` is a `Net`
+  |
+  = help: did you mean `plain`?
+""",
+        ),
+        Code(
+            'TL0821',
+            "a `weights` block without rules, and no one map to apply",
+            """\
+A `weights` block with no rules of its own applies its model's `@weights` map when the
+model has exactly one. With none, the block must write the rules; with several, it must
+name one with `using`.
+""",
+            """\
+error[TL0821]: `Net` has 2 weights maps (`hf`, `torchvision`): the block must say which
+ --> several.tl:8:18
+  |
+8 | weights net from "w.safetensors"
+  |                  ^^^^^^^^^^^^^^^ which names map to which?
+  |
+  = help: write `using hf` after the source
+""",
+        ),
     )),
     Section('TL01xx: constructs IR generation cannot represent', """\
 Reported by `tensorloom/frontend/irgen.py` after parsing succeeded.
@@ -2265,16 +2337,16 @@ error[TL0130]: `for` is not supported here
         ),
         Code(
             'TL0132',
-            'assignment to something other than a name',
+            'assignment to something other than a name or an index of one',
             '',
             """\
-error[TL0132]: only a plain name can be assigned to
+error[TL0132]: only a plain name or an index of one can be assigned to
  --> m.tl:3:9
   |
 3 |         x.data = 1
   |         ^^^^^^
   |
-  = help: bind a new name with `let`
+  = help: bind a new name with `let`, or assign into a tensor the forward named (`x[:, 0] = y`)
 """,
         ),
         Code(

@@ -650,7 +650,9 @@ class WeightsOp(LazyFormatOp):
     (Hugging Face GPT-2's `Conv1D`); `along[i]` is the dim a rule of several names joins or
     splits along, -1 where the rule does not say. `rule_locs[i]` is where rule i is written.
     `config_keys[j]` is a config.json entry that must equal the instance's config
-    `config_names[j]` (written at `config_locs[j]`).
+    `config_names[j]` (written at `config_locs[j]`). A block that applies a `@weights` map of
+    the model's .nml file holds its rules after its own, located there, and names it in
+    `weights_map` (its name, written at `weights_map_loc`).
     """
 
     name = "train.weights"
@@ -667,6 +669,8 @@ class WeightsOp(LazyFormatOp):
     config_locs = opt_prop_def(ArrayAttr)
     instance_loc = opt_prop_def(Attribute)
     source_loc = opt_prop_def(Attribute)
+    weights_map = opt_prop_def(StringAttr)
+    weights_map_loc = opt_prop_def(Attribute)
 
     irdl_options = (ParsePropInAttrDict(),)
     ASSEMBLY_FORMAT: ClassVar[str] = "$instance `from` $source attr-dict"

@@ -56,6 +56,21 @@ TENSOR_STATEMENTS = ["h = h[h > 0.0]", "h = h[arange(2)]", "h = h[:, arange(2)]"
                      "h = h[nonzero(h > 0.0, as_tuple=true)[0]]",
                      "let (h, (hs, cs)) = self.l0(h, none)"]  # fmt: skip
 """Indexing by a tensor, the index-valued functions and a recurrent state, on `h`."""
+INDEX_ASSIGNMENTS = ["h[:, 0] = 0.0", "h[0] = h[1]", "h[h > 0.0] = 0.0", "h[h < 0.0] += 1.0",
+                     "h[:, :2] *= 2.0", "h[arange(2)] = h[:2]", "h[..., -1] /= 2.0",
+                     "h[h.argmax(dim=-1)] = h[0]", "h += h", "h -= 1.0", "h[:, 0] += x[:, 0]",
+                     "h[0, 0, 0, 0] = 1.0", "h[:, 0] = h", "h[h > 0.5] = x",
+                     "h[arange(2)] = h[:2].long()", "h[where(h > 0.0)] = 1.0",
+                     "h[where(h > 0.0)[0]] += h[where(h > 0.0)[0]]", "h[1.5] = 0.0",
+                     "let c = h.long()\nc[:, 0] += 0.5\nh = c.float()",
+                     "let c = h.long()\nc[c > 0] /= 2\nh = c.float()",
+                     "let z = zeros_like(h)\nz[h > 0.0] = h[0, 0]\nh = z",
+                     "let z = zeros_like(h)\nfor i in range(2):\n    z[i] += h[i] * i\nh = z + h",
+                     "let z = zeros_like(h)\nlet i = h.argmax(dim=0)\nz[i] = h[i]\nh = z",
+                     "let keep = h\nh[0] = 0.0\nh = h + keep", "self.l0.weight[0] = 0.0",
+                     "h[0][0] = 1.0", "width[0] = 1", "h[0] = none",
+                     "h[:, 0] = (h, h)"]  # fmt: skip
+"""Assignments into a tensor (careful and sloppy), on `h`: lines split at `\\n`."""
 DATASETS = ['"digits"', '"mnist"', '"cifar10"', '"reverse"', '"tokens.npz"', '"t.csv"',
             '"a\\"b.pt"', "", '"digits", flatten=true', '"x.pt", sample_shape=[4], num_classes=2',
             'sample_shape=[8], num_classes=3', '"cls12.npz"', '"reg.npz"', '"noxy.npz"',
@@ -112,6 +127,8 @@ def make_workdir() -> Path:
     for nml in (ROOT / "examples").glob("*.nml"):
         shutil.copy(nml, work / nml.name)
     shutil.copytree(ROOT / "tests" / "lit" / "check" / "Inputs", work / "Inputs")
+    # models with `@weights` maps beside them, for `_weights_maps`
+    shutil.copytree(ROOT / "tests" / "lit" / "check" / "weights_nml" / "Inputs", work / "maps")
     _write_data_files(work)
     return work
 
@@ -144,6 +161,9 @@ def _write_data_files(work: Path) -> None:
     (work / "hf").mkdir(exist_ok=True)  # a Hugging Face folder: its config.json is compared too
     module.main([str(work / "hf" / "model.safetensors"), *tensors, "qkv.weight=F32:48,8"])
     (work / "hf" / "config.json").write_text('{"width": 16, "hidden": 8, "n_layer": 3}\n')
+    mapped = ["model.fc1.weight=F32:4,8", "model.fc1.bias=F32:4", "model.fc2.weight=F32:2,4",
+              "model.fc2.bias=F32:2"]  # fmt: skip
+    module.main([str(work / "maps" / "one.safetensors"), *mapped])  # maps/one.nml's `hf` fits
 
 
 # ------------------------------------------------------------------ generator
@@ -157,6 +177,8 @@ def generate(r: random.Random) -> str:
     for chance, form in train_forms:
         if r.random() < chance:
             return form(r, careful=r.random() < 0.5)
+    if r.random() < 0.05:
+        return _weights_maps(r, careful=r.random() < 0.5)
     if r.random() < 0.3:
         return _structured(r, careful=r.random() < 0.5)
     if r.random() < 0.1:
@@ -165,6 +187,8 @@ def generate(r: random.Random) -> str:
         return _per_position(r, careful=r.random() < 0.5)
     if r.random() < 0.1:
         return _sequential_models(r, careful=r.random() < 0.5)
+    if r.random() < 0.12:
+        return _assignments(r, careful=r.random() < 0.5)
     if r.random() < 0.5:
         return _careful(r)
     parts: list[str] = []
@@ -651,6 +675,47 @@ def _per_position(r: random.Random, careful: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _assignments(r: random.Random, careful: bool) -> str:
+    """Assignments into tensors (`x[:, 0] = y`, `out[idx] += v`, `h[h > 0] = 0.0`) of random
+    regions, values and operators, on a layer's output, an input, a `zeros_like` (in a loop
+    too); when not `careful` a value's width, a mask's dims or a dtype is off."""
+    d, n = r.choice([4, 8]), r.choice([2, 3])
+    region = r.choice(["[:, 0]", "[0]", "[:, 1:3]", "[..., -1]", "[h > 0.0]", "[idx]",
+                       "[:, idx]", "[rows]", "[0, 0]", "[-1, :]"])  # fmt: skip
+    value = {"[:, 0]": "x[:, 1]", "[0]": "h[1]", "[:, 1:3]": "x[:, :2]", "[..., -1]": "0.5",
+             "[h > 0.0]": r.choice(["0.0", "h[0, 0]", "x[0, :1]"]), "[idx]": "h[idx] * 2.0",
+             "[:, idx]": "x[:, idx]", "[rows]": "self.fc(x[rows])", "[0, 0]": "1.0",
+             "[-1, :]": "x[0]"}[region]  # fmt: skip
+    if not careful:
+        value = r.choice([f"x[:, :{d - 1}]", "h.long()", "h", "x.sum(dim=1)", "(h, h)",
+                          "h[idx].long()", "randn(3, 3)"])  # fmt: skip
+        region = r.choice([region, "[h[0] > 0.0]", "[idx, h > 0.0]", "[0, 0, 0]", "[2.5]"])
+    operator = r.choice(["=", "=", "+=", "-=", "*=", "/="])
+    base = r.choice(["h", "h", "x", "out"])
+    lines = [
+        "model Net:",
+        f"    layer fc = Linear({d}, {d})",
+        f"    fn forward(self, x: Tensor[B, {d}]) -> Tensor:",
+        "        let h = self.fc(x)",
+        "        let out = zeros_like(h)",
+        f"        let idx = arange({n})",
+        "        let rows = where(x[:, 0] > 0.0)[0]",
+    ]
+    statement = f"{base}{region} {operator} {value.replace('h', base) if base == 'out' else value}"
+    if r.random() < 0.3:
+        lines += [f"        for i in range({n}):", f"            {statement}"]
+    else:
+        lines.append(f"        {statement}")
+    lines += [
+        f"        return {base} + h",
+        "let net = Net()",
+        "let data = load_dataset()",
+        "train net on data:",
+        "    epochs = 1",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def _sequential_models(r: random.Random, careful: bool) -> str:
     """A `Sequential` that holds models of the program beside catalogue layers, as a layer
     or as each element of a per-position list; when not `careful` a width does not chain,
@@ -736,10 +801,12 @@ def _forward_body(r: random.Random, layers: list[str], kernel: str | None) -> li
     if kernel is not None and r.random() < 0.5:
         stages.insert(r.randint(1, len(stages)), kernel)
     body: list[str] = []
-    if r.random() < 0.3:
+    if r.random() < 0.5:
         body.append("let h = " + " |> ".join(stages))
         body.append(r.choice(["h = h + h", "h = h * 2.0", "h = relu(h)", "h = self.l0(h)",
                               "h = h + x", *TENSOR_STATEMENTS]))  # fmt: skip
+        for _ in range(r.choice([0, 1, 1, 2])):
+            body += r.choice(INDEX_ASSIGNMENTS).split("\n")
         body.append("return h")
     else:
         body.append("return " + " |> ".join(stages))
@@ -816,6 +883,31 @@ def _weights(r: random.Random) -> str:
     instance = r.choice(["net"] * 5 + ["data", "nothing"])
     rules = [r.choice(WEIGHT_RULES) for _ in range(r.randint(1, 4))]
     return "\n".join([f'weights {instance} from "{source}":', *rules])
+
+
+MAP_FILES = ["maps/one.nml", "maps/maps.nml", "maps/stray.nml", "maps/confnet.nml"]
+MAP_NAMES = ["hf", "plain", "fused", "split", "bad", "twice", "renamed", "torchvision", "Hf"]
+MAP_SOURCES = ["maps/one.safetensors", "w.safetensors", "cut.safetensors", "hf",
+               "absent.safetensors"]  # fmt: skip
+
+
+def _weights_maps(r: random.Random, careful: bool) -> str:
+    """A model whose .nml file declares `@weights` maps (tests/lit/check/weights_nml/Inputs),
+    filled by a `weights` line that applies its only map, names one with `using`, or adds
+    rules of its own before it; sloppy ones name a map the model lacks, a model with
+    several maps or none, another file's tensors, a map of a misdeclared file."""
+    nml = "maps/one.nml" if careful else r.choice(MAP_FILES)
+    source = "maps/one.safetensors" if careful else r.choice(MAP_SOURCES)
+    head = f'weights net from "{source}"'
+    if careful:
+        head += r.choice(["", " using hf"])
+    elif r.random() < 0.7:
+        head += f" using {r.choice(MAP_NAMES)}"
+    own = [] if careful else [r.choice(WEIGHT_RULES) for _ in range(r.randint(0, 2))]
+    if careful and r.random() < 0.3:  # rules of its own apply a map only with `using`
+        head, own = f'weights net from "{source}" using hf', ['    ignore "model.mask"']
+    block = [head + ":", *own] if own else [head]
+    return "\n".join([f'import "{nml}" as Net', "", "let net = Net()", "", *block]) + "\n"
 
 
 def _train(r: random.Random) -> str:
