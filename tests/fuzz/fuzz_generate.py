@@ -177,8 +177,14 @@ def generate(r: random.Random) -> str:
     for chance, form in train_forms:
         if r.random() < chance:
             return form(r, careful=r.random() < 0.5)
-    model_forms = ((0.05, _weights_maps), (0.3, _structured), (0.1, None),
-                   (0.1, _per_position), (0.1, _sequential_models), (0.12, _assignments))  # fmt: skip
+    model_forms = (
+        (0.05, _weights_maps),
+        (0.3, _structured),
+        (0.1, None),
+        (0.1, _per_position),
+        (0.1, _sequential_models),
+        (0.12, _assignments),
+    )
     for chance, form in model_forms:
         if r.random() < chance:
             if form is None:  # config expressions: always careful
