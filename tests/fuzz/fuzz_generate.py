@@ -177,18 +177,19 @@ def generate(r: random.Random) -> str:
     for chance, form in train_forms:
         if r.random() < chance:
             return form(r, careful=r.random() < 0.5)
-    if r.random() < 0.05:
-        return _weights_maps(r, careful=r.random() < 0.5)
-    if r.random() < 0.3:
-        return _structured(r, careful=r.random() < 0.5)
-    if r.random() < 0.1:
-        return _config_expressions(r)
-    if r.random() < 0.1:
-        return _per_position(r, careful=r.random() < 0.5)
-    if r.random() < 0.1:
-        return _sequential_models(r, careful=r.random() < 0.5)
-    if r.random() < 0.12:
-        return _assignments(r, careful=r.random() < 0.5)
+    model_forms = (
+        (0.05, _weights_maps),
+        (0.3, _structured),
+        (0.1, None),
+        (0.1, _per_position),
+        (0.1, _sequential_models),
+        (0.12, _assignments),
+    )
+    for chance, form in model_forms:
+        if r.random() < chance:
+            if form is None:  # config expressions: always careful
+                return _config_expressions(r)
+            return form(r, careful=r.random() < 0.5)
     if r.random() < 0.5:
         return _careful(r)
     parts: list[str] = []
