@@ -30,7 +30,7 @@ from xdsl.dialects.builtin import (
     i1,
     i64,
 )
-from xdsl.ir import Attribute, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import (
     ParsePropInAttrDict,
     operand_def,
@@ -43,17 +43,32 @@ from xdsl.irdl import (
 )
 from xdsl.utils.exceptions import VerifyException
 
-from tensorloom.catalogue.functions import ELEMENTWISE, SCALAR_MATH
+from tensorloom.catalogue.costs import (
+    ATTENTION,
+    DROPOUT,
+    FREE,
+    INPUT,
+    MATMUL,
+    OUTPUT,
+    PER_VALUE_ELEMENT,
+    PRODUCT,
+    VIEW,
+    Cost,
+    per_element,
+    reduction,
+)
+from tensorloom.catalogue.functions import ELEMENTWISE, SCALAR_MATH, Elementwise
 from tensorloom.catalogue.shapes import (
     UNKNOWN_BOUND,
     Index,
+    MaskIndex,
     Shape,
     ShapeMismatch,
     Slice,
     TensorIndex,
     Unifier,
     arange_length,
-    at_least_2d,
+    assigned_region,
     attention_shape,
     broadcast,
     broadcast_into,
@@ -73,9 +88,7 @@ from tensorloom.catalogue.shapes import (
     split_shapes,
     squeeze_shape,
     stack_shape,
-    t_shape,
-    transpose_shape,
-    unsqueeze_shape,
+    value_into_region,
 )
 from tensorloom.dialects.lazy_definition import lazy_op_definition
 from tensorloom.dialects.lazy_format import LazyFormatOp
@@ -87,10 +100,12 @@ from tensorloom.dialects.nml.types import (
     Dim,
     Dims,
     ListType,
+    NoneType,
     NoneValueAttr,
     SliceAttr,
     TensorType,
     TupleType,
+    element_type_name,
 )
 
 DimsRule = Callable[[Dims], "Shape | ShapeMismatch"]
@@ -128,6 +143,10 @@ class FunctionalOp(LazyFormatOp, ABC):
     one, a fresh unifier binds the symbols)."""
 
     traits = traits_def(FromOperands())
+
+    COST: ClassVar[Cost]
+    """Its FLOPs and saved tensors in `tlc info` (tensorloom/catalogue/costs.py); every
+    concrete builtin declares one (tests/unit/dialects/test_builtin_costs.py)."""
 
     @abstractmethod
     def infer_shape(
@@ -175,17 +194,21 @@ def _listed(names: frozenset[str]) -> str:
     return ", ".join(f"`{n}`" for n in sorted(names))
 
 
-def _elementwise(name: str, doc: str) -> type[UnaryOp]:
+def _elementwise(name: str, function: Elementwise) -> type[UnaryOp]:
     """One op of the elementwise family: `nml.<name>`, the result typed as the operand."""
-    cls = type(
-        f"{name.title().replace('_', '')}Op", (UnaryOp,), {"name": f"nml.{name}", "__doc__": doc}
-    )
+    fields = {
+        "name": f"nml.{name}",
+        "__doc__": function.summary,
+        "__annotations__": {"COST": ClassVar[Cost]},
+        "COST": function.cost,
+    }
+    cls = type(f"{name.title().replace('_', '')}Op", (UnaryOp,), fields)
     cls.__module__ = __name__
     return lazy_op_definition(cls)
 
 
 _FAMILY: dict[str, type[UnaryOp]] = {
-    name: _elementwise(name, doc) for name, doc in ELEMENTWISE.items()
+    name: _elementwise(name, function) for name, function in ELEMENTWISE.items()
 }
 ReluOp = _FAMILY["relu"]
 SiluOp = _FAMILY["silu"]
@@ -199,6 +222,7 @@ class GeluOp(FunctionalOp):
     """`nml.gelu %x` (exact) or `nml.gelu %x approximate "tanh"`."""
 
     name = "nml.gelu"
+    COST: ClassVar[Cost] = per_element(saves=INPUT)
 
     input = operand_def()
     approximate = opt_prop_def(StringAttr)
@@ -232,6 +256,7 @@ class ClampOp(FunctionalOp):
     """`nml.clamp %x min 0.0 max 6.0`: at least one bound."""
 
     name = "nml.clamp"
+    COST: ClassVar[Cost] = per_element(saves=INPUT)
 
     input = operand_def()
     min = opt_prop_def(FloatAttr[Float64Type])
@@ -286,11 +311,13 @@ class SoftmaxLikeOp(FunctionalOp, ABC):
 @lazy_op_definition
 class SoftmaxOp(SoftmaxLikeOp):
     name = "nml.softmax"
+    COST: ClassVar[Cost] = per_element(5, saves=OUTPUT, autocast="fp32")
 
 
 @lazy_op_definition
 class LogSoftmaxOp(SoftmaxLikeOp):
     name = "nml.log_softmax"
+    COST: ClassVar[Cost] = per_element(5, saves=OUTPUT, autocast="fp32")
 
 
 def rate_props(p: float | CfgAttr, number: str, config: str) -> dict[str, Attribute]:
@@ -308,6 +335,7 @@ class DropoutOp(FunctionalOp):
     a number `p` lies in [0, 1)."""
 
     name = "nml.dropout"
+    COST: ClassVar[Cost] = DROPOUT
 
     input = operand_def()
     p = opt_prop_def(FloatAttr[Float64Type])
@@ -343,6 +371,7 @@ class DropoutOp(FunctionalOp):
 @lazy_op_definition
 class FlattenOp(FunctionalOp):
     name = "nml.flatten"
+    COST: ClassVar[Cost] = VIEW
 
     input = operand_def()
     start_dim = prop_def(IntegerAttr[I64])
@@ -474,16 +503,19 @@ class ReshapeLikeOp(SizedOp, ABC):
 @lazy_op_definition
 class ReshapeOp(ReshapeLikeOp):
     name = "nml.reshape"
+    COST: ClassVar[Cost] = VIEW
 
 
 @lazy_op_definition
 class ViewOp(ReshapeLikeOp):
     name = "nml.view"
+    COST: ClassVar[Cost] = VIEW
 
 
 @lazy_op_definition
 class PermuteOp(FunctionalOp):
     name = "nml.permute"
+    COST: ClassVar[Cost] = VIEW
 
     input = operand_def()
     dims = prop_def(ArrayAttr[IntegerAttr[I64]])
@@ -507,33 +539,6 @@ class PermuteOp(FunctionalOp):
     ) -> Attribute | ShapeMismatch:
         order = _ints(self.dims) or []
         return apply_rule(operand_types[0], lambda dims: permute_shape(dims, order))
-
-
-@lazy_op_definition
-class TransposeOp(FunctionalOp):
-    name = "nml.transpose"
-
-    input = operand_def()
-    dim0 = prop_def(IntegerAttr[I64])
-    dim1 = prop_def(IntegerAttr[I64])
-    result = result_def()
-
-    ASSEMBLY_FORMAT: ClassVar[str] = (
-        "$input $dim0 `,` $dim1 attr-dict `:` functional-type($input, $result)"
-    )
-
-    def __init__(self, input: Value, dim0: int, dim1: int, result_type: Attribute):
-        super().__init__(
-            operands=[input],
-            properties={"dim0": IntegerAttr(dim0, i64), "dim1": IntegerAttr(dim1, i64)},
-            result_types=[result_type],
-        )
-
-    def infer_shape(
-        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
-    ) -> Attribute | ShapeMismatch:
-        a, b = self.dim0.value.data, self.dim1.value.data
-        return apply_rule(operand_types[0], lambda dims: transpose_shape(dims, a, b))
 
 
 class ReductionOp(FunctionalOp, ABC):
@@ -571,21 +576,25 @@ class ReductionOp(FunctionalOp, ABC):
 @lazy_op_definition
 class MeanOp(ReductionOp):
     name = "nml.mean"
+    COST: ClassVar[Cost] = reduction()
 
 
 @lazy_op_definition
 class SumOp(ReductionOp):
     name = "nml.sum"
+    COST: ClassVar[Cost] = reduction(autocast="fp32")
 
 
 @lazy_op_definition
 class AmaxOp(ReductionOp):
     name = "nml.amax"
+    COST: ClassVar[Cost] = FREE
 
 
 @lazy_op_definition
 class AminOp(ReductionOp):
     name = "nml.amin"
+    COST: ClassVar[Cost] = FREE
 
 
 class MomentOp(ReductionOp, ABC):
@@ -614,16 +623,19 @@ class MomentOp(ReductionOp, ABC):
 @lazy_op_definition
 class VarOp(MomentOp):
     name = "nml.var"
+    COST: ClassVar[Cost] = FREE
 
 
 @lazy_op_definition
 class StdOp(MomentOp):
     name = "nml.std"
+    COST: ClassVar[Cost] = FREE
 
 
 @lazy_op_definition
 class CatOp(FunctionalOp):
     name = "nml.cat"
+    COST: ClassVar[Cost] = per_element()
 
     inputs = var_operand_def()
     dim = prop_def(IntegerAttr[I64])
@@ -697,21 +709,25 @@ def _scalar_mix(left: Attribute, right: Attribute) -> Attribute | ShapeMismatch:
 @lazy_op_definition
 class AddOp(BinaryOp):
     name = "nml.add"
+    COST: ClassVar[Cost] = per_element()
 
 
 @lazy_op_definition
 class SubOp(BinaryOp):
     name = "nml.sub"
+    COST: ClassVar[Cost] = per_element()
 
 
 @lazy_op_definition
 class MulOp(BinaryOp):
     name = "nml.mul"
+    COST: ClassVar[Cost] = PRODUCT
 
 
 @lazy_op_definition
 class DivOp(BinaryOp):
     name = "nml.div"
+    COST: ClassVar[Cost] = PRODUCT
 
     def infer_shape(
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
@@ -724,11 +740,13 @@ class DivOp(BinaryOp):
 @lazy_op_definition
 class PowOp(BinaryOp):
     name = "nml.pow"
+    COST: ClassVar[Cost] = per_element(saves=INPUT, autocast="fp32")
 
 
 @lazy_op_definition
 class MatmulOp(BinaryOp):
     name = "nml.matmul"
+    COST: ClassVar[Cost] = MATMUL
 
     def infer_shape(
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
@@ -746,6 +764,8 @@ class MatmulOp(BinaryOp):
 class CompareOp(BinaryOp, ABC):
     """`nml.lt %a, %b`: a comparison, broadcasting; a boolean (`i1`) tensor, or an
     `i1` scalar for two scalars."""
+
+    COST: ClassVar[Cost] = FREE
 
     def infer_shape(
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
@@ -816,6 +836,7 @@ class IndexOp(FunctionalOp):
     `"..."`, `#nml.none` (a new axis) or `"?"`, a select by the next dynamic operand."""
 
     name = "nml.index"
+    COST: ClassVar[Cost] = VIEW
 
     input = operand_def()
     indices = prop_def(ArrayAttr)
@@ -875,54 +896,76 @@ class IndexOp(FunctionalOp):
     def _shape(
         self, operand: Attribute, dynamic: Sequence[Attribute], sizes: Sequence[Dim] | None
     ) -> Attribute | ShapeMismatch:
-        entries = self._typed_entries(dynamic, sizes)
+        entries = typed_entries(self.entries(), dynamic, sizes, masks=False)
         if isinstance(entries, ShapeMismatch):
             return entries
         if isinstance(operand, TupleType):
             return tuple_item(operand, entries)
         return apply_rule(operand, lambda dims: index_shape(dims, entries))
 
-    def _typed_entries(
-        self, dynamic: Sequence[Attribute], sizes: Sequence[Dim] | None
-    ) -> list[Index] | ShapeMismatch:
-        """The entries with each `"?"` read off its operand: a slice bound its computed size
-        (`sizes`, where the forward's values are known; else unknown), a select by its type:
-        an integer, an i64 tensor (its dims take the indexed dim's place). A boolean mask
-        is refused: the size it gives depends on the data."""
-        position = 0
-        entries: list[Index] = []
-        for entry in self.entries():
-            if isinstance(entry, Slice):
-                parts: list[Dim] = []
-                for part in entry.parts():
-                    if part == DYNAMIC:
-                        size = sizes[position] if sizes is not None else None
-                        parts.append(UNKNOWN_BOUND if size is None else size)
-                        position += 1
-                    else:
-                        parts.append(part)
-                entries.append(Slice(*parts))
-                continue
-            if not isinstance(entry, str):
-                entries.append(entry)
-                continue
-            index = dynamic[position] if position < len(dynamic) else None
-            position += 1
-            if not isinstance(index, TensorType):
-                entries.append(0)
-            elif index.element_type == IntegerType(1):
-                return ShapeMismatch(
-                    "indexing by a boolean mask gives a size that depends on the data",
-                    help="keep the shape: `where(mask, x, 0.0)` or `x.masked_fill(mask, 0.0)`",
-                )
-            elif index.element_type != i64:
-                return ShapeMismatch(
-                    f"a tensor index holds integers (i64), got {index.element_type}",
-                    help="make the index with `.long()`, `argmax`, `topk` or `arange`",
-                )
-            else:
-                entries.append(TensorIndex(index.dims))
-        return entries
+
+def typed_entries(
+    items: Sequence[IndexEntry],
+    dynamic: Sequence[Attribute],
+    sizes: Sequence[Dim] | None,
+    *,
+    masks: bool,
+) -> list[Index] | ShapeMismatch:
+    """The entries with each `"?"` read off its operand: a slice bound its computed size
+    (`sizes`, where the forward's values are known; else unknown), a select by its type:
+    an integer, an i64 tensor (its dims take the indexed dim's place), a boolean mask
+    where `masks` (an assignment's: a read by a mask is refused, since the size it gives
+    depends on the data)."""
+    position = 0
+    entries: list[Index] = []
+    for entry in items:
+        if isinstance(entry, Slice):
+            parts: list[Dim] = []
+            for part in entry.parts():
+                if part == DYNAMIC:
+                    size = sizes[position] if sizes is not None else None
+                    parts.append(UNKNOWN_BOUND if size is None else size)
+                    position += 1
+                else:
+                    parts.append(part)
+            entries.append(Slice(*parts))
+            continue
+        if not isinstance(entry, str):
+            entries.append(entry)
+            continue
+        index = dynamic[position] if position < len(dynamic) else None
+        position += 1
+        selected = _select(index, masks)
+        if isinstance(selected, ShapeMismatch):
+            return selected
+        entries.append(selected)
+    return entries
+
+
+def _select(index: Attribute | None, masks: bool) -> Index | ShapeMismatch:
+    """What a runtime index selects: one element (an integer), or a tensor's worth."""
+    if isinstance(index, TupleType | ListType):
+        return ShapeMismatch(
+            "a tuple or a list as one index is not supported",
+            help="index by its elements side by side: `x[rows, cols]`, `x[where(m)[0]]`",
+        )
+    if isinstance(index, Float64Type):
+        return ShapeMismatch("an index is an integer or a tensor, got a float")
+    if not isinstance(index, TensorType):
+        return 0
+    if index.element_type == IntegerType(1):
+        if masks:
+            return MaskIndex(index.dims)
+        return ShapeMismatch(
+            "indexing by a boolean mask gives a size that depends on the data",
+            help="keep the shape: `where(mask, x, 0.0)` or `x.masked_fill(mask, 0.0)`",
+        )
+    if index.element_type != i64:
+        return ShapeMismatch(
+            f"a tensor index holds integers (i64), got {index.element_type}",
+            help="make the index with `.long()`, `argmax`, `topk` or `arange`",
+        )
+    return TensorIndex(index.dims)
 
 
 def tuple_item(operand: TupleType, entries: Sequence[Index]) -> Attribute | ShapeMismatch:
@@ -940,11 +983,187 @@ def tuple_item(operand: TupleType, entries: Sequence[Index]) -> Attribute | Shap
     return elements[index]
 
 
+AUGMENTED = ("+=", "-=", "*=", "/=")
+"""An `nml.index_put`'s operators beside `=`."""
+
+_KINDS = {"i1": 0, "i64": 1}
+"""bool < integer < floating point: the order PyTorch promotes in (floats are 2)."""
+
+
+def count_name(op: Operation) -> str:
+    """The name of a data-dependent length: `nnz_<line>_<column>` of the op's location."""
+    location = op.location
+    inner = getattr(location, "locations", None)  # a FusedLoc: its start
+    start = inner.data[0] if inner else location
+    line, column = getattr(start, "line", None), getattr(start, "column", None)
+    if line is None or column is None:
+        return "nnz"
+    return f"nnz_{line.data}_{column.data}"
+
+
+def _a(name: str) -> str:
+    """`an i64`, `a f32`: the article as the name is read aloud."""
+    return f"an {name}" if name.startswith("i") else f"a {name}"
+
+
+@lazy_op_definition
+class IndexPutOp(FunctionalOp):
+    """`x[:, 0] = y`, `results[idx] += v`, `x[mask] = 0.0`: the tensor with the region
+    `x[...]` replaced (or updated, by an augmented `operator`), typed as `x`:
+
+        %x2 = nml.index_put "+=" %x [":", "?"] (%idx) , %v : (...) -> !nml.tensor<[N, D], f32>
+
+    The value broadcasts to the region as PyTorch's assignment copies it; a boolean mask
+    selects a number of elements of its own (`nnz_<line>_<column>`). `in_place`, set by
+    convert-nml-to-torch, says nothing else sees `x`, so the script writes into it rather
+    than into a copy (`x = x.clone()` first)."""
+
+    name = "nml.index_put"
+    COST: ClassVar[Cost] = PER_VALUE_ELEMENT
+
+    input = operand_def()
+    value = operand_def()
+    dynamic_indices = var_operand_def()
+    indices = prop_def(ArrayAttr)
+    operator = prop_def(StringAttr)
+    in_place = opt_prop_def(UnitAttr)
+    result = result_def()
+
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$operator $input $indices (`(` $dynamic_indices^ `)`)? `,` $value "
+        "(`in_place` $in_place^)? attr-dict `:` functional-type(operands, results)"
+    )
+
+    def __init__(
+        self,
+        input: Value,
+        indices: Sequence[Attribute],
+        dynamic_indices: Sequence[Value],
+        value: Value,
+        operator: str,
+        result_type: Attribute,
+    ):
+        super().__init__(
+            operands=[input, value, dynamic_indices],
+            properties={"indices": ArrayAttr(indices), "operator": StringAttr(operator)},
+            result_types=[result_type],
+        )
+
+    def entries(self) -> list[IndexEntry]:
+        return [index_entry(a) for a in self.indices.data]
+
+    def verify_(self) -> None:
+        if self.operator.data not in ("=", *AUGMENTED):
+            raise VerifyException(f"unknown assignment operator `{self.operator.data}`")
+        entries = self.entries()
+        if entries.count(Ellipsis) > 1:
+            raise VerifyException("an index may hold at most one `...`")
+        if dynamic_count(entries) != len(self.dynamic_indices):
+            raise VerifyException(
+                f"index has {dynamic_count(entries)} `?` items but "
+                f"{len(self.dynamic_indices)} dynamic operands"
+            )
+
+    def result_type(
+        self,
+        operand_types: Sequence[Attribute],
+        size_of: Callable[[SSAValue], Dim],
+        unifier: Unifier,
+    ) -> Attribute | ShapeMismatch:
+        sizes = [unifier.resolve(size_of(v)) for v in self.dynamic_indices]
+        return self._check(operand_types, sizes, unifier)
+
+    def infer_shape(
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
+        return self._check(operand_types, None, unifier or Unifier())
+
+    def _check(
+        self, operand_types: Sequence[Attribute], sizes: Sequence[Dim] | None, unifier: Unifier
+    ) -> Attribute | ShapeMismatch:
+        target, value, *dynamic = operand_types
+        if not isinstance(target, TensorType):
+            return ShapeMismatch(f"only a tensor can be assigned into, got {target}")
+        problem = self._problem(target, value, dynamic, sizes, unifier)
+        if problem is None:
+            return target
+        subject = f"`{self.input.name_hint or 'x'}[...] {self.operator.data}`"
+        return ShapeMismatch(f"{subject}: {problem.message}", help=problem.help)
+
+    def _problem(
+        self,
+        target: TensorType,
+        value: Attribute,
+        dynamic: Sequence[Attribute],
+        sizes: Sequence[Dim] | None,
+        unifier: Unifier,
+    ) -> ShapeMismatch | None:
+        entries = typed_entries(self.entries(), dynamic, sizes, masks=True)
+        if isinstance(entries, ShapeMismatch):
+            return entries
+        count = count_name(self)
+        dims = unifier.resolve_shape(target.dims) if target.dims is not None else None
+        region = assigned_region(dims, entries, count, unifier)
+        if isinstance(region, ShapeMismatch):
+            return region
+        if isinstance(value, TensorType):
+            problem = value_into_region(region, value.dims, count, unifier)
+            if problem is not None:
+                return problem
+        elif not isinstance(value, IntegerType | Float64Type | AnyType):
+            names: dict[type[Attribute], str] = {
+                TupleType: "a tuple",
+                ListType: "a list",
+                NoneType: "`none`",
+            }
+            what = names.get(type(value), str(value))
+            return ShapeMismatch(f"assigns a tensor or a number, got {what}")
+        advanced = any(isinstance(e, TensorIndex | MaskIndex) for e in entries)
+        return self._dtype_problem(target, value, advanced)
+
+    def _dtype_problem(
+        self, target: TensorType, value: Attribute, advanced: bool
+    ) -> ShapeMismatch | None:
+        """PyTorch's rules: a tensor assigned through a tensor index has the target's dtype
+        (index_put does not cast); an augmented assignment's result fits the target's."""
+        held = element_type_name(target.element_type)
+        if isinstance(value, AnyType):
+            return None
+        given = element_type_name(value.element_type) if isinstance(value, TensorType) else None
+        if self.operator.data == "=":
+            if not advanced or given is None or given == held:
+                return None
+            return ShapeMismatch(
+                f"assigns {_a(given)} tensor into {_a(held)} tensor through a tensor index",
+                help=f"PyTorch's index_put does not cast: make the value {held} "
+                "(`.float()`, `.long()`, `.to(...)`)",
+            )
+        if given is None:  # a number: an int or a bool fits any tensor, a float a float one
+            given = "f64" if isinstance(value, Float64Type) else "i64"
+            given = "i1" if value == i1 else given
+        if self.operator.data == "/=" and _KINDS.get(held, 2) < 2:
+            return ShapeMismatch(
+                f"a division gives floats, which {_a(held)} tensor cannot hold",
+                help="make the tensor a float one first (`.float()`)",
+            )
+        kind = max(_KINDS.get(held, 2), _KINDS.get(given, 2))
+        if kind <= _KINDS.get(held, 2):
+            return None
+        return ShapeMismatch(
+            f"{given} values give {'floats' if kind == 2 else 'integers'} here, "
+            f"which {_a(held)} tensor cannot hold",
+            help="make the tensor a float one first (`.float()`), or the value "
+            f"{held} (`.to(...)`)",
+        )
+
+
 @lazy_op_definition
 class DimOp(FunctionalOp):
     """`%n = nml.dim %x 0 : (...) -> i64`: one size of a tensor (`x.size(0)`, `x.shape[0]`)."""
 
     name = "nml.dim"
+    FUNCTION: ClassVar[str] = "size"
+    COST: ClassVar[Cost] = FREE
 
     input = operand_def()
     index = prop_def(IntegerAttr[I64])
@@ -976,6 +1195,7 @@ class ListOp(FunctionalOp):
     """`%l = nml.list %a, %b : (...) -> !nml.list`: a list or tuple of values."""
 
     name = "nml.list"
+    COST: ClassVar[Cost] = FREE
 
     elements = var_operand_def()
     result = result_def()
@@ -1035,6 +1255,7 @@ class _SizesOp(SizedOp, ABC):
 @lazy_op_definition
 class ExpandOp(_SizesOp):
     name = "nml.expand"
+    COST: ClassVar[Cost] = VIEW
 
     def infer_sized(
         self, operand_types: Sequence[Attribute], sizes: Sequence[Dim], unifier: Unifier
@@ -1046,6 +1267,7 @@ class ExpandOp(_SizesOp):
 @lazy_op_definition
 class RepeatOp(_SizesOp):
     name = "nml.repeat"
+    COST: ClassVar[Cost] = FREE
 
     def infer_sized(
         self, operand_types: Sequence[Attribute], sizes: Sequence[Dim], unifier: Unifier
@@ -1060,6 +1282,7 @@ class ArangeOp(SizedOp):
     an i64 vector when all are integers, else f32."""
 
     name = "nml.arange"
+    COST: ClassVar[Cost] = FREE
 
     bounds = prop_def(ArrayAttr)
     dynamic_sizes = var_operand_def()  # type: ignore[assignment]
@@ -1113,6 +1336,7 @@ class SampleOp(SizedOp):
     integers in [low, high) as i64 (`randint`). A `"?"` size is the next dynamic operand."""
 
     name = "nml.sample"
+    COST: ClassVar[Cost] = FREE
 
     distribution = prop_def(StringAttr)
     shape = prop_def(ArrayAttr)
@@ -1172,6 +1396,7 @@ class LinspaceOp(FunctionalOp):
     `start` to `end`, both included (`torch.linspace`)."""
 
     name = "nml.linspace"
+    COST: ClassVar[Cost] = FREE
 
     start = prop_def(FloatAttr)
     end = prop_def(FloatAttr)
@@ -1206,6 +1431,7 @@ class MultinomialOp(FunctionalOp):
     per row of the non-negative weights `p` ([C] or [N, C]), drawn in proportion to them."""
 
     name = "nml.multinomial"
+    COST: ClassVar[Cost] = FREE
 
     input = operand_def()
     num_samples = prop_def(IntegerAttr[I64])
@@ -1251,94 +1477,11 @@ class MultinomialOp(FunctionalOp):
 
 
 @lazy_op_definition
-class NormalizeOp(FunctionalOp):
-    """`nml.normalize %x p 2.0 dim 1`: `F.normalize`, x / max(||x||_p, eps) along `dim`."""
-
-    name = "nml.normalize"
-
-    input = operand_def()
-    p = prop_def(FloatAttr[Float64Type])
-    dim = prop_def(IntegerAttr[I64])
-    result = result_def()
-
-    ASSEMBLY_FORMAT: ClassVar[str] = (
-        "$input `p` $p `dim` $dim attr-dict `:` functional-type($input, $result)"
-    )
-
-    def __init__(self, input: Value, p: float, dim: int, result_type: Attribute):
-        super().__init__(
-            operands=[input],
-            properties={"p": FloatAttr(p, Float64Type()), "dim": IntegerAttr(dim, i64)},
-            result_types=[result_type],
-        )
-
-    def infer_shape(
-        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
-    ) -> Attribute | ShapeMismatch:
-        axis = self.dim.value.data
-        return apply_rule(operand_types[0], lambda dims: same_shape(dims, axis))
-
-
-class TriangleOp(FunctionalOp, ABC):
-    """`nml.tril %x diagonal 0`: a matrix (or a batch of them) with one triangle zeroed."""
-
-    input = operand_def()
-    diagonal = prop_def(IntegerAttr[I64])
-    result = result_def()
-
-    ASSEMBLY_FORMAT: ClassVar[str] = (
-        "$input `diagonal` $diagonal attr-dict `:` functional-type($input, $result)"
-    )
-
-    def __init__(self, input: Value, diagonal: int, result_type: Attribute):
-        super().__init__(
-            operands=[input],
-            properties={"diagonal": IntegerAttr(diagonal, i64)},
-            result_types=[result_type],
-        )
-
-    def infer_shape(
-        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
-    ) -> Attribute | ShapeMismatch:
-        name = self.name.removeprefix("nml.")
-        return apply_rule(operand_types[0], lambda dims: at_least_2d(dims, name))
-
-
-@lazy_op_definition
-class TrilOp(TriangleOp):
-    name = "nml.tril"
-
-
-@lazy_op_definition
-class TriuOp(TriangleOp):
-    name = "nml.triu"
-
-
-@lazy_op_definition
-class TOp(FunctionalOp):
-    """`nml.t %x`: `x.T` / `x.t()`, a matrix transposed."""
-
-    name = "nml.t"
-
-    input = operand_def()
-    result = result_def()
-
-    ASSEMBLY_FORMAT: ClassVar[str] = "$input attr-dict `:` functional-type($input, $result)"
-
-    def __init__(self, input: Value, result_type: Attribute):
-        super().__init__(operands=[input], result_types=[result_type])
-
-    def infer_shape(
-        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
-    ) -> Attribute | ShapeMismatch:
-        return apply_rule(operand_types[0], t_shape)
-
-
-@lazy_op_definition
 class SqueezeOp(FunctionalOp):
     """`nml.squeeze %x dims [1]`: without `dims`, every dim of size 1."""
 
     name = "nml.squeeze"
+    COST: ClassVar[Cost] = VIEW
 
     input = operand_def()
     dims = opt_prop_def(ArrayAttr[IntegerAttr[I64]])
@@ -1362,30 +1505,6 @@ class SqueezeOp(FunctionalOp):
         return apply_rule(operand_types[0], lambda dims: squeeze_shape(dims, axes, u))
 
 
-@lazy_op_definition
-class UnsqueezeOp(FunctionalOp):
-    name = "nml.unsqueeze"
-
-    input = operand_def()
-    dim = prop_def(IntegerAttr[I64])
-    result = result_def()
-
-    ASSEMBLY_FORMAT: ClassVar[str] = (
-        "$input `dim` $dim attr-dict `:` functional-type($input, $result)"
-    )
-
-    def __init__(self, input: Value, dim: int, result_type: Attribute):
-        super().__init__(
-            operands=[input], properties={"dim": IntegerAttr(dim, i64)}, result_types=[result_type]
-        )
-
-    def infer_shape(
-        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
-    ) -> Attribute | ShapeMismatch:
-        axis = self.dim.value.data
-        return apply_rule(operand_types[0], lambda dims: unsqueeze_shape(dims, axis))
-
-
 def _tensors(operand_types: Sequence[Attribute], what: str) -> list[TensorType] | ShapeMismatch:
     tensors = [t for t in operand_types if isinstance(t, TensorType)]
     return (
@@ -1398,6 +1517,7 @@ def _tensors(operand_types: Sequence[Attribute], what: str) -> list[TensorType] 
 @lazy_op_definition
 class StackOp(FunctionalOp):
     name = "nml.stack"
+    COST: ClassVar[Cost] = FREE
 
     inputs = var_operand_def()
     dim = prop_def(IntegerAttr[I64])
@@ -1452,6 +1572,7 @@ class SplitOp(SizedOp):
     the next dynamic operand (a config)."""
 
     name = "nml.split"
+    COST: ClassVar[Cost] = VIEW
 
     input = operand_def()
     sizes = prop_def(ArrayAttr)
@@ -1508,6 +1629,7 @@ class SplitOp(SizedOp):
 @lazy_op_definition
 class ChunkOp(_PiecesOp):
     name = "nml.chunk"
+    COST: ClassVar[Cost] = VIEW
 
     input = operand_def()
     chunks = prop_def(IntegerAttr[I64])
@@ -1538,6 +1660,7 @@ class EinsumOp(FunctionalOp):
     """`nml.einsum "bij,bjk->bik" %a, %b`: the output shape follows the equation."""
 
     name = "nml.einsum"
+    COST: ClassVar[Cost] = FREE
 
     equation = prop_def(StringAttr)
     inputs = var_operand_def()
@@ -1570,6 +1693,7 @@ class WhereOp(FunctionalOp):
     (`a` or `b` may be a scalar)."""
 
     name = "nml.where"
+    COST: ClassVar[Cost] = FREE
 
     condition = operand_def()
     lhs = operand_def()
@@ -1609,6 +1733,7 @@ class MaskedFillOp(FunctionalOp):
     """`nml.masked_fill %x, %mask, %value`: `value` where `mask`; the mask broadcasts to x."""
 
     name = "nml.masked_fill"
+    COST: ClassVar[Cost] = FREE
 
     input = operand_def()
     mask = operand_def()
@@ -1641,6 +1766,8 @@ class AttentionOp(FunctionalOp):
     -> [..., L, Ev]."""
 
     name = "nml.attention"
+    FUNCTION: ClassVar[str] = "scaled_dot_product_attention"
+    COST: ClassVar[Cost] = ATTENTION
 
     query = operand_def()
     key = operand_def()
@@ -1708,10 +1835,9 @@ BINARY_OPS: dict[str, type[BinaryOp]] = {
 
 FUNCTIONAL_OPS: tuple[type[FunctionalOp], ...] = (
     *UNARY_OPS.values(), GeluOp, ClampOp,
-    SoftmaxOp, LogSoftmaxOp, DropoutOp, FlattenOp, ReshapeOp, ViewOp, PermuteOp, TransposeOp,
+    SoftmaxOp, LogSoftmaxOp, DropoutOp, FlattenOp, ReshapeOp, ViewOp, PermuteOp,
     MeanOp, SumOp, AmaxOp, AminOp, VarOp, StdOp, CatOp, StackOp, SplitOp, ChunkOp,
-    ExpandOp, RepeatOp, SqueezeOp, UnsqueezeOp, TOp, NormalizeOp, TrilOp, TriuOp,
-    EinsumOp, ArangeOp, SampleOp, LinspaceOp, MultinomialOp, WhereOp, MaskedFillOp,
-    AttentionOp,
-    *BINARY_OPS.values(), *COMPARE_OPS.values(), IndexOp, DimOp, ListOp,
+    ExpandOp, RepeatOp, SqueezeOp, EinsumOp, ArangeOp, SampleOp, LinspaceOp, MultinomialOp,
+    WhereOp, MaskedFillOp, AttentionOp,
+    *BINARY_OPS.values(), *COMPARE_OPS.values(), IndexOp, IndexPutOp, DimOp, ListOp,
 )  # fmt: skip

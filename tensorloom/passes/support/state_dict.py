@@ -20,6 +20,7 @@ from tensorloom.catalogue.layers.base import Value
 from tensorloom.dialects.nml import LayerOp, ModelOp
 from tensorloom.passes.support.model_env import (
     MAX_NESTING,
+    MAX_POSITIONS,
     ArgFailure,
     bind_layer,
     element_env,
@@ -51,7 +52,7 @@ class ModelTree:
         """Every Linear `named_modules()` will hold: the model's own, and the projections
         inside its catalogue layers (attention's `c_attn`, `out_proj`): a 2-D `weight` of no
         layer."""
-        own = [p for p, kind in self.kinds.items() if kind == "Linear"]
+        own = [p for p, kind in self.kinds.items() if _builds(kind, "nn.Linear")]
         inner = [
             k[: -len(".weight")] for k, shape in self.shapes.items()
             if k.endswith(".weight") and len(shape) == 2 and k[: -len(".weight")] not in self.kinds
@@ -131,6 +132,8 @@ def _walk(
         count = layer_count(layer, env)
         if layer.count is not None and count is None:
             raise UnknownState(f"the length of `{name}`")
+        if count is not None and count > MAX_POSITIONS:  # TL0209 said so; no tree to walk
+            raise UnknownState(f"`{name}`, {count:,} copies (at most {MAX_POSITIONS:,})")
         if count is not None:
             tree.lists[prefix + name] = count
         positions = range(count) if count is not None else [None]
@@ -167,3 +170,9 @@ def _element(
         tree.shapes[prefix + key if key else prefix[:-1]] = shape
     tree.buffers.update(prefix + key for key in buffers)
     tree.integers.update(prefix + key for key in spec.integer_buffers(bound))
+
+
+def _builds(kind: str, torch_class: str) -> bool:
+    """Whether a layer of this kind is a module of `torch_class` (a catalogue layer's)."""
+    spec = lookup(kind)
+    return spec is not None and spec.torch_class == torch_class

@@ -10,9 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
-import gzip
 import hashlib
-import importlib.util
 import io
 import json
 import math
@@ -28,6 +26,7 @@ import time
 import traceback
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -223,18 +222,17 @@ class DataInfo:
     normalisation: tuple[tuple[float, ...], tuple[float, ...]] | None = None
 
 
-def load_digits(
+def load_sequence_task(
+    name: str,
     *,
     data_root: str | os.PathLike[str] | None = None,
-    flatten: bool = False,
     split_seed: int = 0,
     val_fraction: float = 0.1,
+    **task_kwargs: int,
 ) -> tuple[TensorPair, TensorPair, DataInfo]:
-    """scikit-learn's 8x8 digits, a seeded hold-out for validation (`data_root` is unused)."""
-    x, y = _digits()
-    x = x.flatten(1) if flatten else x
-    info = DataInfo("digits", tuple(x.shape[1:]), (), 10, "classification")
-    return (*_split((x, y), val_fraction, split_seed), info)
+    """`reverse`, `sort` or `copy`: random token sequences, a seeded hold-out."""
+    pair, info = _sequence_task(name, **task_kwargs)
+    return (*_split(pair, val_fraction, split_seed), info)
 
 
 def _split(tensors: Any, val_fraction: float, seed: int) -> tuple[Any, Any]:
@@ -247,16 +245,19 @@ def _split(tensors: Any, val_fraction: float, seed: int) -> tuple[Any, Any]:
     return tuple(t[train_idx] for t in tensors), tuple(t[val_idx] for t in tensors)
 
 
-def _digits() -> TensorPair:
-    """scikit-learn's digits file, read as `load_digits()` reads it (64 pixels 0-16 and the
-    class per row) but without importing scikit-learn: most of a second of start-up."""
-    spec = importlib.util.find_spec("sklearn")
-    if spec is None or not spec.submodule_search_locations:
-        raise DatasetUnavailable("`digits` comes with scikit-learn: pip install scikit-learn")
-    folder = Path(next(iter(spec.submodule_search_locations)))
-    with gzip.open(folder / "datasets" / "data" / "digits.csv.gz", "rt", encoding="utf-8") as f:
-        table = torch.tensor([[float(v) for v in line.split(",")] for line in f if line.strip()])
-    return table[:, :-1].reshape(-1, 1, 8, 8) / 16.0, table[:, -1].to(torch.int64)
+def _sequence_task(
+    name: str, *, vocab: int = 16, length: int = 12, size: int = 4096, seed: int = 0
+) -> tuple[TensorPair, DataInfo]:
+    """`size` random token sequences [length] over 0..vocab-1 and their reversal/sort/copy."""
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.randint(0, vocab, (size, length), generator=generator)
+    if name == "reverse":
+        y = x.flip(1)
+    elif name == "sort":
+        y = x.sort(dim=1).values
+    else:
+        y = x.clone()
+    return (x, y), DataInfo(name, (length,), (length,), vocab, "sequence")
 
 
 # ---- runtime/loader.py: Batching for TensorLoom scripts: a dataset kept on the device, or a DataLoader.
@@ -752,6 +753,114 @@ def progress(
 
 
 # ---- runtime/graphs.py: Whole-step CUDA graphs for TensorLoom scripts: forward, backward and step in one replay.
+# Models up to this many parameters take the whole-step graph instead of torch.compile:
+# a rule of thumb (compile's fusion pays off on larger models, its start-up on none).
+SMALL_MODEL_PARAMS = 5_000_000
+
+
+WARMUP_STEPS = 3
+
+
+StepFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+class GraphedStep:
+    """One training step over `x[idx], y[idx]`, captured once and replayed per batch."""
+
+    def __init__(
+        self,
+        step: StepFn,
+        x: torch.Tensor,
+        y: torch.Tensor,
+        *,
+        batch_size: int,
+        model: torch.nn.Module,
+        optimizer: torch.optim.Optimizer,
+    ) -> None:
+        self.step, self.x, self.y = step, x, y
+        self.idx = torch.zeros(batch_size, dtype=torch.long, device=x.device)
+        self.loss_sum = torch.zeros((), device=x.device)
+        saved = _snapshot(model, optimizer)
+        self._warm_up(optimizer)
+        self.graph = torch.cuda.CUDAGraph()
+        optimizer.zero_grad(set_to_none=True)  # backward allocates grads from the graph's pool
+        with torch.cuda.graph(self.graph):
+            self._body()
+        _restore(saved, model, optimizer)
+        self.loss_sum.zero_()
+
+    def _body(self) -> None:
+        loss = self.step(self.x[self.idx], self.y[self.idx])
+        self.loss_sum += loss.detach()
+
+    def _warm_up(self, optimizer: torch.optim.Optimizer) -> None:
+        """Real steps on a side stream, so lazily made state (Adam's moments) exists."""
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(WARMUP_STEPS):
+                optimizer.zero_grad(set_to_none=True)
+                self._body()
+        torch.cuda.current_stream().wait_stream(side)
+
+    def replay(self, idx: torch.Tensor) -> None:
+        """One step on the samples `idx` (a batch_size long tensor on the device)."""
+        self.idx.copy_(idx)
+        self.graph.replay()
+
+    def take_loss_sum(self) -> torch.Tensor:
+        """The losses summed since the last call (a new tensor, on the device), and reset."""
+        total = self.loss_sum.clone()
+        self.loss_sum.zero_()
+        return total
+
+
+def training_step(
+    batch_loss: torch.nn.Module, optimizer: torch.optim.Optimizer,
+    region: Callable[[], contextlib.AbstractContextManager[object]] = contextlib.nullcontext,
+) -> StepFn:  # fmt: skip
+    """The step a `GraphedStep` captures: forward and loss (`batch_loss(xb, yb)`, in
+    `region()`: the precision plan's autocast, without its cache), backward, `optimizer.step()`."""
+
+    def step(xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+        with region():
+            loss = batch_loss(xb, yb)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    return step
+
+
+Snapshot = tuple[list[torch.Tensor], dict[int, dict[str, torch.Tensor]]]
+
+
+def _snapshot(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> Snapshot:
+    weights = [t.detach().clone() for t in _model_tensors(model)]
+    state = {
+        id(p): {k: v.clone() for k, v in s.items() if isinstance(v, torch.Tensor)}
+        for p, s in optimizer.state.items()
+    }
+    return weights, state
+
+
+def _restore(saved: Snapshot, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> None:
+    """Undo the warm-up in place; state the warm-up created goes back to zeros, its start."""
+    weights, state = saved
+    with torch.no_grad():
+        for tensor, value in zip(_model_tensors(model), weights, strict=True):
+            tensor.copy_(value)
+        for p, s in optimizer.state.items():
+            before = state.get(id(p), {})
+            for key, value in s.items():
+                if isinstance(value, torch.Tensor):
+                    value.copy_(before[key]) if key in before else value.zero_()
+
+
+def _model_tensors(model: torch.nn.Module) -> list[torch.Tensor]:
+    return [*model.parameters(), *model.buffers()]
+
+
 OptimizerModes = list[dict[str, object]]
 
 
@@ -832,99 +941,10 @@ def _describe(where: tuple[str, int], lines: list[str], script: Path) -> str:
 
 
 # ---- runtime/recipe.py: Training recipes for TensorLoom scripts: schedules, decay groups, EMA, early stopping.
-LR_SCHEDULES = (
-    "none", "cosine", "linear", "constant_with_warmup", "warmup", "onecycle", "step", "wsd",
-)  # fmt: skip
-
-
-@dataclass(frozen=True)
-class LrSchedule:
-    """The learning rate as a factor of the optimizer's base lr, per optimizer step.
-
-    `cosine`: linear warm-up over `warmup_steps`, then a cosine from 1 down to
-    `min_ratio` at `total_steps`. `linear`: the same warm-up, then a straight line
-    down to `min_ratio`. `constant_with_warmup` (alias `warmup`): the warm-up, then 1.
-    `onecycle`: torch's OneCycleLR curve (cosine up from 1/`div_factor` over the first
-    `pct_start` of the run, then cosine down to 1/(`div_factor` * `final_div_factor`)).
-    `step`: times `gamma` every `step_interval` steps. `none`: 1 throughout.
-    `wsd` (warmup-stable-decay): the warm-up, then 1, then over the last `decay_fraction`
-    of `total_steps` (rounded) a straight line from 1 down towards `min_ratio`, which the
-    step after the last would reach (torch's LinearLR from 1 to `min_ratio` over them).
-    """
-
-    name: str
-    total_steps: int
-    warmup_steps: int = 0
-    min_ratio: float = 0.0
-    step_interval: int = 1
-    gamma: float = 0.1
-    pct_start: float = 0.3
-    div_factor: float = 25.0
-    final_div_factor: float = 1e4
-    decay_fraction: float = 0.2
-
-    def __post_init__(self) -> None:
-        if self.name not in LR_SCHEDULES:
-            raise ValueError(f"unknown lr schedule `{self.name}`; known: {LR_SCHEDULES}")
-
-    def factor(self, step: int) -> float:
-        """The factor for the optimizer step `step` (0-based)."""
-        if self.name == "none":
-            return 1.0
-        if self.name == "step":
-            return self.gamma ** (step // max(self.step_interval, 1))
-        if self.name == "onecycle":
-            return self._onecycle(step)
-        if step < self.warmup_steps:
-            return (step + 1) / self.warmup_steps
-        if self.name in ("constant_with_warmup", "warmup"):
-            return 1.0
-        if self.name == "wsd":
-            return self._wsd(step)
-        span = max(self.total_steps - self.warmup_steps, 1)
-        progress = min((step - self.warmup_steps) / span, 1.0)
-        if self.name == "linear":
-            return 1.0 - (1.0 - self.min_ratio) * progress
-        return self.min_ratio + (1.0 - self.min_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
-
-    def _wsd(self, step: int) -> float:
-        decay = max(round(self.decay_fraction * self.total_steps), 1)
-        left = self.total_steps - step
-        if left >= decay:
-            return 1.0
-        return self.min_ratio + (1.0 - self.min_ratio) * max(left, 0) / decay
-
-    def _onecycle(self, step: int) -> float:
-        # torch.optim.lr_scheduler.OneCycleLR's two phases, as factors of the peak lr.
-        start, peak = 1.0 / self.div_factor, 1.0
-        end = start / self.final_div_factor
-        rise_end = float(self.pct_start * self.total_steps) - 1
-        if step <= rise_end:
-            return _cos_between(start, peak, step / rise_end if rise_end > 0 else 1.0)
-        fall = float(self.total_steps - 1) - rise_end
-        return _cos_between(peak, end, min((step - rise_end) / fall, 1.0) if fall > 0 else 1.0)
-
-
-def _cos_between(start: float, end: float, pct: float) -> float:
-    return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
-
-
-def schedule_steps(epochs_or_steps: int, unit: str, steps_per_epoch: int) -> int:
-    """A length the block gave in `unit` ("epochs" or "steps"), in optimizer steps."""
-    return epochs_or_steps * steps_per_epoch if unit == "epochs" else epochs_or_steps
-
-
 def total_train_steps(epochs: int, steps_per_epoch: int, max_steps: int | None) -> int:
     """The run's optimizer steps: `max_steps` when it cuts the run short, else every epoch's."""
     planned = epochs * steps_per_epoch
     return planned if max_steps is None else min(planned, max_steps)
-
-
-def make_lr_scheduler(
-    optimizer: torch.optim.Optimizer, schedule: LrSchedule
-) -> torch.optim.lr_scheduler.LambdaLR:
-    """A LambdaLR stepping `schedule.factor`; its state dict is the step count alone."""
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: schedule.factor(step))
 
 
 class BestTracker:
@@ -1045,29 +1065,6 @@ def format_run_summary(
     if checkpoint_dir is not None:
         lines.append(f"checkpoints: {checkpoint_dir}/")
     return "\n".join(lines)
-
-
-def lr_schedule_from(
-    settings: dict[str, Any], *, steps_per_epoch: int, total_steps: int, base_lr: float
-) -> LrSchedule:
-    """The `LrSchedule` for a train block's `lr_schedule = name(...)`, lengths in steps:
-    `warmup_epochs` and `step_size` count epochs, `warmup_steps` and `step_size_steps`
-    optimizer steps; `min_lr` becomes a factor of the base lr."""
-    options = dict(settings)
-    name = options.pop("name")
-    warmup = int(options.pop("warmup_steps", 0))
-    warmup += schedule_steps(int(options.pop("warmup_epochs", 0)), "epochs", steps_per_epoch)
-    interval = int(options.pop("step_size_steps", 0))
-    interval += schedule_steps(int(options.pop("step_size", 0)), "epochs", steps_per_epoch)
-    min_lr = float(options.pop("min_lr", 0.0))
-    return LrSchedule(
-        name,
-        total_steps=total_steps,
-        warmup_steps=warmup,
-        min_ratio=min_lr / base_lr if base_lr > 0 else 0.0,
-        step_interval=interval or steps_per_epoch * 30,
-        **{key: float(value) for key, value in options.items()},
-    )
 
 
 class RunRecipe:
@@ -1470,6 +1467,18 @@ class ModelLoss(nn.Module):
         return self.loss_fn(self.model(xb), yb)
 
 
+def captures_whole_step(
+    model: nn.Module, loader: Any, scaler: torch.amp.GradScaler | None, device: torch.device,
+    *, allowed: bool = True,
+) -> bool:  # fmt: skip
+    """Whether this run captures its whole step in one CUDA graph (runtime/graphs.py): on
+    CUDA, data on the device, no GradScaler, at most SMALL_MODEL_PARAMS parameters, and
+    `allowed` (not --no-cuda-graph)."""
+    small = sum(p.numel() for p in model.parameters()) <= SMALL_MODEL_PARAMS
+    resident = isinstance(loader, DeviceLoader)
+    return allowed and device.type == "cuda" and resident and scaler is None and small
+
+
 def mark_step_begin(trainer: Trainer) -> None:
     """CUDA graphs (compile modes "reduce-overhead", "max-autotune") reuse output memory:
     mark each step. Only a compiled model's: the call imports the compiler's machinery
@@ -1521,16 +1530,54 @@ def end_epoch(
     return loss_sum / max(batches, 1), batches
 
 
-def checkpoint_state(trainer: Trainer, carry: Carry | None = None) -> dict[str, Any]:
-    """What a checkpoint holds besides its epoch: `carry` is a cut epoch's loss and batches."""
+def train_epoch_graphed(
+    trainer: Trainer, epoch: int, max_steps: int | None,
+    region: Callable[[], AbstractContextManager[object]] = nullcontext,
+) -> tuple[torch.Tensor, int]:  # fmt: skip
+    """An epoch whose every step is one replay of the captured step (runtime/graphs.py): no
+    host syncs. The capture, at the first epoch, runs the forward in `region()` (autocast)."""
+    loader = trainer.train_loader  # a DeviceLoader: `captures_whole_step` asked for one
+    trainer.train_model.train()
+    loader.set_epoch(epoch)
+    if trainer.graphed is None:
+        step = training_step(trainer.train_model, trainer.optimizer, region)
+        trainer.graphed = GraphedStep(step, loader.x, loader.y, batch_size=loader.batch_size,
+                                      model=trainer.model, optimizer=trainer.optimizer)  # fmt: skip
+    batches = 0
+    for idx in loader.batch_indices():
+        if epoch_stops(trainer, max_steps):
+            break
+        trainer.graphed.replay(idx)
+        batches += 1
+        trainer.step += 1
+    return end_epoch(trainer, trainer.graphed.take_loss_sum(), batches)
+
+
+def checkpoint_state(
+    trainer: Trainer, carry: Carry | None = None, ranks: list[Any] | None = None
+) -> dict[str, Any]:
+    """What a checkpoint holds besides its epoch: `carry` is a cut epoch's loss and batches;
+    `ranks`, under DDP, every rank's carried values (`carried_by_rank`)."""
     extra: dict[str, Any] = {"recipe": trainer.recipe.state_dict()}
     if carry is not None:
         extra["carry"] = {"loss_sum": carry[0].detach(), "batches": carry[1]}
     if trainer.carried:  # a run resumed mid-epoch continues from them
         extra["carried"] = trainer.carried
+    if ranks is not None:  # each rank's own, rank 0's above
+        extra["carried_by_rank"] = ranks
     return dict(model=trainer.model, optimizer=trainer.optimizer, scaler=trainer.scaler,
                 scheduler=trainer.scheduler, step=trainer.step, loader=trainer.train_loader,
                 extra=extra)  # fmt: skip
+
+
+def carried_by_rank(trainer: Trainer) -> list[Any] | None:
+    """Under DDP each rank carries its own values, the state of its own streams: every
+    rank's, in rank order, for rank 0 to save (a collective: every rank calls it)."""
+    if not trainer.ctx.is_distributed or not trainer.carried:
+        return None
+    ranks: list[Any] = [None] * trainer.ctx.world_size
+    torch.distributed.all_gather_object(ranks, trainer.carried)
+    return ranks
 
 
 def save_last(trainer: Trainer, epochs_done: int) -> None:
@@ -1538,9 +1585,11 @@ def save_last(trainer: Trainer, epochs_done: int) -> None:
     (unless the newest save already holds this step). Rank 0 writes."""
     if trainer.checkpoint_dir is None or trainer.saved_step == trainer.step:
         return
+    ranks = carried_by_rank(trainer)
     if trainer.ctx.is_main:
         path = f"{trainer.checkpoint_dir}/last.pt"
-        save_checkpoint(path, epoch=epochs_done, **checkpoint_state(trainer, trainer.carry))
+        state = checkpoint_state(trainer, trainer.carry, ranks)
+        save_checkpoint(path, epoch=epochs_done, **state)
     trainer.saved_step = trainer.step
 
 
@@ -1557,8 +1606,9 @@ def save_if_due(
         due = every is not None and done % every == 0
     if trainer.checkpoint_dir is None or not (due or done == last):
         return
+    ranks = carried_by_rank(trainer)
     if trainer.ctx.is_main:
-        state = checkpoint_state(trainer)
+        state = checkpoint_state(trainer, ranks=ranks)
         save_epoch_checkpoint(trainer.checkpoint_dir, keep=keep, epoch=done, **state)
     trainer.saved_step = trainer.step
 
@@ -1587,7 +1637,15 @@ def resume_position(trainer: Trainer, state: dict[str, Any]) -> None:
     if carry is not None:
         trainer.carry = carry["loss_sum"].to(trainer.ctx.device), int(carry["batches"])
     if extra.get("carried") is not None:  # where the interrupted epoch left them
-        trainer.carried = extra["carried"]
+        ranks = extra.get("carried_by_rank") or [extra["carried"]]
+        if len(ranks) == trainer.ctx.world_size:  # under DDP each rank its own streams'
+            trainer.carried = ranks[trainer.ctx.rank]
+        elif carry is not None:  # a new epoch starts them over: only a cut one needs them
+            raise CheckpointError(
+                f"the checkpoint was cut in the middle of an epoch at world size "
+                f"{len(ranks)}, each rank carrying the state of its own streams; resume it "
+                f"at world size {len(ranks)}, not {trainer.ctx.world_size}"
+            )
 
 
 def carried(trainer: Trainer) -> Carry:
