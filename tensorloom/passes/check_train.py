@@ -1309,7 +1309,7 @@ class CarryChecker:
         return False
 
     def _supported(self, op: train.CarryOp) -> None:
-        """What cannot carry values yet: FSDP (a block of `step` lines has its own check)."""
+        """What cannot carry values yet: FSDP, in a block of one model or of `step` lines."""
         where = span_of(op)
         distributed = self.loop.setting("distributed")
         if distributed is not None and evaluate(distributed, {}) == "fsdp":
