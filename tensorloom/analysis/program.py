@@ -19,13 +19,19 @@ block's budget is what one batch of its steps needs at once:
   largest tensor twice) and an optimizer step (weights, every gradient and state, the
   largest step's temporaries), plus cuBLAS's workspace; the CUDA context is added in
   `total`.
+
+Under `distributed = "fsdp"` (`tlc info --nproc N`) the budget is one rank's: every model
+is sharded, so its weights, gradients and optimizer state are a 1/N share, and the
+all-gathered weights (each model's root and the blocks it gathers, all of the block's
+models at once: an upper bound) and the reduce-scatter buffers are added, as each model's
+own FSDP budget counts them. Under DDP each trained model's gradient buckets are added.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
@@ -55,14 +61,20 @@ class StepOptimizerBudget:
     optimizer: str  # an OPTIMIZERS key
     models: tuple[str, ...]
     params: int
+    shards: int = 1  # FSDP's world size: this rank holds a 1/shards share of the state
+
+    @property
+    def held(self) -> int:
+        """The bytes of this rank's share of the parameters (fp32)."""
+        return math.ceil(self.params / self.shards) * FP32
 
     @property
     def state_bytes(self) -> int:
-        return self._model().state * self.params * FP32
+        return self._model().state * self.held
 
     @property
     def temporaries(self) -> int:
-        return self._model().temporaries * self.params * FP32
+        return self._model().temporaries * self.held
 
     def _model(self) -> OptimizerModel:
         return OPTIMIZERS.get(self.optimizer, OPTIMIZERS["Adam"])
@@ -92,6 +104,10 @@ class ProgramBudget:
     steps: tuple[StepActivations, ...]
     workspace: int = WORKSPACE_BYTES
     cuda_context: int = CUDA_CONTEXT_BYTES
+    strategy: str = "none"  # "ddp", "fsdp": the budget is one rank's
+    world_size: int = 1
+    gathered: int = 0  # FSDP: the all-gathered weights of every model
+    comm_buffers: int = 0  # FSDP's reduce-scatter buffers, DDP's gradient buckets
 
     @property
     def optimizer_state(self) -> int:
@@ -106,7 +122,7 @@ class ProgramBudget:
         return self.largest.activations if self.steps else 0
 
     def terms(self) -> dict[str, int]:
-        return {
+        terms = {
             "weights": sum(self.weights.values()),
             "gradients": self.gradients,
             "optimizer state": self.optimizer_state,
@@ -114,11 +130,17 @@ class ProgramBudget:
             "workspace": self.workspace + max((s.scratch for s in self.steps), default=0),
             "cuda context": self.cuda_context,
         }
+        if self.strategy == "fsdp":
+            terms["gathered weights"] = self.gathered
+        if self.strategy != "none":
+            terms["comm buffers"] = self.comm_buffers
+        return terms
 
     @property
     def backward_peak(self) -> int:
         """The largest of the steps' backward starts."""
-        held = sum(self.weights.values()) + self.optimizer_state
+        held = sum(self.weights.values()) + self.optimizer_state + self.gathered
+        held += self.comm_buffers
         return max(
             (held + self.gradients - s.gradients + s.activations + s.backward_working + s.scratch
              for s in self.steps),
@@ -128,7 +150,8 @@ class ProgramBudget:
     @property
     def step_peak(self) -> int:
         temporaries = max((o.temporaries for o in self.optimizers), default=0)
-        return sum(self.weights.values()) + self.gradients + self.optimizer_state + temporaries
+        held = sum(self.weights.values()) + self.gradients + self.optimizer_state
+        return held + temporaries + self.comm_buffers
 
     @property
     def peak(self) -> int:
@@ -168,11 +191,15 @@ def program_budget(
     if any(trees.get(m) is None for m in models):
         return None
     resolver = Resolver(list(models), trees, groups)
+    first = own[models[0]]
+    assert first is not None
+    strategy, ranks = first.strategy, first.world_size
+    shards = ranks if strategy == "fsdp" else 1
     shares: list[StepOptimizerBudget] = []
     for step in steps:
         assert step is not None
         for optimizer in step.optimizers:
-            share = _share(resolver, optimizer, step.objective)
+            share = _share(resolver, optimizer, step.objective, shards)
             if share is None:
                 return None
             shares.append(share)
@@ -186,12 +213,22 @@ def program_budget(
         calls = _kept_calls(func, models, frozen) if func is not None else []
         mine = [o for o in shares if o.step == step.objective]
         activations.append(_step_activations(step.objective, calls, own, mine))  # type: ignore[arg-type]
-    weights = {m: params[m] * FP32 for m in models}
-    gradients = sum(o.params for o in shares) * FP32
-    return ProgramBudget(models, frozen, weights, gradients, tuple(shares), tuple(activations))
+    weights = {m: math.ceil(params[m] / shards) * FP32 for m in models}
+    gradients = sum(o.held for o in shares)
+    budget = ProgramBudget(models, frozen, weights, gradients, tuple(shares), tuple(activations))
+    if strategy == "none":
+        return budget
+    kept = [b for b in own.values() if b is not None]
+    gathered = sum(b.gathered for b in kept)
+    buffers = [own[m].comm_buffers for m in trained]  # type: ignore[union-attr]
+    comm = max(buffers, default=0) if strategy == "fsdp" else sum(buffers)
+    return replace(budget, strategy=strategy, world_size=ranks, gathered=gathered,
+                   comm_buffers=comm)  # fmt: skip
 
 
-def _share(resolver: Resolver, optimizer: StepOptimizer, step: str) -> StepOptimizerBudget | None:
+def _share(
+    resolver: Resolver, optimizer: StepOptimizer, step: str, shards: int = 1
+) -> StepOptimizerBudget | None:
     """The optimizer's parameters, over every model it selects from (None: unresolved)."""
     total, models = 0, []
     for model in optimizer.models:
@@ -202,7 +239,7 @@ def _share(resolver: Resolver, optimizer: StepOptimizer, step: str) -> StepOptim
         models.append(model)
     momentum = dict(optimizer.kwargs).get("momentum")
     name = optimizer_key(optimizer.name, momentum if isinstance(momentum, int | float) else None)
-    return StepOptimizerBudget(step, name, tuple(models), total)
+    return StepOptimizerBudget(step, name, tuple(models), total, shards)
 
 
 def share_of(resolver: Resolver, args: tuple[ParamArg, ...], instance: str) -> int | None:
@@ -248,5 +285,5 @@ def _step_activations(
     activations = sum(budgets[m].terms()["activations"] for m in calls)
     working = max((budgets[m].backward_working for m in calls), default=0)
     scratch = max((budgets[m].scratch for m in calls), default=0)
-    gradients = sum(o.params for o in optimizers) * FP32
+    gradients = sum(o.held for o in optimizers)
     return StepActivations(step, tuple(calls), activations, working, scratch, gradients)

@@ -272,8 +272,8 @@ def info_programs(
     result: Compilation, infos: list[ModelInfo], request: InfoRequest
 ) -> list[ProgramBudget]:
     """The budget of each block of `step` lines, over every model it trains or holds; one
-    process's (none under `--nproc N`: the ranks' share of it is not modelled)."""
-    if result.module is None or not result.ok or (request.nproc or 1) > 1:
+    rank's under `--nproc N` (FSDP: a 1/N share of every model; DDP: the whole models)."""
+    if result.module is None or not result.ok:
         return []
     budgets = {i.profile.name: i.budget for i in infos}
     return program_budgets(
@@ -343,6 +343,10 @@ def program_json(program: ProgramBudget, request: InfoRequest) -> dict[str, Any]
         "activations": program.activations,
         "workspace": program.terms()["workspace"],
         "cuda_context": program.cuda_context,
+        "strategy": program.strategy,
+        "world_size": program.world_size,
+        "gathered_weights": program.gathered,
+        "comm_buffers": program.comm_buffers,
         "backward_peak": program.backward_peak + program.workspace,
         "step_peak": program.step_peak + program.workspace,
         "peak": program.peak,
@@ -547,7 +551,10 @@ def program_lines(program: ProgramBudget, request: InfoRequest) -> list[str]:
         each = ", ".join(f"{s.step} {_bytes(s.activations)} ({', '.join(s.calls) or 'none'})"
                          for s in program.steps)  # fmt: skip
         lines.append(f"  activations kept per step: {each}")
-    lines.append("training memory, one batch of every step:")
+    where = "one batch of every step"
+    if program.strategy != "none":
+        where += f", per rank of {program.world_size} ({program.strategy.upper()})"
+    lines.append(f"training memory, {where}:")
     weights = " + ".join(f"{m} {_bytes(w)}" for m, w in program.weights.items())
     for key, value in program.terms().items():
         note = f"  ({weights})" if key == "weights" else ""

@@ -1097,7 +1097,7 @@ error[TL0430]: `precision = fp16` is not supported with `distributed = "fsdp"`
             'TL0431',
             'a setting a block of objectives does not take',
             """\
-A block of `step` lines names each step's objective and optimizer, so `loss`, `optimizer` and `objective` are not taken; the one-model loop's recipes not built for several optimizers yet (`distributed`, `compile`, `lr_schedule`, `grad_clip`, `ema`, ...) are errors rather than silently ignored. `loss` beside `objective` and `objective` on several models are errors too.
+A block of `step` lines names each step's objective and optimizer, so `loss`, `optimizer` and `objective` are not taken; the one-model loop's settings not built for several optimizers yet (`grad_accum`, `early_stopping`, `keep_best`, `eval_every`, `metrics`, `activation_checkpointing`, `log_every`, `val_every`, `decay_groups`) are errors rather than silently ignored (`distributed` with `ddp` or `fsdp`, `compile`, `lr_schedule`, `grad_clip` and `ema` are taken). `loss` beside `objective` and `objective` on several models are errors too.
 """,
             """\
 error[TL0431]: `optimizer` is not taken by a block of `step` lines: each step names its own

@@ -1061,7 +1061,6 @@ class ObjectiveChecker:
         for key, op in self.loop.settings().items():
             if key in STEP_EXCLUSIVE or key in NOT_WITH_STEPS:
                 self._not_taken(key, op)
-        self._sharded()
         schedule = self.loop.settings().get("lr_schedule")
         if schedule is not None:
             call = as_call(evaluate(schedule.value, {}))  # type: ignore[arg-type]
@@ -1122,16 +1121,6 @@ class ObjectiveChecker:
             else:
                 frozen.add(name)
         return frozen
-
-    def _sharded(self) -> None:
-        """FSDP with `step` lines is not built: one wrap per model and DCP saves of each."""
-        op = self.loop.settings().get("distributed")
-        if op is None or evaluate(op.value, {}) != "fsdp":
-            return
-        message = "`distributed = fsdp` is not supported in a block of `step` lines yet"
-        help_text = "use `distributed = ddp`: one DistributedDataParallel wrap per trained model"
-        _error_at(span_of(op.value_loc) if op.value_loc else span_at(op), "TL0431", message,
-                  help_text)  # fmt: skip
 
     def _not_taken(self, key: str, op: train.SetOp) -> None:
         if key in STEP_EXCLUSIVE:
@@ -1320,7 +1309,7 @@ class CarryChecker:
         return False
 
     def _supported(self, op: train.CarryOp) -> None:
-        """What cannot carry values yet: FSDP (a block of `step` lines has its own check)."""
+        """What cannot carry values yet: FSDP, in a block of one model or of `step` lines."""
         where = span_of(op)
         distributed = self.loop.setting("distributed")
         if distributed is not None and evaluate(distributed, {}) == "fsdp":

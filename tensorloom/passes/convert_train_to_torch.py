@@ -302,13 +302,16 @@ def steps_plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> StepsPla
     groups = {name: op.value for name, op in loop.groups().items()}
     steps = [s for s in (step_of(op, groups) for op in loop.steps()) if s is not None]
     stepped = {name for s in steps for name in s.models}
+    shards = {op.model.root_reference.data: tuple(b.data for b in op.blocks)
+              for op in loop.body.block.ops if isinstance(op, train.FsdpShardOp)}  # fmt: skip
     models: list[ModelPlan] = []
     for name in loop.model_names():
         instance = _find(module, nml.InstanceOp, name)
         assert isinstance(instance, nml.InstanceOp), "check-scopes resolves the models"
         overrides = tuple(instance.overrides.data.items())
         models.append(ModelPlan(name, instance.model.root_reference.data, overrides,
-                                name not in stepped, _location(instance.location)))  # fmt: skip
+                                name not in stepped, _location(instance.location),
+                                shards.get(name, ()), _pretrained(module, instance)))  # fmt: skip
     base = plan_of(module, loop, source)
     planned = tuple(_step_plan(s, base) for s in steps)
     return StepsPlan(base, tuple(models), planned, tuple(groups.items()))
@@ -381,7 +384,7 @@ def _steps_import_ops(plan: StepsPlan) -> list[Operation]:
         py.ImportOp("torch"),
         py.ImportOp("torch.nn.functional", "F"),
         py.FromImportOp("torch", ["nn"]),
-        *(ddp if plan.distributed else []),
+        *(ddp if plan.ddp else []),
     ]
 
 

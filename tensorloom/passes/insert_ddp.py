@@ -3,10 +3,12 @@
     train.config {distributed = "ddp", ...}    ->   train.ddp_wrap @net
     train.config {distributed = "fsdp", ...}   ->   train.fsdp_shard @net ["h"]
 
-(`distributed = true` is "ddp".) The lowering turns the marker into the script's
-process group, DDP wrap or FSDP2 `fully_shard`, sharded loaders, rank-0 logging and
-checkpoints, and reductions; without it (the pass left out of the pipeline) none of
-that is in the script. Under FSDP the blocks are the model's layers that are models
+(`distributed = true` is "ddp".) The lowering turns the marker into the script's process
+group, DDP wrap or FSDP2 `fully_shard`, sharded loaders, rank-0 logging and checkpoints,
+and reductions; without it (the pass left out of the pipeline) none of that is in the
+script. A block of several models (`train (G, D) on data:`) gets one `train.fsdp_shard`
+per model: every model is sharded, a frozen one (a teacher) too, so that no rank holds
+more than its shard of it. Under FSDP the blocks are the model's layers that are models
 (a layer list of them stands for each: `h = [Block(...) for ...]`); each becomes one
 FSDP unit, and the model itself the root unit. Every rank writes its shards of a
 checkpoint (runtime/sharded.py).
@@ -50,7 +52,8 @@ def insert_ddp(module: ModuleOp, loop: train.LoopOp) -> None:
         return
     net = loop.model.root_reference.data
     if strategy == "fsdp":
-        add_marker(loop, train.FsdpShardOp(net, fsdp_blocks(module, net)))
+        for name in loop.model_names():
+            add_marker(loop, train.FsdpShardOp(name, fsdp_blocks(module, name)))
     else:
         add_marker(loop, train.DdpWrapOp(net))
 

@@ -295,6 +295,11 @@ def _objectives(r: random.Random, careful: bool) -> str:
             sep = ", " if models else ""
             window = _step_window(r, careful) if r.random() < 0.3 else ""
             lines.append(f"    step {objective} with {optimizer}({models}{sep}lr=0.01){window}")
+        if r.random() < 0.25:  # one wrap per model: DDP, or FSDP (sloppy: fp16 beside it)
+            strategy = r.choice(["fsdp", '"fsdp"', "ddp"])
+            lines.append(f"    distributed = {strategy}")
+            if not careful and r.random() < 0.5:
+                lines.append("    precision = fp16")
         idle = [n for n in names if n not in owners]
         if idle and r.random() < 0.5:  # `freeze = [C]`: frozen on purpose; sloppy: a stepped one
             frozen = idle if careful else [r.choice([*names, "Q"])]

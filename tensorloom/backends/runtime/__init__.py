@@ -6,11 +6,11 @@
 
 Each module (`data`, `tokens`, `loader`, `checkpoint`, `pretrained`, `metrics`, `distributed`,
 `amp`, `compiling`, `activations`, `graphs`, `attention`, `sourcemap`, `recipe`, `serve`,
-`trainer`, `sharded`, `steps`, `samples`) imports the standard library and torch at its top,
-and no two define the same top-level name. A module may import another runtime module's names
-(`trainer` builds on `checkpoint` and `recipe`): a pasted script holds those definitions
-themselves, so `paste` drops such imports. `paste` is the one way a script gets runtime
-code: a function-level dependency analysis (`ast`) finds each top-level definition's
+`trainer`, `sharded`, `steps`, `sharded_steps`, `samples`) imports the standard library and
+torch at its top, and no two define the same top-level name. A module may import another
+runtime module's names (`trainer` builds on `checkpoint` and `recipe`): a pasted script holds
+those definitions themselves, so `paste` drops such imports. `paste` is the one way a script
+gets runtime code: a function-level dependency analysis (`ast`) finds each top-level definition's
 references, and the script receives the definitions its own code reaches, in their modules'
 order, with the imports those need. The script must start with
 `from __future__ import annotations`, as every module does.
@@ -31,7 +31,7 @@ RUNTIME_DIR = Path(__file__).resolve().parent
 MODULES = (
     "distributed", "amp", "compiling", "activations", "data", "tokens", "loader", "checkpoint",
     "pretrained", "metrics", "graphs", "attention", "sourcemap", "recipe", "serve", "trainer",
-    "sharded", "steps", "samples",
+    "sharded", "steps", "sharded_steps", "samples",
 )  # fmt: skip
 
 Import = tuple[str, str, str]

@@ -27,6 +27,10 @@ and freezes every other weight. The adapters are parameters of the Linear itself
 (`c_attn.lora_A`, `c_attn.lora_B`), so the published names stay the state dict's; export
 merges them into the weights.
 
+Under FSDP every rank reads the file and keeps its shard of each tensor (`_place`): the
+model is sharded before the load, so no rank's accelerator ever holds more than its shards
+and one whole tensor.
+
 `tlc check` reads only the files' headers and reports each mismatch at the rule's line; the
 script checks again when it loads (the files may have changed since), and a missing, corrupt
 or mismatched file raises `WeightsError` with a one-line message.
@@ -76,6 +80,19 @@ def weight_files(path: str | os.PathLike[str]) -> list[Path]:
         if (root / name).is_file():
             return [root / name]
     raise WeightsError(f"{root}: no model.safetensors, sharded index or pytorch_model.bin in it")
+
+
+def weight_sources(defaults: dict[str, str], given: list[str]) -> dict[str, str]:
+    """Each model's source: `defaults` (the `weights` blocks'), each `MODEL=PATH` of `given`
+    (a block of several models' --weights) in place of its model's."""
+    sources = dict(defaults)
+    for entry in given:
+        name, sep, path = entry.partition("=")
+        if not sep or name not in defaults:
+            models = ", ".join(defaults)
+            raise WeightsError(f"--weights {entry}: give MODEL=PATH, MODEL one of {models}")
+        sources[name] = path
+    return sources
 
 
 def read_tensors(path: str | os.PathLike[str]) -> dict[str, torch.Tensor]:
@@ -192,7 +209,25 @@ def load_pretrained(model: torch.nn.Module, path: str | os.PathLike[str], rules:
     missing = [k for k in own if k not in state and k not in derived]
     if missing:
         raise WeightsError(f"{path}: nothing fills the model's {_some(missing)}")
-    model.load_state_dict(state, strict=False)
+    _place(model, state, own)
+
+
+def _place(
+    model: torch.nn.Module, state: dict[str, torch.Tensor], own: dict[str, torch.Tensor]
+) -> None:
+    """Copy the whole tensors of `state` into `model`, in place (an optimizer built over its
+    parameters keeps them). A model FSDP2 sharded (its tensors DTensors) keeps only this
+    rank's shard of each: every rank read the whole file, and torch's `set_model_state_dict`
+    cuts each tensor along the model's placements (on the parameters' device, one whole
+    tensor at a time)."""
+    if not any(hasattr(t, "device_mesh") for t in own.values()):  # no DTensor: one process
+        model.load_state_dict(state, strict=False)
+        return
+    # imported here, as a module: a script without FSDP does not pay for torch.distributed
+    from torch.distributed.checkpoint import state_dict as distributed_state
+
+    whole = distributed_state.StateDictOptions(full_state_dict=True, strict=False)
+    distributed_state.set_model_state_dict(model, state, options=whole)
 
 
 def _regroup(

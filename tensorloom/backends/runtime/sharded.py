@@ -92,8 +92,17 @@ def shard_model(
     Each block's parameters are all-gathered (in `param_dtype`, None: as stored)
     just before its forward and freed after it; gradients are reduce-scattered in
     `reduce_dtype`. The root's output is cast back to fp32 for the loss. Build the
-    optimizer after this: its parameters are now the shards (DTensors)."""
+    optimizer after this: its parameters are now the shards (DTensors).
+
+    A BatchNorm layer is a unit of its own whose weights are gathered in fp32: its
+    running statistics stay fp32 buffers, and batch norm takes its weight in their
+    dtype (a bf16 weight beside them is an error), as it does under autocast alone."""
     policy = MixedPrecisionPolicy(param_dtype=param_dtype, reduce_dtype=reduce_dtype)
+    if param_dtype is not None and param_dtype != torch.float32:
+        whole = MixedPrecisionPolicy(param_dtype=torch.float32, reduce_dtype=reduce_dtype)
+        for norm in model.modules():
+            if isinstance(norm, torch.nn.modules.batchnorm._BatchNorm) and norm.affine:
+                fully_shard(norm, mp_policy=whole)
     for unit in fsdp_units(model, blocks):
         fully_shard(unit, mp_policy=policy)
     root = MixedPrecisionPolicy(param_dtype, reduce_dtype, output_dtype=torch.float32)
@@ -146,9 +155,15 @@ def save_sharded_state(folder: str | os.PathLike[str], *, epoch: int, **state: A
 
     It is written as `.NAME.partial/` beside it, then renamed into place: a run cut off
     while saving keeps the previous one."""
+    return replace_folder(folder, lambda partial: _write_sharded(partial, epoch=epoch, **state))
+
+
+def replace_folder(folder: str | os.PathLike[str], write: Any) -> Path:
+    """Every rank calls this: `write(partial)` fills `.NAME.partial/` beside `folder`, which
+    rank 0 then renames into place (the previous save kept until then)."""
     target = Path(folder)
     partial = target.with_name(f".{target.name}.partial")
-    _write_sharded(partial, epoch=epoch, **state)
+    write(partial)
     if _rank() == 0:
         old = target.with_name(f".{target.name}.old")
         if old.exists():
@@ -176,32 +191,38 @@ def _write_sharded(
     ema: torch.nn.Module | None = None,
 ) -> None:
     """DCP's shards (every rank), rank 0's train state, then the marker, last."""
-    main = _rank() == 0
-    if main and folder.exists():
-        shutil.rmtree(folder)  # an earlier, cut-off save of this folder
-    _barrier()
     model_state, optimizer_state = get_state_dict(model, optimizer)
     shards: dict[str, Any] = {"model": model_state, "optimizer": optimizer_state}
     if ema is not None:
         shards["ema"] = get_model_state_dict(ema)
+    state = {
+        "model_class": type(model).__name__.removeprefix("FSDP"),
+        "epoch": epoch,
+        "step": step,
+        "scheduler": scheduler.state_dict() if scheduler is not None else None,
+        "scaler": scaler.state_dict() if scaler is not None else None,
+        "loader": loader.state_dict() if loader is not None else None,
+        "rng": _rng_states(),
+        "world_size": _world_size(),
+        "extra": extra or {},
+        "has_ema": ema is not None,
+    }
+    write_sharded_folder(folder, shards, state)
+
+
+def write_sharded_folder(folder: Path, shards: dict[str, Any], state: dict[str, Any]) -> None:
+    """Every rank calls this: DCP's save of `shards` (each rank its own), rank 0's `state`
+    (with `epoch` and `step`) as train_state.pt, then the marker, last."""
+    main = _rank() == 0
+    if main and folder.exists():
+        shutil.rmtree(folder)  # an earlier, cut-off save of this folder
+    _barrier()
     dcp.save(shards, checkpoint_id=folder)
     if main:
-        state = {
-            "model_class": type(model).__name__.removeprefix("FSDP"),
-            "epoch": epoch,
-            "step": step,
-            "scheduler": scheduler.state_dict() if scheduler is not None else None,
-            "scaler": scaler.state_dict() if scaler is not None else None,
-            "loader": loader.state_dict() if loader is not None else None,
-            "rng": _rng_states(),
-            "world_size": _world_size(),
-            "extra": extra or {},
-            "has_ema": ema is not None,
-        }
         _atomic_write(folder / TRAIN_STATE, lambda f: torch.save(state, f))
     _barrier()  # every rank's shards are on disk
     if main:
-        marker = {"epoch": epoch, "step": step, "world_size": _world_size()}
+        marker = {"epoch": state["epoch"], "step": state["step"], "world_size": _world_size()}
         _atomic_write(folder / COMPLETE_MARKER, lambda f: f.write(json.dumps(marker).encode()))
     _barrier()
 

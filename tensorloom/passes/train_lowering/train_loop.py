@@ -711,7 +711,8 @@ def _ema_or_model(b: PyBuilder) -> SSAValue:
 
 def _gathered_model(b: PyBuilder, plan: ScriptPlan) -> None:
     """FSDP: every rank gives its shards to rank 0's unsharded copy, which serves alone."""
-    flags = ["predict", "export", *(["generate"] if plan.generates else [])]
+    flags = ["predict", "export", *(["generate"] if plan.generates else []),
+             *(["export_weights"] if plan.pretrained is not None else [])]  # fmt: skip
     unasked = b.compare(b.path("args", flags[0]), "is", b.const(None))
     for flag in flags[1:]:
         unasked = b.binop("and", unasked, b.compare(b.path("args", flag), "is", b.const(None)))
@@ -719,6 +720,8 @@ def _gathered_model(b: PyBuilder, plan: ScriptPlan) -> None:
     b.assign("sharded", _ema_or_model(b))
     b.comment("every rank: rank 0's copy gathers the shards")
     b.assign("unsharded", model_ops(b, plan))
+    if plan.lora is not None:  # the copy takes the adapters' weights too
+        b.expr(b.call_with("add_lora", [("", b.name("unsharded")), ("**", b.name("LORA"))]))
     copy = b.method(b.name("unsharded"), "to", b.path("trainer", "ctx", "device"))
     b.assign("whole", b.call("whole_model", b.name("sharded"), copy))
     b.comment("not rank 0")

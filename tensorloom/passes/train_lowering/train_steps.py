@@ -47,6 +47,9 @@ class ModelPlan:
     overrides: tuple[tuple[str, Attribute], ...]
     frozen: bool
     location: Attribute | None
+    blocks: tuple[str, ...] = ()  # under FSDP: the layers `fully_shard` makes units of
+    # `weights G from "g.safetensors":`: the source as written and its rules (plan.py's form)
+    pretrained: tuple[str, tuple[tuple[Value, ...], ...]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,8 +97,19 @@ class StepsPlan:
 
     @property
     def distributed(self) -> bool:
-        """`distributed = true`: one DistributedDataParallel wrap per trained model."""
+        """`distributed = ...`: a process group, sharded data, rank 0 logging."""
         return self.base.distributed
+
+    @property
+    def ddp(self) -> bool:
+        """`distributed = true`: one DistributedDataParallel wrap per trained model."""
+        return self.base.distributed and not self.base.sharded
+
+    @property
+    def sharded(self) -> bool:
+        """`distributed = "fsdp"`: every model sharded in place (FSDP2's `fully_shard`),
+        saved as DCP's shards by every rank (runtime/sharded_steps.py)."""
+        return self.base.sharded
 
     @property
     def trained(self) -> tuple[ModelPlan, ...]:
@@ -105,6 +119,11 @@ class StepsPlan:
     def ema(self) -> float | None:
         """`ema = 0.999`: the decay of an average of each trained model's weights."""
         return self.base.setting_or_none("ema", float)
+
+    @property
+    def published(self) -> tuple[ModelPlan, ...]:
+        """The models a `weights` block fills at start-up."""
+        return tuple(m for m in self.models if m.pretrained is not None)
 
     @property
     def windowed(self) -> bool:
@@ -125,7 +144,7 @@ def steps_sources(plan: StepsPlan) -> list[Operation]:
         *_objective_values_ops(plan),
         *_save_ops(plan),
         *_train_ops(plan),
-        *_main_ops(plan.distributed, plan.base.data_error),
+        *_main_ops(plan),
     ]
 
 
@@ -159,6 +178,16 @@ def _settings_ops(plan: StepsPlan) -> list[Operation]:
     )
     if plan.ema is not None:
         b.assign("EMA_DECAY", b.const(plan.ema), comment="`ema`: each trained model's average")
+    if plan.published:
+        sources = {m.name: m.pretrained[0] for m in plan.published if m.pretrained is not None}
+        b.assign("PUBLISHED_WEIGHTS", b.value(sources),  # type: ignore[arg-type]
+                 comment="`weights`: the file each model starts from")  # fmt: skip
+        rules = {m.name: list(m.pretrained[1]) for m in plan.published if m.pretrained}
+        b.assign("WEIGHT_RULES", b.value(rules),  # type: ignore[arg-type]
+                 comment="each one's names in the file -> the model's; None: ignored")  # fmt: skip
+    if plan.sharded:
+        blocks = b.value({m.name: list(m.blocks) for m in plan.models})  # type: ignore[misc]
+        b.assign("FSDP_BLOCKS", blocks, comment="each model's FSDP units, the model itself last")
     if plan.windowed:
         windows = {s.objective: s.epochs for s in plan.steps}
         note = "the epochs (from 1, both ends in) each step runs in; None: no bound"
@@ -194,6 +223,11 @@ def _parse_args_ops(plan: StepsPlan) -> list[Operation]:
     _argument(b, "--evaluate", default=b.const(None), metavar=b.const("CHECKPOINT"),
               help=b.const("the validation objectives of a checkpoint; no training"))  # fmt: skip
     _argument(b, "--data-root", default=b.const(None), help=b.const("where datasets live"))
+    if plan.published:
+        _argument(b, "--weights", action=b.const("append"), default=b.value([]),
+                  metavar=b.const("MODEL=PATH"),
+                  help=b.const("start MODEL from the published weights at PATH (default: "
+                               "PUBLISHED_WEIGHTS)"))  # fmt: skip
     if plan.base.has("samples"):
         where = b.const(f"samples/{program_name(plan.base)}.png")
         samples = plan.base.setting("samples", str)
@@ -231,7 +265,7 @@ def _trainer_ops(plan: StepsPlan) -> list[Operation]:
     for model in plan.models:
         note = "frozen: no step updates it" if model.frozen else None
         b.assign(model.name, None, annotation=b.name("nn.Module"), comment=note)
-    if plan.distributed:
+    if plan.ddp:
         wrapped = b.generic("dict", "str", "nn.Module")
         b.assign("ddp", None, annotation=wrapped,
                  comment="each trained model's DistributedDataParallel wrap")  # fmt: skip
@@ -296,6 +330,8 @@ def _build_trainer_ops(plan: StepsPlan) -> list[Operation]:
         b.stmt(assign)
     precision = b.call("resolve_precision", b.path("args", "precision"), b.path("ctx", "device"))
     b.assign("plan", precision)
+    if plan.sharded:
+        _shard_models(b, plan)
     empty = b.value({})
     kind = b.generic("dict", "str", "torch.optim.Optimizer")
     b.assign("optimizers", empty, annotation=kind)
@@ -318,9 +354,9 @@ def _build_trainer_ops(plan: StepsPlan) -> list[Operation]:
             b.comment(f"`{model.name}` is in no step: run under no_grad, in eval mode")
             b.assign(model.name, b.call("Frozen", b.name(model.name)))
     compiled = [_compiled_models(b, plan)] if plan.compile_mode is not None else []
-    if plan.distributed:
+    if plan.ddp:
         _ddp_wraps(b, plan)
-    wraps = [b.name("ddp")] if plan.distributed else []
+    wraps = [b.name("ddp")] if plan.ddp else []
     scheduled = [b.name("schedulers")] if plan.scheduled else []
     emas = [_emas(b, plan)] if plan.ema is not None else []
     fields = [b.name("ctx"), *(b.name(m.name) for m in plan.models), *wraps,
@@ -334,11 +370,50 @@ def _build_trainer_ops(plan: StepsPlan) -> list[Operation]:
 
 
 def _emas(b: PyBuilder, plan: StepsPlan) -> SSAValue:
-    """`emas = {"G": ModelEMA(G, EMA_DECAY), ...}`: the trained models' averages."""
-    entries = [(b.const(m.name), b.call("ModelEMA", b.name(m.name), b.name("EMA_DECAY")))
-               for m in plan.trained]  # fmt: skip
+    """`emas = {"G": ModelEMA(G, EMA_DECAY), ...}`: the trained models' averages (under FSDP
+    each average is a second model, sharded as its model is: `ModelEMA(G, EMA_DECAY,
+    G_average)`, and each rank averages its own shards)."""
+    if plan.sharded:
+        _sharded_copies(b, plan)
+    entries = [(b.const(m.name), b.call(
+        "ModelEMA", b.name(m.name), b.name("EMA_DECAY"),
+        *([b.name(f"{m.name}_average")] if plan.sharded else [])))
+        for m in plan.trained]  # fmt: skip
     b.assign("emas", b.add(py.DictOp(entries)))
     return b.name("emas")
+
+
+def _shard_call(b: PyBuilder, plan: StepsPlan, model: ModelPlan, name: str) -> None:
+    """`shard_model(G, FSDP_BLOCKS["G"])`: in place, gathered in the training precision."""
+    arguments = [("", b.name(name)), ("", b.subscript(b.name("FSDP_BLOCKS"), b.const(model.name)))]
+    if plan.base.amp:  # else the weights are gathered as they are stored, in fp32
+        arguments.append(("param_dtype", b.path("plan", "autocast_dtype")))
+    b.expr(b.call_with("shard_model", arguments))
+
+
+def _shard_models(b: PyBuilder, plan: StepsPlan) -> None:
+    """Every model sharded in place before its optimizer is built (whose parameters are
+    then the shards); a frozen one too, its forward run under no_grad."""
+    gathered = " in the training precision" if plan.base.amp else ""
+    b.comment(f"FSDP2, a `fully_shard` per model: its weights all-gathered{gathered} for its")
+    b.comment("forward and backward, then freed; gradients reduce-scattered in fp32.")
+    for model in plan.models:
+        _shard_call(b, plan, model, model.name)
+
+
+def _sharded_copies(b: PyBuilder, plan: StepsPlan) -> None:
+    """`G_average`: a fresh model of G's class, sharded as G is; its weights take no numbers
+    from the run (the first update copies G's)."""
+    b.comment("each average is a model sharded as its model is; its weights take no numbers "
+              "from the run")  # fmt: skip
+    forked = b.call("torch.random.fork_rng", devices=b.add(py.ListOp([])))
+    copies = PyBuilder()
+    for model in plan.trained:
+        made = copies.method(_model_call(copies, model), "to", copies.path("ctx", "device"))
+        copies.assign(f"{model.name}_average", made)
+    b.stmt(py.WithOp(forked, copies.ops))
+    for model in plan.trained:
+        _shard_call(b, plan, model, f"{model.name}_average")
 
 
 def _ddp_wraps(b: PyBuilder, plan: StepsPlan) -> None:
@@ -604,7 +679,7 @@ def _fresh_carried(b: PyBuilder, plan: StepsPlan) -> SSAValue:
 def _step_model(b: PyBuilder, plan: StepsPlan, step: StepPlan, model: ModelPlan) -> SSAValue:
     """`trainer.ddp["D"]` for a model the step's optimizer updates under DDP (its gradients
     are averaged over the ranks), else the model itself (no reduction waits on it)."""
-    if plan.distributed and model.name in step.models:
+    if plan.ddp and model.name in step.models:
         return b.subscript(b.path("trainer", "ddp"), b.const(model.name))
     return b.name(model.name)
 
@@ -673,6 +748,8 @@ def _parts(b: PyBuilder, plan: StepsPlan) -> SSAValue:
 
 
 def _save_ops(plan: StepsPlan) -> list[Operation]:
+    if plan.sharded:
+        return _sharded_save_ops(plan)
     top, save, resume = PyBuilder(), PyBuilder(), PyBuilder()
     top.comment("---- checkpoints: every model, optimizer and scaler ----")
     save.expr(save.const("`path` holds the run after `epoch` epochs (and a cut epoch's part)."))
@@ -742,6 +819,53 @@ def _save_ops(plan: StepsPlan) -> list[Operation]:
     return top.ops
 
 
+def _sharded_save_ops(plan: StepsPlan) -> list[Operation]:
+    """Under FSDP `save` and `resume` run on every rank: a folder of DCP's shards of every
+    model, optimizer and average, and rank 0's train state (runtime/sharded_steps.py)."""
+    top, save, resume = PyBuilder(), PyBuilder(), PyBuilder()
+    top.comment(
+        "---- checkpoints: every model, optimizer and scaler, sharded: every rank saves ----"
+    )
+    save.expr(save.const("`path` (a folder) holds the run after `epoch` epochs (and a cut "
+                         "epoch's part)."))  # fmt: skip
+    save.assign("models", _parts(save, plan))
+    save.assign(
+        "extra", save.add(py.DictOp([(save.const("carry"), save.path("trainer", "carry"))]))
+    )
+    extra = save.name("extra")
+    save.expr(save.call(
+        "save_sharded_models", save.name("path"), models=save.name("models"),
+        optimizers=save.path("trainer", "optimizers"), scalers=save.path("trainer", "scalers"),
+        epoch=save.name("epoch"), step=save.path("trainer", "step"),
+        loader=save.path("trainer", "train_loader"), extra=extra,
+        **_scheduler_states(save, plan), **_ema_states(save, plan),
+    ))  # fmt: skip
+    params = [("trainer", "Trainer"), ("path", "str"), ("epoch", "int")]
+    top.def_("save", params, save, None)
+    resume.assign("models", _parts(resume, plan))
+    state = resume.call(
+        "load_sharded_models", resume.name("path"), models=resume.name("models"),
+        optimizers=resume.path("trainer", "optimizers"),
+        scalers=resume.path("trainer", "scalers"), loader=resume.path("trainer", "train_loader"),
+        **_scheduler_states(resume, plan), **_ema_states(resume, plan),
+    )  # fmt: skip
+    resume.assign("state", state)
+    resume.assign(resume.path("trainer", "start_epoch"),
+                  resume.subscript(resume.name("state"), resume.const("epoch")))  # fmt: skip
+    resume.assign(resume.path("trainer", "step"),
+                  resume.subscript(resume.name("state"), resume.const("step")))  # fmt: skip
+    kept = resume.subscript(resume.name("state"), resume.const("extra"))
+    resume.assign(resume.path("trainer", "carry"),
+                  resume.method(kept, "get", resume.const("carry")))  # fmt: skip
+    top.def_("resume", [("trainer", "Trainer"), ("path", "str")], resume, None)
+    return top.ops
+
+
+def _ema_states(b: PyBuilder, plan: StepsPlan) -> dict[str, SSAValue]:
+    """`emas=trainer.emas` where the block has `ema`."""
+    return {"emas": b.path("trainer", "emas")} if plan.ema is not None else {}
+
+
 def _gathers(plan: StepsPlan) -> bool:
     """Under DDP with `carry`: a save holds every rank's carried values, which every rank
     gathers (`gather_carried`) before rank 0 writes."""
@@ -782,6 +906,7 @@ def _train_ops(plan: StepsPlan) -> list[Operation]:
     evaluate = PyBuilder()
     _evaluate_checkpoint(evaluate, plan)
     b.if_(b.is_set(b.path("args", "evaluate")), evaluate)
+    _published_weights(b, plan)
     resumed = PyBuilder()
     resumed.expr(resumed.call("resume", resumed.name("trainer"), resumed.path("args", "resume")))
     resumed.expr(resumed.call("print", resumed.fstring(
@@ -817,6 +942,31 @@ def _train_ops(plan: StepsPlan) -> list[Operation]:
     b.ret(b.const(0))
     top.def_("train", [("args", "argparse.Namespace"), ("ctx", "DistContext")], b, "int")
     return top.ops
+
+
+def _published_weights(b: PyBuilder, plan: StepsPlan) -> None:
+    """`weights G from ...`: each such model's published weights at start-up, on every rank
+    (under FSDP each keeps its shard of every tensor), unless --resume brings the run's."""
+    if not plan.published:
+        return
+    load = PyBuilder()
+    chosen = load.call(
+        "weight_sources", load.name("PUBLISHED_WEIGHTS"), load.path("args", "weights")
+    )
+    load.assign("sources", chosen, comment="--weights MODEL=PATH reads another")
+    for model in plan.published:
+        module = load.path("trainer", model.name)
+        if model.frozen:
+            module = load.attr(module, "model")  # inside its `Frozen` wrapper
+        source = load.subscript(load.name("sources"), load.const(model.name))
+        rules = load.subscript(load.name("WEIGHT_RULES"), load.const(model.name))
+        load.expr(load.call("load_pretrained", module, source, rules))
+    told = PyBuilder()
+    files = told.method(told.const(", "), "join", told.method(told.name("sources"), "values"))
+    told.expr(told.call("print", told.fstring("starting from the published weights in {}", files)))
+    _on_main(load, plan, told)
+    b.comment("`weights`: each model's published weights (every rank), unless resumed")
+    b.if_(b.compare(b.path("args", "resume"), "is", b.const(None)), load)
 
 
 def _checkpoint_folder(b: PyBuilder) -> None:
@@ -881,9 +1031,18 @@ def _epoch(b: PyBuilder, plan: StepsPlan, epoch: SSAValue) -> None:
     complete = b.compare(b.name("done"), "==", b.name("total"))
     b.assign("complete", complete)
     cut = PyBuilder()
-    cut.comment("cut short: last.pt keeps the epoch's batches so far; no validation on the way out")
+    kept = "last/" if plan.sharded else "last.pt"
+    cut.comment(f"cut short: {kept} keeps the epoch's batches so far; no validation on the way out")
+    if plan.distributed:
+        cut.comment("each rank summed its own batches: the save keeps their mean, which every "
+                    "rank resumes from")  # fmt: skip
+        cut.assign("sums", _rank_means(cut))
     cut.assign(cut.path("trainer", "carry"), cut.tuple_of(cut.name("sums"), cut.name("done")))
-    if _gathers(plan):
+    if plan.sharded:  # every rank writes its shards
+        saving = PyBuilder()
+        saving.expr(saving.call("save", saving.name("trainer"), _last(saving, plan), epoch))
+        _on_saving_ranks(cut, plan, saving)
+    elif _gathers(plan):
         cut.assign("path", cut.fstring("{}/last.pt", cut.path("args", "checkpoint_dir")))
         _saving(cut, plan, cut.name("path"), epoch)
     else:
@@ -906,6 +1065,17 @@ def _epoch(b: PyBuilder, plan: StepsPlan, epoch: SSAValue) -> None:
     _record(b, plan, epoch, means)
 
 
+def _rank_means(b: PyBuilder) -> SSAValue:
+    """`{key: all_reduce_mean(value) for key, value in sums.items()}`."""
+    means = py.ComprehensionOp("dict", b.method(b.name("sums"), "items"), targets=2)
+    key, value = means.body.block.args
+    key.name_hint, value.name_hint = "key", "value"
+    inner = PyBuilder()
+    inner.stmt(py.YieldOp([key, inner.call("all_reduce_mean", value)]))
+    means.body.block.add_ops(inner.ops)
+    return b.add(means)
+
+
 def _stop_lambda(b: PyBuilder) -> SSAValue:
     """`lambda: args.max_steps is not None and trainer.step >= args.max_steps`."""
     inner = PyBuilder()
@@ -916,8 +1086,8 @@ def _stop_lambda(b: PyBuilder) -> SSAValue:
     return b.add(py.LambdaOp([], inner.ops))
 
 
-def _record(b: PyBuilder, plan: StepsPlan, epoch: SSAValue, means: py.ComprehensionOp) -> None:
-    b.assign("means", b.add(means))
+def _validate(b: PyBuilder, plan: StepsPlan) -> None:
+    """`validated`: each objective's validation mean (and with `ema`, the averages')."""
     if plan.base.carries:
         b.comment("`carry`: validation starts from the initial values, and carries them on")
     b.assign("validated", b.call("mean_objectives", _validating(b, plan, "objective_values"),
@@ -933,6 +1103,26 @@ def _record(b: PyBuilder, plan: StepsPlan, epoch: SSAValue, means: py.Comprehens
         averaged = b.call("mean_objectives", _validating(b, plan, "ema_objective_values"),
                           b.path("trainer", "val_loader"))  # fmt: skip
         b.expr(b.method(b.name("validated"), "update", averaged))
+
+
+def _gathered(b: PyBuilder, plan: StepsPlan, inner: PyBuilder, *, averages: bool) -> None:
+    """`inner` as it is, or under FSDP within `gathered_models(...)`: every model (and with
+    `averages` each `ema` average) held whole, as the ranks may validate different numbers
+    of batches."""
+    if not plan.sharded:
+        b.ops += inner.ops
+        return
+    models = [b.path("trainer", m.name) for m in plan.models]
+    emas = {"emas": b.path("trainer", "emas")} if averages and plan.ema is not None else {}
+    b.comment("each model held whole on every rank: the ranks' validation batches may differ")
+    b.stmt(py.WithOp(b.call("gathered_models", *models, **emas), inner.ops))
+
+
+def _record(b: PyBuilder, plan: StepsPlan, epoch: SSAValue, means: py.ComprehensionOp) -> None:
+    b.assign("means", b.add(means))
+    validation = PyBuilder()
+    _validate(validation, plan)
+    _gathered(b, plan, validation, averages=True)
     samples = b.binop("*", b.name("done"), b.path("args", "batch_size"))
     if plan.distributed:
         samples = b.binop("*", samples, b.path("trainer", "ctx", "world_size"))
@@ -951,7 +1141,12 @@ def _record(b: PyBuilder, plan: StepsPlan, epoch: SSAValue, means: py.Comprehens
     line = report.call("format_steps_summary", report.name("record"),
                        epochs=report.path("args", "epochs"))  # fmt: skip
     report.expr(report.call("print", line))
-    if plan.base.has("samples"):
+    if plan.base.has("samples") and plan.sharded:
+        b.comment("every rank draws (the sharded models' forwards gather their weights)")
+        _draw(b, plan)
+        report.expr(report.call("write_sample_grid", report.name("images"),
+                                report.path("args", "samples")))  # fmt: skip
+    elif plan.base.has("samples"):
         _samples(report, plan)
     _on_main(b, plan, report)
     b.assign("epochs_done", b.binop("+", epoch, b.const(1)))
@@ -966,12 +1161,25 @@ def _record(b: PyBuilder, plan: StepsPlan, epoch: SSAValue, means: py.Comprehens
         saving.assign("path", saving.fstring("{}/last.pt", saving.path("args", "checkpoint_dir")))
         b.if_(due, _saving(saving, plan, saving.name("path"), saving.name("epochs_done")))
         return
-    if plan.distributed:
+    if plan.ddp:
         due = b.binop("and", b.path("trainer", "ctx", "is_main"), due)
     saving = PyBuilder()
-    path2 = saving.fstring("{}/last.pt", saving.path("args", "checkpoint_dir"))
-    saving.expr(saving.call("save", saving.name("trainer"), path2, saving.name("epochs_done")))
+    path = _last(saving, plan)
+    saving.expr(saving.call("save", saving.name("trainer"), path, saving.name("epochs_done")))
     b.if_(due, saving)
+
+
+def _last(b: PyBuilder, plan: StepsPlan) -> SSAValue:
+    """`f"{args.checkpoint_dir}/last.pt"`, or under FSDP the folder `last`."""
+    return b.fstring("{}/last" if plan.sharded else "{}/last.pt", b.path("args", "checkpoint_dir"))
+
+
+def _on_saving_ranks(b: PyBuilder, plan: StepsPlan, then: PyBuilder) -> None:
+    """`then` (a save) on every rank under FSDP, each writing its shards; else on rank 0."""
+    if plan.sharded:
+        b.ops += then.ops
+    else:
+        _on_main(b, plan, then)
 
 
 def _on_main(b: PyBuilder, plan: StepsPlan, then: PyBuilder) -> None:
@@ -984,22 +1192,34 @@ def _on_main(b: PyBuilder, plan: StepsPlan, then: PyBuilder) -> None:
 
 def _samples(b: PyBuilder, plan: StepsPlan) -> None:
     """`samples = sample`: the grid of `sample(G, D)`, the same noise each epoch."""
+    _draw(b, plan)
+    b.expr(b.call("write_sample_grid", b.name("images"), b.path("args", "samples")))
+
+
+def _draw(b: PyBuilder, plan: StepsPlan) -> None:
+    """`images = draw_samples(partial(sample, trainer.G, trainer.D), seed=args.seed)`."""
     models = [b.path("trainer", m.name) for m in plan.models]
     each = b.call("partial", b.name(plan.base.setting("samples", str)), *models)
     b.assign("images", b.call("draw_samples", each, seed=b.path("args", "seed")))
-    b.expr(b.call("write_sample_grid", b.name("images"), b.path("args", "samples")))
 
 
 def _evaluate_checkpoint(b: PyBuilder, plan: StepsPlan) -> None:
     """--evaluate CHECKPOINT: the validation objectives of its weights; no training."""
     b.assign("models", _parts(b, plan))
-    state = b.call("load_models_checkpoint", b.path("args", "evaluate"), models=b.name("models"),
-                   map_location=b.path("trainer", "ctx", "device"))  # fmt: skip
+    evaluated = b.path("args", "evaluate")
+    if plan.sharded:  # every rank: its shards of a sharded save
+        state = b.call("load_sharded_models", evaluated, models=b.name("models"))
+    else:
+        device = b.path("trainer", "ctx", "device")
+        state = b.call("load_models_checkpoint", evaluated, models=b.name("models"),
+                       map_location=device)  # fmt: skip
     b.assign("state", state)
     for model in plan.models:
         b.expr(b.method(b.path("trainer", model.name), "eval"))
-    each = _validating(b, plan, "objective_values")
-    b.assign("validated", b.call("mean_objectives", each, b.path("trainer", "val_loader")))
+    v = PyBuilder()
+    each = _validating(v, plan, "objective_values")
+    v.assign("validated", v.call("mean_objectives", each, v.path("trainer", "val_loader")))
+    _gathered(b, plan, v, averages=False)
     epoch = b.subscript(b.name("state"), b.const("epoch"))
     record = py.DictOp([(b.const("epoch"), epoch), (None, b.name("validated"))])
     b.assign("record", b.add(record))
@@ -1007,7 +1227,8 @@ def _evaluate_checkpoint(b: PyBuilder, plan: StepsPlan) -> None:
     b.ret(b.const(0))
 
 
-def _main_ops(distributed: bool, data_error: str) -> list[Operation]:
+def _main_ops(plan: StepsPlan) -> list[Operation]:
+    distributed = plan.distributed
     top, body, run = PyBuilder(), PyBuilder(), PyBuilder()
     body.assign("args", body.call("parse_args", body.name("argv")))
     if distributed:
@@ -1026,7 +1247,14 @@ def _main_ops(distributed: bool, data_error: str) -> list[Operation]:
                               file=handler.name("sys.stderr")))  # fmt: skip
     handler.ret(handler.const(1))
     region.block.add_ops(handler.ops)
-    names = (data_error, "DeviceUnavailable", "StepsCheckpointError", "CheckpointError")
+    names = (
+        plan.base.data_error,
+        "DeviceUnavailable",
+        "StepsCheckpointError",
+        "CheckpointError",
+        *(["ShardedCheckpointError"] if plan.sharded else []),
+        *(["WeightsError"] if plan.published else []),
+    )
     errors = body.tuple_of(*(body.name(n) for n in names))
     final = PyBuilder()
     if distributed:

@@ -18,6 +18,10 @@ builtin.module {
   train.loop @big on @data {
     train.set "distributed" = "fsdp"
   }
+  train.loop @G on @data attributes {models = [@G, @D]} {
+    train.set "distributed" = "fsdp"
+    train.step @d_loss with #nml.call<"Adam", [#nml.call<"D", [], {}>], {lr = 2.000000e-04 : f64}>
+  }
 }
 
 // CHECK:      train.loop @net on @data {
@@ -34,4 +38,11 @@ builtin.module {
 // CHECK-NEXT: train.loop @big on @data {
 // CHECK-NEXT:   train.config {{.*}}distributed = "fsdp"{{.*}}
 // CHECK-NEXT:   train.fsdp_shard @big []
+// CHECK-NEXT: }
+// A block of several models: one `fully_shard` each, the model no step names (`G` here) too.
+// CHECK-NEXT: train.loop @G on @data attributes {models = [@G, @D]} {
+// CHECK-NEXT:   train.config {{.*}}distributed = "fsdp"{{.*}}
+// CHECK-NEXT:   train.step @d_loss
+// CHECK-NEXT:   train.fsdp_shard @G []
+// CHECK-NEXT:   train.fsdp_shard @D []
 // CHECK-NEXT: }

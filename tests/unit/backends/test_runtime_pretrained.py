@@ -15,6 +15,7 @@ from tensorloom.backends.runtime.pretrained import (
     export_pretrained,
     load_pretrained,
     read_tensors,
+    weight_sources,
 )
 
 safetensors_torch = pytest.importorskip("safetensors.torch")
@@ -110,3 +111,14 @@ def test_a_join_missing_a_partner_is_a_weights_error(tmp_path: Path) -> None:
         load_pretrained(
             model, tmp_path / "w.safetensors", ((("q", "k", "v"), "qkv.weight", False, 0),)
         )
+
+
+def test_weights_flags_of_a_block_of_several_models_replace_their_models_sources() -> None:
+    defaults = {"T": "teacher.safetensors", "S": "student.pt"}
+    assert weight_sources(defaults, ["T=other/"]) == {"T": "other/", "S": "student.pt"}
+    assert weight_sources(defaults, []) == defaults
+    for wrong in ("other/", "G=g.pt"):
+        with pytest.raises(
+            WeightsError, match=f"--weights {wrong}: give MODEL=PATH, MODEL one of T, S"
+        ):
+            weight_sources(defaults, [wrong])

@@ -915,7 +915,25 @@ def load_pretrained(model: torch.nn.Module, path: str | os.PathLike[str], rules:
     missing = [k for k in own if k not in state and k not in derived]
     if missing:
         raise WeightsError(f"{path}: nothing fills the model's {_some(missing)}")
-    model.load_state_dict(state, strict=False)
+    _place(model, state, own)
+
+
+def _place(
+    model: torch.nn.Module, state: dict[str, torch.Tensor], own: dict[str, torch.Tensor]
+) -> None:
+    """Copy the whole tensors of `state` into `model`, in place (an optimizer built over its
+    parameters keeps them). A model FSDP2 sharded (its tensors DTensors) keeps only this
+    rank's shard of each: every rank read the whole file, and torch's `set_model_state_dict`
+    cuts each tensor along the model's placements (on the parameters' device, one whole
+    tensor at a time)."""
+    if not any(hasattr(t, "device_mesh") for t in own.values()):  # no DTensor: one process
+        model.load_state_dict(state, strict=False)
+        return
+    # imported here, as a module: a script without FSDP does not pay for torch.distributed
+    from torch.distributed.checkpoint import state_dict as distributed_state
+
+    whole = distributed_state.StateDictOptions(full_state_dict=True, strict=False)
+    distributed_state.set_model_state_dict(model, state, options=whole)
 
 
 def _regroup(
