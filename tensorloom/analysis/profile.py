@@ -287,24 +287,17 @@ def _sum(values: Sequence[int | None]) -> int | None:
 # --- the driver -----------------------------------------------------------------------------
 
 
-INFO_PASSES: tuple[str, ...] = tuple(
-    "instantiate{specialize=true}" if name == "instantiate" else name for name in CHECK_PASSES
-)
-"""The passes `tlc check` runs, as `tlc info` runs them: each instance and nested layer
-specialised. `tlc info` reports what `tlc check` reports (a bad train setting too)."""
-
-
 def compile_for_info(path: Path, bindings: Mapping[str, int]) -> Compilation:
-    """The check passes on `path`, specialised, with the `-D` bindings in the IR (`tl.dims`):
-    shape inference fixes those symbols, and a binding the program contradicts is a
-    diagnostic at the line that contradicts it."""
+    """The check passes on `path` (`tlc info` reports what `tlc check` reports), with the
+    `-D` bindings in the IR (`tl.dims`): shape inference fixes those symbols, and a binding
+    the program contradicts is a diagnostic at the line that contradicts it."""
     result = compile_file(path, until="irgen")
     if result.module is None or not result.ok:
         return result
     if bindings:
         set_dim_bindings(result.module, bindings)
     with reporting(result.sink):
-        run_passes(make_context(), result.module, INFO_PASSES, result.path)
+        run_passes(make_context(), result.module, CHECK_PASSES, result.path)
     return result
 
 

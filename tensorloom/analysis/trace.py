@@ -5,7 +5,7 @@
     trace.steps[1].children[0].kind             # "LayerNorm"
     trace.shape(trace.steps[1].output)          # (32, 512, 512)
 
-`tlc info` compiles with `instantiate{specialize=true}`: each instance and each
+`tlc info` compiles with `instantiate`: each instance and each
 nested-model layer has its own copy of its model, so after shape inference every
 value's type is the one it has in that one use (a residual block applied before
 and after a pool has both shapes in the IR). The `Walker` follows the forward
@@ -148,7 +148,7 @@ class TraceTooLarge(Exception):
 class Walker:
     """Follows a typed, specialised forward over the IR and records its steps.
 
-    Shape inference ran on a module that `instantiate{specialize=true}` gave one copy
+    Shape inference ran on a module that `instantiate` gave one copy
     of a model per instance and per nested layer, so each value's type is the one it
     has in this instantiation; on each `nml.for` and `nml.if` it left what it followed
     (the properties `iterations` on `nml.for`, `branches` on `nml.if`). Nothing is

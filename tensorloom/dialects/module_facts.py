@@ -6,7 +6,7 @@
 - `tl.dims` (`DIM_BINDINGS`): the `-D NAME=SIZE` bindings of `tlc check`/`tlc info`, each a
   positive i64; shape inference binds those dims.
 - `tl.specialized` (`SPECIALIZED_MODULE`): a unit attribute, written by
-  `instantiate{specialize=true}`: every instance and nested-model layer has its own copy of
+  `instantiate`: every instance and nested-model layer has its own copy of
   its model.
 - `tl.flows` (`FLOWS`): each instantiation's layer-by-layer shape flow, as `tlc check` shows
   it, written by shape-inference: one dictionary per flow, `name`, `model`, `inputs` (types),
