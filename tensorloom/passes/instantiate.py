@@ -32,7 +32,7 @@ references: the emitted model still takes its configs as constructor arguments.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, SymbolRefAttr, UnitAttr
@@ -148,6 +148,9 @@ class _Specializer:
     models: dict[str, ModelOp]
     names: set[str]
     copies: int = 0
+    last: dict[ModelOp, ModelOp] = field(default_factory=dict[ModelOp, ModelOp])
+    """Each model's latest copy: the next goes after it, so copies are in the order made
+    (the first is the model's first use, which the language server shows)."""
 
     def nested(self, model: ModelOp, env: Env, chain: tuple[Attribute, ...]) -> None:
         """Give each layer of `model` whose kind is a model its own copy, recursively."""
@@ -201,7 +204,8 @@ class _Specializer:
         attr = config_attr(env)
         if attr is not None:
             copy.config = attr
-        self.module.body.block.insert_op_after(copy, model)
+        self.module.body.block.insert_op_after(copy, self.last.get(model, model))
+        self.last[model] = copy
         self.models[fresh] = copy
         return copy
 
