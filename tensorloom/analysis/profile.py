@@ -178,6 +178,11 @@ class Costing:
         first = self.steps(step.children, path)
         low = self.low_params
         again = self.steps(step.again, path)
+        if step.element is not None:  # each element's Parameters, read and not applied
+            model, env = step.element
+            first += unused_layers(model, env, step.children, self.models)
+            if step.again:
+                again += unused_layers(model, env, step.again, self.models)
         later = max(step.repeat - 2, 0)
         self.low_params += later * (self.low_params - low)
         params = sum(c.params for c in first) + (1 + later) * sum(c.params for c in again)

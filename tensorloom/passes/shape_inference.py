@@ -12,40 +12,43 @@ follow from its operands': `FromOperands` for the builtins (the op's own rule),
 the instantiation (a layer's catalogue rule, a nested model's forward, a loop's
 iterations), applied by the rule of that name here.
 
+Specialise, then infer, as MLIR's Toy inlines and then infers: `instantiate` gave
+each instance and each nested-model layer its own copy of its model, so each op has
+one use and its result types are refined in place, on the IR (`set_type`, MLIR's
+`Value::setType`); nothing is kept beside the IR for a later pass.
+
 Algorithm:
 
-1. Pick the instantiations to check: every `nml.instance` (the model's config
-   defaults plus the instance's overrides), and the defaults of each model that
-   has no instance. A model used as a layer is checked inside its parent, with
-   the arguments the parent gives it and the shapes that reach it.
+1. Pick the instantiations to check: every `nml.instance` (its `config`), and the
+   defaults of each model that has no instance. A model used as a layer is checked
+   inside its parent, in its own copy, with the arguments the parent gives it and
+   the shapes that reach it.
 2. Take the forward's input shapes from its annotations (`x: Tensor[B, 1, 28, 28]`);
    else from the dataset a train loop binds to the instance (the batch dim `B`,
    then the dataset's sample shape); else leave them unknown. An annotation and
    a dataset that disagree are an error.
 3. Give each instantiation a fresh `Unifier`, so `B` or `T` means one size
    within it and nothing across instantiations.
-4. Walk the forward's ops in order and compute each result's type by the op's
-   shape trait; `nml.apply` of a model, or a call of another method, by steps
-   4-5 on that forward; an op without a trait keeps its type.
+4. Walk the forward's ops in order and set each result's type by the op's shape
+   trait; `nml.apply` of a model, or a call of another method, by steps 4-5 on
+   that forward; an op without a trait keeps its type. A loop's body is walked
+   once per iteration (a value in it gets the join of its iterations' types; past
+   256 iterations whose types repeat, the rest are not walked); on each `nml.for`
+   and `nml.if` the iterations and branches followed are written (`iterations`,
+   `branches`), for the readers to follow the same.
 5. Report a failed rule at the op (the pipe stage or call), with a label at the
    layer's declaration and the shape that came in; the result becomes unknown
    so that one mistake is reported once.
-6. Write the results into the IR: the types of the first instantiation of each
-   model (the one a train loop uses first), symbols resolved through its
-   unifier, each value replaced through xDSL's `Rewriter.replace_value_with_new_type`;
-   on each `train.loop` its model's output type (`model_output`, and for
-   `load_dataset()` data `synthetic_sample` and `synthetic_output`); on the
-   module every instantiation's shape flow (`tl.flows`). check-train,
-   infer-synthetic-data and `tlc check` read these instead of inferring again.
+6. Settle: in every method the instantiation walked, each type's symbols as its
+   unifier has them at the end, and each method's signature from its arguments and
+   return; on each `train.loop` its model's output type (`model_output`, and for
+   `load_dataset()` data `synthetic_sample` and `synthetic_output`).
 
-`infer_shapes(module)` runs steps 1-6 and returns each instantiation's shape
-flow (layer by layer output shapes and parameter counts); `flows_in(module)`
-reads the flows the pass recorded. `tlc info` reads the types from the IR: it
-compiles with `instantiate{specialize=true}`, so each instance and nested layer
-has its own copy of its model and every value one type; on such a module the
-pass also writes on each `nml.for` and `nml.if` the iterations and branches it
-followed (the properties `iterations` on `nml.for`, `branches` on `nml.if`), for
-`tlc info` to follow the same.
+check-train, infer-synthetic-data, `tlc check`'s flows (analysis/flows.py), `tlc info`
+(analysis/trace.py), `tlc graph` (analysis/graph.py) and the language server read
+these types; none infers again. An inference run only for what it reports (a second
+loop's data, synthetic samples, a model an objective calls) leaves the IR as it was
+(`types_kept`).
 """
 
 from __future__ import annotations
