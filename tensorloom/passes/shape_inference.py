@@ -54,7 +54,7 @@ loop's data, synthetic samples, a model an objective calls) leaves the IR as it 
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -1106,7 +1106,7 @@ def set_type(value: SSAValue, attr: Attribute) -> None:
 
 
 @contextmanager
-def types_kept(root: Operation) -> Iterator[None]:
+def types_kept(root: Operation) -> Generator[None]:
     """Every value under `root` keeps its type, and every method its signature: for an
     inference run only for what it reports (a second loop's data, `load_dataset()`'s
     synthetic samples, a model an objective calls), which must leave the IR as it was."""
