@@ -208,7 +208,7 @@ class _Walk:
             if isinstance(overrides, ArgFailure) or forward_of(nested) is None:
                 return
             params = declared_params(nested, model_env(nested, overrides), self.models)
-            self.line(name, model_kind(nested), op.result.type, params)
+            self.line(name, model_kind(nested), _element_output(op, nested), params)
             return
         bound = bind_layer(layer, env)
         if bound is not None:
@@ -225,6 +225,16 @@ class _Walk:
         if isinstance(owner, ConstantOp) and isinstance(owner.value, IntegerAttr):
             return owner.value.value.data
         return None
+
+
+def _element_output(op: ApplyOp | ApplyAtOp, nested: ModelOp) -> Attribute:
+    """What the applied model returns here: for an element of a per-position list, its own
+    copy's forward's return type (the loop's result holds the join of every position's)."""
+    forward = forward_of(nested)
+    outputs = forward.function_type.outputs.data if forward is not None else ()
+    if isinstance(op, ApplyAtOp) and len(outputs) == 1:
+        return outputs[0]
+    return op.result.type
 
 
 def _makes_a_line(op: Operation) -> bool:
