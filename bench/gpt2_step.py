@@ -40,8 +40,14 @@ def prepare() -> None:
     GENERATED.mkdir(exist_ok=True)
     out = GENERATED / "gpt_model.py"
     subprocess.run(
-        ["tlc", "compile", str(BENCH.parent / "examples" / "gpt.nml"), "-o", str(out),
-         "--single-file"],
+        [
+            "tlc",
+            "compile",
+            str(BENCH.parent / "examples" / "gpt.nml"),
+            "-o",
+            str(out),
+            "--single-file",
+        ],
         check=True,
     )
     print(f"wrote {out}")

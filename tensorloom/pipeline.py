@@ -68,7 +68,8 @@ STAGES: tuple[Stage, ...] = (
     Stage(
         "torch",
         (
-            "mangle-names", "convert-nml-to-torch", "convert-train-to-torch",
+            "merge-specializations", "mangle-names", "convert-nml-to-torch",
+            "convert-train-to-torch",
             "convert-kernel-to-triton",
         ),
         "the emission dialects",
@@ -250,7 +251,7 @@ def run_passes(ctx: Context, module: ModuleOp, names: Sequence[str], path: str, 
     earlier = set(ran)
     has_kernels = any(op.dialect_name() == "kernel" for op in module.body.block.ops)
     for spec in names:
-        name = spec.partition("{")[0]  # `instantiate{specialize=true}`: a pass with options
+        name = spec.partition("{")[0]  # `name{option=value}`: a pass with options
         if name in KERNEL_PASSES and not has_kernels:
             earlier.add(name)
             continue  # nothing to do, and importing them costs a cold `tlc check` ~10 ms

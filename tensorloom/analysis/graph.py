@@ -5,7 +5,7 @@
     graph.edges["n0", "n1"]   # {"label": "[B, 12, 256]", "skip": False, "tied": False}
     source = to_dot(graph)    # Graphviz source; render(source, "svg") needs `dot`
 
-Built from the specialised, checked IR (`instantiate{specialize=true}`, as `tlc
+Built from the specialised, checked IR (`instantiate`, as `tlc
 info` compiles): each instance and each nested-model layer has its own copy of
 its model, typed by shape inference for its one use, so every edge carries the
 shape that value has there (`block2`'s edges after a pool are `[B, 32, 4, 4]`):

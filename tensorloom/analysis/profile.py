@@ -181,6 +181,11 @@ class Costing:
         first = self.steps(step.children, path)
         low = self.low_params
         again = self.steps(step.again, path)
+        if step.element is not None:  # each element's Parameters, read and not applied
+            model, env = step.element
+            first += unused_layers(model, env, step.children, self.models)
+            if step.again:
+                again += unused_layers(model, env, step.again, self.models)
         later = max(step.repeat - 2, 0)
         self.low_params += later * (self.low_params - low)
         params = sum(c.params for c in first) + (1 + later) * sum(c.params for c in again)
@@ -291,24 +296,17 @@ def _sum(values: Sequence[int | None]) -> int | None:
 # --- the driver -----------------------------------------------------------------------------
 
 
-INFO_PASSES: tuple[str, ...] = tuple(
-    "instantiate{specialize=true}" if name == "instantiate" else name for name in CHECK_PASSES
-)
-"""The passes `tlc check` runs, as `tlc info` runs them: each instance and nested layer
-specialised. `tlc info` reports what `tlc check` reports (a bad train setting too)."""
-
-
 def compile_for_info(path: Path, bindings: Mapping[str, int]) -> Compilation:
-    """The check passes on `path`, specialised, with the `-D` bindings in the IR (`tl.dims`):
-    shape inference fixes those symbols, and a binding the program contradicts is a
-    diagnostic at the line that contradicts it."""
+    """The check passes on `path` (`tlc info` reports what `tlc check` reports), with the
+    `-D` bindings in the IR (`tl.dims`): shape inference fixes those symbols, and a binding
+    the program contradicts is a diagnostic at the line that contradicts it."""
     result = compile_file(path, until="irgen")
     if result.module is None or not result.ok:
         return result
     if bindings:
         set_dim_bindings(result.module, bindings)
     with reporting(result.sink):
-        run_passes(make_context(), result.module, INFO_PASSES, result.path)
+        run_passes(make_context(), result.module, CHECK_PASSES, result.path)
     return result
 
 

@@ -5,7 +5,7 @@
     trace.steps[1].children[0].kind             # "LayerNorm"
     trace.shape(trace.steps[1].output)          # (32, 512, 512)
 
-`tlc info` compiles with `instantiate{specialize=true}`: each instance and each
+`tlc info` compiles with `instantiate`: each instance and each
 nested-model layer has its own copy of its model, so after shape inference every
 value's type is the one it has in that one use (a residual block applied before
 and after a pool has both shapes in the IR). The `Walker` follows the forward
@@ -101,6 +101,9 @@ class Step:
     # steps and `again` the second's (the one every later iteration repeats).
     repeat: int = 0
     again: list[Step] = field(default_factory=list["Step"])
+    # A loop over a list of copies of one nested model: that model and its configuration
+    # (each iteration reads its element's Parameters, which are no steps).
+    element: tuple[ModelOp, Env] | None = None
 
     @property
     def is_model(self) -> bool:
@@ -147,7 +150,7 @@ class TraceTooLarge(Exception):
 class Walker:
     """Follows a typed, specialised forward over the IR and records its steps.
 
-    Shape inference ran on a module that `instantiate{specialize=true}` gave one copy
+    Shape inference ran on a module that `instantiate` gave one copy
     of a model per instance and per nested layer, so each value's type is the one it
     has in this instantiation; on each `nml.for` and `nml.if` it left what it followed
     (the properties `iterations` on `nml.for`, `branches` on `nml.if`). Nothing is
@@ -251,9 +254,11 @@ class Walker:
             self.aliases[self._raw(result)] = key
         if positions:  # no iteration repeats another: all of them, none multiplied
             walked = [[step for steps in walked for step in steps]]
-        self.stack[-1].append(self._loop_step(model, op, count, walked))
+        self.stack[-1].append(self._loop_step(model, op, env, count, walked))
 
-    def _loop_step(self, model: ModelOp, op: ForOp, count: int, walked: list[list[Step]]) -> Step:
+    def _loop_step(
+        self, model: ModelOp, op: ForOp, env: Env, count: int, walked: list[list[Step]]
+    ) -> Step:
         """`h` (a layer list's loop, named for its list and kind) or `for`."""
         name, kind = "for", "loop"
         layer = layers_of(model).get(op.layers.root_reference.data) if op.layers else None
@@ -266,7 +271,19 @@ class Walker:
         step = Step(name, kind, [], output, [], key, scope=self.scope, repeat=count)
         step.children = walked[0] if walked else []
         step.again = walked[1] if len(walked) > 1 else []
+        if layer is not None and layer.var is None:  # a list of copies of one nested model
+            step.element = self._element_model(layer, env)
         return step
+
+    def _element_model(self, layer: LayerOp, env: Env) -> tuple[ModelOp, Env] | None:
+        """The model each element of a list of copies is, and its configuration."""
+        nested = nested_model(layer, self.models)
+        if nested is None or lookup(layer.kind.data) is not None:
+            return None
+        overrides = nested_overrides(layer, nested, env)
+        if isinstance(overrides, ArgFailure):
+            return None
+        return nested, model_env(nested, overrides)
 
     def builtin(self, op: FunctionalOp) -> None:
         kind = op.name.removeprefix("nml.")

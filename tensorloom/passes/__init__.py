@@ -125,6 +125,12 @@ def _check_weights() -> type[ModulePass]:
     return CheckWeightsPass
 
 
+def _merge_specializations() -> type[ModulePass]:
+    from tensorloom.passes.merge_specializations import MergeSpecializationsPass
+
+    return MergeSpecializationsPass
+
+
 def _mangle_names() -> type[ModulePass]:
     from tensorloom.passes.mangle_names import MangleNamesPass
 
@@ -149,6 +155,7 @@ def get_all_passes() -> dict[str, PassFactory]:
         "infer-synthetic-data": _infer_synthetic_data,
         "check-kernels": _check_kernels,
         "synthesize-launchers": _synthesize_launchers,
+        "merge-specializations": _merge_specializations,
         "mangle-names": _mangle_names,
         "convert-nml-to-torch": _convert_nml_to_torch,
         "convert-train-to-torch": _convert_train_to_torch,

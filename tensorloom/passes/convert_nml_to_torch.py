@@ -521,7 +521,7 @@ class ConvertNmlToTorchPass(TLPass):
     """Lowers every `nml.model` to a `torch.module_class`; see the module docstring."""
 
     name = "convert-nml-to-torch"
-    requires = ("shape-inference", "check-scopes", "mangle-names")
+    requires = ("shape-inference", "check-scopes", "merge-specializations", "mangle-names")
 
     @classmethod
     def pending(cls, module: ModuleOp) -> bool:

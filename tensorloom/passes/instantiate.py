@@ -16,6 +16,12 @@ instance's overrides, every expression evaluated. `shape-inference`,
 `check-train` and `tlc info` take an instance's configuration from `config`
 (`model_env.instance_env`) instead of evaluating the model's defaults again.
 
+Then each instance and each nested-model layer gets its own copy of its model
+(`specialize`), as MLIR's Toy inlines before it infers: shape inference types every
+copy for its one use, so each value has one type, the one `tlc check`, `tlc info`,
+`tlc graph` and the language server show. `merge-specializations` drops the copies
+before the script is emitted (one class per model).
+
 `config` is a declared property of `nml.instance` (docs/ir.md). A config that has no
 value (`resolve-nml` reported why) is left out, as it is
 from `model_env`. When a value cannot be an attribute (an integer past 64 bits:
@@ -26,7 +32,7 @@ references: the emitted model still takes its configs as constructor arguments.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, SymbolRefAttr, UnitAttr
@@ -66,12 +72,10 @@ def instantiate(module: ModuleOp) -> None:
 
 @dataclass(frozen=True)
 class InstantiatePass(TLPass):
-    """With `specialize` (`instantiate{specialize=true}`, as `tlc info` runs it), each
-    instance and each nested-model layer also gets its own copy of its model."""
+    """Each instance's `config`; each instance and nested-model layer its own model."""
 
     name = "instantiate"
     requires = ("resolve-nml",)
-    specialize: bool = False
 
     @classmethod
     def pending(cls, module: ModuleOp) -> bool:
@@ -84,11 +88,10 @@ class InstantiatePass(TLPass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         instantiate(op)
-        if self.specialize:
-            specialize(op)
+        specialize(op)
 
 
-# --- per-instance specialisation (`instantiate{specialize=true}`, as `tlc info` runs it) ------
+# --- per-instance specialisation ----------------------------------------------------------
 
 MAX_COPIES = 2_000
 """Past this many copies, further nested layers share their model (its first call's types)."""
@@ -145,6 +148,9 @@ class _Specializer:
     models: dict[str, ModelOp]
     names: set[str]
     copies: int = 0
+    last: dict[ModelOp, ModelOp] = field(default_factory=dict[ModelOp, ModelOp])
+    """Each model's latest copy: the next goes after it, so copies are in the order made
+    (the first is the model's first use, which the language server shows)."""
 
     def nested(self, model: ModelOp, env: Env, chain: tuple[Attribute, ...]) -> None:
         """Give each layer of `model` whose kind is a model its own copy, recursively."""
@@ -198,7 +204,8 @@ class _Specializer:
         attr = config_attr(env)
         if attr is not None:
             copy.config = attr
-        self.module.body.block.insert_op_after(copy, model)
+        self.module.body.block.insert_op_after(copy, self.last.get(model, model))
+        self.last[model] = copy
         self.models[fresh] = copy
         return copy
 

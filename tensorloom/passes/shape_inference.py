@@ -12,46 +12,50 @@ follow from its operands': `FromOperands` for the builtins (the op's own rule),
 the instantiation (a layer's catalogue rule, a nested model's forward, a loop's
 iterations), applied by the rule of that name here.
 
+Specialise, then infer, as MLIR's Toy inlines and then infers: `instantiate` gave
+each instance and each nested-model layer its own copy of its model, so each op has
+one use and its result types are refined in place, on the IR (`set_type`, MLIR's
+`Value::setType`); nothing is kept beside the IR for a later pass.
+
 Algorithm:
 
-1. Pick the instantiations to check: every `nml.instance` (the model's config
-   defaults plus the instance's overrides), and the defaults of each model that
-   has no instance. A model used as a layer is checked inside its parent, with
-   the arguments the parent gives it and the shapes that reach it.
+1. Pick the instantiations to check: every `nml.instance` (its `config`), and the
+   defaults of each model that has no instance. A model used as a layer is checked
+   inside its parent, in its own copy, with the arguments the parent gives it and
+   the shapes that reach it.
 2. Take the forward's input shapes from its annotations (`x: Tensor[B, 1, 28, 28]`);
    else from the dataset a train loop binds to the instance (the batch dim `B`,
    then the dataset's sample shape); else leave them unknown. An annotation and
    a dataset that disagree are an error.
 3. Give each instantiation a fresh `Unifier`, so `B` or `T` means one size
    within it and nothing across instantiations.
-4. Walk the forward's ops in order and compute each result's type by the op's
-   shape trait; `nml.apply` of a model, or a call of another method, by steps
-   4-5 on that forward; an op without a trait keeps its type.
+4. Walk the forward's ops in order and set each result's type by the op's shape
+   trait; `nml.apply` of a model, or a call of another method, by steps 4-5 on
+   that forward; an op without a trait keeps its type. A loop's body is walked
+   once per iteration (a value in it gets the join of its iterations' types; past
+   256 iterations whose types repeat, the rest are not walked); on each `nml.for`
+   and `nml.if` the iterations and branches followed are written (`iterations`,
+   `branches`), for the readers to follow the same.
 5. Report a failed rule at the op (the pipe stage or call), with a label at the
    layer's declaration and the shape that came in; the result becomes unknown
    so that one mistake is reported once.
-6. Write the results into the IR: the types of the first instantiation of each
-   model (the one a train loop uses first), symbols resolved through its
-   unifier, each value replaced through xDSL's `Rewriter.replace_value_with_new_type`;
-   on each `train.loop` its model's output type (`model_output`, and for
-   `load_dataset()` data `synthetic_sample` and `synthetic_output`); on the
-   module every instantiation's shape flow (`tl.flows`). check-train,
-   infer-synthetic-data and `tlc check` read these instead of inferring again.
+6. Settle: in every method the instantiation walked, each type's symbols as its
+   unifier has them at the end, and each method's signature from its arguments and
+   return; on each `train.loop` its model's output type (`model_output`, and for
+   `load_dataset()` data `synthetic_sample` and `synthetic_output`).
 
-`infer_shapes(module)` runs steps 1-6 and returns each instantiation's shape
-flow (layer by layer output shapes and parameter counts); `flows_in(module)`
-reads the flows the pass recorded. `tlc info` reads the types from the IR: it
-compiles with `instantiate{specialize=true}`, so each instance and nested layer
-has its own copy of its model and every value one type; on such a module the
-pass also writes on each `nml.for` and `nml.if` the iterations and branches it
-followed (the properties `iterations` on `nml.for`, `branches` on `nml.if`), for
-`tlc info` to follow the same.
+check-train, infer-synthetic-data, `tlc check`'s flows (analysis/flows.py), `tlc info`
+(analysis/trace.py), `tlc graph` (analysis/graph.py) and the language server read
+these types; none infers again. An inference run only for what it reports (a second
+loop's data, synthetic samples, a model an objective calls) leaves the IR as it was
+(`types_kept`).
 """
 
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -70,10 +74,9 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
-from xdsl.rewriter import Rewriter
 
 from tensorloom.catalogue import dim_expr
-from tensorloom.catalogue.args import INT64_MAX, fits_int64
+from tensorloom.catalogue.args import INT64_MAX
 from tensorloom.catalogue.data_files import DataCheck
 from tensorloom.catalogue.datasets import DatasetInfo
 from tensorloom.catalogue.layers import BoundLayer, lookup
@@ -88,7 +91,7 @@ from tensorloom.catalogue.shapes import (
 from tensorloom.diagnostics.core import Diagnostic, DiagnosticSink, Label
 from tensorloom.diagnostics.ir import current_sink, report, reporting, span_at, span_of
 from tensorloom.dialects import train
-from tensorloom.dialects.module_facts import DIM_BINDINGS, FLOWS
+from tensorloom.dialects.module_facts import DIM_BINDINGS
 from tensorloom.dialects.nml import (
     AnyType,
     ApplyAtOp,
@@ -105,7 +108,6 @@ from tensorloom.dialects.nml import (
     InstanceOp,
     KernelCallOp,
     LayerOp,
-    ListOp,
     ModelCallOp,
     ModelOp,
     NoneType,
@@ -131,7 +133,6 @@ from tensorloom.passes.support.model_env import (
     Env,
     bind_layer,
     configs_of,
-    declared_params,
     element_env,
     enclosing_model,
     env_key,
@@ -144,7 +145,6 @@ from tensorloom.passes.support.model_env import (
     layers_of,
     lookup_symbol,
     model_env,
-    model_kind,
     models_of,
     nested_model,
     nested_overrides,
@@ -155,39 +155,6 @@ from tensorloom.source import Span
 
 BATCH = "B"
 MAX_DEPTH = 32  # models nested deeper than this are TL0310 (a cycle is TL0307, in resolve-nml)
-
-
-@dataclass(slots=True)
-class FlowStep:
-    """One line of a shape flow: a layer or op, its output shape, its parameters."""
-
-    name: str
-    op: str
-    shape: str
-    params: int
-    type: Attribute | None = None  # the shape as a type, its symbols resolved when it was made
-
-
-@dataclass(slots=True)
-class ModelFlow:
-    """The shape flow of one instantiation of a model."""
-
-    name: str
-    model: str
-    inputs: list[str]
-    output: str
-    steps: list[FlowStep] = field(default_factory=list[FlowStep])
-    declared: int | None = None  # every declared layer once; None inside a nested model
-    input_types: list[Attribute] = field(default_factory=list[Attribute])
-    output_type: Attribute | None = None
-
-    @property
-    def params(self) -> int:
-        """The model's parameters: each declared layer once (a weight used twice is one
-        parameter), else, for a nested model's flow, the sum of its steps."""
-        if self.declared is not None:
-            return self.declared
-        return sum(step.params for step in self.steps)
 
 
 @dataclass(slots=True)
@@ -207,15 +174,17 @@ class Instantiation:
 
 @dataclass
 class Inference:
-    """Steps 4-5 for one instantiation: value types live here until written back."""
+    """Steps 4-5 for one instantiation: each op's result types refined in place, on the IR.
+
+    What it keeps besides is its own and goes with it: the unifier (what each size symbol
+    is), the integers the forward computes (`x.size(0)`), the methods it walked (whose
+    symbols step 6 resolves), and memos."""
 
     models: dict[str, ModelOp]
     unifier: Unifier = field(default_factory=Unifier)
-    types: dict[SSAValue, Attribute] = field(default_factory=dict[SSAValue, Attribute])
     scalars: dict[SSAValue, Dim] = field(default_factory=dict[SSAValue, Dim])
-    inferred: dict[FuncOp, dict[SSAValue, Attribute]] = field(
-        default_factory=dict[FuncOp, dict[SSAValue, Attribute]]
-    )
+    ran: dict[FuncOp, None] = field(default_factory=dict[FuncOp, None])
+    """The methods and forwards walked, in order (a set): step 6 resolves their types."""
     depth: int = 0
     depth_reported: bool = False
     layers: dict[ModelOp, dict[str, LayerOp]] = field(
@@ -231,16 +200,14 @@ class Inference:
     bound_models: dict[SSAValue, tuple[str, ModelOp, Env]] = field(
         default_factory=dict[SSAValue, tuple[str, ModelOp, Env]]
     )
-    _last_iteration: list[FlowStep] = field(default_factory=list[FlowStep])
     _refused_lists: set[LayerOp] = field(default_factory=set[LayerOp])
-    _params: dict[tuple[object, ...], int] = field(default_factory=dict[tuple[object, ...], int])
     _annotation_uses: int = 0  # calls of nested forwards with annotations, for fresh names
     instance: InstanceOp | None = None  # the `.tl` instance checked, whose overrides errors cite
     # A nested model or method already followed for this config and these argument types:
-    # its result and the steps it recorded (a block of two blocks of two blocks... is
-    # followed once per level, not 2^depth times).
-    _followed: dict[tuple[object, ...], tuple[Attribute, list[FlowStep]]] = field(
-        default_factory=dict[tuple[object, ...], tuple[Attribute, list[FlowStep]]]
+    # its result (a block of two blocks of two blocks... is followed once per level, not
+    # 2^depth times).
+    _followed: dict[tuple[object, ...], Attribute] = field(
+        default_factory=dict[tuple[object, ...], Attribute]
     )
 
     def layers_in(self, model: ModelOp) -> dict[str, LayerOp]:
@@ -251,15 +218,10 @@ class Inference:
     def __post_init__(self) -> None:
         self.unifier.rigid.add(BATCH)  # the batch dim is the data loader's, never a constant
 
-    def type_of(self, value: SSAValue) -> Attribute:
-        return self.types.get(value, value.type)
-
-    def run(
-        self, model: ModelOp, func: FuncOp, env: Env, args: Sequence[Attribute], flow: ModelFlow
-    ) -> Attribute:
+    def run(self, model: ModelOp, func: FuncOp, env: Env, args: Sequence[Attribute]) -> Attribute:
         """Infer `func` for these argument types; return the type it returns."""
         for arg, arg_type in zip(func.body.block.args, args, strict=False):
-            self.types[arg] = arg_type
+            set_type(arg, arg_type)
         for layer in self.layers_in(model).values():
             count = layer_count(layer, env)
             if count is not None and count > MAX_LIST_COPIES:
@@ -267,57 +229,54 @@ class Inference:
         result: Attribute = TensorType.unranked()
         for op in func.body.block.ops:
             if isinstance(op, ReturnOp):
-                result = self.type_of(op.values[0]) if op.values else result
+                result = op.values[0].type if op.values else result
                 continue
-            self.visit(model, op, env, flow)
-        if func not in self.inferred:
-            self.inferred[func] = {v: self.types[v] for v in _values_of(func) if v in self.types}
+            self.visit(model, op, env)
+        self.ran[func] = None
         return result
 
-    def run_block(self, model: ModelOp, block: Block, env: Env, flow: ModelFlow) -> list[Attribute]:
+    def run_block(self, model: ModelOp, block: Block, env: Env) -> list[Attribute]:
         """Visit a region's ops; the types its `nml.yield` gives."""
         yielded: list[Attribute] = []
         for op in block.ops:
             if isinstance(op, YieldOp):
-                yielded = [self.type_of(v) for v in op.values]
+                yielded = [v.type for v in op.values]
                 continue
-            self.visit(model, op, env, flow)
+            self.visit(model, op, env)
         return yielded
 
-    def visit(self, model: ModelOp, op: Operation, env: Env, flow: ModelFlow) -> None:
+    def visit(self, model: ModelOp, op: Operation, env: Env) -> None:
         """Type `op`'s results by its shape trait (tensorloom/dialects/nml/shape_trait.py);
         an op without one keeps its types."""
         trait = op.get_trait(ShapeInferenceTrait)
         if isinstance(trait, FromOperands):
-            self._from_operands(op, trait, flow)
+            self._from_operands(op, trait)
         elif isinstance(trait, FromInstantiation):
-            INSTANTIATION_RULES[trait.rule](self, model, op, env, flow)
+            INSTANTIATION_RULES[trait.rule](self, model, op, env)
         self._track_scalars(op, env)
 
     # --- builtins -------------------------------------------------------------------
 
-    def _from_operands(self, op: Operation, trait: FromOperands, flow: ModelFlow) -> None:
-        operands = [self.type_of(v) for v in op.operands]
-        self._finish(op, trait.infer(op, operands, self.scalars.get, self.unifier), flow)
+    def _from_operands(self, op: Operation, trait: FromOperands) -> None:
+        operands = [v.type for v in op.operands]
+        self._finish(op, trait.infer(op, operands, self.scalars.get, self.unifier))
 
-    def _call(self, model: ModelOp, op: CallOp, env: Env, flow: ModelFlow) -> None:
+    def _call(self, model: ModelOp, op: CallOp, env: Env) -> None:
         """A comparison (`x > 0`), else a call of another method of the model."""
         if op.callee.data in COMPARISONS:
             self._comparison(op)
         elif op.callee.data == "//" and len(op.args) == 2:
             self._floor_division(op)
         elif op.callee.data == "size" and op.method is not None and len(op.args) == 1:
-            self._shape_tuple(op, self.type_of(op.args[0]))  # `x.size()[2]`, as `x.shape[2]`
+            self._shape_tuple(op, op.args[0].type)  # `x.size()[2]`, as `x.shape[2]`
         else:
-            self._method_call(model, op, env, flow)
+            self._method_call(model, op, env)
 
-    def _finish(self, op: Operation, result: Attribute | ShapeMismatch, flow: ModelFlow) -> None:
+    def _finish(self, op: Operation, result: Attribute | ShapeMismatch) -> None:
         if isinstance(result, ShapeMismatch):
             self._report_builtin(op, result)
             result = TensorType.unranked()
-        self.types[op.results[0]] = result
-        if isinstance(result, TensorType) and not isinstance(op, ListOp | DimOp):
-            flow.steps.append(self.step("", op.name, result, 0))
+        set_type(op.results[0], result)
 
     def _report_builtin(self, op: Operation, error: ShapeMismatch) -> None:
         span = span_at(op)
@@ -334,7 +293,7 @@ class Inference:
     def _operand_label(self, op: Operation, index: int, span: Span) -> Label:
         if index >= len(op.operands):
             return Label(span)
-        return Label(span, f"input is {self.format_type(self.type_of(op.operands[index]))}")
+        return Label(span, f"input is {self.format_type(op.operands[index].type)}")
 
     def format_type(self, attr: Attribute) -> str:
         return format_type(attr, self.unifier)
@@ -343,13 +302,10 @@ class Inference:
         """`attr` with its symbols as the unifier has them now (`T` bound to 128: 128)."""
         return resolved_type(attr, self.unifier)
 
-    def step(self, name: str, op: str, result: Attribute, params: int) -> FlowStep:
-        return FlowStep(name, op, self.format_type(result), params, self.resolved_type(result))
-
     def _track_scalars(self, op: Operation, env: Env) -> None:
         """Integers the forward computes that shapes may use (`x.size(0)`)."""
         if isinstance(op, DimOp):
-            source = self.type_of(op.input)
+            source = op.input.type
             dims = source.dims if isinstance(source, TensorType) else None
             index = op.index.value.data
             if dims is not None and -len(dims) <= index < len(dims):
@@ -369,7 +325,7 @@ class Inference:
                 sign = 1 if op.name == "nml.add" else -1
                 self.scalars[op.result] = dim_expr.combine(a, b, sign)
         elif isinstance(op, IndexOp) and op.input in self.unranked_shapes:
-            self.types[op.result] = nml_any()  # an integer, as yet unknown
+            set_type(op.result, nml_any())  # an integer, as yet unknown
         elif isinstance(op, IndexOp) and op.input in self.shape_tuples:
             entries = op.entries()  # `x.shape[1]`
             dims = self.shape_tuples[op.input]
@@ -379,7 +335,7 @@ class Inference:
                 and -len(dims) <= entries[0] < len(dims)
             ):
                 self.scalars[op.result] = dims[entries[0]]
-                self.types[op.result] = i64
+                set_type(op.result, i64)
 
     def _config_ref(self, op: RefOp, env: Env) -> None:
         value = env.get(op.symbol.root_reference.data)
@@ -387,35 +343,32 @@ class Inference:
             return
         if isinstance(value, int):
             self.scalars[op.result] = value
-            self.types[op.result] = i64
+            set_type(op.result, i64)
         elif isinstance(value, float):
-            self.types[op.result] = Float64Type()
+            set_type(op.result, Float64Type())
 
     # --- control flow --------------------------------------------------------------
 
-    def _for(self, model: ModelOp, op: ForOp, env: Env, flow: ModelFlow) -> None:
+    def _for(self, model: ModelOp, op: ForOp, env: Env) -> None:
         """Follow every iteration's shapes (the carried types may change as they go)."""
         counts = self._iterations(model, op, env)
         self._record_followed(op, len(counts))
-        carried = [self.type_of(v) for v in op.inits]
+        carried = [v.type for v in op.inits]
         seen: dict[SSAValue, Attribute] = {}
         for k, counter in enumerate(counts):
             if k >= MAX_FOLLOWED and self._same_as_before(op, carried, seen):
-                self._repeat_steps(flow, len(counts) - k)
-                break
+                break  # the rest repeat the last: their types are the ones it gave
             self.scalars[op.counter] = counter
-            self.types[op.counter] = i64
+            set_type(op.counter, i64)
             for arg, arg_type in zip(op.carried, carried, strict=True):
-                self.types[arg] = arg_type
-            mark = len(flow.steps)
+                set_type(arg, arg_type)
             sink = DiagnosticSink()
             with reporting(sink):
-                yielded = self.run_block(model, op.body.block, env, flow)
-            self._last_iteration = flow.steps[mark:]
+                yielded = self.run_block(model, op.body.block, env)
             for diagnostic in sink.diagnostics:
                 report(diagnostic)
             carried = yielded or carried
-            _join_into(seen, self, op.body.block)
+            _join_into(seen, op.body.block)
             if sink.has_errors:
                 carried = [
                     TensorType.unranked() if isinstance(t, TensorType) else t for t in carried
@@ -423,9 +376,9 @@ class Inference:
                 break
         self.scalars.pop(op.counter, None)
         for value, joined in seen.items():
-            self.types[value] = joined
+            set_type(value, joined)
         for result, result_type in zip(op.results, carried, strict=True):
-            self.types[result] = result_type
+            set_type(result, result_type)
 
     def _record_followed(self, op: ForOp | IfOp, value: int) -> None:
         """On a specialised module (each value has one use), what the walk followed (the
@@ -440,11 +393,6 @@ class Inference:
     def _same_as_before(self, op: ForOp, carried: Sequence[Attribute], seen: Mapping) -> bool:
         """A fixpoint: the next iteration starts from the types the last one started from."""
         return all(seen.get(arg) == t for arg, t in zip(op.carried, carried, strict=True))
-
-    def _repeat_steps(self, flow: ModelFlow, times: int) -> None:
-        """The remaining iterations repeat the last one's layers (same types, same counts)."""
-        for _ in range(times):
-            flow.steps.extend(self._last_iteration)
 
     def _iterations(self, model: ModelOp, op: ForOp, env: Env) -> list[int]:
         """The counter's values: the list's positions, or the range's values if known."""
@@ -462,9 +410,9 @@ class Inference:
                 return list(values)
         return [0]  # unknown bounds: the body is checked once
 
-    def _if(self, model: ModelOp, op: IfOp, env: Env, flow: ModelFlow) -> None:
+    def _if(self, model: ModelOp, op: IfOp, env: Env) -> None:
         cond = self.static_value(op.cond, env)
-        if cond is UNKNOWN and isinstance(self.type_of(op.cond), TensorType):
+        if cond is UNKNOWN and isinstance(op.cond.type, TensorType):
             self._tensor_condition(op)
             cond = True
         if cond is True or cond is False:
@@ -472,12 +420,12 @@ class Inference:
         else:  # not known when checking: both branches are followed
             regions = [op.then_region, op.else_region]
         self._record_followed(op, 2 if len(regions) == 2 else int(not cond))
-        outcomes = [self.run_block(model, r.block, env, flow) for r in regions]
+        outcomes = [self.run_block(model, r.block, env) for r in regions]
         results = outcomes[0]
         if len(outcomes) == 2:
             results = self._join_branches(op, outcomes[0], outcomes[1])
         for result, result_type in zip(op.results, results, strict=False):
-            self.types[result] = result_type
+            set_type(result, result_type)
 
     def _join_branches(
         self, op: IfOp, then: Sequence[Attribute], orelse: Sequence[Attribute]
@@ -556,31 +504,31 @@ class Inference:
     def _floor_division(self, op: CallOp) -> None:
         """`floordiv(diff, 2)` on sizes the forward computes (a U-Net's pad): an integer,
         followed as `(H2-H)//2` where the divisor is a positive integer."""
-        types = [self.type_of(v) for v in op.args]
+        types = [v.type for v in op.args]
         if any(isinstance(t, Float64Type) for t in types) and all(
             isinstance(t, Float64Type) or t == i64 for t in types
         ):
-            self.types[op.result] = Float64Type()  # `4.0 // 2` is 2.0, as in Python
+            set_type(op.result, Float64Type())  # `4.0 // 2` is 2.0, as in Python
         if any(t != i64 for t in types):
             return
-        self.types[op.result] = i64
+        set_type(op.result, i64)
         a, b = (self.scalars.get(v) for v in op.args)
         if isinstance(b, int) and b > 0 and a is not None:
             self.scalars[op.result] = a // b if isinstance(a, int) else dim_expr.floordiv(a, b)
 
     def _comparison(self, op: CallOp) -> None:
         """`x > 0` on a tensor is a tensor of booleans, broadcast as arithmetic is."""
-        shapes = [self.type_of(v) for v in op.args]
+        shapes = [v.type for v in op.args]
         tensors = [t for t in shapes if isinstance(t, TensorType)]
         if not tensors:
             if all(t in (i1, i64) or isinstance(t, Float64Type) for t in shapes):
-                self.types[op.result] = i1
+                set_type(op.result, i1)
             return
         dims: Shape = tensors[0].dims
         for other in tensors[1:]:
             merged = broadcast(dims, other.dims, self.unifier)
             dims = None if isinstance(merged, ShapeMismatch) else merged
-        self.types[op.result] = TensorType.from_dims(dims, i1)
+        set_type(op.result, TensorType.from_dims(dims, i1))
 
     def _ref(self, model: ModelOp, op: RefOp, env: Env) -> None:
         """A `Parameter` is the tensor it holds; `self.training` a flag known at run time."""
@@ -589,14 +537,14 @@ class Inference:
         if layer is not None and layer.kind.data == PARAMETER:
             bound = bind_layer(layer, env)
             if bound is not None:
-                self.types[op.result] = TensorType.from_dims(bound.spec.param_shapes(bound)[""])
+                set_type(op.result, TensorType.from_dims(bound.spec.param_shapes(bound)[""]))
         elif (name in MODULE_ATTRIBUTES and name not in env and layer is None) or isinstance(
             env.get(name), bool
         ):
-            self.types[op.result] = i1
+            set_type(op.result, i1)
 
-    def _tuple_get(self, op: TupleGetOp, flow: ModelFlow) -> None:
-        source = self.type_of(op.input)
+    def _tuple_get(self, op: TupleGetOp) -> None:
+        source = op.input.type
         index = op.index.value.data
         result: Attribute | ShapeMismatch = nml_any()
         if isinstance(source, TupleType):
@@ -611,14 +559,14 @@ class Inference:
         if isinstance(result, ShapeMismatch):
             self._report_builtin(op, result)
             result = nml_any()
-        self.types[op.result] = result
+        set_type(op.result, result)
 
     def _shape_tuple(self, op: Operation, source: Attribute) -> None:
         """`x.shape` or `x.size()`: a tuple of integers whose items shapes may use."""
         if isinstance(source, TensorType) and source.dims is not None:
             resolved = tuple(self.unifier.resolve(d) for d in source.dims)
             self.shape_tuples[op.results[0]] = resolved
-            self.types[op.results[0]] = TupleType.of([i64] * len(source.dims))
+            set_type(op.results[0], TupleType.of([i64] * len(source.dims)))
         elif isinstance(source, TensorType):
             self.unranked_shapes.add(op.results[0])
 
@@ -629,9 +577,9 @@ class Inference:
         if isinstance(base, RefOp):
             layer = self.layers_in(model).get(base.symbol.root_reference.data)
             if layer is not None:
-                self.types[op.result] = self._layer_tensor(layer, attr, env, op)
+                set_type(op.result, self._layer_tensor(layer, attr, env, op))
                 return
-        source = self.type_of(op.input)
+        source = op.input.type
         if not isinstance(source, TensorType):
             return
         dims = source.dims
@@ -639,11 +587,11 @@ class Inference:
             self._shape_tuple(op, source)
         elif attr == "ndim" and dims is not None:
             self.scalars[op.result] = len(dims)
-            self.types[op.result] = i64
+            set_type(op.result, i64)
         elif attr == "T":
-            self.types[op.result] = source.with_dims(None if dims is None else dims[::-1])
+            set_type(op.result, source.with_dims(None if dims is None else dims[::-1]))
         elif attr == "mT" and dims is not None and len(dims) >= 2:
-            self.types[op.result] = source.with_dims((*dims[:-2], dims[-1], dims[-2]))
+            set_type(op.result, source.with_dims((*dims[:-2], dims[-1], dims[-2])))
 
     def _layer_tensor(self, layer: LayerOp, attr: str, env: Env, op: GetAttrOp) -> Attribute:
         bound = bind_layer(layer, env)
@@ -665,15 +613,15 @@ class Inference:
 
     # --- layers ----------------------------------------------------------------------
 
-    def _apply(self, model: ModelOp, op: ApplyOp, env: Env, flow: ModelFlow) -> None:
+    def _apply(self, model: ModelOp, op: ApplyOp, env: Env) -> None:
         name = op.layer.root_reference.data
         layer = self.layers_in(model).get(name)
         result: Attribute = TensorType.unranked()
         if layer is not None and not layer_built(layer, env):
             self._not_built(layer, op)
         elif layer is not None:
-            result = self._apply_layer(model, layer, op, env, flow)
-        self.types[op.result] = result
+            result = self._apply_layer(model, layer, op, env)
+        set_type(op.result, result)
 
     def _not_built(self, layer: LayerOp, op: ApplyOp | ApplyAtOp) -> None:
         """TL0303: a conditional layer applied where its condition is false."""
@@ -686,7 +634,7 @@ class Inference:
         help_text = f"apply `{name}` under the same condition (`if ...:` in the forward)"
         report(Diagnostic.error("TL0303", message, Label(span), secondary=declared, help=help_text))
 
-    def _apply_at(self, model: ModelOp, op: ApplyAtOp, env: Env, flow: ModelFlow) -> None:
+    def _apply_at(self, model: ModelOp, op: ApplyAtOp, env: Env) -> None:
         """`h[i](x)`: every element of a layer list is the same layer, at position `i`."""
         name = op.layer.root_reference.data
         layer = self.layers_in(model).get(name)
@@ -697,12 +645,11 @@ class Inference:
             if isinstance(index, int) and count is not None and not -count <= index < count:
                 self._index_out_of_range(op, name, index, count)
             position = index % count if isinstance(index, int) and count else index
-            label = f"{name}.{position}" if isinstance(position, int) else f"{name}[i]"
             at = position if isinstance(position, int) else None
             if at is not None:  # a per-position list: this element's arguments
                 env = dict(element_env(layer, env, at))
-            result = self._apply_layer(model, layer, op, env, flow, label, at)
-        self.types[op.result] = result
+            result = self._apply_layer(model, layer, op, env, at)
+        set_type(op.result, result)
 
     def _too_many_copies(self, layer: LayerOp, count: int) -> None:
         span = span_at(layer)
@@ -728,17 +675,15 @@ class Inference:
         layer: LayerOp,
         op: ApplyOp | ApplyAtOp,
         env: Env,
-        flow: ModelFlow,
-        label: str | None = None,
         position: int | None = None,
     ) -> Attribute:
         nested = nested_model(layer, self.models, position)
         if nested is not None and nested is not model and lookup(layer.kind.data) is None:
-            return self._apply_model(layer, nested, op, env, flow, label)
+            return self._apply_model(layer, nested, op, env)
         bound = bind_layer(layer, env)
         if bound is None:
             return TensorType.unranked()
-        if op.args and isinstance(self.type_of(op.args[0]), IntegerType | Float64Type):
+        if op.args and isinstance(op.args[0].type, IntegerType | Float64Type):
             number = ShapeMismatch("takes a tensor, got a number", help="apply it to a tensor")
             self._report_layer(layer, op, bound, number)  # `3 |> self.fc` (a fuzz finding)
             return TensorType.unranked()
@@ -765,9 +710,6 @@ class Inference:
             result = self._from_placeholder(result, shape, bound)
         if bound.spec.stateful and len(op.args) == 2:
             result = self._with_state(layer, op, bound, result)
-        params = bound.spec.param_count(bound)
-        name = label or layer.sym_name.data
-        flow.steps.append(self.step(name, describe(bound), result, params))
         return result
 
     def _with_state(
@@ -780,7 +722,7 @@ class Inference:
             return TupleType.of([output, nml_any()])
         wanted = [output.with_dims(s) for s in bound.spec.state_shapes(bound, x)]
         state = wanted[0] if len(wanted) == 1 else TupleType.of(wanted)
-        given = self.type_of(op.args[1])
+        given = op.args[1].type
         problem = self._state_problem(wanted, given)
         if problem is not None:
             self._report_layer(layer, op, bound, problem)
@@ -827,7 +769,7 @@ class Inference:
                 if declared is not None and lookup(declared.kind.data) is not None:
                     return True
                 continue
-            kind = self.type_of(value)
+            kind = value.type
             float_result = isinstance(kind, TensorType) and not isinstance(
                 kind.element_type, IntegerType
             )
@@ -840,7 +782,7 @@ class Inference:
         trailing dims, checked as if one placeholder dim stood for the rest."""
         if not op.args or not bound.spec.suffix_polymorphic or len(op.args) != 1:
             return None
-        source = self.type_of(op.args[0])
+        source = op.args[0].type
         return source.suffix if isinstance(source, TensorType) and source.prefixed else None
 
     def _from_placeholder(self, result: Attribute, shape: Shape, bound: BoundLayer) -> Attribute:
@@ -882,24 +824,18 @@ class Inference:
         )
 
     def _shape(self, value: SSAValue) -> Shape:
-        attr = self.type_of(value)
+        attr = value.type
         return attr.dims if isinstance(attr, TensorType) else None
 
     def _like(self, op: ApplyOp | ApplyAtOp, shape: Shape) -> Attribute:
         """The input's element type, but a float for integer indices (`Embedding`)."""
-        first = self.type_of(op.args[0]) if op.args else None
+        first = op.args[0].type if op.args else None
         if not isinstance(first, TensorType) or isinstance(first.element_type, IntegerType):
             return TensorType.unranked().with_dims(shape)
         return first.with_dims(shape)
 
     def _apply_model(
-        self,
-        layer: LayerOp,
-        nested: ModelOp,
-        op: ApplyOp | ApplyAtOp,
-        env: Env,
-        flow: ModelFlow,
-        label: str | None = None,
+        self, layer: LayerOp, nested: ModelOp, op: ApplyOp | ApplyAtOp, env: Env
     ) -> Attribute:
         forward = forward_of(nested)
         overrides = nested_overrides(layer, nested, env)
@@ -908,35 +844,25 @@ class Inference:
             return TensorType.unranked()
         if forward is None or isinstance(overrides, ArgFailure):
             return TensorType.unranked()
-        name = label or layer.sym_name.data
-        inner = ModelFlow(name, model_kind(nested), [], "")
         self.depth += 1
         inner_env = model_env(nested, overrides)
-        # each declared layer once: a cell a scan applies 256 times has its weights once
-        inner.declared = declared_params(nested, inner_env, self.models, memo=self._params)
         args = self._annotated_args(layer, op, forward, inner_env)
-        result = self._follow(nested, forward, inner_env, args, inner)
+        result = self._follow(nested, forward, inner_env, args)
         self.depth -= 1
-        # every declared layer once, its Parameters too (a `scale` multiplied in is no step)
-        params = declared_params(nested, inner_env, self.models)
-        flow.steps.append(self.step(name, model_kind(nested), result, params))
         return result
 
     def _follow(
-        self, model: ModelOp, func: FuncOp, env: Env, args: Sequence[Attribute], flow: ModelFlow
+        self, model: ModelOp, func: FuncOp, env: Env, args: Sequence[Attribute]
     ) -> Attribute:
-        """`run`, once for each config and argument types: a second call replays the first's
-        result and steps (its diagnostics were reported the first time)."""
+        """`run`, once for each config and argument types: a second call gives the first's
+        result (the IR holds its types; its diagnostics were reported the first time)."""
         config = env_key(env)  # what a followed call's result depends on, with `args`
         key = None if config is None else (func, config, tuple(args))
         if key is not None and key in self._followed:
-            result, steps = self._followed[key]
-            flow.steps.extend(steps)
-            return result
-        start = len(flow.steps)
-        result = self.run(model, func, env, args, flow)
+            return self._followed[key]
+        result = self.run(model, func, env, args)
         if key is not None:
-            self._followed[key] = (result, flow.steps[start:])
+            self._followed[key] = result
         return result
 
     def _annotated_args(
@@ -995,10 +921,10 @@ class Inference:
             Diagnostic.error("TL0201", message, primary, secondary=secondary, help=mismatch.help)
         )
 
-    def _model_call(self, model: ModelOp, op: ModelCallOp, env: Env, flow: ModelFlow) -> None:
+    def _model_call(self, model: ModelOp, op: ModelCallOp, env: Env) -> None:
         """`G(z)` in an objective: the forward of the instance `G` is bound to, followed for
         these arguments (each unified with its annotation; a mismatch is TL0201 at the call)."""
-        self.types[op.result] = TensorType.unranked()
+        set_type(op.result, TensorType.unranked())
         bound = self.bound_models.get(op.model)
         if bound is None:
             self._not_a_model(op)
@@ -1008,18 +934,20 @@ class Inference:
         if forward is None:
             return
         declared = [with_config_dims(t, nested_env) for t in forward.function_type.inputs.data]
-        given = [self.type_of(a) for a in op.args]
+        given = [a.type for a in op.args]
         if len(given) != len(declared):
             self._model_arity(op, name, forward, len(declared), len(given))
             return
         args = [self._model_arg(op, name, i, want, got)
                 for i, (want, got) in enumerate(zip(declared, given, strict=True))]  # fmt: skip
-        inner = ModelFlow(name, nested.sym_name.data, [], "")
         self.depth += 1
-        result = self._follow(nested, forward, nested_env, args, inner)
+        module = nested.parent_op()
+        ran = dict(self.ran)
+        with types_kept(module if module is not None else nested):  # the models keep theirs
+            result = self._follow(nested, forward, nested_env, args)
+        self.ran = ran
         self.depth -= 1
-        flow.steps.append(self.step(name, nested.sym_name.data, result, inner.params))
-        self.types[op.result] = result
+        set_type(op.result, result)
 
     def _model_arg(
         self, op: ModelCallOp, name: str, index: int, want: Attribute, got: Attribute
@@ -1075,15 +1003,15 @@ class Inference:
         like = op.args[names.index("out")] if "out" in names else None
         if like is None:
             like = next((a for a, n in zip(op.args, names, strict=False) if not n), None)
-        kind = self.type_of(like) if like is not None else None
+        kind = like.type if like is not None else None
         if isinstance(kind, TensorType):
-            self.types[op.results[0]] = kind
+            set_type(op.results[0], kind)
 
     def _tensor_args(self, op: ApplyOp | ApplyAtOp) -> list[Attribute]:
-        return [self.type_of(v) for v in op.args]
+        return [v.type for v in op.args]
 
     def _args(self, op: Operation) -> list[Attribute]:
-        return [self.type_of(v) for v in op.operands]
+        return [v.type for v in op.operands]
 
     def _too_deep(self, layer: LayerOp) -> None:
         """Said once: shapes past this depth are not checked, so the program is not either."""
@@ -1095,12 +1023,12 @@ class Inference:
         help_text = "flatten the nesting: shapes past this depth cannot be checked"
         report(Diagnostic.error("TL0310", message, Label(span, ""), help=help_text))
 
-    def _method_call(self, model: ModelOp, op: CallOp, env: Env, flow: ModelFlow) -> None:
+    def _method_call(self, model: ModelOp, op: CallOp, env: Env) -> None:
         method = lookup_symbol(model, op.callee.data.removeprefix("self."), FuncOp)
         if method is None or op.method is not None or self.depth > MAX_DEPTH:
             return
         self.depth += 1
-        self.types[op.result] = self._follow(model, method, env, self._args(op), flow)
+        set_type(op.result, self._follow(model, method, env, self._args(op)))
         self.depth -= 1
 
     def _report_layer(
@@ -1125,7 +1053,7 @@ class Inference:
         report(diagnostic)
 
 
-InstantiationRule = Callable[[Inference, ModelOp, Any, Env, ModelFlow], None]
+InstantiationRule = Callable[[Inference, ModelOp, Any, Env], None]
 INSTANTIATION_RULES: dict[str, InstantiationRule] = {
     "for": Inference._for,
     "if": Inference._if,
@@ -1133,10 +1061,10 @@ INSTANTIATION_RULES: dict[str, InstantiationRule] = {
     "apply_at": Inference._apply_at,
     "model_call": Inference._model_call,
     "call": Inference._call,
-    "getattr": lambda self, model, op, env, flow: self._getattr(model, op, env),
-    "ref": lambda self, model, op, env, flow: self._ref(model, op, env),
-    "tuple_get": lambda self, model, op, env, flow: self._tuple_get(op, flow),
-    "kernel_call": lambda self, model, op, env, flow: self._kernel_call(op),
+    "getattr": lambda self, model, op, env: self._getattr(model, op, env),
+    "ref": lambda self, model, op, env: self._ref(model, op, env),
+    "tuple_get": lambda self, model, op, env: self._tuple_get(op),
+    "kernel_call": lambda self, model, op, env: self._kernel_call(op),
 }
 """The rules an op's `FromInstantiation(rule)` trait names, by name."""
 
@@ -1169,9 +1097,33 @@ def resolved_type(attr: Attribute, unifier: Unifier) -> Attribute:
     return attr.with_dims(unifier.resolve_shape(attr.dims))
 
 
-def _values_of(func: FuncOp) -> list[SSAValue]:
-    """The values a method defines."""
-    return values_defined_in(func.body.block)
+def set_type(value: SSAValue, attr: Attribute) -> None:
+    """Refine `value`'s type in place, as MLIR's `Value::setType` does in Toy's shape
+    inference: the same value, so its uses and what is keyed by it stay as they are.
+    (xDSL's `Rewriter.replace_value_with_new_type` makes a new value and moves the uses:
+    the values this pass holds in its tables would go stale after every op.)"""
+    value._type = attr  # pyright: ignore[reportPrivateUsage]
+
+
+@contextmanager
+def types_kept(root: Operation) -> Generator[None]:
+    """Every value under `root` keeps its type, and every method its signature: for an
+    inference run only for what it reports (a second loop's data, `load_dataset()`'s
+    synthetic samples, a model an objective calls), which must leave the IR as it was."""
+    values = [v for op in root.walk() for v in _defined_by(op)]
+    kept = [v.type for v in values]
+    signatures = [(f, f.function_type) for f in root.walk() if isinstance(f, FuncOp)]
+    try:
+        yield
+    finally:
+        for value, attr in zip(values, kept, strict=True):
+            set_type(value, attr)
+        for func, signature in signatures:
+            func.function_type = signature
+
+
+def _defined_by(op: Operation) -> list[SSAValue]:
+    return [*op.results, *(a for r in op.regions for b in r.blocks for a in b.args)]
 
 
 def values_defined_in(block: Block) -> list[SSAValue]:
@@ -1213,20 +1165,11 @@ def _join(a: Attribute, b: Attribute) -> Attribute:
     return a
 
 
-def _join_into(seen: dict[SSAValue, Attribute], inference: Inference, block: Block) -> None:
-    for op in block.walk():
-        values: list[SSAValue] = list(op.results)
-        for region in op.regions:
-            for inner in region.blocks:
-                values.extend(inner.args)
-        for value in values:
-            if value in inference.types:
-                now = inference.types[value]
-                seen[value] = _join(seen[value], now) if value in seen else now
-    for arg in block.args:
-        if arg in inference.types:
-            now = inference.types[arg]
-            seen[arg] = _join(seen[arg], now) if arg in seen else now
+def _join_into(seen: dict[SSAValue, Attribute], block: Block) -> None:
+    """Each value of a loop's body: the join of its types in the iterations so far."""
+    for value in values_defined_in(block):
+        now = value.type
+        seen[value] = _join(seen[value], now) if value in seen else now
 
 
 def nml_any() -> Attribute:
@@ -1510,9 +1453,8 @@ def _report_input(
 
 @dataclass(slots=True)
 class Inferred:
-    """One instantiation's result: its flow, its forward's output type, the unifier."""
+    """One instantiation's result: its forward's output type, the inference (its unifier)."""
 
-    flow: ModelFlow
     output: Attribute
     inference: Inference
 
@@ -1550,51 +1492,27 @@ def infer_instantiation(
     for name, size in dim_bindings(inst.model).items():
         inference.unifier.unify(name, size)
     args = input_types(inst, forward, inference)
-    flow = ModelFlow(inst.name, inst.model.sym_name.data, [], "")
-    result = inference.run(inst.model, forward, inst.env, args, flow)
-    # The inputs as the forward fixed them (`[B, C, H, W]` into `Conv2d(1, ...)`: C is 1).
-    flow.inputs = [inference.format_type(a) for a in args]
-    flow.input_types = [inference.resolved_type(a) for a in args]
-    flow.output = inference.format_type(result)
-    flow.output_type = inference.resolved_type(result)
-    for step in flow.steps:  # a later rule may have fixed a symbol (`T//2` is 784: T 1568)
-        if step.type is not None:
-            step.type = inference.resolved_type(step.type)
-            step.shape = inference.format_type(step.type)
-    flow.declared = declared_params(inst.model, inst.env, models)
-    return Inferred(flow, result, inference)
+    result = inference.run(inst.model, forward, inst.env, args)
+    settle_types(inference)
+    return Inferred(result, inference)
 
 
-def infer_shapes(
-    module: ModuleOp, *, write_back: bool = True, quiet: bool = False
-) -> list[ModelFlow]:
-    """Steps 1-6 over a module; the shape flow of every instantiation (a model
-    used only as a layer of another is shown inside it, not on its own).
-
-    With `write_back` (the pass) the results go into the IR too: the types of
-    the values, each train loop's model output (`model_output`, and for
-    `load_dataset()` data the synthetic samples' `synthetic_sample` and
-    `synthetic_output`), and the flows as the module's `tl.flows`, which
-    `flows_in(module)` reads back. Later passes and `tlc check` read these; none
+def infer_shapes(module: ModuleOp, *, quiet: bool = False) -> None:
+    """Steps 1-6 over a module: every op's result types refined in place, each forward's
+    signature, each train loop's model output (`model_output`, and for `load_dataset()`
+    data the synthetic samples' `synthetic_sample` and `synthetic_output`). Later passes,
+    `tlc check`'s flows (analysis/flows.py), `tlc info` and `tlc graph` read these; none
     infers again."""
     if quiet:
         with reporting(DiagnosticSink()):
-            return infer_shapes(module, write_back=write_back)
+            infer_shapes(module)
+        return
     models = models_of(module)
     insts = instantiations(module, models)
     done = [infer_instantiation(inst, models) for inst in insts]
-    inferred = [d for d in done if d is not None]
-    nested = {layer.kind.data for m in models.values() for layer in layers_of(m).values()}
-    shown = [r.flow for r in inferred if r.flow.name != r.flow.model or r.flow.model not in nested]
-    if write_back:  # only now: every instantiation starts from the declared types
-        by_loop = {i.loop: d for i, d in zip(insts, done, strict=True) if i.loop is not None}
-        for loop in [op for op in module.walk() if isinstance(op, train.LoopOp)]:
-            _record_loop(module, loop, models, by_loop)
-        module.attributes[FLOWS] = ArrayAttr([_flow_attr(f) for f in shown])
-        written: set[FuncOp] = set()
-        for result in inferred:
-            _write_back(result.inference, written)
-    return shown
+    by_loop = {i.loop: d for i, d in zip(insts, done, strict=True) if i.loop is not None}
+    for loop in [op for op in module.walk() if isinstance(op, train.LoopOp)]:
+        _record_loop(module, loop, models, by_loop)
 
 
 def _record_loop(
@@ -1611,9 +1529,10 @@ def _record_loop(
         return
     if loop in by_loop:
         done = by_loop[loop]
-    else:  # a second loop training the same instance, on other data
+    else:  # a second loop training the same instance, on other data: its output only
         inst = instance_of(instance, models, loop, module)
-        done = infer_instantiation(inst, models, quiet=True) if inst is not None else None
+        with types_kept(module):
+            done = infer_instantiation(inst, models, quiet=True) if inst is not None else None
     if done is not None:
         loop.model_output = done.inference.resolved_type(done.output)  # pyright: ignore[reportAttributeAccessIssue]
     data = lookup_symbol(module, loop.data, train.DatasetOp)
@@ -1650,7 +1569,7 @@ def _record_synthetic(
     sample = derived or RUNTIME_SYNTHETIC_SAMPLE
     inst.inputs = [TensorType.from_dims([BATCH, *sample])]
     captured = DiagnosticSink()
-    with reporting(captured):
+    with reporting(captured), types_kept(module):  # the samples' output only
         done = infer_instantiation(inst, models)
     _report_on_synthetic(captured, sample, derived is not None, module, loop)
     if done is None or derived is None:
@@ -1693,76 +1612,13 @@ def _report_on_synthetic(
                        help=help_text))  # fmt: skip
 
 
-def _flow_attr(flow: ModelFlow) -> DictionaryAttr:
-    entries: dict[str, Attribute] = {
-        "name": StringAttr(flow.name),
-        "model": StringAttr(flow.model),
-        "inputs": ArrayAttr(flow.input_types),
-        "output": flow.output_type or TensorType.unranked(),
-        "steps": ArrayAttr([_step_attr(step) for step in flow.steps]),
-    }
-    if flow.declared is not None:
-        entries["params"] = _count_attr(flow.declared)
-    return DictionaryAttr(entries)
-
-
-def _step_attr(step: FlowStep) -> ArrayAttr:
-    kind = step.type if step.type is not None else TensorType.unranked()
-    params = _count_attr(step.params)
-    return ArrayAttr([StringAttr(step.name), StringAttr(step.op), kind, params])
-
-
-def _count_attr(count: int) -> Attribute:
-    """A parameter count; as text when it is past 64 bits (2^31 nested copies: the
-    checks report it, and the flow must still fit in the IR)."""
-    return IntegerAttr(count, i64) if fits_int64(count) else StringAttr(str(count))
-
-
-def _count_of(attr: Attribute) -> int:
-    return attr.value.data if isinstance(attr, IntegerAttr) else int(attr.data)  # type: ignore[attr-defined]
-
-
-def flows_in(module: ModuleOp) -> list[ModelFlow]:
-    """The flows the shape-inference pass recorded in `module` (none if it did not run)."""
-    attr = module.attributes.get(FLOWS)
-    if not isinstance(attr, ArrayAttr):
-        return []
-    return [_flow_of(entry) for entry in attr.data if isinstance(entry, DictionaryAttr)]
-
-
-def _flow_of(attr: DictionaryAttr) -> ModelFlow:
-    data = attr.data
-    inputs = list(data["inputs"].data)  # type: ignore[attr-defined]
-    params = data.get("params")
-    flow = ModelFlow(
-        data["name"].data,  # type: ignore[attr-defined]
-        data["model"].data,  # type: ignore[attr-defined]
-        [format_type(t) for t in inputs],
-        format_type(data["output"]),
-        declared=_count_of(params) if params is not None else None,
-        input_types=inputs,
-        output_type=data["output"],
-    )
-    for step in data["steps"].data:  # type: ignore[attr-defined]
-        name, op, kind, count = step.data
-        flow.steps.append(FlowStep(name.data, op.data, format_type(kind), _count_of(count), kind))
-    return flow
-
-
-def write_back_types(inference: Inference) -> None:
-    """Step 6 for one inference outside a model (a `.tl` loss function's, for check-train)."""
-    _write_back(inference, set())
-
-
-def _write_back(inference: Inference, written: set[FuncOp]) -> None:
-    for func, types in inference.inferred.items():
-        if func in written:
-            continue
-        written.add(func)
-        for value, attr in types.items():
-            refined = _resolved(attr, inference.unifier)
-            if refined != value.type:  # a new value of the refined type takes every use
-                Rewriter.replace_value_with_new_type(value, refined)
+def settle_types(inference: Inference) -> None:
+    """Step 6: in every method the inference walked, each type's symbols as its unifier
+    has them at the end (`T` bound to 128 after the op that typed a value: 128), and the
+    method's signature its arguments' and returns' types."""
+    for func in inference.ran:
+        for value in values_defined_in(func.body.block):
+            set_type(value, _resolved(value.type, inference.unifier))
         _retype_func(func)
 
 

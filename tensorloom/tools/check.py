@@ -28,8 +28,8 @@ from tensorloom.tools.guard import sink_status
 # A cache hit replays the output without the compiler: xDSL and the passes load
 # only when a file is really checked.
 if TYPE_CHECKING:
+    from tensorloom.analysis.flows import ModelFlow
     from tensorloom.catalogue.datasets import DatasetInfo
-    from tensorloom.passes.shape_inference import ModelFlow
     from tensorloom.pipeline import Compilation
 
 
@@ -75,12 +75,12 @@ def run_checks(result: Compilation) -> Compilation:
 @deep
 def shape_flows(result: Compilation) -> list[ModelFlow]:
     """Each instantiated model's shape flow, for a module that checked clean: read
-    from the IR, where the `shape-inference` pass recorded it (`tl.flows`)."""
-    from tensorloom.passes.shape_inference import flows_in
+    from the typed IR (analysis/flows.py)."""
+    from tensorloom.analysis.flows import flows
 
     if result.module is None or result.sink.has_errors:
         return []
-    return flows_in(result.module)
+    return flows(result.module)
 
 
 def run_check(path: Path, fmt: str = "text", out: TextIO | None = None, *,

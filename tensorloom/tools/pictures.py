@@ -113,10 +113,10 @@ def _draw(result: Compilation, model: str | None, fmt: str, output: Path | None)
 def _default_model(result: Compilation) -> str | None:
     """The first instance (the first a train loop trains), else the last model the file
     itself declares."""
-    from tensorloom.passes.shape_inference import flows_in
+    from tensorloom.analysis.flows import flows as flows_of
 
     assert result.module is not None
-    flows = flows_in(result.module)
+    flows = flows_of(result.module)
     if flows:
         return str(flows[0].name)
     root = result.root

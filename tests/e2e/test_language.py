@@ -17,9 +17,9 @@ from types import ModuleType
 import torch
 import torch.nn.functional as F
 
+from tensorloom.analysis.flows import flows
 from tensorloom.analysis.profile import ProfileOptions, profile_file
 from tensorloom.backends.python_printer import print_python
-from tensorloom.passes.shape_inference import infer_shapes
 from tensorloom.pipeline import compile_file
 
 
@@ -36,10 +36,9 @@ def emit(tmp_path: Path, name: str, source: str) -> tuple[str, ModuleType]:
 
 
 def checked_params(tmp_path: Path, name: str) -> int:
-    result = compile_file(tmp_path / name, until="irgen")
-    assert result.module is not None
-    flows = infer_shapes(result.module, write_back=False, quiet=True)
-    return flows[-1].params
+    result = compile_file(tmp_path / name, until="nml")
+    assert result.module is not None and result.ok, [d.message for d in result.sink]
+    return flows(result.module)[-1].params
 
 
 def numel(model: torch.nn.Module) -> int:

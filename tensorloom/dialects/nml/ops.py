@@ -94,7 +94,7 @@ class ModelOp(LazyFormatOp):
     sym_name = prop_def(SymbolNameConstraint())
     origin = opt_prop_def(StringAttr)
     specializes = opt_prop_def(StringAttr)
-    """On a copy that `instantiate{specialize=true}` made for one instance or nested layer:
+    """On a copy that `instantiate` made for one instance or nested layer:
     the model it copies (`"ResBlock"`)."""
     config = opt_prop_def(DictionaryAttr)
     """On such a copy: the configuration it is specialised for, folded to literals."""

@@ -29,7 +29,7 @@ from tensorloom.catalogue.shapes import Unifier
 from tensorloom.diagnostics.core import Diagnostic, Label, did_you_mean
 from tensorloom.diagnostics.ir import report, span_at, span_of
 from tensorloom.dialects.nml import CallOp, FuncOp, ModelOp, RefOp, ReturnOp, TensorType
-from tensorloom.passes.shape_inference import BATCH, Inference, ModelFlow, write_back_types
+from tensorloom.passes.shape_inference import BATCH, Inference, settle_types
 from tensorloom.passes.support.model_env import CallValue, EvalError, evaluate
 
 PARAMETER_FORMS = ("(out, y)", "(out, x, y)")
@@ -86,9 +86,8 @@ def check_function(func: FuncOp, batch: BatchTypes, role: str) -> None:
         return  # an undefined name or function: check-scopes reported it
     inference = Inference({})
     model = ModelOp(f"<{role} {func.sym_name.data}>")
-    flow = ModelFlow(func.sym_name.data, func.sym_name.data, [], "")
-    result = inference.run(model, func, {}, batch.arguments(func), flow)
-    write_back_types(inference)
+    result = inference.run(model, func, {}, batch.arguments(func))
+    settle_types(inference)
     scalar_result(func, result, inference.unifier, role)
 
 

@@ -768,7 +768,7 @@ def folded_env(model: ModelOp) -> Env:
     return copy_env(model)
 
 
-# --- specialised copies (`instantiate{specialize=true}`): dialects/module_facts.py, nml ops --
+# --- specialised copies (`instantiate`): dialects/module_facts.py, nml ops --
 
 
 def layer_kind(layer: LayerOp) -> str:

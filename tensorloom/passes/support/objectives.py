@@ -43,13 +43,7 @@ from tensorloom.dialects.nml import (
     TensorType,
     TupleType,
 )
-from tensorloom.passes.shape_inference import (
-    BATCH,
-    Inference,
-    ModelFlow,
-    nml_any,
-    write_back_types,
-)
+from tensorloom.passes.shape_inference import BATCH, Inference, nml_any, settle_types
 from tensorloom.passes.support.batch_fields import bind_fields, field_listing, parameter_span
 from tensorloom.passes.support.loss_functions import BatchTypes, functions_of, scalar_result
 from tensorloom.passes.support.model_env import (
@@ -230,7 +224,7 @@ def check_objective(
         _check_carrying(module, func, models, batch_args, carries, start)
         return
     inference, result = _infer(module, func, models, batch_args)
-    write_back_types(inference)
+    settle_types(inference)
     scalar_result(func, result, inference.unifier, role)
 
 
@@ -245,10 +239,8 @@ def _infer(
         if bound is not None:
             inference.bound_models[arg] = bound
     model = ModelOp(f"<objective {func.sym_name.data}>")
-    flow = ModelFlow(func.sym_name.data, func.sym_name.data, [], "")
     arg_types = [args[i].type for i in range(len(models))] + list(given)
-    result = inference.run(model, func, {}, arg_types, flow)
-    inference.inferred = {func: inference.inferred.get(func, {})}  # the models keep theirs
+    result = inference.run(model, func, {}, arg_types)
     return inference, result
 
 
@@ -272,20 +264,20 @@ def _check_carrying(
     errors = len(current_sink().errors())
     inference, result = _infer(module, func, models, [*batch, *first])
     if len(current_sink().errors()) > errors:  # the first batch's errors, reported: stop there
-        write_back_types(inference)
+        settle_types(inference)
         return
     returned = _returned(func, result, inference, carries)
     if returned is None:
-        write_back_types(inference)
+        settle_types(inference)
         return
     settled = [inference.resolved_type(t) for t in returned]
     sink = DiagnosticSink()
     with reporting(sink):  # the next batch's problems are said as one, at the return
         again, result = _infer(module, func, models, [*batch, *settled])
+    settle_types(again)
     if sink.has_errors:
         _not_taken_back(func, carries, settled, inference, sink)
         return
-    write_back_types(again)
     later = _returned(func, result, again, carries)
     for i, (op, before, after) in enumerate(zip(carries, settled, later or (), strict=False)):
         if inference.format_type(before) != again.format_type(after):
@@ -313,7 +305,7 @@ def _check_carried_metric(
     errors = len(current_sink().errors())
     for carried in (firsts, given) if given != firsts else (firsts,):
         inference, result = _infer(module, func, models, [*batch, *carried])
-        write_back_types(inference)
+        settle_types(inference)
         if len(current_sink().errors()) > errors:  # said once, at the first batch's form
             return
         scalar_result(func, result, inference.unifier, "metric")
@@ -499,10 +491,8 @@ def check_sampler(module: ModuleOp, func: FuncOp, models: Sequence[str],
         if bound is not None:
             inference.bound_models[arg] = bound
     model = ModelOp(f"<samples {func.sym_name.data}>")
-    flow = ModelFlow(func.sym_name.data, func.sym_name.data, [], "")
-    result = inference.run(model, func, {}, [a.type for a in args], flow)
-    inference.inferred = {func: inference.inferred.get(func, {})}
-    write_back_types(inference)
+    result = inference.run(model, func, {}, [a.type for a in args])
+    settle_types(inference)
     problem = _image_problem(result, inference)
     if problem is not None:
         _sampler_result(func, problem)

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING
 from tensorloom.source import Span
 
 if TYPE_CHECKING:
+    from tensorloom.analysis.flows import ModelFlow
     from tensorloom.diagnostics import Diagnostic
     from tensorloom.frontend import ast
     from tensorloom.frontend.imports import Program
-    from tensorloom.passes.shape_inference import ModelFlow
     from tensorloom.pipeline import Compilation
 
 WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

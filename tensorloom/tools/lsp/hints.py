@@ -7,9 +7,10 @@
 
 A shape hint follows the name a `let`, an assignment or a parameter without a written
 shape binds, anywhere in the file (forwards, loss functions, helpers, objectives); its
-shape is the type shape inference gave the bound value (the first instantiation's,
-as hover shows). A config hint follows an instance's call: the config entries the call
-leaves at their defaults, as `instantiate` resolved them onto the `nml.instance` op.
+shape is the type shape inference gave the bound value in the model's first use (each
+use has its own copy of the model; hover shows the same). A config hint follows an
+instance's call: the config entries the call leaves at their defaults, as `instantiate`
+resolved them onto the `nml.instance` op.
 """
 
 from __future__ import annotations

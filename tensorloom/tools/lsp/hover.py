@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from xdsl.ir import Operation
 
     from tensorloom.catalogue.layers import LayerSpec
-    from tensorloom.dialects.nml import FuncOp
+    from tensorloom.dialects.nml import FuncOp, ModelOp
     from tensorloom.tools.lsp.document import Analysis
 
 
@@ -373,17 +373,38 @@ def parameter_shape(analysis: Analysis, model: ast.ModelDecl | None, name: str,
 
 
 def _func(analysis: Analysis, model: str, method: str) -> FuncOp | None:
-    """The IR of `model`'s method `method`."""
-    from tensorloom.dialects.nml import FuncOp, ModelOp
+    """The IR of `model`'s method `method`, in the model's first use."""
+    from tensorloom.dialects.nml import FuncOp
+    from tensorloom.passes.support.model_env import lookup_symbol
+
+    shown = first_uses(analysis).get(model)
+    return lookup_symbol(shown, method, FuncOp) if shown is not None else None
+
+
+def first_uses(analysis: Analysis) -> dict[str, ModelOp]:
+    """The model whose types the editor shows for each model of the program: the model
+    itself if an instance names it, else its first copy (`instantiate` gives each use of a
+    model its own copy, typed for that use, and makes them in the order of the uses), else
+    the model itself (typed on its own)."""
+    from tensorloom.dialects.nml import InstanceOp, ModelOp
 
     module = analysis.result.module
-    for op in module.walk() if module is not None else ():
-        if not isinstance(op, FuncOp) or op.sym_name.data != method:
+    if module is None:
+        return {}
+    ops = list(module.body.block.ops)
+    named = {op.model.root_reference.data for op in ops if isinstance(op, InstanceOp)}
+    found: dict[str, ModelOp] = {}
+    for op in ops:  # a model comes before its copies
+        if not isinstance(op, ModelOp):
             continue
-        parent = op.parent_op()
-        if isinstance(parent, ModelOp) and parent.sym_name.data == model:
-            return op
-    return None
+        if op.specializes is None:
+            found.setdefault(op.sym_name.data, op)
+            continue
+        kind = op.specializes.data
+        current = found.get(kind)
+        if kind not in named and (current is None or current.specializes is None):
+            found[kind] = op
+    return found
 
 
 def _value_at(analysis: Analysis, line: int, col: int) -> tuple[Span, str] | None:
@@ -399,11 +420,17 @@ def typed_spans(analysis: Analysis) -> list[tuple[Span, str]]:
     module = analysis.result.module
     if module is None:
         return []
+    from tensorloom.dialects.nml import ModelOp
+
+    shown = set(first_uses(analysis).values())
     found: list[tuple[Span, str]] = []
-    for op in module.walk():
-        entry = _typed(op, analysis.path)
-        if entry is not None:
-            found.append(entry)
+    for top in module.body.block.ops:
+        if isinstance(top, ModelOp) and top not in shown:
+            continue  # another use of a model: the editor shows the first
+        for op in top.walk():
+            entry = _typed(op, analysis.path)
+            if entry is not None:
+                found.append(entry)
     return found
 
 

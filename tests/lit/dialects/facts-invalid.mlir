@@ -59,12 +59,6 @@ builtin.module attributes {tl.dims = {T = 0 : i64}} {
 
 // -----
 
-builtin.module attributes {tl.flows = [{name = "net"}]} {
-}
-// CHECK: `tl.flows` is a list of flows
-
-// -----
-
 nml.model @Net {
   nml.func @forward() -> () attributes {arg_names = []} {
     %0 = nml.ref @x {bound_inside = "while"} : !nml.any

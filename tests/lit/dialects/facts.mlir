@@ -6,7 +6,7 @@
 // RUN: tl-opt %s --print-op-generic | filecheck %s --check-prefix=GENERIC
 // RUN: tl-opt %s > %t.custom && tl-opt %s --print-op-generic | tl-opt > %t.roundtrip && diff %t.custom %t.roundtrip
 
-builtin.module attributes {tl.dims = {T = 16 : i64}, tl.specialized, tl.flows = [{name = "net", model = "Net", inputs = [!nml.tensor<[B, 4], f32>], output = !nml.tensor<[B, 2], f32>, steps = [["fc", "Linear(4, 2)", !nml.tensor<[B, 2], f32>, 10 : i64]], params = 10 : i64}]} {
+builtin.module attributes {tl.dims = {T = 16 : i64}, tl.specialized} {
   nml.model @Block attributes {specializes = "Block", config = {c = 4 : i64}} {
     nml.layer @fc = "Linear" [4 : i64, 2 : i64] {}
   }
@@ -36,7 +36,7 @@ builtin.module attributes {tl.dims = {T = 16 : i64}, tl.specialized, tl.flows = 
   }
 }
 
-// CHECK:      builtin.module attributes {tl.dims = {T = 16 : i64}, tl.specialized, tl.flows = [{name = "net", model = "Net", inputs = [!nml.tensor<[B, 4], f32>], output = !nml.tensor<[B, 2], f32>, steps = {{\[\["fc", "Linear\(4, 2\)", !nml.tensor<\[B, 2\], f32>, 10 : i64\]\]}}, params = 10 : i64}]} {
+// CHECK:      builtin.module attributes {tl.dims = {T = 16 : i64}, tl.specialized} {
 // CHECK-NEXT:   nml.model @Block attributes {specializes = "Block", config = {c = 4 : i64}} {
 // CHECK:          nml.layer @block = "Block" [] {} {specialized = @Block}
 // CHECK:          %1 = nml.for @h iter_args(%0 : !nml.tensor<[B, 2], f32>) -> !nml.tensor<[B, 2], f32> attributes {var = "block", iterations = 3 : i64} {

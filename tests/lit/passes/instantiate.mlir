@@ -1,5 +1,6 @@
 // Each instance's configuration folded to literals: the model's defaults in order
-// (`d_ff` uses `d_model`), then the instance's overrides.
+// (`d_ff` uses `d_model`), then the instance's overrides. The second instance of a model
+// gets its own copy of it (`specializes`), which shape inference types for that instance.
 // RUN: %tl-opt %s -p instantiate | filecheck %s
 
 builtin.module {
@@ -14,7 +15,9 @@ builtin.module {
   nml.instance @lost = @Nowhere {}
 }
 
+// CHECK:      builtin.module attributes {tl.specialized} {
+// CHECK:      nml.model @"Block#plain" from "b.nml" attributes {specializes = "Block", config = {d_model = 512 : i64, d_ff = 2048 : i64, causal = true, act = "gelu"}} {
 // CHECK:      nml.instance @small = @Block {d_model = 256 : i64} {config = {d_model = 256 : i64, d_ff = 1024 : i64, causal = true, act = "gelu"}}
-// CHECK-NEXT: nml.instance @plain = @Block {} {config = {d_model = 512 : i64, d_ff = 2048 : i64, causal = true, act = "gelu"}}
+// CHECK-NEXT: nml.instance @plain = @"Block#plain" {} {config = {d_model = 512 : i64, d_ff = 2048 : i64, causal = true, act = "gelu"}}
 // CHECK-NEXT: nml.instance @lost = @Nowhere {}
 // CHECK-NEXT: }

@@ -336,3 +336,40 @@ def test_each_position_of_a_list_is_profiled_with_its_own_arguments(tmp_path: Pa
     body = [row["name"] for row in rows["body"]["layers"]]
     assert body == ["0", "1"] and rows["body"]["params"] == (32 * 9 + 1) * 32 + (32 * 9 + 1) * 8
     assert net["params"] == stages["params"] + rows["body"]["params"]
+
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_mamba_130m_gets_a_budget_its_scan_profiled_once_and_multiplied() -> None:
+    """24 blocks of a 256-step scan: past 20,000 applications unrolled (TL0311 once); the
+    loop's body has one set of types, so it is profiled once and multiplied. The blocks'
+    row counts each block's Parameters (`A_log`, `D`) as `tlc check` does."""
+    from tensorloom.analysis.report import InfoRequest, info_json
+    from tensorloom.tools.check import check_file
+
+    path = ROOT / "tests" / "e2e" / "info_programs" / "mamba130m.nml"
+    found = info_json(path, InfoRequest(batch_size=8))
+    assert found["ok"] and not found["diagnostics"], found["diagnostics"]
+    mamba = next(m for m in found["models"] if m["name"] == "Mamba")
+    _, flows = check_file(path)
+    block = next(s for f in flows if f.model == "Mamba" for s in f.steps if s.name == "layers.0")
+    assert mamba["params"] == next(f.params for f in flows if f.model == "Mamba") == 129_135_360
+    layers = next(row for row in mamba["layers"] if row["name"] == "layers")
+    assert layers["repeat"] == 24 and layers["params"] == 24 * block.params
+    scan = next(row for row in layers["layers"] if row.get("repeat") == 256)
+    assert scan["flops"] is not None and scan["flops"] > 0
+    assert mamba["memory"] is not None and mamba["memory"]["activations"] > 0
+
+
+def test_bert_base_from_the_examples_gets_a_budget() -> None:
+    """examples/bert.nml at its bert-base defaults: every size known, a memory budget."""
+    from tensorloom.analysis.report import InfoRequest, info_json
+
+    found = info_json(
+        ROOT / "examples" / "bert.nml", InfoRequest(batch_size=8, bindings={"T": 128})
+    )
+    assert found["ok"], found["diagnostics"]
+    bert = next(m for m in found["models"] if m["name"] == "Bert")
+    assert bert["unknown_dims"] == []
+    assert bert["memory"] is not None and bert["memory"]["activations"] > 0

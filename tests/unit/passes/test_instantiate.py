@@ -6,8 +6,8 @@ from pathlib import Path
 
 from xdsl.dialects.builtin import DictionaryAttr
 
+from tensorloom.analysis.flows import flows as flows_of
 from tensorloom.dialects.nml import InstanceOp
-from tensorloom.passes.shape_inference import flows_in
 from tensorloom.passes.support.model_env import config_attr, evaluate_kwargs
 from tensorloom.pipeline import Compilation, compile_text
 
@@ -59,7 +59,7 @@ def test_each_instance_gets_its_folded_configuration(tmp_path: Path) -> None:
 def test_shape_inference_checks_each_instance_under_its_configuration(tmp_path: Path) -> None:
     result = _compile(tmp_path)
     assert result.module is not None
-    flows = {f.name: f for f in flows_in(result.module)}
+    flows = {f.name: f for f in flows_of(result.module)}
     assert [s.shape for s in flows["small"].steps] == ["[B, 8]", "[B, 8]", "[B, 8]", "[B, 3]"]
     assert [s.shape for s in flows["big"].steps] == ["[B, 64]", "[B, 64]", "[B, 64]", "[B, 3]"]
     assert flows["small"].params == (8 * 8 + 8) + (8 * 3 + 3)
