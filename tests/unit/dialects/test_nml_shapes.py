@@ -11,6 +11,7 @@ from xdsl.ir import Attribute, Block, SSAValue
 from tensorloom.catalogue.shapes import ShapeMismatch, Unifier
 from tensorloom.dialects import nml
 from tensorloom.dialects.nml import TensorType
+from tensorloom.dialects.nml.tensor_ops import TransposeOp
 
 
 def tensor(*dims: int | str | None) -> TensorType:
@@ -85,7 +86,11 @@ def test_softmax_checks_its_dim() -> None:
 
 def test_transpose_and_permute() -> None:
     (x,) = values(tensor("B", "T", 64))
-    assert dims_of(nml.TransposeOp(x, 1, 2, x.type).infer_shape([x.type])) == ("B", 64, "T")
+    assert dims_of(TransposeOp(x, {"dim0": 1, "dim1": 2}, x.type).infer_shape([x.type])) == (
+        "B",
+        64,
+        "T",
+    )
     assert dims_of(nml.PermuteOp(x, [2, 0, 1], x.type).infer_shape([x.type])) == (64, "B", "T")
 
 
