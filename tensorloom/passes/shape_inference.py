@@ -688,12 +688,12 @@ class Inference:
             self._report_layer(layer, op, bound, number)  # `3 |> self.fc` (a fuzz finding)
             return TensorType.unranked()
         inputs = [self._shape(v) for v in op.args]
-        if bound.spec.name == "Embedding" and op.args:
+        if bound.spec.takes_indices and op.args:
             self._check_positions(layer, op, bound)
             if self._float_ids(model, op):
                 mismatch = ShapeMismatch(
                     "looks up integer token ids, but its input is the float output of a layer",
-                    help="an `Embedding` takes token ids: the model's input, such as a "
+                    help=f"an `{bound.spec.name}` takes token ids: the model's input, such as a "
                     "sequence dataset's `[B, T]` samples",
                 )
                 self._report_layer(layer, op, bound, mismatch)
