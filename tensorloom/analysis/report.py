@@ -348,6 +348,17 @@ def program_json(program: ProgramBudget, request: InfoRequest) -> dict[str, Any]
         "peak": program.peak,
         "total": program.total,
         "fits": None if request.gpu_memory is None else program.total <= request.gpu_memory,
+        "phases": [
+            {
+                "epochs": [phase.first, phase.last],
+                "steps": list(phase.steps),
+                "gradients": phase.gradients,
+                "optimizer_state": program.phase_state(phase),
+                "peak": program.phase_peak(phase),
+            }
+            for phase in program.phases
+        ],
+        "peak_phase": list(program.peak_phase.steps),
     }
 
 
@@ -547,7 +558,15 @@ def program_lines(program: ProgramBudget, request: InfoRequest) -> list[str]:
         each = ", ".join(f"{s.step} {_bytes(s.activations)} ({', '.join(s.calls) or 'none'})"
                          for s in program.steps)  # fmt: skip
         lines.append(f"  activations kept per step: {each}")
-    lines.append("training memory, one batch of every step:")
+    if len(program.phases) > 1:
+        each = "; ".join(f"epochs {p.epochs} {', '.join(p.steps)} {_bytes(program.phase_peak(p))}"
+                         for p in program.phases)  # fmt: skip
+        lines.append(f"  phases (peak of each): {each}")
+        phase = program.peak_phase
+        lines.append(f"training memory, one batch of the largest phase (epochs {phase.epochs}: "
+                     f"{', '.join(phase.steps)}):")  # fmt: skip
+    else:
+        lines.append("training memory, one batch of every step:")
     weights = " + ".join(f"{m} {_bytes(w)}" for m, w in program.weights.items())
     for key, value in program.terms().items():
         note = f"  ({weights})" if key == "weights" else ""
