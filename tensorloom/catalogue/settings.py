@@ -25,7 +25,7 @@ from tensorloom.catalogue.args import Arg
 
 SettingKind = Literal[
     "value", "optimizer", "loss", "lr_schedule", "grad_clip", "patience", "metric", "metrics",
-    "compile", "ema", "distributed", "freeze", "lora", "objective", "samples",
+    "compile", "ema", "distributed", "freeze", "lora", "objective", "samples", "target",
 ]  # fmt: skip
 
 
@@ -59,6 +59,7 @@ _KIND_TEXT: dict[str, str] = {
     "lora": "`LoRA(rank=8, alpha=16, dropout=0.0, targets=[c_attn, c_fc])`",
     "objective": "the name of a `fn NAME(net, x, y)` of the program",
     "samples": "the name of a `fn NAME(net) -> Tensor` of the program: images [N, C, H, W]",
+    "target": "the name of a field of the data: `label`",
 }
 
 
@@ -89,6 +90,12 @@ SETTING_SPECS: tuple[SettingSpec, ...] = (
         "a `fn` of the program that gets the models and returns images in [0, 1]: written "
         "as a PNG grid after each epoch",
         kind="samples",
+    ),
+    SettingSpec(
+        "target",
+        "over data of named fields: the field the loss compares the output with (default "
+        "`label`, else `y`); the forward takes the fields its parameters name",
+        kind="target",
     ),
     SettingSpec(
         "precision",

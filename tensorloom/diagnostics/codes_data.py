@@ -1302,21 +1302,64 @@ error[TL0440]: `txt` is not a field of `digits-captions`: the objective `pairs_l
         ),
         Code(
             'TL0441',
-            'a `loss` block on data of named fields',
+            "a `loss` block's forward parameter that names no field of the data",
             """\
-A `loss = ...` block feeds each batch's samples `x` to the model and its targets `y` to the
-loss. Data of named fields without `x` and `y` (`digits-captions`) has neither: its fields
-reach the model through an objective that names them. Reported by `check-train` at the
-`load_dataset`. (A .npz of named arrays without `x` and `y` is TL0710 there.)
+Over data of named fields (`digits-captions`, a .npz of named arrays, a folder of pairs), a
+`loss = ...` block feeds the model's forward the fields its parameters name
+(`fn forward(self, image, text)` receives `image` and `text`) and the loss the target field
+(`target = FIELD`, TL0470). A parameter that is no field would be a `KeyError` at the first
+batch. Reported by `check-train` at the parameter, the train block's data marked. (A block
+of objectives names its fields in the objective's parameters instead: TL0440.)
 """,
             """\
-error[TL0441]: `digits-captions` yields the fields `image`, `text`, `label`, not samples and targets: a `loss` block feeds the model `x` and the loss `y`
- --> loss_on_fields.tl:8:13
-  |
-8 | let pairs = load_dataset("digits-captions")
-  |             ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
-  |
-  = help: train on the fields by name: `objective = f` with `fn f(net, image, text) -> Tensor`
+error[TL0441]: `x` is not a field of `digits-captions`: a `loss` block feeds `M`'s forward the fields its parameters name
+  --> loss_on_fields.tl:4:22
+   |
+ 4 |     fn forward(self, x: Tensor[B, 1, 8, 8]) -> Tensor:
+   |                      ^
+  ::: loss_on_fields.tl:10:14
+10 | train net on pairs:
+   |              ----- the fields come from here
+   |
+   = help: name the forward's parameters after the fields: `image`, `text`, `label`
+""",
+        ),
+        Code(
+            'TL0470',
+            "a `loss` block's target that is no field of the data",
+            """\
+Over data of named fields, a `loss` block's loss compares the output with the field
+`target = FIELD` names; without the key, the field `label`, else `y`. Reported by
+`check-train` at the key's value (with a did-you-mean over the fields), or, where the key is
+absent and the data has neither `label` nor `y`, at the train block's data.
+""",
+            """\
+error[TL0470]: `lable` is not a field of `digits-captions`: `target` names the field the loss compares the output with
+  --> target_unknown.tl:17:14
+   |
+17 |     target = lable
+   |              ^^^^^
+   |
+   = help: did you mean `label`?
+""",
+        ),
+        Code(
+            'TL0471',
+            '`target` where there is no field to pick',
+            """\
+`target = FIELD` picks the field a `loss` block's loss takes from data of named fields. Data
+of samples and targets (`digits`, a .npz of `x` and `y` alone) gives the loss its targets, and
+a block of objectives passes each objective the fields its parameters name: the key would be
+ignored. Reported by `check-train` at the key.
+""",
+            """\
+error[TL0471]: `target` picks a field for the loss, and `digits`, which yields samples and targets, has none to pick
+  --> target_on_xy.tl:13:5
+   |
+13 |     target = label
+   |     ^^^^^^
+   |
+   = help: remove `target`: the loss takes the data's targets
 """,
         ),
         Code(

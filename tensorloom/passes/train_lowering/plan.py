@@ -119,6 +119,22 @@ class ScriptPlan:
     # the parameters of each `fn` the script calls with a batch; () for batches of (x, y).
     batch_fields: tuple[str, ...] = ()
     function_params: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # A `loss` block over named fields: the field its loss takes (the loop's `loss_target`),
+    # and the fields its forward takes, its parameters' names; None and () for (x, y).
+    loss_field: str | None = None
+    model_fields: tuple[str, ...] = ()
+
+    @property
+    def model_inputs(self) -> tuple[str, ...]:
+        """What the step passes the model: `xb`, or (a `loss` block over fields) its fields."""
+        if self.loss_field is None:
+            return ("xb",)
+        return tuple(field_variable(f) for f in self.model_fields)
+
+    @property
+    def target_name(self) -> str:
+        """What the step passes the loss after the output: `yb`, or the target field."""
+        return "yb" if self.loss_field is None else field_variable(self.loss_field)
 
     @property
     def batch_names(self) -> tuple[str, ...]:
@@ -166,7 +182,9 @@ class ScriptPlan:
     @property
     def loss_targets(self) -> tuple[str, ...]:
         """What the step passes `loss_fn` after the output: the targets, or inputs and targets."""
-        return ("xb", "yb") if self.custom_loss in self.takes_inputs else ("yb",)
+        if self.custom_loss in self.takes_inputs:  # `fn l(out, x, y)`: x the first input
+            return (self.model_inputs[0], self.target_name)
+        return (self.target_name,)
 
     @property
     def reports_metrics(self) -> bool:
@@ -177,7 +195,7 @@ class ScriptPlan:
     @property
     def serves(self) -> bool:
         """--predict and --export: they feed the model one input, as the data's samples."""
-        return self.forward_inputs == 1
+        return self.forward_inputs == 1 and self.loss_field is None
 
     @property
     def batch_metrics(self) -> tuple[Metric, ...]:
