@@ -7,8 +7,7 @@
 Each module (`data`, `tokens`, `folders`, `loader`, `checkpoint`, `pretrained`, `metrics`,
 `distributed`, `amp`, `compiling`, `activations`, `graphs`, `attention`, `sourcemap`, `recipe`,
 `serve`, `trainer`, `sharded`, `steps`, `samples`) imports the standard library and torch at its
-top,
-and no two define the same top-level name. A module may import another runtime module's names
+top, and no two define the same top-level name. A module may import another runtime module's names
 (`trainer` builds on `checkpoint` and `recipe`): a pasted script holds those definitions
 themselves, so `paste` drops such imports. `paste` is the one way a script gets runtime
 code: a function-level dependency analysis (`ast`) finds each top-level definition's
