@@ -1919,20 +1919,20 @@ error[TL0709]: `sample_shape=[16]` contradicts `cls12.npz`, whose samples are [2
             'TL0710',
             'a data file is not in the format its name says',
             """\
-A .npz without arrays `x` and `y` that a `loss` block trains on (a block of objectives
-takes named arrays by name), or one whose arrays are not plain numeric C-order .npy
-arrays, or whose `x` and `y` disagree on the number of samples, or whose labels are
+A .npz whose arrays are not plain numeric C-order .npy arrays (a .npz of named arrays
+without `x` and `y` feeds its arrays by name: to a `loss` block's forward, TL0441, or to
+objectives, TL0440), or whose `x` and `y` disagree on the number of samples, or whose labels are
 negative; a .csv without the `target=` column, a token file whose size is not whole tokens
 of its `dtype`: the run would fail on loading it.
 """,
             """\
-error[TL0710]: `noxy.npz` must hold arrays named `x` and `y`; it holds `a`
- --> npz_layout.tl:8:12
-  |
-8 | let data = load_dataset("noxy.npz")
-  |            ^^^^^^^^^^^^^^^^^^^^^^^^
-  |
-  = help: save it with `np.savez(path, x=samples, y=targets)`
+error[TL0710]: `table.csv` has no column `lable`: its columns are `f1`, `f2`, `f3`, `label`
+  --> csv_header.tl:16:12
+   |
+16 | let typo = load_dataset("table.csv", target="lable")
+   |            ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+   |
+   = help: `target=` names the label column of the header row
 """,
         ),
         Code(
@@ -2005,6 +2005,83 @@ error[TL0714]: `pairs.npz` has no array `caption`: it holds `image`, `text`
    |                                       ^^^^^^^^^^^^^^^^^^^^^^^^^^^
    |
    = help: name arrays the file holds
+""",
+        ),
+        Code(
+            'TL0715',
+            'a folder of pairs whose sample lacks a partner file',
+            """\
+A folder of pairs (`load_dataset("pairs/")`) holds one folder per field, and in each one file
+per sample named by the sample's stem: `image/0007.png` and `text/0007.txt` are one sample.
+A stem one field folder has and another lacks would leave a sample without that field.
+Reported by `check-train` at the `load_dataset`, from the folder's listing; the script's
+loader stops with the same message.
+""",
+            """\
+error[TL0715]: `pairs/text/` has no file for the sample `0007` (`image/0007.png` has no partner there)
+  --> folder_partner.tl:11:13
+   |
+11 | let pairs = load_dataset("pairs/")
+   |             ^^^^^^^^^^^^^^^^^^^^^^
+   |
+   = help: every field folder holds one file per sample, named by its stem
+""",
+        ),
+        Code(
+            'TL0716',
+            "a folder of pairs whose field's files differ in shape",
+            """\
+The samples of one field are stacked into one tensor, so every file of a field folder has
+one shape: each PNG the same size and channels (read from its header), each .npy the same
+shape. Reported by `check-train` at the `load_dataset`, naming the first file that differs
+from the first file of the field.
+""",
+            """\
+error[TL0716]: `image/0003.png` is [3, 16, 16], but `image/0000.png` is [1, 8, 8]: a field's samples share one shape
+  --> folder_shapes.tl:11:13
+   |
+11 | let pairs = load_dataset("pairs/")
+   |             ^^^^^^^^^^^^^^^^^^^^^^
+   |
+   = help: resize or convert the files so that every sample of the field has one shape
+""",
+        ),
+        Code(
+            'TL0717',
+            'a folder of pairs holds a file or folder its loader cannot read',
+            """\
+A field's files share one extension the loader reads: `.png` (8-bit grey, grey and alpha, RGB
+or RGBA, not interlaced), `.txt` (UTF-8 text, as token ids), `.cls` (one integer class),
+`.npy`. A field folder named as no identifier, a PNG of another kind (16-bit, a palette,
+interlaced), a .cls that is not an integer, text that is not UTF-8, or a folder with no
+field folders, is an error at the `load_dataset`.
+""",
+            """\
+error[TL0717]: `pairs/image/0002.png` is a 16-bit PNG of colour type 0: the loader reads 8-bit grey, grey and alpha, RGB or RGBA PNGs, not interlaced
+  --> folder_png_kind.tl:11:13
+   |
+11 | let pairs = load_dataset("pairs/")
+   |             ^^^^^^^^^^^^^^^^^^^^^^
+   |
+   = help: save it as an 8-bit PNG without interlacing (Pillow: `image.convert("RGB")`)
+""",
+        ),
+        Code(
+            'TL0718',
+            'a folder of pairs that is not there, its fields unnamed',
+            """\
+A program's fields are the folder's field folders, read at check time. Where the folder is
+not there (it lives on the training machine), `fields=[...]` names them, and their shapes
+wait for run time (warning TL0708); without it nothing says what the batches hold.
+""",
+            """\
+error[TL0718]: `elsewhere/` is not there at check time, and nothing says which fields it holds
+  --> folder_absent.tl:11:13
+   |
+11 | let pairs = load_dataset("elsewhere/")
+   |             ^^^^^^^^^^^^^^^^^^^^^^^^^^
+   |
+   = help: name its field folders: `load_dataset("elsewhere/", fields=["image", "label"])`
 """,
         ),
     )),

@@ -455,7 +455,8 @@ class LoopChecker:
             self._precision()
             return
         instance = self._instance()
-        if instance is not None and self.by_field is None and not self._inputs_fit(instance):
+        fits = info is None or self.by_field is not None
+        if instance is not None and not fits and not self._inputs_fit(instance):
             return
         self._loss(info, instance)
         self._metrics(info, instance)

@@ -87,8 +87,9 @@ def _field_files(folder: Path, name: str) -> dict[str, Path]:
     place = folder / name
     if not place.is_dir():
         raise DatasetUnavailable(f"{folder} has no field folder {name}/")
-    files = {p.stem: p for p in place.iterdir() if p.is_file() and not p.name.startswith(".")}
-    kinds = {p.suffix.lower() for p in files.values()}
+    listed = [p for p in place.iterdir() if p.is_file() and not p.name.startswith(".")]
+    files = {p.stem: p for p in listed}
+    kinds = {p.suffix.lower() for p in listed}
     if len(kinds) != 1 or not kinds <= set(FOLDER_READERS):
         listed = ", ".join(sorted(kinds)) or "no files"
         raise DatasetUnavailable(f"{place}/ holds {listed}: a field's files share one of "
