@@ -431,7 +431,10 @@ def is_language_model_data(info: DatasetInfo) -> bool:
 def _file_info(path: str, options: dict[str, OptionValue]) -> DatasetInfo | DatasetError:
     if not path.endswith(FILE_SUFFIXES):
         message = f"cannot load `{path}`: expected a .npz, .pt or .csv file"
-        return DatasetError("TL0705", message, None, "convert the data to one of those formats")
+        help_text = "convert the data to one of those formats"
+        if "." not in path.rsplit("/", 1)[-1]:  # no suffix: a folder, perhaps
+            help_text += f'; a folder of pairs is written with its trailing slash: `"{path}/"`'
+        return DatasetError("TL0705", message, None, help_text)
     if "fields" in options and not path.endswith((".npz", ".pt")):
         message = f"`fields=` names arrays of a .npz or .pt file, and `{path}` is neither"
         return DatasetError("TL0713", message, "fields", "remove `fields=`")
