@@ -297,9 +297,12 @@ def _absent(info: DatasetInfo, names: list[str] | None) -> DataCheck:
 def _cached(
     folder: Path, names: list[str] | None, text: str, length: int | None
 ) -> FolderFacts | FileProblem:
-    """`read_folder`, once per folder state (its path and modification time) and options."""
+    """`read_folder`, once per folder state and options: the modification times of the folder
+    and its field folders, which a file added, removed or renamed changes (a file rewritten in
+    place does not: a later process reads it again)."""
     try:
         stamp = folder.stat().st_mtime_ns
+        stamp += sum(p.stat().st_mtime_ns for p in folder.iterdir() if p.is_dir())
     except OSError as error:
         return FileProblem(f"cannot read `{folder}`: {error.strerror or error}")
     key = (str(folder.resolve()), stamp, text, length, tuple(names) if names else None)
