@@ -125,6 +125,12 @@ def _write_data_files(work: Path) -> None:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     module.main(work)
+    folders = ROOT / "tests" / "lit" / "check" / "fields" / "make_folders.py"
+    spec = importlib.util.spec_from_file_location("tl_fuzz_make_folders", folders)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.main(work)
     weights = ROOT / "tests" / "lit" / "check" / "weights" / "Inputs" / "make_weights.py"
     spec = importlib.util.spec_from_file_location("tl_fuzz_make_weights", weights)
     assert spec is not None and spec.loader is not None
@@ -369,9 +375,13 @@ def _paired(r: random.Random, careful: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
-LOSS_FIELD_DATA = ['"digits-captions"']
+# ... and the folders of pairs tests/lit/check/fields' make_folders.py writes (pairs/: image
+# [1, 8, 8] PNGs, text/ captions, label/ classes; the others broken, elsewhere/ absent).
+LOSS_FIELD_DATA = ['"digits-captions"', '"pairs/"', '"pairs/", text="words", length=5']
 SLOPPY_LOSS_FIELD_DATA = ['"digits-captions", flatten=true', '"pairs.npz"', '"digits"',
-                          '"xyw.npz"']  # fmt: skip
+                          '"xyw.npz"', '"partner/"', '"shapes/"', '"pngkind/"', '"mixed/"',
+                          '"badcls/"', '"elsewhere/"', '"pairs/", text="chars"',
+                          '"pairs/", fields=["image", "caption"]', '"pairs"']  # fmt: skip
 
 
 def _paired_loss(r: random.Random, careful: bool) -> str:
@@ -382,8 +392,8 @@ def _paired_loss(r: random.Random, careful: bool) -> str:
     image = "Tensor[B, 1, 8, 8]" if careful or r.random() < 0.7 else "Tensor[B, 64]"
     text = "text" if careful or r.random() < 0.8 else r.choice(["txt", "label", "x"])
     lines = ["model Pair:", "    layer img = Linear(64, 16)",
-             "    layer words = Embedding(19, 16)", "    layer head = Linear(16, 10)",
-             f"    fn forward(self, image: {image}, {text}: Tensor[B, 4]) -> Tensor[B, 10]:",
+             "    layer words = Embedding(256, 16)", "    layer head = Linear(16, 10)",
+             f"    fn forward(self, image: {image}, {text}: Tensor[B, T]) -> Tensor[B, 10]:",
              f"        let h = relu(self.img(image.flatten(1))) + mean(self.words({text}), dim=1)",
              "        return self.head(h)", ""]  # fmt: skip
     data = r.choice(LOSS_FIELD_DATA if careful else LOSS_FIELD_DATA + SLOPPY_LOSS_FIELD_DATA)
