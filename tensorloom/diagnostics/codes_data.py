@@ -1014,9 +1014,10 @@ error[TL0416]: `MSE` compares the output with float targets, but `digits`'s targ
             'TL0417',
             'a forward taking more inputs than a dataset feeds',
             """\
-The emitted training loop calls `model(x)` with each batch's samples: one input. A
-forward with two or more parameters would fail at the first step. Reported by
-`check-train` at the dataset's name in the `train` line.
+Over data of samples and targets, the emitted training loop calls `model(x)` with each
+batch's samples: one input. A forward with two or more parameters would fail at the first
+step. Reported by `check-train` at the dataset's name in the `train` line. (Over data of
+named fields a `loss` block feeds the forward the fields its parameters name: TL0441.)
 """,
             """\
 error[TL0417]: `M`'s forward takes 2 inputs (`x`, `z`), but a dataset feeds one: the samples of `data`
