@@ -176,3 +176,26 @@ def test_a_folder_of_pairs_trains_a_loss_block_and_its_errors_are_one_line(
     assert done.stderr.strip().splitlines() == [
         "error: digit_pairs/text/ has no file for 0123 (the partner of digit_pairs/image/0123.png)"
     ]
+
+
+def test_an_autoencoder_over_one_field_learns(tmp_path: Path) -> None:
+    source = """
+model AE:
+    layer enc = Linear(64, 16)
+    layer dec = Linear(16, 64)
+    fn forward(self, image: Tensor[B, 1, 8, 8]) -> Tensor:
+        return sigmoid(self.dec(relu(self.enc(image.flatten(1))))).view(-1, 1, 8, 8)
+
+let net = AE()
+let pairs = load_dataset("digits-captions")
+
+train net on pairs:
+    epochs = 3
+    optimizer = Adam(lr=0.01)
+    loss = MSE
+    target = image
+"""
+    script = compile_program(tmp_path, source, name="fields_ae")
+    run(script, "--metrics", "m.jsonl")
+    rows = records(tmp_path / "m.jsonl")
+    assert rows[-1]["val_loss"] < 0.8 * rows[0]["val_loss"]  # type: ignore[operator]

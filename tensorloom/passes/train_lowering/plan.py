@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 
 from xdsl.dialects.builtin import LocationAttr
-from xdsl.ir import Attribute
+from xdsl.ir import Attribute, SSAValue
 
 from tensorloom.catalogue.datasets import (
     ORDERED_SOURCES,
@@ -29,6 +29,7 @@ from tensorloom.catalogue.datasets import (
     SEQUENCE_TASKS,
     is_file_source,
 )
+from tensorloom.dialects import py
 from tensorloom.dialects.train import CUDA_GRAPH_MODES
 from tensorloom.passes.support.loss_functions import Metric
 from tensorloom.passes.support.py_builder import Value
@@ -286,6 +287,13 @@ def field_variable(field: str) -> str:
     if keyword.iskeyword(field) or field in dir(builtins) or field in _SCRIPT_NAMES:
         return f"{field}_b"
     return field
+
+
+def batch_loop(batches: SSAValue, plan: ScriptPlan) -> py.ForOp:
+    """`for xb, yb in batches:`, a batch's tensors as the loop's variables (`for (image,) in
+    batches:` where a batch holds one field)."""
+    count = len(plan.batch_names)
+    return py.ForOp(batches, targets=count, unpack=count == 1)
 
 
 def data_name(plan: ScriptPlan) -> str:

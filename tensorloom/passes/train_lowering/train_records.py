@@ -20,7 +20,7 @@ from xdsl.ir import Operation, SSAValue
 from tensorloom.dialects import py
 from tensorloom.passes.support.loss_functions import Metric
 from tensorloom.passes.support.py_builder import PyBuilder
-from tensorloom.passes.train_lowering.plan import ScriptPlan
+from tensorloom.passes.train_lowering.plan import ScriptPlan, batch_loop
 from tensorloom.passes.train_lowering.train_step import evaluate_def, reset_carried, under_autocast
 
 DEFINES = (
@@ -233,7 +233,7 @@ def objective_metrics_ops(plan: ScriptPlan) -> list[Operation]:
 def _validation_loop(b: PyBuilder, plan: ScriptPlan) -> None:
     """`for xb, yb in trainer.val_loader:` each batch's loss and metrics, times its size
     (over named fields, `for image, text in ...`)."""
-    loop = py.ForOp(b.path("trainer", "val_loader"), targets=len(plan.batch_names))
+    loop = batch_loop(b.path("trainer", "val_loader"), plan)
     for arg, name in zip(loop.body.block.args, plan.batch_names, strict=True):
         arg.name_hint = name
     batch = list(loop.body.block.args)

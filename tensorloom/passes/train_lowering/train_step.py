@@ -29,7 +29,7 @@ from xdsl.ir import Operation, SSAValue
 from tensorloom.catalogue.schedules import PER_EPOCH
 from tensorloom.dialects import py
 from tensorloom.passes.support.py_builder import PyBuilder
-from tensorloom.passes.train_lowering.plan import ScriptPlan
+from tensorloom.passes.train_lowering.plan import ScriptPlan, batch_loop
 
 DEFINES = (
     "_forward_backward", "_optimizer_step", "evaluate", "_evaluate_whole", "train_one_epoch",
@@ -220,7 +220,7 @@ def evaluate_ops(plan: ScriptPlan, name: str = "evaluate") -> list[Operation]:
                            else ["loss sum", "output elements"]))  # fmt: skip
     zeros = body.call("torch.zeros", body.const(len(sums)), device=body.name("device"))
     body.assign("totals", zeros)
-    loop = py.ForOp(body.path("trainer", "val_loader"), targets=len(plan.batch_names))
+    loop = batch_loop(body.path("trainer", "val_loader"), plan)
     batch = dict(zip(plan.batch_names, _loop_vars(loop, *plan.batch_names), strict=True))
     yb = batch[plan.target_name]
     each = PyBuilder()
@@ -319,7 +319,7 @@ def train_one_epoch_ops(plan: ScriptPlan) -> list[Operation]:
     accum = {"grad_accum": body.name("GRAD_ACCUM")} if plan.grad_accum != 1 else {}
     batches = body.call("epoch_batches", body.name("trainer"), body.name("epoch"),
                         body.name("max_steps"), skip=body.name("batches"), **accum)  # fmt: skip
-    loop = py.ForOp(batches, targets=len(plan.batch_names))
+    loop = batch_loop(batches, plan)
     batch = _loop_vars(loop, *plan.batch_names)
     each = PyBuilder()
     if plan.grad_accum != 1:
