@@ -602,8 +602,7 @@ class LoopChecker:
             _dataset_error(op, checked.layout)
             return None
         if not self.loop.runs_objectives() and not is_xy(checked.info):
-            _named_fields_to_a_loss(op, checked.info)
-            return None
+            return None  # a model without a forward: reported where it is declared
         return checked.info
 
     def _fields_loss(self, info: DatasetInfo, by_field: LossFields) -> DatasetInfo | None:
@@ -1410,21 +1409,6 @@ def _no_target(loop: train.LoopOp, what: str) -> None:
         else "remove `target`: the loss takes the data's targets"
     )
     report(Diagnostic.error("TL0471", message, Label(span_at(op)), help=help_text))
-
-
-def _named_fields_to_a_loss(op: train.DatasetOp, info: DatasetInfo) -> None:
-    """TL0441: a `loss` block feeds the model `x` and the loss `y`; this data has neither."""
-    fields = field_listing(info)
-    message = (
-        f"`{info.name}` yields the fields {fields}, not samples and targets: a `loss` block "
-        "feeds the model `x` and the loss `y`"
-    )
-    first = [f.name for f in info.fields or ()][:2]
-    help_text = (
-        f"train on the fields by name: `objective = f` with "
-        f"`fn f(net, {', '.join(first)}) -> Tensor`"
-    )
-    report(Diagnostic.error("TL0441", message, Label(span_at(op)), help=help_text))
 
 
 def _dataset_error(op: train.DatasetOp, error: DatasetError | DatasetProblem) -> None:
