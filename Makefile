@@ -40,8 +40,9 @@ JOBS ?= 2
 fuzz:  ## a long fuzz run: COUNT inputs from SEED on JOBS processes; bugs go to fuzz-out/
 	$(PY) tests/fuzz/run.py --count $(COUNT) --seed $(SEED) --jobs $(JOBS) --out fuzz-out
 
-reference:  ## regenerate docs/reference.md from the catalogues
+reference:  ## regenerate docs/reference.md and the generated constants (tools/generated.py)
 	$(PY) -m tensorloom.tools.reference > docs/reference.md
+	$(PY) -m tensorloom.tools.generated
 
 golden:  ## regenerate tests/e2e/reference/ (the examples' emitted scripts) and their line counts
 	$(PY) tests/e2e/golden.py

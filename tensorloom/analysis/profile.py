@@ -9,10 +9,11 @@
 Parameters come from the declarations (a layer never applied still has
 weights; one applied twice has them once). FLOPs and activation bytes follow
 the layer catalogue's conventions (see tensorloom/catalogue/layers) and
-`op_costs` for builtins; they need concrete shapes, so every symbolic dim must
-be bound (the batch, by `--batch-size`; others by `-D T=512`), and the dims
-left unbound are listed in `unknown`. A tensor that two layers save (one its
-output, the next its input) is counted once, at the first layer that saves it.
+each builtin op's `COST` (tensorloom/catalogue/costs.py); they need concrete
+shapes, so every symbolic dim must be bound (the batch, by `--batch-size`; others
+by `-D T=512`), and the dims left unbound are listed in `unknown`. A tensor that
+two layers save (one its output, the next its input) is counted once, at the first
+layer that saves it.
 """
 
 from __future__ import annotations
@@ -24,13 +25,15 @@ from pathlib import Path
 
 from xdsl.dialects.builtin import ModuleOp
 
-from tensorloom.analysis.op_costs import (
-    FP32_UNDER_AUTOCAST,
-    LOW_UNDER_AUTOCAST,
-    RESULT,
-    op_cost,
+from tensorloom.analysis.trace import (
+    Step,
+    StepBudget,
+    TensorKey,
+    Trace,
+    builtin_cost,
+    trace_instantiation,
 )
-from tensorloom.analysis.trace import Step, StepBudget, TensorKey, Trace, trace_instantiation
+from tensorloom.catalogue.costs import RESULT
 from tensorloom.catalogue.layers import BoundLayer
 from tensorloom.catalogue.shapes import Shape, concrete
 from tensorloom.diagnostics.ir import reporting
@@ -229,7 +232,7 @@ class Costing:
         if out is None or any(s is None for s, i in zip(ins, step.inputs, strict=True) if i):
             return LayerProfile("", step.kind, shape, 0, None, None)
         p = dropout_rate(step.op) if isinstance(step.op, DropoutOp) else 0.0
-        cost = op_cost(step.kind, ins, out, p)
+        cost = builtin_cost(step)(ins, out, p)
         dtype = self.op_dtype(step)
         act = cost.extra_bytes
         for index in cost.saved:
@@ -238,9 +241,10 @@ class Costing:
         return LayerProfile("", step.kind, shape, 0, cost.flops, act)
 
     def op_dtype(self, step: Step) -> int:
-        if self.amp and step.kind in FP32_UNDER_AUTOCAST:
+        autocast = builtin_cost(step).autocast
+        if self.amp and autocast == "fp32":
             return 4
-        if self.amp and step.kind in LOW_UNDER_AUTOCAST:
+        if self.amp and autocast == "low":
             return PRECISION_BYTES[self.precision]
         floats = [
             self.dtype(k)
@@ -261,7 +265,7 @@ class Costing:
             return self.once(step.output_key, math.prod(out) * dtype)
         shape = ins[index]
         key = step.input_keys[index]
-        own = dtype if step.kind in LOW_UNDER_AUTOCAST else self.dtype(key)
+        own = dtype if builtin_cost(step).autocast == "low" else self.dtype(key)
         return self.once(key, math.prod(shape or ()) * own)
 
 

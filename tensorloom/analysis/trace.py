@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from xdsl.dialects.builtin import IntegerAttr, IntegerType
 from xdsl.ir import Block, Operation, SSAValue
 
-from tensorloom.analysis.op_costs import VIEWS
+from tensorloom.catalogue.costs import Cost
 from tensorloom.catalogue.layers import BoundLayer, lookup
 from tensorloom.catalogue.shapes import Shape, resolve_sizes
 from tensorloom.diagnostics.core import Diagnostic, Label
@@ -74,7 +74,6 @@ from tensorloom.passes.support.model_env import (
 )
 
 TensorKey = tuple[int, int]  # (call frame, id of the SSA value in that call)
-INDEX_LAYERS = frozenset({"Embedding"})  # their input holds int64 indices, however annotated
 
 
 @dataclass(slots=True)
@@ -274,7 +273,7 @@ class Walker:
         step = self._step("", kind, op)
         step.op = op
         self.stack[-1].append(step)
-        if kind in VIEWS and op.operands:
+        if builtin_cost(step).view and op.operands:
             self.aliases[self._raw(op.results[0])] = self.key(op.operands[0])
 
     def method(self, model: ModelOp, op: CallOp, env: Env) -> None:
@@ -304,7 +303,7 @@ class Walker:
             step = self._step(name, layer.kind.data, op)
         step.bound, step.layer = bound, layer
         step.params = bound.spec.param_count(bound) if bound is not None else 0
-        if layer.kind.data in INDEX_LAYERS and step.input_keys:
+        if bound is not None and bound.spec.takes_indices and step.input_keys:
             step.integer_input = True
             self.indices.add(step.input_keys[0])
         self.stack[-1].append(step)
@@ -380,6 +379,15 @@ class Walker:
             integer_input=bool(operands) and _is_integer(operands[0]),
             scope=self.scope,
         )
+
+
+def builtin_cost(step: Step) -> Cost:
+    """The cost rule a builtin step's op declares (`COST`); one without is a compiler bug,
+    never 0 FLOPs."""
+    cost = getattr(type(step.op), "COST", None)
+    if not isinstance(cost, Cost):
+        raise AssertionError(f"compiler bug: builtin `{step.kind}` declares no `COST`")
+    return cost
 
 
 def _makes_a_tensor(op: FunctionalOp) -> bool:

@@ -12,7 +12,8 @@ the catalogue by a test). Adding a concept is one record in one of these modules
     losses.py     LossRecord per loss, as a module (`CrossEntropy`) and a function
     optimizers.py OptimizerSpec per optimizer: arguments, state for the memory model
     schedules.py  ScheduleSpec per learning-rate schedule
-    settings.py   SettingSpec per train-block key (`epochs`, `ema`, `keep_best`, ...)
+    train_keys.py TrainKey per train-block key (`epochs`, `ema`, `keep_best`, ...): its
+                  check, its train.config field's type and default, how it gets there
     datasets.py   DatasetInfo per built-in dataset: sample shape, classes, task
     shapes.py     the symbolic shape helpers every rule is written with
     args.py       Arg: an argument's type and range

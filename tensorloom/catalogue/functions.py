@@ -9,6 +9,9 @@ generated from them), the PyTorch it lowers to (`torch.exp`, `F.gelu`, or,
 starting with `x.`, a method of the first argument), whether `x.name(...)` is
 accepted as well as `name(x, ...)`, and `builder`: which of resolve-nml's
 builders (tensorloom/passes/support/resolve_builtins.py) turns a call into its nml op.
+A plain builtin (one tensor, then constant arguments) has the `plain` builder: its op
+(an `nml.PlainOp`) takes each argument the signature names as the property of that
+name, so such a builtin is this record and its op, nothing else.
 The shape rule is that op's own `infer_shape`. The functional losses come from
 tensorloom/catalogue/losses.py.
 """
@@ -16,38 +19,60 @@ tensorloom/catalogue/losses.py.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
+from tensorloom.catalogue.costs import FREE, INPUT, OUTPUT, VIEW, Cost, per_element
 from tensorloom.catalogue.losses import FUNCTIONAL_LOSSES
 
-ELEMENTWISE: dict[str, str] = {
-    "relu": "max(x, 0)",
-    "silu": "x * sigmoid(x)",
-    "tanh": "the hyperbolic tangent",
-    "sigmoid": "1 / (1 + exp(-x))",
-    "neg": "-x",
-    "exp": "e to the x",
-    "log": "the natural logarithm",
-    "sqrt": "the square root",
-    "rsqrt": "1 / sqrt(x)",
-    "abs": "the absolute value",
-    "sin": "the sine",
-    "cos": "the cosine",
-    "softplus": "log(1 + exp(x)), a smooth relu",
-    "floor": "rounded down to an integer (still a float)",
-    "ceil": "rounded up to an integer (still a float)",
-    "round": "rounded to the nearest integer, half to even",
-    "detach": "x, cut from the autograd graph",
-    "zeros_like": "zeros of x's shape and dtype",
-    "ones_like": "ones of x's shape and dtype",
-    "randn_like": "standard normal samples of x's shape and dtype",
-    "rand_like": "uniform samples in [0, 1) of x's shape and dtype",
-    "bernoulli": "1 with probability x, else 0, per element (x in [0, 1])",
+
+class Elementwise(NamedTuple):
+    """One function of the elementwise family: what it computes, and what it costs."""
+
+    summary: str
+    cost: Cost
+
+
+ELEMENTWISE: dict[str, Elementwise] = {
+    "relu": Elementwise("max(x, 0)", per_element(saves=OUTPUT)),
+    "silu": Elementwise("x * sigmoid(x)", per_element(saves=INPUT)),
+    "tanh": Elementwise("the hyperbolic tangent", per_element(saves=OUTPUT)),
+    "sigmoid": Elementwise("1 / (1 + exp(-x))", per_element(saves=OUTPUT)),
+    "neg": Elementwise("-x", per_element()),
+    "exp": Elementwise("e to the x", per_element(saves=OUTPUT)),
+    "log": Elementwise("the natural logarithm", per_element(saves=INPUT)),
+    "sqrt": Elementwise("the square root", per_element(saves=INPUT)),
+    "rsqrt": Elementwise("1 / sqrt(x)", per_element(saves=INPUT)),
+    "abs": Elementwise("the absolute value", per_element(saves=INPUT)),
+    "sin": Elementwise("the sine", per_element(saves=INPUT)),
+    "cos": Elementwise("the cosine", per_element(saves=INPUT)),
+    "softplus": Elementwise("log(1 + exp(x)), a smooth relu", per_element(saves=INPUT)),
+    "floor": Elementwise("rounded down to an integer (still a float)", per_element()),
+    "ceil": Elementwise("rounded up to an integer (still a float)", per_element()),
+    "round": Elementwise("rounded to the nearest integer, half to even", per_element()),
+    "detach": Elementwise("x, cut from the autograd graph", VIEW),
+    "zeros_like": Elementwise("zeros of x's shape and dtype", FREE),
+    "ones_like": Elementwise("ones of x's shape and dtype", FREE),
+    "randn_like": Elementwise("standard normal samples of x's shape and dtype", FREE),
+    "rand_like": Elementwise("uniform samples in [0, 1) of x's shape and dtype", FREE),
+    "bernoulli": Elementwise("1 with probability x, else 0, per element (x in [0, 1])", FREE),
 }
-"""The elementwise family (one nml op each, generated from this table): name -> what it computes."""
+"""The elementwise family (one nml op each, generated from this table): name -> what it
+computes and its cost in `tlc info` (tensorloom/catalogue/costs.py)."""
 
 SCALAR_MATH = frozenset({"exp", "log", "sqrt", "sin", "cos", "tanh"})
 """Elementwise functions that also take a number (a float config, a literal): `log(theta)`
 is `math.log(self.theta)` in the script; the others take tensors only."""
+
+
+Literal = int | float | bool | str | None
+
+
+class Parameter(NamedTuple):
+    """One parameter of a plain signature (`dim=1`): its name, and its default unless required."""
+
+    name: str
+    default: Literal
+    required: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +90,30 @@ class FunctionSpec:
     def signature(self) -> str:
         return f"{self.name}({self.params})"
 
+    @property
+    def parameters(self) -> tuple[Parameter, ...]:
+        """A plain signature's parameters (`x, p=2.0, dim=1`), with their defaults: the
+        `plain` builder's arguments (tensorloom/passes/support/resolve_builtins.py)."""
+        return tuple(_parameter(part) for part in self.params.split(", "))
+
+
+def _parameter(text: str) -> Parameter:
+    name, _, default = text.partition("=")
+    return Parameter(name, _literal(default), False) if default else Parameter(name, None, True)
+
+
+def _literal(text: str) -> Literal:
+    """A default as the signature writes it: `2.0`, `-1`, `true`, `none`, `"tanh"`."""
+    words: dict[str, Literal] = {"true": True, "false": False, "none": None}
+    if text in words:
+        return words[text]
+    if text.startswith('"'):
+        return text.strip('"')
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
+
 
 _UNARY_TORCH = {
     "relu": "F.relu", "silu": "F.silu", "softplus": "F.softplus", "detach": "x.detach",
@@ -75,8 +124,8 @@ _UNARY_TORCH = {
 
 _TABLE: tuple[FunctionSpec, ...] = (
     *(
-        FunctionSpec(name, "x", doc, _UNARY_TORCH.get(name, f"torch.{name}"), "unary")
-        for name, doc in ELEMENTWISE.items()
+        FunctionSpec(name, "x", e.summary, _UNARY_TORCH.get(name, f"torch.{name}"), "unary")
+        for name, e in ELEMENTWISE.items()
         if name != "neg"
     ),
     FunctionSpec("gelu", 'x, approximate="none"', 'GELU, exact or `"tanh"`', "F.gelu", "gelu"),
@@ -98,8 +147,8 @@ _TABLE: tuple[FunctionSpec, ...] = (
     ),
     FunctionSpec("view", "x, *shape", "a view in a new shape", "x.view", "reshape"),
     FunctionSpec("permute", "x, *dims", "the dims in a new order", "x.permute", "permute"),
-    FunctionSpec("transpose", "x, dim0, dim1", "two dims swapped", "x.transpose", "transpose"),
-    FunctionSpec("t", "x", "a matrix transposed (also `x.T`)", "x.t", "transpose_2d"),
+    FunctionSpec("transpose", "x, dim0, dim1", "two dims swapped", "x.transpose", "plain"),
+    FunctionSpec("t", "x", "a matrix transposed (also `x.T`)", "x.t", "plain"),
     *(
         FunctionSpec(name, "x, dim=none, keepdim=false", doc, f"x.{name}", "reduce")
         for name, doc in (
@@ -137,17 +186,17 @@ _TABLE: tuple[FunctionSpec, ...] = (
         "sized",
     ),
     FunctionSpec("repeat", "x, *counts", "x tiled `counts` times per dim", "x.repeat", "sized"),
-    FunctionSpec("unsqueeze", "x, dim", "a new dim of size 1 at `dim`", "x.unsqueeze", "unsqueeze"),
+    FunctionSpec("unsqueeze", "x, dim", "a new dim of size 1 at `dim`", "x.unsqueeze", "plain"),
     FunctionSpec(
         "squeeze", "x, dim=none", "dims of size 1 removed (only `dim` if given)", "x.squeeze",
         "squeeze",
     ),
     FunctionSpec(
         "normalize", "x, p=2.0, dim=1", "x divided by its p-norm along `dim`", "F.normalize",
-        "normalize",
+        "plain",
     ),
-    FunctionSpec("tril", "x, diagonal=0", "the lower triangle, 0 above", "torch.tril", "triangle"),
-    FunctionSpec("triu", "x, diagonal=0", "the upper triangle, 0 below", "torch.triu", "triangle"),
+    FunctionSpec("tril", "x, diagonal=0", "the lower triangle, 0 above", "torch.tril", "plain"),
+    FunctionSpec("triu", "x, diagonal=0", "the upper triangle, 0 below", "torch.triu", "plain"),
     FunctionSpec(
         "einsum", '"equation", *tensors', "a sum of products named by the equation",
         "torch.einsum", "einsum", method=False,
@@ -197,10 +246,8 @@ _TABLE: tuple[FunctionSpec, ...] = (
         "narrow", "x, dim, start, length", "`length` elements of `dim` from `start` (computed)",
         "x.narrow", "narrow",
     ),
-    FunctionSpec("cumsum", "x, dim", "running sums along `dim`", "torch.cumsum", "cumulative"),
-    FunctionSpec(
-        "cumprod", "x, dim", "running products along `dim`", "torch.cumprod", "cumulative"
-    ),
+    FunctionSpec("cumsum", "x, dim", "running sums along `dim`", "torch.cumsum", "plain"),
+    FunctionSpec("cumprod", "x, dim", "running products along `dim`", "torch.cumprod", "plain"),
     *(
         FunctionSpec(name, "x", f"x as {dtype} (a method only: `x.{name}()`)", "x.to", "cast")
         for name, dtype in (

@@ -1,16 +1,37 @@
-"""Every field of a checked train block, one record each, with the value it has when unset.
+"""Every key a train block accepts, one record each: its check, its type, its default, and how
+it reaches `train.config`.
 
-    train net on data:            train.config {epochs = 10 : i64, batch_size = 64 : i64,
-        epochs = 10         ->                  optimizer = "Adam", optimizer_args = {lr = ...},
-                                                precision = "auto", ...}
+    train net on data:                   train.config {epochs = 5 : i64, batch_size = 64 : i64,
+        epochs = 5           ->                        grad_clip = 1.000000e+00 : f64, ...}
+        grad_clip = 1.0
 
-check-train checks the block's keys (their types and ranges, by name); the
-`train-config` pass then writes one `train.config` op holding every field below,
-the block's value or the record's default, and the lowering reads only that op.
-A field's `kind` is the attribute it holds: `int` (i64), `float` (f64), `bool`,
-`str`, `dict` (keyword arguments), `list` (of dicts); `optional` fields hold
-`none` when off. Adding a key is one record here, its check in check-train and
-its use in the lowering.
+    TrainKey("grad_clip", "clip the gradient norm to this value",
+             Arg("grad_clip", "float", low=0.0), off=True,
+             optional=True, steps="per_optimizer",
+             field="clip the global gradient norm")
+
+A record says everything about its key:
+
+- what its value may be. A plain value (`value`, an `Arg`) is checked generically by
+  check-train: its type (TL0402), its range (TL0403), its choices (TL0407; `switch`:
+  `true` and `false` too; `off`: `false` turns the key off). A structured value names
+  the rule check-train keeps for it (`kind`: an optimizer, a loss, a schedule,
+  `patience(...)`, a validation metric's name, ...), and says in `shown` what it may be.
+- the `train.config` field it becomes: the field's type (the value's, or `type`), its
+  default when the block leaves the key out (`default`; None with `optional`: off), and
+  the further fields it fills (`more`: `optimizer_args`, `batch_size_set`, ...).
+- what a block of `step` lines does with it (`steps`): a new key is refused there
+  (TL0431) until the steps lowering reads it.
+- how the value reaches the field: by default (`reaches="value"`) the value itself, when
+  it is of the field's type and in range; otherwise the named rule train-config keeps
+  (passes/train_config.py: `Adam(lr=0.1)` becomes `optimizer` and `optimizer_args`).
+
+check-train builds its checks from these records (an unknown key is TL0401 with a
+did-you-mean over them), train-config writes the fields, the `train.config` verifier
+checks each field's type, the lowering reads the fields by name with their declared type
+(`ScriptPlan.setting`), docs/reference.md lists them and the editor completes them.
+Adding a plain key is one record here, the script section that uses it, and its row in
+docs/train-block.md (docs/architecture.md, "Adding a concept", counts it).
 
 Optimizer learning rates: `lr` defaults to torch.optim's own default
 (`OptimizerSpec.default_lr`); schedule arguments to `ScheduleSpec.defaults`.
@@ -19,84 +40,241 @@ Optimizer learning rates: `lr` defaults to torch.optim's own default
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
-FieldKind = str  # "int", "float", "bool", "str", "dict", "list"
+from tensorloom.catalogue.args import Arg
+
+FieldKind = str  # "int", "float", "bool", "str", "dict" (keyword arguments), "list" (of dicts)
+
+StepsUse = Literal["taken", "per_optimizer", "named_by_steps", "not_yet"]
+"""What a block of `step` lines does with a key: reads it (`taken`), reads it for the block and
+takes it on each step's optimizer too (`per_optimizer`: `AdamW(rest, grad_clip=1.0)`), has
+each step name it instead (`named_by_steps`: TL0431 "not taken"), or does not support it
+yet (`not_yet`: TL0431, never silently dropped; a new key's default)."""
+
+KeyKind = Literal[
+    "value", "optimizer", "loss", "lr_schedule", "patience", "metric", "metrics", "freeze",
+    "lora", "objective", "samples", "target",
+]  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
 class ConfigField:
+    """One field of `train.config`."""
+
     name: str
     kind: FieldKind
     default: object  # the value of a block that does not set it; None: off (`optional`)
     summary: str
     optional: bool = False
-    key: str | None = None  # the train block key it comes from, when not `name`
     left_out_when_off: bool = False  # absent, not `none`, from a block that does not use it
 
 
-CONFIG_FIELDS: tuple[ConfigField, ...] = (
-    ConfigField("epochs", "int", 10, "passes over the training data (none: as `max_steps` takes)",
-                optional=True),
-    ConfigField("batch_size", "int", 64, "samples per optimizer step, per process"),
-    ConfigField("batch_size_set", "bool", False, "whether the block sets `batch_size`",
-                key="batch_size"),
-    ConfigField("optimizer", "str", "Adam", "the torch.optim class"),
-    ConfigField("optimizer_args", "dict", {}, "its keyword arguments, `lr` always among them",
-                key="optimizer"),
-    ConfigField("optimizer_set", "list", None,
-                "`optimizer = (Muon(hidden), AdamW(rest))`: each optimizer's name, selections "
-                "and keywords (absent: one optimizer over the model)", optional=True,
-                key="optimizer", left_out_when_off=True),
-    ConfigField("loss", "str", "CrossEntropy", "a catalogue loss, or a `fn` of the file"),
-    ConfigField("loss_args", "dict", {}, "the catalogue loss's keyword arguments", key="loss"),
-    ConfigField("loss_fn", "bool", False, "whether `loss` names a `fn` of the file", key="loss"),
-    ConfigField("objective", "str", None,
-                "a `fn NAME(net, x, y)` of the file: the scalar the step minimises (none: `loss`)",
-                optional=True),
-    ConfigField("samples", "str", None,
-                "a `fn NAME(net)` of the file returning images: a PNG grid after each epoch",
-                optional=True),
-    ConfigField("precision", "str", "auto", "fp32, fp16, bf16 or auto (bf16 on a bf16 GPU)"),
-    ConfigField("distributed", "str", None,
-                "ddp (`true`): DistributedDataParallel; fsdp: FSDP2, sharded over the ranks",
-                optional=True),
-    ConfigField("compile", "str", "auto",
-                "torch.compile: a mode, `off`, or `auto` (when the run repays it)"),
-    ConfigField("compile_mode", "str", "reduce-overhead", "the mode `on` and `auto` compile with",
-                key="compile"),
-    ConfigField("lr_schedule", "str", "none", "the learning-rate schedule"),
-    ConfigField("lr_schedule_args", "dict", {}, "its arguments, defaults filled in",
-                key="lr_schedule"),
-    ConfigField("grad_clip", "float", None, "clip the global gradient norm", optional=True),
-    ConfigField("grad_accum", "int", 1, "micro-batches per optimizer step"),
-    ConfigField("decay_groups", "bool", True, "no weight decay for biases and norm weights"),
-    ConfigField("ema", "float", None, "decay of an EMA of the weights", optional=True),
-    ConfigField("early_stopping", "dict", None, "patience, metric and min_delta",
-                optional=True),
-    ConfigField("keep_best", "str", None, "save best.pt at each new best of this metric",
-                optional=True),
-    ConfigField("eval_every", "int", None, "also validate every N optimizer steps",
-                optional=True),
-    ConfigField("max_steps", "int", None, "optimizer steps in all; the schedule spans them",
-                optional=True),
-    ConfigField("seed", "int", 0, "random seed of the run"),
-    ConfigField("activation_checkpointing", "bool", False,
-                "recompute block activations in backward"),
-    ConfigField("val_every", "int", 1, "epochs between validations (and the last)"),
-    ConfigField("log_every", "int", None, "optimizer steps between loss lines", optional=True),
-    ConfigField("metrics", "list", [], "validation metrics: kind, name and k of each"),
-    ConfigField("freeze", "list", [], "state-dict prefixes whose parameters do not train"),
-    ConfigField("lora", "dict", None, "LoRA adapters: rank, alpha, dropout, targets",
-                optional=True),
-    ConfigField("checkpoint_every", "int", None, "`checkpoint every N ...`", optional=True,
-                key="checkpoint"),
-    ConfigField("checkpoint_unit", "str", "epochs", "epochs or steps", key="checkpoint"),
+@dataclass(frozen=True, slots=True)
+class TrainKey:
+    """One train-block key; see the module docstring."""
+
+    name: str
+    summary: str  # one line: the reference page, the editor's hover
+    value: Arg | None = None  # a plain value's type, range and choices (kind "value")
+    kind: KeyKind = "value"  # else: the rule check-train keeps for a structured value
+    switch: bool = False  # `true` and `false` are choices too (`compile = true`)
+    off: bool = False  # `false` turns the key off (`grad_clip = false`)
+    shown: str | None = None  # what the value may be (reference page), where its Arg cannot say
+    default: object = None  # the field's value when the block leaves the key out
+    optional: bool = False  # the field may hold `none` (off)
+    type: FieldKind | None = None  # the field's type, when not the plain value's
+    field: str = ""  # the field's summary, when not the key's
+    more: tuple[ConfigField, ...] = ()  # further fields the key fills
+    reaches: str = "value"  # how the value becomes the field: itself, or train-config's rule
+    older_name_of: str | None = None  # a key kept under its older name: it writes no field
+    steps: StepsUse = "not_yet"  # what a block of `step` lines does with it
+
+    @property
+    def fields(self) -> tuple[ConfigField, ...]:
+        """The `train.config` fields this key fills, its own first."""
+        if self.older_name_of is not None:
+            return ()
+        kind = self.type or (self.value.type if self.value is not None else None)
+        assert kind is not None, f"{self.name}: a structured key declares its field's type"
+        own = ConfigField(self.name, kind, self.default, self.field or self.summary,
+                          self.optional)  # fmt: skip
+        return (own, *self.more)
+
+    @property
+    def choices(self) -> tuple[str | bool, ...]:
+        """The values a key with choices takes: `true`, `false` first for a switch."""
+        strings = self.value.choices if self.value is not None else ()
+        return ((True, False) if self.switch else ()) + strings
+
+    def describe(self) -> str:
+        """What the value may be, for the reference page: `int >= 1`, `a loss`."""
+        if self.shown is not None:
+            return self.shown
+        if self.switch:
+            said = [_said(c) for c in self.choices]
+            return ", ".join(said[:-1]) + " or " + said[-1]
+        if self.value is not None:
+            text = self.value.describe().split(": ", 1)[1]
+            return text + (", or `false`" if self.off else "")
+        raise AssertionError(f"{self.name}: a structured key says what its value may be (`shown`)")
+
+
+def _said(choice: str | bool) -> str:
+    if isinstance(choice, bool):
+        return "`true`" if choice else "`false`"
+    return f'"{choice}"'
+
+
+def _int(name: str, low: int) -> Arg:
+    return Arg(name, "int", low=low, open_low=False)
+
+
+def _bool(name: str) -> Arg:
+    return Arg(name, "bool")
+
+
+TRAIN_KEYS: tuple[TrainKey, ...] = (
+    TrainKey("epochs", "number of passes over the training data", _int("epochs", 1),
+             default=10, optional=True, reaches="epochs", steps="taken",
+             field="passes over the training data (none: as `max_steps` takes)"),
+    TrainKey("batch_size", "samples per optimizer step (per process)", _int("batch_size", 1),
+             default=64, reaches="batch_size", steps="taken",
+             more=(ConfigField("batch_size_set", "bool", False,
+                               "whether the block sets `batch_size`"),)),
+    TrainKey("optimizer", "a torch.optim class, or a tuple of them over parameter groups",
+             kind="optimizer", shown="an optimizer: `AdamW(lr=0.001)`",
+             type="str", default="Adam", reaches="optimizer", steps="named_by_steps",
+             field="the torch.optim class",
+             more=(ConfigField("optimizer_args", "dict", {},
+                               "its keyword arguments, `lr` always among them"),
+                   ConfigField("optimizer_set", "list", None,
+                               "`optimizer = (Muon(hidden), AdamW(rest))`: each optimizer's "
+                               "name, selections and keywords (absent: one optimizer over the "
+                               "model)", optional=True, left_out_when_off=True))),
+    TrainKey("loss", "a loss function",
+             kind="loss", shown="a loss: `CrossEntropy`, or a `fn` of the program",
+             type="str", default="CrossEntropy", reaches="loss", steps="named_by_steps",
+             field="a catalogue loss, or a `fn` of the file",
+             more=(ConfigField("loss_args", "dict", {},
+                               "the catalogue loss's keyword arguments"),
+                   ConfigField("loss_fn", "bool", False,
+                               "whether `loss` names a `fn` of the file"))),
+    TrainKey("objective",
+             "a `fn` of the program that gets the model and the batch: the scalar to minimise",
+             kind="objective", shown="the name of a `fn NAME(net, x, y)` of the program",
+             type="str", optional=True, steps="named_by_steps",
+             field="a `fn NAME(net, x, y)` of the file: the scalar the step minimises "
+                   "(none: `loss`)"),
+    TrainKey("samples",
+             "a `fn` of the program that gets the models and returns images in [0, 1]: "
+             "written as a PNG grid after each epoch",
+             kind="samples",
+             shown="the name of a `fn NAME(net) -> Tensor` of the program: images [N, C, H, W]",
+             type="str", optional=True, steps="taken",
+             field="a `fn NAME(net)` of the file returning images: a PNG grid after each epoch"),
+    TrainKey("target",
+             "over data of named fields: the field the loss compares the output with (default "
+             "`label`, else `y`); the forward takes the fields its parameters name",
+             kind="target", shown="the name of a field of the data: `label`",
+             # a block of objectives (of `step` lines too) has no loss to take it: TL0471
+             type="str", optional=True, steps="taken",
+             field="a `loss` block over named fields: the field its loss takes (none: `label`, "
+                   "else `y`; shape-inference writes the one it takes as `loss_target`)"),
+    TrainKey("precision", "training precision",
+             Arg("precision", "str", choices=("auto", "fp32", "fp16", "bf16")),
+             default="auto", steps="taken",
+             field="fp32, fp16, bf16 or auto (bf16 on a bf16 GPU)"),
+    TrainKey("distributed",
+             "`ddp` (or `true`): DistributedDataParallel; `fsdp`: FSDP2, sharded over the ranks",
+             Arg("distributed", "str", choices=("ddp", "fsdp")), switch=True,
+             optional=True, reaches="distributed", steps="taken"),
+    TrainKey("compile", "torch.compile mode",
+             Arg("compile", "str", choices=("default", "reduce-overhead", "max-autotune")),
+             switch=True, default="auto", reaches="compile", steps="taken",
+             field="torch.compile: a mode, `off`, or `auto` (when the run repays it)",
+             more=(ConfigField("compile_mode", "str", "reduce-overhead",
+                               "the mode `on` and `auto` compile with"),)),
+    TrainKey("lr_schedule", "learning-rate schedule",
+             kind="lr_schedule", shown="a schedule: `cosine(warmup_steps=200, min_lr=3e-5)`",
+             type="str", default="none", reaches="lr_schedule", steps="per_optimizer",
+             field="the learning-rate schedule",
+             more=(ConfigField("lr_schedule_args", "dict", {},
+                               "its arguments, defaults filled in"),)),
+    TrainKey("grad_clip", "clip the gradient norm to this value",
+             Arg("grad_clip", "float", low=0.0), off=True,
+             optional=True, steps="per_optimizer",
+             field="clip the global gradient norm"),
+    TrainKey("grad_accum", "micro-batches per optimizer step", _int("grad_accum", 1),
+             default=1),
+    TrainKey("accumulate_steps", "`grad_accum`'s older name", _int("accumulate_steps", 1),
+             older_name_of="grad_accum"),
+    TrainKey("decay_groups", "no weight decay for biases and norm weights",
+             _bool("decay_groups"),
+             default=True),
+    TrainKey("ema", "decay of an EMA of the weights, validated too",
+             Arg("ema", "float", low=0.0, high=1.0), shown="float in (0, 1): 1 would never move",
+             optional=True, steps="taken",
+             field="decay of an EMA of the weights"),
+    TrainKey("early_stopping", "stop after N validations without a new best",
+             kind="patience", shown="`patience(N, metric=M, min_delta=D)`",
+             type="dict", optional=True, reaches="early_stopping",
+             field="patience, metric and min_delta"),
+    TrainKey("keep_best", "save `best.pt` at each new best of this metric",
+             kind="metric",
+             shown="a validation metric's name: `val_loss`, `val_accuracy`, `ema_val_loss`, ...",
+             type="str", optional=True),
+    TrainKey("eval_every", "also validate every N optimizer steps", _int("eval_every", 1),
+             optional=True),
+    TrainKey("max_steps", "optimizer steps in all; the schedule spans them",
+             _int("max_steps", 1),
+             optional=True, steps="taken"),
+    TrainKey("seed", "random seed of the run", _int("seed", 0),
+             default=0, steps="taken"),
+    TrainKey("activation_checkpointing", "recompute block activations in backward",
+             _bool("activation_checkpointing"),
+             default=False),
+    TrainKey("val_every", "validate every N epochs", _int("val_every", 1),
+             default=1,
+             field="epochs between validations (and the last)"),
+    TrainKey("log_every", "log every N optimizer steps", _int("log_every", 1),
+             optional=True,
+             field="optimizer steps between loss lines"),
+    TrainKey("metrics", "validation metrics: `accuracy`, `top_k(k)`, a `fn`",
+             kind="metrics", shown="a list: `accuracy`, `top_k(k)`, a `fn` of the program",
+             type="list", default=[], reaches="metrics",
+             field="validation metrics: kind, name and k of each"),
+    TrainKey("freeze", "layers whose weights do not train (no gradients, no optimizer state)",
+             kind="freeze", shown="a list of layers: `[wte, wpe, h[0:6]]`",
+             type="list", default=[], reaches="freeze", steps="taken",
+             field="state-dict prefixes whose parameters do not train"),
+    TrainKey("lora", "LoRA adapters on the named Linear layers; their weights freeze",
+             kind="lora", shown="`LoRA(rank=8, alpha=16, dropout=0.0, targets=[c_attn, c_fc])`",
+             type="dict", optional=True, reaches="lora", steps="taken",
+             field="LoRA adapters: rank, alpha, dropout, targets"),
 )  # fmt: skip
+
+KEYS: dict[str, TrainKey] = {key.name: key for key in TRAIN_KEYS}
+"""Train-block keys by name."""
+
+CHECKPOINT_FIELDS: tuple[ConfigField, ...] = (
+    ConfigField("checkpoint_every", "int", None, "`checkpoint every N ...`", optional=True),
+    ConfigField("checkpoint_unit", "str", "epochs", "epochs or steps"),
+)
+"""The fields of the block's `checkpoint every N epochs` line, which is not a key."""
+
+CONFIG_FIELDS: tuple[ConfigField, ...] = (
+    *(f for key in TRAIN_KEYS for f in key.fields),
+    *CHECKPOINT_FIELDS,
+)
+"""Every field of `train.config`, in the order the op holds them."""
 
 FIELDS: dict[str, ConfigField] = {f.name: f for f in CONFIG_FIELDS}
 """Config fields by name."""
 
-OLDER_NAMES: dict[str, str] = {"accumulate_steps": "grad_accum"}
+OLDER_NAMES: dict[str, str] = {
+    key.name: key.older_name_of for key in TRAIN_KEYS if key.older_name_of is not None
+}
 """Train block keys kept under an older name: the config holds the newer one."""
 
 EARLY_STOPPING_DEFAULTS: dict[str, object] = {"metric": "val_loss", "min_delta": 0.0}

@@ -5,8 +5,9 @@
         optimizer = Adma(lr=0.1)   TL0404 unknown optimizer `Adma` (did you mean `Adam`?)
         loss = CrossEntropy        TL0408 if `net` gives 5 classes and the data has 10
 
-Every key, with its type and range, is a record of catalogue/settings.py (made
-into checks in `SETTINGS`) and documented in docs/train-block.md. Also checked:
+Every key is a record of catalogue/train_keys.py, made into a check in `SETTINGS`: a
+plain value's type, range and choices generically, a structured value by the rule its
+record names (`_KIND_CHECKS`); docs/train-block.md documents them. Also checked:
 optimizer and loss names and their keyword arguments, the dataset's options
 (TL07xx, from `catalogue/datasets.py`), and likely mistakes (warnings): a softmax
 right before `CrossEntropy`, which applies its own, `fp16`, which needs CUDA, and
@@ -38,8 +39,8 @@ from tensorloom.catalogue.losses import FLOATS, INDICES, TRAIN_LOSSES
 from tensorloom.catalogue.optimizers import OPTIMIZERS as OPTIMIZER_SPECS
 from tensorloom.catalogue.schedules import PER_EPOCH
 from tensorloom.catalogue.schedules import SCHEDULES as SCHEDULE_SPECS
-from tensorloom.catalogue.settings import SETTING_SPECS, SettingSpec
 from tensorloom.catalogue.shapes import Dim, format_shape
+from tensorloom.catalogue.train_keys import OLDER_NAMES, TRAIN_KEYS, TrainKey
 from tensorloom.diagnostics.core import Diagnostic, Label, did_you_mean
 from tensorloom.diagnostics.ir import report, span_at, span_of
 from tensorloom.dialects import kernel, train
@@ -298,12 +299,6 @@ def _arguments(call: CallValue, accepted: Sequence[str]) -> Problem | None:
     return None
 
 
-def grad_clip(key: str, value: Evaluated) -> Problem | None:
-    if value is None or value is False:
-        return None
-    return number_in(0.0, None)(key, value)
-
-
 def _metric_name(key: str, value: Evaluated) -> Problem | None:
     if isinstance(value, str) and value.isidentifier():
         return None  # which metrics validation reports is checked against the block
@@ -388,13 +383,9 @@ _KIND_CHECKS: dict[str, Check] = {
     "optimizer": _named("optimizer", "optimizer", OPTIMIZERS),
     "loss": _named("loss", "loss", LOSSES),
     "lr_schedule": _named("lr_schedule", "lr schedule", SCHEDULES),
-    "grad_clip": grad_clip,
     "patience": patience,
     "metric": _metric_name,
     "metrics": lambda _k, _v: None,  # each metric is checked against the block: `_metrics`
-    "compile": one_of(True, False, "default", "reduce-overhead", "max-autotune"),
-    "ema": number_in(0.0, 1.0),
-    "distributed": one_of(True, False, "ddp", "fsdp"),
     "freeze": freeze_list,
     "lora": lora_adapters,
     "objective": lambda key, value: (
@@ -409,22 +400,33 @@ _KIND_CHECKS: dict[str, Check] = {
 }
 
 
-def _setting_check(spec: SettingSpec) -> Check:
-    """A record's check: its plain value's type and range, or the rule of its kind."""
-    if spec.kind != "value":
-        return _KIND_CHECKS[spec.kind]
-    assert spec.value is not None, spec.name
-    if spec.value.type == "bool":
+def _setting_check(key: TrainKey) -> Check:
+    """A record's check: its plain value's type, range and choices, or the rule of its kind."""
+    if key.kind != "value":
+        return _KIND_CHECKS[key.kind]
+    assert key.value is not None, key.name
+    if key.switch or key.value.choices:
+        return one_of(*key.choices)
+    if key.value.type == "bool":
         return boolean
-    check = _range_check(spec.value)
-    assert check is not None, spec.name
-    return check
+    check = _range_check(key.value)
+    assert check is not None, key.name
+    return _or_off(check) if key.off else check
+
+
+def _or_off(check: Check) -> Check:
+    """`grad_clip = false`: the key is off."""
+
+    def off_or_checked(key: str, value: Evaluated) -> Problem | None:
+        return None if value is None or value is False else check(key, value)
+
+    return off_or_checked
 
 
 SETTINGS: dict[str, Setting] = {
-    spec.name: Setting(_setting_check(spec), spec.summary) for spec in SETTING_SPECS
+    key.name: Setting(_setting_check(key), key.summary) for key in TRAIN_KEYS
 }
-"""Every key a train block accepts: catalogue/settings.py's records, as checks."""
+"""Every key a train block accepts: catalogue/train_keys.py's records, as checks."""
 
 
 # --- the loss against model and data ------------------------------------------------------------
@@ -776,12 +778,12 @@ class LoopChecker:
 
     def _recipe_metrics(self) -> None:
         """`keep_best = M` and `early_stopping = patience(N, metric=M)` name a reported metric;
-        `grad_accum` and its older name `accumulate_steps` are one setting."""
+        a key and its older name (`grad_accum`, `accumulate_steps`) are one setting."""
         settings = self.loop.settings()
-        if "grad_accum" in settings and "accumulate_steps" in settings:
-            span = span_at(settings["accumulate_steps"])
-            message = "`accumulate_steps` is `grad_accum`'s older name: set one of them"
-            report(Diagnostic.error("TL0409", message, Label(span)))
+        for older, newer in OLDER_NAMES.items():
+            if newer in settings and older in settings:
+                message = f"`{older}` is `{newer}`'s older name: set one of them"
+                report(Diagnostic.error("TL0409", message, Label(span_at(settings[older]))))
         for key in ("keep_best", "early_stopping"):
             value = self._value(key)
             call = value if isinstance(value, CallValue) else None

@@ -28,17 +28,17 @@ becomes, in the module's `torch.script` around the model classes,
     torch.main { sys.exit(main()) }                      the guard
 
 Steps:
-1. `plan_of` reads the block into a `ScriptPlan` (train_script.py): its `train.config`
-   (every default already filled in from the catalogue), the markers the train
-   passes added (precision, DDP, compile mode, checkpointed layers), the instance's
-   overrides, and the dataset; for `load_dataset()` the synthetic samples' shape and
-   classes are inferred from the model (its first layer's input, then shape inference
-   for the output).
+1. `plan_of` reads the block into a `ScriptPlan` (train_lowering/plan.py): its `train.config`
+   op itself (every default already filled in from the catalogue; the sections read its
+   fields by name, `plan.setting("seed", int)`), the markers the train passes added
+   (precision, DDP, compile mode, checkpointed layers), the instance's overrides, and the
+   dataset; for `load_dataset()` the synthetic samples' shape and classes are inferred from
+   the model (its first layer's input, then shape inference for the output).
 2. `train_settings.py`, `train_cli.py`, `train_build.py`, `train_step.py`,
    `train_records.py` and `train_loop.py` build the header and settings, the command
    line, the trainer and its set-up, the step, the evaluation, the records and the
    saves as `py` ops from the plan (autocast and the GradScaler only with insert-amp's
-   marker, the all-reduce and `no_sync` only with insert-ddp's); `train_script.py`
+   marker, the all-reduce and `no_sync` only with insert-ddp's); `sections.py`
    orders the sections; this pass puts them all into the script and erases the loop.
 Only the first train block of a script becomes the script's `main`.
 3. The script's other top-level statements become a function the `__main__`
@@ -64,7 +64,6 @@ from tensorloom.catalogue.optimizers import OPTIMIZERS
 from tensorloom.diagnostics.ir import span_of
 from tensorloom.dialects import nml, py, train
 from tensorloom.dialects import torch as t
-from tensorloom.passes.support.loss_functions import Metric
 from tensorloom.passes.support.model_env import evaluate_kwargs, lookup_symbol
 from tensorloom.passes.support.objectives import PER_OPTIMIZER, Step, step_of
 from tensorloom.passes.support.prerequisites import TLPass
@@ -72,7 +71,7 @@ from tensorloom.passes.support.py_builder import Value
 from tensorloom.passes.support.torch_script import script_of
 from tensorloom.passes.support.train_values import loops_of
 from tensorloom.passes.train_config import schedule_of
-from tensorloom.passes.train_lowering.plan import RecipePlan, ScriptPlan
+from tensorloom.passes.train_lowering.plan import ScriptPlan
 from tensorloom.passes.train_lowering.script_statements import lower_statements
 from tensorloom.passes.train_lowering.sections import loop_sources
 from tensorloom.passes.train_lowering.train_loop import guard_ops
@@ -101,17 +100,6 @@ def _marker(loop: train.LoopOp, kind: type[Operation]) -> Operation | None:
 def _location(attr: Attribute | None) -> LocationAttr | None:
     """A location that names a source line, else None."""
     return attr if isinstance(attr, LocationAttr) and span_of(attr) is not None else None
-
-
-def _dict(args: object) -> dict[str, object]:
-    assert isinstance(args, dict)
-    return args
-
-
-def _keywords(args: object) -> list[tuple[str, Value]]:
-    """A config dict of keyword arguments as (name, value); lists are tuples (`betas`)."""
-    assert isinstance(args, dict)
-    return [(k, tuple(v) if isinstance(v, list) else v) for k, v in args.items()]
 
 
 def _precision(loop: train.LoopOp) -> str:
@@ -164,66 +152,38 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
     instance = _find(module, nml.InstanceOp, loop.model.root_reference.data)
     assert isinstance(instance, nml.InstanceOp), "check-scopes resolves the model"
     config = train.config_of(loop)
-    value = config.value
     data = _data_plan(module, loop)
     functions = _functions(module)
-    optimizer_args = _keywords(value("optimizer_args"))
-    schedule = value("lr_schedule")
     compiled = _marker(loop, train.CompileOp)
     blocks = _marker(loop, train.ActivationCheckpointOp)
-    clip, every, log_every = value("grad_clip"), value("checkpoint_every"), value("log_every")
     shard = _marker(loop, train.FsdpShardOp)
     return ScriptPlan(
+        config=config,
         source=source,
         model_class=instance.model.root_reference.data,
         dataset=data.name,
         dataset_options=data.options,
         per_token_length=data.per_token_length,
-        epochs=_int(value("epochs"), 10),
-        batch_size=_int(value("batch_size"), 0) if value("batch_size_set") else None,
-        optimizer=str(value("optimizer")),
-        optimizer_kwargs=[(k, v) for k, v in optimizer_args if k != "lr"],
-        learning_rate=_number(dict(optimizer_args)["lr"]),
-        loss=str(value("loss")),
-        loss_kwargs=list(_dict(value("loss_args")).items()),
         precision=_precision(loop),
         distributed=_marker(loop, train.DdpWrapOp) is not None or shard is not None,
-        checkpoint_every=every if isinstance(every, int) else None,
-        checkpoint_unit=str(value("checkpoint_unit")),
-        schedule=None if schedule == "none" else str(schedule),
-        schedule_kwargs=dict(_keywords(value("lr_schedule_args"))),
-        grad_clip=clip if isinstance(clip, float) else None,
-        grad_accum=_int(value("grad_accum"), 1),
         compile_mode=compiled.mode.data if isinstance(compiled, train.CompileOp) else None,
-        compile_auto=value("compile") == "auto",
-        seed=_int(value("seed"), 0),
         checkpointed_layers=_checkpointed_layers(blocks),
-        val_every=_int(value("val_every"), 1),
-        log_every=log_every if isinstance(log_every, int) else None,
         language_model_data=data.name in LM_SOURCES,
-        custom_loss=str(value("loss")) if value("loss_fn") else None,
-        objective=str(value("objective")) if value("objective") is not None else None,
-        samples=str(value("samples")) if value("samples") is not None else None,
         forward_inputs=_forward_inputs(module, instance),
         carries=tuple(op.var.data for op in loop.carries()),
         takes_inputs=frozenset(n for n, count in functions.items() if count == 3),
-        metrics=tuple(_metrics(value("metrics"))),
         loop_location=_location(loop.location),
         loss_location=_location(config.loc("objective") or config.loc("loss")) or loop.location,
         data_location=_location(_data_location(module, loop)),
         model_location=_location(instance.location),
         optimizer_location=_location(config.loc("optimizer")),
-        optimizer_set=tuple(value("optimizer_set") or ()),  # type: ignore[arg-type]
         groups=tuple((name, op.value) for name, op in loop.groups().items()),
         instance=loop.model.root_reference.data,
         label_classes=_model_classes(module, loop) if loop.loss_target is None else None,
-        recipe=_recipe(config),
         fsdp_blocks=tuple(b.data for b in shard.blocks)
         if isinstance(shard, train.FsdpShardOp) else None,
         model_overrides=tuple(instance.overrides.data.items()),
         pretrained=_pretrained(module, instance),
-        freeze=tuple(str(p) for p in value("freeze") or ()),  # type: ignore[union-attr]
-        lora=_lora(value("lora")),
         batch_fields=tuple(loop.field_names()),
         function_params=tuple(_function_params(module).items()),
         loss_field=loop.loss_target.data if loop.loss_target is not None else None,
@@ -256,13 +216,6 @@ def _forward_def(module: ModuleOp, instance: nml.InstanceOp) -> py.DefOp | None:
     return None
 
 
-def _lora(value: object) -> dict[str, Value] | None:
-    """`LORA`'s keywords, targets a tuple."""
-    if not isinstance(value, dict):
-        return None
-    return {k: tuple(v) if isinstance(v, list) else v for k, v in value.items()}  # type: ignore[misc]
-
-
 def _pretrained(
     module: ModuleOp, instance: nml.InstanceOp
 ) -> tuple[str, tuple[tuple[Value, ...], ...]] | None:
@@ -286,34 +239,6 @@ def _data_location(module: ModuleOp, loop: train.LoopOp) -> Attribute | None:
     return data.location if data is not None else None
 
 
-def _int(value: object, default: int) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else default
-
-
-def _number(value: object) -> float:
-    assert isinstance(value, int | float) and not isinstance(value, bool), value
-    return value
-
-
-def _recipe(config: train.ConfigOp) -> RecipePlan:
-    """The recipe fields of the config (runtime/recipe.py gives them their meaning)."""
-    value = config.value
-    ema, stopping, best = value("ema"), value("early_stopping"), value("keep_best")
-    early = None
-    if isinstance(stopping, dict):
-        patience, delta = _int(stopping["patience"], 1), float(stopping["min_delta"])  # type: ignore[arg-type]
-        early = (patience, str(stopping["metric"]), delta)
-    return RecipePlan(
-        decay_groups=value("decay_groups") is True,
-        ema=ema if isinstance(ema, float) else None,
-        early_stopping=early,
-        keep_best=best if isinstance(best, str) else None,
-        eval_every=_int(value("eval_every"), 0) or None,
-        max_steps=_int(value("max_steps"), 0) or None,
-        epochs_set=value("epochs") is not None,
-    )
-
-
 # --- step 2: the ops -------------------------------------------------------------------------
 
 
@@ -327,7 +252,7 @@ def import_ops(plan: ScriptPlan) -> list[Operation]:
         py.ImportOp("sys"),
         py.ImportOp("time"),
         py.FromImportOp("dataclasses", ["dataclass", *(["field"] if plan.carries else [])]),
-        *([py.FromImportOp("functools", ["partial"])] if plan.amp or plan.samples else []),
+        *([py.FromImportOp("functools", ["partial"])] if plan.amp or plan.has("samples") else []),
         py.FromImportOp("typing", ["Any"]),
         py.ImportOp("torch"),
         py.ImportOp("torch.nn.functional", "F"),
@@ -434,7 +359,7 @@ def _own_schedule(own: dict[str, object], base: ScriptPlan) -> dict[str, Value] 
 
 
 def _own_clip(own: dict[str, object], base: ScriptPlan) -> float | None:
-    clip = own.get("grad_clip", base.grad_clip)
+    clip = own.get("grad_clip", base.setting_or_none("grad_clip", float))
     return float(clip) if isinstance(clip, int | float) and not isinstance(clip, bool) else None
 
 
@@ -537,12 +462,6 @@ def _function_params(module: ModuleOp) -> dict[str, tuple[str, ...]]:
     script = script_of(module)
     return {op.sym_name.data: tuple(a.data for a in op.arg_names) for op in script.body.block.ops
             if isinstance(op, py.DefOp)}  # fmt: skip
-
-
-def _metrics(entries: object) -> list[Metric]:
-    """`metrics = [...]`, as train-config recorded it (check-train reported any problem)."""
-    assert isinstance(entries, list)
-    return [Metric(str(e["kind"]), str(e["name"]), int(e["k"])) for e in entries]
 
 
 def _checkpointed_layers(blocks: Operation | None) -> list[str]:

@@ -6,7 +6,8 @@
 
 The script defines names of its own at the top level: its imports (`torch`,
 `F`, `nn`, `dist`, ...), the runtime's classes and functions (`Trainer`,
-`DeviceLoader`, ...), the training sections (`main`, `train`, `EPOCHS`, ...),
+`DeviceLoader`, ...: passes/support/runtime_names.py, generated from the runtime
+modules), the training sections (`main`, `train`, `EPOCHS`, ...),
 and Python's keywords and builtins. A model class of the same name would
 replace one of them, and the script would break (fuzz-findings/manual/
 model_named_torch_accepted.tl). This pass runs after every check, so
@@ -26,9 +27,9 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr, SymbolRefAttr
 from xdsl.ir import Operation
 
-from tensorloom.backends import runtime
 from tensorloom.dialects import nml
 from tensorloom.passes.support.prerequisites import TLPass
+from tensorloom.passes.support.runtime_names import RUNTIME_NAMES
 from tensorloom.passes.train_lowering import (
     train_build,
     train_cli,
@@ -50,7 +51,7 @@ SCRIPT_NAMES = frozenset(
 def reserved_names() -> frozenset[str]:
     """Every name the emitted script may define or import at its top level."""
     names = set(SCRIPT_NAMES) | set(keyword.kwlist) | set(keyword.softkwlist) | set(dir(builtins))
-    names |= runtime.top_level_names()
+    names |= RUNTIME_NAMES
     names |= {
         *train_cli.DEFINES,
         *train_step.DEFINES,

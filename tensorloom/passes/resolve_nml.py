@@ -179,7 +179,7 @@ class TransposeAttr(RewritePattern):
     def match_and_rewrite(self, op: GetAttrOp, rewriter: PatternRewriter) -> None:
         if op.attr_name.data != "T":
             return
-        new = TOp(op.input, TensorType.unranked())
+        new = TOp(op.input, {}, TensorType.unranked())
         new.location = op.location
         rewriter.replace(op, new)
 

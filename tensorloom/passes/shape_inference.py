@@ -1300,16 +1300,11 @@ def describe(bound: BoundLayer) -> str:
     return f"{bound.spec.name}({', '.join(args)})"
 
 
-_FIRST_ARG_FEATURES = {"Linear", "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d",
-                       "BatchNorm1d", "BatchNorm2d", "LayerNorm", "RMSNorm", "LSTM", "GRU",
-                       "MultiHeadAttention"}  # fmt: skip
-
-
 def _features_config(layer: LayerOp, bound: BoundLayer, mismatch: ShapeMismatch) -> str | None:
     """The config a layer's input size is (`Conv2d(in_channels, ...)`) when that size is
     what the input contradicts, else None."""
     first = layer.args.data[0] if layer.args.data else None
-    if bound.spec.name not in _FIRST_ARG_FEATURES or not isinstance(first, CfgAttr):
+    if not bound.spec.input_size_first or not isinstance(first, CfgAttr):
         return None
     if mismatch.got is None or not mismatch.got.isdigit() or mismatch.expected is None:
         return None
@@ -1319,7 +1314,7 @@ def _features_config(layer: LayerOp, bound: BoundLayer, mismatch: ShapeMismatch)
 def _layer_help(name: str, bound: BoundLayer, mismatch: ShapeMismatch) -> str | None:
     """`change `fc2` to `Linear(256, 10)`, or add a layer that maps 256 to 128`."""
     kind = bound.spec.name
-    if kind not in _FIRST_ARG_FEATURES or not bound.args or mismatch.got is None:
+    if not bound.spec.input_size_first or not bound.args or mismatch.got is None:
         return None
     if not mismatch.got.isdigit() or mismatch.expected is None:
         return None

@@ -8,15 +8,19 @@
     }                                          }
 
 It runs right after check-train, which reported every bad value (a value that
-does not evaluate here is treated as unset). The fields and their defaults are
-catalogue/train_keys.py's; an optimizer's `lr` defaults to its record's
-`default_lr`, a schedule's arguments to its record's `defaults`. The passes
+does not evaluate here is treated as unset). The fields, their types and defaults
+are catalogue/train_keys.py's records; a key's value reaches its field as itself
+(when of the field's type and in range) unless its record names one of the rules
+below (`_RULES`): `Adam(lr=0.1)` becomes `optimizer` and `optimizer_args`. An
+optimizer's `lr` defaults to its record's `default_lr`, a schedule's arguments to
+its record's `defaults`. The passes
 after it (insert-amp, insert-ddp, insert-compile, activation-checkpointing) and
 convert-train-to-torch read only the config op.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -29,8 +33,11 @@ from tensorloom.catalogue.schedules import LENGTH_TWINS, SCHEDULES
 from tensorloom.catalogue.train_keys import (
     CONFIG_FIELDS,
     EARLY_STOPPING_DEFAULTS,
+    KEYS,
     LORA_DEFAULTS,
     OLDER_NAMES,
+    TRAIN_KEYS,
+    TrainKey,
 )
 from tensorloom.diagnostics.ir import span_of
 from tensorloom.dialects import train
@@ -72,12 +79,14 @@ def _int(value: Evaluated | None) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _optimizer(value: Evaluated | None, fields: dict[str, object]) -> None:
-    call = _call(value) or CallValue(str(fields["optimizer"]))
+def _optimizer(block: Block, fields: dict[str, object]) -> None:
+    """`AdamW(lr=3e-4)`: the class and its keywords, `lr` defaulted; or a set of them."""
+    call = _call(block.values.get("optimizer")) or CallValue(str(fields["optimizer"]))
     spec = OPTIMIZERS.get(call.name)
     args = _kwargs(call)
     args.setdefault("lr", spec.default_lr if spec is not None else 0.001)
     fields["optimizer"], fields["optimizer_args"] = call.name, args
+    _optimizer_set(block.loop, fields)
 
 
 def _optimizer_set(loop: train.LoopOp, fields: dict[str, object]) -> None:
@@ -177,45 +186,94 @@ def _metrics(module: ModuleOp, loop: train.LoopOp) -> list[dict[str, object]]:
     return [{"kind": m.kind, "name": m.name, "k": m.k} for m in metrics]
 
 
-def config_fields(module: ModuleOp, loop: train.LoopOp) -> dict[str, object]:
-    """Every config field of `loop`, as Python values."""
-    values = _values(loop)
-    fields: dict[str, object] = {f.name: f.default for f in CONFIG_FIELDS}
-    simple = ("precision", "keep_best", "objective", "samples")
-    for key in simple:
-        if isinstance(values.get(key), str):
-            fields[key] = values[key]
-    strategy = values.get("distributed")
+@dataclass(frozen=True, slots=True)
+class Block:
+    """A train block as train-config's rules read it: its settings as Python values (older
+    key names under their newer ones)."""
+
+    module: ModuleOp
+    loop: train.LoopOp
+    values: dict[str, Evaluated]
+
+
+Rule = Callable[[Block, dict[str, object]], None]
+
+
+def _plain(key: TrainKey, value: Evaluated | None) -> object | None:
+    """The value itself, when it is of the field's type and in the record's range; else None
+    (the field keeps its default)."""
+    kind = key.fields[0].kind
+    if kind == "bool":
+        return value if isinstance(value, bool) else None
+    if kind == "str":
+        return value if isinstance(value, str) else None
+    number = _int(value) if kind == "int" else _number(value)
+    admitted = number is not None and (key.value is None or key.value.admits(number))
+    return number if admitted else None
+
+
+def _write_plain(key: TrainKey, block: Block, fields: dict[str, object]) -> None:
+    value = _plain(key, block.values.get(key.name))
+    if value is not None:
+        fields[key.name] = value
+
+
+def _epochs(block: Block, fields: dict[str, object]) -> None:
+    _write_plain(KEYS["epochs"], block, fields)
+    if "epochs" not in block.values and "max_steps" in block.values:
+        fields["epochs"] = None  # as many as `max_steps` takes
+
+
+def _batch_size(block: Block, fields: dict[str, object]) -> None:
+    _write_plain(KEYS["batch_size"], block, fields)
+    fields["batch_size_set"] = "batch_size" in block.values
+
+
+def _distributed(block: Block, fields: dict[str, object]) -> None:
+    strategy = block.values.get("distributed")
     fields["distributed"] = (
         "ddp" if strategy is True else strategy if strategy in ("ddp", "fsdp") else None
     )
-    flags = ("decay_groups", "activation_checkpointing")
-    for key in flags:
-        if isinstance(values.get(key), bool):
-            fields[key] = values[key]
-    counts = ("epochs", "batch_size", "grad_accum", "eval_every", "max_steps", "seed",
-              "val_every", "log_every")  # fmt: skip
-    for key in counts:
-        if _int(values.get(key)) is not None:
-            fields[key] = values[key]
-    if "epochs" not in values and "max_steps" in values:
-        fields["epochs"] = None  # as many as `max_steps` takes
-    fields["batch_size_set"] = "batch_size" in values
-    clip = _number(values.get("grad_clip"))
-    fields["grad_clip"] = clip if clip is not None and clip > 0 else None
-    fields["ema"] = _number(values.get("ema"))
-    fields["early_stopping"] = _early_stopping(values.get("early_stopping"))
-    _optimizer(values.get("optimizer"), fields)
+
+
+_RULES: dict[str, Rule] = {
+    "epochs": _epochs,
+    "batch_size": _batch_size,
+    "optimizer": _optimizer,
+    "loss": lambda block, fields: _loss(block.module, block.values.get("loss"), fields),
+    "distributed": _distributed,
+    "compile": lambda block, fields: _compile(block.values.get("compile"), fields),
+    "lr_schedule": lambda block, fields: _schedule(block.values.get("lr_schedule"), fields),
+    "early_stopping": lambda block, fields: fields.update(
+        early_stopping=_early_stopping(block.values.get("early_stopping"))
+    ),
+    "metrics": lambda block, fields: fields.update(metrics=_metrics(block.module, block.loop)),
+    "freeze": lambda block, fields: _freeze(block.values.get("freeze"), fields),
+    "lora": lambda block, fields: fields.update(lora=_lora(block.values.get("lora"))),
+}
+"""How the value of a key whose record names a rule (`TrainKey.reaches`) becomes its fields;
+a plain key's value is written as it is (`_plain`). Every rule a record names is here
+(tests/unit/passes/test_train_config.py)."""
+
+
+def _freeze(value: Evaluated | None, fields: dict[str, object]) -> None:
+    if isinstance(value, list | tuple):
+        fields["freeze"] = [str(v) for v in value]
+
+
+def config_fields(module: ModuleOp, loop: train.LoopOp) -> dict[str, object]:
+    """Every config field of `loop`, as Python values: each key's record's default, then the
+    block's value as the record says it reaches the field."""
+    block = Block(module, loop, _values(loop))
+    fields: dict[str, object] = {f.name: f.default for f in CONFIG_FIELDS}
     fields.pop("optimizer_set")  # left out unless the block has one: train.config's only such
-    _optimizer_set(loop, fields)
-    _schedule(values.get("lr_schedule"), fields)
-    _loss(module, values.get("loss"), fields)
-    _compile(values.get("compile"), fields)
-    fields["metrics"] = _metrics(module, loop)
-    freeze = values.get("freeze")
-    if isinstance(freeze, list | tuple):
-        fields["freeze"] = [str(v) for v in freeze]
-    fields["lora"] = _lora(values.get("lora"))
+    for key in TRAIN_KEYS:
+        if key.older_name_of is not None:
+            continue
+        if key.reaches != "value":
+            _RULES[key.reaches](block, fields)
+        else:
+            _write_plain(key, block, fields)
     policy = next((op for op in loop.body.block.ops if isinstance(op, train.CheckpointOp)), None)
     if policy is not None:
         fields["checkpoint_every"] = policy.every.value.data

@@ -22,7 +22,7 @@ from tensorloom.catalogue.layers import LAYERS, LayerSpec, Param, Value
 from tensorloom.catalogue.losses import TRAIN_LOSSES
 from tensorloom.catalogue.optimizers import OPTIMIZERS
 from tensorloom.catalogue.schedules import SCHEDULES
-from tensorloom.catalogue.settings import SETTING_SPECS
+from tensorloom.catalogue.train_keys import TRAIN_KEYS
 
 HEADER = """# Reference
 
@@ -149,7 +149,7 @@ def settings() -> list[str]:
     rows = [
         [f"`{s.name}`", s.describe(), s.summary + (f" (`{s.older_name_of}` is its name now)"
                                                   if s.older_name_of else "")]
-        for s in SETTING_SPECS
+        for s in TRAIN_KEYS
     ]  # fmt: skip
     return ["## Train-block settings", "", *_table(["key", "value", "what"], rows), ""]
 

@@ -11,6 +11,8 @@ Every object here that changes during a run has `state_dict()`/`load_state_dict(
 of plain numbers and tensors, so a checkpoint (loaded with `weights_only=True`)
 resumes it exactly. `StopSignals` turns SIGINT and SIGTERM into a flag the loop
 checks after each step, so an interrupted run saves its state before it exits.
+`_NORM_LAYERS` lists the catalogue's normalisation layers: `make reference` writes it
+(tensorloom/tools/generated.py).
 """
 
 from __future__ import annotations
@@ -123,10 +125,10 @@ def make_lr_scheduler(
 # --- weight-decay groups -----------------------------------------------------------------------
 
 _NORM_LAYERS: tuple[type[torch.nn.Module], ...] = (
-    torch.nn.modules.batchnorm._NormBase,  # BatchNorm*, InstanceNorm*
-    torch.nn.LayerNorm,
+    torch.nn.BatchNorm1d,
+    torch.nn.BatchNorm2d,
     torch.nn.GroupNorm,
-    torch.nn.LocalResponseNorm,
+    torch.nn.LayerNorm,
     torch.nn.RMSNorm,
 )
 

@@ -144,6 +144,10 @@ INIT_FUNCTIONS: dict[str, str] = {
 }
 """The names `init=` accepts, each a function of `torch.nn.init`; `"default"` (the
 default) keeps the layer's own PyTorch initialisation."""
+SAMPLE_LENGTH = 16
+"""The length of a synthetic sequence sample (`sample_shape`), and of a sample's free
+named dim (`T`)."""
+
 DEFAULT_INIT = "default"
 WEIGHT_INITS = (DEFAULT_INIT, *INIT_FUNCTIONS)
 BIAS_INITS = (DEFAULT_INIT, "zeros", "ones")
@@ -383,6 +387,14 @@ class LayerSpec:
     # Whether `layer(x, state)` is accepted: it returns `(output, state)` (LSTM, GRU), and
     # `state_shapes` gives the state's tensors.
     stateful: ClassVar[bool] = False
+    # Whether it normalises (BatchNorm, LayerNorm, ...): weight decay leaves its weights
+    # alone (the runtime's `_NORM_LAYERS`, which `make reference` writes from this).
+    is_norm: ClassVar[bool] = False
+    # Whether its first argument is the input's feature size (`Linear(in_features, ...)`,
+    # `Conv2d(in_channels, ...)`): a shape error then suggests changing that argument.
+    input_size_first: ClassVar[bool] = False
+    # Whether its input holds int64 indices, however it is annotated (Embedding).
+    takes_indices: ClassVar[bool] = False
 
     # --- binding -------------------------------------------------------------------------
 
@@ -634,6 +646,12 @@ class LayerSpec:
         dtype_bytes: int,
     ) -> int:
         return self.saved_tensors(bound, in_shape, out_shape, dtype_bytes).total
+
+    def sample_shape(self, bound: BoundLayer) -> tuple[int, ...] | None:
+        """One synthetic sample this layer takes as a model's first layer, when its arguments
+        say it (`Linear(784, ...)`: (784,)); `load_dataset()` without a file makes such
+        samples. None: the layer does not say."""
+        return None
 
     def torch_class_of(self, bound: BoundLayer) -> str:
         """The class emitted code builds for these arguments (`torch_class` unless the

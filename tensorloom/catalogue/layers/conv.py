@@ -90,11 +90,18 @@ class _ConvNd(LayerSpec):
 
     spatial: ClassVar[int] = 2
     autocast = "low"
+    input_size_first = True
+    # A synthetic image's side, by the number of spatial dims (`sample_shape`).
+    SAMPLE_SIDES: ClassVar[dict[int, tuple[int, ...]]] = {1: (64,), 2: (32, 32)}
     init_groups = WEIGHT_AND_BIAS_INIT
     unmodelled_scratch = (
         "cuDNN's convolution workspace is not in the budget: measured on an H200 it is "
         "0 to 22x a convolution's input, depending on the algorithm cuDNN picks (docs/info.md)"
     )
+
+    def sample_shape(self, bound: BoundLayer) -> tuple[int, ...] | None:
+        """One image of `in_channels` channels (`Conv2d(3, ...)`: (3, 32, 32))."""
+        return (bound.get_int("in_channels"), *self.SAMPLE_SIDES[self.spatial])
 
     def validate(self, bound: BoundLayer) -> list[ArgError]:
         n = self.spatial

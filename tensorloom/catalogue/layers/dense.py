@@ -45,6 +45,7 @@ class LinearSpec(LayerSpec):
     name = "Linear"
     autocast = "low"
     suffix_polymorphic = True
+    input_size_first = True
     torch_class = "nn.Linear"
     params = (
         req("in_features", INT),
@@ -72,6 +73,9 @@ class LinearSpec(LayerSpec):
 
     def unknown_rank_suffix(self, bound: BoundLayer) -> tuple[int, ...]:
         return (bound.get_int("out_features"),)
+
+    def sample_shape(self, bound: BoundLayer) -> tuple[int, ...] | None:
+        return (bound.get_int("in_features"),)
 
     def param_shapes(self, bound: BoundLayer) -> dict[str, tuple[int, ...]]:
         i, o = bound.get_int("in_features"), bound.get_int("out_features")
@@ -101,6 +105,7 @@ class EmbeddingSpec(LayerSpec):
 
     name = "Embedding"
     torch_class = "nn.Embedding"
+    takes_indices = True
     suffix_polymorphic = True
     autocast = "input"
     params = (

@@ -15,6 +15,7 @@ from tensorloom.catalogue.layers.base import (
     FLOAT,
     INT,
     INT_OR_INT_LIST,
+    SAMPLE_LENGTH,
     ArgError,
     BoundLayer,
     InitGroup,
@@ -62,6 +63,8 @@ class _BatchNorm(LayerSpec):
 
     ranks: ClassVar[tuple[int, ...]] = (4,)
     layout: ClassVar[str] = "[N, C, H, W]"
+    is_norm = True
+    input_size_first = True
     params = (
         req("num_features", INT),
         Param("eps", FLOAT, 1e-5),
@@ -157,6 +160,8 @@ class LayerNormSpec(LayerSpec):
     name = "LayerNorm"
     torch_class = "nn.LayerNorm"
     autocast = "fp32"
+    is_norm = True
+    input_size_first = True
     params = (
         req("normalized_shape", INT_OR_INT_LIST),
         Param("eps", FLOAT, 1e-5),
@@ -168,6 +173,11 @@ class LayerNormSpec(LayerSpec):
 
     def unknown_rank_suffix(self, bound: BoundLayer) -> tuple[int, ...]:
         return self.normalized(bound)
+
+    def sample_shape(self, bound: BoundLayer) -> tuple[int, ...] | None:
+        """A sequence of SAMPLE_LENGTH vectors (`LayerNorm(512)`: (16, 512))."""
+        size = bound["normalized_shape"]
+        return (SAMPLE_LENGTH, size) if isinstance(size, int) else None
 
     def normalized(self, bound: BoundLayer) -> tuple[int, ...]:
         v = bound["normalized_shape"]
@@ -281,6 +291,7 @@ class GroupNormSpec(LayerSpec):
     """`GroupNorm(num_groups, num_channels)`: [N, C, *] with C at dim 1."""
 
     name = "GroupNorm"
+    is_norm = True
     torch_class = "nn.GroupNorm"
     autocast = "fp32"
     params = (

@@ -78,6 +78,7 @@ class _Recurrent(LayerSpec):
     call_kind = "first_of_tuple"
     stateful = True
     autocast = "low"
+    input_size_first = True
     forced_kwargs = (("batch_first", "True"),)
 
     def validate(self, bound: BoundLayer) -> list[ArgError]:
@@ -268,6 +269,7 @@ class MultiHeadAttentionSpec(LayerSpec):
     torch_class = "nn.MultiheadAttention"
     call_kind = "first_of_tuple_self_attention"
     autocast = "low"
+    input_size_first = True
     forced_kwargs = (("batch_first", "True"),)
     literal_params = ("causal",)
     params = (

@@ -12,7 +12,10 @@
 
 Types and attribute expressions are in `types.py`, structural ops in `ops.py`,
 the functional builtins in `builtins.py` (their shape rules are the helpers of
-`tensorloom/catalogue/shapes.py`). See docs/ir.md.
+`tensorloom/catalogue/shapes.py`). See docs/ir.md. The dialect registers the op lists
+the modules build (`FUNCTIONAL_OPS`, `TENSOR_OPS`, `CONTROL_OPS`); a plain builtin
+(`PLAIN_OPS`: normalize, cumsum, ...) is reached through its catalogue record's name, so
+it is not exported here one by one.
 """
 
 from xdsl.ir import Dialect
@@ -53,7 +56,6 @@ from tensorloom.dialects.nml.builtins import (
     MulOp,
     MultinomialOp,
     NegOp,
-    NormalizeOp,
     PermuteOp,
     PowOp,
     ReductionOp,
@@ -74,13 +76,7 @@ from tensorloom.dialects.nml.builtins import (
     SubOp,
     SumOp,
     TanhOp,
-    TOp,
-    TransposeOp,
-    TriangleOp,
-    TrilOp,
-    TriuOp,
     UnaryOp,
-    UnsqueezeOp,
     VarOp,
     ViewOp,
     WhereOp,
@@ -116,13 +112,12 @@ from tensorloom.dialects.nml.ops import (
 )
 from tensorloom.dialects.nml.tensor_ops import (
     DTYPES,
+    PLAIN_OPS,
     TENSOR_OPS,
     TORCH_DTYPES,
     ArgmaxOp,
     ArgminOp,
     CastOp,
-    CumprodOp,
-    CumsumOp,
     GatherOp,
     IndexAddOp,
     MaxOp,
@@ -132,9 +127,11 @@ from tensorloom.dialects.nml.tensor_ops import (
     NormOp,
     OneHotOp,
     PadOp,
+    PlainOp,
     ScatterAddOp,
     ScatterOp,
     SpelledOp,
+    TOp,
     TopkOp,
     TorchArgument,
 )
@@ -170,6 +167,7 @@ __all__ = [
     "EXPR_OPERATORS",
     "FUNCTIONAL_OPS",
     "LOSSES",
+    "PLAIN_OPS",
     "TENSOR_OPS",
     "TORCH_DTYPES",
     "UNARY_OPS",
@@ -194,8 +192,6 @@ __all__ = [
     "CompareOp",
     "ConfigOp",
     "ConstantOp",
-    "CumprodOp",
-    "CumsumOp",
     "Dim",
     "DimOp",
     "Dims",
@@ -239,11 +235,11 @@ __all__ = [
     "NoneValueAttr",
     "NonzeroOp",
     "NormOp",
-    "NormalizeOp",
     "OneHotOp",
     "PadOp",
     "PermuteOp",
     "PipeOp",
+    "PlainOp",
     "PowOp",
     "ReductionOp",
     "RefOp",
@@ -274,14 +270,9 @@ __all__ = [
     "TensorType",
     "TopkOp",
     "TorchArgument",
-    "TransposeOp",
-    "TriangleOp",
-    "TrilOp",
-    "TriuOp",
     "TupleGetOp",
     "TupleType",
     "UnaryOp",
-    "UnsqueezeOp",
     "Value",
     "VarOp",
     "ViewOp",

@@ -43,7 +43,20 @@ from xdsl.irdl import (
 )
 from xdsl.utils.exceptions import VerifyException
 
-from tensorloom.catalogue.functions import ELEMENTWISE, SCALAR_MATH
+from tensorloom.catalogue.costs import (
+    ATTENTION,
+    DROPOUT,
+    FREE,
+    INPUT,
+    MATMUL,
+    OUTPUT,
+    PRODUCT,
+    VIEW,
+    Cost,
+    per_element,
+    reduction,
+)
+from tensorloom.catalogue.functions import ELEMENTWISE, SCALAR_MATH, Elementwise
 from tensorloom.catalogue.shapes import (
     UNKNOWN_BOUND,
     Index,
@@ -53,7 +66,6 @@ from tensorloom.catalogue.shapes import (
     TensorIndex,
     Unifier,
     arange_length,
-    at_least_2d,
     attention_shape,
     broadcast,
     broadcast_into,
@@ -73,9 +85,6 @@ from tensorloom.catalogue.shapes import (
     split_shapes,
     squeeze_shape,
     stack_shape,
-    t_shape,
-    transpose_shape,
-    unsqueeze_shape,
 )
 from tensorloom.dialects.lazy_definition import lazy_op_definition
 from tensorloom.dialects.lazy_format import LazyFormatOp
@@ -129,6 +138,10 @@ class FunctionalOp(LazyFormatOp, ABC):
 
     traits = traits_def(FromOperands())
 
+    COST: ClassVar[Cost]
+    """Its FLOPs and saved tensors in `tlc info` (tensorloom/catalogue/costs.py); every
+    concrete builtin declares one (tests/unit/dialects/test_builtin_costs.py)."""
+
     @abstractmethod
     def infer_shape(
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
@@ -175,17 +188,21 @@ def _listed(names: frozenset[str]) -> str:
     return ", ".join(f"`{n}`" for n in sorted(names))
 
 
-def _elementwise(name: str, doc: str) -> type[UnaryOp]:
+def _elementwise(name: str, function: Elementwise) -> type[UnaryOp]:
     """One op of the elementwise family: `nml.<name>`, the result typed as the operand."""
-    cls = type(
-        f"{name.title().replace('_', '')}Op", (UnaryOp,), {"name": f"nml.{name}", "__doc__": doc}
-    )
+    fields = {
+        "name": f"nml.{name}",
+        "__doc__": function.summary,
+        "__annotations__": {"COST": ClassVar[Cost]},
+        "COST": function.cost,
+    }
+    cls = type(f"{name.title().replace('_', '')}Op", (UnaryOp,), fields)
     cls.__module__ = __name__
     return lazy_op_definition(cls)
 
 
 _FAMILY: dict[str, type[UnaryOp]] = {
-    name: _elementwise(name, doc) for name, doc in ELEMENTWISE.items()
+    name: _elementwise(name, function) for name, function in ELEMENTWISE.items()
 }
 ReluOp = _FAMILY["relu"]
 SiluOp = _FAMILY["silu"]
@@ -199,6 +216,7 @@ class GeluOp(FunctionalOp):
     """`nml.gelu %x` (exact) or `nml.gelu %x approximate "tanh"`."""
 
     name = "nml.gelu"
+    COST: ClassVar[Cost] = per_element(saves=INPUT)
 
     input = operand_def()
     approximate = opt_prop_def(StringAttr)
@@ -232,6 +250,7 @@ class ClampOp(FunctionalOp):
     """`nml.clamp %x min 0.0 max 6.0`: at least one bound."""
 
     name = "nml.clamp"
+    COST: ClassVar[Cost] = per_element(saves=INPUT)
 
     input = operand_def()
     min = opt_prop_def(FloatAttr[Float64Type])
@@ -286,11 +305,13 @@ class SoftmaxLikeOp(FunctionalOp, ABC):
 @lazy_op_definition
 class SoftmaxOp(SoftmaxLikeOp):
     name = "nml.softmax"
+    COST: ClassVar[Cost] = per_element(5, saves=OUTPUT, autocast="fp32")
 
 
 @lazy_op_definition
 class LogSoftmaxOp(SoftmaxLikeOp):
     name = "nml.log_softmax"
+    COST: ClassVar[Cost] = per_element(5, saves=OUTPUT, autocast="fp32")
 
 
 def rate_props(p: float | CfgAttr, number: str, config: str) -> dict[str, Attribute]:
@@ -308,6 +329,7 @@ class DropoutOp(FunctionalOp):
     a number `p` lies in [0, 1)."""
 
     name = "nml.dropout"
+    COST: ClassVar[Cost] = DROPOUT
 
     input = operand_def()
     p = opt_prop_def(FloatAttr[Float64Type])
@@ -343,6 +365,7 @@ class DropoutOp(FunctionalOp):
 @lazy_op_definition
 class FlattenOp(FunctionalOp):
     name = "nml.flatten"
+    COST: ClassVar[Cost] = VIEW
 
     input = operand_def()
     start_dim = prop_def(IntegerAttr[I64])
@@ -474,16 +497,19 @@ class ReshapeLikeOp(SizedOp, ABC):
 @lazy_op_definition
 class ReshapeOp(ReshapeLikeOp):
     name = "nml.reshape"
+    COST: ClassVar[Cost] = VIEW
 
 
 @lazy_op_definition
 class ViewOp(ReshapeLikeOp):
     name = "nml.view"
+    COST: ClassVar[Cost] = VIEW
 
 
 @lazy_op_definition
 class PermuteOp(FunctionalOp):
     name = "nml.permute"
+    COST: ClassVar[Cost] = VIEW
 
     input = operand_def()
     dims = prop_def(ArrayAttr[IntegerAttr[I64]])
@@ -507,33 +533,6 @@ class PermuteOp(FunctionalOp):
     ) -> Attribute | ShapeMismatch:
         order = _ints(self.dims) or []
         return apply_rule(operand_types[0], lambda dims: permute_shape(dims, order))
-
-
-@lazy_op_definition
-class TransposeOp(FunctionalOp):
-    name = "nml.transpose"
-
-    input = operand_def()
-    dim0 = prop_def(IntegerAttr[I64])
-    dim1 = prop_def(IntegerAttr[I64])
-    result = result_def()
-
-    ASSEMBLY_FORMAT: ClassVar[str] = (
-        "$input $dim0 `,` $dim1 attr-dict `:` functional-type($input, $result)"
-    )
-
-    def __init__(self, input: Value, dim0: int, dim1: int, result_type: Attribute):
-        super().__init__(
-            operands=[input],
-            properties={"dim0": IntegerAttr(dim0, i64), "dim1": IntegerAttr(dim1, i64)},
-            result_types=[result_type],
-        )
-
-    def infer_shape(
-        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
-    ) -> Attribute | ShapeMismatch:
-        a, b = self.dim0.value.data, self.dim1.value.data
-        return apply_rule(operand_types[0], lambda dims: transpose_shape(dims, a, b))
 
 
 class ReductionOp(FunctionalOp, ABC):
@@ -571,21 +570,25 @@ class ReductionOp(FunctionalOp, ABC):
 @lazy_op_definition
 class MeanOp(ReductionOp):
     name = "nml.mean"
+    COST: ClassVar[Cost] = reduction()
 
 
 @lazy_op_definition
 class SumOp(ReductionOp):
     name = "nml.sum"
+    COST: ClassVar[Cost] = reduction(autocast="fp32")
 
 
 @lazy_op_definition
 class AmaxOp(ReductionOp):
     name = "nml.amax"
+    COST: ClassVar[Cost] = FREE
 
 
 @lazy_op_definition
 class AminOp(ReductionOp):
     name = "nml.amin"
+    COST: ClassVar[Cost] = FREE
 
 
 class MomentOp(ReductionOp, ABC):
@@ -614,16 +617,19 @@ class MomentOp(ReductionOp, ABC):
 @lazy_op_definition
 class VarOp(MomentOp):
     name = "nml.var"
+    COST: ClassVar[Cost] = FREE
 
 
 @lazy_op_definition
 class StdOp(MomentOp):
     name = "nml.std"
+    COST: ClassVar[Cost] = FREE
 
 
 @lazy_op_definition
 class CatOp(FunctionalOp):
     name = "nml.cat"
+    COST: ClassVar[Cost] = per_element()
 
     inputs = var_operand_def()
     dim = prop_def(IntegerAttr[I64])
@@ -697,21 +703,25 @@ def _scalar_mix(left: Attribute, right: Attribute) -> Attribute | ShapeMismatch:
 @lazy_op_definition
 class AddOp(BinaryOp):
     name = "nml.add"
+    COST: ClassVar[Cost] = per_element()
 
 
 @lazy_op_definition
 class SubOp(BinaryOp):
     name = "nml.sub"
+    COST: ClassVar[Cost] = per_element()
 
 
 @lazy_op_definition
 class MulOp(BinaryOp):
     name = "nml.mul"
+    COST: ClassVar[Cost] = PRODUCT
 
 
 @lazy_op_definition
 class DivOp(BinaryOp):
     name = "nml.div"
+    COST: ClassVar[Cost] = PRODUCT
 
     def infer_shape(
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
@@ -724,11 +734,13 @@ class DivOp(BinaryOp):
 @lazy_op_definition
 class PowOp(BinaryOp):
     name = "nml.pow"
+    COST: ClassVar[Cost] = per_element(saves=INPUT, autocast="fp32")
 
 
 @lazy_op_definition
 class MatmulOp(BinaryOp):
     name = "nml.matmul"
+    COST: ClassVar[Cost] = MATMUL
 
     def infer_shape(
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
@@ -746,6 +758,8 @@ class MatmulOp(BinaryOp):
 class CompareOp(BinaryOp, ABC):
     """`nml.lt %a, %b`: a comparison, broadcasting; a boolean (`i1`) tensor, or an
     `i1` scalar for two scalars."""
+
+    COST: ClassVar[Cost] = FREE
 
     def infer_shape(
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
@@ -816,6 +830,7 @@ class IndexOp(FunctionalOp):
     `"..."`, `#nml.none` (a new axis) or `"?"`, a select by the next dynamic operand."""
 
     name = "nml.index"
+    COST: ClassVar[Cost] = VIEW
 
     input = operand_def()
     indices = prop_def(ArrayAttr)
@@ -945,6 +960,8 @@ class DimOp(FunctionalOp):
     """`%n = nml.dim %x 0 : (...) -> i64`: one size of a tensor (`x.size(0)`, `x.shape[0]`)."""
 
     name = "nml.dim"
+    FUNCTION: ClassVar[str] = "size"
+    COST: ClassVar[Cost] = FREE
 
     input = operand_def()
     index = prop_def(IntegerAttr[I64])
@@ -976,6 +993,7 @@ class ListOp(FunctionalOp):
     """`%l = nml.list %a, %b : (...) -> !nml.list`: a list or tuple of values."""
 
     name = "nml.list"
+    COST: ClassVar[Cost] = FREE
 
     elements = var_operand_def()
     result = result_def()
@@ -1035,6 +1053,7 @@ class _SizesOp(SizedOp, ABC):
 @lazy_op_definition
 class ExpandOp(_SizesOp):
     name = "nml.expand"
+    COST: ClassVar[Cost] = VIEW
 
     def infer_sized(
         self, operand_types: Sequence[Attribute], sizes: Sequence[Dim], unifier: Unifier
@@ -1046,6 +1065,7 @@ class ExpandOp(_SizesOp):
 @lazy_op_definition
 class RepeatOp(_SizesOp):
     name = "nml.repeat"
+    COST: ClassVar[Cost] = FREE
 
     def infer_sized(
         self, operand_types: Sequence[Attribute], sizes: Sequence[Dim], unifier: Unifier
@@ -1060,6 +1080,7 @@ class ArangeOp(SizedOp):
     an i64 vector when all are integers, else f32."""
 
     name = "nml.arange"
+    COST: ClassVar[Cost] = FREE
 
     bounds = prop_def(ArrayAttr)
     dynamic_sizes = var_operand_def()  # type: ignore[assignment]
@@ -1113,6 +1134,7 @@ class SampleOp(SizedOp):
     integers in [low, high) as i64 (`randint`). A `"?"` size is the next dynamic operand."""
 
     name = "nml.sample"
+    COST: ClassVar[Cost] = FREE
 
     distribution = prop_def(StringAttr)
     shape = prop_def(ArrayAttr)
@@ -1172,6 +1194,7 @@ class LinspaceOp(FunctionalOp):
     `start` to `end`, both included (`torch.linspace`)."""
 
     name = "nml.linspace"
+    COST: ClassVar[Cost] = FREE
 
     start = prop_def(FloatAttr)
     end = prop_def(FloatAttr)
@@ -1206,6 +1229,7 @@ class MultinomialOp(FunctionalOp):
     per row of the non-negative weights `p` ([C] or [N, C]), drawn in proportion to them."""
 
     name = "nml.multinomial"
+    COST: ClassVar[Cost] = FREE
 
     input = operand_def()
     num_samples = prop_def(IntegerAttr[I64])
@@ -1251,94 +1275,11 @@ class MultinomialOp(FunctionalOp):
 
 
 @lazy_op_definition
-class NormalizeOp(FunctionalOp):
-    """`nml.normalize %x p 2.0 dim 1`: `F.normalize`, x / max(||x||_p, eps) along `dim`."""
-
-    name = "nml.normalize"
-
-    input = operand_def()
-    p = prop_def(FloatAttr[Float64Type])
-    dim = prop_def(IntegerAttr[I64])
-    result = result_def()
-
-    ASSEMBLY_FORMAT: ClassVar[str] = (
-        "$input `p` $p `dim` $dim attr-dict `:` functional-type($input, $result)"
-    )
-
-    def __init__(self, input: Value, p: float, dim: int, result_type: Attribute):
-        super().__init__(
-            operands=[input],
-            properties={"p": FloatAttr(p, Float64Type()), "dim": IntegerAttr(dim, i64)},
-            result_types=[result_type],
-        )
-
-    def infer_shape(
-        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
-    ) -> Attribute | ShapeMismatch:
-        axis = self.dim.value.data
-        return apply_rule(operand_types[0], lambda dims: same_shape(dims, axis))
-
-
-class TriangleOp(FunctionalOp, ABC):
-    """`nml.tril %x diagonal 0`: a matrix (or a batch of them) with one triangle zeroed."""
-
-    input = operand_def()
-    diagonal = prop_def(IntegerAttr[I64])
-    result = result_def()
-
-    ASSEMBLY_FORMAT: ClassVar[str] = (
-        "$input `diagonal` $diagonal attr-dict `:` functional-type($input, $result)"
-    )
-
-    def __init__(self, input: Value, diagonal: int, result_type: Attribute):
-        super().__init__(
-            operands=[input],
-            properties={"diagonal": IntegerAttr(diagonal, i64)},
-            result_types=[result_type],
-        )
-
-    def infer_shape(
-        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
-    ) -> Attribute | ShapeMismatch:
-        name = self.name.removeprefix("nml.")
-        return apply_rule(operand_types[0], lambda dims: at_least_2d(dims, name))
-
-
-@lazy_op_definition
-class TrilOp(TriangleOp):
-    name = "nml.tril"
-
-
-@lazy_op_definition
-class TriuOp(TriangleOp):
-    name = "nml.triu"
-
-
-@lazy_op_definition
-class TOp(FunctionalOp):
-    """`nml.t %x`: `x.T` / `x.t()`, a matrix transposed."""
-
-    name = "nml.t"
-
-    input = operand_def()
-    result = result_def()
-
-    ASSEMBLY_FORMAT: ClassVar[str] = "$input attr-dict `:` functional-type($input, $result)"
-
-    def __init__(self, input: Value, result_type: Attribute):
-        super().__init__(operands=[input], result_types=[result_type])
-
-    def infer_shape(
-        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
-    ) -> Attribute | ShapeMismatch:
-        return apply_rule(operand_types[0], t_shape)
-
-
-@lazy_op_definition
 class SqueezeOp(FunctionalOp):
     """`nml.squeeze %x dims [1]`: without `dims`, every dim of size 1."""
 
     name = "nml.squeeze"
+    COST: ClassVar[Cost] = VIEW
 
     input = operand_def()
     dims = opt_prop_def(ArrayAttr[IntegerAttr[I64]])
@@ -1362,30 +1303,6 @@ class SqueezeOp(FunctionalOp):
         return apply_rule(operand_types[0], lambda dims: squeeze_shape(dims, axes, u))
 
 
-@lazy_op_definition
-class UnsqueezeOp(FunctionalOp):
-    name = "nml.unsqueeze"
-
-    input = operand_def()
-    dim = prop_def(IntegerAttr[I64])
-    result = result_def()
-
-    ASSEMBLY_FORMAT: ClassVar[str] = (
-        "$input `dim` $dim attr-dict `:` functional-type($input, $result)"
-    )
-
-    def __init__(self, input: Value, dim: int, result_type: Attribute):
-        super().__init__(
-            operands=[input], properties={"dim": IntegerAttr(dim, i64)}, result_types=[result_type]
-        )
-
-    def infer_shape(
-        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
-    ) -> Attribute | ShapeMismatch:
-        axis = self.dim.value.data
-        return apply_rule(operand_types[0], lambda dims: unsqueeze_shape(dims, axis))
-
-
 def _tensors(operand_types: Sequence[Attribute], what: str) -> list[TensorType] | ShapeMismatch:
     tensors = [t for t in operand_types if isinstance(t, TensorType)]
     return (
@@ -1398,6 +1315,7 @@ def _tensors(operand_types: Sequence[Attribute], what: str) -> list[TensorType] 
 @lazy_op_definition
 class StackOp(FunctionalOp):
     name = "nml.stack"
+    COST: ClassVar[Cost] = FREE
 
     inputs = var_operand_def()
     dim = prop_def(IntegerAttr[I64])
@@ -1452,6 +1370,7 @@ class SplitOp(SizedOp):
     the next dynamic operand (a config)."""
 
     name = "nml.split"
+    COST: ClassVar[Cost] = VIEW
 
     input = operand_def()
     sizes = prop_def(ArrayAttr)
@@ -1508,6 +1427,7 @@ class SplitOp(SizedOp):
 @lazy_op_definition
 class ChunkOp(_PiecesOp):
     name = "nml.chunk"
+    COST: ClassVar[Cost] = VIEW
 
     input = operand_def()
     chunks = prop_def(IntegerAttr[I64])
@@ -1538,6 +1458,7 @@ class EinsumOp(FunctionalOp):
     """`nml.einsum "bij,bjk->bik" %a, %b`: the output shape follows the equation."""
 
     name = "nml.einsum"
+    COST: ClassVar[Cost] = FREE
 
     equation = prop_def(StringAttr)
     inputs = var_operand_def()
@@ -1570,6 +1491,7 @@ class WhereOp(FunctionalOp):
     (`a` or `b` may be a scalar)."""
 
     name = "nml.where"
+    COST: ClassVar[Cost] = FREE
 
     condition = operand_def()
     lhs = operand_def()
@@ -1609,6 +1531,7 @@ class MaskedFillOp(FunctionalOp):
     """`nml.masked_fill %x, %mask, %value`: `value` where `mask`; the mask broadcasts to x."""
 
     name = "nml.masked_fill"
+    COST: ClassVar[Cost] = FREE
 
     input = operand_def()
     mask = operand_def()
@@ -1641,6 +1564,8 @@ class AttentionOp(FunctionalOp):
     -> [..., L, Ev]."""
 
     name = "nml.attention"
+    FUNCTION: ClassVar[str] = "scaled_dot_product_attention"
+    COST: ClassVar[Cost] = ATTENTION
 
     query = operand_def()
     key = operand_def()
@@ -1708,10 +1633,9 @@ BINARY_OPS: dict[str, type[BinaryOp]] = {
 
 FUNCTIONAL_OPS: tuple[type[FunctionalOp], ...] = (
     *UNARY_OPS.values(), GeluOp, ClampOp,
-    SoftmaxOp, LogSoftmaxOp, DropoutOp, FlattenOp, ReshapeOp, ViewOp, PermuteOp, TransposeOp,
+    SoftmaxOp, LogSoftmaxOp, DropoutOp, FlattenOp, ReshapeOp, ViewOp, PermuteOp,
     MeanOp, SumOp, AmaxOp, AminOp, VarOp, StdOp, CatOp, StackOp, SplitOp, ChunkOp,
-    ExpandOp, RepeatOp, SqueezeOp, UnsqueezeOp, TOp, NormalizeOp, TrilOp, TriuOp,
-    EinsumOp, ArangeOp, SampleOp, LinspaceOp, MultinomialOp, WhereOp, MaskedFillOp,
-    AttentionOp,
+    ExpandOp, RepeatOp, SqueezeOp, EinsumOp, ArangeOp, SampleOp, LinspaceOp, MultinomialOp,
+    WhereOp, MaskedFillOp, AttentionOp,
     *BINARY_OPS.values(), *COMPARE_OPS.values(), IndexOp, DimOp, ListOp,
 )  # fmt: skip

@@ -27,6 +27,7 @@ from xdsl.ir import Attribute
 from xdsl.irdl import operand_def, prop_def, result_def
 from xdsl.utils.exceptions import VerifyException
 
+from tensorloom.catalogue.costs import FREE, Cost
 from tensorloom.catalogue.losses import (
     FLOATS,
     FUNCTIONAL_LOSSES,
@@ -49,6 +50,7 @@ class LossOp(FunctionalOp):
     """`nml.loss "mse" %out, %y reduction "mean" {}`: a functional loss of `LOSSES`."""
 
     name = "nml.loss"
+    COST: ClassVar[Cost] = FREE
 
     kind = prop_def(StringAttr)
     input = operand_def()

@@ -8,14 +8,15 @@
 
 Every op here is a `SpelledOp`: its catalogue record (tensorloom/catalogue/functions.py)
 gives the PyTorch it lowers to, and `torch_arguments` lists the arguments that call
-takes after the tensor, so convert-nml-to-torch has one pattern for all of them. The
+takes after the tensor, so convert-nml-to-torch has one pattern for all of them. A
+`PlainOp` (one tensor, then constants: cumsum, normalize) is built from its record too. The
 shape rules are the helpers of tensorloom/catalogue/shapes.py.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
@@ -36,9 +37,21 @@ from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import operand_def, opt_prop_def, prop_def, result_def, var_operand_def
 from xdsl.utils.exceptions import VerifyException
 
+from tensorloom.catalogue.costs import (
+    FREE,
+    INPUT,
+    PER_SOURCE_ELEMENT,
+    RESULT,
+    VIEW,
+    Cost,
+    per_element,
+    per_input_element,
+)
+from tensorloom.catalogue.functions import FUNCTIONS
 from tensorloom.catalogue.shapes import (
     ShapeMismatch,
     Unifier,
+    at_least_2d,
     gather_shape,
     index_add_shape,
     narrow_shape,
@@ -47,7 +60,10 @@ from tensorloom.catalogue.shapes import (
     reduce_shape,
     same_shape,
     scatter_shape,
+    t_shape,
     topk_shape,
+    transpose_shape,
+    unsqueeze_shape,
 )
 from tensorloom.dialects.lazy_definition import lazy_op_definition
 from tensorloom.dialects.nml.builtins import (
@@ -107,6 +123,56 @@ class SpelledOp(FunctionalOp, ABC):
     def torch_arguments(self) -> list[tuple[str, TorchArgument]]: ...
 
 
+class PlainOp(SpelledOp, ABC):
+    """A builtin of one tensor and constant arguments, `nml.cumsum %x dim 1`: each argument
+    its catalogue record's signature names after the tensor (`cumsum(x, dim)`) is the
+    property of that name, an i64, f64, i1 or string.
+
+    resolve-nml builds it from the record (the `plain` builder) and convert-nml-to-torch
+    spells it with the set arguments in the signature's order, as keywords
+    (`torch.cumsum(x, dim=1)`) or, with `POSITIONAL`, without their names
+    (`x.transpose(1, 2)`); an op overrides `torch_arguments` to spell them otherwise.
+    So a new plain builtin is its record (tensorloom/catalogue/functions.py) and its op:
+    the properties, the assembly format, the shape rule and the `COST`."""
+
+    input = operand_def()
+    result = result_def()
+
+    POSITIONAL: ClassVar[bool] = False
+
+    def __init__(self, input: Value, constants: Mapping[str, Literal], result_type: Attribute):
+        properties = {k: _constant_attr(v) for k, v in constants.items() if v is not None}
+        super().__init__(operands=[input], properties=properties, result_types=[result_type])
+
+    @property
+    def tensor(self) -> SSAValue:
+        return self.input
+
+    def constant(self, name: str) -> Literal:
+        """The argument `name`'s value; None when it is not set."""
+        attr = self.properties.get(name)
+        if isinstance(attr, StringAttr):
+            return attr.data
+        if isinstance(attr, IntegerAttr) and attr.type == IntegerType(1):
+            return bool(attr.value.data)
+        return attr.value.data if isinstance(attr, IntegerAttr | FloatAttr) else None
+
+    def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
+        parameters = FUNCTIONS[self.FUNCTION].parameters[1:]
+        named = [p.name for p in parameters if p.name in self.properties]
+        return [("" if self.POSITIONAL else n, self.constant(n)) for n in named]
+
+
+def _constant_attr(value: int | float | bool | str) -> Attribute:
+    if isinstance(value, bool):
+        return IntegerAttr(int(value), IntegerType(1))
+    if isinstance(value, int):
+        return IntegerAttr(value, i64)
+    if isinstance(value, float):
+        return FloatAttr(value, Float64Type())
+    return StringAttr(value)
+
+
 def _element_of(operand: Attribute) -> Attribute:
     return (
         operand.element_type
@@ -128,28 +194,14 @@ def _dim_property(dim: int | None) -> IntegerAttr | None:
     return None if dim is None else IntegerAttr(dim, i64)
 
 
-class _AlongDimOp(SpelledOp, ABC):
+class _AlongDimOp(PlainOp, ABC):
     """`nml.cumsum %x dim 1`: the same shape, computed along one dim."""
 
-    input = operand_def()
     dim = prop_def(IntegerAttr[I64])
-    result = result_def()
 
     ASSEMBLY_FORMAT: ClassVar[str] = (
         "$input `dim` $dim attr-dict `:` functional-type($input, $result)"
     )
-
-    def __init__(self, input: Value, dim: int, result_type: Attribute):
-        super().__init__(
-            operands=[input], properties={"dim": IntegerAttr(dim, i64)}, result_types=[result_type]
-        )
-
-    @property
-    def tensor(self) -> SSAValue:
-        return self.input
-
-    def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
-        return [("dim", self.dim.value.data)]
 
     def infer_shape(
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
@@ -161,13 +213,138 @@ class _AlongDimOp(SpelledOp, ABC):
 @lazy_op_definition
 class CumsumOp(_AlongDimOp):
     name = "nml.cumsum"
+    COST: ClassVar[Cost] = per_element(saves=INPUT, autocast="fp32")
     FUNCTION: ClassVar[str] = "cumsum"
 
 
 @lazy_op_definition
 class CumprodOp(_AlongDimOp):
     name = "nml.cumprod"
+    COST: ClassVar[Cost] = per_element(saves=(0, RESULT), autocast="fp32")
     FUNCTION: ClassVar[str] = "cumprod"
+
+
+@lazy_op_definition
+class NormalizeOp(PlainOp):
+    """`nml.normalize %x p 2.0 dim 1`: `F.normalize`, x / max(||x||_p, eps) along `dim`."""
+
+    name = "nml.normalize"
+    FUNCTION: ClassVar[str] = "normalize"
+    COST: ClassVar[Cost] = per_element(saves=INPUT)
+
+    p = prop_def(FloatAttr[Float64Type])
+    dim = prop_def(IntegerAttr[I64])
+
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$input `p` $p `dim` $dim attr-dict `:` functional-type($input, $result)"
+    )
+
+    def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
+        """`F.normalize(x, dim=1)`: `p` only when it is not 2."""
+        p = self.p.value.data
+        return [*([("p", p)] if p != 2.0 else []), ("dim", self.dim.value.data)]
+
+    def infer_shape(
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
+        axis = self.dim.value.data
+        return apply_rule(operand_types[0], lambda dims: same_shape(dims, axis))
+
+
+class TriangleOp(PlainOp, ABC):
+    """`nml.tril %x diagonal 0`: a matrix (or a batch of them) with one triangle zeroed."""
+
+    diagonal = prop_def(IntegerAttr[I64])
+
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$input `diagonal` $diagonal attr-dict `:` functional-type($input, $result)"
+    )
+
+    def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
+        """`torch.tril(x)`, `torch.tril(x, diagonal=1)`: the diagonal when it is not 0."""
+        diagonal = self.diagonal.value.data
+        return [("diagonal", diagonal)] if diagonal else []
+
+    def infer_shape(
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
+        name = self.name.removeprefix("nml.")
+        return apply_rule(operand_types[0], lambda dims: at_least_2d(dims, name))
+
+
+@lazy_op_definition
+class TrilOp(TriangleOp):
+    name = "nml.tril"
+    FUNCTION: ClassVar[str] = "tril"
+    COST: ClassVar[Cost] = FREE
+
+
+@lazy_op_definition
+class TriuOp(TriangleOp):
+    name = "nml.triu"
+    FUNCTION: ClassVar[str] = "triu"
+    COST: ClassVar[Cost] = FREE
+
+
+@lazy_op_definition
+class TOp(PlainOp):
+    """`nml.t %x`: `x.T` / `x.t()`, a matrix transposed."""
+
+    name = "nml.t"
+    FUNCTION: ClassVar[str] = "t"
+    COST: ClassVar[Cost] = VIEW
+
+    ASSEMBLY_FORMAT: ClassVar[str] = "$input attr-dict `:` functional-type($input, $result)"
+
+    def infer_shape(
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
+        return apply_rule(operand_types[0], t_shape)
+
+
+@lazy_op_definition
+class UnsqueezeOp(PlainOp):
+    """`nml.unsqueeze %x dim 0`: `x.unsqueeze(0)`, a new dim of size 1."""
+
+    name = "nml.unsqueeze"
+    FUNCTION: ClassVar[str] = "unsqueeze"
+    COST: ClassVar[Cost] = VIEW
+    POSITIONAL: ClassVar[bool] = True
+
+    dim = prop_def(IntegerAttr[I64])
+
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$input `dim` $dim attr-dict `:` functional-type($input, $result)"
+    )
+
+    def infer_shape(
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
+        axis = self.dim.value.data
+        return apply_rule(operand_types[0], lambda dims: unsqueeze_shape(dims, axis))
+
+
+@lazy_op_definition
+class TransposeOp(PlainOp):
+    """`nml.transpose %x 1, 2`: `x.transpose(1, 2)`, two dims swapped."""
+
+    name = "nml.transpose"
+    FUNCTION: ClassVar[str] = "transpose"
+    COST: ClassVar[Cost] = VIEW
+    POSITIONAL: ClassVar[bool] = True
+
+    dim0 = prop_def(IntegerAttr[I64])
+    dim1 = prop_def(IntegerAttr[I64])
+
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$input $dim0 `,` $dim1 attr-dict `:` functional-type($input, $result)"
+    )
+
+    def infer_shape(
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
+        a, b = self.dim0.value.data, self.dim1.value.data
+        return apply_rule(operand_types[0], lambda dims: transpose_shape(dims, a, b))
 
 
 @lazy_op_definition
@@ -176,6 +353,7 @@ class NormOp(SpelledOp):
     without), `torch.linalg.vector_norm`."""
 
     name = "nml.norm"
+    COST: ClassVar[Cost] = per_input_element(2, saves=INPUT, autocast="fp32")
     FUNCTION: ClassVar[str] = "linalg.vector_norm"
 
     input = operand_def()
@@ -234,6 +412,7 @@ class PadOp(SizedOp, SpelledOp):
     be `"?"`, a size the forward computes (the next dynamic operand)."""
 
     name = "nml.pad"
+    COST: ClassVar[Cost] = per_element()
     FUNCTION: ClassVar[str] = "pad"
 
     input = operand_def()
@@ -308,6 +487,7 @@ class NarrowOp(SizedOp, SpelledOp):
     start may be a size the forward computes (a loop counter), the length must be known."""
 
     name = "nml.narrow"
+    COST: ClassVar[Cost] = FREE
     FUNCTION: ClassVar[str] = "narrow"
 
     input = operand_def()
@@ -376,6 +556,8 @@ class CastOp(FunctionalOp):
     type is one of the types a tensor type names (f32, f16, bf16, i64, i1)."""
 
     name = "nml.cast"
+    FUNCTION: ClassVar[str] = "to"
+    COST: ClassVar[Cost] = per_element()
 
     input = operand_def()
     dtype = prop_def(StringAttr)
@@ -455,12 +637,14 @@ class _ArgReduceOp(SpelledOp, ABC):
 @lazy_op_definition
 class ArgmaxOp(_ArgReduceOp):
     name = "nml.argmax"
+    COST: ClassVar[Cost] = per_input_element()
     FUNCTION: ClassVar[str] = "argmax"
 
 
 @lazy_op_definition
 class ArgminOp(_ArgReduceOp):
     name = "nml.argmin"
+    COST: ClassVar[Cost] = per_input_element()
     FUNCTION: ClassVar[str] = "argmin"
 
 
@@ -515,12 +699,14 @@ class _ExtremumOp(_ValuesIndicesOp, ABC):
 @lazy_op_definition
 class MaxOp(_ExtremumOp):
     name = "nml.max"
+    COST: ClassVar[Cost] = per_input_element()
     FUNCTION: ClassVar[str] = "max"
 
 
 @lazy_op_definition
 class MinOp(_ExtremumOp):
     name = "nml.min"
+    COST: ClassVar[Cost] = per_input_element()
     FUNCTION: ClassVar[str] = "min"
 
 
@@ -531,6 +717,7 @@ class TopkOp(SizedOp, _ValuesIndicesOp):
     `num_experts_per_tok`), its value read where the checker knows it."""
 
     name = "nml.topk"
+    COST: ClassVar[Cost] = per_input_element()
     FUNCTION: ClassVar[str] = "topk"
 
     input = operand_def()
@@ -610,6 +797,7 @@ class OneHotOp(SpelledOp):
     """`nml.one_hot %ids classes 10`: [..] class indices -> [.., 10] of 0 and 1 (i64)."""
 
     name = "nml.one_hot"
+    COST: ClassVar[Cost] = per_element()
     FUNCTION: ClassVar[str] = "one_hot"
 
     input = operand_def()
@@ -668,6 +856,7 @@ class GatherOp(SpelledOp):
     has the index's shape and x's element type."""
 
     name = "nml.gather"
+    COST: ClassVar[Cost] = per_element()
     FUNCTION: ClassVar[str] = "gather"
 
     input = operand_def()
@@ -767,12 +956,14 @@ class _ScatterOp(_ScatterLikeOp, ABC):
 @lazy_op_definition
 class ScatterOp(_ScatterOp):
     name = "nml.scatter"
+    COST: ClassVar[Cost] = PER_SOURCE_ELEMENT
     FUNCTION: ClassVar[str] = "scatter"
 
 
 @lazy_op_definition
 class ScatterAddOp(_ScatterOp):
     name = "nml.scatter_add"
+    COST: ClassVar[Cost] = PER_SOURCE_ELEMENT
     FUNCTION: ClassVar[str] = "scatter_add"
 
     def check(
@@ -789,6 +980,7 @@ class IndexAddOp(_ScatterLikeOp):
     1-D index along `dim` (a token's output added to its row, in a sparse MoE)."""
 
     name = "nml.index_add"
+    COST: ClassVar[Cost] = PER_SOURCE_ELEMENT
     FUNCTION: ClassVar[str] = "index_add"
 
     def check(
@@ -811,6 +1003,7 @@ class NonzeroOp(SpelledOp):
     """
 
     name = "nml.nonzero"
+    COST: ClassVar[Cost] = per_input_element()
     FUNCTION: ClassVar[str] = "nonzero"
 
     input = operand_def()
@@ -856,7 +1049,13 @@ class NonzeroOp(SpelledOp):
 
 
 TENSOR_OPS: tuple[type[FunctionalOp], ...] = (
-    CumsumOp, CumprodOp, NormOp, PadOp, NarrowOp, CastOp, ArgmaxOp, ArgminOp, MaxOp, MinOp,
-    TopkOp, OneHotOp, GatherOp, ScatterOp, ScatterAddOp, IndexAddOp, NonzeroOp,
+    CumsumOp, CumprodOp, NormalizeOp, TrilOp, TriuOp, TOp, UnsqueezeOp, TransposeOp, NormOp, PadOp,
+    NarrowOp, CastOp, ArgmaxOp, ArgminOp, MaxOp, MinOp, TopkOp, OneHotOp, GatherOp, ScatterOp,
+    ScatterAddOp, IndexAddOp, NonzeroOp,
 )  # fmt: skip
 """The ops of this file, registered with the dialect beside builtins.py's."""
+
+PLAIN_OPS: dict[str, type[PlainOp]] = {
+    op.FUNCTION: op for op in TENSOR_OPS if issubclass(op, PlainOp)
+}
+"""The plain builtins' ops, by the name of their catalogue record (the `plain` builder's)."""

@@ -205,6 +205,12 @@ def submodule_call(
     return ops
 
 
+def spelling(op: Operation) -> str:
+    """The PyTorch an nml builtin lowers to, as its catalogue record spells it: the record
+    its class names (`FUNCTION`), else the record of its own name (`nml.gelu`: `F.gelu`)."""
+    return FUNCTIONS[getattr(type(op), "FUNCTION", op.name.removeprefix("nml."))].torch
+
+
 def _call(callee: str, first: SSAValue, call: _Keywords) -> list[Operation]:
     """`torch.exp(x, ...)`, or `x.detach(...)` for a catalogue spelling `x.detach`."""
     if callee.startswith("x."):
@@ -241,7 +247,7 @@ class GeluToTorch(RewritePattern):
         call = _Keywords()
         if op.approximate is not None:
             call.literal(op.approximate.data, "approximate")
-        _replace(rewriter, op, _call("F.gelu", op.input, call))
+        _replace(rewriter, op, _call(spelling(op), op.input, call))
 
 
 class ClampToTorch(RewritePattern):
@@ -255,7 +261,7 @@ class ClampToTorch(RewritePattern):
         for name, bound in (("min", op.min), ("max", op.max)):
             if bound is not None:
                 call.literal(bound.value.data, name)
-        _replace(rewriter, op, call.method(op.input, "clamp"))
+        _replace(rewriter, op, _call(spelling(op), op.input, call))
 
 
 class SoftmaxToTorch(RewritePattern):
@@ -263,9 +269,8 @@ class SoftmaxToTorch(RewritePattern):
     def match_and_rewrite(self, op: nml.SoftmaxLikeOp, rewriter: PatternRewriter) -> None:
         if not _in_body(op):
             return
-        callee = "torch.softmax" if isinstance(op, nml.SoftmaxOp) else "torch.log_softmax"
-        call = _Keywords().value(op.input).literal(op.dim.value.data, "dim")
-        _replace(rewriter, op, call.function(callee))
+        call = _Keywords().literal(op.dim.value.data, "dim")
+        _replace(rewriter, op, _call(spelling(op), op.input, call))
 
 
 class DropoutToTorch(RewritePattern):
@@ -275,10 +280,10 @@ class DropoutToTorch(RewritePattern):
             return
         p = _rate(op.p or op.rate)
         training = self_attr("training")
-        call = _Keywords().value(op.input)
+        call = _Keywords()
         call.ops += [*p, *training]
         call.value(p[-1].results[0], "p").value(training[-1].results[0], "training")
-        _replace(rewriter, op, call.function("F.dropout"))
+        _replace(rewriter, op, _call(spelling(op), op.input, call))
 
 
 def _rate(attr: Attribute | None) -> list[Operation]:
@@ -302,7 +307,7 @@ class FlattenToTorch(RewritePattern):
             call.literal(start)
         if end != -1:
             call.literal(end)
-        _replace(rewriter, op, call.method(op.input, "flatten"))
+        _replace(rewriter, op, _call(spelling(op), op.input, call))
 
 
 class ReshapeToTorch(RewritePattern):
@@ -317,8 +322,7 @@ class ReshapeToTorch(RewritePattern):
         input_dims = _dims_of(op.input)
         for entry in op.shape.data:
             _reshape_size(call, op.input, entry, dynamic, input_dims)
-        method = "view" if isinstance(op, nml.ViewOp) else "reshape"
-        _replace(rewriter, op, call.method(op.input, method))
+        _replace(rewriter, op, _call(spelling(op), op.input, call))
 
 
 def _dims_of(value: SSAValue) -> tuple[object, ...] | None:
@@ -357,16 +361,7 @@ class PermuteToTorch(RewritePattern):
         call = _Keywords()
         for dim in op.dims.data:
             call.literal(dim.value.data)
-        _replace(rewriter, op, call.method(op.input, "permute"))
-
-
-class TransposeToTorch(RewritePattern):
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: nml.TransposeOp, rewriter: PatternRewriter) -> None:
-        if not _in_body(op):
-            return
-        call = _Keywords().literal(op.dim0.value.data).literal(op.dim1.value.data)
-        _replace(rewriter, op, call.method(op.input, "transpose"))
+        _replace(rewriter, op, _call(spelling(op), op.input, call))
 
 
 class ReductionToTorch(RewritePattern):
@@ -389,7 +384,7 @@ class ReductionToTorch(RewritePattern):
             call.literal(op.correction.value.data, "correction")
         if op.keepdim is not None:
             call.literal(True, "keepdim")
-        _replace(rewriter, op, call.method(op.input, op.name.removeprefix("nml.")))
+        _replace(rewriter, op, _call(spelling(op), op.input, call))
 
 
 class LossToTorch(RewritePattern):
@@ -431,8 +426,7 @@ class CatToTorch(RewritePattern):
             return
         tensors = py.ListOp(op.inputs)
         call = _Keywords().value(tensors.result).literal(op.dim.value.data, "dim")
-        callee = "torch.stack" if isinstance(op, nml.StackOp) else "torch.cat"
-        _replace(rewriter, op, [tensors, *call.function(callee)])
+        _replace(rewriter, op, [tensors, *call.function(spelling(op))])
 
 
 class SplitToTorch(RewritePattern):
@@ -462,7 +456,7 @@ class SplitToTorch(RewritePattern):
                 call.value(listed.result)
         if op.dim.value.data != 0:
             call.literal(op.dim.value.data, "dim")
-        _replace(rewriter, op, call.method(op.input, op.name.removeprefix("nml.")))
+        _replace(rewriter, op, _call(spelling(op), op.input, call))
 
 
 class SizesToTorch(RewritePattern):
@@ -479,7 +473,7 @@ class SizesToTorch(RewritePattern):
                 call.literal(entry.value.data)
             else:
                 call.value(next(dynamic))
-        _replace(rewriter, op, call.method(op.input, op.name.removeprefix("nml.")))
+        _replace(rewriter, op, _call(spelling(op), op.input, call))
 
 
 class ArangeToTorch(RewritePattern):
@@ -511,38 +505,25 @@ class ArangeToTorch(RewritePattern):
         elif device_ops := _input_device(op):  # a top-level function's: where its batch is
             call.ops += device_ops
             call.value(device_ops[0].results[0], "device")
-        _replace(rewriter, op, call.function("torch.arange"))
+        _replace(rewriter, op, call.function(spelling(op)))
 
 
 def _is_number(attr: Attribute, value: int) -> bool:
     return isinstance(attr, IntegerAttr) and attr.value.data == value
 
 
-class ShapeOpToTorch(RewritePattern):
-    """`x.unsqueeze(1)`, `x.squeeze(-1)`, `x.t()`, `torch.tril(x)`, `F.normalize(x, dim=-1)`."""
+class SqueezeToTorch(RewritePattern):
+    """`x.squeeze()`, `x.squeeze(-1)`, `x.squeeze((1, 2))`."""
 
     @op_type_rewrite_pattern
-    def match_and_rewrite(
-        self,
-        op: nml.UnsqueezeOp | nml.SqueezeOp | nml.TOp | nml.TriangleOp | nml.NormalizeOp,
-        rewriter: PatternRewriter,
-    ) -> None:
+    def match_and_rewrite(self, op: nml.SqueezeOp, rewriter: PatternRewriter) -> None:
         if not _in_body(op):
             return
         call = _Keywords()
-        if isinstance(op, nml.UnsqueezeOp):
-            call.literal(op.dim.value.data)
-        elif isinstance(op, nml.SqueezeOp) and op.dims is not None:
+        if op.dims is not None:
             dims = [d.value.data for d in op.dims.data]
             call.literal(dims[0]) if len(dims) == 1 else _tuple_arg(call, dims)
-        elif isinstance(op, nml.TriangleOp) and op.diagonal.value.data:
-            call.literal(op.diagonal.value.data, "diagonal")
-        elif isinstance(op, nml.NormalizeOp):
-            if op.p.value.data != 2.0:
-                call.literal(op.p.value.data, "p")
-            call.literal(op.dim.value.data, "dim")
-        callee = FUNCTIONS[op.name.removeprefix("nml.")].torch
-        _replace(rewriter, op, _call(callee, op.input, call))
+        _replace(rewriter, op, _call(spelling(op), op.input, call))
 
 
 def _tuple_arg(call: _Keywords, values: Sequence[int], name: str = "") -> None:
@@ -562,7 +543,7 @@ class EinsumToTorch(RewritePattern):
         call = _Keywords().literal(op.equation.data)
         for value in op.inputs:
             call.value(value)
-        _replace(rewriter, op, call.function("torch.einsum"))
+        _replace(rewriter, op, call.function(spelling(op)))
 
 
 class SelectToTorch(RewritePattern):
@@ -576,10 +557,10 @@ class SelectToTorch(RewritePattern):
             return
         if isinstance(op, nml.WhereOp):
             call = _Keywords().value(op.condition).value(op.lhs).value(op.rhs)
-            _replace(rewriter, op, call.function("torch.where"))
+            _replace(rewriter, op, call.function(spelling(op)))
             return
         call = _Keywords().value(op.mask).value(op.value)
-        _replace(rewriter, op, call.method(op.input, "masked_fill"))
+        _replace(rewriter, op, _call(spelling(op), op.input, call))
 
 
 class AttentionToTorch(RewritePattern):
@@ -602,7 +583,7 @@ class AttentionToTorch(RewritePattern):
             call.literal(True, "is_causal")
         if op.scale is not None:
             call.literal(op.scale.value.data, "scale")
-        _replace(rewriter, op, call.function("F.scaled_dot_product_attention"))
+        _replace(rewriter, op, call.function(spelling(op)))
 
 
 class SpelledToTorch(RewritePattern):
@@ -642,7 +623,7 @@ class CastToTorch(RewritePattern):
         call = _Keywords()
         call.ops.append(dtype)
         call.value(dtype.result)
-        _replace(rewriter, op, call.method(op.input, "to"))
+        _replace(rewriter, op, _call(spelling(op), op.input, call))
 
 
 BINARY_OPERATORS: dict[type[Operation], str] = {
@@ -721,7 +702,7 @@ class DimToTorch(RewritePattern):
         if not _in_body(op):
             return
         call = _Keywords().literal(op.index.value.data)
-        _replace(rewriter, op, call.method(op.input, "size"))
+        _replace(rewriter, op, _call(spelling(op), op.input, call))
 
 
 class ListToTorch(RewritePattern):
@@ -962,8 +943,11 @@ class SampleToTorch(RewritePattern):
         if device:
             call.ops += device
             call.value(device[-1].results[0], "device")
-        callee = {"normal": "torch.randn", "uniform": "torch.rand", "integers": "torch.randint"}
-        _replace(rewriter, op, call.function(callee[kind]))
+        _replace(rewriter, op, call.function(FUNCTIONS[SAMPLERS[kind]].torch))
+
+
+SAMPLERS = {"normal": "randn", "uniform": "rand", "integers": "randint"}
+"""The catalogue record of each distribution an `nml.sample` draws from."""
 
 
 class LinspaceToTorch(RewritePattern):
@@ -977,7 +961,7 @@ class LinspaceToTorch(RewritePattern):
         if device:
             call.ops += device
             call.value(device[-1].results[0], "device")
-        _replace(rewriter, op, call.function("torch.linspace"))
+        _replace(rewriter, op, call.function(spelling(op)))
 
 
 class MultinomialToTorch(RewritePattern):
@@ -988,7 +972,7 @@ class MultinomialToTorch(RewritePattern):
         call = _Keywords().value(op.input).literal(op.num_samples.value.data)
         if op.replacement.value.data:
             call.literal(True, "replacement")
-        _replace(rewriter, op, call.function("torch.multinomial"))
+        _replace(rewriter, op, call.function(spelling(op)))
 
 
 class ModelCallToTorch(RewritePattern):
@@ -1062,7 +1046,6 @@ BODY_PATTERNS: tuple[RewritePattern, ...] = (
     FlattenToTorch(),
     ReshapeToTorch(),
     PermuteToTorch(),
-    TransposeToTorch(),
     ReductionToTorch(),
     LossToTorch(),
     CatToTorch(),
@@ -1072,7 +1055,7 @@ BODY_PATTERNS: tuple[RewritePattern, ...] = (
     SampleToTorch(),
     LinspaceToTorch(),
     MultinomialToTorch(),
-    ShapeOpToTorch(),
+    SqueezeToTorch(),
     EinsumToTorch(),
     SelectToTorch(),
     AttentionToTorch(),

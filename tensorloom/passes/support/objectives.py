@@ -25,6 +25,7 @@ from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, i64
 from xdsl.ir import Attribute, Operation, SSAValue, TypeAttribute
 
 from tensorloom.catalogue.datasets import DataField, DatasetInfo
+from tensorloom.catalogue.train_keys import TRAIN_KEYS
 from tensorloom.diagnostics.core import Diagnostic, DiagnosticSink, Label, did_you_mean
 from tensorloom.diagnostics.ir import current_sink, report, reporting, span_at, span_of
 from tensorloom.dialects import train
@@ -53,17 +54,13 @@ from tensorloom.passes.support.model_env import (
 )
 from tensorloom.passes.support.param_groups import ParamArg, param_arg, selection_models
 
-# Settings a block of `step` lines does not take: each step names its own optimizer and
-# objective, and these parts of the one-model loop are not built for several optimizers.
-STEP_EXCLUSIVE = ("optimizer", "loss", "objective")
-NOT_WITH_STEPS = (
-    "grad_accum", "accumulate_steps",
-    "early_stopping", "keep_best", "eval_every", "metrics", "activation_checkpointing",
-    "log_every", "val_every", "decay_groups",
-)  # fmt: skip
+# Settings a block of `step` lines does not take (each key's record says, `TrainKey.steps`):
+# each step names its own optimizer and objective, and the other parts of the one-model loop
+# are not built for several optimizers yet.
+STEP_EXCLUSIVE = tuple(k.name for k in TRAIN_KEYS if k.steps == "named_by_steps")
+NOT_WITH_STEPS = tuple(k.name for k in TRAIN_KEYS if k.steps == "not_yet")
 
-
-PER_OPTIMIZER = ("lr_schedule", "grad_clip")
+PER_OPTIMIZER = tuple(k.name for k in TRAIN_KEYS if k.steps == "per_optimizer")
 """Keys an optimizer of a step takes besides torch's arguments, as the block-level keys
 (`AdamW(rest, lr=3e-3, lr_schedule=cosine(warmup_steps=100), grad_clip=1.0)`); the block's
 own, when set, hold for every optimizer that sets none."""

@@ -24,11 +24,12 @@ from xdsl.dialects.builtin import FloatAttr, IntegerAttr, StringAttr, f64, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from tensorloom.catalogue.args import Arg
-from tensorloom.catalogue.functions import FUNCTIONS
+from tensorloom.catalogue.functions import FUNCTIONS, Literal, Parameter
 from tensorloom.dialects.nml import (
     COMPARE_OPS,
     DTYPES,
     DYNAMIC,
+    PLAIN_OPS,
     UNARY_OPS,
     AmaxOp,
     AminOp,
@@ -43,8 +44,6 @@ from tensorloom.dialects.nml import (
     ChunkOp,
     ClampOp,
     ConstantOp,
-    CumprodOp,
-    CumsumOp,
     DimOp,
     DropoutOp,
     EinsumOp,
@@ -64,7 +63,6 @@ from tensorloom.dialects.nml import (
     NarrowOp,
     NegOp,
     NonzeroOp,
-    NormalizeOp,
     NormOp,
     OneHotOp,
     PadOp,
@@ -81,12 +79,7 @@ from tensorloom.dialects.nml import (
     StackOp,
     StdOp,
     SumOp,
-    TOp,
     TopkOp,
-    TransposeOp,
-    TrilOp,
-    TriuOp,
-    UnsqueezeOp,
     VarOp,
     ViewOp,
     WhereOp,
@@ -397,18 +390,6 @@ def _permute(args: CallArgs) -> Operation | CallProblem:
     return PermuteOp(x, order, _tensor())
 
 
-def _transpose(args: CallArgs) -> Operation | CallProblem:
-    x = _first(args)
-    if isinstance(x, CallProblem):
-        return x
-    dim0, dim1 = args.int_arg(1, "dim0"), args.int_arg(2, "dim1")
-    if isinstance(dim0, CallProblem):
-        return dim0
-    if isinstance(dim1, CallProblem):
-        return dim1
-    return TransposeOp(x, dim0, dim1, _tensor())
-
-
 def _reduce(args: CallArgs) -> Operation | CallProblem:
     x = _first(args)
     if isinstance(x, CallProblem):
@@ -483,14 +464,6 @@ def _size(args: CallArgs) -> Operation | CallProblem:
     return dim if isinstance(dim, CallProblem) else DimOp(x, dim)
 
 
-def _unsqueeze(args: CallArgs) -> Operation | CallProblem:
-    x = _first(args)
-    if isinstance(x, CallProblem):
-        return x
-    dim = args.int_arg(1, "dim")
-    return dim if isinstance(dim, CallProblem) else UnsqueezeOp(x, dim, _tensor())
-
-
 def _squeeze(args: CallArgs) -> Operation | CallProblem:
     x = _first(args)
     if isinstance(x, CallProblem):
@@ -502,11 +475,6 @@ def _squeeze(args: CallArgs) -> Operation | CallProblem:
         return CallProblem("`dim` of `squeeze` must be a constant integer or list of them")
     dims = None if dim is None else [d for d in dim if isinstance(d, int)]
     return args.unknown_keywords(("dim",)) or SqueezeOp(x, dims, _tensor())
-
-
-def _transpose_2d(args: CallArgs) -> Operation | CallProblem:
-    x = _first(args)
-    return x if isinstance(x, CallProblem) else _too_many(args, 1) or TOp(x, _tensor())
 
 
 def _sized(args: CallArgs) -> Operation | CallProblem:
@@ -605,29 +573,40 @@ def _loss_option(args: CallArgs, arg: Arg) -> Attribute | CallProblem | None:
     return FloatAttr(float(value), 64)
 
 
-def _normalize(args: CallArgs) -> Operation | CallProblem:
+def _plain(args: CallArgs) -> Operation | CallProblem:
+    """A plain builtin, `normalize(x, p=1.0, dim=-1)`: each argument its catalogue record's
+    signature names after the tensor is a constant of its default's type (a required one an
+    integer), and becomes the property of that name on its op (`nml.PlainOp`)."""
     x = _first(args)
     if isinstance(x, CallProblem):
         return x
-    p = _number(args, 1, "p")
-    dim = args.int_arg(2, "dim", 1)
-    if isinstance(p, CallProblem):
-        return p
-    if isinstance(dim, CallProblem):
-        return dim
-    problem = args.unknown_keywords(("p", "dim"))
-    return problem or NormalizeOp(x, 2.0 if p is None else p, dim, _tensor())
+    parameters = FUNCTIONS[args.name].parameters[1:]
+    constants: dict[str, Literal] = {}
+    for index, parameter in enumerate(parameters, start=1):
+        value = _plain_argument(args, index, parameter)
+        if isinstance(value, CallProblem):
+            return value
+        constants[parameter.name] = value
+    names = [p.name for p in parameters]
+    problem = args.unknown_keywords(names) or _too_many(args, len(parameters) + 1)
+    return problem or PLAIN_OPS[args.name](x, constants, _tensor())
 
 
-def _triangle(args: CallArgs) -> Operation | CallProblem:
-    x = _first(args)
-    if isinstance(x, CallProblem):
-        return x
-    diagonal = args.int_arg(1, "diagonal", 0)
-    if isinstance(diagonal, CallProblem):
-        return diagonal
-    op = TrilOp if args.name == "tril" else TriuOp
-    return args.unknown_keywords(("diagonal",)) or op(x, diagonal, _tensor())
+def _plain_argument(args: CallArgs, index: int, parameter: Parameter) -> Literal | CallProblem:
+    name, default = parameter.name, parameter.default
+    if parameter.required:
+        return args.int_arg(index, name)
+    if isinstance(default, bool):
+        return _flag(args, index, name, default)
+    if isinstance(default, int):
+        return args.int_arg(index, name, default)
+    if isinstance(default, float):
+        number = _number(args, index, name)
+        return default if number is None else number
+    value = args.const(index, name, default)
+    if isinstance(value, str) or value is None:
+        return value
+    return CallProblem(f"`{name}` of `{args.name}` must be a constant string")
 
 
 def _einsum(args: CallArgs) -> Operation | CallProblem:
@@ -914,17 +893,6 @@ def _narrow(args: CallArgs) -> Operation | CallProblem:
     return problem or NarrowOp(x, dim, first, length, _tensor())
 
 
-def _cumulative(args: CallArgs) -> Operation | CallProblem:
-    x = _first(args)
-    if isinstance(x, CallProblem):
-        return x
-    dim = args.int_arg(1, "dim")
-    if isinstance(dim, CallProblem):
-        return dim
-    op = CumsumOp if args.name == "cumsum" else CumprodOp
-    return args.unknown_keywords(("dim",)) or _too_many(args, 2) or op(x, dim, _tensor())
-
-
 def _cast(args: CallArgs) -> Operation | CallProblem:
     """`x.long()`, `x.float()`, `x.to(torch.int64)`: the element type is the op's."""
     x = _first(args)
@@ -1086,16 +1054,12 @@ BUILDERS: dict[str, Builder] = {
     "flatten": _flatten,
     "reshape": _reshape,
     "permute": _permute,
-    "transpose_2d": _transpose_2d,
-    "transpose": _transpose,
     "reduce": _reduce,
     "cat": _cat,
     "split": _split,
     "sized": _sized,
-    "unsqueeze": _unsqueeze,
     "squeeze": _squeeze,
-    "normalize": _normalize,
-    "triangle": _triangle,
+    "plain": _plain,
     "einsum": _einsum,
     "arange": _arange,
     "sample": _sample,
@@ -1112,7 +1076,6 @@ BUILDERS: dict[str, Builder] = {
     "norm": _norm,
     "pad": _pad,
     "narrow": _narrow,
-    "cumulative": _cumulative,
     "cast": _cast,
     "extremum": _extremum,
     "arg_reduce": _arg_reduce,

@@ -51,7 +51,7 @@ class ModelTree:
         """Every Linear `named_modules()` will hold: the model's own, and the projections
         inside its catalogue layers (attention's `c_attn`, `out_proj`): a 2-D `weight` of no
         layer."""
-        own = [p for p, kind in self.kinds.items() if kind == "Linear"]
+        own = [p for p, kind in self.kinds.items() if _builds(kind, "nn.Linear")]
         inner = [
             k[: -len(".weight")] for k, shape in self.shapes.items()
             if k.endswith(".weight") and len(shape) == 2 and k[: -len(".weight")] not in self.kinds
@@ -167,3 +167,9 @@ def _element(
         tree.shapes[prefix + key if key else prefix[:-1]] = shape
     tree.buffers.update(prefix + key for key in buffers)
     tree.integers.update(prefix + key for key in spec.integer_buffers(bound))
+
+
+def _builds(kind: str, torch_class: str) -> bool:
+    """Whether a layer of this kind is a module of `torch_class` (a catalogue layer's)."""
+    spec = lookup(kind)
+    return spec is not None and spec.torch_class == torch_class

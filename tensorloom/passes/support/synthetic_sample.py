@@ -1,10 +1,11 @@
 """One synthetic sample's shape: what `load_dataset()` must make for a model to take it.
 
 The forward's annotated input (`x: Tensor[B, 784]`), else what the first layer applied
-to the input expects (`Linear(784, ...)` takes [784], `LayerNorm(512)` [T, 512],
-`Conv2d(3, ...)` [3, 32, 32]), looking into a nested model when that comes first. A free
-length `T` is `SEQUENCE_LENGTH`. `shape-inference` calls it and writes the sample on the
-loop (`synthetic_sample`), which infer-synthetic-data reads.
+to the input expects, as its catalogue record's `sample_shape` says (`Linear(784, ...)`
+takes [784], `LayerNorm(512)` [T, 512], `Conv2d(3, ...)` [3, 32, 32]), looking into a
+nested model when that comes first. A free length `T` is `SEQUENCE_LENGTH`.
+`shape-inference` calls it and writes the sample on the loop (`synthetic_sample`),
+which infer-synthetic-data reads.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from xdsl.ir import SSAValue
 
 from tensorloom.catalogue.args import INT64_MAX
+from tensorloom.catalogue.layers.base import SAMPLE_LENGTH
 from tensorloom.dialects import nml
 from tensorloom.dialects.nml import TensorType
 from tensorloom.passes.support.model_env import (
@@ -23,8 +25,7 @@ from tensorloom.passes.support.model_env import (
     nested_overrides,
 )
 
-SEQUENCE_LENGTH = 16
-IMAGE_SIDE = {"Conv1d": (64,), "Conv2d": (32, 32), "Conv3d": (8, 16, 16)}
+SEQUENCE_LENGTH = SAMPLE_LENGTH
 
 
 def synthetic_sample(
@@ -78,15 +79,4 @@ def _first_apply(x: SSAValue) -> nml.ApplyOp | None:
 
 def _layer_input(layer: nml.LayerOp, env: Env) -> tuple[int, ...] | None:
     bound = bind_layer(layer, env)
-    if bound is None:
-        return None
-    kind = layer.kind.data
-    if kind == "Linear":
-        return (bound.get_int("in_features"),)
-    if kind == "LayerNorm":
-        shape = bound["normalized_shape"]
-        size = shape if isinstance(shape, int) else None
-        return (SEQUENCE_LENGTH, size) if size is not None else None
-    if kind in IMAGE_SIDE:
-        return (bound.get_int("in_channels"), *IMAGE_SIDE[kind])
-    return None
+    return None if bound is None else bound.spec.sample_shape(bound)

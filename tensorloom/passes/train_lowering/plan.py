@@ -1,8 +1,17 @@
-"""The `ScriptPlan` of a train block: what its script does, as values (the bottom of the
-train lowering: it imports none of the section builders).
+"""The `ScriptPlan` of a train block: a typed view of its `train.config` and what the rest
+of the IR says about it (the bottom of the train lowering: it imports none of the section
+builders).
 
-    plan = ScriptPlan(model_class="Classifier", dataset="digits", ...)
+    plan = ScriptPlan(config=<train.config>, model_class="Classifier", dataset="digits", ...)
+    plan.setting("grad_accum", int)           # 4: the block's value, or the record's default
+    plan.setting_or_none("grad_clip", float)  # None: the key is off
     loop_sources(plan)        # [[py.def @seed_everything ...], [py.class @Trainer ...], ...]
+
+A train key's value is read from the `train.config` op by name, with the type its record
+declares (catalogue/train_keys.py); the plan copies none of them, and repeats no default,
+so a new key needs no field here. What is not a key is a field: the model's class, the data,
+the markers the train passes added (precision, DDP, compile mode), source locations, and
+what follows from several keys (the metrics, the loss's keywords).
 
 `convert-train-to-torch` builds the plan from a checked `train.loop` and its
 markers; `loop_sources` gives the sections after the command line, in order, each
@@ -19,6 +28,7 @@ import builtins
 import keyword
 from dataclasses import dataclass, field
 from pathlib import PurePath
+from typing import TypeVar
 
 from xdsl.dialects.builtin import LocationAttr
 from xdsl.ir import Attribute, SSAValue
@@ -29,10 +39,23 @@ from tensorloom.catalogue.datasets import (
     SEQUENCE_TASKS,
     is_file_source,
 )
+from tensorloom.catalogue.train_keys import FIELDS
 from tensorloom.dialects import py
-from tensorloom.dialects.train import CUDA_GRAPH_MODES
+from tensorloom.dialects.train import CUDA_GRAPH_MODES, ConfigOp
 from tensorloom.passes.support.loss_functions import Metric
 from tensorloom.passes.support.py_builder import Value
+
+T = TypeVar("T")
+
+_KINDS: dict[str, type] = {"int": int, "float": float, "bool": bool, "str": str, "dict": dict,
+                           "list": list}  # fmt: skip
+"""A `train.config` field's declared kind, as the Python type `ScriptPlan.setting` gives."""
+
+
+def _tupled(value: object) -> Value:
+    """A config value as the script writes it: lists as tuples (`betas=(0.9, 0.95)`)."""
+    return tuple(value) if isinstance(value, list) else value  # type: ignore[return-value]
+
 
 CLASSIFICATION_LOSSES = ("CrossEntropy", "NLL")
 # Optimizer keywords that choose its implementation: set by the user, they are kept.
@@ -40,61 +63,30 @@ OPTIMIZER_MODES = frozenset({"fused", "foreach", "capturable", "differentiable"}
 
 
 @dataclass(frozen=True, slots=True)
-class RecipePlan:
-    """The recipe keys of a train block, as Python values (runtime/recipe.py uses them)."""
-
-    decay_groups: bool = True
-    ema: float | None = None  # `ema = 0.999`
-    early_stopping: tuple[int, str, float] | None = None  # `(patience, metric, min_delta)`
-    keep_best: str | None = None  # a metric key: `val_loss`
-    eval_every: int | None = None  # optimizer steps
-    max_steps: int | None = None
-    epochs_set: bool = True  # False: the run's epochs follow from `max_steps`
-
-
-@dataclass(frozen=True, slots=True)
 class ScriptPlan:
-    """Everything about one train block that the script's text depends on."""
+    """Everything about one train block that the script's text depends on: its `train.config`,
+    read by name (`setting`), and what follows from the rest of the IR (the model's class,
+    the data, the markers the train passes added, where things are written)."""
 
+    config: ConfigOp  # the block's keys, each field typed and defaulted by its record
     source: str  # the .tl file, as the user named it
     model_class: str
     dataset: str | None  # None: synthetic
     dataset_options: dict[str, Value]  # `load_dataset(...)`'s keywords at run time
     per_token_length: int | None  # synthetic data for a model with [B, T, C] outputs
-    epochs: int
-    batch_size: int | None  # None: not set in the block
-    optimizer: str
-    optimizer_kwargs: list[tuple[str, Value]]  # (name, value; lists are tuples), `lr` excluded
-    learning_rate: float
-    loss: str
-    loss_kwargs: list[tuple[str, object]]  # the catalogue loss's arguments, as Python values
     # "auto", "fp32", "fp16", "bf16": what insert-amp's marker asks for on a GPU; "none": no
     # marker (the pass left out), so the script has no autocast, GradScaler or --precision
     precision: str
     distributed: bool
-    checkpoint_every: int | None
-    checkpoint_unit: str
-    schedule: str | None  # "cosine", "step", "warmup"
-    schedule_kwargs: dict[str, Value] = field(default_factory=dict[str, Value])
-    grad_clip: float | None = None  # the global gradient norm's bound
-    grad_accum: int = 1
     compile_mode: str | None = None
-    compile_auto: bool = False  # no `compile` key: the script compiles only when it pays
-    seed: int = 0
     checkpointed_layers: list[str] = field(default_factory=list[str])
-    val_every: int = 1
-    log_every: int | None = None
     language_model_data: bool = False  # `"text"` or `"tokens"`: windows of runtime/tokens.py
-    custom_loss: str | None = None  # `loss = NAME`, a `fn NAME(out, y)` of the `.tl` file
-    objective: str | None = None  # `objective = NAME`, a `fn NAME(net, x, y)`: it calls the model
-    samples: str | None = None  # `samples = NAME`, a `fn NAME(net)` returning images: a PNG grid
     forward_inputs: int = 1  # the model's forward's parameters (an objective may pass several)
     # `carry state = none`: the values the objective takes after the batch and returns after
     # its loss, kept (detached) from one batch to the next, `None` again at each epoch's start
     carries: tuple[str, ...] = ()
     # The `fn`s (loss, metrics) that take the batch's inputs too: `fn NAME(out, x, y)`.
     takes_inputs: frozenset[str] = frozenset()
-    metrics: tuple[Metric, ...] = ()  # `metrics = [accuracy, top_k(5), NAME]`
     # where the train block (its epoch loop), its `loss` and its dataset are (the source map)
     loop_location: LocationAttr | None = None
     label_classes: int | None = None  # a data file's labels are checked against this at load
@@ -102,20 +94,14 @@ class ScriptPlan:
     data_location: LocationAttr | None = None
     model_location: LocationAttr | None = None  # the instance's `let net = Classifier()`
     optimizer_location: LocationAttr | None = None  # where `optimizer` is set
-    # `optimizer = (Muon(hidden), AdamW(rest))`: each optimizer as train.config holds it
-    # (name, args: selections as plain data with per-group options, kwargs with `lr`)
-    optimizer_set: tuple[dict[str, object], ...] = ()
     groups: tuple[tuple[str, Attribute], ...] = ()  # the block's `group` lines
     instance: str = "net"  # the model's name in the `.tl` file, which the groups' paths start with
-    recipe: RecipePlan = RecipePlan()
     # `distributed = "fsdp"`: the layers `fully_shard` makes units of (the root is one too)
     fsdp_blocks: tuple[str, ...] | None = None
     model_overrides: tuple[tuple[str, Attribute], ...] = ()  # the instance's, as attributes
     # `weights model from "gpt2":`: the source as written, and its rules
     # ((file pattern(s), model pattern(s) or None to ignore, transposed[, along]), ...)
     pretrained: tuple[str, tuple[tuple[Value, ...], ...]] | None = None
-    freeze: tuple[str, ...] = ()  # `freeze = [wte, h[0:6]]`: layer paths (`h[0:6]` as written)
-    lora: dict[str, Value] | None = None  # `lora = LoRA(...)`: rank, alpha, dropout, targets
     # Data of named fields: the fields each batch carries (the loop's `batch_fields`), and
     # the parameters of each `fn` the script calls with a batch; () for batches of (x, y).
     batch_fields: tuple[str, ...] = ()
@@ -136,6 +122,89 @@ class ScriptPlan:
     def target_name(self) -> str:
         """What the step passes the loss after the output: `yb`, or the target field."""
         return "yb" if self.loss_field is None else field_variable(self.loss_field)
+
+    def setting(self, name: str, kind: type[T]) -> T:
+        """The `train.config` field `name` (the block's value, else its record's default in
+        catalogue/train_keys.py), of its declared type: `plan.setting("grad_accum", int)`."""
+        value = self.setting_or_none(name, kind)
+        assert value is not None, f"train.config's `{name}` is none: use setting_or_none"
+        return value
+
+    def setting_or_none(self, name: str, kind: type[T]) -> T | None:
+        """An optional field: None when the key is off (`plan.setting_or_none("ema", float)`)."""
+        declared = FIELDS[name]
+        assert _KINDS[declared.kind] is kind, f"`{name}` is {declared.kind}, not {kind.__name__}"
+        value = self.config.value(name)
+        assert value is None or isinstance(value, kind), (name, value)
+        return value
+
+    def default(self, name: str, kind: type[T]) -> T:
+        """The record's default for the field `name`: what a block that leaves it out gets."""
+        value = FIELDS[name].default
+        assert isinstance(value, kind), (name, value)
+        return value
+
+    def has(self, name: str) -> bool:
+        """Whether the optional field `name` is on: `plan.has("ema")`."""
+        assert FIELDS[name].optional, f"`{name}` is never none"
+        return self.config.value(name) is not None
+
+    # --- what follows from several fields of train.config ---
+
+    @property
+    def optimizer_kwargs(self) -> list[tuple[str, Value]]:
+        """The optimizer's keywords but `lr` (lists as tuples: `betas`)."""
+        args = self.setting("optimizer_args", dict).items()
+        return [(k, _tupled(v)) for k, v in args if k != "lr"]
+
+    @property
+    def learning_rate(self) -> float:
+        """The optimizer's `lr` (train-config filled in the class's default)."""
+        lr = self.setting("optimizer_args", dict)["lr"]
+        assert isinstance(lr, int | float) and not isinstance(lr, bool), lr
+        return lr
+
+    @property
+    def loss_kwargs(self) -> list[tuple[str, object]]:
+        """The catalogue loss's arguments, as Python values."""
+        return list(self.setting("loss_args", dict).items())
+
+    @property
+    def custom_loss(self) -> str | None:
+        """`loss = NAME`: a `fn NAME(out, y)` of the `.tl` file, else None."""
+        return self.setting("loss", str) if self.setting("loss_fn", bool) else None
+
+    @property
+    def schedule(self) -> str | None:
+        """`lr_schedule`'s name (`cosine`), None for `none`."""
+        name = self.setting("lr_schedule", str)
+        return None if name == "none" else name
+
+    @property
+    def schedule_kwargs(self) -> dict[str, Value]:
+        """The schedule's arguments, its record's defaults filled in."""
+        return {k: _tupled(v) for k, v in self.setting("lr_schedule_args", dict).items()}
+
+    @property
+    def metrics(self) -> tuple[Metric, ...]:
+        """`metrics = [accuracy, top_k(5), NAME]`, as train-config recorded them."""
+        entries = self.setting("metrics", list)
+        return tuple(Metric(str(e["kind"]), str(e["name"]), int(e["k"])) for e in entries)
+
+    @property
+    def optimizer_set(self) -> tuple[dict[str, object], ...]:
+        """`optimizer = (Muon(hidden), AdamW(rest))`: each optimizer as train.config holds it
+        (name, args: selections as plain data with per-group options, kwargs with `lr`); ()
+        for one optimizer over the model."""
+        return tuple(self.setting_or_none("optimizer_set", list) or ())
+
+    @property
+    def lora(self) -> dict[str, Value] | None:
+        """`lora = LoRA(...)`: rank, alpha, dropout, targets (a tuple)."""
+        adapters = self.setting_or_none("lora", dict)
+        return None if adapters is None else {k: _tupled(v) for k, v in adapters.items()}
+
+    # --- what the script does ---
 
     @property
     def batch_names(self) -> tuple[str, ...]:
@@ -167,7 +236,7 @@ class ScriptPlan:
     def evaluate_records(self) -> bool:
         """`evaluate` returns the validation record itself (loss and accuracy of a catalogue
         loss, one model, whole weights): the program needs no `validation_record`."""
-        return not self.reports_metrics and self.recipe.ema is None and not self.sharded
+        return not self.reports_metrics and not self.has("ema") and not self.sharded
 
     @property
     def validation(self) -> str:
@@ -178,7 +247,7 @@ class ScriptPlan:
     def model_loss(self) -> bool:
         """The batch's loss is `loss_fn(model(xb), yb)`: runtime/trainer.py's `ModelLoss`, not
         a `BatchLoss` of the program's own."""
-        return self.objective is None and self.loss_targets == ("yb",)
+        return not self.has("objective") and self.loss_targets == ("yb",)
 
     @property
     def loss_targets(self) -> tuple[str, ...]:
@@ -191,7 +260,7 @@ class ScriptPlan:
     def reports_metrics(self) -> bool:
         """Validation goes through `batch_metrics`: a loss written in the file, an objective,
         or `metrics`."""
-        return self.custom_loss is not None or self.objective is not None or bool(self.metrics)
+        return self.custom_loss is not None or self.has("objective") or bool(self.metrics)
 
     @property
     def serves(self) -> bool:
@@ -228,9 +297,9 @@ class ScriptPlan:
     @property
     def classification(self) -> bool:
         return (
-            self.loss in CLASSIFICATION_LOSSES
+            self.setting("loss", str) in CLASSIFICATION_LOSSES
             and self.custom_loss is None
-            and self.objective is None
+            and not self.has("objective")
         )
 
     @property
@@ -250,7 +319,10 @@ class ScriptPlan:
         """Adam, AdamW or SGD with no implementation keyword the user chose: the script picks
         the fused (or capturable) one."""
         chosen = {name for name, _ in self.optimizer_kwargs}
-        return self.optimizer in ("Adam", "AdamW", "SGD") and not chosen & OPTIMIZER_MODES
+        return (
+            self.setting("optimizer", str) in ("Adam", "AdamW", "SGD")
+            and not chosen & OPTIMIZER_MODES
+        )
 
     @property
     def whole_step_graph(self) -> bool:
@@ -259,12 +331,12 @@ class ScriptPlan:
         return (
             not self.distributed
             and not self.language_model_data  # windows are read per batch, not resident
-            and self.grad_accum == 1
+            and self.setting("grad_accum", int) == 1
             and not self.carries
-            and self.grad_clip is None
+            and not self.has("grad_clip")
             and self.schedule is None
-            and self.recipe.ema is None
-            and self.recipe.eval_every is None
+            and not self.has("ema")
+            and not self.has("eval_every")
             and self.fusable_optimizer
             and not self.batch_fields  # the captured step copies into static (x, y) buffers
         )

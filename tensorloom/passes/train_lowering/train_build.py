@@ -88,7 +88,7 @@ def _model(b: PyBuilder, plan: ScriptPlan) -> None:
     b.assign("model", _on_device(b, model_ops(b, plan)))
     if plan.model_location is not None:
         b.ops[-1].location = plan.model_location  # the `# mnist.tl:31` of the source map
-    if plan.freeze:
+    if plan.setting("freeze", list):
         b.expr(b.call("freeze_layers", b.name("model"), b.name("FREEZE")))
     if plan.lora is not None:
         b.expr(b.call_with("add_lora", [("", b.name("model")), ("**", b.name("LORA"))]))
@@ -120,12 +120,13 @@ def _shard(b: PyBuilder, plan: ScriptPlan, model: str) -> None:
 
 def _parameters(b: PyBuilder, plan: ScriptPlan) -> SSAValue:
     """What the optimizer steps: `decay_groups`' two groups only where weight decay applies."""
-    spec = OPTIMIZERS.get(plan.optimizer)
+    spec = OPTIMIZERS.get(plan.setting("optimizer", str))
     decay = dict(plan.optimizer_kwargs).get("weight_decay")
     if decay is None:
         decay = spec.default_weight_decay if spec is not None else 0.0
-    if not plan.recipe.decay_groups or decay == 0:
-        if plan.freeze or plan.lora is not None:  # only what trains: frozen weights get no state
+    if not plan.setting("decay_groups", bool) or decay == 0:
+        # only what trains: frozen weights get no state
+        if plan.setting("freeze", list) or plan.lora is not None:
             return b.call("decay_param_groups", b.name("model"), b.const(False))
         return b.method(b.name("model"), "parameters")
     return b.call("decay_param_groups", b.name("model"))
@@ -147,7 +148,7 @@ def _optimizer(b: PyBuilder, plan: ScriptPlan, modes: Modes) -> None:
     params = _parameters(b, plan)
     options = [(k, b.value(v)) for k, v in plan.optimizer_kwargs]
     arguments = [("", params), ("lr", b.name("LEARNING_RATE")), *options, *modes(b, plan)]
-    b.assign("optimizer", b.call_with(f"torch.optim.{plan.optimizer}", arguments))
+    b.assign("optimizer", b.call_with(f"torch.optim.{plan.setting('optimizer', str)}", arguments))
     if plan.optimizer_location is not None:
         b.ops[-1].location = plan.optimizer_location
 
@@ -195,10 +196,10 @@ def _per_epoch(b: PyBuilder) -> SSAValue:
 def _schedule(b: PyBuilder, plan: ScriptPlan) -> bool:
     """The steps per epoch (for a schedule, or `planned_epochs`), the epochs `max_steps`
     takes when the block sets none, and `scheduler`. Whether it named `steps_per_epoch`."""
-    named = plan.schedule is not None or not plan.recipe.epochs_set
+    named = plan.schedule is not None or not plan.has("epochs")
     if named:
         b.assign("steps_per_epoch", _per_epoch(b))
-    if not plan.recipe.epochs_set:
+    if not plan.has("epochs"):
         _planned_epochs(b, b.name("steps_per_epoch"))
     if plan.schedule is None:
         _no_schedule(b)
@@ -356,7 +357,7 @@ def _graph_build_trainer(b: PyBuilder, plan: ScriptPlan) -> None:
     decided = b.call("captures_whole_step", b.name("model"), b.name("train_loader"), scaler,
                      b.path("ctx", "device"), allowed=allowed)  # fmt: skip
     b.assign("whole_step", decided)
-    if not plan.recipe.epochs_set:
+    if not plan.has("epochs"):
         _planned_epochs(b, b.call("len", b.name("train_loader")))
     _optimizer(b, plan, _capturable)
     _no_schedule(b)
@@ -369,7 +370,7 @@ def _graph_build_trainer(b: PyBuilder, plan: ScriptPlan) -> None:
 def _capturable(b: PyBuilder, plan: ScriptPlan) -> list[tuple[str, SSAValue]]:
     """Fused Adam/AdamW is capture-safe with capturable=True: one kernel for the whole
     update, where the capturable foreach path launches a dozen per step. Fused SGD is not."""
-    if plan.optimizer == "SGD":
+    if plan.setting("optimizer", str) == "SGD":
         return [("fused", b.binop("and", _on_cuda(b), b.not_(b.name("whole_step"))))]
     return [("fused", _on_cuda(b)), ("capturable", b.name("whole_step"))]
 
@@ -390,17 +391,16 @@ def _sharded_ema(b: PyBuilder, plan: ScriptPlan) -> None:
 
 def _recipe_parts(b: PyBuilder, plan: ScriptPlan) -> list[tuple[str, SSAValue]]:
     """`RunRecipe`'s keywords: only the parts the block uses."""
-    recipe = plan.recipe
     parts: list[tuple[str, SSAValue]] = []
-    if recipe.ema is not None:
+    if plan.has("ema"):
         copy = [b.name("ema_copy")] if plan.sharded else []
         parts.append(("ema", b.call("ModelEMA", b.name("model"), b.name("EMA_DECAY"), *copy)))
-    if recipe.early_stopping is not None:
+    if plan.has("early_stopping"):
         patience = b.call_with("EarlyStopping", [("*", b.name("EARLY_STOPPING"))])
         parts.append(("stopper", patience))
-    metric = b.name("KEEP_BEST") if recipe.keep_best is not None else b.const("val_loss")
+    metric = b.name("KEEP_BEST") if plan.has("keep_best") else b.const("val_loss")
     parts.append(("best", b.call("BestTracker", metric)))
-    if recipe.eval_every is not None:
+    if plan.has("eval_every"):
         parts.append(("eval_every", b.name("EVAL_EVERY")))
     return parts
 
@@ -427,7 +427,7 @@ def build_recipe_ops(plan: ScriptPlan) -> list[Operation]:
         return []
     top, body = PyBuilder(), PyBuilder()
     body.expr(body.const("The block's recipe keys as runtime/recipe.py objects."))
-    if plan.sharded and plan.recipe.ema is not None:
+    if plan.sharded and plan.has("ema"):
         _sharded_ema(body, plan)
     if plan.distributed:  # the handlers' statements first: the parts are one call
         signals = _signals(body, plan)

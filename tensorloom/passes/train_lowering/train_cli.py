@@ -54,7 +54,7 @@ def argument_options(plan: ScriptPlan) -> dict[str, Option]:
         "download": image_dataset(plan), "cuda_graph": plan.whole_step_graph,
     }  # fmt: skip
     options.update({key: True for key, wanted in asked.items() if wanted})
-    if plan.samples is not None:  # `samples = fn`: its PNG grid after each epoch
+    if plan.has("samples"):  # `samples = fn`: its PNG grid after each epoch
         options["samples"] = f"samples/{script_program_name(plan)}.png"
     if plan.pretrained is not None:
         options["weights"] = plan.pretrained[0]

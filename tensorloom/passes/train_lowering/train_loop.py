@@ -87,7 +87,7 @@ def _on_rank_zero(
 def _samples(b: PyBuilder, plan: ScriptPlan) -> None:
     """`samples = sample`: every rank draws `sample(model)` (a sharded model's forward needs
     them all), the same noise each epoch; rank 0 writes the grid."""
-    each = b.call("partial", b.name(plan.samples or ""), b.path("trainer", "model"))
+    each = b.call("partial", b.name(plan.setting("samples", str)), b.path("trainer", "model"))
     b.assign("images", b.call("draw_samples", each, seed=b.path("args", "seed")))
     write = PyBuilder()
     write.expr(write.call("write_sample_grid", write.name("images"), write.path("args", "samples")))
@@ -193,10 +193,10 @@ def save_if_due_ops(plan: ScriptPlan) -> list[Operation]:
     top, body = PyBuilder(), PyBuilder()
     writer = "every rank writes its shards" if plan.sharded else "rank 0 writes"
     ending = f"; {writer}." if plan.distributed else "."
-    body.expr(body.const(f"`checkpoint every N {plan.checkpoint_unit}`, and after the last "
-                         f"epoch{ending}"))  # fmt: skip
+    unit = plan.setting("checkpoint_unit", str)
+    body.expr(body.const(f"`checkpoint every N {unit}`, and after the last epoch{ending}"))
     body.assign("done", body.binop("+", body.name("epoch"), body.const(1)))
-    if plan.checkpoint_unit == "steps":  # (CHECKPOINT_EVERY is N: the block sets it)
+    if unit == "steps":  # (CHECKPOINT_EVERY is N: the block sets it)
         body.comment("`checkpoint every N steps`: saved at the end of an epoch that passes a "
                      "multiple")  # fmt: skip
         now = body.binop("//", body.path("trainer", "step"), body.name("CHECKPOINT_EVERY"))
@@ -237,7 +237,7 @@ def saves_ops(plan: ScriptPlan) -> list[Operation]:
     """The saves, in the script's order: `after_validation` (with `keep_best`), and under
     FSDP (whose saves are folders every rank writes) `checkpoint_state`, `save_last` and
     `save_if_due`; the other programs call runtime/trainer.py's."""
-    ops = after_validation_ops(plan) if plan.recipe.keep_best is not None else []
+    ops = after_validation_ops(plan) if plan.has("keep_best") else []
     if not plan.sharded:
         return ops
     return [*ops, *checkpoint_state_ops(plan), *save_last_ops(plan), *save_if_due_ops(plan)]
@@ -320,7 +320,7 @@ def _stale_files(b: PyBuilder, plan: ScriptPlan) -> None:
 def _plain_evaluation(plan: ScriptPlan) -> bool:
     """--evaluate needs no function of the program's: one process, no EMA (runtime/trainer.py's
     `evaluate_saved` loads the weights and reports)."""
-    return not plan.distributed and plan.recipe.ema is None
+    return not plan.distributed and not plan.has("ema")
 
 
 def _starting_point(b: PyBuilder, plan: ScriptPlan) -> None:
@@ -389,7 +389,7 @@ def _published_weights(b: PyBuilder, plan: ScriptPlan) -> None:
 def _max_steps(b: PyBuilder, plan: ScriptPlan) -> None:
     """`max_steps`: the flag's and the block's when it sets `max_steps` (the fewer); else the
     loop reads `args.max_steps`."""
-    if plan.recipe.max_steps is None:
+    if not plan.has("max_steps"):
         return
     limits = b.tuple_of(b.path("args", "max_steps"), b.name("MAX_STEPS"))
     given = py.ComprehensionOp("generator", limits)
@@ -403,7 +403,7 @@ def _max_steps(b: PyBuilder, plan: ScriptPlan) -> None:
 
 def _steps_limit(b: PyBuilder, plan: ScriptPlan) -> SSAValue:
     """`max_steps` where `_max_steps` named it, else `args.max_steps`."""
-    if plan.recipe.max_steps is None:
+    if not plan.has("max_steps"):
         return b.path("args", "max_steps")
     return b.name("max_steps")
 
@@ -432,11 +432,11 @@ def _epoch(b: PyBuilder, plan: ScriptPlan, epoch: SSAValue) -> None:
     b.expr(b.method(b.name("metrics"), "write", written))
     summary = b.call("format_epoch_summary", b.name("record"), epochs=b.path("args", "epochs"))
     _log(b, plan, summary)
-    if plan.samples is not None:
+    if plan.has("samples"):
         _samples(b, plan)
     if plan.schedule in PER_EPOCH:
         _plateau_step(b)
-    if plan.recipe.keep_best is not None:
+    if plan.has("keep_best"):
         b.expr(b.call("after_validation", b.name("trainer"), b.name("record")))
     else:
         b.comment("the best epoch; early stopping")
@@ -456,7 +456,7 @@ def _save_if_due(b: PyBuilder, plan: ScriptPlan) -> None:
     (runtime/trainer.py; rank 0 writes, and under DDP the others wait at a `barrier()`)."""
     options = {"every": b.name("CHECKPOINT_EVERY"), "keep": b.name("KEEP_CHECKPOINTS"),
                "last": b.path("args", "epochs")}  # fmt: skip
-    if plan.checkpoint_unit == "steps":
+    if plan.setting("checkpoint_unit", str) == "steps":
         options["unit"] = b.const("steps")
     b.expr(b.call("save_if_due", b.name("trainer"), b.name("epochs_done"), b.name("start_step"),
                   **options))  # fmt: skip
@@ -537,7 +537,7 @@ def run_ops(plan: ScriptPlan) -> list[Operation]:
     writer = body.call("MetricsWriter", body.path("args", "metrics"), **options,
                        tensorboard=body.path("args", "tensorboard"))  # fmt: skip
     body.assign("metrics", writer)
-    if plan.recipe.eval_every is not None:  # `step_validation` writes between epochs
+    if plan.has("eval_every"):  # `step_validation` writes between epochs
         body.assign(body.path("trainer", "metrics"), body.name("metrics"))
     body.assign(body.tuple_of(body.name("started"), body.name("epochs_done")),
                 body.tuple_of(body.call("time.perf_counter"),
@@ -565,7 +565,7 @@ def evaluate_checkpoint_ops(plan: ScriptPlan) -> list[Operation]:
     if _plain_evaluation(plan):
         return []
     top, body = PyBuilder(), PyBuilder()
-    ema = " (and of its EMA's)" if plan.recipe.ema is not None or plan.sharded else ""
+    ema = " (and of its EMA's)" if plan.has("ema") or plan.sharded else ""
     doc = (f"--evaluate CHECKPOINT: the validation metrics of its weights{ema},\n"
            "then any --predict, --export or --generate with them; no training.")  # fmt: skip
     if not plan.serves:
@@ -599,7 +599,7 @@ def _load_evaluated(b: PyBuilder, plan: ScriptPlan) -> None:
         ema_module(b)
         b.assign("state", b.call("load_sharded_weights", path, model=model,
                                  ema=b.name("ema_module")))  # fmt: skip
-    elif plan.recipe.ema is not None:
+    elif plan.has("ema"):
         b.assign("state", b.call("load_weights", path, model=model,
                                  ema=b.path("trainer", "recipe", "ema"),
                                  map_location=b.path("trainer", "ctx", "device")))  # fmt: skip
@@ -637,7 +637,7 @@ def run_sections(plan: ScriptPlan) -> list[Operation]:
 def _plain_serving(plan: ScriptPlan) -> bool:
     """Whether --predict and --export are all the program serves, with the trained model
     itself (no EMA, one process, no published weights or --generate)."""
-    special = plan.recipe.ema is not None or plan.distributed or plan.pretrained is not None
+    special = plan.has("ema") or plan.distributed or plan.pretrained is not None
     return not (special or plan.language_model_data)
 
 
@@ -667,14 +667,14 @@ def serve_requests_ops(plan: ScriptPlan) -> list[Operation]:
         return []
     top, body = PyBuilder(), PyBuilder()
     generate = ", --generate" if plan.generates else ""
-    ema = " (the EMA's with `ema`)" if plan.recipe.ema is not None else ""
+    ema = " (the EMA's with `ema`)" if plan.has("ema") else ""
     body.expr(body.const(f"--predict, --export{generate} with the trained weights{ema}."))
     if plan.sharded:
         _gathered_model(body, plan)
     else:
         if plan.distributed:
             body.if_(body.not_(body.path("trainer", "ctx", "is_main")), _return())
-        body.assign("model", _ema_or_model(body) if plan.recipe.ema is not None
+        body.assign("model", _ema_or_model(body) if plan.has("ema")
                     else body.path("trainer", "model"))  # fmt: skip
     _predict_and_export(body, plan, body.name("model"))
     if plan.pretrained is not None:

@@ -44,7 +44,7 @@ def validation_record_ops(plan: ScriptPlan) -> list[Operation]:
     if plan.evaluate_records:
         return []
     top, body = PyBuilder(), PyBuilder()
-    if plan.recipe.ema is None:
+    if not plan.has("ema"):
         body.expr(body.const("The validation metrics."))
         _plain_record(body, plan)
     else:
@@ -52,7 +52,7 @@ def validation_record_ops(plan: ScriptPlan) -> list[Operation]:
                              "`ema` is set."))  # fmt: skip
         _ema_record(body)
     top.def_("validation_record", [("trainer", "Trainer")], body, top.generic("dict", "str", "Any"))
-    if plan.recipe.ema is not None:
+    if plan.has("ema"):
         top.ops += _as_record_ops()
     return top.ops
 
@@ -117,7 +117,7 @@ def epoch_record_ops(b: PyBuilder, plan: ScriptPlan) -> SSAValue:
     """`epoch_record(trainer, epoch + 1, train_loss.item(), ...)` (runtime/trainer.py): what
     the run writes after an epoch; the mean train loss (all-reduced under DDP) is the epoch's
     one host sync; validation every VAL_EVERY epochs (and after the last) with `val_every`."""
-    if plan.val_every != 1:
+    if plan.setting("val_every", int) != 1:
         _due_validation(b, plan)
     b.comment("the epoch's one host sync: `train_loss.item()`")
     done = _epoch_1(b)
@@ -125,7 +125,7 @@ def epoch_record_ops(b: PyBuilder, plan: ScriptPlan) -> SSAValue:
     if plan.distributed:
         loss = b.call("all_reduce_mean", loss)
     mean = b.method(loss, "item")
-    if plan.val_every != 1:
+    if plan.setting("val_every", int) != 1:
         validation = b.name("validation")
     else:  # every epoch validates
         validation = b.call(plan.validation, b.name("trainer"))
@@ -168,7 +168,7 @@ def step_validation_ops(plan: ScriptPlan) -> list[Operation]:
         body.if_(body.path("trainer", "ctx", "is_main"), shown)
     else:
         body.ops += shown.ops
-    if plan.recipe.keep_best is not None:
+    if plan.has("keep_best"):
         body.expr(body.call("after_validation", body.name("trainer"), body.name("record")))
     else:  # no best.pt: the recipe counts the record itself
         body.expr(body.method(body.path("trainer", "recipe"), "after_validation",
@@ -181,7 +181,7 @@ def records_ops(plan: ScriptPlan) -> list[Operation]:
     """`validation_record` (and `_as_record`), and `step_validation` with `eval_every`, in
     the script's order."""
     ops = validation_record_ops(plan)
-    return [*ops, *step_validation_ops(plan)] if plan.recipe.eval_every is not None else ops
+    return [*ops, *step_validation_ops(plan)] if plan.has("eval_every") else ops
 
 
 # --- evaluation through `batch_metrics` ---------------------------------------------------------
@@ -206,7 +206,7 @@ def metrics_evaluate_ops(plan: ScriptPlan, name: str) -> list[Operation]:
     _validation_loop(body, plan)
     _metrics_means(body, plan)
     evaluate_def(top, name, body, lambda b: b.generic("dict", "str", "float"))
-    if plan.objective is not None:  # the objective calls the model: metrics do too
+    if plan.has("objective"):  # the objective calls the model: metrics do too
         return [*top.ops, *objective_metrics_ops(plan)] if plan.batch_metrics else top.ops
     return [*top.ops, *batch_metrics_ops(plan)]
 
@@ -244,7 +244,7 @@ def _validation_loop(b: PyBuilder, plan: ScriptPlan) -> None:
     if plan.carries:  # each batch continues the last: validation starts from `none` too
         b.comment("`carry`: validation starts from the initial values, and carries them on")
         reset_carried(b, plan, b.name("carried"))
-    if plan.objective is not None and plan.carries:
+    if plan.has("objective") and plan.carries:
         given = [inner.subscript(inner.name("carried"), inner.const(c)) for c in plan.carries]
         results = inner.tuple_of(inner.name("loss"), *(inner.name(c) for c in plan.carries))
         inner.assign(results, inner.call("loss_fn", inner.name("model"), *batch, *given))
@@ -258,7 +258,7 @@ def _validation_loop(b: PyBuilder, plan: ScriptPlan) -> None:
         loop.body.block.add_ops(each.ops)
         b.stmt(loop)
         return
-    if plan.objective is not None:  # the objective calls the model, as its metrics do
+    if plan.has("objective"):  # the objective calls the model, as its metrics do
         loss = inner.method(inner.call("loss_fn", inner.name("model"), *batch), "float")
         _add_to(inner, inner.const(0), inner.binop("*", loss, inner.call("len", xb)))
         if plan.batch_metrics:

@@ -22,9 +22,8 @@ from __future__ import annotations
 from xdsl.ir import Operation
 
 from tensorloom.dialects import py
-from tensorloom.dialects.train import DEFAULT_BATCH_SIZE
 from tensorloom.passes.support.py_builder import PyBuilder
-from tensorloom.passes.train_lowering.plan import RecipePlan, ScriptPlan, data_name, program_name
+from tensorloom.passes.train_lowering.plan import ScriptPlan, data_name, program_name
 
 DEFINES = (
     "EPOCHS", "BATCH_SIZE", "LEARNING_RATE", "PRECISION", "FSDP_BLOCKS", "CHECKPOINT_EVERY",
@@ -60,7 +59,7 @@ def header_ops(plan: ScriptPlan) -> list[Operation]:
         f"    python {script} --epochs 10 --metrics run/metrics.jsonl\n"
         f"    {launch}\n"
         f"    python {script} --resume checkpoints/{program_name(plan)}/last.pt "
-        f"--epochs {2 * plan.epochs}\n"
+        f"--epochs {2 * (plan.setting_or_none('epochs', int) or plan.default('epochs', int))}\n"
         f"python {script} --help lists the options; importing this file runs nothing."
     )
     if plan.precision == "auto":
@@ -84,11 +83,12 @@ def settings_ops(plan: ScriptPlan) -> list[Operation]:
     _checkpoints(b, plan)
     _schedule(b, plan)
     _step(b, plan)
-    _recipe(b, plan.recipe, plan.schedule is not None)
-    if plan.log_every is not None:
-        b.assign("LOG_EVERY", b.const(plan.log_every), comment="optimizer steps between loss lines")
+    _recipe(b, plan)
+    if plan.has("log_every"):
+        b.assign("LOG_EVERY", b.const(plan.setting("log_every", int)),
+                 comment="optimizer steps between loss lines")  # fmt: skip
     _compile(b, plan)
-    b.assign("SEED", b.const(plan.seed))
+    b.assign("SEED", b.const(plan.setting("seed", int)))
     _data(b, plan)
     _weights(b, plan)
     return b.ops
@@ -97,10 +97,9 @@ def settings_ops(plan: ScriptPlan) -> list[Operation]:
 def _weights(b: PyBuilder, plan: ScriptPlan) -> None:
     """WEIGHT_RULES: the `weights` block's rules: (file's name, model's name or None,
     transposed)."""
-    if plan.freeze:
-        b.assign(
-            "FREEZE", b.value(list(plan.freeze)), comment="`freeze`: these layers do not train"
-        )
+    freeze = plan.setting("freeze", list)
+    if freeze:
+        b.assign("FREEZE", b.value(freeze), comment="`freeze`: these layers do not train")
     if plan.lora is not None:
         b.assign("LORA", b.value(dict(plan.lora)), comment="`lora`: adapters; the rest freezes",
                  annotation=b.generic("dict", "str", "Any"))  # fmt: skip
@@ -115,8 +114,8 @@ def _weights(b: PyBuilder, plan: ScriptPlan) -> None:
 
 def _run_length(b: PyBuilder, plan: ScriptPlan) -> None:
     """EPOCHS, BATCH_SIZE, LEARNING_RATE."""
-    if plan.recipe.epochs_set:
-        b.assign("EPOCHS", b.const(plan.epochs))
+    if plan.has("epochs"):
+        b.assign("EPOCHS", b.const(plan.setting("epochs", int)))
     else:
         b.assign(
             "EPOCHS",
@@ -124,14 +123,11 @@ def _run_length(b: PyBuilder, plan: ScriptPlan) -> None:
             comment="as many as `max_steps` takes",
             annotation=b.optional("int"),
         )
-    if plan.batch_size is None:
-        b.assign(
-            "BATCH_SIZE",
-            b.const(DEFAULT_BATCH_SIZE),
-            comment="`batch_size` was not set in the train block",
-        )
+    batch_size = b.const(plan.setting("batch_size", int))
+    if plan.setting("batch_size_set", bool):
+        b.assign("BATCH_SIZE", batch_size, comment="per process")
     else:
-        b.assign("BATCH_SIZE", b.const(plan.batch_size), comment="per process")
+        b.assign("BATCH_SIZE", batch_size, comment="`batch_size` was not set in the train block")
     note = "the first optimizer's: a schedule's `min_lr` is read against it"
     b.assign("LEARNING_RATE", b.const(plan.learning_rate),
              comment=note if plan.optimizer_set else None)  # fmt: skip
@@ -139,8 +135,9 @@ def _run_length(b: PyBuilder, plan: ScriptPlan) -> None:
 
 def _checkpoints(b: PyBuilder, plan: ScriptPlan) -> None:
     """CHECKPOINT_EVERY (epochs or steps) and KEEP_CHECKPOINTS."""
-    every = plan.checkpoint_every
-    note = "unset: saved at the end and when interrupted" if every is None else plan.checkpoint_unit
+    every = plan.setting_or_none("checkpoint_every", int)
+    unit = plan.setting("checkpoint_unit", str)
+    note = "unset: saved at the end and when interrupted" if every is None else unit
     b.assign("CHECKPOINT_EVERY", b.const(every), comment=note, annotation=b.optional("int"))
     b.assign("KEEP_CHECKPOINTS", b.const(3))
 
@@ -160,13 +157,15 @@ def _schedule(b: PyBuilder, plan: ScriptPlan) -> None:
 
 def _step(b: PyBuilder, plan: ScriptPlan) -> None:
     """GRAD_CLIP, GRAD_ACCUM, VAL_EVERY and METRICS."""
-    if plan.grad_clip is not None:
-        b.assign("GRAD_CLIP", b.const(plan.grad_clip), comment="clips the global gradient norm")
-    b.assign("GRAD_ACCUM", b.const(plan.grad_accum), comment="micro-batches per optimizer step")
-    if plan.val_every != 1:
+    if plan.has("grad_clip"):
+        clip = b.const(plan.setting("grad_clip", float))
+        b.assign("GRAD_CLIP", clip, comment="clips the global gradient norm")
+    accum = b.const(plan.setting("grad_accum", int))
+    b.assign("GRAD_ACCUM", accum, comment="micro-batches per optimizer step")
+    if plan.setting("val_every", int) != 1:
         b.assign(
             "VAL_EVERY",
-            b.const(plan.val_every),
+            b.const(plan.setting("val_every", int)),
             comment="epochs between validations (and the last)",
         )
     if plan.reports_metrics:
@@ -177,28 +176,32 @@ def _step(b: PyBuilder, plan: ScriptPlan) -> None:
         )
 
 
-def _recipe(b: PyBuilder, recipe: RecipePlan, schedule: bool) -> None:
+def _recipe(b: PyBuilder, plan: ScriptPlan) -> None:
     """The recipe's keys, each only when the block sets it (runtime/recipe.py reads them)."""
-    if recipe.ema is not None:
-        b.assign("EMA_DECAY", b.const(recipe.ema), comment="`ema`: an EMA of the weights")
-    if recipe.early_stopping is not None:
+    if plan.has("ema"):
+        ema = b.const(plan.setting("ema", float))
+        b.assign("EMA_DECAY", ema, comment="`ema`: an EMA of the weights")
+    stopping = plan.setting_or_none("early_stopping", dict)
+    if stopping is not None:
         b.assign(
             "EARLY_STOPPING",
-            b.value(recipe.early_stopping),
+            b.value((stopping["patience"], stopping["metric"], stopping["min_delta"])),
             comment="(patience, metric, min_delta)",
         )
-    if recipe.keep_best is not None:
+    if plan.has("keep_best"):
         b.assign(
             "KEEP_BEST",
-            b.const(recipe.keep_best),
+            b.const(plan.setting("keep_best", str)),
             comment="saves best.pt at each new best of this metric",
         )
-    if recipe.eval_every is not None:
-        b.assign("EVAL_EVERY", b.const(recipe.eval_every), comment="steps between validations")
-    if recipe.max_steps is not None or not recipe.epochs_set or schedule:
+    if plan.has("eval_every"):
+        every = b.const(plan.setting("eval_every", int))
+        b.assign("EVAL_EVERY", every, comment="steps between validations")
+    max_steps = plan.setting_or_none("max_steps", int)
+    if max_steps is not None or not plan.has("epochs") or plan.schedule is not None:
         b.assign(
             "MAX_STEPS",
-            b.const(recipe.max_steps),
+            b.const(max_steps),
             comment="the schedule spans them",
             annotation=b.optional("int"),
         )
@@ -212,7 +215,8 @@ def _compile(b: PyBuilder, plan: ScriptPlan) -> None:
         comment="torch.compile's mode on CUDA",
         annotation=b.optional("str"),
     )
-    choice = "off" if plan.compile_mode is None else "auto" if plan.compile_auto else "on"
+    auto = plan.setting("compile", str) == "auto"
+    choice = "off" if plan.compile_mode is None else "auto" if auto else "on"
     why = {"off": "`compile = false`", "auto": "the block sets no `compile`"}.get(
         choice, "`compile` in the block"
     )

@@ -41,7 +41,8 @@ DEFINES = (
 def _backward(b: PyBuilder, plan: ScriptPlan) -> None:
     """`scaled.backward()`: the loss, divided over the micro-batches, through the scaler."""
     loss = b.name("loss")
-    divided = b.binop("/", loss, b.name("GRAD_ACCUM")) if plan.grad_accum != 1 else loss
+    accumulates = plan.setting("grad_accum", int) != 1
+    divided = b.binop("/", loss, b.name("GRAD_ACCUM")) if accumulates else loss
     if not plan.amp:
         b.expr(b.method(divided, "backward"))
         return
@@ -60,7 +61,7 @@ def _loss(b: PyBuilder, plan: ScriptPlan, model: tuple[str, ...]) -> None:
     for part in model[1:]:
         module = inner.attr(module, part)
     batch = [inner.name(n) for n in plan.batch_names]  # xb, yb; or the batch's fields
-    if plan.distributed and plan.objective is not None:  # the objective calls the DDP model
+    if plan.distributed and plan.has("objective"):  # the objective calls the DDP model
         inner.assign("loss", inner.call("loss_fn", module, *batch))
     elif plan.distributed:  # DDP wraps the model: the loss is computed beside it
         output = inner.call(module, *(inner.name(n) for n in plan.model_inputs))
@@ -154,7 +155,7 @@ def reset_carried(b: PyBuilder, plan: ScriptPlan, target: SSAValue) -> None:
 def optimizer_step_ops(plan: ScriptPlan) -> list[Operation]:
     """`_optimizer_step`: clip, step (through the GradScaler), zero the gradients."""
     top, body = PyBuilder(), PyBuilder()
-    clip = plan.grad_clip is not None
+    clip = plan.has("grad_clip")
     if plan.amp:
         pair = body.add(py.TupleOp([body.name("optimizer"), body.name("scaler")]))
         values = body.add(
@@ -205,7 +206,7 @@ def evaluate_ops(plan: ScriptPlan, name: str = "evaluate") -> list[Operation]:
     else:
         body.expr(body.const("Validation loss over the whole split, summed exactly across "
                              "ranks; no accuracy."))  # fmt: skip
-    takes_model = plan.recipe.ema is not None or plan.sharded  # the EMA's, the gathered one
+    takes_model = plan.has("ema") or plan.sharded  # the EMA's, the gathered one
     if takes_model:
         unset = PyBuilder()
         unset.assign("model", unset.path("trainer", "eval_model"))
@@ -316,13 +317,13 @@ def train_one_epoch_ops(plan: ScriptPlan) -> list[Operation]:
         reset_carried(fresh, plan, fresh.path("trainer", "carried"))
         body.comment("a new epoch starts the carried values over; a resumed one keeps its own")
         body.if_(body.not_(body.name("batches")), fresh)
-    accum = {"grad_accum": body.name("GRAD_ACCUM")} if plan.grad_accum != 1 else {}
+    accum = {"grad_accum": body.name("GRAD_ACCUM")} if plan.setting("grad_accum", int) != 1 else {}
     batches = body.call("epoch_batches", body.name("trainer"), body.name("epoch"),
                         body.name("max_steps"), skip=body.name("batches"), **accum)  # fmt: skip
     loop = batch_loop(batches, plan)
     batch = _loop_vars(loop, *plan.batch_names)
     each = PyBuilder()
-    if plan.grad_accum != 1:
+    if plan.setting("grad_accum", int) != 1:
         following = each.binop("+", each.name("batches"), each.const(1))
         remainder = each.binop("%", following, each.name("GRAD_ACCUM"))
         last = each.add(py.CompareOp("==", [remainder, each.const(0)]))
@@ -337,7 +338,7 @@ def train_one_epoch_ops(plan: ScriptPlan) -> list[Operation]:
     after = PyBuilder()
     after.expr(after.call("_optimizer_step", after.name("trainer")))
     _after_step(after, plan)
-    if plan.grad_accum != 1:
+    if plan.setting("grad_accum", int) != 1:
         each.stmt(py.IfOp(each.name("last_micro_batch"), after.ops))
     else:
         each.ops += after.ops
@@ -354,7 +355,7 @@ def train_one_epoch_ops(plan: ScriptPlan) -> list[Operation]:
 def _after_step(after: PyBuilder, plan: ScriptPlan) -> None:
     """After an optimizer step: `log_every`'s line, the EMA's update and `eval_every`'s
     validation, when the block sets them."""
-    if plan.log_every is not None:
+    if plan.has("log_every"):
         due = after.binop("%", after.path("trainer", "step"), after.name("LOG_EVERY"))
         due = after.add(py.CompareOp("==", [due, after.const(0)]))
         due = after.binop("and", due, after.path("trainer", "ctx", "is_main"))
@@ -364,11 +365,11 @@ def _after_step(after: PyBuilder, plan: ScriptPlan) -> None:
                                      [line.path("trainer", "step"), mean]))  # fmt: skip
         line.expr(line.call("print", text))
         after.stmt(py.IfOp(due, line.ops))
-    if plan.recipe.ema is None and plan.recipe.eval_every is None:
+    if not plan.has("ema") and not plan.has("eval_every"):
         return
     after_step = after.attr(after.path("trainer", "recipe"), "after_step")
     validate = after.call(after_step, after.path("trainer", "model"), after.path("trainer", "step"))
-    if plan.recipe.eval_every is not None:  # the EMA's update, then whether to validate
+    if plan.has("eval_every"):  # the EMA's update, then whether to validate
         then = PyBuilder()
         then.expr(then.call("step_validation", then.name("trainer"), then.name("epoch")))
         after.stmt(py.IfOp(validate, then.ops))
@@ -433,11 +434,11 @@ def loss_ops(plan: ScriptPlan) -> list[Operation]:
     arguments, and the `.tl` line in the source map), or the `fn` of the file it names;
     regression losses get `_as_float_target` (class labels as one-hot targets)."""
     top, body = PyBuilder(), PyBuilder()
-    if plan.objective is not None:
+    if plan.has("objective"):
         return _objective_ops(plan)
     if plan.custom_loss is not None:
         return _custom_loss_ops(plan)
-    written = f"`loss = {plan.loss}`"
+    written = f"`loss = {plan.setting('loss', str)}`"
     args = dict(plan.loss_kwargs)
     if plan.classification:
         body.expr(body.const(f"{written}; per-token outputs [B, T, C] are flattened to [B*T, C]."))
@@ -462,8 +463,8 @@ def loss_ops(plan: ScriptPlan) -> list[Operation]:
             given.name_hint = key
         keywords[key] = given
     keywords["reduction"] = body.name("reduction")
-    result = body.call(LOSS_FUNCTIONS[plan.loss], body.name("output"), body.name("target"),
-                       **keywords)  # fmt: skip
+    function = LOSS_FUNCTIONS[plan.setting("loss", str)]
+    result = body.call(function, body.name("output"), body.name("target"), **keywords)
     if any(key in TENSOR_KWARGS for key in keywords):
         result.name_hint = "loss"  # a long call: `loss = F.cross_entropy(...)`, then returned
     returned = py.ReturnOp([result])
@@ -517,8 +518,7 @@ def _objective_ops(plan: ScriptPlan) -> list[Operation]:
     """`loss_fn(model, inputs, target)`: the objective, which calls the model itself; over
     named fields, `loss_fn(model, image, text)`, each batch's fields (`objective` takes its
     own, by name)."""
-    name = plan.objective
-    assert name is not None
+    name = plan.setting("objective", str)
     top, body = PyBuilder(), PyBuilder()
     body.expr(body.const(f"`objective = {name}`: the function `{name}` of {plan.source}, above."))
     batch = list(plan.batch_names) if plan.batch_fields else ["inputs", "target"]
@@ -651,7 +651,7 @@ def batch_loss_ops(plan: ScriptPlan) -> list[Operation]:
     init.assign(init.attr(init.name("self"), "model"), init.name("model"))
     module = forward.attr(forward.name("self"), "model")
     batch = plan.batch_names
-    if plan.objective is not None:
+    if plan.has("objective"):
         carried = [forward.name(c) for c in plan.carries]
         forward.ret(forward.call("loss_fn", module, *(forward.name(n) for n in batch), *carried))
     else:
@@ -663,7 +663,7 @@ def batch_loss_ops(plan: ScriptPlan) -> list[Operation]:
            if plan.distributed else
            "`torch.compile` of this module sees the forward and the loss together")  # fmt: skip
     loss = f"loss_fn(model({', '.join(plan.model_inputs)}), {', '.join(plan.loss_targets)})"
-    if plan.objective is not None:
+    if plan.has("objective"):
         loss = f"loss_fn(model, {', '.join([*batch, *plan.carries])})"  # it calls the model
     body.expr(body.const(f"The training loss of a batch, `{loss}`, as one module.\n\n{use}.\n"))
     tensor = "torch.Tensor"

@@ -80,7 +80,7 @@ class StepsPlan:
         """`compile` in the block: torch.compile's mode for the models the steps run (CUDA
         graphs left out: the optimizers step outside the compiled forward); no key: None."""
         mode = self.base.compile_mode
-        if mode is None or self.base.compile_auto:
+        if mode is None or (self.base.setting("compile", str) == "auto"):
             return None
         return {"reduce-overhead": "default", "max-autotune": "max-autotune-no-cudagraphs"}.get(
             mode, mode
@@ -103,7 +103,7 @@ class StepsPlan:
     @property
     def ema(self) -> float | None:
         """`ema = 0.999`: the decay of an average of each trained model's weights."""
-        return self.base.recipe.ema
+        return self.base.setting_or_none("ema", float)
 
     @property
     def windowed(self) -> bool:
@@ -134,13 +134,15 @@ def steps_sources(plan: StepsPlan) -> list[Operation]:
 def _settings_ops(plan: StepsPlan) -> list[Operation]:
     b, base = PyBuilder(), plan.base
     b.comment("---- settings: the train block's values; the command line overrides some ----")
-    b.assign("EPOCHS", b.const(base.epochs))
-    b.assign("BATCH_SIZE", b.const(base.batch_size or 64))
+    epochs = base.setting_or_none("epochs", int) or base.default("epochs", int)
+    b.assign("EPOCHS", b.const(epochs))
+    b.assign("BATCH_SIZE", b.const(base.setting("batch_size", int)))
     b.assign("PRECISION", b.const(base.precision if base.amp else "fp32"))
-    every = base.checkpoint_every if base.checkpoint_unit == "epochs" else None
+    by_epochs = base.setting("checkpoint_unit", str) == "epochs"
+    every = base.setting_or_none("checkpoint_every", int) if by_epochs else None
     b.assign("CHECKPOINT_EVERY", b.const(every), comment="epochs; unset: at the end")
     b.assign("GRAD_ACCUM", b.const(1), comment="each batch is one step of every optimizer")
-    b.assign("SEED", b.const(base.seed))
+    b.assign("SEED", b.const(base.setting("seed", int)))
     if plan.compile_mode is not None:
         b.assign("COMPILE_MODE", b.const(plan.compile_mode),
                  comment="`compile`: torch.compile's mode for the models, on CUDA")  # fmt: skip
@@ -191,9 +193,10 @@ def _parse_args_ops(plan: StepsPlan) -> list[Operation]:
     _argument(b, "--evaluate", default=b.const(None), metavar=b.const("CHECKPOINT"),
               help=b.const("the validation objectives of a checkpoint; no training"))  # fmt: skip
     _argument(b, "--data-root", default=b.const(None), help=b.const("where datasets live"))
-    if plan.base.samples is not None:
+    if plan.base.has("samples"):
         where = b.const(f"samples/{program_name(plan.base)}.png")
-        drawn = b.const(f"the PNG grid `{plan.base.samples}` draws after each epoch")
+        samples = plan.base.setting("samples", str)
+        drawn = b.const(f"the PNG grid `{samples}` draws after each epoch")
         _argument(b, "--samples", default=where, help=drawn)
     if plan.compile_mode is not None:
         _argument(b, "--compile", choices=b.value(("auto", "on", "off")), default=b.const("auto"),
@@ -396,7 +399,7 @@ def _schedulers(b: PyBuilder, plan: StepsPlan) -> None:
     )
     b.assign("steps_per_epoch", b.call("len", b.name("train_loader")))
     total = b.call("total_train_steps", b.path("args", "epochs"), b.name("steps_per_epoch"),
-                   b.const(plan.base.recipe.max_steps))  # fmt: skip
+                   b.const(plan.base.setting_or_none("max_steps", int)))  # fmt: skip
     b.assign("total", total)
     empty = b.value({})
     kind = b.generic("dict", "str", "torch.optim.lr_scheduler.LRScheduler")
@@ -837,7 +840,7 @@ def _record(b: PyBuilder, plan: StepsPlan, epoch: SSAValue, means: py.Comprehens
     line = report.call("format_steps_summary", report.name("record"),
                        epochs=report.path("args", "epochs"))  # fmt: skip
     report.expr(report.call("print", line))
-    if plan.base.samples is not None:
+    if plan.base.has("samples"):
         _samples(report, plan)
     _on_main(b, plan, report)
     b.assign("epochs_done", b.binop("+", epoch, b.const(1)))
@@ -866,7 +869,7 @@ def _on_main(b: PyBuilder, plan: StepsPlan, then: PyBuilder) -> None:
 def _samples(b: PyBuilder, plan: StepsPlan) -> None:
     """`samples = sample`: the grid of `sample(G, D)`, the same noise each epoch."""
     models = [b.path("trainer", m.name) for m in plan.models]
-    each = b.call("partial", b.name(plan.base.samples or ""), *models)
+    each = b.call("partial", b.name(plan.base.setting("samples", str)), *models)
     b.assign("images", b.call("draw_samples", each, seed=b.path("args", "seed")))
     b.expr(b.call("write_sample_grid", b.name("images"), b.path("args", "samples")))
 

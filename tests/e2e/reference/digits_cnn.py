@@ -1162,10 +1162,10 @@ def make_lr_scheduler(
 
 
 _NORM_LAYERS: tuple[type[torch.nn.Module], ...] = (
-    torch.nn.modules.batchnorm._NormBase,  # BatchNorm*, InstanceNorm*
-    torch.nn.LayerNorm,
+    torch.nn.BatchNorm1d,
+    torch.nn.BatchNorm2d,
     torch.nn.GroupNorm,
-    torch.nn.LocalResponseNorm,
+    torch.nn.LayerNorm,
     torch.nn.RMSNorm,
 )
 

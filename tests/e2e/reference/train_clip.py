@@ -1127,10 +1127,10 @@ def total_train_steps(epochs: int, steps_per_epoch: int, max_steps: int | None) 
 
 
 _NORM_LAYERS: tuple[type[torch.nn.Module], ...] = (
-    torch.nn.modules.batchnorm._NormBase,  # BatchNorm*, InstanceNorm*
-    torch.nn.LayerNorm,
+    torch.nn.BatchNorm1d,
+    torch.nn.BatchNorm2d,
     torch.nn.GroupNorm,
-    torch.nn.LocalResponseNorm,
+    torch.nn.LayerNorm,
     torch.nn.RMSNorm,
 )
 

@@ -17,7 +17,7 @@ from tensorloom.backends.python_printer import print_python
 from tensorloom.dialects import py
 from tensorloom.dialects import train as train_dialect
 from tensorloom.passes.convert_train_to_torch import plan_of
-from tensorloom.passes.train_lowering.plan import RecipePlan, ScriptPlan
+from tensorloom.passes.train_lowering.plan import ScriptPlan
 from tensorloom.passes.train_lowering.train_build import (
     build_recipe_ops,
     build_trainer_ops,
@@ -40,11 +40,18 @@ def _variants() -> dict[str, ScriptPlan]:
     """A plan of each kind: graphed step (mnist), DDP, a schedule, FSDP with an EMA; each
     with insert-amp's marker and without it."""
     mnist, ddp, schedule = _plan("mnist.tl"), _plan("train_ddp.tl"), _plan("digits_cnn.tl")
-    fsdp = dataclasses.replace(ddp, fsdp_blocks=(), recipe=RecipePlan(ema=0.99))
+    fsdp = dataclasses.replace(_configured(ddp, ema=0.99), fsdp_blocks=())
     plans = {"graphed": mnist, "ddp": ddp, "schedule": schedule, "fsdp": fsdp}
     assert mnist.whole_step_graph and not ddp.whole_step_graph and schedule.schedule
     no_amp = {f"{k}-fp32": dataclasses.replace(p, precision="none") for k, p in plans.items()}
     return plans | no_amp
+
+
+def _configured(plan: ScriptPlan, **fields: object) -> ScriptPlan:
+    """The plan of a block that also sets `fields` (its `train.config` changed)."""
+    changed = {name: train_dialect.config_attr(value) for name, value in fields.items()}
+    config = train_dialect.ConfigOp({**plan.config.fields.data, **changed})
+    return dataclasses.replace(plan, config=config)
 
 
 VARIANTS = _variants()
@@ -114,3 +121,18 @@ def test_a_process_group_installs_no_signal_handlers_and_fsdp_shards_the_ema() -
     assert [k.arg for k in shard.keywords] == ["param_dtype"]
     (ddp,) = _calls(_setup(VARIANTS["ddp"])["build_trainer"], "DistributedDataParallel")
     assert not _calls(fsdp["build_trainer"], "DistributedDataParallel") and ddp.args
+
+
+def test_the_plan_reads_train_config_with_each_fields_declared_type() -> None:
+    """The plan copies no key: it reads the loop's `train.config` by name, asserting the type
+    the key's record declares (catalogue/train_keys.py), and the record holds the default."""
+    plan = VARIANTS["graphed"]
+    assert plan.setting("epochs", int) == plan.config.value("epochs")
+    assert plan.setting("grad_accum", int) == 1 == plan.default("grad_accum", int)
+    assert plan.setting_or_none("grad_clip", float) is None and not plan.has("grad_clip")
+    with pytest.raises(AssertionError, match="`epochs` is int, not float"):
+        plan.setting("epochs", float)
+    with pytest.raises(AssertionError, match="is none"):
+        plan.setting("grad_clip", float)
+    fsdp = VARIANTS["fsdp"]
+    assert fsdp.has("ema") and fsdp.setting("ema", float) == 0.99

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tensorloom.catalogue.optimizers import OPTIMIZERS
-from tensorloom.catalogue.train_keys import CONFIG_FIELDS
+from tensorloom.catalogue.train_keys import CONFIG_FIELDS, TRAIN_KEYS, TrainKey
 from tensorloom.dialects import train
 from tensorloom.pipeline import compile_text
 
@@ -96,3 +96,31 @@ def test_the_verifier_rejects_a_missing_or_mistyped_field() -> None:
         train.ConfigOp({**fields, "epochs": train.config_attr("ten")}).verify_()
     with pytest.raises(Exception, match="`seed` must be int"):
         train.ConfigOp({**fields, "seed": train.config_attr(None)}).verify_()  # not optional
+
+
+def _a_value_other_than_the_default(key: TrainKey) -> object:
+    """A value the key's record admits and that differs from its default."""
+    arg = key.value
+    assert arg is not None
+    if key.choices:
+        return next(c for c in key.choices if c != key.default and isinstance(c, str))
+    if arg.type == "bool":
+        return not key.default
+    low = arg.low if arg.low is not None else 0
+    high = arg.high if arg.high is not None else low + 10
+    return int(low) + 3 if arg.type == "int" else (low + high) / 2
+
+
+def _spelled(value: object) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+def test_every_plain_key_reaches_its_field_with_no_rule_of_its_own() -> None:
+    """A key whose record names no rule (`reaches="value"`) is written as it is: adding one is
+    its record alone, and `tlc check` cannot accept it and then drop it."""
+    plain = [k for k in TRAIN_KEYS if k.kind == "value" and k.reaches == "value" and k.value]
+    plain = [k for k in plain if k.older_name_of is None]
+    assert {"grad_clip", "grad_accum", "ema", "seed", "log_every"} <= {k.name for k in plain}
+    values = {k.name: _a_value_other_than_the_default(k) for k in plain}
+    config = _config("\n".join(f"    {name} = {_spelled(v)}" for name, v in values.items()))
+    assert {name: config.value(name) for name in values} == values

@@ -10,9 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
-import gzip
 import hashlib
-import importlib.util
 import io
 import json
 import math
@@ -23,6 +21,7 @@ import re
 import shutil
 import signal
 import sys
+import sysconfig
 import tempfile
 import time
 import traceback
@@ -201,129 +200,236 @@ def _synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-# ---- runtime/data.py: Datasets for TensorLoom scripts: `load_dataset(...)` returns tensors, ready to batch.
-TensorPair = tuple[torch.Tensor, torch.Tensor]
+# ---- runtime/tokens.py: Language-model data for TensorLoom scripts: a stream of token ids cut into random windows.
+STDLIB_CORPUS = "stdlib"
 
 
-class DatasetUnavailable(Exception):
-    """The data a script needs is not on this machine; the message says what to fetch."""
+STDLIB_MAX_BYTES = 16_000_000
+
+
+TOKEN_DTYPES = {"uint16": 2, "uint32": 4}
+
+
+class TokenDataUnavailable(Exception):
+    """A token or text file is missing or malformed; the message says which and why."""
 
 
 @dataclass(frozen=True)
-class DataInfo:
-    """What one sample of a loaded dataset looks like."""
+class TokenInfo:
+    """What one window of a language-model dataset looks like."""
 
     name: str
-    sample_shape: tuple[int, ...]
-    target_shape: tuple[int, ...]
-    num_classes: int | None
-    task: str  # "classification", "sequence", "regression" or "fields"
+    sample_shape: tuple[int, ...]  # (T,)
+    target_shape: tuple[int, ...]  # (T,): the next token at every position
+    num_classes: int  # the vocabulary
+    task: str = "sequence"
     synthetic: bool = False
-    # An image dataset's per-channel (mean, std), which --predict applies to image files.
-    normalisation: tuple[tuple[float, ...], tuple[float, ...]] | None = None
 
 
-def load_digits(
-    *,
-    data_root: str | os.PathLike[str] | None = None,
-    flatten: bool = False,
-    split_seed: int = 0,
-    val_fraction: float = 0.1,
-) -> tuple[TensorPair, TensorPair, DataInfo]:
-    """scikit-learn's 8x8 digits, a seeded hold-out for validation (`data_root` is unused)."""
-    x, y = _digits()
-    x = x.flatten(1) if flatten else x
-    info = DataInfo("digits", tuple(x.shape[1:]), (), 10, "classification")
-    return (*_split((x, y), val_fraction, split_seed), info)
-
-
-def _split(tensors: Any, val_fraction: float, seed: int) -> tuple[Any, Any]:
-    """The same seeded rows of every tensor held out: (train, val), each a tuple like `tensors`."""
-    n = len(tensors[0])
-    n_val = round(n * val_fraction)
-    generator = torch.Generator().manual_seed(seed)
-    order = torch.randperm(n, generator=generator)
-    val_idx, train_idx = order[:n_val], order[n_val:]
-    return tuple(t[train_idx] for t in tensors), tuple(t[val_idx] for t in tensors)
-
-
-def _digits() -> TensorPair:
-    """scikit-learn's digits file, read as `load_digits()` reads it (64 pixels 0-16 and the
-    class per row) but without importing scikit-learn: most of a second of start-up."""
-    spec = importlib.util.find_spec("sklearn")
-    if spec is None or not spec.submodule_search_locations:
-        raise DatasetUnavailable("`digits` comes with scikit-learn: pip install scikit-learn")
-    folder = Path(next(iter(spec.submodule_search_locations)))
-    with gzip.open(folder / "datasets" / "data" / "digits.csv.gz", "rt", encoding="utf-8") as f:
-        table = torch.tensor([[float(v) for v in line.split(",")] for line in f if line.strip()])
-    return table[:, :-1].reshape(-1, 1, 8, 8) / 16.0, table[:, -1].to(torch.int64)
-
-
-# ---- runtime/loader.py: Batching for TensorLoom scripts: a dataset kept on the device, or a DataLoader.
-Batch = tuple[torch.Tensor, ...]
-
-
-class DeviceLoader:
-    """Batches of device-resident tensors (x, y, or a dataset's fields), shuffled on the
-    device, sharded across ranks."""
+class TokenStream:
+    """A flat run of token ids: bytes held in memory, or a `.bin` file read per batch."""
 
     def __init__(
-        self, *tensors: torch.Tensor, batch_size: int, device: torch.device,
-        shuffle: bool = True, drop_last: bool = False, seed: int = 0, rank: int = 0,
-        world_size: int = 1, even_shards: bool = True,
-    ) -> None:  # fmt: skip
-        self.tensors = tuple(t.to(device, non_blocking=True) for t in tensors)
-        self.x, self.y = self.tensors[0], self.tensors[-1]
-        self.batch_size, self.device, self.shuffle = batch_size, device, shuffle
-        self.drop_last, self.seed, self.rank = drop_last, seed, rank
-        self.world_size, self.even_shards, self.epoch = world_size, even_shards, 0
-        self._generator = torch.Generator(device=device)
-
-    def set_epoch(self, epoch: int) -> None:
-        """Choose the epoch whose order the next iteration follows."""
-        self.epoch = epoch
-
-    def shard_size(self) -> int:
-        """How many samples this rank sees per epoch."""
-        n, world = len(self.x), self.world_size
-        if self.even_shards:
-            return n // world
-        return len(range(self.rank, n, world))
+        self,
+        *,
+        tokens: torch.Tensor | None = None,
+        path: Path | None = None,
+        dtype: str = "uint16",
+        start: int = 0,
+        length: int | None = None,
+    ) -> None:
+        if (tokens is None) == (path is None):
+            raise ValueError("a TokenStream holds tokens or reads a file, not both")
+        self.tokens, self.path, self.dtype, self.start = tokens, path, dtype, start
+        total = len(tokens) if tokens is not None else _file_tokens(path, dtype)  # type: ignore[arg-type]
+        self.length = total - start if length is None else length
 
     def __len__(self) -> int:
-        size = self.shard_size()
-        if self.drop_last:
-            return size // self.batch_size
-        return -(-size // self.batch_size)
+        return self.length
 
-    def indices(self) -> torch.Tensor:
-        """This rank's sample indices for the current epoch, on the device."""
-        n = len(self.x)
-        if self.shuffle:
-            self._generator.manual_seed(self.seed + self.epoch)
-            order = torch.randperm(n, generator=self._generator, device=self.device)
+    def windows(self, starts: torch.Tensor, block_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Inputs [N, T] and next-token targets [N, T] (int64) for windows at `starts`."""
+        offsets = torch.arange(block_size + 1)
+        if self.tokens is not None:
+            rows = self.tokens[self.start + starts[:, None] + offsets].long()
         else:
-            order = torch.arange(n, device=self.device)
-        if self.even_shards:
-            order = order[: n // self.world_size * self.world_size]
-        return order[self.rank :: self.world_size]
+            rows = self._read_rows(starts.tolist(), block_size + 1)
+        return rows[:, :-1], rows[:, 1:]
 
-    def batch_indices(self) -> Iterator[torch.Tensor]:
-        """Each batch's sample indices for the current epoch (views on the device)."""
-        order = self.indices()
-        for i in range(len(self)):
-            yield order[i * self.batch_size : (i + 1) * self.batch_size]
+    def _read_rows(self, starts: list[int], width: int) -> torch.Tensor:
+        import numpy as np  # only `.bin` token files need numpy
 
-    def __iter__(self) -> Iterator[Batch]:
-        for idx in self.batch_indices():
-            yield tuple(t[idx] for t in self.tensors)
+        # A fresh memmap per batch, dropped after it: pages it touched leave the
+        # process's resident set with it (nanoGPT's remedy for a growing RSS).
+        data = np.memmap(self.path, dtype=np.dtype(self.dtype), mode="r")  # type: ignore[arg-type]
+        base = self.start
+        rows = np.stack([data[base + s : base + s + width].astype(np.int64) for s in starts])
+        del data
+        return torch.from_numpy(rows)
+
+
+def _file_tokens(path: Path, dtype: str) -> int:
+    itemsize = TOKEN_DTYPES[dtype]
+    size = path.stat().st_size
+    if size % itemsize:
+        raise TokenDataUnavailable(
+            f"{path} has {size} bytes, not a whole number of {dtype} tokens ({itemsize} bytes each)"
+        )
+    return size // itemsize
+
+
+def load_token_dataset(
+    source: str,
+    *,
+    path: str,
+    block_size: int,
+    dtype: str = "uint16",
+    vocab: int | None = None,
+    val_fraction: float = 0.1,
+    max_bytes: int | None = None,
+    data_root: str | os.PathLike[str] | None = None,
+) -> tuple[TokenStream, TokenStream, TokenInfo]:
+    """The training and validation streams of `"text"` or `"tokens"` data (see the module doc)."""
+    if source == "text":
+        train, val = _text_streams(path, val_fraction, max_bytes, data_root)
+        vocab = 256
+    elif source == "tokens":
+        train, val = _token_streams(_resolve(path, data_root), dtype)
+    else:
+        raise TokenDataUnavailable(f"unknown language-model source `{source}`")
+    for split, stream in (("training", train), ("validation", val)):
+        if len(stream) <= block_size:
+            raise TokenDataUnavailable(
+                f"the {split} split of `{path}` has {len(stream)} tokens, "
+                f"fewer than one window of block_size + 1 = {block_size + 1}"
+            )
+    name = Path(path).name if path != STDLIB_CORPUS else "the Python standard library"
+    info = TokenInfo(name, (block_size,), (block_size,), vocab or 0)
+    return train, val, info
+
+
+def _resolve(path: str, data_root: str | os.PathLike[str] | None) -> Path:
+    candidate = Path(path)
+    if not candidate.is_absolute() and data_root is not None and not candidate.is_file():
+        candidate = Path(data_root) / candidate
+    if not candidate.is_file():
+        raise TokenDataUnavailable(f"data file {path} does not exist")
+    return candidate
+
+
+def _text_streams(
+    path: str, val_fraction: float, max_bytes: int | None, data_root: str | os.PathLike[str] | None
+) -> tuple[TokenStream, TokenStream]:
+    if path == STDLIB_CORPUS:
+        data = stdlib_corpus(max_bytes if max_bytes is not None else STDLIB_MAX_BYTES)
+    else:
+        with _resolve(path, data_root).open("rb") as f:
+            data = f.read() if max_bytes is None else f.read(max_bytes)
+    tokens = torch.frombuffer(bytearray(data), dtype=torch.uint8) if data else torch.empty(0)
+    n_val = round(len(tokens) * val_fraction)
+    n_train = len(tokens) - n_val
+    return (
+        TokenStream(tokens=tokens, length=n_train),
+        TokenStream(tokens=tokens, start=n_train),
+    )
+
+
+def _token_streams(train_path: Path, dtype: str) -> tuple[TokenStream, TokenStream]:
+    if dtype not in TOKEN_DTYPES:
+        raise TokenDataUnavailable(f"token dtype must be one of {', '.join(TOKEN_DTYPES)}")
+    val_path = train_path.with_name("val.bin")
+    if not val_path.is_file():
+        raise TokenDataUnavailable(f"no validation tokens: {val_path} does not exist")
+    return TokenStream(path=train_path, dtype=dtype), TokenStream(path=val_path, dtype=dtype)
+
+
+def stdlib_files() -> list[Path]:
+    """This Python's standard-library `.py` files, in sorted order of their relative paths."""
+    root = Path(sysconfig.get_paths()["stdlib"])
+    skipped = {"site-packages", "dist-packages", "__pycache__"}
+    files = [
+        p
+        for p in root.rglob("*.py")
+        if not skipped & set(p.relative_to(root).parts) and p.is_file()
+    ]
+    return sorted(files, key=lambda p: p.relative_to(root).as_posix())
+
+
+def stdlib_corpus(max_bytes: int = STDLIB_MAX_BYTES) -> bytes:
+    """The standard library's source concatenated (a blank line between files), capped."""
+    chunks: list[bytes] = []
+    size = 0
+    for path in stdlib_files():
+        if size >= max_bytes:
+            break
+        text = path.read_bytes() + b"\n\n"
+        chunks.append(text)
+        size += len(text)
+    if not chunks:
+        print(f"warning: no standard-library sources under {sys.prefix}", file=sys.stderr)
+    return b"".join(chunks)[:max_bytes]
+
+
+class WindowLoader:
+    """Batches of random (train) or consecutive (validation) windows of a `TokenStream`."""
+
+    def __init__(
+        self,
+        stream: TokenStream,
+        *,
+        block_size: int,
+        batch_size: int,
+        device: torch.device,
+        shuffle: bool = True,
+        windows_per_epoch: int | None = None,
+        seed: int = 0,
+        rank: int = 0,
+        world_size: int = 1,
+    ) -> None:
+        self.stream, self.block_size, self.batch_size = stream, block_size, batch_size
+        self.device, self.shuffle, self.seed = device, shuffle, seed
+        self.rank, self.world_size = rank, world_size
+        whole = (len(stream) - 1) // block_size
+        self.windows_per_epoch = windows_per_epoch if windows_per_epoch is not None else whole
+        self.epoch = 0
+        self._generator = torch.Generator()
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        if self.shuffle:
+            return self.windows_per_epoch // self.world_size // self.batch_size
+        mine = len(range(self.rank, self.windows_per_epoch, self.world_size))
+        return -(-mine // self.batch_size)
+
+    def starts(self) -> torch.Tensor:
+        """This rank's window starts for the current epoch."""
+        if not self.shuffle:
+            every = torch.arange(self.windows_per_epoch) * self.block_size
+            return every[self.rank :: self.world_size]
+        # The last start leaves room for the window and its one-token-later targets.
+        high = len(self.stream) - self.block_size
+        self._generator.manual_seed((self.seed + self.epoch) * self.world_size + self.rank)
+        count = len(self) * self.batch_size
+        return torch.randint(0, high, (count,), generator=self._generator)
+
+    def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        starts = self.starts()
+        pin = self.device.type == "cuda"
+        for i in range(0, len(starts), self.batch_size):
+            xb, yb = self.stream.windows(starts[i : i + self.batch_size], self.block_size)
+            if pin:
+                xb, yb = xb.pin_memory(), yb.pin_memory()
+            yield xb.to(self.device, non_blocking=True), yb.to(self.device, non_blocking=True)
 
     def state_dict(self) -> dict[str, int]:
-        # The order of an epoch is a function of (seed, epoch): nothing else to save.
+        # An epoch's windows are a function of (seed, epoch, rank): nothing else to save.
         return {"seed": self.seed, "epoch": self.epoch}
 
     def load_state_dict(self, state: dict[str, int]) -> None:
-        self.seed, self.epoch = state["seed"], state["epoch"]
+        self.seed = state["seed"]
+        self.epoch = state["epoch"]
 
 
 # ---- runtime/checkpoint.py: Checkpoints for TensorLoom scripts: atomic, complete, and free of wrapper prefixes.
@@ -928,10 +1034,10 @@ def make_lr_scheduler(
 
 
 _NORM_LAYERS: tuple[type[torch.nn.Module], ...] = (
-    torch.nn.modules.batchnorm._NormBase,  # BatchNorm*, InstanceNorm*
-    torch.nn.LayerNorm,
+    torch.nn.BatchNorm1d,
+    torch.nn.BatchNorm2d,
     torch.nn.GroupNorm,
-    torch.nn.LocalResponseNorm,
+    torch.nn.LayerNorm,
     torch.nn.RMSNorm,
 )
 
@@ -1371,6 +1477,42 @@ def _exported(model: torch.nn.Module, example: torch.Tensor) -> torch.export.Exp
         except Exception as error:
             first = str(error).strip().splitlines()[0] if str(error).strip() else ""
             raise ExportError(f"torch.export could not trace the model: {first}") from None
+
+
+@torch.no_grad()
+def generate_text(
+    model: torch.nn.Module,
+    prompt: str,
+    *,
+    tokens: int,
+    block_size: int,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    seed: int | None = None,
+) -> str:
+    """The prompt followed by `tokens` sampled bytes; temperature 0 takes the argmax."""
+    model.eval()
+    device = next(model.parameters()).device
+    ids = torch.tensor([list(prompt.encode("utf-8")) or [10]], dtype=torch.long, device=device)
+    generator = torch.Generator(device=device)
+    if seed is not None:
+        generator.manual_seed(seed)
+    for _ in range(tokens):
+        logits = model(ids[:, -block_size:])[:, -1, :].float()
+        ids = torch.cat([ids, _sample(logits, temperature, top_k, generator)], dim=1)
+    return bytes(ids[0].tolist()).decode("utf-8", errors="replace")
+
+
+def _sample(
+    logits: torch.Tensor, temperature: float, top_k: int | None, generator: torch.Generator
+) -> torch.Tensor:
+    if temperature <= 0:
+        return logits.argmax(dim=-1, keepdim=True)
+    logits = logits / temperature
+    if top_k is not None and top_k < logits.shape[-1]:
+        kth = torch.topk(logits, top_k).values[:, -1:]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    return torch.multinomial(logits.softmax(dim=-1), 1, generator=generator)
 
 
 # ---- runtime/trainer.py: The trainer plumbing every program file shares: its record, flags, epochs, saves and run.

@@ -1,0 +1,97 @@
+"""A plain builtin is its catalogue record and its op: nothing else names it.
+
+The test adds one, `logit(x, eps=1e-6)`, as a `FunctionSpec` (builder `plain`) and an
+`nml.PlainOp` and nothing more; a model that calls it checks, compiles, and computes what
+`torch.logit` computes, and `tlc info` counts its declared cost.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import ClassVar
+
+import pytest
+import torch
+from xdsl.dialects.builtin import Float64Type, FloatAttr
+from xdsl.ir import Attribute
+from xdsl.irdl import prop_def
+
+from tensorloom.analysis.profile import ProfileOptions, profile_file
+from tensorloom.catalogue import functions
+from tensorloom.catalogue.costs import INPUT, Cost, per_element
+from tensorloom.catalogue.shapes import ShapeMismatch, Unifier, same_shape
+from tensorloom.dialects.lazy_definition import lazy_op_definition
+from tensorloom.dialects.nml import tensor_ops
+from tensorloom.dialects.nml.builtins import apply_rule
+from tensorloom.pipeline import compile_file, python_source
+
+
+@lazy_op_definition
+class LogitOp(tensor_ops.PlainOp):
+    """`nml.logit %x eps 1.0e-06`: log(p / (1 - p)), p clamped to [eps, 1 - eps]."""
+
+    name = "nml.logit"
+    FUNCTION: ClassVar[str] = "logit"
+    COST: ClassVar[Cost] = per_element(3, saves=INPUT)
+
+    eps = prop_def(FloatAttr[Float64Type])
+
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$input `eps` $eps attr-dict `:` functional-type($input, $result)"
+    )
+
+    def infer_shape(
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
+        return apply_rule(operand_types[0], lambda dims: same_shape(dims, -1))
+
+
+PROGRAM = """
+model Odds:
+    fn forward(self, p: Tensor[B, 8]) -> Tensor:
+        return logit(p, eps=0.01) + p.logit()
+"""
+
+
+@pytest.fixture
+def logit(monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = functions.FunctionSpec(
+        "logit", "x, eps=1e-6", "log(x / (1 - x))", "torch.logit", "plain"
+    )
+    monkeypatch.setitem(functions.FUNCTIONS, "logit", spec)
+    monkeypatch.setitem(tensor_ops.PLAIN_OPS, "logit", LogitOp)
+
+
+def test_a_new_plain_builtin_checks_compiles_and_runs(logit: None, tmp_path: Path) -> None:
+    path = tmp_path / "odds.tl"
+    path.write_text(PROGRAM)
+    result = compile_file(path, until="torch")
+    assert result.ok and result.module is not None, [d.message for d in result.sink]
+    source = python_source(result.module)
+    assert "torch.logit(p, eps=0.01) + torch.logit(p, eps=1e-06)" in source
+    module = ModuleType("emitted_odds")
+    sys.modules[module.__name__] = module
+    exec(compile(source, "<emitted odds.tl>", "exec"), module.__dict__)
+    p = torch.rand(4, 8)
+    expected = torch.logit(p, eps=0.01) + torch.logit(p, eps=1e-6)
+    torch.testing.assert_close(module.Odds()(p), expected)
+
+
+def test_tlc_info_counts_the_cost_it_declares(logit: None, tmp_path: Path) -> None:
+    path = tmp_path / "odds.tl"
+    path.write_text(PROGRAM)
+    _, profiles = profile_file(path, ProfileOptions(batch_size=4))
+    logits = [layer for layer in profiles[0].layers if layer.kind == "logit"]
+    assert [layer.flops for layer in logits] == [3 * 4 * 8, 3 * 4 * 8]
+    assert logits[0].activation_bytes == 4 * 8 * 4  # its input, saved once
+
+
+def test_a_bad_argument_is_reported_from_the_signature(logit: None, tmp_path: Path) -> None:
+    path = tmp_path / "odds.tl"
+    path.write_text(PROGRAM.replace("eps=0.01", 'eps="small"'))
+    result = compile_file(path, until="nml")
+    messages = [d.message for d in result.sink]
+    assert messages == ["`eps` of `logit` must be a constant number"]
