@@ -114,6 +114,16 @@ PER_SOURCE_ELEMENT = Cost(_written)
 """One FLOP per element written: the source's, operand 2 (scatter, index_add)."""
 
 
+def _assigned(inputs: Inputs, output: Concrete, rate: float) -> OpCost:
+    value = inputs[1] if len(inputs) > 1 else None
+    return OpCost(0) if value is None else OpCost(math.prod(value))
+
+
+PER_VALUE_ELEMENT = Cost(_assigned)
+"""`x[idx] = v`, `x[idx] += v`: one FLOP (or copy) per element of the value, operand 1; a
+number assigned into a region counts none (a mask's region is the data's size)."""
+
+
 def _product(inputs: Inputs, output: Concrete, rate: float) -> OpCost:
     both = len(inputs) == 2 and all(s is not None and len(s) > 0 for s in inputs)
     return OpCost(math.prod(output), _tensor_operands(inputs) if both else ())

@@ -65,6 +65,15 @@ def format_shape(shape: Shape) -> str:
 
 
 BATCH_NAMES = frozenset({"B"})
+_DATA_DEPENDENT = re.compile(r"nnz(_\d+_\d+)?")
+
+
+def is_data_dependent(dim: Dim) -> bool:
+    """`nnz_12_24`: the number of elements `where(mask)` at 12:24 (or a mask assigned
+    through there) finds, which only the data decides."""
+    return isinstance(dim, str) and _DATA_DEPENDENT.fullmatch(dim) is not None
+
+
 _MAX_RESOLVE_DEPTH = 64
 SOLVE_LIMIT = 4096
 """An equation in one symbol that arithmetic does not solve is tried at sizes up to this."""
@@ -82,6 +91,7 @@ class Unifier:
         # Symbols the program names as sizes of their own (the checked forward's
         # annotation, `x: Tensor[B, T]`): none of them may turn out to be the batch dim.
         self.distinct: set[str] = set()
+        self._binding = False  # `bind` may fix even a data-dependent length
 
     def _root(self, name: str) -> str:
         parent = self._parent.setdefault(name, name)
@@ -112,12 +122,14 @@ class Unifier:
         return format_shape(self.resolve_shape(shape))
 
     def bind(self, name: str, value: int) -> Dim | ShapeMismatch:
-        """Bind a symbol to a concrete size (`-D T=512`)."""
+        """Bind a symbol to a concrete size (`-D T=512`, `-D nnz_12_24=16`)."""
         rigid, self.rigid = self.rigid, set()
+        self._binding = True
         try:
             return self.unify(name, value)
         finally:
             self.rigid = rigid
+            self._binding = False
 
     def represent(self, name: str) -> None:
         """Make `name` its class's representative, the name shown for the class (the
@@ -138,6 +150,8 @@ class Unifier:
             return b if a is None else a
         if isinstance(a, int) and isinstance(b, int):
             return a if a == b else _dim_mismatch(a, b)
+        if a != b and not self._binding and (is_data_dependent(a) or is_data_dependent(b)):
+            return self._data_dependent(a, b)
         if isinstance(a, str) and isinstance(b, str):
             if a == b:
                 return a
@@ -167,6 +181,30 @@ class Unifier:
             )
         self._value[name] = value
         return value
+
+    def _data_dependent(self, a: Dim, b: Dim) -> Dim | ShapeMismatch:
+        """`where(mask)`'s length (`nnz_12_24`) is a size of its own: a free name (a nested
+        forward's `N`) may stand for it, no number, other such length or named size may."""
+        count, other = (a, b) if isinstance(a, str) and is_data_dependent(a) else (b, a)
+        assert isinstance(count, str)
+        free = (
+            isinstance(other, str)
+            and not is_data_dependent(other)
+            and not dim_expr.is_expression(other)
+            and not self._is_rigid(other)
+            and not any(self._root(n) == other for n in self.distinct)
+        )
+        if free:
+            assert isinstance(other, str)
+            self._parent[other] = count
+            return count
+        return ShapeMismatch(
+            f"`{count}` is a number of elements that depends on the data, and {other} is not it",
+            expected=str(a),
+            got=str(b),
+            help="sizes of the same `where(mask)` (or of the same assignment's mask) agree; "
+            "any other size needs the data to match it",
+        )
 
     def _unify_expressions(self, a: str, b: str) -> Dim | ShapeMismatch:
         """`H+4` against `H` (never equal), `W` (W is H+4), `W+4` (W is H)."""
@@ -725,7 +763,16 @@ class TensorIndex:
     dims: Shape
 
 
-Index = int | Slice | EllipsisType | TensorIndex | None
+@dataclass(frozen=True, slots=True)
+class MaskIndex:
+    """`x[mask] = v` with a boolean tensor: it takes the place of as many dims as it has
+    (which must be the tensor's there) and selects a number of elements that depends on
+    the data. Only an assignment takes one: a read's size would be the data's."""
+
+    dims: Shape
+
+
+Index = int | Slice | EllipsisType | TensorIndex | MaskIndex | None
 
 
 def index_shape(shape: Shape, indices: Sequence[Index]) -> Shape | ShapeMismatch:
@@ -756,6 +803,88 @@ def index_shape(shape: Shape, indices: Sequence[Index]) -> Shape | ShapeMismatch
         return None
     expanded = _expand_ellipsis(list(indices), len(shape) - len(consuming))
     return _apply_indices(shape, expanded)
+
+
+def assigned_region(
+    shape: Shape, indices: Sequence[Index], count: str, unifier: Unifier
+) -> Shape | ShapeMismatch:
+    """`x[indices] = v`: the shape of the region `v` must broadcast to, as `x[indices]`
+    reads it; a boolean mask's dims become one of `count` elements (a size of its own)."""
+    masks = [i for i in indices if isinstance(i, MaskIndex)]
+    if not masks or shape is None:
+        return index_shape(shape, indices)
+    if len(masks) > 1 or any(isinstance(i, TensorIndex) for i in indices):
+        return mismatch(
+            "a boolean mask beside another tensor index is not supported",
+            help="assign through one mask, or through integer indices (`where(mask)`)",
+        )
+    mask = masks[0]
+    at = next(i for i, index in enumerate(indices) if isinstance(index, MaskIndex))
+    width = len(mask.dims) if mask.dims is not None else 0
+    spread = [*indices[:at], *[Slice()] * width, *indices[at + 1 :]]
+    region = index_shape(shape, spread)
+    if mask.dims is None or region is None or isinstance(region, ShapeMismatch):
+        return region
+    start = _dims_before(shape, spread, at)
+    covered = region[start : start + width]
+    if any(
+        isinstance(unifier.unify(r, m), ShapeMismatch)
+        for r, m in zip(covered, mask.dims, strict=False)
+    ):
+        return mismatch(
+            f"the mask {unifier.format_shape(mask.dims)} does not match the dims "
+            f"{unifier.format_shape(covered)} it selects from",
+            expected=unifier.format_shape(covered),
+            got=unifier.format_shape(mask.dims),
+            help="a mask has the shape of the dims it indexes: compare the tensor itself, "
+            "or index the leading dims",
+        )
+    return (*region[:start], count, *region[start + width :])
+
+
+def _dims_before(shape: tuple[Dim, ...], spread: Sequence[Index], at: int) -> int:
+    """How many dims of `x[spread]` the items before position `at` give."""
+    consuming = sum(1 for i in spread if i is not None and i is not Ellipsis)
+    dims = 0
+    for index in spread[:at]:
+        if index is Ellipsis:
+            dims += len(shape) - consuming
+        elif not isinstance(index, int):
+            dims += 1
+    return dims
+
+
+def value_into_region(
+    region: Shape, value: Shape, count: str | None, unifier: Unifier
+) -> ShapeMismatch | None:
+    """`x[...] = v`: `v` broadcasts to the region, as PyTorch's assignment copies it
+    (leading dims of size 1 are dropped first). A mask's `count` takes a 1 or itself."""
+    if region is None or value is None:
+        return None
+    extra = len(value) - len(region)
+    if extra > 0 and all(d == 1 for d in value[:extra]):
+        value, extra = value[extra:], 0
+    fits = extra <= 0
+    for r, v in zip(reversed(region), reversed(value), strict=False):
+        if not fits:
+            break
+        if v == 1:
+            continue
+        if unifier.resolve(r) == count:
+            fits = unifier.resolve(v) == count
+            continue
+        fits = not isinstance(unifier.unify(r, v), ShapeMismatch)
+    if fits:
+        return None
+    return mismatch(
+        f"the value {unifier.format_shape(value)} does not broadcast to the assigned region "
+        f"{unifier.format_shape(region)}",
+        expected=unifier.format_shape(region),
+        got=unifier.format_shape(value),
+        operand=1,
+        help="each dim of the value must be 1 or the region's size there; "
+        "a number fills the whole region",
+    )
 
 
 def _paired_tensors(indices: Sequence[Index], tensors: list[TensorIndex]) -> ShapeMismatch | None:

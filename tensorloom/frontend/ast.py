@@ -95,6 +95,8 @@ UnaryOp = Literal["-", "+", "not"]
 BinaryOp = Literal[
     "+", "-", "*", "/", "%", "**", "@", "==", "!=", "<", "<=", ">", ">=", "and", "or"
 ]
+AUGMENTED_OPERATORS: dict[str, BinaryOp] = {"+=": "+", "-=": "-", "*=": "*", "/=": "/"}
+"""`x += v` is `x = x + v` for a name; `x[i] += v` updates the region in place."""
 
 
 @dataclass(slots=True)
@@ -243,8 +245,20 @@ class LetTupleStmt(Stmt):
 
 @dataclass(slots=True)
 class AssignStmt(Stmt):
+    """`x = v`, `x[:, 0] = v`, `results[idx] += v`: `operator` is `=` or an augmented one
+    (`+=`, `-=`, `*=`, `/=`)."""
+
     target: Expr  # Name, Attribute or Index
     value: Expr
+    operator: str = "="
+
+    def combined_value(self) -> Expr:
+        """What a name is bound to: `v` for `x = v`, `x + v` for `x += v`."""
+        if self.operator == "=":
+            return self.value
+        return Binary(
+            self.span, AUGMENTED_OPERATORS[self.operator], self.target, self.value, self.span
+        )
 
 
 @dataclass(slots=True)
@@ -445,12 +459,29 @@ class ConfigRule(Node):
 
 @dataclass(slots=True)
 class WeightsDecl(Stmt):
-    """`weights net from "gpt2":` followed by the rules naming the file's tensors."""
+    """`weights net from "gpt2":` followed by the rules naming the file's tensors; with
+    `using hf` (`using` set) or with no rules, the rules of a `@weights` map of the
+    instance's model follow the block's own."""
 
     instance: str
     instance_span: Span
     path: str
     path_span: Span
+    rules: list[WeightRule]
+    configs: list[ConfigRule] = field(default_factory=list["ConfigRule"])
+    using: str | None = None
+    using_span: Span | None = None
+
+
+@dataclass(slots=True)
+class WeightsMapDecl(Stmt):
+    """`@weights hf for GPT:` in an .nml file: a named map from a published checkpoint's
+    names to the model's, the rules of a `weights` block, which a .tl's block applies."""
+
+    name: str
+    name_span: Span
+    model: str
+    model_span: Span
     rules: list[WeightRule]
     configs: list[ConfigRule] = field(default_factory=list["ConfigRule"])
 
@@ -477,6 +508,9 @@ class Module(Node):
 
     def models(self) -> list[ModelDecl]:
         return [item for item in self.items if isinstance(item, ModelDecl)]
+
+    def weights_maps(self) -> list[WeightsMapDecl]:
+        return [item for item in self.items if isinstance(item, WeightsMapDecl)]
 
     def imports(self) -> list[ImportDecl]:
         return [item for item in self.items if isinstance(item, ImportDecl)]

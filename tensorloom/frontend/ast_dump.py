@@ -67,13 +67,15 @@ def _fields(node: ast.Node) -> list[tuple[str, object]]:
         value = getattr(node, f.name)
         if isinstance(value, Span) or value is None or value == []:
             continue
+        if isinstance(node, ast.AssignStmt) and f.name == "operator" and value == "=":
+            continue  # a plain assignment; `operator='+='` shows an augmented one
         shown.append((f.name, value))
     return shown
 
 
 def _scalar(node: ast.Node, name: str, value: _Scalar) -> str:
     blank = isinstance(value, str) and not value.strip()
-    if isinstance(node, ast.StrLit) or name == "op" or blank:
+    if isinstance(node, ast.StrLit) or name in ("op", "operator") or blank:
         return repr(value)
     if isinstance(value, bool):
         return "true" if value else "false"

@@ -48,7 +48,8 @@ PREFIX = frozenset({K.MINUS, K.PLUS, K.STAR, K.DOUBLE_STAR})  # unary after a no
 KEYWORD_KINDS = frozenset(KEYWORDS.values()) - {K.TRUE, K.FALSE, K.NONE}
 SPACED = KEYWORD_KINDS | frozenset(
     {K.PLUS, K.MINUS, K.STAR, K.SLASH, K.PERCENT, K.DOUBLE_STAR, K.EQ_EQ, K.NOT_EQ, K.LT,
-     K.LT_EQ, K.GT, K.GT_EQ, K.ARROW, K.PIPE, K.AT}
+     K.LT_EQ, K.GT, K.GT_EQ, K.ARROW, K.PIPE, K.AT, K.PLUS_EQ, K.MINUS_EQ, K.STAR_EQ,
+     K.SLASH_EQ}
 )  # fmt: skip
 WORDS = OPERAND_ENDS - {K.RPAREN, K.RBRACKET, K.RBRACE} | KEYWORD_KINDS
 ALIGNED_SECTIONS = ("layers",)  # the `@layers:` entries align their `=`, as nanoGPT's do

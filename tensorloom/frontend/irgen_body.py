@@ -256,15 +256,39 @@ class BodyBuilder:
 
     @statement.register
     def _assign(self, stmt: ast.AssignStmt) -> None:
-        if not isinstance(stmt.target, ast.Name):
+        target = stmt.target
+        if isinstance(target, ast.Index) and isinstance(target.value, ast.Name):
+            self._assign_index(stmt, target, target.value)
+            return
+        if not isinstance(target, ast.Name):
             _error(
                 "TL0132",
-                "only a plain name can be assigned to",
-                stmt.target.span,
-                help="bind a new name with `let`",
+                "only a plain name or an index of one can be assigned to",
+                target.span,
+                help="bind a new name with `let`, or assign into a tensor the forward "
+                "named (`x[:, 0] = y`)",
             )
             return
-        self.bind(stmt.target.id, self.expr(stmt.value))
+        self.bind(target.id, self.expr(stmt.combined_value()))
+
+    def _assign_index(self, stmt: ast.AssignStmt, target: ast.Index, root: ast.Name) -> None:
+        """`x[:, 0] = y`, `results[idx] += v`: `x` is bound to the tensor with the region
+        replaced (`nml.index_put`); the lowering writes it in place where nothing else
+        sees `x` (convert-nml-to-torch's `mark_in_place`)."""
+        if root.id not in self.scope:
+            _error(
+                "TL0132",
+                f"`{root.id}` is not a value of this forward, so it cannot be assigned into",
+                root.span,
+                help="assign into a tensor the forward computed: `let y = ...` first",
+            )
+            return
+        base = self.scope[root.id]
+        dynamic: list[SSAValue] = []
+        items = [self._index_item(item, dynamic) for item in target.indices]
+        value = self.expr(stmt.value)
+        put = nml.IndexPutOp(base, items, dynamic, value, stmt.operator, base.type)
+        self.bind(root.id, self.value_of(put, stmt.span))
 
     @statement.register
     def _expr_stmt(self, stmt: ast.ExprStmt) -> None:
@@ -614,7 +638,7 @@ def _assigned_names(body: Sequence[ast.Stmt]) -> list[str]:
                 case ast.LetTupleStmt(names=tuple_names):
                     for name in tuple_names:
                         add(name)
-                case ast.AssignStmt(target=ast.Name(id=name)):
+                case ast.AssignStmt(target=ast.Name(id=name) | ast.Index(value=ast.Name(id=name))):
                     add(name)
                 case ast.ForStmt(body=inner):
                     visit(inner)

@@ -273,7 +273,8 @@ class _KernelBuilder:
             )
             return
         _check_name(stmt.target.id, stmt.target.span, "a name")
-        self._add(kernel.LetOp(stmt.target.id, self._expr(stmt.value)), stmt.span)
+        value = self._expr(stmt.combined_value())
+        self._add(kernel.LetOp(stmt.target.id, value), stmt.span)
 
     @_statement.register
     def _expr_stmt(self, stmt: ast.ExprStmt) -> None:

@@ -32,7 +32,7 @@ _IDENT_CHAR = re.compile(r"\w")
 # start a comment or a float. Everything else takes the slower path below.
 _FAST = re.compile(
     r"[ \t\f]*(?:(?P<name>[^\W\d]\w*)"
-    r"|(?P<punct>\.\.\.|\*\*|->|\|>|==|!=|<=|>=|[-+*%@=<>()\[\]{},:]|\.(?![0-9])|/(?![/*])))"
+    r"|(?P<punct>\.\.\.|\*\*|->|\|>|==|!=|<=|>=|[-+*/]=|[-+*%@=<>()\[\]{},:]|\.(?![0-9])|/(?![/*])))"
 )
 _PUNCT_KINDS = dict(PUNCTUATION)
 _BRACKET_TEXTS = frozenset("()[]{}")  # str keys: hashing an Enum member runs Python code

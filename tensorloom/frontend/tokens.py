@@ -75,6 +75,10 @@ class TokenKind(Enum):
     PERCENT = "%"
     DOUBLE_STAR = "**"
     EQ = "="
+    PLUS_EQ = "+="
+    MINUS_EQ = "-="
+    STAR_EQ = "*="
+    SLASH_EQ = "/="
     EQ_EQ = "=="
     NOT_EQ = "!="
     LT = "<"
@@ -122,6 +126,9 @@ OPENING = {
     TokenKind.LBRACE: TokenKind.RBRACE,
 }
 CLOSING = {close: open_ for open_, close in OPENING.items()}
+
+# `x[i] += v`: the augmented assignments, each the binary operator before its `=`.
+AUGMENTED = (TokenKind.PLUS_EQ, TokenKind.MINUS_EQ, TokenKind.STAR_EQ, TokenKind.SLASH_EQ)
 
 # Kinds with no text of their own: shown by name in `tlc tokens` and messages.
 LAYOUT = frozenset({TokenKind.NEWLINE, TokenKind.INDENT, TokenKind.DEDENT, TokenKind.EOF})

@@ -84,6 +84,7 @@ from tensorloom.catalogue.layers.parameter import PARAMETER
 from tensorloom.dialects import nml, py
 from tensorloom.dialects import torch as t
 from tensorloom.dialects.nml.types import CallAttr, NoneValueAttr
+from tensorloom.passes.support.in_place import mark_in_place
 from tensorloom.passes.support.model_env import (
     bind_layer,
     configs_of,
@@ -535,6 +536,7 @@ class ConvertNmlToTorchPass(TLPass):
         script = script_of(op)
         uses_runtime = bool(_runtime_modules(models))
         defs = [_function(func) for func in functions]  # step 3, lowered with the bodies
+        mark_in_place(op)  # before the patterns: it reads the nml ops' uses
         # Users before producers, so that a pattern still sees its operands' nml types.
         body = GreedyRewritePatternApplier(list(BODY_PATTERNS))
         PatternRewriteWalker(body, walk_reverse=True).rewrite_module(op)

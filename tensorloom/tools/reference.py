@@ -113,7 +113,50 @@ def functions() -> list[str]:
         [f"`{s.signature}`", s.summary, f"`{s.torch}(...)`", "yes" if s.method else "no"]
         for s in sorted(FUNCTIONS.values(), key=lambda s: s.name)
     ]
-    return lines + _table(["function", "computes", "PyTorch", "method"], rows) + [""]
+    return lines + _table(["function", "computes", "PyTorch", "method"], rows) + INDEXING
+
+
+INDEXING = [
+    "",
+    "### Indexing and assignment",
+    "",
+    "Written as in PyTorch, and emitted as written; docs/grammar.md has the typing rules.",
+    "",
+    *_table(
+        ["form", "gives", "PyTorch"],
+        [
+            [
+                "`x[0, :, 1:n, ..., none]`",
+                "a view: ints, slices (computed bounds too), `...`, `none`",
+                "`x[0, :, 1:n, ..., None]`",
+            ],
+            [
+                "`x[idx]`, `w[rows, nth]`",
+                "an i64 tensor's dims in the indexed dim's place; "
+                "tensors side by side pick one element each",
+                "advanced indexing",
+            ],
+            [
+                "`x[:, 0] = y`",
+                "`x` with the region replaced (the value broadcasts to it)",
+                "`x[:, 0] = y` (after `x = x.clone()` unless nothing else sees `x`)",
+            ],
+            [
+                "`x[mask] = 0.0`",
+                "a boolean mask of `x`'s dims there; its count is a size of its own",
+                "`x[mask] = 0.0`",
+            ],
+            [
+                "`out[idx] = v`, `results[idx] += v`",
+                "through i64 indices; `+=`, `-=`, `*=`, "
+                "`/=` update the region (a tensor value of `x`'s dtype)",
+                "`index_put_`",
+            ],
+        ],
+    ),
+    "",
+]
+"""The indexing forms, which are syntax rather than catalogue functions."""
 
 
 def _arguments(args: tuple[Arg, ...]) -> str:

@@ -4,10 +4,9 @@ Each example is taken from docs/examples.md as written there, checked and compil
 its emitted module is given the reference's weights through a state-dict map; outputs
 must agree within 1e-5 and parameter counts exactly.
 
-- ResNet-50: torchvision does not import beside the CPU torch 2.13 these tests pin, so
-  the reference is `TorchvisionResNet50` below, HAND-WRITTEN IN THIS TEST after
-  torchvision/models/resnet.py (`Bottleneck`, `_make_layer`, the same module names, so
-  the same state-dict keys); its count is torchvision's published 25,557,032.
+- ResNet-50: `torchvision.models.resnet50()`'s own module (torchvision imported through
+  tests/e2e/_torchvision.py's shim, which also lets transformers import beside it); the
+  example uses torchvision's module names, so the weights map by name one to one.
 """
 
 from __future__ import annotations
@@ -22,6 +21,9 @@ from torch import nn
 
 from tensorloom.backends.python_printer import print_python
 from tensorloom.pipeline import compile_file
+from tests.e2e._torchvision import import_torchvision
+
+torchvision = import_torchvision()  # transformers imports it too: the shim comes first
 
 EXAMPLES_MD = Path(__file__).resolve().parents[2] / "docs" / "examples.md"
 
@@ -52,67 +54,6 @@ def count(model: nn.Module) -> int:
 # ------------------------------------------------------------------------- ResNet-50
 
 
-class Bottleneck(nn.Module):
-    """torchvision's Bottleneck (v1.5: the stride on the 3x3 conv), hand-written."""
-
-    expansion = 4
-
-    def __init__(self, inplanes: int, planes: int, stride: int = 1) -> None:
-        super().__init__()
-        width = planes
-        self.conv1 = nn.Conv2d(inplanes, width, 1, bias=False)
-        self.bn1 = nn.BatchNorm2d(width)
-        self.conv2 = nn.Conv2d(width, width, 3, stride=stride, padding=1, bias=False)
-        self.bn2 = nn.BatchNorm2d(width)
-        self.conv3 = nn.Conv2d(width, planes * self.expansion, 1, bias=False)
-        self.bn3 = nn.BatchNorm2d(planes * self.expansion)
-        self.relu = nn.ReLU(inplace=True)
-        self.downsample: nn.Module | None = None
-        if stride != 1 or inplanes != planes * self.expansion:
-            self.downsample = nn.Sequential(
-                nn.Conv2d(inplanes, planes * self.expansion, 1, stride=stride, bias=False),
-                nn.BatchNorm2d(planes * self.expansion),
-            )
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        identity = x
-        out = self.relu(self.bn1(self.conv1(x)))
-        out = self.relu(self.bn2(self.conv2(out)))
-        out = self.bn3(self.conv3(out))
-        if self.downsample is not None:
-            identity = self.downsample(x)
-        return self.relu(out + identity)
-
-
-class TorchvisionResNet50(nn.Module):
-    """torchvision's ResNet(Bottleneck, [3, 4, 6, 3]), hand-written in this test."""
-
-    def __init__(self, num_classes: int = 1000) -> None:
-        super().__init__()
-        self.inplanes = 64
-        self.conv1 = nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False)
-        self.bn1 = nn.BatchNorm2d(64)
-        self.relu = nn.ReLU(inplace=True)
-        self.maxpool = nn.MaxPool2d(3, stride=2, padding=1)
-        self.layer1 = self._make_layer(64, 3)
-        self.layer2 = self._make_layer(128, 4, stride=2)
-        self.layer3 = self._make_layer(256, 6, stride=2)
-        self.layer4 = self._make_layer(512, 3, stride=2)
-        self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
-        self.fc = nn.Linear(512 * Bottleneck.expansion, num_classes)
-
-    def _make_layer(self, planes: int, blocks: int, stride: int = 1) -> nn.Sequential:
-        layers = [Bottleneck(self.inplanes, planes, stride)]
-        self.inplanes = planes * Bottleneck.expansion
-        layers += [Bottleneck(self.inplanes, planes) for _ in range(1, blocks)]
-        return nn.Sequential(*layers)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
-        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
-        return self.fc(torch.flatten(self.avgpool(x), 1))
-
-
 def resnet50_as_sequentials() -> str:
     """The docs' ResNet-50 with each stage a `Sequential` of blocks, as `_make_layer`
     builds it, applied as one layer."""
@@ -134,11 +75,12 @@ RESNET_SPELLINGS = {"lists": lambda: example("ResNet50"), "sequentials": resnet5
 
 
 @pytest.mark.parametrize("spelling", list(RESNET_SPELLINGS))
-def test_resnet50_equals_torchvision_structure(tmp_path: Path, spelling: str) -> None:
-    """Stages as per-position lists (the docs) or as `Sequential`s of blocks: the same
-    state-dict keys as torchvision, 25,557,032 parameters, equal outputs."""
+def test_resnet50_equals_torchvision(tmp_path: Path, spelling: str) -> None:
+    """Stages as per-position lists (the docs) or as `Sequential`s of blocks, against
+    `torchvision.models.resnet50()` itself: the same state-dict keys (so its weights load
+    by name), 25,557,032 parameters each, outputs within 1e-5."""
     torch.manual_seed(0)
-    reference = TorchvisionResNet50().eval()
+    reference = torchvision.models.resnet50().eval()
     emitted = emit(tmp_path, RESNET_SPELLINGS[spelling](), f"resnet50_{spelling}").ResNet50()
     emitted.eval()
     assert list(emitted.state_dict()) == list(reference.state_dict())

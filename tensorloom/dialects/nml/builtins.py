@@ -30,7 +30,7 @@ from xdsl.dialects.builtin import (
     i1,
     i64,
 )
-from xdsl.ir import Attribute, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import (
     ParsePropInAttrDict,
     operand_def,
@@ -50,6 +50,7 @@ from tensorloom.catalogue.costs import (
     INPUT,
     MATMUL,
     OUTPUT,
+    PER_VALUE_ELEMENT,
     PRODUCT,
     VIEW,
     Cost,
@@ -60,12 +61,14 @@ from tensorloom.catalogue.functions import ELEMENTWISE, SCALAR_MATH, Elementwise
 from tensorloom.catalogue.shapes import (
     UNKNOWN_BOUND,
     Index,
+    MaskIndex,
     Shape,
     ShapeMismatch,
     Slice,
     TensorIndex,
     Unifier,
     arange_length,
+    assigned_region,
     attention_shape,
     broadcast,
     broadcast_into,
@@ -85,6 +88,7 @@ from tensorloom.catalogue.shapes import (
     split_shapes,
     squeeze_shape,
     stack_shape,
+    value_into_region,
 )
 from tensorloom.dialects.lazy_definition import lazy_op_definition
 from tensorloom.dialects.lazy_format import LazyFormatOp
@@ -96,10 +100,12 @@ from tensorloom.dialects.nml.types import (
     Dim,
     Dims,
     ListType,
+    NoneType,
     NoneValueAttr,
     SliceAttr,
     TensorType,
     TupleType,
+    element_type_name,
 )
 
 DimsRule = Callable[[Dims], "Shape | ShapeMismatch"]
@@ -890,54 +896,76 @@ class IndexOp(FunctionalOp):
     def _shape(
         self, operand: Attribute, dynamic: Sequence[Attribute], sizes: Sequence[Dim] | None
     ) -> Attribute | ShapeMismatch:
-        entries = self._typed_entries(dynamic, sizes)
+        entries = typed_entries(self.entries(), dynamic, sizes, masks=False)
         if isinstance(entries, ShapeMismatch):
             return entries
         if isinstance(operand, TupleType):
             return tuple_item(operand, entries)
         return apply_rule(operand, lambda dims: index_shape(dims, entries))
 
-    def _typed_entries(
-        self, dynamic: Sequence[Attribute], sizes: Sequence[Dim] | None
-    ) -> list[Index] | ShapeMismatch:
-        """The entries with each `"?"` read off its operand: a slice bound its computed size
-        (`sizes`, where the forward's values are known; else unknown), a select by its type:
-        an integer, an i64 tensor (its dims take the indexed dim's place). A boolean mask
-        is refused: the size it gives depends on the data."""
-        position = 0
-        entries: list[Index] = []
-        for entry in self.entries():
-            if isinstance(entry, Slice):
-                parts: list[Dim] = []
-                for part in entry.parts():
-                    if part == DYNAMIC:
-                        size = sizes[position] if sizes is not None else None
-                        parts.append(UNKNOWN_BOUND if size is None else size)
-                        position += 1
-                    else:
-                        parts.append(part)
-                entries.append(Slice(*parts))
-                continue
-            if not isinstance(entry, str):
-                entries.append(entry)
-                continue
-            index = dynamic[position] if position < len(dynamic) else None
-            position += 1
-            if not isinstance(index, TensorType):
-                entries.append(0)
-            elif index.element_type == IntegerType(1):
-                return ShapeMismatch(
-                    "indexing by a boolean mask gives a size that depends on the data",
-                    help="keep the shape: `where(mask, x, 0.0)` or `x.masked_fill(mask, 0.0)`",
-                )
-            elif index.element_type != i64:
-                return ShapeMismatch(
-                    f"a tensor index holds integers (i64), got {index.element_type}",
-                    help="make the index with `.long()`, `argmax`, `topk` or `arange`",
-                )
-            else:
-                entries.append(TensorIndex(index.dims))
-        return entries
+
+def typed_entries(
+    items: Sequence[IndexEntry],
+    dynamic: Sequence[Attribute],
+    sizes: Sequence[Dim] | None,
+    *,
+    masks: bool,
+) -> list[Index] | ShapeMismatch:
+    """The entries with each `"?"` read off its operand: a slice bound its computed size
+    (`sizes`, where the forward's values are known; else unknown), a select by its type:
+    an integer, an i64 tensor (its dims take the indexed dim's place), a boolean mask
+    where `masks` (an assignment's: a read by a mask is refused, since the size it gives
+    depends on the data)."""
+    position = 0
+    entries: list[Index] = []
+    for entry in items:
+        if isinstance(entry, Slice):
+            parts: list[Dim] = []
+            for part in entry.parts():
+                if part == DYNAMIC:
+                    size = sizes[position] if sizes is not None else None
+                    parts.append(UNKNOWN_BOUND if size is None else size)
+                    position += 1
+                else:
+                    parts.append(part)
+            entries.append(Slice(*parts))
+            continue
+        if not isinstance(entry, str):
+            entries.append(entry)
+            continue
+        index = dynamic[position] if position < len(dynamic) else None
+        position += 1
+        selected = _select(index, masks)
+        if isinstance(selected, ShapeMismatch):
+            return selected
+        entries.append(selected)
+    return entries
+
+
+def _select(index: Attribute | None, masks: bool) -> Index | ShapeMismatch:
+    """What a runtime index selects: one element (an integer), or a tensor's worth."""
+    if isinstance(index, TupleType | ListType):
+        return ShapeMismatch(
+            "a tuple or a list as one index is not supported",
+            help="index by its elements side by side: `x[rows, cols]`, `x[where(m)[0]]`",
+        )
+    if isinstance(index, Float64Type):
+        return ShapeMismatch("an index is an integer or a tensor, got a float")
+    if not isinstance(index, TensorType):
+        return 0
+    if index.element_type == IntegerType(1):
+        if masks:
+            return MaskIndex(index.dims)
+        return ShapeMismatch(
+            "indexing by a boolean mask gives a size that depends on the data",
+            help="keep the shape: `where(mask, x, 0.0)` or `x.masked_fill(mask, 0.0)`",
+        )
+    if index.element_type != i64:
+        return ShapeMismatch(
+            f"a tensor index holds integers (i64), got {index.element_type}",
+            help="make the index with `.long()`, `argmax`, `topk` or `arange`",
+        )
+    return TensorIndex(index.dims)
 
 
 def tuple_item(operand: TupleType, entries: Sequence[Index]) -> Attribute | ShapeMismatch:
@@ -953,6 +981,180 @@ def tuple_item(operand: TupleType, entries: Sequence[Index]) -> Attribute | Shap
             got=str(index),
         )
     return elements[index]
+
+
+AUGMENTED = ("+=", "-=", "*=", "/=")
+"""An `nml.index_put`'s operators beside `=`."""
+
+_KINDS = {"i1": 0, "i64": 1}
+"""bool < integer < floating point: the order PyTorch promotes in (floats are 2)."""
+
+
+def count_name(op: Operation) -> str:
+    """The name of a data-dependent length: `nnz_<line>_<column>` of the op's location."""
+    location = op.location
+    inner = getattr(location, "locations", None)  # a FusedLoc: its start
+    start = inner.data[0] if inner else location
+    line, column = getattr(start, "line", None), getattr(start, "column", None)
+    if line is None or column is None:
+        return "nnz"
+    return f"nnz_{line.data}_{column.data}"
+
+
+def _a(name: str) -> str:
+    """`an i64`, `a f32`: the article as the name is read aloud."""
+    return f"an {name}" if name.startswith("i") else f"a {name}"
+
+
+@lazy_op_definition
+class IndexPutOp(FunctionalOp):
+    """`x[:, 0] = y`, `results[idx] += v`, `x[mask] = 0.0`: the tensor with the region
+    `x[...]` replaced (or updated, by an augmented `operator`), typed as `x`:
+
+        %x2 = nml.index_put "+=" %x [":", "?"] (%idx) , %v : (...) -> !nml.tensor<[N, D], f32>
+
+    The value broadcasts to the region as PyTorch's assignment copies it; a boolean mask
+    selects a number of elements of its own (`nnz_<line>_<column>`). `in_place`, set by
+    convert-nml-to-torch, says nothing else sees `x`, so the script writes into it rather
+    than into a copy (`x = x.clone()` first)."""
+
+    name = "nml.index_put"
+    COST: ClassVar[Cost] = PER_VALUE_ELEMENT
+
+    input = operand_def()
+    value = operand_def()
+    dynamic_indices = var_operand_def()
+    indices = prop_def(ArrayAttr)
+    operator = prop_def(StringAttr)
+    in_place = opt_prop_def(UnitAttr)
+    result = result_def()
+
+    ASSEMBLY_FORMAT: ClassVar[str] = (
+        "$operator $input $indices (`(` $dynamic_indices^ `)`)? `,` $value "
+        "(`in_place` $in_place^)? attr-dict `:` functional-type(operands, results)"
+    )
+
+    def __init__(
+        self,
+        input: Value,
+        indices: Sequence[Attribute],
+        dynamic_indices: Sequence[Value],
+        value: Value,
+        operator: str,
+        result_type: Attribute,
+    ):
+        super().__init__(
+            operands=[input, value, dynamic_indices],
+            properties={"indices": ArrayAttr(indices), "operator": StringAttr(operator)},
+            result_types=[result_type],
+        )
+
+    def entries(self) -> list[IndexEntry]:
+        return [index_entry(a) for a in self.indices.data]
+
+    def verify_(self) -> None:
+        if self.operator.data not in ("=", *AUGMENTED):
+            raise VerifyException(f"unknown assignment operator `{self.operator.data}`")
+        entries = self.entries()
+        if entries.count(Ellipsis) > 1:
+            raise VerifyException("an index may hold at most one `...`")
+        if dynamic_count(entries) != len(self.dynamic_indices):
+            raise VerifyException(
+                f"index has {dynamic_count(entries)} `?` items but "
+                f"{len(self.dynamic_indices)} dynamic operands"
+            )
+
+    def result_type(
+        self,
+        operand_types: Sequence[Attribute],
+        size_of: Callable[[SSAValue], Dim],
+        unifier: Unifier,
+    ) -> Attribute | ShapeMismatch:
+        sizes = [unifier.resolve(size_of(v)) for v in self.dynamic_indices]
+        return self._check(operand_types, sizes, unifier)
+
+    def infer_shape(
+        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
+    ) -> Attribute | ShapeMismatch:
+        return self._check(operand_types, None, unifier or Unifier())
+
+    def _check(
+        self, operand_types: Sequence[Attribute], sizes: Sequence[Dim] | None, unifier: Unifier
+    ) -> Attribute | ShapeMismatch:
+        target, value, *dynamic = operand_types
+        if not isinstance(target, TensorType):
+            return ShapeMismatch(f"only a tensor can be assigned into, got {target}")
+        problem = self._problem(target, value, dynamic, sizes, unifier)
+        if problem is None:
+            return target
+        subject = f"`{self.input.name_hint or 'x'}[...] {self.operator.data}`"
+        return ShapeMismatch(f"{subject}: {problem.message}", help=problem.help)
+
+    def _problem(
+        self,
+        target: TensorType,
+        value: Attribute,
+        dynamic: Sequence[Attribute],
+        sizes: Sequence[Dim] | None,
+        unifier: Unifier,
+    ) -> ShapeMismatch | None:
+        entries = typed_entries(self.entries(), dynamic, sizes, masks=True)
+        if isinstance(entries, ShapeMismatch):
+            return entries
+        count = count_name(self)
+        dims = unifier.resolve_shape(target.dims) if target.dims is not None else None
+        region = assigned_region(dims, entries, count, unifier)
+        if isinstance(region, ShapeMismatch):
+            return region
+        if isinstance(value, TensorType):
+            problem = value_into_region(region, value.dims, count, unifier)
+            if problem is not None:
+                return problem
+        elif not isinstance(value, IntegerType | Float64Type | AnyType):
+            names: dict[type[Attribute], str] = {
+                TupleType: "a tuple",
+                ListType: "a list",
+                NoneType: "`none`",
+            }
+            what = names.get(type(value), str(value))
+            return ShapeMismatch(f"assigns a tensor or a number, got {what}")
+        advanced = any(isinstance(e, TensorIndex | MaskIndex) for e in entries)
+        return self._dtype_problem(target, value, advanced)
+
+    def _dtype_problem(
+        self, target: TensorType, value: Attribute, advanced: bool
+    ) -> ShapeMismatch | None:
+        """PyTorch's rules: a tensor assigned through a tensor index has the target's dtype
+        (index_put does not cast); an augmented assignment's result fits the target's."""
+        held = element_type_name(target.element_type)
+        if isinstance(value, AnyType):
+            return None
+        given = element_type_name(value.element_type) if isinstance(value, TensorType) else None
+        if self.operator.data == "=":
+            if not advanced or given is None or given == held:
+                return None
+            return ShapeMismatch(
+                f"assigns {_a(given)} tensor into {_a(held)} tensor through a tensor index",
+                help=f"PyTorch's index_put does not cast: make the value {held} "
+                "(`.float()`, `.long()`, `.to(...)`)",
+            )
+        if given is None:  # a number: an int or a bool fits any tensor, a float a float one
+            given = "f64" if isinstance(value, Float64Type) else "i64"
+            given = "i1" if value == i1 else given
+        if self.operator.data == "/=" and _KINDS.get(held, 2) < 2:
+            return ShapeMismatch(
+                f"a division gives floats, which {_a(held)} tensor cannot hold",
+                help="make the tensor a float one first (`.float()`)",
+            )
+        kind = max(_KINDS.get(held, 2), _KINDS.get(given, 2))
+        if kind <= _KINDS.get(held, 2):
+            return None
+        return ShapeMismatch(
+            f"{given} values give {'floats' if kind == 2 else 'integers'} here, "
+            f"which {_a(held)} tensor cannot hold",
+            help="make the tensor a float one first (`.float()`), or the value "
+            f"{held} (`.to(...)`)",
+        )
 
 
 @lazy_op_definition
@@ -1637,5 +1839,5 @@ FUNCTIONAL_OPS: tuple[type[FunctionalOp], ...] = (
     MeanOp, SumOp, AmaxOp, AminOp, VarOp, StdOp, CatOp, StackOp, SplitOp, ChunkOp,
     ExpandOp, RepeatOp, SqueezeOp, EinsumOp, ArangeOp, SampleOp, LinspaceOp, MultinomialOp,
     WhereOp, MaskedFillOp, AttentionOp,
-    *BINARY_OPS.values(), *COMPARE_OPS.values(), IndexOp, DimOp, ListOp,
+    *BINARY_OPS.values(), *COMPARE_OPS.values(), IndexOp, IndexPutOp, DimOp, ListOp,
 )  # fmt: skip

@@ -74,6 +74,7 @@ from tensorloom.dialects.nml.builtins import (
     _ints,
     _sized_entries,
     apply_rule,
+    count_name,
 )
 from tensorloom.dialects.nml.ops import Value
 from tensorloom.dialects.nml.types import (
@@ -1023,13 +1024,7 @@ class NonzeroOp(SpelledOp):
 
     def count_name(self) -> str:
         """The name of the data-dependent length: `nnz_<line>_<column>` of the call."""
-        location = self.location
-        inner = getattr(location, "locations", None)  # a FusedLoc: its start
-        start = inner.data[0] if inner else location
-        line, column = getattr(start, "line", None), getattr(start, "column", None)
-        if line is None or column is None:
-            return "nnz"
-        return f"nnz_{line.data}_{column.data}"
+        return count_name(self)
 
     def infer_shape(
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None

@@ -17,6 +17,9 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IntegerAttr,
     StringAttr,
+    bf16,
+    f16,
+    f32,
     i64,
 )
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
@@ -653,16 +656,74 @@ class IndexToTorch(RewritePattern):
         if not _in_body(op):
             return
         new_ops: list[Operation] = []
-        indices: list[SSAValue] = []
-        dynamic = iter(op.dynamic_indices)
-        for item in op.indices.data:
-            if isinstance(item, StringAttr) and item.data == nml.DYNAMIC:
-                indices.append(next(dynamic))
-                continue
-            item_ops = _index_item(item, dynamic)
-            new_ops += item_ops
-            indices.append(item_ops[-1].results[0])
+        indices = _index_values(op.indices.data, iter(op.dynamic_indices), new_ops)
         _replace(rewriter, op, [*new_ops, py.SubscriptOp(op.input, indices)])
+
+
+class IndexPutToTorch(RewritePattern):
+    """`x[:, 0] = y`, `results[idx] += v`: PyTorch's assignment into the tensor, or into
+    its copy (`x = x.clone()` first) where the op is not `in_place`
+    (passes/support/in_place.py); later reads of the new value read that tensor."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nml.IndexPutOp, rewriter: PatternRewriter) -> None:
+        if not _in_body(op):
+            return
+        new_ops: list[Operation] = []
+        target = op.input
+        if op.in_place is None:
+            new_ops += _Keywords().method(op.input, "clone")
+            target = new_ops[-1].results[0]
+            target.name_hint = op.result.name_hint
+        value = op.value
+        if _casts_for_index_put(op):
+            dtype = py.AttributeOp(target, "dtype")
+            new_ops += [dtype, *_Keywords().value(dtype.result).method(value, "to")]
+            value = new_ops[-1].results[0]
+        indices = _index_values(op.indices.data, iter(op.dynamic_indices), new_ops)
+        region = py.SubscriptOp(target, indices)
+        operator = op.operator.data
+        store = (
+            py.AssignOp(region.result, value)
+            if operator == "="
+            else py.AugAssignOp(operator, region.result, value)
+        )
+        new_ops += [region, store]
+        for new in new_ops:
+            new.location = op.location
+        rewriter.insert(new_ops, InsertPoint.before(op))
+        rewriter.replace_all_uses_with(op.result, target)
+        rewriter.erase(op)
+
+
+def _casts_for_index_put(op: nml.IndexPutOp) -> bool:
+    """`out[idx] = v.to(out.dtype)`: PyTorch's index_put (a tensor index or a mask) does
+    not cast, and under autocast a layer's output is f16/bf16 where `out` is f32; the
+    checker saw equal dtypes, so the cast is free when there is no autocast."""
+    target, value = op.result.type, op.value.type
+    if op.operator.data != "=" or not isinstance(value, nml.TensorType):
+        return False
+    if not isinstance(target, nml.TensorType) or target.element_type not in FLOATS:
+        return False
+    return any(isinstance(v.type, nml.TensorType) for v in op.dynamic_indices)
+
+
+FLOATS = (f32, f16, bf16)
+
+
+def _index_values(
+    items: Sequence[Attribute], dynamic: Iterator[SSAValue], new_ops: list[Operation]
+) -> list[SSAValue]:
+    """The subscript's items, their constant and slice ops appended to `new_ops`."""
+    indices: list[SSAValue] = []
+    for item in items:
+        if isinstance(item, StringAttr) and item.data == nml.DYNAMIC:
+            indices.append(next(dynamic))
+            continue
+        item_ops = _index_item(item, dynamic)
+        new_ops += item_ops
+        indices.append(item_ops[-1].results[0])
+    return indices
 
 
 def _index_item(item: Attribute, dynamic: Iterator[SSAValue]) -> list[Operation]:
@@ -1063,6 +1124,7 @@ BODY_PATTERNS: tuple[RewritePattern, ...] = (
     CastToTorch(),
     BinaryToTorch(),
     IndexToTorch(),
+    IndexPutToTorch(),
     DimToTorch(),
     ListToTorch(),
     TupleGetToTorch(),

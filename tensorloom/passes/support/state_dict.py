@@ -20,6 +20,7 @@ from tensorloom.catalogue.layers.base import Value
 from tensorloom.dialects.nml import LayerOp, ModelOp
 from tensorloom.passes.support.model_env import (
     MAX_NESTING,
+    MAX_POSITIONS,
     ArgFailure,
     bind_layer,
     element_env,
@@ -131,6 +132,8 @@ def _walk(
         count = layer_count(layer, env)
         if layer.count is not None and count is None:
             raise UnknownState(f"the length of `{name}`")
+        if count is not None and count > MAX_POSITIONS:  # TL0209 said so; no tree to walk
+            raise UnknownState(f"`{name}`, {count:,} copies (at most {MAX_POSITIONS:,})")
         if count is not None:
             tree.lists[prefix + name] = count
         positions = range(count) if count is not None else [None]

@@ -20,6 +20,7 @@ PROGRAMS = [
     *sorted((ROOT / "examples").rglob("*.tl")),
     *sorted((ROOT / "examples").rglob("*.nml")),
     ROOT / "tests" / "lit" / "check" / "kernel_long_product.tl",
+    ROOT / "tests" / "lit" / "frontend" / "assignments.nml",  # x[...] = v, x[...] += v
 ]
 
 
