@@ -20,6 +20,15 @@ block's budget is what one batch of its steps needs at once:
   largest step's temporaries), plus cuBLAS's workspace; the CUDA context is added in
   `total`.
 
+Steps of `from epoch A until epoch B` run in phases: the epochs where the same steps run
+(`examples/distill.tl`: `teach` in epochs 1-15, `distil` from 16). Gradients, optimizer
+state and activations are a phase's own steps' (a later step's state is made at its first
+step, an ended step's is freed by the script's `release_ended`), and the block's peak is
+its largest phase's:
+
+    phases_of([("teach", (None, 15)), ("distil", (16, None))], epochs=40)
+    # (Phase(1, 15, ("teach",)), Phase(16, None, ("distil",)))
+
 Under `distributed = "fsdp"` (`tlc info --nproc N`) the budget is one rank's: every model
 is sharded, so its weights, gradients and optimizer state are a 1/N share, and the
 all-gathered weights (each model's root and the blocks it gathers, all of the block's
@@ -48,6 +57,7 @@ from tensorloom.analysis.memory import (
 from tensorloom.dialects import train
 from tensorloom.dialects.nml.control import ModelCallOp
 from tensorloom.passes.support.loss_functions import functions_of
+from tensorloom.passes.support.model_env import evaluate
 from tensorloom.passes.support.objectives import StepOptimizer, step_of
 from tensorloom.passes.support.param_groups import GroupProblem, ParamArg, Resolver
 from tensorloom.passes.support.step_groups import model_trees
@@ -93,15 +103,64 @@ class StepActivations:
 
 
 @dataclass(frozen=True, slots=True)
+class Phase:
+    """Epochs in which the same steps run: epochs 16 onwards, `distil` (from 1; `last` None:
+    to the end)."""
+
+    first: int
+    last: int | None
+    steps: tuple[str, ...]  # the objectives of its steps, in the block's order
+    gradients: int = 0  # the bytes of the gradients its steps leave
+
+    @property
+    def epochs(self) -> str:
+        """`1-15`, `16-`, `3`."""
+        if self.last == self.first:
+            return str(self.first)
+        return f"{self.first}-{self.last if self.last is not None else ''}"
+
+
+Window = tuple[int | None, int | None]
+
+
+def phases_of(windows: Sequence[tuple[str, Window]], epochs: int | None) -> tuple[Phase, ...]:
+    """The block's phases, in order: where a step starts or ends, the set of running steps
+    changes; epochs where no step runs, and those after the block's `epochs`, are none."""
+    bounds = {1} | {first for _, (first, _) in windows if first is not None}
+    bounds |= {last + 1 for _, (_, last) in windows if last is not None}
+    starts = sorted(b for b in bounds if epochs is None or b <= epochs)
+    phases = []
+    for i, first in enumerate(starts):
+        last = starts[i + 1] - 1 if i + 1 < len(starts) else epochs
+        running = tuple(name for name, (a, b) in windows
+                        if (a is None or a <= first) and (b is None or first <= b))  # fmt: skip
+        if running:
+            phases.append(Phase(first, last, running))
+    return _merged(phases)
+
+
+def _merged(phases: list[Phase]) -> tuple[Phase, ...]:
+    """Neighbouring phases of the same steps as one."""
+    merged: list[Phase] = []
+    for phase in phases:
+        if merged and merged[-1].steps == phase.steps and merged[-1].last == phase.first - 1:
+            merged[-1] = Phase(merged[-1].first, phase.last, phase.steps)
+        else:
+            merged.append(phase)
+    return tuple(merged)
+
+
+@dataclass(frozen=True, slots=True)
 class ProgramBudget:
-    """The budget of one batch of a block of `step` lines, in bytes."""
+    """The budget of one batch of a block of `step` lines, in bytes: every figure but the
+    weights is its largest phase's (`phases`; one phase where every step runs throughout)."""
 
     models: tuple[str, ...]
     frozen: tuple[str, ...]
     weights: dict[str, int]  # by model
-    gradients: int
     optimizers: tuple[StepOptimizerBudget, ...]
     steps: tuple[StepActivations, ...]
+    phases: tuple[Phase, ...]
     workspace: int = WORKSPACE_BYTES
     cuda_context: int = CUDA_CONTEXT_BYTES
     strategy: str = "none"  # "ddp", "fsdp": the budget is one rank's
@@ -110,24 +169,39 @@ class ProgramBudget:
     comm_buffers: int = 0  # FSDP's reduce-scatter buffers, DDP's gradient buckets
 
     @property
+    def peak_phase(self) -> Phase:
+        return max(self.phases, key=self._phase_peak)
+
+    @property
+    def gradients(self) -> int:
+        return self.peak_phase.gradients
+
+    @property
     def optimizer_state(self) -> int:
-        return sum(o.state_bytes for o in self.optimizers)
+        return self.phase_state(self.peak_phase)
+
+    def phase_state(self, phase: Phase) -> int:
+        return sum(o.state_bytes for o in self.optimizers if o.step in phase.steps)
+
+    def phase_steps(self, phase: Phase) -> list[StepActivations]:
+        return [s for s in self.steps if s.step in phase.steps]
 
     @property
     def largest(self) -> StepActivations:
-        return max(self.steps, key=lambda s: s.activations)
+        return max(self.phase_steps(self.peak_phase), key=lambda s: s.activations)
 
     @property
     def activations(self) -> int:
         return self.largest.activations if self.steps else 0
 
     def terms(self) -> dict[str, int]:
+        scratch = max((s.scratch for s in self.phase_steps(self.peak_phase)), default=0)
         terms = {
             "weights": sum(self.weights.values()),
             "gradients": self.gradients,
             "optimizer state": self.optimizer_state,
             "activations": self.activations,
-            "workspace": self.workspace + max((s.scratch for s in self.steps), default=0),
+            "workspace": self.workspace + scratch,
             "cuda context": self.cuda_context,
         }
         if self.strategy == "fsdp":
@@ -136,26 +210,39 @@ class ProgramBudget:
             terms["comm buffers"] = self.comm_buffers
         return terms
 
-    @property
-    def backward_peak(self) -> int:
-        """The largest of the steps' backward starts."""
-        held = sum(self.weights.values()) + self.optimizer_state + self.gathered
+    def phase_backward_peak(self, phase: Phase) -> int:
+        """The largest of the phase's steps' backward starts."""
+        held = sum(self.weights.values()) + self.phase_state(phase) + self.gathered
         held += self.comm_buffers
         return max(
-            (held + self.gradients - s.gradients + s.activations + s.backward_working + s.scratch
-             for s in self.steps),
+            (held + phase.gradients - s.gradients + s.activations + s.backward_working + s.scratch
+             for s in self.phase_steps(phase)),
             default=held,
         )  # fmt: skip
 
+    def phase_step_peak(self, phase: Phase) -> int:
+        mine = [o for o in self.optimizers if o.step in phase.steps]
+        temporaries = max((o.temporaries for o in mine), default=0)
+        held = sum(self.weights.values()) + phase.gradients + self.phase_state(phase)
+        return held + temporaries + self.comm_buffers
+
+    def _phase_peak(self, phase: Phase) -> int:
+        return max(self.phase_backward_peak(phase), self.phase_step_peak(phase))
+
+    def phase_peak(self, phase: Phase) -> int:
+        return self._phase_peak(phase) + self.workspace
+
+    @property
+    def backward_peak(self) -> int:
+        return self.phase_backward_peak(self.peak_phase)
+
     @property
     def step_peak(self) -> int:
-        temporaries = max((o.temporaries for o in self.optimizers), default=0)
-        held = sum(self.weights.values()) + self.gradients + self.optimizer_state
-        return held + temporaries + self.comm_buffers
+        return self.phase_step_peak(self.peak_phase)
 
     @property
     def peak(self) -> int:
-        return max(self.backward_peak, self.step_peak) + self.workspace
+        return self.phase_peak(self.peak_phase)
 
     @property
     def total(self) -> int:
@@ -214,8 +301,14 @@ def program_budget(
         mine = [o for o in shares if o.step == step.objective]
         activations.append(_step_activations(step.objective, calls, own, mine))  # type: ignore[arg-type]
     weights = {m: math.ceil(params[m] / shards) * FP32 for m in models}
-    gradients = sum(o.held for o in shares)
-    budget = ProgramBudget(models, frozen, weights, gradients, tuple(shares), tuple(activations))
+    windows = [(s.objective, s.op.epochs()) for s in steps if s is not None]
+    setting = loop.setting("epochs")
+    epochs = evaluate(setting, {}) if setting is not None else 10  # train_keys.py's default
+    phases = phases_of(windows, epochs if isinstance(epochs, int) else None) or (
+        Phase(1, None, ()),
+    )
+    phases = tuple(replace(p, gradients=_gradients(p, shares, activations)) for p in phases)
+    budget = ProgramBudget(models, frozen, weights, tuple(shares), tuple(activations), phases)
     if strategy == "none":
         return budget
     kept = [b for b in own.values() if b is not None]
@@ -224,6 +317,18 @@ def program_budget(
     comm = max(buffers, default=0) if strategy == "fsdp" else sum(buffers)
     return replace(budget, strategy=strategy, world_size=ranks, gathered=gathered,
                    comm_buffers=comm)  # fmt: skip
+
+
+def _gradients(
+    phase: Phase, shares: Sequence[StepOptimizerBudget], steps: Sequence[StepActivations]
+) -> int:
+    """The gradients a batch of the phase leaves: those its steps' optimizers update, and
+    those of a model another step trains that its steps call (the backward reaches it)."""
+    mine = [o for o in shares if o.step in phase.steps]
+    covered = {m for o in mine for m in o.models}
+    reached = {m for s in steps if s.step in phase.steps for m in s.calls} - covered
+    others = {id(o): o for o in shares if o not in mine and set(o.models) & reached}
+    return sum(o.held for o in [*mine, *others.values()])
 
 
 def _share(

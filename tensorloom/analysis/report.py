@@ -343,15 +343,26 @@ def program_json(program: ProgramBudget, request: InfoRequest) -> dict[str, Any]
         "activations": program.activations,
         "workspace": program.terms()["workspace"],
         "cuda_context": program.cuda_context,
-        "strategy": program.strategy,
-        "world_size": program.world_size,
-        "gathered_weights": program.gathered,
-        "comm_buffers": program.comm_buffers,
         "backward_peak": program.backward_peak + program.workspace,
         "step_peak": program.step_peak + program.workspace,
         "peak": program.peak,
         "total": program.total,
         "fits": None if request.gpu_memory is None else program.total <= request.gpu_memory,
+        "strategy": program.strategy,
+        "world_size": program.world_size,
+        "gathered_weights": program.gathered,
+        "comm_buffers": program.comm_buffers,
+        "phases": [
+            {
+                "epochs": [phase.first, phase.last],
+                "steps": list(phase.steps),
+                "gradients": phase.gradients,
+                "optimizer_state": program.phase_state(phase),
+                "peak": program.phase_peak(phase),
+            }
+            for phase in program.phases
+        ],
+        "peak_phase": list(program.peak_phase.steps),
     }
 
 
@@ -551,10 +562,18 @@ def program_lines(program: ProgramBudget, request: InfoRequest) -> list[str]:
         each = ", ".join(f"{s.step} {_bytes(s.activations)} ({', '.join(s.calls) or 'none'})"
                          for s in program.steps)  # fmt: skip
         lines.append(f"  activations kept per step: {each}")
-    where = "one batch of every step"
+    ranks = ""
     if program.strategy != "none":
-        where += f", per rank of {program.world_size} ({program.strategy.upper()})"
-    lines.append(f"training memory, {where}:")
+        ranks = f", per rank of {program.world_size} ({program.strategy.upper()})"
+    if len(program.phases) > 1:
+        each = "; ".join(f"epochs {p.epochs} {', '.join(p.steps)} {_bytes(program.phase_peak(p))}"
+                         for p in program.phases)  # fmt: skip
+        lines.append(f"  phases (peak of each): {each}")
+        phase = program.peak_phase
+        lines.append(f"training memory, one batch of the largest phase (epochs {phase.epochs}: "
+                     f"{', '.join(phase.steps)}){ranks}:")  # fmt: skip
+    else:
+        lines.append(f"training memory, one batch of every step{ranks}:")
     weights = " + ".join(f"{m} {_bytes(w)}" for m, w in program.weights.items())
     for key, value in program.terms().items():
         note = f"  ({weights})" if key == "weights" else ""

@@ -577,7 +577,8 @@ class PythonPrinter:
         elements = [self.variable(arg, "item") for arg in block.args[:count]]
         for name, arg in zip(names, block.args[count:], strict=True):
             self.scope.bind(name, arg)
-        self.line(f"for {', '.join(elements)} in {iterable}:")
+        targets = f"({elements[0]},)" if op.unpack is not None else ", ".join(elements)
+        self.line(f"for {targets} in {iterable}:")
         self._yield_names.append(names)
         with self.indented():
             self.emit_body(block)

@@ -153,6 +153,13 @@ _WORD_OPTIONS = (
     OptionSpec("val_fraction", "float", 0.1, "share of the words, at the end, held out"),
     OptionSpec("max_bytes", "int", None, "read at most this many bytes (stdlib: 16,000,000)"),
 )
+_FOLDER_OPTIONS = (
+    OptionSpec("fields", "names", None, "the field folders to load, by name (default: all)"),
+    OptionSpec("text", "str", "bytes", 'how .txt files read: "bytes" (ids 0-255) or "words"'),
+    OptionSpec("length", "int", None, "tokens per .txt file, cut or padded (default: the longest)"),
+    OptionSpec("vocab", "int", 10000, 'words kept with `text="words"`, `<unk>` for the rest'),
+    *_HOLD_OUT_OPTIONS,
+)
 _SYNTHETIC_OPTIONS = (
     OptionSpec("size", "int", 2048, "number of samples generated"),
     _SEED,
@@ -199,6 +206,7 @@ WORDS_VOCAB = 10000  # the `words` dataset's default vocabulary, `<unk>` include
 DATASET_NAMES = (*_NAMED, *PAIRED_SOURCES, *SEQUENCE_TASKS, *LM_SOURCES)
 TEXT_VOCAB = 256  # one token per byte
 TOKEN_DTYPES = ("uint16", "uint32")
+FOLDER_TEXTS = ("bytes", "words")  # how a folder of pairs reads its .txt files
 
 
 def _options_of(name: str | None) -> dict[str, OptionSpec]:
@@ -216,6 +224,8 @@ def _options_of(name: str | None) -> dict[str, OptionSpec]:
         specs = _TOKEN_OPTIONS
     elif name == "words":
         specs = _WORD_OPTIONS
+    elif is_folder_source(name):
+        specs = _FOLDER_OPTIONS
     else:
         specs = _FILE_OPTIONS
     return {spec.name: spec for spec in specs}
@@ -249,11 +259,18 @@ def lookup_dataset(
         return _named_info(name, values)
     if name in PAIRED_SOURCES:
         return _captions_info(name, values)
+    if is_folder_source(name):
+        return _folder_info(name, values)
     return _file_info(name, values)
 
 
 def is_file_source(name: str) -> bool:
     return name.endswith(FILE_SUFFIXES) or "/" in name or "\\" in name
+
+
+def is_folder_source(name: str) -> bool:
+    """A folder of pairs, written with its trailing slash: `load_dataset("pairs/")`."""
+    return name.endswith(("/", "\\"))
 
 
 def _unknown_name(name: str) -> DatasetError:
@@ -332,6 +349,9 @@ def _check_range(key: str, value: OptionValue) -> DatasetError | None:
         return DatasetError("TL0704", f"`val_fraction` must be in [0, 1), got {value}", key)
     if key == "vocab" and isinstance(value, int) and value < 2:
         return DatasetError("TL0704", f"`vocab` must be at least 2, got {value}", key)
+    if key == "text" and value not in FOLDER_TEXTS:
+        message = f'`text` must be "bytes" or "words", got `{value}`'
+        return DatasetError("TL0704", message, key, 'write `text="bytes"` or `text="words"`')
     if key == "dtype" and value not in TOKEN_DTYPES:
         message = f"`dtype` of token ids must be `uint16` or `uint32`, got `{value}`"
         return DatasetError("TL0704", message, key, 'nanoGPT writes `dtype="uint16"`')
@@ -411,7 +431,10 @@ def is_language_model_data(info: DatasetInfo) -> bool:
 def _file_info(path: str, options: dict[str, OptionValue]) -> DatasetInfo | DatasetError:
     if not path.endswith(FILE_SUFFIXES):
         message = f"cannot load `{path}`: expected a .npz, .pt or .csv file"
-        return DatasetError("TL0705", message, None, "convert the data to one of those formats")
+        help_text = "convert the data to one of those formats"
+        if "." not in path.rsplit("/", 1)[-1]:  # no suffix: a folder, perhaps
+            help_text += f'; a folder of pairs is written with its trailing slash: `"{path}/"`'
+        return DatasetError("TL0705", message, None, help_text)
     if "fields" in options and not path.endswith((".npz", ".pt")):
         message = f"`fields=` names arrays of a .npz or .pt file, and `{path}` is neither"
         return DatasetError("TL0713", message, "fields", "remove `fields=`")
@@ -438,6 +461,18 @@ def _file_info(path: str, options: dict[str, OptionValue]) -> DatasetInfo | Data
         _HOLD_OUT,
         options=options,
     )
+
+
+def _folder_info(path: str, options: dict[str, OptionValue]) -> DatasetInfo:
+    """A folder of pairs (catalogue/pair_folders.py): its fields as `fields=` declares them,
+    their shapes unknown until its files are read (`check_data`)."""
+    declared = options.get("fields")
+    names = [str(n) for n in declared] if isinstance(declared, list) else []
+    fields = tuple(DataField(name, None, "f32") for name in names)
+    return DatasetInfo(
+        path, None, "f32", None, None, "i64", UNKNOWN_TASK, _HOLD_OUT, options=options,
+        fields=fields,
+    )  # fmt: skip
 
 
 def _synthetic_info(options: dict[str, OptionValue]) -> DatasetInfo:

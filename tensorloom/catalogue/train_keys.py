@@ -54,7 +54,7 @@ yet (`not_yet`: TL0431, never silently dropped; a new key's default)."""
 
 KeyKind = Literal[
     "value", "optimizer", "loss", "lr_schedule", "patience", "metric", "metrics", "freeze",
-    "lora", "objective", "samples",
+    "lora", "objective", "samples", "target",
 ]  # fmt: skip
 
 
@@ -173,6 +173,14 @@ TRAIN_KEYS: tuple[TrainKey, ...] = (
              shown="the name of a `fn NAME(net) -> Tensor` of the program: images [N, C, H, W]",
              type="str", optional=True, steps="taken",
              field="a `fn NAME(net)` of the file returning images: a PNG grid after each epoch"),
+    TrainKey("target",
+             "over data of named fields: the field the loss compares the output with (default "
+             "`label`, else `y`); the forward takes the fields its parameters name",
+             kind="target", shown="the name of a field of the data: `label`",
+             # a block of objectives (of `step` lines too) has no loss to take it: TL0471
+             type="str", optional=True, steps="taken",
+             field="a `loss` block over named fields: the field its loss takes (none: `label`, "
+                   "else `y`; shape-inference writes the one it takes as `loss_target`)"),
     TrainKey("precision", "training precision",
              Arg("precision", "str", choices=("auto", "fp32", "fp16", "bf16")),
              default="auto", steps="taken",

@@ -1014,9 +1014,10 @@ error[TL0416]: `MSE` compares the output with float targets, but `digits`'s targ
             'TL0417',
             'a forward taking more inputs than a dataset feeds',
             """\
-The emitted training loop calls `model(x)` with each batch's samples: one input. A
-forward with two or more parameters would fail at the first step. Reported by
-`check-train` at the dataset's name in the `train` line.
+Over data of samples and targets, the emitted training loop calls `model(x)` with each
+batch's samples: one input. A forward with two or more parameters would fail at the first
+step. Reported by `check-train` at the dataset's name in the `train` line. (Over data of
+named fields a `loss` block feeds the forward the fields its parameters name: TL0441.)
 """,
             """\
 error[TL0417]: `M`'s forward takes 2 inputs (`x`, `z`), but a dataset feeds one: the samples of `data`
@@ -1318,21 +1319,64 @@ error[TL0440]: `txt` is not a field of `digits-captions`: the objective `pairs_l
         ),
         Code(
             'TL0441',
-            'a `loss` block on data of named fields',
+            "a `loss` block's forward parameter that names no field of the data",
             """\
-A `loss = ...` block feeds each batch's samples `x` to the model and its targets `y` to the
-loss. Data of named fields without `x` and `y` (`digits-captions`) has neither: its fields
-reach the model through an objective that names them. Reported by `check-train` at the
-`load_dataset`. (A .npz of named arrays without `x` and `y` is TL0710 there.)
+Over data of named fields (`digits-captions`, a .npz of named arrays, a folder of pairs), a
+`loss = ...` block feeds the model's forward the fields its parameters name
+(`fn forward(self, image, text)` receives `image` and `text`) and the loss the target field
+(`target = FIELD`, TL0470). A parameter that is no field would be a `KeyError` at the first
+batch. Reported by `check-train` at the parameter, the train block's data marked. (A block
+of objectives names its fields in the objective's parameters instead: TL0440.)
 """,
             """\
-error[TL0441]: `digits-captions` yields the fields `image`, `text`, `label`, not samples and targets: a `loss` block feeds the model `x` and the loss `y`
- --> loss_on_fields.tl:8:13
-  |
-8 | let pairs = load_dataset("digits-captions")
-  |             ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
-  |
-  = help: train on the fields by name: `objective = f` with `fn f(net, image, text) -> Tensor`
+error[TL0441]: `x` is not a field of `digits-captions`: a `loss` block feeds `M`'s forward the fields its parameters name
+  --> loss_on_fields.tl:4:22
+   |
+ 4 |     fn forward(self, x: Tensor[B, 1, 8, 8]) -> Tensor:
+   |                      ^
+  ::: loss_on_fields.tl:10:14
+10 | train net on pairs:
+   |              ----- the fields come from here
+   |
+   = help: name the forward's parameters after the fields: `image`, `text`, `label`
+""",
+        ),
+        Code(
+            'TL0470',
+            "a `loss` block's target that is no field of the data",
+            """\
+Over data of named fields, a `loss` block's loss compares the output with the field
+`target = FIELD` names; without the key, the field `label`, else `y`. Reported by
+`check-train` at the key's value (with a did-you-mean over the fields), or, where the key is
+absent and the data has neither `label` nor `y`, at the train block's data.
+""",
+            """\
+error[TL0470]: `lable` is not a field of `digits-captions`: `target` names the field the loss compares the output with
+  --> target_unknown.tl:17:14
+   |
+17 |     target = lable
+   |              ^^^^^
+   |
+   = help: did you mean `label`?
+""",
+        ),
+        Code(
+            'TL0471',
+            '`target` where there is no field to pick',
+            """\
+`target = FIELD` picks the field a `loss` block's loss takes from data of named fields. Data
+of samples and targets (`digits`, a .npz of `x` and `y` alone) gives the loss its targets, and
+a block of objectives passes each objective the fields its parameters name: the key would be
+ignored. Reported by `check-train` at the key.
+""",
+            """\
+error[TL0471]: `target` picks a field for the loss, and `digits`, which yields samples and targets, has none to pick
+  --> target_on_xy.tl:13:5
+   |
+13 |     target = label
+   |     ^^^^^^
+   |
+   = help: remove `target`: the loss takes the data's targets
 """,
         ),
         Code(
@@ -1892,20 +1936,20 @@ error[TL0709]: `sample_shape=[16]` contradicts `cls12.npz`, whose samples are [2
             'TL0710',
             'a data file is not in the format its name says',
             """\
-A .npz without arrays `x` and `y` that a `loss` block trains on (a block of objectives
-takes named arrays by name), or one whose arrays are not plain numeric C-order .npy
-arrays, or whose `x` and `y` disagree on the number of samples, or whose labels are
+A .npz whose arrays are not plain numeric C-order .npy arrays (a .npz of named arrays
+without `x` and `y` feeds its arrays by name: to a `loss` block's forward, TL0441, or to
+objectives, TL0440), or whose `x` and `y` disagree on the number of samples, or whose labels are
 negative; a .csv without the `target=` column, a token file whose size is not whole tokens
 of its `dtype`: the run would fail on loading it.
 """,
             """\
-error[TL0710]: `noxy.npz` must hold arrays named `x` and `y`; it holds `a`
- --> npz_layout.tl:8:12
-  |
-8 | let data = load_dataset("noxy.npz")
-  |            ^^^^^^^^^^^^^^^^^^^^^^^^
-  |
-  = help: save it with `np.savez(path, x=samples, y=targets)`
+error[TL0710]: `table.csv` has no column `lable`: its columns are `f1`, `f2`, `f3`, `label`
+  --> csv_header.tl:16:12
+   |
+16 | let typo = load_dataset("table.csv", target="lable")
+   |            ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+   |
+   = help: `target=` names the label column of the header row
 """,
         ),
         Code(
@@ -1978,6 +2022,83 @@ error[TL0714]: `pairs.npz` has no array `caption`: it holds `image`, `text`
    |                                       ^^^^^^^^^^^^^^^^^^^^^^^^^^^
    |
    = help: name arrays the file holds
+""",
+        ),
+        Code(
+            'TL0715',
+            'a folder of pairs whose sample lacks a partner file',
+            """\
+A folder of pairs (`load_dataset("pairs/")`) holds one folder per field, and in each one file
+per sample named by the sample's stem: `image/0007.png` and `text/0007.txt` are one sample.
+A stem one field folder has and another lacks would leave a sample without that field.
+Reported by `check-train` at the `load_dataset`, from the folder's listing; the script's
+loader stops with the same message.
+""",
+            """\
+error[TL0715]: `pairs/text/` has no file for the sample `0007` (`image/0007.png` has no partner there)
+  --> folder_partner.tl:11:13
+   |
+11 | let pairs = load_dataset("pairs/")
+   |             ^^^^^^^^^^^^^^^^^^^^^^
+   |
+   = help: every field folder holds one file per sample, named by its stem
+""",
+        ),
+        Code(
+            'TL0716',
+            "a folder of pairs whose field's files differ in shape",
+            """\
+The samples of one field are stacked into one tensor, so every file of a field folder has
+one shape: each PNG the same size and channels (read from its header), each .npy the same
+shape. Reported by `check-train` at the `load_dataset`, naming the first file that differs
+from the first file of the field.
+""",
+            """\
+error[TL0716]: `image/0003.png` is [3, 16, 16], but `image/0000.png` is [1, 8, 8]: a field's samples share one shape
+  --> folder_shapes.tl:11:13
+   |
+11 | let pairs = load_dataset("pairs/")
+   |             ^^^^^^^^^^^^^^^^^^^^^^
+   |
+   = help: resize or convert the files so that every sample of the field has one shape
+""",
+        ),
+        Code(
+            'TL0717',
+            'a folder of pairs holds a file or folder its loader cannot read',
+            """\
+A field's files share one extension the loader reads: `.png` (8-bit grey, grey and alpha, RGB
+or RGBA, not interlaced), `.txt` (UTF-8 text, as token ids), `.cls` (one integer class),
+`.npy`. A field folder named as no identifier, a PNG of another kind (16-bit, a palette,
+interlaced), a .cls that is not an integer, text that is not UTF-8, or a folder with no
+field folders, is an error at the `load_dataset`.
+""",
+            """\
+error[TL0717]: `pairs/image/0002.png` is a 16-bit PNG of colour type 0: the loader reads 8-bit grey, grey and alpha, RGB or RGBA PNGs, not interlaced
+  --> folder_png_kind.tl:11:13
+   |
+11 | let pairs = load_dataset("pairs/")
+   |             ^^^^^^^^^^^^^^^^^^^^^^
+   |
+   = help: save it as an 8-bit PNG without interlacing (Pillow: `image.convert("RGB")`)
+""",
+        ),
+        Code(
+            'TL0718',
+            'a folder of pairs that is not there, its fields unnamed',
+            """\
+A program's fields are the folder's field folders, read at check time. Where the folder is
+not there (it lives on the training machine), `fields=[...]` names them, and their shapes
+wait for run time (warning TL0708); without it nothing says what the batches hold.
+""",
+            """\
+error[TL0718]: `elsewhere/` is not there at check time, and nothing says which fields it holds
+  --> folder_absent.tl:11:13
+   |
+11 | let pairs = load_dataset("elsewhere/")
+   |             ^^^^^^^^^^^^^^^^^^^^^^^^^^
+   |
+   = help: name its field folders: `load_dataset("elsewhere/", fields=["image", "label"])`
 """,
         ),
     )),

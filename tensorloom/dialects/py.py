@@ -61,6 +61,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     StringAttr,
     SymbolNameConstraint,
+    UnitAttr,
 )
 from xdsl.ir import (
     Attribute,
@@ -780,16 +781,18 @@ class ForOp(LazyFormatOp):
     """`%r = py.for %iterable iter_args(%x0) { ^bb0(%item, %x): ... py.yield %y }`.
 
     `for item in iterable:`. The entry block's first `targets` arguments are the
-    loop variables (several unpack: `for name, tensor in pairs:`), named after
-    their name hints; the rest are the values the loop carries (one Python name
-    each), given back by the body's `py.yield` and then the op's results. A loop
-    that carries nothing needs no `py.yield`.
+    loop variables (several unpack: `for name, tensor in pairs:`; one with `unpack`
+    unpacks a 1-tuple: `for (image,) in batches:`), named after their name hints; the
+    rest are the values the loop carries (one Python name each), given back by the
+    body's `py.yield` and then the op's results. A loop that carries nothing needs no
+    `py.yield`.
     """
 
     name = "py.for"
     iterable = operand_def(ObjectType)
     inits = var_operand_def(ObjectType)
     targets = prop_def(IntegerAttr, default_value=IntegerAttr(1, 64))
+    unpack = opt_prop_def(UnitAttr)
     res = var_result_def(ObjectType)
     body = region_def("single_block")
     traits = traits_def(NoTerminator())
@@ -804,9 +807,12 @@ class ForOp(LazyFormatOp):
         body: Region | Sequence[Operation] = (),
         inits: Sequence[SSAValue] = (),
         targets: int = 1,
+        unpack: bool = False,
     ) -> None:
         region = body if isinstance(body, Region) else single_block(body, targets + len(inits))
-        props = {} if targets == 1 else {"targets": IntegerAttr(targets, 64)}
+        props: dict[str, Attribute] = {} if targets == 1 else {"targets": IntegerAttr(targets, 64)}
+        if unpack:
+            props["unpack"] = UnitAttr()
         super().__init__(
             operands=[iterable, inits],
             result_types=[[OBJECT] * len(inits)],
@@ -822,6 +828,8 @@ class ForOp(LazyFormatOp):
         count = self.target_count
         if count < 1:
             raise VerifyException("py.for binds at least one loop variable")
+        if self.unpack is not None and count != 1:
+            raise VerifyException("py.for: `unpack` is for one loop variable (a 1-tuple)")
         if len(self.body.block.args) != count + len(self.inits):
             raise VerifyException(
                 f"py.for: {count} loop variables and {len(self.inits)} carried values, but "

@@ -159,6 +159,10 @@ class LoopOp(LazyFormatOp):
     """Over data of named fields: the fields each batch carries, in the data's order, those
     the block's objectives (and metric functions) name (written by shape-inference; the
     lowering loads and passes them by name). Absent: batches of (x, y)."""
+    loss_target = opt_prop_def(StringAttr)
+    """A `loss` block over named fields: the field its loss compares the output with
+    (`target = label`; written by shape-inference with `batch_fields`, which hold it and the
+    forward's inputs). Absent: the loss takes `y`, or the block runs objectives."""
     body = region_def("single_block")
 
     traits = traits_def(NoTerminator())
@@ -178,6 +182,8 @@ class LoopOp(LazyFormatOp):
                 raise VerifyException("`batch_fields` lists one or more fields, each once")
             if not all(n.isidentifier() for n in names):
                 raise VerifyException("`batch_fields` are identifiers: an objective's parameters")
+        if self.loss_target is not None and self.loss_target.data not in self.field_names():
+            raise VerifyException("`loss_target` is one of the `batch_fields`")
 
     def __init__(self, model: str, data: str, body: Region | None = None):
         super().__init__(

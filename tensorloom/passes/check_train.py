@@ -17,7 +17,7 @@ right before `CrossEntropy`, which applies its own, `fp16`, which needs CUDA, an
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp
@@ -26,7 +26,10 @@ from xdsl.ir import Attribute, Operation, TypeAttribute
 from tensorloom.catalogue.args import INT64_MAX, Arg, past_int64
 from tensorloom.catalogue.data_files import DatasetProblem
 from tensorloom.catalogue.datasets import (
+    CLASSIFICATION,
     ORDERED_SOURCES,
+    REGRESSION,
+    SEQUENCE,
     UNKNOWN_TASK,
     DatasetError,
     DatasetInfo,
@@ -54,7 +57,13 @@ from tensorloom.dialects.nml import (
     TensorType,
 )
 from tensorloom.dialects.nml.types import PREFIX, CallAttr
-from tensorloom.passes.support.batch_fields import field_listing, is_xy
+from tensorloom.passes.support.batch_fields import (
+    LossFields,
+    block_loss_fields,
+    field_listing,
+    is_xy,
+    named_parameter_span,
+)
 from tensorloom.passes.support.dataset_files import dataset_check
 from tensorloom.passes.support.loss_functions import (
     BatchTypes,
@@ -389,6 +398,9 @@ _KIND_CHECKS: dict[str, Check] = {
     "samples": lambda key, value: (
         None if as_call(value) is not None else _wrong_type(key, "the name of a `fn`", value)
     ),
+    "target": lambda key, value: (
+        None if as_call(value) is not None else _wrong_type(key, "the name of a field", value)
+    ),
 }
 
 
@@ -430,6 +442,7 @@ class LoopChecker:
 
     module: ModuleOp
     loop: train.LoopOp
+    by_field: LossFields | None = None  # a `loss` block over named fields: its binding
 
     def check(self) -> None:
         seen: dict[str, Span] = {}
@@ -448,7 +461,8 @@ class LoopChecker:
             self._precision()
             return
         instance = self._instance()
-        if instance is not None and not self._inputs_fit(instance):
+        fits = info is None or self.by_field is not None
+        if instance is not None and not fits and not self._inputs_fit(instance):
             return
         self._loss(info, instance)
         self._metrics(info, instance)
@@ -582,13 +596,42 @@ class LoopChecker:
             return None
         if op.source is None:
             _synthetic_warning(op)
+        by_field = block_loss_fields(self.module, self.loop, checked.info)
+        if by_field is not None:
+            self.by_field = by_field
+            return self._fields_loss(checked.info, by_field)
+        if self.loop.runs_objectives():
+            _no_target(self.loop, "a block of objectives")
+        elif checked.info.fields is None:
+            _no_target(self.loop, f"`{checked.info.name}`, which yields samples and targets,")
         if not self.loop.runs_objectives() and checked.layout is not None:
             _dataset_error(op, checked.layout)
             return None
         if not self.loop.runs_objectives() and not is_xy(checked.info):
-            _named_fields_to_a_loss(op, checked.info)
-            return None
+            return None  # a model without a forward: reported where it is declared
         return checked.info
+
+    def _fields_loss(self, info: DatasetInfo, by_field: LossFields) -> DatasetInfo | None:
+        """A `loss` block over named fields: each forward parameter a field (TL0441), the
+        target a field (TL0470); the data as the loss checks see it, the forward's first
+        field as the samples and the target as the targets."""
+        if by_field.unknown is not None:
+            _forward_field_unknown(self.module, self.loop, info, by_field)
+            return None
+        if not by_field.target_known:
+            _target_unknown(self.loop, info, by_field.target)
+            return None
+        first = info.field_named(by_field.inputs[0]) if by_field.inputs else None
+        target = info.field_named(by_field.target)
+        assert target is not None, "target_known: the target is a field"
+        labels = target.dtype == "i64"
+        task = (SEQUENCE if target.shape else CLASSIFICATION) if labels else REGRESSION
+        return replace(
+            info, sample_shape=first.shape if first is not None else None,
+            dtype=first.dtype if first is not None else "f32", num_classes=None,
+            target_shape=target.shape, target_dtype=target.dtype,
+            task=task if target.shape is not None else UNKNOWN_TASK,
+        )  # fmt: skip
 
     # --- loss -------------------------------------------------------------------------
 
@@ -1371,19 +1414,69 @@ def _synthetic_warning(op: train.DatasetOp) -> None:
     report(Diagnostic.warning("TL0707", message, Label(span), notes=[note], help=help_text))
 
 
-def _named_fields_to_a_loss(op: train.DatasetOp, info: DatasetInfo) -> None:
-    """TL0441: a `loss` block feeds the model `x` and the loss `y`; this data has neither."""
-    fields = field_listing(info)
+def _forward_field_unknown(
+    module: ModuleOp, loop: train.LoopOp, info: DatasetInfo, by_field: LossFields
+) -> None:
+    """TL0441: a `loss` block over named fields feeds each forward parameter the field it
+    names; this one names none."""
+    assert by_field.unknown is not None
+    name = by_field.inputs[by_field.unknown]
+    instance = lookup_symbol(module, loop.model, InstanceOp)
+    model_name = instance.model.root_reference.data if instance is not None else "model"
+    model = models_of(module).get(model_name)
+    forward = forward_of(model) if model is not None else None
+    span = span_at(forward) if forward is not None else span_at(loop)
+    span = named_parameter_span(span, name)
     message = (
-        f"`{info.name}` yields the fields {fields}, not samples and targets: a `loss` block "
-        "feeds the model `x` and the loss `y`"
+        f"`{name}` is not a field of `{info.name}`: a `loss` block feeds `{model_name}`'s "
+        "forward the fields its parameters name"
     )
-    first = [f.name for f in info.fields or ()][:2]
+    names = [f.name for f in info.fields or ()]
+    guess = did_you_mean(name, names)
     help_text = (
-        f"train on the fields by name: `objective = f` with "
-        f"`fn f(net, {', '.join(first)}) -> Tensor`"
+        f"did you mean `{guess}`?"
+        if guess
+        else f"name the forward's parameters after the fields: {field_listing(info)}"
     )
-    report(Diagnostic.error("TL0441", message, Label(span_at(op)), help=help_text))
+    data_span = span_of(loop.data_loc) if loop.data_loc is not None else None
+    secondary = [Label(data_span, "the fields come from here")] if data_span is not None else []
+    report(Diagnostic.error("TL0441", message, Label(span), secondary=secondary, help=help_text))
+
+
+def _target_unknown(loop: train.LoopOp, info: DatasetInfo, target: str) -> None:
+    """TL0470: the loss's target is not a field (`target = NAME`, or no `label` or `y`)."""
+    names = [f.name for f in info.fields or ()]
+    op = loop.settings().get("target")
+    if op is not None:
+        span = (span_of(op.value_loc) if op.value_loc is not None else None) or span_at(op)
+        message = (
+            f"`{target}` is not a field of `{info.name}`: `target` names the field the loss "
+            "compares the output with"
+        )
+        guess = did_you_mean(target, names)
+        help_text = f"did you mean `{guess}`?" if guess else f"name one of {field_listing(info)}"
+    else:
+        span = (span_of(loop.data_loc) if loop.data_loc is not None else None) or span_at(loop)
+        message = (
+            f"`{info.name}` has no field `label` or `y` for the loss: it yields "
+            f"{field_listing(info)}"
+        )
+        help_text = "name the field the loss compares the output with: `target = FIELD`"
+    report(Diagnostic.error("TL0470", message, Label(span), help=help_text))
+
+
+def _no_target(loop: train.LoopOp, what: str) -> None:
+    """TL0471: `target` picks the loss's field of data of named fields, and only there."""
+    op = loop.settings().get("target")
+    if op is None:
+        return
+    message = f"`target` picks a field for the loss, and {what} has none to pick"
+    help_text = (
+        "remove `target`: each objective receives its fields by name"
+        if "objectives" in what
+        else "remove `target`: the loss takes the data's targets"
+    )
+    report(Diagnostic.error("TL0471", message, Label(span_at(op)), help=help_text))
 
 
 def _dataset_error(op: train.DatasetOp, error: DatasetError | DatasetProblem) -> None:

@@ -180,14 +180,23 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
         optimizer_location=_location(config.loc("optimizer")),
         groups=tuple((name, op.value) for name, op in loop.groups().items()),
         instance=loop.model.root_reference.data,
-        label_classes=_model_classes(module, loop),
+        label_classes=_model_classes(module, loop) if loop.loss_target is None else None,
         fsdp_blocks=tuple(b.data for b in shard.blocks)
         if isinstance(shard, train.FsdpShardOp) else None,
         model_overrides=tuple(instance.overrides.data.items()),
         pretrained=_pretrained(module, instance),
         batch_fields=tuple(loop.field_names()),
         function_params=tuple(_function_params(module).items()),
+        loss_field=loop.loss_target.data if loop.loss_target is not None else None,
+        model_fields=_forward_params(module, instance) if loop.loss_target is not None else (),
     )  # fmt: skip
+
+
+def _forward_params(module: ModuleOp, instance: nml.InstanceOp) -> tuple[str, ...]:
+    """The parameters of the model's forward, `self` left out: over named fields, the
+    fields it takes."""
+    method = _forward_def(module, instance)
+    return tuple(n.data for n in method.arg_names.data[1:]) if method is not None else ()
 
 
 def _carry_start(op: train.CarryOp) -> str | tuple[str, ...] | None:
@@ -202,13 +211,19 @@ def _carry_start(op: train.CarryOp) -> str | tuple[str, ...] | None:
 def _forward_inputs(module: ModuleOp, instance: nml.InstanceOp) -> int:
     """The inputs of the model's forward: its class's `forward` (convert-nml-to-torch made
     it), `self` left out."""
+    method = _forward_def(module, instance)
+    return len(method.arg_names) - 1 if method is not None else 1
+
+
+def _forward_def(module: ModuleOp, instance: nml.InstanceOp) -> py.DefOp | None:
+    """The `forward` of the model's class in the script."""
     name = instance.model.root_reference.data
     for op in script_of(module).body.block.ops:
         if isinstance(op, t.ModuleClassOp) and op.sym_name.data == name:
             for method in op.regions[0].block.ops:
                 if isinstance(method, py.DefOp) and method.sym_name.data == "forward":
-                    return len(method.arg_names) - 1
-    return 1
+                    return method
+    return None
 
 
 def _pretrained(

@@ -167,6 +167,7 @@ class Instantiation:
     inputs: list[Attribute] | None = None
     data_span: Span | None = None
     loop: train.LoopOp | None = None  # the train loop whose data gave `inputs`
+    fields: tuple[str, ...] = ()  # a `loss` block over named fields: the field of each input
 
 
 # --- one instantiation ----------------------------------------------------------------------
@@ -1330,12 +1331,29 @@ def instance_of(
         return None
     env = instance_env(op, model)  # the configuration `instantiate` folded
     found = Instantiation(op.sym_name.data, model, env, loop=loop)
+    from tensorloom.passes.support.batch_fields import block_loss_fields  # it imports this
+
     info = _dataset_inputs(loop, module) if loop is not None else None
+    by_field = block_loss_fields(module, loop, info) if loop is not None else None
+    if by_field is not None and info is not None:  # each parameter its field, by name
+        found.inputs = [_field_input(info, name) for name in by_field.inputs]
+        found.fields = by_field.inputs
+        found.data_span = span_of(loop)
+        return found
     data_input = dataset_input(info) if info is not None else None
     if data_input is not None and loop is not None:
         found.inputs = [data_input]
         found.data_span = span_of(loop)
     return found
+
+
+def _field_input(info: DatasetInfo, name: str) -> Attribute:
+    """A field's batch, `[B, *shape]`; unranked where the field or its shape is unknown."""
+    found = info.field_named(name)
+    if found is None or found.shape is None:
+        return TensorType.unranked()
+    element = i64 if found.dtype == "i64" else TensorType.unranked().element_type
+    return TensorType.from_dims((BATCH, *found.shape), element)
 
 
 def input_types(inst: Instantiation, func: FuncOp, inference: Inference) -> list[Attribute]:
@@ -1349,15 +1367,34 @@ def input_types(inst: Instantiation, func: FuncOp, inference: Inference) -> list
             inference.unifier.distinct.update(d for d in attr.suffix if isinstance(d, str))
     if inst.inputs is None or not declared:
         return declared
-    given = inst.inputs[0]
-    first = declared[0]
-    if isinstance(first, TensorType) and first.dims is not None and isinstance(given, TensorType):
-        merged = inference.unifier.unify_shapes(first.dims, given.dims)
-        if isinstance(merged, ShapeMismatch):
-            _report_input(inst, func, first, given, merged)
+    merged_inputs = []
+    for index, (given, first) in enumerate(zip(inst.inputs, declared, strict=False)):
+        merged = _merged_input(inst, func, inference, index, given, first)
+        if merged is None:
             return declared
-        given = first.with_dims(merged)
-    return [given, *declared[1:]]
+        merged_inputs.append(merged)
+    return [*merged_inputs, *declared[len(merged_inputs) :]]
+
+
+def _merged_input(
+    inst: Instantiation,
+    func: FuncOp,
+    inference: Inference,
+    index: int,
+    given: Attribute,
+    declared: Attribute,
+) -> Attribute | None:
+    """The data's batch for input `index` merged into its annotation; None: they disagree
+    (reported)."""
+    if not isinstance(declared, TensorType) or declared.dims is None:
+        return given
+    if not isinstance(given, TensorType) or given.dims is None:
+        return declared
+    merged = inference.unifier.unify_shapes(declared.dims, given.dims)
+    if isinstance(merged, ShapeMismatch):
+        _report_input(inst, func, declared, given, index)
+        return None
+    return declared.with_dims(merged)
 
 
 def with_config_dims(attr: Attribute, env: Env) -> Attribute:
@@ -1439,12 +1476,13 @@ def report_config_sizes(
 
 
 def _report_input(
-    inst: Instantiation, func: FuncOp, declared: TensorType, given: TensorType, m: ShapeMismatch
+    inst: Instantiation, func: FuncOp, declared: TensorType, given: TensorType, index: int
 ) -> None:
     span = inst.data_span or span_at(func)
     model = inst.model.sym_name.data
+    source = f"the field `{inst.fields[index]}`" if index < len(inst.fields) else "the data"
     message = (
-        f"the data gives `{model}` inputs of shape {format_shape(given.dims)}, "
+        f"{source} gives `{model}` inputs of shape {format_shape(given.dims)}, "
         f"but its `forward` expects {format_shape(declared.dims)}"
     )
     secondary = [Label(s, "the input is annotated here") for s in [span_of(func)] if s]
@@ -1524,6 +1562,8 @@ def _record_loop(
     """What the train passes need of the loop's model, as attributes on the loop."""
     if loop.runs_objectives():
         _record_fields(module, loop)
+    else:
+        _record_loss_fields(module, loop)
     instance = lookup_symbol(module, loop.model, InstanceOp)
     if instance is None:
         return
@@ -1547,6 +1587,19 @@ def _record_fields(module: ModuleOp, loop: train.LoopOp) -> None:
     fields = loop_fields(module, loop, _dataset_inputs(loop, module))
     if fields:
         loop.batch_fields = ArrayAttr([StringAttr(f) for f in fields])
+
+
+def _record_loss_fields(module: ModuleOp, loop: train.LoopOp) -> None:
+    """A `loss` block over named fields: `batch_fields` (the forward's and the target) and
+    `loss_target`; nothing where a field is unknown (check-train reports it)."""
+    from tensorloom.passes.support.batch_fields import block_loss_fields  # it imports this
+
+    info = _dataset_inputs(loop, module)
+    fields = block_loss_fields(module, loop, info)
+    if fields is None or info is None or fields.unknown is not None or not fields.target_known:
+        return
+    loop.batch_fields = ArrayAttr([StringAttr(f) for f in fields.batch(info)])
+    loop.loss_target = StringAttr(fields.target)
 
 
 def _synthetic(data: train.DatasetOp) -> bool:

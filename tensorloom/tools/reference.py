@@ -202,6 +202,9 @@ def datasets() -> list[str]:
         [f'`"{name}"`', ", ".join(f"`{o}`" for o in accepted_options(name)) or "none"]
         for name in DATASET_NAMES
     ]
+    files = (('`"train.npz"` (a .npz, .pt or .csv file)', "data.npz"),
+             ('`"pairs/"` (a folder of pairs: one folder per field)', "pairs/"))  # fmt: skip
+    rows += [[what, ", ".join(f"`{o}`" for o in accepted_options(name))] for what, name in files]
     return ["## Datasets", "", *_table(["`load_dataset(...)`", "options"], rows), ""]
 
 

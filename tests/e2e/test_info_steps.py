@@ -125,3 +125,73 @@ def test_frozen_teacher_has_weights_but_no_gradients_state_or_activations(
     assert program["steps"] == [
         {"step": "distil", "calls": ["S"], "activations": program["activations"]}
     ]
+
+
+PHASED = """
+model Teacher:
+    layer fc1 = Linear(64, 128)
+    layer fc2 = Linear(128, 10)
+    fn forward(self, x: Tensor[B, 64]) -> Tensor:
+        return x |> self.fc1 |> relu |> self.fc2
+
+model Student:
+    layer fc1 = Linear(64, 16)
+    layer fc2 = Linear(16, 10)
+    fn forward(self, x: Tensor[B, 64]) -> Tensor:
+        return x |> self.fc1 |> relu |> self.fc2
+
+fn teach(T, S, x, y) -> Tensor:
+    return cross_entropy(T(x), y)
+
+fn distil(T, S, x, y) -> Tensor:
+    let soft = softmax(detach(T(x)), dim=-1)
+    return kl_div(log_softmax(S(x), dim=-1), soft, reduction="batchmean")
+
+let T = Teacher()
+let S = Student()
+let data = load_dataset("digits", flatten=true)
+
+train (T, S) on data:
+    epochs = 2
+    batch_size = 32
+    step teach with Adam(T, lr=1e-3) until epoch 1
+    step distil with Adam(S, lr=1e-3) from epoch 2
+"""
+
+
+def test_distill_budget_is_its_largest_phase_not_both_steps_at_once() -> None:
+    (program,) = info_json(ROOT / "examples" / "distill.tl", InfoRequest())["programs"]
+    phases = [(p["epochs"], p["steps"]) for p in program["phases"]]
+    assert phases == [([1, 15], ["teach"]), ([16, 40], ["distil"])]
+    teach, distil = program["phases"]
+    # the teacher's phase holds only the teacher's gradients and Adam state, the student's
+    # only the student's: never both, as a budget of every step at once would count
+    assert program["gradients"] == teach["gradients"] == 301_066 * 4
+    assert program["optimizer_state"] == teach["optimizer_state"] == 2 * 301_066 * 4
+    assert distil["gradients"] == 610 * 4
+    assert distil["optimizer_state"] == 2 * 610 * 4
+    assert program["peak"] == max(teach["peak"], distil["peak"]) == teach["peak"]
+    assert program["peak_phase"] == ["teach"]
+
+
+def test_each_phase_budget_is_what_the_script_holds_in_its_epochs(tmp_path: Path) -> None:
+    source = tmp_path / "phased_info.tl"
+    source.write_text(PHASED, encoding="utf-8")
+    (program,) = info_json(source, InfoRequest())["programs"]
+    first, second = program["phases"]
+    assert (first["epochs"], second["epochs"]) == ([1, 1], [2, 2])
+    trainer = _one_batch(tmp_path, PHASED, "phased_info_run")  # epoch 0: `teach`
+    m = sys.modules["phased_info_run"]
+    teach, distil = trainer.optimizers["teach"], trainer.optimizers["distil"]
+    assert first["optimizer_state"] == _held(teach) and _held(distil) == 0
+    assert first["gradients"] == _bytes(trainer.T, True) + _bytes(trainer.S, True)
+    assert _bytes(trainer.S, True) == 0
+    # epoch 1: the loop frees the ended step's gradients and state, then `distil` runs
+    trainer.epoch = 1
+    m.release_ended(trainer.optimizers, m.EPOCHS_OF, 1)
+    xb, yb = next(iter(trainer.train_loader))
+    m.train_step(trainer, xb, yb)
+    assert _held(teach) == 0 and _bytes(trainer.T, True) == 0
+    assert second["optimizer_state"] == _held(distil)
+    assert second["gradients"] == _bytes(trainer.S, True)
+    assert program["peak"] == max(first["peak"], second["peak"])

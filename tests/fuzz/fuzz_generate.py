@@ -150,6 +150,12 @@ def _write_data_files(work: Path) -> None:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     module.main(work)
+    folders = ROOT / "tests" / "lit" / "check" / "fields" / "make_folders.py"
+    spec = importlib.util.spec_from_file_location("tl_fuzz_make_folders", folders)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.main(work)
     weights = ROOT / "tests" / "lit" / "check" / "weights" / "Inputs" / "make_weights.py"
     spec = importlib.util.spec_from_file_location("tl_fuzz_make_weights", weights)
     assert spec is not None and spec.loader is not None
@@ -173,7 +179,8 @@ def generate(r: random.Random) -> str:
     """A whole .tl program: half of them careful (meant to pass the check), half sloppy;
     a third of each uses the structured forms (layer lists, loops, branches, tuples,
     `Parameter`, typed layer tensors, dims as values, a loss fn)."""
-    train_forms = ((0.15, _objectives), (0.08, _paired), (0.08, _param_groups), (0.08, _carried))
+    train_forms = ((0.15, _objectives), (0.08, _paired), (0.06, _paired_loss),
+                   (0.08, _param_groups), (0.08, _carried))  # fmt: skip
     for chance, form in train_forms:
         if r.random() < chance:
             return form(r, careful=r.random() < 0.5)
@@ -462,6 +469,40 @@ def _paired(r: random.Random, careful: bool) -> str:
         if len(functions) > 1 or (not careful and r.random() < 0.3):
             metric = functions[-1] if careful else r.choice([functions[-1], "accuracy"])
             lines.append(f"    metrics = [{metric}]")
+    return "\n".join(lines) + "\n"
+
+
+# ... and the folders of pairs tests/lit/check/fields' make_folders.py writes (pairs/: image
+# [1, 8, 8] PNGs, text/ captions, label/ classes; the others broken, elsewhere/ absent).
+LOSS_FIELD_DATA = ['"digits-captions"', '"pairs/"', '"pairs/", text="words", length=5']
+SLOPPY_LOSS_FIELD_DATA = ['"digits-captions", flatten=true', '"pairs.npz"', '"digits"',
+                          '"xyw.npz"', '"partner/"', '"shapes/"', '"pngkind/"', '"mixed/"',
+                          '"badcls/"', '"elsewhere/"', '"pairs/", text="chars"',
+                          '"pairs/", fields=["image", "caption"]', '"pairs"']  # fmt: skip
+
+
+def _paired_loss(r: random.Random, careful: bool) -> str:
+    """A `loss` block over named fields: the forward takes `image` and `text` by name, the
+    loss `label` (`target = label`, or by default); sloppy ones misspell a parameter or the
+    target, annotate the wrong shape, pick a float loss for labels, or set `target` where
+    there is nothing to pick."""
+    image = "Tensor[B, 1, 8, 8]" if careful or r.random() < 0.7 else "Tensor[B, 64]"
+    text = "text" if careful or r.random() < 0.8 else r.choice(["txt", "label", "x"])
+    lines = ["model Pair:", "    layer img = Linear(64, 16)",
+             "    layer words = Embedding(256, 16)", "    layer head = Linear(16, 10)",
+             f"    fn forward(self, image: {image}, {text}: Tensor[B, T]) -> Tensor[B, 10]:",
+             f"        let h = relu(self.img(image.flatten(1))) + mean(self.words({text}), dim=1)",
+             "        return self.head(h)", ""]  # fmt: skip
+    data = r.choice(LOSS_FIELD_DATA if careful else LOSS_FIELD_DATA + SLOPPY_LOSS_FIELD_DATA)
+    lines += ["let net = Pair()", f"let pairs = load_dataset({data})", "train net on pairs:",
+              "    epochs = 1", "    batch_size = 16", "    optimizer = Adam(lr=0.01)"]  # fmt: skip
+    loss = "CrossEntropy" if careful or r.random() < 0.7 else r.choice(["MSE", "nope"])
+    lines.append(f"    loss = {loss}")
+    if r.random() < 0.6:
+        target = "label" if careful or r.random() < 0.7 else r.choice(["lable", "image", "y"])
+        lines.append(f"    target = {target}")
+    if r.random() < 0.4:
+        lines.append(f"    metrics = [{r.choice(['accuracy', 'top_k(3)'])}]")
     return "\n".join(lines) + "\n"
 
 

@@ -4,10 +4,10 @@
     pasted.imports   # [("torch", "", ""), ...]: what the pasted code imports
     pasted.text      # `load_digits`, `DeviceLoader` and what they reach, nothing else
 
-Each module (`data`, `tokens`, `loader`, `checkpoint`, `pretrained`, `metrics`, `distributed`,
-`amp`, `compiling`, `activations`, `graphs`, `attention`, `sourcemap`, `recipe`, `serve`,
-`trainer`, `sharded`, `steps`, `sharded_steps`, `samples`) imports the standard library and
-torch at its top, and no two define the same top-level name. A module may import another
+Each module (`data`, `tokens`, `folders`, `loader`, `checkpoint`, `pretrained`, `metrics`,
+`distributed`, `amp`, `compiling`, `activations`, `graphs`, `attention`, `sourcemap`, `recipe`,
+`serve`, `trainer`, `sharded`, `steps`, `sharded_steps`, `samples`) imports the standard library
+and torch at its top, and no two define the same top-level name. A module may import another
 runtime module's names (`trainer` builds on `checkpoint` and `recipe`): a pasted script holds
 those definitions themselves, so `paste` drops such imports. `paste` is the one way a script
 gets runtime code: a function-level dependency analysis (`ast`) finds each top-level definition's
@@ -29,7 +29,8 @@ from pathlib import Path
 RUNTIME_DIR = Path(__file__).resolve().parent
 # The order definitions appear in a script.
 MODULES = (
-    "distributed", "amp", "compiling", "activations", "data", "tokens", "loader", "checkpoint",
+    "distributed", "amp", "compiling", "activations", "data", "tokens", "folders", "loader",
+    "checkpoint",
     "pretrained", "metrics", "graphs", "attention", "sourcemap", "recipe", "serve", "trainer",
     "sharded", "steps", "sharded_steps", "samples",
 )  # fmt: skip

@@ -230,6 +230,11 @@ def split_train_val(
     return _split(pair, val_fraction, seed)
 
 
+def split_fields(tensors: Tensors, val_fraction: float, seed: int) -> tuple[Tensors, Tensors]:
+    """`split_train_val` of any number of tensors, one row per sample each."""
+    return _split(tensors, val_fraction, seed)
+
+
 def _split(tensors: Any, val_fraction: float, seed: int) -> tuple[Any, Any]:
     """The same seeded rows of every tensor held out: (train, val), each a tuple like `tensors`."""
     n = len(tensors[0])

@@ -16,6 +16,7 @@ TL0440. `tensor_type` is a field's batched type, `[B, *shape]`.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,9 +24,15 @@ from xdsl.dialects.builtin import ModuleOp
 
 from tensorloom.catalogue.datasets import DatasetInfo
 from tensorloom.dialects import train
-from tensorloom.dialects.nml import FuncOp
+from tensorloom.dialects.nml import FuncOp, InstanceOp
 from tensorloom.passes.support.loss_functions import MetricProblem, metrics_of
-from tensorloom.passes.support.model_env import CallValue, evaluate
+from tensorloom.passes.support.model_env import (
+    CallValue,
+    evaluate,
+    forward_of,
+    lookup_symbol,
+    models_of,
+)
 from tensorloom.source import Span
 
 XY = ("x", "y")
@@ -59,11 +66,83 @@ def is_xy(info: DatasetInfo | None) -> bool:
     return info is None or info.fields is None or {"x", "y"} <= {f.name for f in info.fields}
 
 
+@dataclass(frozen=True, slots=True)
+class LossFields:
+    """A `loss` block over named fields: the fields its model's forward takes (its
+    parameters' names), and the one its loss compares the output with.
+
+        train net on pairs:           fn forward(self, image, text)  ->  inputs ("image", "text")
+            loss = CrossEntropy
+            target = label            (the default: `label`, else `y`)  ->  target "label"
+    """
+
+    inputs: tuple[str, ...]
+    target: str
+    unknown: int | None = None  # the index of a forward parameter that is no field
+    target_known: bool = True  # False: `target` (or its default) names no field
+
+    def batch(self, info: DatasetInfo) -> list[str]:
+        """The fields each batch carries, in the data's order."""
+        taken = {*self.inputs, self.target}
+        return [f.name for f in info.fields or () if f.name in taken]
+
+
+DEFAULT_TARGETS = ("label", "y")
+
+
+def loss_fields(
+    info: DatasetInfo | None, params: list[str], target: str | None
+) -> LossFields | None:
+    """How a `loss` block's batches reach its model and loss: by field, or None for (x, y)
+    (the samples into a forward of one input, the targets into the loss). Data of named
+    fields without `x` and `y`, a `target = FIELD` key, or a forward whose two or more
+    parameters all name fields, go by field."""
+    if info is None or info.fields is None:
+        return None
+    names = [f.name for f in info.fields]
+    by_name = len(params) > 1 and all(p in names for p in params)
+    if is_xy(info) and target is None and not by_name:
+        return None
+    chosen = target or next((t for t in DEFAULT_TARGETS if t in names), DEFAULT_TARGETS[0])
+    unknown = next((i for i, p in enumerate(params) if p not in names), None)
+    return LossFields(tuple(params), chosen, unknown, chosen in names)
+
+
+def target_key(loop: train.LoopOp) -> str | None:
+    """`target = label`: the field the block names, or None where it names none."""
+    attr = loop.setting("target")
+    value = evaluate(attr, {}) if attr is not None else None
+    if isinstance(value, CallValue) and not value.args and not value.kwargs:
+        value = value.name
+    return value if isinstance(value, str) else None
+
+
+def forward_params(module: ModuleOp, loop: train.LoopOp) -> list[str] | None:
+    """The parameters of the forward of the block's model, `self` left out."""
+    instance = lookup_symbol(module, loop.model, InstanceOp)
+    model = models_of(module).get(instance.model.root_reference.data) if instance else None
+    forward = forward_of(model) if model is not None else None
+    return [a.data for a in forward.arg_names.data] if forward is not None else None
+
+
+def block_loss_fields(
+    module: ModuleOp, loop: train.LoopOp, info: DatasetInfo | None
+) -> LossFields | None:
+    """`loss_fields` of a one-model `loss` block (None for a block of objectives)."""
+    params = forward_params(module, loop)
+    if loop.runs_objectives() or params is None:
+        return None
+    return loss_fields(info, params, target_key(loop))
+
+
 def loop_fields(module: ModuleOp, loop: train.LoopOp, info: DatasetInfo | None) -> list[str]:
     """The fields a block's batches carry, in the data's order: those its objectives and
-    metric functions name; [] for (x, y) batches."""
+    metric functions name, or its forward and its loss; [] for (x, y) batches."""
     if info is None or info.fields is None:
         return []
+    if not loop.runs_objectives():
+        fields = block_loss_fields(module, loop, info)
+        return fields.batch(info) if fields is not None else []
     models = len(loop.model_names())
     bindings = [bind_fields(f.names[models:], info) for f in loop_functions(module, loop)]
     if not any(b.by_name and b.unknown is None for b in bindings):
@@ -111,6 +190,20 @@ def parameter_span(func_span: Span, name: str, index: int) -> Span:
     col = start + 1 + sum(len(p) + 1 for p in params[:index])
     col += len(params[index]) - len(params[index].lstrip())
     return Span(func_span.file, func_span.line, col + 1, func_span.line, col + 1 + len(name))
+
+
+def named_parameter_span(func_span: Span, name: str) -> Span:
+    """The span of parameter `name` in `fn forward(self, image: Tensor[B, 64], text)`, on
+    the line the function starts; the function's span where the line does not hold it."""
+    line = _line(func_span.file, func_span.line)
+    start = line.find("(", func_span.col - 1) if line is not None else -1
+    if line is None or start < 0:
+        return func_span
+    found = re.search(rf"(?<![\w.]){re.escape(name)}\b", line[start:])
+    if found is None:
+        return func_span
+    col = start + found.start() + 1
+    return Span(func_span.file, func_span.line, col, func_span.line, col + len(name))
 
 
 def _lines(file: str) -> tuple[str, ...] | None:

@@ -15,7 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from tensorloom.catalogue.data_files import DataCheck, check_data
-from tensorloom.catalogue.datasets import DatasetError, lookup_dataset
+from tensorloom.catalogue.datasets import DatasetError, is_folder_source, lookup_dataset
+from tensorloom.catalogue.pair_folders import check_folder
 from tensorloom.diagnostics.ir import span_of
 from tensorloom.dialects import train
 from tensorloom.passes.support.model_env import EvalError, NoValue, evaluate_kwargs, name_help
@@ -31,6 +32,8 @@ def dataset_check(op: train.DatasetOp) -> DataCheck | DatasetError:
         return info
     span = span_of(op)
     base = Path(span.file).parent if span is not None and span.file else None
+    if is_folder_source(info.name):
+        return check_folder(info, base)
     return check_data(info, base)
 
 

@@ -31,7 +31,7 @@ from pathlib import PurePath
 from typing import TypeVar
 
 from xdsl.dialects.builtin import LocationAttr
-from xdsl.ir import Attribute
+from xdsl.ir import Attribute, SSAValue
 
 from tensorloom.catalogue.datasets import (
     ORDERED_SOURCES,
@@ -40,6 +40,7 @@ from tensorloom.catalogue.datasets import (
     is_file_source,
 )
 from tensorloom.catalogue.train_keys import FIELDS
+from tensorloom.dialects import py
 from tensorloom.dialects.train import CUDA_GRAPH_MODES, ConfigOp
 from tensorloom.passes.support.loss_functions import Metric
 from tensorloom.passes.support.py_builder import Value
@@ -108,6 +109,22 @@ class ScriptPlan:
     # the parameters of each `fn` the script calls with a batch; () for batches of (x, y).
     batch_fields: tuple[str, ...] = ()
     function_params: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # A `loss` block over named fields: the field its loss takes (the loop's `loss_target`),
+    # and the fields its forward takes, its parameters' names; None and () for (x, y).
+    loss_field: str | None = None
+    model_fields: tuple[str, ...] = ()
+
+    @property
+    def model_inputs(self) -> tuple[str, ...]:
+        """What the step passes the model: `xb`, or (a `loss` block over fields) its fields."""
+        if self.loss_field is None:
+            return ("xb",)
+        return tuple(field_variable(f) for f in self.model_fields)
+
+    @property
+    def target_name(self) -> str:
+        """What the step passes the loss after the output: `yb`, or the target field."""
+        return "yb" if self.loss_field is None else field_variable(self.loss_field)
 
     def setting(self, name: str, kind: type[T]) -> T:
         """The `train.config` field `name` (the block's value, else its record's default in
@@ -258,7 +275,9 @@ class ScriptPlan:
     @property
     def loss_targets(self) -> tuple[str, ...]:
         """What the step passes `loss_fn` after the output: the targets, or inputs and targets."""
-        return ("xb", "yb") if self.custom_loss in self.takes_inputs else ("yb",)
+        if self.custom_loss in self.takes_inputs:  # `fn l(out, x, y)`: x the first input
+            return (self.model_inputs[0], self.target_name)
+        return (self.target_name,)
 
     @property
     def reports_metrics(self) -> bool:
@@ -269,7 +288,7 @@ class ScriptPlan:
     @property
     def serves(self) -> bool:
         """--predict and --export: they feed the model one input, as the data's samples."""
-        return self.forward_inputs == 1
+        return self.forward_inputs == 1 and self.loss_field is None
 
     @property
     def batch_metrics(self) -> tuple[Metric, ...]:
@@ -363,6 +382,13 @@ def field_variable(field: str) -> str:
     if keyword.iskeyword(field) or field in dir(builtins) or field in _SCRIPT_NAMES:
         return f"{field}_b"
     return field
+
+
+def batch_loop(batches: SSAValue, plan: ScriptPlan) -> py.ForOp:
+    """`for xb, yb in batches:`, a batch's tensors as the loop's variables (`for (image,) in
+    batches:` where a batch holds one field)."""
+    count = len(plan.batch_names)
+    return py.ForOp(batches, targets=count, unpack=count == 1)
 
 
 def data_name(plan: ScriptPlan) -> str:

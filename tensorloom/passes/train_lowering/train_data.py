@@ -22,7 +22,12 @@ from __future__ import annotations
 
 from xdsl.ir import Operation, SSAValue
 
-from tensorloom.catalogue.datasets import PAIRED_SOURCES, SEQUENCE_TASKS, is_file_source
+from tensorloom.catalogue.datasets import (
+    PAIRED_SOURCES,
+    SEQUENCE_TASKS,
+    is_file_source,
+    is_folder_source,
+)
 from tensorloom.dialects import py
 from tensorloom.passes.support.py_builder import PyBuilder
 from tensorloom.passes.train_lowering.plan import ScriptPlan, image_dataset
@@ -45,6 +50,8 @@ def _reader(b: PyBuilder, plan: ScriptPlan) -> SSAValue:
         name, named = "load_digit_captions", False
     elif plan.dataset in SEQUENCE_TASKS:
         name, named = "load_sequence_task", True
+    elif is_folder_source(plan.dataset):
+        name, named = "load_folder_dataset", True
     elif is_file_source(plan.dataset):
         name, named = "load_file_dataset", True
     else:

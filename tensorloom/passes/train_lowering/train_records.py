@@ -20,7 +20,7 @@ from xdsl.ir import Operation, SSAValue
 from tensorloom.dialects import py
 from tensorloom.passes.support.loss_functions import Metric
 from tensorloom.passes.support.py_builder import PyBuilder
-from tensorloom.passes.train_lowering.plan import ScriptPlan
+from tensorloom.passes.train_lowering.plan import ScriptPlan, batch_loop
 from tensorloom.passes.train_lowering.train_step import evaluate_def, reset_carried, under_autocast
 
 DEFINES = (
@@ -236,11 +236,11 @@ def objective_metrics_ops(plan: ScriptPlan) -> list[Operation]:
 def _validation_loop(b: PyBuilder, plan: ScriptPlan) -> None:
     """`for xb, yb in trainer.val_loader:` each batch's loss and metrics, times its size
     (over named fields, `for image, text in ...`)."""
-    loop = py.ForOp(b.path("trainer", "val_loader"), targets=len(plan.batch_names))
+    loop = batch_loop(b.path("trainer", "val_loader"), plan)
     for arg, name in zip(loop.body.block.args, plan.batch_names, strict=True):
         arg.name_hint = name
     batch = list(loop.body.block.args)
-    xb, yb = batch[0], batch[-1]
+    xb = batch[0]  # its length is the batch's
     each, inner = PyBuilder(), PyBuilder()
     if plan.cuda_graphs:
         each.expr(each.call("mark_step_begin", each.name("trainer")))
@@ -278,12 +278,15 @@ def _validation_loop(b: PyBuilder, plan: ScriptPlan) -> None:
         loop.body.block.add_ops(each.ops)
         b.stmt(loop)
         return
-    inner.assign("output", inner.call(inner.name("model"), xb))
-    targets = [xb, yb] if plan.custom_loss in plan.takes_inputs else [yb]
+    named = dict(zip(plan.batch_names, batch, strict=True))
+    inputs = [named[n] for n in plan.model_inputs]
+    yb = named[plan.target_name]
+    inner.assign("output", inner.call(inner.name("model"), *inputs))
+    targets = [named[n] for n in plan.loss_targets]
     loss = inner.method(inner.call("loss_fn", inner.name("output"), *targets), "float")
     _add_to(inner, inner.const(0), inner.binop("*", loss, inner.call("len", xb)))
     rest = inner.add(py.SliceOp(lower=inner.const(2)))  # the target's parts come first
-    metrics = inner.call("batch_metrics", inner.name("output"), xb, yb)
+    metrics = inner.call("batch_metrics", inner.name("output"), inputs[0], yb)
     _add_to(inner, rest, inner.binop("*", metrics, inner.call("len", xb)))
     under_autocast(each, inner, plan)
     _add_to(each, each.const(1), each.call("len", xb))

@@ -29,7 +29,7 @@ from xdsl.ir import Operation, SSAValue
 from tensorloom.catalogue.schedules import PER_EPOCH
 from tensorloom.dialects import py
 from tensorloom.passes.support.py_builder import PyBuilder
-from tensorloom.passes.train_lowering.plan import ScriptPlan
+from tensorloom.passes.train_lowering.plan import ScriptPlan, batch_loop
 
 DEFINES = (
     "_forward_backward", "_optimizer_step", "evaluate", "_evaluate_whole", "train_one_epoch",
@@ -68,7 +68,7 @@ def _loss(b: PyBuilder, plan: ScriptPlan, model: tuple[str, ...]) -> None:
     elif plan.distributed and plan.has("objective"):  # the objective calls the DDP model
         inner.assign("loss", inner.call("loss_fn", module, *batch))
     elif plan.distributed:  # DDP wraps the model: the loss is computed beside it
-        output = inner.call(module, batch[0])
+        output = inner.call(module, *(inner.name(n) for n in plan.model_inputs))
         targets = [inner.name(n) for n in plan.loss_targets]
         inner.assign("loss", inner.call("loss_fn", output, *targets))
     elif plan.carries:  # BatchLoss returns the loss and the values carried to the next batch
@@ -251,14 +251,15 @@ def evaluate_ops(plan: ScriptPlan, name: str = "evaluate") -> list[Operation]:
                            else ["loss sum", "output elements"]))  # fmt: skip
     zeros = body.call("torch.zeros", body.const(len(sums)), device=body.name("device"))
     body.assign("totals", zeros)
-    loop = py.ForOp(body.path("trainer", "val_loader"), targets=2)
-    xb, yb = _loop_vars(loop, "xb", "yb")
+    loop = batch_loop(body.path("trainer", "val_loader"), plan)
+    batch = dict(zip(plan.batch_names, _loop_vars(loop, *plan.batch_names), strict=True))
+    yb = batch[plan.target_name]
     each = PyBuilder()
     if plan.cuda_graphs:
         each.expr(each.call("mark_step_begin", each.name("trainer")))
     inner = PyBuilder()
     output = "logits" if classify else "output"
-    inner.assign(output, inner.call(inner.name("model"), xb))
+    inner.assign(output, inner.call(inner.name("model"), *(batch[n] for n in plan.model_inputs)))
     loss = inner.call("loss_fn", inner.name(output), yb, reduction=inner.const("sum"))
     inner.stmt(py.AugAssignOp("+=", inner.subscript(inner.name("totals"), inner.const(0)), loss))
     under_autocast(each, inner, plan)
@@ -349,7 +350,7 @@ def train_one_epoch_ops(plan: ScriptPlan) -> list[Operation]:
     accum = {"grad_accum": body.name("GRAD_ACCUM")} if plan.setting("grad_accum", int) != 1 else {}
     batches = body.call("epoch_batches", body.name("trainer"), body.name("epoch"),
                         body.name("max_steps"), skip=body.name("batches"), **accum)  # fmt: skip
-    loop = py.ForOp(batches, targets=len(plan.batch_names))
+    loop = batch_loop(batches, plan)
     batch = _loop_vars(loop, *plan.batch_names)
     each = PyBuilder()
     if plan.setting("grad_accum", int) != 1:
@@ -684,14 +685,14 @@ def batch_loss_ops(plan: ScriptPlan) -> list[Operation]:
         carried = [forward.name(c) for c in plan.carries]
         forward.ret(forward.call("loss_fn", module, *(forward.name(n) for n in batch), *carried))
     else:
-        output = forward.call(module, forward.name("xb"))
+        output = forward.call(module, *(forward.name(n) for n in plan.model_inputs))
         targets = [forward.name(n) for n in plan.loss_targets]
         forward.ret(forward.call("loss_fn", output, *targets))
     body = PyBuilder()
     use = ("`should_compile` times it; the step calls the DDP-wrapped model, then the loss"
            if plan.distributed else
            "`torch.compile` of this module sees the forward and the loss together")  # fmt: skip
-    loss = f"loss_fn(model(xb), {', '.join(plan.loss_targets)})"
+    loss = f"loss_fn(model({', '.join(plan.model_inputs)}), {', '.join(plan.loss_targets)})"
     if plan.has("objective"):
         loss = f"loss_fn(model, {', '.join([*batch, *plan.carries])})"  # it calls the model
     body.expr(body.const(f"The training loss of a batch, `{loss}`, as one module.\n\n{use}.\n"))

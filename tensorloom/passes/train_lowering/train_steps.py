@@ -1000,6 +1000,10 @@ def _epoch(b: PyBuilder, plan: StepsPlan, epoch: SSAValue) -> None:
         b.assign(b.path("trainer", "epoch"), epoch)
         b.assign("running", b.call("steps_in", b.name("EPOCHS_OF"), epoch),
                  comment="the objectives whose steps run this epoch")  # fmt: skip
+        if any(s.epochs[1] is not None for s in plan.steps):
+            b.comment("the steps that ended: their gradients and optimizer state, freed")
+            b.expr(b.call("release_ended", b.path("trainer", "optimizers"), b.name("EPOCHS_OF"),
+                          epoch))  # fmt: skip
         objectives = b.name("running")
     zeros = py.ComprehensionOp("dict", objectives, targets=1)
     key = zeros.body.block.args[0]

@@ -253,6 +253,8 @@ def train(args: argparse.Namespace, ctx: DistContext) -> int:
         trainer.train_loader.set_epoch(epoch)
         trainer.epoch = epoch
         running = steps_in(EPOCHS_OF, epoch)  # the objectives whose steps run this epoch
+        # the steps that ended: their gradients and optimizer state, freed
+        release_ended(trainer.optimizers, EPOCHS_OF, epoch)
         fresh = {name: torch.zeros((), device=trainer.ctx.device) for name in running}, 0
         sums, done = trainer.carry or fresh
         trainer.carry = None
@@ -776,6 +778,23 @@ def runs_in(epoch: int, window: Window) -> bool:
 def steps_in(windows: dict[str, Window], epoch: int) -> list[str]:
     """The objectives whose steps run in `epoch` (from 0), in the block's order."""
     return [name for name, window in windows.items() if runs_in(epoch, window)]
+
+
+def release_ended(
+    optimizers: dict[str, torch.optim.Optimizer | list[torch.optim.Optimizer]],
+    windows: dict[str, Window], epoch: int,
+) -> None:  # fmt: skip
+    """Free the gradients and optimizer state of each step whose last epoch (`until epoch B`)
+    is before `epoch` (from 0): it never runs again, so the epochs after it do not hold them
+    (the teacher's Adam moments once distillation starts). Its checkpointed state is empty
+    from then on, in a resumed run as in one that was not cut."""
+    for name, (_, last) in windows.items():
+        if last is None or epoch + 1 <= last:
+            continue
+        held = optimizers[name]
+        for optimizer in [held] if isinstance(held, torch.optim.Optimizer) else held:
+            optimizer.zero_grad(set_to_none=True)
+            optimizer.state.clear()
 
 
 def run_epoch(

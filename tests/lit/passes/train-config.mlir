@@ -33,7 +33,7 @@ builtin.module {
 // CHECK:      train.loop @defaults on @data {
 // CHECK-NEXT:   train.config {epochs = 10 : i64, batch_size = 64 : i64, batch_size_set = false,
 // CHECK-SAME:     optimizer = "Adam", optimizer_args = {lr = 1.000000e-03 : f64},
-// CHECK-SAME:     loss = "CrossEntropy", loss_args = {}, loss_fn = false, objective = none, samples = none, precision = "auto",
+// CHECK-SAME:     loss = "CrossEntropy", loss_args = {}, loss_fn = false, objective = none, samples = none, target = none, precision = "auto",
 // CHECK-SAME:     distributed = none, compile = "auto", compile_mode = "reduce-overhead",
 // CHECK-SAME:     lr_schedule = "none", lr_schedule_args = {}, grad_clip = none, grad_accum = 1 : i64,
 // CHECK-SAME:     decay_groups = true, ema = none, early_stopping = none, keep_best = none,
@@ -44,7 +44,7 @@ builtin.module {
 // CHECK-NEXT: train.loop @set on @data {
 // CHECK-NEXT:   train.config {epochs = 3 : i64, batch_size = 32 : i64, batch_size_set = true,
 // CHECK-SAME:     optimizer = "RMSprop", optimizer_args = {momentum = 9.000000e-01 : f64, lr = 1.000000e-02 : f64},
-// CHECK-SAME:     loss = "MSE", loss_args = {}, loss_fn = false, objective = none, samples = none, precision = "bf16",
+// CHECK-SAME:     loss = "MSE", loss_args = {}, loss_fn = false, objective = none, samples = none, target = none, precision = "bf16",
 // CHECK-SAME:     compile = "on", compile_mode = "max-autotune",
 // CHECK-SAME:     lr_schedule = "warmup", lr_schedule_args = {warmup_steps = 100 : i64},
 // CHECK-SAME:     grad_clip = 1.000000e+00 : f64, grad_accum = 4 : i64,

@@ -15,12 +15,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tensorloom_rt_0_2_0_6c07eed3 import (
+from tensorloom_rt_0_2_0_9003be5c import (
     CheckpointError, DataInfo, DatasetUnavailable, DeviceLoader, DeviceUnavailable, DistContext,
     MetricsWriter, PrecisionPlan, StepsCheckpointError, autocast, check_epoch_has_steps,
     format_steps_summary, load_digits, load_models_checkpoint, make_grad_scaler, mean_objectives,
-    prepare_checkpoint_dir, progress, resolve_device, resolve_precision, run_epoch, runs_in,
-    save_models_checkpoint, step_optimizer, steps_in,
+    prepare_checkpoint_dir, progress, release_ended, resolve_device, resolve_precision, run_epoch,
+    runs_in, save_models_checkpoint, step_optimizer, steps_in,
 )
 
 
@@ -252,6 +252,8 @@ def train(args: argparse.Namespace, ctx: DistContext) -> int:
         trainer.train_loader.set_epoch(epoch)
         trainer.epoch = epoch
         running = steps_in(EPOCHS_OF, epoch)  # the objectives whose steps run this epoch
+        # the steps that ended: their gradients and optimizer state, freed
+        release_ended(trainer.optimizers, EPOCHS_OF, epoch)
         fresh = {name: torch.zeros((), device=trainer.ctx.device) for name in running}, 0
         sums, done = trainer.carry or fresh
         trainer.carry = None

@@ -128,6 +128,15 @@ py.for %x {
 // -----
 
 %x = py.name "x"
+py.for %x attributes {targets = 2 : i64, unpack} {
+^bb0(%i : !py.object, %j : !py.object):
+  py.pass
+}
+// CHECK: py.for: `unpack` is for one loop variable (a 1-tuple)
+
+// -----
+
+%x = py.name "x"
 %r = py.if %x -> (!py.object) {
   py.yield %x, %x
 } else {

@@ -85,6 +85,10 @@ builtin.module {
       ^bb2(%kk : !py.object, %vv : !py.object):
         py.pass
       }
+      py.for %it attributes {unpack} {
+      ^bb5(%only : !py.object):
+        py.pass
+      }
       py.while {
         %lt = py.compare ["<"] %zero, %two
         py.condition %lt
@@ -151,6 +155,7 @@ builtin.module {
 // CHECK-NEXT:       py.yield %{{.*}}, %{{.*}}, %{{.*}}
 // CHECK:          py.augassign "+=" %{{.*}}, %{{.*}}
 // CHECK:          py.for %{{.*}} iter_args(%{{.*}}) -> !py.object {
+// CHECK:          py.for %{{.*}} attributes {unpack} {
 // CHECK:          py.while {
 // CHECK:          } do {
 // CHECK:          py.with

@@ -66,7 +66,7 @@ train.loop @net on @data {
 // -----
 
 train.loop @net on @data {
-  train.config {epochs = "ten", batch_size = 64 : i64, batch_size_set = false, optimizer = "Adam", optimizer_args = {}, loss = "CrossEntropy", loss_args = {}, loss_fn = false, objective = none, samples = none, precision = "auto", distributed = false, compile = "auto", compile_mode = "reduce-overhead", lr_schedule = "none", lr_schedule_args = {}, grad_clip = none, grad_accum = 1 : i64, decay_groups = true, ema = none, early_stopping = none, keep_best = none, eval_every = none, max_steps = none, seed = 0 : i64, activation_checkpointing = false, val_every = 1 : i64, log_every = none, metrics = [], freeze = [], lora = none, checkpoint_every = none, checkpoint_unit = "epochs"}
+  train.config {epochs = "ten", batch_size = 64 : i64, batch_size_set = false, optimizer = "Adam", optimizer_args = {}, loss = "CrossEntropy", loss_args = {}, loss_fn = false, objective = none, samples = none, target = none, precision = "auto", distributed = false, compile = "auto", compile_mode = "reduce-overhead", lr_schedule = "none", lr_schedule_args = {}, grad_clip = none, grad_accum = 1 : i64, decay_groups = true, ema = none, early_stopping = none, keep_best = none, eval_every = none, max_steps = none, seed = 0 : i64, activation_checkpointing = false, val_every = 1 : i64, log_every = none, metrics = [], freeze = [], lora = none, checkpoint_every = none, checkpoint_unit = "epochs"}
 }
 // CHECK: train.config field `epochs` must be int
 

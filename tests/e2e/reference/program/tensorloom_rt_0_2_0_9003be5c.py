@@ -499,6 +499,23 @@ def steps_in(windows: dict[str, Window], epoch: int) -> list[str]:
     return [name for name, window in windows.items() if runs_in(epoch, window)]
 
 
+def release_ended(
+    optimizers: dict[str, torch.optim.Optimizer | list[torch.optim.Optimizer]],
+    windows: dict[str, Window], epoch: int,
+) -> None:  # fmt: skip
+    """Free the gradients and optimizer state of each step whose last epoch (`until epoch B`)
+    is before `epoch` (from 0): it never runs again, so the epochs after it do not hold them
+    (the teacher's Adam moments once distillation starts). Its checkpointed state is empty
+    from then on, in a resumed run as in one that was not cut."""
+    for name, (_, last) in windows.items():
+        if last is None or epoch + 1 <= last:
+            continue
+        held = optimizers[name]
+        for optimizer in [held] if isinstance(held, torch.optim.Optimizer) else held:
+            optimizer.zero_grad(set_to_none=True)
+            optimizer.state.clear()
+
+
 def run_epoch(
     step: Callable[..., Losses], batches: Iterable[StepBatch], *,
     sums: Losses, done: int, total: int, stop: Callable[[], bool],
