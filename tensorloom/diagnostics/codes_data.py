@@ -2101,6 +2101,27 @@ error[TL0718]: `elsewhere/` is not there at check time, and nothing says which f
    = help: name its field folders: `load_dataset("elsewhere/", fields=["image", "label"])`
 """,
         ),
+        Code(
+            'TL0719',
+            'a .pt dataset holds something other than tensors',
+            """\
+A `.pt` dataset is `torch.save` of a dict of equal-length tensors (its fields, by name) or of
+`(x, y)`. `tlc check` reads the file's pickle for the tensors' shapes and dtypes without
+running it: only a tensor's own rebuild functions and storage types are allowed, and the
+emitted script loads it with `torch.load(path, weights_only=True)`. Any other object (a
+number, a string, a class of the program's) is reported at the `load_dataset`, and nothing
+of the file runs. A damaged or truncated file is TL0710.
+""",
+            """\
+error[TL0719]: `mixed.pt`'s `classes` is `list`, not a tensor
+  --> pt_not_tensors.tl:11:13
+   |
+11 | let pairs = load_dataset("mixed.pt")
+   |             ^^^^^^^^^^^^^^^^^^^^^^^^
+   |
+   = help: save a dict of tensors: `torch.save({"image": x, "label": y}, path)`
+""",
+        ),
     )),
     Section('TL08xx: published weights and fine-tuning (`check-weights`)', """\
 `weights NAME from SOURCE:` blocks (docs/train-block.md, "Starting from published weights")
