@@ -144,8 +144,11 @@ def _unpickle(path: Path, stream: IO[bytes]) -> object:
         return PtProblem(
             f"`{path}` holds {refused}, not only tensors: it is not read", SAVE_HELP, foreign=True
         )
-    except (pickle.UnpicklingError, TypeError, AttributeError, IndexError, KeyError) as error:
+    except (pickle.UnpicklingError, TypeError, AttributeError, IndexError, KeyError,
+            OverflowError, RecursionError) as error:  # fmt: skip
         return PtProblem(f"`{path}` is a damaged torch.save file: {error}")
+    except MemoryError:  # a length in the pickle that no dict of tensors has
+        return PtProblem(f"`{path}` is a damaged torch.save file: a size out of range")
 
 
 def _fields(path: Path, payload: object) -> dict[str, TensorHeader] | PtProblem:

@@ -2114,7 +2114,7 @@ of the file runs. A damaged or truncated file is TL0710.
 """,
             """\
 error[TL0719]: `mixed.pt`'s `classes` is `list`, not a tensor
-  --> pt_not_tensors.tl:11:13
+  --> pt_mixed.tl:11:13
    |
 11 | let pairs = load_dataset("mixed.pt")
    |             ^^^^^^^^^^^^^^^^^^^^^^^^
