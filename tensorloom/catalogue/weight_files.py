@@ -29,6 +29,23 @@ _STORAGE_DTYPES = {
     "BFloat16Storage": "BF16", "LongStorage": "I64", "IntStorage": "I32",
     "ShortStorage": "I16", "CharStorage": "I8", "ByteStorage": "U8", "BoolStorage": "BOOL",
 }  # fmt: skip
+_SAFETENSORS_SIZES = {
+    "F64": 8,
+    "F32": 4,
+    "F16": 2,
+    "BF16": 2,
+    "I64": 8,
+    "I32": 4,
+    "I16": 2,
+    "I8": 1,
+    "U64": 8,
+    "U32": 4,
+    "U16": 2,
+    "U8": 1,
+    "BOOL": 1,
+    "F8_E4M3": 1,
+    "F8_E5M2": 1,
+}  # fmt: skip  bytes per element of each dtype safetensors writes
 _TORCH_DTYPES = {
     "float32": "F32", "float": "F32", "float64": "F64", "double": "F64", "float16": "F16",
     "half": "F16", "bfloat16": "BF16", "int64": "I64", "long": "I64", "int32": "I32",
@@ -135,10 +152,40 @@ def safetensors_header(file: Path) -> dict[str, TensorHeader]:
             raise WeightFileError(
                 f"{file}: tensor `{name}` has no dtype, shape or offsets"
             ) from None
-        if 8 + length + int(end) > size or int(begin) > int(end):
+        tensor = _safetensors_entry(file, str(name), dtype, shape, (begin, end))
+        if 8 + length + end > size:
             raise WeightFileError(f"{file}: truncated (tensor `{name}` lies past its end)")
-        tensors[str(name)] = TensorHeader(str(dtype), tuple(int(d) for d in shape))
+        tensors[str(name)] = tensor
     return tensors
+
+
+def _safetensors_entry(
+    file: Path, name: str, dtype: object, shape: object, offsets: tuple[object, object]
+) -> TensorHeader:
+    """One header entry, checked as safetensors checks it: a known dtype, a shape of sizes,
+    and offsets that span exactly the bytes the shape and dtype take."""
+    if not isinstance(dtype, str) or dtype not in _SAFETENSORS_SIZES:
+        raise WeightFileError(f"{file}: tensor `{name}` has an unknown dtype {dtype!r}")
+    dims: list[object] = list(shape) if isinstance(shape, list) else [None]  # pyright: ignore[reportUnknownArgumentType]
+    if not all(_is_size(d) for d in dims):
+        raise WeightFileError(f"{file}: tensor `{name}` has no valid shape ({shape!r})")
+    begin, end = offsets
+    if not isinstance(begin, int) or not isinstance(end, int) or not 0 <= begin <= end:
+        raise WeightFileError(f"{file}: tensor `{name}` has invalid offsets {[begin, end]!r}")
+    sizes = tuple(d for d in dims if isinstance(d, int))
+    count = _SAFETENSORS_SIZES[dtype]
+    for d in sizes:
+        count *= d
+    if end - begin != count:
+        raise WeightFileError(
+            f"{file}: tensor `{name}` is {dtype} {list(sizes)}, {count} bytes, but its "
+            f"offsets span {end - begin}"
+        )
+    return TensorHeader(dtype, sizes)
+
+
+def _is_size(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 class _Storage:

@@ -1193,7 +1193,7 @@ error[TL0436]: `table` is random (`randn`), but a function reads it: a top-level
             'TL0445',
             'a carried value without its initial value',
             """\
-`carry NAME = none` starts the value at each epoch's start and for validation. A `carry` line without `= value`, or with a value other than `none` (the zero state PyTorch's recurrent layers start from), is an error at the line.
+`carry NAME = none` starts the value at each epoch's start and for validation from `none` (the zero state PyTorch's recurrent layers start from); `carry NAME = net.h0` or `carry NAME = (net.h0, net.c0)` from parameters of a model of the block (a learned initial state). A `carry` line without `= value`, or with another value, is an error at the line.
 """,
             """\
 error[TL0445]: the carried value `state` has no initial value
@@ -1209,7 +1209,7 @@ error[TL0445]: the carried value `state` has no initial value
             'TL0446',
             'a carried value the objective does not return',
             """\
-A block's carried values are the objective's parameters after the batch, and it returns them after its loss: `fn lm_loss(net, x, y, state)` returning `(loss, state)`. An objective that returns the loss alone, or hands back `none` (the next batch would start from zeros again), or a block that carries a value but computes its loss with `loss =` (no objective to take it) is an error.
+A block's carried values are the objective's parameters after the batch, and it returns them after its loss: `fn lm_loss(net, x, y, state)` returning `(loss, state)`. An objective that returns the loss alone, or hands back `none` (the next batch would start from zeros again), a block that carries a value but computes its loss with `loss =` (no objective to take it), or a block of `step` lines none of whose objectives takes it is an error.
 """,
             """\
 error[TL0446]: the objective `lm_loss` never returns the carried value `state`: it returns 1 value, not the loss and 1 carried
@@ -1228,7 +1228,7 @@ error[TL0446]: the objective `lm_loss` never returns the carried value `state`: 
             'TL0447',
             'a carried value whose type changes between batches',
             """\
-check-train infers the objective at an epoch's first batch (the carried value `none`) and at the next (the value the first returned): the second must take what the first returned and return the same type. An LSTM's state is the pair (h, c); returning `h` alone is an error at the `return`, with what the next batch found as a note.
+check-train infers the objective at an epoch's first batch (the carried value's initial value) and at the next (the value the first returned): the second must take what the first returned and return the same type. An LSTM's state is the pair (h, c); returning `h` alone is an error at the `return`, with what the next batch found as a note. In a block of `step` lines the steps that take the value pass it on to one another: a later step is checked from what the one before it returned, and they must return one type.
 """,
             """\
 error[TL0447]: the objective `lm_loss` returns a carried value its next batch cannot take (`state`: [1, B, 16])
@@ -1264,16 +1264,32 @@ error[TL0448]: the carried value `state` needs batches that continue one another
             'TL0449',
             'a `carry` the block cannot take',
             """\
-A value carried twice, or `carry` in a block of `step` lines, with `distributed`, or beside a metric `fn` (which would call the model without the state), which do not carry values yet; `metrics = [perplexity]` is fine.
+A value carried twice, or `carry` with `distributed = fsdp` (its sharded checkpoints hold no rank's own values). Under `distributed = ddp` (one model or `step` lines) each rank carries its own state over its own streams.
 """,
             """\
-error[TL0449]: `carry` is not supported in a block of `step` lines yet
-  --> gan.tl:21:11
+error[TL0449]: `carry` is not supported with `distributed = "fsdp"`: its sharded checkpoints hold no rank's own carried values
+  --> lm.tl:22:11
    |
-21 |     carry state = none
+22 |     carry state = none
    |           ^^^^^
    |
-   = help: train one model with `objective = NAME` to carry a value
+   = help: `distributed = ddp` carries each rank's state over its own streams
+""",
+        ),
+        Code(
+            'TL0465',
+            'a learned initial value that is no parameter of the block',
+            """\
+`carry state = net.h0` starts each epoch (and validation) from the model's `Parameter` `h0`, learned with the model; `(net.h0, net.c0)` gives an LSTM's pair. Each name must be a model of the train block and, after the dot, a `Parameter` layer of its model (`layer h0 = Parameter(2, 1, 32)`), an error at the value otherwise.
+""",
+            """\
+error[TL0465]: `net.h1` is not a `Parameter` of `net`
+  --> lm.tl:21:19
+   |
+21 |     carry state = (net.h0, net.h1)
+   |                   ^^^^^^^^^^^^^^^^
+   |
+   = help: declare it in `net`'s model, as `layer h1 = Parameter(num_layers, 1, hidden)`, and expand it to the batch in the objective
 """,
         ),
         Code(
@@ -2227,6 +2243,78 @@ error[TL0815]: config.json has no `num_label`
    |     ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
    |
    = help: did you mean `num_labels`?
+""",
+        ),
+        Code(
+            'TL0818',
+            "a `@weights` map names a model its file does not declare",
+            """\
+`@weights NAME for Model:` in an .nml file declares a map of a model of the same file, so
+that the map sits beside the model whose names it targets.
+""",
+            """\
+error[TL0818]: `Nett` is not a model of this file
+ --> stray.nml:9:17
+  |
+9 | @weights hf for Nett:
+  |                 ^^^^ a map is declared beside its model
+  |
+  = help: did you mean `Net`?
+""",
+        ),
+        Code(
+            'TL0819',
+            "two `@weights` maps of one model share a name",
+            """\
+A `weights` block picks a model's map by its name (`using hf`), so each map of a model
+needs its own.
+""",
+            """\
+error[TL0819]: `Net` has two weights maps named `hf`
+  --> stray.nml:15:10
+   |
+15 | @weights hf for Net:
+   |          ^^ second map
+  ::: stray.nml:12:10
+12 | @weights hf for Net:
+   |          -- first map
+   |
+   = help: rename one
+""",
+        ),
+        Code(
+            'TL0820',
+            "`using` names a map the model does not have",
+            """\
+`weights net from "gpt2" using hf` applies the `@weights hf for Model:` map declared in
+the .nml file of `net`'s model; that model has no map of that name.
+""",
+            """\
+error[TL0820]: `Net` has no weights map `plane`
+ --> unknown_map.tl:8:40
+  |
+8 | weights net from "w.safetensors" using plane
+  |                                        ^^^^^ `net` is a `Net`
+  |
+  = help: did you mean `plain`?
+""",
+        ),
+        Code(
+            'TL0821',
+            "a `weights` block without rules, and no one map to apply",
+            """\
+A `weights` block with no rules of its own applies its model's `@weights` map when the
+model has exactly one. With none, the block must write the rules; with several, it must
+name one with `using`.
+""",
+            """\
+error[TL0821]: `Net` has 2 weights maps (`hf`, `torchvision`): the block must say which
+ --> several.tl:8:18
+  |
+8 | weights net from "w.safetensors"
+  |                  ^^^^^^^^^^^^^^^ which names map to which?
+  |
+  = help: write `using hf` after the source
 """,
         ),
     )),

@@ -322,9 +322,13 @@ class CarryOp(LazyFormatOp):
     The block's objective takes it after the batch and returns it after its loss,
     `fn lm_loss(net, x, y, state)` returning `(loss, state)`; between batches it is detached
     (the gradient stops at the batch's start), and at each epoch's start and for validation
-    it is `init` again (`none`: the recurrent layers' zero state). `carried` is the type the
-    objective returns for it (written by check-train); the lowering keeps it in the trainer
-    and in checkpoints, so a run resumed mid-epoch continues from the same value."""
+    it is `init` again: `none` (the recurrent layers' zero state), or a learned start, the
+    path of a model's `Parameter` (`"net.h0"`) or an array of them (`["net.h0", "net.c0"]`,
+    an LSTM's pair), which the epoch's first batch backpropagates into. In a block of `step`
+    lines each step whose objective has parameters for the values takes and returns them in
+    turn. `carried` is the type the objective returns for it (written by check-train); the
+    lowering keeps it in the trainer and in checkpoints (each rank's under DDP), so a run
+    resumed mid-epoch continues from the same value."""
 
     name = "train.carry"
 
@@ -646,7 +650,9 @@ class WeightsOp(LazyFormatOp):
     (Hugging Face GPT-2's `Conv1D`); `along[i]` is the dim a rule of several names joins or
     splits along, -1 where the rule does not say. `rule_locs[i]` is where rule i is written.
     `config_keys[j]` is a config.json entry that must equal the instance's config
-    `config_names[j]` (written at `config_locs[j]`).
+    `config_names[j]` (written at `config_locs[j]`). A block that applies a `@weights` map of
+    the model's .nml file holds its rules after its own, located there, and names it in
+    `weights_map` (its name, written at `weights_map_loc`).
     """
 
     name = "train.weights"
@@ -663,6 +669,8 @@ class WeightsOp(LazyFormatOp):
     config_locs = opt_prop_def(ArrayAttr)
     instance_loc = opt_prop_def(Attribute)
     source_loc = opt_prop_def(Attribute)
+    weights_map = opt_prop_def(StringAttr)
+    weights_map_loc = opt_prop_def(Attribute)
 
     irdl_options = (ParsePropInAttrDict(),)
     ASSEMBLY_FORMAT: ClassVar[str] = "$instance `from` $source attr-dict"

@@ -459,12 +459,29 @@ class ConfigRule(Node):
 
 @dataclass(slots=True)
 class WeightsDecl(Stmt):
-    """`weights net from "gpt2":` followed by the rules naming the file's tensors."""
+    """`weights net from "gpt2":` followed by the rules naming the file's tensors; with
+    `using hf` (`using` set) or with no rules, the rules of a `@weights` map of the
+    instance's model follow the block's own."""
 
     instance: str
     instance_span: Span
     path: str
     path_span: Span
+    rules: list[WeightRule]
+    configs: list[ConfigRule] = field(default_factory=list["ConfigRule"])
+    using: str | None = None
+    using_span: Span | None = None
+
+
+@dataclass(slots=True)
+class WeightsMapDecl(Stmt):
+    """`@weights hf for GPT:` in an .nml file: a named map from a published checkpoint's
+    names to the model's, the rules of a `weights` block, which a .tl's block applies."""
+
+    name: str
+    name_span: Span
+    model: str
+    model_span: Span
     rules: list[WeightRule]
     configs: list[ConfigRule] = field(default_factory=list["ConfigRule"])
 
@@ -491,6 +508,9 @@ class Module(Node):
 
     def models(self) -> list[ModelDecl]:
         return [item for item in self.items if isinstance(item, ModelDecl)]
+
+    def weights_maps(self) -> list[WeightsMapDecl]:
+        return [item for item in self.items if isinstance(item, WeightsMapDecl)]
 
     def imports(self) -> list[ImportDecl]:
         return [item for item in self.items if isinstance(item, ImportDecl)]

@@ -35,6 +35,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.traits import SymbolOpInterface
 
 from tensorloom.diagnostics import Diagnostic, Label
+from tensorloom.diagnostics.core import did_you_mean
 from tensorloom.diagnostics.ir import loc_of, report, span_of
 from tensorloom.dialects import nml, train
 from tensorloom.dialects.nml import CallAttr
@@ -92,11 +93,14 @@ class _ModuleBuilder:
         self.kernels = frozenset(
             item.name for item in program.root.module.items if isinstance(item, ast.KernelDecl)
         )
+        self.maps: dict[str, dict[str, ast.WeightsMapDecl]] = {}  # model -> name -> map
 
     def build(self) -> ModuleOp:
         for unit in self.program.imported:
             for decl in unit.module.models():
                 self._model(decl, unit)
+            self._weights_maps(unit)
+        self._weights_maps(self.program.root)  # an .nml file compiled or checked alone
         self._root(self.program.root)
         module = ModuleOp(self.ops)
         _report_duplicate_symbols(module.body.block)
@@ -313,7 +317,7 @@ class _ModuleBuilder:
     def _is_statement(self, item: ast.Stmt) -> bool:
         declarations = (
             ast.ImportDecl, ast.ModelDecl, ast.KernelDecl, ast.TrainDecl, ast.FnDecl,
-            ast.WeightsDecl,
+            ast.WeightsDecl, ast.WeightsMapDecl,
         )  # fmt: skip
         return not isinstance(item, declarations) and self._let_kind(item) is None
 
@@ -328,7 +332,7 @@ class _ModuleBuilder:
         elif isinstance(item, ast.TrainDecl):
             self._train(item, main)
         elif isinstance(item, ast.WeightsDecl):
-            self.ops.append(_weights(item))
+            self.ops.append(_weights(item, self._map_of(item)))
         elif isinstance(item, ast.LetStmt) and kind is not None:
             self._declaration(item, kind, unit)
         elif isinstance(item, ast.ReturnStmt):
@@ -376,6 +380,93 @@ class _ModuleBuilder:
         overrides = {k.name: values.build(k.value) for k in call.kwargs}
         model = unit.aliases.get(call.func.id, call.func.id)
         return nml.InstanceOp(name, model, overrides, [loc_of(k.span) for k in call.kwargs])
+
+    # ---------------------------------------------------------------- weights maps
+
+    def _weights_maps(self, unit: SourceUnit) -> None:
+        """The `@weights NAME for Model:` maps of an .nml file, each of a model of its own
+        file (TL0818) and named once per model (TL0819)."""
+        models = [m.name for m in unit.module.models()]
+        for decl in unit.module.weights_maps():
+            if decl.model not in models:
+                guess = did_you_mean(decl.model, models)
+                _error(
+                    "TL0818",
+                    f"`{decl.model}` is not a model of this file",
+                    Label(decl.model_span, "a map is declared beside its model"),
+                    help=f"did you mean `{guess}`?"
+                    if guess
+                    else "its models: " + ", ".join(f"`{m}`" for m in models)
+                    if models
+                    else "declare the map in the .nml file of its model",
+                )
+                continue
+            named = self.maps.setdefault(decl.model, {})
+            first = named.get(decl.name)
+            if first is not None:
+                report(
+                    Diagnostic.error(
+                        "TL0819",
+                        f"`{decl.model}` has two weights maps named `{decl.name}`",
+                        Label(decl.name_span, "second map"),
+                        secondary=[Label(first.name_span, "first map")],
+                        help="rename one",
+                    )
+                )
+                continue
+            named[decl.name] = decl
+
+    @functools.cached_property
+    def _instance_models(self) -> dict[str, str]:
+        """The root's instances and their models: `let net = GPT()` is net -> GPT."""
+        found: dict[str, str] = {}
+        for item in self.program.root.module.items:
+            if self._let_kind(item) == "instance":
+                assert isinstance(item, ast.LetStmt) and isinstance(item.value, ast.Call)
+                func = item.value.func
+                assert isinstance(func, ast.Name)
+                found[item.name] = self.program.root.aliases.get(func.id, func.id)
+        return found
+
+    def _map_of(self, decl: ast.WeightsDecl) -> ast.WeightsMapDecl | None:
+        """The `@weights` map a block applies: the one `using` names, or with no rules of
+        its own the model's only map (TL0820, TL0821 otherwise)."""
+        model = self._instance_models.get(decl.instance)
+        if model is None or (decl.using is None and (decl.rules or decl.configs)):
+            return None  # an unknown instance is check-weights' TL0803
+        maps = self.maps.get(model, {})
+        listed = ", ".join(f"`{m}`" for m in maps)
+        if decl.using is not None:
+            found = maps.get(decl.using)
+            if found is None:
+                guess = did_you_mean(decl.using, list(maps))
+                span = decl.using_span or decl.span
+                _error(
+                    "TL0820",
+                    f"`{model}` has no weights map `{decl.using}`",
+                    Label(span, f"`{decl.instance}` is a `{model}`"),
+                    help=f"did you mean `{guess}`?"
+                    if guess
+                    else f"its maps: {listed}"
+                    if maps
+                    else f"declare one beside the model: `@weights {decl.using} for {model}:`",
+                )
+            return found
+        if len(maps) == 1:
+            return next(iter(maps.values()))
+        if maps:
+            message = f"`{model}` has {len(maps)} weights maps ({listed}): the block must say which"
+            help_text = f"write `using {next(iter(maps))}` after the source"
+        else:
+            message = f"the block has no rules, and `{model}` has no weights map"
+            declared = self.models.get(model)
+            help_text = (
+                f"write the rules here, or `@weights hf for {model}:` beside the model"
+                if declared is None or declared.syntax == "nml"
+                else 'write the rules here, after a `:`: `"{l}.{p}" -> "{l}.{p}"`'
+            )
+        _error("TL0821", message, Label(decl.path_span, "which names map to which?"), help_text)
+        return None
 
     def _kernel(self, decl: ast.KernelDecl) -> None:
         self.ops.append(_kernel_builder()(decl))
@@ -451,18 +542,25 @@ def _symbol(expr: ast.Expr, what: str) -> str | None:
     return None
 
 
-def _weights(decl: ast.WeightsDecl) -> Operation:
+def _weights(decl: ast.WeightsDecl, used: ast.WeightsMapDecl | None) -> Operation:
+    """`train.weights`: the block's rules, then those of the map it uses (each rule's and
+    config line's location where it is written, in the .nml file for the map's)."""
+    written = [*decl.rules, *(used.rules if used else ())]
+    lines = [*decl.configs, *(used.configs if used else ())]
     rules = [
         (_one_or_all(r.sources), _one_or_all(r.targets) or None, r.transposed, r.along)
-        for r in decl.rules
+        for r in written
     ]
-    configs = [(c.key, c.name) for c in decl.configs]
+    configs = [(c.key, c.name) for c in lines]
     op = train.WeightsOp(
-        decl.instance, decl.path, rules, [loc_of(r.span) for r in decl.rules],
-        configs, [loc_of(c.span) for c in decl.configs],
+        decl.instance, decl.path, rules, [loc_of(r.span) for r in written],
+        configs, [loc_of(c.span) for c in lines],
     )  # fmt: skip
     op.properties["instance_loc"] = loc_of(decl.instance_span)
     op.properties["source_loc"] = loc_of(decl.path_span)
+    if used is not None:
+        op.properties["weights_map"] = StringAttr(used.name)
+        op.properties["weights_map_loc"] = loc_of(used.name_span)
     return _at(op, decl.span)
 
 

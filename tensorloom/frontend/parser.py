@@ -426,17 +426,22 @@ class Parser:
         return decl
 
     def parse_nml_item(self) -> ast.Stmt:
-        """nml_item = nml_model ;"""
+        """nml_item = nml_model | nml_weights ;"""
         if self.check(TokenKind.AT) and self.peek(1).is_word("model"):
             return self.parse_nml_model()
+        if self.check(TokenKind.AT) and self.peek(1).is_word("weights"):
+            return self.parse_nml_weights()
         found = self.peek()
-        hint = "write `@model Name:`" if found.is_word("model") else None
+        hint = (
+            f"write `@{found.text} ...`" if found.is_word("model") or found.is_word("weights")
+            else None
+        )  # fmt: skip
         raise self.fail(
             Diagnostic.error(
                 "TL0101",
-                f"expected `@model`, found {found.describe()}",
-                Label(found.span, "expected `@model`"),
-                notes=["an .nml file holds only `@model` blocks"],
+                f"expected `@model` or `@weights`, found {found.describe()}",
+                Label(found.span, "expected `@model` or `@weights`"),
+                notes=["an .nml file holds `@model` blocks and the `@weights` maps of them"],
                 help=hint,
             )
         )
@@ -701,18 +706,27 @@ class Parser:
         )
 
     def parse_weights_decl(self) -> ast.WeightsDecl:
-        """weights_decl = "weights" NAME "from" STRING ":" NEWLINE INDENT
-        { weight_rule | config_rule } DEDENT ;"""
+        """weights_decl = "weights" NAME "from" STRING [ "using" NAME ]
+        ( ":" NEWLINE INDENT { weight_rule | config_rule } DEDENT | NEWLINE ) ;"""
         start = self.expect_word("weights")
         instance = self.expect(TokenKind.NAME, "the instance the weights are for")
         self.expect(TokenKind.FROM)
         path = self.expect(TokenKind.STRING, "a file or folder, as a string")
-        self.expect_header_colon()
-        entries = self.parse_suite(self.parse_weights_entry)
+        using: Token | None = None
+        if self.check_word("using"):
+            self.advance()
+            using = self.expect(TokenKind.NAME, "the name of a `@weights` map of the model")
+        entries: list[ast.WeightRule | ast.ConfigRule] = []
+        if self.check(TokenKind.NEWLINE) and self.peek(1).kind is not TokenKind.INDENT:
+            self.advance()  # `weights net from "gpt2" using hf`: the map's rules alone
+        else:
+            self.expect_header_colon()
+            entries = self.parse_suite(self.parse_weights_entry)
         return ast.WeightsDecl(
             self.span_from(start), instance.text, instance.span, str(path.value or ""),
             path.span, [e for e in entries if isinstance(e, ast.WeightRule)],
             [e for e in entries if isinstance(e, ast.ConfigRule)],
+            using.text if using else None, using.span if using else None,
         )  # fmt: skip
 
     def parse_weights_entry(self) -> ast.WeightRule | ast.ConfigRule:
@@ -816,6 +830,22 @@ class Parser:
             self.add_section(model, section, span, entries, seen)
         model.span = self.span_from(start)
         return model
+
+    def parse_nml_weights(self) -> ast.WeightsMapDecl:
+        """nml_weights = "@" "weights" NAME "for" NAME ":" NEWLINE INDENT
+        { weight_rule | config_rule } DEDENT ;"""
+        start = self.expect(TokenKind.AT)
+        self.expect_word("weights")
+        name = self.expect(TokenKind.NAME, "the map's name, such as `hf`")
+        self.expect(TokenKind.FOR)
+        model = self.expect(TokenKind.NAME, "the model the map fills")
+        self.expect_header_colon()
+        entries = self.parse_suite(self.parse_weights_entry)
+        return ast.WeightsMapDecl(
+            self.span_from(start), name.text, name.span, model.text, model.span,
+            [e for e in entries if isinstance(e, ast.WeightRule)],
+            [e for e in entries if isinstance(e, ast.ConfigRule)],
+        )  # fmt: skip
 
     def add_section(
         self,

@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
 from xdsl.ir import Operation
 from xdsl.traits import SymbolOpInterface
 
@@ -98,6 +98,7 @@ class ModelScope:
     layers: dict[str, LayerOp] = field(default_factory=dict[str, LayerOp])
     methods: dict[str, FuncOp] = field(default_factory=dict[str, FuncOp])
     local: set[str] = field(default_factory=set[str])
+    carried: set[str] = field(default_factory=set[str])  # `carry h = net.h0`: used there
 
     @property
     def name(self) -> str:
@@ -221,6 +222,7 @@ class ModelScope:
             if isinstance(o, ForOp) and o.layers is not None
         }
         used |= {o.attr_name.data for o in self.model.walk() if isinstance(o, GetAttrOp)}
+        used |= self.carried
         if not self.methods:
             return
         for name, layer in self.layers.items():
@@ -338,6 +340,27 @@ def _datasets(module: ModuleOp) -> set[str]:
     return {o.sym_name.data for o in module.body.block.ops if isinstance(o, DatasetOp)}
 
 
+def _learned_starts(module: ModuleOp) -> dict[str, set[str]]:
+    """The `Parameter`s train blocks start carried values from (`carry h = net.h0`), by
+    model class: used there, though no forward reads them."""
+    classes = {
+        o.sym_name.data: o.model.root_reference.data
+        for o in module.body.block.ops
+        if isinstance(o, InstanceOp)
+    }
+    starts: dict[str, set[str]] = {}
+    for loop in [o for o in module.walk() if isinstance(o, LoopOp)]:
+        for carry in loop.carries():
+            init = carry.init
+            elements = init.data if isinstance(init, ArrayAttr) else (init,)
+            for element in elements:
+                if isinstance(element, StringAttr) and "." in element.data:
+                    instance, _, name = element.data.partition(".")
+                    if instance in classes:
+                        starts.setdefault(classes[instance], set()).add(name)
+    return starts
+
+
 @dataclass(frozen=True)
 class CheckScopesPass(TLPass):
     name = "check-scopes"
@@ -349,8 +372,11 @@ class CheckScopesPass(TLPass):
         values = {o.sym_name.data for o in op.body.block.ops if isinstance(o, InstanceOp)}
         models = [o for o in op.walk() if isinstance(o, ModelOp)]
         names = {m.sym_name.data for m in models}
+        starts = _learned_starts(op)
         for model in models:
-            ModelScope(model, outside, values | datasets, datasets, names).check()
+            scope = ModelScope(model, outside, values | datasets, datasets, names)
+            scope.carried = starts.get(model.sym_name.data, set())
+            scope.check()
         for func in top_level_functions(op).values():
             FunctionScope(func).check()
         for main in [o for o in op.body.block.ops if isinstance(o, MainOp)]:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp
-from xdsl.ir import Attribute, Operation
+from xdsl.ir import Attribute, Operation, TypeAttribute
 
 from tensorloom.catalogue.args import INT64_MAX, Arg, past_int64
 from tensorloom.catalogue.data_files import DatasetProblem
@@ -85,10 +85,14 @@ from tensorloom.passes.support.objectives import (
     check_objective,
     check_sampler,
     frozen_names,
+    initial_paths,
+    layer_kind,
     objective_named,
     optimizer_of,
     optimizer_set,
+    parameter_type,
     step_of,
+    takes_carried,
 )
 from tensorloom.passes.support.prerequisites import TLPass
 from tensorloom.passes.support.step_groups import GroupChecker
@@ -924,6 +928,7 @@ class ObjectiveChecker:
     batch: BatchTypes
     info: DatasetInfo | None = None
     carries: list[train.CarryOp] = field(default_factory=list[train.CarryOp])
+    carrying: list[FuncOp] = field(default_factory=list[FuncOp])  # objectives taking them
     checked: set[str] = field(default_factory=set[str])
 
     @property
@@ -935,6 +940,7 @@ class ObjectiveChecker:
             return
         if self.loop.steps():
             self._steps()
+            self._carried_by_a_step()
         else:
             self._one_objective()
 
@@ -965,13 +971,12 @@ class ObjectiveChecker:
             loss = self.loop.settings()["loss"]
             message = "`loss` and `objective` are both set: the objective is what is minimised"
             _error_at(span_of(loss), "TL0431", message, "remove `loss`")
-        if "metrics" in self.loop.settings():
-            self._objective_metrics(self.loop.settings()["metrics"])
         value = evaluate(setting.value, {})
         call = as_call(value) if not isinstance(value, EvalError) else None
-        if call is None:
-            return
-        self._objective(call.name, setting.value_loc)
+        if call is not None:  # first: it fixes the carried values' types, which metrics take
+            self._objective(call.name, setting.value_loc)
+        if "metrics" in self.loop.settings():
+            self._objective_metrics(self.loop.settings()["metrics"])
 
     def _objective_metrics(self, op: train.SetOp) -> None:
         """`metrics = [f]` beside an objective: functions of the models and the batch, as
@@ -983,11 +988,6 @@ class ObjectiveChecker:
             return
         for metric in metrics:
             if metric.kind == "perplexity":  # exp of `val_loss`: it reads no output
-                continue
-            if self.carries:
-                message = "a metric `fn` beside `carry` is not supported yet: it takes no state"
-                help_text = "report `perplexity`, or compute the metric in the objective's loss"
-                _error_at(span_of(op.value_loc or op), "TL0449", message, help_text)
                 continue
             if metric.kind != "function":
                 message = (
@@ -1003,16 +1003,59 @@ class ObjectiveChecker:
             func = functions_of(self.module)[metric.name]
             if metric.name not in self.checked:
                 self.checked.add(metric.name)
+                carries = self.carries if takes_carried(func, self.models, self.carries) else ()
                 check_objective(self.module, func, self.models, self.batch, op.value_loc,
-                                self.info, role="metric")  # fmt: skip
+                                self.info, role="metric", carries=carries,
+                                offered=self.carries)  # fmt: skip
 
-    def _objective(self, name: str, loc: Attribute | None) -> FuncOp | None:
+    def _objective(self, name: str, loc: Attribute | None, step: bool = False) -> FuncOp | None:
+        """The objective `name`, checked once; a step's takes the carried values only if it
+        has parameters for them (the others run beside them)."""
         func = objective_named(self.module, name, loc, "an objective of this block")
         if func is not None and name not in self.checked:
             self.checked.add(name)
+            carries = self.carries
+            if step and not takes_carried(func, self.models, carries):
+                carries = []
+            before = [op.carried for op in carries]
+            start = [b for b in before if b is not None] if step and self.carrying else None
+            if start is not None and len(start) != len(carries):
+                start = None
             check_objective(self.module, func, self.models, self.batch, loc, self.info,
-                            carries=self.carries)  # fmt: skip
+                            carries=carries, start=start)  # fmt: skip
+            if carries:
+                self._same_carried(func, before)
+                self.carrying.append(func)
         return func
+
+    def _same_carried(self, func: FuncOp, before: Sequence[TypeAttribute | None]) -> None:
+        """Steps that take the carried values pass them on to one another: one type each."""
+        for op, was in zip(self.carries, before, strict=True):
+            if was is None or op.carried is None or was == op.carried:
+                continue
+            first = self.carrying[0].sym_name.data
+            message = (
+                f"the steps `{first}` and `{func.sym_name.data}` carry `{op.var.data}` as "
+                f"different types: {was}, then {op.carried}"
+            )
+            help_text = "the steps pass the carried value on to one another: return one type"
+            where = span_of(func) or span_of(op)
+            _error_at(where, "TL0447", message, help_text, span_of(op), "carried here")
+            op.carried = was
+
+    def _carried_by_a_step(self) -> None:
+        """In a block of `step` lines some step's objective takes the carried values (and
+        returns them); TL0446 at the `carry` line when none does."""
+        if not self.carries or self.carrying:
+            return
+        var = self.carries[0].var.data
+        models = ", ".join(self.models)
+        message = f"no step's objective takes the carried value `{var}`"
+        help_text = (
+            f"give the step that feeds it a parameter for it, after the batch: "
+            f"`fn NAME({models}, x, y, {var})` returning `(loss, {var})`"
+        )
+        _error_at(span_of(self.carries[0]), "TL0446", message, help_text)
 
     def _steps(self) -> None:
         for key, op in self.loop.settings().items():
@@ -1037,8 +1080,9 @@ class ObjectiveChecker:
             for optimizer in step.optimizers:
                 self._optimizer(optimizer)
                 self._step_models(step, optimizer, owners, groups)
-            func = self._objective(step.objective, op.objective_loc)
-            if func is not None and len(func.names) == len(self.models) + 2:
+            func = self._objective(step.objective, op.objective_loc, step=True)
+            carried = len(self.carries) if func in self.carrying else 0
+            if func is not None and len(func.names) == len(self.models) + 2 + carried:
                 self._reaches(step, func)
         users = [(f"step `{s.objective}`", s.optimizers) for s in steps]
         GroupChecker(self.module, self.loop, users, _options_problem).check()
@@ -1210,12 +1254,46 @@ class CarryChecker:
             message = f"the carried value `{var}` has no initial value"
             help_text = f"write `carry {var} = none`: a recurrent layer starts from zeros"
             _error_at(span_of(op), "TL0445", message, help_text)
+        elif initial_paths(op.init) is not None:
+            self._learned(op, initial_paths(op.init) or [])
         elif not isinstance(op.init, NoneValueAttr):
-            message = f"the carried value `{var}` must start from `none`, the zero state"
+            message = (
+                f"the carried value `{var}` must start from `none` (the zero state) or from "
+                "parameters of a model"
+            )
             help_text = (
-                f"write `carry {var} = none`: the recurrent layers it feeds start from zeros"
+                f"write `carry {var} = none`: the recurrent layers it feeds start from zeros; "
+                f"or a learned start, `carry {var} = net.h0` with `layer h0 = Parameter(...)`"
             )
             _error_at(span_of(op.init_loc) or span_of(op), "TL0445", message, help_text)
+
+    def _learned(self, op: train.CarryOp, paths: list[str]) -> None:
+        """`carry state = (net.h0, net.c0)`: each a `Parameter` of a model of the block
+        (TL0465), which the epoch's first batch starts from."""
+        models = self.loop.model_names()
+        where = span_of(op.init_loc) or span_of(op)
+        for path in paths:
+            if parameter_type(self.module, path) is not None and path.split(".")[0] in models:
+                continue
+            instance, _, name = path.partition(".")
+            listed = ", ".join(f"`{m}`" for m in models)
+            if instance not in models:
+                message = f"`{instance}` in `{path}` is not a model of this train block"
+                help_text = f"a learned start is a `Parameter` of one of its models: {listed}"
+            else:
+                message = f"`{path}` is not a `Parameter` of `{instance}`"
+                declared = layer_kind(self.module, instance, name)
+                help_text = (
+                    f"declare it in `{instance}`'s model, as `layer {name or 'h0'} = "
+                    "Parameter(num_layers, 1, hidden)`, and expand it to the batch in the "
+                    "objective"
+                )
+                if declared is not None:
+                    help_text = (
+                        f"`{name}` is a `{declared}` layer; a learned start is a `Parameter` "
+                        "of the model, as `layer h0 = Parameter(num_layers, 1, hidden)`"
+                    )
+            _error_at(where, "TL0465", message, help_text)
 
     def _unique(self, carries: list[train.CarryOp]) -> None:
         seen: dict[str, train.CarryOp] = {}
@@ -1242,17 +1320,16 @@ class CarryChecker:
         return False
 
     def _supported(self, op: train.CarryOp) -> None:
-        """Several steps and several processes do not carry values yet."""
+        """What cannot carry values yet: FSDP (a block of `step` lines has its own check)."""
         where = span_of(op)
-        if self.loop.steps():
-            message = "`carry` is not supported in a block of `step` lines yet"
-            help_text = "train one model with `objective = NAME` to carry a value"
-            _error_at(where, "TL0449", message, help_text)
-            return
         distributed = self.loop.setting("distributed")
-        if distributed is not None and evaluate(distributed, {}) not in (False, "false"):
-            message = "`carry` is not supported with `distributed` yet"
-            _error_at(where, "TL0449", message, "remove `distributed`")
+        if distributed is not None and evaluate(distributed, {}) == "fsdp":
+            message = (
+                '`carry` is not supported with `distributed = "fsdp"`: its sharded checkpoints '
+                "hold no rank's own carried values"
+            )
+            help_text = "`distributed = ddp` carries each rank's state over its own streams"
+            _error_at(where, "TL0449", message, help_text)
 
     def _ordered_data(self, op: train.CarryOp) -> None:
         """The carried value continues the previous batch: each batch must continue it too."""

@@ -407,6 +407,7 @@ def _partial(op: WeightsOp, matched: Matched, span: Span) -> None:
 def _unmatched_and_missing(
     op: WeightsOp, unmatched: list[str], missing: list[str], span: Span
 ) -> None:
+    notes = _map_note(op)
     if unmatched:
         first = unmatched[0]
         report(
@@ -414,6 +415,7 @@ def _unmatched_and_missing(
                 "TL0805",
                 f"no rule maps {_some(unmatched)} of `{op.source.data}`",
                 Label(span, f"{len(unmatched)} of the file's tensors are not mapped"),
+                notes=notes,
                 help=f'map them, or ignore them: `ignore "{first}"`',
             )
         )
@@ -423,9 +425,19 @@ def _unmatched_and_missing(
                 "TL0804",
                 f"nothing in `{op.source.data}` fills {_some(missing)}",
                 Label(span, f"{len(missing)} of the model's tensors are not filled"),
+                notes=notes,
                 help="add a rule whose target names them",
             )
         )
+
+
+def _map_note(op: WeightsOp) -> list[str]:
+    """Where the rules of the `@weights` map a block applies are written, if it applies one."""
+    if op.weights_map is None:
+        return []
+    where = span_of(op.weights_map_loc) if op.weights_map_loc is not None else None
+    at = f" ({Path(where.file).name}:{where.line})" if where is not None else ""
+    return [f"the block applies the map `{op.weights_map.data}`{at}"]
 
 
 def _no_target(name: str, target: str, expected: dict[str, tuple[int, ...]], span: Span) -> None:

@@ -65,7 +65,7 @@ from tensorloom.diagnostics.ir import span_of
 from tensorloom.dialects import nml, py, train
 from tensorloom.dialects import torch as t
 from tensorloom.passes.support.model_env import evaluate_kwargs, lookup_symbol
-from tensorloom.passes.support.objectives import PER_OPTIMIZER, Step, step_of
+from tensorloom.passes.support.objectives import PER_OPTIMIZER, Step, initial_paths, step_of
 from tensorloom.passes.support.prerequisites import TLPass
 from tensorloom.passes.support.py_builder import Value
 from tensorloom.passes.support.torch_script import script_of
@@ -171,6 +171,7 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
         language_model_data=data.name in LM_SOURCES,
         forward_inputs=_forward_inputs(module, instance),
         carries=tuple(op.var.data for op in loop.carries()),
+        carry_starts=tuple(_carry_start(op) for op in loop.carries()),
         takes_inputs=frozenset(n for n, count in functions.items() if count == 3),
         loop_location=_location(loop.location),
         loss_location=_location(config.loc("objective") or config.loc("loss")) or loop.location,
@@ -187,6 +188,15 @@ def plan_of(module: ModuleOp, loop: train.LoopOp, source: str) -> ScriptPlan:
         batch_fields=tuple(loop.field_names()),
         function_params=tuple(_function_params(module).items()),
     )  # fmt: skip
+
+
+def _carry_start(op: train.CarryOp) -> str | tuple[str, ...] | None:
+    """The `train.carry` op's `init`: None for `none`, its parameter path (`net.h0`), or the
+    paths of a tuple of them (`(net.h0, net.c0)`)."""
+    paths = initial_paths(op.init)
+    if paths is None:
+        return None
+    return paths[0] if isinstance(op.init, StringAttr) else tuple(paths)
 
 
 def _forward_inputs(module: ModuleOp, instance: nml.InstanceOp) -> int:
@@ -365,7 +375,7 @@ def _steps_import_ops(plan: StepsPlan) -> list[Operation]:
         py.ImportOp("random"),
         py.ImportOp("sys"),
         py.ImportOp("time"),
-        py.FromImportOp("dataclasses", ["dataclass"]),
+        py.FromImportOp("dataclasses", ["dataclass", *(["field"] if plan.base.carries else [])]),
         py.FromImportOp("functools", ["partial"]),
         py.FromImportOp("typing", ["Any"]),
         py.ImportOp("torch"),

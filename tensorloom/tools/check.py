@@ -171,7 +171,7 @@ def _json(result: Compilation, flows: list[ModelFlow]) -> dict[str, Any]:
             {"name": n, "samples": a, "targets": t, "from": o}
             for n, a, t, o in dataset_rows(result)
         ],
-        "carried": [{"name": n, "type": t} for n, t in carried_rows(result)],
+        "carried": [{"name": n, "type": t, "start": s} for n, t, s in carried_rows(result)],
     }
 
 
@@ -194,23 +194,29 @@ def _flows_text(result: Compilation, flows: list[ModelFlow]) -> str:
     text = format_flows(flows) if flows else f"{result.path}: ok (no models)\n"
     for name, samples, targets, origin in dataset_rows(result):
         text += f"data {name}: {data_summary(samples, targets)}; from {origin}\n"
-    for name, carried in carried_rows(result):
-        text += f"carry {name}: {carried}, from `none` each epoch, detached between batches\n"
+    for name, carried, start in carried_rows(result):
+        text += f"carry {name}: {carried}, from `{start}` each epoch, detached between batches\n"
     return text
 
 
-def carried_rows(result: Compilation) -> list[tuple[str, str]]:
-    """Each value a train block carries between batches, and the type check-train gave it."""
+def carried_rows(result: Compilation) -> list[tuple[str, str, str]]:
+    """Each value a train block carries between batches, the type check-train gave it, and
+    what each epoch starts it from (`none`, or a learned `net.h0`)."""
     from tensorloom.dialects import train
     from tensorloom.passes.shape_inference import format_type
+    from tensorloom.passes.support.objectives import initial_paths
 
     if result.module is None:
         return []
-    return [
-        (op.var.data, format_type(op.carried))
-        for op in result.module.walk()
-        if isinstance(op, train.CarryOp) and op.carried is not None
-    ]
+    rows: list[tuple[str, str, str]] = []
+    for op in result.module.walk():
+        if isinstance(op, train.CarryOp) and op.carried is not None:
+            paths = initial_paths(op.init)
+            start = "none" if paths is None else ", ".join(paths)
+            if paths is not None and len(paths) > 1:
+                start = f"({start})"
+            rows.append((op.var.data, format_type(op.carried), start))
+    return rows
 
 
 def dataset_rows(result: Compilation) -> list[tuple[str, str, str, str]]:

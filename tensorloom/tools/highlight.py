@@ -49,6 +49,12 @@ def _rules() -> dict[str, Rules]:
             (r"//.*?$", Comment.Single),
             (r"/\*", Comment.Multiline, "comment"),
             (r'"', String.Double, "string"),
+            (
+                r"(@weights)(\s+)([A-Za-z_]\w*)(\s+)(for)(\s+)([A-Za-z_]\w*)",
+                bygroups(
+                    Name.Decorator, Whitespace, Name, Whitespace, Keyword, Whitespace, Name.Class
+                ),
+            ),
             (words(SECTIONS, suffix=r"\b"), Name.Decorator),
             (r"(model)(\s+)([A-Za-z_]\w*)", bygroups(Keyword.Declaration, Whitespace, Name.Class)),
             (
@@ -69,6 +75,7 @@ def _rules() -> dict[str, Rules]:
                 r"(weights)(\s+)([A-Za-z_]\w*)(\s+)(from)\b",
                 bygroups(Keyword.Declaration, Whitespace, Name, Whitespace, Keyword),
             ),
+            (r"(using)(\s+)([A-Za-z_]\w*)", bygroups(Keyword, Whitespace, Name)),
             (r"\b(ignore|config)(?=\s+[\"'])", Keyword),
             (r"\b(transposed)(?=\s*(//.*)?$)", Keyword),
             (r"(along)(\s+)(\d+)\b", bygroups(Keyword, Whitespace, Number.Integer)),

@@ -104,6 +104,7 @@ def test_the_fragments_are_few_and_marked() -> None:
     fragments = [(b.page.name, b.lang) for b in BLOCKS if b.fragment]
     assert fragments == [
         ("README.md", "nml"), ("grammar.md", "nml"), ("kernels.md", "tl"), ("kernels.md", "tl"),
+        *[("pretrained.md", "nml")] * 6,  # the shipped maps, quoted from examples/*.nml
         ("train-block.md", "tl"), ("train-block.md", "tl"),
     ]  # fmt: skip
 

@@ -20,6 +20,7 @@ import torch
 from tensorloom.analysis.profile import ProfileOptions, profile_file
 from tensorloom.backends.python_printer import print_python
 from tensorloom.pipeline import compile_file
+from tests.e2e._torchvision import import_torchvision
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 GPT2_SMALL = 124_439_808
@@ -112,3 +113,12 @@ def test_vit_b_16_counts_what_torchvision_counts() -> None:
     assert sum(p.numel() for p in model.parameters()) == VIT_B_16
     names = {name for name, _ in model.named_parameters()}
     assert {"class_token", "pos_embedding", "conv_proj.weight", "layers.11.fc2.bias"} <= names
+
+
+def test_vit_b_16_counts_what_torchvisions_own_model_counts() -> None:
+    """torchvision's `vit_b_16()` itself (built on the meta device): the same count, tensor
+    for tensor (test_pretrained_models.py loads its weights and compares logits)."""
+    torchvision = import_torchvision()
+    with torch.device("meta"):
+        theirs = torchvision.models.vit_b_16()
+    assert sum(p.numel() for p in theirs.parameters()) == VIT_B_16

@@ -327,6 +327,62 @@ def test_the_finetune_example_without_its_folder(tmp_path: Path) -> None:
     assert "huggingface-cli download NAME --local-dir gpt2" in run.stderr
 
 
+def _rules_of(program: Path) -> list[tuple[object, ...]]:
+    """The program's weights rules as the compiler reads them (its `train.weights` op)."""
+    from tensorloom.dialects.train import WeightsOp
+    from tensorloom.pipeline import compile_file
+
+    compiled = compile_file(program, until="irgen")
+    assert compiled.module is not None
+    return list(next(o for o in compiled.module.walk() if isinstance(o, WeightsOp)).rules())
+
+
+def test_gpt_nml_map_is_the_tl_block_and_a_block_adds_rules_before_it(tmp_path: Path) -> None:
+    """examples/gpt.nml's `@weights hf` holds the rules of the .tl block above; a block that
+    writes rules and says `using hf` applies its own first, then the map's, and loads
+    transformers' GPT-2 with its logits."""
+    reference = _hf_gpt2(tmp_path / "gpt2-tiny")
+    tl_rules = _rules_of(_program(tmp_path))
+    own = '"transformer.wte.weight" -> "wte.weight"'
+    program = _program(tmp_path, f'weights model from "gpt2-tiny" using hf:\n    {own}\n')
+    checked = _tlc("check", "finetune.tl", cwd=tmp_path)
+    assert checked.returncode == 0 and "TL08" not in checked.stderr, checked.stderr
+    table = _rules_of(program)
+    assert table[0] == ("transformer.wte.weight", "wte.weight", False, None)
+    assert table[1:] == tl_rules
+    _, script = _script(tmp_path)
+    assert script.WEIGHT_RULES[0] == ("transformer.wte.weight", "wte.weight", False)
+    model = script.GPT(**SIZES).eval()
+    script.load_pretrained(model, tmp_path / "gpt2-tiny", script.WEIGHT_RULES)
+    idx = torch.randint(0, SIZES["vocab_size"], (2, 24))
+    with torch.no_grad():
+        assert (model(idx) - reference(idx).logits).abs().max().item() < 1e-4
+
+
+@pytest.mark.parametrize("damage", ["truncated", "corrupt"])
+def test_a_damaged_safetensors_file_is_a_one_line_error(tmp_path: Path, damage: str) -> None:
+    """A download cut short, or a file that is no safetensors: `tlc check` says so at the
+    source (TL0802), and the script stops before training with one line naming the file."""
+    _hf_gpt2(tmp_path / "gpt2")
+    _finetune_example(tmp_path)
+    out = tmp_path / "out" / "finetune_gpt2.py"
+    assert _tlc("compile", "finetune_gpt2.tl", "-o", str(out), cwd=tmp_path).returncode == 0
+    weights = tmp_path / "gpt2" / "model.safetensors"
+    data = weights.read_bytes()
+    weights.write_bytes(data[: len(data) - 100] if damage == "truncated" else b"\x07" + data[1:])
+    checked = _tlc("check", "finetune_gpt2.tl", cwd=tmp_path)
+    assert checked.returncode == 1 and "Traceback" not in checked.stderr
+    assert "error[TL0802]: cannot read the weights: " in checked.stderr, checked.stderr
+    run = subprocess.run(
+        [sys.executable, str(out), "--device", "cpu", "--max-steps", "1", "--checkpoint-dir",
+         str(tmp_path / "ck")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr
+    assert run.stderr.startswith("error: ") and "model.safetensors" in run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1, run.stderr
+
+
 SPLIT_ATTENTION = """@model SplitAttention:
     @config:
         n_embd = 768

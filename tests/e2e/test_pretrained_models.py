@@ -1,11 +1,12 @@
-"""The shipped maps of docs/pretrained.md against the libraries that publish the weights.
+"""The shipped maps against the libraries that publish the weights.
 
-Each test builds a small random model with transformers (or writes a torchvision-named state
-dict), saves it as the library does, and takes the map's text from docs/pretrained.md
-verbatim, with only the instance's sizes and the source's path changed: `tlc check` finds
-no mismatch, the model loaded through the map gives the library's outputs within 1e-4 on
-the same input, and `export_pretrained`'s folder loads back into the library with equal
-outputs. No network: the checkpoints are made here.
+The maps are `@weights` blocks of the example models (examples/*.nml), and
+docs/pretrained.md's programs apply them. Each test builds a small random model with
+transformers (or torchvision's own `resnet50()` and `vit_b_16()`), saves it as the library
+does, and takes the docs' program verbatim, with only the instance's sizes and the source's
+path changed: `tlc check` finds no mismatch, the model loaded through the map gives the
+library's outputs within 1e-4 on the same input, and `export_pretrained`'s folder loads back
+into the library with equal outputs. No network: the checkpoints are made here.
 """
 
 from __future__ import annotations
@@ -22,19 +23,21 @@ from typing import Any
 import pytest
 import torch
 
+from tests.e2e._torchvision import import_torchvision
+
 transformers = pytest.importorskip("transformers")
 pytest.importorskip("safetensors")
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 PAGE = ROOT / "docs" / "pretrained.md"
-FENCE = re.compile(r"^```tl\n(.*?)^```", re.M | re.S)
+FENCE = re.compile(r"^```(tl|nml)\n(.*?)^```", re.M | re.S)
 
 
 def shipped_map(source: str) -> str:
-    """The docs/pretrained.md program whose `weights` block reads `source`."""
+    """The docs/pretrained.md program whose `weights` line reads `source`."""
     blocks = FENCE.findall(PAGE.read_text(encoding="utf-8"))
-    return next(b for b in blocks if f'weights model from "{source}":' in b)
+    return next(b for lang, b in blocks if lang == "tl" and f'weights model from "{source}"' in b)
 
 
 def program(tmp: Path, source: str, instance: str, folder: Path, tail: str = "") -> Path:
@@ -44,10 +47,20 @@ def program(tmp: Path, source: str, instance: str, folder: Path, tail: str = "")
         shutil.copy(model, tmp / model.name)
     text = shipped_map(source)
     text = re.sub(r"^let model = .*$", f"let model = {instance}", text, count=1, flags=re.M)
-    text = text.replace(f'weights model from "{source}":', f'weights model from "{folder}":')
+    text = text.replace(f'weights model from "{source}"', f'weights model from "{folder}"')
     path = tmp / "program.tl"
     path.write_text(text + tail, encoding="utf-8")
     return path
+
+
+def test_the_docs_quote_the_example_maps() -> None:
+    """Each `@weights` map docs/pretrained.md shows is the text of an example model's file."""
+    quoted = [b for lang, b in FENCE.findall(PAGE.read_text(encoding="utf-8")) if lang == "nml"]
+    examples = {p.name: p.read_text(encoding="utf-8") for p in EXAMPLES.glob("*.nml")}
+    assert len(quoted) == 6
+    for text in quoted:
+        assert text.startswith("@weights "), text
+        assert any(text in source for source in examples.values()), text.splitlines()[0]
 
 
 def tlc(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -243,69 +256,28 @@ def test_llama_loads_through_the_shipped_map_and_exports_back(tmp_path: Path) ->
         assert close(other(ids), back(ids).logits) < 1e-4
 
 
-# --- ResNet-50 -----------------------------------------------------------------------------------
+# --- torchvision: ResNet-50 and ViT-B/16 ----------------------------------------------------
 
 
-class _Bottleneck(torch.nn.Module):
-    """torchvision.models.resnet.Bottleneck's structure and names (v1.5: the 3x3 strides)."""
-
-    def __init__(self, in_ch: int, width: int, stride: int) -> None:
-        super().__init__()
-        nn = torch.nn
-        self.conv1, self.bn1 = nn.Conv2d(in_ch, width, 1, bias=False), nn.BatchNorm2d(width)
-        self.conv2 = nn.Conv2d(width, width, 3, stride=stride, padding=1, bias=False)
-        self.bn2 = nn.BatchNorm2d(width)
-        self.conv3, self.bn3 = nn.Conv2d(width, width * 4, 1, bias=False), nn.BatchNorm2d(width * 4)
-        self.relu = nn.ReLU(inplace=True)
-        self.downsample = None
-        if stride != 1 or in_ch != width * 4:
-            self.downsample = nn.Sequential(
-                nn.Conv2d(in_ch, width * 4, 1, stride=stride, bias=False), nn.BatchNorm2d(width * 4)
-            )
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = self.relu(self.bn1(self.conv1(x)))
-        out = self.relu(self.bn2(self.conv2(out)))
-        out = self.bn3(self.conv3(out))
-        return self.relu(out + (x if self.downsample is None else self.downsample(x)))
-
-
-class _ResNet50(torch.nn.Module):
-    """torchvision.models.resnet50's structure and state-dict names."""
-
-    def __init__(self, classes: int) -> None:
-        super().__init__()
-        nn = torch.nn
-        self.conv1 = nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False)
-        self.bn1, self.relu = nn.BatchNorm2d(64), nn.ReLU(inplace=True)
-        self.maxpool = nn.MaxPool2d(3, stride=2, padding=1)
-        in_ch = 64
-        for index, (width, blocks) in enumerate(((64, 3), (128, 4), (256, 6), (512, 3))):
-            stage = []
-            for i in range(blocks):
-                stride = 2 if i == 0 and index > 0 else 1
-                stage.append(_Bottleneck(in_ch, width, stride))
-                in_ch = width * 4
-            setattr(self, f"layer{index + 1}", nn.Sequential(*stage))
-        self.avgpool, self.fc = nn.AdaptiveAvgPool2d(1), nn.Linear(2048, classes)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
-        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
-        return self.fc(torch.flatten(self.avgpool(x), 1))
-
-
-def test_resnet50_loads_a_torchvision_named_state_dict(tmp_path: Path) -> None:
-    """torchvision cannot be installed beside CPU torch 2.13, so the state dict comes from a
-    ResNet-50 with torchvision's structure and names, its batch-norm statistics random."""
-    torch.manual_seed(0)
-    reference = _ResNet50(classes=10)
-    for module in reference.modules():
+def _random_statistics(model: torch.nn.Module) -> None:
+    """Batch norms with random statistics and affine weights, so that eval mode tests them."""
+    for module in model.modules():
         if isinstance(module, torch.nn.BatchNorm2d):
+            assert module.running_mean is not None and module.running_var is not None
             module.running_mean.uniform_(-0.2, 0.2)
             module.running_var.uniform_(0.5, 1.5)
             module.weight.data.uniform_(0.5, 1.5)
             module.bias.data.uniform_(-0.2, 0.2)
+
+
+def test_resnet50_loads_torchvisions_state_dict(tmp_path: Path) -> None:
+    """torchvision's own `resnet50()` (random weights, random batch-norm statistics): its
+    state dict loads through resnet50.nml's map, the logits agree, and the export writes
+    the same tensors back under torchvision's names."""
+    torchvision = import_torchvision()
+    torch.manual_seed(0)
+    reference = torchvision.models.resnet50(num_classes=10)
+    _random_statistics(reference)
     reference.eval()
     torch.save(reference.state_dict(), tmp_path / "resnet50.pth")
     path = program(tmp_path, "resnet50.pth", "ResNet50(classes=10)", tmp_path / "resnet50.pth")
@@ -322,3 +294,31 @@ def test_resnet50_loads_a_torchvision_named_state_dict(tmp_path: Path) -> None:
     state = reference.state_dict()
     assert back.keys() == state.keys()
     assert all(torch.equal(back[k], v) for k, v in state.items())
+    again = torchvision.models.resnet50(num_classes=10).eval()
+    again.load_state_dict(back)
+    with torch.no_grad():
+        assert close(again(images), reference(images)) == 0
+
+
+def test_vit_b_16_loads_torchvisions_state_dict(tmp_path: Path) -> None:
+    """torchvision's own `vit_b_16()` at its full size (random weights): through
+    vision_transformer.nml's `torchvision` map, equal logits at 224x224; the export loads
+    back into torchvision's model."""
+    torchvision = import_torchvision()
+    torch.manual_seed(0)
+    reference = torchvision.models.vit_b_16().eval()
+    torch.save(reference.state_dict(), tmp_path / "vit_b_16.pth")
+    path = program(tmp_path, "vit_b_16.pth", "ViT()", tmp_path / "vit_b_16.pth")
+    checked(path)
+    model = models("vision_transformer.nml", tmp_path).VisionTransformer().eval()
+    table = rules(path)
+    runtime().load_pretrained(model, tmp_path / "vit_b_16.pth", table)
+    images = torch.randn(2, 3, 224, 224)
+    with torch.no_grad():
+        theirs = reference(images)
+        assert close(model(images), theirs) < 1e-4
+    runtime().export_pretrained(model, tmp_path / "out", table)
+    back = torchvision.models.vit_b_16().eval()
+    back.load_state_dict(runtime().read_tensors(tmp_path / "out"))
+    with torch.no_grad():
+        assert close(back(images), theirs) == 0

@@ -96,8 +96,16 @@ SETTINGS = {
         "BCEWithLogits",
     ],
     "precision": ["fp32", "bf16", "fp16", "fp8", "auto"],
-    "lr_schedule": ["cosine", "step", "warmup", "cosin", "plateau(factor=0.5, patience=1)",
-                    "plateau(factor=2.0)", "wsd(warmup_steps=2)", "wsd(decay_fraction=1.5)"],
+    "lr_schedule": [
+        "cosine",
+        "step",
+        "warmup",
+        "cosin",
+        "plateau(factor=0.5, patience=1)",
+        "plateau(factor=2.0)",
+        "wsd(warmup_steps=2)",
+        "wsd(decay_fraction=1.5)",
+    ],
     "grad_clip": ["1.0", "0", "-1.0"],
     "accumulate_steps": ["1", "2", "0"],
     "seed": ["0", "1", "-1"],
@@ -119,6 +127,8 @@ def make_workdir() -> Path:
     for nml in (ROOT / "examples").glob("*.nml"):
         shutil.copy(nml, work / nml.name)
     shutil.copytree(ROOT / "tests" / "lit" / "check" / "Inputs", work / "Inputs")
+    # models with `@weights` maps beside them, for `_weights_maps`
+    shutil.copytree(ROOT / "tests" / "lit" / "check" / "weights_nml" / "Inputs", work / "maps")
     _write_data_files(work)
     return work
 
@@ -151,6 +161,9 @@ def _write_data_files(work: Path) -> None:
     (work / "hf").mkdir(exist_ok=True)  # a Hugging Face folder: its config.json is compared too
     module.main([str(work / "hf" / "model.safetensors"), *tensors, "qkv.weight=F32:48,8"])
     (work / "hf" / "config.json").write_text('{"width": 16, "hidden": 8, "n_layer": 3}\n')
+    mapped = ["model.fc1.weight=F32:4,8", "model.fc1.bias=F32:4", "model.fc2.weight=F32:2,4",
+              "model.fc2.bias=F32:2"]  # fmt: skip
+    module.main([str(work / "maps" / "one.safetensors"), *mapped])  # maps/one.nml's `hf` fits
 
 
 # ------------------------------------------------------------------ generator
@@ -164,16 +177,19 @@ def generate(r: random.Random) -> str:
     for chance, form in train_forms:
         if r.random() < chance:
             return form(r, careful=r.random() < 0.5)
-    if r.random() < 0.3:
-        return _structured(r, careful=r.random() < 0.5)
-    if r.random() < 0.1:
-        return _config_expressions(r)
-    if r.random() < 0.1:
-        return _per_position(r, careful=r.random() < 0.5)
-    if r.random() < 0.1:
-        return _sequential_models(r, careful=r.random() < 0.5)
-    if r.random() < 0.12:
-        return _assignments(r, careful=r.random() < 0.5)
+    model_forms = (
+        (0.05, _weights_maps),
+        (0.3, _structured),
+        (0.1, None),
+        (0.1, _per_position),
+        (0.1, _sequential_models),
+        (0.12, _assignments),
+    )
+    for chance, form in model_forms:
+        if r.random() < chance:
+            if form is None:  # config expressions: always careful
+                return _config_expressions(r)
+            return form(r, careful=r.random() < 0.5)
     if r.random() < 0.5:
         return _careful(r)
     parts: list[str] = []
@@ -284,7 +300,7 @@ def _objectives(r: random.Random, careful: bool) -> str:
             frozen = idle if careful else [r.choice([*names, "Q"])]
             lines.append(f"    freeze = [{', '.join(frozen)}]")
     if r.random() < 0.3:
-        lines[lines.index(f"train {header} on data:"):0] = _sampler(names, careful, r)
+        lines[lines.index(f"train {header} on data:") : 0] = _sampler(names, careful, r)
         lines.append(f"    samples = {'sample' if careful else r.choice(['sample', 'smaple'])}")
     if not careful and r.random() < 0.3:
         extra = ["loss = MSE", "ema = 0.99", "compile = true", "grad_clip = 1.0"]
@@ -302,42 +318,101 @@ CARRY_DATA = ['"words", path="stdlib", block_size=8, vocab=64',
               '"words", path="absent.txt", block_size=8, vocab=64']  # fmt: skip
 
 
+CARRY_STARTS = ["none", "net.h0", "(net.h0, net.c0)"]
+SLOPPY_STARTS = ["net.rnn", "teacher.h0", "(net.h0, net.h0, net.c0)", "net.h1", "(net.h0)"]
+CARRY_DISTRIBUTED = ["ddp", "true", "fsdp", "false"]
+
+
 def _carried(r: random.Random, careful: bool) -> str:
     """A recurrent language model whose block carries its state between batches
     (`carry state = none`, the objective `fn f(net, x, y, state)` returning `(loss, state)`),
-    an LSTM's pair or a GRU's tensor; sloppy ones leave out the initial value, return the
-    loss alone or half the pair, carry over shuffled data, carry twice, or carry beside
-    `loss` or `step` lines."""
+    an LSTM's pair or a GRU's tensor, from `none` or learned (`net.h0`, `(net.h0, net.c0)`),
+    with a metric that takes the state, as one model or in `step` lines beside a probe's
+    step that takes it in turn (under DDP too); sloppy ones leave out the initial value,
+    return the loss alone or half the pair, start from what is no parameter, carry over
+    shuffled data, carry twice, or carry beside `loss` or FSDP."""
     lstm = r.random() < 0.5
     layers = r.choice([1, 2])
     kind = f"LSTM(16, 16, num_layers={layers})" if lstm else f"GRU(16, 16, num_layers={layers})"
     state_type = "(Tensor, Tensor)" if lstm else "Tensor"
+    learned = r.random() < 0.4
+    start = "none"
+    if learned:
+        start = CARRY_STARTS[2] if lstm else CARRY_STARTS[1]
+        if not careful and r.random() < 0.4:
+            start = r.choice(SLOPPY_STARTS)
+    size = layers if careful else r.choice([layers, 1, 3])
+    starts = [f"    layer h0 = Parameter({size}, 1, 16)"] if learned else []
+    if learned and lstm:
+        starts.append(f"    layer c0 = Parameter({layers}, 1, 16)")
     lines = ["model LM:", "    layer encoder = Embedding(64, 16)", f"    layer rnn = {kind}",
-             "    layer decoder = Linear(16, 64)", "",
+             "    layer decoder = Linear(16, 64)", *starts, "",
              f"    fn forward(self, x: Tensor[B, T], state: {state_type}):",
              "        let (out, next) = self.rnn(self.encoder(x), state)",
              "        return (self.decoder(out), next)", ""]  # fmt: skip
+    steps = r.random() < 0.3
+    models = "net, probe" if steps else "net"
+    if steps:
+        lines += ["model Probe:", "    layer fc = Linear(16, 16)", "",
+                  "    fn forward(self, h: Tensor[L, B, 16]) -> Tensor[L, B, 16]:",
+                  "        return self.fc(h)", ""]  # fmt: skip
     returned = "(loss, next)" if careful else r.choice(CARRY_RETURNS)
-    lines += ["fn lm_loss(net, x, y, state):", "    let (logits, next) = net(x, state)",
+    lines += [f"fn lm_loss({models}, x, y, state):"]
+    given = "state"
+    unpack = ["    let (h, c) = state"] if learned and lstm else []
+    if learned and lstm:
+        given = f"(h.expand({layers}, x.size(0), 16), c.expand({layers}, x.size(0), 16))"
+    elif learned:
+        given = f"state.expand({layers}, x.size(0), 16)"
+    lines += [*unpack, f"    let (logits, next) = net(x, {given})",
               "    let loss = cross_entropy(logits.flatten(0, 1), y.flatten())"]  # fmt: skip
     if "h" in returned or "c)" in returned:
         lines.append("    let (h, c) = next" if lstm else "    let h = next\n    let c = next")
-    lines += [f"    return {returned}", "", "let net = LM()"]
+    lines += [f"    return {returned}", ""]
+    if steps:  # a probe of the state: an LSTM's cells from its hidden state, or h from h
+        target = "c" if lstm else "state"
+        lines += [f"fn probe_loss({models}, x, y, state):"]
+        lines += ["    let (h, c) = state"] if lstm else ["    let h = state"]
+        kept = "state" if careful else r.choice(["state", "h", "none"])
+        lines += [f"    return (mse(probe(h), {target}), {kept})", ""]
+    metric = not steps and r.random() < 0.4
+    if metric:  # the state a validation batch starts from, or the batch alone
+        taken = "x, y, state" if careful or r.random() < 0.7 else "x, y, state, extra"
+        lines += [f"fn acc({models}, {taken}) -> Tensor:", *unpack,
+                  f"    let (logits, next) = net(x, {given})",
+                  "    return mean((argmax(logits, -1) == y).float())", ""]  # fmt: skip
+    lines += ["let net = LM()", *(["let probe = Probe()"] if steps else [])]
+    return "\n".join(lines + _carrying_block(r, careful, start, steps, metric)) + "\n"
+
+
+def _carrying_block(
+    r: random.Random, careful: bool, start: str, steps: bool, metric: bool
+) -> list[str]:
+    """`_carried`'s data and train block: one model's objective (maybe under DDP) or two
+    `step` lines, the `carry` line, and its metrics."""
     data = CARRY_DATA[0] if careful else r.choice(CARRY_DATA)
-    lines += [f"let data = load_dataset({data})", "", "train net on data:"]
+    block = "(net, probe)" if steps else "net"
+    lines = [f"let data = load_dataset({data})", "", f"train {block} on data:"]
     lines += [f"    epochs = {r.choice(['1', '2'])}", f"    batch_size = {r.choice(['4', '8'])}"]
-    if careful or r.random() < 0.7:
+    if steps:
+        lines += ["    step lm_loss with SGD(net, lr=1.0)",
+                  "    step probe_loss with Adam(probe, lr=0.01)"]  # fmt: skip
+    elif careful or r.random() < 0.7:
         lines.append("    objective = lm_loss")
-    elif r.random() < 0.5:
-        lines.append("    loss = CrossEntropy")
     else:
-        lines.append("    step lm_loss with SGD(net, lr=1.0)")
-    lines.append(f"    {'carry state = none' if careful else r.choice(CARRY_SLIPS)}")
-    if careful and r.random() < 0.5:
+        lines.append("    loss = CrossEntropy")
+    carry = f"carry state = {start}"
+    lines.append(f"    {carry if careful else r.choice([*CARRY_SLIPS, carry])}")
+    if careful and r.random() < 0.5 and not steps:
         lines += ["    optimizer = SGD(lr=20.0)", "    grad_clip = 0.25"]
-    if r.random() < 0.5:
+    if r.random() < (0.2 if careful else 0.3):
+        how = "ddp" if careful else r.choice(CARRY_DISTRIBUTED)
+        lines.append(f"    distributed = {how}")
+    if metric:
+        lines.append("    metrics = [perplexity, acc]")
+    elif r.random() < 0.5 and not steps:
         lines.append("    metrics = [perplexity]")
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 # Data of named fields: the catalogue's pairs, and the .npz files tests/lit/check/fields'
@@ -409,8 +484,13 @@ GROUP_SELECTIONS = ["params(net.blocks, ndim=2)", "params(net, ndim=1)", "net.he
 SLOPPY_SELECTIONS = ["params(net.blokcs)", "params(net, dims=2)", "params(net, ndim=5)",
                      "params(nte)", "params()", "params(net, match=3)", "hidden - net",
                      "rest", "net.blocks[0:9]", "params(hidden)", "1 + 2"]  # fmt: skip
-SCHEDULE_OPTIONS = ["", ", lr_schedule=cosine(warmup_steps=3)", ", grad_clip=1.0",
-                    ", lr_schedule=linear(min_lr=1e-4), grad_clip=0.5", ", lr_schedule=none"]
+SCHEDULE_OPTIONS = [
+    "",
+    ", lr_schedule=cosine(warmup_steps=3)",
+    ", grad_clip=1.0",
+    ", lr_schedule=linear(min_lr=1e-4), grad_clip=0.5",
+    ", lr_schedule=none",
+]
 SLOPPY_OPTIONS = [", lr_schedule=plateau", ", grad_clip=-1.0", ", lr_schedule=cosinus",
                   ", ns_steps=0", ", betas=(0.9, 0.95)", ", momentum=2"]  # fmt: skip
 
@@ -474,8 +554,17 @@ def _structured(r: random.Random, careful: bool) -> str:
         None
         if careful
         else r.choice(
-            ["table", "tie", "tensor_if", "for_tensor", "loss", "einsum", "param", "unbound",
-             "rotary"]
+            [
+                "table",
+                "tie",
+                "tensor_if",
+                "for_tensor",
+                "loss",
+                "einsum",
+                "param",
+                "unbound",
+                "rotary",
+            ]
         )
     )
     if careful:
@@ -795,6 +884,31 @@ def _weights(r: random.Random) -> str:
     instance = r.choice(["net"] * 5 + ["data", "nothing"])
     rules = [r.choice(WEIGHT_RULES) for _ in range(r.randint(1, 4))]
     return "\n".join([f'weights {instance} from "{source}":', *rules])
+
+
+MAP_FILES = ["maps/one.nml", "maps/maps.nml", "maps/stray.nml", "maps/confnet.nml"]
+MAP_NAMES = ["hf", "plain", "fused", "split", "bad", "twice", "renamed", "torchvision", "Hf"]
+MAP_SOURCES = ["maps/one.safetensors", "w.safetensors", "cut.safetensors", "hf",
+               "absent.safetensors"]  # fmt: skip
+
+
+def _weights_maps(r: random.Random, careful: bool) -> str:
+    """A model whose .nml file declares `@weights` maps (tests/lit/check/weights_nml/Inputs),
+    filled by a `weights` line that applies its only map, names one with `using`, or adds
+    rules of its own before it; sloppy ones name a map the model lacks, a model with
+    several maps or none, another file's tensors, a map of a misdeclared file."""
+    nml = "maps/one.nml" if careful else r.choice(MAP_FILES)
+    source = "maps/one.safetensors" if careful else r.choice(MAP_SOURCES)
+    head = f'weights net from "{source}"'
+    if careful:
+        head += r.choice(["", " using hf"])
+    elif r.random() < 0.7:
+        head += f" using {r.choice(MAP_NAMES)}"
+    own = [] if careful else [r.choice(WEIGHT_RULES) for _ in range(r.randint(0, 2))]
+    if careful and r.random() < 0.3:  # rules of its own apply a map only with `using`
+        head, own = f'weights net from "{source}" using hf', ['    ignore "model.mask"']
+    block = [head + ":", *own] if own else [head]
+    return "\n".join([f'import "{nml}" as Net', "", "let net = Net()", "", *block]) + "\n"
 
 
 def _train(r: random.Random) -> str:

@@ -134,7 +134,8 @@ def names_read(source: str) -> frozenset[str]:
     """Every name `source` mentions (loads, annotations, decorators), less those it defines at
     its top level: a script's own `Trainer` (a `step` lines block's) is not the runtime's."""
     tree = ast.parse(source)
-    read = frozenset(n.id for n in ast.walk(tree) if isinstance(n, ast.Name))
+    read = frozenset(n.id for n in ast.walk(tree)
+                     if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store))  # fmt: skip
     defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef)}
     return read - defined
 

@@ -299,3 +299,32 @@ def _restore_rng(states: dict[str, Any]) -> None:
     if "cuda" in states and torch.cuda.is_available():
         with contextlib.suppress(RuntimeError):  # another number of GPUs
             torch.cuda.set_rng_state_all([s.cpu() for s in states["cuda"]])
+
+
+def gather_carried(carried: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """Under DDP each rank carries its own values (`carry`), the state of its own streams:
+    every rank's, in rank order, for rank 0 to save (a collective: every rank calls it);
+    None in one process."""
+    if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+        return None
+    ranks: list[Any] = [None] * torch.distributed.get_world_size()
+    torch.distributed.all_gather_object(ranks, carried)
+    return ranks
+
+
+def own_carried(
+    extra: dict[str, Any], rank: int, world_size: int, *, mid_epoch: bool
+) -> dict[str, Any]:
+    """This rank's carried values in a checkpoint's `extra`. A run cut mid-epoch continues
+    each rank's streams, so it resumes on as many ranks; a whole epoch's on any number (the
+    next epoch starts the values over)."""
+    ranks = extra.get("carried_by_rank") or [extra.get("carried", {})]
+    if len(ranks) == world_size:
+        return ranks[rank]
+    if mid_epoch:
+        raise StepsCheckpointError(
+            f"the checkpoint was cut in the middle of an epoch at world size {len(ranks)}, "
+            f"each rank carrying the state of its own streams; resume it at world size "
+            f"{len(ranks)}, not {world_size}"
+        )
+    return {}

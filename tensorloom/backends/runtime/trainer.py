@@ -36,6 +36,7 @@ from torch import nn
 
 from tensorloom.backends.runtime.amp import PrecisionPlan
 from tensorloom.backends.runtime.checkpoint import (
+    CheckpointError,
     clean_stale_temp_files,
     load_checkpoint,
     load_weights,
@@ -303,16 +304,31 @@ def train_epoch_graphed(
 # --- checkpoints and resume -----------------------------------------------------------------
 
 
-def checkpoint_state(trainer: Trainer, carry: Carry | None = None) -> dict[str, Any]:
-    """What a checkpoint holds besides its epoch: `carry` is a cut epoch's loss and batches."""
+def checkpoint_state(
+    trainer: Trainer, carry: Carry | None = None, ranks: list[Any] | None = None
+) -> dict[str, Any]:
+    """What a checkpoint holds besides its epoch: `carry` is a cut epoch's loss and batches;
+    `ranks`, under DDP, every rank's carried values (`carried_by_rank`)."""
     extra: dict[str, Any] = {"recipe": trainer.recipe.state_dict()}
     if carry is not None:
         extra["carry"] = {"loss_sum": carry[0].detach(), "batches": carry[1]}
     if trainer.carried:  # a run resumed mid-epoch continues from them
         extra["carried"] = trainer.carried
+    if ranks is not None:  # each rank's own, rank 0's above
+        extra["carried_by_rank"] = ranks
     return dict(model=trainer.model, optimizer=trainer.optimizer, scaler=trainer.scaler,
                 scheduler=trainer.scheduler, step=trainer.step, loader=trainer.train_loader,
                 extra=extra)  # fmt: skip
+
+
+def carried_by_rank(trainer: Trainer) -> list[Any] | None:
+    """Under DDP each rank carries its own values, the state of its own streams: every
+    rank's, in rank order, for rank 0 to save (a collective: every rank calls it)."""
+    if not trainer.ctx.is_distributed or not trainer.carried:
+        return None
+    ranks: list[Any] = [None] * trainer.ctx.world_size
+    torch.distributed.all_gather_object(ranks, trainer.carried)
+    return ranks
 
 
 def save_last(trainer: Trainer, epochs_done: int) -> None:
@@ -320,9 +336,11 @@ def save_last(trainer: Trainer, epochs_done: int) -> None:
     (unless the newest save already holds this step). Rank 0 writes."""
     if trainer.checkpoint_dir is None or trainer.saved_step == trainer.step:
         return
+    ranks = carried_by_rank(trainer)
     if trainer.ctx.is_main:
         path = f"{trainer.checkpoint_dir}/last.pt"
-        save_checkpoint(path, epoch=epochs_done, **checkpoint_state(trainer, trainer.carry))
+        state = checkpoint_state(trainer, trainer.carry, ranks)
+        save_checkpoint(path, epoch=epochs_done, **state)
     trainer.saved_step = trainer.step
 
 
@@ -339,8 +357,9 @@ def save_if_due(
         due = every is not None and done % every == 0
     if trainer.checkpoint_dir is None or not (due or done == last):
         return
+    ranks = carried_by_rank(trainer)
     if trainer.ctx.is_main:
-        state = checkpoint_state(trainer)
+        state = checkpoint_state(trainer, ranks=ranks)
         save_epoch_checkpoint(trainer.checkpoint_dir, keep=keep, epoch=done, **state)
     trainer.saved_step = trainer.step
 
@@ -369,7 +388,15 @@ def resume_position(trainer: Trainer, state: dict[str, Any]) -> None:
     if carry is not None:
         trainer.carry = carry["loss_sum"].to(trainer.ctx.device), int(carry["batches"])
     if extra.get("carried") is not None:  # where the interrupted epoch left them
-        trainer.carried = extra["carried"]
+        ranks = extra.get("carried_by_rank") or [extra["carried"]]
+        if len(ranks) == trainer.ctx.world_size:  # under DDP each rank its own streams'
+            trainer.carried = ranks[trainer.ctx.rank]
+        elif carry is not None:  # a new epoch starts them over: only a cut one needs them
+            raise CheckpointError(
+                f"the checkpoint was cut in the middle of an epoch at world size "
+                f"{len(ranks)}, each rank carrying the state of its own streams; resume it "
+                f"at world size {len(ranks)}, not {trainer.ctx.world_size}"
+            )
 
 
 def carried(trainer: Trainer) -> Carry:

@@ -25,6 +25,7 @@ from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, i64
 from xdsl.ir import Attribute, Operation, SSAValue, TypeAttribute
 
 from tensorloom.catalogue.datasets import DataField, DatasetInfo
+from tensorloom.catalogue.layers.parameter import PARAMETER
 from tensorloom.catalogue.train_keys import TRAIN_KEYS
 from tensorloom.diagnostics.core import Diagnostic, DiagnosticSink, Label, did_you_mean
 from tensorloom.diagnostics.ir import current_sink, report, reporting, span_at, span_of
@@ -42,14 +43,22 @@ from tensorloom.dialects.nml import (
     TensorType,
     TupleType,
 )
-from tensorloom.passes.shape_inference import BATCH, Inference, ModelFlow, write_back_types
+from tensorloom.passes.shape_inference import (
+    BATCH,
+    Inference,
+    ModelFlow,
+    nml_any,
+    write_back_types,
+)
 from tensorloom.passes.support.batch_fields import bind_fields, field_listing, parameter_span
 from tensorloom.passes.support.loss_functions import BatchTypes, functions_of, scalar_result
 from tensorloom.passes.support.model_env import (
     CallValue,
     Env,
+    bind_layer,
     evaluate,
     instance_env,
+    layers_of,
     models_of,
 )
 from tensorloom.passes.support.param_groups import ParamArg, param_arg, selection_models
@@ -191,14 +200,18 @@ def check_objective(
     info: DatasetInfo | None = None,
     role: str = "objective",
     carries: Sequence[train.CarryOp] = (),
+    offered: Sequence[train.CarryOp] = (),
+    start: Sequence[Attribute] | None = None,
 ) -> None:
     """Infer `func` with its model parameters bound to `models`, the batch's types after
     them (x, y; or the fields of `info` its parameters name) and then the carried values';
-    it must return a scalar, or `(scalar, *carried)` when the block carries values."""
+    it must return a scalar, or `(scalar, *carried)` when the block carries values (a
+    metric: a scalar; `offered`, the values a metric that takes the batch alone could take;
+    `start`, what a later step receives from the step before it, else their initial values)."""
     batch_names = func.names[len(models) : len(func.names) - len(carries)]
     binding = bind_fields(batch_names, info)
     if not binding.by_name and len(func.names) != len(models) + 2 + len(carries):
-        _wrong_arity(func, models, where, role, carries)
+        _wrong_arity(func, models, where, role, carries, offered)
         return
     if binding.unknown is not None:
         assert info is not None
@@ -210,8 +223,11 @@ def check_objective(
     if binding.by_name and info is not None:
         fields = [info.field_named(name) for name in binding.fields]
         batch_args = [tensor_type(f) for f in fields if f is not None]
+    if carries and role == "metric":
+        _check_carried_metric(module, func, models, batch_args, carries)
+        return
     if carries:
-        _check_carrying(module, func, models, batch_args, carries)
+        _check_carrying(module, func, models, batch_args, carries, start)
         return
     inference, result = _infer(module, func, models, batch_args)
     write_back_types(inference)
@@ -245,12 +261,14 @@ def _check_carrying(
     models: Sequence[str],
     batch: Sequence[Attribute],
     carries: Sequence[train.CarryOp],
+    start: Sequence[Attribute] | None = None,
 ) -> None:
     """The objective of a block that carries values, inferred twice: at an epoch's first batch
-    (each carried parameter its initial value, `none`), then at the next (each the type the
-    first returned for it), which must return the same types: the carried values' types are
-    then fixed, and written on their `train.carry` ops."""
-    first = [NoneType() for _ in carries]
+    (each carried parameter its initial value, `none`, or `start`: what an earlier step of
+    the batch returned), then at the next (each the type the first returned for it), which
+    must return the same types: the carried values' types are then fixed, and written on
+    their `train.carry` ops."""
+    first = list(start) if start is not None else [initial_type(module, op) for op in carries]
     errors = len(current_sink().errors())
     inference, result = _infer(module, func, models, [*batch, *first])
     if len(current_sink().errors()) > errors:  # the first batch's errors, reported: stop there
@@ -276,6 +294,85 @@ def _check_carrying(
     for op, carried in zip(carries, settled, strict=True):
         if op.init is not None and isinstance(carried, TypeAttribute):  # else reported
             op.carried = carried
+
+
+def _check_carried_metric(
+    module: ModuleOp,
+    func: FuncOp,
+    models: Sequence[str],
+    batch: Sequence[Attribute],
+    carries: Sequence[train.CarryOp],
+) -> None:
+    """A metric `fn` that takes the carried values after the batch, as the objective does:
+    at an epoch's first batch their initial values, then the types the objective returns
+    for them (its check wrote them on the `train.carry` ops); a scalar for each."""
+    given: list[Attribute] = [
+        op.carried if op.carried is not None else NoneType() for op in carries
+    ]
+    firsts: list[Attribute] = [initial_type(module, op) for op in carries]
+    errors = len(current_sink().errors())
+    for carried in (firsts, given) if given != firsts else (firsts,):
+        inference, result = _infer(module, func, models, [*batch, *carried])
+        write_back_types(inference)
+        if len(current_sink().errors()) > errors:  # said once, at the first batch's form
+            return
+        scalar_result(func, result, inference.unifier, "metric")
+        if len(current_sink().errors()) > errors:
+            return
+
+
+def takes_carried(func: FuncOp, models: Sequence[str], carries: Sequence[object]) -> bool:
+    """Whether a metric `fn` takes the block's carried values after its models and the
+    batch, as the objective does (`fn acc(net, x, y, state)`), rather than the batch alone."""
+    return bool(carries) and len(func.names) == len(models) + 2 + len(carries)
+
+
+def initial_paths(init: Attribute | None) -> list[str] | None:
+    """A learned initial value's parameters as written, `net.h0` or `(net.h0, net.c0)`:
+    their paths; None for `none` or anything else."""
+    if isinstance(init, StringAttr):
+        return [init.data]
+    if (
+        isinstance(init, ArrayAttr)
+        and init.data
+        and all(isinstance(e, StringAttr) for e in init.data)
+    ):
+        return [e.data for e in init.data]  # type: ignore[union-attr]
+    return None
+
+
+def parameter_type(module: ModuleOp, path: str) -> TensorType | None:
+    """The type of the `Parameter` that `path` (`net.h0`) names: a layer of the instance's
+    model class; None when it names no such parameter."""
+    instance, _, name = path.partition(".")
+    bound = _bound(module, instance)
+    if bound is None or not name or "." in name:
+        return None
+    _, model, env = bound
+    layer = layers_of(model).get(name)
+    if layer is None or layer.kind.data != PARAMETER:
+        return None
+    spec = bind_layer(layer, env)
+    if spec is None:
+        return None
+    return TensorType.from_dims(spec.spec.param_shapes(spec)[""])
+
+
+def layer_kind(module: ModuleOp, instance: str, name: str) -> str | None:
+    """The kind of the layer `name` of the instance's model (`LSTM`), None if none."""
+    bound = _bound(module, instance)
+    layer = layers_of(bound[1]).get(name) if bound is not None else None
+    return layer.kind.data if layer is not None else None
+
+
+def initial_type(module: ModuleOp, op: train.CarryOp) -> Attribute:
+    """What an epoch's first batch receives for `op`: `none`, or its parameters' types (a
+    tuple of them for `(net.h0, net.c0)`)."""
+    paths = initial_paths(op.init)
+    if paths is None:
+        return NoneType()
+    types = [parameter_type(module, p) or nml_any() for p in paths]  # else TL0465
+    return types[0] if isinstance(op.init, StringAttr) else TupleType.of(types)
 
 
 def _returned(
@@ -500,6 +597,7 @@ def _wrong_arity(
     where: Attribute | None,
     role: str = "objective",
     carries: Sequence[train.CarryOp] = (),
+    offered: Sequence[train.CarryOp] = (),
 ) -> None:
     span = span_of(func)
     if span is None:
@@ -520,6 +618,17 @@ def _wrong_arity(
     secondary = [Label(s, "named here") for s in [span_of(where)] if s] if where else []
     returns = " -> Tensor" if not carried else ""
     help_text = f"write `fn {name}({wanted}){returns}:`"
+    if role == "metric" and offered:  # it may take the carried values, or the batch alone
+        listed = ", ".join(op.var.data for op in offered)
+        message = (
+            f"the metric `{name}` takes {count} parameter{'s' * (count != 1)}, but the train "
+            f"block passes {passed} or {passed + len(offered)}: {parts}, then the carried "
+            f"`{listed}` if it takes {'it' if len(offered) == 1 else 'them'}"
+        )
+        help_text = (
+            f"write `fn {name}({wanted}) -> Tensor:`, or `fn {name}({wanted}, {listed}) -> "
+            "Tensor:` to take the values the batch starts from"
+        )
     report(Diagnostic.error("TL0419", message, Label(span), secondary=secondary, help=help_text))
 
 

@@ -84,6 +84,9 @@ class ScriptPlan:
     # `carry state = none`: the values the objective takes after the batch and returns after
     # its loss, kept (detached) from one batch to the next, `None` again at each epoch's start
     carries: tuple[str, ...] = ()
+    # What each epoch (and validation) starts each carried value from, in `carries`' order:
+    # None for `none`, a model parameter's path (`net.h0`), or a tuple of them (an LSTM's)
+    carry_starts: tuple[str | tuple[str, ...] | None, ...] = ()
     # The `fn`s (loss, metrics) that take the batch's inputs too: `fn NAME(out, x, y)`.
     takes_inputs: frozenset[str] = frozenset()
     # where the train block (its epoch loop), its `loss` and its dataset are (the source map)
@@ -204,6 +207,26 @@ class ScriptPlan:
         if not all(p in self.batch_fields for p in params):  # (x, y) data, taken in order
             params = ("x", "y")
         return tuple(field_variable(p) for p in params)
+
+    def carry_start(self, name: str) -> str | tuple[str, ...] | None:
+        """What `carry name = ...` starts from: None (`none`), or its parameter path(s)."""
+        starts = dict(zip(self.carries, self.carry_starts, strict=False))
+        return starts.get(name)
+
+    def learns_carry_start(self, model: str | None = None) -> bool:
+        """Whether a carried value starts from parameters (of `model`, or of any model):
+        they have a gradient at an epoch's first batch only, which DDP must be told of."""
+        for start in self.carry_starts:
+            paths = (start,) if isinstance(start, str) else start or ()
+            if any(model is None or p.split(".")[0] == model for p in paths):
+                return True
+        return False
+
+    def takes_carried(self, function: str, models: int = 1) -> bool:
+        """Whether the metric `fn` `function` takes the carried values after the batch, as
+        the objective does (`fn acc(net, x, y, state)`)."""
+        params = dict(self.function_params).get(function, ())
+        return bool(self.carries) and len(params) == models + 2 + len(self.carries)
 
     @property
     def sharded(self) -> bool:

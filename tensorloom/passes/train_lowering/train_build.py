@@ -280,8 +280,10 @@ def _train_model(b: PyBuilder, plan: ScriptPlan) -> None:
     index = wrap.add(py.ListOp([wrap.path("ctx", "device", "index")]))
     ids = wrap.add(py.IfExpOp(cuda, index, wrap.const(None)))
     wrap.assign("device_ids", ids)
+    # `carry h = net.h0`: h0 has a gradient at an epoch's first batch only
+    unused = {"find_unused_parameters": wrap.const(True)} if plan.learns_carry_start() else {}
     ddp = wrap.call("DistributedDataParallel", wrap.name("compiled"),
-                    device_ids=wrap.name("device_ids"))  # fmt: skip
+                    device_ids=wrap.name("device_ids"), **unused)  # fmt: skip
     wrap.assign("train_model", ddp)
     b.if_(b.path("ctx", "is_distributed"), wrap)
 

@@ -466,12 +466,14 @@ def _save_if_due(b: PyBuilder, plan: ScriptPlan) -> None:
 
 def _plateau_step(b: PyBuilder) -> None:
     """`lr_schedule = plateau`: ReduceLROnPlateau steps on the epoch's validation loss (an
-    epoch that did not validate, with `val_every`, leaves it be)."""
+    epoch that did not validate, with `val_every`, leaves it be, and so does an epoch cut
+    at `--max-steps`: the run resumed from it steps it when the epoch is whole)."""
     step = PyBuilder()
     method = step.attr(step.path("trainer", "scheduler"), "step")
     step.expr(step.call(method, step.subscript(step.name("record"), step.const("val_loss"))))
-    b.comment("`lr_schedule = plateau`: stepped on the validation loss")
-    b.if_(b.is_set(b.subscript(b.name("record"), b.const("val_loss"))), step)
+    b.comment("`lr_schedule = plateau`: stepped on a whole epoch's validation loss")
+    validated = b.is_set(b.subscript(b.name("record"), b.const("val_loss")))
+    b.if_(b.binop("and", b.name("complete"), validated), step)
 
 
 def _break() -> PyBuilder:

@@ -221,11 +221,14 @@ def objective_metrics_ops(plan: ScriptPlan) -> list[Operation]:
     values = []
     for metric in plan.batch_metrics:
         taken = plan.batch_arguments(metric.name) if plan.batch_fields else batch
+        if plan.takes_carried(metric.name):  # the values the batch starts from
+            taken = [*taken, *plan.carries]
         call = body.call(metric.name, body.name("model"), *(body.name(p) for p in taken))
         values.append(body.method(call, "float"))
     body.assign("means", body.add(py.ListOp(values)))
     body.ret(body.call("torch.stack", body.name("means")))
     params = [("model", "nn.Module"), *((p, "torch.Tensor") for p in batch)]
+    params += [(c, "Any") for c in plan.carries]
     top.def_("batch_metrics", params, body, "torch.Tensor")
     return top.ops
 
@@ -243,16 +246,21 @@ def _validation_loop(b: PyBuilder, plan: ScriptPlan) -> None:
         each.expr(each.call("mark_step_begin", each.name("trainer")))
     if plan.carries:  # each batch continues the last: validation starts from `none` too
         b.comment("`carry`: validation starts from the initial values, and carries them on")
-        reset_carried(b, plan, b.name("carried"))
+        reset_carried(b, plan, b.name("carried"), lambda: b.name("model"))
     if plan.has("objective") and plan.carries:
         given = [inner.subscript(inner.name("carried"), inner.const(c)) for c in plan.carries]
         results = inner.tuple_of(inner.name("loss"), *(inner.name(c) for c in plan.carries))
         inner.assign(results, inner.call("loss_fn", inner.name("model"), *batch, *given))
+        loss = inner.method(inner.name("loss"), "float")
+        _add_to(inner, inner.const(0), inner.binop("*", loss, inner.call("len", xb)))
+        if plan.batch_metrics:  # from the values the batch started from, as the loss
+            rest = inner.add(py.SliceOp(lower=inner.const(2)))
+            given = [inner.subscript(inner.name("carried"), inner.const(c)) for c in plan.carries]
+            metrics = inner.call("batch_metrics", inner.name("model"), *batch, *given)
+            _add_to(inner, rest, inner.binop("*", metrics, inner.call("len", xb)))
         for c in plan.carries:
             kept = inner.call("detached", inner.name(c))
             inner.assign(inner.subscript(inner.name("carried"), inner.const(c)), kept)
-        loss = inner.method(inner.name("loss"), "float")
-        _add_to(inner, inner.const(0), inner.binop("*", loss, inner.call("len", xb)))
         under_autocast(each, inner, plan)
         _add_to(each, each.const(1), each.call("len", xb))
         loop.body.block.add_ops(each.ops)

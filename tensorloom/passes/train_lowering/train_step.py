@@ -61,14 +61,17 @@ def _loss(b: PyBuilder, plan: ScriptPlan, model: tuple[str, ...]) -> None:
     for part in model[1:]:
         module = inner.attr(module, part)
     batch = [inner.name(n) for n in plan.batch_names]  # xb, yb; or the batch's fields
-    if plan.distributed and plan.has("objective"):  # the objective calls the DDP model
+    carried = [inner.name(c) for c in plan.carries]
+    if plan.distributed and plan.carries:  # each rank carries its own streams' values
+        results = inner.tuple_of(inner.name("loss"), *(inner.name(c) for c in plan.carries))
+        inner.assign(results, inner.call("loss_fn", module, *batch, *carried))
+    elif plan.distributed and plan.has("objective"):  # the objective calls the DDP model
         inner.assign("loss", inner.call("loss_fn", module, *batch))
     elif plan.distributed:  # DDP wraps the model: the loss is computed beside it
         output = inner.call(module, batch[0])
         targets = [inner.name(n) for n in plan.loss_targets]
         inner.assign("loss", inner.call("loss_fn", output, *targets))
     elif plan.carries:  # BatchLoss returns the loss and the values carried to the next batch
-        carried = [inner.name(c) for c in plan.carries]
         results = inner.tuple_of(inner.name("loss"), *(inner.name(c) for c in plan.carries))
         inner.assign(results, inner.call(module, *batch, *carried))
     else:  # BatchLoss: the forward and the loss, compiled together
@@ -106,8 +109,10 @@ def forward_backward_ops(plan: ScriptPlan) -> list[Operation]:
     if plan.cuda_graphs:
         body.expr(body.call("mark_step_begin", body.name("trainer")))
     if plan.distributed:
+        _take_carried(body, plan)
         scope = PyBuilder()
         _loss(scope, plan, ("model",))
+        _keep_carried(scope, plan)
         _backward(scope, plan)
         manager = body.call("gradient_sync", body.name("model"), body.name("sync"))
         body.stmt(py.WithOp(manager, scope.ops))
@@ -146,10 +151,35 @@ def _keep_carried(b: PyBuilder, plan: ScriptPlan) -> None:
         b.assign(_carried_entry(b, name), b.call("detached", b.name(name)))
 
 
-def reset_carried(b: PyBuilder, plan: ScriptPlan, target: SSAValue) -> None:
-    """`target = {"state": None}`: each carried value's initial value (`none`)."""
-    entries = [(b.const(name), b.const(None)) for name in plan.carries]
+def reset_carried(
+    b: PyBuilder, plan: ScriptPlan, target: SSAValue, model: Callable[[], SSAValue] | None = None
+) -> None:
+    """`target = {"state": None}`: each carried value's initial value: `none`, or a learned
+    one, the parameters of `model()` (`trainer.model` unless given) it names, as they are
+    (the epoch's first batch backpropagates into them)."""
+    entries = [(b.const(name), carry_start(b, plan, name, model)) for name in plan.carries]
     b.assign(target, b.add(py.DictOp(entries)))
+
+
+def carry_start(
+    b: PyBuilder, plan: ScriptPlan, name: str, model: Callable[[], SSAValue] | None = None,
+    owner: Callable[[str], SSAValue] | None = None,
+) -> SSAValue:  # fmt: skip
+    """`None`, or `trainer.model.h0`, or `(trainer.model.h0, trainer.model.c0)`: what the
+    carried value `name` starts from. `owner(instance)` gives a block model of `step` lines."""
+    start = plan.carry_start(name)
+    if start is None:
+        return b.const(None)
+
+    def parameter(path: str) -> SSAValue:
+        instance, _, attr = path.partition(".")
+        if owner is not None:
+            return b.attr(owner(instance), attr)
+        return b.attr(model() if model is not None else b.path("trainer", "model"), attr)
+
+    if isinstance(start, str):
+        return parameter(start)
+    return b.add(py.TupleOp([parameter(p) for p in start]))
 
 
 def optimizer_step_ops(plan: ScriptPlan) -> list[Operation]:

@@ -33,6 +33,7 @@ from tensorloom.passes.support.py_builder import PyBuilder, Value
 from tensorloom.passes.train_lowering.optimizer_groups import GroupEmitter
 from tensorloom.passes.train_lowering.plan import ScriptPlan, data_description, program_name
 from tensorloom.passes.train_lowering.train_data import build_loaders_ops, info_type, loader_type
+from tensorloom.passes.train_lowering.train_step import carry_start
 
 DEFINES = ("Trainer", "build_trainer", "train_step", "objective_values", "train", "main",
            "parse_args", "seed_everything", "save", "resume")  # fmt: skip
@@ -263,6 +264,10 @@ def _trainer_ops(plan: StepsPlan) -> list[Operation]:
     carry = b.optional(b.generic("tuple", b.generic("dict", "str", "torch.Tensor"), "int"))
     b.assign("carry", b.const(None), annotation=carry,
              comment="resumed mid-epoch: (objective sums, batches)")  # fmt: skip
+    if plan.base.carries:
+        b.assign("carried", b.call("field", default_factory=b.name("dict")),
+                 annotation=b.generic("dict", "str", "Any"),
+                 comment="`carry`: what the last batch's steps left")  # fmt: skip
     top.stmt(py.ClassOp("Trainer", [], b.ops, decorators=[top.name("dataclass")]))
     return top.ops
 
@@ -348,8 +353,13 @@ def _ddp_wraps(b: PyBuilder, plan: StepsPlan) -> None:
     def run(name: str) -> SSAValue:
         return b.subscript(b.name("compiled"), b.const(name)) if compiled else b.name(name)
 
+    def unused(name: str) -> dict[str, SSAValue]:
+        """`carry h = net.h0`: h0 has a gradient at an epoch's first batch only."""
+        learns = plan.base.learns_carry_start(name)
+        return {"find_unused_parameters": b.const(True)} if learns else {}
+
     entries = [(b.const(m.name), b.call("DistributedDataParallel", run(m.name),
-                                          device_ids=b.name("device_ids")))
+                                          device_ids=b.name("device_ids"), **unused(m.name)))
                for m in plan.trained]  # fmt: skip
     b.assign("ddp", b.add(py.DictOp(entries)))
 
@@ -449,6 +459,8 @@ def _train_step_ops(plan: StepsPlan) -> list[Operation]:
                    "each objective, detached.\n"))  # fmt: skip
     _models_local(b, plan)
     b.assign("device", b.path("trainer", "ctx", "device"))
+    for name in plan.base.carries:  # what the previous batch left (`carry`)
+        b.assign(name, b.subscript(b.path("trainer", "carried"), b.const(name)))
     if plan.windowed:
         b.assign("losses", b.value({}), annotation=b.generic("dict", "str", "torch.Tensor"))
     losses: list[tuple[str, str]] = []
@@ -465,6 +477,8 @@ def _train_step_ops(plan: StepsPlan) -> list[Operation]:
         _keep_loss(inner, step)
         window = b.subscript(b.name("EPOCHS_OF"), b.const(step.objective))
         b.if_(b.call("runs_in", b.path("trainer", "epoch"), window), inner)
+    for name in plan.base.carries:  # the next batch starts from them
+        b.assign(b.subscript(b.path("trainer", "carried"), b.const(name)), b.name(name))
     b.stmt(py.AugAssignOp("+=", b.path("trainer", "step"), b.const(1)))
     if plan.windowed:
         b.ret(b.name("losses"))
@@ -492,6 +506,21 @@ def _arguments(b: PyBuilder, plan: StepsPlan, objective: str) -> list[SSAValue]:
 def _batch_params(plan: StepsPlan) -> list[tuple[str, str]]:
     """`trainer`, then a batch: `xb, yb`, or its fields."""
     return [("trainer", "Trainer"), *((n, "torch.Tensor") for n in plan.base.batch_names)]
+
+
+def _validation_params(top: PyBuilder, plan: StepsPlan) -> list[tuple[str, str | SSAValue]]:
+    """`_batch_params`, with `carry` the validation's carried values after `trainer`."""
+    params: list[tuple[str, str | SSAValue]] = list(_batch_params(plan))
+    if plan.base.carries:
+        params.insert(1, ("val_carried", top.generic("dict", "str", "Any")))
+    return params
+
+
+def _validating(b: PyBuilder, plan: StepsPlan, function: str) -> SSAValue:
+    """`partial(objective_values, trainer)`; with `carry`, from the initial values on."""
+    if not plan.base.carries:
+        return b.call("partial", b.name(function), b.name("trainer"))
+    return b.call("partial", b.name(function), b.name("trainer"), _fresh_carried(b, plan))
 
 
 def _window(step: StepPlan) -> str:
@@ -523,12 +552,21 @@ def _step(b: PyBuilder, plan: StepsPlan, step: StepPlan, *, comment: bool = True
     args = [_step_model(inner, plan, step, m) for m in plan.models]
     args += [inner.name(n) for n in batch]
     value = f"{step.objective}_value"
-    assign = py.AssignOp(inner.name(value), inner.call(step.objective, *args))
+    carried = _takes_carried(plan, step.objective)
+    target = inner.name(value)
+    if carried:  # the values the previous step or batch left, and the ones it leaves
+        args += [inner.name(c) for c in carried]
+        target = inner.tuple_of(target, *(inner.name(c) for c in carried))
+    assign = py.AssignOp(target, inner.call(step.objective, *args))
     if step.location is not None:
         assign.location = step.location  # type: ignore[assignment]
     inner.stmt(assign)
     manager = b.call("autocast", b.path("trainer", "plan"), b.name("device"))
     b.stmt(py.WithOp(manager, inner.ops))
+    if carried:
+        b.comment("the next step and batch start from these, detached: backpropagation stops")
+        for name in carried:
+            b.assign(name, b.call("detached", b.name(name)))
     scaler = b.subscript(b.path("trainer", "scalers"), b.const(step.objective))
     stepped = b.name("optimizer" if len(keys) == 1 else "optimizers")
     clips = [o.clip for o in step.optimizers]
@@ -544,6 +582,23 @@ def _step(b: PyBuilder, plan: StepsPlan, step: StepPlan, *, comment: bool = True
         for model in step.models:
             average = b.subscript(b.path("trainer", "emas"), b.const(model))
             b.expr(b.method(average, "update", b.path("trainer", model)))
+
+
+def _takes_carried(plan: StepsPlan, objective: str) -> tuple[str, ...]:
+    """The carried values `objective` takes after the batch and returns after its loss (the
+    block's `carry` names, when it has parameters for them), else ()."""
+    return plan.base.carries if plan.base.takes_carried(objective, len(plan.models)) else ()
+
+
+def _fresh_carried(b: PyBuilder, plan: StepsPlan) -> SSAValue:
+    """`{"state": None}`: each carried value's initial value (`trainer.net.h0` where the
+    block learns it)."""
+
+    def owner(instance: str) -> SSAValue:
+        return b.path("trainer", instance)
+
+    entries = [(b.const(c), carry_start(b, plan.base, c, owner=owner)) for c in plan.base.carries]
+    return b.add(py.DictOp(entries))
 
 
 def _step_model(b: PyBuilder, plan: StepsPlan, step: StepPlan, model: ModelPlan) -> SSAValue:
@@ -565,7 +620,7 @@ def _objective_values_ops(plan: StepsPlan) -> list[Operation]:
     b.expr(b.const("Each objective on one validation batch, under autocast (no gradients)."))
     _models_local(b, plan)
     _values(b, plan, "val_")
-    params = _batch_params(plan)
+    params = _validation_params(top, plan)
     top.def_("objective_values", params, b, top.generic("dict", "str", "torch.Tensor"))
     if plan.ema is None:
         return top.ops
@@ -586,11 +641,24 @@ def _objective_values_ops(plan: StepsPlan) -> list[Operation]:
 
 
 def _values(b: PyBuilder, plan: StepsPlan, prefix: str) -> None:
-    """`with autocast(...): return {"val_d_loss": d_loss(G, D, xb, yb), ...}`."""
+    """`with autocast(...): return {"val_d_loss": d_loss(G, D, xb, yb), ...}`; with `carry`,
+    each objective that takes the carried values from `val_carried`, which it updates."""
     inner = PyBuilder()
-    pairs = [(inner.const(f"{prefix}{s.objective}"),
-              inner.call(s.objective, *_arguments(inner, plan, s.objective)))
-             for s in plan.steps]  # fmt: skip
+    pairs = []
+    for s in plan.steps:
+        carried = _takes_carried(plan, s.objective)
+        if not carried:
+            call = inner.call(s.objective, *_arguments(inner, plan, s.objective))
+            pairs.append((inner.const(f"{prefix}{s.objective}"), call))
+            continue
+        given = [inner.subscript(inner.name("val_carried"), inner.const(c)) for c in carried]
+        call = inner.call(s.objective, *_arguments(inner, plan, s.objective), *given)
+        value = inner.name(f"{s.objective}_value")
+        inner.assign(inner.tuple_of(value, *(inner.name(c) for c in carried)), call)
+        for c in carried:
+            inner.assign(inner.subscript(inner.name("val_carried"), inner.const(c)),
+                         inner.name(c))  # fmt: skip
+        pairs.append((inner.const(f"{prefix}{s.objective}"), inner.name(f"{s.objective}_value")))
     inner.ret(inner.add(py.DictOp(pairs)))
     manager = b.call("autocast", b.path("trainer", "plan"), b.path("trainer", "ctx", "device"))
     b.stmt(py.WithOp(manager, inner.ops))
@@ -610,6 +678,10 @@ def _save_ops(plan: StepsPlan) -> list[Operation]:
     save.expr(save.const("`path` holds the run after `epoch` epochs (and a cut epoch's part)."))
     save.assign("models", _parts(save, plan))
     entries = [(save.const("carry"), save.path("trainer", "carry"))]
+    if plan.base.carries:  # a run resumed mid-epoch continues from them
+        entries.append((save.const("carried"), save.path("trainer", "carried")))
+    if _gathers(plan):  # under DDP every rank's (`gather_carried`), rank 0's above
+        entries.append((save.const("carried_by_rank"), save.name("ranks")))
     if plan.ema is not None:
         states = py.ComprehensionOp("dict", save.method(save.path("trainer", "emas"), "items"),
                                     targets=2)  # fmt: skip
@@ -627,8 +699,13 @@ def _save_ops(plan: StepsPlan) -> list[Operation]:
         loader=save.path("trainer", "train_loader"), extra=save.name("extra"),
         **_scheduler_states(save, plan),
     ))  # fmt: skip
-    params = [("trainer", "Trainer"), ("path", "str"), ("epoch", "int")]
-    top.def_("save", params, save, None)
+    params: list[tuple[str, str | SSAValue]] = [("trainer", "Trainer"), ("path", "str"),
+                                                ("epoch", "int")]  # fmt: skip
+    defaults = None
+    if _gathers(plan):
+        params.append(("ranks", top.optional(top.generic("list", "Any"))))
+        defaults = {"ranks": top.const(None)}
+    top.def_("save", params, save, None, defaults=defaults)
     resume.assign("models", _parts(resume, plan))
     state = resume.call(
         "load_models_checkpoint", resume.name("path"), models=resume.name("models"),
@@ -644,6 +721,14 @@ def _save_ops(plan: StepsPlan) -> list[Operation]:
     extra = resume.subscript(resume.name("state"), resume.const("extra"))
     resume.assign(resume.path("trainer", "carry"),
                   resume.method(extra, "get", resume.const("carry")))  # fmt: skip
+    if plan.base.carries:
+        resume.comment("the carried values (`carry`) where the interrupted epoch left them; "
+                       "this rank's under DDP")  # fmt: skip
+        ctx = resume.path("trainer", "ctx")
+        resume.assign("cut", resume.is_set(resume.path("trainer", "carry")))
+        own = resume.call("own_carried", extra, resume.attr(ctx, "rank"),
+                          resume.attr(ctx, "world_size"), mid_epoch=resume.name("cut"))  # fmt: skip
+        resume.assign(resume.path("trainer", "carried"), own)
     if plan.ema is not None:
         loop = py.ForOp(resume.method(resume.path("trainer", "emas"), "items"), targets=2)
         key, average = loop.body.block.args
@@ -655,6 +740,27 @@ def _save_ops(plan: StepsPlan) -> list[Operation]:
         resume.stmt(loop)
     top.def_("resume", [("trainer", "Trainer"), ("path", "str")], resume, None)
     return top.ops
+
+
+def _gathers(plan: StepsPlan) -> bool:
+    """Under DDP with `carry`: a save holds every rank's carried values, which every rank
+    gathers (`gather_carried`) before rank 0 writes."""
+    return plan.distributed and bool(plan.base.carries)
+
+
+def _saving(b: PyBuilder, plan: StepsPlan, path: SSAValue, epoch: SSAValue) -> PyBuilder:
+    """`save(trainer, path, epoch)` (rank 0's, under DDP); with `carry` under DDP every
+    rank's carried values gathered first: `ranks = gather_carried(trainer.carried)`."""
+    saving = PyBuilder()
+    if not _gathers(plan):
+        saving.expr(saving.call("save", saving.name("trainer"), path, epoch))
+        _on_main(b, plan, saving)
+        return b
+    b.assign("ranks", b.call("gather_carried", b.path("trainer", "carried")),
+             comment="every rank's, gathered by all")  # fmt: skip
+    saving.expr(saving.call("save", saving.name("trainer"), path, epoch, saving.name("ranks")))
+    _on_main(b, plan, saving)
+    return b
 
 
 def _scheduler_states(b: PyBuilder, plan: StepsPlan) -> dict[str, SSAValue]:
@@ -756,6 +862,11 @@ def _epoch(b: PyBuilder, plan: StepsPlan, epoch: SSAValue) -> None:
     carried = b.add(py.BinOp("or", b.path("trainer", "carry"), b.name("fresh")))
     b.assign(b.tuple_of(b.name("sums"), b.name("done")), carried)
     b.assign(b.path("trainer", "carry"), b.const(None))
+    if plan.base.carries:
+        fresh = PyBuilder()
+        fresh.assign(fresh.path("trainer", "carried"), _fresh_carried(fresh, plan))
+        b.comment("a new epoch starts the carried values over; a resumed one keeps its own")
+        b.if_(b.not_(b.name("done")), fresh)
     b.assign("total", b.call("len", b.path("trainer", "train_loader")))
     bar = b.call("progress", b.path("trainer", "train_loader"), total=b.name("total"),
                  description=b.fstring("epoch {}", b.binop("+", epoch, b.const(1))))  # fmt: skip
@@ -772,10 +883,14 @@ def _epoch(b: PyBuilder, plan: StepsPlan, epoch: SSAValue) -> None:
     cut = PyBuilder()
     cut.comment("cut short: last.pt keeps the epoch's batches so far; no validation on the way out")
     cut.assign(cut.path("trainer", "carry"), cut.tuple_of(cut.name("sums"), cut.name("done")))
-    saving = PyBuilder()
-    path = saving.fstring("{}/last.pt", saving.path("args", "checkpoint_dir"))
-    saving.expr(saving.call("save", saving.name("trainer"), path, epoch))
-    _on_main(cut, plan, saving)
+    if _gathers(plan):
+        cut.assign("path", cut.fstring("{}/last.pt", cut.path("args", "checkpoint_dir")))
+        _saving(cut, plan, cut.name("path"), epoch)
+    else:
+        saving = PyBuilder()
+        path = saving.fstring("{}/last.pt", saving.path("args", "checkpoint_dir"))
+        saving.expr(saving.call("save", saving.name("trainer"), path, epoch))
+        _on_main(cut, plan, saving)
     cut.stmt(py.BreakOp())
     b.if_(b.not_(b.name("complete")), cut)
     for model in plan.models:
@@ -803,9 +918,10 @@ def _stop_lambda(b: PyBuilder) -> SSAValue:
 
 def _record(b: PyBuilder, plan: StepsPlan, epoch: SSAValue, means: py.ComprehensionOp) -> None:
     b.assign("means", b.add(means))
-    b.assign("validated", b.call("mean_objectives", b.call(
-        "partial", b.name("objective_values"), b.name("trainer")),
-        b.path("trainer", "val_loader")))  # fmt: skip
+    if plan.base.carries:
+        b.comment("`carry`: validation starts from the initial values, and carries them on")
+    b.assign("validated", b.call("mean_objectives", _validating(b, plan, "objective_values"),
+                                 b.path("trainer", "val_loader")))  # fmt: skip
     if plan.ema is not None:
         loop = py.ForOp(b.method(b.path("trainer", "emas"), "values"))
         average = loop.body.block.args[0]
@@ -814,9 +930,8 @@ def _record(b: PyBuilder, plan: StepsPlan, epoch: SSAValue, means: py.Comprehens
         each.expr(each.method(each.attr(average, "module"), "eval"))
         loop.body.block.add_ops(each.ops)
         b.stmt(loop)
-        averaged = b.call("mean_objectives", b.call(
-            "partial", b.name("ema_objective_values"), b.name("trainer")),
-            b.path("trainer", "val_loader"))  # fmt: skip
+        averaged = b.call("mean_objectives", _validating(b, plan, "ema_objective_values"),
+                          b.path("trainer", "val_loader"))  # fmt: skip
         b.expr(b.method(b.name("validated"), "update", averaged))
     samples = b.binop("*", b.name("done"), b.path("args", "batch_size"))
     if plan.distributed:
@@ -846,6 +961,11 @@ def _record(b: PyBuilder, plan: StepsPlan, epoch: SSAValue, means: py.Comprehens
                          b.const(0))  # fmt: skip
     b.assign("due", b.add(py.BinOp("and", every, periodic)))
     due = b.add(py.BinOp("or", b.name("last"), b.name("due")))
+    if _gathers(plan):  # every rank gathers the carried values; rank 0 writes
+        saving = PyBuilder()
+        saving.assign("path", saving.fstring("{}/last.pt", saving.path("args", "checkpoint_dir")))
+        b.if_(due, _saving(saving, plan, saving.name("path"), saving.name("epochs_done")))
+        return
     if plan.distributed:
         due = b.binop("and", b.path("trainer", "ctx", "is_main"), due)
     saving = PyBuilder()
@@ -878,7 +998,7 @@ def _evaluate_checkpoint(b: PyBuilder, plan: StepsPlan) -> None:
     b.assign("state", state)
     for model in plan.models:
         b.expr(b.method(b.path("trainer", model.name), "eval"))
-    each = b.call("partial", b.name("objective_values"), b.name("trainer"))
+    each = _validating(b, plan, "objective_values")
     b.assign("validated", b.call("mean_objectives", each, b.path("trainer", "val_loader")))
     epoch = b.subscript(b.name("state"), b.const("epoch"))
     record = py.DictOp([(b.const("epoch"), epoch), (None, b.name("validated"))])

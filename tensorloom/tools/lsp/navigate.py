@@ -34,6 +34,7 @@ KINDS: dict[type[ast.Node], str] = {
     ast.LetStmt: "variable",
     ast.ImportDecl: "import",
     ast.TrainDecl: "train",
+    ast.WeightsMapDecl: "weights",
 }
 
 

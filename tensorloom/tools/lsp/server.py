@@ -49,6 +49,7 @@ SYMBOL_KINDS = {
     "variable": types.SymbolKind.Variable,
     "import": types.SymbolKind.Module,
     "train": types.SymbolKind.Event,
+    "weights": types.SymbolKind.Object,  # an .nml `@weights` map
 }
 COMPLETION_KINDS = {
     "layer": types.CompletionItemKind.Class,

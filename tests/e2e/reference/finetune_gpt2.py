@@ -139,7 +139,7 @@ class GPT(nn.Module):
 def loss_fn(output: torch.Tensor, target: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
     """`loss = CrossEntropy`; per-token outputs [B, T, C] are flattened to [B*T, C]."""
     output, target = output.flatten(0, -2), target.flatten()
-    return F.cross_entropy(output, target, reduction=reduction)  # finetune_gpt2.tl:47
+    return F.cross_entropy(output, target, reduction=reduction)  # finetune_gpt2.tl:38
 
 
 # ---- the training step ----
@@ -216,7 +216,7 @@ def build_loaders(
 ) -> tuple[WindowLoader, WindowLoader, TokenInfo]:
     options = dict(DATASET_OPTIONS)
     windows = options.pop("windows_per_epoch", None)
-    # finetune_gpt2.tl:29
+    # finetune_gpt2.tl:30
     train, val, info = load_token_dataset(DATASET, data_root=args.data_root, **options)
     shard = {"rank": ctx.rank, "world_size": ctx.world_size, "device": ctx.device}
     block = options["block_size"]
@@ -231,10 +231,10 @@ def build_loaders(
 def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
     seed_everything(args.seed)
     train_loader, val_loader, info = build_loaders(args, ctx)
-    model = GPT().to(ctx.device)  # finetune_gpt2.tl:28
+    model = GPT().to(ctx.device)  # finetune_gpt2.tl:29
     add_lora(model, **LORA)
     plan = resolve_precision(args.precision, ctx.device)
-    # finetune_gpt2.tl:46
+    # finetune_gpt2.tl:37
     optimizer = torch.optim.AdamW(decay_param_groups(model), lr=LEARNING_RATE,
                                   fused=ctx.device.type == "cuda")
     scheduler = None  # no `lr_schedule`
@@ -278,7 +278,7 @@ def _run(trainer: Trainer, args: argparse.Namespace, ctx: DistContext) -> int:
     start_run(trainer, args)
     metrics = MetricsWriter(args.metrics, tensorboard=args.tensorboard)
     started, epochs_done = time.perf_counter(), trainer.start_epoch
-    for epoch in range(trainer.start_epoch, args.epochs):  # finetune_gpt2.tl:43
+    for epoch in range(trainer.start_epoch, args.epochs):  # finetune_gpt2.tl:34
         if epoch_stops(trainer, args.max_steps):
             break
         start, start_step = time.perf_counter(), trainer.step
@@ -2274,16 +2274,31 @@ def end_epoch(
     return loss_sum / max(batches, 1), batches
 
 
-def checkpoint_state(trainer: Trainer, carry: Carry | None = None) -> dict[str, Any]:
-    """What a checkpoint holds besides its epoch: `carry` is a cut epoch's loss and batches."""
+def checkpoint_state(
+    trainer: Trainer, carry: Carry | None = None, ranks: list[Any] | None = None
+) -> dict[str, Any]:
+    """What a checkpoint holds besides its epoch: `carry` is a cut epoch's loss and batches;
+    `ranks`, under DDP, every rank's carried values (`carried_by_rank`)."""
     extra: dict[str, Any] = {"recipe": trainer.recipe.state_dict()}
     if carry is not None:
         extra["carry"] = {"loss_sum": carry[0].detach(), "batches": carry[1]}
     if trainer.carried:  # a run resumed mid-epoch continues from them
         extra["carried"] = trainer.carried
+    if ranks is not None:  # each rank's own, rank 0's above
+        extra["carried_by_rank"] = ranks
     return dict(model=trainer.model, optimizer=trainer.optimizer, scaler=trainer.scaler,
                 scheduler=trainer.scheduler, step=trainer.step, loader=trainer.train_loader,
                 extra=extra)  # fmt: skip
+
+
+def carried_by_rank(trainer: Trainer) -> list[Any] | None:
+    """Under DDP each rank carries its own values, the state of its own streams: every
+    rank's, in rank order, for rank 0 to save (a collective: every rank calls it)."""
+    if not trainer.ctx.is_distributed or not trainer.carried:
+        return None
+    ranks: list[Any] = [None] * trainer.ctx.world_size
+    torch.distributed.all_gather_object(ranks, trainer.carried)
+    return ranks
 
 
 def save_last(trainer: Trainer, epochs_done: int) -> None:
@@ -2291,9 +2306,11 @@ def save_last(trainer: Trainer, epochs_done: int) -> None:
     (unless the newest save already holds this step). Rank 0 writes."""
     if trainer.checkpoint_dir is None or trainer.saved_step == trainer.step:
         return
+    ranks = carried_by_rank(trainer)
     if trainer.ctx.is_main:
         path = f"{trainer.checkpoint_dir}/last.pt"
-        save_checkpoint(path, epoch=epochs_done, **checkpoint_state(trainer, trainer.carry))
+        state = checkpoint_state(trainer, trainer.carry, ranks)
+        save_checkpoint(path, epoch=epochs_done, **state)
     trainer.saved_step = trainer.step
 
 
@@ -2310,8 +2327,9 @@ def save_if_due(
         due = every is not None and done % every == 0
     if trainer.checkpoint_dir is None or not (due or done == last):
         return
+    ranks = carried_by_rank(trainer)
     if trainer.ctx.is_main:
-        state = checkpoint_state(trainer)
+        state = checkpoint_state(trainer, ranks=ranks)
         save_epoch_checkpoint(trainer.checkpoint_dir, keep=keep, epoch=done, **state)
     trainer.saved_step = trainer.step
 
@@ -2340,7 +2358,15 @@ def resume_position(trainer: Trainer, state: dict[str, Any]) -> None:
     if carry is not None:
         trainer.carry = carry["loss_sum"].to(trainer.ctx.device), int(carry["batches"])
     if extra.get("carried") is not None:  # where the interrupted epoch left them
-        trainer.carried = extra["carried"]
+        ranks = extra.get("carried_by_rank") or [extra["carried"]]
+        if len(ranks) == trainer.ctx.world_size:  # under DDP each rank its own streams'
+            trainer.carried = ranks[trainer.ctx.rank]
+        elif carry is not None:  # a new epoch starts them over: only a cut one needs them
+            raise CheckpointError(
+                f"the checkpoint was cut in the middle of an epoch at world size "
+                f"{len(ranks)}, each rank carrying the state of its own streams; resume it "
+                f"at world size {len(ranks)}, not {trainer.ctx.world_size}"
+            )
 
 
 def carried(trainer: Trainer) -> Carry:

@@ -209,6 +209,35 @@ def test_nml_sections_in_any_order() -> None:
     assert (forward.name, [p.name for p in forward.params]) == ("forward", ["x"])
 
 
+def test_nml_weights_map_and_the_tl_line_that_applies_it() -> None:
+    module = parse(
+        "@model Net:\n"
+        "    @layers:\n"
+        "        fc = Linear(8, 2)\n"
+        "@weights hf for Net:\n"
+        '    config "hidden_size" -> d\n'
+        '    ignore "mask"\n'
+        '    "model.{l}.{p}" -> "{l}.{p}" transposed\n',
+        "n.nml",
+    )
+    (found,) = module.weights_maps()
+    assert (found.name, found.model) == ("hf", "Net")
+    assert (found.name_span.col, found.model_span.col) == (10, 17)
+    assert [(r.sources, r.targets, r.transposed) for r in found.rules] == [
+        (["mask"], [], False), (["model.{l}.{p}"], ["{l}.{p}"], True),
+    ]  # fmt: skip
+    assert [(c.key, c.name, c.span.line) for c in found.configs] == [("hidden_size", "d", 5)]
+    alone, named, both = parse(
+        'weights net from "gpt2"\n'
+        'weights net from "gpt2" using hf\n'
+        'weights net from "gpt2" using hf:\n    ignore "x"\n'
+    ).items
+    assert isinstance(alone, ast.WeightsDecl) and (alone.using, alone.rules) == (None, [])
+    assert isinstance(named, ast.WeightsDecl) and named.using == "hf" and not named.rules
+    assert isinstance(both, ast.WeightsDecl) and both.using == "hf" and len(both.rules) == 1
+    assert named.using_span is not None and named.using_span.col == 31
+
+
 def test_empty_files_parse_to_empty_modules() -> None:
     assert parse("").items == []
     assert parse("// only a comment\n/* and a block */\n").items == []

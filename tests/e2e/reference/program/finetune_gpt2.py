@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tensorloom_rt_0_2_0_4fa8a95d import (
+from tensorloom_rt_0_2_0_e0a0639d import (
     BestTracker, CheckpointError, DeviceUnavailable, DistContext, ExportError, MetricsWriter,
     ModelLoss, PredictInputError, RunLengthError, RunRecipe, StopSignals, TokenDataUnavailable,
     TokenInfo, Trainer, WeightsError, WindowLoader, add_lora, add_source_notes, autocast, carried,
@@ -173,7 +173,7 @@ class GPT(nn.Module):
 def loss_fn(output: torch.Tensor, target: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
     """`loss = CrossEntropy`; per-token outputs [B, T, C] are flattened to [B*T, C]."""
     output, target = output.flatten(0, -2), target.flatten()
-    return F.cross_entropy(output, target, reduction=reduction)  # finetune_gpt2.tl:47
+    return F.cross_entropy(output, target, reduction=reduction)  # finetune_gpt2.tl:38
 
 
 # ---- the training step ----
@@ -250,7 +250,7 @@ def build_loaders(
 ) -> tuple[WindowLoader, WindowLoader, TokenInfo]:
     options = dict(DATASET_OPTIONS)
     windows = options.pop("windows_per_epoch", None)
-    # finetune_gpt2.tl:29
+    # finetune_gpt2.tl:30
     train, val, info = load_token_dataset(DATASET, data_root=args.data_root, **options)
     shard = {"rank": ctx.rank, "world_size": ctx.world_size, "device": ctx.device}
     block = options["block_size"]
@@ -265,10 +265,10 @@ def build_loaders(
 def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
     seed_everything(args.seed)
     train_loader, val_loader, info = build_loaders(args, ctx)
-    model = GPT().to(ctx.device)  # finetune_gpt2.tl:28
+    model = GPT().to(ctx.device)  # finetune_gpt2.tl:29
     add_lora(model, **LORA)
     plan = resolve_precision(args.precision, ctx.device)
-    # finetune_gpt2.tl:46
+    # finetune_gpt2.tl:37
     optimizer = torch.optim.AdamW(decay_param_groups(model), lr=LEARNING_RATE,
                                   fused=ctx.device.type == "cuda")
     scheduler = None  # no `lr_schedule`
@@ -312,7 +312,7 @@ def _run(trainer: Trainer, args: argparse.Namespace, ctx: DistContext) -> int:
     start_run(trainer, args)
     metrics = MetricsWriter(args.metrics, tensorboard=args.tensorboard)
     started, epochs_done = time.perf_counter(), trainer.start_epoch
-    for epoch in range(trainer.start_epoch, args.epochs):  # finetune_gpt2.tl:43
+    for epoch in range(trainer.start_epoch, args.epochs):  # finetune_gpt2.tl:34
         if epoch_stops(trainer, args.max_steps):
             break
         start, start_step = time.perf_counter(), trainer.step

@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tensorloom_rt_0_2_0_ab756db5 import (
+from tensorloom_rt_0_2_0_15575448 import (
     BestTracker, CheckpointError, DeviceUnavailable, DistContext, MetricsWriter, RunLengthError,
     RunRecipe, StopSignals, StreamLoader, TokenDataUnavailable, TokenInfo, Trainer,
     add_source_notes, autocast, carried, check_epoch_has_steps, check_run, detached, end_epoch,
@@ -175,8 +175,8 @@ def evaluate(trainer: Trainer, model: nn.Module | None = None) -> dict[str, floa
         # the loss runs in fp32 under autocast
         with autocast(trainer.plan, device):
             loss, state = loss_fn(model, xb, yb, carried["state"])
-            carried["state"] = detached(state)
             totals[0] += loss.float() * len(xb)
+            carried["state"] = detached(state)
         totals[1] += len(xb)
     sums = totals.tolist()
     count = max(sums[1], 1)
@@ -284,8 +284,8 @@ def _run(trainer: Trainer, args: argparse.Namespace, ctx: DistContext) -> int:
                               batches=batches, batch_size=args.batch_size, elapsed=elapsed)
         metrics.write(record if complete else {**record, "partial": True})
         print(format_epoch_summary(record, epochs=args.epochs))
-        # `lr_schedule = plateau`: stepped on the validation loss
-        if record["val_loss"] is not None:
+        # `lr_schedule = plateau`: stepped on a whole epoch's validation loss
+        if complete and record["val_loss"] is not None:
             trainer.scheduler.step(record["val_loss"])
         # the best epoch; early stopping
         trainer.recipe.after_validation(record)

@@ -91,6 +91,30 @@ def test_symbols_outline_declarations_generically(tmp_path: Path) -> None:
     assert [(c.name, c.kind) for c in forward.children] == [("h", "variable"), ("r", "variable")]
 
 
+def test_symbols_outline_an_nml_weights_map(tmp_path: Path) -> None:
+    text = (
+        "@model Net:\n    @layers:\n        fc = Linear(8, 2)\n\n"
+        '@weights hf for Net:\n    "{l}.{p}" -> "{l}.{p}"\n'
+    )
+    analysis = _analysis(tmp_path, text, "net.nml")
+    assert analysis.root is not None
+    assert [(s.name, s.kind) for s in navigate.symbols(analysis.root)] == [
+        ("Net", "model"), ("hf", "weights"),
+    ]  # fmt: skip
+
+
+def test_definition_of_the_map_a_weights_line_uses(tmp_path: Path) -> None:
+    (tmp_path / "net.nml").write_text(
+        "@model Net:\n    @layers:\n        fc = Linear(8, 2)\n\n"
+        '@weights hf for Net:\n    "{l}.{p}" -> "{l}.{p}"\n'
+    )
+    text = 'import net.nml as Net\n\nlet net = Net()\n\nweights net from "w" using hf\n'
+    analysis = _analysis(tmp_path, text)
+    found = navigate.definition(analysis, 5, 29)
+    assert found is not None
+    assert (Path(found.file).name, found.line, found.col) == ("net.nml", 5, 10)
+
+
 def test_completion_while_the_file_does_not_parse(tmp_path: Path) -> None:
     text = SCRIPT.replace("        return h + 0 * r.sum()", "        return self.")
     analysis = _analysis(tmp_path, text)

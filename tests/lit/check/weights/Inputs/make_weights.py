@@ -3,7 +3,9 @@
     python make_weights.py OUT.safetensors name=F32:4,8 other=F16:2 [--truncate]
 
 Each tensor is zeros of its dtype and shape; `--truncate` cuts the file's last bytes off,
-as an interrupted download would; `--garbage` writes bytes that are no safetensors file.
+as an interrupted download would; `--garbage` writes bytes that are no safetensors file;
+`--short` gives the first tensor's entry offsets 4 bytes short of its shape (a corrupt
+header).
 """
 
 import json
@@ -29,6 +31,9 @@ def main(argv: list[str]) -> None:
         size = count * SIZES[dtype]
         header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + size]}
         offset += size
+    if "--short" in argv:
+        first = header[next(iter(header))]["data_offsets"]
+        first[1] -= 4
     raw = json.dumps(header).encode()
     data = struct.pack("<Q", len(raw)) + raw + bytes(offset)
     if "--truncate" in argv:

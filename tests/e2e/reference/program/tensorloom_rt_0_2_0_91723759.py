@@ -21,12 +21,12 @@ import re
 import shutil
 import signal
 import sys
-import sysconfig
 import tempfile
 import time
 import traceback
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -200,236 +200,131 @@ def _synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-# ---- runtime/tokens.py: Language-model data for TensorLoom scripts: a stream of token ids cut into random windows.
-STDLIB_CORPUS = "stdlib"
+# ---- runtime/data.py: Datasets for TensorLoom scripts: `load_dataset(...)` returns tensors, ready to batch.
+TensorPair = tuple[torch.Tensor, torch.Tensor]
 
 
-STDLIB_MAX_BYTES = 16_000_000
-
-
-TOKEN_DTYPES = {"uint16": 2, "uint32": 4}
-
-
-class TokenDataUnavailable(Exception):
-    """A token or text file is missing or malformed; the message says which and why."""
+class DatasetUnavailable(Exception):
+    """The data a script needs is not on this machine; the message says what to fetch."""
 
 
 @dataclass(frozen=True)
-class TokenInfo:
-    """What one window of a language-model dataset looks like."""
+class DataInfo:
+    """What one sample of a loaded dataset looks like."""
 
     name: str
-    sample_shape: tuple[int, ...]  # (T,)
-    target_shape: tuple[int, ...]  # (T,): the next token at every position
-    num_classes: int  # the vocabulary
-    task: str = "sequence"
+    sample_shape: tuple[int, ...]
+    target_shape: tuple[int, ...]
+    num_classes: int | None
+    task: str  # "classification", "sequence", "regression" or "fields"
     synthetic: bool = False
+    # An image dataset's per-channel (mean, std), which --predict applies to image files.
+    normalisation: tuple[tuple[float, ...], tuple[float, ...]] | None = None
 
 
-class TokenStream:
-    """A flat run of token ids: bytes held in memory, or a `.bin` file read per batch."""
-
-    def __init__(
-        self,
-        *,
-        tokens: torch.Tensor | None = None,
-        path: Path | None = None,
-        dtype: str = "uint16",
-        start: int = 0,
-        length: int | None = None,
-    ) -> None:
-        if (tokens is None) == (path is None):
-            raise ValueError("a TokenStream holds tokens or reads a file, not both")
-        self.tokens, self.path, self.dtype, self.start = tokens, path, dtype, start
-        total = len(tokens) if tokens is not None else _file_tokens(path, dtype)  # type: ignore[arg-type]
-        self.length = total - start if length is None else length
-
-    def __len__(self) -> int:
-        return self.length
-
-    def windows(self, starts: torch.Tensor, block_size: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Inputs [N, T] and next-token targets [N, T] (int64) for windows at `starts`."""
-        offsets = torch.arange(block_size + 1)
-        if self.tokens is not None:
-            rows = self.tokens[self.start + starts[:, None] + offsets].long()
-        else:
-            rows = self._read_rows(starts.tolist(), block_size + 1)
-        return rows[:, :-1], rows[:, 1:]
-
-    def _read_rows(self, starts: list[int], width: int) -> torch.Tensor:
-        import numpy as np  # only `.bin` token files need numpy
-
-        # A fresh memmap per batch, dropped after it: pages it touched leave the
-        # process's resident set with it (nanoGPT's remedy for a growing RSS).
-        data = np.memmap(self.path, dtype=np.dtype(self.dtype), mode="r")  # type: ignore[arg-type]
-        base = self.start
-        rows = np.stack([data[base + s : base + s + width].astype(np.int64) for s in starts])
-        del data
-        return torch.from_numpy(rows)
-
-
-def _file_tokens(path: Path, dtype: str) -> int:
-    itemsize = TOKEN_DTYPES[dtype]
-    size = path.stat().st_size
-    if size % itemsize:
-        raise TokenDataUnavailable(
-            f"{path} has {size} bytes, not a whole number of {dtype} tokens ({itemsize} bytes each)"
-        )
-    return size // itemsize
-
-
-def load_token_dataset(
-    source: str,
+def load_sequence_task(
+    name: str,
     *,
-    path: str,
-    block_size: int,
-    dtype: str = "uint16",
-    vocab: int | None = None,
-    val_fraction: float = 0.1,
-    max_bytes: int | None = None,
     data_root: str | os.PathLike[str] | None = None,
-) -> tuple[TokenStream, TokenStream, TokenInfo]:
-    """The training and validation streams of `"text"` or `"tokens"` data (see the module doc)."""
-    if source == "text":
-        train, val = _text_streams(path, val_fraction, max_bytes, data_root)
-        vocab = 256
-    elif source == "tokens":
-        train, val = _token_streams(_resolve(path, data_root), dtype)
+    split_seed: int = 0,
+    val_fraction: float = 0.1,
+    **task_kwargs: int,
+) -> tuple[TensorPair, TensorPair, DataInfo]:
+    """`reverse`, `sort` or `copy`: random token sequences, a seeded hold-out."""
+    pair, info = _sequence_task(name, **task_kwargs)
+    return (*_split(pair, val_fraction, split_seed), info)
+
+
+def _split(tensors: Any, val_fraction: float, seed: int) -> tuple[Any, Any]:
+    """The same seeded rows of every tensor held out: (train, val), each a tuple like `tensors`."""
+    n = len(tensors[0])
+    n_val = round(n * val_fraction)
+    generator = torch.Generator().manual_seed(seed)
+    order = torch.randperm(n, generator=generator)
+    val_idx, train_idx = order[:n_val], order[n_val:]
+    return tuple(t[train_idx] for t in tensors), tuple(t[val_idx] for t in tensors)
+
+
+def _sequence_task(
+    name: str, *, vocab: int = 16, length: int = 12, size: int = 4096, seed: int = 0
+) -> tuple[TensorPair, DataInfo]:
+    """`size` random token sequences [length] over 0..vocab-1 and their reversal/sort/copy."""
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.randint(0, vocab, (size, length), generator=generator)
+    if name == "reverse":
+        y = x.flip(1)
+    elif name == "sort":
+        y = x.sort(dim=1).values
     else:
-        raise TokenDataUnavailable(f"unknown language-model source `{source}`")
-    for split, stream in (("training", train), ("validation", val)):
-        if len(stream) <= block_size:
-            raise TokenDataUnavailable(
-                f"the {split} split of `{path}` has {len(stream)} tokens, "
-                f"fewer than one window of block_size + 1 = {block_size + 1}"
-            )
-    name = Path(path).name if path != STDLIB_CORPUS else "the Python standard library"
-    info = TokenInfo(name, (block_size,), (block_size,), vocab or 0)
-    return train, val, info
+        y = x.clone()
+    return (x, y), DataInfo(name, (length,), (length,), vocab, "sequence")
 
 
-def _resolve(path: str, data_root: str | os.PathLike[str] | None) -> Path:
-    candidate = Path(path)
-    if not candidate.is_absolute() and data_root is not None and not candidate.is_file():
-        candidate = Path(data_root) / candidate
-    if not candidate.is_file():
-        raise TokenDataUnavailable(f"data file {path} does not exist")
-    return candidate
+# ---- runtime/loader.py: Batching for TensorLoom scripts: a dataset kept on the device, or a DataLoader.
+Batch = tuple[torch.Tensor, ...]
 
 
-def _text_streams(
-    path: str, val_fraction: float, max_bytes: int | None, data_root: str | os.PathLike[str] | None
-) -> tuple[TokenStream, TokenStream]:
-    if path == STDLIB_CORPUS:
-        data = stdlib_corpus(max_bytes if max_bytes is not None else STDLIB_MAX_BYTES)
-    else:
-        with _resolve(path, data_root).open("rb") as f:
-            data = f.read() if max_bytes is None else f.read(max_bytes)
-    tokens = torch.frombuffer(bytearray(data), dtype=torch.uint8) if data else torch.empty(0)
-    n_val = round(len(tokens) * val_fraction)
-    n_train = len(tokens) - n_val
-    return (
-        TokenStream(tokens=tokens, length=n_train),
-        TokenStream(tokens=tokens, start=n_train),
-    )
-
-
-def _token_streams(train_path: Path, dtype: str) -> tuple[TokenStream, TokenStream]:
-    if dtype not in TOKEN_DTYPES:
-        raise TokenDataUnavailable(f"token dtype must be one of {', '.join(TOKEN_DTYPES)}")
-    val_path = train_path.with_name("val.bin")
-    if not val_path.is_file():
-        raise TokenDataUnavailable(f"no validation tokens: {val_path} does not exist")
-    return TokenStream(path=train_path, dtype=dtype), TokenStream(path=val_path, dtype=dtype)
-
-
-def stdlib_files() -> list[Path]:
-    """This Python's standard-library `.py` files, in sorted order of their relative paths."""
-    root = Path(sysconfig.get_paths()["stdlib"])
-    skipped = {"site-packages", "dist-packages", "__pycache__"}
-    files = [
-        p
-        for p in root.rglob("*.py")
-        if not skipped & set(p.relative_to(root).parts) and p.is_file()
-    ]
-    return sorted(files, key=lambda p: p.relative_to(root).as_posix())
-
-
-def stdlib_corpus(max_bytes: int = STDLIB_MAX_BYTES) -> bytes:
-    """The standard library's source concatenated (a blank line between files), capped."""
-    chunks: list[bytes] = []
-    size = 0
-    for path in stdlib_files():
-        if size >= max_bytes:
-            break
-        text = path.read_bytes() + b"\n\n"
-        chunks.append(text)
-        size += len(text)
-    if not chunks:
-        print(f"warning: no standard-library sources under {sys.prefix}", file=sys.stderr)
-    return b"".join(chunks)[:max_bytes]
-
-
-class WindowLoader:
-    """Batches of random (train) or consecutive (validation) windows of a `TokenStream`."""
+class DeviceLoader:
+    """Batches of device-resident tensors (x, y, or a dataset's fields), shuffled on the
+    device, sharded across ranks."""
 
     def __init__(
-        self,
-        stream: TokenStream,
-        *,
-        block_size: int,
-        batch_size: int,
-        device: torch.device,
-        shuffle: bool = True,
-        windows_per_epoch: int | None = None,
-        seed: int = 0,
-        rank: int = 0,
-        world_size: int = 1,
-    ) -> None:
-        self.stream, self.block_size, self.batch_size = stream, block_size, batch_size
-        self.device, self.shuffle, self.seed = device, shuffle, seed
-        self.rank, self.world_size = rank, world_size
-        whole = (len(stream) - 1) // block_size
-        self.windows_per_epoch = windows_per_epoch if windows_per_epoch is not None else whole
-        self.epoch = 0
-        self._generator = torch.Generator()
+        self, *tensors: torch.Tensor, batch_size: int, device: torch.device,
+        shuffle: bool = True, drop_last: bool = False, seed: int = 0, rank: int = 0,
+        world_size: int = 1, even_shards: bool = True,
+    ) -> None:  # fmt: skip
+        self.tensors = tuple(t.to(device, non_blocking=True) for t in tensors)
+        self.x, self.y = self.tensors[0], self.tensors[-1]
+        self.batch_size, self.device, self.shuffle = batch_size, device, shuffle
+        self.drop_last, self.seed, self.rank = drop_last, seed, rank
+        self.world_size, self.even_shards, self.epoch = world_size, even_shards, 0
+        self._generator = torch.Generator(device=device)
 
     def set_epoch(self, epoch: int) -> None:
+        """Choose the epoch whose order the next iteration follows."""
         self.epoch = epoch
 
+    def shard_size(self) -> int:
+        """How many samples this rank sees per epoch."""
+        n, world = len(self.x), self.world_size
+        if self.even_shards:
+            return n // world
+        return len(range(self.rank, n, world))
+
     def __len__(self) -> int:
+        size = self.shard_size()
+        if self.drop_last:
+            return size // self.batch_size
+        return -(-size // self.batch_size)
+
+    def indices(self) -> torch.Tensor:
+        """This rank's sample indices for the current epoch, on the device."""
+        n = len(self.x)
         if self.shuffle:
-            return self.windows_per_epoch // self.world_size // self.batch_size
-        mine = len(range(self.rank, self.windows_per_epoch, self.world_size))
-        return -(-mine // self.batch_size)
+            self._generator.manual_seed(self.seed + self.epoch)
+            order = torch.randperm(n, generator=self._generator, device=self.device)
+        else:
+            order = torch.arange(n, device=self.device)
+        if self.even_shards:
+            order = order[: n // self.world_size * self.world_size]
+        return order[self.rank :: self.world_size]
 
-    def starts(self) -> torch.Tensor:
-        """This rank's window starts for the current epoch."""
-        if not self.shuffle:
-            every = torch.arange(self.windows_per_epoch) * self.block_size
-            return every[self.rank :: self.world_size]
-        # The last start leaves room for the window and its one-token-later targets.
-        high = len(self.stream) - self.block_size
-        self._generator.manual_seed((self.seed + self.epoch) * self.world_size + self.rank)
-        count = len(self) * self.batch_size
-        return torch.randint(0, high, (count,), generator=self._generator)
+    def batch_indices(self) -> Iterator[torch.Tensor]:
+        """Each batch's sample indices for the current epoch (views on the device)."""
+        order = self.indices()
+        for i in range(len(self)):
+            yield order[i * self.batch_size : (i + 1) * self.batch_size]
 
-    def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        starts = self.starts()
-        pin = self.device.type == "cuda"
-        for i in range(0, len(starts), self.batch_size):
-            xb, yb = self.stream.windows(starts[i : i + self.batch_size], self.block_size)
-            if pin:
-                xb, yb = xb.pin_memory(), yb.pin_memory()
-            yield xb.to(self.device, non_blocking=True), yb.to(self.device, non_blocking=True)
+    def __iter__(self) -> Iterator[Batch]:
+        for idx in self.batch_indices():
+            yield tuple(t[idx] for t in self.tensors)
 
     def state_dict(self) -> dict[str, int]:
-        # An epoch's windows are a function of (seed, epoch, rank): nothing else to save.
+        # The order of an epoch is a function of (seed, epoch): nothing else to save.
         return {"seed": self.seed, "epoch": self.epoch}
 
     def load_state_dict(self, state: dict[str, int]) -> None:
-        self.seed = state["seed"]
-        self.epoch = state["epoch"]
+        self.seed, self.epoch = state["seed"], state["epoch"]
 
 
 # ---- runtime/checkpoint.py: Checkpoints for TensorLoom scripts: atomic, complete, and free of wrapper prefixes.
@@ -858,6 +753,114 @@ def progress(
 
 
 # ---- runtime/graphs.py: Whole-step CUDA graphs for TensorLoom scripts: forward, backward and step in one replay.
+# Models up to this many parameters take the whole-step graph instead of torch.compile:
+# a rule of thumb (compile's fusion pays off on larger models, its start-up on none).
+SMALL_MODEL_PARAMS = 5_000_000
+
+
+WARMUP_STEPS = 3
+
+
+StepFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+class GraphedStep:
+    """One training step over `x[idx], y[idx]`, captured once and replayed per batch."""
+
+    def __init__(
+        self,
+        step: StepFn,
+        x: torch.Tensor,
+        y: torch.Tensor,
+        *,
+        batch_size: int,
+        model: torch.nn.Module,
+        optimizer: torch.optim.Optimizer,
+    ) -> None:
+        self.step, self.x, self.y = step, x, y
+        self.idx = torch.zeros(batch_size, dtype=torch.long, device=x.device)
+        self.loss_sum = torch.zeros((), device=x.device)
+        saved = _snapshot(model, optimizer)
+        self._warm_up(optimizer)
+        self.graph = torch.cuda.CUDAGraph()
+        optimizer.zero_grad(set_to_none=True)  # backward allocates grads from the graph's pool
+        with torch.cuda.graph(self.graph):
+            self._body()
+        _restore(saved, model, optimizer)
+        self.loss_sum.zero_()
+
+    def _body(self) -> None:
+        loss = self.step(self.x[self.idx], self.y[self.idx])
+        self.loss_sum += loss.detach()
+
+    def _warm_up(self, optimizer: torch.optim.Optimizer) -> None:
+        """Real steps on a side stream, so lazily made state (Adam's moments) exists."""
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(WARMUP_STEPS):
+                optimizer.zero_grad(set_to_none=True)
+                self._body()
+        torch.cuda.current_stream().wait_stream(side)
+
+    def replay(self, idx: torch.Tensor) -> None:
+        """One step on the samples `idx` (a batch_size long tensor on the device)."""
+        self.idx.copy_(idx)
+        self.graph.replay()
+
+    def take_loss_sum(self) -> torch.Tensor:
+        """The losses summed since the last call (a new tensor, on the device), and reset."""
+        total = self.loss_sum.clone()
+        self.loss_sum.zero_()
+        return total
+
+
+def training_step(
+    batch_loss: torch.nn.Module, optimizer: torch.optim.Optimizer,
+    region: Callable[[], contextlib.AbstractContextManager[object]] = contextlib.nullcontext,
+) -> StepFn:  # fmt: skip
+    """The step a `GraphedStep` captures: forward and loss (`batch_loss(xb, yb)`, in
+    `region()`: the precision plan's autocast, without its cache), backward, `optimizer.step()`."""
+
+    def step(xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+        with region():
+            loss = batch_loss(xb, yb)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    return step
+
+
+Snapshot = tuple[list[torch.Tensor], dict[int, dict[str, torch.Tensor]]]
+
+
+def _snapshot(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> Snapshot:
+    weights = [t.detach().clone() for t in _model_tensors(model)]
+    state = {
+        id(p): {k: v.clone() for k, v in s.items() if isinstance(v, torch.Tensor)}
+        for p, s in optimizer.state.items()
+    }
+    return weights, state
+
+
+def _restore(saved: Snapshot, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> None:
+    """Undo the warm-up in place; state the warm-up created goes back to zeros, its start."""
+    weights, state = saved
+    with torch.no_grad():
+        for tensor, value in zip(_model_tensors(model), weights, strict=True):
+            tensor.copy_(value)
+        for p, s in optimizer.state.items():
+            before = state.get(id(p), {})
+            for key, value in s.items():
+                if isinstance(value, torch.Tensor):
+                    value.copy_(before[key]) if key in before else value.zero_()
+
+
+def _model_tensors(model: torch.nn.Module) -> list[torch.Tensor]:
+    return [*model.parameters(), *model.buffers()]
+
+
 OptimizerModes = list[dict[str, object]]
 
 
@@ -938,138 +941,10 @@ def _describe(where: tuple[str, int], lines: list[str], script: Path) -> str:
 
 
 # ---- runtime/recipe.py: Training recipes for TensorLoom scripts: schedules, decay groups, EMA, early stopping.
-LR_SCHEDULES = (
-    "none", "cosine", "linear", "constant_with_warmup", "warmup", "onecycle", "step", "wsd",
-)  # fmt: skip
-
-
-@dataclass(frozen=True)
-class LrSchedule:
-    """The learning rate as a factor of the optimizer's base lr, per optimizer step.
-
-    `cosine`: linear warm-up over `warmup_steps`, then a cosine from 1 down to
-    `min_ratio` at `total_steps`. `linear`: the same warm-up, then a straight line
-    down to `min_ratio`. `constant_with_warmup` (alias `warmup`): the warm-up, then 1.
-    `onecycle`: torch's OneCycleLR curve (cosine up from 1/`div_factor` over the first
-    `pct_start` of the run, then cosine down to 1/(`div_factor` * `final_div_factor`)).
-    `step`: times `gamma` every `step_interval` steps. `none`: 1 throughout.
-    `wsd` (warmup-stable-decay): the warm-up, then 1, then over the last `decay_fraction`
-    of `total_steps` (rounded) a straight line from 1 down towards `min_ratio`, which the
-    step after the last would reach (torch's LinearLR from 1 to `min_ratio` over them).
-    """
-
-    name: str
-    total_steps: int
-    warmup_steps: int = 0
-    min_ratio: float = 0.0
-    step_interval: int = 1
-    gamma: float = 0.1
-    pct_start: float = 0.3
-    div_factor: float = 25.0
-    final_div_factor: float = 1e4
-    decay_fraction: float = 0.2
-
-    def __post_init__(self) -> None:
-        if self.name not in LR_SCHEDULES:
-            raise ValueError(f"unknown lr schedule `{self.name}`; known: {LR_SCHEDULES}")
-
-    def factor(self, step: int) -> float:
-        """The factor for the optimizer step `step` (0-based)."""
-        if self.name == "none":
-            return 1.0
-        if self.name == "step":
-            return self.gamma ** (step // max(self.step_interval, 1))
-        if self.name == "onecycle":
-            return self._onecycle(step)
-        if step < self.warmup_steps:
-            return (step + 1) / self.warmup_steps
-        if self.name in ("constant_with_warmup", "warmup"):
-            return 1.0
-        if self.name == "wsd":
-            return self._wsd(step)
-        span = max(self.total_steps - self.warmup_steps, 1)
-        progress = min((step - self.warmup_steps) / span, 1.0)
-        if self.name == "linear":
-            return 1.0 - (1.0 - self.min_ratio) * progress
-        return self.min_ratio + (1.0 - self.min_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
-
-    def _wsd(self, step: int) -> float:
-        decay = max(round(self.decay_fraction * self.total_steps), 1)
-        left = self.total_steps - step
-        if left >= decay:
-            return 1.0
-        return self.min_ratio + (1.0 - self.min_ratio) * max(left, 0) / decay
-
-    def _onecycle(self, step: int) -> float:
-        # torch.optim.lr_scheduler.OneCycleLR's two phases, as factors of the peak lr.
-        start, peak = 1.0 / self.div_factor, 1.0
-        end = start / self.final_div_factor
-        rise_end = float(self.pct_start * self.total_steps) - 1
-        if step <= rise_end:
-            return _cos_between(start, peak, step / rise_end if rise_end > 0 else 1.0)
-        fall = float(self.total_steps - 1) - rise_end
-        return _cos_between(peak, end, min((step - rise_end) / fall, 1.0) if fall > 0 else 1.0)
-
-
-def _cos_between(start: float, end: float, pct: float) -> float:
-    return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
-
-
-def schedule_steps(epochs_or_steps: int, unit: str, steps_per_epoch: int) -> int:
-    """A length the block gave in `unit` ("epochs" or "steps"), in optimizer steps."""
-    return epochs_or_steps * steps_per_epoch if unit == "epochs" else epochs_or_steps
-
-
 def total_train_steps(epochs: int, steps_per_epoch: int, max_steps: int | None) -> int:
     """The run's optimizer steps: `max_steps` when it cuts the run short, else every epoch's."""
     planned = epochs * steps_per_epoch
     return planned if max_steps is None else min(planned, max_steps)
-
-
-def make_lr_scheduler(
-    optimizer: torch.optim.Optimizer, schedule: LrSchedule
-) -> torch.optim.lr_scheduler.LambdaLR:
-    """A LambdaLR stepping `schedule.factor`; its state dict is the step count alone."""
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: schedule.factor(step))
-
-
-_NORM_LAYERS: tuple[type[torch.nn.Module], ...] = (
-    torch.nn.BatchNorm1d,
-    torch.nn.BatchNorm2d,
-    torch.nn.GroupNorm,
-    torch.nn.LayerNorm,
-    torch.nn.RMSNorm,
-)
-
-
-def no_decay_names(model: torch.nn.Module) -> list[str]:
-    """Parameters weight decay should not shrink: every bias, and every norm layer's weights."""
-    names: list[str] = []
-    for module_name, module in model.named_modules():
-        is_norm = isinstance(module, _NORM_LAYERS)
-        for name, _ in module.named_parameters(recurse=False):
-            if is_norm or name == "bias":
-                names.append(f"{module_name}.{name}" if module_name else name)
-    return names
-
-
-def decay_param_groups(model: torch.nn.Module, enabled: bool = True) -> list[dict[str, Any]]:
-    """Optimizer parameter groups: decayed weights, then biases and norm weights without decay.
-
-    The first group takes the optimizer's `weight_decay`; the second sets it to 0.
-    `enabled=False` (`decay_groups = false`) gives one group of every parameter."""
-    params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
-    if not enabled:
-        return [{"params": [p for _, p in params]}]
-    skip = set(no_decay_names(model))
-    decay = [p for n, p in params if n not in skip]
-    plain = [p for n, p in params if n in skip]
-    groups: list[dict[str, Any]] = []
-    if decay:
-        groups.append({"params": decay})
-    if plain:
-        groups.append({"params": plain, "weight_decay": 0.0})
-    return groups
 
 
 class BestTracker:
@@ -1190,29 +1065,6 @@ def format_run_summary(
     if checkpoint_dir is not None:
         lines.append(f"checkpoints: {checkpoint_dir}/")
     return "\n".join(lines)
-
-
-def lr_schedule_from(
-    settings: dict[str, Any], *, steps_per_epoch: int, total_steps: int, base_lr: float
-) -> LrSchedule:
-    """The `LrSchedule` for a train block's `lr_schedule = name(...)`, lengths in steps:
-    `warmup_epochs` and `step_size` count epochs, `warmup_steps` and `step_size_steps`
-    optimizer steps; `min_lr` becomes a factor of the base lr."""
-    options = dict(settings)
-    name = options.pop("name")
-    warmup = int(options.pop("warmup_steps", 0))
-    warmup += schedule_steps(int(options.pop("warmup_epochs", 0)), "epochs", steps_per_epoch)
-    interval = int(options.pop("step_size_steps", 0))
-    interval += schedule_steps(int(options.pop("step_size", 0)), "epochs", steps_per_epoch)
-    min_lr = float(options.pop("min_lr", 0.0))
-    return LrSchedule(
-        name,
-        total_steps=total_steps,
-        warmup_steps=warmup,
-        min_ratio=min_lr / base_lr if base_lr > 0 else 0.0,
-        step_interval=interval or steps_per_epoch * 30,
-        **{key: float(value) for key, value in options.items()},
-    )
 
 
 class RunRecipe:
@@ -1479,42 +1331,6 @@ def _exported(model: torch.nn.Module, example: torch.Tensor) -> torch.export.Exp
             raise ExportError(f"torch.export could not trace the model: {first}") from None
 
 
-@torch.no_grad()
-def generate_text(
-    model: torch.nn.Module,
-    prompt: str,
-    *,
-    tokens: int,
-    block_size: int,
-    temperature: float = 1.0,
-    top_k: int | None = None,
-    seed: int | None = None,
-) -> str:
-    """The prompt followed by `tokens` sampled bytes; temperature 0 takes the argmax."""
-    model.eval()
-    device = next(model.parameters()).device
-    ids = torch.tensor([list(prompt.encode("utf-8")) or [10]], dtype=torch.long, device=device)
-    generator = torch.Generator(device=device)
-    if seed is not None:
-        generator.manual_seed(seed)
-    for _ in range(tokens):
-        logits = model(ids[:, -block_size:])[:, -1, :].float()
-        ids = torch.cat([ids, _sample(logits, temperature, top_k, generator)], dim=1)
-    return bytes(ids[0].tolist()).decode("utf-8", errors="replace")
-
-
-def _sample(
-    logits: torch.Tensor, temperature: float, top_k: int | None, generator: torch.Generator
-) -> torch.Tensor:
-    if temperature <= 0:
-        return logits.argmax(dim=-1, keepdim=True)
-    logits = logits / temperature
-    if top_k is not None and top_k < logits.shape[-1]:
-        kth = torch.topk(logits, top_k).values[:, -1:]
-        logits = logits.masked_fill(logits < kth, float("-inf"))
-    return torch.multinomial(logits.softmax(dim=-1), 1, generator=generator)
-
-
 # ---- runtime/trainer.py: The trainer plumbing every program file shares: its record, flags, epochs, saves and run.
 Carry = tuple[torch.Tensor, int]
 
@@ -1651,6 +1467,18 @@ class ModelLoss(nn.Module):
         return self.loss_fn(self.model(xb), yb)
 
 
+def captures_whole_step(
+    model: nn.Module, loader: Any, scaler: torch.amp.GradScaler | None, device: torch.device,
+    *, allowed: bool = True,
+) -> bool:  # fmt: skip
+    """Whether this run captures its whole step in one CUDA graph (runtime/graphs.py): on
+    CUDA, data on the device, no GradScaler, at most SMALL_MODEL_PARAMS parameters, and
+    `allowed` (not --no-cuda-graph)."""
+    small = sum(p.numel() for p in model.parameters()) <= SMALL_MODEL_PARAMS
+    resident = isinstance(loader, DeviceLoader)
+    return allowed and device.type == "cuda" and resident and scaler is None and small
+
+
 def mark_step_begin(trainer: Trainer) -> None:
     """CUDA graphs (compile modes "reduce-overhead", "max-autotune") reuse output memory:
     mark each step. Only a compiled model's: the call imports the compiler's machinery
@@ -1702,16 +1530,54 @@ def end_epoch(
     return loss_sum / max(batches, 1), batches
 
 
-def checkpoint_state(trainer: Trainer, carry: Carry | None = None) -> dict[str, Any]:
-    """What a checkpoint holds besides its epoch: `carry` is a cut epoch's loss and batches."""
+def train_epoch_graphed(
+    trainer: Trainer, epoch: int, max_steps: int | None,
+    region: Callable[[], AbstractContextManager[object]] = nullcontext,
+) -> tuple[torch.Tensor, int]:  # fmt: skip
+    """An epoch whose every step is one replay of the captured step (runtime/graphs.py): no
+    host syncs. The capture, at the first epoch, runs the forward in `region()` (autocast)."""
+    loader = trainer.train_loader  # a DeviceLoader: `captures_whole_step` asked for one
+    trainer.train_model.train()
+    loader.set_epoch(epoch)
+    if trainer.graphed is None:
+        step = training_step(trainer.train_model, trainer.optimizer, region)
+        trainer.graphed = GraphedStep(step, loader.x, loader.y, batch_size=loader.batch_size,
+                                      model=trainer.model, optimizer=trainer.optimizer)  # fmt: skip
+    batches = 0
+    for idx in loader.batch_indices():
+        if epoch_stops(trainer, max_steps):
+            break
+        trainer.graphed.replay(idx)
+        batches += 1
+        trainer.step += 1
+    return end_epoch(trainer, trainer.graphed.take_loss_sum(), batches)
+
+
+def checkpoint_state(
+    trainer: Trainer, carry: Carry | None = None, ranks: list[Any] | None = None
+) -> dict[str, Any]:
+    """What a checkpoint holds besides its epoch: `carry` is a cut epoch's loss and batches;
+    `ranks`, under DDP, every rank's carried values (`carried_by_rank`)."""
     extra: dict[str, Any] = {"recipe": trainer.recipe.state_dict()}
     if carry is not None:
         extra["carry"] = {"loss_sum": carry[0].detach(), "batches": carry[1]}
     if trainer.carried:  # a run resumed mid-epoch continues from them
         extra["carried"] = trainer.carried
+    if ranks is not None:  # each rank's own, rank 0's above
+        extra["carried_by_rank"] = ranks
     return dict(model=trainer.model, optimizer=trainer.optimizer, scaler=trainer.scaler,
                 scheduler=trainer.scheduler, step=trainer.step, loader=trainer.train_loader,
                 extra=extra)  # fmt: skip
+
+
+def carried_by_rank(trainer: Trainer) -> list[Any] | None:
+    """Under DDP each rank carries its own values, the state of its own streams: every
+    rank's, in rank order, for rank 0 to save (a collective: every rank calls it)."""
+    if not trainer.ctx.is_distributed or not trainer.carried:
+        return None
+    ranks: list[Any] = [None] * trainer.ctx.world_size
+    torch.distributed.all_gather_object(ranks, trainer.carried)
+    return ranks
 
 
 def save_last(trainer: Trainer, epochs_done: int) -> None:
@@ -1719,9 +1585,11 @@ def save_last(trainer: Trainer, epochs_done: int) -> None:
     (unless the newest save already holds this step). Rank 0 writes."""
     if trainer.checkpoint_dir is None or trainer.saved_step == trainer.step:
         return
+    ranks = carried_by_rank(trainer)
     if trainer.ctx.is_main:
         path = f"{trainer.checkpoint_dir}/last.pt"
-        save_checkpoint(path, epoch=epochs_done, **checkpoint_state(trainer, trainer.carry))
+        state = checkpoint_state(trainer, trainer.carry, ranks)
+        save_checkpoint(path, epoch=epochs_done, **state)
     trainer.saved_step = trainer.step
 
 
@@ -1738,8 +1606,9 @@ def save_if_due(
         due = every is not None and done % every == 0
     if trainer.checkpoint_dir is None or not (due or done == last):
         return
+    ranks = carried_by_rank(trainer)
     if trainer.ctx.is_main:
-        state = checkpoint_state(trainer)
+        state = checkpoint_state(trainer, ranks=ranks)
         save_epoch_checkpoint(trainer.checkpoint_dir, keep=keep, epoch=done, **state)
     trainer.saved_step = trainer.step
 
@@ -1768,7 +1637,15 @@ def resume_position(trainer: Trainer, state: dict[str, Any]) -> None:
     if carry is not None:
         trainer.carry = carry["loss_sum"].to(trainer.ctx.device), int(carry["batches"])
     if extra.get("carried") is not None:  # where the interrupted epoch left them
-        trainer.carried = extra["carried"]
+        ranks = extra.get("carried_by_rank") or [extra["carried"]]
+        if len(ranks) == trainer.ctx.world_size:  # under DDP each rank its own streams'
+            trainer.carried = ranks[trainer.ctx.rank]
+        elif carry is not None:  # a new epoch starts them over: only a cut one needs them
+            raise CheckpointError(
+                f"the checkpoint was cut in the middle of an epoch at world size "
+                f"{len(ranks)}, each rank carrying the state of its own streams; resume it "
+                f"at world size {len(ranks)}, not {trainer.ctx.world_size}"
+            )
 
 
 def carried(trainer: Trainer) -> Carry:
