@@ -1939,8 +1939,9 @@ error[TL0709]: `sample_shape=[16]` contradicts `cls12.npz`, whose samples are [2
 A .npz whose arrays are not plain numeric C-order .npy arrays (a .npz of named arrays
 without `x` and `y` feeds its arrays by name: to a `loss` block's forward, TL0441, or to
 objectives, TL0440), or whose `x` and `y` disagree on the number of samples, or whose labels are
-negative; a .csv without the `target=` column, a token file whose size is not whole tokens
-of its `dtype`: the run would fail on loading it.
+negative; a .pt that is no `torch.save` zip (truncated, the legacy format) or whose pickle is
+damaged (a pickle holding more than tensors is TL0719); a .csv without the `target=` column,
+a token file whose size is not whole tokens of its `dtype`: the run would fail on loading it.
 """,
             """\
 error[TL0710]: `table.csv` has no column `lable`: its columns are `f1`, `f2`, `f3`, `label`
@@ -1954,10 +1955,10 @@ error[TL0710]: `table.csv` has no column `lable`: its columns are `f1`, `f2`, `f
         ),
         Code(
             'TL0711',
-            "a .npz's arrays disagree on the number of samples",
+            "a .npz's arrays (a .pt's tensors) disagree on the number of samples",
             """\
-Every array of a .npz dataset is one field with one row per sample, so their first sizes
-agree: the loader takes the same rows of each. Reported by `check-train` at the
+Every array of a .npz dataset (every tensor of a .pt) is one field with one row per sample,
+so their first sizes agree: the loader takes the same rows of each. Reported by `check-train` at the
 `load_dataset`, from the arrays' headers (their data is not read).
 """,
             """\
