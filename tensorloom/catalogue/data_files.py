@@ -16,7 +16,9 @@ The formats are the runtime's (`tensorloom/backends/runtime/data.py`, `tokens.py
 - a token file (`load_dataset("tokens", path="train.bin", dtype=...)`): its size, which
   must be whole tokens and more than one window.
 
-A `.pt` file is a pickle: reading it runs code, so its shapes are not read at check time.
+- `.pt` (`torch.save` of a dict of tensors, or of `(x, y)`): its pickle is read for the
+  tensors' dtypes and shapes by a restricted unpickler (`torch_files.py`: no code from the
+  file runs), never its storages; the labels are not read, so their classes are unknown.
 Nothing here imports numpy or torch. A problem is a `FileProblem` (the caller turns it
 into a diagnostic); an absent file is `None` from `find_file`.
 """
@@ -109,11 +111,12 @@ class FileProblem:
 
     message: str
     help: str | None = None
-    code: str | None = None  # TL0711, TL0712; None: TL0710, the file is not what it claims
+    code: str | None = None  # TL0711, TL0712, TL0719; None: TL0710, the file is not what it claims
 
 
 COUNTS_DISAGREE = "TL0711"  # a .npz's arrays have different numbers of rows
 SCALAR_FIELD = "TL0712"  # a .npz array without a sample axis
+NOT_TENSORS = "TL0719"  # a .pt whose pickle holds something other than tensors
 
 
 def find_file(path: str, base: Path | None) -> Path | None:
@@ -139,6 +142,8 @@ def read_facts(path: Path, target: str | None = None) -> FileFacts | FileProblem
             return _npz_facts(path)
         if path.suffix == ".csv":
             return _csv_facts(path, target)
+        if path.suffix == ".pt":
+            return _pt_facts(path)
     except OSError as error:
         return FileProblem(f"cannot read `{path}`: {error.strerror or error}")
     return FileProblem(f"the shapes of `{path}` are not read at check time")
@@ -242,7 +247,7 @@ def _npz_headers(path: Path, archive: ZipFile) -> dict[str, ArrayHeader] | FileP
 def _fields(path: Path, headers: dict[str, ArrayHeader]) -> tuple[FileField, ...] | FileProblem:
     """The arrays as fields: one row per sample each, every array the same number of rows."""
     if not headers:
-        return FileProblem(f"`{path}` holds no arrays", "save it with `np.savez(path, x=x, y=y)`")
+        return FileProblem(f"`{path}` holds no arrays", _save_help(path, "x=x, y=y"))
     fields: list[FileField] = []
     for name, header in headers.items():
         if not header.shape:
@@ -271,12 +276,34 @@ def _named_facts(path: Path, fields: tuple[FileField, ...]) -> FileFacts:
     layout = FileProblem(
         f"`{path}` must hold arrays named `x` and `y`; it holds "
         + ", ".join(f"`{f.name}`" for f in fields),
-        "save it with `np.savez(path, x=samples, y=targets)`",
+        _save_help(path, "x=samples, y=targets"),
     )
     return FileFacts(
         str(path), what, fields[0].count, None, None, None, None, None, fields=fields,
         layout=layout,
     )  # fmt: skip
+
+
+def _save_help(path: Path, arrays: str) -> str:
+    if path.suffix == ".pt":
+        return "save it with `torch.save((samples, targets), path)`"
+    return f"save it with `np.savez(path, {arrays})`"
+
+
+def _pt_facts(path: Path) -> FileFacts | FileProblem:
+    """A torch.save file's tensors, from its pickle (`torch_files.py`), as a .npz's arrays:
+    `x` and `y` (a saved `(x, y)` too) are samples and targets, other names fields."""
+    from tensorloom.catalogue.torch_files import read_pt_headers
+
+    tensors = read_pt_headers(path)
+    if not isinstance(tensors, dict):
+        return FileProblem(tensors.message, tensors.help, NOT_TENSORS if tensors.foreign else None)
+    headers = {name: ArrayHeader(t.dtype, t.shape) for name, t in tensors.items()}
+    fields = _fields(path, headers)
+    if isinstance(fields, FileProblem) or "x" not in headers or "y" not in headers:
+        return fields if isinstance(fields, FileProblem) else _named_facts(path, fields)
+    facts = _array_facts(path, headers["x"], headers["y"], None)
+    return facts if isinstance(facts, FileProblem) else replace(facts, fields=fields)
 
 
 def _labels(stream: IO[bytes], header: ArrayHeader, size: int) -> int | FileProblem | None:
@@ -311,7 +338,7 @@ def _array_facts(
             f"`{path}` holds {x.shape[0]:,} samples (`x`) but {y.shape[0]:,} targets (`y`)",
             "`x` and `y` need one row per sample",
         )
-    floats = y.descr in _FLOAT_DESCRS
+    floats = y.descr in _FLOAT_DESCRS or "float" in y.dtype  # a .pt's header: dtype names
     what = f"the header of `{path}`: x {list(x.shape)} {x.dtype}, y {list(y.shape)} {y.dtype}"
     if isinstance(labels, int) and not floats:
         what += f", labels 0..{labels - 1}" if labels else ""
@@ -482,9 +509,6 @@ def check_data(info: DatasetInfo, base: Path | None) -> DataCheck:
     if not is_file_source(info.name):
         return DataCheck(info, f"the catalogue's `{info.name}`")
     declared = _declared(info)
-    if info.name.endswith(".pt"):
-        origin = f"{declared} (a .pt file is a pickle: not read at check time)"
-        return DataCheck(info, origin if info.sample_shape is not None else origin.lstrip())
     found = find_file(info.name, base)
     if found is None:
         problem = DatasetProblem(
@@ -510,11 +534,12 @@ def _declared(info: DatasetInfo) -> str:
 
 
 def _data_fields(facts: FileFacts) -> tuple[DataField, ...] | None:
-    """A .npz's arrays as the fields a batch carries: integer arrays are int64, others f32."""
+    """A .npz's arrays as the fields a batch carries: float arrays are f32, others (integer,
+    bool) int64, as the runtime's `_as_features` converts them."""
     if facts.fields is None:
         return None
     return tuple(
-        DataField(f.name, f.shape, "i64" if "int" in f.dtype else "f32") for f in facts.fields
+        DataField(f.name, f.shape, "f32" if "float" in f.dtype else "i64") for f in facts.fields
     )
 
 
@@ -587,7 +612,7 @@ def _with_facts(info: DatasetInfo, facts: FileFacts) -> DataCheck:
     task = REGRESSION if floats else CLASSIFICATION if facts.targets == INDICES else info.task
     if facts.targets == INDICES and target_shape:
         task = SEQUENCE
-    dtype = "i64" if facts.sample_dtype and "int" in facts.sample_dtype else "f32"
+    dtype = "f32" if facts.sample_dtype is None or "float" in facts.sample_dtype else "i64"
     updated = replace(
         info,
         sample_shape=facts.sample_shape if facts.sample_shape is not None else info.sample_shape,

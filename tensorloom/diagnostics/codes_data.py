@@ -1939,8 +1939,9 @@ error[TL0709]: `sample_shape=[16]` contradicts `cls12.npz`, whose samples are [2
 A .npz whose arrays are not plain numeric C-order .npy arrays (a .npz of named arrays
 without `x` and `y` feeds its arrays by name: to a `loss` block's forward, TL0441, or to
 objectives, TL0440), or whose `x` and `y` disagree on the number of samples, or whose labels are
-negative; a .csv without the `target=` column, a token file whose size is not whole tokens
-of its `dtype`: the run would fail on loading it.
+negative; a .pt that is no `torch.save` zip (truncated, the legacy format) or whose pickle is
+damaged (a pickle holding more than tensors is TL0719); a .csv without the `target=` column,
+a token file whose size is not whole tokens of its `dtype`: the run would fail on loading it.
 """,
             """\
 error[TL0710]: `table.csv` has no column `lable`: its columns are `f1`, `f2`, `f3`, `label`
@@ -1954,10 +1955,10 @@ error[TL0710]: `table.csv` has no column `lable`: its columns are `f1`, `f2`, `f
         ),
         Code(
             'TL0711',
-            "a .npz's arrays disagree on the number of samples",
+            "a .npz's arrays (a .pt's tensors) disagree on the number of samples",
             """\
-Every array of a .npz dataset is one field with one row per sample, so their first sizes
-agree: the loader takes the same rows of each. Reported by `check-train` at the
+Every array of a .npz dataset (every tensor of a .pt) is one field with one row per sample,
+so their first sizes agree: the loader takes the same rows of each. Reported by `check-train` at the
 `load_dataset`, from the arrays' headers (their data is not read).
 """,
             """\
@@ -2099,6 +2100,27 @@ error[TL0718]: `elsewhere/` is not there at check time, and nothing says which f
    |             ^^^^^^^^^^^^^^^^^^^^^^^^^^
    |
    = help: name its field folders: `load_dataset("elsewhere/", fields=["image", "label"])`
+""",
+        ),
+        Code(
+            'TL0719',
+            'a .pt dataset holds something other than tensors',
+            """\
+A `.pt` dataset is `torch.save` of a dict of equal-length tensors (its fields, by name) or of
+`(x, y)`. `tlc check` reads the file's pickle for the tensors' shapes and dtypes without
+running it: only a tensor's own rebuild functions and storage types are allowed, and the
+emitted script loads it with `torch.load(path, weights_only=True)`. Any other object (a
+number, a string, a class of the program's) is reported at the `load_dataset`, and nothing
+of the file runs. A damaged or truncated file is TL0710.
+""",
+            """\
+error[TL0719]: `mixed.pt`'s `classes` is `list`, not a tensor
+  --> pt_mixed.tl:11:13
+   |
+11 | let pairs = load_dataset("mixed.pt")
+   |             ^^^^^^^^^^^^^^^^^^^^^^^^
+   |
+   = help: save a dict of tensors: `torch.save({"image": x, "label": y}, path)`
 """,
         ),
     )),

@@ -15,7 +15,7 @@ Every source gives `(x, y)` tensor pairs for training and validation and a
 - `"reverse"`, `"sort"`, `"copy"` (`vocab=16, length=12, size=4096, seed=0`):
   x [T] int64 tokens in 0..vocab-1, y [T] int64 tokens (the reversed, sorted or
   copied sequence); validation is a seeded hold-out.
-- `*.npz` (arrays `x`, `y`), `*.pt` (a dict of tensors `x`, `y`), `*.csv` (the
+- `*.npz` (arrays `x`, `y`), `*.pt` (a dict of tensors `x`, `y`, or `(x, y)`), `*.csv` (the
   label column named by `target=`, numeric features): shapes as stored. With
   `fields=("image", "text")`, a .npz or .pt gives those arrays, by name, instead.
 - `"digits-captions"`: the digits, each with a caption of four words (`load_digit_captions`);
@@ -578,8 +578,8 @@ def _field_dataset(path: Path, fields: tuple[str, ...]) -> tuple[Tensors, DataIn
             held = [n.removesuffix(".npy") for n in archive.namelist()]
             arrays = {f: read_npy(archive.read(f"{f}.npy")) for f in fields if f in held}
     elif path.suffix == ".pt":
-        payload = torch.load(path, map_location="cpu", weights_only=True)
-        held = list(payload) if isinstance(payload, dict) else []
+        payload = _pt_tensors(path)
+        held = list(payload)
         arrays = {f: payload[f] for f in fields if f in held}
     else:
         raise DatasetUnavailable(f"cannot read fields from {path}: expected a .npz or .pt file")
@@ -635,10 +635,22 @@ def _read_npz(path: Path) -> TensorPair:
 
 
 def _read_pt(path: Path) -> TensorPair:
-    payload = torch.load(path, map_location="cpu", weights_only=True)
-    if not isinstance(payload, dict) or not {"x", "y"} <= payload.keys():
-        raise DatasetUnavailable(f"{path} must hold a dict with tensors `x` and `y`")
+    payload = _pt_tensors(path)
+    if not {"x", "y"} <= payload.keys():
+        raise DatasetUnavailable(f"{path} must hold `(x, y)` or a dict with tensors `x` and `y`")
     return _as_features(payload["x"]), _as_targets(payload["y"])
+
+
+def _pt_tensors(path: Path) -> dict[str, torch.Tensor]:
+    """A torch.save file's tensors by name: a dict's keys, or `x` and `y` of a saved `(x, y)`."""
+    payload = torch.load(path, map_location="cpu", weights_only=True)
+    if isinstance(payload, tuple | list) and len(payload) == 2:
+        payload = {"x": payload[0], "y": payload[1]}
+    if not isinstance(payload, dict) or not all(
+        isinstance(t, torch.Tensor) for t in payload.values()
+    ):
+        raise DatasetUnavailable(f"{path} must hold `(x, y)` or a dict of tensors")
+    return {str(k): v for k, v in payload.items()}
 
 
 def _as_features(x: torch.Tensor) -> torch.Tensor:
