@@ -1265,16 +1265,19 @@ error[TL0448]: the carried value `state` needs batches that continue one another
             'TL0449',
             'a `carry` the block cannot take',
             """\
-A value carried twice, or `carry` with `distributed = fsdp` (its sharded checkpoints hold no rank's own values). Under `distributed = ddp` (one model or `step` lines) each rank carries its own state over its own streams.
+A value carried twice (an error at the second line, pointing at the first), or a learned start (`carry h = net.h0`) with `distributed = fsdp`, where the objective would read one rank's shard of the parameter. `carry h = none` is carried under FSDP as under DDP: each rank carries its own state over its own streams.
 """,
             """\
-error[TL0449]: `carry` is not supported with `distributed = "fsdp"`: its sharded checkpoints hold no rank's own carried values
-  --> lm.tl:22:11
+error[TL0449]: `state` is carried twice
+  --> lm.tl:23:11
    |
-22 |     carry state = none
+23 |     carry state = none
    |           ^^^^^
+  ::: lm.tl:22:11
+22 |     carry state = none
+   |           ----- first carried here
    |
-   = help: `distributed = ddp` carries each rank's state over its own streams
+   = help: keep one `carry` line for it
 """,
         ),
         Code(

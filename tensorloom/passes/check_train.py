@@ -1276,8 +1276,9 @@ class CarryChecker:
         for op in carries:
             self._initial(op)
         self._unique(carries)
-        if self._objective(carries[0]):
-            self._supported(carries[0])
+        self._objective(carries[0])
+        for op in carries:
+            self._sharded_start(op)
         self._ordered_data(carries[0])
 
     def _initial(self, op: train.CarryOp) -> None:
@@ -1336,9 +1337,9 @@ class CarryChecker:
                 _error_at(span_of(op), "TL0449", message, "keep one `carry` line for it",
                           span_of(first), "first carried here")  # fmt: skip
 
-    def _objective(self, op: train.CarryOp) -> bool:
+    def _objective(self, op: train.CarryOp) -> None:
         if self.loop.runs_objectives():
-            return True
+            return
         var = op.var.data
         message = (
             f"the carried value `{var}` needs an objective that takes and returns it; "
@@ -1349,19 +1350,20 @@ class CarryChecker:
             "`objective = NAME`"
         )
         _error_at(span_of(op), "TL0446", message, help_text)
-        return False
 
-    def _supported(self, op: train.CarryOp) -> None:
-        """What cannot carry values yet: FSDP, in a block of one model or of `step` lines."""
-        where = span_of(op)
+    def _sharded_start(self, op: train.CarryOp) -> None:
+        """A learned start under FSDP: the objective would read the `Parameter`'s shard."""
         distributed = self.loop.setting("distributed")
-        if distributed is not None and evaluate(distributed, {}) == "fsdp":
-            message = (
-                '`carry` is not supported with `distributed = "fsdp"`: its sharded checkpoints '
-                "hold no rank's own carried values"
-            )
-            help_text = "`distributed = ddp` carries each rank's state over its own streams"
-            _error_at(where, "TL0449", message, help_text)
+        if distributed is None or evaluate(distributed, {}) != "fsdp":
+            return
+        if op.init is None or initial_paths(op.init) is None:
+            return
+        message = (
+            f'a learned start of `{op.var.data}` is not supported with `distributed = "fsdp"`: '
+            "the objective would read one rank's shard of the parameter"
+        )
+        help_text = "start from `none`, or use `distributed = ddp`, which carries learned starts"
+        _error_at(span_of(op.init_loc) or span_of(op), "TL0449", message, help_text)
 
     def _ordered_data(self, op: train.CarryOp) -> None:
         """The carried value continues the previous batch: each batch must continue it too."""

@@ -344,6 +344,62 @@ def test_two_ddp_ranks_carry_their_own_streams_and_resume_exactly(tmp_path: Path
     assert records(tmp_path / "c.jsonl")[-1]["val_loss"] == rows[-1]["val_loss"]
 
 
+@pytest.mark.distributed
+def test_two_fsdp_ranks_carry_their_own_streams_and_resume_exactly(tmp_path: Path) -> None:
+    """`distributed = fsdp` with `carry`: two gloo ranks over the model's shards, each
+    carrying its own streams' state, train as the hand-written per-rank DDP loop does (to
+    1e-5); the sharded saves hold each rank's state; cut mid-epoch, the run resumes on two
+    ranks from each rank's own and ends bit for bit where the uncut run ends, and refuses to
+    resume on one."""
+    (tmp_path / "corpus.txt").write_bytes(CORPUS.read_bytes())
+    program = PROGRAM.replace("epochs = 3", "epochs = 2") + "    distributed = fsdp\n"
+    script = compile_program(tmp_path, program, name="word_lm_fsdp")
+    common = ["--data-root", str(tmp_path)]
+    whole, cut = tmp_path / "whole", tmp_path / "cut"
+    _torchrun(script, *common, "--checkpoint-dir", str(whole), "--metrics", "w.jsonl")
+
+    m = _load(script)
+    m.seed_everything(0)  # as build_trainer does before it builds the model
+    model = m.LM()
+    train, _, _ = m.load_word_dataset("words", path=str(tmp_path / "corpus.txt"),
+                                      block_size=BPTT, vocab=VOCAB, max_bytes=6000)  # fmt: skip
+    tokens = train.tokens
+    assert tokens is not None
+    losses, validated = ddp_by_hand(model, tokens[: len(train)], tokens[len(train) :], 2)
+    rows = records(tmp_path / "w.jsonl")
+    per_epoch = int(rows[0]["steps"])  # type: ignore[arg-type]
+    assert per_epoch == len(losses[0]) // 2 > 10
+    for epoch, row in enumerate(rows):  # the epoch's mean over both ranks' streams
+        span = slice(epoch * per_epoch, (epoch + 1) * per_epoch)
+        mean = (sum(losses[0][span]) + sum(losses[1][span])) / (2 * per_epoch)
+        assert row["train_loss"] == pytest.approx(mean, rel=1e-5)
+    assert [r["val_loss"] for r in rows] == pytest.approx(validated, rel=1e-5)
+    weights = m.consolidate_checkpoint(whole / "epoch-0002", tmp_path / "w.pt", model=m.LM())
+    for key, tensor in torch.load(weights, weights_only=True).items():
+        assert torch.allclose(model.state_dict()[key], tensor, atol=1e-5), key
+    saved = torch.load(whole / "epoch-0002" / "train_state.pt", weights_only=True)
+    by_rank = saved["extra"]["carried_by_rank"]
+    assert len(by_rank) == 2 and not torch.equal(by_rank[0]["state"][0], by_rank[1]["state"][0])
+
+    stop = per_epoch + per_epoch // 2  # in the middle of the second epoch
+    _torchrun(script, *common, "--max-steps", str(stop), "--checkpoint-dir", str(cut))
+    refused = run_refused(script, *common, "--resume", str(cut / "last"),
+                          "--checkpoint-dir", str(cut))  # fmt: skip
+    assert "resume it at world size 2, not 1" in refused
+    _torchrun(script, *common, "--resume", str(cut / "last"), "--checkpoint-dir", str(cut),
+              "--metrics", "c.jsonl")  # fmt: skip
+    resumed = torch.load(cut / "epoch-0002" / "train_state.pt", weights_only=True)
+    assert saved["step"] == resumed["step"] == 2 * per_epoch
+    for mine, theirs in zip(by_rank, resumed["extra"]["carried_by_rank"], strict=True):
+        for x, y in zip(mine["state"], theirs["state"], strict=True):
+            assert torch.equal(x, y)
+    again = m.consolidate_checkpoint(cut / "epoch-0002", tmp_path / "c.pt", model=m.LM())
+    a, b = torch.load(weights, weights_only=True), torch.load(again, weights_only=True)
+    for key, tensor in a.items():
+        assert torch.equal(tensor, b[key]), key
+    assert records(tmp_path / "c.jsonl")[-1]["val_loss"] == rows[-1]["val_loss"]
+
+
 def run_refused(script: Path, *args: str) -> str:
     """A one-process run that exits 1 with a one-line error; its stderr."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -592,6 +648,46 @@ def test_steps_under_ddp_carry_each_ranks_state_and_resume_exactly(tmp_path: Pat
     for name in ("net", "probe"):
         for key, tensor in saved["models"][name].items():
             assert torch.equal(tensor, b["models"][name][key]), (name, key)
+
+
+@pytest.mark.distributed
+def test_steps_under_fsdp_carry_each_ranks_state_and_resume_exactly(tmp_path: Path) -> None:
+    """`step` lines with `carry` under `distributed = fsdp`: two gloo ranks, each threading
+    its own streams' state through both steps, compute what the DDP run computes (to 1e-5);
+    cut mid-epoch, the run resumes on two ranks from each rank's saved state and ends bit
+    for bit where the uncut run ends, and refuses to resume on one."""
+    (tmp_path / "corpus.txt").write_bytes(CORPUS.read_bytes())
+    script = compile_program(tmp_path, STEPS + "    distributed = fsdp\n", name="steps_fsdp")
+    ddp = compile_program(tmp_path, STEPS + "    distributed = true\n", name="steps_ddp")
+    common = ["--data-root", str(tmp_path)]
+    whole, cut = tmp_path / "whole", tmp_path / "cut"
+    _torchrun(script, *common, "--checkpoint-dir", str(whole), "--metrics", "fsdp.jsonl")
+    _torchrun(ddp, *common, "--checkpoint-dir", str(tmp_path / "ddp"), "--metrics", "ddp.jsonl")
+    sharded, plain = records(tmp_path / "fsdp.jsonl"), records(tmp_path / "ddp.jsonl")
+    assert len(sharded) == len(plain) == 2
+    for a, b in zip(sharded, plain, strict=True):
+        for key in ("lm_loss", "probe_loss", "val_lm_loss", "val_probe_loss"):
+            assert a[key] == pytest.approx(b[key], abs=1e-5), key
+    saved = torch.load(whole / "last" / "train_state.pt", weights_only=True)
+    assert len(saved["extra"]["carried_by_rank"]) == 2
+
+    per_epoch = int(sharded[0]["steps"])  # type: ignore[arg-type]
+    stop = per_epoch + per_epoch // 2
+    _torchrun(script, *common, "--max-steps", str(stop), "--checkpoint-dir", str(cut))
+    last = cut / "last"
+    refused = run_refused(script, *common, "--resume", str(last), "--checkpoint-dir", str(cut))
+    assert "resume it at world size 2, not 1" in refused
+    _torchrun(script, *common, "--resume", str(last), "--checkpoint-dir", str(cut),
+              "--metrics", "cut.jsonl")  # fmt: skip
+    resumed = torch.load(last / "train_state.pt", weights_only=True)
+    assert saved["step"] == resumed["step"] == 2 * per_epoch
+    for mine, theirs in zip(saved["extra"]["carried_by_rank"],
+                            resumed["extra"]["carried_by_rank"], strict=True):  # fmt: skip
+        for x, y in zip(mine["state"], theirs["state"], strict=True):
+            assert torch.equal(x, y)
+    ended = records(tmp_path / "cut.jsonl")[-1]
+    for key in ("val_lm_loss", "val_probe_loss"):
+        assert ended[key] == sharded[-1][key], key
 
 
 @pytest.mark.distributed

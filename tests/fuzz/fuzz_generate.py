@@ -340,9 +340,10 @@ def _carried(r: random.Random, careful: bool) -> str:
     (`carry state = none`, the objective `fn f(net, x, y, state)` returning `(loss, state)`),
     an LSTM's pair or a GRU's tensor, from `none` or learned (`net.h0`, `(net.h0, net.c0)`),
     with a metric that takes the state, as one model or in `step` lines beside a probe's
-    step that takes it in turn (under DDP too); sloppy ones leave out the initial value,
-    return the loss alone or half the pair, start from what is no parameter, carry over
-    shuffled data, carry twice, or carry beside `loss` or FSDP."""
+    step that takes it in turn (under DDP too, and from `none` under FSDP); sloppy ones leave
+    out the initial value, return the loss alone or half the pair, start from what is no
+    parameter, carry over shuffled data, carry twice, carry beside `loss`, or start from a
+    learned value under FSDP."""
     lstm = r.random() < 0.5
     layers = r.choice([1, 2])
     kind = f"LSTM(16, 16, num_layers={layers})" if lstm else f"GRU(16, 16, num_layers={layers})"
@@ -418,7 +419,9 @@ def _carrying_block(
     if careful and r.random() < 0.5 and not steps:
         lines += ["    optimizer = SGD(lr=20.0)", "    grad_clip = 0.25"]
     if r.random() < (0.2 if careful else 0.3):
-        how = "ddp" if careful else r.choice(CARRY_DISTRIBUTED)
+        how = r.choice(CARRY_DISTRIBUTED)  # a learned start is TL0449 under FSDP
+        if careful:
+            how = r.choice(["ddp", "fsdp"]) if start == "none" else "ddp"
         lines.append(f"    distributed = {how}")
     if metric:
         lines.append("    metrics = [perplexity, acc]")

@@ -318,6 +318,15 @@ def _restore_rng(states: dict[str, Any]) -> None:
             torch.cuda.set_rng_state_all([s.cpu() for s in states["cuda"]])
 
 
+def _moved(value: Any, device: torch.device) -> Any:
+    """A carried value (a tensor, a tuple of them, or none) on `device`."""
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, tuple | list):
+        return type(value)(_moved(v, device) for v in value)
+    return value
+
+
 def gather_carried(carried: dict[str, Any]) -> list[dict[str, Any]] | None:
     """Under DDP each rank carries its own values (`carry`), the state of its own streams:
     every rank's, in rank order, for rank 0 to save (a collective: every rank calls it);
@@ -330,14 +339,17 @@ def gather_carried(carried: dict[str, Any]) -> list[dict[str, Any]] | None:
 
 
 def own_carried(
-    extra: dict[str, Any], rank: int, world_size: int, *, mid_epoch: bool
-) -> dict[str, Any]:
-    """This rank's carried values in a checkpoint's `extra`. A run cut mid-epoch continues
-    each rank's streams, so it resumes on as many ranks; a whole epoch's on any number (the
-    next epoch starts the values over)."""
-    ranks = extra.get("carried_by_rank") or [extra.get("carried", {})]
+    extra: dict[str, Any], rank: int, world_size: int, *, mid_epoch: bool,
+    device: torch.device | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """This rank's carried values in a checkpoint's `extra` (moved to `device`, given one:
+    a sharded save's train state loads on the CPU). A run cut mid-epoch continues each
+    rank's streams, so it resumes on as many ranks; a whole epoch's on any number (the next
+    epoch starts the values over)."""
+    ranks = extra.get("carried_by_rank") or [extra.get("carried") or {}]
     if len(ranks) == world_size:
-        return ranks[rank]
+        own = ranks[rank]
+        return own if device is None else {k: _moved(v, device) for k, v in own.items()}
     if mid_epoch:
         raise StepsCheckpointError(
             f"the checkpoint was cut in the middle of an epoch at world size {len(ranks)}, "

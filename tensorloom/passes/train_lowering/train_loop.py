@@ -145,6 +145,9 @@ def checkpoint_state_ops(plan: ScriptPlan) -> list[Operation]:
     if plan.carries:  # a run resumed mid-epoch continues from them
         kept = body.subscript(body.name("extra"), body.const("carried"))
         body.assign(kept, body.path("trainer", "carried"), comment="`carry`: the values carried")
+        if plan.sharded:  # each rank's own (its own streams'), gathered by every rank
+            by_rank = body.subscript(body.name("extra"), body.const("carried_by_rank"))
+            body.assign(by_rank, body.call("carried_by_rank", body.name("trainer")))
     if plan.sharded:  # the average's module, sharded as the model is
         ema_module(body)
     fields = ["model", "optimizer", *(["scaler"] if plan.amp else []), "scheduler", "step"]
@@ -753,6 +756,7 @@ def _user_errors(b: PyBuilder, plan: ScriptPlan) -> SSAValue:
     serving = ["PredictInputError", "ExportError"] if plan.serves else []
     names = [data, "DeviceUnavailable", "CheckpointError", "RunLengthError", *serving,
              *(["ShardedCheckpointError"] if plan.sharded else []),
+             *(["StepsCheckpointError"] if plan.sharded and plan.carries else []),
              *(["WeightsError"] if plan.pretrained is not None else [])]  # fmt: skip
     return b.tuple_of(*(b.name(n) for n in names))
 

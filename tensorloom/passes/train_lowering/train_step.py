@@ -657,12 +657,14 @@ def resume_extra_ops(plan: ScriptPlan) -> list[Operation]:
     unset = body.is_set(body.name("carry"))
     body.stmt(py.IfOp(unset, then.ops))
     if plan.carries:
-        body.comment("the carried values (`carry`) where the interrupted epoch left them")
-        saved = body.method(body.name("extra"), "get", body.const("carried"))
-        body.assign("carried", saved, comment="loaded onto the device")
-        kept = PyBuilder()
-        kept.assign(kept.path("trainer", "carried"), kept.name("carried"))
-        body.if_(body.is_set(body.name("carried")), kept)
+        body.comment("the carried values (`carry`) where the interrupted epoch left them, "
+                     "this rank's own")  # fmt: skip
+        ctx = body.path("trainer", "ctx")
+        cut = body.is_set(body.path("trainer", "carry"))
+        own = body.call("own_carried", body.name("extra"), body.attr(ctx, "rank"),
+                        body.attr(ctx, "world_size"), mid_epoch=cut,
+                        device=body.attr(ctx, "device"))  # fmt: skip
+        body.assign(body.path("trainer", "carried"), own)
     state_type = top.generic("dict", "str", "Any")
     annotations = {"trainer": top.name("Trainer"), "state": state_type}
     top.stmt(py.DefOp("_resume_extra", ["trainer", "state"], body.ops, annotations=annotations,

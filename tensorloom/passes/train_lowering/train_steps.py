@@ -829,9 +829,12 @@ def _sharded_save_ops(plan: StepsPlan) -> list[Operation]:
     save.expr(save.const("`path` (a folder) holds the run after `epoch` epochs (and a cut "
                          "epoch's part)."))  # fmt: skip
     save.assign("models", _parts(save, plan))
-    save.assign(
-        "extra", save.add(py.DictOp([(save.const("carry"), save.path("trainer", "carry"))]))
-    )
+    entries = [(save.const("carry"), save.path("trainer", "carry"))]
+    if plan.base.carries:  # each rank's own (its own streams'), gathered by every rank
+        entries.append((save.const("carried"), save.path("trainer", "carried")))
+        ranks = save.call("gather_carried", save.path("trainer", "carried"))
+        entries.append((save.const("carried_by_rank"), ranks))
+    save.assign("extra", save.add(py.DictOp(entries)))
     extra = save.name("extra")
     save.expr(save.call(
         "save_sharded_models", save.name("path"), models=save.name("models"),
@@ -857,6 +860,18 @@ def _sharded_save_ops(plan: StepsPlan) -> list[Operation]:
     kept = resume.subscript(resume.name("state"), resume.const("extra"))
     resume.assign(resume.path("trainer", "carry"),
                   resume.method(kept, "get", resume.const("carry")))  # fmt: skip
+    if plan.base.carries:
+        kept.name_hint = "extra"
+        resume.comment("the carried values (`carry`) where the interrupted epoch left them, "
+                       "this rank's own")  # fmt: skip
+        resume.assign("ctx", resume.path("trainer", "ctx"))
+        ctx = resume.name("ctx")
+        resume.assign("cut", resume.is_set(resume.path("trainer", "carry")))
+        cut = resume.name("cut")
+        own = resume.call("own_carried", kept, resume.attr(ctx, "rank"),
+                          resume.attr(ctx, "world_size"), mid_epoch=cut,
+                          device=resume.attr(ctx, "device"))  # fmt: skip
+        resume.assign(resume.path("trainer", "carried"), own)
     top.def_("resume", [("trainer", "Trainer"), ("path", "str")], resume, None)
     return top.ops
 
@@ -868,8 +883,9 @@ def _ema_states(b: PyBuilder, plan: StepsPlan) -> dict[str, SSAValue]:
 
 def _gathers(plan: StepsPlan) -> bool:
     """Under DDP with `carry`: a save holds every rank's carried values, which every rank
-    gathers (`gather_carried`) before rank 0 writes."""
-    return plan.distributed and bool(plan.base.carries)
+    gathers (`gather_carried`) before rank 0 writes (under FSDP every rank calls `save`,
+    which gathers them)."""
+    return plan.ddp and bool(plan.base.carries)
 
 
 def _saving(b: PyBuilder, plan: StepsPlan, path: SSAValue, epoch: SSAValue) -> PyBuilder:
