@@ -342,6 +342,9 @@ def test_two_ddp_ranks_carry_their_own_streams_and_resume_exactly(tmp_path: Path
         for x, y in zip(mine["state"], theirs["state"], strict=True):
             assert torch.equal(x, y)
     assert records(tmp_path / "c.jsonl")[-1]["val_loss"] == rows[-1]["val_loss"]
+    # the resumed epoch's train loss is both ranks' (the cut kept their mean partial sum)
+    resumed = records(tmp_path / "c.jsonl")[-1]["train_loss"]
+    assert resumed == pytest.approx(rows[-1]["train_loss"], rel=1e-6)
 
 
 @pytest.mark.distributed
@@ -398,6 +401,8 @@ def test_two_fsdp_ranks_carry_their_own_streams_and_resume_exactly(tmp_path: Pat
     for key, tensor in a.items():
         assert torch.equal(tensor, b[key]), key
     assert records(tmp_path / "c.jsonl")[-1]["val_loss"] == rows[-1]["val_loss"]
+    resumed = records(tmp_path / "c.jsonl")[-1]["train_loss"]
+    assert resumed == pytest.approx(rows[-1]["train_loss"], rel=1e-6)
 
 
 def run_refused(script: Path, *args: str) -> str:

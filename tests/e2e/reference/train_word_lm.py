@@ -1628,9 +1628,16 @@ def end_epoch(
     trainer: Trainer, loss_sum: torch.Tensor, batches: int, *, grad_accum: int = 1
 ) -> tuple[torch.Tensor, int]:
     """The epoch's mean loss (on the device, not synced) and batches; an epoch cut short
-    (fewer batches than `epoch_batches` gives) keeps its loss sum and batches for last.pt."""
+    (fewer batches than `epoch_batches` gives) keeps its loss sum and batches for last.pt:
+    under DDP or FSDP the ranks' mean sum (every rank is cut at the same step), which each
+    rank resumes from, so the resumed epoch's mean over the ranks is the uncut run's."""
     if batches < len(trainer.train_loader) // grad_accum * grad_accum:
-        trainer.carry = loss_sum, batches
+        kept = loss_sum.detach()
+        if trainer.ctx.is_distributed:
+            kept = kept.clone()
+            torch.distributed.all_reduce(kept)  # a sum: gloo has no AVG
+            kept /= trainer.ctx.world_size
+        trainer.carry = kept, batches
     return loss_sum / max(batches, 1), batches
 
 

@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tensorloom_rt_0_2_0_a9271718 import (
+from tensorloom_rt_0_2_0_c2a74c13 import (
     BestTracker, CheckpointError, DataInfo, DatasetUnavailable, DeviceLoader, DeviceUnavailable,
     DistContext, MetricsWriter, RunLengthError, RunRecipe, StopSignals, Trainer, add_source_notes,
     autocast, carried, check_epoch_has_steps, check_run, decay_param_groups, end_epoch,

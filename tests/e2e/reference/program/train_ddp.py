@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from tensorloom_rt_0_2_0_d240e0b5 import (
+from tensorloom_rt_0_2_0_05805508 import (
     BestTracker, CheckpointError, DataInfo, DatasetUnavailable, DeviceLoader, DeviceUnavailable,
     DistContext, ExportError, MetricsWriter, ModelLoss, PredictInputError, RunLengthError,
     RunRecipe, StopSignals, Trainer, add_source_notes, all_reduce_mean, all_reduce_sum, autocast,

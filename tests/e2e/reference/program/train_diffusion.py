@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tensorloom_rt_0_2_0_891cd909 import (
+from tensorloom_rt_0_2_0_54a92dde import (
     BestTracker, CheckpointError, DataInfo, DatasetUnavailable, DeviceLoader, DeviceUnavailable,
     DistContext, MetricsWriter, RunLengthError, RunRecipe, StopSignals, Trainer, add_source_notes,
     autocast, captures_whole_step, carried, check_epoch_has_steps, check_run, draw_samples,

@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tensorloom_rt_0_2_0_15575448 import (
+from tensorloom_rt_0_2_0_f6ac44a9 import (
     BestTracker, CheckpointError, DeviceUnavailable, DistContext, MetricsWriter, RunLengthError,
     RunRecipe, StopSignals, StreamLoader, TokenDataUnavailable, TokenInfo, Trainer,
     add_source_notes, autocast, carried, check_epoch_has_steps, check_run, detached, end_epoch,

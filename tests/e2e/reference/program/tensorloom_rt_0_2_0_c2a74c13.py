@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import csv
+import gzip
 import hashlib
-import io
+import importlib.util
 import json
 import math
 import os
@@ -26,7 +26,6 @@ import time
 import traceback
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -204,6 +203,9 @@ def _synchronize(device: torch.device) -> None:
 TensorPair = tuple[torch.Tensor, torch.Tensor]
 
 
+Tensors = tuple[torch.Tensor, ...]  # one row per sample each: (x, y) or a dataset's fields
+
+
 class DatasetUnavailable(Exception):
     """The data a script needs is not on this machine; the message says what to fetch."""
 
@@ -222,17 +224,26 @@ class DataInfo:
     normalisation: tuple[tuple[float, ...], tuple[float, ...]] | None = None
 
 
-def load_sequence_task(
-    name: str,
+def load_digit_captions(
     *,
     data_root: str | os.PathLike[str] | None = None,
+    fields: tuple[str, ...] = ("image", "text", "label"),
+    flatten: bool = False,
     split_seed: int = 0,
     val_fraction: float = 0.1,
-    **task_kwargs: int,
-) -> tuple[TensorPair, TensorPair, DataInfo]:
-    """`reverse`, `sort` or `copy`: random token sequences, a seeded hold-out."""
-    pair, info = _sequence_task(name, **task_kwargs)
-    return (*_split(pair, val_fraction, split_seed), info)
+) -> tuple[Tensors, Tensors, DataInfo]:
+    """The digits, each paired with its caption (`digit_captions`); `fields` chooses among
+    `image`, `text` and `label`, in that order. A seeded hold-out for validation."""
+    x, y = _digits()
+    named = {"image": x.flatten(1) if flatten else x, "text": digit_captions(x, y), "label": y}
+    missing = [f for f in fields if f not in named]
+    if missing:
+        raise DatasetUnavailable(
+            f"digits-captions has no field {missing[0]!r}: it has {list(named)}"
+        )
+    tensors = tuple(named[f] for f in fields)
+    info = DataInfo("digits-captions", tuple(named["image"].shape[1:]), (), None, "fields")
+    return (*_split(tensors, val_fraction, split_seed), info)
 
 
 def _split(tensors: Any, val_fraction: float, seed: int) -> tuple[Any, Any]:
@@ -245,19 +256,37 @@ def _split(tensors: Any, val_fraction: float, seed: int) -> tuple[Any, Any]:
     return tuple(t[train_idx] for t in tensors), tuple(t[val_idx] for t in tensors)
 
 
-def _sequence_task(
-    name: str, *, vocab: int = 16, length: int = 12, size: int = 4096, seed: int = 0
-) -> tuple[TensorPair, DataInfo]:
-    """`size` random token sequences [length] over 0..vocab-1 and their reversal/sort/copy."""
-    generator = torch.Generator().manual_seed(seed)
-    x = torch.randint(0, vocab, (size, length), generator=generator)
-    if name == "reverse":
-        y = x.flip(1)
-    elif name == "sort":
-        y = x.sort(dim=1).values
-    else:
-        y = x.clone()
-    return (x, y), DataInfo(name, (length,), (length,), vocab, "sequence")
+def _digits() -> TensorPair:
+    """scikit-learn's digits file, read as `load_digits()` reads it (64 pixels 0-16 and the
+    class per row) but without importing scikit-learn: most of a second of start-up."""
+    spec = importlib.util.find_spec("sklearn")
+    if spec is None or not spec.submodule_search_locations:
+        raise DatasetUnavailable("`digits` comes with scikit-learn: pip install scikit-learn")
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    with gzip.open(folder / "datasets" / "data" / "digits.csv.gz", "rt", encoding="utf-8") as f:
+        table = torch.tensor([[float(v) for v in line.split(",")] for line in f if line.strip()])
+    return table[:, :-1].reshape(-1, 1, 8, 8) / 16.0, table[:, -1].to(torch.int64)
+
+
+def digit_captions(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Each digit's caption as 4 word ids of `CAPTION_WORDS`: its name, then how much ink
+    it has, where its ink's centre lies across and down, each in thirds of the whole set
+    ("seven bold left high"). The words are computed from the image and its label by this
+    rule: they are made, not written by people."""
+    pixels = x.flatten(1)
+    ink = pixels.sum(1)
+    grid = torch.arange(8, dtype=x.dtype)
+    image = x.reshape(-1, 8, 8)
+    across = (image.sum(1) * grid).sum(1) / ink.clamp_min(1e-6)
+    down = (image.sum(2) * grid).sum(1) / ink.clamp_min(1e-6)
+    words = [y, 10 + _thirds(ink), 13 + _thirds(across), 16 + _thirds(down)]
+    return torch.stack(words, dim=1).to(torch.int64)
+
+
+def _thirds(values: torch.Tensor) -> torch.Tensor:
+    """0, 1 or 2: which third of `values`' sorted order each value lies in."""
+    cuts = torch.quantile(values, torch.tensor([1 / 3, 2 / 3], dtype=values.dtype))
+    return torch.bucketize(values, cuts)
 
 
 # ---- runtime/loader.py: Batching for TensorLoom scripts: a dataset kept on the device, or a DataLoader.
@@ -753,114 +782,6 @@ def progress(
 
 
 # ---- runtime/graphs.py: Whole-step CUDA graphs for TensorLoom scripts: forward, backward and step in one replay.
-# Models up to this many parameters take the whole-step graph instead of torch.compile:
-# a rule of thumb (compile's fusion pays off on larger models, its start-up on none).
-SMALL_MODEL_PARAMS = 5_000_000
-
-
-WARMUP_STEPS = 3
-
-
-StepFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
-
-
-class GraphedStep:
-    """One training step over `x[idx], y[idx]`, captured once and replayed per batch."""
-
-    def __init__(
-        self,
-        step: StepFn,
-        x: torch.Tensor,
-        y: torch.Tensor,
-        *,
-        batch_size: int,
-        model: torch.nn.Module,
-        optimizer: torch.optim.Optimizer,
-    ) -> None:
-        self.step, self.x, self.y = step, x, y
-        self.idx = torch.zeros(batch_size, dtype=torch.long, device=x.device)
-        self.loss_sum = torch.zeros((), device=x.device)
-        saved = _snapshot(model, optimizer)
-        self._warm_up(optimizer)
-        self.graph = torch.cuda.CUDAGraph()
-        optimizer.zero_grad(set_to_none=True)  # backward allocates grads from the graph's pool
-        with torch.cuda.graph(self.graph):
-            self._body()
-        _restore(saved, model, optimizer)
-        self.loss_sum.zero_()
-
-    def _body(self) -> None:
-        loss = self.step(self.x[self.idx], self.y[self.idx])
-        self.loss_sum += loss.detach()
-
-    def _warm_up(self, optimizer: torch.optim.Optimizer) -> None:
-        """Real steps on a side stream, so lazily made state (Adam's moments) exists."""
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(WARMUP_STEPS):
-                optimizer.zero_grad(set_to_none=True)
-                self._body()
-        torch.cuda.current_stream().wait_stream(side)
-
-    def replay(self, idx: torch.Tensor) -> None:
-        """One step on the samples `idx` (a batch_size long tensor on the device)."""
-        self.idx.copy_(idx)
-        self.graph.replay()
-
-    def take_loss_sum(self) -> torch.Tensor:
-        """The losses summed since the last call (a new tensor, on the device), and reset."""
-        total = self.loss_sum.clone()
-        self.loss_sum.zero_()
-        return total
-
-
-def training_step(
-    batch_loss: torch.nn.Module, optimizer: torch.optim.Optimizer,
-    region: Callable[[], contextlib.AbstractContextManager[object]] = contextlib.nullcontext,
-) -> StepFn:  # fmt: skip
-    """The step a `GraphedStep` captures: forward and loss (`batch_loss(xb, yb)`, in
-    `region()`: the precision plan's autocast, without its cache), backward, `optimizer.step()`."""
-
-    def step(xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
-        with region():
-            loss = batch_loss(xb, yb)
-        loss.backward()
-        optimizer.step()
-        return loss
-
-    return step
-
-
-Snapshot = tuple[list[torch.Tensor], dict[int, dict[str, torch.Tensor]]]
-
-
-def _snapshot(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> Snapshot:
-    weights = [t.detach().clone() for t in _model_tensors(model)]
-    state = {
-        id(p): {k: v.clone() for k, v in s.items() if isinstance(v, torch.Tensor)}
-        for p, s in optimizer.state.items()
-    }
-    return weights, state
-
-
-def _restore(saved: Snapshot, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> None:
-    """Undo the warm-up in place; state the warm-up created goes back to zeros, its start."""
-    weights, state = saved
-    with torch.no_grad():
-        for tensor, value in zip(_model_tensors(model), weights, strict=True):
-            tensor.copy_(value)
-        for p, s in optimizer.state.items():
-            before = state.get(id(p), {})
-            for key, value in s.items():
-                if isinstance(value, torch.Tensor):
-                    value.copy_(before[key]) if key in before else value.zero_()
-
-
-def _model_tensors(model: torch.nn.Module) -> list[torch.Tensor]:
-    return [*model.parameters(), *model.buffers()]
-
-
 OptimizerModes = list[dict[str, object]]
 
 
@@ -945,6 +866,45 @@ def total_train_steps(epochs: int, steps_per_epoch: int, max_steps: int | None) 
     """The run's optimizer steps: `max_steps` when it cuts the run short, else every epoch's."""
     planned = epochs * steps_per_epoch
     return planned if max_steps is None else min(planned, max_steps)
+
+
+_NORM_LAYERS: tuple[type[torch.nn.Module], ...] = (
+    torch.nn.BatchNorm1d,
+    torch.nn.BatchNorm2d,
+    torch.nn.GroupNorm,
+    torch.nn.LayerNorm,
+    torch.nn.RMSNorm,
+)
+
+
+def no_decay_names(model: torch.nn.Module) -> list[str]:
+    """Parameters weight decay should not shrink: every bias, and every norm layer's weights."""
+    names: list[str] = []
+    for module_name, module in model.named_modules():
+        is_norm = isinstance(module, _NORM_LAYERS)
+        for name, _ in module.named_parameters(recurse=False):
+            if is_norm or name == "bias":
+                names.append(f"{module_name}.{name}" if module_name else name)
+    return names
+
+
+def decay_param_groups(model: torch.nn.Module, enabled: bool = True) -> list[dict[str, Any]]:
+    """Optimizer parameter groups: decayed weights, then biases and norm weights without decay.
+
+    The first group takes the optimizer's `weight_decay`; the second sets it to 0.
+    `enabled=False` (`decay_groups = false`) gives one group of every parameter."""
+    params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    if not enabled:
+        return [{"params": [p for _, p in params]}]
+    skip = set(no_decay_names(model))
+    decay = [p for n, p in params if n not in skip]
+    plain = [p for n, p in params if n in skip]
+    groups: list[dict[str, Any]] = []
+    if decay:
+        groups.append({"params": decay})
+    if plain:
+        groups.append({"params": plain, "weight_decay": 0.0})
+    return groups
 
 
 class BestTracker:
@@ -1146,191 +1106,6 @@ def format_validation(record: dict[str, Any]) -> str:
     return "  ".join(parts)
 
 
-# ---- runtime/serve.py: Using a trained model from its script: predictions, an exported program, generated text.
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")
-
-
-class PredictInputError(Exception):
-    """An input file for --predict that cannot be read as the model's input."""
-
-
-def read_predict_inputs(
-    path: str | Path,
-    *,
-    sample_shape: tuple[int, ...],
-    normalisation: tuple[tuple[float, ...], tuple[float, ...]] | None = None,
-    integer: bool = False,
-) -> torch.Tensor:
-    """A batch of inputs [N, *sample_shape] from a .npz, .pt, .csv or image file."""
-    file = Path(path)
-    if not file.is_file():
-        raise PredictInputError(f"{file}: no such input file")
-    suffix = file.suffix.lower()
-    if suffix in IMAGE_SUFFIXES:
-        return _read_image(file, sample_shape, normalisation)
-    readers = {".npz": _npz_inputs, ".pt": _pt_inputs, ".csv": _csv_inputs}
-    if suffix not in readers:
-        raise PredictInputError(
-            f"{file}: --predict reads .npz, .pt, .csv or an image ({', '.join(IMAGE_SUFFIXES)})"
-        )
-    x = readers[suffix](file)
-    x = x.long() if integer else x.float()
-    if tuple(x.shape[1:]) != tuple(sample_shape):
-        if x.numel() == 0 or x[0].numel() != math.prod(sample_shape):
-            raise PredictInputError(
-                f"{file}: samples of shape {list(x.shape[1:])}, the model takes "
-                f"{list(sample_shape)}"
-            )
-        x = x.reshape(len(x), *sample_shape)
-    return x
-
-
-def _npz_inputs(file: Path) -> torch.Tensor:
-    import numpy as np
-
-    with np.load(file, allow_pickle=False) as arrays:
-        key = "x" if "x" in arrays.files else (arrays.files[0] if arrays.files else None)
-        if key is None:
-            raise PredictInputError(f"{file} holds no arrays")
-        return torch.from_numpy(np.ascontiguousarray(arrays[key]))
-
-
-def _pt_inputs(file: Path) -> torch.Tensor:
-    try:
-        payload = torch.load(file, map_location="cpu", weights_only=True)
-    except Exception as error:
-        raise PredictInputError(f"{file} is not a readable torch file ({error})") from None
-    if isinstance(payload, dict) and isinstance(payload.get("x"), torch.Tensor):
-        return payload["x"]
-    if isinstance(payload, torch.Tensor):
-        return payload
-    raise PredictInputError(f"{file} must hold a tensor, or a dict with a tensor `x`")
-
-
-def _csv_inputs(file: Path) -> torch.Tensor:
-    rows = [row for row in csv.reader(io.StringIO(file.read_text(encoding="utf-8"))) if row]
-    with contextlib.suppress(ValueError):
-        return torch.tensor([[float(v) for v in row] for row in rows])
-    try:  # a header line
-        return torch.tensor([[float(v) for v in row] for row in rows[1:]])
-    except ValueError as error:
-        raise PredictInputError(f"{file}: every value must be a number ({error})") from None
-
-
-def _read_image(
-    file: Path,
-    sample_shape: tuple[int, ...],
-    normalisation: tuple[tuple[float, ...], tuple[float, ...]] | None,
-) -> torch.Tensor:
-    from PIL import Image
-
-    flat = len(sample_shape) == 1
-    shape = sample_shape if not flat else _square(sample_shape[0])
-    if len(shape) != 3 or shape[0] not in (1, 3):
-        raise PredictInputError(
-            f"{file}: an image needs a model input of [C, H, W] with C 1 or 3, "
-            f"not {list(sample_shape)}"
-        )
-    channels, height, width = shape
-    with Image.open(file) as image:
-        image = image.convert("L" if channels == 1 else "RGB").resize((width, height))
-        data = torch.frombuffer(bytearray(image.tobytes()), dtype=torch.uint8)
-    x = data.reshape(height, width, channels).permute(2, 0, 1).float() / 255.0
-    if normalisation is not None:
-        mean, std = (torch.tensor(v).reshape(-1, 1, 1) for v in normalisation)
-        x = (x - mean) / std
-    return x.reshape(1, *sample_shape)
-
-
-def _square(size: int) -> tuple[int, ...]:
-    side = round(size**0.5)
-    return (1, side, side) if side * side == size else (size,)
-
-
-@torch.no_grad()
-def predict(
-    model: torch.nn.Module, x: torch.Tensor, *, batch_size: int, device: torch.device | None = None
-) -> torch.Tensor:
-    """The model's outputs for every row of `x`, in eval mode, on the CPU."""
-    model.eval()
-    device = device or next(model.parameters()).device
-    outputs = [model(x[i : i + batch_size].to(device)).float().cpu()
-               for i in range(0, len(x), batch_size)]  # fmt: skip
-    return torch.cat(outputs) if outputs else torch.empty(0)
-
-
-def write_predictions(outputs: torch.Tensor, out: str | Path | None, *, classes: bool) -> None:
-    """To `out` (.npz, .pt or .csv by its suffix) or, with None, to stdout: one line per
-    sample (the predicted class and its probability for a classifier, else the values)."""
-    if out is None:
-        _print_predictions(outputs, classes)
-        return
-    target = Path(out)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    suffix = target.suffix.lower()
-    if suffix == ".pt":
-        torch.save({"outputs": outputs}, target)
-    elif suffix == ".npz":
-        import numpy as np
-
-        np.savez(target, outputs=outputs.numpy())
-    elif suffix == ".csv":
-        with target.open("w", newline="") as f:
-            writer = csv.writer(f)
-            for row in outputs.reshape(len(outputs), -1).tolist():
-                writer.writerow([f"{v:.6g}" for v in row])
-    else:
-        raise PredictInputError(f"{target}: --out writes .npz, .pt or .csv")
-
-
-def _print_predictions(outputs: torch.Tensor, classes: bool) -> None:
-    if classes and outputs.dim() == 2:
-        probabilities = outputs.softmax(dim=-1)
-        best = probabilities.max(dim=-1)
-        for i, (p, c) in enumerate(zip(best.values.tolist(), best.indices.tolist(), strict=True)):
-            print(f"{i}\tclass {c}\tp={p:.4f}")
-        return
-    for i, row in enumerate(outputs.reshape(len(outputs), -1).tolist()):
-        print(f"{i}\t" + " ".join(f"{v:.6g}" for v in row))
-
-
-class ExportError(Exception):
-    """An export the model or the environment cannot make; the message says why."""
-
-
-def export_model(model: torch.nn.Module, example: torch.Tensor, path: str | Path) -> Path:
-    """torch.export the model (eval mode) for inputs like `example`, batch size dynamic where
-    the model allows; `.onnx` goes through torch.onnx (needs the onnx package)."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    model.eval()
-    if target.suffix.lower() == ".onnx":
-        try:
-            import onnx  # noqa: F401  (torch.onnx's dynamo exporter needs it)
-        except ImportError:
-            raise ExportError(
-                f"{target}: ONNX export needs the onnx package (pip install onnx onnxscript); "
-                "a .pt2 file (torch.export) needs nothing more"
-            ) from None
-        torch.onnx.export(model, (example,), str(target), dynamo=True)
-        return target
-    program = _exported(model, example)
-    torch.export.save(program, target)
-    return target
-
-
-def _exported(model: torch.nn.Module, example: torch.Tensor) -> torch.export.ExportedProgram:
-    batch = torch.export.Dim("batch", min=1)
-    try:
-        return torch.export.export(model, (example,), dynamic_shapes=({0: batch},))
-    except Exception:
-        try:
-            return torch.export.export(model, (example,))
-        except Exception as error:
-            first = str(error).strip().splitlines()[0] if str(error).strip() else ""
-            raise ExportError(f"torch.export could not trace the model: {first}") from None
-
-
 # ---- runtime/trainer.py: The trainer plumbing every program file shares: its record, flags, epochs, saves and run.
 Carry = tuple[torch.Tensor, int]
 
@@ -1455,30 +1230,6 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-class ModelLoss(nn.Module):
-    """The training loss of a batch, `loss_fn(model(xb), yb)`, as one module: `torch.compile`
-    of it sees the forward and the loss together (and `should_compile` times it)."""
-
-    def __init__(self, model: nn.Module, loss_fn: Callable[..., torch.Tensor]) -> None:
-        super().__init__()
-        self.model, self.loss_fn = model, loss_fn
-
-    def forward(self, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
-        return self.loss_fn(self.model(xb), yb)
-
-
-def captures_whole_step(
-    model: nn.Module, loader: Any, scaler: torch.amp.GradScaler | None, device: torch.device,
-    *, allowed: bool = True,
-) -> bool:  # fmt: skip
-    """Whether this run captures its whole step in one CUDA graph (runtime/graphs.py): on
-    CUDA, data on the device, no GradScaler, at most SMALL_MODEL_PARAMS parameters, and
-    `allowed` (not --no-cuda-graph)."""
-    small = sum(p.numel() for p in model.parameters()) <= SMALL_MODEL_PARAMS
-    resident = isinstance(loader, DeviceLoader)
-    return allowed and device.type == "cuda" and resident and scaler is None and small
-
-
 def mark_step_begin(trainer: Trainer) -> None:
     """CUDA graphs (compile modes "reduce-overhead", "max-autotune") reuse output memory:
     mark each step. Only a compiled model's: the call imports the compiler's machinery
@@ -1524,33 +1275,17 @@ def end_epoch(
     trainer: Trainer, loss_sum: torch.Tensor, batches: int, *, grad_accum: int = 1
 ) -> tuple[torch.Tensor, int]:
     """The epoch's mean loss (on the device, not synced) and batches; an epoch cut short
-    (fewer batches than `epoch_batches` gives) keeps its loss sum and batches for last.pt."""
+    (fewer batches than `epoch_batches` gives) keeps its loss sum and batches for last.pt:
+    under DDP or FSDP the ranks' mean sum (every rank is cut at the same step), which each
+    rank resumes from, so the resumed epoch's mean over the ranks is the uncut run's."""
     if batches < len(trainer.train_loader) // grad_accum * grad_accum:
-        trainer.carry = loss_sum, batches
+        kept = loss_sum.detach()
+        if trainer.ctx.is_distributed:
+            kept = kept.clone()
+            torch.distributed.all_reduce(kept)  # a sum: gloo has no AVG
+            kept /= trainer.ctx.world_size
+        trainer.carry = kept, batches
     return loss_sum / max(batches, 1), batches
-
-
-def train_epoch_graphed(
-    trainer: Trainer, epoch: int, max_steps: int | None,
-    region: Callable[[], AbstractContextManager[object]] = nullcontext,
-) -> tuple[torch.Tensor, int]:  # fmt: skip
-    """An epoch whose every step is one replay of the captured step (runtime/graphs.py): no
-    host syncs. The capture, at the first epoch, runs the forward in `region()` (autocast)."""
-    loader = trainer.train_loader  # a DeviceLoader: `captures_whole_step` asked for one
-    trainer.train_model.train()
-    loader.set_epoch(epoch)
-    if trainer.graphed is None:
-        step = training_step(trainer.train_model, trainer.optimizer, region)
-        trainer.graphed = GraphedStep(step, loader.x, loader.y, batch_size=loader.batch_size,
-                                      model=trainer.model, optimizer=trainer.optimizer)  # fmt: skip
-    batches = 0
-    for idx in loader.batch_indices():
-        if epoch_stops(trainer, max_steps):
-            break
-        trainer.graphed.replay(idx)
-        batches += 1
-        trainer.step += 1
-    return end_epoch(trainer, trainer.graphed.take_loss_sum(), batches)
 
 
 def checkpoint_state(
@@ -1758,24 +1493,3 @@ def report_evaluation(path: str, record: dict[str, Any], metrics: str | None) ->
     if metrics is not None:
         with open(metrics, "a", encoding="utf-8") as f:
             f.write(json.dumps({"evaluated": path, **record}) + "\n")
-
-
-def predict_and_export(
-    model: nn.Module, args: argparse.Namespace, *, loader: Any, info: Any,
-    device: torch.device, classes: bool,
-) -> None:  # fmt: skip
-    """--predict INPUT (the outputs for samples shaped as `loader`'s, normalised as the
-    training data; `classes`: class indices) and --export FILE (torch.export, traced on two
-    of `loader`'s samples), with `model`'s weights."""
-    if args.predict is None and args.export is None:
-        return
-    example = next(iter(loader))[0][:2]
-    if args.predict is not None:
-        normalisation = getattr(info, "normalisation", None)
-        x = read_predict_inputs(args.predict, sample_shape=tuple(example.shape[1:]),
-                                normalisation=normalisation,
-                                integer=not example.is_floating_point())  # fmt: skip
-        outputs = predict(model, x, batch_size=args.batch_size, device=device)
-        write_predictions(outputs, args.out, classes=classes)
-    if args.export is not None:
-        print(f"exported to {export_model(model, example, args.export)}")

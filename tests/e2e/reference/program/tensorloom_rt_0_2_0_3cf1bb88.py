@@ -10,9 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
-import gzip
 import hashlib
-import importlib.util
 import io
 import json
 import math
@@ -223,18 +221,17 @@ class DataInfo:
     normalisation: tuple[tuple[float, ...], tuple[float, ...]] | None = None
 
 
-def load_digits(
+def load_sequence_task(
+    name: str,
     *,
     data_root: str | os.PathLike[str] | None = None,
-    flatten: bool = False,
     split_seed: int = 0,
     val_fraction: float = 0.1,
+    **task_kwargs: int,
 ) -> tuple[TensorPair, TensorPair, DataInfo]:
-    """scikit-learn's 8x8 digits, a seeded hold-out for validation (`data_root` is unused)."""
-    x, y = _digits()
-    x = x.flatten(1) if flatten else x
-    info = DataInfo("digits", tuple(x.shape[1:]), (), 10, "classification")
-    return (*_split((x, y), val_fraction, split_seed), info)
+    """`reverse`, `sort` or `copy`: random token sequences, a seeded hold-out."""
+    pair, info = _sequence_task(name, **task_kwargs)
+    return (*_split(pair, val_fraction, split_seed), info)
 
 
 def _split(tensors: Any, val_fraction: float, seed: int) -> tuple[Any, Any]:
@@ -247,16 +244,19 @@ def _split(tensors: Any, val_fraction: float, seed: int) -> tuple[Any, Any]:
     return tuple(t[train_idx] for t in tensors), tuple(t[val_idx] for t in tensors)
 
 
-def _digits() -> TensorPair:
-    """scikit-learn's digits file, read as `load_digits()` reads it (64 pixels 0-16 and the
-    class per row) but without importing scikit-learn: most of a second of start-up."""
-    spec = importlib.util.find_spec("sklearn")
-    if spec is None or not spec.submodule_search_locations:
-        raise DatasetUnavailable("`digits` comes with scikit-learn: pip install scikit-learn")
-    folder = Path(next(iter(spec.submodule_search_locations)))
-    with gzip.open(folder / "datasets" / "data" / "digits.csv.gz", "rt", encoding="utf-8") as f:
-        table = torch.tensor([[float(v) for v in line.split(",")] for line in f if line.strip()])
-    return table[:, :-1].reshape(-1, 1, 8, 8) / 16.0, table[:, -1].to(torch.int64)
+def _sequence_task(
+    name: str, *, vocab: int = 16, length: int = 12, size: int = 4096, seed: int = 0
+) -> tuple[TensorPair, DataInfo]:
+    """`size` random token sequences [length] over 0..vocab-1 and their reversal/sort/copy."""
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.randint(0, vocab, (size, length), generator=generator)
+    if name == "reverse":
+        y = x.flip(1)
+    elif name == "sort":
+        y = x.sort(dim=1).values
+    else:
+        y = x.clone()
+    return (x, y), DataInfo(name, (length,), (length,), vocab, "sequence")
 
 
 # ---- runtime/loader.py: Batching for TensorLoom scripts: a dataset kept on the device, or a DataLoader.
@@ -832,138 +832,10 @@ def _describe(where: tuple[str, int], lines: list[str], script: Path) -> str:
 
 
 # ---- runtime/recipe.py: Training recipes for TensorLoom scripts: schedules, decay groups, EMA, early stopping.
-LR_SCHEDULES = (
-    "none", "cosine", "linear", "constant_with_warmup", "warmup", "onecycle", "step", "wsd",
-)  # fmt: skip
-
-
-@dataclass(frozen=True)
-class LrSchedule:
-    """The learning rate as a factor of the optimizer's base lr, per optimizer step.
-
-    `cosine`: linear warm-up over `warmup_steps`, then a cosine from 1 down to
-    `min_ratio` at `total_steps`. `linear`: the same warm-up, then a straight line
-    down to `min_ratio`. `constant_with_warmup` (alias `warmup`): the warm-up, then 1.
-    `onecycle`: torch's OneCycleLR curve (cosine up from 1/`div_factor` over the first
-    `pct_start` of the run, then cosine down to 1/(`div_factor` * `final_div_factor`)).
-    `step`: times `gamma` every `step_interval` steps. `none`: 1 throughout.
-    `wsd` (warmup-stable-decay): the warm-up, then 1, then over the last `decay_fraction`
-    of `total_steps` (rounded) a straight line from 1 down towards `min_ratio`, which the
-    step after the last would reach (torch's LinearLR from 1 to `min_ratio` over them).
-    """
-
-    name: str
-    total_steps: int
-    warmup_steps: int = 0
-    min_ratio: float = 0.0
-    step_interval: int = 1
-    gamma: float = 0.1
-    pct_start: float = 0.3
-    div_factor: float = 25.0
-    final_div_factor: float = 1e4
-    decay_fraction: float = 0.2
-
-    def __post_init__(self) -> None:
-        if self.name not in LR_SCHEDULES:
-            raise ValueError(f"unknown lr schedule `{self.name}`; known: {LR_SCHEDULES}")
-
-    def factor(self, step: int) -> float:
-        """The factor for the optimizer step `step` (0-based)."""
-        if self.name == "none":
-            return 1.0
-        if self.name == "step":
-            return self.gamma ** (step // max(self.step_interval, 1))
-        if self.name == "onecycle":
-            return self._onecycle(step)
-        if step < self.warmup_steps:
-            return (step + 1) / self.warmup_steps
-        if self.name in ("constant_with_warmup", "warmup"):
-            return 1.0
-        if self.name == "wsd":
-            return self._wsd(step)
-        span = max(self.total_steps - self.warmup_steps, 1)
-        progress = min((step - self.warmup_steps) / span, 1.0)
-        if self.name == "linear":
-            return 1.0 - (1.0 - self.min_ratio) * progress
-        return self.min_ratio + (1.0 - self.min_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
-
-    def _wsd(self, step: int) -> float:
-        decay = max(round(self.decay_fraction * self.total_steps), 1)
-        left = self.total_steps - step
-        if left >= decay:
-            return 1.0
-        return self.min_ratio + (1.0 - self.min_ratio) * max(left, 0) / decay
-
-    def _onecycle(self, step: int) -> float:
-        # torch.optim.lr_scheduler.OneCycleLR's two phases, as factors of the peak lr.
-        start, peak = 1.0 / self.div_factor, 1.0
-        end = start / self.final_div_factor
-        rise_end = float(self.pct_start * self.total_steps) - 1
-        if step <= rise_end:
-            return _cos_between(start, peak, step / rise_end if rise_end > 0 else 1.0)
-        fall = float(self.total_steps - 1) - rise_end
-        return _cos_between(peak, end, min((step - rise_end) / fall, 1.0) if fall > 0 else 1.0)
-
-
-def _cos_between(start: float, end: float, pct: float) -> float:
-    return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
-
-
-def schedule_steps(epochs_or_steps: int, unit: str, steps_per_epoch: int) -> int:
-    """A length the block gave in `unit` ("epochs" or "steps"), in optimizer steps."""
-    return epochs_or_steps * steps_per_epoch if unit == "epochs" else epochs_or_steps
-
-
 def total_train_steps(epochs: int, steps_per_epoch: int, max_steps: int | None) -> int:
     """The run's optimizer steps: `max_steps` when it cuts the run short, else every epoch's."""
     planned = epochs * steps_per_epoch
     return planned if max_steps is None else min(planned, max_steps)
-
-
-def make_lr_scheduler(
-    optimizer: torch.optim.Optimizer, schedule: LrSchedule
-) -> torch.optim.lr_scheduler.LambdaLR:
-    """A LambdaLR stepping `schedule.factor`; its state dict is the step count alone."""
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: schedule.factor(step))
-
-
-_NORM_LAYERS: tuple[type[torch.nn.Module], ...] = (
-    torch.nn.BatchNorm1d,
-    torch.nn.BatchNorm2d,
-    torch.nn.GroupNorm,
-    torch.nn.LayerNorm,
-    torch.nn.RMSNorm,
-)
-
-
-def no_decay_names(model: torch.nn.Module) -> list[str]:
-    """Parameters weight decay should not shrink: every bias, and every norm layer's weights."""
-    names: list[str] = []
-    for module_name, module in model.named_modules():
-        is_norm = isinstance(module, _NORM_LAYERS)
-        for name, _ in module.named_parameters(recurse=False):
-            if is_norm or name == "bias":
-                names.append(f"{module_name}.{name}" if module_name else name)
-    return names
-
-
-def decay_param_groups(model: torch.nn.Module, enabled: bool = True) -> list[dict[str, Any]]:
-    """Optimizer parameter groups: decayed weights, then biases and norm weights without decay.
-
-    The first group takes the optimizer's `weight_decay`; the second sets it to 0.
-    `enabled=False` (`decay_groups = false`) gives one group of every parameter."""
-    params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
-    if not enabled:
-        return [{"params": [p for _, p in params]}]
-    skip = set(no_decay_names(model))
-    decay = [p for n, p in params if n not in skip]
-    plain = [p for n, p in params if n in skip]
-    groups: list[dict[str, Any]] = []
-    if decay:
-        groups.append({"params": decay})
-    if plain:
-        groups.append({"params": plain, "weight_decay": 0.0})
-    return groups
 
 
 class BestTracker:
@@ -1084,29 +956,6 @@ def format_run_summary(
     if checkpoint_dir is not None:
         lines.append(f"checkpoints: {checkpoint_dir}/")
     return "\n".join(lines)
-
-
-def lr_schedule_from(
-    settings: dict[str, Any], *, steps_per_epoch: int, total_steps: int, base_lr: float
-) -> LrSchedule:
-    """The `LrSchedule` for a train block's `lr_schedule = name(...)`, lengths in steps:
-    `warmup_epochs` and `step_size` count epochs, `warmup_steps` and `step_size_steps`
-    optimizer steps; `min_lr` becomes a factor of the base lr."""
-    options = dict(settings)
-    name = options.pop("name")
-    warmup = int(options.pop("warmup_steps", 0))
-    warmup += schedule_steps(int(options.pop("warmup_epochs", 0)), "epochs", steps_per_epoch)
-    interval = int(options.pop("step_size_steps", 0))
-    interval += schedule_steps(int(options.pop("step_size", 0)), "epochs", steps_per_epoch)
-    min_lr = float(options.pop("min_lr", 0.0))
-    return LrSchedule(
-        name,
-        total_steps=total_steps,
-        warmup_steps=warmup,
-        min_ratio=min_lr / base_lr if base_lr > 0 else 0.0,
-        step_interval=interval or steps_per_epoch * 30,
-        **{key: float(value) for key, value in options.items()},
-    )
 
 
 class RunRecipe:
@@ -1554,9 +1403,16 @@ def end_epoch(
     trainer: Trainer, loss_sum: torch.Tensor, batches: int, *, grad_accum: int = 1
 ) -> tuple[torch.Tensor, int]:
     """The epoch's mean loss (on the device, not synced) and batches; an epoch cut short
-    (fewer batches than `epoch_batches` gives) keeps its loss sum and batches for last.pt."""
+    (fewer batches than `epoch_batches` gives) keeps its loss sum and batches for last.pt:
+    under DDP or FSDP the ranks' mean sum (every rank is cut at the same step), which each
+    rank resumes from, so the resumed epoch's mean over the ranks is the uncut run's."""
     if batches < len(trainer.train_loader) // grad_accum * grad_accum:
-        trainer.carry = loss_sum, batches
+        kept = loss_sum.detach()
+        if trainer.ctx.is_distributed:
+            kept = kept.clone()
+            torch.distributed.all_reduce(kept)  # a sum: gloo has no AVG
+            kept /= trainer.ctx.world_size
+        trainer.carry = kept, batches
     return loss_sum / max(batches, 1), batches
 
 

@@ -10,10 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
-import faulthandler
-import gzip
 import hashlib
-import importlib.util
 import io
 import json
 import math
@@ -24,27 +21,23 @@ import re
 import shutil
 import signal
 import sys
+import sysconfig
 import tempfile
 import time
 import traceback
 import zipfile
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 import torch
-import torch.distributed as dist
 from torch import nn
 
 
 # ---- runtime/distributed.py: Process groups for TensorLoom scripts: one script, run alone or under torchrun.
 class DeviceUnavailable(Exception):
     """`--device cuda` on a machine without a GPU; the script prints this and exits 1."""
-
-
-class LaunchError(DeviceUnavailable):
-    """torchrun's variables are missing or inconsistent; the script prints this and exits 1."""
 
 
 @dataclass(frozen=True)
@@ -73,86 +66,6 @@ def resolve_device(choice: str, local_rank: int = 0) -> torch.device:
     if not torch.cuda.is_available():
         raise DeviceUnavailable("`--device cuda` was given but no CUDA device is available")
     return torch.device("cuda", local_rank % torch.cuda.device_count())
-
-
-def launch_environment(environ: Mapping[str, str] | None = None) -> tuple[int, int, int]:
-    """(rank, local rank, world size) from torchrun's variables; (0, 0, 1) without them."""
-    env = os.environ if environ is None else environ
-    values: dict[str, int] = {}
-    for name, default in (("RANK", 0), ("LOCAL_RANK", 0), ("WORLD_SIZE", 1)):
-        text = env.get(name)
-        try:
-            values[name] = default if text is None else int(text)
-        except ValueError:
-            raise LaunchError(f"{name}={text!r} is not a number (torchrun sets it)") from None
-    rank, local_rank, world_size = values["RANK"], values["LOCAL_RANK"], values["WORLD_SIZE"]
-    if world_size < 1 or not 0 <= rank < world_size or local_rank < 0 or local_rank > rank:
-        raise LaunchError(
-            f"RANK={rank}, LOCAL_RANK={local_rank}, WORLD_SIZE={world_size} do not fit together: "
-            "start the script with torchrun (or `tlc run --nproc N`)"
-        )
-    return rank, local_rank, world_size
-
-
-def setup_distributed(device_choice: str = "auto", *, group_of_one: bool = False) -> DistContext:
-    """Join the torchrun process group if there is one; pick this process's device.
-
-    `group_of_one`: a process started without torchrun still gets a process group
-    (of one, on an in-process store), as `fully_shard` needs one."""
-    rank, local_rank, world_size = launch_environment()
-    device = resolve_device(device_choice, local_rank)
-    if device.type == "cuda":
-        torch.cuda.set_device(device)
-    if world_size > 1 and not faulthandler.is_enabled():
-        # A rank that aborts in native code (SIGABRT, SIGSEGV) prints its Python stack.
-        faulthandler.enable(all_threads=True)
-    if (world_size > 1 or group_of_one) and not dist.is_initialized():
-        backend = "nccl" if device.type == "cuda" else "gloo"
-        if world_size == 1 and "MASTER_ADDR" not in os.environ:  # `python script.py`
-            dist.init_process_group(backend=backend, store=dist.HashStore(), rank=0, world_size=1)
-        else:  # torchrun's rendezvous: MASTER_ADDR and MASTER_PORT are set
-            dist.init_process_group(backend=backend, rank=rank, world_size=world_size)
-    return DistContext(rank, local_rank, world_size, device)
-
-
-def gradient_sync(model: torch.nn.Module, sync: bool) -> contextlib.AbstractContextManager[None]:
-    """Reduce gradients across ranks in this backward only if `sync` (the last micro-batch).
-
-    DDP skips its all-reduce inside `no_sync()`; an FSDP2 module is told with
-    `set_requires_gradient_sync`, and keeps unsharded gradients until it syncs."""
-    if hasattr(model, "set_requires_gradient_sync"):  # an FSDPModule
-        model.set_requires_gradient_sync(sync)
-        return contextlib.nullcontext()
-    if isinstance(model, torch.nn.parallel.DistributedDataParallel) and not sync:
-        return model.no_sync()  # type: ignore[return-value]
-    return contextlib.nullcontext()
-
-
-def all_reduce_sum(tensor: torch.Tensor) -> torch.Tensor:
-    """The sum of `tensor` over all ranks (a copy; the input is left alone)."""
-    if not (dist.is_available() and dist.is_initialized()):
-        return tensor
-    total = tensor.detach().clone()
-    dist.all_reduce(total, op=dist.ReduceOp.SUM)
-    return total
-
-
-def all_reduce_mean(tensor: torch.Tensor) -> torch.Tensor:
-    """The mean of `tensor` over all ranks (a copy; the input is left alone)."""
-    if not (dist.is_available() and dist.is_initialized()):
-        return tensor
-    return all_reduce_sum(tensor) / dist.get_world_size()
-
-
-def barrier() -> None:
-    if dist.is_available() and dist.is_initialized():
-        dist.barrier()
-
-
-def teardown_distributed() -> None:
-    """Leave the process group; call it in a `finally` so a failed run still exits cleanly."""
-    if dist.is_available() and dist.is_initialized():
-        dist.destroy_process_group()
 
 
 # ---- runtime/amp.py: Mixed precision for TensorLoom scripts: what `precision = ...` means on this device.
@@ -287,129 +200,236 @@ def _synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-# ---- runtime/data.py: Datasets for TensorLoom scripts: `load_dataset(...)` returns tensors, ready to batch.
-TensorPair = tuple[torch.Tensor, torch.Tensor]
+# ---- runtime/tokens.py: Language-model data for TensorLoom scripts: a stream of token ids cut into random windows.
+STDLIB_CORPUS = "stdlib"
 
 
-class DatasetUnavailable(Exception):
-    """The data a script needs is not on this machine; the message says what to fetch."""
+STDLIB_MAX_BYTES = 16_000_000
+
+
+TOKEN_DTYPES = {"uint16": 2, "uint32": 4}
+
+
+class TokenDataUnavailable(Exception):
+    """A token or text file is missing or malformed; the message says which and why."""
 
 
 @dataclass(frozen=True)
-class DataInfo:
-    """What one sample of a loaded dataset looks like."""
+class TokenInfo:
+    """What one window of a language-model dataset looks like."""
 
     name: str
-    sample_shape: tuple[int, ...]
-    target_shape: tuple[int, ...]
-    num_classes: int | None
-    task: str  # "classification", "sequence", "regression" or "fields"
+    sample_shape: tuple[int, ...]  # (T,)
+    target_shape: tuple[int, ...]  # (T,): the next token at every position
+    num_classes: int  # the vocabulary
+    task: str = "sequence"
     synthetic: bool = False
-    # An image dataset's per-channel (mean, std), which --predict applies to image files.
-    normalisation: tuple[tuple[float, ...], tuple[float, ...]] | None = None
 
 
-def load_digits(
-    *,
-    data_root: str | os.PathLike[str] | None = None,
-    flatten: bool = False,
-    split_seed: int = 0,
-    val_fraction: float = 0.1,
-) -> tuple[TensorPair, TensorPair, DataInfo]:
-    """scikit-learn's 8x8 digits, a seeded hold-out for validation (`data_root` is unused)."""
-    x, y = _digits()
-    x = x.flatten(1) if flatten else x
-    info = DataInfo("digits", tuple(x.shape[1:]), (), 10, "classification")
-    return (*_split((x, y), val_fraction, split_seed), info)
-
-
-def _split(tensors: Any, val_fraction: float, seed: int) -> tuple[Any, Any]:
-    """The same seeded rows of every tensor held out: (train, val), each a tuple like `tensors`."""
-    n = len(tensors[0])
-    n_val = round(n * val_fraction)
-    generator = torch.Generator().manual_seed(seed)
-    order = torch.randperm(n, generator=generator)
-    val_idx, train_idx = order[:n_val], order[n_val:]
-    return tuple(t[train_idx] for t in tensors), tuple(t[val_idx] for t in tensors)
-
-
-def _digits() -> TensorPair:
-    """scikit-learn's digits file, read as `load_digits()` reads it (64 pixels 0-16 and the
-    class per row) but without importing scikit-learn: most of a second of start-up."""
-    spec = importlib.util.find_spec("sklearn")
-    if spec is None or not spec.submodule_search_locations:
-        raise DatasetUnavailable("`digits` comes with scikit-learn: pip install scikit-learn")
-    folder = Path(next(iter(spec.submodule_search_locations)))
-    with gzip.open(folder / "datasets" / "data" / "digits.csv.gz", "rt", encoding="utf-8") as f:
-        table = torch.tensor([[float(v) for v in line.split(",")] for line in f if line.strip()])
-    return table[:, :-1].reshape(-1, 1, 8, 8) / 16.0, table[:, -1].to(torch.int64)
-
-
-# ---- runtime/loader.py: Batching for TensorLoom scripts: a dataset kept on the device, or a DataLoader.
-Batch = tuple[torch.Tensor, ...]
-
-
-class DeviceLoader:
-    """Batches of device-resident tensors (x, y, or a dataset's fields), shuffled on the
-    device, sharded across ranks."""
+class TokenStream:
+    """A flat run of token ids: bytes held in memory, or a `.bin` file read per batch."""
 
     def __init__(
-        self, *tensors: torch.Tensor, batch_size: int, device: torch.device,
-        shuffle: bool = True, drop_last: bool = False, seed: int = 0, rank: int = 0,
-        world_size: int = 1, even_shards: bool = True,
-    ) -> None:  # fmt: skip
-        self.tensors = tuple(t.to(device, non_blocking=True) for t in tensors)
-        self.x, self.y = self.tensors[0], self.tensors[-1]
-        self.batch_size, self.device, self.shuffle = batch_size, device, shuffle
-        self.drop_last, self.seed, self.rank = drop_last, seed, rank
-        self.world_size, self.even_shards, self.epoch = world_size, even_shards, 0
-        self._generator = torch.Generator(device=device)
-
-    def set_epoch(self, epoch: int) -> None:
-        """Choose the epoch whose order the next iteration follows."""
-        self.epoch = epoch
-
-    def shard_size(self) -> int:
-        """How many samples this rank sees per epoch."""
-        n, world = len(self.x), self.world_size
-        if self.even_shards:
-            return n // world
-        return len(range(self.rank, n, world))
+        self,
+        *,
+        tokens: torch.Tensor | None = None,
+        path: Path | None = None,
+        dtype: str = "uint16",
+        start: int = 0,
+        length: int | None = None,
+    ) -> None:
+        if (tokens is None) == (path is None):
+            raise ValueError("a TokenStream holds tokens or reads a file, not both")
+        self.tokens, self.path, self.dtype, self.start = tokens, path, dtype, start
+        total = len(tokens) if tokens is not None else _file_tokens(path, dtype)  # type: ignore[arg-type]
+        self.length = total - start if length is None else length
 
     def __len__(self) -> int:
-        size = self.shard_size()
-        if self.drop_last:
-            return size // self.batch_size
-        return -(-size // self.batch_size)
+        return self.length
 
-    def indices(self) -> torch.Tensor:
-        """This rank's sample indices for the current epoch, on the device."""
-        n = len(self.x)
-        if self.shuffle:
-            self._generator.manual_seed(self.seed + self.epoch)
-            order = torch.randperm(n, generator=self._generator, device=self.device)
+    def windows(self, starts: torch.Tensor, block_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Inputs [N, T] and next-token targets [N, T] (int64) for windows at `starts`."""
+        offsets = torch.arange(block_size + 1)
+        if self.tokens is not None:
+            rows = self.tokens[self.start + starts[:, None] + offsets].long()
         else:
-            order = torch.arange(n, device=self.device)
-        if self.even_shards:
-            order = order[: n // self.world_size * self.world_size]
-        return order[self.rank :: self.world_size]
+            rows = self._read_rows(starts.tolist(), block_size + 1)
+        return rows[:, :-1], rows[:, 1:]
 
-    def batch_indices(self) -> Iterator[torch.Tensor]:
-        """Each batch's sample indices for the current epoch (views on the device)."""
-        order = self.indices()
-        for i in range(len(self)):
-            yield order[i * self.batch_size : (i + 1) * self.batch_size]
+    def _read_rows(self, starts: list[int], width: int) -> torch.Tensor:
+        import numpy as np  # only `.bin` token files need numpy
 
-    def __iter__(self) -> Iterator[Batch]:
-        for idx in self.batch_indices():
-            yield tuple(t[idx] for t in self.tensors)
+        # A fresh memmap per batch, dropped after it: pages it touched leave the
+        # process's resident set with it (nanoGPT's remedy for a growing RSS).
+        data = np.memmap(self.path, dtype=np.dtype(self.dtype), mode="r")  # type: ignore[arg-type]
+        base = self.start
+        rows = np.stack([data[base + s : base + s + width].astype(np.int64) for s in starts])
+        del data
+        return torch.from_numpy(rows)
+
+
+def _file_tokens(path: Path, dtype: str) -> int:
+    itemsize = TOKEN_DTYPES[dtype]
+    size = path.stat().st_size
+    if size % itemsize:
+        raise TokenDataUnavailable(
+            f"{path} has {size} bytes, not a whole number of {dtype} tokens ({itemsize} bytes each)"
+        )
+    return size // itemsize
+
+
+def load_token_dataset(
+    source: str,
+    *,
+    path: str,
+    block_size: int,
+    dtype: str = "uint16",
+    vocab: int | None = None,
+    val_fraction: float = 0.1,
+    max_bytes: int | None = None,
+    data_root: str | os.PathLike[str] | None = None,
+) -> tuple[TokenStream, TokenStream, TokenInfo]:
+    """The training and validation streams of `"text"` or `"tokens"` data (see the module doc)."""
+    if source == "text":
+        train, val = _text_streams(path, val_fraction, max_bytes, data_root)
+        vocab = 256
+    elif source == "tokens":
+        train, val = _token_streams(_resolve(path, data_root), dtype)
+    else:
+        raise TokenDataUnavailable(f"unknown language-model source `{source}`")
+    for split, stream in (("training", train), ("validation", val)):
+        if len(stream) <= block_size:
+            raise TokenDataUnavailable(
+                f"the {split} split of `{path}` has {len(stream)} tokens, "
+                f"fewer than one window of block_size + 1 = {block_size + 1}"
+            )
+    name = Path(path).name if path != STDLIB_CORPUS else "the Python standard library"
+    info = TokenInfo(name, (block_size,), (block_size,), vocab or 0)
+    return train, val, info
+
+
+def _resolve(path: str, data_root: str | os.PathLike[str] | None) -> Path:
+    candidate = Path(path)
+    if not candidate.is_absolute() and data_root is not None and not candidate.is_file():
+        candidate = Path(data_root) / candidate
+    if not candidate.is_file():
+        raise TokenDataUnavailable(f"data file {path} does not exist")
+    return candidate
+
+
+def _text_streams(
+    path: str, val_fraction: float, max_bytes: int | None, data_root: str | os.PathLike[str] | None
+) -> tuple[TokenStream, TokenStream]:
+    if path == STDLIB_CORPUS:
+        data = stdlib_corpus(max_bytes if max_bytes is not None else STDLIB_MAX_BYTES)
+    else:
+        with _resolve(path, data_root).open("rb") as f:
+            data = f.read() if max_bytes is None else f.read(max_bytes)
+    tokens = torch.frombuffer(bytearray(data), dtype=torch.uint8) if data else torch.empty(0)
+    n_val = round(len(tokens) * val_fraction)
+    n_train = len(tokens) - n_val
+    return (
+        TokenStream(tokens=tokens, length=n_train),
+        TokenStream(tokens=tokens, start=n_train),
+    )
+
+
+def _token_streams(train_path: Path, dtype: str) -> tuple[TokenStream, TokenStream]:
+    if dtype not in TOKEN_DTYPES:
+        raise TokenDataUnavailable(f"token dtype must be one of {', '.join(TOKEN_DTYPES)}")
+    val_path = train_path.with_name("val.bin")
+    if not val_path.is_file():
+        raise TokenDataUnavailable(f"no validation tokens: {val_path} does not exist")
+    return TokenStream(path=train_path, dtype=dtype), TokenStream(path=val_path, dtype=dtype)
+
+
+def stdlib_files() -> list[Path]:
+    """This Python's standard-library `.py` files, in sorted order of their relative paths."""
+    root = Path(sysconfig.get_paths()["stdlib"])
+    skipped = {"site-packages", "dist-packages", "__pycache__"}
+    files = [
+        p
+        for p in root.rglob("*.py")
+        if not skipped & set(p.relative_to(root).parts) and p.is_file()
+    ]
+    return sorted(files, key=lambda p: p.relative_to(root).as_posix())
+
+
+def stdlib_corpus(max_bytes: int = STDLIB_MAX_BYTES) -> bytes:
+    """The standard library's source concatenated (a blank line between files), capped."""
+    chunks: list[bytes] = []
+    size = 0
+    for path in stdlib_files():
+        if size >= max_bytes:
+            break
+        text = path.read_bytes() + b"\n\n"
+        chunks.append(text)
+        size += len(text)
+    if not chunks:
+        print(f"warning: no standard-library sources under {sys.prefix}", file=sys.stderr)
+    return b"".join(chunks)[:max_bytes]
+
+
+class WindowLoader:
+    """Batches of random (train) or consecutive (validation) windows of a `TokenStream`."""
+
+    def __init__(
+        self,
+        stream: TokenStream,
+        *,
+        block_size: int,
+        batch_size: int,
+        device: torch.device,
+        shuffle: bool = True,
+        windows_per_epoch: int | None = None,
+        seed: int = 0,
+        rank: int = 0,
+        world_size: int = 1,
+    ) -> None:
+        self.stream, self.block_size, self.batch_size = stream, block_size, batch_size
+        self.device, self.shuffle, self.seed = device, shuffle, seed
+        self.rank, self.world_size = rank, world_size
+        whole = (len(stream) - 1) // block_size
+        self.windows_per_epoch = windows_per_epoch if windows_per_epoch is not None else whole
+        self.epoch = 0
+        self._generator = torch.Generator()
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        if self.shuffle:
+            return self.windows_per_epoch // self.world_size // self.batch_size
+        mine = len(range(self.rank, self.windows_per_epoch, self.world_size))
+        return -(-mine // self.batch_size)
+
+    def starts(self) -> torch.Tensor:
+        """This rank's window starts for the current epoch."""
+        if not self.shuffle:
+            every = torch.arange(self.windows_per_epoch) * self.block_size
+            return every[self.rank :: self.world_size]
+        # The last start leaves room for the window and its one-token-later targets.
+        high = len(self.stream) - self.block_size
+        self._generator.manual_seed((self.seed + self.epoch) * self.world_size + self.rank)
+        count = len(self) * self.batch_size
+        return torch.randint(0, high, (count,), generator=self._generator)
+
+    def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        starts = self.starts()
+        pin = self.device.type == "cuda"
+        for i in range(0, len(starts), self.batch_size):
+            xb, yb = self.stream.windows(starts[i : i + self.batch_size], self.block_size)
+            if pin:
+                xb, yb = xb.pin_memory(), yb.pin_memory()
+            yield xb.to(self.device, non_blocking=True), yb.to(self.device, non_blocking=True)
 
     def state_dict(self) -> dict[str, int]:
-        # The order of an epoch is a function of (seed, epoch): nothing else to save.
+        # An epoch's windows are a function of (seed, epoch, rank): nothing else to save.
         return {"seed": self.seed, "epoch": self.epoch}
 
     def load_state_dict(self, state: dict[str, int]) -> None:
-        self.seed, self.epoch = state["seed"], state["epoch"]
+        self.seed = state["seed"]
+        self.epoch = state["epoch"]
 
 
 # ---- runtime/checkpoint.py: Checkpoints for TensorLoom scripts: atomic, complete, and free of wrapper prefixes.
@@ -918,10 +938,99 @@ def _describe(where: tuple[str, int], lines: list[str], script: Path) -> str:
 
 
 # ---- runtime/recipe.py: Training recipes for TensorLoom scripts: schedules, decay groups, EMA, early stopping.
+LR_SCHEDULES = (
+    "none", "cosine", "linear", "constant_with_warmup", "warmup", "onecycle", "step", "wsd",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class LrSchedule:
+    """The learning rate as a factor of the optimizer's base lr, per optimizer step.
+
+    `cosine`: linear warm-up over `warmup_steps`, then a cosine from 1 down to
+    `min_ratio` at `total_steps`. `linear`: the same warm-up, then a straight line
+    down to `min_ratio`. `constant_with_warmup` (alias `warmup`): the warm-up, then 1.
+    `onecycle`: torch's OneCycleLR curve (cosine up from 1/`div_factor` over the first
+    `pct_start` of the run, then cosine down to 1/(`div_factor` * `final_div_factor`)).
+    `step`: times `gamma` every `step_interval` steps. `none`: 1 throughout.
+    `wsd` (warmup-stable-decay): the warm-up, then 1, then over the last `decay_fraction`
+    of `total_steps` (rounded) a straight line from 1 down towards `min_ratio`, which the
+    step after the last would reach (torch's LinearLR from 1 to `min_ratio` over them).
+    """
+
+    name: str
+    total_steps: int
+    warmup_steps: int = 0
+    min_ratio: float = 0.0
+    step_interval: int = 1
+    gamma: float = 0.1
+    pct_start: float = 0.3
+    div_factor: float = 25.0
+    final_div_factor: float = 1e4
+    decay_fraction: float = 0.2
+
+    def __post_init__(self) -> None:
+        if self.name not in LR_SCHEDULES:
+            raise ValueError(f"unknown lr schedule `{self.name}`; known: {LR_SCHEDULES}")
+
+    def factor(self, step: int) -> float:
+        """The factor for the optimizer step `step` (0-based)."""
+        if self.name == "none":
+            return 1.0
+        if self.name == "step":
+            return self.gamma ** (step // max(self.step_interval, 1))
+        if self.name == "onecycle":
+            return self._onecycle(step)
+        if step < self.warmup_steps:
+            return (step + 1) / self.warmup_steps
+        if self.name in ("constant_with_warmup", "warmup"):
+            return 1.0
+        if self.name == "wsd":
+            return self._wsd(step)
+        span = max(self.total_steps - self.warmup_steps, 1)
+        progress = min((step - self.warmup_steps) / span, 1.0)
+        if self.name == "linear":
+            return 1.0 - (1.0 - self.min_ratio) * progress
+        return self.min_ratio + (1.0 - self.min_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+    def _wsd(self, step: int) -> float:
+        decay = max(round(self.decay_fraction * self.total_steps), 1)
+        left = self.total_steps - step
+        if left >= decay:
+            return 1.0
+        return self.min_ratio + (1.0 - self.min_ratio) * max(left, 0) / decay
+
+    def _onecycle(self, step: int) -> float:
+        # torch.optim.lr_scheduler.OneCycleLR's two phases, as factors of the peak lr.
+        start, peak = 1.0 / self.div_factor, 1.0
+        end = start / self.final_div_factor
+        rise_end = float(self.pct_start * self.total_steps) - 1
+        if step <= rise_end:
+            return _cos_between(start, peak, step / rise_end if rise_end > 0 else 1.0)
+        fall = float(self.total_steps - 1) - rise_end
+        return _cos_between(peak, end, min((step - rise_end) / fall, 1.0) if fall > 0 else 1.0)
+
+
+def _cos_between(start: float, end: float, pct: float) -> float:
+    return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
+
+
+def schedule_steps(epochs_or_steps: int, unit: str, steps_per_epoch: int) -> int:
+    """A length the block gave in `unit` ("epochs" or "steps"), in optimizer steps."""
+    return epochs_or_steps * steps_per_epoch if unit == "epochs" else epochs_or_steps
+
+
 def total_train_steps(epochs: int, steps_per_epoch: int, max_steps: int | None) -> int:
     """The run's optimizer steps: `max_steps` when it cuts the run short, else every epoch's."""
     planned = epochs * steps_per_epoch
     return planned if max_steps is None else min(planned, max_steps)
+
+
+def make_lr_scheduler(
+    optimizer: torch.optim.Optimizer, schedule: LrSchedule
+) -> torch.optim.lr_scheduler.LambdaLR:
+    """A LambdaLR stepping `schedule.factor`; its state dict is the step count alone."""
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: schedule.factor(step))
 
 
 _NORM_LAYERS: tuple[type[torch.nn.Module], ...] = (
@@ -1081,6 +1190,29 @@ def format_run_summary(
     if checkpoint_dir is not None:
         lines.append(f"checkpoints: {checkpoint_dir}/")
     return "\n".join(lines)
+
+
+def lr_schedule_from(
+    settings: dict[str, Any], *, steps_per_epoch: int, total_steps: int, base_lr: float
+) -> LrSchedule:
+    """The `LrSchedule` for a train block's `lr_schedule = name(...)`, lengths in steps:
+    `warmup_epochs` and `step_size` count epochs, `warmup_steps` and `step_size_steps`
+    optimizer steps; `min_lr` becomes a factor of the base lr."""
+    options = dict(settings)
+    name = options.pop("name")
+    warmup = int(options.pop("warmup_steps", 0))
+    warmup += schedule_steps(int(options.pop("warmup_epochs", 0)), "epochs", steps_per_epoch)
+    interval = int(options.pop("step_size_steps", 0))
+    interval += schedule_steps(int(options.pop("step_size", 0)), "epochs", steps_per_epoch)
+    min_lr = float(options.pop("min_lr", 0.0))
+    return LrSchedule(
+        name,
+        total_steps=total_steps,
+        warmup_steps=warmup,
+        min_ratio=min_lr / base_lr if base_lr > 0 else 0.0,
+        step_interval=interval or steps_per_epoch * 30,
+        **{key: float(value) for key, value in options.items()},
+    )
 
 
 class RunRecipe:
@@ -1347,6 +1479,42 @@ def _exported(model: torch.nn.Module, example: torch.Tensor) -> torch.export.Exp
             raise ExportError(f"torch.export could not trace the model: {first}") from None
 
 
+@torch.no_grad()
+def generate_text(
+    model: torch.nn.Module,
+    prompt: str,
+    *,
+    tokens: int,
+    block_size: int,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    seed: int | None = None,
+) -> str:
+    """The prompt followed by `tokens` sampled bytes; temperature 0 takes the argmax."""
+    model.eval()
+    device = next(model.parameters()).device
+    ids = torch.tensor([list(prompt.encode("utf-8")) or [10]], dtype=torch.long, device=device)
+    generator = torch.Generator(device=device)
+    if seed is not None:
+        generator.manual_seed(seed)
+    for _ in range(tokens):
+        logits = model(ids[:, -block_size:])[:, -1, :].float()
+        ids = torch.cat([ids, _sample(logits, temperature, top_k, generator)], dim=1)
+    return bytes(ids[0].tolist()).decode("utf-8", errors="replace")
+
+
+def _sample(
+    logits: torch.Tensor, temperature: float, top_k: int | None, generator: torch.Generator
+) -> torch.Tensor:
+    if temperature <= 0:
+        return logits.argmax(dim=-1, keepdim=True)
+    logits = logits / temperature
+    if top_k is not None and top_k < logits.shape[-1]:
+        kth = torch.topk(logits, top_k).values[:, -1:]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    return torch.multinomial(logits.softmax(dim=-1), 1, generator=generator)
+
+
 # ---- runtime/trainer.py: The trainer plumbing every program file shares: its record, flags, epochs, saves and run.
 Carry = tuple[torch.Tensor, int]
 
@@ -1528,9 +1696,16 @@ def end_epoch(
     trainer: Trainer, loss_sum: torch.Tensor, batches: int, *, grad_accum: int = 1
 ) -> tuple[torch.Tensor, int]:
     """The epoch's mean loss (on the device, not synced) and batches; an epoch cut short
-    (fewer batches than `epoch_batches` gives) keeps its loss sum and batches for last.pt."""
+    (fewer batches than `epoch_batches` gives) keeps its loss sum and batches for last.pt:
+    under DDP or FSDP the ranks' mean sum (every rank is cut at the same step), which each
+    rank resumes from, so the resumed epoch's mean over the ranks is the uncut run's."""
     if batches < len(trainer.train_loader) // grad_accum * grad_accum:
-        trainer.carry = loss_sum, batches
+        kept = loss_sum.detach()
+        if trainer.ctx.is_distributed:
+            kept = kept.clone()
+            torch.distributed.all_reduce(kept)  # a sum: gloo has no AVG
+            kept /= trainer.ctx.world_size
+        trainer.carry = kept, batches
     return loss_sum / max(batches, 1), batches
 
 
@@ -1720,6 +1895,16 @@ def epoch_record(
     speed = samples / elapsed
     return {"epoch": done, "train_loss": train_loss, **validation, "samples_per_s": speed,
             "lr": lr, "time": elapsed, "steps": trainer.step}  # fmt: skip
+
+
+def evaluate_saved(
+    trainer: Trainer, path: str, validate: Callable[[Trainer], dict[str, Any]],
+    metrics: str | None,
+) -> None:  # fmt: skip
+    """--evaluate CHECKPOINT: its weights into the model, then `validate(trainer)`'s metrics
+    reported (`report_evaluation`) with the epoch the checkpoint reached."""
+    state = load_weights(path, model=trainer.model, map_location=trainer.ctx.device)
+    report_evaluation(path, {"epoch": state.get("epoch"), **validate(trainer)}, metrics)
 
 
 def report_evaluation(path: str, record: dict[str, Any], metrics: str | None) -> None:

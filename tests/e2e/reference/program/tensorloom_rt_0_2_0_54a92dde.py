@@ -20,12 +20,15 @@ import random
 import re
 import shutil
 import signal
+import struct
 import sys
 import tempfile
 import time
 import traceback
 import zipfile
+import zlib
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -203,9 +206,6 @@ def _synchronize(device: torch.device) -> None:
 TensorPair = tuple[torch.Tensor, torch.Tensor]
 
 
-Tensors = tuple[torch.Tensor, ...]  # one row per sample each: (x, y) or a dataset's fields
-
-
 class DatasetUnavailable(Exception):
     """The data a script needs is not on this machine; the message says what to fetch."""
 
@@ -224,26 +224,18 @@ class DataInfo:
     normalisation: tuple[tuple[float, ...], tuple[float, ...]] | None = None
 
 
-def load_digit_captions(
+def load_digits(
     *,
     data_root: str | os.PathLike[str] | None = None,
-    fields: tuple[str, ...] = ("image", "text", "label"),
     flatten: bool = False,
     split_seed: int = 0,
     val_fraction: float = 0.1,
-) -> tuple[Tensors, Tensors, DataInfo]:
-    """The digits, each paired with its caption (`digit_captions`); `fields` chooses among
-    `image`, `text` and `label`, in that order. A seeded hold-out for validation."""
+) -> tuple[TensorPair, TensorPair, DataInfo]:
+    """scikit-learn's 8x8 digits, a seeded hold-out for validation (`data_root` is unused)."""
     x, y = _digits()
-    named = {"image": x.flatten(1) if flatten else x, "text": digit_captions(x, y), "label": y}
-    missing = [f for f in fields if f not in named]
-    if missing:
-        raise DatasetUnavailable(
-            f"digits-captions has no field {missing[0]!r}: it has {list(named)}"
-        )
-    tensors = tuple(named[f] for f in fields)
-    info = DataInfo("digits-captions", tuple(named["image"].shape[1:]), (), None, "fields")
-    return (*_split(tensors, val_fraction, split_seed), info)
+    x = x.flatten(1) if flatten else x
+    info = DataInfo("digits", tuple(x.shape[1:]), (), 10, "classification")
+    return (*_split((x, y), val_fraction, split_seed), info)
 
 
 def _split(tensors: Any, val_fraction: float, seed: int) -> tuple[Any, Any]:
@@ -266,27 +258,6 @@ def _digits() -> TensorPair:
     with gzip.open(folder / "datasets" / "data" / "digits.csv.gz", "rt", encoding="utf-8") as f:
         table = torch.tensor([[float(v) for v in line.split(",")] for line in f if line.strip()])
     return table[:, :-1].reshape(-1, 1, 8, 8) / 16.0, table[:, -1].to(torch.int64)
-
-
-def digit_captions(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """Each digit's caption as 4 word ids of `CAPTION_WORDS`: its name, then how much ink
-    it has, where its ink's centre lies across and down, each in thirds of the whole set
-    ("seven bold left high"). The words are computed from the image and its label by this
-    rule: they are made, not written by people."""
-    pixels = x.flatten(1)
-    ink = pixels.sum(1)
-    grid = torch.arange(8, dtype=x.dtype)
-    image = x.reshape(-1, 8, 8)
-    across = (image.sum(1) * grid).sum(1) / ink.clamp_min(1e-6)
-    down = (image.sum(2) * grid).sum(1) / ink.clamp_min(1e-6)
-    words = [y, 10 + _thirds(ink), 13 + _thirds(across), 16 + _thirds(down)]
-    return torch.stack(words, dim=1).to(torch.int64)
-
-
-def _thirds(values: torch.Tensor) -> torch.Tensor:
-    """0, 1 or 2: which third of `values`' sorted order each value lies in."""
-    cuts = torch.quantile(values, torch.tensor([1 / 3, 2 / 3], dtype=values.dtype))
-    return torch.bucketize(values, cuts)
 
 
 # ---- runtime/loader.py: Batching for TensorLoom scripts: a dataset kept on the device, or a DataLoader.
@@ -782,6 +753,114 @@ def progress(
 
 
 # ---- runtime/graphs.py: Whole-step CUDA graphs for TensorLoom scripts: forward, backward and step in one replay.
+# Models up to this many parameters take the whole-step graph instead of torch.compile:
+# a rule of thumb (compile's fusion pays off on larger models, its start-up on none).
+SMALL_MODEL_PARAMS = 5_000_000
+
+
+WARMUP_STEPS = 3
+
+
+StepFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+class GraphedStep:
+    """One training step over `x[idx], y[idx]`, captured once and replayed per batch."""
+
+    def __init__(
+        self,
+        step: StepFn,
+        x: torch.Tensor,
+        y: torch.Tensor,
+        *,
+        batch_size: int,
+        model: torch.nn.Module,
+        optimizer: torch.optim.Optimizer,
+    ) -> None:
+        self.step, self.x, self.y = step, x, y
+        self.idx = torch.zeros(batch_size, dtype=torch.long, device=x.device)
+        self.loss_sum = torch.zeros((), device=x.device)
+        saved = _snapshot(model, optimizer)
+        self._warm_up(optimizer)
+        self.graph = torch.cuda.CUDAGraph()
+        optimizer.zero_grad(set_to_none=True)  # backward allocates grads from the graph's pool
+        with torch.cuda.graph(self.graph):
+            self._body()
+        _restore(saved, model, optimizer)
+        self.loss_sum.zero_()
+
+    def _body(self) -> None:
+        loss = self.step(self.x[self.idx], self.y[self.idx])
+        self.loss_sum += loss.detach()
+
+    def _warm_up(self, optimizer: torch.optim.Optimizer) -> None:
+        """Real steps on a side stream, so lazily made state (Adam's moments) exists."""
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(WARMUP_STEPS):
+                optimizer.zero_grad(set_to_none=True)
+                self._body()
+        torch.cuda.current_stream().wait_stream(side)
+
+    def replay(self, idx: torch.Tensor) -> None:
+        """One step on the samples `idx` (a batch_size long tensor on the device)."""
+        self.idx.copy_(idx)
+        self.graph.replay()
+
+    def take_loss_sum(self) -> torch.Tensor:
+        """The losses summed since the last call (a new tensor, on the device), and reset."""
+        total = self.loss_sum.clone()
+        self.loss_sum.zero_()
+        return total
+
+
+def training_step(
+    batch_loss: torch.nn.Module, optimizer: torch.optim.Optimizer,
+    region: Callable[[], contextlib.AbstractContextManager[object]] = contextlib.nullcontext,
+) -> StepFn:  # fmt: skip
+    """The step a `GraphedStep` captures: forward and loss (`batch_loss(xb, yb)`, in
+    `region()`: the precision plan's autocast, without its cache), backward, `optimizer.step()`."""
+
+    def step(xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+        with region():
+            loss = batch_loss(xb, yb)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    return step
+
+
+Snapshot = tuple[list[torch.Tensor], dict[int, dict[str, torch.Tensor]]]
+
+
+def _snapshot(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> Snapshot:
+    weights = [t.detach().clone() for t in _model_tensors(model)]
+    state = {
+        id(p): {k: v.clone() for k, v in s.items() if isinstance(v, torch.Tensor)}
+        for p, s in optimizer.state.items()
+    }
+    return weights, state
+
+
+def _restore(saved: Snapshot, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> None:
+    """Undo the warm-up in place; state the warm-up created goes back to zeros, its start."""
+    weights, state = saved
+    with torch.no_grad():
+        for tensor, value in zip(_model_tensors(model), weights, strict=True):
+            tensor.copy_(value)
+        for p, s in optimizer.state.items():
+            before = state.get(id(p), {})
+            for key, value in s.items():
+                if isinstance(value, torch.Tensor):
+                    value.copy_(before[key]) if key in before else value.zero_()
+
+
+def _model_tensors(model: torch.nn.Module) -> list[torch.Tensor]:
+    return [*model.parameters(), *model.buffers()]
+
+
 OptimizerModes = list[dict[str, object]]
 
 
@@ -866,45 +945,6 @@ def total_train_steps(epochs: int, steps_per_epoch: int, max_steps: int | None) 
     """The run's optimizer steps: `max_steps` when it cuts the run short, else every epoch's."""
     planned = epochs * steps_per_epoch
     return planned if max_steps is None else min(planned, max_steps)
-
-
-_NORM_LAYERS: tuple[type[torch.nn.Module], ...] = (
-    torch.nn.BatchNorm1d,
-    torch.nn.BatchNorm2d,
-    torch.nn.GroupNorm,
-    torch.nn.LayerNorm,
-    torch.nn.RMSNorm,
-)
-
-
-def no_decay_names(model: torch.nn.Module) -> list[str]:
-    """Parameters weight decay should not shrink: every bias, and every norm layer's weights."""
-    names: list[str] = []
-    for module_name, module in model.named_modules():
-        is_norm = isinstance(module, _NORM_LAYERS)
-        for name, _ in module.named_parameters(recurse=False):
-            if is_norm or name == "bias":
-                names.append(f"{module_name}.{name}" if module_name else name)
-    return names
-
-
-def decay_param_groups(model: torch.nn.Module, enabled: bool = True) -> list[dict[str, Any]]:
-    """Optimizer parameter groups: decayed weights, then biases and norm weights without decay.
-
-    The first group takes the optimizer's `weight_decay`; the second sets it to 0.
-    `enabled=False` (`decay_groups = false`) gives one group of every parameter."""
-    params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
-    if not enabled:
-        return [{"params": [p for _, p in params]}]
-    skip = set(no_decay_names(model))
-    decay = [p for n, p in params if n not in skip]
-    plain = [p for n, p in params if n in skip]
-    groups: list[dict[str, Any]] = []
-    if decay:
-        groups.append({"params": decay})
-    if plain:
-        groups.append({"params": plain, "weight_decay": 0.0})
-    return groups
 
 
 class BestTracker:
@@ -1230,6 +1270,18 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+def captures_whole_step(
+    model: nn.Module, loader: Any, scaler: torch.amp.GradScaler | None, device: torch.device,
+    *, allowed: bool = True,
+) -> bool:  # fmt: skip
+    """Whether this run captures its whole step in one CUDA graph (runtime/graphs.py): on
+    CUDA, data on the device, no GradScaler, at most SMALL_MODEL_PARAMS parameters, and
+    `allowed` (not --no-cuda-graph)."""
+    small = sum(p.numel() for p in model.parameters()) <= SMALL_MODEL_PARAMS
+    resident = isinstance(loader, DeviceLoader)
+    return allowed and device.type == "cuda" and resident and scaler is None and small
+
+
 def mark_step_begin(trainer: Trainer) -> None:
     """CUDA graphs (compile modes "reduce-overhead", "max-autotune") reuse output memory:
     mark each step. Only a compiled model's: the call imports the compiler's machinery
@@ -1275,10 +1327,40 @@ def end_epoch(
     trainer: Trainer, loss_sum: torch.Tensor, batches: int, *, grad_accum: int = 1
 ) -> tuple[torch.Tensor, int]:
     """The epoch's mean loss (on the device, not synced) and batches; an epoch cut short
-    (fewer batches than `epoch_batches` gives) keeps its loss sum and batches for last.pt."""
+    (fewer batches than `epoch_batches` gives) keeps its loss sum and batches for last.pt:
+    under DDP or FSDP the ranks' mean sum (every rank is cut at the same step), which each
+    rank resumes from, so the resumed epoch's mean over the ranks is the uncut run's."""
     if batches < len(trainer.train_loader) // grad_accum * grad_accum:
-        trainer.carry = loss_sum, batches
+        kept = loss_sum.detach()
+        if trainer.ctx.is_distributed:
+            kept = kept.clone()
+            torch.distributed.all_reduce(kept)  # a sum: gloo has no AVG
+            kept /= trainer.ctx.world_size
+        trainer.carry = kept, batches
     return loss_sum / max(batches, 1), batches
+
+
+def train_epoch_graphed(
+    trainer: Trainer, epoch: int, max_steps: int | None,
+    region: Callable[[], AbstractContextManager[object]] = nullcontext,
+) -> tuple[torch.Tensor, int]:  # fmt: skip
+    """An epoch whose every step is one replay of the captured step (runtime/graphs.py): no
+    host syncs. The capture, at the first epoch, runs the forward in `region()` (autocast)."""
+    loader = trainer.train_loader  # a DeviceLoader: `captures_whole_step` asked for one
+    trainer.train_model.train()
+    loader.set_epoch(epoch)
+    if trainer.graphed is None:
+        step = training_step(trainer.train_model, trainer.optimizer, region)
+        trainer.graphed = GraphedStep(step, loader.x, loader.y, batch_size=loader.batch_size,
+                                      model=trainer.model, optimizer=trainer.optimizer)  # fmt: skip
+    batches = 0
+    for idx in loader.batch_indices():
+        if epoch_stops(trainer, max_steps):
+            break
+        trainer.graphed.replay(idx)
+        batches += 1
+        trainer.step += 1
+    return end_epoch(trainer, trainer.graphed.take_loss_sum(), batches)
 
 
 def checkpoint_state(
@@ -1486,3 +1568,64 @@ def report_evaluation(path: str, record: dict[str, Any], metrics: str | None) ->
     if metrics is not None:
         with open(metrics, "a", encoding="utf-8") as f:
             f.write(json.dumps({"evaluated": path, **record}) + "\n")
+
+
+# ---- runtime/samples.py: Sample grids: the images a program's `samples` function draws, written as one PNG.
+def draw_samples(sample: Callable[[], torch.Tensor], *, seed: int) -> torch.Tensor:
+    """`sample()` under `torch.no_grad()` on an RNG seeded with `seed`, the global RNG
+    state restored afterwards; the images on the CPU as float32."""
+    devices = [torch.cuda.current_device()] if torch.cuda.is_available() else []
+    with torch.random.fork_rng(devices=devices), torch.no_grad():
+        torch.manual_seed(seed)
+        images = sample()
+    return images.detach().float().cpu()
+
+
+def image_grid(
+    images: torch.Tensor, *, columns: int | None = None, padding: int = 2
+) -> torch.Tensor:
+    """`[N, C, H, W]` images in [0, 1] (C 1 or 3) as one `[rows, cols, C]` uint8 grid: up to
+    `columns` (default about √N) per row, `padding` black pixels between them, each image
+    enlarged by a whole factor to at least 32 pixels a side."""
+    if images.dim() != 4 or images.size(1) not in (1, 3):
+        raise ValueError(f"sample images must be [N, 1 or 3, H, W], got {list(images.shape)}")
+    count, channels, height, width = images.shape
+    scale = max(1, 32 // max(height, width))
+    tiles = images.clamp(0.0, 1.0).repeat_interleave(scale, 2).repeat_interleave(scale, 3)
+    height, width = height * scale, width * scale
+    across = columns or max(1, math.ceil(math.sqrt(count)))
+    down = math.ceil(count / across)
+    grid = torch.zeros(channels, padding + down * (height + padding),
+                       padding + across * (width + padding))  # fmt: skip
+    for index in range(count):
+        top = padding + (index // across) * (height + padding)
+        left = padding + (index % across) * (width + padding)
+        grid[:, top : top + height, left : left + width] = tiles[index]
+    return (grid * 255.0).round().to(torch.uint8).permute(1, 2, 0).contiguous()
+
+
+def write_png(pixels: torch.Tensor, path: str | Path) -> Path:
+    """An 8-bit grey (`[H, W, 1]`) or RGB (`[H, W, 3]`) PNG of `pixels`, uint8."""
+    height, width, channels = pixels.shape
+    colour = {1: 0, 3: 2}[channels]
+    rows = pixels.reshape(height, width * channels).numpy().tobytes()
+    stride = width * channels
+    raw = b"".join(b"\x00" + rows[r * stride : (r + 1) * stride] for r in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, colour, 0, 0, 0)
+    data = b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", header)
+    data += _chunk(b"IDAT", zlib.compress(raw, 9)) + _chunk(b"IEND", b"")
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(data)
+    return target
+
+
+def _chunk(kind: bytes, body: bytes) -> bytes:
+    """A PNG chunk: length, type, body, and the CRC-32 of type and body."""
+    crc = zlib.crc32(kind + body) & 0xFFFFFFFF
+    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", crc)
+
+
+def write_sample_grid(images: torch.Tensor, path: str | Path) -> Path:
+    """`images` `[N, C, H, W]` in [0, 1] as a PNG grid at `path` (folders made)."""
+    return write_png(image_grid(images), path)

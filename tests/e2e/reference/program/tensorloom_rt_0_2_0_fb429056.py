@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
+import gzip
 import hashlib
+import importlib.util
 import io
 import json
 import math
@@ -21,7 +23,6 @@ import re
 import shutil
 import signal
 import sys
-import sysconfig
 import tempfile
 import time
 import traceback
@@ -200,236 +201,129 @@ def _synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-# ---- runtime/tokens.py: Language-model data for TensorLoom scripts: a stream of token ids cut into random windows.
-STDLIB_CORPUS = "stdlib"
+# ---- runtime/data.py: Datasets for TensorLoom scripts: `load_dataset(...)` returns tensors, ready to batch.
+TensorPair = tuple[torch.Tensor, torch.Tensor]
 
 
-STDLIB_MAX_BYTES = 16_000_000
-
-
-TOKEN_DTYPES = {"uint16": 2, "uint32": 4}
-
-
-class TokenDataUnavailable(Exception):
-    """A token or text file is missing or malformed; the message says which and why."""
+class DatasetUnavailable(Exception):
+    """The data a script needs is not on this machine; the message says what to fetch."""
 
 
 @dataclass(frozen=True)
-class TokenInfo:
-    """What one window of a language-model dataset looks like."""
+class DataInfo:
+    """What one sample of a loaded dataset looks like."""
 
     name: str
-    sample_shape: tuple[int, ...]  # (T,)
-    target_shape: tuple[int, ...]  # (T,): the next token at every position
-    num_classes: int  # the vocabulary
-    task: str = "sequence"
+    sample_shape: tuple[int, ...]
+    target_shape: tuple[int, ...]
+    num_classes: int | None
+    task: str  # "classification", "sequence", "regression" or "fields"
     synthetic: bool = False
+    # An image dataset's per-channel (mean, std), which --predict applies to image files.
+    normalisation: tuple[tuple[float, ...], tuple[float, ...]] | None = None
 
 
-class TokenStream:
-    """A flat run of token ids: bytes held in memory, or a `.bin` file read per batch."""
-
-    def __init__(
-        self,
-        *,
-        tokens: torch.Tensor | None = None,
-        path: Path | None = None,
-        dtype: str = "uint16",
-        start: int = 0,
-        length: int | None = None,
-    ) -> None:
-        if (tokens is None) == (path is None):
-            raise ValueError("a TokenStream holds tokens or reads a file, not both")
-        self.tokens, self.path, self.dtype, self.start = tokens, path, dtype, start
-        total = len(tokens) if tokens is not None else _file_tokens(path, dtype)  # type: ignore[arg-type]
-        self.length = total - start if length is None else length
-
-    def __len__(self) -> int:
-        return self.length
-
-    def windows(self, starts: torch.Tensor, block_size: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Inputs [N, T] and next-token targets [N, T] (int64) for windows at `starts`."""
-        offsets = torch.arange(block_size + 1)
-        if self.tokens is not None:
-            rows = self.tokens[self.start + starts[:, None] + offsets].long()
-        else:
-            rows = self._read_rows(starts.tolist(), block_size + 1)
-        return rows[:, :-1], rows[:, 1:]
-
-    def _read_rows(self, starts: list[int], width: int) -> torch.Tensor:
-        import numpy as np  # only `.bin` token files need numpy
-
-        # A fresh memmap per batch, dropped after it: pages it touched leave the
-        # process's resident set with it (nanoGPT's remedy for a growing RSS).
-        data = np.memmap(self.path, dtype=np.dtype(self.dtype), mode="r")  # type: ignore[arg-type]
-        base = self.start
-        rows = np.stack([data[base + s : base + s + width].astype(np.int64) for s in starts])
-        del data
-        return torch.from_numpy(rows)
-
-
-def _file_tokens(path: Path, dtype: str) -> int:
-    itemsize = TOKEN_DTYPES[dtype]
-    size = path.stat().st_size
-    if size % itemsize:
-        raise TokenDataUnavailable(
-            f"{path} has {size} bytes, not a whole number of {dtype} tokens ({itemsize} bytes each)"
-        )
-    return size // itemsize
-
-
-def load_token_dataset(
-    source: str,
+def load_digits(
     *,
-    path: str,
-    block_size: int,
-    dtype: str = "uint16",
-    vocab: int | None = None,
-    val_fraction: float = 0.1,
-    max_bytes: int | None = None,
     data_root: str | os.PathLike[str] | None = None,
-) -> tuple[TokenStream, TokenStream, TokenInfo]:
-    """The training and validation streams of `"text"` or `"tokens"` data (see the module doc)."""
-    if source == "text":
-        train, val = _text_streams(path, val_fraction, max_bytes, data_root)
-        vocab = 256
-    elif source == "tokens":
-        train, val = _token_streams(_resolve(path, data_root), dtype)
-    else:
-        raise TokenDataUnavailable(f"unknown language-model source `{source}`")
-    for split, stream in (("training", train), ("validation", val)):
-        if len(stream) <= block_size:
-            raise TokenDataUnavailable(
-                f"the {split} split of `{path}` has {len(stream)} tokens, "
-                f"fewer than one window of block_size + 1 = {block_size + 1}"
-            )
-    name = Path(path).name if path != STDLIB_CORPUS else "the Python standard library"
-    info = TokenInfo(name, (block_size,), (block_size,), vocab or 0)
-    return train, val, info
+    flatten: bool = False,
+    split_seed: int = 0,
+    val_fraction: float = 0.1,
+) -> tuple[TensorPair, TensorPair, DataInfo]:
+    """scikit-learn's 8x8 digits, a seeded hold-out for validation (`data_root` is unused)."""
+    x, y = _digits()
+    x = x.flatten(1) if flatten else x
+    info = DataInfo("digits", tuple(x.shape[1:]), (), 10, "classification")
+    return (*_split((x, y), val_fraction, split_seed), info)
 
 
-def _resolve(path: str, data_root: str | os.PathLike[str] | None) -> Path:
-    candidate = Path(path)
-    if not candidate.is_absolute() and data_root is not None and not candidate.is_file():
-        candidate = Path(data_root) / candidate
-    if not candidate.is_file():
-        raise TokenDataUnavailable(f"data file {path} does not exist")
-    return candidate
+def _split(tensors: Any, val_fraction: float, seed: int) -> tuple[Any, Any]:
+    """The same seeded rows of every tensor held out: (train, val), each a tuple like `tensors`."""
+    n = len(tensors[0])
+    n_val = round(n * val_fraction)
+    generator = torch.Generator().manual_seed(seed)
+    order = torch.randperm(n, generator=generator)
+    val_idx, train_idx = order[:n_val], order[n_val:]
+    return tuple(t[train_idx] for t in tensors), tuple(t[val_idx] for t in tensors)
 
 
-def _text_streams(
-    path: str, val_fraction: float, max_bytes: int | None, data_root: str | os.PathLike[str] | None
-) -> tuple[TokenStream, TokenStream]:
-    if path == STDLIB_CORPUS:
-        data = stdlib_corpus(max_bytes if max_bytes is not None else STDLIB_MAX_BYTES)
-    else:
-        with _resolve(path, data_root).open("rb") as f:
-            data = f.read() if max_bytes is None else f.read(max_bytes)
-    tokens = torch.frombuffer(bytearray(data), dtype=torch.uint8) if data else torch.empty(0)
-    n_val = round(len(tokens) * val_fraction)
-    n_train = len(tokens) - n_val
-    return (
-        TokenStream(tokens=tokens, length=n_train),
-        TokenStream(tokens=tokens, start=n_train),
-    )
+def _digits() -> TensorPair:
+    """scikit-learn's digits file, read as `load_digits()` reads it (64 pixels 0-16 and the
+    class per row) but without importing scikit-learn: most of a second of start-up."""
+    spec = importlib.util.find_spec("sklearn")
+    if spec is None or not spec.submodule_search_locations:
+        raise DatasetUnavailable("`digits` comes with scikit-learn: pip install scikit-learn")
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    with gzip.open(folder / "datasets" / "data" / "digits.csv.gz", "rt", encoding="utf-8") as f:
+        table = torch.tensor([[float(v) for v in line.split(",")] for line in f if line.strip()])
+    return table[:, :-1].reshape(-1, 1, 8, 8) / 16.0, table[:, -1].to(torch.int64)
 
 
-def _token_streams(train_path: Path, dtype: str) -> tuple[TokenStream, TokenStream]:
-    if dtype not in TOKEN_DTYPES:
-        raise TokenDataUnavailable(f"token dtype must be one of {', '.join(TOKEN_DTYPES)}")
-    val_path = train_path.with_name("val.bin")
-    if not val_path.is_file():
-        raise TokenDataUnavailable(f"no validation tokens: {val_path} does not exist")
-    return TokenStream(path=train_path, dtype=dtype), TokenStream(path=val_path, dtype=dtype)
+# ---- runtime/loader.py: Batching for TensorLoom scripts: a dataset kept on the device, or a DataLoader.
+Batch = tuple[torch.Tensor, ...]
 
 
-def stdlib_files() -> list[Path]:
-    """This Python's standard-library `.py` files, in sorted order of their relative paths."""
-    root = Path(sysconfig.get_paths()["stdlib"])
-    skipped = {"site-packages", "dist-packages", "__pycache__"}
-    files = [
-        p
-        for p in root.rglob("*.py")
-        if not skipped & set(p.relative_to(root).parts) and p.is_file()
-    ]
-    return sorted(files, key=lambda p: p.relative_to(root).as_posix())
-
-
-def stdlib_corpus(max_bytes: int = STDLIB_MAX_BYTES) -> bytes:
-    """The standard library's source concatenated (a blank line between files), capped."""
-    chunks: list[bytes] = []
-    size = 0
-    for path in stdlib_files():
-        if size >= max_bytes:
-            break
-        text = path.read_bytes() + b"\n\n"
-        chunks.append(text)
-        size += len(text)
-    if not chunks:
-        print(f"warning: no standard-library sources under {sys.prefix}", file=sys.stderr)
-    return b"".join(chunks)[:max_bytes]
-
-
-class WindowLoader:
-    """Batches of random (train) or consecutive (validation) windows of a `TokenStream`."""
+class DeviceLoader:
+    """Batches of device-resident tensors (x, y, or a dataset's fields), shuffled on the
+    device, sharded across ranks."""
 
     def __init__(
-        self,
-        stream: TokenStream,
-        *,
-        block_size: int,
-        batch_size: int,
-        device: torch.device,
-        shuffle: bool = True,
-        windows_per_epoch: int | None = None,
-        seed: int = 0,
-        rank: int = 0,
-        world_size: int = 1,
-    ) -> None:
-        self.stream, self.block_size, self.batch_size = stream, block_size, batch_size
-        self.device, self.shuffle, self.seed = device, shuffle, seed
-        self.rank, self.world_size = rank, world_size
-        whole = (len(stream) - 1) // block_size
-        self.windows_per_epoch = windows_per_epoch if windows_per_epoch is not None else whole
-        self.epoch = 0
-        self._generator = torch.Generator()
+        self, *tensors: torch.Tensor, batch_size: int, device: torch.device,
+        shuffle: bool = True, drop_last: bool = False, seed: int = 0, rank: int = 0,
+        world_size: int = 1, even_shards: bool = True,
+    ) -> None:  # fmt: skip
+        self.tensors = tuple(t.to(device, non_blocking=True) for t in tensors)
+        self.x, self.y = self.tensors[0], self.tensors[-1]
+        self.batch_size, self.device, self.shuffle = batch_size, device, shuffle
+        self.drop_last, self.seed, self.rank = drop_last, seed, rank
+        self.world_size, self.even_shards, self.epoch = world_size, even_shards, 0
+        self._generator = torch.Generator(device=device)
 
     def set_epoch(self, epoch: int) -> None:
+        """Choose the epoch whose order the next iteration follows."""
         self.epoch = epoch
 
+    def shard_size(self) -> int:
+        """How many samples this rank sees per epoch."""
+        n, world = len(self.x), self.world_size
+        if self.even_shards:
+            return n // world
+        return len(range(self.rank, n, world))
+
     def __len__(self) -> int:
+        size = self.shard_size()
+        if self.drop_last:
+            return size // self.batch_size
+        return -(-size // self.batch_size)
+
+    def indices(self) -> torch.Tensor:
+        """This rank's sample indices for the current epoch, on the device."""
+        n = len(self.x)
         if self.shuffle:
-            return self.windows_per_epoch // self.world_size // self.batch_size
-        mine = len(range(self.rank, self.windows_per_epoch, self.world_size))
-        return -(-mine // self.batch_size)
+            self._generator.manual_seed(self.seed + self.epoch)
+            order = torch.randperm(n, generator=self._generator, device=self.device)
+        else:
+            order = torch.arange(n, device=self.device)
+        if self.even_shards:
+            order = order[: n // self.world_size * self.world_size]
+        return order[self.rank :: self.world_size]
 
-    def starts(self) -> torch.Tensor:
-        """This rank's window starts for the current epoch."""
-        if not self.shuffle:
-            every = torch.arange(self.windows_per_epoch) * self.block_size
-            return every[self.rank :: self.world_size]
-        # The last start leaves room for the window and its one-token-later targets.
-        high = len(self.stream) - self.block_size
-        self._generator.manual_seed((self.seed + self.epoch) * self.world_size + self.rank)
-        count = len(self) * self.batch_size
-        return torch.randint(0, high, (count,), generator=self._generator)
+    def batch_indices(self) -> Iterator[torch.Tensor]:
+        """Each batch's sample indices for the current epoch (views on the device)."""
+        order = self.indices()
+        for i in range(len(self)):
+            yield order[i * self.batch_size : (i + 1) * self.batch_size]
 
-    def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        starts = self.starts()
-        pin = self.device.type == "cuda"
-        for i in range(0, len(starts), self.batch_size):
-            xb, yb = self.stream.windows(starts[i : i + self.batch_size], self.block_size)
-            if pin:
-                xb, yb = xb.pin_memory(), yb.pin_memory()
-            yield xb.to(self.device, non_blocking=True), yb.to(self.device, non_blocking=True)
+    def __iter__(self) -> Iterator[Batch]:
+        for idx in self.batch_indices():
+            yield tuple(t[idx] for t in self.tensors)
 
     def state_dict(self) -> dict[str, int]:
-        # An epoch's windows are a function of (seed, epoch, rank): nothing else to save.
+        # The order of an epoch is a function of (seed, epoch): nothing else to save.
         return {"seed": self.seed, "epoch": self.epoch}
 
     def load_state_dict(self, state: dict[str, int]) -> None:
-        self.seed = state["seed"]
-        self.epoch = state["epoch"]
+        self.seed, self.epoch = state["seed"], state["epoch"]
 
 
 # ---- runtime/checkpoint.py: Checkpoints for TensorLoom scripts: atomic, complete, and free of wrapper prefixes.
@@ -1033,45 +927,6 @@ def make_lr_scheduler(
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: schedule.factor(step))
 
 
-_NORM_LAYERS: tuple[type[torch.nn.Module], ...] = (
-    torch.nn.BatchNorm1d,
-    torch.nn.BatchNorm2d,
-    torch.nn.GroupNorm,
-    torch.nn.LayerNorm,
-    torch.nn.RMSNorm,
-)
-
-
-def no_decay_names(model: torch.nn.Module) -> list[str]:
-    """Parameters weight decay should not shrink: every bias, and every norm layer's weights."""
-    names: list[str] = []
-    for module_name, module in model.named_modules():
-        is_norm = isinstance(module, _NORM_LAYERS)
-        for name, _ in module.named_parameters(recurse=False):
-            if is_norm or name == "bias":
-                names.append(f"{module_name}.{name}" if module_name else name)
-    return names
-
-
-def decay_param_groups(model: torch.nn.Module, enabled: bool = True) -> list[dict[str, Any]]:
-    """Optimizer parameter groups: decayed weights, then biases and norm weights without decay.
-
-    The first group takes the optimizer's `weight_decay`; the second sets it to 0.
-    `enabled=False` (`decay_groups = false`) gives one group of every parameter."""
-    params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
-    if not enabled:
-        return [{"params": [p for _, p in params]}]
-    skip = set(no_decay_names(model))
-    decay = [p for n, p in params if n not in skip]
-    plain = [p for n, p in params if n in skip]
-    groups: list[dict[str, Any]] = []
-    if decay:
-        groups.append({"params": decay})
-    if plain:
-        groups.append({"params": plain, "weight_decay": 0.0})
-    return groups
-
-
 class BestTracker:
     """The best value of one validation metric so far (the highest of an accuracy, the
     lowest of anything else), and the epoch it came at."""
@@ -1479,42 +1334,6 @@ def _exported(model: torch.nn.Module, example: torch.Tensor) -> torch.export.Exp
             raise ExportError(f"torch.export could not trace the model: {first}") from None
 
 
-@torch.no_grad()
-def generate_text(
-    model: torch.nn.Module,
-    prompt: str,
-    *,
-    tokens: int,
-    block_size: int,
-    temperature: float = 1.0,
-    top_k: int | None = None,
-    seed: int | None = None,
-) -> str:
-    """The prompt followed by `tokens` sampled bytes; temperature 0 takes the argmax."""
-    model.eval()
-    device = next(model.parameters()).device
-    ids = torch.tensor([list(prompt.encode("utf-8")) or [10]], dtype=torch.long, device=device)
-    generator = torch.Generator(device=device)
-    if seed is not None:
-        generator.manual_seed(seed)
-    for _ in range(tokens):
-        logits = model(ids[:, -block_size:])[:, -1, :].float()
-        ids = torch.cat([ids, _sample(logits, temperature, top_k, generator)], dim=1)
-    return bytes(ids[0].tolist()).decode("utf-8", errors="replace")
-
-
-def _sample(
-    logits: torch.Tensor, temperature: float, top_k: int | None, generator: torch.Generator
-) -> torch.Tensor:
-    if temperature <= 0:
-        return logits.argmax(dim=-1, keepdim=True)
-    logits = logits / temperature
-    if top_k is not None and top_k < logits.shape[-1]:
-        kth = torch.topk(logits, top_k).values[:, -1:]
-        logits = logits.masked_fill(logits < kth, float("-inf"))
-    return torch.multinomial(logits.softmax(dim=-1), 1, generator=generator)
-
-
 # ---- runtime/trainer.py: The trainer plumbing every program file shares: its record, flags, epochs, saves and run.
 Carry = tuple[torch.Tensor, int]
 
@@ -1696,9 +1515,16 @@ def end_epoch(
     trainer: Trainer, loss_sum: torch.Tensor, batches: int, *, grad_accum: int = 1
 ) -> tuple[torch.Tensor, int]:
     """The epoch's mean loss (on the device, not synced) and batches; an epoch cut short
-    (fewer batches than `epoch_batches` gives) keeps its loss sum and batches for last.pt."""
+    (fewer batches than `epoch_batches` gives) keeps its loss sum and batches for last.pt:
+    under DDP or FSDP the ranks' mean sum (every rank is cut at the same step), which each
+    rank resumes from, so the resumed epoch's mean over the ranks is the uncut run's."""
     if batches < len(trainer.train_loader) // grad_accum * grad_accum:
-        trainer.carry = loss_sum, batches
+        kept = loss_sum.detach()
+        if trainer.ctx.is_distributed:
+            kept = kept.clone()
+            torch.distributed.all_reduce(kept)  # a sum: gloo has no AVG
+            kept /= trainer.ctx.world_size
+        trainer.carry = kept, batches
     return loss_sum / max(batches, 1), batches
 
 
