@@ -18,8 +18,12 @@ def run_pytest() -> tuple[int, int]:
     workers = os.environ.get("TL_TEST_WORKERS", "2")
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", workers, "tests"]
     out = _run(cmd)
-    passed = _count(r"(\d+) passed", out)
-    failed = _count(r"(\d+) failed", out) + _count(r"(\d+) errors?\b", out)
+    # pytest's summary, its last line naming a count (`2 failed, 2725 passed, ... in 928s`):
+    # a failing test's own output may say "1 error" too
+    summary = [line for line in out.splitlines() if re.search(r"\d+ (passed|failed)", line)]
+    last = summary[-1] if summary else ""
+    passed = _count(r"(\d+) passed", last)
+    failed = _count(r"(\d+) failed", last) + _count(r"(\d+) errors?\b", last)
     return passed, failed
 
 
