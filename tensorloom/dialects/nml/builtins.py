@@ -865,14 +865,7 @@ class IndexOp(FunctionalOp):
         return [index_entry(a) for a in self.indices.data]
 
     def verify_(self) -> None:
-        entries = self.entries()
-        if entries.count(Ellipsis) > 1:
-            raise VerifyException("an index may hold at most one `...`")
-        if dynamic_count(entries) != len(self.dynamic_indices):
-            raise VerifyException(
-                f"index has {dynamic_count(entries)} `?` items but "
-                f"{len(self.dynamic_indices)} dynamic operands"
-            )
+        _verify_index(self.entries(), len(self.dynamic_indices))
 
     def result_type(
         self,
@@ -1055,14 +1048,7 @@ class IndexPutOp(FunctionalOp):
     def verify_(self) -> None:
         if self.operator.data not in ("=", *AUGMENTED):
             raise VerifyException(f"unknown assignment operator `{self.operator.data}`")
-        entries = self.entries()
-        if entries.count(Ellipsis) > 1:
-            raise VerifyException("an index may hold at most one `...`")
-        if dynamic_count(entries) != len(self.dynamic_indices):
-            raise VerifyException(
-                f"index has {dynamic_count(entries)} `?` items but "
-                f"{len(self.dynamic_indices)} dynamic operands"
-            )
+        _verify_index(self.entries(), len(self.dynamic_indices))
 
     def result_type(
         self,
@@ -1841,3 +1827,14 @@ FUNCTIONAL_OPS: tuple[type[FunctionalOp], ...] = (
     WhereOp, MaskedFillOp, AttentionOp,
     *BINARY_OPS.values(), *COMPARE_OPS.values(), IndexOp, IndexPutOp, DimOp, ListOp,
 )  # fmt: skip
+
+
+def _verify_index(entries: Sequence[IndexEntry], dynamic: int) -> None:
+    """An index (of `nml.index` or `nml.index_put`) holds at most one `...`, and one dynamic
+    operand per `?` item."""
+    if entries.count(Ellipsis) > 1:
+        raise VerifyException("an index may hold at most one `...`")
+    if dynamic_count(entries) != dynamic:
+        raise VerifyException(
+            f"index has {dynamic_count(entries)} `?` items but {dynamic} dynamic operands"
+        )
