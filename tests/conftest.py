@@ -7,6 +7,8 @@ import os
 import tempfile
 from pathlib import Path
 
+import pytest
+
 # Every test session gets its own compile cache (see tensorloom/tools/check_cache.py),
 # so a test never replays output cached by an earlier run or another checkout.
 os.environ.setdefault("TENSORLOOM_CACHE_DIR", tempfile.mkdtemp(prefix="tl-test-cache-"))
@@ -27,3 +29,17 @@ def _install_torchvision_shim() -> None:
 
 
 _install_torchvision_shim()
+
+
+# On 2 gloo ranks torch sometimes aborts a finished run at interpreter exit: "terminate
+# called without an active exception", a joinable C++ thread destroyed during teardown,
+# after every output is written (bench/RESULTS.md, "The SIGABRT ...": reproduced in torch
+# alone, about 1 exit in 5 after a full-state-dict gather). A distributed test whose failure
+# says exactly that is run once more; any other failure fails as it is.
+TEARDOWN_ABORT = "terminate called without an active exception"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("distributed") is not None:
+            item.add_marker(pytest.mark.flaky(reruns=1, only_rerun=[TEARDOWN_ABORT]))
