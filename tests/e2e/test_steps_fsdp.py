@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -97,13 +98,14 @@ def test_fsdp_gan_computes_what_ddp_does(gan: dict[str, Path]) -> None:
 
 def test_fsdp_gan_resumes_exactly_mid_epoch(gan: dict[str, Path]) -> None:
     root, script = gan["root"], gan["script"]
-    resumed = _ranks(script, "--resume", "cut", "--checkpoint-dir", "cut", "--metrics",
-                     "cut.jsonl", "--samples", "c.png")  # fmt: skip
-    assert "resumed from cut after epoch 1" in resumed.stdout
-    whole, cut = _records(root / "whole.jsonl")[-1], _records(root / "cut.jsonl")[-1]
+    folder = _fresh_copy(root, "cut")  # the module's own stays cut, should the test run again
+    resumed = _ranks(script, "--resume", folder, "--checkpoint-dir", folder, "--metrics",
+                     f"{folder}.jsonl", "--samples", "c.png")  # fmt: skip
+    assert f"resumed from {folder} after epoch 1" in resumed.stdout
+    whole, cut = _records(root / "whole.jsonl")[-1], _records(root / f"{folder}.jsonl")[-1]
     assert whole["steps"] == cut["steps"] == 24
     assert _losses(whole) == _losses(cut)  # to the last bit, the cut epoch's sums included
-    a, b = _shards(root / "whole" / "last"), _shards(root / "cut" / "last")
+    a, b = _shards(root / "whole" / "last"), _shards(root / folder / "last")
     assert set(a) == set(b) and any(k.startswith("optimizers.d_loss") for k in a)
     for key, value in a.items():
         assert torch.equal(value, b[key]) if isinstance(value, torch.Tensor) else value == b[key]
@@ -116,11 +118,23 @@ def test_fsdp_save_resumes_on_one_process_and_evaluates(gan: dict[str, Path]) ->
     record = json.loads(evaluated.stdout.strip().splitlines()[-1])
     assert record["epoch"] == 2  # its objectives draw their own noise: numbers, not equal
     assert 0.0 < record["val_d_loss"] < 5.0 and 0.0 < record["val_g_loss"] < 5.0
-    one = _run([sys.executable, str(script), *COMMON, "--epochs", "3", "--resume", "whole",
-                "--checkpoint-dir", "whole", "--samples", "o.png", "--metrics", "one.jsonl"],
+    folder = _fresh_copy(root, "whole")
+    one = _run([sys.executable, str(script), *COMMON, "--epochs", "3", "--resume", folder,
+                "--checkpoint-dir", folder, "--samples", "o.png", "--metrics", f"{folder}.jsonl"],
                root)  # fmt: skip
-    assert "resumed from whole after epoch 2" in one.stdout
-    assert [r["epoch"] for r in _records(root / "one.jsonl")] == [3]
+    assert f"resumed from {folder} after epoch 2" in one.stdout
+    assert [r["epoch"] for r in _records(root / f"{folder}.jsonl")] == [3]
+
+
+def _fresh_copy(root: Path, name: str) -> str:
+    """A copy of the save `name` under a new name: a test that resumes into it leaves the
+    module's save as it was (a test run again, after torch's teardown abort, starts alike)."""
+    for n in range(100):
+        fresh = f"{name}-{n}"
+        if not (root / fresh).exists():
+            shutil.copytree(root / name, root / fresh)
+            return fresh
+    raise AssertionError(f"no fresh name for a copy of {name}")
 
 
 def _shards(folder: Path) -> dict[str, Any]:
