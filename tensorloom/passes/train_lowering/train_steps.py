@@ -790,14 +790,7 @@ def _save_ops(plan: StepsPlan) -> list[Operation]:
         scalers=resume.path("trainer", "scalers"), loader=resume.path("trainer", "train_loader"),
         map_location=resume.path("trainer", "ctx", "device"), **_scheduler_states(resume, plan),
     )  # fmt: skip
-    resume.assign("state", state)
-    resume.assign(resume.path("trainer", "start_epoch"),
-                  resume.subscript(resume.name("state"), resume.const("epoch")))  # fmt: skip
-    resume.assign(resume.path("trainer", "step"),
-                  resume.subscript(resume.name("state"), resume.const("step")))  # fmt: skip
-    extra = resume.subscript(resume.name("state"), resume.const("extra"))
-    resume.assign(resume.path("trainer", "carry"),
-                  resume.method(extra, "get", resume.const("carry")))  # fmt: skip
+    extra = _resume_position(resume, state)
     if plan.base.carries:
         resume.comment("the carried values (`carry`) where the interrupted epoch left them; "
                        "this rank's under DDP")  # fmt: skip
@@ -852,14 +845,7 @@ def _sharded_save_ops(plan: StepsPlan) -> list[Operation]:
         scalers=resume.path("trainer", "scalers"), loader=resume.path("trainer", "train_loader"),
         **_scheduler_states(resume, plan), **_ema_states(resume, plan),
     )  # fmt: skip
-    resume.assign("state", state)
-    resume.assign(resume.path("trainer", "start_epoch"),
-                  resume.subscript(resume.name("state"), resume.const("epoch")))  # fmt: skip
-    resume.assign(resume.path("trainer", "step"),
-                  resume.subscript(resume.name("state"), resume.const("step")))  # fmt: skip
-    kept = resume.subscript(resume.name("state"), resume.const("extra"))
-    resume.assign(resume.path("trainer", "carry"),
-                  resume.method(kept, "get", resume.const("carry")))  # fmt: skip
+    kept = _resume_position(resume, state)
     if plan.base.carries:
         kept.name_hint = "extra"
         resume.comment("the carried values (`carry`) where the interrupted epoch left them, "
@@ -874,6 +860,20 @@ def _sharded_save_ops(plan: StepsPlan) -> list[Operation]:
         resume.assign(resume.path("trainer", "carried"), own)
     top.def_("resume", [("trainer", "Trainer"), ("path", "str")], resume, None)
     return top.ops
+
+
+def _resume_position(resume: PyBuilder, state: SSAValue) -> SSAValue:
+    """`state = <load>`, then the epoch, step and cut epoch's sums it holds onto the trainer
+    (both checkpoint layouts); its `extra`, for the carried values and averages."""
+    resume.assign("state", state)
+    resume.assign(resume.path("trainer", "start_epoch"),
+                  resume.subscript(resume.name("state"), resume.const("epoch")))  # fmt: skip
+    resume.assign(resume.path("trainer", "step"),
+                  resume.subscript(resume.name("state"), resume.const("step")))  # fmt: skip
+    extra = resume.subscript(resume.name("state"), resume.const("extra"))
+    resume.assign(resume.path("trainer", "carry"),
+                  resume.method(extra, "get", resume.const("carry")))  # fmt: skip
+    return extra
 
 
 def _ema_states(b: PyBuilder, plan: StepsPlan) -> dict[str, SSAValue]:
