@@ -302,7 +302,7 @@ def lower_loop(module: ModuleOp, loop: train.LoopOp) -> None:
     after: list[Operation] = list(loss_ops(plan))
     for section in loop_sources(plan):
         after += section
-    after += [t.RuntimeOp(), *guard_ops()]
+    after += [t.RuntimeOp(), *guard_ops(plan.distributed)]
     for op in after:
         op.location = loop.location
         block.add_op(op)
@@ -430,7 +430,7 @@ def lower_steps_loop(module: ModuleOp, loop: train.LoopOp) -> None:
     for old in [op for op in block.ops if isinstance(op, t.RuntimeOp)]:
         old.detach()
         old.erase()
-    for op in [*steps_sources(plan), t.RuntimeOp(), *guard_ops()]:
+    for op in [*steps_sources(plan), t.RuntimeOp(), *guard_ops(plan.distributed)]:
         if span_of(op.location) is None:  # a section's own line stays: `# gan.tl:29`
             op.location = loop.location
         block.add_op(op)

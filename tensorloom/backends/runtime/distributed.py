@@ -24,11 +24,15 @@ from __future__ import annotations
 import contextlib
 import faulthandler
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import NoReturn
 
 import torch
 import torch.distributed as dist
+
+_joined: list[str] = []  # the backend of the group this process joined, if it joined one
 
 
 class DeviceUnavailable(Exception):
@@ -104,6 +108,7 @@ def setup_distributed(device_choice: str = "auto", *, group_of_one: bool = False
             dist.init_process_group(backend=backend, store=dist.HashStore(), rank=0, world_size=1)
         else:  # torchrun's rendezvous: MASTER_ADDR and MASTER_PORT are set
             dist.init_process_group(backend=backend, rank=rank, world_size=world_size)
+        _joined.append(backend)
     return DistContext(rank, local_rank, world_size, device)
 
 
@@ -145,3 +150,19 @@ def teardown_distributed() -> None:
     """Leave the process group; call it in a `finally` so a failed run still exits cleanly."""
     if dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()
+
+
+def exit_process(code: int) -> NoReturn:
+    """`sys.exit(code)`; a process that joined a process group leaves at once instead.
+
+    On the CPU, torch's gloo (2.11 to 2.13) can abort a finished process while the
+    interpreter shuts down ("terminate called without an active exception", SIGABRT from
+    a C++ destructor, after `destroy_process_group`), so a run that trained and saved
+    everything exits -6 and torchrun's other agents wait at its exit barrier. By the time
+    `main` returns every file the script wrote is closed; flushing the standard streams
+    and leaving with `os._exit` skips that teardown."""
+    if not _joined:
+        sys.exit(code)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

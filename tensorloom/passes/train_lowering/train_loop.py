@@ -837,10 +837,12 @@ def main_ops(plan: ScriptPlan) -> list[Operation]:
     return top.ops
 
 
-def guard_ops() -> list[Operation]:
-    """`if __name__ == "__main__": sys.exit(main())`: importing the script runs nothing."""
+def guard_ops(distributed: bool) -> list[Operation]:
+    """`if __name__ == "__main__": sys.exit(main())`: importing the script runs nothing. A
+    script that joins a process group leaves through `exit_process(main())` instead, which
+    skips the interpreter's teardown, where torch's gloo can abort a finished run."""
     b = PyBuilder()
-    b.expr(b.call("sys.exit", b.call("main")))
+    b.expr(b.call("exit_process" if distributed else "sys.exit", b.call("main")))
     return [t.MainOp(b.ops)]
 
 

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import torch
 import torch.distributed as dist
@@ -291,6 +291,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 # ---- runtime/distributed.py: Process groups for TensorLoom scripts: one script, run alone or under torchrun.
+_joined: list[str] = []  # the backend of the group this process joined, if it joined one
+
+
 class DeviceUnavailable(Exception):
     """`--device cuda` on a machine without a GPU; the script prints this and exits 1."""
 
@@ -364,6 +367,7 @@ def setup_distributed(device_choice: str = "auto", *, group_of_one: bool = False
             dist.init_process_group(backend=backend, store=dist.HashStore(), rank=0, world_size=1)
         else:  # torchrun's rendezvous: MASTER_ADDR and MASTER_PORT are set
             dist.init_process_group(backend=backend, rank=rank, world_size=world_size)
+        _joined.append(backend)
     return DistContext(rank, local_rank, world_size, device)
 
 
@@ -405,6 +409,22 @@ def teardown_distributed() -> None:
     """Leave the process group; call it in a `finally` so a failed run still exits cleanly."""
     if dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()
+
+
+def exit_process(code: int) -> NoReturn:
+    """`sys.exit(code)`; a process that joined a process group leaves at once instead.
+
+    On the CPU, torch's gloo (2.11 to 2.13) can abort a finished process while the
+    interpreter shuts down ("terminate called without an active exception", SIGABRT from
+    a C++ destructor, after `destroy_process_group`), so a run that trained and saved
+    everything exits -6 and torchrun's other agents wait at its exit barrier. By the time
+    `main` returns every file the script wrote is closed; flushing the standard streams
+    and leaving with `os._exit` skips that teardown."""
+    if not _joined:
+        sys.exit(code)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 # ---- runtime/amp.py: Mixed precision for TensorLoom scripts: what `precision = ...` means on this device.
@@ -2012,4 +2032,4 @@ def predict_and_export(
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_process(main())

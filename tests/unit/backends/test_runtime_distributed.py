@@ -211,3 +211,36 @@ def test_ddp_skips_the_sync_until_the_last_micro_batch() -> None:
         assert model.require_backward_grad_sync is False  # inside DDP's no_sync()
     assert model.require_backward_grad_sync is True
     assert isinstance(gradient_sync(model, sync=True), contextlib.nullcontext)
+
+
+_EXIT_SCRIPT = """
+import sys
+from tensorloom.backends.runtime.distributed import (
+    exit_process, setup_distributed, teardown_distributed)
+joined = sys.argv[1] == "group"
+setup_distributed("cpu", group_of_one=joined)
+teardown_distributed()
+with open(sys.argv[2], "w") as f:
+    f.write("saved")
+print("done", flush=False)
+print("to stderr", file=sys.stderr, flush=False)
+exit_process(3)
+"""
+
+
+@pytest.mark.parametrize("how", ["group", "alone"])
+def test_exit_process_keeps_the_code_and_the_output(tmp_path: Path, how: str) -> None:
+    """A process that joined a group leaves at once (torch's gloo can abort in the
+    interpreter's teardown); one that did not exits as `sys.exit` does. Either way the
+    exit code, buffered output and written files are what `main` left."""
+    import subprocess
+    import sys
+
+    script, written = tmp_path / "exit.py", tmp_path / "file.txt"
+    script.write_text(_EXIT_SCRIPT)
+    done = subprocess.run([sys.executable, str(script), how, str(written)], capture_output=True,
+                          text=True, timeout=120, check=False)  # fmt: skip
+    assert done.returncode == 3, done.stderr
+    assert done.stdout == "done\n"
+    assert done.stderr.endswith("to stderr\n")
+    assert written.read_text() == "saved"

@@ -13,16 +13,16 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from tensorloom_rt_0_2_0_05805508 import (
+from tensorloom_rt_0_2_0_9bb7ee2a import (
     BestTracker, CheckpointError, DataInfo, DatasetUnavailable, DeviceLoader, DeviceUnavailable,
     DistContext, ExportError, MetricsWriter, ModelLoss, PredictInputError, RunLengthError,
     RunRecipe, StopSignals, Trainer, add_source_notes, all_reduce_mean, all_reduce_sum, autocast,
     barrier, carried, check_epoch_has_steps, check_run, decay_param_groups, end_epoch,
-    epoch_batches, epoch_record, epoch_stops, finish_run, format_epoch_summary, gradient_sync,
-    load_digits, load_weights, make_grad_scaler, mark_step_begin, maybe_compile, predict_and_export,
-    report_evaluation, resolve_precision, save_if_due, seconds_since, seed_everything,
-    setup_distributed, should_compile, start_run, teardown_distributed, total_train_steps,
-    training_arguments, warn,
+    epoch_batches, epoch_record, epoch_stops, exit_process, finish_run, format_epoch_summary,
+    gradient_sync, load_digits, load_weights, make_grad_scaler, mark_step_begin, maybe_compile,
+    predict_and_export, report_evaluation, resolve_precision, save_if_due, seconds_since,
+    seed_everything, setup_distributed, should_compile, start_run, teardown_distributed,
+    total_train_steps, training_arguments, warn,
 )
 
 
@@ -281,4 +281,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_process(main())
