@@ -48,7 +48,9 @@ Problem = Literal["not-zip", "no-pickle", "too-large", "damaged", "foreign", "un
 
 @dataclass(frozen=True, slots=True)
 class TensorHeader:
-    """One saved tensor: its dtype name (`float32`, `int64`) and its shape."""
+    """One saved tensor: its dtype name (`float32`, `int64`) and its shape. A weights source's
+    tensors (weight_files.py) are TensorHeaders too, their dtypes spelled as safetensors
+    spells them (`F32`, `I64`), a torch state dict's converted to that spelling."""
 
     dtype: str
     shape: tuple[int, ...]

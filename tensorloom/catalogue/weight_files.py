@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tensorloom.catalogue import torch_save
+from tensorloom.catalogue.torch_save import TensorHeader, TorchSaveError, read_torch_save
 
 _MAX_HEADER = 100 * 1024 * 1024
 _SAFETENSORS_SIZES = {
@@ -41,19 +41,12 @@ _SAFETENSORS_SIZES = {
     "F8_E4M3": 1,
     "F8_E5M2": 1,
 }  # fmt: skip  bytes per element of each dtype safetensors writes
-# torch's dtype names (torch_save.py's headers) -> safetensors' spelling of them.
+# torch's dtype names (torch_save.py's headers) -> safetensors' spelling of them: every
+# TensorHeader of a weights source spells its dtype as safetensors does.
 _SAFETENSORS_DTYPES = {
     "float32": "F32", "float64": "F64", "float16": "F16", "bfloat16": "BF16", "int64": "I64",
     "int32": "I32", "int16": "I16", "int8": "I8", "uint8": "U8", "bool": "BOOL",
 }  # fmt: skip
-
-
-@dataclass(frozen=True, slots=True)
-class TensorHeader:
-    """One tensor of a weights file: its dtype as safetensors spells it, and its shape."""
-
-    dtype: str
-    shape: tuple[int, ...]
 
 
 @dataclass(slots=True)
@@ -186,8 +179,8 @@ def _is_size(value: object) -> bool:
 def torch_state_header(file: Path) -> dict[str, TensorHeader]:
     """A torch state dict's tensors (torch.save's zip format), without loading their data."""
     try:
-        state = torch_save.read_torch_save(file)
-    except torch_save.TorchSaveError as exc:
+        state = read_torch_save(file)
+    except TorchSaveError as exc:
         raise WeightFileError(exc.message) from None
     if isinstance(state, dict) and isinstance(state.get("state_dict"), dict):  # pyright: ignore
         state = state["state_dict"]  # pyright: ignore[reportUnknownVariableType]
@@ -196,5 +189,5 @@ def torch_state_header(file: Path) -> dict[str, TensorHeader]:
     return {
         str(k): TensorHeader(_SAFETENSORS_DTYPES[v.dtype], v.shape)
         for k, v in state.items()  # pyright: ignore[reportUnknownVariableType]
-        if isinstance(v, torch_save.TensorHeader)
+        if isinstance(v, TensorHeader)
     }
