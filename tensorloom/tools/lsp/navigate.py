@@ -250,6 +250,12 @@ def models_in_scope(analysis: Analysis) -> dict[str, ast.ModelDecl]:
     return models
 
 
+def weights_maps(analysis: Analysis) -> list[ast.WeightsMapDecl]:
+    """Every `@weights NAME for Model:` map the file can name: its own and the imported ones."""
+    modules, _ = _scope(analysis)
+    return [n for m in modules for n in m.items if isinstance(n, ast.WeightsMapDecl)]
+
+
 def walk(node: ast.Node) -> Iterator[ast.Node]:
     """Every node below `node`, parents before children, in source order.
 
