@@ -36,6 +36,7 @@ SETTING_KEY = re.compile(r"\s+(\w*)$")
 SETTING_VALUE = re.compile(r"\s+(\w+)\s*=\s*(\w*)$")
 STEP_OBJECTIVE = re.compile(r"\s+step\s+(\w*)$")
 STEP_LINE = re.compile(r"\s+step\s+\w+\s+with\b")
+OBJECTIVE_LINE = re.compile(r"\s+objective\s*=")
 GROUP_LINE = re.compile(r"\s+group\s+(\w+)\s*=")
 USING = re.compile(r"\s*weights\s+\w+\s+from\s+\"[^\"]*\"\s+using\s+(\w*)$")
 CALL_OPEN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\($")
@@ -104,13 +105,14 @@ def _train(analysis: Analysis, line: int, before: str) -> list[Item] | None:
 
 
 def _line_starts(analysis: Analysis, line: int) -> list[Item]:
-    """Every key (in a block of `step` lines, those such a block takes), and the lines
-    `step`, `group`, `carry` and `checkpoint every`."""
+    """Every key (in a block of `step` lines, those such a block takes; with steps or an
+    `objective`, no `target`), and the lines `step`, `group`, `carry` and `checkpoint every`."""
     from tensorloom.catalogue.train_keys import KEYS
 
-    steps = _has_steps(analysis, line)
-    # `target` picks a loss's field, and a block of steps has no loss (TL0471)
-    keys = [k for k in KEYS.values() if not steps or (k.steps in STEP_KEYS and k.kind != "target")]
+    steps = _block_has(analysis, line, STEP_LINE)
+    keys = [k for k in KEYS.values() if not steps or k.steps in STEP_KEYS]
+    if steps or _block_has(analysis, line, OBJECTIVE_LINE):
+        keys = [k for k in keys if k.kind != "target"]  # no loss to pick a field for: TL0471
     items = [Item(k.name, "setting", k.summary, f"{k.name} = ") for k in keys]
     return items + [Item(word, "keyword", doc, insert) for word, doc, insert in TRAIN_LINES]
 
@@ -184,10 +186,10 @@ def _catalogue_items(kind: str, catalogue: dict[str, tuple[str, ...]]) -> list[I
     return [Item(n, kind, f"({', '.join(args)})" if args else "") for n, args in catalogue.items()]
 
 
-def _has_steps(analysis: Analysis, line: int) -> bool:
-    """Whether the train block around the line has a `step` line (written, or parsed)."""
+def _block_has(analysis: Analysis, line: int, pattern: re.Pattern[str]) -> bool:
+    """Whether another line of the train block around `line` matches `pattern`."""
     start, end = _block_lines(analysis, line)
-    return any(STEP_LINE.match(analysis.line(n)) for n in range(start, end) if n != line)
+    return any(pattern.match(analysis.line(n)) for n in range(start, end) if n != line)
 
 
 def _block_lines(analysis: Analysis, line: int) -> tuple[int, int]:

@@ -136,8 +136,16 @@ def definition(analysis: Analysis, line: int, col: int) -> Span | None:
         or local(root, name, line, col)
         or (member(model, name) if model else None)
         or dim(root, name, line, col)
+        or train_name(root, name, line, col)
         or top_level(analysis, name)
     )
+
+
+def train_name(root: ast.Module, name: str, line: int, col: int) -> Span | None:
+    """A `group` or `carry` of the train block around the position, by its name."""
+    blocks = [n for n in enclosing(root, line, col) if isinstance(n, ast.TrainDecl)]
+    lines = [*blocks[-1].groups, *blocks[-1].carries] if blocks else []
+    return next((n.name_span for n in lines if n.name == name), None)
 
 
 def config_keyword(analysis: Analysis, root: ast.Module, line: int, col: int) -> Span | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tensorloom.tools.lsp import complete, hover, semantic
+from tensorloom.tools.lsp import complete, hover, navigate, semantic
 from tensorloom.tools.lsp.document import Analysis, analyze
 
 STEPS = """\
@@ -113,6 +113,16 @@ def test_a_block_without_steps_completes_every_key(tmp_path: Path) -> None:
     assert {"optimizer", "loss", "objective", "target", "step", "carry"} <= labels.keys()
 
 
+def test_a_block_of_objectives_completes_no_target(tmp_path: Path) -> None:
+    text = FIELDS.replace("    loss = CrossEntropy\n    target = label\n", "    objective = f\n")
+    text = text.replace(
+        "let net", "fn f(net, image, text):\n    return mean(net(image, text))\n\nlet net"
+    )
+    analysis = _analysis(tmp_path, text + "    epochs = 1\n")
+    labels = _labels(analysis, len(analysis.text.splitlines()), "    ")
+    assert "target" not in labels and {"epochs", "objective", "loss"} <= labels.keys()
+
+
 def test_a_step_line_completes_objectives_optimizers_and_their_arguments(tmp_path: Path) -> None:
     analysis = _analysis(tmp_path, STEPS)
     assert _labels(analysis, 25, "    step ") == {"lm_loss": "function"}
@@ -215,6 +225,14 @@ def test_hover_on_an_index_assignment_shows_the_tensor(tmp_path: Path) -> None:
     analysis = _analysis(tmp_path, STEPS)
     assert "logits: Tensor[B, T, 100]" in _hover(analysis, 10, "logits")
     assert "logits: Tensor[B, T, 100]" in _hover(analysis, 11, "logits")
+
+
+def test_definition_of_a_group_and_a_carry_a_line_names(tmp_path: Path) -> None:
+    analysis = _analysis(tmp_path, STEPS)
+    used = navigate.definition(analysis, 25, analysis.line(25).index("rest") + 1)
+    assert used is not None and (used.line, used.col) == (24, 11)
+    carry = navigate.definition(analysis, 26, 11)
+    assert carry is not None and (carry.line, carry.col) == (26, 11)
 
 
 # --- semantic tokens ------------------------------------------------------------------------
