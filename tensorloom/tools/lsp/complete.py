@@ -1,6 +1,7 @@
 """Completion: what may be written at a position, from the catalogues the checker reads.
 
-    self.|                  the model's layers, config entries and methods
+    self.|                  the model's layers, config entries and methods; `net.|` those
+                            of the instance `net` (`carry h = net.h0`, `params(net.h)`)
     train net on data:
         |                   train settings (`epochs`, `optimizer`, ...) and the lines
                             `step`, `group`, `carry`, `checkpoint every`; in a block of
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 
 TRAIN_HEADER = re.compile(r"train\s+.*\bon\s+(\w+)\s*:")
 MEMBER = re.compile(r"\bself\.(\w*)$")
+INSTANCE_MEMBER = re.compile(r"(?<![\w.])(\w+)\.\w*$")
 SETTING_KEY = re.compile(r"\s+(\w*)$")
 SETTING_VALUE = re.compile(r"\s+(\w+)\s*=\s*(\w*)$")
 STEP_OBJECTIVE = re.compile(r"\s+step\s+(\w*)$")
@@ -74,6 +76,10 @@ def completions(analysis: Analysis, line: int, col: int) -> list[Item]:
     if member is not None:
         model = navigate.enclosing_model(analysis.root, line, col)
         return _members(analysis, model) if model is not None else []
+    owner = INSTANCE_MEMBER.search(before)
+    model = _instances(analysis).get(owner.group(1)) if owner is not None else None
+    if model is not None:  # `carry h = net.|`, `params(net.|`: the instance's layers
+        return _members(analysis, model)
     if _block_header(analysis, line).startswith("train "):
         items = _train(analysis, line, before)
         if items is not None:
@@ -169,12 +175,13 @@ def _groups(analysis: Analysis, line: int) -> list[str]:
     return [m.group(1) for m in found if m is not None]
 
 
-def _instances(analysis: Analysis) -> list[str]:
-    """The file's `let NAME = Model(...)` instances."""
+def _instances(analysis: Analysis) -> dict[str, ast.ModelDecl]:
+    """The file's `let NAME = Model(...)` instances, and their models."""
     root = analysis.root
     models = navigate.models_in_scope(analysis)
     lets = [n for n in root.items if isinstance(n, ast.LetStmt)] if root is not None else []
-    return [let.name for let in lets if _callee_name(let.value) in models]
+    called = {let.name: _callee_name(let.value) for let in lets}
+    return {name: models[model] for name, model in called.items() if model in models}
 
 
 def _callee_name(value: ast.Expr) -> str | None:

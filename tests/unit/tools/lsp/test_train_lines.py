@@ -155,6 +155,14 @@ def test_using_completes_the_weights_maps_of_the_imports(tmp_path: Path) -> None
     assert _labels(analysis, 5, 'weights net from "w" using ') == {"hf": "weights"}
 
 
+def test_an_instance_completes_its_layers_in_a_carry_and_a_group(tmp_path: Path) -> None:
+    analysis = _analysis(tmp_path, STEPS)
+    layers = {"encoder", "rnn", "decoder", "h0", "forward"}
+    assert _labels(analysis, 26, "    carry h = net.").keys() == layers
+    assert _labels(analysis, 23, "    group head = params(net.de").keys() == layers
+    assert "h0" not in _labels(analysis, 26, "    carry h = x.")  # not an instance
+
+
 def test_the_new_words_are_keywords_everywhere_else(tmp_path: Path) -> None:
     analysis = _analysis(tmp_path, STEPS)
     labels = _labels(analysis, 18, "")
