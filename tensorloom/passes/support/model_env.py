@@ -42,7 +42,7 @@ from xdsl.traits import SymbolOpInterface, SymbolTable
 
 from tensorloom.catalogue.args import fits_int64
 from tensorloom.catalogue.layers import BoundLayer, lookup
-from tensorloom.catalogue.layers.base import Value
+from tensorloom.catalogue.layers.base import CallValue, Evaluated, Value
 from tensorloom.dialects.module_facts import SPECIALIZED_MODULE
 from tensorloom.dialects.nml import (
     CallAttr,
@@ -91,18 +91,6 @@ def name_help(error: EvalError) -> str | None:
     if "got `'" not in error.message:
         return None
     return "a name in a `.tl` expression is read as text: write the number itself"
-
-
-@dataclass(frozen=True, slots=True)
-class CallValue:
-    """`Adam(lr=0.001)` or a bare name such as `CrossEntropy` as a setting's value."""
-
-    name: str
-    args: tuple[Value | CallValue, ...] = ()
-    kwargs: tuple[tuple[str, Value | CallValue], ...] = ()
-
-
-Evaluated = Value | CallValue
 
 
 def evaluate(attr: Attribute, env: Mapping[str, Value]) -> Evaluated | EvalError:
