@@ -52,13 +52,13 @@ from tensorloom.passes.support.model_env import (
     ArgFailure,
     Env,
     bind_layer,
+    called_method,
     declared_params,
     element_env,
     forward_of,
     layer_built,
     layer_count,
     layers_of,
-    lookup_symbol,
     model_env,
     model_kind,
     models_of,
@@ -183,7 +183,7 @@ class _Walk:
 
     def method(self, model: ModelOp, op: CallOp, env: Env) -> None:
         """A call of another method of the model: its lines in place."""
-        method = lookup_symbol(model, op.callee.data.removeprefix("self."), FuncOp)
+        method = called_method(model, op)
         if method is None or op.method is not None or self.depth > MAX_DEPTH:
             return
         self.depth += 1

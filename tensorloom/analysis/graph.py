@@ -72,10 +72,10 @@ from tensorloom.passes.support.model_env import (
     ArgFailure,
     Env,
     bind_layer,
+    called_method,
     forward_of,
     layer_kind,
     layers_of,
-    lookup_symbol,
     model_env,
     model_kind,
     models_of,
@@ -305,7 +305,7 @@ def _method(model: ModelOp, op: CallOp) -> FuncOp | None:
     """The method of the model a call runs (`self.encode(x)`), if it is one."""
     if op.method is not None:
         return None
-    return lookup_symbol(model, op.callee.data.removeprefix("self."), FuncOp)
+    return called_method(model, op)
 
 
 def _is_param(model: ModelOp, op: Operation) -> bool:

@@ -62,11 +62,11 @@ from tensorloom.passes.support.model_env import (
     ArgFailure,
     Env,
     bind_layer,
+    called_method,
     element_env,
     forward_of,
     layer_kind,
     layers_of,
-    lookup_symbol,
     model_env,
     model_kind,
     nested_model,
@@ -295,7 +295,7 @@ class Walker:
 
     def method(self, model: ModelOp, op: CallOp, env: Env) -> None:
         """A call of another method of the model: its steps are the caller's."""
-        method = lookup_symbol(model, op.callee.data.removeprefix("self."), FuncOp)
+        method = called_method(model, op)
         if method is None or op.method is not None or self.depth > MAX_DEPTH:
             return
         returned = self.call(model, method, env, [self.key(v) for v in op.operands])

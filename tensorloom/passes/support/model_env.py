@@ -46,6 +46,7 @@ from tensorloom.catalogue.layers.base import CallValue, Evaluated, Value
 from tensorloom.dialects.module_facts import SPECIALIZED_MODULE
 from tensorloom.dialects.nml import (
     CallAttr,
+    CallOp,
     CfgAttr,
     ConfigOp,
     ExprAttr,
@@ -461,6 +462,14 @@ def methods_of(model: ModelOp) -> dict[str, FuncOp]:
 
 def forward_of(model: ModelOp) -> FuncOp | None:
     return lookup_symbol(model, "forward", FuncOp)
+
+
+def called_method(model: ModelOp, op: CallOp) -> FuncOp | None:
+    """The method of `model` that `self.helper(...)` calls: the call site's own copy
+    (`specialized`, which `instantiate` gave it) if it has one, else the method so named."""
+    if op.specialized is not None:
+        return lookup_symbol(model, op.specialized.root_reference.data, FuncOp)
+    return lookup_symbol(model, op.callee.data.removeprefix("self."), FuncOp)
 
 
 def enclosing_model(op: Operation) -> ModelOp | None:
