@@ -128,7 +128,7 @@ def _step(analysis: Analysis, line: int, before: str) -> list[Item]:
     block's groups and models, the optimizer's arguments and the keys a step's optimizer
     takes (`grad_clip=`)."""
     from tensorloom.catalogue.train_keys import KEYS
-    from tensorloom.passes.check_train import OPTIMIZERS
+    from tensorloom.catalogue.train_rules import OPTIMIZERS
 
     if STEP_OBJECTIVE.fullmatch(before):
         return _functions(analysis)
@@ -149,7 +149,7 @@ def _step(analysis: Analysis, line: int, before: str) -> list[Item]:
 def _setting_values(analysis: Analysis, line: int, key: str) -> list[Item]:
     """The values of `key = |`: a catalogue's (a loss may be a function of the file too), the
     file's functions for `objective`, the data's fields for `target`."""
-    from tensorloom.passes.check_train import LOSSES, OPTIMIZERS, SCHEDULES
+    from tensorloom.catalogue.train_rules import LOSSES, OPTIMIZERS, SCHEDULES
 
     if key == "objective":
         return _functions(analysis)
