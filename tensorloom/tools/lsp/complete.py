@@ -118,7 +118,7 @@ def _line_starts(analysis: Analysis, line: int) -> list[Item]:
     steps = _block_has(analysis, line, STEP_LINE)
     keys = [k for k in KEYS.values() if not steps or k.steps in STEP_KEYS]
     if steps or _block_has(analysis, line, OBJECTIVE_LINE):
-        keys = [k for k in keys if k.kind != "target"]  # no loss to pick a field for: TL0471
+        keys = [k for k in keys if k.name != "target"]  # no loss to pick a field for: TL0471
     items = [Item(k.name, "setting", k.summary, f"{k.name} = ") for k in keys]
     return items + [Item(word, "keyword", doc, insert) for word, doc, insert in TRAIN_LINES]
 
