@@ -1,8 +1,9 @@
 """A plain builtin is its catalogue record and its op: nothing else names it.
 
-The test adds one, `logit(x, eps=1e-6)`, as a `FunctionSpec` (builder `plain`) and an
-`nml.PlainOp` and nothing more; a model that calls it checks, compiles, and computes what
-`torch.logit` computes, and `tlc info` counts its declared cost.
+The test adds one, `logit(x, eps=1e-6)`, as a `FunctionSpec` and an `nml.PlainOp`
+(which registers itself as it is defined) and nothing more; a model that calls it
+checks, compiles, and computes what `torch.logit` computes, and `tlc info` counts its
+declared cost.
 """
 
 from __future__ import annotations
@@ -39,10 +40,6 @@ class LogitOp(tensor_ops.PlainOp):
 
     eps = prop_def(FloatAttr[Float64Type])
 
-    ASSEMBLY_FORMAT: ClassVar[str] = (
-        "$input `eps` $eps attr-dict `:` functional-type($input, $result)"
-    )
-
     def infer_shape(
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
     ) -> Attribute | ShapeMismatch:
@@ -58,11 +55,8 @@ model Odds:
 
 @pytest.fixture
 def logit(monkeypatch: pytest.MonkeyPatch) -> None:
-    spec = functions.FunctionSpec(
-        "logit", "x, eps=1e-6", "log(x / (1 - x))", "torch.logit", "plain"
-    )
+    spec = functions.FunctionSpec("logit", "x, eps=1e-6", "log(x / (1 - x))", "torch.logit")
     monkeypatch.setitem(functions.FUNCTIONS, "logit", spec)
-    monkeypatch.setitem(tensor_ops.PLAIN_OPS, "logit", LogitOp)
 
 
 def test_a_new_plain_builtin_checks_compiles_and_runs(logit: None, tmp_path: Path) -> None:

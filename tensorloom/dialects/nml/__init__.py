@@ -11,21 +11,22 @@
     }
 
 Types and attribute expressions are in `types.py`, structural ops in `ops.py`,
-the functional builtins in `builtins.py` (their shape rules are the helpers of
-`tensorloom/catalogue/shapes.py`). See docs/ir.md. The dialect registers the op lists
-the modules build (`FUNCTIONAL_OPS`, `TENSOR_OPS`, `CONTROL_OPS`); a plain builtin
-(`PLAIN_OPS`: normalize, cumsum, ...) is reached through its catalogue record's name, so
-it is not exported here one by one.
+the functional builtins in `builtins.py` and `tensor_ops.py` (their shape rules are the
+helpers of `tensorloom/catalogue/shapes.py`). See docs/ir.md. The dialect registers
+every builtin op class as it is defined (`BUILTIN_OPS`), and resolve-nml reaches one
+through its catalogue record (`OP_OF_RECORD`), so a new builtin is neither listed nor
+exported here; the names below are those other modules use.
 """
 
 from xdsl.ir import Dialect
 
 from tensorloom.dialects.nml.builtins import (
     BINARY_OPS,
+    BUILTIN_OPS,
     COMPARE_OPS,
     DYNAMIC,
     ELEMENTWISE,
-    FUNCTIONAL_OPS,
+    OP_OF_RECORD,
     UNARY_OPS,
     AddOp,
     AmaxOp,
@@ -53,12 +54,14 @@ from tensorloom.dialects.nml.builtins import (
     MaskedFillOp,
     MatmulOp,
     MeanOp,
+    Member,
     MomentOp,
     MulOp,
     MultinomialOp,
     NegOp,
     PermuteOp,
     PowOp,
+    PyName,
     ReductionOp,
     ReluOp,
     RepeatOp,
@@ -70,6 +73,7 @@ from tensorloom.dialects.nml.builtins import (
     SizedOp,
     SoftmaxLikeOp,
     SoftmaxOp,
+    SpelledOp,
     SplitOp,
     SqueezeOp,
     StackOp,
@@ -77,6 +81,7 @@ from tensorloom.dialects.nml.builtins import (
     SubOp,
     SumOp,
     TanhOp,
+    TorchArgument,
     UnaryOp,
     VarOp,
     ViewOp,
@@ -113,8 +118,6 @@ from tensorloom.dialects.nml.ops import (
 )
 from tensorloom.dialects.nml.tensor_ops import (
     DTYPES,
-    PLAIN_OPS,
-    TENSOR_OPS,
     TORCH_DTYPES,
     ArgmaxOp,
     ArgminOp,
@@ -131,10 +134,8 @@ from tensorloom.dialects.nml.tensor_ops import (
     PlainOp,
     ScatterAddOp,
     ScatterOp,
-    SpelledOp,
     TOp,
     TopkOp,
-    TorchArgument,
 )
 from tensorloom.dialects.nml.types import (
     ELEMENT_TYPE_NAMES,
@@ -159,6 +160,7 @@ from tensorloom.dialects.nml.types import (
 
 __all__ = [
     "BINARY_OPS",
+    "BUILTIN_OPS",
     "COMPARE_OPS",
     "CONTROL_OPS",
     "DTYPES",
@@ -166,10 +168,8 @@ __all__ = [
     "ELEMENTWISE",
     "ELEMENT_TYPE_NAMES",
     "EXPR_OPERATORS",
-    "FUNCTIONAL_OPS",
     "LOSSES",
-    "PLAIN_OPS",
-    "TENSOR_OPS",
+    "OP_OF_RECORD",
     "TORCH_DTYPES",
     "UNARY_OPS",
     "AddOp",
@@ -224,6 +224,7 @@ __all__ = [
     "MatmulOp",
     "MaxOp",
     "MeanOp",
+    "Member",
     "MinOp",
     "ModelCallOp",
     "ModelOp",
@@ -243,6 +244,7 @@ __all__ = [
     "PipeOp",
     "PlainOp",
     "PowOp",
+    "PyName",
     "ReductionOp",
     "RefOp",
     "ReluOp",
@@ -304,10 +306,8 @@ Nml = Dialect(
         InstanceOp,
         RefOp,
         GetAttrOp,
-        *FUNCTIONAL_OPS,
-        *TENSOR_OPS,
+        *BUILTIN_OPS,
         *CONTROL_OPS,
-        LossOp,
     ],
     [
         TensorType,
