@@ -14,7 +14,7 @@ type or a `ShapeMismatch`; the shape-inference pass calls it and supplies the
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -229,11 +229,34 @@ class PyName:
     dotted: str
 
 
+@dataclass(frozen=True, slots=True)
+class SizeOf:
+    """`x.size(axis)` in the script: a size of a tensor, read where the call runs."""
+
+    tensor: SSAValue
+    axis: int
+
+
+@dataclass(frozen=True, slots=True)
+class InTraining:
+    """`p if self.training else 0.0`: a rate (a number, or `self.<config>`) that applies
+    only in training."""
+
+    rate: float | Member
+
+
 TorchArgument = (
-    SSAValue | Literal | tuple[SSAValue | int, ...] | list[SSAValue | int] | Member | PyName
+    SSAValue
+    | Literal
+    | tuple[SSAValue | int, ...]
+    | list[SSAValue | int]
+    | Member
+    | PyName
+    | SizeOf
+    | InTraining
 )
 """One argument of the PyTorch call: a value, a constant, a tuple or a list of ints and
-values, `self.<name>`, or a Python name."""
+values, `self.<name>`, a Python name, a tensor's size, or a rate only in training."""
 
 
 class SpelledOp(FunctionalOp, ABC):
@@ -244,8 +267,9 @@ class SpelledOp(FunctionalOp, ABC):
     lowering of its own."""
 
     @property
-    def tensor(self) -> SSAValue:
-        """What the call is made on: the receiver of `x.name(...)`, else the first argument."""
+    def tensor(self) -> SSAValue | None:
+        """What the call is made on: the receiver of `x.name(...)`, else the first argument;
+        None for a call of `torch_arguments` alone (`torch.cat([a, b], dim=1)`)."""
         return self.operands[0]
 
     @abstractmethod
@@ -660,9 +684,10 @@ def _sized_entries(shape: ArrayAttr, sizes: Sequence[Dim]) -> list[Dim]:
     return [next(known) if (e := _shape_entry(a)) == DYNAMIC else e for a in shape.data]
 
 
-class ReshapeLikeOp(SizedOp, ABC):
+class ReshapeLikeOp(SizedOp, SpelledOp, ABC):
     """`nml.reshape %x to [B, -1, 64] (%n)`: sizes are ints (one may be -1),
-    symbolic names, or `"?"` for a runtime size taken, in order, from `dynamic_sizes`."""
+    symbolic names, or `"?"` for a runtime size taken, in order, from `dynamic_sizes`.
+    `x.reshape(x.size(0), -1, 64)`: a symbolic size reads the input's own size."""
 
     input = operand_def()
     shape = prop_def(ArrayAttr)
@@ -702,6 +727,22 @@ class ReshapeLikeOp(SizedOp, ABC):
             return sizes
         shape, dynamic = sizes
         return _reshape_problem(args.name, shape) or cls(x, shape, dynamic, unknown_type())
+
+    def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
+        operand = self.input.type
+        dims = operand.dims if isinstance(operand, TensorType) else None
+        dynamic = iter(self.dynamic_sizes)
+        return [("", self._size(entry, dynamic, dims)) for entry in self.shape.data]
+
+    def _size(self, entry: Attribute, dynamic: Iterator[SSAValue], dims: Dims) -> TorchArgument:
+        if isinstance(entry, IntegerAttr):
+            return entry.value.data
+        assert isinstance(entry, StringAttr)
+        if entry.data == DYNAMIC:
+            return next(dynamic)
+        if not dims or entry.data not in dims:
+            return -1  # a size the checker could not place: the rest of the elements
+        return SizeOf(self.input, dims.index(entry.data))
 
     def target(self) -> list[Dim]:
         """The target dims: `"?"` entries become unknown (None)."""
@@ -962,7 +1003,7 @@ class StdOp(MomentOp):
     FUNCTION: ClassVar[str] = "std"
 
 
-class JoinOp(FunctionalOp, ABC):
+class JoinOp(SpelledOp, ABC):
     """`nml.cat %a, %b dim 1`, `nml.stack`: tensors joined along `dim` (a new one for
     stack); `torch.cat([a, b], dim=1)`."""
 
@@ -995,6 +1036,13 @@ class JoinOp(FunctionalOp, ABC):
             return dim
         elements = list(tensors.owner.elements)
         return args.unknown_keywords(("dim",)) or cls(elements, dim, unknown_type())
+
+    @property
+    def tensor(self) -> SSAValue | None:
+        return None
+
+    def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
+        return [("", list(self.inputs)), ("dim", self.dim.value.data)]
 
 
 @lazy_op_definition
@@ -2234,7 +2282,7 @@ class ChunkOp(_PiecesOp, SpelledOp):
 
 
 @lazy_op_definition
-class EinsumOp(FunctionalOp):
+class EinsumOp(SpelledOp):
     """`nml.einsum "bij,bjk->bik" %a, %b`: the output shape follows the equation."""
 
     name = "nml.einsum"
@@ -2270,6 +2318,14 @@ class EinsumOp(FunctionalOp):
         if not operands:
             return CallProblem("`einsum` needs at least one tensor after the equation")
         return args.unknown_keywords(()) or cls(equation, operands, unknown_type())
+
+    @property
+    def tensor(self) -> SSAValue | None:
+        return None
+
+    def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
+        """`torch.einsum("bij,bjk->bik", a, b)`."""
+        return [("", self.equation.data), *(("", v) for v in self.inputs)]
 
     def infer_shape(
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
@@ -2385,10 +2441,11 @@ class MaskedFillOp(SpelledOp):
 
 
 @lazy_op_definition
-class AttentionOp(FunctionalOp):
+class AttentionOp(SpelledOp):
     """`nml.attention %q, %k, %v mask(%m) causal dropout 0.1`: scaled dot-product
-    attention (`F.scaled_dot_product_attention`); [..., L, E] x [..., S, E] x [..., S, Ev]
-    -> [..., L, Ev]."""
+    attention (`F.scaled_dot_product_attention(q, k, v, is_causal=True)`: PyTorch picks
+    the fused flash or memory-efficient kernel); [..., L, E] x [..., S, E] x [..., S, Ev]
+    -> [..., L, Ev]. Dropout applies only in training, as `F.dropout` does."""
 
     name = "nml.attention"
     FUNCTION: ClassVar[str] = "scaled_dot_product_attention"
@@ -2463,6 +2520,19 @@ class AttentionOp(FunctionalOp):
         problem = args.rest(allowed, 4)
         p = rate or dropout or 0.0
         return problem or cls(qkv, mask, causal, p, scale, unknown_type())  # type: ignore[arg-type]
+
+    def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
+        arguments: list[tuple[str, TorchArgument]] = [("", self.key), ("", self.value)]
+        if self.mask is not None:
+            arguments.append(("attn_mask", self.mask))
+        rate = self.dropout or self.dropout_rate
+        if rate is not None:
+            arguments.append(("dropout_p", InTraining(rate_argument(rate))))  # type: ignore[arg-type]
+        if self.causal is not None:
+            arguments.append(("is_causal", True))
+        if self.scale is not None:
+            arguments.append(("scale", self.scale.value.data))
+        return arguments
 
     def infer_shape(
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None

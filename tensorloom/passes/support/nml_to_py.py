@@ -240,69 +240,6 @@ class UnaryToTorch(RewritePattern):
         _replace(rewriter, op, _call(FUNCTIONS[name].torch, op.input, _Keywords()))
 
 
-def _rate(attr: Attribute | None) -> list[Operation]:
-    """A dropout probability: the number, or `self.<config>` (the config it names)."""
-    if isinstance(attr, CfgAttr):
-        return self_attr(attr.param.data)
-    assert isinstance(attr, FloatAttr), f"compiler bug: dropout rate {attr}"
-    return [_const(attr.value.data)]
-
-
-class ReshapeToTorch(RewritePattern):
-    """`x.reshape(x.shape[0], -1, 64)`; a symbolic size reads the input's own size."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: nml.ReshapeLikeOp, rewriter: PatternRewriter) -> None:
-        if not _in_body(op):
-            return
-        call = _Keywords()
-        dynamic = iter(op.dynamic_sizes)
-        input_dims = _dims_of(op.input)
-        for entry in op.shape.data:
-            _reshape_size(call, op.input, entry, dynamic, input_dims)
-        _replace(rewriter, op, _call(spelling(op), op.input, call))
-
-
-def _dims_of(value: SSAValue) -> tuple[object, ...] | None:
-    value_type = value.type
-    return value_type.dims if isinstance(value_type, nml.TensorType) else None
-
-
-def _reshape_size(
-    call: _Keywords,
-    source: SSAValue,
-    entry: Attribute,
-    dynamic: object,
-    input_dims: tuple[object, ...] | None,
-) -> None:
-    if isinstance(entry, IntegerAttr):
-        call.literal(entry.value.data)
-        return
-    assert isinstance(entry, StringAttr)
-    if entry.data == nml.DYNAMIC:
-        call.value(next(dynamic))  # type: ignore[call-overload]
-        return
-    axis = input_dims.index(entry.data) if input_dims and entry.data in input_dims else None
-    if axis is None:
-        call.literal(-1)  # a size the checker could not place: the rest of the elements
-        return
-    size = _Keywords().literal(axis).method(source, "size")
-    call.ops += size
-    call.value(size[-1].results[0])
-
-
-class CatToTorch(RewritePattern):
-    """`torch.cat([a, b], dim=1)`, `torch.stack([a, b], dim=0)`."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: nml.CatOp | nml.StackOp, rewriter: PatternRewriter) -> None:
-        if not _in_body(op):
-            return
-        tensors = py.ListOp(op.inputs)
-        call = _Keywords().value(tensors.result).literal(op.dim.value.data, "dim")
-        _replace(rewriter, op, [tensors, *call.function(spelling(op))])
-
-
 class ArangeToTorch(RewritePattern):
     """`torch.arange(T, device=x.device)`: on the device of the method's first input;
     the defaults (start 0, step 1) are left out."""
@@ -339,42 +276,6 @@ def _is_number(attr: Attribute, value: int) -> bool:
     return isinstance(attr, IntegerAttr) and attr.value.data == value
 
 
-class EinsumToTorch(RewritePattern):
-    """`torch.einsum("bij,bjk->bik", a, b)`."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: nml.EinsumOp, rewriter: PatternRewriter) -> None:
-        if not _in_body(op):
-            return
-        call = _Keywords().literal(op.equation.data)
-        for value in op.inputs:
-            call.value(value)
-        _replace(rewriter, op, call.function(spelling(op)))
-
-
-class AttentionToTorch(RewritePattern):
-    """`F.scaled_dot_product_attention(q, k, v, is_causal=True)`: PyTorch picks the fused
-    flash or memory-efficient kernel. Dropout applies only in training, as `F.dropout` does."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: nml.AttentionOp, rewriter: PatternRewriter) -> None:
-        if not _in_body(op):
-            return
-        call = _Keywords().value(op.query).value(op.key).value(op.value)
-        if op.mask is not None:
-            call.value(op.mask, "attn_mask")
-        if op.dropout is not None or op.dropout_rate is not None:
-            p, zero, flag = _rate(op.dropout or op.dropout_rate), _const(0.0), self_attr("training")
-            choice = py.IfExpOp(flag[-1].results[0], p[-1].results[0], zero.result)
-            call.ops += [*p, zero, *flag, choice]
-            call.value(choice.result, "dropout_p")
-        if op.causal is not None:
-            call.literal(True, "is_causal")
-        if op.scale is not None:
-            call.literal(op.scale.value.data, "scale")
-        _replace(rewriter, op, call.function(spelling(op)))
-
-
 class SpelledToTorch(RewritePattern):
     """`torch.cumsum(x, dim=1)`, `x.topk(2, dim=-1)`, `F.pad(x, (1, 1))`,
     `F.dropout(x, p=0.1, training=self.training)`: every builtin that lists its own
@@ -387,7 +288,11 @@ class SpelledToTorch(RewritePattern):
         call = _Keywords()
         for name, argument in op.torch_arguments():
             _argument(call, argument, name)
-        _replace(rewriter, op, _call(op.spelling(), op.tensor, call))
+        first = op.tensor
+        spelled = (
+            call.function(op.spelling()) if first is None else _call(op.spelling(), first, call)
+        )
+        _replace(rewriter, op, spelled)
 
 
 def _argument(call: _Keywords, argument: nml.TorchArgument, name: str) -> None:
@@ -399,16 +304,28 @@ def _argument(call: _Keywords, argument: nml.TorchArgument, name: str) -> None:
         packed = py.TupleOp(values) if isinstance(argument, tuple) else py.ListOp(values)
         call.ops += [*(v for v in items if not isinstance(v, SSAValue)), packed]
         call.value(packed.result, name)
-    elif isinstance(argument, nml.Member):
-        read = self_attr(argument.name)
-        call.ops += read
-        call.value(read[-1].results[0], name)
-    elif isinstance(argument, nml.PyName):
-        named = py.NameOp(argument.dotted)
-        call.ops.append(named)
-        call.value(named.result, name)
+    elif isinstance(argument, nml.Member | nml.PyName | nml.SizeOf | nml.InTraining):
+        ops = _expression(argument)
+        call.ops += ops
+        call.value(ops[-1].results[0], name)
     else:
         call.literal(argument, name)
+
+
+def _expression(argument: nml.Member | nml.PyName | nml.SizeOf | nml.InTraining) -> list[Operation]:
+    """`self.training`, `torch.int64`, `x.size(1)`, `p if self.training else 0.0` (the last
+    op gives the value)."""
+    if isinstance(argument, nml.Member):
+        return self_attr(argument.name)
+    if isinstance(argument, nml.PyName):
+        return [py.NameOp(argument.dotted)]
+    if isinstance(argument, nml.SizeOf):
+        return _Keywords().literal(argument.axis).method(argument.tensor, "size")
+    rate = argument.rate
+    p = _expression(rate) if isinstance(rate, nml.Member) else [_const(rate)]
+    zero, flag = _const(0.0), self_attr("training")
+    choice = py.IfExpOp(flag[-1].results[0], p[-1].results[0], zero.result)
+    return [*p, zero, *flag, choice]
 
 
 BINARY_OPERATORS: dict[type[Operation], str] = {
@@ -862,13 +779,9 @@ BODY_PATTERNS: tuple[RewritePattern, ...] = (
     RefToTorch(),
     ApplyToTorch(),
     UnaryToTorch(),
-    ReshapeToTorch(),
-    CatToTorch(),
     ArangeToTorch(),
     SampleToTorch(),
     LinspaceToTorch(),
-    EinsumToTorch(),
-    AttentionToTorch(),
     SpelledToTorch(),
     BinaryToTorch(),
     IndexToTorch(),
