@@ -734,7 +734,9 @@ class ReshapeLikeOp(SizedOp, SpelledOp, ABC):
         dynamic = iter(self.dynamic_sizes)
         return [("", self._size(entry, dynamic, dims)) for entry in self.shape.data]
 
-    def _size(self, entry: Attribute, dynamic: Iterator[SSAValue], dims: Dims) -> TorchArgument:
+    def _size(
+        self, entry: Attribute, dynamic: Iterator[SSAValue], dims: Dims | None
+    ) -> TorchArgument:
         if isinstance(entry, IntegerAttr):
             return entry.value.data
         assert isinstance(entry, StringAttr)
