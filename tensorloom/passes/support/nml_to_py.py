@@ -1,11 +1,15 @@
 """nml body ops as `py` ops: the rewrite patterns convert-nml-to-torch lowers a model's
 methods with, and the train lowering a script's statements (`BODY_PATTERNS`).
 
-One pattern per op (see convert_nml_to_torch.py's step 1): layer applications become
-submodule calls (`self.norm(x)`), functional builtins the PyTorch call a person would
-write (`F.relu(x)`, `x.flatten(1)`, `x @ y`), config references `self.<name>`; every new
-op keeps the location of the op it replaces. `attr_ops` writes an attribute expression
-(a layer's constructor argument) as `py` ops.
+One pattern per kind of op (see convert_nml_to_torch.py's step 1): layer applications
+become submodule calls (`self.norm(x)`), functional builtins the PyTorch call a person
+would write (`F.relu(x)`, `x.flatten(1)`, `x @ y`), config references `self.<name>`;
+every new op keeps the location of the op it replaces. A builtin op spells itself
+(`nml.SpelledOp`: its record's PyTorch and its `torch_arguments`), so one pattern,
+`SpelledToTorch`, lowers nearly all of them; the elementwise family (`-x`, `math.exp` of
+a number), the constructors placed on the input's device (`arange`, `randn`,
+`linspace`) and Python syntax (operators, indexing, lists) keep their own.
+`attr_ops` writes an attribute expression (a layer's constructor argument) as `py` ops.
 """
 
 from __future__ import annotations
