@@ -32,8 +32,8 @@ from types import ModuleType
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-PATTERNS = ("examples/*.tl", "bench/programs/*.tl", "tests/e2e/info_programs/*.tl",
-            "tests/e2e/info_programs/*.nml")  # fmt: skip
+PATTERNS = ("examples/*.tl", "examples/*.nml", "bench/programs/*.tl",
+            "tests/e2e/info_programs/*.tl", "tests/e2e/info_programs/*.nml")  # fmt: skip
 STEPS = 3
 TINY = 2  # the batch of a CPU dry run
 TOLERANCE = 0.15
@@ -42,12 +42,14 @@ TOLERANCE = 0.15
 # --- prepare (TensorLoom) ------------------------------------------------------------------
 
 
-def prepare(out: Path) -> None:
+def prepare(out: Path, bindings: dict[str, int] | None = None) -> None:
+    """`bindings` (`--bind T=128`) size the dims a program leaves free, as `tlc info -D` does:
+    a model whose input is [B, T, ...] gets a budget only once T is known."""
     programs: dict[str, str] = {}
     entries: list[dict[str, Any]] = []
     for pattern in PATTERNS:
         for path in sorted(ROOT.glob(pattern)):
-            code, found = _program_entries(path)
+            code, found = _program_entries(path, bindings or {})
             if code is not None and found:
                 programs[str(path.relative_to(ROOT))] = code
                 entries += found
@@ -55,13 +57,15 @@ def prepare(out: Path) -> None:
     print(f"{len(entries)} entries from {len(programs)} programs written to {out}")
 
 
-def _program_entries(path: Path) -> tuple[str | None, list[dict[str, Any]]]:
+def _program_entries(
+    path: Path, bindings: dict[str, int]
+) -> tuple[str | None, list[dict[str, Any]]]:
     from tensorloom.analysis.report import InfoRequest, info_json
 
     code, instances = _emitted(path)
     if code is None:
         return None, []
-    first = info_json(path, InfoRequest())
+    first = info_json(path, InfoRequest(bindings=bindings))
     entries: list[dict[str, Any]] = []
     for model in first["models"]:
         base = model["settings"]["batch_size"] or 8
@@ -70,7 +74,8 @@ def _program_entries(path: Path) -> tuple[str | None, list[dict[str, Any]]]:
             other = "fp32" if model["settings"]["precision"] != "fp32" else "bf16"
             runs += [(base, other), (4 * base, other)]
         for batch, precision in runs:
-            info = info_json(path, InfoRequest(batch_size=batch, precision=precision))
+            request = InfoRequest(batch_size=batch, precision=precision, bindings=bindings)
+            info = info_json(path, request)
             entry = next(m for m in info["models"] if m["name"] == model["name"])
             if entry["memory"] is None:
                 continue
@@ -344,6 +349,13 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("prepare")
     p.add_argument("-o", "--output", type=Path, default=ROOT / "bench/memory_predictions.json")
+    p.add_argument(
+        "--bind",
+        action="append",
+        default=[],
+        metavar="NAME=SIZE",
+        help="size a dim programs leave free (as `tlc info -D`)",
+    )
     r = sub.add_parser("run")
     r.add_argument("predictions", type=Path)
     dry = f"cpu: a dry run, {STEPS} steps of each entry at batch {TINY}, no memory measured"
@@ -354,7 +366,7 @@ def main(argv: list[str] | None = None) -> int:
     e.add_argument("--only", help="the entries of programs whose path contains this")
     args = parser.parse_args(argv)
     if args.command == "prepare":
-        prepare(args.output)
+        prepare(args.output, {k: int(v) for k, v in (b.split("=") for b in args.bind)})
         return 0
     if args.command == "explain":
         return explain(args.predictions, args.only)
