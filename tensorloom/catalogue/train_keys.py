@@ -242,7 +242,7 @@ TRAIN_KEYS: tuple[TrainKey, ...] = (
              field="optimizer steps between loss lines"),
     TrainKey("metrics", "validation metrics: `accuracy`, `top_k(k)`, a `fn`",
              kind="metrics", shown="a list: `accuracy`, `top_k(k)`, a `fn` of the program",
-             type="list", default=[], reaches="metrics",
+             type="list", default=[], reaches="metrics", steps="taken",
              field="validation metrics: kind, name and k of each"),
     TrainKey("freeze", "layers whose weights do not train (no gradients, no optimizer state)",
              kind="freeze", shown="a list of layers: `[wte, wpe, h[0:6]]`",

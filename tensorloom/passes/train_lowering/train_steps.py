@@ -732,8 +732,9 @@ def _objective_values_ops(plan: StepsPlan) -> list[Operation]:
 
 
 def _values(b: PyBuilder, plan: StepsPlan, prefix: str) -> None:
-    """`with autocast(...): return {"val_d_loss": d_loss(G, D, xb, yb), ...}`; with `carry`,
-    each objective that takes the carried values from `val_carried`, which it updates."""
+    """`with autocast(...): return {"val_d_loss": d_loss(G, D, xb, yb), ...}`, then each
+    metric's (`"val_acc": acc(G, D, xb, yb)`); with `carry`, each objective that takes the
+    carried values from `val_carried`, which it updates."""
     inner = PyBuilder()
     pairs = []
     for s in plan.steps:
@@ -750,6 +751,9 @@ def _values(b: PyBuilder, plan: StepsPlan, prefix: str) -> None:
             inner.assign(inner.subscript(inner.name("val_carried"), inner.const(c)),
                          inner.name(c))  # fmt: skip
         pairs.append((inner.const(f"{prefix}{s.objective}"), inner.name(f"{s.objective}_value")))
+    for metric in plan.base.metrics:  # `metrics = [acc]`: functions of the models and the batch
+        call = inner.call(metric.name, *_arguments(inner, plan, metric.name))
+        pairs.append((inner.const(f"{prefix}{metric.name}"), call))
     inner.ret(inner.add(py.DictOp(pairs)))
     manager = b.call("autocast", b.path("trainer", "plan"), b.path("trainer", "ctx", "device"))
     b.stmt(py.WithOp(manager, inner.ops))
