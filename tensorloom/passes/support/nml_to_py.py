@@ -789,7 +789,7 @@ class TupleGetToTorch(RewritePattern):
         if not _in_body(op):
             return
         if not op.result.uses:
-            rewriter.erase_op(op)
+            rewriter.erase(op)
             return
         index = _const(op.index.value.data)
         _replace(rewriter, op, [index, py.SubscriptOp(op.input, [index.result])])
