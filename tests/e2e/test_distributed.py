@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -144,9 +145,18 @@ def test_two_nodes_of_one_process_on_localhost(runs: dict[str, Path]) -> None:
 
 
 def test_a_failing_rank_is_named_with_its_own_error(runs: dict[str, Path]) -> None:
+    """Both ranks fail alike (a fresh checkpoint folder, so rank 0 has nothing else to refuse);
+    whichever torchrun sees first is named with the end of its own stderr."""
     failed = _run([*TLC, "run", str(runs["source"]), "--nproc", "2", "--",
-                   "--resume", "no-such-folder"], runs["root"])  # fmt: skip
+                   "--checkpoint-dir", "fresh", "--resume", "no-such-folder"],
+                  runs["root"])  # fmt: skip
     assert failed.returncode == 1
-    assert "failed first: exit status 1" in failed.stderr
-    assert "[default1]:error: no-such-folder: no such checkpoint folder" in failed.stderr
+    named = re.search(r"rank (\d) \(local rank \d\) failed first: exit status 1", failed.stderr)
+    assert named, failed.stderr
+    error = "error: no-such-folder: no such checkpoint folder"
+    if named[1] == "0":  # local rank 0 writes to the terminal, so its error is already there
+        assert f"\n{error}\n" in f"\n{failed.stderr}", failed.stderr
+        assert "its output is above (local rank 0 writes to this terminal)" in failed.stderr
+    else:  # another rank's is quoted from its log, with torchrun's prefix
+        assert f"[default{named[1]}]:{error}" in failed.stderr, failed.stderr
     assert "ChildFailedError" not in failed.stderr  # not torchrun's traceback and summary
