@@ -27,7 +27,7 @@ import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import torch
 import torch.distributed as dist
@@ -150,6 +150,71 @@ def teardown_distributed() -> None:
     """Leave the process group; call it in a `finally` so a failed run still exits cleanly."""
     if dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()
+
+
+# --- each rank's own random numbers ------------------------------------------------------
+
+
+def sync_buffers(*models: torch.nn.Module, emas: dict[str, Any] | None = None) -> None:
+    """Every rank takes rank 0's buffers (BatchNorm's running statistics) of `models` and
+    of each `ema` average (a collective: every rank calls it; nothing in one process).
+    Each rank updates them from its own batches and its own noise, so before validating
+    and saving the ranks agree on rank 0's, which the checkpoint keeps."""
+    if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+        return
+    averages = [average.module for average in (emas or {}).values()]
+    for model in [*models, *averages]:  # a wrapper's buffers are its module's
+        for buffer in model.buffers():
+            torch.distributed.broadcast(buffer, src=0)
+
+
+def _rng_state() -> dict[str, Any]:
+    rng: dict[str, Any] = {"cpu": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        rng["cuda"] = torch.cuda.get_rng_state_all()
+    return rng
+
+
+def _rank_and_size() -> tuple[int, int]:
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        return torch.distributed.get_rank(), torch.distributed.get_world_size()
+    return 0, 1
+
+
+def gather_rng_states() -> list[dict[str, Any]] | None:
+    """Under DDP every rank's RNG states, in rank order, for rank 0 to save: each rank
+    draws its own noise (seeded `seed + rank`), so each resumes its own (a collective:
+    every rank calls it). None in one process."""
+    if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+        return None
+    ranks: list[Any] = [None] * torch.distributed.get_world_size()
+    torch.distributed.all_gather_object(ranks, _rng_state())
+    return ranks
+
+
+def own_rng_state(ranks: list[Any] | None, saved: Any) -> Any:
+    """This rank's RNG states in a save: its own when the save holds every rank's at this
+    world size; else the one `saved` (rank 0's), which a rank after the first, on another
+    world size, leaves for a stream of its own (`reseed`: `_restore_rng` does that)."""
+    rank, size = _rank_and_size()
+    if ranks and len(ranks) == size:
+        return ranks[rank]
+    return saved if rank == 0 else {**saved, "reseed": rank}
+
+
+def _restore_rng(states: dict[str, Any]) -> None:
+    torch.set_rng_state(states["cpu"].cpu())
+    if "cuda" in states and torch.cuda.is_available():
+        with contextlib.suppress(RuntimeError):  # another number of GPUs
+            torch.cuda.set_rng_state_all([s.cpu() for s in states["cuda"]])
+    if "reseed" in states:  # resumed on another world size: rank 0's stream, then its own
+        torch.manual_seed(int(torch.randint(0, 2**62, ())) + states["reseed"])
+
+
+def restore_rank_rng(ranks: list[Any] | None) -> None:
+    """After a resume restored a save's RNG states (rank 0's): this rank's own, from
+    `ranks` (`gather_rng_states` at the save), as `own_rng_state` picks them."""
+    _restore_rng(own_rng_state(ranks, _rng_state()))
 
 
 def exit_process(code: int) -> NoReturn:

@@ -52,6 +52,12 @@ from torch.distributed.checkpoint.state_dict import (
 )
 from torch.distributed.fsdp import FSDPModule, MixedPrecisionPolicy, fully_shard
 
+from tensorloom.backends.runtime.distributed import (
+    gather_rng_states,
+    restore_rank_rng,
+    sync_buffers,
+)
+
 COMPLETE_MARKER = "COMPLETE"
 TRAIN_STATE = "train_state.pt"
 _SAVE_FOLDER = "epoch-{:04d}"
@@ -190,7 +196,10 @@ def _write_sharded(
     extra: dict[str, Any] | None = None,
     ema: torch.nn.Module | None = None,
 ) -> None:
-    """DCP's shards (every rank), rank 0's train state, then the marker, last."""
+    """DCP's shards (every rank), rank 0's train state, then the marker, last. The buffers
+    saved are rank 0's (`sync_buffers`), as every rank's resume then holds; the train state
+    keeps every rank's RNG states (each rank draws its own noise, seeded `seed + rank`)."""
+    sync_buffers(model, *([ema] if ema is not None else []))
     model_state, optimizer_state = get_state_dict(model, optimizer)
     shards: dict[str, Any] = {"model": model_state, "optimizer": optimizer_state}
     if ema is not None:
@@ -203,6 +212,7 @@ def _write_sharded(
         "scaler": scaler.state_dict() if scaler is not None else None,
         "loader": loader.state_dict() if loader is not None else None,
         "rng": _rng_states(),
+        "rng_by_rank": gather_rng_states(),
         "world_size": _world_size(),
         "extra": extra or {},
         "has_ema": ema is not None,
@@ -306,8 +316,9 @@ def load_sharded_checkpoint(
         scaler.load_state_dict(train_state["scaler"])
     if loader is not None and train_state["loader"] is not None:
         loader.load_state_dict(train_state["loader"])
-    if restore_rng:
+    if restore_rng:  # rank 0's, then this rank's own where the save holds each rank's
         _restore_rng_states(train_state["rng"])
+        restore_rank_rng(train_state.get("rng_by_rank"))
     return train_state
 
 

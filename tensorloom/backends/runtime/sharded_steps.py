@@ -38,6 +38,7 @@ from torch.distributed.checkpoint.state_dict import (
     set_optimizer_state_dict,
 )
 
+from tensorloom.backends.runtime.distributed import _rank_and_size, sync_buffers
 from tensorloom.backends.runtime.recipe import ModelEMA
 from tensorloom.backends.runtime.sharded import (
     ShardedCheckpointError,
@@ -52,7 +53,7 @@ from tensorloom.backends.runtime.sharded import (
     resolve_sharded_checkpoint,
     write_sharded_folder,
 )
-from tensorloom.backends.runtime.steps import _plain, _rank_and_size, sync_buffers
+from tensorloom.backends.runtime.steps import _plain
 
 
 @contextlib.contextmanager

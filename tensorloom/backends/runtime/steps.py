@@ -17,7 +17,6 @@ stepped as one (`optimizer = (Muon(hidden), AdamW(rest))`).
 
 from __future__ import annotations
 
-import contextlib
 import fnmatch
 import os
 import re
@@ -29,6 +28,12 @@ from typing import Any
 import torch
 from torch import nn
 
+from tensorloom.backends.runtime.distributed import (
+    _rank_and_size,
+    _restore_rng,
+    _rng_state,
+    own_rng_state,
+)
 from tensorloom.backends.runtime.pretrained import Rules, export_state, merged_state_dict
 
 StepBatch = tuple[torch.Tensor, ...]  # (x, y), or the named fields a loader yields
@@ -359,62 +364,6 @@ def _whole_state(model: nn.Module) -> dict[str, torch.Tensor]:
 
     options = StateDictOptions(full_state_dict=True, cpu_offload=True)
     return get_model_state_dict(_plain(model), options=options)
-
-
-def sync_buffers(*models: nn.Module, emas: dict[str, Any] | None = None) -> None:
-    """Every rank takes rank 0's buffers (BatchNorm's running statistics) of `models` and
-    of each `ema` average (a collective: every rank calls it; nothing in one process).
-    Each rank updates them from its own batches and its own noise, so before validating
-    and saving the ranks agree on rank 0's, which the checkpoint keeps."""
-    if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
-        return
-    averages = [average.module for average in (emas or {}).values()]
-    for model in [*models, *averages]:
-        for buffer in _plain(model).buffers():
-            torch.distributed.broadcast(buffer, src=0)
-
-
-def _rng_state() -> dict[str, Any]:
-    rng: dict[str, Any] = {"cpu": torch.get_rng_state()}
-    if torch.cuda.is_available():
-        rng["cuda"] = torch.cuda.get_rng_state_all()
-    return rng
-
-
-def _rank_and_size() -> tuple[int, int]:
-    if torch.distributed.is_available() and torch.distributed.is_initialized():
-        return torch.distributed.get_rank(), torch.distributed.get_world_size()
-    return 0, 1
-
-
-def gather_rng_states() -> list[dict[str, Any]] | None:
-    """Under DDP every rank's RNG states, in rank order, for rank 0 to save: each rank
-    draws its own noise (seeded `seed + rank`), so each resumes its own (a collective:
-    every rank calls it). None in one process."""
-    if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
-        return None
-    ranks: list[Any] = [None] * torch.distributed.get_world_size()
-    torch.distributed.all_gather_object(ranks, _rng_state())
-    return ranks
-
-
-def own_rng_state(ranks: list[Any] | None, saved: Any) -> Any:
-    """This rank's RNG states in a save: its own when the save holds every rank's at this
-    world size; else the one `saved` (rank 0's), which a rank after the first, on another
-    world size, leaves for a stream of its own (`reseed`: `_restore_rng` does that)."""
-    rank, size = _rank_and_size()
-    if ranks and len(ranks) == size:
-        return ranks[rank]
-    return saved if rank == 0 else {**saved, "reseed": rank}
-
-
-def _restore_rng(states: dict[str, Any]) -> None:
-    torch.set_rng_state(states["cpu"].cpu())
-    if "cuda" in states and torch.cuda.is_available():
-        with contextlib.suppress(RuntimeError):  # another number of GPUs
-            torch.cuda.set_rng_state_all([s.cpu() for s in states["cuda"]])
-    if "reseed" in states:  # resumed on another world size: rank 0's stream, then its own
-        torch.manual_seed(int(torch.randint(0, 2**62, ())) + states["reseed"])
 
 
 def _moved(value: Any, device: torch.device) -> Any:

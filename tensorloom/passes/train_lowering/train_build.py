@@ -2,11 +2,12 @@
 runtime/trainer.py's `Trainer` record) and `build_recipe` (DDP, FSDP).
 
     def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
-        seed_everything(args.seed)
+        seed_everything(args.seed)              # the model alike on every rank
         train_loader, val_loader, info = build_loaders(args, ctx)
         model = Classifier().to(ctx.device)  # mnist.tl:31
         plan = resolve_precision(args.precision, ctx.device)
         ...
+        seed_everything(args.seed + ctx.rank)   # DDP, FSDP: each rank its own noise
         return Trainer(ctx, model, train_model, compiled, optimizer, scheduler, ..., scaler=scaler)
 
 What the plan decides: the precision plan and the GradScaler (fields, arguments, their
@@ -305,6 +306,17 @@ def _trainer(b: PyBuilder, plan: ScriptPlan, *extra: tuple[str, SSAValue]) -> No
     b.ret(b.call_with("Trainer", [*arguments, ("", recipe), *amp, *extra]))
 
 
+def _own_noise(b: PyBuilder, plan: ScriptPlan) -> None:
+    """`seed_everything(args.seed + ctx.rank)` under DDP or FSDP, once the model is built
+    from the one seed (alike on every rank): what the steps draw (dropout, an objective's
+    `randint` and `randn_like`) is each rank's own; rank 0 draws what `--seed` gives."""
+    if not plan.distributed:
+        return
+    b.comment("each rank its own noise from here on (the model above, built from the one")
+    b.comment("seed, is alike on every rank)")
+    b.expr(b.call("seed_everything", b.binop("+", b.path("args", "seed"), b.path("ctx", "rank"))))
+
+
 def _recipe_plan(b: PyBuilder, plan: ScriptPlan) -> list[SSAValue]:
     """FSDP's `build_recipe` takes the precision plan: the EMA's copy is sharded in it."""
     return [b.name("plan")] if plan.sharded and plan.amp else []
@@ -333,6 +345,7 @@ def _build_trainer(b: PyBuilder, plan: ScriptPlan) -> None:
     b.assign("compiled", _maybe_compile(b, b.name("model")))
     _train_model(b, plan)
     _scaler(b, plan)
+    _own_noise(b, plan)
     _trainer(b, plan)
 
 
@@ -366,6 +379,7 @@ def _graph_build_trainer(b: PyBuilder, plan: ScriptPlan) -> None:
     b.assign("compile_it", _should_compile(b, plan, captured=True))
     b.assign("compiled", _maybe_compile(b, b.name("model")))
     b.assign("train_model", _maybe_compile(b, batch_loss(b, plan)))
+    _own_noise(b, plan)
     _trainer(b, plan, ("whole_step", b.name("whole_step")))
 
 

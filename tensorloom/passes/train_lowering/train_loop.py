@@ -348,6 +348,8 @@ def _starting_point(b: PyBuilder, plan: ScriptPlan) -> None:
     if not plan.sharded:
         b.comment("stale temporary files of a cut save, then --init-from or --resume")
         b.expr(b.call("start_run", b.name("trainer"), b.name("args")))
+        if plan.distributed:
+            _own_rng_resumed(b)
         return
     init = PyBuilder()
     weights, model = init.path("args", "init_from"), init.path("trainer", "model")
@@ -370,6 +372,16 @@ def _starting_point(b: PyBuilder, plan: ScriptPlan) -> None:
             "max_steps": resume.path("args", "max_steps")}  # fmt: skip
     resume.expr(resume.call("check_resume_left", resume.path("args", "resume"), **left))
     b.if_(b.is_set(b.path("args", "resume")), resume)
+
+
+def _own_rng_resumed(b: PyBuilder) -> None:
+    """Under DDP, after `--resume` restored the save's RNG (rank 0's): each rank its own,
+    `restore_rank_rng(trainer.resumed_rngs)` (on another number of ranks, rank 0's stream
+    and then one of each rank's own)."""
+    own = PyBuilder()
+    own.expr(own.call("restore_rank_rng", own.path("trainer", "resumed_rngs")))
+    b.comment("each rank resumes its own RNG stream (the save holds every rank's)")
+    b.if_(b.is_set(b.path("args", "resume")), own)
 
 
 def _published_weights(b: PyBuilder, plan: ScriptPlan) -> None:
@@ -461,10 +473,19 @@ def _save_if_due(b: PyBuilder, plan: ScriptPlan) -> None:
                "last": b.path("args", "epochs")}  # fmt: skip
     if plan.setting("checkpoint_unit", str) == "steps":
         options["unit"] = b.const("steps")
+    if plan.distributed:
+        _every_ranks_rng(b, options)
     b.expr(b.call("save_if_due", b.name("trainer"), b.name("epochs_done"), b.name("start_step"),
                   **options))  # fmt: skip
     if plan.distributed:
         b.expr(b.call("barrier"))
+
+
+def _every_ranks_rng(b: PyBuilder, options: dict[str, SSAValue]) -> None:
+    """Under DDP: `rngs = gather_rng_states()` (every rank calls it) for rank 0's save, as
+    `rngs=rngs`: each rank draws its own noise, and resumes its own stream."""
+    b.assign("rngs", b.call("gather_rng_states"), comment="every rank's RNG, gathered by all")
+    options["rngs"] = b.name("rngs")
 
 
 def _plateau_step(b: PyBuilder) -> None:
@@ -515,8 +536,11 @@ def _run_end(b: PyBuilder, plan: ScriptPlan) -> None:
 def _finish_run(b: PyBuilder, plan: ScriptPlan) -> None:
     """`finish_run(...)` (runtime/trainer.py: last.pt, the summary, an interrupted run's exit
     code), then the requests with the trained weights."""
-    finished = b.call("finish_run", b.name("trainer"), epochs_done=b.name("epochs_done"),
-                      started=b.name("started"), metrics=b.name("metrics"))  # fmt: skip
+    options = {"epochs_done": b.name("epochs_done"), "started": b.name("started"),
+               "metrics": b.name("metrics")}  # fmt: skip
+    if plan.distributed:
+        _every_ranks_rng(b, options)
+    finished = b.call("finish_run", b.name("trainer"), **options)
     b.assign("interrupted", finished)
     stop = PyBuilder()
     stop.ret(stop.name("interrupted"))

@@ -43,14 +43,20 @@ def validation_record_ops(plan: ScriptPlan) -> list[Operation]:
     `evaluate` returns the record itself (`plan.evaluate_records`)."""
     if plan.evaluate_records:
         return []
-    top, body = PyBuilder(), PyBuilder()
+    top, body, inner = PyBuilder(), PyBuilder(), PyBuilder()
     if not plan.has("ema"):
         body.expr(body.const("The validation metrics."))
-        _plain_record(body, plan)
+        _plain_record(inner, plan)
     else:
         body.expr(body.const("The validation metrics, and the EMA weights' (`ema_` keys) when "
                              "`ema` is set."))  # fmt: skip
-        _ema_record(body)
+        _ema_record(inner)
+    if plan.has("objective"):  # its draws leave the training's stream as it was
+        body.comment("the objective's draws on a fork of the RNG: training continues as if")
+        body.comment("validation had not run (a run cut mid-epoch resumes exactly)")
+        body.stmt(py.WithOp(body.call("validation_rng"), inner.ops))
+    else:
+        body.ops += inner.ops
     top.def_("validation_record", [("trainer", "Trainer")], body, top.generic("dict", "str", "Any"))
     if plan.has("ema"):
         top.ops += _as_record_ops()
@@ -117,6 +123,7 @@ def epoch_record_ops(b: PyBuilder, plan: ScriptPlan) -> SSAValue:
     """`epoch_record(trainer, epoch + 1, train_loss.item(), ...)` (runtime/trainer.py): what
     the run writes after an epoch; the mean train loss (all-reduced under DDP) is the epoch's
     one host sync; validation every VAL_EVERY epochs (and after the last) with `val_every`."""
+    synced_buffers(b, plan)
     if plan.setting("val_every", int) != 1:
         _due_validation(b, plan)
     b.comment("the epoch's one host sync: `train_loss.item()`")
@@ -132,6 +139,21 @@ def epoch_record_ops(b: PyBuilder, plan: ScriptPlan) -> SSAValue:
     return b.call("epoch_record", b.name("trainer"), done, mean, validation,
                   batches=b.name("batches"), batch_size=b.path("args", "batch_size"),
                   elapsed=b.name("elapsed"))  # fmt: skip
+
+
+def synced_buffers(b: PyBuilder, plan: ScriptPlan) -> None:
+    """Under DDP or FSDP, before validating: `sync_buffers(trainer.model)` (and the `ema`
+    average's), rank 0's buffers on every rank. Each rank's BatchNorm statistics come from
+    its own batches and its own noise; the ranks validate with rank 0's, which it saves."""
+    if not plan.distributed:
+        return
+    emas = {}
+    if plan.has("ema"):
+        ema = b.path("trainer", "recipe", "ema")
+        emas["emas"] = b.add(py.DictOp([(b.const("ema"), ema)]))
+    b.comment("every rank validates with rank 0's buffers (BatchNorm's statistics), as "
+              "rank 0 saves them")  # fmt: skip
+    b.expr(b.call("sync_buffers", b.path("trainer", "model"), **emas))
 
 
 def _due_validation(b: PyBuilder, plan: ScriptPlan) -> None:
@@ -153,6 +175,7 @@ def step_validation_ops(plan: ScriptPlan) -> list[Operation]:
     top, body = PyBuilder(), PyBuilder()
     body.expr(body.const("`eval_every = N`: validation after every N optimizer steps, recorded "
                          "with its step."))  # fmt: skip
+    synced_buffers(body, plan)
     record = [(body.const("epoch"), _epoch_1(body)), (body.const("steps"),
               body.path("trainer", "step")),
               (None, body.call(plan.validation, body.name("trainer")))]  # fmt: skip

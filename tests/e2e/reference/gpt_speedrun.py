@@ -418,6 +418,38 @@ def resolve_device(choice: str, local_rank: int = 0) -> torch.device:
     return torch.device("cuda", local_rank % torch.cuda.device_count())
 
 
+def _rng_state() -> dict[str, Any]:
+    rng: dict[str, Any] = {"cpu": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        rng["cuda"] = torch.cuda.get_rng_state_all()
+    return rng
+
+
+def _rank_and_size() -> tuple[int, int]:
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        return torch.distributed.get_rank(), torch.distributed.get_world_size()
+    return 0, 1
+
+
+def own_rng_state(ranks: list[Any] | None, saved: Any) -> Any:
+    """This rank's RNG states in a save: its own when the save holds every rank's at this
+    world size; else the one `saved` (rank 0's), which a rank after the first, on another
+    world size, leaves for a stream of its own (`reseed`: `_restore_rng` does that)."""
+    rank, size = _rank_and_size()
+    if ranks and len(ranks) == size:
+        return ranks[rank]
+    return saved if rank == 0 else {**saved, "reseed": rank}
+
+
+def _restore_rng(states: dict[str, Any]) -> None:
+    torch.set_rng_state(states["cpu"].cpu())
+    if "cuda" in states and torch.cuda.is_available():
+        with contextlib.suppress(RuntimeError):  # another number of GPUs
+            torch.cuda.set_rng_state_all([s.cpu() for s in states["cuda"]])
+    if "reseed" in states:  # resumed on another world size: rank 0's stream, then its own
+        torch.manual_seed(int(torch.randint(0, 2**62, ())) + states["reseed"])
+
+
 # ---- runtime/amp.py: Mixed precision for TensorLoom scripts: what `precision = ...` means on this device.
 @dataclass(frozen=True)
 class PrecisionPlan:
@@ -1267,38 +1299,6 @@ def _plain(model: nn.Module) -> nn.Module:
     """The model a `Frozen` or `torch.compile` wrapper holds."""
     inner = getattr(model, "_orig_mod", model)
     return inner.model if isinstance(inner, Frozen) else inner
-
-
-def _rng_state() -> dict[str, Any]:
-    rng: dict[str, Any] = {"cpu": torch.get_rng_state()}
-    if torch.cuda.is_available():
-        rng["cuda"] = torch.cuda.get_rng_state_all()
-    return rng
-
-
-def _rank_and_size() -> tuple[int, int]:
-    if torch.distributed.is_available() and torch.distributed.is_initialized():
-        return torch.distributed.get_rank(), torch.distributed.get_world_size()
-    return 0, 1
-
-
-def own_rng_state(ranks: list[Any] | None, saved: Any) -> Any:
-    """This rank's RNG states in a save: its own when the save holds every rank's at this
-    world size; else the one `saved` (rank 0's), which a rank after the first, on another
-    world size, leaves for a stream of its own (`reseed`: `_restore_rng` does that)."""
-    rank, size = _rank_and_size()
-    if ranks and len(ranks) == size:
-        return ranks[rank]
-    return saved if rank == 0 else {**saved, "reseed": rank}
-
-
-def _restore_rng(states: dict[str, Any]) -> None:
-    torch.set_rng_state(states["cpu"].cpu())
-    if "cuda" in states and torch.cuda.is_available():
-        with contextlib.suppress(RuntimeError):  # another number of GPUs
-            torch.cuda.set_rng_state_all([s.cpu() for s in states["cuda"]])
-    if "reseed" in states:  # resumed on another world size: rank 0's stream, then its own
-        torch.manual_seed(int(torch.randint(0, 2**62, ())) + states["reseed"])
 
 
 if __name__ == "__main__":

@@ -185,6 +185,9 @@ def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
         device_ids = [ctx.device.index] if ctx.device.type == "cuda" else None
         train_model = DistributedDataParallel(compiled, device_ids=device_ids)
     scaler = make_grad_scaler(plan, ctx.device)
+    # each rank its own noise from here on (the model above, built from the one
+    # seed, is alike on every rank)
+    seed_everything(args.seed + ctx.rank)
     return Trainer(ctx, model, train_model, compiled, optimizer, scheduler, train_loader,
                    val_loader, info, build_recipe(model, ctx), scaler=scaler, plan=plan)
 
@@ -217,6 +220,9 @@ def _run(trainer: Trainer, args: argparse.Namespace, ctx: DistContext) -> int:
         return evaluate_checkpoint(trainer, args)
     # stale temporary files of a cut save, then --init-from or --resume
     start_run(trainer, args)
+    # each rank resumes its own RNG stream (the save holds every rank's)
+    if args.resume is not None:
+        restore_rank_rng(trainer.resumed_rngs)
     metrics = MetricsWriter(args.metrics, enabled=ctx.is_main, tensorboard=args.tensorboard)
     started, epochs_done = time.perf_counter(), trainer.start_epoch
     for epoch in range(trainer.start_epoch, args.epochs):  # train_ddp.tl:26
@@ -229,6 +235,8 @@ def _run(trainer: Trainer, args: argparse.Namespace, ctx: DistContext) -> int:
         if not complete and trainer.recipe.interrupted:
             # last.pt keeps the epoch's batches so far; no validation on the way out
             break
+        # every rank validates with rank 0's buffers (BatchNorm's statistics), as rank 0 saves them
+        sync_buffers(trainer.model)
         # the epoch's one host sync: `train_loss.item()`
         record = epoch_record(trainer, epoch + 1, all_reduce_mean(train_loss).item(),
                               evaluate(trainer), batches=batches, batch_size=args.batch_size,
@@ -239,10 +247,13 @@ def _run(trainer: Trainer, args: argparse.Namespace, ctx: DistContext) -> int:
         trainer.recipe.after_validation(record)
         if complete:
             epochs_done = epoch + 1
+            rngs = gather_rng_states()  # every rank's RNG, gathered by all
             save_if_due(trainer, epochs_done, start_step, every=CHECKPOINT_EVERY,
-                        keep=KEEP_CHECKPOINTS, last=args.epochs)
+                        keep=KEEP_CHECKPOINTS, last=args.epochs, rngs=rngs)
             barrier()
-    interrupted = finish_run(trainer, epochs_done=epochs_done, started=started, metrics=metrics)
+    rngs = gather_rng_states()  # every rank's RNG, gathered by all
+    interrupted = finish_run(trainer, epochs_done=epochs_done, started=started, metrics=metrics,
+                             rngs=rngs)
     if interrupted is not None:
         return interrupted
     serve_requests(trainer, args)
@@ -409,6 +420,68 @@ def teardown_distributed() -> None:
     """Leave the process group; call it in a `finally` so a failed run still exits cleanly."""
     if dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()
+
+
+def sync_buffers(*models: torch.nn.Module, emas: dict[str, Any] | None = None) -> None:
+    """Every rank takes rank 0's buffers (BatchNorm's running statistics) of `models` and
+    of each `ema` average (a collective: every rank calls it; nothing in one process).
+    Each rank updates them from its own batches and its own noise, so before validating
+    and saving the ranks agree on rank 0's, which the checkpoint keeps."""
+    if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+        return
+    averages = [average.module for average in (emas or {}).values()]
+    for model in [*models, *averages]:  # a wrapper's buffers are its module's
+        for buffer in model.buffers():
+            torch.distributed.broadcast(buffer, src=0)
+
+
+def _rng_state() -> dict[str, Any]:
+    rng: dict[str, Any] = {"cpu": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        rng["cuda"] = torch.cuda.get_rng_state_all()
+    return rng
+
+
+def _rank_and_size() -> tuple[int, int]:
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        return torch.distributed.get_rank(), torch.distributed.get_world_size()
+    return 0, 1
+
+
+def gather_rng_states() -> list[dict[str, Any]] | None:
+    """Under DDP every rank's RNG states, in rank order, for rank 0 to save: each rank
+    draws its own noise (seeded `seed + rank`), so each resumes its own (a collective:
+    every rank calls it). None in one process."""
+    if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+        return None
+    ranks: list[Any] = [None] * torch.distributed.get_world_size()
+    torch.distributed.all_gather_object(ranks, _rng_state())
+    return ranks
+
+
+def own_rng_state(ranks: list[Any] | None, saved: Any) -> Any:
+    """This rank's RNG states in a save: its own when the save holds every rank's at this
+    world size; else the one `saved` (rank 0's), which a rank after the first, on another
+    world size, leaves for a stream of its own (`reseed`: `_restore_rng` does that)."""
+    rank, size = _rank_and_size()
+    if ranks and len(ranks) == size:
+        return ranks[rank]
+    return saved if rank == 0 else {**saved, "reseed": rank}
+
+
+def _restore_rng(states: dict[str, Any]) -> None:
+    torch.set_rng_state(states["cpu"].cpu())
+    if "cuda" in states and torch.cuda.is_available():
+        with contextlib.suppress(RuntimeError):  # another number of GPUs
+            torch.cuda.set_rng_state_all([s.cpu() for s in states["cuda"]])
+    if "reseed" in states:  # resumed on another world size: rank 0's stream, then its own
+        torch.manual_seed(int(torch.randint(0, 2**62, ())) + states["reseed"])
+
+
+def restore_rank_rng(ranks: list[Any] | None) -> None:
+    """After a resume restored a save's RNG states (rank 0's): this rank's own, from
+    `ranks` (`gather_rng_states` at the save), as `own_rng_state` picks them."""
+    _restore_rng(own_rng_state(ranks, _rng_state()))
 
 
 def exit_process(code: int) -> NoReturn:
@@ -1648,6 +1721,7 @@ class Trainer:
     metrics: MetricsWriter | None = None  # `eval_every` writes between epochs
     checkpoint_dir: str | None = None
     saved_step: int = -1  # the step last.pt holds
+    resumed_rngs: list[Any] | None = None  # under DDP, every rank's RNG in the save resumed
     whole_step: bool = False  # the step is captured in one CUDA graph (runtime/graphs.py)
     graphed: "GraphedStep | None" = None  # noqa: UP037 (captured at the first epoch, after any resume)
 
@@ -1814,11 +1888,15 @@ def end_epoch(
 
 
 def checkpoint_state(
-    trainer: Trainer, carry: Carry | None = None, ranks: list[Any] | None = None
-) -> dict[str, Any]:
+    trainer: Trainer, carry: Carry | None = None, ranks: list[Any] | None = None,
+    rngs: list[Any] | None = None,
+) -> dict[str, Any]:  # fmt: skip
     """What a checkpoint holds besides its epoch: `carry` is a cut epoch's loss and batches;
-    `ranks`, under DDP, every rank's carried values (`carried_by_rank`)."""
+    `ranks`, under DDP, every rank's carried values (`carried_by_rank`); `rngs`, under DDP,
+    every rank's RNG states (`gather_rng_states`: each rank draws its own noise)."""
     extra: dict[str, Any] = {"recipe": trainer.recipe.state_dict()}
+    if rngs is not None:  # each rank resumes its own (`resumed_rngs`)
+        extra["rng_by_rank"] = rngs
     if carry is not None:
         extra["carry"] = {"loss_sum": carry[0].detach(), "batches": carry[1]}
     if trainer.carried:  # a run resumed mid-epoch continues from them
@@ -1840,26 +1918,27 @@ def carried_by_rank(trainer: Trainer) -> list[Any] | None:
     return ranks
 
 
-def save_last(trainer: Trainer, epochs_done: int) -> None:
+def save_last(trainer: Trainer, epochs_done: int, rngs: list[Any] | None = None) -> None:
     """At the end of the run, and when it is interrupted: last.pt holds where it stopped
-    (unless the newest save already holds this step). Rank 0 writes."""
+    (unless the newest save already holds this step). Rank 0 writes; `rngs`, under DDP,
+    every rank's RNG states (`gather_rng_states`), which each rank resumes."""
     if trainer.checkpoint_dir is None or trainer.saved_step == trainer.step:
         return
     ranks = carried_by_rank(trainer)
     if trainer.ctx.is_main:
         path = f"{trainer.checkpoint_dir}/last.pt"
-        state = checkpoint_state(trainer, trainer.carry, ranks)
+        state = checkpoint_state(trainer, trainer.carry, ranks, rngs)
         save_checkpoint(path, epoch=epochs_done, **state)
     trainer.saved_step = trainer.step
 
 
 def save_if_due(
     trainer: Trainer, done: int, start_step: int, *, every: int | None, keep: int, last: int,
-    unit: str = "epochs",
+    unit: str = "epochs", rngs: list[Any] | None = None,
 ) -> None:  # fmt: skip
     """After the complete epoch `done` (1-based): `epoch-NNNN.pt` and last.pt when a save is
     due, every `every` epochs (or, with `unit="steps"`, when the epoch passed a multiple of
-    `every` steps), and after the `last` epoch. Rank 0 writes."""
+    `every` steps), and after the `last` epoch. Rank 0 writes; `rngs` as for `save_last`."""
     if unit == "steps":
         due = every is not None and trainer.step // every > start_step // every
     else:
@@ -1868,7 +1947,7 @@ def save_if_due(
         return
     ranks = carried_by_rank(trainer)
     if trainer.ctx.is_main:
-        state = checkpoint_state(trainer, ranks=ranks)
+        state = checkpoint_state(trainer, ranks=ranks, rngs=rngs)
         save_epoch_checkpoint(trainer.checkpoint_dir, keep=keep, epoch=done, **state)
     trainer.saved_step = trainer.step
 
@@ -1892,6 +1971,7 @@ def resume_position(trainer: Trainer, state: dict[str, Any]) -> None:
     trainer.start_epoch, trainer.step = state["epoch"], state["step"]
     trainer.saved_step = trainer.step
     extra = state["extra"]
+    trainer.resumed_rngs = extra.get("rng_by_rank")  # `restore_rank_rng` gives each its own
     trainer.recipe.load_state_dict(extra.get("recipe", {}))
     carry = extra.get("carry")
     if carry is not None:
@@ -1970,12 +2050,14 @@ def start_run(trainer: Trainer, args: argparse.Namespace) -> None:
 
 
 def finish_run(
-    trainer: Trainer, *, epochs_done: int, started: float, metrics: MetricsWriter
-) -> int | None:
-    """After the epochs: last.pt, the metrics closed and the run's summary. An interrupted
-    run says how to continue and returns its exit code (128 + the signal); else None."""
+    trainer: Trainer, *, epochs_done: int, started: float, metrics: MetricsWriter,
+    rngs: list[Any] | None = None,
+) -> int | None:  # fmt: skip
+    """After the epochs: last.pt (with `rngs`, under DDP, every rank's RNG states), the
+    metrics closed and the run's summary. An interrupted run says how to continue and
+    returns its exit code (128 + the signal); else None."""
     stopped = trainer.recipe.stop_reason
-    save_last(trainer, epochs_done)
+    save_last(trainer, epochs_done, rngs)
     metrics.close()
     summary = format_run_summary(epochs_done=epochs_done, steps=trainer.step,
                                  seconds=time.perf_counter() - started,

@@ -161,6 +161,13 @@ builtin.module {
 // CHECK:            %[[DDP:[0-9]+]] = py.name "DistributedDataParallel"
 // CHECK-NEXT:       py.call %[[DDP]](%{{[0-9]+}}, device_ids = %{{[0-9]+}})
 // CHECK:          py.name "make_grad_scaler"
+// The model built from the one seed (alike on every rank), each rank then draws its own noise:
+// `seed_everything(args.seed + ctx.rank)`.
+// CHECK:          %[[SEED:[0-9]+]] = py.attribute %{{[0-9]+}}, "seed"
+// CHECK:          %[[RANK:[0-9]+]] = py.attribute %{{[0-9]+}}, "rank"
+// CHECK-NEXT:     %[[OWN_SEED:[0-9]+]] = py.binop "+" %[[SEED]], %[[RANK]]
+// CHECK-NEXT:     %[[SEEDING:[0-9]+]] = py.name "seed_everything"
+// CHECK-NEXT:     py.call %[[SEEDING]](%[[OWN_SEED]])
 // CHECK:          %[[RECIPE:[0-9]+]] = py.name "build_recipe"
 // CHECK-NEXT:     %[[RECIPE_MADE:[0-9]+]] = py.call %[[RECIPE]](%{{[0-9]+}}, %{{[0-9]+}})
 // CHECK-NEXT:     %{{[0-9]+}} = py.name "scaler"
@@ -209,26 +216,47 @@ builtin.module {
 // CHECK-NEXT:     %[[LOG:[0-9]+]] = py.ifexp %[[PRINT]] if %{{[0-9]+}} else %[[SILENT]]
 // CHECK-NEXT:     %[[LOGNAME:[0-9]+]] = py.name "log"
 // CHECK-NEXT:     py.assign %[[LOGNAME]] = %[[LOG]]
+// After `start_run` (--resume restores the save's RNG, rank 0's), each rank takes its own:
+// `restore_rank_rng(trainer.resumed_rngs)`.
+// CHECK:          py.name "start_run"
+// CHECK:          %[[RESUMING:[0-9]+]] = py.compare ["is not"] %{{[0-9]+}}, %{{[0-9]+}}
+// CHECK-NEXT:     py.if %[[RESUMING]] {
+// CHECK-NEXT:       %[[TRAINER_R:[0-9]+]] = py.name "trainer"
+// CHECK-NEXT:       %[[RESUMED:[0-9]+]] = py.attribute %[[TRAINER_R]], "resumed_rngs"
+// CHECK-NEXT:       %[[RESTORE:[0-9]+]] = py.name "restore_rank_rng"
+// CHECK-NEXT:       py.call %[[RESTORE]](%[[RESUMED]])
 // CHECK:          %[[RANGE:[0-9]+]] = py.name "range"
 // CHECK-NEXT:     %[[EPOCHS:[0-9]+]] = py.call %[[RANGE]](%{{[0-9]+}}, %{{[0-9]+}})
 // CHECK-NEXT:     py.for %[[EPOCHS]] {
 // CHECK-NEXT:     ^bb0(%[[EPOCH:epoch[_0-9]*]]: !py.object):
 // CHECK:            %[[TRAIN:[0-9]+]] = py.name "train_one_epoch"
 // CHECK-NEXT:       py.call %[[TRAIN]](%{{[0-9]+}}, %[[EPOCH]], %{{[0-9]+}})
+// Every rank validates with rank 0's buffers (BatchNorm's statistics): `sync_buffers`.
+// CHECK:            %[[MODEL_B:[0-9]+]] = py.attribute %{{[0-9]+}}, "model"
+// CHECK-NEXT:       %[[SYNC:[0-9]+]] = py.name "sync_buffers"
+// CHECK-NEXT:       py.call %[[SYNC]](%[[MODEL_B]])
 // Under DDP the epoch's mean loss is all-reduced before its one `.item()`.
 // CHECK:            %[[MEAN_LOSS:[0-9]+]] = py.name "all_reduce_mean"
 // CHECK-NEXT:       %[[REDUCED:[0-9]+]] = py.call %[[MEAN_LOSS]](%{{[0-9]+}})
 // CHECK-NEXT:       py.attribute %[[REDUCED]], "item"
 // CHECK:            py.name "epoch_record"
-// `checkpoint every 2 epochs`: `save_if_due` (runtime/trainer.py) after a complete epoch, then
-// every rank waits at `barrier()`; `finish_run` saves last.pt and prints the summary.
+// `checkpoint every 2 epochs`: `save_if_due` (runtime/trainer.py) after a complete epoch, with
+// every rank's RNG gathered by all (`gather_rng_states`), then every rank waits at `barrier()`;
+// `finish_run` saves last.pt (every rank's RNG too) and prints the summary.
+// CHECK:            %[[GATHER:[0-9]+]] = py.name "gather_rng_states"
+// CHECK-NEXT:       %[[GATHERED:[0-9]+]] = py.call %[[GATHER]]()
+// CHECK-NEXT:       %[[RNGS:[0-9]+]] = py.name "rngs"
+// CHECK-NEXT:       py.assign %[[RNGS]] = %[[GATHERED]] comment "every rank's RNG, gathered by all"
+// CHECK-NEXT:       %[[RNGS_READ:[0-9]+]] = py.name "rngs"
 // CHECK:            %[[DUE:[0-9]+]] = py.name "save_if_due"
-// CHECK-NEXT:       %[[CALL:[0-9]+]] = py.call %[[DUE]](%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, every = %{{[0-9]+}}, keep = %{{[0-9]+}}, last = %{{[0-9]+}})
+// CHECK-NEXT:       %[[CALL:[0-9]+]] = py.call %[[DUE]](%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, every = %{{[0-9]+}}, keep = %{{[0-9]+}}, last = %{{[0-9]+}}, rngs = %[[RNGS_READ]])
 // CHECK-NEXT:       py.expr %[[CALL]]
 // CHECK-NEXT:       %[[BARRIER:[0-9]+]] = py.name "barrier"
 // CHECK-NEXT:       %[[WAIT:[0-9]+]] = py.call %[[BARRIER]]()
 // CHECK-NEXT:       py.expr %[[WAIT]]
-// CHECK:          py.name "finish_run"
+// CHECK:          %[[GATHER_LAST:[0-9]+]] = py.name "gather_rng_states"
+// CHECK:          %[[FINISH:[0-9]+]] = py.name "finish_run"
+// CHECK-NEXT:     py.call %[[FINISH]](%{{[0-9]+}}, epochs_done = %{{[0-9]+}}, started = %{{[0-9]+}}, metrics = %{{[0-9]+}}, rngs = %{{[0-9]+}})
 // CHECK:        py.def @evaluate_checkpoint(trainer : %{{[0-9]+}}, args : %{{[0-9]+}}) -> %{{[0-9]+}} {
 // CHECK:        py.def @_silent(*_args : %{{[0-9]+}}, **_kwargs : %{{[0-9]+}}) -> %{{[0-9]+}} {
 // `serve_requests` (train_loop.py): under DDP only rank 0 serves, with the trained weights.

@@ -12,14 +12,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tensorloom_rt_0_2_0_c2a74c13 import (
+from tensorloom_rt_0_2_0_2255d1b0 import (
     BestTracker, CheckpointError, DataInfo, DatasetUnavailable, DeviceLoader, DeviceUnavailable,
     DistContext, MetricsWriter, RunLengthError, RunRecipe, StopSignals, Trainer, add_source_notes,
     autocast, carried, check_epoch_has_steps, check_run, decay_param_groups, end_epoch,
     epoch_batches, epoch_record, epoch_stops, evaluate_saved, finish_run, format_epoch_summary,
     load_digit_captions, make_grad_scaler, mark_step_begin, maybe_compile, resolve_device,
     resolve_precision, save_if_due, seconds_since, seed_everything, should_compile, start_run,
-    total_train_steps, training_arguments, warn,
+    total_train_steps, training_arguments, validation_rng, warn,
 )
 
 
@@ -173,7 +173,10 @@ def batch_metrics(model: nn.Module, image: torch.Tensor, text: torch.Tensor) -> 
 
 def validation_record(trainer: Trainer) -> dict[str, Any]:
     """The validation metrics."""
-    return evaluate(trainer)
+    # the objective's draws on a fork of the RNG: training continues as if
+    # validation had not run (a run cut mid-epoch resumes exactly)
+    with validation_rng():
+        return evaluate(trainer)
 
 
 # ---- the command line, the set-up and the run ----

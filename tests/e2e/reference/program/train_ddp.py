@@ -13,16 +13,16 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from tensorloom_rt_0_2_0_9bb7ee2a import (
+from tensorloom_rt_0_2_0_7da5605e import (
     BestTracker, CheckpointError, DataInfo, DatasetUnavailable, DeviceLoader, DeviceUnavailable,
     DistContext, ExportError, MetricsWriter, ModelLoss, PredictInputError, RunLengthError,
     RunRecipe, StopSignals, Trainer, add_source_notes, all_reduce_mean, all_reduce_sum, autocast,
     barrier, carried, check_epoch_has_steps, check_run, decay_param_groups, end_epoch,
     epoch_batches, epoch_record, epoch_stops, exit_process, finish_run, format_epoch_summary,
-    gradient_sync, load_digits, load_weights, make_grad_scaler, mark_step_begin, maybe_compile,
-    predict_and_export, report_evaluation, resolve_precision, save_if_due, seconds_since,
-    seed_everything, setup_distributed, should_compile, start_run, teardown_distributed,
-    total_train_steps, training_arguments, warn,
+    gather_rng_states, gradient_sync, load_digits, load_weights, make_grad_scaler, mark_step_begin,
+    maybe_compile, predict_and_export, report_evaluation, resolve_precision, restore_rank_rng,
+    save_if_due, seconds_since, seed_everything, setup_distributed, should_compile, start_run,
+    sync_buffers, teardown_distributed, total_train_steps, training_arguments, warn,
 )
 
 
@@ -175,6 +175,9 @@ def build_trainer(args: argparse.Namespace, ctx: DistContext) -> Trainer:
         device_ids = [ctx.device.index] if ctx.device.type == "cuda" else None
         train_model = DistributedDataParallel(compiled, device_ids=device_ids)
     scaler = make_grad_scaler(plan, ctx.device)
+    # each rank its own noise from here on (the model above, built from the one
+    # seed, is alike on every rank)
+    seed_everything(args.seed + ctx.rank)
     return Trainer(ctx, model, train_model, compiled, optimizer, scheduler, train_loader,
                    val_loader, info, build_recipe(model, ctx), scaler=scaler, plan=plan)
 
@@ -207,6 +210,9 @@ def _run(trainer: Trainer, args: argparse.Namespace, ctx: DistContext) -> int:
         return evaluate_checkpoint(trainer, args)
     # stale temporary files of a cut save, then --init-from or --resume
     start_run(trainer, args)
+    # each rank resumes its own RNG stream (the save holds every rank's)
+    if args.resume is not None:
+        restore_rank_rng(trainer.resumed_rngs)
     metrics = MetricsWriter(args.metrics, enabled=ctx.is_main, tensorboard=args.tensorboard)
     started, epochs_done = time.perf_counter(), trainer.start_epoch
     for epoch in range(trainer.start_epoch, args.epochs):  # train_ddp.tl:26
@@ -219,6 +225,8 @@ def _run(trainer: Trainer, args: argparse.Namespace, ctx: DistContext) -> int:
         if not complete and trainer.recipe.interrupted:
             # last.pt keeps the epoch's batches so far; no validation on the way out
             break
+        # every rank validates with rank 0's buffers (BatchNorm's statistics), as rank 0 saves them
+        sync_buffers(trainer.model)
         # the epoch's one host sync: `train_loss.item()`
         record = epoch_record(trainer, epoch + 1, all_reduce_mean(train_loss).item(),
                               evaluate(trainer), batches=batches, batch_size=args.batch_size,
@@ -229,10 +237,13 @@ def _run(trainer: Trainer, args: argparse.Namespace, ctx: DistContext) -> int:
         trainer.recipe.after_validation(record)
         if complete:
             epochs_done = epoch + 1
+            rngs = gather_rng_states()  # every rank's RNG, gathered by all
             save_if_due(trainer, epochs_done, start_step, every=CHECKPOINT_EVERY,
-                        keep=KEEP_CHECKPOINTS, last=args.epochs)
+                        keep=KEEP_CHECKPOINTS, last=args.epochs, rngs=rngs)
             barrier()
-    interrupted = finish_run(trainer, epochs_done=epochs_done, started=started, metrics=metrics)
+    rngs = gather_rng_states()  # every rank's RNG, gathered by all
+    interrupted = finish_run(trainer, epochs_done=epochs_done, started=started, metrics=metrics,
+                             rngs=rngs)
     if interrupted is not None:
         return interrupted
     serve_requests(trainer, args)

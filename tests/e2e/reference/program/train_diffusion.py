@@ -12,14 +12,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tensorloom_rt_0_2_0_54a92dde import (
+from tensorloom_rt_0_2_0_0eba59f6 import (
     BestTracker, CheckpointError, DataInfo, DatasetUnavailable, DeviceLoader, DeviceUnavailable,
     DistContext, MetricsWriter, RunLengthError, RunRecipe, StopSignals, Trainer, add_source_notes,
     autocast, captures_whole_step, carried, check_epoch_has_steps, check_run, draw_samples,
     end_epoch, epoch_batches, epoch_record, epoch_stops, evaluate_saved, finish_run,
     format_epoch_summary, load_digits, make_grad_scaler, mark_step_begin, maybe_compile,
     resolve_device, resolve_precision, save_if_due, seconds_since, seed_everything, should_compile,
-    start_run, total_train_steps, train_epoch_graphed, training_arguments, warn, write_sample_grid,
+    start_run, total_train_steps, train_epoch_graphed, training_arguments, validation_rng, warn,
+    write_sample_grid,
 )
 
 
@@ -180,7 +181,10 @@ def evaluate(trainer: Trainer, model: nn.Module | None = None) -> dict[str, floa
 
 def validation_record(trainer: Trainer) -> dict[str, Any]:
     """The validation metrics."""
-    return evaluate(trainer)
+    # the objective's draws on a fork of the RNG: training continues as if
+    # validation had not run (a run cut mid-epoch resumes exactly)
+    with validation_rng():
+        return evaluate(trainer)
 
 
 # ---- the command line, the set-up and the run ----

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tensorloom_rt_0_2_0_e82954c1 import (
+from tensorloom_rt_0_2_0_9a31edef import (
     BestTracker, CheckpointError, DeviceUnavailable, DistContext, ExportError, MetricsWriter,
     ModelLoss, PredictInputError, RunLengthError, RunRecipe, StopSignals, TokenDataUnavailable,
     TokenInfo, Trainer, WindowLoader, add_source_notes, autocast, carried, check_epoch_has_steps,

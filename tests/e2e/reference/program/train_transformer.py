@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tensorloom_rt_0_2_0_90098d2d import (
+from tensorloom_rt_0_2_0_14c4c417 import (
     BestTracker, CheckpointError, DataInfo, DatasetUnavailable, DeviceLoader, DeviceUnavailable,
     DistContext, ExportError, MetricsWriter, ModelLoss, PredictInputError, RunLengthError,
     RunRecipe, StopSignals, Trainer, add_source_notes, autocast, captures_whole_step, carried,

@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tensorloom_rt_0_2_0_0f58af59 import (
+from tensorloom_rt_0_2_0_a299b07e import (
     BestTracker, CheckpointError, DataInfo, DatasetUnavailable, DeviceLoader, DeviceUnavailable,
     DistContext, ExportError, MetricsWriter, PredictInputError, RunLengthError, RunRecipe,
     StopSignals, Trainer, add_source_notes, autocast, captures_whole_step, carried,

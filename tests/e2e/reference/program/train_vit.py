@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tensorloom_rt_0_2_0_8b535e61 import (
+from tensorloom_rt_0_2_0_d55bfb7b import (
     BestTracker, CheckpointError, DataInfo, DatasetUnavailable, DeviceLoader, DeviceUnavailable,
     DistContext, ExportError, MetricsWriter, ModelLoss, PredictInputError, RunLengthError,
     RunRecipe, StopSignals, Trainer, add_source_notes, autocast, carried, check_epoch_has_steps,

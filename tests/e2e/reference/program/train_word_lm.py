@@ -12,14 +12,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tensorloom_rt_0_2_0_f6ac44a9 import (
+from tensorloom_rt_0_2_0_aeb81a73 import (
     BestTracker, CheckpointError, DeviceUnavailable, DistContext, MetricsWriter, RunLengthError,
     RunRecipe, StopSignals, StreamLoader, TokenDataUnavailable, TokenInfo, Trainer,
     add_source_notes, autocast, carried, check_epoch_has_steps, check_run, detached, end_epoch,
     epoch_batches, epoch_record, epoch_stops, evaluate_saved, finish_run, format_epoch_summary,
     load_word_dataset, make_grad_scaler, mark_step_begin, maybe_compile, perplexity, resolve_device,
     resolve_precision, save_if_due, seconds_since, seed_everything, should_compile, start_run,
-    total_train_steps, training_arguments, warn,
+    total_train_steps, training_arguments, validation_rng, warn,
 )
 
 
@@ -187,7 +187,10 @@ def evaluate(trainer: Trainer, model: nn.Module | None = None) -> dict[str, floa
 
 def validation_record(trainer: Trainer) -> dict[str, Any]:
     """The validation metrics."""
-    return evaluate(trainer)
+    # the objective's draws on a fork of the RNG: training continues as if
+    # validation had not run (a run cut mid-epoch resumes exactly)
+    with validation_rng():
+        return evaluate(trainer)
 
 
 # ---- the command line, the set-up and the run ----

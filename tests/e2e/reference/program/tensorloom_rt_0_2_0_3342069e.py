@@ -10,9 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
-import gzip
 import hashlib
-import importlib.util
 import io
 import json
 import math
@@ -28,7 +26,6 @@ import time
 import traceback
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -224,18 +221,17 @@ class DataInfo:
     normalisation: tuple[tuple[float, ...], tuple[float, ...]] | None = None
 
 
-def load_digits(
+def load_sequence_task(
+    name: str,
     *,
     data_root: str | os.PathLike[str] | None = None,
-    flatten: bool = False,
     split_seed: int = 0,
     val_fraction: float = 0.1,
+    **task_kwargs: int,
 ) -> tuple[TensorPair, TensorPair, DataInfo]:
-    """scikit-learn's 8x8 digits, a seeded hold-out for validation (`data_root` is unused)."""
-    x, y = _digits()
-    x = x.flatten(1) if flatten else x
-    info = DataInfo("digits", tuple(x.shape[1:]), (), 10, "classification")
-    return (*_split((x, y), val_fraction, split_seed), info)
+    """`reverse`, `sort` or `copy`: random token sequences, a seeded hold-out."""
+    pair, info = _sequence_task(name, **task_kwargs)
+    return (*_split(pair, val_fraction, split_seed), info)
 
 
 def _split(tensors: Any, val_fraction: float, seed: int) -> tuple[Any, Any]:
@@ -248,16 +244,19 @@ def _split(tensors: Any, val_fraction: float, seed: int) -> tuple[Any, Any]:
     return tuple(t[train_idx] for t in tensors), tuple(t[val_idx] for t in tensors)
 
 
-def _digits() -> TensorPair:
-    """scikit-learn's digits file, read as `load_digits()` reads it (64 pixels 0-16 and the
-    class per row) but without importing scikit-learn: most of a second of start-up."""
-    spec = importlib.util.find_spec("sklearn")
-    if spec is None or not spec.submodule_search_locations:
-        raise DatasetUnavailable("`digits` comes with scikit-learn: pip install scikit-learn")
-    folder = Path(next(iter(spec.submodule_search_locations)))
-    with gzip.open(folder / "datasets" / "data" / "digits.csv.gz", "rt", encoding="utf-8") as f:
-        table = torch.tensor([[float(v) for v in line.split(",")] for line in f if line.strip()])
-    return table[:, :-1].reshape(-1, 1, 8, 8) / 16.0, table[:, -1].to(torch.int64)
+def _sequence_task(
+    name: str, *, vocab: int = 16, length: int = 12, size: int = 4096, seed: int = 0
+) -> tuple[TensorPair, DataInfo]:
+    """`size` random token sequences [length] over 0..vocab-1 and their reversal/sort/copy."""
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.randint(0, vocab, (size, length), generator=generator)
+    if name == "reverse":
+        y = x.flip(1)
+    elif name == "sort":
+        y = x.sort(dim=1).values
+    else:
+        y = x.clone()
+    return (x, y), DataInfo(name, (length,), (length,), vocab, "sequence")
 
 
 # ---- runtime/loader.py: Batching for TensorLoom scripts: a dataset kept on the device, or a DataLoader.
@@ -753,114 +752,6 @@ def progress(
 
 
 # ---- runtime/graphs.py: Whole-step CUDA graphs for TensorLoom scripts: forward, backward and step in one replay.
-# Models up to this many parameters take the whole-step graph instead of torch.compile:
-# a rule of thumb (compile's fusion pays off on larger models, its start-up on none).
-SMALL_MODEL_PARAMS = 5_000_000
-
-
-WARMUP_STEPS = 3
-
-
-StepFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
-
-
-class GraphedStep:
-    """One training step over `x[idx], y[idx]`, captured once and replayed per batch."""
-
-    def __init__(
-        self,
-        step: StepFn,
-        x: torch.Tensor,
-        y: torch.Tensor,
-        *,
-        batch_size: int,
-        model: torch.nn.Module,
-        optimizer: torch.optim.Optimizer,
-    ) -> None:
-        self.step, self.x, self.y = step, x, y
-        self.idx = torch.zeros(batch_size, dtype=torch.long, device=x.device)
-        self.loss_sum = torch.zeros((), device=x.device)
-        saved = _snapshot(model, optimizer)
-        self._warm_up(optimizer)
-        self.graph = torch.cuda.CUDAGraph()
-        optimizer.zero_grad(set_to_none=True)  # backward allocates grads from the graph's pool
-        with torch.cuda.graph(self.graph):
-            self._body()
-        _restore(saved, model, optimizer)
-        self.loss_sum.zero_()
-
-    def _body(self) -> None:
-        loss = self.step(self.x[self.idx], self.y[self.idx])
-        self.loss_sum += loss.detach()
-
-    def _warm_up(self, optimizer: torch.optim.Optimizer) -> None:
-        """Real steps on a side stream, so lazily made state (Adam's moments) exists."""
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(WARMUP_STEPS):
-                optimizer.zero_grad(set_to_none=True)
-                self._body()
-        torch.cuda.current_stream().wait_stream(side)
-
-    def replay(self, idx: torch.Tensor) -> None:
-        """One step on the samples `idx` (a batch_size long tensor on the device)."""
-        self.idx.copy_(idx)
-        self.graph.replay()
-
-    def take_loss_sum(self) -> torch.Tensor:
-        """The losses summed since the last call (a new tensor, on the device), and reset."""
-        total = self.loss_sum.clone()
-        self.loss_sum.zero_()
-        return total
-
-
-def training_step(
-    batch_loss: torch.nn.Module, optimizer: torch.optim.Optimizer,
-    region: Callable[[], contextlib.AbstractContextManager[object]] = contextlib.nullcontext,
-) -> StepFn:  # fmt: skip
-    """The step a `GraphedStep` captures: forward and loss (`batch_loss(xb, yb)`, in
-    `region()`: the precision plan's autocast, without its cache), backward, `optimizer.step()`."""
-
-    def step(xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
-        with region():
-            loss = batch_loss(xb, yb)
-        loss.backward()
-        optimizer.step()
-        return loss
-
-    return step
-
-
-Snapshot = tuple[list[torch.Tensor], dict[int, dict[str, torch.Tensor]]]
-
-
-def _snapshot(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> Snapshot:
-    weights = [t.detach().clone() for t in _model_tensors(model)]
-    state = {
-        id(p): {k: v.clone() for k, v in s.items() if isinstance(v, torch.Tensor)}
-        for p, s in optimizer.state.items()
-    }
-    return weights, state
-
-
-def _restore(saved: Snapshot, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> None:
-    """Undo the warm-up in place; state the warm-up created goes back to zeros, its start."""
-    weights, state = saved
-    with torch.no_grad():
-        for tensor, value in zip(_model_tensors(model), weights, strict=True):
-            tensor.copy_(value)
-        for p, s in optimizer.state.items():
-            before = state.get(id(p), {})
-            for key, value in s.items():
-                if isinstance(value, torch.Tensor):
-                    value.copy_(before[key]) if key in before else value.zero_()
-
-
-def _model_tensors(model: torch.nn.Module) -> list[torch.Tensor]:
-    return [*model.parameters(), *model.buffers()]
-
-
 OptimizerModes = list[dict[str, object]]
 
 
@@ -1360,6 +1251,7 @@ class Trainer:
     metrics: MetricsWriter | None = None  # `eval_every` writes between epochs
     checkpoint_dir: str | None = None
     saved_step: int = -1  # the step last.pt holds
+    resumed_rngs: list[Any] | None = None  # under DDP, every rank's RNG in the save resumed
     whole_step: bool = False  # the step is captured in one CUDA graph (runtime/graphs.py)
     graphed: "GraphedStep | None" = None  # noqa: UP037 (captured at the first epoch, after any resume)
 
@@ -1455,16 +1347,16 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def captures_whole_step(
-    model: nn.Module, loader: Any, scaler: torch.amp.GradScaler | None, device: torch.device,
-    *, allowed: bool = True,
-) -> bool:  # fmt: skip
-    """Whether this run captures its whole step in one CUDA graph (runtime/graphs.py): on
-    CUDA, data on the device, no GradScaler, at most SMALL_MODEL_PARAMS parameters, and
-    `allowed` (not --no-cuda-graph)."""
-    small = sum(p.numel() for p in model.parameters()) <= SMALL_MODEL_PARAMS
-    resident = isinstance(loader, DeviceLoader)
-    return allowed and device.type == "cuda" and resident and scaler is None and small
+class ModelLoss(nn.Module):
+    """The training loss of a batch, `loss_fn(model(xb), yb)`, as one module: `torch.compile`
+    of it sees the forward and the loss together (and `should_compile` times it)."""
+
+    def __init__(self, model: nn.Module, loss_fn: Callable[..., torch.Tensor]) -> None:
+        super().__init__()
+        self.model, self.loss_fn = model, loss_fn
+
+    def forward(self, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+        return self.loss_fn(self.model(xb), yb)
 
 
 def mark_step_begin(trainer: Trainer) -> None:
@@ -1525,35 +1417,16 @@ def end_epoch(
     return loss_sum / max(batches, 1), batches
 
 
-def train_epoch_graphed(
-    trainer: Trainer, epoch: int, max_steps: int | None,
-    region: Callable[[], AbstractContextManager[object]] = nullcontext,
-) -> tuple[torch.Tensor, int]:  # fmt: skip
-    """An epoch whose every step is one replay of the captured step (runtime/graphs.py): no
-    host syncs. The capture, at the first epoch, runs the forward in `region()` (autocast)."""
-    loader = trainer.train_loader  # a DeviceLoader: `captures_whole_step` asked for one
-    trainer.train_model.train()
-    loader.set_epoch(epoch)
-    if trainer.graphed is None:
-        step = training_step(trainer.train_model, trainer.optimizer, region)
-        trainer.graphed = GraphedStep(step, loader.x, loader.y, batch_size=loader.batch_size,
-                                      model=trainer.model, optimizer=trainer.optimizer)  # fmt: skip
-    batches = 0
-    for idx in loader.batch_indices():
-        if epoch_stops(trainer, max_steps):
-            break
-        trainer.graphed.replay(idx)
-        batches += 1
-        trainer.step += 1
-    return end_epoch(trainer, trainer.graphed.take_loss_sum(), batches)
-
-
 def checkpoint_state(
-    trainer: Trainer, carry: Carry | None = None, ranks: list[Any] | None = None
-) -> dict[str, Any]:
+    trainer: Trainer, carry: Carry | None = None, ranks: list[Any] | None = None,
+    rngs: list[Any] | None = None,
+) -> dict[str, Any]:  # fmt: skip
     """What a checkpoint holds besides its epoch: `carry` is a cut epoch's loss and batches;
-    `ranks`, under DDP, every rank's carried values (`carried_by_rank`)."""
+    `ranks`, under DDP, every rank's carried values (`carried_by_rank`); `rngs`, under DDP,
+    every rank's RNG states (`gather_rng_states`: each rank draws its own noise)."""
     extra: dict[str, Any] = {"recipe": trainer.recipe.state_dict()}
+    if rngs is not None:  # each rank resumes its own (`resumed_rngs`)
+        extra["rng_by_rank"] = rngs
     if carry is not None:
         extra["carry"] = {"loss_sum": carry[0].detach(), "batches": carry[1]}
     if trainer.carried:  # a run resumed mid-epoch continues from them
@@ -1575,26 +1448,27 @@ def carried_by_rank(trainer: Trainer) -> list[Any] | None:
     return ranks
 
 
-def save_last(trainer: Trainer, epochs_done: int) -> None:
+def save_last(trainer: Trainer, epochs_done: int, rngs: list[Any] | None = None) -> None:
     """At the end of the run, and when it is interrupted: last.pt holds where it stopped
-    (unless the newest save already holds this step). Rank 0 writes."""
+    (unless the newest save already holds this step). Rank 0 writes; `rngs`, under DDP,
+    every rank's RNG states (`gather_rng_states`), which each rank resumes."""
     if trainer.checkpoint_dir is None or trainer.saved_step == trainer.step:
         return
     ranks = carried_by_rank(trainer)
     if trainer.ctx.is_main:
         path = f"{trainer.checkpoint_dir}/last.pt"
-        state = checkpoint_state(trainer, trainer.carry, ranks)
+        state = checkpoint_state(trainer, trainer.carry, ranks, rngs)
         save_checkpoint(path, epoch=epochs_done, **state)
     trainer.saved_step = trainer.step
 
 
 def save_if_due(
     trainer: Trainer, done: int, start_step: int, *, every: int | None, keep: int, last: int,
-    unit: str = "epochs",
+    unit: str = "epochs", rngs: list[Any] | None = None,
 ) -> None:  # fmt: skip
     """After the complete epoch `done` (1-based): `epoch-NNNN.pt` and last.pt when a save is
     due, every `every` epochs (or, with `unit="steps"`, when the epoch passed a multiple of
-    `every` steps), and after the `last` epoch. Rank 0 writes."""
+    `every` steps), and after the `last` epoch. Rank 0 writes; `rngs` as for `save_last`."""
     if unit == "steps":
         due = every is not None and trainer.step // every > start_step // every
     else:
@@ -1603,7 +1477,7 @@ def save_if_due(
         return
     ranks = carried_by_rank(trainer)
     if trainer.ctx.is_main:
-        state = checkpoint_state(trainer, ranks=ranks)
+        state = checkpoint_state(trainer, ranks=ranks, rngs=rngs)
         save_epoch_checkpoint(trainer.checkpoint_dir, keep=keep, epoch=done, **state)
     trainer.saved_step = trainer.step
 
@@ -1627,6 +1501,7 @@ def resume_position(trainer: Trainer, state: dict[str, Any]) -> None:
     trainer.start_epoch, trainer.step = state["epoch"], state["step"]
     trainer.saved_step = trainer.step
     extra = state["extra"]
+    trainer.resumed_rngs = extra.get("rng_by_rank")  # `restore_rank_rng` gives each its own
     trainer.recipe.load_state_dict(extra.get("recipe", {}))
     carry = extra.get("carry")
     if carry is not None:
@@ -1705,12 +1580,14 @@ def start_run(trainer: Trainer, args: argparse.Namespace) -> None:
 
 
 def finish_run(
-    trainer: Trainer, *, epochs_done: int, started: float, metrics: MetricsWriter
-) -> int | None:
-    """After the epochs: last.pt, the metrics closed and the run's summary. An interrupted
-    run says how to continue and returns its exit code (128 + the signal); else None."""
+    trainer: Trainer, *, epochs_done: int, started: float, metrics: MetricsWriter,
+    rngs: list[Any] | None = None,
+) -> int | None:  # fmt: skip
+    """After the epochs: last.pt (with `rngs`, under DDP, every rank's RNG states), the
+    metrics closed and the run's summary. An interrupted run says how to continue and
+    returns its exit code (128 + the signal); else None."""
     stopped = trainer.recipe.stop_reason
-    save_last(trainer, epochs_done)
+    save_last(trainer, epochs_done, rngs)
     metrics.close()
     summary = format_run_summary(epochs_done=epochs_done, steps=trainer.step,
                                  seconds=time.perf_counter() - started,

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import csv
 import hashlib
-import io
 import json
 import math
 import os
@@ -21,11 +19,13 @@ import re
 import shutil
 import signal
 import sys
+import sysconfig
 import tempfile
 import time
 import traceback
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -199,131 +199,262 @@ def _synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-# ---- runtime/data.py: Datasets for TensorLoom scripts: `load_dataset(...)` returns tensors, ready to batch.
-TensorPair = tuple[torch.Tensor, torch.Tensor]
+# ---- runtime/tokens.py: Language-model data for TensorLoom scripts: a stream of token ids cut into random windows.
+STDLIB_CORPUS = "stdlib"
 
 
-class DatasetUnavailable(Exception):
-    """The data a script needs is not on this machine; the message says what to fetch."""
+STDLIB_MAX_BYTES = 16_000_000
+
+
+TOKEN_DTYPES = {"uint16": 2, "uint32": 4}
+
+
+class TokenDataUnavailable(Exception):
+    """A token or text file is missing or malformed; the message says which and why."""
 
 
 @dataclass(frozen=True)
-class DataInfo:
-    """What one sample of a loaded dataset looks like."""
+class TokenInfo:
+    """What one window of a language-model dataset looks like."""
 
     name: str
-    sample_shape: tuple[int, ...]
-    target_shape: tuple[int, ...]
-    num_classes: int | None
-    task: str  # "classification", "sequence", "regression" or "fields"
+    sample_shape: tuple[int, ...]  # (T,)
+    target_shape: tuple[int, ...]  # (T,): the next token at every position
+    num_classes: int  # the vocabulary
+    task: str = "sequence"
     synthetic: bool = False
-    # An image dataset's per-channel (mean, std), which --predict applies to image files.
-    normalisation: tuple[tuple[float, ...], tuple[float, ...]] | None = None
 
 
-def load_sequence_task(
-    name: str,
-    *,
-    data_root: str | os.PathLike[str] | None = None,
-    split_seed: int = 0,
-    val_fraction: float = 0.1,
-    **task_kwargs: int,
-) -> tuple[TensorPair, TensorPair, DataInfo]:
-    """`reverse`, `sort` or `copy`: random token sequences, a seeded hold-out."""
-    pair, info = _sequence_task(name, **task_kwargs)
-    return (*_split(pair, val_fraction, split_seed), info)
-
-
-def _split(tensors: Any, val_fraction: float, seed: int) -> tuple[Any, Any]:
-    """The same seeded rows of every tensor held out: (train, val), each a tuple like `tensors`."""
-    n = len(tensors[0])
-    n_val = round(n * val_fraction)
-    generator = torch.Generator().manual_seed(seed)
-    order = torch.randperm(n, generator=generator)
-    val_idx, train_idx = order[:n_val], order[n_val:]
-    return tuple(t[train_idx] for t in tensors), tuple(t[val_idx] for t in tensors)
-
-
-def _sequence_task(
-    name: str, *, vocab: int = 16, length: int = 12, size: int = 4096, seed: int = 0
-) -> tuple[TensorPair, DataInfo]:
-    """`size` random token sequences [length] over 0..vocab-1 and their reversal/sort/copy."""
-    generator = torch.Generator().manual_seed(seed)
-    x = torch.randint(0, vocab, (size, length), generator=generator)
-    if name == "reverse":
-        y = x.flip(1)
-    elif name == "sort":
-        y = x.sort(dim=1).values
-    else:
-        y = x.clone()
-    return (x, y), DataInfo(name, (length,), (length,), vocab, "sequence")
-
-
-# ---- runtime/loader.py: Batching for TensorLoom scripts: a dataset kept on the device, or a DataLoader.
-Batch = tuple[torch.Tensor, ...]
-
-
-class DeviceLoader:
-    """Batches of device-resident tensors (x, y, or a dataset's fields), shuffled on the
-    device, sharded across ranks."""
+class TokenStream:
+    """A flat run of token ids: bytes held in memory, or a `.bin` file read per batch."""
 
     def __init__(
-        self, *tensors: torch.Tensor, batch_size: int, device: torch.device,
-        shuffle: bool = True, drop_last: bool = False, seed: int = 0, rank: int = 0,
-        world_size: int = 1, even_shards: bool = True,
-    ) -> None:  # fmt: skip
-        self.tensors = tuple(t.to(device, non_blocking=True) for t in tensors)
-        self.x, self.y = self.tensors[0], self.tensors[-1]
-        self.batch_size, self.device, self.shuffle = batch_size, device, shuffle
-        self.drop_last, self.seed, self.rank = drop_last, seed, rank
-        self.world_size, self.even_shards, self.epoch = world_size, even_shards, 0
-        self._generator = torch.Generator(device=device)
-
-    def set_epoch(self, epoch: int) -> None:
-        """Choose the epoch whose order the next iteration follows."""
-        self.epoch = epoch
-
-    def shard_size(self) -> int:
-        """How many samples this rank sees per epoch."""
-        n, world = len(self.x), self.world_size
-        if self.even_shards:
-            return n // world
-        return len(range(self.rank, n, world))
+        self,
+        *,
+        tokens: torch.Tensor | None = None,
+        path: Path | None = None,
+        dtype: str = "uint16",
+        start: int = 0,
+        length: int | None = None,
+    ) -> None:
+        if (tokens is None) == (path is None):
+            raise ValueError("a TokenStream holds tokens or reads a file, not both")
+        self.tokens, self.path, self.dtype, self.start = tokens, path, dtype, start
+        total = len(tokens) if tokens is not None else _file_tokens(path, dtype)  # type: ignore[arg-type]
+        self.length = total - start if length is None else length
 
     def __len__(self) -> int:
-        size = self.shard_size()
-        if self.drop_last:
-            return size // self.batch_size
-        return -(-size // self.batch_size)
+        return self.length
 
-    def indices(self) -> torch.Tensor:
-        """This rank's sample indices for the current epoch, on the device."""
-        n = len(self.x)
-        if self.shuffle:
-            self._generator.manual_seed(self.seed + self.epoch)
-            order = torch.randperm(n, generator=self._generator, device=self.device)
+    def windows(self, starts: torch.Tensor, block_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Inputs [N, T] and next-token targets [N, T] (int64) for windows at `starts`."""
+        offsets = torch.arange(block_size + 1)
+        if self.tokens is not None:
+            rows = self.tokens[self.start + starts[:, None] + offsets].long()
         else:
-            order = torch.arange(n, device=self.device)
-        if self.even_shards:
-            order = order[: n // self.world_size * self.world_size]
-        return order[self.rank :: self.world_size]
+            rows = self._read_rows(starts.tolist(), block_size + 1)
+        return rows[:, :-1], rows[:, 1:]
 
-    def batch_indices(self) -> Iterator[torch.Tensor]:
-        """Each batch's sample indices for the current epoch (views on the device)."""
-        order = self.indices()
-        for i in range(len(self)):
-            yield order[i * self.batch_size : (i + 1) * self.batch_size]
+    def _read_rows(self, starts: list[int], width: int) -> torch.Tensor:
+        import numpy as np  # only `.bin` token files need numpy
 
-    def __iter__(self) -> Iterator[Batch]:
-        for idx in self.batch_indices():
-            yield tuple(t[idx] for t in self.tensors)
+        # A fresh memmap per batch, dropped after it: pages it touched leave the
+        # process's resident set with it (nanoGPT's remedy for a growing RSS).
+        data = np.memmap(self.path, dtype=np.dtype(self.dtype), mode="r")  # type: ignore[arg-type]
+        base = self.start
+        rows = np.stack([data[base + s : base + s + width].astype(np.int64) for s in starts])
+        del data
+        return torch.from_numpy(rows)
+
+
+def _file_tokens(path: Path, dtype: str) -> int:
+    itemsize = TOKEN_DTYPES[dtype]
+    size = path.stat().st_size
+    if size % itemsize:
+        raise TokenDataUnavailable(
+            f"{path} has {size} bytes, not a whole number of {dtype} tokens ({itemsize} bytes each)"
+        )
+    return size // itemsize
+
+
+def _resolve(path: str, data_root: str | os.PathLike[str] | None) -> Path:
+    candidate = Path(path)
+    if not candidate.is_absolute() and data_root is not None and not candidate.is_file():
+        candidate = Path(data_root) / candidate
+    if not candidate.is_file():
+        raise TokenDataUnavailable(f"data file {path} does not exist")
+    return candidate
+
+
+WORDS_VOCAB = 10000
+
+
+UNKNOWN_WORD = "<unk>"
+
+
+END_OF_LINE = "<eos>"
+
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z_0-9]*|[0-9]+|\S")
+
+
+def words_of(text: str) -> list[str]:
+    """Each line's words, then `<eos>` (identifiers, numbers, single other characters)."""
+    words: list[str] = []
+    for line in text.splitlines():
+        words += _WORD.findall(line)
+        words.append(END_OF_LINE)
+    return words
+
+
+def word_vocabulary(words: list[str], size: int) -> list[str]:
+    """`<unk>`, then the `size - 1` most frequent of `words` (ties in sorted order)."""
+    counts: dict[str, int] = {}
+    for word in words:
+        counts[word] = counts.get(word, 0) + 1
+    counts.pop(UNKNOWN_WORD, None)
+    ranked = sorted(counts, key=lambda w: (-counts[w], w))
+    return [UNKNOWN_WORD, *ranked[: size - 1]]
+
+
+def load_word_dataset(
+    source: str,
+    *,
+    path: str,
+    block_size: int,
+    vocab: int = WORDS_VOCAB,
+    val_fraction: float = 0.1,
+    max_bytes: int | None = None,
+    data_root: str | os.PathLike[str] | None = None,
+) -> tuple[TokenStream, TokenStream, TokenInfo]:
+    """The training and validation streams of `"words"` data (see the module doc)."""
+    if source != "words":
+        raise TokenDataUnavailable(f"unknown word source `{source}`")
+    train, val = _word_streams(path, vocab, val_fraction, max_bytes, data_root)
+    for split, stream in (("training", train), ("validation", val)):
+        if len(stream) <= block_size:
+            raise TokenDataUnavailable(
+                f"the {split} split of `{path}` has {len(stream)} words, "
+                f"fewer than one window of block_size + 1 = {block_size + 1}"
+            )
+    name = Path(path).name if path != STDLIB_CORPUS else "the Python standard library"
+    return train, val, TokenInfo(f"{name}, as words", (block_size,), (block_size,), vocab)
+
+
+def _word_streams(
+    path: str,
+    vocab: int,
+    val_fraction: float,
+    max_bytes: int | None,
+    data_root: str | os.PathLike[str] | None,
+) -> tuple[TokenStream, TokenStream]:
+    """The words of the text as ids: the first `1 - val_fraction` for training, the rest for
+    validation; the vocabulary is the training part's."""
+    if path == STDLIB_CORPUS:
+        data = stdlib_corpus(max_bytes if max_bytes is not None else STDLIB_MAX_BYTES)
+    else:
+        with _resolve(path, data_root).open("rb") as f:
+            data = f.read() if max_bytes is None else f.read(max_bytes)
+    words = words_of(data.decode("utf-8", errors="replace"))
+    n_train = len(words) - round(len(words) * val_fraction)
+    ids = {word: i for i, word in enumerate(word_vocabulary(words[:n_train], vocab))}
+    tokens = torch.tensor([ids.get(word, 0) for word in words], dtype=torch.int64)
+    return (
+        TokenStream(tokens=tokens, length=n_train),
+        TokenStream(tokens=tokens, start=n_train),
+    )
+
+
+def stdlib_files() -> list[Path]:
+    """This Python's standard-library `.py` files, in sorted order of their relative paths."""
+    root = Path(sysconfig.get_paths()["stdlib"])
+    skipped = {"site-packages", "dist-packages", "__pycache__"}
+    files = [
+        p
+        for p in root.rglob("*.py")
+        if not skipped & set(p.relative_to(root).parts) and p.is_file()
+    ]
+    return sorted(files, key=lambda p: p.relative_to(root).as_posix())
+
+
+def stdlib_corpus(max_bytes: int = STDLIB_MAX_BYTES) -> bytes:
+    """The standard library's source concatenated (a blank line between files), capped."""
+    chunks: list[bytes] = []
+    size = 0
+    for path in stdlib_files():
+        if size >= max_bytes:
+            break
+        text = path.read_bytes() + b"\n\n"
+        chunks.append(text)
+        size += len(text)
+    if not chunks:
+        print(f"warning: no standard-library sources under {sys.prefix}", file=sys.stderr)
+    return b"".join(chunks)[:max_bytes]
+
+
+class StreamLoader:
+    """Batches of `batch_size` parallel streams, windows in order: pytorch/examples'
+    word_language_model's `batchify` and `get_batch`, batch-first.
+
+    The split's tokens are cut into `batch_size` contiguous streams of n tokens (the rest
+    dropped, as `batchify` drops it): row i holds tokens [i n, (i + 1) n). Under DDP there
+    are `batch_size` streams per rank, and each rank takes its own rows. Batch k is the
+    window [k T, (k + 1) T) of every row and its targets one token later, so each row of
+    batch k + 1 continues that row of batch k, which a carried state needs. Every batch is
+    whole: a last window shorter than T is dropped (main.py trains on it).
+    """
+
+    def __init__(
+        self,
+        stream: TokenStream,
+        *,
+        block_size: int,
+        batch_size: int,
+        device: torch.device,
+        rank: int = 0,
+        world_size: int = 1,
+    ) -> None:
+        if stream.tokens is None:
+            raise TokenDataUnavailable("streams in order are read from text, not token files")
+        self.block_size, self.batch_size, self.device = block_size, batch_size, device
+        tokens = stream.tokens[stream.start : stream.start + len(stream)].long()
+        rows = batch_size * world_size
+        n = len(tokens) // rows
+        mine = tokens[: n * rows].view(rows, n)[rank * batch_size : (rank + 1) * batch_size]
+        self.data = mine.to(device)
+        self.windows = max(n - 1, 0) // block_size
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return self.windows
+
+    def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        size = self.block_size
+        for k in range(self.windows):
+            i = k * size
+            yield self.data[:, i : i + size], self.data[:, i + 1 : i + 1 + size]
 
     def state_dict(self) -> dict[str, int]:
-        # The order of an epoch is a function of (seed, epoch): nothing else to save.
-        return {"seed": self.seed, "epoch": self.epoch}
+        # The batches are the same every epoch: nothing else to save.
+        return {"epoch": self.epoch}
 
     def load_state_dict(self, state: dict[str, int]) -> None:
-        self.seed, self.epoch = state["seed"], state["epoch"]
+        self.epoch = state["epoch"]
+
+
+def detached(value: object) -> object:
+    """A carried value cut from the graph of the batch that made it (main.py's
+    `repackage_hidden`): tensors detached, tuples and lists of them element by element.
+
+    Each is a copy, too: a step replayed as a CUDA graph writes its outputs over the last's."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if isinstance(value, tuple | list):
+        return type(value)(detached(v) for v in value)
+    return value
 
 
 # ---- runtime/checkpoint.py: Checkpoints for TensorLoom scripts: atomic, complete, and free of wrapper prefixes.
@@ -751,6 +882,11 @@ def progress(
     return iter(tqdm(iterable, total=total, desc=description, leave=False, dynamic_ncols=True))
 
 
+def perplexity(loss: float) -> float:
+    """`metrics = [perplexity]`: exp of a mean cross-entropy in nats (inf past a float's range)."""
+    return math.exp(loss) if loss < 709.0 else math.inf
+
+
 # ---- runtime/graphs.py: Whole-step CUDA graphs for TensorLoom scripts: forward, backward and step in one replay.
 OptimizerModes = list[dict[str, object]]
 
@@ -1037,191 +1173,6 @@ def format_validation(record: dict[str, Any]) -> str:
     return "  ".join(parts)
 
 
-# ---- runtime/serve.py: Using a trained model from its script: predictions, an exported program, generated text.
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")
-
-
-class PredictInputError(Exception):
-    """An input file for --predict that cannot be read as the model's input."""
-
-
-def read_predict_inputs(
-    path: str | Path,
-    *,
-    sample_shape: tuple[int, ...],
-    normalisation: tuple[tuple[float, ...], tuple[float, ...]] | None = None,
-    integer: bool = False,
-) -> torch.Tensor:
-    """A batch of inputs [N, *sample_shape] from a .npz, .pt, .csv or image file."""
-    file = Path(path)
-    if not file.is_file():
-        raise PredictInputError(f"{file}: no such input file")
-    suffix = file.suffix.lower()
-    if suffix in IMAGE_SUFFIXES:
-        return _read_image(file, sample_shape, normalisation)
-    readers = {".npz": _npz_inputs, ".pt": _pt_inputs, ".csv": _csv_inputs}
-    if suffix not in readers:
-        raise PredictInputError(
-            f"{file}: --predict reads .npz, .pt, .csv or an image ({', '.join(IMAGE_SUFFIXES)})"
-        )
-    x = readers[suffix](file)
-    x = x.long() if integer else x.float()
-    if tuple(x.shape[1:]) != tuple(sample_shape):
-        if x.numel() == 0 or x[0].numel() != math.prod(sample_shape):
-            raise PredictInputError(
-                f"{file}: samples of shape {list(x.shape[1:])}, the model takes "
-                f"{list(sample_shape)}"
-            )
-        x = x.reshape(len(x), *sample_shape)
-    return x
-
-
-def _npz_inputs(file: Path) -> torch.Tensor:
-    import numpy as np
-
-    with np.load(file, allow_pickle=False) as arrays:
-        key = "x" if "x" in arrays.files else (arrays.files[0] if arrays.files else None)
-        if key is None:
-            raise PredictInputError(f"{file} holds no arrays")
-        return torch.from_numpy(np.ascontiguousarray(arrays[key]))
-
-
-def _pt_inputs(file: Path) -> torch.Tensor:
-    try:
-        payload = torch.load(file, map_location="cpu", weights_only=True)
-    except Exception as error:
-        raise PredictInputError(f"{file} is not a readable torch file ({error})") from None
-    if isinstance(payload, dict) and isinstance(payload.get("x"), torch.Tensor):
-        return payload["x"]
-    if isinstance(payload, torch.Tensor):
-        return payload
-    raise PredictInputError(f"{file} must hold a tensor, or a dict with a tensor `x`")
-
-
-def _csv_inputs(file: Path) -> torch.Tensor:
-    rows = [row for row in csv.reader(io.StringIO(file.read_text(encoding="utf-8"))) if row]
-    with contextlib.suppress(ValueError):
-        return torch.tensor([[float(v) for v in row] for row in rows])
-    try:  # a header line
-        return torch.tensor([[float(v) for v in row] for row in rows[1:]])
-    except ValueError as error:
-        raise PredictInputError(f"{file}: every value must be a number ({error})") from None
-
-
-def _read_image(
-    file: Path,
-    sample_shape: tuple[int, ...],
-    normalisation: tuple[tuple[float, ...], tuple[float, ...]] | None,
-) -> torch.Tensor:
-    from PIL import Image
-
-    flat = len(sample_shape) == 1
-    shape = sample_shape if not flat else _square(sample_shape[0])
-    if len(shape) != 3 or shape[0] not in (1, 3):
-        raise PredictInputError(
-            f"{file}: an image needs a model input of [C, H, W] with C 1 or 3, "
-            f"not {list(sample_shape)}"
-        )
-    channels, height, width = shape
-    with Image.open(file) as image:
-        image = image.convert("L" if channels == 1 else "RGB").resize((width, height))
-        data = torch.frombuffer(bytearray(image.tobytes()), dtype=torch.uint8)
-    x = data.reshape(height, width, channels).permute(2, 0, 1).float() / 255.0
-    if normalisation is not None:
-        mean, std = (torch.tensor(v).reshape(-1, 1, 1) for v in normalisation)
-        x = (x - mean) / std
-    return x.reshape(1, *sample_shape)
-
-
-def _square(size: int) -> tuple[int, ...]:
-    side = round(size**0.5)
-    return (1, side, side) if side * side == size else (size,)
-
-
-@torch.no_grad()
-def predict(
-    model: torch.nn.Module, x: torch.Tensor, *, batch_size: int, device: torch.device | None = None
-) -> torch.Tensor:
-    """The model's outputs for every row of `x`, in eval mode, on the CPU."""
-    model.eval()
-    device = device or next(model.parameters()).device
-    outputs = [model(x[i : i + batch_size].to(device)).float().cpu()
-               for i in range(0, len(x), batch_size)]  # fmt: skip
-    return torch.cat(outputs) if outputs else torch.empty(0)
-
-
-def write_predictions(outputs: torch.Tensor, out: str | Path | None, *, classes: bool) -> None:
-    """To `out` (.npz, .pt or .csv by its suffix) or, with None, to stdout: one line per
-    sample (the predicted class and its probability for a classifier, else the values)."""
-    if out is None:
-        _print_predictions(outputs, classes)
-        return
-    target = Path(out)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    suffix = target.suffix.lower()
-    if suffix == ".pt":
-        torch.save({"outputs": outputs}, target)
-    elif suffix == ".npz":
-        import numpy as np
-
-        np.savez(target, outputs=outputs.numpy())
-    elif suffix == ".csv":
-        with target.open("w", newline="") as f:
-            writer = csv.writer(f)
-            for row in outputs.reshape(len(outputs), -1).tolist():
-                writer.writerow([f"{v:.6g}" for v in row])
-    else:
-        raise PredictInputError(f"{target}: --out writes .npz, .pt or .csv")
-
-
-def _print_predictions(outputs: torch.Tensor, classes: bool) -> None:
-    if classes and outputs.dim() == 2:
-        probabilities = outputs.softmax(dim=-1)
-        best = probabilities.max(dim=-1)
-        for i, (p, c) in enumerate(zip(best.values.tolist(), best.indices.tolist(), strict=True)):
-            print(f"{i}\tclass {c}\tp={p:.4f}")
-        return
-    for i, row in enumerate(outputs.reshape(len(outputs), -1).tolist()):
-        print(f"{i}\t" + " ".join(f"{v:.6g}" for v in row))
-
-
-class ExportError(Exception):
-    """An export the model or the environment cannot make; the message says why."""
-
-
-def export_model(model: torch.nn.Module, example: torch.Tensor, path: str | Path) -> Path:
-    """torch.export the model (eval mode) for inputs like `example`, batch size dynamic where
-    the model allows; `.onnx` goes through torch.onnx (needs the onnx package)."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    model.eval()
-    if target.suffix.lower() == ".onnx":
-        try:
-            import onnx  # noqa: F401  (torch.onnx's dynamo exporter needs it)
-        except ImportError:
-            raise ExportError(
-                f"{target}: ONNX export needs the onnx package (pip install onnx onnxscript); "
-                "a .pt2 file (torch.export) needs nothing more"
-            ) from None
-        torch.onnx.export(model, (example,), str(target), dynamo=True)
-        return target
-    program = _exported(model, example)
-    torch.export.save(program, target)
-    return target
-
-
-def _exported(model: torch.nn.Module, example: torch.Tensor) -> torch.export.ExportedProgram:
-    batch = torch.export.Dim("batch", min=1)
-    try:
-        return torch.export.export(model, (example,), dynamic_shapes=({0: batch},))
-    except Exception:
-        try:
-            return torch.export.export(model, (example,))
-        except Exception as error:
-            first = str(error).strip().splitlines()[0] if str(error).strip() else ""
-            raise ExportError(f"torch.export could not trace the model: {first}") from None
-
-
 # ---- runtime/trainer.py: The trainer plumbing every program file shares: its record, flags, epochs, saves and run.
 Carry = tuple[torch.Tensor, int]
 
@@ -1251,6 +1202,7 @@ class Trainer:
     metrics: MetricsWriter | None = None  # `eval_every` writes between epochs
     checkpoint_dir: str | None = None
     saved_step: int = -1  # the step last.pt holds
+    resumed_rngs: list[Any] | None = None  # under DDP, every rank's RNG in the save resumed
     whole_step: bool = False  # the step is captured in one CUDA graph (runtime/graphs.py)
     graphed: "GraphedStep | None" = None  # noqa: UP037 (captured at the first epoch, after any resume)
 
@@ -1346,16 +1298,15 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-class ModelLoss(nn.Module):
-    """The training loss of a batch, `loss_fn(model(xb), yb)`, as one module: `torch.compile`
-    of it sees the forward and the loss together (and `should_compile` times it)."""
-
-    def __init__(self, model: nn.Module, loss_fn: Callable[..., torch.Tensor]) -> None:
-        super().__init__()
-        self.model, self.loss_fn = model, loss_fn
-
-    def forward(self, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
-        return self.loss_fn(self.model(xb), yb)
+@contextmanager
+def validation_rng() -> Iterator[None]:
+    """Validation's draws (an objective's time steps and noise) on a fork of the RNG (every
+    CUDA device's too): the training continues with the numbers it would have drawn had
+    validation not run, so a run cut mid-epoch (which validates its part of the epoch
+    before saving) resumes exactly as the uncut run goes on."""
+    devices = list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
+    with torch.random.fork_rng(devices=devices):
+        yield
 
 
 def mark_step_begin(trainer: Trainer) -> None:
@@ -1417,11 +1368,15 @@ def end_epoch(
 
 
 def checkpoint_state(
-    trainer: Trainer, carry: Carry | None = None, ranks: list[Any] | None = None
-) -> dict[str, Any]:
+    trainer: Trainer, carry: Carry | None = None, ranks: list[Any] | None = None,
+    rngs: list[Any] | None = None,
+) -> dict[str, Any]:  # fmt: skip
     """What a checkpoint holds besides its epoch: `carry` is a cut epoch's loss and batches;
-    `ranks`, under DDP, every rank's carried values (`carried_by_rank`)."""
+    `ranks`, under DDP, every rank's carried values (`carried_by_rank`); `rngs`, under DDP,
+    every rank's RNG states (`gather_rng_states`: each rank draws its own noise)."""
     extra: dict[str, Any] = {"recipe": trainer.recipe.state_dict()}
+    if rngs is not None:  # each rank resumes its own (`resumed_rngs`)
+        extra["rng_by_rank"] = rngs
     if carry is not None:
         extra["carry"] = {"loss_sum": carry[0].detach(), "batches": carry[1]}
     if trainer.carried:  # a run resumed mid-epoch continues from them
@@ -1443,26 +1398,27 @@ def carried_by_rank(trainer: Trainer) -> list[Any] | None:
     return ranks
 
 
-def save_last(trainer: Trainer, epochs_done: int) -> None:
+def save_last(trainer: Trainer, epochs_done: int, rngs: list[Any] | None = None) -> None:
     """At the end of the run, and when it is interrupted: last.pt holds where it stopped
-    (unless the newest save already holds this step). Rank 0 writes."""
+    (unless the newest save already holds this step). Rank 0 writes; `rngs`, under DDP,
+    every rank's RNG states (`gather_rng_states`), which each rank resumes."""
     if trainer.checkpoint_dir is None or trainer.saved_step == trainer.step:
         return
     ranks = carried_by_rank(trainer)
     if trainer.ctx.is_main:
         path = f"{trainer.checkpoint_dir}/last.pt"
-        state = checkpoint_state(trainer, trainer.carry, ranks)
+        state = checkpoint_state(trainer, trainer.carry, ranks, rngs)
         save_checkpoint(path, epoch=epochs_done, **state)
     trainer.saved_step = trainer.step
 
 
 def save_if_due(
     trainer: Trainer, done: int, start_step: int, *, every: int | None, keep: int, last: int,
-    unit: str = "epochs",
+    unit: str = "epochs", rngs: list[Any] | None = None,
 ) -> None:  # fmt: skip
     """After the complete epoch `done` (1-based): `epoch-NNNN.pt` and last.pt when a save is
     due, every `every` epochs (or, with `unit="steps"`, when the epoch passed a multiple of
-    `every` steps), and after the `last` epoch. Rank 0 writes."""
+    `every` steps), and after the `last` epoch. Rank 0 writes; `rngs` as for `save_last`."""
     if unit == "steps":
         due = every is not None and trainer.step // every > start_step // every
     else:
@@ -1471,7 +1427,7 @@ def save_if_due(
         return
     ranks = carried_by_rank(trainer)
     if trainer.ctx.is_main:
-        state = checkpoint_state(trainer, ranks=ranks)
+        state = checkpoint_state(trainer, ranks=ranks, rngs=rngs)
         save_epoch_checkpoint(trainer.checkpoint_dir, keep=keep, epoch=done, **state)
     trainer.saved_step = trainer.step
 
@@ -1495,6 +1451,7 @@ def resume_position(trainer: Trainer, state: dict[str, Any]) -> None:
     trainer.start_epoch, trainer.step = state["epoch"], state["step"]
     trainer.saved_step = trainer.step
     extra = state["extra"]
+    trainer.resumed_rngs = extra.get("rng_by_rank")  # `restore_rank_rng` gives each its own
     trainer.recipe.load_state_dict(extra.get("recipe", {}))
     carry = extra.get("carry")
     if carry is not None:
@@ -1573,12 +1530,14 @@ def start_run(trainer: Trainer, args: argparse.Namespace) -> None:
 
 
 def finish_run(
-    trainer: Trainer, *, epochs_done: int, started: float, metrics: MetricsWriter
-) -> int | None:
-    """After the epochs: last.pt, the metrics closed and the run's summary. An interrupted
-    run says how to continue and returns its exit code (128 + the signal); else None."""
+    trainer: Trainer, *, epochs_done: int, started: float, metrics: MetricsWriter,
+    rngs: list[Any] | None = None,
+) -> int | None:  # fmt: skip
+    """After the epochs: last.pt (with `rngs`, under DDP, every rank's RNG states), the
+    metrics closed and the run's summary. An interrupted run says how to continue and
+    returns its exit code (128 + the signal); else None."""
     stopped = trainer.recipe.stop_reason
-    save_last(trainer, epochs_done)
+    save_last(trainer, epochs_done, rngs)
     metrics.close()
     summary = format_run_summary(epochs_done=epochs_done, steps=trainer.step,
                                  seconds=time.perf_counter() - started,
@@ -1621,24 +1580,3 @@ def report_evaluation(path: str, record: dict[str, Any], metrics: str | None) ->
     if metrics is not None:
         with open(metrics, "a", encoding="utf-8") as f:
             f.write(json.dumps({"evaluated": path, **record}) + "\n")
-
-
-def predict_and_export(
-    model: nn.Module, args: argparse.Namespace, *, loader: Any, info: Any,
-    device: torch.device, classes: bool,
-) -> None:  # fmt: skip
-    """--predict INPUT (the outputs for samples shaped as `loader`'s, normalised as the
-    training data; `classes`: class indices) and --export FILE (torch.export, traced on two
-    of `loader`'s samples), with `model`'s weights."""
-    if args.predict is None and args.export is None:
-        return
-    example = next(iter(loader))[0][:2]
-    if args.predict is not None:
-        normalisation = getattr(info, "normalisation", None)
-        x = read_predict_inputs(args.predict, sample_shape=tuple(example.shape[1:]),
-                                normalisation=normalisation,
-                                integer=not example.is_floating_point())  # fmt: skip
-        outputs = predict(model, x, batch_size=args.batch_size, device=device)
-        write_predictions(outputs, args.out, classes=classes)
-    if args.export is not None:
-        print(f"exported to {export_model(model, example, args.export)}")

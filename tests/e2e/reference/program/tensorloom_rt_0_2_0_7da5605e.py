@@ -10,7 +10,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
+import faulthandler
+import gzip
 import hashlib
+import importlib.util
 import io
 import json
 import math
@@ -25,19 +28,26 @@ import tempfile
 import time
 import traceback
 import zipfile
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import torch
+import torch.distributed as dist
 from torch import nn
 
 
 # ---- runtime/distributed.py: Process groups for TensorLoom scripts: one script, run alone or under torchrun.
+_joined: list[str] = []  # the backend of the group this process joined, if it joined one
+
+
 class DeviceUnavailable(Exception):
     """`--device cuda` on a machine without a GPU; the script prints this and exits 1."""
+
+
+class LaunchError(DeviceUnavailable):
+    """torchrun's variables are missing or inconsistent; the script prints this and exits 1."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +76,165 @@ def resolve_device(choice: str, local_rank: int = 0) -> torch.device:
     if not torch.cuda.is_available():
         raise DeviceUnavailable("`--device cuda` was given but no CUDA device is available")
     return torch.device("cuda", local_rank % torch.cuda.device_count())
+
+
+def launch_environment(environ: Mapping[str, str] | None = None) -> tuple[int, int, int]:
+    """(rank, local rank, world size) from torchrun's variables; (0, 0, 1) without them."""
+    env = os.environ if environ is None else environ
+    values: dict[str, int] = {}
+    for name, default in (("RANK", 0), ("LOCAL_RANK", 0), ("WORLD_SIZE", 1)):
+        text = env.get(name)
+        try:
+            values[name] = default if text is None else int(text)
+        except ValueError:
+            raise LaunchError(f"{name}={text!r} is not a number (torchrun sets it)") from None
+    rank, local_rank, world_size = values["RANK"], values["LOCAL_RANK"], values["WORLD_SIZE"]
+    if world_size < 1 or not 0 <= rank < world_size or local_rank < 0 or local_rank > rank:
+        raise LaunchError(
+            f"RANK={rank}, LOCAL_RANK={local_rank}, WORLD_SIZE={world_size} do not fit together: "
+            "start the script with torchrun (or `tlc run --nproc N`)"
+        )
+    return rank, local_rank, world_size
+
+
+def setup_distributed(device_choice: str = "auto", *, group_of_one: bool = False) -> DistContext:
+    """Join the torchrun process group if there is one; pick this process's device.
+
+    `group_of_one`: a process started without torchrun still gets a process group
+    (of one, on an in-process store), as `fully_shard` needs one."""
+    rank, local_rank, world_size = launch_environment()
+    device = resolve_device(device_choice, local_rank)
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    if world_size > 1 and not faulthandler.is_enabled():
+        # A rank that aborts in native code (SIGABRT, SIGSEGV) prints its Python stack.
+        faulthandler.enable(all_threads=True)
+    if (world_size > 1 or group_of_one) and not dist.is_initialized():
+        backend = "nccl" if device.type == "cuda" else "gloo"
+        if world_size == 1 and "MASTER_ADDR" not in os.environ:  # `python script.py`
+            dist.init_process_group(backend=backend, store=dist.HashStore(), rank=0, world_size=1)
+        else:  # torchrun's rendezvous: MASTER_ADDR and MASTER_PORT are set
+            dist.init_process_group(backend=backend, rank=rank, world_size=world_size)
+        _joined.append(backend)
+    return DistContext(rank, local_rank, world_size, device)
+
+
+def gradient_sync(model: torch.nn.Module, sync: bool) -> contextlib.AbstractContextManager[None]:
+    """Reduce gradients across ranks in this backward only if `sync` (the last micro-batch).
+
+    DDP skips its all-reduce inside `no_sync()`; an FSDP2 module is told with
+    `set_requires_gradient_sync`, and keeps unsharded gradients until it syncs."""
+    if hasattr(model, "set_requires_gradient_sync"):  # an FSDPModule
+        model.set_requires_gradient_sync(sync)
+        return contextlib.nullcontext()
+    if isinstance(model, torch.nn.parallel.DistributedDataParallel) and not sync:
+        return model.no_sync()  # type: ignore[return-value]
+    return contextlib.nullcontext()
+
+
+def all_reduce_sum(tensor: torch.Tensor) -> torch.Tensor:
+    """The sum of `tensor` over all ranks (a copy; the input is left alone)."""
+    if not (dist.is_available() and dist.is_initialized()):
+        return tensor
+    total = tensor.detach().clone()
+    dist.all_reduce(total, op=dist.ReduceOp.SUM)
+    return total
+
+
+def all_reduce_mean(tensor: torch.Tensor) -> torch.Tensor:
+    """The mean of `tensor` over all ranks (a copy; the input is left alone)."""
+    if not (dist.is_available() and dist.is_initialized()):
+        return tensor
+    return all_reduce_sum(tensor) / dist.get_world_size()
+
+
+def barrier() -> None:
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+
+
+def teardown_distributed() -> None:
+    """Leave the process group; call it in a `finally` so a failed run still exits cleanly."""
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def sync_buffers(*models: torch.nn.Module, emas: dict[str, Any] | None = None) -> None:
+    """Every rank takes rank 0's buffers (BatchNorm's running statistics) of `models` and
+    of each `ema` average (a collective: every rank calls it; nothing in one process).
+    Each rank updates them from its own batches and its own noise, so before validating
+    and saving the ranks agree on rank 0's, which the checkpoint keeps."""
+    if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+        return
+    averages = [average.module for average in (emas or {}).values()]
+    for model in [*models, *averages]:  # a wrapper's buffers are its module's
+        for buffer in model.buffers():
+            torch.distributed.broadcast(buffer, src=0)
+
+
+def _rng_state() -> dict[str, Any]:
+    rng: dict[str, Any] = {"cpu": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        rng["cuda"] = torch.cuda.get_rng_state_all()
+    return rng
+
+
+def _rank_and_size() -> tuple[int, int]:
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        return torch.distributed.get_rank(), torch.distributed.get_world_size()
+    return 0, 1
+
+
+def gather_rng_states() -> list[dict[str, Any]] | None:
+    """Under DDP every rank's RNG states, in rank order, for rank 0 to save: each rank
+    draws its own noise (seeded `seed + rank`), so each resumes its own (a collective:
+    every rank calls it). None in one process."""
+    if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+        return None
+    ranks: list[Any] = [None] * torch.distributed.get_world_size()
+    torch.distributed.all_gather_object(ranks, _rng_state())
+    return ranks
+
+
+def own_rng_state(ranks: list[Any] | None, saved: Any) -> Any:
+    """This rank's RNG states in a save: its own when the save holds every rank's at this
+    world size; else the one `saved` (rank 0's), which a rank after the first, on another
+    world size, leaves for a stream of its own (`reseed`: `_restore_rng` does that)."""
+    rank, size = _rank_and_size()
+    if ranks and len(ranks) == size:
+        return ranks[rank]
+    return saved if rank == 0 else {**saved, "reseed": rank}
+
+
+def _restore_rng(states: dict[str, Any]) -> None:
+    torch.set_rng_state(states["cpu"].cpu())
+    if "cuda" in states and torch.cuda.is_available():
+        with contextlib.suppress(RuntimeError):  # another number of GPUs
+            torch.cuda.set_rng_state_all([s.cpu() for s in states["cuda"]])
+    if "reseed" in states:  # resumed on another world size: rank 0's stream, then its own
+        torch.manual_seed(int(torch.randint(0, 2**62, ())) + states["reseed"])
+
+
+def restore_rank_rng(ranks: list[Any] | None) -> None:
+    """After a resume restored a save's RNG states (rank 0's): this rank's own, from
+    `ranks` (`gather_rng_states` at the save), as `own_rng_state` picks them."""
+    _restore_rng(own_rng_state(ranks, _rng_state()))
+
+
+def exit_process(code: int) -> NoReturn:
+    """`sys.exit(code)`; a process that joined a process group leaves at once instead.
+
+    On the CPU, torch's gloo (2.11 to 2.13) can abort a finished process while the
+    interpreter shuts down ("terminate called without an active exception", SIGABRT from
+    a C++ destructor, after `destroy_process_group`), so a run that trained and saved
+    everything exits -6 and torchrun's other agents wait at its exit barrier. By the time
+    `main` returns every file the script wrote is closed; flushing the standard streams
+    and leaving with `os._exit` skips that teardown."""
+    if not _joined:
+        sys.exit(code)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 # ---- runtime/amp.py: Mixed precision for TensorLoom scripts: what `precision = ...` means on this device.
@@ -222,17 +391,18 @@ class DataInfo:
     normalisation: tuple[tuple[float, ...], tuple[float, ...]] | None = None
 
 
-def load_sequence_task(
-    name: str,
+def load_digits(
     *,
     data_root: str | os.PathLike[str] | None = None,
+    flatten: bool = False,
     split_seed: int = 0,
     val_fraction: float = 0.1,
-    **task_kwargs: int,
 ) -> tuple[TensorPair, TensorPair, DataInfo]:
-    """`reverse`, `sort` or `copy`: random token sequences, a seeded hold-out."""
-    pair, info = _sequence_task(name, **task_kwargs)
-    return (*_split(pair, val_fraction, split_seed), info)
+    """scikit-learn's 8x8 digits, a seeded hold-out for validation (`data_root` is unused)."""
+    x, y = _digits()
+    x = x.flatten(1) if flatten else x
+    info = DataInfo("digits", tuple(x.shape[1:]), (), 10, "classification")
+    return (*_split((x, y), val_fraction, split_seed), info)
 
 
 def _split(tensors: Any, val_fraction: float, seed: int) -> tuple[Any, Any]:
@@ -245,19 +415,16 @@ def _split(tensors: Any, val_fraction: float, seed: int) -> tuple[Any, Any]:
     return tuple(t[train_idx] for t in tensors), tuple(t[val_idx] for t in tensors)
 
 
-def _sequence_task(
-    name: str, *, vocab: int = 16, length: int = 12, size: int = 4096, seed: int = 0
-) -> tuple[TensorPair, DataInfo]:
-    """`size` random token sequences [length] over 0..vocab-1 and their reversal/sort/copy."""
-    generator = torch.Generator().manual_seed(seed)
-    x = torch.randint(0, vocab, (size, length), generator=generator)
-    if name == "reverse":
-        y = x.flip(1)
-    elif name == "sort":
-        y = x.sort(dim=1).values
-    else:
-        y = x.clone()
-    return (x, y), DataInfo(name, (length,), (length,), vocab, "sequence")
+def _digits() -> TensorPair:
+    """scikit-learn's digits file, read as `load_digits()` reads it (64 pixels 0-16 and the
+    class per row) but without importing scikit-learn: most of a second of start-up."""
+    spec = importlib.util.find_spec("sklearn")
+    if spec is None or not spec.submodule_search_locations:
+        raise DatasetUnavailable("`digits` comes with scikit-learn: pip install scikit-learn")
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    with gzip.open(folder / "datasets" / "data" / "digits.csv.gz", "rt", encoding="utf-8") as f:
+        table = torch.tensor([[float(v) for v in line.split(",")] for line in f if line.strip()])
+    return table[:, :-1].reshape(-1, 1, 8, 8) / 16.0, table[:, -1].to(torch.int64)
 
 
 # ---- runtime/loader.py: Batching for TensorLoom scripts: a dataset kept on the device, or a DataLoader.
@@ -753,114 +920,6 @@ def progress(
 
 
 # ---- runtime/graphs.py: Whole-step CUDA graphs for TensorLoom scripts: forward, backward and step in one replay.
-# Models up to this many parameters take the whole-step graph instead of torch.compile:
-# a rule of thumb (compile's fusion pays off on larger models, its start-up on none).
-SMALL_MODEL_PARAMS = 5_000_000
-
-
-WARMUP_STEPS = 3
-
-
-StepFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
-
-
-class GraphedStep:
-    """One training step over `x[idx], y[idx]`, captured once and replayed per batch."""
-
-    def __init__(
-        self,
-        step: StepFn,
-        x: torch.Tensor,
-        y: torch.Tensor,
-        *,
-        batch_size: int,
-        model: torch.nn.Module,
-        optimizer: torch.optim.Optimizer,
-    ) -> None:
-        self.step, self.x, self.y = step, x, y
-        self.idx = torch.zeros(batch_size, dtype=torch.long, device=x.device)
-        self.loss_sum = torch.zeros((), device=x.device)
-        saved = _snapshot(model, optimizer)
-        self._warm_up(optimizer)
-        self.graph = torch.cuda.CUDAGraph()
-        optimizer.zero_grad(set_to_none=True)  # backward allocates grads from the graph's pool
-        with torch.cuda.graph(self.graph):
-            self._body()
-        _restore(saved, model, optimizer)
-        self.loss_sum.zero_()
-
-    def _body(self) -> None:
-        loss = self.step(self.x[self.idx], self.y[self.idx])
-        self.loss_sum += loss.detach()
-
-    def _warm_up(self, optimizer: torch.optim.Optimizer) -> None:
-        """Real steps on a side stream, so lazily made state (Adam's moments) exists."""
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(WARMUP_STEPS):
-                optimizer.zero_grad(set_to_none=True)
-                self._body()
-        torch.cuda.current_stream().wait_stream(side)
-
-    def replay(self, idx: torch.Tensor) -> None:
-        """One step on the samples `idx` (a batch_size long tensor on the device)."""
-        self.idx.copy_(idx)
-        self.graph.replay()
-
-    def take_loss_sum(self) -> torch.Tensor:
-        """The losses summed since the last call (a new tensor, on the device), and reset."""
-        total = self.loss_sum.clone()
-        self.loss_sum.zero_()
-        return total
-
-
-def training_step(
-    batch_loss: torch.nn.Module, optimizer: torch.optim.Optimizer,
-    region: Callable[[], contextlib.AbstractContextManager[object]] = contextlib.nullcontext,
-) -> StepFn:  # fmt: skip
-    """The step a `GraphedStep` captures: forward and loss (`batch_loss(xb, yb)`, in
-    `region()`: the precision plan's autocast, without its cache), backward, `optimizer.step()`."""
-
-    def step(xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
-        with region():
-            loss = batch_loss(xb, yb)
-        loss.backward()
-        optimizer.step()
-        return loss
-
-    return step
-
-
-Snapshot = tuple[list[torch.Tensor], dict[int, dict[str, torch.Tensor]]]
-
-
-def _snapshot(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> Snapshot:
-    weights = [t.detach().clone() for t in _model_tensors(model)]
-    state = {
-        id(p): {k: v.clone() for k, v in s.items() if isinstance(v, torch.Tensor)}
-        for p, s in optimizer.state.items()
-    }
-    return weights, state
-
-
-def _restore(saved: Snapshot, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> None:
-    """Undo the warm-up in place; state the warm-up created goes back to zeros, its start."""
-    weights, state = saved
-    with torch.no_grad():
-        for tensor, value in zip(_model_tensors(model), weights, strict=True):
-            tensor.copy_(value)
-        for p, s in optimizer.state.items():
-            before = state.get(id(p), {})
-            for key, value in s.items():
-                if isinstance(value, torch.Tensor):
-                    value.copy_(before[key]) if key in before else value.zero_()
-
-
-def _model_tensors(model: torch.nn.Module) -> list[torch.Tensor]:
-    return [*model.parameters(), *model.buffers()]
-
-
 OptimizerModes = list[dict[str, object]]
 
 
@@ -945,6 +1004,45 @@ def total_train_steps(epochs: int, steps_per_epoch: int, max_steps: int | None) 
     """The run's optimizer steps: `max_steps` when it cuts the run short, else every epoch's."""
     planned = epochs * steps_per_epoch
     return planned if max_steps is None else min(planned, max_steps)
+
+
+_NORM_LAYERS: tuple[type[torch.nn.Module], ...] = (
+    torch.nn.BatchNorm1d,
+    torch.nn.BatchNorm2d,
+    torch.nn.GroupNorm,
+    torch.nn.LayerNorm,
+    torch.nn.RMSNorm,
+)
+
+
+def no_decay_names(model: torch.nn.Module) -> list[str]:
+    """Parameters weight decay should not shrink: every bias, and every norm layer's weights."""
+    names: list[str] = []
+    for module_name, module in model.named_modules():
+        is_norm = isinstance(module, _NORM_LAYERS)
+        for name, _ in module.named_parameters(recurse=False):
+            if is_norm or name == "bias":
+                names.append(f"{module_name}.{name}" if module_name else name)
+    return names
+
+
+def decay_param_groups(model: torch.nn.Module, enabled: bool = True) -> list[dict[str, Any]]:
+    """Optimizer parameter groups: decayed weights, then biases and norm weights without decay.
+
+    The first group takes the optimizer's `weight_decay`; the second sets it to 0.
+    `enabled=False` (`decay_groups = false`) gives one group of every parameter."""
+    params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    if not enabled:
+        return [{"params": [p for _, p in params]}]
+    skip = set(no_decay_names(model))
+    decay = [p for n, p in params if n not in skip]
+    plain = [p for n, p in params if n in skip]
+    groups: list[dict[str, Any]] = []
+    if decay:
+        groups.append({"params": decay})
+    if plain:
+        groups.append({"params": plain, "weight_decay": 0.0})
+    return groups
 
 
 class BestTracker:
@@ -1360,6 +1458,7 @@ class Trainer:
     metrics: MetricsWriter | None = None  # `eval_every` writes between epochs
     checkpoint_dir: str | None = None
     saved_step: int = -1  # the step last.pt holds
+    resumed_rngs: list[Any] | None = None  # under DDP, every rank's RNG in the save resumed
     whole_step: bool = False  # the step is captured in one CUDA graph (runtime/graphs.py)
     graphed: "GraphedStep | None" = None  # noqa: UP037 (captured at the first epoch, after any resume)
 
@@ -1467,18 +1566,6 @@ class ModelLoss(nn.Module):
         return self.loss_fn(self.model(xb), yb)
 
 
-def captures_whole_step(
-    model: nn.Module, loader: Any, scaler: torch.amp.GradScaler | None, device: torch.device,
-    *, allowed: bool = True,
-) -> bool:  # fmt: skip
-    """Whether this run captures its whole step in one CUDA graph (runtime/graphs.py): on
-    CUDA, data on the device, no GradScaler, at most SMALL_MODEL_PARAMS parameters, and
-    `allowed` (not --no-cuda-graph)."""
-    small = sum(p.numel() for p in model.parameters()) <= SMALL_MODEL_PARAMS
-    resident = isinstance(loader, DeviceLoader)
-    return allowed and device.type == "cuda" and resident and scaler is None and small
-
-
 def mark_step_begin(trainer: Trainer) -> None:
     """CUDA graphs (compile modes "reduce-overhead", "max-autotune") reuse output memory:
     mark each step. Only a compiled model's: the call imports the compiler's machinery
@@ -1537,35 +1624,16 @@ def end_epoch(
     return loss_sum / max(batches, 1), batches
 
 
-def train_epoch_graphed(
-    trainer: Trainer, epoch: int, max_steps: int | None,
-    region: Callable[[], AbstractContextManager[object]] = nullcontext,
-) -> tuple[torch.Tensor, int]:  # fmt: skip
-    """An epoch whose every step is one replay of the captured step (runtime/graphs.py): no
-    host syncs. The capture, at the first epoch, runs the forward in `region()` (autocast)."""
-    loader = trainer.train_loader  # a DeviceLoader: `captures_whole_step` asked for one
-    trainer.train_model.train()
-    loader.set_epoch(epoch)
-    if trainer.graphed is None:
-        step = training_step(trainer.train_model, trainer.optimizer, region)
-        trainer.graphed = GraphedStep(step, loader.x, loader.y, batch_size=loader.batch_size,
-                                      model=trainer.model, optimizer=trainer.optimizer)  # fmt: skip
-    batches = 0
-    for idx in loader.batch_indices():
-        if epoch_stops(trainer, max_steps):
-            break
-        trainer.graphed.replay(idx)
-        batches += 1
-        trainer.step += 1
-    return end_epoch(trainer, trainer.graphed.take_loss_sum(), batches)
-
-
 def checkpoint_state(
-    trainer: Trainer, carry: Carry | None = None, ranks: list[Any] | None = None
-) -> dict[str, Any]:
+    trainer: Trainer, carry: Carry | None = None, ranks: list[Any] | None = None,
+    rngs: list[Any] | None = None,
+) -> dict[str, Any]:  # fmt: skip
     """What a checkpoint holds besides its epoch: `carry` is a cut epoch's loss and batches;
-    `ranks`, under DDP, every rank's carried values (`carried_by_rank`)."""
+    `ranks`, under DDP, every rank's carried values (`carried_by_rank`); `rngs`, under DDP,
+    every rank's RNG states (`gather_rng_states`: each rank draws its own noise)."""
     extra: dict[str, Any] = {"recipe": trainer.recipe.state_dict()}
+    if rngs is not None:  # each rank resumes its own (`resumed_rngs`)
+        extra["rng_by_rank"] = rngs
     if carry is not None:
         extra["carry"] = {"loss_sum": carry[0].detach(), "batches": carry[1]}
     if trainer.carried:  # a run resumed mid-epoch continues from them
@@ -1587,26 +1655,27 @@ def carried_by_rank(trainer: Trainer) -> list[Any] | None:
     return ranks
 
 
-def save_last(trainer: Trainer, epochs_done: int) -> None:
+def save_last(trainer: Trainer, epochs_done: int, rngs: list[Any] | None = None) -> None:
     """At the end of the run, and when it is interrupted: last.pt holds where it stopped
-    (unless the newest save already holds this step). Rank 0 writes."""
+    (unless the newest save already holds this step). Rank 0 writes; `rngs`, under DDP,
+    every rank's RNG states (`gather_rng_states`), which each rank resumes."""
     if trainer.checkpoint_dir is None or trainer.saved_step == trainer.step:
         return
     ranks = carried_by_rank(trainer)
     if trainer.ctx.is_main:
         path = f"{trainer.checkpoint_dir}/last.pt"
-        state = checkpoint_state(trainer, trainer.carry, ranks)
+        state = checkpoint_state(trainer, trainer.carry, ranks, rngs)
         save_checkpoint(path, epoch=epochs_done, **state)
     trainer.saved_step = trainer.step
 
 
 def save_if_due(
     trainer: Trainer, done: int, start_step: int, *, every: int | None, keep: int, last: int,
-    unit: str = "epochs",
+    unit: str = "epochs", rngs: list[Any] | None = None,
 ) -> None:  # fmt: skip
     """After the complete epoch `done` (1-based): `epoch-NNNN.pt` and last.pt when a save is
     due, every `every` epochs (or, with `unit="steps"`, when the epoch passed a multiple of
-    `every` steps), and after the `last` epoch. Rank 0 writes."""
+    `every` steps), and after the `last` epoch. Rank 0 writes; `rngs` as for `save_last`."""
     if unit == "steps":
         due = every is not None and trainer.step // every > start_step // every
     else:
@@ -1615,7 +1684,7 @@ def save_if_due(
         return
     ranks = carried_by_rank(trainer)
     if trainer.ctx.is_main:
-        state = checkpoint_state(trainer, ranks=ranks)
+        state = checkpoint_state(trainer, ranks=ranks, rngs=rngs)
         save_epoch_checkpoint(trainer.checkpoint_dir, keep=keep, epoch=done, **state)
     trainer.saved_step = trainer.step
 
@@ -1639,6 +1708,7 @@ def resume_position(trainer: Trainer, state: dict[str, Any]) -> None:
     trainer.start_epoch, trainer.step = state["epoch"], state["step"]
     trainer.saved_step = trainer.step
     extra = state["extra"]
+    trainer.resumed_rngs = extra.get("rng_by_rank")  # `restore_rank_rng` gives each its own
     trainer.recipe.load_state_dict(extra.get("recipe", {}))
     carry = extra.get("carry")
     if carry is not None:
@@ -1717,12 +1787,14 @@ def start_run(trainer: Trainer, args: argparse.Namespace) -> None:
 
 
 def finish_run(
-    trainer: Trainer, *, epochs_done: int, started: float, metrics: MetricsWriter
-) -> int | None:
-    """After the epochs: last.pt, the metrics closed and the run's summary. An interrupted
-    run says how to continue and returns its exit code (128 + the signal); else None."""
+    trainer: Trainer, *, epochs_done: int, started: float, metrics: MetricsWriter,
+    rngs: list[Any] | None = None,
+) -> int | None:  # fmt: skip
+    """After the epochs: last.pt (with `rngs`, under DDP, every rank's RNG states), the
+    metrics closed and the run's summary. An interrupted run says how to continue and
+    returns its exit code (128 + the signal); else None."""
     stopped = trainer.recipe.stop_reason
-    save_last(trainer, epochs_done)
+    save_last(trainer, epochs_done, rngs)
     metrics.close()
     summary = format_run_summary(epochs_done=epochs_done, steps=trainer.step,
                                  seconds=time.perf_counter() - started,
@@ -1746,16 +1818,6 @@ def epoch_record(
     speed = samples / elapsed
     return {"epoch": done, "train_loss": train_loss, **validation, "samples_per_s": speed,
             "lr": lr, "time": elapsed, "steps": trainer.step}  # fmt: skip
-
-
-def evaluate_saved(
-    trainer: Trainer, path: str, validate: Callable[[Trainer], dict[str, Any]],
-    metrics: str | None,
-) -> None:  # fmt: skip
-    """--evaluate CHECKPOINT: its weights into the model, then `validate(trainer)`'s metrics
-    reported (`report_evaluation`) with the epoch the checkpoint reached."""
-    state = load_weights(path, model=trainer.model, map_location=trainer.ctx.device)
-    report_evaluation(path, {"epoch": state.get("epoch"), **validate(trainer)}, metrics)
 
 
 def report_evaluation(path: str, record: dict[str, Any], metrics: str | None) -> None:

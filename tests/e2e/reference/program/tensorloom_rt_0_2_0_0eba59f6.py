@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import csv
 import gzip
 import hashlib
 import importlib.util
-import io
 import json
 import math
 import os
@@ -22,12 +20,15 @@ import random
 import re
 import shutil
 import signal
+import struct
 import sys
 import tempfile
 import time
 import traceback
 import zipfile
+import zlib
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -752,6 +753,114 @@ def progress(
 
 
 # ---- runtime/graphs.py: Whole-step CUDA graphs for TensorLoom scripts: forward, backward and step in one replay.
+# Models up to this many parameters take the whole-step graph instead of torch.compile:
+# a rule of thumb (compile's fusion pays off on larger models, its start-up on none).
+SMALL_MODEL_PARAMS = 5_000_000
+
+
+WARMUP_STEPS = 3
+
+
+StepFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+class GraphedStep:
+    """One training step over `x[idx], y[idx]`, captured once and replayed per batch."""
+
+    def __init__(
+        self,
+        step: StepFn,
+        x: torch.Tensor,
+        y: torch.Tensor,
+        *,
+        batch_size: int,
+        model: torch.nn.Module,
+        optimizer: torch.optim.Optimizer,
+    ) -> None:
+        self.step, self.x, self.y = step, x, y
+        self.idx = torch.zeros(batch_size, dtype=torch.long, device=x.device)
+        self.loss_sum = torch.zeros((), device=x.device)
+        saved = _snapshot(model, optimizer)
+        self._warm_up(optimizer)
+        self.graph = torch.cuda.CUDAGraph()
+        optimizer.zero_grad(set_to_none=True)  # backward allocates grads from the graph's pool
+        with torch.cuda.graph(self.graph):
+            self._body()
+        _restore(saved, model, optimizer)
+        self.loss_sum.zero_()
+
+    def _body(self) -> None:
+        loss = self.step(self.x[self.idx], self.y[self.idx])
+        self.loss_sum += loss.detach()
+
+    def _warm_up(self, optimizer: torch.optim.Optimizer) -> None:
+        """Real steps on a side stream, so lazily made state (Adam's moments) exists."""
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(WARMUP_STEPS):
+                optimizer.zero_grad(set_to_none=True)
+                self._body()
+        torch.cuda.current_stream().wait_stream(side)
+
+    def replay(self, idx: torch.Tensor) -> None:
+        """One step on the samples `idx` (a batch_size long tensor on the device)."""
+        self.idx.copy_(idx)
+        self.graph.replay()
+
+    def take_loss_sum(self) -> torch.Tensor:
+        """The losses summed since the last call (a new tensor, on the device), and reset."""
+        total = self.loss_sum.clone()
+        self.loss_sum.zero_()
+        return total
+
+
+def training_step(
+    batch_loss: torch.nn.Module, optimizer: torch.optim.Optimizer,
+    region: Callable[[], contextlib.AbstractContextManager[object]] = contextlib.nullcontext,
+) -> StepFn:  # fmt: skip
+    """The step a `GraphedStep` captures: forward and loss (`batch_loss(xb, yb)`, in
+    `region()`: the precision plan's autocast, without its cache), backward, `optimizer.step()`."""
+
+    def step(xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+        with region():
+            loss = batch_loss(xb, yb)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    return step
+
+
+Snapshot = tuple[list[torch.Tensor], dict[int, dict[str, torch.Tensor]]]
+
+
+def _snapshot(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> Snapshot:
+    weights = [t.detach().clone() for t in _model_tensors(model)]
+    state = {
+        id(p): {k: v.clone() for k, v in s.items() if isinstance(v, torch.Tensor)}
+        for p, s in optimizer.state.items()
+    }
+    return weights, state
+
+
+def _restore(saved: Snapshot, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> None:
+    """Undo the warm-up in place; state the warm-up created goes back to zeros, its start."""
+    weights, state = saved
+    with torch.no_grad():
+        for tensor, value in zip(_model_tensors(model), weights, strict=True):
+            tensor.copy_(value)
+        for p, s in optimizer.state.items():
+            before = state.get(id(p), {})
+            for key, value in s.items():
+                if isinstance(value, torch.Tensor):
+                    value.copy_(before[key]) if key in before else value.zero_()
+
+
+def _model_tensors(model: torch.nn.Module) -> list[torch.Tensor]:
+    return [*model.parameters(), *model.buffers()]
+
+
 OptimizerModes = list[dict[str, object]]
 
 
@@ -832,138 +941,10 @@ def _describe(where: tuple[str, int], lines: list[str], script: Path) -> str:
 
 
 # ---- runtime/recipe.py: Training recipes for TensorLoom scripts: schedules, decay groups, EMA, early stopping.
-LR_SCHEDULES = (
-    "none", "cosine", "linear", "constant_with_warmup", "warmup", "onecycle", "step", "wsd",
-)  # fmt: skip
-
-
-@dataclass(frozen=True)
-class LrSchedule:
-    """The learning rate as a factor of the optimizer's base lr, per optimizer step.
-
-    `cosine`: linear warm-up over `warmup_steps`, then a cosine from 1 down to
-    `min_ratio` at `total_steps`. `linear`: the same warm-up, then a straight line
-    down to `min_ratio`. `constant_with_warmup` (alias `warmup`): the warm-up, then 1.
-    `onecycle`: torch's OneCycleLR curve (cosine up from 1/`div_factor` over the first
-    `pct_start` of the run, then cosine down to 1/(`div_factor` * `final_div_factor`)).
-    `step`: times `gamma` every `step_interval` steps. `none`: 1 throughout.
-    `wsd` (warmup-stable-decay): the warm-up, then 1, then over the last `decay_fraction`
-    of `total_steps` (rounded) a straight line from 1 down towards `min_ratio`, which the
-    step after the last would reach (torch's LinearLR from 1 to `min_ratio` over them).
-    """
-
-    name: str
-    total_steps: int
-    warmup_steps: int = 0
-    min_ratio: float = 0.0
-    step_interval: int = 1
-    gamma: float = 0.1
-    pct_start: float = 0.3
-    div_factor: float = 25.0
-    final_div_factor: float = 1e4
-    decay_fraction: float = 0.2
-
-    def __post_init__(self) -> None:
-        if self.name not in LR_SCHEDULES:
-            raise ValueError(f"unknown lr schedule `{self.name}`; known: {LR_SCHEDULES}")
-
-    def factor(self, step: int) -> float:
-        """The factor for the optimizer step `step` (0-based)."""
-        if self.name == "none":
-            return 1.0
-        if self.name == "step":
-            return self.gamma ** (step // max(self.step_interval, 1))
-        if self.name == "onecycle":
-            return self._onecycle(step)
-        if step < self.warmup_steps:
-            return (step + 1) / self.warmup_steps
-        if self.name in ("constant_with_warmup", "warmup"):
-            return 1.0
-        if self.name == "wsd":
-            return self._wsd(step)
-        span = max(self.total_steps - self.warmup_steps, 1)
-        progress = min((step - self.warmup_steps) / span, 1.0)
-        if self.name == "linear":
-            return 1.0 - (1.0 - self.min_ratio) * progress
-        return self.min_ratio + (1.0 - self.min_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
-
-    def _wsd(self, step: int) -> float:
-        decay = max(round(self.decay_fraction * self.total_steps), 1)
-        left = self.total_steps - step
-        if left >= decay:
-            return 1.0
-        return self.min_ratio + (1.0 - self.min_ratio) * max(left, 0) / decay
-
-    def _onecycle(self, step: int) -> float:
-        # torch.optim.lr_scheduler.OneCycleLR's two phases, as factors of the peak lr.
-        start, peak = 1.0 / self.div_factor, 1.0
-        end = start / self.final_div_factor
-        rise_end = float(self.pct_start * self.total_steps) - 1
-        if step <= rise_end:
-            return _cos_between(start, peak, step / rise_end if rise_end > 0 else 1.0)
-        fall = float(self.total_steps - 1) - rise_end
-        return _cos_between(peak, end, min((step - rise_end) / fall, 1.0) if fall > 0 else 1.0)
-
-
-def _cos_between(start: float, end: float, pct: float) -> float:
-    return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
-
-
-def schedule_steps(epochs_or_steps: int, unit: str, steps_per_epoch: int) -> int:
-    """A length the block gave in `unit` ("epochs" or "steps"), in optimizer steps."""
-    return epochs_or_steps * steps_per_epoch if unit == "epochs" else epochs_or_steps
-
-
 def total_train_steps(epochs: int, steps_per_epoch: int, max_steps: int | None) -> int:
     """The run's optimizer steps: `max_steps` when it cuts the run short, else every epoch's."""
     planned = epochs * steps_per_epoch
     return planned if max_steps is None else min(planned, max_steps)
-
-
-def make_lr_scheduler(
-    optimizer: torch.optim.Optimizer, schedule: LrSchedule
-) -> torch.optim.lr_scheduler.LambdaLR:
-    """A LambdaLR stepping `schedule.factor`; its state dict is the step count alone."""
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: schedule.factor(step))
-
-
-_NORM_LAYERS: tuple[type[torch.nn.Module], ...] = (
-    torch.nn.BatchNorm1d,
-    torch.nn.BatchNorm2d,
-    torch.nn.GroupNorm,
-    torch.nn.LayerNorm,
-    torch.nn.RMSNorm,
-)
-
-
-def no_decay_names(model: torch.nn.Module) -> list[str]:
-    """Parameters weight decay should not shrink: every bias, and every norm layer's weights."""
-    names: list[str] = []
-    for module_name, module in model.named_modules():
-        is_norm = isinstance(module, _NORM_LAYERS)
-        for name, _ in module.named_parameters(recurse=False):
-            if is_norm or name == "bias":
-                names.append(f"{module_name}.{name}" if module_name else name)
-    return names
-
-
-def decay_param_groups(model: torch.nn.Module, enabled: bool = True) -> list[dict[str, Any]]:
-    """Optimizer parameter groups: decayed weights, then biases and norm weights without decay.
-
-    The first group takes the optimizer's `weight_decay`; the second sets it to 0.
-    `enabled=False` (`decay_groups = false`) gives one group of every parameter."""
-    params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
-    if not enabled:
-        return [{"params": [p for _, p in params]}]
-    skip = set(no_decay_names(model))
-    decay = [p for n, p in params if n not in skip]
-    plain = [p for n, p in params if n in skip]
-    groups: list[dict[str, Any]] = []
-    if decay:
-        groups.append({"params": decay})
-    if plain:
-        groups.append({"params": plain, "weight_decay": 0.0})
-    return groups
 
 
 class BestTracker:
@@ -1086,29 +1067,6 @@ def format_run_summary(
     return "\n".join(lines)
 
 
-def lr_schedule_from(
-    settings: dict[str, Any], *, steps_per_epoch: int, total_steps: int, base_lr: float
-) -> LrSchedule:
-    """The `LrSchedule` for a train block's `lr_schedule = name(...)`, lengths in steps:
-    `warmup_epochs` and `step_size` count epochs, `warmup_steps` and `step_size_steps`
-    optimizer steps; `min_lr` becomes a factor of the base lr."""
-    options = dict(settings)
-    name = options.pop("name")
-    warmup = int(options.pop("warmup_steps", 0))
-    warmup += schedule_steps(int(options.pop("warmup_epochs", 0)), "epochs", steps_per_epoch)
-    interval = int(options.pop("step_size_steps", 0))
-    interval += schedule_steps(int(options.pop("step_size", 0)), "epochs", steps_per_epoch)
-    min_lr = float(options.pop("min_lr", 0.0))
-    return LrSchedule(
-        name,
-        total_steps=total_steps,
-        warmup_steps=warmup,
-        min_ratio=min_lr / base_lr if base_lr > 0 else 0.0,
-        step_interval=interval or steps_per_epoch * 30,
-        **{key: float(value) for key, value in options.items()},
-    )
-
-
 class RunRecipe:
     """What a train block's recipe keys add to the loop, in one object the loop calls:
     `after_step` (the EMA update; whether `eval_every` is due), `after_validation`
@@ -1188,191 +1146,6 @@ def format_validation(record: dict[str, Any]) -> str:
     return "  ".join(parts)
 
 
-# ---- runtime/serve.py: Using a trained model from its script: predictions, an exported program, generated text.
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")
-
-
-class PredictInputError(Exception):
-    """An input file for --predict that cannot be read as the model's input."""
-
-
-def read_predict_inputs(
-    path: str | Path,
-    *,
-    sample_shape: tuple[int, ...],
-    normalisation: tuple[tuple[float, ...], tuple[float, ...]] | None = None,
-    integer: bool = False,
-) -> torch.Tensor:
-    """A batch of inputs [N, *sample_shape] from a .npz, .pt, .csv or image file."""
-    file = Path(path)
-    if not file.is_file():
-        raise PredictInputError(f"{file}: no such input file")
-    suffix = file.suffix.lower()
-    if suffix in IMAGE_SUFFIXES:
-        return _read_image(file, sample_shape, normalisation)
-    readers = {".npz": _npz_inputs, ".pt": _pt_inputs, ".csv": _csv_inputs}
-    if suffix not in readers:
-        raise PredictInputError(
-            f"{file}: --predict reads .npz, .pt, .csv or an image ({', '.join(IMAGE_SUFFIXES)})"
-        )
-    x = readers[suffix](file)
-    x = x.long() if integer else x.float()
-    if tuple(x.shape[1:]) != tuple(sample_shape):
-        if x.numel() == 0 or x[0].numel() != math.prod(sample_shape):
-            raise PredictInputError(
-                f"{file}: samples of shape {list(x.shape[1:])}, the model takes "
-                f"{list(sample_shape)}"
-            )
-        x = x.reshape(len(x), *sample_shape)
-    return x
-
-
-def _npz_inputs(file: Path) -> torch.Tensor:
-    import numpy as np
-
-    with np.load(file, allow_pickle=False) as arrays:
-        key = "x" if "x" in arrays.files else (arrays.files[0] if arrays.files else None)
-        if key is None:
-            raise PredictInputError(f"{file} holds no arrays")
-        return torch.from_numpy(np.ascontiguousarray(arrays[key]))
-
-
-def _pt_inputs(file: Path) -> torch.Tensor:
-    try:
-        payload = torch.load(file, map_location="cpu", weights_only=True)
-    except Exception as error:
-        raise PredictInputError(f"{file} is not a readable torch file ({error})") from None
-    if isinstance(payload, dict) and isinstance(payload.get("x"), torch.Tensor):
-        return payload["x"]
-    if isinstance(payload, torch.Tensor):
-        return payload
-    raise PredictInputError(f"{file} must hold a tensor, or a dict with a tensor `x`")
-
-
-def _csv_inputs(file: Path) -> torch.Tensor:
-    rows = [row for row in csv.reader(io.StringIO(file.read_text(encoding="utf-8"))) if row]
-    with contextlib.suppress(ValueError):
-        return torch.tensor([[float(v) for v in row] for row in rows])
-    try:  # a header line
-        return torch.tensor([[float(v) for v in row] for row in rows[1:]])
-    except ValueError as error:
-        raise PredictInputError(f"{file}: every value must be a number ({error})") from None
-
-
-def _read_image(
-    file: Path,
-    sample_shape: tuple[int, ...],
-    normalisation: tuple[tuple[float, ...], tuple[float, ...]] | None,
-) -> torch.Tensor:
-    from PIL import Image
-
-    flat = len(sample_shape) == 1
-    shape = sample_shape if not flat else _square(sample_shape[0])
-    if len(shape) != 3 or shape[0] not in (1, 3):
-        raise PredictInputError(
-            f"{file}: an image needs a model input of [C, H, W] with C 1 or 3, "
-            f"not {list(sample_shape)}"
-        )
-    channels, height, width = shape
-    with Image.open(file) as image:
-        image = image.convert("L" if channels == 1 else "RGB").resize((width, height))
-        data = torch.frombuffer(bytearray(image.tobytes()), dtype=torch.uint8)
-    x = data.reshape(height, width, channels).permute(2, 0, 1).float() / 255.0
-    if normalisation is not None:
-        mean, std = (torch.tensor(v).reshape(-1, 1, 1) for v in normalisation)
-        x = (x - mean) / std
-    return x.reshape(1, *sample_shape)
-
-
-def _square(size: int) -> tuple[int, ...]:
-    side = round(size**0.5)
-    return (1, side, side) if side * side == size else (size,)
-
-
-@torch.no_grad()
-def predict(
-    model: torch.nn.Module, x: torch.Tensor, *, batch_size: int, device: torch.device | None = None
-) -> torch.Tensor:
-    """The model's outputs for every row of `x`, in eval mode, on the CPU."""
-    model.eval()
-    device = device or next(model.parameters()).device
-    outputs = [model(x[i : i + batch_size].to(device)).float().cpu()
-               for i in range(0, len(x), batch_size)]  # fmt: skip
-    return torch.cat(outputs) if outputs else torch.empty(0)
-
-
-def write_predictions(outputs: torch.Tensor, out: str | Path | None, *, classes: bool) -> None:
-    """To `out` (.npz, .pt or .csv by its suffix) or, with None, to stdout: one line per
-    sample (the predicted class and its probability for a classifier, else the values)."""
-    if out is None:
-        _print_predictions(outputs, classes)
-        return
-    target = Path(out)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    suffix = target.suffix.lower()
-    if suffix == ".pt":
-        torch.save({"outputs": outputs}, target)
-    elif suffix == ".npz":
-        import numpy as np
-
-        np.savez(target, outputs=outputs.numpy())
-    elif suffix == ".csv":
-        with target.open("w", newline="") as f:
-            writer = csv.writer(f)
-            for row in outputs.reshape(len(outputs), -1).tolist():
-                writer.writerow([f"{v:.6g}" for v in row])
-    else:
-        raise PredictInputError(f"{target}: --out writes .npz, .pt or .csv")
-
-
-def _print_predictions(outputs: torch.Tensor, classes: bool) -> None:
-    if classes and outputs.dim() == 2:
-        probabilities = outputs.softmax(dim=-1)
-        best = probabilities.max(dim=-1)
-        for i, (p, c) in enumerate(zip(best.values.tolist(), best.indices.tolist(), strict=True)):
-            print(f"{i}\tclass {c}\tp={p:.4f}")
-        return
-    for i, row in enumerate(outputs.reshape(len(outputs), -1).tolist()):
-        print(f"{i}\t" + " ".join(f"{v:.6g}" for v in row))
-
-
-class ExportError(Exception):
-    """An export the model or the environment cannot make; the message says why."""
-
-
-def export_model(model: torch.nn.Module, example: torch.Tensor, path: str | Path) -> Path:
-    """torch.export the model (eval mode) for inputs like `example`, batch size dynamic where
-    the model allows; `.onnx` goes through torch.onnx (needs the onnx package)."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    model.eval()
-    if target.suffix.lower() == ".onnx":
-        try:
-            import onnx  # noqa: F401  (torch.onnx's dynamo exporter needs it)
-        except ImportError:
-            raise ExportError(
-                f"{target}: ONNX export needs the onnx package (pip install onnx onnxscript); "
-                "a .pt2 file (torch.export) needs nothing more"
-            ) from None
-        torch.onnx.export(model, (example,), str(target), dynamo=True)
-        return target
-    program = _exported(model, example)
-    torch.export.save(program, target)
-    return target
-
-
-def _exported(model: torch.nn.Module, example: torch.Tensor) -> torch.export.ExportedProgram:
-    batch = torch.export.Dim("batch", min=1)
-    try:
-        return torch.export.export(model, (example,), dynamic_shapes=({0: batch},))
-    except Exception:
-        try:
-            return torch.export.export(model, (example,))
-        except Exception as error:
-            first = str(error).strip().splitlines()[0] if str(error).strip() else ""
-            raise ExportError(f"torch.export could not trace the model: {first}") from None
-
-
 # ---- runtime/trainer.py: The trainer plumbing every program file shares: its record, flags, epochs, saves and run.
 Carry = tuple[torch.Tensor, int]
 
@@ -1402,6 +1175,7 @@ class Trainer:
     metrics: MetricsWriter | None = None  # `eval_every` writes between epochs
     checkpoint_dir: str | None = None
     saved_step: int = -1  # the step last.pt holds
+    resumed_rngs: list[Any] | None = None  # under DDP, every rank's RNG in the save resumed
     whole_step: bool = False  # the step is captured in one CUDA graph (runtime/graphs.py)
     graphed: "GraphedStep | None" = None  # noqa: UP037 (captured at the first epoch, after any resume)
 
@@ -1497,16 +1271,27 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-class ModelLoss(nn.Module):
-    """The training loss of a batch, `loss_fn(model(xb), yb)`, as one module: `torch.compile`
-    of it sees the forward and the loss together (and `should_compile` times it)."""
+@contextmanager
+def validation_rng() -> Iterator[None]:
+    """Validation's draws (an objective's time steps and noise) on a fork of the RNG (every
+    CUDA device's too): the training continues with the numbers it would have drawn had
+    validation not run, so a run cut mid-epoch (which validates its part of the epoch
+    before saving) resumes exactly as the uncut run goes on."""
+    devices = list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
+    with torch.random.fork_rng(devices=devices):
+        yield
 
-    def __init__(self, model: nn.Module, loss_fn: Callable[..., torch.Tensor]) -> None:
-        super().__init__()
-        self.model, self.loss_fn = model, loss_fn
 
-    def forward(self, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
-        return self.loss_fn(self.model(xb), yb)
+def captures_whole_step(
+    model: nn.Module, loader: Any, scaler: torch.amp.GradScaler | None, device: torch.device,
+    *, allowed: bool = True,
+) -> bool:  # fmt: skip
+    """Whether this run captures its whole step in one CUDA graph (runtime/graphs.py): on
+    CUDA, data on the device, no GradScaler, at most SMALL_MODEL_PARAMS parameters, and
+    `allowed` (not --no-cuda-graph)."""
+    small = sum(p.numel() for p in model.parameters()) <= SMALL_MODEL_PARAMS
+    resident = isinstance(loader, DeviceLoader)
+    return allowed and device.type == "cuda" and resident and scaler is None and small
 
 
 def mark_step_begin(trainer: Trainer) -> None:
@@ -1567,12 +1352,39 @@ def end_epoch(
     return loss_sum / max(batches, 1), batches
 
 
+def train_epoch_graphed(
+    trainer: Trainer, epoch: int, max_steps: int | None,
+    region: Callable[[], AbstractContextManager[object]] = nullcontext,
+) -> tuple[torch.Tensor, int]:  # fmt: skip
+    """An epoch whose every step is one replay of the captured step (runtime/graphs.py): no
+    host syncs. The capture, at the first epoch, runs the forward in `region()` (autocast)."""
+    loader = trainer.train_loader  # a DeviceLoader: `captures_whole_step` asked for one
+    trainer.train_model.train()
+    loader.set_epoch(epoch)
+    if trainer.graphed is None:
+        step = training_step(trainer.train_model, trainer.optimizer, region)
+        trainer.graphed = GraphedStep(step, loader.x, loader.y, batch_size=loader.batch_size,
+                                      model=trainer.model, optimizer=trainer.optimizer)  # fmt: skip
+    batches = 0
+    for idx in loader.batch_indices():
+        if epoch_stops(trainer, max_steps):
+            break
+        trainer.graphed.replay(idx)
+        batches += 1
+        trainer.step += 1
+    return end_epoch(trainer, trainer.graphed.take_loss_sum(), batches)
+
+
 def checkpoint_state(
-    trainer: Trainer, carry: Carry | None = None, ranks: list[Any] | None = None
-) -> dict[str, Any]:
+    trainer: Trainer, carry: Carry | None = None, ranks: list[Any] | None = None,
+    rngs: list[Any] | None = None,
+) -> dict[str, Any]:  # fmt: skip
     """What a checkpoint holds besides its epoch: `carry` is a cut epoch's loss and batches;
-    `ranks`, under DDP, every rank's carried values (`carried_by_rank`)."""
+    `ranks`, under DDP, every rank's carried values (`carried_by_rank`); `rngs`, under DDP,
+    every rank's RNG states (`gather_rng_states`: each rank draws its own noise)."""
     extra: dict[str, Any] = {"recipe": trainer.recipe.state_dict()}
+    if rngs is not None:  # each rank resumes its own (`resumed_rngs`)
+        extra["rng_by_rank"] = rngs
     if carry is not None:
         extra["carry"] = {"loss_sum": carry[0].detach(), "batches": carry[1]}
     if trainer.carried:  # a run resumed mid-epoch continues from them
@@ -1594,26 +1406,27 @@ def carried_by_rank(trainer: Trainer) -> list[Any] | None:
     return ranks
 
 
-def save_last(trainer: Trainer, epochs_done: int) -> None:
+def save_last(trainer: Trainer, epochs_done: int, rngs: list[Any] | None = None) -> None:
     """At the end of the run, and when it is interrupted: last.pt holds where it stopped
-    (unless the newest save already holds this step). Rank 0 writes."""
+    (unless the newest save already holds this step). Rank 0 writes; `rngs`, under DDP,
+    every rank's RNG states (`gather_rng_states`), which each rank resumes."""
     if trainer.checkpoint_dir is None or trainer.saved_step == trainer.step:
         return
     ranks = carried_by_rank(trainer)
     if trainer.ctx.is_main:
         path = f"{trainer.checkpoint_dir}/last.pt"
-        state = checkpoint_state(trainer, trainer.carry, ranks)
+        state = checkpoint_state(trainer, trainer.carry, ranks, rngs)
         save_checkpoint(path, epoch=epochs_done, **state)
     trainer.saved_step = trainer.step
 
 
 def save_if_due(
     trainer: Trainer, done: int, start_step: int, *, every: int | None, keep: int, last: int,
-    unit: str = "epochs",
+    unit: str = "epochs", rngs: list[Any] | None = None,
 ) -> None:  # fmt: skip
     """After the complete epoch `done` (1-based): `epoch-NNNN.pt` and last.pt when a save is
     due, every `every` epochs (or, with `unit="steps"`, when the epoch passed a multiple of
-    `every` steps), and after the `last` epoch. Rank 0 writes."""
+    `every` steps), and after the `last` epoch. Rank 0 writes; `rngs` as for `save_last`."""
     if unit == "steps":
         due = every is not None and trainer.step // every > start_step // every
     else:
@@ -1622,7 +1435,7 @@ def save_if_due(
         return
     ranks = carried_by_rank(trainer)
     if trainer.ctx.is_main:
-        state = checkpoint_state(trainer, ranks=ranks)
+        state = checkpoint_state(trainer, ranks=ranks, rngs=rngs)
         save_epoch_checkpoint(trainer.checkpoint_dir, keep=keep, epoch=done, **state)
     trainer.saved_step = trainer.step
 
@@ -1646,6 +1459,7 @@ def resume_position(trainer: Trainer, state: dict[str, Any]) -> None:
     trainer.start_epoch, trainer.step = state["epoch"], state["step"]
     trainer.saved_step = trainer.step
     extra = state["extra"]
+    trainer.resumed_rngs = extra.get("rng_by_rank")  # `restore_rank_rng` gives each its own
     trainer.recipe.load_state_dict(extra.get("recipe", {}))
     carry = extra.get("carry")
     if carry is not None:
@@ -1724,12 +1538,14 @@ def start_run(trainer: Trainer, args: argparse.Namespace) -> None:
 
 
 def finish_run(
-    trainer: Trainer, *, epochs_done: int, started: float, metrics: MetricsWriter
-) -> int | None:
-    """After the epochs: last.pt, the metrics closed and the run's summary. An interrupted
-    run says how to continue and returns its exit code (128 + the signal); else None."""
+    trainer: Trainer, *, epochs_done: int, started: float, metrics: MetricsWriter,
+    rngs: list[Any] | None = None,
+) -> int | None:  # fmt: skip
+    """After the epochs: last.pt (with `rngs`, under DDP, every rank's RNG states), the
+    metrics closed and the run's summary. An interrupted run says how to continue and
+    returns its exit code (128 + the signal); else None."""
     stopped = trainer.recipe.stop_reason
-    save_last(trainer, epochs_done)
+    save_last(trainer, epochs_done, rngs)
     metrics.close()
     summary = format_run_summary(epochs_done=epochs_done, steps=trainer.step,
                                  seconds=time.perf_counter() - started,
@@ -1774,22 +1590,62 @@ def report_evaluation(path: str, record: dict[str, Any], metrics: str | None) ->
             f.write(json.dumps({"evaluated": path, **record}) + "\n")
 
 
-def predict_and_export(
-    model: nn.Module, args: argparse.Namespace, *, loader: Any, info: Any,
-    device: torch.device, classes: bool,
-) -> None:  # fmt: skip
-    """--predict INPUT (the outputs for samples shaped as `loader`'s, normalised as the
-    training data; `classes`: class indices) and --export FILE (torch.export, traced on two
-    of `loader`'s samples), with `model`'s weights."""
-    if args.predict is None and args.export is None:
-        return
-    example = next(iter(loader))[0][:2]
-    if args.predict is not None:
-        normalisation = getattr(info, "normalisation", None)
-        x = read_predict_inputs(args.predict, sample_shape=tuple(example.shape[1:]),
-                                normalisation=normalisation,
-                                integer=not example.is_floating_point())  # fmt: skip
-        outputs = predict(model, x, batch_size=args.batch_size, device=device)
-        write_predictions(outputs, args.out, classes=classes)
-    if args.export is not None:
-        print(f"exported to {export_model(model, example, args.export)}")
+# ---- runtime/samples.py: Sample grids: the images a program's `samples` function draws, written as one PNG.
+def draw_samples(sample: Callable[[], torch.Tensor], *, seed: int) -> torch.Tensor:
+    """`sample()` under `torch.no_grad()` on an RNG seeded with `seed`, the global RNG
+    state restored afterwards; the images on the CPU as float32."""
+    devices = [torch.cuda.current_device()] if torch.cuda.is_available() else []
+    with torch.random.fork_rng(devices=devices), torch.no_grad():
+        torch.manual_seed(seed)
+        images = sample()
+    return images.detach().float().cpu()
+
+
+def image_grid(
+    images: torch.Tensor, *, columns: int | None = None, padding: int = 2
+) -> torch.Tensor:
+    """`[N, C, H, W]` images in [0, 1] (C 1 or 3) as one `[rows, cols, C]` uint8 grid: up to
+    `columns` (default about √N) per row, `padding` black pixels between them, each image
+    enlarged by a whole factor to at least 32 pixels a side."""
+    if images.dim() != 4 or images.size(1) not in (1, 3):
+        raise ValueError(f"sample images must be [N, 1 or 3, H, W], got {list(images.shape)}")
+    count, channels, height, width = images.shape
+    scale = max(1, 32 // max(height, width))
+    tiles = images.clamp(0.0, 1.0).repeat_interleave(scale, 2).repeat_interleave(scale, 3)
+    height, width = height * scale, width * scale
+    across = columns or max(1, math.ceil(math.sqrt(count)))
+    down = math.ceil(count / across)
+    grid = torch.zeros(channels, padding + down * (height + padding),
+                       padding + across * (width + padding))  # fmt: skip
+    for index in range(count):
+        top = padding + (index // across) * (height + padding)
+        left = padding + (index % across) * (width + padding)
+        grid[:, top : top + height, left : left + width] = tiles[index]
+    return (grid * 255.0).round().to(torch.uint8).permute(1, 2, 0).contiguous()
+
+
+def write_png(pixels: torch.Tensor, path: str | Path) -> Path:
+    """An 8-bit grey (`[H, W, 1]`) or RGB (`[H, W, 3]`) PNG of `pixels`, uint8."""
+    height, width, channels = pixels.shape
+    colour = {1: 0, 3: 2}[channels]
+    rows = pixels.reshape(height, width * channels).numpy().tobytes()
+    stride = width * channels
+    raw = b"".join(b"\x00" + rows[r * stride : (r + 1) * stride] for r in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, colour, 0, 0, 0)
+    data = b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", header)
+    data += _chunk(b"IDAT", zlib.compress(raw, 9)) + _chunk(b"IEND", b"")
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(data)
+    return target
+
+
+def _chunk(kind: bytes, body: bytes) -> bytes:
+    """A PNG chunk: length, type, body, and the CRC-32 of type and body."""
+    crc = zlib.crc32(kind + body) & 0xFFFFFFFF
+    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", crc)
+
+
+def write_sample_grid(images: torch.Tensor, path: str | Path) -> Path:
+    """`images` `[N, C, H, W]` in [0, 1] as a PNG grid at `path` (folders made)."""
+    return write_png(image_grid(images), path)

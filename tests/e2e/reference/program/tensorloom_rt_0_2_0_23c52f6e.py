@@ -8,15 +8,16 @@ library, as the program does.
 from __future__ import annotations
 
 import contextlib
-import fnmatch
+import gzip
+import importlib.util
 import json
 import math
 import os
-import re
 import shutil
+import struct
 import sys
-import sysconfig
 import tempfile
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +58,38 @@ def resolve_device(choice: str, local_rank: int = 0) -> torch.device:
     if not torch.cuda.is_available():
         raise DeviceUnavailable("`--device cuda` was given but no CUDA device is available")
     return torch.device("cuda", local_rank % torch.cuda.device_count())
+
+
+def _rng_state() -> dict[str, Any]:
+    rng: dict[str, Any] = {"cpu": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        rng["cuda"] = torch.cuda.get_rng_state_all()
+    return rng
+
+
+def _rank_and_size() -> tuple[int, int]:
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        return torch.distributed.get_rank(), torch.distributed.get_world_size()
+    return 0, 1
+
+
+def own_rng_state(ranks: list[Any] | None, saved: Any) -> Any:
+    """This rank's RNG states in a save: its own when the save holds every rank's at this
+    world size; else the one `saved` (rank 0's), which a rank after the first, on another
+    world size, leaves for a stream of its own (`reseed`: `_restore_rng` does that)."""
+    rank, size = _rank_and_size()
+    if ranks and len(ranks) == size:
+        return ranks[rank]
+    return saved if rank == 0 else {**saved, "reseed": rank}
+
+
+def _restore_rng(states: dict[str, Any]) -> None:
+    torch.set_rng_state(states["cpu"].cpu())
+    if "cuda" in states and torch.cuda.is_available():
+        with contextlib.suppress(RuntimeError):  # another number of GPUs
+            torch.cuda.set_rng_state_all([s.cpu() for s in states["cuda"]])
+    if "reseed" in states:  # resumed on another world size: rank 0's stream, then its own
+        torch.manual_seed(int(torch.randint(0, 2**62, ())) + states["reseed"])
 
 
 # ---- runtime/amp.py: Mixed precision for TensorLoom scripts: what `precision = ...` means on this device.
@@ -108,243 +141,129 @@ def make_grad_scaler(plan: PrecisionPlan, device: torch.device) -> torch.amp.Gra
     return torch.amp.GradScaler(device.type) if plan.use_scaler else None
 
 
-# ---- runtime/compiling.py: torch.compile for TensorLoom scripts: a run compiles only when it repays the compile.
-def maybe_compile(module: nn.Module, compile_it: bool, mode: str | None) -> nn.Module:
-    if not compile_it:
-        return module
-    return torch.compile(module, mode=mode)  # type: ignore[return-value]
+# ---- runtime/data.py: Datasets for TensorLoom scripts: `load_dataset(...)` returns tensors, ready to batch.
+TensorPair = tuple[torch.Tensor, torch.Tensor]
 
 
-# ---- runtime/tokens.py: Language-model data for TensorLoom scripts: a stream of token ids cut into random windows.
-STDLIB_CORPUS = "stdlib"
-
-
-STDLIB_MAX_BYTES = 16_000_000
-
-
-TOKEN_DTYPES = {"uint16": 2, "uint32": 4}
-
-
-class TokenDataUnavailable(Exception):
-    """A token or text file is missing or malformed; the message says which and why."""
+class DatasetUnavailable(Exception):
+    """The data a script needs is not on this machine; the message says what to fetch."""
 
 
 @dataclass(frozen=True)
-class TokenInfo:
-    """What one window of a language-model dataset looks like."""
+class DataInfo:
+    """What one sample of a loaded dataset looks like."""
 
     name: str
-    sample_shape: tuple[int, ...]  # (T,)
-    target_shape: tuple[int, ...]  # (T,): the next token at every position
-    num_classes: int  # the vocabulary
-    task: str = "sequence"
+    sample_shape: tuple[int, ...]
+    target_shape: tuple[int, ...]
+    num_classes: int | None
+    task: str  # "classification", "sequence", "regression" or "fields"
     synthetic: bool = False
+    # An image dataset's per-channel (mean, std), which --predict applies to image files.
+    normalisation: tuple[tuple[float, ...], tuple[float, ...]] | None = None
 
 
-class TokenStream:
-    """A flat run of token ids: bytes held in memory, or a `.bin` file read per batch."""
-
-    def __init__(
-        self,
-        *,
-        tokens: torch.Tensor | None = None,
-        path: Path | None = None,
-        dtype: str = "uint16",
-        start: int = 0,
-        length: int | None = None,
-    ) -> None:
-        if (tokens is None) == (path is None):
-            raise ValueError("a TokenStream holds tokens or reads a file, not both")
-        self.tokens, self.path, self.dtype, self.start = tokens, path, dtype, start
-        total = len(tokens) if tokens is not None else _file_tokens(path, dtype)  # type: ignore[arg-type]
-        self.length = total - start if length is None else length
-
-    def __len__(self) -> int:
-        return self.length
-
-    def windows(self, starts: torch.Tensor, block_size: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Inputs [N, T] and next-token targets [N, T] (int64) for windows at `starts`."""
-        offsets = torch.arange(block_size + 1)
-        if self.tokens is not None:
-            rows = self.tokens[self.start + starts[:, None] + offsets].long()
-        else:
-            rows = self._read_rows(starts.tolist(), block_size + 1)
-        return rows[:, :-1], rows[:, 1:]
-
-    def _read_rows(self, starts: list[int], width: int) -> torch.Tensor:
-        import numpy as np  # only `.bin` token files need numpy
-
-        # A fresh memmap per batch, dropped after it: pages it touched leave the
-        # process's resident set with it (nanoGPT's remedy for a growing RSS).
-        data = np.memmap(self.path, dtype=np.dtype(self.dtype), mode="r")  # type: ignore[arg-type]
-        base = self.start
-        rows = np.stack([data[base + s : base + s + width].astype(np.int64) for s in starts])
-        del data
-        return torch.from_numpy(rows)
-
-
-def _file_tokens(path: Path, dtype: str) -> int:
-    itemsize = TOKEN_DTYPES[dtype]
-    size = path.stat().st_size
-    if size % itemsize:
-        raise TokenDataUnavailable(
-            f"{path} has {size} bytes, not a whole number of {dtype} tokens ({itemsize} bytes each)"
-        )
-    return size // itemsize
-
-
-def load_token_dataset(
-    source: str,
+def load_digits(
     *,
-    path: str,
-    block_size: int,
-    dtype: str = "uint16",
-    vocab: int | None = None,
-    val_fraction: float = 0.1,
-    max_bytes: int | None = None,
     data_root: str | os.PathLike[str] | None = None,
-) -> tuple[TokenStream, TokenStream, TokenInfo]:
-    """The training and validation streams of `"text"` or `"tokens"` data (see the module doc)."""
-    if source == "text":
-        train, val = _text_streams(path, val_fraction, max_bytes, data_root)
-        vocab = 256
-    elif source == "tokens":
-        train, val = _token_streams(_resolve(path, data_root), dtype)
-    else:
-        raise TokenDataUnavailable(f"unknown language-model source `{source}`")
-    for split, stream in (("training", train), ("validation", val)):
-        if len(stream) <= block_size:
-            raise TokenDataUnavailable(
-                f"the {split} split of `{path}` has {len(stream)} tokens, "
-                f"fewer than one window of block_size + 1 = {block_size + 1}"
-            )
-    name = Path(path).name if path != STDLIB_CORPUS else "the Python standard library"
-    info = TokenInfo(name, (block_size,), (block_size,), vocab or 0)
-    return train, val, info
+    flatten: bool = False,
+    split_seed: int = 0,
+    val_fraction: float = 0.1,
+) -> tuple[TensorPair, TensorPair, DataInfo]:
+    """scikit-learn's 8x8 digits, a seeded hold-out for validation (`data_root` is unused)."""
+    x, y = _digits()
+    x = x.flatten(1) if flatten else x
+    info = DataInfo("digits", tuple(x.shape[1:]), (), 10, "classification")
+    return (*_split((x, y), val_fraction, split_seed), info)
 
 
-def _resolve(path: str, data_root: str | os.PathLike[str] | None) -> Path:
-    candidate = Path(path)
-    if not candidate.is_absolute() and data_root is not None and not candidate.is_file():
-        candidate = Path(data_root) / candidate
-    if not candidate.is_file():
-        raise TokenDataUnavailable(f"data file {path} does not exist")
-    return candidate
+def _split(tensors: Any, val_fraction: float, seed: int) -> tuple[Any, Any]:
+    """The same seeded rows of every tensor held out: (train, val), each a tuple like `tensors`."""
+    n = len(tensors[0])
+    n_val = round(n * val_fraction)
+    generator = torch.Generator().manual_seed(seed)
+    order = torch.randperm(n, generator=generator)
+    val_idx, train_idx = order[:n_val], order[n_val:]
+    return tuple(t[train_idx] for t in tensors), tuple(t[val_idx] for t in tensors)
 
 
-def _text_streams(
-    path: str, val_fraction: float, max_bytes: int | None, data_root: str | os.PathLike[str] | None
-) -> tuple[TokenStream, TokenStream]:
-    if path == STDLIB_CORPUS:
-        data = stdlib_corpus(max_bytes if max_bytes is not None else STDLIB_MAX_BYTES)
-    else:
-        with _resolve(path, data_root).open("rb") as f:
-            data = f.read() if max_bytes is None else f.read(max_bytes)
-    tokens = torch.frombuffer(bytearray(data), dtype=torch.uint8) if data else torch.empty(0)
-    n_val = round(len(tokens) * val_fraction)
-    n_train = len(tokens) - n_val
-    return (
-        TokenStream(tokens=tokens, length=n_train),
-        TokenStream(tokens=tokens, start=n_train),
-    )
+def _digits() -> TensorPair:
+    """scikit-learn's digits file, read as `load_digits()` reads it (64 pixels 0-16 and the
+    class per row) but without importing scikit-learn: most of a second of start-up."""
+    spec = importlib.util.find_spec("sklearn")
+    if spec is None or not spec.submodule_search_locations:
+        raise DatasetUnavailable("`digits` comes with scikit-learn: pip install scikit-learn")
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    with gzip.open(folder / "datasets" / "data" / "digits.csv.gz", "rt", encoding="utf-8") as f:
+        table = torch.tensor([[float(v) for v in line.split(",")] for line in f if line.strip()])
+    return table[:, :-1].reshape(-1, 1, 8, 8) / 16.0, table[:, -1].to(torch.int64)
 
 
-def _token_streams(train_path: Path, dtype: str) -> tuple[TokenStream, TokenStream]:
-    if dtype not in TOKEN_DTYPES:
-        raise TokenDataUnavailable(f"token dtype must be one of {', '.join(TOKEN_DTYPES)}")
-    val_path = train_path.with_name("val.bin")
-    if not val_path.is_file():
-        raise TokenDataUnavailable(f"no validation tokens: {val_path} does not exist")
-    return TokenStream(path=train_path, dtype=dtype), TokenStream(path=val_path, dtype=dtype)
+# ---- runtime/loader.py: Batching for TensorLoom scripts: a dataset kept on the device, or a DataLoader.
+Batch = tuple[torch.Tensor, ...]
 
 
-def stdlib_files() -> list[Path]:
-    """This Python's standard-library `.py` files, in sorted order of their relative paths."""
-    root = Path(sysconfig.get_paths()["stdlib"])
-    skipped = {"site-packages", "dist-packages", "__pycache__"}
-    files = [
-        p
-        for p in root.rglob("*.py")
-        if not skipped & set(p.relative_to(root).parts) and p.is_file()
-    ]
-    return sorted(files, key=lambda p: p.relative_to(root).as_posix())
-
-
-def stdlib_corpus(max_bytes: int = STDLIB_MAX_BYTES) -> bytes:
-    """The standard library's source concatenated (a blank line between files), capped."""
-    chunks: list[bytes] = []
-    size = 0
-    for path in stdlib_files():
-        if size >= max_bytes:
-            break
-        text = path.read_bytes() + b"\n\n"
-        chunks.append(text)
-        size += len(text)
-    if not chunks:
-        print(f"warning: no standard-library sources under {sys.prefix}", file=sys.stderr)
-    return b"".join(chunks)[:max_bytes]
-
-
-class WindowLoader:
-    """Batches of random (train) or consecutive (validation) windows of a `TokenStream`."""
+class DeviceLoader:
+    """Batches of device-resident tensors (x, y, or a dataset's fields), shuffled on the
+    device, sharded across ranks."""
 
     def __init__(
-        self,
-        stream: TokenStream,
-        *,
-        block_size: int,
-        batch_size: int,
-        device: torch.device,
-        shuffle: bool = True,
-        windows_per_epoch: int | None = None,
-        seed: int = 0,
-        rank: int = 0,
-        world_size: int = 1,
-    ) -> None:
-        self.stream, self.block_size, self.batch_size = stream, block_size, batch_size
-        self.device, self.shuffle, self.seed = device, shuffle, seed
-        self.rank, self.world_size = rank, world_size
-        whole = (len(stream) - 1) // block_size
-        self.windows_per_epoch = windows_per_epoch if windows_per_epoch is not None else whole
-        self.epoch = 0
-        self._generator = torch.Generator()
+        self, *tensors: torch.Tensor, batch_size: int, device: torch.device,
+        shuffle: bool = True, drop_last: bool = False, seed: int = 0, rank: int = 0,
+        world_size: int = 1, even_shards: bool = True,
+    ) -> None:  # fmt: skip
+        self.tensors = tuple(t.to(device, non_blocking=True) for t in tensors)
+        self.x, self.y = self.tensors[0], self.tensors[-1]
+        self.batch_size, self.device, self.shuffle = batch_size, device, shuffle
+        self.drop_last, self.seed, self.rank = drop_last, seed, rank
+        self.world_size, self.even_shards, self.epoch = world_size, even_shards, 0
+        self._generator = torch.Generator(device=device)
 
     def set_epoch(self, epoch: int) -> None:
+        """Choose the epoch whose order the next iteration follows."""
         self.epoch = epoch
 
+    def shard_size(self) -> int:
+        """How many samples this rank sees per epoch."""
+        n, world = len(self.x), self.world_size
+        if self.even_shards:
+            return n // world
+        return len(range(self.rank, n, world))
+
     def __len__(self) -> int:
+        size = self.shard_size()
+        if self.drop_last:
+            return size // self.batch_size
+        return -(-size // self.batch_size)
+
+    def indices(self) -> torch.Tensor:
+        """This rank's sample indices for the current epoch, on the device."""
+        n = len(self.x)
         if self.shuffle:
-            return self.windows_per_epoch // self.world_size // self.batch_size
-        mine = len(range(self.rank, self.windows_per_epoch, self.world_size))
-        return -(-mine // self.batch_size)
+            self._generator.manual_seed(self.seed + self.epoch)
+            order = torch.randperm(n, generator=self._generator, device=self.device)
+        else:
+            order = torch.arange(n, device=self.device)
+        if self.even_shards:
+            order = order[: n // self.world_size * self.world_size]
+        return order[self.rank :: self.world_size]
 
-    def starts(self) -> torch.Tensor:
-        """This rank's window starts for the current epoch."""
-        if not self.shuffle:
-            every = torch.arange(self.windows_per_epoch) * self.block_size
-            return every[self.rank :: self.world_size]
-        # The last start leaves room for the window and its one-token-later targets.
-        high = len(self.stream) - self.block_size
-        self._generator.manual_seed((self.seed + self.epoch) * self.world_size + self.rank)
-        count = len(self) * self.batch_size
-        return torch.randint(0, high, (count,), generator=self._generator)
+    def batch_indices(self) -> Iterator[torch.Tensor]:
+        """Each batch's sample indices for the current epoch (views on the device)."""
+        order = self.indices()
+        for i in range(len(self)):
+            yield order[i * self.batch_size : (i + 1) * self.batch_size]
 
-    def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        starts = self.starts()
-        pin = self.device.type == "cuda"
-        for i in range(0, len(starts), self.batch_size):
-            xb, yb = self.stream.windows(starts[i : i + self.batch_size], self.block_size)
-            if pin:
-                xb, yb = xb.pin_memory(), yb.pin_memory()
-            yield xb.to(self.device, non_blocking=True), yb.to(self.device, non_blocking=True)
+    def __iter__(self) -> Iterator[Batch]:
+        for idx in self.batch_indices():
+            yield tuple(t[idx] for t in self.tensors)
 
     def state_dict(self) -> dict[str, int]:
-        # An epoch's windows are a function of (seed, epoch, rank): nothing else to save.
+        # The order of an epoch is a function of (seed, epoch): nothing else to save.
         return {"seed": self.seed, "epoch": self.epoch}
 
     def load_state_dict(self, state: dict[str, int]) -> None:
-        self.seed = state["seed"]
-        self.epoch = state["epoch"]
+        self.seed, self.epoch = state["seed"], state["epoch"]
 
 
 # ---- runtime/checkpoint.py: Checkpoints for TensorLoom scripts: atomic, complete, and free of wrapper prefixes.
@@ -526,101 +445,6 @@ def progress(
 
 
 # ---- runtime/recipe.py: Training recipes for TensorLoom scripts: schedules, decay groups, EMA, early stopping.
-LR_SCHEDULES = (
-    "none", "cosine", "linear", "constant_with_warmup", "warmup", "onecycle", "step", "wsd",
-)  # fmt: skip
-
-
-@dataclass(frozen=True)
-class LrSchedule:
-    """The learning rate as a factor of the optimizer's base lr, per optimizer step.
-
-    `cosine`: linear warm-up over `warmup_steps`, then a cosine from 1 down to
-    `min_ratio` at `total_steps`. `linear`: the same warm-up, then a straight line
-    down to `min_ratio`. `constant_with_warmup` (alias `warmup`): the warm-up, then 1.
-    `onecycle`: torch's OneCycleLR curve (cosine up from 1/`div_factor` over the first
-    `pct_start` of the run, then cosine down to 1/(`div_factor` * `final_div_factor`)).
-    `step`: times `gamma` every `step_interval` steps. `none`: 1 throughout.
-    `wsd` (warmup-stable-decay): the warm-up, then 1, then over the last `decay_fraction`
-    of `total_steps` (rounded) a straight line from 1 down towards `min_ratio`, which the
-    step after the last would reach (torch's LinearLR from 1 to `min_ratio` over them).
-    """
-
-    name: str
-    total_steps: int
-    warmup_steps: int = 0
-    min_ratio: float = 0.0
-    step_interval: int = 1
-    gamma: float = 0.1
-    pct_start: float = 0.3
-    div_factor: float = 25.0
-    final_div_factor: float = 1e4
-    decay_fraction: float = 0.2
-
-    def __post_init__(self) -> None:
-        if self.name not in LR_SCHEDULES:
-            raise ValueError(f"unknown lr schedule `{self.name}`; known: {LR_SCHEDULES}")
-
-    def factor(self, step: int) -> float:
-        """The factor for the optimizer step `step` (0-based)."""
-        if self.name == "none":
-            return 1.0
-        if self.name == "step":
-            return self.gamma ** (step // max(self.step_interval, 1))
-        if self.name == "onecycle":
-            return self._onecycle(step)
-        if step < self.warmup_steps:
-            return (step + 1) / self.warmup_steps
-        if self.name in ("constant_with_warmup", "warmup"):
-            return 1.0
-        if self.name == "wsd":
-            return self._wsd(step)
-        span = max(self.total_steps - self.warmup_steps, 1)
-        progress = min((step - self.warmup_steps) / span, 1.0)
-        if self.name == "linear":
-            return 1.0 - (1.0 - self.min_ratio) * progress
-        return self.min_ratio + (1.0 - self.min_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
-
-    def _wsd(self, step: int) -> float:
-        decay = max(round(self.decay_fraction * self.total_steps), 1)
-        left = self.total_steps - step
-        if left >= decay:
-            return 1.0
-        return self.min_ratio + (1.0 - self.min_ratio) * max(left, 0) / decay
-
-    def _onecycle(self, step: int) -> float:
-        # torch.optim.lr_scheduler.OneCycleLR's two phases, as factors of the peak lr.
-        start, peak = 1.0 / self.div_factor, 1.0
-        end = start / self.final_div_factor
-        rise_end = float(self.pct_start * self.total_steps) - 1
-        if step <= rise_end:
-            return _cos_between(start, peak, step / rise_end if rise_end > 0 else 1.0)
-        fall = float(self.total_steps - 1) - rise_end
-        return _cos_between(peak, end, min((step - rise_end) / fall, 1.0) if fall > 0 else 1.0)
-
-
-def _cos_between(start: float, end: float, pct: float) -> float:
-    return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
-
-
-def schedule_steps(epochs_or_steps: int, unit: str, steps_per_epoch: int) -> int:
-    """A length the block gave in `unit` ("epochs" or "steps"), in optimizer steps."""
-    return epochs_or_steps * steps_per_epoch if unit == "epochs" else epochs_or_steps
-
-
-def total_train_steps(epochs: int, steps_per_epoch: int, max_steps: int | None) -> int:
-    """The run's optimizer steps: `max_steps` when it cuts the run short, else every epoch's."""
-    planned = epochs * steps_per_epoch
-    return planned if max_steps is None else min(planned, max_steps)
-
-
-def make_lr_scheduler(
-    optimizer: torch.optim.Optimizer, schedule: LrSchedule
-) -> torch.optim.lr_scheduler.LambdaLR:
-    """A LambdaLR stepping `schedule.factor`; its state dict is the step count alone."""
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: schedule.factor(step))
-
-
 class RunLengthError(Exception):
     """`--epochs 0` or `--max-steps 0` would train nothing; the message says what to do."""
 
@@ -634,29 +458,6 @@ def check_epoch_has_steps(batches: int, *, batch_size: int, grad_accum: int = 1)
     raise RunLengthError(
         f"--batch-size {batch_size} is larger than the training data allows: an epoch holds "
         f"{batches} whole batches, and a step needs {need}; give a smaller --batch-size"
-    )
-
-
-def lr_schedule_from(
-    settings: dict[str, Any], *, steps_per_epoch: int, total_steps: int, base_lr: float
-) -> LrSchedule:
-    """The `LrSchedule` for a train block's `lr_schedule = name(...)`, lengths in steps:
-    `warmup_epochs` and `step_size` count epochs, `warmup_steps` and `step_size_steps`
-    optimizer steps; `min_lr` becomes a factor of the base lr."""
-    options = dict(settings)
-    name = options.pop("name")
-    warmup = int(options.pop("warmup_steps", 0))
-    warmup += schedule_steps(int(options.pop("warmup_epochs", 0)), "epochs", steps_per_epoch)
-    interval = int(options.pop("step_size_steps", 0))
-    interval += schedule_steps(int(options.pop("step_size", 0)), "epochs", steps_per_epoch)
-    min_lr = float(options.pop("min_lr", 0.0))
-    return LrSchedule(
-        name,
-        total_steps=total_steps,
-        warmup_steps=warmup,
-        min_ratio=min_lr / base_lr if base_lr > 0 else 0.0,
-        step_interval=interval or steps_per_epoch * 30,
-        **{key: float(value) for key, value in options.items()},
     )
 
 
@@ -685,45 +486,6 @@ class Frozen(nn.Module):
     def forward(self, *inputs: torch.Tensor) -> Any:
         with torch.no_grad():
             return self.model(*inputs)
-
-
-class ParamGroup(list[nn.Parameter]):
-    """Parameters a `group` line selects, in the model's order; `a + b` is their union and
-    `a - b` what `a` has that `b` has not (by identity, as tlc check resolved them by name)."""
-
-    def __add__(self, other: Iterable[nn.Parameter]) -> ParamGroup:  # type: ignore[override]
-        seen = {id(p) for p in self}
-        return ParamGroup([*self, *(p for p in other if id(p) not in seen)])
-
-    def __sub__(self, other: Iterable[nn.Parameter]) -> ParamGroup:
-        dropped = {id(p) for p in other}
-        return ParamGroup(p for p in self if id(p) not in dropped)
-
-
-def parameter_group(
-    model: nn.Module, path: str = "", *, match: str | list[str] | tuple[str, ...] | None = None,
-    ndim: int | None = None,
-) -> ParamGroup:  # fmt: skip
-    """`params(net.blocks, match="*.weight", ndim=2)`: the parameters under the layer path
-    (`blocks`, `blocks[0:2]`, `head.weight`; all of them for ""), whose name in the model
-    matches a glob of `match` and that have `ndim` dimensions."""
-    globs = [match] if isinstance(match, str) else list(match or ())
-    sliced = re.fullmatch(r"(.+)\[(\d*):(\d*)\]", path)
-    if sliced is None:
-        prefixes = [path] if path else []
-    else:
-        count = len(model.get_submodule(sliced.group(1)))  # type: ignore[arg-type]
-        low, high = int(sliced.group(2) or 0), int(sliced.group(3) or count)
-        prefixes = [f"{sliced.group(1)}.{i}" for i in range(count)[low:high]]
-    selected = ParamGroup()
-    for name, param in _plain(model).named_parameters():
-        if prefixes and not any(name == p or name.startswith(p + ".") for p in prefixes):
-            continue
-        if globs and not any(fnmatch.fnmatchcase(name, g) for g in globs):
-            continue
-        if ndim is None or param.ndim == ndim:
-            selected.append(param)
-    return selected
 
 
 def step_optimizer(
@@ -885,33 +647,62 @@ def _plain(model: nn.Module) -> nn.Module:
     return inner.model if isinstance(inner, Frozen) else inner
 
 
-def _rng_state() -> dict[str, Any]:
-    rng: dict[str, Any] = {"cpu": torch.get_rng_state()}
-    if torch.cuda.is_available():
-        rng["cuda"] = torch.cuda.get_rng_state_all()
-    return rng
+# ---- runtime/samples.py: Sample grids: the images a program's `samples` function draws, written as one PNG.
+def draw_samples(sample: Callable[[], torch.Tensor], *, seed: int) -> torch.Tensor:
+    """`sample()` under `torch.no_grad()` on an RNG seeded with `seed`, the global RNG
+    state restored afterwards; the images on the CPU as float32."""
+    devices = [torch.cuda.current_device()] if torch.cuda.is_available() else []
+    with torch.random.fork_rng(devices=devices), torch.no_grad():
+        torch.manual_seed(seed)
+        images = sample()
+    return images.detach().float().cpu()
 
 
-def _rank_and_size() -> tuple[int, int]:
-    if torch.distributed.is_available() and torch.distributed.is_initialized():
-        return torch.distributed.get_rank(), torch.distributed.get_world_size()
-    return 0, 1
+def image_grid(
+    images: torch.Tensor, *, columns: int | None = None, padding: int = 2
+) -> torch.Tensor:
+    """`[N, C, H, W]` images in [0, 1] (C 1 or 3) as one `[rows, cols, C]` uint8 grid: up to
+    `columns` (default about √N) per row, `padding` black pixels between them, each image
+    enlarged by a whole factor to at least 32 pixels a side."""
+    if images.dim() != 4 or images.size(1) not in (1, 3):
+        raise ValueError(f"sample images must be [N, 1 or 3, H, W], got {list(images.shape)}")
+    count, channels, height, width = images.shape
+    scale = max(1, 32 // max(height, width))
+    tiles = images.clamp(0.0, 1.0).repeat_interleave(scale, 2).repeat_interleave(scale, 3)
+    height, width = height * scale, width * scale
+    across = columns or max(1, math.ceil(math.sqrt(count)))
+    down = math.ceil(count / across)
+    grid = torch.zeros(channels, padding + down * (height + padding),
+                       padding + across * (width + padding))  # fmt: skip
+    for index in range(count):
+        top = padding + (index // across) * (height + padding)
+        left = padding + (index % across) * (width + padding)
+        grid[:, top : top + height, left : left + width] = tiles[index]
+    return (grid * 255.0).round().to(torch.uint8).permute(1, 2, 0).contiguous()
 
 
-def own_rng_state(ranks: list[Any] | None, saved: Any) -> Any:
-    """This rank's RNG states in a save: its own when the save holds every rank's at this
-    world size; else the one `saved` (rank 0's), which a rank after the first, on another
-    world size, leaves for a stream of its own (`reseed`: `_restore_rng` does that)."""
-    rank, size = _rank_and_size()
-    if ranks and len(ranks) == size:
-        return ranks[rank]
-    return saved if rank == 0 else {**saved, "reseed": rank}
+def write_png(pixels: torch.Tensor, path: str | Path) -> Path:
+    """An 8-bit grey (`[H, W, 1]`) or RGB (`[H, W, 3]`) PNG of `pixels`, uint8."""
+    height, width, channels = pixels.shape
+    colour = {1: 0, 3: 2}[channels]
+    rows = pixels.reshape(height, width * channels).numpy().tobytes()
+    stride = width * channels
+    raw = b"".join(b"\x00" + rows[r * stride : (r + 1) * stride] for r in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, colour, 0, 0, 0)
+    data = b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", header)
+    data += _chunk(b"IDAT", zlib.compress(raw, 9)) + _chunk(b"IEND", b"")
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(data)
+    return target
 
 
-def _restore_rng(states: dict[str, Any]) -> None:
-    torch.set_rng_state(states["cpu"].cpu())
-    if "cuda" in states and torch.cuda.is_available():
-        with contextlib.suppress(RuntimeError):  # another number of GPUs
-            torch.cuda.set_rng_state_all([s.cpu() for s in states["cuda"]])
-    if "reseed" in states:  # resumed on another world size: rank 0's stream, then its own
-        torch.manual_seed(int(torch.randint(0, 2**62, ())) + states["reseed"])
+def _chunk(kind: bytes, body: bytes) -> bytes:
+    """A PNG chunk: length, type, body, and the CRC-32 of type and body."""
+    crc = zlib.crc32(kind + body) & 0xFFFFFFFF
+    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", crc)
+
+
+def write_sample_grid(images: torch.Tensor, path: str | Path) -> Path:
+    """`images` `[N, C, H, W]` in [0, 1] as a PNG grid at `path` (folders made)."""
+    return write_png(image_grid(images), path)

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gzip
 import hashlib
+import importlib.util
 import json
 import math
 import os
@@ -19,12 +21,12 @@ import re
 import shutil
 import signal
 import sys
-import sysconfig
 import tempfile
 import time
 import traceback
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -198,262 +200,161 @@ def _synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-# ---- runtime/tokens.py: Language-model data for TensorLoom scripts: a stream of token ids cut into random windows.
-STDLIB_CORPUS = "stdlib"
+# ---- runtime/data.py: Datasets for TensorLoom scripts: `load_dataset(...)` returns tensors, ready to batch.
+TensorPair = tuple[torch.Tensor, torch.Tensor]
 
 
-STDLIB_MAX_BYTES = 16_000_000
+Tensors = tuple[torch.Tensor, ...]  # one row per sample each: (x, y) or a dataset's fields
 
 
-TOKEN_DTYPES = {"uint16": 2, "uint32": 4}
-
-
-class TokenDataUnavailable(Exception):
-    """A token or text file is missing or malformed; the message says which and why."""
+class DatasetUnavailable(Exception):
+    """The data a script needs is not on this machine; the message says what to fetch."""
 
 
 @dataclass(frozen=True)
-class TokenInfo:
-    """What one window of a language-model dataset looks like."""
+class DataInfo:
+    """What one sample of a loaded dataset looks like."""
 
     name: str
-    sample_shape: tuple[int, ...]  # (T,)
-    target_shape: tuple[int, ...]  # (T,): the next token at every position
-    num_classes: int  # the vocabulary
-    task: str = "sequence"
+    sample_shape: tuple[int, ...]
+    target_shape: tuple[int, ...]
+    num_classes: int | None
+    task: str  # "classification", "sequence", "regression" or "fields"
     synthetic: bool = False
+    # An image dataset's per-channel (mean, std), which --predict applies to image files.
+    normalisation: tuple[tuple[float, ...], tuple[float, ...]] | None = None
 
 
-class TokenStream:
-    """A flat run of token ids: bytes held in memory, or a `.bin` file read per batch."""
-
-    def __init__(
-        self,
-        *,
-        tokens: torch.Tensor | None = None,
-        path: Path | None = None,
-        dtype: str = "uint16",
-        start: int = 0,
-        length: int | None = None,
-    ) -> None:
-        if (tokens is None) == (path is None):
-            raise ValueError("a TokenStream holds tokens or reads a file, not both")
-        self.tokens, self.path, self.dtype, self.start = tokens, path, dtype, start
-        total = len(tokens) if tokens is not None else _file_tokens(path, dtype)  # type: ignore[arg-type]
-        self.length = total - start if length is None else length
-
-    def __len__(self) -> int:
-        return self.length
-
-    def windows(self, starts: torch.Tensor, block_size: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Inputs [N, T] and next-token targets [N, T] (int64) for windows at `starts`."""
-        offsets = torch.arange(block_size + 1)
-        if self.tokens is not None:
-            rows = self.tokens[self.start + starts[:, None] + offsets].long()
-        else:
-            rows = self._read_rows(starts.tolist(), block_size + 1)
-        return rows[:, :-1], rows[:, 1:]
-
-    def _read_rows(self, starts: list[int], width: int) -> torch.Tensor:
-        import numpy as np  # only `.bin` token files need numpy
-
-        # A fresh memmap per batch, dropped after it: pages it touched leave the
-        # process's resident set with it (nanoGPT's remedy for a growing RSS).
-        data = np.memmap(self.path, dtype=np.dtype(self.dtype), mode="r")  # type: ignore[arg-type]
-        base = self.start
-        rows = np.stack([data[base + s : base + s + width].astype(np.int64) for s in starts])
-        del data
-        return torch.from_numpy(rows)
-
-
-def _file_tokens(path: Path, dtype: str) -> int:
-    itemsize = TOKEN_DTYPES[dtype]
-    size = path.stat().st_size
-    if size % itemsize:
-        raise TokenDataUnavailable(
-            f"{path} has {size} bytes, not a whole number of {dtype} tokens ({itemsize} bytes each)"
-        )
-    return size // itemsize
-
-
-def _resolve(path: str, data_root: str | os.PathLike[str] | None) -> Path:
-    candidate = Path(path)
-    if not candidate.is_absolute() and data_root is not None and not candidate.is_file():
-        candidate = Path(data_root) / candidate
-    if not candidate.is_file():
-        raise TokenDataUnavailable(f"data file {path} does not exist")
-    return candidate
-
-
-WORDS_VOCAB = 10000
-
-
-UNKNOWN_WORD = "<unk>"
-
-
-END_OF_LINE = "<eos>"
-
-
-_WORD = re.compile(r"[A-Za-z_][A-Za-z_0-9]*|[0-9]+|\S")
-
-
-def words_of(text: str) -> list[str]:
-    """Each line's words, then `<eos>` (identifiers, numbers, single other characters)."""
-    words: list[str] = []
-    for line in text.splitlines():
-        words += _WORD.findall(line)
-        words.append(END_OF_LINE)
-    return words
-
-
-def word_vocabulary(words: list[str], size: int) -> list[str]:
-    """`<unk>`, then the `size - 1` most frequent of `words` (ties in sorted order)."""
-    counts: dict[str, int] = {}
-    for word in words:
-        counts[word] = counts.get(word, 0) + 1
-    counts.pop(UNKNOWN_WORD, None)
-    ranked = sorted(counts, key=lambda w: (-counts[w], w))
-    return [UNKNOWN_WORD, *ranked[: size - 1]]
-
-
-def load_word_dataset(
-    source: str,
+def load_digit_captions(
     *,
-    path: str,
-    block_size: int,
-    vocab: int = WORDS_VOCAB,
-    val_fraction: float = 0.1,
-    max_bytes: int | None = None,
     data_root: str | os.PathLike[str] | None = None,
-) -> tuple[TokenStream, TokenStream, TokenInfo]:
-    """The training and validation streams of `"words"` data (see the module doc)."""
-    if source != "words":
-        raise TokenDataUnavailable(f"unknown word source `{source}`")
-    train, val = _word_streams(path, vocab, val_fraction, max_bytes, data_root)
-    for split, stream in (("training", train), ("validation", val)):
-        if len(stream) <= block_size:
-            raise TokenDataUnavailable(
-                f"the {split} split of `{path}` has {len(stream)} words, "
-                f"fewer than one window of block_size + 1 = {block_size + 1}"
-            )
-    name = Path(path).name if path != STDLIB_CORPUS else "the Python standard library"
-    return train, val, TokenInfo(f"{name}, as words", (block_size,), (block_size,), vocab)
+    fields: tuple[str, ...] = ("image", "text", "label"),
+    flatten: bool = False,
+    split_seed: int = 0,
+    val_fraction: float = 0.1,
+) -> tuple[Tensors, Tensors, DataInfo]:
+    """The digits, each paired with its caption (`digit_captions`); `fields` chooses among
+    `image`, `text` and `label`, in that order. A seeded hold-out for validation."""
+    x, y = _digits()
+    named = {"image": x.flatten(1) if flatten else x, "text": digit_captions(x, y), "label": y}
+    missing = [f for f in fields if f not in named]
+    if missing:
+        raise DatasetUnavailable(
+            f"digits-captions has no field {missing[0]!r}: it has {list(named)}"
+        )
+    tensors = tuple(named[f] for f in fields)
+    info = DataInfo("digits-captions", tuple(named["image"].shape[1:]), (), None, "fields")
+    return (*_split(tensors, val_fraction, split_seed), info)
 
 
-def _word_streams(
-    path: str,
-    vocab: int,
-    val_fraction: float,
-    max_bytes: int | None,
-    data_root: str | os.PathLike[str] | None,
-) -> tuple[TokenStream, TokenStream]:
-    """The words of the text as ids: the first `1 - val_fraction` for training, the rest for
-    validation; the vocabulary is the training part's."""
-    if path == STDLIB_CORPUS:
-        data = stdlib_corpus(max_bytes if max_bytes is not None else STDLIB_MAX_BYTES)
-    else:
-        with _resolve(path, data_root).open("rb") as f:
-            data = f.read() if max_bytes is None else f.read(max_bytes)
-    words = words_of(data.decode("utf-8", errors="replace"))
-    n_train = len(words) - round(len(words) * val_fraction)
-    ids = {word: i for i, word in enumerate(word_vocabulary(words[:n_train], vocab))}
-    tokens = torch.tensor([ids.get(word, 0) for word in words], dtype=torch.int64)
-    return (
-        TokenStream(tokens=tokens, length=n_train),
-        TokenStream(tokens=tokens, start=n_train),
-    )
+def _split(tensors: Any, val_fraction: float, seed: int) -> tuple[Any, Any]:
+    """The same seeded rows of every tensor held out: (train, val), each a tuple like `tensors`."""
+    n = len(tensors[0])
+    n_val = round(n * val_fraction)
+    generator = torch.Generator().manual_seed(seed)
+    order = torch.randperm(n, generator=generator)
+    val_idx, train_idx = order[:n_val], order[n_val:]
+    return tuple(t[train_idx] for t in tensors), tuple(t[val_idx] for t in tensors)
 
 
-def stdlib_files() -> list[Path]:
-    """This Python's standard-library `.py` files, in sorted order of their relative paths."""
-    root = Path(sysconfig.get_paths()["stdlib"])
-    skipped = {"site-packages", "dist-packages", "__pycache__"}
-    files = [
-        p
-        for p in root.rglob("*.py")
-        if not skipped & set(p.relative_to(root).parts) and p.is_file()
-    ]
-    return sorted(files, key=lambda p: p.relative_to(root).as_posix())
+def _digits() -> TensorPair:
+    """scikit-learn's digits file, read as `load_digits()` reads it (64 pixels 0-16 and the
+    class per row) but without importing scikit-learn: most of a second of start-up."""
+    spec = importlib.util.find_spec("sklearn")
+    if spec is None or not spec.submodule_search_locations:
+        raise DatasetUnavailable("`digits` comes with scikit-learn: pip install scikit-learn")
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    with gzip.open(folder / "datasets" / "data" / "digits.csv.gz", "rt", encoding="utf-8") as f:
+        table = torch.tensor([[float(v) for v in line.split(",")] for line in f if line.strip()])
+    return table[:, :-1].reshape(-1, 1, 8, 8) / 16.0, table[:, -1].to(torch.int64)
 
 
-def stdlib_corpus(max_bytes: int = STDLIB_MAX_BYTES) -> bytes:
-    """The standard library's source concatenated (a blank line between files), capped."""
-    chunks: list[bytes] = []
-    size = 0
-    for path in stdlib_files():
-        if size >= max_bytes:
-            break
-        text = path.read_bytes() + b"\n\n"
-        chunks.append(text)
-        size += len(text)
-    if not chunks:
-        print(f"warning: no standard-library sources under {sys.prefix}", file=sys.stderr)
-    return b"".join(chunks)[:max_bytes]
+def digit_captions(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Each digit's caption as 4 word ids of `CAPTION_WORDS`: its name, then how much ink
+    it has, where its ink's centre lies across and down, each in thirds of the whole set
+    ("seven bold left high"). The words are computed from the image and its label by this
+    rule: they are made, not written by people."""
+    pixels = x.flatten(1)
+    ink = pixels.sum(1)
+    grid = torch.arange(8, dtype=x.dtype)
+    image = x.reshape(-1, 8, 8)
+    across = (image.sum(1) * grid).sum(1) / ink.clamp_min(1e-6)
+    down = (image.sum(2) * grid).sum(1) / ink.clamp_min(1e-6)
+    words = [y, 10 + _thirds(ink), 13 + _thirds(across), 16 + _thirds(down)]
+    return torch.stack(words, dim=1).to(torch.int64)
 
 
-class StreamLoader:
-    """Batches of `batch_size` parallel streams, windows in order: pytorch/examples'
-    word_language_model's `batchify` and `get_batch`, batch-first.
+def _thirds(values: torch.Tensor) -> torch.Tensor:
+    """0, 1 or 2: which third of `values`' sorted order each value lies in."""
+    cuts = torch.quantile(values, torch.tensor([1 / 3, 2 / 3], dtype=values.dtype))
+    return torch.bucketize(values, cuts)
 
-    The split's tokens are cut into `batch_size` contiguous streams of n tokens (the rest
-    dropped, as `batchify` drops it): row i holds tokens [i n, (i + 1) n). Under DDP there
-    are `batch_size` streams per rank, and each rank takes its own rows. Batch k is the
-    window [k T, (k + 1) T) of every row and its targets one token later, so each row of
-    batch k + 1 continues that row of batch k, which a carried state needs. Every batch is
-    whole: a last window shorter than T is dropped (main.py trains on it).
-    """
+
+# ---- runtime/loader.py: Batching for TensorLoom scripts: a dataset kept on the device, or a DataLoader.
+Batch = tuple[torch.Tensor, ...]
+
+
+class DeviceLoader:
+    """Batches of device-resident tensors (x, y, or a dataset's fields), shuffled on the
+    device, sharded across ranks."""
 
     def __init__(
-        self,
-        stream: TokenStream,
-        *,
-        block_size: int,
-        batch_size: int,
-        device: torch.device,
-        rank: int = 0,
-        world_size: int = 1,
-    ) -> None:
-        if stream.tokens is None:
-            raise TokenDataUnavailable("streams in order are read from text, not token files")
-        self.block_size, self.batch_size, self.device = block_size, batch_size, device
-        tokens = stream.tokens[stream.start : stream.start + len(stream)].long()
-        rows = batch_size * world_size
-        n = len(tokens) // rows
-        mine = tokens[: n * rows].view(rows, n)[rank * batch_size : (rank + 1) * batch_size]
-        self.data = mine.to(device)
-        self.windows = max(n - 1, 0) // block_size
-        self.epoch = 0
+        self, *tensors: torch.Tensor, batch_size: int, device: torch.device,
+        shuffle: bool = True, drop_last: bool = False, seed: int = 0, rank: int = 0,
+        world_size: int = 1, even_shards: bool = True,
+    ) -> None:  # fmt: skip
+        self.tensors = tuple(t.to(device, non_blocking=True) for t in tensors)
+        self.x, self.y = self.tensors[0], self.tensors[-1]
+        self.batch_size, self.device, self.shuffle = batch_size, device, shuffle
+        self.drop_last, self.seed, self.rank = drop_last, seed, rank
+        self.world_size, self.even_shards, self.epoch = world_size, even_shards, 0
+        self._generator = torch.Generator(device=device)
 
     def set_epoch(self, epoch: int) -> None:
+        """Choose the epoch whose order the next iteration follows."""
         self.epoch = epoch
 
-    def __len__(self) -> int:
-        return self.windows
+    def shard_size(self) -> int:
+        """How many samples this rank sees per epoch."""
+        n, world = len(self.x), self.world_size
+        if self.even_shards:
+            return n // world
+        return len(range(self.rank, n, world))
 
-    def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        size = self.block_size
-        for k in range(self.windows):
-            i = k * size
-            yield self.data[:, i : i + size], self.data[:, i + 1 : i + 1 + size]
+    def __len__(self) -> int:
+        size = self.shard_size()
+        if self.drop_last:
+            return size // self.batch_size
+        return -(-size // self.batch_size)
+
+    def indices(self) -> torch.Tensor:
+        """This rank's sample indices for the current epoch, on the device."""
+        n = len(self.x)
+        if self.shuffle:
+            self._generator.manual_seed(self.seed + self.epoch)
+            order = torch.randperm(n, generator=self._generator, device=self.device)
+        else:
+            order = torch.arange(n, device=self.device)
+        if self.even_shards:
+            order = order[: n // self.world_size * self.world_size]
+        return order[self.rank :: self.world_size]
+
+    def batch_indices(self) -> Iterator[torch.Tensor]:
+        """Each batch's sample indices for the current epoch (views on the device)."""
+        order = self.indices()
+        for i in range(len(self)):
+            yield order[i * self.batch_size : (i + 1) * self.batch_size]
+
+    def __iter__(self) -> Iterator[Batch]:
+        for idx in self.batch_indices():
+            yield tuple(t[idx] for t in self.tensors)
 
     def state_dict(self) -> dict[str, int]:
-        # The batches are the same every epoch: nothing else to save.
-        return {"epoch": self.epoch}
+        # The order of an epoch is a function of (seed, epoch): nothing else to save.
+        return {"seed": self.seed, "epoch": self.epoch}
 
     def load_state_dict(self, state: dict[str, int]) -> None:
-        self.epoch = state["epoch"]
-
-
-def detached(value: object) -> object:
-    """A carried value cut from the graph of the batch that made it (main.py's
-    `repackage_hidden`): tensors detached, tuples and lists of them element by element.
-
-    Each is a copy, too: a step replayed as a CUDA graph writes its outputs over the last's."""
-    if isinstance(value, torch.Tensor):
-        return value.detach().clone()
-    if isinstance(value, tuple | list):
-        return type(value)(detached(v) for v in value)
-    return value
+        self.seed, self.epoch = state["seed"], state["epoch"]
 
 
 # ---- runtime/checkpoint.py: Checkpoints for TensorLoom scripts: atomic, complete, and free of wrapper prefixes.
@@ -881,11 +782,6 @@ def progress(
     return iter(tqdm(iterable, total=total, desc=description, leave=False, dynamic_ncols=True))
 
 
-def perplexity(loss: float) -> float:
-    """`metrics = [perplexity]`: exp of a mean cross-entropy in nats (inf past a float's range)."""
-    return math.exp(loss) if loss < 709.0 else math.inf
-
-
 # ---- runtime/graphs.py: Whole-step CUDA graphs for TensorLoom scripts: forward, backward and step in one replay.
 OptimizerModes = list[dict[str, object]]
 
@@ -971,6 +867,45 @@ def total_train_steps(epochs: int, steps_per_epoch: int, max_steps: int | None) 
     """The run's optimizer steps: `max_steps` when it cuts the run short, else every epoch's."""
     planned = epochs * steps_per_epoch
     return planned if max_steps is None else min(planned, max_steps)
+
+
+_NORM_LAYERS: tuple[type[torch.nn.Module], ...] = (
+    torch.nn.BatchNorm1d,
+    torch.nn.BatchNorm2d,
+    torch.nn.GroupNorm,
+    torch.nn.LayerNorm,
+    torch.nn.RMSNorm,
+)
+
+
+def no_decay_names(model: torch.nn.Module) -> list[str]:
+    """Parameters weight decay should not shrink: every bias, and every norm layer's weights."""
+    names: list[str] = []
+    for module_name, module in model.named_modules():
+        is_norm = isinstance(module, _NORM_LAYERS)
+        for name, _ in module.named_parameters(recurse=False):
+            if is_norm or name == "bias":
+                names.append(f"{module_name}.{name}" if module_name else name)
+    return names
+
+
+def decay_param_groups(model: torch.nn.Module, enabled: bool = True) -> list[dict[str, Any]]:
+    """Optimizer parameter groups: decayed weights, then biases and norm weights without decay.
+
+    The first group takes the optimizer's `weight_decay`; the second sets it to 0.
+    `enabled=False` (`decay_groups = false`) gives one group of every parameter."""
+    params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    if not enabled:
+        return [{"params": [p for _, p in params]}]
+    skip = set(no_decay_names(model))
+    decay = [p for n, p in params if n not in skip]
+    plain = [p for n, p in params if n in skip]
+    groups: list[dict[str, Any]] = []
+    if decay:
+        groups.append({"params": decay})
+    if plain:
+        groups.append({"params": plain, "weight_decay": 0.0})
+    return groups
 
 
 class BestTracker:
@@ -1201,6 +1136,7 @@ class Trainer:
     metrics: MetricsWriter | None = None  # `eval_every` writes between epochs
     checkpoint_dir: str | None = None
     saved_step: int = -1  # the step last.pt holds
+    resumed_rngs: list[Any] | None = None  # under DDP, every rank's RNG in the save resumed
     whole_step: bool = False  # the step is captured in one CUDA graph (runtime/graphs.py)
     graphed: "GraphedStep | None" = None  # noqa: UP037 (captured at the first epoch, after any resume)
 
@@ -1296,6 +1232,17 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+@contextmanager
+def validation_rng() -> Iterator[None]:
+    """Validation's draws (an objective's time steps and noise) on a fork of the RNG (every
+    CUDA device's too): the training continues with the numbers it would have drawn had
+    validation not run, so a run cut mid-epoch (which validates its part of the epoch
+    before saving) resumes exactly as the uncut run goes on."""
+    devices = list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
+    with torch.random.fork_rng(devices=devices):
+        yield
+
+
 def mark_step_begin(trainer: Trainer) -> None:
     """CUDA graphs (compile modes "reduce-overhead", "max-autotune") reuse output memory:
     mark each step. Only a compiled model's: the call imports the compiler's machinery
@@ -1355,11 +1302,15 @@ def end_epoch(
 
 
 def checkpoint_state(
-    trainer: Trainer, carry: Carry | None = None, ranks: list[Any] | None = None
-) -> dict[str, Any]:
+    trainer: Trainer, carry: Carry | None = None, ranks: list[Any] | None = None,
+    rngs: list[Any] | None = None,
+) -> dict[str, Any]:  # fmt: skip
     """What a checkpoint holds besides its epoch: `carry` is a cut epoch's loss and batches;
-    `ranks`, under DDP, every rank's carried values (`carried_by_rank`)."""
+    `ranks`, under DDP, every rank's carried values (`carried_by_rank`); `rngs`, under DDP,
+    every rank's RNG states (`gather_rng_states`: each rank draws its own noise)."""
     extra: dict[str, Any] = {"recipe": trainer.recipe.state_dict()}
+    if rngs is not None:  # each rank resumes its own (`resumed_rngs`)
+        extra["rng_by_rank"] = rngs
     if carry is not None:
         extra["carry"] = {"loss_sum": carry[0].detach(), "batches": carry[1]}
     if trainer.carried:  # a run resumed mid-epoch continues from them
@@ -1381,26 +1332,27 @@ def carried_by_rank(trainer: Trainer) -> list[Any] | None:
     return ranks
 
 
-def save_last(trainer: Trainer, epochs_done: int) -> None:
+def save_last(trainer: Trainer, epochs_done: int, rngs: list[Any] | None = None) -> None:
     """At the end of the run, and when it is interrupted: last.pt holds where it stopped
-    (unless the newest save already holds this step). Rank 0 writes."""
+    (unless the newest save already holds this step). Rank 0 writes; `rngs`, under DDP,
+    every rank's RNG states (`gather_rng_states`), which each rank resumes."""
     if trainer.checkpoint_dir is None or trainer.saved_step == trainer.step:
         return
     ranks = carried_by_rank(trainer)
     if trainer.ctx.is_main:
         path = f"{trainer.checkpoint_dir}/last.pt"
-        state = checkpoint_state(trainer, trainer.carry, ranks)
+        state = checkpoint_state(trainer, trainer.carry, ranks, rngs)
         save_checkpoint(path, epoch=epochs_done, **state)
     trainer.saved_step = trainer.step
 
 
 def save_if_due(
     trainer: Trainer, done: int, start_step: int, *, every: int | None, keep: int, last: int,
-    unit: str = "epochs",
+    unit: str = "epochs", rngs: list[Any] | None = None,
 ) -> None:  # fmt: skip
     """After the complete epoch `done` (1-based): `epoch-NNNN.pt` and last.pt when a save is
     due, every `every` epochs (or, with `unit="steps"`, when the epoch passed a multiple of
-    `every` steps), and after the `last` epoch. Rank 0 writes."""
+    `every` steps), and after the `last` epoch. Rank 0 writes; `rngs` as for `save_last`."""
     if unit == "steps":
         due = every is not None and trainer.step // every > start_step // every
     else:
@@ -1409,7 +1361,7 @@ def save_if_due(
         return
     ranks = carried_by_rank(trainer)
     if trainer.ctx.is_main:
-        state = checkpoint_state(trainer, ranks=ranks)
+        state = checkpoint_state(trainer, ranks=ranks, rngs=rngs)
         save_epoch_checkpoint(trainer.checkpoint_dir, keep=keep, epoch=done, **state)
     trainer.saved_step = trainer.step
 
@@ -1433,6 +1385,7 @@ def resume_position(trainer: Trainer, state: dict[str, Any]) -> None:
     trainer.start_epoch, trainer.step = state["epoch"], state["step"]
     trainer.saved_step = trainer.step
     extra = state["extra"]
+    trainer.resumed_rngs = extra.get("rng_by_rank")  # `restore_rank_rng` gives each its own
     trainer.recipe.load_state_dict(extra.get("recipe", {}))
     carry = extra.get("carry")
     if carry is not None:
@@ -1511,12 +1464,14 @@ def start_run(trainer: Trainer, args: argparse.Namespace) -> None:
 
 
 def finish_run(
-    trainer: Trainer, *, epochs_done: int, started: float, metrics: MetricsWriter
-) -> int | None:
-    """After the epochs: last.pt, the metrics closed and the run's summary. An interrupted
-    run says how to continue and returns its exit code (128 + the signal); else None."""
+    trainer: Trainer, *, epochs_done: int, started: float, metrics: MetricsWriter,
+    rngs: list[Any] | None = None,
+) -> int | None:  # fmt: skip
+    """After the epochs: last.pt (with `rngs`, under DDP, every rank's RNG states), the
+    metrics closed and the run's summary. An interrupted run says how to continue and
+    returns its exit code (128 + the signal); else None."""
     stopped = trainer.recipe.stop_reason
-    save_last(trainer, epochs_done)
+    save_last(trainer, epochs_done, rngs)
     metrics.close()
     summary = format_run_summary(epochs_done=epochs_done, steps=trainer.step,
                                  seconds=time.perf_counter() - started,

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import gzip
+import csv
 import hashlib
-import importlib.util
+import io
 import json
 import math
 import os
@@ -20,13 +20,11 @@ import random
 import re
 import shutil
 import signal
-import struct
 import sys
 import tempfile
 import time
 import traceback
 import zipfile
-import zlib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
@@ -224,18 +222,17 @@ class DataInfo:
     normalisation: tuple[tuple[float, ...], tuple[float, ...]] | None = None
 
 
-def load_digits(
+def load_sequence_task(
+    name: str,
     *,
     data_root: str | os.PathLike[str] | None = None,
-    flatten: bool = False,
     split_seed: int = 0,
     val_fraction: float = 0.1,
+    **task_kwargs: int,
 ) -> tuple[TensorPair, TensorPair, DataInfo]:
-    """scikit-learn's 8x8 digits, a seeded hold-out for validation (`data_root` is unused)."""
-    x, y = _digits()
-    x = x.flatten(1) if flatten else x
-    info = DataInfo("digits", tuple(x.shape[1:]), (), 10, "classification")
-    return (*_split((x, y), val_fraction, split_seed), info)
+    """`reverse`, `sort` or `copy`: random token sequences, a seeded hold-out."""
+    pair, info = _sequence_task(name, **task_kwargs)
+    return (*_split(pair, val_fraction, split_seed), info)
 
 
 def _split(tensors: Any, val_fraction: float, seed: int) -> tuple[Any, Any]:
@@ -248,16 +245,19 @@ def _split(tensors: Any, val_fraction: float, seed: int) -> tuple[Any, Any]:
     return tuple(t[train_idx] for t in tensors), tuple(t[val_idx] for t in tensors)
 
 
-def _digits() -> TensorPair:
-    """scikit-learn's digits file, read as `load_digits()` reads it (64 pixels 0-16 and the
-    class per row) but without importing scikit-learn: most of a second of start-up."""
-    spec = importlib.util.find_spec("sklearn")
-    if spec is None or not spec.submodule_search_locations:
-        raise DatasetUnavailable("`digits` comes with scikit-learn: pip install scikit-learn")
-    folder = Path(next(iter(spec.submodule_search_locations)))
-    with gzip.open(folder / "datasets" / "data" / "digits.csv.gz", "rt", encoding="utf-8") as f:
-        table = torch.tensor([[float(v) for v in line.split(",")] for line in f if line.strip()])
-    return table[:, :-1].reshape(-1, 1, 8, 8) / 16.0, table[:, -1].to(torch.int64)
+def _sequence_task(
+    name: str, *, vocab: int = 16, length: int = 12, size: int = 4096, seed: int = 0
+) -> tuple[TensorPair, DataInfo]:
+    """`size` random token sequences [length] over 0..vocab-1 and their reversal/sort/copy."""
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.randint(0, vocab, (size, length), generator=generator)
+    if name == "reverse":
+        y = x.flip(1)
+    elif name == "sort":
+        y = x.sort(dim=1).values
+    else:
+        y = x.clone()
+    return (x, y), DataInfo(name, (length,), (length,), vocab, "sequence")
 
 
 # ---- runtime/loader.py: Batching for TensorLoom scripts: a dataset kept on the device, or a DataLoader.
@@ -1146,6 +1146,191 @@ def format_validation(record: dict[str, Any]) -> str:
     return "  ".join(parts)
 
 
+# ---- runtime/serve.py: Using a trained model from its script: predictions, an exported program, generated text.
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")
+
+
+class PredictInputError(Exception):
+    """An input file for --predict that cannot be read as the model's input."""
+
+
+def read_predict_inputs(
+    path: str | Path,
+    *,
+    sample_shape: tuple[int, ...],
+    normalisation: tuple[tuple[float, ...], tuple[float, ...]] | None = None,
+    integer: bool = False,
+) -> torch.Tensor:
+    """A batch of inputs [N, *sample_shape] from a .npz, .pt, .csv or image file."""
+    file = Path(path)
+    if not file.is_file():
+        raise PredictInputError(f"{file}: no such input file")
+    suffix = file.suffix.lower()
+    if suffix in IMAGE_SUFFIXES:
+        return _read_image(file, sample_shape, normalisation)
+    readers = {".npz": _npz_inputs, ".pt": _pt_inputs, ".csv": _csv_inputs}
+    if suffix not in readers:
+        raise PredictInputError(
+            f"{file}: --predict reads .npz, .pt, .csv or an image ({', '.join(IMAGE_SUFFIXES)})"
+        )
+    x = readers[suffix](file)
+    x = x.long() if integer else x.float()
+    if tuple(x.shape[1:]) != tuple(sample_shape):
+        if x.numel() == 0 or x[0].numel() != math.prod(sample_shape):
+            raise PredictInputError(
+                f"{file}: samples of shape {list(x.shape[1:])}, the model takes "
+                f"{list(sample_shape)}"
+            )
+        x = x.reshape(len(x), *sample_shape)
+    return x
+
+
+def _npz_inputs(file: Path) -> torch.Tensor:
+    import numpy as np
+
+    with np.load(file, allow_pickle=False) as arrays:
+        key = "x" if "x" in arrays.files else (arrays.files[0] if arrays.files else None)
+        if key is None:
+            raise PredictInputError(f"{file} holds no arrays")
+        return torch.from_numpy(np.ascontiguousarray(arrays[key]))
+
+
+def _pt_inputs(file: Path) -> torch.Tensor:
+    try:
+        payload = torch.load(file, map_location="cpu", weights_only=True)
+    except Exception as error:
+        raise PredictInputError(f"{file} is not a readable torch file ({error})") from None
+    if isinstance(payload, dict) and isinstance(payload.get("x"), torch.Tensor):
+        return payload["x"]
+    if isinstance(payload, torch.Tensor):
+        return payload
+    raise PredictInputError(f"{file} must hold a tensor, or a dict with a tensor `x`")
+
+
+def _csv_inputs(file: Path) -> torch.Tensor:
+    rows = [row for row in csv.reader(io.StringIO(file.read_text(encoding="utf-8"))) if row]
+    with contextlib.suppress(ValueError):
+        return torch.tensor([[float(v) for v in row] for row in rows])
+    try:  # a header line
+        return torch.tensor([[float(v) for v in row] for row in rows[1:]])
+    except ValueError as error:
+        raise PredictInputError(f"{file}: every value must be a number ({error})") from None
+
+
+def _read_image(
+    file: Path,
+    sample_shape: tuple[int, ...],
+    normalisation: tuple[tuple[float, ...], tuple[float, ...]] | None,
+) -> torch.Tensor:
+    from PIL import Image
+
+    flat = len(sample_shape) == 1
+    shape = sample_shape if not flat else _square(sample_shape[0])
+    if len(shape) != 3 or shape[0] not in (1, 3):
+        raise PredictInputError(
+            f"{file}: an image needs a model input of [C, H, W] with C 1 or 3, "
+            f"not {list(sample_shape)}"
+        )
+    channels, height, width = shape
+    with Image.open(file) as image:
+        image = image.convert("L" if channels == 1 else "RGB").resize((width, height))
+        data = torch.frombuffer(bytearray(image.tobytes()), dtype=torch.uint8)
+    x = data.reshape(height, width, channels).permute(2, 0, 1).float() / 255.0
+    if normalisation is not None:
+        mean, std = (torch.tensor(v).reshape(-1, 1, 1) for v in normalisation)
+        x = (x - mean) / std
+    return x.reshape(1, *sample_shape)
+
+
+def _square(size: int) -> tuple[int, ...]:
+    side = round(size**0.5)
+    return (1, side, side) if side * side == size else (size,)
+
+
+@torch.no_grad()
+def predict(
+    model: torch.nn.Module, x: torch.Tensor, *, batch_size: int, device: torch.device | None = None
+) -> torch.Tensor:
+    """The model's outputs for every row of `x`, in eval mode, on the CPU."""
+    model.eval()
+    device = device or next(model.parameters()).device
+    outputs = [model(x[i : i + batch_size].to(device)).float().cpu()
+               for i in range(0, len(x), batch_size)]  # fmt: skip
+    return torch.cat(outputs) if outputs else torch.empty(0)
+
+
+def write_predictions(outputs: torch.Tensor, out: str | Path | None, *, classes: bool) -> None:
+    """To `out` (.npz, .pt or .csv by its suffix) or, with None, to stdout: one line per
+    sample (the predicted class and its probability for a classifier, else the values)."""
+    if out is None:
+        _print_predictions(outputs, classes)
+        return
+    target = Path(out)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    suffix = target.suffix.lower()
+    if suffix == ".pt":
+        torch.save({"outputs": outputs}, target)
+    elif suffix == ".npz":
+        import numpy as np
+
+        np.savez(target, outputs=outputs.numpy())
+    elif suffix == ".csv":
+        with target.open("w", newline="") as f:
+            writer = csv.writer(f)
+            for row in outputs.reshape(len(outputs), -1).tolist():
+                writer.writerow([f"{v:.6g}" for v in row])
+    else:
+        raise PredictInputError(f"{target}: --out writes .npz, .pt or .csv")
+
+
+def _print_predictions(outputs: torch.Tensor, classes: bool) -> None:
+    if classes and outputs.dim() == 2:
+        probabilities = outputs.softmax(dim=-1)
+        best = probabilities.max(dim=-1)
+        for i, (p, c) in enumerate(zip(best.values.tolist(), best.indices.tolist(), strict=True)):
+            print(f"{i}\tclass {c}\tp={p:.4f}")
+        return
+    for i, row in enumerate(outputs.reshape(len(outputs), -1).tolist()):
+        print(f"{i}\t" + " ".join(f"{v:.6g}" for v in row))
+
+
+class ExportError(Exception):
+    """An export the model or the environment cannot make; the message says why."""
+
+
+def export_model(model: torch.nn.Module, example: torch.Tensor, path: str | Path) -> Path:
+    """torch.export the model (eval mode) for inputs like `example`, batch size dynamic where
+    the model allows; `.onnx` goes through torch.onnx (needs the onnx package)."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    model.eval()
+    if target.suffix.lower() == ".onnx":
+        try:
+            import onnx  # noqa: F401  (torch.onnx's dynamo exporter needs it)
+        except ImportError:
+            raise ExportError(
+                f"{target}: ONNX export needs the onnx package (pip install onnx onnxscript); "
+                "a .pt2 file (torch.export) needs nothing more"
+            ) from None
+        torch.onnx.export(model, (example,), str(target), dynamo=True)
+        return target
+    program = _exported(model, example)
+    torch.export.save(program, target)
+    return target
+
+
+def _exported(model: torch.nn.Module, example: torch.Tensor) -> torch.export.ExportedProgram:
+    batch = torch.export.Dim("batch", min=1)
+    try:
+        return torch.export.export(model, (example,), dynamic_shapes=({0: batch},))
+    except Exception:
+        try:
+            return torch.export.export(model, (example,))
+        except Exception as error:
+            first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+            raise ExportError(f"torch.export could not trace the model: {first}") from None
+
+
 # ---- runtime/trainer.py: The trainer plumbing every program file shares: its record, flags, epochs, saves and run.
 Carry = tuple[torch.Tensor, int]
 
@@ -1175,6 +1360,7 @@ class Trainer:
     metrics: MetricsWriter | None = None  # `eval_every` writes between epochs
     checkpoint_dir: str | None = None
     saved_step: int = -1  # the step last.pt holds
+    resumed_rngs: list[Any] | None = None  # under DDP, every rank's RNG in the save resumed
     whole_step: bool = False  # the step is captured in one CUDA graph (runtime/graphs.py)
     graphed: "GraphedStep | None" = None  # noqa: UP037 (captured at the first epoch, after any resume)
 
@@ -1268,6 +1454,18 @@ def seed_everything(seed: int) -> None:
     """Seed Python's and torch's generators (every CUDA device's too)."""
     random.seed(seed)
     torch.manual_seed(seed)
+
+
+class ModelLoss(nn.Module):
+    """The training loss of a batch, `loss_fn(model(xb), yb)`, as one module: `torch.compile`
+    of it sees the forward and the loss together (and `should_compile` times it)."""
+
+    def __init__(self, model: nn.Module, loss_fn: Callable[..., torch.Tensor]) -> None:
+        super().__init__()
+        self.model, self.loss_fn = model, loss_fn
+
+    def forward(self, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+        return self.loss_fn(self.model(xb), yb)
 
 
 def captures_whole_step(
@@ -1364,11 +1562,15 @@ def train_epoch_graphed(
 
 
 def checkpoint_state(
-    trainer: Trainer, carry: Carry | None = None, ranks: list[Any] | None = None
-) -> dict[str, Any]:
+    trainer: Trainer, carry: Carry | None = None, ranks: list[Any] | None = None,
+    rngs: list[Any] | None = None,
+) -> dict[str, Any]:  # fmt: skip
     """What a checkpoint holds besides its epoch: `carry` is a cut epoch's loss and batches;
-    `ranks`, under DDP, every rank's carried values (`carried_by_rank`)."""
+    `ranks`, under DDP, every rank's carried values (`carried_by_rank`); `rngs`, under DDP,
+    every rank's RNG states (`gather_rng_states`: each rank draws its own noise)."""
     extra: dict[str, Any] = {"recipe": trainer.recipe.state_dict()}
+    if rngs is not None:  # each rank resumes its own (`resumed_rngs`)
+        extra["rng_by_rank"] = rngs
     if carry is not None:
         extra["carry"] = {"loss_sum": carry[0].detach(), "batches": carry[1]}
     if trainer.carried:  # a run resumed mid-epoch continues from them
@@ -1390,26 +1592,27 @@ def carried_by_rank(trainer: Trainer) -> list[Any] | None:
     return ranks
 
 
-def save_last(trainer: Trainer, epochs_done: int) -> None:
+def save_last(trainer: Trainer, epochs_done: int, rngs: list[Any] | None = None) -> None:
     """At the end of the run, and when it is interrupted: last.pt holds where it stopped
-    (unless the newest save already holds this step). Rank 0 writes."""
+    (unless the newest save already holds this step). Rank 0 writes; `rngs`, under DDP,
+    every rank's RNG states (`gather_rng_states`), which each rank resumes."""
     if trainer.checkpoint_dir is None or trainer.saved_step == trainer.step:
         return
     ranks = carried_by_rank(trainer)
     if trainer.ctx.is_main:
         path = f"{trainer.checkpoint_dir}/last.pt"
-        state = checkpoint_state(trainer, trainer.carry, ranks)
+        state = checkpoint_state(trainer, trainer.carry, ranks, rngs)
         save_checkpoint(path, epoch=epochs_done, **state)
     trainer.saved_step = trainer.step
 
 
 def save_if_due(
     trainer: Trainer, done: int, start_step: int, *, every: int | None, keep: int, last: int,
-    unit: str = "epochs",
+    unit: str = "epochs", rngs: list[Any] | None = None,
 ) -> None:  # fmt: skip
     """After the complete epoch `done` (1-based): `epoch-NNNN.pt` and last.pt when a save is
     due, every `every` epochs (or, with `unit="steps"`, when the epoch passed a multiple of
-    `every` steps), and after the `last` epoch. Rank 0 writes."""
+    `every` steps), and after the `last` epoch. Rank 0 writes; `rngs` as for `save_last`."""
     if unit == "steps":
         due = every is not None and trainer.step // every > start_step // every
     else:
@@ -1418,7 +1621,7 @@ def save_if_due(
         return
     ranks = carried_by_rank(trainer)
     if trainer.ctx.is_main:
-        state = checkpoint_state(trainer, ranks=ranks)
+        state = checkpoint_state(trainer, ranks=ranks, rngs=rngs)
         save_epoch_checkpoint(trainer.checkpoint_dir, keep=keep, epoch=done, **state)
     trainer.saved_step = trainer.step
 
@@ -1442,6 +1645,7 @@ def resume_position(trainer: Trainer, state: dict[str, Any]) -> None:
     trainer.start_epoch, trainer.step = state["epoch"], state["step"]
     trainer.saved_step = trainer.step
     extra = state["extra"]
+    trainer.resumed_rngs = extra.get("rng_by_rank")  # `restore_rank_rng` gives each its own
     trainer.recipe.load_state_dict(extra.get("recipe", {}))
     carry = extra.get("carry")
     if carry is not None:
@@ -1520,12 +1724,14 @@ def start_run(trainer: Trainer, args: argparse.Namespace) -> None:
 
 
 def finish_run(
-    trainer: Trainer, *, epochs_done: int, started: float, metrics: MetricsWriter
-) -> int | None:
-    """After the epochs: last.pt, the metrics closed and the run's summary. An interrupted
-    run says how to continue and returns its exit code (128 + the signal); else None."""
+    trainer: Trainer, *, epochs_done: int, started: float, metrics: MetricsWriter,
+    rngs: list[Any] | None = None,
+) -> int | None:  # fmt: skip
+    """After the epochs: last.pt (with `rngs`, under DDP, every rank's RNG states), the
+    metrics closed and the run's summary. An interrupted run says how to continue and
+    returns its exit code (128 + the signal); else None."""
     stopped = trainer.recipe.stop_reason
-    save_last(trainer, epochs_done)
+    save_last(trainer, epochs_done, rngs)
     metrics.close()
     summary = format_run_summary(epochs_done=epochs_done, steps=trainer.step,
                                  seconds=time.perf_counter() - started,
@@ -1570,62 +1776,22 @@ def report_evaluation(path: str, record: dict[str, Any], metrics: str | None) ->
             f.write(json.dumps({"evaluated": path, **record}) + "\n")
 
 
-# ---- runtime/samples.py: Sample grids: the images a program's `samples` function draws, written as one PNG.
-def draw_samples(sample: Callable[[], torch.Tensor], *, seed: int) -> torch.Tensor:
-    """`sample()` under `torch.no_grad()` on an RNG seeded with `seed`, the global RNG
-    state restored afterwards; the images on the CPU as float32."""
-    devices = [torch.cuda.current_device()] if torch.cuda.is_available() else []
-    with torch.random.fork_rng(devices=devices), torch.no_grad():
-        torch.manual_seed(seed)
-        images = sample()
-    return images.detach().float().cpu()
-
-
-def image_grid(
-    images: torch.Tensor, *, columns: int | None = None, padding: int = 2
-) -> torch.Tensor:
-    """`[N, C, H, W]` images in [0, 1] (C 1 or 3) as one `[rows, cols, C]` uint8 grid: up to
-    `columns` (default about √N) per row, `padding` black pixels between them, each image
-    enlarged by a whole factor to at least 32 pixels a side."""
-    if images.dim() != 4 or images.size(1) not in (1, 3):
-        raise ValueError(f"sample images must be [N, 1 or 3, H, W], got {list(images.shape)}")
-    count, channels, height, width = images.shape
-    scale = max(1, 32 // max(height, width))
-    tiles = images.clamp(0.0, 1.0).repeat_interleave(scale, 2).repeat_interleave(scale, 3)
-    height, width = height * scale, width * scale
-    across = columns or max(1, math.ceil(math.sqrt(count)))
-    down = math.ceil(count / across)
-    grid = torch.zeros(channels, padding + down * (height + padding),
-                       padding + across * (width + padding))  # fmt: skip
-    for index in range(count):
-        top = padding + (index // across) * (height + padding)
-        left = padding + (index % across) * (width + padding)
-        grid[:, top : top + height, left : left + width] = tiles[index]
-    return (grid * 255.0).round().to(torch.uint8).permute(1, 2, 0).contiguous()
-
-
-def write_png(pixels: torch.Tensor, path: str | Path) -> Path:
-    """An 8-bit grey (`[H, W, 1]`) or RGB (`[H, W, 3]`) PNG of `pixels`, uint8."""
-    height, width, channels = pixels.shape
-    colour = {1: 0, 3: 2}[channels]
-    rows = pixels.reshape(height, width * channels).numpy().tobytes()
-    stride = width * channels
-    raw = b"".join(b"\x00" + rows[r * stride : (r + 1) * stride] for r in range(height))
-    header = struct.pack(">IIBBBBB", width, height, 8, colour, 0, 0, 0)
-    data = b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", header)
-    data += _chunk(b"IDAT", zlib.compress(raw, 9)) + _chunk(b"IEND", b"")
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(data)
-    return target
-
-
-def _chunk(kind: bytes, body: bytes) -> bytes:
-    """A PNG chunk: length, type, body, and the CRC-32 of type and body."""
-    crc = zlib.crc32(kind + body) & 0xFFFFFFFF
-    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", crc)
-
-
-def write_sample_grid(images: torch.Tensor, path: str | Path) -> Path:
-    """`images` `[N, C, H, W]` in [0, 1] as a PNG grid at `path` (folders made)."""
-    return write_png(image_grid(images), path)
+def predict_and_export(
+    model: nn.Module, args: argparse.Namespace, *, loader: Any, info: Any,
+    device: torch.device, classes: bool,
+) -> None:  # fmt: skip
+    """--predict INPUT (the outputs for samples shaped as `loader`'s, normalised as the
+    training data; `classes`: class indices) and --export FILE (torch.export, traced on two
+    of `loader`'s samples), with `model`'s weights."""
+    if args.predict is None and args.export is None:
+        return
+    example = next(iter(loader))[0][:2]
+    if args.predict is not None:
+        normalisation = getattr(info, "normalisation", None)
+        x = read_predict_inputs(args.predict, sample_shape=tuple(example.shape[1:]),
+                                normalisation=normalisation,
+                                integer=not example.is_floating_point())  # fmt: skip
+        outputs = predict(model, x, batch_size=args.batch_size, device=device)
+        write_predictions(outputs, args.out, classes=classes)
+    if args.export is not None:
+        print(f"exported to {export_model(model, example, args.export)}")

@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
+import gzip
 import hashlib
+import importlib.util
 import io
 import json
 import math
@@ -21,12 +23,12 @@ import re
 import shutil
 import signal
 import sys
-import sysconfig
 import tempfile
 import time
 import traceback
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -200,236 +202,129 @@ def _synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-# ---- runtime/tokens.py: Language-model data for TensorLoom scripts: a stream of token ids cut into random windows.
-STDLIB_CORPUS = "stdlib"
+# ---- runtime/data.py: Datasets for TensorLoom scripts: `load_dataset(...)` returns tensors, ready to batch.
+TensorPair = tuple[torch.Tensor, torch.Tensor]
 
 
-STDLIB_MAX_BYTES = 16_000_000
-
-
-TOKEN_DTYPES = {"uint16": 2, "uint32": 4}
-
-
-class TokenDataUnavailable(Exception):
-    """A token or text file is missing or malformed; the message says which and why."""
+class DatasetUnavailable(Exception):
+    """The data a script needs is not on this machine; the message says what to fetch."""
 
 
 @dataclass(frozen=True)
-class TokenInfo:
-    """What one window of a language-model dataset looks like."""
+class DataInfo:
+    """What one sample of a loaded dataset looks like."""
 
     name: str
-    sample_shape: tuple[int, ...]  # (T,)
-    target_shape: tuple[int, ...]  # (T,): the next token at every position
-    num_classes: int  # the vocabulary
-    task: str = "sequence"
+    sample_shape: tuple[int, ...]
+    target_shape: tuple[int, ...]
+    num_classes: int | None
+    task: str  # "classification", "sequence", "regression" or "fields"
     synthetic: bool = False
+    # An image dataset's per-channel (mean, std), which --predict applies to image files.
+    normalisation: tuple[tuple[float, ...], tuple[float, ...]] | None = None
 
 
-class TokenStream:
-    """A flat run of token ids: bytes held in memory, or a `.bin` file read per batch."""
-
-    def __init__(
-        self,
-        *,
-        tokens: torch.Tensor | None = None,
-        path: Path | None = None,
-        dtype: str = "uint16",
-        start: int = 0,
-        length: int | None = None,
-    ) -> None:
-        if (tokens is None) == (path is None):
-            raise ValueError("a TokenStream holds tokens or reads a file, not both")
-        self.tokens, self.path, self.dtype, self.start = tokens, path, dtype, start
-        total = len(tokens) if tokens is not None else _file_tokens(path, dtype)  # type: ignore[arg-type]
-        self.length = total - start if length is None else length
-
-    def __len__(self) -> int:
-        return self.length
-
-    def windows(self, starts: torch.Tensor, block_size: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Inputs [N, T] and next-token targets [N, T] (int64) for windows at `starts`."""
-        offsets = torch.arange(block_size + 1)
-        if self.tokens is not None:
-            rows = self.tokens[self.start + starts[:, None] + offsets].long()
-        else:
-            rows = self._read_rows(starts.tolist(), block_size + 1)
-        return rows[:, :-1], rows[:, 1:]
-
-    def _read_rows(self, starts: list[int], width: int) -> torch.Tensor:
-        import numpy as np  # only `.bin` token files need numpy
-
-        # A fresh memmap per batch, dropped after it: pages it touched leave the
-        # process's resident set with it (nanoGPT's remedy for a growing RSS).
-        data = np.memmap(self.path, dtype=np.dtype(self.dtype), mode="r")  # type: ignore[arg-type]
-        base = self.start
-        rows = np.stack([data[base + s : base + s + width].astype(np.int64) for s in starts])
-        del data
-        return torch.from_numpy(rows)
-
-
-def _file_tokens(path: Path, dtype: str) -> int:
-    itemsize = TOKEN_DTYPES[dtype]
-    size = path.stat().st_size
-    if size % itemsize:
-        raise TokenDataUnavailable(
-            f"{path} has {size} bytes, not a whole number of {dtype} tokens ({itemsize} bytes each)"
-        )
-    return size // itemsize
-
-
-def load_token_dataset(
-    source: str,
+def load_digits(
     *,
-    path: str,
-    block_size: int,
-    dtype: str = "uint16",
-    vocab: int | None = None,
-    val_fraction: float = 0.1,
-    max_bytes: int | None = None,
     data_root: str | os.PathLike[str] | None = None,
-) -> tuple[TokenStream, TokenStream, TokenInfo]:
-    """The training and validation streams of `"text"` or `"tokens"` data (see the module doc)."""
-    if source == "text":
-        train, val = _text_streams(path, val_fraction, max_bytes, data_root)
-        vocab = 256
-    elif source == "tokens":
-        train, val = _token_streams(_resolve(path, data_root), dtype)
-    else:
-        raise TokenDataUnavailable(f"unknown language-model source `{source}`")
-    for split, stream in (("training", train), ("validation", val)):
-        if len(stream) <= block_size:
-            raise TokenDataUnavailable(
-                f"the {split} split of `{path}` has {len(stream)} tokens, "
-                f"fewer than one window of block_size + 1 = {block_size + 1}"
-            )
-    name = Path(path).name if path != STDLIB_CORPUS else "the Python standard library"
-    info = TokenInfo(name, (block_size,), (block_size,), vocab or 0)
-    return train, val, info
+    flatten: bool = False,
+    split_seed: int = 0,
+    val_fraction: float = 0.1,
+) -> tuple[TensorPair, TensorPair, DataInfo]:
+    """scikit-learn's 8x8 digits, a seeded hold-out for validation (`data_root` is unused)."""
+    x, y = _digits()
+    x = x.flatten(1) if flatten else x
+    info = DataInfo("digits", tuple(x.shape[1:]), (), 10, "classification")
+    return (*_split((x, y), val_fraction, split_seed), info)
 
 
-def _resolve(path: str, data_root: str | os.PathLike[str] | None) -> Path:
-    candidate = Path(path)
-    if not candidate.is_absolute() and data_root is not None and not candidate.is_file():
-        candidate = Path(data_root) / candidate
-    if not candidate.is_file():
-        raise TokenDataUnavailable(f"data file {path} does not exist")
-    return candidate
+def _split(tensors: Any, val_fraction: float, seed: int) -> tuple[Any, Any]:
+    """The same seeded rows of every tensor held out: (train, val), each a tuple like `tensors`."""
+    n = len(tensors[0])
+    n_val = round(n * val_fraction)
+    generator = torch.Generator().manual_seed(seed)
+    order = torch.randperm(n, generator=generator)
+    val_idx, train_idx = order[:n_val], order[n_val:]
+    return tuple(t[train_idx] for t in tensors), tuple(t[val_idx] for t in tensors)
 
 
-def _text_streams(
-    path: str, val_fraction: float, max_bytes: int | None, data_root: str | os.PathLike[str] | None
-) -> tuple[TokenStream, TokenStream]:
-    if path == STDLIB_CORPUS:
-        data = stdlib_corpus(max_bytes if max_bytes is not None else STDLIB_MAX_BYTES)
-    else:
-        with _resolve(path, data_root).open("rb") as f:
-            data = f.read() if max_bytes is None else f.read(max_bytes)
-    tokens = torch.frombuffer(bytearray(data), dtype=torch.uint8) if data else torch.empty(0)
-    n_val = round(len(tokens) * val_fraction)
-    n_train = len(tokens) - n_val
-    return (
-        TokenStream(tokens=tokens, length=n_train),
-        TokenStream(tokens=tokens, start=n_train),
-    )
+def _digits() -> TensorPair:
+    """scikit-learn's digits file, read as `load_digits()` reads it (64 pixels 0-16 and the
+    class per row) but without importing scikit-learn: most of a second of start-up."""
+    spec = importlib.util.find_spec("sklearn")
+    if spec is None or not spec.submodule_search_locations:
+        raise DatasetUnavailable("`digits` comes with scikit-learn: pip install scikit-learn")
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    with gzip.open(folder / "datasets" / "data" / "digits.csv.gz", "rt", encoding="utf-8") as f:
+        table = torch.tensor([[float(v) for v in line.split(",")] for line in f if line.strip()])
+    return table[:, :-1].reshape(-1, 1, 8, 8) / 16.0, table[:, -1].to(torch.int64)
 
 
-def _token_streams(train_path: Path, dtype: str) -> tuple[TokenStream, TokenStream]:
-    if dtype not in TOKEN_DTYPES:
-        raise TokenDataUnavailable(f"token dtype must be one of {', '.join(TOKEN_DTYPES)}")
-    val_path = train_path.with_name("val.bin")
-    if not val_path.is_file():
-        raise TokenDataUnavailable(f"no validation tokens: {val_path} does not exist")
-    return TokenStream(path=train_path, dtype=dtype), TokenStream(path=val_path, dtype=dtype)
+# ---- runtime/loader.py: Batching for TensorLoom scripts: a dataset kept on the device, or a DataLoader.
+Batch = tuple[torch.Tensor, ...]
 
 
-def stdlib_files() -> list[Path]:
-    """This Python's standard-library `.py` files, in sorted order of their relative paths."""
-    root = Path(sysconfig.get_paths()["stdlib"])
-    skipped = {"site-packages", "dist-packages", "__pycache__"}
-    files = [
-        p
-        for p in root.rglob("*.py")
-        if not skipped & set(p.relative_to(root).parts) and p.is_file()
-    ]
-    return sorted(files, key=lambda p: p.relative_to(root).as_posix())
-
-
-def stdlib_corpus(max_bytes: int = STDLIB_MAX_BYTES) -> bytes:
-    """The standard library's source concatenated (a blank line between files), capped."""
-    chunks: list[bytes] = []
-    size = 0
-    for path in stdlib_files():
-        if size >= max_bytes:
-            break
-        text = path.read_bytes() + b"\n\n"
-        chunks.append(text)
-        size += len(text)
-    if not chunks:
-        print(f"warning: no standard-library sources under {sys.prefix}", file=sys.stderr)
-    return b"".join(chunks)[:max_bytes]
-
-
-class WindowLoader:
-    """Batches of random (train) or consecutive (validation) windows of a `TokenStream`."""
+class DeviceLoader:
+    """Batches of device-resident tensors (x, y, or a dataset's fields), shuffled on the
+    device, sharded across ranks."""
 
     def __init__(
-        self,
-        stream: TokenStream,
-        *,
-        block_size: int,
-        batch_size: int,
-        device: torch.device,
-        shuffle: bool = True,
-        windows_per_epoch: int | None = None,
-        seed: int = 0,
-        rank: int = 0,
-        world_size: int = 1,
-    ) -> None:
-        self.stream, self.block_size, self.batch_size = stream, block_size, batch_size
-        self.device, self.shuffle, self.seed = device, shuffle, seed
-        self.rank, self.world_size = rank, world_size
-        whole = (len(stream) - 1) // block_size
-        self.windows_per_epoch = windows_per_epoch if windows_per_epoch is not None else whole
-        self.epoch = 0
-        self._generator = torch.Generator()
+        self, *tensors: torch.Tensor, batch_size: int, device: torch.device,
+        shuffle: bool = True, drop_last: bool = False, seed: int = 0, rank: int = 0,
+        world_size: int = 1, even_shards: bool = True,
+    ) -> None:  # fmt: skip
+        self.tensors = tuple(t.to(device, non_blocking=True) for t in tensors)
+        self.x, self.y = self.tensors[0], self.tensors[-1]
+        self.batch_size, self.device, self.shuffle = batch_size, device, shuffle
+        self.drop_last, self.seed, self.rank = drop_last, seed, rank
+        self.world_size, self.even_shards, self.epoch = world_size, even_shards, 0
+        self._generator = torch.Generator(device=device)
 
     def set_epoch(self, epoch: int) -> None:
+        """Choose the epoch whose order the next iteration follows."""
         self.epoch = epoch
 
+    def shard_size(self) -> int:
+        """How many samples this rank sees per epoch."""
+        n, world = len(self.x), self.world_size
+        if self.even_shards:
+            return n // world
+        return len(range(self.rank, n, world))
+
     def __len__(self) -> int:
+        size = self.shard_size()
+        if self.drop_last:
+            return size // self.batch_size
+        return -(-size // self.batch_size)
+
+    def indices(self) -> torch.Tensor:
+        """This rank's sample indices for the current epoch, on the device."""
+        n = len(self.x)
         if self.shuffle:
-            return self.windows_per_epoch // self.world_size // self.batch_size
-        mine = len(range(self.rank, self.windows_per_epoch, self.world_size))
-        return -(-mine // self.batch_size)
+            self._generator.manual_seed(self.seed + self.epoch)
+            order = torch.randperm(n, generator=self._generator, device=self.device)
+        else:
+            order = torch.arange(n, device=self.device)
+        if self.even_shards:
+            order = order[: n // self.world_size * self.world_size]
+        return order[self.rank :: self.world_size]
 
-    def starts(self) -> torch.Tensor:
-        """This rank's window starts for the current epoch."""
-        if not self.shuffle:
-            every = torch.arange(self.windows_per_epoch) * self.block_size
-            return every[self.rank :: self.world_size]
-        # The last start leaves room for the window and its one-token-later targets.
-        high = len(self.stream) - self.block_size
-        self._generator.manual_seed((self.seed + self.epoch) * self.world_size + self.rank)
-        count = len(self) * self.batch_size
-        return torch.randint(0, high, (count,), generator=self._generator)
+    def batch_indices(self) -> Iterator[torch.Tensor]:
+        """Each batch's sample indices for the current epoch (views on the device)."""
+        order = self.indices()
+        for i in range(len(self)):
+            yield order[i * self.batch_size : (i + 1) * self.batch_size]
 
-    def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        starts = self.starts()
-        pin = self.device.type == "cuda"
-        for i in range(0, len(starts), self.batch_size):
-            xb, yb = self.stream.windows(starts[i : i + self.batch_size], self.block_size)
-            if pin:
-                xb, yb = xb.pin_memory(), yb.pin_memory()
-            yield xb.to(self.device, non_blocking=True), yb.to(self.device, non_blocking=True)
+    def __iter__(self) -> Iterator[Batch]:
+        for idx in self.batch_indices():
+            yield tuple(t[idx] for t in self.tensors)
 
     def state_dict(self) -> dict[str, int]:
-        # An epoch's windows are a function of (seed, epoch, rank): nothing else to save.
+        # The order of an epoch is a function of (seed, epoch): nothing else to save.
         return {"seed": self.seed, "epoch": self.epoch}
 
     def load_state_dict(self, state: dict[str, int]) -> None:
-        self.seed = state["seed"]
-        self.epoch = state["epoch"]
+        self.seed, self.epoch = state["seed"], state["epoch"]
 
 
 # ---- runtime/checkpoint.py: Checkpoints for TensorLoom scripts: atomic, complete, and free of wrapper prefixes.
@@ -765,376 +660,6 @@ def _listed(paths: list[Path], most: int = 3) -> str:
     return ", ".join(names) + more
 
 
-# ---- runtime/pretrained.py: Published weights in and out, and fine-tuning them: frozen layers, LoRA adapters.
-WeightRule = tuple[Any, ...]
-
-
-Rules = list[WeightRule] | tuple[WeightRule, ...]
-
-
-class WeightsError(Exception):
-    """Published weights that cannot be loaded into the model; the message says why."""
-
-
-def weight_files(path: str | os.PathLike[str]) -> list[Path]:
-    """The tensor files behind `path`: a file itself, or a folder's model.safetensors, its
-    sharded index's files, or its pytorch_model.bin."""
-    root = Path(path)
-    if root.is_file():
-        return [root]
-    if not root.is_dir():
-        raise WeightsError(
-            f"the published weights `{root}` are not here (relative to {Path.cwd()}): fetch "
-            f"them (a Hugging Face model: `huggingface-cli download NAME --local-dir {root}`), "
-            "or pass --weights PATH"
-        )
-    index = root / "model.safetensors.index.json"
-    if index.is_file():
-        try:
-            shards = json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()
-        except (ValueError, KeyError, TypeError) as exc:
-            raise WeightsError(f"{index}: not a safetensors index ({exc})") from None
-        return [root / name for name in dict.fromkeys(shards)]
-    for name in ("model.safetensors", "pytorch_model.bin"):
-        if (root / name).is_file():
-            return [root / name]
-    raise WeightsError(f"{root}: no model.safetensors, sharded index or pytorch_model.bin in it")
-
-
-def read_tensors(path: str | os.PathLike[str]) -> dict[str, torch.Tensor]:
-    """Every tensor of the weights at `path`, by the file's names, on the CPU."""
-    tensors: dict[str, torch.Tensor] = {}
-    for file in weight_files(path):
-        try:
-            if file.suffix == ".safetensors":
-                from safetensors.torch import load_file
-
-                tensors.update(load_file(str(file)))
-            else:
-                state = torch.load(file, map_location="cpu", weights_only=True)
-                tensors.update(state.get("state_dict", state) if isinstance(state, dict) else {})
-        except WeightsError:
-            raise
-        except Exception as exc:  # a truncated or foreign file: say which and why
-            raise WeightsError(f"{file}: cannot read its tensors ({exc})") from None
-    return tensors
-
-
-def _pattern(text: str) -> re.Pattern[str]:
-    parts = re.split(r"\{(\w+)\}", text)
-    regex = "".join(
-        re.escape(part) if i % 2 == 0 else f"(?P<{part}>[^.]+)" for i, part in enumerate(parts)
-    )
-    return re.compile(regex + r"\Z")
-
-
-def _rule_names(names: Any) -> tuple[str, ...]:
-    if not names:
-        return ()
-    return (names,) if isinstance(names, str) else tuple(names)
-
-
-def _rule_parts(rule: WeightRule) -> tuple[tuple[str, ...], tuple[str, ...], bool, int]:
-    """(file patterns, model patterns, transposed, along) of a rule as WEIGHT_RULES writes it."""
-    along = rule[3] if len(rule) > 3 and rule[3] is not None else 0
-    return _rule_names(rule[0]), _rule_names(rule[1]), bool(rule[2]), int(along)
-
-
-def match_names(
-    names: list[str] | tuple[str, ...], rules: Rules
-) -> tuple[list[tuple[tuple[str, ...], tuple[str, ...], int]], list[str], list[list[str]]]:
-    """(file names, model names, rule) for each group of file tensors a rule maps; the
-    names no rule matches; for each join missing a tensor, the names it lacks."""
-    compiled = [[_pattern(s) for s in _rule_parts(rule)[0]] for rule in rules]
-    unmatched: list[str] = []
-    groups: dict[tuple[int, tuple[tuple[str, str], ...]], dict[int, str]] = {}
-    for name in names:
-        found = _first_match(name, compiled)
-        if found is None:
-            unmatched.append(name)
-        elif _rule_parts(rules[found[0]])[1]:
-            groups.setdefault((found[0], found[2]), {})[found[1]] = name
-    mapped: list[tuple[tuple[str, ...], tuple[str, ...], int]] = []
-    partial: list[list[str]] = []
-    for (index, parts), pieces in groups.items():
-        sources, targets, _, _ = _rule_parts(rules[index])
-        values = dict(parts)
-        if len(pieces) < len(sources):
-            partial.append([s.format(**values) for k, s in enumerate(sources) if k not in pieces])
-            continue
-        files = tuple(pieces[k] for k in range(len(sources)))
-        mapped.append((files, tuple(t.format(**values) for t in targets), index))
-    return mapped, unmatched, partial
-
-
-def _first_match(
-    name: str, compiled: list[list[re.Pattern[str]]]
-) -> tuple[int, int, tuple[tuple[str, str], ...]] | None:
-    for index, regexes in enumerate(compiled):
-        for piece, regex in enumerate(regexes):
-            match = regex.match(name)
-            if match is not None:
-                return index, piece, tuple(sorted(match.groupdict().items()))
-    return None
-
-
-def load_pretrained(model: torch.nn.Module, path: str | os.PathLike[str], rules: Rules) -> None:
-    """Fill every parameter and buffer of `model`'s state dict from the weights at `path`.
-
-    Raises WeightsError for a file tensor no rule covers, a join missing one of its tensors,
-    a model tensor none fills, two file tensors for one model tensor, or a shape that
-    differs."""
-    tensors = read_tensors(path)
-    mapped, unmatched, partial = match_names(list(tensors), rules)
-    if unmatched:
-        raise WeightsError(f"{path}: no rule maps {_some(unmatched)}; map or ignore them")
-    if partial:
-        raise WeightsError(f"{path}: a rule joins {_some(partial[0])}, which it lacks")
-    own = model.state_dict()
-    state: dict[str, torch.Tensor] = {}
-    for files, targets, index in mapped:
-        _, _, transposed, along = _rule_parts(rules[index])
-        for target in targets:
-            if target not in own:
-                raise WeightsError(
-                    f"{path}: `{files[0]}` maps to `{target}`, which the model lacks"
-                )
-            if target in state:
-                raise WeightsError(f"{path}: two tensors of the file map to `{target}`")
-        pieces = [tensors[f].t() if transposed else tensors[f] for f in files]
-        for target, tensor in zip(
-            targets, _regroup(pieces, [own[t] for t in targets], along, path, files), strict=True
-        ):
-            if tuple(tensor.shape) != tuple(own[target].shape):
-                raise WeightsError(
-                    f"{path}: `{', '.join(files)}` give {list(tensor.shape)} for the model's "
-                    f"`{target}`, which is {list(own[target].shape)}"
-                )
-            state[target] = tensor.to(own[target].dtype)
-    derived = _derived_keys(model)
-    missing = [k for k in own if k not in state and k not in derived]
-    if missing:
-        raise WeightsError(f"{path}: nothing fills the model's {_some(missing)}")
-    _place(model, state, own)
-
-
-def _place(
-    model: torch.nn.Module, state: dict[str, torch.Tensor], own: dict[str, torch.Tensor]
-) -> None:
-    """Copy the whole tensors of `state` into `model`, in place (an optimizer built over its
-    parameters keeps them). A model FSDP2 sharded (its tensors DTensors) keeps only this
-    rank's shard of each: every rank read the whole file, and torch's `set_model_state_dict`
-    cuts each tensor along the model's placements (on the parameters' device, one whole
-    tensor at a time)."""
-    if not any(hasattr(t, "device_mesh") for t in own.values()):  # no DTensor: one process
-        model.load_state_dict(state, strict=False)
-        return
-    # imported here, as a module: a script without FSDP does not pay for torch.distributed
-    from torch.distributed.checkpoint import state_dict as distributed_state
-
-    whole = distributed_state.StateDictOptions(full_state_dict=True, strict=False)
-    distributed_state.set_model_state_dict(model, state, options=whole)
-
-
-def _regroup(
-    pieces: list[torch.Tensor],
-    wanted: list[torch.Tensor],
-    along: int,
-    path: object,
-    names: tuple[str, ...],
-) -> list[torch.Tensor]:
-    """`pieces` joined along `along` and split into tensors as large as `wanted`'s there."""
-    if len(pieces) == 1 and len(wanted) == 1:
-        return pieces
-    try:
-        whole = pieces[0] if len(pieces) == 1 else torch.cat(pieces, dim=along)
-        sizes = [w.shape[along] for w in wanted]
-        if whole.shape[along] != sum(sizes):
-            raise WeightsError(
-                f"{path}: `{', '.join(names)}` give {whole.shape[along]} along dim {along}, "
-                f"the model's tensors take {' + '.join(map(str, sizes))}"
-            )
-        return list(whole.split(sizes, dim=along))
-    except (RuntimeError, IndexError) as exc:
-        raise WeightsError(f"{path}: cannot join or split `{', '.join(names)}` ({exc})") from None
-
-
-def _derived_keys(model: torch.nn.Module) -> set[str]:
-    """The state-dict entries the file does not fill: LoRA adapters, and the second name of
-    a weight tied to one already loaded."""
-    unique = dict(model.named_parameters())
-    return {
-        key
-        for key, _ in model.named_parameters(remove_duplicate=False)
-        if key not in unique or key.endswith((".lora_A", ".lora_B"))
-    }
-
-
-def _some(names: list[str] | tuple[str, ...]) -> str:
-    shown = ", ".join(f"`{n}`" for n in names[:4])
-    return shown + (f" and {len(names) - 4} more" if len(names) > 4 else "")
-
-
-def export_pretrained(
-    model: torch.nn.Module,
-    folder: str | os.PathLike[str],
-    rules: Rules,
-    source: str | os.PathLike[str] | None = None,
-) -> Path:
-    """Write `model` as `folder`/model.safetensors in the file's names (each model tensor
-    named by the first rule whose target matches it, read backwards), with the source
-    folder's config.json beside it: a folder the library that published the weights loads.
-
-    A join is split back into the source's tensors, as large as the source's where it is
-    at hand and in equal parts otherwise; a split is joined back."""
-    return export_state(merged_state_dict(model), folder, rules, source)
-
-
-def export_state(
-    state: dict[str, torch.Tensor],
-    folder: str | os.PathLike[str],
-    rules: Rules,
-    source: str | os.PathLike[str] | None = None,
-) -> Path:
-    """`export_pretrained` of a model's (merged) state dict: a sharded model's, gathered."""
-    from safetensors.torch import save_file
-
-    out = Path(folder)
-    out.mkdir(parents=True, exist_ok=True)
-    sizes = _source_shapes(source)
-    written: dict[str, torch.Tensor] = {}
-    done: set[str] = set()
-    for key in state:
-        if key in done:
-            continue
-        found = _inverse_match(key, rules)
-        if found is None:
-            continue
-        index, values = found
-        files, targets, transposed, along = _rule_parts(rules[index])
-        names = [t.format(**values) for t in targets]
-        if any(n not in state for n in names):
-            raise WeightsError(f"`{key}` is split from a tensor the model has not all of")
-        done.update(names)
-        for name, tensor in _file_tensors(
-            [state[n].detach().cpu() for n in names],
-            [f.format(**values) for f in files], transposed, along, sizes,
-        ):  # fmt: skip
-            written[name] = tensor.contiguous().clone()
-    save_file(written, str(out / "model.safetensors"), metadata={"format": "pt"})
-    for extra in ("config.json", "generation_config.json"):
-        if source is not None and (Path(source) / extra).is_file():
-            shutil.copyfile(Path(source) / extra, out / extra)
-    return out
-
-
-def _inverse_match(key: str, rules: Rules) -> tuple[int, dict[str, str]] | None:
-    """The first rule with a target pattern matching the model's `key`, and its parts."""
-    for index, rule in enumerate(rules):
-        for target in _rule_parts(rule)[1]:
-            match = _pattern(target).match(key)
-            if match is not None:
-                return index, match.groupdict()
-    return None
-
-
-def _file_tensors(
-    tensors: list[torch.Tensor],
-    names: list[str],
-    transposed: bool,
-    along: int,
-    sizes: dict[str, tuple[int, ...]],
-) -> list[tuple[str, torch.Tensor]]:
-    """The model's tensors as the file names them: joined, split back, transposed back."""
-    whole = tensors[0] if len(tensors) == 1 else torch.cat(tensors, dim=along)
-    if len(names) == 1:
-        pieces = [whole]
-    else:
-        known = [sizes.get(n) for n in names]
-        if all(k is not None for k in known):
-            split = [k[-1 - along] if transposed else k[along] for k in known if k is not None]
-        elif whole.shape[along] % len(names) == 0:
-            split = [whole.shape[along] // len(names)] * len(names)
-        else:
-            raise WeightsError(
-                f"cannot tell the sizes of {_some(names)} (their source is not at hand, and "
-                f"{whole.shape[along]} does not split evenly): pass the source with --weights"
-            )
-        pieces = list(whole.split(split, dim=along))
-    return [(n, p.t() if transposed else p) for n, p in zip(names, pieces, strict=True)]
-
-
-def _source_shapes(source: str | os.PathLike[str] | None) -> dict[str, tuple[int, ...]]:
-    """The source's tensor shapes by name, read from safetensors headers (no data), for
-    splitting a join back into tensors of the sizes it was made of; {} if not at hand."""
-    if source is None:
-        return {}
-    try:
-        files = weight_files(source)
-    except WeightsError:
-        return {}
-    shapes: dict[str, tuple[int, ...]] = {}
-    for file in files:
-        if file.suffix != ".safetensors":
-            continue
-        from safetensors import safe_open
-
-        with safe_open(str(file), framework="pt") as f:
-            for name in f.keys():  # noqa: SIM118 (safe_open is not iterable)
-                shapes[name] = tuple(f.get_slice(name).get_shape())
-    return shapes
-
-
-def add_lora(
-    model: torch.nn.Module,
-    targets: list[str] | tuple[str, ...],
-    rank: int,
-    alpha: float,
-    dropout: float = 0.0,
-) -> list[str]:
-    """LoRA adapters on every Linear whose name is, or ends in, a target; every other weight
-    freezes. Returns the adapted layers' names."""
-    for p in model.parameters():
-        p.requires_grad_(False)
-    adapted: list[str] = []
-    for name, module in model.named_modules():
-        if not isinstance(module, torch.nn.Linear):
-            continue
-        if not any(name == t or name.endswith("." + t) for t in targets):
-            continue
-        weight = module.weight
-        a = torch.empty(rank, module.in_features, device=weight.device, dtype=weight.dtype)
-        torch.nn.init.kaiming_uniform_(a, a=5**0.5)
-        module.lora_A = torch.nn.Parameter(a)
-        module.lora_B = torch.nn.Parameter(torch.zeros_like(a.new_empty(module.out_features, rank)))
-        module.lora_dropout = torch.nn.Dropout(dropout)
-        module.lora_scale = alpha / rank
-        module.register_forward_hook(_lora_forward)
-        adapted.append(name)
-    if not adapted:
-        raise ValueError(f"no Linear layer is named {', '.join(targets)}")
-    return adapted
-
-
-def _lora_forward(module: torch.nn.Module, inputs: tuple[Any, ...], output: torch.Tensor) -> Any:
-    x = module.lora_dropout(inputs[0])
-    update = torch.nn.functional.linear(torch.nn.functional.linear(x, module.lora_A), module.lora_B)
-    return output + update * module.lora_scale
-
-
-def merged_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
-    """The state dict with each LoRA adapter merged into its Linear's weight, adapters left
-    out: the weights as the published model's class holds them."""
-    state = {k: v.detach() for k, v in model.state_dict().items()}
-    for name, module in model.named_modules():
-        if hasattr(module, "lora_A") and isinstance(module, torch.nn.Linear):
-            prefix = f"{name}." if name else ""
-            update = (module.lora_B @ module.lora_A).detach() * module.lora_scale
-            state[prefix + "weight"] = state[prefix + "weight"] + update.to(module.weight.dtype)
-            del state[prefix + "lora_A"], state[prefix + "lora_B"]
-    return state
-
-
 # ---- runtime/metrics.py: Metrics for TensorLoom scripts: JSON lines, a one-line epoch summary, a progress bar.
 try:
     from tqdm import tqdm
@@ -1228,6 +753,114 @@ def progress(
 
 
 # ---- runtime/graphs.py: Whole-step CUDA graphs for TensorLoom scripts: forward, backward and step in one replay.
+# Models up to this many parameters take the whole-step graph instead of torch.compile:
+# a rule of thumb (compile's fusion pays off on larger models, its start-up on none).
+SMALL_MODEL_PARAMS = 5_000_000
+
+
+WARMUP_STEPS = 3
+
+
+StepFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+class GraphedStep:
+    """One training step over `x[idx], y[idx]`, captured once and replayed per batch."""
+
+    def __init__(
+        self,
+        step: StepFn,
+        x: torch.Tensor,
+        y: torch.Tensor,
+        *,
+        batch_size: int,
+        model: torch.nn.Module,
+        optimizer: torch.optim.Optimizer,
+    ) -> None:
+        self.step, self.x, self.y = step, x, y
+        self.idx = torch.zeros(batch_size, dtype=torch.long, device=x.device)
+        self.loss_sum = torch.zeros((), device=x.device)
+        saved = _snapshot(model, optimizer)
+        self._warm_up(optimizer)
+        self.graph = torch.cuda.CUDAGraph()
+        optimizer.zero_grad(set_to_none=True)  # backward allocates grads from the graph's pool
+        with torch.cuda.graph(self.graph):
+            self._body()
+        _restore(saved, model, optimizer)
+        self.loss_sum.zero_()
+
+    def _body(self) -> None:
+        loss = self.step(self.x[self.idx], self.y[self.idx])
+        self.loss_sum += loss.detach()
+
+    def _warm_up(self, optimizer: torch.optim.Optimizer) -> None:
+        """Real steps on a side stream, so lazily made state (Adam's moments) exists."""
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(WARMUP_STEPS):
+                optimizer.zero_grad(set_to_none=True)
+                self._body()
+        torch.cuda.current_stream().wait_stream(side)
+
+    def replay(self, idx: torch.Tensor) -> None:
+        """One step on the samples `idx` (a batch_size long tensor on the device)."""
+        self.idx.copy_(idx)
+        self.graph.replay()
+
+    def take_loss_sum(self) -> torch.Tensor:
+        """The losses summed since the last call (a new tensor, on the device), and reset."""
+        total = self.loss_sum.clone()
+        self.loss_sum.zero_()
+        return total
+
+
+def training_step(
+    batch_loss: torch.nn.Module, optimizer: torch.optim.Optimizer,
+    region: Callable[[], contextlib.AbstractContextManager[object]] = contextlib.nullcontext,
+) -> StepFn:  # fmt: skip
+    """The step a `GraphedStep` captures: forward and loss (`batch_loss(xb, yb)`, in
+    `region()`: the precision plan's autocast, without its cache), backward, `optimizer.step()`."""
+
+    def step(xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+        with region():
+            loss = batch_loss(xb, yb)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    return step
+
+
+Snapshot = tuple[list[torch.Tensor], dict[int, dict[str, torch.Tensor]]]
+
+
+def _snapshot(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> Snapshot:
+    weights = [t.detach().clone() for t in _model_tensors(model)]
+    state = {
+        id(p): {k: v.clone() for k, v in s.items() if isinstance(v, torch.Tensor)}
+        for p, s in optimizer.state.items()
+    }
+    return weights, state
+
+
+def _restore(saved: Snapshot, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> None:
+    """Undo the warm-up in place; state the warm-up created goes back to zeros, its start."""
+    weights, state = saved
+    with torch.no_grad():
+        for tensor, value in zip(_model_tensors(model), weights, strict=True):
+            tensor.copy_(value)
+        for p, s in optimizer.state.items():
+            before = state.get(id(p), {})
+            for key, value in s.items():
+                if isinstance(value, torch.Tensor):
+                    value.copy_(before[key]) if key in before else value.zero_()
+
+
+def _model_tensors(model: torch.nn.Module) -> list[torch.Tensor]:
+    return [*model.parameters(), *model.buffers()]
+
+
 OptimizerModes = list[dict[str, object]]
 
 
@@ -1312,45 +945,6 @@ def total_train_steps(epochs: int, steps_per_epoch: int, max_steps: int | None) 
     """The run's optimizer steps: `max_steps` when it cuts the run short, else every epoch's."""
     planned = epochs * steps_per_epoch
     return planned if max_steps is None else min(planned, max_steps)
-
-
-_NORM_LAYERS: tuple[type[torch.nn.Module], ...] = (
-    torch.nn.BatchNorm1d,
-    torch.nn.BatchNorm2d,
-    torch.nn.GroupNorm,
-    torch.nn.LayerNorm,
-    torch.nn.RMSNorm,
-)
-
-
-def no_decay_names(model: torch.nn.Module) -> list[str]:
-    """Parameters weight decay should not shrink: every bias, and every norm layer's weights."""
-    names: list[str] = []
-    for module_name, module in model.named_modules():
-        is_norm = isinstance(module, _NORM_LAYERS)
-        for name, _ in module.named_parameters(recurse=False):
-            if is_norm or name == "bias":
-                names.append(f"{module_name}.{name}" if module_name else name)
-    return names
-
-
-def decay_param_groups(model: torch.nn.Module, enabled: bool = True) -> list[dict[str, Any]]:
-    """Optimizer parameter groups: decayed weights, then biases and norm weights without decay.
-
-    The first group takes the optimizer's `weight_decay`; the second sets it to 0.
-    `enabled=False` (`decay_groups = false`) gives one group of every parameter."""
-    params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
-    if not enabled:
-        return [{"params": [p for _, p in params]}]
-    skip = set(no_decay_names(model))
-    decay = [p for n, p in params if n not in skip]
-    plain = [p for n, p in params if n in skip]
-    groups: list[dict[str, Any]] = []
-    if decay:
-        groups.append({"params": decay})
-    if plain:
-        groups.append({"params": plain, "weight_decay": 0.0})
-    return groups
 
 
 class BestTracker:
@@ -1737,42 +1331,6 @@ def _exported(model: torch.nn.Module, example: torch.Tensor) -> torch.export.Exp
             raise ExportError(f"torch.export could not trace the model: {first}") from None
 
 
-@torch.no_grad()
-def generate_text(
-    model: torch.nn.Module,
-    prompt: str,
-    *,
-    tokens: int,
-    block_size: int,
-    temperature: float = 1.0,
-    top_k: int | None = None,
-    seed: int | None = None,
-) -> str:
-    """The prompt followed by `tokens` sampled bytes; temperature 0 takes the argmax."""
-    model.eval()
-    device = next(model.parameters()).device
-    ids = torch.tensor([list(prompt.encode("utf-8")) or [10]], dtype=torch.long, device=device)
-    generator = torch.Generator(device=device)
-    if seed is not None:
-        generator.manual_seed(seed)
-    for _ in range(tokens):
-        logits = model(ids[:, -block_size:])[:, -1, :].float()
-        ids = torch.cat([ids, _sample(logits, temperature, top_k, generator)], dim=1)
-    return bytes(ids[0].tolist()).decode("utf-8", errors="replace")
-
-
-def _sample(
-    logits: torch.Tensor, temperature: float, top_k: int | None, generator: torch.Generator
-) -> torch.Tensor:
-    if temperature <= 0:
-        return logits.argmax(dim=-1, keepdim=True)
-    logits = logits / temperature
-    if top_k is not None and top_k < logits.shape[-1]:
-        kth = torch.topk(logits, top_k).values[:, -1:]
-        logits = logits.masked_fill(logits < kth, float("-inf"))
-    return torch.multinomial(logits.softmax(dim=-1), 1, generator=generator)
-
-
 # ---- runtime/trainer.py: The trainer plumbing every program file shares: its record, flags, epochs, saves and run.
 Carry = tuple[torch.Tensor, int]
 
@@ -1802,6 +1360,7 @@ class Trainer:
     metrics: MetricsWriter | None = None  # `eval_every` writes between epochs
     checkpoint_dir: str | None = None
     saved_step: int = -1  # the step last.pt holds
+    resumed_rngs: list[Any] | None = None  # under DDP, every rank's RNG in the save resumed
     whole_step: bool = False  # the step is captured in one CUDA graph (runtime/graphs.py)
     graphed: "GraphedStep | None" = None  # noqa: UP037 (captured at the first epoch, after any resume)
 
@@ -1897,16 +1456,16 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-class ModelLoss(nn.Module):
-    """The training loss of a batch, `loss_fn(model(xb), yb)`, as one module: `torch.compile`
-    of it sees the forward and the loss together (and `should_compile` times it)."""
-
-    def __init__(self, model: nn.Module, loss_fn: Callable[..., torch.Tensor]) -> None:
-        super().__init__()
-        self.model, self.loss_fn = model, loss_fn
-
-    def forward(self, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
-        return self.loss_fn(self.model(xb), yb)
+def captures_whole_step(
+    model: nn.Module, loader: Any, scaler: torch.amp.GradScaler | None, device: torch.device,
+    *, allowed: bool = True,
+) -> bool:  # fmt: skip
+    """Whether this run captures its whole step in one CUDA graph (runtime/graphs.py): on
+    CUDA, data on the device, no GradScaler, at most SMALL_MODEL_PARAMS parameters, and
+    `allowed` (not --no-cuda-graph)."""
+    small = sum(p.numel() for p in model.parameters()) <= SMALL_MODEL_PARAMS
+    resident = isinstance(loader, DeviceLoader)
+    return allowed and device.type == "cuda" and resident and scaler is None and small
 
 
 def mark_step_begin(trainer: Trainer) -> None:
@@ -1967,12 +1526,39 @@ def end_epoch(
     return loss_sum / max(batches, 1), batches
 
 
+def train_epoch_graphed(
+    trainer: Trainer, epoch: int, max_steps: int | None,
+    region: Callable[[], AbstractContextManager[object]] = nullcontext,
+) -> tuple[torch.Tensor, int]:  # fmt: skip
+    """An epoch whose every step is one replay of the captured step (runtime/graphs.py): no
+    host syncs. The capture, at the first epoch, runs the forward in `region()` (autocast)."""
+    loader = trainer.train_loader  # a DeviceLoader: `captures_whole_step` asked for one
+    trainer.train_model.train()
+    loader.set_epoch(epoch)
+    if trainer.graphed is None:
+        step = training_step(trainer.train_model, trainer.optimizer, region)
+        trainer.graphed = GraphedStep(step, loader.x, loader.y, batch_size=loader.batch_size,
+                                      model=trainer.model, optimizer=trainer.optimizer)  # fmt: skip
+    batches = 0
+    for idx in loader.batch_indices():
+        if epoch_stops(trainer, max_steps):
+            break
+        trainer.graphed.replay(idx)
+        batches += 1
+        trainer.step += 1
+    return end_epoch(trainer, trainer.graphed.take_loss_sum(), batches)
+
+
 def checkpoint_state(
-    trainer: Trainer, carry: Carry | None = None, ranks: list[Any] | None = None
-) -> dict[str, Any]:
+    trainer: Trainer, carry: Carry | None = None, ranks: list[Any] | None = None,
+    rngs: list[Any] | None = None,
+) -> dict[str, Any]:  # fmt: skip
     """What a checkpoint holds besides its epoch: `carry` is a cut epoch's loss and batches;
-    `ranks`, under DDP, every rank's carried values (`carried_by_rank`)."""
+    `ranks`, under DDP, every rank's carried values (`carried_by_rank`); `rngs`, under DDP,
+    every rank's RNG states (`gather_rng_states`: each rank draws its own noise)."""
     extra: dict[str, Any] = {"recipe": trainer.recipe.state_dict()}
+    if rngs is not None:  # each rank resumes its own (`resumed_rngs`)
+        extra["rng_by_rank"] = rngs
     if carry is not None:
         extra["carry"] = {"loss_sum": carry[0].detach(), "batches": carry[1]}
     if trainer.carried:  # a run resumed mid-epoch continues from them
@@ -1994,26 +1580,27 @@ def carried_by_rank(trainer: Trainer) -> list[Any] | None:
     return ranks
 
 
-def save_last(trainer: Trainer, epochs_done: int) -> None:
+def save_last(trainer: Trainer, epochs_done: int, rngs: list[Any] | None = None) -> None:
     """At the end of the run, and when it is interrupted: last.pt holds where it stopped
-    (unless the newest save already holds this step). Rank 0 writes."""
+    (unless the newest save already holds this step). Rank 0 writes; `rngs`, under DDP,
+    every rank's RNG states (`gather_rng_states`), which each rank resumes."""
     if trainer.checkpoint_dir is None or trainer.saved_step == trainer.step:
         return
     ranks = carried_by_rank(trainer)
     if trainer.ctx.is_main:
         path = f"{trainer.checkpoint_dir}/last.pt"
-        state = checkpoint_state(trainer, trainer.carry, ranks)
+        state = checkpoint_state(trainer, trainer.carry, ranks, rngs)
         save_checkpoint(path, epoch=epochs_done, **state)
     trainer.saved_step = trainer.step
 
 
 def save_if_due(
     trainer: Trainer, done: int, start_step: int, *, every: int | None, keep: int, last: int,
-    unit: str = "epochs",
+    unit: str = "epochs", rngs: list[Any] | None = None,
 ) -> None:  # fmt: skip
     """After the complete epoch `done` (1-based): `epoch-NNNN.pt` and last.pt when a save is
     due, every `every` epochs (or, with `unit="steps"`, when the epoch passed a multiple of
-    `every` steps), and after the `last` epoch. Rank 0 writes."""
+    `every` steps), and after the `last` epoch. Rank 0 writes; `rngs` as for `save_last`."""
     if unit == "steps":
         due = every is not None and trainer.step // every > start_step // every
     else:
@@ -2022,7 +1609,7 @@ def save_if_due(
         return
     ranks = carried_by_rank(trainer)
     if trainer.ctx.is_main:
-        state = checkpoint_state(trainer, ranks=ranks)
+        state = checkpoint_state(trainer, ranks=ranks, rngs=rngs)
         save_epoch_checkpoint(trainer.checkpoint_dir, keep=keep, epoch=done, **state)
     trainer.saved_step = trainer.step
 
@@ -2046,6 +1633,7 @@ def resume_position(trainer: Trainer, state: dict[str, Any]) -> None:
     trainer.start_epoch, trainer.step = state["epoch"], state["step"]
     trainer.saved_step = trainer.step
     extra = state["extra"]
+    trainer.resumed_rngs = extra.get("rng_by_rank")  # `restore_rank_rng` gives each its own
     trainer.recipe.load_state_dict(extra.get("recipe", {}))
     carry = extra.get("carry")
     if carry is not None:
@@ -2124,12 +1712,14 @@ def start_run(trainer: Trainer, args: argparse.Namespace) -> None:
 
 
 def finish_run(
-    trainer: Trainer, *, epochs_done: int, started: float, metrics: MetricsWriter
-) -> int | None:
-    """After the epochs: last.pt, the metrics closed and the run's summary. An interrupted
-    run says how to continue and returns its exit code (128 + the signal); else None."""
+    trainer: Trainer, *, epochs_done: int, started: float, metrics: MetricsWriter,
+    rngs: list[Any] | None = None,
+) -> int | None:  # fmt: skip
+    """After the epochs: last.pt (with `rngs`, under DDP, every rank's RNG states), the
+    metrics closed and the run's summary. An interrupted run says how to continue and
+    returns its exit code (128 + the signal); else None."""
     stopped = trainer.recipe.stop_reason
-    save_last(trainer, epochs_done)
+    save_last(trainer, epochs_done, rngs)
     metrics.close()
     summary = format_run_summary(epochs_done=epochs_done, steps=trainer.step,
                                  seconds=time.perf_counter() - started,

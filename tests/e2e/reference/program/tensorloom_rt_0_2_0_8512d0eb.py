@@ -28,7 +28,6 @@ import time
 import traceback
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -753,114 +752,6 @@ def progress(
 
 
 # ---- runtime/graphs.py: Whole-step CUDA graphs for TensorLoom scripts: forward, backward and step in one replay.
-# Models up to this many parameters take the whole-step graph instead of torch.compile:
-# a rule of thumb (compile's fusion pays off on larger models, its start-up on none).
-SMALL_MODEL_PARAMS = 5_000_000
-
-
-WARMUP_STEPS = 3
-
-
-StepFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
-
-
-class GraphedStep:
-    """One training step over `x[idx], y[idx]`, captured once and replayed per batch."""
-
-    def __init__(
-        self,
-        step: StepFn,
-        x: torch.Tensor,
-        y: torch.Tensor,
-        *,
-        batch_size: int,
-        model: torch.nn.Module,
-        optimizer: torch.optim.Optimizer,
-    ) -> None:
-        self.step, self.x, self.y = step, x, y
-        self.idx = torch.zeros(batch_size, dtype=torch.long, device=x.device)
-        self.loss_sum = torch.zeros((), device=x.device)
-        saved = _snapshot(model, optimizer)
-        self._warm_up(optimizer)
-        self.graph = torch.cuda.CUDAGraph()
-        optimizer.zero_grad(set_to_none=True)  # backward allocates grads from the graph's pool
-        with torch.cuda.graph(self.graph):
-            self._body()
-        _restore(saved, model, optimizer)
-        self.loss_sum.zero_()
-
-    def _body(self) -> None:
-        loss = self.step(self.x[self.idx], self.y[self.idx])
-        self.loss_sum += loss.detach()
-
-    def _warm_up(self, optimizer: torch.optim.Optimizer) -> None:
-        """Real steps on a side stream, so lazily made state (Adam's moments) exists."""
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(WARMUP_STEPS):
-                optimizer.zero_grad(set_to_none=True)
-                self._body()
-        torch.cuda.current_stream().wait_stream(side)
-
-    def replay(self, idx: torch.Tensor) -> None:
-        """One step on the samples `idx` (a batch_size long tensor on the device)."""
-        self.idx.copy_(idx)
-        self.graph.replay()
-
-    def take_loss_sum(self) -> torch.Tensor:
-        """The losses summed since the last call (a new tensor, on the device), and reset."""
-        total = self.loss_sum.clone()
-        self.loss_sum.zero_()
-        return total
-
-
-def training_step(
-    batch_loss: torch.nn.Module, optimizer: torch.optim.Optimizer,
-    region: Callable[[], contextlib.AbstractContextManager[object]] = contextlib.nullcontext,
-) -> StepFn:  # fmt: skip
-    """The step a `GraphedStep` captures: forward and loss (`batch_loss(xb, yb)`, in
-    `region()`: the precision plan's autocast, without its cache), backward, `optimizer.step()`."""
-
-    def step(xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
-        with region():
-            loss = batch_loss(xb, yb)
-        loss.backward()
-        optimizer.step()
-        return loss
-
-    return step
-
-
-Snapshot = tuple[list[torch.Tensor], dict[int, dict[str, torch.Tensor]]]
-
-
-def _snapshot(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> Snapshot:
-    weights = [t.detach().clone() for t in _model_tensors(model)]
-    state = {
-        id(p): {k: v.clone() for k, v in s.items() if isinstance(v, torch.Tensor)}
-        for p, s in optimizer.state.items()
-    }
-    return weights, state
-
-
-def _restore(saved: Snapshot, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> None:
-    """Undo the warm-up in place; state the warm-up created goes back to zeros, its start."""
-    weights, state = saved
-    with torch.no_grad():
-        for tensor, value in zip(_model_tensors(model), weights, strict=True):
-            tensor.copy_(value)
-        for p, s in optimizer.state.items():
-            before = state.get(id(p), {})
-            for key, value in s.items():
-                if isinstance(value, torch.Tensor):
-                    value.copy_(before[key]) if key in before else value.zero_()
-
-
-def _model_tensors(model: torch.nn.Module) -> list[torch.Tensor]:
-    return [*model.parameters(), *model.buffers()]
-
-
 OptimizerModes = list[dict[str, object]]
 
 
@@ -941,10 +832,99 @@ def _describe(where: tuple[str, int], lines: list[str], script: Path) -> str:
 
 
 # ---- runtime/recipe.py: Training recipes for TensorLoom scripts: schedules, decay groups, EMA, early stopping.
+LR_SCHEDULES = (
+    "none", "cosine", "linear", "constant_with_warmup", "warmup", "onecycle", "step", "wsd",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class LrSchedule:
+    """The learning rate as a factor of the optimizer's base lr, per optimizer step.
+
+    `cosine`: linear warm-up over `warmup_steps`, then a cosine from 1 down to
+    `min_ratio` at `total_steps`. `linear`: the same warm-up, then a straight line
+    down to `min_ratio`. `constant_with_warmup` (alias `warmup`): the warm-up, then 1.
+    `onecycle`: torch's OneCycleLR curve (cosine up from 1/`div_factor` over the first
+    `pct_start` of the run, then cosine down to 1/(`div_factor` * `final_div_factor`)).
+    `step`: times `gamma` every `step_interval` steps. `none`: 1 throughout.
+    `wsd` (warmup-stable-decay): the warm-up, then 1, then over the last `decay_fraction`
+    of `total_steps` (rounded) a straight line from 1 down towards `min_ratio`, which the
+    step after the last would reach (torch's LinearLR from 1 to `min_ratio` over them).
+    """
+
+    name: str
+    total_steps: int
+    warmup_steps: int = 0
+    min_ratio: float = 0.0
+    step_interval: int = 1
+    gamma: float = 0.1
+    pct_start: float = 0.3
+    div_factor: float = 25.0
+    final_div_factor: float = 1e4
+    decay_fraction: float = 0.2
+
+    def __post_init__(self) -> None:
+        if self.name not in LR_SCHEDULES:
+            raise ValueError(f"unknown lr schedule `{self.name}`; known: {LR_SCHEDULES}")
+
+    def factor(self, step: int) -> float:
+        """The factor for the optimizer step `step` (0-based)."""
+        if self.name == "none":
+            return 1.0
+        if self.name == "step":
+            return self.gamma ** (step // max(self.step_interval, 1))
+        if self.name == "onecycle":
+            return self._onecycle(step)
+        if step < self.warmup_steps:
+            return (step + 1) / self.warmup_steps
+        if self.name in ("constant_with_warmup", "warmup"):
+            return 1.0
+        if self.name == "wsd":
+            return self._wsd(step)
+        span = max(self.total_steps - self.warmup_steps, 1)
+        progress = min((step - self.warmup_steps) / span, 1.0)
+        if self.name == "linear":
+            return 1.0 - (1.0 - self.min_ratio) * progress
+        return self.min_ratio + (1.0 - self.min_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+    def _wsd(self, step: int) -> float:
+        decay = max(round(self.decay_fraction * self.total_steps), 1)
+        left = self.total_steps - step
+        if left >= decay:
+            return 1.0
+        return self.min_ratio + (1.0 - self.min_ratio) * max(left, 0) / decay
+
+    def _onecycle(self, step: int) -> float:
+        # torch.optim.lr_scheduler.OneCycleLR's two phases, as factors of the peak lr.
+        start, peak = 1.0 / self.div_factor, 1.0
+        end = start / self.final_div_factor
+        rise_end = float(self.pct_start * self.total_steps) - 1
+        if step <= rise_end:
+            return _cos_between(start, peak, step / rise_end if rise_end > 0 else 1.0)
+        fall = float(self.total_steps - 1) - rise_end
+        return _cos_between(peak, end, min((step - rise_end) / fall, 1.0) if fall > 0 else 1.0)
+
+
+def _cos_between(start: float, end: float, pct: float) -> float:
+    return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
+
+
+def schedule_steps(epochs_or_steps: int, unit: str, steps_per_epoch: int) -> int:
+    """A length the block gave in `unit` ("epochs" or "steps"), in optimizer steps."""
+    return epochs_or_steps * steps_per_epoch if unit == "epochs" else epochs_or_steps
+
+
 def total_train_steps(epochs: int, steps_per_epoch: int, max_steps: int | None) -> int:
     """The run's optimizer steps: `max_steps` when it cuts the run short, else every epoch's."""
     planned = epochs * steps_per_epoch
     return planned if max_steps is None else min(planned, max_steps)
+
+
+def make_lr_scheduler(
+    optimizer: torch.optim.Optimizer, schedule: LrSchedule
+) -> torch.optim.lr_scheduler.LambdaLR:
+    """A LambdaLR stepping `schedule.factor`; its state dict is the step count alone."""
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: schedule.factor(step))
 
 
 class BestTracker:
@@ -1065,6 +1045,29 @@ def format_run_summary(
     if checkpoint_dir is not None:
         lines.append(f"checkpoints: {checkpoint_dir}/")
     return "\n".join(lines)
+
+
+def lr_schedule_from(
+    settings: dict[str, Any], *, steps_per_epoch: int, total_steps: int, base_lr: float
+) -> LrSchedule:
+    """The `LrSchedule` for a train block's `lr_schedule = name(...)`, lengths in steps:
+    `warmup_epochs` and `step_size` count epochs, `warmup_steps` and `step_size_steps`
+    optimizer steps; `min_lr` becomes a factor of the base lr."""
+    options = dict(settings)
+    name = options.pop("name")
+    warmup = int(options.pop("warmup_steps", 0))
+    warmup += schedule_steps(int(options.pop("warmup_epochs", 0)), "epochs", steps_per_epoch)
+    interval = int(options.pop("step_size_steps", 0))
+    interval += schedule_steps(int(options.pop("step_size", 0)), "epochs", steps_per_epoch)
+    min_lr = float(options.pop("min_lr", 0.0))
+    return LrSchedule(
+        name,
+        total_steps=total_steps,
+        warmup_steps=warmup,
+        min_ratio=min_lr / base_lr if base_lr > 0 else 0.0,
+        step_interval=interval or steps_per_epoch * 30,
+        **{key: float(value) for key, value in options.items()},
+    )
 
 
 class RunRecipe:
@@ -1360,6 +1363,7 @@ class Trainer:
     metrics: MetricsWriter | None = None  # `eval_every` writes between epochs
     checkpoint_dir: str | None = None
     saved_step: int = -1  # the step last.pt holds
+    resumed_rngs: list[Any] | None = None  # under DDP, every rank's RNG in the save resumed
     whole_step: bool = False  # the step is captured in one CUDA graph (runtime/graphs.py)
     graphed: "GraphedStep | None" = None  # noqa: UP037 (captured at the first epoch, after any resume)
 
@@ -1467,18 +1471,6 @@ class ModelLoss(nn.Module):
         return self.loss_fn(self.model(xb), yb)
 
 
-def captures_whole_step(
-    model: nn.Module, loader: Any, scaler: torch.amp.GradScaler | None, device: torch.device,
-    *, allowed: bool = True,
-) -> bool:  # fmt: skip
-    """Whether this run captures its whole step in one CUDA graph (runtime/graphs.py): on
-    CUDA, data on the device, no GradScaler, at most SMALL_MODEL_PARAMS parameters, and
-    `allowed` (not --no-cuda-graph)."""
-    small = sum(p.numel() for p in model.parameters()) <= SMALL_MODEL_PARAMS
-    resident = isinstance(loader, DeviceLoader)
-    return allowed and device.type == "cuda" and resident and scaler is None and small
-
-
 def mark_step_begin(trainer: Trainer) -> None:
     """CUDA graphs (compile modes "reduce-overhead", "max-autotune") reuse output memory:
     mark each step. Only a compiled model's: the call imports the compiler's machinery
@@ -1537,35 +1529,16 @@ def end_epoch(
     return loss_sum / max(batches, 1), batches
 
 
-def train_epoch_graphed(
-    trainer: Trainer, epoch: int, max_steps: int | None,
-    region: Callable[[], AbstractContextManager[object]] = nullcontext,
-) -> tuple[torch.Tensor, int]:  # fmt: skip
-    """An epoch whose every step is one replay of the captured step (runtime/graphs.py): no
-    host syncs. The capture, at the first epoch, runs the forward in `region()` (autocast)."""
-    loader = trainer.train_loader  # a DeviceLoader: `captures_whole_step` asked for one
-    trainer.train_model.train()
-    loader.set_epoch(epoch)
-    if trainer.graphed is None:
-        step = training_step(trainer.train_model, trainer.optimizer, region)
-        trainer.graphed = GraphedStep(step, loader.x, loader.y, batch_size=loader.batch_size,
-                                      model=trainer.model, optimizer=trainer.optimizer)  # fmt: skip
-    batches = 0
-    for idx in loader.batch_indices():
-        if epoch_stops(trainer, max_steps):
-            break
-        trainer.graphed.replay(idx)
-        batches += 1
-        trainer.step += 1
-    return end_epoch(trainer, trainer.graphed.take_loss_sum(), batches)
-
-
 def checkpoint_state(
-    trainer: Trainer, carry: Carry | None = None, ranks: list[Any] | None = None
-) -> dict[str, Any]:
+    trainer: Trainer, carry: Carry | None = None, ranks: list[Any] | None = None,
+    rngs: list[Any] | None = None,
+) -> dict[str, Any]:  # fmt: skip
     """What a checkpoint holds besides its epoch: `carry` is a cut epoch's loss and batches;
-    `ranks`, under DDP, every rank's carried values (`carried_by_rank`)."""
+    `ranks`, under DDP, every rank's carried values (`carried_by_rank`); `rngs`, under DDP,
+    every rank's RNG states (`gather_rng_states`: each rank draws its own noise)."""
     extra: dict[str, Any] = {"recipe": trainer.recipe.state_dict()}
+    if rngs is not None:  # each rank resumes its own (`resumed_rngs`)
+        extra["rng_by_rank"] = rngs
     if carry is not None:
         extra["carry"] = {"loss_sum": carry[0].detach(), "batches": carry[1]}
     if trainer.carried:  # a run resumed mid-epoch continues from them
@@ -1587,26 +1560,27 @@ def carried_by_rank(trainer: Trainer) -> list[Any] | None:
     return ranks
 
 
-def save_last(trainer: Trainer, epochs_done: int) -> None:
+def save_last(trainer: Trainer, epochs_done: int, rngs: list[Any] | None = None) -> None:
     """At the end of the run, and when it is interrupted: last.pt holds where it stopped
-    (unless the newest save already holds this step). Rank 0 writes."""
+    (unless the newest save already holds this step). Rank 0 writes; `rngs`, under DDP,
+    every rank's RNG states (`gather_rng_states`), which each rank resumes."""
     if trainer.checkpoint_dir is None or trainer.saved_step == trainer.step:
         return
     ranks = carried_by_rank(trainer)
     if trainer.ctx.is_main:
         path = f"{trainer.checkpoint_dir}/last.pt"
-        state = checkpoint_state(trainer, trainer.carry, ranks)
+        state = checkpoint_state(trainer, trainer.carry, ranks, rngs)
         save_checkpoint(path, epoch=epochs_done, **state)
     trainer.saved_step = trainer.step
 
 
 def save_if_due(
     trainer: Trainer, done: int, start_step: int, *, every: int | None, keep: int, last: int,
-    unit: str = "epochs",
+    unit: str = "epochs", rngs: list[Any] | None = None,
 ) -> None:  # fmt: skip
     """After the complete epoch `done` (1-based): `epoch-NNNN.pt` and last.pt when a save is
     due, every `every` epochs (or, with `unit="steps"`, when the epoch passed a multiple of
-    `every` steps), and after the `last` epoch. Rank 0 writes."""
+    `every` steps), and after the `last` epoch. Rank 0 writes; `rngs` as for `save_last`."""
     if unit == "steps":
         due = every is not None and trainer.step // every > start_step // every
     else:
@@ -1615,7 +1589,7 @@ def save_if_due(
         return
     ranks = carried_by_rank(trainer)
     if trainer.ctx.is_main:
-        state = checkpoint_state(trainer, ranks=ranks)
+        state = checkpoint_state(trainer, ranks=ranks, rngs=rngs)
         save_epoch_checkpoint(trainer.checkpoint_dir, keep=keep, epoch=done, **state)
     trainer.saved_step = trainer.step
 
@@ -1639,6 +1613,7 @@ def resume_position(trainer: Trainer, state: dict[str, Any]) -> None:
     trainer.start_epoch, trainer.step = state["epoch"], state["step"]
     trainer.saved_step = trainer.step
     extra = state["extra"]
+    trainer.resumed_rngs = extra.get("rng_by_rank")  # `restore_rank_rng` gives each its own
     trainer.recipe.load_state_dict(extra.get("recipe", {}))
     carry = extra.get("carry")
     if carry is not None:
@@ -1717,12 +1692,14 @@ def start_run(trainer: Trainer, args: argparse.Namespace) -> None:
 
 
 def finish_run(
-    trainer: Trainer, *, epochs_done: int, started: float, metrics: MetricsWriter
-) -> int | None:
-    """After the epochs: last.pt, the metrics closed and the run's summary. An interrupted
-    run says how to continue and returns its exit code (128 + the signal); else None."""
+    trainer: Trainer, *, epochs_done: int, started: float, metrics: MetricsWriter,
+    rngs: list[Any] | None = None,
+) -> int | None:  # fmt: skip
+    """After the epochs: last.pt (with `rngs`, under DDP, every rank's RNG states), the
+    metrics closed and the run's summary. An interrupted run says how to continue and
+    returns its exit code (128 + the signal); else None."""
     stopped = trainer.recipe.stop_reason
-    save_last(trainer, epochs_done)
+    save_last(trainer, epochs_done, rngs)
     metrics.close()
     summary = format_run_summary(epochs_done=epochs_done, steps=trainer.step,
                                  seconds=time.perf_counter() - started,
