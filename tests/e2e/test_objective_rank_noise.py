@@ -139,3 +139,23 @@ def test_ddp_objective_resumes_exactly_mid_epoch_with_each_ranks_noise(tmp_path:
                 tmp_path)  # fmt: skip
     assert "resumed from whole/last.pt after epoch 2" in more.stdout
     assert torch.load(tmp_path / "whole" / "last.pt", weights_only=False)["epoch"] == 3
+
+
+def test_ddp_batchnorm_validates_and_saves_rank_0s_statistics(tmp_path: Path) -> None:
+    """examples/digits_cnn.tl (BatchNorm, dropout) on two DDP ranks: each rank's running
+    statistics end the epoch apart (its own batches, its own dropout), yet the run's
+    validation is rank 0's model, the one it saves: one process's `--evaluate` of the save
+    gives the run's `val_loss`."""
+    source = (ROOT / "examples" / "digits_cnn.tl").read_text(encoding="utf-8")
+    source = source.replace("    epochs = 15\n", "    epochs = 15\n    distributed = true\n")
+    (tmp_path / "cnn.tl").write_text(source, encoding="utf-8")
+    script = tmp_path / "cnn.py"
+    _run([*TLC, "compile", str(tmp_path / "cnn.tl"), "-o", str(script), "--single-file"], tmp_path)
+    common = [*COMMON, "--batch-size", "32"]
+    _ranks(script, *common, "--epochs", "1", "--checkpoint-dir", "ckpt", "--metrics", "run.jsonl")
+    (record,) = [json.loads(line) for line in (tmp_path / "run.jsonl").read_text().splitlines()]
+    _run([sys.executable, str(script), *common, "--evaluate", "ckpt/last.pt", "--metrics",
+          "eval.jsonl"], tmp_path)  # fmt: skip
+    (evaluated,) = [json.loads(line) for line in (tmp_path / "eval.jsonl").read_text().splitlines()]
+    assert evaluated["val_loss"] == pytest.approx(record["val_loss"], rel=1e-5)
+    assert evaluated["val_accuracy"] == pytest.approx(record["val_accuracy"], abs=1e-9)
