@@ -6,9 +6,10 @@ to build the model (so it starts equal), then `seed + rank` for what the steps d
 driver imports the emitted script, builds its trainer on each rank, draws what the
 objective's next draw would start from and trains three steps: the draws differ between
 the ranks and are the `--seed` and `--seed + 1` streams (rank 0's is a single process's),
-and the model stays equal on both ranks. A DDP run cut mid-epoch and resumed ends where
-the uncut run ends, to the last bit (each rank's RNG is in the save and comes back to it);
-the save resumes on one process too (rank 0's stream).
+and the model stays equal on both ranks. A run cut mid-epoch and resumed ends where the
+uncut run ends, to the last bit, under DDP and FSDP (each rank's RNG is in the save and
+comes back to it); the DDP save resumes on one process too (rank 0's stream). Under DDP a
+BatchNorm model validates with rank 0's statistics, the ones it saves.
 """
 
 from __future__ import annotations
@@ -159,3 +160,28 @@ def test_ddp_batchnorm_validates_and_saves_rank_0s_statistics(tmp_path: Path) ->
     (evaluated,) = [json.loads(line) for line in (tmp_path / "eval.jsonl").read_text().splitlines()]
     assert evaluated["val_loss"] == pytest.approx(record["val_loss"], rel=1e-5)
     assert evaluated["val_accuracy"] == pytest.approx(record["val_accuracy"], abs=1e-9)
+
+
+def test_fsdp_objective_resumes_exactly_mid_epoch_with_each_ranks_noise(tmp_path: Path) -> None:
+    script = _compile(tmp_path, "fsdp")
+    common = [*COMMON, "--epochs", "2", "--batch-size", "64"]
+    _ranks(script, *common, "--checkpoint-dir", "whole", "--metrics", "w.jsonl",
+           "--samples", "w.png")  # fmt: skip
+    _ranks(script, *common, "--max-steps", "5", "--checkpoint-dir", "cut", "--samples", "c.png")
+    saved = torch.load(tmp_path / "cut" / "last" / "train_state.pt", weights_only=False)
+    cpu = [rank["cpu"] for rank in saved["rng_by_rank"]]
+    assert saved["step"] == 5 and len(cpu) == 2 and not torch.equal(cpu[0], cpu[1])
+    resumed = _ranks(script, *common, "--resume", "cut/last", "--checkpoint-dir", "cut",
+                     "--metrics", "c.jsonl", "--samples", "c.png")  # fmt: skip
+    assert "resumed from cut/last after epoch 0" in resumed.stdout
+    for run in ("whole", "cut"):  # the shards as one state dict, in one process
+        _run([sys.executable, str(script), "--consolidate", f"{run}/epoch-0002", f"{run}.pt"],
+             tmp_path)  # fmt: skip
+    a = torch.load(tmp_path / "whole.pt", weights_only=True)
+    b = torch.load(tmp_path / "cut.pt", weights_only=True)
+    for key, tensor in a.items():
+        assert torch.equal(tensor, b[key]), key
+    whole = [json.loads(line) for line in (tmp_path / "w.jsonl").read_text().splitlines()]
+    cut = [json.loads(line) for line in (tmp_path / "c.jsonl").read_text().splitlines()]
+    for key in ("train_loss", "val_loss"):
+        assert whole[-1][key] == cut[-1][key], key
