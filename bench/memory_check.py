@@ -12,8 +12,9 @@ Two steps, on two machines:
     python bench/memory_check.py explain bench/memory_predictions.json --only train_lstm
 
 `run` builds each model from the emitted code with the instance's overrides,
-trains 3 steps as `tlc info` assumes (the train block's precision, optimizer
-and loss: autocast and a GradScaler for fp16, `zero_grad(set_to_none=True)`),
+trains 3 steps as `tlc info` assumes (the train block's precision, optimizer,
+loss, `lora` and `freeze`: autocast and a GradScaler for fp16,
+`zero_grad(set_to_none=True)`),
 and compares the predicted allocator peak with the measured one. The target
 is an error within 15%. An entry that fails is a row of the table; the run
 goes on and exits 1.
@@ -90,6 +91,7 @@ def _entry(path: Path, e: dict[str, Any], cls: str, overrides: dict[str, Any]) -
         "overrides": overrides, "batch": e["settings"]["batch_size"],
         "precision": e["settings"]["precision"], "optimizer": e["settings"]["optimizer"],
         "loss": e["settings"]["loss"], "input_shapes": e["input_shapes"],
+        "frozen": e["settings"].get("trainable") is not None,
         "input_dtype": e["input_dtype"], "output_shape": e["output_shape"],
         "memory": e["memory"],
     }  # fmt: skip
@@ -174,7 +176,7 @@ def _measure(entry: dict[str, Any], module: ModuleType, torch: Any) -> int:
     gc.collect()
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
-    model = getattr(module, entry["class"])(**entry["overrides"]).cuda().train()
+    model = _adapted(entry, module, getattr(module, entry["class"])(**entry["overrides"]).cuda())
     optimizer = _optimizer(entry["optimizer"], model, torch)
     x, y = _batch(entry, entry["input_shapes"][0], entry["output_shape"], "cuda", torch)
     _train(entry, model, optimizer, x, y, "cuda", torch)
@@ -187,7 +189,7 @@ def _measure(entry: dict[str, Any], module: ModuleType, torch: Any) -> int:
 def _dry_run(entry: dict[str, Any], module: ModuleType, torch: Any) -> list[int]:
     """Train `STEPS` steps at batch `TINY` on the CPU; the output shape, checked."""
     torch.manual_seed(0)
-    model = getattr(module, entry["class"])(**entry["overrides"]).train()
+    model = _adapted(entry, module, getattr(module, entry["class"])(**entry["overrides"]))
     optimizer = _optimizer(entry["optimizer"], model, torch)
     shape, expected = _tiny(entry["input_shapes"][0], entry), _tiny(entry["output_shape"], entry)
     x, y = _batch(entry, shape, expected, "cpu", torch)
@@ -195,6 +197,16 @@ def _dry_run(entry: dict[str, Any], module: ModuleType, torch: Any) -> list[int]
     if list(out.shape) != expected:
         raise ValueError(f"output {list(out.shape)}, predicted {expected}")
     return list(out.shape)
+
+
+def _adapted(entry: dict[str, Any], module: ModuleType, model: Any) -> Any:
+    """The model as the emitted script trains it: under the train block's `lora` (adapters,
+    the rest frozen) or `freeze`, its `build_trainer`'s `add_lora`/`freeze_layers`."""
+    if entry.get("frozen") and hasattr(module, "LORA"):
+        module.add_lora(model, **module.LORA)
+    elif entry.get("frozen") and hasattr(module, "FREEZE"):
+        module.freeze_layers(model, module.FREEZE)
+    return model.train()
 
 
 def _tiny(shape: list[int], entry: dict[str, Any]) -> list[int]:
@@ -223,7 +235,7 @@ def _train(
 
 
 def _optimizer(name: str, model: Any, torch: Any) -> Any:
-    params = model.parameters()
+    params = [p for p in model.parameters() if p.requires_grad]
     if name == "SGD+momentum":
         return torch.optim.SGD(params, lr=1e-3, momentum=0.9)
     return getattr(torch.optim, name)(params, lr=1e-3)

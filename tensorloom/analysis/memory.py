@@ -121,6 +121,7 @@ class Training:
     # a block of `step` lines: each optimizer's share of the model (Muon's blocks, AdamW's
     # rest), each with its own state; `optimizer` is then their names joined
     optimizers: tuple[OptimizerShare, ...] = ()
+    adapters: int = 0  # `lora`'s adapters: parameters beside the model's own, all trained
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,7 +209,8 @@ def training_budget(profile: ModelProfile, training: Training) -> MemoryBudget |
     parallel = training.parallel
     sharded = parallel.strategy == "fsdp"
     # FSDP2 pads each parameter's dim 0 to a multiple of N; the padding is left out.
-    shard = math.ceil(profile.params / parallel.world_size) if sharded else profile.params
+    params = profile.params + training.adapters
+    shard = math.ceil(params / parallel.world_size) if sharded else params
     weights = shard * FP32
     # frozen weights (`freeze`, `lora`'s base) get no gradients and no optimizer state
     trained = weights if training.trainable is None else min(
@@ -218,7 +220,8 @@ def training_budget(profile: ModelProfile, training: Training) -> MemoryBudget |
     state, temporaries = _optimizer_bytes(training, trained, parallel.world_size if sharded else 1)
     out_elems = _elements(profile)
     loss = LOSS_SAVES.get(training.loss or "", 0) * out_elems * FP32
-    largest = max(profile.largest_tensor_bytes, out_elems * FP32 if training.loss else 0)
+    # the loss's backward: the gradient of its fp32 result and of the output, both fp32
+    working = max(profile.backward_pair_bytes, 2 * out_elems * FP32 if training.loss else 0)
     amp = training.precision != "fp32"
     gathered, comm = _communication(profile, parallel, 2 if amp else FP32)
     return MemoryBudget(
@@ -229,7 +232,7 @@ def training_budget(profile: ModelProfile, training: Training) -> MemoryBudget |
         activations_checkpointed=profile.checkpointed_activation_bytes or act,
         weight_casts=profile.low_precision_params * 2 if amp and not sharded else 0,
         loss=loss,
-        backward_working=2 * largest,
+        backward_working=working,
         scratch=profile.scratch_bytes,
         step_temporaries=temporaries,
         output=profile.output_bytes,

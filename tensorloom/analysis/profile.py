@@ -108,6 +108,9 @@ class ModelProfile:
     input_integer: bool = False
     errors: list[str] = field(default_factory=list[str])
     scratch_bytes: int = 0  # the largest scratch one layer's backward allocates and frees
+    # the largest gradient pair one layer's or op's backward holds: its output's and its
+    # input's (an LM head's [B, T, vocab] logits and [B, T, d] input, not twice the logits)
+    backward_pair_bytes: int = 0
     unmodelled: list[str] = field(default_factory=list[str])  # scratch left out, in words
     config: Env = field(default_factory=Env)  # the configuration profiled
 
@@ -125,6 +128,9 @@ class Costing:
     seen_layers: set[tuple[int, ...]] = field(default_factory=set[tuple[int, ...]])
     low_params: int = 0
     largest: int = 0
+    working: int = 0  # the largest gradient of an output and of its input, together
+    # the tensors backward computes a gradient for: those a weight reaches (not the batch)
+    grads: set[TensorKey] = field(default_factory=set[TensorKey])
     scratch: int = 0
     unmodelled: dict[str, None] = field(default_factory=dict[str, None])  # ordered, once each
 
@@ -212,6 +218,10 @@ class Costing:
         act = saved.extra_bytes + self.once(step.input_keys[0], saved.input_bytes)
         act += self.once(step.output_key, saved.output_bytes)
         self.produced(step.output_key, out, compute)
+        if bound.spec.param_count(bound) or step.input_keys[0] in self.grads:
+            self.grads.add(step.output_key)
+            grad_in = math.prod(ins) * in_dtype if step.input_keys[0] in self.grads else 0
+            self.working = max(self.working, math.prod(out) * compute + grad_in)
         if bound.spec.autocast == "low" and params:
             self.low_params += params
         self.scratch = max(self.scratch, bound.spec.scratch_bytes(bound, ins, out, compute))
@@ -243,7 +253,25 @@ class Costing:
         for index in cost.saved:
             act += self.saved_operand(step, index, ins, out, dtype)
         self.produced(step.output_key, out, dtype)
+        self.backward_pair(step, ins, math.prod(out) * dtype)
         return LayerProfile("", step.kind, shape, 0, cost.flops, act)
+
+    def backward_pair(self, step: Step, ins: list[tuple[int, ...] | None], out: int) -> None:
+        """An op's backward holds its output's gradient and computes its operands' (the
+        largest counted): only where a weight reaches the op, and not for the weight itself
+        (the parameters' gradients are the `gradients` term)."""
+        keys = step.input_keys
+        if builtin_cost(step).view:  # a view's gradient is a view too: nothing new
+            return
+        if not step.weights and not any(k in self.grads for k in keys):
+            return
+        self.grads.add(step.output_key)
+        grads = [
+            math.prod(shape) * self.dtype(key)
+            for shape, key in zip(ins, keys, strict=True)
+            if shape is not None and key in self.grads
+        ]
+        self.working = max(self.working, out + max(grads, default=0))
 
     def op_dtype(self, step: Step) -> int:
         autocast = builtin_cost(step).autocast
@@ -270,6 +298,9 @@ class Costing:
             return self.once(step.output_key, math.prod(out) * dtype)
         shape = ins[index]
         key = step.input_keys[index]
+        low = self.amp and builtin_cost(step).autocast == "low"
+        if index in step.weights and not low:
+            return 0  # autograd keeps the weight itself; only autocast's copy is new memory
         own = dtype if builtin_cost(step).autocast == "low" else self.dtype(key)
         return self.once(key, math.prod(shape or ()) * own)
 
@@ -392,8 +423,8 @@ def _summarize(trace: Trace, costing: Costing, inst: Instantiation, params: int)
         costing.largest if act is not None else None,
         _checkpointed(costing, trace, layers, act) if act is not None else None,
         costing.low_params, sorted(costing.unknown), trace.input_integer,
-        scratch_bytes=costing.scratch, unmodelled=list(costing.unmodelled),
-        config=dict(inst.env),
+        scratch_bytes=costing.scratch, backward_pair_bytes=costing.working,
+        unmodelled=list(costing.unmodelled), config=dict(inst.env),
     )  # fmt: skip
 
 

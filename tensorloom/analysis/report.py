@@ -199,8 +199,9 @@ def model_info(
     if shares or step_optimizers(module, inst.name) == ():
         optimizer = " + ".join(dict.fromkeys(s.name for s in shares)) or "frozen"
         trainable = sum(s.params for s in shares)
+    adapters = (trainable or 0) if settings.get("lora") is not None else 0  # `lora` adds them
     training = Training(precision, optimizer, loss, request.checkpointing, parallel, trainable,
-                        shares)  # fmt: skip
+                        shares, adapters)  # fmt: skip
     options = ProfileOptions(batch, precision, request.bindings)
     profile = profile_instantiation(inst, models_of(module), options, budget)
     if profile is None:
@@ -390,6 +391,7 @@ def model_json(info: ModelInfo, request: InfoRequest) -> dict[str, Any]:
                 for o in info.training.optimizers
             ],
             "bindings": dict(request.bindings),
+            "trainable": info.training.trainable,  # `freeze`/`lora`: None when all train
         },
         "memory": budget_json(info.budget, request),
         "parallel": {

@@ -41,11 +41,13 @@ from tensorloom.dialects.nml import (
     ForOp,
     FuncOp,
     FunctionalOp,
+    GetAttrOp,
     IfOp,
     LayerOp,
     ListOp,
     ModelOp,
     NonzeroOp,
+    RefOp,
     ReturnOp,
     TensorType,
     TopkOp,
@@ -90,6 +92,9 @@ class Step:
     bound: BoundLayer | None = None
     op: Operation | None = None
     integer_input: bool = False
+    # the operands that are the model's own weights (`wte.weight.T`, a Parameter), by index:
+    # autograd saves them without a copy, so saving one costs no activation memory
+    weights: frozenset[int] = frozenset()
     layer: LayerOp | None = None
     model: ModelOp | None = None  # for a nested model: the model and its config
     env: Env | None = None
@@ -394,6 +399,7 @@ class Walker:
             [self.key(v) for v in operands],
             self.key(op.results[0]),
             integer_input=bool(operands) and _is_integer(operands[0]),
+            weights=frozenset(i for i, v in enumerate(operands) if is_weight(v)),
             scope=self.scope,
         )
 
@@ -405,6 +411,23 @@ def builtin_cost(step: Step) -> Cost:
     if not isinstance(cost, Cost):
         raise AssertionError(f"compiler bug: builtin `{step.kind}` declares no `COST`")
     return cost
+
+
+def is_weight(value: SSAValue) -> bool:
+    """A weight of the model, or a view of one: a Parameter read (`nml.ref @A_log`) or a
+    layer's tensor (`wte.weight`, `nml.getattr` of a `nml.ref`), through views (`.T`)."""
+    owner = value.owner
+    while isinstance(owner, FunctionalOp) and owner.operands and _is_view(owner):
+        owner = owner.operands[0].owner
+    if isinstance(owner, GetAttrOp):
+        owner = owner.input.owner
+        return isinstance(owner, RefOp)
+    return isinstance(owner, RefOp) and isinstance(owner.result.type, TensorType)
+
+
+def _is_view(op: FunctionalOp) -> bool:
+    cost = getattr(type(op), "COST", None)
+    return isinstance(cost, Cost) and cost.view
 
 
 def _makes_a_tensor(op: FunctionalOp) -> bool:

@@ -54,6 +54,28 @@ def test_budget_terms(tmp_path: Path) -> None:
     assert b.peak == max(b.backward_peak, b.step_peak) + b.workspace
 
 
+HEAD = """
+model Head:
+    layer fc = Linear(64, 16)
+    fn forward(self, x: Tensor[B, 64]) -> Tensor:
+        return self.fc(x)
+"""
+
+
+def test_backward_holds_a_gradient_pair_and_none_for_the_batch(tmp_path: Path) -> None:
+    """The backward's working set is one op's output gradient and its input's: a first layer
+    computes none for the batch (no weight reaches it), so here only fc's output's."""
+    path = tmp_path / "head.tl"
+    path.write_text(HEAD)
+    result, models = profile_file(path, ProfileOptions(2, "fp32"))
+    assert result.ok
+    assert models[0].backward_pair_bytes == 2 * 16 * 4
+    relu = tmp_path / "relu.tl"  # relu after fc: its output's gradient and fc's output's
+    relu.write_text(HEAD.replace("self.fc(x)", "x |> self.fc |> relu"))
+    result, models = profile_file(relu, ProfileOptions(2, "fp32"))
+    assert result.ok and models[0].backward_pair_bytes == 2 * (2 * 16 * 4)
+
+
 def test_parse_size() -> None:
     assert parse_size("80GB") == parse_size("80GiB") == 80 << 30
     assert parse_size("512M") == 512 << 20
