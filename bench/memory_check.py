@@ -339,12 +339,15 @@ def _print_table(rows: list[dict[str, Any]]) -> None:
         print(f"| {r['program']} | {r['name']} | {r['batch']} | {r['precision']} | "
               f"{r['optimizer']} | {predicted} | {measured} | {error} | {beyond} |")  # fmt: skip
     print("\nterms (MiB): weights, optimizer state, activations, weight casts, loss, "
-          "backward working set, output; backward-start peak vs optimizer-step peak")  # fmt: skip
+          "backward working set, backward's largest later moment, output; "
+          "backward peak vs optimizer-step peak")  # fmt: skip
     for r in (r for r in rows if not r["failure"]):
         m = r["memory"]
         keys = ("weights", "optimizer_state", "activations", "weight_casts", "loss",
-                "backward_working", "output", "backward_peak", "step_peak")  # fmt: skip
-        print(f"- {r['name']} b{r['batch']}: " + ", ".join(f"{k} {m[k] / 2**20:.1f}" for k in keys))
+                "backward_working", "backward_sweep", "output", "backward_peak",
+                "step_peak")  # fmt: skip
+        print(f"- {r['name']} b{r['batch']}: "
+              + ", ".join(f"{k} {m.get(k, 0) / 2**20:.1f}" for k in keys))  # fmt: skip
 
 
 def _print_dry_run(rows: list[dict[str, Any]]) -> None:
