@@ -23,8 +23,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 
+from tensorloom.analysis.walk import ForwardWalk
 from tensorloom.catalogue.layers import lookup
 from tensorloom.dialects.nml import (
     ApplyAtOp,
@@ -34,7 +35,6 @@ from tensorloom.dialects.nml import (
     DimOp,
     ForOp,
     FuncOp,
-    IfOp,
     ListOp,
     ModelOp,
     RefOp,
@@ -43,7 +43,6 @@ from tensorloom.dialects.nml import (
 )
 from tensorloom.dialects.nml.shape_trait import FromOperands, ShapeInferenceTrait
 from tensorloom.passes.shape_inference import (
-    MAX_DEPTH,
     describe,
     format_type,
     instantiations,
@@ -58,7 +57,6 @@ from tensorloom.passes.support.model_env import (
     layer_built,
     layer_count,
     layers_of,
-    lookup_symbol,
     model_env,
     model_kind,
     models_of,
@@ -138,8 +136,9 @@ def model_flow(
 
 
 @dataclass
-class _Walk:
-    """The lines of one flow, in the order the forward runs."""
+class _Walk(ForwardWalk):
+    """The lines of one flow, in the order the forward runs: every iteration a loop's
+    followed, each with its own lines (the flow joins their types line by line)."""
 
     models: Mapping[str, ModelOp]
     steps: list[FlowStep] = field(default_factory=list[FlowStep])
@@ -154,41 +153,25 @@ class _Walk:
             return last.values[0].type
         return TensorType.unranked()
 
-    def block(self, model: ModelOp, block: Block, env: Env) -> None:
-        for op in block.ops:
-            self.op(model, op, env)
-
-    def op(self, model: ModelOp, op: Operation, env: Env) -> None:
-        if isinstance(op, ForOp):
-            self.loop(model, op, env)
-        elif isinstance(op, IfOp):
-            followed = op.branches.value.data if op.branches is not None else 2
-            regions = [op.then_region, op.else_region]
-            for region in regions if followed == 2 else [regions[followed]]:
-                self.block(model, region.block, env)
-        elif isinstance(op, ApplyOp | ApplyAtOp):
-            self.apply(model, op, env)
-        elif isinstance(op, CallOp):
-            self.method(model, op, env)
-        elif _makes_a_line(op):
-            self.line("", op.name, op.results[0].type, 0)
-
     def loop(self, model: ModelOp, op: ForOp, env: Env) -> None:
         """The body once per iteration shape inference followed, the counter at its value."""
-        count = op.iterations.value.data if op.iterations is not None else 1
-        for value in _counter_values(model, op, env, count):
+        _, walked = self.loop_iterations(model, op)
+        for value in _counter_values(model, op, env, walked):
             self.counters[op.counter] = value
             self.block(model, op.body.block, env)
         self.counters.pop(op.counter, None)
 
-    def method(self, model: ModelOp, op: CallOp, env: Env) -> None:
+    def method(self, model: ModelOp, op: CallOp, method: FuncOp, env: Env) -> None:
         """A call of another method of the model: its lines in place."""
-        method = lookup_symbol(model, op.callee.data.removeprefix("self."), FuncOp)
-        if method is None or op.method is not None or self.depth > MAX_DEPTH:
-            return
         self.depth += 1
         self.call(model, method, env)
         self.depth -= 1
+
+    def makes_a_step(self, op: Operation) -> bool:
+        return _makes_a_line(op)
+
+    def builtin(self, op: Operation) -> None:
+        self.line("", op.name, op.results[0].type, 0)
 
     def apply(self, model: ModelOp, op: ApplyOp | ApplyAtOp, env: Env) -> None:
         layer = layers_of(model).get(op.layer.root_reference.data)

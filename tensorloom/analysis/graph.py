@@ -22,7 +22,10 @@ shape that value has there (`block2`'s edges after a pool are `[B, 32, 4, 4]`):
    own graph (recursively), wired to the values the outer forward passes it.
 4. A loop is one cluster holding its body once, labelled with its repeat count
    (`h: Block` and the multiplication sign, 4, for `for block in h`; `for`
-   and 256 over a range); an `if`
+   and 256 over a range). A loop over a per-position list (`[Block(d, stride=2 if
+   i == 0 else 1) for i in range(n)]`) is a cluster for each run of alike positions
+   (the same configuration and types), each drawing its own elements' copy, chained
+   in order: `stages.0: Block`, then `stages.1-3: Block` and 3. An `if`
    whose branch is known draws that branch, one decided at run time
    (`self.training`) both, joined in an `if` node. A call of another method
    (`self.encode(x)`) draws that method's ops in place, as the check follows it.
@@ -72,10 +75,11 @@ from tensorloom.passes.support.model_env import (
     ArgFailure,
     Env,
     bind_layer,
+    called_method,
+    element_env,
     forward_of,
     layer_kind,
     layers_of,
-    lookup_symbol,
     model_env,
     model_kind,
     models_of,
@@ -106,6 +110,8 @@ class _Builder:
     )
     tied: dict[SSAValue, str] = field(default_factory=dict[SSAValue, str])  # `wte.weight`
     loops: dict[Cluster, str] = field(default_factory=dict[Cluster, str])  # cluster -> its list
+    # A per-position list's cluster: the first position it draws (its element's own copy).
+    positions: dict[Cluster, int] = field(default_factory=dict[Cluster, int])
 
     def node(self, label: str, kind: str, cluster: Cluster) -> str:
         name = f"n{len(self.order)}"
@@ -202,15 +208,18 @@ class _Builder:
         if layer is None:
             self.op_node(name, op, cluster)
             return
-        nested = nested_model(layer, self.models)
+        in_loop = self.loops.get(cluster) == name and isinstance(op, ApplyAtOp)
+        position = self.positions.get(cluster) if in_loop else None
+        nested = nested_model(layer, self.models, position)
         if nested is None or nested is model or lookup(layer.kind.data) is not None:
             node = self.op_node(f"{name}: {_layer_text(layer, env)}", op, cluster, "layer")
             self.layer_nodes.setdefault((cluster, name), node)
             return
-        overrides = nested_overrides(layer, nested, env)
+        element = element_env(layer, env, position) if position is not None else env
+        overrides = nested_overrides(layer, nested, element)
         inner_env = model_env(nested, overrides) if not isinstance(overrides, ArgFailure) else {}
         inner = cluster  # a loop over the list draws its body in the loop's cluster
-        if not (self.loops.get(cluster) == name and isinstance(op, ApplyAtOp)):
+        if not in_loop:
             inner = self.cluster(cluster, name, f"{name}: {layer_kind(layer)}")
         returned = self.forward(nested, inner_env, inner, op.args)
         for result, value in zip(op.results, returned, strict=False):
@@ -249,6 +258,9 @@ class _Builder:
         if op.layers is not None:
             name = op.layers.root_reference.data
             layer = layers_of(model).get(name)
+            if layer is not None and layer.positions is not None and count is not None:
+                self.position_runs(model, env, op, cluster, layer, count)
+                return
             kind = layer_kind(layer) if layer is not None else name
             inner = self.cluster(cluster, name, f"{name}: {kind}{times}")
             self.loops[inner] = name
@@ -262,6 +274,32 @@ class _Builder:
         values = list(last.values) if isinstance(last, YieldOp) else []
         for result, value in zip(op.results, values, strict=False):
             self.alias(result, value)
+
+    def position_runs(self, model: ModelOp, env: Env, op: ForOp, cluster: Cluster,
+                      layer: LayerOp, count: int) -> None:  # fmt: skip
+        """Step 4 for a per-position list (`[Block(d, stride=2 if i == 0 else 1) for i in
+        range(n)]`): the body once for each run of positions whose elements are the same
+        (the same configuration and types), each in a cluster named for its positions
+        (`stages.0: Block`, `stages.1-3: Block` and the repeat count), chained in order."""
+        name, kind = layer.sym_name.data, layer_kind(layer)
+        body = op.body.block
+        for arg, init in zip(body.args[1:], op.inits, strict=False):
+            self.alias(arg, init)
+        for first, last in _runs(layer, self.models, count):
+            label = f"{name}.{first}: {kind}"
+            if last > first:
+                label = f"{name}.{first}-{last}: {kind} {REPEAT} {last - first + 1}"
+            inner = self.cluster(cluster, f"{name}_{first}", label)
+            self.loops[inner], self.positions[inner] = name, first
+            self.block(model, env, body, inner)
+            yielded = body.last_op
+            values = list(yielded.values) if isinstance(yielded, YieldOp) else []
+            # what this run yields feeds the next: its arguments take the yielded values'
+            # nodes now, before the next run draws the body's values again
+            for arg, value in zip(body.args[1:], values, strict=False):
+                self.alias(arg, value)
+        for result, arg in zip(op.results, body.args[1:], strict=False):
+            self.alias(result, arg)
 
     def branch(self, model: ModelOp, env: Env, op: IfOp, cluster: Cluster) -> None:
         """Step 4: the branch shape inference followed, or both joined in an `if` node."""
@@ -295,6 +333,25 @@ class _Builder:
         self.graph.add_edge(source, target, label=label, skip=False, tied=tied is not None)
 
 
+def _runs(layer: LayerOp, models: dict[str, ModelOp], count: int) -> list[tuple[int, int]]:
+    """The first and last position of each run of positions whose copies are the same
+    element: the same configuration, and a forward of the same types."""
+    copies = layer.positions.data[:count] if layer.positions is not None else []
+    runs: list[tuple[int, int]] = []
+    last: object = None
+    for position, symbol in enumerate(copies):
+        copy = models.get(symbol.root_reference.data)
+        forward = forward_of(copy) if copy is not None else None
+        same = (copy.config if copy is not None else None,
+                forward.function_type if forward is not None else None)  # fmt: skip
+        if runs and same == last:
+            runs[-1] = (runs[-1][0], position)
+        else:
+            runs.append((position, position))
+        last = same
+    return runs
+
+
 def _unpacks(bundles: dict[SSAValue, list[SSAValue]], op: TupleGetOp) -> bool:
     """`a, b = pair` of a tuple the graph holds element by element."""
     elements = bundles.get(op.input)
@@ -305,7 +362,7 @@ def _method(model: ModelOp, op: CallOp) -> FuncOp | None:
     """The method of the model a call runs (`self.encode(x)`), if it is one."""
     if op.method is not None:
         return None
-    return lookup_symbol(model, op.callee.data.removeprefix("self."), FuncOp)
+    return called_method(model, op)
 
 
 def _is_param(model: ModelOp, op: Operation) -> bool:

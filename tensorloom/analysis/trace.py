@@ -25,8 +25,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.dialects.builtin import IntegerAttr, IntegerType
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Operation, SSAValue
 
+from tensorloom.analysis.walk import ForwardWalk, per_position
 from tensorloom.catalogue.costs import Cost
 from tensorloom.catalogue.layers import BoundLayer, lookup
 from tensorloom.catalogue.shapes import Shape, resolve_sizes
@@ -42,7 +43,6 @@ from tensorloom.dialects.nml import (
     FuncOp,
     FunctionalOp,
     GetAttrOp,
-    IfOp,
     LayerOp,
     ListOp,
     ModelOp,
@@ -68,7 +68,6 @@ from tensorloom.passes.support.model_env import (
     forward_of,
     layer_kind,
     layers_of,
-    lookup_symbol,
     model_env,
     model_kind,
     nested_model,
@@ -152,14 +151,17 @@ class TraceTooLarge(Exception):
     """The walk used up its StepBudget."""
 
 
-class Walker:
+class Walker(ForwardWalk):
     """Follows a typed, specialised forward over the IR and records its steps.
 
     Shape inference ran on a module that `instantiate` gave one copy
     of a model per instance and per nested layer, so each value's type is the one it
     has in this instantiation; on each `nml.for` and `nml.if` it left what it followed
     (the properties `iterations` on `nml.for`, `branches` on `nml.if`). Nothing is
-    inferred here: each step's shapes are its operands' and result's types."""
+    inferred here: each step's shapes are its operands' and result's types. A loop's first
+    two iterations are walked (analysis/walk.py), every later one repeating the second."""
+
+    walked_iterations = 2
 
     def __init__(self, models: dict[str, ModelOp], budget: StepBudget) -> None:
         self.models = models
@@ -208,26 +210,10 @@ class Walker:
         self.frame = self.callers.pop()
         return returned
 
-    # --- the walk -----------------------------------------------------------------------
+    # --- the walk: the ops as analysis/walk.py dispatches them ----------------------------
 
-    def block(self, model: ModelOp, block: Block, env: Env) -> None:
-        for op in block.ops:
-            self.op(model, op, env)
-
-    def op(self, model: ModelOp, op: Operation, env: Env) -> None:
-        if isinstance(op, ForOp):
-            self.loop(model, op, env)
-        elif isinstance(op, IfOp):
-            branches = _followed(op.branches, 2)
-            regions = [op.then_region, op.else_region]
-            for region in regions if branches == 2 else [regions[branches]]:
-                self.block(model, region.block, env)
-        elif isinstance(op, ApplyOp | ApplyAtOp):
-            self.apply(model, op, env)
-        elif isinstance(op, CallOp):
-            self.method(model, op, env)
-        elif isinstance(op, FunctionalOp) and _makes_a_tensor(op):
-            self.builtin(op)
+    def makes_a_step(self, op: Operation) -> bool:
+        return isinstance(op, FunctionalOp) and _makes_a_tensor(op)
 
     def loop(self, model: ModelOp, op: ForOp, env: Env) -> None:
         """One step for the loop: the first two of the iterations shape inference followed,
@@ -236,14 +222,12 @@ class Walker:
         In the specialised IR a value has one type in every iteration, so the second
         iteration is what each later one repeats: the profile multiplies it rather than
         walking 256 steps of a scan."""
-        count = _followed(op.iterations, 1)
+        count, walks = self.loop_iterations(model, op)
         body = op.body.block
         defined = frozenset(id(v) for v in values_defined_in(body))
         carried = [self.key(v) for v in op.inits]
         walked: list[list[Step]] = []
-        layer = layers_of(model).get(op.layers.root_reference.data) if op.layers else None
-        positions = layer is not None and layer.var is not None  # each element its own
-        for _ in range(count if positions else min(count, 2)):
+        for _ in range(walks):
             frame = next(self.frames)
             for arg, key in zip(body.args[1:], carried, strict=False):
                 self.aliases[(frame, id(arg))] = key
@@ -257,7 +241,7 @@ class Walker:
             self.iterations.pop()
         for result, key in zip(op.results, carried, strict=False):
             self.aliases[self._raw(result)] = key
-        if positions:  # no iteration repeats another: all of them, none multiplied
+        if per_position(model, op):  # no iteration repeats another: all, none multiplied
             walked = [[step for steps in walked for step in steps]]
         self.stack[-1].append(self._loop_step(model, op, env, count, walked))
 
@@ -290,7 +274,8 @@ class Walker:
             return None
         return nested, model_env(nested, overrides)
 
-    def builtin(self, op: FunctionalOp) -> None:
+    def builtin(self, op: Operation) -> None:
+        assert isinstance(op, FunctionalOp)
         kind = op.name.removeprefix("nml.")
         step = self._step("", kind, op)
         step.op = op
@@ -298,11 +283,8 @@ class Walker:
         if builtin_cost(step).view and op.operands:
             self.aliases[self._raw(op.results[0])] = self.key(op.operands[0])
 
-    def method(self, model: ModelOp, op: CallOp, env: Env) -> None:
+    def method(self, model: ModelOp, op: CallOp, method: FuncOp, env: Env) -> None:
         """A call of another method of the model: its steps are the caller's."""
-        method = lookup_symbol(model, op.callee.data.removeprefix("self."), FuncOp)
-        if method is None or op.method is not None or self.depth > MAX_DEPTH:
-            return
         returned = self.call(model, method, env, [self.key(v) for v in op.operands])
         self._alias_result(op, returned)
 
@@ -437,11 +419,6 @@ def _makes_a_tensor(op: FunctionalOp) -> bool:
     if isinstance(op, DimOp | ListOp):
         return False
     return bool(op.results) and isinstance(op.results[0].type, TensorType)
-
-
-def _followed(attr: IntegerAttr | None, default: int) -> int:
-    """What shape inference followed (`nml.for`'s `iterations`, `nml.if`'s `branches`)."""
-    return attr.value.data if attr is not None else default
 
 
 def _is_index(op: ApplyOp | ApplyAtOp, value: SSAValue) -> bool:

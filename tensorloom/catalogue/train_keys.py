@@ -12,25 +12,26 @@ it reaches `train.config`.
 
 A record says everything about its key:
 
-- what its value may be. A plain value (`value`, an `Arg`) is checked generically by
-  check-train: its type (TL0402), its range (TL0403), its choices (TL0407; `switch`:
-  `true` and `false` too; `off`: `false` turns the key off). A structured value names
-  the rule check-train keeps for it (`kind`: an optimizer, a loss, a schedule,
-  `patience(...)`, a validation metric's name, ...), and says in `shown` what it may be.
+- what its value may be. A plain value (`value`, an `Arg`) is checked generically:
+  its type (TL0402), its range (TL0403), its choices (TL0407; `switch`: `true` and `false`
+  too; `off`: `false` turns the key off). A structured value names its `check`
+  (catalogue/train_rules.py: an optimizer, a loss, a schedule, `patience(...)`, a
+  validation metric's name, ...), and says in `shown` what it may be.
 - the `train.config` field it becomes: the field's type (the value's, or `type`), its
   default when the block leaves the key out (`default`; None with `optional`: off), and
   the further fields it fills (`more`: `optimizer_args`, `batch_size_set`, ...).
 - what a block of `step` lines does with it (`steps`): a new key is refused there
   (TL0431) until the steps lowering reads it.
-- how the value reaches the field: by default (`reaches="value"`) the value itself, when
-  it is of the field's type and in range; otherwise the named rule train-config keeps
-  (passes/train_config.py: `Adam(lr=0.1)` becomes `optimizer` and `optimizer_args`).
+- how the value reaches the field (`reach`): by default the value itself, when it is of
+  the field's type and in range (`write_plain`); otherwise the rule the record names
+  (catalogue/train_rules.py: `Adam(lr=0.1)` becomes `optimizer` and `optimizer_args`).
 
-check-train builds its checks from these records (an unknown key is TL0401 with a
-did-you-mean over them), train-config writes the fields, the `train.config` verifier
+check-train calls each record's check (an unknown key is TL0401 with a did-you-mean over
+them), train-config each record's reach: neither keeps a table of kinds. The `train.config` verifier
 checks each field's type, the lowering reads the fields by name with their declared type
 (`ScriptPlan.setting`), docs/reference.md lists them and the editor completes them.
-Adding a plain key is one record here, the script section that uses it, and its row in
+Adding a key, plain or structured (its check and reach written beside its record or in
+train_rules.py), is one record here, the script section that uses it, and its row in
 docs/train-block.md (docs/architecture.md, "Adding a concept", counts it).
 
 Optimizer learning rates: `lr` defaults to torch.optim's own default
@@ -42,7 +43,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from tensorloom.catalogue import train_rules as rules
 from tensorloom.catalogue.args import Arg
+from tensorloom.catalogue.train_rules import Check, Reach
 
 FieldKind = str  # "int", "float", "bool", "str", "dict" (keyword arguments), "list" (of dicts)
 
@@ -51,11 +54,6 @@ StepsUse = Literal["taken", "per_optimizer", "named_by_steps", "not_yet"]
 takes it on each step's optimizer too (`per_optimizer`: `AdamW(rest, grad_clip=1.0)`), has
 each step name it instead (`named_by_steps`: TL0431 "not taken"), or does not support it
 yet (`not_yet`: TL0431, never silently dropped; a new key's default)."""
-
-KeyKind = Literal[
-    "value", "optimizer", "loss", "lr_schedule", "patience", "metric", "metrics", "freeze",
-    "lora", "objective", "samples", "target",
-]  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,8 +74,8 @@ class TrainKey:
 
     name: str
     summary: str  # one line: the reference page, the editor's hover
-    value: Arg | None = None  # a plain value's type, range and choices (kind "value")
-    kind: KeyKind = "value"  # else: the rule check-train keeps for a structured value
+    value: Arg | None = None  # a plain value's type, range and choices
+    check: Check | None = None  # else: a structured value's check (catalogue/train_rules.py)
     switch: bool = False  # `true` and `false` are choices too (`compile = true`)
     off: bool = False  # `false` turns the key off (`grad_clip = false`)
     shown: str | None = None  # what the value may be (reference page), where its Arg cannot say
@@ -86,7 +84,7 @@ class TrainKey:
     type: FieldKind | None = None  # the field's type, when not the plain value's
     field: str = ""  # the field's summary, when not the key's
     more: tuple[ConfigField, ...] = ()  # further fields the key fills
-    reaches: str = "value"  # how the value becomes the field: itself, or train-config's rule
+    reach: Reach = rules.write_plain  # how the value becomes the field(s): itself by default
     older_name_of: str | None = None  # a key kept under its older name: it writes no field
     steps: StepsUse = "not_yet"  # what a block of `step` lines does with it
 
@@ -100,6 +98,11 @@ class TrainKey:
         own = ConfigField(self.name, kind, self.default, self.field or self.summary,
                           self.optional)  # fmt: skip
         return (own, *self.more)
+
+    @property
+    def checked(self) -> Check:
+        """The check of the key's value: its own, or its `Arg`'s (`plain_check`)."""
+        return self.check if self.check is not None else rules.plain_check(self)
 
     @property
     def choices(self) -> tuple[str | bool, ...]:
@@ -136,15 +139,15 @@ def _bool(name: str) -> Arg:
 
 TRAIN_KEYS: tuple[TrainKey, ...] = (
     TrainKey("epochs", "number of passes over the training data", _int("epochs", 1),
-             default=10, optional=True, reaches="epochs", steps="taken",
+             default=10, optional=True, reach=rules.epochs_fields, steps="taken",
              field="passes over the training data (none: as `max_steps` takes)"),
     TrainKey("batch_size", "samples per optimizer step (per process)", _int("batch_size", 1),
-             default=64, reaches="batch_size", steps="taken",
+             default=64, reach=rules.batch_size_fields, steps="taken",
              more=(ConfigField("batch_size_set", "bool", False,
                                "whether the block sets `batch_size`"),)),
     TrainKey("optimizer", "a torch.optim class, or a tuple of them over parameter groups",
-             kind="optimizer", shown="an optimizer: `AdamW(lr=0.001)`",
-             type="str", default="Adam", reaches="optimizer", steps="named_by_steps",
+             check=rules.check_optimizer, shown="an optimizer: `AdamW(lr=0.001)`",
+             type="str", default="Adam", reach=rules.optimizer_fields, steps="named_by_steps",
              field="the torch.optim class",
              more=(ConfigField("optimizer_args", "dict", {},
                                "its keyword arguments, `lr` always among them"),
@@ -153,8 +156,8 @@ TRAIN_KEYS: tuple[TrainKey, ...] = (
                                "name, selections and keywords (absent: one optimizer over the "
                                "model)", optional=True, left_out_when_off=True))),
     TrainKey("loss", "a loss function",
-             kind="loss", shown="a loss: `CrossEntropy`, or a `fn` of the program",
-             type="str", default="CrossEntropy", reaches="loss", steps="named_by_steps",
+             check=rules.check_loss, shown="a loss: `CrossEntropy`, or a `fn` of the program",
+             type="str", default="CrossEntropy", reach=rules.loss_fields, steps="named_by_steps",
              field="a catalogue loss, or a `fn` of the file",
              more=(ConfigField("loss_args", "dict", {},
                                "the catalogue loss's keyword arguments"),
@@ -162,21 +165,21 @@ TRAIN_KEYS: tuple[TrainKey, ...] = (
                                "whether `loss` names a `fn` of the file"))),
     TrainKey("objective",
              "a `fn` of the program that gets the model and the batch: the scalar to minimise",
-             kind="objective", shown="the name of a `fn NAME(net, x, y)` of the program",
+             check=rules.a_function_name, shown="the name of a `fn NAME(net, x, y)` of the program",
              type="str", optional=True, steps="named_by_steps",
              field="a `fn NAME(net, x, y)` of the file: the scalar the step minimises "
                    "(none: `loss`)"),
     TrainKey("samples",
              "a `fn` of the program that gets the models and returns images in [0, 1]: "
              "written as a PNG grid after each epoch",
-             kind="samples",
+             check=rules.a_function_name,
              shown="the name of a `fn NAME(net) -> Tensor` of the program: images [N, C, H, W]",
              type="str", optional=True, steps="taken",
              field="a `fn NAME(net)` of the file returning images: a PNG grid after each epoch"),
     TrainKey("target",
              "over data of named fields: the field the loss compares the output with (default "
              "`label`, else `y`); the forward takes the fields its parameters name",
-             kind="target", shown="the name of a field of the data: `label`",
+             check=rules.a_field_name, shown="the name of a field of the data: `label`",
              # a block of objectives (of `step` lines too) has no loss to take it: TL0471
              type="str", optional=True, steps="taken",
              field="a `loss` block over named fields: the field its loss takes (none: `label`, "
@@ -188,16 +191,17 @@ TRAIN_KEYS: tuple[TrainKey, ...] = (
     TrainKey("distributed",
              "`ddp` (or `true`): DistributedDataParallel; `fsdp`: FSDP2, sharded over the ranks",
              Arg("distributed", "str", choices=("ddp", "fsdp")), switch=True,
-             optional=True, reaches="distributed", steps="taken"),
+             optional=True, reach=rules.distributed_fields, steps="taken"),
     TrainKey("compile", "torch.compile mode",
              Arg("compile", "str", choices=("default", "reduce-overhead", "max-autotune")),
-             switch=True, default="auto", reaches="compile", steps="taken",
+             switch=True, default="auto", reach=rules.compile_fields, steps="taken",
              field="torch.compile: a mode, `off`, or `auto` (when the run repays it)",
              more=(ConfigField("compile_mode", "str", "reduce-overhead",
                                "the mode `on` and `auto` compile with"),)),
     TrainKey("lr_schedule", "learning-rate schedule",
-             kind="lr_schedule", shown="a schedule: `cosine(warmup_steps=200, min_lr=3e-5)`",
-             type="str", default="none", reaches="lr_schedule", steps="per_optimizer",
+             check=rules.check_schedule,
+             shown="a schedule: `cosine(warmup_steps=200, min_lr=3e-5)`",
+             type="str", default="none", reach=rules.schedule_fields, steps="per_optimizer",
              field="the learning-rate schedule",
              more=(ConfigField("lr_schedule_args", "dict", {},
                                "its arguments, defaults filled in"),)),
@@ -217,11 +221,11 @@ TRAIN_KEYS: tuple[TrainKey, ...] = (
              optional=True, steps="taken",
              field="decay of an EMA of the weights"),
     TrainKey("early_stopping", "stop after N validations without a new best",
-             kind="patience", shown="`patience(N, metric=M, min_delta=D)`",
-             type="dict", optional=True, reaches="early_stopping",
+             check=rules.patience, shown="`patience(N, metric=M, min_delta=D)`",
+             type="dict", optional=True, reach=rules.early_stopping_fields,
              field="patience, metric and min_delta"),
     TrainKey("keep_best", "save `best.pt` at each new best of this metric",
-             kind="metric",
+             check=rules.metric_name,
              shown="a validation metric's name: `val_loss`, `val_accuracy`, `ema_val_loss`, ...",
              type="str", optional=True),
     TrainKey("eval_every", "also validate every N optimizer steps", _int("eval_every", 1),
@@ -241,16 +245,18 @@ TRAIN_KEYS: tuple[TrainKey, ...] = (
              optional=True,
              field="optimizer steps between loss lines"),
     TrainKey("metrics", "validation metrics: `accuracy`, `top_k(k)`, a `fn`",
-             kind="metrics", shown="a list: `accuracy`, `top_k(k)`, a `fn` of the program",
-             type="list", default=[], reaches="metrics",
+             check=rules.checked_by_the_block,
+             shown="a list: `accuracy`, `top_k(k)`, a `fn` of the program",
+             type="list", default=[], reach=rules.metrics_fields,
              field="validation metrics: kind, name and k of each"),
     TrainKey("freeze", "layers whose weights do not train (no gradients, no optimizer state)",
-             kind="freeze", shown="a list of layers: `[wte, wpe, h[0:6]]`",
-             type="list", default=[], reaches="freeze", steps="taken",
+             check=rules.freeze_list, shown="a list of layers: `[wte, wpe, h[0:6]]`",
+             type="list", default=[], reach=rules.freeze_fields, steps="taken",
              field="state-dict prefixes whose parameters do not train"),
     TrainKey("lora", "LoRA adapters on the named Linear layers; their weights freeze",
-             kind="lora", shown="`LoRA(rank=8, alpha=16, dropout=0.0, targets=[c_attn, c_fc])`",
-             type="dict", optional=True, reaches="lora", steps="taken",
+             check=rules.lora_adapters,
+             shown="`LoRA(rank=8, alpha=16, dropout=0.0, targets=[c_attn, c_fc])`",
+             type="dict", optional=True, reach=rules.lora_fields, steps="taken",
              field="LoRA adapters: rank, alpha, dropout, targets"),
 )  # fmt: skip
 
@@ -276,10 +282,3 @@ OLDER_NAMES: dict[str, str] = {
     key.name: key.older_name_of for key in TRAIN_KEYS if key.older_name_of is not None
 }
 """Train block keys kept under an older name: the config holds the newer one."""
-
-EARLY_STOPPING_DEFAULTS: dict[str, object] = {"metric": "val_loss", "min_delta": 0.0}
-"""`early_stopping = patience(N)`'s other arguments, when not given."""
-
-LORA_DEFAULTS: dict[str, object] = {"alpha": None, "dropout": 0.0}
-"""`lora = LoRA(rank=r, targets=[...])`'s other arguments, when not given (alpha: the rank,
-a scale of 1, as peft's `lora_alpha` defaults to 8 for its default rank 8)."""

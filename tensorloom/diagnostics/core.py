@@ -63,7 +63,11 @@ class DiagnosticSink:
         self.diagnostics: list[Diagnostic] = []
 
     def emit(self, diagnostic: Diagnostic) -> None:
-        self.diagnostics.append(diagnostic)
+        """Record `diagnostic`, once: the same one again (a model's or method's copies, each
+        checked for its own use, find a mistake in their shared source at each use) is
+        dropped."""
+        if diagnostic not in self.diagnostics:
+            self.diagnostics.append(diagnostic)
 
     def extend(self, diagnostics: Iterable[Diagnostic]) -> None:
         self.diagnostics.extend(diagnostics)

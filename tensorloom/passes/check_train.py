@@ -5,25 +5,23 @@
         optimizer = Adma(lr=0.1)   TL0404 unknown optimizer `Adma` (did you mean `Adam`?)
         loss = CrossEntropy        TL0408 if `net` gives 5 classes and the data has 10
 
-Every key is a record of catalogue/train_keys.py, made into a check in `SETTINGS`: a
-plain value's type, range and choices generically, a structured value by the rule its
-record names (`_KIND_CHECKS`); docs/train-block.md documents them. Also checked:
-optimizer and loss names and their keyword arguments, the dataset's options
-(TL07xx, from `catalogue/datasets.py`), and likely mistakes (warnings): a softmax
+Every key is a record of catalogue/train_keys.py, and `SETTINGS` holds each record's check:
+a plain value's type, range and choices, a structured value's own (the `check` its record
+names, catalogue/train_rules.py); docs/train-block.md documents them. Also checked: the
+dataset's options (TL07xx, from `catalogue/datasets.py`), and likely mistakes (warnings): a softmax
 right before `CrossEntropy`, which applies its own, `fp16`, which needs CUDA, and
 `load_dataset()`, which trains on synthetic data (TL0707).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp
 from xdsl.ir import Attribute, Operation, TypeAttribute
 
-from tensorloom.catalogue.args import INT64_MAX, Arg, past_int64
 from tensorloom.catalogue.data_files import DatasetProblem
 from tensorloom.catalogue.datasets import (
     CLASSIFICATION,
@@ -36,11 +34,10 @@ from tensorloom.catalogue.datasets import (
     is_language_model_data,
 )
 from tensorloom.catalogue.losses import FLOATS, INDICES, TRAIN_LOSSES
-from tensorloom.catalogue.optimizers import OPTIMIZERS as OPTIMIZER_SPECS
 from tensorloom.catalogue.schedules import PER_EPOCH
-from tensorloom.catalogue.schedules import SCHEDULES as SCHEDULE_SPECS
 from tensorloom.catalogue.shapes import Dim, format_shape
-from tensorloom.catalogue.train_keys import OLDER_NAMES, TRAIN_KEYS, TrainKey
+from tensorloom.catalogue.train_keys import KEYS, OLDER_NAMES, TRAIN_KEYS
+from tensorloom.catalogue.train_rules import LOSSES, Check, as_call
 from tensorloom.diagnostics.core import Diagnostic, Label, did_you_mean
 from tensorloom.diagnostics.ir import report, span_at, span_of
 from tensorloom.dialects import kernel, train
@@ -109,327 +106,12 @@ from tensorloom.source import Span
 
 
 @dataclass(frozen=True, slots=True)
-class Problem:
-    """What is wrong with one setting's value; reported at the value."""
-
-    code: str
-    message: str
-    help: str | None = None
-
-
-Check = Callable[[str, Evaluated], Problem | None]
-
-
-# --- value kinds -----------------------------------------------------------------------------
-
-
-def _is_int(v: Evaluated) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _is_number(v: Evaluated) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool)
-
-
-def _wrong_type(key: str, what: str, value: Evaluated) -> Problem:
-    return Problem("TL0402", f"`{key}` must be {what}, got {_show(value)}")
-
-
-def _show(value: Evaluated) -> str:
-    if isinstance(value, CallValue):
-        return f"`{value.name}`" + ("(...)" if value.args or value.kwargs else "")
-    if isinstance(value, bool):
-        return f"`{'true' if value else 'false'}`"
-    if isinstance(value, str):
-        return f'`"{value}"`'
-    return f"`{value}`"
-
-
-def int_at_least(low: int) -> Check:
-    def check(key: str, value: Evaluated) -> Problem | None:
-        if not _is_int(value):
-            return _wrong_type(key, "an integer", value)
-        if value < low:  # type: ignore[operator]
-            return Problem("TL0403", f"`{key}` must be at least {low}, got {value}")
-        if value > INT64_MAX:  # type: ignore[operator]
-            return Problem("TL0403", f"`{key}` {past_int64(value)}")  # type: ignore[arg-type]
-        return None
-
-    return check
-
-
-def number_in(low: float, high: float | None, *, open_low: bool = True) -> Check:
-    def check(key: str, value: Evaluated) -> Problem | None:
-        if not _is_number(value):
-            return _wrong_type(key, "a number", value)
-        try:
-            number = float(value)  # type: ignore[arg-type]
-        except OverflowError:  # an integer past 1e308
-            return Problem("TL0403", f"`{key}` is too large for a float (past 1.8e308)")
-        too_low = number <= low if open_low else number < low
-        if too_low or (high is not None and number >= high):
-            return Problem(
-                "TL0403", f"`{key}` must be {_interval(low, high, open_low)}, got {value}"
-            )
-        return None
-
-    return check
-
-
-def _interval(low: float, high: float | None, open_low: bool) -> str:
-    if high is not None:
-        return f"in {'(' if open_low else '['}{low:g}, {high:g})"
-    return f"greater than {low:g}" if open_low else f"at least {low:g}"
-
-
-def boolean(key: str, value: Evaluated) -> Problem | None:
-    return None if isinstance(value, bool) else _wrong_type(key, "`true` or `false`", value)
-
-
-def one_of(*choices: str | bool) -> Check:
-    def check(key: str, value: Evaluated) -> Problem | None:
-        if value in choices and (isinstance(value, bool) or not isinstance(value, int)):
-            return None
-        names = [c for c in choices if isinstance(c, str)]
-        guess = did_you_mean(value, names) if isinstance(value, str) else None
-        listed = ", ".join(_choice(c) for c in choices)
-        help_text = f"did you mean `{guess}`?" if guess else f"use one of {listed}"
-        got = _choice(value) if isinstance(value, str) else _show(value)
-        return Problem("TL0407", f"`{key}` must be one of {listed}, got {got}", help_text)
-
-    return check
-
-
-def _choice(value: str | bool) -> str:
-    """A choice as the user would write it: `fp16` bare, `"max-autotune"` quoted."""
-    if isinstance(value, str) and value.isidentifier():
-        return f"`{value}`"
-    return _show(value)
-
-
-# --- optimizers, losses, schedules ---------------------------------------------------------------
-
-OPTIMIZERS: dict[str, tuple[str, ...]] = {n: s.keywords for n, s in OPTIMIZER_SPECS.items()}
-"""Optimizer names (torch.optim classes) and the keyword arguments each accepts."""
-
-LOSSES: dict[str, tuple[str, ...]] = {n: r.keywords for n, r in TRAIN_LOSSES.items()}
-"""Loss names (torch.nn `<Name>Loss`) and their keyword arguments."""
-
-SCHEDULES: dict[str, tuple[str, ...]] = {n: s.keywords for n, s in SCHEDULE_SPECS.items()}
-"""`lr_schedule` names and their keyword arguments (see docs/train-block.md)."""
-
-
-def _range_check(arg: Arg) -> Check | None:
-    if arg.choices:
-        return one_of(*arg.choices)
-    if arg.type == "int" and arg.low is not None:
-        return int_at_least(int(arg.low) + (1 if arg.open_low else 0))
-    if arg.type == "float" and (arg.low is not None or arg.high is not None):
-        low = float("-inf") if arg.low is None else arg.low
-        return number_in(low, arg.high, open_low=arg.open_low)
-    return None
-
-
-_RANGES: dict[str, Check] = {
-    arg.name: check
-    for arg in (
-        *(a for s in OPTIMIZER_SPECS.values() for a in s.args),
-        *(a for r in TRAIN_LOSSES.values() for a in r.args),
-        *(a for s in SCHEDULE_SPECS.values() for a in s.args),
-    )
-    if (check := _range_check(arg)) is not None
-}
-"""Each catalogue argument's type and range as a check, by argument name."""
-
-
-def as_call(value: Evaluated) -> CallValue | None:
-    """`Adam(lr=0.1)`, `Adam` or `"Adam"` as a call."""
-    if isinstance(value, CallValue):
-        return value
-    return CallValue(value) if isinstance(value, str) else None
-
-
-def _named(key: str, what: str, table: dict[str, tuple[str, ...]]) -> Check:
-    def check(_: str, value: Evaluated) -> Problem | None:
-        call = as_call(value)
-        if call is None:
-            return _wrong_type(key, f"{what} name", value)
-        if call.name not in table:
-            guess = did_you_mean(call.name, table)
-            listed = ", ".join(f"`{n}`" for n in table)
-            help_text = f"did you mean `{guess}`?" if guess else f"known: {listed}"
-            return Problem(_UNKNOWN_CODE[key], f"unknown {what} `{call.name}`", help_text)
-        return _arguments(call, table[call.name]) or _one_length(call)
-
-    return check
-
-
-_TWINS = (("warmup_steps", "warmup_epochs"), ("step_size_steps", "step_size"))
-
-
-def _one_length(call: CallValue) -> Problem | None:
-    """A length given in steps and in epochs at once is ambiguous."""
-    names = {key for key, _ in call.kwargs}
-    for steps, epochs in _TWINS:
-        if steps in names and epochs in names:
-            return Problem(
-                "TL0405", f"`{call.name}` takes `{steps}` or `{epochs}`, not both",
-                f"keep one: `{steps}` counts optimizer steps, `{epochs}` epochs",
-            )  # fmt: skip
-    return None
-
-
-_UNKNOWN_CODE = {"optimizer": "TL0404", "loss": "TL0406", "lr_schedule": "TL0407"}
-
-
-def _arguments(call: CallValue, accepted: Sequence[str]) -> Problem | None:
-    if len(call.args) > (1 if accepted[:1] == ("lr",) else 0):
-        return Problem(
-            "TL0405",
-            f"`{call.name}` takes keyword arguments only",
-            f"write `{call.name}({accepted[0]}=...)`" if accepted else None,
-        )
-    named = list(call.kwargs) + ([("lr", call.args[0])] if call.args else [])
-    for key, value in named:
-        if key not in accepted:
-            guess = did_you_mean(key, accepted)
-            listed = ", ".join(f"`{a}`" for a in accepted) or "none"
-            help_text = f"did you mean `{guess}`?" if guess else f"it accepts {listed}"
-            return Problem("TL0405", f"`{call.name}` has no argument `{key}`", help_text)
-        check = _RANGES.get(key)
-        problem = check(key, value) if check is not None else None
-        if problem is not None:
-            return problem
-    return None
-
-
-def _metric_name(key: str, value: Evaluated) -> Problem | None:
-    if isinstance(value, str) and value.isidentifier():
-        return None  # which metrics validation reports is checked against the block
-    return _wrong_type(key, "a validation metric such as `val_loss`", value)
-
-
-def patience(key: str, value: Evaluated) -> Problem | None:
-    """`early_stopping = patience(3, metric=val_loss, min_delta=0.0)`."""
-    call = as_call(value)
-    usage = "write `early_stopping = patience(3, metric=val_loss)`"
-    if call is None or call.name != "patience":
-        return Problem("TL0402", f"`{key}` must be `patience(N, metric=...)`", usage)
-    if len(call.args) != 1:
-        return Problem("TL0405", "`patience` takes one positional argument, the patience", usage)
-    problem = int_at_least(1)("patience", call.args[0])
-    for name, arg in call.kwargs:
-        if problem is not None:
-            break
-        if name == "metric":
-            problem = _metric_name("metric", arg)
-        elif name == "min_delta":
-            problem = number_in(0.0, None, open_low=False)("min_delta", arg)
-        else:
-            guess = did_you_mean(name, ("metric", "min_delta"))
-            help_text = f"did you mean `{guess}`?" if guess else "it accepts `metric`, `min_delta`"
-            problem = Problem("TL0405", f"`patience` has no argument `{name}`", help_text)
-    return problem
-
-
-def freeze_list(key: str, value: Evaluated) -> Problem | None:
-    """`freeze = [wte, wpe, h[0:6]]`: layer paths (check-weights finds them in the model)."""
-    usage = "write `freeze = [wte, h[0:6]]`: layers of the model"
-    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
-        return Problem("TL0402", f"`{key}` must be a list of the model's layers", usage)
-    return None
-
-
-_LORA_ARGS = ("rank", "alpha", "dropout", "targets")
-
-
-def lora_adapters(key: str, value: Evaluated) -> Problem | None:
-    """`lora = LoRA(rank=8, alpha=16, dropout=0.05, targets=[c_attn, c_fc])`."""
-    call = as_call(value)
-    usage = "write `lora = LoRA(rank=8, targets=[c_attn])`"
-    if call is None or call.name != "LoRA" or call.args:
-        return Problem("TL0402", f"`{key}` must be `LoRA(rank=..., targets=[...])`", usage)
-    given = dict(call.kwargs)
-    for name in given:
-        if name not in _LORA_ARGS:
-            guess = did_you_mean(name, _LORA_ARGS)
-            help_text = (
-                f"did you mean `{guess}`?"
-                if guess
-                else "it accepts " + ", ".join(f"`{a}`" for a in _LORA_ARGS)
-            )
-            return Problem("TL0405", f"`LoRA` has no argument `{name}`", help_text)
-    missing = [a for a in ("rank", "targets") if a not in given]
-    if missing:
-        return Problem("TL0405", f"`LoRA` needs `{missing[0]}`", usage)
-    targets = given["targets"]
-    if (
-        not isinstance(targets, list | tuple)
-        or not targets
-        or not all(isinstance(t, str) for t in targets)
-    ):
-        return Problem("TL0402", "`targets` must be a list of Linear layers: `[c_attn, c_fc]`")
-    problem = int_at_least(1)("rank", given["rank"])
-    if problem is None and "alpha" in given:
-        problem = number_in(0.0, None)("alpha", given["alpha"])
-    if problem is None and "dropout" in given:
-        problem = number_in(0.0, 1.0, open_low=False)("dropout", given["dropout"])
-    return problem
-
-
-@dataclass(frozen=True, slots=True)
 class Setting:
     check: Check
     doc: str
 
 
-_KIND_CHECKS: dict[str, Check] = {
-    "optimizer": _named("optimizer", "optimizer", OPTIMIZERS),
-    "loss": _named("loss", "loss", LOSSES),
-    "lr_schedule": _named("lr_schedule", "lr schedule", SCHEDULES),
-    "patience": patience,
-    "metric": _metric_name,
-    "metrics": lambda _k, _v: None,  # each metric is checked against the block: `_metrics`
-    "freeze": freeze_list,
-    "lora": lora_adapters,
-    "objective": lambda key, value: (
-        None if as_call(value) is not None else _wrong_type(key, "the name of a `fn`", value)
-    ),
-    "samples": lambda key, value: (
-        None if as_call(value) is not None else _wrong_type(key, "the name of a `fn`", value)
-    ),
-    "target": lambda key, value: (
-        None if as_call(value) is not None else _wrong_type(key, "the name of a field", value)
-    ),
-}
-
-
-def _setting_check(key: TrainKey) -> Check:
-    """A record's check: its plain value's type, range and choices, or the rule of its kind."""
-    if key.kind != "value":
-        return _KIND_CHECKS[key.kind]
-    assert key.value is not None, key.name
-    if key.switch or key.value.choices:
-        return one_of(*key.choices)
-    if key.value.type == "bool":
-        return boolean
-    check = _range_check(key.value)
-    assert check is not None, key.name
-    return _or_off(check) if key.off else check
-
-
-def _or_off(check: Check) -> Check:
-    """`grad_clip = false`: the key is off."""
-
-    def off_or_checked(key: str, value: Evaluated) -> Problem | None:
-        return None if value is None or value is False else check(key, value)
-
-    return off_or_checked
-
-
-SETTINGS: dict[str, Setting] = {
-    key.name: Setting(_setting_check(key), key.summary) for key in TRAIN_KEYS
-}
+SETTINGS: dict[str, Setting] = {key.name: Setting(key.checked, key.summary) for key in TRAIN_KEYS}
 """Every key a train block accepts: catalogue/train_keys.py's records, as checks."""
 
 
@@ -553,7 +235,7 @@ class LoopChecker:
                 help_text = f"name what it updates: `{optimizer.name}(hidden, ...)`"
                 _error_at(where, "TL0433", message, help_text)
             kwargs = tuple(optimizer.kwargs)
-            problem = _KIND_CHECKS["optimizer"]("optimizer", CallValue(optimizer.name, (), kwargs))  # type: ignore[arg-type]
+            problem = KEYS["optimizer"].checked("optimizer", CallValue(optimizer.name, (), kwargs))  # type: ignore[arg-type]
             if problem is not None:
                 _error_at(where, problem.code, problem.message, problem.help)
         checker = GroupChecker(self.module, self.loop, [("`optimizer`", optimizers)],
@@ -1183,7 +865,7 @@ class ObjectiveChecker:
                 self._per_optimizer(key, value, where)  # type: ignore[arg-type]
         kwargs = tuple((k, v) for k, v in optimizer.kwargs if k not in PER_OPTIMIZER)
         call = CallValue(optimizer.name, (), kwargs)  # type: ignore[arg-type]
-        problem = _KIND_CHECKS["optimizer"]("optimizer", call)
+        problem = KEYS["optimizer"].checked("optimizer", call)
         if problem is not None:
             _error_at(where, problem.code, problem.message, problem.help)
 
@@ -1391,7 +1073,7 @@ def _options_problem(
 ) -> tuple[str, str, str | None] | None:
     """What is wrong with per-group options (`gains(weight_decay=0.0)`) for `optimizer`."""
     call = CallValue(optimizer, (), options)  # type: ignore[arg-type]
-    problem = _KIND_CHECKS["optimizer"]("optimizer", call)
+    problem = KEYS["optimizer"].checked("optimizer", call)
     return (problem.code, problem.message, problem.help) if problem is not None else None
 
 

@@ -61,6 +61,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from tensorloom.catalogue.datasets import LM_SOURCES, DatasetError, is_file_source, lookup_dataset
 from tensorloom.catalogue.optimizers import OPTIMIZERS
+from tensorloom.catalogue.train_rules import schedule_of
 from tensorloom.diagnostics.ir import span_of
 from tensorloom.dialects import nml, py, train
 from tensorloom.dialects import torch as t
@@ -70,7 +71,6 @@ from tensorloom.passes.support.prerequisites import TLPass
 from tensorloom.passes.support.py_builder import Value
 from tensorloom.passes.support.torch_script import script_of
 from tensorloom.passes.support.train_values import loops_of
-from tensorloom.passes.train_config import schedule_of
 from tensorloom.passes.train_lowering.plan import ScriptPlan
 from tensorloom.passes.train_lowering.script_statements import lower_statements
 from tensorloom.passes.train_lowering.sections import loop_sources

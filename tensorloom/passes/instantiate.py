@@ -40,7 +40,7 @@ from xdsl.ir import Attribute
 
 from tensorloom.catalogue.layers import lookup
 from tensorloom.dialects.module_facts import SPECIALIZED_MODULE
-from tensorloom.dialects.nml import InstanceOp, LayerOp, ModelOp
+from tensorloom.dialects.nml import CallOp, FuncOp, InstanceOp, LayerOp, ModelOp
 from tensorloom.passes.support.model_env import (
     Env,
     config_attr,
@@ -49,6 +49,7 @@ from tensorloom.passes.support.model_env import (
     instance_env,
     layers_of,
     lookup_symbol,
+    methods_of,
     model_env,
     models_of,
     nested_overrides,
@@ -139,7 +140,75 @@ def specialize(module: ModuleOp) -> None:
     ]
     for model, env in roots:
         state.nested(model, env, (model.specializes or model.sym_name,))
+    for model in list(models_of(module).values()):
+        specialize_methods(model)
     module.attributes[SPECIALIZED_MODULE] = UnitAttr()
+
+
+def specialize_methods(model: ModelOp) -> None:
+    """Give each call site of a method of `model` its own copy of the method, past the first.
+
+        fn forward(self, x: Tensor[B, 16], y: Tensor[B, 32]):
+            return self.helper(x) + self.helper(y) |> ...
+
+    keeps `helper` for the first call and adds `nml.func @"helper.2" {specializes =
+    "helper"}`, a copy, with `specialized = @"helper.2"` on the second call; a method the
+    copy calls gets its own copies the same way. Shape inference then types each copy for its
+    one call site, so `tlc check`, `tlc info` and `tlc graph` show each call's own shapes
+    and an error inside the second call is reported with its shapes. `merge-specializations`
+    erases the copies before the script is emitted. The methods no method of the model calls
+    (the forward, a method an objective calls) are where the calls are followed from.
+    """
+    methods = methods_of(model)
+    called = {c.callee.data.removeprefix("self.") for c in _method_calls(model)}
+    copies = _MethodCopies(model, set(methods))
+    for name, func in methods.items():
+        if name not in called:
+            copies.claimed.add(func)
+            copies.calls_in(func, (name,))
+
+
+def _method_calls(op: ModelOp | FuncOp) -> list[CallOp]:
+    """The calls of the model's methods (`self.helper(x)`) under `op`, in order."""
+    return [c for c in op.walk() if isinstance(c, CallOp) and c.method is None]
+
+
+@dataclass
+class _MethodCopies:
+    model: ModelOp
+    names: set[str]
+    claimed: set[FuncOp] = field(default_factory=set[FuncOp])
+    copies: int = 0
+
+    def calls_in(self, func: FuncOp, chain: tuple[str, ...]) -> None:
+        """Each method `func` calls: the method itself at its first call site, a copy at
+        every other (none along `chain`: a method that calls itself keeps one body)."""
+        if len(chain) > MAX_SPECIALIZED_DEPTH:
+            return
+        for call in _method_calls(func):
+            name = call.callee.data.removeprefix("self.")
+            target = lookup_symbol(self.model, name, FuncOp)
+            if target is None or name in chain:
+                continue
+            if target in self.claimed:
+                if self.copies >= MAX_COPIES:
+                    continue  # past it, further call sites share the method
+                target = self.copy(target)
+                call.specialized = SymbolRefAttr(target.sym_name.data)
+            self.claimed.add(target)
+            self.calls_in(target, (*chain, name))
+
+    def copy(self, method: FuncOp) -> FuncOp:
+        self.copies += 1
+        kind, n = method.sym_name.data, 2
+        while f"{kind}.{n}" in self.names:
+            n += 1
+        copy = method.clone()
+        copy.properties["sym_name"] = StringAttr(f"{kind}.{n}")
+        copy.specializes = StringAttr(kind)
+        self.names.add(f"{kind}.{n}")
+        self.model.body.block.add_op(copy)
+        return copy
 
 
 @dataclass

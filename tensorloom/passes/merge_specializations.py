@@ -11,6 +11,9 @@ becomes
     nml.model @ResNet { nml.layer @block1 = "ResBlock" ... }
     nml.instance @b = @ResNet {...}
 
+and a method's per-call-site copies (`nml.func @"helper.2" {specializes = "helper"}`, named
+by `specialized` on the call) erased, each call naming its method again.
+
 `instantiate` gives each instance and nested-model layer a copy of its model, so that
 shape inference types every copy for its one use and the checks, `tlc info` and `tlc
 graph` read each use's own types. The script defines one class per model, which takes
@@ -29,7 +32,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr
 
 from tensorloom.dialects.module_facts import SPECIALIZED_MODULE
-from tensorloom.dialects.nml import InstanceOp, LayerOp, ModelOp
+from tensorloom.dialects.nml import CallOp, FuncOp, InstanceOp, LayerOp, ModelOp
 from tensorloom.passes.support.prerequisites import TLPass
 
 
@@ -42,10 +45,17 @@ def merge_specializations(module: ModuleOp) -> None:
         elif isinstance(op, LayerOp):
             op.specialized = None
             op.positions = None
-    for copy in copies:
+        elif isinstance(op, CallOp):
+            op.specialized = None
+    methods = [f for m in module.walk() if isinstance(m, ModelOp) for f in _method_copies(m)]
+    for copy in [*copies, *methods]:
         copy.detach()
         copy.erase(safe_erase=False)
     module.attributes.pop(SPECIALIZED_MODULE, None)
+
+
+def _method_copies(model: ModelOp) -> list[FuncOp]:
+    return [f for f in model.body.block.ops if isinstance(f, FuncOp) and f.specializes]
 
 
 @dataclass(frozen=True)
@@ -55,8 +65,9 @@ class MergeSpecializationsPass(TLPass):
 
     @classmethod
     def pending(cls, module: ModuleOp) -> bool:
-        """A specialised copy of a model is left."""
-        return any(isinstance(m, ModelOp) and m.specializes for m in module.body.block.ops)
+        """A specialised copy of a model, or of a method, is left."""
+        models = [m for m in module.body.block.ops if isinstance(m, ModelOp)]
+        return any(m.specializes or _method_copies(m) for m in models)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         merge_specializations(op)

@@ -132,6 +132,7 @@ from tensorloom.passes.support.model_env import (
     CallValue,
     Env,
     bind_layer,
+    called_method,
     configs_of,
     element_env,
     enclosing_model,
@@ -1025,7 +1026,7 @@ class Inference:
         report(Diagnostic.error("TL0310", message, Label(span, ""), help=help_text))
 
     def _method_call(self, model: ModelOp, op: CallOp, env: Env) -> None:
-        method = lookup_symbol(model, op.callee.data.removeprefix("self."), FuncOp)
+        method = called_method(model, op)
         if method is None or op.method is not None or self.depth > MAX_DEPTH:
             return
         self.depth += 1

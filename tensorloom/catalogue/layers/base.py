@@ -43,6 +43,20 @@ from tensorloom.diagnostics.core import did_you_mean
 from tensorloom.escape import py_string
 
 Value = int | float | bool | str | None | list["Value"] | tuple["Value", ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CallValue:
+    """`Adam(lr=0.001)` or a bare name such as `CrossEntropy` as a setting's value."""
+
+    name: str
+    args: tuple[Value | CallValue, ...] = ()
+    kwargs: tuple[tuple[str, Value | CallValue], ...] = ()
+
+
+Evaluated = Value | CallValue
+"""An evaluated expression: a value, or a call written as a value (`Adam(lr=0.1)`)."""
+
 CallKind = Literal["plain", "first_of_tuple", "first_of_tuple_self_attention"]
 
 

@@ -235,6 +235,9 @@ class FuncOp(LazyOp):
     sym_name = prop_def(SymbolNameConstraint())
     function_type = prop_def(FunctionType)
     arg_names = prop_def(ArrayAttr[StringAttr])
+    specializes = opt_prop_def(StringAttr)
+    """On a copy that `instantiate` made for one call site of a method (`@"helper.2"`): the
+    method it copies (`"helper"`)."""
     body = region_def("single_block")
 
     traits = traits_def(SymbolOpInterface(), IsolatedFromAbove())
@@ -283,18 +286,23 @@ class FuncOp(LazyOp):
             parser.raise_error("`nml.func` needs `attributes {arg_names = [...]}`")
         op = FuncOp(name, FunctionType.from_lists(inputs, outputs), [], body)
         op.arg_names = names  # type: ignore[assignment]
+        specializes = attrs.pop("specializes", None)
+        if specializes is not None and not isinstance(specializes, StringAttr):
+            parser.raise_error("`specializes` of `nml.func` must be a string")
+        op.specializes = specializes
         op.attributes |= attrs
         return op
 
     def print(self, printer: Printer) -> None:
         from xdsl.dialects.utils import print_func_op_like  # see `parse`
 
+        specializes = {"specializes": self.specializes} if self.specializes is not None else {}
         print_func_op_like(
             printer,
             self.sym_name,
             self.function_type,
             self.body,
-            {"arg_names": self.arg_names, **self.attributes},
+            {"arg_names": self.arg_names, **specializes, **self.attributes},
             reserved_attr_names=("sym_name", "function_type"),
         )
 
@@ -375,6 +383,9 @@ class CallOp(LazyFormatOp):
     args = var_operand_def()
     arg_names = prop_def(ArrayAttr[StringAttr])
     method = opt_prop_def(UnitAttr)
+    specialized = opt_prop_def(SymbolRefAttr)
+    """On a call of a method of the model that `instantiate` gave this call site its own copy
+    of: the copy (`@"helper.2"`), which shape inference types for this call alone."""
     result = result_def()
 
     traits = traits_def(FromInstantiation("call"))

@@ -26,14 +26,14 @@ from xdsl.ir import Attribute
 
 from tensorloom.catalogue.datasets import DatasetInfo
 from tensorloom.catalogue.shapes import Unifier
-from tensorloom.diagnostics.core import Diagnostic, Label, did_you_mean
+from tensorloom.catalogue.train_rules import Metric, MetricProblem, metric_of
+from tensorloom.diagnostics.core import Diagnostic, Label
 from tensorloom.diagnostics.ir import report, span_at, span_of
 from tensorloom.dialects.nml import CallOp, FuncOp, ModelOp, RefOp, ReturnOp, TensorType
 from tensorloom.passes.shape_inference import BATCH, Inference, settle_types
-from tensorloom.passes.support.model_env import CallValue, EvalError, evaluate
+from tensorloom.passes.support.model_env import CallValue, evaluate
 
 PARAMETER_FORMS = ("(out, y)", "(out, x, y)")
-BUILTIN_METRICS = ("accuracy", "top_k", "perplexity")
 
 
 def functions_of(module: ModuleOp) -> dict[str, FuncOp]:
@@ -124,58 +124,14 @@ def _is_number(attr: Attribute) -> bool:
 # --- metrics ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Metric:
-    """One entry of `metrics = [...]`: `accuracy`, `top_k(5)` or a function's name."""
-
-    kind: str  # "accuracy", "top_k", "perplexity" (exp of `val_loss`) or "function"
-    name: str  # the key in the record: `val_<name>`
-    k: int = 1
-
-    @property
-    def key(self) -> str:
-        return f"val_{self.name}"
-
-
-@dataclass(frozen=True, slots=True)
-class MetricProblem:
-    message: str
-    help: str | None = None
-
-
 def metrics_of(attr: Attribute, functions: Sequence[str]) -> list[Metric] | MetricProblem:
     """The metrics a `metrics = [...]` value lists, or what is wrong with it."""
     if not isinstance(attr, ArrayAttr):
         return MetricProblem("`metrics` must be a list, as in `metrics = [accuracy, top_k(5)]`")
     metrics: list[Metric] = []
     for element in attr.data:
-        metric = _metric(evaluate(element, {}), functions)
+        metric = metric_of(evaluate(element, {}), functions)
         if isinstance(metric, MetricProblem):
             return metric
         metrics.append(metric)
     return metrics
-
-
-def _metric(value: object, functions: Sequence[str]) -> Metric | MetricProblem:
-    call = value if isinstance(value, CallValue) else None
-    name = call.name if call is not None else value
-    if isinstance(value, EvalError) or not isinstance(name, str):
-        return MetricProblem(
-            "a metric is `accuracy`, `top_k(k)`, `perplexity` or the name of a `fn`"
-        )
-    if name == "accuracy" and (call is None or not call.args):
-        return Metric("accuracy", "accuracy")
-    if name == "perplexity" and (call is None or not call.args):
-        return Metric("perplexity", "perplexity")
-    if name == "top_k":
-        k = call.args[0] if call is not None and len(call.args) == 1 else None
-        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-            return MetricProblem("`top_k` takes one positive integer, as in `top_k(5)`")
-        return Metric("top_k", f"top{k}_accuracy", k)
-    if name in functions and call is None:
-        return Metric("function", name)
-    guess = did_you_mean(name, [*BUILTIN_METRICS, *functions])
-    listed = "`accuracy`, `top_k(k)`, `perplexity` or a `fn` of this file"
-    return MetricProblem(
-        f"unknown metric `{name}`", f"did you mean `{guess}`?" if guess else f"use {listed}"
-    )

@@ -42,10 +42,11 @@ from xdsl.traits import SymbolOpInterface, SymbolTable
 
 from tensorloom.catalogue.args import fits_int64
 from tensorloom.catalogue.layers import BoundLayer, lookup
-from tensorloom.catalogue.layers.base import Value
+from tensorloom.catalogue.layers.base import CallValue, Evaluated, Value
 from tensorloom.dialects.module_facts import SPECIALIZED_MODULE
 from tensorloom.dialects.nml import (
     CallAttr,
+    CallOp,
     CfgAttr,
     ConfigOp,
     ExprAttr,
@@ -91,18 +92,6 @@ def name_help(error: EvalError) -> str | None:
     if "got `'" not in error.message:
         return None
     return "a name in a `.tl` expression is read as text: write the number itself"
-
-
-@dataclass(frozen=True, slots=True)
-class CallValue:
-    """`Adam(lr=0.001)` or a bare name such as `CrossEntropy` as a setting's value."""
-
-    name: str
-    args: tuple[Value | CallValue, ...] = ()
-    kwargs: tuple[tuple[str, Value | CallValue], ...] = ()
-
-
-Evaluated = Value | CallValue
 
 
 def evaluate(attr: Attribute, env: Mapping[str, Value]) -> Evaluated | EvalError:
@@ -473,6 +462,14 @@ def methods_of(model: ModelOp) -> dict[str, FuncOp]:
 
 def forward_of(model: ModelOp) -> FuncOp | None:
     return lookup_symbol(model, "forward", FuncOp)
+
+
+def called_method(model: ModelOp, op: CallOp) -> FuncOp | None:
+    """The method of `model` that `self.helper(...)` calls: the call site's own copy
+    (`specialized`, which `instantiate` gave it) if it has one, else the method so named."""
+    if op.specialized is not None:
+        return lookup_symbol(model, op.specialized.root_reference.data, FuncOp)
+    return lookup_symbol(model, op.callee.data.removeprefix("self."), FuncOp)
 
 
 def enclosing_model(op: Operation) -> ModelOp | None:

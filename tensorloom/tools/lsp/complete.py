@@ -71,7 +71,8 @@ def _train(analysis: Analysis, before: str) -> list[Item] | None:
 
     A loss is one of the catalogue's, or a function the file declares (a loss fn).
     """
-    from tensorloom.passes.check_train import LOSSES, OPTIMIZERS, SCHEDULES, SETTINGS
+    from tensorloom.catalogue.train_rules import LOSSES, OPTIMIZERS, SCHEDULES
+    from tensorloom.passes.check_train import SETTINGS
 
     if SETTING_KEY.fullmatch(before):
         return [Item(k, "setting", s.doc, f"{k} = ") for k, s in SETTINGS.items()]

@@ -256,7 +256,7 @@ builtin.module {
 // CHECK-NEXT:   torch.main {
 // CHECK-NEXT:     %[[MAIN:[0-9]+]] = py.name "main"
 // CHECK-NEXT:     %[[CODE:[0-9]+]] = py.call %[[MAIN]]()
-// CHECK-NEXT:     %[[EXIT:[0-9]+]] = py.name "sys.exit"
+// CHECK-NEXT:     %[[EXIT:[0-9]+]] = py.name "exit_process"
 // CHECK-NEXT:     %[[CALL_EXIT:[0-9]+]] = py.call %[[EXIT]](%[[CODE]])
 // CHECK-NEXT:     py.expr %[[CALL_EXIT]]
 // CHECK-NEXT:   }

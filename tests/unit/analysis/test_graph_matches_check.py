@@ -29,7 +29,7 @@ NODE = re.compile(r'^\s*(n\d+) \[label=(?:"((?:[^"\\]|\\.)*)"|(\S+))(.*)\]$')
 EDGE = re.compile(r'^\s*(n\d+) -> (n\d+) \[label="([^"]*)"(.*)\]$')
 CLUSTER = re.compile(r"^\s*subgraph (cluster_\S+) \{$")
 CLUSTER_LABEL = re.compile(r'label="([^"]*)"')
-TIMES = re.compile(rf"^(?:(\w+): (\w+)|for) {REPEAT} (\d+)$")
+TIMES = re.compile(rf"^(?:(\w+)(?:\.(\d+)-\d+)?: (\w+)|for) {REPEAT} (\d+)$")
 UNPRINTED = frozenset({"kernel_call", "getattr", "tuple_get"})
 """Ops the graph draws and the flow has no line for (a kernel's launch, `x.T`, `a, b = t`)."""
 
@@ -89,11 +89,13 @@ def units(dot: Dot, cluster: tuple[str, ...]) -> list[Unit]:
         loop = TIMES.match(label)
         if loop is None:
             found.append((first, [Unit(label, inside)]))
-        elif loop.group(1):  # `h: Block`, 4 times: the lines h.0 ... h.3
-            name, kind, count = loop.group(1), loop.group(2), int(loop.group(3))
-            found.append((first, [Unit(f"{name}.{k}: {kind}", inside) for k in range(count)]))
+        elif loop.group(1):  # `h: Block`, 4 times: the lines h.0 ... h.3 (`stages.1-3`: 1 ... 3)
+            name, kind, count = loop.group(1), loop.group(3), int(loop.group(4))
+            start = int(loop.group(2) or 0)
+            lines = [Unit(f"{name}.{k}: {kind}", inside) for k in range(start, start + count)]
+            found.append((first, lines))
         else:  # `for`, 256 times: its body's lines, 256 times
-            found.append((first, units(dot, inner) * int(loop.group(3))))
+            found.append((first, units(dot, inner) * int(loop.group(4))))
     return [u for _, group in sorted(found, key=lambda f: f[0]) for u in group]
 
 
@@ -107,7 +109,11 @@ def graph_of(path: Path, model: str) -> str:
     return result.stdout
 
 
-@pytest.mark.parametrize("path", EXAMPLES, ids=[p.name for p in EXAMPLES])
+GRAPHED = [*EXAMPLES, ROOT / "examples" / "resnet50.nml"]
+"""Every example program, and ResNet-50's per-position stages."""
+
+
+@pytest.mark.parametrize("path", GRAPHED, ids=[p.name for p in GRAPHED])
 def test_every_edge_label_is_the_shape_tlc_check_prints(path: Path) -> None:
     result, flows = check_file(path)
     assert result.ok
@@ -184,3 +190,67 @@ def test_layer_lists_parameters_and_tied_weights_are_drawn() -> None:
     ]
     out = {(vit.labels[b], label) for a, b, label, _ in vit.edges if a in params.values()}
     assert out == {("expand", "[1, 1, 64]"), ("add", "[1, 17, 64]")}
+
+
+def test_a_per_position_list_draws_each_distinct_element() -> None:
+    """ResNet-50's stages: the first block of each (its stride, its projection) has a cluster
+    of its own, the blocks after it, all alike, one cluster with their positions and count;
+    each cluster's edges carry its own blocks' shapes."""
+    dot = parse(graph_of(ROOT / "examples" / "resnet50.nml", "ResNet50"))
+    stages = [label for c, label in dot.clusters.items() if len(c) == 1]
+    assert stages == [
+        "layer1.0: Bottleneck", f"layer1.1-2: Bottleneck {REPEAT} 2",
+        "layer2.0: Bottleneck", f"layer2.1-3: Bottleneck {REPEAT} 3",
+        "layer3.0: Bottleneck", f"layer3.1-5: Bottleneck {REPEAT} 5",
+        "layer4.0: Bottleneck", f"layer4.1-2: Bottleneck {REPEAT} 2",
+    ]  # fmt: skip
+
+    def inner_labels(label: str) -> set[str]:
+        cluster = next(c for c, text in dot.clusters.items() if text == label)
+        inside = {n for n, w in dot.where.items() if w[: len(cluster)] == cluster}
+        return {dot.labels[n] for n in inside}
+
+    first, rest = inner_labels("layer2.0: Bottleneck"), inner_labels(
+        f"layer2.1-3: Bottleneck {REPEAT} 3")  # fmt: skip
+    assert "conv2: Conv2d(128, 128, 3, stride=2, padding=1, bias=false)" in first
+    assert "conv1: Conv2d(256, 128, 1, bias=false)" in first
+    assert "conv2: Conv2d(128, 128, 3, stride=1, padding=1, bias=false)" in rest
+    assert "conv1: Conv2d(512, 128, 1, bias=false)" in rest
+    assert not any(label.startswith("downsample") for label in rest)
+
+
+PER_POSITION = """@model Block:
+    @config:
+        d = 8
+        stride = 1
+
+    @layers:
+        conv = Conv2d(d, d, 3, stride=stride, padding=1)
+
+    @forward(x):
+        return relu(conv(x))
+
+@model Net:
+    @config:
+        n = 3
+
+    @layers:
+        blocks = [Block(8, stride=2 if i == 0 else 1) for i in range(n)]
+
+    @forward(x: Tensor[B, 8, 16, 16]):
+        for block in blocks:
+            x = block(x)
+        return x
+"""
+
+
+def test_a_per_position_list_in_a_program(tmp_path: Path) -> None:
+    """`[Block(8, stride=2 if i == 0 else 1) for i in range(n)]`: `blocks.0` halves the
+    image, `blocks.1-2` keep it; every edge agrees with `tlc check`."""
+    path = tmp_path / "stages.nml"
+    path.write_text(PER_POSITION)
+    test_every_edge_label_is_the_shape_tlc_check_prints(path)
+    dot = parse(graph_of(path, "Net"))
+    assert sorted(dot.clusters.values()) == ["blocks.0: Block", f"blocks.1-2: Block {REPEAT} 2"]
+    shapes = {label for _, _, label, _ in dot.edges}
+    assert shapes == {"[B, 8, 16, 16]", "[B, 8, 8, 8]"}

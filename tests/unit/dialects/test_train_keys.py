@@ -1,16 +1,17 @@
 """catalogue/train_keys.py: every train-block key is one record; check-train's check of each
 plain key follows its record's type, range and choices, and train-config writes every key's
-fields, by the record's rule or as the value itself."""
+fields, by the rule the record names or as the value itself: neither pass keeps a table of
+keys."""
 
 from __future__ import annotations
 
 import pytest
 
 from tensorloom.catalogue.train_keys import CONFIG_FIELDS, FIELDS, KEYS, TRAIN_KEYS, TrainKey
+from tensorloom.catalogue.train_rules import write_plain
 from tensorloom.passes.check_train import SETTINGS
-from tensorloom.passes.train_config import _RULES  # pyright: ignore[reportPrivateUsage]
 
-PLAIN = [k for k in TRAIN_KEYS if k.kind == "value" and not k.switch and not k.off]
+PLAIN = [k for k in TRAIN_KEYS if k.check is None and not k.switch and not k.off]
 
 
 def test_check_train_accepts_exactly_the_records() -> None:
@@ -19,22 +20,20 @@ def test_check_train_accepts_exactly_the_records() -> None:
     assert len(KEYS) == len(TRAIN_KEYS)  # no key twice
     assert len(FIELDS) == len(CONFIG_FIELDS)  # no field twice
     for key in TRAIN_KEYS:
-        assert (key.value is None) == (key.kind != "value"), key.name
+        assert (key.value is None) == (key.check is not None), key.name
         assert key.older_name_of is None or key.older_name_of in KEYS
 
 
 def test_every_key_reaches_train_config() -> None:
-    """A key whose record names a rule finds it in train-config; every other key's field has
-    the plain value's type, so its value is written as it is."""
+    """A key whose value is written as it is has a field of the plain value's type; a key
+    with a structured value (its own `check`) names its own `reach` too, or is a name
+    written as a string."""
     for key in TRAIN_KEYS:
         if key.older_name_of is not None:
             assert not key.fields
-        elif key.reaches != "value":
-            assert key.reaches in _RULES, key.name
-        else:
+        elif key.reach is write_plain:
             assert key.fields[0].kind in ("int", "float", "bool", "str"), key.name
-            assert key.kind != "value" or key.value is not None
-    assert set(_RULES) <= {k.reaches for k in TRAIN_KEYS}  # no rule left over
+            assert key.value is not None or key.fields[0].kind == "str", key.name
 
 
 @pytest.mark.parametrize("key", PLAIN, ids=lambda k: k.name)

@@ -7,6 +7,7 @@ import pytest
 
 from tensorloom.catalogue.optimizers import OPTIMIZERS
 from tensorloom.catalogue.train_keys import CONFIG_FIELDS, TRAIN_KEYS, TrainKey
+from tensorloom.catalogue.train_rules import write_plain
 from tensorloom.dialects import train
 from tensorloom.pipeline import compile_text
 
@@ -116,9 +117,9 @@ def _spelled(value: object) -> str:
 
 
 def test_every_plain_key_reaches_its_field_with_no_rule_of_its_own() -> None:
-    """A key whose record names no rule (`reaches="value"`) is written as it is: adding one is
-    its record alone, and `tlc check` cannot accept it and then drop it."""
-    plain = [k for k in TRAIN_KEYS if k.kind == "value" and k.reaches == "value" and k.value]
+    """A key whose record names no rule (`reach` is `write_plain`) is written as it is: adding
+    one is its record alone, and `tlc check` cannot accept it and then drop it."""
+    plain = [k for k in TRAIN_KEYS if k.check is None and k.reach is write_plain and k.value]
     plain = [k for k in plain if k.older_name_of is None]
     assert {"grad_clip", "grad_accum", "ema", "seed", "log_every"} <= {k.name for k in plain}
     values = {k.name: _a_value_other_than_the_default(k) for k in plain}
