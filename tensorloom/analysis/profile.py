@@ -299,17 +299,21 @@ class Costing:
         for index in cost.saved:
             act += self.saved_operand(step, index, ins, out, dtype)
         self.produced(step.output_key, out, dtype)
-        pair = self.backward_pair(step, ins, math.prod(out) * dtype)
+        pair = self.backward_pair(step, ins, math.prod(out) * dtype, cost.saved)
         if pair:
             pair += builtin_cost(step).backward_temporaries * math.prod(out) * dtype
         self.working = max(self.working, pair)
         self.moment(act, pair, 0)
         return LayerProfile("", step.kind, shape, 0, cost.flops, act)
 
-    def backward_pair(self, step: Step, ins: list[tuple[int, ...] | None], out: int) -> int:
-        """An op's backward holds its output's gradient and computes its operands' (the
-        largest counted): only where a weight reaches the op, and not for the weight itself
-        (the parameters' gradients are the `gradients` term)."""
+    def backward_pair(
+        self, step: Step, ins: list[tuple[int, ...] | None], out: int, saved: tuple[int, ...]
+    ) -> int:
+        """An op's backward holds its output's gradient and computes its operands': only
+        where a weight reaches the op, and not for the weight itself (the parameters'
+        gradients are the `gradients` term). An op that reads its operands back (matmul, a
+        product, attention) makes each operand's gradient anew, all alive at once; one that
+        does not (add, cat) passes slices of its own on: the largest is counted."""
         keys = step.input_keys
         if builtin_cost(step).view:  # a view's gradient is a view too: nothing new
             return 0
@@ -321,7 +325,8 @@ class Costing:
             for shape, key in zip(ins, keys, strict=True)
             if shape is not None and key in self.grads
         ]
-        return out + max(grads, default=0)
+        fresh = any(index != RESULT for index in saved)
+        return out + (sum(grads) if fresh else max(grads, default=0))
 
     def op_dtype(self, step: Step) -> int:
         autocast = builtin_cost(step).autocast

@@ -36,9 +36,11 @@ from tensorloom.diagnostics.ir import report, span_of
 from tensorloom.dialects.nml import (
     ApplyAtOp,
     ApplyOp,
+    AttentionOp,
     CallOp,
     ConstantOp,
     DimOp,
+    FlattenOp,
     ForOp,
     FuncOp,
     FunctionalOp,
@@ -47,14 +49,18 @@ from tensorloom.dialects.nml import (
     ListOp,
     ModelOp,
     NonzeroOp,
+    PermuteOp,
     RefOp,
+    ReshapeOp,
     ReturnOp,
     TensorType,
+    TOp,
     TopkOp,
     TupleGetOp,
     TupleType,
     YieldOp,
 )
+from tensorloom.dialects.nml.tensor_ops import TransposeOp
 from tensorloom.passes.shape_inference import (
     MAX_DEPTH,
     Instantiation,
@@ -280,7 +286,7 @@ class Walker(ForwardWalk):
         step = self._step("", kind, op)
         step.op = op
         self.stack[-1].append(step)
-        if builtin_cost(step).view and op.operands:
+        if builtin_cost(step).view and op.operands and not copies_strided(op):
             self.aliases[self._raw(op.results[0])] = self.key(op.operands[0])
 
     def method(self, model: ModelOp, op: CallOp, method: FuncOp, env: Env) -> None:
@@ -405,6 +411,19 @@ def is_weight(value: SSAValue) -> bool:
         owner = owner.input.owner
         return isinstance(owner, RefOp)
     return isinstance(owner, RefOp) and isinstance(owner.result.type, TensorType)
+
+
+def copies_strided(op: Operation) -> bool:
+    """A reshape of a transposed tensor (`(att @ v).transpose(1, 2).reshape(B, T, C)`, the
+    heads merged): PyTorch's `reshape` is a view only where the strides allow, so this one
+    copies, and the copy is what the next layer saves. Not of `scaled_dot_product_attention`'s
+    result, which the fused kernels lay out as [B, T, heads, d] already."""
+    if not isinstance(op, ReshapeOp | FlattenOp) or not op.operands:
+        return False
+    reorder = op.operands[0].owner
+    if not isinstance(reorder, TransposeOp | PermuteOp | TOp) or not reorder.operands:
+        return False
+    return not isinstance(reorder.operands[0].owner, AttentionOp)
 
 
 def _is_view(op: FunctionalOp) -> bool:

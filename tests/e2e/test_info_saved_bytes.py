@@ -90,3 +90,43 @@ def test_under_autocast_the_head_saves_the_weights_low_precision_copy(tmp_path: 
     x = 4 * 16 * 32  # ln's output, fp32 in both: autocast runs LayerNorm in fp32
     assert fp32[0].layers[-1].activation_bytes == 4 * x
     assert bf16[0].layers[-1].activation_bytes == 2 * x + 2 * 1000 * 32
+
+
+# Heads merged after a matmul (a copy: the transposed result is not contiguous) and after
+# `scaled_dot_product_attention` (a view: the fused kernels lay their result out as
+# [B, T, heads, d] already; on the CPU as the query is laid out, here split from [B, T, d]).
+HEADS = """
+@model Manual:
+    @layers:
+        proj = Linear(32, 32)
+
+    @forward(x: Tensor[B, T, 32]):
+        let q = x.view(B, 4, T, 8)
+        let y = relu(softmax(q @ q.transpose(2, 3), dim=-1) @ q)
+        return proj(y.transpose(1, 2).reshape(B, T, 32))
+
+@model Fused:
+    @layers:
+        proj = Linear(32, 32)
+
+    @forward(x: Tensor[B, T, 32]):
+        let q = x.view(B, T, 4, 8).transpose(1, 2)
+        let y = scaled_dot_product_attention(q, q, q)
+        return proj(y.transpose(1, 2).reshape(B, T, 32))
+"""
+
+
+def test_merging_heads_copies_a_matmuls_result_not_attentions(tmp_path: Path) -> None:
+    path = tmp_path / "heads.nml"
+    path.write_text(HEADS)
+    result, profiles = profile_file(path, ProfileOptions(2, "fp32", {"T": 16}))
+    assert result.ok
+    module, _ = emitted(path)
+    for profile in profiles:
+        model = getattr(module, profile.model)().train()
+        x = torch.randn(2, 16, 32, requires_grad=True)
+        assert profile.activation_bytes == saved_bytes(model, x), profile.model
+    manual, fused = (next(p for p in profiles if p.model == m) for m in ("Manual", "Fused"))
+    # relu saves its [2, 4, 16, 8] result; proj saves the merged copy of it, 4 bytes each
+    assert manual.layers[-1].activation_bytes == 2 * 16 * 32 * 4
+    assert fused.layers[-1].activation_bytes == 0  # attention's own saved result, viewed

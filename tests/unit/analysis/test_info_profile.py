@@ -78,6 +78,12 @@ def test_backward_holds_a_gradient_pair_and_none_for_the_batch(tmp_path: Path) -
     square.write_text(HEAD.replace("self.fc(x)", "self.fc(x) ** 2"))
     result, models = profile_file(square, ProfileOptions(2, "fp32"))
     assert result.ok and models[0].backward_pair_bytes == 4 * (2 * 16 * 4)
+    gate = tmp_path / "gate.tl"  # a product's backward makes both operands' gradients anew
+    two = "layer fc = Linear(64, 16)\n    layer up = Linear(64, 16)"
+    text = HEAD.replace("layer fc = Linear(64, 16)", two)
+    gate.write_text(text.replace("self.fc(x)", "self.fc(x) * self.up(x)"))
+    result, models = profile_file(gate, ProfileOptions(2, "fp32"))
+    assert result.ok and models[0].backward_pair_bytes == 3 * (2 * 16 * 4)
 
 
 def test_backward_moments_free_the_later_steps_activations(tmp_path: Path) -> None:
