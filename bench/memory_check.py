@@ -10,6 +10,9 @@ Two steps, on two machines:
     python bench/memory_check.py run bench/memory_predictions.json --device cpu
     # on the GPU machine: what is alive at the measured peak, by the code that allocated it
     python bench/memory_check.py explain bench/memory_predictions.json --only train_lstm
+    # anywhere (torch on the CPU): the CPU allocator's peak over the same steps, against the
+    # prediction less the GPU's fixed workspace (no cuBLAS/cuDNN workspaces on the CPU)
+    python bench/memory_check.py cpu-peak bench/memory_predictions.json --only finetune_gpt2
 
 `run` builds each model from the emitted code with the instance's overrides,
 trains 3 steps as `tlc info` assumes (the train block's precision, optimizer,
@@ -27,6 +30,7 @@ import gc
 import json
 import re
 import sys
+import tempfile
 import traceback
 from pathlib import Path
 from types import ModuleType
@@ -258,6 +262,42 @@ def _loss(name: str | None, out: Any, y: Any, torch: Any) -> Any:
     return out.float().mean()
 
 
+def cpu_peak(predictions: Path, only: str | None) -> int:
+    """Each entry's steps on the CPU (autocast to bf16/fp16 on the CPU), the allocator's
+    peak from the profiler's memory events, beside the prediction without the workspace."""
+    import torch
+
+    data = json.loads(predictions.read_text())
+    entries = [e for e in data["entries"] if only is None or only in e["program"]]
+    print("| program | model | batch | precision | predicted less workspace | CPU peak | error % |")
+    print("|---|---|---:|---|---:|---:|---:|")
+    for entry in entries:
+        module = _load(entry["program"], data["programs"][entry["program"]])
+        measured = _cpu_peak(entry, module, torch)
+        predicted = entry["memory"]["peak"] - entry["memory"]["workspace"]
+        print(f"| {entry['program']} | {entry['name']} | {entry['batch']} | "
+              f"{entry['precision']} | {_mib(predicted)} | {_mib(measured)} | "
+              f"{100 * _error(predicted, measured):+.1f} |")  # fmt: skip
+    return 0
+
+
+def _cpu_peak(entry: dict[str, Any], module: ModuleType, torch: Any) -> int:
+    """The most bytes the CPU allocator held at once over `STEPS` training steps."""
+    torch.manual_seed(0)
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    with torch.profiler.profile(activities=activities, profile_memory=True) as profile:
+        model = _adapted(entry, module, getattr(module, entry["class"])(**entry["overrides"]))
+        optimizer = _optimizer(entry["optimizer"], model, torch)
+        x, y = _batch(entry, entry["input_shapes"][0], entry["output_shape"], "cpu", torch)
+        _train(entry, model, optimizer, x, y, "cpu", torch)
+        del model, optimizer, x, y
+    with tempfile.TemporaryDirectory() as folder:
+        trace = Path(folder) / "trace.json"
+        profile.export_chrome_trace(str(trace))
+        events = json.loads(trace.read_text())["traceEvents"]
+    return max(e["args"]["Total Allocated"] for e in events if e.get("name") == "[memory]")
+
+
 def explain(predictions: Path, only: str | None, top: int = 12) -> int:
     """For each entry: the blocks alive at the measured peak, largest first, each with
     the innermost frames that allocated it (PyTorch's memory history, C++ frames too)."""
@@ -379,12 +419,17 @@ def main(argv: list[str] | None = None) -> int:
     e = sub.add_parser("explain", help="what is alive at the measured peak (GPU)")
     e.add_argument("predictions", type=Path)
     e.add_argument("--only", help="the entries of programs whose path contains this")
+    c = sub.add_parser("cpu-peak", help="the CPU allocator's peak over the same steps (CPU)")
+    c.add_argument("predictions", type=Path)
+    c.add_argument("--only", help="the entries of programs whose path contains this")
     args = parser.parse_args(argv)
     if args.command == "prepare":
         prepare(args.output, {k: int(v) for k, v in (b.split("=") for b in args.bind)})
         return 0
     if args.command == "explain":
         return explain(args.predictions, args.only)
+    if args.command == "cpu-peak":
+        return cpu_peak(args.predictions, args.only)
     return run(args.predictions, args.device, args.only)
 
 

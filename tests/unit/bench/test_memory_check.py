@@ -115,3 +115,21 @@ def test_a_lora_program_trains_its_adapters_only(tmp_path: Path) -> None:
     import torch
 
     assert check._dry_run(entry, module, torch) == [2, 10]
+
+
+def test_the_cpu_peak_of_a_plain_classifier_is_the_prediction(tmp_path: Path) -> None:
+    """`cpu-peak`: the CPU allocator's peak over the harness's steps (no cuBLAS workspace
+    there) against the prediction less its workspace, in fp32 where the CPU computes as
+    CUDA does: the weights, Adam's state, the activations and the backward's moments."""
+    import torch
+
+    check = memory_check()
+    check.ROOT = tmp_path
+    path = tmp_path / "plain.tl"
+    path.write_text(LORA_PROGRAM.replace("    lora = LoRA(rank=4, alpha=8, targets=[fc1])\n", ""))
+    code, entries = check._program_entries(path, {})
+    assert code is not None
+    module = check._load("plain.tl", code)
+    for entry in (e for e in entries if e["precision"] == "fp32"):
+        predicted = entry["memory"]["peak"] - entry["memory"]["workspace"]
+        assert abs(predicted / check._cpu_peak(entry, module, torch) - 1) < 0.02, entry["batch"]
