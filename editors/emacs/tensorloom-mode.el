@@ -35,16 +35,26 @@
 
 (defconst tensorloom-font-lock-keywords
   `((,(regexp-opt '("let" "fn" "def" "return" "if" "elif" "else" "for" "in" "and" "or" "not"
-                    "import" "as")
+                    "import" "as" "from" "with")
                   'symbols)
      . font-lock-keyword-face)
     (,(regexp-opt '("true" "false" "none") 'symbols) . font-lock-constant-face)
     ("\\_<self\\_>" . font-lock-builtin-face)
     ("^\\s-*\\(model\\|layer\\)\\s-+\\(\\(?:\\sw\\|\\s_\\)+\\)"
      (1 font-lock-keyword-face) (2 font-lock-type-face))
-    ("^\\s-*\\(train\\)\\s-+\\(?:\\sw\\|\\s_\\)+\\s-+\\(on\\)\\_>"
+    ("^\\s-*\\(train\\)\\s-+\\(?:\\(?:\\sw\\|\\s_\\)+\\|([^)\n]*)\\)\\s-+\\(on\\)\\_>"
      (1 font-lock-keyword-face) (2 font-lock-keyword-face))
     ("\\_<checkpoint\\s-+every\\_>" . font-lock-keyword-face)
+    ("^\\s-*\\(step\\)\\s-+\\(\\(?:\\sw\\|\\s_\\)+\\)"
+     (1 font-lock-keyword-face) (2 font-lock-function-name-face))
+    ("^\\s-*\\(group\\|carry\\|weights\\)\\s-+\\(\\(?:\\sw\\|\\s_\\)+\\)"
+     (1 font-lock-keyword-face) (2 font-lock-variable-name-face))
+    ("\\_<\\(from\\|until\\)\\s-+\\(epoch\\)\\_>"
+     (1 font-lock-keyword-face) (2 font-lock-keyword-face))
+    ("\\_<\\(using\\)\\s-+\\(\\(?:\\sw\\|\\s_\\)+\\)"
+     (1 font-lock-keyword-face) (2 font-lock-type-face))
+    ("@weights\\s-+\\(?:\\sw\\|\\s_\\)+\\s-+\\(for\\)\\s-+\\(\\(?:\\sw\\|\\s_\\)+\\)"
+     (1 font-lock-keyword-face) (2 font-lock-type-face))
     ("@model\\s-+\\(\\(?:\\sw\\|\\s_\\)+\\)" 1 font-lock-type-face)
     ("@\\(?:\\sw\\|\\s_\\)+" . font-lock-preprocessor-face)
     ("\\_<\\(?:fn\\|def\\)\\s-+\\(\\(?:\\sw\\|\\s_\\)+\\)" 1 font-lock-function-name-face)

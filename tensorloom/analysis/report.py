@@ -43,7 +43,8 @@ from tensorloom.analysis.profile import (
 )
 from tensorloom.analysis.program import ProgramBudget, program_budgets, share_of
 from tensorloom.analysis.trace import StepBudget
-from tensorloom.catalogue.shapes import Shape, format_shape
+from tensorloom.catalogue.losses import TRAIN_LOSSES
+from tensorloom.catalogue.shapes import Shape, concrete, format_shape
 from tensorloom.diagnostics import render_json, render_text
 from tensorloom.diagnostics.ir import reporting
 from tensorloom.dialects import train
@@ -386,6 +387,7 @@ def model_json(info: ModelInfo, request: InfoRequest) -> dict[str, Any]:
             "precision": info.training.precision,
             "optimizer": info.training.optimizer,
             "loss": info.training.loss,
+            "loss_flops": loss_flops(info.training.loss, p.output_shape),
             "optimizers": [
                 {"name": o.name, "params": o.params, "state_bytes": o.state_bytes}
                 for o in info.training.optimizers
@@ -503,10 +505,23 @@ def _rows(layers: list[LayerProfile], indent: str) -> list[tuple[str, ...]]:
     return rows
 
 
+def loss_flops(loss: str | None, output: Shape) -> int | None:
+    """The train block's loss's FLOPs on one batch's output (its record's `cost`); None
+    without a loss, or while the output's size is unknown."""
+    record = TRAIN_LOSSES.get(loss or "")
+    dims = concrete(output)
+    if record is None or dims is None:
+        return None
+    return record.cost([dims], ()).flops
+
+
 def summary_lines(info: ModelInfo, request: InfoRequest) -> list[str]:
     p, t = info.profile, info.training
+    flops = loss_flops(t.loss, p.output_shape)
+    counted = f" ({_count(flops)} FLOPs)" if flops is not None else ""
     lines = [
-        f"batch {info.batch_size or '?'}, {t.precision}, {t.optimizer}, loss {t.loss or 'none'}"
+        f"batch {info.batch_size or '?'}, {t.precision}, {t.optimizer}, "
+        f"loss {t.loss or 'none'}{counted}"
     ]
     lines += [f"error: {e}" for e in p.errors]
     for share in t.optimizers:

@@ -395,10 +395,9 @@ class Walker(ForwardWalk):
 def builtin_cost(step: Step) -> Cost:
     """The cost rule a builtin step's op declares (`COST`); one without is a compiler bug,
     never 0 FLOPs."""
-    cost = getattr(type(step.op), "COST", None)
-    if not isinstance(cost, Cost):
-        raise AssertionError(f"compiler bug: builtin `{step.kind}` declares no `COST`")
-    return cost
+    op = step.op
+    assert isinstance(op, FunctionalOp), f"compiler bug: `{step.kind}` is not a builtin"
+    return op.cost()
 
 
 def is_weight(value: SSAValue) -> bool:

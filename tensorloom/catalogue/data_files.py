@@ -20,12 +20,12 @@ The formats are the runtime's (`tensorloom/backends/runtime/data.py`, `tokens.py
   tensors' dtypes and shapes by a restricted unpickler (`torch_files.py`: no code from the
   file runs), never its storages; the labels are not read, so their classes are unknown.
 Nothing here imports numpy or torch. A problem is a `FileProblem` (the caller turns it
-into a diagnostic); an absent file is `None` from `find_file`.
+into a diagnostic); an absent file is `None` from `find_file`. The reading this shares with
+a folder of pairs (finding the file, .npy headers, the cache) is `file_heads.py`.
 """
 
 from __future__ import annotations
 
-import ast
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -45,37 +45,25 @@ from tensorloom.catalogue.datasets import (
     DatasetInfo,
     is_file_source,
 )
+from tensorloom.catalogue.file_heads import (
+    FLOAT_DESCRS,
+    INTEGER_DESCRS,
+    ArrayHeader,
+    FileProblem,
+    ReadCache,
+    cannot_read,
+    element_type,
+    find_place,
+    read_npy_header,
+)
 
 MAX_LABEL_BYTES = 64 * 1024 * 1024  # the labels array read for its range
 MAX_CSV_BYTES = 64 * 1024 * 1024  # a larger .csv: header only, no row count or classes
-_MAX_HEADER = 65_536  # a .npy header longer than this is not one numpy writes
-
 INDICES = "indices"
 FLOATS = "floats"
 
-# .npy `descr` kinds and sizes the runtime reads (runtime/data.py's _NPY_DTYPES).
-_INTEGER_DESCRS = {"i8": 8, "i4": 4, "i2": 2, "i1": 1, "u1": 1, "b1": 1}
-_FLOAT_DESCRS = {"f4": 4, "f8": 8, "f2": 2}
 _STRUCT = {"i8": "q", "i4": "i", "i2": "h", "i1": "b", "u1": "B", "b1": "?"}
 TOKEN_SIZES = {"uint16": 2, "uint32": 4}
-
-
-@dataclass(frozen=True, slots=True)
-class ArrayHeader:
-    """A .npy array's header: `descr` without its byte order (`f4`, `i8`), and its shape."""
-
-    descr: str
-    shape: tuple[int, ...]
-
-    @property
-    def dtype(self) -> str:
-        return _DESCR_NAMES.get(self.descr, self.descr)
-
-
-_DESCR_NAMES = {
-    "f4": "float32", "f8": "float64", "f2": "float16", "i8": "int64", "i4": "int32",
-    "i2": "int16", "i1": "int8", "u1": "uint8", "b1": "bool",
-}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,34 +93,14 @@ class FileField:
     count: int
 
 
-@dataclass(frozen=True, slots=True)
-class FileProblem:
-    """Why a data file cannot be what the program loads it as."""
-
-    message: str
-    help: str | None = None
-    code: str | None = None  # TL0711, TL0712, TL0719; None: TL0710, the file is not what it claims
-
-
 COUNTS_DISAGREE = "TL0711"  # a .npz's arrays have different numbers of rows
 SCALAR_FIELD = "TL0712"  # a .npz array without a sample axis
 NOT_TENSORS = "TL0719"  # a .pt whose pickle holds something other than tensors
 
 
 def find_file(path: str, base: Path | None) -> Path | None:
-    """`path` as the emitted script will open it: relative to the working directory, else
-    (a check run from elsewhere) to the program's folder `base`; None if it is not there."""
-    candidate = Path(path)
-    places = [candidate]
-    if not candidate.is_absolute() and base is not None:
-        places.append(base / candidate)
-    for place in places:
-        try:
-            if place.is_file():
-                return place
-        except (OSError, ValueError):
-            continue
-    return None
+    """`path` as the emitted script will open it (`file_heads.find_place`); None if absent."""
+    return find_place(path, base)
 
 
 def read_facts(path: Path, target: str | None = None) -> FileFacts | FileProblem:
@@ -145,56 +113,11 @@ def read_facts(path: Path, target: str | None = None) -> FileFacts | FileProblem
         if path.suffix == ".pt":
             return _pt_facts(path)
     except OSError as error:
-        return FileProblem(f"cannot read `{path}`: {error.strerror or error}")
+        return cannot_read(path, error)
     return FileProblem(f"the shapes of `{path}` are not read at check time")
 
 
 # --- .npy / .npz ---------------------------------------------------------------------------
-
-
-def read_npy_header(stream: IO[bytes]) -> tuple[ArrayHeader, int] | FileProblem:
-    """The header of the .npy array at the start of `stream`, and the header's length."""
-    magic = stream.read(8)
-    if len(magic) < 8 or magic[:6] != b"\x93NUMPY":
-        return FileProblem("not a .npy array (no `\\x93NUMPY` magic)")
-    major = magic[6]
-    if major not in (1, 2, 3):
-        return FileProblem(f"unknown .npy format version {major}.{magic[7]}")
-    width = 2 if major == 1 else 4
-    size_bytes = stream.read(width)
-    if len(size_bytes) < width:
-        return FileProblem("the .npy header is cut short")
-    (length,) = struct.unpack("<H" if width == 2 else "<I", size_bytes)
-    if length > _MAX_HEADER:
-        return FileProblem(f"a .npy header of {length:,} bytes is not one numpy writes")
-    text = stream.read(length).decode("utf-8" if major == 3 else "latin1", errors="replace")
-    header = _header_dict(text)
-    if isinstance(header, FileProblem):
-        return header
-    descr, shape, fortran = header
-    if descr[:1] == ">" or descr[1:] not in {**_INTEGER_DESCRS, **_FLOAT_DESCRS} or fortran:
-        return FileProblem(
-            f"unsupported array type `{descr}`{' in Fortran order' if fortran else ''}",
-            "save plain numeric C-order arrays: `np.ascontiguousarray(a)`",
-        )
-    return ArrayHeader(descr[1:], shape), 8 + len(size_bytes) + length
-
-
-def _header_dict(text: str) -> tuple[str, tuple[int, ...], bool] | FileProblem:
-    try:
-        header = ast.literal_eval(text.strip())  # a Python literal: no code runs
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        return FileProblem("the .npy header is not a dictionary literal")
-    if not isinstance(header, dict):
-        return FileProblem("the .npy header is not a dictionary literal")
-    descr, shape, fortran = header.get("descr"), header.get("shape"), header.get("fortran_order")
-    if not isinstance(descr, str) or not isinstance(shape, tuple) or not isinstance(fortran, bool):
-        return FileProblem("the .npy header lacks `descr`, `shape` or `fortran_order`")
-    if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
-        return FileProblem(f"the .npy header's shape {shape!r} is not a tuple of sizes")
-    if descr[:1] in ("<", ">", "|", "="):
-        return descr, shape, fortran
-    return f"<{descr}", shape, fortran
 
 
 def _npz_facts(path: Path) -> FileFacts | FileProblem:
@@ -308,9 +231,9 @@ def _pt_facts(path: Path) -> FileFacts | FileProblem:
 
 def _labels(stream: IO[bytes], header: ArrayHeader, size: int) -> int | FileProblem | None:
     """The largest integer label + 1 (0 for no labels); None for float targets or too many."""
-    if header.descr not in _INTEGER_DESCRS or size > MAX_LABEL_BYTES:
+    if header.descr not in INTEGER_DESCRS or size > MAX_LABEL_BYTES:
         return None
-    width = _INTEGER_DESCRS[header.descr]
+    width = INTEGER_DESCRS[header.descr]
     count = _product(header.shape)
     data = stream.read(count * width)
     if len(data) < count * width:
@@ -338,7 +261,7 @@ def _array_facts(
             f"`{path}` holds {x.shape[0]:,} samples (`x`) but {y.shape[0]:,} targets (`y`)",
             "`x` and `y` need one row per sample",
         )
-    floats = y.descr in _FLOAT_DESCRS or "float" in y.dtype  # a .pt's header: dtype names
+    floats = y.descr in FLOAT_DESCRS or "float" in y.dtype  # a .pt's header: dtype names
     what = f"the header of `{path}`: x {list(x.shape)} {x.dtype}, y {list(y.shape)} {y.dtype}"
     if isinstance(labels, int) and not floats:
         what += f", labels 0..{labels - 1}" if labels else ""
@@ -481,23 +404,25 @@ class DatasetProblem:
         return self.code == ABSENT
 
 
+def dataset_problem(
+    problem: FileProblem, default: str, option: str | None = None
+) -> DatasetProblem:
+    """A file's problem as the dataset's: its own code, else `default`."""
+    return DatasetProblem(problem.code or default, problem.message, option, problem.help)
+
+
 ABSENT = "TL0708"  # the file is not there at check time: a warning
 CONTRADICTS = "TL0709"  # the file contradicts a declaration, or cannot feed the program
 UNREADABLE = "TL0710"  # the file is not in the format its suffix says
 MISSING_FIELD = "TL0714"  # `fields=` names an array the file does not hold
 
-_CACHE: dict[tuple[str, int, int, str | None], FileFacts | FileProblem] = {}
+
+def _file_stamp(path: Path) -> tuple[int, int]:
+    stat = path.stat()
+    return stat.st_mtime_ns, stat.st_size
 
 
-def _cached_facts(path: Path, target: str | None) -> FileFacts | FileProblem:
-    try:
-        stat = path.stat()
-    except OSError as error:
-        return FileProblem(f"cannot read `{path}`: {error.strerror or error}")
-    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size, target)
-    if key not in _CACHE:
-        _CACHE[key] = read_facts(path, target)
-    return _CACHE[key]
+_FILES = ReadCache[FileFacts](_file_stamp)
 
 
 def check_data(info: DatasetInfo, base: Path | None) -> DataCheck:
@@ -520,10 +445,10 @@ def check_data(info: DatasetInfo, base: Path | None) -> DataCheck:
         )
         return DataCheck(info, f"{declared} (`{info.name}` not found)", (problem,))
     target = info.options.get("target")
-    facts = _cached_facts(found, target if isinstance(target, str) else None)
+    column = target if isinstance(target, str) else None
+    facts = _FILES.read(found, (column,), lambda: read_facts(found, column))
     if isinstance(facts, FileProblem):
-        code = facts.code or UNREADABLE
-        return DataCheck(info, declared, (DatasetProblem(code, facts.message, None, facts.help),))
+        return DataCheck(info, declared, (dataset_problem(facts, UNREADABLE),))
     return _with_facts(info, facts)
 
 
@@ -538,9 +463,7 @@ def _data_fields(facts: FileFacts) -> tuple[DataField, ...] | None:
     bool) int64, as the runtime's `_as_features` converts them."""
     if facts.fields is None:
         return None
-    return tuple(
-        DataField(f.name, f.shape, "f32" if "float" in f.dtype else "i64") for f in facts.fields
-    )
+    return tuple(DataField(f.name, f.shape, element_type(f.dtype)) for f in facts.fields)
 
 
 def _named_arrays(info: DatasetInfo, facts: FileFacts) -> DataCheck:
@@ -612,7 +535,7 @@ def _with_facts(info: DatasetInfo, facts: FileFacts) -> DataCheck:
     task = REGRESSION if floats else CLASSIFICATION if facts.targets == INDICES else info.task
     if facts.targets == INDICES and target_shape:
         task = SEQUENCE
-    dtype = "f32" if facts.sample_dtype is None or "float" in facts.sample_dtype else "i64"
+    dtype = "f32" if facts.sample_dtype is None else element_type(facts.sample_dtype)
     updated = replace(
         info,
         sample_shape=facts.sample_shape if facts.sample_shape is not None else info.sample_shape,
@@ -652,7 +575,7 @@ def _token_data(info: DatasetInfo, base: Path | None) -> DataCheck:
     dtype = info.options.get("dtype", "uint16")
     count = token_count(found, dtype if isinstance(dtype, str) else "uint16")
     if isinstance(count, FileProblem):
-        return DataCheck(info, "", (DatasetProblem(UNREADABLE, count.message, "path", count.help),))
+        return DataCheck(info, "", (dataset_problem(count, UNREADABLE, "path"),))
     block = info.block_size or 0
     origin = f"`{path}`: {count:,} {dtype} tokens, windows of `block_size` {block}"
     if count < block + 1:

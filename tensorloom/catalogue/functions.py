@@ -2,18 +2,18 @@
 
     FUNCTIONS["softmax"]
     # FunctionSpec(name="softmax", params="x, dim", summary="softmax along `dim`",
-    #              torch="torch.softmax", builder="softmax", method=True)
+    #              torch="torch.softmax", method=True)
 
 A record holds the signature and a one-line summary (docs/reference.md is
 generated from them), the PyTorch it lowers to (`torch.exp`, `F.gelu`, or,
-starting with `x.`, a method of the first argument), whether `x.name(...)` is
-accepted as well as `name(x, ...)`, and `builder`: which of resolve-nml's
-builders (tensorloom/passes/support/resolve_builtins.py) turns a call into its nml op.
-A plain builtin (one tensor, then constant arguments) has the `plain` builder: its op
-(an `nml.PlainOp`) takes each argument the signature names as the property of that
-name, so such a builtin is this record and its op, nothing else.
-The shape rule is that op's own `infer_shape`. The functional losses come from
-tensorloom/catalogue/losses.py.
+starting with `x.`, a method of the first argument), and whether `x.name(...)` is
+accepted as well as `name(x, ...)`. The rest is on the nml op class that names the
+record (its `FUNCTION`, or one of its `RECORDS`; tensorloom/dialects/nml/): how a call
+is checked and built (`from_call`), the shape rule, the cost in `tlc info`, and the
+arguments of the PyTorch call. A plain builtin (one tensor, then constant arguments,
+an `nml.PlainOp`) takes each argument the signature names as the property of that
+name. So a builtin is this record and its op, nothing else. The functional losses
+come from tensorloom/catalogue/losses.py.
 """
 
 from __future__ import annotations
@@ -83,7 +83,6 @@ class FunctionSpec:
     params: str
     summary: str
     torch: str
-    builder: str
     method: bool = True
 
     @property
@@ -93,7 +92,7 @@ class FunctionSpec:
     @property
     def parameters(self) -> tuple[Parameter, ...]:
         """A plain signature's parameters (`x, p=2.0, dim=1`), with their defaults: the
-        `plain` builder's arguments (tensorloom/passes/support/resolve_builtins.py)."""
+        arguments `nml.PlainOp.from_call` reads (tensorloom/dialects/nml/tensor_ops.py)."""
         return tuple(_parameter(part) for part in self.params.split(", "))
 
 
@@ -124,33 +123,32 @@ _UNARY_TORCH = {
 
 _TABLE: tuple[FunctionSpec, ...] = (
     *(
-        FunctionSpec(name, "x", e.summary, _UNARY_TORCH.get(name, f"torch.{name}"), "unary")
+        FunctionSpec(name, "x", e.summary, _UNARY_TORCH.get(name, f"torch.{name}"))
         for name, e in ELEMENTWISE.items()
         if name != "neg"
     ),
-    FunctionSpec("gelu", 'x, approximate="none"', 'GELU, exact or `"tanh"`', "F.gelu", "gelu"),
-    FunctionSpec("clamp", "x, min=none, max=none", "x limited to [min, max]", "x.clamp", "clamp"),
-    FunctionSpec("softmax", "x, dim", "softmax along `dim`", "torch.softmax", "softmax"),
+    FunctionSpec("gelu", 'x, approximate="none"', 'GELU, exact or `"tanh"`', "F.gelu"),
+    FunctionSpec("clamp", "x, min=none, max=none", "x limited to [min, max]", "x.clamp"),
+    FunctionSpec("softmax", "x, dim", "softmax along `dim`", "torch.softmax"),
     FunctionSpec(
-        "log_softmax", "x, dim", "log of softmax along `dim`", "torch.log_softmax", "softmax"
+        "log_softmax", "x, dim", "log of softmax along `dim`", "torch.log_softmax"
     ),
     FunctionSpec(
         "dropout", "x, p=0.5", "zeroes elements with probability p in training", "F.dropout",
-        "dropout",
     ),
     FunctionSpec(
         "flatten", "x, start_dim=1, end_dim=-1",
-        "dims start..end as one (the method's start_dim is 0)", "x.flatten", "flatten",
+        "dims start..end as one (the method's start_dim is 0)", "x.flatten",
     ),
     FunctionSpec(
-        "reshape", "x, *shape", "the same elements in a new shape", "x.reshape", "reshape"
+        "reshape", "x, *shape", "the same elements in a new shape", "x.reshape"
     ),
-    FunctionSpec("view", "x, *shape", "a view in a new shape", "x.view", "reshape"),
-    FunctionSpec("permute", "x, *dims", "the dims in a new order", "x.permute", "permute"),
-    FunctionSpec("transpose", "x, dim0, dim1", "two dims swapped", "x.transpose", "plain"),
-    FunctionSpec("t", "x", "a matrix transposed (also `x.T`)", "x.t", "plain"),
+    FunctionSpec("view", "x, *shape", "a view in a new shape", "x.view"),
+    FunctionSpec("permute", "x, *dims", "the dims in a new order", "x.permute"),
+    FunctionSpec("transpose", "x, dim0, dim1", "two dims swapped", "x.transpose"),
+    FunctionSpec("t", "x", "a matrix transposed (also `x.T`)", "x.t"),
     *(
-        FunctionSpec(name, "x, dim=none, keepdim=false", doc, f"x.{name}", "reduce")
+        FunctionSpec(name, "x, dim=none, keepdim=false", doc, f"x.{name}")
         for name, doc in (
             ("mean", "the mean over `dim` (every dim if none)"),
             ("sum", "the sum over `dim` (every dim if none)"),
@@ -159,97 +157,94 @@ _TABLE: tuple[FunctionSpec, ...] = (
         )
     ),
     *(
-        FunctionSpec(name, "x, dim=none, keepdim=false, correction=1", doc, f"x.{name}", "reduce")
+        FunctionSpec(name, "x, dim=none, keepdim=false, correction=1", doc, f"x.{name}")
         for name, doc in (
             ("var", "the variance over `dim`"),
             ("std", "the standard deviation over `dim`"),
         )
     ),
     FunctionSpec(
-        "cat", "[a, b, ...], dim=0", "tensors joined along `dim`", "torch.cat", "cat", method=False
+        "cat", "[a, b, ...], dim=0", "tensors joined along `dim`", "torch.cat", method=False
     ),
     FunctionSpec(
-        "concat", "[a, b, ...], dim=0", "the same as `cat`", "torch.cat", "cat", method=False
+        "concat", "[a, b, ...], dim=0", "the same as `cat`", "torch.cat", method=False
     ),
     FunctionSpec(
         "stack", "[a, b, ...], dim=0", "equal tensors stacked along a new `dim`", "torch.stack",
-        "cat", method=False,
+        method=False,
     ),
     FunctionSpec(
-        "split", "x, size_or_sizes, dim=0", "a tuple of pieces along `dim`", "x.split", "split"
+        "split", "x, size_or_sizes, dim=0", "a tuple of pieces along `dim`", "x.split"
     ),
     FunctionSpec(
-        "chunk", "x, chunks, dim=0", "a tuple of `chunks` pieces along `dim`", "x.chunk", "split"
+        "chunk", "x, chunks, dim=0", "a tuple of `chunks` pieces along `dim`", "x.chunk"
     ),
     FunctionSpec(
         "expand", "x, *sizes", "size-1 dims broadcast to `sizes` (-1 keeps one)", "x.expand",
-        "sized",
     ),
-    FunctionSpec("repeat", "x, *counts", "x tiled `counts` times per dim", "x.repeat", "sized"),
-    FunctionSpec("unsqueeze", "x, dim", "a new dim of size 1 at `dim`", "x.unsqueeze", "plain"),
+    FunctionSpec("repeat", "x, *counts", "x tiled `counts` times per dim", "x.repeat"),
+    FunctionSpec("unsqueeze", "x, dim", "a new dim of size 1 at `dim`", "x.unsqueeze"),
     FunctionSpec(
         "squeeze", "x, dim=none", "dims of size 1 removed (only `dim` if given)", "x.squeeze",
-        "squeeze",
     ),
     FunctionSpec(
         "normalize", "x, p=2.0, dim=1", "x divided by its p-norm along `dim`", "F.normalize",
-        "plain",
     ),
-    FunctionSpec("tril", "x, diagonal=0", "the lower triangle, 0 above", "torch.tril", "plain"),
-    FunctionSpec("triu", "x, diagonal=0", "the upper triangle, 0 below", "torch.triu", "plain"),
+    FunctionSpec("tril", "x, diagonal=0", "the lower triangle, 0 above", "torch.tril"),
+    FunctionSpec("triu", "x, diagonal=0", "the upper triangle, 0 below", "torch.triu"),
     FunctionSpec(
         "einsum", '"equation", *tensors', "a sum of products named by the equation",
-        "torch.einsum", "einsum", method=False,
+        "torch.einsum", method=False,
     ),
     FunctionSpec(
         "arange", "[start,] end[, step]", "the 1-D range start, start + step, ... < end",
-        "torch.arange", "arange", method=False,
+        "torch.arange", method=False,
     ),
     FunctionSpec(
         "randn", "*sizes", "standard normal samples of this shape (`randn([B, 16])`)",
-        "torch.randn", "sample", method=False,
+        "torch.randn", method=False,
     ),
     FunctionSpec(
-        "rand", "*sizes", "uniform samples in [0, 1) of this shape", "torch.rand", "sample",
+        "rand", "*sizes", "uniform samples in [0, 1) of this shape", "torch.rand",
         method=False,
     ),
     FunctionSpec(
         "randint", "low, high, size", "integers drawn uniformly from [low, high), int64",
-        "torch.randint", "sample", method=False,
+        "torch.randint", method=False,
     ),
     FunctionSpec(
         "linspace", "start, end, steps", "`steps` evenly spaced values from start to end",
-        "torch.linspace", "linspace", method=False,
+        "torch.linspace", method=False,
     ),
     FunctionSpec(
         "multinomial", "p, num_samples, replacement=false",
         "category indices drawn in proportion to the weights p ([C] or [N, C]), int64",
-        "torch.multinomial", "multinomial",
+        "torch.multinomial",
     ),
     FunctionSpec(
-        "pow", "x, exponent", "x to the power `exponent` (also `x ** exponent`)", "torch.pow", "pow"
+        "pow", "x, exponent", "x to the power `exponent` (also `x ** exponent`)", "torch.pow"
     ),
     FunctionSpec(
         "norm", "x, p=2.0, dim=none, keepdim=false",
-        "the vector p-norm over `dim` (every dim if none)", "torch.linalg.vector_norm", "norm",
+        "the vector p-norm over `dim` (every dim if none)", "torch.linalg.vector_norm",
     ),
     FunctionSpec(
         "linalg.vector_norm", "x, ord=2.0, dim=none, keepdim=false", "the same as `norm`",
-        "torch.linalg.vector_norm", "norm", method=False,
+        "torch.linalg.vector_norm", method=False,
     ),
     FunctionSpec(
         "pad", 'x, pads, mode="constant", value=0.0',
         "the last dims grown by (left, right) pairs, the last dim's first; pads may be computed",
-        "F.pad", "pad", method=False,
+        "F.pad", method=False,
     ),
     FunctionSpec(
         "narrow", "x, dim, start, length", "`length` elements of `dim` from `start` (computed)",
-        "x.narrow", "narrow",
+        "x.narrow",
     ),
-    FunctionSpec("cumsum", "x, dim", "running sums along `dim`", "torch.cumsum", "plain"),
-    FunctionSpec("cumprod", "x, dim", "running products along `dim`", "torch.cumprod", "plain"),
+    FunctionSpec("cumsum", "x, dim", "running sums along `dim`", "torch.cumsum"),
+    FunctionSpec("cumprod", "x, dim", "running products along `dim`", "torch.cumprod"),
     *(
-        FunctionSpec(name, "x", f"x as {dtype} (a method only: `x.{name}()`)", "x.to", "cast")
+        FunctionSpec(name, "x", f"x as {dtype} (a method only: `x.{name}()`)", "x.to")
         for name, dtype in (
             ("float", "float32"), ("half", "float16"), ("bfloat16", "bfloat16"),
             ("long", "int64 (`i64`)"), ("bool", "bool (`i1`)"),
@@ -257,17 +252,17 @@ _TABLE: tuple[FunctionSpec, ...] = (
     ),
     FunctionSpec(
         "to", "x, dtype", "x as `dtype`: `torch.float32`, `torch.int64`, ... (a method only)",
-        "x.to", "cast",
+        "x.to",
     ),
     *(
-        FunctionSpec(name, "x, dim=none, keepdim=false", doc, f"x.{name}", "extremum")
+        FunctionSpec(name, "x, dim=none, keepdim=false", doc, f"x.{name}")
         for name, doc in (
             ("max", "the largest element; with `dim`, (values, indices) along it"),
             ("min", "the smallest element; with `dim`, (values, indices) along it"),
         )
     ),
     *(
-        FunctionSpec(name, "x, dim=none, keepdim=false", doc, f"torch.{name}", "arg_reduce")
+        FunctionSpec(name, "x, dim=none, keepdim=false", doc, f"torch.{name}")
         for name, doc in (
             ("argmax", "the index of the largest element along `dim` (of all if none)"),
             ("argmin", "the index of the smallest element along `dim` (of all if none)"),
@@ -275,18 +270,18 @@ _TABLE: tuple[FunctionSpec, ...] = (
     ),
     FunctionSpec(
         "topk", "x, k, dim=-1, largest=true",
-        "(values, indices) of the k largest (smallest) along `dim`, sorted", "x.topk", "topk",
+        "(values, indices) of the k largest (smallest) along `dim`, sorted", "x.topk",
     ),
     FunctionSpec(
         "one_hot", "ids, num_classes", "class indices as rows of 0 and 1 (a new last dim)",
-        "F.one_hot", "one_hot", method=False,
+        "F.one_hot", method=False,
     ),
     FunctionSpec(
         "gather", "x, dim, index", "x's elements at `index` along `dim` (index's shape)",
-        "torch.gather", "gather",
+        "torch.gather",
     ),
     *(
-        FunctionSpec(name, f"x, dim, index, {src}", doc, f"x.{name}", "scatter")
+        FunctionSpec(name, f"x, dim, index, {src}", doc, f"x.{name}")
         for name, src, doc in (
             ("scatter", "src", "x with `src` (a tensor or number) written at `index` along `dim`"),
             ("scatter_add", "src", "x with `src` added at `index` along `dim`"),
@@ -297,24 +292,23 @@ _TABLE: tuple[FunctionSpec, ...] = (
         "where", "condition[, a, b]",
         "a where condition holds, else b; with the condition alone, the indices where it "
         "holds, one i64 tensor per dim, of a length that depends on the data",
-        "torch.where", "where", method=False,
+        "torch.where", method=False,
     ),
     FunctionSpec(
         "nonzero", "x, as_tuple=true",
         "the indices where x holds, one i64 tensor per dim (as `where(x)`)",
-        "torch.nonzero", "nonzero",
+        "torch.nonzero",
     ),
     FunctionSpec(
         "masked_fill", "x, mask, value", "x with `value` where mask holds", "x.masked_fill",
-        "masked_fill",
     ),
-    FunctionSpec("matmul", "a, b", "the matrix product (also `a @ b`)", "torch.matmul", "matmul"),
-    FunctionSpec("size", "x, dim", "the size of one dim, an integer", "x.size", "size"),
+    FunctionSpec("matmul", "a, b", "the matrix product (also `a @ b`)", "torch.matmul"),
+    FunctionSpec("size", "x, dim", "the size of one dim, an integer", "x.size"),
     FunctionSpec(
         "scaled_dot_product_attention",
         "q, k, v, attn_mask=none, dropout=0.0, causal=false, scale=none",
         "softmax(q k^T / sqrt(E) + mask) v, fused (flash attention on a GPU)",
-        "F.scaled_dot_product_attention", "attention", method=False,
+        "F.scaled_dot_product_attention", method=False,
     ),
 )  # fmt: skip
 
@@ -322,7 +316,7 @@ _LOSS_TABLE = tuple(
     FunctionSpec(
         name,
         "out, y, reduction=\"mean\"" + "".join(f", {k}=" for k in loss.function_keywords),
-        f"{loss.summary}; targets: {loss.targets}", loss.torch_function or "", "loss", method=False,
+        f"{loss.summary}; targets: {loss.targets}", loss.torch_function or "", method=False,
     )
     for name, loss in FUNCTIONAL_LOSSES.items()
 )  # fmt: skip

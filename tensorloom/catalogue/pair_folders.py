@@ -19,8 +19,9 @@ stem, the same stems in every field folder; a field's files share one extension:
 - `.npy`: [*shape] from each header, float32 (integer arrays int64).
 
 A layout the loader would refuse is a `FileProblem`: a missing partner file (TL0715),
-files of a field that differ in shape (TL0716), a file no reader takes (TL0717). Nothing
-here imports numpy or torch.
+files of a field that differ in shape (TL0716), a file no reader takes (TL0717). The
+reading it shares with a single data file (finding the folder, .npy headers, a file's head
+or text, the cache) is `file_heads.py`. Nothing here imports numpy or torch.
 """
 
 from __future__ import annotations
@@ -30,14 +31,18 @@ import struct
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from tensorloom.catalogue.data_files import (
-    ABSENT,
-    DataCheck,
-    DatasetProblem,
-    FileProblem,
-    read_npy_header,
-)
+from tensorloom.catalogue.data_files import ABSENT, DataCheck, DatasetProblem, dataset_problem
 from tensorloom.catalogue.datasets import DataField, DatasetInfo
+from tensorloom.catalogue.file_heads import (
+    FileProblem,
+    ReadCache,
+    cannot_read,
+    element_type,
+    find_place,
+    read_head,
+    read_npy_file,
+    read_text,
+)
 
 MISSING_PARTNER = "TL0715"  # a stem one field folder has and another lacks
 SHAPES_DIFFER = "TL0716"  # two files of one field of different shapes
@@ -71,15 +76,6 @@ class FolderFacts:
         """Where the figures come from, for `tlc check`'s report."""
         kinds = ", ".join(f"{f.name}/ ({f.suffix})" for f in self.fields)
         return f"{self.count} samples of {kinds}"
-
-
-def find_folder(path: str, base: Path | None) -> Path | None:
-    """The folder as the emitted script opens it: relative to the working directory, else
-    to the program's folder `base`; None if it is not there."""
-    places = [Path(path)]
-    if not Path(path).is_absolute() and base is not None:
-        places.append(base / path)
-    return next((p for p in places if p.is_dir()), None)
 
 
 def read_folder(
@@ -120,7 +116,10 @@ def _field_files(folder: Path, name: str) -> dict[str, Path] | FileProblem:
                            UNREADABLE_FILE)  # fmt: skip
     if not place.is_dir():
         return FileProblem(f"`{folder}/` has no field folder `{name}/`", None, UNREADABLE_FILE)
-    listed = [p for p in place.iterdir() if p.is_file() and not p.name.startswith(".")]
+    try:
+        listed = [p for p in place.iterdir() if p.is_file() and not p.name.startswith(".")]
+    except OSError as error:
+        return cannot_read(place, error, UNREADABLE_FILE)
     files = {p.stem: p for p in listed}
     kinds = sorted({p.suffix.lower() for p in listed})
     if len(kinds) != 1 or kinds[0] not in READERS:
@@ -193,13 +192,9 @@ def _differ(
 
 def _png_shape(path: Path) -> tuple[tuple[int, ...], str] | FileProblem:
     """[C, H, W] from the IHDR chunk; the PNGs runtime/folders.py's `read_png` decodes."""
-    try:
-        with path.open("rb") as stream:
-            head = stream.read(33)
-    except OSError as error:
-        return FileProblem(
-            f"cannot read `{path}`: {error.strerror or error}", None, UNREADABLE_FILE
-        )
+    head = read_head(path, 33, UNREADABLE_FILE)
+    if isinstance(head, FileProblem):
+        return head
     if not head.startswith(PNG_SIGNATURE) or head[12:16] != b"IHDR" or len(head) < 29:
         return FileProblem(f"`{path}` is not a PNG file", None, UNREADABLE_FILE)
     width, height, depth, colour, _, _, interlace = struct.unpack(">IIBBBBB", head[16:29])
@@ -215,16 +210,17 @@ def _png_shape(path: Path) -> tuple[tuple[int, ...], str] | FileProblem:
 
 
 def _npy_shape(path: Path) -> tuple[tuple[int, ...], str] | FileProblem:
-    with path.open("rb") as stream:
-        header = read_npy_header(stream)
+    header = read_npy_file(path, UNREADABLE_FILE)
     if isinstance(header, FileProblem):
-        return FileProblem(f"`{path}`: {header.message}", header.help, UNREADABLE_FILE)
-    dtype = "i64" if "int" in header[0].dtype or header[0].descr == "b1" else "f32"
-    return header[0].shape, dtype
+        return header
+    return header.shape, element_type(header.dtype)
 
 
 def _class_problem(path: Path) -> FileProblem | None:
-    written = path.read_text(encoding="utf-8", errors="replace").strip()
+    written = read_text(path, UNREADABLE_FILE)
+    if isinstance(written, FileProblem):
+        return written
+    written = written.strip()
     try:
         int(written)
     except ValueError:
@@ -237,10 +233,10 @@ def _longest_text(paths: list[Path], text: str) -> int | FileProblem:
     """The most tokens a text has: its bytes, or its words (each line's, then `<eos>`)."""
     longest = 0
     for path in paths:
-        try:
-            written = path.read_text(encoding="utf-8").rstrip()
-        except UnicodeDecodeError:
-            return FileProblem(f"`{path}` is not UTF-8 text", None, UNREADABLE_FILE)
+        written = read_text(path, UNREADABLE_FILE)
+        if isinstance(written, FileProblem):
+            return written
+        written = written.rstrip()
         if text == "bytes":
             count = len(written.encode("utf-8"))
         else:
@@ -250,15 +246,12 @@ def _longest_text(paths: list[Path], text: str) -> int | FileProblem:
 
 
 NO_FIELDS = "TL0718"  # an absent folder whose fields `fields=` does not name
-_CACHE: dict[
-    tuple[str, int, str, int | None, tuple[str, ...] | None], FolderFacts | FileProblem
-] = {}
 
 
 def check_folder(info: DatasetInfo, base: Path | None) -> DataCheck:
     """A folder of pairs (`lookup_dataset`'s `info`) with its fields' shapes from its files;
     `base` is the program's folder."""
-    found = find_folder(info.name, base)
+    found = find_place(info.name, base, folder=True)
     declared = info.options.get("fields")
     names = [str(n) for n in declared] if isinstance(declared, list) else None
     if found is None:
@@ -267,9 +260,8 @@ def check_folder(info: DatasetInfo, base: Path | None) -> DataCheck:
     length = info.options.get("length")
     facts = _cached(found, names, str(text), length if isinstance(length, int) else None)
     if isinstance(facts, FileProblem):
-        code = facts.code or UNREADABLE_FILE
         option = "fields" if names is not None and "no field folder" in facts.message else None
-        return DataCheck(info, "", (DatasetProblem(code, facts.message, option, facts.help),))
+        return DataCheck(info, "", (dataset_problem(facts, UNREADABLE_FILE, option),))
     fields = tuple(DataField(f.name, f.shape, f.dtype) for f in facts.fields)
     return DataCheck(replace(info, fields=fields), f"`{info.name}`: {facts.what}")
 
@@ -294,18 +286,19 @@ def _absent(info: DatasetInfo, names: list[str] | None) -> DataCheck:
     return DataCheck(info, "", (problem,))
 
 
+def _folder_stamp(folder: Path) -> int:
+    """The modification times of the folder and its field folders, which a file added,
+    removed or renamed changes (a file rewritten in place does not)."""
+    stamp = folder.stat().st_mtime_ns
+    return stamp + sum(p.stat().st_mtime_ns for p in folder.iterdir() if p.is_dir())
+
+
+_FOLDERS = ReadCache[FolderFacts](_folder_stamp)
+
+
 def _cached(
     folder: Path, names: list[str] | None, text: str, length: int | None
 ) -> FolderFacts | FileProblem:
-    """`read_folder`, once per folder state and options: the modification times of the folder
-    and its field folders, which a file added, removed or renamed changes (a file rewritten in
-    place does not: a later process reads it again)."""
-    try:
-        stamp = folder.stat().st_mtime_ns
-        stamp += sum(p.stat().st_mtime_ns for p in folder.iterdir() if p.is_dir())
-    except OSError as error:
-        return FileProblem(f"cannot read `{folder}`: {error.strerror or error}")
-    key = (str(folder.resolve()), stamp, text, length, tuple(names) if names else None)
-    if key not in _CACHE:
-        _CACHE[key] = read_folder(folder, names, text, length)
-    return _CACHE[key]
+    """`read_folder`, once per folder state and options."""
+    options = (text, length, tuple(names) if names else None)
+    return _FOLDERS.read(folder, options, lambda: read_folder(folder, names, text, length))

@@ -6,9 +6,9 @@
 
 No tensor data is read: a safetensors file starts with its JSON header (an 8-byte
 little-endian length, then the JSON); a sharded folder's model.safetensors.index.json names
-the shards; a torch state dict (.pt, .pth, .bin: a zip holding a pickle) is unpickled with
-torch's rebuild functions replaced by ones that record the shape and dtype, and no other
-global allowed, so reading it runs no code of the file's. The compiler never imports torch.
+the shards; a torch state dict (.pt, .pth, .bin: a zip holding a pickle) is read by
+torch_save.py's restricted unpickler, which records each tensor's shape and dtype and refuses
+every other global, so reading it runs no code of the file's. The compiler never imports torch.
 The emitted script reads the same formats with safetensors and torch
 (tensorloom/backends/runtime/pretrained.py).
 """
@@ -16,19 +16,14 @@ The emitted script reads the same formats with safetensors and torch
 from __future__ import annotations
 
 import json
-import pickle
 import struct
-import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tensorloom.catalogue.torch_save import TensorHeader, TorchSaveError, read_torch_save
+
 _MAX_HEADER = 100 * 1024 * 1024
-_STORAGE_DTYPES = {
-    "FloatStorage": "F32", "DoubleStorage": "F64", "HalfStorage": "F16",
-    "BFloat16Storage": "BF16", "LongStorage": "I64", "IntStorage": "I32",
-    "ShortStorage": "I16", "CharStorage": "I8", "ByteStorage": "U8", "BoolStorage": "BOOL",
-}  # fmt: skip
 _SAFETENSORS_SIZES = {
     "F64": 8,
     "F32": 4,
@@ -46,19 +41,12 @@ _SAFETENSORS_SIZES = {
     "F8_E4M3": 1,
     "F8_E5M2": 1,
 }  # fmt: skip  bytes per element of each dtype safetensors writes
-_TORCH_DTYPES = {
-    "float32": "F32", "float": "F32", "float64": "F64", "double": "F64", "float16": "F16",
-    "half": "F16", "bfloat16": "BF16", "int64": "I64", "long": "I64", "int32": "I32",
-    "int": "I32", "int16": "I16", "int8": "I8", "uint8": "U8", "bool": "BOOL",
+# torch's dtype names (torch_save.py's headers) -> safetensors' spelling of them: every
+# TensorHeader of a weights source spells its dtype as safetensors does.
+_SAFETENSORS_DTYPES = {
+    "float32": "F32", "float64": "F64", "float16": "F16", "bfloat16": "BF16", "int64": "I64",
+    "int32": "I32", "int16": "I16", "int8": "I8", "uint8": "U8", "bool": "BOOL",
 }  # fmt: skip
-
-
-@dataclass(frozen=True, slots=True)
-class TensorHeader:
-    """One tensor of a weights file: its dtype as safetensors spells it, and its shape."""
-
-    dtype: str
-    shape: tuple[int, ...]
 
 
 @dataclass(slots=True)
@@ -188,59 +176,18 @@ def _is_size(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-class _Storage:
-    def __init__(self, dtype: str):
-        self.dtype = dtype
-
-
-class _StateUnpickler(pickle.Unpickler):
-    """Unpickles a torch state dict's tensors as TensorHeaders; no other global loads."""
-
-    def find_class(self, module: str, name: str) -> Any:
-        if module == "collections" and name == "OrderedDict":
-            import collections
-
-            return collections.OrderedDict
-        if module == "torch._utils" and name in ("_rebuild_tensor_v2", "_rebuild_tensor"):
-            return _rebuild_tensor
-        if module == "torch._utils" and name == "_rebuild_parameter":
-            return lambda data, *_: data  # pyright: ignore[reportUnknownLambdaType]
-        if module == "torch" and name in _STORAGE_DTYPES:
-            return _STORAGE_DTYPES[name]
-        if module == "torch" and name in _TORCH_DTYPES:
-            return _TORCH_DTYPES[name]
-        raise WeightFileError(f"it needs `{module}.{name}`, which a state dict does not")
-
-    def persistent_load(self, pid: Any) -> Any:
-        # ('storage', storage type, key, location, numel); the type is a dtype name here
-        kind = pid[1] if isinstance(pid, tuple) and len(pid) > 1 else None  # pyright: ignore
-        return _Storage(kind if isinstance(kind, str) else "?")
-
-
-def _rebuild_tensor(storage: _Storage, offset: int, size: Any, *_: Any) -> TensorHeader:
-    return TensorHeader(storage.dtype, tuple(int(d) for d in size))
-
-
 def torch_state_header(file: Path) -> dict[str, TensorHeader]:
     """A torch state dict's tensors (torch.save's zip format), without loading their data."""
     try:
-        with zipfile.ZipFile(file) as archive:
-            pickled = next((n for n in archive.namelist() if n.endswith("data.pkl")), None)
-            if pickled is None:
-                raise WeightFileError(f"{file}: not a torch state dict (no data.pkl in it)")
-            with archive.open(pickled) as f:
-                state = _StateUnpickler(f).load()
-    except WeightFileError as exc:
-        message = str(exc) if str(exc).startswith(str(file)) else f"{file}: {exc}"
-        raise WeightFileError(message) from None
-    except (zipfile.BadZipFile, OSError, EOFError, pickle.UnpicklingError) as exc:
-        raise WeightFileError(f"{file}: not a torch state dict ({exc})") from None
+        state = read_torch_save(file)
+    except TorchSaveError as exc:
+        raise WeightFileError(exc.message) from None
     if isinstance(state, dict) and isinstance(state.get("state_dict"), dict):  # pyright: ignore
         state = state["state_dict"]  # pyright: ignore[reportUnknownVariableType]
     if not isinstance(state, dict):
-        raise WeightFileError(f"{file}: holds no state dict")
+        raise WeightFileError(f"`{file}` holds no state dict")
     return {
-        str(k): v
-        for k, v in state.items()
-        if isinstance(v, TensorHeader)  # pyright: ignore
+        str(k): TensorHeader(_SAFETENSORS_DTYPES[v.dtype], v.shape)
+        for k, v in state.items()  # pyright: ignore[reportUnknownVariableType]
+        if isinstance(v, TensorHeader)
     }

@@ -2157,7 +2157,10 @@ warning[TL0801]: `elsewhere/gpt2` is not there at check time: the names are not 
 The source is a safetensors file, a Hugging Face folder (model.safetensors, a sharded
 model.safetensors.index.json with its shards, or pytorch_model.bin) or a torch state dict
 (.pt, .pth, .bin). Only the header is read: a truncated file, one that is no safetensors or
-torch file, or an index naming a shard the folder lacks is this error.
+torch file, or an index naming a shard the folder lacks is this error. A torch file's pickle
+is read by the restricted unpickler that reads a .pt dataset (TL0719): it holds tensors and
+their containers, and one that names anything else (`os.system`, a class of the program that
+saved it) is refused in the same words, none of it run.
 """,
             """\
 error[TL0802]: cannot read the weights: w.safetensors: not a safetensors file (its header is not JSON)

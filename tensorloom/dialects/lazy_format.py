@@ -34,6 +34,11 @@ class LazyFormatOp(LazyOp):
     ASSEMBLY_FORMAT: ClassVar[str]
 
     @classmethod
+    def format_text(cls) -> str:
+        """The format's text: `ASSEMBLY_FORMAT`, unless a family makes it from its fields."""
+        return cls.ASSEMBLY_FORMAT
+
+    @classmethod
     def parse(cls, parser: Parser) -> Self:
         return format_program(cls).parse(parser, cls)
 
@@ -43,12 +48,12 @@ class LazyFormatOp(LazyOp):
 
 @functools.cache
 def format_program(op_type: type[LazyFormatOp]) -> FormatProgram:
-    """The op's `ASSEMBLY_FORMAT`, compiled (once per op class)."""
+    """The op's format (its `format_text()`, `ASSEMBLY_FORMAT`), compiled once per op class."""
     from xdsl.irdl.declarative_assembly_format import FormatProgram
     from xdsl.utils.exceptions import ParseError, PyRDLOpDefinitionError
 
     try:
-        return FormatProgram.from_str(op_type.ASSEMBLY_FORMAT, op_type.get_irdl_definition())
+        return FormatProgram.from_str(op_type.format_text(), op_type.get_irdl_definition())
     except ParseError as error:
         raise PyRDLOpDefinitionError(
             f"`{op_type.name}`: error in the assembly format: {error}"

@@ -757,7 +757,8 @@ class Inference:
         return None
 
     def _float_ids(self, model: ModelOp, op: ApplyOp | ApplyAtOp) -> bool:
-        """Whether an `Embedding`'s ids are the output of a catalogue layer (always floats)."""
+        """Whether the ids of a layer that looks them up (its spec's `takes_indices`) are the
+        output of a catalogue layer (always floats)."""
         seen: set[SSAValue] = set()
         todo = [op.args[0]]
         while todo:  # back through the builtins that keep a float a float (`sum`, `relu`, `+`)
@@ -819,7 +820,7 @@ class Inference:
         secondary = [Label(s, f"`{name}` is declared here") for s in [span_of(layer)] if s]
         help_text = (
             f"feed sequences of at most {rows} tokens, or make the table "
-            f"`Embedding({last + 1}, ...)`"
+            f"`{bound.spec.name}({last + 1}, ...)`"
         )
         report(
             Diagnostic.error("TL0208", message, Label(span), secondary=secondary, help=help_text)
@@ -830,7 +831,8 @@ class Inference:
         return attr.dims if isinstance(attr, TensorType) else None
 
     def _like(self, op: ApplyOp | ApplyAtOp, shape: Shape) -> Attribute:
-        """The input's element type, but a float for integer indices (`Embedding`)."""
+        """The input's element type, but a float for integer indices (a layer that
+        `takes_indices` looks up float rows)."""
         first = op.args[0].type if op.args else None
         if not isinstance(first, TensorType) or isinstance(first.element_type, IntegerType):
             return TensorType.unranked().with_dims(shape)

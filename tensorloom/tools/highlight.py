@@ -6,8 +6,10 @@
 pyproject.toml registers both under the `pygments.lexers` entry point, so
 Pygments (and Sphinx, MkDocs, ...) find them once TensorLoom is installed. The
 keywords come from the lexer's own table (frontend/tokens.py), plus the words
-the parser reads as keywords only where a declaration starts (`model Name`,
-`layer name`, `train net on`, `checkpoint every N epochs`); a capitalised
+the parser reads as keywords only where a declaration or a line starts (`model Name`,
+`layer name`, `train net on`, `checkpoint every N epochs`, a train block's `step f with`,
+`group name =`, `carry name`, `from`/`until epoch N`, `weights net from`, `@weights hf for
+Net`, `using hf`); a capitalised
 name before `(` is a layer or model constructor, a lower-case one a function.
 editors/vscode/syntaxes/tensorloom.tmLanguage.json is the same grammar for
 TextMate editors.
@@ -61,6 +63,10 @@ def _rules() -> dict[str, Rules]:
                 r"(fn|def)(\s+)([A-Za-z_]\w*)",
                 bygroups(Keyword.Declaration, Whitespace, Name.Function),
             ),
+            (
+                r"(from|until)(\s+)(epoch)(\s+)(\d+)\b",  # a step's epochs, before `from`
+                bygroups(Keyword, Whitespace, Keyword, Whitespace, Number.Integer),
+            ),
             (words(CONSTANTS, suffix=r"\b"), Keyword.Constant),
             (words(tuple(plain), suffix=r"\b"), Keyword),
             (
@@ -71,11 +77,21 @@ def _rules() -> dict[str, Rules]:
                 r"(train)(\s+)([A-Za-z_]\w*)(\s+)(on)\b",
                 bygroups(Keyword, Whitespace, Name, Whitespace, Keyword),
             ),
+            (r"(train)(?=\s+\()", Keyword),  # `train (G, D) on data:`
+            (r"(on)(?=\s+[A-Za-z_]\w*\s*:)", Keyword),
             (
                 r"(weights)(\s+)([A-Za-z_]\w*)(\s+)(from)\b",
                 bygroups(Keyword.Declaration, Whitespace, Name, Whitespace, Keyword),
             ),
             (r"(using)(\s+)([A-Za-z_]\w*)", bygroups(Keyword, Whitespace, Name)),
+            (
+                r"(step)(\s+)([A-Za-z_]\w*)(\s+)(with)\b",
+                bygroups(Keyword, Whitespace, Name.Function, Whitespace, Keyword),
+            ),
+            (
+                r"(group|carry)(\s+)([A-Za-z_]\w*)(?=\s*(=|//|$))",
+                bygroups(Keyword, Whitespace, Name.Variable),
+            ),
             (r"\b(ignore|config)(?=\s+[\"'])", Keyword),
             (r"\b(transposed)(?=\s*(//.*)?$)", Keyword),
             (r"(along)(\s+)(\d+)\b", bygroups(Keyword, Whitespace, Number.Integer)),
@@ -91,7 +107,7 @@ def _rules() -> dict[str, Rules]:
             (r"[A-Z]\w*(?=\()", Name.Class),
             (r"[a-z_]\w*(?=\()", Name.Function),
             (r"[A-Za-z_]\w*", Name),
-            (r"\|>|->|\*\*|==|!=|<=|>=|[-+*/%<>=@]", Operator),
+            (r"\|>|->|\*\*|==|!=|<=|>=|\+=|-=|\*=|/=|[-+*/%<>=@]", Operator),
             (r"[()\[\]{}:,.]", Punctuation),
             (r".", Text),
         ],

@@ -11,21 +11,22 @@
     }
 
 Types and attribute expressions are in `types.py`, structural ops in `ops.py`,
-the functional builtins in `builtins.py` (their shape rules are the helpers of
-`tensorloom/catalogue/shapes.py`). See docs/ir.md. The dialect registers the op lists
-the modules build (`FUNCTIONAL_OPS`, `TENSOR_OPS`, `CONTROL_OPS`); a plain builtin
-(`PLAIN_OPS`: normalize, cumsum, ...) is reached through its catalogue record's name, so
-it is not exported here one by one.
+the functional builtins in `builtins.py` and `tensor_ops.py` (their shape rules are the
+helpers of `tensorloom/catalogue/shapes.py`). See docs/ir.md. The dialect registers
+every builtin op class as it is defined (`BUILTIN_OPS`), and resolve-nml reaches one
+through its catalogue record (`OP_OF_RECORD`), so a new builtin is neither listed nor
+exported here; the names below are those other modules use.
 """
 
 from xdsl.ir import Dialect
 
 from tensorloom.dialects.nml.builtins import (
     BINARY_OPS,
+    BUILTIN_OPS,
     COMPARE_OPS,
     DYNAMIC,
     ELEMENTWISE,
-    FUNCTIONAL_OPS,
+    OP_OF_RECORD,
     UNARY_OPS,
     AddOp,
     AmaxOp,
@@ -47,18 +48,21 @@ from tensorloom.dialects.nml.builtins import (
     GeluOp,
     IndexOp,
     IndexPutOp,
+    InTraining,
     LinspaceOp,
     ListOp,
     LogSoftmaxOp,
     MaskedFillOp,
     MatmulOp,
     MeanOp,
+    Member,
     MomentOp,
     MulOp,
     MultinomialOp,
     NegOp,
     PermuteOp,
     PowOp,
+    PyName,
     ReductionOp,
     ReluOp,
     RepeatOp,
@@ -68,8 +72,10 @@ from tensorloom.dialects.nml.builtins import (
     SigmoidOp,
     SiluOp,
     SizedOp,
+    SizeOf,
     SoftmaxLikeOp,
     SoftmaxOp,
+    SpelledOp,
     SplitOp,
     SqueezeOp,
     StackOp,
@@ -77,6 +83,7 @@ from tensorloom.dialects.nml.builtins import (
     SubOp,
     SumOp,
     TanhOp,
+    TorchArgument,
     UnaryOp,
     VarOp,
     ViewOp,
@@ -113,8 +120,6 @@ from tensorloom.dialects.nml.ops import (
 )
 from tensorloom.dialects.nml.tensor_ops import (
     DTYPES,
-    PLAIN_OPS,
-    TENSOR_OPS,
     TORCH_DTYPES,
     ArgmaxOp,
     ArgminOp,
@@ -131,10 +136,8 @@ from tensorloom.dialects.nml.tensor_ops import (
     PlainOp,
     ScatterAddOp,
     ScatterOp,
-    SpelledOp,
     TOp,
     TopkOp,
-    TorchArgument,
 )
 from tensorloom.dialects.nml.types import (
     ELEMENT_TYPE_NAMES,
@@ -159,6 +162,7 @@ from tensorloom.dialects.nml.types import (
 
 __all__ = [
     "BINARY_OPS",
+    "BUILTIN_OPS",
     "COMPARE_OPS",
     "CONTROL_OPS",
     "DTYPES",
@@ -166,10 +170,8 @@ __all__ = [
     "ELEMENTWISE",
     "ELEMENT_TYPE_NAMES",
     "EXPR_OPERATORS",
-    "FUNCTIONAL_OPS",
     "LOSSES",
-    "PLAIN_OPS",
-    "TENSOR_OPS",
+    "OP_OF_RECORD",
     "TORCH_DTYPES",
     "UNARY_OPS",
     "AddOp",
@@ -209,6 +211,7 @@ __all__ = [
     "GeluOp",
     "GetAttrOp",
     "IfOp",
+    "InTraining",
     "IndexAddOp",
     "IndexOp",
     "IndexPutOp",
@@ -224,6 +227,7 @@ __all__ = [
     "MatmulOp",
     "MaxOp",
     "MeanOp",
+    "Member",
     "MinOp",
     "ModelCallOp",
     "ModelOp",
@@ -243,6 +247,7 @@ __all__ = [
     "PipeOp",
     "PlainOp",
     "PowOp",
+    "PyName",
     "ReductionOp",
     "RefOp",
     "ReluOp",
@@ -255,6 +260,7 @@ __all__ = [
     "ScatterOp",
     "SigmoidOp",
     "SiluOp",
+    "SizeOf",
     "SizedOp",
     "SliceAttr",
     "SoftmaxLikeOp",
@@ -304,10 +310,8 @@ Nml = Dialect(
         InstanceOp,
         RefOp,
         GetAttrOp,
-        *FUNCTIONAL_OPS,
-        *TENSOR_OPS,
+        *BUILTIN_OPS,
         *CONTROL_OPS,
-        LossOp,
     ],
     [
         TensorType,

@@ -14,7 +14,8 @@ type or a `ShapeMismatch`; the shape-inference pass calls it and supplies the
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
@@ -57,7 +58,7 @@ from tensorloom.catalogue.costs import (
     per_element,
     reduction,
 )
-from tensorloom.catalogue.functions import ELEMENTWISE, SCALAR_MATH, Elementwise
+from tensorloom.catalogue.functions import ELEMENTWISE, FUNCTIONS, SCALAR_MATH, Elementwise
 from tensorloom.catalogue.shapes import (
     UNKNOWN_BOUND,
     Index,
@@ -92,6 +93,15 @@ from tensorloom.catalogue.shapes import (
 )
 from tensorloom.dialects.lazy_definition import lazy_op_definition
 from tensorloom.dialects.lazy_format import LazyFormatOp
+from tensorloom.dialects.nml.calls import (
+    DYNAMIC,
+    CallArgs,
+    CallProblem,
+    Const,
+    Missing,
+    is_int,
+    unknown_type,
+)
 from tensorloom.dialects.nml.ops import Value
 from tensorloom.dialects.nml.shape_trait import FromOperands
 from tensorloom.dialects.nml.types import (
@@ -109,6 +119,12 @@ from tensorloom.dialects.nml.types import (
 )
 
 DimsRule = Callable[[Dims], "Shape | ShapeMismatch"]
+
+BUILTIN_OPS: list[type[FunctionalOp]] = []
+"""Every concrete builtin op, in the order they are defined: the dialect registers them."""
+
+OP_OF_RECORD: dict[str, type[FunctionalOp]] = {}
+"""The op a call of a catalogue record builds, by the record's name."""
 
 
 def apply_rule(operand: Attribute, rule: DimsRule) -> Attribute | ShapeMismatch:
@@ -140,13 +156,46 @@ def _int_array(values: Sequence[int]) -> ArrayAttr[IntegerAttr]:
 class FunctionalOp(LazyFormatOp, ABC):
     """A builtin with a shape rule: its `FromOperands` trait gives the shape-inference
     pass `result_type`, which calls `infer_shape` with the pass's `Unifier` (without
-    one, a fresh unifier binds the symbols)."""
+    one, a fresh unifier binds the symbols).
+
+    Defining a concrete one registers it: the dialect lists every op of `BUILTIN_OPS`,
+    and resolve-nml builds a call of a catalogue record from the op that names the
+    record (`FUNCTION`, or one of `RECORDS`) with its `from_call`. So a builtin is its
+    record (tensorloom/catalogue/functions.py) and its op class, nothing else."""
 
     traits = traits_def(FromOperands())
 
     COST: ClassVar[Cost]
     """Its FLOPs and saved tensors in `tlc info` (tensorloom/catalogue/costs.py); every
     concrete builtin declares one (tests/unit/dialects/test_builtin_costs.py)."""
+
+    FUNCTION: ClassVar[str]
+    """The catalogue record that spells it (its PyTorch), where a call of one builds it."""
+
+    RECORDS: ClassVar[tuple[str, ...]] = ()
+    """The catalogue records whose calls it builds, when more than its `FUNCTION`."""
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if "name" not in vars(cls):  # an abstract family base
+            return
+        BUILTIN_OPS.append(cls)
+        records = cls.RECORDS or ((cls.FUNCTION,) if hasattr(cls, "FUNCTION") else ())
+        for record in records:
+            OP_OF_RECORD[record] = cls
+
+    @classmethod
+    def from_call(cls, args: CallArgs) -> Operation | CallProblem:
+        """The op for a call of one of its records (see `tensorloom.dialects.nml.calls`)."""
+        raise NotImplementedError(f"compiler bug: `{cls.name}` is built from no call")
+
+    def cost(self) -> Cost:
+        """Its cost rule in `tlc info`: its class's `COST` (a loss's depends on its kind).
+        One without is a compiler bug, never 0 FLOPs."""
+        cost = getattr(type(self), "COST", None)
+        if not isinstance(cost, Cost):
+            raise AssertionError(f"compiler bug: builtin `{self.name}` declares no `COST`")
+        return cost
 
     @abstractmethod
     def infer_shape(
@@ -163,6 +212,74 @@ class FunctionalOp(LazyFormatOp, ABC):
         return self.infer_shape(operand_types, unifier)
 
 
+Literal = int | float | bool | str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """`self.<name>` in the script: the module's `training` flag, or a config (`self.p`)."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class PyName:
+    """A dotted Python name in the script: `torch.int64`."""
+
+    dotted: str
+
+
+@dataclass(frozen=True, slots=True)
+class SizeOf:
+    """`x.size(axis)` in the script: a size of a tensor, read where the call runs."""
+
+    tensor: SSAValue
+    axis: int
+
+
+@dataclass(frozen=True, slots=True)
+class InTraining:
+    """`p if self.training else 0.0`: a rate (a number, or `self.<config>`) that applies
+    only in training."""
+
+    rate: float | Member
+
+
+TorchArgument = (
+    SSAValue
+    | Literal
+    | tuple[SSAValue | int, ...]
+    | list[SSAValue | int]
+    | Member
+    | PyName
+    | SizeOf
+    | InTraining
+)
+"""One argument of the PyTorch call: a value, a constant, a tuple or a list of ints and
+values, `self.<name>`, a Python name, a tensor's size, or a rate only in training."""
+
+
+class SpelledOp(FunctionalOp, ABC):
+    """A builtin whose lowering is its catalogue record's PyTorch spelling, called on
+    `tensor` (its first operand) with `torch_arguments` (name "" for a positional one):
+    `torch.cumsum(x, dim=1)`, `x.flatten(1)`, `F.dropout(x, p=0.1, training=self.training)`.
+    convert-nml-to-torch has one pattern for all of them, so such a builtin needs no
+    lowering of its own."""
+
+    @property
+    def tensor(self) -> SSAValue | None:
+        """What the call is made on: the receiver of `x.name(...)`, else the first argument;
+        None for a call of `torch_arguments` alone (`torch.cat([a, b], dim=1)`)."""
+        return self.operands[0]
+
+    @abstractmethod
+    def torch_arguments(self) -> list[tuple[str, TorchArgument]]: ...
+
+    def spelling(self) -> str:
+        """The PyTorch it lowers to: its catalogue record's (`F.gelu`, `x.flatten`)."""
+        return FUNCTIONS[self.FUNCTION].torch
+
+
 class UnaryOp(FunctionalOp, ABC):
     """An elementwise op of one operand: the result has the operand's type."""
 
@@ -174,6 +291,14 @@ class UnaryOp(FunctionalOp, ABC):
     def __init__(self, input: Value, result_type: Attribute | None = None):
         operand_type = SSAValue.get(input).type
         super().__init__(operands=[input], result_types=[result_type or operand_type])
+
+    @classmethod
+    def from_call(cls, args: CallArgs) -> Operation | CallProblem:
+        x = args.first()
+        if isinstance(x, CallProblem):
+            return x
+        problem = args.unknown_keywords(("inplace",) if args.name in ("relu", "silu") else ())
+        return problem or args.too_many(1) or cls(x, unknown_type())
 
     def infer_shape(
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
@@ -199,8 +324,9 @@ def _elementwise(name: str, function: Elementwise) -> type[UnaryOp]:
     fields = {
         "name": f"nml.{name}",
         "__doc__": function.summary,
-        "__annotations__": {"COST": ClassVar[Cost]},
+        "__annotations__": {"COST": ClassVar[Cost], "FUNCTION": ClassVar[str]},
         "COST": function.cost,
+        **({"FUNCTION": name} if name != "neg" else {}),  # `-x` is the operator's
     }
     cls = type(f"{name.title().replace('_', '')}Op", (UnaryOp,), fields)
     cls.__module__ = __name__
@@ -218,11 +344,12 @@ NegOp = _FAMILY["neg"]
 
 
 @lazy_op_definition
-class GeluOp(FunctionalOp):
+class GeluOp(SpelledOp):
     """`nml.gelu %x` (exact) or `nml.gelu %x approximate "tanh"`."""
 
     name = "nml.gelu"
     COST: ClassVar[Cost] = per_element(saves=INPUT)
+    FUNCTION: ClassVar[str] = "gelu"
 
     input = operand_def()
     approximate = opt_prop_def(StringAttr)
@@ -245,6 +372,23 @@ class GeluOp(FunctionalOp):
         if self.approximate is not None and self.approximate.data != "tanh":
             raise VerifyException(f'gelu approximate must be "tanh", got "{self.approximate.data}"')
 
+    @classmethod
+    def from_call(cls, args: CallArgs) -> Operation | CallProblem:
+        x = args.first()
+        if isinstance(x, CallProblem):
+            return x
+        approximate = args.const(1, "approximate", "none")
+        if approximate not in ("none", "tanh"):
+            return CallProblem(
+                f'`approximate` of `gelu` must be "none" or "tanh", got `{approximate}`',
+                'write `gelu(x, approximate="tanh")` for the tanh approximation',
+            )
+        return args.rest(("approximate",), 2) or cls(x, unknown_type(), str(approximate))
+
+    def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
+        """`F.gelu(x)`, `F.gelu(x, approximate="tanh")`."""
+        return [] if self.approximate is None else [("approximate", self.approximate.data)]
+
     def infer_shape(
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
     ) -> Attribute | ShapeMismatch:
@@ -252,11 +396,12 @@ class GeluOp(FunctionalOp):
 
 
 @lazy_op_definition
-class ClampOp(FunctionalOp):
-    """`nml.clamp %x min 0.0 max 6.0`: at least one bound."""
+class ClampOp(SpelledOp):
+    """`nml.clamp %x min 0.0 max 6.0`: at least one bound; `x.clamp(min=0.0, max=6.0)`."""
 
     name = "nml.clamp"
     COST: ClassVar[Cost] = per_element(saves=INPUT)
+    FUNCTION: ClassVar[str] = "clamp"
 
     input = operand_def()
     min = opt_prop_def(FloatAttr[Float64Type])
@@ -281,13 +426,32 @@ class ClampOp(FunctionalOp):
         if self.min is None and self.max is None:
             raise VerifyException("clamp needs `min`, `max` or both")
 
+    @classmethod
+    def from_call(cls, args: CallArgs) -> Operation | CallProblem:
+        x = args.first()
+        if isinstance(x, CallProblem):
+            return x
+        low, high = args.number(1, "min"), args.number(2, "max")
+        for bound in (low, high):
+            if isinstance(bound, CallProblem):
+                return bound
+        if low is None and high is None:
+            return CallProblem("`clamp` needs `min`, `max` or both", "write `clamp(x, min=0.0)`")
+        return args.rest(("min", "max"), 3) or cls(x, low, high, unknown_type())  # type: ignore[arg-type]
+
+    def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
+        bounds = (("min", self.min), ("max", self.max))
+        return [(name, bound.value.data) for name, bound in bounds if bound is not None]
+
     def infer_shape(
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
     ) -> Attribute | ShapeMismatch:
         return operand_types[0]
 
 
-class SoftmaxLikeOp(FunctionalOp, ABC):
+class SoftmaxLikeOp(SpelledOp, ABC):
+    """`nml.softmax %x dim -1`: `torch.softmax(x, dim=-1)`."""
+
     input = operand_def()
     dim = prop_def(IntegerAttr[I64])
     result = result_def()
@@ -301,6 +465,19 @@ class SoftmaxLikeOp(FunctionalOp, ABC):
             operands=[input], properties={"dim": IntegerAttr(dim, i64)}, result_types=[result_type]
         )
 
+    @classmethod
+    def from_call(cls, args: CallArgs) -> Operation | CallProblem:
+        x = args.first()
+        if isinstance(x, CallProblem):
+            return x
+        dim = args.int_arg(1, "dim")
+        if isinstance(dim, CallProblem):
+            return dim
+        return args.unknown_keywords(("dim", "dtype")) or cls(x, dim, unknown_type())
+
+    def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
+        return [("dim", self.dim.value.data)]
+
     def infer_shape(
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
     ) -> Attribute | ShapeMismatch:
@@ -312,12 +489,22 @@ class SoftmaxLikeOp(FunctionalOp, ABC):
 class SoftmaxOp(SoftmaxLikeOp):
     name = "nml.softmax"
     COST: ClassVar[Cost] = per_element(5, saves=OUTPUT, autocast="fp32")
+    FUNCTION: ClassVar[str] = "softmax"
 
 
 @lazy_op_definition
 class LogSoftmaxOp(SoftmaxLikeOp):
     name = "nml.log_softmax"
     COST: ClassVar[Cost] = per_element(5, saves=OUTPUT, autocast="fp32")
+    FUNCTION: ClassVar[str] = "log_softmax"
+
+
+def rate_argument(attr: Attribute | None) -> TorchArgument:
+    """A dropout probability in the script: the number, or `self.<config>`."""
+    if isinstance(attr, CfgAttr):
+        return Member(attr.param.data)
+    assert isinstance(attr, FloatAttr), f"compiler bug: dropout rate {attr}"
+    return attr.value.data
 
 
 def rate_props(p: float | CfgAttr, number: str, config: str) -> dict[str, Attribute]:
@@ -330,12 +517,13 @@ def rate_props(p: float | CfgAttr, number: str, config: str) -> dict[str, Attrib
 
 
 @lazy_op_definition
-class DropoutOp(FunctionalOp):
+class DropoutOp(SpelledOp):
     """`nml.dropout %x p 0.1`, or `nml.dropout %x rate #nml.cfg<"p">` for a config rate;
-    a number `p` lies in [0, 1)."""
+    a number `p` lies in [0, 1). `F.dropout(x, p=0.1, training=self.training)`."""
 
     name = "nml.dropout"
     COST: ClassVar[Cost] = DROPOUT
+    FUNCTION: ClassVar[str] = "dropout"
 
     input = operand_def()
     p = opt_prop_def(FloatAttr[Float64Type])
@@ -362,6 +550,25 @@ class DropoutOp(FunctionalOp):
         if not 0.0 <= p < 1.0:
             raise VerifyException(f"dropout probability must be in [0, 1), got {p}")
 
+    @classmethod
+    def from_call(cls, args: CallArgs) -> Operation | CallProblem:
+        x = args.first()
+        if isinstance(x, CallProblem):
+            return x
+        rate = args.config_rate(args.value(1, "p"))
+        if isinstance(rate, CallProblem):
+            return rate
+        p = args.const(1, "p", 0.5) if rate is None else 0.0
+        if not isinstance(p, int | float) or isinstance(p, bool):
+            return CallProblem("`p` of `dropout` must be a constant number or a config")
+        if not 0.0 <= p < 1.0:
+            return CallProblem(f"`dropout` probability must be in [0, 1), got {p}")
+        problem = args.unknown_keywords(("p", "training", "inplace"))
+        return problem or cls(x, rate or float(p), unknown_type())
+
+    def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
+        return [("p", rate_argument(self.p or self.rate)), ("training", Member("training"))]
+
     def infer_shape(
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
     ) -> Attribute | ShapeMismatch:
@@ -369,9 +576,14 @@ class DropoutOp(FunctionalOp):
 
 
 @lazy_op_definition
-class FlattenOp(FunctionalOp):
+class FlattenOp(SpelledOp):
+    """`nml.flatten %x from 1 to -1`: `x.flatten(1)`. The function `flatten(x)` keeps the
+    batch dim (`start_dim=1`, as `nn.Flatten`), the method `x.flatten()` flattens all, as
+    `torch.flatten` does."""
+
     name = "nml.flatten"
     COST: ClassVar[Cost] = VIEW
+    FUNCTION: ClassVar[str] = "flatten"
 
     input = operand_def()
     start_dim = prop_def(IntegerAttr[I64])
@@ -392,14 +604,30 @@ class FlattenOp(FunctionalOp):
             result_types=[result_type],
         )
 
+    @classmethod
+    def from_call(cls, args: CallArgs) -> Operation | CallProblem:
+        x = args.first()
+        if isinstance(x, CallProblem):
+            return x
+        start = args.int_arg(1, "start_dim", 0 if args.method else 1)
+        end = args.int_arg(2, "end_dim", -1)
+        if isinstance(start, CallProblem):
+            return start
+        if isinstance(end, CallProblem):
+            return end
+        return args.unknown_keywords(("start_dim", "end_dim")) or cls(x, start, end, unknown_type())
+
+    def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
+        """`x.flatten(1)`: trailing default arguments are left out."""
+        start, end = self.start_dim.value.data, self.end_dim.value.data
+        kept = [start, end] if end != -1 else [start] if start != 0 else []
+        return [("", d) for d in kept]
+
     def infer_shape(
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
     ) -> Attribute | ShapeMismatch:
         start, end = self.start_dim.value.data, self.end_dim.value.data
         return apply_rule(operand_types[0], lambda dims: flatten_shape(dims, start, end))
-
-
-DYNAMIC = "?"
 
 
 def _shape_entry(attr: Attribute) -> Dim | str:
@@ -443,15 +671,23 @@ class SizedOp(FunctionalOp, ABC):
     def dynamic_sizes(self) -> Sequence[SSAValue]: ...
 
 
+def _sizes_in_order(shape: ArrayAttr, dynamic: Sequence[SSAValue]) -> list[SSAValue | int]:
+    """A `sizes` property's entries as the script passes them: an int, or for a `"?"`
+    the next dynamic operand."""
+    values = iter(dynamic)
+    return [a.value.data if isinstance(a, IntegerAttr) else next(values) for a in shape.data]
+
+
 def _sized_entries(shape: ArrayAttr, sizes: Sequence[Dim]) -> list[Dim]:
     """The entries of a `sizes` property with each `"?"` replaced by the next known size."""
     known = iter(sizes)
     return [next(known) if (e := _shape_entry(a)) == DYNAMIC else e for a in shape.data]
 
 
-class ReshapeLikeOp(SizedOp, ABC):
+class ReshapeLikeOp(SizedOp, SpelledOp, ABC):
     """`nml.reshape %x to [B, -1, 64] (%n)`: sizes are ints (one may be -1),
-    symbolic names, or `"?"` for a runtime size taken, in order, from `dynamic_sizes`."""
+    symbolic names, or `"?"` for a runtime size taken, in order, from `dynamic_sizes`.
+    `x.reshape(x.size(0), -1, 64)`: a symbolic size reads the input's own size."""
 
     input = operand_def()
     shape = prop_def(ArrayAttr)
@@ -475,6 +711,40 @@ class ReshapeLikeOp(SizedOp, ABC):
             properties={"shape": ArrayAttr(shape)},
             result_types=[result_type],
         )
+
+    @classmethod
+    def from_call(cls, args: CallArgs) -> Operation | CallProblem:
+        x = args.first()
+        if isinstance(x, CallProblem):
+            return x
+        given = args.positional[1:] or (
+            [args.keywords["shape"]] if "shape" in args.keywords else []
+        )
+        if not given:
+            return CallProblem(f"`{args.name}` needs the target shape")
+        sizes = args.sizes(given)
+        if isinstance(sizes, CallProblem):
+            return sizes
+        shape, dynamic = sizes
+        return _reshape_problem(args.name, shape) or cls(x, shape, dynamic, unknown_type())
+
+    def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
+        operand = self.input.type
+        dims = operand.dims if isinstance(operand, TensorType) else None
+        dynamic = iter(self.dynamic_sizes)
+        return [("", self._size(entry, dynamic, dims)) for entry in self.shape.data]
+
+    def _size(
+        self, entry: Attribute, dynamic: Iterator[SSAValue], dims: Dims | None
+    ) -> TorchArgument:
+        if isinstance(entry, IntegerAttr):
+            return entry.value.data
+        assert isinstance(entry, StringAttr)
+        if entry.data == DYNAMIC:
+            return next(dynamic)
+        if not dims or entry.data not in dims:
+            return -1  # a size the checker could not place: the rest of the elements
+        return SizeOf(self.input, dims.index(entry.data))
 
     def target(self) -> list[Dim]:
         """The target dims: `"?"` entries become unknown (None)."""
@@ -500,22 +770,37 @@ class ReshapeLikeOp(SizedOp, ABC):
         return apply_rule(operand_types[0], lambda dims: reshape_shape(dims, target, unifier))
 
 
+def _reshape_problem(name: str, shape: list[Attribute]) -> CallProblem | None:
+    sizes = [a.value.data for a in shape if isinstance(a, IntegerAttr)]
+    if sizes.count(-1) > 1:
+        return CallProblem(f"at most one size of `{name}` may be -1 (inferred)")
+    negative = next((n for n in sizes if n < -1), None)
+    if negative is not None:
+        return CallProblem(f"`{name}` sizes must be -1 (inferred) or more, got {negative}")
+    return None
+
+
 @lazy_op_definition
 class ReshapeOp(ReshapeLikeOp):
     name = "nml.reshape"
     COST: ClassVar[Cost] = VIEW
+    FUNCTION: ClassVar[str] = "reshape"
 
 
 @lazy_op_definition
 class ViewOp(ReshapeLikeOp):
     name = "nml.view"
     COST: ClassVar[Cost] = VIEW
+    FUNCTION: ClassVar[str] = "view"
 
 
 @lazy_op_definition
-class PermuteOp(FunctionalOp):
+class PermuteOp(SpelledOp):
+    """`nml.permute %x [0, 2, 1]`: `x.permute(0, 2, 1)`."""
+
     name = "nml.permute"
     COST: ClassVar[Cost] = VIEW
+    FUNCTION: ClassVar[str] = "permute"
 
     input = operand_def()
     dims = prop_def(ArrayAttr[IntegerAttr[I64]])
@@ -534,6 +819,28 @@ class PermuteOp(FunctionalOp):
         if normal != list(range(len(order))):
             raise VerifyException(f"permute dims {order} are not a permutation")
 
+    @classmethod
+    def from_call(cls, args: CallArgs) -> Operation | CallProblem:
+        x = args.first()
+        if isinstance(x, CallProblem):
+            return x
+        dims = [args.constant_of(v) for v in args.positional[1:]]
+        if len(dims) == 1 and isinstance(dims[0], list):
+            dims = list(dims[0])
+        if not dims or not all(is_int(d) for d in dims):
+            return CallProblem("`permute` needs the new order of dims as constant integers")
+        order = [d for d in dims if isinstance(d, int)]
+        normal = sorted(d % len(order) if -len(order) <= d < len(order) else d for d in order)
+        if normal != list(range(len(order))):
+            shown = ", ".join(str(d) for d in order)
+            return CallProblem(
+                f"`permute` dims ({shown}) are not a permutation of 0..{len(order) - 1}"
+            )
+        return cls(x, order, unknown_type())
+
+    def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
+        return [("", d) for d in _ints(self.dims) or []]
+
     def infer_shape(
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
     ) -> Attribute | ShapeMismatch:
@@ -541,8 +848,9 @@ class PermuteOp(FunctionalOp):
         return apply_rule(operand_types[0], lambda dims: permute_shape(dims, order))
 
 
-class ReductionOp(FunctionalOp, ABC):
-    """`nml.mean %x dims [-1] keepdim`; without `dims` it reduces every dim."""
+class ReductionOp(SpelledOp, ABC):
+    """`nml.mean %x dims [-1] keepdim`; without `dims` it reduces every dim.
+    `x.mean(dim=-1, keepdim=True)`; several dims are a tuple."""
 
     input = operand_def()
     dims = opt_prop_def(ArrayAttr[IntegerAttr[I64]])
@@ -566,6 +874,45 @@ class ReductionOp(FunctionalOp, ABC):
             result_types=[result_type],
         )
 
+    KEEPDIM_AT: ClassVar[int] = 2
+    """Where `keepdim` may come positionally (-1: a keyword only)."""
+
+    @classmethod
+    def from_call(cls, args: CallArgs) -> Operation | CallProblem:
+        x = args.first()
+        if isinstance(x, CallProblem):
+            return x
+        dim = args.const(1, "dim", None)
+        keepdim = args.const(cls.KEEPDIM_AT, "keepdim", False)
+        if is_int(dim):
+            dim = [dim]  # type: ignore[list-item]
+        if not (dim is None or (isinstance(dim, list) and all(isinstance(d, int) for d in dim))):
+            return CallProblem(f"`dim` of `{args.name}` must be a constant integer or list of them")
+        if not isinstance(keepdim, bool):
+            return CallProblem(f"`keepdim` of `{args.name}` must be `true` or `false`")
+        dims = None if dim is None else [d for d in dim if isinstance(d, int)]
+        return cls.reduced(args, x, dims, keepdim)
+
+    @classmethod
+    def reduced(
+        cls, args: CallArgs, x: SSAValue, dims: list[int] | None, keepdim: bool
+    ) -> Operation | CallProblem:
+        return args.unknown_keywords(("dim", "keepdim")) or cls(x, dims, keepdim, unknown_type())
+
+    def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
+        dims = _ints(self.dims)
+        arguments: list[tuple[str, TorchArgument]] = []
+        if dims is not None:
+            arguments.append(("dim", dims[0] if len(dims) == 1 else tuple(dims)))
+        return (
+            arguments
+            + self.moment_arguments()
+            + ([("keepdim", True)] if self.keepdim is not None else [])
+        )
+
+    def moment_arguments(self) -> list[tuple[str, TorchArgument]]:
+        return []
+
     def infer_shape(
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
     ) -> Attribute | ShapeMismatch:
@@ -577,24 +924,28 @@ class ReductionOp(FunctionalOp, ABC):
 class MeanOp(ReductionOp):
     name = "nml.mean"
     COST: ClassVar[Cost] = reduction()
+    FUNCTION: ClassVar[str] = "mean"
 
 
 @lazy_op_definition
 class SumOp(ReductionOp):
     name = "nml.sum"
     COST: ClassVar[Cost] = reduction(autocast="fp32")
+    FUNCTION: ClassVar[str] = "sum"
 
 
 @lazy_op_definition
 class AmaxOp(ReductionOp):
     name = "nml.amax"
     COST: ClassVar[Cost] = FREE
+    FUNCTION: ClassVar[str] = "amax"
 
 
 @lazy_op_definition
 class AminOp(ReductionOp):
     name = "nml.amin"
     COST: ClassVar[Cost] = FREE
+    FUNCTION: ClassVar[str] = "amin"
 
 
 class MomentOp(ReductionOp, ABC):
@@ -619,23 +970,44 @@ class MomentOp(ReductionOp, ABC):
         if correction is not None:
             self.correction = IntegerAttr(correction, i64)
 
+    KEEPDIM_AT: ClassVar[int] = -1  # the third positional is `unbiased`
+
+    @classmethod
+    def reduced(
+        cls, args: CallArgs, x: SSAValue, dims: list[int] | None, keepdim: bool
+    ) -> Operation | CallProblem:
+        correction = args.const(-1, "correction", None)
+        unbiased = args.const(2, "unbiased", None)
+        if isinstance(unbiased, bool):
+            correction = int(unbiased)
+        if correction is not None and not (isinstance(correction, int) and correction >= 0):
+            return CallProblem(f"`correction` of `{args.name}` must be a constant integer >= 0")
+        problem = args.unknown_keywords(("dim", "keepdim", "correction", "unbiased"))
+        return problem or cls(x, dims, keepdim, unknown_type(), correction)  # type: ignore[arg-type]
+
+    def moment_arguments(self) -> list[tuple[str, TorchArgument]]:
+        if self.correction is None:
+            return []
+        return [("correction", self.correction.value.data)]
+
 
 @lazy_op_definition
 class VarOp(MomentOp):
     name = "nml.var"
     COST: ClassVar[Cost] = FREE
+    FUNCTION: ClassVar[str] = "var"
 
 
 @lazy_op_definition
 class StdOp(MomentOp):
     name = "nml.std"
     COST: ClassVar[Cost] = FREE
+    FUNCTION: ClassVar[str] = "std"
 
 
-@lazy_op_definition
-class CatOp(FunctionalOp):
-    name = "nml.cat"
-    COST: ClassVar[Cost] = per_element()
+class JoinOp(SpelledOp, ABC):
+    """`nml.cat %a, %b dim 1`, `nml.stack`: tensors joined along `dim` (a new one for
+    stack); `torch.cat([a, b], dim=1)`."""
 
     inputs = var_operand_def()
     dim = prop_def(IntegerAttr[I64])
@@ -652,7 +1024,35 @@ class CatOp(FunctionalOp):
 
     def verify_(self) -> None:
         if not self.inputs:
-            raise VerifyException("cat needs at least one tensor")
+            raise VerifyException(f"{self.name.removeprefix('nml.')} needs at least one tensor")
+
+    @classmethod
+    def from_call(cls, args: CallArgs) -> Operation | CallProblem:
+        tensors = args.first()
+        if isinstance(tensors, CallProblem):
+            return tensors
+        if not isinstance(tensors.owner, ListOp) or not tensors.owner.elements:
+            return CallProblem(f"`{args.name}` needs a list of tensors, as in `cat([a, b], dim=1)`")
+        dim = args.int_arg(1, "dim", 0)
+        if isinstance(dim, CallProblem):
+            return dim
+        elements = list(tensors.owner.elements)
+        return args.unknown_keywords(("dim",)) or cls(elements, dim, unknown_type())
+
+    @property
+    def tensor(self) -> SSAValue | None:
+        return None
+
+    def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
+        return [("", list(self.inputs)), ("dim", self.dim.value.data)]
+
+
+@lazy_op_definition
+class CatOp(JoinOp):
+    name = "nml.cat"
+    COST: ClassVar[Cost] = per_element()
+    FUNCTION: ClassVar[str] = "cat"
+    RECORDS: ClassVar[tuple[str, ...]] = ("cat", "concat")
 
     def infer_shape(
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
@@ -742,12 +1142,31 @@ class PowOp(BinaryOp):
     name = "nml.pow"
     # backward: `grad * (exponent * x.pow(exponent - 1))`, two temporaries of x's size
     COST: ClassVar[Cost] = per_element(saves=INPUT, autocast="fp32", backward_temporaries=2)
+    FUNCTION: ClassVar[str] = "pow"
+
+    @classmethod
+    def from_call(cls, args: CallArgs) -> Operation | CallProblem:
+        if len(args.positional) != 2:
+            return CallProblem(
+                f"`pow` takes a tensor and an exponent, got {len(args.positional)} positional "
+                "argument" + ("s" if len(args.positional) != 1 else ""),
+                "write `pow(x, 2)` or `x ** 2`",
+            )
+        lhs, rhs = args.positional
+        return args.unknown_keywords(()) or cls(lhs, rhs, unknown_type())
 
 
 @lazy_op_definition
 class MatmulOp(BinaryOp):
     name = "nml.matmul"
     COST: ClassVar[Cost] = MATMUL
+    FUNCTION: ClassVar[str] = "matmul"
+
+    @classmethod
+    def from_call(cls, args: CallArgs) -> Operation | CallProblem:
+        if len(args.positional) != 2:
+            return CallProblem(f"`matmul` takes 2 tensors, got {len(args.positional)}")
+        return cls(args.positional[0], args.positional[1], unknown_type())
 
     def infer_shape(
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
@@ -1145,7 +1564,7 @@ class IndexPutOp(FunctionalOp):
 
 
 @lazy_op_definition
-class DimOp(FunctionalOp):
+class DimOp(SpelledOp):
     """`%n = nml.dim %x 0 : (...) -> i64`: one size of a tensor (`x.size(0)`, `x.shape[0]`)."""
 
     name = "nml.dim"
@@ -1162,6 +1581,17 @@ class DimOp(FunctionalOp):
         super().__init__(
             operands=[input], properties={"index": IntegerAttr(index, i64)}, result_types=[i64]
         )
+
+    @classmethod
+    def from_call(cls, args: CallArgs) -> Operation | CallProblem:
+        x = args.first()
+        if isinstance(x, CallProblem):
+            return x
+        dim = args.int_arg(1, "dim")
+        return dim if isinstance(dim, CallProblem) else cls(x, dim)
+
+    def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
+        return [("", self.index.value.data)]
 
     def infer_shape(
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
@@ -1204,8 +1634,9 @@ class ListOp(FunctionalOp):
         return TupleType.of(operand_types)
 
 
-class _SizesOp(SizedOp, ABC):
-    """`nml.expand %x to [-1, "?", 4](%n)`: sizes are ints or `"?"` (the next dynamic operand)."""
+class _SizesOp(SizedOp, SpelledOp, ABC):
+    """`nml.expand %x to [-1, "?", 4](%n)`: sizes are ints or `"?"` (the next dynamic operand);
+    `x.expand(B, -1, -1)`, `x.repeat(1, 4)`, given as separate arguments or one list."""
 
     input = operand_def()
     shape = prop_def(ArrayAttr)
@@ -1238,11 +1669,29 @@ class _SizesOp(SizedOp, ABC):
                 f"{len(self.dynamic_sizes)} dynamic operands"
             )
 
+    @classmethod
+    def from_call(cls, args: CallArgs) -> Operation | CallProblem:
+        x = args.first()
+        if isinstance(x, CallProblem):
+            return x
+        given = args.positional[1:] or ([args.keywords["size"]] if "size" in args.keywords else [])
+        if not given:
+            return CallProblem(f"`{args.name}` needs the sizes, as in `x.{args.name}(B, -1)`")
+        found = args.sizes(given)
+        if isinstance(found, CallProblem):
+            return found
+        shape, dynamic = found
+        return cls(x, shape, dynamic, unknown_type())
+
+    def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
+        return [("", size) for size in _sizes_in_order(self.shape, self.dynamic_sizes)]
+
 
 @lazy_op_definition
 class ExpandOp(_SizesOp):
     name = "nml.expand"
     COST: ClassVar[Cost] = VIEW
+    FUNCTION: ClassVar[str] = "expand"
 
     def infer_sized(
         self, operand_types: Sequence[Attribute], sizes: Sequence[Dim], unifier: Unifier
@@ -1255,6 +1704,7 @@ class ExpandOp(_SizesOp):
 class RepeatOp(_SizesOp):
     name = "nml.repeat"
     COST: ClassVar[Cost] = FREE
+    FUNCTION: ClassVar[str] = "repeat"
 
     def infer_sized(
         self, operand_types: Sequence[Attribute], sizes: Sequence[Dim], unifier: Unifier
@@ -1270,6 +1720,7 @@ class ArangeOp(SizedOp):
 
     name = "nml.arange"
     COST: ClassVar[Cost] = FREE
+    FUNCTION: ClassVar[str] = "arange"
 
     bounds = prop_def(ArrayAttr)
     dynamic_sizes = var_operand_def()  # type: ignore[assignment]
@@ -1287,6 +1738,24 @@ class ArangeOp(SizedOp):
             properties={"bounds": ArrayAttr(bounds)},
             result_types=[result_type],
         )
+
+    @classmethod
+    def from_call(cls, args: CallArgs) -> Operation | CallProblem:
+        given = args.positional or [v for k in ("start", "end") if (v := args.keywords.get(k))]
+        if not 1 <= len(given) <= 3:
+            return CallProblem(
+                f"`arange` takes 1 to 3 arguments, got {len(given)}",
+                "the forms are `arange(end)`, `arange(start, end)` and `arange(start, end, step)`",
+            )
+        if "step" in args.keywords:
+            given = [*given, args.keywords["step"]]
+        bounds, dynamic = _bounds(args, given)
+        if len(given) == 1:
+            bounds = [IntegerAttr(0, i64), bounds[0], IntegerAttr(1, i64)]
+        elif len(given) == 2:
+            bounds = [*bounds, IntegerAttr(1, i64)]
+        problem = args.unknown_keywords(("start", "end", "step", "device", "dtype"))
+        return problem or _arange_problem(bounds) or cls(bounds, dynamic, unknown_type())
 
     def is_float(self) -> bool:
         return any(isinstance(a, FloatAttr) for a in self.bounds.data)
@@ -1312,6 +1781,35 @@ class ArangeOp(SizedOp):
         return TensorType.from_dims([arange_length(*values)], element)
 
 
+def _arange_problem(bounds: Sequence[Attribute]) -> CallProblem | None:
+    """Constant bounds PyTorch rejects (pytorch_false_negatives/gen-6976: `arange(-0.5)`)."""
+    values = [b.value.data for b in bounds if isinstance(b, IntegerAttr | FloatAttr)]
+    if len(values) != 3:
+        return None
+    start, end, step = values
+    if step == 0:
+        return CallProblem("the step of `arange` must not be 0")
+    if (end - start) * step < 0:
+        return CallProblem(f"`arange` from {start} to {end} in steps of {step} never gets there")
+    return None
+
+
+def _bounds(args: CallArgs, values: Sequence[SSAValue]) -> tuple[list[Attribute], list[SSAValue]]:
+    """arange's bounds: constant ints and floats fold, anything else is a `?`."""
+    bounds: list[Attribute] = []
+    dynamic: list[SSAValue] = []
+    for value in values:
+        const = args.constant_of(value)
+        if isinstance(const, bool) or not isinstance(const, int | float):
+            bounds.append(StringAttr(DYNAMIC))
+            dynamic.append(value)
+        elif isinstance(const, int):
+            bounds.append(IntegerAttr(const, i64))
+        else:
+            bounds.append(FloatAttr(const, f64))
+    return bounds, dynamic
+
+
 SAMPLE_DISTRIBUTIONS = ("normal", "uniform", "integers")
 """`nml.sample`'s kinds: `randn`, `rand`, and `randint` (integers in [low, high))."""
 
@@ -1324,6 +1822,7 @@ class SampleOp(SizedOp):
 
     name = "nml.sample"
     COST: ClassVar[Cost] = FREE
+    RECORDS: ClassVar[tuple[str, ...]] = ("randn", "rand", "randint")
 
     distribution = prop_def(StringAttr)
     shape = prop_def(ArrayAttr)
@@ -1366,6 +1865,29 @@ class SampleOp(SizedOp):
         if integers and self.low.value.data >= self.high.value.data:  # type: ignore[union-attr]
             raise VerifyException("`low` must be less than `high`")
 
+    @classmethod
+    def from_call(cls, args: CallArgs) -> Operation | CallProblem:
+        """`randn(B, 16)` or `randn([B, 16])`, `rand(...)`, `randint(low, high, [B])`: a new
+        tensor of samples, its sizes constants or run-time integers (`x.size(0)`)."""
+        bounds: tuple[int, int] | None = None
+        sizes = args.positional
+        if args.name == "randint":
+            found = _randint_bounds(args)
+            if isinstance(found, CallProblem):
+                return found
+            bounds, sizes = found, args.positional[2:]
+        sizes = sizes or ([args.keywords["size"]] if "size" in args.keywords else [])
+        if not sizes:
+            usage = "randint(0, 10, [B])" if args.name == "randint" else f"{args.name}([B, 16])"
+            return CallProblem(f"`{args.name}` needs the sizes of its result", f"write `{usage}`")
+        found_sizes = args.sizes(sizes)
+        if isinstance(found_sizes, CallProblem):
+            return found_sizes
+        shape, dynamic = found_sizes
+        problem = args.unknown_keywords(("size", "low", "high", "device", "dtype"))
+        distribution = SAMPLE_DISTRIBUTIONS[cls.RECORDS.index(args.name)]
+        return problem or cls(distribution, shape, dynamic, unknown_type(), bounds)
+
     def infer_sized(
         self, operand_types: Sequence[Attribute], sizes: Sequence[Dim], unifier: Unifier
     ) -> Attribute | ShapeMismatch:
@@ -1377,6 +1899,19 @@ class SampleOp(SizedOp):
         return TensorType.from_dims(dims)
 
 
+def _randint_bounds(args: CallArgs) -> tuple[int, int] | CallProblem:
+    low, high = args.const(0, "low"), args.const(1, "high")
+    if isinstance(high, Missing) and "high" not in args.keywords:
+        return CallProblem(
+            "`randint` takes low, high and the sizes", "write `randint(0, 1000, [x.size(0)])`"
+        )
+    if not all(is_int(v) for v in (low, high)):
+        return CallProblem("the bounds of `randint` must be constant integers")
+    if low >= high:  # type: ignore[operator]
+        return CallProblem(f"`randint` draws from [low, high): {low} is not below {high}")
+    return low, high  # type: ignore[return-value]
+
+
 @lazy_op_definition
 class LinspaceOp(FunctionalOp):
     """`nml.linspace 1.0e-04 to 2.0e-02 steps 1000`: `steps` evenly spaced f32 values from
@@ -1384,6 +1919,7 @@ class LinspaceOp(FunctionalOp):
 
     name = "nml.linspace"
     COST: ClassVar[Cost] = FREE
+    FUNCTION: ClassVar[str] = "linspace"
 
     start = prop_def(FloatAttr)
     end = prop_def(FloatAttr)
@@ -1406,6 +1942,22 @@ class LinspaceOp(FunctionalOp):
         if self.steps.value.data < 0:
             raise VerifyException("linspace's `steps` must not be negative")
 
+    @classmethod
+    def from_call(cls, args: CallArgs) -> Operation | CallProblem:
+        start, end = args.number(0, "start"), args.number(1, "end")
+        steps = args.int_arg(2, "steps")
+        for value in (start, end, steps):
+            if isinstance(value, CallProblem):
+                return value
+        if start is None or end is None:
+            return CallProblem(
+                "`linspace` takes start, end and steps", "write `linspace(1e-4, 0.02, 1000)`"
+            )
+        if steps < 0:  # type: ignore[operator]
+            return CallProblem(f"`steps` of `linspace` must not be negative, got {steps}")
+        problem = args.unknown_keywords(("start", "end", "steps", "device", "dtype"))
+        return problem or args.too_many(3) or cls(start, end, steps, unknown_type())  # type: ignore[arg-type]
+
     def infer_shape(
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
     ) -> Attribute | ShapeMismatch:
@@ -1413,12 +1965,13 @@ class LinspaceOp(FunctionalOp):
 
 
 @lazy_op_definition
-class MultinomialOp(FunctionalOp):
+class MultinomialOp(SpelledOp):
     """`nml.multinomial %p samples 4 replacement false`: `num_samples` category indices (i64)
     per row of the non-negative weights `p` ([C] or [N, C]), drawn in proportion to them."""
 
     name = "nml.multinomial"
     COST: ClassVar[Cost] = FREE
+    FUNCTION: ClassVar[str] = "multinomial"
 
     input = operand_def()
     num_samples = prop_def(IntegerAttr[I64])
@@ -1439,6 +1992,26 @@ class MultinomialOp(FunctionalOp):
             },
             result_types=[result_type],
         )
+
+    @classmethod
+    def from_call(cls, args: CallArgs) -> Operation | CallProblem:
+        x = args.first()
+        if isinstance(x, CallProblem):
+            return x
+        count = args.int_arg(1, "num_samples")
+        if isinstance(count, CallProblem):
+            return count
+        if count < 1:
+            return CallProblem(f"`num_samples` of `multinomial` must be at least 1, got {count}")
+        replacement = args.const(2, "replacement", False)
+        if not isinstance(replacement, bool):
+            return CallProblem("`replacement` of `multinomial` must be `true` or `false`")
+        problem = args.rest(("num_samples", "replacement"), 3)
+        return problem or cls(x, count, replacement, unknown_type())
+
+    def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
+        replacement = [("replacement", True)] if self.replacement.value.data else []
+        return [("", self.num_samples.value.data), *replacement]
 
     def infer_shape(
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
@@ -1464,11 +2037,13 @@ class MultinomialOp(FunctionalOp):
 
 
 @lazy_op_definition
-class SqueezeOp(FunctionalOp):
-    """`nml.squeeze %x dims [1]`: without `dims`, every dim of size 1."""
+class SqueezeOp(SpelledOp):
+    """`nml.squeeze %x dims [1]`: without `dims`, every dim of size 1; `x.squeeze()`,
+    `x.squeeze(-1)`, `x.squeeze((1, 2))`."""
 
     name = "nml.squeeze"
     COST: ClassVar[Cost] = VIEW
+    FUNCTION: ClassVar[str] = "squeeze"
 
     input = operand_def()
     dims = opt_prop_def(ArrayAttr[IntegerAttr[I64]])
@@ -1484,6 +2059,25 @@ class SqueezeOp(FunctionalOp):
             properties={"dims": _int_array(dims) if dims is not None else None},
             result_types=[result_type],
         )
+
+    @classmethod
+    def from_call(cls, args: CallArgs) -> Operation | CallProblem:
+        x = args.first()
+        if isinstance(x, CallProblem):
+            return x
+        dim = args.const(1, "dim", None)
+        if is_int(dim):
+            dim = [dim]  # type: ignore[list-item]
+        if not (dim is None or (isinstance(dim, list) and all(isinstance(d, int) for d in dim))):
+            return CallProblem("`dim` of `squeeze` must be a constant integer or list of them")
+        dims = None if dim is None else [d for d in dim if isinstance(d, int)]
+        return args.unknown_keywords(("dim",)) or cls(x, dims, unknown_type())
+
+    def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
+        dims = _ints(self.dims)
+        if dims is None:
+            return []
+        return [("", dims[0] if len(dims) == 1 else tuple(dims))]
 
     def infer_shape(
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
@@ -1502,26 +2096,10 @@ def _tensors(operand_types: Sequence[Attribute], what: str) -> list[TensorType] 
 
 
 @lazy_op_definition
-class StackOp(FunctionalOp):
+class StackOp(JoinOp):
     name = "nml.stack"
     COST: ClassVar[Cost] = FREE
-
-    inputs = var_operand_def()
-    dim = prop_def(IntegerAttr[I64])
-    result = result_def()
-
-    ASSEMBLY_FORMAT: ClassVar[str] = (
-        "$inputs `dim` $dim attr-dict `:` functional-type($inputs, $result)"
-    )
-
-    def __init__(self, inputs: Sequence[Value], dim: int, result_type: Attribute):
-        super().__init__(
-            operands=[inputs], properties={"dim": IntegerAttr(dim, i64)}, result_types=[result_type]
-        )
-
-    def verify_(self) -> None:
-        if not self.inputs:
-            raise VerifyException("stack needs at least one tensor")
+    FUNCTION: ClassVar[str] = "stack"
 
     def infer_shape(
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
@@ -1552,14 +2130,34 @@ class _PiecesOp(FunctionalOp, ABC):
         return TupleType.of([operand.with_dims(p) for p in pieces])
 
 
+def _pieces_args(args: CallArgs, what: str) -> tuple[SSAValue, Const | Missing, int] | CallProblem:
+    """split's and chunk's common arguments: the tensor, the size (`what`), and `dim`."""
+    x = args.first()
+    if isinstance(x, CallProblem):
+        return x
+    size = args.const(1, what)
+    dim = args.int_arg(2, "dim", 0)
+    if isinstance(dim, CallProblem):
+        return dim
+    return args.unknown_keywords((what, "dim")) or (x, size, dim)
+
+
+def _split_problem() -> CallProblem:
+    return CallProblem(
+        "`split` needs a positive size or a list of sizes",
+        "write `x.split(64, dim=-1)` or `x.split([64, 128], dim=-1)`",
+    )
+
+
 @lazy_op_definition
-class SplitOp(SizedOp):
+class SplitOp(SizedOp, SpelledOp):
     """`nml.split %x sizes [64 : i64, 64 : i64] dim 2` or `nml.split %x equal sizes ["?"](%d)
     dim 2` (pieces of one size, the last shorter): a tuple of tensors. A size may be `"?"`,
     the next dynamic operand (a config)."""
 
     name = "nml.split"
     COST: ClassVar[Cost] = VIEW
+    FUNCTION: ClassVar[str] = "split"
 
     input = operand_def()
     sizes = prop_def(ArrayAttr)
@@ -1592,6 +2190,33 @@ class SplitOp(SizedOp):
             result_types=[result_type],
         )
 
+    @classmethod
+    def from_call(cls, args: CallArgs) -> Operation | CallProblem:
+        found = _pieces_args(args, "split_size_or_sections")
+        if isinstance(found, CallProblem):
+            return found
+        x, size, dim = found
+        value = args.value(1, "split_size_or_sections")
+        if value is None or (
+            isinstance(size, int | float) and (size <= 0 or isinstance(size, float))
+        ):
+            return _split_problem()
+        equal = not isinstance(value.owner, ListOp)
+        sizes = args.sizes([value])
+        if isinstance(sizes, CallProblem):
+            return sizes
+        shape, dynamic = sizes
+        if isinstance(size, list) and not all(isinstance(v, int) and v >= 0 for v in size):
+            return _split_problem()
+        return cls(x, shape, dynamic, equal, dim, unknown_type())
+
+    def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
+        """`x.split(64, dim=2)`, `x.split([64, 128], dim=-1)`."""
+        sizes = _sizes_in_order(self.sizes, self.dynamic_sizes)
+        first: TorchArgument = sizes[0] if self.equal is not None else sizes
+        dim = self.dim.value.data
+        return [("", first), *([("dim", dim)] if dim != 0 else [])]
+
     def infer_sized(
         self, operand_types: Sequence[Attribute], sizes: Sequence[Dim], unifier: Unifier
     ) -> Attribute | ShapeMismatch:
@@ -1614,9 +2239,12 @@ class SplitOp(SizedOp):
 
 
 @lazy_op_definition
-class ChunkOp(_PiecesOp):
+class ChunkOp(_PiecesOp, SpelledOp):
+    """`nml.chunk %x 3 dim -1`: `x.chunk(3, dim=-1)`."""
+
     name = "nml.chunk"
     COST: ClassVar[Cost] = VIEW
+    FUNCTION: ClassVar[str] = "chunk"
 
     input = operand_def()
     chunks = prop_def(IntegerAttr[I64])
@@ -1638,16 +2266,31 @@ class ChunkOp(_PiecesOp):
         if self.chunks.value.data <= 0:
             raise VerifyException("chunk needs a positive number of chunks")
 
+    @classmethod
+    def from_call(cls, args: CallArgs) -> Operation | CallProblem:
+        found = _pieces_args(args, "chunks")
+        if isinstance(found, CallProblem):
+            return found
+        x, size, dim = found
+        if not is_int(size) or size <= 0:  # type: ignore[operator]
+            return CallProblem("`chunks` of `chunk` must be a positive constant integer")
+        return cls(x, size, dim, unknown_type())  # type: ignore[arg-type]
+
+    def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
+        dim = self.dim.value.data
+        return [("", self.chunks.value.data), *([("dim", dim)] if dim != 0 else [])]
+
     def pieces(self, dims: Dims, unifier: Unifier) -> list[Dims | None] | ShapeMismatch | None:
         return chunk_shapes(dims, self.chunks.value.data, self.dim.value.data, unifier)  # type: ignore[return-value]
 
 
 @lazy_op_definition
-class EinsumOp(FunctionalOp):
+class EinsumOp(SpelledOp):
     """`nml.einsum "bij,bjk->bik" %a, %b`: the output shape follows the equation."""
 
     name = "nml.einsum"
     COST: ClassVar[Cost] = FREE
+    FUNCTION: ClassVar[str] = "einsum"
 
     equation = prop_def(StringAttr)
     inputs = var_operand_def()
@@ -1664,6 +2307,29 @@ class EinsumOp(FunctionalOp):
             result_types=[result_type],
         )
 
+    @classmethod
+    def from_call(cls, args: CallArgs) -> Operation | CallProblem:
+        equation = args.const(0, "equation")
+        if not isinstance(equation, str):
+            return CallProblem(
+                "`einsum` needs the equation as a string first",
+                'write `einsum("bij,bjk->bik", a, b)`',
+            )
+        operands = args.positional[1:]
+        if len(operands) == 1 and isinstance(operands[0].owner, ListOp):
+            operands = list(operands[0].owner.elements)
+        if not operands:
+            return CallProblem("`einsum` needs at least one tensor after the equation")
+        return args.unknown_keywords(()) or cls(equation, operands, unknown_type())
+
+    @property
+    def tensor(self) -> SSAValue | None:
+        return None
+
+    def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
+        """`torch.einsum("bij,bjk->bik", a, b)`."""
+        return [("", self.equation.data), *(("", v) for v in self.inputs)]
+
     def infer_shape(
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
     ) -> Attribute | ShapeMismatch:
@@ -1675,12 +2341,13 @@ class EinsumOp(FunctionalOp):
 
 
 @lazy_op_definition
-class WhereOp(FunctionalOp):
+class WhereOp(SpelledOp):
     """`nml.where %cond, %a, %b`: `a` where `cond`, else `b`; all three broadcast
-    (`a` or `b` may be a scalar)."""
+    (`a` or `b` may be a scalar). `torch.where(cond, a, b)`."""
 
     name = "nml.where"
     COST: ClassVar[Cost] = FREE
+    FUNCTION: ClassVar[str] = "where"
 
     condition = operand_def()
     lhs = operand_def()
@@ -1693,6 +2360,22 @@ class WhereOp(FunctionalOp):
 
     def __init__(self, condition: Value, lhs: Value, rhs: Value, result_type: Attribute):
         super().__init__(operands=[condition, lhs, rhs], result_types=[result_type])
+
+    @classmethod
+    def from_call(cls, args: CallArgs) -> Operation | CallProblem:
+        if len(args.positional) == 1:  # `where(chosen == i)`: the indices where it holds
+            nonzero = OP_OF_RECORD["nonzero"]
+            return args.unknown_keywords(()) or nonzero(args.positional[0], unknown_type())  # type: ignore[call-arg]
+        if len(args.positional) != 3:
+            return CallProblem(
+                f"`where` takes a condition and two values, got {len(args.positional)} arguments",
+                "write `where(mask, a, b)`, or `where(mask)` for the indices where it holds",
+            )
+        cond, a, b = args.positional
+        return args.unknown_keywords(()) or cls(cond, a, b, unknown_type())
+
+    def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
+        return [("", self.lhs), ("", self.rhs)]
 
     def infer_shape(
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
@@ -1716,11 +2399,12 @@ class WhereOp(FunctionalOp):
 
 
 @lazy_op_definition
-class MaskedFillOp(FunctionalOp):
+class MaskedFillOp(SpelledOp):
     """`nml.masked_fill %x, %mask, %value`: `value` where `mask`; the mask broadcasts to x."""
 
     name = "nml.masked_fill"
     COST: ClassVar[Cost] = FREE
+    FUNCTION: ClassVar[str] = "masked_fill"
 
     input = operand_def()
     mask = operand_def()
@@ -1733,6 +2417,19 @@ class MaskedFillOp(FunctionalOp):
 
     def __init__(self, input: Value, mask: Value, value: Value, result_type: Attribute):
         super().__init__(operands=[input, mask, value], result_types=[result_type])
+
+    @classmethod
+    def from_call(cls, args: CallArgs) -> Operation | CallProblem:
+        x, mask, value = (args.value(i, k) for i, k in enumerate(("input", "mask", "value")))
+        if x is None or mask is None or value is None:
+            return CallProblem(
+                "`masked_fill` needs a tensor, a mask and a value",
+                "write `x.masked_fill(mask, 0.0)`",
+            )
+        return args.unknown_keywords(("mask", "value")) or cls(x, mask, value, unknown_type())
+
+    def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
+        return [("", self.mask), ("", self.value)]
 
     def infer_shape(
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
@@ -1747,10 +2444,11 @@ class MaskedFillOp(FunctionalOp):
 
 
 @lazy_op_definition
-class AttentionOp(FunctionalOp):
+class AttentionOp(SpelledOp):
     """`nml.attention %q, %k, %v mask(%m) causal dropout 0.1`: scaled dot-product
-    attention (`F.scaled_dot_product_attention`); [..., L, E] x [..., S, E] x [..., S, Ev]
-    -> [..., L, Ev]."""
+    attention (`F.scaled_dot_product_attention(q, k, v, is_causal=True)`: PyTorch picks
+    the fused flash or memory-efficient kernel); [..., L, E] x [..., S, E] x [..., S, Ev]
+    -> [..., L, Ev]. Dropout applies only in training, as `F.dropout` does."""
 
     name = "nml.attention"
     FUNCTION: ClassVar[str] = "scaled_dot_product_attention"
@@ -1795,6 +2493,50 @@ class AttentionOp(FunctionalOp):
         if self.causal is not None and self.mask is not None:
             raise VerifyException("attention takes a mask or `causal`, not both")
 
+    @classmethod
+    def from_call(cls, args: CallArgs) -> Operation | CallProblem:
+        qkv = args.positional[:3]
+        if len(qkv) != 3:
+            return CallProblem(
+                f"`{args.name}` takes q, k and v, got {len(qkv)} tensors",
+                "write `scaled_dot_product_attention(q, k, v, causal=true)`",
+            )
+        mask = args.value(3, "attn_mask")
+        causal = args.const(5, "causal", args.const(5, "is_causal", False))
+        keyword = "dropout" if "dropout_p" not in args.keywords else "dropout_p"
+        rate = args.config_rate(args.value(4, keyword))
+        dropout = args.number(4, keyword) if rate is None else None
+        scale = args.number(6, "scale")
+        if not isinstance(causal, bool):
+            return CallProblem(f"`causal` of `{args.name}` must be `true` or `false`")
+        for number in (rate, dropout, scale):
+            if isinstance(number, CallProblem):
+                return number
+        if isinstance(dropout, float) and not 0.0 <= dropout < 1.0:
+            return CallProblem(f"`dropout` of `{args.name}` must be in [0, 1), got {dropout}")
+        if causal and mask is not None:
+            return CallProblem(
+                f"`{args.name}` takes `attn_mask` or `causal=true`, not both",
+                "fold the causal mask into `attn_mask`, or drop `attn_mask`",
+            )
+        allowed = ("attn_mask", "dropout", "dropout_p", "causal", "is_causal", "scale")
+        problem = args.rest(allowed, 4)
+        p = rate or dropout or 0.0
+        return problem or cls(qkv, mask, causal, p, scale, unknown_type())  # type: ignore[arg-type]
+
+    def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
+        arguments: list[tuple[str, TorchArgument]] = [("", self.key), ("", self.value)]
+        if self.mask is not None:
+            arguments.append(("attn_mask", self.mask))
+        rate = self.dropout or self.dropout_rate
+        if rate is not None:
+            arguments.append(("dropout_p", InTraining(rate_argument(rate))))  # type: ignore[arg-type]
+        if self.causal is not None:
+            arguments.append(("is_causal", True))
+        if self.scale is not None:
+            arguments.append(("scale", self.scale.value.data))
+        return arguments
+
     def infer_shape(
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
     ) -> Attribute | ShapeMismatch:
@@ -1819,15 +2561,6 @@ UNARY_OPS: dict[str, type[UnaryOp]] = dict(_FAMILY)
 BINARY_OPS: dict[str, type[BinaryOp]] = {
     "+": AddOp, "-": SubOp, "*": MulOp, "/": DivOp, "**": PowOp, "@": MatmulOp,
 }  # fmt: skip
-
-FUNCTIONAL_OPS: tuple[type[FunctionalOp], ...] = (
-    *UNARY_OPS.values(), GeluOp, ClampOp,
-    SoftmaxOp, LogSoftmaxOp, DropoutOp, FlattenOp, ReshapeOp, ViewOp, PermuteOp,
-    MeanOp, SumOp, AmaxOp, AminOp, VarOp, StdOp, CatOp, StackOp, SplitOp, ChunkOp,
-    ExpandOp, RepeatOp, SqueezeOp, EinsumOp, ArangeOp, SampleOp, LinspaceOp, MultinomialOp,
-    WhereOp, MaskedFillOp, AttentionOp,
-    *BINARY_OPS.values(), *COMPARE_OPS.values(), IndexOp, IndexPutOp, DimOp, ListOp,
-)  # fmt: skip
 
 
 def _verify_index(entries: Sequence[IndexEntry], dynamic: int) -> None:

@@ -22,12 +22,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from xdsl.dialects.builtin import DictionaryAttr, IntegerType, StringAttr
-from xdsl.ir import Attribute
+from xdsl.dialects.builtin import (
+    DictionaryAttr,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    StringAttr,
+    i64,
+)
+from xdsl.ir import Attribute, Operation
 from xdsl.irdl import operand_def, prop_def, result_def
 from xdsl.utils.exceptions import VerifyException
 
-from tensorloom.catalogue.costs import FREE, Cost
+from tensorloom.catalogue.args import Arg
+from tensorloom.catalogue.costs import Cost
 from tensorloom.catalogue.losses import (
     FLOATS,
     FUNCTIONAL_LOSSES,
@@ -37,7 +45,8 @@ from tensorloom.catalogue.losses import (
 )
 from tensorloom.catalogue.shapes import Dim, Shape, ShapeMismatch, Unifier, format_shape
 from tensorloom.dialects.lazy_definition import lazy_op_definition
-from tensorloom.dialects.nml.builtins import FunctionalOp
+from tensorloom.dialects.nml.builtins import SpelledOp, TorchArgument
+from tensorloom.dialects.nml.calls import CallArgs, CallProblem, unknown_type
 from tensorloom.dialects.nml.ops import Value
 from tensorloom.dialects.nml.types import TensorType
 
@@ -46,11 +55,12 @@ LOSSES: dict[str, LossRecord] = FUNCTIONAL_LOSSES
 
 
 @lazy_op_definition
-class LossOp(FunctionalOp):
-    """`nml.loss "mse" %out, %y reduction "mean" {}`: a functional loss of `LOSSES`."""
+class LossOp(SpelledOp):
+    """`nml.loss "mse" %out, %y reduction "mean" {}`: a functional loss of `LOSSES`,
+    `F.mse_loss(out, y)`; its cost in `tlc info` is its record's (`LossRecord.cost`)."""
 
     name = "nml.loss"
-    COST: ClassVar[Cost] = FREE
+    RECORDS: ClassVar[tuple[str, ...]] = tuple(LOSSES)
 
     kind = prop_def(StringAttr)
     input = operand_def()
@@ -87,6 +97,49 @@ class LossOp(FunctionalOp):
     def spec(self) -> LossRecord:
         return LOSSES[self.kind.data]
 
+    def cost(self) -> Cost:
+        return self.spec.cost
+
+    def spelling(self) -> str:
+        function = self.spec.torch_function
+        assert function is not None, f"loss `{self.kind.data}` has no PyTorch function"
+        return function
+
+    def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
+        """`F.cross_entropy(out, y, label_smoothing=0.1)`: the reduction unless "mean"."""
+        reduction = self.reduction.data
+        arguments: list[tuple[str, TorchArgument]] = [("", self.target)]
+        if reduction != "mean":
+            arguments.append(("reduction", reduction))
+        return arguments + [(k, _option_value(v)) for k, v in self.options.data.items()]
+
+    @classmethod
+    def from_call(cls, args: CallArgs) -> Operation | CallProblem:
+        """`cross_entropy(out, y, reduction="sum", label_smoothing=0.1)`."""
+        spec = LOSSES[args.name]
+        if len(args.positional) != 2:
+            return CallProblem(
+                f"`{spec.function}` takes the output and the target, got "
+                f"{len(args.positional)} positional arguments",
+                f"write `{spec.function}(out, y)`",
+            )
+        problem = args.unknown_keywords(("reduction", *spec.function_keywords))
+        if problem is not None:
+            return problem
+        reduction = args.const(2, "reduction", "mean")
+        if reduction not in spec.reductions:
+            choices = ", ".join(f'`"{r}"`' for r in spec.reductions)
+            return CallProblem(f"`reduction` of `{spec.function}` must be one of {choices}")
+        options: dict[str, Attribute] = {}
+        for arg in spec.function_args:
+            attr = _loss_option(args, arg)
+            if isinstance(attr, CallProblem):
+                return attr
+            if attr is not None:
+                options[arg.name] = attr
+        input, target = args.positional
+        return cls(args.name, input, target, str(reduction), options, unknown_type())
+
     def verify_(self) -> None:
         if self.kind.data not in LOSSES:
             raise VerifyException(f"unknown loss kind `{self.kind.data}`")
@@ -101,6 +154,31 @@ class LossOp(FunctionalOp):
     ) -> Attribute | ShapeMismatch:
         input, target = operand_types[0], operand_types[1]
         return loss_shape(self.spec, self.reduction.data, input, target, unifier or Unifier())
+
+
+def _loss_option(args: CallArgs, arg: Arg) -> Attribute | CallProblem | None:
+    """A functional loss's keyword, checked against its catalogue record."""
+    if arg.name not in args.keywords:
+        return None
+    value = args.const(99, arg.name)
+    problem = arg.problem(value)
+    if problem is not None:
+        return CallProblem(f"{problem} (in `{args.name}`)")
+    if isinstance(value, bool):
+        return IntegerAttr(int(value), 1)
+    if arg.type == "int":
+        assert isinstance(value, int)
+        return IntegerAttr(value, i64)
+    assert isinstance(value, int | float)
+    return FloatAttr(float(value), 64)
+
+
+def _option_value(attr: Attribute) -> int | float | bool:
+    if isinstance(attr, FloatAttr):
+        return attr.value.data
+    assert isinstance(attr, IntegerAttr), "resolve-nml folds loss options to numbers"
+    width = attr.type.width.data if hasattr(attr.type, "width") else 64  # type: ignore[union-attr]
+    return bool(attr.value.data) if width == 1 else attr.value.data
 
 
 def _is_index_type(attr: Attribute) -> bool:

@@ -33,8 +33,15 @@ from xdsl.dialects.builtin import (
     f32,
     i64,
 )
-from xdsl.ir import Attribute, SSAValue
-from xdsl.irdl import operand_def, opt_prop_def, prop_def, result_def, var_operand_def
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.irdl import (
+    OptPropertyDef,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    result_def,
+    var_operand_def,
+)
 from xdsl.utils.exceptions import VerifyException
 
 from tensorloom.catalogue.costs import (
@@ -47,7 +54,7 @@ from tensorloom.catalogue.costs import (
     per_element,
     per_input_element,
 )
-from tensorloom.catalogue.functions import FUNCTIONS
+from tensorloom.catalogue.functions import FUNCTIONS, Parameter
 from tensorloom.catalogue.shapes import (
     ShapeMismatch,
     Unifier,
@@ -68,15 +75,21 @@ from tensorloom.catalogue.shapes import (
 from tensorloom.dialects.lazy_definition import lazy_op_definition
 from tensorloom.dialects.nml.builtins import (
     DYNAMIC,
-    FunctionalOp,
+    OP_OF_RECORD,
+    ListOp,
+    Literal,
+    PyName,
     SizedOp,
+    SpelledOp,
+    TorchArgument,
     _int_array,
     _ints,
     _sized_entries,
     apply_rule,
     count_name,
 )
-from tensorloom.dialects.nml.ops import Value
+from tensorloom.dialects.nml.calls import CallArgs, CallProblem, Missing, is_int, unknown_type
+from tensorloom.dialects.nml.ops import GetAttrOp, RefOp, Value
 from tensorloom.dialects.nml.types import (
     AnyType,
     Dim,
@@ -84,10 +97,6 @@ from tensorloom.dialects.nml.types import (
     TupleType,
     element_type_name,
 )
-
-Literal = int | float | bool | str | None
-TorchArgument = SSAValue | Literal | tuple[SSAValue | int, ...]
-"""One argument of the PyTorch call: a value, a constant, or a tuple of ints and values."""
 
 INDICES = IntegerType(64)
 
@@ -109,32 +118,21 @@ TORCH_DTYPES: dict[str, str] = {
 """How a cast's element type is spelled in the emitted script."""
 
 
-class SpelledOp(FunctionalOp, ABC):
-    """A builtin whose lowering is its catalogue record's PyTorch spelling, called on
-    its first operand with `torch_arguments` (name "" for a positional one)."""
-
-    FUNCTION: ClassVar[str]
-    """The catalogue record (tensorloom/catalogue/functions.py) that spells it."""
-
-    @property
-    @abstractmethod
-    def tensor(self) -> SSAValue: ...
-
-    @abstractmethod
-    def torch_arguments(self) -> list[tuple[str, TorchArgument]]: ...
-
-
 class PlainOp(SpelledOp, ABC):
     """A builtin of one tensor and constant arguments, `nml.cumsum %x dim 1`: each argument
     its catalogue record's signature names after the tensor (`cumsum(x, dim)`) is the
     property of that name, an i64, f64, i1 or string.
 
-    resolve-nml builds it from the record (the `plain` builder) and convert-nml-to-torch
-    spells it with the set arguments in the signature's order, as keywords
-    (`torch.cumsum(x, dim=1)`) or, with `POSITIONAL`, without their names
-    (`x.transpose(1, 2)`); an op overrides `torch_arguments` to spell them otherwise.
-    So a new plain builtin is its record (tensorloom/catalogue/functions.py) and its op:
-    the properties, the assembly format, the shape rule and the `COST`."""
+    resolve-nml builds it from the record: each argument a constant of its default's type
+    (a required one an integer), checked further by the op's `check_call` where the op
+    asks more (`hardtanh`'s min below its max). convert-nml-to-torch spells it with the
+    set arguments in the signature's order, as keywords (`torch.cumsum(x, dim=1)`) or,
+    with `POSITIONAL`, without their names (`x.transpose(1, 2)`); an op overrides
+    `torch_arguments` to spell them otherwise. Its assembly format is made from its
+    properties (`$input `dim` $dim ...`, an optional one in `(...)?`) unless it gives
+    its own `ASSEMBLY_FORMAT`. So a new plain builtin is its record
+    (tensorloom/catalogue/functions.py) and its op: the properties, the shape rule and
+    the `COST`."""
 
     input = operand_def()
     result = result_def()
@@ -145,9 +143,40 @@ class PlainOp(SpelledOp, ABC):
         properties = {k: _constant_attr(v) for k, v in constants.items() if v is not None}
         super().__init__(operands=[input], properties=properties, result_types=[result_type])
 
-    @property
-    def tensor(self) -> SSAValue:
-        return self.input
+    @classmethod
+    def format_text(cls) -> str:
+        if hasattr(cls, "ASSEMBLY_FORMAT"):
+            return cls.ASSEMBLY_FORMAT
+        properties = cls.get_irdl_definition().properties.items()
+        parts = [
+            f"(`{name}` ${name}^)?" if isinstance(prop, OptPropertyDef) else f"`{name}` ${name}"
+            for name, prop in properties
+        ]
+        return " ".join(["$input", *parts, "attr-dict `:` functional-type($input, $result)"])
+
+    @classmethod
+    def from_call(cls, args: CallArgs) -> Operation | CallProblem:
+        """`normalize(x, p=1.0, dim=-1)`: each argument the record's signature names after
+        the tensor, a constant of its default's type, becomes the property of its name."""
+        x = args.first()
+        if isinstance(x, CallProblem):
+            return x
+        parameters = FUNCTIONS[args.name].parameters[1:]
+        constants: dict[str, Literal] = {}
+        for index, parameter in enumerate(parameters, start=1):
+            value = _plain_argument(args, index, parameter)
+            if isinstance(value, CallProblem):
+                return value
+            constants[parameter.name] = value
+        problem = cls.check_call(constants)
+        names = [p.name for p in parameters]
+        problem = problem or args.rest(names, len(parameters) + 1)
+        return problem or cls(x, constants, unknown_type())
+
+    @classmethod
+    def check_call(cls, constants: Mapping[str, Literal]) -> CallProblem | None:
+        """What the op asks of its arguments beyond their types (none by default)."""
+        return None
 
     def constant(self, name: str) -> Literal:
         """The argument `name`'s value; None when it is not set."""
@@ -162,6 +191,23 @@ class PlainOp(SpelledOp, ABC):
         parameters = FUNCTIONS[self.FUNCTION].parameters[1:]
         named = [p.name for p in parameters if p.name in self.properties]
         return [("" if self.POSITIONAL else n, self.constant(n)) for n in named]
+
+
+def _plain_argument(args: CallArgs, index: int, parameter: Parameter) -> Literal | CallProblem:
+    name, default = parameter.name, parameter.default
+    if parameter.required:
+        return args.int_arg(index, name)
+    if isinstance(default, bool):
+        return args.flag(index, name, default)
+    if isinstance(default, int):
+        return args.int_arg(index, name, default)
+    if isinstance(default, float):
+        number = args.number(index, name)
+        return default if number is None else number
+    value = args.const(index, name, default)
+    if isinstance(value, str) or value is None:
+        return value
+    return CallProblem(f"`{name}` of `{args.name}` must be a constant string")
 
 
 def _constant_attr(value: int | float | bool | str) -> Attribute:
@@ -200,10 +246,6 @@ class _AlongDimOp(PlainOp, ABC):
 
     dim = prop_def(IntegerAttr[I64])
 
-    ASSEMBLY_FORMAT: ClassVar[str] = (
-        "$input `dim` $dim attr-dict `:` functional-type($input, $result)"
-    )
-
     def infer_shape(
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
     ) -> Attribute | ShapeMismatch:
@@ -226,7 +268,7 @@ class CumprodOp(_AlongDimOp):
 
 
 @lazy_op_definition
-class NormalizeOp(PlainOp):
+class NormalizeOp(_AlongDimOp):
     """`nml.normalize %x p 2.0 dim 1`: `F.normalize`, x / max(||x||_p, eps) along `dim`."""
 
     name = "nml.normalize"
@@ -234,32 +276,17 @@ class NormalizeOp(PlainOp):
     COST: ClassVar[Cost] = per_element(saves=INPUT)
 
     p = prop_def(FloatAttr[Float64Type])
-    dim = prop_def(IntegerAttr[I64])
-
-    ASSEMBLY_FORMAT: ClassVar[str] = (
-        "$input `p` $p `dim` $dim attr-dict `:` functional-type($input, $result)"
-    )
 
     def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
         """`F.normalize(x, dim=1)`: `p` only when it is not 2."""
         p = self.p.value.data
         return [*([("p", p)] if p != 2.0 else []), ("dim", self.dim.value.data)]
 
-    def infer_shape(
-        self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
-    ) -> Attribute | ShapeMismatch:
-        axis = self.dim.value.data
-        return apply_rule(operand_types[0], lambda dims: same_shape(dims, axis))
-
 
 class TriangleOp(PlainOp, ABC):
     """`nml.tril %x diagonal 0`: a matrix (or a batch of them) with one triangle zeroed."""
 
     diagonal = prop_def(IntegerAttr[I64])
-
-    ASSEMBLY_FORMAT: ClassVar[str] = (
-        "$input `diagonal` $diagonal attr-dict `:` functional-type($input, $result)"
-    )
 
     def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
         """`torch.tril(x)`, `torch.tril(x, diagonal=1)`: the diagonal when it is not 0."""
@@ -295,8 +322,6 @@ class TOp(PlainOp):
     FUNCTION: ClassVar[str] = "t"
     COST: ClassVar[Cost] = VIEW
 
-    ASSEMBLY_FORMAT: ClassVar[str] = "$input attr-dict `:` functional-type($input, $result)"
-
     def infer_shape(
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
     ) -> Attribute | ShapeMismatch:
@@ -313,10 +338,6 @@ class UnsqueezeOp(PlainOp):
     POSITIONAL: ClassVar[bool] = True
 
     dim = prop_def(IntegerAttr[I64])
-
-    ASSEMBLY_FORMAT: ClassVar[str] = (
-        "$input `dim` $dim attr-dict `:` functional-type($input, $result)"
-    )
 
     def infer_shape(
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
@@ -356,6 +377,7 @@ class NormOp(SpelledOp):
     name = "nml.norm"
     COST: ClassVar[Cost] = per_input_element(2, saves=INPUT, autocast="fp32")
     FUNCTION: ClassVar[str] = "linalg.vector_norm"
+    RECORDS: ClassVar[tuple[str, ...]] = ("norm", "linalg.vector_norm")
 
     input = operand_def()
     p = prop_def(FloatAttr[Float64Type])
@@ -386,9 +408,19 @@ class NormOp(SpelledOp):
             result_types=[result_type],
         )
 
-    @property
-    def tensor(self) -> SSAValue:
-        return self.input
+    @classmethod
+    def from_call(cls, args: CallArgs) -> Operation | CallProblem:
+        x = args.first()
+        if isinstance(x, CallProblem):
+            return x
+        order = args.number(1, "ord" if "ord" in args.keywords else "p")
+        dims, keepdim = args.dims(2), args.flag(3, "keepdim", False)
+        for found in (order, dims, keepdim):
+            if isinstance(found, CallProblem):
+                return found
+        problem = args.rest(("p", "ord", "dim", "keepdim"), 4)
+        p = 2.0 if order is None else order
+        return problem or cls(x, p, dims, keepdim, unknown_type())  # type: ignore[arg-type]
 
     def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
         arguments: list[tuple[str, TorchArgument]] = [("ord", self.p.value.data)]
@@ -455,9 +487,33 @@ class PadOp(SizedOp, SpelledOp):
         if self.mode.data not in self.MODES:
             raise VerifyException(f"pad mode must be one of {', '.join(self.MODES)}")
 
-    @property
-    def tensor(self) -> SSAValue:
-        return self.input
+    @classmethod
+    def from_call(cls, args: CallArgs) -> Operation | CallProblem:
+        x, pads = args.first(), args.value(1, "pad")
+        if isinstance(x, CallProblem):
+            return x
+        if pads is None or not isinstance(pads.owner, ListOp) or not pads.owner.elements:
+            return CallProblem(
+                "`pad` needs the pads as a list of (left, right) pairs, the last dim's first",
+                "write `pad(x, [1, 1, 2, 2])` to pad the last dim by 1 and the one before by 2",
+            )
+        found = args.sizes([pads])
+        if isinstance(found, CallProblem):
+            return found
+        shape, dynamic = found
+        if len(shape) % 2:
+            return CallProblem(
+                f"`pad` takes (left, right) pairs, got {len(shape)} pads",
+                "give two pads per padded dim, the last dim's first",
+            )
+        mode, value = args.const(2, "mode", "constant"), args.number(3, "value")
+        if mode not in cls.MODES:
+            choices = ", ".join(f'`"{m}"`' for m in cls.MODES)
+            return CallProblem(f"`mode` of `pad` must be one of {choices}")
+        if isinstance(value, CallProblem):
+            return value
+        problem = args.rest(("pad", "mode", "value"), 4)
+        return problem or cls(x, shape, dynamic, str(mode), value, unknown_type())
 
     def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
         dynamic = iter(self.dynamic_sizes)
@@ -529,9 +585,29 @@ class NarrowOp(SizedOp, SpelledOp):
         if dynamic != bool(self.dynamic_sizes):
             raise VerifyException('narrow takes a dynamic operand exactly when start is "?"')
 
-    @property
-    def tensor(self) -> SSAValue:
-        return self.input
+    @classmethod
+    def from_call(cls, args: CallArgs) -> Operation | CallProblem:
+        x = args.first()
+        if isinstance(x, CallProblem):
+            return x
+        dim, start, length = (
+            args.int_arg(1, "dim"),
+            args.value(2, "start"),
+            args.int_arg(3, "length"),
+        )
+        if isinstance(dim, CallProblem):
+            return dim
+        if isinstance(length, CallProblem) or start is None:
+            return CallProblem(
+                "`narrow` needs a dim, a start (it may be computed) and a constant length",
+                "write `x.narrow(1, i, 4)`",
+            )
+        if length < 0:
+            return CallProblem(f"the length of `narrow` must not be negative, got {length}")
+        known = args.constant_of(start)
+        first: int | SSAValue = known if is_int(known) else start  # type: ignore[assignment]
+        problem = args.rest(("dim", "start", "length"), 4)
+        return problem or cls(x, dim, first, length, unknown_type())
 
     def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
         start = self.start
@@ -552,12 +628,13 @@ class NarrowOp(SizedOp, SpelledOp):
 
 
 @lazy_op_definition
-class CastOp(FunctionalOp):
+class CastOp(SpelledOp):
     """`nml.cast %x to "i64"`: `x.to(torch.int64)` (`.long()`, `.float()`, ...); the element
     type is one of the types a tensor type names (f32, f16, bf16, i64, i1)."""
 
     name = "nml.cast"
     FUNCTION: ClassVar[str] = "to"
+    RECORDS: ClassVar[tuple[str, ...]] = ("float", "half", "bfloat16", "long", "bool", "to")
     COST: ClassVar[Cost] = per_element()
 
     input = operand_def()
@@ -577,6 +654,29 @@ class CastOp(FunctionalOp):
         if self.dtype.data not in ELEMENT_TYPES:
             raise VerifyException(f"cast to an unknown element type `{self.dtype.data}`")
 
+    @classmethod
+    def from_call(cls, args: CallArgs) -> Operation | CallProblem:
+        """`x.long()`, `x.float()`, `x.to(torch.int64)`: the element type is the op's."""
+        x = args.first()
+        if isinstance(x, CallProblem):
+            return x
+        if not args.method:
+            example = "x.to(torch.float32)" if args.name == "to" else f"x.{args.name}()"
+            return CallProblem(f"`{args.name}` is a tensor method", f"write `{example}`")
+        if args.name != "to":
+            return args.too_many(1) or cls(x, DTYPES[args.name], unknown_type())
+        dtype = dtype_named(args.value(1, "dtype"))
+        if dtype is None:
+            return CallProblem(
+                "`to` takes a dtype: one of "
+                + ", ".join(f"`torch.{d}`" for d in DTYPES if d not in ("float", "half", "long")),
+                "write `x.to(torch.float32)`",
+            )
+        return args.rest(("dtype",), 2) or cls(x, dtype, unknown_type())
+
+    def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
+        return [("", PyName(TORCH_DTYPES[self.dtype.data]))]
+
     def element_type(self) -> Attribute:
         return ELEMENT_TYPES[self.dtype.data]
 
@@ -589,6 +689,16 @@ class CastOp(FunctionalOp):
         if not isinstance(operand, TensorType):
             return ShapeMismatch(f"expected a tensor, got {operand}")
         return TensorType(operand.shape, self.element_type())
+
+
+def dtype_named(value: SSAValue | None) -> str | None:
+    """`torch.int64` (a getattr of the name `torch`) as the element type it names (`i64`)."""
+    if value is None or not isinstance(value.owner, GetAttrOp):
+        return None
+    base = value.owner.input.owner
+    if not isinstance(base, RefOp) or base.symbol.root_reference.data != "torch":
+        return None
+    return DTYPES.get(value.owner.attr_name.data)
 
 
 class _ArgReduceOp(SpelledOp, ABC):
@@ -612,9 +722,18 @@ class _ArgReduceOp(SpelledOp, ABC):
             result_types=[result_type],
         )
 
-    @property
-    def tensor(self) -> SSAValue:
-        return self.input
+    @classmethod
+    def from_call(cls, args: CallArgs) -> Operation | CallProblem:
+        x = args.first()
+        if isinstance(x, CallProblem):
+            return x
+        dim, keepdim = args.const(1, "dim", None), args.flag(2, "keepdim", False)
+        if dim is not None and not is_int(dim):
+            return CallProblem(f"`dim` of `{args.name}` must be a constant integer")
+        if isinstance(keepdim, CallProblem):
+            return keepdim
+        problem = args.rest(("dim", "keepdim"), 3)
+        return problem or cls(x, dim, keepdim, unknown_type())  # type: ignore[arg-type]
 
     def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
         arguments: list[tuple[str, TorchArgument]] = []
@@ -678,9 +797,28 @@ class _ExtremumOp(_ValuesIndicesOp, ABC):
             result_types=[result_type],
         )
 
-    @property
-    def tensor(self) -> SSAValue:
-        return self.input
+    @classmethod
+    def from_call(cls, args: CallArgs) -> Operation | CallProblem:
+        """`x.max()` is the largest element (`nml.amax`); `x.max(dim=1)` the pair (values,
+        indices)."""
+        x = args.first()
+        if isinstance(x, CallProblem):
+            return x
+        dim, keepdim = args.const(1, "dim", None), args.flag(2, "keepdim", False)
+        if isinstance(keepdim, CallProblem):
+            return keepdim
+        problem = args.rest(("dim", "keepdim"), 3)
+        if problem is not None:
+            return problem
+        if dim is None:
+            return OP_OF_RECORD[f"a{args.name}"](x, None, False, unknown_type())  # type: ignore[call-arg]
+        if not is_int(dim):
+            other, compare = ("maximum", ">") if args.name == "max" else ("minimum", "<")
+            return CallProblem(
+                f"`dim` of `{args.name}` must be a constant integer",
+                f"for the elementwise {other} of two tensors write `where(a {compare} b, a, b)`",
+            )
+        return cls(x, dim, keepdim, unknown_type())  # type: ignore[arg-type]
 
     def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
         arguments: list[tuple[str, TorchArgument]] = [("dim", self.dim.value.data)]
@@ -747,6 +885,32 @@ class TopkOp(SizedOp, _ValuesIndicesOp):
             result_types=[result_type],
         )
 
+    @classmethod
+    def from_call(cls, args: CallArgs) -> Operation | CallProblem:
+        x = args.first()
+        if isinstance(x, CallProblem):
+            return x
+        given, dim = args.value(1, "k"), args.int_arg(2, "dim", -1)
+        if given is None:
+            return CallProblem("`topk` needs the argument `k`", "write `x.topk(2, dim=-1)`")
+        known = args.constant_of(given)  # else computed: a config, `x.size(1) // 2`
+        k: int | SSAValue | CallProblem = known if is_int(known) else given  # type: ignore[assignment]
+        if not isinstance(known, Missing) and not is_int(known):
+            k = CallProblem("`k` of `topk` must be an integer")
+        largest, ordered = args.flag(3, "largest", True), args.flag(4, "sorted", True)
+        for found in (k, dim, largest, ordered):
+            if isinstance(found, CallProblem):
+                return found
+        if isinstance(k, int) and k < 0:
+            return CallProblem(f"`k` of `topk` must not be negative, got {k}")
+        if ordered is False:
+            return CallProblem(
+                "`topk` gives its values sorted",
+                "leave out `sorted=false`: the order is then defined",
+            )
+        problem = args.rest(("k", "dim", "largest", "sorted"), 5)
+        return problem or cls(x, k, dim, not largest, unknown_type())  # type: ignore[arg-type]
+
     def verify_(self) -> None:
         k = self.k
         dynamic = isinstance(k, StringAttr)
@@ -754,10 +918,6 @@ class TopkOp(SizedOp, _ValuesIndicesOp):
             raise VerifyException('topk takes a dynamic operand exactly when k is "?"')
         if isinstance(k, IntegerAttr) and k.value.data < 0:
             raise VerifyException("topk's k must not be negative")
-
-    @property
-    def tensor(self) -> SSAValue:
-        return self.input
 
     def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
         k = self.k
@@ -820,9 +980,19 @@ class OneHotOp(SpelledOp):
         if self.num_classes.value.data <= 0:
             raise VerifyException("one_hot needs a positive number of classes")
 
-    @property
-    def tensor(self) -> SSAValue:
-        return self.input
+    @classmethod
+    def from_call(cls, args: CallArgs) -> Operation | CallProblem:
+        x = args.first()
+        if isinstance(x, CallProblem):
+            return x
+        classes = args.int_arg(1, "num_classes")
+        if isinstance(classes, CallProblem) or classes <= 0:
+            return CallProblem(
+                "`one_hot` needs `num_classes`, a positive constant: the number of classes is "
+                "the size of the new dim",
+                "write `one_hot(ids, num_classes=10)`",
+            )
+        return args.rest(("num_classes",), 2) or cls(x, classes, unknown_type())
 
     def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
         return [("num_classes", self.num_classes.value.data)]
@@ -876,9 +1046,16 @@ class GatherOp(SpelledOp):
             result_types=[result_type],
         )
 
-    @property
-    def tensor(self) -> SSAValue:
-        return self.input
+    @classmethod
+    def from_call(cls, args: CallArgs) -> Operation | CallProblem:
+        x, dim, index = args.first(), args.int_arg(1, "dim"), args.value(2, "index")
+        if isinstance(x, CallProblem):
+            return x
+        if isinstance(dim, CallProblem):
+            return dim
+        if index is None:
+            return CallProblem("`gather` needs the index", "write `x.gather(1, index)`")
+        return args.rest(("dim", "index"), 3) or cls(x, index, dim, unknown_type())
 
     def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
         return [("", self.dim.value.data), ("", self.index)]
@@ -919,9 +1096,24 @@ class _ScatterLikeOp(SpelledOp, ABC):
             result_types=[result_type],
         )
 
-    @property
-    def tensor(self) -> SSAValue:
-        return self.input
+    @classmethod
+    def from_call(cls, args: CallArgs) -> Operation | CallProblem:
+        x, dim, index = args.first(), args.int_arg(1, "dim"), args.value(2, "index")
+        source_name = "source" if args.name == "index_add" else "src"
+        source = args.value(3, source_name)
+        if args.name == "scatter" and source is None:
+            source = args.keywords.get("value")
+        if isinstance(x, CallProblem):
+            return x
+        if isinstance(dim, CallProblem):
+            return dim
+        if index is None or source is None:
+            return CallProblem(
+                f"`{args.name}` needs a dim, an index and a `{source_name}`",
+                f"write `x.{args.name}(1, index, {source_name})`",
+            )
+        allowed = ("dim", "index", source_name, *(("value",) if args.name == "scatter" else ()))
+        return args.rest(allowed, 4) or cls(x, index, source, dim, unknown_type())
 
     def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
         return [("", self.dim.value.data), ("", self.index), ("", self.source)]
@@ -1015,9 +1207,18 @@ class NonzeroOp(SpelledOp):
     def __init__(self, input: Value, result_type: Attribute):
         super().__init__(operands=[input], result_types=[result_type])
 
-    @property
-    def tensor(self) -> SSAValue:
-        return self.input
+    @classmethod
+    def from_call(cls, args: CallArgs) -> Operation | CallProblem:
+        """`x.nonzero(as_tuple=true)`: `where(x)`; the `[n, ndim]` form is not typed."""
+        x = args.value(0, "input")
+        if x is None:
+            return CallProblem("`nonzero` needs a tensor", "write `mask.nonzero(as_tuple=true)`")
+        if args.const(1, "as_tuple", False) is not True:
+            return CallProblem(
+                "`nonzero` is typed in its tuple form only",
+                "write `nonzero(mask, as_tuple=true)`, or `where(mask)`",
+            )
+        return args.rest(("as_tuple",), 2) or cls(x, unknown_type())
 
     def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
         return [("as_tuple", True)]
@@ -1041,16 +1242,3 @@ class NonzeroOp(SpelledOp):
             return AnyType()
         found = TensorType.from_dims((self.count_name(),), INDICES)
         return TupleType.of([found] * max(len(mask.dims), 1))
-
-
-TENSOR_OPS: tuple[type[FunctionalOp], ...] = (
-    CumsumOp, CumprodOp, NormalizeOp, TrilOp, TriuOp, TOp, UnsqueezeOp, TransposeOp, NormOp, PadOp,
-    NarrowOp, CastOp, ArgmaxOp, ArgminOp, MaxOp, MinOp, TopkOp, OneHotOp, GatherOp, ScatterOp,
-    ScatterAddOp, IndexAddOp, NonzeroOp,
-)  # fmt: skip
-"""The ops of this file, registered with the dialect beside builtins.py's."""
-
-PLAIN_OPS: dict[str, type[PlainOp]] = {
-    op.FUNCTION: op for op in TENSOR_OPS if issubclass(op, PlainOp)
-}
-"""The plain builtins' ops, by the name of their catalogue record (the `plain` builder's)."""

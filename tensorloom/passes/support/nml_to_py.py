@@ -1,11 +1,15 @@
 """nml body ops as `py` ops: the rewrite patterns convert-nml-to-torch lowers a model's
 methods with, and the train lowering a script's statements (`BODY_PATTERNS`).
 
-One pattern per op (see convert_nml_to_torch.py's step 1): layer applications become
-submodule calls (`self.norm(x)`), functional builtins the PyTorch call a person would
-write (`F.relu(x)`, `x.flatten(1)`, `x @ y`), config references `self.<name>`; every new
-op keeps the location of the op it replaces. `attr_ops` writes an attribute expression
-(a layer's constructor argument) as `py` ops.
+One pattern per kind of op (see convert_nml_to_torch.py's step 1): layer applications
+become submodule calls (`self.norm(x)`), functional builtins the PyTorch call a person
+would write (`F.relu(x)`, `x.flatten(1)`, `x @ y`), config references `self.<name>`;
+every new op keeps the location of the op it replaces. A builtin op spells itself
+(`nml.SpelledOp`: its record's PyTorch and its `torch_arguments`), so one pattern,
+`SpelledToTorch`, lowers nearly all of them; the elementwise family (`-x`, `math.exp` of
+a number), the constructors placed on the input's device (`arange`, `randn`,
+`linspace`) and Python syntax (operators, indexing, lists) keep their own.
+`attr_ops` writes an attribute expression (a layer's constructor argument) as `py` ops.
 """
 
 from __future__ import annotations
@@ -240,245 +244,6 @@ class UnaryToTorch(RewritePattern):
         _replace(rewriter, op, _call(FUNCTIONS[name].torch, op.input, _Keywords()))
 
 
-class GeluToTorch(RewritePattern):
-    """`F.gelu(x)` or `F.gelu(x, approximate="tanh")`."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: nml.GeluOp, rewriter: PatternRewriter) -> None:
-        if not _in_body(op):
-            return
-        call = _Keywords()
-        if op.approximate is not None:
-            call.literal(op.approximate.data, "approximate")
-        _replace(rewriter, op, _call(spelling(op), op.input, call))
-
-
-class ClampToTorch(RewritePattern):
-    """`x.clamp(min=0.0, max=6.0)`."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: nml.ClampOp, rewriter: PatternRewriter) -> None:
-        if not _in_body(op):
-            return
-        call = _Keywords()
-        for name, bound in (("min", op.min), ("max", op.max)):
-            if bound is not None:
-                call.literal(bound.value.data, name)
-        _replace(rewriter, op, _call(spelling(op), op.input, call))
-
-
-class SoftmaxToTorch(RewritePattern):
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: nml.SoftmaxLikeOp, rewriter: PatternRewriter) -> None:
-        if not _in_body(op):
-            return
-        call = _Keywords().literal(op.dim.value.data, "dim")
-        _replace(rewriter, op, _call(spelling(op), op.input, call))
-
-
-class DropoutToTorch(RewritePattern):
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: nml.DropoutOp, rewriter: PatternRewriter) -> None:
-        if not _in_body(op):
-            return
-        p = _rate(op.p or op.rate)
-        training = self_attr("training")
-        call = _Keywords()
-        call.ops += [*p, *training]
-        call.value(p[-1].results[0], "p").value(training[-1].results[0], "training")
-        _replace(rewriter, op, _call(spelling(op), op.input, call))
-
-
-def _rate(attr: Attribute | None) -> list[Operation]:
-    """A dropout probability: the number, or `self.<config>` (the config it names)."""
-    if isinstance(attr, CfgAttr):
-        return self_attr(attr.param.data)
-    assert isinstance(attr, FloatAttr), f"compiler bug: dropout rate {attr}"
-    return [_const(attr.value.data)]
-
-
-class FlattenToTorch(RewritePattern):
-    """`x.flatten(1)`: trailing default arguments are left out."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: nml.FlattenOp, rewriter: PatternRewriter) -> None:
-        if not _in_body(op):
-            return
-        start, end = op.start_dim.value.data, op.end_dim.value.data
-        call = _Keywords()
-        if (start, end) != (0, -1):
-            call.literal(start)
-        if end != -1:
-            call.literal(end)
-        _replace(rewriter, op, _call(spelling(op), op.input, call))
-
-
-class ReshapeToTorch(RewritePattern):
-    """`x.reshape(x.shape[0], -1, 64)`; a symbolic size reads the input's own size."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: nml.ReshapeLikeOp, rewriter: PatternRewriter) -> None:
-        if not _in_body(op):
-            return
-        call = _Keywords()
-        dynamic = iter(op.dynamic_sizes)
-        input_dims = _dims_of(op.input)
-        for entry in op.shape.data:
-            _reshape_size(call, op.input, entry, dynamic, input_dims)
-        _replace(rewriter, op, _call(spelling(op), op.input, call))
-
-
-def _dims_of(value: SSAValue) -> tuple[object, ...] | None:
-    value_type = value.type
-    return value_type.dims if isinstance(value_type, nml.TensorType) else None
-
-
-def _reshape_size(
-    call: _Keywords,
-    source: SSAValue,
-    entry: Attribute,
-    dynamic: object,
-    input_dims: tuple[object, ...] | None,
-) -> None:
-    if isinstance(entry, IntegerAttr):
-        call.literal(entry.value.data)
-        return
-    assert isinstance(entry, StringAttr)
-    if entry.data == nml.DYNAMIC:
-        call.value(next(dynamic))  # type: ignore[call-overload]
-        return
-    axis = input_dims.index(entry.data) if input_dims and entry.data in input_dims else None
-    if axis is None:
-        call.literal(-1)  # a size the checker could not place: the rest of the elements
-        return
-    size = _Keywords().literal(axis).method(source, "size")
-    call.ops += size
-    call.value(size[-1].results[0])
-
-
-class PermuteToTorch(RewritePattern):
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: nml.PermuteOp, rewriter: PatternRewriter) -> None:
-        if not _in_body(op):
-            return
-        call = _Keywords()
-        for dim in op.dims.data:
-            call.literal(dim.value.data)
-        _replace(rewriter, op, _call(spelling(op), op.input, call))
-
-
-class ReductionToTorch(RewritePattern):
-    """`x.mean(dim=-1, keepdim=True)`; several dims are a tuple."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: nml.ReductionOp, rewriter: PatternRewriter) -> None:
-        if not _in_body(op):
-            return
-        call = _Keywords()
-        dims = [d.value.data for d in op.dims.data] if op.dims is not None else None
-        if dims is not None and len(dims) == 1:
-            call.literal(dims[0], "dim")
-        elif dims is not None:
-            items = [_const(d) for d in dims]
-            dims_tuple = py.TupleOp([c.result for c in items])
-            call.ops += [*items, dims_tuple]
-            call.value(dims_tuple.result, "dim")
-        if isinstance(op, nml.MomentOp) and op.correction is not None:
-            call.literal(op.correction.value.data, "correction")
-        if op.keepdim is not None:
-            call.literal(True, "keepdim")
-        _replace(rewriter, op, _call(spelling(op), op.input, call))
-
-
-class LossToTorch(RewritePattern):
-    """`F.cross_entropy(out, y, label_smoothing=0.1)`: `nml.loss` as its PyTorch function."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: nml.LossOp, rewriter: PatternRewriter) -> None:
-        if not _in_body(op):
-            return
-        call = _Keywords().value(op.input).value(op.target)
-        if op.reduction.data != "mean":
-            call.literal(op.reduction.data, "reduction")
-        for key, value in op.options.data.items():
-            call.literal(_option_value(value), key)
-        _replace(rewriter, op, call.function(_loss_function(op)))
-
-
-def _loss_function(op: nml.LossOp) -> str:
-    """`F.cross_entropy`: every functional loss of the catalogue has its PyTorch function."""
-    function = op.spec.torch_function
-    assert function is not None, f"loss `{op.kind.data}` has no PyTorch function"
-    return function
-
-
-def _option_value(attr: Attribute) -> int | float | bool:
-    if isinstance(attr, FloatAttr):
-        return attr.value.data
-    assert isinstance(attr, IntegerAttr), "resolve-nml folds loss options to numbers"
-    width = attr.type.width.data if hasattr(attr.type, "width") else 64  # type: ignore[union-attr]
-    return bool(attr.value.data) if width == 1 else attr.value.data
-
-
-class CatToTorch(RewritePattern):
-    """`torch.cat([a, b], dim=1)`, `torch.stack([a, b], dim=0)`."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: nml.CatOp | nml.StackOp, rewriter: PatternRewriter) -> None:
-        if not _in_body(op):
-            return
-        tensors = py.ListOp(op.inputs)
-        call = _Keywords().value(tensors.result).literal(op.dim.value.data, "dim")
-        _replace(rewriter, op, [tensors, *call.function(spelling(op))])
-
-
-class SplitToTorch(RewritePattern):
-    """`x.split(64, dim=2)`, `x.split([64, 128], dim=-1)`, `x.chunk(3, dim=-1)`."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: nml.SplitOp | nml.ChunkOp, rewriter: PatternRewriter) -> None:
-        if not _in_body(op):
-            return
-        call = _Keywords()
-        if isinstance(op, nml.ChunkOp):
-            call.literal(op.chunks.value.data)
-        else:
-            sizes = _Keywords()
-            dynamic = iter(op.dynamic_sizes)
-            for entry in op.sizes.data:
-                if isinstance(entry, IntegerAttr):
-                    sizes.literal(entry.value.data)
-                else:
-                    sizes.value(next(dynamic))
-            if op.equal is not None:
-                call.ops += sizes.ops
-                call.value(sizes.args[0])
-            else:
-                listed = py.ListOp(sizes.args)
-                call.ops += [*sizes.ops, listed]
-                call.value(listed.result)
-        if op.dim.value.data != 0:
-            call.literal(op.dim.value.data, "dim")
-        _replace(rewriter, op, _call(spelling(op), op.input, call))
-
-
-class SizesToTorch(RewritePattern):
-    """`x.expand(B, -1, -1)`, `x.repeat(1, 4)`: sizes known at run time are operands."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: nml.ExpandOp | nml.RepeatOp, rewriter: PatternRewriter) -> None:
-        if not _in_body(op):
-            return
-        call = _Keywords()
-        dynamic = iter(op.dynamic_sizes)
-        for entry in op.shape.data:
-            if isinstance(entry, IntegerAttr):
-                call.literal(entry.value.data)
-            else:
-                call.value(next(dynamic))
-        _replace(rewriter, op, _call(spelling(op), op.input, call))
-
-
 class ArangeToTorch(RewritePattern):
     """`torch.arange(T, device=x.device)`: on the device of the method's first input;
     the defaults (start 0, step 1) are left out."""
@@ -515,83 +280,10 @@ def _is_number(attr: Attribute, value: int) -> bool:
     return isinstance(attr, IntegerAttr) and attr.value.data == value
 
 
-class SqueezeToTorch(RewritePattern):
-    """`x.squeeze()`, `x.squeeze(-1)`, `x.squeeze((1, 2))`."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: nml.SqueezeOp, rewriter: PatternRewriter) -> None:
-        if not _in_body(op):
-            return
-        call = _Keywords()
-        if op.dims is not None:
-            dims = [d.value.data for d in op.dims.data]
-            call.literal(dims[0]) if len(dims) == 1 else _tuple_arg(call, dims)
-        _replace(rewriter, op, _call(spelling(op), op.input, call))
-
-
-def _tuple_arg(call: _Keywords, values: Sequence[int], name: str = "") -> None:
-    items = [_const(v) for v in values]
-    packed = py.TupleOp([c.result for c in items])
-    call.ops += [*items, packed]
-    call.value(packed.result, name)
-
-
-class EinsumToTorch(RewritePattern):
-    """`torch.einsum("bij,bjk->bik", a, b)`."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: nml.EinsumOp, rewriter: PatternRewriter) -> None:
-        if not _in_body(op):
-            return
-        call = _Keywords().literal(op.equation.data)
-        for value in op.inputs:
-            call.value(value)
-        _replace(rewriter, op, call.function(spelling(op)))
-
-
-class SelectToTorch(RewritePattern):
-    """`torch.where(c, a, b)`, `x.masked_fill(mask, value)`."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(
-        self, op: nml.WhereOp | nml.MaskedFillOp, rewriter: PatternRewriter
-    ) -> None:
-        if not _in_body(op):
-            return
-        if isinstance(op, nml.WhereOp):
-            call = _Keywords().value(op.condition).value(op.lhs).value(op.rhs)
-            _replace(rewriter, op, call.function(spelling(op)))
-            return
-        call = _Keywords().value(op.mask).value(op.value)
-        _replace(rewriter, op, _call(spelling(op), op.input, call))
-
-
-class AttentionToTorch(RewritePattern):
-    """`F.scaled_dot_product_attention(q, k, v, is_causal=True)`: PyTorch picks the fused
-    flash or memory-efficient kernel. Dropout applies only in training, as `F.dropout` does."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: nml.AttentionOp, rewriter: PatternRewriter) -> None:
-        if not _in_body(op):
-            return
-        call = _Keywords().value(op.query).value(op.key).value(op.value)
-        if op.mask is not None:
-            call.value(op.mask, "attn_mask")
-        if op.dropout is not None or op.dropout_rate is not None:
-            p, zero, flag = _rate(op.dropout or op.dropout_rate), _const(0.0), self_attr("training")
-            choice = py.IfExpOp(flag[-1].results[0], p[-1].results[0], zero.result)
-            call.ops += [*p, zero, *flag, choice]
-            call.value(choice.result, "dropout_p")
-        if op.causal is not None:
-            call.literal(True, "is_causal")
-        if op.scale is not None:
-            call.literal(op.scale.value.data, "scale")
-        _replace(rewriter, op, call.function(spelling(op)))
-
-
 class SpelledToTorch(RewritePattern):
-    """`torch.cumsum(x, dim=1)`, `x.topk(2, dim=-1)`, `F.pad(x, (1, 1))`: the builtins that
-    list their own arguments (`nml.SpelledOp`), spelled as their catalogue record says."""
+    """`torch.cumsum(x, dim=1)`, `x.topk(2, dim=-1)`, `F.pad(x, (1, 1))`,
+    `F.dropout(x, p=0.1, training=self.training)`: every builtin that lists its own
+    arguments (`nml.SpelledOp`), spelled as its catalogue record says."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nml.SpelledOp, rewriter: PatternRewriter) -> None:
@@ -600,33 +292,44 @@ class SpelledToTorch(RewritePattern):
         call = _Keywords()
         for name, argument in op.torch_arguments():
             _argument(call, argument, name)
-        _replace(rewriter, op, _call(FUNCTIONS[op.FUNCTION].torch, op.tensor, call))
+        first = op.tensor
+        spelled = (
+            call.function(op.spelling()) if first is None else _call(op.spelling(), first, call)
+        )
+        _replace(rewriter, op, spelled)
 
 
 def _argument(call: _Keywords, argument: nml.TorchArgument, name: str) -> None:
     if isinstance(argument, SSAValue):
         call.value(argument, name)
-    elif isinstance(argument, tuple):
+    elif isinstance(argument, tuple | list):
         items = [v if isinstance(v, SSAValue) else _const(v) for v in argument]
-        packed = py.TupleOp([v if isinstance(v, SSAValue) else v.result for v in items])
+        values = [v if isinstance(v, SSAValue) else v.result for v in items]
+        packed = py.TupleOp(values) if isinstance(argument, tuple) else py.ListOp(values)
         call.ops += [*(v for v in items if not isinstance(v, SSAValue)), packed]
         call.value(packed.result, name)
+    elif isinstance(argument, nml.Member | nml.PyName | nml.SizeOf | nml.InTraining):
+        ops = _expression(argument)
+        call.ops += ops
+        call.value(ops[-1].results[0], name)
     else:
         call.literal(argument, name)
 
 
-class CastToTorch(RewritePattern):
-    """`x.to(torch.int64)`: `.long()`, `.float()` and `.to(dtype)` alike."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: nml.CastOp, rewriter: PatternRewriter) -> None:
-        if not _in_body(op):
-            return
-        dtype = py.NameOp(nml.TORCH_DTYPES[op.dtype.data])
-        call = _Keywords()
-        call.ops.append(dtype)
-        call.value(dtype.result)
-        _replace(rewriter, op, _call(spelling(op), op.input, call))
+def _expression(argument: nml.Member | nml.PyName | nml.SizeOf | nml.InTraining) -> list[Operation]:
+    """`self.training`, `torch.int64`, `x.size(1)`, `p if self.training else 0.0` (the last
+    op gives the value)."""
+    if isinstance(argument, nml.Member):
+        return self_attr(argument.name)
+    if isinstance(argument, nml.PyName):
+        return [py.NameOp(argument.dotted)]
+    if isinstance(argument, nml.SizeOf):
+        return _Keywords().literal(argument.axis).method(argument.tensor, "size")
+    rate = argument.rate
+    p = _expression(rate) if isinstance(rate, nml.Member) else [_const(rate)]
+    zero, flag = _const(0.0), self_attr("training")
+    choice = py.IfExpOp(flag[-1].results[0], p[-1].results[0], zero.result)
+    return [*p, zero, *flag, choice]
 
 
 BINARY_OPERATORS: dict[type[Operation], str] = {
@@ -755,15 +458,6 @@ def _is_ellipsis(item: Attribute) -> bool:
 
 def _int_or_none(part: Attribute | None) -> int | None:
     return part.value.data if isinstance(part, IntegerAttr) else None
-
-
-class DimToTorch(RewritePattern):
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: nml.DimOp, rewriter: PatternRewriter) -> None:
-        if not _in_body(op):
-            return
-        call = _Keywords().literal(op.index.value.data)
-        _replace(rewriter, op, _call(spelling(op), op.input, call))
 
 
 class ListToTorch(RewritePattern):
@@ -1025,17 +719,6 @@ class LinspaceToTorch(RewritePattern):
         _replace(rewriter, op, call.function(spelling(op)))
 
 
-class MultinomialToTorch(RewritePattern):
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: nml.MultinomialOp, rewriter: PatternRewriter) -> None:
-        if not _in_body(op):
-            return
-        call = _Keywords().value(op.input).literal(op.num_samples.value.data)
-        if op.replacement.value.data:
-            call.literal(True, "replacement")
-        _replace(rewriter, op, call.function(spelling(op)))
-
-
 class ModelCallToTorch(RewritePattern):
     """`nml.model_call %net(%x)`: the objective calls the module it was passed, `net(x)`."""
 
@@ -1100,32 +783,13 @@ BODY_PATTERNS: tuple[RewritePattern, ...] = (
     RefToTorch(),
     ApplyToTorch(),
     UnaryToTorch(),
-    GeluToTorch(),
-    ClampToTorch(),
-    SoftmaxToTorch(),
-    DropoutToTorch(),
-    FlattenToTorch(),
-    ReshapeToTorch(),
-    PermuteToTorch(),
-    ReductionToTorch(),
-    LossToTorch(),
-    CatToTorch(),
-    SplitToTorch(),
-    SizesToTorch(),
     ArangeToTorch(),
     SampleToTorch(),
     LinspaceToTorch(),
-    MultinomialToTorch(),
-    SqueezeToTorch(),
-    EinsumToTorch(),
-    SelectToTorch(),
-    AttentionToTorch(),
     SpelledToTorch(),
-    CastToTorch(),
     BinaryToTorch(),
     IndexToTorch(),
     IndexPutToTorch(),
-    DimToTorch(),
     ListToTorch(),
     TupleGetToTorch(),
     ForToTorch(),

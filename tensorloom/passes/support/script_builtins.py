@@ -76,7 +76,7 @@ def constructor_problem(callee: str, positional: Sequence[object]) -> str | None
     name = callee.removeprefix("torch.")
     if name in SIZED_CONSTRUCTORS:
         return _sizes_problem(name, positional)
-    return None  # `arange` is checked where resolve-nml builds it (resolve_builtins.py)
+    return None  # `arange` is checked where resolve-nml builds it (`nml.ArangeOp.from_call`)
 
 
 def _sizes_problem(name: str, positional: Sequence[object]) -> str | None:

@@ -1,9 +1,15 @@
 """Completion: what may be written at a position, from the catalogues the checker reads.
 
-    self.|                  the model's layers, config entries and methods
+    self.|                  the model's layers, config entries and methods; `net.|` those
+                            of the instance `net` (`carry h = net.h0`, `params(net.h)`)
     train net on data:
-        |                   train settings (`epochs`, `optimizer`, ...)
-        optimizer = |       optimizers; `loss = |` losses; `lr_schedule = |` schedules
+        |                   train settings (`epochs`, `optimizer`, ...) and the lines
+                            `step`, `group`, `carry`, `checkpoint every`; in a block of
+                            `step` lines only the settings such a block takes
+        optimizer = |       optimizers; `loss = |` losses; `lr_schedule = |` schedules;
+                            `objective = |` the file's functions; `target = |` the data's fields
+        step |              the file's functions (objectives); `step f with |` optimizers
+    weights net from "w" using |   the `@weights` maps of the file's imports
     Block(|                 the model's config entries, as overrides (`d_model=`)
     Linear(|                the layer's constructor parameters (`bias=`)
     anywhere else           layer types, functions, models, kernels and keywords
@@ -19,18 +25,38 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from tensorloom.frontend import ast
-from tensorloom.tools.lsp import navigate
+from tensorloom.tools.lsp import navigate, train_lines
 
 if TYPE_CHECKING:
+    from tensorloom.catalogue.datasets import DataField
     from tensorloom.tools.lsp.document import Analysis
 
+TRAIN_HEADER = re.compile(r"train\s+.*\bon\s+(\w+)\s*:")
 MEMBER = re.compile(r"\bself\.(\w*)$")
+INSTANCE_MEMBER = re.compile(r"(?<![\w.])(\w+)\.\w*$")
 SETTING_KEY = re.compile(r"\s+(\w*)$")
 SETTING_VALUE = re.compile(r"\s+(\w+)\s*=\s*(\w*)$")
+STEP_OBJECTIVE = re.compile(r"\s+step\s+(\w*)$")
+STEP_LINE = re.compile(r"\s+step\s+\w+\s+with\b")
+OBJECTIVE_LINE = re.compile(r"\s+objective\s*=")
+GROUP_LINE = re.compile(r"\s+group\s+(\w+)\s*=")
+USING = re.compile(r"\s*weights\s+\w+\s+from\s+\"[^\"]*\"\s+using\s+(\w*)$")
 CALL_OPEN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\($")
-# Words the parser reads as keywords only where a declaration starts (parser.py's
+# Words the parser reads as keywords only where a declaration or a line starts (parser.py's
 # `check_word`), so they are not in the lexer's KEYWORDS.
-CONTEXTUAL_KEYWORDS = ("model", "layer", "train", "on", "checkpoint", "every", "step", "group")
+CONTEXTUAL_KEYWORDS = (
+    "model", "layer", "train", "on", "checkpoint", "every", "step", "group", "carry",
+    "weights", "using", "epoch", "until",
+)  # fmt: skip
+# The lines a train block holds besides `key = value`, as completed at a line's start.
+TRAIN_LINES = (
+    ("step", "step OBJECTIVE with OPTIMIZER(...): one optimizer step of each batch", "step "),
+    ("group", "group NAME = params(...): parameters for a step's optimizer", "group "),
+    ("carry", "carry NAME = VALUE: a value kept from one batch to the next", "carry "),
+    ("checkpoint", "checkpoint every N epochs|steps", "checkpoint every "),
+)
+# What a block of `step` lines does with a key (train_keys.py's `steps`): these it reads.
+STEP_KEYS = ("taken", "per_optimizer")
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +65,7 @@ class Item:
 
     label: str
     kind: str  # layer, function, setting, optimizer, loss, schedule, config, argument,
-    # model, kernel, member, keyword
+    # model, kernel, member, keyword, field, weights
     detail: str = ""
     insert: str | None = None  # the text inserted, when it is not the label
 
@@ -50,10 +76,17 @@ def completions(analysis: Analysis, line: int, col: int) -> list[Item]:
     if member is not None:
         model = navigate.enclosing_model(analysis.root, line, col)
         return _members(analysis, model) if model is not None else []
+    owner = INSTANCE_MEMBER.search(before)
+    model = _instances(analysis).get(owner.group(1)) if owner is not None else None
+    if model is not None:  # `carry h = net.|`, `params(net.|`: the instance's layers
+        return _members(analysis, model)
     if _block_header(analysis, line).startswith("train "):
-        items = _train(analysis, before)
+        items = _train(analysis, line, before)
         if items is not None:
             return items
+    using = USING.fullmatch(before)
+    if using is not None:
+        return _weights_maps(analysis)
     return _arguments(analysis, before) + _everything(analysis)
 
 
@@ -66,31 +99,132 @@ def _members(analysis: Analysis, model: ast.ModelDecl) -> list[Item]:
     return layers + config + methods
 
 
-def _train(analysis: Analysis, before: str) -> list[Item] | None:
-    """Setting keys at the start of a train-block line, or the values of one key.
-
-    A loss is one of the catalogue's, or a function the file declares (a loss fn).
-    """
-    from tensorloom.catalogue.train_rules import LOSSES, OPTIMIZERS, SCHEDULES
-    from tensorloom.passes.check_train import SETTINGS
-
+def _train(analysis: Analysis, line: int, before: str) -> list[Item] | None:
+    """Setting keys and line starters at the start of a train-block line, a `step` line's
+    objective, optimizers and their arguments, or the values of one key."""
     if SETTING_KEY.fullmatch(before):
-        return [Item(k, "setting", s.doc, f"{k} = ") for k, s in SETTINGS.items()]
+        return _line_starts(analysis, line)
+    if STEP_LINE.match(before) or STEP_OBJECTIVE.fullmatch(before):
+        return _step(analysis, line, before)
     value = SETTING_VALUE.fullmatch(before)
-    if value is None:
-        return None
+    return _setting_values(analysis, line, value.group(1)) if value is not None else None
+
+
+def _line_starts(analysis: Analysis, line: int) -> list[Item]:
+    """Every key (in a block of `step` lines, those such a block takes; with steps or an
+    `objective`, no `target`), and the lines `step`, `group`, `carry` and `checkpoint every`."""
+    from tensorloom.catalogue.train_keys import KEYS
+
+    steps = _block_has(analysis, line, STEP_LINE)
+    keys = [k for k in KEYS.values() if not steps or k.steps in STEP_KEYS]
+    if steps or _block_has(analysis, line, OBJECTIVE_LINE):
+        keys = [k for k in keys if k.name != "target"]  # no loss to pick a field for: TL0471
+    items = [Item(k.name, "setting", k.summary, f"{k.name} = ") for k in keys]
+    return items + [Item(word, "keyword", doc, insert) for word, doc, insert in TRAIN_LINES]
+
+
+def _step(analysis: Analysis, line: int, before: str) -> list[Item]:
+    """`step |`: the file's functions; `step f with |`: optimizers; inside `AdamW(|`: the
+    block's groups and models, the optimizer's arguments and the keys a step's optimizer
+    takes (`grad_clip=`)."""
+    from tensorloom.catalogue.train_keys import KEYS
+    from tensorloom.catalogue.train_rules import OPTIMIZERS
+
+    if STEP_OBJECTIVE.fullmatch(before):
+        return _functions(analysis)
+    callee = _open_callee(before)
+    if callee is None:
+        return _catalogue_items("optimizer", OPTIMIZERS)
+    if callee not in OPTIMIZERS:
+        return []
+    groups = [
+        Item(n, "variable", "a parameter group of this block") for n in _groups(analysis, line)
+    ]
+    models = [Item(n, "variable", "a model instance") for n in _instances(analysis)]
+    args = [Item(f"{a}=", "argument", f"of `{callee}`") for a in OPTIMIZERS[callee]]
+    per_step = [k for k in KEYS.values() if k.steps == "per_optimizer"]
+    return groups + models + args + [Item(f"{k.name}=", "setting", k.summary) for k in per_step]
+
+
+def _setting_values(analysis: Analysis, line: int, key: str) -> list[Item]:
+    """The values of `key = |`: a catalogue's (a loss may be a function of the file too), the
+    file's functions for `objective`, the data's fields for `target`."""
+    from tensorloom.catalogue.train_rules import LOSSES, OPTIMIZERS, SCHEDULES
+
+    if key == "objective":
+        return _functions(analysis)
+    if key == "target":
+        fields = _data_fields(analysis, line)
+        return [Item(f.name, "field", train_lines.field_detail(f)) for f in fields]
     names: dict[str, tuple[str, dict[str, tuple[str, ...]]]] = {
         "optimizer": ("optimizer", OPTIMIZERS),
         "loss": ("loss", LOSSES),
         "lr_schedule": ("schedule", SCHEDULES),
     }
-    if value.group(1) not in names:
+    if key not in names:
         return []
-    kind, catalogue = names[value.group(1)]
-    items = [Item(n, kind, f"({', '.join(args)})" if args else "") for n, args in catalogue.items()]
-    if kind == "loss":
-        items += _functions(analysis)
-    return items
+    kind, catalogue = names[key]
+    items = _catalogue_items(kind, catalogue)
+    return items + _functions(analysis) if kind == "loss" else items
+
+
+def _groups(analysis: Analysis, line: int) -> list[str]:
+    """The `group NAME = ...` lines of the train block around `line`."""
+    start, end = _block_lines(analysis, line)
+    found = (GROUP_LINE.match(analysis.line(n)) for n in range(start, end))
+    return [m.group(1) for m in found if m is not None]
+
+
+def _instances(analysis: Analysis) -> dict[str, ast.ModelDecl]:
+    """The file's `let NAME = Model(...)` instances, and their models."""
+    root = analysis.root
+    models = navigate.models_in_scope(analysis)
+    lets = [n for n in root.items if isinstance(n, ast.LetStmt)] if root is not None else []
+    called = {let.name: _callee_name(let.value) for let in lets}
+    return {name: models[model] for name, model in called.items() if model in models}
+
+
+def _callee_name(value: ast.Expr) -> str | None:
+    func = value.func if isinstance(value, ast.Call) else None
+    return func.id if isinstance(func, ast.Name) else None
+
+
+def _catalogue_items(kind: str, catalogue: dict[str, tuple[str, ...]]) -> list[Item]:
+    return [Item(n, kind, f"({', '.join(args)})" if args else "") for n, args in catalogue.items()]
+
+
+def _block_has(analysis: Analysis, line: int, pattern: re.Pattern[str]) -> bool:
+    """Whether another line of the train block around `line` matches `pattern`."""
+    start, end = _block_lines(analysis, line)
+    return any(pattern.match(analysis.line(n)) for n in range(start, end) if n != line)
+
+
+def _block_lines(analysis: Analysis, line: int) -> tuple[int, int]:
+    """The lines of the block around `line`: from its header's next line to its last."""
+    header = line
+    while header > 1 and not _is_header(analysis.line(header)):
+        header -= 1
+    end = line + 1
+    while end <= analysis.line_count() and not _is_header(analysis.line(end)):
+        end += 1
+    return header + 1, end
+
+
+def _is_header(text: str) -> bool:
+    return bool(text.strip()) and not text[0].isspace()
+
+
+def _data_fields(analysis: Analysis, line: int) -> list[DataField]:
+    """The named fields of the data the train block around `line` trains on."""
+    header = TRAIN_HEADER.match(analysis.line(_block_lines(analysis, line)[0] - 1))
+    return train_lines.data_fields(analysis, header.group(1)) if header is not None else []
+
+
+def _weights_maps(analysis: Analysis) -> list[Item]:
+    return [
+        Item(m.name, "weights", f"`@weights {m.name} for {m.model}`")
+        for m in navigate.weights_maps(analysis)
+    ]
 
 
 def _arguments(analysis: Analysis, before: str) -> list[Item]:

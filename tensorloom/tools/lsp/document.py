@@ -65,6 +65,9 @@ class Analysis:
         lines = self.text.splitlines()
         return lines[number - 1] if 1 <= number <= len(lines) else ""
 
+    def line_count(self) -> int:
+        return len(self.text.splitlines())
+
     def word_at(self, line: int, col: int) -> tuple[str, Span, str] | None:
         """The identifier under (line, col), its span, and what it is a member of (`self`)."""
         text = self.line(line)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from tensorloom.frontend import ast
 from tensorloom.source import Span
-from tensorloom.tools.lsp import navigate
+from tensorloom.tools.lsp import navigate, train_lines
 from tensorloom.tools.lsp.document import contains
 
 MAX_ALIASES = 16  # `let a = b`, `let b = c`, ...: how far a hover follows plain names
@@ -43,6 +43,9 @@ def hover(analysis: Analysis, line: int, col: int) -> tuple[str, Span] | None:
         return (text, word[1]) if text is not None else None
     if word is not None:
         name, span, owner = word
+        declared = train_lines.hover_text(analysis, name, span) if not owner else None
+        if declared is not None:
+            return declared, span
         text = _named(analysis, name, owner, line, col)
         applied = value is not None and value[0].start() == span.start() and _is_function(name)
         if text is not None and value is not None and applied:
@@ -61,7 +64,7 @@ def _is_function(name: str) -> bool:
 
 
 def _value_text(analysis: Analysis, span: Span, shape: str) -> str:
-    return _code(f"{source_text(analysis, span)}: Tensor{shape}")
+    return code(f"{source_text(analysis, span)}: Tensor{shape}")
 
 
 def _named(analysis: Analysis, name: str, owner: str, line: int, col: int) -> str | None:
@@ -91,7 +94,7 @@ def _named(analysis: Analysis, name: str, owner: str, line: int, col: int) -> st
         return _top_level_let(analysis, declared)
     if isinstance(declared, ast.FnDecl):  # a loss, an objective, a helper
         header = source_text(analysis, declared.span).rstrip().removesuffix(":")
-        return _code(header) + f"\n\ndeclared at {declared.name_span}"
+        return code(header) + f"\n\ndeclared at {declared.name_span}"
     return _catalogue(name)
 
 
@@ -102,7 +105,7 @@ def _config_entry(analysis: Analysis, entry: Span) -> str | None:
             if config.name_span == entry:
                 default = source_text(analysis, config.value.span)
                 return (
-                    _code(f"{config.name} = {default}")
+                    code(f"{config.name} = {default}")
                     + f"\n\nconfig of `{model.name}`, default `{default}`"
                 )
     return None
@@ -140,7 +143,7 @@ def _loop(root: ast.Module, name: str, line: int, col: int) -> ast.ForStmt | Non
 
 def _loop_text(analysis: Analysis, model: ast.ModelDecl | None, loop: ast.ForStmt) -> str:
     """`for block in h`: each of what `h` holds (a layer list's entries, or a range's ints)."""
-    header = _code(f"for {loop.var} in {source_text(analysis, loop.iter.span)}")
+    header = code(f"for {loop.var} in {source_text(analysis, loop.iter.span)}")
     layer = None
     if model is not None and isinstance(loop.iter, ast.Name):
         layer = next((d for d in model.layers if d.name == loop.iter.id), None)
@@ -165,7 +168,7 @@ def _dim(analysis: Analysis, root: ast.Module, model: ast.ModelDecl | None, name
     if not where:
         return None
     index, param = where[0]
-    text = _code(f"{name}: dim") + f"\n\na dim of `{param.name}`'s shape"
+    text = code(f"{name}: dim") + f"\n\na dim of `{param.name}`'s shape"
     flows = [f for f in analysis.flows() if model is not None and f.model == model.name]
     for flow in flows:
         sizes = _shape_items(flow.inputs[0]) if flow.inputs else []
@@ -186,7 +189,7 @@ def _import(analysis: Analysis, item: ast.ImportDecl) -> str:
     units = [] if program is None else program.imported
     target = import_path(analysis.path, item.path)
     unit = next((u for u in units if u.path == target or u.path.endswith(item.path)), None)
-    text = _code(source_text(analysis, item.span))
+    text = code(source_text(analysis, item.span))
     if unit is None:
         return text
     names = [m.name for m in unit.module.models()]
@@ -200,7 +203,7 @@ def _top_level_let(analysis: Analysis, let: ast.LetStmt) -> str:
     from tensorloom.tools.check import data_summary, dataset_rows
     from tensorloom.tools.lsp.hints import instance_configs
 
-    parts = [_code(f"let {let.name} = {source_text(analysis, let.value.span)}")]
+    parts = [code(f"let {let.name} = {source_text(analysis, let.value.span)}")]
     config = instance_configs(analysis).get(let.name)
     if config is not None:
         parts.append("config: " + ", ".join(f"`{k}={v}`" for k, v in config.items()))
@@ -217,7 +220,7 @@ def _top_level_let(analysis: Analysis, let: ast.LetStmt) -> str:
 def _layer(analysis: Analysis, model: ast.ModelDecl, layer: ast.LayerDecl) -> str:
     from tensorloom.catalogue.layers import lookup
 
-    parts = [_code(source_text(analysis, layer.span))]
+    parts = [code(source_text(analysis, layer.span))]
     kind = _callee(layer.ctor)
     spec = lookup(kind) if kind is not None else None
     if spec is not None:
@@ -233,7 +236,7 @@ def _model(analysis: Analysis, model: ast.ModelDecl) -> str:
     header = f"model {model.name}"
     if model.config:
         header += "(" + ", ".join(e.name for e in model.config) + ")"
-    parts = [_code(header)]
+    parts = [code(header)]
     for flow in analysis.flows():
         if flow.model == model.name:
             inputs = ", ".join(flow.inputs) or "-"
@@ -254,10 +257,10 @@ def _catalogue(name: str) -> str | None:
         return signature(spec)
     function = FUNCTIONS.get(name)
     if function is not None:
-        return f"{_code(f'{function.signature}  ->  {function.torch}')}\n\n{function.summary}"
+        return f"{code(f'{function.signature}  ->  {function.torch}')}\n\n{function.summary}"
     setting = SETTINGS.get(name)
     if setting is not None:
-        return f"{_code(f'{name} = ...')}\n\ntrain setting: {setting.doc}"
+        return f"{code(f'{name} = ...')}\n\ntrain setting: {setting.doc}"
     return _train_value(name)
 
 
@@ -269,7 +272,7 @@ def _dataset(name: str) -> str | None:
         return None
     options = accepted_options(name).values()
     listed = "\n".join(f"- `{o.name}: {o.kind}` ({o.doc})" for o in options)
-    return _code(f'load_dataset("{name}", ...)') + "\n\ndataset; options:\n\n" + listed
+    return code(f'load_dataset("{name}", ...)') + "\n\ndataset; options:\n\n" + listed
 
 
 def _train_value(name: str) -> str | None:
@@ -289,12 +292,12 @@ def _train_value(name: str) -> str | None:
         return None
     signature = f"{name}({', '.join(a.name for a in args)})"
     listed = "\n".join(f"- `{a.describe()}`" for a in args)
-    return f"{_code(signature)}\n\n{kind}: {summary}" + (f"\n\n{listed}" if listed else "")
+    return f"{code(signature)}\n\n{kind}: {summary}" + (f"\n\n{listed}" if listed else "")
 
 
 def signature(spec: LayerSpec) -> str:
     """`Linear(in_features, out_features, bias=True)  ->  nn.Linear`, and its summary."""
-    text = _code(f"{spec.signature()}  ->  {spec.torch_class}")
+    text = code(f"{spec.signature()}  ->  {spec.torch_class}")
     doc = (type(spec).__doc__ or "").strip().splitlines()
     text = f"{text}\n\n{doc[0]}" if doc else text
     inits = [p.name for p in spec.params if p.name in spec.init_keywords()]
@@ -333,7 +336,7 @@ def _bound_value(analysis: Analysis, root: ast.Module, name: str, value: ast.Exp
     for _ in range(MAX_ALIASES):
         shape = next((shape for span, shape in typed_spans(analysis) if span == value.span), None)
         if shape is not None:
-            return _code(f"{name}: Tensor{shape}")
+            return code(f"{name}: Tensor{shape}")
         if not isinstance(value, ast.Name):
             return None
         where = (value.span.line, value.span.col)
@@ -350,7 +353,7 @@ def _parameter(analysis: Analysis, model: ast.ModelDecl | None, name: str,
                where: Span) -> str | None:  # fmt: skip
     """A method parameter's shape, as hover text."""
     shape = parameter_shape(analysis, model, name, where)
-    return None if shape is None else _code(f"{name}: Tensor{shape}")
+    return None if shape is None else code(f"{name}: Tensor{shape}")
 
 
 def parameter_shape(analysis: Analysis, model: ast.ModelDecl | None, name: str,
@@ -468,5 +471,6 @@ def source_text(analysis: Analysis, span: Span) -> str:
     return text[span.col - 1 : end]
 
 
-def _code(text: str) -> str:
+def code(text: str) -> str:
+    """The text as a fenced `tl` block."""
     return f"```tl\n{text}\n```"

@@ -136,8 +136,16 @@ def definition(analysis: Analysis, line: int, col: int) -> Span | None:
         or local(root, name, line, col)
         or (member(model, name) if model else None)
         or dim(root, name, line, col)
+        or train_name(root, name, line, col)
         or top_level(analysis, name)
     )
+
+
+def train_name(root: ast.Module, name: str, line: int, col: int) -> Span | None:
+    """A `group` or `carry` of the train block around the position, by its name."""
+    blocks = [n for n in enclosing(root, line, col) if isinstance(n, ast.TrainDecl)]
+    lines = [*blocks[-1].groups, *blocks[-1].carries] if blocks else []
+    return next((n.name_span for n in lines if n.name == name), None)
 
 
 def config_keyword(analysis: Analysis, root: ast.Module, line: int, col: int) -> Span | None:
@@ -248,6 +256,12 @@ def models_in_scope(analysis: Analysis) -> dict[str, ast.ModelDecl]:
     models = {m.name: m for module in reversed(modules) for m in module.models()}
     models.update({alias: models[name] for alias, name in aliases.items() if name in models})
     return models
+
+
+def weights_maps(analysis: Analysis) -> list[ast.WeightsMapDecl]:
+    """Every `@weights NAME for Model:` map the file can name: its own and the imported ones."""
+    modules, _ = _scope(analysis)
+    return [n for m in modules for n in m.items if isinstance(n, ast.WeightsMapDecl)]
 
 
 def walk(node: ast.Node) -> Iterator[ast.Node]:

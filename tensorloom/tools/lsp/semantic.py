@@ -4,6 +4,7 @@
         x = drop(wte(idx) + wpe(pos))   drop, wte, wpe: layer (property)
     let model = GPT(n_layer=4)          GPT: model (class); n_layer: config (parameter)
         epochs = 2                      epochs: train key (keyword)
+        step f with Adam(net)           step (and group, carry): keyword
 
 The file is lexed again (the names' exact positions) and each name classified from the
 AST: a model's layers and config inside its block, the dims of each function's shapes
@@ -72,12 +73,15 @@ def classify(analysis: Analysis) -> list[Classified]:
 
 
 def _declared_kinds(analysis: Analysis, root: ast.Module) -> dict[tuple[int, int], str]:
-    """Names whose kind the syntax fixes: train keys, and the config keywords of model calls."""
+    """Names whose kind the syntax fixes: train keys and the words that start a train block's
+    `step`, `group` and `carry` lines, and the config keywords of model calls."""
     models = navigate.models_in_scope(analysis)
     kinds: dict[tuple[int, int], str] = {}
     for node in navigate.walk(root):
         if isinstance(node, ast.TrainSetting):
             kinds[(node.key_span.line, node.key_span.col)] = "key"
+        if isinstance(node, ast.TrainStep | ast.TrainGroup | ast.TrainCarry):
+            kinds[(node.span.line, node.span.col)] = "key"  # the line's `step`, `group`, `carry`
         if isinstance(node, ast.Call):
             callee = node.func.id if isinstance(node.func, ast.Name) else ""
             for keyword in node.kwargs:  # a layer's or function's own keyword: none

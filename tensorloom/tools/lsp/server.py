@@ -65,6 +65,8 @@ COMPLETION_KINDS = {
     "loss": types.CompletionItemKind.EnumMember,
     "schedule": types.CompletionItemKind.EnumMember,
     "keyword": types.CompletionItemKind.Keyword,
+    "field": types.CompletionItemKind.Field,
+    "weights": types.CompletionItemKind.Reference,
 }
 
 

@@ -127,10 +127,10 @@ builtin.module {
 // CHECK-NEXT:       %70 = py.name "self"
 // CHECK-NEXT:       %d = py.attribute %70, "d_model"
 // CHECK-NEXT:       %71 = py.binop "*" %69, %d
-// CHECK-NEXT:       %72 = py.list[%71, %71]
-// CHECK-NEXT:       %73 = py.name "torch.cat"
+// CHECK-NEXT:       %72 = py.name "torch.cat"
+// CHECK-NEXT:       %73 = py.list[%71, %71]
 // CHECK-NEXT:       %74 = py.constant 1 : i64
-// CHECK-NEXT:       %75 = py.call %73(%72, dim = %74)
+// CHECK-NEXT:       %75 = py.call %72(%73, dim = %74)
 // CHECK-NEXT:       %76 = py.attribute %75, "flatten"
 // CHECK-NEXT:       %77 = py.constant 1 : i64
 // CHECK-NEXT:       %78 = py.call %76(%77)

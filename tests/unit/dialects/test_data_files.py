@@ -17,13 +17,12 @@ from tensorloom.catalogue.data_files import (
     FLOATS,
     INDICES,
     FileFacts,
-    FileProblem,
     check_data,
     read_facts,
-    read_npy_header,
     token_count,
 )
 from tensorloom.catalogue.datasets import DatasetInfo, lookup_dataset
+from tensorloom.catalogue.file_heads import FileProblem, read_npy_header
 
 
 def header(array: np.ndarray, version: tuple[int, int] | None = None) -> object:

@@ -12,7 +12,7 @@ import torch
 
 from tensorloom.backends.runtime import tokens
 from tensorloom.backends.runtime.folders import load_folder_dataset
-from tensorloom.catalogue.data_files import FileProblem
+from tensorloom.catalogue.file_heads import FileProblem
 from tensorloom.catalogue.pair_folders import (
     MISSING_PARTNER,
     SHAPES_DIFFER,

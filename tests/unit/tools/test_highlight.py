@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from pygments.lexers import get_lexer_by_name, get_lexer_for_filename
-from pygments.token import Comment, Error, Keyword, Name, Number, Operator
+from pygments.token import Comment, Error, Keyword, Name, Number, Operator, Punctuation
 
 ROOT = Path(__file__).resolve().parents[3]
 VSCODE = ROOT / "editors" / "vscode"
@@ -181,3 +181,154 @@ def test_vscode_client_script_parses() -> None:
         ["node", "--check", str(VSCODE / "src" / "extension.js")], capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr
+
+
+# ------------------------------------------------- the newer lines, in every grammar
+
+TRAIN_LINES = """\
+train (net, probe) on data:
+    group head = params(net.decoder)
+    step lm_loss with (SGD(head, lr=1.0), Adam(rest)) from epoch 2 until epoch 9
+    carry h = net.h0
+    target = label
+"""
+
+
+def test_tokens_of_step_group_carry_and_index_assignments() -> None:
+    kinds = _kinds(TRAIN_LINES + "fn f(x):\n    x[x > 0.0] = 0.0\n    x[:, 0] += 1.0\n")
+
+    def after(token: tuple[Any, str], count: int) -> list[tuple[Any, str]]:
+        start = kinds.index(token)
+        return kinds[start : start + count]
+
+    assert kinds[:2] == [(Keyword, "train"), (Punctuation, "(")]
+    assert (Keyword, "on") in kinds
+    assert after((Keyword, "group"), 2) == [(Keyword, "group"), (Name.Variable, "head")]
+    assert after((Keyword, "step"), 3) == [
+        (Keyword, "step"), (Name.Function, "lm_loss"), (Keyword, "with"),
+    ]  # fmt: skip
+    assert after((Keyword, "from"), 3) == [
+        (Keyword, "from"), (Keyword, "epoch"), (Number.Integer, "2"),
+    ]  # fmt: skip
+    assert after((Keyword, "until"), 3) == [
+        (Keyword, "until"), (Keyword, "epoch"), (Number.Integer, "9"),
+    ]  # fmt: skip
+    assert after((Keyword, "carry"), 2) == [(Keyword, "carry"), (Name.Variable, "h")]
+    assert (Operator, "+=") in kinds
+    assert (Name.Function, "step") in _kinds("lr_schedule = step(step_size=2)\n")
+
+
+def test_tokens_of_weights_maps() -> None:
+    kinds = _kinds('@weights hf for Net:\n    ignore "x"\nweights net from "w" using hf\n')
+    assert kinds[:4] == [
+        (Name.Decorator, "@weights"), (Name, "hf"), (Keyword, "for"), (Name.Class, "Net"),
+    ]  # fmt: skip
+    assert (Keyword, "ignore") in kinds
+    line = kinds.index((Keyword.Declaration, "weights"))
+    assert kinds[line : line + 3] == [
+        (Keyword.Declaration, "weights"), (Name, "net"), (Keyword, "from"),
+    ]  # fmt: skip
+    assert kinds[-2:] == [(Keyword, "using"), (Name, "hf")]
+
+
+def test_textmate_scopes_of_the_newer_lines() -> None:
+    train = "keyword.other.train.tensorloom"
+    assert _scopes("train (net, probe) on data:")[:3] == [
+        ("train", train), ("(net, probe)", "variable.other.tensorloom"), ("on", train),
+    ]  # fmt: skip
+    assert _scopes("    group head = params(net.decoder)")[:2] == [
+        ("group", train), ("head", "variable.other.group.tensorloom"),
+    ]  # fmt: skip
+    step = _scopes("    step lm_loss with Adam(rest) from epoch 2 until epoch 9")
+    assert step[:3] == [("step", train), ("lm_loss", "entity.name.function.tensorloom"),
+                        ("with", train)]  # fmt: skip
+    assert step[-3:] == [("until", train), ("epoch", train),
+                         ("9", "constant.numeric.integer.tensorloom")]  # fmt: skip
+    assert _scopes("    carry h = net.h0")[:2] == [
+        ("carry", train), ("h", "variable.other.carry.tensorloom"),
+    ]  # fmt: skip
+    assert ("+=", "keyword.operator.assignment.augmented.tensorloom") in _scopes(
+        "    x[:, 0] += 1.0"
+    )
+    weights = "keyword.other.weights.tensorloom"
+    assert _scopes("@weights hf for Net:") == [
+        ("@weights", "storage.type.weights.tensorloom"),
+        ("hf", "entity.name.type.weights.tensorloom"),
+        ("for", weights),
+        ("Net", "entity.name.type.class.tensorloom"),
+    ]
+    assert _scopes('weights net from "w" using hf') == [
+        ("weights", "storage.type.weights.tensorloom"),
+        ("net", "variable.other.tensorloom"),
+        ("from", weights),
+        ('"w"', "string.quoted.double.tensorloom"),
+        ("using", weights),
+        ("hf", "entity.name.type.weights.tensorloom"),
+    ]
+    assert _scopes('    "a.weight" -> "b.weight" along 0 transposed')[-3:] == [
+        ("along", weights), ("0", "constant.numeric.integer.tensorloom"), ("transposed", weights),
+    ]  # fmt: skip
+    assert ("with", "keyword.other.tensorloom") in _scopes("kernel_call() with x")
+
+
+NEWER_PROGRAM = (
+    TRAIN_LINES + 'weights net from "w" using hf\n@weights hf for Net:\n    x[:, 0] += 1.0\n'
+)
+# (line, word) of each word whose colour the editors' own grammars give, and its column
+NEWER_WORDS = [
+    (line, word, NEWER_PROGRAM.splitlines()[line - 1].index(word) + 1)
+    for line, word in [(2, "group"), (3, "step"), (3, "lm_loss"), (3, "from"), (3, "epoch"),
+                       (3, "until"), (4, "carry"), (6, "weights"), (6, "using"), (7, "for"),
+                       (7, "Net"), (8, "+=")]
+]  # fmt: skip
+
+
+@pytest.mark.skipif(shutil.which("nvim") is None, reason="Neovim is not installed")
+def test_neovim_syntax_colours_the_newer_words(tmp_path: Path) -> None:
+    program = tmp_path / "prog.tl"
+    program.write_text(NEWER_PROGRAM)
+    positions = ", ".join(f"[{line}, {col}]" for line, _, col in NEWER_WORDS)
+    script = (
+        f"set runtimepath^={ROOT / 'editors' / 'neovim'}\nfiletype plugin on\nsyntax on\n"
+        f"edit {program}\n"
+        f"let g:found = map([{positions}], "
+        "'synIDattr(synID(v:val[0], v:val[1], 1), \"name\")')\n"
+        f"call writefile([join(g:found, ',')], '{tmp_path / 'out'}')\nqall!\n"
+    )
+    (tmp_path / "check.vim").write_text(script)
+    done = subprocess.run(["nvim", "--headless", "-u", "NONE", "-S", str(tmp_path / "check.vim")],
+                          capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    groups = (tmp_path / "out").read_text().strip().split(",")
+    found = dict(zip([w for _, w, _ in NEWER_WORDS], groups, strict=True))
+    decl = "tensorloomDecl"
+    assert found == {
+        "group": decl, "step": decl, "lm_loss": "tensorloomFunction",
+        "from": "tensorloomStatement", "epoch": decl, "until": decl, "carry": decl,
+        "weights": decl, "using": decl, "for": "tensorloomRepeat",  # Vim's keywords win
+        "Net": "tensorloomModelName", "+=": "tensorloomOperator",
+    }  # fmt: skip
+
+
+@pytest.mark.skipif(shutil.which("emacs") is None, reason="Emacs is not installed")
+def test_emacs_font_lock_colours_the_newer_words(tmp_path: Path) -> None:
+    program = tmp_path / "prog.tl"
+    program.write_text(NEWER_PROGRAM)
+    positions = " ".join(f"({line} . {col})" for line, _, col in NEWER_WORDS[:-1])
+    check = (
+        f'(progn (require \'tensorloom-mode) (find-file "{program}") (font-lock-ensure)'
+        f" (dolist (p '({positions})) (goto-char (point-min)) (forward-line (1- (car p)))"
+        ' (forward-char (1- (cdr p))) (princ (format "%s " (get-text-property (point) \'face)))))'
+    )
+    done = subprocess.run(
+        ["emacs", "--batch", "-Q", "-L", str(ROOT / "editors" / "emacs"), "--eval", check],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    found = dict(zip([w for _, w, _ in NEWER_WORDS[:-1]], done.stdout.split(), strict=True))
+    keyword = "font-lock-keyword-face"
+    assert found == {
+        "group": keyword, "step": keyword, "lm_loss": "font-lock-function-name-face",
+        "from": keyword, "epoch": keyword, "until": keyword, "carry": keyword,
+        "weights": keyword, "using": keyword, "for": keyword, "Net": "font-lock-type-face",
+    }  # fmt: skip
