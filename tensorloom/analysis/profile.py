@@ -148,6 +148,9 @@ class Costing:
     working: int = 0  # the largest gradient of an output and of its input, together
     # the tensors backward computes a gradient for: those a weight reaches (not the batch)
     grads: set[TensorKey] = field(default_factory=set[TensorKey])
+    # each tensor's bytes as made: saving a view of it (a split's half, a time step's slice)
+    # keeps all of it alive
+    sizes: dict[TensorKey, int] = field(default_factory=dict[TensorKey, int])
     running: int = 0  # the activations counted so far, in forward order
     params_seen: int = 0  # the parameters of the steps costed so far
     moments: list[BackwardMoment] = field(default_factory=list[BackwardMoment])
@@ -258,7 +261,10 @@ class Costing:
         in_dtype = self.dtype(step.input_keys[0], step.integer_input)
         compute = self.compute_bytes(bound, in_dtype)
         saved = bound.spec.saved_tensors(bound, ins, out, compute)
-        act = saved.extra_bytes + self.once(step.input_keys[0], saved.input_bytes)
+        kept = saved.input_bytes
+        if kept == math.prod(ins) * in_dtype:  # the input itself, not a copy of it
+            kept = self.whole(step.input_keys[0], kept, in_dtype)
+        act = saved.extra_bytes + self.once(step.input_keys[0], kept)
         act += self.once(step.output_key, saved.output_bytes)
         self.produced(step.output_key, out, compute)
         pair = 0
@@ -284,7 +290,16 @@ class Costing:
 
     def produced(self, key: TensorKey, shape: tuple[int, ...], dtype: int) -> None:
         self.dtypes[key] = dtype
-        self.largest = max(self.largest, math.prod(shape) * dtype)
+        self.sizes[key] = math.prod(shape) * dtype
+        self.largest = max(self.largest, self.sizes[key])
+
+    def whole(self, key: TensorKey, size: int, dtype: int) -> int:
+        """What saving `size` bytes of the tensor `key` names keeps: all of it, when the
+        saved tensor is a view of it in its own dtype (`u, z = x.split(d)`, `dt[:, t]`);
+        an autocast copy is a tensor of its own."""
+        if dtype != self.dtype(key):
+            return size
+        return max(size, self.sizes.get(key, 0))
 
     def op(self, step: Step) -> LayerProfile:
         shape = self.trace.shape(step.output)
@@ -357,7 +372,7 @@ class Costing:
         if index in step.weights and not low:
             return 0  # autograd keeps the weight itself; only autocast's copy is new memory
         own = dtype if builtin_cost(step).autocast == "low" else self.dtype(key)
-        return self.once(key, math.prod(shape or ()) * own)
+        return self.once(key, self.whole(key, math.prod(shape or ()) * own, own))
 
 
 def _unknown_dims(shape: Shape) -> list[str]:

@@ -130,3 +130,28 @@ def test_merging_heads_copies_a_matmuls_result_not_attentions(tmp_path: Path) ->
     # relu saves its [2, 4, 16, 8] result; proj saves the merged copy of it, 4 bytes each
     assert manual.layers[-1].activation_bytes == 2 * 16 * 32 * 4
     assert fused.layers[-1].activation_bytes == 0  # attention's own saved result, viewed
+
+
+# A gated unit over the halves of one projection: saving either half keeps the whole
+# projection alive (one storage), as Mamba's `u, z = in_proj(x).split(d)` does.
+GATE = """
+@model Gate:
+    @layers:
+        fc = Linear(8, 32)
+
+    @forward(x: Tensor[B, 8]):
+        let (u, z) = fc(x).split(16, dim=-1)
+        return u * silu(z)
+"""
+
+
+def test_saving_a_split_half_keeps_the_whole_tensor(tmp_path: Path) -> None:
+    path = tmp_path / "gate.nml"
+    path.write_text(GATE)
+    result, profiles = profile_file(path, ProfileOptions(4, "fp32"))
+    assert result.ok
+    module, _ = emitted(path)
+    model = module.Gate().train()
+    measured = saved_bytes(model, torch.randn(4, 8, requires_grad=True))
+    # fc's input [4, 8], its whole output [4, 32] once, silu's result [4, 16]
+    assert profiles[0].activation_bytes == measured == 4 * (4 * 8 + 4 * 32 + 4 * 16)
