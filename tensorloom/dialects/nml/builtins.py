@@ -1140,7 +1140,8 @@ class DivOp(BinaryOp):
 @lazy_op_definition
 class PowOp(BinaryOp):
     name = "nml.pow"
-    COST: ClassVar[Cost] = per_element(saves=INPUT, autocast="fp32")
+    # backward: `grad * (exponent * x.pow(exponent - 1))`, two temporaries of x's size
+    COST: ClassVar[Cost] = per_element(saves=INPUT, autocast="fp32", backward_temporaries=2)
     FUNCTION: ClassVar[str] = "pow"
 
     @classmethod
