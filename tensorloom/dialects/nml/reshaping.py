@@ -1,5 +1,4 @@
-"""nml builtins that rearrange a tensor's dims: flatten, reshape, view, permute, squeeze,
-expand, repeat.
+"""nml builtins that rearrange dims: flatten, reshape, view, permute, squeeze, expand, repeat.
 
     %1 = nml.flatten %0 from 1 to -1 : (!nml.tensor<[B, 4, 64], f32>) -> ...
     %2 = nml.reshape %1 to [B, -1, 64] (%n) : (...) -> ...
