@@ -18,7 +18,7 @@ The formats are the runtime's (`tensorloom/backends/runtime/data.py`, `tokens.py
 
 - `.pt` (`torch.save` of a dict of tensors, or of `(x, y)`): its pickle is read for the
   tensors' dtypes and shapes by a restricted unpickler (`torch_files.py`: no code from the
-  file runs), never its storages; the labels are not read, so their classes are unknown.
+  file runs); of its storages only `y`'s, an integer tensor's, for its labels' range.
 Nothing here imports numpy or torch. A problem is a `FileProblem` (the caller turns it
 into a diagnostic); an absent file is `None` from `find_file`. The reading this shares with
 a folder of pairs (finding the file, .npy headers, the cache) is `file_heads.py`.
@@ -216,7 +216,7 @@ def _save_help(path: Path, arrays: str) -> str:
 def _pt_facts(path: Path) -> FileFacts | FileProblem:
     """A torch.save file's tensors, from its pickle (`torch_files.py`), as a .npz's arrays:
     `x` and `y` (a saved `(x, y)` too) are samples and targets, other names fields."""
-    from tensorloom.catalogue.torch_files import read_pt_headers
+    from tensorloom.catalogue.torch_files import read_pt_headers, read_pt_labels
 
     tensors = read_pt_headers(path)
     if not isinstance(tensors, dict):
@@ -225,7 +225,10 @@ def _pt_facts(path: Path) -> FileFacts | FileProblem:
     fields = _fields(path, headers)
     if isinstance(fields, FileProblem) or "x" not in headers or "y" not in headers:
         return fields if isinstance(fields, FileProblem) else _named_facts(path, fields)
-    facts = _array_facts(path, headers["x"], headers["y"], None)
+    labels = read_pt_labels(path, tensors["y"])
+    if not isinstance(labels, int | None):
+        return FileProblem(labels.message, labels.help)
+    facts = _array_facts(path, headers["x"], headers["y"], labels)
     return facts if isinstance(facts, FileProblem) else replace(facts, fields=fields)
 
 

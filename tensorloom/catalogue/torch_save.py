@@ -22,7 +22,7 @@ from __future__ import annotations
 import collections
 import pickle
 import zipfile
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass, field
 from pathlib import Path
 from typing import IO, Literal
 
@@ -54,6 +54,11 @@ class TensorHeader:
 
     dtype: str
     shape: tuple[int, ...]
+    # Where a torch.save tensor's numbers lie (its storage's zip member, the offset and
+    # strides in elements), which two headers of one tensor need not share.
+    storage: str | None = field(default=None, compare=False)
+    offset: int = field(default=0, compare=False)
+    stride: tuple[int, ...] | None = field(default=None, compare=False)
 
 
 class TorchSaveError(Exception):
@@ -73,6 +78,7 @@ class _Refused(Exception):
 @dataclass(frozen=True, slots=True)
 class _Storage:
     dtype: str
+    key: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,11 +98,11 @@ class _HeaderUnpickler(pickle.Unpickler):
 
     def __init__(self, stream: IO[bytes]) -> None:
         super().__init__(stream)
-        self._made: list[tuple[TensorHeader, str, tuple[int, ...]]] = []
+        self._made: list[tuple[TensorHeader, tuple[object, ...]]] = []
 
     def load(self) -> object:
         payload = super().load()
-        if any((h.dtype, h.shape) != (dtype, shape) for h, dtype, shape in self._made):
+        if any(astuple(header) != made for header, made in self._made):
             raise _Refused("a tensor whose dtype or shape is set after it is rebuilt")
         return payload
 
@@ -117,17 +123,23 @@ class _HeaderUnpickler(pickle.Unpickler):
         if isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage":  # pyright: ignore[reportUnknownArgumentType]
             kind = pid[1]  # pyright: ignore[reportUnknownVariableType]
             if isinstance(kind, _StorageType) and kind.dtype in _DTYPES:
-                return _Storage(kind.dtype)
+                return _Storage(kind.dtype, str(pid[2]))  # pyright: ignore[reportUnknownArgumentType]
         raise _Refused("a storage of an unknown kind")
 
-    def _rebuild_tensor(self, storage: object, _offset: object, size: object, *_: object) -> object:
+    def _rebuild_tensor(
+        self, storage: object, offset: object, size: object, stride: object = None, *_: object
+    ) -> object:
         if not isinstance(storage, _Storage) or storage.dtype not in _DTYPES:
             raise _Refused("a tensor rebuilt from something other than a storage")
         if not isinstance(size, tuple) or not all(_is_size(d) for d in size):  # pyright: ignore[reportUnknownVariableType]
             raise _Refused(f"a tensor of shape {size!r}")
         shape: tuple[int, ...] = size  # pyright: ignore[reportUnknownVariableType]
-        header = TensorHeader(storage.dtype, shape)
-        self._made.append((header, storage.dtype, shape))
+        where = offset if isinstance(offset, int) and offset >= 0 else 0
+        steps: tuple[int, ...] | None = None
+        if isinstance(stride, tuple) and len(stride) == len(shape):  # pyright: ignore[reportUnknownArgumentType]
+            steps = stride  # pyright: ignore[reportUnknownVariableType]
+        header = TensorHeader(storage.dtype, shape, storage.key, where, steps)
+        self._made.append((header, astuple(header)))
         return header
 
 
@@ -165,12 +177,18 @@ def read_torch_save(path: Path) -> object:
             ) from None
 
 
-def _payload(path: Path, archive: zipfile.ZipFile) -> object:
+def pickle_member(archive: zipfile.ZipFile) -> str | None:
+    """The archive's one `data.pkl` (under the archive's folder), or None."""
     pickles = [n for n in archive.namelist() if n.endswith("/data.pkl") or n == "data.pkl"]
-    if len(pickles) != 1:
+    return pickles[0] if len(pickles) == 1 else None
+
+
+def _payload(path: Path, archive: zipfile.ZipFile) -> object:
+    member = pickle_member(archive)
+    if member is None:
         raise TorchSaveError(f"`{path}` is not a torch.save file (no `data.pkl` in it)",
                              "no-pickle")  # fmt: skip
-    info = archive.getinfo(pickles[0])
+    info = archive.getinfo(member)
     if info.file_size > MAX_PICKLE_BYTES:
         raise TorchSaveError(
             f"`{path}`'s pickle is {info.file_size:,} bytes: more than tensors' headers",

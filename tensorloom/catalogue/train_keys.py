@@ -247,7 +247,7 @@ TRAIN_KEYS: tuple[TrainKey, ...] = (
     TrainKey("metrics", "validation metrics: `accuracy`, `top_k(k)`, a `fn`",
              check=rules.checked_by_the_block,
              shown="a list: `accuracy`, `top_k(k)`, a `fn` of the program",
-             type="list", default=[], reach=rules.metrics_fields,
+             type="list", default=[], reach=rules.metrics_fields, steps="taken",
              field="validation metrics: kind, name and k of each"),
     TrainKey("freeze", "layers whose weights do not train (no gradients, no optimizer state)",
              check=rules.freeze_list, shown="a list of layers: `[wte, wpe, h[0:6]]`",

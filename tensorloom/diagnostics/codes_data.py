@@ -1098,7 +1098,7 @@ error[TL0430]: `precision = fp16` is not supported with `distributed = "fsdp"`
             'TL0431',
             'a setting a block of objectives does not take',
             """\
-A block of `step` lines names each step's objective and optimizer, so `loss`, `optimizer` and `objective` are not taken; the one-model loop's settings not built for several optimizers yet (`grad_accum`, `early_stopping`, `keep_best`, `eval_every`, `metrics`, `activation_checkpointing`, `log_every`, `val_every`, `decay_groups`) are errors rather than silently ignored (`distributed` with `ddp` or `fsdp`, `compile`, `lr_schedule`, `grad_clip` and `ema` are taken). `loss` beside `objective` and `objective` on several models are errors too.
+A block of `step` lines names each step's objective and optimizer, so `loss`, `optimizer` and `objective` are not taken; the one-model loop's settings not built for several optimizers yet (`grad_accum`, `early_stopping`, `keep_best`, `eval_every`, `activation_checkpointing`, `log_every`, `val_every`, `decay_groups`) are errors rather than silently ignored (`distributed` with `ddp` or `fsdp`, `compile`, `lr_schedule`, `grad_clip`, `ema` and `metrics` are taken). `loss` beside `objective` and `objective` on several models are errors too, and so is a metric an objective's block cannot compute: `accuracy` or `top_k` (they read a model's output, which an objective computes itself), and in a block of `step` lines `perplexity` (there is no `val_loss`) or a metric that takes the carried values.
 """,
             """\
 error[TL0431]: `optimizer` is not taken by a block of `step` lines: each step names its own

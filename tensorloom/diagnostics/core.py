@@ -72,6 +72,13 @@ class DiagnosticSink:
     def extend(self, diagnostics: Iterable[Diagnostic]) -> None:
         self.diagnostics.extend(diagnostics)
 
+    def extend_new(self, diagnostics: Iterable[Diagnostic]) -> None:
+        """Those of `diagnostics` not already here: a model's error that an objective's
+        inference, following the call into the model, finds again is said once."""
+        for diagnostic in diagnostics:
+            if diagnostic not in self.diagnostics:
+                self.diagnostics.append(diagnostic)
+
     @property
     def has_errors(self) -> bool:
         return any(d.is_error for d in self.diagnostics)

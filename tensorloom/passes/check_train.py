@@ -64,6 +64,7 @@ from tensorloom.passes.support.batch_fields import (
 from tensorloom.passes.support.dataset_files import dataset_check
 from tensorloom.passes.support.loss_functions import (
     BatchTypes,
+    Metric,
     MetricProblem,
     batch_types,
     check_function,
@@ -703,15 +704,19 @@ class ObjectiveChecker:
         if "metrics" in self.loop.settings():
             self._objective_metrics(self.loop.settings()["metrics"])
 
-    def _objective_metrics(self, op: train.SetOp) -> None:
-        """`metrics = [f]` beside an objective: functions of the models and the batch, as
-        the objective is; `accuracy` and `top_k` read a model's output, which it has not."""
+    def _objective_metrics(self, op: train.SetOp, *, steps: bool = False) -> None:
+        """`metrics = [f]` beside an objective (or `step` lines): functions of the models and
+        the batch, as the objective is; `accuracy` and `top_k` read a model's output, which
+        it has not."""
         functions = list(functions_of(self.module))
         metrics = metrics_of(op.value, functions)
+        where = span_of(op.value_loc or op)
         if isinstance(metrics, MetricProblem):
-            _error_at(span_of(op.value_loc or op), "TL0415", metrics.message, metrics.help)
+            _error_at(where, "TL0415", metrics.message, metrics.help)
             return
         for metric in metrics:
+            if steps and self._not_a_steps_metric(metric, where):
+                continue
             if metric.kind == "perplexity":  # exp of `val_loss`: it reads no output
                 continue
             if metric.kind != "function":
@@ -723,7 +728,7 @@ class ObjectiveChecker:
                     "write the metric as a `fn` of the models and the batch, as the objective "
                     "is: `fn acc(net, x, y) -> Tensor`"
                 )
-                _error_at(span_of(op.value_loc or op), "TL0431", message, help_text)
+                _error_at(where, "TL0431", message, help_text)
                 continue
             func = functions_of(self.module)[metric.name]
             if metric.name not in self.checked:
@@ -732,6 +737,28 @@ class ObjectiveChecker:
                 check_objective(self.module, func, self.models, self.batch, op.value_loc,
                                 self.info, role="metric", carries=carries,
                                 offered=self.carries)  # fmt: skip
+
+    def _not_a_steps_metric(self, metric: Metric, where: Span | None) -> bool:
+        """In a block of `step` lines a metric takes no carried values, and there is no
+        `val_loss` for `perplexity` to follow: TL0431 for either."""
+        models = ", ".join(self.models)
+        if metric.kind == "perplexity":
+            message = (
+                "`perplexity` follows `val_loss`, which a block of `step` lines does not "
+                "report: each objective is reported by its name"
+            )
+            help_text = f"write it as a `fn` of `{models}, x, y` that returns `exp(...)` of a loss"
+            _error_at(where, "TL0431", message, help_text)
+            return True
+        func = functions_of(self.module).get(metric.name) if metric.kind == "function" else None
+        if func is None or not takes_carried(func, self.models, self.carries):
+            return False
+        message = (
+            f"`{metric.name}` takes the carried values; a metric of a block of `step` lines "
+            "takes the models and the batch"
+        )
+        _error_at(where, "TL0431", message, f"write `fn {metric.name}({models}, x, y) -> Tensor`")
+        return True
 
     def _objective(self, name: str, loc: Attribute | None, step: bool = False) -> FuncOp | None:
         """The objective `name`, checked once; a step's takes the carried values only if it
@@ -808,6 +835,8 @@ class ObjectiveChecker:
             carried = len(self.carries) if func in self.carrying else 0
             if func is not None and len(func.names) == len(self.models) + 2 + carried:
                 self._reaches(step, func)
+        if "metrics" in self.loop.settings():
+            self._objective_metrics(self.loop.settings()["metrics"], steps=True)
         users = [(f"step `{s.objective}`", s.optimizers) for s in steps]
         GroupChecker(self.module, self.loop, users, _options_problem).check()
         stepped = {model for step in steps for model in step.models}

@@ -1551,7 +1551,10 @@ def infer_shapes(module: ModuleOp, *, quiet: bool = False) -> None:
         return
     models = models_of(module)
     insts = instantiations(module, models)
-    done = [infer_instantiation(inst, models) for inst in insts]
+    found = DiagnosticSink()
+    with reporting(found):
+        done = [infer_instantiation(inst, models) for inst in insts]
+    current_sink().extend_new(found.diagnostics)  # two instances of one model: its error once
     by_loop = {i.loop: d for i, d in zip(insts, done, strict=True) if i.loop is not None}
     for loop in [op for op in module.walk() if isinstance(op, train.LoopOp)]:
         _record_loop(module, loop, models, by_loop)

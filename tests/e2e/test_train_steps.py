@@ -4,7 +4,9 @@ The emitted `train_step` is compared with the same batch step written by hand as
 pytorch/examples' dcgan/main.py writes it (zero D's gradients, D on real and on detached
 fakes, step D; zero G's, D on G's fakes, step G), on the same weights, batches and RNG
 state: equal losses and weights for 20 steps. A run cut in the middle of an epoch
-(`--max-steps`) and resumed ends where an uncut run ends, to the last bit.
+(`--max-steps`) and resumed ends where an uncut run ends, to the last bit. A block's
+`metrics = [f]` (a `fn` of the models and the batch) is each epoch's validation mean,
+computed again here from the saved weights.
 """
 
 from __future__ import annotations
@@ -273,3 +275,55 @@ def test_ema_of_the_trained_models_is_validated_and_resumes_exactly(tmp_path: Pa
     assert whole["ema_val_first"] != whole["val_first"]
     saved = torch.load(tmp_path / "whole" / "last.pt", weights_only=True)
     assert set(saved["extra"]["emas"]) == {"A", "B"}
+
+
+METRIC_STEPS = """
+model M:
+    layer fc = Linear(64, 10)
+    fn forward(self, x: Tensor[B, 64]) -> Tensor:
+        return self.fc(x)
+
+fn first(A, B, x, y) -> Tensor:
+    return cross_entropy(A(x), y)
+
+fn second(A, B, x, y) -> Tensor:
+    return cross_entropy(B(x), y)
+
+fn agree(A, B, x, y) -> Tensor:
+    return mean((argmax(A(x), dim=-1) == y).float() * (argmax(B(x), dim=-1) == y).float())
+
+let A = M()
+let B = M()
+let data = load_dataset("digits", flatten=true)
+
+train (A, B) on data:
+    epochs = 2
+    metrics = [agree]
+    step first with Adam(A, lr=0.01)
+    step second with Adam(B, lr=0.01)
+"""
+
+
+def test_step_metrics_are_validation_means_in_the_record_and_progress(tmp_path: Path) -> None:
+    script = compile_program(tmp_path, METRIC_STEPS, name="steps_metrics")
+    done = run(script, "--metrics", "m.jsonl", "--checkpoint-dir", "ck")
+    rows = records(tmp_path / "m.jsonl")
+    assert [r["epoch"] for r in rows] == [1, 2]
+    assert "val_agree" in done.stdout.splitlines()[-2]  # the last epoch's progress line
+    m = _load(script)
+    args = m.parse_args(["--device", "cpu"])
+    _, val_loader, _ = m.build_loaders(args, m.DistContext(0, 0, 1, torch.device("cpu")))
+    saved = torch.load(tmp_path / "ck" / "last.pt", weights_only=True)["models"]
+    a, b = m.M(), m.M()
+    a.load_state_dict(saved["A"])
+    b.load_state_dict(saved["B"])
+    hits, count = 0, 0
+    with torch.no_grad():
+        for x, y in val_loader:
+            hits += int(((a(x).argmax(-1) == y) & (b(x).argmax(-1) == y)).sum())
+            count += len(y)
+    assert count > 0 and rows[-1]["val_agree"] == pytest.approx(hits / count, abs=1e-6)
+    assert rows[-1]["val_agree"] > 0.5  # learned: both right far above chance (1 in 100)
+    evaluated = run(script, "--evaluate", "ck/last.pt")
+    assert json.loads(evaluated.stdout.splitlines()[-1])["val_agree"] == pytest.approx(
+        rows[-1]["val_agree"], abs=1e-9)  # fmt: skip

@@ -267,9 +267,10 @@ OPTIMIZERS = ["Adam", "SGD", "AdamW", "Adma"]
 
 def _objectives(r: random.Random, careful: bool) -> str:
     """Objectives of one's own (`fn f(A, B, x, y)`) over one to three models, on the digits,
-    named by `objective =` or by `step f with Opt(MODEL, ...)` lines; sloppy ones call a
-    model wrongly, take the wrong parameters, put a model in two optimizers, name an
-    unknown objective or optimizer, or mix in `loss`."""
+    named by `objective =` or by `step f with Opt(MODEL, ...)` lines (maybe with a metric
+    `fn` of the models and the batch); sloppy ones call a model wrongly, take the wrong
+    parameters, put a model in two optimizers, name an unknown objective, optimizer or
+    metric, or mix in `loss`."""
     count = r.randint(1, 3)
     names = ["A", "B", "C"][:count]
     forward = "    fn forward(self, x: Tensor[B, 64]) -> Tensor:"
@@ -307,6 +308,14 @@ def _objectives(r: random.Random, careful: bool) -> str:
             lines.append(f"    distributed = {strategy}")
             if not careful and r.random() < 0.5:
                 lines.append("    precision = fp16")
+        if r.random() < 0.3:  # a metric `fn` of the models and the batch; sloppy: a built-in
+            params = ", ".join([*names, "x", "y"] if careful or r.random() < 0.7 else names)
+            at = lines.index(f"let {names[0]} = M()")
+            lines[at:at] = [f"fn score({params}) -> Tensor:",
+                            f"    return mean((argmax({names[-1]}(x), dim=1) == y).float())",
+                            ""]  # fmt: skip
+            listed = "score" if careful else r.choice(["score", "accuracy", "perplexity", "scor"])
+            lines.append(f"    metrics = [{listed}]")
         idle = [n for n in names if n not in owners]
         if idle and r.random() < 0.5:  # `freeze = [C]`: frozen on purpose; sloppy: a stepped one
             frozen = idle if careful else [r.choice([*names, "Q"])]

@@ -13,14 +13,17 @@ folder written as `.last.partial/` and renamed into place. The shards hold every
 under its name (`models.G.fc.weight`; a frozen model too), each optimizer under its key
 (`optimizers.d_loss`, its state keyed by the parameters' names in the models: an
 optimizer may span several models) and each `ema` average (`emas.G`); the train state
-holds the scalers, lr schedulers, the loader's place, the RNG and `extra` (a cut epoch's
-objective sums). DCP reshards on load, so a save of N ranks resumes on M.
+holds the scalers, lr schedulers, the loader's place, every rank's RNG (each rank draws its
+own noise, seeded `seed + rank`) and `extra` (a cut epoch's objective sums). DCP reshards
+on load, so a save of N ranks resumes on M. `consolidate_models` writes the trained models'
+weights of a save as one file (`--consolidate`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -38,6 +41,7 @@ from torch.distributed.checkpoint.state_dict import (
 from tensorloom.backends.runtime.recipe import ModelEMA
 from tensorloom.backends.runtime.sharded import (
     ShardedCheckpointError,
+    _atomic_write,
     _misfit,
     _read_train_state,
     _restore_rng_states,
@@ -48,13 +52,14 @@ from tensorloom.backends.runtime.sharded import (
     resolve_sharded_checkpoint,
     write_sharded_folder,
 )
-from tensorloom.backends.runtime.steps import _plain
+from tensorloom.backends.runtime.steps import _plain, _rank_and_size, sync_buffers
 
 
 @contextlib.contextmanager
 def gathered_models(*models: nn.Module, emas: dict[str, ModelEMA] | None = None) -> Iterator[None]:
     """`gathered_parameters` of each model (and each `ema` average) at once: a block's
-    validation, on every rank."""
+    validation, on every rank, with rank 0's buffers (`sync_buffers`)."""
+    sync_buffers(*models, emas=emas)
     averages = [e.module for e in (emas or {}).values()]
     with contextlib.ExitStack() as stack:
         for model in [*models, *averages]:
@@ -80,7 +85,9 @@ def save_sharded_models(
     loader: Any = None, extra: dict[str, Any] | None = None,
 ) -> Path:  # fmt: skip
     """Every rank calls this: the run after `epoch` epochs (and `step` batches), replacing
-    `folder` once complete."""
+    `folder` once complete. The buffers saved are rank 0's (`sync_buffers`), as every rank's
+    resume then holds."""
+    sync_buffers(*models.values(), emas=emas)
     whole = _together(models)
     shards: dict[str, Any] = {
         "models": get_model_state_dict(whole),
@@ -97,6 +104,7 @@ def save_sharded_models(
         "emas": {name: e.state_dict() for name, e in (emas or {}).items()},
         "loader": loader.state_dict() if loader is not None else None,
         "rng": _rng_states(),
+        "rng_by_rank": _gathered_rng_states(),
         "world_size": _world_size(),
         "extra": extra or {},
     }
@@ -153,7 +161,56 @@ def _restore_train_state(
         scheduler.load_state_dict(state["schedulers"][key])
     if loader is not None and state["loader"] is not None:
         loader.load_state_dict(state["loader"])
+    rank, size = _rank_and_size()
+    ranks = state.get("rng_by_rank")
+    if ranks and len(ranks) == size:
+        _restore_rng_states(ranks[rank])
+        return
     _restore_rng_states(state["rng"])
+    if rank > 0:  # resumed on another world size: rank 0's stream, then one of its own
+        torch.manual_seed(int(torch.randint(0, 2**62, ())) + rank)
+
+
+def _gathered_rng_states() -> list[dict[str, Any]]:
+    """Every rank's RNG states, in rank order (a collective: every rank calls it)."""
+    _, size = _rank_and_size()
+    if size == 1:
+        return [_rng_states()]
+    ranks: list[Any] = [None] * size
+    torch.distributed.all_gather_object(ranks, _rng_states())
+    return ranks
+
+
+def consolidate_models(
+    path: str | os.PathLike[str], output: str | os.PathLike[str], *, models: dict[str, nn.Module]
+) -> Path:
+    """--consolidate DIR OUT.pt: the weights of `models` (the block's trained ones, by name)
+    in a sharded save, as one `torch.save` file of a plain state dict per model,
+    `{"G": {...}, "D": {...}}`, for inference. One process, no process group: DCP reads
+    every rank's shards into the models' full tensors; `G.load_state_dict(torch.load(OUT)["G"])`
+    loads one."""
+    folder = resolve_sharded_checkpoint(path)
+    saved = _read_train_state(folder).get("model_classes")
+    if not isinstance(saved, dict):
+        raise ShardedCheckpointError(f"{folder} is a one-model save; this script trains several")
+    classes = _classes(models)
+    if any(saved.get(name) != kind for name, kind in classes.items()):
+        raise ShardedCheckpointError(f"{folder} holds {_models_named(saved)}; this script trains "
+                                     f"{_models_named(classes)}")  # fmt: skip
+    state = {"models": _together(models).state_dict()}
+    try:
+        with warnings.catch_warnings():  # "assuming the intent is to load in a single process"
+            warnings.filterwarnings("ignore", message="torch.distributed is disabled")
+            dcp.load(state, checkpoint_id=folder)
+    except (dcp.CheckpointException, RuntimeError, KeyError, ValueError) as error:
+        raise _misfit(folder, error) from None
+    weights: dict[str, dict[str, torch.Tensor]] = {name: {} for name in models}
+    for key, tensor in state["models"].items():
+        name, _, rest = key.partition(".")
+        weights[name][rest] = tensor.detach().cpu()
+    target = Path(output)
+    _atomic_write(target, lambda f: torch.save(weights, f))
+    return target
 
 
 def _models_named(classes: dict[str, str]) -> str:

@@ -29,6 +29,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from tensorloom.backends.runtime.pretrained import Rules, export_state, merged_state_dict
+
 StepBatch = tuple[torch.Tensor, ...]  # (x, y), or the named fields a loader yields
 Losses = dict[str, torch.Tensor]
 
@@ -245,12 +247,12 @@ def save_models_checkpoint(
     optimizers: dict[str, torch.optim.Optimizer],
     scalers: dict[str, torch.amp.GradScaler | None], epoch: int, step: int, loader: Any = None,
     extra: dict[str, Any] | None = None, schedulers: dict[str, Any] | None = None,
+    rng_by_rank: list[dict[str, Any]] | None = None,
 ) -> Path:  # fmt: skip
     """Every model, optimizer, scaler and lr scheduler by name, the RNG states and the
-    loader's place, written atomically to `path`."""
-    rng = {"cpu": torch.get_rng_state()}
-    if torch.cuda.is_available():
-        rng["cuda"] = torch.cuda.get_rng_state_all()  # type: ignore[assignment]
+    loader's place, written atomically to `path`. `rng_by_rank`, under DDP: every rank's
+    RNG states (`gather_rng_states`), each rank drawing its own noise."""
+    rng = _rng_state()
     state = {
         "models": {name: _plain(m).state_dict() for name, m in models.items()},
         "optimizers": {name: o.state_dict() for name, o in optimizers.items()},
@@ -258,6 +260,7 @@ def save_models_checkpoint(
         "schedulers": {name: s.state_dict() for name, s in (schedulers or {}).items()},
         "epoch": epoch, "step": step, "rng": rng,
         "loader": loader.state_dict() if loader is not None else None, "extra": extra or {},
+        "rng_by_rank": rng_by_rank,
     }  # fmt: skip
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -298,7 +301,7 @@ def load_models_checkpoint(
             scheduler.load_state_dict(state["schedulers"][name])
         if loader is not None and state["loader"] is not None:
             loader.load_state_dict(state["loader"])
-        _restore_rng(state["rng"])
+        _restore_rng(own_rng_state(state.get("rng_by_rank"), state["rng"]))
     except (KeyError, RuntimeError, ValueError, EOFError) as error:
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise StepsCheckpointError(f"{file} does not fit these models ({reason})") from None
@@ -311,11 +314,107 @@ def _plain(model: nn.Module) -> nn.Module:
     return inner.model if isinstance(inner, Frozen) else inner
 
 
+def export_trained(
+    folder: str | os.PathLike[str], models: dict[str, nn.Module], *,
+    rules: dict[str, Rules] | None = None, sources: dict[str, str] | None = None,
+) -> list[Path] | None:  # fmt: skip
+    """--export-weights DIR: each trained model (by name; a frozen teacher is not given) as
+    `DIR/NAME/model.safetensors`, in its published weights' names and format where a
+    `weights NAME from ...` block gave it some (`rules`, `sources`: `export_state`), else
+    in its own state dict's names. Every rank calls it (a sharded model's shards are
+    gathered); rank 0 writes and gets the folders, the others None."""
+    from safetensors.torch import save_file
+
+    main = _rank_and_size()[0] == 0
+    written: list[Path] = []
+    for name, model in models.items():
+        if not (main or _sharded(model)):
+            continue
+        state = _whole_state(model)
+        if not main:
+            continue
+        out = Path(folder) / name
+        if name in (rules or {}):
+            written.append(export_state(state, out, (rules or {})[name], (sources or {}).get(name)))
+            continue
+        out.mkdir(parents=True, exist_ok=True)
+        tensors = {key: value.detach().cpu().contiguous().clone() for key, value in state.items()}
+        save_file(tensors, str(out / "model.safetensors"), metadata={"format": "pt"})
+        written.append(out)
+    return written if main else None
+
+
+def _sharded(model: nn.Module) -> bool:
+    from torch.distributed.tensor import DTensor
+
+    return any(isinstance(p, DTensor) for p in _plain(model).parameters())
+
+
+def _whole_state(model: nn.Module) -> dict[str, torch.Tensor]:
+    """The model's whole (merged) state dict: under FSDP gathered onto rank 0 (a collective;
+    the other ranks get an empty one)."""
+    if not _sharded(model):
+        return merged_state_dict(_plain(model))
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
+    options = StateDictOptions(full_state_dict=True, cpu_offload=True)
+    return get_model_state_dict(_plain(model), options=options)
+
+
+def sync_buffers(*models: nn.Module, emas: dict[str, Any] | None = None) -> None:
+    """Every rank takes rank 0's buffers (BatchNorm's running statistics) of `models` and
+    of each `ema` average (a collective: every rank calls it; nothing in one process).
+    Each rank updates them from its own batches and its own noise, so before validating
+    and saving the ranks agree on rank 0's, which the checkpoint keeps."""
+    if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+        return
+    averages = [average.module for average in (emas or {}).values()]
+    for model in [*models, *averages]:
+        for buffer in _plain(model).buffers():
+            torch.distributed.broadcast(buffer, src=0)
+
+
+def _rng_state() -> dict[str, Any]:
+    rng: dict[str, Any] = {"cpu": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        rng["cuda"] = torch.cuda.get_rng_state_all()
+    return rng
+
+
+def _rank_and_size() -> tuple[int, int]:
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        return torch.distributed.get_rank(), torch.distributed.get_world_size()
+    return 0, 1
+
+
+def gather_rng_states() -> list[dict[str, Any]] | None:
+    """Under DDP every rank's RNG states, in rank order, for rank 0 to save: each rank
+    draws its own noise (seeded `seed + rank`), so each resumes its own (a collective:
+    every rank calls it). None in one process."""
+    if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+        return None
+    ranks: list[Any] = [None] * torch.distributed.get_world_size()
+    torch.distributed.all_gather_object(ranks, _rng_state())
+    return ranks
+
+
+def own_rng_state(ranks: list[Any] | None, saved: Any) -> Any:
+    """This rank's RNG states in a save: its own when the save holds every rank's at this
+    world size; else the one `saved` (rank 0's), which a rank after the first, on another
+    world size, leaves for a stream of its own (`reseed`: `_restore_rng` does that)."""
+    rank, size = _rank_and_size()
+    if ranks and len(ranks) == size:
+        return ranks[rank]
+    return saved if rank == 0 else {**saved, "reseed": rank}
+
+
 def _restore_rng(states: dict[str, Any]) -> None:
     torch.set_rng_state(states["cpu"].cpu())
     if "cuda" in states and torch.cuda.is_available():
         with contextlib.suppress(RuntimeError):  # another number of GPUs
             torch.cuda.set_rng_state_all([s.cpu() for s in states["cuda"]])
+    if "reseed" in states:  # resumed on another world size: rank 0's stream, then its own
+        torch.manual_seed(int(torch.randint(0, 2**62, ())) + states["reseed"])
 
 
 def _moved(value: Any, device: torch.device) -> Any:

@@ -474,11 +474,16 @@ class ListToTorch(RewritePattern):
 
 
 class TupleGetToTorch(RewritePattern):
-    """`nml.tuple_get %t 1` is `t[1]`."""
+    """`nml.tuple_get %t 1` is `t[1]`; an element nothing reads (`next` of
+    `let (out, next) = ...` left unused) is dropped rather than left as a bare `t[1]`.
+    The walk is in reverse, so a nested tuple's elements go before the tuple itself."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nml.TupleGetOp, rewriter: PatternRewriter) -> None:
         if not _in_body(op):
+            return
+        if not op.result.uses:
+            rewriter.erase(op)
             return
         index = _const(op.index.value.data)
         _replace(rewriter, op, [index, py.SubscriptOp(op.input, [index.result])])

@@ -223,15 +223,17 @@ def check_objective(
     if carries:
         _check_carrying(module, func, models, batch_args, carries, start)
         return
-    inference, result = _infer(module, func, models, batch_args)
+    inference, result, _ = _infer(module, func, models, batch_args)
     settle_types(inference)
     scalar_result(func, result, inference.unifier, role)
 
 
 def _infer(
     module: ModuleOp, func: FuncOp, models: Sequence[str], given: Sequence[Attribute]
-) -> tuple[Inference, Attribute]:
-    """One inference of `func`: its models bound, `given` as the types after them."""
+) -> tuple[Inference, Attribute, bool]:
+    """One inference of `func`: its models bound, `given` as the types after them; and
+    whether it found errors (reported once each: an error inside a model that
+    shape-inference reported for the model's instance is not said again)."""
     inference = Inference({})
     args = func.body.block.args
     for arg, name in zip(args, models, strict=False):
@@ -240,8 +242,11 @@ def _infer(
             inference.bound_models[arg] = bound
     model = ModelOp(f"<objective {func.sym_name.data}>")
     arg_types = [args[i].type for i in range(len(models))] + list(given)
-    result = inference.run(model, func, {}, arg_types)
-    return inference, result
+    found = DiagnosticSink()
+    with reporting(found):
+        result = inference.run(model, func, {}, arg_types)
+    current_sink().extend_new(found.diagnostics)  # shape-inference said the model's own
+    return inference, result, found.has_errors
 
 
 # --- carried values ---------------------------------------------------------------------------
@@ -261,9 +266,8 @@ def _check_carrying(
     must return the same types: the carried values' types are then fixed, and written on
     their `train.carry` ops."""
     first = list(start) if start is not None else [initial_type(module, op) for op in carries]
-    errors = len(current_sink().errors())
-    inference, result = _infer(module, func, models, [*batch, *first])
-    if len(current_sink().errors()) > errors:  # the first batch's errors, reported: stop there
+    inference, result, failed = _infer(module, func, models, [*batch, *first])
+    if failed:  # the first batch's errors, reported: stop there
         settle_types(inference)
         return
     returned = _returned(func, result, inference, carries)
@@ -273,7 +277,7 @@ def _check_carrying(
     settled = [inference.resolved_type(t) for t in returned]
     sink = DiagnosticSink()
     with reporting(sink):  # the next batch's problems are said as one, at the return
-        again, result = _infer(module, func, models, [*batch, *settled])
+        again, result, _ = _infer(module, func, models, [*batch, *settled])
     settle_types(again)
     if sink.has_errors:
         _not_taken_back(func, carries, settled, inference, sink)
@@ -304,9 +308,9 @@ def _check_carried_metric(
     firsts: list[Attribute] = [initial_type(module, op) for op in carries]
     errors = len(current_sink().errors())
     for carried in (firsts, given) if given != firsts else (firsts,):
-        inference, result = _infer(module, func, models, [*batch, *carried])
+        inference, result, failed = _infer(module, func, models, [*batch, *carried])
         settle_types(inference)
-        if len(current_sink().errors()) > errors:  # said once, at the first batch's form
+        if failed:  # said once, at the first batch's form
             return
         scalar_result(func, result, inference.unifier, "metric")
         if len(current_sink().errors()) > errors:

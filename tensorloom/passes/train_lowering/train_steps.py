@@ -228,6 +228,13 @@ def _parse_args_ops(plan: StepsPlan) -> list[Operation]:
                   metavar=b.const("MODEL=PATH"),
                   help=b.const("start MODEL from the published weights at PATH (default: "
                                "PUBLISHED_WEIGHTS)"))  # fmt: skip
+        _argument(
+            b,
+            "--export-weights",
+            default=b.const(None),
+            metavar=b.const("DIR"),
+            help=b.const("write each trained model to DIR/MODEL after training"),
+        )
     if plan.base.has("samples"):
         where = b.const(f"samples/{program_name(plan.base)}.png")
         samples = plan.base.setting("samples", str)
@@ -238,6 +245,10 @@ def _parse_args_ops(plan: StepsPlan) -> list[Operation]:
                   help=b.const("torch.compile each model; auto: on CUDA"))  # fmt: skip
     _argument(b, "--precision", choices=b.value(("auto", "fp32", "fp16", "bf16")),
               default=b.name("PRECISION"))  # fmt: skip
+    if plan.sharded:
+        told = "write the trained models' weights of a sharded save as one file, then exit"
+        _argument(b, "--consolidate", nargs=b.const(2), metavar=b.value(("DIR", "OUT.pt")),
+                  default=b.const(None), help=b.const(told))  # fmt: skip
     b.ret(b.method(b.name("parser"), "parse_args", b.name("argv")))
     argv = top.optional(top.generic("list", "str"))
     namespace = top.name("argparse.Namespace")
@@ -359,6 +370,11 @@ def _build_trainer_ops(plan: StepsPlan) -> list[Operation]:
     wraps = [b.name("ddp")] if plan.ddp else []
     scheduled = [b.name("schedulers")] if plan.scheduled else []
     emas = [_emas(b, plan)] if plan.ema is not None else []
+    if plan.distributed:
+        b.comment("each rank its own noise from here on (the models above, built from the")
+        b.comment("one seed, are alike on every rank)")
+        b.expr(b.call("seed_everything", b.binop("+", b.path("args", "seed"),
+                                                 b.path("ctx", "rank"))))  # fmt: skip
     fields = [b.name("ctx"), *(b.name(m.name) for m in plan.models), *wraps,
               b.name("optimizers"), *emas, b.name("scalers"), *scheduled, b.name("plan"),
               b.name("train_loader"), b.name("val_loader"), b.name("info"),
@@ -716,8 +732,9 @@ def _objective_values_ops(plan: StepsPlan) -> list[Operation]:
 
 
 def _values(b: PyBuilder, plan: StepsPlan, prefix: str) -> None:
-    """`with autocast(...): return {"val_d_loss": d_loss(G, D, xb, yb), ...}`; with `carry`,
-    each objective that takes the carried values from `val_carried`, which it updates."""
+    """`with autocast(...): return {"val_d_loss": d_loss(G, D, xb, yb), ...}`, then each
+    metric's (`"val_acc": acc(G, D, xb, yb)`); with `carry`, each objective that takes the
+    carried values from `val_carried`, which it updates."""
     inner = PyBuilder()
     pairs = []
     for s in plan.steps:
@@ -734,6 +751,9 @@ def _values(b: PyBuilder, plan: StepsPlan, prefix: str) -> None:
             inner.assign(inner.subscript(inner.name("val_carried"), inner.const(c)),
                          inner.name(c))  # fmt: skip
         pairs.append((inner.const(f"{prefix}{s.objective}"), inner.name(f"{s.objective}_value")))
+    for metric in plan.base.metrics:  # `metrics = [acc]`: functions of the models and the batch
+        call = inner.call(metric.name, *_arguments(inner, plan, metric.name))
+        pairs.append((inner.const(f"{prefix}{metric.name}"), call))
     inner.ret(inner.add(py.DictOp(pairs)))
     manager = b.call("autocast", b.path("trainer", "plan"), b.path("trainer", "ctx", "device"))
     b.stmt(py.WithOp(manager, inner.ops))
@@ -774,15 +794,18 @@ def _save_ops(plan: StepsPlan) -> list[Operation]:
         optimizers=save.path("trainer", "optimizers"), scalers=save.path("trainer", "scalers"),
         epoch=save.name("epoch"), step=save.path("trainer", "step"),
         loader=save.path("trainer", "train_loader"), extra=save.name("extra"),
-        **_scheduler_states(save, plan),
+        **_scheduler_states(save, plan), **_rank_rngs(save, plan),
     ))  # fmt: skip
     params: list[tuple[str, str | SSAValue]] = [("trainer", "Trainer"), ("path", "str"),
                                                 ("epoch", "int")]  # fmt: skip
-    defaults = None
+    defaults: dict[str, SSAValue] = {}
     if _gathers(plan):
         params.append(("ranks", top.optional(top.generic("list", "Any"))))
-        defaults = {"ranks": top.const(None)}
-    top.def_("save", params, save, None, defaults=defaults)
+        defaults["ranks"] = top.const(None)
+    if plan.ddp:
+        params.append(("rngs", top.optional(top.generic("list", "Any"))))
+        defaults["rngs"] = top.const(None)
+    top.def_("save", params, save, None, defaults=defaults or None)
     resume.assign("models", _parts(resume, plan))
     state = resume.call(
         "load_models_checkpoint", resume.name("path"), models=resume.name("models"),
@@ -881,6 +904,11 @@ def _ema_states(b: PyBuilder, plan: StepsPlan) -> dict[str, SSAValue]:
     return {"emas": b.path("trainer", "emas")} if plan.ema is not None else {}
 
 
+def _rank_rngs(b: PyBuilder, plan: StepsPlan) -> dict[str, SSAValue]:
+    """`rng_by_rank=rngs` under DDP: every rank's RNG states, each rank drawing its own noise."""
+    return {"rng_by_rank": b.name("rngs")} if plan.ddp else {}
+
+
 def _gathers(plan: StepsPlan) -> bool:
     """Under DDP with `carry`: a save holds every rank's carried values, which every rank
     gathers (`gather_carried`) before rank 0 writes (under FSDP every rank calls `save`,
@@ -889,16 +917,21 @@ def _gathers(plan: StepsPlan) -> bool:
 
 
 def _saving(b: PyBuilder, plan: StepsPlan, path: SSAValue, epoch: SSAValue) -> PyBuilder:
-    """`save(trainer, path, epoch)` (rank 0's, under DDP); with `carry` under DDP every
-    rank's carried values gathered first: `ranks = gather_carried(trainer.carried)`."""
+    """`save(trainer, path, epoch)` (rank 0's, under DDP); under DDP every rank's RNG states
+    gathered first, `rngs = gather_rng_states()` (each rank draws its own noise), and with
+    `carry` every rank's carried values, `ranks = gather_carried(trainer.carried)`."""
     saving = PyBuilder()
-    if not _gathers(plan):
+    if not plan.ddp:
         saving.expr(saving.call("save", saving.name("trainer"), path, epoch))
         _on_main(b, plan, saving)
         return b
-    b.assign("ranks", b.call("gather_carried", b.path("trainer", "carried")),
-             comment="every rank's, gathered by all")  # fmt: skip
-    saving.expr(saving.call("save", saving.name("trainer"), path, epoch, saving.name("ranks")))
+    arguments = [saving.name("trainer"), path, epoch]
+    if _gathers(plan):
+        b.assign("ranks", b.call("gather_carried", b.path("trainer", "carried")),
+                 comment="every rank's, gathered by all")  # fmt: skip
+        arguments.append(saving.name("ranks"))
+    b.assign("rngs", b.call("gather_rng_states"), comment="every rank's RNG, gathered by all")
+    saving.expr(saving.call("save", *arguments, rngs=saving.name("rngs")))
     _on_main(b, plan, saving)
     return b
 
@@ -946,6 +979,8 @@ def _train_ops(plan: StepsPlan) -> list[Operation]:
         loop.location = plan.base.loop_location  # type: ignore[assignment]
     b.stmt(loop)
     b.expr(b.method(b.name("metrics"), "close"))
+    if plan.published:
+        _export_weights(b, plan)
     if plan.distributed:
         b.comment("every rank waits for rank 0's last save before leaving the process group")
         b.expr(b.call("barrier"))
@@ -958,6 +993,31 @@ def _train_ops(plan: StepsPlan) -> list[Operation]:
     b.ret(b.const(0))
     top.def_("train", [("args", "argparse.Namespace"), ("ctx", "DistContext")], b, "int")
     return top.ops
+
+
+def _export_weights(b: PyBuilder, plan: StepsPlan) -> None:
+    """--export-weights DIR: each trained model (not a frozen one) in DIR/NAME, in its
+    published weights' names where it has a `weights` block (runtime/steps.py's
+    `export_trained`: every rank calls it, rank 0 writes)."""
+    then = PyBuilder()
+    chosen = then.call(
+        "weight_sources", then.name("PUBLISHED_WEIGHTS"), then.path("args", "weights")
+    )
+    then.assign("sources", chosen)
+    trained = py.DictOp([(then.const(m.name), then.path("trainer", m.name)) for m in plan.trained])
+    then.assign("trained", then.add(trained))
+    then.assign("folders", then.call("export_trained", then.path("args", "export_weights"),
+                                     then.name("trained"), rules=then.name("WEIGHT_RULES"),
+                                     sources=then.name("sources")))  # fmt: skip
+    told = PyBuilder()
+    listed = told.call("map", told.name("str"), told.name("folders"))
+    told.assign("where", told.method(told.const(", "), "join", listed))
+    told.expr(
+        told.call("print", told.fstring("wrote the trained weights to {}", told.name("where")))
+    )
+    then.if_(then.is_set(then.name("folders")), told)
+    b.comment("--export-weights: each trained model in its published weights' names (rank 0)")
+    b.if_(b.is_set(b.path("args", "export_weights")), then)
 
 
 def _published_weights(b: PyBuilder, plan: StepsPlan) -> None:
@@ -1062,7 +1122,7 @@ def _epoch(b: PyBuilder, plan: StepsPlan, epoch: SSAValue) -> None:
         saving = PyBuilder()
         saving.expr(saving.call("save", saving.name("trainer"), _last(saving, plan), epoch))
         _on_saving_ranks(cut, plan, saving)
-    elif _gathers(plan):
+    elif plan.ddp:
         cut.assign("path", cut.fstring("{}/last.pt", cut.path("args", "checkpoint_dir")))
         _saving(cut, plan, cut.name("path"), epoch)
     else:
@@ -1128,12 +1188,17 @@ def _validate(b: PyBuilder, plan: StepsPlan) -> None:
 def _gathered(b: PyBuilder, plan: StepsPlan, inner: PyBuilder, *, averages: bool) -> None:
     """`inner` as it is, or under FSDP within `gathered_models(...)`: every model (and with
     `averages` each `ema` average) held whole, as the ranks may validate different numbers
-    of batches."""
+    of batches; under DDP after `sync_buffers(...)`: each rank's BatchNorm statistics, from
+    its own batches and noise, are rank 0's for validation."""
+    models = [b.path("trainer", m.name) for m in plan.models]
+    emas = {"emas": b.path("trainer", "emas")} if averages and plan.ema is not None else {}
+    if plan.ddp:
+        b.comment("every rank validates with rank 0's buffers (BatchNorm's statistics), as "
+                  "rank 0 saves them")  # fmt: skip
+        b.expr(b.call("sync_buffers", *models, **emas))
     if not plan.sharded:
         b.ops += inner.ops
         return
-    models = [b.path("trainer", m.name) for m in plan.models]
-    emas = {"emas": b.path("trainer", "emas")} if averages and plan.ema is not None else {}
     b.comment("each model held whole on every rank: the ranks' validation batches may differ")
     b.stmt(py.WithOp(b.call("gathered_models", *models, **emas), inner.ops))
 
@@ -1176,13 +1241,11 @@ def _record(b: PyBuilder, plan: StepsPlan, epoch: SSAValue, means: py.Comprehens
                          b.const(0))  # fmt: skip
     b.assign("due", b.add(py.BinOp("and", every, periodic)))
     due = b.add(py.BinOp("or", b.name("last"), b.name("due")))
-    if _gathers(plan):  # every rank gathers the carried values; rank 0 writes
+    if plan.ddp:  # every rank gathers the RNG states (and carried values); rank 0 writes
         saving = PyBuilder()
         saving.assign("path", saving.fstring("{}/last.pt", saving.path("args", "checkpoint_dir")))
         b.if_(due, _saving(saving, plan, saving.name("path"), saving.name("epochs_done")))
         return
-    if plan.ddp:
-        due = b.binop("and", b.path("trainer", "ctx", "is_main"), due)
     saving = PyBuilder()
     path = _last(saving, plan)
     saving.expr(saving.call("save", saving.name("trainer"), path, saving.name("epochs_done")))
@@ -1247,10 +1310,30 @@ def _evaluate_checkpoint(b: PyBuilder, plan: StepsPlan) -> None:
     b.ret(b.const(0))
 
 
+def _consolidate(b: PyBuilder, plan: StepsPlan) -> None:
+    """--consolidate DIR OUT.pt (FSDP): the trained models' weights as one file, from one
+    process with no group (DCP reads every shard: runtime/sharded_steps.py)."""
+    then = PyBuilder()
+    then.assign(then.tuple_of(then.name("folder"), then.name("output")),
+                then.path("args", "consolidate"))  # fmt: skip
+    models = py.DictOp([(then.const(m.name), _model_call(then, m)) for m in plan.trained])
+    then.assign("models", then.add(models))
+    written = then.call("consolidate_models", then.name("folder"), then.name("output"),
+                        models=then.name("models"))  # fmt: skip
+    then.assign("written", written)
+    text = then.fstring("wrote the weights of {} to {}", then.name("folder"), then.name("written"))
+    then.expr(then.call("print", text))
+    then.ret(then.const(0))
+    b.comment("one process, no group: DCP reads every shard")
+    b.if_(b.is_set(b.path("args", "consolidate")), then)
+
+
 def _main_ops(plan: StepsPlan) -> list[Operation]:
     distributed = plan.distributed
     top, body, run = PyBuilder(), PyBuilder(), PyBuilder()
     body.assign("args", body.call("parse_args", body.name("argv")))
+    if plan.sharded:
+        _consolidate(run, plan)
     if distributed:
         device = run.path("args", "device")
         ctx = run.call("setup_distributed", device, group_of_one=run.const(True))

@@ -1202,12 +1202,12 @@ def save_models_checkpoint(
     optimizers: dict[str, torch.optim.Optimizer],
     scalers: dict[str, torch.amp.GradScaler | None], epoch: int, step: int, loader: Any = None,
     extra: dict[str, Any] | None = None, schedulers: dict[str, Any] | None = None,
+    rng_by_rank: list[dict[str, Any]] | None = None,
 ) -> Path:  # fmt: skip
     """Every model, optimizer, scaler and lr scheduler by name, the RNG states and the
-    loader's place, written atomically to `path`."""
-    rng = {"cpu": torch.get_rng_state()}
-    if torch.cuda.is_available():
-        rng["cuda"] = torch.cuda.get_rng_state_all()  # type: ignore[assignment]
+    loader's place, written atomically to `path`. `rng_by_rank`, under DDP: every rank's
+    RNG states (`gather_rng_states`), each rank drawing its own noise."""
+    rng = _rng_state()
     state = {
         "models": {name: _plain(m).state_dict() for name, m in models.items()},
         "optimizers": {name: o.state_dict() for name, o in optimizers.items()},
@@ -1215,6 +1215,7 @@ def save_models_checkpoint(
         "schedulers": {name: s.state_dict() for name, s in (schedulers or {}).items()},
         "epoch": epoch, "step": step, "rng": rng,
         "loader": loader.state_dict() if loader is not None else None, "extra": extra or {},
+        "rng_by_rank": rng_by_rank,
     }  # fmt: skip
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -1255,7 +1256,7 @@ def load_models_checkpoint(
             scheduler.load_state_dict(state["schedulers"][name])
         if loader is not None and state["loader"] is not None:
             loader.load_state_dict(state["loader"])
-        _restore_rng(state["rng"])
+        _restore_rng(own_rng_state(state.get("rng_by_rank"), state["rng"]))
     except (KeyError, RuntimeError, ValueError, EOFError) as error:
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise StepsCheckpointError(f"{file} does not fit these models ({reason})") from None
@@ -1268,11 +1269,36 @@ def _plain(model: nn.Module) -> nn.Module:
     return inner.model if isinstance(inner, Frozen) else inner
 
 
+def _rng_state() -> dict[str, Any]:
+    rng: dict[str, Any] = {"cpu": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        rng["cuda"] = torch.cuda.get_rng_state_all()
+    return rng
+
+
+def _rank_and_size() -> tuple[int, int]:
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        return torch.distributed.get_rank(), torch.distributed.get_world_size()
+    return 0, 1
+
+
+def own_rng_state(ranks: list[Any] | None, saved: Any) -> Any:
+    """This rank's RNG states in a save: its own when the save holds every rank's at this
+    world size; else the one `saved` (rank 0's), which a rank after the first, on another
+    world size, leaves for a stream of its own (`reseed`: `_restore_rng` does that)."""
+    rank, size = _rank_and_size()
+    if ranks and len(ranks) == size:
+        return ranks[rank]
+    return saved if rank == 0 else {**saved, "reseed": rank}
+
+
 def _restore_rng(states: dict[str, Any]) -> None:
     torch.set_rng_state(states["cpu"].cpu())
     if "cuda" in states and torch.cuda.is_available():
         with contextlib.suppress(RuntimeError):  # another number of GPUs
             torch.cuda.set_rng_state_all([s.cpu() for s in states["cuda"]])
+    if "reseed" in states:  # resumed on another world size: rank 0's stream, then its own
+        torch.manual_seed(int(torch.randint(0, 2**62, ())) + states["reseed"])
 
 
 if __name__ == "__main__":

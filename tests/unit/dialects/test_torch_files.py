@@ -9,7 +9,12 @@ import pytest
 import torch
 
 from tensorloom.catalogue.data_files import FileFacts, read_facts
-from tensorloom.catalogue.torch_files import PtProblem, TensorHeader, read_pt_headers
+from tensorloom.catalogue.torch_files import (
+    PtProblem,
+    TensorHeader,
+    read_pt_headers,
+    read_pt_labels,
+)
 
 DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64,
           torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool)  # fmt: skip
@@ -50,6 +55,41 @@ def test_a_tuple_is_x_and_y_with_the_npz_facts(tmp_path: Path) -> None:
     torch.save((torch.randn(40, 3), torch.randn(40, 2)), tmp_path / "reg.pt")
     facts = read_facts(tmp_path / "reg.pt")
     assert isinstance(facts, FileFacts) and facts.targets == "floats"
+
+
+INTEGER_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
+
+
+def test_labels_read_from_the_storage_equal_torch_max_plus_one(tmp_path: Path) -> None:
+    generator = torch.Generator().manual_seed(3)
+    for dtype in INTEGER_DTYPES:
+        labels = torch.randint(0, 37, (200,), generator=generator).to(dtype)
+        torch.save((torch.randn(200, 4), labels), tmp_path / "xy.pt")
+        headers = read_pt_headers(tmp_path / "xy.pt")
+        assert isinstance(headers, dict)
+        assert read_pt_labels(tmp_path / "xy.pt", headers["y"]) == int(labels.max()) + 1, dtype
+    whole = torch.randint(0, 9, (300,), generator=generator)
+    whole[:100] = 50  # outside the view: the offset must skip them
+    torch.save({"x": torch.randn(200, 4), "y": whole[100:]}, tmp_path / "view.pt")
+    headers = read_pt_headers(tmp_path / "view.pt")
+    assert isinstance(headers, dict)
+    assert read_pt_labels(tmp_path / "view.pt", headers["y"]) == int(whole[100:].max()) + 1
+    facts = read_facts(tmp_path / "view.pt")
+    assert isinstance(facts, FileFacts) and facts.num_classes == int(whole[100:].max()) + 1
+
+
+def test_labels_not_read_cheaply_are_unknown_and_negative_ones_a_problem(tmp_path: Path) -> None:
+    grid = torch.arange(40).reshape(8, 5)
+    torch.save((torch.randn(8, 3), grid[:, 0]), tmp_path / "strided.pt")  # stride 5
+    torch.save((torch.randn(5, 3), torch.randn(5)), tmp_path / "floats.pt")
+    for name in ("strided", "floats"):
+        headers = read_pt_headers(tmp_path / f"{name}.pt")
+        assert isinstance(headers, dict)
+        assert read_pt_labels(tmp_path / f"{name}.pt", headers["y"]) is None, name
+    torch.save((torch.randn(3, 2), torch.tensor([0, -2, 1])), tmp_path / "negative.pt")
+    facts = read_facts(tmp_path / "negative.pt")
+    assert not isinstance(facts, FileFacts)
+    assert "negative class label (-2)" in facts.message
 
 
 class _Marks:

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tensorloom_rt_0_2_0_9003be5c import (
+from tensorloom_rt_0_2_0_94dc1ca4 import (
     CheckpointError, DataInfo, DatasetUnavailable, DeviceLoader, DeviceUnavailable, DistContext,
     MetricsWriter, PrecisionPlan, StepsCheckpointError, autocast, check_epoch_has_steps,
     format_steps_summary, load_digits, load_models_checkpoint, make_grad_scaler, mean_objectives,

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tensorloom_rt_0_2_0_b5e4f601 import (
+from tensorloom_rt_0_2_0_f326e995 import (
     BestTracker, CheckpointError, DeviceUnavailable, DistContext, ExportError, MetricsWriter,
     ModelLoss, PredictInputError, RunLengthError, RunRecipe, StopSignals, TokenDataUnavailable,
     TokenInfo, Trainer, WeightsError, WindowLoader, add_lora, add_source_notes, autocast, carried,

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tensorloom_rt_0_2_0_29d23e97 import (
+from tensorloom_rt_0_2_0_1560113a import (
     CheckpointError, DeviceUnavailable, DistContext, MetricsWriter, ParamGroup, PrecisionPlan,
     StepsCheckpointError, TokenDataUnavailable, TokenInfo, WindowLoader, autocast,
     check_epoch_has_steps, format_steps_summary, load_models_checkpoint, load_token_dataset,

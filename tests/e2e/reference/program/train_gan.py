@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tensorloom_rt_0_2_0_309c45ff import (
+from tensorloom_rt_0_2_0_a436f63c import (
     CheckpointError, DataInfo, DatasetUnavailable, DeviceLoader, DeviceUnavailable, DistContext,
     MetricsWriter, PrecisionPlan, StepsCheckpointError, autocast, check_epoch_has_steps,
     draw_samples, format_steps_summary, load_digits, load_models_checkpoint, make_grad_scaler,

@@ -14,10 +14,8 @@ import json
 import math
 import os
 import shutil
-import struct
 import sys
 import tempfile
-import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -485,6 +483,39 @@ def step_optimizer(
         scaler.update()
 
 
+Window = tuple[int | None, int | None]
+
+
+def runs_in(epoch: int, window: Window) -> bool:
+    """Whether a step of `from epoch A until epoch B` (from 1, both ends in; None where
+    unbounded) runs in `epoch`, counted from 0 as the loop counts it."""
+    first, last = window
+    number = epoch + 1
+    return (first is None or number >= first) and (last is None or number <= last)
+
+
+def steps_in(windows: dict[str, Window], epoch: int) -> list[str]:
+    """The objectives whose steps run in `epoch` (from 0), in the block's order."""
+    return [name for name, window in windows.items() if runs_in(epoch, window)]
+
+
+def release_ended(
+    optimizers: dict[str, torch.optim.Optimizer | list[torch.optim.Optimizer]],
+    windows: dict[str, Window], epoch: int,
+) -> None:  # fmt: skip
+    """Free the gradients and optimizer state of each step whose last epoch (`until epoch B`)
+    is before `epoch` (from 0): it never runs again, so the epochs after it do not hold them
+    (the teacher's Adam moments once distillation starts). Its checkpointed state is empty
+    from then on, in a resumed run as in one that was not cut."""
+    for name, (_, last) in windows.items():
+        if last is None or epoch + 1 <= last:
+            continue
+        held = optimizers[name]
+        for optimizer in [held] if isinstance(held, torch.optim.Optimizer) else held:
+            optimizer.zero_grad(set_to_none=True)
+            optimizer.state.clear()
+
+
 def run_epoch(
     step: Callable[..., Losses], batches: Iterable[StepBatch], *,
     sums: Losses, done: int, total: int, stop: Callable[[], bool],
@@ -548,12 +579,12 @@ def save_models_checkpoint(
     optimizers: dict[str, torch.optim.Optimizer],
     scalers: dict[str, torch.amp.GradScaler | None], epoch: int, step: int, loader: Any = None,
     extra: dict[str, Any] | None = None, schedulers: dict[str, Any] | None = None,
+    rng_by_rank: list[dict[str, Any]] | None = None,
 ) -> Path:  # fmt: skip
     """Every model, optimizer, scaler and lr scheduler by name, the RNG states and the
-    loader's place, written atomically to `path`."""
-    rng = {"cpu": torch.get_rng_state()}
-    if torch.cuda.is_available():
-        rng["cuda"] = torch.cuda.get_rng_state_all()  # type: ignore[assignment]
+    loader's place, written atomically to `path`. `rng_by_rank`, under DDP: every rank's
+    RNG states (`gather_rng_states`), each rank drawing its own noise."""
+    rng = _rng_state()
     state = {
         "models": {name: _plain(m).state_dict() for name, m in models.items()},
         "optimizers": {name: o.state_dict() for name, o in optimizers.items()},
@@ -561,6 +592,7 @@ def save_models_checkpoint(
         "schedulers": {name: s.state_dict() for name, s in (schedulers or {}).items()},
         "epoch": epoch, "step": step, "rng": rng,
         "loader": loader.state_dict() if loader is not None else None, "extra": extra or {},
+        "rng_by_rank": rng_by_rank,
     }  # fmt: skip
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -601,7 +633,7 @@ def load_models_checkpoint(
             scheduler.load_state_dict(state["schedulers"][name])
         if loader is not None and state["loader"] is not None:
             loader.load_state_dict(state["loader"])
-        _restore_rng(state["rng"])
+        _restore_rng(own_rng_state(state.get("rng_by_rank"), state["rng"]))
     except (KeyError, RuntimeError, ValueError, EOFError) as error:
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise StepsCheckpointError(f"{file} does not fit these models ({reason})") from None
@@ -614,69 +646,33 @@ def _plain(model: nn.Module) -> nn.Module:
     return inner.model if isinstance(inner, Frozen) else inner
 
 
+def _rng_state() -> dict[str, Any]:
+    rng: dict[str, Any] = {"cpu": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        rng["cuda"] = torch.cuda.get_rng_state_all()
+    return rng
+
+
+def _rank_and_size() -> tuple[int, int]:
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        return torch.distributed.get_rank(), torch.distributed.get_world_size()
+    return 0, 1
+
+
+def own_rng_state(ranks: list[Any] | None, saved: Any) -> Any:
+    """This rank's RNG states in a save: its own when the save holds every rank's at this
+    world size; else the one `saved` (rank 0's), which a rank after the first, on another
+    world size, leaves for a stream of its own (`reseed`: `_restore_rng` does that)."""
+    rank, size = _rank_and_size()
+    if ranks and len(ranks) == size:
+        return ranks[rank]
+    return saved if rank == 0 else {**saved, "reseed": rank}
+
+
 def _restore_rng(states: dict[str, Any]) -> None:
     torch.set_rng_state(states["cpu"].cpu())
     if "cuda" in states and torch.cuda.is_available():
         with contextlib.suppress(RuntimeError):  # another number of GPUs
             torch.cuda.set_rng_state_all([s.cpu() for s in states["cuda"]])
-
-
-# ---- runtime/samples.py: Sample grids: the images a program's `samples` function draws, written as one PNG.
-def draw_samples(sample: Callable[[], torch.Tensor], *, seed: int) -> torch.Tensor:
-    """`sample()` under `torch.no_grad()` on an RNG seeded with `seed`, the global RNG
-    state restored afterwards; the images on the CPU as float32."""
-    devices = [torch.cuda.current_device()] if torch.cuda.is_available() else []
-    with torch.random.fork_rng(devices=devices), torch.no_grad():
-        torch.manual_seed(seed)
-        images = sample()
-    return images.detach().float().cpu()
-
-
-def image_grid(
-    images: torch.Tensor, *, columns: int | None = None, padding: int = 2
-) -> torch.Tensor:
-    """`[N, C, H, W]` images in [0, 1] (C 1 or 3) as one `[rows, cols, C]` uint8 grid: up to
-    `columns` (default about √N) per row, `padding` black pixels between them, each image
-    enlarged by a whole factor to at least 32 pixels a side."""
-    if images.dim() != 4 or images.size(1) not in (1, 3):
-        raise ValueError(f"sample images must be [N, 1 or 3, H, W], got {list(images.shape)}")
-    count, channels, height, width = images.shape
-    scale = max(1, 32 // max(height, width))
-    tiles = images.clamp(0.0, 1.0).repeat_interleave(scale, 2).repeat_interleave(scale, 3)
-    height, width = height * scale, width * scale
-    across = columns or max(1, math.ceil(math.sqrt(count)))
-    down = math.ceil(count / across)
-    grid = torch.zeros(channels, padding + down * (height + padding),
-                       padding + across * (width + padding))  # fmt: skip
-    for index in range(count):
-        top = padding + (index // across) * (height + padding)
-        left = padding + (index % across) * (width + padding)
-        grid[:, top : top + height, left : left + width] = tiles[index]
-    return (grid * 255.0).round().to(torch.uint8).permute(1, 2, 0).contiguous()
-
-
-def write_png(pixels: torch.Tensor, path: str | Path) -> Path:
-    """An 8-bit grey (`[H, W, 1]`) or RGB (`[H, W, 3]`) PNG of `pixels`, uint8."""
-    height, width, channels = pixels.shape
-    colour = {1: 0, 3: 2}[channels]
-    rows = pixels.reshape(height, width * channels).numpy().tobytes()
-    stride = width * channels
-    raw = b"".join(b"\x00" + rows[r * stride : (r + 1) * stride] for r in range(height))
-    header = struct.pack(">IIBBBBB", width, height, 8, colour, 0, 0, 0)
-    data = b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", header)
-    data += _chunk(b"IDAT", zlib.compress(raw, 9)) + _chunk(b"IEND", b"")
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(data)
-    return target
-
-
-def _chunk(kind: bytes, body: bytes) -> bytes:
-    """A PNG chunk: length, type, body, and the CRC-32 of type and body."""
-    crc = zlib.crc32(kind + body) & 0xFFFFFFFF
-    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", crc)
-
-
-def write_sample_grid(images: torch.Tensor, path: str | Path) -> Path:
-    """`images` `[N, C, H, W]` in [0, 1] as a PNG grid at `path` (folders made)."""
-    return write_png(image_grid(images), path)
+    if "reseed" in states:  # resumed on another world size: rank 0's stream, then its own
+        torch.manual_seed(int(torch.randint(0, 2**62, ())) + states["reseed"])

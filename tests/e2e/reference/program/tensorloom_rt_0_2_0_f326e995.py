@@ -987,11 +987,20 @@ def export_pretrained(
 
     A join is split back into the source's tensors, as large as the source's where it is
     at hand and in equal parts otherwise; a split is joined back."""
+    return export_state(merged_state_dict(model), folder, rules, source)
+
+
+def export_state(
+    state: dict[str, torch.Tensor],
+    folder: str | os.PathLike[str],
+    rules: Rules,
+    source: str | os.PathLike[str] | None = None,
+) -> Path:
+    """`export_pretrained` of a model's (merged) state dict: a sharded model's, gathered."""
     from safetensors.torch import save_file
 
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
-    state = merged_state_dict(model)
     sizes = _source_shapes(source)
     written: dict[str, torch.Tensor] = {}
     done: set[str] = set()
