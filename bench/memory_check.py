@@ -10,10 +10,14 @@ Two steps, on two machines:
     python bench/memory_check.py run bench/memory_predictions.json --device cpu
     # on the GPU machine: what is alive at the measured peak, by the code that allocated it
     python bench/memory_check.py explain bench/memory_predictions.json --only train_lstm
+    # anywhere (torch on the CPU): the CPU allocator's peak over the same steps, against the
+    # prediction less the GPU's fixed workspace (no cuBLAS/cuDNN workspaces on the CPU)
+    python bench/memory_check.py cpu-peak bench/memory_predictions.json --only finetune_gpt2
 
 `run` builds each model from the emitted code with the instance's overrides,
-trains 3 steps as `tlc info` assumes (the train block's precision, optimizer
-and loss: autocast and a GradScaler for fp16, `zero_grad(set_to_none=True)`),
+trains 3 steps as `tlc info` assumes (the train block's precision, optimizer,
+loss, `lora` and `freeze`: autocast and a GradScaler for fp16,
+`zero_grad(set_to_none=True)`),
 and compares the predicted allocator peak with the measured one. The target
 is an error within 15%. An entry that fails is a row of the table; the run
 goes on and exits 1.
@@ -26,6 +30,7 @@ import gc
 import json
 import re
 import sys
+import tempfile
 import traceback
 from pathlib import Path
 from types import ModuleType
@@ -90,6 +95,7 @@ def _entry(path: Path, e: dict[str, Any], cls: str, overrides: dict[str, Any]) -
         "overrides": overrides, "batch": e["settings"]["batch_size"],
         "precision": e["settings"]["precision"], "optimizer": e["settings"]["optimizer"],
         "loss": e["settings"]["loss"], "input_shapes": e["input_shapes"],
+        "frozen": e["settings"].get("trainable") is not None,
         "input_dtype": e["input_dtype"], "output_shape": e["output_shape"],
         "memory": e["memory"],
     }  # fmt: skip
@@ -174,7 +180,7 @@ def _measure(entry: dict[str, Any], module: ModuleType, torch: Any) -> int:
     gc.collect()
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
-    model = getattr(module, entry["class"])(**entry["overrides"]).cuda().train()
+    model = _adapted(entry, module, getattr(module, entry["class"])(**entry["overrides"]).cuda())
     optimizer = _optimizer(entry["optimizer"], model, torch)
     x, y = _batch(entry, entry["input_shapes"][0], entry["output_shape"], "cuda", torch)
     _train(entry, model, optimizer, x, y, "cuda", torch)
@@ -187,7 +193,7 @@ def _measure(entry: dict[str, Any], module: ModuleType, torch: Any) -> int:
 def _dry_run(entry: dict[str, Any], module: ModuleType, torch: Any) -> list[int]:
     """Train `STEPS` steps at batch `TINY` on the CPU; the output shape, checked."""
     torch.manual_seed(0)
-    model = getattr(module, entry["class"])(**entry["overrides"]).train()
+    model = _adapted(entry, module, getattr(module, entry["class"])(**entry["overrides"]))
     optimizer = _optimizer(entry["optimizer"], model, torch)
     shape, expected = _tiny(entry["input_shapes"][0], entry), _tiny(entry["output_shape"], entry)
     x, y = _batch(entry, shape, expected, "cpu", torch)
@@ -195,6 +201,16 @@ def _dry_run(entry: dict[str, Any], module: ModuleType, torch: Any) -> list[int]
     if list(out.shape) != expected:
         raise ValueError(f"output {list(out.shape)}, predicted {expected}")
     return list(out.shape)
+
+
+def _adapted(entry: dict[str, Any], module: ModuleType, model: Any) -> Any:
+    """The model as the emitted script trains it: under the train block's `lora` (adapters,
+    the rest frozen) or `freeze`, its `build_trainer`'s `add_lora`/`freeze_layers`."""
+    if entry.get("frozen") and hasattr(module, "LORA"):
+        module.add_lora(model, **module.LORA)
+    elif entry.get("frozen") and hasattr(module, "FREEZE"):
+        module.freeze_layers(model, module.FREEZE)
+    return model.train()
 
 
 def _tiny(shape: list[int], entry: dict[str, Any]) -> list[int]:
@@ -223,7 +239,7 @@ def _train(
 
 
 def _optimizer(name: str, model: Any, torch: Any) -> Any:
-    params = model.parameters()
+    params = [p for p in model.parameters() if p.requires_grad]
     if name == "SGD+momentum":
         return torch.optim.SGD(params, lr=1e-3, momentum=0.9)
     return getattr(torch.optim, name)(params, lr=1e-3)
@@ -244,6 +260,42 @@ def _loss(name: str | None, out: Any, y: Any, torch: Any) -> Any:
     if name == "CrossEntropy":
         return torch.nn.functional.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
     return out.float().mean()
+
+
+def cpu_peak(predictions: Path, only: str | None) -> int:
+    """Each entry's steps on the CPU (autocast to bf16/fp16 on the CPU), the allocator's
+    peak from the profiler's memory events, beside the prediction without the workspace."""
+    import torch
+
+    data = json.loads(predictions.read_text())
+    entries = [e for e in data["entries"] if only is None or only in e["program"]]
+    print("| program | model | batch | precision | predicted less workspace | CPU peak | error % |")
+    print("|---|---|---:|---|---:|---:|---:|")
+    for entry in entries:
+        module = _load(entry["program"], data["programs"][entry["program"]])
+        measured = _cpu_peak(entry, module, torch)
+        predicted = entry["memory"]["peak"] - entry["memory"]["workspace"]
+        print(f"| {entry['program']} | {entry['name']} | {entry['batch']} | "
+              f"{entry['precision']} | {_mib(predicted)} | {_mib(measured)} | "
+              f"{100 * _error(predicted, measured):+.1f} |")  # fmt: skip
+    return 0
+
+
+def _cpu_peak(entry: dict[str, Any], module: ModuleType, torch: Any) -> int:
+    """The most bytes the CPU allocator held at once over `STEPS` training steps."""
+    torch.manual_seed(0)
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    with torch.profiler.profile(activities=activities, profile_memory=True) as profile:
+        model = _adapted(entry, module, getattr(module, entry["class"])(**entry["overrides"]))
+        optimizer = _optimizer(entry["optimizer"], model, torch)
+        x, y = _batch(entry, entry["input_shapes"][0], entry["output_shape"], "cpu", torch)
+        _train(entry, model, optimizer, x, y, "cpu", torch)
+        del model, optimizer, x, y
+    with tempfile.TemporaryDirectory() as folder:
+        trace = Path(folder) / "trace.json"
+        profile.export_chrome_trace(str(trace))
+        events = json.loads(trace.read_text())["traceEvents"]
+    return max(e["args"]["Total Allocated"] for e in events if e.get("name") == "[memory]")
 
 
 def explain(predictions: Path, only: str | None, top: int = 12) -> int:
@@ -327,12 +379,15 @@ def _print_table(rows: list[dict[str, Any]]) -> None:
         print(f"| {r['program']} | {r['name']} | {r['batch']} | {r['precision']} | "
               f"{r['optimizer']} | {predicted} | {measured} | {error} | {beyond} |")  # fmt: skip
     print("\nterms (MiB): weights, optimizer state, activations, weight casts, loss, "
-          "backward working set, output; backward-start peak vs optimizer-step peak")  # fmt: skip
+          "backward working set, backward's largest later moment, output; "
+          "backward peak vs optimizer-step peak")  # fmt: skip
     for r in (r for r in rows if not r["failure"]):
         m = r["memory"]
         keys = ("weights", "optimizer_state", "activations", "weight_casts", "loss",
-                "backward_working", "output", "backward_peak", "step_peak")  # fmt: skip
-        print(f"- {r['name']} b{r['batch']}: " + ", ".join(f"{k} {m[k] / 2**20:.1f}" for k in keys))
+                "backward_working", "backward_sweep", "output", "backward_peak",
+                "step_peak")  # fmt: skip
+        print(f"- {r['name']} b{r['batch']}: "
+              + ", ".join(f"{k} {m.get(k, 0) / 2**20:.1f}" for k in keys))  # fmt: skip
 
 
 def _print_dry_run(rows: list[dict[str, Any]]) -> None:
@@ -364,12 +419,17 @@ def main(argv: list[str] | None = None) -> int:
     e = sub.add_parser("explain", help="what is alive at the measured peak (GPU)")
     e.add_argument("predictions", type=Path)
     e.add_argument("--only", help="the entries of programs whose path contains this")
+    c = sub.add_parser("cpu-peak", help="the CPU allocator's peak over the same steps (CPU)")
+    c.add_argument("predictions", type=Path)
+    c.add_argument("--only", help="the entries of programs whose path contains this")
     args = parser.parse_args(argv)
     if args.command == "prepare":
         prepare(args.output, {k: int(v) for k, v in (b.split("=") for b in args.bind)})
         return 0
     if args.command == "explain":
         return explain(args.predictions, args.only)
+    if args.command == "cpu-peak":
+        return cpu_peak(args.predictions, args.only)
     return run(args.predictions, args.device, args.only)
 
 

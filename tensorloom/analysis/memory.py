@@ -13,8 +13,11 @@ Assumptions (docs/info.md says more):
 - Under AMP, autocast keeps a fp16/bf16 copy of every matmul weight until
   backward (2 bytes per such parameter).
 - The loss saves its fp32 log-probabilities (CrossEntropy) or its inputs
-  (regression losses); backward starts with the gradient of the largest
-  tensor twice over (incoming and outgoing). Under AMP the loss runs on an fp32
+  (regression losses); backward starts with two fp32 gradients of the output's
+  size (the loss's result's and the output's; without a loss the output's only).
+  Each layer's or op's backward then holds its output's and its input's gradients
+  while the later steps' activations are freed and the weights' gradients are made
+  (`BackwardMoment`, `backward_sweep`). Under AMP the loss runs on an fp32
   copy of the output, so the fp16/bf16 output itself is freed before backward
   (GPT-2 at B=16 in bf16 on an H200: 14.5 GiB measured, 1.5 GiB of bf16 logits
   fewer than the sum with it; bench/RESULTS.md).
@@ -22,9 +25,10 @@ Assumptions (docs/info.md says more):
   into the forward and backward, so no fp32 copy of the output exists; the
   output (in the step's precision) is saved for backward and its gradient is
   the backward's largest new tensor. Activations are taken as eager's.
-- The step's peak is the larger of two moments: the start of backward (all
-  activations alive, no gradients yet: `zero_grad` sets them to None) and the
-  optimizer step (gradients, state and temporaries, activations freed).
+- The step's peak is the largest of three moments: the start of backward (all
+  activations alive, no gradients yet: `zero_grad` sets them to None), the largest
+  step of backward, and the optimizer step (gradients, state and temporaries,
+  activations freed).
 - cuBLAS keeps a 32 MiB workspace per thread on Hopper (the forward's and
   autograd's), and cuBLASLt a 1 MiB one for nn.Linear's fused bias matmul:
   65 MiB, as `bench/memory_check.py explain` lists them on an H200.
@@ -55,7 +59,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from tensorloom.analysis.profile import ModelProfile
+from tensorloom.analysis.profile import BackwardMoment, ModelProfile
 from tensorloom.catalogue.losses import TRAIN_LOSSES
 from tensorloom.catalogue.optimizers import OPTIMIZERS as OPTIMIZER_SPECS
 from tensorloom.catalogue.shapes import concrete
@@ -121,6 +125,7 @@ class Training:
     # a block of `step` lines: each optimizer's share of the model (Muon's blocks, AdamW's
     # rest), each with its own state; `optimizer` is then their names joined
     optimizers: tuple[OptimizerShare, ...] = ()
+    adapters: int = 0  # `lora`'s adapters: parameters beside the model's own, all trained
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,10 +147,15 @@ class MemoryBudget:
     workspace: int
     cuda_context: int
     checkpointing: bool
+    # backward's largest moment after its start: a step's saved activations and every
+    # earlier step's, its gradient pair, and the gradients of its and the later steps' weights
+    backward_sweep: int = 0
     gathered: int = 0  # FSDP: all-gathered weights (root, current and prefetched block)
     comm_buffers: int = 0  # DDP's gradient buckets; FSDP: a block's unsharded gradients
     strategy: str = "none"
     world_size: int = 1
+    output_elements: int = 0
+    loss_name: str | None = None
 
     def terms(self) -> dict[str, int]:
         """The budget as a sum: every term alive at once (an upper bound)."""
@@ -166,10 +176,22 @@ class MemoryBudget:
 
     @property
     def backward_peak(self) -> int:
+        """Backward's start (every activation, the loss's, the loss's gradients) or a later
+        step of it (`backward_sweep`), whichever holds more; checkpointed, the start with
+        the largest gradient pair."""
         act = self.activations_checkpointed if self.checkpointing else self.activations
-        live = act + self.weight_casts + self.loss + self.output_in_backward
-        live += self.backward_working + self.scratch + self.gathered + self.comm_buffers
+        held = act + self.loss + self.backward_working
+        if not self.checkpointing:
+            held = max(self.activations + self.loss + self.loss_working, self.backward_sweep)
+        live = held + self.weight_casts + self.output_in_backward
+        live += self.scratch + self.gathered + self.comm_buffers
         return self.weights + self.optimizer_state + live
+
+    @property
+    def loss_working(self) -> int:
+        """The loss's backward: the gradients of its fp32 result and of the output (a
+        CrossEntropy's log-probabilities' and logits'), or, without a loss, the output's."""
+        return 2 * self.output_elements * FP32 if self.loss_name else self.output_elements * FP32
 
     @property
     def compiled_peak(self) -> int:
@@ -208,7 +230,8 @@ def training_budget(profile: ModelProfile, training: Training) -> MemoryBudget |
     parallel = training.parallel
     sharded = parallel.strategy == "fsdp"
     # FSDP2 pads each parameter's dim 0 to a multiple of N; the padding is left out.
-    shard = math.ceil(profile.params / parallel.world_size) if sharded else profile.params
+    params = profile.params + training.adapters
+    shard = math.ceil(params / parallel.world_size) if sharded else params
     weights = shard * FP32
     # frozen weights (`freeze`, `lora`'s base) get no gradients and no optimizer state
     trained = weights if training.trainable is None else min(
@@ -218,7 +241,9 @@ def training_budget(profile: ModelProfile, training: Training) -> MemoryBudget |
     state, temporaries = _optimizer_bytes(training, trained, parallel.world_size if sharded else 1)
     out_elems = _elements(profile)
     loss = LOSS_SAVES.get(training.loss or "", 0) * out_elems * FP32
-    largest = max(profile.largest_tensor_bytes, out_elems * FP32 if training.loss else 0)
+    # the loss's backward: the gradient of its fp32 result and of the output, both fp32
+    working = max(profile.backward_pair_bytes, 2 * out_elems * FP32 if training.loss else 0)
+    sweep = max((_moment(m, trained, profile.walked_params) for m in profile.moments), default=0)
     amp = training.precision != "fp32"
     gathered, comm = _communication(profile, parallel, 2 if amp else FP32)
     return MemoryBudget(
@@ -229,7 +254,8 @@ def training_budget(profile: ModelProfile, training: Training) -> MemoryBudget |
         activations_checkpointed=profile.checkpointed_activation_bytes or act,
         weight_casts=profile.low_precision_params * 2 if amp and not sharded else 0,
         loss=loss,
-        backward_working=2 * largest,
+        backward_working=working,
+        backward_sweep=sweep,
         scratch=profile.scratch_bytes,
         step_temporaries=temporaries,
         output=profile.output_bytes,
@@ -241,7 +267,17 @@ def training_budget(profile: ModelProfile, training: Training) -> MemoryBudget |
         comm_buffers=comm,
         strategy=parallel.strategy,
         world_size=parallel.world_size,
+        output_elements=out_elems,
+        loss_name=training.loss,
     )
+
+
+def _moment(moment: BackwardMoment, trained: int, params: int) -> int:
+    """What one step of backward holds: the activations still saved, its gradient pair, and
+    the gradients already made, of its own weights and the later steps' (the trained
+    share of them)."""
+    made = trained - trained * moment.params // params if params else trained
+    return moment.saved + moment.pair + made
 
 
 def _optimizer_bytes(training: Training, trained: int, shards: int) -> tuple[int, int]:

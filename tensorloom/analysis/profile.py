@@ -88,6 +88,20 @@ class LayerProfile:
     repeat: int = 0  # a loop: its iterations (`layers` are the first one's, the totals all's)
 
 
+@dataclass(frozen=True, slots=True)
+class BackwardMoment:
+    """One layer's or op's backward: the activations still saved then (its own and every
+    earlier step's, the input batch too), the gradient pair it holds (its output's and its
+    input's), and the parameters of the steps before it, whose gradients do not exist yet.
+
+    A ResNet's largest gradients are its stem's, whose backward runs last, when the later
+    blocks' activations are freed; an LM head's are the logits', at backward's start."""
+
+    saved: int
+    pair: int
+    params: int
+
+
 @dataclass(slots=True)
 class ModelProfile:
     """One instantiation: the totals and the layers, in the order the forward runs them."""
@@ -108,6 +122,12 @@ class ModelProfile:
     input_integer: bool = False
     errors: list[str] = field(default_factory=list[str])
     scratch_bytes: int = 0  # the largest scratch one layer's backward allocates and frees
+    # the largest gradient pair one layer's or op's backward holds: its output's and its
+    # input's (an LM head's [B, T, vocab] logits and [B, T, d] input, not twice the logits)
+    backward_pair_bytes: int = 0
+    # backward, step by step in reverse: each step's moment, what it sees alive
+    moments: list[BackwardMoment] = field(default_factory=list["BackwardMoment"])
+    walked_params: int = 0  # the parameters of the steps walked, for `BackwardMoment.params`
     unmodelled: list[str] = field(default_factory=list[str])  # scratch left out, in words
     config: Env = field(default_factory=Env)  # the configuration profiled
 
@@ -125,6 +145,15 @@ class Costing:
     seen_layers: set[tuple[int, ...]] = field(default_factory=set[tuple[int, ...]])
     low_params: int = 0
     largest: int = 0
+    working: int = 0  # the largest gradient of an output and of its input, together
+    # the tensors backward computes a gradient for: those a weight reaches (not the batch)
+    grads: set[TensorKey] = field(default_factory=set[TensorKey])
+    # each tensor's bytes as made: saving a view of it (a split's half, a time step's slice)
+    # keeps all of it alive
+    sizes: dict[TensorKey, int] = field(default_factory=dict[TensorKey, int])
+    running: int = 0  # the activations counted so far, in forward order
+    params_seen: int = 0  # the parameters of the steps costed so far
+    moments: list[BackwardMoment] = field(default_factory=list[BackwardMoment])
     scratch: int = 0
     unmodelled: dict[str, None] = field(default_factory=dict[str, None])  # ordered, once each
 
@@ -180,6 +209,7 @@ class Costing:
         first's output, saved once); every later iteration costs what the second did."""
         first = self.steps(step.children, path)
         low = self.low_params
+        running, params, moments = self.running, self.params_seen, len(self.moments)
         again = self.steps(step.again, path)
         if step.element is not None:  # each element's Parameters, read and not applied
             model, env = step.element
@@ -188,6 +218,7 @@ class Costing:
                 again += unused_layers(model, env, step.again, self.models)
         later = max(step.repeat - 2, 0)
         self.low_params += later * (self.low_params - low)
+        self.repeat_moments(moments, later, self.running - running, self.params_seen - params)
         params = sum(c.params for c in first) + (1 + later) * sum(c.params for c in again)
         flops = _times(_sum([c.flops for c in first]), _sum([c.flops for c in again]), later)
         act = _times(
@@ -199,6 +230,27 @@ class Costing:
         return LayerProfile(step.name, step.kind, shape, params, flops, act, first,
                             repeat=step.repeat)  # fmt: skip
 
+    def repeat_moments(self, start: int, later: int, saved: int, params: int) -> None:
+        """`later` more iterations like the one whose moments begin at `start`, each saving
+        `saved` bytes and holding `params` parameters: the last one's moments (the most
+        saved before them; the first's have the most gradients after them)."""
+        if not later:
+            return
+        self.running += later * saved
+        self.params_seen += later * params
+        self.moments += [
+            BackwardMoment(m.saved + later * saved, m.pair, m.params + later * params)
+            for m in self.moments[start:]
+        ]
+
+    def moment(self, act: int, pair: int, params: int) -> None:
+        """A step costed: its saved bytes counted, its backward's moment recorded."""
+        before = self.params_seen
+        self.running += act
+        self.params_seen += params
+        if pair:
+            self.moments.append(BackwardMoment(self.running, pair, before))
+
     def layer(self, step: Step, bound: BoundLayer, params: int) -> LayerProfile:
         if bound.spec.unmodelled_scratch is not None:
             self.unmodelled[bound.spec.unmodelled_scratch] = None
@@ -209,9 +261,19 @@ class Costing:
         in_dtype = self.dtype(step.input_keys[0], step.integer_input)
         compute = self.compute_bytes(bound, in_dtype)
         saved = bound.spec.saved_tensors(bound, ins, out, compute)
-        act = saved.extra_bytes + self.once(step.input_keys[0], saved.input_bytes)
+        kept = saved.input_bytes
+        if kept == math.prod(ins) * in_dtype:  # the input itself, not a copy of it
+            kept = self.whole(step.input_keys[0], kept, in_dtype)
+        act = saved.extra_bytes + self.once(step.input_keys[0], kept)
         act += self.once(step.output_key, saved.output_bytes)
         self.produced(step.output_key, out, compute)
+        pair = 0
+        if bound.spec.param_count(bound) or step.input_keys[0] in self.grads:
+            self.grads.add(step.output_key)
+            grad_in = math.prod(ins) * in_dtype if step.input_keys[0] in self.grads else 0
+            pair = math.prod(out) * compute + grad_in
+        self.working = max(self.working, pair)
+        self.moment(act, pair, params)
         if bound.spec.autocast == "low" and params:
             self.low_params += params
         self.scratch = max(self.scratch, bound.spec.scratch_bytes(bound, ins, out, compute))
@@ -228,7 +290,16 @@ class Costing:
 
     def produced(self, key: TensorKey, shape: tuple[int, ...], dtype: int) -> None:
         self.dtypes[key] = dtype
-        self.largest = max(self.largest, math.prod(shape) * dtype)
+        self.sizes[key] = math.prod(shape) * dtype
+        self.largest = max(self.largest, self.sizes[key])
+
+    def whole(self, key: TensorKey, size: int, dtype: int) -> int:
+        """What saving `size` bytes of the tensor `key` names keeps: all of it, when the
+        saved tensor is a view of it in its own dtype (`u, z = x.split(d)`, `dt[:, t]`);
+        an autocast copy is a tensor of its own."""
+        if dtype != self.dtype(key):
+            return size
+        return max(size, self.sizes.get(key, 0))
 
     def op(self, step: Step) -> LayerProfile:
         shape = self.trace.shape(step.output)
@@ -243,7 +314,34 @@ class Costing:
         for index in cost.saved:
             act += self.saved_operand(step, index, ins, out, dtype)
         self.produced(step.output_key, out, dtype)
+        pair = self.backward_pair(step, ins, math.prod(out) * dtype, cost.saved)
+        if pair:
+            pair += builtin_cost(step).backward_temporaries * math.prod(out) * dtype
+        self.working = max(self.working, pair)
+        self.moment(act, pair, 0)
         return LayerProfile("", step.kind, shape, 0, cost.flops, act)
+
+    def backward_pair(
+        self, step: Step, ins: list[tuple[int, ...] | None], out: int, saved: tuple[int, ...]
+    ) -> int:
+        """An op's backward holds its output's gradient and computes its operands': only
+        where a weight reaches the op, and not for the weight itself (the parameters'
+        gradients are the `gradients` term). An op that reads its operands back (matmul, a
+        product, attention) makes each operand's gradient anew, all alive at once; one that
+        does not (add, cat) passes slices of its own on: the largest is counted."""
+        keys = step.input_keys
+        if builtin_cost(step).view:  # a view's gradient is a view too: nothing new
+            return 0
+        if not step.weights and not any(k in self.grads for k in keys):
+            return 0
+        self.grads.add(step.output_key)
+        grads = [
+            math.prod(shape) * self.dtype(key)
+            for shape, key in zip(ins, keys, strict=True)
+            if shape is not None and key in self.grads
+        ]
+        fresh = any(index != RESULT for index in saved)
+        return out + (sum(grads) if fresh else max(grads, default=0))
 
     def op_dtype(self, step: Step) -> int:
         autocast = builtin_cost(step).autocast
@@ -270,8 +368,11 @@ class Costing:
             return self.once(step.output_key, math.prod(out) * dtype)
         shape = ins[index]
         key = step.input_keys[index]
+        low = self.amp and builtin_cost(step).autocast == "low"
+        if index in step.weights and not low:
+            return 0  # autograd keeps the weight itself; only autocast's copy is new memory
         own = dtype if builtin_cost(step).autocast == "low" else self.dtype(key)
-        return self.once(key, math.prod(shape or ()) * own)
+        return self.once(key, self.whole(key, math.prod(shape or ()) * own, own))
 
 
 def _unknown_dims(shape: Shape) -> list[str]:
@@ -392,7 +493,9 @@ def _summarize(trace: Trace, costing: Costing, inst: Instantiation, params: int)
         costing.largest if act is not None else None,
         _checkpointed(costing, trace, layers, act) if act is not None else None,
         costing.low_params, sorted(costing.unknown), trace.input_integer,
-        scratch_bytes=costing.scratch, unmodelled=list(costing.unmodelled),
+        scratch_bytes=costing.scratch, backward_pair_bytes=costing.working,
+        moments=[BackwardMoment(m.saved + (data or 0), m.pair, m.params) for m in costing.moments],
+        walked_params=costing.params_seen, unmodelled=list(costing.unmodelled),
         config=dict(inst.env),
     )  # fmt: skip
 

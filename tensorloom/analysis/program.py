@@ -16,7 +16,7 @@ block's budget is what one batch of its steps needs at once:
   no_grad);
 - the predicted peak: the larger of a step's backward start (weights, every optimizer's
   state, the gradients other steps left, this step's activations and the backward's
-  largest tensor twice) and an optimizer step (weights, every gradient and state, the
+  largest gradient pair) and an optimizer step (weights, every gradient and state, the
   largest step's temporaries), plus cuBLAS's workspace; the CUDA context is added in
   `total`.
 
@@ -97,7 +97,7 @@ class StepActivations:
     step: str
     calls: tuple[str, ...]  # the model calls whose activations it keeps, one per call
     activations: int
-    backward_working: int  # twice the largest tensor of the models it runs
+    backward_working: int  # the largest gradient pair of the models it runs, or the loss's
     scratch: int  # cuDNN's LSTM/GRU scratch of the models it runs
     gradients: int  # the bytes of the gradients its optimizers update
 

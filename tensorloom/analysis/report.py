@@ -200,8 +200,9 @@ def model_info(
     if shares or step_optimizers(module, inst.name) == ():
         optimizer = " + ".join(dict.fromkeys(s.name for s in shares)) or "frozen"
         trainable = sum(s.params for s in shares)
+    adapters = (trainable or 0) if settings.get("lora") is not None else 0  # `lora` adds them
     training = Training(precision, optimizer, loss, request.checkpointing, parallel, trainable,
-                        shares)  # fmt: skip
+                        shares, adapters)  # fmt: skip
     options = ProfileOptions(batch, precision, request.bindings)
     profile = profile_instantiation(inst, models_of(module), options, budget)
     if profile is None:
@@ -392,6 +393,7 @@ def model_json(info: ModelInfo, request: InfoRequest) -> dict[str, Any]:
                 for o in info.training.optimizers
             ],
             "bindings": dict(request.bindings),
+            "trainable": info.training.trainable,  # `freeze`/`lora`: None when all train
         },
         "memory": budget_json(info.budget, request),
         "parallel": {
@@ -441,6 +443,7 @@ def budget_json(budget: MemoryBudget | None, request: InfoRequest) -> dict[str, 
         "weight_casts": budget.weight_casts,
         "loss": budget.loss,
         "backward_working": budget.backward_working,
+        "backward_sweep": budget.backward_sweep,
         "scratch": budget.scratch,
         "step_temporaries": budget.step_temporaries,
         "output": budget.output,

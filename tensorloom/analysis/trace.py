@@ -36,23 +36,31 @@ from tensorloom.diagnostics.ir import report, span_of
 from tensorloom.dialects.nml import (
     ApplyAtOp,
     ApplyOp,
+    AttentionOp,
     CallOp,
     ConstantOp,
     DimOp,
+    FlattenOp,
     ForOp,
     FuncOp,
     FunctionalOp,
+    GetAttrOp,
     LayerOp,
     ListOp,
     ModelOp,
     NonzeroOp,
+    PermuteOp,
+    RefOp,
+    ReshapeOp,
     ReturnOp,
     TensorType,
+    TOp,
     TopkOp,
     TupleGetOp,
     TupleType,
     YieldOp,
 )
+from tensorloom.dialects.nml.tensor_ops import TransposeOp
 from tensorloom.passes.shape_inference import (
     MAX_DEPTH,
     Instantiation,
@@ -89,6 +97,9 @@ class Step:
     bound: BoundLayer | None = None
     op: Operation | None = None
     integer_input: bool = False
+    # the operands that are the model's own weights (`wte.weight.T`, a Parameter), by index:
+    # autograd saves them without a copy, so saving one costs no activation memory
+    weights: frozenset[int] = frozenset()
     layer: LayerOp | None = None
     model: ModelOp | None = None  # for a nested model: the model and its config
     env: Env | None = None
@@ -275,7 +286,7 @@ class Walker(ForwardWalk):
         step = self._step("", kind, op)
         step.op = op
         self.stack[-1].append(step)
-        if builtin_cost(step).view and op.operands:
+        if builtin_cost(step).view and op.operands and not copies_strided(op):
             self.aliases[self._raw(op.results[0])] = self.key(op.operands[0])
 
     def method(self, model: ModelOp, op: CallOp, method: FuncOp, env: Env) -> None:
@@ -376,6 +387,7 @@ class Walker(ForwardWalk):
             [self.key(v) for v in operands],
             self.key(op.results[0]),
             integer_input=bool(operands) and _is_integer(operands[0]),
+            weights=frozenset(i for i, v in enumerate(operands) if is_weight(v)),
             scope=self.scope,
         )
 
@@ -386,6 +398,36 @@ def builtin_cost(step: Step) -> Cost:
     op = step.op
     assert isinstance(op, FunctionalOp), f"compiler bug: `{step.kind}` is not a builtin"
     return op.cost()
+
+
+def is_weight(value: SSAValue) -> bool:
+    """A weight of the model, or a view of one: a Parameter read (`nml.ref @A_log`) or a
+    layer's tensor (`wte.weight`, `nml.getattr` of a `nml.ref`), through views (`.T`)."""
+    owner = value.owner
+    while isinstance(owner, FunctionalOp) and owner.operands and _is_view(owner):
+        owner = owner.operands[0].owner
+    if isinstance(owner, GetAttrOp):
+        owner = owner.input.owner
+        return isinstance(owner, RefOp)
+    return isinstance(owner, RefOp) and isinstance(owner.result.type, TensorType)
+
+
+def copies_strided(op: Operation) -> bool:
+    """A reshape of a transposed tensor (`(att @ v).transpose(1, 2).reshape(B, T, C)`, the
+    heads merged): PyTorch's `reshape` is a view only where the strides allow, so this one
+    copies, and the copy is what the next layer saves. Not of `scaled_dot_product_attention`'s
+    result, which the fused kernels lay out as [B, T, heads, d] already."""
+    if not isinstance(op, ReshapeOp | FlattenOp) or not op.operands:
+        return False
+    reorder = op.operands[0].owner
+    if not isinstance(reorder, TransposeOp | PermuteOp | TOp) or not reorder.operands:
+        return False
+    return not isinstance(reorder.operands[0].owner, AttentionOp)
+
+
+def _is_view(op: FunctionalOp) -> bool:
+    cost = getattr(type(op), "COST", None)
+    return isinstance(cost, Cost) and cost.view
 
 
 def _makes_a_tensor(op: FunctionalOp) -> bool:

@@ -57,11 +57,14 @@ class Cost:
     `view`: the result aliases the first operand (no FLOPs, nothing saved, and the
     profile treats the two as one tensor). `autocast`: "fp32" for ops autocast runs in
     float32 (softmax, sums), "low" for those it runs in fp16/bf16, which save their
-    operands' low-precision copies (matmul, attention), "input" for the others."""
+    operands' low-precision copies (matmul, attention), "input" for the others.
+    `backward_temporaries`: result-sized tensors its backward holds beside the gradient it
+    receives and the one it computes (`x ** 2`'s `2 * x.pow(1)`: two)."""
 
     rule: Rule
     view: bool = False
     autocast: Autocast = "input"
+    backward_temporaries: int = 0
 
     def __call__(self, inputs: Inputs, output: Concrete, rate: float = 0.0) -> OpCost:
         return self.rule(inputs, output, rate)
@@ -75,13 +78,18 @@ FREE = Cost(_free)
 VIEW = Cost(_free, view=True)
 
 
-def per_element(flops: int = 1, saves: tuple[int, ...] = (), autocast: Autocast = "input") -> Cost:
+def per_element(
+    flops: int = 1,
+    saves: tuple[int, ...] = (),
+    autocast: Autocast = "input",
+    backward_temporaries: int = 0,
+) -> Cost:
     """`flops` per element of the result (relu, add, cumsum, a gather's copy)."""
 
     def rule(inputs: Inputs, output: Concrete, rate: float) -> OpCost:
         return OpCost(flops * math.prod(output), saves)
 
-    return Cost(rule, autocast=autocast)
+    return Cost(rule, autocast=autocast, backward_temporaries=backward_temporaries)
 
 
 def per_input_element(

@@ -118,7 +118,8 @@ from tensorloom.dialects.nml import (
     TupleType,
     YieldOp,
 )
-from tensorloom.dialects.nml.builtins import COMPARE_OPS, tuple_item
+from tensorloom.dialects.nml.arithmetic import COMPARE_OPS
+from tensorloom.dialects.nml.indexing import tuple_item
 from tensorloom.dialects.nml.shape_trait import (
     FromInstantiation,
     FromOperands,

@@ -11,86 +11,63 @@
     }
 
 Types and attribute expressions are in `types.py`, structural ops in `ops.py`,
-the functional builtins in `builtins.py` and `tensor_ops.py` (their shape rules are the
-helpers of `tensorloom/catalogue/shapes.py`). See docs/ir.md. The dialect registers
-every builtin op class as it is defined (`BUILTIN_OPS`), and resolve-nml reaches one
-through its catalogue record (`OP_OF_RECORD`), so a new builtin is neither listed nor
-exported here; the names below are those other modules use.
+control flow in `control.py`. The functional builtins derive from `builtins.py`'s
+`FunctionalOp` and live one theme a file: `arithmetic.py`, `activations.py`,
+`attention.py`, `reshaping.py`, `joining.py`, `reductions.py`, `indexing.py`,
+`creation.py`, `tensor_ops.py` and `losses.py` (their shape rules are the helpers of
+`tensorloom/catalogue/shapes.py`). See docs/ir.md. The dialect registers every
+builtin op class as it is defined (`BUILTIN_OPS`: importing those modules, below,
+registers their ops), and resolve-nml reaches one through its catalogue record
+(`OP_OF_RECORD`), so a new builtin is neither listed nor exported here; the names
+below are those other modules use.
 """
 
 from xdsl.ir import Dialect
 
-from tensorloom.dialects.nml.builtins import (
-    BINARY_OPS,
-    BUILTIN_OPS,
-    COMPARE_OPS,
-    DYNAMIC,
-    ELEMENTWISE,
-    OP_OF_RECORD,
-    UNARY_OPS,
-    AddOp,
-    AmaxOp,
-    AminOp,
-    ArangeOp,
-    AttentionOp,
-    BinaryOp,
-    CatOp,
-    ChunkOp,
+from tensorloom.catalogue.functions import ELEMENTWISE
+from tensorloom.dialects.nml.activations import (
     ClampOp,
-    CompareOp,
-    DimOp,
-    DivOp,
     DropoutOp,
-    EinsumOp,
-    ExpandOp,
-    FlattenOp,
-    FunctionalOp,
     GeluOp,
-    IndexOp,
-    IndexPutOp,
-    InTraining,
-    LinspaceOp,
-    ListOp,
     LogSoftmaxOp,
-    MaskedFillOp,
-    MatmulOp,
-    MeanOp,
-    Member,
-    MomentOp,
-    MulOp,
-    MultinomialOp,
-    NegOp,
-    PermuteOp,
-    PowOp,
-    PyName,
-    ReductionOp,
-    ReluOp,
-    RepeatOp,
-    ReshapeLikeOp,
-    ReshapeOp,
-    SampleOp,
-    SigmoidOp,
-    SiluOp,
-    SizedOp,
-    SizeOf,
     SoftmaxLikeOp,
     SoftmaxOp,
-    SpelledOp,
-    SplitOp,
-    SqueezeOp,
-    StackOp,
-    StdOp,
-    SubOp,
-    SumOp,
-    TanhOp,
-    TorchArgument,
-    UnaryOp,
-    VarOp,
-    ViewOp,
-    WhereOp,
-    apply_rule,
-    index_entry,
 )
+from tensorloom.dialects.nml.arithmetic import (
+    BINARY_OPS,
+    COMPARE_OPS,
+    UNARY_OPS,
+    AddOp,
+    BinaryOp,
+    CompareOp,
+    DivOp,
+    EinsumOp,
+    MatmulOp,
+    MulOp,
+    NegOp,
+    PowOp,
+    ReluOp,
+    SigmoidOp,
+    SiluOp,
+    SubOp,
+    TanhOp,
+    UnaryOp,
+)
+from tensorloom.dialects.nml.attention import AttentionOp
+from tensorloom.dialects.nml.builtins import (
+    BUILTIN_OPS,
+    OP_OF_RECORD,
+    FunctionalOp,
+    InTraining,
+    Member,
+    PyName,
+    SizedOp,
+    SizeOf,
+    SpelledOp,
+    TorchArgument,
+    apply_rule,
+)
+from tensorloom.dialects.nml.calls import DYNAMIC
 from tensorloom.dialects.nml.control import (
     CONTROL_OPS,
     ApplyAtOp,
@@ -100,6 +77,22 @@ from tensorloom.dialects.nml.control import (
     TupleGetOp,
     YieldOp,
 )
+from tensorloom.dialects.nml.creation import (
+    ArangeOp,
+    LinspaceOp,
+    ListOp,
+    MultinomialOp,
+    SampleOp,
+)
+from tensorloom.dialects.nml.indexing import (
+    DimOp,
+    IndexOp,
+    IndexPutOp,
+    MaskedFillOp,
+    WhereOp,
+    index_entry,
+)
+from tensorloom.dialects.nml.joining import CatOp, ChunkOp, SplitOp, StackOp
 from tensorloom.dialects.nml.losses import LOSSES, LossOp
 from tensorloom.dialects.nml.ops import (
     ApplyOp,
@@ -117,6 +110,26 @@ from tensorloom.dialects.nml.ops import (
     ReturnOp,
     Value,
     constant_type,
+)
+from tensorloom.dialects.nml.reductions import (
+    AmaxOp,
+    AminOp,
+    MeanOp,
+    MomentOp,
+    ReductionOp,
+    StdOp,
+    SumOp,
+    VarOp,
+)
+from tensorloom.dialects.nml.reshaping import (
+    ExpandOp,
+    FlattenOp,
+    PermuteOp,
+    RepeatOp,
+    ReshapeLikeOp,
+    ReshapeOp,
+    SqueezeOp,
+    ViewOp,
 )
 from tensorloom.dialects.nml.tensor_ops import (
     DTYPES,

@@ -12,7 +12,9 @@
     }
     nml.instance @net = @Classifier {hidden = 128 : i64}
 
-The functional builtins (`nml.relu`, `nml.softmax`, ...) live in `builtins.py`.
+The functional builtins (`nml.relu`, `nml.softmax`, ...) derive from `builtins.py`'s
+`FunctionalOp` and live in the modules named after their theme (`arithmetic.py`,
+`activations.py`, `reshaping.py`, ...; see `__init__.py`).
 """
 
 from __future__ import annotations

@@ -74,21 +74,27 @@ from tensorloom.catalogue.shapes import (
 )
 from tensorloom.dialects.lazy_definition import lazy_op_definition
 from tensorloom.dialects.nml.builtins import (
-    DYNAMIC,
     OP_OF_RECORD,
-    ListOp,
     Literal,
     PyName,
     SizedOp,
     SpelledOp,
     TorchArgument,
-    _int_array,
-    _ints,
-    _sized_entries,
     apply_rule,
-    count_name,
+    int_array,
+    int_values,
+    sized_entries,
 )
-from tensorloom.dialects.nml.calls import CallArgs, CallProblem, Missing, is_int, unknown_type
+from tensorloom.dialects.nml.calls import (
+    DYNAMIC,
+    CallArgs,
+    CallProblem,
+    Missing,
+    is_int,
+    unknown_type,
+)
+from tensorloom.dialects.nml.creation import ListOp
+from tensorloom.dialects.nml.indexing import count_name
 from tensorloom.dialects.nml.ops import GetAttrOp, RefOp, Value
 from tensorloom.dialects.nml.types import (
     AnyType,
@@ -402,7 +408,7 @@ class NormOp(SpelledOp):
             operands=[input],
             properties={
                 "p": FloatAttr(p, Float64Type()),
-                "dims": _int_array(dims) if dims is not None else None,
+                "dims": int_array(dims) if dims is not None else None,
                 "keepdim": UnitAttr() if keepdim else None,
             },
             result_types=[result_type],
@@ -424,7 +430,7 @@ class NormOp(SpelledOp):
 
     def torch_arguments(self) -> list[tuple[str, TorchArgument]]:
         arguments: list[tuple[str, TorchArgument]] = [("ord", self.p.value.data)]
-        dims = _ints(self.dims)
+        dims = int_values(self.dims)
         if dims is not None:
             arguments.append(("dim", dims[0] if len(dims) == 1 else tuple(dims)))
         if self.keepdim is not None:
@@ -434,7 +440,7 @@ class NormOp(SpelledOp):
     def infer_shape(
         self, operand_types: Sequence[Attribute], unifier: Unifier | None = None
     ) -> Attribute | ShapeMismatch:
-        axes, keep = _ints(self.dims), self.keepdim is not None
+        axes, keep = int_values(self.dims), self.keepdim is not None
         return apply_rule(operand_types[0], lambda dims: reduce_shape(dims, axes, keep))
 
 
@@ -534,7 +540,7 @@ class PadOp(SizedOp, SpelledOp):
         problem = _integers(operand_types[1:], "the pads must be integers")
         if problem is not None:
             return problem
-        pads = _sized_entries(self.pads, sizes)
+        pads = sized_entries(self.pads, sizes)
         return apply_rule(operand_types[0], lambda dims: pad_shape(dims, pads))
 
 

@@ -54,6 +54,58 @@ def test_budget_terms(tmp_path: Path) -> None:
     assert b.peak == max(b.backward_peak, b.step_peak) + b.workspace
 
 
+HEAD = """
+model Head:
+    layer fc = Linear(64, 16)
+    fn forward(self, x: Tensor[B, 64]) -> Tensor:
+        return self.fc(x)
+"""
+
+
+def test_backward_holds_a_gradient_pair_and_none_for_the_batch(tmp_path: Path) -> None:
+    """The backward's working set is one op's output gradient and its input's: a first layer
+    computes none for the batch (no weight reaches it), so here only fc's output's."""
+    path = tmp_path / "head.tl"
+    path.write_text(HEAD)
+    result, models = profile_file(path, ProfileOptions(2, "fp32"))
+    assert result.ok
+    assert models[0].backward_pair_bytes == 2 * 16 * 4
+    relu = tmp_path / "relu.tl"  # relu after fc: its output's gradient and fc's output's
+    relu.write_text(HEAD.replace("self.fc(x)", "x |> self.fc |> relu"))
+    result, models = profile_file(relu, ProfileOptions(2, "fp32"))
+    assert result.ok and models[0].backward_pair_bytes == 2 * (2 * 16 * 4)
+    square = tmp_path / "square.tl"  # `x ** 2`'s backward: `2 * x.pow(1)` beside the pair
+    square.write_text(HEAD.replace("self.fc(x)", "self.fc(x) ** 2"))
+    result, models = profile_file(square, ProfileOptions(2, "fp32"))
+    assert result.ok and models[0].backward_pair_bytes == 4 * (2 * 16 * 4)
+    gate = tmp_path / "gate.tl"  # a product's backward makes both operands' gradients anew
+    two = "layer fc = Linear(64, 16)\n    layer up = Linear(64, 16)"
+    text = HEAD.replace("layer fc = Linear(64, 16)", two)
+    gate.write_text(text.replace("self.fc(x)", "self.fc(x) * self.up(x)"))
+    result, models = profile_file(gate, ProfileOptions(2, "fp32"))
+    assert result.ok and models[0].backward_pair_bytes == 3 * (2 * 16 * 4)
+
+
+def test_backward_moments_free_the_later_steps_activations(tmp_path: Path) -> None:
+    """Backward runs the steps in reverse: at a step, the activations of it and the earlier
+    steps are still saved, and the gradients of its and the later steps' weights exist."""
+    p = profile(tmp_path, 2)
+    moments = [(m.saved, m.pair, m.params) for m in p.moments]
+    # fc1 saves the batch [2, 8] and holds its output's gradient (none for the batch); relu
+    # saves its output [2, 16] (fc2's input too) and holds two [2, 16] gradients; fc2 its
+    # output's [2, 4] and its input's
+    assert moments == [(64, 128, 0), (192, 256, 144), (192, 160, 144)]
+    b = training_budget(p, Training(optimizer="Adam"))
+    assert b is not None
+    weights = 212 * 4  # fc1's 144 parameters and fc2's 68
+    relu = 192 + 256 + (weights - weights * 144 // 212)  # fc2's gradients made
+    assert b.backward_sweep == max(64 + 128 + weights, relu, 192 + 160 + weights - 576)
+    assert b.backward_sweep == 64 + 128 + weights  # fc1's: every gradient made by then
+    start = b.activations + 2 * 4 * 4  # every activation and the output's gradient
+    live = max(start, b.backward_sweep) + b.output_in_backward
+    assert b.backward_peak == b.weights + b.optimizer_state + live
+
+
 def test_parse_size() -> None:
     assert parse_size("80GB") == parse_size("80GiB") == 80 << 30
     assert parse_size("512M") == 512 << 20

@@ -74,3 +74,62 @@ def test_a_failing_entry_is_a_row(tmp_path: Path, capsys: pytest.CaptureFixture[
     out = capsys.readouterr().out
     assert "failed: AttributeError: module 'emitted_examples_mnist_tl' has no attribute" in out
     assert "2/3 entries trained on the CPU" in out
+
+
+LORA_PROGRAM = """
+model Classifier:
+    layer fc1 = Linear(64, 256)
+    layer fc2 = Linear(256, 10)
+
+    fn forward(self, x: Tensor) -> Tensor:
+        return x |> self.fc1 |> relu |> self.fc2
+
+let net = Classifier()
+let data = load_dataset("digits", flatten=true)
+
+train net on data:
+    optimizer = Adam(lr=0.001)
+    loss = CrossEntropy
+    precision = fp32
+    lora = LoRA(rank=4, alpha=8, targets=[fc1])
+"""
+
+
+def test_a_lora_program_trains_its_adapters_only(tmp_path: Path) -> None:
+    """The harness trains what the emitted script trains: under `lora`, the adapters (what
+    `tlc info` gives gradients and optimizer state), every other weight frozen."""
+    check = memory_check()
+    check.ROOT = tmp_path
+    path = tmp_path / "lora.tl"
+    path.write_text(LORA_PROGRAM)
+    code, entries = check._program_entries(path, {})
+    assert code is not None and entries and all(e["frozen"] for e in entries)
+    module = check._load("lora.tl", code)
+    entry = entries[0]
+    model = check._adapted(entry, module, getattr(module, entry["class"])())
+    trained = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    assert trained == 4 * (64 + 256)  # fc1's A [4, 64] and B [256, 4]
+    assert entry["memory"]["gradients"] == 4 * trained
+    every = sum(p.numel() for p in model.parameters())
+    assert entry["memory"]["weights"] == 4 * every  # the adapters beside the model's own
+    import torch
+
+    assert check._dry_run(entry, module, torch) == [2, 10]
+
+
+def test_the_cpu_peak_of_a_plain_classifier_is_the_prediction(tmp_path: Path) -> None:
+    """`cpu-peak`: the CPU allocator's peak over the harness's steps (no cuBLAS workspace
+    there) against the prediction less its workspace, in fp32 where the CPU computes as
+    CUDA does: the weights, Adam's state, the activations and the backward's moments."""
+    import torch
+
+    check = memory_check()
+    check.ROOT = tmp_path
+    path = tmp_path / "plain.tl"
+    path.write_text(LORA_PROGRAM.replace("    lora = LoRA(rank=4, alpha=8, targets=[fc1])\n", ""))
+    code, entries = check._program_entries(path, {})
+    assert code is not None
+    module = check._load("plain.tl", code)
+    for entry in (e for e in entries if e["precision"] == "fp32"):
+        predicted = entry["memory"]["peak"] - entry["memory"]["workspace"]
+        assert abs(predicted / check._cpu_peak(entry, module, torch) - 1) < 0.02, entry["batch"]

@@ -79,7 +79,7 @@ def test_a_parsed_op_is_defined_and_verified() -> None:
         "from xdsl.parser import Parser\n"
         "from tensorloom.dialects.nml import Nml\n"
         "from tensorloom.dialects.lazy_definition import is_defined\n"
-        "from tensorloom.dialects.nml.builtins import SoftmaxOp\n"
+        "from tensorloom.dialects.nml.activations import SoftmaxOp\n"
         "context = Context(allow_unregistered=True)\n"
         "context.load_dialect(Nml)\n"
         'text = \'%0 = "test.op"() : () -> f32\\n%1 = "nml.softmax"(%0) : (f32) -> f32\'\n'
