@@ -130,10 +130,10 @@ class FlattenOp(SpelledOp):
         return apply_rule(operand_types[0], lambda dims: flatten_shape(dims, start, end))
 
 
-class ReshapeLikeOp(SizedOp, SpelledOp, ABC):
-    """`nml.reshape %x to [B, -1, 64] (%n)`: sizes are ints (one may be -1),
-    symbolic names, or `"?"` for a runtime size taken, in order, from `dynamic_sizes`.
-    `x.reshape(x.size(0), -1, 64)`: a symbolic size reads the input's own size."""
+class ToSizesOp(SizedOp, SpelledOp, ABC):
+    """An op of a tensor and a list of sizes (`to [B, -1, 64](%n)`): reshape and view,
+    expand and repeat. An entry is an int, a symbolic name, or `"?"`, the next of
+    `dynamic_sizes` (a size known only when the script runs)."""
 
     input = operand_def()
     shape = prop_def(ArrayAttr)
@@ -157,6 +157,12 @@ class ReshapeLikeOp(SizedOp, SpelledOp, ABC):
             properties={"shape": ArrayAttr(shape)},
             result_types=[result_type],
         )
+
+
+class ReshapeLikeOp(ToSizesOp, ABC):
+    """`nml.reshape %x to [B, -1, 64] (%n)`: sizes are ints (one may be -1),
+    symbolic names, or `"?"` for a runtime size taken, in order, from `dynamic_sizes`.
+    `x.reshape(x.size(0), -1, 64)`: a symbolic size reads the input's own size."""
 
     @classmethod
     def from_call(cls, args: CallArgs) -> Operation | CallProblem:
@@ -294,32 +300,9 @@ class PermuteOp(SpelledOp):
         return apply_rule(operand_types[0], lambda dims: permute_shape(dims, order))
 
 
-class _SizesOp(SizedOp, SpelledOp, ABC):
+class _SizesOp(ToSizesOp, ABC):
     """`nml.expand %x to [-1, "?", 4](%n)`: sizes are ints or `"?"` (the next dynamic operand);
     `x.expand(B, -1, -1)`, `x.repeat(1, 4)`, given as separate arguments or one list."""
-
-    input = operand_def()
-    shape = prop_def(ArrayAttr)
-    dynamic_sizes = var_operand_def()  # type: ignore[assignment]
-    result = result_def()
-
-    ASSEMBLY_FORMAT: ClassVar[str] = (
-        "$input `to` $shape (`(` $dynamic_sizes^ `)`)? attr-dict `:` "
-        "functional-type(operands, results)"
-    )
-
-    def __init__(
-        self,
-        input: Value,
-        shape: Sequence[Attribute],
-        dynamic_sizes: Sequence[Value],
-        result_type: Attribute,
-    ):
-        super().__init__(
-            operands=[input, dynamic_sizes],
-            properties={"shape": ArrayAttr(shape)},
-            result_types=[result_type],
-        )
 
     def verify_(self) -> None:
         dynamic = [shape_entry(a) for a in self.shape.data].count(DYNAMIC)
