@@ -55,6 +55,7 @@ if ctx.is_main:
     with open(out, "w") as f:
         json.dump(ranks, f)
 program.teardown_distributed()
+program.exit_process(0)  # as the script leaves: no gloo teardown abort
 """
 
 

@@ -85,6 +85,7 @@ whole = get_model_state_dict(model, options=StateDictOptions(full_state_dict=Tru
 local = {k: v.to_local().clone() for k, v in model.state_dict().items()}
 torch.save({"whole": whole, "local": local}, f"rank{ctx.rank}.pt")
 m.teardown_distributed()
+m.exit_process(0)  # as the script leaves: no gloo teardown abort
 """
 
 

@@ -51,6 +51,7 @@ if ctx.is_main:
         json.dump(ranks, f)
 dist.barrier()
 program.teardown_distributed()
+program.exit_process(0)  # as the script leaves: no gloo teardown abort
 """
 
 
